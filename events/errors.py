@@ -1,0 +1,55 @@
+"""The project's error tree. Every error says what is wrong and where, so a user can fix it."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class KueueEsError(Exception):
+    """Root of every error kueue-es raises on purpose."""
+
+    exit_code: ClassVar[int] = 1
+
+
+class InvalidInput(KueueEsError):
+    """User input (a file, a flag, an object) is wrong; nothing was written. CLI exit code 2."""
+
+    exit_code: ClassVar[int] = 2
+
+
+class LogError(KueueEsError):
+    """Something is wrong with a log. ``retriable`` tells callers whether trying again may help."""
+
+    retriable: ClassVar[bool] = False
+
+
+class LogLocked(LogError):
+    """Another process holds the single-writer lock."""
+
+    retriable: ClassVar[bool] = True
+
+
+class LogClosed(LogError):
+    pass
+
+
+class CorruptRecord(LogError):
+    """Stored bytes fail their checksum or framing somewhere other than a torn tail."""
+
+    def __init__(self, segment: str, offset: int, position: int, detail: str) -> None:
+        self.segment, self.offset, self.position = segment, offset, position
+        super().__init__(
+            f"corrupt record in segment {segment} at byte {position} (log offset {offset}): {detail}; "
+            "the log was not modified — restore the segment from a replica or backup"
+        )
+
+
+class UndecodableRecord(LogError):
+    """A frame is intact but its event cannot be decoded (unknown type, wrong field type)."""
+
+    def __init__(self, offset: int, detail: str) -> None:
+        self.offset = offset
+        super().__init__(
+            f"cannot decode event at log offset {offset}: {detail}; "
+            "upgrade kueue-es, or read with --quarantine to set it aside and report it"
+        )

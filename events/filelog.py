@@ -1,0 +1,329 @@
+"""The embedded log: segmented append-only files in one directory, one writer at a time.
+
+Layout: ``<dir>/<base offset, 20 digits>.seg`` holding frames, and ``<dir>/LOCK`` held by the writer.
+A frame is one appended batch::
+
+    u32 payload length | u32 crc32(base offset .. payload) | u64 base offset | u32 event count | payload
+
+The payload is a msgpack array of events. On opening for writing, the last segment is scanned: a frame cut off
+by a crash (a torn tail) is truncated away; a frame that fails its checksum with valid data after it is
+corruption and refuses to open. Readers verify every frame they read and name segment and offset on failure.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import struct
+import zlib
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import anyio
+import anyio.lowlevel
+
+from events.codec import Quarantined, decode_batch, encode_batch
+from events.errors import CorruptRecord, InvalidInput, LogClosed, LogError, LogLocked
+from events.log import EventLog
+from events.schema import AnyEvent, Record
+
+HEADER = struct.Struct("<IIQI")
+SEGMENT_SUFFIX = ".seg"
+FsyncPolicy = Literal["always", "group", "never"]
+
+
+@dataclass(frozen=True)
+class FrameInfo:
+    segment: Path
+    position: int
+    base: int
+    count: int
+    length: int
+
+
+@dataclass(frozen=True)
+class SegmentInfo:
+    path: Path
+    base: int
+    end: int
+    frames: int
+    size: int
+
+
+def _segment_name(base: int) -> str:
+    return f"{base:020d}{SEGMENT_SUFFIX}"
+
+
+def _crc(header_tail: bytes | memoryview, payload: bytes | memoryview) -> int:
+    return zlib.crc32(payload, zlib.crc32(header_tail))
+
+
+def list_segments(directory: Path) -> list[tuple[int, Path]]:
+    out = []
+    for p in directory.iterdir():
+        if p.suffix == SEGMENT_SUFFIX and p.stem.isdigit():
+            out.append((int(p.stem), p))
+    out.sort()
+    return out
+
+
+def scan_frames(path: Path, data: bytes | memoryview, expected_base: int) -> tuple[list[FrameInfo], int | None]:
+    """Walk a segment's frames, checking framing and checksums.
+
+    Returns the frames and, if the segment ends in a torn frame, the byte position where it starts.
+    Raises :class:`CorruptRecord` for damage that is not a torn tail.
+    """
+    frames: list[FrameInfo] = []
+    pos, size, expect = 0, len(data), expected_base
+    view = memoryview(data)
+    while pos < size:
+        if size - pos < HEADER.size:
+            return frames, pos
+        length, crc, base, count = HEADER.unpack_from(view, pos)
+        end = pos + HEADER.size + length
+        if end > size:
+            return frames, pos
+        payload = view[pos + HEADER.size : end]
+        if _crc(view[pos + 8 : pos + HEADER.size], payload) != crc:
+            if end == size:
+                return frames, pos
+            raise CorruptRecord(path.name, expect, pos, "checksum mismatch")
+        if base != expect or count == 0:
+            raise CorruptRecord(path.name, expect, pos, f"frame claims offset {base} with {count} events")
+        frames.append(FrameInfo(path, pos, base, count, length))
+        expect = base + count
+        pos = end
+    return frames, None
+
+
+class FileLog(EventLog):
+    """Segmented file log. Open with :meth:`open`; ``readonly`` skips the writer lock and recovery."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        readonly: bool,
+        fsync: FsyncPolicy,
+        group_commit_ms: float,
+        segment_bytes: int,
+    ) -> None:
+        self.directory = directory
+        self.readonly = readonly
+        self.fsync = fsync
+        self.group_commit_ms = group_commit_ms
+        self.segment_bytes = segment_bytes
+        self._lock_fd: int | None = None
+        self._fd: int | None = None
+        self._segment_size = 0
+        self._end = 0
+        self._written = 0  # bytes written to the current segment
+        self._synced = 0
+        self._sync_done: anyio.Event | None = None
+        self._closed = False
+        self.truncated_bytes = 0
+        """How many bytes of torn tail recovery removed when this writer opened the log."""
+
+    # --- opening -------------------------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        readonly: bool = False,
+        fsync: FsyncPolicy = "always",
+        group_commit_ms: float = 2.0,
+        segment_bytes: int = 64 << 20,
+    ) -> FileLog:
+        directory = Path(path)
+        if fsync not in ("always", "group", "never"):
+            raise InvalidInput(f"fsync policy must be always, group or never, not {fsync!r}")
+        if readonly:
+            if not directory.is_dir():
+                raise InvalidInput(f"no log at {directory}: not a directory")
+        elif directory.exists() and not directory.is_dir():
+            raise InvalidInput(f"cannot create log at {directory}: a file is in the way")
+        log = cls(directory, readonly=readonly, fsync=fsync, group_commit_ms=group_commit_ms, segment_bytes=segment_bytes)
+        if readonly:
+            log._end = log._scan_end()
+        else:
+            directory.mkdir(parents=True, exist_ok=True)
+            log._acquire_lock()
+            try:
+                log._recover()
+            except BaseException:
+                log._release()
+                raise
+        return log
+
+    def _acquire_lock(self) -> None:
+        fd = os.open(self.directory / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise LogLocked(f"log {self.directory} is locked by another writer (pid {holder})") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self._lock_fd = fd
+
+    def _recover(self) -> None:
+        segments = list_segments(self.directory)
+        if not segments:
+            self._open_segment(0)
+            return
+        base, path = segments[-1]
+        data = path.read_bytes()
+        frames, torn_at = scan_frames(path, data, base)
+        if torn_at is not None:
+            self.truncated_bytes = len(data) - torn_at
+            with open(path, "r+b") as f:
+                f.truncate(torn_at)
+                os.fsync(f.fileno())
+        self._end = frames[-1].base + frames[-1].count if frames else base
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        self._segment_size = torn_at if torn_at is not None else len(data)
+        self._synced = self._segment_size
+
+    def _open_segment(self, base: int) -> None:
+        if self._fd is not None:
+            os.fsync(self._fd)
+            os.close(self._fd)
+        self._fd = os.open(self.directory / _segment_name(base), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        dir_fd = os.open(self.directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+        self._segment_size = 0
+        self._synced = 0
+
+    def _scan_end(self) -> int:
+        segments = list_segments(self.directory)
+        if not segments:
+            return 0
+        base, path = segments[-1]
+        frames, _ = scan_frames(path, path.read_bytes(), base)
+        return frames[-1].base + frames[-1].count if frames else base
+
+    # --- writing -------------------------------------------------------------------------------------------
+
+    async def append(self, events: Sequence[AnyEvent]) -> list[int]:
+        if self._closed:
+            raise LogClosed(f"log {self.directory} is closed")
+        if self.readonly:
+            raise LogError(f"log {self.directory} was opened read-only")
+        if not events:
+            return []
+        payload = encode_batch(events)
+        base = self._end
+        tail = struct.pack("<QI", base, len(events))
+        frame = struct.pack("<II", len(payload), _crc(tail, payload)) + tail + payload
+        if self._segment_size and self._segment_size + len(frame) > self.segment_bytes:
+            self._open_segment(base)
+        assert self._fd is not None
+        os.write(self._fd, frame)
+        self._segment_size += len(frame)
+        self._end = base + len(events)
+        if self.fsync == "always":
+            os.fsync(self._fd)
+            self._synced = self._segment_size
+        elif self.fsync == "group":
+            await self._group_sync(self._segment_size)
+        return list(range(base, self._end))
+
+    async def _group_sync(self, upto: int) -> None:
+        """Group commit: one fsync serves every append waiting when it starts."""
+        fd = self._fd
+        while self._synced < upto and fd == self._fd:
+            if self._sync_done is not None:
+                await self._sync_done.wait()
+                continue
+            done = self._sync_done = anyio.Event()
+            try:
+                await anyio.sleep(self.group_commit_ms / 1000)
+                target = self._segment_size
+                await anyio.to_thread.run_sync(os.fsync, fd)
+                self._synced = max(self._synced, target)
+            finally:
+                self._sync_done = None
+                done.set()
+
+    # --- reading -------------------------------------------------------------------------------------------
+
+    def scan(self, start: int = 0, quarantine: list[Quarantined] | None = None) -> Iterator[list[Record]]:
+        """Synchronous read of everything stored from ``start``, a batch at a time."""
+        segments = list_segments(self.directory)
+        for i, (base, path) in enumerate(segments):
+            next_base = segments[i + 1][0] if i + 1 < len(segments) else None
+            if next_base is not None and next_base <= start:
+                continue
+            data = path.read_bytes()
+            frames, torn_at = scan_frames(path, data, base)
+            if torn_at is not None and (next_base is not None or not self._may_be_growing()):
+                raise CorruptRecord(path.name, frames[-1].base + frames[-1].count if frames else base, torn_at,
+                                    "truncated frame")
+            view = memoryview(data)
+            for fr in frames:
+                if fr.base + fr.count <= start:
+                    continue
+                payload = view[fr.position + HEADER.size : fr.position + HEADER.size + fr.length]
+                records = decode_batch(payload, fr.base, quarantine)
+                if fr.base < start:
+                    records = [r for r in records if r.offset >= start]
+                if records:
+                    yield records
+
+    def _may_be_growing(self) -> bool:
+        # A reader may see a writer's frame half-written; a writer's own tail never is.
+        return self.readonly
+
+    def segments(self) -> list[SegmentInfo]:
+        out = []
+        for base, path in list_segments(self.directory):
+            data = path.read_bytes()
+            frames, _ = scan_frames(path, data, base)
+            end = frames[-1].base + frames[-1].count if frames else base
+            out.append(SegmentInfo(path, base, end, len(frames), len(data)))
+        return out
+
+    async def read_batches(
+        self, start: int = 0, *, follow: bool = False, quarantine: list[Quarantined] | None = None
+    ) -> AsyncIterator[list[Record]]:
+        position = start
+        while True:
+            for batch in self.scan(position, quarantine):
+                position = batch[-1].offset + 1
+                yield batch
+                await anyio.lowlevel.checkpoint()
+            if not follow or self._closed:
+                return
+            await anyio.sleep(0.02)
+
+    async def end_offset(self) -> int:
+        return self._end if not self.readonly else self._scan_end()
+
+    # --- closing -------------------------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        self.close_sync()
+
+    def close_sync(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._release()
+
+    def _release(self) -> None:
+        if self._fd is not None:
+            if self.fsync != "never":
+                os.fsync(self._fd)
+            os.close(self._fd)
+            self._fd = None
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None

@@ -1,0 +1,255 @@
+"""Multi-document YAML of Kubernetes/Kueue objects -> typed objects, as ``kubectl apply`` would take them.
+
+v1beta1 Kueue objects are converted to v1beta2 first. Every error names the file, the document (1-based) and
+the field, and nothing is returned unless every document is valid, so a bad file never half-imports.
+Kueue's own ``Configuration`` documents are handed back separately, undecoded, for the caller's config loader.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+import yaml
+
+from events import objects as o
+from events.errors import InvalidInput
+from events.quantity import QuantityError, parse_quantity
+
+try:
+    _Loader: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - PyYAML without libyaml
+    _Loader = yaml.SafeLoader
+
+CONFIG_API_VERSIONS = ("config.kueue.x-k8s.io/v1beta2", "config.kueue.x-k8s.io/v1beta1")
+
+
+@dataclass
+class Manifest:
+    objects: list[o.KObject] = field(default_factory=list)
+    configs: list[dict[str, Any]] = field(default_factory=list)
+    """``kind: Configuration`` documents, as plain data."""
+
+
+def load_text(text: str, source: str = "<input>") -> Manifest:
+    try:
+        docs = list(yaml.load_all(text, Loader=_Loader))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InvalidInput(f"{source}:{where}: malformed YAML: {problem}") from None
+    out = Manifest()
+    for index, doc in enumerate(docs, start=1):
+        if doc is None:
+            continue
+        for item in _expand_list(doc, source, index):
+            _decode_document(item, source, index, out)
+    return out
+
+
+def load_file(path: str) -> Manifest:
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as exc:
+        raise InvalidInput(f"{path}: cannot read: {exc.strerror}") from None
+    return load_text(text, path)
+
+
+def _expand_list(doc: Any, source: str, index: int) -> list[dict[str, Any]]:
+    if not isinstance(doc, dict):
+        raise InvalidInput(f"{source}: document {index}: expected a mapping with apiVersion and kind")
+    if doc.get("kind") == "List" or (doc.get("kind", "").endswith("List") and "items" in doc):
+        items = doc.get("items") or []
+        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            raise InvalidInput(f"{source}: document {index}: field `items`: expected a list of objects")
+        return items
+    return [doc]
+
+
+def _decode_document(doc: dict[str, Any], source: str, index: int, out: Manifest) -> None:
+    kind = doc.get("kind")
+    api_version = doc.get("apiVersion")
+    name = (doc.get("metadata") or {}).get("name") if isinstance(doc.get("metadata"), dict) else None
+    where = f"{source}: document {index}" + (f" ({kind} {name})" if kind and name else f" ({kind})" if kind else "")
+    if not kind or not isinstance(kind, str):
+        raise InvalidInput(f"{where}: field `kind` is required")
+    if not api_version or not isinstance(api_version, str):
+        raise InvalidInput(f"{where}: field `apiVersion` is required")
+    if kind == "Configuration":
+        if api_version not in CONFIG_API_VERSIONS:
+            raise InvalidInput(f"{where}: field `apiVersion`: Configuration must be one of {', '.join(CONFIG_API_VERSIONS)}")
+        out.configs.append(doc)
+        return
+    cls = o.KINDS.get(kind)
+    if cls is None:
+        raise InvalidInput(f"{where}: field `kind`: unknown kind {kind!r} (known: {', '.join(sorted(o.KINDS))})")
+    accepted = o.accepted_api_versions(kind)
+    if api_version not in accepted:
+        raise InvalidInput(f"{where}: field `apiVersion`: {kind} must be {' or '.join(accepted)}, not {api_version!r}")
+    if not isinstance(doc.get("metadata"), dict):
+        raise InvalidInput(f"{where}: field `metadata` is required")
+    if not name:
+        raise InvalidInput(f"{where}: field `metadata.name` is required")
+    namespaced = kind not in o.CLUSTER_SCOPED
+    if namespaced and not doc["metadata"].get("namespace"):
+        doc = {**doc, "metadata": {**doc["metadata"], "namespace": "default"}}
+    if api_version.endswith("/v1beta1") and api_version.startswith("kueue.x-k8s.io"):
+        doc = convert_v1beta1(doc)
+    try:
+        obj = msgspec.convert(doc, o.KueueObject, strict=False)
+    except msgspec.ValidationError as exc:
+        raise InvalidInput(f"{where}: {_field_message(str(exc))}") from None
+    _validate(obj, where)
+    out.objects.append(obj)
+
+
+def _field_message(msg: str) -> str:
+    """msgspec says "Expected `int`, got `str` - at `$.spec.x`"; say "field `spec.x`: expected int, got str"."""
+    if " - at `$" in msg:
+        text, _, path = msg.partition(" - at `$")
+        path = path.rstrip("`").lstrip(".")
+        if text.startswith("Object missing required field `"):
+            missing = text.split("`")[1]
+            return f"field `{path + '.' if path else ''}{missing}` is required"
+        return f"field `{path}`: {text[0].lower()}{text[1:]}"
+    return msg
+
+
+def _validate(obj: o.KObject, where: str) -> None:
+    """The checks Kueue's webhooks make that matter before anything is stored."""
+    match obj:
+        case o.Workload():
+            if not obj.spec.pod_sets:
+                raise InvalidInput(f"{where}: field `spec.podSets` must have at least 1 item")
+            for i, ps in enumerate(obj.spec.pod_sets):
+                if ps.count < 0:
+                    raise InvalidInput(f"{where}: field `spec.podSets[{i}].count` must be >= 0")
+                if ps.min_count is not None and not (1 <= ps.min_count <= max(ps.count, 1)):
+                    raise InvalidInput(f"{where}: field `spec.podSets[{i}].minCount` must be between 1 and count")
+                for field_, c in _containers(ps):
+                    for r, q in {**c.resources.requests, **c.resources.limits}.items():
+                        check_quantity(q, where, f"spec.podSets[{i}].template.spec.{field_}.resources: {r}")
+        case o.ClusterQueue() | o.Cohort():
+            seen_flavors: set[str] = set()
+            for g, rg in enumerate(obj.spec.resource_groups):
+                for f, fq in enumerate(rg.flavors):
+                    if fq.name in seen_flavors:
+                        raise InvalidInput(f"{where}: field `spec.resourceGroups[{g}].flavors[{f}].name`: "
+                                           f"flavor {fq.name!r} is in more than one resource group")
+                    seen_flavors.add(fq.name)
+                    names = [r.name for r in fq.resources]
+                    if names != list(rg.covered_resources):
+                        raise InvalidInput(f"{where}: field `spec.resourceGroups[{g}].flavors[{f}].resources`: "
+                                           f"must list the covered resources {rg.covered_resources} in order")
+                    for r, rq in enumerate(fq.resources):
+                        base = f"spec.resourceGroups[{g}].flavors[{f}].resources[{r}]"
+                        for fname in ("nominal_quota", "borrowing_limit", "lending_limit"):
+                            q = getattr(rq, fname)
+                            if q is not None:
+                                check_quantity(q, where, f"{base}.{_camel(fname)}")
+            if isinstance(obj, o.ClusterQueue):
+                s = obj.spec
+                if s.queueing_strategy not in ("BestEffortFIFO", "StrictFIFO"):
+                    raise InvalidInput(f"{where}: field `spec.queueingStrategy`: must be BestEffortFIFO or StrictFIFO")
+                p = s.preemption
+                if p.reclaim_within_cohort not in ("Never", "LowerPriority", "Any"):
+                    raise InvalidInput(f"{where}: field `spec.preemption.reclaimWithinCohort`: must be Never, LowerPriority or Any")
+                if p.within_cluster_queue not in ("Never", "LowerPriority", "LowerOrNewerEqualPriority"):
+                    raise InvalidInput(f"{where}: field `spec.preemption.withinClusterQueue`: must be Never, LowerPriority or LowerOrNewerEqualPriority")
+                if s.stop_policy not in ("None", "Hold", "HoldAndDrain"):
+                    raise InvalidInput(f"{where}: field `spec.stopPolicy`: must be None, Hold or HoldAndDrain")
+        case _:
+            pass
+
+
+def check_quantity(q: object, where: str, field_: str) -> None:
+    try:
+        value = parse_quantity(q)  # type: ignore[arg-type]
+    except QuantityError as exc:
+        raise InvalidInput(f"{where}: field `{field_}`: {exc}") from None
+    if value < 0:
+        raise InvalidInput(f"{where}: field `{field_}`: must not be negative")
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(w.title() for w in rest)
+
+
+def _containers(ps: o.PodSet):
+    for i, c in enumerate(ps.template.spec.containers):
+        yield f"containers[{i}]", c
+    for i, c in enumerate(ps.template.spec.init_containers):
+        yield f"initContainers[{i}]", c
+
+
+# --- v1beta1 -> v1beta2 -----------------------------------------------------------------------------------------
+
+_FUNGIBILITY = {"Borrow": "MayStopSearch", "Preempt": "MayStopSearch"}
+
+
+def convert_v1beta1(doc: dict[str, Any]) -> dict[str, Any]:
+    """Convert a v1beta1 Kueue object (plain data) to its v1beta2 shape."""
+    doc = dict(doc)
+    spec = dict(doc.get("spec") or {})
+    kind = doc.get("kind")
+    if kind == "ClusterQueue":
+        if "cohort" in spec:
+            spec["cohortName"] = spec.pop("cohort")
+        if "admissionChecks" in spec:
+            names = spec.pop("admissionChecks") or []
+            spec.setdefault("admissionChecksStrategy", {"admissionChecks": [{"name": n} for n in names]})
+        ff = spec.get("flavorFungibility")
+        if isinstance(ff, dict):
+            ff = dict(ff)
+            for k in ("whenCanBorrow", "whenCanPreempt"):
+                if ff.get(k) in _FUNGIBILITY:
+                    ff[k] = _FUNGIBILITY[ff[k]]
+            spec["flavorFungibility"] = ff
+    elif kind == "Workload":
+        pcn = spec.pop("priorityClassName", None)
+        src = spec.pop("priorityClassSource", None)
+        if pcn and "priorityClassRef" not in spec:
+            if src == "scheduling.k8s.io/priorityclass":
+                spec["priorityClassRef"] = {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": pcn}
+            else:
+                spec["priorityClassRef"] = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": pcn}
+        status = doc.get("status")
+        if isinstance(status, dict):
+            status = dict(status)
+            if "accumulatedPastExexcutionTimeSeconds" in status:
+                status["accumulatedPastExecutionTimeSeconds"] = status.pop("accumulatedPastExexcutionTimeSeconds")
+            adm = status.get("admission")
+            if isinstance(adm, dict):
+                adm = dict(adm)
+                adm["podSetAssignments"] = [_convert_psa(p) for p in adm.get("podSetAssignments") or []]
+                status["admission"] = adm
+            doc["status"] = status
+    doc["spec"] = spec
+    return doc
+
+
+def _convert_psa(psa: Any) -> Any:
+    if not isinstance(psa, dict) or not isinstance(psa.get("topologyAssignment"), dict):
+        return psa
+    ta = dict(psa["topologyAssignment"])
+    domains = ta.pop("domains", None)
+    if domains is not None:
+        ta["slices"] = [_slice_of(ta.get("levels") or [], domains)] if domains else []
+    return {**psa, "topologyAssignment": ta}
+
+
+def _slice_of(levels: list[str], domains: list[dict[str, Any]]) -> dict[str, Any]:
+    values_per_level = []
+    for i in range(len(levels)):
+        vals = [d["values"][i] for d in domains]
+        values_per_level.append({"universal": vals[0]} if len(set(vals)) == 1 else {"individual": {"roots": vals}})
+    counts = [d["count"] for d in domains]
+    return {
+        "domainCount": len(domains),
+        "valuesPerLevel": values_per_level,
+        "podCounts": {"universal": counts[0]} if len(set(counts)) == 1 else {"individual": counts},
+    }

@@ -1,0 +1,506 @@
+"""Views of the Kubernetes and Kueue objects that matter to admission.
+
+Each object is a msgspec Struct tagged by its Kubernetes ``kind``, so a union of them decodes straight from
+what the API server (or a user's YAML) says. Only fields that influence scheduling are modelled; unknown fields
+are ignored on decode, which is also how old logs stay readable when fields are added (new fields always carry
+a default). Field names are Kueue's v1beta2 names, in camelCase on the wire.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Union
+
+import msgspec
+
+Quantity = Union[str, int, float]
+"""A Kubernetes quantity as written by a user: ``"500m"``, ``"2Gi"`` or a bare number."""
+
+
+class _ViewMeta(msgspec.StructMeta):
+    """Makes every view keyword-only, so required and defaulted fields can come in Kubernetes' order."""
+
+    def __new__(mcls, name, bases, namespace, **kwargs):  # noqa: N804
+        kwargs.setdefault("kw_only", True)
+        return super().__new__(mcls, name, bases, namespace, **kwargs)
+
+
+class View(msgspec.Struct, metaclass=_ViewMeta, frozen=True, omit_defaults=True, rename="camel", forbid_unknown_fields=False):
+    """Base of every object view: camelCase on the wire, defaults omitted, unknown fields tolerated."""
+
+
+# --- shared pieces -------------------------------------------------------------------------------------------
+
+
+class OwnerReference(View):
+    api_version: str = ""
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+    controller: bool = False
+
+
+class ObjectMeta(View):
+    name: str
+    namespace: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    generation: int = 0
+    creation_timestamp: str | None = None
+    deletion_timestamp: str | None = None
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    owner_references: list[OwnerReference] = []
+    finalizers: list[str] = []
+
+
+class Toleration(View):
+    key: str = ""
+    operator: str = ""
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+
+class Taint(View):
+    key: str
+    value: str = ""
+    effect: str
+
+
+class Condition(View):
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    last_transition_time: str | None = None
+    observed_generation: int = 0
+
+
+class LabelSelectorRequirement(View):
+    key: str
+    operator: str
+    values: list[str] = []
+
+
+class LabelSelector(View):
+    match_labels: dict[str, str] = {}
+    match_expressions: list[LabelSelectorRequirement] = []
+
+
+class NodeSelectorRequirement(View):
+    key: str
+    operator: str
+    values: list[str] = []
+
+
+class NodeSelectorTerm(View):
+    match_expressions: list[NodeSelectorRequirement] = []
+    match_fields: list[NodeSelectorRequirement] = []
+
+
+class NodeSelector(View):
+    node_selector_terms: list[NodeSelectorTerm] = []
+
+
+class NodeAffinity(View):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+
+
+class Affinity(View):
+    node_affinity: NodeAffinity | None = None
+
+
+class ResourceRequirements(View):
+    requests: dict[str, Quantity] = {}
+    limits: dict[str, Quantity] = {}
+
+
+class Container(View):
+    name: str = ""
+    resources: ResourceRequirements = ResourceRequirements()
+    restart_policy: str | None = None
+
+
+class PodSpec(View):
+    containers: list[Container] = []
+    init_containers: list[Container] = []
+    node_selector: dict[str, str] = {}
+    tolerations: list[Toleration] = []
+    affinity: Affinity | None = None
+    priority_class_name: str = ""
+    overhead: dict[str, Quantity] = {}
+    resources: ResourceRequirements | None = None
+    node_name: str = ""
+    scheduling_gates: list[dict[str, Any]] = []
+
+
+class TemplateMeta(View):
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+
+
+class PodTemplateSpec(View):
+    metadata: TemplateMeta = TemplateMeta()
+    spec: PodSpec = PodSpec()
+
+
+# --- core/v1, batch/v1, scheduling.k8s.io -----------------------------------------------------------------------
+
+
+class KObject(View, tag_field="kind"):
+    """Base of every tagged object: ``kind`` is the tag, ``apiVersion`` is informative only."""
+
+    api_version: str = ""
+    metadata: ObjectMeta
+
+    @property
+    def key(self) -> str:
+        m = self.metadata
+        return f"{m.namespace}/{m.name}" if m.namespace else m.name
+
+
+class Namespace(KObject, tag="Namespace"):
+    pass
+
+
+class NodeSpec(View):
+    taints: list[Taint] = []
+    unschedulable: bool = False
+
+
+class NodeStatus(View):
+    allocatable: dict[str, Quantity] = {}
+    conditions: list[Condition] = []
+
+
+class Node(KObject, tag="Node"):
+    spec: NodeSpec = NodeSpec()
+    status: NodeStatus = NodeStatus()
+
+
+class PodStatus(View):
+    phase: str = ""
+
+
+class Pod(KObject, tag="Pod"):
+    spec: PodSpec = PodSpec()
+    status: PodStatus = PodStatus()
+
+
+class JobSpec(View):
+    suspend: bool = False
+    parallelism: int = 1
+    completions: int | None = None
+    template: PodTemplateSpec = PodTemplateSpec()
+
+
+class JobStatus(View):
+    active: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    ready: int | None = None
+    conditions: list[Condition] = []
+
+
+class Job(KObject, tag="Job"):
+    spec: JobSpec = JobSpec()
+    status: JobStatus = JobStatus()
+
+
+class PriorityClass(KObject, tag="PriorityClass"):
+    value: int = 0
+    global_default: bool = False
+
+
+# --- kueue.x-k8s.io --------------------------------------------------------------------------------------------
+
+
+class WorkloadPriorityClass(KObject, tag="WorkloadPriorityClass"):
+    value: int = 0
+    description: str = ""
+
+
+class ResourceFlavorSpec(View):
+    node_labels: dict[str, str] = {}
+    node_taints: list[Taint] = []
+    tolerations: list[Toleration] = []
+    topology_name: str | None = None
+
+
+class ResourceFlavor(KObject, tag="ResourceFlavor"):
+    spec: ResourceFlavorSpec = ResourceFlavorSpec()
+
+
+class ResourceQuota(View):
+    name: str
+    nominal_quota: Quantity = 0
+    borrowing_limit: Quantity | None = None
+    lending_limit: Quantity | None = None
+
+
+class FlavorQuotas(View):
+    name: str
+    resources: list[ResourceQuota]
+
+
+class ResourceGroup(View):
+    covered_resources: list[str]
+    flavors: list[FlavorQuotas]
+
+
+class BorrowWithinCohort(View):
+    policy: str = "Never"
+    max_priority_threshold: int | None = None
+
+
+class ClusterQueuePreemption(View):
+    reclaim_within_cohort: str = "Never"
+    within_cluster_queue: str = "Never"
+    borrow_within_cohort: BorrowWithinCohort | None = None
+
+
+class FlavorFungibility(View):
+    when_can_borrow: str = "MayStopSearch"
+    when_can_preempt: str = "TryNextFlavor"
+    preference: str | None = None
+
+
+class FairSharing(View):
+    weight: Quantity | None = None
+
+
+class AdmissionCheckStrategyRule(View):
+    name: str
+    on_flavors: list[str] = []
+
+
+class AdmissionChecksStrategy(View):
+    admission_checks: list[AdmissionCheckStrategyRule] = []
+
+
+class AdmissionScope(View):
+    admission_mode: str = ""
+
+
+class ClusterQueueSpec(View):
+    resource_groups: list[ResourceGroup] = []
+    cohort_name: str = ""
+    queueing_strategy: str = "BestEffortFIFO"
+    namespace_selector: LabelSelector | None = None
+    preemption: ClusterQueuePreemption = ClusterQueuePreemption()
+    flavor_fungibility: FlavorFungibility = FlavorFungibility()
+    admission_checks_strategy: AdmissionChecksStrategy | None = None
+    stop_policy: str = "None"
+    fair_sharing: FairSharing | None = None
+    admission_scope: AdmissionScope | None = None
+
+
+class ClusterQueue(KObject, tag="ClusterQueue"):
+    spec: ClusterQueueSpec = ClusterQueueSpec()
+
+
+class CohortSpec(View):
+    parent_name: str = ""
+    resource_groups: list[ResourceGroup] = []
+    fair_sharing: FairSharing | None = None
+
+
+class Cohort(KObject, tag="Cohort"):
+    spec: CohortSpec = CohortSpec()
+
+
+class LocalQueueSpec(View):
+    cluster_queue: str = ""
+    stop_policy: str = "None"
+    fair_sharing: FairSharing | None = None
+
+
+class LocalQueue(KObject, tag="LocalQueue"):
+    spec: LocalQueueSpec = LocalQueueSpec()
+
+
+class TopologyLevel(View):
+    node_label: str
+
+
+class TopologySpec(View):
+    levels: list[TopologyLevel] = []
+
+
+class Topology(KObject, tag="Topology"):
+    spec: TopologySpec = TopologySpec()
+
+
+class AdmissionCheckParameters(View):
+    api_group: str = ""
+    kind: str = ""
+    name: str = ""
+
+
+class AdmissionCheckSpec(View):
+    controller_name: str = ""
+    parameters: AdmissionCheckParameters | None = None
+
+
+class AdmissionCheck(KObject, tag="AdmissionCheck"):
+    spec: AdmissionCheckSpec = AdmissionCheckSpec()
+    status: dict[str, Any] = {}
+
+
+class ProvisioningRequestConfigSpec(View):
+    provisioning_class_name: str = ""
+    parameters: dict[str, str] = {}
+    managed_resources: list[str] = []
+    retry_strategy: dict[str, Any] | None = None
+
+
+class ProvisioningRequestConfig(KObject, tag="ProvisioningRequestConfig"):
+    spec: ProvisioningRequestConfigSpec = ProvisioningRequestConfigSpec()
+
+
+# --- Workload ----------------------------------------------------------------------------------------------------
+
+
+class PodSetTopologyRequest(View):
+    required: str | None = None
+    preferred: str | None = None
+    unconstrained: bool | None = None
+    pod_index_label: str | None = None
+    sub_group_index_label: str | None = None
+    sub_group_count: int | None = None
+    pod_set_group_name: str | None = None
+    pod_set_slice_required_topology: str | None = None
+    pod_set_slice_size: int | None = None
+
+
+class PodSet(View):
+    name: str = "main"
+    count: int = 1
+    min_count: int | None = None
+    template: PodTemplateSpec = PodTemplateSpec()
+    topology_request: PodSetTopologyRequest | None = None
+
+
+class PriorityClassRef(View):
+    group: str = ""
+    kind: str = ""
+    name: str = ""
+
+
+class WorkloadSpec(View):
+    pod_sets: list[PodSet] = []
+    queue_name: str = ""
+    priority_class_ref: PriorityClassRef | None = None
+    priority: int | None = None
+    active: bool = True
+    maximum_execution_time_seconds: int | None = None
+
+
+class TopologyDomainAssignment(View):
+    values: list[str]
+    count: int
+
+
+class TopologyAssignment(View):
+    """v1beta2 form (``slices``); v1beta1's ``domains`` is converted on input."""
+
+    levels: list[str]
+    slices: list[dict[str, Any]] = []
+
+
+class PodSetAssignment(View):
+    name: str
+    flavors: dict[str, str] = {}
+    resource_usage: dict[str, Quantity] = {}
+    count: int | None = None
+    topology_assignment: TopologyAssignment | None = None
+
+
+class Admission(View):
+    cluster_queue: str
+    pod_set_assignments: list[PodSetAssignment] = []
+
+
+class RequeueState(View):
+    count: int | None = None
+    requeue_at: str | None = None
+
+
+class ReclaimablePod(View):
+    name: str
+    count: int
+
+
+class AdmissionCheckState(View):
+    name: str
+    state: str
+    last_transition_time: str | None = None
+    message: str = ""
+    requeue_after_seconds: int | None = None
+    retry_count: int | None = None
+
+
+class WorkloadStatus(View):
+    conditions: list[Condition] = []
+    admission: Admission | None = None
+    requeue_state: RequeueState | None = None
+    reclaimable_pods: list[ReclaimablePod] = []
+    admission_checks: list[AdmissionCheckState] = []
+    accumulated_past_execution_time_seconds: int | None = None
+
+
+class Workload(KObject, tag="Workload"):
+    spec: WorkloadSpec = WorkloadSpec()
+    status: WorkloadStatus = WorkloadStatus()
+
+
+KueueObject = Union[
+    Namespace,
+    Node,
+    Pod,
+    Job,
+    PriorityClass,
+    WorkloadPriorityClass,
+    ResourceFlavor,
+    ClusterQueue,
+    Cohort,
+    LocalQueue,
+    Topology,
+    AdmissionCheck,
+    ProvisioningRequestConfig,
+    Workload,
+]
+"""Every object kind the log carries, as one tagged union."""
+
+KINDS: dict[str, type[KObject]] = {t.__struct_config__.tag: t for t in KueueObject.__args__}  # type: ignore[attr-defined]
+
+API_GROUPS: dict[str, tuple[str, ...]] = {
+    "Namespace": ("v1",),
+    "Node": ("v1",),
+    "Pod": ("v1",),
+    "Job": ("batch/v1",),
+    "PriorityClass": ("scheduling.k8s.io/v1",),
+    "ProvisioningRequestConfig": ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1"),
+}
+"""apiVersions accepted per kind; every other kind is a kueue.x-k8s.io kind served as v1beta2 and v1beta1."""
+
+KUEUE_VERSIONS = ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1")
+
+CLUSTER_SCOPED = frozenset(
+    {
+        "Namespace",
+        "Node",
+        "PriorityClass",
+        "WorkloadPriorityClass",
+        "ResourceFlavor",
+        "ClusterQueue",
+        "Cohort",
+        "Topology",
+        "AdmissionCheck",
+        "ProvisioningRequestConfig",
+    }
+)
+
+
+def accepted_api_versions(kind: str) -> tuple[str, ...]:
+    return API_GROUPS.get(kind, KUEUE_VERSIONS)

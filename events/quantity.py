@@ -1,0 +1,77 @@
+"""Kubernetes quantities as Kueue counts them: integers, cpu in milli-units, everything else in units.
+
+Parsing rounds up (a request of 1.5 bytes needs 2) and formatting gives the canonical string Kubernetes would
+print (``500m``, ``2``, ``1Gi``), so ``resourceUsage`` reads as Kueue writes it.
+"""
+
+from __future__ import annotations
+
+from decimal import ROUND_CEILING, Decimal, InvalidOperation
+from functools import lru_cache
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1), "k": Decimal(10**3),
+            "M": Decimal(10**6), "G": Decimal(10**9), "T": Decimal(10**12), "P": Decimal(10**15), "E": Decimal(10**18)}
+MAX_INT64 = 2**63 - 1
+MILLI_RESOURCES = frozenset({"cpu"})
+BINARY_RESOURCES_PREFIX = ("memory", "ephemeral-storage", "hugepages-")
+
+
+class QuantityError(ValueError):
+    pass
+
+
+@lru_cache(maxsize=65536)
+def _parse_decimal(text: str) -> Decimal:
+    s = text.strip()
+    if not s:
+        raise QuantityError("empty quantity")
+    for suffix, mult in _BINARY.items():
+        if s.endswith(suffix):
+            return _number(s[: -len(suffix)], text) * mult
+    if s[-1] in "numkMGTPE" and not (len(s) > 1 and s[-2] in "eE" and s[-1].isdigit()):
+        return _number(s[:-1], text) * _DECIMAL[s[-1]]
+    return _number(s, text)
+
+
+def _number(s: str, original: str) -> Decimal:
+    try:
+        value = Decimal(s)
+    except InvalidOperation:
+        raise QuantityError(f"invalid quantity {original!r}") from None
+    if not value.is_finite():
+        raise QuantityError(f"invalid quantity {original!r}")
+    return value
+
+
+@lru_cache(maxsize=65536)
+def to_int(resource: str, quantity: str | int | float) -> int:
+    """Kueue's integer value of ``quantity`` for ``resource``: milli for cpu, units otherwise; ≥ 0, saturating."""
+    value = _parse_decimal(str(quantity)) if not isinstance(quantity, int) else Decimal(quantity)
+    if resource in MILLI_RESOURCES:
+        value = value * 1000
+    n = int(value.to_integral_value(rounding=ROUND_CEILING))
+    return max(0, min(n, MAX_INT64))
+
+
+def parse_quantity(quantity: str | int | float) -> Decimal:
+    """The exact value of a quantity (no unit scaling); raises :class:`QuantityError`."""
+    return _parse_decimal(str(quantity))
+
+
+@lru_cache(maxsize=65536)
+def format_quantity(resource: str, value: int) -> str:
+    """Canonical quantity string for Kueue's integer ``value`` of ``resource``."""
+    if resource in MILLI_RESOURCES:
+        return str(value // 1000) if value % 1000 == 0 else f"{value}m"
+    if resource.startswith(BINARY_RESOURCES_PREFIX) and value:
+        for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
+            mult = _BINARY[suffix]
+            if value % mult == 0:
+                return f"{value // mult}{suffix}"
+        return str(value)
+    if value and value % 1000 == 0:
+        for suffix, mult in (("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3)):
+            if value % mult == 0:
+                return f"{value // mult}{suffix}"
+    return str(value)

@@ -1,0 +1,208 @@
+"""The events of the log: one tagged union, in four families.
+
+* observed facts — what a watcher saw in the cluster (objects upserted or deleted, pods ready, jobs finished);
+* clock ticks — time passing with nothing else to say, so timeouts fire from the log and not from a wall clock;
+* scheduler decisions — what the scheduler decided, each naming the cycle and the input offset it decided on;
+* connector outcomes — whether a decision reached the cluster.
+
+Rules of evolution: an event's ``type`` tag is never reused or renamed; new fields get defaults; a field never
+changes type. Events are frozen and never hold their own offset: the log assigns it (see :class:`Record`).
+Time is integer milliseconds since the Unix epoch, as carried from the source.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Union
+
+import msgspec
+
+from events.objects import Admission, KueueObject, TopologyAssignment
+
+SCHEMA_VERSION = 1
+
+
+class Event(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    omit_defaults=True,
+    rename="camel",
+    tag_field="type",
+    forbid_unknown_fields=False,
+):
+    """Envelope fields shared by every event."""
+
+    time: int
+    """Observed time in ms since the epoch, carried from the source; projections never read a clock."""
+    key: str = ""
+    """Object key: ``namespace/name`` for namespaced objects, ``name`` for cluster-scoped ones."""
+    uid: str = ""
+    resource_version: str = ""
+    id: str = ""
+    """Producer-assigned event id, stable across retries (used to de-duplicate)."""
+    schema: int = SCHEMA_VERSION
+
+
+# --- observed facts ----------------------------------------------------------------------------------------------
+
+
+class ObjectUpserted(Event, tag="ObjectUpserted"):
+    """An object was created or changed; ``obj`` is its new state."""
+
+    obj: KueueObject
+
+
+class ObjectDeleted(Event, tag="ObjectDeleted"):
+    kind: str
+
+
+class PodsReadyChanged(Event, tag="PodsReadyChanged"):
+    """The workload's pods became ready (or stopped being ready), as the job integration saw it."""
+
+    ready: bool
+    reason: str = ""
+
+
+class WorkloadFinished(Event, tag="WorkloadFinished"):
+    """The workload's job finished; its quota is released."""
+
+    reason: str = "Succeeded"
+    message: str = ""
+
+
+class JobStopped(Event, tag="JobStopped"):
+    """The job of an evicted workload has no running pods any more, so its quota may be released."""
+
+
+class AdmissionCheckStateChanged(Event, tag="AdmissionCheckStateChanged"):
+    """A check controller set the state of one admission check on a workload."""
+
+    check: str
+    state: str
+    message: str = ""
+    requeue_after_seconds: int | None = None
+
+
+# --- time --------------------------------------------------------------------------------------------------------
+
+
+class ClockTicked(Event, tag="ClockTicked"):
+    """Time passed; carries nothing but ``time``."""
+
+
+# --- scheduler decisions -----------------------------------------------------------------------------------------
+
+
+class Decision(Event):
+    """A decision of the scheduler about one workload (``key``/``uid``)."""
+
+    cycle: int
+    """Scheduler cycle number; all decisions of one cycle are appended as one batch."""
+    input: int
+    """Offset of the last event the scheduler had applied when it decided (-1 for an empty log)."""
+
+
+class QuotaReserved(Decision, tag="QuotaReserved"):
+    admission: Admission
+    message: str = ""
+
+
+class WorkloadAdmitted(Decision, tag="WorkloadAdmitted"):
+    """Every required admission check is Ready (or there are none): Admitted=True."""
+
+    message: str = ""
+
+
+class WorkloadPending(Decision, tag="WorkloadPending"):
+    """An admission attempt failed: QuotaReserved=False with Kueue's reason and message."""
+
+    reason: str
+    message: str
+    requeue_reason: str = ""
+    parked: bool = False
+    """True when the workload moves to the inadmissible set (BestEffortFIFO) instead of back to the heap."""
+
+
+class WorkloadPreempted(Decision, tag="WorkloadPreempted"):
+    """Preempted=True (reason is the variant) and Evicted=True with reason Preempted, in one write."""
+
+    reason: str
+    message: str
+    preemptor: str = ""
+
+
+class WorkloadEvicted(Decision, tag="WorkloadEvicted"):
+    reason: str
+    message: str
+    underlying_cause: str = ""
+
+
+class WorkloadRequeued(Decision, tag="WorkloadRequeued"):
+    """The Requeued condition changed; with ``release`` the reservation is cleared and quota freed."""
+
+    status: bool
+    reason: str
+    message: str = ""
+    release: bool = False
+    requeue_at: int | None = None
+    """Backoff deadline in ms (waitForPodsReady); None leaves the requeue state as it is."""
+    requeue_count: int | None = None
+
+
+class WorkloadDeactivated(Decision, tag="WorkloadDeactivated"):
+    reason: str
+    message: str
+
+
+class TopologyAssigned(Decision, tag="TopologyAssigned"):
+    """Second pass or node replacement: a pod set's topology assignment was (re)computed."""
+
+    pod_set: str
+    assignment: TopologyAssignment
+
+
+# --- connector outcomes ------------------------------------------------------------------------------------------
+
+
+class DecisionApplied(Event, tag="DecisionApplied"):
+    decision: int
+    """Offset of the decision that reached the cluster."""
+
+
+class DecisionRejected(Event, tag="DecisionRejected"):
+    decision: int
+    reason: str
+    message: str = ""
+
+
+AnyEvent = Union[
+    ObjectUpserted,
+    ObjectDeleted,
+    PodsReadyChanged,
+    WorkloadFinished,
+    JobStopped,
+    AdmissionCheckStateChanged,
+    ClockTicked,
+    QuotaReserved,
+    WorkloadAdmitted,
+    WorkloadPending,
+    WorkloadPreempted,
+    WorkloadEvicted,
+    WorkloadRequeued,
+    WorkloadDeactivated,
+    TopologyAssigned,
+    DecisionApplied,
+    DecisionRejected,
+]
+
+EVENT_TYPES: tuple[str, ...] = tuple(t.__struct_config__.tag for t in AnyEvent.__args__)  # type: ignore[attr-defined]
+DECISION_TYPES: tuple[type[Decision], ...] = tuple(
+    t for t in AnyEvent.__args__ if issubclass(t, Decision)  # type: ignore[attr-defined]
+)
+
+
+class Record(NamedTuple):
+    """An event at its place in the log. The offset belongs to the log, never to the event."""
+
+    offset: int
+    event: AnyEvent

@@ -1,0 +1,29 @@
+"""Kubernetes timestamps (RFC 3339, second precision, UTC) to and from integer milliseconds."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from functools import lru_cache
+
+
+@lru_cache(maxsize=65536)
+def parse_time(text: str) -> int:
+    """RFC 3339 timestamp to ms since the epoch; raises ValueError on anything else."""
+    s = text.strip()
+    if s.endswith("Z"):
+        s = s[:-1] + "+00:00"
+    dt = datetime.fromisoformat(s)
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return int(dt.timestamp() * 1000)
+
+
+@lru_cache(maxsize=65536)
+def format_time(ms: int) -> str:
+    """ms since the epoch to a Kubernetes timestamp (whole seconds, UTC, ``Z``)."""
+    return datetime.fromtimestamp(ms // 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_time_ms(ms: int) -> str:
+    """ms since the epoch with millisecond precision, for people reading a timeline."""
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"

@@ -1,0 +1,574 @@
+"""Cluster state: a deterministic fold over the log.
+
+``ClusterState.apply(record)`` is the only way state changes. It reads nothing but the record: no clock, no
+randomness, no I/O, and nothing it decides depends on dict or set iteration order (whenever order matters it
+sorts). So the same events give the same state — and the same digest — in any process, and a snapshot plus
+the events after it gives the state that folding everything gives.
+
+Decisions are applied the moment they are in the log, the way Kueue "assumes" an admission in its cache
+before the API write: the log, not the API server, is the source of truth for what was decided.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from events import objects as o
+from events import schema as ev
+from events.timefmt import format_time, parse_time
+from projections.cohorts import CohortForest, build_forest
+from projections.queues import ClusterQueueQueue, SortKey
+from projections.workloads import (
+    ADMITTED,
+    FINISHED,
+    PENDING,
+    RESERVED,
+    WorkloadInfo,
+    admission_usage,
+    pod_set_info,
+)
+
+WPC_GROUP = "kueue.x-k8s.io"
+
+
+class ClusterState:
+    """Everything the scheduler needs, rebuilt from the log."""
+
+    def __init__(self) -> None:
+        self.offset = -1
+        """Offset of the last applied record."""
+        self.time = 0
+        """Latest time seen in the log (ms); never decreases."""
+        self.namespaces: dict[str, dict[str, str]] = {}
+        self.flavors: dict[str, o.ResourceFlavor] = {}
+        self.cluster_queues: dict[str, o.ClusterQueue] = {}
+        self.cohorts: dict[str, o.Cohort] = {}
+        self.local_queues: dict[str, o.LocalQueue] = {}
+        self.workload_priority_classes: dict[str, o.WorkloadPriorityClass] = {}
+        self.priority_classes: dict[str, o.PriorityClass] = {}
+        self.topologies: dict[str, o.Topology] = {}
+        self.admission_checks: dict[str, o.AdmissionCheck] = {}
+        self.provisioning_configs: dict[str, o.ProvisioningRequestConfig] = {}
+        self.nodes: dict[str, o.Node] = {}
+        self.pods: dict[str, o.Pod] = {}
+        self.jobs: dict[str, o.Job] = {}
+        self.workloads: dict[str, WorkloadInfo] = {}
+        self.queues: dict[str, ClusterQueueQueue] = {}
+        self.usage: dict[str, dict[str, int]] = {}
+        """ClusterQueue -> ``flavor/resource`` -> quota held by reserving workloads."""
+        self.lq_members: dict[str, dict[str, None]] = {}
+        """LocalQueue key -> keys of the workloads that name it."""
+        self.awaiting_release: set[str] = set()
+        """Evicted workloads whose job has stopped: the scheduler releases their quota next."""
+        self.backoff: dict[str, int] = {}
+        """Workloads parked until ``requeueAt`` (ms)."""
+        self._forest: CohortForest | None = None
+
+    # --- derived structure ----------------------------------------------------------------------------------
+
+    @property
+    def forest(self) -> CohortForest:
+        if self._forest is None:
+            self._forest = build_forest(self.cluster_queues, self.cohorts)
+        return self._forest
+
+    def queue(self, cq: str) -> ClusterQueueQueue:
+        q = self.queues.get(cq)
+        if q is None:
+            q = self.queues[cq] = ClusterQueueQueue()
+        return q
+
+    # --- the fold -------------------------------------------------------------------------------------------
+
+    def apply(self, record: ev.Record) -> None:
+        e = record.event
+        self.offset = record.offset
+        if e.time > self.time:
+            self.time = e.time
+        match e:
+            case ev.ObjectUpserted(obj=o.Workload() as w):
+                self._upsert_workload(w)
+            case ev.ObjectUpserted(obj=obj):
+                self._upsert_object(obj)
+            case ev.ObjectDeleted(kind=kind):
+                self._delete_object(kind, e.key)
+            case ev.QuotaReserved():
+                self._reserve(e)
+            case ev.WorkloadAdmitted():
+                self._admitted(e)
+            case ev.WorkloadPending():
+                self._pending(e)
+            case ev.WorkloadPreempted() | ev.WorkloadEvicted():
+                self._evicted(e)
+            case ev.WorkloadRequeued():
+                self._requeued(e)
+            case ev.WorkloadDeactivated():
+                self._deactivated(e)
+            case ev.WorkloadFinished():
+                self._finished(e)
+            case ev.JobStopped():
+                wl = self.workloads.get(e.key)
+                if wl is not None:
+                    wl.job_stopped = True
+                    if wl.evicted and wl.reserving:
+                        self.awaiting_release.add(wl.key)
+            case ev.PodsReadyChanged():
+                wl = self.workloads.get(e.key)
+                if wl is not None:
+                    wl.pods_ready = e.ready
+                    if e.ready:
+                        wl.set_condition("PodsReady", "True", e.reason or "Started", "All pods reached readiness", e.time)
+                    else:
+                        wl.set_condition("PodsReady", "False", e.reason or "WaitForRecovery",
+                                         "At least one pod has failed, waiting for recovery", e.time)
+            case ev.AdmissionCheckStateChanged():
+                wl = self.workloads.get(e.key)
+                if wl is not None:
+                    wl.check_states = dict(wl.check_states)
+                    wl.check_states[e.check] = o.AdmissionCheckState(
+                        name=e.check, state=e.state, message=e.message,
+                        requeue_after_seconds=e.requeue_after_seconds,
+                        last_transition_time=_ltt(wl.check_states.get(e.check), e.state, e.time),
+                    )
+            case _:
+                pass  # ticks and connector outcomes carry only time
+
+    # --- objects --------------------------------------------------------------------------------------------
+
+    def _upsert_object(self, obj: o.KObject) -> None:
+        name = obj.metadata.name
+        match obj:
+            case o.Namespace():
+                self.namespaces[name] = dict(obj.metadata.labels)
+                self._flush_all()
+            case o.ResourceFlavor():
+                self.flavors[name] = obj
+                self._flush_all()
+            case o.ClusterQueue():
+                self.cluster_queues[name] = obj
+                self._forest = None
+                self._flush_tree(name)
+            case o.Cohort():
+                self.cohorts[name] = obj
+                self._forest = None
+                self._flush_all()
+            case o.LocalQueue():
+                key = obj.key
+                old = self.local_queues.get(key)
+                self.local_queues[key] = obj
+                if old is None or old.spec != obj.spec:
+                    for wk in sorted(self.lq_members.get(key, ())):
+                        self._enqueue(self.workloads[wk])
+            case o.WorkloadPriorityClass():
+                self.workload_priority_classes[name] = obj
+                self._reprioritise(WPC_GROUP, name)
+            case o.PriorityClass():
+                self.priority_classes[name] = obj
+                self._reprioritise("scheduling.k8s.io", name)
+            case o.Topology():
+                self.topologies[name] = obj
+                self._flush_all()
+            case o.AdmissionCheck():
+                self.admission_checks[name] = obj
+                self._flush_all()
+            case o.ProvisioningRequestConfig():
+                self.provisioning_configs[name] = obj
+            case o.Node():
+                self.nodes[name] = obj
+            case o.Pod():
+                self.pods[obj.key] = obj
+            case o.Job():
+                self.jobs[obj.key] = obj
+
+    def _delete_object(self, kind: str, key: str) -> None:
+        if kind == "Workload":
+            wl = self.workloads.pop(key, None)
+            if wl is not None:
+                self._release(wl)
+                self._dequeue(wl)
+                members = self.lq_members.get(f"{wl.namespace}/{wl.queue_name}")
+                if members is not None:
+                    members.pop(key, None)
+                self.awaiting_release.discard(key)
+                self.backoff.pop(key, None)
+                if wl.cluster_queue:
+                    self._flush_tree(wl.cluster_queue)
+            return
+        table: dict[str, Any] | None = {
+            "Namespace": self.namespaces,
+            "ResourceFlavor": self.flavors,
+            "ClusterQueue": self.cluster_queues,
+            "Cohort": self.cohorts,
+            "LocalQueue": self.local_queues,
+            "WorkloadPriorityClass": self.workload_priority_classes,
+            "PriorityClass": self.priority_classes,
+            "Topology": self.topologies,
+            "AdmissionCheck": self.admission_checks,
+            "ProvisioningRequestConfig": self.provisioning_configs,
+            "Node": self.nodes,
+            "Pod": self.pods,
+            "Job": self.jobs,
+        }.get(kind)
+        if table is None or table.pop(key, None) is None:
+            return
+        if kind in ("ClusterQueue", "Cohort"):
+            self._forest = None
+        if kind == "LocalQueue":
+            for wk in sorted(self.lq_members.get(key, ())):
+                self._enqueue(self.workloads[wk])
+        elif kind not in ("Node", "Pod", "Job", "ProvisioningRequestConfig", "WorkloadPriorityClass", "PriorityClass"):
+            self._flush_all()
+
+    # --- workloads ------------------------------------------------------------------------------------------
+
+    def resolve_priority(self, w: o.Workload) -> tuple[int, str]:
+        ref = w.spec.priority_class_ref
+        if ref is not None and ref.name:
+            if ref.group == WPC_GROUP or ref.kind == "WorkloadPriorityClass":
+                wpc = self.workload_priority_classes.get(ref.name)
+                if wpc is not None:
+                    return wpc.value, ref.name
+            else:
+                pc = self.priority_classes.get(ref.name)
+                if pc is not None:
+                    return pc.value, ref.name
+            return (w.spec.priority or 0), ref.name
+        return (w.spec.priority or 0), ""
+
+    def _upsert_workload(self, w: o.Workload) -> None:
+        key = w.key
+        old = self.workloads.get(key)
+        if old is not None and old.uid != w.metadata.uid:
+            self._delete_object("Workload", key)
+            old = None
+        priority, pclass = self.resolve_priority(w)
+        created = parse_time(w.metadata.creation_timestamp) if w.metadata.creation_timestamp else self.time
+        pod_sets = tuple(pod_set_info(ps) for ps in w.spec.pod_sets)
+        if old is None:
+            wl = WorkloadInfo(
+                key=key, uid=w.metadata.uid, namespace=w.metadata.namespace, name=w.metadata.name,
+                queue_name=w.spec.queue_name, created=created, priority=priority, priority_class=pclass,
+                pod_sets=pod_sets, active=w.spec.active, labels=dict(w.metadata.labels),
+                resource_version=w.metadata.resource_version,
+                max_execution_seconds=w.spec.maximum_execution_time_seconds,
+            )
+            self._take_observed_status(wl, w)
+            self.workloads[key] = wl
+            self.lq_members.setdefault(f"{wl.namespace}/{wl.queue_name}", {})[key] = None
+            self._enqueue(wl)
+            return
+        wl = old
+        wl.resource_version = w.metadata.resource_version
+        wl.labels = dict(w.metadata.labels)
+        changed = (wl.pod_sets != pod_sets or wl.priority != priority or wl.active != w.spec.active
+                   or wl.queue_name != w.spec.queue_name)
+        if not changed:
+            return
+        if wl.queue_name != w.spec.queue_name:
+            self.lq_members.get(f"{wl.namespace}/{wl.queue_name}", {}).pop(key, None)
+            self.lq_members.setdefault(f"{wl.namespace}/{w.spec.queue_name}", {})[key] = None
+        deactivated = wl.active and not w.spec.active
+        wl.pod_sets, wl.priority, wl.priority_class = pod_sets, priority, pclass
+        wl.active, wl.queue_name = w.spec.active, w.spec.queue_name
+        wl.max_execution_seconds = w.spec.maximum_execution_time_seconds
+        if wl.phase == PENDING:
+            self._dequeue(wl)
+            self._enqueue(wl)
+        if deactivated and wl.cluster_queue:
+            self._flush_tree(wl.cluster_queue)
+
+    def _take_observed_status(self, wl: WorkloadInfo, w: o.Workload) -> None:
+        """A workload first seen with status (admitted before kueue-es started) keeps what it shows."""
+        st = w.status
+        wl.conditions = list(st.conditions)
+        for c in st.admission_checks:
+            wl.check_states[c.name] = c
+        if st.requeue_state is not None:
+            wl.requeue_count = st.requeue_state.count or 0
+            if st.requeue_state.requeue_at:
+                wl.requeue_at = parse_time(st.requeue_state.requeue_at)
+                self.backoff[wl.key] = wl.requeue_at
+        wl.accumulated_seconds = st.accumulated_past_execution_time_seconds or 0
+        cond = {c.type: c for c in st.conditions}
+        ev_ = cond.get("Evicted")
+        if ev_ is not None and ev_.status == "True":
+            wl.evicted = ev_.reason or "Evicted"
+        pr = cond.get("PodsReady")
+        wl.pods_ready = pr is not None and pr.status == "True"
+        if _true(cond.get("Finished")):
+            wl.phase = FINISHED
+            return
+        qr = cond.get("QuotaReserved")
+        if st.admission is not None and _true(qr):
+            wl.admission = st.admission
+            wl.cluster_queue = st.admission.cluster_queue
+            wl.usage = admission_usage(st.admission)
+            wl.reserved_at = _ms(qr)
+            wl.phase = RESERVED
+            adm = cond.get("Admitted")
+            if _true(adm):
+                wl.phase = ADMITTED
+                wl.admitted_at = _ms(adm)
+            self._charge(wl)
+
+    def _reprioritise(self, group: str, name: str) -> None:
+        for key in sorted(self.workloads):
+            wl = self.workloads[key]
+            if wl.priority_class != name:
+                continue
+            value = (self.workload_priority_classes.get(name) if group == WPC_GROUP else self.priority_classes.get(name))
+            if value is None or value.value == wl.priority:
+                continue
+            wl.priority = value.value
+            if wl.phase == PENDING:
+                self._dequeue(wl)
+                self._enqueue(wl)
+            elif wl.reserving and wl.cluster_queue:
+                self._flush_tree(wl.cluster_queue)
+
+    # --- queueing -------------------------------------------------------------------------------------------
+
+    def sort_key(self, wl: WorkloadInfo) -> SortKey:
+        return (-wl.priority, wl.queue_order_time(), wl.uid, wl.key)
+
+    def target_cluster_queue(self, wl: WorkloadInfo) -> str | None:
+        """The ClusterQueue a pending workload queues in, or None when its LocalQueue is missing or stopped."""
+        lq = self.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
+        if lq is None or lq.spec.stop_policy not in ("None", ""):
+            return None
+        return lq.spec.cluster_queue or None
+
+    def _enqueue(self, wl: WorkloadInfo) -> None:
+        if wl.phase != PENDING or not wl.active:
+            self._dequeue(wl)
+            return
+        cq = self.target_cluster_queue(wl)
+        if cq is None:
+            self._dequeue(wl)
+            wl.cluster_queue = ""
+            return
+        if wl.cluster_queue and wl.cluster_queue != cq:
+            self._dequeue(wl)
+        wl.cluster_queue = cq
+        requeued = wl.condition("Requeued")
+        parked = (wl.requeue_at is not None and wl.requeue_at > self.time) or (
+            requeued is not None and requeued.status == "False"
+        )
+        self.queue(cq).push(wl.key, self.sort_key(wl), wl.shape, parked=parked)
+
+    def _dequeue(self, wl: WorkloadInfo) -> None:
+        if wl.cluster_queue:
+            q = self.queues.get(wl.cluster_queue)
+            if q is not None:
+                q.remove(wl.key)
+
+    def _flush_all(self) -> None:
+        for cq in sorted(self.queues):
+            self._flush_queue(cq)
+
+    def _flush_tree(self, cq: str) -> None:
+        for name in self.forest.tree_cluster_queues(cq):
+            self._flush_queue(name)
+
+    def _flush_queue(self, cq: str) -> None:
+        q = self.queues.get(cq)
+        if q is None or not q.inadmissible:
+            if q is not None:
+                q.parked_shapes.clear()
+            return
+        spec = self.cluster_queues.get(cq)
+        selector = spec.spec.namespace_selector if spec is not None else None
+
+        def eligible(key: str) -> bool:
+            wl = self.workloads[key]
+            if wl.requeue_at is not None and wl.requeue_at > self.time:
+                return False
+            rq = wl.condition("Requeued")
+            if rq is not None and rq.status == "False":
+                return False
+            return spec is None or selector_matches(selector, self.namespaces.get(wl.namespace))
+
+        q.flush(eligible)
+
+    # --- decisions ------------------------------------------------------------------------------------------
+
+    def _charge(self, wl: WorkloadInfo, sign: int = 1) -> None:
+        if not wl.cluster_queue or not wl.usage:
+            return
+        usage = self.usage.setdefault(wl.cluster_queue, {})
+        for fr, v in wl.usage.items():
+            usage[fr] = usage.get(fr, 0) + sign * v
+
+    def _release(self, wl: WorkloadInfo) -> None:
+        if wl.reserving:
+            self._charge(wl, -1)
+
+    def _reserve(self, e: ev.QuotaReserved) -> None:
+        wl = self.workloads.get(e.key)
+        if wl is None or wl.reserving or wl.phase == FINISHED:
+            return
+        self._dequeue(wl)
+        wl.admission = e.admission
+        wl.cluster_queue = e.admission.cluster_queue
+        wl.usage = admission_usage(e.admission)
+        wl.phase = RESERVED
+        wl.reserved_at = e.time
+        wl.job_stopped = False
+        wl.pods_ready = False
+        self._charge(wl)
+        wl.set_condition("QuotaReserved", "True", "QuotaReserved",
+                         e.message or f"Quota reserved in ClusterQueue {wl.cluster_queue}", e.time)
+        for t in ("Evicted", "Preempted"):
+            c = wl.condition(t)
+            if c is not None and c.status == "True":
+                wl.set_condition(t, "False", "QuotaReserved", f"Previously: {c.message}", e.time)
+        wl.evicted = ""
+
+    def _admitted(self, e: ev.WorkloadAdmitted) -> None:
+        wl = self.workloads.get(e.key)
+        if wl is None or wl.phase != RESERVED:
+            return
+        wl.phase = ADMITTED
+        wl.admitted_at = e.time
+        wl.set_condition("Admitted", "True", "Admitted", e.message or "The workload is admitted", e.time)
+
+    def _pending(self, e: ev.WorkloadPending) -> None:
+        wl = self.workloads.get(e.key)
+        if wl is None or wl.phase != PENDING:
+            return
+        wl.set_condition("QuotaReserved", "False", e.reason, e.message, e.time)
+        q = self.queues.get(wl.cluster_queue)
+        if q is None or wl.key not in q.shapes:
+            return
+        if e.parked:
+            q.park(wl.key, bulk=e.requeue_reason in ("NoFit", "PreemptionNoCandidates"))
+        elif e.requeue_reason in ("PendingPreemption", "PendingMigration"):
+            spec = self.cluster_queues.get(wl.cluster_queue)
+            if spec is not None and spec.spec.queueing_strategy != "StrictFIFO":
+                q.sticky = wl.key
+
+    def _evicted(self, e: ev.WorkloadPreempted | ev.WorkloadEvicted) -> None:
+        wl = self.workloads.get(e.key)
+        if wl is None or not wl.reserving:
+            return
+        if isinstance(e, ev.WorkloadPreempted):
+            wl.set_condition("Preempted", "True", e.reason, e.message, e.time)
+            reason = "Preempted"
+        else:
+            reason = e.reason
+        wl.set_condition("Evicted", "True", reason, e.message, e.time)
+        wl.evicted = reason
+        if wl.check_states:
+            wl.check_states = {
+                k: o.AdmissionCheckState(name=k, state="Pending", last_transition_time=_ltt(s, "Pending", e.time),
+                                         message=f"Reset to Pending after eviction. Previously: {s.state}")
+                if s.state != "Pending" else s
+                for k, s in wl.check_states.items()
+            }
+        if wl.job_stopped:
+            self.awaiting_release.add(wl.key)
+
+    def _requeued(self, e: ev.WorkloadRequeued) -> None:
+        wl = self.workloads.get(e.key)
+        if wl is None or wl.phase == FINISHED:
+            return
+        if e.requeue_count is not None:
+            wl.requeue_count = e.requeue_count
+        if e.requeue_at is not None:
+            wl.requeue_at = max(e.requeue_at, wl.requeue_at or 0)
+            self.backoff[wl.key] = wl.requeue_at
+        elif e.reason == "BackoffFinished":
+            wl.requeue_at = None
+            self.backoff.pop(wl.key, None)
+        wl.set_condition("Requeued", "True" if e.status else "False", e.reason, e.message, e.time)
+        if e.release and wl.reserving:
+            self._release(wl)
+            self.awaiting_release.discard(wl.key)
+            if wl.admitted_at is not None:
+                wl.accumulated_seconds += max(0, (e.time - wl.admitted_at) // 1000)
+            wl.admission, wl.usage, wl.phase = None, {}, PENDING
+            wl.reserved_at = wl.admitted_at = None
+            wl.set_condition("QuotaReserved", "False", "PendingEvaluation", e.message, e.time)
+            adm = wl.condition("Admitted")
+            if adm is not None and adm.status == "True":
+                wl.set_condition("Admitted", "False", "NoReservation", "The workload has no reservation", e.time)
+            cq = wl.cluster_queue
+            wl.cluster_queue = ""
+            if cq:
+                self._flush_tree(cq)
+        if wl.phase == PENDING:
+            self._dequeue(wl)
+            self._enqueue(wl)
+
+    def _deactivated(self, e: ev.WorkloadDeactivated) -> None:
+        wl = self.workloads.get(e.key)
+        if wl is None:
+            return
+        wl.active = False
+        wl.requeue_at, wl.requeue_count = None, 0
+        self.backoff.pop(wl.key, None)
+        if wl.reserving:
+            wl.set_condition("Evicted", "True", e.reason, e.message, e.time)
+            wl.evicted = e.reason
+            self._release(wl)
+            wl.admission, wl.usage, wl.phase = None, {}, PENDING
+            wl.set_condition("QuotaReserved", "False", "Deactivated", "The workload is deactivated", e.time)
+            wl.set_condition("Requeued", "False", e.reason, e.message, e.time)
+        self._dequeue(wl)
+        if wl.cluster_queue:
+            self._flush_tree(wl.cluster_queue)
+
+    def _finished(self, e: ev.WorkloadFinished) -> None:
+        wl = self.workloads.get(e.key)
+        if wl is None or wl.phase == FINISHED:
+            return
+        self._release(wl)
+        self._dequeue(wl)
+        self.awaiting_release.discard(wl.key)
+        self.backoff.pop(wl.key, None)
+        was_reserving = wl.reserving
+        wl.phase = FINISHED
+        wl.set_condition("Finished", "True", e.reason, e.message, e.time)
+        if was_reserving and wl.cluster_queue:
+            self._flush_tree(wl.cluster_queue)
+
+
+def selector_matches(selector: o.LabelSelector | None, labels: dict[str, str] | None) -> bool:
+    """Kubernetes label-selector semantics; a nil selector matches nothing, ``{}`` everything."""
+    if selector is None or labels is None:
+        return False
+    for k, v in selector.match_labels.items():
+        if labels.get(k) != v:
+            return False
+    for req in selector.match_expressions:
+        present = req.key in labels
+        match req.operator:
+            case "In":
+                if not present or labels[req.key] not in req.values:
+                    return False
+            case "NotIn":
+                if present and labels[req.key] in req.values:
+                    return False
+            case "Exists":
+                if not present:
+                    return False
+            case "DoesNotExist":
+                if present:
+                    return False
+            case _:
+                return False
+    return True
+
+
+def _true(c: o.Condition | None) -> bool:
+    return c is not None and c.status == "True"
+
+
+def _ms(c: o.Condition | None) -> int | None:
+    return parse_time(c.last_transition_time) if c is not None and c.last_transition_time else None
+
+
+def _ltt(old: o.AdmissionCheckState | None, state: str, time: int) -> str:
+    if old is not None and old.state == state and old.last_transition_time:
+        return old.last_transition_time
+    return format_time(time)

@@ -1,0 +1,78 @@
+"""The cohort forest: ClusterQueues as leaves, Cohort objects (explicit or implied by a name) as inner nodes.
+
+A Cohort named by a ClusterQueue or as a parent but never created exists implicitly with no quota. A cycle in
+parent links disables every ClusterQueue of that tree, as in Kueue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from events import objects as o
+
+
+@dataclass
+class CohortForest:
+    parent: dict[str, str] = field(default_factory=dict)
+    """Node -> parent cohort. Nodes are ``cq:NAME`` and ``co:NAME``."""
+    children: dict[str, list[str]] = field(default_factory=dict)
+    root: dict[str, str] = field(default_factory=dict)
+    """Node -> its root node (itself when it has no parent)."""
+    cyclic: set[str] = field(default_factory=set)
+    """Nodes whose parent chain loops."""
+    members: dict[str, list[str]] = field(default_factory=dict)
+    """Root -> the ClusterQueue names of its tree, sorted."""
+
+    def cq_root(self, cq: str) -> str:
+        return self.root.get("cq:" + cq, "cq:" + cq)
+
+    def tree_cluster_queues(self, cq: str) -> list[str]:
+        return self.members.get(self.cq_root(cq), [cq])
+
+    def ancestors(self, node: str) -> list[str]:
+        out = []
+        seen = {node}
+        n = self.parent.get(node)
+        while n is not None and n not in seen:
+            out.append(n)
+            seen.add(n)
+            n = self.parent.get(n)
+        return out
+
+    def depth_below(self, node: str) -> int:
+        """Height of ``node``: 0 for a ClusterQueue, 1 + tallest child for a cohort."""
+        kids = self.children.get(node, [])
+        if not kids:
+            return 0 if node.startswith("cq:") else 1
+        return 1 + max(self.depth_below(k) for k in kids)
+
+
+def build_forest(cluster_queues: dict[str, o.ClusterQueue], cohorts: dict[str, o.Cohort]) -> CohortForest:
+    f = CohortForest()
+    for name in sorted(cohorts):
+        parent = cohorts[name].spec.parent_name
+        if parent:
+            f.parent["co:" + name] = "co:" + parent
+    for name in sorted(cluster_queues):
+        cohort = cluster_queues[name].spec.cohort_name
+        if cohort:
+            f.parent["cq:" + name] = "co:" + cohort
+    nodes = set(f.parent) | set(f.parent.values()) | {"cq:" + n for n in cluster_queues}
+    nodes |= {"co:" + n for n in cohorts}
+    for child in sorted(f.parent):
+        f.children.setdefault(f.parent[child], []).append(child)
+    for node in sorted(nodes):
+        seen = [node]
+        n = node
+        while n in f.parent:
+            n = f.parent[n]
+            if n in seen:
+                f.cyclic.update(seen[seen.index(n):])
+                f.cyclic.add(node)
+                break
+            seen.append(n)
+        f.root[node] = n
+    for node in sorted(nodes):
+        if node.startswith("cq:"):
+            f.members.setdefault(f.root[node], []).append(node[3:])
+    return f

@@ -1,0 +1,91 @@
+"""Pending workloads per ClusterQueue, as Kueue's queue manager keeps them.
+
+Each ClusterQueue has an *active* ordered set (the heap: priority first, then queue-order time, then UID — a
+total order, so the head never depends on insertion history) and an *inadmissible* set of parked workloads
+that wait for something to change (a flush). Equivalent workloads — equal priority and pod-set shape — are
+parked together (Kueue's scheduling-equivalence hashing) and new arrivals of a parked shape are parked on sight
+until the next flush.
+"""
+
+from __future__ import annotations
+
+from sortedcontainers import SortedList
+
+SortKey = tuple[int, int, str, str]
+"""(-priority, queue-order time, uid, key): smaller is better."""
+
+
+class ClusterQueueQueue:
+    __slots__ = ("active", "entries", "inadmissible", "parked_shapes", "shapes", "sticky")
+
+    def __init__(self) -> None:
+        self.active: SortedList = SortedList()
+        self.entries: dict[str, SortKey] = {}
+        """key -> sort key, for workloads in ``active``."""
+        self.shapes: dict[str, object] = {}
+        """key -> equivalence shape, for workloads in ``active`` or ``inadmissible``."""
+        self.inadmissible: dict[str, SortKey] = {}
+        self.parked_shapes: set[object] = set()
+        self.sticky: str | None = None
+        """BestEffortFIFO's sticky preemptor: the workload last requeued while waiting for its preemptions."""
+
+    def __len__(self) -> int:
+        return len(self.entries) + len(self.inadmissible)
+
+    def push(self, key: str, sort_key: SortKey, shape: object, *, parked: bool = False) -> None:
+        self.remove(key)
+        self.shapes[key] = shape
+        if parked or shape in self.parked_shapes:
+            self.inadmissible[key] = sort_key
+        else:
+            self.entries[key] = sort_key
+            self.active.add(sort_key)
+
+    def remove(self, key: str) -> None:
+        sk = self.entries.pop(key, None)
+        if sk is not None:
+            self.active.remove(sk)
+        self.inadmissible.pop(key, None)
+        self.shapes.pop(key, None)
+        if self.sticky == key:
+            self.sticky = None
+
+    def park(self, key: str, *, bulk: bool) -> list[str]:
+        """Move ``key`` to the inadmissible set; with ``bulk``, every active workload of its shape too."""
+        sk = self.entries.pop(key, None)
+        if sk is not None:
+            self.active.remove(sk)
+            self.inadmissible[key] = sk
+        if self.sticky == key:
+            self.sticky = None
+        moved = [key]
+        if bulk and key in self.shapes:
+            shape = self.shapes[key]
+            self.parked_shapes.add(shape)
+            for other in [k for k, s in self.shapes.items() if s == shape and k in self.entries]:
+                osk = self.entries.pop(other)
+                self.active.remove(osk)
+                self.inadmissible[other] = osk
+                moved.append(other)
+        return moved
+
+    def flush(self, eligible) -> list[str]:
+        """Move parked workloads for which ``eligible(key)`` holds back to the active set."""
+        self.parked_shapes.clear()
+        moved = [k for k in sorted(self.inadmissible) if eligible(k)]
+        for k in moved:
+            sk = self.inadmissible.pop(k)
+            self.entries[k] = sk
+        if moved:
+            self.active.update(self.entries[k] for k in moved)
+        return moved
+
+    def head(self) -> str | None:
+        if self.sticky is not None and self.sticky in self.entries:
+            return self.sticky
+        return self.active[0][3] if self.active else None
+
+    def ordered(self) -> list[str]:
+        """Every pending workload in queue order (active first), as the visibility API lists them."""
+        parked = sorted(self.inadmissible.values())
+        return [sk[3] for sk in self.active] + [sk[3] for sk in parked]

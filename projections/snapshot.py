@@ -1,0 +1,162 @@
+"""Snapshots of :class:`ClusterState` and its digest.
+
+A snapshot is the whole state in canonical form (every map sorted, derived indexes left out), so two states
+that will behave the same encode to the same bytes, whatever order they were built in and whatever
+PYTHONHASHSEED the process has. The digest is SHA-256 over those bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import msgspec
+
+from events import objects as o
+from events.errors import InvalidInput
+from projections.cluster import ClusterState
+from projections.queues import ClusterQueueQueue
+from projections.workloads import WorkloadInfo
+
+SNAPSHOT_VERSION = 1
+
+Shape = tuple[int, bytes]
+
+
+class QueueSnapshot(msgspec.Struct, array_like=True):
+    cluster_queue: str
+    active: list[tuple[int, int, str, str]]
+    inadmissible: list[tuple[int, int, str, str]]
+    parked_shapes: list[Shape]
+    sticky: str | None
+
+
+class Snapshot(msgspec.Struct, array_like=True):
+    version: int
+    offset: int
+    time: int
+    namespaces: list[tuple[str, dict[str, str]]]
+    objects: list[o.KueueObject]
+    workloads: list[WorkloadInfo]
+    queues: list[QueueSnapshot]
+    usage: list[tuple[str, list[tuple[str, int]]]]
+    awaiting_release: list[str]
+    backoff: list[tuple[str, int]]
+
+
+_encoder = msgspec.msgpack.Encoder(order="sorted")
+_decoder = msgspec.msgpack.Decoder(Snapshot)
+
+
+def _object_tables(state: ClusterState) -> list[dict[str, o.KObject]]:
+    return [
+        state.flavors, state.cluster_queues, state.cohorts, state.local_queues, state.workload_priority_classes,
+        state.priority_classes, state.topologies, state.admission_checks, state.provisioning_configs,
+        state.nodes, state.pods, state.jobs,
+    ]
+
+
+def take(state: ClusterState) -> Snapshot:
+    objects: list[o.KObject] = []
+    for table in _object_tables(state):
+        objects.extend(table[k] for k in sorted(table))
+    queues = []
+    for name in sorted(state.queues):
+        q = state.queues[name]
+        if not len(q) and not q.parked_shapes and q.sticky is None:
+            continue
+        queues.append(
+            QueueSnapshot(
+                cluster_queue=name,
+                active=list(q.active),
+                inadmissible=sorted(q.inadmissible.values()),
+                parked_shapes=sorted(q.parked_shapes),
+                sticky=q.sticky,
+            )
+        )
+    usage = [
+        (cq, sorted((fr, v) for fr, v in state.usage[cq].items() if v))
+        for cq in sorted(state.usage)
+        if any(state.usage[cq].values())
+    ]
+    return Snapshot(
+        version=SNAPSHOT_VERSION,
+        offset=state.offset,
+        time=state.time,
+        namespaces=sorted(state.namespaces.items()),
+        objects=objects,  # type: ignore[arg-type]
+        workloads=[state.workloads[k] for k in sorted(state.workloads)],
+        queues=queues,
+        usage=usage,
+        awaiting_release=sorted(state.awaiting_release),
+        backoff=sorted(state.backoff.items()),
+    )
+
+
+def restore(snap: Snapshot) -> ClusterState:
+    if snap.version != SNAPSHOT_VERSION:
+        raise InvalidInput(f"snapshot version {snap.version} is not supported (expected {SNAPSHOT_VERSION})")
+    state = ClusterState()
+    state.offset, state.time = snap.offset, snap.time
+    state.namespaces = {k: dict(v) for k, v in snap.namespaces}
+    tables = {
+        "ResourceFlavor": state.flavors, "ClusterQueue": state.cluster_queues, "Cohort": state.cohorts,
+        "LocalQueue": state.local_queues, "WorkloadPriorityClass": state.workload_priority_classes,
+        "PriorityClass": state.priority_classes, "Topology": state.topologies,
+        "AdmissionCheck": state.admission_checks, "ProvisioningRequestConfig": state.provisioning_configs,
+        "Node": state.nodes, "Pod": state.pods, "Job": state.jobs,
+    }
+    for obj in snap.objects:
+        tables[type(obj).__struct_config__.tag][obj.key] = obj  # type: ignore[attr-defined]
+    for wl in snap.workloads:
+        state.workloads[wl.key] = wl
+        state.lq_members.setdefault(f"{wl.namespace}/{wl.queue_name}", {})[wl.key] = None
+    for qs in snap.queues:
+        q = ClusterQueueQueue()
+        for sk in qs.active:
+            sk = tuple(sk)
+            q.entries[sk[3]] = sk
+            q.shapes[sk[3]] = state.workloads[sk[3]].shape
+        q.active.update(q.entries.values())
+        for sk in qs.inadmissible:
+            sk = tuple(sk)
+            q.inadmissible[sk[3]] = sk
+            q.shapes[sk[3]] = state.workloads[sk[3]].shape
+        q.parked_shapes = {(prio, shape) for prio, shape in qs.parked_shapes}
+        q.sticky = qs.sticky
+        state.queues[qs.cluster_queue] = q
+    state.usage = {cq: dict(frs) for cq, frs in snap.usage}
+    state.awaiting_release = set(snap.awaiting_release)
+    state.backoff = dict(snap.backoff)
+    return state
+
+
+def encode(state: ClusterState) -> bytes:
+    return _encoder.encode(take(state))
+
+
+def decode(data: bytes) -> ClusterState:
+    try:
+        return restore(_decoder.decode(data))
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise InvalidInput(f"not a kueue-es snapshot: {exc}") from exc
+
+
+def digest(state: ClusterState) -> str:
+    return hashlib.sha256(encode(state)).hexdigest()
+
+
+def save(state: ClusterState, path: str | os.PathLike[str]) -> None:
+    """Write atomically: a crash leaves the old snapshot or the new one, never half of one."""
+    target = Path(path)
+    tmp = target.with_suffix(target.suffix + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(encode(state))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, target)
+
+
+def load(path: str | os.PathLike[str]) -> ClusterState:
+    return decode(Path(path).read_bytes())

@@ -1,0 +1,223 @@
+"""The compact, projected form of a Workload: what admission needs, and the status Kueue would show.
+
+Pod-set shapes are interned: thousands of workloads of one job template share one :class:`PodSetInfo`, which
+keeps a pending workload well under its memory budget and makes equal shapes cheap to compare (Kueue's
+scheduling-equivalence hash is just ``WorkloadInfo.shape``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from events import objects as o
+from events.timefmt import format_time, parse_time
+from events.quantity import to_int
+
+PENDING, RESERVED, ADMITTED, FINISHED = "Pending", "QuotaReserved", "Admitted", "Finished"
+
+
+class PodSetInfo(msgspec.Struct, frozen=True, array_like=True):
+    name: str
+    count: int
+    min_count: int | None
+    requests: tuple[tuple[str, int], ...]
+    """Per-pod requests in Kueue units, sorted by resource name."""
+    node_selector: tuple[tuple[str, str], ...] = ()
+    tolerations: tuple[o.Toleration, ...] = ()
+    affinity_terms: tuple[o.NodeSelectorTerm, ...] | None = None
+    topology: o.PodSetTopologyRequest | None = None
+
+
+class WorkloadInfo(msgspec.Struct, array_like=True):
+    """Mutable projected state of one Workload. Field order is the snapshot's wire order."""
+
+    key: str
+    uid: str
+    namespace: str
+    name: str
+    queue_name: str
+    created: int
+    """creationTimestamp, ms."""
+    priority: int
+    priority_class: str
+    pod_sets: tuple[PodSetInfo, ...]
+    active: bool = True
+    labels: dict[str, str] = {}
+    phase: str = PENDING
+    admission: o.Admission | None = None
+    usage: dict[str, int] = {}
+    """Reserved usage keyed ``flavor/resource``."""
+    cluster_queue: str = ""
+    """The ClusterQueue whose quota it holds (while reserved) or whose queue it sits in."""
+    conditions: list[o.Condition] = []
+    evicted: str = ""
+    """Reason of a True Evicted condition, else empty."""
+    job_stopped: bool = False
+    pods_ready: bool = False
+    requeue_count: int = 0
+    requeue_at: int | None = None
+    reserved_at: int | None = None
+    admitted_at: int | None = None
+    resource_version: str = ""
+    max_execution_seconds: int | None = None
+    accumulated_seconds: int = 0
+    check_states: dict[str, o.AdmissionCheckState] = {}
+
+    @property
+    def shape(self) -> tuple[int, bytes]:
+        """Scheduling-equivalence key: effective priority and the encoded pod-set shapes."""
+        return (self.priority, _ENC.encode(self.pod_sets))
+
+    @property
+    def reserving(self) -> bool:
+        return self.phase in (RESERVED, ADMITTED)
+
+    def condition(self, type_: str) -> o.Condition | None:
+        for c in self.conditions:
+            if c.type == type_:
+                return c
+        return None
+
+    def set_condition(self, type_: str, status: str, reason: str, message: str, time: int) -> None:
+        """Set a condition as the API machinery does: lastTransitionTime changes only when status changes."""
+        for i, c in enumerate(self.conditions):
+            if c.type == type_:
+                ltt = c.last_transition_time if c.status == status else format_time(time)
+                self.conditions[i] = o.Condition(
+                    type=type_, status=status, reason=reason, message=message, last_transition_time=ltt
+                )
+                return
+        self.conditions.append(
+            o.Condition(type=type_, status=status, reason=reason, message=message, last_transition_time=format_time(time))
+        )
+
+    def queue_order_time(self) -> int:
+        """Kueue's queue-order timestamp: eviction time after a PodsReady timeout or admission check, else creation."""
+        for c in self.conditions:
+            if c.type == "Evicted" and c.status == "True" and c.reason in ("PodsReadyTimeout", "AdmissionCheck"):
+                return parse_time(c.last_transition_time) if c.last_transition_time else self.created
+        return self.created
+
+    def total_requests(self) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for ps in self.pod_sets:
+            for r, v in ps.requests:
+                total[r] = total.get(r, 0) + v * ps.count
+        return total
+
+
+_INTERNED: dict[bytes, PodSetInfo] = {}
+_ENC = msgspec.msgpack.Encoder()
+
+
+def intern_pod_set(ps: PodSetInfo) -> PodSetInfo:
+    key = _ENC.encode(ps)
+    found = _INTERNED.get(key)
+    if found is None:
+        if len(_INTERNED) > 100_000:
+            _INTERNED.clear()
+        found = _INTERNED[key] = ps
+    return found
+
+
+def pod_requests(spec: o.PodSpec) -> dict[str, int]:
+    """Effective per-pod requests, the standard Kubernetes way, in Kueue units."""
+
+    def reqs(c: o.Container) -> dict[str, int]:
+        out = {r: to_int(r, q) for r, q in c.resources.limits.items()}
+        out.update({r: to_int(r, q) for r, q in c.resources.requests.items()})
+        return out
+
+    total: dict[str, int] = {}
+    if spec.resources is not None and (spec.resources.requests or spec.resources.limits):
+        total = reqs(o.Container(resources=spec.resources))
+    else:
+        for c in spec.containers:
+            for r, v in reqs(c).items():
+                total[r] = total.get(r, 0) + v
+    sidecars: dict[str, int] = {}
+    for c in spec.init_containers:
+        cr = reqs(c)
+        if c.restart_policy == "Always":
+            for r, v in cr.items():
+                sidecars[r] = sidecars.get(r, 0) + v
+                total[r] = total.get(r, 0) + v
+        else:
+            for r, v in cr.items():
+                total[r] = max(total.get(r, 0), v + sidecars.get(r, 0))
+    for r, q in spec.overhead.items():
+        total[r] = total.get(r, 0) + to_int(r, q)
+    return total
+
+
+def pod_set_info(ps: o.PodSet) -> PodSetInfo:
+    spec = ps.template.spec
+    affinity = None
+    na = spec.affinity.node_affinity if spec.affinity else None
+    if na and na.required_during_scheduling_ignored_during_execution:
+        affinity = tuple(na.required_during_scheduling_ignored_during_execution.node_selector_terms)
+    topology = ps.topology_request
+    annotations = ps.template.metadata.annotations
+    if topology is None and annotations:
+        topology = topology_request_from_annotations(annotations)
+    return intern_pod_set(
+        PodSetInfo(
+            name=ps.name,
+            count=ps.count,
+            min_count=ps.min_count,
+            requests=tuple(sorted(pod_requests(spec).items())),
+            node_selector=tuple(sorted(spec.node_selector.items())),
+            tolerations=tuple(spec.tolerations),
+            affinity_terms=affinity,
+            topology=topology,
+        )
+    )
+
+
+def topology_request_from_annotations(annotations: dict[str, str]) -> o.PodSetTopologyRequest | None:
+    req = annotations.get("kueue.x-k8s.io/podset-required-topology")
+    pref = annotations.get("kueue.x-k8s.io/podset-preferred-topology")
+    unc = annotations.get("kueue.x-k8s.io/podset-unconstrained-topology")
+    slice_level = annotations.get("kueue.x-k8s.io/podset-slice-required-topology")
+    slice_size = annotations.get("kueue.x-k8s.io/podset-slice-size")
+    if not any((req, pref, unc, slice_level)):
+        return None
+    return o.PodSetTopologyRequest(
+        required=req,
+        preferred=None if req else pref,
+        unconstrained=(unc == "true") if unc and not (req or pref) else None,
+        pod_set_slice_required_topology=slice_level,
+        pod_set_slice_size=int(slice_size) if slice_size else None,
+    )
+
+
+def admission_usage(admission: o.Admission) -> dict[str, int]:
+    """Quota an admission holds, keyed ``flavor/resource``, from its ``resourceUsage``."""
+    usage: dict[str, int] = {}
+    for psa in admission.pod_set_assignments:
+        for resource, flavor in psa.flavors.items():
+            q = psa.resource_usage.get(resource)
+            if q is None:
+                continue
+            k = f"{flavor}/{resource}"
+            usage[k] = usage.get(k, 0) + to_int(resource, q)
+    return usage
+
+
+def status_of(wl: WorkloadInfo) -> dict[str, Any]:
+    """The Workload status Kueue would show, as plain data."""
+    status: dict[str, Any] = {}
+    if wl.admission is not None:
+        status["admission"] = msgspec.to_builtins(wl.admission)
+    if wl.conditions:
+        status["conditions"] = [msgspec.to_builtins(c) for c in wl.conditions]
+    if wl.requeue_count or wl.requeue_at is not None:
+        rs: dict[str, Any] = {"count": wl.requeue_count}
+        if wl.requeue_at is not None:
+            rs["requeueAt"] = format_time(wl.requeue_at)
+        status["requeueState"] = rs
+    if wl.check_states:
+        status["admissionChecks"] = [msgspec.to_builtins(wl.check_states[k]) for k in sorted(wl.check_states)]
+    return status
