@@ -16,11 +16,22 @@ import yaml
 from events import objects as o
 from events.errors import InvalidInput
 from events.quantity import QuantityError, parse_quantity
+from events.timefmt import parse_time
 
 try:
-    _Loader: type = yaml.CSafeLoader
+    _BaseLoader: type = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - PyYAML without libyaml
-    _Loader = yaml.SafeLoader
+    _BaseLoader = yaml.SafeLoader
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc,valid-type]
+    """Safe loading that keeps unquoted timestamps as text, as Kubernetes reads them (not as datetimes)."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
+}
 
 CONFIG_API_VERSIONS = ("config.kueue.x-k8s.io/v1beta2", "config.kueue.x-k8s.io/v1beta1")
 
@@ -120,8 +131,13 @@ def _field_message(msg: str) -> str:
 
 def _validate(obj: o.KObject, where: str) -> None:
     """The checks Kueue's webhooks make that matter before anything is stored."""
+    check_time(obj.metadata.creation_timestamp, where, "metadata.creationTimestamp")
     match obj:
         case o.Workload():
+            for i, c in enumerate(obj.status.conditions):
+                check_time(c.last_transition_time, where, f"status.conditions[{i}].lastTransitionTime")
+            if obj.status.requeue_state is not None:
+                check_time(obj.status.requeue_state.requeue_at, where, "status.requeueState.requeueAt")
             if not obj.spec.pod_sets:
                 raise InvalidInput(f"{where}: field `spec.podSets` must have at least 1 item")
             for i, ps in enumerate(obj.spec.pod_sets):
@@ -163,6 +179,16 @@ def _validate(obj: o.KObject, where: str) -> None:
                     raise InvalidInput(f"{where}: field `spec.stopPolicy`: must be None, Hold or HoldAndDrain")
         case _:
             pass
+
+
+def check_time(text: str | None, where: str, field_: str) -> None:
+    """Timestamps the projections read must parse, or folding the log would fail later."""
+    if text is None:
+        return
+    try:
+        parse_time(text)
+    except (ValueError, OverflowError):
+        raise InvalidInput(f"{where}: field `{field_}`: not an RFC 3339 time: {text!r}") from None
 
 
 def check_quantity(q: object, where: str, field_: str) -> None:

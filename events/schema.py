@@ -135,6 +135,9 @@ class WorkloadEvicted(Decision, tag="WorkloadEvicted"):
     reason: str
     message: str
     underlying_cause: str = ""
+    requeue_at: int | None = None
+    """Set with a PodsReady timeout: the backoff deadline (ms), written in the same patch as the eviction."""
+    requeue_count: int | None = None
 
 
 class WorkloadRequeued(Decision, tag="WorkloadRequeued"):

@@ -56,12 +56,16 @@ class ClusterState:
         self.queues: dict[str, ClusterQueueQueue] = {}
         self.usage: dict[str, dict[str, int]] = {}
         """ClusterQueue -> ``flavor/resource`` -> quota held by reserving workloads."""
+        self.reserving: dict[str, dict[str, None]] = {}
+        """ClusterQueue -> keys of the workloads holding its quota (derived; rebuilt on restore)."""
         self.lq_members: dict[str, dict[str, None]] = {}
         """LocalQueue key -> keys of the workloads that name it."""
         self.awaiting_release: set[str] = set()
         """Evicted workloads whose job has stopped: the scheduler releases their quota next."""
         self.backoff: dict[str, int] = {}
         """Workloads parked until ``requeueAt`` (ms)."""
+        self.last_cycle = 0
+        """Highest scheduler cycle number in the log; the next cycle is numbered one more."""
         self._forest: CohortForest | None = None
 
     # --- derived structure ----------------------------------------------------------------------------------
@@ -85,6 +89,8 @@ class ClusterState:
         self.offset = record.offset
         if e.time > self.time:
             self.time = e.time
+        if isinstance(e, ev.Decision) and e.cycle > self.last_cycle:
+            self.last_cycle = e.cycle
         match e:
             case ev.ObjectUpserted(obj=o.Workload() as w):
                 self._upsert_workload(w)
@@ -393,8 +399,13 @@ class ClusterState:
     # --- decisions ------------------------------------------------------------------------------------------
 
     def _charge(self, wl: WorkloadInfo, sign: int = 1) -> None:
-        if not wl.cluster_queue or not wl.usage:
+        if not wl.cluster_queue:
             return
+        members = self.reserving.setdefault(wl.cluster_queue, {})
+        if sign > 0:
+            members[wl.key] = None
+        else:
+            members.pop(wl.key, None)
         usage = self.usage.setdefault(wl.cluster_queue, {})
         for fr, v in wl.usage.items():
             usage[fr] = usage.get(fr, 0) + sign * v
@@ -458,6 +469,10 @@ class ClusterState:
             reason = e.reason
         wl.set_condition("Evicted", "True", reason, e.message, e.time)
         wl.evicted = reason
+        if isinstance(e, ev.WorkloadEvicted) and e.requeue_at is not None:
+            wl.requeue_at = max(e.requeue_at, wl.requeue_at or 0)
+            wl.requeue_count = e.requeue_count if e.requeue_count is not None else wl.requeue_count + 1
+            self.backoff[wl.key] = wl.requeue_at
         if wl.check_states:
             wl.check_states = {
                 k: o.AdmissionCheckState(name=k, state="Pending", last_transition_time=_ltt(s, "Pending", e.time),

@@ -36,6 +36,7 @@ class Snapshot(msgspec.Struct, array_like=True):
     version: int
     offset: int
     time: int
+    last_cycle: int
     namespaces: list[tuple[str, dict[str, str]]]
     objects: list[o.KueueObject]
     workloads: list[WorkloadInfo]
@@ -84,6 +85,7 @@ def take(state: ClusterState) -> Snapshot:
         version=SNAPSHOT_VERSION,
         offset=state.offset,
         time=state.time,
+        last_cycle=state.last_cycle,
         namespaces=sorted(state.namespaces.items()),
         objects=objects,  # type: ignore[arg-type]
         workloads=[state.workloads[k] for k in sorted(state.workloads)],
@@ -98,7 +100,7 @@ def restore(snap: Snapshot) -> ClusterState:
     if snap.version != SNAPSHOT_VERSION:
         raise InvalidInput(f"snapshot version {snap.version} is not supported (expected {SNAPSHOT_VERSION})")
     state = ClusterState()
-    state.offset, state.time = snap.offset, snap.time
+    state.offset, state.time, state.last_cycle = snap.offset, snap.time, snap.last_cycle
     state.namespaces = {k: dict(v) for k, v in snap.namespaces}
     tables = {
         "ResourceFlavor": state.flavors, "ClusterQueue": state.cluster_queues, "Cohort": state.cohorts,
@@ -112,6 +114,8 @@ def restore(snap: Snapshot) -> ClusterState:
     for wl in snap.workloads:
         state.workloads[wl.key] = wl
         state.lq_members.setdefault(f"{wl.namespace}/{wl.queue_name}", {})[wl.key] = None
+        if wl.reserving and wl.cluster_queue:
+            state.reserving.setdefault(wl.cluster_queue, {})[wl.key] = None
     for qs in snap.queues:
         q = ClusterQueueQueue()
         for sk in qs.active:

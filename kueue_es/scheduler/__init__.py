@@ -1,0 +1,41 @@
+"""The scheduler: a pure function from projected state and time to decision events.
+
+``decide(state, config, now)`` first lets the workload controller's rules act (releases, backoffs, timeouts,
+admission checks) and, when they have nothing to say, runs one scheduling cycle. The caller appends the
+decisions to the log as one batch and applies them; calling again until nothing is returned reaches the same
+fixed point Kueue's controllers would. Nothing here reads a clock, draws a random number or does I/O.
+"""
+
+from __future__ import annotations
+
+from events import schema as ev
+from projections.cluster import ClusterState
+
+from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
+from kueue_es.scheduler.cycle import run_cycle
+from kueue_es.scheduler.reconcile import next_deadline, reconcile
+
+__all__ = ["DEFAULT", "SchedulerConfig", "decide", "next_deadline", "settle"]
+
+
+def decide(state: ClusterState, config: SchedulerConfig = DEFAULT, now: int | None = None) -> list[ev.Decision]:
+    """Decisions for the next batch, numbered ``state.last_cycle + 1``; ``now`` defaults to the log's time."""
+    t = state.time if now is None else now
+    cycle = state.last_cycle + 1
+    return reconcile(state, config, t, cycle) or run_cycle(state, config, t, cycle)
+
+
+def settle(state: ClusterState, config: SchedulerConfig = DEFAULT, now: int | None = None,
+           max_batches: int = 100_000) -> list[list[ev.Decision]]:
+    """Decide and apply (to ``state`` only) until quiet; returns the batches. For callers without a log."""
+    batches = []
+    offset = state.offset
+    for _ in range(max_batches):
+        batch = decide(state, config, now)
+        if not batch:
+            break
+        for e in batch:
+            offset += 1
+            state.apply(ev.Record(offset, e))
+        batches.append(batch)
+    return batches

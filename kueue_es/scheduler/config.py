@@ -1,0 +1,114 @@
+"""The part of Kueue's ``Configuration`` (config.kueue.x-k8s.io/v1beta2) that changes admission decisions.
+
+A user's existing Kueue configuration file is accepted as it is: fields kueue-es does not use are ignored,
+fields it uses are type-checked, and defaults are Kueue's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from events.errors import InvalidInput
+
+
+class _Cfg(msgspec.Struct, kw_only=True, rename="camel", frozen=True, forbid_unknown_fields=False):
+    pass
+
+
+class FairSharingConfig(_Cfg):
+    preemption_strategies: list[str] = []
+
+
+class AdmissionFairSharingConfig(_Cfg):
+    usage_half_life_time: str = "0s"
+    usage_sampling_interval: str = "5m"
+    resource_weights: dict[str, float] = {}
+
+
+class RequeuingStrategy(_Cfg):
+    timestamp: str = "Eviction"
+    backoff_limit_count: int | None = None
+    backoff_base_seconds: int = 60
+    backoff_max_seconds: int = 3600
+
+
+class WaitForPodsReadyConfig(_Cfg):
+    enable: bool = True
+    timeout: str = "30m"
+    block_admission: bool = False
+    recovery_timeout: str | None = None
+    requeuing_strategy: RequeuingStrategy = RequeuingStrategy()
+
+
+class ResourcesConfig(_Cfg):
+    exclude_resource_prefixes: list[str] = []
+    transformations: list[dict[str, Any]] = []
+    quota_check_strategy: str = "BlockUndeclared"
+
+
+class SchedulerConfig(_Cfg):
+    """Decoded from a Kueue Configuration document; every field defaults as Kueue defaults it."""
+
+    api_version: str = "config.kueue.x-k8s.io/v1beta2"
+    kind: str = "Configuration"
+    fair_sharing: FairSharingConfig | None = None
+    admission_fair_sharing: AdmissionFairSharingConfig | None = None
+    wait_for_pods_ready: WaitForPodsReadyConfig | None = None
+    resources: ResourcesConfig = ResourcesConfig()
+
+    @property
+    def fair_sharing_enabled(self) -> bool:
+        return self.fair_sharing is not None
+
+    @property
+    def pods_ready(self) -> WaitForPodsReadyConfig:
+        return self.wait_for_pods_ready or WaitForPodsReadyConfig()
+
+
+DEFAULT = SchedulerConfig()
+
+
+def parse_duration(text: str, where: str = "duration") -> int:
+    """A Go duration ("30m", "1h30m", "90s", "500ms") in ms."""
+    units = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
+    s, total, num = text.strip(), 0, ""
+    i = 0
+    if s in ("0", ""):
+        return 0
+    while i < len(s):
+        ch = s[i]
+        if ch.isdigit() or ch == ".":
+            num += ch
+            i += 1
+            continue
+        unit = "ms" if s.startswith("ms", i) else ch
+        if unit not in units or not num:
+            raise InvalidInput(f"{where}: invalid duration {text!r}")
+        total += int(float(num) * units[unit])
+        num = ""
+        i += len(unit)
+    if num:
+        raise InvalidInput(f"{where}: invalid duration {text!r} (missing unit)")
+    return total
+
+
+def load_config(doc: dict[str, Any], source: str = "<config>") -> SchedulerConfig:
+    try:
+        cfg = msgspec.convert(doc, SchedulerConfig, strict=False)
+    except msgspec.ValidationError as exc:
+        msg = str(exc)
+        if " - at `$" in msg:
+            text, _, path = msg.partition(" - at `$")
+            msg = f"field `{path.rstrip('`').lstrip('.')}`: {text}"
+        raise InvalidInput(f"{source}: Configuration: {msg}") from None
+    if cfg.wait_for_pods_ready is not None:
+        parse_duration(cfg.wait_for_pods_ready.timeout, f"{source}: field `waitForPodsReady.timeout`")
+    if cfg.fair_sharing is not None:
+        allowed = (["LessThanOrEqualToFinalShare"], ["LessThanInitialShare"],
+                   ["LessThanOrEqualToFinalShare", "LessThanInitialShare"], [])
+        if cfg.fair_sharing.preemption_strategies not in allowed:
+            raise InvalidInput(f"{source}: field `fairSharing.preemptionStrategies`: unsupported list "
+                               f"{cfg.fair_sharing.preemption_strategies}")
+    return cfg

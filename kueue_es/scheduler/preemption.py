@@ -1,0 +1,211 @@
+"""Choosing preemption victims, as Kueue's classical preemptor does (Fair Sharing off).
+
+Candidates come from the preemptor's own ClusterQueue (withinClusterQueue) and, walking up the cohort tree,
+from ClusterQueues that borrow (reclaimWithinCohort, borrowWithinCohort). They are removed greedily in
+Kueue's candidate order until the preemptor fits, then added back from the second-to-last while it still
+fits, so the set is small. Every removal is simulated on the cycle's quota tree and undone afterwards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from projections.workloads import WorkloadInfo
+
+from kueue_es.scheduler.quota import QuotaNode
+
+if TYPE_CHECKING:
+    from kueue_es.scheduler.cycle import CycleContext
+
+IN_CLUSTER_QUEUE = "InClusterQueue"
+IN_COHORT_RECLAMATION = "InCohortReclamation"
+IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
+IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
+
+HIERARCHICAL, WITHOUT_BORROWING, WHILE_BORROWING, SAME_QUEUE = 0, 1, 2, 3
+
+
+@dataclass(frozen=True)
+class Target:
+    workload: WorkloadInfo
+    reason: str
+
+
+@dataclass
+class _Candidate:
+    wl: WorkloadInfo
+    kind: int
+    node: QuotaNode
+
+
+def policy_allows(policy: str, preemptor: WorkloadInfo, candidate: WorkloadInfo, now_ts: int) -> bool:
+    if policy == "Any":
+        return True
+    if policy == "LowerPriority":
+        return candidate.priority < preemptor.priority
+    if policy == "LowerOrNewerEqualPriority":
+        return candidate.priority < preemptor.priority or (
+            candidate.priority == preemptor.priority and preemptor.queue_order_time() < candidate.queue_order_time()
+        )
+    return False
+
+
+def candidate_order(preemptor_cq: str, now: int):
+    """Kueue's victim order: evicted first, other ClusterQueues first, lower priority, most recently reserved, uid."""
+
+    def key(c: _Candidate) -> tuple:
+        wl = c.wl
+        reserved = wl.reserved_at if wl.reserved_at is not None else now
+        return (0 if wl.evicted else 1, 0 if wl.cluster_queue != preemptor_cq else 1, wl.priority, -reserved, wl.uid)
+
+    return key
+
+
+def _uses_any(wl: WorkloadInfo, frs: dict[str, int]) -> bool:
+    return any(fr in frs for fr in wl.usage)
+
+
+def find_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests: dict[str, int],
+                 needed: dict[str, int]) -> list[Target]:
+    """Victims that let ``wl`` (``requests`` per FR) fit in ``node``; ``needed`` are the FRs that lack room."""
+    spec = ctx.state.cluster_queues[node.name].spec
+    p = spec.preemption
+    now = ctx.now
+    candidates: list[_Candidate] = []
+    if p.within_cluster_queue != "Never":
+        for w in ctx.reserving_in(node.name):
+            if w.key != wl.key and _uses_any(w, needed) and policy_allows(p.within_cluster_queue, wl, w, now):
+                candidates.append(_Candidate(w, SAME_QUEUE, node))
+    has_hierarchical = False
+    if node.parent is not None and p.reclaim_within_cohort != "Never":
+        bwc = p.borrow_within_cohort
+        forbid_borrow = bwc is None or bwc.policy == "Never"
+        advantage = all(node.usage.get(fr, 0) + needed[fr] <= node.nominal.get(fr, 0) for fr in needed)
+        remaining = {fr: needed[fr] - node.local_available(fr) for fr in needed}
+        visited: QuotaNode = node
+        ancestor = node.parent
+        while ancestor is not None:
+            for cq_node in _cluster_queues_below(ancestor, skip=visited, frs=needed):
+                for w in ctx.reserving_in(cq_node.name):
+                    if not _uses_any(w, needed) or not policy_allows(p.reclaim_within_cohort, wl, w, now):
+                        continue
+                    if advantage:
+                        kind = HIERARCHICAL
+                        has_hierarchical = True
+                    elif forbid_borrow:
+                        kind = WITHOUT_BORROWING
+                    elif w.priority >= wl.priority or (
+                        bwc is not None and bwc.max_priority_threshold is not None and w.priority > bwc.max_priority_threshold
+                    ):
+                        kind = WITHOUT_BORROWING
+                    else:
+                        kind = WHILE_BORROWING
+                    candidates.append(_Candidate(w, kind, cq_node))
+            advantage = advantage or all(
+                ancestor.usage.get(fr, 0) + remaining[fr] <= ancestor.subtree.get(fr, 0) for fr in needed
+            )
+            for fr in needed:
+                remaining[fr] -= ancestor.local_available(fr)
+            visited, ancestor = ancestor, ancestor.parent
+    if not candidates:
+        return []
+    order = candidate_order(node.name, now)
+    hier = sorted((c for c in candidates if c.kind == HIERARCHICAL), key=order)
+    prio = sorted((c for c in candidates if c.kind in (WITHOUT_BORROWING, WHILE_BORROWING)), key=order)
+    same = sorted((c for c in candidates if c.kind == SAME_QUEUE), key=order)
+    ordered = [c for group in (hier, prio, same) for c in group if c.wl.evicted] + [
+        c for group in (hier, prio, same) for c in group if not c.wl.evicted
+    ]
+    other_cq = any(c.kind != SAME_QUEUE for c in candidates)
+    bwc = p.borrow_within_cohort
+    forbidden = bwc is None or bwc.policy == "Never"
+    strictly_under = all(node.usage.get(fr, 0) < node.nominal.get(fr, 0) for fr in needed)
+    if not other_cq or (forbidden and not strictly_under):
+        attempts = [True]
+    elif forbidden and not has_hierarchical:
+        attempts = [False, True]
+    else:
+        attempts = [True, False]
+    for allow_borrowing in attempts:
+        targets = _minimal_set(ctx, node, requests, needed, ordered, allow_borrowing)
+        if targets:
+            return targets
+    return []
+
+
+def _cluster_queues_below(ancestor: QuotaNode, skip: QuotaNode, frs: dict[str, int]) -> list[QuotaNode]:
+    """ClusterQueues under ``ancestor`` but outside ``skip``, not descending into subtrees within nominal."""
+    out: list[QuotaNode] = []
+    stack = [c for c in reversed(ancestor.children) if c is not skip]
+    while stack:
+        n = stack.pop()
+        if n.within_nominal(frs):
+            continue
+        if n.is_cq:
+            out.append(n)
+        else:
+            stack.extend(c for c in reversed(n.children))
+    return out
+
+
+def _fits(node: QuotaNode, requests: dict[str, int], allow_borrowing: bool) -> bool:
+    for fr, req in requests.items():
+        if req > node.available(fr):
+            return False
+        if not allow_borrowing and node.usage.get(fr, 0) + req > node.nominal.get(fr, 0):
+            return False
+    return True
+
+
+def _still_valid(c: _Candidate, preemptor: QuotaNode, frs: dict[str, int], allow_borrowing: bool) -> bool:
+    if c.kind == SAME_QUEUE:
+        return True
+    if allow_borrowing and c.kind == WITHOUT_BORROWING:
+        return False
+    preemptor_path = {id(n) for n in [preemptor, *preemptor.ancestors()]}
+    n: QuotaNode | None = c.node
+    while n is not None and id(n) not in preemptor_path:
+        if n.within_nominal(frs):
+            return False
+        n = n.parent
+    return True
+
+
+def _minimal_set(ctx: CycleContext, node: QuotaNode, requests: dict[str, int], needed: dict[str, int],
+                 ordered: list[_Candidate], allow_borrowing: bool) -> list[Target]:
+    chosen: list[_Candidate] = []
+    fits = False
+    try:
+        for c in ordered:
+            if not _still_valid(c, node, needed, allow_borrowing):
+                continue
+            ctx.tree.charge(c.wl.cluster_queue, c.wl.usage, -1)
+            chosen.append(c)
+            if _fits(node, requests, allow_borrowing):
+                fits = True
+                break
+        if not fits:
+            return []
+        # Fill back: from the second-to-last down, keep a victim only if the preemptor needs it.
+        for i in range(len(chosen) - 2, -1, -1):
+            c = chosen[i]
+            ctx.tree.charge(c.wl.cluster_queue, c.wl.usage, 1)
+            if _fits(node, requests, allow_borrowing):
+                chosen[i] = None  # type: ignore[call-overload]
+            else:
+                ctx.tree.charge(c.wl.cluster_queue, c.wl.usage, -1)
+        chosen = [c for c in chosen if c is not None]
+        return [Target(c.wl, _reason(c)) for c in chosen]
+    finally:
+        for c in chosen:
+            if c is not None:
+                ctx.tree.charge(c.wl.cluster_queue, c.wl.usage, 1)
+
+
+def _reason(c: _Candidate) -> str:
+    if c.kind == SAME_QUEUE:
+        return IN_CLUSTER_QUEUE
+    if c.kind == WHILE_BORROWING:
+        return IN_COHORT_RECLAIM_WHILE_BORROWING
+    return IN_COHORT_RECLAMATION

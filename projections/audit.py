@@ -1,0 +1,329 @@
+"""Admission history: a pure fold of the log into one timeline per workload.
+
+``AuditTrail.apply(record)`` reads nothing but the record (no clock, no I/O) and never iterates a set or dict
+in an order that depends on hashing, so the same log gives the same timelines in any process. It tracks what
+it needs itself: which ClusterQueue each LocalQueue points to, and where each workload stands (pending in a
+queue, reserving quota in a ClusterQueue, admitted, finished), mirroring the rules of
+:class:`projections.cluster.ClusterState` for when a decision takes effect. A decision the state fold would
+ignore (for example an admission of a workload that holds no reservation) is still recorded, with
+``ignored`` set, because the audit is the log's history.
+
+Steps, each with the offset and time of the event that caused it:
+
+* ``Submitted`` — the workload was first seen (again, after being re-created with a new uid);
+* ``Queued`` — it entered a ClusterQueue's queue (its LocalQueue exists and points to one);
+* ``QuotaReserved`` — cluster queue, flavors per pod set and resource, pod counts;
+* ``Admitted``;
+* ``Pending`` — an admission attempt failed, with reason and message; consecutive identical attempts
+  collapse into one step with ``repeat`` and ``lastOffset``/``lastTime``;
+* ``Preempted`` (with ``preemptor``) and ``Evicted`` (with reason);
+* ``JobStopped``, ``PodsReady``, ``AdmissionCheck`` — what the cluster reported back;
+* ``Requeued`` — with ``released`` when the reservation was cleared;
+* ``Deactivated``, ``Finished``, ``Deleted``;
+* ``Rejected`` — a decision about the workload did not reach the cluster (``decision`` is its offset).
+
+Workloads first seen with a status (admitted before the log began) get ``QuotaReserved``/``Admitted``/
+``Finished`` steps marked ``observed``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+
+import msgspec
+
+from events import objects as o
+from events import schema as ev
+
+PENDING, RESERVED, ADMITTED, FINISHED = "Pending", "QuotaReserved", "Admitted", "Finished"
+
+STEP_TYPES = (
+    "Submitted", "Queued", "QuotaReserved", "Admitted", "Pending", "Preempted", "Evicted", "JobStopped",
+    "PodsReady", "AdmissionCheck", "Requeued", "Deactivated", "Finished", "Deleted", "Rejected",
+)
+
+
+class Step(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """One step of a workload's admission history."""
+
+    offset: int
+    time: int
+    """ms since the epoch, from the event."""
+    workload: str
+    """``namespace/name``."""
+    step: str
+    uid: str = ""
+    cluster_queue: str = ""
+    """The ClusterQueue the workload was queued in or reserving quota in at this step."""
+    local_queue: str = ""
+    reason: str = ""
+    message: str = ""
+    preemptor: str = ""
+    flavors: dict[str, dict[str, str]] = {}
+    """Pod set -> resource -> flavor (QuotaReserved)."""
+    counts: dict[str, int] = {}
+    """Pod set -> pod count (QuotaReserved)."""
+    priority: int | None = None
+    released: bool = False
+    """Requeued: the reservation was cleared and the quota freed."""
+    cycle: int | None = None
+    """Scheduler cycle of a decision."""
+    decision: int | None = None
+    """Rejected: offset of the decision that was rejected."""
+    repeat: int = 1
+    """Pending: how many consecutive identical attempts this step stands for."""
+    last_offset: int | None = None
+    last_time: int | None = None
+    observed: bool = False
+    """Taken from a status seen in the cluster, not from a decision in the log."""
+    ignored: bool = False
+    """A decision the cluster-state fold does not apply (the workload was not in a state it applies to)."""
+
+
+class _Tracked(msgspec.Struct):
+    uid: str
+    namespace: str
+    queue_name: str
+    phase: str = PENDING
+    active: bool = True
+    reserved_in: str = ""
+    queued_in: str = ""
+
+
+class AuditTrail:
+    """Timelines of every workload (or only of ``keys``), folded from records in log order."""
+
+    def __init__(self, keys: Collection[str] | None = None) -> None:
+        self.offset = -1
+        self.keys = frozenset(keys) if keys is not None else None
+        self.local_queues: dict[str, str] = {}
+        """LocalQueue key -> ClusterQueue name (empty while stopped)."""
+        self.lq_members: dict[str, dict[str, None]] = {}
+        """LocalQueue key -> keys of tracked workloads naming it."""
+        self.workloads: dict[str, _Tracked] = {}
+        self.timelines: dict[str, list[Step]] = {}
+        self._decisions: dict[int, str] = {}
+        """Offset of a decision -> its workload, to attribute DecisionRejected."""
+
+    # --- reading the result ---------------------------------------------------------------------------------
+
+    def timeline(self, key: str) -> list[Step]:
+        return list(self.timelines.get(key, ()))
+
+    def steps(self) -> list[Step]:
+        """Every step of every workload, in log order (then by workload for steps of one event)."""
+        out = [s for key in sorted(self.timelines) for s in self.timelines[key]]
+        out.sort(key=lambda s: (s.offset, s.workload))
+        return out
+
+    # --- the fold -------------------------------------------------------------------------------------------
+
+    def apply_all(self, records: Iterable[ev.Record]) -> AuditTrail:
+        for r in records:
+            self.apply(r)
+        return self
+
+    def apply(self, record: ev.Record) -> None:
+        e = record.event
+        off = record.offset
+        self.offset = off
+        match e:
+            case ev.ObjectUpserted(obj=o.Workload() as w):
+                if self._wanted(e.key):
+                    self._upsert_workload(off, e, w)
+            case ev.ObjectUpserted(obj=o.LocalQueue() as lq):
+                cq = lq.spec.cluster_queue if lq.spec.stop_policy in ("None", "") else ""
+                self._set_local_queue(off, e.time, lq.key, cq)
+            case ev.ObjectDeleted(kind="LocalQueue"):
+                self._set_local_queue(off, e.time, e.key, None)
+            case ev.ObjectDeleted(kind="Workload"):
+                t = self.workloads.pop(e.key, None)
+                if t is not None:
+                    self.lq_members.get(f"{t.namespace}/{t.queue_name}", {}).pop(e.key, None)
+                    self._add(off, e, e.key, "Deleted", t)
+            case ev.Decision():
+                if self._wanted(e.key):
+                    self._decisions[off] = e.key
+                    self._decision(off, e)
+            case ev.WorkloadFinished():
+                if self._wanted(e.key):
+                    t = self.workloads.get(e.key)
+                    ignored = t is None or t.phase == FINISHED
+                    self._add(off, e, e.key, "Finished", t, reason=e.reason, message=e.message, ignored=ignored,
+                              cluster_queue=self._cq_before(t))
+                    if not ignored:
+                        t.phase, t.reserved_in, t.queued_in = FINISHED, "", ""  # type: ignore[union-attr]
+            case ev.JobStopped():
+                if self._wanted(e.key):
+                    self._add(off, e, e.key, "JobStopped", self.workloads.get(e.key))
+            case ev.PodsReadyChanged():
+                if self._wanted(e.key):
+                    self._add(off, e, e.key, "PodsReady", self.workloads.get(e.key),
+                              reason=e.reason or ("Started" if e.ready else "WaitForRecovery"),
+                              message="ready" if e.ready else "not ready")
+            case ev.AdmissionCheckStateChanged():
+                if self._wanted(e.key):
+                    self._add(off, e, e.key, "AdmissionCheck", self.workloads.get(e.key),
+                              reason=f"{e.check}={e.state}", message=e.message)
+            case ev.DecisionRejected():
+                key = self._decisions.get(e.decision)
+                if key is not None:
+                    self._add(off, e, key, "Rejected", self.workloads.get(key), reason=e.reason,
+                              message=e.message, decision=e.decision)
+            case _:
+                pass
+
+    # --- helpers --------------------------------------------------------------------------------------------
+
+    def _wanted(self, key: str) -> bool:
+        return self.keys is None or key in self.keys
+
+    def _add(self, off: int, e: ev.Event, key: str, step: str, t: _Tracked | None, **fields: object) -> Step:
+        fields.setdefault("cluster_queue", self._cq(t))
+        if t is not None:
+            fields.setdefault("uid", t.uid)
+            fields.setdefault("local_queue", t.queue_name)
+        s = Step(offset=off, time=e.time, workload=key, step=step, **fields)  # type: ignore[arg-type]
+        self.timelines.setdefault(key, []).append(s)
+        return s
+
+    def _cq(self, t: _Tracked | None) -> str:
+        if t is None:
+            return ""
+        if t.reserved_in:
+            return t.reserved_in
+        return t.queued_in
+
+    def _cq_before(self, t: _Tracked | None) -> str:
+        return "" if t is None else (self._cq(t) or self.local_queues.get(f"{t.namespace}/{t.queue_name}", ""))
+
+    def _target(self, t: _Tracked) -> str:
+        return self.local_queues.get(f"{t.namespace}/{t.queue_name}", "")
+
+    def _queue(self, off: int, e: ev.Event, key: str, t: _Tracked) -> None:
+        """A pending workload (re)enters the queue of its LocalQueue's ClusterQueue: record it on change."""
+        target = self._target(t) if (t.phase == PENDING and t.active) else ""
+        if target and target != t.queued_in:
+            t.queued_in = target
+            self._add(off, e, key, "Queued", t, cluster_queue=target)
+        else:
+            t.queued_in = target
+
+    def _set_local_queue(self, off: int, time: int, key: str, cq: str | None) -> None:
+        if cq is None:
+            self.local_queues.pop(key, None)
+        else:
+            self.local_queues[key] = cq
+        members = self.lq_members.get(key)
+        if not members:
+            return
+        tick = ev.ClockTicked(time=time)
+        for wk in sorted(members):
+            self._queue(off, tick, wk, self.workloads[wk])
+
+    def _upsert_workload(self, off: int, e: ev.ObjectUpserted, w: o.Workload) -> None:
+        key = e.key or w.key
+        t = self.workloads.get(key)
+        if t is not None and t.uid != w.metadata.uid:
+            self.lq_members.get(f"{t.namespace}/{t.queue_name}", {}).pop(key, None)
+            t = None
+        if t is None:
+            t = _Tracked(uid=w.metadata.uid, namespace=w.metadata.namespace, queue_name=w.spec.queue_name,
+                         active=w.spec.active)
+            self.workloads[key] = t
+            self.lq_members.setdefault(f"{t.namespace}/{t.queue_name}", {})[key] = None
+            ref = w.spec.priority_class_ref
+            self._add(off, e, key, "Submitted", t, cluster_queue="", priority=w.spec.priority,
+                      reason=ref.name if ref is not None else "",
+                      message=f"LocalQueue {t.queue_name}" if t.queue_name else "no queue-name")
+            self._observed_status(off, e, key, t, w.status)
+            self._queue(off, e, key, t)
+            return
+        if t.queue_name != w.spec.queue_name:
+            self.lq_members.get(f"{t.namespace}/{t.queue_name}", {}).pop(key, None)
+            t.queue_name = w.spec.queue_name
+            self.lq_members.setdefault(f"{t.namespace}/{t.queue_name}", {})[key] = None
+        t.active = w.spec.active
+        self._queue(off, e, key, t)
+
+    def _observed_status(self, off: int, e: ev.Event, key: str, t: _Tracked, st: o.WorkloadStatus) -> None:
+        cond = {c.type: c for c in st.conditions}
+        fin = cond.get("Finished")
+        if fin is not None and fin.status == "True":
+            t.phase = FINISHED
+            self._add(off, e, key, "Finished", t, reason=fin.reason, message=fin.message, observed=True)
+            return
+        qr = cond.get("QuotaReserved")
+        if st.admission is not None and qr is not None and qr.status == "True":
+            t.phase, t.reserved_in = RESERVED, st.admission.cluster_queue
+            self._add(off, e, key, "QuotaReserved", t, observed=True, reason=qr.reason, message=qr.message,
+                      **_assignment(st.admission))
+            adm = cond.get("Admitted")
+            if adm is not None and adm.status == "True":
+                t.phase = ADMITTED
+                self._add(off, e, key, "Admitted", t, observed=True, reason=adm.reason, message=adm.message)
+
+    def _decision(self, off: int, e: ev.Decision) -> None:
+        key = e.key
+        t = self.workloads.get(key)
+        phase = t.phase if t is not None else None
+        reserving = phase in (RESERVED, ADMITTED)
+        match e:
+            case ev.QuotaReserved():
+                ignored = t is None or reserving or phase == FINISHED
+                if t is not None and not ignored:
+                    t.phase, t.reserved_in, t.queued_in = RESERVED, e.admission.cluster_queue, ""
+                self._add(off, e, key, "QuotaReserved", t, cycle=e.cycle, message=e.message, ignored=ignored,
+                          **_assignment(e.admission))
+            case ev.WorkloadAdmitted():
+                ignored = phase != RESERVED
+                if not ignored:
+                    t.phase = ADMITTED  # type: ignore[union-attr]
+                self._add(off, e, key, "Admitted", t, cycle=e.cycle, message=e.message, ignored=ignored)
+            case ev.WorkloadPending():
+                ignored = phase != PENDING
+                cq = self._cq(t)
+                line = self.timelines.get(key)
+                last = line[-1] if line else None
+                if (last is not None and last.step == "Pending" and last.reason == e.reason
+                        and last.message == e.message and last.cluster_queue == cq and last.ignored == ignored):
+                    last.repeat += 1
+                    last.last_offset, last.last_time = off, e.time
+                    last.cycle = e.cycle
+                    return
+                self._add(off, e, key, "Pending", t, cycle=e.cycle, reason=e.reason, message=e.message,
+                          ignored=ignored)
+            case ev.WorkloadPreempted():
+                self._add(off, e, key, "Preempted", t, cycle=e.cycle, reason=e.reason, message=e.message,
+                          preemptor=e.preemptor, ignored=not reserving)
+            case ev.WorkloadEvicted():
+                self._add(off, e, key, "Evicted", t, cycle=e.cycle, reason=e.reason, message=e.message,
+                          ignored=not reserving)
+            case ev.WorkloadRequeued():
+                ignored = t is None or phase == FINISHED
+                released = bool(e.release and reserving)
+                self._add(off, e, key, "Requeued", t, cycle=e.cycle, reason=e.reason, message=e.message,
+                          released=released, ignored=ignored)
+                if released:
+                    t.phase, t.reserved_in = PENDING, ""  # type: ignore[union-attr]
+                    t.queued_in = self._target(t) if t.active else ""  # type: ignore[union-attr,arg-type]
+            case ev.WorkloadDeactivated():
+                self._add(off, e, key, "Deactivated", t, cycle=e.cycle, reason=e.reason, message=e.message,
+                          ignored=t is None)
+                if t is not None:
+                    t.active = False
+                    if reserving:
+                        t.phase, t.reserved_in = PENDING, ""
+                    t.queued_in = ""
+            case _:
+                pass  # TopologyAssigned and future decisions: not admission steps
+
+
+def _assignment(admission: o.Admission) -> dict[str, object]:
+    flavors = {psa.name: dict(sorted(psa.flavors.items())) for psa in admission.pod_set_assignments}
+    counts = {psa.name: psa.count for psa in admission.pod_set_assignments if psa.count is not None}
+    return {"cluster_queue": admission.cluster_queue, "flavors": flavors, "counts": counts}
+
+
+def step_to_builtins(step: Step) -> dict[str, object]:
+    return msgspec.to_builtins(step)
