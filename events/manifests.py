@@ -44,13 +44,15 @@ class Manifest:
 
 
 def load_text(text: str, source: str = "<input>") -> Manifest:
+    docs: list[Any] = []
     try:
-        docs = list(yaml.load_all(text, Loader=_Loader))
+        for doc in yaml.load_all(text, Loader=_Loader):
+            docs.append(doc)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InvalidInput(f"{source}:{where}: malformed YAML: {problem}") from None
+        raise InvalidInput(f"{source}: document {len(docs) + 1}:{where}: malformed YAML: {problem}") from None
     out = Manifest()
     for index, doc in enumerate(docs, start=1):
         if doc is None:

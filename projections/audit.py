@@ -233,7 +233,7 @@ class AuditTrail:
             self.workloads[key] = t
             self.lq_members.setdefault(f"{t.namespace}/{t.queue_name}", {})[key] = None
             ref = w.spec.priority_class_ref
-            self._add(off, e, key, "Submitted", t, cluster_queue="", priority=w.spec.priority,
+            self._add(off, e, key, "Submitted", t, cluster_queue=self._target(t), priority=w.spec.priority,
                       reason=ref.name if ref is not None else "",
                       message=f"LocalQueue {t.queue_name}" if t.queue_name else "no queue-name")
             self._observed_status(off, e, key, t, w.status)
@@ -251,7 +251,8 @@ class AuditTrail:
         fin = cond.get("Finished")
         if fin is not None and fin.status == "True":
             t.phase = FINISHED
-            self._add(off, e, key, "Finished", t, reason=fin.reason, message=fin.message, observed=True)
+            self._add(off, e, key, "Finished", t, reason=fin.reason, message=fin.message, observed=True,
+                      cluster_queue=self._target(t))
             return
         qr = cond.get("QuotaReserved")
         if st.admission is not None and qr is not None and qr.status == "True":

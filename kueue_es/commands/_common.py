@@ -1,0 +1,230 @@
+"""Helpers shared by the subcommands: flags, output formats, opening logs, folding with a progress bar."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TextIO
+
+import yaml
+
+from events.codec import Quarantined
+from events.errors import InvalidInput, KueueEsError
+from events.filelog import FileLog
+from events.schema import Record
+from events.timefmt import format_time_ms, parse_time
+
+PROGRESS_MIN_EVENTS = 20_000
+"""Folds of fewer events than this finish too fast to be worth a progress bar."""
+
+_PROGRESS_STEP = 8_192
+"""Events between two progress-bar updates (rich's updates are not free)."""
+
+
+class NotFound(KueueEsError):
+    """The thing asked for is not in the log. Exit code 1, like ``kubectl get`` of a missing object."""
+
+
+# --- flags -------------------------------------------------------------------------------------------------
+
+
+def add_log_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--log", required=True, metavar="PATH", help="directory of the event log")
+
+
+def add_output_argument(parser: argparse.ArgumentParser, choices: Sequence[str], default: str) -> None:
+    parser.add_argument(
+        "-o", "--output", choices=list(choices), default=default,
+        help=f"output format: {', '.join(choices)} (default {default})",
+    )
+
+
+def time_arg(flag: str) -> Callable[[str], int]:
+    """An argparse ``type`` for RFC 3339 timestamps, giving ms since the epoch."""
+
+    def parse(text: str) -> int:
+        try:
+            return parse_time(text)
+        except (ValueError, OverflowError):
+            raise argparse.ArgumentTypeError(
+                f"not an RFC 3339 time: {text!r} (example: 2024-05-01T12:00:00Z)"
+            ) from None
+
+    parse.__name__ = f"{flag} time"
+    return parse
+
+
+def offset_arg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an offset: {text!r} (expected an integer >= 0)") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"not an offset: {text!r} (expected an integer >= 0)")
+    return value
+
+
+# --- logs --------------------------------------------------------------------------------------------------
+
+
+def open_readonly(path: str) -> FileLog:
+    """Open an existing log for reading; a missing one is a user error (exit code 2)."""
+    if not os.path.exists(path):
+        raise InvalidInput(f"--log {path}: no such log")
+    if not os.path.isdir(path):
+        raise InvalidInput(f"--log {path}: not a log directory")
+    return FileLog.open(path, readonly=True)
+
+
+def log_end(log: FileLog) -> int:
+    return log._scan_end() if log.readonly else log._end  # noqa: SLF001 - a sync end_offset
+
+
+def fold_log(
+    log: FileLog,
+    apply: Callable[[Record], None],
+    *,
+    start: int = 0,
+    to: int | None = None,
+    at: int | None = None,
+    quarantine: list[Quarantined] | None = None,
+    label: str = "Replaying",
+    out: TextIO | None = None,
+) -> int:
+    """Feed ``apply`` every record from ``start`` up to and including offset ``to``, skipping events whose
+    time is after ``at``. Returns the number of records read. Shows a progress bar on a terminal."""
+    end = log_end(log)
+    if to is not None:
+        end = min(end, to + 1)
+    total = max(0, end - start)
+    applied = 0
+    with progress_bar(total, label, out) as advance:
+        for batch in log.scan(start, quarantine):
+            if to is not None and batch[0].offset > to:
+                break
+            for record in batch:
+                if to is not None and record.offset > to:
+                    break
+                if at is None or record.event.time <= at:
+                    apply(record)
+            applied += len(batch)
+            advance(len(batch))
+    return applied
+
+
+class progress_bar:  # noqa: N801 - used as a context manager
+    """A transient rich progress bar on stdout, only when stdout is a terminal and the fold is long."""
+
+    def __init__(self, total: int, label: str, out: TextIO | None = None) -> None:
+        stream = out if out is not None else sys.stdout
+        self.total, self.label, self.stream = total, label, stream
+        self.show = total >= PROGRESS_MIN_EVENTS and _isatty(stream)
+        self._progress: Any = None
+        self._task: Any = None
+        self._pending = 0
+
+    def __enter__(self) -> Callable[[int], None]:
+        if not self.show:
+            return _ignore
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self._progress = Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+            console=Console(file=self.stream), transient=True,
+        )
+        self._progress.start()
+        self._task = self._progress.add_task(f"{self.label} events", total=self.total)
+        return self._advance
+
+    def _advance(self, n: int) -> None:
+        self._pending += n
+        if self._pending >= _PROGRESS_STEP:
+            self._progress.advance(self._task, self._pending)
+            self._pending = 0
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+
+def _ignore(n: int) -> None:
+    return None
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+# --- output ------------------------------------------------------------------------------------------------
+
+
+def write_json(data: Any, out: TextIO | None = None) -> None:
+    out = out or sys.stdout
+    out.write(json.dumps(data, indent=2, ensure_ascii=False))
+    out.write("\n")
+
+
+def write_yaml(data: Any, out: TextIO | None = None) -> None:
+    out = out or sys.stdout
+    yaml.safe_dump(data, out, sort_keys=False, default_flow_style=False, allow_unicode=True)
+
+
+def write_data(data: Any, fmt: str, out: TextIO | None = None) -> None:
+    if fmt == "json":
+        write_json(data, out)
+    elif fmt == "yaml":
+        write_yaml(data, out)
+    else:  # pragma: no cover - argparse restricts the choices
+        raise InvalidInput(f"unknown output format {fmt!r}")
+
+
+def render_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, empty: str = "") -> str:
+    """kubectl-style columns: upper-case headers, left aligned, three spaces apart, no trailing blanks."""
+    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in row] for row in rows]
+    if len(cells) == 1 and empty:
+        return empty + "\n"
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = []
+    for row in cells:
+        parts = [c.ljust(widths[i]) if i < len(row) - 1 else c for i, c in enumerate(row)]
+        lines.append("   ".join(parts).rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def render_csv(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(headers)
+    for row in rows:
+        w.writerow(["" if c is None else c for c in row])
+    return buf.getvalue()
+
+
+def time_text(ms: int) -> str:
+    return format_time_ms(ms)
+
+
+def quarantine_report(quarantined: list[Quarantined]) -> list[dict[str, Any]]:
+    return [{"offset": q.offset, "error": q.error, "bytes": len(q.payload)} for q in quarantined]
+
+
+def warn(message: str) -> None:
+    sys.stderr.write(f"kueue-es: warning: {one_line(message)}\n")
+
+
+def one_line(message: str) -> str:
+    return " ".join(str(message).split())
+
+
+def records(batches: Iterable[list[Record]]) -> Iterator[Record]:
+    for batch in batches:
+        yield from batch

@@ -1,0 +1,181 @@
+"""``kueue-es audit``: the admission history of a workload, or of every workload of a ClusterQueue.
+
+Each step (submitted, queued, quota reserved, admitted, pending attempts, preempted/evicted, requeued,
+finished, ...) comes with the offset and time of the event behind it. Consecutive identical pending attempts
+are collapsed into one step with a repeat count. ``--since``/``--until`` keep the steps within a time range.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import msgspec
+
+from events.codec import Quarantined
+from kueue_es.commands._common import (
+    NotFound,
+    add_log_argument,
+    add_output_argument,
+    fold_log,
+    open_readonly,
+    quarantine_report,
+    render_csv,
+    render_table,
+    time_arg,
+    time_text,
+    warn,
+    write_json,
+)
+from projections.audit import AuditTrail, Step
+
+CSV_COLUMNS = ["offset", "time", "workload", "step", "clusterQueue", "reason", "message", "preemptor",
+               "flavors", "counts", "repeat", "lastOffset", "observed", "ignored"]
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "audit",
+        help="admission history of a workload or of a ClusterQueue's workloads",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    add_log_argument(p)
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("workload", nargs="?", metavar="NAMESPACE/WORKLOAD",
+                       help="the workload (NAME alone means namespace --namespace)")
+    which.add_argument("--cluster-queue", metavar="CQ", help="every step that happened in this ClusterQueue")
+    p.add_argument("-n", "--namespace", default="default", help="namespace of a WORKLOAD given without one")
+    p.add_argument("--since", type=time_arg("--since"), metavar="TIME", help="only steps at or after TIME")
+    p.add_argument("--until", type=time_arg("--until"), metavar="TIME", help="only steps at or before TIME")
+    p.add_argument("--quarantine", action="store_true",
+                   help="set undecodable events aside and report them instead of stopping")
+    add_output_argument(p, ["table", "json", "csv"], "table")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    key = None
+    if args.workload:
+        key = args.workload if "/" in args.workload else f"{args.namespace}/{args.workload}"
+    trail = AuditTrail(keys=[key] if key else None)
+    quarantine: list[Quarantined] | None = [] if args.quarantine else None
+    log = open_readonly(args.log)
+    try:
+        fold_log(log, trail.apply, quarantine=quarantine, label="Auditing")
+    finally:
+        log.close_sync()
+    if quarantine:
+        warn(f"set aside {len(quarantine)} undecodable event(s) at offset(s) "
+             f"{', '.join(str(q.offset) for q in quarantine)}")
+    if key is not None:
+        if key not in trail.timelines:
+            raise NotFound(f"workload {key} is not in log {args.log}")
+        steps = trail.timeline(key)
+    else:
+        steps = trail.steps()
+    if args.cluster_queue:
+        steps = [s for s in steps if s.cluster_queue == args.cluster_queue]
+    steps = [s for s in steps if _in_range(s, args.since, args.until)]
+    if args.output == "json":
+        data: dict[str, Any] = {"log": args.log}
+        if key:
+            data["workload"] = key
+        if args.cluster_queue:
+            data["clusterQueue"] = args.cluster_queue
+        data["steps"] = [step_json(s) for s in steps]
+        if quarantine:
+            data["quarantined"] = quarantine_report(quarantine)
+        write_json(data)
+    elif args.output == "csv":
+        sys.stdout.write(render_csv(CSV_COLUMNS, (_csv_row(s) for s in steps)))
+    else:
+        sys.stdout.write(render_steps(steps, with_workload=key is None))
+    return 0
+
+
+def _in_range(s: Step, since: int | None, until: int | None) -> bool:
+    if until is not None and s.time > until:
+        return False
+    return since is None or (s.last_time if s.last_time is not None else s.time) >= since
+
+
+def step_json(s: Step) -> dict[str, Any]:
+    data = msgspec.to_builtins(s)
+    data["timeMs"] = s.time
+    data["time"] = time_text(s.time)
+    if s.last_time is not None:
+        data["lastTime"] = time_text(s.last_time)
+    return data
+
+
+def details(s: Step) -> str:
+    parts: list[str] = []
+    reason_message = ": ".join(x for x in (s.reason, s.message) if x)
+    match s.step:
+        case "Submitted":
+            parts.append(f"LocalQueue {s.local_queue}" if s.local_queue else "no LocalQueue")
+            if s.priority is not None:
+                parts.append(f"priority {s.priority}")
+            if s.reason:
+                parts.append(f"priority class {s.reason}")
+        case "Queued":
+            parts.append(f"via LocalQueue {s.local_queue}")
+        case "QuotaReserved":
+            parts.append("flavors " + _flavors(s.flavors) if s.flavors else "no flavors")
+            if s.counts:
+                parts.append("pods " + ", ".join(f"{ps}={n}" for ps, n in s.counts.items()))
+            if s.message:
+                parts.append(s.message)
+        case "Preempted":
+            parts.append(reason_message)
+            if s.preemptor:
+                parts.append(f"by {s.preemptor}")
+        case "Requeued":
+            parts.append(reason_message)
+            if s.released:
+                parts.append("quota released")
+        case "Rejected":
+            parts.append(f"decision at offset {s.decision}")
+            parts.append(reason_message)
+        case _:
+            parts.append(reason_message)
+    if s.repeat > 1:
+        parts.append(f"x{s.repeat}, last at offset {s.last_offset}")
+    if s.cycle is not None:
+        parts.append(f"cycle {s.cycle}")
+    if s.observed:
+        parts.append("observed in status")
+    if s.ignored:
+        parts.append("ignored: not applicable to the workload's state")
+    return "; ".join(p for p in parts if p)
+
+
+def _flavors(flavors: dict[str, dict[str, str]]) -> str:
+    if len(flavors) == 1:
+        (assignment,) = flavors.values()
+        return ",".join(f"{r}={f}" for r, f in assignment.items())
+    return " ".join(f"{ps}[{','.join(f'{r}={f}' for r, f in a.items())}]" for ps, a in flavors.items())
+
+
+def render_steps(steps: list[Step], *, with_workload: bool) -> str:
+    if not steps:
+        return "No admission history matches.\n"
+    headers = ["OFFSET", "TIME"] + (["WORKLOAD"] if with_workload else []) + ["STEP", "CLUSTER QUEUE", "DETAILS"]
+    rows = []
+    for s in steps:
+        row: list[Any] = [s.offset, time_text(s.time)]
+        if with_workload:
+            row.append(s.workload)
+        row += [s.step, s.cluster_queue or "-", details(s)]
+        rows.append(row)
+    return render_table(headers, rows)
+
+
+def _csv_row(s: Step) -> list[Any]:
+    return [
+        s.offset, time_text(s.time), s.workload, s.step, s.cluster_queue, s.reason, s.message, s.preemptor,
+        _flavors(s.flavors) if s.flavors else "",
+        ";".join(f"{ps}={n}" for ps, n in s.counts.items()),
+        s.repeat, "" if s.last_offset is None else s.last_offset, str(s.observed).lower(), str(s.ignored).lower(),
+    ]

@@ -1,0 +1,236 @@
+"""``kueue-es replay``: rebuild the cluster state at a point of the log and print it.
+
+The state is the fold of every event up to and including ``--to OFFSET`` (default: the end), or of every
+event whose time is at most ``--at TIME``. ``--snapshot`` starts from a saved snapshot instead of offset 0;
+``--save-snapshot`` writes the state reached. ``--quarantine`` sets undecodable events aside and reports them
+instead of stopping at the first one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from events.codec import Quarantined
+from events.errors import InvalidInput
+from events.quantity import format_quantity, to_int
+from events.timefmt import format_time
+from kueue_es.commands._common import (
+    add_log_argument,
+    add_output_argument,
+    fold_log,
+    log_end,
+    offset_arg,
+    open_readonly,
+    quarantine_report,
+    render_table,
+    time_arg,
+    warn,
+    write_data,
+)
+from projections import snapshot
+from projections.cluster import ClusterState
+from projections.workloads import ADMITTED, PENDING, RESERVED, WorkloadInfo, status_of
+
+# When two conditions changed in the same second, the later one in a workload's life wins.
+_CONDITION_ORDER = ("PodsReady", "QuotaReserved", "Admitted", "Preempted", "Evicted", "Requeued", "Finished")
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "replay",
+        help="rebuild the state at a point of the log and print queues and workloads",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    add_log_argument(p)
+    point = p.add_mutually_exclusive_group()
+    point.add_argument("--to", type=offset_arg, metavar="OFFSET", help="fold events up to and including OFFSET")
+    point.add_argument("--at", type=time_arg("--at"), metavar="TIME",
+                       help="fold the events whose time is at most TIME (RFC 3339)")
+    add_output_argument(p, ["summary", "yaml", "json"], "summary")
+    p.add_argument("--quarantine", action="store_true",
+                   help="set undecodable events aside and report them instead of stopping")
+    p.add_argument("--snapshot", metavar="FILE", help="start from this snapshot instead of the beginning")
+    p.add_argument("--save-snapshot", metavar="FILE", help="save the state reached as a snapshot")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.save_snapshot and args.at is not None:
+        raise InvalidInput("--save-snapshot cannot be combined with --at: a snapshot holds a prefix of the log "
+                           "(use --to OFFSET)")
+    log = open_readonly(args.log)
+    try:
+        end = log_end(log)
+        state = _start(args, end)
+        quarantine: list[Quarantined] | None = [] if args.quarantine else None
+        fold_log(log, state.apply, start=state.offset + 1, to=args.to, at=args.at, quarantine=quarantine)
+    finally:
+        log.close_sync()
+    if args.to is not None and args.to >= end:
+        warn(f"--to {args.to} is past the end of the log; replayed up to offset {end - 1}")
+    if args.save_snapshot:
+        _save(state, args.save_snapshot)
+    if quarantine:
+        warn(f"set aside {len(quarantine)} undecodable event(s) at offset(s) "
+             f"{', '.join(str(q.offset) for q in quarantine)}")
+    data = summarize(state, quarantine or [])
+    data = {"log": args.log, **data}
+    if args.output == "summary":
+        sys.stdout.write(render_summary(data))
+    else:
+        write_data(data, args.output)
+    return 0
+
+
+def _start(args: argparse.Namespace, end: int) -> ClusterState:
+    if not args.snapshot:
+        return ClusterState()
+    try:
+        state = snapshot.load(args.snapshot)
+    except OSError as exc:
+        raise InvalidInput(f"--snapshot {args.snapshot}: cannot read: {exc.strerror}") from None
+    except InvalidInput as exc:
+        raise InvalidInput(f"--snapshot {args.snapshot}: {exc}") from None
+    if state.offset >= end:
+        raise InvalidInput(f"--snapshot {args.snapshot}: it is at offset {state.offset} but the log ends at "
+                           f"offset {end - 1}: it belongs to another log")
+    if args.to is not None and args.to < state.offset:
+        raise InvalidInput(f"--to {args.to} is before the snapshot's offset {state.offset}")
+    if args.at is not None and args.at < state.time:
+        raise InvalidInput(f"--at {format_time(args.at)} is before the snapshot's time {format_time(state.time)}")
+    return state
+
+
+def _save(state: ClusterState, path: str) -> None:
+    try:
+        snapshot.save(state, path)
+    except OSError as exc:
+        raise InvalidInput(f"--save-snapshot {path}: cannot write: {exc.strerror}") from None
+
+
+# --- the summary -----------------------------------------------------------------------------------------------
+
+
+def summarize(state: ClusterState, quarantined: list[Quarantined]) -> dict[str, Any]:
+    """Queues and workloads of ``state`` as plain data (what ``-o json|yaml`` prints)."""
+    counts: dict[str, list[int]] = {}
+    for wl in state.workloads.values():
+        if wl.phase in (RESERVED, ADMITTED) and wl.cluster_queue:
+            c = counts.setdefault(wl.cluster_queue, [0, 0])
+            c[0] += 1
+            c[1] += wl.phase == ADMITTED
+    queues = []
+    for name in sorted(state.cluster_queues):
+        cq = state.cluster_queues[name]
+        reserving, admitted = counts.get(name, (0, 0))
+        q = state.queues.get(name)
+        queues.append({
+            "name": name,
+            "cohort": cq.spec.cohort_name,
+            "pendingWorkloads": len(q) if q is not None else 0,
+            "reservingWorkloads": reserving,
+            "admittedWorkloads": admitted,
+            "usage": _usage(state, name),
+        })
+    local_queues = [
+        {"namespace": lq.metadata.namespace, "name": lq.metadata.name, "clusterQueue": lq.spec.cluster_queue,
+         "stopPolicy": lq.spec.stop_policy}
+        for _, lq in sorted(state.local_queues.items())
+    ]
+    workloads = [_workload(state.workloads[k]) for k in sorted(state.workloads)]
+    out: dict[str, Any] = {
+        "offset": state.offset,
+        "time": format_time(state.time),
+        "timeMs": state.time,
+        "clusterQueues": queues,
+        "localQueues": local_queues,
+        "workloads": workloads,
+    }
+    if quarantined:
+        out["quarantined"] = quarantine_report(quarantined)
+    return out
+
+
+def _usage(state: ClusterState, cq_name: str) -> list[dict[str, Any]]:
+    used = state.usage.get(cq_name, {})
+    rows = []
+    seen = set()
+    for rg in state.cluster_queues[cq_name].spec.resource_groups:
+        for fq in rg.flavors:
+            for rq in fq.resources:
+                key = f"{fq.name}/{rq.name}"
+                seen.add(key)
+                rows.append(_usage_row(fq.name, rq.name, used.get(key, 0), to_int(rq.name, rq.nominal_quota)))
+    for key in sorted(k for k in used if k not in seen and used[k]):
+        flavor, _, resource = key.partition("/")
+        rows.append(_usage_row(flavor, resource, used[key], 0))
+    return rows
+
+
+def _usage_row(flavor: str, resource: str, used: int, nominal: int) -> dict[str, Any]:
+    return {
+        "flavor": flavor,
+        "resource": resource,
+        "used": format_quantity(resource, used),
+        "nominal": format_quantity(resource, nominal),
+    }
+
+
+def _workload(wl: WorkloadInfo) -> dict[str, Any]:
+    flavors: dict[str, dict[str, str]] = {}
+    if wl.admission is not None:
+        flavors = {psa.name: dict(sorted(psa.flavors.items())) for psa in wl.admission.pod_set_assignments}
+    last = last_condition(wl)
+    return {
+        "namespace": wl.namespace,
+        "name": wl.name,
+        "uid": wl.uid,
+        "state": wl.phase,
+        "active": wl.active,
+        "clusterQueue": wl.cluster_queue,
+        "localQueue": wl.queue_name,
+        "priority": wl.priority,
+        "priorityClass": wl.priority_class,
+        "flavors": flavors,
+        "reason": last.reason if last is not None else "",
+        "message": last.message if last is not None else "",
+        "status": status_of(wl),
+    }
+
+
+def last_condition(wl: WorkloadInfo) -> Any:
+    """The condition that changed last (latest lastTransitionTime; in a tie, the later in a workload's life)."""
+    best, best_key = None, None
+    for c in wl.conditions:
+        rank = _CONDITION_ORDER.index(c.type) if c.type in _CONDITION_ORDER else -1
+        k = (c.last_transition_time or "", rank)
+        if best_key is None or k >= best_key:
+            best, best_key = c, k
+    return best
+
+
+def render_summary(data: dict[str, Any]) -> str:
+    out = [f"Log {data['log']}: state at offset {data['offset']}, time {data['time']}\n", "\n"]
+    queue_rows = []
+    for q in data["clusterQueues"]:
+        usage = ", ".join(f"{u['flavor']}/{u['resource']} {u['used']}/{u['nominal']}" for u in q["usage"])
+        queue_rows.append([q["name"], q["cohort"] or "-", q["pendingWorkloads"], q["reservingWorkloads"],
+                           q["admittedWorkloads"], usage or "-"])
+    out.append(render_table(["CLUSTER QUEUE", "COHORT", "PENDING", "RESERVING", "ADMITTED", "USAGE/NOMINAL"],
+                            queue_rows, empty="No ClusterQueues."))
+    out.append("\n")
+    wl_rows = []
+    for w in data["workloads"]:
+        flavors = sorted({f"{r}={f}" for ps in w["flavors"].values() for r, f in ps.items()})
+        state = w["state"] if w["active"] or w["state"] != PENDING else f"{w['state']} (inactive)"
+        wl_rows.append([f"{w['namespace']}/{w['name']}", state, w["clusterQueue"] or "-", w["priority"],
+                        ",".join(flavors) or "-", w["reason"] or "-"])
+    out.append(render_table(["WORKLOAD", "STATE", "CLUSTER QUEUE", "PRIORITY", "FLAVORS", "REASON"], wl_rows,
+                            empty="No workloads."))
+    if data.get("quarantined"):
+        out.append("\n")
+        out.append(render_table(["QUARANTINED OFFSET", "ERROR"],
+                                [[q["offset"], q["error"]] for q in data["quarantined"]]))
+    return "".join(out)
