@@ -53,10 +53,18 @@ def register(subparsers: Any) -> None:
                    help="set undecodable events aside and report them instead of stopping")
     p.add_argument("--snapshot", metavar="FILE", help="start from this snapshot instead of the beginning")
     p.add_argument("--save-snapshot", metavar="FILE", help="save the state reached as a snapshot")
+    p.add_argument("--verify", action="store_true",
+                   help="re-run the scheduler at every recorded decision point and report any decision that "
+                   "differs (exit code 1)")
+    p.add_argument("--config", metavar="FILE", help="with --verify: the Kueue Configuration the scheduler ran with")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.verify:
+        from kueue_es.commands._verify import run_verify
+
+        return run_verify(args)
     if args.save_snapshot and args.at is not None:
         raise InvalidInput("--save-snapshot cannot be combined with --at: a snapshot holds a prefix of the log "
                            "(use --to OFFSET)")
