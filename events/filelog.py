@@ -84,10 +84,15 @@ def scan_frames(path: Path, data: bytes | memoryview, expected_base: int) -> tup
         length, crc, base, count = HEADER.unpack_from(view, pos)
         end = pos + HEADER.size + length
         if end > size:
+            if base == expect and count > 0 and _frame_follows(data, pos + HEADER.size, base + count):
+                # Not a torn tail: the length field is damaged and intact frames come after it.
+                raise CorruptRecord(path.name, expect, pos, f"frame length {length} runs past the end of the "
+                                    "segment but intact frames follow")
             return frames, pos
         payload = view[pos + HEADER.size : end]
         if _crc(view[pos + 8 : pos + HEADER.size], payload) != crc:
-            if end == size:
+            if end == size and not (base == expect and count > 0 and _frame_follows(data, pos + HEADER.size,
+                                                                                   base + count)):
                 return frames, pos
             raise CorruptRecord(path.name, expect, pos, "checksum mismatch")
         if base != expect or count == 0:
@@ -96,6 +101,25 @@ def scan_frames(path: Path, data: bytes | memoryview, expected_base: int) -> tup
         expect = base + count
         pos = end
     return frames, None
+
+
+def _frame_follows(data: bytes | memoryview, start: int, next_base: int) -> bool:
+    """Whether an intact frame for offset ``next_base`` starts somewhere at or after ``start``."""
+    buf = data if isinstance(data, bytes) else bytes(data)
+    needle = struct.pack("<Q", next_base)
+    i = buf.find(needle, start + 8)
+    while i != -1:
+        pos = i - 8
+        if pos + HEADER.size > len(buf):
+            return False
+        length, crc, base, count = HEADER.unpack_from(buf, pos)
+        end = pos + HEADER.size + length
+        if count > 0 and end <= len(buf):
+            view = memoryview(buf)
+            if _crc(view[pos + 8 : pos + HEADER.size], view[pos + HEADER.size : end]) == crc:
+                return True
+        i = buf.find(needle, i + 1)
+    return False
 
 
 class FileLog(EventLog):
@@ -226,7 +250,7 @@ class FileLog(EventLog):
         if self._segment_size and self._segment_size + len(frame) > self.segment_bytes:
             self._open_segment(base)
         assert self._fd is not None
-        os.write(self._fd, frame)
+        self._write_frame(frame)
         self._segment_size += len(frame)
         self._end = base + len(events)
         if self.fsync == "always":
@@ -235,6 +259,21 @@ class FileLog(EventLog):
         elif self.fsync == "group":
             await self._group_sync(self._segment_size)
         return list(range(base, self._end))
+
+    def _write_frame(self, frame: bytes) -> None:
+        """Write a whole frame or nothing: a short or failed write is cut off again before raising."""
+        assert self._fd is not None
+        view = memoryview(frame)
+        written = 0
+        try:
+            while written < len(frame):
+                written += os.write(self._fd, view[written:])
+        except OSError as exc:
+            try:
+                os.ftruncate(self._fd, self._segment_size)
+            except OSError:
+                self._closed = True  # the tail may hold part of a frame: refuse further appends
+            raise LogError(f"cannot append to log {self.directory}: {exc.strerror or exc}; nothing was appended") from exc
 
     async def _group_sync(self, upto: int) -> None:
         """Group commit: one fsync serves every append waiting when it starts."""

@@ -1,0 +1,212 @@
+"""The embedded file log on disk: reopening, torn tails, damaged bytes, failed writes, segments."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import anyio
+import pytest
+
+from events import schema as ev
+from events.errors import CorruptRecord, LogError, LogLocked
+from events.filelog import HEADER, FileLog, list_segments, scan_frames
+
+SEG0 = "00000000000000000000.seg"
+
+
+def ticks(start: int, n: int, *, pad: int = 0) -> list[ev.AnyEvent]:
+    return [ev.ClockTicked(time=1000 + start + i, id=f"{start + i}" + "x" * pad) for i in range(n)]
+
+
+def write(path: Path, batches: list[int], **kw) -> FileLog:
+    log = FileLog.open(path, fsync="never", **kw)
+    n = 0
+    for size in batches:
+        assert anyio.run(log.append, ticks(n, size)) == list(range(n, n + size))
+        n += size
+    return log
+
+
+def read_all(path: Path) -> list[ev.Record]:
+    log = FileLog.open(path, readonly=True)
+    return [r for batch in log.scan() for r in batch]
+
+
+def frames_of(path: Path):
+    seg = path / SEG0
+    frames, torn = scan_frames(seg, seg.read_bytes(), 0)
+    assert torn is None
+    return frames
+
+
+def test_reopen_keeps_every_event_and_continues_offsets(tmp_path: Path) -> None:
+    write(tmp_path, [3, 1, 5]).close_sync()
+    log = FileLog.open(tmp_path)
+    assert anyio.run(log.end_offset) == 9
+    assert anyio.run(log.append, ticks(9, 2)) == [9, 10]
+    log.close_sync()
+    recs = read_all(tmp_path)
+    assert [r.offset for r in recs] == list(range(11))
+    assert [r.event.id for r in recs] == [str(i) for i in range(11)]
+
+
+def test_one_writer_at_a_time(tmp_path: Path) -> None:
+    log = write(tmp_path, [1])
+    with pytest.raises(LogLocked, match="locked by another writer"):
+        FileLog.open(tmp_path)
+    reader = FileLog.open(tmp_path, readonly=True)  # readers need no lock
+    assert [r.offset for b in reader.scan() for r in b] == [0]
+    log.close_sync()
+    FileLog.open(tmp_path).close_sync()
+
+
+def test_torn_tail_is_truncated_by_the_writer_on_reopen(tmp_path: Path) -> None:
+    write(tmp_path, [2, 3, 4]).close_sync()
+    seg = tmp_path / SEG0
+    last = frames_of(tmp_path)[-1]
+    full = seg.stat().st_size
+    cut = last.position + HEADER.size + last.length // 2  # half of the last batch made it to disk
+    os.truncate(seg, cut)
+    # A reader takes the torn frame for one still being written and stops before it.
+    assert [r.offset for r in read_all(tmp_path)] == [0, 1, 2, 3, 4]
+    log = FileLog.open(tmp_path)
+    assert log.truncated_bytes == cut - last.position
+    assert seg.stat().st_size == last.position
+    assert anyio.run(log.end_offset) == 5  # the torn batch is gone entirely, never in part
+    assert anyio.run(log.append, ticks(5, 1)) == [5]
+    log.close_sync()
+    assert [r.event.id for r in read_all(tmp_path)] == ["0", "1", "2", "3", "4", "5"]
+    assert full > seg.stat().st_size
+
+
+@pytest.mark.parametrize("keep", [1, HEADER.size - 1, HEADER.size, HEADER.size + 1])
+def test_torn_inside_the_header_is_a_torn_tail_too(tmp_path: Path, keep: int) -> None:
+    write(tmp_path, [2, 2]).close_sync()
+    last = frames_of(tmp_path)[-1]
+    os.truncate(tmp_path / SEG0, last.position + keep)
+    log = FileLog.open(tmp_path)
+    assert anyio.run(log.end_offset) == 2 and log.truncated_bytes == keep
+    log.close_sync()
+
+
+def _flip(path: Path, position: int, mask: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[position] ^= mask
+    path.write_bytes(bytes(data))
+
+
+def test_flipped_byte_mid_file_is_a_corrupt_record_naming_segment_and_offset(tmp_path: Path) -> None:
+    write(tmp_path, [2, 3, 4, 1]).close_sync()
+    frames = frames_of(tmp_path)
+    damaged = frames[1]  # offsets 2..4
+    _flip(tmp_path / SEG0, damaged.position + HEADER.size + damaged.length // 2, 0x40)
+    before = (tmp_path / SEG0).read_bytes()
+    with pytest.raises(CorruptRecord) as info:
+        read_all(tmp_path)
+    err = info.value
+    assert (err.segment, err.offset, err.position) == (SEG0, 2, damaged.position)
+    assert SEG0 in str(err) and "log offset 2" in str(err)
+    with pytest.raises(CorruptRecord):
+        FileLog.open(tmp_path)  # the writer refuses too, and changes nothing
+    assert (tmp_path / SEG0).read_bytes() == before
+
+
+@pytest.mark.parametrize("mask", [0x01, 0x80, 0xFF])
+def test_every_flipped_byte_before_the_last_frame_is_detected(tmp_path: Path, mask: int) -> None:
+    """Header or payload, any byte of any frame but the last: an error at that frame, never silent loss."""
+    write(tmp_path, [1, 3, 2, 2]).close_sync()
+    seg = tmp_path / SEG0
+    pristine = seg.read_bytes()
+    frames = frames_of(tmp_path)
+    for frame in frames[:-1]:
+        for pos in range(frame.position, frame.position + HEADER.size + frame.length):
+            seg.write_bytes(pristine)
+            _flip(seg, pos, mask)
+            with pytest.raises(CorruptRecord) as info:
+                read_all(tmp_path)
+            assert (info.value.segment, info.value.offset) == (SEG0, frame.base), pos
+            with pytest.raises(CorruptRecord):
+                FileLog.open(tmp_path).close_sync()
+            assert len(seg.read_bytes()) == len(pristine), f"byte {pos}: the writer truncated a damaged log"
+
+
+def test_damaged_length_that_runs_past_the_end_is_not_taken_for_a_torn_tail(tmp_path: Path) -> None:
+    write(tmp_path, [2, 2, 2]).close_sync()
+    seg = tmp_path / SEG0
+    first = frames_of(tmp_path)[0]
+    data = bytearray(seg.read_bytes())
+    data[first.position + 3] = 0x7F  # length's high byte: the frame now claims ~2 GB
+    seg.write_bytes(bytes(data))
+    with pytest.raises(CorruptRecord, match="intact frames follow"):
+        FileLog.open(tmp_path)
+    assert seg.read_bytes() == bytes(data)
+
+
+def test_segments_roll_and_damage_in_an_older_segment_names_it(tmp_path: Path) -> None:
+    log = FileLog.open(tmp_path, fsync="never", segment_bytes=400)
+    n = 0
+    for size in [3, 3, 3, 3, 3, 3]:
+        anyio.run(log.append, ticks(n, size, pad=40))
+        n += size
+    log.close_sync()
+    segments = list_segments(tmp_path)
+    assert len(segments) >= 3
+    assert [r.offset for r in read_all(tmp_path)] == list(range(n))
+    info = FileLog.open(tmp_path, readonly=True).segments()
+    assert [s.base for s in info] == [b for b, _ in segments]
+    assert all(a.end == b.base for a, b in zip(info, info[1:], strict=False)) and info[-1].end == n
+    base, older = segments[1]
+    _flip(older, HEADER.size + 5, 0x10)
+    with pytest.raises(CorruptRecord) as e:
+        read_all(tmp_path)
+    assert e.value.segment == older.name and e.value.offset == base
+    # reading from after the damaged segment still works
+    reader = FileLog.open(tmp_path, readonly=True)
+    assert [r.offset for b in reader.scan(segments[2][0]) for r in b][0] == segments[2][0]
+
+
+def test_read_from_the_middle_of_a_batch_and_of_the_log(tmp_path: Path) -> None:
+    write(tmp_path, [4, 4]).close_sync()
+    reader = FileLog.open(tmp_path, readonly=True)
+    assert [r.offset for b in reader.scan(2) for r in b] == [2, 3, 4, 5, 6, 7]
+    assert [r.offset for b in reader.scan(8) for r in b] == []
+
+
+def test_a_failed_write_appends_nothing_and_leaves_the_log_usable(tmp_path: Path, monkeypatch) -> None:
+    log = write(tmp_path, [2])
+    seg = tmp_path / SEG0
+    size = seg.stat().st_size
+    real_write = os.write
+
+    def half_then_fail(fd: int, data) -> int:
+        if fd == log._fd:  # noqa: SLF001
+            n = real_write(fd, bytes(data)[: len(data) // 2])
+            assert n > 0
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", half_then_fail)
+    with pytest.raises(LogError, match="No space left on device"):
+        anyio.run(log.append, ticks(2, 3))
+    monkeypatch.undo()
+    assert seg.stat().st_size == size
+    assert anyio.run(log.end_offset) == 2
+    assert anyio.run(log.append, ticks(2, 1)) == [2]
+    log.close_sync()
+    assert [r.event.id for r in read_all(tmp_path)] == ["0", "1", "2"]
+
+
+def test_short_writes_are_completed(tmp_path: Path, monkeypatch) -> None:
+    log = write(tmp_path, [1])
+    real_write = os.write
+
+    def dribble(fd: int, data) -> int:
+        return real_write(fd, bytes(data)[:7]) if fd == log._fd else real_write(fd, data)  # noqa: SLF001
+
+    monkeypatch.setattr(os, "write", dribble)
+    assert anyio.run(log.append, ticks(1, 3, pad=50)) == [1, 2, 3]
+    monkeypatch.undo()
+    log.close_sync()
+    assert [r.event.id[:1] for r in read_all(tmp_path)] == ["0", "1", "2", "3"]

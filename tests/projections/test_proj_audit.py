@@ -1,0 +1,176 @@
+"""The audit projection: one timeline per workload, folded from records, pure and deterministic."""
+
+from __future__ import annotations
+
+import random
+
+import msgspec
+from fixtures.eventgen import (
+    T0,
+    admission,
+    cluster_queue,
+    delete,
+    flavor,
+    fold,
+    interpret,
+    local_queue,
+    op_lists,
+    random_ops,
+    records,
+    upsert,
+    workload,
+)
+from hypothesis import given, settings
+
+from events import schema as ev
+from projections.audit import AuditTrail
+from projections.workloads import ADMITTED, PENDING, RESERVED
+
+S = 1000  # one second in ms
+
+
+def d(cycle: int, t: int) -> dict[str, int]:
+    return {"time": T0 + t * S, "cycle": cycle, "input": 0}
+
+
+def setup() -> list[ev.AnyEvent]:
+    return [
+        upsert(flavor("on-demand"), T0),
+        upsert(cluster_queue("cq-a", cohort="research", quotas={"on-demand": 4}), T0),
+        upsert(local_queue("team", "lq", "cq-a"), T0),
+    ]
+
+
+def lifecycle() -> list[ev.AnyEvent]:
+    key = "team/job"
+    pending = {"reason": "Pending", "message": "couldn't assign flavors to pod set main: insufficient quota"}
+    return setup() + [
+        upsert(workload("team", "job", queue="lq", cpu="2", count=2, priority=5, created=T0 + S), T0 + S),  # 3
+        ev.WorkloadPending(key=key, **pending, **d(1, 2)),                                                  # 4
+        ev.WorkloadPending(key=key, **pending, parked=True, **d(2, 3)),                                     # 5
+        ev.WorkloadPending(key=key, **pending, **d(3, 4)),                                                  # 6
+        ev.WorkloadPending(key=key, reason="Pending", message="other", **d(4, 5)),                          # 7
+        ev.WorkloadPending(key=key, **pending, **d(5, 6)),                                                  # 8
+        ev.QuotaReserved(key=key, admission=admission("cq-a", "on-demand", 4000, 2), **d(6, 7)),            # 9
+        ev.WorkloadAdmitted(key=key, **d(6, 7)),                                                            # 10
+        ev.WorkloadPreempted(key=key, reason="InClusterQueue", message="Preempted to accommodate a workload",
+                             preemptor="team/urgent", **d(7, 8)),                                           # 11
+        ev.JobStopped(key=key, time=T0 + 9 * S),                                                            # 12
+        ev.WorkloadRequeued(key=key, status=True, reason="Preempted", release=True, **d(8, 10)),            # 13
+        ev.QuotaReserved(key=key, admission=admission("cq-a", "on-demand", 4000, 2), **d(9, 11)),           # 14
+        ev.WorkloadAdmitted(key=key, **d(9, 11)),                                                           # 15
+        ev.DecisionRejected(time=T0 + 12 * S, decision=15, reason="Conflict", message="the object changed"),  # 16
+        ev.WorkloadFinished(key=key, time=T0 + 20 * S, reason="Succeeded", message="done"),                 # 17
+    ]
+
+
+def trail_of(events: list[ev.AnyEvent], **kw) -> AuditTrail:
+    return AuditTrail(**kw).apply_all(records([events]))
+
+
+def test_full_lifecycle_in_order_with_offsets_and_times() -> None:
+    steps = trail_of(lifecycle()).timeline("team/job")
+    assert [(s.offset, s.step) for s in steps] == [
+        (3, "Submitted"), (3, "Queued"), (4, "Pending"), (7, "Pending"), (8, "Pending"), (9, "QuotaReserved"),
+        (10, "Admitted"), (11, "Preempted"), (12, "JobStopped"), (13, "Requeued"), (14, "QuotaReserved"),
+        (15, "Admitted"), (16, "Rejected"), (17, "Finished"),
+    ]
+    by = {(s.offset, s.step): s for s in steps}
+    assert by[(3, "Queued")].cluster_queue == "cq-a" and by[(3, "Queued")].local_queue == "lq"
+    collapsed = by[(4, "Pending")]
+    assert (collapsed.repeat, collapsed.last_offset, collapsed.last_time) == (3, 6, T0 + 4 * S)
+    assert collapsed.message.endswith("insufficient quota") and collapsed.time == T0 + 2 * S
+    assert by[(7, "Pending")].repeat == 1 and by[(7, "Pending")].message == "other"
+    assert by[(8, "Pending")].repeat == 1  # identical to the first, but not consecutive with it
+    reserved = by[(9, "QuotaReserved")]
+    assert reserved.cluster_queue == "cq-a"
+    assert reserved.flavors == {"main": {"cpu": "on-demand"}} and reserved.counts == {"main": 2}
+    assert reserved.cycle == 6
+    pre = by[(11, "Preempted")]
+    assert (pre.reason, pre.preemptor, pre.cluster_queue) == ("InClusterQueue", "team/urgent", "cq-a")
+    assert by[(13, "Requeued")].released
+    assert (by[(16, "Rejected")].decision, by[(16, "Rejected")].reason) == (15, "Conflict")
+    fin = by[(17, "Finished")]
+    assert (fin.reason, fin.cluster_queue, fin.time) == ("Succeeded", "cq-a", T0 + 20 * S)
+    assert not any(s.ignored for s in steps)
+
+
+def test_queued_follows_the_local_queue() -> None:
+    events = [
+        upsert(workload("team", "early", queue="lq", created=T0), T0),  # 0: no LocalQueue yet
+        upsert(local_queue("team", "lq", "cq-a"), T0 + S),             # 1
+        upsert(local_queue("team", "lq", "cq-b"), T0 + 2 * S),         # 2: repointed
+        upsert(local_queue("team", "lq", "cq-b"), T0 + 3 * S),         # 3: unchanged: no step
+        delete("LocalQueue", "team/lq", T0 + 4 * S),                   # 4
+        upsert(local_queue("team", "lq", "cq-a"), T0 + 5 * S),         # 5
+    ]
+    steps = trail_of(events).timeline("team/early")
+    assert [(s.offset, s.step, s.cluster_queue) for s in steps] == [
+        (0, "Submitted", ""), (1, "Queued", "cq-a"), (2, "Queued", "cq-b"), (5, "Queued", "cq-a"),
+    ]
+    assert steps[1].time == T0 + S
+
+
+def test_decisions_that_do_not_apply_are_marked_ignored() -> None:
+    events = setup() + [
+        upsert(workload("team", "job", queue="lq", created=T0), T0),
+        ev.WorkloadAdmitted(key="team/job", **d(1, 1)),  # no reservation yet
+        ev.QuotaReserved(key="team/ghost", admission=admission("cq-a", "on-demand", 1000), **d(1, 1)),
+    ]
+    trail = trail_of(events)
+    assert trail.timeline("team/job")[-1].step == "Admitted" and trail.timeline("team/job")[-1].ignored
+    assert trail.timeline("team/ghost")[0].ignored
+
+
+def test_recreated_workload_is_submitted_again_with_its_new_uid() -> None:
+    events = setup() + [
+        upsert(workload("team", "job", uid="u1", queue="lq"), T0),
+        delete("Workload", "team/job", T0 + S),
+        upsert(workload("team", "job", uid="u2", queue="lq"), T0 + 2 * S),
+    ]
+    steps = trail_of(events).timeline("team/job")
+    assert [(s.step, s.uid) for s in steps] == [
+        ("Submitted", "u1"), ("Queued", "u1"), ("Deleted", "u1"), ("Submitted", "u2"), ("Queued", "u2"),
+    ]
+
+
+def test_only_the_keys_asked_for_are_kept() -> None:
+    events = lifecycle() + [upsert(workload("team", "other", queue="lq"), T0 + 30 * S)]
+    trail = trail_of(events, keys=["team/other"])
+    assert sorted(trail.timelines) == ["team/other"]
+    assert [s.step for s in trail.timeline("team/other")] == ["Submitted", "Queued"]
+
+
+def test_steps_of_all_workloads_are_in_log_order() -> None:
+    events = lifecycle() + [upsert(workload("team", "b", queue="lq"), T0 + 30 * S)]
+    steps = trail_of(events).steps()
+    assert [s.offset for s in steps] == sorted(s.offset for s in steps)
+    assert {s.workload for s in steps} == {"team/job", "team/b"}
+
+
+@settings(max_examples=100, deadline=None)
+@given(ops=op_lists())
+def test_audit_agrees_with_cluster_state_on_where_each_workload_is(ops) -> None:
+    recs = records(interpret(ops))
+    state = fold(recs)
+    trail = AuditTrail().apply_all(recs)
+    assert sorted(trail.workloads) == sorted(state.workloads)
+    for key, wl in state.workloads.items():
+        t = trail.workloads[key]
+        assert (t.phase, t.active) == (wl.phase, wl.active), key
+        if wl.phase in (RESERVED, ADMITTED):
+            assert t.reserved_in == wl.cluster_queue, key
+        elif wl.phase == PENDING and wl.active:
+            assert t.queued_in == wl.cluster_queue, key
+    # every workload the state knows has a timeline that starts with its submission
+    for key in state.workloads:
+        assert any(s.step == "Submitted" for s in trail.timeline(key))
+
+
+def test_audit_is_deterministic_and_independent_of_batching() -> None:
+    batches = interpret(random_ops(random.Random(11), 400))
+    recs = records(batches)
+    a = msgspec.msgpack.encode(AuditTrail().apply_all(recs).steps())
+    b = msgspec.msgpack.encode(AuditTrail().apply_all(records([[e for batch in batches for e in batch]])).steps())
+    assert a == b
+    assert len(msgspec.msgpack.decode(a)) > 50
