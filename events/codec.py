@@ -49,16 +49,22 @@ def decode_batch(
     payload: bytes | memoryview,
     base_offset: int,
     quarantine: list[Quarantined] | None = None,
+    start: int = 0,
 ) -> list[Record]:
-    """Decode one frame. Without ``quarantine`` a bad event raises; with it, the event is recorded there."""
+    """Decode one frame, from offset ``start`` on if it falls inside the frame. Without ``quarantine`` a bad
+    event raises; with it, the event is recorded there. Events before ``start`` are never looked at."""
     try:
         events = _batch_decoder.decode(payload)
     except (msgspec.DecodeError, msgspec.ValidationError):
-        return _decode_one_by_one(payload, base_offset, quarantine)
+        return _decode_one_by_one(payload, base_offset, quarantine, start)
+    if start > base_offset:
+        return [Record(base_offset + i, e) for i, e in enumerate(events) if base_offset + i >= start]
     return [Record(base_offset + i, e) for i, e in enumerate(events)]
 
 
-def _decode_one_by_one(payload: bytes | memoryview, base: int, quarantine: list[Quarantined] | None) -> list[Record]:
+def _decode_one_by_one(
+    payload: bytes | memoryview, base: int, quarantine: list[Quarantined] | None, start: int = 0
+) -> list[Record]:
     try:
         raws = _raw_batch_decoder.decode(payload)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -68,6 +74,8 @@ def _decode_one_by_one(payload: bytes | memoryview, base: int, quarantine: list[
         return []
     out: list[Record] = []
     for i, raw in enumerate(raws):
+        if base + i < start:
+            continue
         try:
             out.append(Record(base + i, _event_decoder.decode(raw)))
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:

@@ -311,9 +311,7 @@ class FileLog(EventLog):
                 if fr.base + fr.count <= start:
                     continue
                 payload = view[fr.position + HEADER.size : fr.position + HEADER.size + fr.length]
-                records = decode_batch(payload, fr.base, quarantine)
-                if fr.base < start:
-                    records = [r for r in records if r.offset >= start]
+                records = decode_batch(payload, fr.base, quarantine, start)
                 if records:
                     yield records
 

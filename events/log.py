@@ -81,10 +81,10 @@ class MemoryLog(EventLog):
             while i < len(self._frames):
                 base, payload = self._frames[i]
                 i += 1
-                records = decode_batch(payload, base, quarantine)
-                if base + len(records) <= start and records and records[-1].offset < start:
-                    continue
-                batch = [r for r in records if r.offset >= start]
+                end = self._frames[i][0] if i < len(self._frames) else self._end
+                if end <= start:
+                    continue  # wholly before ``start``: not even decoded
+                batch = decode_batch(payload, base, quarantine, start)
                 if batch:
                     yield batch
             if not follow or self._closed:
