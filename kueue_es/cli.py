@@ -35,7 +35,7 @@ def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> Parser:
         prog=PROG,
         description="Kueue's batch admission control plane, event-sourced: import, replay and audit an event log.",
     )
-    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="print the version and exit")
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=Parser)
     for name in modules:
         importlib.import_module(name).register(subparsers)
@@ -75,6 +75,14 @@ def _error(message: str) -> None:
         text = f"{PROG}: error: {text}"
     sys.stderr.write(text + "\n")
     sys.stderr.flush()
+
+
+class _Version(argparse.Action):
+    """``--version``, reading the package metadata only when asked (it is slow to import)."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:  # type: ignore[no-untyped-def]
+        sys.stdout.write(f"{PROG} {_version()}\n")
+        parser.exit(0)
 
 
 def _version() -> str:

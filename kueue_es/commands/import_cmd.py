@@ -56,8 +56,12 @@ def run(args: argparse.Namespace) -> int:
     log = FileLog.open(args.log)
     try:
         default_time = args.time
-        if default_time is None and any(obj.metadata.creation_timestamp is None for obj in objects):
+        undated = sum(obj.metadata.creation_timestamp is None for obj in objects)
+        if default_time is None and undated:
             default_time = latest_time(log)
+            if default_time == 0:
+                warn(f"{undated} object(s) have no creationTimestamp and the log holds no time yet: their events "
+                     f"get time {format_time_ms(0)}; pass --time to choose one")
         events = [observed(obj, default_time or 0) for obj in objects]
         offsets = anyio.run(log.append, events)
     finally:

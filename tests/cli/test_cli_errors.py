@@ -1,0 +1,247 @@
+"""User errors give one line on stderr and exit code 2 (bad input, bad flags) or 1 (a damaged log, a missing
+workload); never a traceback, and a failed import leaves the log exactly as it was."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import msgspec
+import pytest
+from clihelp import FIXTURES, append, kueue_es, log_size, one_line_error
+
+from events import schema as ev
+from events.filelog import HEADER, FileLog, scan_frames
+
+CLUSTER = FIXTURES / "cluster.yaml"
+SEG0 = "00000000000000000000.seg"
+
+GOOD_DOC = """\
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata:
+  name: fine
+"""
+
+BAD_INPUTS = {
+    "malformed-yaml": (
+        GOOD_DOC + "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: [oops}\n",
+        ["document 2", "line 8", "malformed YAML"],
+    ),
+    "unknown-kind": (
+        GOOD_DOC + "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: ok\n---\n"
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Gizmo\nmetadata:\n  name: g\n",
+        ["document 3", "field `kind`", "unknown kind 'Gizmo'"],
+    ),
+    "missing-name": (
+        GOOD_DOC + "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  namespace: a\n"
+        "spec:\n  clusterQueue: cq\n",
+        ["document 2", "field `metadata.name` is required"],
+    ),
+    "missing-nested-field": (
+        GOOD_DOC + textwrap.dedent("""\
+            ---
+            apiVersion: kueue.x-k8s.io/v1beta2
+            kind: ClusterQueue
+            metadata:
+              name: cq
+            spec:
+              resourceGroups:
+              - coveredResources: [cpu]
+                flavors:
+                - name: fine
+            """),
+        ["document 2", "(ClusterQueue cq)", "field `spec.resourceGroups[0].flavors[0].resources` is required"],
+    ),
+    "bad-quantity": (
+        GOOD_DOC + textwrap.dedent("""\
+            ---
+            apiVersion: kueue.x-k8s.io/v1beta2
+            kind: Workload
+            metadata:
+              name: w
+              namespace: team
+            spec:
+              queueName: lq
+              podSets:
+              - name: main
+                count: 1
+                template:
+                  spec:
+                    containers:
+                    - name: c
+                      resources:
+                        requests:
+                          cpu: two
+            """),
+        ["document 2", "(Workload w)", "field `spec.podSets[0].template.spec.containers[0].resources: cpu`",
+         "invalid quantity 'two'"],
+    ),
+    "bad-timestamp": (
+        GOOD_DOC + "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: n\n  creationTimestamp: yesterday\n",
+        ["document 2", "field `metadata.creationTimestamp`", "not an RFC 3339 time"],
+    ),
+    "wrong-type": (
+        GOOD_DOC + "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata:\n  name: p\n"
+        "value: high\n",
+        ["document 2", "field `value`", "expected `int`, got `str`"],
+    ),
+}
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> Path:
+    path = tmp_path / "log"
+    assert kueue_es("import", "-f", CLUSTER, "--log", path).code == 0
+    return path
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_input_is_one_line_naming_file_document_and_field_and_appends_nothing(
+    log: Path, tmp_path: Path, case: str
+) -> None:
+    text, expected = BAD_INPUTS[case]
+    bad = tmp_path / f"{case}.yaml"
+    bad.write_text(text)
+    before = log_size(log)
+    r = kueue_es("import", "-f", CLUSTER, "-f", bad, "--log", log)  # a good file first: still nothing appended
+    assert r.code == 2
+    line = one_line_error(r)
+    assert str(bad) in line
+    for part in expected:
+        assert part in line, line
+    assert r.out == ""
+    assert log_size(log) == before
+
+
+def test_bad_input_creates_no_log(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: v1\nkind: Gizmo\nmetadata:\n  name: x\n")
+    r = kueue_es("import", "-f", bad, "--log", tmp_path / "new-log")
+    assert r.code == 2 and "unknown kind" in one_line_error(r)
+    assert not (tmp_path / "new-log").exists()
+
+
+def test_unreadable_input_file(log: Path, tmp_path: Path) -> None:
+    r = kueue_es("import", "-f", tmp_path / "missing.yaml", "--log", log)
+    assert r.code == 2
+    assert "missing.yaml: cannot read" in one_line_error(r)
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["replay"], "the following arguments are required: --log"),
+    (["replay", "--log", "L", "--to", "-3"], "argument --to: not an offset: '-3'"),
+    (["replay", "--log", "L", "--at", "noon"], "argument --at: not an RFC 3339 time: 'noon'"),
+    (["replay", "--log", "L", "--to", "3", "--at", "2024-05-01T00:00:00Z"], "not allowed with argument --to"),
+    (["replay", "--log", "L", "-o", "xml"], "argument -o/--output: invalid choice: 'xml'"),
+    (["audit", "--log", "L", "ns/w", "--cluster-queue", "cq"], "not allowed with argument"),
+    (["audit", "--log", "L", "--since", "2024-13-01T00:00:00Z"], "argument --since: not an RFC 3339 time"),
+    (["import", "--log", "L"], "the following arguments are required: -f/--filename"),
+    (["replay", "--log", "L", "--bogus"], "unrecognized arguments: --bogus"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+    ([], "a command is required"),
+    (["log"], "a log command is required"),
+])
+def test_cli_misuse_is_one_line_and_exit_code_2(args: list[str], expected: str) -> None:
+    r = kueue_es(*args)
+    assert r.code == 2
+    assert expected in one_line_error(r)
+
+
+def test_missing_log_is_a_user_error(tmp_path: Path) -> None:
+    for cmd in (["replay"], ["audit"], ["log", "inspect"]):
+        r = kueue_es(*cmd, "--log", tmp_path / "nope")
+        assert r.code == 2
+        assert one_line_error(r) == f"kueue-es: error: --log {tmp_path / 'nope'}: no such log"
+
+
+def test_help_exits_0() -> None:
+    r = kueue_es("replay", "--help")
+    assert r.code == 0 and "--quarantine" in r.out and "--save-snapshot" in r.out
+
+
+def _damage_mid_file(log: Path) -> tuple[int, int]:
+    seg = log / SEG0
+    data = bytearray(seg.read_bytes())
+    frames, _ = scan_frames(seg, bytes(data), 0)
+    victim = frames[1]
+    data[victim.position + HEADER.size + victim.length // 2] ^= 0x20
+    seg.write_bytes(bytes(data))
+    return victim.base, victim.position
+
+
+def test_flipped_byte_is_reported_by_every_reader_with_exit_code_1(log: Path) -> None:
+    append(log, [ev.ClockTicked(time=1)])
+    append(log, [ev.ClockTicked(time=2)])
+    offset, position = _damage_mid_file(log)
+    assert offset == 11
+    for cmd in (["replay"], ["audit"], ["log", "inspect"], ["replay", "--quarantine"]):
+        r = kueue_es(*cmd, "--log", log)
+        assert r.code == 1, (cmd, r.err)
+        line = one_line_error(r)
+        assert f"corrupt record in segment {SEG0} at byte {position} (log offset {offset})" in line, line
+    # importing more would need the writer, which refuses a damaged log rather than truncating it
+    size = (log / SEG0).stat().st_size
+    r = kueue_es("import", "-f", CLUSTER, "--log", log)
+    assert r.code == 1 and "corrupt record" in one_line_error(r)
+    assert (log / SEG0).stat().st_size == size
+
+
+def test_undecodable_event_stops_replay_unless_quarantined(log: Path) -> None:
+    import events.filelog as fl
+
+    future = msgspec.msgpack.encode({"type": "EventFromTheFuture", "time": 7})
+    real = fl.encode_batch
+    fl.encode_batch = lambda events: msgspec.msgpack.encode([msgspec.Raw(future)])
+    try:
+        append(log, [ev.ClockTicked(time=0)])  # offset 11, written by a "newer version"
+    finally:
+        fl.encode_batch = real
+    append(log, [ev.ClockTicked(time=1_714_600_000_000)])  # 12
+
+    r = kueue_es("replay", "--log", log)
+    assert r.code == 1
+    assert "cannot decode event at log offset 11" in one_line_error(r) and "--quarantine" in r.err
+
+    q = kueue_es("replay", "--log", log, "--quarantine", "-o", "json")
+    assert q.code == 0
+    data = json.loads(q.out)
+    assert data["offset"] == 12
+    assert [x["offset"] for x in data["quarantined"]] == [11]
+    assert "EventFromTheFuture" in data["quarantined"][0]["error"]
+    assert "set aside 1 undecodable event(s) at offset(s) 11" in one_line_error(q)
+    text = kueue_es("replay", "--log", log, "--quarantine").out
+    assert "QUARANTINED OFFSET" in text
+
+    inspect = json.loads(kueue_es("log", "inspect", "--log", log, "-o", "json").out)
+    assert inspect["byType"]["EventFromTheFuture"] == 1
+
+
+def test_import_while_another_writer_holds_the_log(log: Path) -> None:
+    writer = FileLog.open(log)
+    try:
+        r = kueue_es("import", "-f", CLUSTER, "--log", log)
+    finally:
+        writer.close_sync()
+    assert r.code == 1
+    assert "is locked by another writer" in one_line_error(r)
+
+
+def test_bad_snapshot_and_snapshot_misuse(log: Path, tmp_path: Path) -> None:
+    junk = tmp_path / "junk.snap"
+    junk.write_bytes(b"not a snapshot")
+    r = kueue_es("replay", "--log", log, "--snapshot", junk)
+    assert r.code == 2 and "not a kueue-es snapshot" in one_line_error(r)
+    r = kueue_es("replay", "--log", log, "--snapshot", tmp_path / "none.snap")
+    assert r.code == 2 and "cannot read" in one_line_error(r)
+    r = kueue_es("replay", "--log", log, "--at", "2024-05-01T10:00:00Z", "--save-snapshot", tmp_path / "s")
+    assert r.code == 2 and "--save-snapshot cannot be combined with --at" in one_line_error(r)
+    snap = tmp_path / "late.snap"
+    assert kueue_es("replay", "--log", log, "--save-snapshot", snap).code == 0
+    r = kueue_es("replay", "--log", log, "--snapshot", snap, "--to", "3")
+    assert r.code == 2 and "before the snapshot's offset 10" in one_line_error(r)
+    other = tmp_path / "other"
+    append(other, [ev.ClockTicked(time=1)])
+    r = kueue_es("replay", "--log", other, "--snapshot", snap)
+    assert r.code == 2 and "belongs to another log" in one_line_error(r)
