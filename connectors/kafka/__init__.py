@@ -1,0 +1,1 @@
+"""Apache Kafka as the production log: the log, settings, topics, and the transactional scheduler."""

@@ -1,0 +1,224 @@
+"""The event log on Apache Kafka: one partition of one topic is one log (one scheduling shard).
+
+Records and offsets
+    An appended batch is **one Kafka record**: its value is the msgpack array of events, byte for byte the
+    payload of a file-log frame. A batch is therefore atomic and contiguous for every reader (no other
+    producer's events can land inside it, read_committed or not), and it needs no transaction.
+
+    The log offset of event ``i`` of the record at Kafka offset ``k`` is ``k * STRIDE + i`` with
+    ``STRIDE = 1_000_000`` (so offset 42000003 is the 4th event of Kafka record 42; a batch holds fewer
+    than STRIDE events). Offsets increase strictly and are consecutive inside a batch, but not dense across
+    batches: between two records there is a gap of at least ``STRIDE - len(batch)`` plus whatever Kafka
+    itself spends offsets on (transaction markers, aborted records, control records).
+
+Control records
+    Records carrying the ``kueue-es-control`` header are not events (the scheduler's catch-up markers); the
+    log skips them like Kafka skips transaction markers.
+
+Isolation
+    Every reader is ``read_committed``: records of open or aborted transactions are never seen. The
+    scheduler writes its decisions transactionally (:mod:`connectors.kafka.scheduler_service`); producers of
+    observed events use this class, whose producer is idempotent (retries never duplicate a batch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.errors import ConsumerStoppedError, KafkaError, MessageSizeTooLargeError
+
+from connectors.kafka.errors import KafkaLogError, kafka_error
+from connectors.kafka.settings import KafkaSettings, client_kwargs
+from connectors.kafka.topics import RECORD_OVERHEAD, ensure_topics
+from events.codec import Quarantined, decode_batch, encode_batch
+from events.errors import InvalidInput, LogClosed
+from events.log import EventLog
+from events.schema import AnyEvent, Record
+
+STRIDE = 1_000_000
+"""Log offsets per Kafka record: event ``i`` of the record at Kafka offset ``k`` has offset ``k*STRIDE+i``."""
+
+CONTROL_HEADER = "kueue-es-control"
+BATCH_HEADERS = [("kueue-es-batch", b"1")]
+"""Marks a record as a batch of events, format 1 (the msgpack array of :mod:`events.codec`)."""
+
+
+def to_offset(kafka_offset: int, index: int = 0) -> int:
+    return kafka_offset * STRIDE + index
+
+
+def to_kafka(offset: int) -> int:
+    """The Kafka offset of the record holding log offset ``offset`` (or the first record after it)."""
+    return max(0, offset) // STRIDE
+
+
+def is_control(headers: Sequence[tuple[str, bytes]] | None) -> bool:
+    return bool(headers) and any(k == CONTROL_HEADER for k, _ in headers)  # type: ignore[union-attr]
+
+
+def reader_kwargs(s: KafkaSettings) -> dict[str, Any]:
+    """A group-less read_committed consumer that starts where it is told to."""
+    return {
+        **client_kwargs(s),
+        "isolation_level": "read_committed",
+        "enable_auto_commit": False,
+        "auto_offset_reset": "earliest",
+        "fetch_max_wait_ms": s.fetch_max_wait_ms,
+        "max_partition_fetch_bytes": max(1 << 20, s.max_batch_bytes + RECORD_OVERHEAD),
+    }
+
+
+def batch_records(value: bytes | None, kafka_offset: int, start: int,
+                  quarantine: list[Quarantined] | None) -> list[Record]:
+    """The events of one batch record from log offset ``start`` on (see :func:`events.codec.decode_batch`)."""
+    return decode_batch(value if value is not None else b"", to_offset(kafka_offset), quarantine, start)
+
+
+class KafkaLog(EventLog):
+    """One partition of a Kafka topic as an :class:`EventLog`. Open with :meth:`open`."""
+
+    def __init__(self, settings: KafkaSettings, partition: int = 0) -> None:
+        self.settings = settings
+        self.topic = settings.topic
+        self.partition = partition
+        self.tp = TopicPartition(self.topic, partition)
+        self._producer: AIOKafkaProducer | None = None
+        self._meta: AIOKafkaConsumer | None = None
+        self._readers: set[AIOKafkaConsumer] = set()
+        self._closed = False
+
+    @classmethod
+    async def open(cls, settings: KafkaSettings, partition: int = 0, *, create: bool | None = None) -> KafkaLog:
+        """Connect (creating the topics if ``settings.create_topics``) and check the partition exists."""
+        if create if create is not None else settings.create_topics:
+            await ensure_topics(settings)
+        log = cls(settings, partition)
+        try:
+            await log._start()
+        except BaseException:
+            await log.close()
+            raise
+        return log
+
+    async def _start(self) -> None:
+        s = self.settings
+        self._producer = AIOKafkaProducer(
+            **client_kwargs(s),
+            acks="all",
+            enable_idempotence=True,
+            linger_ms=0,
+            max_request_size=s.max_batch_bytes + RECORD_OVERHEAD,
+        )
+        try:
+            await self._producer.start()
+            partitions = await self._producer.partitions_for(self.topic)
+        except KafkaError as exc:
+            raise kafka_error(exc, f"cannot connect to Kafka at {s.bootstrap}") from exc
+        if not partitions:
+            raise InvalidInput(f"Kafka topic {self.topic!r} does not exist at {s.bootstrap} "
+                               "(set kafka.create_topics or create it)")
+        if self.partition not in partitions:
+            raise InvalidInput(f"Kafka topic {self.topic!r} has {len(partitions)} partition(s): "
+                               f"shard {self.partition} does not exist")
+
+    # --- writing -------------------------------------------------------------------------------------------
+
+    async def append(self, events: Sequence[AnyEvent]) -> list[int]:
+        if not events:
+            if self._closed:
+                raise LogClosed(f"Kafka log {self.topic}/{self.partition} is closed")
+            return []
+        if len(events) >= STRIDE:
+            raise InvalidInput(f"a batch holds at most {STRIDE - 1} events, not {len(events)}")
+        return await self._append_payload(encode_batch(events), len(events))
+
+    async def _append_payload(self, payload: bytes, count: int) -> list[int]:
+        if self._closed or self._producer is None:
+            raise LogClosed(f"Kafka log {self.topic}/{self.partition} is closed")
+        if len(payload) > self.settings.max_batch_bytes:
+            raise InvalidInput(f"a batch of {count} events is {len(payload)} bytes, more than "
+                               f"kafka.max_batch_bytes ({self.settings.max_batch_bytes}); nothing was appended")
+        try:
+            md = await self._producer.send_and_wait(self.topic, payload, partition=self.partition,
+                                                    headers=BATCH_HEADERS)
+        except MessageSizeTooLargeError as exc:
+            raise InvalidInput(f"a batch of {count} events ({len(payload)} bytes) is larger than the topic "
+                               f"{self.topic!r} accepts (max.message.bytes); nothing was appended") from exc
+        except KafkaError as exc:
+            raise kafka_error(exc, f"cannot append to Kafka log {self.topic}/{self.partition}") from exc
+        base = to_offset(md.offset)
+        return list(range(base, base + count))
+
+    # --- reading -------------------------------------------------------------------------------------------
+
+    async def read_batches(
+        self, start: int = 0, *, follow: bool = False, quarantine: list[Quarantined] | None = None
+    ) -> AsyncIterator[list[Record]]:
+        if self._closed:
+            return
+        consumer = AIOKafkaConsumer(**reader_kwargs(self.settings))
+        self._readers.add(consumer)
+        try:
+            try:
+                await consumer.start()
+                consumer.assign([self.tp])
+                end = None if follow else (await consumer.end_offsets([self.tp]))[self.tp]
+                first = to_kafka(start)
+                if end is not None and first >= end:
+                    return
+                consumer.seek(self.tp, first)
+            except KafkaError as exc:
+                raise kafka_error(exc, f"cannot read Kafka log {self.topic}/{self.partition}") from exc
+            while not self._closed:
+                if end is not None and await consumer.position(self.tp) >= end:
+                    return
+                try:
+                    fetched = await consumer.getmany(self.tp, timeout_ms=200)
+                except ConsumerStoppedError:
+                    return
+                except KafkaError as exc:
+                    raise kafka_error(exc, f"cannot read Kafka log {self.topic}/{self.partition}") from exc
+                for rec in fetched.get(self.tp, ()):
+                    if end is not None and rec.offset >= end:
+                        return
+                    if is_control(rec.headers):
+                        continue
+                    batch = batch_records(rec.value, rec.offset, start, quarantine)
+                    if batch:
+                        yield batch
+        finally:
+            self._readers.discard(consumer)
+            await consumer.stop()
+
+    async def end_offset(self) -> int:
+        """Greater than every stored offset and not greater than the next appended event's offset."""
+        if self._closed:
+            raise LogClosed(f"Kafka log {self.topic}/{self.partition} is closed")
+        try:
+            if self._meta is None:
+                self._meta = AIOKafkaConsumer(**reader_kwargs(self.settings))
+                await self._meta.start()
+            return to_offset((await self._meta.end_offsets([self.tp]))[self.tp])
+        except KafkaError as exc:
+            raise kafka_error(exc, f"cannot read the end of Kafka log {self.topic}/{self.partition}") from exc
+
+    # --- closing -------------------------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        clients: list[Any] = [self._producer, self._meta, *self._readers]
+        self._producer = self._meta = None
+        for client in clients:
+            if client is None:
+                continue
+            try:
+                await client.stop()
+            except (KafkaError, RuntimeError):  # pragma: no cover - best effort
+                pass
+
+
+__all__ = ["STRIDE", "KafkaLog", "KafkaLogError", "to_kafka", "to_offset"]
