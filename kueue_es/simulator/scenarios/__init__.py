@@ -1,0 +1,1 @@
+"""Scenario files bundled with the simulator (package data)."""

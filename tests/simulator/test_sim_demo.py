@@ -1,0 +1,65 @@
+"""``kueue-es demo`` as a new user runs it: the installed console script, in an empty directory."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(sys.executable).with_name("kueue-es")
+
+
+def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    cmd = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "kueue_es"]
+    proc = subprocess.run(cmd + args, cwd=cwd, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "COLUMNS": "200"})
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def test_demo_prints_summary_and_working_next_commands(tmp_path) -> None:
+    if not SCRIPT.exists():
+        pytest.skip("no kueue-es console script next to the interpreter (package not installed)")
+    proc = _run(["demo"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "kueue-es demo:" in out and "no cluster and no Kafka" in out
+    assert "workload class" in out and "avg time to admission" in out
+    assert "clusterqueue class" in out and "avg usage of nominal" in out
+    assert "Simulated wall time" in out and "lower bound" in out and "Decisions" in out
+    assert "The event log is in ./kueue-es-demo-log" in out
+    assert (tmp_path / "kueue-es-demo-log").is_dir()
+    m = re.search(r"^batch\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)", out, re.M)
+    assert m and m.group(1) == m.group(2) == m.group(3) and int(m.group(4)) > 0, "batch work gets preempted"
+    commands = [line.split("#")[0].strip() for line in out.splitlines() if line.startswith("  kueue-es ")]
+    assert any(c.startswith("kueue-es audit --log ./kueue-es-demo-log ") for c in commands)
+    assert any(c.startswith("kueue-es replay --log ./kueue-es-demo-log") for c in commands)
+    assert "kueue-es replay --log ./kueue-es-demo-log --verify" in commands
+    for c in commands:  # every suggested command works as printed
+        r = _run(shlex.split(c)[1:], tmp_path)
+        assert r.returncode == 0, (c, r.stderr)
+        assert r.stdout.strip(), c
+
+    first = {p.name: p.read_bytes() for p in (tmp_path / "kueue-es-demo-log").glob("*.seg")}
+    again = _run(["demo"], tmp_path)  # run again: the previous demo log is replaced, not appended to
+    assert again.returncode == 0 and "was replaced" in again.stdout
+    assert {p.name: p.read_bytes() for p in (tmp_path / "kueue-es-demo-log").glob("*.seg")} == first
+
+
+def test_demo_json_and_refusal_to_overwrite_foreign_data(tmp_path) -> None:
+    proc = _run(["demo", "-o", "json"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert '"workloadClasses"' in proc.stdout and '"simulatedWallSeconds"' in proc.stdout
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "kueue-es-demo-log").mkdir()
+    (other / "kueue-es-demo-log" / "notes.txt").write_text("mine")
+    proc = _run(["demo"], other)
+    assert proc.returncode == 2
+    assert "not a log written by the demo" in proc.stderr
+    assert (other / "kueue-es-demo-log" / "notes.txt").read_text() == "mine"
