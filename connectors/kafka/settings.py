@@ -80,6 +80,11 @@ class KafkaSettings(_S):
     """Scheduler group session: how long a dead active scheduler holds its shards before a standby takes
     over (the broker's ``group.min.session.timeout.ms`` is the floor, 6 s by default)."""
     heartbeat_interval_ms: int = 1_000
+    static_membership: bool = False
+    """Join the scheduler group as a static member named by the replica's instance id (KIP-345): a replica
+    restarted under the same name (a StatefulSet pod) gets its shards back at once instead of after the
+    session timeout. A stopped static member does not leave the group, so a standby only takes over its
+    shards once the session expires. Needs a stable ``scheduler.instance_id``."""
     fetch_max_wait_ms: int = 20
     """How long the broker may hold a fetch when there is nothing new (bounds decision latency)."""
 

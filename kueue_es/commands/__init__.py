@@ -16,5 +16,6 @@ COMMAND_MODULES: list[str] = [
     "kueue_es.commands.schedule",
     "kueue_es.commands.simulate",
     "kueue_es.commands.demo",
+    "kueue_es.commands.run",
     # other commands (schedule, explain, simulate, demo, ...) are appended here
 ]

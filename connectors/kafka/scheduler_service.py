@@ -1,0 +1,435 @@
+"""The scheduler as a Kafka service: consume → decide → produce, in transactions, one active replica per shard.
+
+Every replica joins one consumer group (``<prefix>.<topic>``) subscribed to the log topic. The group gives each
+partition (= shard) to exactly one member, which becomes the shard's active scheduler; the others stand by.
+The sticky assignor keeps a shard where it is when replicas join or leave; when the active replica dies, its
+session expires and a standby is given the shard.
+
+Becoming active (:meth:`ShardEngine.setup`):
+
+1. restore the latest snapshot of the shard from the compacted snapshot topic (or start from nothing);
+2. start a transactional producer with the shard's one stable ``transactional.id`` — this fences every older
+   producer of the shard: a zombie's open transaction is aborted, and it can never commit again;
+3. append a catch-up marker (a control record) in a transaction and read the log, from the snapshot on,
+   until the marker comes back. Everything any earlier active scheduler committed is before the marker, so
+   the state now holds all of it. Only then does it decide anything.
+
+Deciding (:meth:`ShardEngine.step`): ``decide(state)`` on the state folded from the committed log (time is
+the log's time, so decisions are a pure function of the state at their ``input`` offset); the batch is one
+record, produced in a transaction together with the consumer offset (``send_offsets_to_transaction``). The
+scheduler then waits until it has read its own batch back before deciding again, so it never decides twice
+on the same state. A kill at any point loses nothing and duplicates nothing: an uncommitted batch is aborted
+and will be decided again, identically, by the next active scheduler; a committed one is read back by it.
+
+aiokafka's ``send_offsets_to_transaction`` has no KIP-447 generation fencing; fencing rests on the stable
+transactional id per shard and on one input partition per shard.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+import msgspec
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+from aiokafka.errors import KafkaError, ProducerFenced
+
+from connectors.kafka import snapshots
+from connectors.kafka.errors import Fenced, KafkaLogError, kafka_error
+from connectors.kafka.log import (
+    BATCH_HEADERS,
+    CONTROL_HEADER,
+    batch_records,
+    is_control,
+    reader_kwargs,
+    to_offset,
+)
+from connectors.kafka.settings import KafkaSettings, client_kwargs
+from connectors.kafka.topics import RECORD_OVERHEAD
+from events import schema as ev
+from events.codec import encode_batch
+from events.errors import InvalidInput
+from kueue_es.scheduler import DEFAULT, SchedulerConfig, decide, next_deadline
+from projections import snapshot as snap
+from projections.cluster import ClusterState
+
+MARKER_HEADERS = [(CONTROL_HEADER, b"marker")]
+Report = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class ServiceOptions:
+    config: SchedulerConfig = DEFAULT
+    snapshot_every_events: int = 50_000
+    """Write a snapshot after this many events were applied since the last one ..."""
+    snapshot_interval_s: float = 60.0
+    """... or after this long, if anything was applied."""
+    ticks: bool = True
+    """Append a ClockTicked (wall time) when a controller deadline (backoff, waitForPodsReady) has passed."""
+    instance_id: str = ""
+    retry_backoff_s: float = 0.5
+
+
+def default_instance_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+def _ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Phase(Enum):
+    SETUP = "setup"
+    """Needs a (new) transactional producer, a marker and a catch-up."""
+    CATCHING_UP = "catching-up"
+    ACTIVE = "active"
+
+
+class ShardEngine:
+    """The active scheduler of one shard: its state, its transactional producer, its progress."""
+
+    def __init__(self, replica: SchedulerReplica, partition: int) -> None:
+        self.replica = replica
+        self.settings = replica.settings
+        self.partition = partition
+        self.tp = TopicPartition(self.settings.topic, partition)
+        self.state = ClusterState()
+        self.next = 0
+        """Kafka offset of the next record to fold in."""
+        self.phase = Phase.SETUP
+        self.fresh = True
+        """The next setup restores the latest snapshot (a new engine) instead of keeping the state."""
+        self.assigned = True
+        self.retry_at = 0.0
+        self.producer: AIOKafkaProducer | None = None
+        self.marker: int | None = None
+        self.outstanding: int | None = None
+        """Kafka offset of our last committed batch until we have read it back."""
+        self.since_snapshot = 0
+        self.snapshot_at = time.monotonic()
+        self.setup_started = 0.0
+        self.setup_info: dict[str, Any] = {}
+        self.activated_at = 0.0
+        self.first_decision_pending = False
+        self.decisions = 0
+        self.transactions = 0
+
+    # --- becoming active ---------------------------------------------------------------------------------
+
+    async def setup(self, consumer: AIOKafkaConsumer) -> None:
+        self.phase = Phase.SETUP
+        self.setup_started = time.monotonic()
+        info: dict[str, Any] = {"shard": self.partition}
+        if self.fresh:
+            loaded = await snapshots.load_latest(self.settings, self.partition)
+            if loaded is not None:
+                rec, state = loaded
+                self.state, self.next = state, rec.next
+                info |= {"snapshotOffset": rec.offset, "snapshotNext": rec.next}
+            else:
+                self.state, self.next = ClusterState(), 0
+                info |= {"snapshotOffset": None, "snapshotNext": 0}
+            info["snapshotMs"] = round((time.monotonic() - self.setup_started) * 1000, 1)
+            self.since_snapshot = 0
+            self.snapshot_at = time.monotonic()
+        await self._new_producer()
+        info["producerMs"] = round((time.monotonic() - self.setup_started) * 1000, 1)
+        self.marker = await self._transact(self._marker_payload(), MARKER_HEADERS, offsets=False)
+        info["marker"] = self.marker
+        info["fromNext"] = self.next
+        self.setup_info = info
+        self.outstanding = None
+        self.fresh = False
+        consumer.seek(self.tp, self.next)
+        consumer.resume(self.tp)
+        self.phase = Phase.CATCHING_UP
+
+    def _marker_payload(self) -> bytes:
+        return msgspec.msgpack.encode({"instance": self.replica.instance_id, "shard": self.partition,
+                                       "time": _ms()})
+
+    async def _new_producer(self) -> None:
+        await self.close_producer()
+        s = self.settings
+        producer = AIOKafkaProducer(
+            **client_kwargs(s),
+            transactional_id=s.transactional_id(self.partition),
+            transaction_timeout_ms=s.transaction_timeout_ms,
+            enable_idempotence=True,
+            acks="all",
+            linger_ms=0,
+            max_request_size=s.max_batch_bytes + RECORD_OVERHEAD,
+        )
+        try:
+            await producer.start()  # InitProducerId: fences every older producer of this shard
+        except BaseException as exc:
+            await _quiet_stop(producer)
+            if isinstance(exc, KafkaError):
+                raise kafka_error(exc, f"cannot start the transactional producer of shard {self.partition}") from exc
+            raise
+        self.producer = producer
+
+    async def close_producer(self) -> None:
+        if self.producer is not None:
+            p, self.producer = self.producer, None
+            await _quiet_stop(p)
+
+    # --- folding -----------------------------------------------------------------------------------------
+
+    def ingest(self, records: list[Any]) -> None:
+        apply = self.state.apply
+        n = 0
+        for rec in records:
+            if rec.offset < self.next:
+                continue  # already folded (a re-fetch after a seek)
+            self.next = rec.offset + 1
+            if is_control(rec.headers):
+                continue
+            for r in batch_records(rec.value, rec.offset, 0, None):
+                apply(r)
+                n += 1
+        self.since_snapshot += n
+        if self.phase is Phase.CATCHING_UP and self.marker is not None and self.next > self.marker:
+            self._activated()
+
+    def _activated(self) -> None:
+        self.phase = Phase.ACTIVE
+        self.marker = None
+        now = time.monotonic()
+        self.activated_at = now
+        self.first_decision_pending = True
+        self.replica.report("active", {
+            **self.setup_info, "instance": self.replica.instance_id, "offset": self.state.offset,
+            "next": self.next, "setupMs": round((now - self.setup_started) * 1000, 1), "wallMs": _ms()})
+
+    # --- deciding ----------------------------------------------------------------------------------------
+
+    async def step(self) -> None:
+        if self.phase is not Phase.ACTIVE or not self.assigned:
+            return
+        if self.outstanding is not None:
+            if self.next <= self.outstanding:
+                return  # our last batch is not folded in yet: deciding now would decide twice
+            self.outstanding = None
+        opts = self.replica.options
+        batch: list[Any] = decide(self.state, opts.config)
+        if not batch and opts.ticks:
+            deadline = next_deadline(self.state, opts.config)
+            now = _ms()
+            if deadline is not None and deadline <= now and self.state.time < now:
+                batch = [ev.ClockTicked(time=now, id=f"tick-{self.partition}-{now}")]
+        if batch:
+            self.outstanding = await self._transact(encode_batch(batch), BATCH_HEADERS)
+            if isinstance(batch[0], ev.Decision):
+                self.decisions += len(batch)
+                if self.first_decision_pending:
+                    self.first_decision_pending = False
+                    self.replica.report("first_decision", {
+                        "shard": self.partition, "instance": self.replica.instance_id, "wallMs": _ms(),
+                        "sinceActiveMs": round((time.monotonic() - self.activated_at) * 1000, 1),
+                        "cycle": batch[0].cycle, "input": batch[0].input,
+                        "offset": to_offset(self.outstanding)})
+            return
+        await self.maybe_snapshot()
+
+    async def _transact(self, payload: bytes, headers: list[tuple[str, bytes]], *, offsets: bool = True) -> int:
+        """Produce one record (and the group offset) in one transaction; its Kafka offset once committed."""
+        p = self.producer
+        if p is None:
+            raise KafkaLogError(f"shard {self.partition} has no producer", retriable=True)
+        s = self.settings
+        try:
+            await p.begin_transaction()
+            fut = await p.send(s.topic, payload, partition=self.partition, headers=headers)
+            if offsets:
+                await p.send_offsets_to_transaction({self.tp: self.next}, s.group_id)
+            await asyncio.wait_for(p.commit_transaction(), s.transaction_timeout_ms / 1000)
+            md = await fut
+        except ProducerFenced as exc:
+            raise Fenced(f"shard {self.partition}: another scheduler took over (fenced)") from exc
+        except (TimeoutError, KafkaError) as exc:
+            # The transaction's outcome may be unknown: a new producer resolves it (InitProducerId completes
+            # or aborts it), and the catch-up that follows reads whatever was committed.
+            raise kafka_error(exc, f"shard {self.partition}: transaction failed") from exc
+        self.transactions += 1
+        return md.offset
+
+    async def maybe_snapshot(self, force: bool = False) -> None:
+        opts = self.replica.options
+        if self.since_snapshot == 0 or self.phase is not Phase.ACTIVE:
+            return
+        due = (force or self.since_snapshot >= opts.snapshot_every_events
+               or time.monotonic() - self.snapshot_at >= opts.snapshot_interval_s)
+        if not due:
+            return
+        t0 = time.monotonic()
+        raw = snap.encode(self.state)  # now: the state moves on as soon as we yield
+        offset, nxt = self.state.offset, self.next
+        self.since_snapshot = 0
+        self.snapshot_at = time.monotonic()
+        value = await asyncio.to_thread(snapshots.pack, self.settings.topic, self.partition, nxt, offset, raw)
+        try:
+            where = await self.replica.snapshot_writer.write(self.partition, value)
+        except KafkaLogError as exc:
+            self.replica.report("snapshot_failed", {"shard": self.partition, "error": str(exc)})
+            return
+        self.replica.report("snapshot", {"shard": self.partition, "offset": offset, "next": nxt,
+                                         "bytes": len(value), "at": where,
+                                         "ms": round((time.monotonic() - t0) * 1000, 1)})
+
+
+async def _quiet_stop(client: Any) -> None:
+    try:
+        await client.stop()
+    except (KafkaError, RuntimeError, OSError):  # pragma: no cover - best effort on a broken connection
+        pass
+
+
+class _Listener(ConsumerRebalanceListener):
+    def __init__(self, replica: SchedulerReplica) -> None:
+        self.replica = replica
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        r = self.replica
+        async with r.lock:  # let a transaction in flight finish first
+            for tp in revoked:
+                e = r.engines.get(tp.partition)
+                if e is not None:
+                    e.assigned = False
+        if revoked:
+            r.report("revoked", {"instance": r.instance_id, "shards": sorted(tp.partition for tp in revoked)})
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        r = self.replica
+        tps = list(assigned)
+        if tps:
+            r.consumer.pause(*tps)  # nothing is read before the engine has seeked to its own position
+        r.assignment = {tp.partition for tp in tps}
+        r.assignment_changed.set()
+        r.report("assigned", {"instance": r.instance_id, "shards": sorted(r.assignment)})
+
+
+class SchedulerReplica:
+    """One scheduler process: a member of the scheduler group, active for the shards the group gives it."""
+
+    def __init__(self, settings: KafkaSettings, options: ServiceOptions = ServiceOptions(),
+                 report: Report | None = None) -> None:
+        self.settings = settings
+        self.options = options
+        self.instance_id = options.instance_id or default_instance_id()
+        self._report = report
+        self.engines: dict[int, ShardEngine] = {}
+        self.assignment: set[int] = set()
+        self.assignment_changed = asyncio.Event()
+        self.lock = asyncio.Lock()
+        self.snapshot_writer = snapshots.SnapshotWriter(settings)
+        self.consumer = AIOKafkaConsumer(
+            **{**reader_kwargs(settings), "auto_offset_reset": "earliest"},
+            group_id=settings.group_id,
+            partition_assignment_strategy=(StickyPartitionAssignor,),
+            session_timeout_ms=settings.session_timeout_ms,
+            heartbeat_interval_ms=settings.heartbeat_interval_ms,
+            group_instance_id=self.instance_id if settings.static_membership else None,
+        )
+
+    def report(self, kind: str, fields: dict[str, Any]) -> None:
+        if self._report is not None:
+            self._report(kind, fields)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        s = self.settings
+        self.consumer.subscribe([s.topic], listener=_Listener(self))
+        try:
+            await self.consumer.start()
+        except KafkaError as exc:
+            raise kafka_error(exc, f"cannot connect to Kafka at {s.bootstrap}") from exc
+        partitions = self.consumer.partitions_for_topic(s.topic)
+        if partitions is not None and not partitions:
+            raise InvalidInput(f"Kafka topic {s.topic!r} does not exist at {s.bootstrap}")
+        self.report("started", {"instance": self.instance_id, "group": s.group_id, "topic": s.topic})
+        try:
+            while not stop.is_set():
+                await self._iteration(stop)
+        finally:
+            await self._shutdown()
+
+    async def _iteration(self, stop: asyncio.Event) -> None:
+        async with self.lock:
+            if self.assignment_changed.is_set():
+                self.assignment_changed.clear()
+                await self._sync_assignment()
+            for e in list(self.engines.values()):
+                if e.phase is Phase.SETUP and e.assigned and time.monotonic() >= e.retry_at:
+                    await self._guard(e, e.setup(self.consumer))
+        waiting = any(e.phase is Phase.SETUP for e in self.engines.values())
+        try:
+            fetched = await self.consumer.getmany(timeout_ms=20 if waiting else 100)
+        except KafkaError as exc:
+            self.report("fetch_failed", {"instance": self.instance_id, "error": str(exc)})
+            await asyncio.sleep(self.options.retry_backoff_s)
+            return
+        async with self.lock:
+            for tp, records in fetched.items():
+                e = self.engines.get(tp.partition)
+                if e is not None and e.phase is not Phase.SETUP:
+                    e.ingest(records)
+            for e in list(self.engines.values()):
+                await self._guard(e, e.step())
+
+    async def _guard(self, e: ShardEngine, op: Any) -> None:
+        try:
+            await op
+        except Fenced as exc:
+            self.report("fenced", {"shard": e.partition, "instance": self.instance_id, "error": str(exc)})
+            await self._reset(e, backoff=max(1.0, self.options.retry_backoff_s))
+        except KafkaLogError as exc:
+            self.report("retry", {"shard": e.partition, "instance": self.instance_id, "error": str(exc)})
+            await self._reset(e, backoff=self.options.retry_backoff_s)
+
+    async def _reset(self, e: ShardEngine, backoff: float) -> None:
+        """Start over from the state we have: new producer (resolving any open transaction), marker, catch-up."""
+        await e.close_producer()
+        e.phase = Phase.SETUP
+        e.marker = None
+        e.outstanding = None
+        e.retry_at = time.monotonic() + backoff
+        if self.consumer.assignment() and e.tp in self.consumer.assignment():
+            self.consumer.pause(e.tp)
+
+    async def _sync_assignment(self) -> None:
+        for p in sorted(set(self.engines) - self.assignment):
+            e = self.engines.pop(p)
+            await e.maybe_snapshot(force=True)
+            await e.close_producer()
+            self.report("standby", {"shard": p, "instance": self.instance_id})
+        for p in sorted(self.assignment):
+            e = self.engines.get(p)
+            if e is None:
+                self.engines[p] = ShardEngine(self, p)
+            else:
+                # Kept through a rebalance: the consumer's position was reset, and someone else may have
+                # been active meanwhile. Re-establish: marker and catch-up from our own position.
+                e.assigned = True
+                await self._reset(e, backoff=0)
+
+    async def _shutdown(self) -> None:
+        async with self.lock:
+            for e in list(self.engines.values()):
+                try:
+                    await e.maybe_snapshot(force=True)
+                except Exception as exc:  # noqa: BLE001 - shutting down: report and go on
+                    self.report("snapshot_failed", {"shard": e.partition, "error": str(exc)})
+                await e.close_producer()
+            stats = {p: {"decisions": e.decisions, "transactions": e.transactions}
+                     for p, e in self.engines.items()}
+            self.engines.clear()
+        await _quiet_stop(self.consumer)  # leaves the group: a standby takes over at once
+        await self.snapshot_writer.close()
+        self.report("stopped", {"instance": self.instance_id, "shards": stats})

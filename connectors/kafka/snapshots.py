@@ -1,0 +1,122 @@
+"""Scheduler snapshots on the compacted snapshot topic: one key per shard, the latest value wins.
+
+A snapshot is the cluster state of one shard folded from the log up to (and including) Kafka record
+``next - 1``, encoded by :mod:`projections.snapshot` and zlib-compressed, so a scheduler that takes over
+restores it and reads only the log tail from Kafka offset ``next``. The snapshot of shard N lives in partition
+N of the snapshot topic. A snapshot is a pure function of a committed log prefix, so any replica may write
+one (even a fenced one: a stale snapshot only means a longer tail to replay).
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import msgspec
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.errors import KafkaError
+
+from connectors.kafka.errors import kafka_error
+from connectors.kafka.log import reader_kwargs
+from connectors.kafka.settings import KafkaSettings, client_kwargs
+from connectors.kafka.topics import RECORD_OVERHEAD
+from events.errors import InvalidInput
+from projections import snapshot
+from projections.cluster import ClusterState
+
+FORMAT = 1
+
+
+class SnapshotRecord(msgspec.Struct, frozen=True, kw_only=True):
+    format: int
+    topic: str
+    partition: int
+    next: int
+    """The first Kafka offset of the log *not* folded into ``state``."""
+    offset: int
+    """``state.offset``: the log offset of the last event folded in (-1 for none)."""
+    state: bytes
+    """zlib(projections.snapshot.encode(state))."""
+
+
+_enc = msgspec.msgpack.Encoder()
+_dec = msgspec.msgpack.Decoder(SnapshotRecord)
+
+
+def key(topic: str, partition: int) -> bytes:
+    return f"{topic}/{partition}".encode()
+
+
+def pack(topic: str, partition: int, next_offset: int, offset: int, raw_state: bytes, level: int = 1) -> bytes:
+    """``raw_state`` is ``projections.snapshot.encode(state)``, taken while the state was at ``offset``."""
+    return _enc.encode(SnapshotRecord(format=FORMAT, topic=topic, partition=partition, next=next_offset,
+                                      offset=offset, state=zlib.compress(raw_state, level)))
+
+
+def unpack(value: bytes) -> tuple[SnapshotRecord, ClusterState]:
+    try:
+        rec = _dec.decode(value)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise InvalidInput(f"not a kueue-es snapshot record: {exc}") from None
+    if rec.format != FORMAT:
+        raise InvalidInput(f"snapshot record format {rec.format} is not supported (expected {FORMAT})")
+    try:
+        raw = zlib.decompress(rec.state)
+    except zlib.error as exc:
+        raise InvalidInput(f"snapshot of {rec.topic}/{rec.partition} is damaged: {exc}") from None
+    return rec, snapshot.decode(raw)
+
+
+class SnapshotWriter:
+    """An idempotent (not transactional) producer for snapshot records."""
+
+    def __init__(self, settings: KafkaSettings) -> None:
+        self.settings = settings
+        self._producer: AIOKafkaProducer | None = None
+
+    async def write(self, partition: int, value: bytes) -> int:
+        s = self.settings
+        if self._producer is None:
+            self._producer = AIOKafkaProducer(**client_kwargs(s), acks="all", enable_idempotence=True,
+                                              max_request_size=s.max_snapshot_bytes + RECORD_OVERHEAD)
+            await self._producer.start()
+        try:
+            md = await self._producer.send_and_wait(s.snapshots, value, key=key(s.topic, partition),
+                                                    partition=partition)
+        except KafkaError as exc:
+            raise kafka_error(exc, f"cannot write a snapshot to {s.snapshots}/{partition}") from exc
+        return md.offset
+
+    async def close(self) -> None:
+        if self._producer is not None:
+            p, self._producer = self._producer, None
+            await p.stop()
+
+
+async def load_latest(settings: KafkaSettings, partition: int) -> tuple[SnapshotRecord, ClusterState] | None:
+    """The newest snapshot of shard ``partition`` (None if there is none yet)."""
+    tp = TopicPartition(settings.snapshots, partition)
+    want = key(settings.topic, partition)
+    consumer = AIOKafkaConsumer(**{**reader_kwargs(settings),
+                                   "max_partition_fetch_bytes": settings.max_snapshot_bytes + RECORD_OVERHEAD})
+    try:
+        await consumer.start()
+        consumer.assign([tp])
+        end = (await consumer.end_offsets([tp]))[tp]
+        lo, back = end, 4
+        while lo > 0:
+            lo = max(0, end - back)
+            consumer.seek(tp, lo)
+            last = None
+            while await consumer.position(tp) < end:
+                fetched = await consumer.getmany(tp, timeout_ms=500)
+                for rec in fetched.get(tp, ()):
+                    if rec.offset < end and rec.key == want and rec.value:
+                        last = rec.value
+            if last is not None:
+                return unpack(last)
+            back *= 8
+        return None
+    except KafkaError as exc:
+        raise kafka_error(exc, f"cannot read snapshots from {settings.snapshots}/{partition}") from exc
+    finally:
+        await consumer.stop()

@@ -1,0 +1,43 @@
+"""``kueue-es run``: the scheduler as a service over the embedded log or Apache Kafka."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from kueue_es import config
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "run",
+        help="run the scheduler as a service (embedded log by default, or --log kafka://HOST:PORT/TOPIC)",
+        description="Run the scheduler until SIGTERM/SIGINT. With --log kafka://HOST:PORT/TOPIC it is one "
+        "replica of the Kafka scheduler service: one active replica per shard, decisions committed in Kafka "
+        "transactions, standbys take over when the active one dies. Without --log it schedules over the "
+        "embedded log (a directory; default ./kueue-es-log). Settings come from --config FILE (YAML; or "
+        "KUEUE_ES_CONFIG), then KUEUE_ES_* environment variables (KUEUE_ES_KAFKA_BOOTSTRAP, "
+        "KUEUE_ES_KAFKA_SASL_PASSWORD, ...), then flags. Reports progress as JSON lines on stdout.",
+    )
+    p.add_argument("--log", metavar="URL|PATH", help="kafka://HOST:PORT[,HOST:PORT]/TOPIC or a log directory")
+    p.add_argument("--config", metavar="FILE", help="kueue-es settings (YAML)")
+    p.add_argument("--kueue-config", metavar="FILE", help="Kueue Configuration (config.kueue.x-k8s.io)")
+    p.add_argument("--instance-id", metavar="NAME", help="this replica's name (default HOSTNAME-PID)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    overrides: dict[str, Any] = {}
+    if args.log:
+        overrides["log"] = args.log
+    scheduler: dict[str, Any] = {}
+    if args.kueue_config:
+        scheduler["kueue_config"] = args.kueue_config
+    if args.instance_id:
+        scheduler["instance_id"] = args.instance_id
+    if scheduler:
+        overrides["scheduler"] = scheduler
+    settings = config.load(args.config, overrides=overrides)
+    from kueue_es import service  # imports aiokafka: only when actually running
+
+    return service.run(settings)

@@ -1,0 +1,117 @@
+"""Service wiring: ``kueue-es run`` — the scheduler as a long-running process over the configured log.
+
+* ``kafka://HOST:PORT/TOPIC`` — a replica of the Kafka scheduler service
+  (:mod:`connectors.kafka.scheduler_service`): transactional consume → decide → produce, one active replica
+  per shard, standbys take over when it dies;
+* a directory (the default, ``./kueue-es-log``) — the embedded log: this process is the log's single writer
+  and its scheduler.
+
+Progress is reported as JSON lines on stdout (``{"event": "active", ...}``); SIGTERM/SIGINT stop gracefully
+(the Kafka replica leaves its group, so a standby takes over at once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from connectors.kafka.scheduler_service import SchedulerReplica, ServiceOptions, default_instance_id
+from connectors.kafka.settings import parse_url
+from connectors.kafka.topics import ensure_topics
+from events import schema as ev
+from events.errors import InvalidInput
+from events.filelog import FileLog
+from events.manifests import load_file
+from kueue_es.config import DEFAULT_EMBEDDED_LOG, Settings
+from kueue_es.scheduler import DEFAULT, SchedulerConfig, decide, next_deadline
+from kueue_es.scheduler.config import load_config
+from projections.cluster import ClusterState
+
+Report = Callable[[str, dict[str, Any]], None]
+
+
+def json_reporter(out: TextIO | None = None) -> Report:
+    def report(kind: str, fields: dict[str, Any]) -> None:
+        stream = out or sys.stdout
+        stream.write(json.dumps({"event": kind, **fields}, sort_keys=False) + "\n")
+        stream.flush()
+
+    return report
+
+
+def scheduler_config(settings: Settings) -> SchedulerConfig:
+    path = settings.scheduler.kueue_config
+    if not path:
+        return DEFAULT
+    manifest = load_file(path)
+    if len(manifest.configs) != 1 or manifest.objects:
+        raise InvalidInput(f"{path}: expected exactly one Kueue Configuration document "
+                           "($.scheduler.kueue_config)")
+    return load_config(manifest.configs[0], path)
+
+
+def options(settings: Settings) -> ServiceOptions:
+    s = settings.scheduler
+    return ServiceOptions(config=scheduler_config(settings), snapshot_every_events=s.snapshot_every_events,
+                          snapshot_interval_s=s.snapshot_interval_s, ticks=s.ticks,
+                          instance_id=s.instance_id or default_instance_id())
+
+
+async def serve(settings: Settings, stop: asyncio.Event, report: Report) -> None:
+    opts = options(settings)
+    if settings.uses_kafka:
+        kafka, _ = parse_url(settings.log, settings.kafka)
+        if kafka.create_topics:
+            await ensure_topics(kafka)
+        await SchedulerReplica(kafka, opts, report).run(stop)
+    else:
+        await serve_embedded(settings.log or DEFAULT_EMBEDDED_LOG, opts, stop, report)
+
+
+async def serve_embedded(path: str, opts: ServiceOptions, stop: asyncio.Event, report: Report) -> None:
+    """The scheduler over the embedded log: fold it, then decide → append → apply whenever there is work."""
+    log = FileLog.open(path, fsync="always")
+    try:
+        state = ClusterState()
+        for batch in log.scan():
+            for r in batch:
+                state.apply(r)
+        report("active", {"log": path, "instance": opts.instance_id, "offset": state.offset})
+        while not stop.is_set():
+            batch: list[Any] = decide(state, opts.config)
+            if not batch and opts.ticks:
+                deadline = next_deadline(state, opts.config)
+                now = int(time.time() * 1000)
+                if deadline is not None and deadline <= now and state.time < now:
+                    batch = [ev.ClockTicked(time=now, id=f"tick-{now}")]
+            if batch:
+                offsets = await log.append(batch)
+                for off, e in zip(offsets, batch, strict=True):
+                    state.apply(ev.Record(off, e))
+                continue
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), 1.0)
+        report("stopped", {"log": path, "instance": opts.instance_id, "offset": state.offset})
+    finally:
+        await log.close()
+
+
+def run(settings: Settings, report: Report | None = None) -> int:
+    """Run until SIGTERM/SIGINT; returns the exit code."""
+    report = report or json_reporter()
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await serve(settings, stop, report)
+
+    asyncio.run(main())
+    return 0
