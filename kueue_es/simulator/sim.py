@@ -22,6 +22,7 @@ from typing import Any
 import anyio
 
 from events import schema as ev
+from events.errors import KueueEsError
 from events.log import EventLog
 from kueue_es.engine import observe, settle
 from kueue_es.scheduler import DEFAULT, SchedulerConfig, next_deadline
@@ -35,6 +36,12 @@ T0 = 1_735_689_600_000
 _FINISH, _STOP, _CREATE = 0, 1, 2
 STOP_DELAY_MS = 10
 """Default time a preempted or evicted job takes to stop (see :class:`Simulation`)."""
+MAX_ROUNDS_PER_INSTANT = 10_000
+"""Rounds of decisions and job reactions allowed at one simulated instant before the run is declared stuck."""
+
+
+class SimulationStuck(KueueEsError):
+    """Decisions and simulated job reactions loop at one instant: nothing lets simulated time pass."""
 
 
 @dataclass
@@ -249,12 +256,17 @@ class Simulation:
             if not facts:
                 facts.append(ev.ClockTicked(time=t))
             await observe(log, state, facts, self._on_records)
-            while True:
+            for _ in range(MAX_ROUNDS_PER_INSTANT):
                 await settle(log, state, self.config, on_records=self._on_records, max_batches=self.max_batches)
                 follow = self._job_facts(t)
                 if not follow:
                     break
                 await observe(log, state, follow, self._on_records)
+            else:
+                raise SimulationStuck(
+                    f"the scheduler and the simulated jobs keep reacting to each other at simulated time "
+                    f"{(t - T0) / 1000:.3f}s without time passing (preemptions undone and redone); run with "
+                    f"a stop delay above zero (--stop-delay-ms)")
             self._sync_usage()
             self._sample(t)
             if self.progress is not None:

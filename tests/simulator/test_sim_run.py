@@ -165,3 +165,39 @@ def test_png_plot_without_matplotlib_fails_before_running(tmp_path, capsys, monk
     err = capsys.readouterr().err
     assert "needs matplotlib" in err and "kueue-es[plot]" in err and ".html" in err
     assert not (tmp_path / "log").exists()
+
+
+THRASH = """
+cohorts:
+  - className: team
+    count: 1
+    queuesSets:
+    - className: cq
+      count: 3
+      nominalQuota: 10
+      borrowingLimit: 10
+      reclaimWithinCohort: Any
+      withinClusterQueue: LowerPriority
+      workloadsSets:
+      - count: 36
+        creationIntervalMs: 250
+        workloads:
+        - {className: batch, runtimeMs: 3000, priority: 10, request: 2}
+      - count: 8
+        creationIntervalMs: 1000
+        initialDelayMs: 3000
+        workloads:
+        - {className: urgent, runtimeMs: 2000, priority: 1000, request: 6}
+"""
+"""Two preemptors of one cohort take the same free quota in turn (reclaimWithinCohort: Any): without a stop
+delay, Kueue's rules undo and redo the same preemptions at one instant."""
+
+
+def test_a_loop_at_one_instant_is_reported_not_spun_forever(tmp_path, monkeypatch) -> None:
+    from kueue_es.simulator import sim
+
+    monkeypatch.setattr(sim, "MAX_ROUNDS_PER_INSTANT", 200)
+    with pytest.raises(sim.SimulationStuck, match="--stop-delay-ms"):
+        runner.run(small(THRASH), tmp_path / "log", stop_delay_ms=0)
+    result = runner.run(small(THRASH), tmp_path / "log2")  # with the default stop delay it completes
+    assert all(c["count"] == c["finished"] for c in result.summary["workloadClasses"].values())
