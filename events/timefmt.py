@@ -18,10 +18,15 @@ def parse_time(text: str) -> int:
     return int(dt.timestamp() * 1000)
 
 
-@lru_cache(maxsize=65536)
 def format_time(ms: int) -> str:
     """ms since the epoch to a Kubernetes timestamp (whole seconds, UTC, ``Z``)."""
-    return datetime.fromtimestamp(ms // 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _format_seconds(ms // 1000)
+
+
+@lru_cache(maxsize=65536)
+def _format_seconds(seconds: int) -> str:
+    # cached per second, not per ms: events a few ms apart share one entry
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def format_time_ms(ms: int) -> str:

@@ -12,8 +12,8 @@ from typing import Any
 import msgspec
 
 from events import objects as o
-from events.timefmt import format_time, parse_time
 from events.quantity import to_int
+from events.timefmt import format_time, parse_time
 
 PENDING, RESERVED, ADMITTED, FINISHED = "Pending", "QuotaReserved", "Admitted", "Finished"
 
@@ -67,8 +67,15 @@ class WorkloadInfo(msgspec.Struct, array_like=True):
 
     @property
     def shape(self) -> tuple[int, bytes]:
-        """Scheduling-equivalence key: effective priority and the encoded pod-set shapes."""
-        return (self.priority, _ENC.encode(self.pod_sets))
+        """Scheduling-equivalence key: effective priority and the encoded pod-set shapes (interned: queues
+        keep one per pending workload, and most workloads share a handful of shapes)."""
+        shape = (self.priority, _ENC.encode(self.pod_sets))
+        found = _SHAPES.get(shape)
+        if found is None:
+            if len(_SHAPES) > 100_000:
+                _SHAPES.clear()
+            found = _SHAPES[shape] = shape
+        return found
 
     @property
     def reserving(self) -> bool:
@@ -109,6 +116,7 @@ class WorkloadInfo(msgspec.Struct, array_like=True):
 
 
 _INTERNED: dict[bytes, PodSetInfo] = {}
+_SHAPES: dict[tuple[int, bytes], tuple[int, bytes]] = {}
 _ENC = msgspec.msgpack.Encoder()
 
 
@@ -152,7 +160,34 @@ def pod_requests(spec: o.PodSpec) -> dict[str, int]:
     return total
 
 
+_TOPOLOGY_ANNOTATIONS = (
+    "kueue.x-k8s.io/podset-required-topology",
+    "kueue.x-k8s.io/podset-preferred-topology",
+    "kueue.x-k8s.io/podset-unconstrained-topology",
+    "kueue.x-k8s.io/podset-slice-required-topology",
+    "kueue.x-k8s.io/podset-slice-size",
+)
+_BY_SPEC: dict[bytes, PodSetInfo] = {}
+
+
 def pod_set_info(ps: o.PodSet) -> PodSetInfo:
+    """The interned :class:`PodSetInfo` of a pod set.
+
+    Memoised on what it is computed from (name, counts, pod spec, topology request and annotations — not the
+    template's labels, which often differ per job), since a workload is upserted again at every status change.
+    """
+    annotations = ps.template.metadata.annotations
+    topo = tuple(annotations.get(k) for k in _TOPOLOGY_ANNOTATIONS) if annotations else None
+    key = _ENC.encode((ps.name, ps.count, ps.min_count, ps.topology_request, topo, ps.template.spec))
+    found = _BY_SPEC.get(key)
+    if found is None:
+        if len(_BY_SPEC) > 100_000:
+            _BY_SPEC.clear()
+        found = _BY_SPEC[key] = _pod_set_info(ps)
+    return found
+
+
+def _pod_set_info(ps: o.PodSet) -> PodSetInfo:
     spec = ps.template.spec
     affinity = None
     na = spec.affinity.node_affinity if spec.affinity else None
