@@ -76,7 +76,8 @@ def next_commands(log: str, audit_workload: str | None, audit_cq: str | None) ->
 def render_next(log: str, audit_workload: str | None, audit_cq: str | None) -> str:
     cmds = next_commands(log, audit_workload, audit_cq)
     width = max(len(c) for c, _ in cmds)
-    lines = [f"The event log is in {log} ({os.path.abspath(log)}). Try next:\n"]
+    full = os.path.abspath(log)
+    lines = [f"The event log is in {log}{f' ({full})' if full != log else ''}. Try next:\n"]
     for c, what in cmds:
         lines.append(f"  {c.ljust(width)}   # {what}\n")
     return "".join(lines)
