@@ -4,11 +4,11 @@ Every step takes the next simulated time ``t`` — a workload's creation, a runn
 own next deadline (backoff, waitForPodsReady) — and appends what the cluster observed at ``t`` as one batch of
 facts (``ObjectUpserted`` workloads, ``WorkloadFinished``; a ``ClockTicked`` when there is nothing else). The
 engine then settles the scheduler: its decisions go to the log and into the projection. The simulated jobs
-react at the same instant: an admitted workload reports ``PodsReadyChanged(ready=True)`` and finishes
-``runtimeMs`` later; a preempted or evicted one stops at once (``JobStopped``) and, when admitted again, runs
-its whole ``runtimeMs`` from scratch. Nothing here reads a wall clock except ``--realtime``'s sleeps, and the
-only randomness is the seeded ``random.Random`` used to build the plan, so a scenario and a seed give the
-same log byte for byte.
+react: an admitted workload reports ``PodsReadyChanged(ready=True)`` at once and finishes ``runtimeMs``
+later; a preempted or evicted one stops (``JobStopped``) ``stop_delay_ms`` later (10 ms by default; 0 means at
+once) and, when admitted again, runs its whole ``runtimeMs`` from scratch. Nothing here reads a wall clock
+except ``--realtime``'s sleeps, and the only randomness is the seeded ``random.Random`` used to build the
+plan, so a scenario and a seed give the same log byte for byte.
 """
 
 from __future__ import annotations
