@@ -61,6 +61,7 @@ from projections import snapshot as snap
 from projections.cluster import ClusterState
 
 MARKER_HEADERS = [(CONTROL_HEADER, b"marker")]
+INSTANCE_HEADER = "kueue-es-instance"
 Report = Callable[[str, dict[str, Any]], None]
 
 
@@ -120,6 +121,8 @@ class ShardEngine:
         self.first_decision_pending = False
         self.decisions = 0
         self.transactions = 0
+        self.replayed = 0
+        """Events folded in during the last catch-up (the log tail after the snapshot)."""
 
     # --- becoming active ---------------------------------------------------------------------------------
 
@@ -141,10 +144,11 @@ class ShardEngine:
             self.snapshot_at = time.monotonic()
         await self._new_producer()
         info["producerMs"] = round((time.monotonic() - self.setup_started) * 1000, 1)
-        self.marker = await self._transact(self._marker_payload(), MARKER_HEADERS, offsets=False)
+        self.marker = await self._transact(self._marker_payload(), self.replica.marker_headers, offsets=False)
         info["marker"] = self.marker
         info["fromNext"] = self.next
         self.setup_info = info
+        self.replayed = 0
         self.outstanding = None
         self.fresh = False
         consumer.seek(self.tp, self.next)
@@ -196,6 +200,8 @@ class ShardEngine:
                 apply(r)
                 n += 1
         self.since_snapshot += n
+        if self.phase is Phase.CATCHING_UP:
+            self.replayed += n
         if self.phase is Phase.CATCHING_UP and self.marker is not None and self.next > self.marker:
             self._activated()
 
@@ -207,7 +213,7 @@ class ShardEngine:
         self.first_decision_pending = True
         self.replica.report("active", {
             **self.setup_info, "instance": self.replica.instance_id, "offset": self.state.offset,
-            "next": self.next, "setupMs": round((now - self.setup_started) * 1000, 1), "wallMs": _ms()})
+            "next": self.next, "replayed": self.replayed, "setupMs": round((now - self.setup_started) * 1000, 1), "wallMs": _ms()})
 
     # --- deciding ----------------------------------------------------------------------------------------
 
@@ -226,7 +232,7 @@ class ShardEngine:
             if deadline is not None and deadline <= now and self.state.time < now:
                 batch = [ev.ClockTicked(time=now, id=f"tick-{self.partition}-{now}")]
         if batch:
-            self.outstanding = await self._transact(encode_batch(batch), BATCH_HEADERS)
+            self.outstanding = await self._transact(encode_batch(batch), self.replica.batch_headers)
             if isinstance(batch[0], ev.Decision):
                 self.decisions += len(batch)
                 if self.first_decision_pending:
@@ -330,6 +336,9 @@ class SchedulerReplica:
         self.assignment_changed = asyncio.Event()
         self.lock = asyncio.Lock()
         self.snapshot_writer = snapshots.SnapshotWriter(settings)
+        self.batch_headers = [*BATCH_HEADERS, (INSTANCE_HEADER, self.instance_id.encode())]
+        """Decision batches name the replica that decided them (for audits; readers ignore it)."""
+        self.marker_headers = [*MARKER_HEADERS, (INSTANCE_HEADER, self.instance_id.encode())]
         self.consumer = AIOKafkaConsumer(
             **{**reader_kwargs(settings), "auto_offset_reset": "earliest"},
             group_id=settings.group_id,

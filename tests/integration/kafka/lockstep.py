@@ -171,7 +171,7 @@ class LockstepDriver:
         self.observed = 0
         self.done = asyncio.Event()
         self.decision_seen: Callable[[ev.Record, float], None] | None = None
-        """Called (from the driver's task) with every decision record and the time it was read."""
+        """Called (from the driver's task) with every decision record and the wall time (ms) it was read."""
 
     async def run(self, on_batch: Callable[[int], Awaitable[None]] | None = None) -> RunResult:
         started = time.monotonic()
@@ -186,7 +186,7 @@ class LockstepDriver:
             quiet_at = None  # state.offset at which decide() was last found empty
             while True:
                 fetched = await consumer.getmany(self.tp, timeout_ms=50)
-                now = time.monotonic()
+                now = time.time() * 1000
                 for rec in fetched.get(self.tp, ()):
                     if is_control(rec.headers):
                         continue
