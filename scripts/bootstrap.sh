@@ -7,9 +7,10 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
+extras='test,plot'
 stamp=.venv/.kueue-es-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ "$(cat "$stamp")" != "$extras" ]; then
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -e '.[test]'
-  touch "$stamp"
+  .venv/bin/python -m pip install -q -e ".[$extras]"
+  echo "$extras" > "$stamp"
 fi
