@@ -369,6 +369,8 @@ class ClusterState:
 
     def _flush_tree(self, cq: str) -> None:
         queues = self.queues
+        if not any(q.inadmissible or q.parked_shapes for q in queues.values()):
+            return  # nothing parked anywhere: no need to (re)build the cohort forest
         for name in self.forest.tree_cluster_queues(cq):
             q = queues.get(name)
             if q is None:

@@ -6,6 +6,7 @@ fields it uses are type-checked, and defaults are Kueue's.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import msgspec
@@ -70,6 +71,7 @@ class SchedulerConfig(_Cfg):
 DEFAULT = SchedulerConfig()
 
 
+@lru_cache(maxsize=256)
 def parse_duration(text: str, where: str = "duration") -> int:
     """A Go duration ("30m", "1h30m", "90s", "500ms") in ms."""
     units = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
