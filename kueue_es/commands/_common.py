@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TextIO
 
+import anyio
 import yaml
 
 from events.codec import Quarantined
@@ -82,7 +83,8 @@ def open_readonly(path: str) -> FileLog:
 
 
 def log_end(log: FileLog) -> int:
-    return log._scan_end() if log.readonly else log._end  # noqa: SLF001 - a sync end_offset
+    """The log's end offset, from synchronous code (the CLI runs no event loop of its own)."""
+    return anyio.run(log.end_offset)
 
 
 def fold_log(

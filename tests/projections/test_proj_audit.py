@@ -174,3 +174,32 @@ def test_audit_is_deterministic_and_independent_of_batching() -> None:
     b = msgspec.msgpack.encode(AuditTrail().apply_all(records([[e for batch in batches for e in batch]])).steps())
     assert a == b
     assert len(msgspec.msgpack.decode(a)) > 50
+
+
+def test_eviction_deactivation_and_reports_from_the_cluster() -> None:
+    key = "team/job"
+    events = setup() + [
+        upsert(workload("team", "job", queue="lq"), T0),                                                   # 3
+        ev.QuotaReserved(key=key, admission=admission("cq-a", "on-demand", 1000), **d(1, 1)),              # 4
+        ev.WorkloadAdmitted(key=key, **d(1, 1)),                                                           # 5
+        ev.PodsReadyChanged(key=key, ready=False, time=T0 + 2 * S),                                        # 6
+        ev.WorkloadEvicted(key=key, reason="PodsReadyTimeout", message="Exceeded the PodsReady timeout",
+                           **d(2, 3)),                                                                      # 7
+        ev.WorkloadRequeued(key=key, status=True, reason="PodsReadyTimeout", release=True, **d(3, 4)),     # 8
+        ev.AdmissionCheckStateChanged(key=key, check="prov", state="Retry", message="capacity",
+                                      time=T0 + 5 * S),                                                    # 9
+        ev.WorkloadDeactivated(key=key, reason="RequeuingLimitExceeded", message="too many", **d(4, 6)),   # 10
+        upsert(workload("team", "job", queue="lq", active=True), T0 + 7 * S),                             # 11 reactivated
+    ]
+    steps = trail_of(events).timeline(key)
+    assert [(s.offset, s.step) for s in steps] == [
+        (3, "Submitted"), (3, "Queued"), (4, "QuotaReserved"), (5, "Admitted"), (6, "PodsReady"), (7, "Evicted"),
+        (8, "Requeued"), (9, "AdmissionCheck"), (10, "Deactivated"), (11, "Queued"),
+    ]
+    by = {s.offset: s for s in steps}
+    assert (by[7].reason, by[7].cluster_queue) == ("PodsReadyTimeout", "cq-a")
+    assert by[8].released and by[8].cluster_queue == "cq-a"
+    assert (by[9].reason, by[9].message) == ("prov=Retry", "capacity")
+    assert by[6].message == "not ready"
+    # the upsert at 11 says active: true again after the deactivation: the workload is queued again
+    assert by[11].cluster_queue == "cq-a"
