@@ -245,3 +245,19 @@ def test_bad_snapshot_and_snapshot_misuse(log: Path, tmp_path: Path) -> None:
     append(other, [ev.ClockTicked(time=1)])
     r = kueue_es("replay", "--log", other, "--snapshot", snap)
     assert r.code == 2 and "belongs to another log" in one_line_error(r)
+
+
+def test_torn_tail_is_reported_by_inspect_and_cut_by_the_next_writer(log: Path) -> None:
+    append(log, [ev.ClockTicked(time=1), ev.ClockTicked(time=2)])  # offsets 11, 12 in one frame
+    seg = log / SEG0
+    frames, _ = scan_frames(seg, seg.read_bytes(), 0)
+    last = frames[-1]
+    cut = last.position + HEADER.size + 3
+    with open(seg, "r+b") as f:
+        f.truncate(cut)
+    data = json.loads(kueue_es("log", "inspect", "--log", log, "-o", "json").out)
+    assert data["events"] == 11 and data["tornTailBytes"] == HEADER.size + 3
+    assert f"Torn tail: {HEADER.size + 3} bytes" in kueue_es("log", "inspect", "--log", log).out
+    assert kueue_es("import", "-f", CLUSTER, "--log", log, "--time", "2024-05-02T00:00:00Z").code == 0
+    data = json.loads(kueue_es("log", "inspect", "--log", log, "-o", "json").out)
+    assert data["events"] == 22 and "tornTailBytes" not in data
