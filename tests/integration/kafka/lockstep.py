@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 
 import msgspec
 from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.errors import KafkaError
 from fixtures.eventgen import T0, cluster_queue, cohort, flavor, local_queue, namespace, upsert, workload
 
+from connectors.kafka.errors import KafkaLogError
 from connectors.kafka.log import KafkaLog, batch_records, is_control, reader_kwargs
 from connectors.kafka.settings import KafkaSettings
 from events import schema as ev
@@ -170,35 +172,24 @@ class LockstepDriver:
         self.batches: list[list[ev.Record]] = []
         self.observed = 0
         self.done = asyncio.Event()
+        self.errors = 0
+        """Broker errors the driver rode out (failed appends, unreachable end offsets)."""
         self.decision_seen: Callable[[ev.Record, float], None] | None = None
         """Called (from the driver's task) with every decision record and the wall time (ms) it was read."""
 
     async def run(self, on_batch: Callable[[int], Awaitable[None]] | None = None) -> RunResult:
         started = time.monotonic()
         log = await KafkaLog.open(self.settings)
-        consumer = AIOKafkaConsumer(**reader_kwargs(self.settings))
+        consumer = self.consumer = AIOKafkaConsumer(**reader_kwargs(self.settings))
         await consumer.start()
         try:
             consumer.assign([self.tp])
             consumer.seek(self.tp, 0)
-            await log.append(self.scenario.setup())
+            await self._append(log, self.scenario.setup())
             k = 0
             quiet_at = None  # state.offset at which decide() was last found empty
             while True:
-                fetched = await consumer.getmany(self.tp, timeout_ms=50)
-                now = time.time() * 1000
-                for rec in fetched.get(self.tp, ()):
-                    if is_control(rec.headers):
-                        continue
-                    batch = batch_records(rec.value, rec.offset, 0, None)
-                    for r in batch:
-                        self.state.apply(r)
-                        if self.decision_seen is not None and isinstance(r.event, ev.Decision):
-                            self.decision_seen(r, now)
-                    self.records.extend(batch)
-                    self.batches.append(batch)
-                end = (await consumer.end_offsets([self.tp]))[self.tp]
-                if await consumer.position(self.tp) < end:
+                if not await self._pump():
                     continue
                 if quiet_at != self.state.offset:
                     if decide(self.state, DEFAULT):
@@ -207,7 +198,7 @@ class LockstepDriver:
                 nxt = self.scenario.next_batch(k, self.state)
                 if nxt is None:
                     break
-                await log.append(nxt)
+                await self._append(log, nxt)
                 k += 1
                 self.observed = k
                 if on_batch is not None:
@@ -217,6 +208,42 @@ class LockstepDriver:
             await consumer.stop()
             await log.close()
         return RunResult(self.records, self.batches, k, time.monotonic() - started)
+
+    async def _pump(self) -> bool:
+        """Fold what the next fetch brings; True when everything committed so far has been folded."""
+        fetched = await self.consumer.getmany(self.tp, timeout_ms=50)
+        now = time.time() * 1000
+        for rec in fetched.get(self.tp, ()):
+            if is_control(rec.headers):
+                continue
+            batch = batch_records(rec.value, rec.offset, 0, None)
+            for r in batch:
+                self.state.apply(r)
+                if self.decision_seen is not None and isinstance(r.event, ev.Decision):
+                    self.decision_seen(r, now)
+            self.records.extend(batch)
+            self.batches.append(batch)
+        try:
+            end = (await asyncio.wait_for(self.consumer.end_offsets([self.tp]), 5))[self.tp]
+        except (KafkaError, TimeoutError):  # the broker is away: try again
+            self.errors += 1
+            await asyncio.sleep(0.2)
+            return False
+        return await self.consumer.position(self.tp) >= end
+
+    async def _append(self, log: KafkaLog, events: list[ev.AnyEvent]) -> None:
+        """Append once: after an error (the broker went away mid-append) look whether the batch was stored
+        before trying again — an idempotent producer does not de-duplicate across calls."""
+        while True:
+            try:
+                await log.append(events)
+                return
+            except KafkaLogError:
+                self.errors += 1
+            while not await self._pump():
+                pass
+            if any([r.event for r in b] == events for b in self.batches[-50:]):
+                return
 
 
 async def read_all(settings: KafkaSettings) -> list[ev.Record]:
