@@ -17,5 +17,6 @@ COMMAND_MODULES: list[str] = [
     "kueue_es.commands.simulate",
     "kueue_es.commands.demo",
     "kueue_es.commands.run",
+    "kueue_es.commands.manifests",
     # other commands (schedule, explain, simulate, demo, ...) are appended here
 ]

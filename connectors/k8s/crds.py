@@ -1,0 +1,259 @@
+"""CustomResourceDefinitions for the kueue.x-k8s.io kinds kueue-es reads and writes, generated from our own views.
+
+The schema of each kind is derived from its msgspec view in :mod:`events.objects` (``msgspec.json`` schema →
+OpenAPI v3, structural): references are inlined, ``X | None`` becomes ``nullable``, a Kubernetes quantity is
+``x-kubernetes-int-or-string``, and free-form maps keep whatever they hold. Our views model only the fields that
+matter to admission, so **every object node also carries** ``x-kubernetes-preserve-unknown-fields: true``: the
+apiserver checks the types of the fields we know and keeps, unpruned, every field we do not model (a pod
+template's image and command, a Workload's ``schedulingStats``, ...). That is looser than Kueue's own CRDs,
+which reject unknown fields; CEL validations and webhooks are not generated.
+
+Versions: ``v1beta2`` is served and stored; ``v1beta1`` is served with the same (permissive) schema and
+conversion strategy ``None`` — the apiserver only rewrites ``apiVersion``, so an object written as v1beta1 is
+stored with its v1beta1 field names (``spec.cohort``, ``spec.priorityClassName``). A conversion webhook that
+renames them is left for later; until then clients should write v1beta2.
+
+Scopes, plurals, short names and the status subresources (Workload, ClusterQueue, LocalQueue, Cohort,
+AdmissionCheck) follow Kueue's API; the printer columns are our own choice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import msgspec
+
+from connectors.k8s.client import KubeClient
+from connectors.k8s.errors import AlreadyExists, KubeError
+from connectors.k8s.resources import KUEUE_RESOURCES, Resource
+from events import objects as o
+
+SERVED_VERSIONS = ("v1beta2", "v1beta1")
+STORAGE_VERSION = "v1beta2"
+
+_PRESERVE = "x-kubernetes-preserve-unknown-fields"
+_EMPTY_OBJECT_DEFAULTS = {("ClusterQueueSpec", "preemption"), ("ClusterQueueSpec", "flavorFungibility")}
+"""Objects Kueue defaults to ``{}`` so that their own field defaults apply."""
+
+
+def _columns(kind: str) -> list[dict[str, Any]]:
+    age = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+
+    def cond(name: str, type_: str) -> dict[str, Any]:
+        return {"name": name, "type": "string", "jsonPath": f'.status.conditions[?(@.type=="{type_}")].status'}
+
+    match kind:
+        case "Workload":
+            return [
+                {"name": "Queue", "type": "string", "jsonPath": ".spec.queueName"},
+                {"name": "Reserved in", "type": "string", "jsonPath": ".status.admission.clusterQueue"},
+                cond("Admitted", "Admitted"),
+                cond("Finished", "Finished"),
+                age,
+            ]
+        case "ClusterQueue":
+            return [
+                {"name": "Cohort", "type": "string", "jsonPath": ".spec.cohortName"},
+                {"name": "Strategy", "type": "string", "jsonPath": ".spec.queueingStrategy", "priority": 1},
+                {"name": "Pending Workloads", "type": "integer", "jsonPath": ".status.pendingWorkloads"},
+                {"name": "Admitted Workloads", "type": "integer", "jsonPath": ".status.admittedWorkloads"},
+                age,
+            ]
+        case "LocalQueue":
+            return [
+                {"name": "ClusterQueue", "type": "string", "jsonPath": ".spec.clusterQueue"},
+                {"name": "Pending Workloads", "type": "integer", "jsonPath": ".status.pendingWorkloads"},
+                {"name": "Admitted Workloads", "type": "integer", "jsonPath": ".status.admittedWorkloads"},
+                age,
+            ]
+        case "WorkloadPriorityClass":
+            return [{"name": "Value", "type": "integer", "jsonPath": ".value"}, age]
+        case _:
+            return [age]
+
+
+# --- msgspec JSON Schema -> structural OpenAPI v3 ---------------------------------------------------------------
+
+
+def _is_null(node: dict[str, Any]) -> bool:
+    return node.get("type") == "null"
+
+
+def _scalar_types(alts: list[dict[str, Any]]) -> set[str] | None:
+    types = set()
+    for a in alts:
+        if set(a) - {"type"} or not isinstance(a.get("type"), str):
+            return None
+        types.add(a["type"])
+    return types
+
+
+def _convert(node: dict[str, Any], defs: dict[str, Any], depth: int = 0) -> dict[str, Any]:
+    if depth > 64:
+        raise ValueError("schema nests too deeply (a recursive view?)")
+    if "$ref" in node:
+        name = node["$ref"].rsplit("/", 1)[-1]
+        out = _convert(defs[name], defs, depth + 1)
+        return out
+    if "anyOf" in node:
+        alts = [a for a in node["anyOf"] if not _is_null(a)]
+        nullable = len(alts) != len(node["anyOf"])
+        types = _scalar_types(alts)
+        if types is not None and "string" in types and ("integer" in types or "number" in types):
+            out: dict[str, Any] = {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True}
+        elif len(alts) == 1:
+            out = _convert(alts[0], defs, depth + 1)
+        else:
+            raise ValueError(f"cannot express a union of {alts} in a structural schema")
+        if nullable:
+            out["nullable"] = True
+        _copy_default(node, out)
+        return out
+    t = node.get("type")
+    out = {}
+    if t == "object":
+        out["type"] = "object"
+        if "properties" in node:
+            out["properties"] = {}
+            for k, v in node["properties"].items():
+                prop = out["properties"][k] = _convert(v, defs, depth + 1)
+                if (node.get("title"), k) in _EMPTY_OBJECT_DEFAULTS:
+                    prop["default"] = {}
+            if node.get("required"):
+                out["required"] = list(node["required"])
+            out[_PRESERVE] = True
+        elif isinstance(node.get("additionalProperties"), dict) and node["additionalProperties"]:
+            out["additionalProperties"] = _convert(node["additionalProperties"], defs, depth + 1)
+        else:
+            out[_PRESERVE] = True  # a free-form map (dict[str, Any])
+    elif t == "array":
+        out["type"] = "array"
+        out["items"] = _convert(node.get("items") or {}, defs, depth + 1)
+    elif t in ("string", "integer", "number", "boolean"):
+        out["type"] = t
+        for k in ("enum", "minimum", "maximum", "pattern", "minLength", "maxLength", "format"):
+            if k in node:
+                out[k] = node[k]
+    elif not node:
+        out[_PRESERVE] = True  # Any
+    else:
+        raise ValueError(f"unsupported schema node {node}")
+    _copy_default(node, out)
+    return out
+
+
+def _copy_default(node: dict[str, Any], out: dict[str, Any]) -> None:
+    """Keep defaults Kueue's API also applies (non-empty strings, non-zero numbers, booleans); drop empty
+    containers, empty strings and nulls, which are our views' "absent"."""
+    if "default" not in node:
+        return
+    d = node["default"]
+    if isinstance(d, bool) or (isinstance(d, str) and d) or (isinstance(d, int) and d != 0):
+        out["default"] = d
+
+
+def _field_schema(view: type[msgspec.Struct], field: str) -> dict[str, Any]:
+    info = {f.name: f for f in msgspec.structs.fields(view)}[field]
+    (schema,), defs = msgspec.json.schema_components([info.type], ref_template="#/$defs/{name}")
+    return _convert(schema, defs)
+
+
+def object_schema(resource: Resource) -> dict[str, Any]:
+    """The openAPIV3Schema of one kind: apiVersion, kind, metadata, and the view's own top-level fields."""
+    view = resource.view
+    props: dict[str, Any] = {
+        "apiVersion": {"type": "string"},
+        "kind": {"type": "string"},
+        "metadata": {"type": "object"},
+    }
+    required: list[str] = []
+    for f in msgspec.structs.fields(view):
+        if f.name in ("api_version", "metadata"):
+            continue
+        props[f.encode_name] = _field_schema(view, f.name)
+    if resource.kind == "WorkloadPriorityClass":
+        required.append("value")
+    if not any(f.name == "status" for f in msgspec.structs.fields(view)) and resource.status_subresource:
+        props["status"] = {"type": "object", _PRESERVE: True}
+    if resource.kind in ("ClusterQueue", "LocalQueue", "Cohort"):
+        # Kueue's queue status (usage, pending counts, conditions) is not part of our views: free-form.
+        props["status"] = {"type": "object", _PRESERVE: True}
+    schema: dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def crd(resource: Resource) -> dict[str, Any]:
+    versions = []
+    for v in SERVED_VERSIONS:
+        version: dict[str, Any] = {
+            "name": v,
+            "served": True,
+            "storage": v == STORAGE_VERSION,
+            "schema": {"openAPIV3Schema": object_schema(resource)},
+            "additionalPrinterColumns": _columns(resource.kind),
+        }
+        if resource.status_subresource:
+            version["subresources"] = {"status": {}}
+        versions.append(version)
+    names: dict[str, Any] = {
+        "kind": resource.kind,
+        "listKind": f"{resource.kind}List",
+        "plural": resource.plural,
+        "singular": resource.kind.lower(),
+    }
+    if resource.short_names:
+        names["shortNames"] = list(resource.short_names)
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{resource.plural}.{resource.group}"},
+        "spec": {
+            "group": resource.group,
+            "names": names,
+            "scope": "Namespaced" if resource.namespaced else "Cluster",
+            "versions": versions,
+            "conversion": {"strategy": "None"},
+        },
+    }
+
+
+def all_crds() -> list[dict[str, Any]]:
+    """One CRD per kueue.x-k8s.io kind in :data:`connectors.k8s.resources.KUEUE_RESOURCES`."""
+    return [crd(r) for r in KUEUE_RESOURCES]
+
+
+assert all(r.kind in o.KINDS for r in KUEUE_RESOURCES)
+
+
+# --- installing ----------------------------------------------------------------------------------------------
+
+CRD_RESOURCE = Resource("CustomResourceDefinition", "apiextensions.k8s.io", "v1", "customresourcedefinitions", False)
+
+
+async def install(client: KubeClient, *, timeout_s: float = 60.0) -> list[str]:
+    """Create or update every CRD and wait until the apiserver serves them (``Established``); returns names."""
+    names = []
+    for doc in all_crds():
+        name = doc["metadata"]["name"]
+        names.append(name)
+        try:
+            await client.create(CRD_RESOURCE, doc)
+        except AlreadyExists:
+            current = msgspec.json.decode(await client.get(CRD_RESOURCE, name))
+            doc = {**doc, "metadata": {**doc["metadata"],
+                                       "resourceVersion": current["metadata"]["resourceVersion"]}}
+            await client.replace(CRD_RESOURCE, name, doc)
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    for name in names:
+        while True:
+            crd_now = msgspec.json.decode(await client.get(CRD_RESOURCE, name))
+            conds = {c["type"]: c["status"] for c in crd_now.get("status", {}).get("conditions", [])}
+            if conds.get("Established") == "True":
+                break
+            if asyncio.get_running_loop().time() > deadline:
+                raise KubeError(f"CustomResourceDefinition {name} was not established within {timeout_s:.0f}s")
+            await asyncio.sleep(0.1)
+    return names

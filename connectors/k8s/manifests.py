@@ -1,0 +1,127 @@
+"""Everything to install kueue-es in a cluster: CRDs, least-privilege RBAC, and the Deployment.
+
+RBAC grants exactly what the connector does:
+
+* read (get/list/watch) every kind it watches: Namespaces, Nodes, Pods, PriorityClasses, Jobs and the Kueue kinds;
+* Workloads: create (the Job integration), delete (orphans whose Job is gone); their ``status``: patch;
+* Jobs: patch (suspend/unsuspend, inject and restore the template), ``jobs/status``: patch (clear startTime);
+* Leases (coordination.k8s.io) in its own namespace only, for leader election: get/create/update.
+
+The Deployment runs ``kueue-es run --kube`` as a non-root user with a read-only root filesystem; the
+embedded log lives on a volume at ``/var/lib/kueue-es`` (an ``emptyDir`` by default: a new pod rebuilds its
+state by relisting, Workload statuses carry what was admitted; use a PersistentVolumeClaim or Kafka to keep
+the history).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from connectors.k8s.crds import all_crds
+from connectors.k8s.resources import ALL, KUEUE_GROUP, LEASES
+
+DEFAULT_NAMESPACE = "kueue-system"
+DEFAULT_NAME = "kueue-es"
+DEFAULT_IMAGE = "kueue-es:0.1.0"
+HEALTH_PORT = 8081
+READ = ["get", "list", "watch"]
+
+
+def _labels(name: str) -> dict[str, str]:
+    return {"app.kubernetes.io/name": name, "app.kubernetes.io/component": "controller"}
+
+
+def cluster_role(name: str = DEFAULT_NAME) -> dict[str, Any]:
+    by_group: dict[str, list[str]] = {}
+    for r in ALL:
+        by_group.setdefault(r.group, []).append(r.plural)
+    rules: list[dict[str, Any]] = [
+        {"apiGroups": [group], "resources": sorted(plurals), "verbs": READ} for group, plurals in by_group.items()
+    ]
+    rules += [
+        {"apiGroups": [KUEUE_GROUP], "resources": ["workloads"], "verbs": ["create", "delete"]},
+        {"apiGroups": [KUEUE_GROUP], "resources": ["workloads/status"], "verbs": ["get", "patch"]},
+        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["patch"]},
+        {"apiGroups": ["batch"], "resources": ["jobs/status"], "verbs": ["get", "patch"]},
+    ]
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name, "labels": _labels(name)},
+        "rules": rules,
+    }
+
+
+def rbac(namespace: str = DEFAULT_NAMESPACE, name: str = DEFAULT_NAME) -> list[dict[str, Any]]:
+    subject = [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount",
+         "metadata": {"name": name, "namespace": namespace, "labels": _labels(name)}},
+        cluster_role(name),
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": name, "labels": _labels(name)},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+         "subjects": subject},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+         "metadata": {"name": f"{name}-leader-election", "namespace": namespace, "labels": _labels(name)},
+         "rules": [{"apiGroups": [LEASES.group], "resources": [LEASES.plural],
+                    "verbs": ["get", "create", "update"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+         "metadata": {"name": f"{name}-leader-election", "namespace": namespace, "labels": _labels(name)},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": f"{name}-leader-election"},
+         "subjects": subject},
+    ]
+
+
+def deployment(namespace: str = DEFAULT_NAMESPACE, name: str = DEFAULT_NAME, image: str = DEFAULT_IMAGE,
+               log: str = "", replicas: int = 2) -> dict[str, Any]:
+    args = ["run", "--kube", "--log", log or "/var/lib/kueue-es/log"]
+    probe = {"httpGet": {"path": "/healthz", "port": "health"}, "periodSeconds": 10}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace, "labels": _labels(name)},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": _labels(name)},
+            "template": {
+                "metadata": {"labels": _labels(name)},
+                "spec": {
+                    "serviceAccountName": name,
+                    "securityContext": {"runAsNonRoot": True, "runAsUser": 65532, "runAsGroup": 65532,
+                                        "fsGroup": 65532, "seccompProfile": {"type": "RuntimeDefault"}},
+                    "containers": [{
+                        "name": "kueue-es",
+                        "image": image,
+                        "args": args,
+                        "env": [
+                            {"name": "KUEUE_ES_KUBE_LEASE_NAMESPACE",
+                             "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+                            {"name": "KUEUE_ES_SCHEDULER_INSTANCE_ID",
+                             "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                        ],
+                        "ports": [{"name": "health", "containerPort": HEALTH_PORT}],
+                        "livenessProbe": {**probe, "initialDelaySeconds": 15},
+                        "readinessProbe": {"httpGet": {"path": "/readyz", "port": "health"}, "periodSeconds": 5},
+                        "resources": {"requests": {"cpu": "500m", "memory": "512Mi"},
+                                      "limits": {"memory": "2Gi"}},
+                        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                                            "capabilities": {"drop": ["ALL"]}},
+                        "volumeMounts": [{"name": "log", "mountPath": "/var/lib/kueue-es"},
+                                         {"name": "tmp", "mountPath": "/tmp"}],
+                    }],
+                    "volumes": [{"name": "log", "emptyDir": {}}, {"name": "tmp", "emptyDir": {}}],
+                },
+            },
+        },
+    }
+
+
+def namespace_object(namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+
+
+def everything(namespace: str = DEFAULT_NAMESPACE, name: str = DEFAULT_NAME, image: str = DEFAULT_IMAGE,
+               log: str = "") -> list[dict[str, Any]]:
+    return [*all_crds(), namespace_object(namespace), *rbac(namespace, name),
+            deployment(namespace, name, image, log)]

@@ -1,0 +1,71 @@
+"""The API resources the connector reads and writes: one table, so the watcher, the CRD generator and the RBAC
+rules agree on group, version, plural and scope."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from events import objects as o
+
+KUEUE_GROUP = "kueue.x-k8s.io"
+KUEUE_VERSION = "v1beta2"
+
+
+@dataclass(frozen=True)
+class Resource:
+    kind: str
+    group: str
+    version: str
+    plural: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    status_subresource: bool = False
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def collection_path(self, namespace: str = "") -> str:
+        """``/api/v1/pods``, ``/apis/batch/v1/namespaces/ns/jobs``, ..."""
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if namespace and self.namespaced:
+            return f"{base}/namespaces/{namespace}/{self.plural}"
+        return f"{base}/{self.plural}"
+
+    def object_path(self, name: str, namespace: str = "", subresource: str = "") -> str:
+        path = f"{self.collection_path(namespace)}/{name}"
+        return f"{path}/{subresource}" if subresource else path
+
+    @property
+    def view(self) -> type[o.KObject]:
+        return o.KINDS[self.kind]
+
+
+KUEUE_RESOURCES: tuple[Resource, ...] = (
+    Resource("ResourceFlavor", KUEUE_GROUP, KUEUE_VERSION, "resourceflavors", False, ("flavor", "flavors", "rf")),
+    Resource("ClusterQueue", KUEUE_GROUP, KUEUE_VERSION, "clusterqueues", False, ("cq",), status_subresource=True),
+    Resource("Cohort", KUEUE_GROUP, KUEUE_VERSION, "cohorts", False, (), status_subresource=True),
+    Resource("LocalQueue", KUEUE_GROUP, KUEUE_VERSION, "localqueues", True, ("queue", "queues", "lq"),
+             status_subresource=True),
+    Resource("Workload", KUEUE_GROUP, KUEUE_VERSION, "workloads", True, ("wl",), status_subresource=True),
+    Resource("WorkloadPriorityClass", KUEUE_GROUP, KUEUE_VERSION, "workloadpriorityclasses", False),
+    Resource("Topology", KUEUE_GROUP, KUEUE_VERSION, "topologies", False, ("topo",)),
+    Resource("AdmissionCheck", KUEUE_GROUP, KUEUE_VERSION, "admissionchecks", False, (), status_subresource=True),
+    Resource("ProvisioningRequestConfig", KUEUE_GROUP, KUEUE_VERSION, "provisioningrequestconfigs", False),
+)
+
+CORE_RESOURCES: tuple[Resource, ...] = (
+    Resource("Namespace", "", "v1", "namespaces", False),
+    Resource("Node", "", "v1", "nodes", False),
+    Resource("Pod", "", "v1", "pods", True),
+    Resource("Job", "batch", "v1", "jobs", True),
+    Resource("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False),
+)
+
+ALL: tuple[Resource, ...] = CORE_RESOURCES + KUEUE_RESOURCES
+BY_KIND: dict[str, Resource] = {r.kind: r for r in ALL}
+
+WATCHED: tuple[str, ...] = tuple(r.kind for r in ALL)
+"""Every kind the watcher lists and watches, in the order it starts them (queues before workloads)."""
+
+LEASES = Resource("Lease", "coordination.k8s.io", "v1", "leases", True)

@@ -1,0 +1,98 @@
+"""Helpers for the kube integration tests: a connected KubeClient, unique namespaces, object builders."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import msgspec
+from kubernetes_asyncio import config
+
+from connectors.k8s.client import KubeClient
+from connectors.k8s.resources import BY_KIND
+
+T = TypeVar("T")
+KUEUE = "kueue.x-k8s.io/v1beta2"
+
+
+async def connect(cluster) -> KubeClient:
+    return KubeClient(await config.new_client_from_config(config_file=cluster.kubeconfig))
+
+
+async def namespace(kc: KubeClient, prefix: str, labels: dict[str, str] | None = None) -> str:
+    name = f"{prefix}-{secrets.token_hex(3)}"
+    await kc.create(BY_KIND["Namespace"], {"apiVersion": "v1", "kind": "Namespace",
+                                           "metadata": {"name": name, "labels": labels or {}}})
+    return name
+
+
+async def create(kc: KubeClient, doc: dict[str, Any]) -> dict[str, Any]:
+    r = BY_KIND[doc["kind"]]
+    return msgspec.json.decode(await kc.create(r, doc, doc["metadata"].get("namespace", "")))
+
+
+async def get(kc: KubeClient, kind: str, name: str, namespace: str = "") -> dict[str, Any]:
+    return msgspec.json.decode(await kc.get(BY_KIND[kind], name, namespace))
+
+
+async def eventually(probe: Callable[[], Awaitable[T | None] | T | None], timeout: float = 30.0,
+                     what: str = "") -> T:
+    """Poll ``probe`` (sync or async) until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    last: Any = None
+    while True:
+        last = probe()
+        if inspect.isawaitable(last):
+            last = await last
+        if last:
+            return last
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what or probe}")
+        await asyncio.sleep(0.05)
+
+
+def flavor(name: str, node_labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": name},
+            "spec": {"nodeLabels": node_labels or {}, **spec}}
+
+
+def cluster_queue(name: str, flavor_quotas: dict[str, dict[str, Any]], **spec: Any) -> dict[str, Any]:
+    resources = sorted({r for q in flavor_quotas.values() for r in q})
+    return {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": name},
+            "spec": {"namespaceSelector": {}, "resourceGroups": [{
+                "coveredResources": resources,
+                "flavors": [{"name": f, "resources": [{"name": r, "nominalQuota": q[r]} for r in resources]}
+                            for f, q in flavor_quotas.items()]}], **spec}}
+
+
+def local_queue(namespace: str, name: str, cq: str) -> dict[str, Any]:
+    return {"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"clusterQueue": cq}}
+
+
+def priority_class(name: str, value: int) -> dict[str, Any]:
+    return {"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value}
+
+
+def job(namespace: str, name: str, queue: str, *, cpu: str = "1", parallelism: int = 1, suspend: bool = True,
+        labels: dict[str, str] | None = None, node_selector: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace,
+                     "labels": {"kueue.x-k8s.io/queue-name": queue, **(labels or {})}},
+        "spec": {
+            "suspend": suspend, "parallelism": parallelism, "completions": parallelism,
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    **({"nodeSelector": node_selector} if node_selector else {}),
+                    "containers": [{"name": "main", "image": "busybox:1.36", "command": ["sleep", "10"],
+                                    "resources": {"requests": {"cpu": cpu}}}],
+                },
+            },
+        },
+    }

@@ -1,0 +1,155 @@
+"""The generated CRDs and RBAC against the real apiserver.
+
+The CRDs install and become Established; a ResourceFlavor, ClusterQueue, LocalQueue and Workload can be
+created through them and read back into our views; fields we do not model survive (no pruning), the defaults
+Kueue applies are applied, Workload status is only writable through the status subresource, v1beta1 is served;
+and the ClusterRole allows what the connector does and nothing much more.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+import msgspec
+import pytest
+import yaml
+from kubehelp import KUEUE, cluster_queue, connect, create, flavor, get, local_queue, namespace
+from kubernetes_asyncio import client, config, utils
+
+from connectors.k8s import crds
+from connectors.k8s import manifests as m
+from connectors.k8s.errors import Invalid
+from connectors.k8s.resources import BY_KIND, KUEUE_RESOURCES, Resource
+from events import objects as o
+from kueue_es.commands.manifests import documents, render
+
+pytestmark = pytest.mark.kube
+
+
+@pytest.mark.asyncio
+async def test_crds_install_and_serve_the_kueue_kinds(kube_apiserver) -> None:
+    async with await connect(kube_apiserver) as kc:
+        names = await crds.install(kc)
+        assert sorted(names) == sorted(f"{r.plural}.kueue.x-k8s.io" for r in KUEUE_RESOURCES)
+        # idempotent: a second install updates in place
+        assert await crds.install(kc) == names
+
+        crd = msgspec.json.decode(await kc.get(crds.CRD_RESOURCE, "workloads.kueue.x-k8s.io"))
+        assert crd["spec"]["names"]["shortNames"] == ["wl"]
+        assert [(v["name"], v["served"], v["storage"]) for v in crd["spec"]["versions"]] == [
+            ("v1beta2", True, True), ("v1beta1", True, False)]
+        assert crd["status"]["acceptedNames"]["kind"] == "Workload"
+
+        sfx = secrets.token_hex(3)
+        ns = await namespace(kc, "crds")
+        await create(kc, flavor(f"default-{sfx}", {"instance-type": "on-demand"}))
+        await create(kc, cluster_queue(f"cq-{sfx}", {f"default-{sfx}": {"cpu": 4, "memory": "8Gi"}}))
+        await create(kc, local_queue(ns, "user-queue", f"cq-{sfx}"))
+        wl = await create(kc, {
+            "apiVersion": KUEUE, "kind": "Workload", "metadata": {"name": "wl-1", "namespace": ns},
+            "spec": {"queueName": "user-queue", "podSets": [{
+                "count": 2,
+                "template": {"spec": {"restartPolicy": "Never", "containers": [{
+                    "name": "main", "image": "busybox:1.36", "command": ["true"],
+                    "resources": {"requests": {"cpu": "500m"}}}]}}}]},
+            # status on create is dropped: it has its own subresource
+            "status": {"conditions": [{"type": "Admitted", "status": "True", "reason": "X", "message": "",
+                                       "lastTransitionTime": "2024-01-01T00:00:00Z"}]},
+        })
+        assert "status" not in wl or not wl["status"].get("conditions")
+        # Kueue's defaults are applied, unmodelled fields are kept
+        assert wl["spec"]["active"] is True
+        assert wl["spec"]["podSets"][0]["name"] == "main"
+        assert wl["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["image"] == "busybox:1.36"
+        cq = await get(kc, "ClusterQueue", f"cq-{sfx}")
+        assert cq["spec"]["queueingStrategy"] == "BestEffortFIFO"
+        assert cq["spec"]["stopPolicy"] == "None"
+        assert cq["spec"]["flavorFungibility"] == {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"}
+
+        # decoded by the views the watcher uses
+        view = msgspec.json.decode(await kc.get(BY_KIND["Workload"], "wl-1", ns), type=o.Workload)
+        assert view.spec.queue_name == "user-queue" and view.spec.pod_sets[0].count == 2
+        assert msgspec.json.decode(await kc.get(BY_KIND["ClusterQueue"], f"cq-{sfx}"), type=o.ClusterQueue) \
+            .spec.resource_groups[0].flavors[0].resources[1].nominal_quota == "8Gi"
+        lq = msgspec.json.decode(await kc.get(BY_KIND["LocalQueue"], "user-queue", ns), type=o.LocalQueue)
+        assert lq.spec.cluster_queue == f"cq-{sfx}"
+
+        # the status subresource takes status
+        rv = wl["metadata"]["resourceVersion"]
+        patched = msgspec.json.decode(await kc.patch(BY_KIND["Workload"], "wl-1", {
+            "metadata": {"resourceVersion": rv},
+            "status": {"admission": {"clusterQueue": f"cq-{sfx}", "podSetAssignments": [
+                {"name": "main", "flavors": {"cpu": f"default-{sfx}"}, "resourceUsage": {"cpu": 1}, "count": 2}]},
+                "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
+                                "message": "m", "lastTransitionTime": "2024-01-01T00:00:00Z"}]}},
+            ns, subresource="status"))
+        assert patched["status"]["admission"]["podSetAssignments"][0]["resourceUsage"] == {"cpu": 1}
+        for kind in ("ClusterQueue", "LocalQueue"):
+            r = BY_KIND[kind]
+            name = f"cq-{sfx}" if kind == "ClusterQueue" else "user-queue"
+            body = {"status": {"pendingWorkloads": 3, "conditions": []}}
+            out = msgspec.json.decode(await kc.patch(r, name, body, ns if r.namespaced else "", subresource="status"))
+            assert out["status"]["pendingWorkloads"] == 3
+
+        # types are checked for the fields we model
+        with pytest.raises(Invalid):
+            await create(kc, {"apiVersion": KUEUE, "kind": "Workload", "metadata": {"name": "bad", "namespace": ns},
+                              "spec": {"queueName": "user-queue", "podSets": [{"count": "two"}]}})
+
+        # v1beta1 is served (no conversion: the same stored object)
+        v1b1 = Resource("Workload", "kueue.x-k8s.io", "v1beta1", "workloads", True)
+        old = msgspec.json.decode(await kc.get(v1b1, "wl-1", ns))
+        assert old["apiVersion"] == "kueue.x-k8s.io/v1beta1"
+        assert old["spec"]["queueName"] == "user-queue"
+
+
+def test_manifests_render_as_multi_document_yaml() -> None:
+    docs = list(yaml.safe_load_all(render(documents("all"))))
+    kinds = [d["kind"] for d in docs]
+    assert kinds.count("CustomResourceDefinition") == len(KUEUE_RESOURCES)
+    assert kinds[len(KUEUE_RESOURCES):] == ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
+                                            "Role", "RoleBinding", "Deployment"]
+    dep = docs[-1]
+    pod = dep["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True
+    assert pod["containers"][0]["args"][:2] == ["run", "--kube"]
+
+
+async def _allowed(api: client.ApiClient, user: str, verb: str, group: str, resource: str,
+                   namespace: str = "", subresource: str = "") -> bool:
+    review = await client.AuthorizationV1Api(api).create_subject_access_review(client.V1SubjectAccessReview(
+        spec=client.V1SubjectAccessReviewSpec(user=user, resource_attributes=client.V1ResourceAttributes(
+            verb=verb, group=group, resource=resource, namespace=namespace or None,
+            subresource=subresource or None))))
+    return bool(review.status.allowed)
+
+
+@pytest.mark.asyncio
+async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserver) -> None:
+    ns_name = f"kueue-es-rbac-{secrets.token_hex(3)}"
+    sa = f"system:serviceaccount:{ns_name}:kueue-es-{ns_name}"
+    async with await config.new_client_from_config(config_file=kube_apiserver.kubeconfig) as api:
+        for doc in [m.namespace_object(ns_name), *m.rbac(ns_name, f"kueue-es-{ns_name}")]:
+            await utils.create_from_dict(api, doc)
+
+        async def ok(verb: str, group: str, resource: str, namespace: str = "", sub: str = "") -> bool:
+            return await _allowed(api, sa, verb, group, resource, namespace, sub)
+
+        for group, resource in [("", "pods"), ("", "nodes"), ("", "namespaces"), ("batch", "jobs"),
+                                ("scheduling.k8s.io", "priorityclasses"), ("kueue.x-k8s.io", "clusterqueues"),
+                                ("kueue.x-k8s.io", "workloads"), ("kueue.x-k8s.io", "topologies")]:
+            assert await ok("watch", group, resource), resource
+            assert await ok("list", group, resource), resource
+        assert await ok("create", "kueue.x-k8s.io", "workloads", "team-a")
+        assert await ok("patch", "kueue.x-k8s.io", "workloads", "team-a", "status")
+        assert await ok("patch", "batch", "jobs", "team-a")
+        assert await ok("update", "coordination.k8s.io", "leases", ns_name)
+
+        assert not await ok("update", "kueue.x-k8s.io", "workloads", "team-a")  # spec: never
+        assert not await ok("delete", "batch", "jobs", "team-a")
+        assert not await ok("create", "batch", "jobs", "team-a")
+        assert not await ok("update", "kueue.x-k8s.io", "clusterqueues")
+        assert not await ok("get", "", "secrets", "team-a")
+        assert not await ok("update", "coordination.k8s.io", "leases", "kube-system")
+        assert not await ok("delete", "", "pods", "team-a")

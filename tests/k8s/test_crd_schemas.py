@@ -1,0 +1,61 @@
+"""The generated CRD schemas are structural (what the apiserver demands) and say what Kueue's API says."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from connectors.k8s.crds import all_crds, object_schema
+from connectors.k8s.resources import BY_KIND, KUEUE_RESOURCES
+
+
+def _walk(node: dict[str, Any], path: str = "$"):
+    yield path, node
+    for k, v in node.get("properties", {}).items():
+        yield from _walk(v, f"{path}.{k}")
+    if isinstance(node.get("items"), dict):
+        yield from _walk(node["items"], f"{path}[]")
+    if isinstance(node.get("additionalProperties"), dict):
+        yield from _walk(node["additionalProperties"], f"{path}{{}}")
+
+
+def test_every_node_is_structural() -> None:
+    for r in KUEUE_RESOURCES:
+        for path, node in _walk(object_schema(r)):
+            assert "$ref" not in node and "title" not in node, path
+            typed = "type" in node
+            free = node.get("x-kubernetes-preserve-unknown-fields") or node.get("x-kubernetes-int-or-string")
+            assert typed or free, f"{r.kind} {path}: no type"
+            if node.get("type") == "object" and "properties" in node and path != "$":
+                assert node.get("x-kubernetes-preserve-unknown-fields") is True, f"{r.kind} {path} would prune"
+
+
+def test_names_scopes_and_subresources() -> None:
+    by_kind = {d["spec"]["names"]["kind"]: d for d in all_crds()}
+    assert set(by_kind) == {r.kind for r in KUEUE_RESOURCES}
+    assert by_kind["LocalQueue"]["spec"]["scope"] == "Namespaced"
+    assert by_kind["Workload"]["spec"]["scope"] == "Namespaced"
+    assert all(by_kind[k]["spec"]["scope"] == "Cluster" for k in by_kind if k not in ("LocalQueue", "Workload"))
+    assert by_kind["ClusterQueue"]["spec"]["names"]["shortNames"] == ["cq"]
+    assert by_kind["ResourceFlavor"]["spec"]["names"]["shortNames"] == ["flavor", "flavors", "rf"]
+    assert by_kind["LocalQueue"]["spec"]["names"]["shortNames"] == ["queue", "queues", "lq"]
+    for kind in ("Workload", "ClusterQueue", "LocalQueue"):
+        assert all(v["subresources"] == {"status": {}} for v in by_kind[kind]["spec"]["versions"]), kind
+    assert all("subresources" not in v for v in by_kind["ResourceFlavor"]["spec"]["versions"])
+    for d in by_kind.values():
+        assert d["spec"]["conversion"] == {"strategy": "None"}
+        assert [v["storage"] for v in d["spec"]["versions"]] == [True, False]
+
+
+def test_quantities_are_int_or_string_and_kueue_defaults_apply() -> None:
+    cq = object_schema(BY_KIND["ClusterQueue"])["properties"]["spec"]["properties"]
+    quota = cq["resourceGroups"]["items"]["properties"]["flavors"]["items"]["properties"]["resources"]["items"]
+    assert quota["properties"]["nominalQuota"]["x-kubernetes-int-or-string"] is True
+    assert quota["properties"]["borrowingLimit"]["nullable"] is True
+    assert quota["required"] == ["name"]
+    assert cq["queueingStrategy"]["default"] == "BestEffortFIFO"
+    assert cq["preemption"]["default"] == {}
+    assert cq["preemption"]["properties"]["withinClusterQueue"]["default"] == "Never"
+    wl = object_schema(BY_KIND["Workload"])["properties"]["spec"]["properties"]
+    assert wl["active"]["default"] is True
+    assert wl["podSets"]["items"]["properties"]["count"]["default"] == 1
+    assert "default" not in wl["queueName"]  # empty strings are "absent", not defaults
