@@ -1,0 +1,109 @@
+"""The connector's view of the log: the cluster-state projection plus what only the connector needs.
+
+* ``state`` — :class:`projections.cluster.ClusterState`, the same fold the scheduler decides on; the desired
+  Workload status is ``status_of(state.workloads[key])``;
+* ``inventory`` — kind → key → (uid, resourceVersion) of every object the log says exists, so a relist (after a
+  410, or after a restart, when this is folded from the log again) emits exactly the differences;
+* ``workloads`` — the last observed Workload objects (their status as the apiserver has it, their
+  resourceVersion for optimistic concurrency, their pod-set templates to restore a stopped Job);
+* ``pending`` — decisions without an outcome (``DecisionApplied``/``DecisionRejected``) yet, per workload.
+
+It is a fold like every projection: applying the same records gives the same mirror. ``dirty_workloads`` and
+``dirty_jobs`` collect the keys each record touched, for the writer and the Job integration to look at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from events import objects as o
+from events import schema as ev
+from projections.cluster import ClusterState
+
+WORKLOAD_EVENTS = (ev.Decision, ev.WorkloadFinished, ev.PodsReadyChanged, ev.AdmissionCheckStateChanged,
+                   ev.JobStopped)
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+
+
+class Mirror:
+    def __init__(self, state: ClusterState | None = None) -> None:
+        self.state = state if state is not None else ClusterState()
+        self.inventory: dict[str, dict[str, tuple[str, str]]] = {}
+        self.workloads: dict[str, o.Workload] = {}
+        self.pending: dict[str, dict[int, str]] = {}
+        """Workload key -> {decision offset: decision type} still waiting for an outcome."""
+        self.job_of: dict[str, str] = {}
+        """Workload key -> key of the Job that owns it (controller ownerReference)."""
+        self.workload_of: dict[str, str] = {}
+        """Job key -> key of its Workload (the latest one seen)."""
+        self.dirty_workloads: set[str] = set()
+        self.dirty_jobs: set[str] = set()
+        self.listeners: list[Callable[[list[ev.Record]], None]] = []
+
+    @property
+    def offset(self) -> int:
+        return self.state.offset
+
+    def apply_batch(self, records: list[ev.Record]) -> None:
+        for r in records:
+            self.apply(r)
+        for listener in self.listeners:
+            listener(records)
+
+    def apply(self, record: ev.Record) -> None:
+        self.state.apply(record)
+        e = record.event
+        match e:
+            case ev.ObjectUpserted():
+                obj = e.obj
+                kind = type(obj).__struct_config__.tag  # type: ignore[attr-defined]
+                key = obj.key
+                self.inventory.setdefault(kind, {})[key] = (obj.metadata.uid, obj.metadata.resource_version)
+                if isinstance(obj, o.Workload):
+                    self.workloads[key] = obj
+                    self.dirty_workloads.add(key)
+                    owner = _controller_job(obj)
+                    if owner is not None:
+                        job_key = f"{obj.metadata.namespace}/{owner}"
+                        self.job_of[key] = job_key
+                        self.workload_of[job_key] = key
+                        self.dirty_jobs.add(job_key)
+                elif isinstance(obj, o.Job):
+                    self.dirty_jobs.add(key)
+            case ev.ObjectDeleted():
+                self.inventory.get(e.kind, {}).pop(e.key, None)
+                if e.kind == "Workload":
+                    self.workloads.pop(e.key, None)
+                    self.dirty_workloads.add(e.key)
+                    job_key = self.job_of.pop(e.key, None)
+                    if job_key is not None:
+                        if self.workload_of.get(job_key) == e.key:
+                            del self.workload_of[job_key]
+                        self.dirty_jobs.add(job_key)
+                elif e.kind == "Job":
+                    self.dirty_jobs.add(e.key)
+            case ev.DecisionApplied() | ev.DecisionRejected():
+                decisions = self.pending.get(e.key)
+                if decisions is not None:
+                    decisions.pop(e.decision, None)
+                    if not decisions:
+                        del self.pending[e.key]
+            case _:
+                pass
+        if isinstance(e, WORKLOAD_EVENTS):
+            self.dirty_workloads.add(e.key)
+            job_key = self.job_of.get(e.key)
+            if job_key is not None:
+                self.dirty_jobs.add(job_key)
+            if isinstance(e, ev.Decision):
+                self.pending.setdefault(e.key, {})[record.offset] = type(e).__struct_config__.tag  # type: ignore[attr-defined]
+
+    def seen(self, kind: str, key: str) -> tuple[str, str] | None:
+        return self.inventory.get(kind, {}).get(key)
+
+
+def _controller_job(w: o.Workload) -> str | None:
+    for ref in w.metadata.owner_references:
+        if ref.controller and ref.kind == "Job" and ref.api_version.startswith("batch/"):
+            return ref.name
+    return None

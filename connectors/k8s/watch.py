@@ -1,0 +1,289 @@
+"""List+watch the cluster into observed events: ``ObjectUpserted`` / ``ObjectDeleted``.
+
+Per resource (:mod:`connectors.k8s.resources`), the loop is the informer's:
+
+1. **list** everything (paged, one consistent snapshot) and emit, as one batch, exactly the differences from
+   what the log already says (the mirror's inventory: kind → key → (uid, resourceVersion)): new or changed
+   objects are upserted, objects the log has but the list has not are deleted. A relist therefore never
+   produces a spurious change — not after a 410, not after a restart (the inventory is folded from the log);
+2. **watch** from the list's resourceVersion with bookmarks; every event moves the resume point; an event whose
+   (uid, resourceVersion) the log already has is dropped (a resumed watch may replay);
+3. the server ends a watch after ``timeout_seconds``: watch again from the resume point; a cut connection or a
+   5xx: back off and watch again from the resume point; **410 Gone**: go to 1.
+
+Objects are decoded with msgspec into :mod:`events.objects` views. One that does not decode, or fails the checks
+Kueue's webhooks make (a malformed quantity, ...), is skipped and reported — the log only ever holds objects the
+projections can fold, and the connector keeps running. Event time is the wall clock when the watch delivered
+the change (connectors may read clocks; the core never does). Event ids are ``kind/uid/resourceVersion`` (and
+``kind/uid/deleted``), stable across retries.
+
+Events go to the log through one appender task that takes everything queued and appends it as one batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+import structlog
+
+from connectors.k8s.client import KubeClient, resource_version_of
+from connectors.k8s.errors import Gone, KubeError
+from connectors.k8s.mirror import Mirror
+from connectors.k8s.resources import BY_KIND, WATCHED, Resource
+from events import objects as o
+from events import schema as ev
+from events.errors import InvalidInput
+from events.manifests import _validate as validate_object
+
+log = structlog.get_logger("kueue_es.k8s.watch")
+Emit = Callable[[Sequence[ev.AnyEvent]], Awaitable[Any]]
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class WatchStats:
+    listed: dict[str, int] = field(default_factory=dict)
+    relists: dict[str, int] = field(default_factory=dict)
+    upserted: int = 0
+    deleted: int = 0
+    duplicates: int = 0
+    skipped: dict[str, str] = field(default_factory=dict)
+    """``kind key`` -> why the object was not taken (undecodable, invalid)."""
+
+
+class Watcher:
+    """Keeps the log in step with the cluster for the watched kinds; see the module docstring."""
+
+    def __init__(self, client: KubeClient, mirror: Mirror, emit: Emit, *, kinds: Sequence[str] = WATCHED,
+                 timeout_seconds: int = 300, backoff_s: float = 1.0) -> None:
+        self.client = client
+        self.mirror = mirror
+        self.emit = emit
+        self.resources = [BY_KIND[k] for k in kinds]
+        self.timeout_seconds = timeout_seconds
+        self.backoff_s = backoff_s
+        self.stats = WatchStats()
+        self.synced: dict[str, asyncio.Event] = {r.kind: asyncio.Event() for r in self.resources}
+        self.resume_from: dict[str, str] = {}
+        self._decoders = {r.kind: msgspec.json.Decoder(r.view) for r in self.resources}
+        # what this watcher emitted, ahead of the mirror (which only learns it once the log applied it)
+        self._emitted: dict[str, dict[str, tuple[str, str] | None]] = {r.kind: {} for r in self.resources}
+
+    @property
+    def is_synced(self) -> bool:
+        return all(e.is_set() for e in self.synced.values())
+
+    async def wait_synced(self) -> None:
+        for e in self.synced.values():
+            await e.wait()
+
+    async def run(self, resume: dict[str, str] | None = None) -> None:
+        """Watch every kind until cancelled; ``resume`` (kind -> resourceVersion) watches from there first
+        instead of listing (a 410 then falls back to the relist)."""
+        self.mirror.listeners.append(self._on_applied)
+        try:
+            async with asyncio.TaskGroup() as tg:
+                for r in self.resources:
+                    tg.create_task(self.run_resource(r, (resume or {}).get(r.kind)), name=f"watch-{r.kind}")
+        finally:
+            self.mirror.listeners.remove(self._on_applied)
+
+    def _on_applied(self, records: list[ev.Record]) -> None:
+        if any(self._emitted.values()):
+            self.forget_emitted()
+
+    # --- one resource --------------------------------------------------------------------------------------
+
+    async def run_resource(self, r: Resource, resume_from: str | None = None) -> None:
+        rv: str | None = resume_from
+        failures = 0
+        while True:
+            try:
+                if rv is None:
+                    rv = await self.relist(r)
+                    self.synced[r.kind].set()
+                rv = await self.watch_once(r, rv)
+                failures = 0
+            except Gone:
+                log.info("watch expired, relisting", kind=r.kind, resource_version=rv)
+                self.stats.relists[r.kind] = self.stats.relists.get(r.kind, 0) + 1
+                rv = None
+            except KubeError as exc:
+                failures += 1
+                delay = min(self.backoff_s * 2 ** min(failures - 1, 5), 30.0)
+                log.warning("watch failed, retrying", kind=r.kind, error=str(exc), retry_in_s=delay)
+                await asyncio.sleep(delay)
+
+    async def relist(self, r: Resource) -> str:
+        """List ``r`` and emit exactly what differs from the log; returns the list's resourceVersion."""
+        listed = await self.client.list(r)
+        t = now_ms()
+        seen_keys: set[str] = set()
+        out: list[ev.AnyEvent] = []
+        for raw in listed.items:
+            obj = self._decode(r, raw)
+            if obj is None:
+                continue
+            seen_keys.add(obj.key)
+            e = self._upsert(r, obj, t)
+            if e is not None:
+                out.append(e)
+        for key, (uid, rv) in sorted(self._known(r.kind).items()):
+            if key not in seen_keys:
+                out.append(self._delete(r, key, uid, rv, t))
+        self.stats.listed[r.kind] = len(listed.items)
+        if out:
+            await self.emit(out)
+        log.info("listed", kind=r.kind, objects=len(listed.items), changes=len(out),
+                 resource_version=listed.metadata.resource_version)
+        return listed.metadata.resource_version
+
+    async def watch_once(self, r: Resource, rv: str) -> str:
+        """One watch request from ``rv`` until the server ends it; returns where to resume."""
+        async for event in self.client.watch(r, rv, timeout_seconds=self.timeout_seconds,
+                                             on_open=self.synced[r.kind].set):
+            t = now_ms()
+            if event.type == "BOOKMARK":
+                rv = resource_version_of(event.object) or rv
+                self.resume_from[r.kind] = rv
+                continue
+            obj = self._decode(r, event.object)
+            if obj is None:
+                rv = resource_version_of(event.object) or rv
+                continue
+            rv = obj.metadata.resource_version or rv
+            self.resume_from[r.kind] = rv
+            if event.type in ("ADDED", "MODIFIED"):
+                e = self._upsert(r, obj, t)
+            elif event.type == "DELETED":
+                known = self._known(r.kind).get(obj.key)
+                e = None
+                if known is not None and known[0] == obj.metadata.uid:
+                    e = self._delete(r, obj.key, obj.metadata.uid, obj.metadata.resource_version, t)
+                else:
+                    self.stats.duplicates += 1
+            else:
+                log.warning("unknown watch event type", kind=r.kind, type=event.type)
+                continue
+            if e is not None:
+                await self.emit([e])
+        return rv
+
+    # --- helpers -------------------------------------------------------------------------------------------
+
+    def _known(self, kind: str) -> dict[str, tuple[str, str]]:
+        """What the log says exists, overlaid with what this watcher emitted and the log has not applied yet."""
+        known = dict(self.mirror.inventory.get(kind, {}))
+        for key, v in self._emitted[kind].items():
+            if v is None:
+                known.pop(key, None)
+            else:
+                known[key] = v
+        return known
+
+    def _upsert(self, r: Resource, obj: o.KObject, t: int) -> ev.ObjectUpserted | None:
+        m = obj.metadata
+        current = (m.uid, m.resource_version)
+        emitted = self._emitted[r.kind]
+        if emitted.get(obj.key, self.mirror.seen(r.kind, obj.key)) == current:
+            self.stats.duplicates += 1
+            return None
+        emitted[obj.key] = current
+        self.stats.upserted += 1
+        return ev.ObjectUpserted(time=t, key=obj.key, uid=m.uid, resource_version=m.resource_version,
+                                 id=f"{r.kind}/{m.uid}/{m.resource_version}", obj=obj)
+
+    def _delete(self, r: Resource, key: str, uid: str, rv: str, t: int) -> ev.ObjectDeleted:
+        self._emitted[r.kind][key] = None
+        self.stats.deleted += 1
+        return ev.ObjectDeleted(time=t, key=key, uid=uid, resource_version=rv, id=f"{r.kind}/{uid}/deleted",
+                                kind=r.kind)
+
+    def forget_emitted(self) -> None:
+        """Drop the overlay for whatever the mirror has caught up with (called after the log applied)."""
+        for kind, emitted in self._emitted.items():
+            inv = self.mirror.inventory.get(kind, {})
+            for key in [k for k, v in emitted.items() if inv.get(k) == v or (v is None and k not in inv)]:
+                del emitted[key]
+
+    def _decode(self, r: Resource, raw: msgspec.Raw | bytes) -> o.KObject | None:
+        try:
+            obj = self._decoders[r.kind].decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            self._skip(r, _name_of(raw), f"cannot decode: {exc}")
+            return None
+        try:
+            validate_object(obj, f"{r.kind} {obj.key}")
+        except InvalidInput as exc:
+            self._skip(r, obj.key, str(exc))
+            return None
+        self.stats.skipped.pop(f"{r.kind} {obj.key}", None)
+        return obj
+
+    def _skip(self, r: Resource, key: str, why: str) -> None:
+        if self.stats.skipped.get(f"{r.kind} {key}") != why:
+            log.warning("object skipped", kind=r.kind, key=key, reason=why)
+        self.stats.skipped[f"{r.kind} {key}"] = why
+
+
+class _NameOnly(msgspec.Struct):
+    name: str = ""
+    namespace: str = ""
+
+
+class _Named(msgspec.Struct):
+    metadata: _NameOnly = msgspec.field(default_factory=_NameOnly)
+
+
+def _name_of(raw: msgspec.Raw | bytes) -> str:
+    try:
+        m = msgspec.json.decode(raw, type=_Named).metadata
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return "?"
+    return f"{m.namespace}/{m.name}" if m.namespace else m.name
+
+
+class Appender:
+    """Takes event lists from the watchers and appends everything queued as one batch (bounded queue)."""
+
+    def __init__(self, append: Callable[[Sequence[ev.AnyEvent]], Awaitable[Any]], *, max_batch: int = 5000,
+                 queue_size: int = 1000, on_appended: Callable[[], None] | None = None) -> None:
+        self._append = append
+        self._queue: asyncio.Queue[tuple[list[ev.AnyEvent], asyncio.Future[None]]] = asyncio.Queue(queue_size)
+        self.max_batch = max_batch
+        self.on_appended = on_appended
+
+    async def emit(self, events: Sequence[ev.AnyEvent]) -> None:
+        """Queue ``events`` and return once they are in the log."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        await self._queue.put((list(events), done))
+        await done
+
+    async def run(self) -> None:
+        while True:
+            items = [await self._queue.get()]
+            size = len(items[0][0])
+            while not self._queue.empty() and size < self.max_batch:
+                items.append(self._queue.get_nowait())
+                size += len(items[-1][0])
+            batch = [e for events, _ in items for e in events]
+            try:
+                await self._append(batch)
+            except BaseException as exc:
+                for _, done in items:
+                    if not done.done():
+                        done.set_exception(exc if isinstance(exc, Exception) else RuntimeError("cancelled"))
+                raise
+            if self.on_appended is not None:
+                self.on_appended()
+            for _, done in items:
+                if not done.done():
+                    done.set_result(None)
