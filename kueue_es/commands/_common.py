@@ -60,14 +60,23 @@ def time_arg(flag: str) -> Callable[[str], int]:
     return parse
 
 
-def offset_arg(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an offset: {text!r} (expected an integer >= 0)") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"not an offset: {text!r} (expected an integer >= 0)")
-    return value
+def int_arg(minimum: int, what: str = "an integer") -> Callable[[str], int]:
+    """An argparse ``type`` for integers of at least ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < minimum:
+            raise argparse.ArgumentTypeError(f"not {what}: {text!r} (expected an integer >= {minimum})")
+        return value
+
+    parse.__name__ = what
+    return parse
+
+
+offset_arg = int_arg(0, "an offset")
 
 
 # --- logs --------------------------------------------------------------------------------------------------

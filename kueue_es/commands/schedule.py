@@ -8,7 +8,7 @@ from typing import Any
 from events import schema as ev
 from projections.workloads import status_of
 
-from kueue_es.commands._common import add_output_argument, time_arg, write_data
+from kueue_es.commands._common import add_output_argument, int_arg, time_arg, write_data
 from kueue_es.scheduler.cycle import run_cycle
 from kueue_es.statefile import load_state
 
@@ -21,22 +21,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "a kind: List of every Workload whose status the cycles changed, as Kueue would write it.",
     )
     p.add_argument("-f", "--filename", required=True, metavar="STATE.yaml")
-    p.add_argument("--cycles", type=_positive, default=1, metavar="N", help="scheduling cycles to run (default 1)")
+    p.add_argument("--cycles", type=int_arg(1, "a cycle count"), default=1, metavar="N", help="scheduling cycles to run (default 1)")
     p.add_argument("--config", metavar="FILE", help="Kueue Configuration (config.kueue.x-k8s.io/v1beta2)")
     p.add_argument("--now", type=time_arg("--now"), metavar="TIME",
                    help="the time the cycles run at (default: the latest timestamp in the state)")
     add_output_argument(p, ("yaml", "json"), "yaml")
     p.set_defaults(func=run)
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
 
 
 def schedule(path: str, cycles: int = 1, config_path: str | None = None, now: int | None = None) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from events.errors import InvalidInput
 from events.manifests import load_file
-from kueue_es.commands._common import write_json
+from kueue_es.commands._common import int_arg, write_json
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig, load_config
 
 
@@ -35,9 +35,9 @@ def register(subparsers: Any) -> None:
                    "(needs matplotlib)")
     p.add_argument("--realtime", action="store_true",
                    help="let the simulated clock follow real time, so the run can be watched live")
-    p.add_argument("--jitter-ms", type=_non_negative, default=0, metavar="MS",
+    p.add_argument("--jitter-ms", type=int_arg(0), default=0, metavar="MS",
                    help="delay each workload's creation by a random 0..MS ms drawn from --seed (default 0)")
-    p.add_argument("--stop-delay-ms", type=_non_negative, default=None, metavar="MS",
+    p.add_argument("--stop-delay-ms", type=int_arg(0), default=None, metavar="MS",
                    help="time a preempted job takes to stop, in ms (default 10)")
     p.add_argument("--config", metavar="FILE", help="Kueue Configuration (config.kueue.x-k8s.io/v1beta2) for "
                    "the scheduler; pass the same file to 'replay --verify'")
@@ -48,21 +48,11 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log", metavar="PATH", default=None,
                    help="directory for the new log (must not exist or be empty; default: a fresh directory "
                    "under the current one)")
-    p.add_argument("--seed", type=_non_negative, default=0, metavar="N",
+    p.add_argument("--seed", type=int_arg(0), default=0, metavar="N",
                    help="seed of the simulator's randomness (workload UIDs, --jitter-ms); same scenario and seed "
                    "give the same log byte for byte (default 0)")
     p.add_argument("-o", "--output", choices=["text", "json"], default="text",
                    help="output format: text, json (default text)")
-
-
-def _non_negative(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {v}")
-    return v
 
 
 def load_scheduler_config(path: str | None) -> SchedulerConfig:
