@@ -16,8 +16,10 @@ from typing import Any
 from events import objects as o
 from events import schema as ev
 from events.timefmt import format_time, parse_time
+from projections.clusterqueues import ClusterQueueInfo, selector_matches
 from projections.cohorts import CohortForest, build_forest
 from projections.queues import ClusterQueueQueue, SortKey
+from projections.quota import QuotaTree, build_quota_tree
 from projections.workloads import (
     ADMITTED,
     FINISHED,
@@ -29,6 +31,8 @@ from projections.workloads import (
 )
 
 WPC_GROUP = "kueue.x-k8s.io"
+
+__all__ = ["ClusterState", "selector_matches"]
 
 
 class ClusterState:
@@ -67,6 +71,12 @@ class ClusterState:
         self.last_cycle = 0
         """Highest scheduler cycle number in the log; the next cycle is numbered one more."""
         self._forest: CohortForest | None = None
+        self._quota: QuotaTree | None = None
+        self.spec_generation = 0
+        """Bumped whenever a spec a compiled :class:`ClusterQueueInfo` depends on changes (ClusterQueues,
+        Cohorts, ResourceFlavors, Namespaces' labels, AdmissionChecks, Topologies)."""
+        self._cq_infos: dict[str, ClusterQueueInfo] = {}
+        self._cq_infos_generation = 0
 
     # --- derived structure ----------------------------------------------------------------------------------
 
@@ -75,6 +85,39 @@ class ClusterState:
         if self._forest is None:
             self._forest = build_forest(self.cluster_queues, self.cohorts)
         return self._forest
+
+    @property
+    def quota(self) -> QuotaTree:
+        """The quota tree over the cohort forest, with current usage; kept up to date as quota is charged and
+        released, rebuilt after a ClusterQueue or Cohort spec changes. A cycle writes only inside an overlay."""
+        if self._quota is None:
+            self._quota = build_quota_tree(self.cluster_queues, self.cohorts, self.forest, self.usage)
+        return self._quota
+
+    def cq_info(self, cq: str) -> ClusterQueueInfo | None:
+        """The compiled spec of ClusterQueue ``cq`` (None when it does not exist)."""
+        if self._cq_infos_generation != self.spec_generation:
+            self._cq_infos.clear()
+            self._cq_infos_generation = self.spec_generation
+        info = self._cq_infos.get(cq)
+        if info is None:
+            obj = self.cluster_queues.get(cq)
+            if obj is None:
+                return None
+            info = self._cq_infos[cq] = ClusterQueueInfo(cq, obj, self.flavors, self.admission_checks,
+                                                         self.topologies, self.forest)
+        return info
+
+    def inactive_reason(self, cq: str) -> str | None:
+        """Why a ClusterQueue cannot admit (Kueue's Active=False reasons), or None when it is active."""
+        info = self.cq_info(cq)
+        return "NotFound" if info is None else info.inactive
+
+    def _specs_changed(self, quota: bool = False) -> None:
+        self.spec_generation += 1
+        if quota:
+            self._forest = None
+            self._quota = None
 
     def queue(self, cq: str) -> ClusterQueueQueue:
         q = self.queues.get(cq)
@@ -140,18 +183,28 @@ class ClusterState:
         name = obj.metadata.name
         match obj:
             case o.Namespace():
-                self.namespaces[name] = dict(obj.metadata.labels)
+                labels = dict(obj.metadata.labels)
+                if self.namespaces.get(name) != labels:
+                    self._specs_changed()
+                self.namespaces[name] = labels
                 self._flush_all()
             case o.ResourceFlavor():
+                old = self.flavors.get(name)
                 self.flavors[name] = obj
+                if old is None or old.spec != obj.spec:
+                    self._specs_changed()
                 self._flush_all()
             case o.ClusterQueue():
+                old = self.cluster_queues.get(name)
                 self.cluster_queues[name] = obj
-                self._forest = None
+                if old is None or old.spec != obj.spec:
+                    self._specs_changed(quota=True)
                 self._flush_tree(name)
             case o.Cohort():
+                old = self.cohorts.get(name)
                 self.cohorts[name] = obj
-                self._forest = None
+                if old is None or old.spec != obj.spec:
+                    self._specs_changed(quota=True)
                 self._flush_all()
             case o.LocalQueue():
                 key = obj.key
@@ -168,9 +221,11 @@ class ClusterState:
                 self._reprioritise("scheduling.k8s.io", name)
             case o.Topology():
                 self.topologies[name] = obj
+                self._specs_changed()
                 self._flush_all()
             case o.AdmissionCheck():
                 self.admission_checks[name] = obj
+                self._specs_changed()
                 self._flush_all()
             case o.ProvisioningRequestConfig():
                 self.provisioning_configs[name] = obj
@@ -213,7 +268,9 @@ class ClusterState:
         if table is None or table.pop(key, None) is None:
             return
         if kind in ("ClusterQueue", "Cohort"):
-            self._forest = None
+            self._specs_changed(quota=True)
+        elif kind in ("Namespace", "ResourceFlavor", "AdmissionCheck", "Topology"):
+            self._specs_changed()
         if kind == "LocalQueue":
             for wk in sorted(self.lq_members.get(key, ())):
                 self._enqueue(self.workloads[wk])
@@ -413,6 +470,8 @@ class ClusterState:
         usage = self.usage.setdefault(wl.cluster_queue, {})
         for fr, v in wl.usage.items():
             usage[fr] = usage.get(fr, 0) + sign * v
+        if self._quota is not None:
+            self._quota.charge(wl.cluster_queue, wl.usage, sign)
 
     def _release(self, wl: WorkloadInfo) -> None:
         if wl.reserving:
@@ -576,33 +635,6 @@ def _handler_of(t: type) -> Any:
         if base in _HANDLERS:
             return _HANDLERS[base]
     return None
-
-
-def selector_matches(selector: o.LabelSelector | None, labels: dict[str, str] | None) -> bool:
-    """Kubernetes label-selector semantics; a nil selector matches nothing, ``{}`` everything."""
-    if selector is None or labels is None:
-        return False
-    for k, v in selector.match_labels.items():
-        if labels.get(k) != v:
-            return False
-    for req in selector.match_expressions:
-        present = req.key in labels
-        match req.operator:
-            case "In":
-                if not present or labels[req.key] not in req.values:
-                    return False
-            case "NotIn":
-                if present and labels[req.key] in req.values:
-                    return False
-            case "Exists":
-                if not present:
-                    return False
-            case "DoesNotExist":
-                if present:
-                    return False
-            case _:
-                return False
-    return True
 
 
 def _true(c: o.Condition | None) -> bool:

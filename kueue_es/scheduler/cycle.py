@@ -2,58 +2,85 @@
 
 Phases (Kueue's ``schedule()``):
 1. heads — the first pending workload of every active ClusterQueue;
-2. snapshot — a quota tree copied from the projection;
+2. snapshot — the projection's quota tree, in a copy-on-write overlay that is rolled back at the end;
 3. nominate — flavor assignment, preemption targets, partial admission;
 4. order — non-borrowing first, then priority, then queue time (or the fair-sharing tournament);
 5. admit — in that order, each entry charging the snapshot so later entries see it;
 6. requeue — failed entries get QuotaReserved=False and are parked or kept, per queueing strategy.
-The output is a list of decision events; nothing is mutated outside the cycle's own snapshot.
+The output is a list of decision events; the projection is left exactly as it was.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import gc
+from collections.abc import Callable
+from functools import lru_cache
 
 from events import objects as o
 from events import schema as ev
 from events.quantity import format_quantity
-from projections.cluster import ClusterState, selector_matches
+from projections.cluster import ClusterState
+from projections.clusterqueues import ClusterQueueInfo
 from projections.workloads import WorkloadInfo
 
 from kueue_es.scheduler.config import SchedulerConfig
-from kueue_es.scheduler.flavors import Assignment, Granular, Mode, assign_flavors
+from kueue_es.scheduler.flavors import Assignment, Granular, Mode, PodSetResult, assign_flavors
 from kueue_es.scheduler.preemption import Target, find_targets
-from kueue_es.scheduler.quota import QuotaNode, QuotaTree, build_quota_tree
+from kueue_es.scheduler.quota import QuotaNode, QuotaTree
 
+_NO_FIT, _PREEMPT = Mode.NO_FIT, Mode.PREEMPT
 PARK_ALWAYS_HEAP = frozenset({"FailedAfterNomination", "PendingPreemption", "PendingMigration", "PreemptionFailed"})
 
 
-@dataclass
 class Entry:
-    wl: WorkloadInfo
-    cq: str
-    assignment: Assignment | None = None
-    targets: list[Target] = field(default_factory=list)
-    status: str = ""
-    """Non-empty when the entry was not nominated: the QuotaReserved=False reason."""
-    message: str = ""
-    requeue_reason: str = ""
+    __slots__ = ("assignment", "cq", "message", "requeue_reason", "status", "targets", "wl")
+
+    def __init__(self, wl: WorkloadInfo, cq: str, assignment: Assignment | None = None,
+                 targets: list[Target] | None = None) -> None:
+        self.wl = wl
+        self.cq = cq
+        self.assignment = assignment
+        self.targets: list[Target] = targets if targets is not None else []
+        self.status = ""
+        """Non-empty when the entry was not nominated: the QuotaReserved=False reason."""
+        self.message = ""
+        self.requeue_reason = ""
+
+    def __repr__(self) -> str:
+        mode = Mode.NAMES[self.assignment.mode] if self.assignment is not None else ""
+        return f"Entry({self.wl.key}, {self.cq}, {self.status or mode})"
 
 
 class CycleContext:
-    """What one cycle reads (the projection) and mutates (its own quota tree)."""
+    """What one cycle reads (the projection) and mutates (the projection's quota tree, inside an overlay).
 
-    def __init__(self, state: ClusterState, config: SchedulerConfig, now: int) -> None:
+    Use as a context manager: the overlay opens on entry and is rolled back on exit, so the projection is
+    unchanged afterwards whatever happened in between.
+    """
+
+    def __init__(self, state: ClusterState, config: SchedulerConfig, now: int, *, trace: bool = False) -> None:
         self.state = state
+        self.trace = trace
+        """Record what each flavor tried said (``PodSetResult.tried``), for ``explain``."""
         self.config = config
         self.now = now
-        self.tree: QuotaTree = build_quota_tree(state)
+        self.tree: QuotaTree = state.quota
+        self.ignore_undeclared = config.resources.quota_check_strategy == "IgnoreUndeclared"
+        self.info: Callable[[str], ClusterQueueInfo] = state.cq_info  # type: ignore[assignment]
+        """The compiled ClusterQueue (only asked for queues that exist)."""
+
+    def __enter__(self) -> CycleContext:
+        self.tree.begin()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.tree.rollback()
 
     def reserving_in(self, cq: str) -> list[WorkloadInfo]:
         wls = self.state.workloads
         return [wls[k] for k in sorted(self.state.reserving.get(cq, ()))]
 
-    def preemption_oracle(self, wl: WorkloadInfo, node: QuotaNode, fr: str, val: int) -> tuple[Granular, int]:
+    def preemption_oracle(self, wl: WorkloadInfo, node: QuotaNode, fr: str, val: int) -> tuple[int, int]:
         targets = find_targets(self, wl, node, {fr: val}, {fr: val})
         if not targets:
             return Granular.NO_CANDIDATES, node.lowest_fitting_height(fr, val)[0]
@@ -71,60 +98,36 @@ class CycleContext:
 
 def inactive_reason(state: ClusterState, cq: str) -> str | None:
     """Why a ClusterQueue cannot admit (Kueue's Active=False reasons), or None when it is active."""
-    obj = state.cluster_queues.get(cq)
-    if obj is None:
-        return "NotFound"
-    spec = obj.spec
-    reasons = []
-    if spec.stop_policy not in ("None", ""):
-        reasons.append("Stopped")
-    if "cq:" + cq in state.forest.cyclic:
-        reasons.append("Unknown")
-    for rg in spec.resource_groups:
-        for fq in rg.flavors:
-            if fq.name not in state.flavors:
-                reasons.append("FlavorNotFound")
-                break
-    checks = spec.admission_checks_strategy.admission_checks if spec.admission_checks_strategy else []
-    if any(c.name not in state.admission_checks for c in checks):
-        reasons.append("AdmissionCheckNotFound")
-    for rg in spec.resource_groups:
-        for fq in rg.flavors:
-            f = state.flavors.get(fq.name)
-            if f is not None and f.spec.topology_name and f.spec.topology_name not in state.topologies:
-                reasons.append("TopologyNotFound")
-    return reasons[0] if reasons else None
+    return state.inactive_reason(cq)
 
 
 def required_checks(state: ClusterState, cq: str, flavors: set[str]) -> list[str]:
-    spec = state.cluster_queues[cq].spec
-    rules = spec.admission_checks_strategy.admission_checks if spec.admission_checks_strategy else []
-    return sorted(r.name for r in rules if not r.on_flavors or flavors & set(r.on_flavors))
+    info = state.cq_info(cq)
+    return info.required_checks(flavors) if info is not None else []
 
 
 def heads(state: ClusterState) -> list[Entry]:
     out = []
-    for cq in sorted(state.queues):
-        q = state.queues[cq]
-        key = q.head()
-        if key is None or inactive_reason(state, cq) is not None:
+    queues, workloads, inactive = state.queues, state.workloads, state.inactive_reason
+    for cq in sorted(queues):
+        key = queues[cq].head()
+        if key is None or inactive(cq) is not None:
             continue
-        out.append(Entry(state.workloads[key], cq))
+        out.append(Entry(workloads[key], cq))
     return out
 
 
 def nominate(ctx: CycleContext, e: Entry) -> None:
     state, wl = ctx.state, e.wl
-    if any(s.state in ("Retry", "Rejected") for s in wl.check_states.values()):
+    if wl.check_states and any(s.state in ("Retry", "Rejected") for s in wl.check_states.values()):
         e.status, e.message = "PendingEvaluation", "The workload has failed admission checks"
         return
-    cq = state.cluster_queues[e.cq]
     labels = state.namespaces.get(wl.namespace)
     if labels is None:
         e.status, e.message = "Misconfigured", f"Namespace {wl.namespace} doesn't exist"
         e.requeue_reason = "NamespaceMismatch"
         return
-    if not selector_matches(cq.spec.namespace_selector, labels):
+    if not ctx.info(e.cq).namespace_matches(wl.namespace, labels):
         e.status, e.message = "Misconfigured", "Workload namespace doesn't match ClusterQueue selector"
         e.requeue_reason = "NamespaceMismatch"
         return
@@ -172,32 +175,53 @@ def _try_partial(ctx: CycleContext, e: Entry) -> None:
         e.assignment, e.targets = found
 
 
-def order_entries(entries: list[Entry]) -> list[Entry]:
-    def key(e: Entry) -> tuple:
-        borrow = e.assignment.borrow if e.assignment is not None else 0
-        return (borrow, -e.wl.priority, e.wl.queue_order_time(), e.wl.uid)
+def _order_key(e: Entry) -> tuple:
+    wl = e.wl
+    return (e.assignment.borrow if e.assignment is not None else 0, -wl.priority, wl.queue_order_time(), wl.uid)
 
-    return sorted(entries, key=key)
+
+def order_entries(entries: list[Entry]) -> list[Entry]:
+    """Kueue's classical order: lower borrowing level, higher priority, earlier queue-order time (then UID)."""
+    return sorted(entries, key=_order_key)
 
 
 def run_cycle(state: ClusterState, config: SchedulerConfig, now: int, cycle: int) -> list[ev.Decision]:
-    ctx = CycleContext(state, config, now)
     entries = heads(state)
+    if not entries:
+        return []
+    # The cycle's temporaries (entries, assignments, ...) live until it ends and form no reference cycles:
+    # reference counting frees them all. Left on, the cyclic collector would promote them to the oldest
+    # generation in mid-cycle collections and so trigger full collections of the whole projection (tens of
+    # milliseconds with 50,000 workloads) every few cycles. It is paused for the cycle and resumed after.
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        with CycleContext(state, config, now) as ctx:
+            return _run(ctx, entries, cycle)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _run(ctx: CycleContext, entries: list[Entry], cycle: int) -> list[ev.Decision]:
+    state, now = ctx.state, ctx.now
     for e in entries:
         nominate(ctx, e)
     out: list[ev.Decision] = []
     victims: set[str] = set()
     base = {"time": now, "cycle": cycle, "input": state.offset}
+    tree = ctx.tree
     for e in order_entries(entries):
-        wl, a = e.wl, e.assignment
+        a = e.assignment
         if e.status:
             _pending(out, state, e, e.status, e.message, e.requeue_reason, base)
             continue
         assert a is not None
-        if a.mode == Mode.NO_FIT:
+        if a.mode == _NO_FIT:
             _pending(out, state, e, a.reason, a.message, "NoFit", base)
             continue
-        if a.mode == Mode.PREEMPT and not e.targets:
+        if a.mode == _PREEMPT and not e.targets:
             _pending(out, state, e, "WaitingForQuota", a.message, "PreemptionNoCandidates", base)
             if state.cluster_queues[e.cq].spec.preemption.reclaim_within_cohort != "Any":
                 _reserve_capacity(ctx, e)
@@ -206,22 +230,28 @@ def run_cycle(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
             _pending(out, state, e, "WaitingForQuota",
                      "Workload has overlapping preemption targets with another workload", "FailedAfterNomination", base)
             continue
-        node = ctx.tree.cluster_queues[e.cq]
+        node = tree.cluster_queues[e.cq]
         removed = [t.workload for t in e.targets]
         for w in removed:
-            ctx.tree.charge(w.cluster_queue, w.usage, -1)
-        fits = all(v <= node.available(fr) for fr, v in a.usage.items())
+            tree.charge(w.cluster_queue, w.usage, -1)
+        fits = True
+        for fr, v in a.usage.items():
+            if v > node.available(fr):
+                fits = False
+                break
         for w in removed:
-            ctx.tree.charge(w.cluster_queue, w.usage, 1)
+            tree.charge(w.cluster_queue, w.usage, 1)
         if not fits:
             _pending(out, state, e, "WaitingForQuota", "Workload no longer fits after processing another workload",
                      "FailedAfterNomination", base)
             continue
         for w in removed:
             victims.add(w.key)
-            ctx.tree.charge(w.cluster_queue, w.usage, -1)
-        ctx.tree.charge(e.cq, a.usage, 1)
-        if e.targets:
+            tree.charge(w.cluster_queue, w.usage, -1)
+        for fr, v in a.usage.items():
+            if v:
+                node.add_usage(fr, v)
+        if removed:
             _preempt(out, state, e, base)
             continue
         _admit(out, state, e, base)
@@ -248,8 +278,7 @@ def _reserve_capacity(ctx: CycleContext, e: Entry) -> None:
 def _pending(out: list[ev.Decision], state: ClusterState, e: Entry, reason: str, message: str,
              requeue_reason: str, base: dict) -> None:
     wl = e.wl
-    strategy = state.cluster_queues[e.cq].spec.queueing_strategy
-    if strategy == "StrictFIFO":
+    if state.cluster_queues[e.cq].spec.queueing_strategy == "StrictFIFO":
         parked = requeue_reason == "NamespaceMismatch"
     else:
         parked = requeue_reason not in PARK_ALWAYS_HEAP
@@ -298,26 +327,57 @@ def _preemption_message(state: ClusterState, preemptor: WorkloadInfo, victim: Wo
             f"preemptee path: {_path(state, victim.cluster_queue)}")
 
 
+_format = lru_cache(maxsize=8192)(format_quantity)
+
+
+def _pod_set_assignment(ps: PodSetResult) -> o.PodSetAssignment:
+    names = sorted(ps.flavors) if len(ps.flavors) > 1 else list(ps.flavors)
+    return o.PodSetAssignment(
+        name=ps.name,
+        flavors={r: ps.flavors[r] for r in names},
+        resource_usage={r: _format(r, ps.requests[r]) for r in names},
+        count=ps.count,
+    )
+
+
 def admission_of(e: Entry) -> o.Admission:
     a = e.assignment
     assert a is not None
+    if len(a.pod_sets) == 1 and a.pod_sets[0].plan is not None:
+        # one pod set: the same plan (per ClusterQueue) with the same flavors always writes the same Admission
+        ps = a.pod_sets[0]
+        key = (None, *ps.flavors.items())
+        adm = ps.plan.admissions.get(key)
+        if adm is None:
+            adm = ps.plan.admissions[key] = o.Admission(cluster_queue=e.cq, pod_set_assignments=[_pod_set_assignment(ps)])
+        return adm  # type: ignore[return-value]
     psas = []
     for ps in a.pod_sets:
-        psas.append(o.PodSetAssignment(
-            name=ps.name,
-            flavors=dict(sorted(ps.flavors.items())),
-            resource_usage={r: format_quantity(r, ps.requests[r]) for r in sorted(ps.flavors)},
-            count=ps.count,
-        ))
+        plan = ps.plan
+        if plan is None:
+            psas.append(_pod_set_assignment(ps))
+            continue
+        # the same plan with the same flavors always writes the same (immutable) PodSetAssignment
+        key = tuple(ps.flavors.items())
+        psa = plan.admissions.get(key)
+        if psa is None:
+            psa = plan.admissions[key] = _pod_set_assignment(ps)
+        psas.append(psa)
     return o.Admission(cluster_queue=e.cq, pod_set_assignments=psas)
 
 
 def _admit(out: list[ev.Decision], state: ClusterState, e: Entry, base: dict) -> None:
     wl = e.wl
     admission = admission_of(e)
+    # explicit keywords: unpacking ``**base`` costs more than building the event itself
+    t, cyc, i = base["time"], base["cycle"], base["input"]
     out.append(ev.QuotaReserved(key=wl.key, uid=wl.uid, admission=admission,
-                                message=f"Quota reserved in ClusterQueue {e.cq}", **base))
-    flavors = {f for psa in admission.pod_set_assignments for f in psa.flavors.values()}
-    checks = required_checks(state, e.cq, flavors)
-    if all(wl.check_states.get(c) is not None and wl.check_states[c].state == "Ready" for c in checks):
-        out.append(ev.WorkloadAdmitted(key=wl.key, uid=wl.uid, message="The workload is admitted", **base))
+                                message=f"Quota reserved in ClusterQueue {e.cq}", time=t, cycle=cyc, input=i))
+    info = state.cq_info(e.cq)
+    if info is not None and info.check_rules:
+        flavors = {f for psa in admission.pod_set_assignments for f in psa.flavors.values()}
+        checks = info.required_checks(flavors)
+        if not all(wl.check_states.get(c) is not None and wl.check_states[c].state == "Ready" for c in checks):
+            return
+    out.append(ev.WorkloadAdmitted(key=wl.key, uid=wl.uid, message="The workload is admitted", time=t, cycle=cyc,
+                                   input=i))

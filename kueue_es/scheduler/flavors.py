@@ -8,8 +8,6 @@ keep looking for a better one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from enum import IntEnum
 from typing import TYPE_CHECKING
 
 from events import objects as o
@@ -23,56 +21,67 @@ NO_MATCHING_FLAVOR, EXCEEDS_MAX_QUOTA, WAITING_FOR_QUOTA = "NoMatchingFlavor", "
 _SEVERITY = {NO_MATCHING_FLAVOR: 3, EXCEEDS_MAX_QUOTA: 2, WAITING_FOR_QUOTA: 1, "TopologyPlacementFailed": 0}
 
 
-class Mode(IntEnum):
-    """External assignment modes, worst first (Kueue's FlavorAssignmentMode)."""
+class Mode:
+    """External assignment modes, worst first (Kueue's FlavorAssignmentMode). Plain ints: the hot path compares
+    them millions of times, and enum member lookups and hashing cost more than the comparisons."""
 
     NO_FIT = 0
     PREEMPT = 1
     DEFERRED_FIT = 2
     FIT = 3
+    NAMES = ("NoFit", "Preempt", "DeferredFit", "Fit")
 
 
-class Granular(IntEnum):
-    """Internal per-flavor outcome, worst first."""
+class Granular:
+    """Internal per-flavor outcome, worst first (plain ints, like :class:`Mode`)."""
 
     NO_FIT = 0
     NO_CANDIDATES = 1
     PREEMPT = 2
     RECLAIM = 3
     FIT = 4
-
-    @property
-    def mode(self) -> Mode:
-        if self is Granular.FIT:
-            return Mode.FIT
-        return Mode.PREEMPT if self >= Granular.NO_CANDIDATES else Mode.NO_FIT
+    NAMES = ("noFit", "noCandidates", "preempt", "reclaim", "fit")
+    MODE = (Mode.NO_FIT, Mode.PREEMPT, Mode.PREEMPT, Mode.PREEMPT, Mode.FIT)
+    """Granular -> the external mode it shows as."""
 
 
-@dataclass
 class PodSetResult:
-    name: str
-    count: int
-    flavors: dict[str, str] = field(default_factory=dict)
-    """resource -> flavor."""
-    requests: dict[str, int] = field(default_factory=dict)
-    """resource -> total for the pod set."""
-    mode: Granular = Granular.FIT
-    borrow: int = 0
-    reasons: list[str] = field(default_factory=list)
-    no_fit_reason: str = ""
-    tried: dict[str, list[str]] = field(default_factory=dict)
-    """resource group (first resource) -> what each flavor tried said, for `explain`."""
+    """The flavors chosen for one pod set, and how they fit."""
+
+    __slots__ = ("borrow", "count", "flavors", "mode", "name", "no_fit_reason", "plan", "reasons", "requests", "tried")
+
+    def __init__(self, name: str, count: int, requests: dict[str, int]) -> None:
+        self.name = name
+        self.count = count
+        self.flavors: dict[str, str] = {}
+        """resource -> flavor."""
+        self.requests = requests
+        """resource -> total for the pod set."""
+        self.mode = _FIT
+        self.borrow = 0
+        self.reasons: list[str] = []
+        self.no_fit_reason = ""
+        self.tried: dict[str, list[str]] = {}
+        """resource group (first resource) -> what each flavor tried said; recorded only when the cycle traces
+        (``CycleContext.trace``, set by ``explain``)."""
+        self.plan: _Plan | None = None
+
+    def __repr__(self) -> str:
+        return f"PodSetResult({self.name}, {self.count}, {self.flavors}, {Granular.NAMES[self.mode]})"
 
 
-@dataclass
 class Assignment:
-    pod_sets: list[PodSetResult]
-    mode: Mode
-    borrow: int
-    usage: dict[str, int]
-    """``flavor/resource`` -> total."""
-    message: str
-    reason: str
+    __slots__ = ("borrow", "message", "mode", "pod_sets", "reason", "usage")
+
+    def __init__(self, pod_sets: list[PodSetResult], mode: int, borrow: int, usage: dict[str, int], message: str,
+                 reason: str) -> None:
+        self.pod_sets = pod_sets
+        self.mode = mode
+        self.borrow = borrow
+        self.usage = usage
+        """``flavor/resource`` -> total."""
+        self.message = message
+        self.reason = reason
 
     def needs_preemption_frs(self) -> dict[str, int]:
         """The flavor-resources whose assignment needs preemption, with the amount requested."""
@@ -148,67 +157,114 @@ def flavor_eligible(ps: PodSetInfo, flavor: o.ResourceFlavor | None, name: str) 
     return None
 
 
-def _stop_here(mode: Granular, borrow: int, ff: o.FlavorFungibility) -> bool:
-    if mode <= Granular.NO_CANDIDATES:
+_MODE_NAMES = ("no_fit", "no_candidates", "preempt", "reclaim", "fit")
+"""How ``tried`` names a granular mode."""
+_NO_FIT, _NO_CANDIDATES, _PREEMPT, _RECLAIM, _FIT = 0, 1, 2, 3, 4
+_EXTERNAL = Granular.MODE
+_M_FIT = Mode.FIT
+
+
+def _stop_here(mode: int, borrow: int, ff: o.FlavorFungibility) -> bool:
+    if mode <= _NO_CANDIDATES:
         return False
-    if mode in (Granular.PREEMPT, Granular.RECLAIM) and ff.when_can_preempt == "TryNextFlavor":
+    if (mode == _PREEMPT or mode == _RECLAIM) and ff.when_can_preempt == "TryNextFlavor":
         return False
     if borrow > 0 and ff.when_can_borrow == "TryNextFlavor":
         return False
     return True
 
 
-def _better(mode: Granular, borrow: int, best_mode: Granular, best_borrow: int, ff: o.FlavorFungibility) -> bool:
-    if mode == Granular.NO_FIT:
+def _better(mode: int, borrow: int, best_mode: int, best_borrow: int, ff: o.FlavorFungibility) -> bool:
+    if mode == _NO_FIT:
         return False
-    if best_mode == Granular.NO_FIT:
+    if best_mode == _NO_FIT:
         return True
     if ff.preference == "PreemptionOverBorrowing":
         return (borrow, -mode) < (best_borrow, -best_mode)
     return (-mode, borrow) < (-best_mode, best_borrow)
 
 
+class _Plan:
+    """What a pod set of a given count asks of one ClusterQueue, independent of quota: its requests, and per
+    requested resource (in name order) the resource group covering it and the group's resources it requests.
+    Memoised per (pod set, count) on the compiled ClusterQueue, so a cycle does not redo it for every head."""
+
+    __slots__ = ("admissions", "ps", "requests", "steps")
+
+    def __init__(self, info, ps: PodSetInfo, count: int, ignore_undeclared: bool) -> None:
+        self.ps = ps
+        requests = {r: v * count for r, v in ps.requests}
+        if info.covers_pods:
+            requests["pods"] = count
+        self.requests = requests
+        """resource -> total for the pod set (shared by every result of this plan: read-only)."""
+        steps: list[tuple[str, object, list[str]]] = []
+        for r in sorted(requests):
+            group = info.group_of.get(r)
+            if group is None:
+                if requests[r] == 0 or ignore_undeclared:
+                    continue
+                steps.append((r, None, []))
+                continue
+            steps.append((r, group, [x for x in group.covered if x in requests]))
+        self.steps = steps
+        self.admissions: dict[tuple, o.PodSetAssignment | o.Admission] = {}
+        """chosen flavors -> the PodSetAssignment written for them; (None, *chosen flavors) -> the whole Admission
+        of a one-pod-set workload. Both are immutable, so they are shared."""
+
+
+def _plan(info, ps: PodSetInfo, count: int, ignore_undeclared: bool) -> _Plan:
+    plans = info.plans
+    key = (id(ps), count, ignore_undeclared)  # the plan keeps ``ps`` alive, so its id is not reused meanwhile
+    plan = plans.get(key)
+    if plan is None or plan.ps is not ps:
+        if len(plans) > 4096:
+            plans.clear()
+        plan = plans[key] = _Plan(info, ps, count, ignore_undeclared)
+    return plan
+
+
 def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: list[int] | None = None) -> Assignment:
     """Assign flavors to every pod set of ``wl`` in ClusterQueue ``cq_name`` (counts override for partial admission)."""
-    spec = ctx.state.cluster_queues[cq_name].spec
+    info = ctx.info(cq_name)
     node = ctx.tree.cluster_queues[cq_name]
-    groups = spec.resource_groups
-    covers_pods = any("pods" in rg.covered_resources for rg in groups)
-    ignore_undeclared = ctx.config.resources.quota_check_strategy == "IgnoreUndeclared"
+    ignore_undeclared = ctx.ignore_undeclared
     assumed: dict[str, int] = {}
     results: list[PodSetResult] = []
     for i, ps in enumerate(wl.pod_sets):
         count = counts[i] if counts is not None else ps.count
-        requests = {r: v * count for r, v in ps.requests}
-        if covers_pods:
-            requests["pods"] = count
-        res = PodSetResult(ps.name, count, requests=requests)
+        plan = _plan(info, ps, count, ignore_undeclared)
+        requests = plan.requests
+        res = PodSetResult(ps.name, count, requests)
+        res.plan = plan
         results.append(res)
         if count == 0:
             continue
-        for r in sorted(requests):
+        for r, group, wanted in plan.steps:
             if r in res.flavors:
                 continue
-            group = next((g for g in groups if r in g.covered_resources), None)
             if group is None:
-                if requests[r] == 0 or ignore_undeclared:
-                    continue
-                res.mode = Granular.NO_FIT
+                res.mode = _NO_FIT
                 res.reasons.append(f"resource {r} unavailable in ClusterQueue")
                 res.no_fit_reason = _worse(res.no_fit_reason, NO_MATCHING_FLAVOR)
                 continue
-            wanted = [x for x in group.covered_resources if x in requests]
-            _assign_group(ctx, wl, node, spec, ps, group, wanted, requests, assumed, res)
+            _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res)
         for r, f in res.flavors.items():
             fr = f"{f}/{r}"
             assumed[fr] = assumed.get(fr, 0) + requests[r]
-    mode = min((r.mode.mode for r in results), default=Mode.FIT)
-    borrow = max((r.borrow for r in results), default=0)
+    if len(results) == 1:
+        r0 = results[0]
+        mode, borrow = _EXTERNAL[r0.mode], r0.borrow
+    else:
+        mode = min((_EXTERNAL[r.mode] for r in results), default=_M_FIT)
+        borrow = max((r.borrow for r in results), default=0)
+    if mode == _M_FIT:
+        return Assignment(results, mode, borrow, assumed, "", WAITING_FOR_QUOTA)
     messages = [f"couldn't assign flavors to pod set {r.name}: {', '.join(sorted(r.reasons))}"
-                for r in results if r.mode != Granular.FIT and r.reasons]
+                for r in results if r.mode != _FIT and r.reasons]
     reason = ""
     for r in results:
-        if r.mode == Granular.NO_FIT:
+        if r.mode == _NO_FIT:
             reason = _worse(reason, r.no_fit_reason or NO_MATCHING_FLAVOR)
     return Assignment(results, mode, borrow, assumed, "; ".join(messages), reason or WAITING_FOR_QUOTA)
 
@@ -217,46 +273,80 @@ def _worse(a: str, b: str) -> str:
     return a if a and _SEVERITY.get(a, 0) >= _SEVERITY.get(b, 0) else b
 
 
-def _assign_group(ctx, wl, node, spec, ps, group, wanted, requests, assumed, res: PodSetResult) -> None:
-    ff = spec.flavor_fungibility
-    best: tuple[Granular, int, str] | None = None
+def _eligible(info, slot, ps: PodSetInfo) -> str | None:
+    """Memoised :func:`flavor_eligible` (a flavor without labels and taints serves every pod set)."""
+    if slot.plain:
+        return None
+    memo = info.eligibility
+    key = (slot.name, ps)
+    try:
+        return memo[key]
+    except KeyError:
+        pass
+    if len(memo) > 4096:
+        memo.clear()
+    why = memo[key] = flavor_eligible(ps, slot.flavor, slot.name)
+    return why
+
+
+def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res: PodSetResult) -> None:
+    ff = info.spec.flavor_fungibility
+    best: tuple[int, int, str] | None = None
     group_reasons: list[str] = []
     group_no_fit = ""
-    tried: list[str] = []
-    for fq in group.flavors:
-        name = fq.name
-        why = flavor_eligible(ps, ctx.state.flavors.get(name), name)
-        if why is not None:
-            group_reasons.append(why)
-            tried.append(f"{name}: {why}")
-            group_no_fit = _least(group_no_fit, NO_MATCHING_FLAVOR)
-            continue
-        mode, borrow = Granular.FIT, 0
-        flavor_reasons: list[str] = []
+    tried: list[str] | None = [] if ctx.trace else None  # only ``explain`` reads it: no list per head otherwise
+    spec = info.spec
+    for slot in group.flavors:
+        name = slot.name
+        if not slot.plain:
+            why = _eligible(info, slot, ps)
+            if why is not None:
+                group_reasons.append(why)
+                if tried is not None:
+                    tried.append(f"{name}: {why}")
+                group_no_fit = _least(group_no_fit, NO_MATCHING_FLAVOR)
+                continue
+        mode, borrow = _FIT, 0
+        flavor_reasons: list[str] | None = None
         flavor_no_fit = ""
+        frs = slot.frs
         for r in wanted:
-            fr = f"{name}/{r}"
-            m, b, msg, nf = _fits(ctx, wl, node, spec, fr, r, assumed.get(fr, 0), requests[r])
+            fr = frs[r]
+            m, b, msg, nf = _fits(ctx, wl, node, spec, name, fr, r, assumed.get(fr, 0), requests[r])
             if m < mode:
                 mode = m
-            borrow = max(borrow, b)
+            if b > borrow:
+                borrow = b
             if msg:
-                flavor_reasons.append(msg)
+                if flavor_reasons is None:
+                    flavor_reasons = [msg]
+                else:
+                    flavor_reasons.append(msg)
             if nf:
                 flavor_no_fit = _worse(flavor_no_fit, nf)
-        tried.append(f"{name}: {mode.name.lower()}" + (f" ({'; '.join(flavor_reasons)})" if flavor_reasons else "")
-                     + (f", borrowing level {borrow}" if borrow else ""))
-        group_reasons.extend(flavor_reasons)
-        if mode == Granular.NO_FIT:
+        if mode == _FIT and not borrow:
+            # the best outcome there is: it wins over anything kept so far, and the search stops here
+            if tried is not None:
+                tried.append(f"{name}: fit")
+            best = (mode, 0, name)
+            break
+        if tried is not None:
+            tried.append(f"{name}: {_MODE_NAMES[mode]}"
+                         + (f" ({'; '.join(flavor_reasons)})" if flavor_reasons else "")
+                         + (f", borrowing level {borrow}" if borrow else ""))
+        if flavor_reasons:
+            group_reasons.extend(flavor_reasons)
+        if mode == _NO_FIT:
             group_no_fit = _least(group_no_fit, flavor_no_fit or WAITING_FOR_QUOTA)
         if best is None or _better(mode, borrow, best[0], best[1], ff):
-            if mode != Granular.NO_FIT or best is None:
+            if mode != _NO_FIT or best is None:
                 best = (mode, borrow, name)
         if _stop_here(mode, borrow, ff):
             break
-    res.tried[wanted[0]] = tried
-    if best is None or best[0] == Granular.NO_FIT:
-        res.mode = Granular.NO_FIT
+    if tried is not None:
+        res.tried[wanted[0]] = tried
+    if best is None or best[0] == _NO_FIT:
+        res.mode = _NO_FIT
         res.reasons.extend(group_reasons)
         res.no_fit_reason = _worse(res.no_fit_reason, group_no_fit or NO_MATCHING_FLAVOR)
         return
@@ -265,8 +355,9 @@ def _assign_group(ctx, wl, node, spec, ps, group, wanted, requests, assumed, res
         res.flavors[r] = name
     if mode < res.mode:
         res.mode = mode
-    res.borrow = max(res.borrow, borrow)
-    if mode != Granular.FIT:
+    if borrow > res.borrow:
+        res.borrow = borrow
+    if mode != _FIT:
         res.reasons.extend(group_reasons)
 
 
@@ -274,10 +365,15 @@ def _least(a: str, b: str) -> str:
     return a if a and _SEVERITY.get(a, 0) <= _SEVERITY.get(b, 0) else b
 
 
-def _fits(ctx, wl, node, spec, fr: str, resource: str, assumed: int, request: int) -> tuple[Granular, int, str, str]:
+def _fits(ctx, wl, node, spec, flavor: str, fr: str, resource: str, assumed: int,
+          request: int) -> tuple[int, int, str, str]:
     """Mode of one flavor-resource: (mode, borrow level, message, NoFit reason)."""
     val = assumed + request
-    flavor = fr.split("/", 1)[0]
+    available = node.available(fr)
+    if val <= available:  # available never exceeds the potential, so this is a Fit
+        if node.usage.get(fr, 0) + val <= node.nominal.get(fr, 0):
+            return _FIT, 0, "", ""
+        return _FIT, node.lowest_fitting_height(fr, val)[0], "", ""
     max_capacity = node.potential_available(fr)
     if val > max_capacity:
         if assumed:
@@ -287,11 +383,8 @@ def _fits(ctx, wl, node, spec, fr: str, resource: str, assumed: int, request: in
         else:
             msg = (f"insufficient quota for {resource} in flavor {flavor}, request > maximum capacity "
                    f"({format_quantity(resource, val)} > {format_quantity(resource, max_capacity)})")
-        return Granular.NO_FIT, 0, msg, EXCEEDS_MAX_QUOTA
+        return _NO_FIT, 0, msg, EXCEEDS_MAX_QUOTA
     borrow, may_reclaim = node.lowest_fitting_height(fr, val)
-    available = node.available(fr)
-    if val <= available:
-        return Granular.FIT, borrow, "", ""
     msg = f"insufficient unused quota for {resource} in flavor {flavor}, {format_quantity(resource, val - available)} more needed"
     p = spec.preemption
     can_borrow_preempt = (p.borrow_within_cohort is not None and p.borrow_within_cohort.policy != "Never") or (
@@ -299,7 +392,7 @@ def _fits(ctx, wl, node, spec, fr: str, resource: str, assumed: int, request: in
     )
     if val <= node.nominal.get(fr, 0) or may_reclaim or can_borrow_preempt:
         mode, borrow_after = ctx.preemption_oracle(wl, node, fr, val)
-        if mode == Granular.NO_FIT:
+        if mode == _NO_FIT:
             return mode, borrow, msg, WAITING_FOR_QUOTA
         return mode, borrow_after, msg, ""
-    return Granular.NO_FIT, borrow, msg, WAITING_FOR_QUOTA
+    return _NO_FIT, borrow, msg, WAITING_FOR_QUOTA

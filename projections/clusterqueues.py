@@ -1,0 +1,134 @@
+"""ClusterQueue specs compiled once for the scheduler's hot path.
+
+A :class:`ClusterQueueInfo` holds what a scheduling cycle asks of a ClusterQueue over and over — which resource
+group covers a resource, the flavors of each group in order with their ``flavor/resource`` keys, whether
+``pods`` is covered, whether the queue is active (Kueue's Active condition) and which admission checks apply —
+so a cycle reads it instead of walking the spec for every head. The projection compiles an info on first use
+and drops every info when anything it depends on changes (see ``ClusterState.spec_generation``); the infos are
+derived data, never part of a snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from events import objects as o
+from projections.cohorts import CohortForest
+
+
+class FlavorSlot:
+    """One flavor of a resource group."""
+
+    __slots__ = ("flavor", "frs", "name", "plain")
+
+    def __init__(self, name: str, covered: list[str], flavor: o.ResourceFlavor | None) -> None:
+        self.name = name
+        self.frs: dict[str, str] = {r: f"{name}/{r}" for r in covered}
+        """resource -> ``flavor/resource``."""
+        self.flavor = flavor
+        """The ResourceFlavor object, or None when it does not exist."""
+        self.plain = flavor is not None and not flavor.spec.node_labels and not any(
+            t.effect in ("NoSchedule", "NoExecute") for t in flavor.spec.node_taints)
+        """True when every pod set may use the flavor (it exists, has no labels to match and no taints)."""
+
+
+class GroupInfo:
+    __slots__ = ("covered", "flavors")
+
+    def __init__(self, rg: o.ResourceGroup, flavors: Mapping[str, o.ResourceFlavor]) -> None:
+        self.covered: list[str] = list(rg.covered_resources)
+        self.flavors: list[FlavorSlot] = [FlavorSlot(fq.name, self.covered, flavors.get(fq.name)) for fq in rg.flavors]
+
+
+class ClusterQueueInfo:
+    __slots__ = ("check_rules", "covers_pods", "eligibility", "group_of", "groups", "inactive", "name", "obj",
+                 "plans", "spec", "strict_fifo", "_namespaces")
+
+    def __init__(self, name: str, obj: o.ClusterQueue, flavors: Mapping[str, o.ResourceFlavor],
+                 admission_checks: Mapping[str, o.AdmissionCheck], topologies: Mapping[str, o.Topology],
+                 forest: CohortForest) -> None:
+        spec = obj.spec
+        self.name = name
+        self.obj = obj
+        self.spec = spec
+        self.groups = [GroupInfo(rg, flavors) for rg in spec.resource_groups]
+        self.group_of: dict[str, GroupInfo] = {}
+        """resource -> the (first) group covering it."""
+        for g in self.groups:
+            for r in g.covered:
+                self.group_of.setdefault(r, g)
+        self.covers_pods = "pods" in self.group_of
+        self.strict_fifo = spec.queueing_strategy == "StrictFIFO"
+        rules = spec.admission_checks_strategy.admission_checks if spec.admission_checks_strategy else []
+        self.check_rules: list[tuple[str, frozenset[str]]] = [(r.name, frozenset(r.on_flavors)) for r in rules]
+        self.inactive = _inactive_reason(name, spec, flavors, admission_checks, topologies, forest)
+        """Kueue's first Active=False reason, or None when the queue can admit."""
+        self.eligibility: dict[tuple[str, object], str | None] = {}
+        """(flavor, pod set) -> why the flavor cannot serve the pod set; the scheduler's memo."""
+        self.plans: dict[tuple[int, int, bool], object] = {}
+        """The scheduler's memo of what a pod set of some count requests from this queue (see flavors._plan)."""
+        self._namespaces: dict[str, bool] = {}
+
+    def namespace_matches(self, namespace: str, labels: dict[str, str] | None) -> bool:
+        """Whether the queue's namespaceSelector selects ``namespace`` (with these labels)."""
+        found = self._namespaces.get(namespace)
+        if found is None:
+            found = self._namespaces[namespace] = selector_matches(self.spec.namespace_selector, labels)
+        return found
+
+    def required_checks(self, flavors: set[str] | frozenset[str]) -> list[str]:
+        """Admission checks that apply to an admission using ``flavors``."""
+        if not self.check_rules:
+            return []
+        return sorted(n for n, on in self.check_rules if not on or flavors & on)
+
+
+def _inactive_reason(name: str, spec: o.ClusterQueueSpec, flavors: Mapping[str, o.ResourceFlavor],
+                     admission_checks: Mapping[str, o.AdmissionCheck], topologies: Mapping[str, o.Topology],
+                     forest: CohortForest) -> str | None:
+    reasons = []
+    if spec.stop_policy not in ("None", ""):
+        reasons.append("Stopped")
+    if "cq:" + name in forest.cyclic:
+        reasons.append("Unknown")
+    for rg in spec.resource_groups:
+        for fq in rg.flavors:
+            if fq.name not in flavors:
+                reasons.append("FlavorNotFound")
+                break
+    checks = spec.admission_checks_strategy.admission_checks if spec.admission_checks_strategy else []
+    if any(c.name not in admission_checks for c in checks):
+        reasons.append("AdmissionCheckNotFound")
+    for rg in spec.resource_groups:
+        for fq in rg.flavors:
+            f = flavors.get(fq.name)
+            if f is not None and f.spec.topology_name and f.spec.topology_name not in topologies:
+                reasons.append("TopologyNotFound")
+    return reasons[0] if reasons else None
+
+
+def selector_matches(selector: o.LabelSelector | None, labels: dict[str, str] | None) -> bool:
+    """Kubernetes label-selector semantics; a nil selector matches nothing, ``{}`` everything."""
+    if selector is None or labels is None:
+        return False
+    for k, v in selector.match_labels.items():
+        if labels.get(k) != v:
+            return False
+    for req in selector.match_expressions:
+        present = req.key in labels
+        match req.operator:
+            case "In":
+                if not present or labels[req.key] not in req.values:
+                    return False
+            case "NotIn":
+                if present and labels[req.key] in req.values:
+                    return False
+            case "Exists":
+                if not present:
+                    return False
+            case "DoesNotExist":
+                if present:
+                    return False
+            case _:
+                return False
+    return True
