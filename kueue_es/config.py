@@ -46,6 +46,10 @@ class SchedulerSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknow
     """Append clock ticks when a controller deadline (requeue backoff, waitForPodsReady) has passed."""
     instance_id: str = ""
     """Name of this replica in reports and in the group; empty: ``<hostname>-<pid>``."""
+    stats_interval_s: float = 60.0
+    """Report cycle timings (decide, transaction, read-back) this often; 0: never."""
+    batches_per_transaction: int = 8
+    """Kafka: decision batches one transaction may hold, each decided on the state after the previous one."""
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -78,6 +82,8 @@ def load(path: str | None = None, env: Mapping[str, str] | None = None,
                            + "kafka.static_membership needs a stable instance id (e.g. the pod name)")
     if settings.scheduler.snapshot_every_events < 1:
         raise InvalidInput(_where("$.scheduler.snapshot_every_events", path, env_names) + "must be at least 1")
+    if settings.scheduler.batches_per_transaction < 1:
+        raise InvalidInput(_where("$.scheduler.batches_per_transaction", path, env_names) + "must be at least 1")
     if settings.scheduler.snapshot_interval_s <= 0:
         raise InvalidInput(_where("$.scheduler.snapshot_interval_s", path, env_names) + "must be positive")
     return settings

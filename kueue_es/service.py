@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import sys
 import time
@@ -60,7 +61,8 @@ def options(settings: Settings) -> ServiceOptions:
     s = settings.scheduler
     return ServiceOptions(config=scheduler_config(settings), snapshot_every_events=s.snapshot_every_events,
                           snapshot_interval_s=s.snapshot_interval_s, ticks=s.ticks,
-                          instance_id=s.instance_id or default_instance_id())
+                          instance_id=s.instance_id or default_instance_id(), stats_interval_s=s.stats_interval_s,
+                          chain=s.batches_per_transaction)
 
 
 async def serve(settings: Settings, stop: asyncio.Event, report: Report) -> None:
@@ -109,8 +111,14 @@ def run(settings: Settings, report: Report | None = None) -> int:
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
+
+        def on_signal() -> None:
+            if stop.is_set():  # a second signal: do not wait for the graceful shutdown
+                os._exit(130)
+            stop.set()
+
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, on_signal)
         await serve(settings, stop, report)
 
     asyncio.run(main())

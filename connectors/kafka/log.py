@@ -11,6 +11,11 @@ Records and offsets
     batches: between two records there is a gap of at least ``STRIDE - len(batch)`` plus whatever Kafka
     itself spends offsets on (transaction markers, aborted records, control records).
 
+    Group append: one record is in flight at a time, and the batches appended while it is on its way are
+    written together as the next record (each keeps its own contiguous offsets and stays all-or-nothing;
+    a reader may get them as one batch). Many small concurrent appends thus cost one round trip per record,
+    not per batch.
+
 Control records
     Records carrying the ``kueue-es-control`` header are not events (the scheduler's catch-up markers); the
     log skips them like Kafka skips transaction markers.
@@ -23,6 +28,9 @@ Isolation
 
 from __future__ import annotations
 
+import asyncio
+import collections
+import struct
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -76,6 +84,26 @@ def batch_records(value: bytes | None, kafka_offset: int, start: int,
     return decode_batch(value if value is not None else b"", to_offset(kafka_offset), quarantine, start)
 
 
+def _array_body(payload: bytes) -> bytes:
+    """The elements of a msgpack array, without its header."""
+    tag = payload[0] if payload else 0
+    if 0x90 <= tag <= 0x9F:
+        return payload[1:]
+    if tag == 0xDC:
+        return payload[3:]
+    if tag == 0xDD:
+        return payload[5:]
+    raise InvalidInput("a batch payload must be a msgpack array of events")
+
+
+def _array_header(n: int) -> bytes:
+    if n <= 15:
+        return bytes([0x90 | n])
+    if n <= 0xFFFF:
+        return b"\xdc" + struct.pack(">H", n)
+    return b"\xdd" + struct.pack(">I", n)
+
+
 class KafkaLog(EventLog):
     """One partition of a Kafka topic as an :class:`EventLog`. Open with :meth:`open`."""
 
@@ -87,6 +115,8 @@ class KafkaLog(EventLog):
         self._producer: AIOKafkaProducer | None = None
         self._meta: AIOKafkaConsumer | None = None
         self._readers: set[AIOKafkaConsumer] = set()
+        self._queue: collections.deque[tuple[bytes, int, asyncio.Future[int]]] = collections.deque()
+        self._writer: asyncio.Task[None] | None = None
         self._closed = False
 
     @classmethod
@@ -126,6 +156,8 @@ class KafkaLog(EventLog):
     # --- writing -------------------------------------------------------------------------------------------
 
     async def append(self, events: Sequence[AnyEvent]) -> list[int]:
+        """Store ``events`` as one batch. Batches appended concurrently while a write is in flight are written
+        together as one record when it completes (group append): each stays contiguous and all-or-nothing."""
         if not events:
             if self._closed:
                 raise LogClosed(f"Kafka log {self.topic}/{self.partition} is closed")
@@ -135,21 +167,54 @@ class KafkaLog(EventLog):
         return await self._append_payload(encode_batch(events), len(events))
 
     async def _append_payload(self, payload: bytes, count: int) -> list[int]:
+        """Append a msgpack array of ``count`` encoded events."""
         if self._closed or self._producer is None:
             raise LogClosed(f"Kafka log {self.topic}/{self.partition} is closed")
         if len(payload) > self.settings.max_batch_bytes:
             raise InvalidInput(f"a batch of {count} events is {len(payload)} bytes, more than "
                                f"kafka.max_batch_bytes ({self.settings.max_batch_bytes}); nothing was appended")
-        try:
-            md = await self._producer.send_and_wait(self.topic, payload, partition=self.partition,
-                                                    headers=BATCH_HEADERS)
-        except MessageSizeTooLargeError as exc:
-            raise InvalidInput(f"a batch of {count} events ({len(payload)} bytes) is larger than the topic "
-                               f"{self.topic!r} accepts (max.message.bytes); nothing was appended") from exc
-        except KafkaError as exc:
-            raise kafka_error(exc, f"cannot append to Kafka log {self.topic}/{self.partition}") from exc
-        base = to_offset(md.offset)
+        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._queue.append((_array_body(payload), count, done))
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write_queued())
+        base = await done
         return list(range(base, base + count))
+
+    async def _write_queued(self) -> None:
+        """One record in flight at a time; everything queued meanwhile goes into the next one."""
+        limit = self.settings.max_batch_bytes
+        while self._queue:
+            group, size, count = [], 0, 0
+            while self._queue and (not group or size + len(self._queue[0][0]) <= limit) \
+                    and count + self._queue[0][1] < STRIDE:
+                item = self._queue.popleft()
+                group.append(item)
+                size += len(item[0])
+                count += item[1]
+            payload = _array_header(count) + b"".join(body for body, _, _ in group)
+            try:
+                if self._producer is None:
+                    raise LogClosed(f"Kafka log {self.topic}/{self.partition} is closed")
+                md = await self._producer.send_and_wait(self.topic, payload, partition=self.partition,
+                                                        headers=BATCH_HEADERS)
+            except BaseException as exc:  # every batch of the record fails with it
+                err: BaseException = exc
+                if isinstance(exc, MessageSizeTooLargeError):
+                    err = InvalidInput(f"a batch of {count} events ({len(payload)} bytes) is larger than the topic "
+                                       f"{self.topic!r} accepts (max.message.bytes); nothing was appended")
+                elif isinstance(exc, KafkaError):
+                    err = kafka_error(exc, f"cannot append to Kafka log {self.topic}/{self.partition}")
+                for _, _, fut in group:
+                    if not fut.done():
+                        fut.set_exception(err)
+                if isinstance(exc, asyncio.CancelledError):
+                    raise
+                continue
+            base = to_offset(md.offset)
+            for _, n, fut in group:
+                if not fut.done():
+                    fut.set_result(base)
+                base += n
 
     # --- reading -------------------------------------------------------------------------------------------
 
@@ -210,6 +275,8 @@ class KafkaLog(EventLog):
         if self._closed:
             return
         self._closed = True
+        if self._writer is not None and not self._writer.done():
+            await asyncio.wait([self._writer])  # appends already accepted are finished, not dropped
         clients: list[Any] = [self._producer, self._meta, *self._readers]
         self._producer = self._meta = None
         for client in clients:

@@ -32,7 +32,7 @@ import os
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -76,6 +76,12 @@ class ServiceOptions:
     """Append a ClockTicked (wall time) when a controller deadline (backoff, waitForPodsReady) has passed."""
     instance_id: str = ""
     retry_backoff_s: float = 0.5
+    stats_interval_s: float = 60.0
+    """Report per-shard cycle timings (decide, transaction, read-back) this often; 0: never."""
+    chain: int = 8
+    """Decision batches one transaction may hold (each decided on the state after the previous one)."""
+    shutdown_step_s: float = 5.0
+    """Bound on each step of a graceful shutdown (final snapshot, closing the producer, leaving the group)."""
 
 
 def default_instance_id() -> str:
@@ -84,6 +90,28 @@ def default_instance_id() -> str:
 
 def _ms() -> int:
     return int(time.time() * 1000)
+
+
+@dataclass
+class CycleStats:
+    """Since the last report: seconds to decide a transaction's first batch, from then to its commit (more
+    batches may be decided and produced meanwhile), waiting to read our batch back; batches per transaction."""
+
+    decide: list[float] = field(default_factory=list)
+    commit: list[float] = field(default_factory=list)
+    readback: list[float] = field(default_factory=list)
+    chained: list[int] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"transactions": len(self.commit), "batches": sum(self.chained)}
+        for name in ("decide", "commit", "readback"):
+            v = sorted(getattr(self, name))
+            if v:
+                out[name + "Ms"] = {"p50": round(v[len(v) // 2] * 1000, 2),
+                                    "p99": round(v[min(len(v) - 1, int(len(v) * 0.99))] * 1000, 2),
+                                    "max": round(v[-1] * 1000, 2)}
+        self.decide, self.commit, self.readback, self.chained = [], [], [], []
+        return out
 
 
 class Phase(Enum):
@@ -123,6 +151,10 @@ class ShardEngine:
         self.transactions = 0
         self.replayed = 0
         """Events folded in during the last catch-up (the log tail after the snapshot)."""
+        self.stats = CycleStats()
+        self.committed_at = 0.0
+        self.speculative = False
+        """Our state holds batches of a transaction not known to be committed (a failure must reload)."""
 
     # --- becoming active ---------------------------------------------------------------------------------
 
@@ -166,6 +198,7 @@ class ShardEngine:
             **client_kwargs(s),
             transactional_id=s.transactional_id(self.partition),
             transaction_timeout_ms=s.transaction_timeout_ms,
+            retry_backoff_ms=s.transaction_retry_backoff_ms,
             enable_idempotence=True,
             acks="all",
             linger_ms=0,
@@ -224,26 +257,100 @@ class ShardEngine:
             if self.next <= self.outstanding:
                 return  # our last batch is not folded in yet: deciding now would decide twice
             self.outstanding = None
+            self.stats.readback.append(time.monotonic() - self.committed_at)
         opts = self.replica.options
+        t0 = time.monotonic()
         batch: list[Any] = decide(self.state, opts.config)
+        t1 = time.monotonic()
         if not batch and opts.ticks:
             deadline = next_deadline(self.state, opts.config)
             now = _ms()
             if deadline is not None and deadline <= now and self.state.time < now:
                 batch = [ev.ClockTicked(time=now, id=f"tick-{self.partition}-{now}")]
-        if batch:
-            self.outstanding = await self._transact(encode_batch(batch), self.replica.batch_headers)
-            if isinstance(batch[0], ev.Decision):
-                self.decisions += len(batch)
-                if self.first_decision_pending:
-                    self.first_decision_pending = False
-                    self.replica.report("first_decision", {
-                        "shard": self.partition, "instance": self.replica.instance_id, "wallMs": _ms(),
-                        "sinceActiveMs": round((time.monotonic() - self.activated_at) * 1000, 1),
-                        "cycle": batch[0].cycle, "input": batch[0].input,
-                        "offset": to_offset(self.outstanding)})
+        if not batch:
+            await self.maybe_snapshot()
             return
-        await self.maybe_snapshot()
+        first = batch[0]
+        last = await self._decide_in_transaction(batch)
+        self.committed_at = time.monotonic()
+        self.stats.decide.append(t1 - t0)
+        self.stats.commit.append(self.committed_at - t1)
+        if last >= self.next:
+            self.outstanding = last  # not folded in locally: read it back before deciding again
+        if isinstance(first, ev.Decision) and self.first_decision_pending:
+            self.first_decision_pending = False
+            self.replica.report("first_decision", {
+                "shard": self.partition, "instance": self.replica.instance_id, "wallMs": _ms(),
+                "sinceActiveMs": round((time.monotonic() - self.activated_at) * 1000, 1),
+                "cycle": first.cycle, "input": first.input})
+
+    async def _decide_in_transaction(self, batch: list[Any]) -> int:
+        """Produce ``batch`` and, while the transaction is open, keep deciding on the state it leads to.
+
+        Once the first batch is acknowledged at Kafka offset X, everything committed below X is visible to
+        read_committed readers (the LSO is X: ours is the shard's only transactional producer), so the engine
+        folds it, then the batch itself at X, and decides again: the next batch is decided on the fold of the
+        log up to its ``input``, exactly as if the first had been read back. A later batch is folded in the
+        same way only if it landed right after the previous one (nothing in between that the open transaction
+        hides). Up to ``chain`` batches share one transaction with the consumer offset. Returns the Kafka
+        offset of the last batch; if that one was not folded in, the caller reads it back before deciding."""
+        p = self.producer
+        if p is None:
+            raise KafkaLogError(f"shard {self.partition} has no producer", retriable=True)
+        s, opts = self.settings, self.replica.options
+        n, prev = 0, -1
+        try:
+            await p.begin_transaction()
+            while True:
+                fut = await p.send(s.topic, encode_batch(batch), partition=self.partition,
+                                   headers=self.replica.batch_headers)
+                if isinstance(batch[0], ev.Decision):
+                    self.decisions += len(batch)
+                last = (await fut).offset
+                n += 1
+                if n >= opts.chain:
+                    break
+                if n == 1:
+                    self.speculative = True  # our state may now hold what the transaction may yet lose
+                    if not await self._fold_below(last):
+                        break
+                elif last != prev + 1:
+                    break  # something landed in between, invisible to us until we commit
+                for i, e in enumerate(batch):
+                    self.state.apply(ev.Record(to_offset(last, i), e))
+                self.since_snapshot += len(batch)
+                prev = last
+                self.next = last + 1
+                batch = decide(self.state, opts.config)
+                if not batch:
+                    break
+            await p.send_offsets_to_transaction({self.tp: self.next}, s.group_id)
+            await asyncio.wait_for(p.commit_transaction(), s.transaction_timeout_ms / 1000)
+        except ProducerFenced as exc:
+            raise Fenced(f"shard {self.partition}: another scheduler took over (fenced)") from exc
+        except (TimeoutError, KafkaError) as exc:
+            # The transaction's outcome may be unknown: a new producer resolves it (InitProducerId completes
+            # or aborts it), and the catch-up that follows reads whatever was committed.
+            raise kafka_error(exc, f"shard {self.partition}: transaction failed") from exc
+        self.speculative = False
+        self.transactions += 1
+        self.stats.chained.append(n)
+        return last
+
+    async def _fold_below(self, x: int) -> bool:
+        """Fold every committed record below Kafka offset ``x``; False if that cannot be done promptly."""
+        consumer = self.replica.consumer
+        deadline = time.monotonic() + 0.5
+        while await consumer.position(self.tp) < x:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            fetched = (await consumer.getmany(self.tp, timeout_ms=max(1, int(remaining * 1000)))).get(self.tp, [])
+            if any(rec.offset >= x for rec in fetched):
+                raise KafkaLogError(f"shard {self.partition}: read a record at or after {x} while the transaction "
+                                    "writing there is open", retriable=True)
+            self.ingest(fetched)
+        return True
 
     async def _transact(self, payload: bytes, headers: list[tuple[str, bytes]], *, offsets: bool = True) -> int:
         """Produce one record (and the group offset) in one transaction; its Kafka offset once committed."""
@@ -291,6 +398,13 @@ class ShardEngine:
                                          "ms": round((time.monotonic() - t0) * 1000, 1)})
 
 
+async def _bounded(op: Any, seconds: float) -> None:
+    try:
+        await asyncio.wait_for(op, seconds)
+    except (TimeoutError, KafkaError, RuntimeError, OSError):  # pragma: no cover - broker away at shutdown
+        pass
+
+
 async def _quiet_stop(client: Any) -> None:
     try:
         await client.stop()
@@ -335,6 +449,7 @@ class SchedulerReplica:
         self.assignment: set[int] = set()
         self.assignment_changed = asyncio.Event()
         self.lock = asyncio.Lock()
+        self._stats_at = time.monotonic() + options.stats_interval_s
         self.snapshot_writer = snapshots.SnapshotWriter(settings)
         self.batch_headers = [*BATCH_HEADERS, (INSTANCE_HEADER, self.instance_id.encode())]
         """Decision batches name the replica that decided them (for audits; readers ignore it)."""
@@ -370,6 +485,12 @@ class SchedulerReplica:
             await self._shutdown()
 
     async def _iteration(self, stop: asyncio.Event) -> None:
+        if self.options.stats_interval_s and time.monotonic() >= self._stats_at:
+            self._stats_at = time.monotonic() + self.options.stats_interval_s
+            for e in self.engines.values():
+                if e.stats.commit:
+                    self.report("stats", {"shard": e.partition, "instance": self.instance_id,
+                                          "offset": e.state.offset, **e.stats.summary()})
         async with self.lock:
             if self.assignment_changed.is_set():
                 self.assignment_changed.clear()
@@ -405,6 +526,9 @@ class SchedulerReplica:
     async def _reset(self, e: ShardEngine, backoff: float) -> None:
         """Start over from the state we have: new producer (resolving any open transaction), marker, catch-up."""
         await e.close_producer()
+        if e.speculative:  # the state holds batches of a transaction that may not have committed
+            e.fresh = True
+            e.speculative = False
         e.phase = Phase.SETUP
         e.marker = None
         e.outstanding = None
@@ -429,16 +553,19 @@ class SchedulerReplica:
                 await self._reset(e, backoff=0)
 
     async def _shutdown(self) -> None:
+        """Final snapshots, then leave the group — each step bounded, so an unreachable broker cannot keep
+        the process from exiting (nothing here is needed for correctness)."""
+        grace = self.options.shutdown_step_s
         async with self.lock:
             for e in list(self.engines.values()):
                 try:
-                    await e.maybe_snapshot(force=True)
+                    await asyncio.wait_for(e.maybe_snapshot(force=True), grace)
                 except Exception as exc:  # noqa: BLE001 - shutting down: report and go on
-                    self.report("snapshot_failed", {"shard": e.partition, "error": str(exc)})
-                await e.close_producer()
+                    self.report("snapshot_failed", {"shard": e.partition, "error": str(exc) or type(exc).__name__})
+                await _bounded(e.close_producer(), grace)
             stats = {p: {"decisions": e.decisions, "transactions": e.transactions}
                      for p, e in self.engines.items()}
             self.engines.clear()
-        await _quiet_stop(self.consumer)  # leaves the group: a standby takes over at once
-        await self.snapshot_writer.close()
+        await _bounded(_quiet_stop(self.consumer), grace)  # leaves the group: a standby takes over at once
+        await _bounded(self.snapshot_writer.close(), grace)
         self.report("stopped", {"instance": self.instance_id, "shards": stats})

@@ -76,6 +76,10 @@ class KafkaSettings(_S):
     """The scheduler of shard N of topic T uses the transactional id ``<prefix>.<T>.<N>`` (stable: fencing
     rests on it) and the consumer group ``<prefix>.<T>``."""
     transaction_timeout_ms: int = 30_000
+    transaction_retry_backoff_ms: int = 5
+    """Retry backoff of the scheduler's transactional producer. A transaction begun right after the previous
+    commit often meets CONCURRENT_TRANSACTIONS until the commit markers are written; aiokafka's default
+    (100 ms) then adds 100 ms to a decision's latency."""
     session_timeout_ms: int = 6_000
     """Scheduler group session: how long a dead active scheduler holds its shards before a standby takes
     over (the broker's ``group.min.session.timeout.ms`` is the floor, 6 s by default)."""
@@ -120,6 +124,7 @@ def validate(s: KafkaSettings, where: str = "$.kafka") -> KafkaSettings:
     if s.replication_factor == 0 or s.replication_factor < -1:
         raise InvalidInput(f"{where}.replication_factor: must be -1 (broker default) or at least 1")
     for name in ("max_batch_bytes", "max_snapshot_bytes", "request_timeout_ms", "transaction_timeout_ms",
+                 "transaction_retry_backoff_ms",
                  "session_timeout_ms", "heartbeat_interval_ms"):
         if getattr(s, name) <= 0:
             raise InvalidInput(f"{where}.{name}: must be positive")

@@ -6,6 +6,7 @@ Each replica's JSON-lines reports (stdout) are collected with the wall time they
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import json
 import os
 import signal
@@ -57,10 +58,25 @@ class Replica:
                 await t
             return rc
 
-    async def terminate(self, timeout: float = 60) -> int:
+    async def terminate(self, timeout: float = 30) -> int:
+        """SIGTERM and wait; SIGKILL (and fail) if it does not exit in time."""
         if self.proc.returncode is None:
             self.proc.send_signal(signal.SIGTERM)
-        return await self.wait(timeout)
+        try:
+            return await self.wait(timeout)
+        except TimeoutError:
+            self.kill()
+            await self.wait()
+            raise AssertionError(f"{self.name} did not stop within {timeout}s of SIGTERM:\n"
+                                 + "".join(self.stderr[-40:])) from None
+
+
+def _die_with_parent() -> None:
+    """In the child: SIGKILL when the test process dies, however it dies (Linux prctl PR_SET_PDEATHSIG)."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+    except OSError:  # pragma: no cover - not Linux
+        pass
 
 
 async def start_replica(name: str, url: str, env: dict[str, str] | None = None,
@@ -74,7 +90,7 @@ async def start_replica(name: str, url: str, env: dict[str, str] | None = None,
         full_env |= {"CRASH_POINT": crash[0], "CRASH_AT_TXN": str(crash[1])}
     proc = await asyncio.create_subprocess_exec(
         sys.executable, *entry, "run", "--log", url, "--instance-id", name,
-        cwd=REPO, env=full_env, stdin=asyncio.subprocess.DEVNULL,
+        cwd=REPO, env=full_env, stdin=asyncio.subprocess.DEVNULL, preexec_fn=_die_with_parent,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
     r = Replica(name, proc)
@@ -101,3 +117,18 @@ async def start_replica(name: str, url: str, env: dict[str, str] | None = None,
 
     r._tasks = [asyncio.create_task(pump_out()), asyncio.create_task(pump_err())]
     return r
+
+
+async def stop_all(replicas: list[Replica]) -> None:
+    """Stop every replica still running (SIGCONT first, in case one is paused); all of them, even when one
+    fails to stop, which is then reported."""
+    errors = []
+    for r in replicas:
+        if r.proc.returncode is None:
+            r.proc.send_signal(signal.SIGCONT)
+            try:
+                await r.terminate()
+            except AssertionError as exc:
+                errors.append(exc)
+    if errors:
+        raise errors[0]

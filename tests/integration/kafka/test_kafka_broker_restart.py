@@ -18,7 +18,7 @@ import time
 import pytest
 from kafkahelp import fresh_topic, settings
 from lockstep import LockstepDriver, Scenario, check_exactly_once, densify, read_all, reference_run
-from procs import Replica, start_replica
+from procs import Replica, start_replica, stop_all
 from test_kafka_ha import check_fencing, writers
 
 pytestmark = pytest.mark.kafka
@@ -69,11 +69,11 @@ async def test_broker_restarts_mid_run_lose_and_duplicate_nothing(kafka_broker) 
         for r in replicas:
             assert r.proc.returncode is None, f"{r.name} died:\n" + "".join(r.stderr[-40:])
     finally:
-        for r in replicas:
-            if r.proc.returncode is None:
-                await r.terminate()
-        if not kafka_broker.running:
-            await asyncio.to_thread(kafka_broker.start)
+        try:
+            await stop_all(replicas)
+        finally:
+            if not kafka_broker.running:
+                await asyncio.to_thread(kafka_broker.start)
 
     assert len(restarts) == 2
     check_exactly_once(result, SCENARIO)

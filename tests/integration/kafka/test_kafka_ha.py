@@ -21,7 +21,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from kafkahelp import fresh_topic, settings
 from lockstep import LockstepDriver, Scenario, check_exactly_once, densify, reference_run
-from procs import Replica, start_replica
+from procs import Replica, start_replica, stop_all
 
 from connectors.kafka.log import client_kwargs, is_control
 from connectors.kafka.scheduler_service import INSTANCE_HEADER
@@ -92,11 +92,7 @@ async def finish(driver_task: asyncio.Task, replicas: list[Replica]):
         async with asyncio.timeout(180):
             result = await driver_task
     finally:
-        for r in replicas:
-            if r.proc.returncode is None:
-                if r.proc.returncode is None:
-                    r.proc.send_signal(signal.SIGCONT)
-                await r.terminate()
+        await stop_all(replicas)
     return result
 
 

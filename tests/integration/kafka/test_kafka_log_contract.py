@@ -13,16 +13,16 @@ from pathlib import Path
 import pytest
 from contracts.test_event_log import *  # noqa: F403 - the shared suite, collected here again
 from contracts.test_event_log import Backend, _raw_array
-
-# Gap-free offsets are promised only by the dense backends (memory, file): that test is not Kafka's contract,
-# so it is not collected here rather than collected and skipped.
-del test_append_returns_dense_offsets_from_zero  # noqa: F821
 from kafkahelp import fresh_topic, settings
 
 from connectors.kafka.log import KafkaLog
 from events.log import EventLog
 
 pytestmark = pytest.mark.kafka
+
+# Gap-free offsets are promised only by the dense backends (memory, file): that test is not Kafka's contract,
+# so it is not collected here rather than collected and skipped.
+del test_append_returns_dense_offsets_from_zero  # noqa: F821
 
 
 @pytest.fixture

@@ -1,0 +1,355 @@
+"""End to end on Apache Kafka: ingest rate, decision rate, and observed-event → decision latency.
+
+Three measurements against one broker (a temporary single-node KRaft broker started with
+``scripts/kafka.sh`` unless ``--bootstrap`` names one):
+
+1. **Ingest** — observed events appended through :class:`connectors.kafka.log.KafkaLog` (idempotent producer,
+   acks=all) and acknowledged, as events/s: one event per append with many appends in flight (a watcher
+   writing each change on its own), and batches of ``--batch`` events (a watcher batching a few ms of
+   changes). Then the same log read back, decoded and folded into ``ClusterState`` (what a scheduler does to
+   catch up), as events/s.
+2. **End to end** — a ``kueue-es run --log kafka://...`` scheduler process, and a load generator offering
+   ``--rate`` new workloads per second (each its own append, open loop: appends are not held back by the
+   scheduler) for ``--seconds``; every workload runs ``--runtime-ms`` once admitted and is then finished by the
+   generator (another observed event). Latency of a workload = time its first decision (QuotaReserved) was read
+   back committed by a read_committed reader − time the append of its ``ObjectUpserted`` was acknowledged;
+   the first ``--warmup`` seconds are left out. Decisions/s = decision events committed per second in the
+   measured window.
+
+    python benchmarks/kafka_e2e.py [--bootstrap HOST:PORT] [--rate 1000] [--seconds 20] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from connectors.kafka.log import KafkaLog, batch_records, is_control, reader_kwargs
+from connectors.kafka.settings import KafkaSettings
+from events import objects as o
+from events import schema as ev
+from projections.cluster import ClusterState
+
+REPO = Path(__file__).resolve().parents[1]
+KAFKA_SH = REPO / "scripts" / "kafka.sh"
+NS = "bench"
+
+
+# --- objects ---------------------------------------------------------------------------------------------------
+
+
+def _meta(name: str, namespace: str = "", **kw: Any) -> o.ObjectMeta:
+    return o.ObjectMeta(name=name, namespace=namespace, **kw)
+
+
+def cluster(cqs: int, cohorts: int, quota_cpu: int, t: int) -> list[ev.AnyEvent]:
+    objs: list[Any] = [o.Namespace(api_version="v1", metadata=_meta(NS)),
+                       o.ResourceFlavor(metadata=_meta("default"))]
+    objs += [o.Cohort(metadata=_meta(f"co-{i}")) for i in range(cohorts)]
+    for i in range(cqs):
+        group = o.ResourceGroup(covered_resources=["cpu"], flavors=[
+            o.FlavorQuotas(name="default", resources=[o.ResourceQuota(name="cpu", nominal_quota=quota_cpu)])])
+        objs.append(o.ClusterQueue(metadata=_meta(f"cq-{i}"), spec=o.ClusterQueueSpec(
+            resource_groups=[group], cohort_name=f"co-{i % cohorts}", namespace_selector=o.LabelSelector())))
+        objs.append(o.LocalQueue(metadata=_meta(f"lq-{i}", NS), spec=o.LocalQueueSpec(cluster_queue=f"cq-{i}")))
+    return [ev.ObjectUpserted(time=t, key=obj.key, uid=obj.metadata.uid, obj=obj) for obj in objs]
+
+
+def workload_event(i: int, cqs: int, t: int) -> ev.ObjectUpserted:
+    pod = o.PodSpec(containers=[o.Container(name="main", resources=o.ResourceRequirements(requests={"cpu": "1"}))])
+    wl = o.Workload(
+        metadata=_meta(f"w-{i:07d}", NS, uid=f"uid-{i:07d}", labels={"app": "bench"}),
+        spec=o.WorkloadSpec(pod_sets=[o.PodSet(name="main", count=1, template=o.PodTemplateSpec(spec=pod))],
+                            queue_name=f"lq-{i % cqs}"),
+    )
+    return ev.ObjectUpserted(time=t, key=wl.key, uid=wl.metadata.uid, obj=wl, id=f"wl-{i}")
+
+
+# --- broker ----------------------------------------------------------------------------------------------------
+
+
+class Broker:
+    """A temporary broker from scripts/kafka.sh (only when no --bootstrap is given)."""
+
+    def __init__(self) -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.dir = Path(tempfile.mkdtemp(prefix="kueue-es-bench-kafka-"))
+        env = {**os.environ, "KAFKA_WATCH_PID": str(os.getpid())}
+        subprocess.run([str(KAFKA_SH), "install"], check=True, capture_output=True, env=env)
+        out = subprocess.run([str(KAFKA_SH), "start", str(self.port), str(self.dir)], check=True,
+                             capture_output=True, text=True, env=env).stdout.strip().splitlines()
+        self.bootstrap = out[-1]
+
+    def close(self) -> None:
+        subprocess.run([str(KAFKA_SH), "stop", str(self.dir)], capture_output=True)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def settings(bootstrap: str, topic: str) -> KafkaSettings:
+    return KafkaSettings(bootstrap=bootstrap, topic=topic)
+
+
+def pct(values: list[float], p: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+
+
+# --- 1. ingest -------------------------------------------------------------------------------------------------
+
+
+async def ingest(bootstrap: str, events: int, batch: int, inflight: int, topic: str) -> dict[str, Any]:
+    s = settings(bootstrap, topic)
+    evs = [workload_event(i, 100, 1_700_000_000_000) for i in range(events)]
+    log = await KafkaLog.open(s)
+    batches = [evs[i:i + batch] for i in range(0, len(evs), batch)]
+    sem = asyncio.Semaphore(inflight)
+
+    async def one(b: list[ev.AnyEvent]) -> None:
+        async with sem:
+            await log.append(b)
+
+    try:
+        await log.append([ev.ClockTicked(time=0)])  # connect, metadata, producer id: not measured
+        t0 = time.perf_counter()
+        await asyncio.gather(*(one(b) for b in batches))
+        secs = time.perf_counter() - t0
+    finally:
+        await log.close()
+    return {"events": events, "batch": batch, "inflight": inflight, "seconds": round(secs, 3),
+            "eventsPerSecond": round(events / secs)}
+
+
+async def fold_rate(bootstrap: str, topic: str) -> dict[str, Any]:
+    s = settings(bootstrap, topic)
+    consumer = AIOKafkaConsumer(**reader_kwargs(s))
+    tp = TopicPartition(topic, 0)
+    state = ClusterState()
+    n = 0
+    await consumer.start()
+    try:
+        consumer.assign([tp])
+        end = (await consumer.end_offsets([tp]))[tp]
+        consumer.seek(tp, 0)
+        t0 = time.perf_counter()
+        cpu0 = time.process_time()
+        while await consumer.position(tp) < end:
+            for rec in (await consumer.getmany(tp, timeout_ms=500)).get(tp, ()):
+                if is_control(rec.headers):
+                    continue
+                for r in batch_records(rec.value, rec.offset, 0, None):
+                    state.apply(r)
+                    n += 1
+        secs = time.perf_counter() - t0
+        cpu = time.process_time() - cpu0
+    finally:
+        await consumer.stop()
+    return {"events": n, "seconds": round(secs, 3), "eventsPerSecond": round(n / secs),
+            "eventsPerCpuSecond": round(n / cpu)}
+
+
+# --- 2. end to end ---------------------------------------------------------------------------------------------
+
+
+def cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
+async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warmup: float, runtime_ms: int,
+                     cqs: int, cohorts: int, quota_cpu: int) -> dict[str, Any]:
+    s = settings(bootstrap, topic)
+    log = await KafkaLog.open(s)
+    now_ms = int(time.time() * 1000)
+    await log.append(cluster(cqs, cohorts, quota_cpu, now_ms))
+    env = {**os.environ, "KUEUE_ES_SCHEDULER_TICKS": "false", "KUEUE_ES_SCHEDULER_SNAPSHOT_EVERY_EVENTS": "200000",
+           "KUEUE_ES_SCHEDULER_STATS_INTERVAL_S": str(max(1.0, seconds / 4))}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "kueue_es", "run", "--log", f"kafka://{bootstrap}/{topic}", "--instance-id", "bench",
+        cwd=REPO, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+    assert proc.stdout is not None
+    while True:  # wait until the scheduler is active
+        line = await asyncio.wait_for(proc.stdout.readline(), 120)
+        if not line:
+            raise RuntimeError("the scheduler exited before becoming active")
+        if json.loads(line).get("event") == "active":
+            break
+    stats: list[dict[str, Any]] = []
+
+    async def scheduler_reports() -> None:
+        assert proc.stdout is not None
+        async for line in proc.stdout:
+            rep = json.loads(line)
+            if rep.get("event") == "stats":
+                stats.append(rep)
+
+    reports = asyncio.create_task(scheduler_reports())
+
+    acked: dict[str, float] = {}
+    decided: dict[str, float] = {}
+    decision_times: list[float] = []
+    decision_batches: list[float] = []
+    finishes: list[asyncio.Task[Any]] = []
+    total = int(rate * seconds)
+    done = asyncio.Event()
+
+    async def finish_later(key: str, uid: str) -> None:
+        await asyncio.sleep(runtime_ms / 1000)
+        await log.append([ev.WorkloadFinished(time=int(time.time() * 1000), key=key, uid=uid, id=f"fin-{key}")])
+
+    async def reader() -> None:
+        consumer = AIOKafkaConsumer(**reader_kwargs(s))
+        tp = TopicPartition(topic, 0)
+        await consumer.start()
+        try:
+            consumer.assign([tp])
+            consumer.seek(tp, 0)
+            while not done.is_set():
+                fetched = await consumer.getmany(tp, timeout_ms=100)
+                t = time.perf_counter()
+                for rec in fetched.get(tp, ()):
+                    if is_control(rec.headers):
+                        continue
+                    recs = batch_records(rec.value, rec.offset, 0, None)
+                    if recs and isinstance(recs[0].event, ev.Decision):
+                        decision_batches.append(t)
+                    for r in recs:
+                        e = r.event
+                        if isinstance(e, ev.Decision):
+                            decision_times.append(t)
+                        if isinstance(e, ev.QuotaReserved) and e.key not in decided:
+                            decided[e.key] = t
+                            finishes.append(asyncio.create_task(finish_later(e.key, e.uid)))
+                if len(decided) >= total:
+                    done.set()
+        finally:
+            await consumer.stop()
+
+    async def offer(i: int) -> None:
+        e = workload_event(i, cqs, int(time.time() * 1000))
+        await log.append([e])
+        acked[e.key] = time.perf_counter()
+
+    reading = asyncio.create_task(reader())
+    cpu0 = cpu_seconds(proc.pid)
+    t0 = time.perf_counter()
+    offers = []
+    for i in range(total):
+        delay = t0 + i / rate - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        offers.append(asyncio.create_task(offer(i)))
+    await asyncio.gather(*offers)
+    offered_secs = time.perf_counter() - t0
+    try:
+        await asyncio.wait_for(done.wait(), 60)
+    except TimeoutError:
+        pass
+    elapsed = time.perf_counter() - t0
+    sched_cpu = cpu_seconds(proc.pid) - cpu0
+    done.set()
+    await reading
+    for f in finishes:
+        f.cancel()
+    proc.terminate()
+    await proc.wait()
+    await reports
+    await log.close()
+
+    t_from, t_to = t0 + warmup, t0 + seconds
+    lat = [(decided[k] - acked[k]) * 1000 for k in acked if k in decided and t_from <= acked[k] <= t_to]
+    window = [t for t in decision_times if t_from <= t <= t_to]
+    batches = [t for t in decision_batches if t_from <= t <= t_to]
+    measured = t_to - t_from
+    return {
+        "offeredWorkloadsPerSecond": rate, "achievedOfferRate": round(total / offered_secs),
+        "workloads": total, "decided": len(decided), "measuredWorkloads": len(lat),
+        "latencyMs": {"p50": round(pct(lat, 50), 1), "p90": round(pct(lat, 90), 1), "p99": round(pct(lat, 99), 1),
+                      "max": round(max(lat), 1), "mean": round(statistics.fmean(lat), 1)} if lat else None,
+        "decisionsPerSecond": round(len(window) / measured), "decisionBatchesPerSecond": round(len(batches) / measured),
+        "schedulerCpuSeconds": round(sched_cpu, 2), "elapsedSeconds": round(elapsed, 2),
+        "schedulerCycleStats": [{k: v for k, v in r.items() if k not in ("event", "shard", "instance")}
+                                for r in stats],
+    }
+
+
+# --- main ------------------------------------------------------------------------------------------------------
+
+
+async def run(args: argparse.Namespace, bootstrap: str) -> dict[str, Any]:
+    tag = f"{os.getpid()}-{int(time.time())}"
+    out: dict[str, Any] = {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
+                    "loadAverage": [round(x, 2) for x in os.getloadavg()]},
+    }
+    out["ingestSingle"] = await ingest(bootstrap, args.ingest_events, 1, args.inflight, f"bench-ingest1-{tag}")
+    out["ingestBatched"] = await ingest(bootstrap, args.ingest_events, args.batch, 8, f"bench-ingestb-{tag}")
+    out["foldFromKafka"] = await fold_rate(bootstrap, f"bench-ingestb-{tag}")
+    out["endToEnd"] = await end_to_end(bootstrap, f"bench-e2e-{tag}", args.rate, args.seconds, args.warmup,
+                                       args.runtime_ms, args.cqs, args.cohorts, args.quota_cpu)
+    out["machine"]["loadAverageAfter"] = [round(x, 2) for x in os.getloadavg()]
+    return out
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--bootstrap", help="an existing broker (default: start a temporary one)")
+    p.add_argument("--ingest-events", type=int, default=200_000)
+    p.add_argument("--batch", type=int, default=100, help="events per append in the batched ingest run")
+    p.add_argument("--inflight", type=int, default=512, help="appends in flight in the single-event ingest run")
+    p.add_argument("--rate", type=int, default=1000, help="workloads offered per second")
+    p.add_argument("--seconds", type=float, default=20.0)
+    p.add_argument("--warmup", type=float, default=3.0)
+    p.add_argument("--runtime-ms", type=int, default=1000, help="how long an admitted workload runs")
+    p.add_argument("--cqs", type=int, default=100)
+    p.add_argument("--cohorts", type=int, default=10)
+    p.add_argument("--quota-cpu", type=int, default=20, help="nominal cpu per ClusterQueue")
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args()
+    broker = None if args.bootstrap else Broker()
+    try:
+        result = asyncio.run(run(args, args.bootstrap or broker.bootstrap))  # type: ignore[union-attr]
+    finally:
+        if broker is not None:
+            broker.close()
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    m, e2e = result["machine"], result["endToEnd"]
+    print(f"machine: {m['cpus']} CPUs, Python {m['python']}, load average {m['loadAverage']} -> "
+          f"{m['loadAverageAfter']}")
+    for name in ("ingestSingle", "ingestBatched"):
+        r = result[name]
+        print(f"ingest, {r['batch']} event(s) per append, {r['inflight']} in flight: {r['eventsPerSecond']:,} events/s "
+              f"({r['events']:,} events in {r['seconds']} s)")
+    f = result["foldFromKafka"]
+    print(f"read + decode + fold from Kafka: {f['eventsPerSecond']:,} events/s ({f['eventsPerCpuSecond']:,} per CPU-s)")
+    print(f"end to end at {e2e['offeredWorkloadsPerSecond']} workloads/s offered ({e2e['achievedOfferRate']} achieved): "
+          f"{e2e['decided']}/{e2e['workloads']} decided; latency ms {e2e['latencyMs']}; "
+          f"{e2e['decisionsPerSecond']:,} decisions/s in {e2e['decisionBatchesPerSecond']} transactions/s; "
+          f"scheduler CPU {e2e['schedulerCpuSeconds']} s")
+    for r in e2e["schedulerCycleStats"]:
+        print(f"  scheduler cycles: {r}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
