@@ -23,7 +23,8 @@ import msgspec
 
 from events import objects as o
 from events import schema as ev
-from kueue_es.scheduler import DEFAULT
+from kueue_es.scheduler import DEFAULT, SchedulerConfig
+from kueue_es.scheduler.config import load_config
 from kueue_es.scheduler.cycle import run_cycle
 from projections.cluster import ClusterState
 
@@ -77,12 +78,12 @@ def _pct(sorted_values: list[float], q: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, int(round(q * (len(sorted_values) - 1))))]
 
 
-def measure(state: ClusterState, repeat: int) -> dict:
+def measure(state: ClusterState, repeat: int, config: SchedulerConfig = DEFAULT) -> dict:
     """Run ``repeat`` cycles on ``state``; wall and CPU times in ms (sorted), admissions per cycle."""
     walls, cpus, admitted = [], [], 0
     for _ in range(repeat):
         t, c = time.perf_counter(), time.process_time()
-        out = run_cycle(state, DEFAULT, T0, 1)
+        out = run_cycle(state, config, T0, 1)
         cpus.append((time.process_time() - c) * 1000)
         walls.append((time.perf_counter() - t) * 1000)
         admitted = sum(isinstance(e, ev.QuotaReserved) for e in out)
@@ -96,6 +97,7 @@ def main() -> None:
     ap.add_argument("--cqs", type=int, default=1000)
     ap.add_argument("--per-cq", type=int, default=50)
     ap.add_argument("--repeat", type=int, default=31)
+    ap.add_argument("--fair-sharing", action="store_true", help="with Fair Sharing on (config fairSharing: {})")
     ap.add_argument("--freeze", action="store_true",
                     help="gc.freeze() after building the state, as a long-running service may do after loading: "
                          "the loaded heap is then left out of generation-2 collections")
@@ -104,15 +106,17 @@ def main() -> None:
     state = build(args.cqs, args.per_cq)
     print(f"state: {args.cqs} ClusterQueues, {len(state.workloads)} pending workloads "
           f"(built in {time.perf_counter() - t:.1f}s)")
-    run_cycle(state, DEFAULT, T0, 1)  # warm the compiled ClusterQueues and the quota tree (built once per spec)
+    config = load_config({"fairSharing": {}}) if args.fair_sharing else DEFAULT
+    run_cycle(state, config, T0, 1)  # warm the compiled ClusterQueues and the quota tree (built once per spec)
     if args.freeze:
         gc.collect()
         gc.freeze()
-    r = measure(state, args.repeat)
+    r = measure(state, args.repeat, config)
     wall, cpu, admitted = r["wall"], r["cpu"], r["admitted"]
     med = statistics.median(wall)
     print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.1f}" + (", gc frozen after load" if args.freeze else ""))
+          f"load average {os.getloadavg()[0]:.1f}" + (", gc frozen after load" if args.freeze else "")
+          + (", Fair Sharing on" if args.fair_sharing else ""))
     print(f"full cycle over {args.cqs} heads ({len(wall)} cycles): wall median {med:.1f} ms, p99 {_pct(wall, 0.99):.1f} ms; "
           f"CPU median {statistics.median(cpu):.1f} ms, p99 {_pct(cpu, 0.99):.1f} ms")
     print(f"{admitted} admissions per cycle -> {admitted / med * 1000:,.0f} admissions/s (wall median)")

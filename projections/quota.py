@@ -32,7 +32,7 @@ UNLIMITED = 1 << 62
 
 class QuotaNode:
     __slots__ = ("name", "is_cq", "parent", "children", "nominal", "borrowing_limit", "lending_limit",
-                 "subtree", "guaranteed", "usage", "height", "weight", "tree", "epoch")
+                 "subtree", "guaranteed", "usage", "height", "weight", "tree", "epoch", "version")
 
     def __init__(self, name: str, is_cq: bool, tree: QuotaTree | None = None) -> None:
         self.name = name
@@ -50,6 +50,8 @@ class QuotaNode:
         self.tree = tree
         self.epoch = 0
         """The overlay epoch whose private copy ``usage`` is (see :meth:`QuotaTree.begin`)."""
+        self.version = 0
+        """Bumped on every write to ``usage``: lets readers cache values derived from it."""
 
     def __repr__(self) -> str:
         return f"QuotaNode({self.name})"
@@ -121,6 +123,12 @@ class QuotaNode:
             n = n.parent
         return out
 
+    def delta_above(self, fr: str, delta: int) -> int:
+        """How much of ``delta`` more usage of ``fr`` here would reach the parent (the part above guarantees)."""
+        g = self.guaranteed.get(fr, 0)
+        before = self.usage.get(fr, 0)
+        return max(0, before + delta - g) - max(0, before - g)
+
     def lowest_fitting_height(self, fr: str, val: int) -> tuple[int, bool]:
         """Kueue's borrowing level: height of the lowest subtree that fits ``val`` more (0 = own nominal).
 
@@ -155,6 +163,7 @@ class QuotaNode:
             before = usage.get(fr, 0)
             after = before + delta
             usage[fr] = after
+            n.version += 1
             g = n.guaranteed.get(fr, 0)
             delta = max(0, after - g) - max(0, before - g)
             n = n.parent

@@ -25,6 +25,7 @@ from projections.workloads import WorkloadInfo
 
 from kueue_es.scheduler.config import SchedulerConfig
 from kueue_es.scheduler.flavors import Assignment, Granular, Mode, PodSetResult, assign_flavors
+from kueue_es.scheduler.fairsharing import fair_order, fair_targets
 from kueue_es.scheduler.preemption import Target, find_targets
 from kueue_es.scheduler.quota import QuotaNode, QuotaTree
 
@@ -68,6 +69,10 @@ class CycleContext:
         self.ignore_undeclared = config.resources.quota_check_strategy == "IgnoreUndeclared"
         self.info: Callable[[str], ClusterQueueInfo] = state.cq_info  # type: ignore[assignment]
         """The compiled ClusterQueue (only asked for queues that exist)."""
+        self.find_targets = fair_targets if config.fair_sharing_enabled else find_targets
+        """Victim search: Fair Sharing's when it is on, else the classical one."""
+        self.memo: dict[str, dict] = {}
+        """Per-cycle memos of values that depend on quota only (e.g. what a cohort could lend)."""
 
     def __enter__(self) -> CycleContext:
         self.tree.begin()
@@ -81,7 +86,7 @@ class CycleContext:
         return [wls[k] for k in sorted(self.state.reserving.get(cq, ()))]
 
     def preemption_oracle(self, wl: WorkloadInfo, node: QuotaNode, fr: str, val: int) -> tuple[int, int]:
-        targets = find_targets(self, wl, node, {fr: val}, {fr: val})
+        targets = self.find_targets(self, wl, node, {fr: val}, {fr: val})
         if not targets:
             return Granular.NO_CANDIDATES, node.lowest_fitting_height(fr, val)[0]
         for t in targets:
@@ -142,7 +147,7 @@ def _targets(ctx: CycleContext, e: Entry) -> list[Target]:
     a = e.assignment
     assert a is not None
     node = ctx.tree.cluster_queues[e.cq]
-    return find_targets(ctx, e.wl, node, dict(a.usage), a.needs_preemption_frs())
+    return ctx.find_targets(ctx, e.wl, node, dict(a.usage), a.needs_preemption_frs())
 
 
 def _try_partial(ctx: CycleContext, e: Entry) -> None:
@@ -212,7 +217,8 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int) -> list[ev.Decisio
     victims: set[str] = set()
     base = {"time": now, "cycle": cycle, "input": state.offset}
     tree = ctx.tree
-    for e in order_entries(entries):
+    ordered = fair_order(ctx, entries) if ctx.config.fair_sharing_enabled else order_entries(entries)
+    for e in ordered:
         a = e.assignment
         if e.status:
             _pending(out, state, e, e.status, e.message, e.requeue_reason, base)

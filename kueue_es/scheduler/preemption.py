@@ -51,19 +51,26 @@ def policy_allows(policy: str, preemptor: WorkloadInfo, candidate: WorkloadInfo,
     return False
 
 
-def candidate_order(preemptor_cq: str, now: int):
+def candidate_key(preemptor_cq: str, now: int):
     """Kueue's victim order: evicted first, other ClusterQueues first, lower priority, most recently reserved, uid."""
 
-    def key(c: _Candidate) -> tuple:
-        wl = c.wl
+    def key(wl: WorkloadInfo) -> tuple:
         reserved = wl.reserved_at if wl.reserved_at is not None else now
         return (0 if wl.evicted else 1, 0 if wl.cluster_queue != preemptor_cq else 1, wl.priority, -reserved, wl.uid)
 
     return key
 
 
-def _uses_any(wl: WorkloadInfo, frs: dict[str, int]) -> bool:
+def candidate_order(preemptor_cq: str, now: int):
+    """:func:`candidate_key` for classical candidates."""
+    key = candidate_key(preemptor_cq, now)
+    return lambda c: key(c.wl)
+
+
+def uses_any(wl: WorkloadInfo, frs: dict[str, int]) -> bool:
+    """Whether ``wl`` holds quota of any of the flavor-resources ``frs``."""
     return any(fr in frs for fr in wl.usage)
+
 
 
 def find_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests: dict[str, int],
@@ -75,7 +82,7 @@ def find_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
     candidates: list[_Candidate] = []
     if p.within_cluster_queue != "Never":
         for w in ctx.reserving_in(node.name):
-            if w.key != wl.key and _uses_any(w, needed) and policy_allows(p.within_cluster_queue, wl, w, now):
+            if w.key != wl.key and uses_any(w, needed) and policy_allows(p.within_cluster_queue, wl, w, now):
                 candidates.append(_Candidate(w, SAME_QUEUE, node))
     has_hierarchical = False
     if node.parent is not None and p.reclaim_within_cohort != "Never":
@@ -88,7 +95,7 @@ def find_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
         while ancestor is not None:
             for cq_node in _cluster_queues_below(ancestor, skip=visited, frs=needed):
                 for w in ctx.reserving_in(cq_node.name):
-                    if not _uses_any(w, needed) or not policy_allows(p.reclaim_within_cohort, wl, w, now):
+                    if not uses_any(w, needed) or not policy_allows(p.reclaim_within_cohort, wl, w, now):
                         continue
                     if advantage:
                         kind = HIERARCHICAL

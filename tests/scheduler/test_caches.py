@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from events import objects as o
 from events import schema as ev
 from kueue_es.scheduler import DEFAULT, decide
+from kueue_es.scheduler.config import load_config
 from kueue_es.scheduler.cycle import run_cycle
 from kueue_es.scheduler.quota import build_quota_tree
 from projections import snapshot
@@ -175,3 +176,132 @@ def test_cached_structures_equal_recomputation(history) -> None:
             apply([ev.JobStopped(time=t, key=k) for k in sorted(state.workloads)
                    if state.workloads[k].evicted and state.workloads[k].reserving])
         check(state)
+
+
+# --- the Fair Sharing tournament keeps shares incrementally -------------------------------------------------
+
+
+def _naive_fair_order(ctx, entries):
+    """Kueue's iterator as written: at every pick, charge each contender, take the shares on its path, undo."""
+    from kueue_es.scheduler.fairsharing import _subtree_cluster_queues, drs
+
+    tree = ctx.tree
+    remaining = {e.cq: e for e in entries}
+    while remaining:
+        first = min(remaining)
+        node = tree.cluster_queues[first]
+        if node.parent is None:
+            yield remaining.pop(first)
+            continue
+        values = {}
+        for q in _subtree_cluster_queues(node.root()):
+            e = remaining.get(q.name)
+            if e is None:
+                continue
+            usage = e.assignment.usage if e.assignment is not None else {}
+            tree.charge(q.name, usage, 1)
+            d, n = drs(ctx, q), q.parent
+            while n is not None:
+                values[(n.name, e.wl.key)] = (d.borrowing_on(usage), *d.key(), -e.wl.priority,
+                                              e.wl.queue_order_time())
+                d, n = drs(ctx, n), n.parent
+            tree.charge(q.name, usage, -1)
+
+        def play(cohort):
+            cands = [w for c in cohort.children if not c.is_cq for w in [play(c)] if w is not None]
+            cands += [remaining[c.name] for c in cohort.children if c.is_cq and c.name in remaining]
+            best = cands[0] if cands else None
+            for cur in cands[1:]:
+                if values[(cohort.name, cur.wl.key)] < values[(cohort.name, best.wl.key)]:
+                    best = cur
+            return best
+
+        winner = play(node.root())
+        del remaining[winner.cq]
+        yield winner
+
+
+def _picks(state, order_fn) -> list[str]:
+    """Nominate the heads, then take them in ``order_fn``'s order, charging each that still fits."""
+    from kueue_es.scheduler.cycle import CycleContext, heads, nominate
+
+    config = load_config({"fairSharing": {}})
+    out = []
+    with CycleContext(state, config, state.time) as ctx:
+        entries = heads(state)
+        for e in entries:
+            nominate(ctx, e)
+        for e in order_fn(ctx, entries):
+            out.append(e.wl.key)
+            a = e.assignment
+            if e.status or a is None or a.mode != 3:
+                continue
+            node = ctx.tree.cluster_queues[e.cq]
+            if all(v <= node.available(fr) for fr, v in a.usage.items()):
+                ctx.tree.charge(e.cq, a.usage, 1)
+    return out
+
+
+@st.composite
+def fair_states(draw):
+    """A root cohort with quota, up to two child cohorts (weights, lending limits), up to six ClusterQueues in
+    them (weights, borrowing and lending limits, two flavors), running workloads and one head per queue."""
+    objs = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}},
+            {"apiVersion": KQ, "kind": "ResourceFlavor", "metadata": {"name": "f1"}},
+            {"apiVersion": KQ, "kind": "ResourceFlavor", "metadata": {"name": "f2"}},
+            _cohort("root", None, draw(st.integers(0, 6)))]
+    weights = st.sampled_from([None, None, 0, "0.5", 2, 3])
+    for co in ("x", "y"):
+        c = _cohort(co, "root", draw(st.one_of(st.none(), st.integers(0, 4))))
+        w = draw(weights)
+        if w is not None:
+            c["spec"]["fairSharing"] = {"weight": w}
+        objs.append(c)
+    workloads = []
+    for i in range(draw(st.integers(2, 6))):
+        name = f"q{i}"
+        cq = _cq(name, draw(st.sampled_from(["root", "x", "y"])), draw(st.integers(0, 5)),
+                 draw(st.one_of(st.none(), st.integers(0, 6))), draw(st.one_of(st.none(), st.integers(0, 4))),
+                 "None", draw(st.sampled_from([["f1"], ["f1", "f2"], ["f2", "f1"]])))
+        w = draw(weights)
+        if w is not None:
+            cq["spec"]["fairSharing"] = {"weight": w}
+        objs.append(cq)
+        objs.append({"apiVersion": KQ, "kind": "LocalQueue", "metadata": {"name": f"lq-{name}", "namespace": "ns"},
+                     "spec": {"clusterQueue": name}})
+        for j in range(draw(st.integers(0, 2))):
+            cpu, flavor = draw(st.integers(1, 6)), draw(st.sampled_from(["f1", "f2"]))
+            if flavor not in [f["name"] for f in cq["spec"]["resourceGroups"][0]["flavors"]]:
+                continue
+            workloads.append(_workload(f"{name}-run{j}", name, cpu, draw(st.integers(0, 2)),
+                                       admitted={"clusterQueue": name, "podSetAssignments": [{
+                                           "name": "main", "flavors": {"cpu": flavor},
+                                           "resourceUsage": {"cpu": str(cpu)}, "count": 1}]}))
+        workloads.append(_workload(f"{name}-head", name, draw(st.integers(1, 6)), draw(st.integers(0, 2)),
+                                   created=f"2024-01-01T00:0{draw(st.integers(0, 9))}:00Z"))
+    return objs + workloads
+
+
+def _workload(name, cq, cpu, prio, admitted=None, created="2024-01-01T00:00:00Z"):
+    d = {"apiVersion": KQ, "kind": "Workload",
+         "metadata": {"name": name, "namespace": "ns", "uid": f"u-{name}", "creationTimestamp": created},
+         "spec": {"queueName": f"lq-{cq}", "priority": prio, "podSets": [{"name": "main", "count": 1, "template": {
+             "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}]}}}]}}
+    if admitted is not None:
+        d["status"] = {"admission": admitted, "conditions": [
+            {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "",
+             "lastTransitionTime": created},
+            {"type": "Admitted", "status": "True", "reason": "Admitted", "message": "", "lastTransitionTime": created}]}
+    return d
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fair_states())
+def test_fair_order_equals_naive_tournament(objects) -> None:
+    state = ClusterState()
+    for d in objects:
+        obj = msgspec.convert(d, o.KueueObject)
+        state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=T0, key=obj.key, uid=obj.metadata.uid, obj=obj)))
+    from kueue_es.scheduler.fairsharing import fair_order
+
+    assert _picks(state, fair_order) == _picks(state, _naive_fair_order)

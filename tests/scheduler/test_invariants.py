@@ -4,6 +4,7 @@
   for every node U ≤ SQ + borrowingLimit, and at every root U ≤ SQ (which is where lending limits bite).
 * The decisions are identical when the same state is scheduled twice, and in a fresh process with another
   PYTHONHASHSEED.
+* Both hold with Fair Sharing on too (each strategy list), with ClusterQueue weights (0 included).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from hypothesis import strategies as st
 from events import objects as o
 from events import schema as ev
 from events.codec import encode_batch
-from kueue_es.scheduler import decide
+from kueue_es.scheduler import DEFAULT, SchedulerConfig, decide
+from kueue_es.scheduler.config import load_config
 from kueue_es.scheduler.quota import build_quota_tree
 from projections.cluster import ClusterState
 
@@ -29,7 +31,7 @@ POLICIES_WITHIN = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
 POLICIES_RECLAIM = ("Never", "LowerPriority", "Any")
 
 
-def _cq(name, cohort, nominal, borrow, lend, within, reclaim, bwc, strategy):
+def _cq(name, cohort, nominal, borrow, lend, within, reclaim, bwc, strategy, weight=None):
     res = {"name": "cpu", "nominalQuota": nominal}
     if cohort and borrow is not None:
         res["borrowingLimit"] = borrow
@@ -43,6 +45,8 @@ def _cq(name, cohort, nominal, borrow, lend, within, reclaim, bwc, strategy):
     }
     if cohort:
         spec["cohortName"] = cohort
+    if weight is not None:
+        spec["fairSharing"] = {"weight": weight}
     return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
 
 
@@ -56,6 +60,7 @@ def scenarios(draw):
             draw(st.one_of(st.none(), st.integers(0, 6))), draw(st.one_of(st.none(), st.integers(0, 6))),
             draw(st.sampled_from(POLICIES_WITHIN)), draw(st.sampled_from(POLICIES_RECLAIM)), draw(st.booleans()),
             draw(st.sampled_from(["BestEffortFIFO", "StrictFIFO"])),
+            draw(st.sampled_from([None, None, 0, "0.5", 2])),
         ))
     objects = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}},
@@ -81,7 +86,14 @@ def scenarios(draw):
     return objects, waves
 
 
-def run(objects, waves, check=None) -> list[bytes]:
+FAIR = {
+    "default": load_config({"fairSharing": {}}),
+    "final-share": load_config({"fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare"]}}),
+    "initial-share": load_config({"fairSharing": {"preemptionStrategies": ["LessThanInitialShare"]}}),
+}
+
+
+def run(objects, waves, check=None, config: SchedulerConfig = DEFAULT) -> list[bytes]:
     """Import, then per wave: add workloads, settle; stop the jobs of evicted workloads; finish some."""
     import msgspec
 
@@ -95,7 +107,7 @@ def run(objects, waves, check=None) -> list[bytes]:
 
     def settle():
         for _ in range(500):
-            batch = decide(state, now=state.time)
+            batch = decide(state, config, now=state.time)
             if not batch:
                 return
             out.append(encode_batch(batch))
@@ -138,6 +150,20 @@ def check_quota(state: ClusterState) -> None:
 def test_quota_limits_hold_after_every_batch(scenario) -> None:
     objects, waves = scenario
     run(objects, waves, check_quota)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(), st.sampled_from(sorted(FAIR)))
+def test_quota_limits_hold_with_fair_sharing(scenario, strategies) -> None:
+    objects, waves = scenario
+    run(objects, waves, check_quota, FAIR[strategies])
+
+
+@settings(max_examples=25, deadline=None)
+@given(scenarios(), st.sampled_from(sorted(FAIR)))
+def test_same_decisions_with_fair_sharing(scenario, strategies) -> None:
+    objects, waves = scenario
+    assert run(objects, waves, config=FAIR[strategies]) == run(objects, waves, config=FAIR[strategies])
 
 
 @settings(max_examples=25, deadline=None)

@@ -1,0 +1,471 @@
+"""Fair Sharing (config ``fairSharing`` set): dominant resource shares, the tournament order, fair preemption.
+
+**Dominant resource share (DRS)** of a node (ClusterQueue or Cohort) with a parent: per flavor-resource of its
+subtree quota, what it uses beyond that quota (optionally counting a request on top) is summed per resource
+name; each sum is divided by what the parent could lend of that resource (the parent's potential availability
+summed over every flavor of it in the tree) and scaled by 1000. The largest ratio is the DRS (ties: the lower
+resource name); divided by the node's ``fairSharing.weight`` it is the weighted share. A node without a parent
+has DRS 0. A node of weight 0 that borrows has an infinite share: it compares above every other node, and two
+such nodes compare by their unweighted ratios.
+
+**Order of a cycle's entries** (instead of the classical sort): repeatedly, the first remaining ClusterQueue by
+name — Kueue takes any — gives its entry at once if it has no cohort; otherwise a tournament over its whole
+cohort tree picks the next entry. Every remaining entry of the tree is charged to its ClusterQueue in turn and
+the DRS of each node on its path is taken; at each cohort, the winners of the child cohorts and the entries of
+the child ClusterQueues compete: an entry whose node below the cohort does not borrow on the flavor-resources
+it requests beats one whose node does; then the lower DRS of that node; then the higher priority; then the
+earlier queue-order time (then the earlier candidate). Shares are recomputed at every pick, so each admission
+of the cycle moves the next one.
+
+**Fair preemption**: the candidates are the preemptor's own workloads that ``withinClusterQueue`` allows and,
+with ``reclaimWithinCohort`` not Never, the workloads it allows in every ClusterQueue of the tree that borrows
+on a flavor-resource needing preemption; in Kueue's victim order. The preemptor's request is charged to its
+queue for the whole search (so shares include it) and taken off again whenever fit is checked. Target queues
+come from the root down: at each cohort the child with the highest DRS (a cohort wins ties; between queues, the
+better first candidate) — pruning queues that do not borrow (the preemptor's own excepted) or have no
+candidates left, and cohorts that do not borrow and are not on the preemptor's path. For a target queue:
+the preemptor's own → its next candidate (``InClusterQueue``); else, when the preemptor's queue does not borrow
+on the contested resources → the next candidate (``InCohortReclamation``); else the strategy decides on the
+shares of the two nodes just below the lowest common ancestor — ``LessThanOrEqualToFinalShare``: the
+preemptor's new share ≤ the target's share without the candidate; ``LessThanInitialShare``: the preemptor's new
+share < the target's current share — and the first candidate that passes is preempted (``InCohortFairSharing``)
+and the target re-chosen; those that fail wait for the second step (with the default two strategies): per
+target queue, the first waiting candidate is preempted if the preemptor's new share is below the target's
+current one. As soon as the preemptor fits, targets it does not need are given back (last-but-one first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from projections.workloads import WorkloadInfo
+
+from kueue_es.scheduler.preemption import Target, candidate_key, policy_allows, uses_any
+from kueue_es.scheduler.quota import QuotaNode
+
+if TYPE_CHECKING:
+    from kueue_es.scheduler.cycle import CycleContext, Entry
+
+LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
+LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
+INF = float("inf")
+
+
+class DRS:
+    """A node's dominant resource share, comparable as Kueue compares them."""
+
+    __slots__ = ("borrowed_frs", "borrowing", "dominant", "ratio", "weight")
+
+    def __init__(self, weight: float, ratio: float = 0.0, dominant: str = "", borrowing: bool = False,
+                 borrowed_frs: tuple[str, ...] = ()) -> None:
+        self.weight = weight
+        self.ratio = ratio
+        """Unweighted: borrowed × 1000 / lendable of the dominant resource."""
+        self.dominant = dominant
+        self.borrowing = borrowing
+        """Some flavor-resource is used beyond the subtree quota."""
+        self.borrowed_frs = borrowed_frs
+
+    @property
+    def zero_weight_borrows(self) -> bool:
+        return self.weight == 0 and self.borrowing
+
+    @property
+    def is_zero(self) -> bool:
+        return self.ratio == 0
+
+    @property
+    def weighted(self) -> float:
+        """The weighted share (+inf for a borrowing node of weight 0)."""
+        if self.zero_weight_borrows:
+            return INF
+        if self.ratio == 0:
+            return 0.0
+        return self.ratio / self.weight
+
+    def key(self) -> tuple[int, float]:
+        """Sort key: compares as Kueue's CompareDRS."""
+        if self.zero_weight_borrows:
+            return (1, self.ratio)
+        return (0, self.weighted)
+
+    def borrowing_on(self, requested: dict[str, int]) -> bool:
+        return any(requested.get(fr, 0) > 0 for fr in self.borrowed_frs)
+
+    def __repr__(self) -> str:
+        return f"DRS({self.weighted:g}{', borrowing' if self.borrowing else ''})"
+
+
+NEGATIVE = DRS(1.0, -1.0)
+"""Below every real share: the starting point of a search for the highest."""
+
+
+def compare(a: DRS, b: DRS) -> int:
+    ka, kb = a.key(), b.key()
+    return (ka > kb) - (ka < kb)
+
+
+def _resource(fr: str) -> str:
+    return fr.split("/", 1)[1]
+
+
+def lendable(ctx: CycleContext, parent: QuotaNode) -> dict[str, int]:
+    """Per resource name: what ``parent`` could lend at most, over every flavor of the tree. Quota only, so
+    memoised for the cycle."""
+    memo = ctx.memo.setdefault("lendable", {})
+    found = memo.get(parent.name)
+    if found is None:
+        found = {}
+        for fr in sorted(parent.root().subtree):
+            r = _resource(fr)
+            found[r] = found.get(r, 0) + parent.potential_available(fr)
+        memo[parent.name] = found
+    return found
+
+
+def drs(ctx: CycleContext, node: QuotaNode, extra: dict[str, int] | None = None) -> DRS:
+    """The dominant resource share of ``node``, counting ``extra`` (flavor-resource -> amount) on top."""
+    d = DRS(node.weight)
+    if node.parent is None:
+        return d
+    borrowed: dict[str, int] = {}
+    frs: list[str] = []
+    usage = node.usage
+    for fr, quota in node.subtree.items():
+        amount = usage.get(fr, 0) + (extra.get(fr, 0) if extra else 0) - quota
+        if amount > 0:
+            r = _resource(fr)
+            borrowed[r] = borrowed.get(r, 0) + amount
+            frs.append(fr)
+    if not borrowed:
+        return d
+    d.borrowing = True
+    d.borrowed_frs = tuple(frs)
+    lend = lendable(ctx, node.parent)
+    for r in sorted(borrowed):
+        lr = lend.get(r, 0)
+        if lr <= 0:
+            continue
+        ratio = borrowed[r] * 1000.0 / lr
+        if ratio > d.ratio:
+            d.ratio, d.dominant = ratio, r
+    return d
+
+
+def _charge(node: QuotaNode, usage: dict[str, int], sign: int) -> None:
+    for fr, v in usage.items():
+        if v:
+            node.add_usage(fr, sign * v)
+
+
+# --- the order of a cycle's entries -------------------------------------------------------------------------
+
+
+def fair_order(ctx: CycleContext, entries: list[Entry]) -> Iterator[Entry]:
+    """Yield ``entries`` in Fair Sharing order. Lazy: each pick sees what the caller did with the previous ones."""
+    tree = ctx.tree
+    remaining: dict[str, Entry] = {e.cq: e for e in entries}
+    order = sorted(remaining)
+    contenders: dict[int, dict[str, _Contender]] = {}
+    """Per root (by id): queue name -> the contender of its tree."""
+    i = 0
+    while remaining:
+        while order[i] not in remaining:
+            i += 1
+        first = order[i]
+        node = tree.cluster_queues.get(first)
+        if node is None or node.parent is None:
+            yield remaining.pop(first)
+            continue
+        root = node.root()
+        mine = contenders.get(id(root))
+        if mine is None:
+            mine = contenders[id(root)] = {q.name: _Contender(remaining[q.name], q)
+                                           for q in _subtree_cluster_queues(root) if q.name in remaining}
+        for c in mine.values():
+            c.refresh(ctx)
+        winner = _play(root, remaining, mine)
+        assert winner is not None  # the tree holds at least the queue the pick started from
+        del remaining[winner.cq]
+        del mine[winner.cq]
+        yield winner
+
+
+def _subtree_cluster_queues(node: QuotaNode) -> list[QuotaNode]:
+    out: list[QuotaNode] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.is_cq:
+            out.append(n)
+        else:
+            stack.extend(reversed(n.children))
+    return out
+
+
+class _Contender:
+    """An entry in the tournament, with its comparison key at each ancestor of its queue.
+
+    The key at ancestor ``path[i+1]`` is (borrows on what it requests, DRS, -priority, queue-order time) of
+    ``path[i]`` with the entry's usage counted — which bubbles up like a real charge, the part above each
+    node's guarantee reaching its parent. It depends on the usage of ``path[0..i]`` only, so a key is kept
+    until one of those nodes is written (``QuotaNode.version``).
+    """
+
+    __slots__ = ("entry", "keys", "path", "versions")
+
+    def __init__(self, entry: Entry, cq_node: QuotaNode) -> None:
+        self.entry = entry
+        self.path = cq_node.path()
+        self.versions: list[int] = []
+        self.keys: dict[str, tuple] = {}
+        """Ancestor name -> the key the entry competes with there."""
+
+    def refresh(self, ctx: CycleContext) -> None:
+        path, old = self.path, self.versions
+        keep = 0
+        if old:
+            last = len(path) - 1
+            while keep < last and old[keep] == path[keep].version:
+                keep += 1
+            if keep == last:
+                return
+        e = self.entry
+        usage = e.assignment.usage if e.assignment is not None else {}
+        tail = (-e.wl.priority, e.wl.queue_order_time())
+        extra = dict(usage)
+        for level in range(len(path) - 1):
+            n = path[level]
+            if level >= keep:
+                d = drs(ctx, n, extra)
+                self.keys[path[level + 1].name] = (d.borrowing_on(usage), *d.key(), *tail)
+            extra = {fr: n.delta_above(fr, v) for fr, v in extra.items()}
+        self.versions = [n.version for n in path]
+
+
+def _play(cohort: QuotaNode, remaining: dict[str, Entry], contenders: dict[str, _Contender]) -> Entry | None:
+    """The winner under ``cohort``: child cohorts' winners, then child queues' entries; the lowest key wins and
+    ties go to the earlier candidate (Kueue's "replace the best only when strictly better")."""
+    candidates: list[Entry] = []
+    for child in cohort.children:
+        if not child.is_cq:
+            found = _play(child, remaining, contenders)
+            if found is not None:
+                candidates.append(found)
+    for child in cohort.children:
+        if child.is_cq and child.name in remaining:
+            candidates.append(remaining[child.name])
+    if not candidates:
+        return None
+    name = cohort.name
+    return min(candidates, key=lambda e: contenders[e.cq].keys[name])
+
+
+# --- fair preemption ----------------------------------------------------------------------------------------
+
+
+class _Ordering:
+    """Kueue's target ClusterQueue ordering: from the root down to the child with the highest share."""
+
+    def __init__(self, ctx: CycleContext, preemptor: QuotaNode, candidates: list[WorkloadInfo], order_key) -> None:
+        self.ctx = ctx
+        self.preemptor = preemptor
+        self.path = {id(n) for n in preemptor.ancestors()}
+        self.by_cq: dict[str, list[WorkloadInfo]] = {}
+        for w in candidates:
+            self.by_cq.setdefault(w.cluster_queue, []).append(w)
+        self.pruned: set[int] = set()
+        self.order_key = order_key
+
+    def has(self, cq: QuotaNode) -> bool:
+        return bool(self.by_cq.get(cq.name))
+
+    def pop(self, cq: QuotaNode) -> WorkloadInfo:
+        return self.by_cq[cq.name].pop(0)
+
+    def drop(self, cq: QuotaNode) -> None:
+        self.pruned.add(id(cq))
+
+    def __iter__(self) -> Iterator[QuotaNode]:
+        if self.preemptor.parent is None:
+            while self.has(self.preemptor):
+                yield self.preemptor
+            return
+        root = self.preemptor.root()
+        while id(root) not in self.pruned:
+            target = self._next(root)
+            if target is not None:
+                yield target
+
+    def _next(self, cohort: QuotaNode) -> QuotaNode | None:
+        ctx = self.ctx
+        best_cq: QuotaNode | None = None
+        best_cq_drs = NEGATIVE
+        for cq in cohort.children:
+            if not cq.is_cq or id(cq) in self.pruned:
+                continue
+            d = drs(ctx, cq)
+            if (d.is_zero and cq is not self.preemptor) or not self.has(cq):
+                self.pruned.add(id(cq))
+                continue
+            c = compare(d, best_cq_drs)
+            if c == 0 and best_cq is not None:
+                if self.order_key(self.by_cq[cq.name][0]) < self.order_key(self.by_cq[best_cq.name][0]):
+                    best_cq = cq
+            elif c > 0:
+                best_cq, best_cq_drs = cq, d
+        best_co: QuotaNode | None = None
+        best_co_drs = NEGATIVE
+        for co in cohort.children:
+            if co.is_cq or id(co) in self.pruned:
+                continue
+            d = drs(ctx, co)
+            if d.is_zero and id(co) not in self.path:
+                self.pruned.add(id(co))
+            elif compare(d, best_co_drs) >= 0:
+                best_co, best_co_drs = co, d
+        if best_co is None and best_cq is None:
+            self.pruned.add(id(cohort))
+            return None
+        if best_co is not None and compare(best_co_drs, best_cq_drs) >= 0:
+            return self._next(best_co)
+        return best_cq
+
+    def almost_lcas(self, target: QuotaNode) -> tuple[QuotaNode, QuotaNode]:
+        """The nodes just below the lowest common ancestor of the preemptor's and the target's queues."""
+        lca = None
+        for a in target.ancestors():
+            if id(a) in self.path:
+                lca = a
+                break
+        assert lca is not None
+        return _child_towards(self.preemptor, lca), _child_towards(target, lca)
+
+
+def _child_towards(node: QuotaNode, ancestor: QuotaNode) -> QuotaNode:
+    n = node
+    while n.parent is not ancestor:
+        assert n.parent is not None
+        n = n.parent
+    return n
+
+
+def fair_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests: dict[str, int],
+                 needed: dict[str, int]) -> list[Target]:
+    """Victims that let ``wl`` (``requests`` per FR) fit in ``node`` under Fair Sharing (see the module doc)."""
+    state = ctx.state
+    p = state.cluster_queues[node.name].spec.preemption
+    now = ctx.now
+    candidates: list[WorkloadInfo] = []
+    if p.within_cluster_queue != "Never":
+        for w in ctx.reserving_in(node.name):
+            if w.key != wl.key and uses_any(w, needed) and policy_allows(p.within_cluster_queue, wl, w, now):
+                candidates.append(w)
+    if node.parent is not None and p.reclaim_within_cohort != "Never":
+        for cq in _subtree_cluster_queues(node.root()):
+            if cq is node or not any(cq.borrowing(fr) for fr in needed):
+                continue
+            for w in ctx.reserving_in(cq.name):
+                if uses_any(w, needed) and policy_allows(p.reclaim_within_cohort, wl, w, now):
+                    candidates.append(w)
+    if not candidates:
+        return []
+    order_key = candidate_key(node.name, now)
+    candidates.sort(key=order_key)
+    strategies = list(ctx.config.fair_sharing.preemption_strategies) if ctx.config.fair_sharing else []
+    if not strategies:
+        strategies = [LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE]
+    tree = ctx.tree
+    targets: list[Target] = []
+
+    def fits() -> bool:
+        for fr, v in requests.items():
+            if v > node.available(fr):
+                return False
+        return True
+
+    def take(w: WorkloadInfo, reason: str) -> bool:
+        """Preempt ``w`` (simulated); True when the preemptor now fits."""
+        tree.charge(w.cluster_queue, w.usage, -1)
+        targets.append(Target(w, reason))
+        _charge(node, requests, -1)
+        try:
+            return fits()
+        finally:
+            _charge(node, requests, 1)
+
+    _charge(node, requests, 1)
+    fitted = False
+    try:
+        fitted = _search(ctx, node, candidates, needed, strategies, order_key, take)
+    finally:
+        _charge(node, requests, -1)
+    if not fitted:
+        for t in targets:
+            tree.charge(t.workload.cluster_queue, t.workload.usage, 1)
+        return []
+    # give back, from the last but one, what the preemptor does not need (targets are removed at this point)
+    kept = list(targets)
+    for i in range(len(kept) - 2, -1, -1):
+        w = kept[i].workload
+        tree.charge(w.cluster_queue, w.usage, 1)
+        if fits():
+            kept[i] = None  # type: ignore[call-overload]
+        else:
+            tree.charge(w.cluster_queue, w.usage, -1)
+    result = [t for t in kept if t is not None]
+    for t in result:
+        tree.charge(t.workload.cluster_queue, t.workload.usage, 1)
+    return result
+
+
+def _search(ctx: CycleContext, node: QuotaNode, candidates: list[WorkloadInfo], needed: dict[str, int],
+            strategies: list[str], order_key, take) -> bool:
+    """Feed candidates to ``take`` in fair-sharing order until it says the preemptor fits."""
+    first = strategies[0]
+    within_nominal = not any(node.borrowing(fr) for fr in needed)
+    ordering = _Ordering(ctx, node, candidates, order_key)
+    retry: list[WorkloadInfo] = []
+    for target in ordering:
+        if target is node:
+            if take(ordering.pop(target), "InClusterQueue"):
+                return True
+            continue
+        if within_nominal:
+            if take(ordering.pop(target), "InCohortReclamation"):
+                return True
+            continue
+        mine, theirs = ordering.almost_lcas(target)
+        preemptor_new, target_old = drs(ctx, mine), drs(ctx, theirs)
+        if preemptor_new.zero_weight_borrows and not target_old.zero_weight_borrows:
+            while ordering.has(target):
+                retry.append(ordering.pop(target))
+            continue
+        while ordering.has(target):
+            w = ordering.pop(target)
+            _charge(target, w.usage, -1)
+            try:
+                target_new = drs(ctx, theirs)
+            finally:
+                _charge(target, w.usage, 1)
+            if first == LESS_THAN_OR_EQUAL_TO_FINAL_SHARE:
+                passed = compare(preemptor_new, target_new) <= 0
+            else:
+                passed = compare(preemptor_new, target_old) < 0
+            if passed:
+                if take(w, "InCohortFairSharing"):
+                    return True
+                break  # shares moved: choose the target again
+            retry.append(w)
+    if len(strategies) < 2 or not retry:
+        return False
+    ordering = _Ordering(ctx, node, retry, order_key)
+    for target in ordering:
+        mine, theirs = ordering.almost_lcas(target) if target is not node else (node, node)
+        passed = compare(drs(ctx, mine), drs(ctx, theirs)) < 0
+        w = ordering.pop(target)
+        if passed and take(w, "InCohortFairSharing"):
+            return True
+        ordering.drop(target)
+    return False
