@@ -77,6 +77,13 @@ class ClusterState:
         Cohorts, ResourceFlavors, Namespaces' labels, AdmissionChecks, Topologies)."""
         self._cq_infos: dict[str, ClusterQueueInfo] = {}
         self._cq_infos_generation = 0
+        self.afs_history: list[tuple[int, str, int, tuple[tuple[str, int], ...]]] = []
+        """Admission Fair Sharing facts: (time, LocalQueue key, +1 admitted / -1 no longer admitted, usage per
+        resource name), for workloads of ClusterQueues with ``admissionScope.admissionMode:
+        UsageBasedAdmissionFairSharing``. Independent of the configuration: the scheduler folds them with the
+        configured half-life and sampling interval into each LocalQueue's consumed usage."""
+        self.derived: dict[str, Any] = {}
+        """Consumers' memos of values derived from this state (never part of a snapshot)."""
 
     # --- derived structure ----------------------------------------------------------------------------------
 
@@ -368,6 +375,8 @@ class ClusterState:
                 wl.phase = ADMITTED
                 wl.admitted_at = _ms(adm)
             self._charge(wl)
+            if wl.phase == ADMITTED:
+                self._afs_record(wl, 1)
 
     def _reprioritise(self, group: str, name: str) -> None:
         for key in sorted(self.workloads):
@@ -475,7 +484,21 @@ class ClusterState:
 
     def _release(self, wl: WorkloadInfo) -> None:
         if wl.reserving:
+            if wl.phase == ADMITTED:
+                self._afs_record(wl, -1)
             self._charge(wl, -1)
+
+    def _afs_record(self, wl: WorkloadInfo, sign: int) -> None:
+        cq = self.cluster_queues.get(wl.cluster_queue)
+        scope = cq.spec.admission_scope if cq is not None else None
+        if scope is None or scope.admission_mode != "UsageBasedAdmissionFairSharing":
+            return
+        per_resource: dict[str, int] = {}
+        for fr, v in wl.usage.items():
+            r = fr.split("/", 1)[1]
+            per_resource[r] = per_resource.get(r, 0) + v
+        self.afs_history.append((self.time, f"{wl.namespace}/{wl.queue_name}", sign,
+                                 tuple(sorted(per_resource.items()))))
 
     def _reserve(self, e: ev.QuotaReserved) -> None:
         wl = self.workloads.get(e.key)
@@ -505,6 +528,7 @@ class ClusterState:
         wl.phase = ADMITTED
         wl.admitted_at = e.time
         wl.set_condition("Admitted", "True", "Admitted", e.message or "The workload is admitted", e.time)
+        self._afs_record(wl, 1)
 
     def _pending(self, e: ev.WorkloadPending) -> None:
         wl = self.workloads.get(e.key)

@@ -44,6 +44,8 @@ class Snapshot(msgspec.Struct, array_like=True):
     usage: list[tuple[str, list[tuple[str, int]]]]
     awaiting_release: list[str]
     backoff: list[tuple[str, int]]
+    afs_history: list[tuple[int, str, int, list[tuple[str, int]]]] = []
+    """Admission Fair Sharing facts (``ClusterState.afs_history``); absent from older snapshots."""
 
 
 _encoder = msgspec.msgpack.Encoder(order="sorted")
@@ -93,6 +95,7 @@ def take(state: ClusterState) -> Snapshot:
         usage=usage,
         awaiting_release=sorted(state.awaiting_release),
         backoff=sorted(state.backoff.items()),
+        afs_history=[(t, lq, sign, list(u)) for t, lq, sign, u in state.afs_history],
     )
 
 
@@ -133,6 +136,7 @@ def restore(snap: Snapshot) -> ClusterState:
     state.usage = {cq: dict(frs) for cq, frs in snap.usage}
     state.awaiting_release = set(snap.awaiting_release)
     state.backoff = dict(snap.backoff)
+    state.afs_history = [(t, lq, sign, tuple((r, v) for r, v in u)) for t, lq, sign, u in snap.afs_history]
     return state
 
 

@@ -23,6 +23,7 @@ from projections.cluster import ClusterState
 from projections.clusterqueues import ClusterQueueInfo
 from projections.workloads import WorkloadInfo
 
+from kueue_es.scheduler import afs
 from kueue_es.scheduler.config import SchedulerConfig
 from kueue_es.scheduler.flavors import Assignment, Granular, Mode, PodSetResult, assign_flavors
 from kueue_es.scheduler.fairsharing import fair_order, fair_targets
@@ -73,6 +74,8 @@ class CycleContext:
         """Victim search: Fair Sharing's when it is on, else the classical one."""
         self.memo: dict[str, dict] = {}
         """Per-cycle memos of values that depend on quota only (e.g. what a cohort could lend)."""
+        self.afs_usage = afs.workload_usage(state, config, now) if config.admission_fair_sharing else None
+        """Admission Fair Sharing: a workload's LocalQueue usage (None outside usage-based queues)."""
 
     def __enter__(self) -> CycleContext:
         self.tree.begin()
@@ -111,11 +114,16 @@ def required_checks(state: ClusterState, cq: str, flavors: set[str]) -> list[str
     return info.required_checks(flavors) if info is not None else []
 
 
-def heads(state: ClusterState) -> list[Entry]:
+def heads(state: ClusterState, config: SchedulerConfig | None = None, now: int | None = None) -> list[Entry]:
+    """The head of every active ClusterQueue (by Admission Fair Sharing where it applies)."""
     out = []
     queues, workloads, inactive = state.queues, state.workloads, state.inactive_reason
+    fair = config is not None and config.admission_fair_sharing is not None
     for cq in sorted(queues):
-        key = queues[cq].head()
+        if fair and afs.enabled_for(config, state, cq):  # type: ignore[arg-type]
+            key = afs.head(state, config, cq, state.time if now is None else now)  # type: ignore[arg-type]
+        else:
+            key = queues[cq].head()
         if key is None or inactive(cq) is not None:
             continue
         out.append(Entry(workloads[key], cq))
@@ -191,7 +199,7 @@ def order_entries(entries: list[Entry]) -> list[Entry]:
 
 
 def run_cycle(state: ClusterState, config: SchedulerConfig, now: int, cycle: int) -> list[ev.Decision]:
-    entries = heads(state)
+    entries = heads(state, config, now)
     if not entries:
         return []
     # The cycle's temporaries (entries, assignments, ...) live until it ends and form no reference cycles:

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 
 from projections.workloads import WorkloadInfo
 
-from kueue_es.scheduler.preemption import Target, candidate_key, policy_allows, uses_any
+from kueue_es.scheduler.preemption import Target, candidate_key, policy_allows, sort_candidates, uses_any
 from kueue_es.scheduler.quota import QuotaNode
 
 if TYPE_CHECKING:
@@ -372,7 +372,7 @@ def fair_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
     if not candidates:
         return []
     order_key = candidate_key(node.name, now)
-    candidates.sort(key=order_key)
+    sort_candidates(candidates, node.name, now, ctx.afs_usage)
     strategies = list(ctx.config.fair_sharing.preemption_strategies) if ctx.config.fair_sharing else []
     if not strategies:
         strategies = [LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE]

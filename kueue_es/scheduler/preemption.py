@@ -9,6 +9,7 @@ fits, so the set is small. Every removal is simulated on the cycle's quota tree 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cmp_to_key
 from typing import TYPE_CHECKING
 
 from projections.workloads import WorkloadInfo
@@ -67,6 +68,30 @@ def candidate_order(preemptor_cq: str, now: int):
     return lambda c: key(c.wl)
 
 
+def sort_candidates(items: list, preemptor_cq: str, now: int, afs_usage=None, wl_of=lambda x: x) -> None:
+    """Sort in Kueue's victim order. With Admission Fair Sharing (``afs_usage(wl)`` gives the usage of a
+    workload's LocalQueue, or None outside usage-based ClusterQueues), two candidates of one ClusterQueue but
+    different LocalQueues go higher usage first, before priority is compared — a rule between such pairs only,
+    so the sort compares pairs."""
+    key = candidate_key(preemptor_cq, now)
+    if afs_usage is None:
+        items.sort(key=lambda x: key(wl_of(x)))
+        return
+
+    def cmp(x, y) -> int:
+        a, b = wl_of(x), wl_of(y)
+        ka, kb = key(a), key(b)
+        if ka[:2] != kb[:2]:
+            return -1 if ka[:2] < kb[:2] else 1
+        if a.cluster_queue == b.cluster_queue and a.queue_name != b.queue_name:
+            ua, ub = afs_usage(a), afs_usage(b)
+            if ua is not None and ub is not None and ua != ub:
+                return -1 if ua > ub else 1
+        return -1 if ka[2:] < kb[2:] else (1 if ka[2:] > kb[2:] else 0)
+
+    items.sort(key=cmp_to_key(cmp))
+
+
 def uses_any(wl: WorkloadInfo, frs: dict[str, int]) -> bool:
     """Whether ``wl`` holds quota of any of the flavor-resources ``frs``."""
     return any(fr in frs for fr in wl.usage)
@@ -117,10 +142,11 @@ def find_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
             visited, ancestor = ancestor, ancestor.parent
     if not candidates:
         return []
-    order = candidate_order(node.name, now)
-    hier = sorted((c for c in candidates if c.kind == HIERARCHICAL), key=order)
-    prio = sorted((c for c in candidates if c.kind in (WITHOUT_BORROWING, WHILE_BORROWING)), key=order)
-    same = sorted((c for c in candidates if c.kind == SAME_QUEUE), key=order)
+    hier = [c for c in candidates if c.kind == HIERARCHICAL]
+    prio = [c for c in candidates if c.kind in (WITHOUT_BORROWING, WHILE_BORROWING)]
+    same = [c for c in candidates if c.kind == SAME_QUEUE]
+    for group in (hier, prio, same):
+        sort_candidates(group, node.name, now, ctx.afs_usage, lambda c: c.wl)
     ordered = [c for group in (hier, prio, same) for c in group if c.wl.evicted] + [
         c for group in (hier, prio, same) for c in group if not c.wl.evicted
     ]

@@ -1,0 +1,215 @@
+"""Admission Fair Sharing (config ``admissionFairSharing`` set, ClusterQueue ``admissionScope.admissionMode:
+UsageBasedAdmissionFairSharing``): LocalQueues that consumed less go first.
+
+Each LocalQueue has a *consumed* usage per resource (floats: cpu in cores, other resources in their units), an
+exponentially decayed history of what it had admitted:
+
+* every ``usageSamplingInterval`` after its last update, consumed ← consumed·(1−α) + admitted·α with
+  α = 1 − 0.5^(elapsed / usageHalfLifeTime) — the LocalQueue controller's sample (a half-life of 0 empties it);
+* when one of its workloads is admitted, consumed is first decayed towards the admitted usage (now including
+  that workload) over the time since the last update, then the workload's *entry penalty* — its requests ×
+  (1 − 0.5^(interval / half-life)) — is added, and the update time moves to now;
+* until then (quota reserved, admission checks pending) that penalty is *pending* and counts on top.
+
+A LocalQueue's usage is Σ_resource weight·(consumed + pending) ÷ the LocalQueue's ``fairSharing.weight``
+(+∞ for a weight ≤ 0). All of it is a function of the log: the projection records when each LocalQueue's
+admitted usage changed (``ClusterState.afs_history``) and this module folds those facts, in log order, with the
+configuration — the samples falling at fixed steps after each update, so the result does not depend on when or
+how often the scheduler looks. The fold is memoised on the state and extended as the history grows.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from events.quantity import MILLI_RESOURCES
+from projections.cluster import ClusterState
+from projections.workloads import RESERVED
+
+from kueue_es.scheduler.config import AdmissionFairSharingConfig, SchedulerConfig, parse_duration
+from kueue_es.scheduler.quota import fair_weight
+
+if TYPE_CHECKING:
+    from projections.workloads import WorkloadInfo
+
+USAGE_BASED = "UsageBasedAdmissionFairSharing"
+
+
+def enabled_for(config: SchedulerConfig, state: ClusterState, cq: str) -> bool:
+    """Whether Admission Fair Sharing orders ClusterQueue ``cq``'s workloads."""
+    if config.admission_fair_sharing is None:
+        return False
+    obj = state.cluster_queues.get(cq)
+    scope = obj.spec.admission_scope if obj is not None else None
+    return scope is not None and scope.admission_mode == USAGE_BASED
+
+
+def _amount(resource: str, value: int) -> float:
+    """Kueue's approximate float of a quantity: cpu in cores, everything else in its units."""
+    return value / 1000.0 if resource in MILLI_RESOURCES else float(value)
+
+
+class _Queue:
+    __slots__ = ("admitted", "consumed", "last")
+
+    def __init__(self) -> None:
+        self.consumed: dict[str, float] = {}
+        self.admitted: dict[str, float] = {}
+        self.last: int | None = None
+        """When consumed was last updated (sampled or settled)."""
+
+
+class AfsFold:
+    """The consumed usage of every LocalQueue, folded from the state's history under one configuration."""
+
+    def __init__(self, afs: AdmissionFairSharingConfig) -> None:
+        self.half_life = parse_duration(afs.usage_half_life_time, "admissionFairSharing.usageHalfLifeTime")
+        self.interval = max(1, parse_duration(afs.usage_sampling_interval,
+                                              "admissionFairSharing.usageSamplingInterval"))
+        self.weights = dict(afs.resource_weights)
+        self.penalty_alpha = self.alpha(self.interval)
+        self.queues: dict[str, _Queue] = {}
+        self.folded = 0
+        """How many entries of the history are folded in."""
+
+    def alpha(self, elapsed: int) -> float:
+        if self.half_life <= 0:
+            return 0.0
+        return 1.0 - 0.5 ** (max(0, elapsed) / self.half_life)
+
+    def key(self) -> tuple:
+        return (self.half_life, self.interval)
+
+    def _samples(self, q: _Queue, now: int) -> tuple[dict[str, float], int | None]:
+        """Consumed after the samples due by ``now`` (without recording them) and the time of the last one."""
+        if q.last is None:
+            return q.consumed, None
+        n = (now - q.last) // self.interval
+        if n <= 0:
+            return q.consumed, q.last
+        if self.half_life <= 0:
+            return {}, q.last + n * self.interval
+        # n samples with the admitted usage unchanged: c ← u + (c − u)·q^n, q = 0.5^(interval / half-life)
+        factor = 0.5 ** (n * self.interval / self.half_life)
+        out = {}
+        for r in sorted(set(q.consumed) | set(q.admitted)):
+            u = q.admitted.get(r, 0.0)
+            out[r] = u + (q.consumed.get(r, 0.0) - u) * factor
+        return out, q.last + n * self.interval
+
+    def _advance(self, q: _Queue, now: int) -> None:
+        if q.last is None:
+            q.last = now
+            return
+        q.consumed, q.last = self._samples(q, now)  # type: ignore[assignment]
+
+    def apply(self, time: int, lq: str, sign: int, usage: tuple[tuple[str, int], ...]) -> None:
+        q = self.queues.get(lq)
+        if q is None:
+            q = self.queues[lq] = _Queue()
+        self._advance(q, time)
+        for r, v in usage:
+            q.admitted[r] = q.admitted.get(r, 0.0) + sign * _amount(r, v)
+        if sign < 0:
+            return
+        # settle: decay towards the admitted usage over the time since the last update, then add the penalty
+        assert q.last is not None
+        a = self.alpha(time - q.last)
+        consumed = {}
+        for r in sorted(set(q.consumed) | set(q.admitted)):
+            consumed[r] = q.consumed.get(r, 0.0) * (1 - a) + q.admitted.get(r, 0.0) * a
+        for r, v in usage:
+            consumed[r] = consumed.get(r, 0.0) + _amount(r, v) * self.penalty_alpha
+        q.consumed, q.last = consumed, time
+
+    def consumed(self, lq: str, now: int) -> dict[str, float]:
+        q = self.queues.get(lq)
+        return self._samples(q, now)[0] if q is not None else {}
+
+
+def fold(state: ClusterState, config: SchedulerConfig) -> AfsFold:
+    """The state's history folded under ``config`` (memoised on the state, extended incrementally)."""
+    assert config.admission_fair_sharing is not None
+    memo: AfsFold | None = state.derived.get("afs")
+    fresh = AfsFold(config.admission_fair_sharing)
+    if memo is None or memo.key() != fresh.key() or memo.folded > len(state.afs_history):
+        memo = state.derived["afs"] = fresh
+    memo.weights = fresh.weights
+    history = state.afs_history
+    for i in range(memo.folded, len(history)):
+        memo.apply(*history[i])
+    memo.folded = len(history)
+    return memo
+
+
+def pending_penalty(state: ClusterState, fold_: AfsFold, lq: str, cq: str) -> dict[str, float]:
+    """Penalties of the LocalQueue's workloads holding quota without being admitted yet."""
+    out: dict[str, float] = {}
+    if fold_.penalty_alpha == 0:
+        return out
+    workloads = state.workloads
+    for key in sorted(state.reserving.get(cq, ())):
+        wl: WorkloadInfo = workloads[key]
+        if wl.phase != RESERVED or f"{wl.namespace}/{wl.queue_name}" != lq:
+            continue
+        for fr, v in wl.usage.items():
+            r = fr.split("/", 1)[1]
+            out[r] = out.get(r, 0.0) + _amount(r, v) * fold_.penalty_alpha
+    return out
+
+
+def lq_usage(state: ClusterState, config: SchedulerConfig, lq: str, cq: str, now: int,
+             fold_: AfsFold | None = None) -> float:
+    """Σ weight·(consumed + pending penalty) ÷ the LocalQueue's weight (+∞ for a weight ≤ 0)."""
+    f = fold_ if fold_ is not None else fold(state, config)
+    consumed = f.consumed(lq, now)
+    penalty = pending_penalty(state, f, lq, cq)
+    total = 0.0
+    for r in sorted(set(consumed) | set(penalty)):
+        total += f.weights.get(r, 1.0) * (consumed.get(r, 0.0) + penalty.get(r, 0.0))
+    obj = state.local_queues.get(lq)
+    fs = obj.spec.fair_sharing if obj is not None else None
+    weight = fair_weight(fs)
+    if weight <= 0:
+        return math.inf
+    return total / weight
+
+
+def workload_usage(state: ClusterState, config: SchedulerConfig, now: int):
+    """For ordering preemption candidates: the usage of a workload's LocalQueue when its ClusterQueue uses
+    Admission Fair Sharing, else None (memoised per LocalQueue for the call)."""
+    f = fold(state, config)
+    memo: dict[str, float | None] = {}
+
+    def usage(wl: WorkloadInfo) -> float | None:
+        lq = f"{wl.namespace}/{wl.queue_name}"
+        if lq not in memo:
+            memo[lq] = (lq_usage(state, config, lq, wl.cluster_queue, now, f)
+                        if enabled_for(config, state, wl.cluster_queue) else None)
+        return memo[lq]
+
+    return usage
+
+
+def head(state: ClusterState, config: SchedulerConfig, cq: str, now: int) -> str | None:
+    """The head of an Admission-Fair-Sharing queue: lowest LocalQueue usage, then the sticky workload, then
+    priority, queue-order time and UID."""
+    q = state.queues.get(cq)
+    if q is None or not q.active:
+        return None
+    f = fold(state, config)
+    usage: dict[str, float] = {}
+    best: tuple | None = None
+    workloads = state.workloads
+    for sk in q.active:
+        key = sk[3]
+        wl = workloads[key]
+        lq = f"{wl.namespace}/{wl.queue_name}"
+        u = usage.get(lq)
+        if u is None:
+            u = usage[lq] = lq_usage(state, config, lq, cq, now, f)
+        candidate = (u, 0 if key == q.sticky else 1, sk)
+        if best is None or candidate < best:
+            best = candidate
+    return best[2][3] if best is not None else None
