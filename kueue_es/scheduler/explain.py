@@ -1,0 +1,362 @@
+"""Why a workload is (not) admitted: Kueue's message, then the scheduler's reasoning in depth.
+
+:func:`explain` reads a state, never changes it: it dry-runs the next admission attempt of the workload on the
+cycle's copy-on-write overlay (as if the workload were its ClusterQueue's head now) with tracing on, and
+reports, as plain data:
+
+* ``kueue`` — the QuotaReserved=False reason and message Kueue shows (or the next attempt's, if none yet);
+* ``queue`` — where the workload waits: its position in the ClusterQueue, parked as inadmissible until
+  something changes, in backoff, or not queued at all (LocalQueue missing or stopped, workload inactive);
+* ``attempt`` — the dry run's outcome, and per pod set and resource group the flavors tried in order and what
+  each said;
+* ``quota`` — per flavor-resource considered: the request and, from the ClusterQueue up the cohort tree, each
+  node's quota, usage, free quota and limits, what is available to the workload, and which node binds;
+* ``preemption`` — the policies; the workloads a preemption would evict and why each is allowed; or why none
+  can be: each workload that is not a candidate, with the rule that excludes it, and what happens when every
+  candidate goes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from events.quantity import format_quantity
+from events.timefmt import format_time
+from projections.cluster import ClusterState
+from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, WorkloadInfo
+
+from kueue_es.scheduler import afs, fairsharing
+from kueue_es.scheduler.config import SchedulerConfig
+from kueue_es.scheduler.cycle import CycleContext, Entry, nominate
+from kueue_es.scheduler.flavors import Granular, Mode
+from kueue_es.scheduler.preemption import policy_allows, uses_any
+from kueue_es.scheduler.quota import QuotaNode
+
+_REASON_WHY = {
+    "InClusterQueue": "lower priority in the same ClusterQueue (withinClusterQueue: {within})",
+    "InCohortReclamation": "its ClusterQueue {cq} borrows {frs} that the preemptor's queue may reclaim "
+                           "(reclaimWithinCohort: {reclaim})",
+    "InCohortReclaimWhileBorrowing": "its ClusterQueue {cq} borrows and its priority is below the preemptor's "
+                                     "(borrowWithinCohort: {bwc})",
+    "InCohortFairSharing": "its ClusterQueue {cq} borrows {frs} and Fair Sharing's strategy lets the preemptor "
+                           "take it",
+}
+
+
+def explain(state: ClusterState, config: SchedulerConfig, key: str, now: int) -> dict[str, Any] | None:
+    """The explanation of workload ``key`` (``namespace/name``), or None when there is no such workload."""
+    wl = state.workloads.get(key)
+    if wl is None:
+        return None
+    out: dict[str, Any] = {
+        "workload": key,
+        "uid": wl.uid,
+        "localQueue": f"{wl.namespace}/{wl.queue_name}",
+        "clusterQueue": wl.cluster_queue or state.target_cluster_queue(wl) or "",
+        "priority": wl.priority,
+        "state": wl.phase if wl.active or wl.phase != PENDING else "Inactive",
+        "time": format_time(now),
+        "offset": state.offset,
+    }
+    qr = wl.condition("QuotaReserved")
+    if qr is not None and qr.status == "False":
+        out["kueue"] = {"reason": qr.reason, "message": qr.message, "observed": True}
+    if wl.phase in (RESERVED, ADMITTED):
+        out["summary"] = _holding(wl)
+        return out
+    if wl.phase == FINISHED:
+        fin = wl.condition("Finished")
+        out["summary"] = f"finished ({fin.reason}: {fin.message})" if fin is not None else "finished"
+        return out
+    queue, cq = _queue(state, config, wl, now)
+    out["queue"] = queue
+    if cq is None:
+        out.setdefault("kueue", {"reason": queue["reason"], "message": queue["detail"], "observed": False})
+        return out
+    out["clusterQueue"] = cq
+    with CycleContext(state, config, now, trace=True) as ctx:
+        e = Entry(wl, cq)
+        nominate(ctx, e)
+        out["attempt"] = _attempt(e)
+        if "kueue" not in out:
+            out["kueue"] = {"reason": out["attempt"]["reason"], "message": out["attempt"]["message"],
+                            "observed": False}
+        if e.assignment is not None:
+            out["quota"] = _quota(ctx, e)
+            if e.assignment.mode == Mode.PREEMPT or e.targets:
+                out["preemption"] = _preemption(ctx, e)
+    return out
+
+
+def _holding(wl: WorkloadInfo) -> str:
+    flavors = sorted({f"{r}={f}" for psa in (wl.admission.pod_set_assignments if wl.admission else [])
+                      for r, f in psa.flavors.items()})
+    what = "admitted" if wl.phase == ADMITTED else "holding quota (admission checks pending)"
+    text = f"{what} in ClusterQueue {wl.cluster_queue}" + (f" with {', '.join(flavors)}" if flavors else "")
+    if wl.evicted:
+        text += f"; evicted ({wl.evicted}), quota released once its job stops"
+    return text
+
+
+def _queue(state: ClusterState, config: SchedulerConfig, wl: WorkloadInfo,
+           now: int) -> tuple[dict[str, Any], str | None]:
+    lq_key = f"{wl.namespace}/{wl.queue_name}"
+    lq = state.local_queues.get(lq_key)
+    if not wl.active:
+        return {"state": "notQueued", "reason": "Deactivated", "detail": "The workload is deactivated"}, None
+    if lq is None:
+        return {"state": "notQueued", "reason": "Misconfigured", "detail": f"LocalQueue {lq_key} doesn't exist"}, None
+    if lq.spec.stop_policy not in ("None", ""):
+        return {"state": "notQueued", "reason": "Suspended",
+                "detail": f"LocalQueue {lq_key} is stopped (stopPolicy {lq.spec.stop_policy})"}, None
+    cq = lq.spec.cluster_queue
+    if cq not in state.cluster_queues:
+        return {"state": "notQueued", "reason": "Misconfigured", "detail": f"ClusterQueue {cq} doesn't exist"}, None
+    inactive = state.inactive_reason(cq)
+    q = state.queues.get(cq)
+    info: dict[str, Any] = {"clusterQueue": cq}
+    if inactive is not None:
+        info.update(state="queued", reason="Suspended",
+                    detail=f"ClusterQueue {cq} is inactive ({inactive}): it admits nothing until that changes")
+    if q is None or wl.key not in q.shapes:
+        info.setdefault("state", "notQueued")
+        info.setdefault("reason", "")
+        info.setdefault("detail", "not in the ClusterQueue's queue")
+        return info, (cq if inactive is None else None)
+    if wl.key in q.inadmissible:
+        info.setdefault("state", "parked")
+        if wl.requeue_at is not None and wl.requeue_at > now:
+            info.setdefault("detail", f"in backoff until {format_time(wl.requeue_at)} "
+                                      f"(requeue count {wl.requeue_count})")
+        else:
+            rq = wl.condition("Requeued")
+            if rq is not None and rq.status == "False":
+                info.setdefault("detail", f"waiting to be requeued ({rq.reason}: {rq.message})")
+            else:
+                info.setdefault("detail", "parked as inadmissible: tried again when quota is freed or a queue, "
+                                          "cohort or flavor changes")
+    else:
+        order = [sk[3] for sk in q.active]
+        head = (afs.head(state, config, cq, now) if afs.enabled_for(config, state, cq) else q.head())
+        info.setdefault("state", "active")
+        info["position"] = order.index(wl.key) + 1
+        info["of"] = len(order)
+        info["head"] = head == wl.key
+        info.setdefault("detail", "at the head of the queue: tried in the next cycle" if head == wl.key else
+                                  f"behind {info['position'] - 1} workload(s) in the queue")
+    info.setdefault("reason", "")
+    info["parked"] = len(q.inadmissible)
+    return info, (cq if inactive is None else None)
+
+
+def _attempt(e: Entry) -> dict[str, Any]:
+    a = e.assignment
+    if e.status:
+        return {"outcome": "NotNominated", "reason": e.status, "message": e.message}
+    assert a is not None
+    outcome = {Mode.FIT: "Fit", Mode.PREEMPT: "Preempt", Mode.NO_FIT: "NoFit"}.get(a.mode, "NoFit")
+    if a.mode == Mode.PREEMPT and not e.targets:
+        outcome = "PreemptNoCandidates"
+    if a.mode == Mode.FIT:
+        message = "fits: it would be admitted"
+        reason = ""
+    elif a.mode == Mode.PREEMPT and e.targets:
+        message = (a.message + ". " if a.message else "") + f"Pending the preemption of {len(e.targets)} workload(s)"
+        reason = "WaitingForPreemptedWorkloads"
+    else:
+        message, reason = a.message, a.reason
+    pod_sets = []
+    for ps in a.pod_sets:
+        pod_sets.append({
+            "name": ps.name,
+            "count": ps.count,
+            "requests": {r: format_quantity(r, v) for r, v in sorted(ps.requests.items())},
+            "flavors": dict(sorted(ps.flavors.items())),
+            "mode": Granular.NAMES[ps.mode],
+            "borrowingLevel": ps.borrow,
+            "tried": {group: list(tried) for group, tried in ps.tried.items()},
+            "reasons": sorted(ps.reasons),
+        })
+    return {"outcome": outcome, "reason": reason, "message": message, "borrowingLevel": a.borrow,
+            "podSets": pod_sets}
+
+
+def _node_label(n: QuotaNode) -> str:
+    return f"ClusterQueue {n.name}" if n.is_cq else f"Cohort {n.name}"
+
+
+def _binding(node: QuotaNode, fr: str) -> tuple[QuotaNode, str]:
+    """Which node's term decides ``node.available(fr)``: a borrowing limit on the way up, or the root's quota."""
+    n = node
+    while n.parent is not None:
+        g = n.guaranteed.get(fr, 0)
+        u = n.usage.get(fr, 0)
+        bl = n.borrowing_limit.get(fr)
+        if bl is not None:
+            cap = (n.subtree.get(fr, 0) - g) - max(0, u - g) + bl
+            if cap < n.parent._avail(fr):
+                return n, "borrowingLimit"
+        n = n.parent
+    return n, "quota"
+
+
+def _quota(ctx: CycleContext, e: Entry) -> list[dict[str, Any]]:
+    a = e.assignment
+    assert a is not None
+    node = ctx.tree.cluster_queues[e.cq]
+    info = ctx.info(e.cq)
+    wanted: dict[str, int] = {}
+    for ps in a.pod_sets:
+        for r, v in ps.requests.items():
+            group = info.group_of.get(r)
+            if group is None:
+                continue
+            chosen = ps.flavors.get(r)
+            flavors = [chosen] if chosen else [s.name for s in group.flavors]
+            for f in flavors:
+                fr = f"{f}/{r}"
+                wanted[fr] = wanted.get(fr, 0) + v
+    out = []
+    for fr in sorted(wanted):
+        resource = fr.split("/", 1)[1]
+        q = lambda v, r=resource: format_quantity(r, v)  # noqa: E731
+        request = a.usage.get(fr, wanted[fr])
+        available = node.available(fr)
+        potential = node.potential_available(fr)
+        path = []
+        for n in node.path():
+            quota = n.subtree.get(fr, 0)
+            used = n.usage.get(fr, 0)
+            row: dict[str, Any] = {"node": _node_label(n), "quota": q(quota), "used": q(used),
+                                   "free": q(max(0, quota - used))}
+            if fr in n.borrowing_limit:
+                row["borrowingLimit"] = q(n.borrowing_limit[fr])
+            if fr in n.lending_limit:
+                row["lendingLimit"] = q(n.lending_limit[fr])
+            path.append(row)
+        entry: dict[str, Any] = {"flavorResource": fr, "request": q(request), "available": q(available),
+                                 "maximum": q(potential), "path": path}
+        if request > potential:
+            entry["short"] = q(request - available)
+            entry["why"] = (f"the request exceeds the most {_node_label(node)} could ever get ({q(potential)}): "
+                            "its quota plus what it may borrow")
+        elif request > available:
+            binding, kind = _binding(node, fr)
+            entry["short"] = q(request - available)
+            entry["why"] = (f"{_node_label(binding)}'s borrowing limit caps what it may take from its cohort"
+                            if kind == "borrowingLimit" else
+                            f"{_node_label(binding)} (the root of the tree) has only {q(max(0, available))} free for it")
+        out.append(entry)
+    return out
+
+
+def _preemption(ctx: CycleContext, e: Entry) -> dict[str, Any]:
+    state, wl = ctx.state, e.wl
+    spec = state.cluster_queues[e.cq].spec
+    p = spec.preemption
+    bwc = p.borrow_within_cohort
+    policies = {"withinClusterQueue": p.within_cluster_queue, "reclaimWithinCohort": p.reclaim_within_cohort,
+                "borrowWithinCohort": (bwc.policy + (f" (maxPriorityThreshold {bwc.max_priority_threshold})"
+                                                     if bwc.max_priority_threshold is not None else ""))
+                if bwc is not None else "Never",
+                "fairSharing": ctx.config.fair_sharing_enabled}
+    a = e.assignment
+    assert a is not None
+    needed = a.needs_preemption_frs()
+    out: dict[str, Any] = {"policies": policies, "contested": sorted(needed)}
+    fmt = {"within": p.within_cluster_queue, "reclaim": p.reclaim_within_cohort,
+           "bwc": policies["borrowWithinCohort"]}
+    if e.targets:
+        out["targets"] = [{
+            "workload": t.workload.key, "clusterQueue": t.workload.cluster_queue, "priority": t.workload.priority,
+            "reason": t.reason,
+            "why": _REASON_WHY.get(t.reason, t.reason).format(cq=t.workload.cluster_queue,
+                                                               frs=", ".join(sorted(needed)), **fmt),
+        } for t in e.targets]
+        return out
+    node = ctx.tree.cluster_queues[e.cq]
+    rows, candidates = _candidates(ctx, wl, node, needed)
+    out["targets"] = []
+    out["considered"] = rows
+    out["why"] = _no_targets_why(ctx, e, node, needed, candidates)
+    return out
+
+
+def _candidates(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode,
+                needed: dict[str, int]) -> tuple[list[dict[str, Any]], list[WorkloadInfo]]:
+    state, now = ctx.state, ctx.now
+    p = state.cluster_queues[node.name].spec.preemption
+    rows: list[dict[str, Any]] = []
+    candidates: list[WorkloadInfo] = []
+    frs = ", ".join(sorted(needed))
+    for w in ctx.reserving_in(node.name):
+        if w.key == wl.key:
+            continue
+        if not uses_any(w, needed):
+            why = f"uses none of {frs}"
+        elif p.within_cluster_queue == "Never":
+            why = "withinClusterQueue is Never"
+        elif not policy_allows(p.within_cluster_queue, wl, w, now):
+            why = f"priority {w.priority} is not below {wl.priority} ({p.within_cluster_queue})"
+        else:
+            why = ""
+            candidates.append(w)
+        rows.append({"workload": w.key, "clusterQueue": node.name, "priority": w.priority,
+                     "candidate": not why, "why": why or "candidate"})
+    if node.parent is None:
+        return rows, candidates
+    others = [n for n in fairsharing._subtree_cluster_queues(node.root()) if n is not node]
+    for cq in others:
+        reserving = ctx.reserving_in(cq.name)
+        if not reserving:
+            continue
+        borrowing = [fr for fr in sorted(needed) if cq.borrowing(fr)]
+        if p.reclaim_within_cohort == "Never":
+            rows.append({"clusterQueue": cq.name, "candidate": False, "why": "reclaimWithinCohort is Never"})
+            continue
+        if not borrowing:
+            used = ", ".join(f"{fr} {format_quantity(fr.split('/', 1)[1], cq.usage.get(fr, 0))} of "
+                             f"{format_quantity(fr.split('/', 1)[1], cq.subtree.get(fr, 0))}" for fr in sorted(needed))
+            rows.append({"clusterQueue": cq.name, "candidate": False,
+                         "why": f"not borrowing what is contested ({used}): its workloads are not reclaimable"})
+            continue
+        for w in reserving:
+            if not uses_any(w, needed):
+                why = f"uses none of {frs}"
+            elif not policy_allows(p.reclaim_within_cohort, wl, w, now):
+                why = f"priority {w.priority} is not below {wl.priority} (reclaimWithinCohort {p.reclaim_within_cohort})"
+            else:
+                why = ""
+                candidates.append(w)
+            rows.append({"workload": w.key, "clusterQueue": cq.name, "priority": w.priority,
+                         "candidate": not why, "why": why or "candidate"})
+    return rows, candidates
+
+
+def _no_targets_why(ctx: CycleContext, e: Entry, node: QuotaNode, needed: dict[str, int],
+                    candidates: list[WorkloadInfo]) -> str:
+    a = e.assignment
+    assert a is not None
+    if not candidates:
+        return "no workload may be preempted for it"
+    tree = ctx.tree
+    for w in candidates:
+        tree.charge(w.cluster_queue, w.usage, -1)
+    try:
+        fits = all(v <= node.available(fr) for fr, v in a.usage.items())
+        within = all(node.usage.get(fr, 0) + v <= node.nominal.get(fr, 0) for fr, v in a.usage.items())
+    finally:
+        for w in candidates:
+            tree.charge(w.cluster_queue, w.usage, 1)
+    n = len(candidates)
+    if not fits:
+        return f"even with all {n} candidate(s) preempted it would not fit"
+    if ctx.config.fair_sharing_enabled:
+        mine = fairsharing.drs(ctx, node, a.usage)
+        return (f"the {n} candidate(s) would make room, but Fair Sharing's preemption strategies refuse them: "
+                f"the preemptor's share with the workload would be {mine.weighted:g}, not below the shares of the "
+                "queues it would preempt from")
+    if not within:
+        return (f"the {n} candidate(s) would make room only if it borrowed, and reclaiming while borrowing needs "
+                "borrowWithinCohort (and candidates below the preemptor's priority)")
+    return f"the {n} candidate(s) would make room, but no order of them passes the classical preemption rules"

@@ -1,0 +1,176 @@
+"""``kueue-es explain``: Kueue's message first, then flavors tried, quota short per level, preemption — from a
+STATE.yaml or a log, through the real command; and the analysis never changes the state."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import msgspec
+import pytest
+import yaml
+
+from events import objects as o
+from events import schema as ev
+from events.filelog import FileLog
+from kueue_es.scheduler import DEFAULT, settle
+from kueue_es.scheduler.explain import explain
+from kueue_es.statefile import load_state
+from projections import snapshot
+from projections.cluster import ClusterState
+
+SCENARIOS = Path(__file__).parent / "scenarios"
+KQ = "kueue.x-k8s.io/v1beta2"
+
+
+def kueue_es(*args: str | Path) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "kueue_es", *map(str, args)], capture_output=True, text=True,
+                          timeout=120)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def state_file(tmp_path: Path, scenario: str) -> tuple[Path, Path | None]:
+    spec = yaml.safe_load((SCENARIOS / scenario).read_text())
+    path = tmp_path / "state.yaml"
+    path.write_text(yaml.safe_dump_all(spec["objects"]))
+    config = None
+    if "config" in spec:
+        config = tmp_path / "config.yaml"
+        config.write_text(yaml.safe_dump(spec["config"]))
+    return path, config
+
+
+def test_no_fit_message_first_then_each_flavor_and_quota(tmp_path: Path) -> None:
+    objects = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}},
+        {"apiVersion": KQ, "kind": "ResourceFlavor", "metadata": {"name": "spot"},
+         "spec": {"nodeTaints": [{"key": "spot", "value": "true", "effect": "NoSchedule"}]}},
+        {"apiVersion": KQ, "kind": "ResourceFlavor", "metadata": {"name": "on-demand"}},
+        {"apiVersion": KQ, "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": {
+            "namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                {"name": "spot", "resources": [{"name": "cpu", "nominalQuota": 100}]},
+                {"name": "on-demand", "resources": [{"name": "cpu", "nominalQuota": 4}]}]}]}},
+        {"apiVersion": KQ, "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": "team"},
+         "spec": {"clusterQueue": "cq"}},
+        {"apiVersion": KQ, "kind": "Workload", "metadata": {"name": "big", "namespace": "team",
+                                                           "creationTimestamp": "2024-01-01T00:00:00Z"},
+         "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+             "containers": [{"name": "c", "resources": {"requests": {"cpu": "6"}}}]}}}]}},
+    ]
+    path = tmp_path / "state.yaml"
+    path.write_text(yaml.safe_dump_all(objects))
+    r = kueue_es("explain", "team/big", "-f", path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[1] == "next attempt would say: ExceedsMaxQuota"
+    assert "insufficient quota for cpu in flavor on-demand, request > maximum capacity (6 > 4)" in lines[2]
+    assert "untolerated taint {spot=true:NoSchedule} in flavor spot" in lines[2]
+    spot = r.stdout.index("      spot: untolerated taint")
+    on_demand = r.stdout.index("      on-demand: no_fit (insufficient quota for cpu")
+    assert spot < on_demand
+    assert "Quota on-demand/cpu: request 6, available 4, at most 4 — short by 2: the request exceeds the most" in r.stdout
+    data = json.loads(kueue_es("explain", "team/big", "-f", path, "-o", "json").stdout)
+    assert data["attempt"]["outcome"] == "NoFit"
+    assert data["attempt"]["podSets"][0]["tried"]["cpu"][0].startswith("spot: untolerated taint")
+    assert [q["flavorResource"] for q in data["quota"]] == ["on-demand/cpu", "spot/cpu"]
+
+
+def test_preemption_targets_and_why(tmp_path: Path) -> None:
+    path, _ = state_file(tmp_path, "reclaim-within-cohort.yaml")
+    data = json.loads(kueue_es("explain", "team/owner", "-f", path, "-o", "json").stdout)
+    assert data["attempt"]["outcome"] == "Preempt"
+    assert data["kueue"]["reason"] == "WaitingForPreemptedWorkloads"
+    [t] = data["preemption"]["targets"]
+    assert t["workload"] == "team/borrower" and t["reason"] == "InCohortReclamation"
+    assert "borrows default/cpu" in t["why"]
+    path = data["quota"][0]["path"]
+    assert [p["node"] for p in path] == ["ClusterQueue b", "Cohort all"]
+
+
+def test_why_nobody_can_be_preempted(tmp_path: Path) -> None:
+    path, config = state_file(tmp_path, "fair-sharing-preempt-final-share-only.yaml")
+    r = kueue_es("explain", "team/a-next", "-f", path, "--config", config)
+    assert r.returncode == 0, r.stderr
+    assert "no workload would be preempted: the 2 candidate(s) would make room, but Fair Sharing" in r.stdout
+    assert "team/a-running-1 (ClusterQueue a, priority 0): withinClusterQueue is Never" in r.stdout
+    path, _ = state_file(tmp_path, "no-preemption-of-equal-priority.yaml")
+    data = json.loads(kueue_es("explain", "team/second", "-f", path, "-o", "json").stdout)
+    assert data["preemption"]["targets"] == []
+    assert data["preemption"]["why"] == "no workload may be preempted for it"
+    assert any("is not below" in c["why"] for c in data["preemption"]["considered"])
+
+
+def test_from_a_log_with_kueues_observed_message(tmp_path: Path) -> None:
+    spec = yaml.safe_load((SCENARIOS / "strict-fifo-blocks.yaml").read_text())
+    objs = [msgspec.convert(d, o.KueueObject) for d in spec["objects"]]
+    state = ClusterState()
+    t0 = 1_704_067_200_000
+    records = [ev.ObjectUpserted(time=t0, key=x.key, uid=x.metadata.uid, obj=x) for x in objs]
+    for e in records:
+        state.apply(ev.Record(state.offset + 1, e))
+    batches = settle(state, DEFAULT, now=t0)
+    log_dir = tmp_path / "log"
+
+    async def write() -> None:
+        log = FileLog.open(log_dir, fsync="never")
+        try:
+            await log.append(records)
+            for b in batches:
+                await log.append(b)
+        finally:
+            await log.close()
+
+    anyio.run(write)
+    pending = sorted(k for k, w in state.workloads.items() if w.phase == "Pending" and w.condition("QuotaReserved"))
+    assert pending
+    key = pending[0]
+    cond = state.workloads[key].condition("QuotaReserved")
+    r = kueue_es("explain", key, "--log", log_dir)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[1] == f"QuotaReserved=False: {cond.reason}"
+    assert r.stdout.splitlines()[2] == f"  {cond.message}"
+    assert "Next attempt (dry run at" in r.stdout
+    early = kueue_es("explain", key, "--log", log_dir, "--to", str(len(records) - 1))
+    assert early.returncode == 0 and early.stdout.splitlines()[1].startswith("next attempt would say: ")
+
+
+def test_admitted_not_found_and_bad_arguments(tmp_path: Path) -> None:
+    path, _ = state_file(tmp_path, "reclaim-within-cohort.yaml")
+    r = kueue_es("explain", "team/borrower", "-f", path)
+    assert r.returncode == 0 and "Admitted in ClusterQueue a with cpu=default." in r.stdout
+    r = kueue_es("explain", "team/nope", "-f", path)
+    assert r.returncode == 1 and "workload team/nope not found" in r.stderr
+    assert kueue_es("explain", "nope", "-f", path).returncode == 2
+    assert kueue_es("explain", "team/owner", "-f", path, "--to", "3").returncode == 2
+    assert kueue_es("explain", "team/owner").returncode == 2
+
+
+def test_inactive_cluster_queue_and_stopped_local_queue(tmp_path: Path) -> None:
+    path, _ = state_file(tmp_path, "reclaim-within-cohort.yaml")
+    loaded = load_state(str(path))
+    state = loaded.state
+    cq = state.cluster_queues["b"]
+    stopped = msgspec.structs.replace(cq, spec=msgspec.structs.replace(cq.spec, stop_policy="Hold"))
+    state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=loaded.now, key="b", obj=stopped)))
+    data = explain(state, DEFAULT, "team/owner", loaded.now)
+    assert data is not None and data["queue"]["reason"] == "Suspended"
+    assert "ClusterQueue b is inactive (Stopped)" in data["queue"]["detail"]
+    assert "attempt" not in data
+
+
+@pytest.mark.parametrize("scenario", sorted(p.name for p in SCENARIOS.glob("*.yaml")))
+def test_explain_never_changes_the_state(tmp_path: Path, scenario: str) -> None:
+    spec = yaml.safe_load((SCENARIOS / scenario).read_text())
+    path = tmp_path / "state.yaml"
+    path.write_text(yaml.safe_dump_all(spec["objects"]))
+    loaded = load_state(str(path))
+    before = snapshot.digest(loaded.state)
+    for key in sorted(loaded.state.workloads):
+        data = explain(loaded.state, loaded.config, key, loaded.now)
+        assert data is not None and data["workload"] == key
+        json.dumps(data)  # plain data all the way down
+    assert snapshot.digest(loaded.state) == before
