@@ -74,7 +74,8 @@ class ClusterState:
         self._quota: QuotaTree | None = None
         self.spec_generation = 0
         """Bumped whenever a spec a compiled :class:`ClusterQueueInfo` depends on changes (ClusterQueues,
-        Cohorts, ResourceFlavors, Namespaces' labels, AdmissionChecks, Topologies)."""
+        Cohorts, ResourceFlavors, Namespaces' labels, AdmissionChecks, Topologies) — and LocalQueues, for
+        consumers that memoise what blocks which queue."""
         self._cq_infos: dict[str, ClusterQueueInfo] = {}
         self._cq_infos_generation = 0
         self.afs_history: list[tuple[int, str, int, tuple[tuple[str, int], ...]]] = []
@@ -82,6 +83,10 @@ class ClusterState:
         resource name), for workloads of ClusterQueues with ``admissionScope.admissionMode:
         UsageBasedAdmissionFairSharing``. Independent of the configuration: the scheduler folds them with the
         configured half-life and sampling interval into each LocalQueue's consumed usage."""
+        self.flagged: dict[str, None] = {}
+        """Workloads a controller rule may act on without any new event: inactive and not finished, or showing
+        Requeued=False, or QuotaReserved=False for a queue blocker (Suspended, Misconfigured, Deactivated).
+        Derived; rebuilt on restore."""
         self.derived: dict[str, Any] = {}
         """Consumers' memos of values derived from this state (never part of a snapshot)."""
 
@@ -218,6 +223,7 @@ class ClusterState:
                 old = self.local_queues.get(key)
                 self.local_queues[key] = obj
                 if old is None or old.spec != obj.spec:
+                    self.spec_generation += 1
                     for wk in sorted(self.lq_members.get(key, ())):
                         self._enqueue(self.workloads[wk])
             case o.WorkloadPriorityClass():
@@ -254,6 +260,7 @@ class ClusterState:
                     members.pop(key, None)
                 self.awaiting_release.discard(key)
                 self.backoff.pop(key, None)
+                self.flagged.pop(key, None)
                 if wl.cluster_queue:
                     self._flush_tree(wl.cluster_queue)
             return
@@ -279,6 +286,7 @@ class ClusterState:
         elif kind in ("Namespace", "ResourceFlavor", "AdmissionCheck", "Topology"):
             self._specs_changed()
         if kind == "LocalQueue":
+            self.spec_generation += 1
             for wk in sorted(self.lq_members.get(key, ())):
                 self._enqueue(self.workloads[wk])
         elif kind not in ("Node", "Pod", "Job", "ProvisioningRequestConfig", "WorkloadPriorityClass", "PriorityClass"):
@@ -319,6 +327,7 @@ class ClusterState:
             )
             self._take_observed_status(wl, w)
             self.workloads[key] = wl
+            self.reflag(wl)
             self.lq_members.setdefault(f"{wl.namespace}/{wl.queue_name}", {})[key] = None
             self._enqueue(wl)
             return
@@ -341,6 +350,7 @@ class ClusterState:
             self._enqueue(wl)
         if deactivated and wl.cluster_queue:
             self._flush_tree(wl.cluster_queue)
+        self.reflag(wl)
 
     def _take_observed_status(self, wl: WorkloadInfo, w: o.Workload) -> None:
         """A workload first seen with status (admitted before kueue-es started) keeps what it shows."""
@@ -377,6 +387,13 @@ class ClusterState:
             self._charge(wl)
             if wl.phase == ADMITTED:
                 self._afs_record(wl, 1)
+
+    def reflag(self, wl: WorkloadInfo) -> None:
+        """Keep ``wl``'s membership of :attr:`flagged` current (called after its status or activity changed)."""
+        if is_flagged(wl):
+            self.flagged[wl.key] = None
+        else:
+            self.flagged.pop(wl.key, None)
 
     def _reprioritise(self, group: str, name: str) -> None:
         for key in sorted(self.workloads):
@@ -520,6 +537,7 @@ class ClusterState:
             if c is not None and c.status == "True":
                 wl.set_condition(t, "False", "QuotaReserved", f"Previously: {c.message}", e.time)
         wl.evicted = ""
+        self.reflag(wl)
 
     def _admitted(self, e: ev.WorkloadAdmitted) -> None:
         wl = self.workloads.get(e.key)
@@ -535,6 +553,7 @@ class ClusterState:
         if wl is None or wl.phase != PENDING:
             return
         wl.set_condition("QuotaReserved", "False", e.reason, e.message, e.time)
+        self.reflag(wl)
         q = self.queues.get(wl.cluster_queue)
         if q is None or wl.key not in q.shapes:
             return
@@ -601,6 +620,7 @@ class ClusterState:
         if wl.phase == PENDING:
             self._dequeue(wl)
             self._enqueue(wl)
+        self.reflag(wl)
 
     def _deactivated(self, e: ev.WorkloadDeactivated) -> None:
         wl = self.workloads.get(e.key)
@@ -617,6 +637,7 @@ class ClusterState:
             wl.set_condition("QuotaReserved", "False", "Deactivated", "The workload is deactivated", e.time)
             wl.set_condition("Requeued", "False", e.reason, e.message, e.time)
         self._dequeue(wl)
+        self.reflag(wl)
         if wl.cluster_queue:
             self._flush_tree(wl.cluster_queue)
 
@@ -630,6 +651,7 @@ class ClusterState:
         self.backoff.pop(wl.key, None)
         was_reserving = wl.reserving
         wl.phase = FINISHED
+        self.flagged.pop(wl.key, None)
         wl.set_condition("Finished", "True", e.reason, e.message, e.time)
         if was_reserving and wl.cluster_queue:
             self._flush_tree(wl.cluster_queue)
@@ -659,6 +681,21 @@ def _handler_of(t: type) -> Any:
         if base in _HANDLERS:
             return _HANDLERS[base]
     return None
+
+
+BLOCKER_REASONS = frozenset({"Suspended", "Misconfigured", "Deactivated"})
+
+
+def is_flagged(wl: WorkloadInfo) -> bool:
+    """See :attr:`ClusterState.flagged`."""
+    if wl.phase == FINISHED:
+        return False
+    if not wl.active:
+        return True
+    for c in wl.conditions:
+        if c.status == "False" and (c.type == "Requeued" or (c.type == "QuotaReserved" and c.reason in BLOCKER_REASONS)):
+            return True
+    return False
 
 
 def _true(c: o.Condition | None) -> bool:

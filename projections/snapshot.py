@@ -116,6 +116,7 @@ def restore(snap: Snapshot) -> ClusterState:
         tables[type(obj).__struct_config__.tag][obj.key] = obj  # type: ignore[attr-defined]
     for wl in snap.workloads:
         state.workloads[wl.key] = wl
+        state.reflag(wl)
         state.lq_members.setdefault(f"{wl.namespace}/{wl.queue_name}", {})[wl.key] = None
         if wl.reserving and wl.cluster_queue:
             state.reserving.setdefault(wl.cluster_queue, {})[wl.key] = None

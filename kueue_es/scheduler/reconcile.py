@@ -4,19 +4,26 @@
 * a requeue backoff that has run out sets Requeued=True/BackoffFinished;
 * an admitted workload whose pods are not ready within waitForPodsReady's timeout is evicted with backoff;
 * admission checks: all Ready admits, Retry evicts, Rejected deactivates;
-* a deactivated workload holding quota is evicted; HoldAndDrain evicts what a stopped ClusterQueue admitted.
+* a deactivated workload holding quota is evicted and its quota released at once (the cache stops counting it);
+* HoldAndDrain evicts what a stopped LocalQueue or ClusterQueue admitted (LocalQueueStopped, ClusterQueueStopped);
+* a workload parked by Requeued=False is requeued when its cause goes away: reactivation (Reactivated), its
+  ClusterQueue or LocalQueue restarted (ClusterQueueRestarted, LocalQueueRestarted);
+* a pending workload shows what blocks its queue (QuotaReserved=False: Deactivated, LocalQueue or ClusterQueue
+  missing — Misconfigured — or stopped/inactive — Suspended), and PendingEvaluation once that is gone.
 """
 
 from __future__ import annotations
 
 from events import schema as ev
 from projections.cluster import ClusterState
-from projections.workloads import ADMITTED, RESERVED
+from projections.workloads import ADMITTED, PENDING, RESERVED, WorkloadInfo
 
 from kueue_es.scheduler.config import SchedulerConfig, parse_duration
 from kueue_es.scheduler.cycle import required_checks
 
 REQUEUE_TRUE_REASONS = frozenset({"Preempted", "NodeFailures"})
+PENDING_EVALUATION = "Workload is pending evaluation in the scheduling queue"
+_QUEUE_BLOCKERS = frozenset({"Suspended", "Misconfigured", "Deactivated"})
 
 
 def backoff_ms(config: SchedulerConfig, count: int) -> int:
@@ -58,8 +65,13 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
             if wl.evicted:
                 continue
             if not wl.active:
-                out.append(ev.WorkloadEvicted(key=key, uid=wl.uid, reason="Deactivated",
-                                              message="The workload is deactivated", **base))
+                out.append(ev.WorkloadDeactivated(key=key, uid=wl.uid, reason="Deactivated",
+                                                  message="The workload is deactivated", **base))
+                continue
+            lq = state.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
+            if lq is not None and lq.spec.stop_policy == "HoldAndDrain" and wl.phase == ADMITTED:
+                out.append(ev.WorkloadEvicted(key=key, uid=wl.uid, reason="LocalQueueStopped",
+                                              message="The LocalQueue is stopped", **base))
                 continue
             if drain and wl.phase == ADMITTED:
                 out.append(ev.WorkloadEvicted(key=key, uid=wl.uid, reason="ClusterQueueStopped",
@@ -96,7 +108,87 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                         key=key, uid=wl.uid, reason="PodsReadyTimeout",
                         message=f"Exceeded the PodsReady timeout {key}", requeue_count=count,
                         requeue_at=now + backoff_ms(config, count), **base))
+    _pending_workloads(state, out, base)
     return out
+
+
+def queue_blocker(state: ClusterState, wl: WorkloadInfo) -> tuple[str, str]:
+    """What keeps a pending workload out of scheduling, as Kueue's workload controller words it ("" if nothing)."""
+    if not wl.active:
+        return "Deactivated", "The workload is deactivated"
+    lq = state.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
+    if lq is None:
+        return "Misconfigured", f"LocalQueue {wl.queue_name} doesn't exist"
+    if lq.spec.stop_policy not in ("None", ""):
+        return "Suspended", f"LocalQueue {wl.queue_name} is inactive"
+    cq = lq.spec.cluster_queue
+    if cq not in state.cluster_queues:
+        return "Misconfigured", f"ClusterQueue {cq} doesn't exist"
+    if state.inactive_reason(cq) is not None:
+        return "Suspended", f"ClusterQueue {cq} is inactive"
+    return "", ""
+
+
+def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict) -> None:
+    """Requeue workloads whose Requeued=False cause is gone; keep the queue-blocker condition current."""
+    keys = set(state.flagged)
+    blocked_lqs, inactive_cqs = _blocked_queues(state)
+    for lq_key in blocked_lqs:
+        keys.update(state.lq_members.get(lq_key, ()))
+    for cq in inactive_cqs:
+        q = state.queues.get(cq)
+        if q is not None:
+            keys.update(q.shapes)
+    wls = state.workloads
+    for key in sorted(keys):
+        wl = wls.get(key)
+        if wl is None or wl.phase != PENDING:
+            continue
+        rq = wl.condition("Requeued")
+        if wl.active and rq is not None and rq.status == "False":
+            restarted = _restarted(state, wl, rq.reason)
+            if restarted is not None:
+                out.append(ev.WorkloadRequeued(key=key, uid=wl.uid, status=True, reason=restarted[0],
+                                               message=restarted[1], **base))
+                continue
+        reason, message = queue_blocker(state, wl)
+        current = wl.condition("QuotaReserved")
+        if reason:
+            if current is None or (current.status, current.reason, current.message) != ("False", reason, message):
+                out.append(ev.WorkloadPending(key=key, uid=wl.uid, reason=reason, message=message, **base))
+        elif current is not None and current.status == "False" and current.reason in _QUEUE_BLOCKERS:
+            out.append(ev.WorkloadPending(key=key, uid=wl.uid, reason="PendingEvaluation", message=PENDING_EVALUATION,
+                                          **base))
+
+
+def _blocked_queues(state: ClusterState) -> tuple[list[str], list[str]]:
+    """LocalQueues that are missing, stopped or point at a missing ClusterQueue, and inactive ClusterQueues.
+    Memoised per spec generation (LocalQueue changes included) and number of LocalQueue names in use."""
+    memo_key = (state.spec_generation, len(state.lq_members), len(state.queues))
+    found = state.derived.get("blocked-queues")
+    if found is not None and found[0] == memo_key:
+        return found[1]
+    lqs = []
+    for lq_key in sorted(state.lq_members):
+        lq = state.local_queues.get(lq_key)
+        if lq is None or lq.spec.stop_policy not in ("None", "") or lq.spec.cluster_queue not in state.cluster_queues:
+            lqs.append(lq_key)
+    cqs = [cq for cq in sorted(state.queues) if state.inactive_reason(cq) is not None]
+    state.derived["blocked-queues"] = (memo_key, (lqs, cqs))
+    return lqs, cqs
+
+
+def _restarted(state: ClusterState, wl: WorkloadInfo, reason: str) -> tuple[str, str] | None:
+    if reason == "Deactivated":
+        return "Reactivated", "The workload was reactivated"
+    lq = state.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
+    if reason == "LocalQueueStopped" and lq is not None and lq.spec.stop_policy in ("None", ""):
+        return "LocalQueueRestarted", "The LocalQueue was restarted after being stopped"
+    if reason == "ClusterQueueStopped" and lq is not None:
+        cq = state.cluster_queues.get(lq.spec.cluster_queue)
+        if cq is not None and cq.spec.stop_policy in ("None", ""):
+            return "ClusterQueueRestarted", "The ClusterQueue was restarted after being stopped"
+    return None
 
 
 def next_deadline(state: ClusterState, config: SchedulerConfig) -> int | None:

@@ -7,6 +7,7 @@ deletions) with workloads, decisions and finishes, after every step:
 
 * the incremental tree has the usage, subtree quota and guarantees of a tree built from scratch;
 * every compiled ClusterQueue says what a fresh compilation says (activity, groups, flavors);
+* the index of workloads a controller rule may act on (``flagged``) is exactly the workloads it should hold;
 * a scheduling cycle leaves the projection exactly as it found it (same digest, same tree usage);
 * a state whose caches are warm decides exactly what a restored (cold) copy of it decides.
 """
@@ -24,7 +25,7 @@ from kueue_es.scheduler.config import load_config
 from kueue_es.scheduler.cycle import run_cycle
 from kueue_es.scheduler.quota import build_quota_tree
 from projections import snapshot
-from projections.cluster import ClusterState
+from projections.cluster import ClusterState, is_flagged
 from projections.clusterqueues import ClusterQueueInfo
 
 T0 = 1_704_067_200_000
@@ -119,6 +120,7 @@ def _tree_facts(tree) -> dict:
 
 def check(state: ClusterState) -> None:
     assert _tree_facts(state.quota) == _tree_facts(build_quota_tree(state))
+    assert sorted(state.flagged) == sorted(k for k, w in state.workloads.items() if is_flagged(w))
     for cq in sorted(state.cluster_queues):
         got, want = state.cq_info(cq), _fresh_info(state, cq)
         assert got is not None
