@@ -108,6 +108,8 @@ def render(d: dict[str, Any]) -> str:
     out.append(f"\nQueue: {q['state']}: {q['detail']}")
     if "position" in q:
         out.append(f" (position {q['position']} of {q['of']}; {q['parked']} parked)")
+    if "localQueueUsage" in q:
+        out.append(f"; Admission Fair Sharing: LocalQueue usage {q['localQueueUsage']:.4g}")
     out.append("\n")
     a = d.get("attempt")
     if a is None:

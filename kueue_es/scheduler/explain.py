@@ -6,7 +6,8 @@ reports, as plain data:
 
 * ``kueue`` — the QuotaReserved=False reason and message Kueue shows (or the next attempt's, if none yet);
 * ``queue`` — where the workload waits: its position in the ClusterQueue, parked as inadmissible until
-  something changes, in backoff, or not queued at all (LocalQueue missing or stopped, workload inactive);
+  something changes, in backoff, or not queued at all (LocalQueue missing or stopped, workload inactive); with
+  Admission Fair Sharing, its LocalQueue's usage (what orders the queue);
 * ``attempt`` — the dry run's outcome, and per pod set and resource group the flavors tried in order and what
   each said;
 * ``quota`` — per flavor-resource considered: the request and, from the ClusterQueue up the cohort tree, each
@@ -146,6 +147,8 @@ def _queue(state: ClusterState, config: SchedulerConfig, wl: WorkloadInfo,
                                   f"behind {info['position'] - 1} workload(s) in the queue")
     info.setdefault("reason", "")
     info["parked"] = len(q.inadmissible)
+    if afs.enabled_for(config, state, cq):
+        info["localQueueUsage"] = afs.lq_usage(state, config, f"{wl.namespace}/{wl.queue_name}", cq, now)
     return info, (cq if inactive is None else None)
 
 

@@ -225,7 +225,10 @@ def _plan(info, ps: PodSetInfo, count: int, ignore_undeclared: bool) -> _Plan:
 
 
 def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: list[int] | None = None) -> Assignment:
-    """Assign flavors to every pod set of ``wl`` in ClusterQueue ``cq_name`` (counts override for partial admission)."""
+    """Assign flavors to every pod set of ``wl`` in ClusterQueue ``cq_name`` (counts override for partial admission).
+
+    Resources are taken in name order within a pod set, pod sets in spec order; as in Kueue, the first resource
+    group that gets no flavor ends the attempt (its pod set's reasons are the message)."""
     info = ctx.info(cq_name)
     node = ctx.tree.cluster_queues[cq_name]
     ignore_undeclared = ctx.ignore_undeclared
@@ -247,8 +250,12 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
                 res.mode = _NO_FIT
                 res.reasons.append(f"resource {r} unavailable in ClusterQueue")
                 res.no_fit_reason = _worse(res.no_fit_reason, NO_MATCHING_FLAVOR)
-                continue
+                break
             _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res)
+            if res.mode == _NO_FIT:
+                break  # as Kueue: the first resource group without a flavor fails the pod set
+        if res.mode == _NO_FIT:
+            break  # ... and the workload: later pod sets are not tried
         for r, f in res.flavors.items():
             fr = f"{f}/{r}"
             assumed[fr] = assumed.get(fr, 0) + requests[r]

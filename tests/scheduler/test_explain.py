@@ -174,3 +174,20 @@ def test_explain_never_changes_the_state(tmp_path: Path, scenario: str) -> None:
         assert data is not None and data["workload"] == key
         json.dumps(data)  # plain data all the way down
     assert snapshot.digest(loaded.state) == before
+
+
+def test_admission_fair_sharing_usage_is_shown() -> None:
+    from kueue_es.scheduler import afs
+
+    spec = yaml.safe_load((SCENARIOS / "admission-fair-sharing-usage-order.yaml").read_text())
+    objs = [msgspec.convert(d, o.KueueObject) for d in spec["objects"] + spec["timeline"][1]["objects"]]
+    state = ClusterState()
+    for x in objs:
+        state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=1_704_067_200_000, key=x.key, obj=x)))
+    from kueue_es.scheduler.config import load_config
+
+    config = load_config(spec["config"])
+    now = 1_704_067_200_000 + 30 * 60_000
+    data = explain(state, config, "team/a-next", now)
+    assert data is not None
+    assert data["queue"]["localQueueUsage"] == afs.lq_usage(state, config, "team/lq-a", "cq", now) > 1.7

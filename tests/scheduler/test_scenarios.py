@@ -13,7 +13,7 @@ A case file holds ``objects`` (what a user would kubectl-apply), an optional Kue
   ``expect`` (only the workloads it names).
 
 Expectations per workload: ``admitted: {clusterQueue, flavors: {podSet: {resource: flavor}}, counts: {podSet: n},
-checksPending}``, ``pending: REASON`` (QuotaReserved=False reason; ``message`` optional substring), ``preempted:
+checksPending}``, ``pending: REASON`` (QuotaReserved=False reason; ``message``/``notInMessage`` optional substrings), ``preempted:
 REASON`` (Preempted condition reason, with Evicted=True/Preempted), ``evicted: REASON`` (Evicted=True),
 ``requeued: {status, reason}``, ``requeueCount: N``, ``requeueAt: TIME|null``, ``finished: true``,
 ``active: false``, ``reservingQuota: bool``, or ``unchanged: true`` (``want`` only).
@@ -69,6 +69,8 @@ def check_status(case: str, key: str, status: dict, want: dict, wl=None) -> None
         assert qr["reason"] == want["pending"], f"{key}: {qr['reason']}: {qr['message']}"
         if "message" in want:
             assert want["message"] in qr["message"], qr["message"]
+        if "notInMessage" in want:
+            assert want["notInMessage"] not in qr["message"], qr["message"]
     if "preempted" in want:
         checked = True
         pre, evi = _cond(status, "Preempted"), _cond(status, "Evicted")
