@@ -28,6 +28,8 @@ transactional id per shard and on one input partition per shard.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import os
 import socket
 import time
@@ -80,6 +82,8 @@ class ServiceOptions:
     """Report per-shard cycle timings (decide, transaction, read-back) this often; 0: never."""
     chain: int = 8
     """Decision batches one transaction may hold (each decided on the state after the previous one)."""
+    freeze_gc: bool = True
+    """``gc.freeze()`` the process once a shard's state is restored (a service process; not in tests)."""
     shutdown_step_s: float = 5.0
     """Bound on each step of a graceful shutdown (final snapshot, closing the producer, leaving the group)."""
 
@@ -95,22 +99,24 @@ def _ms() -> int:
 @dataclass
 class CycleStats:
     """Since the last report: seconds to decide a transaction's first batch, from then to its commit (more
-    batches may be decided and produced meanwhile), waiting to read our batch back; batches per transaction."""
+    batches may be decided and produced meanwhile), waiting to read our batch back, folding what was committed
+    below the first batch while the transaction is open; batches per transaction."""
 
     decide: list[float] = field(default_factory=list)
     commit: list[float] = field(default_factory=list)
     readback: list[float] = field(default_factory=list)
+    fold: list[float] = field(default_factory=list)
     chained: list[int] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {"transactions": len(self.commit), "batches": sum(self.chained)}
-        for name in ("decide", "commit", "readback"):
+        for name in ("decide", "commit", "readback", "fold"):
             v = sorted(getattr(self, name))
             if v:
                 out[name + "Ms"] = {"p50": round(v[len(v) // 2] * 1000, 2),
                                     "p99": round(v[min(len(v) - 1, int(len(v) * 0.99))] * 1000, 2),
                                     "max": round(v[-1] * 1000, 2)}
-        self.decide, self.commit, self.readback, self.chained = [], [], [], []
+        self.decide, self.commit, self.readback, self.fold, self.chained = [], [], [], [], []
         return out
 
 
@@ -239,6 +245,11 @@ class ShardEngine:
             self._activated()
 
     def _activated(self) -> None:
+        if self.replica.options.freeze_gc:
+            # The state just restored is long-lived: move it out of the cyclic GC's generations, so collections
+            # while deciding only walk what was allocated since (shorter pauses on the decision path).
+            gc.collect()
+            gc.freeze()
         self.phase = Phase.ACTIVE
         self.marker = None
         now = time.monotonic()
@@ -312,7 +323,10 @@ class ShardEngine:
                     break
                 if n == 1:
                     self.speculative = True  # our state may now hold what the transaction may yet lose
-                    if not await self._fold_below(last):
+                    t = time.monotonic()
+                    folded = await self._fold_below(last)
+                    self.stats.fold.append(time.monotonic() - t)
+                    if not folded:
                         break
                 elif last != prev + 1:
                     break  # something landed in between, invisible to us until we commit
@@ -410,6 +424,12 @@ async def _quiet_stop(client: Any) -> None:
         await client.stop()
     except (KafkaError, RuntimeError, OSError):  # pragma: no cover - best effort on a broken connection
         pass
+    except asyncio.CancelledError:
+        # aiokafka's consumer re-raises the cancellation of its own fetch tasks from stop(); only a
+        # cancellation of *this* task is ours to propagate.
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
 
 
 class _Listener(ConsumerRebalanceListener):
@@ -478,10 +498,23 @@ class SchedulerReplica:
         if partitions is not None and not partitions:
             raise InvalidInput(f"Kafka topic {s.topic!r} does not exist at {s.bootstrap}")
         self.report("started", {"instance": self.instance_id, "group": s.group_id, "topic": s.topic})
+        stopping = asyncio.create_task(stop.wait())
         try:
             while not stop.is_set():
-                await self._iteration(stop)
+                step = asyncio.create_task(self._iteration(stop))
+                await asyncio.wait({step, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                if not step.done():
+                    # Stopping: let a transaction in flight finish, but do not wait on a broker that is away
+                    # (a producer starting, a snapshot loading); what is cut off is resolved by the next
+                    # active scheduler's producer.
+                    await asyncio.wait({step}, timeout=self.options.shutdown_step_s)
+                    step.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await step
+                    break
+                step.result()
         finally:
+            stopping.cancel()
             await self._shutdown()
 
     async def _iteration(self, stop: asyncio.Event) -> None:

@@ -89,7 +89,7 @@ class KafkaSettings(_S):
     restarted under the same name (a StatefulSet pod) gets its shards back at once instead of after the
     session timeout. A stopped static member does not leave the group, so a standby only takes over its
     shards once the session expires. Needs a stable ``scheduler.instance_id``."""
-    fetch_max_wait_ms: int = 20
+    fetch_max_wait_ms: int = 5
     """How long the broker may hold a fetch when there is nothing new (bounds decision latency)."""
 
     @property

@@ -9,13 +9,14 @@ one (even a fenced one: a stale snapshot only means a longer tail to replay).
 
 from __future__ import annotations
 
+import time
 import zlib
 
 import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError
 
-from connectors.kafka.errors import kafka_error
+from connectors.kafka.errors import KafkaLogError, kafka_error
 from connectors.kafka.log import reader_kwargs
 from connectors.kafka.settings import KafkaSettings, client_kwargs
 from connectors.kafka.topics import RECORD_OVERHEAD
@@ -102,12 +103,16 @@ async def load_latest(settings: KafkaSettings, partition: int) -> tuple[Snapshot
         await consumer.start()
         consumer.assign([tp])
         end = (await consumer.end_offsets([tp]))[tp]
+        deadline = time.monotonic() + settings.request_timeout_ms / 1000
         lo, back = end, 4
         while lo > 0:
             lo = max(0, end - back)
             consumer.seek(tp, lo)
             last = None
             while await consumer.position(tp) < end:
+                if time.monotonic() > deadline:
+                    raise KafkaLogError(f"timed out reading snapshots from {settings.snapshots}/{partition}",
+                                        retriable=True)
                 fetched = await consumer.getmany(tp, timeout_ms=500)
                 for rec in fetched.get(tp, ()):
                     if rec.offset < end and rec.key == want and rec.value:

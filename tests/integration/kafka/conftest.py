@@ -26,6 +26,7 @@ them, any failure to install or start the broker is an error, never a skip.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -81,8 +82,30 @@ def _run(*args: str, timeout: float, env: dict[str, str] | None = None) -> str:
     return proc.stdout.strip()
 
 
-def _free_loopback_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(x) for x in f.read().split())
+        return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def _free_loopback_port(avoid: set[int] | None = None) -> int:
+    """A free port *outside* the ephemeral range. While the broker is down (restart tests), clients keep
+    reconnecting to its port; with a port in the ephemeral range, one of them can get that very port as its
+    own local port (a TCP self-connect), and the broker cannot listen on it again."""
+    lo, hi = _ephemeral_range()
+    candidates = [p for p in range(20000, 32000) if not lo <= p <= hi and p not in (avoid or set())]
+    random.SystemRandom().shuffle(candidates)
+    for port in candidates:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:  # pragma: no cover - all taken
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
@@ -154,8 +177,10 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBrok
             )
         raise
 
+    port = _free_loopback_port()
+    env.setdefault("KAFKA_CONTROLLER_PORT", str(_free_loopback_port({port})))
     broker = KafkaBroker(
-        port=_free_loopback_port(),
+        port=port,
         data_dir=tmp_path_factory.mktemp("kafka-data"),
         _env=env,
     )

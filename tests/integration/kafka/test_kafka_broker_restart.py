@@ -28,6 +28,16 @@ ENV = {"KUEUE_ES_SCHEDULER_SNAPSHOT_EVERY_EVENTS": "500"}
 SEED = 7
 
 
+def diagnose(driver, replicas, restarts, broker) -> str:
+    lines = [f"stuck: driver at observed batch {driver.observed}, state offset {driver.state.offset}, "
+             f"{driver.errors} errors; restarts {restarts}"]
+    for r in replicas:
+        lines.append(f"{r.name} (rc {r.proc.returncode}) last reports: {r.reports[-6:]}")
+        lines.append("".join(r.stderr[-15:]))
+    lines.append(broker.logs()[-3000:])
+    return "\n".join(lines)
+
+
 @pytest.mark.asyncio
 async def test_broker_restarts_mid_run_lose_and_duplicate_nothing(kafka_broker) -> None:
     ref = await reference_run(SCENARIO)
@@ -62,10 +72,13 @@ async def test_broker_restarts_mid_run_lose_and_duplicate_nothing(kafka_broker) 
     driver = LockstepDriver(s, SCENARIO)
     driver.decision_seen = lambda rec, at: seen.append(at)
     try:
-        async with asyncio.timeout(300):
-            result = await driver.run(on_batch)
-            for t in background:
-                await t
+        try:
+            async with asyncio.timeout(300):
+                result = await driver.run(on_batch)
+                for t in background:
+                    await t
+        except TimeoutError:
+            raise AssertionError(diagnose(driver, replicas, restarts, kafka_broker)) from None
         for r in replicas:
             assert r.proc.returncode is None, f"{r.name} died:\n" + "".join(r.stderr[-40:])
     finally:
@@ -89,3 +102,24 @@ async def test_broker_restarts_mid_run_lose_and_duplicate_nothing(kafka_broker) 
     print(f"\nbroker restarts {[(('hard' if r['hard'] else 'clean'), r['down_s'], r['decision_after_up_s']) for r in restarts]} "
           f"(kind, seconds down, seconds from broker up to the next decision seen); driver rode out "
           f"{driver.errors} errors; scheduler transaction restarts {retries}")
+
+
+@pytest.mark.asyncio
+async def test_sigterm_while_the_broker_is_down_exits_promptly(kafka_broker) -> None:
+    """A replica asked to stop while Kafka is unreachable still exits (each shutdown step is bounded)."""
+    s = settings(kafka_broker.bootstrap, fresh_topic("down"))
+    driver = LockstepDriver(s, Scenario(workloads=100, per_batch=100, cluster_queues=10, cohorts=2))
+    replica = await start_replica("d-a", f"kafka://{s.bootstrap}/{s.topic}", ENV)
+    try:
+        async with asyncio.timeout(120):
+            await driver.run()
+            await replica.wait_for("active")
+        await asyncio.to_thread(kafka_broker.stop)
+        t0 = time.monotonic()
+        assert await replica.terminate(timeout=45) == 0, "".join(replica.stderr[-40:])
+        assert time.monotonic() - t0 < 45
+        assert replica.events("stopped")
+    finally:
+        await stop_all([replica])
+        if not kafka_broker.running:
+            await asyncio.to_thread(kafka_broker.start)

@@ -56,7 +56,7 @@ async def test_failed_transactions_are_retried_from_committed_state(kafka_broker
 
     reports: list[tuple[str, dict]] = []
     replica = SchedulerReplica(s, ServiceOptions(ticks=False, instance_id="in-process", snapshot_every_events=300,
-                                                 retry_backoff_s=0.05),
+                                                 retry_backoff_s=0.05, freeze_gc=False),
                                report=lambda kind, fields: reports.append((kind, fields)))
     stop = asyncio.Event()
     driver = LockstepDriver(s, SCENARIO)
