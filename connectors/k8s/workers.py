@@ -1,0 +1,53 @@
+"""Dirty keys handled concurrently: at most ``limit`` at a time, never two at once for one key.
+
+A key that becomes dirty again while it is being handled is handled again right after, so the last change
+is never missed and one object's writes never race each other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable
+
+from connectors.k8s.journal import Signal
+
+
+class KeyedWorkers:
+    def __init__(self, handle: Callable[[str], Awaitable[None]], limit: int = 16) -> None:
+        self.handle = handle
+        self.limit = limit
+        self._sem = asyncio.Semaphore(limit)
+        self._busy: set[str] = set()
+        self._again: set[str] = set()
+        self._redo: set[str] = set()
+
+    @property
+    def idle(self) -> bool:
+        return not self._busy and not self._redo
+
+    async def run(self, take: Callable[[], Iterable[str]], signal: Signal,
+                  timeout: Callable[[], float | None]) -> None:
+        """Forever: handle what ``take()`` says is dirty, then wait for ``signal`` (or ``timeout()``)."""
+        async with asyncio.TaskGroup() as tg:
+            while True:
+                keys = set(take()) | self._redo
+                self._redo.clear()
+                for key in sorted(keys):
+                    if key in self._busy:
+                        self._again.add(key)
+                        continue
+                    await self._sem.acquire()
+                    self._busy.add(key)
+                    tg.create_task(self._one(key, signal))
+                await signal.wait(timeout())
+
+    async def _one(self, key: str, signal: Signal) -> None:
+        try:
+            await self.handle(key)
+        finally:
+            self._sem.release()
+            self._busy.discard(key)
+            if key in self._again:
+                self._again.discard(key)
+                self._redo.add(key)
+                signal.set()

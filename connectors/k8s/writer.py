@@ -1,0 +1,243 @@
+"""Write Workload status from the log to the cluster; record each decision's outcome in the log.
+
+Level-triggered: for every workload the mirror marks dirty, the **desired** status is what the projection says
+(:func:`projections.workloads.status_of` — admission, conditions, requeueState, admissionChecks) and the
+**current** one is what the apiserver last showed (the observed Workload, or our own last write if that is
+newer). When they differ, one JSON merge patch of the ``status`` subresource sets every one of those fields
+(``null`` clears one), conditioned on the observed ``uid`` and ``resourceVersion`` (optimistic concurrency):
+
+* success → ``DecisionApplied`` for every decision of the workload up to the log offset the status was computed
+  at; equal already (a restart after the write, a replayed decision) → the same, without writing: idempotent;
+* 409 Conflict (someone else wrote) → re-read the Workload and re-check that the decision still holds: same uid,
+  not finished unless we finish it, still active and in the same queue as when it was decided. If it holds,
+  write again on the fresh resourceVersion; if not → ``DecisionRejected`` (the change that invalidated it reaches
+  the log through the watch and the scheduler decides again);
+* 404, or a different uid (the workload was deleted or recreated) → ``DecisionRejected``.
+
+A rejected workload is not written again until the watch shows a newer version of it. The projection does not
+undo a rejected decision by itself: the observed facts that made it fail (deletion, deactivation, a new queue)
+are what the scheduler reacts to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+import structlog
+
+from connectors.k8s.client import KubeClient
+from connectors.k8s.errors import Conflict, Invalid, KubeError, NotFound
+from connectors.k8s.journal import Journal
+from connectors.k8s.resources import BY_KIND
+from connectors.k8s.workers import KeyedWorkers
+from events import objects as o
+from events import schema as ev
+from projections.workloads import FINISHED, WorkloadInfo, status_of
+
+log = structlog.get_logger("kueue_es.k8s.writer")
+WORKLOADS = BY_KIND["Workload"]
+STATUS_FIELDS = ("admission", "conditions", "requeueState", "admissionChecks")
+
+
+def desired_status(wl: WorkloadInfo) -> dict[str, Any]:
+    s = status_of(wl)
+    return {k: s[k] for k in STATUS_FIELDS if k in s}
+
+
+def observed_status(w: o.Workload) -> dict[str, Any]:
+    s = msgspec.to_builtins(w.status)
+    return {k: s[k] for k in STATUS_FIELDS if s.get(k)}
+
+
+def _rv(text: str) -> int:
+    return int(text) if text.isdigit() else -1
+
+
+@dataclass
+class WriterStats:
+    writes: int = 0
+    conflicts: int = 0
+    applied: int = 0
+    rejected: int = 0
+    errors: int = 0
+    rejections: list[tuple[str, str]] = field(default_factory=list)
+
+
+class StatusWriter:
+    def __init__(self, client: KubeClient, journal: Journal, *, attempts: int = 3, retry_s: float = 1.0,
+                 append: Callable[[Sequence[ev.AnyEvent]], Awaitable[list[int]]] | None = None,
+                 concurrency: int = 16) -> None:
+        self.client = client
+        self.journal = journal
+        self.append = append or journal.append
+        self.concurrency = concurrency
+        self.mirror = journal.mirror
+        self.attempts = attempts
+        self.retry_s = retry_s
+        self.stats = WriterStats()
+        self._written: dict[str, tuple[int, dict[str, Any]]] = {}
+        """Key -> (resourceVersion, status) of our last successful write, until the watch shows it."""
+        self._blocked: dict[str, int] = {}
+        """Key -> resourceVersion the watch must reach before the workload is written again (after a reject)."""
+        self._reported: set[int] = set()
+        """Decision offsets whose outcome was appended but not applied to the mirror yet."""
+        self._retry: dict[str, float] = {}
+
+    async def run(self) -> None:
+        """Write every dirty workload, up to ``concurrency`` at a time (one write at a time per workload)."""
+        await KeyedWorkers(self.sync_guarded, self.concurrency).run(
+            self._take, self.journal.subscribe(), lambda: self.retry_s if self._retry else None)
+
+    def _take(self) -> set[str]:
+        now = asyncio.get_running_loop().time()
+        due = {k for k, t in self._retry.items() if t <= now}
+        for k in due:
+            del self._retry[k]
+        keys = self.mirror.dirty_workloads | due
+        self.mirror.dirty_workloads = set()
+        return keys
+
+    async def sync_guarded(self, key: str) -> None:
+        try:
+            await self.sync(key)
+        except KubeError as exc:
+            self.stats.errors += 1
+            log.warning("status write failed, will retry", workload=key, error=str(exc))
+            self._retry[key] = asyncio.get_running_loop().time() + self.retry_s
+        except Exception:  # one Workload must not stop the others: report it and try it again later
+            self.stats.errors += 1
+            log.exception("status write crashed, will retry", workload=key)
+            self._retry[key] = asyncio.get_running_loop().time() + 10 * self.retry_s
+
+    async def sync(self, key: str) -> None:
+        """Bring one workload's status in the cluster to what the log says (see the module docstring)."""
+        self._reported &= {off for p in self.mirror.pending.values() for off in p}
+        pending = self.mirror.pending.get(key, {})
+        obs = self.mirror.workloads.get(key)
+        wl = self.mirror.state.workloads.get(key)
+        if obs is None or wl is None:
+            if pending and self.mirror.seen("Workload", key) is None:
+                await self._outcome(key, "", pending, reject=("NotFound", "the Workload no longer exists"))
+            self._written.pop(key, None)
+            self._blocked.pop(key, None)
+            return
+        if wl.uid != obs.metadata.uid:
+            return  # the log has not caught up with a recreation yet
+        obs_rv = _rv(obs.metadata.resource_version)
+        blocked = self._blocked.get(key)
+        if blocked is not None:
+            if obs_rv < blocked:
+                return
+            del self._blocked[key]
+        upto = self.mirror.offset
+        desired = desired_status(wl)
+        base_rv, current = obs_rv, observed_status(obs)
+        written = self._written.get(key)
+        if written is not None:
+            if written[0] > obs_rv:
+                base_rv, current = written
+            else:
+                del self._written[key]
+        if desired == current:
+            await self._outcome(key, wl.uid, pending, upto=upto)
+            return
+        rv = str(base_rv) if base_rv >= 0 else obs.metadata.resource_version
+        for _ in range(self.attempts):
+            try:
+                new_rv = await self._patch(obs, rv, desired, current)
+            except (Conflict, Invalid) as exc:
+                fresh = await self._reread(obs)
+                why = self._invalidated(fresh, obs, wl)
+                if why is None and isinstance(exc, Invalid):
+                    # the status itself was refused (not a precondition): writing it again cannot help
+                    log.error("status refused by the apiserver", workload=key, error=str(exc))
+                    why = ("Invalid", str(exc))
+                if why is not None:
+                    if fresh is not None:
+                        self._blocked[key] = _rv(fresh.metadata.resource_version) + (
+                            1 if why[0] == "Invalid" else 0)
+                    await self._outcome(key, wl.uid, pending, upto=upto, reject=why)
+                    return
+                assert fresh is not None
+                self.stats.conflicts += 1
+                rv, current = fresh.metadata.resource_version, observed_status(fresh)
+                if desired == current:
+                    self._written[key] = (_rv(rv), current)
+                    await self._outcome(key, wl.uid, pending, upto=upto)
+                    return
+                continue
+            except NotFound:
+                await self._outcome(key, wl.uid, pending, upto=upto,
+                                    reject=("NotFound", "the Workload no longer exists"))
+                return
+            self.stats.writes += 1
+            self._written[key] = (_rv(new_rv), desired)
+            await self._outcome(key, wl.uid, pending, upto=upto)
+            return
+        log.info("status write kept conflicting, will retry", workload=key)
+        self._retry[key] = asyncio.get_running_loop().time() + self.retry_s
+
+    async def _patch(self, obs: o.Workload, rv: str, desired: dict[str, Any], current: dict[str, Any]) -> str:
+        status = {k: desired.get(k) for k in STATUS_FIELDS if k in desired or k in current}
+        body = {"metadata": {"uid": obs.metadata.uid, "resourceVersion": rv}, "status": status}
+        out = await self.client.patch(WORKLOADS, obs.metadata.name, body, obs.metadata.namespace,
+                                      subresource="status")
+        return msgspec.json.decode(out, type=_WithRV).metadata.resource_version
+
+    async def _reread(self, obs: o.Workload) -> o.Workload | None:
+        try:
+            raw = await self.client.get(WORKLOADS, obs.metadata.name, obs.metadata.namespace)
+        except NotFound:
+            return None
+        return msgspec.json.decode(raw, type=o.Workload)
+
+    def _invalidated(self, fresh: o.Workload | None, obs: o.Workload, wl: WorkloadInfo) -> tuple[str, str] | None:
+        """Why the decisions about ``wl`` no longer hold for the Workload as it is now, or None if they do."""
+        if fresh is None:
+            return ("NotFound", "the Workload no longer exists")
+        if fresh.metadata.uid != obs.metadata.uid:
+            return ("UIDChanged", f"the Workload was recreated (uid {fresh.metadata.uid})")
+        if fresh.metadata.deletion_timestamp and wl.phase != FINISHED:
+            return ("Deleting", "the Workload is being deleted")
+        finished = any(c.type == "Finished" and c.status == "True" for c in fresh.status.conditions)
+        if finished and wl.phase != FINISHED:
+            return ("Finished", "the Workload finished")
+        if fresh.spec.active != wl.active:
+            return ("SpecChanged", f"spec.active is now {str(fresh.spec.active).lower()}")
+        if fresh.spec.queue_name != wl.queue_name:
+            return ("SpecChanged", f"spec.queueName is now {fresh.spec.queue_name!r}")
+        return None
+
+    async def _outcome(self, key: str, uid: str, pending: dict[int, str], *, upto: int | None = None,
+                       reject: tuple[str, str] | None = None) -> None:
+        offsets = sorted(off for off in pending if (upto is None or off <= upto) and off not in self._reported)
+        if not offsets:
+            return
+        t = int(time.time() * 1000)
+        events: list[ev.AnyEvent]
+        if reject is None:
+            events = [ev.DecisionApplied(time=t, key=key, uid=uid, decision=off, id=f"applied-{off}")
+                      for off in offsets]
+            self.stats.applied += len(events)
+        else:
+            reason, message = reject
+            events = [ev.DecisionRejected(time=t, key=key, uid=uid, decision=off, reason=reason, message=message,
+                                          id=f"rejected-{off}") for off in offsets]
+            self.stats.rejected += len(events)
+            self.stats.rejections.append((key, reason))
+            log.info("decisions rejected", workload=key, reason=reason, message=message, decisions=offsets)
+        self._reported.update(offsets)
+        await self.append(events)
+
+
+class _RVOnly(msgspec.Struct, frozen=True, rename="camel"):
+    resource_version: str = ""
+
+
+class _WithRV(msgspec.Struct):
+    metadata: _RVOnly = _RVOnly()

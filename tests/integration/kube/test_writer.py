@@ -1,0 +1,134 @@
+"""The status writer against the real apiserver: optimistic concurrency, re-checks, outcomes in the log.
+
+The writer is driven step by step (``sync``) over a mirror the watcher filled, with decisions the real
+scheduler made on it, while the test changes the Workload behind its back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+
+import msgspec
+import pytest
+from kubehelp import KUEUE, cluster_queue, connect, create, flavor, get, local_queue, namespace
+
+from connectors.k8s import crds
+from connectors.k8s.journal import LocalJournal
+from connectors.k8s.mirror import Mirror
+from connectors.k8s.resources import BY_KIND
+from connectors.k8s.watch import Watcher
+from connectors.k8s.writer import StatusWriter
+from events import schema as ev
+from events.log import MemoryLog
+from kueue_es.scheduler import decide
+
+pytestmark = pytest.mark.kube
+WORKLOADS = BY_KIND["Workload"]
+KINDS = ("Namespace", "ResourceFlavor", "ClusterQueue", "LocalQueue", "Workload")
+
+
+def _workload(ns: str, name: str, cpu: str = "1") -> dict:
+    return {"apiVersion": KUEUE, "kind": "Workload", "metadata": {"name": name, "namespace": ns},
+            "spec": {"queueName": "user-queue", "podSets": [{"count": 1, "template": {"spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}]}}}]}}
+
+
+async def _sync_mirror(kc, journal: LocalJournal) -> None:
+    """Bring the mirror up to date with the cluster: one watcher run until synced plus a moment to settle."""
+    watcher = Watcher(kc, journal.mirror, journal.append, kinds=KINDS, timeout_seconds=30)
+    task = asyncio.create_task(watcher.run())
+    try:
+        await asyncio.wait_for(watcher.wait_synced(), 30)
+        await asyncio.sleep(0.3)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def _decide(journal: LocalJournal) -> list[ev.Record]:
+    out = []
+    while batch := decide(journal.mirror.state):
+        offsets = await journal.append(batch)
+        out += [ev.Record(o, e) for o, e in zip(offsets, batch, strict=True)]
+    return out
+
+
+async def _outcomes(log: MemoryLog, key: str) -> list[tuple[str, int, str]]:
+    out = []
+    async for r in log.read():
+        e = r.event
+        if isinstance(e, ev.DecisionApplied) and e.key == key:
+            out.append(("applied", e.decision, ""))
+        elif isinstance(e, ev.DecisionRejected) and e.key == key:
+            out.append(("rejected", e.decision, e.reason))
+    return out
+
+
+@pytest.mark.asyncio
+async def test_writes_with_preconditions_rechecks_on_conflict_and_rejects_what_no_longer_holds(kube_apiserver) -> None:
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        sfx = secrets.token_hex(3)
+        ns = await namespace(kc, "writer")
+        await create(kc, flavor(f"f-{sfx}"))
+        await create(kc, cluster_queue(f"cq-{sfx}", {f"f-{sfx}": {"cpu": 10}}))
+        await create(kc, local_queue(ns, "user-queue", f"cq-{sfx}"))
+        for name in ("a", "b", "c"):
+            await create(kc, _workload(ns, name))
+        log = MemoryLog()
+        journal = LocalJournal(log, Mirror())
+        await _sync_mirror(kc, journal)
+        decisions = await _decide(journal)
+        by_key: dict[str, list[int]] = {}
+        for r in decisions:
+            by_key.setdefault(r.event.key, []).append(r.offset)
+        a, b, c = f"{ns}/a", f"{ns}/b", f"{ns}/c"
+        assert len(by_key[a]) == 2  # QuotaReserved + WorkloadAdmitted
+        writer = StatusWriter(kc, journal)
+
+        # a: someone else wrote meanwhile (a label): 409, re-read, the decision holds, write again
+        await kc.patch(WORKLOADS, "a", {"metadata": {"labels": {"team": "x"}}}, ns)
+        await writer.sync(a)
+        assert writer.stats.conflicts == 1 and writer.stats.writes == 1
+        wl = await get(kc, "Workload", "a", ns)
+        assert wl["status"]["admission"]["clusterQueue"] == f"cq-{sfx}"
+        assert {c_["type"]: c_["status"] for c_ in wl["status"]["conditions"]} == {
+            "QuotaReserved": "True", "Admitted": "True"}
+        assert wl["metadata"]["labels"] == {"team": "x"}
+        assert await _outcomes(log, a) == [("applied", off, "") for off in by_key[a]]
+        assert a not in journal.mirror.pending
+
+        # b: deactivated meanwhile: the admission no longer holds
+        await kc.patch(WORKLOADS, "b", {"spec": {"active": False}}, ns)
+        await writer.sync(b)
+        assert await _outcomes(log, b) == [("rejected", off, "SpecChanged") for off in by_key[b]]
+        assert "status" not in await get(kc, "Workload", "b", ns) or not (
+            await get(kc, "Workload", "b", ns))["status"].get("admission")
+        await writer.sync(b)  # blocked until the watch shows the newer version: no second attempt
+        assert len(await _outcomes(log, b)) == len(by_key[b])
+
+        # c: deleted meanwhile
+        await kc.delete(WORKLOADS, "c", ns)
+        await writer.sync(c)
+        assert await _outcomes(log, c) == [("rejected", off, "NotFound") for off in by_key[c]]
+
+        # idempotent: a restarted writer (nothing written since, its mirror still shows the old status)
+        # finds the status already there and writes nothing
+        writes = writer.stats.writes
+        again = StatusWriter(kc, journal)
+        journal.mirror.pending[a] = {by_key[a][-1]: "WorkloadAdmitted"}  # as if the outcome never made it
+        await again.sync(a)
+        assert again.stats.writes == 0 and writer.stats.writes == writes
+        assert (await _outcomes(log, a))[-1] == ("applied", by_key[a][-1], "")
+
+        # the watch brings our own write back; nothing is dirty then
+        await _sync_mirror(kc, journal)
+        obs = journal.mirror.workloads[a]
+        assert msgspec.to_builtins(obs.status)["admission"]["clusterQueue"] == f"cq-{sfx}"
+        before = again.stats.writes
+        await again.sync(a)
+        assert again.stats.writes == before
