@@ -195,7 +195,7 @@ class KubeClient:
             except (TimeoutError, aiohttp.ClientError) as exc:
                 raise Unavailable(f"watch {path}: {exc or type(exc).__name__}") from exc
         finally:
-            resp.release()
+            resp.close()  # a watch ends mid-stream: its connection cannot be reused
 
 
 def _in_cluster() -> bool:

@@ -250,7 +250,7 @@ async def install(client: KubeClient, *, timeout_s: float = 60.0) -> list[str]:
     for name in names:
         while True:
             crd_now = msgspec.json.decode(await client.get(CRD_RESOURCE, name))
-            conds = {c["type"]: c["status"] for c in crd_now.get("status", {}).get("conditions", [])}
+            conds = {c["type"]: c["status"] for c in (crd_now.get("status") or {}).get("conditions") or []}
             if conds.get("Established") == "True":
                 break
             if asyncio.get_running_loop().time() > deadline:

@@ -23,6 +23,7 @@ Events go to the log through one appender task that takes everything queued and 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -63,10 +64,13 @@ class Watcher:
     """Keeps the log in step with the cluster for the watched kinds; see the module docstring."""
 
     def __init__(self, client: KubeClient, mirror: Mirror, emit: Emit, *, kinds: Sequence[str] = WATCHED,
-                 timeout_seconds: int = 300, backoff_s: float = 1.0) -> None:
+                 timeout_seconds: int = 300, backoff_s: float = 1.0, emit_event: Emit | None = None) -> None:
         self.client = client
         self.mirror = mirror
         self.emit = emit
+        """Appends and returns once the events are in the log (relists: ``synced`` means in the log)."""
+        self.emit_event = emit_event or emit
+        """For watch events: may return before the append (the order of emits is kept)."""
         self.resources = [BY_KIND[k] for k in kinds]
         self.timeout_seconds = timeout_seconds
         self.backoff_s = backoff_s
@@ -148,8 +152,13 @@ class Watcher:
 
     async def watch_once(self, r: Resource, rv: str) -> str:
         """One watch request from ``rv`` until the server ends it; returns where to resume."""
-        async for event in self.client.watch(r, rv, timeout_seconds=self.timeout_seconds,
-                                             on_open=self.synced[r.kind].set):
+        stream = self.client.watch(r, rv, timeout_seconds=self.timeout_seconds, on_open=self.synced[r.kind].set)
+        async with contextlib.aclosing(stream):  # closed at once when cancelled, not when garbage-collected
+            rv = await self._consume(r, stream, rv)
+        return rv
+
+    async def _consume(self, r: Resource, stream: Any, rv: str) -> str:
+        async for event in stream:
             t = now_ms()
             if event.type == "BOOKMARK":
                 rv = resource_version_of(event.object) or rv
@@ -174,7 +183,7 @@ class Watcher:
                 log.warning("unknown watch event type", kind=r.kind, type=event.type)
                 continue
             if e is not None:
-                await self.emit([e])
+                await self.emit_event([e])
         return rv
 
     # --- helpers -------------------------------------------------------------------------------------------
@@ -252,20 +261,27 @@ def _name_of(raw: msgspec.Raw | bytes) -> str:
 
 
 class Appender:
-    """Takes event lists from the watchers and appends everything queued as one batch (bounded queue)."""
+    """One writer for the connector's events: everything queued by then is appended as one batch.
 
-    def __init__(self, append: Callable[[Sequence[ev.AnyEvent]], Awaitable[Any]], *, max_batch: int = 5000,
-                 queue_size: int = 1000, on_appended: Callable[[], None] | None = None) -> None:
+    ``emit`` queues events (the queue is bounded: back-pressure) and, with ``wait``, returns their offsets
+    once they are in the log; without, it returns at once — the order of emits is the order in the log.
+    """
+
+    def __init__(self, append: Callable[[Sequence[ev.AnyEvent]], Awaitable[list[int]]], *, max_batch: int = 5000,
+                 queue_size: int = 1000) -> None:
         self._append = append
-        self._queue: asyncio.Queue[tuple[list[ev.AnyEvent], asyncio.Future[None]]] = asyncio.Queue(queue_size)
+        self._queue: asyncio.Queue[tuple[list[ev.AnyEvent], asyncio.Future[list[int]] | None]] = \
+            asyncio.Queue(queue_size)
         self.max_batch = max_batch
-        self.on_appended = on_appended
+        self.batches = 0
 
-    async def emit(self, events: Sequence[ev.AnyEvent]) -> None:
-        """Queue ``events`` and return once they are in the log."""
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    async def emit(self, events: Sequence[ev.AnyEvent], *, wait: bool = True) -> list[int]:
+        done: asyncio.Future[list[int]] | None = asyncio.get_running_loop().create_future() if wait else None
         await self._queue.put((list(events), done))
-        await done
+        return await done if done is not None else []
+
+    async def emit_nowait(self, events: Sequence[ev.AnyEvent]) -> list[int]:
+        return await self.emit(events, wait=False)
 
     async def run(self) -> None:
         while True:
@@ -276,14 +292,15 @@ class Appender:
                 size += len(items[-1][0])
             batch = [e for events, _ in items for e in events]
             try:
-                await self._append(batch)
+                offsets = await self._append(batch) if batch else []
             except BaseException as exc:
                 for _, done in items:
-                    if not done.done():
+                    if done is not None and not done.done():
                         done.set_exception(exc if isinstance(exc, Exception) else RuntimeError("cancelled"))
                 raise
-            if self.on_appended is not None:
-                self.on_appended()
-            for _, done in items:
-                if not done.done():
-                    done.set_result(None)
+            self.batches += 1
+            i = 0
+            for events, done in items:
+                if done is not None and not done.done():
+                    done.set_result(list(offsets[i:i + len(events)]))
+                i += len(events)

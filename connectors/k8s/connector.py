@@ -1,0 +1,72 @@
+"""The Kubernetes connector assembled: watcher → log → writer and Job integration; and, when this process owns
+the log, the scheduler loop beside it.
+
+:class:`Connector` runs, as one task group, the appender and the watcher, and — once every watched kind has
+been listed (``ready``) — the status writer and the Job integration, so nothing is written to the cluster
+before the log has caught up with it. :func:`schedule` is the scheduler for a :class:`LocalJournal`: decide on
+the mirror's state, append the batch (which applies it), repeat until quiet, then wait for the log to move or a
+controller deadline to pass (it then appends a clock tick).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+
+import structlog
+
+from connectors.k8s.client import KubeClient
+from connectors.k8s.jobs import JobIntegration
+from connectors.k8s.journal import Journal, LocalJournal
+from connectors.k8s.resources import WATCHED
+from connectors.k8s.watch import Appender, Watcher
+from connectors.k8s.writer import StatusWriter
+from events import schema as ev
+from kueue_es.scheduler import DEFAULT, SchedulerConfig, decide, next_deadline
+
+log = structlog.get_logger("kueue_es.k8s")
+
+
+class Connector:
+    def __init__(self, client: KubeClient, journal: Journal, *, kinds: Sequence[str] = WATCHED,
+                 watch_timeout_s: int = 300, jobs: bool = True) -> None:
+        self.client = client
+        self.journal = journal
+        self.appender = Appender(journal.append)
+        self.watcher = Watcher(client, journal.mirror, self.appender.emit, kinds=kinds,
+                               timeout_seconds=watch_timeout_s, emit_event=self.appender.emit_nowait)
+        self.writer = StatusWriter(client, journal, append=self.appender.emit)
+        self.jobs = JobIntegration(client, journal, append=self.appender.emit) if jobs else None
+
+    @property
+    def ready(self) -> bool:
+        return self.watcher.is_synced
+
+    async def run(self) -> None:
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self.appender.run(), name="k8s-appender")
+            tg.create_task(self.watcher.run(), name="k8s-watcher")
+            await self.watcher.wait_synced()
+            log.info("synced", offset=self.journal.mirror.offset, stats=self.watcher.stats.listed)
+            tg.create_task(self.writer.run(), name="k8s-writer")
+            if self.jobs is not None:
+                tg.create_task(self.jobs.run(), name="k8s-jobs")
+
+
+async def schedule(journal: LocalJournal, config: SchedulerConfig = DEFAULT, *, ticks: bool = True,
+                   idle_s: float = 1.0) -> None:
+    """The scheduler over a log this process owns (see the module docstring); runs until cancelled."""
+    state = journal.mirror.state
+    signal = journal.subscribe()
+    while True:
+        batch: list[ev.AnyEvent] = list(decide(state, config))
+        if not batch and ticks:
+            deadline = next_deadline(state, config)
+            now = int(time.time() * 1000)
+            if deadline is not None and deadline <= now and state.time < now:
+                batch = [ev.ClockTicked(time=now, id=f"tick-{now}")]
+        if batch:
+            await journal.append(batch)
+            continue
+        await signal.wait(idle_s)

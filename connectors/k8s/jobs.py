@@ -1,0 +1,434 @@
+"""The batch/v1 Job integration: a Job with a queue label runs only while its Workload is admitted.
+
+Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or its Workload changed):
+
+* **no Workload yet** (and the Job has not finished, and no pod is active): create ``job-<name>-<hash>`` (the
+  hash is the first 5 hex digits of SHA-1 over ``Job\\nbatch\\n<name>\\n<uid>``, like Kueue) with a controller
+  ownerReference to the Job, the ``kueue.x-k8s.io/job-uid`` label, the queue name, the priority (label
+  ``kueue.x-k8s.io/priority-class`` → WorkloadPriorityClass, else the template's ``priorityClassName`` →
+  PriorityClass), ``maximumExecutionTimeSeconds`` from ``kueue.x-k8s.io/max-exec-time-seconds``, and one pod
+  set ``main`` of ``min(parallelism, completions)`` pods whose template is the Job's without the labels the job
+  controller adds. A Job created unsuspended is suspended first;
+* **admitted** and suspended → start: the assigned flavors' ``nodeLabels`` join the template's nodeSelector
+  (a conflicting key finishes the Workload with ``FailedToStart``), their tolerations are added, the pods are
+  labelled with the pod set, LocalQueue and ClusterQueue, partial admission sets ``parallelism``; then
+  ``suspend: false`` — one patch, conditioned on the Job's resourceVersion;
+* **not admitted** (pending, evicted, deactivated) and running → stop: ``suspend: true`` with the annotation
+  ``kueue.x-k8s.io/stopping``, clear ``status.startTime``; once no pod is active (the apiserver refuses template
+  changes before that) restore the template exactly as the Workload recorded it (labels and annotations —
+  keeping the job controller's labels —, nodeSelector, tolerations, schedulingGates, and parallelism after a
+  partial admission) and drop the annotation;
+* **evicted**, suspended and no active pod → ``JobStopped`` (the scheduler then gives the quota back);
+* **running**: ``PodsReadyChanged`` when ready + succeeded pods reach the admitted count (``Started``, or
+  ``Recovered`` after a loss), and back to not ready (``WaitForRecovery``) — what waitForPodsReady counts on;
+* the Job **finished** (condition ``Complete`` or ``Failed``) → ``WorkloadFinished`` (``Succeeded``/``Failed``);
+* the Job is **gone** → its Workload is finished (``OwnerNotFound``) and deleted (what the garbage collector
+  would do with the ownerReference).
+
+Everything it writes is conditioned on the resourceVersion it read; a conflict just waits for the watch to
+bring the newer object. Events it appends are not repeated while the log has not applied them yet.
+Not done yet: the mutating webhook that suspends labelled Jobs at creation (until then a Job created
+unsuspended may start pods before it is suspended), updating a pending Workload when the Job's spec changes,
+and the ``kueue.x-k8s.io/resource-in-use`` finalizer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+import structlog
+
+from connectors.k8s.client import KubeClient
+from connectors.k8s.errors import AlreadyExists, Conflict, KubeError, NotFound
+from connectors.k8s.journal import Journal
+from connectors.k8s.mirror import JOB_UID_LABEL
+from connectors.k8s.resources import BY_KIND, KUEUE_GROUP, KUEUE_VERSION
+from connectors.k8s.workers import KeyedWorkers
+from events import objects as o
+from events import schema as ev
+from projections.workloads import ADMITTED, FINISHED, WorkloadInfo
+
+log = structlog.get_logger("kueue_es.k8s.jobs")
+
+JOBS = BY_KIND["Job"]
+WORKLOADS = BY_KIND["Workload"]
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+MAX_EXEC_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
+MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
+STOPPING = "kueue.x-k8s.io/stopping"
+PODSET_LABEL = "kueue.x-k8s.io/podset"
+LQ_LABEL = "kueue.x-k8s.io/local-queue-name"
+CQ_LABEL = "kueue.x-k8s.io/cluster-queue-name"
+JOB_CONTROLLER_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name",
+                         "batch.kubernetes.io/job-name")
+DROPPED_FROM_TEMPLATE = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name")
+MAX_PREFIX = 252 - 5
+
+
+def workload_name(job_name: str, job_uid: str) -> str:
+    """Kueue's name for the Workload of a batch/v1 Job."""
+    prefix = f"job-{job_name}"[:MAX_PREFIX]
+    digest = hashlib.sha1(f"Job\nbatch\n{job_name}\n{job_uid}".encode()).hexdigest()
+    return f"{prefix}-{digest[:5]}"
+
+
+def job_finished(job: o.Job) -> tuple[str, str] | None:
+    for c in job.status.conditions:
+        if c.status == "True" and c.type in ("Complete", "Failed"):
+            return ("Succeeded" if c.type == "Complete" else "Failed"), c.message
+    return None
+
+
+def is_running(job: o.Job) -> bool:
+    """Unsuspended, or suspended by us but not restored yet."""
+    return not job.spec.suspend or STOPPING in job.metadata.annotations
+
+
+@dataclass
+class JobStats:
+    created: int = 0
+    started: int = 0
+    stopped: int = 0
+    finished: int = 0
+    orphans: int = 0
+    conflicts: int = 0
+    errors: int = 0
+    failed_to_start: list[str] = field(default_factory=list)
+
+
+class JobIntegration:
+    def __init__(self, client: KubeClient, journal: Journal, *, retry_s: float = 1.0,
+                 append: Callable[[Sequence[ev.AnyEvent]], Awaitable[list[int]]] | None = None,
+                 concurrency: int = 16) -> None:
+        self.client = client
+        self.journal = journal
+        self.append = append or journal.append
+        self.concurrency = concurrency
+        self.mirror = journal.mirror
+        self.state = journal.mirror.state
+        self.retry_s = retry_s
+        self.stats = JobStats()
+        self._appended: dict[tuple[str, str], int] = {}
+        """(workload key, event type) -> offset of the event we appended, until the mirror applied it."""
+        self._acted: dict[str, tuple[str, str]] = {}
+        """Job key -> (action, Job resourceVersion) last done, so a stale mirror does not repeat it."""
+        self._retry: dict[str, float] = {}
+
+    async def run(self) -> None:
+        """Reconcile every dirty Job, up to ``concurrency`` at a time (one at a time per Job)."""
+        await KeyedWorkers(self.reconcile_guarded, self.concurrency).run(
+            self._take, self.journal.subscribe(), lambda: self.retry_s if self._retry else None)
+
+    def _take(self) -> set[str]:
+        now = asyncio.get_running_loop().time()
+        due = {k for k, t in self._retry.items() if t <= now}
+        for k in due:
+            del self._retry[k]
+        keys = self.mirror.dirty_jobs | due
+        self.mirror.dirty_jobs = set()
+        return keys
+
+    async def reconcile_guarded(self, key: str) -> None:
+        try:
+            await self.reconcile(key)
+        except Conflict:
+            self.stats.conflicts += 1  # the watch brings the newer object, which makes the key dirty again
+        except KubeError as exc:
+            self.stats.errors += 1
+            log.warning("job reconcile failed, will retry", job=key, error=str(exc))
+            self._retry[key] = asyncio.get_running_loop().time() + self.retry_s
+        except Exception:  # one Job must not stop the others: report it and try it again later
+            self.stats.errors += 1
+            log.exception("job reconcile crashed, will retry", job=key)
+            self._retry[key] = asyncio.get_running_loop().time() + 10 * self.retry_s
+
+    # --- one Job -------------------------------------------------------------------------------------------
+
+    async def reconcile(self, key: str) -> None:
+        job = self.state.jobs.get(key)
+        wl_key = self.mirror.workload_of.get(key)
+        if job is None:
+            if wl_key is not None:
+                await self._orphaned(wl_key)
+            return
+        if not job.metadata.labels.get(QUEUE_LABEL) or job.metadata.deletion_timestamp:
+            return
+        name = workload_name(job.metadata.name, job.metadata.uid)
+        wl_key = f"{job.metadata.namespace}/{name}"
+        wl = self.state.workloads.get(wl_key)
+        obs = self.mirror.workloads.get(wl_key)
+        if wl is None or obs is None:
+            if job_finished(job) is not None:
+                return
+            if not job.spec.suspend:
+                await self._once(key, "suspend", job, self._suspend_only(job))
+                return
+            if job.status.active == 0:
+                await self._once(key, "create", job, self._create_workload(job, name))
+            return
+        if self._acted.get(key, ("",))[0] == "create":
+            del self._acted[key]  # seen: if it is ever deleted, it is created again
+        finished = job_finished(job)
+        if finished is not None:
+            if wl.phase != FINISHED:
+                reason, message = finished
+                await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl_key, uid=wl.uid, reason=reason,
+                                                                message=message or f"Job {reason.lower()}"))
+            return
+        admitted = wl.phase == ADMITTED and not wl.evicted and wl.active
+        if admitted and not job.spec.suspend and STOPPING not in job.metadata.annotations:
+            await self._pods_ready(job, wl)
+        if admitted and not is_running(job):
+            await self._once(key, "start", job, self._start(job, wl, obs))
+        elif not admitted and is_running(job):
+            await self._once(key, "stop", job, self._stop(job, obs))
+        elif admitted and STOPPING in job.metadata.annotations:
+            await self._once(key, "stop", job, self._stop(job, obs))  # finish restoring before a new start
+        elif wl.evicted and wl.reserving and not wl.job_stopped and job.status.active == 0:
+            await self._append_once(wl, ev.JobStopped(time=_now(), key=wl_key, uid=wl.uid))
+
+    async def _once(self, key: str, action: str, job: o.Job, work: Any) -> None:
+        """Run ``work`` unless the same action already ran on this very version of the Job."""
+        marker = (action, job.metadata.resource_version)
+        if self._acted.get(key) == marker:
+            work.close()
+            return
+        self._acted[key] = marker
+        try:
+            await work
+        except BaseException:
+            self._acted.pop(key, None)
+            raise
+
+    async def _append_once(self, wl: WorkloadInfo, event: ev.AnyEvent) -> None:
+        tag = type(event).__struct_config__.tag  # type: ignore[attr-defined]
+        at = self._appended.get((wl.key, tag))
+        if at is not None and self.mirror.offset < at:
+            return
+        (offset,) = await self.append([event])
+        self._appended[(wl.key, tag)] = offset
+        if tag == "WorkloadFinished":
+            self.stats.finished += 1
+        log.info("appended", kind=tag, workload=wl.key)
+
+    async def _pods_ready(self, job: o.Job, wl: WorkloadInfo) -> None:
+        """PodsReady as Kueue's Job reconciler sees it: ready + succeeded pods reach the admitted count."""
+        count = sum(ps.count for ps in wl.pod_sets)
+        if wl.admission is not None:
+            counts = [p.count for p in wl.admission.pod_set_assignments if p.count is not None]
+            if counts:
+                count = sum(counts)
+        ready = (job.status.ready or 0) + job.status.succeeded >= count
+        if ready == wl.pods_ready:
+            return
+        if ready:
+            prior = wl.condition("PodsReady")
+            reason = "Recovered" if prior is not None and prior.reason in ("WaitForRecovery", "Recovered") else "Started"
+            await self._append_once(wl, ev.PodsReadyChanged(time=_now(), key=wl.key, uid=wl.uid, ready=True,
+                                                            reason=reason))
+        else:
+            await self._append_once(wl, ev.PodsReadyChanged(time=_now(), key=wl.key, uid=wl.uid, ready=False,
+                                                            reason="WaitForRecovery"))
+
+    # --- actions -------------------------------------------------------------------------------------------
+
+    async def _create_workload(self, job: o.Job, name: str) -> None:
+        raw = msgspec.json.decode(await self.client.get(JOBS, job.metadata.name, job.metadata.namespace))
+        if raw["metadata"]["uid"] != job.metadata.uid:
+            return  # recreated meanwhile; the watch brings the new one
+        body = self.workload_for(raw, name)
+        try:
+            await self.client.create(WORKLOADS, body, job.metadata.namespace)
+        except AlreadyExists:
+            return
+        self.stats.created += 1
+        log.info("created workload", job=job.key, workload=name)
+
+    def workload_for(self, raw_job: dict[str, Any], name: str) -> dict[str, Any]:
+        meta, spec = raw_job["metadata"], raw_job.get("spec", {})
+        labels = meta.get("labels") or {}
+        template = _copy(spec.get("template") or {})
+        tmeta = template.setdefault("metadata", {})
+        tlabels = {k: v for k, v in (tmeta.get("labels") or {}).items() if k not in DROPPED_FROM_TEMPLATE}
+        if tlabels:
+            tmeta["labels"] = tlabels
+        else:
+            tmeta.pop("labels", None)
+        parallelism = spec.get("parallelism", 1)
+        completions = spec.get("completions")
+        count = min(parallelism, completions) if completions is not None else parallelism
+        pod_set: dict[str, Any] = {"name": "main", "count": count, "template": template}
+        min_par = (meta.get("annotations") or {}).get(MIN_PARALLELISM)
+        if min_par and min_par.isdigit() and 1 <= int(min_par) < count:
+            pod_set["minCount"] = int(min_par)
+        wl_spec: dict[str, Any] = {"queueName": labels[QUEUE_LABEL], "podSets": [pod_set]}
+        ref = self._priority(labels.get(PRIORITY_LABEL), (template.get("spec") or {}).get("priorityClassName"))
+        if ref is not None:
+            wl_spec["priorityClassRef"], wl_spec["priority"] = ref
+        max_exec = labels.get(MAX_EXEC_LABEL)
+        if max_exec and max_exec.isdigit() and int(max_exec) > 0:
+            wl_spec["maximumExecutionTimeSeconds"] = int(max_exec)
+        annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                       if k.startswith("provreq.kueue.x-k8s.io/")}
+        wl_meta: dict[str, Any] = {
+            "name": name, "namespace": meta["namespace"],
+            "labels": {JOB_UID_LABEL: meta["uid"]},
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"], "uid": meta["uid"],
+                                 "controller": True, "blockOwnerDeletion": True}],
+        }
+        if annotations:
+            wl_meta["annotations"] = annotations
+        return {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "kind": "Workload", "metadata": wl_meta,
+                "spec": wl_spec}
+
+    def _priority(self, wpc_name: str | None, pc_name: str | None) -> tuple[dict[str, str], int] | None:
+        if wpc_name:
+            wpc = self.state.workload_priority_classes.get(wpc_name)
+            if wpc is None:
+                log.warning("WorkloadPriorityClass not found", name=wpc_name)
+                return None
+            return {"group": KUEUE_GROUP, "kind": "WorkloadPriorityClass", "name": wpc_name}, wpc.value
+        if pc_name:
+            pc = self.state.priority_classes.get(pc_name)
+            if pc is not None:
+                return {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": pc_name}, pc.value
+            return None
+        defaults = sorted((pc.value, name) for name, pc in self.state.priority_classes.items() if pc.global_default)
+        if defaults:
+            value, name = defaults[0]
+            return {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": name}, value
+        return None
+
+    async def _suspend_only(self, job: o.Job) -> None:
+        await self.client.patch(JOBS, job.metadata.name, {"metadata": {"resourceVersion": job.metadata.resource_version},
+                                                         "spec": {"suspend": True}}, job.metadata.namespace)
+        log.info("suspended a job that has no workload yet", job=job.key)
+
+    async def _start(self, job: o.Job, wl: WorkloadInfo, obs: o.Workload) -> None:
+        assert wl.admission is not None
+        psa = next((p for p in wl.admission.pod_set_assignments if p.name == "main"),
+                   wl.admission.pod_set_assignments[0] if wl.admission.pod_set_assignments else None)
+        spec = job.spec.template.spec
+        node_selector = dict(spec.node_selector)
+        tolerations = [msgspec.to_builtins(t) for t in spec.tolerations]
+        conflict = None
+        for flavor_name in sorted(set(psa.flavors.values()) if psa is not None else ()):
+            flavor = self.state.flavors.get(flavor_name)
+            if flavor is None:
+                continue
+            for k, v in sorted(flavor.spec.node_labels.items()):
+                if node_selector.get(k, v) != v:
+                    conflict = f"nodeSelector {k}={node_selector[k]} conflicts with flavor {flavor_name}'s {k}={v}"
+                node_selector[k] = v
+            for t in flavor.spec.tolerations:
+                tb = msgspec.to_builtins(t)
+                if tb not in tolerations:
+                    tolerations.append(tb)
+        if conflict is not None:
+            self.stats.failed_to_start.append(job.key)
+            await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl.key, uid=wl.uid, reason="FailedToStart",
+                                                            message=f"Failed to start the job: {conflict}"))
+            return
+        labels = {PODSET_LABEL: psa.name if psa is not None else "main", LQ_LABEL: wl.queue_name}
+        if _label_value_ok(wl.admission.cluster_queue):
+            labels[CQ_LABEL] = wl.admission.cluster_queue
+        patch: dict[str, Any] = {
+            "metadata": {"resourceVersion": job.metadata.resource_version},
+            "spec": {"suspend": False, "template": {"metadata": {"labels": labels},
+                                                    "spec": {"nodeSelector": node_selector or None,
+                                                             "tolerations": tolerations or None}}},
+        }
+        count = obs.spec.pod_sets[0].count if obs.spec.pod_sets else None
+        if psa is not None and psa.count is not None and count is not None and psa.count < count:
+            patch["spec"]["parallelism"] = psa.count
+        await self.client.patch(JOBS, job.metadata.name, patch, job.metadata.namespace)
+        self.stats.started += 1
+        log.info("started job", job=job.key, workload=wl.key, cluster_queue=wl.admission.cluster_queue,
+                 node_selector=node_selector)
+
+    async def _stop(self, job: o.Job, obs: o.Workload) -> None:
+        ns, name = job.metadata.namespace, job.metadata.name
+        raw: dict[str, Any]
+        if not job.spec.suspend:
+            raw = msgspec.json.decode(await self.client.patch(JOBS, name, {
+                "metadata": {"resourceVersion": job.metadata.resource_version, "annotations": {STOPPING: "true"}},
+                "spec": {"suspend": True}}, ns))
+        else:
+            raw = msgspec.json.decode(await self.client.get(JOBS, name, ns))
+            if raw["metadata"]["resourceVersion"] != job.metadata.resource_version:
+                return  # the watch brings the newer version
+        if (raw.get("status") or {}).get("startTime"):
+            raw = msgspec.json.decode(await self.client.patch(JOBS, name, {
+                "metadata": {"resourceVersion": raw["metadata"]["resourceVersion"]},
+                "status": {"startTime": None}}, ns, subresource="status"))
+        if (raw.get("status") or {}).get("active"):
+            return  # the template can change only once no pod is active; the Job's next status brings us back
+        if not obs.spec.pod_sets:
+            return
+        saved = obs.spec.pod_sets[0]
+        tmpl = raw["spec"].get("template") or {}
+        tmeta, tspec = tmpl.get("metadata") or {}, tmpl.get("spec") or {}
+        cur_labels = tmeta.get("labels") or {}
+        want_labels = dict(saved.template.metadata.labels)
+        want_labels.update({k: v for k, v in cur_labels.items() if k in JOB_CONTROLLER_LABELS})
+        patch: dict[str, Any] = {
+            "metadata": {"resourceVersion": raw["metadata"]["resourceVersion"],
+                         "annotations": {STOPPING: None} if STOPPING in (raw["metadata"].get("annotations") or {}) else {}},
+            "spec": {"template": {
+                "metadata": {"labels": _exact(cur_labels, want_labels),
+                             "annotations": _exact(tmeta.get("annotations") or {},
+                                                   dict(saved.template.metadata.annotations))},
+                "spec": {"nodeSelector": _exact(tspec.get("nodeSelector") or {}, dict(saved.template.spec.node_selector)),
+                         "tolerations": [msgspec.to_builtins(t) for t in saved.template.spec.tolerations] or None,
+                         "schedulingGates": list(saved.template.spec.scheduling_gates) or None}}},
+        }
+        if saved.min_count is not None and raw["spec"].get("parallelism") != saved.count:
+            patch["spec"]["parallelism"] = saved.count
+        await self.client.patch(JOBS, name, patch, ns)
+        self.stats.stopped += 1
+        log.info("stopped job and restored its template", job=job.key)
+
+    async def _orphaned(self, wl_key: str) -> None:
+        wl = self.state.workloads.get(wl_key)
+        obs = self.mirror.workloads.get(wl_key)
+        if wl is None or obs is None:
+            return
+        if wl.phase != FINISHED:
+            await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl_key, uid=wl.uid, reason="OwnerNotFound",
+                                                            message="The owner Job no longer exists"))
+        try:
+            await self.client.delete(WORKLOADS, obs.metadata.name, obs.metadata.namespace, uid=obs.metadata.uid)
+        except (NotFound, Conflict):
+            return
+        self.stats.orphans += 1
+        log.info("deleted the workload of a deleted job", workload=wl_key)
+
+
+def _exact(current: dict[str, Any], want: dict[str, Any]) -> dict[str, Any] | None:
+    """A merge-patch value that turns map ``current`` into exactly ``want`` (``None``: remove the map)."""
+    if not want:
+        return None
+    out: dict[str, Any] = {k: None for k in current if k not in want}
+    out.update(want)
+    return out
+
+
+def _copy(value: Any) -> Any:
+    return msgspec.json.decode(msgspec.json.encode(value))
+
+
+def _label_value_ok(value: str) -> bool:
+    import re
+
+    return len(value) <= 63 and re.fullmatch(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?", value) is not None
+
+
+def _now() -> int:
+    return int(time.time() * 1000)

@@ -1,0 +1,219 @@
+"""End to end on a real apiserver: batch/v1 Jobs through the whole pipeline, in one process.
+
+ResourceFlavor + ClusterQueue + LocalQueue + a Job with the queue label → the connector creates the Workload,
+the scheduler admits it, the writer writes its status, the Job integration unsuspends the Job with the
+flavor's nodeSelector. A higher-priority Job then preempts it: the first Workload is evicted, its Job suspended
+and its template restored; once its pods are gone (there is no job controller here: the test plays it, setting
+``status.active`` and ``startTime``) the quota is released and the second Job starts. When the second Job
+completes, the first is admitted and started again. Every decision ends with a ``DecisionApplied``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+from typing import Any
+
+import pytest
+from kubehelp import (
+    cluster_queue,
+    connect,
+    create,
+    eventually,
+    flavor,
+    get,
+    job,
+    local_queue,
+    namespace,
+    priority_class,
+)
+
+from connectors.k8s import crds
+from connectors.k8s.connector import Connector, schedule
+from connectors.k8s.jobs import workload_name
+from connectors.k8s.journal import LocalJournal
+from connectors.k8s.mirror import Mirror
+from connectors.k8s.resources import BY_KIND
+from events import schema as ev
+from events.filelog import FileLog
+
+pytestmark = pytest.mark.kube
+JOBS = BY_KIND["Job"]
+NOW = "2026-01-01T00:00:00Z"
+
+
+def _cond(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
+    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == type_), None)
+
+
+def _true(obj: dict[str, Any], type_: str) -> bool:
+    c = _cond(obj, type_)
+    return c is not None and c["status"] == "True"
+
+
+@contextlib.asynccontextmanager
+async def _kueue_es(kc, log_dir, kinds=None):
+    """The connector and the scheduler over one embedded log, like ``kueue-es run --kube`` does."""
+    log = FileLog.open(log_dir, fsync="never")
+    journal = LocalJournal(log, Mirror())
+    for batch in log.scan():
+        journal.mirror.apply_batch(batch)
+    kw = {"kinds": kinds} if kinds else {}
+    connector = Connector(kc, journal, watch_timeout_s=30, **kw)
+    tasks = [asyncio.create_task(connector.run()), asyncio.create_task(schedule(journal))]
+    try:
+        await asyncio.wait_for(connector.watcher.wait_synced(), 30)
+        yield connector, journal
+    finally:
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+        await log.close()
+
+
+async def _setup(kc, sfx: str, cpu: int = 2) -> tuple[str, str, str]:
+    ns = await namespace(kc, "e2e")
+    fl, cq = f"on-demand-{sfx}", f"cq-{sfx}"
+    await create(kc, flavor(fl, {"instance-type": f"on-demand-{sfx}"},
+                            tolerations=[{"key": "spot", "operator": "Exists", "effect": "NoSchedule"}]))
+    await create(kc, cluster_queue(cq, {fl: {"cpu": cpu}}, preemption={"withinClusterQueue": "LowerPriority"}))
+    await create(kc, local_queue(ns, "user-queue", cq))
+    await create(kc, priority_class(f"low-{sfx}", 100))
+    await create(kc, priority_class(f"high-{sfx}", 1000))
+    return ns, fl, cq
+
+
+@pytest.mark.asyncio
+async def test_job_is_admitted_runs_and_is_preempted_by_a_higher_priority_job(kube_apiserver, tmp_path) -> None:
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        sfx = secrets.token_hex(3)
+        ns, fl, cq = await _setup(kc, sfx)
+        async with _kueue_es(kc, tmp_path / "log") as (connector, journal):
+            # --- a Job with the queue label gets a Workload, is admitted and runs on the flavor -------------
+            low = await create(kc, job(ns, "low", "user-queue", cpu="2", parallelism=1,
+                                       labels={"kueue.x-k8s.io/priority-class": f"low-{sfx}"},
+                                       node_selector={"disk": "ssd"}))
+            low_wl = workload_name("low", low["metadata"]["uid"])
+
+            async def admitted(name: str) -> dict[str, Any] | None:
+                with contextlib.suppress(Exception):
+                    wl = await get(kc, "Workload", name, ns)
+                    return wl if _true(wl, "Admitted") else None
+                return None
+
+            wl = await eventually(lambda: admitted(low_wl), what="the low Workload to be admitted")
+            assert wl["metadata"]["ownerReferences"][0]["uid"] == low["metadata"]["uid"]
+            assert wl["metadata"]["labels"]["kueue.x-k8s.io/job-uid"] == low["metadata"]["uid"]
+            assert wl["spec"]["queueName"] == "user-queue"
+            assert wl["spec"]["priority"] == 100
+            assert wl["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["image"] == "busybox:1.36"
+            assert wl["status"]["admission"]["clusterQueue"] == cq
+            assert wl["status"]["admission"]["podSetAssignments"][0]["flavors"] == {"cpu": fl}
+            assert _true(wl, "QuotaReserved")
+
+            async def running(name: str) -> dict[str, Any] | None:
+                j = await get(kc, "Job", name, ns)
+                return j if not j["spec"].get("suspend") else None
+
+            j = await eventually(lambda: running("low"), what="the low Job to be unsuspended")
+            tspec = j["spec"]["template"]["spec"]
+            assert tspec["nodeSelector"] == {"disk": "ssd", "instance-type": f"on-demand-{sfx}"}
+            assert {"key": "spot", "operator": "Exists", "effect": "NoSchedule"} in tspec["tolerations"]
+            labels = j["spec"]["template"]["metadata"]["labels"]
+            assert labels["kueue.x-k8s.io/podset"] == "main"
+            assert labels["kueue.x-k8s.io/local-queue-name"] == "user-queue"
+            assert labels["kueue.x-k8s.io/cluster-queue-name"] == cq
+            # play the job controller: the pods run and are ready
+            await kc.patch(JOBS, "low", {"status": {"startTime": NOW, "active": 1, "ready": 1}}, ns,
+                           subresource="status")
+
+            async def pods_ready() -> dict[str, Any] | None:
+                wl = await get(kc, "Workload", low_wl, ns)
+                return wl if _true(wl, "PodsReady") else None
+
+            wl = await eventually(pods_ready, what="PodsReady=True on the low Workload")
+            assert _cond(wl, "PodsReady")["reason"] == "Started"
+
+            # --- a higher-priority Job preempts it ------------------------------------------------------------
+            high = await create(kc, job(ns, "high", "user-queue", cpu="2",
+                                        labels={"kueue.x-k8s.io/priority-class": f"high-{sfx}"}))
+            high_wl = workload_name("high", high["metadata"]["uid"])
+
+            async def preempted() -> dict[str, Any] | None:
+                wl = await get(kc, "Workload", low_wl, ns)
+                return wl if _true(wl, "Evicted") and _true(wl, "Preempted") else None
+
+            wl = await eventually(preempted, what="the low Workload to be preempted")
+            assert _cond(wl, "Evicted")["reason"] == "Preempted"
+            assert _cond(wl, "Preempted")["reason"] == "InClusterQueue"
+
+            async def suspended(name: str, stopping: bool) -> dict[str, Any] | None:
+                j = await get(kc, "Job", name, ns)
+                annotated = "kueue.x-k8s.io/stopping" in (j["metadata"].get("annotations") or {})
+                return j if j["spec"].get("suspend") and annotated == stopping else None
+
+            async def stopping() -> dict[str, Any] | None:  # suspended, startTime cleared, pods still active
+                j = await suspended("low", stopping=True)
+                return j if j is not None and "startTime" not in (j.get("status") or {}) else None
+
+            await eventually(stopping, what="the low Job to be suspended and its startTime cleared")
+            # its pod still runs: the template cannot change yet, and the quota is held (preemption grace)
+            await asyncio.sleep(1.0)
+            assert not _true(await get(kc, "Workload", high_wl, ns), "QuotaReserved")
+            assert _true(await get(kc, "Workload", low_wl, ns), "QuotaReserved")
+            await kc.patch(JOBS, "low", {"status": {"active": 0, "ready": 0}}, ns, subresource="status")  # pod gone
+
+            j = await eventually(lambda: suspended("low", stopping=False), what="the low Job's template restored")
+            assert j["spec"]["template"]["spec"]["nodeSelector"] == {"disk": "ssd"}
+            assert "tolerations" not in j["spec"]["template"]["spec"]
+            assert {k: v for k, v in j["spec"]["template"]["metadata"]["labels"].items()
+                    if "job-name" not in k and "controller-uid" not in k} == {"app": "low"}
+
+            await eventually(lambda: admitted(high_wl), what="the high Workload to be admitted")
+            j = await eventually(lambda: running("high"), what="the high Job to be unsuspended")
+            assert j["spec"]["template"]["spec"]["nodeSelector"] == {"instance-type": f"on-demand-{sfx}"}
+            wl = await get(kc, "Workload", low_wl, ns)
+            assert not _true(wl, "QuotaReserved") and "admission" not in wl["status"]
+            assert _cond(wl, "Requeued")["status"] == "True"
+            assert (await get(kc, "Job", "low", ns))["spec"]["suspend"] is True
+
+            # --- the high Job completes: the low one is admitted and started again ------------------------------
+            await kc.patch(JOBS, "high", {"status": {
+                "startTime": NOW, "completionTime": NOW, "succeeded": 1, "conditions": [
+                    {"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached",
+                     "message": "Reached expected number of succeeded pods", "lastTransitionTime": NOW},
+                    {"type": "Complete", "status": "True", "reason": "CompletionsReached",
+                     "message": "Reached expected number of succeeded pods", "lastTransitionTime": NOW}]}},
+                ns, subresource="status")
+
+            async def finished() -> dict[str, Any] | None:
+                wl = await get(kc, "Workload", high_wl, ns)
+                return wl if _true(wl, "Finished") else None
+
+            wl = await eventually(finished, what="the high Workload to finish")
+            assert _cond(wl, "Finished")["reason"] == "Succeeded"
+            await eventually(lambda: admitted(low_wl), what="the low Workload to be admitted again")
+            j = await eventually(lambda: running("low"), what="the low Job to run again")
+            assert j["spec"]["template"]["spec"]["nodeSelector"]["instance-type"] == f"on-demand-{sfx}"
+
+            # --- every decision reached the cluster ---------------------------------------------------------
+            await eventually(lambda: not journal.mirror.pending.get(f"{ns}/{low_wl}")
+                             and not journal.mirror.pending.get(f"{ns}/{high_wl}"), what="no pending decisions")
+            records = [r async for r in journal.log.read()]
+            decided = {r.offset for r in records if isinstance(r.event, ev.Decision)
+                       and r.event.key in (f"{ns}/{low_wl}", f"{ns}/{high_wl}")}
+            applied = [r.event.decision for r in records if isinstance(r.event, ev.DecisionApplied)
+                       and r.event.decision in decided]
+            assert sorted(applied) == sorted(decided), "each decision applied exactly once"
+            assert not [r for r in records if isinstance(r.event, ev.DecisionRejected)]
+            kinds = [type(r.event).__name__ for r in records if r.event.key == f"{ns}/{low_wl}"
+                     and isinstance(r.event, ev.Decision)]
+            # while the high Job runs, the low Workload waits (QuotaReserved=False, written like any decision)
+            assert "WorkloadPending" in kinds
+            assert [k for k in kinds if k != "WorkloadPending"] == [
+                "QuotaReserved", "WorkloadAdmitted", "WorkloadPreempted", "WorkloadRequeued", "QuotaReserved",
+                "WorkloadAdmitted"]
