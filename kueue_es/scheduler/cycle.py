@@ -75,6 +75,8 @@ class CycleContext:
         self.memo: dict[str, dict] = {}
         """Per-cycle memos of values that depend on quota only (e.g. what a cohort could lend)."""
         self.afs_usage = afs.workload_usage(state, config, now) if config.admission_fair_sharing else None
+        self.removed: set[str] = set()
+        """Victims chosen earlier in this cycle: their usage is already off the tree, so they are no candidates."""
         """Admission Fair Sharing: a workload's LocalQueue usage (None outside usage-based queues)."""
 
     def __enter__(self) -> CycleContext:
@@ -85,8 +87,8 @@ class CycleContext:
         self.tree.rollback()
 
     def reserving_in(self, cq: str) -> list[WorkloadInfo]:
-        wls = self.state.workloads
-        return [wls[k] for k in sorted(self.state.reserving.get(cq, ()))]
+        wls, removed = self.state.workloads, self.removed
+        return [wls[k] for k in sorted(self.state.reserving.get(cq, ())) if k not in removed]
 
     def preemption_oracle(self, wl: WorkloadInfo, node: QuotaNode, fr: str, val: int) -> tuple[int, int]:
         targets = self.find_targets(self, wl, node, {fr: val}, {fr: val})
@@ -222,7 +224,7 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int) -> list[ev.Decisio
     for e in entries:
         nominate(ctx, e)
     out: list[ev.Decision] = []
-    victims: set[str] = set()
+    victims = ctx.removed
     base = {"time": now, "cycle": cycle, "input": state.offset}
     tree = ctx.tree
     ordered = fair_order(ctx, entries) if ctx.config.fair_sharing_enabled else order_entries(entries)
@@ -240,11 +242,24 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int) -> list[ev.Decisio
             if state.cluster_queues[e.cq].spec.preemption.reclaim_within_cohort != "Any":
                 _reserve_capacity(ctx, e)
             continue
-        if any(t.workload.key in victims for t in e.targets):
-            _pending(out, state, e, "WaitingForQuota",
-                     "Workload has overlapping preemption targets with another workload", "FailedAfterNomination", base)
-            continue
         node = tree.cluster_queues[e.cq]
+        if any(t.workload.key in victims for t in e.targets):
+            outcome = _recompute_after_overlap(ctx, e)
+            if outcome == "deferred":
+                a = e.assignment
+                for fr, v in a.usage.items():
+                    if v:
+                        node.add_usage(fr, v)
+                _pending(out, state, e, "WaitingForPreemptedWorkloads",
+                         "The workload fits once the workloads preempted for another workload are gone",
+                         "PendingPreemption", base)
+                continue
+            if outcome != "new-targets":
+                _pending(out, state, e, "WaitingForQuota",
+                         "Workload has overlapping preemption targets with another workload", "FailedAfterNomination",
+                         base)
+                continue
+            a = e.assignment
         removed = [t.workload for t in e.targets]
         for w in removed:
             tree.charge(w.cluster_queue, w.usage, -1)
@@ -270,6 +285,29 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int) -> list[ev.Decisio
             continue
         _admit(out, state, e, base)
     return out
+
+
+def _recompute_after_overlap(ctx: CycleContext, e: Entry) -> str:
+    """Kueue's recompute when an entry's targets overlap victims already chosen this cycle.
+
+    The entry is assigned again with its nominated flavors pinned, on the cycle's tree from which those victims
+    are already removed (and from whose candidates they are excluded). If it now fits, it fits only once the
+    victims are gone: DeferredFit, and it waits. If it needs new, disjoint victims, it goes on with those.
+    Otherwise it is skipped. Returns ``"deferred"``, ``"new-targets"`` or ``""``.
+    """
+    a = e.assignment
+    assert a is not None
+    only = {ps.name: dict(ps.flavors) for ps in a.pod_sets}
+    again = assign_flavors(ctx, e.wl, e.cq, [ps.count for ps in a.pod_sets], only)
+    if again.mode == Mode.FIT:
+        e.assignment, e.targets = again, []
+        return "deferred"
+    if again.mode == Mode.PREEMPT:
+        targets = _targets(ctx, Entry(e.wl, e.cq, again))
+        if targets and not any(t.workload.key in ctx.removed for t in targets):
+            e.assignment, e.targets = again, targets
+            return "new-targets"
+    return ""
 
 
 def _reserve_capacity(ctx: CycleContext, e: Entry) -> None:

@@ -224,8 +224,12 @@ def _plan(info, ps: PodSetInfo, count: int, ignore_undeclared: bool) -> _Plan:
     return plan
 
 
-def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: list[int] | None = None) -> Assignment:
+def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: list[int] | None = None,
+                   only: dict[str, dict[str, str]] | None = None) -> Assignment:
     """Assign flavors to every pod set of ``wl`` in ClusterQueue ``cq_name`` (counts override for partial admission).
+
+    ``only`` pins each pod set's resources to the flavors nominated earlier in the cycle (pod set -> resource ->
+    flavor), as Kueue does when it recomputes an entry whose preemption targets overlap another's.
 
     Resources are taken in name order within a pod set, pod sets in spec order; as in Kueue, the first resource
     group that gets no flavor ends the attempt (its pod set's reasons are the message)."""
@@ -251,7 +255,8 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
                 res.reasons.append(f"resource {r} unavailable in ClusterQueue")
                 res.no_fit_reason = _worse(res.no_fit_reason, NO_MATCHING_FLAVOR)
                 break
-            _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res)
+            pinned = only.get(ps.name, {}).get(r) if only is not None else None
+            _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res, pinned)
             if res.mode == _NO_FIT:
                 break  # as Kueue: the first resource group without a flavor fails the pod set
         if res.mode == _NO_FIT:
@@ -296,7 +301,8 @@ def _eligible(info, slot, ps: PodSetInfo) -> str | None:
     return why
 
 
-def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res: PodSetResult) -> None:
+def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res: PodSetResult,
+                  pinned: str | None = None) -> None:
     ff = info.spec.flavor_fungibility
     best: tuple[int, int, str] | None = None
     group_reasons: list[str] = []
@@ -305,6 +311,8 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
     spec = info.spec
     for slot in group.flavors:
         name = slot.name
+        if pinned is not None and name != pinned:
+            continue
         if not slot.plain:
             why = _eligible(info, slot, ps)
             if why is not None:
