@@ -29,6 +29,7 @@ from typing import Any
 import msgspec
 import yaml
 
+from connectors.k8s.settings import KubeSettings
 from connectors.kafka.settings import KafkaSettings, is_kafka_url, validate
 from events.errors import InvalidInput
 
@@ -57,6 +58,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     """``kafka://HOST:PORT[,HOST:PORT]/TOPIC`` or a directory (the embedded log); empty: ./kueue-es-log."""
     kafka: KafkaSettings = KafkaSettings()
     scheduler: SchedulerSettings = SchedulerSettings()
+    kube: KubeSettings = KubeSettings()
 
     @property
     def uses_kafka(self) -> bool:

@@ -67,6 +67,11 @@ def options(settings: Settings) -> ServiceOptions:
 
 async def serve(settings: Settings, stop: asyncio.Event, report: Report) -> None:
     opts = options(settings)
+    if settings.kube.enabled:  # kueue-es run --kube: scheduler + Kubernetes connector (kueue_es/kube_service.py)
+        from kueue_es import kube_service
+
+        await kube_service.serve(settings, opts, stop, report)
+        return
     if settings.uses_kafka:
         kafka, _ = parse_url(settings.log, settings.kafka)
         if kafka.create_topics:

@@ -23,6 +23,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--config", metavar="FILE", help="kueue-es settings (YAML)")
     p.add_argument("--kueue-config", metavar="FILE", help="Kueue Configuration (config.kueue.x-k8s.io)")
     p.add_argument("--instance-id", metavar="NAME", help="this replica's name (default HOSTNAME-PID)")
+    k = p.add_argument_group("Kubernetes (--kube)")
+    k.add_argument("--kube", action="store_true", default=None,
+                   help="also run the Kubernetes connector: watch the cluster, write Workload status, drive Jobs "
+                   "(leader-elected through a Lease; /healthz and /readyz)")
+    k.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig (default $KUBECONFIG, ~/.kube/config or in-cluster)")
+    k.add_argument("--health-port", type=int, metavar="PORT", help="port of /healthz and /readyz (default 8081; 0: off)")
     p.set_defaults(func=run)
 
 
@@ -37,6 +43,11 @@ def run(args: argparse.Namespace) -> int:
         scheduler["instance_id"] = args.instance_id
     if scheduler:
         overrides["scheduler"] = scheduler
+    kube = {key: value for key, value in (("enabled", getattr(args, "kube", None)),
+                                          ("kubeconfig", getattr(args, "kubeconfig", None)),
+                                          ("health_port", getattr(args, "health_port", None))) if value is not None}
+    if kube:
+        overrides["kube"] = kube
     settings = config.load(args.config, overrides=overrides)
     from kueue_es import service  # imports aiokafka: only when actually running
 

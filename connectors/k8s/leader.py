@@ -1,0 +1,149 @@
+"""Leader election on a coordination.k8s.io/v1 Lease, as client-go's leaderelection does it.
+
+One replica holds the Lease (``holderIdentity``) and renews it (``renewTime``) every ``retry_period_s``. Others
+try as often; they take it over only once it has not changed for ``lease_duration_s`` as *they* observed it
+(their own monotonic clock, so clock skew between nodes does not matter). Every write is conditioned on the
+Lease's resourceVersion, so two candidates can never both win. The leader that cannot renew within
+``renew_deadline_s`` loses leadership: :meth:`LeaderElector.hold` raises :class:`LeadershipLost`, and the
+process stops acting (and exits, so its pod restarts as a candidate). On a graceful shutdown the leader
+releases the Lease (empty holder, 1 s duration) so a standby takes over at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+import structlog
+
+from connectors.k8s.client import KubeClient
+from connectors.k8s.errors import AlreadyExists, Conflict, KubeError, NotFound
+from connectors.k8s.resources import LEASES
+from events.errors import KueueEsError
+
+log = structlog.get_logger("kueue_es.k8s.leader")
+
+
+class LeadershipLost(KueueEsError):
+    """The Lease could not be renewed in time, or another replica holds it now (exit code 1: restart)."""
+
+
+@dataclass(frozen=True)
+class LeaseTiming:
+    lease_duration_s: float = 15.0
+    renew_deadline_s: float = 10.0
+    retry_period_s: float = 2.0
+
+
+def _micro_time(dt: datetime) -> str:
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class LeaderElector:
+    def __init__(self, client: KubeClient, namespace: str, name: str, identity: str,
+                 timing: LeaseTiming = LeaseTiming()) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.name = name
+        self.identity = identity
+        self.timing = timing
+        self.is_leader = False
+        self._observed: tuple[str, str] | None = None
+        self._observed_at = 0.0
+        self._last_renew = 0.0
+
+    def _now(self) -> float:
+        return asyncio.get_running_loop().time()
+
+    async def try_acquire_or_renew(self) -> bool:
+        """One attempt; True if this replica holds the Lease afterwards."""
+        now = datetime.now(UTC)
+        spec_new: dict[str, Any] = {"holderIdentity": self.identity,
+                                    "leaseDurationSeconds": max(1, round(self.timing.lease_duration_s)),
+                                    "renewTime": _micro_time(now)}
+        try:
+            lease = msgspec.json.decode(await self.client.get(LEASES, self.name, self.namespace))
+        except NotFound:
+            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                    "metadata": {"name": self.name, "namespace": self.namespace},
+                    "spec": {**spec_new, "acquireTime": _micro_time(now), "leaseTransitions": 0}}
+            try:
+                await self.client.create(LEASES, body, self.namespace)
+            except AlreadyExists:
+                return False
+            return self._won()
+        spec = lease.get("spec") or {}
+        holder = spec.get("holderIdentity") or ""
+        record = (holder, spec.get("renewTime") or "")
+        if record != self._observed:
+            self._observed, self._observed_at = record, self._now()
+        duration = float(spec.get("leaseDurationSeconds") or self.timing.lease_duration_s)
+        if holder and holder != self.identity and self._observed_at + duration > self._now():
+            self.is_leader = False
+            return False
+        transitions = int(spec.get("leaseTransitions") or 0)
+        if holder == self.identity:
+            spec_new["acquireTime"] = spec.get("acquireTime") or _micro_time(now)
+            spec_new["leaseTransitions"] = transitions
+        else:
+            spec_new["acquireTime"] = _micro_time(now)
+            spec_new["leaseTransitions"] = transitions + 1
+        body = {**lease, "spec": {**spec, **spec_new}}
+        try:
+            await self.client.replace(LEASES, self.name, body, self.namespace)
+        except Conflict:
+            return False
+        return self._won()
+
+    def _won(self) -> bool:
+        if not self.is_leader:
+            log.info("became leader", lease=f"{self.namespace}/{self.name}", identity=self.identity)
+        self.is_leader = True
+        self._last_renew = self._now()
+        return True
+
+    async def acquire(self) -> None:
+        """Return once this replica holds the Lease (retrying every ``retry_period_s``)."""
+        while True:
+            try:
+                if await self.try_acquire_or_renew():
+                    return
+            except KubeError as exc:
+                log.warning("leader election attempt failed", error=str(exc))
+            await asyncio.sleep(self.timing.retry_period_s)
+
+    async def hold(self) -> None:
+        """Renew until leadership is lost (raises :class:`LeadershipLost`); runs until cancelled otherwise."""
+        while True:
+            await asyncio.sleep(self.timing.retry_period_s)
+            # an attempt never outlives the renew deadline, so a leader that cannot renew stops acting before
+            # the lease can expire for the others (renew_deadline_s < lease_duration_s)
+            left = self.timing.renew_deadline_s - (self._now() - self._last_renew)
+            try:
+                ok = await asyncio.wait_for(self.try_acquire_or_renew(), max(0.05, left))
+            except (KubeError, TimeoutError) as exc:
+                log.warning("lease renewal failed", error=str(exc) or type(exc).__name__)
+                ok = False
+            if not ok and (not self.is_leader or self._now() - self._last_renew >= self.timing.renew_deadline_s):
+                self.is_leader = False
+                raise LeadershipLost(f"lost the lease {self.namespace}/{self.name}")
+
+    async def release(self) -> None:
+        """Give the Lease up (graceful shutdown), so another replica need not wait for it to expire."""
+        if not self.is_leader:
+            return
+        self.is_leader = False
+        try:
+            lease = msgspec.json.decode(await self.client.get(LEASES, self.name, self.namespace))
+            spec = lease.get("spec") or {}
+            if spec.get("holderIdentity") != self.identity:
+                return
+            spec.update({"holderIdentity": "", "leaseDurationSeconds": 1,
+                         "renewTime": _micro_time(datetime.now(UTC))})
+            await self.client.replace(LEASES, self.name, {**lease, "spec": spec}, self.namespace)
+            log.info("released the lease", lease=f"{self.namespace}/{self.name}")
+        except KubeError as exc:
+            log.warning("could not release the lease", error=str(exc))

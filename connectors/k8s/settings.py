@@ -1,0 +1,46 @@
+"""Settings of the Kubernetes connector (``$.kube`` in kueue-es's settings, ``KUEUE_ES_KUBE_*``)."""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class KubeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    enabled: bool = False
+    """Run against a cluster: watch it, write Workload status, drive batch/v1 Jobs (``kueue-es run --kube``)."""
+    kubeconfig: str = ""
+    """Client configuration; empty: ``$KUBECONFIG``/``~/.kube/config``, or the pod's service account in-cluster."""
+    context: str = ""
+    install_crds: bool = False
+    """Create or update the kueue.x-k8s.io CRDs at start (needs the rights to; the manifests install them too)."""
+    leader_election: bool = True
+    lease_name: str = "kueue-es"
+    lease_namespace: str = "kueue-system"
+    lease_duration_s: float = 15.0
+    renew_deadline_s: float = 10.0
+    retry_period_s: float = 2.0
+    health_port: int = 8081
+    """/healthz and /readyz; 0: no health server."""
+    health_address: str = "0.0.0.0"
+    watch_timeout_s: int = 300
+    """How long one watch request may last before it is renewed from where it stopped."""
+    jobs: bool = True
+    """The batch/v1 Job integration."""
+
+
+def validate(s: KubeSettings) -> KubeSettings:
+    """Checks that span fields; errors name the setting (``$.kube.*``)."""
+    from events.errors import InvalidInput
+
+    if s.leader_election:
+        if not 0 < s.retry_period_s < s.renew_deadline_s < s.lease_duration_s:
+            raise InvalidInput("$.kube: leader election needs 0 < retry_period_s < renew_deadline_s < "
+                               f"lease_duration_s (got {s.retry_period_s}, {s.renew_deadline_s}, "
+                               f"{s.lease_duration_s})")
+        if not s.lease_name or not s.lease_namespace:
+            raise InvalidInput("$.kube.lease_name, $.kube.lease_namespace: must not be empty")
+    if not 0 <= s.health_port <= 65535:
+        raise InvalidInput(f"$.kube.health_port: must be a port number (0-65535), not {s.health_port}")
+    if s.watch_timeout_s < 1:
+        raise InvalidInput("$.kube.watch_timeout_s: must be at least 1")
+    return s

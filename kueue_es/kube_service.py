@@ -1,0 +1,184 @@
+"""``kueue-es run --kube``: the scheduler and the Kubernetes connector in one process, over the embedded log.
+
+1. connect to the apiserver (kubeconfig, or the pod's service account), start ``/healthz`` and ``/readyz``;
+2. with leader election (the default), wait as a standby until this replica holds the Lease;
+3. open the embedded log (this process is its single writer), fold it into the connector's mirror;
+4. run, as one task group: the connector (watch → log; status writer and Job integration once every kind is
+   listed), the scheduler loop over the same state, and the Lease renewal. Losing the Lease stops everything
+   with exit code 1 (the pod restarts as a standby); SIGTERM stops gracefully and releases the Lease.
+
+Logs are JSON lines (structlog) on stderr; progress reports stay JSON lines on stdout like the other modes.
+``/healthz`` is 200 while the process runs; ``/readyz`` is 200 for a standby and, for the leader, once the
+connector has listed every kind (503 before).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sys
+from typing import Any
+
+import structlog
+from aiohttp import web
+
+from connectors.k8s import crds
+from connectors.k8s.client import KubeClient
+from connectors.k8s.connector import Connector, schedule
+from connectors.k8s.journal import LocalJournal
+from connectors.k8s.leader import LeaderElector, LeaseTiming
+from connectors.k8s.mirror import Mirror
+from connectors.k8s.settings import KubeSettings
+from connectors.k8s.settings import validate as validate_kube
+from events.errors import InvalidInput, KueueEsError
+from events.filelog import FileLog
+
+log = structlog.get_logger("kueue_es.k8s.service")
+
+
+def configure_logging(level: int = logging.INFO) -> None:
+    """structlog → JSON lines on stderr (timestamp, level, logger, event, fields)."""
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.StackInfoRenderer(),
+            structlog.processors.format_exc_info,
+            structlog.processors.JSONRenderer(),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+
+
+class Health:
+    """What /healthz and /readyz report."""
+
+    def __init__(self) -> None:
+        self.role = "starting"
+        self.connector: Connector | None = None
+
+    def ready(self) -> tuple[bool, dict[str, Any]]:
+        if self.role == "standby":
+            return True, {"role": "standby"}
+        if self.role == "leader" and self.connector is not None and self.connector.ready:
+            return True, {"role": "leader", "offset": self.connector.journal.mirror.offset}
+        pending = []
+        if self.connector is not None:
+            pending = sorted(k for k, e in self.connector.watcher.synced.items() if not e.is_set())
+        return False, {"role": self.role, "unsynced": pending}
+
+
+async def start_health_server(health: Health, address: str, port: int) -> web.AppRunner:
+    async def healthz(_: web.Request) -> web.Response:
+        return web.json_response({"status": "ok", "role": health.role})
+
+    async def readyz(_: web.Request) -> web.Response:
+        ok, body = health.ready()
+        return web.json_response({"status": "ok" if ok else "not ready", **body}, status=200 if ok else 503)
+
+    app = web.Application()
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, address, port).start()
+    return runner
+
+
+class _Stopped(Exception):
+    pass
+
+
+async def serve(settings: Any, opts: Any, stop: asyncio.Event, report: Any) -> None:
+    """Run until ``stop`` is set; ``settings`` is :class:`kueue_es.config.Settings` (``settings.kube``)."""
+    if settings.uses_kafka:
+        raise InvalidInput("--kube runs over the embedded log for now (a directory in --log), not Kafka")
+    k: KubeSettings = validate_kube(settings.kube)
+    configure_logging()
+    from kueue_es.config import DEFAULT_EMBEDDED_LOG
+
+    path = settings.log or DEFAULT_EMBEDDED_LOG
+    client = await KubeClient.connect(k.kubeconfig, k.context)
+    health = Health()
+    runner = await start_health_server(health, k.health_address, k.health_port) if k.health_port else None
+    elector: LeaderElector | None = None
+    try:
+        if k.install_crds:
+            await crds.install(client)
+        if k.leader_election:
+            elector = LeaderElector(client, k.lease_namespace, k.lease_name, opts.instance_id,
+                                    LeaseTiming(k.lease_duration_s, k.renew_deadline_s, k.retry_period_s))
+            health.role = "standby"
+            report("standby", {"instance": opts.instance_id, "lease": f"{k.lease_namespace}/{k.lease_name}"})
+            if not await _until_stopped(elector.acquire(), stop):
+                report("stopped", {"instance": opts.instance_id, "role": "standby"})
+                return
+        health.role = "leader"
+        await _lead(settings, opts, path, client, health, elector, stop, report)
+    finally:
+        if elector is not None:
+            with contextlib.suppress(Exception):
+                await elector.release()
+        if runner is not None:
+            await runner.cleanup()
+        await client.close()
+
+
+async def _until_stopped(work: Any, stop: asyncio.Event) -> bool:
+    """Run ``work`` unless ``stop`` comes first; True if ``work`` finished."""
+    task = asyncio.ensure_future(work)
+    stopper = asyncio.ensure_future(stop.wait())
+    done, _ = await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    for t in (task, stopper):
+        if t not in done:
+            t.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+    if task in done:
+        task.result()
+        return True
+    return False
+
+
+async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health: Health,
+                elector: LeaderElector | None, stop: asyncio.Event, report: Any) -> None:
+    k: KubeSettings = settings.kube
+    filelog = FileLog.open(path, fsync="always")
+    try:
+        mirror = Mirror()
+        for batch in filelog.scan():
+            mirror.apply_batch(batch)
+        journal = LocalJournal(filelog, mirror)
+        connector = Connector(client, journal, watch_timeout_s=k.watch_timeout_s, jobs=k.jobs)
+        health.connector = connector
+        report("active", {"log": path, "instance": opts.instance_id, "offset": mirror.offset, "mode": "kube"})
+
+        async def until_stop() -> None:
+            await stop.wait()
+            raise _Stopped
+
+        try:
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(connector.run(), name="connector")
+                tg.create_task(schedule(journal, opts.config, ticks=opts.ticks), name="scheduler")
+                if elector is not None:
+                    tg.create_task(elector.hold(), name="lease")
+                tg.create_task(until_stop(), name="stop")
+        except BaseExceptionGroup as group:
+            _stopped, rest = group.split(_Stopped)
+            if rest is not None:
+                ours = [e for e in rest.exceptions if isinstance(e, KueueEsError)]
+                if ours:
+                    report("stopped", {"log": path, "instance": opts.instance_id, "error": str(ours[0])})
+                    raise ours[0] from group
+                raise
+        report("stopped", {"log": path, "instance": opts.instance_id, "offset": mirror.offset,
+                           "writes": connector.writer.stats.writes, "jobs_started": connector.jobs.stats.started
+                           if connector.jobs else 0})
+    finally:
+        await filelog.close()
+

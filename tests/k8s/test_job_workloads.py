@@ -1,0 +1,99 @@
+"""The Workload the Job integration builds for a batch/v1 Job (no cluster needed)."""
+
+from __future__ import annotations
+
+import hashlib
+
+from connectors.k8s.jobs import JobIntegration, _exact, workload_name
+from connectors.k8s.journal import LocalJournal
+from connectors.k8s.mirror import Mirror
+from events import objects as o
+from events import schema as ev
+from events.log import MemoryLog
+
+UID = "0f5e2c3a-1111-2222-3333-444455556666"
+
+
+def _integration(*objs: o.KObject) -> JobIntegration:
+    mirror = Mirror()
+    for i, obj in enumerate(objs):
+        mirror.apply(ev.Record(i, ev.ObjectUpserted(time=1, key=obj.key, obj=obj)))
+    return JobIntegration(None, LocalJournal(MemoryLog(), mirror))  # type: ignore[arg-type]
+
+
+def _job(**spec) -> dict:
+    return {
+        "metadata": {"name": "sample", "namespace": "team-a", "uid": UID,
+                     "labels": {"kueue.x-k8s.io/queue-name": "user-queue", **spec.pop("labels", {})},
+                     "annotations": spec.pop("annotations", {})},
+        "spec": {"parallelism": 3, "completions": 2, "suspend": True, "template": {
+            "metadata": {"labels": {"app": "x", "job-name": "sample", "controller-uid": UID,
+                                    "batch.kubernetes.io/controller-uid": UID, "batch.kubernetes.io/job-name": "sample"}},
+            "spec": {"containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
+                     **spec.pop("pod", {})}}, **spec},
+    }
+
+
+def test_name_is_kueues() -> None:
+    h = hashlib.sha1(f"Job\nbatch\nsample\n{UID}".encode()).hexdigest()[:5]
+    assert workload_name("sample", UID) == f"job-sample-{h}"
+    long = "j" * 300
+    assert len(workload_name(long, UID)) == 253
+
+
+def test_workload_for_a_job() -> None:
+    wpc = o.WorkloadPriorityClass(metadata=o.ObjectMeta(name="high"), value=1000)
+    jobs = _integration(wpc)
+    wl = jobs.workload_for(_job(labels={"kueue.x-k8s.io/priority-class": "high",
+                                        "kueue.x-k8s.io/max-exec-time-seconds": "600"},
+                                annotations={"kueue.x-k8s.io/job-min-parallelism": "1",
+                                             "provreq.kueue.x-k8s.io/maxRunDurationSeconds": "60",
+                                             "other": "no"}), "job-sample-abcde")
+    meta, spec = wl["metadata"], wl["spec"]
+    assert meta["ownerReferences"] == [{"apiVersion": "batch/v1", "kind": "Job", "name": "sample", "uid": UID,
+                                        "controller": True, "blockOwnerDeletion": True}]
+    assert meta["labels"] == {"kueue.x-k8s.io/job-uid": UID}
+    assert meta["annotations"] == {"provreq.kueue.x-k8s.io/maxRunDurationSeconds": "60"}
+    assert spec["queueName"] == "user-queue"
+    assert spec["priorityClassRef"] == {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}
+    assert spec["priority"] == 1000
+    assert spec["maximumExecutionTimeSeconds"] == 600
+    (ps,) = spec["podSets"]
+    assert ps["name"] == "main" and ps["count"] == 2 and ps["minCount"] == 1
+    assert ps["template"]["metadata"]["labels"] == {"app": "x", "batch.kubernetes.io/job-name": "sample"}
+    assert ps["template"]["spec"]["containers"][0]["image"] == "busybox"
+
+
+def test_priority_from_the_pod_priority_class_or_the_global_default() -> None:
+    pcs = [o.PriorityClass(metadata=o.ObjectMeta(name="batch"), value=50),
+           o.PriorityClass(metadata=o.ObjectMeta(name="dflt"), value=7, global_default=True)]
+    jobs = _integration(*pcs)
+    spec = jobs.workload_for(_job(pod={"priorityClassName": "batch"}), "n")["spec"]
+    assert spec["priorityClassRef"]["kind"] == "PriorityClass" and spec["priority"] == 50
+    spec = jobs.workload_for(_job(), "n")["spec"]
+    assert spec["priorityClassRef"]["name"] == "dflt" and spec["priority"] == 7
+    assert "priority" not in _integration().workload_for(_job(), "n")["spec"]
+
+
+def test_exact_map_patch() -> None:
+    assert _exact({"a": "1", "b": "2"}, {"a": "1", "c": "3"}) == {"b": None, "a": "1", "c": "3"}
+    assert _exact({"a": "1"}, {}) is None
+
+
+def test_kube_settings_from_the_environment_and_their_checks() -> None:
+    import pytest
+
+    from connectors.k8s.settings import validate
+    from events.errors import InvalidInput
+    from kueue_es import config
+
+    s = config.load(env={"KUEUE_ES_KUBE_ENABLED": "true", "KUEUE_ES_KUBE_LEASE_DURATION_S": "3",
+                         "KUEUE_ES_KUBE_RENEW_DEADLINE_S": "2", "KUEUE_ES_KUBE_RETRY_PERIOD_S": "0.5",
+                         "KUEUE_ES_KUBE_LEADER_ELECTION": "false"})
+    assert s.kube.enabled and s.kube.lease_duration_s == 3 and not s.kube.leader_election
+    assert validate(s.kube) is s.kube
+    bad = config.load(env={"KUEUE_ES_KUBE_RENEW_DEADLINE_S": "20"}).kube
+    with pytest.raises(InvalidInput, match="renew_deadline_s"):
+        validate(bad)
+    with pytest.raises(InvalidInput, match="KUEUE_ES_KUBE_NOPE"):
+        config.load(env={"KUEUE_ES_KUBE_NOPE": "1"})
