@@ -217,3 +217,46 @@ async def test_job_is_admitted_runs_and_is_preempted_by_a_higher_priority_job(ku
             assert [k for k in kinds if k != "WorkloadPending"] == [
                 "QuotaReserved", "WorkloadAdmitted", "WorkloadPreempted", "WorkloadRequeued", "QuotaReserved",
                 "WorkloadAdmitted"]
+
+
+@pytest.mark.asyncio
+async def test_bad_objects_get_kueues_messages_and_the_connector_keeps_running(kube_apiserver, tmp_path) -> None:
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        sfx = secrets.token_hex(3)
+        ns, fl, cq = await _setup(kc, sfx)
+        async with _kueue_es(kc, tmp_path / "log") as (connector, _journal):
+            # a Job for a LocalQueue that does not exist: its Workload says so, as Kueue writes it
+            lost = await create(kc, job(ns, "lost", "nope", cpu="1"))
+            lost_wl = workload_name("lost", lost["metadata"]["uid"])
+
+            async def misconfigured() -> dict[str, Any] | None:
+                with contextlib.suppress(Exception):
+                    wl = await get(kc, "Workload", lost_wl, ns)
+                    c = _cond(wl, "QuotaReserved")
+                    return c if c is not None and c["status"] == "False" else None
+                return None
+
+            c = await eventually(misconfigured, what="QuotaReserved=False on the Workload of a missing queue")
+            assert (c["reason"], c["message"]) == ("Misconfigured", "LocalQueue nope doesn't exist")
+            # a Workload the projections could not fold (a malformed quantity): skipped, reported
+            await create(kc, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                              "metadata": {"name": "garbage", "namespace": ns},
+                              "spec": {"queueName": "user-queue", "podSets": [{"count": 1, "template": {"spec": {
+                                  "containers": [{"name": "c", "resources": {"requests": {"cpu": "two"}}}]}}}]}})
+            # a Job asking for more than the ClusterQueue has
+            await create(kc, job(ns, "huge", "user-queue", cpu="64"))
+            # ... and a good Job still runs
+            await create(kc, job(ns, "fine", "user-queue", cpu="1"))
+
+            async def fine_runs() -> bool:
+                return not (await get(kc, "Job", "fine", ns))["spec"].get("suspend")
+
+            await eventually(fine_runs, what="a good Job to run next to the bad objects")
+            assert f"Workload {ns}/garbage" in connector.watcher.stats.skipped
+            huge = await get(kc, "Job", "huge", ns)
+            wl = await get(kc, "Workload", workload_name("huge", huge["metadata"]["uid"]), ns)
+            c = _cond(wl, "QuotaReserved")
+            assert c["status"] == "False" and "cpu" in c["message"], c
+            assert huge["spec"]["suspend"] is True
+            assert (await get(kc, "Job", "lost", ns))["spec"]["suspend"] is True
