@@ -34,7 +34,6 @@ and the ``kueue.x-k8s.io/resource-in-use`` finalizer.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -49,7 +48,7 @@ from connectors.k8s.errors import AlreadyExists, Conflict, KubeError, NotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.mirror import JOB_UID_LABEL
 from connectors.k8s.resources import BY_KIND, KUEUE_GROUP, KUEUE_VERSION
-from connectors.k8s.workers import KeyedWorkers
+from connectors.k8s.workers import KeyedWorkers, Retries
 from events import objects as o
 from events import schema as ev
 from projections.workloads import ADMITTED, FINISHED, WorkloadInfo
@@ -119,19 +118,15 @@ class JobIntegration:
         """(workload key, event type) -> offset of the event we appended, until the mirror applied it."""
         self._acted: dict[str, tuple[str, str]] = {}
         """Job key -> (action, Job resourceVersion) last done, so a stale mirror does not repeat it."""
-        self._retry: dict[str, float] = {}
+        self._retry = Retries(self.retry_s)
 
     async def run(self) -> None:
         """Reconcile every dirty Job, up to ``concurrency`` at a time (one at a time per Job)."""
         await KeyedWorkers(self.reconcile_guarded, self.concurrency).run(
-            self._take, self.journal.subscribe(), lambda: self.retry_s if self._retry else None)
+            self._take, self.journal.subscribe(), self._retry.timeout)
 
     def _take(self) -> set[str]:
-        now = asyncio.get_running_loop().time()
-        due = {k for k, t in self._retry.items() if t <= now}
-        for k in due:
-            del self._retry[k]
-        keys = self.mirror.dirty_jobs | due
+        keys = self.mirror.dirty_jobs | self._retry.due()
         self.mirror.dirty_jobs = set()
         return keys
 
@@ -143,11 +138,11 @@ class JobIntegration:
         except KubeError as exc:
             self.stats.errors += 1
             log.warning("job reconcile failed, will retry", job=key, error=str(exc))
-            self._retry[key] = asyncio.get_running_loop().time() + self.retry_s
+            self._retry.later(key)
         except Exception:  # one Job must not stop the others: report it and try it again later
             self.stats.errors += 1
             log.exception("job reconcile crashed, will retry", job=key)
-            self._retry[key] = asyncio.get_running_loop().time() + 10 * self.retry_s
+            self._retry.later(key, 10)
 
     # --- one Job -------------------------------------------------------------------------------------------
 

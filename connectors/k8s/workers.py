@@ -12,6 +12,28 @@ from collections.abc import Awaitable, Callable, Iterable
 from connectors.k8s.journal import Signal
 
 
+class Retries:
+    """Keys to handle again after a delay on the event loop's clock, handed back by :meth:`due`."""
+
+    def __init__(self, delay_s: float) -> None:
+        self.delay_s = delay_s
+        self._at: dict[str, float] = {}
+
+    def later(self, key: str, factor: float = 1.0) -> None:
+        self._at[key] = asyncio.get_running_loop().time() + factor * self.delay_s
+
+    def due(self) -> set[str]:
+        now = asyncio.get_running_loop().time()
+        keys = {k for k, t in self._at.items() if t <= now}
+        for k in keys:
+            del self._at[k]
+        return keys
+
+    def timeout(self) -> float | None:
+        """How long the worker loop may sleep: until the next retry could be due, or forever."""
+        return self.delay_s if self._at else None
+
+
 class KeyedWorkers:
     def __init__(self, handle: Callable[[str], Awaitable[None]], limit: int = 16) -> None:
         self.handle = handle

@@ -21,7 +21,6 @@ are what the scheduler reacts to.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import Conflict, Invalid, KubeError, NotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.resources import BY_KIND
-from connectors.k8s.workers import KeyedWorkers
+from connectors.k8s.workers import KeyedWorkers, Retries
 from events import objects as o
 from events import schema as ev
 from projections.workloads import FINISHED, WorkloadInfo, status_of
@@ -86,19 +85,15 @@ class StatusWriter:
         """Key -> resourceVersion the watch must reach before the workload is written again (after a reject)."""
         self._reported: set[int] = set()
         """Decision offsets whose outcome was appended but not applied to the mirror yet."""
-        self._retry: dict[str, float] = {}
+        self._retry = Retries(self.retry_s)
 
     async def run(self) -> None:
         """Write every dirty workload, up to ``concurrency`` at a time (one write at a time per workload)."""
         await KeyedWorkers(self.sync_guarded, self.concurrency).run(
-            self._take, self.journal.subscribe(), lambda: self.retry_s if self._retry else None)
+            self._take, self.journal.subscribe(), self._retry.timeout)
 
     def _take(self) -> set[str]:
-        now = asyncio.get_running_loop().time()
-        due = {k for k, t in self._retry.items() if t <= now}
-        for k in due:
-            del self._retry[k]
-        keys = self.mirror.dirty_workloads | due
+        keys = self.mirror.dirty_workloads | self._retry.due()
         self.mirror.dirty_workloads = set()
         return keys
 
@@ -108,11 +103,11 @@ class StatusWriter:
         except KubeError as exc:
             self.stats.errors += 1
             log.warning("status write failed, will retry", workload=key, error=str(exc))
-            self._retry[key] = asyncio.get_running_loop().time() + self.retry_s
+            self._retry.later(key)
         except Exception:  # one Workload must not stop the others: report it and try it again later
             self.stats.errors += 1
             log.exception("status write crashed, will retry", workload=key)
-            self._retry[key] = asyncio.get_running_loop().time() + 10 * self.retry_s
+            self._retry.later(key, 10)
 
     async def sync(self, key: str) -> None:
         """Bring one workload's status in the cluster to what the log says (see the module docstring)."""
@@ -180,7 +175,7 @@ class StatusWriter:
             await self._outcome(key, wl.uid, pending, upto=upto)
             return
         log.info("status write kept conflicting, will retry", workload=key)
-        self._retry[key] = asyncio.get_running_loop().time() + self.retry_s
+        self._retry.later(key)
 
     async def _patch(self, obs: o.Workload, rv: str, desired: dict[str, Any], current: dict[str, Any]) -> str:
         status = {k: desired.get(k) for k in STATUS_FIELDS if k in desired or k in current}
