@@ -44,7 +44,7 @@ import msgspec
 import structlog
 
 from connectors.k8s.client import KubeClient
-from connectors.k8s.errors import AlreadyExists, Conflict, KubeError, NotFound
+from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.mirror import JOB_UID_LABEL
 from connectors.k8s.resources import BY_KIND, KUEUE_GROUP, KUEUE_VERSION
@@ -131,18 +131,14 @@ class JobIntegration:
         return keys
 
     async def reconcile_guarded(self, key: str) -> None:
+        await self._retry.attempt(self._reconcile_or_wait, key, what="job reconcile", stats=self.stats, log=log,
+                                  job=key)
+
+    async def _reconcile_or_wait(self, key: str) -> None:
         try:
             await self.reconcile(key)
         except Conflict:
             self.stats.conflicts += 1  # the watch brings the newer object, which makes the key dirty again
-        except KubeError as exc:
-            self.stats.errors += 1
-            log.warning("job reconcile failed, will retry", job=key, error=str(exc))
-            self._retry.later(key)
-        except Exception:  # one Job must not stop the others: report it and try it again later
-            self.stats.errors += 1
-            log.exception("job reconcile crashed, will retry", job=key)
-            self._retry.later(key, 10)
 
     # --- one Job -------------------------------------------------------------------------------------------
 

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from connectors.k8s.errors import KubeError
 
 from connectors.k8s.journal import Signal
 
@@ -28,6 +31,21 @@ class Retries:
         for k in keys:
             del self._at[k]
         return keys
+
+    async def attempt(self, handle: Callable[[str], Awaitable[None]], key: str, *, what: str, stats: Any,
+                      log: Any, **fields: Any) -> None:
+        """Run ``handle(key)``; an API error retries it after the delay, a crash after ten (one key never
+        stops the others). ``stats.errors`` counts both."""
+        try:
+            await handle(key)
+        except KubeError as exc:
+            stats.errors += 1
+            log.warning(f"{what} failed, will retry", error=str(exc), **fields)
+            self.later(key)
+        except Exception:
+            stats.errors += 1
+            log.exception(f"{what} crashed, will retry", **fields)
+            self.later(key, 10)
 
     def timeout(self) -> float | None:
         """How long the worker loop may sleep: until the next retry could be due, or forever."""

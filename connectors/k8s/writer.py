@@ -30,7 +30,7 @@ import msgspec
 import structlog
 
 from connectors.k8s.client import KubeClient
-from connectors.k8s.errors import Conflict, Invalid, KubeError, NotFound
+from connectors.k8s.errors import Conflict, Invalid, NotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.resources import BY_KIND
 from connectors.k8s.workers import KeyedWorkers, Retries
@@ -98,16 +98,7 @@ class StatusWriter:
         return keys
 
     async def sync_guarded(self, key: str) -> None:
-        try:
-            await self.sync(key)
-        except KubeError as exc:
-            self.stats.errors += 1
-            log.warning("status write failed, will retry", workload=key, error=str(exc))
-            self._retry.later(key)
-        except Exception:  # one Workload must not stop the others: report it and try it again later
-            self.stats.errors += 1
-            log.exception("status write crashed, will retry", workload=key)
-            self._retry.later(key, 10)
+        await self._retry.attempt(self.sync, key, what="status write", stats=self.stats, log=log, workload=key)
 
     async def sync(self, key: str) -> None:
         """Bring one workload's status in the cluster to what the log says (see the module docstring)."""
