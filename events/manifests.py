@@ -115,7 +115,7 @@ def _decode_document(doc: dict[str, Any], source: str, index: int, out: Manifest
         obj = msgspec.convert(doc, o.KueueObject, strict=False)
     except msgspec.ValidationError as exc:
         raise InvalidInput(f"{where}: {_field_message(str(exc))}") from None
-    _validate(obj, where)
+    validate_object(obj, where)
     out.objects.append(obj)
 
 
@@ -131,7 +131,7 @@ def _field_message(msg: str) -> str:
     return msg
 
 
-def _validate(obj: o.KObject, where: str) -> None:
+def validate_object(obj: o.KObject, where: str) -> None:
     """The checks Kueue's webhooks make that matter before anything is stored."""
     check_time(obj.metadata.creation_timestamp, where, "metadata.creationTimestamp")
     match obj:

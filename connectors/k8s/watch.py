@@ -39,7 +39,7 @@ from connectors.k8s.resources import BY_KIND, WATCHED, Resource
 from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
-from events.manifests import _validate as validate_object
+from events.manifests import validate_object
 
 log = structlog.get_logger("kueue_es.k8s.watch")
 Emit = Callable[[Sequence[ev.AnyEvent]], Awaitable[Any]]
