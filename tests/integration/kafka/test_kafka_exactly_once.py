@@ -108,6 +108,9 @@ async def test_sigkill_at_random_points_loses_and_duplicates_nothing(kafka_broke
             result = await driver.run(on_batch)
             await supervisor
         last = replicas[-1]
+        # The driver can finish before the last incarnation is up (the last kill may come after the last
+        # decision); a SIGTERM during its imports would end it by the signal, not by the graceful stop.
+        await last.wait_for("active", timeout=60)
         assert await last.terminate() == 0, "".join(last.stderr[-40:])
     finally:
         supervisor.cancel()
