@@ -14,6 +14,7 @@ import msgspec
 import yaml
 
 from events import objects as o
+from events import tas_assignment as tas
 from events.errors import InvalidInput
 from events.quantity import QuantityError, parse_quantity
 from events.timefmt import parse_time
@@ -110,13 +111,26 @@ def _decode_document(doc: dict[str, Any], source: str, index: int, out: Manifest
     if namespaced and not doc["metadata"].get("namespace"):
         doc = {**doc, "metadata": {**doc["metadata"], "namespace": "default"}}
     if api_version.endswith("/v1beta1") and api_version.startswith("kueue.x-k8s.io"):
-        doc = convert_v1beta1(doc)
+        doc = convert_v1beta1(doc, where)
+    elif kind == "Workload":
+        _reject_v1beta1_domains(doc, where, api_version)
     try:
         obj = msgspec.convert(doc, o.KueueObject, strict=False)
     except msgspec.ValidationError as exc:
         raise InvalidInput(f"{where}: {_field_message(str(exc))}") from None
     validate_object(obj, where)
     out.objects.append(obj)
+
+
+def _reject_v1beta1_domains(doc: dict[str, Any], where: str, api_version: str) -> None:
+    """``domains`` is only v1beta1's form: in a v1beta2 object it would be ignored and the assignment read as empty."""
+    adm = (doc.get("status") or {}).get("admission") if isinstance(doc.get("status"), dict) else None
+    psas = adm.get("podSetAssignments") if isinstance(adm, dict) else None
+    for i, psa in enumerate(psas if isinstance(psas, list) else ()):
+        ta = psa.get("topologyAssignment") if isinstance(psa, dict) else None
+        if isinstance(ta, dict) and "domains" in ta:
+            raise InvalidInput(f"{where}: field `status.admission.podSetAssignments[{i}].topologyAssignment.domains`: "
+                               f"is the kueue.x-k8s.io/v1beta1 form; {api_version} takes `slices`")
 
 
 def _field_message(msg: str) -> str:
@@ -142,6 +156,7 @@ def validate_object(obj: o.KObject, where: str) -> None:
                 check_time(obj.status.requeue_state.requeue_at, where, "status.requeueState.requeueAt")
             if not obj.spec.pod_sets:
                 raise InvalidInput(f"{where}: field `spec.podSets` must have at least 1 item")
+            _validate_workload_tas(obj, where)
             for i, ps in enumerate(obj.spec.pod_sets):
                 if ps.count < 0:
                     raise InvalidInput(f"{where}: field `spec.podSets[{i}].count` must be >= 0")
@@ -183,6 +198,23 @@ def validate_object(obj: o.KObject, where: str) -> None:
             pass
 
 
+def _validate_workload_tas(wl: o.Workload, where: str) -> None:
+    admission = wl.status.admission
+    for i, psa in enumerate(admission.pod_set_assignments if admission is not None else ()):
+        at = f"status.admission.podSetAssignments[{i}]"
+        if psa.topology_assignment is not None:
+            tas.validate(psa.topology_assignment, where, f"{at}.topologyAssignment")
+        if psa.delayed_topology_request not in (None, "Pending", "Ready"):
+            raise InvalidInput(f"{where}: field `{at}.delayedTopologyRequest`: must be Pending or Ready, "
+                               f"not {psa.delayed_topology_request!r}")
+    nodes = wl.status.unhealthy_nodes
+    if len(nodes) > 8:
+        raise InvalidInput(f"{where}: field `status.unhealthyNodes`: must have at most 8 items, has {len(nodes)}")
+    for i, node in enumerate(nodes):
+        if not node.name:
+            raise InvalidInput(f"{where}: field `status.unhealthyNodes[{i}].name` must not be empty")
+
+
 def check_time(text: str | None, where: str, field_: str) -> None:
     """Timestamps the projections read must parse, or folding the log would fail later."""
     if text is None:
@@ -219,8 +251,8 @@ def _containers(ps: o.PodSet):
 _FUNGIBILITY = {"Borrow": "MayStopSearch", "Preempt": "MayStopSearch"}
 
 
-def convert_v1beta1(doc: dict[str, Any]) -> dict[str, Any]:
-    """Convert a v1beta1 Kueue object (plain data) to its v1beta2 shape."""
+def convert_v1beta1(doc: dict[str, Any], where: str = "v1beta1 object") -> dict[str, Any]:
+    """Convert a v1beta1 Kueue object (plain data) to its v1beta2 shape; ``where`` names it in errors."""
     doc = dict(doc)
     spec = dict(doc.get("spec") or {})
     kind = doc.get("kind")
@@ -253,31 +285,27 @@ def convert_v1beta1(doc: dict[str, Any]) -> dict[str, Any]:
             adm = status.get("admission")
             if isinstance(adm, dict):
                 adm = dict(adm)
-                adm["podSetAssignments"] = [_convert_psa(p) for p in adm.get("podSetAssignments") or []]
+                psas = adm.get("podSetAssignments") or []
+                if isinstance(psas, list):
+                    adm["podSetAssignments"] = [_convert_psa(p, where, f"status.admission.podSetAssignments[{i}]")
+                                                for i, p in enumerate(psas)]
                 status["admission"] = adm
             doc["status"] = status
     doc["spec"] = spec
     return doc
 
 
-def _convert_psa(psa: Any) -> Any:
+def _convert_psa(psa: Any, where: str, path: str) -> Any:
     if not isinstance(psa, dict) or not isinstance(psa.get("topologyAssignment"), dict):
         return psa
-    ta = dict(psa["topologyAssignment"])
-    domains = ta.pop("domains", None)
-    if domains is not None:
-        ta["slices"] = [_slice_of(ta.get("levels") or [], domains)] if domains else []
-    return {**psa, "topologyAssignment": ta}
-
-
-def _slice_of(levels: list[str], domains: list[dict[str, Any]]) -> dict[str, Any]:
-    values_per_level = []
-    for i in range(len(levels)):
-        vals = [d["values"][i] for d in domains]
-        values_per_level.append({"universal": vals[0]} if len(set(vals)) == 1 else {"individual": {"roots": vals}})
-    counts = [d["count"] for d in domains]
-    return {
-        "domainCount": len(domains),
-        "valuesPerLevel": values_per_level,
-        "podCounts": {"universal": counts[0]} if len(set(counts)) == 1 else {"individual": counts},
-    }
+    ta = psa["topologyAssignment"]
+    if "domains" not in ta:
+        return psa
+    path = f"{path}.topologyAssignment"
+    try:
+        v1 = msgspec.convert(ta, o.TopologyAssignmentV1Beta1, strict=False)
+    except msgspec.ValidationError as exc:
+        msg = str(exc)
+        msg = msg.replace(" - at `$", f" - at `$.{path}", 1) if " - at `$" in msg else f"{msg} - at `$.{path}`"
+        raise InvalidInput(f"{where}: {_field_message(msg)}") from None
+    return {**psa, "topologyAssignment": msgspec.to_builtins(tas.from_v1beta1(v1, where, path))}

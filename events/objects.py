@@ -401,15 +401,53 @@ class WorkloadSpec(View):
 
 
 class TopologyDomainAssignment(View):
+    """One leaf domain of a placement: its value per level, and how many pods go there (the logical form)."""
+
     values: list[str]
     count: int
 
 
+class TopologyAssignmentSliceLevelIndividualValues(View):
+    """Per-domain values at one level: domain i's value is ``prefix + roots[i] + suffix``."""
+
+    prefix: str | None = None
+    suffix: str | None = None
+    roots: list[str] = []
+
+
+class TopologyAssignmentSliceLevelValues(View):
+    """Exactly one of ``universal`` (every domain of the slice has this value) or ``individual``."""
+
+    universal: str | None = None
+    individual: TopologyAssignmentSliceLevelIndividualValues | None = None
+
+
+class TopologyAssignmentSlicePodCounts(View):
+    """Exactly one of ``universal`` (every domain gets this many pods) or ``individual`` (one per domain)."""
+
+    universal: int | None = None
+    individual: list[int] = []
+
+
+class TopologyAssignmentSlice(View):
+    domain_count: int
+    values_per_level: list[TopologyAssignmentSliceLevelValues]
+    pod_counts: TopologyAssignmentSlicePodCounts
+
+
 class TopologyAssignment(View):
-    """v1beta2 form (``slices``); v1beta1's ``domains`` is converted on input."""
+    """v1beta2 wire form: the domains are the slices concatenated in order. :mod:`events.tas_assignment`
+    decodes and encodes it; v1beta1's ``domains`` form is converted on input."""
 
     levels: list[str]
-    slices: list[dict[str, Any]] = []
+    slices: list[TopologyAssignmentSlice] = []
+
+
+class TopologyAssignmentV1Beta1(View):
+    """v1beta1 wire form (``{levels, domains}``): only met at the edges, converted to and from v1beta2."""
+
+    levels: list[str]
+    domains: list[TopologyDomainAssignment] = []
 
 
 class PodSetAssignment(View):
@@ -418,6 +456,8 @@ class PodSetAssignment(View):
     resource_usage: dict[str, Quantity] = {}
     count: int | None = None
     topology_assignment: TopologyAssignment | None = None
+    delayed_topology_request: str | None = None
+    """``Pending`` while the topology assignment waits for admission checks (second pass), then ``Ready``."""
 
 
 class Admission(View):
@@ -444,6 +484,10 @@ class AdmissionCheckState(View):
     retry_count: int | None = None
 
 
+class UnhealthyNode(View):
+    name: str
+
+
 class WorkloadStatus(View):
     conditions: list[Condition] = []
     admission: Admission | None = None
@@ -451,6 +495,8 @@ class WorkloadStatus(View):
     reclaimable_pods: list[ReclaimablePod] = []
     admission_checks: list[AdmissionCheckState] = []
     accumulated_past_execution_time_seconds: int | None = None
+    unhealthy_nodes: list[UnhealthyNode] = []
+    """Failed nodes under a TAS workload that Kueue is looking to replace; written by Kueue only."""
 
 
 class Workload(KObject, tag="Workload"):
