@@ -8,10 +8,12 @@ apiserver checks the types of the fields we know and keeps, unpruned, every fiel
 template's image and command, a Workload's ``schedulingStats``, ...). That is looser than Kueue's own CRDs,
 which reject unknown fields; CEL validations and webhooks are not generated.
 
-Versions: ``v1beta2`` is served and stored; ``v1beta1`` is served with the same (permissive) schema and
-conversion strategy ``None`` — the apiserver only rewrites ``apiVersion``, so an object written as v1beta1 is
-stored with its v1beta1 field names (``spec.cohort``, ``spec.priorityClassName``). A conversion webhook that
-renames them is left for later; until then clients should write v1beta2.
+Versions: ``v1beta2`` is served and stored; ``v1beta1`` is served with the same (permissive) schema, except
+where the two versions' shapes differ and we model both (a Workload's ``topologyAssignment``: v1beta1
+``{levels, domains}``, v1beta2 ``{levels, slices}``), and conversion strategy ``None`` — the apiserver only
+rewrites ``apiVersion``, so an object written as v1beta1 is stored with its v1beta1 field names
+(``spec.cohort``, ``spec.priorityClassName``, ``topologyAssignment.domains``). A conversion webhook that
+renames them is left for later; until then clients should write v1beta2 (the connector reads v1beta2 only).
 
 Scopes, plurals, short names and the status subresources (Workload, ClusterQueue, LocalQueue, Cohort,
 AdmissionCheck) follow Kueue's API; the printer columns are our own choice.
@@ -153,14 +155,24 @@ def _copy_default(node: dict[str, Any], out: dict[str, Any]) -> None:
         out["default"] = d
 
 
-def _field_schema(view: type[msgspec.Struct], field: str) -> dict[str, Any]:
+_V1BETA1_VIEWS: dict[str, type[msgspec.Struct]] = {"TopologyAssignment": o.TopologyAssignmentV1Beta1}
+"""Views whose v1beta1 wire shape differs from v1beta2's: the v1beta1 schema uses the view given here."""
+
+
+def _field_schema(view: type[msgspec.Struct], field: str, version: str = STORAGE_VERSION) -> dict[str, Any]:
     info = {f.name: f for f in msgspec.structs.fields(view)}[field]
-    (schema,), defs = msgspec.json.schema_components([info.type], ref_template="#/$defs/{name}")
+    swaps = _V1BETA1_VIEWS if version == "v1beta1" else {}
+    (schema, *_), defs = msgspec.json.schema_components([info.type, *swaps.values()],
+                                                        ref_template="#/$defs/{name}")
+    for name, other in swaps.items():
+        if name in defs:
+            defs[name] = defs[other.__name__]
     return _convert(schema, defs)
 
 
-def object_schema(resource: Resource) -> dict[str, Any]:
-    """The openAPIV3Schema of one kind: apiVersion, kind, metadata, and the view's own top-level fields."""
+def object_schema(resource: Resource, version: str = STORAGE_VERSION) -> dict[str, Any]:
+    """The openAPIV3Schema of one kind in one served version: apiVersion, kind, metadata, and the view's own
+    top-level fields."""
     view = resource.view
     props: dict[str, Any] = {
         "apiVersion": {"type": "string"},
@@ -171,7 +183,7 @@ def object_schema(resource: Resource) -> dict[str, Any]:
     for f in msgspec.structs.fields(view):
         if f.name in ("api_version", "metadata"):
             continue
-        props[f.encode_name] = _field_schema(view, f.name)
+        props[f.encode_name] = _field_schema(view, f.name, version)
     if resource.kind == "WorkloadPriorityClass":
         required.append("value")
     if not any(f.name == "status" for f in msgspec.structs.fields(view)) and resource.status_subresource:
@@ -192,7 +204,7 @@ def crd(resource: Resource) -> dict[str, Any]:
             "name": v,
             "served": True,
             "storage": v == STORAGE_VERSION,
-            "schema": {"openAPIV3Schema": object_schema(resource)},
+            "schema": {"openAPIV3Schema": object_schema(resource, v)},
             "additionalPrinterColumns": _columns(resource.kind),
         }
         if resource.status_subresource:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from connectors.k8s.crds import all_crds, object_schema
+from connectors.k8s.crds import SERVED_VERSIONS, all_crds, object_schema
 from connectors.k8s.resources import BY_KIND, KUEUE_RESOURCES
 
 
@@ -19,8 +19,8 @@ def _walk(node: dict[str, Any], path: str = "$"):
 
 
 def test_every_node_is_structural() -> None:
-    for r in KUEUE_RESOURCES:
-        for path, node in _walk(object_schema(r)):
+    for r, version in ((r, v) for r in KUEUE_RESOURCES for v in SERVED_VERSIONS):
+        for path, node in _walk(object_schema(r, version)):
             assert "$ref" not in node and "title" not in node, path
             typed = "type" in node
             free = node.get("x-kubernetes-preserve-unknown-fields") or node.get("x-kubernetes-int-or-string")
@@ -59,3 +59,40 @@ def test_quantities_are_int_or_string_and_kueue_defaults_apply() -> None:
     assert wl["active"]["default"] is True
     assert wl["podSets"]["items"]["properties"]["count"]["default"] == 1
     assert "default" not in wl["queueName"]  # empty strings are "absent", not defaults
+
+
+def _assignment_schema(version: str) -> dict[str, Any]:
+    status = object_schema(BY_KIND["Workload"], version)["properties"]["status"]["properties"]
+    return status["admission"]["properties"]["podSetAssignments"]["items"]["properties"]
+
+
+def test_workload_tas_status_fields_per_version() -> None:
+    v2 = _assignment_schema("v1beta2")
+    ta = v2["topologyAssignment"]["properties"]
+    assert set(ta) == {"levels", "slices"}
+    sl = ta["slices"]["items"]
+    assert sl["required"] == ["domainCount", "valuesPerLevel", "podCounts"]
+    assert sl["properties"]["domainCount"]["type"] == "integer"
+    level = sl["properties"]["valuesPerLevel"]["items"]["properties"]
+    assert level["universal"]["type"] == "string"
+    assert set(level["individual"]["properties"]) == {"prefix", "suffix", "roots"}
+    assert level["individual"]["properties"]["roots"] == {"type": "array", "items": {"type": "string"}}
+    counts = sl["properties"]["podCounts"]["properties"]
+    assert counts["universal"]["type"] == "integer"
+    assert counts["individual"] == {"type": "array", "items": {"type": "integer"}}
+    assert v2["delayedTopologyRequest"]["type"] == "string"
+    status = object_schema(BY_KIND["Workload"])["properties"]["status"]["properties"]
+    assert status["unhealthyNodes"]["items"]["required"] == ["name"]
+
+    # v1beta1 serves the domains form, and only there does the Workload schema differ
+    v1 = _assignment_schema("v1beta1")
+    ta1 = v1["topologyAssignment"]["properties"]
+    assert set(ta1) == {"levels", "domains"}
+    assert ta1["domains"]["items"]["properties"] == {"values": {"type": "array", "items": {"type": "string"}},
+                                                     "count": {"type": "integer"}}
+    assert v1["delayedTopologyRequest"] == v2["delayedTopologyRequest"]
+    assert {k: v for k, v in v1.items() if k != "topologyAssignment"} == \
+        {k: v for k, v in v2.items() if k != "topologyAssignment"}
+    for r in KUEUE_RESOURCES:
+        if r.kind != "Workload":
+            assert object_schema(r, "v1beta1") == object_schema(r, "v1beta2"), r.kind

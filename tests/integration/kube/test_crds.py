@@ -21,6 +21,7 @@ from connectors.k8s import manifests as m
 from connectors.k8s.errors import Invalid
 from connectors.k8s.resources import BY_KIND, KUEUE_RESOURCES, Resource
 from events import objects as o
+from events import tas_assignment as tas
 from kueue_es.commands.manifests import documents, render
 
 pytestmark = pytest.mark.kube
@@ -101,6 +102,50 @@ async def test_crds_install_and_serve_the_kueue_kinds(kube_apiserver) -> None:
         old = msgspec.json.decode(await kc.get(v1b1, "wl-1", ns))
         assert old["apiVersion"] == "kueue.x-k8s.io/v1beta1"
         assert old["spec"]["queueName"] == "user-queue"
+
+
+def _tas_workload(ns: str, name: str, api_version: str = KUEUE) -> dict:
+    return {"apiVersion": api_version, "kind": "Workload", "metadata": {"name": name, "namespace": ns},
+            "spec": {"queueName": "q", "podSets": [{"count": 3, "template": {"spec": {"containers": [
+                {"name": "main", "image": "busybox:1.36"}]}}}]}}
+
+
+@pytest.mark.asyncio
+async def test_workload_status_takes_kueues_topology_assignment_in_each_version(kube_apiserver) -> None:
+    domains = [o.TopologyDomainAssignment(values=[f"pool-a-node-{i}"], count=1 + i % 2) for i in range(3)]
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        ns = await namespace(kc, "tas-status")
+        wl = BY_KIND["Workload"]
+
+        # v1beta2: typed slices, delayedTopologyRequest and unhealthyNodes, read back into our views
+        await create(kc, _tas_workload(ns, "v2"))
+        assignment = msgspec.to_builtins(tas.encode([tas.HOSTNAME_LEVEL], domains))
+        psa = {"name": "main", "count": 3, "delayedTopologyRequest": "Ready", "topologyAssignment": assignment}
+        await kc.patch(wl, "v2", {"status": {"admission": {"clusterQueue": "cq", "podSetAssignments": [psa]},
+                                             "unhealthyNodes": [{"name": "pool-a-node-1"}]}}, ns, subresource="status")
+        got = msgspec.json.decode(await kc.get(wl, "v2", ns), type=o.Workload)
+        (got_psa,) = got.status.admission.pod_set_assignments
+        assert got_psa.delayed_topology_request == "Ready"
+        assert tas.decode(got_psa.topology_assignment) == domains
+        assert got.status.unhealthy_nodes == [o.UnhealthyNode(name="pool-a-node-1")]
+        bad = {**psa, "topologyAssignment": {**assignment, "slices": [{**assignment["slices"][0], "domainCount": "3"}]}}
+        with pytest.raises(Invalid):
+            await kc.patch(wl, "v2", {"status": {"admission": {"clusterQueue": "cq", "podSetAssignments": [bad]}}},
+                           ns, subresource="status")
+
+        # v1beta1: the domains form, typed by the v1beta1 schema
+        v1b1 = Resource("Workload", "kueue.x-k8s.io", "v1beta1", "workloads", True)
+        await kc.create(v1b1, _tas_workload(ns, "v1", "kueue.x-k8s.io/v1beta1"), ns)
+        v1_assignment = msgspec.to_builtins(o.TopologyAssignmentV1Beta1(levels=[tas.HOSTNAME_LEVEL], domains=domains))
+        await kc.patch(v1b1, "v1", {"status": {"admission": {"clusterQueue": "cq", "podSetAssignments": [
+            {"name": "main", "count": 3, "topologyAssignment": v1_assignment}]}}}, ns, subresource="status")
+        stored = msgspec.json.decode(await kc.get(v1b1, "v1", ns))
+        assert stored["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"] == v1_assignment
+        with pytest.raises(Invalid):
+            await kc.patch(v1b1, "v1", {"status": {"admission": {"clusterQueue": "cq", "podSetAssignments": [
+                {"name": "main", "topologyAssignment": {"levels": ["x"], "domains": [{"values": ["a"], "count": "one"}]}}]}}},
+                ns, subresource="status")
 
 
 def test_manifests_render_as_multi_document_yaml() -> None:
