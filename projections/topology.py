@@ -299,6 +299,15 @@ class TopologyTree:
         i = self.index[lvl].get(domain_id(values))
         return None if i is None else (lvl, i)
 
+    def prefix_index(self, values: Sequence[str]) -> tuple[int, int] | None:
+        """(level, index) of the domain whose full level values are ``values`` (a prefix of a leaf's values)."""
+        lvl = len(values) - 1
+        if lvl < 0 or lvl >= self.depth:
+            return None
+        did = values[-1] if self.hostname_lowest and lvl == self.depth - 1 else domain_id(values)
+        i = self.index[lvl].get(did)
+        return None if i is None or self.values[lvl][i] != tuple(values) else (lvl, i)
+
     def has_domain(self, did: str) -> bool:
         return any(did in ix for ix in self.index)
 

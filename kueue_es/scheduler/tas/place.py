@@ -90,7 +90,7 @@ def place(snap: FlavorSnapshot, req: PodSetRequest, *, assumed: Mapping[str, Map
 
     within_at: tuple[int, int] | None = None
     if within is not None:
-        at = tree.domain_index(within)
+        at = tree.prefix_index(within)
         within_at = at if at is not None else (max(0, min(len(within), tree.depth) - 1), -1)
     excluded = excluded_leaves(snap, req)
     per_pod = req.per_pod()
