@@ -359,6 +359,9 @@ class ClusterState:
             self.lq_members.get(f"{wl.namespace}/{wl.queue_name}", {}).pop(key, None)
             self.lq_members.setdefault(f"{wl.namespace}/{w.spec.queue_name}", {})[key] = None
         deactivated = wl.active and not w.spec.active
+        if wl.reserving and wl.pod_sets != pod_sets:
+            wl.pod_sets = pod_sets
+            self.tas.charge(wl)  # Kueue takes TAS usage from the pod template, so it follows a changed template
         wl.pod_sets, wl.priority, wl.priority_class = pod_sets, priority, pclass
         wl.active, wl.queue_name = w.spec.active, w.spec.queue_name
         wl.max_execution_seconds = w.spec.maximum_execution_time_seconds
