@@ -11,9 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from kueue_es.scheduler.tas.nodes import Exclusion, Exclusions
-from projections.topology import FlavorSnapshot, TopologyTree
-
-MAX_INT32 = 2**31 - 1
+from projections.topology import FlavorSnapshot, TopologyTree, fit_in_leaf
 
 
 class Counts:
@@ -28,18 +26,19 @@ class Counts:
         """Leaves forced to 0 before counting: by a node filter (its reason) or outside ``within`` (None)."""
 
 
-def fill_counts(snap: FlavorSnapshot, per_pod: Mapping[str, int], *, assumed: Mapping[str, Mapping[str, int]] | None,
-                simulate_empty: bool, excluded: Mapping[int, Exclusion], within: tuple[int, int] | None,
-                slice_size: int, slice_level: int) -> Counts:
+def fill_counts(snap: FlavorSnapshot, per_pod: tuple[tuple[str, int], ...], *,
+                assumed: Mapping[str, Mapping[str, int]] | None, simulate_empty: bool,
+                excluded: Mapping[int, Exclusion], within: tuple[int, int] | None, slice_size: int,
+                slice_level: int) -> Counts:
     tree = snap.tree
     columns = snap.free if simulate_empty else snap.remaining
-    leaves = _leaf_counts(columns, tree.leaf_count, per_pod)
+    leaves = list(snap.pods_fitting(per_pod, simulate_empty))
     if assumed:
         index = tree.index[-1]
         for did in sorted(assumed):
             i = index.get(did)
             if i is not None:
-                leaves[i] = _one_leaf(columns, i, per_pod, assumed[did])
+                leaves[i] = fit_in_leaf(columns, i, per_pod, assumed[did])
     leaf_why: dict[int, Exclusion | None] = {}
     for i, why in excluded.items():
         leaves[i] = 0
@@ -56,38 +55,10 @@ def fill_counts(snap: FlavorSnapshot, per_pod: Mapping[str, int], *, assumed: Ma
     return Counts(pods, slices, leaf_why)
 
 
-def _leaf_counts(columns: Mapping[str, list[int]], n: int, per_pod: Mapping[str, int]) -> list[int]:
-    counts: list[int] | None = None
-    for r in sorted(per_pod):
-        q = per_pod[r]
-        if q <= 0:
-            continue
-        col = columns.get(r)
-        if col is None:
-            return [0] * n
-        c = [x // q for x in col]
-        counts = c if counts is None else list(map(min, counts, c))
-    if counts is None:
-        return [MAX_INT32] * n
-    return [0 if x < 0 else (x if x < MAX_INT32 else MAX_INT32) for x in counts]
-
-
-def _one_leaf(columns: Mapping[str, list[int]], i: int, per_pod: Mapping[str, int], minus: Mapping[str, int]) -> int:
-    best = MAX_INT32
-    for r, q in per_pod.items():
-        if q <= 0:
-            continue
-        col = columns.get(r)
-        rem = (col[i] if col is not None else 0) - minus.get(r, 0)
-        best = min(best, max(0, rem // q))
-    return best
-
-
-def limiting_resource(columns: Mapping[str, list[int]], i: int, per_pod: Mapping[str, int],
+def limiting_resource(columns: Mapping[str, list[int]], i: int, per_pod: tuple[tuple[str, int], ...],
                       minus: Mapping[str, int] | None) -> str:
     """The resource that leaves leaf ``i`` room for no pod (alphabetically first on a tie), as Kueue reports."""
-    for r in sorted(per_pod):
-        q = per_pod[r]
+    for r, q in per_pod:
         if q <= 0:
             continue
         col = columns.get(r)
@@ -121,7 +92,7 @@ def _slice_counts(tree: TopologyTree, pods: list[list[int]], size: int, level: i
     return slices
 
 
-def exclusions(snap: FlavorSnapshot, counts: Counts, per_pod: Mapping[str, int],
+def exclusions(snap: FlavorSnapshot, counts: Counts, per_pod: tuple[tuple[str, int], ...],
                assumed: Mapping[str, Mapping[str, int]] | None, simulate_empty: bool) -> Exclusions:
     """Kueue's exclusion statistics for the not-fit message (computed only when a placement fails)."""
     tree = snap.tree

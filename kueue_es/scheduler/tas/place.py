@@ -93,7 +93,7 @@ def place(snap: FlavorSnapshot, req: PodSetRequest, *, assumed: Mapping[str, Map
         at = tree.prefix_index(within)
         within_at = at if at is not None else (max(0, min(len(within), tree.depth) - 1), -1)
     excluded = excluded_leaves(snap, req)
-    per_pod = req.per_pod()
+    per_pod = tuple(sorted(req.per_pod().items()))
     counts = fill_counts(snap, per_pod, assumed=assumed, simulate_empty=simulate_empty, excluded=excluded,
                          within=within_at, slice_size=size, slice_level=slice_level)
     unit = "pod" if size == 1 else "slice"

@@ -10,17 +10,43 @@ top level (or for an unconstrained request) domains are taken greedily in order.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from kueue_es.scheduler.tas.counts import Counts
 
+_SHIFT = 48
+_MASK = (1 << _SHIFT) - 1
 
-def order(counts: Counts, level: int, domains: Sequence[int], lfc: bool) -> list[int]:
-    """``domains`` of ``level`` sorted in Kueue's plain order."""
+
+def order(counts: Counts, level: int, domains: Iterable[int], lfc: bool) -> list[int]:
+    """``domains`` of ``level`` sorted in Kueue's plain order (the keys are packed into one int per domain, which
+    sorts several times faster than tuples; counts stay far below 2^48)."""
     sc, pc = counts.slices[level], counts.pods[level]
     if lfc:
-        return sorted(domains, key=lambda i: (sc[i], pc[i], i))
-    return sorted(domains, key=lambda i: (-sc[i], pc[i], i))
+        keys = [(((sc[i] << _SHIFT) | pc[i]) << _SHIFT) | i for i in domains]
+    else:
+        keys = [((((_MASK - sc[i]) << _SHIFT) | pc[i]) << _SHIFT) | i for i in domains]
+    keys.sort()
+    return [k & _MASK for k in keys]
+
+
+def tightest_fitting(sc: list[int], pc: list[int], need: int) -> int | None:
+    """The domain minimising (slices, pods, index) among those with at least ``need`` slices, or None."""
+    fitting = [x for x in sc if x >= need]
+    if not fitting:
+        return None
+    m = min(fitting)
+    i = sc.index(m)
+    if sc is pc:
+        return i
+    best, best_p = i, pc[i]
+    while True:
+        try:
+            i = sc.index(m, i + 1)
+        except ValueError:
+            return best
+        if pc[i] < best_p:
+            best, best_p = i, pc[i]
 
 
 def tightest(domains: Sequence[int], needed: int, value: Sequence[int]) -> int:
@@ -47,9 +73,9 @@ def find_fit_level(counts: Counts, level: int, *, slices: int, required: bool, l
         n = len(sc)
         if n == 0:
             return no_domains(level)
-        fitting = [i for i in range(n) if sc[i] >= slices]
-        if fitting:
-            return level, [min(fitting, key=lambda i: (sc[i], pc[i], i))]
+        single = tightest_fitting(sc, pc, slices)
+        if single is not None:
+            return level, [single]
         if required:
             if lfc:
                 last = max(range(n), key=lambda i: (sc[i], pc[i], i))
@@ -64,7 +90,8 @@ def find_fit_level(counts: Counts, level: int, *, slices: int, required: bool, l
 
 def _greedy(counts: Counts, level: int, slices: int, lfc: bool, not_fit: NotFit) -> tuple[int, list[int]] | str:
     sc = counts.slices[level]
-    ordered = order(counts, level, range(len(sc)), lfc)
+    # domains without a slice contribute nothing (LeastFreeCapacity would take them first, for 0 pods)
+    ordered = order(counts, level, [i for i in range(len(sc)) if sc[i] > 0], lfc)
     chosen: list[int] = []
     remaining = slices
     for k, d in enumerate(ordered):
