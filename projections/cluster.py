@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from events import objects as o
 from events import schema as ev
 from events.timefmt import format_time, parse_time
@@ -20,6 +22,7 @@ from projections.clusterqueues import ClusterQueueInfo, selector_matches
 from projections.cohorts import CohortForest, build_forest
 from projections.queues import ClusterQueueQueue, SortKey
 from projections.quota import QuotaTree, build_quota_tree
+from projections.topology import TASFold
 from projections.workloads import (
     ADMITTED,
     FINISHED,
@@ -89,6 +92,9 @@ class ClusterState:
         Derived; rebuilt on restore."""
         self.derived: dict[str, Any] = {}
         """Consumers' memos of values derived from this state (never part of a snapshot)."""
+        self.tas = TASFold()
+        """Topology-aware scheduling usage (workloads' topology assignments, non-TAS pods) and the generations
+        the TAS snapshots are memoised on (see projections.topology). Derived; rebuilt on restore."""
 
     # --- derived structure ----------------------------------------------------------------------------------
 
@@ -205,6 +211,7 @@ class ClusterState:
                 self.flavors[name] = obj
                 if old is None or old.spec != obj.spec:
                     self._specs_changed()
+                    self.tas.nodes_changed()
                 self._flush_all()
             case o.ClusterQueue():
                 old = self.cluster_queues.get(name)
@@ -233,7 +240,10 @@ class ClusterState:
                 self.priority_classes[name] = obj
                 self._reprioritise("scheduling.k8s.io", name)
             case o.Topology():
+                old_topology = self.topologies.get(name)
                 self.topologies[name] = obj
+                if old_topology is None or old_topology.spec != obj.spec:
+                    self.tas.nodes_changed()
                 self._specs_changed()
                 self._flush_all()
             case o.AdmissionCheck():
@@ -243,9 +253,12 @@ class ClusterState:
             case o.ProvisioningRequestConfig():
                 self.provisioning_configs[name] = obj
             case o.Node():
+                if self.nodes.get(name) != obj:
+                    self.tas.nodes_changed()
                 self.nodes[name] = obj
             case o.Pod():
                 self.pods[obj.key] = obj
+                self.tas.pod_changed(obj.key, obj)
             case o.Job():
                 self.jobs[obj.key] = obj
 
@@ -281,6 +294,10 @@ class ClusterState:
         }.get(kind)
         if table is None or table.pop(key, None) is None:
             return
+        if kind in ("Node", "Topology", "ResourceFlavor"):
+            self.tas.nodes_changed()
+        elif kind == "Pod":
+            self.tas.pod_changed(key, None)
         if kind in ("ClusterQueue", "Cohort"):
             self._specs_changed(quota=True)
         elif kind in ("Namespace", "ResourceFlavor", "AdmissionCheck", "Topology"):
@@ -342,6 +359,9 @@ class ClusterState:
             self.lq_members.get(f"{wl.namespace}/{wl.queue_name}", {}).pop(key, None)
             self.lq_members.setdefault(f"{wl.namespace}/{w.spec.queue_name}", {})[key] = None
         deactivated = wl.active and not w.spec.active
+        if wl.reserving and wl.pod_sets != pod_sets:
+            wl.pod_sets = pod_sets
+            self.tas.charge(wl)  # Kueue takes TAS usage from the pod template, so it follows a changed template
         wl.pod_sets, wl.priority, wl.priority_class = pod_sets, priority, pclass
         wl.active, wl.queue_name = w.spec.active, w.spec.queue_name
         wl.max_execution_seconds = w.spec.maximum_execution_time_seconds
@@ -498,6 +518,10 @@ class ClusterState:
             usage[fr] = usage.get(fr, 0) + sign * v
         if self._quota is not None:
             self._quota.charge(wl.cluster_queue, wl.usage, sign)
+        if sign > 0:
+            self.tas.charge(wl)
+        else:
+            self.tas.release(wl.key)
 
     def _release(self, wl: WorkloadInfo) -> None:
         if wl.reserving:
@@ -641,6 +665,24 @@ class ClusterState:
         if wl.cluster_queue:
             self._flush_tree(wl.cluster_queue)
 
+    def _topology_assigned(self, e: ev.TopologyAssigned) -> None:
+        """Second pass or node replacement: the pod set's topology assignment is replaced in place (a Pending
+        delayed topology request becomes Ready) and its TAS usage moves with it; quota is untouched."""
+        wl = self.workloads.get(e.key)
+        if wl is None or not wl.reserving or wl.admission is None:
+            return
+        psas = list(wl.admission.pod_set_assignments)
+        for i, psa in enumerate(psas):
+            if psa.name != e.pod_set:
+                continue
+            changes: dict[str, Any] = {"topology_assignment": e.assignment}
+            if getattr(psa, "delayed_topology_request", None) == "Pending":
+                changes["delayed_topology_request"] = "Ready"
+            psas[i] = msgspec.structs.replace(psa, **changes)
+            wl.admission = msgspec.structs.replace(wl.admission, pod_set_assignments=psas)
+            self.tas.charge(wl)
+            return
+
     def _finished(self, e: ev.WorkloadFinished) -> None:
         wl = self.workloads.get(e.key)
         if wl is None or wl.phase == FINISHED:
@@ -668,6 +710,7 @@ _HANDLERS: dict[type, Any] = {
     ev.WorkloadRequeued: ClusterState._requeued,
     ev.WorkloadDeactivated: ClusterState._deactivated,
     ev.WorkloadFinished: ClusterState._finished,
+    ev.TopologyAssigned: ClusterState._topology_assigned,
     ev.JobStopped: ClusterState._on_job_stopped,
     ev.PodsReadyChanged: ClusterState._on_pods_ready,
     ev.AdmissionCheckStateChanged: ClusterState._on_check_state,

@@ -138,6 +138,12 @@ def restore(snap: Snapshot) -> ClusterState:
     state.awaiting_release = set(snap.awaiting_release)
     state.backoff = dict(snap.backoff)
     state.afs_history = [(t, lq, sign, tuple((r, v) for r, v in u)) for t, lq, sign, u in snap.afs_history]
+    for key in sorted(state.pods):
+        state.tas.pod_changed(key, state.pods[key])
+    for key in sorted(state.workloads):
+        wl = state.workloads[key]
+        if wl.reserving and wl.cluster_queue:
+            state.tas.charge(wl)
     return state
 
 

@@ -1,0 +1,64 @@
+"""Phase 2b: from the chosen domains down to the leaves (§2.6 rules 20–22).
+
+The chosen domains are trimmed to exactly the request, greedily in order (BestFit swaps the last one for the
+tightest that covers the rest). Down to the slice level the children of all chosen domains are pooled, sorted
+and trimmed again in slice units, which keeps the number of domains small at each level; from the slice level
+down, each chosen domain's pods are spread over its own sorted children one pod at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kueue_es.scheduler.tas.counts import Counts
+from kueue_es.scheduler.tas.search import order, tightest
+from projections.topology import TopologyTree
+
+
+def trim(domains: Sequence[int], need: int, value: Sequence[int], unit: int, bestfit: bool,
+         out: dict[int, int]) -> list[int]:
+    """Kueue's ``updateCountsToMinimumGeneric`` without leaders: take ``domains`` in order until ``need`` units
+    (slices of ``unit`` pods, or pods when ``unit`` is 1) are covered; ``out`` gets each taken domain's pods."""
+    taken: list[int] = []
+    remaining = need
+    if remaining <= 0 and not domains:
+        return taken
+    for k, d in enumerate(domains):
+        if bestfit and value[d] >= remaining:
+            d = tightest(domains[k:], remaining, value)
+        if value[d] >= remaining:
+            out[d] = remaining * unit
+            taken.append(d)
+            return taken
+        out[d] = value[d] * unit
+        remaining -= value[d]
+        taken.append(d)
+    raise AssertionError(f"TAS descent: {remaining} unit(s) left after every domain (counts are inconsistent)")
+
+
+def descend(tree: TopologyTree, counts: Counts, fit_level: int, chosen: list[int], *, count: int, slice_size: int,
+            slice_level: int, lfc: bool) -> dict[int, int]:
+    """Leaf index -> pods, for the domains ``chosen`` at ``fit_level``."""
+    bestfit = not lfc
+    last = tree.depth - 1
+    assigned: dict[int, int] = {}
+    chosen = trim(chosen, count // slice_size, counts.slices[fit_level], slice_size, bestfit, assigned)
+    level = fit_level
+    while level < min(last, slice_level):
+        starts, ends = tree.child_start[level], tree.child_end[level]
+        pooled = [c for d in chosen for c in range(starts[d], ends[d])]
+        level += 1
+        assigned = {}
+        chosen = trim(order(counts, level, pooled, lfc), count // slice_size, counts.slices[level], slice_size,
+                      bestfit, assigned)
+    while level < last:
+        starts, ends = tree.child_start[level], tree.child_end[level]
+        parents = assigned
+        assigned = {}
+        next_chosen: list[int] = []
+        for d in chosen:
+            kids = order(counts, level + 1, range(starts[d], ends[d]), lfc)
+            next_chosen += trim(kids, parents[d], counts.pods[level + 1], 1, bestfit, assigned)
+        chosen = next_chosen
+        level += 1
+    return assigned

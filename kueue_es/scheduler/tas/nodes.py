@@ -1,0 +1,173 @@
+"""Per-node filtering of hostname leaves, and the exclusion counts Kueue appends to a not-fit message.
+
+Only when the lowest level is the hostname is a leaf one node, and only then are nodes filtered (Kueue's
+``matchNode``): an untolerated NoSchedule/NoExecute taint excludes a node first, then a nodeSelector mismatch,
+then a required node affinity mismatch. Tolerations are the pod set's plus the flavor's. The standard Kubernetes
+rules decide toleration and node-selector-term matching.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from events import objects as o
+from kueue_es.scheduler.tas.request import PodSetRequest
+from projections.topology import FlavorSnapshot
+
+_ENC = msgspec.msgpack.Encoder()
+
+
+def tolerates(t: o.Toleration, taint: o.Taint) -> bool:
+    """Kubernetes' ``Toleration.ToleratesTaint``."""
+    if t.effect and t.effect != taint.effect:
+        return False
+    if t.key and t.key != taint.key:
+        return False
+    if t.operator in ("", "Equal"):
+        return t.value == taint.value
+    return t.operator == "Exists"
+
+
+def untolerated_taint(taints: list[o.Taint], tolerations: tuple[o.Toleration, ...]) -> o.Taint | None:
+    """The first NoSchedule/NoExecute taint none of ``tolerations`` tolerates (PreferNoSchedule is ignored)."""
+    for taint in taints:
+        if taint.effect not in ("NoSchedule", "NoExecute"):
+            continue
+        if not any(tolerates(t, taint) for t in tolerations):
+            return taint
+    return None
+
+
+def taint_string(t: o.Taint) -> str:
+    """Kubernetes' ``Taint.ToString``: ``key=value:Effect``, or ``key:Effect`` without a value."""
+    return f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
+
+
+def _requirement_matches(req: o.NodeSelectorRequirement, value: str | None) -> bool:
+    match req.operator:
+        case "In":
+            return value is not None and value in req.values
+        case "NotIn":
+            return value is None or value not in req.values
+        case "Exists":
+            return value is not None
+        case "DoesNotExist":
+            return value is None
+        case "Gt" | "Lt":
+            if value is None or len(req.values) != 1:
+                return False
+            try:
+                a, b = int(value), int(req.values[0])
+            except ValueError:
+                return False
+            return a > b if req.operator == "Gt" else a < b
+    return False
+
+
+def affinity_matches(terms: tuple[o.NodeSelectorTerm, ...], node: o.Node) -> bool:
+    """Required node affinity: terms are ORed, a term's requirements ANDed; an empty term matches nothing."""
+    labels = node.metadata.labels
+    for term in terms:
+        if not term.match_expressions and not term.match_fields:
+            continue
+        if all(_requirement_matches(r, labels.get(r.key)) for r in term.match_expressions) and all(
+            _requirement_matches(r, node.metadata.name if r.key == "metadata.name" else None)
+            for r in term.match_fields
+        ):
+            return True
+    return False
+
+
+Exclusion = tuple[str, str]
+"""Why a node is excluded: ("taint", "key=value:Effect"), ("nodeSelector", "") or ("affinity", "")."""
+
+
+def excluded_leaves(snap: FlavorSnapshot, req: PodSetRequest) -> dict[int, Exclusion]:
+    """Leaf index -> why that node cannot take the pod set; empty unless the lowest level is the hostname.
+    Memoised on the tree per (selector, tolerations, affinity), which repeat across workloads of one job kind."""
+    tree = snap.tree
+    if not tree.hostname_lowest:
+        return {}
+    if not tree.has_taints and not req.node_selector and req.affinity_terms is None:
+        return {}
+    key = _ENC.encode((req.node_selector, req.tolerations, snap.tolerations, req.affinity_terms))
+    found = tree._masks.get(key)
+    if found is not None:
+        return found
+    tolerations = req.tolerations + snap.tolerations
+    out: dict[int, Exclusion] = {}
+    for i, node in enumerate(tree.leaf_node):
+        if node.spec.taints:
+            taint = untolerated_taint(node.spec.taints, tolerations)
+            if taint is not None:
+                out[i] = ("taint", taint_string(taint))
+                continue
+        labels = node.metadata.labels
+        if req.node_selector and any(labels.get(k) != v for k, v in req.node_selector):
+            out[i] = ("nodeSelector", "")
+            continue
+        if req.affinity_terms is not None and not affinity_matches(req.affinity_terms, node):
+            out[i] = ("affinity", "")
+    if len(tree._masks) > 1024:
+        tree._masks.clear()
+    tree._masks[key] = out
+    return out
+
+
+class Exclusions:
+    """Kueue's ExclusionStats: how many leaves each reason excluded, and how many leaves there were."""
+
+    __slots__ = ("total", "node_selector", "affinity", "topology_domain", "taints", "resources")
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.node_selector = 0
+        self.affinity = 0
+        self.topology_domain = 0
+        self.taints: dict[str, int] = {}
+        self.resources: dict[str, int] = {}
+
+    def record(self, why: Exclusion) -> None:
+        kind, detail = why
+        if kind == "taint":
+            self.taints[detail] = self.taints.get(detail, 0) + 1
+        elif kind == "nodeSelector":
+            self.node_selector += 1
+        elif kind == "affinity":
+            self.affinity += 1
+
+    def any(self) -> bool:
+        return bool(self.node_selector or self.affinity or self.topology_domain or self.taints or self.resources)
+
+    def suffix(self) -> str:
+        """``. Total nodes: N; excluded: a: 1, b: 2`` (reasons string-sorted), or "" without exclusions."""
+        if not self.any():
+            return ""
+        reasons = []
+        if self.node_selector:
+            reasons.append(f"nodeSelector: {self.node_selector}")
+        if self.affinity:
+            reasons.append(f"affinity: {self.affinity}")
+        if self.topology_domain:
+            reasons.append(f"topologyDomain: {self.topology_domain}")
+        reasons += [f"taint {go_quote(t)}: {n}" for t, n in self.taints.items()]
+        reasons += [f"resource {go_quote(r)}: {n}" for r, n in self.resources.items()]
+        return f". Total nodes: {self.total}; excluded: {', '.join(sorted(reasons))}"
+
+
+def go_quote(s: str) -> str:
+    """Go's ``%q`` for the strings that appear here (label keys, values, resource and topology names)."""
+    out = ['"']
+    for ch in s:
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)

@@ -1,0 +1,97 @@
+"""Replace one unhealthy node in an existing assignment (§4 rule 9, Kueue's ``findReplacementAssignment``).
+
+The node's domain is dropped and its k pods placed again, restricted to the domain the rest of the assignment
+requires: for broken slices, the slice-level domain whose count plus k makes whole slices again; for a required
+request, the required-level ancestor of the first remaining domain. The result is merged with the remaining
+domains (sorted by level values, equal domains summed).
+
+Two deliberate differences from Kueue: "within a domain" compares level values, not a string prefix of the
+joined domain id (Kueue's prefix test lets rack ``r1`` match ``r10``); and when several slice-level domains
+could take the broken slice, the first in level-value order is used (Kueue iterates a Go map).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import msgspec
+
+from kueue_es.scheduler.tas.place import level_key, place, slice_size, slices_requested
+from kueue_es.scheduler.tas.request import NoPlacement, Placement, PodSetRequest
+from projections.topology import FlavorSnapshot, domain_id
+
+
+class Replacement(msgspec.Struct, frozen=True):
+    """``placement`` is the repaired assignment; ``added`` the part placed for the replaced node (what is newly
+    charged)."""
+
+    placement: Placement
+    added: Placement
+
+
+def replace_node(snap: FlavorSnapshot, req: PodSetRequest, current: Placement, node: str, *,
+                 assumed: Mapping[str, Mapping[str, int]] | None = None) -> Replacement | NoPlacement:
+    tree = snap.tree
+    remaining = [(v, c) for v, c in current.domains if not (v and v[-1] == node)]
+    k = 0
+    for v, c in current.domains:
+        if v and v[-1] == node:
+            k = c
+    for v, _ in remaining:
+        if not tree.has_domain(domain_id(v)):
+            return NoPlacement("Cannot replace the node, because the existing topologyAssignment is invalid, "
+                               f"as it contains the stale domain {v[0]}")
+    topo = req.topology
+    within = _required_domain(snap, req, remaining, k)
+    request = msgspec.structs.replace(req, count=k)
+    size = slice_size(topo)
+    if slices_requested(topo) and within is not None and isinstance(size, int) and k % size:
+        request = msgspec.structs.replace(request, topology=msgspec.structs.replace(
+            topo, pod_set_slice_required_topology=None, pod_set_slice_size=1))
+    res = place(snap, request, assumed=assumed, within=within)
+    if isinstance(res, NoPlacement):
+        return res
+    if not res.domains:
+        return NoPlacement(f"cannot find replacement assignment for unhealthy node: {node}")
+    merged: dict[tuple[str, ...], int] = {}
+    order: dict[tuple[str, ...], tuple[int, ...]] = {}
+    for v, c in list(remaining) + list(res.domains):
+        merged[v] = merged.get(v, 0) + c
+        at = tree.domain_index(v)
+        order[v] = (at[1],) if at is not None else (-1,)
+    domains = tuple((v, merged[v]) for v in sorted(merged, key=lambda v: (order[v], v)))
+    return Replacement(Placement(res.levels, domains), res)
+
+
+def _required_domain(snap: FlavorSnapshot, req: PodSetRequest, remaining: list[tuple[tuple[str, ...], int]],
+                     k: int) -> tuple[str, ...] | None:
+    tree = snap.tree
+    levels = tree.levels
+    topo = req.topology
+    key = level_key(levels, topo, req.implied)
+    if key is None or key not in levels or not remaining:
+        return None
+    last = tree.depth - 1
+    size = slice_size(topo)
+    if slices_requested(topo) and isinstance(size, int) and k % size:
+        slice_key = topo.pod_set_slice_required_topology if topo is not None else None
+        if slice_key not in levels:
+            return None
+        slice_level = levels.index(slice_key)
+        held: dict[int, int] = {}
+        for v, c in remaining:
+            at = tree.domain_index(v)
+            if at is None or at[0] != last:
+                continue
+            anc = tree.ancestor(last, at[1], slice_level)
+            held[anc] = held.get(anc, 0) + c
+        for anc in sorted(held):
+            if (held[anc] + k) % size == 0:
+                return tree.values[slice_level][anc]
+        return None
+    if topo is None or topo.required is None:
+        return None
+    at = tree.domain_index(remaining[0][0])
+    if at is None or at[0] != last:
+        return None
+    return tree.values[levels.index(key)][tree.ancestor(last, at[1], levels.index(key))]

@@ -1,0 +1,85 @@
+"""What one placement is asked for, and what it answers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import msgspec
+
+from events import objects as o
+from events import tas_assignment
+from projections.topology import PODS
+from projections.workloads import PodSetInfo
+
+
+class PodSetRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """One pod set to place: ``count`` pods, each requesting ``requests`` (Kueue units, from the pod template; a
+    ``pods: 1`` is added by the placement). ``implied`` is TAS implied by a TAS-only ClusterQueue for a pod set
+    that does not ask for it. The node selection fields are the pod set's with the Ready admission checks'
+    podSetUpdates already merged in; the flavor's tolerations are added by the placement."""
+
+    name: str
+    count: int
+    requests: tuple[tuple[str, int], ...]
+    topology: o.PodSetTopologyRequest | None = None
+    implied: bool = False
+    node_selector: tuple[tuple[str, str], ...] = ()
+    tolerations: tuple[o.Toleration, ...] = ()
+    affinity_terms: tuple[o.NodeSelectorTerm, ...] | None = None
+
+    @classmethod
+    def of(cls, ps: PodSetInfo, count: int | None = None, *, implied: bool = False) -> PodSetRequest:
+        """The request of pod set ``ps`` with ``count`` pods (default: its full count)."""
+        return cls(name=ps.name, count=ps.count if count is None else count, requests=ps.requests,
+                   topology=ps.topology, implied=implied, node_selector=ps.node_selector,
+                   tolerations=ps.tolerations, affinity_terms=ps.affinity_terms)
+
+    def per_pod(self) -> dict[str, int]:
+        """Single-pod requests including one ``pods``."""
+        out = dict(self.requests)
+        out[PODS] = out.get(PODS, 0) + 1
+        return out
+
+
+class Placement(msgspec.Struct, frozen=True):
+    """A topology assignment: ``levels`` and the domains with their pod counts, ordered by level values. When
+    the lowest level is the hostname, ``levels`` is just that level and each domain's values the hostname."""
+
+    levels: tuple[str, ...]
+    domains: tuple[tuple[tuple[str, ...], int], ...]
+
+    @property
+    def count(self) -> int:
+        return sum(c for _, c in self.domains)
+
+    def domain_assignments(self) -> list[o.TopologyDomainAssignment]:
+        return [o.TopologyDomainAssignment(values=list(v), count=c) for v, c in self.domains]
+
+    def encode(self) -> o.TopologyAssignment:
+        """The v1beta2 wire form written into ``podSetAssignments[].topologyAssignment``."""
+        return tas_assignment.encode(list(self.levels), self.domain_assignments())
+
+    @classmethod
+    def decode(cls, ta: o.TopologyAssignment) -> Placement:
+        return cls(tuple(ta.levels), tuple((tuple(d.values), d.count) for d in tas_assignment.decode(ta)))
+
+
+class NoPlacement(msgspec.Struct, frozen=True):
+    """No placement; ``message`` is Kueue's reason text (the pod set's TAS failure message)."""
+
+    message: str
+
+
+Result = Placement | NoPlacement
+
+AssumedUsage = dict[str, dict[str, int]]
+"""Leaf domain id -> usage already placed by earlier pod sets of the same workload in this computation."""
+
+
+def add_assumed(assumed: AssumedUsage, placement: Placement, per_pod: Mapping[str, int]) -> None:
+    """Record ``placement``'s usage (``per_pod`` includes ``pods``) so later pod sets see it."""
+    for values, count in placement.domains:
+        u = assumed.setdefault(",".join(values), {})
+        for r, v in per_pod.items():
+            if v:
+                u[r] = u.get(r, 0) + v * count

@@ -1,0 +1,106 @@
+"""Phase 2a: the level to place at and the domains there that hold the request (§2.5 rules 14–19).
+
+Domain order (Kueue's, without pod-set groups every "with leader" count equals the plain one): slice count
+descending for BestFit, ascending for LeastFreeCapacity; then pod count ascending; then level values (the
+domain's index). BestFit takes the tightest domain that holds every slice; LeastFreeCapacity the first one that
+does in its order — both are the domain minimising (slices, pods, values) among those that hold the request, so
+one scan finds it without sorting. Otherwise a required request fails, a preferred one climbs a level, and at the
+top level (or for an unconstrained request) domains are taken greedily in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+from kueue_es.scheduler.tas.counts import Counts
+
+_SHIFT = 48
+_MASK = (1 << _SHIFT) - 1
+
+
+def order(counts: Counts, level: int, domains: Iterable[int], lfc: bool) -> list[int]:
+    """``domains`` of ``level`` sorted in Kueue's plain order (the keys are packed into one int per domain, which
+    sorts several times faster than tuples; counts stay far below 2^48)."""
+    sc, pc = counts.slices[level], counts.pods[level]
+    if lfc:
+        keys = [(((sc[i] << _SHIFT) | pc[i]) << _SHIFT) | i for i in domains]
+    else:
+        keys = [((((_MASK - sc[i]) << _SHIFT) | pc[i]) << _SHIFT) | i for i in domains]
+    keys.sort()
+    return [k & _MASK for k in keys]
+
+
+def tightest_fitting(sc: list[int], pc: list[int], need: int) -> int | None:
+    """The domain minimising (slices, pods, index) among those with at least ``need`` slices, or None."""
+    fitting = [x for x in sc if x >= need]
+    if not fitting:
+        return None
+    m = min(fitting)
+    i = sc.index(m)
+    if sc is pc:
+        return i
+    best, best_p = i, pc[i]
+    while True:
+        try:
+            i = sc.index(m, i + 1)
+        except ValueError:
+            return best
+        if pc[i] < best_p:
+            best, best_p = i, pc[i]
+
+
+def tightest(domains: Sequence[int], needed: int, value: Sequence[int]) -> int:
+    """Kueue's best-fit pick: scanning ``domains`` in order, the first with the smallest ``value`` that is still
+    at least ``needed``, starting from ``domains[0]`` (which the caller knows holds ``needed``)."""
+    best = domains[0]
+    best_v = value[best]
+    for d in domains:
+        v = value[d]
+        if needed <= v < best_v:
+            best, best_v = d, v
+    return best
+
+
+NotFit = Callable[[int, int], str]
+"""(slices that fit, slices requested) -> Kueue's not-fit message."""
+
+
+def find_fit_level(counts: Counts, level: int, *, slices: int, required: bool, lfc: bool,
+                   not_fit: NotFit, no_domains: Callable[[int], str]) -> tuple[int, list[int]] | str:
+    """(fit level, domains chosen there in order) or the failure message."""
+    while True:
+        sc, pc = counts.slices[level], counts.pods[level]
+        n = len(sc)
+        if n == 0:
+            return no_domains(level)
+        single = tightest_fitting(sc, pc, slices)
+        if single is not None:
+            return level, [single]
+        if required:
+            if lfc:
+                last = max(range(n), key=lambda i: (sc[i], pc[i], i))
+                return not_fit(pc[last], slices)
+            top = min(range(n), key=lambda i: (-sc[i], pc[i], i))
+            return not_fit(sc[top], slices)
+        if level > 0 and not lfc:
+            level -= 1
+            continue
+        return _greedy(counts, level, slices, lfc, not_fit)
+
+
+def _greedy(counts: Counts, level: int, slices: int, lfc: bool, not_fit: NotFit) -> tuple[int, list[int]] | str:
+    sc = counts.slices[level]
+    # domains without a slice contribute nothing (LeastFreeCapacity would take them first, for 0 pods)
+    ordered = order(counts, level, [i for i in range(len(sc)) if sc[i] > 0], lfc)
+    chosen: list[int] = []
+    remaining = slices
+    for k, d in enumerate(ordered):
+        if remaining <= 0:
+            break
+        if not lfc and sc[d] >= remaining:
+            d = tightest(ordered[k:], remaining, sc)
+        chosen.append(d)
+        remaining -= sc[d]
+    if remaining > 0:
+        return not_fit(slices - remaining, slices)
+    return level, chosen
