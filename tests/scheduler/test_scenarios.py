@@ -10,7 +10,7 @@ A case file holds ``objects`` (what a user would kubectl-apply), an optional Kue
   ``stopJobs`` (keys, or ``all`` evicted workloads that still hold quota), ``checks``
   (``{workload, check, state}``) and ``provisioning`` (``{request: namespace/name, condition: Provisioned,
   status: "True", message, details: {...}}`` — the ProvisioningRequest as kueue-es created it, as the watch would
-  bring it back with that condition set; ``deleted: true`` observes its deletion) as observed events at that
+  bring it back with that condition set) as observed events at that
   time, then lets the scheduler settle exactly as the service does (``decide`` — controller rules, then a cycle
   — until it has nothing to say), then asserts its ``expect`` (only the workloads it names) and, when given,
   ``requests`` (every ProvisioningRequest the projection knows, by key, with what it should hold: ``class``,
@@ -22,7 +22,8 @@ Expectations per workload: ``admitted: {clusterQueue, flavors: {podSet: {resourc
 checksPending}``, ``pending: REASON`` (QuotaReserved=False reason; ``message``/``notInMessage`` optional substrings), ``preempted:
 REASON`` (Preempted condition reason, with Evicted=True/Preempted), ``evicted: REASON`` (Evicted=True),
 ``requeued: {status, reason}``, ``requeueCount: N``, ``requeueAt: TIME|null``, ``finished: true``,
-``active: false``, ``reservingQuota: bool``, ``admittedCondition: {status, reason}``, ``checks: {name: {state,
+``active: false``, ``reservingQuota: bool``, ``admittedCondition: {status, reason}``, ``messages: {condition
+type: exact message}``, ``checks: {name: {state,
 message (substring), requeueAfterSeconds, retryCount, podSetUpdates, lastTransitionTime}}``, or ``unchanged:
 true`` (``want`` only).
 """
@@ -118,6 +119,11 @@ def check_status(case: str, key: str, status: dict, want: dict, wl=None) -> None
         checked = True
         adm, w = _cond(status, "Admitted"), want["admittedCondition"]
         assert adm is not None and adm["status"] == w["status"] and adm["reason"] == w["reason"], f"{key}: {adm}"
+    if "messages" in want:
+        checked = True
+        for type_, text in want["messages"].items():
+            c = _cond(status, type_)
+            assert c is not None and c["message"] == text, f"{key}: {type_} message {c and c['message']!r}"
     if "checks" in want:
         checked = True
         got_checks = {c["name"]: c for c in status.get("admissionChecks", [])}
@@ -227,8 +233,6 @@ def _observed_request(state, p: dict, t: int, name: str, i: int) -> ev.Event:
     req = state.provisioning_requests.get(key)
     assert req is not None, f"{name}: step {i}: no ProvisioningRequest {key}; known: {sorted(state.provisioning_requests)}"
     uid = req.metadata.uid or f"uid-{key}"
-    if p.get("deleted"):
-        return ev.ObjectDeleted(time=t, key=key, uid=uid, kind="ProvisioningRequest")
     conditions = list(req.status.conditions)
     if "condition" in p:
         status = str(p.get("status", "True"))
