@@ -16,7 +16,14 @@ from typing import NamedTuple, Union
 
 import msgspec
 
-from events.objects import Admission, KueueObject, PodSetUpdate, PodTemplate, ProvisioningRequest, TopologyAssignment
+from events.objects import (
+    Admission,
+    KueueObject,
+    PodSetUpdate,
+    PodTemplate,
+    ProvisioningRequest,
+    TopologyAssignment,
+)
 
 SCHEMA_VERSION = 1
 

@@ -20,12 +20,12 @@
 
 from __future__ import annotations
 
+from events import objects as o
 from events import schema as ev
 from events.timefmt import parse_time
 from projections.cluster import ClusterState
 from projections.workloads import ADMITTED, PENDING, RESERVED, WorkloadInfo
 
-from events import objects as o
 from kueue_es.scheduler import provisioning
 from kueue_es.scheduler.config import SchedulerConfig, parse_duration
 

@@ -32,10 +32,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 import yaml
-
-import msgspec
 
 from events import objects as o
 from events import schema as ev
