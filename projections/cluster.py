@@ -109,6 +109,9 @@ class ClusterState:
         """Workloads a controller rule may act on without any new event: inactive and not finished, or showing
         Requeued=False, or QuotaReserved=False for a queue blocker (Suspended, Misconfigured, Deactivated).
         Derived; rebuilt on restore."""
+        self._template_generation: dict[str, int] = {}
+        """Workload key -> the metadata.generation its :attr:`pod_templates` were taken at: status-only upserts
+        (same generation) skip them. A memo, not state: without it the same templates are found again."""
         self.derived: dict[str, Any] = {}
         """Consumers' memos of values derived from this state (never part of a snapshot)."""
 
@@ -351,6 +354,7 @@ class ClusterState:
                 self.backoff.pop(key, None)
                 self.flagged.pop(key, None)
                 self.pod_templates.pop(key, None)
+                self._template_generation.pop(key, None)
                 if wl.cluster_queue:
                     self._flush_tree(wl.cluster_queue)
             return
@@ -417,6 +421,7 @@ class ClusterState:
                 provreq_parameters=provreq_parameters(w.metadata.annotations),
             )
             self.pod_templates[key] = pod_templates(w)
+            self._template_generation[key] = w.metadata.generation
             self._take_observed_status(wl, w)
             self.workloads[key] = wl
             self.reflag(wl)
@@ -427,7 +432,10 @@ class ClusterState:
         wl.resource_version = w.metadata.resource_version
         wl.labels = dict(w.metadata.labels)
         wl.provreq_parameters = provreq_parameters(w.metadata.annotations)
-        self.pod_templates[key] = pod_templates(w)
+        generation = w.metadata.generation
+        if not generation or self._template_generation.get(key) != generation:
+            self.pod_templates[key] = pod_templates(w, self.pod_templates.get(key))
+            self._template_generation[key] = generation
         changed = (wl.pod_sets != pod_sets or wl.priority != priority or wl.active != w.spec.active
                    or wl.queue_name != w.spec.queue_name)
         if not changed:
@@ -488,6 +496,9 @@ class ClusterState:
         cq = self.cluster_queues.get(wl.cluster_queue) if wl.cluster_queue else None
         if cq is None:
             return
+        strategy = cq.spec.admission_checks_strategy
+        if not wl.check_states and (strategy is None or not strategy.admission_checks):
+            return  # the common case: no checks, none listed
         adm = wl.admission
         names = applicable_checks(cq.spec, None if adm is None else
                                   [f for psa in adm.pod_set_assignments for f in psa.flavors.values()])

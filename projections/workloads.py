@@ -132,9 +132,13 @@ def provreq_parameters(annotations: dict[str, str]) -> tuple[tuple[str, str], ..
 _TEMPLATES: dict[bytes, tuple[o.PodTemplateSpec, ...]] = {}
 
 
-def pod_templates(w: o.Workload) -> tuple[o.PodTemplateSpec, ...]:
-    """The pod sets' templates, interned: equal templates (one job template, many workloads) are one tuple."""
+def pod_templates(w: o.Workload, current: tuple[o.PodTemplateSpec, ...] | None = None
+                  ) -> tuple[o.PodTemplateSpec, ...]:
+    """The pod sets' templates, interned: equal templates (one job template, many workloads) are one tuple.
+    ``current`` (what the workload had) is kept when equal, which spares an encoding on status upserts."""
     templates = tuple([ps.template for ps in w.spec.pod_sets])
+    if current is not None and current == templates:
+        return current
     key = _ENC.encode(templates)
     found = _TEMPLATES.get(key)
     if found is None:
