@@ -490,10 +490,12 @@ class ClusterState:
             if wl.phase == ADMITTED:
                 self._afs_record(wl, 1)
 
-    def _sync_checks(self, wl: WorkloadInfo) -> None:
-        """List the checks that apply to ``wl`` in its ClusterQueue: missing ones are added as Pending (stamped
-        now), extra ones dropped, sorted by name. Nothing happens while the ClusterQueue is unknown."""
-        cq = self.cluster_queues.get(wl.cluster_queue) if wl.cluster_queue else None
+    def _sync_checks(self, wl: WorkloadInfo, queue: str | None = None) -> None:
+        """List the checks that apply to ``wl`` in its ClusterQueue (``queue``, else the one it is in): missing
+        ones are added as Pending (stamped now), extra ones dropped, sorted by name. Nothing happens while the
+        ClusterQueue is unknown."""
+        name = wl.cluster_queue if queue is None else queue
+        cq = self.cluster_queues.get(name) if name else None
         if cq is None:
             return
         strategy = cq.spec.admission_checks_strategy
@@ -555,6 +557,8 @@ class ClusterState:
     def _enqueue(self, wl: WorkloadInfo) -> None:
         if wl.phase != PENDING or not wl.active:
             self._dequeue(wl)
+            if wl.phase == PENDING:
+                self._sync_checks(wl, self.target_cluster_queue(wl))
             return
         cq = self.target_cluster_queue(wl)
         if cq is None:

@@ -8,7 +8,7 @@ A case file holds ``objects`` (what a user would kubectl-apply), an optional Kue
   ``start`` (default 2024-01-01T00:00:00Z), then each step happens ``at`` an offset from ``start``: it applies
   ``objects`` (upserts), ``delete`` (``Kind/key``), ``finish``, ``podsReady`` / ``podsNotReady``,
   ``stopJobs`` (keys, or ``all`` evicted workloads that still hold quota), ``checks``
-  (``{workload, check, state}``) and ``provisioning`` (``{request: namespace/name, condition: Provisioned,
+  (``{workload, check, state, message, requeueAfterSeconds}``) and ``provisioning`` (``{request: namespace/name, condition: Provisioned,
   status: "True", message, details: {...}}`` — the ProvisioningRequest as kueue-es created it, as the watch would
   bring it back with that condition set) as observed events at that
   time, then lets the scheduler settle exactly as the service does (``decide`` — controller rules, then a cycle
@@ -201,7 +201,9 @@ def run_timeline(name: str, spec: dict, tmp_path: Path) -> None:
         for key in stop:
             events.append(ev.JobStopped(time=t, key=key))
         for c in step.get("checks", []):
-            events.append(ev.AdmissionCheckStateChanged(time=t, key=c["workload"], check=c["check"], state=c["state"]))
+            events.append(ev.AdmissionCheckStateChanged(time=t, key=c["workload"], check=c["check"], state=c["state"],
+                                                        message=c.get("message", ""),
+                                                        requeue_after_seconds=c.get("requeueAfterSeconds")))
         apply(events)
         for p in step.get("provisioning", []):  # one by one: each builds on the request as the last one left it
             apply([_observed_request(state, p, t, name, i)])
