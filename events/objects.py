@@ -41,6 +41,7 @@ class OwnerReference(View):
     name: str = ""
     uid: str = ""
     controller: bool = False
+    block_owner_deletion: bool = False
 
 
 class ObjectMeta(View):
@@ -121,6 +122,8 @@ class ResourceRequirements(View):
 
 class Container(View):
     name: str = ""
+    image: str = ""
+    """Kept so that a pod template built from a pod set (a ProvisioningRequest's PodTemplate) is a valid one."""
     resources: ResourceRequirements = ResourceRequirements()
     restart_policy: str | None = None
 
@@ -346,20 +349,96 @@ class AdmissionCheckSpec(View):
     parameters: AdmissionCheckParameters | None = None
 
 
+class AdmissionCheckStatus(View):
+    conditions: list[Condition] = []
+
+
 class AdmissionCheck(KObject, tag="AdmissionCheck"):
     spec: AdmissionCheckSpec = AdmissionCheckSpec()
-    status: dict[str, Any] = {}
+    status: AdmissionCheckStatus = AdmissionCheckStatus()
+
+
+class ProvisioningRequestRetryStrategy(View):
+    """Kueue's defaults: three retries, backoff 60 s doubling up to 30 min; a limit of 0 disables retries."""
+
+    backoff_limit_count: int = 3
+    backoff_base_seconds: int = 60
+    backoff_max_seconds: int = 1800
+
+
+_DEFAULT_RETRY = ProvisioningRequestRetryStrategy()
+
+
+class ProvisioningRequestNodeSelectorUpdate(View):
+    """A node-selector entry for the pod sets of a provisioned workload, its value read from the request's
+    ``status.provisioningClassDetails[valueFromProvisioningClassDetail]``."""
+
+    key: str
+    value_from_provisioning_class_detail: str
+
+
+class ProvisioningRequestPodSetUpdates(View):
+    node_selector: list[ProvisioningRequestNodeSelectorUpdate] = []
+
+
+POD_SET_MERGE_POLICIES = ("IdenticalPodTemplates", "IdenticalWorkloadSchedulingRequirements")
 
 
 class ProvisioningRequestConfigSpec(View):
     provisioning_class_name: str = ""
     parameters: dict[str, str] = {}
     managed_resources: list[str] = []
-    retry_strategy: dict[str, Any] | None = None
+    """Resources that make a pod set need provisioning; empty means every resource."""
+    retry_strategy: ProvisioningRequestRetryStrategy | None = None
+    pod_set_updates: ProvisioningRequestPodSetUpdates | None = None
+    pod_set_merge_policy: str | None = None
+    """``IdenticalPodTemplates`` or ``IdenticalWorkloadSchedulingRequirements``; None merges nothing."""
+
+    @property
+    def retry(self) -> ProvisioningRequestRetryStrategy:
+        """The retry strategy in effect (Kueue's defaults when none is given)."""
+        return self.retry_strategy if self.retry_strategy is not None else _DEFAULT_RETRY
 
 
 class ProvisioningRequestConfig(KObject, tag="ProvisioningRequestConfig"):
     spec: ProvisioningRequestConfigSpec = ProvisioningRequestConfigSpec()
+
+
+# --- autoscaling.x-k8s.io/v1 ProvisioningRequest and its core/v1 PodTemplates --------------------------------------
+
+
+class PodTemplateRef(View):
+    name: str
+
+
+class ProvisioningRequestPodSet(View):
+    pod_template_ref: PodTemplateRef
+    count: int
+
+
+class ProvisioningRequestSpec(View):
+    provisioning_class_name: str = ""
+    parameters: dict[str, str] = {}
+    pod_sets: list[ProvisioningRequestPodSet] = []
+
+
+class ProvisioningRequestStatus(View):
+    conditions: list[Condition] = []
+    provisioning_class_details: dict[str, str] = {}
+
+
+class ProvisioningRequest(KObject, tag="ProvisioningRequest"):
+    """The cluster autoscaler's request for capacity, which kueue-es creates for the ProvisioningRequest check."""
+
+    spec: ProvisioningRequestSpec = ProvisioningRequestSpec()
+    status: ProvisioningRequestStatus = ProvisioningRequestStatus()
+
+
+class PodTemplate(KObject, tag="PodTemplate"):
+    """core/v1 PodTemplate: the pods a ProvisioningRequest pod set asks capacity for. kueue-es creates these
+    (the decisions carry them whole) but does not watch them, so the kind is not part of :data:`KueueObject`."""
+
+    template: PodTemplateSpec = PodTemplateSpec()
 
 
 # --- Workload ----------------------------------------------------------------------------------------------------
@@ -475,6 +554,16 @@ class ReclaimablePod(View):
     count: int
 
 
+class PodSetUpdate(View):
+    """What a Ready admission check asks to add to a pod set's pods when the job starts."""
+
+    name: str
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    node_selector: dict[str, str] = {}
+    tolerations: list[Toleration] = []
+
+
 class AdmissionCheckState(View):
     name: str
     state: str
@@ -482,6 +571,7 @@ class AdmissionCheckState(View):
     message: str = ""
     requeue_after_seconds: int | None = None
     retry_count: int | None = None
+    pod_set_updates: list[PodSetUpdate] = []
 
 
 class UnhealthyNode(View):
@@ -518,6 +608,7 @@ KueueObject = Union[
     Topology,
     AdmissionCheck,
     ProvisioningRequestConfig,
+    ProvisioningRequest,
     Workload,
 ]
 """Every object kind the log carries, as one tagged union."""
@@ -531,6 +622,8 @@ API_GROUPS: dict[str, tuple[str, ...]] = {
     "Job": ("batch/v1",),
     "PriorityClass": ("scheduling.k8s.io/v1",),
     "ProvisioningRequestConfig": ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1"),
+    "ProvisioningRequest": ("autoscaling.x-k8s.io/v1",),
+    "PodTemplate": ("v1",),
 }
 """apiVersions accepted per kind; every other kind is a kueue.x-k8s.io kind served as v1beta2 and v1beta1."""
 

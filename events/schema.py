@@ -16,7 +16,14 @@ from typing import NamedTuple, Union
 
 import msgspec
 
-from events.objects import Admission, KueueObject, TopologyAssignment
+from events.objects import (
+    Admission,
+    KueueObject,
+    PodSetUpdate,
+    PodTemplate,
+    ProvisioningRequest,
+    TopologyAssignment,
+)
 
 SCHEMA_VERSION = 1
 
@@ -77,12 +84,13 @@ class JobStopped(Event, tag="JobStopped"):
 
 
 class AdmissionCheckStateChanged(Event, tag="AdmissionCheckStateChanged"):
-    """A check controller set the state of one admission check on a workload."""
+    """A check controller outside kueue-es set the state of one admission check on a workload."""
 
     check: str
     state: str
     message: str = ""
     requeue_after_seconds: int | None = None
+    pod_set_updates: list[PodSetUpdate] = []
 
 
 # --- time --------------------------------------------------------------------------------------------------------
@@ -166,6 +174,45 @@ class TopologyAssigned(Decision, tag="TopologyAssigned"):
     assignment: TopologyAssignment
 
 
+class AdmissionCheckUpdated(Decision, tag="AdmissionCheckUpdated"):
+    """A check controller run by kueue-es (the ProvisioningRequest check) set one admission check of a workload.
+
+    It carries the whole new state of the check, as Kueue's controller writes it: ``lastTransitionTime`` moves
+    only when ``state`` changes; ``retryCount`` None leaves the current count as it is.
+    """
+
+    check: str
+    state: str
+    message: str = ""
+    requeue_after_seconds: int | None = None
+    retry_count: int | None = None
+    pod_set_updates: list[PodSetUpdate] = []
+
+
+class ProvisioningRequestCreated(Decision, tag="ProvisioningRequestCreated"):
+    """Create a ProvisioningRequest for a workload's check (``key``/``uid`` name the Workload).
+
+    Everything the connector writes is here: ``podTemplates`` first (controller owner: the Workload), then
+    ``request`` (controller owner: the Workload), then the templates' controller owner moves to the request.
+    """
+
+    check: str
+    attempt: int
+    request: ProvisioningRequest
+    pod_templates: list[PodTemplate] = []
+
+
+class ProvisioningRequestDeleted(Decision, tag="ProvisioningRequestDeleted"):
+    """Delete a ProvisioningRequest a workload owns (its PodTemplates go with it, by owner reference)."""
+
+    name: str
+    namespace: str
+    reason: str
+    """``Finished``, ``Evicted`` (CleanupProvisioningRequestsOnEviction) or ``Superseded`` (not the active one)."""
+    request_uid: str = ""
+    """The request's uid when it has been observed (a precondition for the delete), else empty."""
+
+
 # --- connector outcomes ------------------------------------------------------------------------------------------
 
 
@@ -196,6 +243,9 @@ AnyEvent = Union[
     WorkloadRequeued,
     WorkloadDeactivated,
     TopologyAssigned,
+    AdmissionCheckUpdated,
+    ProvisioningRequestCreated,
+    ProvisioningRequestDeleted,
     DecisionApplied,
     DecisionRejected,
 ]

@@ -17,7 +17,11 @@ Steps, each with the offset and time of the event that caused it:
 * ``Pending`` — an admission attempt failed, with reason and message; consecutive identical attempts
   collapse into one step with ``repeat`` and ``lastOffset``/``lastTime``;
 * ``Preempted`` (with ``preemptor``) and ``Evicted`` (with reason);
-* ``JobStopped``, ``PodsReady``, ``AdmissionCheck`` — what the cluster reported back;
+* ``JobStopped``, ``PodsReady`` — what the cluster reported back;
+* ``AdmissionCheck`` — a check's new state (``reason`` is ``check=State``), reported by another controller or
+  decided by kueue-es's own ProvisioningRequest controller (then with ``cycle``);
+* ``ProvisioningRequest`` — kueue-es decided to create (``reason`` ``Created``) or delete (``Deleted:
+  <why>``) one of the workload's ProvisioningRequests (``message`` names it);
 * ``Requeued`` — with ``released`` when the reservation was cleared;
 * ``Deactivated``, ``Finished``, ``Deleted``;
 * ``Rejected`` — a decision about the workload did not reach the cluster (``decision`` is its offset).
@@ -39,7 +43,8 @@ PENDING, RESERVED, ADMITTED, FINISHED = "Pending", "QuotaReserved", "Admitted", 
 
 STEP_TYPES = (
     "Submitted", "Queued", "QuotaReserved", "Admitted", "Pending", "Preempted", "Evicted", "JobStopped",
-    "PodsReady", "AdmissionCheck", "Requeued", "Deactivated", "Finished", "Deleted", "Rejected",
+    "PodsReady", "AdmissionCheck", "ProvisioningRequest", "Requeued", "Deactivated", "Finished", "Deleted",
+    "Rejected",
 )
 
 
@@ -316,6 +321,17 @@ class AuditTrail:
                     if reserving:
                         t.phase, t.reserved_in = PENDING, ""
                     t.queued_in = ""
+            case ev.AdmissionCheckUpdated():
+                self._add(off, e, key, "AdmissionCheck", t, cycle=e.cycle, reason=f"{e.check}={e.state}",
+                          message=e.message, ignored=t is None)
+            case ev.ProvisioningRequestCreated():
+                req = e.request
+                self._add(off, e, key, "ProvisioningRequest", t, cycle=e.cycle, reason="Created",
+                          message=f"{req.metadata.name} (check {e.check}, attempt {e.attempt}, class "
+                                  f"{req.spec.provisioning_class_name})", ignored=t is None)
+            case ev.ProvisioningRequestDeleted():
+                self._add(off, e, key, "ProvisioningRequest", t, cycle=e.cycle, reason=f"Deleted: {e.reason}",
+                          message=e.name, ignored=t is None)
             case _:
                 pass  # TopologyAssigned and future decisions: not admission steps
 

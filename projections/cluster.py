@@ -7,6 +7,14 @@ the events after it gives the state that folding everything gives.
 
 Decisions are applied the moment they are in the log, the way Kueue "assumes" an admission in its cache
 before the API write: the log, not the API server, is the source of truth for what was decided.
+
+The list of a workload's admission checks (Kueue's workload-controller sync, §5.2 rule 5) is part of this fold,
+not a decision of its own: which checks a workload lists is a function of its ClusterQueue's check rules and of
+its admission, so it changes exactly when a reservation is taken or released, when the queue's rules change, or
+when the workload enters a queue. Kueue writes it in a separate pass only because its scheduler and its workload
+controller are two writers with the API server between them; in one log the reservation and the checks it
+brings are one fact, and folding them together leaves no moment where a workload holds quota without listing
+its checks (which the ProvisioningRequest controller would take for "nothing to do").
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import msgspec
 from events import objects as o
 from events import schema as ev
 from events.timefmt import format_time, parse_time
+from projections.admissionchecks import applicable_checks
 from projections.clusterqueues import ClusterQueueInfo, selector_matches
 from projections.cohorts import CohortForest, build_forest
 from projections.queues import ClusterQueueQueue, SortKey
@@ -31,6 +40,8 @@ from projections.workloads import (
     WorkloadInfo,
     admission_usage,
     pod_set_info,
+    pod_templates,
+    provreq_parameters,
 )
 
 WPC_GROUP = "kueue.x-k8s.io"
@@ -56,6 +67,17 @@ class ClusterState:
         self.topologies: dict[str, o.Topology] = {}
         self.admission_checks: dict[str, o.AdmissionCheck] = {}
         self.provisioning_configs: dict[str, o.ProvisioningRequestConfig] = {}
+        self.provisioning_requests: dict[str, o.ProvisioningRequest] = {}
+        """ProvisioningRequests by ``namespace/name``: the observed ones, and those kueue-es decided to create (uid
+        empty until the watch brings them back), so that one is never created twice."""
+        self.deleted_requests: dict[str, None] = {}
+        """uids of ProvisioningRequests kueue-es decided to delete and whose deletion is not observed yet: a late
+        watch event of one does not bring it back."""
+        self.requests_of: dict[str, dict[str, None]] = {}
+        """Workload key -> keys of the ProvisioningRequests it owns (derived; rebuilt on restore)."""
+        self.pod_templates: dict[str, tuple[o.PodTemplateSpec, ...]] = {}
+        """Workload key -> its pod sets' templates, in spec order (interned: workloads of one job template share
+        them). What a ProvisioningRequest's PodTemplates are built from."""
         self.nodes: dict[str, o.Node] = {}
         self.pods: dict[str, o.Pod] = {}
         self.jobs: dict[str, o.Job] = {}
@@ -90,6 +112,9 @@ class ClusterState:
         """Workloads a controller rule may act on without any new event: inactive and not finished, or showing
         Requeued=False, or QuotaReserved=False for a queue blocker (Suspended, Misconfigured, Deactivated).
         Derived; rebuilt on restore."""
+        self._template_generation: dict[str, int] = {}
+        """Workload key -> the metadata.generation its :attr:`pod_templates` were taken at: status-only upserts
+        (same generation) skip them. A memo, not state: without it the same templates are found again."""
         self.derived: dict[str, Any] = {}
         """Consumers' memos of values derived from this state (never part of a snapshot)."""
         self.tas = TASFold()
@@ -123,7 +148,7 @@ class ClusterState:
             if obj is None:
                 return None
             info = self._cq_infos[cq] = ClusterQueueInfo(cq, obj, self.flavors, self.admission_checks,
-                                                         self.topologies, self.forest)
+                                                         self.topologies, self.forest, self.provisioning_configs)
         return info
 
     def inactive_reason(self, cq: str) -> str | None:
@@ -166,7 +191,10 @@ class ClusterState:
             self._upsert_object(e.obj)
 
     def _on_deleted(self, e: ev.ObjectDeleted) -> None:
-        self._delete_object(e.kind, e.key)
+        if e.kind == "ProvisioningRequest":
+            self._delete_request(e.key, e.uid)
+        else:
+            self._delete_object(e.kind, e.key)
 
     def _on_job_stopped(self, e: ev.JobStopped) -> None:
         wl = self.workloads.get(e.key)
@@ -185,15 +213,71 @@ class ClusterState:
                 wl.set_condition("PodsReady", "False", e.reason or "WaitForRecovery",
                                  "At least one pod has failed, waiting for recovery", e.time)
 
-    def _on_check_state(self, e: ev.AdmissionCheckStateChanged) -> None:
+    def _on_check_state(self, e: ev.AdmissionCheckStateChanged | ev.AdmissionCheckUpdated) -> None:
+        """A check's new state (observed from another controller, or decided by kueue-es's own): Kueue's
+        ``SetAdmissionCheckState`` — lastTransitionTime moves with the state only, retryCount is kept."""
         wl = self.workloads.get(e.key)
-        if wl is not None:
-            wl.check_states = dict(wl.check_states)
-            wl.check_states[e.check] = o.AdmissionCheckState(
-                name=e.check, state=e.state, message=e.message,
-                requeue_after_seconds=e.requeue_after_seconds,
-                last_transition_time=_ltt(wl.check_states.get(e.check), e.state, e.time),
-            )
+        if wl is None:
+            return
+        old = wl.check_states.get(e.check)
+        retry = getattr(e, "retry_count", None)
+        if retry is None and old is not None:
+            retry = old.retry_count
+        states = dict(wl.check_states)
+        states[e.check] = o.AdmissionCheckState(
+            name=e.check, state=e.state, message=e.message,
+            requeue_after_seconds=e.requeue_after_seconds, retry_count=retry,
+            last_transition_time=_ltt(old, e.state, e.time), pod_set_updates=list(e.pod_set_updates),
+        )
+        wl.check_states = dict(sorted(states.items()))
+
+    # --- ProvisioningRequests -------------------------------------------------------------------------------
+
+    def _on_request_created(self, e: ev.ProvisioningRequestCreated) -> None:
+        req = e.request
+        key = req.key
+        if key not in self.provisioning_requests:
+            self.put_request(req)
+
+    def _on_request_deleted(self, e: ev.ProvisioningRequestDeleted) -> None:
+        req = self._pop_request(f"{e.namespace}/{e.name}")
+        if req is not None and req.metadata.uid:
+            self.deleted_requests[req.metadata.uid] = None
+
+    def _upsert_request(self, req: o.ProvisioningRequest) -> None:
+        if req.metadata.uid in self.deleted_requests:
+            return  # deleted by decision; this is an older event of it
+        old = self.provisioning_requests.get(req.key)
+        if old is not None:
+            self._pop_request(req.key)
+        self.put_request(req)
+
+    def _delete_request(self, key: str, uid: str) -> None:
+        self.deleted_requests.pop(uid, None)
+        req = self.provisioning_requests.get(key)
+        if req is None:
+            return
+        known = req.metadata.uid
+        if not known or (uid and uid != known):
+            return  # our creation is not observed yet, or another instance of the name went away
+        self._pop_request(key)
+
+    def put_request(self, req: o.ProvisioningRequest) -> None:
+        self.provisioning_requests[req.key] = req
+        owner = request_owner(req)
+        if owner:
+            self.requests_of.setdefault(owner, {})[req.key] = None
+
+    def _pop_request(self, key: str) -> o.ProvisioningRequest | None:
+        req = self.provisioning_requests.pop(key, None)
+        if req is not None:
+            owner = request_owner(req)
+            owned = self.requests_of.get(owner)
+            if owned is not None:
+                owned.pop(key, None)
+                if not owned:
+                    del self.requests_of[owner]
+        return req
 
     # --- objects --------------------------------------------------------------------------------------------
 
@@ -218,6 +302,8 @@ class ClusterState:
                 self.cluster_queues[name] = obj
                 if old is None or old.spec != obj.spec:
                     self._specs_changed(quota=True)
+                    if old is not None and _check_inputs(old.spec) != _check_inputs(obj.spec):
+                        self._resync_checks(name)
                 self._flush_tree(name)
             case o.Cohort():
                 old = self.cohorts.get(name)
@@ -251,7 +337,13 @@ class ClusterState:
                 self._specs_changed()
                 self._flush_all()
             case o.ProvisioningRequestConfig():
+                old = self.provisioning_configs.get(name)
                 self.provisioning_configs[name] = obj
+                if old is None or old.spec != obj.spec:
+                    self._specs_changed()  # a provisioning check's activity follows its config
+                    self._flush_all()
+            case o.ProvisioningRequest():
+                self._upsert_request(obj)
             case o.Node():
                 if self.nodes.get(name) != obj:
                     self.tas.nodes_changed()
@@ -274,6 +366,8 @@ class ClusterState:
                 self.awaiting_release.discard(key)
                 self.backoff.pop(key, None)
                 self.flagged.pop(key, None)
+                self.pod_templates.pop(key, None)
+                self._template_generation.pop(key, None)
                 if wl.cluster_queue:
                     self._flush_tree(wl.cluster_queue)
             return
@@ -300,13 +394,13 @@ class ClusterState:
             self.tas.pod_changed(key, None)
         if kind in ("ClusterQueue", "Cohort"):
             self._specs_changed(quota=True)
-        elif kind in ("Namespace", "ResourceFlavor", "AdmissionCheck", "Topology"):
+        elif kind in ("Namespace", "ResourceFlavor", "AdmissionCheck", "Topology", "ProvisioningRequestConfig"):
             self._specs_changed()
         if kind == "LocalQueue":
             self.spec_generation += 1
             for wk in sorted(self.lq_members.get(key, ())):
                 self._enqueue(self.workloads[wk])
-        elif kind not in ("Node", "Pod", "Job", "ProvisioningRequestConfig", "WorkloadPriorityClass", "PriorityClass"):
+        elif kind not in ("Node", "Pod", "Job", "WorkloadPriorityClass", "PriorityClass"):
             self._flush_all()
 
     # --- workloads ------------------------------------------------------------------------------------------
@@ -341,7 +435,10 @@ class ClusterState:
                 pod_sets=pod_sets, active=w.spec.active, labels=dict(w.metadata.labels),
                 resource_version=w.metadata.resource_version,
                 max_execution_seconds=w.spec.maximum_execution_time_seconds,
+                provreq_parameters=provreq_parameters(w.metadata.annotations),
             )
+            self.pod_templates[key] = pod_templates(w)
+            self._template_generation[key] = w.metadata.generation
             self._take_observed_status(wl, w)
             self.workloads[key] = wl
             self.reflag(wl)
@@ -351,6 +448,11 @@ class ClusterState:
         wl = old
         wl.resource_version = w.metadata.resource_version
         wl.labels = dict(w.metadata.labels)
+        wl.provreq_parameters = provreq_parameters(w.metadata.annotations)
+        generation = w.metadata.generation
+        if not generation or self._template_generation.get(key) != generation:
+            self.pod_templates[key] = pod_templates(w, self.pod_templates.get(key))
+            self._template_generation[key] = generation
         changed = (wl.pod_sets != pod_sets or wl.priority != priority or wl.active != w.spec.active
                    or wl.queue_name != w.spec.queue_name)
         if not changed:
@@ -376,8 +478,7 @@ class ClusterState:
         """A workload first seen with status (admitted before kueue-es started) keeps what it shows."""
         st = w.status
         wl.conditions = list(st.conditions)
-        for c in st.admission_checks:
-            wl.check_states[c.name] = c
+        wl.check_states = {c.name: c for c in sorted(st.admission_checks, key=lambda c: c.name)}
         if st.requeue_state is not None:
             wl.requeue_count = st.requeue_state.count or 0
             if st.requeue_state.requeue_at:
@@ -400,6 +501,7 @@ class ClusterState:
             wl.usage = admission_usage(st.admission)
             wl.reserved_at = _ms(qr)
             wl.phase = RESERVED
+            self._sync_checks(wl)
             adm = cond.get("Admitted")
             if _true(adm):
                 wl.phase = ADMITTED
@@ -407,6 +509,36 @@ class ClusterState:
             self._charge(wl)
             if wl.phase == ADMITTED:
                 self._afs_record(wl, 1)
+
+    def _sync_checks(self, wl: WorkloadInfo, queue: str | None = None) -> None:
+        """List the checks that apply to ``wl`` in its ClusterQueue (``queue``, else the one it is in): missing
+        ones are added as Pending (stamped now), extra ones dropped, sorted by name. Nothing happens while the
+        ClusterQueue is unknown."""
+        name = wl.cluster_queue if queue is None else queue
+        cq = self.cluster_queues.get(name) if name else None
+        if cq is None:
+            return
+        strategy = cq.spec.admission_checks_strategy
+        if not wl.check_states and (strategy is None or not strategy.admission_checks):
+            return  # the common case: no checks, none listed
+        adm = wl.admission
+        names = applicable_checks(cq.spec, None if adm is None else
+                                  [f for psa in adm.pod_set_assignments for f in psa.flavors.values()])
+        current = wl.check_states
+        if len(current) == len(names) and list(current) == names:
+            return
+        now = format_time(self.time)
+        wl.check_states = {n: current.get(n) or o.AdmissionCheckState(name=n, state="Pending", last_transition_time=now)
+                           for n in names}
+
+    def _resync_checks(self, cq: str) -> None:
+        """A ClusterQueue's check rules or flavors changed: re-list the checks of the workloads in it."""
+        keys = set(self.reserving.get(cq, ()))
+        q = self.queues.get(cq)
+        if q is not None:
+            keys.update(q.shapes)
+        for key in sorted(keys):
+            self._sync_checks(self.workloads[key])
 
     def reflag(self, wl: WorkloadInfo) -> None:
         """Keep ``wl``'s membership of :attr:`flagged` current (called after its status or activity changed)."""
@@ -445,6 +577,8 @@ class ClusterState:
     def _enqueue(self, wl: WorkloadInfo) -> None:
         if wl.phase != PENDING or not wl.active:
             self._dequeue(wl)
+            if wl.phase == PENDING:
+                self._sync_checks(wl, self.target_cluster_queue(wl))
             return
         cq = self.target_cluster_queue(wl)
         if cq is None:
@@ -454,6 +588,7 @@ class ClusterState:
         if wl.cluster_queue and wl.cluster_queue != cq:
             self._dequeue(wl)
         wl.cluster_queue = cq
+        self._sync_checks(wl)
         requeued = wl.condition("Requeued")
         parked = (wl.requeue_at is not None and wl.requeue_at > self.time) or (
             requeued is not None and requeued.status == "False"
@@ -553,6 +688,7 @@ class ClusterState:
         wl.reserved_at = e.time
         wl.job_stopped = False
         wl.pods_ready = False
+        self._sync_checks(wl)
         self._charge(wl)
         wl.set_condition("QuotaReserved", "True", "QuotaReserved",
                          e.message or f"Quota reserved in ClusterQueue {wl.cluster_queue}", e.time)
@@ -603,13 +739,7 @@ class ClusterState:
             wl.requeue_at = max(e.requeue_at, wl.requeue_at or 0)
             wl.requeue_count = e.requeue_count if e.requeue_count is not None else wl.requeue_count + 1
             self.backoff[wl.key] = wl.requeue_at
-        if wl.check_states:
-            wl.check_states = {
-                k: o.AdmissionCheckState(name=k, state="Pending", last_transition_time=_ltt(s, "Pending", e.time),
-                                         message=f"Reset to Pending after eviction. Previously: {s.state}")
-                if s.state != "Pending" else s
-                for k, s in wl.check_states.items()
-            }
+        _reset_checks(wl, e.time)
         if wl.job_stopped:
             self.awaiting_release.add(wl.key)
 
@@ -634,9 +764,7 @@ class ClusterState:
             wl.admission, wl.usage, wl.phase = None, {}, PENDING
             wl.reserved_at = wl.admitted_at = None
             wl.set_condition("QuotaReserved", "False", "PendingEvaluation", e.message, e.time)
-            adm = wl.condition("Admitted")
-            if adm is not None and adm.status == "True":
-                wl.set_condition("Admitted", "False", "NoReservation", "The workload has no reservation", e.time)
+            _sync_admitted(wl, e.time)
             cq = wl.cluster_queue
             wl.cluster_queue = ""
             if cq:
@@ -656,10 +784,17 @@ class ClusterState:
         if wl.reserving:
             wl.set_condition("Evicted", "True", e.reason, e.message, e.time)
             wl.evicted = e.reason
+            _reset_checks(wl, e.time)
             self._release(wl)
+            self.awaiting_release.discard(wl.key)
+            if wl.admitted_at is not None:
+                wl.accumulated_seconds += max(0, (e.time - wl.admitted_at) // 1000)
             wl.admission, wl.usage, wl.phase = None, {}, PENDING
+            wl.reserved_at = wl.admitted_at = None
             wl.set_condition("QuotaReserved", "False", "Deactivated", "The workload is deactivated", e.time)
+            _sync_admitted(wl, e.time)
             wl.set_condition("Requeued", "False", e.reason, e.message, e.time)
+            self._sync_checks(wl)
         self._dequeue(wl)
         self.reflag(wl)
         if wl.cluster_queue:
@@ -714,6 +849,9 @@ _HANDLERS: dict[type, Any] = {
     ev.JobStopped: ClusterState._on_job_stopped,
     ev.PodsReadyChanged: ClusterState._on_pods_ready,
     ev.AdmissionCheckStateChanged: ClusterState._on_check_state,
+    ev.AdmissionCheckUpdated: ClusterState._on_check_state,
+    ev.ProvisioningRequestCreated: ClusterState._on_request_created,
+    ev.ProvisioningRequestDeleted: ClusterState._on_request_deleted,
 }
 """Event type -> what applying it does (a dict lookup instead of a chain of isinstance checks)."""
 
@@ -753,3 +891,51 @@ def _ltt(old: o.AdmissionCheckState | None, state: str, time: int) -> str:
     if old is not None and old.state == state and old.last_transition_time:
         return old.last_transition_time
     return format_time(time)
+
+
+def request_owner(req: o.ProvisioningRequest) -> str:
+    """Key of the Workload a ProvisioningRequest belongs to (its Workload owner reference), or ""."""
+    refs = req.metadata.owner_references
+    for ref in refs:
+        if ref.kind == "Workload" and ref.controller:
+            return f"{req.metadata.namespace}/{ref.name}"
+    for ref in refs:
+        if ref.kind == "Workload":
+            return f"{req.metadata.namespace}/{ref.name}"
+    return ""
+
+
+def _check_inputs(spec: o.ClusterQueueSpec) -> tuple:
+    """What the check list of a ClusterQueue's workloads depends on: its check rules and its flavors."""
+    return (spec.admission_checks_strategy, [[fq.name for fq in rg.flavors] for rg in spec.resource_groups])
+
+
+def _reset_checks(wl: WorkloadInfo, time: int) -> None:
+    """Eviction sets every check that is not Pending back to Pending: requeueAfterSeconds stays, a Retry adds one
+    to retryCount, and any other state drops it (Kueue's ``resetChecksOnEviction``)."""
+    if not wl.check_states or all(s.state == "Pending" for s in wl.check_states.values()):
+        return
+    now = format_time(time)
+    wl.check_states = {
+        k: s if s.state == "Pending" else o.AdmissionCheckState(
+            name=k, state="Pending", last_transition_time=now,
+            message=f"Reset to Pending after eviction. Previously: {s.state}",
+            requeue_after_seconds=s.requeue_after_seconds,
+            retry_count=(s.retry_count or 0) + 1 if s.state == "Retry" else None)
+        for k, s in wl.check_states.items()
+    }
+
+
+def _sync_admitted(wl: WorkloadInfo, time: int) -> None:
+    """Kueue's ``SyncAdmittedCondition`` for the cases the fold handles (the reservation is gone, or was never
+    there): Admitted=False with the first reason that holds — NoReservation, then UnsatisfiedAdmissionChecks —
+    but only as a transition from True (an absent condition stays absent). The admitted time is accumulated
+    by the caller."""
+    adm = wl.condition("Admitted")
+    if adm is None or adm.status != "True":
+        return
+    if not wl.reserving:
+        wl.set_condition("Admitted", "False", "NoReservation", "The workload has no reservation", time)
+    elif any(s.state != "Ready" for s in wl.check_states.values()):
+        wl.set_condition("Admitted", "False", "UnsatisfiedAdmissionChecks", "The workload has not all checks ready",
+                         time)

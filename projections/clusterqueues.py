@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from events import objects as o
+from projections.admissionchecks import check_active
 from projections.cohorts import CohortForest
 
 
@@ -46,7 +47,8 @@ class ClusterQueueInfo:
 
     def __init__(self, name: str, obj: o.ClusterQueue, flavors: Mapping[str, o.ResourceFlavor],
                  admission_checks: Mapping[str, o.AdmissionCheck], topologies: Mapping[str, o.Topology],
-                 forest: CohortForest) -> None:
+                 forest: CohortForest, provisioning_configs: Mapping[str, o.ProvisioningRequestConfig] | None = None
+                 ) -> None:
         spec = obj.spec
         self.name = name
         self.obj = obj
@@ -61,7 +63,8 @@ class ClusterQueueInfo:
         self.strict_fifo = spec.queueing_strategy == "StrictFIFO"
         rules = spec.admission_checks_strategy.admission_checks if spec.admission_checks_strategy else []
         self.check_rules: list[tuple[str, frozenset[str]]] = [(r.name, frozenset(r.on_flavors)) for r in rules]
-        self.inactive = _inactive_reason(name, spec, flavors, admission_checks, topologies, forest)
+        self.inactive = _inactive_reason(name, spec, flavors, admission_checks, topologies, forest,
+                                         provisioning_configs or {})
         """Kueue's first Active=False reason, or None when the queue can admit."""
         self.eligibility: dict[tuple[str, object], str | None] = {}
         """(flavor, pod set) -> why the flavor cannot serve the pod set; the scheduler's memo."""
@@ -85,7 +88,7 @@ class ClusterQueueInfo:
 
 def _inactive_reason(name: str, spec: o.ClusterQueueSpec, flavors: Mapping[str, o.ResourceFlavor],
                      admission_checks: Mapping[str, o.AdmissionCheck], topologies: Mapping[str, o.Topology],
-                     forest: CohortForest) -> str | None:
+                     forest: CohortForest, configs: Mapping[str, o.ProvisioningRequestConfig]) -> str | None:
     reasons = []
     if spec.stop_policy not in ("None", ""):
         reasons.append("Stopped")
@@ -99,6 +102,8 @@ def _inactive_reason(name: str, spec: o.ClusterQueueSpec, flavors: Mapping[str, 
     checks = spec.admission_checks_strategy.admission_checks if spec.admission_checks_strategy else []
     if any(c.name not in admission_checks for c in checks):
         reasons.append("AdmissionCheckNotFound")
+    if any(c.name in admission_checks and not check_active(admission_checks[c.name], configs)[0] for c in checks):
+        reasons.append("AdmissionCheckInactive")
     for rg in spec.resource_groups:
         for fq in rg.flavors:
             f = flavors.get(fq.name)

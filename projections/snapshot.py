@@ -17,7 +17,7 @@ from events import objects as o
 from events.errors import InvalidInput
 from projections.cluster import ClusterState
 from projections.queues import ClusterQueueQueue
-from projections.workloads import WorkloadInfo
+from projections.workloads import WorkloadInfo, intern_templates
 
 SNAPSHOT_VERSION = 1
 
@@ -46,6 +46,12 @@ class Snapshot(msgspec.Struct, array_like=True):
     backoff: list[tuple[str, int]]
     afs_history: list[tuple[int, str, int, list[tuple[str, int]]]] = []
     """Admission Fair Sharing facts (``ClusterState.afs_history``); absent from older snapshots."""
+    template_pool: list[list[o.PodTemplateSpec]] = []
+    """The distinct pod-template tuples of ``ClusterState.pod_templates``, each once."""
+    templates: list[tuple[str, int]] = []
+    """Workload key -> index into ``template_pool``."""
+    deleted_requests: list[str] = []
+    """``ClusterState.deleted_requests``."""
 
 
 _encoder = msgspec.msgpack.Encoder(order="sorted")
@@ -56,7 +62,7 @@ def _object_tables(state: ClusterState) -> list[dict[str, o.KObject]]:
     return [
         state.flavors, state.cluster_queues, state.cohorts, state.local_queues, state.workload_priority_classes,
         state.priority_classes, state.topologies, state.admission_checks, state.provisioning_configs,
-        state.nodes, state.pods, state.jobs,
+        state.nodes, state.pods, state.jobs, state.provisioning_requests,
     ]
 
 
@@ -83,6 +89,17 @@ def take(state: ClusterState) -> Snapshot:
         for cq in sorted(state.usage)
         if any(state.usage[cq].values())
     ]
+    pool: dict[bytes, int] = {}
+    template_pool: list[list[o.PodTemplateSpec]] = []
+    templates: list[tuple[str, int]] = []
+    for key in sorted(state.pod_templates):
+        t = state.pod_templates[key]
+        b = _encoder.encode(t)
+        index = pool.get(b)
+        if index is None:
+            index = pool[b] = len(template_pool)
+            template_pool.append(list(t))
+        templates.append((key, index))
     return Snapshot(
         version=SNAPSHOT_VERSION,
         offset=state.offset,
@@ -96,6 +113,9 @@ def take(state: ClusterState) -> Snapshot:
         awaiting_release=sorted(state.awaiting_release),
         backoff=sorted(state.backoff.items()),
         afs_history=[(t, lq, sign, list(u)) for t, lq, sign, u in state.afs_history],
+        template_pool=template_pool,
+        templates=templates,
+        deleted_requests=sorted(state.deleted_requests),
     )
 
 
@@ -113,6 +133,9 @@ def restore(snap: Snapshot) -> ClusterState:
         "Node": state.nodes, "Pod": state.pods, "Job": state.jobs,
     }
     for obj in snap.objects:
+        if isinstance(obj, o.ProvisioningRequest):
+            state.put_request(obj)
+            continue
         tables[type(obj).__struct_config__.tag][obj.key] = obj  # type: ignore[attr-defined]
     for wl in snap.workloads:
         state.workloads[wl.key] = wl
@@ -144,6 +167,9 @@ def restore(snap: Snapshot) -> ClusterState:
         wl = state.workloads[key]
         if wl.reserving and wl.cluster_queue:
             state.tas.charge(wl)
+    pool = [intern_templates(tuple(t)) for t in snap.template_pool]
+    state.pod_templates = {key: pool[index] for key, index in snap.templates}
+    state.deleted_requests = dict.fromkeys(snap.deleted_requests)
     return state
 
 

@@ -64,6 +64,9 @@ class WorkloadInfo(msgspec.Struct, array_like=True):
     max_execution_seconds: int | None = None
     accumulated_seconds: int = 0
     check_states: dict[str, o.AdmissionCheckState] = {}
+    provreq_parameters: tuple[tuple[str, str], ...] = ()
+    """ProvisioningRequest parameters the workload asks for (its ``provreq.kueue.x-k8s.io/<param>`` annotations,
+    prefix stripped), sorted; the empty tuple, shared, for the many workloads that have none."""
 
     @property
     def shape(self) -> tuple[int, bytes]:
@@ -113,6 +116,44 @@ class WorkloadInfo(msgspec.Struct, array_like=True):
             for r, v in ps.requests:
                 total[r] = total.get(r, 0) + v * ps.count
         return total
+
+
+PROVREQ_ANNOTATION_PREFIX = "provreq.kueue.x-k8s.io/"
+
+
+def provreq_parameters(annotations: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    if not annotations:
+        return ()
+    n = len(PROVREQ_ANNOTATION_PREFIX)
+    found = [(k[n:], v) for k, v in annotations.items() if k.startswith(PROVREQ_ANNOTATION_PREFIX)]
+    return tuple(sorted(found)) if found else ()
+
+
+_TEMPLATES: dict[bytes, tuple[o.PodTemplateSpec, ...]] = {}
+
+
+def pod_templates(w: o.Workload, current: tuple[o.PodTemplateSpec, ...] | None = None
+                  ) -> tuple[o.PodTemplateSpec, ...]:
+    """The pod sets' templates, interned: equal templates (one job template, many workloads) are one tuple.
+    ``current`` (what the workload had) is kept when equal, which spares an encoding on status upserts."""
+    templates = tuple([ps.template for ps in w.spec.pod_sets])
+    if current is not None and current == templates:
+        return current
+    key = _ENC.encode(templates)
+    found = _TEMPLATES.get(key)
+    if found is None:
+        if len(_TEMPLATES) > 100_000:
+            _TEMPLATES.clear()
+        found = _TEMPLATES[key] = templates
+    return found
+
+
+def intern_templates(templates: tuple[o.PodTemplateSpec, ...]) -> tuple[o.PodTemplateSpec, ...]:
+    key = _ENC.encode(templates)
+    found = _TEMPLATES.get(key)
+    if found is None:
+        found = _TEMPLATES[key] = templates
+    return found
 
 
 _INTERNED: dict[bytes, PodSetInfo] = {}

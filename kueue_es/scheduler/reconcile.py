@@ -3,7 +3,13 @@
 * an evicted workload whose job has stopped gives its quota back and is requeued (Requeued condition);
 * a requeue backoff that has run out sets Requeued=True/BackoffFinished;
 * an admitted workload whose pods are not ready within waitForPodsReady's timeout is evicted with backoff;
-* admission checks: all Ready admits, Retry evicts, Rejected deactivates;
+* admission checks: all listed checks Ready admits; a Retry check evicts (reason AdmissionCheck), first raising
+  ``requeueState.requeueAt`` to the latest lastTransitionTime + requeueAfterSeconds of the Retry checks; a
+  Rejected check deactivates (Evicted DeactivatedDueToAdmissionCheck). Kueue passes the rejection through a
+  DeactivationTarget condition and ``spec.active=false`` before it evicts, because those are separate API
+  writes; here the intent and its outcome are one decision, with Kueue's final reason and message;
+* the ProvisioningRequest check controller (:mod:`kueue_es.scheduler.provisioning`) for the workloads holding
+  quota, and the clean-up of the requests of finished and evicted ones;
 * a deactivated workload holding quota is evicted and its quota released at once (the cache stops counting it);
 * HoldAndDrain evicts what a stopped LocalQueue or ClusterQueue admitted (LocalQueueStopped, ClusterQueueStopped);
 * a workload parked by Requeued=False is requeued when its cause goes away: reactivation (Reactivated), its
@@ -14,12 +20,14 @@
 
 from __future__ import annotations
 
+from events import objects as o
 from events import schema as ev
+from events.timefmt import parse_time
 from projections.cluster import ClusterState
 from projections.workloads import ADMITTED, PENDING, RESERVED, WorkloadInfo
 
+from kueue_es.scheduler import provisioning
 from kueue_es.scheduler.config import SchedulerConfig, parse_duration
-from kueue_es.scheduler.cycle import required_checks
 
 REQUEUE_TRUE_REASONS = frozenset({"Preempted", "NodeFailures"})
 PENDING_EVALUATION = "Workload is pending evaluation in the scheduling queue"
@@ -51,6 +59,7 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
         out.append(ev.WorkloadRequeued(
             key=key, uid=wl.uid, status=reason in REQUEUE_TRUE_REASONS, reason=reason,
             message=evicted.message if evicted is not None else "", release=True, **base))
+    out.extend(provisioning.cleanup(state, base))
     for key in sorted(state.backoff):
         wl = wls.get(key)
         if wl is None or wl.requeue_at is None or wl.requeue_at > now or wl.reserving:
@@ -68,6 +77,11 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                 out.append(ev.WorkloadDeactivated(key=key, uid=wl.uid, reason="Deactivated",
                                                   message="The workload is deactivated", **base))
                 continue
+            if wl.check_states or key in state.requests_of:
+                checked = provisioning.reconcile_workload(state, wl, base)
+                if checked:  # one controller at a time acts on a workload; the rest waits for the next pass
+                    out.extend(checked)
+                    continue
             lq = state.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
             if lq is not None and lq.spec.stop_policy == "HoldAndDrain" and wl.phase == ADMITTED:
                 out.append(ev.WorkloadEvicted(key=key, uid=wl.uid, reason="LocalQueueStopped",
@@ -78,20 +92,21 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                                               message="The ClusterQueue is stopped", **base))
                 continue
             states = wl.check_states
-            if any(s.state == "Rejected" for s in states.values()):
-                names = ", ".join(sorted(k for k, s in states.items() if s.state == "Rejected"))
-                out.append(ev.WorkloadDeactivated(key=key, uid=wl.uid, reason="DeactivatedDueToAdmissionCheck",
-                                                  message=f"The workload is deactivated due to AdmissionCheck(s) in Rejected state: {names}", **base))
+            rejected = [s for s in states.values() if s.state == "Rejected"]
+            if rejected:
+                out.append(ev.WorkloadDeactivated(
+                    key=key, uid=wl.uid, reason="DeactivatedDueToAdmissionCheck",
+                    message=f"The workload is deactivated due to {checks_message(rejected, 'Rejected')}", **base))
                 continue
-            if any(s.state == "Retry" for s in states.values()):
-                names = ", ".join(sorted(k for k, s in states.items() if s.state == "Retry"))
-                out.append(ev.WorkloadEvicted(key=key, uid=wl.uid, reason="AdmissionCheck",
-                                              message=f"Evicted due to AdmissionCheck(s) in Retry state: {names}", **base))
+            retry = [s for s in states.values() if s.state == "Retry"]
+            if retry:
+                out.append(ev.WorkloadEvicted(
+                    key=key, uid=wl.uid, reason="AdmissionCheck",
+                    message=f"Evicted due to {checks_message(retry, 'Retry')}",
+                    requeue_at=retry_requeue_at(wl, retry, now), requeue_count=wl.requeue_count, **base))
                 continue
             if wl.phase == RESERVED and wl.admission is not None:
-                flavors = {f for p in wl.admission.pod_set_assignments for f in p.flavors.values()}
-                checks = required_checks(state, cq, flavors) if cq_obj is not None else []
-                if all(states.get(c) is not None and states[c].state == "Ready" for c in checks):
+                if all(s.state == "Ready" for s in states.values()):
                     out.append(ev.WorkloadAdmitted(key=key, uid=wl.uid, message="The workload is admitted", **base))
                 continue
             deadline = pods_ready_deadline(config, wl)
@@ -110,6 +125,26 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                         requeue_at=now + backoff_ms(config, count), **base))
     _pending_workloads(state, out, base)
     return out
+
+
+def checks_message(checks: list[o.AdmissionCheckState], state: str) -> str:
+    """Kueue's wording: ``AdmissionCheck[s] in <state> state: "name" (message); ...``, sorted by name."""
+    parts = [f'"{c.name}" ({c.message})' if c.message else f'"{c.name}"' for c in sorted(checks, key=lambda c: c.name)]
+    noun = "AdmissionChecks" if len(parts) > 1 else "AdmissionCheck"
+    return f"{noun} in {state} state: {'; '.join(parts)}"
+
+
+def retry_requeue_at(wl: WorkloadInfo, retry: list[o.AdmissionCheckState], now: int) -> int | None:
+    """The latest lastTransitionTime + requeueAfterSeconds of the Retry checks (ms), when that is later than
+    both now and the current requeueAt; None leaves the requeue state alone (retry at once)."""
+    latest = None
+    for c in retry:
+        if c.requeue_after_seconds is not None and c.last_transition_time:
+            t = parse_time(c.last_transition_time) + c.requeue_after_seconds * 1000
+            latest = t if latest is None else max(latest, t)
+    if latest is None or latest <= now or (wl.requeue_at is not None and latest <= wl.requeue_at):
+        return None
+    return latest
 
 
 def queue_blocker(state: ClusterState, wl: WorkloadInfo) -> tuple[str, str]:
@@ -179,8 +214,10 @@ def _blocked_queues(state: ClusterState) -> tuple[list[str], list[str]]:
 
 
 def _restarted(state: ClusterState, wl: WorkloadInfo, reason: str) -> tuple[str, str] | None:
-    if reason == "Deactivated":
+    if reason.startswith("Deactivated"):
         return "Reactivated", "The workload was reactivated"
+    if reason == "AdmissionCheck" and wl.key not in state.backoff:
+        return "BackoffFinished", "The workload backoff was finished"  # a Retry without requeueAfterSeconds
     lq = state.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
     if reason == "LocalQueueStopped" and lq is not None and lq.spec.stop_policy in ("None", ""):
         return "LocalQueueRestarted", "The LocalQueue was restarted after being stopped"

@@ -20,6 +20,7 @@ from fixtures.eventgen import (
     upsert,
     workload,
 )
+from fixtures.provflow import retry_then_provision
 from hypothesis import given, settings
 
 from events import schema as ev
@@ -203,3 +204,33 @@ def test_eviction_deactivation_and_reports_from_the_cluster() -> None:
     assert by[6].message == "not ready"
     # the upsert at 11 says active: true again after the deactivation: the workload is queued again
     assert by[11].cluster_queue == "cq-a"
+
+
+def test_the_provisioning_controller_s_decisions_show_in_a_workload_s_history() -> None:
+    f = retry_then_provision()
+    steps = AuditTrail().apply_all(f.records).timeline("default/job-a")
+    got = [(s.step, s.reason) for s in steps if s.step in ("ProvisioningRequest", "AdmissionCheck", "Evicted",
+                                                            "QuotaReserved", "Admitted", "Finished")]
+    assert got == [
+        ("QuotaReserved", ""),
+        ("ProvisioningRequest", "Created"),
+        ("AdmissionCheck", "prov=Retry"),
+        ("Evicted", "AdmissionCheck"),
+        ("ProvisioningRequest", "Deleted: Evicted"),
+        ("QuotaReserved", ""),
+        ("ProvisioningRequest", "Created"),
+        ("AdmissionCheck", "prov=Ready"),
+        ("Admitted", ""),
+        ("Finished", "Succeeded"),
+        ("ProvisioningRequest", "Deleted: Finished"),
+    ]
+    by_reason = {(s.step, s.reason, s.offset): s for s in steps}
+    created = [s for (step, reason, _), s in sorted(by_reason.items(), key=lambda kv: kv[0][2])
+               if step == "ProvisioningRequest" and reason == "Created"]
+    assert [s.message for s in created] == [
+        "job-a-prov-1 (check prov, attempt 1, class queued-provisioning.gke.io)",
+        "job-a-prov-2 (check prov, attempt 2, class queued-provisioning.gke.io)",
+    ]
+    retry = next(s for s in steps if s.reason == "prov=Retry")
+    assert retry.message == "Retrying after failure: no capacity" and retry.cycle is not None
+    assert all(not s.ignored for s in steps)

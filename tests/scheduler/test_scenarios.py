@@ -7,25 +7,36 @@ A case file holds ``objects`` (what a user would kubectl-apply), an optional Kue
 * ``timeline`` — for behaviour driven by time: the objects are loaded as ``kueue-es schedule`` loads them, at
   ``start`` (default 2024-01-01T00:00:00Z), then each step happens ``at`` an offset from ``start``: it applies
   ``objects`` (upserts), ``delete`` (``Kind/key``), ``finish``, ``podsReady`` / ``podsNotReady``,
-  ``stopJobs`` (keys, or ``all`` evicted workloads that still hold quota) and ``checks``
-  (``{workload, check, state}``) as observed events at that time, then lets the scheduler settle exactly as the
-  service does (``decide`` — controller rules, then a cycle — until it has nothing to say), then asserts its
-  ``expect`` (only the workloads it names).
+  ``stopJobs`` (keys, or ``all`` evicted workloads that still hold quota), ``checks``
+  (``{workload, check, state, message, requeueAfterSeconds}``) and ``provisioning`` (``{request: namespace/name, condition: Provisioned,
+  status: "True", message, details: {...}}`` — the ProvisioningRequest as kueue-es created it, as the watch would
+  bring it back with that condition set) as observed events at that
+  time, then lets the scheduler settle exactly as the service does (``decide`` — controller rules, then a cycle
+  — until it has nothing to say), then asserts its ``expect`` (only the workloads it names) and, when given,
+  ``requests`` (every ProvisioningRequest the projection knows, by key, with what it should hold: ``class``,
+  ``parameters``, ``podSets`` as ``[template, count]`` pairs, ``templates`` by name with ``nodeSelector``,
+  ``requests`` (of the first container), ``labels``, ``gates``) and ``decisions`` (the types decided in the
+  step, per workload, in order).
 
 Expectations per workload: ``admitted: {clusterQueue, flavors: {podSet: {resource: flavor}}, counts: {podSet: n},
 checksPending}``, ``pending: REASON`` (QuotaReserved=False reason; ``message``/``notInMessage`` optional substrings), ``preempted:
 REASON`` (Preempted condition reason, with Evicted=True/Preempted), ``evicted: REASON`` (Evicted=True),
 ``requeued: {status, reason}``, ``requeueCount: N``, ``requeueAt: TIME|null``, ``finished: true``,
-``active: false``, ``reservingQuota: bool``, or ``unchanged: true`` (``want`` only).
+``active: false``, ``reservingQuota: bool``, ``admittedCondition: {status, reason}``, ``messages: {condition
+type: exact message}``, ``checks: {name: {state,
+message (substring), requeueAfterSeconds, retryCount, podSetUpdates, lastTransitionTime}}``, or ``unchanged:
+true`` (``want`` only).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 import yaml
 
+from events import objects as o
 from events import schema as ev
 from events.manifests import load_text
 from events.timefmt import format_time, parse_time
@@ -103,6 +114,26 @@ def check_status(case: str, key: str, status: dict, want: dict, wl=None) -> None
     if "reservingQuota" in want:
         checked = True
         assert wl is not None and wl.reserving == want["reservingQuota"], f"{key}: phase {wl.phase if wl else None}"
+    if "admittedCondition" in want:
+        checked = True
+        adm, w = _cond(status, "Admitted"), want["admittedCondition"]
+        assert adm is not None and adm["status"] == w["status"] and adm["reason"] == w["reason"], f"{key}: {adm}"
+    if "messages" in want:
+        checked = True
+        for type_, text in want["messages"].items():
+            c = _cond(status, type_)
+            assert c is not None and c["message"] == text, f"{key}: {type_} message {c and c['message']!r}"
+    if "checks" in want:
+        checked = True
+        got_checks = {c["name"]: c for c in status.get("admissionChecks", [])}
+        assert sorted(got_checks) == sorted(want["checks"]), f"{key}: checks {sorted(got_checks)}"
+        for name, w in want["checks"].items():
+            c = got_checks[name]
+            for field, value in w.items():
+                if field == "message":
+                    assert value in c.get("message", ""), f"{key}: check {name}: message {c.get('message')!r}"
+                else:
+                    assert c.get(field) == value, f"{key}: check {name}: {field} {c.get(field)!r}, want {value!r}"
     if not checked:
         raise AssertionError(f"{case}: want for {key} says nothing")
 
@@ -146,6 +177,8 @@ def run_timeline(name: str, spec: dict, tmp_path: Path) -> None:
         for e in events:
             state.apply(ev.Record(state.offset + 1, e))
 
+    created: dict[str, ev.ProvisioningRequestCreated] = {}
+
     for i, step in enumerate(spec["timeline"]):
         t = start + parse_duration(str(step.get("at", "0s")))
         assert t >= state.time, f"{name}: step {i} goes back in time"
@@ -168,9 +201,23 @@ def run_timeline(name: str, spec: dict, tmp_path: Path) -> None:
         for key in stop:
             events.append(ev.JobStopped(time=t, key=key))
         for c in step.get("checks", []):
-            events.append(ev.AdmissionCheckStateChanged(time=t, key=c["workload"], check=c["check"], state=c["state"]))
+            events.append(ev.AdmissionCheckStateChanged(time=t, key=c["workload"], check=c["check"], state=c["state"],
+                                                        message=c.get("message", ""),
+                                                        requeue_after_seconds=c.get("requeueAfterSeconds")))
         apply(events)
-        settle(state, config, now=t)
+        for p in step.get("provisioning", []):  # one by one: each builds on the request as the last one left it
+            apply([_observed_request(state, p, t, name, i)])
+        batches = settle(state, config, now=t)
+        for batch in batches:
+            created.update({d.request.key: d for d in batch if isinstance(d, ev.ProvisioningRequestCreated)})
+        if "decisions" in step:
+            got: dict[str, list[str]] = {}
+            for batch in batches:
+                for d in batch:
+                    got.setdefault(d.key, []).append(type(d).__name__)
+            assert got == step["decisions"], f"{name}: step {i} (at {format_time(t)}): decisions {got}"
+        if "requests" in step:
+            check_requests(f"{name}: step {i} (at {format_time(t)})", state, step["requests"], created)
         for key, want in step.get("expect", {}).items():
             wl = state.workloads.get(key)
             assert wl is not None, f"{name}: step {i} (at {format_time(t)}): no workload {key}"
@@ -178,3 +225,62 @@ def run_timeline(name: str, spec: dict, tmp_path: Path) -> None:
                 check_status(name, key, status_of(wl), want, wl)
             except AssertionError as exc:
                 raise AssertionError(f"{name}: step {i} (at {format_time(t)}): {exc}") from None
+
+
+def _observed_request(state, p: dict, t: int, name: str, i: int) -> ev.Event:
+    """The ProvisioningRequest ``p["request"]`` as the watch would bring it back: what kueue-es created, with the
+    condition set (lastTransitionTime moving with its status) and a uid once it exists."""
+    key = p["request"]
+    req = state.provisioning_requests.get(key)
+    assert req is not None, f"{name}: step {i}: no ProvisioningRequest {key}; known: {sorted(state.provisioning_requests)}"
+    uid = req.metadata.uid or f"uid-{key}"
+    conditions = list(req.status.conditions)
+    if "condition" in p:
+        status = str(p.get("status", "True"))
+        old = next((c for c in conditions if c.type == p["condition"]), None)
+        ltt = old.last_transition_time if old is not None and old.status == status else format_time(t)
+        cond = o.Condition(type=p["condition"], status=status, reason=p.get("reason", p["condition"]),
+                           message=p.get("message", ""), last_transition_time=ltt)
+        conditions = [c for c in conditions if c.type != p["condition"]] + [cond]
+    details = {**req.status.provisioning_class_details, **p.get("details", {})}
+    obj = msgspec.structs.replace(
+        req, metadata=msgspec.structs.replace(req.metadata, uid=uid),
+        status=o.ProvisioningRequestStatus(conditions=conditions, provisioning_class_details=details))
+    return ev.ObjectUpserted(time=t, key=key, uid=uid, obj=obj)
+
+
+def check_requests(where: str, state, want: dict, created: dict) -> None:
+    """Every ProvisioningRequest the projection knows, and what the ones named should hold."""
+    assert sorted(state.provisioning_requests) == sorted(want), f"{where}: requests {sorted(state.provisioning_requests)}"
+    for key, w in want.items():
+        req = state.provisioning_requests[key]
+        w = w or {}
+        if "class" in w:
+            assert req.spec.provisioning_class_name == w["class"], f"{where}: {key}: class"
+        if "parameters" in w:
+            assert req.spec.parameters == w["parameters"], f"{where}: {key}: parameters {req.spec.parameters}"
+        if "podSets" in w:
+            got = [[ps.pod_template_ref.name, ps.count] for ps in req.spec.pod_sets]
+            assert got == w["podSets"], f"{where}: {key}: podSets {got}"
+        if "owner" in w:
+            refs = [(r.kind, r.name, r.controller) for r in req.metadata.owner_references]
+            assert refs == [("Workload", w["owner"], True)], f"{where}: {key}: owners {refs}"
+        if "attempt" in w:
+            assert req.metadata.name.endswith(f"-{w['attempt']}") or len(req.metadata.name) == 253
+        templates = {t.metadata.name: t for t in created[key].pod_templates} if key in created else {}
+        for tname, tw in w.get("templates", {}).items():
+            assert tname in templates, f"{where}: {key}: templates {sorted(templates)}"
+            tpl = templates[tname].template
+            if "nodeSelector" in tw:
+                assert tpl.spec.node_selector == tw["nodeSelector"], f"{where}: {tname}: {tpl.spec.node_selector}"
+            if "tolerations" in tw:
+                got_t = [msgspec.to_builtins(x) for x in tpl.spec.tolerations]
+                assert got_t == tw["tolerations"], f"{where}: {tname}: tolerations {got_t}"
+            if "requests" in tw:
+                got_r = {r: str(q) for r, q in tpl.spec.containers[0].resources.requests.items()}
+                assert got_r == {r: str(q) for r, q in tw["requests"].items()}, f"{where}: {tname}: requests {got_r}"
+            if "labels" in tw:
+                assert tpl.metadata.labels == tw["labels"], f"{where}: {tname}: labels {tpl.metadata.labels}"
+            if "gates" in tw:
+                assert [g["name"] for g in tpl.spec.scheduling_gates] == tw["gates"], f"{where}: {tname}: gates"
+
