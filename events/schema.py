@@ -213,6 +213,20 @@ class ProvisioningRequestDeleted(Decision, tag="ProvisioningRequestDeleted"):
     """The request's uid when it has been observed (a precondition for the delete), else empty."""
 
 
+class UnhealthyNodesChanged(Decision, tag="UnhealthyNodesChanged"):
+    """``status.unhealthyNodes`` of an admitted TAS workload: the nodes under it that failed (Kueue lists them
+    and replaces the first in place; an empty list clears them)."""
+
+    nodes: list[str] = []
+
+
+class SecondPassFailed(Decision, tag="SecondPassFailed"):
+    """A second-pass attempt (delayed topology or node replacement) found no placement: quota and conditions stay,
+    and the workload is retried after a backoff (Kueue's Warning event of the same name)."""
+
+    message: str = ""
+
+
 # --- connector outcomes ------------------------------------------------------------------------------------------
 
 
@@ -246,6 +260,8 @@ AnyEvent = Union[
     AdmissionCheckUpdated,
     ProvisioningRequestCreated,
     ProvisioningRequestDeleted,
+    UnhealthyNodesChanged,
+    SecondPassFailed,
     DecisionApplied,
     DecisionRejected,
 ]

@@ -30,6 +30,7 @@ from projections.admissionchecks import applicable_checks
 from projections.clusterqueues import ClusterQueueInfo, selector_matches
 from projections.cohorts import CohortForest, build_forest
 from projections.queues import ClusterQueueQueue, SortKey
+from projections.secondpass import backoff_ms, needs_second_pass
 from projections.quota import QuotaTree, build_quota_tree
 from projections.topology import TASFold
 from projections.workloads import (
@@ -93,6 +94,9 @@ class ClusterState:
         """Evicted workloads whose job has stopped: the scheduler releases their quota next."""
         self.backoff: dict[str, int] = {}
         """Workloads parked until ``requeueAt`` (ms)."""
+        self.second_pass: dict[str, int] = {}
+        """Workloads waiting for a second pass -> when it is due (ms). Derived from ``WorkloadInfo.second_pass``;
+        rebuilt on restore."""
         self.last_cycle = 0
         """Highest scheduler cycle number in the log; the next cycle is numbered one more."""
         self._forest: CohortForest | None = None
@@ -182,6 +186,8 @@ class ClusterState:
             handler = _handler_of(type(e))
         if handler is not None:
             handler(self, e)
+            if type(e) in _SECOND_PASS_TRIGGERS and (type(e) is not ev.ObjectUpserted or e.obj.__class__ is o.Workload):
+                self._sync_second_pass(e.key, e.time)
         # ticks and connector outcomes carry only time
 
     def _on_upserted(self, e: ev.ObjectUpserted) -> None:
@@ -279,6 +285,38 @@ class ClusterState:
                     del self.requests_of[owner]
         return req
 
+    def _on_unhealthy_nodes(self, e: ev.UnhealthyNodesChanged) -> None:
+        wl = self.workloads.get(e.key)
+        if wl is not None and wl.reserving:
+            wl.unhealthy_nodes = tuple(e.nodes)
+
+    def _on_second_pass_failed(self, e: ev.SecondPassFailed) -> None:
+        wl = self.workloads.get(e.key)
+        if wl is not None and wl.second_pass is not None:
+            iteration = wl.second_pass[0] + 1
+            wl.second_pass = (iteration, e.time + backoff_ms(iteration))
+            self.second_pass[wl.key] = wl.second_pass[1]
+
+    def required_checks_of(self, wl: WorkloadInfo) -> list[str]:
+        """The admission checks that apply to ``wl``'s current admission."""
+        info = self.cq_info(wl.cluster_queue) if wl.cluster_queue else None
+        if info is None or wl.admission is None or not info.check_rules:
+            return []
+        return info.required_checks({f for p in wl.admission.pod_set_assignments for f in p.flavors.values()})
+
+    def _sync_second_pass(self, key: str, time: int) -> None:
+        """Kueue's QueueSecondPassIfNeeded: a workload that starts needing a second pass is due one second later;
+        one that no longer needs it leaves the queue (and a later need starts counting again)."""
+        wl = self.workloads.get(key)
+        if wl is None or not needs_second_pass(wl, self.required_checks_of):
+            self.second_pass.pop(key, None)
+            if wl is not None:
+                wl.second_pass = None
+            return
+        if wl.second_pass is None:
+            wl.second_pass = (1, time + backoff_ms(1))
+            self.second_pass[key] = wl.second_pass[1]
+
     # --- objects --------------------------------------------------------------------------------------------
 
     def _upsert_object(self, obj: o.KObject) -> None:
@@ -365,6 +403,7 @@ class ClusterState:
                     members.pop(key, None)
                 self.awaiting_release.discard(key)
                 self.backoff.pop(key, None)
+                self.second_pass.pop(key, None)
                 self.flagged.pop(key, None)
                 self.pod_templates.pop(key, None)
                 self._template_generation.pop(key, None)
@@ -735,6 +774,7 @@ class ClusterState:
             reason = e.reason
         wl.set_condition("Evicted", "True", reason, e.message, e.time)
         wl.evicted = reason
+        wl.unhealthy_nodes = ()
         if isinstance(e, ev.WorkloadEvicted) and e.requeue_at is not None:
             wl.requeue_at = max(e.requeue_at, wl.requeue_at or 0)
             wl.requeue_count = e.requeue_count if e.requeue_count is not None else wl.requeue_count + 1
@@ -852,8 +892,18 @@ _HANDLERS: dict[type, Any] = {
     ev.AdmissionCheckUpdated: ClusterState._on_check_state,
     ev.ProvisioningRequestCreated: ClusterState._on_request_created,
     ev.ProvisioningRequestDeleted: ClusterState._on_request_deleted,
+    ev.UnhealthyNodesChanged: ClusterState._on_unhealthy_nodes,
+    ev.SecondPassFailed: ClusterState._on_second_pass_failed,
 }
 """Event type -> what applying it does (a dict lookup instead of a chain of isinstance checks)."""
+
+
+_SECOND_PASS_TRIGGERS = frozenset({
+    ev.ObjectUpserted, ev.AdmissionCheckStateChanged, ev.QuotaReserved, ev.WorkloadAdmitted,
+    ev.WorkloadPreempted, ev.WorkloadEvicted, ev.WorkloadRequeued, ev.WorkloadDeactivated, ev.WorkloadFinished,
+    ev.TopologyAssigned, ev.UnhealthyNodesChanged,
+})
+"""Events after which a workload's need for a second pass is re-checked (Kueue re-checks on every update)."""
 
 
 def _handler_of(t: type) -> Any:

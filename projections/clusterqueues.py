@@ -17,6 +17,9 @@ from projections.admissionchecks import check_active
 from projections.cohorts import CohortForest
 
 
+PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+
+
 class FlavorSlot:
     """One flavor of a resource group."""
 
@@ -28,9 +31,10 @@ class FlavorSlot:
         """resource -> ``flavor/resource``."""
         self.flavor = flavor
         """The ResourceFlavor object, or None when it does not exist."""
-        self.plain = flavor is not None and not flavor.spec.node_labels and not any(
+        self.plain = flavor is not None and not flavor.spec.node_labels and not flavor.spec.topology_name and not any(
             t.effect in ("NoSchedule", "NoExecute") for t in flavor.spec.node_taints)
-        """True when every pod set may use the flavor (it exists, has no labels to match and no taints)."""
+        """True when every pod set not asking for a topology may use the flavor (it exists, is no TAS flavor, has
+        no labels to match and no taints)."""
 
 
 class GroupInfo:
@@ -43,7 +47,7 @@ class GroupInfo:
 
 class ClusterQueueInfo:
     __slots__ = ("check_rules", "covers_pods", "eligibility", "group_of", "groups", "inactive", "name", "obj",
-                 "plans", "spec", "strict_fifo", "_namespaces")
+                 "plans", "provisioning_checks", "spec", "strict_fifo", "tas_levels", "tas_only", "_namespaces")
 
     def __init__(self, name: str, obj: o.ClusterQueue, flavors: Mapping[str, o.ResourceFlavor],
                  admission_checks: Mapping[str, o.AdmissionCheck], topologies: Mapping[str, o.Topology],
@@ -63,6 +67,24 @@ class ClusterQueueInfo:
         self.strict_fifo = spec.queueing_strategy == "StrictFIFO"
         rules = spec.admission_checks_strategy.admission_checks if spec.admission_checks_strategy else []
         self.check_rules: list[tuple[str, frozenset[str]]] = [(r.name, frozenset(r.on_flavors)) for r in rules]
+        self.provisioning_checks: list[tuple[str, frozenset[str]]] = [
+            (n, on) for n, on in self.check_rules
+            if (ac := admission_checks.get(n)) is not None and ac.spec.controller_name == PROVISIONING_CONTROLLER]
+        """The ProvisioningRequest checks (name, onFlavors): they delay the topology of the flavors they cover."""
+        self.tas_levels: dict[str, tuple[str, ...] | None] = {}
+        """TAS flavor -> its Topology's level keys, highest first (None while the Topology is not known)."""
+        all_tas = bool(self.groups)
+        for g in self.groups:
+            for slot in g.flavors:
+                f = slot.flavor
+                if f is None or not f.spec.topology_name:
+                    all_tas = False
+                    continue
+                topo = topologies.get(f.spec.topology_name)
+                self.tas_levels[slot.name] = (tuple(lv.node_label for lv in topo.spec.levels)
+                                              if topo is not None else None)
+        self.tas_only = all_tas
+        """Every flavor of every resource group is a TAS flavor: pod sets without a topology request get one implied."""
         self.inactive = _inactive_reason(name, spec, flavors, admission_checks, topologies, forest,
                                          provisioning_configs or {})
         """Kueue's first Active=False reason, or None when the queue can admit."""

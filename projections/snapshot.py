@@ -143,6 +143,8 @@ def restore(snap: Snapshot) -> ClusterState:
         state.lq_members.setdefault(f"{wl.namespace}/{wl.queue_name}", {})[wl.key] = None
         if wl.reserving and wl.cluster_queue:
             state.reserving.setdefault(wl.cluster_queue, {})[wl.key] = None
+        if wl.second_pass is not None:
+            state.second_pass[wl.key] = wl.second_pass[1]
     for qs in snap.queues:
         q = ClusterQueueQueue()
         for sk in qs.active:

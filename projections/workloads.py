@@ -67,6 +67,10 @@ class WorkloadInfo(msgspec.Struct, array_like=True):
     provreq_parameters: tuple[tuple[str, str], ...] = ()
     """ProvisioningRequest parameters the workload asks for (its ``provreq.kueue.x-k8s.io/<param>`` annotations,
     prefix stripped), sorted; the empty tuple, shared, for the many workloads that have none."""
+    unhealthy_nodes: tuple[str, ...] = ()
+    """``status.unhealthyNodes``: failed nodes under a TAS admission, the first one being replaced."""
+    second_pass: tuple[int, int] | None = None
+    """(iteration, due ms) while the workload waits for a second pass (delayed topology or node replacement)."""
 
     @property
     def shape(self) -> tuple[int, bytes]:
@@ -294,6 +298,8 @@ def status_of(wl: WorkloadInfo) -> dict[str, Any]:
         if wl.requeue_at is not None:
             rs["requeueAt"] = format_time(wl.requeue_at)
         status["requeueState"] = rs
+    if wl.unhealthy_nodes:
+        status["unhealthyNodes"] = [{"name": n} for n in wl.unhealthy_nodes]
     if wl.check_states:
         status["admissionChecks"] = [msgspec.to_builtins(wl.check_states[k]) for k in sorted(wl.check_states)]
     return status

@@ -14,6 +14,8 @@ from events import objects as o
 from events.quantity import format_quantity
 from projections.workloads import PodSetInfo, WorkloadInfo
 
+from kueue_es.scheduler.tasflavor import tas_ineligible
+
 if TYPE_CHECKING:
     from kueue_es.scheduler.cycle import CycleContext
 
@@ -286,8 +288,9 @@ def _worse(a: str, b: str) -> str:
 
 
 def _eligible(info, slot, ps: PodSetInfo) -> str | None:
-    """Memoised :func:`flavor_eligible` (a flavor without labels and taints serves every pod set)."""
-    if slot.plain:
+    """Memoised eligibility, in Kueue's order: the flavor exists, suits the pod set's topology request (TAS),
+    tolerates and matches its node selection (a plain flavor serves every pod set that asks for no topology)."""
+    if slot.plain and ps.topology is None:
         return None
     memo = info.eligibility
     key = (slot.name, ps)
@@ -297,7 +300,8 @@ def _eligible(info, slot, ps: PodSetInfo) -> str | None:
         pass
     if len(memo) > 4096:
         memo.clear()
-    why = memo[key] = flavor_eligible(ps, slot.flavor, slot.name)
+    why = memo[key] = (tas_ineligible(info, slot.name, slot.flavor, ps) if slot.flavor is not None else None) or \
+        flavor_eligible(ps, slot.flavor, slot.name)
     return why
 
 
@@ -313,7 +317,7 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
         name = slot.name
         if pinned is not None and name != pinned:
             continue
-        if not slot.plain:
+        if not slot.plain or ps.topology is not None:
             why = _eligible(info, slot, ps)
             if why is not None:
                 group_reasons.append(why)

@@ -10,6 +10,7 @@
   writes; here the intent and its outcome are one decision, with Kueue's final reason and message;
 * the ProvisioningRequest check controller (:mod:`kueue_es.scheduler.provisioning`) for the workloads holding
   quota, and the clean-up of the requests of finished and evicted ones;
+* a failed node under a TAS placement is listed for replacement, or evicts the workload (NodeFailures);
 * a deactivated workload holding quota is evicted and its quota released at once (the cache stops counting it);
 * HoldAndDrain evicts what a stopped LocalQueue or ClusterQueue admitted (LocalQueueStopped, ClusterQueueStopped);
 * a workload parked by Requeued=False is requeued when its cause goes away: reactivation (Reactivated), its
@@ -24,10 +25,12 @@ from events import objects as o
 from events import schema as ev
 from events.timefmt import parse_time
 from projections.cluster import ClusterState
+from projections.secondpass import delayed_pod_sets
 from projections.workloads import ADMITTED, PENDING, RESERVED, WorkloadInfo
 
 from kueue_es.scheduler import provisioning
 from kueue_es.scheduler.config import SchedulerConfig, parse_duration
+from kueue_es.scheduler.nodefailure import node_failure_decisions
 
 REQUEUE_TRUE_REASONS = frozenset({"Preempted", "NodeFailures"})
 PENDING_EVALUATION = "Workload is pending evaluation in the scheduling queue"
@@ -105,10 +108,15 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                     message=f"Evicted due to {checks_message(retry, 'Retry')}",
                     requeue_at=retry_requeue_at(wl, retry, now), requeue_count=wl.requeue_count, **base))
                 continue
-            if wl.phase == RESERVED and wl.admission is not None:
+            if wl.phase == RESERVED and wl.admission is not None and not delayed_pod_sets(wl.admission):
                 if all(s.state == "Ready" for s in states.values()):
                     out.append(ev.WorkloadAdmitted(key=key, uid=wl.uid, message="The workload is admitted", **base))
                 continue
+            if state.nodes and wl.phase == ADMITTED:
+                failures = node_failure_decisions(state, wl, base)
+                if failures:
+                    out.extend(failures)
+                    continue
             deadline = pods_ready_deadline(config, wl)
             if deadline is not None and now >= deadline:
                 count = wl.requeue_count + 1
@@ -231,6 +239,7 @@ def _restarted(state: ClusterState, wl: WorkloadInfo, reason: str) -> tuple[str,
 def next_deadline(state: ClusterState, config: SchedulerConfig) -> int | None:
     """The earliest future time at which :func:`reconcile` would act without any new event (for clock ticks)."""
     times = [t for k, t in state.backoff.items() if k in state.workloads and not state.workloads[k].reserving]
+    times.extend(state.second_pass.values())
     if config.pods_ready.enable:
         for cq in state.reserving:
             for key in state.reserving[cq]:

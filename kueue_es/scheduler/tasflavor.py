@@ -1,0 +1,43 @@
+"""Topology-aware scheduling inside flavor assignment: which flavors a pod set's topology request allows.
+
+During the per-flavor scan TAS only filters (Kueue's messages, in its order); the placement itself runs once the
+flavors are chosen (:mod:`kueue_es.scheduler.tasplace`).
+"""
+
+from __future__ import annotations
+
+from events import objects as o
+from projections.workloads import PodSetInfo
+
+
+def explicit(req: o.PodSetTopologyRequest | None) -> bool:
+    """The pod set asks for TAS itself (a Job's podIndexLabel alone is no request)."""
+    return req is not None and bool(
+        req.unconstrained or req.required or req.preferred or req.pod_set_slice_required_topology
+        or req.pod_set_slice_size)
+
+
+def wants_tas(ps: PodSetInfo, tas_only: bool) -> bool:
+    """Explicitly, or implied because every flavor of the ClusterQueue is a TAS flavor."""
+    return explicit(ps.topology) or tas_only
+
+
+def requested_levels(req: o.PodSetTopologyRequest | None) -> list[str]:
+    if req is None:
+        return []
+    return [lv for lv in (req.required, req.preferred, req.pod_set_slice_required_topology) if lv]
+
+
+def tas_ineligible(info, name: str, flavor: o.ResourceFlavor, ps: PodSetInfo) -> str | None:
+    """Why an existing flavor cannot serve the pod set's topology request, or None."""
+    is_tas = bool(flavor.spec.topology_name)
+    if not wants_tas(ps, info.tas_only):
+        return f'Flavor "{name}" supports only TopologyAwareScheduling' if is_tas else None
+    if not is_tas:
+        return f'Flavor "{name}" does not support TopologyAwareScheduling'
+    levels = info.tas_levels.get(name)
+    if levels is None:
+        return f'Flavor "{name}" information missing in TAS cache'
+    if any(lv not in levels for lv in requested_levels(ps.topology)):
+        return f'Flavor "{name}" does not contain the requested level'
+    return None
