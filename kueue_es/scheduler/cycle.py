@@ -29,6 +29,14 @@ from kueue_es.scheduler.flavors import Assignment, Granular, Mode, PodSetResult,
 from kueue_es.scheduler.fairsharing import fair_order, fair_targets
 from kueue_es.scheduler.preemption import Target, find_targets
 from kueue_es.scheduler.quota import QuotaNode, QuotaTree
+from kueue_es.scheduler.tasplace import (
+    CycleTopology,
+    place_at_admission,
+    place_nominated,
+    second_pass,
+    second_pass_due,
+    topology_fields,
+)
 
 _NO_FIT, _PREEMPT = Mode.NO_FIT, Mode.PREEMPT
 PARK_ALWAYS_HEAP = frozenset({"FailedAfterNomination", "PendingPreemption", "PendingMigration", "PreemptionFailed"})
@@ -75,9 +83,11 @@ class CycleContext:
         self.memo: dict[str, dict] = {}
         """Per-cycle memos of values that depend on quota only (e.g. what a cohort could lend)."""
         self.afs_usage = afs.workload_usage(state, config, now) if config.admission_fair_sharing else None
+        """Admission Fair Sharing: a workload's LocalQueue usage (None outside usage-based queues)."""
         self.removed: set[str] = set()
         """Victims chosen earlier in this cycle: their usage is already off the tree, so they are no candidates."""
-        """Admission Fair Sharing: a workload's LocalQueue usage (None outside usage-based queues)."""
+        self.topology = CycleTopology(state)
+        """The cycle's TAS snapshots, charged as entries are placed."""
 
     def __enter__(self) -> CycleContext:
         self.tree.begin()
@@ -146,11 +156,19 @@ def nominate(ctx: CycleContext, e: Entry) -> None:
         e.status, e.message = "Misconfigured", "Workload namespace doesn't match ClusterQueue selector"
         e.requeue_reason = "NamespaceMismatch"
         return
-    e.assignment = assign_flavors(ctx, wl, e.cq)
+    e.assignment = _assign(ctx, wl, e.cq)
     if e.assignment.mode == Mode.PREEMPT:
         e.targets = _targets(ctx, e)
     if e.assignment.mode == Mode.NO_FIT or (e.assignment.mode == Mode.PREEMPT and not e.targets):
         _try_partial(ctx, e)
+
+
+def _assign(ctx: CycleContext, wl: WorkloadInfo, cq: str, counts: list[int] | None = None,
+            only: dict[str, dict[str, str]] | None = None) -> Assignment:
+    """Flavor assignment, then the TAS placement of the chosen flavors (which may turn the mode)."""
+    a = assign_flavors(ctx, wl, cq, counts, only)
+    place_nominated(ctx, wl, ctx.info(cq), a)
+    return a
 
 
 def _targets(ctx: CycleContext, e: Entry) -> list[Target]:
@@ -174,7 +192,7 @@ def _try_partial(ctx: CycleContext, e: Entry) -> None:
     lo, hi, found = 1, total, None
     while lo <= hi:
         mid = (lo + hi) // 2
-        a = assign_flavors(ctx, e.wl, e.cq, counts_for(mid))
+        a = _assign(ctx, e.wl, e.cq, counts_for(mid))
         targets: list[Target] = []
         ok = a.mode == Mode.FIT
         if a.mode == Mode.PREEMPT:
@@ -202,7 +220,8 @@ def order_entries(entries: list[Entry]) -> list[Entry]:
 
 def run_cycle(state: ClusterState, config: SchedulerConfig, now: int, cycle: int) -> list[ev.Decision]:
     entries = heads(state, config, now)
-    if not entries:
+    second = second_pass_due(state, now) if state.second_pass else []
+    if not entries and not second:
         return []
     # The cycle's temporaries (entries, assignments, ...) live until it ends and form no reference cycles:
     # reference counting frees them all. Left on, the cyclic collector would promote them to the oldest
@@ -213,19 +232,21 @@ def run_cycle(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
         gc.disable()
     try:
         with CycleContext(state, config, now) as ctx:
-            return _run(ctx, entries, cycle)
+            return _run(ctx, entries, cycle, second)
     finally:
         if paused:
             gc.enable()
 
 
-def _run(ctx: CycleContext, entries: list[Entry], cycle: int) -> list[ev.Decision]:
+def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[WorkloadInfo] = ()) -> list[ev.Decision]:
     state, now = ctx.state, ctx.now
+    out: list[ev.Decision] = []
+    base = {"time": now, "cycle": cycle, "input": state.offset}
+    for wl in second:  # second-pass workloads hold quota: they go first and take their domains first
+        out.extend(second_pass(ctx, wl, base))
     for e in entries:
         nominate(ctx, e)
-    out: list[ev.Decision] = []
     victims = ctx.removed
-    base = {"time": now, "cycle": cycle, "input": state.offset}
     tree = ctx.tree
     ordered = fair_order(ctx, entries) if ctx.config.fair_sharing_enabled else order_entries(entries)
     for e in ordered:
@@ -270,7 +291,7 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int) -> list[ev.Decisio
                 break
         for w in removed:
             tree.charge(w.cluster_queue, w.usage, 1)
-        if not fits:
+        if not fits or (not removed and place_at_admission(ctx, e.wl, ctx.info(e.cq), a)):
             _pending(out, state, e, "WaitingForQuota", "Workload no longer fits after processing another workload",
                      "FailedAfterNomination", base)
             continue
@@ -298,7 +319,7 @@ def _recompute_after_overlap(ctx: CycleContext, e: Entry) -> str:
     a = e.assignment
     assert a is not None
     only = {ps.name: dict(ps.flavors) for ps in a.pod_sets}
-    again = assign_flavors(ctx, e.wl, e.cq, [ps.count for ps in a.pod_sets], only)
+    again = _assign(ctx, e.wl, e.cq, [ps.count for ps in a.pod_sets], only)
     if again.mode == Mode.FIT:
         e.assignment, e.targets = again, []
         return "deferred"
@@ -389,12 +410,15 @@ def _pod_set_assignment(ps: PodSetResult) -> o.PodSetAssignment:
         flavors={r: ps.flavors[r] for r in names},
         resource_usage={r: _format(r, ps.requests[r]) for r in names},
         count=ps.count,
+        **topology_fields(ps),
     )
 
 
 def admission_of(e: Entry) -> o.Admission:
     a = e.assignment
     assert a is not None
+    if any(ps.topology is not None or ps.delayed for ps in a.pod_sets):
+        return o.Admission(cluster_queue=e.cq, pod_set_assignments=[_pod_set_assignment(ps) for ps in a.pod_sets])
     if len(a.pod_sets) == 1 and a.pod_sets[0].plan is not None:
         # one pod set: the same plan (per ClusterQueue) with the same flavors always writes the same Admission
         ps = a.pod_sets[0]
@@ -425,6 +449,8 @@ def _admit(out: list[ev.Decision], state: ClusterState, e: Entry, base: dict) ->
     t, cyc, i = base["time"], base["cycle"], base["input"]
     out.append(ev.QuotaReserved(key=wl.key, uid=wl.uid, admission=admission,
                                 message=f"Quota reserved in ClusterQueue {e.cq}", time=t, cycle=cyc, input=i))
+    if any(ps.delayed for ps in e.assignment.pod_sets):  # type: ignore[union-attr]
+        return  # Admitted waits for the second pass to place the delayed topology
     info = state.cq_info(e.cq)
     if info is not None and info.check_rules:
         flavors = {f for psa in admission.pod_set_assignments for f in psa.flavors.values()}

@@ -18,6 +18,7 @@ from kueue_es.scheduler.tasflavor import tas_ineligible
 
 if TYPE_CHECKING:
     from kueue_es.scheduler.cycle import CycleContext
+    from kueue_es.scheduler.tas import Placement
 
 NO_MATCHING_FLAVOR, EXCEEDS_MAX_QUOTA, WAITING_FOR_QUOTA = "NoMatchingFlavor", "ExceedsMaxQuota", "WaitingForQuota"
 _SEVERITY = {NO_MATCHING_FLAVOR: 3, EXCEEDS_MAX_QUOTA: 2, WAITING_FOR_QUOTA: 1, "TopologyPlacementFailed": 0}
@@ -50,7 +51,8 @@ class Granular:
 class PodSetResult:
     """The flavors chosen for one pod set, and how they fit."""
 
-    __slots__ = ("borrow", "count", "flavors", "mode", "name", "no_fit_reason", "plan", "reasons", "requests", "tried")
+    __slots__ = ("borrow", "count", "delayed", "flavors", "mode", "name", "no_fit_reason", "plan", "reasons", "requests",
+                 "tas_flavor", "topology", "tried")
 
     def __init__(self, name: str, count: int, requests: dict[str, int]) -> None:
         self.name = name
@@ -67,6 +69,11 @@ class PodSetResult:
         """resource group (first resource) -> what each flavor tried said; recorded only when the cycle traces
         (``CycleContext.trace``, set by ``explain``)."""
         self.plan: _Plan | None = None
+        self.topology: Placement | None = None
+        """The TAS placement, when the pod set has one (see :mod:`kueue_es.scheduler.tasplace`)."""
+        self.tas_flavor = ""
+        self.delayed = False
+        """The topology request waits for the second pass (a ProvisioningRequest check covers the TAS flavor)."""
 
     def __repr__(self) -> str:
         return f"PodSetResult({self.name}, {self.count}, {self.flavors}, {Granular.NAMES[self.mode]})"

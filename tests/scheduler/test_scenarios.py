@@ -19,7 +19,8 @@ A case file holds ``objects`` (what a user would kubectl-apply), an optional Kue
   step, per workload, in order).
 
 Expectations per workload: ``admitted: {clusterQueue, flavors: {podSet: {resource: flavor}}, counts: {podSet: n},
-checksPending}``, ``pending: REASON`` (QuotaReserved=False reason; ``message``/``notInMessage`` optional substrings), ``preempted:
+checksPending, topology: {podSet: [[value..., count], ...]}, delayedTopology: {podSet: Pending|Ready|null}}``,
+``unhealthyNodes: [node, ...]``, ``pending: REASON`` (QuotaReserved=False reason; ``message``/``notInMessage`` optional substrings), ``preempted:
 REASON`` (Preempted condition reason, with Evicted=True/Preempted), ``evicted: REASON`` (Evicted=True),
 ``requeued: {status, reason}``, ``requeueCount: N``, ``requeueAt: TIME|null``, ``finished: true``,
 ``active: false``, ``reservingQuota: bool``, ``admittedCondition: {status, reason}``, ``messages: {condition
@@ -38,6 +39,7 @@ import yaml
 
 from events import objects as o
 from events import schema as ev
+from events.tas_assignment import decode
 from events.manifests import load_text
 from events.timefmt import format_time, parse_time
 from kueue_es.commands.schedule import schedule
@@ -66,6 +68,11 @@ def check_status(case: str, key: str, status: dict, want: dict, wl=None) -> None
         assert flavors == w["flavors"], f"{key}: flavors {flavors}"
         if "counts" in w:
             assert {p["name"]: p["count"] for p in adm["podSetAssignments"]} == w["counts"]
+        if "topology" in w:
+            assert _topologies(adm) == w["topology"], f"{key}: topology {_topologies(adm)}"
+        if "delayedTopology" in w:
+            got = {p["name"]: p.get("delayedTopologyRequest") for p in adm["podSetAssignments"]}
+            assert got == w["delayedTopology"], f"{key}: delayedTopologyRequest {got}"
         assert _cond(status, "QuotaReserved")["status"] == "True"
         if w.get("checksPending"):
             adm_cond = _cond(status, "Admitted")
@@ -104,6 +111,10 @@ def check_status(case: str, key: str, status: dict, want: dict, wl=None) -> None
         checked = True
         got = status.get("requeueState", {}).get("requeueAt")
         assert got == want["requeueAt"], f"{key}: requeueAt {got}"
+    if "unhealthyNodes" in want:
+        checked = True
+        got = [n["name"] for n in status.get("unhealthyNodes", [])]
+        assert got == want["unhealthyNodes"], f"{key}: unhealthyNodes {got}"
     if "finished" in want:
         checked = True
         fin = _cond(status, "Finished")
@@ -136,6 +147,16 @@ def check_status(case: str, key: str, status: dict, want: dict, wl=None) -> None
                     assert c.get(field) == value, f"{key}: check {name}: {field} {c.get(field)!r}, want {value!r}"
     if not checked:
         raise AssertionError(f"{case}: want for {key} says nothing")
+
+
+def _topologies(adm: dict) -> dict:
+    """Pod set -> its topology assignment decoded to ``[values..., count]`` rows (pod sets without one left out)."""
+    out = {}
+    for p in adm["podSetAssignments"]:
+        ta = p.get("topologyAssignment")
+        if ta is not None:
+            out[p["name"]] = [[*d.values, d.count] for d in decode(msgspec.convert(ta, o.TopologyAssignment))]
+    return out
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])

@@ -1,0 +1,263 @@
+"""Topology-aware placement in the scheduling cycle: after the flavors are chosen, and in the second pass.
+
+Kueue runs TAS once per workload after quota flavor assignment (a TAS failure never makes it try another
+flavor): a Fit whose placement fails becomes Preempt, and a Preempt that would not fit even with every TAS
+workload gone becomes NoFit (TopologyPlacementFailed). A pod set whose TAS flavor is covered by a
+ProvisioningRequest check gets no placement yet (``delayedTopologyRequest: Pending``); the second pass places it
+once the checks are Ready, and also replaces a failed node in place.
+
+The cycle's TAS snapshots are forked once per cycle and charged as entries are admitted, so later entries see
+the domains earlier ones took; a nomination is re-placed at admission if it no longer fits.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from events import objects as o
+from events import schema as ev
+from projections.clusterqueues import ClusterQueueInfo
+from projections.secondpass import delayed_pod_sets, pod_sets_on_node
+from projections.topology import TASSnapshots, tas_snapshots
+from projections.workloads import RESERVED, PodSetInfo, WorkloadInfo
+
+from kueue_es.scheduler.flavors import Assignment, Granular, Mode, PodSetResult
+from kueue_es.scheduler.tas import NoPlacement, Placement, PodSetRequest, place_workload, replace_node
+from kueue_es.scheduler.tasflavor import explicit, wants_tas
+
+if TYPE_CHECKING:
+    from kueue_es.scheduler.cycle import CycleContext
+
+TOPOLOGY_PLACEMENT_FAILED = "TopologyPlacementFailed"
+
+
+class CycleTopology:
+    """The TAS snapshots one cycle works on, built on first use (cycles without TAS never build them)."""
+
+    __slots__ = ("_snaps", "_state")
+
+    def __init__(self, state) -> None:
+        self._state = state
+        self._snaps: TASSnapshots | None = None
+
+    @property
+    def snapshots(self) -> TASSnapshots:
+        if self._snaps is None:
+            self._snaps = tas_snapshots(self._state)
+        return self._snaps
+
+    def charge(self, placements: list[tuple[str, PodSetRequest, Placement]]) -> None:
+        for flavor, req, placement in placements:
+            self.snapshots.charge(flavor, placement.domains, req.per_pod())
+
+
+def _tas_flavor(info: ClusterQueueInfo, flavors: dict[str, str]) -> tuple[str | None, str]:
+    """The one TAS flavor among a pod set's flavors, or Kueue's error when there is none or several."""
+    tas = sorted({f for f in flavors.values() if f in info.tas_levels})
+    if not tas:
+        return None, "no TAS flavor assigned"
+    if len(tas) > 1:
+        return None, f"more than one TAS flavor assigned: {', '.join(tas)}"
+    if info.tas_levels[tas[0]] is None:
+        return None, "workload requires Topology, but there is no TAS cache information"
+    return tas[0], ""
+
+
+def _delayed(info: ClusterQueueInfo, flavor: str) -> bool:
+    """A ProvisioningRequest check covers the flavor: its topology waits for the check (Kueue's delay rule)."""
+    return any(not on or flavor in on for _, on in info.provisioning_checks)
+
+
+def _request(ps: PodSetInfo, count: int, info: ClusterQueueInfo,
+             updates: list[o.PodSetUpdate] | None = None) -> PodSetRequest:
+    req = PodSetRequest.of(ps, count, implied=not explicit(ps.topology) and info.tas_only)
+    if not updates:
+        return req
+    selector = dict(req.node_selector)
+    tolerations = list(req.tolerations)
+    for u in updates:
+        selector.update(u.node_selector)
+        tolerations.extend(t for t in u.tolerations if t not in tolerations)
+    return PodSetRequest(name=req.name, count=req.count, requests=req.requests, topology=req.topology,
+                         implied=req.implied, node_selector=tuple(sorted(selector.items())),
+                         tolerations=tuple(tolerations), affinity_terms=req.affinity_terms)
+
+
+def place_nominated(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, a: Assignment) -> None:
+    """Kueue's TAS step of flavor assignment: place the TAS pod sets of ``a`` (or mark them delayed) and turn the
+    assignment's mode as a placement failure requires."""
+    if a.mode == Mode.NO_FIT or not info.tas_levels:
+        return
+    wanted: list[tuple[str, PodSetRequest]] = []
+    results: dict[str, PodSetResult] = {}
+    for ps, res in zip(wl.pod_sets, a.pod_sets, strict=False):
+        res.topology = None
+        res.delayed = False
+        if res.count == 0 or not wants_tas(ps, info.tas_only):
+            continue
+        flavor, error = _tas_flavor(info, res.flavors)
+        if flavor is None:
+            _no_fit(a, res, error, "NoMatchingFlavor")
+            return
+        if _delayed(info, flavor):
+            res.delayed = True
+            continue
+        res.tas_flavor = flavor
+        wanted.append((flavor, _request(ps, res.count, info)))
+        results[ps.name] = res
+    if not wanted:
+        return
+    snaps = ctx.topology.snapshots
+    if a.mode == Mode.FIT:
+        found = place_workload(snaps, wanted)
+        if found.ok:
+            for name, placement in found.placements.items():
+                results[name].topology = placement
+            return
+        a.mode = Mode.PREEMPT
+        failed = results[found.failed]  # type: ignore[index]
+        failed.mode = Granular.PREEMPT
+        failed.reasons = [found.message]
+        a.message = _message(a)
+    empty = place_workload(snaps, wanted, simulate_empty=True)
+    if not empty.ok:
+        _no_fit(a, results[empty.failed], empty.message, TOPOLOGY_PLACEMENT_FAILED)  # type: ignore[index]
+        return
+    for res in results.values():
+        if res.mode > Granular.PREEMPT:
+            res.mode = Granular.PREEMPT
+
+
+def _no_fit(a: Assignment, res: PodSetResult, message: str, reason: str) -> None:
+    res.mode = Granular.NO_FIT
+    res.reasons = [message]
+    a.mode = Mode.NO_FIT
+    a.reason = reason
+    a.message = _message(a)
+
+
+def _message(a: Assignment) -> str:
+    return "; ".join(f"couldn't assign flavors to pod set {r.name}: {', '.join(sorted(r.reasons))}"
+                     for r in a.pod_sets if r.mode != Granular.FIT and r.reasons)
+
+
+def place_at_admission(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, a: Assignment) -> str:
+    """Re-check the nominated placements against what this cycle admitted before (re-placing, with the nominated
+    flavors, what no longer fits) and charge them; returns a failure message, or "" when placed."""
+    placed = [(ps, res) for ps, res in zip(wl.pod_sets, a.pod_sets, strict=False) if res.topology is not None]
+    if not placed:
+        return ""
+    snaps = ctx.topology.snapshots
+    requests = [(res.tas_flavor, _request(ps, res.count, info)) for ps, res in placed]
+    if not all(snaps[f].fits(res.topology.domains, req.per_pod())  # type: ignore[union-attr]
+               for (f, req), (_, res) in zip(requests, placed, strict=True)):
+        found = place_workload(snaps, requests)
+        if not found.ok:
+            return found.message
+        for _, res in placed:
+            res.topology = found.placements[res.name]
+    ctx.topology.charge([(f, req, res.topology) for (f, req), (_, res) in zip(requests, placed, strict=True)])
+    return ""
+
+
+def topology_fields(res: PodSetResult) -> dict:
+    """The TAS fields of a pod set's assignment (none for a pod set without TAS)."""
+    if res.topology is not None:
+        return {"topology_assignment": res.topology.encode()}
+    if res.delayed:
+        return {"delayed_topology_request": "Pending"}
+    return {}
+
+
+# --- the second pass ------------------------------------------------------------------------------------------------
+
+
+def second_pass_due(state, now: int) -> list[WorkloadInfo]:
+    """Workloads whose second pass is due, quota holders first as Kueue orders them (all hold quota)."""
+    wls = [state.workloads[k] for k, due in state.second_pass.items() if due <= now and k in state.workloads]
+    return sorted(wls, key=lambda w: (-w.priority, w.queue_order_time(), w.uid, w.key))
+
+
+def second_pass(ctx: CycleContext, wl: WorkloadInfo, base: dict) -> list[ev.Decision]:
+    """One second-pass attempt: place delayed topology requests (then Admitted), or replace the first unhealthy
+    node in place. A failure keeps quota and conditions and is retried after a backoff — except a node that
+    cannot be replaced, which evicts the workload (TASFailedNodeReplacementFailFast)."""
+    adm = wl.admission
+    assert adm is not None
+    state = ctx.state
+    cq = adm.cluster_queue
+    info = state.cq_info(cq)
+    if info is None:
+        return [ev.SecondPassFailed(key=wl.key, uid=wl.uid, message=f"ClusterQueue {cq} not found", **base)]
+    if info.inactive is not None:
+        return [ev.SecondPassFailed(key=wl.key, uid=wl.uid, message=f"ClusterQueue {cq} is inactive", **base)]
+    if wl.phase == RESERVED:
+        return _place_delayed(ctx, wl, info, adm, base)
+    return _replace(ctx, wl, info, adm, base)
+
+
+def _updates(wl: WorkloadInfo, pod_set: str) -> list[o.PodSetUpdate]:
+    """The podSetUpdates of the Ready checks for ``pod_set``, in check-name order."""
+    out = []
+    for name in sorted(wl.check_states):
+        cs = wl.check_states[name]
+        if cs.state == "Ready":
+            out.extend(u for u in cs.pod_set_updates if u.name == pod_set)
+    return out
+
+
+def _pod_set(wl: WorkloadInfo, name: str) -> PodSetInfo | None:
+    return next((ps for ps in wl.pod_sets if ps.name == name), None)
+
+
+def _place_delayed(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, adm: o.Admission,
+                   base: dict) -> list[ev.Decision]:
+    wanted: list[tuple[str, PodSetRequest]] = []
+    for psa in delayed_pod_sets(adm):
+        ps = _pod_set(wl, psa.name)
+        flavor, error = _tas_flavor(info, psa.flavors)
+        if ps is None or flavor is None:
+            return [ev.SecondPassFailed(key=wl.key, uid=wl.uid, message=error or f"pod set {psa.name} not found",
+                                        **base)]
+        wanted.append((flavor, _request(ps, psa.count if psa.count is not None else ps.count, info,
+                                        _updates(wl, psa.name))))
+    found = place_workload(ctx.topology.snapshots, wanted)
+    if not found.ok:
+        return [ev.SecondPassFailed(key=wl.key, uid=wl.uid,
+                                    message=f"couldn't assign flavors to pod set {found.failed}: {found.message}",
+                                    **base)]
+    ctx.topology.charge([(f, req, found.placements[req.name]) for f, req in wanted])
+    out: list[ev.Decision] = [ev.TopologyAssigned(key=wl.key, uid=wl.uid, pod_set=req.name,
+                                                  assignment=found.placements[req.name].encode(), **base)
+                              for _, req in wanted]
+    out.append(ev.WorkloadAdmitted(key=wl.key, uid=wl.uid, message="The workload is admitted", **base))
+    return out
+
+
+def _replace(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, adm: o.Admission,
+             base: dict) -> list[ev.Decision]:
+    node = wl.unhealthy_nodes[0]
+    snaps = ctx.topology.snapshots
+    out: list[ev.Decision] = []
+    charged: list[tuple[str, PodSetRequest, Placement]] = []
+    names = set(pod_sets_on_node(adm, node))
+    for psa in adm.pod_set_assignments:
+        if psa.name not in names:
+            continue
+        ps = _pod_set(wl, psa.name)
+        flavor, _ = _tas_flavor(info, psa.flavors)
+        result = None
+        if ps is not None and flavor is not None and psa.topology_assignment is not None:
+            req = _request(ps, psa.count if psa.count is not None else ps.count, info, _updates(wl, psa.name))
+            result = replace_node(snaps[flavor], req, Placement.decode(psa.topology_assignment), node)
+        if result is None or isinstance(result, NoPlacement):
+            nodes = ",".join(wl.unhealthy_nodes)
+            return [ev.WorkloadEvicted(key=wl.key, uid=wl.uid, reason="NodeFailures",
+                                       message=f"Workload was evicted as there was no replacement for unhealthy "
+                                               f"node(s): {nodes}", **base)]
+        charged.append((flavor, req, result.added))  # type: ignore[arg-type]
+        out.append(ev.TopologyAssigned(key=wl.key, uid=wl.uid, pod_set=psa.name,
+                                       assignment=result.placement.encode(), **base))
+    ctx.topology.charge(charged)
+    out.append(ev.UnhealthyNodesChanged(key=wl.key, uid=wl.uid, nodes=list(wl.unhealthy_nodes[1:]), **base))
+    return out
