@@ -524,6 +524,7 @@ class ClusterState:
                 wl.requeue_at = parse_time(st.requeue_state.requeue_at)
                 self.backoff[wl.key] = wl.requeue_at
         wl.accumulated_seconds = st.accumulated_past_execution_time_seconds or 0
+        wl.unhealthy_nodes = tuple(n.name for n in st.unhealthy_nodes)
         cond = {c.type: c for c in st.conditions}
         ev_ = cond.get("Evicted")
         if ev_ is not None and ev_.status == "True":
@@ -851,7 +852,7 @@ class ClusterState:
             if psa.name != e.pod_set:
                 continue
             changes: dict[str, Any] = {"topology_assignment": e.assignment}
-            if getattr(psa, "delayed_topology_request", None) == "Pending":
+            if psa.delayed_topology_request == "Pending":
                 changes["delayed_topology_request"] = "Ready"
             psas[i] = msgspec.structs.replace(psa, **changes)
             wl.admission = msgspec.structs.replace(wl.admission, pod_set_assignments=psas)
