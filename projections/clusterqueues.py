@@ -13,11 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from events import objects as o
-from projections.admissionchecks import check_active
+from projections.admissionchecks import PROVISIONING_CONTROLLER, check_active
 from projections.cohorts import CohortForest
-
-
-PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 
 
 class FlavorSlot:

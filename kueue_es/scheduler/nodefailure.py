@@ -65,7 +65,7 @@ def _tolerations(state: ClusterState, wl: WorkloadInfo, pod_sets: list[str]) -> 
             if rf is not None:
                 out.extend(rf.spec.tolerations)
     for cs in wl.check_states.values():
-        for upd in getattr(cs, "pod_set_updates", None) or []:
+        for upd in cs.pod_set_updates:
             if upd.name in pod_sets:
                 out.extend(upd.tolerations)
     return out
