@@ -900,7 +900,7 @@ _HANDLERS: dict[type, Any] = {
 
 
 _SECOND_PASS_TRIGGERS = frozenset({
-    ev.ObjectUpserted, ev.AdmissionCheckStateChanged, ev.QuotaReserved, ev.WorkloadAdmitted,
+    ev.ObjectUpserted, ev.AdmissionCheckStateChanged, ev.AdmissionCheckUpdated, ev.QuotaReserved, ev.WorkloadAdmitted,
     ev.WorkloadPreempted, ev.WorkloadEvicted, ev.WorkloadRequeued, ev.WorkloadDeactivated, ev.WorkloadFinished,
     ev.TopologyAssigned, ev.UnhealthyNodesChanged,
 })
