@@ -193,7 +193,9 @@ def second_pass(ctx: CycleContext, wl: WorkloadInfo, base: dict) -> list[ev.Deci
         return [ev.SecondPassFailed(key=wl.key, uid=wl.uid, message=f"ClusterQueue {cq} is inactive", **base)]
     if wl.phase == RESERVED:
         return _place_delayed(ctx, wl, info, adm, base)
-    return _replace(ctx, wl, info, adm, base)
+    if wl.unhealthy_nodes:
+        return _replace(ctx, wl, info, adm, base)
+    return []  # the fold keeps a workload due only while it needs a pass: nothing to do otherwise
 
 
 def _updates(wl: WorkloadInfo, pod_set: str) -> list[o.PodSetUpdate]:

@@ -1,0 +1,222 @@
+"""Two-phase admission over the log: restarts between the passes, and the restart races Kueue had.
+
+The cluster is the one of ``tests/scheduler/scenarios/tas-provisioning-two-phase.yaml``: a TAS-only ClusterQueue
+whose flavor is covered by a ProvisioningRequest check, and one workload asking for a rack. Each test drives it
+through the embedded file log with the engine (observe → settle), as ``kueue-es run`` does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import msgspec
+import pytest
+import yaml
+
+from events import objects as o
+from events import schema as ev
+from events.codec import encode_event
+from events.filelog import FileLog
+from events.manifests import load_text
+from events.tas_assignment import decode
+from events.timefmt import format_time, parse_time
+from kueue_es import engine
+from projections import snapshot
+from projections.cluster import ClusterState
+
+SCENARIO = Path(__file__).parents[1] / "scheduler" / "scenarios" / "tas-provisioning-two-phase.yaml"
+T0 = parse_time("2024-01-01T00:00:00Z")
+KEY, REQUEST = "team/w", "team/w-prov-1"
+
+
+def objects() -> list[o.KObject]:
+    spec = yaml.safe_load(SCENARIO.read_text())
+    return load_text(yaml.safe_dump_all(spec["objects"]), SCENARIO.name).objects
+
+
+def upserts(objs: list[o.KObject], t: int) -> list[ev.AnyEvent]:
+    return [ev.ObjectUpserted(time=t, key=obj.key, uid=obj.metadata.uid, obj=obj) for obj in objs]
+
+
+def provisioned(state: ClusterState, t: int) -> ev.ObjectUpserted:
+    """The ProvisioningRequest kueue-es created, as the watch brings it back once it is Provisioned."""
+    req = state.provisioning_requests[REQUEST]
+    cond = o.Condition(type="Provisioned", status="True", reason="Provisioned", message="Provisioned",
+                       last_transition_time=format_time(t))
+    obj = msgspec.structs.replace(req, metadata=msgspec.structs.replace(req.metadata, uid="uid-pr"),
+                                  status=o.ProvisioningRequestStatus(conditions=[cond]))
+    return ev.ObjectUpserted(time=t, key=REQUEST, uid="uid-pr", obj=obj)
+
+
+async def first_pass(path: Path) -> None:
+    """Objects at 0 s (quota reserved, topology delayed), the request Provisioned at 10 s (check Ready)."""
+    log = FileLog.open(path, fsync="never")
+    try:
+        state = ClusterState()
+        await engine.observe(log, state, upserts(objects(), T0))
+        await engine.settle(log, state, now=T0)
+        await engine.observe(log, state, [provisioned(state, T0 + 10_000)])
+        await engine.settle(log, state, now=T0 + 10_000)
+        wl = state.workloads[KEY]
+        assert wl.admission is not None and wl.admission.pod_set_assignments[0].delayed_topology_request == "Pending"
+        assert wl.check_states["prov"].state == "Ready" and wl.phase == "QuotaReserved"
+    finally:
+        await log.close()
+
+
+SECOND_PASS = textwrap.dedent("""
+    import asyncio, sys
+    from events import schema as ev
+    from events.filelog import FileLog
+    from kueue_es import engine
+    from projections.cluster import ClusterState
+
+    async def main(path, t):
+        log = FileLog.open(path, fsync="never")
+        try:
+            state = ClusterState()
+            async for r in log.read():
+                state.apply(r)
+            await engine.observe(log, state, [ev.ClockTicked(time=t)])
+            await engine.settle(log, state, now=t)
+        finally:
+            await log.close()
+
+    asyncio.run(main(sys.argv[1], int(sys.argv[2])))
+""")
+
+
+async def second_pass_here(path: Path, t: int) -> None:
+    log = FileLog.open(path, fsync="never")
+    try:
+        state = await fold(log)
+        await engine.observe(log, state, [ev.ClockTicked(time=t)])
+        await engine.settle(log, state, now=t)
+    finally:
+        await log.close()
+
+
+async def fold(log) -> ClusterState:
+    state = ClusterState()
+    async for r in log.read():
+        state.apply(r)
+    return state
+
+
+async def read_all(path: Path) -> tuple[list[ev.Record], ClusterState]:
+    log = FileLog.open(path, readonly=True)
+    try:
+        records = [r async for r in log.read()]
+    finally:
+        await log.close()
+    state = ClusterState()
+    for r in records:
+        state.apply(r)
+    return records, state
+
+
+def placement(state: ClusterState) -> list[tuple[tuple[str, ...], int]]:
+    adm = state.workloads[KEY].admission
+    assert adm is not None
+    ta = adm.pod_set_assignments[0].topology_assignment
+    assert ta is not None, "no topology assigned"
+    return [(tuple(d.values), d.count) for d in decode(ta)]
+
+
+def test_restart_between_the_passes_gives_the_same_placement_as_an_uninterrupted_run(tmp_path: Path) -> None:
+    here, restarted = tmp_path / "uninterrupted", tmp_path / "restarted"
+    t = T0 + 11_000
+    asyncio.run(first_pass(here))
+    asyncio.run(second_pass_here(here, t))
+    asyncio.run(first_pass(restarted))
+    # a new process: its state is nothing but the replay of the log
+    subprocess.run([sys.executable, "-c", SECOND_PASS, str(restarted), str(t)], check=True, cwd=Path.cwd())
+
+    a, state_a = asyncio.run(read_all(here))
+    b, state_b = asyncio.run(read_all(restarted))
+    assert [encode_event(r.event) for r in a] == [encode_event(r.event) for r in b]
+    assert snapshot.digest(state_a) == snapshot.digest(state_b)
+    assert placement(state_b) == [(("n3",), 2), (("n4",), 1)]
+    wl = state_b.workloads[KEY]
+    assert wl.phase == "Admitted" and wl.admission.pod_set_assignments[0].delayed_topology_request == "Ready"
+    assert [type(r.event).__name__ for r in b if isinstance(r.event, ev.Decision)][-2:] == [
+        "TopologyAssigned", "WorkloadAdmitted"]
+
+
+@pytest.mark.parametrize("ending", ["finished", "deactivated"])
+def test_a_finished_or_evicted_workload_with_ready_checks_is_never_placed(tmp_path: Path, ending: str) -> None:
+    """Kueue's v0.12 race: a workload that finished or was evicted while its second pass was queued got placed
+    anyway. Here the second-pass need is folded from the log, and such a workload has none."""
+    path = tmp_path / "log"
+    asyncio.run(first_pass(path))
+
+    async def end_then_wait() -> ClusterState:
+        log = FileLog.open(path, fsync="never")
+        try:
+            state = await fold(log)
+            assert KEY in state.second_pass  # due at 11 s
+            t = T0 + 10_500
+            if ending == "finished":
+                await engine.observe(log, state, [ev.WorkloadFinished(time=t, key=KEY, uid="uid-w")])
+            else:
+                wl = next(obj for obj in objects() if isinstance(obj, o.Workload))
+                inactive = msgspec.structs.replace(wl, spec=msgspec.structs.replace(wl.spec, active=False))
+                await engine.observe(log, state, upserts([inactive], t))
+            await engine.settle(log, state, now=t)
+            for s in (12, 20, 60):  # well past every backoff
+                await engine.observe(log, state, [ev.ClockTicked(time=T0 + s * 1000)])
+                await engine.settle(log, state, now=T0 + s * 1000)
+            return state
+        finally:
+            await log.close()
+
+    state = asyncio.run(end_then_wait())
+    records, replayed = asyncio.run(read_all(path))
+    assert not any(isinstance(r.event, (ev.TopologyAssigned, ev.WorkloadAdmitted)) for r in records)
+    wl = replayed.workloads[KEY]
+    assert wl.second_pass is None and KEY not in replayed.second_pass and KEY not in state.second_pass
+    if ending == "deactivated":
+        assert wl.evicted == "Deactivated" and wl.admission is None
+        # the check state is reset by the eviction, so a later reactivation starts the checks over
+        assert wl.check_states["prov"].state == "Pending"
+    else:
+        assert wl.phase == "Finished"
+
+
+def test_a_cluster_queue_missing_after_a_restart_fails_the_second_pass_without_a_crash(tmp_path: Path) -> None:
+    """The ClusterQueue is gone (deleted, or not yet seen again) when the second pass comes due: the attempt
+    fails with Kueue's message and is retried with backoff; nothing is placed without its ClusterQueue, and the
+    workload is placed once the ClusterQueue is back."""
+    path = tmp_path / "log"
+    asyncio.run(first_pass(path))
+    cq = next(obj for obj in objects() if isinstance(obj, o.ClusterQueue))
+
+    async def run() -> list[ev.Record]:
+        log = FileLog.open(path, fsync="never")
+        try:
+            state = await fold(log)
+            await engine.observe(log, state, [ev.ObjectDeleted(time=T0 + 10_500, key="cq", kind="ClusterQueue")])
+            await engine.settle(log, state, now=T0 + 10_500)
+            await engine.observe(log, state, [ev.ClockTicked(time=T0 + 11_000)])
+            await engine.settle(log, state, now=T0 + 11_000)
+            wl = state.workloads[KEY]
+            assert wl.second_pass == (2, T0 + 13_000)  # backoff 2 s after the first failure
+            assert wl.admission is not None and wl.admission.pod_set_assignments[0].topology_assignment is None
+            await engine.observe(log, state, upserts([cq], T0 + 12_000))
+            await engine.settle(log, state, now=T0 + 12_000)
+            await engine.observe(log, state, [ev.ClockTicked(time=T0 + 13_000)])
+            await engine.settle(log, state, now=T0 + 13_000)
+            return [r async for r in log.read()]
+        finally:
+            await log.close()
+
+    records = asyncio.run(run())
+    failed = [r.event for r in records if isinstance(r.event, ev.SecondPassFailed)]
+    assert [f.message for f in failed] == ["ClusterQueue cq not found"]
+    _, state = asyncio.run(read_all(path))
+    assert placement(state) == [(("n3",), 2), (("n4",), 1)]
+    assert state.workloads[KEY].phase == "Admitted"
