@@ -18,10 +18,6 @@ from kueue_es.simulator.config import Scenario
 from kueue_es.simulator.model import Plan, build_plan
 from kueue_es.simulator.sim import STOP_DELAY_MS, Outcome, ProgressFn, Simulation, summarize
 
-TAS_NOTE = ("topology-aware scheduling is not implemented yet (issue 6): TAS workloads were admitted on quota "
-            "alone, without a topology assignment; Topology, Nodes and the TAS flavor are in the log")
-
-
 @dataclass
 class RunResult:
     summary: dict[str, Any]
@@ -63,8 +59,6 @@ def run(scenario: Scenario, log_dir: Path, *, seed: int = 0, jitter_ms: int = 0,
         log.close_sync()
     _sync_dir(log_dir)
     real = time.perf_counter() - started
-    if plan.tas:
-        outcome.notes.append(TAS_NOTE)
     summary = summarize(plan, outcome, seed=seed, log_path=str(log_dir), real_seconds=real)
     summary["jitterMs"] = jitter_ms
     summary["stopDelayMs"] = stop_delay_ms

@@ -8,7 +8,9 @@ import time
 import pytest
 from simhelp import SMALL, SMALL_TAS, events, segments, small
 
+from events import objects as o
 from events import schema as ev
+from events.tas_assignment import decode
 from kueue_es.cli import main
 from kueue_es.simulator import runner
 from kueue_es.simulator.sim import T0
@@ -82,14 +84,22 @@ def test_log_is_ready_for_replay_verify_and_audit(tmp_path, capsys) -> None:
     assert "QuotaReserved" in out and "Finished" in out
 
 
-def test_tas_scenario_runs_on_quota_and_says_so(tmp_path) -> None:
+def test_tas_scenario_places_every_workload_on_the_topology(tmp_path) -> None:
     result = runner.run(small(SMALL_TAS), tmp_path / "log", seed=0)
     s = result.summary
     assert s["nodes"] == 6
     assert all(c["count"] == c["finished"] for c in s["workloadClasses"].values())
-    assert any("topology-aware scheduling is not implemented yet" in n for n in s["notes"])
-    kinds = {type(e.obj).__name__ for e in events(tmp_path / "log") if isinstance(e, ev.ObjectUpserted)}
+    logged = events(tmp_path / "log")
+    kinds = {type(e.obj).__name__ for e in logged if isinstance(e, ev.ObjectUpserted)}
     assert {"Topology", "Node", "ResourceFlavor", "Workload"} <= kinds
+    nodes = {e.obj.metadata.name for e in logged if isinstance(e, ev.ObjectUpserted) and isinstance(e.obj, o.Node)}
+    reserved = [e for e in logged if isinstance(e, ev.QuotaReserved)]
+    assert reserved
+    for e in reserved:  # each admission carries its placement, on hosts of the generated topology
+        (psa,) = e.admission.pod_set_assignments
+        assert psa.topology_assignment is not None, e.key
+        domains = decode(psa.topology_assignment)
+        assert sum(d.count for d in domains) == psa.count and {d.values[-1] for d in domains} <= nodes
 
 
 def test_realtime_follows_the_wall_clock(tmp_path) -> None:
