@@ -676,7 +676,7 @@ class ClusterState:
             if psa.name != e.pod_set:
                 continue
             changes: dict[str, Any] = {"topology_assignment": e.assignment}
-            if getattr(psa, "delayed_topology_request", None) == "Pending":
+            if psa.delayed_topology_request == "Pending":
                 changes["delayed_topology_request"] = "Ready"
             psas[i] = msgspec.structs.replace(psa, **changes)
             wl.admission = msgspec.structs.replace(wl.admission, pod_set_assignments=psas)
