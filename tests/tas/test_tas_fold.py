@@ -273,12 +273,16 @@ def test_reserve_assign_and_release_move_usage() -> None:
 def test_topology_assigned_completes_a_delayed_request() -> None:
     state = fold([upsert(topology_obj("default", LEVELS)), upsert(flavor_obj("tas", "default"))]
                  + [upsert(node_obj(n)) for n in NODES] + [upsert(workload("w0", 1))])
-    adm = o.Admission(cluster_queue="cq", pod_set_assignments=[o.PodSetAssignment(name="main", flavors={"cpu": "tas"}, count=4)])
+    adm = o.Admission(cluster_queue="cq", pod_set_assignments=[o.PodSetAssignment(
+        name="main", flavors={"cpu": "tas"}, count=4, delayed_topology_request="Pending")])
     state.apply(ev.Record(10, ev.QuotaReserved(time=1, key="test-ns/w0", cycle=1, input=9, admission=adm)))
     assert state.tas.usage == {}
     state.apply(ev.Record(11, op_event(("assign", 0, [("h3", 4)]), 2)))
     wl = state.workloads["test-ns/w0"]
-    assert wl.admission is not None and wl.admission.pod_set_assignments[0].topology_assignment == assignment([("h3", 4)])
+    assert wl.admission is not None
+    psa = wl.admission.pod_set_assignments[0]
+    assert psa.topology_assignment == assignment([("h3", 4)])
+    assert psa.delayed_topology_request == "Ready"
     assert state.tas.usage == {"tas": {"h3": {"cpu": 4000, "pods": 4}}}
 
 

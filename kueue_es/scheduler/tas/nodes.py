@@ -11,8 +11,9 @@ from __future__ import annotations
 import msgspec
 
 from events import objects as o
-from kueue_es.scheduler.tas.request import PodSetRequest
 from projections.topology import FlavorSnapshot
+
+from kueue_es.scheduler.tas.request import PodSetRequest
 
 _ENC = msgspec.msgpack.Encoder()
 

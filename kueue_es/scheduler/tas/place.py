@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from events import objects as o
+from projections.topology import HOSTNAME, FlavorSnapshot
+
 from kueue_es.scheduler.tas.counts import exclusions, fill_counts
 from kueue_es.scheduler.tas.descent import descend
 from kueue_es.scheduler.tas.nodes import excluded_leaves, go_quote
 from kueue_es.scheduler.tas.request import NoPlacement, Placement, PodSetRequest, Result
 from kueue_es.scheduler.tas.search import find_fit_level
-from projections.topology import HOSTNAME, FlavorSnapshot
 
 
 def slice_only(topo: o.PodSetTopologyRequest | None) -> bool:

@@ -16,9 +16,10 @@ from collections.abc import Mapping
 
 import msgspec
 
+from projections.topology import FlavorSnapshot, domain_id
+
 from kueue_es.scheduler.tas.place import level_key, place, slice_size, slices_requested
 from kueue_es.scheduler.tas.request import NoPlacement, Placement, PodSetRequest
-from projections.topology import FlavorSnapshot, domain_id
 
 
 class Replacement(msgspec.Struct, frozen=True):

@@ -11,10 +11,11 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
+from projections.topology import FlavorSnapshot
+
 from kueue_es.scheduler.tas.nodes import go_quote
 from kueue_es.scheduler.tas.place import place
 from kueue_es.scheduler.tas.request import AssumedUsage, NoPlacement, Placement, PodSetRequest, add_assumed
-from projections.topology import FlavorSnapshot
 
 
 class WorkloadPlacement(msgspec.Struct, frozen=True):
