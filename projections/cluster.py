@@ -116,9 +116,6 @@ class ClusterState:
         """Workloads a controller rule may act on without any new event: inactive and not finished, or showing
         Requeued=False, or QuotaReserved=False for a queue blocker (Suspended, Misconfigured, Deactivated).
         Derived; rebuilt on restore."""
-        self._template_generation: dict[str, int] = {}
-        """Workload key -> the metadata.generation its :attr:`pod_templates` were taken at: status-only upserts
-        (same generation) skip them. A memo, not state: without it the same templates are found again."""
         self.derived: dict[str, Any] = {}
         """Consumers' memos of values derived from this state (never part of a snapshot)."""
         self.tas = TASFold()
@@ -406,7 +403,6 @@ class ClusterState:
                 self.second_pass.pop(key, None)
                 self.flagged.pop(key, None)
                 self.pod_templates.pop(key, None)
-                self._template_generation.pop(key, None)
                 if wl.cluster_queue:
                     self._flush_tree(wl.cluster_queue)
             return
@@ -475,9 +471,9 @@ class ClusterState:
                 resource_version=w.metadata.resource_version,
                 max_execution_seconds=w.spec.maximum_execution_time_seconds,
                 provreq_parameters=provreq_parameters(w.metadata.annotations),
+                generation=w.metadata.generation,
             )
             self.pod_templates[key] = pod_templates(w)
-            self._template_generation[key] = w.metadata.generation
             self._take_observed_status(wl, w)
             self.workloads[key] = wl
             self.reflag(wl)
@@ -489,9 +485,9 @@ class ClusterState:
         wl.labels = dict(w.metadata.labels)
         wl.provreq_parameters = provreq_parameters(w.metadata.annotations)
         generation = w.metadata.generation
-        if not generation or self._template_generation.get(key) != generation:
+        if not generation or wl.generation != generation:  # status-only upserts keep the generation
             self.pod_templates[key] = pod_templates(w, self.pod_templates.get(key))
-            self._template_generation[key] = generation
+            wl.generation = generation
         changed = (wl.pod_sets != pod_sets or wl.priority != priority or wl.active != w.spec.active
                    or wl.queue_name != w.spec.queue_name)
         if not changed:
