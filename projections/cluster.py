@@ -202,36 +202,34 @@ class ClusterState:
             self.time = e.time
         if isinstance(e, ev.Decision) and e.cycle > self.last_cycle:
             self.last_cycle = e.cycle
-        handler = _HANDLERS.get(type(e))
-        if handler is None:
-            handler = _handler_of(type(e))
-        if handler is None:
-            return  # ticks and connector outcomes carry only time
-        holder = self._quota_holder(e)
-        handler(self, e)
-        if type(e) in _SECOND_PASS_TRIGGERS and (type(e) is not ev.ObjectUpserted or e.obj.__class__ is o.Workload):
-            self._sync_second_pass(e.key, e.time)
-        after = self._quota_holder(e)
-        for cq in (holder, after) if holder != after else (holder,):
-            if cq:
-                self.generations[cq] = self.generations.get(cq, 0) + 1
-        if type(e) is not ev.WorkloadPending:
-            self.last_change = record.offset
-
-    def _quota_holder(self, e: ev.AnyEvent) -> str:
-        """The ClusterQueue whose quota the workload ``e`` is about holds ("" when it holds none, or ``e`` is not
-        about a workload)."""
         t = type(e)
-        if t is ev.ObjectUpserted:
-            if not isinstance(e.obj, o.Workload):  # type: ignore[union-attr]
-                return ""
-        elif t is ev.ObjectDeleted:
-            if e.kind != "Workload":  # type: ignore[union-attr]
-                return ""
-        elif t is ev.WorkloadPending:
-            return ""  # never about a workload holding quota
-        wl = self.workloads.get(e.key)
-        return wl.cluster_queue if wl is not None and wl.reserving else ""
+        handler = _HANDLERS.get(t)
+        if handler is None:
+            handler = _handler_of(t)
+            if handler is None:
+                return  # ticks and connector outcomes carry only time
+        about_workload = t in _ABOUT_WORKLOADS or (
+            (t is ev.ObjectUpserted and type(e.obj) is o.Workload)  # type: ignore[union-attr]
+            or (t is ev.ObjectDeleted and e.kind == "Workload"))  # type: ignore[union-attr]
+        if about_workload:
+            # Any change of a workload holding a ClusterQueue's quota (reserved, updated, released) grows that
+            # queue's allocatable generation, as in Kueue's cache (an update there removes and re-adds the entry).
+            wl = self.workloads.get(e.key)
+            before = wl.cluster_queue if wl is not None and wl.reserving else ""
+            handler(self, e)
+            wl = self.workloads.get(e.key)
+            after = wl.cluster_queue if wl is not None and wl.reserving else ""
+            generations = self.generations
+            if before:
+                generations[before] = generations.get(before, 0) + 1
+            if after and after != before:
+                generations[after] = generations.get(after, 0) + 1
+        else:
+            handler(self, e)
+        if t in _SECOND_PASS_TRIGGERS and (t is not ev.ObjectUpserted or e.obj.__class__ is o.Workload):  # type: ignore[union-attr]
+            self._sync_second_pass(e.key, e.time)
+        if t is not ev.WorkloadPending:
+            self.last_change = record.offset
 
     def _on_upserted(self, e: ev.ObjectUpserted) -> None:
         if isinstance(e.obj, o.Workload):
@@ -965,6 +963,14 @@ def _handler_of(t: type) -> Any:
             return _HANDLERS[base]
     return None
 
+
+_ABOUT_WORKLOADS = frozenset({
+    ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadPreempted, ev.WorkloadEvicted, ev.WorkloadRequeued,
+    ev.WorkloadDeactivated, ev.TopologyAssigned, ev.WorkloadFinished, ev.JobStopped, ev.PodsReadyChanged,
+    ev.AdmissionCheckStateChanged, ev.AdmissionCheckUpdated, ev.UnhealthyNodesChanged,
+})
+"""Event types about one workload (by ``key``) that may change a workload holding quota (WorkloadPending never
+concerns one); Workload upserts and deletions are told apart by their object or kind."""
 
 BLOCKER_REASONS = frozenset({"Suspended", "Misconfigured", "Deactivated"})
 

@@ -81,8 +81,8 @@ class PodSetResult:
         self.delayed = False
         """The topology request waits for the second pass (a ProvisioningRequest check covers the TAS flavor)."""
         self.last_tried: dict[str, int] | None = None
-        """resource -> index of the last flavor tried in its group (-1: the group's last), for the resources that
-        got a flavor: what the next attempt resumes from."""
+        """resource -> index of the last flavor tried in its group, for the resources that got a flavor before
+        their group's last one (the others reached it: -1): what the next attempt resumes from."""
 
     def __repr__(self) -> str:
         return f"PodSetResult({self.name}, {self.count}, {self.flavors}, {Granular.NAMES[self.mode]})"
@@ -255,10 +255,13 @@ def resume_scan(state: ClusterState, wl: WorkloadInfo, cq: str) -> FlavorScan | 
 
 
 def scan_progress(a: Assignment) -> tuple[tuple[tuple[str, int], ...], ...] | None:
-    """How far an attempt got (``FlavorScan.tried``), or None when no resource got a flavor."""
-    if not any(ps.last_tried for ps in a.pod_sets):
+    """How far an attempt got (``FlavorScan.tried``), or None when no resource got a flavor. As in Kueue, a pod
+    set one of whose resource groups got no flavor keeps nothing (its other groups start over too)."""
+    got = [ps.flavors if ps.mode != _NO_FIT else {} for ps in a.pod_sets]
+    if not any(got):
         return None
-    return tuple(tuple(sorted(ps.last_tried.items())) if ps.last_tried else () for ps in a.pod_sets)
+    return tuple(tuple(sorted((r, ps.last_tried.get(r, -1) if ps.last_tried else -1) for r in flavors))
+                 for ps, flavors in zip(a.pod_sets, got, strict=True))
 
 
 def scan_length(a: Assignment) -> int:
@@ -368,8 +371,7 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
     if start >= len(flavors):
         start = 0  # the group has fewer flavors than when the progress was recorded: it says nothing about them
     last = start - 1
-    for last in range(start, len(flavors)):
-        slot = flavors[last]
+    for last, slot in enumerate(flavors[start:] if start else flavors, start):
         name = slot.name
         if pinned is not None and name != pinned:
             continue
@@ -426,12 +428,13 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
         res.no_fit_reason = _worse(res.no_fit_reason, group_no_fit or NO_MATCHING_FLAVOR)
         return
     mode, borrow, name = best
-    at = -1 if last == len(flavors) - 1 else last  # where the next attempt resumes: one past it
-    if res.last_tried is None:
-        res.last_tried = {}
     for r in wanted:
         res.flavors[r] = name
-        res.last_tried[r] = at
+    if last != len(flavors) - 1:  # the scan stopped early: the next attempt resumes one past ``last``
+        if res.last_tried is None:
+            res.last_tried = {}
+        for r in wanted:
+            res.last_tried[r] = last
     if mode < res.mode:
         res.mode = mode
     if borrow > res.borrow:
