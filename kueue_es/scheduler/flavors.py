@@ -256,12 +256,18 @@ def resume_scan(state: ClusterState, wl: WorkloadInfo, cq: str) -> FlavorScan | 
 
 def scan_progress(a: Assignment) -> tuple[tuple[tuple[str, int], ...], ...] | None:
     """How far an attempt got (``FlavorScan.tried``), or None when no resource got a flavor. As in Kueue, a pod
-    set one of whose resource groups got no flavor keeps nothing (its other groups start over too)."""
-    got = [ps.flavors if ps.mode != _NO_FIT else {} for ps in a.pod_sets]
-    if not any(got):
-        return None
-    return tuple(tuple(sorted((r, ps.last_tried.get(r, -1) if ps.last_tried else -1) for r in flavors))
-                 for ps, flavors in zip(a.pod_sets, got, strict=True))
+    set one of whose resource groups got no flavor keeps nothing (its other groups start over too); one whose
+    flavors were all chosen keeps them even when its placement failed afterwards (TAS)."""
+    tried = tuple(_progress(ps) for ps in a.pod_sets)
+    return tried if any(tried) else None
+
+
+def _progress(ps: PodSetResult) -> tuple[tuple[str, int], ...]:
+    flavors = ps.flavors
+    if not flavors or ps.plan is None or any(r not in flavors for r, _, _ in ps.plan.steps):
+        return ()
+    last = ps.last_tried
+    return tuple(sorted((r, last.get(r, -1) if last else -1) for r in flavors))
 
 
 def scan_length(a: Assignment) -> int:
