@@ -123,6 +123,32 @@ class WorkloadAdmitted(Decision, tag="WorkloadAdmitted"):
     message: str = ""
 
 
+class FlavorScan(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defaults=True, rename="camel"):
+    """How far the flavor scan of a pending workload got (Kueue's FlavorFungibilityPreserveScanProgress).
+
+    ``tried`` holds, per pod set in spec order (up to the one that failed), the pairs (resource, index of the
+    last flavor tried in its resource group) for the resources that got a flavor, sorted by resource; -1 when
+    the scan reached the group's last flavor. The next attempt starts each resource group one past it.
+    """
+
+    tried: tuple[tuple[tuple[str, int], ...], ...]
+    generation: int = 0
+    """The ClusterQueue's allocatable generation the attempt saw: once it has grown the progress is stale,
+    unless it was recorded by the latest batch of decisions."""
+    since: int = -1
+    """Log offset of the last change (anything but pending statuses) before the attempt that began this pass
+    over the flavors: a pass that ended with nothing changed since is not started over (see the scheduler)."""
+    attempts: int = 1
+    """Attempts in this pass; a pass that goes on longer than there are flavors to try is ended."""
+    cycle: int = 0
+    """The cycle of the decision that recorded it: stamped when the decision is folded (0 in the event)."""
+
+    @property
+    def pending(self) -> bool:
+        """Some resource group still has flavors after the last one tried (Kueue's PendingFlavors)."""
+        return any(i != -1 for ps in self.tried for _, i in ps)
+
+
 class WorkloadPending(Decision, tag="WorkloadPending"):
     """An admission attempt failed: QuotaReserved=False with Kueue's reason and message."""
 
@@ -130,7 +156,10 @@ class WorkloadPending(Decision, tag="WorkloadPending"):
     message: str
     requeue_reason: str = ""
     parked: bool = False
-    """True when the workload moves to the inadmissible set (BestEffortFIFO) instead of back to the heap."""
+    """True when the scheduler asks to move the workload to the inadmissible set (BestEffortFIFO) instead of back
+    to the heap; the queue keeps it on the heap anyway while ``scan`` has untried flavors (Kueue's requeue rule)."""
+    scan: FlavorScan | None = None
+    """The flavor scan progress after this attempt (None: the next attempt starts at the first flavors)."""
 
 
 class WorkloadPreempted(Decision, tag="WorkloadPreempted"):

@@ -40,6 +40,8 @@ from projections.workloads import (
     RESERVED,
     WorkloadInfo,
     admission_usage,
+    intern_scan,
+    keeps_queued,
     pod_set_info,
     pod_templates,
     provreq_parameters,
@@ -121,6 +123,13 @@ class ClusterState:
         self.tas = TASFold()
         """Topology-aware scheduling usage (workloads' topology assignments, non-TAS pods) and the generations
         the TAS snapshots are memoised on (see projections.topology). Derived; rebuilt on restore."""
+        self.quota_epoch = 0
+        """Bumped on every change of a ClusterQueue's or Cohort's spec (and their deletion): part of every
+        ClusterQueue's allocatable generation (see :meth:`allocatable_generation`)."""
+        self.generations: dict[str, int] = {}
+        """ClusterQueue -> how many times a workload holding its quota changed (reserved, updated, released)."""
+        self.last_change = -1
+        """Offset of the last record that changed anything but a pending workload's QuotaReserved=False status."""
 
     # --- derived structure ----------------------------------------------------------------------------------
 
@@ -152,6 +161,17 @@ class ClusterState:
                                                          self.topologies, self.forest, self.provisioning_configs)
         return info
 
+    def allocatable_generation(self, cq: str) -> int:
+        """Kueue's AllocatableResourceGeneration of ClusterQueue ``cq``: grows whenever the quota it may use could
+        have grown, so flavor scan progress recorded before is stale (see ``WorkloadInfo.scan``).
+
+        Kueue bumps it on a change of the queue's quotas or resource groups, on any change in its cohort tree, and
+        whenever a workload entry leaves the queue's cache — which every update of a workload holding its quota
+        does. Here: every ClusterQueue or Cohort spec change counts for all queues (a superset of the trees
+        concerned, so progress is only ever dropped early, never kept too long), plus every change of a workload
+        holding ``cq``'s quota (reserved, updated, evicted, released)."""
+        return self.quota_epoch + self.generations.get(cq, 0)
+
     def inactive_reason(self, cq: str) -> str | None:
         """Why a ClusterQueue cannot admit (Kueue's Active=False reasons), or None when it is active."""
         info = self.cq_info(cq)
@@ -162,6 +182,7 @@ class ClusterState:
         if quota:
             self._forest = None
             self._quota = None
+            self.quota_epoch += 1
 
     def queue(self, cq: str) -> ClusterQueueQueue:
         q = self.queues.get(cq)
@@ -178,14 +199,34 @@ class ClusterState:
             self.time = e.time
         if isinstance(e, ev.Decision) and e.cycle > self.last_cycle:
             self.last_cycle = e.cycle
-        handler = _HANDLERS.get(type(e))
+        t = type(e)
+        handler = _HANDLERS.get(t)
         if handler is None:
-            handler = _handler_of(type(e))
-        if handler is not None:
+            handler = _handler_of(t)
+            if handler is None:
+                return  # ticks and connector outcomes carry only time
+        about_workload = t in _ABOUT_WORKLOADS or (
+            (t is ev.ObjectUpserted and type(e.obj) is o.Workload)  # type: ignore[union-attr]
+            or (t is ev.ObjectDeleted and e.kind == "Workload"))  # type: ignore[union-attr]
+        if about_workload:
+            # Any change of a workload holding a ClusterQueue's quota (reserved, updated, released) grows that
+            # queue's allocatable generation, as in Kueue's cache (an update there removes and re-adds the entry).
+            wl = self.workloads.get(e.key)
+            before = wl.cluster_queue if wl is not None and wl.reserving else ""
             handler(self, e)
-            if type(e) in _SECOND_PASS_TRIGGERS and (type(e) is not ev.ObjectUpserted or e.obj.__class__ is o.Workload):
-                self._sync_second_pass(e.key, e.time)
-        # ticks and connector outcomes carry only time
+            wl = self.workloads.get(e.key)
+            after = wl.cluster_queue if wl is not None and wl.reserving else ""
+            generations = self.generations
+            if before:
+                generations[before] = generations.get(before, 0) + 1
+            if after and after != before:
+                generations[after] = generations.get(after, 0) + 1
+        else:
+            handler(self, e)
+        if t in _SECOND_PASS_TRIGGERS and (t is not ev.ObjectUpserted or e.obj.__class__ is o.Workload):  # type: ignore[union-attr]
+            self._sync_second_pass(e.key, e.time)
+        if t is not ev.WorkloadPending:
+            self.last_change = record.offset
 
     def _on_upserted(self, e: ev.ObjectUpserted) -> None:
         if isinstance(e.obj, o.Workload):
@@ -496,6 +537,8 @@ class ClusterState:
             self.lq_members.get(f"{wl.namespace}/{wl.queue_name}", {}).pop(key, None)
             self.lq_members.setdefault(f"{wl.namespace}/{w.spec.queue_name}", {})[key] = None
         deactivated = wl.active and not w.spec.active
+        if wl.pod_sets != pod_sets or wl.priority != priority or deactivated:
+            wl.scan = None  # its scheduling shape changed, or it leaves the queue: the progress is meaningless
         if wl.reserving and wl.pod_sets != pod_sets:
             wl.pod_sets = pod_sets
             self.tas.charge(wl)  # Kueue takes TAS usage from the pod template, so it follows a changed template
@@ -592,6 +635,7 @@ class ClusterState:
             if value is None or value.value == wl.priority:
                 continue
             wl.priority = value.value
+            wl.scan = None  # the scheduling shape includes the priority
             if wl.phase == PENDING:
                 self._dequeue(wl)
                 self._enqueue(wl)
@@ -620,9 +664,11 @@ class ClusterState:
         if cq is None:
             self._dequeue(wl)
             wl.cluster_queue = ""
+            wl.scan = None
             return
         if wl.cluster_queue and wl.cluster_queue != cq:
             self._dequeue(wl)
+            wl.scan = None
         wl.cluster_queue = cq
         self._sync_checks(wl)
         requeued = wl.condition("Requeued")
@@ -721,6 +767,7 @@ class ClusterState:
         wl.cluster_queue = e.admission.cluster_queue
         wl.usage = admission_usage(e.admission)
         wl.phase = RESERVED
+        wl.scan = None
         wl.reserved_at = e.time
         wl.job_stopped = False
         wl.pods_ready = False
@@ -749,11 +796,12 @@ class ClusterState:
         if wl is None or wl.phase != PENDING:
             return
         wl.set_condition("QuotaReserved", "False", e.reason, e.message, e.time)
+        wl.scan = intern_scan(e.scan, e.cycle)
         self.reflag(wl)
         q = self.queues.get(wl.cluster_queue)
         if q is None or wl.key not in q.shapes:
             return
-        if e.parked:
+        if not keeps_queued(wl, e.parked, wl.scan, e.time):
             q.park(wl.key, bulk=e.requeue_reason in ("NoFit", "PreemptionNoCandidates"))
         elif e.requeue_reason in ("PendingPreemption", "PendingMigration"):
             spec = self.cluster_queues.get(wl.cluster_queue)
@@ -816,6 +864,7 @@ class ClusterState:
         if wl is None:
             return
         wl.active = False
+        wl.scan = None
         wl.requeue_at, wl.requeue_count = None, 0
         self.backoff.pop(wl.key, None)
         if wl.reserving:
@@ -910,6 +959,14 @@ def _handler_of(t: type) -> Any:
             return _HANDLERS[base]
     return None
 
+
+_ABOUT_WORKLOADS = frozenset({
+    ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadPreempted, ev.WorkloadEvicted, ev.WorkloadRequeued,
+    ev.WorkloadDeactivated, ev.TopologyAssigned, ev.WorkloadFinished, ev.JobStopped, ev.PodsReadyChanged,
+    ev.AdmissionCheckStateChanged, ev.AdmissionCheckUpdated, ev.UnhealthyNodesChanged,
+})
+"""Event types about one workload (by ``key``) that may change a workload holding quota (WorkloadPending never
+concerns one); Workload upserts and deletions are told apart by their object or kind."""
 
 BLOCKER_REASONS = frozenset({"Suspended", "Misconfigured", "Deactivated"})
 

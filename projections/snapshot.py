@@ -17,7 +17,7 @@ from events import objects as o
 from events.errors import InvalidInput
 from projections.cluster import ClusterState
 from projections.queues import ClusterQueueQueue
-from projections.workloads import WorkloadInfo, intern_templates
+from projections.workloads import WorkloadInfo, intern_scan, intern_templates
 
 SNAPSHOT_VERSION = 1
 
@@ -52,6 +52,11 @@ class Snapshot(msgspec.Struct, array_like=True):
     """Workload key -> index into ``template_pool``."""
     deleted_requests: list[str] = []
     """``ClusterState.deleted_requests``."""
+    quota_epoch: int = 0
+    generations: list[tuple[str, int]] = []
+    last_change: int = -1
+    """The inputs of ClusterQueues' allocatable generations and of flavor scan progress (``ClusterState``'s
+    fields of these names); absent from older snapshots, whose workloads carry no scan progress either."""
 
 
 _encoder = msgspec.msgpack.Encoder(order="sorted")
@@ -116,6 +121,9 @@ def take(state: ClusterState) -> Snapshot:
         template_pool=template_pool,
         templates=templates,
         deleted_requests=sorted(state.deleted_requests),
+        quota_epoch=state.quota_epoch,
+        generations=sorted(state.generations.items()),
+        last_change=state.last_change,
     )
 
 
@@ -172,6 +180,11 @@ def restore(snap: Snapshot) -> ClusterState:
     pool = [intern_templates(tuple(t)) for t in snap.template_pool]
     state.pod_templates = {key: pool[index] for key, index in snap.templates}
     state.deleted_requests = dict.fromkeys(snap.deleted_requests)
+    state.quota_epoch, state.last_change = snap.quota_epoch, snap.last_change
+    state.generations = dict(snap.generations)
+    for wl in snap.workloads:
+        if wl.scan is not None:
+            wl.scan = intern_scan(wl.scan, wl.scan.cycle)
     return state
 
 

@@ -13,6 +13,7 @@ import msgspec
 
 from events import objects as o
 from events.quantity import to_int
+from events.schema import FlavorScan
 from events.timefmt import format_time, parse_time
 
 PENDING, RESERVED, ADMITTED, FINISHED = "Pending", "QuotaReserved", "Admitted", "Finished"
@@ -73,6 +74,9 @@ class WorkloadInfo(msgspec.Struct, array_like=True):
     """(iteration, due ms) while the workload waits for a second pass (delayed topology or node replacement)."""
     generation: int = 0
     """``metadata.generation`` when the pod templates were last taken (status-only upserts keep it)."""
+    scan: FlavorScan | None = None
+    """Flavor scan progress of the last admission attempt while pending (interned ``tried``); None when the next
+    attempt starts at the first flavors."""
 
     @property
     def shape(self) -> tuple[int, bytes]:
@@ -160,6 +164,38 @@ def intern_templates(templates: tuple[o.PodTemplateSpec, ...]) -> tuple[o.PodTem
     if found is None:
         found = _TEMPLATES[key] = templates
     return found
+
+
+def keeps_queued(wl: WorkloadInfo, park: bool, scan: FlavorScan | None, now: int) -> bool:
+    """Kueue's requeue rule: whether a failed head goes back to the heap rather than to the inadmissible set.
+
+    ``park`` is what its queueing strategy and requeue reason ask; a workload asked to park still goes back to
+    the heap while its backoff has expired and its flavor scan has untried flavors."""
+    if not park:
+        return True
+    if scan is None or not scan.pending:
+        return False
+    if wl.requeue_at is not None and wl.requeue_at > now:
+        return False
+    requeued = wl.condition("Requeued")
+    return requeued is None or requeued.status != "False"
+
+
+_SCANS: dict[tuple, tuple] = {}
+
+
+def intern_scan(scan: FlavorScan | None, cycle: int) -> FlavorScan | None:
+    """``scan`` as a workload keeps it: stamped with the cycle that recorded it, its ``tried`` shared with every
+    other workload that got as far (most pending workloads of a queue do)."""
+    if scan is None:
+        return None
+    tried = _SCANS.get(scan.tried)
+    if tried is None:
+        if len(_SCANS) > 10_000:
+            _SCANS.clear()
+        tried = _SCANS[scan.tried] = scan.tried
+    return FlavorScan(tried=tried, generation=scan.generation, since=scan.since, attempts=scan.attempts,
+                      cycle=cycle)
 
 
 _INTERNED: dict[bytes, PodSetInfo] = {}

@@ -115,6 +115,8 @@ def render(d: dict[str, Any]) -> str:
     if a is None:
         return "".join(out)
     out.append(f"\nNext attempt (dry run at {d['time']}, log offset {d['offset']}): {a['outcome']}\n")
+    if "scan" in a:
+        out.append(f"  Flavor scan: {a['scan']['detail']}\n")
     if a["outcome"] == "NotNominated":
         out.append(f"  {a['reason']}: {a['message']}\n")
     for ps in a.get("podSets", []):

@@ -25,7 +25,16 @@ from projections.workloads import WorkloadInfo
 
 from kueue_es.scheduler import afs
 from kueue_es.scheduler.config import SchedulerConfig
-from kueue_es.scheduler.flavors import Assignment, Granular, Mode, PodSetResult, assign_flavors
+from kueue_es.scheduler.flavors import (
+    Assignment,
+    Granular,
+    Mode,
+    PodSetResult,
+    assign_flavors,
+    resume_scan,
+    scan_length,
+    scan_progress,
+)
 from kueue_es.scheduler.fairsharing import fair_order, fair_targets
 from kueue_es.scheduler.preemption import Target, find_targets
 from kueue_es.scheduler.quota import QuotaNode, QuotaTree
@@ -348,6 +357,13 @@ def _reserve_capacity(ctx: CycleContext, e: Entry) -> None:
             node.add_usage(fr, amount)
 
 
+_CLEARS_SCAN = frozenset({"PendingPreemption", "PendingMigration", "PreemptionFailed", "PreemptionGated"})
+"""Requeue reasons of attempts that issued preemptions (or a DeferredFit, or were gated): the next attempt starts
+over at the first flavors."""
+_ROUND_AGAIN = frozenset({"NoFit", "PreemptionNoCandidates", "FailedAfterNomination"})
+"""Requeue reasons of failed attempts that would go round the flavors again with nothing changed."""
+
+
 def _pending(out: list[ev.Decision], state: ClusterState, e: Entry, reason: str, message: str,
              requeue_reason: str, base: dict) -> None:
     wl = e.wl
@@ -355,11 +371,47 @@ def _pending(out: list[ev.Decision], state: ClusterState, e: Entry, reason: str,
         parked = requeue_reason == "NamespaceMismatch"
     else:
         parked = requeue_reason not in PARK_ALWAYS_HEAP
-    current = wl.condition("QuotaReserved")
-    if not parked and current is not None and current.reason == reason and current.message == message:
-        return  # nothing new to say: no event, so a blocked head does not flood the log
+    scan = _scan_after(state, e, requeue_reason)
+    if not parked:
+        kept = resume_scan(state, wl, e.cq) if wl.scan is not None else None
+        tried = scan.tried if scan is not None else None
+        current = wl.condition("QuotaReserved")
+        if (current is not None and current.reason == reason and current.message == message
+                and (kept.tried if kept is not None else None) == tried):
+            return  # nothing new to say: no event, so a blocked head does not flood the log
+        if (kept is not None and not kept.pending and kept.since == state.last_change
+                and requeue_reason in _ROUND_AGAIN):
+            # It went through all its flavors since the last change and would only go round them again. Kueue
+            # does, cycle after cycle; here the next round waits for a change, so the scheduler settles.
+            return
     out.append(ev.WorkloadPending(key=wl.key, uid=wl.uid, reason=reason, message=message,
-                                  requeue_reason=requeue_reason, parked=parked, **base))
+                                  requeue_reason=requeue_reason, parked=parked, scan=scan, **base))
+
+
+def _scan_after(state: ClusterState, e: Entry, requeue_reason: str) -> ev.FlavorScan | None:
+    """The flavor scan progress an attempt leaves for the next one (Kueue's FlavorFungibilityPreserveScanProgress):
+    where its assignment got, kept through skips; none after preemptions were issued, a DeferredFit or a gate,
+    nor when the workload was not nominated."""
+    a = e.assignment
+    if a is None or requeue_reason in _CLEARS_SCAN:
+        return None
+    wl = e.wl
+    kept = resume_scan(state, wl, e.cq) if wl.scan is not None else None
+    going_on = kept is not None and kept.pending  # this attempt went on with a pass over the flavors
+    tried = scan_progress(a)
+    if tried is None:
+        if not going_on:
+            return None
+        tried = ()  # the pass ended with no flavor assigned: its end is kept, so it is not started over unchanged
+    if going_on:
+        since, attempts = kept.since, kept.attempts + 1  # type: ignore[union-attr]
+    else:
+        since, attempts = state.last_change, 1
+    if attempts >= scan_length(a) and any(i != -1 for ps in tried for _, i in ps):
+        # Pod sets that take turns can keep each other's scans going round for ever (Kueue retries such a
+        # workload cycle after cycle); the pass ends once it has had as many attempts as there are flavors.
+        tried = tuple(tuple((r, -1) for r, _ in ps) for ps in tried)
+    return ev.FlavorScan(tried=tried, generation=state.allocatable_generation(e.cq), since=since, attempts=attempts)
 
 
 def _preempt(out: list[ev.Decision], state: ClusterState, e: Entry, base: dict) -> None:

@@ -8,8 +8,9 @@ reports, as plain data:
 * ``queue`` — where the workload waits: its position in the ClusterQueue, parked as inadmissible until
   something changes, in backoff, or not queued at all (LocalQueue missing or stopped, workload inactive); with
   Admission Fair Sharing, its LocalQueue's usage (what orders the queue);
-* ``attempt`` — the dry run's outcome, and per pod set and resource group the flavors tried in order and what
-  each said;
+* ``attempt`` — the dry run's outcome, where its flavor scan starts (``scan``: resumed from the progress the
+  previous attempt kept, or at the first flavors, and why), and per pod set and resource group the flavors tried
+  in order and what each said;
 * ``quota`` — per flavor-resource considered: the request and, from the ClusterQueue up the cohort tree, each
   node's quota, usage, free quota and limits, what is available to the workload, and which node binds;
 * ``preemption`` — the policies; the workloads a preemption would evict and why each is allowed; or why none
@@ -29,7 +30,7 @@ from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, Workloa
 from kueue_es.scheduler import afs, fairsharing
 from kueue_es.scheduler.config import SchedulerConfig
 from kueue_es.scheduler.cycle import CycleContext, Entry, nominate
-from kueue_es.scheduler.flavors import Granular, Mode
+from kueue_es.scheduler.flavors import Granular, Mode, resume_scan
 from kueue_es.scheduler.preemption import policy_allows, uses_any
 from kueue_es.scheduler.quota import QuotaNode
 
@@ -79,6 +80,8 @@ def explain(state: ClusterState, config: SchedulerConfig, key: str, now: int) ->
         e = Entry(wl, cq)
         nominate(ctx, e)
         out["attempt"] = _attempt(e)
+        if e.assignment is not None:
+            out["attempt"]["scan"] = _scan(state, wl, cq)
         if "kueue" not in out:
             out["kueue"] = {"reason": out["attempt"]["reason"], "message": out["attempt"]["message"],
                             "observed": False}
@@ -182,6 +185,39 @@ def _attempt(e: Entry) -> dict[str, Any]:
         })
     return {"outcome": outcome, "reason": reason, "message": message, "borrowingLevel": a.borrow,
             "podSets": pod_sets}
+
+
+def _scan(state: ClusterState, wl: WorkloadInfo, cq: str) -> dict[str, Any]:
+    """Where the attempt's flavor scan starts, from the progress the workload keeps (FlavorFungibility's
+    PreserveScanProgress): ``state`` resumed, stale or none; ``resumesAt`` per pod set and resource the flavor
+    the scan starts at."""
+    scan = wl.scan
+    if scan is None:
+        return {"state": "none", "detail": "no progress kept: each resource group starts at its first flavor"}
+    info = state.cq_info(cq)
+    at: dict[str, dict[str, str]] = {}
+    for ps, tried in zip(wl.pod_sets, scan.tried, strict=False):
+        flavors = {}
+        for r, i in tried:
+            group = info.group_of.get(r) if info is not None else None
+            if group is not None and group.flavors:
+                flavors[r] = group.flavors[i + 1 if 0 <= i + 1 < len(group.flavors) else 0].name
+        if flavors:
+            at[ps.name] = flavors
+    where = "; ".join(f"pod set {ps}: " + ", ".join(f"{r} at {f}" for r, f in fl.items()) for ps, fl in at.items())
+    out: dict[str, Any] = {"recordedInCycle": scan.cycle, "generation": scan.generation,
+                           "currentGeneration": state.allocatable_generation(cq), "untriedFlavors": scan.pending}
+    if resume_scan(state, wl, cq) is None:
+        out.update(state="stale", detail=(
+            f"the progress of cycle {scan.cycle} ({where}) is stale: ClusterQueue {cq}'s allocatable generation grew "
+            f"from {scan.generation} to {out['currentGeneration']} since, so each resource group starts at its "
+            "first flavor"))
+        return out
+    out.update(state="resumed", resumesAt=at, detail=(
+        f"resumes where the attempt of cycle {scan.cycle} stopped: {where}"
+        + ("; while flavors remain untried, a failed attempt goes back to the queue's heap" if scan.pending else
+           " (all flavors were tried: a new pass)")))
+    return out
 
 
 def _node_label(n: QuotaNode) -> str:

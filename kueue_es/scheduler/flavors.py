@@ -4,6 +4,10 @@ Flavors are tried in the ClusterQueue's order. A flavor must exist, have its tai
 pod set's node selection on the flavor's own label keys. Each (flavor, resource) then gets a mode — Fit,
 Preempt (via the preemption oracle) or NoFit — and flavorFungibility decides whether to stop at a flavor or
 keep looking for a better one.
+
+The scan resumes where the workload's previous attempt stopped (Kueue's FlavorFungibilityPreserveScanProgress):
+each resource group starts one past the last flavor tried, as recorded in ``WorkloadInfo.scan``, unless that
+record is stale (:func:`resume_scan`). Each attempt records how far it got (:func:`scan_progress`).
 """
 
 from __future__ import annotations
@@ -17,8 +21,10 @@ from projections.workloads import PodSetInfo, WorkloadInfo
 from kueue_es.scheduler.tasflavor import tas_ineligible
 
 if TYPE_CHECKING:
+    from events.schema import FlavorScan
     from kueue_es.scheduler.cycle import CycleContext
     from kueue_es.scheduler.tas import Placement
+    from projections.cluster import ClusterState
 
 NO_MATCHING_FLAVOR, EXCEEDS_MAX_QUOTA, WAITING_FOR_QUOTA = "NoMatchingFlavor", "ExceedsMaxQuota", "WaitingForQuota"
 _SEVERITY = {NO_MATCHING_FLAVOR: 3, EXCEEDS_MAX_QUOTA: 2, WAITING_FOR_QUOTA: 1, "TopologyPlacementFailed": 0}
@@ -51,8 +57,8 @@ class Granular:
 class PodSetResult:
     """The flavors chosen for one pod set, and how they fit."""
 
-    __slots__ = ("borrow", "count", "delayed", "flavors", "mode", "name", "no_fit_reason", "plan", "reasons", "requests",
-                 "tas_flavor", "topology", "tried")
+    __slots__ = ("borrow", "count", "delayed", "flavors", "last_tried", "mode", "name", "no_fit_reason", "plan",
+                 "reasons", "requests", "tas_flavor", "topology", "tried")
 
     def __init__(self, name: str, count: int, requests: dict[str, int]) -> None:
         self.name = name
@@ -74,6 +80,9 @@ class PodSetResult:
         self.tas_flavor = ""
         self.delayed = False
         """The topology request waits for the second pass (a ProvisioningRequest check covers the TAS flavor)."""
+        self.last_tried: dict[str, int] | None = None
+        """resource -> index of the last flavor tried in its group, for the resources that got a flavor before
+        their group's last one (the others reached it: -1): what the next attempt resumes from."""
 
     def __repr__(self) -> str:
         return f"PodSetResult({self.name}, {self.count}, {self.flavors}, {Granular.NAMES[self.mode]})"
@@ -233,6 +242,45 @@ def _plan(info, ps: PodSetInfo, count: int, ignore_undeclared: bool) -> _Plan:
     return plan
 
 
+def resume_scan(state: ClusterState, wl: WorkloadInfo, cq: str) -> FlavorScan | None:
+    """The scan progress the next attempt of ``wl`` in ClusterQueue ``cq`` resumes from, or None when it starts at
+    the first flavors: there is none, or it is stale — the queue's allocatable generation has grown since, and it
+    was not recorded by the latest batch of decisions (what Kueue's "current or previous cycle" is here)."""
+    scan = wl.scan
+    if scan is None:
+        return None
+    if scan.generation < state.allocatable_generation(cq) and scan.cycle < state.last_cycle:
+        return None
+    return scan
+
+
+def scan_progress(a: Assignment) -> tuple[tuple[tuple[str, int], ...], ...] | None:
+    """How far an attempt got (``FlavorScan.tried``), or None when no resource got a flavor. As in Kueue, a pod
+    set one of whose resource groups got no flavor keeps nothing (its other groups start over too); one whose
+    flavors were all chosen keeps them even when its placement failed afterwards (TAS)."""
+    tried = tuple(_progress(ps) for ps in a.pod_sets)
+    return tried if any(tried) else None
+
+
+def _progress(ps: PodSetResult) -> tuple[tuple[str, int], ...]:
+    flavors = ps.flavors
+    if not flavors or ps.plan is None or any(r not in flavors for r, _, _ in ps.plan.steps):
+        return ()
+    last = ps.last_tried
+    return tuple(sorted((r, last.get(r, -1) if last else -1) for r in flavors))
+
+
+def scan_length(a: Assignment) -> int:
+    """How many attempts a pass over the flavors of ``a``'s pod sets may take: one per flavor of every resource
+    group each pod set asks for (a longer pass has gone round some group again)."""
+    n = 0
+    for ps in a.pod_sets:
+        if ps.plan is not None:
+            groups = {id(g): len(g.flavors) for _, g, _ in ps.plan.steps if g is not None}
+            n += sum(groups.values())
+    return max(n, 1)
+
+
 def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: list[int] | None = None,
                    only: dict[str, dict[str, str]] | None = None) -> Assignment:
     """Assign flavors to every pod set of ``wl`` in ClusterQueue ``cq_name`` (counts override for partial admission).
@@ -241,8 +289,10 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
     flavor), as Kueue does when it recomputes an entry whose preemption targets overlap another's.
 
     Resources are taken in name order within a pod set, pod sets in spec order; as in Kueue, the first resource
-    group that gets no flavor ends the attempt (its pod set's reasons are the message)."""
+    group that gets no flavor ends the attempt (its pod set's reasons are the message). Each group's scan starts
+    where the previous attempt left it (from the first flavor when recomputing with ``only``)."""
     info = ctx.info(cq_name)
+    resume = resume_scan(ctx.state, wl, cq_name) if wl.scan is not None and only is None else None
     node = ctx.tree.cluster_queues[cq_name]
     ignore_undeclared = ctx.ignore_undeclared
     assumed: dict[str, int] = {}
@@ -265,7 +315,10 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
                 res.no_fit_reason = _worse(res.no_fit_reason, NO_MATCHING_FLAVOR)
                 break
             pinned = only.get(ps.name, {}).get(r) if only is not None else None
-            _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res, pinned)
+            start = 0
+            if resume is not None and i < len(resume.tried):
+                start = dict(resume.tried[i]).get(r, -1) + 1
+            _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res, pinned, start)
             if res.mode == _NO_FIT:
                 break  # as Kueue: the first resource group without a flavor fails the pod set
         if res.mode == _NO_FIT:
@@ -313,14 +366,18 @@ def _eligible(info, slot, ps: PodSetInfo) -> str | None:
 
 
 def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res: PodSetResult,
-                  pinned: str | None = None) -> None:
+                  pinned: str | None = None, start: int = 0) -> None:
     ff = info.spec.flavor_fungibility
     best: tuple[int, int, str] | None = None
     group_reasons: list[str] = []
     group_no_fit = ""
     tried: list[str] | None = [] if ctx.trace else None  # only ``explain`` reads it: no list per head otherwise
     spec = info.spec
-    for slot in group.flavors:
+    flavors = group.flavors
+    if start >= len(flavors):
+        start = 0  # the group has fewer flavors than when the progress was recorded: it says nothing about them
+    last = start - 1
+    for last, slot in enumerate(flavors[start:] if start else flavors, start):
         name = slot.name
         if pinned is not None and name != pinned:
             continue
@@ -379,6 +436,11 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
     mode, borrow, name = best
     for r in wanted:
         res.flavors[r] = name
+    if last != len(flavors) - 1:  # the scan stopped early: the next attempt resumes one past ``last``
+        if res.last_tried is None:
+            res.last_tried = {}
+        for r in wanted:
+            res.last_tried[r] = last
     if mode < res.mode:
         res.mode = mode
     if borrow > res.borrow:

@@ -118,3 +118,27 @@ def test_digest_is_the_same_under_different_hash_seeds() -> None:
             assert res.returncode == 0, res.stderr
             outputs[seed] = res.stdout.strip()
     assert set(outputs.values()) == {expected}, outputs
+
+
+def test_a_snapshot_from_before_flavor_scan_progress_still_loads() -> None:
+    """Snapshots written before workloads kept flavor scan progress (and the state its allocatable generations)
+    lack those trailing fields: they load with none kept and every generation at zero, and folding goes on."""
+    import msgspec
+
+    recs = records(interpret(random_ops(random.Random(11), 400)))
+    state = ClusterState()
+    for cut, r in enumerate(recs, 1):  # up to the first point where some workload keeps scan progress
+        state.apply(r)
+        if any(w.scan is not None for w in state.workloads.values()):
+            break
+    assert cut < len(recs) and state.quota_epoch > 0
+    old = msgspec.to_builtins(snapshot.take(state))
+    old = old[:-3]  # quota_epoch, generations, last_change
+    for wl in old[6]:
+        wl.pop()  # WorkloadInfo.scan
+    restored = snapshot.decode(msgspec.msgpack.encode(old))
+    assert restored.quota_epoch == 0 and restored.generations == {} and restored.last_change == -1
+    assert all(w.scan is None for w in restored.workloads.values())
+    assert sorted(restored.workloads) == sorted(state.workloads)
+    assert derived(restored) == derived(state)
+    assert fold(recs[cut:], restored).offset == recs[-1].offset

@@ -191,3 +191,41 @@ def test_admission_fair_sharing_usage_is_shown() -> None:
     data = explain(state, config, "team/a-next", now)
     assert data is not None
     assert data["queue"]["localQueueUsage"] == afs.lq_usage(state, config, "team/lq-a", "cq", now) > 1.7
+
+
+def test_where_the_flavor_scan_resumes() -> None:
+    """After a skip the next attempt resumes at the flavor after the one tried; the text says so, the trace starts
+    there, and once the ClusterQueue's quota changes the kept progress is reported stale."""
+    from kueue_es.commands.explain import render
+    from kueue_es.scheduler import decide
+
+    spec = yaml.safe_load((SCENARIOS / "flavor-scan-resumes-after-skip.yaml").read_text())
+    state = ClusterState()
+    t0 = 1_704_067_200_000
+    for d in spec["objects"]:
+        x = msgspec.convert(d, o.KueueObject)
+        state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=t0, key=x.key, obj=x)))
+    fresh = explain(state, DEFAULT, "team/w", t0)
+    assert fresh is not None and fresh["attempt"]["scan"]["state"] == "none"
+    for e in decide(state, DEFAULT, t0):  # w is skipped after flavor a
+        state.apply(ev.Record(state.offset + 1, e))
+    data = explain(state, DEFAULT, "team/w", t0)
+    assert data is not None
+    scan = data["attempt"]["scan"]
+    assert scan["state"] == "resumed" and scan["resumesAt"] == {"main": {"cpu": "b"}} and scan["untriedFlavors"]
+    assert data["attempt"]["podSets"][0]["tried"]["cpu"] == ["b: fit"]
+    assert "Flavor scan: resumes where the attempt of cycle 1 stopped: pod set main: cpu at b;" in render(data)
+    stale_case = yaml.safe_load((SCENARIOS / "flavor-scan-stale-after-quota-change.yaml").read_text())
+    high, changed = stale_case["timeline"][1]["objects"][0], stale_case["timeline"][2]["objects"][0]
+    for d in (high,):  # h is tried in the next batch, w not: w's progress is no longer the latest...
+        x = msgspec.convert(d, o.KueueObject)
+        state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=t0, key=x.key, obj=x)))
+    for e in decide(state, DEFAULT, t0):
+        state.apply(ev.Record(state.offset + 1, e))
+    assert explain(state, DEFAULT, "team/w", t0)["attempt"]["scan"]["state"] == "resumed"  # type: ignore[index]
+    x = msgspec.convert(changed, o.KueueObject)  # ... and x's quota changes
+    state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=t0, key="x", obj=x)))
+    stale = explain(state, DEFAULT, "team/w", t0)
+    assert stale is not None and stale["attempt"]["scan"]["state"] == "stale"
+    assert "allocatable generation grew" in stale["attempt"]["scan"]["detail"]
+    assert stale["attempt"]["podSets"][0]["tried"]["cpu"][0].startswith("a: ")

@@ -5,6 +5,8 @@
 * The decisions are identical when the same state is scheduled twice, and in a fresh process with another
   PYTHONHASHSEED.
 * Both hold with Fair Sharing on too (each strategy list), with ClusterQueue weights (0 included).
+* With several flavors per ClusterQueue and any flavorFungibility, the flavor scan progress carried from one
+  cycle to the next (FlavorFungibilityPreserveScanProgress) never keeps the scheduler from settling.
 """
 
 from __future__ import annotations
@@ -31,15 +33,22 @@ POLICIES_WITHIN = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
 POLICIES_RECLAIM = ("Never", "LowerPriority", "Any")
 
 
-def _cq(name, cohort, nominal, borrow, lend, within, reclaim, bwc, strategy, weight=None):
-    res = {"name": "cpu", "nominalQuota": nominal}
-    if cohort and borrow is not None:
-        res["borrowingLimit"] = borrow
-    if cohort and lend is not None:
-        res["lendingLimit"] = min(lend, nominal)
+FLAVORS = ("f1", "f2", "f3")
+
+
+def _cq(name, cohort, nominal, borrow, lend, within, reclaim, bwc, strategy, weight=None, more=(), fungibility=None):
+    """``more``: the nominal quotas of further flavors (f2, f3), tried after f1."""
+    flavors = []
+    for flavor, quota in zip(FLAVORS, (nominal, *more), strict=False):
+        res = {"name": "cpu", "nominalQuota": quota}
+        if cohort and borrow is not None:
+            res["borrowingLimit"] = borrow
+        if cohort and lend is not None:
+            res["lendingLimit"] = min(lend, quota)
+        flavors.append({"name": flavor, "resources": [res]})
     spec = {
         "namespaceSelector": {}, "queueingStrategy": strategy,
-        "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": "f1", "resources": [res]}]}],
+        "resourceGroups": [{"coveredResources": ["cpu"], "flavors": flavors}],
         "preemption": {"withinClusterQueue": within, "reclaimWithinCohort": reclaim,
                        **({"borrowWithinCohort": {"policy": "LowerPriority"}} if bwc and reclaim != "Never" else {})},
     }
@@ -47,6 +56,8 @@ def _cq(name, cohort, nominal, borrow, lend, within, reclaim, bwc, strategy, wei
         spec["cohortName"] = cohort
     if weight is not None:
         spec["fairSharing"] = {"weight": weight}
+    if fungibility is not None:
+        spec["flavorFungibility"] = {"whenCanBorrow": fungibility[0], "whenCanPreempt": fungibility[1]}
     return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
 
 
@@ -61,10 +72,13 @@ def scenarios(draw):
             draw(st.sampled_from(POLICIES_WITHIN)), draw(st.sampled_from(POLICIES_RECLAIM)), draw(st.booleans()),
             draw(st.sampled_from(["BestEffortFIFO", "StrictFIFO"])),
             draw(st.sampled_from([None, None, 0, "0.5", 2])),
+            draw(st.lists(st.integers(0, 6), max_size=2)),
+            draw(st.one_of(st.none(), st.tuples(st.sampled_from(["MayStopSearch", "TryNextFlavor"]),
+                                                st.sampled_from(["MayStopSearch", "TryNextFlavor"])))),
         ))
     objects = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}},
-        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "f1"}},
+        *({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": f}} for f in FLAVORS),
         *cqs,
         *({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": f"lq{i}", "namespace": "ns"},
            "spec": {"clusterQueue": f"cq{i}"}} for i in range(n_cq)),
@@ -73,14 +87,18 @@ def scenarios(draw):
     for wave in range(draw(st.integers(1, 3))):
         wls = []
         for j in range(draw(st.integers(1, 6))):
+            pod_sets = [{"name": "main", "count": draw(st.integers(1, 4)),
+                         "template": {"spec": {"containers": [{"name": "c", "resources": {
+                             "requests": {"cpu": str(draw(st.integers(1, 3)))}}}]}}}]
+            if draw(st.integers(0, 4)) == 0:  # now and then a second pod set, assigned after the first
+                pod_sets.append({"name": "side", "count": 1, "template": {"spec": {"containers": [
+                    {"name": "c", "resources": {"requests": {"cpu": str(draw(st.integers(1, 3)))}}}]}}})
             wls.append({
                 "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
                 "metadata": {"name": f"w{wave}-{j}", "namespace": "ns", "uid": f"u{wave}-{j}",
                              "creationTimestamp": f"2024-01-01T00:0{wave}:{j:02d}Z"},
                 "spec": {"queueName": f"lq{draw(st.integers(0, n_cq - 1))}", "priority": draw(st.integers(0, 3)),
-                         "podSets": [{"name": "main", "count": draw(st.integers(1, 4)),
-                                      "template": {"spec": {"containers": [{"name": "c", "resources": {
-                                          "requests": {"cpu": str(draw(st.integers(1, 3)))}}}]}}}]},
+                         "podSets": pod_sets},
             })
         waves.append(wls)
     return objects, waves

@@ -60,7 +60,8 @@ def _verify(path: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("scenario", ["reclaim-within-cohort.yaml", "best-effort-fifo-skips.yaml",
-                                      "preempt-within-clusterqueue.yaml"])
+                                      "preempt-within-clusterqueue.yaml", "flavor-scan-resumes-after-skip.yaml",
+                                      "flavor-scan-requeue-to-heap.yaml"])
 def test_verify_passes_on_an_honest_log(tmp_path: Path, scenario: str) -> None:
     n = anyio.run(_write_log, tmp_path / "log", scenario)
     assert n > 0
@@ -99,3 +100,24 @@ def test_verify_fails_on_a_dropped_decision(tmp_path: Path) -> None:
     assert dropped
     result = _verify(tmp_path / "log")
     assert result.returncode == 1, result.stdout
+
+
+def test_verify_fails_on_tampered_flavor_scan_progress(tmp_path: Path) -> None:
+    """The scan progress a pending decision records is part of the decision: a log that says the scan got
+    elsewhere than the scheduler says is caught (and what follows from it differs too)."""
+    forged = []
+
+    def move_scan(batch):
+        out = []
+        for e in batch:
+            if isinstance(e, ev.WorkloadPending) and e.key == "team/w" and e.scan is not None and not forged:
+                e = msgspec.structs.replace(e, scan=msgspec.structs.replace(e.scan, tried=((("cpu", -1),),)))
+                forged.append(e)
+            out.append(e)
+        return out
+
+    anyio.run(_write_log, tmp_path / "log", "flavor-scan-resumes-after-skip.yaml", move_scan)
+    assert forged
+    result = _verify(tmp_path / "log")
+    assert result.returncode == 1, result.stdout
+    assert "MISMATCH" in result.stdout and "scan" in result.stdout

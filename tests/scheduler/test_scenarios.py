@@ -12,7 +12,8 @@ A case file holds ``objects`` (what a user would kubectl-apply), an optional Kue
   status: "True", message, details: {...}}`` — the ProvisioningRequest as kueue-es created it, as the watch would
   bring it back with that condition set) as observed events at that
   time, then lets the scheduler settle exactly as the service does (``decide`` — controller rules, then a cycle
-  — until it has nothing to say), then asserts its ``expect`` (only the workloads it names) and, when given,
+  — until it has nothing to say), or with ``cycles: N`` lets it decide only N batches (to look between cycles),
+  then asserts its ``expect`` (only the workloads it names) and, when given,
   ``requests`` (every ProvisioningRequest the projection knows, by key, with what it should hold: ``class``,
   ``parameters``, ``podSets`` as ``[template, count]`` pairs, ``templates`` by name with ``nodeSelector``,
   ``requests`` (of the first container), ``labels``, ``gates``) and ``decisions`` (the types decided in the
@@ -26,7 +27,9 @@ REASON`` (Preempted condition reason, with Evicted=True/Preempted), ``evicted: R
 ``active: false``, ``reservingQuota: bool``, ``admittedCondition: {status, reason}``, ``messages: {condition
 type: exact message}``, ``checks: {name: {state,
 message (substring), requeueAfterSeconds, retryCount, podSetUpdates, lastTransitionTime}}``, or ``unchanged:
-true`` (``want`` only).
+true`` (``want`` only); in timelines also ``queue: active|parked|none`` (where it waits in its ClusterQueue's
+queue) and ``resumesAt: {podSet: {resource: flavor}}|null`` (where its next attempt's flavor scan starts, from the
+progress it keeps; null: it keeps none).
 """
 
 from __future__ import annotations
@@ -43,8 +46,9 @@ from events.tas_assignment import decode
 from events.manifests import load_text
 from events.timefmt import format_time, parse_time
 from kueue_es.commands.schedule import schedule
-from kueue_es.scheduler import settle
+from kueue_es.scheduler import decide, settle
 from kueue_es.scheduler.config import parse_duration
+from kueue_es.scheduler.flavors import resume_scan
 from kueue_es.statefile import load_state
 from projections.workloads import status_of
 
@@ -55,9 +59,36 @@ def _cond(status: dict, type_: str) -> dict | None:
     return next((c for c in status.get("conditions", []) if c["type"] == type_), None)
 
 
-def check_status(case: str, key: str, status: dict, want: dict, wl=None) -> None:
+def _resumes_at(state, wl) -> dict | None:
+    scan = resume_scan(state, wl, wl.cluster_queue)
+    if scan is None:
+        return None
+    info = state.cq_info(wl.cluster_queue)
+    out: dict = {}
+    for ps, tried in zip(wl.pod_sets, scan.tried, strict=False):
+        out[ps.name] = {r: info.group_of[r].flavors[i + 1 if i >= 0 else 0].name for r, i in tried}
+    return out
+
+
+def _queued(state, wl) -> str:
+    q = state.queues.get(wl.cluster_queue)
+    if q is None or wl.key not in q.shapes:
+        return "none"
+    return "parked" if wl.key in q.inadmissible else "active"
+
+
+def check_status(case: str, key: str, status: dict, want: dict, wl=None, state=None) -> None:
     """Assert one workload's status (as Kueue would show it) against an expectation."""
     checked = False
+    if "queue" in want:
+        checked = True
+        assert state is not None and wl is not None, f"{case}: queue is only known in a timeline"
+        assert _queued(state, wl) == want["queue"], f"{key}: queue {_queued(state, wl)}"
+    if "resumesAt" in want:
+        checked = True
+        assert state is not None and wl is not None, f"{case}: resumesAt is only known in a timeline"
+        got = _resumes_at(state, wl)
+        assert got == want["resumesAt"], f"{key}: resumes at {got} (scan {wl.scan})"
     if "admitted" in want:
         checked = True
         w = want["admitted"]
@@ -228,7 +259,14 @@ def run_timeline(name: str, spec: dict, tmp_path: Path) -> None:
         apply(events)
         for p in step.get("provisioning", []):  # one by one: each builds on the request as the last one left it
             apply([_observed_request(state, p, t, name, i)])
-        batches = settle(state, config, now=t)
+        if "cycles" in step:
+            batches = []
+            for _ in range(step["cycles"]):
+                batches.append(decide(state, config, now=t))
+                apply(batches[-1])
+        else:
+            batches = settle(state, config, now=t)
+            assert not decide(state, config, now=t), f"{name}: step {i}: the scheduler does not settle"
         for batch in batches:
             created.update({d.request.key: d for d in batch if isinstance(d, ev.ProvisioningRequestCreated)})
         if "decisions" in step:
@@ -243,7 +281,7 @@ def run_timeline(name: str, spec: dict, tmp_path: Path) -> None:
             wl = state.workloads.get(key)
             assert wl is not None, f"{name}: step {i} (at {format_time(t)}): no workload {key}"
             try:
-                check_status(name, key, status_of(wl), want, wl)
+                check_status(name, key, status_of(wl), want, wl, state)
             except AssertionError as exc:
                 raise AssertionError(f"{name}: step {i} (at {format_time(t)}): {exc}") from None
 
