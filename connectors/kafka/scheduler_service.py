@@ -59,7 +59,6 @@ from events import schema as ev
 from events.codec import encode_batch
 from events.errors import InvalidInput
 from kueue_es.scheduler import DEFAULT, SchedulerConfig, decide, next_deadline
-from projections import snapshot as snap
 from projections.cluster import ClusterState
 
 MARKER_HEADERS = [(CONTROL_HEADER, b"marker")]
@@ -161,6 +160,8 @@ class ShardEngine:
         self.committed_at = 0.0
         self.speculative = False
         """Our state holds batches of a transaction not known to be committed (a failure must reload)."""
+        self.snapshot_task: asyncio.Task[None] | None = None
+        """The snapshot being encoded (in a child process) and written, while the engine goes on deciding."""
 
     # --- becoming active ---------------------------------------------------------------------------------
 
@@ -389,7 +390,15 @@ class ShardEngine:
         return md.offset
 
     async def maybe_snapshot(self, force: bool = False) -> None:
+        """Start a snapshot when one is due: the state is captured at once (a forked child encodes it), and
+        encoding and writing go on in the background. ``force`` (handing over, stopping): a snapshot of
+        whatever was applied since the last one, waited for."""
         opts = self.replica.options
+        running = self.snapshot_task
+        if running is not None and not running.done():
+            if not force:
+                return
+            await running
         if self.since_snapshot == 0 or self.phase is not Phase.ACTIVE:
             return
         due = (force or self.since_snapshot >= opts.snapshot_every_events
@@ -397,19 +406,32 @@ class ShardEngine:
         if not due:
             return
         t0 = time.monotonic()
-        raw = snap.encode(self.state)  # now: the state moves on as soon as we yield
         offset, nxt = self.state.offset, self.next
+        try:
+            packing = snapshots.pack_in_background(self.state, self.settings.topic, self.partition, nxt, offset)
+        except OSError as exc:  # no fork (out of memory, process limit): try again at the next cadence
+            self.snapshot_at = time.monotonic()
+            self.replica.report("snapshot_failed", {"shard": self.partition, "error": f"cannot fork: {exc}"})
+            return
+        blocked = time.monotonic() - t0
         self.since_snapshot = 0
         self.snapshot_at = time.monotonic()
-        value = await asyncio.to_thread(snapshots.pack, self.settings.topic, self.partition, nxt, offset, raw)
+        self.snapshot_task = asyncio.create_task(self._finish_snapshot(packing, offset, nxt, t0, blocked))
+        if force:
+            await self.snapshot_task
+
+    async def _finish_snapshot(self, packing: asyncio.Task[bytes], offset: int, nxt: int, t0: float,
+                               blocked: float) -> None:
         try:
+            value = await packing
             where = await self.replica.snapshot_writer.write(self.partition, value)
-        except KafkaLogError as exc:
-            self.replica.report("snapshot_failed", {"shard": self.partition, "error": str(exc)})
+        except Exception as exc:  # noqa: BLE001 - a snapshot only shortens a takeover: report it and go on
+            self.replica.report("snapshot_failed", {"shard": self.partition, "error": str(exc) or type(exc).__name__})
             return
         self.replica.report("snapshot", {"shard": self.partition, "offset": offset, "next": nxt,
                                          "bytes": len(value), "at": where,
-                                         "ms": round((time.monotonic() - t0) * 1000, 1)})
+                                         "ms": round((time.monotonic() - t0) * 1000, 1),
+                                         "blockedMs": round(blocked * 1000, 1)})
 
 
 async def _bounded(op: Any, seconds: float) -> None:
