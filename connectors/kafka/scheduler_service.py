@@ -44,7 +44,7 @@ from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitio
 from aiokafka.errors import KafkaError, ProducerFenced
 
 from connectors.kafka import snapshots
-from connectors.kafka.errors import Fenced, KafkaLogError, kafka_error
+from connectors.kafka.errors import Fenced, KafkaLogError, kafka_error, start_error
 from connectors.kafka.log import (
     BATCH_HEADERS,
     CONTROL_HEADER,
@@ -515,7 +515,8 @@ class SchedulerReplica:
         try:
             await self.consumer.start()
         except KafkaError as exc:
-            raise kafka_error(exc, f"cannot connect to Kafka at {s.bootstrap}") from exc
+            await _quiet_stop(self.consumer)
+            raise await start_error(exc, f"cannot connect to Kafka at {s.bootstrap}", s) from exc
         partitions = self.consumer.partitions_for_topic(s.topic)
         if partitions is not None and not partitions:
             raise InvalidInput(f"Kafka topic {s.topic!r} does not exist at {s.bootstrap}")
