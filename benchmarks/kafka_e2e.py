@@ -14,7 +14,9 @@ Three measurements against one broker (a temporary single-node KRaft broker star
    generator (another observed event). Latency of a workload = time its first decision (QuotaReserved) was read
    back committed by a read_committed reader − time the append of its ``ObjectUpserted`` was acknowledged;
    the first ``--warmup`` seconds are left out, and a run of ``--broker-warmup`` seconds on another topic comes
-   first (a freshly started broker's JIT is cold: its first ~20 s of transactions are 2-3x slower). Decisions/s
+   first (a freshly started broker's JIT is cold: its first ~20 s of transactions are 2-3x slower). The
+   generator's cyclic GC is off while it offers (its pauses would delay its reader and its appends, not the
+   scheduler). Decisions/s
    = decision events committed per second in the measured window. The scheduler reports its cycle timings
    (decide, transaction, fold, read-back) every quarter of the run; they are printed too, with the snapshots
    it took: it runs with the service's default snapshot cadence unless ``--snapshot-every-events`` says
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import platform
@@ -257,6 +260,11 @@ async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warm
         acked[e.key] = time.perf_counter()
 
     reading = asyncio.create_task(reader())
+    # The generator's own collector must not stall its reader or its appends (a full collection of what a
+    # run accumulates took 40-250 ms): what is alive now is frozen, and nothing is collected while offering.
+    gc.collect()
+    gc.freeze()
+    gc.disable()
     cpu0 = cpu_seconds(proc.pid)
     t0 = time.perf_counter()
     offers = []
@@ -273,6 +281,8 @@ async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warm
         pass
     elapsed = time.perf_counter() - t0
     sched_cpu = cpu_seconds(proc.pid) - cpu0
+    gc.enable()
+    gc.unfreeze()
     done.set()
     await reading
     for f in finishes:
