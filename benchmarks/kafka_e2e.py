@@ -14,9 +14,13 @@ Three measurements against one broker (a temporary single-node KRaft broker star
    generator (another observed event). Latency of a workload = time its first decision (QuotaReserved) was read
    back committed by a read_committed reader − time the append of its ``ObjectUpserted`` was acknowledged;
    the first ``--warmup`` seconds are left out, and a run of ``--broker-warmup`` seconds on another topic comes
-   first (a freshly started broker's JIT is cold: its first ~20 s of transactions are 2-3x slower). Decisions/s
+   first (a freshly started broker's JIT is cold: its first ~20 s of transactions are 2-3x slower). The
+   generator's cyclic GC is off while it offers (its pauses would delay its reader and its appends, not the
+   scheduler). Decisions/s
    = decision events committed per second in the measured window. The scheduler reports its cycle timings
-   (decide, transaction, fold, read-back) every quarter of the run; they are printed too.
+   (decide, transaction, fold, read-back) every quarter of the run; they are printed too, with the snapshots
+   it took: it runs with the service's default snapshot cadence unless ``--snapshot-every-events`` says
+   otherwise, so what snapshots cost a deployed scheduler is in the latencies.
 
     python benchmarks/kafka_e2e.py [--bootstrap HOST:PORT] [--rate 1000] [--seconds 20] [--json]
 """
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import platform
@@ -176,13 +181,15 @@ def cpu_seconds(pid: int) -> float:
 
 
 async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warmup: float, runtime_ms: int,
-                     cqs: int, cohorts: int, quota_cpu: int) -> dict[str, Any]:
+                     cqs: int, cohorts: int, quota_cpu: int, snapshot_every_events: int | None) -> dict[str, Any]:
     s = settings(bootstrap, topic)
     log = await KafkaLog.open(s)
     now_ms = int(time.time() * 1000)
     await log.append(cluster(cqs, cohorts, quota_cpu, now_ms))
-    env = {**os.environ, "KUEUE_ES_SCHEDULER_TICKS": "false", "KUEUE_ES_SCHEDULER_SNAPSHOT_EVERY_EVENTS": "200000",
+    env = {**os.environ, "KUEUE_ES_SCHEDULER_TICKS": "false",
            "KUEUE_ES_SCHEDULER_STATS_INTERVAL_S": str(max(1.0, seconds / 4))}
+    if snapshot_every_events is not None:  # else the service's default cadence, as deployed
+        env["KUEUE_ES_SCHEDULER_SNAPSHOT_EVERY_EVENTS"] = str(snapshot_every_events)
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "kueue_es", "run", "--log", f"kafka://{bootstrap}/{topic}", "--instance-id", "bench",
         cwd=REPO, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
@@ -194,6 +201,7 @@ async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warm
         if json.loads(line).get("event") == "active":
             break
     stats: list[dict[str, Any]] = []
+    snapshots: list[dict[str, Any]] = []
 
     async def scheduler_reports() -> None:
         assert proc.stdout is not None
@@ -201,6 +209,8 @@ async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warm
             rep = json.loads(line)
             if rep.get("event") == "stats":
                 stats.append(rep)
+            elif rep.get("event") == "snapshot":
+                snapshots.append({k: rep[k] for k in ("offset", "bytes", "ms", "blockedMs") if k in rep})
 
     reports = asyncio.create_task(scheduler_reports())
 
@@ -250,6 +260,11 @@ async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warm
         acked[e.key] = time.perf_counter()
 
     reading = asyncio.create_task(reader())
+    # The generator's own collector must not stall its reader or its appends (a full collection of what a
+    # run accumulates took 40-250 ms): what is alive now is frozen, and nothing is collected while offering.
+    gc.collect()
+    gc.freeze()
+    gc.disable()
     cpu0 = cpu_seconds(proc.pid)
     t0 = time.perf_counter()
     offers = []
@@ -266,6 +281,8 @@ async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warm
         pass
     elapsed = time.perf_counter() - t0
     sched_cpu = cpu_seconds(proc.pid) - cpu0
+    gc.enable()
+    gc.unfreeze()
     done.set()
     await reading
     for f in finishes:
@@ -289,6 +306,7 @@ async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warm
         "schedulerCpuSeconds": round(sched_cpu, 2), "elapsedSeconds": round(elapsed, 2),
         "schedulerCycleStats": [{k: v for k, v in r.items() if k not in ("event", "shard", "instance")}
                                 for r in stats],
+        "schedulerSnapshots": snapshots,
     }
 
 
@@ -306,10 +324,11 @@ async def run(args: argparse.Namespace, bootstrap: str) -> dict[str, Any]:
     out["foldFromKafka"] = await fold_rate(bootstrap, f"bench-ingestb-{tag}")
     if args.broker_warmup > 0:  # the broker's JIT warms up on the transactional paths; not measured
         warm = await end_to_end(bootstrap, f"bench-warm-{tag}", args.rate, args.broker_warmup, 0.0,
-                                args.runtime_ms, args.cqs, args.cohorts, args.quota_cpu)
+                                args.runtime_ms, args.cqs, args.cohorts, args.quota_cpu, args.snapshot_every_events)
         out["brokerWarmup"] = {"seconds": args.broker_warmup, "latencyMs": warm["latencyMs"]}
     out["endToEnd"] = await end_to_end(bootstrap, f"bench-e2e-{tag}", args.rate, args.seconds, args.warmup,
-                                       args.runtime_ms, args.cqs, args.cohorts, args.quota_cpu)
+                                       args.runtime_ms, args.cqs, args.cohorts, args.quota_cpu,
+                                       args.snapshot_every_events)
     out["machine"]["loadAverageAfter"] = [round(x, 2) for x in os.getloadavg()]
     return out
 
@@ -329,6 +348,8 @@ def main() -> int:
     p.add_argument("--cqs", type=int, default=100)
     p.add_argument("--cohorts", type=int, default=10)
     p.add_argument("--quota-cpu", type=int, default=20, help="nominal cpu per ClusterQueue")
+    p.add_argument("--snapshot-every-events", type=int, default=None,
+                   help="the scheduler's snapshot cadence (default: the service's default, 50,000 events)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
     broker = None if args.bootstrap else Broker()
@@ -358,6 +379,8 @@ def main() -> int:
           f"scheduler CPU {e2e['schedulerCpuSeconds']} s")
     for r in e2e["schedulerCycleStats"]:
         print(f"  scheduler cycles: {r}")
+    for r in e2e["schedulerSnapshots"]:
+        print(f"  scheduler snapshot: {r}")
     return 0
 
 

@@ -37,7 +37,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import ConsumerStoppedError, KafkaError, MessageSizeTooLargeError
 
-from connectors.kafka.errors import KafkaLogError, kafka_error
+from connectors.kafka.errors import KafkaLogError, kafka_error, start_error
 from connectors.kafka.settings import KafkaSettings, client_kwargs
 from connectors.kafka.topics import RECORD_OVERHEAD, ensure_topics
 from events.codec import Quarantined, decode_batch, encode_batch
@@ -145,7 +145,7 @@ class KafkaLog(EventLog):
             await self._producer.start()
             partitions = await self._producer.partitions_for(self.topic)
         except KafkaError as exc:
-            raise kafka_error(exc, f"cannot connect to Kafka at {s.bootstrap}") from exc
+            raise await start_error(exc, f"cannot connect to Kafka at {s.bootstrap}", s) from exc
         if not partitions:
             raise InvalidInput(f"Kafka topic {self.topic!r} does not exist at {s.bootstrap} "
                                "(set kafka.create_topics or create it)")

@@ -79,7 +79,8 @@ class KafkaSettings(_S):
     transaction_retry_backoff_ms: int = 5
     """Retry backoff of the scheduler's transactional producer. A transaction begun right after the previous
     commit often meets CONCURRENT_TRANSACTIONS until the commit markers are written; aiokafka's default
-    (100 ms) then adds 100 ms to a decision's latency."""
+    (100 ms) then adds 100 ms to a decision's latency. The scheduler also retries a transaction's first
+    AddPartitionsToTxn this soon (aiokafka's own wait there is a fixed 20 ms)."""
     session_timeout_ms: int = 6_000
     """Scheduler group session: how long a dead active scheduler holds its shards before a standby takes
     over (the broker's ``group.min.session.timeout.ms`` is the floor, 6 s by default)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, for_code
 
-from connectors.kafka.errors import KafkaLogError, kafka_error
+from connectors.kafka.errors import KafkaLogError, start_error
 from connectors.kafka.settings import KafkaSettings, client_kwargs
 
 TOPIC_ALREADY_EXISTS = 36
@@ -54,7 +54,8 @@ async def ensure_topics(s: KafkaSettings, *, snapshots: bool = True) -> None:
             topics.append(NewTopic(s.snapshots, s.shards, rf, topic_configs=snapshot_topic_config(s)))
         response = await admin.create_topics(topics)
     except KafkaError as exc:
-        raise kafka_error(exc, f"cannot create the topics {s.topic!r}/{s.snapshots!r} at {s.bootstrap}") from exc
+        raise await start_error(exc, f"cannot create the topics {s.topic!r}/{s.snapshots!r} at {s.bootstrap}",
+                                s) from exc
     finally:
         await admin.close()
     for name, code, message, *_ in response.topic_errors:

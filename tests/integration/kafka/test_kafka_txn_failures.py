@@ -29,28 +29,36 @@ SCENARIO = Scenario(workloads=1000, per_batch=100, cluster_queues=50, cohorts=5,
 async def test_failed_transactions_are_retried_from_committed_state(kafka_broker, monkeypatch) -> None:
     ref = await reference_run(SCENARIO)
     s = settings(kafka_broker.bootstrap, fresh_topic("txnfail"))
-    # (method, call number) pairs that raise instead of doing their work.
+    # (method, decision transaction number) pairs that raise instead of doing their work. A decision
+    # transaction is one that sends offsets (catch-up markers commit without).
     faults = {("send_offsets_to_transaction", 3), ("commit_transaction", 6), ("send_offsets_to_transaction", 9),
-              ("commit_transaction", 14)}
-    calls = {"send_offsets_to_transaction": 0, "commit_transaction": 0}
+              ("commit_transaction", 12)}
+    txn = {"count": 0, "decision": False}
     injected: list[str] = []
+    real_begin = AIOKafkaProducer.begin_transaction
     real_offsets = AIOKafkaProducer.send_offsets_to_transaction
     real_commit = AIOKafkaProducer.commit_transaction
 
+    async def begin(self):  # type: ignore[no-untyped-def]
+        txn["decision"] = False
+        return await real_begin(self)
+
     async def send_offsets(self, offsets, group_id):  # type: ignore[no-untyped-def]
-        calls["send_offsets_to_transaction"] += 1
-        if ("send_offsets_to_transaction", calls["send_offsets_to_transaction"]) in faults:
-            injected.append(f"send_offsets#{calls['send_offsets_to_transaction']}")
-            raise RequestTimedOutError()
+        if not txn["decision"]:
+            txn["decision"] = True
+            txn["count"] += 1
+            if ("send_offsets_to_transaction", txn["count"]) in faults:
+                injected.append(f"send_offsets#{txn['count']}")
+                raise RequestTimedOutError()
         return await real_offsets(self, offsets, group_id)
 
     async def commit(self):  # type: ignore[no-untyped-def]
-        calls["commit_transaction"] += 1
-        if ("commit_transaction", calls["commit_transaction"]) in faults and self._txn_manager is not None:
-            injected.append(f"commit#{calls['commit_transaction']}")
+        if txn["decision"] and ("commit_transaction", txn["count"]) in faults:
+            injected.append(f"commit#{txn['count']}")
             raise KafkaTimeoutError()
         return await real_commit(self)
 
+    monkeypatch.setattr(AIOKafkaProducer, "begin_transaction", begin)
     monkeypatch.setattr(AIOKafkaProducer, "send_offsets_to_transaction", send_offsets)
     monkeypatch.setattr(AIOKafkaProducer, "commit_transaction", commit)
 
