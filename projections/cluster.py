@@ -338,11 +338,13 @@ class ClusterState:
             case o.ClusterQueue():
                 old = self.cluster_queues.get(name)
                 self.cluster_queues[name] = obj
-                if old is None or old.spec != obj.spec:
-                    self._specs_changed(quota=True)
+                new_spec = old is None or old.spec != obj.spec
+                if new_spec or old.metadata.deletion_timestamp != obj.metadata.deletion_timestamp:
+                    self._specs_changed(quota=new_spec)
+                if new_spec:  # a status or metadata update admits nothing new (Kueue requeues on spec changes)
                     if old is not None and _check_inputs(old.spec) != _check_inputs(obj.spec):
                         self._resync_checks(name)
-                self._flush_tree(name)
+                    self._flush_tree(name)
             case o.Cohort():
                 old = self.cohorts.get(name)
                 self.cohorts[name] = obj

@@ -26,6 +26,8 @@ class KubeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     """How long one watch request may last before it is renewed from where it stopped."""
     jobs: bool = True
     """The batch/v1 Job integration."""
+    queue_status: bool = True
+    """Write ClusterQueue and LocalQueue status (counts, flavor usage, the Active condition) as Kueue does."""
 
 
 def validate(s: KubeSettings) -> KubeSettings:
