@@ -154,7 +154,7 @@ async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health:
             mirror.apply_batch(batch)
         journal = LocalJournal(filelog, mirror)
         connector = Connector(client, journal, watch_timeout_s=k.watch_timeout_s, jobs=k.jobs,
-                              queue_status=k.queue_status)
+                              queue_status=k.queue_status, finalizers=k.finalizers)
         health.connector = connector
         report("active", {"log": path, "instance": opts.instance_id, "offset": mirror.offset, "mode": "kube"})
 

@@ -71,6 +71,8 @@ class WorkloadInfo(msgspec.Struct, array_like=True):
     """``status.unhealthyNodes``: failed nodes under a TAS admission, the first one being replaced."""
     second_pass: tuple[int, int] | None = None
     """(iteration, due ms) while the workload waits for a second pass (delayed topology or node replacement)."""
+    retention_target: str = ""
+    """What a RetentionExpired decision deletes (``Workload`` or ``Job``); empty while its retention runs."""
 
     @property
     def shape(self) -> tuple[int, bytes]:

@@ -3,9 +3,12 @@
 RBAC grants exactly what the connector does:
 
 * read (get/list/watch) every kind it watches: Namespaces, Nodes, Pods, PriorityClasses, Jobs and the Kueue kinds;
-* Workloads: create (the Job integration), delete (orphans whose Job is gone); their ``status``: patch;
-* Jobs: patch (suspend/unsuspend, inject and restore the template), ``jobs/status``: patch (clear startTime);
+* Workloads: create (the Job integration), delete (orphans whose Job is gone, ``afterFinished`` retention); their
+  ``status``: patch;
+* Jobs: patch (suspend/unsuspend, inject and restore the template), delete (``afterDeactivatedByKueue``
+  retention), ``jobs/status``: patch (clear startTime);
 * ClusterQueues' and LocalQueues' ``status``: patch (Kueue's queue status);
+* ClusterQueues, ResourceFlavors, AdmissionChecks, Topologies: patch (the resource-in-use finalizer);
 * Leases (coordination.k8s.io) in its own namespace only, for leader election: get/create/update.
 
 The Deployment runs ``kueue-es run --kube`` as a non-root user with a read-only root filesystem; the
@@ -44,7 +47,9 @@ def cluster_role(name: str = DEFAULT_NAME) -> dict[str, Any]:
         {"apiGroups": [KUEUE_GROUP], "resources": ["workloads/status"], "verbs": ["get", "patch"]},
         {"apiGroups": [KUEUE_GROUP], "resources": ["clusterqueues/status", "localqueues/status"],
          "verbs": ["get", "patch"]},
-        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["patch"]},
+        {"apiGroups": [KUEUE_GROUP], "resources": ["admissionchecks", "clusterqueues", "resourceflavors",
+                                                   "topologies"], "verbs": ["patch"]},
+        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["patch", "delete"]},
         {"apiGroups": ["batch"], "resources": ["jobs/status"], "verbs": ["get", "patch"]},
     ]
     return {

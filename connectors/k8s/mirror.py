@@ -15,11 +15,12 @@ to look at.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from events import objects as o
 from events import schema as ev
 from projections.cluster import ClusterState
+from projections.in_use import KINDS as FINALIZED
 
 WORKLOAD_EVENTS = (ev.Decision, ev.WorkloadFinished, ev.PodsReadyChanged, ev.AdmissionCheckStateChanged,
                    ev.JobStopped)
@@ -43,6 +44,11 @@ class Mirror:
         self.dirty_jobs: set[str] = set()
         self.dirty_queues: set[str] = set()
         """``ClusterQueue/<name>``, ``LocalQueue/<ns>/<name>``, or ``*`` (all): queues whose status may change."""
+        self.dirty_retention: set[str] = set()
+        """Workloads with a RetentionExpired decision (what it deletes may still be there)."""
+        self.dirty_finalizers: set[str] = set()
+        """``<Kind>/<name>`` of ClusterQueues, ResourceFlavors, AdmissionChecks, Topologies whose
+        resource-in-use finalizer may need adding or removing."""
         self.listeners: list[Callable[[list[ev.Record]], None]] = []
 
     @property
@@ -82,6 +88,7 @@ class Mirror:
                     self.dirty_jobs.add(key)
                 else:
                     self._dirty_queues_for(kind, key)
+                    self._dirty_finalizers_for(kind, key)
             case ev.ObjectDeleted():
                 self.inventory.get(e.kind, {}).pop(e.key, None)
                 if e.kind == "Workload":
@@ -96,6 +103,7 @@ class Mirror:
                     self.dirty_jobs.add(e.key)
                 else:
                     self._dirty_queues_for(e.kind, e.key)
+                    self._dirty_finalizers_for(e.kind, "")
             case ev.DecisionApplied() | ev.DecisionRejected():
                 decisions = self.pending.get(e.key)
                 if decisions is not None:
@@ -111,6 +119,8 @@ class Mirror:
                 self.dirty_jobs.add(job_key)
             if isinstance(e, ev.Decision):
                 self.pending.setdefault(e.key, {})[record.offset] = type(e).__struct_config__.tag  # type: ignore[attr-defined]
+                if isinstance(e, ev.RetentionExpired):
+                    self.dirty_retention.add(e.key)
 
     def seen(self, kind: str, key: str) -> tuple[str, str] | None:
         return self.inventory.get(kind, {}).get(key)
@@ -120,7 +130,25 @@ class Mirror:
         if wl is not None:
             if wl.cluster_queue:
                 self.dirty_queues.add(f"ClusterQueue/{wl.cluster_queue}")
+                cq = self.state.cluster_queues.get(wl.cluster_queue)
+                if cq is not None and cq.metadata.deletion_timestamp:
+                    self.dirty_finalizers.add(f"ClusterQueue/{wl.cluster_queue}")
             self.dirty_queues.add(f"LocalQueue/{wl.namespace}/{wl.queue_name}")
+
+    def _dirty_finalizers_for(self, kind: str, key: str) -> None:
+        """The object itself (``key``, when it still exists), and the terminating objects it may have used."""
+        if kind not in FINALIZED:
+            return
+        if key:
+            self.dirty_finalizers.add(f"{kind}/{key}")
+        used: list[tuple[str, Mapping[str, o.KObject]]] = []
+        if kind == "ClusterQueue":
+            used = [("ResourceFlavor", self.state.flavors), ("AdmissionCheck", self.state.admission_checks)]
+        elif kind == "ResourceFlavor":
+            used = [("Topology", self.state.topologies)]
+        for used_kind, table in used:
+            self.dirty_finalizers.update(f"{used_kind}/{name}" for name, obj in table.items()
+                                         if obj.metadata.deletion_timestamp)
 
     def _dirty_queues_for(self, kind: str, key: str) -> None:
         if kind == "ClusterQueue":

@@ -28,6 +28,9 @@ class KubeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     """The batch/v1 Job integration."""
     queue_status: bool = True
     """Write ClusterQueue and LocalQueue status (counts, flavor usage, the Active condition) as Kueue does."""
+    finalizers: bool = True
+    """Keep Kueue's ``kueue.x-k8s.io/resource-in-use`` finalizer on ClusterQueues, ResourceFlavors,
+    AdmissionChecks and Topologies (removed once nothing uses a deleted one)."""
 
 
 def validate(s: KubeSettings) -> KubeSettings:

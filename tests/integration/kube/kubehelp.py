@@ -19,6 +19,7 @@ from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.resources import BY_KIND
 from events.filelog import FileLog
+from kueue_es.scheduler import DEFAULT, SchedulerConfig
 
 T = TypeVar("T")
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -63,7 +64,8 @@ async def eventually(probe: Callable[[], Awaitable[T | None] | T | None], timeou
 @contextlib.asynccontextmanager
 async def kueue_es(kc: KubeClient, log_dir: Path, *, kinds: Collection[str] | None = None,
                    hold: Collection[str] = (), release: asyncio.Event | None = None,
-                   synced: bool = True, **connector_kw: Any) -> AsyncIterator[tuple[Connector, LocalJournal]]:
+                   synced: bool = True, config: SchedulerConfig = DEFAULT,
+                   **connector_kw: Any) -> AsyncIterator[tuple[Connector, LocalJournal]]:
     """The connector and the scheduler over one embedded log, in this process, like ``kueue-es run --kube``.
 
     ``hold``: kinds whose (re)list waits for ``release`` — their objects stay out of the log meanwhile, while
@@ -85,7 +87,7 @@ async def kueue_es(kc: KubeClient, log_dir: Path, *, kinds: Collection[str] | No
             return await relist(r)
 
         connector.watcher.relist = held_relist  # type: ignore[method-assign]
-    tasks = [asyncio.create_task(connector.run()), asyncio.create_task(schedule(journal))]
+    tasks = [asyncio.create_task(connector.run()), asyncio.create_task(schedule(journal, config))]
     try:
         if synced:
             await asyncio.wait_for(connector.watcher.wait_synced(), 30)

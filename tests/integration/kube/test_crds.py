@@ -189,10 +189,14 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert await ok("create", "kueue.x-k8s.io", "workloads", "team-a")
         assert await ok("patch", "kueue.x-k8s.io", "workloads", "team-a", "status")
         assert await ok("patch", "batch", "jobs", "team-a")
+        assert await ok("delete", "batch", "jobs", "team-a")  # afterDeactivatedByKueue retention
+        assert await ok("patch", "kueue.x-k8s.io", "clusterqueues", "", "status")
+        assert await ok("patch", "kueue.x-k8s.io", "localqueues", "team-a", "status")
+        assert await ok("patch", "kueue.x-k8s.io", "resourceflavors")  # the resource-in-use finalizer
         assert await ok("update", "coordination.k8s.io", "leases", ns_name)
 
         assert not await ok("update", "kueue.x-k8s.io", "workloads", "team-a")  # spec: never
-        assert not await ok("delete", "batch", "jobs", "team-a")
+        assert not await ok("delete", "kueue.x-k8s.io", "clusterqueues")
         assert not await ok("create", "batch", "jobs", "team-a")
         assert not await ok("update", "kueue.x-k8s.io", "clusterqueues")
         assert not await ok("get", "", "secrets", "team-a")
