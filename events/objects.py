@@ -304,6 +304,8 @@ class ClusterQueueSpec(View):
 
 class ClusterQueue(KObject, tag="ClusterQueue"):
     spec: ClusterQueueSpec = ClusterQueueSpec()
+    status: dict[str, Any] = {}
+    """As the apiserver showed it (the connector writes it from the log; scheduling never reads it)."""
 
 
 class CohortSpec(View):
@@ -324,6 +326,8 @@ class LocalQueueSpec(View):
 
 class LocalQueue(KObject, tag="LocalQueue"):
     spec: LocalQueueSpec = LocalQueueSpec()
+    status: dict[str, Any] = {}
+    """As the apiserver showed it (the connector writes it from the log; scheduling never reads it)."""
 
 
 class TopologyLevel(View):

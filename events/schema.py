@@ -196,6 +196,15 @@ class WorkloadDeactivated(Decision, tag="WorkloadDeactivated"):
     message: str
 
 
+class RetentionExpired(Decision, tag="RetentionExpired"):
+    """A retention period of Kueue's ``objectRetentionPolicies.workloads`` ran out: delete ``target`` —
+    ``Workload`` (finished ``afterFinished`` ago) or ``Job`` (its owner, deactivated by Kueue
+    ``afterDeactivatedByKueue`` ago). Carried out by the connector."""
+
+    target: str
+    message: str = ""
+
+
 class TopologyAssigned(Decision, tag="TopologyAssigned"):
     """Second pass or node replacement: a pod set's topology assignment was (re)computed."""
 
@@ -291,6 +300,7 @@ AnyEvent = Union[
     ProvisioningRequestDeleted,
     UnhealthyNodesChanged,
     SecondPassFailed,
+    RetentionExpired,
     DecisionApplied,
     DecisionRejected,
 ]

@@ -9,7 +9,8 @@
 
 Logs are JSON lines (structlog) on stderr; progress reports stay JSON lines on stdout like the other modes.
 ``/healthz`` is 200 while the process runs; ``/readyz`` is 200 for a standby and, for the leader, once the
-connector has listed every kind (503 before).
+connector has listed every kind (503 before). With ``webhook_port`` every replica also serves the batch/v1 Job
+mutating webhook over HTTPS (``connectors/k8s/webhook.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import structlog
 from aiohttp import web
 
 from connectors.k8s import crds
+from connectors.k8s import webhook as job_webhook
 from connectors.k8s.client import KubeClient
 from connectors.k8s.connector import Connector, schedule
 from connectors.k8s.journal import LocalJournal
@@ -106,9 +108,12 @@ async def serve(settings: Any, opts: Any, stop: asyncio.Event, report: Any) -> N
     health = Health()
     runner = await start_health_server(health, k.health_address, k.health_port) if k.health_port else None
     elector: LeaderElector | None = None
+    webhook: job_webhook.WebhookServer | None = None
     try:
         if k.install_crds:
             await crds.install(client)
+        if k.webhook_port:  # every replica serves it, standbys too
+            webhook = await job_webhook.serve(client, k)
         if k.leader_election:
             elector = LeaderElector(client, k.lease_namespace, k.lease_name, opts.instance_id,
                                     LeaseTiming(k.lease_duration_s, k.renew_deadline_s, k.retry_period_s))
@@ -123,6 +128,8 @@ async def serve(settings: Any, opts: Any, stop: asyncio.Event, report: Any) -> N
         if elector is not None:
             with contextlib.suppress(Exception):
                 await elector.release()
+        if webhook is not None:
+            await webhook.stop()
         if runner is not None:
             await runner.cleanup()
         await client.close()
@@ -153,7 +160,8 @@ async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health:
         for batch in filelog.scan():
             mirror.apply_batch(batch)
         journal = LocalJournal(filelog, mirror)
-        connector = Connector(client, journal, watch_timeout_s=k.watch_timeout_s, jobs=k.jobs)
+        connector = Connector(client, journal, watch_timeout_s=k.watch_timeout_s, jobs=k.jobs,
+                              queue_status=k.queue_status, finalizers=k.finalizers)
         health.connector = connector
         report("active", {"log": path, "instance": opts.instance_id, "offset": mirror.offset, "mode": "kube"})
 

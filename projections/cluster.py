@@ -118,6 +118,10 @@ class ClusterState:
         """Workloads a controller rule may act on without any new event: inactive and not finished, or showing
         Requeued=False, or QuotaReserved=False for a queue blocker (Suspended, Misconfigured, Deactivated).
         Derived; rebuilt on restore."""
+        self.retained: dict[str, None] = {}
+        """Workloads whose retention clock runs (Kueue's objectRetentionPolicies): finished, or inactive and
+        evicted by a Kueue deactivation (``DeactivatedDueTo...``), until a RetentionExpired decision. Derived;
+        rebuilt on restore."""
         self.derived: dict[str, Any] = {}
         """Consumers' memos of values derived from this state (never part of a snapshot)."""
         self.tas = TASFold()
@@ -376,11 +380,13 @@ class ClusterState:
             case o.ClusterQueue():
                 old = self.cluster_queues.get(name)
                 self.cluster_queues[name] = obj
-                if old is None or old.spec != obj.spec:
-                    self._specs_changed(quota=True)
+                new_spec = old is None or old.spec != obj.spec
+                if new_spec or old.metadata.deletion_timestamp != obj.metadata.deletion_timestamp:
+                    self._specs_changed(quota=new_spec)
+                if new_spec:  # a status or metadata update admits nothing new (Kueue requeues on spec changes)
                     if old is not None and _check_inputs(old.spec) != _check_inputs(obj.spec):
                         self._resync_checks(name)
-                self._flush_tree(name)
+                    self._flush_tree(name)
             case o.Cohort():
                 old = self.cohorts.get(name)
                 self.cohorts[name] = obj
@@ -444,6 +450,7 @@ class ClusterState:
                 self.second_pass.pop(key, None)
                 self.flagged.pop(key, None)
                 self.pod_templates.pop(key, None)
+                self.retained.pop(key, None)
                 if wl.cluster_queue:
                     self._flush_tree(wl.cluster_queue)
             return
@@ -620,11 +627,16 @@ class ClusterState:
             self._sync_checks(self.workloads[key])
 
     def reflag(self, wl: WorkloadInfo) -> None:
-        """Keep ``wl``'s membership of :attr:`flagged` current (called after its status or activity changed)."""
+        """Keep ``wl``'s membership of :attr:`flagged` and :attr:`retained` current (called after its status or
+        activity changed)."""
         if is_flagged(wl):
             self.flagged[wl.key] = None
         else:
             self.flagged.pop(wl.key, None)
+        if is_retained(wl):
+            self.retained[wl.key] = None
+        else:
+            self.retained.pop(wl.key, None)
 
     def _reprioritise(self, group: str, name: str) -> None:
         for key in sorted(self.workloads):
@@ -916,8 +928,16 @@ class ClusterState:
         wl.phase = FINISHED
         self.flagged.pop(wl.key, None)
         wl.set_condition("Finished", "True", e.reason, e.message, e.time)
+        self.reflag(wl)
         if was_reserving and wl.cluster_queue:
             self._flush_tree(wl.cluster_queue)
+
+
+    def _retention_expired(self, e: ev.RetentionExpired) -> None:
+        wl = self.workloads.get(e.key)
+        if wl is not None:
+            wl.retention_target = e.target
+            self.retained.pop(wl.key, None)
 
 
 _HANDLERS: dict[type, Any] = {
@@ -940,6 +960,7 @@ _HANDLERS: dict[type, Any] = {
     ev.ProvisioningRequestDeleted: ClusterState._on_request_deleted,
     ev.UnhealthyNodesChanged: ClusterState._on_unhealthy_nodes,
     ev.SecondPassFailed: ClusterState._on_second_pass_failed,
+    ev.RetentionExpired: ClusterState._retention_expired,
 }
 """Event type -> what applying it does (a dict lookup instead of a chain of isinstance checks)."""
 
@@ -981,6 +1002,17 @@ def is_flagged(wl: WorkloadInfo) -> bool:
         if c.status == "False" and (c.type == "Requeued" or (c.type == "QuotaReserved" and c.reason in BLOCKER_REASONS)):
             return True
     return False
+
+
+def is_retained(wl: WorkloadInfo) -> bool:
+    """See :attr:`ClusterState.retained`."""
+    if wl.retention_target:
+        return False
+    if wl.phase == FINISHED:
+        return True
+    evicted = wl.condition("Evicted")
+    return (not wl.active and evicted is not None and evicted.status == "True"
+            and evicted.reason.startswith("DeactivatedDueTo"))
 
 
 def _true(c: o.Condition | None) -> bool:

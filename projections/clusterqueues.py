@@ -43,8 +43,9 @@ class GroupInfo:
 
 
 class ClusterQueueInfo:
-    __slots__ = ("check_rules", "covers_pods", "eligibility", "group_of", "groups", "inactive", "name", "obj",
-                 "plans", "provisioning_checks", "spec", "strict_fifo", "tas_levels", "tas_only", "_namespaces")
+    __slots__ = ("check_rules", "covers_pods", "eligibility", "group_of", "groups", "inactive", "inactive_reasons",
+                 "name", "obj", "plans", "provisioning_checks", "spec", "strict_fifo", "tas_levels", "tas_only",
+                 "_namespaces")
 
     def __init__(self, name: str, obj: o.ClusterQueue, flavors: Mapping[str, o.ResourceFlavor],
                  admission_checks: Mapping[str, o.AdmissionCheck], topologies: Mapping[str, o.Topology],
@@ -82,8 +83,10 @@ class ClusterQueueInfo:
                                               if topo is not None else None)
         self.tas_only = all_tas
         """Every flavor of every resource group is a TAS flavor: pod sets without a topology request get one implied."""
-        self.inactive = _inactive_reason(name, spec, flavors, admission_checks, topologies, forest,
-                                         provisioning_configs or {})
+        self.inactive_reasons = inactive_reasons(obj, flavors, admission_checks, topologies, forest,
+                                                 provisioning_configs or {})
+        """Every reason the queue cannot admit, in Kueue's order, each with the part of the message it adds."""
+        self.inactive = self.inactive_reasons[0][0] if self.inactive_reasons else None
         """Kueue's first Active=False reason, or None when the queue can admit."""
         self.eligibility: dict[tuple[str, object], str | None] = {}
         """(flavor, pod set) -> why the flavor cannot serve the pod set; the scheduler's memo."""
@@ -105,30 +108,56 @@ class ClusterQueueInfo:
         return sorted(n for n, on in self.check_rules if not on or flavors & on)
 
 
-def _inactive_reason(name: str, spec: o.ClusterQueueSpec, flavors: Mapping[str, o.ResourceFlavor],
+TERMINATING = "Terminating"
+
+
+def inactive_reasons(obj: o.ClusterQueue, flavors: Mapping[str, o.ResourceFlavor],
                      admission_checks: Mapping[str, o.AdmissionCheck], topologies: Mapping[str, o.Topology],
-                     forest: CohortForest, configs: Mapping[str, o.ProvisioningRequestConfig]) -> str | None:
-    reasons = []
+                     forest: CohortForest, configs: Mapping[str, o.ProvisioningRequestConfig]) -> list[tuple[str, str]]:
+    """Why the ClusterQueue cannot admit: (reason, what Kueue's Active message says of it), first reason first.
+
+    A ClusterQueue being deleted (held by its finalizer) is only ``Terminating``. The message of a cohort cycle
+    is empty (Kueue has no words for it)."""
+    name, spec = obj.metadata.name, obj.spec
+    if obj.metadata.deletion_timestamp:
+        return [(TERMINATING, "")]
+    reasons: list[tuple[str, str]] = []
     if spec.stop_policy not in ("None", ""):
-        reasons.append("Stopped")
+        reasons.append(("Stopped", "is stopped"))
     if "cq:" + name in forest.cyclic:
-        reasons.append("Unknown")
-    for rg in spec.resource_groups:
-        for fq in rg.flavors:
-            if fq.name not in flavors:
-                reasons.append("FlavorNotFound")
-                break
+        reasons.append(("Unknown", ""))
+    missing = [fq.name for rg in spec.resource_groups for fq in rg.flavors if fq.name not in flavors]
+    if missing:
+        reasons.append(("FlavorNotFound", f"references missing ResourceFlavor(s): {','.join(missing)}"))
     checks = spec.admission_checks_strategy.admission_checks if spec.admission_checks_strategy else []
-    if any(c.name not in admission_checks for c in checks):
-        reasons.append("AdmissionCheckNotFound")
-    if any(c.name in admission_checks and not check_active(admission_checks[c.name], configs)[0] for c in checks):
-        reasons.append("AdmissionCheckInactive")
+    missing_checks = sorted({c.name for c in checks if c.name not in admission_checks})
+    if missing_checks:
+        reasons.append(("AdmissionCheckNotFound",
+                        f"references missing AdmissionCheck(s): {','.join(missing_checks)}"))
+    inactive_checks = sorted({c.name for c in checks if c.name in admission_checks
+                              and not check_active(admission_checks[c.name], configs)[0]})
+    if inactive_checks:
+        reasons.append(("AdmissionCheckInactive",
+                        f"references inactive AdmissionCheck(s): {','.join(inactive_checks)}"))
     for rg in spec.resource_groups:
         for fq in rg.flavors:
             f = flavors.get(fq.name)
             if f is not None and f.spec.topology_name and f.spec.topology_name not in topologies:
-                reasons.append("TopologyNotFound")
-    return reasons[0] if reasons else None
+                reasons.append(("TopologyNotFound",
+                                f'there is no Topology "{f.spec.topology_name}" for TAS flavor "{fq.name}"'))
+    return reasons
+
+
+def active_condition(reasons: list[tuple[str, str]]) -> tuple[str, str, str]:
+    """Kueue's ClusterQueue ``Active`` condition (status, reason, message) for these inactive reasons."""
+    if not reasons:
+        return "True", "Ready", "Can admit new workloads"
+    if reasons[0][0] == TERMINATING:
+        return "False", TERMINATING, "Can't admit new workloads; clusterQueue is terminating"
+    parts = [m for _, m in reasons if m]
+    if not parts:
+        return "False", reasons[0][0], "Can't admit new workloads."
+    return "False", reasons[0][0], f"Can't admit new workloads: {', '.join(parts)}."
 
 
 def selector_matches(selector: o.LabelSelector | None, labels: dict[str, str] | None) -> bool:

@@ -77,6 +77,8 @@ class WorkloadInfo(msgspec.Struct, array_like=True):
     scan: FlavorScan | None = None
     """Flavor scan progress of the last admission attempt while pending (interned ``tried``); None when the next
     attempt starts at the first flavors."""
+    retention_target: str = ""
+    """What a RetentionExpired decision deletes (``Workload`` or ``Job``); empty while its retention runs."""
 
     @property
     def shape(self) -> tuple[int, bytes]:

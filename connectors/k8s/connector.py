@@ -2,8 +2,9 @@
 the log, the scheduler loop beside it.
 
 :class:`Connector` runs, as one task group, the appender and the watcher, and — once every watched kind has
-been listed (``ready``) — the status writer and the Job integration, so nothing is written to the cluster
-before the log has caught up with it. :func:`schedule` is the scheduler for a :class:`LocalJournal`: decide on
+been listed (``ready``) — the Workload status writer, the Job integration, the queue status writer, the
+resource-in-use finalizers and the retention deletions, so nothing is written to the cluster before the log has
+caught up with it. :func:`schedule` is the scheduler for a :class:`LocalJournal`: decide on
 the mirror's state, append the batch (which applies it), repeat until quiet, then wait for the log to move or a
 controller deadline to pass (it then appends a clock tick).
 """
@@ -17,8 +18,11 @@ from collections.abc import Sequence
 import structlog
 
 from connectors.k8s.client import KubeClient
+from connectors.k8s.finalizers import Finalizers
 from connectors.k8s.jobs import JobIntegration
 from connectors.k8s.journal import Journal, LocalJournal
+from connectors.k8s.queues import QueueStatusWriter
+from connectors.k8s.retention import RetentionEnforcer
 from connectors.k8s.resources import WATCHED
 from connectors.k8s.watch import Appender, Watcher
 from connectors.k8s.writer import StatusWriter
@@ -30,7 +34,8 @@ log = structlog.get_logger("kueue_es.k8s")
 
 class Connector:
     def __init__(self, client: KubeClient, journal: Journal, *, kinds: Sequence[str] = WATCHED,
-                 watch_timeout_s: int = 300, jobs: bool = True) -> None:
+                 watch_timeout_s: int = 300, jobs: bool = True, queue_status: bool = True,
+                 finalizers: bool = True) -> None:
         self.client = client
         self.journal = journal
         self.appender = Appender(journal.append)
@@ -38,6 +43,9 @@ class Connector:
                                timeout_seconds=watch_timeout_s, emit_event=self.appender.emit_nowait)
         self.writer = StatusWriter(client, journal, append=self.appender.emit)
         self.jobs = JobIntegration(client, journal, append=self.appender.emit) if jobs else None
+        self.queues = QueueStatusWriter(client, journal) if queue_status else None
+        self.finalizers = Finalizers(client, journal) if finalizers else None
+        self.retention = RetentionEnforcer(client, journal, append=self.appender.emit)
 
     @property
     def ready(self) -> bool:
@@ -52,6 +60,11 @@ class Connector:
             tg.create_task(self.writer.run(), name="k8s-writer")
             if self.jobs is not None:
                 tg.create_task(self.jobs.run(), name="k8s-jobs")
+            if self.queues is not None:
+                tg.create_task(self.queues.run(), name="k8s-queue-status")
+            if self.finalizers is not None:
+                tg.create_task(self.finalizers.run(), name="k8s-finalizers")
+            tg.create_task(self.retention.run(), name="k8s-retention")
 
 
 async def schedule(journal: LocalJournal, config: SchedulerConfig = DEFAULT, *, ticks: bool = True,

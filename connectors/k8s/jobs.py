@@ -27,9 +27,9 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
 
 Everything it writes is conditioned on the resourceVersion it read; a conflict just waits for the watch to
 bring the newer object. Events it appends are not repeated while the log has not applied them yet.
-Not done yet: the mutating webhook that suspends labelled Jobs at creation (until then a Job created
-unsuspended may start pods before it is suspended), updating a pending Workload when the Job's spec changes,
-and the ``kueue.x-k8s.io/resource-in-use`` finalizer.
+A Job created unsuspended is suspended at creation by the webhook (``webhook.py``) when it is installed, else
+here, after the fact. Not done yet: updating a pending Workload when the Job's spec changes, and the
+``kueue.x-k8s.io/resource-in-use`` finalizer on the Workloads it creates.
 """
 
 from __future__ import annotations

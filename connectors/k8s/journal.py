@@ -30,10 +30,15 @@ class Signal:
         self._event.set()
 
     async def wait(self, timeout: float | None = None) -> bool:
-        """Wait until set (or ``timeout`` passes) and clear it; returns whether it was set."""
+        """Wait until set (or ``timeout`` passes) and clear it; returns whether it was set.
+
+        ``asyncio.timeout``, not ``wait_for``: on Python 3.11 ``wait_for`` swallows a cancellation that arrives
+        as the event is set, and the worker loop waiting here would then outlive its task group (a shutdown
+        that never ends)."""
         if not self._event.is_set():
             try:
-                await asyncio.wait_for(self._event.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._event.wait()
             except TimeoutError:
                 return False
         self._event.clear()

@@ -122,8 +122,9 @@ class LeaderElector:
             # an attempt never outlives the renew deadline, so a leader that cannot renew stops acting before
             # the lease can expire for the others (renew_deadline_s < lease_duration_s)
             left = self.timing.renew_deadline_s - (self._now() - self._last_renew)
-            try:
-                ok = await asyncio.wait_for(self.try_acquire_or_renew(), max(0.05, left))
+            try:  # asyncio.timeout: wait_for (3.11) can swallow the cancellation that stops this loop
+                async with asyncio.timeout(max(0.05, left)):
+                    ok = await self.try_acquire_or_renew()
             except (KubeError, TimeoutError) as exc:
                 log.warning("lease renewal failed", error=str(exc) or type(exc).__name__)
                 ok = False

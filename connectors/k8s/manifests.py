@@ -3,11 +3,19 @@
 RBAC grants exactly what the connector does:
 
 * read (get/list/watch) every kind it watches: Namespaces, Nodes, Pods, PriorityClasses, Jobs and the Kueue kinds;
-* Workloads: create (the Job integration), delete (orphans whose Job is gone); their ``status``: patch;
-* Jobs: patch (suspend/unsuspend, inject and restore the template), ``jobs/status``: patch (clear startTime);
-* Leases (coordination.k8s.io) in its own namespace only, for leader election: get/create/update.
+* Workloads: create (the Job integration), delete (orphans whose Job is gone, ``afterFinished`` retention); their
+  ``status``: patch;
+* Jobs: patch (suspend/unsuspend, inject and restore the template), delete (``afterDeactivatedByKueue``
+  retention), ``jobs/status``: patch (clear startTime);
+* ClusterQueues' and LocalQueues' ``status``: patch (Kueue's queue status);
+* ClusterQueues, ResourceFlavors, AdmissionChecks, Topologies: patch (the resource-in-use finalizer);
+* Leases (coordination.k8s.io) in its own namespace only, for leader election: get/create/update;
+* the Job webhook: its MutatingWebhookConfiguration (create; get/update by name) and, in its own namespace, the
+  Secret that holds the serving certificate every replica shares (create; get by name).
 
-The Deployment runs ``kueue-es run --kube`` as a non-root user with a read-only root filesystem; the
+The Deployment runs ``kueue-es run --kube`` as a non-root user with a read-only root filesystem, serving the
+batch/v1 Job mutating webhook on port 9443 behind the Service ``kueue-es-webhook`` (it makes a self-signed CA,
+keeps it in the Secret ``kueue-es-webhook-server-cert`` and registers the MutatingWebhookConfiguration); the
 embedded log lives on a volume at ``/var/lib/kueue-es`` (an ``emptyDir`` by default: a new pod rebuilds its
 state by relisting, Workload statuses carry what was admitted; use a PersistentVolumeClaim or Kafka to keep
 the history).
@@ -19,11 +27,15 @@ from typing import Any
 
 from connectors.k8s.crds import all_crds
 from connectors.k8s.resources import ALL, KUEUE_GROUP, LEASES
+from connectors.k8s.webhook import CONFIGURATION_NAME
 
 DEFAULT_NAMESPACE = "kueue-system"
 DEFAULT_NAME = "kueue-es"
 DEFAULT_IMAGE = "kueue-es:0.1.0"
 HEALTH_PORT = 8081
+WEBHOOK_PORT = 9443
+WEBHOOK_SERVICE = "kueue-es-webhook"
+WEBHOOK_SECRET = "kueue-es-webhook-server-cert"
 READ = ["get", "list", "watch"]
 
 
@@ -41,8 +53,16 @@ def cluster_role(name: str = DEFAULT_NAME) -> dict[str, Any]:
     rules += [
         {"apiGroups": [KUEUE_GROUP], "resources": ["workloads"], "verbs": ["create", "delete"]},
         {"apiGroups": [KUEUE_GROUP], "resources": ["workloads/status"], "verbs": ["get", "patch"]},
-        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["patch"]},
+        {"apiGroups": [KUEUE_GROUP], "resources": ["clusterqueues/status", "localqueues/status"],
+         "verbs": ["get", "patch"]},
+        {"apiGroups": [KUEUE_GROUP], "resources": ["admissionchecks", "clusterqueues", "resourceflavors",
+                                                   "topologies"], "verbs": ["patch"]},
+        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["patch", "delete"]},
         {"apiGroups": ["batch"], "resources": ["jobs/status"], "verbs": ["get", "patch"]},
+        {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["mutatingwebhookconfigurations"],
+         "verbs": ["create"]},
+        {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["mutatingwebhookconfigurations"],
+         "resourceNames": [CONFIGURATION_NAME], "verbs": ["get", "update"]},
     ]
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -65,7 +85,10 @@ def rbac(namespace: str = DEFAULT_NAMESPACE, name: str = DEFAULT_NAME) -> list[d
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
          "metadata": {"name": f"{name}-leader-election", "namespace": namespace, "labels": _labels(name)},
          "rules": [{"apiGroups": [LEASES.group], "resources": [LEASES.plural],
-                    "verbs": ["get", "create", "update"]}]},
+                    "verbs": ["get", "create", "update"]},
+                   {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
+                   {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [WEBHOOK_SECRET],
+                    "verbs": ["get"]}]},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
          "metadata": {"name": f"{name}-leader-election", "namespace": namespace, "labels": _labels(name)},
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": f"{name}-leader-election"},
@@ -99,8 +122,13 @@ def deployment(namespace: str = DEFAULT_NAMESPACE, name: str = DEFAULT_NAME, ima
                              "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
                             {"name": "KUEUE_ES_SCHEDULER_INSTANCE_ID",
                              "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                            {"name": "KUEUE_ES_KUBE_WEBHOOK_PORT", "value": str(WEBHOOK_PORT)},
+                            {"name": "KUEUE_ES_KUBE_WEBHOOK_SECRET", "value": WEBHOOK_SECRET},
+                            {"name": "KUEUE_ES_KUBE_WEBHOOK_SERVICE", "value": WEBHOOK_SERVICE},
+                            {"name": "KUEUE_ES_KUBE_WEBHOOK_REGISTER", "value": "true"},
                         ],
-                        "ports": [{"name": "health", "containerPort": HEALTH_PORT}],
+                        "ports": [{"name": "health", "containerPort": HEALTH_PORT},
+                                  {"name": "webhook", "containerPort": WEBHOOK_PORT}],
                         "livenessProbe": {**probe, "initialDelaySeconds": 15},
                         "readinessProbe": {"httpGet": {"path": "/readyz", "port": "health"}, "periodSeconds": 5},
                         "resources": {"requests": {"cpu": "500m", "memory": "512Mi"},
@@ -117,6 +145,13 @@ def deployment(namespace: str = DEFAULT_NAMESPACE, name: str = DEFAULT_NAME, ima
     }
 
 
+def webhook_service(namespace: str = DEFAULT_NAMESPACE, name: str = DEFAULT_NAME) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": WEBHOOK_SERVICE, "namespace": namespace, "labels": _labels(name)},
+            "spec": {"selector": _labels(name),
+                     "ports": [{"name": "webhook", "port": 443, "targetPort": "webhook"}]}}
+
+
 def namespace_object(namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
 
@@ -124,4 +159,4 @@ def namespace_object(namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:
 def everything(namespace: str = DEFAULT_NAMESPACE, name: str = DEFAULT_NAME, image: str = DEFAULT_IMAGE,
                log: str = "") -> list[dict[str, Any]]:
     return [*all_crds(), namespace_object(namespace), *rbac(namespace, name),
-            deployment(namespace, name, image, log)]
+            webhook_service(namespace, name), deployment(namespace, name, image, log)]

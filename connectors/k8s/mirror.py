@@ -8,21 +8,25 @@
   resourceVersion for optimistic concurrency, their pod-set templates to restore a stopped Job);
 * ``pending`` — decisions without an outcome (``DecisionApplied``/``DecisionRejected``) yet, per workload.
 
-It is a fold like every projection: applying the same records gives the same mirror. ``dirty_workloads`` and
-``dirty_jobs`` collect the keys each record touched, for the writer and the Job integration to look at.
+It is a fold like every projection: applying the same records gives the same mirror. ``dirty_workloads``,
+``dirty_jobs`` and ``dirty_queues`` collect the keys each record touched, for the writers and the Job integration
+to look at.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from events import objects as o
 from events import schema as ev
 from projections.cluster import ClusterState
+from projections.in_use import KINDS as FINALIZED
 
 WORKLOAD_EVENTS = (ev.Decision, ev.WorkloadFinished, ev.PodsReadyChanged, ev.AdmissionCheckStateChanged,
                    ev.JobStopped)
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+QUEUE_INPUTS = frozenset({"ResourceFlavor", "AdmissionCheck", "Topology", "Cohort"})
+"""Kinds whose changes may change any queue's status (activeness, borrowing)."""
 
 
 class Mirror:
@@ -38,6 +42,13 @@ class Mirror:
         """Job key -> key of its Workload (the latest one seen)."""
         self.dirty_workloads: set[str] = set()
         self.dirty_jobs: set[str] = set()
+        self.dirty_queues: set[str] = set()
+        """``ClusterQueue/<name>``, ``LocalQueue/<ns>/<name>``, or ``*`` (all): queues whose status may change."""
+        self.dirty_retention: set[str] = set()
+        """Workloads with a RetentionExpired decision (what it deletes may still be there)."""
+        self.dirty_finalizers: set[str] = set()
+        """``<Kind>/<name>`` of ClusterQueues, ResourceFlavors, AdmissionChecks, Topologies whose
+        resource-in-use finalizer may need adding or removing."""
         self.listeners: list[Callable[[list[ev.Record]], None]] = []
 
     @property
@@ -51,8 +62,13 @@ class Mirror:
             listener(records)
 
     def apply(self, record: ev.Record) -> None:
-        self.state.apply(record)
         e = record.event
+        wl_key = _workload_key(e)
+        if wl_key:
+            self._dirty_queues_of(wl_key)
+        self.state.apply(record)
+        if wl_key:
+            self._dirty_queues_of(wl_key)
         match e:
             case ev.ObjectUpserted():
                 obj = e.obj
@@ -70,6 +86,9 @@ class Mirror:
                         self.dirty_jobs.add(job_key)
                 elif isinstance(obj, o.Job):
                     self.dirty_jobs.add(key)
+                else:
+                    self._dirty_queues_for(kind, key)
+                    self._dirty_finalizers_for(kind, key)
             case ev.ObjectDeleted():
                 self.inventory.get(e.kind, {}).pop(e.key, None)
                 if e.kind == "Workload":
@@ -82,6 +101,9 @@ class Mirror:
                         self.dirty_jobs.add(job_key)
                 elif e.kind == "Job":
                     self.dirty_jobs.add(e.key)
+                else:
+                    self._dirty_queues_for(e.kind, e.key)
+                    self._dirty_finalizers_for(e.kind, "")
             case ev.DecisionApplied() | ev.DecisionRejected():
                 decisions = self.pending.get(e.key)
                 if decisions is not None:
@@ -97,9 +119,56 @@ class Mirror:
                 self.dirty_jobs.add(job_key)
             if isinstance(e, ev.Decision):
                 self.pending.setdefault(e.key, {})[record.offset] = type(e).__struct_config__.tag  # type: ignore[attr-defined]
+                if isinstance(e, ev.RetentionExpired):
+                    self.dirty_retention.add(e.key)
 
     def seen(self, kind: str, key: str) -> tuple[str, str] | None:
         return self.inventory.get(kind, {}).get(key)
+
+    def _dirty_queues_of(self, wl_key: str) -> None:
+        wl = self.state.workloads.get(wl_key)
+        if wl is not None:
+            if wl.cluster_queue:
+                self.dirty_queues.add(f"ClusterQueue/{wl.cluster_queue}")
+                cq = self.state.cluster_queues.get(wl.cluster_queue)
+                if cq is not None and cq.metadata.deletion_timestamp:
+                    self.dirty_finalizers.add(f"ClusterQueue/{wl.cluster_queue}")
+            self.dirty_queues.add(f"LocalQueue/{wl.namespace}/{wl.queue_name}")
+
+    def _dirty_finalizers_for(self, kind: str, key: str) -> None:
+        """The object itself (``key``, when it still exists), and the terminating objects it may have used."""
+        if kind not in FINALIZED:
+            return
+        if key:
+            self.dirty_finalizers.add(f"{kind}/{key}")
+        used: list[tuple[str, Mapping[str, o.KObject]]] = []
+        if kind == "ClusterQueue":
+            used = [("ResourceFlavor", self.state.flavors), ("AdmissionCheck", self.state.admission_checks)]
+        elif kind == "ResourceFlavor":
+            used = [("Topology", self.state.topologies)]
+        for used_kind, table in used:
+            self.dirty_finalizers.update(f"{used_kind}/{name}" for name, obj in table.items()
+                                         if obj.metadata.deletion_timestamp)
+
+    def _dirty_queues_for(self, kind: str, key: str) -> None:
+        if kind == "ClusterQueue":
+            self.dirty_queues.add(f"ClusterQueue/{key}")
+            self.dirty_queues.update(f"LocalQueue/{k}" for k, lq in self.state.local_queues.items()
+                                     if lq.spec.cluster_queue == key)
+        elif kind == "LocalQueue":
+            self.dirty_queues.add(f"LocalQueue/{key}")
+        elif kind in QUEUE_INPUTS:
+            self.dirty_queues.add("*")
+
+
+def _workload_key(e: ev.AnyEvent) -> str:
+    if isinstance(e, WORKLOAD_EVENTS):
+        return e.key
+    if isinstance(e, ev.ObjectUpserted) and isinstance(e.obj, o.Workload):
+        return e.key
+    if isinstance(e, ev.ObjectDeleted) and e.kind == "Workload":
+        return e.key
+    return ""
 
 
 def _controller_job(w: o.Workload) -> str | None:

@@ -26,6 +26,27 @@ class KubeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     """How long one watch request may last before it is renewed from where it stopped."""
     jobs: bool = True
     """The batch/v1 Job integration."""
+    queue_status: bool = True
+    """Write ClusterQueue and LocalQueue status (counts, flavor usage, the Active condition) as Kueue does."""
+    finalizers: bool = True
+    """Keep Kueue's ``kueue.x-k8s.io/resource-in-use`` finalizer on ClusterQueues, ResourceFlavors,
+    AdmissionChecks and Topologies (removed once nothing uses a deleted one)."""
+    webhook_port: int = 0
+    """Serve the batch/v1 Job mutating webhook over HTTPS on this port (Kueue uses 9443); 0: no webhook."""
+    webhook_address: str = "0.0.0.0"
+    webhook_cert_dir: str = ""
+    """``ca.crt``, ``tls.crt``, ``tls.key`` to serve with (e.g. a mounted kubernetes.io/tls Secret); empty: a
+    self-signed CA and certificate for ``webhook_hosts``, shared through ``webhook_secret`` when set."""
+    webhook_secret: str = ""
+    """A Secret in ``lease_namespace`` holding the generated certificate, so every replica serves the same one
+    (the first creates it); empty: each process makes its own."""
+    webhook_hosts: str = ""
+    """Comma-separated names the serving certificate is for; empty: the Service's DNS names."""
+    webhook_register: bool = False
+    """Create or update the MutatingWebhookConfiguration with this certificate's CA at start."""
+    webhook_url: str = ""
+    """Where the apiserver calls the webhook when it is not the Service ``webhook_service`` (out of cluster)."""
+    webhook_service: str = "kueue-es-webhook"
 
 
 def validate(s: KubeSettings) -> KubeSettings:
@@ -41,6 +62,10 @@ def validate(s: KubeSettings) -> KubeSettings:
             raise InvalidInput("$.kube.lease_name, $.kube.lease_namespace: must not be empty")
     if not 0 <= s.health_port <= 65535:
         raise InvalidInput(f"$.kube.health_port: must be a port number (0-65535), not {s.health_port}")
+    if not 0 <= s.webhook_port <= 65535:
+        raise InvalidInput(f"$.kube.webhook_port: must be a port number (0-65535), not {s.webhook_port}")
+    if s.webhook_port and s.webhook_register and not (s.webhook_url or s.webhook_service):
+        raise InvalidInput("$.kube.webhook_register: needs $.kube.webhook_url or $.kube.webhook_service")
     if s.watch_timeout_s < 1:
         raise InvalidInput("$.kube.watch_timeout_s: must be at least 1")
     return s

@@ -41,6 +41,8 @@ from projections.workloads import FINISHED, WorkloadInfo, status_of
 log = structlog.get_logger("kueue_es.k8s.writer")
 WORKLOADS = BY_KIND["Workload"]
 STATUS_FIELDS = ("admission", "conditions", "requeueState", "admissionChecks")
+NOT_STATUS = frozenset({"RetentionExpired"})
+"""Decisions carried out by deleting objects (connectors/k8s/retention.py), not by a status write."""
 
 
 def desired_status(wl: WorkloadInfo) -> dict[str, Any]:
@@ -103,7 +105,7 @@ class StatusWriter:
     async def sync(self, key: str) -> None:
         """Bring one workload's status in the cluster to what the log says (see the module docstring)."""
         self._reported &= {off for p in self.mirror.pending.values() for off in p}
-        pending = self.mirror.pending.get(key, {})
+        pending = {off: tag for off, tag in self.mirror.pending.get(key, {}).items() if tag not in NOT_STATUS}
         obs = self.mirror.workloads.get(key)
         wl = self.mirror.state.workloads.get(key)
         if obs is None or wl is None:

@@ -49,6 +49,17 @@ class ResourcesConfig(_Cfg):
     quota_check_strategy: str = "BlockUndeclared"
 
 
+class WorkloadRetentionPolicy(_Cfg):
+    after_finished: str | None = None
+    """How long a finished Workload is kept before it is deleted (None: forever)."""
+    after_deactivated_by_kueue: str | None = None
+    """How long after Kueue deactivated a Workload (Evicted ``DeactivatedDueTo...``) its Job is deleted."""
+
+
+class ObjectRetentionPolicies(_Cfg):
+    workloads: WorkloadRetentionPolicy | None = None
+
+
 class SchedulerConfig(_Cfg):
     """Decoded from a Kueue Configuration document; every field defaults as Kueue defaults it."""
 
@@ -58,6 +69,7 @@ class SchedulerConfig(_Cfg):
     admission_fair_sharing: AdmissionFairSharingConfig | None = None
     wait_for_pods_ready: WaitForPodsReadyConfig | None = None
     resources: ResourcesConfig = ResourcesConfig()
+    object_retention_policies: ObjectRetentionPolicies | None = None
 
     @property
     def fair_sharing_enabled(self) -> bool:
@@ -66,6 +78,15 @@ class SchedulerConfig(_Cfg):
     @property
     def pods_ready(self) -> WaitForPodsReadyConfig:
         return self.wait_for_pods_ready or WaitForPodsReadyConfig()
+
+    @property
+    def workload_retention(self) -> tuple[int | None, int | None]:
+        """(afterFinished, afterDeactivatedByKueue) in ms; None where Workloads are kept forever."""
+        w = self.object_retention_policies.workloads if self.object_retention_policies else None
+        if w is None:
+            return None, None
+        return (None if w.after_finished is None else parse_duration(w.after_finished),
+                None if w.after_deactivated_by_kueue is None else parse_duration(w.after_deactivated_by_kueue))
 
 
 DEFAULT = SchedulerConfig()
@@ -107,6 +128,15 @@ def load_config(doc: dict[str, Any], source: str = "<config>") -> SchedulerConfi
         raise InvalidInput(f"{source}: Configuration: {msg}") from None
     if cfg.wait_for_pods_ready is not None:
         parse_duration(cfg.wait_for_pods_ready.timeout, f"{source}: field `waitForPodsReady.timeout`")
+    retention = cfg.object_retention_policies.workloads if cfg.object_retention_policies else None
+    if retention is not None:
+        for name, value in (("afterFinished", retention.after_finished),
+                            ("afterDeactivatedByKueue", retention.after_deactivated_by_kueue)):
+            if value is not None:
+                if value.strip().startswith("-"):
+                    raise InvalidInput(f"{source}: field `objectRetentionPolicies.workloads.{name}`: "
+                                       f"must not be negative (got {value!r})")
+                parse_duration(value, f"{source}: field `objectRetentionPolicies.workloads.{name}`")
     if cfg.fair_sharing is not None:
         allowed = (["LessThanOrEqualToFinalShare"], ["LessThanInitialShare"],
                    ["LessThanOrEqualToFinalShare", "LessThanInitialShare"], [])

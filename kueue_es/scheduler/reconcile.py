@@ -16,7 +16,10 @@
 * a workload parked by Requeued=False is requeued when its cause goes away: reactivation (Reactivated), its
   ClusterQueue or LocalQueue restarted (ClusterQueueRestarted, LocalQueueRestarted);
 * a pending workload shows what blocks its queue (QuotaReserved=False: Deactivated, LocalQueue or ClusterQueue
-  missing — Misconfigured — or stopped/inactive — Suspended), and PendingEvaluation once that is gone.
+  missing — Misconfigured — or stopped/inactive — Suspended), and PendingEvaluation once that is gone;
+* objectRetentionPolicies: a finished workload is deleted ``afterFinished`` after Finished turned True, the Job
+  of one Kueue deactivated ``afterDeactivatedByKueue`` after Evicted turned True (RetentionExpired; the
+  connector deletes).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from events import schema as ev
 from events.timefmt import parse_time
 from projections.cluster import ClusterState
 from projections.secondpass import delayed_pod_sets
-from projections.workloads import ADMITTED, PENDING, RESERVED, WorkloadInfo
+from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, WorkloadInfo
 
 from kueue_es.scheduler import provisioning
 from kueue_es.scheduler.config import SchedulerConfig, parse_duration
@@ -49,6 +52,22 @@ def pods_ready_deadline(config: SchedulerConfig, wl) -> int | None:
     if not pr.enable or wl.phase != ADMITTED or wl.pods_ready or wl.evicted or wl.admitted_at is None:
         return None
     return wl.admitted_at + parse_duration(pr.timeout)
+
+
+def retention_deadline(config: SchedulerConfig, wl: WorkloadInfo) -> tuple[int, str, str] | None:
+    """When ``wl``'s retention runs out under ``config``: (time ms, what to delete, why), or None (kept)."""
+    after_finished, after_deactivated = config.workload_retention
+    if wl.phase == FINISHED:
+        c = wl.condition("Finished")
+        if after_finished is None or c is None or not c.last_transition_time:
+            return None
+        return (parse_time(c.last_transition_time) + after_finished, "Workload",
+                "Deleted finished workload due to elapsed retention")
+    c = wl.condition("Evicted")
+    if after_deactivated is None or c is None or not c.last_transition_time:
+        return None
+    return (parse_time(c.last_transition_time) + after_deactivated, "Job",
+            "Deleted job: deactivation retention period expired")
 
 
 def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int) -> list[ev.Decision]:
@@ -132,6 +151,12 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                         message=f"Exceeded the PodsReady timeout {key}", requeue_count=count,
                         requeue_at=now + backoff_ms(config, count), **base))
     _pending_workloads(state, out, base)
+    if config.object_retention_policies is not None:
+        for key in sorted(state.retained):
+            wl = wls[key]
+            due = retention_deadline(config, wl)
+            if due is not None and due[0] <= now:
+                out.append(ev.RetentionExpired(key=key, uid=wl.uid, target=due[1], message=due[2], **base))
     return out
 
 
@@ -246,4 +271,9 @@ def next_deadline(state: ClusterState, config: SchedulerConfig) -> int | None:
                 d = pods_ready_deadline(config, state.workloads[key])
                 if d is not None:
                     times.append(d)
+    if config.object_retention_policies is not None:
+        for key in state.retained:
+            due = retention_deadline(config, state.workloads[key])
+            if due is not None:
+                times.append(due[0])
     return min(times) if times else None

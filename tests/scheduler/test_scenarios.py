@@ -26,7 +26,8 @@ REASON`` (Preempted condition reason, with Evicted=True/Preempted), ``evicted: R
 ``requeued: {status, reason}``, ``requeueCount: N``, ``requeueAt: TIME|null``, ``finished: true``,
 ``active: false``, ``reservingQuota: bool``, ``admittedCondition: {status, reason}``, ``messages: {condition
 type: exact message}``, ``checks: {name: {state,
-message (substring), requeueAfterSeconds, retryCount, podSetUpdates, lastTransitionTime}}``, or ``unchanged:
+message (substring), requeueAfterSeconds, retryCount, podSetUpdates, lastTransitionTime}}``, ``retention:
+Workload|Job|null`` (what a RetentionExpired decision deleted, null while the retention runs), or ``unchanged:
 true`` (``want`` only); in timelines also ``queue: active|parked|none`` (where it waits in its ClusterQueue's
 queue) and ``resumesAt: {podSet: {resource: flavor}}|null`` (where its next attempt's flavor scan starts, from the
 progress it keeps; null: it keeps none).
@@ -176,6 +177,10 @@ def check_status(case: str, key: str, status: dict, want: dict, wl=None, state=N
                     assert value in c.get("message", ""), f"{key}: check {name}: message {c.get('message')!r}"
                 else:
                     assert c.get(field) == value, f"{key}: check {name}: {field} {c.get(field)!r}, want {value!r}"
+    if "retention" in want:
+        checked = True
+        assert wl is not None and wl.retention_target == (want["retention"] or ""), \
+            f"{key}: retention {wl.retention_target if wl else None!r}"
     if not checked:
         raise AssertionError(f"{case}: want for {key} says nothing")
 

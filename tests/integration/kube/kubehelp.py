@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
 from kubernetes_asyncio import config
 
 from connectors.k8s.client import KubeClient
+from connectors.k8s.connector import Connector, schedule
+from connectors.k8s.journal import LocalJournal
+from connectors.k8s.mirror import Mirror
 from connectors.k8s.resources import BY_KIND
+from events.filelog import FileLog
+from kueue_es.scheduler import DEFAULT, SchedulerConfig
 
 T = TypeVar("T")
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -52,6 +59,46 @@ async def eventually(probe: Callable[[], Awaitable[T | None] | T | None], timeou
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what or probe}")
         await asyncio.sleep(0.05)
+
+
+@contextlib.asynccontextmanager
+async def kueue_es(kc: KubeClient, log_dir: Path, *, kinds: Collection[str] | None = None,
+                   hold: Collection[str] = (), release: asyncio.Event | None = None,
+                   synced: bool = True, config: SchedulerConfig = DEFAULT,
+                   **connector_kw: Any) -> AsyncIterator[tuple[Connector, LocalJournal]]:
+    """The connector and the scheduler over one embedded log, in this process, like ``kueue-es run --kube``.
+
+    ``hold``: kinds whose (re)list waits for ``release`` — their objects stay out of the log meanwhile, while
+    everything else is watched and the scheduler decides. ``synced``: wait until every kind is listed first.
+    """
+    log = FileLog.open(log_dir, fsync="never")
+    journal = LocalJournal(log, Mirror())
+    for batch in log.scan():
+        journal.mirror.apply_batch(batch)
+    kw: dict[str, Any] = {"kinds": kinds} if kinds else {}
+    connector = Connector(kc, journal, watch_timeout_s=30, **kw, **connector_kw)
+    if hold:
+        assert release is not None
+        relist = connector.watcher.relist
+
+        async def held_relist(r: Any) -> str:
+            if r.kind in hold:
+                await release.wait()
+            return await relist(r)
+
+        connector.watcher.relist = held_relist  # type: ignore[method-assign]
+    tasks = [asyncio.create_task(connector.run()), asyncio.create_task(schedule(journal, config))]
+    try:
+        if synced:
+            await asyncio.wait_for(connector.watcher.wait_synced(), 30)
+        yield connector, journal
+    finally:
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+        await log.close()
 
 
 def flavor(name: str, node_labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:

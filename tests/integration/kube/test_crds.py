@@ -153,12 +153,17 @@ def test_manifests_render_as_multi_document_yaml() -> None:
     kinds = [d["kind"] for d in docs]
     assert kinds.count("CustomResourceDefinition") == len(KUEUE_RESOURCES)
     assert kinds[len(KUEUE_RESOURCES):] == ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-                                            "Role", "RoleBinding", "Deployment"]
+                                            "Role", "RoleBinding", "Service", "Deployment"]
     dep = docs[-1]
     pod = dep["spec"]["template"]["spec"]
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True
     assert pod["containers"][0]["args"][:2] == ["run", "--kube"]
+    env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+    assert env["KUEUE_ES_KUBE_WEBHOOK_PORT"] == "9443" and env["KUEUE_ES_KUBE_WEBHOOK_REGISTER"] == "true"
+    service = docs[-2]
+    assert service["metadata"]["name"] == env["KUEUE_ES_KUBE_WEBHOOK_SERVICE"]
+    assert service["spec"]["ports"][0]["targetPort"] == "webhook"
 
 
 async def _allowed(api: client.ApiClient, user: str, verb: str, group: str, resource: str,
@@ -189,12 +194,20 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert await ok("create", "kueue.x-k8s.io", "workloads", "team-a")
         assert await ok("patch", "kueue.x-k8s.io", "workloads", "team-a", "status")
         assert await ok("patch", "batch", "jobs", "team-a")
+        assert await ok("delete", "batch", "jobs", "team-a")  # afterDeactivatedByKueue retention
+        assert await ok("patch", "kueue.x-k8s.io", "clusterqueues", "", "status")
+        assert await ok("patch", "kueue.x-k8s.io", "localqueues", "team-a", "status")
+        assert await ok("patch", "kueue.x-k8s.io", "resourceflavors")  # the resource-in-use finalizer
         assert await ok("update", "coordination.k8s.io", "leases", ns_name)
+        assert await ok("create", "admissionregistration.k8s.io", "mutatingwebhookconfigurations")
+        assert await ok("create", "", "secrets", ns_name)
 
         assert not await ok("update", "kueue.x-k8s.io", "workloads", "team-a")  # spec: never
-        assert not await ok("delete", "batch", "jobs", "team-a")
+        assert not await ok("delete", "kueue.x-k8s.io", "clusterqueues")
         assert not await ok("create", "batch", "jobs", "team-a")
         assert not await ok("update", "kueue.x-k8s.io", "clusterqueues")
         assert not await ok("get", "", "secrets", "team-a")
+        assert not await ok("list", "", "secrets", ns_name)
+        assert not await ok("delete", "admissionregistration.k8s.io", "mutatingwebhookconfigurations")
         assert not await ok("update", "coordination.k8s.io", "leases", "kube-system")
         assert not await ok("delete", "", "pods", "team-a")

@@ -24,19 +24,16 @@ from kubehelp import (
     flavor,
     get,
     job,
+    kueue_es,
     local_queue,
     namespace,
     priority_class,
 )
 
 from connectors.k8s import crds
-from connectors.k8s.connector import Connector, schedule
 from connectors.k8s.jobs import workload_name
-from connectors.k8s.journal import LocalJournal
-from connectors.k8s.mirror import Mirror
 from connectors.k8s.resources import BY_KIND
 from events import schema as ev
-from events.filelog import FileLog
 
 pytestmark = pytest.mark.kube
 JOBS = BY_KIND["Job"]
@@ -50,28 +47,6 @@ def _cond(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
 def _true(obj: dict[str, Any], type_: str) -> bool:
     c = _cond(obj, type_)
     return c is not None and c["status"] == "True"
-
-
-@contextlib.asynccontextmanager
-async def _kueue_es(kc, log_dir, kinds=None):
-    """The connector and the scheduler over one embedded log, like ``kueue-es run --kube`` does."""
-    log = FileLog.open(log_dir, fsync="never")
-    journal = LocalJournal(log, Mirror())
-    for batch in log.scan():
-        journal.mirror.apply_batch(batch)
-    kw = {"kinds": kinds} if kinds else {}
-    connector = Connector(kc, journal, watch_timeout_s=30, **kw)
-    tasks = [asyncio.create_task(connector.run()), asyncio.create_task(schedule(journal))]
-    try:
-        await asyncio.wait_for(connector.watcher.wait_synced(), 30)
-        yield connector, journal
-    finally:
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
-        await log.close()
 
 
 async def _setup(kc, sfx: str, cpu: int = 2) -> tuple[str, str, str]:
@@ -92,7 +67,7 @@ async def test_job_is_admitted_runs_and_is_preempted_by_a_higher_priority_job(ku
         await crds.install(kc)
         sfx = secrets.token_hex(3)
         ns, fl, cq = await _setup(kc, sfx)
-        async with _kueue_es(kc, tmp_path / "log") as (connector, journal):
+        async with kueue_es(kc, tmp_path / "log") as (connector, journal):
             # --- a Job with the queue label gets a Workload, is admitted and runs on the flavor -------------
             low = await create(kc, job(ns, "low", "user-queue", cpu="2", parallelism=1,
                                        labels={"kueue.x-k8s.io/priority-class": f"low-{sfx}"},
@@ -225,7 +200,7 @@ async def test_bad_objects_get_kueues_messages_and_the_connector_keeps_running(k
         await crds.install(kc)
         sfx = secrets.token_hex(3)
         ns, fl, cq = await _setup(kc, sfx)
-        async with _kueue_es(kc, tmp_path / "log") as (connector, _journal):
+        async with kueue_es(kc, tmp_path / "log") as (connector, _journal):
             # a Job for a LocalQueue that does not exist: its Workload says so, as Kueue writes it
             lost = await create(kc, job(ns, "lost", "nope", cpu="1"))
             lost_wl = workload_name("lost", lost["metadata"]["uid"])

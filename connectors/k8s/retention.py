@@ -1,0 +1,95 @@
+"""Carry out RetentionExpired decisions (Kueue's ``objectRetentionPolicies.workloads``): delete what they name.
+
+The scheduler decides, from time in the log, that a retention period ran out; here the object goes:
+
+* ``Workload`` (``afterFinished``): the finished Workload is deleted, conditioned on its uid;
+* ``Job`` (``afterDeactivatedByKueue``): the Workload's owner Job is deleted with background propagation,
+  conditioned on its uid; its Workload then goes as any orphan's does (the Job integration, or the garbage
+  collector).
+
+Already gone (404), or recreated meanwhile (409 on the uid precondition), counts as done: each decision ends in
+one ``DecisionApplied``, appended once the deletion was accepted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+import structlog
+
+from connectors.k8s.client import KubeClient
+from connectors.k8s.errors import Conflict, NotFound
+from connectors.k8s.journal import Journal
+from connectors.k8s.resources import BY_KIND
+from connectors.k8s.workers import KeyedWorkers, Retries
+from events import schema as ev
+
+log = structlog.get_logger("kueue_es.k8s.retention")
+TAG = "RetentionExpired"
+
+
+@dataclass
+class RetentionStats:
+    workloads_deleted: int = 0
+    jobs_deleted: int = 0
+    errors: int = 0
+
+
+class RetentionEnforcer:
+    def __init__(self, client: KubeClient, journal: Journal, *, retry_s: float = 1.0, concurrency: int = 4,
+                 append: Callable[[Sequence[ev.AnyEvent]], Awaitable[list[int]]] | None = None) -> None:
+        self.client = client
+        self.journal = journal
+        self.mirror = journal.mirror
+        self.append = append or journal.append
+        self.concurrency = concurrency
+        self.stats = RetentionStats()
+        self._retry = Retries(retry_s)
+        self._reported: set[int] = set()
+        """Decision offsets whose DecisionApplied was appended but not applied to the mirror yet."""
+
+    async def run(self) -> None:
+        await KeyedWorkers(self.sync_guarded, self.concurrency).run(
+            self._take, self.journal.subscribe(), self._retry.timeout)
+
+    def _take(self) -> set[str]:
+        keys = self.mirror.dirty_retention | self._retry.due()
+        self.mirror.dirty_retention = set()
+        return keys
+
+    async def sync_guarded(self, key: str) -> None:
+        await self._retry.attempt(self.sync, key, what="retention deletion", stats=self.stats, log=log,
+                                  workload=key)
+
+    async def sync(self, key: str) -> None:
+        pending = self.mirror.pending.get(key, {})
+        self._reported &= {off for p in self.mirror.pending.values() for off in p}
+        offsets = sorted(off for off, tag in pending.items() if tag == TAG and off not in self._reported)
+        if not offsets:
+            return
+        wl = self.mirror.state.workloads.get(key)
+        if wl is not None and wl.retention_target == "Workload":
+            obs = self.mirror.workloads.get(key)
+            if obs is not None:
+                await self._delete("Workload", obs.metadata.name, obs.metadata.namespace, wl.uid)
+                self.stats.workloads_deleted += 1
+                log.info("deleted finished workload due to elapsed retention", workload=key)
+        elif wl is not None and wl.retention_target == "Job":
+            job_key = self.mirror.job_of.get(key)
+            job = self.mirror.state.jobs.get(job_key) if job_key else None
+            if job is not None:
+                await self._delete("Job", job.metadata.name, job.metadata.namespace, job.metadata.uid)
+                self.stats.jobs_deleted += 1
+                log.info("deleted job: deactivation retention period expired", job=job_key, workload=key)
+        t = int(time.time() * 1000)
+        self._reported.update(offsets)
+        await self.append([ev.DecisionApplied(time=t, key=key, uid=wl.uid if wl is not None else "", decision=off,
+                                              id=f"applied-{off}") for off in offsets])
+
+    async def _delete(self, kind: str, name: str, namespace: str, uid: str) -> None:
+        try:
+            await self.client.delete(BY_KIND[kind], name, namespace, uid=uid)
+        except (NotFound, Conflict):
+            pass  # gone already, or a new object of that name: not ours to delete

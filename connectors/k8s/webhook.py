@@ -1,0 +1,205 @@
+"""The mutating admission webhook for batch/v1 Jobs, served over TLS, as Kueue's job webhook defaults them.
+
+On **create** (Kueue's webhook is registered for creation only: unsuspending an admitted Job is an update):
+
+* no ``kueue.x-k8s.io/queue-name`` label and the namespace has a LocalQueue named ``default`` → the label is set
+  to ``default`` (Kueue's LocalQueue defaulting);
+* a queue name and ``spec.suspend`` not true → ``spec.suspend: true``, so no pod starts before admission.
+
+The answer is an ``admission.k8s.io/v1`` AdmissionReview with a JSON patch; a Job that needs nothing is allowed
+unchanged. :func:`configuration` builds the MutatingWebhookConfiguration (``failurePolicy: Fail``, Kueue's
+namespace exclusions) that points the apiserver at it — by URL, or at a Service in-cluster — with the CA that
+signed the serving certificate as its ``caBundle``; :func:`register` creates or updates it.
+"""
+
+from __future__ import annotations
+
+import base64
+import ssl
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import structlog
+from aiohttp import web
+
+from connectors.k8s.certs import CertBundle, self_signed
+from connectors.k8s.client import KubeClient
+from connectors.k8s.errors import AlreadyExists, NotFound
+from connectors.k8s.resources import BY_KIND, Resource
+from connectors.k8s.settings import KubeSettings
+
+log = structlog.get_logger("kueue_es.k8s.webhook")
+
+PATH = "/mutate-batch-v1-job"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+DEFAULT_QUEUE = "default"
+CONFIGURATION_NAME = "kueue-es-mutating-webhook-configuration"
+WEBHOOK_NAME = "mjob.kb.io"
+MUTATING_CONFIGS = Resource("MutatingWebhookConfiguration", "admissionregistration.k8s.io", "v1",
+                            "mutatingwebhookconfigurations", False)
+SECRETS = Resource("Secret", "", "v1", "secrets", True)
+
+HasDefaultQueue = Callable[[str], Awaitable[bool]]
+
+
+def job_patch(job: dict[str, Any], has_default_queue: bool) -> list[dict[str, Any]]:
+    """The JSON patch Kueue's defaulting makes to a Job being created (empty: nothing to change)."""
+    meta = job.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    ops: list[dict[str, Any]] = []
+    queue = labels.get(QUEUE_LABEL, "")
+    if not queue and has_default_queue:
+        queue = DEFAULT_QUEUE
+        if "labels" in meta and meta["labels"] is not None:
+            ops.append({"op": "add", "path": "/metadata/labels/" + _escape(QUEUE_LABEL), "value": queue})
+        else:
+            ops.append({"op": "add", "path": "/metadata/labels", "value": {QUEUE_LABEL: queue}})
+    if queue and (job.get("spec") or {}).get("suspend") is not True:
+        ops.append({"op": "add", "path": "/spec/suspend", "value": True})
+    return ops
+
+
+async def review(body: bytes, has_default_queue: HasDefaultQueue) -> dict[str, Any]:
+    """Answer one AdmissionReview (v1) for a Job."""
+    req = msgspec.json.decode(body).get("request") or {}
+    response: dict[str, Any] = {"uid": req.get("uid", ""), "allowed": True}
+    job = req.get("object") or {}
+    if req.get("operation", "CREATE") == "CREATE" and job:
+        namespace = req.get("namespace") or (job.get("metadata") or {}).get("namespace", "")
+        labels = (job.get("metadata") or {}).get("labels") or {}
+        default = not labels.get(QUEUE_LABEL) and bool(namespace) and await has_default_queue(namespace)
+        ops = job_patch(job, default)
+        if ops:
+            response["patchType"] = "JSONPatch"
+            response["patch"] = base64.b64encode(msgspec.json.encode(ops)).decode()
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+
+
+def default_queue_lookup(client: KubeClient) -> HasDefaultQueue:
+    """Whether the namespace has a LocalQueue ``default`` — asked of the apiserver (standbys serve too)."""
+
+    async def has_default_queue(namespace: str) -> bool:
+        try:
+            await client.get(BY_KIND["LocalQueue"], DEFAULT_QUEUE, namespace)
+        except NotFound:
+            return False
+        return True
+
+    return has_default_queue
+
+
+class WebhookServer:
+    """HTTPS on ``address:port`` with the given certificate; one route, :data:`PATH`."""
+
+    def __init__(self, has_default_queue: HasDefaultQueue) -> None:
+        self.has_default_queue = has_default_queue
+        self.reviews = 0
+        self.patched = 0
+        self._runner: web.AppRunner | None = None
+
+    async def start(self, address: str, port: int, certfile: str, keyfile: str) -> None:
+        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        tls.load_cert_chain(certfile, keyfile)
+        app = web.Application()
+        app.router.add_post(PATH, self._handle)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, address, port, ssl_context=tls).start()
+        log.info("webhook serving", address=address, port=port, path=PATH)
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        try:
+            out = await review(await request.read(), self.has_default_queue)
+        except (msgspec.DecodeError, AttributeError, TypeError) as exc:
+            return web.json_response({"error": f"not an AdmissionReview: {exc}"}, status=400)
+        self.reviews += 1
+        if "patch" in out["response"]:
+            self.patched += 1
+        return web.json_response(out)
+
+
+def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int] | None = None,
+                  name: str = CONFIGURATION_NAME, namespace_selector: dict[str, Any] | None = None,
+                  excluded_namespaces: tuple[str, ...] = ("kube-system", "kueue-system")) -> dict[str, Any]:
+    """The MutatingWebhookConfiguration for :data:`PATH`: at ``url``, or at ``service`` (name, namespace, port)."""
+    client_config: dict[str, Any] = {"caBundle": base64.b64encode(ca_pem).decode()}
+    if url:
+        client_config["url"] = url.rstrip("/") + PATH
+    elif service is not None:
+        client_config["service"] = {"name": service[0], "namespace": service[1], "port": service[2], "path": PATH}
+    else:
+        raise ValueError("the webhook needs a url or a service")
+    selector = namespace_selector if namespace_selector is not None else {"matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(excluded_namespaces)}]}
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": name},
+        "webhooks": [{
+            "name": WEBHOOK_NAME, "clientConfig": client_config,
+            "rules": [{"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE"],
+                       "resources": ["jobs"], "scope": "Namespaced"}],
+            "namespaceSelector": selector, "failurePolicy": "Fail", "sideEffects": "None",
+            "admissionReviewVersions": ["v1"], "timeoutSeconds": 10, "reinvocationPolicy": "Never",
+        }],
+    }
+
+
+async def register(client: KubeClient, doc: dict[str, Any]) -> None:
+    """Create the MutatingWebhookConfiguration, or replace the one of that name."""
+    name = doc["metadata"]["name"]
+    try:
+        await client.create(MUTATING_CONFIGS, doc)
+    except AlreadyExists:
+        current = msgspec.json.decode(await client.get(MUTATING_CONFIGS, name))
+        body = {**doc, "metadata": {**doc["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}}
+        await client.replace(MUTATING_CONFIGS, name, body)
+    log.info("webhook registered", configuration=name)
+
+
+async def certificate(client: KubeClient, k: KubeSettings) -> CertBundle:
+    """The serving certificate: from ``webhook_cert_dir``, else from (or first into) the Secret
+    ``webhook_secret``, else a new self-signed one for ``webhook_hosts`` (default: the Service's names)."""
+    if k.webhook_cert_dir and (Path(k.webhook_cert_dir) / "tls.crt").exists():
+        return CertBundle.read(k.webhook_cert_dir)
+    hosts = [h.strip() for h in k.webhook_hosts.split(",") if h.strip()] or [
+        f"{k.webhook_service}.{k.lease_namespace}.svc", f"{k.webhook_service}.{k.lease_namespace}.svc.cluster.local"]
+    bundle = self_signed(hosts)
+    if not k.webhook_secret:
+        return bundle
+    data = {"ca.crt": bundle.ca_pem, "tls.crt": bundle.cert_pem, "tls.key": bundle.key_pem}
+    try:
+        await client.create(SECRETS, {
+            "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+            "metadata": {"name": k.webhook_secret, "namespace": k.lease_namespace},
+            "data": {name: base64.b64encode(v).decode() for name, v in data.items()}}, k.lease_namespace)
+        return bundle
+    except AlreadyExists:  # another replica made it first: serve the same certificate
+        got = msgspec.json.decode(await client.get(SECRETS, k.webhook_secret, k.lease_namespace))["data"]
+        return CertBundle(*(base64.b64decode(got[n]) for n in ("ca.crt", "tls.crt", "tls.key")))
+
+
+async def serve(client: KubeClient, k: KubeSettings) -> WebhookServer:
+    """Start the webhook as ``k`` says (and register it when ``webhook_register``); stop it when done."""
+    bundle = await certificate(client, k)
+    _, cert, key = bundle.write(tempfile.mkdtemp(prefix="kueue-es-webhook-"))
+    server = WebhookServer(default_queue_lookup(client))
+    await server.start(k.webhook_address, k.webhook_port, str(cert), str(key))
+    if k.webhook_register:
+        await register(client, configuration(
+            bundle.ca_pem, url=k.webhook_url,
+            service=None if k.webhook_url else (k.webhook_service, k.lease_namespace, 443),
+            excluded_namespaces=("kube-system", k.lease_namespace)))
+    return server
+
+
+def _escape(key: str) -> str:
+    """A JSON-pointer token (RFC 6901)."""
+    return key.replace("~", "~0").replace("/", "~1")

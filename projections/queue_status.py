@@ -1,0 +1,153 @@
+"""ClusterQueue and LocalQueue ``status`` as Kueue's queue controllers write it, computed from the projection.
+
+Pure: the state and the status the apiserver last showed go in, the status to write comes out (wire form,
+camelCase, quantities in Kueue's canonical format). The connector writes it when it differs.
+
+* ClusterQueue: the ``Active`` condition (``Ready``, or the first of Kueue's reasons — ``Stopped``,
+  ``FlavorNotFound``, ``AdmissionCheckNotFound``, ``TopologyNotFound`` — with a message naming all of them),
+  ``pendingWorkloads`` (queued, active or parked), ``reservingWorkloads``, ``admittedWorkloads``,
+  ``flavorsReservation`` (every reserving workload) and ``flavorsUsage`` (admitted ones): one entry per flavor of
+  the spec, group by group, its covered resources by name, each with ``total`` and ``borrowed`` (above the
+  nominal quota, only in a cohort; "0" otherwise).
+* LocalQueue: ``Active`` (``Ready``, ``Stopped``, ``ClusterQueueDoesNotExist``, ``ClusterQueueIsInactive``),
+  ``pendingWorkloads`` (0 while stopped), ``reservingWorkloads`` and ``admittedWorkloads`` in its
+  ClusterQueue, ``flavorsReservation`` and ``flavorsUsage`` over that ClusterQueue's flavors (nothing while the
+  ClusterQueue does not exist).
+
+Conditions keep their ``lastTransitionTime`` while their status holds and take ``now`` (a time from the log)
+when it flips, like ``meta.SetStatusCondition``; conditions of other types are left as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from events import objects as o
+from events.quantity import format_quantity, to_int
+from events.timefmt import format_time
+from projections.cluster import ClusterState
+from projections.clusterqueues import active_condition
+from projections.workloads import ADMITTED, WorkloadInfo
+
+CQ_FIELDS = ("conditions", "pendingWorkloads", "reservingWorkloads", "admittedWorkloads", "flavorsReservation",
+             "flavorsUsage")
+LQ_FIELDS = CQ_FIELDS
+
+
+def cluster_queue_status(state: ClusterState, name: str, now: int,
+                         shown: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """The status Kueue would write on ClusterQueue ``name`` (None when the log has no such ClusterQueue), its
+    conditions merged into those of ``shown`` (the status the apiserver shows; default: the one in the log)."""
+    cq = state.cluster_queues.get(name)
+    if cq is None:
+        return None
+    info = state.cq_info(name)
+    assert info is not None
+    status, reason, message = active_condition(info.inactive_reasons)
+    reserving = [state.workloads[k] for k in state.reserving.get(name, {}) if k in state.workloads]
+    admitted = [wl for wl in reserving if wl.phase == ADMITTED]
+    nominal = _nominal(cq.spec) if cq.spec.cohort_name else None
+    queue = state.queues.get(name)
+    return {
+        "conditions": set_condition(_conditions(cq.status if shown is None else shown), {
+            "type": "Active", "status": status, "reason": reason, "message": message,
+            "observedGeneration": cq.metadata.generation}, now),
+        "pendingWorkloads": len(queue) if queue is not None else 0,
+        "reservingWorkloads": len(reserving),
+        "admittedWorkloads": len(admitted),
+        "flavorsReservation": _flavor_usage(cq.spec, state.usage.get(name, {}), nominal),
+        "flavorsUsage": _flavor_usage(cq.spec, _sum_usage(admitted), nominal),
+    }
+
+
+def local_queue_status(state: ClusterState, key: str, now: int,
+                       shown: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """The status Kueue would write on LocalQueue ``key`` (``namespace/name``; None when the log has none);
+    ``shown`` as for :func:`cluster_queue_status`."""
+    lq = state.local_queues.get(key)
+    if lq is None:
+        return None
+    cq_name = lq.spec.cluster_queue
+    cq = state.cluster_queues.get(cq_name)
+    stopped = lq.spec.stop_policy not in ("None", "")
+    if stopped:
+        active = ("False", "Stopped", "LocalQueue is stopped")
+    elif cq is None:
+        active = ("False", "ClusterQueueDoesNotExist", "Can't submit new workloads to clusterQueue")
+    elif state.inactive_reason(cq_name) is not None:
+        active = ("False", "ClusterQueueIsInactive", "Can't submit new workloads to clusterQueue")
+    else:
+        active = ("True", "Ready", "Can submit new workloads to localQueue")
+    members = [state.workloads[k] for k in state.lq_members.get(key, {}) if k in state.workloads]
+    queue = state.queues.get(cq_name)
+    pending = 0 if stopped or queue is None else sum(1 for wl in members if wl.key in queue.shapes)
+    out: dict[str, Any] = {
+        "conditions": set_condition(_conditions(lq.status if shown is None else shown), {
+            "type": "Active", "status": active[0], "reason": active[1], "message": active[2],
+            "observedGeneration": lq.metadata.generation}, now),
+        "pendingWorkloads": pending,
+        "reservingWorkloads": 0,
+        "admittedWorkloads": 0,
+    }
+    if cq is not None:
+        reserving = [wl for wl in members if wl.reserving and wl.cluster_queue == cq_name]
+        admitted = [wl for wl in reserving if wl.phase == ADMITTED]
+        out["reservingWorkloads"], out["admittedWorkloads"] = len(reserving), len(admitted)
+        out["flavorsReservation"] = _flavor_usage(cq.spec, _sum_usage(reserving), None, borrowed=False)
+        out["flavorsUsage"] = _flavor_usage(cq.spec, _sum_usage(admitted), None, borrowed=False)
+    return out
+
+
+def set_condition(conditions: Iterable[Mapping[str, Any]], cond: Mapping[str, Any], now: int) -> list[dict[str, Any]]:
+    """``conditions`` with ``cond`` set: its ``lastTransitionTime`` kept while the status holds, else ``now``."""
+    out: list[dict[str, Any]] = []
+    placed = False
+    for c in conditions:
+        if c.get("type") != cond["type"]:
+            out.append(dict(c))
+            continue
+        ltt = c.get("lastTransitionTime") if c.get("status") == cond["status"] else None
+        out.append({**cond, "lastTransitionTime": ltt or format_time(now)})
+        placed = True
+    if not placed:
+        out.append({**cond, "lastTransitionTime": format_time(now)})
+    return out
+
+
+def _conditions(status: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    conds = status.get("conditions")
+    return [c for c in conds if isinstance(c, Mapping)] if isinstance(conds, list) else []
+
+
+def _sum_usage(workloads: Iterable[WorkloadInfo]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for wl in workloads:
+        for fr, v in wl.usage.items():
+            total[fr] = total.get(fr, 0) + v
+    return total
+
+
+def _nominal(spec: o.ClusterQueueSpec) -> dict[str, int]:
+    return {f"{fq.name}/{rq.name}": to_int(rq.name, rq.nominal_quota)
+            for rg in spec.resource_groups for fq in rg.flavors for rq in fq.resources}
+
+
+def _flavor_usage(spec: o.ClusterQueueSpec, usage: Mapping[str, int], nominal: Mapping[str, int] | None, *,
+                  borrowed: bool = True) -> list[dict[str, Any]]:
+    """Kueue's per-flavor usage list: group by group, flavor by flavor, covered resources by name.
+    ``nominal`` is given for a ClusterQueue in a cohort (``borrowed`` is then what exceeds it)."""
+    out = []
+    for rg in spec.resource_groups:
+        for fq in rg.flavors:
+            resources = []
+            for r in sorted(set(rg.covered_resources)):
+                fr = f"{fq.name}/{r}"
+                used = usage.get(fr, 0)
+                entry: dict[str, Any] = {"name": r, "total": format_quantity(r, used)}
+                if borrowed:
+                    over = used - nominal.get(fr, 0) if nominal is not None else 0
+                    entry["borrowed"] = format_quantity(r, max(0, over))
+                resources.append(entry)
+            out.append({"name": fq.name, "resources": resources})
+    return out

@@ -1,0 +1,110 @@
+"""Kueue's objectRetentionPolicies against the real apiserver: time from the log, deletion by the connector.
+
+* ``afterFinished``: a Job completes, its Workload finishes, and once the retention has run out (clock ticks in
+  the log) the scheduler decides RetentionExpired and the connector deletes the Workload — one DecisionApplied;
+* ``afterDeactivatedByKueue``: the connector's half — a RetentionExpired decision naming the Job deletes the
+  Workload's owner Job, and the orphaned Workload goes with it.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+import pytest
+from kubehelp import cluster_queue, connect, create, eventually, flavor, get, job, kueue_es, local_queue, namespace
+
+from connectors.k8s import crds
+from connectors.k8s.errors import NotFound
+from connectors.k8s.jobs import workload_name
+from connectors.k8s.resources import BY_KIND
+from events import schema as ev
+from kueue_es.scheduler.config import load_config
+
+pytestmark = pytest.mark.kube
+NOW = "2026-01-01T00:00:00Z"
+CONFIG = load_config({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+                      "objectRetentionPolicies": {"workloads": {"afterFinished": "3s"}}})
+
+
+async def _exists(kc, kind: str, name: str, ns: str) -> bool:
+    try:
+        await get(kc, kind, name, ns)
+    except NotFound:
+        return False
+    return True
+
+
+async def _running(kc, ns: str, name: str) -> bool:
+    return not (await get(kc, "Job", name, ns))["spec"].get("suspend")
+
+
+@pytest.mark.asyncio
+async def test_finished_workload_deleted_after_its_retention(kube_apiserver, tmp_path) -> None:
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        sfx = secrets.token_hex(3)
+        ns, fl, cq = await namespace(kc, "ret"), f"f-{sfx}", f"cq-{sfx}"
+        await create(kc, flavor(fl))
+        await create(kc, cluster_queue(cq, {fl: {"cpu": 4}}))
+        await create(kc, local_queue(ns, "user-queue", cq))
+        async with kueue_es(kc, tmp_path / "log", config=CONFIG) as (connector, journal):
+            j = await create(kc, job(ns, "done", "user-queue", cpu="1"))
+            wl = workload_name("done", j["metadata"]["uid"])
+            await eventually(lambda: _running(kc, ns, "done"), what="the Job to run")
+            await kc.patch(BY_KIND["Job"], "done", {"status": {
+                "startTime": NOW, "completionTime": NOW, "succeeded": 1, "conditions": [
+                    {"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached",
+                     "message": "done", "lastTransitionTime": NOW},
+                    {"type": "Complete", "status": "True", "reason": "CompletionsReached",
+                     "message": "done", "lastTransitionTime": NOW}]}}, ns, subresource="status")
+
+            async def finished() -> bool:
+                w = await get(kc, "Workload", wl, ns)
+                return any(c["type"] == "Finished" and c["status"] == "True"
+                           for c in w.get("status", {}).get("conditions", []))
+
+            await eventually(finished, what="the Workload finished")
+            await eventually(lambda: _gone(kc, "Workload", wl, ns), timeout=60,
+                             what="the finished Workload deleted after its retention")
+            assert await _exists(kc, "Job", "done", ns), "afterFinished deletes the Workload, not the Job"
+            records = [r async for r in journal.log.read() if r.event.key == f"{ns}/{wl}"]
+            expired = [r for r in records if isinstance(r.event, ev.RetentionExpired)]
+            assert len(expired) == 1 and expired[0].event.target == "Workload"
+            finished_at = next(r.event.time for r in records if isinstance(r.event, ev.WorkloadFinished))
+            assert expired[0].event.time >= finished_at // 1000 * 1000 + 3000, "decided on time from the log"
+            await eventually(lambda: _applied(journal, expired[0].offset), what="the decision applied")
+            assert connector.retention.stats.workloads_deleted == 1
+
+
+@pytest.mark.asyncio
+async def test_retention_decision_on_a_job_deletes_the_owner_job(kube_apiserver, tmp_path) -> None:
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        sfx = secrets.token_hex(3)
+        ns, fl, cq = await namespace(kc, "ret"), f"f-{sfx}", f"cq-{sfx}"
+        await create(kc, flavor(fl))
+        await create(kc, cluster_queue(cq, {fl: {"cpu": 4}}))
+        await create(kc, local_queue(ns, "user-queue", cq))
+        async with kueue_es(kc, tmp_path / "log") as (connector, journal):
+            j = await create(kc, job(ns, "stuck", "user-queue", cpu="1"))
+            wl = workload_name("stuck", j["metadata"]["uid"])
+            key = f"{ns}/{wl}"
+            await eventually(lambda: _running(kc, ns, "stuck"), what="the Job to run")
+            state = journal.mirror.state
+            # what the scheduler decides afterDeactivatedByKueue after Kueue deactivated the Workload
+            (offset,) = await connector.appender.emit([ev.RetentionExpired(
+                time=state.time, key=key, uid=state.workloads[key].uid, cycle=state.last_cycle + 1,
+                input=state.offset, target="Job", message="Deleted job: deactivation retention period expired")])
+            await eventually(lambda: _gone(kc, "Job", "stuck", ns), what="the owner Job deleted")
+            await eventually(lambda: _gone(kc, "Workload", wl, ns), what="its orphaned Workload deleted")
+            await eventually(lambda: _applied(journal, offset), what="the decision applied")
+            assert connector.retention.stats.jobs_deleted == 1
+
+
+async def _gone(kc, kind: str, name: str, ns: str) -> bool:
+    return not await _exists(kc, kind, name, ns)
+
+
+async def _applied(journal, offset: int) -> bool:
+    return any([isinstance(r.event, ev.DecisionApplied) and r.event.decision == offset
+                async for r in journal.log.read()])

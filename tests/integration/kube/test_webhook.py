@@ -1,0 +1,149 @@
+"""The mutating webhook for batch/v1 Jobs, served over HTTPS by kueue-es and called by the real apiserver.
+
+A self-signed CA signs the serving certificate for 127.0.0.1 (kept in a Secret, so a second replica serves the
+same one); the MutatingWebhookConfiguration carries the CA as its caBundle (scoped to this test's namespaces, so other tests never see it). A Job created unsuspended with the
+queue label is stored suspended; a Job without the label in a namespace with a LocalQueue ``default`` gets the
+label and is suspended; elsewhere an unlabelled Job is left alone; and with the connector running, a labelled
+Job created unsuspended starts only once admitted (the webhook does not undo the connector's unsuspend).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import socket
+from typing import Any
+
+import msgspec
+import pytest
+from kubehelp import cluster_queue, connect, create, eventually, flavor, get, job, kueue_es, local_queue, namespace
+
+from connectors.k8s import crds
+from connectors.k8s.resources import BY_KIND
+from connectors.k8s.settings import KubeSettings
+from connectors.k8s.webhook import (
+    CONFIGURATION_NAME,
+    MUTATING_CONFIGS,
+    QUEUE_LABEL,
+    WebhookServer,
+    certificate,
+    configuration,
+    default_queue_lookup,
+)
+from connectors.k8s.webhook import register as register_webhook
+from connectors.k8s.webhook import serve as serve_webhook
+
+pytestmark = pytest.mark.kube
+JOBS = BY_KIND["Job"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def _dry_run(kc, ns: str, doc: dict[str, Any]) -> dict[str, Any]:
+    out = await kc.request("POST", JOBS.collection_path(ns), query=[("dryRun", "All")], body=doc)
+    return msgspec.json.decode(out)
+
+
+@pytest.mark.asyncio
+async def test_jobs_are_suspended_and_defaulted_at_creation(kube_apiserver, tmp_path) -> None:
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        sfx = secrets.token_hex(3)
+        selector = {"matchLabels": {"kueue-es-webhook-test": sfx}}
+        ns = await namespace(kc, "wh", labels={"kueue-es-webhook-test": sfx})
+        bare = await namespace(kc, "wh-bare", labels={"kueue-es-webhook-test": sfx})
+        outside = await namespace(kc, "wh-out")
+        # the first replica makes the certificate and keeps it in the Secret; the next one serves the same
+        settings = KubeSettings(webhook_hosts="127.0.0.1", webhook_secret=f"cert-{sfx}", lease_namespace=outside)
+        bundle = await certificate(kc, settings)
+        assert await certificate(kc, settings) == bundle
+        _, cert, key = bundle.write(tmp_path / "certs")
+        server = WebhookServer(default_queue_lookup(kc))
+        port = _free_port()
+        await server.start("127.0.0.1", port, str(cert), str(key))
+        name = f"kueue-es-test-{sfx}"
+        try:
+            await register_webhook(kc, configuration(bundle.ca_pem, url=f"https://127.0.0.1:{port}", name=name,
+                                                     namespace_selector=selector))
+
+            async def effective() -> bool:  # the apiserver picks the configuration up asynchronously
+                with contextlib.suppress(Exception):
+                    out = await _dry_run(kc, ns, job(ns, "probe", "q", suspend=False))
+                    return out["spec"]["suspend"] is True
+                return False
+
+            await eventually(effective, what="the webhook configuration in effect")
+
+            labelled = await create(kc, job(ns, "labelled", "user-queue", suspend=False))
+            assert labelled["spec"]["suspend"] is True
+            assert labelled["metadata"]["labels"][QUEUE_LABEL] == "user-queue"
+
+            await create(kc, local_queue(ns, "default", "nowhere"))
+            unlabelled = job(ns, "unlabelled", "x", suspend=False)
+            del unlabelled["metadata"]["labels"]
+            got = await create(kc, unlabelled)
+            assert got["metadata"]["labels"][QUEUE_LABEL] == "default" and got["spec"]["suspend"] is True
+            with_labels = job(ns, "other-labels", "x", suspend=False)
+            with_labels["metadata"]["labels"] = {"team": "a"}
+            got = await create(kc, with_labels)
+            assert got["metadata"]["labels"] == {"team": "a", QUEUE_LABEL: "default"} and got["spec"]["suspend"]
+
+            plain = job(bare, "plain", "x", suspend=False)
+            del plain["metadata"]["labels"]
+            got = await create(kc, plain)
+            assert QUEUE_LABEL not in (got["metadata"].get("labels") or {}) and got["spec"]["suspend"] is False
+
+            not_selected = await create(kc, job(outside, "untouched", "user-queue", suspend=False))
+            assert not_selected["spec"]["suspend"] is False, "only the namespaces the configuration selects"
+            assert server.reviews >= 4 and server.patched >= 3
+
+            # --- with the connector: created unsuspended, yet it starts only once admitted ----------------------
+            fl, cq = f"f-{sfx}", f"cq-{sfx}"
+            await create(kc, flavor(fl))
+            await create(kc, cluster_queue(cq, {fl: {"cpu": 1}}))
+            await create(kc, local_queue(bare, "user-queue", cq))
+            async with kueue_es(kc, tmp_path / "log") as (connector, _journal):
+                first = await create(kc, job(bare, "first", "user-queue", cpu="1", suspend=False))
+                second = await create(kc, job(bare, "second", "user-queue", cpu="1", suspend=False))
+                assert first["spec"]["suspend"] is True and second["spec"]["suspend"] is True
+
+                async def running(n: str) -> bool:
+                    return not (await get(kc, "Job", n, bare))["spec"].get("suspend")
+
+                await eventually(lambda: running("first") or running("second"), what="one Job to start")
+                assert not (await running("first") and await running("second")), "quota for one only"
+                assert connector.jobs is not None and connector.jobs.stats.started == 1
+        finally:
+            with contextlib.suppress(Exception):
+                await kc.delete(MUTATING_CONFIGS, name)
+            await server.stop()
+
+
+@pytest.mark.asyncio
+async def test_served_and_registered_from_the_kube_settings(kube_apiserver, tmp_path) -> None:
+    """What ``kueue-es run --kube`` does with ``webhook_port`` and ``webhook_register``: one configuration for
+    every namespace but kube-system and its own."""
+    async with await connect(kube_apiserver) as kc:
+        own, other = await namespace(kc, "wh-own"), await namespace(kc, "wh-any")
+        port = _free_port()
+        settings = KubeSettings(webhook_port=port, webhook_address="127.0.0.1", webhook_hosts="127.0.0.1",
+                                webhook_register=True, webhook_url=f"https://127.0.0.1:{port}", lease_namespace=own)
+        server = await serve_webhook(kc, settings)
+        try:
+            async def effective() -> bool:
+                with contextlib.suppress(Exception):
+                    return (await _dry_run(kc, other, job(other, "probe", "q", suspend=False)))["spec"]["suspend"]
+                return False
+
+            await eventually(effective, what="the registered webhook in effect")
+            assert (await create(kc, job(other, "j", "q", suspend=False)))["spec"]["suspend"] is True
+            assert (await create(kc, job(own, "j", "q", suspend=False)))["spec"]["suspend"] is False, \
+                "its own namespace is left out"
+        finally:
+            with contextlib.suppress(Exception):
+                await kc.delete(MUTATING_CONFIGS, CONFIGURATION_NAME)
+            await server.stop()

@@ -1,0 +1,73 @@
+"""The Job webhook's answer to an AdmissionReview: Kueue's defaulting as a JSON patch."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+
+import msgspec
+import pytest
+
+from connectors.k8s.certs import self_signed
+from connectors.k8s.webhook import configuration, job_patch, review
+
+Q = "kueue.x-k8s.io/queue-name"
+
+
+def _job(labels: dict | None = None, suspend: bool | None = None) -> dict:
+    meta: dict = {"name": "j", "namespace": "team"}
+    if labels is not None:
+        meta["labels"] = labels
+    spec: dict = {"template": {}}
+    if suspend is not None:
+        spec["suspend"] = suspend
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": spec}
+
+
+def test_labelled_job_is_suspended() -> None:
+    assert job_patch(_job({Q: "lq"}, suspend=False), False) == [{"op": "add", "path": "/spec/suspend", "value": True}]
+    assert job_patch(_job({Q: "lq"}), False) == [{"op": "add", "path": "/spec/suspend", "value": True}]
+    assert job_patch(_job({Q: "lq"}, suspend=True), True) == []
+
+
+def test_default_local_queue_label_then_suspend() -> None:
+    assert job_patch(_job(None, suspend=False), True) == [
+        {"op": "add", "path": "/metadata/labels", "value": {Q: "default"}},
+        {"op": "add", "path": "/spec/suspend", "value": True}]
+    assert job_patch(_job({"app": "x"}, suspend=True), True) == [
+        {"op": "add", "path": "/metadata/labels/kueue.x-k8s.io~1queue-name", "value": "default"}]
+    assert job_patch(_job({"app": "x"}, suspend=False), False) == [], "no queue, no default queue: not Kueue's"
+
+
+@pytest.mark.parametrize(("operation", "patched"), [("CREATE", True), ("UPDATE", False)])
+def test_review_answers_with_a_json_patch_on_create_only(operation: str, patched: bool) -> None:
+    asked: list[str] = []
+
+    async def has_default(ns: str) -> bool:
+        asked.append(ns)
+        return True
+
+    body = msgspec.json.encode({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": "u-1", "operation": operation, "namespace": "team", "object": _job(None, suspend=False)}})
+    out = asyncio.run(review(body, has_default))
+    resp = out["response"]
+    assert out["kind"] == "AdmissionReview" and resp["uid"] == "u-1" and resp["allowed"] is True
+    if patched:
+        assert resp["patchType"] == "JSONPatch" and asked == ["team"]
+        assert msgspec.json.decode(base64.b64decode(resp["patch"]))[1] == {
+            "op": "add", "path": "/spec/suspend", "value": True}
+    else:
+        assert "patch" not in resp and asked == []
+
+
+def test_configuration_points_at_the_webhook_with_its_ca() -> None:
+    bundle = self_signed(["kueue-es-webhook.kueue-system.svc", "127.0.0.1"])
+    by_url = configuration(bundle.ca_pem, url="https://127.0.0.1:9443")
+    hook = by_url["webhooks"][0]
+    assert hook["clientConfig"]["url"] == "https://127.0.0.1:9443/mutate-batch-v1-job"
+    assert base64.b64decode(hook["clientConfig"]["caBundle"]) == bundle.ca_pem
+    assert hook["rules"][0]["operations"] == ["CREATE"] and hook["failurePolicy"] == "Fail"
+    assert hook["namespaceSelector"]["matchExpressions"][0]["values"] == ["kube-system", "kueue-system"]
+    by_service = configuration(bundle.ca_pem, service=("kueue-es-webhook", "kueue-system", 443))
+    assert by_service["webhooks"][0]["clientConfig"]["service"] == {
+        "name": "kueue-es-webhook", "namespace": "kueue-system", "port": 443, "path": "/mutate-batch-v1-job"}

@@ -1,0 +1,183 @@
+"""ClusterQueue and LocalQueue status as Kueue writes it, computed from plain projected state."""
+
+from __future__ import annotations
+
+from fixtures.eventgen import T0, admission, flavor, fold, local_queue, meta, namespace, records, upsert, workload
+
+from events import objects as o
+from events import schema as ev
+from events.timefmt import format_time
+from projections.queue_status import cluster_queue_status, local_queue_status, set_condition
+
+S = 1000
+NOW = T0 + 100 * S
+
+
+def cq(name: str = "cq", *, cohort: str = "", stop: str = "None", flavors=("on-demand", "spot"),
+       checks: tuple[str, ...] = (), deleting: bool = False, status: dict | None = None) -> o.ClusterQueue:
+    groups = [o.ResourceGroup(covered_resources=["memory", "cpu"], flavors=[
+        o.FlavorQuotas(name=f, resources=[o.ResourceQuota(name="memory", nominal_quota="4Gi"),
+                                          o.ResourceQuota(name="cpu", nominal_quota=2)]) for f in flavors])]
+    strategy = o.AdmissionChecksStrategy(admission_checks=[o.AdmissionCheckStrategyRule(name=c) for c in checks]) \
+        if checks else None
+    return o.ClusterQueue(
+        metadata=meta(name, generation=3, deletion_timestamp=format_time(T0) if deleting else None),
+        spec=o.ClusterQueueSpec(resource_groups=groups, cohort_name=cohort, namespace_selector=o.LabelSelector(),
+                                stop_policy=stop, admission_checks_strategy=strategy),
+        status=status or {})
+
+
+def two_flavor_admission(cpu_millis: int, flv: str = "on-demand") -> o.Admission:
+    return o.Admission(cluster_queue="cq", pod_set_assignments=[o.PodSetAssignment(
+        name="main", flavors={"cpu": flv, "memory": flv}, count=1,
+        resource_usage={"cpu": f"{cpu_millis}m", "memory": "1Gi"})])
+
+
+def state_with(*events: ev.AnyEvent, queue: o.ClusterQueue | None = None):
+    base: list[ev.AnyEvent] = [upsert(namespace("team"), T0), upsert(flavor("on-demand"), T0),
+                               upsert(flavor("spot"), T0), upsert(queue or cq(), T0),
+                               upsert(local_queue("team", "lq", "cq"), T0)]
+    return fold(records([base + list(events)]))
+
+
+def d(t: int) -> dict[str, int]:
+    return {"time": T0 + t * S, "cycle": t, "input": 0}
+
+
+def busy() -> list[ev.AnyEvent]:
+    """One admitted (3 cpu: borrowing 1 in a cohort), one only reserving (on spot), one pending, one parked."""
+    return [
+        upsert(workload("team", "a", queue="lq", cpu="3"), T0),
+        upsert(workload("team", "r", queue="lq", cpu="500m"), T0),
+        upsert(workload("team", "p", queue="lq"), T0),
+        upsert(workload("team", "q", queue="lq"), T0),
+        ev.QuotaReserved(key="team/a", admission=two_flavor_admission(3000), **d(1)),
+        ev.WorkloadAdmitted(key="team/a", **d(1)),
+        ev.QuotaReserved(key="team/r", admission=two_flavor_admission(500, "spot"), **d(2)),
+        ev.WorkloadPending(key="team/q", reason="Pending", message="no", parked=True, requeue_reason="NoFit", **d(3)),
+    ]
+
+
+def test_active_cluster_queue_counts_and_flavor_usage_in_kueues_order_and_format() -> None:
+    state = state_with(*busy(), queue=cq(cohort="research"))
+    s = cluster_queue_status(state, "cq", NOW)
+    assert s == {
+        "conditions": [{"type": "Active", "status": "True", "reason": "Ready", "message": "Can admit new workloads",
+                        "observedGeneration": 3, "lastTransitionTime": format_time(NOW)}],
+        "pendingWorkloads": 2,  # one queued, one parked
+        "reservingWorkloads": 2,
+        "admittedWorkloads": 1,
+        "flavorsReservation": [
+            {"name": "on-demand", "resources": [{"name": "cpu", "total": "3", "borrowed": "1"},
+                                                {"name": "memory", "total": "1Gi", "borrowed": "0"}]},
+            {"name": "spot", "resources": [{"name": "cpu", "total": "500m", "borrowed": "0"},
+                                           {"name": "memory", "total": "1Gi", "borrowed": "0"}]}],
+        "flavorsUsage": [
+            {"name": "on-demand", "resources": [{"name": "cpu", "total": "3", "borrowed": "1"},
+                                                {"name": "memory", "total": "1Gi", "borrowed": "0"}]},
+            {"name": "spot", "resources": [{"name": "cpu", "total": "0", "borrowed": "0"},
+                                           {"name": "memory", "total": "0", "borrowed": "0"}]}],
+    }
+
+
+def test_borrowed_is_zero_outside_a_cohort() -> None:
+    s = cluster_queue_status(state_with(*busy()), "cq", NOW)
+    assert s is not None
+    assert s["flavorsReservation"][0]["resources"][0] == {"name": "cpu", "total": "3", "borrowed": "0"}
+
+
+def test_inactive_cluster_queue_names_every_reason_and_leads_with_the_first() -> None:
+    state = state_with(queue=cq(stop="Hold", flavors=("on-demand", "gone", "lost"), checks=("prov", "alpha")))
+    s = cluster_queue_status(state, "cq", NOW)
+    assert s is not None
+    (c,) = s["conditions"]
+    assert (c["status"], c["reason"]) == ("False", "Stopped")
+    assert c["message"] == ("Can't admit new workloads: is stopped, references missing ResourceFlavor(s): gone,lost, "
+                            "references missing AdmissionCheck(s): alpha,prov.")
+    state = state_with(queue=cq(flavors=("on-demand", "gone")))
+    c = cluster_queue_status(state, "cq", NOW)["conditions"][0]  # type: ignore[index]
+    assert (c["reason"], c["message"]) == (
+        "FlavorNotFound", "Can't admit new workloads: references missing ResourceFlavor(s): gone.")
+
+
+def test_tas_flavor_without_its_topology() -> None:
+    tas = o.ResourceFlavor(metadata=meta("on-demand"), spec=o.ResourceFlavorSpec(
+        node_labels={"pool": "a"}, topology_name="dc"))
+    state = state_with(upsert(tas, T0 + S))
+    c = cluster_queue_status(state, "cq", NOW)["conditions"][0]  # type: ignore[index]
+    assert (c["reason"], c["message"]) == (
+        "TopologyNotFound", 'Can\'t admit new workloads: there is no Topology "dc" for TAS flavor "on-demand".')
+    assert state.inactive_reason("cq") == "TopologyNotFound", "the scheduler and the status agree"
+
+
+def test_terminating_cluster_queue_is_inactive_for_the_scheduler_too() -> None:
+    state = state_with(queue=cq(deleting=True))
+    c = cluster_queue_status(state, "cq", NOW)["conditions"][0]  # type: ignore[index]
+    assert (c["status"], c["reason"], c["message"]) == (
+        "False", "Terminating", "Can't admit new workloads; clusterQueue is terminating")
+    assert state.inactive_reason("cq") == "Terminating"
+
+
+def test_terminating_after_creation_is_seen_without_a_spec_change() -> None:
+    state = state_with()
+    assert state.inactive_reason("cq") is None
+    state.apply(ev.Record(state.offset + 1, upsert(cq(deleting=True), T0 + S)))
+    assert state.inactive_reason("cq") == "Terminating"
+
+
+def test_condition_keeps_its_transition_time_while_the_status_holds() -> None:
+    old = [{"type": "Other", "status": "True", "reason": "X", "message": "x", "lastTransitionTime": "T-other"},
+           {"type": "Active", "status": "True", "reason": "Ready", "message": "old words", "lastTransitionTime": "T1"}]
+    new = set_condition(old, {"type": "Active", "status": "True", "reason": "Ready", "message": "new words"}, NOW)
+    assert new == [old[0], {"type": "Active", "status": "True", "reason": "Ready", "message": "new words",
+                            "lastTransitionTime": "T1"}]
+    flipped = set_condition(new, {"type": "Active", "status": "False", "reason": "Stopped", "message": "m"}, NOW)
+    assert flipped[1]["lastTransitionTime"] == format_time(NOW) and flipped[0] == old[0]
+    # the status the apiserver shows is what the condition is merged into
+    state = state_with(queue=cq(status={"conditions": old, "pendingWorkloads": 7}))
+    assert cluster_queue_status(state, "cq", NOW)["conditions"][1]["lastTransitionTime"] == "T1"  # type: ignore[index]
+
+
+def test_missing_cluster_queue() -> None:
+    assert cluster_queue_status(state_with(), "nope", NOW) is None
+
+
+def test_local_queue_ready_with_its_own_workloads_only() -> None:
+    other = [upsert(local_queue("team", "other", "cq"), T0), upsert(workload("team", "o", queue="other", cpu="1"), T0),
+             ev.QuotaReserved(key="team/o", admission=two_flavor_admission(1000), **d(4)),
+             ev.WorkloadAdmitted(key="team/o", **d(4))]
+    s = local_queue_status(state_with(*busy(), *other), "team/lq", NOW)
+    assert s == {
+        "conditions": [{"type": "Active", "status": "True", "reason": "Ready",
+                        "message": "Can submit new workloads to localQueue", "observedGeneration": 0,
+                        "lastTransitionTime": format_time(NOW)}],
+        "pendingWorkloads": 2, "reservingWorkloads": 2, "admittedWorkloads": 1,
+        "flavorsReservation": [{"name": "on-demand", "resources": [{"name": "cpu", "total": "3"},
+                                                                    {"name": "memory", "total": "1Gi"}]},
+                               {"name": "spot", "resources": [{"name": "cpu", "total": "500m"},
+                                                              {"name": "memory", "total": "1Gi"}]}],
+        "flavorsUsage": [{"name": "on-demand", "resources": [{"name": "cpu", "total": "3"},
+                                                              {"name": "memory", "total": "1Gi"}]},
+                         {"name": "spot", "resources": [{"name": "cpu", "total": "0"},
+                                                        {"name": "memory", "total": "0"}]}],
+    }
+
+
+def test_local_queue_stopped_shows_no_pending() -> None:
+    state = state_with(*busy(), upsert(local_queue("team", "lq", "cq", stop_policy="Hold"), T0 + 5 * S))
+    s = local_queue_status(state, "team/lq", NOW)
+    assert s is not None
+    assert (s["conditions"][0]["reason"], s["conditions"][0]["message"]) == ("Stopped", "LocalQueue is stopped")
+    assert (s["pendingWorkloads"], s["reservingWorkloads"], s["admittedWorkloads"]) == (0, 2, 1)
+
+
+def test_local_queue_of_a_missing_or_inactive_cluster_queue() -> None:
+    state = state_with(upsert(local_queue("team", "lost", "nope"), T0), upsert(workload("team", "w", queue="lost"), T0))
+    s = local_queue_status(state, "team/lost", NOW)
+    assert s == {"conditions": [{"type": "Active", "status": "False", "reason": "ClusterQueueDoesNotExist",
+                                 "message": "Can't submit new workloads to clusterQueue", "observedGeneration": 0,
+                                 "lastTransitionTime": format_time(NOW)}],
+                 "pendingWorkloads": 1, "reservingWorkloads": 0, "admittedWorkloads": 0}
+    state = state_with(queue=cq(stop="HoldAndDrain"))
+    c = local_queue_status(state, "team/lq", NOW)["conditions"][0]  # type: ignore[index]
+    assert (c["status"], c["reason"]) == ("False", "ClusterQueueIsInactive")
