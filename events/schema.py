@@ -135,9 +135,10 @@ class FlavorScan(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defau
     generation: int = 0
     """The ClusterQueue's allocatable generation the attempt saw: once it has grown the progress is stale,
     unless it was recorded by the latest batch of decisions."""
-    since: int = -1
-    """Log offset of the last change (anything but pending statuses) before the attempt that began this pass
-    over the flavors: a pass that ended with nothing changed since is not started over (see the scheduler)."""
+    changes: int = 0
+    """How many changes (records other than pending statuses) the state had folded when the attempt that began
+    this pass over the flavors was made: a pass that ended with nothing changed since is not started over (see
+    the scheduler). A count, not a log offset, so it is the same whatever offsets the log gives."""
     attempts: int = 1
     """Attempts in this pass; a pass that goes on longer than there are flavors to try is ended."""
     cycle: int = 0

@@ -132,8 +132,8 @@ class ClusterState:
         ClusterQueue's allocatable generation (see :meth:`allocatable_generation`)."""
         self.generations: dict[str, int] = {}
         """ClusterQueue -> how many times a workload holding its quota changed (reserved, updated, released)."""
-        self.last_change = -1
-        """Offset of the last record that changed anything but a pending workload's QuotaReserved=False status."""
+        self.changes = 0
+        """How many records have changed anything but a pending workload's QuotaReserved=False status."""
 
     # --- derived structure ----------------------------------------------------------------------------------
 
@@ -230,7 +230,7 @@ class ClusterState:
         if t in _SECOND_PASS_TRIGGERS and (t is not ev.ObjectUpserted or e.obj.__class__ is o.Workload):  # type: ignore[union-attr]
             self._sync_second_pass(e.key, e.time)
         if t is not ev.WorkloadPending:
-            self.last_change = record.offset
+            self.changes += 1
 
     def _on_upserted(self, e: ev.ObjectUpserted) -> None:
         if isinstance(e.obj, o.Workload):

@@ -54,7 +54,7 @@ class Snapshot(msgspec.Struct, array_like=True):
     """``ClusterState.deleted_requests``."""
     quota_epoch: int = 0
     generations: list[tuple[str, int]] = []
-    last_change: int = -1
+    changes: int = 0
     """The inputs of ClusterQueues' allocatable generations and of flavor scan progress (``ClusterState``'s
     fields of these names); absent from older snapshots, whose workloads carry no scan progress either."""
 
@@ -123,7 +123,7 @@ def take(state: ClusterState) -> Snapshot:
         deleted_requests=sorted(state.deleted_requests),
         quota_epoch=state.quota_epoch,
         generations=sorted(state.generations.items()),
-        last_change=state.last_change,
+        changes=state.changes,
     )
 
 
@@ -180,7 +180,7 @@ def restore(snap: Snapshot) -> ClusterState:
     pool = [intern_templates(tuple(t)) for t in snap.template_pool]
     state.pod_templates = {key: pool[index] for key, index in snap.templates}
     state.deleted_requests = dict.fromkeys(snap.deleted_requests)
-    state.quota_epoch, state.last_change = snap.quota_epoch, snap.last_change
+    state.quota_epoch, state.changes = snap.quota_epoch, snap.changes
     state.generations = dict(snap.generations)
     for wl in snap.workloads:
         if wl.scan is not None:

@@ -196,7 +196,7 @@ def intern_scan(scan: FlavorScan | None, cycle: int) -> FlavorScan | None:
         if len(_SCANS) > 10_000:
             _SCANS.clear()
         tried = _SCANS[scan.tried] = scan.tried
-    return FlavorScan(tried=tried, generation=scan.generation, since=scan.since, attempts=scan.attempts,
+    return FlavorScan(tried=tried, generation=scan.generation, changes=scan.changes, attempts=scan.attempts,
                       cycle=cycle)
 
 

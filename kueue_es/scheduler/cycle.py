@@ -379,7 +379,7 @@ def _pending(out: list[ev.Decision], state: ClusterState, e: Entry, reason: str,
         if (current is not None and current.reason == reason and current.message == message
                 and (kept.tried if kept is not None else None) == tried):
             return  # nothing new to say: no event, so a blocked head does not flood the log
-        if (kept is not None and not kept.pending and kept.since == state.last_change
+        if (kept is not None and not kept.pending and kept.changes == state.changes
                 and requeue_reason in _ROUND_AGAIN):
             # It went through all its flavors since the last change and would only go round them again. Kueue
             # does, cycle after cycle; here the next round waits for a change, so the scheduler settles.
@@ -404,14 +404,15 @@ def _scan_after(state: ClusterState, e: Entry, requeue_reason: str) -> ev.Flavor
             return None
         tried = ()  # the pass ended with no flavor assigned: its end is kept, so it is not started over unchanged
     if going_on:
-        since, attempts = kept.since, kept.attempts + 1  # type: ignore[union-attr]
+        changes, attempts = kept.changes, kept.attempts + 1  # type: ignore[union-attr]
     else:
-        since, attempts = state.last_change, 1
+        changes, attempts = state.changes, 1
     if attempts >= scan_length(a) and any(i != -1 for ps in tried for _, i in ps):
         # Pod sets that take turns can keep each other's scans going round for ever (Kueue retries such a
         # workload cycle after cycle); the pass ends once it has had as many attempts as there are flavors.
         tried = tuple(tuple((r, -1) for r, _ in ps) for ps in tried)
-    return ev.FlavorScan(tried=tried, generation=state.allocatable_generation(e.cq), since=since, attempts=attempts)
+    return ev.FlavorScan(tried=tried, generation=state.allocatable_generation(e.cq), changes=changes,
+                         attempts=attempts)
 
 
 def _preempt(out: list[ev.Decision], state: ClusterState, e: Entry, base: dict) -> None:

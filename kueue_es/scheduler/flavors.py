@@ -374,10 +374,9 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
     tried: list[str] | None = [] if ctx.trace else None  # only ``explain`` reads it: no list per head otherwise
     spec = info.spec
     flavors = group.flavors
-    if start >= len(flavors):
+    if start and start >= len(flavors):
         start = 0  # the group has fewer flavors than when the progress was recorded: it says nothing about them
-    last = start - 1
-    for last, slot in enumerate(flavors[start:] if start else flavors, start):
+    for slot in flavors[start:] if start else flavors:
         name = slot.name
         if pinned is not None and name != pinned:
             continue
@@ -426,6 +425,8 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
                 best = (mode, borrow, name)
         if _stop_here(mode, borrow, ff):
             break
+    else:
+        slot = None  # every flavor was tried
     if tried is not None:
         res.tried[wanted[0]] = tried
     if best is None or best[0] == _NO_FIT:
@@ -436,11 +437,12 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
     mode, borrow, name = best
     for r in wanted:
         res.flavors[r] = name
-    if last != len(flavors) - 1:  # the scan stopped early: the next attempt resumes one past ``last``
+    if slot is not None and slot is not flavors[-1]:  # the scan stopped early: the next attempt resumes after it
+        at = flavors.index(slot)
         if res.last_tried is None:
             res.last_tried = {}
         for r in wanted:
-            res.last_tried[r] = last
+            res.last_tried[r] = at
     if mode < res.mode:
         res.mode = mode
     if borrow > res.borrow:

@@ -134,11 +134,11 @@ def test_a_snapshot_from_before_flavor_scan_progress_still_loads() -> None:
             break
     assert cut < len(recs) and state.quota_epoch > 0
     old = msgspec.to_builtins(snapshot.take(state))
-    del old[snapshot.Snapshot.__struct_fields__.index("quota_epoch"):]  # and generations, last_change after it
+    del old[snapshot.Snapshot.__struct_fields__.index("quota_epoch"):]  # and generations, changes after it
     for wl in old[6]:
         del wl[WorkloadInfo.__struct_fields__.index("scan"):]  # and the fields added after it
     restored = snapshot.decode(msgspec.msgpack.encode(old))
-    assert restored.quota_epoch == 0 and restored.generations == {} and restored.last_change == -1
+    assert restored.quota_epoch == 0 and restored.generations == {} and restored.changes == 0
     assert all(w.scan is None for w in restored.workloads.values())
     assert sorted(restored.workloads) == sorted(state.workloads)
     assert derived(restored) == derived(state)
