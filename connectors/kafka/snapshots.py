@@ -18,9 +18,9 @@ import asyncio
 import gc
 import os
 import signal
-import sys
 import time
 import traceback
+import warnings
 import zlib
 
 import msgspec
@@ -74,7 +74,11 @@ def pack_in_background(state: ClusterState, topic: str, partition: int, next_off
         return asyncio.ensure_future(asyncio.to_thread(pack, topic, partition, next_offset, offset, raw))
     r, w = os.pipe()
     try:
-        pid = os.fork()
+        with warnings.catch_warnings():
+            # Python 3.12+ warns that a fork of a process with threads (asyncio's executor) may deadlock in the
+            # child. This child takes no lock another thread could hold: it encodes, writes a pipe and _exits.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
     except OSError:
         os.close(r)
         os.close(w)
@@ -92,8 +96,7 @@ def pack_in_background(state: ClusterState, topic: str, partition: int, next_off
                 view = view[os.write(w, view):]
             code = 0
         except BaseException:  # noqa: BLE001 - reported on stderr; the parent sees the exit code
-            traceback.print_exc()
-            sys.stderr.flush()
+            os.write(2, traceback.format_exc().encode(errors="replace"))  # not sys.stderr: its lock may be held
         finally:
             os._exit(code)  # nothing of the parent's (atexit, buffers, sockets) runs in the child
     os.close(w)
