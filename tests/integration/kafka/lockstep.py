@@ -78,8 +78,7 @@ class Scenario:
 
 
 def densify(records: list[ev.Record]) -> list[ev.Record]:
-    """The same events at offsets 0, 1, 2, ...; the log offsets decisions carry (every decision's ``input``, a
-    pending workload's flavor scan ``since``) renumbered the same way."""
+    """The same events at offsets 0, 1, 2, ...; every decision's ``input`` renumbered the same way."""
     index = {r.offset: i for i, r in enumerate(records)}
     index[-1] = -1
     out = []
@@ -87,8 +86,6 @@ def densify(records: list[ev.Record]) -> list[ev.Record]:
         e = r.event
         if isinstance(e, ev.Decision):
             e = msgspec.structs.replace(e, input=index[e.input])
-        if isinstance(e, ev.WorkloadPending) and e.scan is not None:
-            e = msgspec.structs.replace(e, scan=msgspec.structs.replace(e.scan, since=index[e.scan.since]))
         out.append(ev.Record(i, e))
     return out
 
