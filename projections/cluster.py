@@ -86,6 +86,9 @@ class ClusterState:
         self.jobs: dict[str, o.Job] = {}
         self.workloads: dict[str, WorkloadInfo] = {}
         self.queues: dict[str, ClusterQueueQueue] = {}
+        self.parked_queues: set[str] = set()
+        """Names of the queues that may hold parked workloads or shapes (derived; see
+        :attr:`ClusterQueueQueue.parked_in`)."""
         self.usage: dict[str, dict[str, int]] = {}
         """ClusterQueue -> ``flavor/resource`` -> quota held by reserving workloads."""
         self.reserving: dict[str, dict[str, None]] = {}
@@ -191,7 +194,7 @@ class ClusterState:
     def queue(self, cq: str) -> ClusterQueueQueue:
         q = self.queues.get(cq)
         if q is None:
-            q = self.queues[cq] = ClusterQueueQueue()
+            q = self.queues[cq] = ClusterQueueQueue(cq, self.parked_queues)
         return q
 
     # --- the fold -------------------------------------------------------------------------------------------
@@ -700,17 +703,21 @@ class ClusterState:
             self._flush_queue(cq)
 
     def _flush_tree(self, cq: str) -> None:
-        queues = self.queues
-        if not any(q.inadmissible or q.parked_shapes for q in queues.values()):
+        parked = self.parked_queues
+        if not parked:
             return  # nothing parked anywhere: no need to (re)build the cohort forest
-        for name in self.forest.tree_cluster_queues(cq):
-            q = queues.get(name)
-            if q is None:
+        forest = self.forest
+        root = forest.cq_root(cq)
+        for name in sorted(parked):
+            if forest.cq_root(name) != root:
                 continue
-            if q.inadmissible:
+            q = self.queues.get(name)
+            if q is not None and q.inadmissible:
                 self._flush_queue(name)
-            elif q.parked_shapes:
+            elif q is not None:
                 q.parked_shapes.clear()
+            if q is None or not (q.inadmissible or q.parked_shapes):
+                parked.discard(name)
 
     def _flush_queue(self, cq: str) -> None:
         q = self.queues.get(cq)
