@@ -2,14 +2,17 @@
 
 Replay decodes a Workload upsert's spec and status only when the fold reads them (``events.lazy``). The same
 log must give the same state, digest and derived indexes either way — also for workloads first seen with a
-status (admitted before kueue-es started), through snapshots, and mixed with fully decoded events (a service
-folds the log lazily, then applies what it appends). A part decoded late that is invalid stops the fold with
+status (admitted before kueue-es started), through snapshots, mixed with fully decoded events (a service
+folds the log lazily, then applies what it appends), and whatever the process's hash seed. A part decoded late that is invalid stops the fold with
 an error naming the offset, as an undecodable event does.
 """
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 
 import msgspec
 import pytest
@@ -152,3 +155,35 @@ def test_an_invalid_part_read_late_stops_the_fold_at_its_offset(part) -> None:
     assert lazy_error.value.offset == 41
     assert str(full_error.value) == str(lazy_error.value)
     assert "ns0/bad" not in state.workloads
+
+
+_CHILD = """
+import sys
+import msgspec
+from events.codec import decode_batch
+from projections import snapshot
+from projections.cluster import ClusterState
+state = ClusterState()
+offset = 0
+for frame in msgspec.msgpack.decode(open(sys.argv[1], "rb").read()):
+    for r in decode_batch(frame, offset, lazy=True):
+        state.apply(r)
+        offset += 1
+print(snapshot.digest(state))
+"""
+
+
+def test_lazy_fold_digest_is_the_same_under_different_hash_seeds(tmp_path) -> None:
+    batches = [observed_workloads(T0 + 1)]
+    for seed in range(3):
+        batches += interpret(random_ops(random.Random(200 + seed), 300))
+    expected = snapshot.digest(fold(decoded(batches, lazy=False)))
+    path = tmp_path / "frames.bin"
+    path.write_bytes(msgspec.msgpack.encode([encode_batch(b) for b in batches]))
+    outputs = set()
+    for seed in ("0", "7", "random"):
+        res = subprocess.run([sys.executable, "-c", _CHILD, str(path)], env={**os.environ, "PYTHONHASHSEED": seed},
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stderr
+        outputs.add(res.stdout.strip())
+    assert outputs == {expected}
