@@ -91,7 +91,7 @@ def new_workload(i: int, time_ms: int, shape: int, cq: int) -> o.Workload:
     return o.Workload(
         api_version="kueue.x-k8s.io/v1beta2",
         metadata=_meta(f"job-{i}-abcde", f"team-{cq % N_NS}", uid=f"6c1f0000-0000-4000-8000-{i:012d}",
-                       resource_version=str(1000 + i * 10), creation_timestamp=format_time(time_ms),
+                       resource_version=str(1000 + i * 10), generation=1, creation_timestamp=format_time(time_ms),
                        labels={"kueue.x-k8s.io/queue-name": f"lq-{cq}"},
                        owner_references=[o.OwnerReference(api_version="batch/v1", kind="Job", name=f"job-{i}",
                                                           uid=f"0b0b0000-0000-4000-8000-{i:012d}", controller=True)]),
