@@ -13,11 +13,14 @@ from typing import Any
 import msgspec
 
 from events.errors import UndecodableRecord
+from events.lazy import LazyEvent
 from events.schema import AnyEvent, Record
 
 _encoder = msgspec.msgpack.Encoder()
 _batch_decoder = msgspec.msgpack.Decoder(list[AnyEvent])
 _event_decoder = msgspec.msgpack.Decoder(AnyEvent)
+_lazy_batch_decoder = msgspec.msgpack.Decoder(list[LazyEvent])
+_lazy_event_decoder = msgspec.msgpack.Decoder(LazyEvent)
 _raw_batch_decoder = msgspec.msgpack.Decoder(list[msgspec.Raw])
 _json_encoder = msgspec.json.Encoder()
 _json_decoder = msgspec.json.Decoder(AnyEvent)
@@ -52,13 +55,16 @@ def decode_batch(
     base_offset: int,
     quarantine: list[Quarantined] | None = None,
     start: int = 0,
+    *,
+    lazy: bool = False,
 ) -> list[Record]:
     """Decode one frame, from offset ``start`` on if it falls inside the frame. Without ``quarantine`` a bad
-    event raises; with it, the event is recorded there. Events before ``start`` are never looked at."""
+    event raises; with it, the event is recorded there. Events before ``start`` are never looked at. With
+    ``lazy``, Workload upserts are :class:`events.lazy.LazyObjectUpserted` (for folds that read little of them)."""
     try:
-        events = _batch_decoder.decode(payload)
+        events = (_lazy_batch_decoder if lazy else _batch_decoder).decode(payload)
     except (msgspec.DecodeError, msgspec.ValidationError):
-        return _decode_one_by_one(payload, base_offset, quarantine, start)
+        return _decode_one_by_one(payload, base_offset, quarantine, start, lazy)
     if start > base_offset:
         return [Record(base_offset + i, e) for i, e in enumerate(events) if base_offset + i >= start]
     # tuple.__new__ builds the Records without a Python-level call per event (replay's hottest loop)
@@ -67,7 +73,7 @@ def decode_batch(
 
 
 def _decode_one_by_one(
-    payload: bytes | memoryview, base: int, quarantine: list[Quarantined] | None, start: int = 0
+    payload: bytes | memoryview, base: int, quarantine: list[Quarantined] | None, start: int = 0, lazy: bool = False
 ) -> list[Record]:
     try:
         raws = _raw_batch_decoder.decode(payload)
@@ -77,11 +83,12 @@ def _decode_one_by_one(
         quarantine.append(Quarantined(base, str(exc), bytes(payload)))
         return []
     out: list[Record] = []
+    decoder = _lazy_event_decoder if lazy else _event_decoder
     for i, raw in enumerate(raws):
         if base + i < start:
             continue
         try:
-            out.append(Record(base + i, _event_decoder.decode(raw)))
+            out.append(Record(base + i, decoder.decode(raw)))
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             if quarantine is None:
                 raise UndecodableRecord(base + i, str(exc)) from exc

@@ -86,7 +86,7 @@ async def serve_embedded(path: str, opts: ServiceOptions, stop: asyncio.Event, r
     log = FileLog.open(path, fsync="always")
     try:
         state = ClusterState()
-        for batch in log.scan():
+        for batch in log.scan(lazy=True):
             for r in batch:
                 state.apply(r)
         report("active", {"log": path, "instance": opts.instance_id, "offset": state.offset})

@@ -25,6 +25,8 @@ import msgspec
 
 from events import objects as o
 from events import schema as ev
+from events.errors import UndecodableRecord
+from events.lazy import LazyObjectUpserted, LazyWorkload, UndecodablePart
 from events.timefmt import format_time, parse_time
 from projections.admissionchecks import applicable_checks
 from projections.clusterqueues import ClusterQueueInfo, selector_matches
@@ -43,6 +45,7 @@ from projections.workloads import (
     intern_scan,
     keeps_queued,
     pod_set_info,
+    pod_set_infos,
     pod_templates,
     provreq_parameters,
 )
@@ -86,6 +89,9 @@ class ClusterState:
         self.jobs: dict[str, o.Job] = {}
         self.workloads: dict[str, WorkloadInfo] = {}
         self.queues: dict[str, ClusterQueueQueue] = {}
+        self.parked_queues: set[str] = set()
+        """Names of the queues that may hold parked workloads or shapes (derived; see
+        :attr:`ClusterQueueQueue.parked_in`)."""
         self.usage: dict[str, dict[str, int]] = {}
         """ClusterQueue -> ``flavor/resource`` -> quota held by reserving workloads."""
         self.reserving: dict[str, dict[str, None]] = {}
@@ -191,7 +197,7 @@ class ClusterState:
     def queue(self, cq: str) -> ClusterQueueQueue:
         q = self.queues.get(cq)
         if q is None:
-            q = self.queues[cq] = ClusterQueueQueue()
+            q = self.queues[cq] = ClusterQueueQueue(cq, self.parked_queues)
         return q
 
     # --- the fold -------------------------------------------------------------------------------------------
@@ -210,33 +216,38 @@ class ClusterState:
             if handler is None:
                 return  # ticks and connector outcomes carry only time
         about_workload = t in _ABOUT_WORKLOADS or (
-            (t is ev.ObjectUpserted and type(e.obj) is o.Workload)  # type: ignore[union-attr]
+            (t in _UPSERTS and type(e.obj) in _WORKLOAD_VIEWS)  # type: ignore[union-attr]
             or (t is ev.ObjectDeleted and e.kind == "Workload"))  # type: ignore[union-attr]
-        if about_workload:
-            # Any change of a workload holding a ClusterQueue's quota (reserved, updated, released) grows that
-            # queue's allocatable generation, as in Kueue's cache (an update there removes and re-adds the entry).
-            wl = self.workloads.get(e.key)
-            before = wl.cluster_queue if wl is not None and wl.reserving else ""
-            handler(self, e)
-            wl = self.workloads.get(e.key)
-            after = wl.cluster_queue if wl is not None and wl.reserving else ""
-            generations = self.generations
-            if before:
-                generations[before] = generations.get(before, 0) + 1
-            if after and after != before:
-                generations[after] = generations.get(after, 0) + 1
-        else:
-            handler(self, e)
-        if t in _SECOND_PASS_TRIGGERS and (t is not ev.ObjectUpserted or e.obj.__class__ is o.Workload):  # type: ignore[union-attr]
+        try:
+            if about_workload:
+                # Any change of a workload holding a ClusterQueue's quota (reserved, updated, released) grows that
+                # queue's allocatable generation, as in Kueue's cache (an update there removes and re-adds the
+                # entry).
+                wl = self.workloads.get(e.key)
+                before = wl.cluster_queue if wl is not None and wl.reserving else ""
+                handler(self, e)
+                wl = self.workloads.get(e.key)
+                after = wl.cluster_queue if wl is not None and wl.reserving else ""
+                generations = self.generations
+                if before:
+                    generations[before] = generations.get(before, 0) + 1
+                if after and after != before:
+                    generations[after] = generations.get(after, 0) + 1
+            else:
+                handler(self, e)
+        except UndecodablePart as exc:  # a part of a lazily decoded event, read only now
+            raise UndecodableRecord(record.offset, str(exc)) from exc
+        if t in _SECOND_PASS_TRIGGERS and (t not in _UPSERTS or e.obj.__class__ in _WORKLOAD_VIEWS):  # type: ignore[union-attr]
             self._sync_second_pass(e.key, e.time)
         if t is not ev.WorkloadPending:
             self.changes += 1
 
-    def _on_upserted(self, e: ev.ObjectUpserted) -> None:
-        if isinstance(e.obj, o.Workload):
-            self._upsert_workload(e.obj)
+    def _on_upserted(self, e: ev.ObjectUpserted | LazyObjectUpserted) -> None:
+        obj = e.obj
+        if obj.__class__ in _WORKLOAD_VIEWS:
+            self._upsert_workload(obj)  # type: ignore[arg-type]
         else:
-            self._upsert_object(e.obj)
+            self._upsert_object(obj)
 
     def _on_deleted(self, e: ev.ObjectDeleted) -> None:
         if e.kind == "ProvisioningRequest":
@@ -488,8 +499,11 @@ class ClusterState:
 
     # --- workloads ------------------------------------------------------------------------------------------
 
-    def resolve_priority(self, w: o.Workload) -> tuple[int, str]:
-        ref = w.spec.priority_class_ref
+    def resolve_priority(self, w: o.Workload | LazyWorkload) -> tuple[int, str]:
+        return self._spec_priority(w.spec)
+
+    def _spec_priority(self, spec: o.WorkloadSpec) -> tuple[int, str]:
+        ref = spec.priority_class_ref
         if ref is not None and ref.name:
             if ref.group == WPC_GROUP or ref.kind == "WorkloadPriorityClass":
                 wpc = self.workload_priority_classes.get(ref.name)
@@ -499,27 +513,28 @@ class ClusterState:
                 pc = self.priority_classes.get(ref.name)
                 if pc is not None:
                     return pc.value, ref.name
-            return (w.spec.priority or 0), ref.name
-        return (w.spec.priority or 0), ""
+            return (spec.priority or 0), ref.name
+        return (spec.priority or 0), ""
 
-    def _upsert_workload(self, w: o.Workload) -> None:
+    def _upsert_workload(self, w: o.Workload | LazyWorkload) -> None:
         key = w.key
+        meta, spec = w.metadata, w.spec  # a LazyWorkload decodes its spec at each read of .spec: read it once
         old = self.workloads.get(key)
-        if old is not None and old.uid != w.metadata.uid:
+        if old is not None and old.uid != meta.uid:
             self._delete_object("Workload", key)
             old = None
-        priority, pclass = self.resolve_priority(w)
-        pod_sets = tuple([pod_set_info(ps) for ps in w.spec.pod_sets])
+        priority, pclass = self._spec_priority(spec)
+        pod_sets = pod_set_infos(spec) if type(w) is LazyWorkload else tuple([pod_set_info(ps) for ps in spec.pod_sets])
         if old is None:
-            created = parse_time(w.metadata.creation_timestamp) if w.metadata.creation_timestamp else self.time
+            created = parse_time(meta.creation_timestamp) if meta.creation_timestamp else self.time
             wl = WorkloadInfo(
-                key=key, uid=w.metadata.uid, namespace=w.metadata.namespace, name=w.metadata.name,
-                queue_name=w.spec.queue_name, created=created, priority=priority, priority_class=pclass,
-                pod_sets=pod_sets, active=w.spec.active, labels=dict(w.metadata.labels),
-                resource_version=w.metadata.resource_version,
-                max_execution_seconds=w.spec.maximum_execution_time_seconds,
-                provreq_parameters=provreq_parameters(w.metadata.annotations),
-                generation=w.metadata.generation,
+                key=key, uid=meta.uid, namespace=meta.namespace, name=meta.name,
+                queue_name=spec.queue_name, created=created, priority=priority, priority_class=pclass,
+                pod_sets=pod_sets, active=spec.active, labels=dict(meta.labels),
+                resource_version=meta.resource_version,
+                max_execution_seconds=spec.maximum_execution_time_seconds,
+                provreq_parameters=provreq_parameters(meta.annotations),
+                generation=meta.generation,
             )
             self.pod_templates[key] = pod_templates(w)
             self._take_observed_status(wl, w)
@@ -529,29 +544,30 @@ class ClusterState:
             self._enqueue(wl)
             return
         wl = old
-        wl.resource_version = w.metadata.resource_version
-        wl.labels = dict(w.metadata.labels)
-        wl.provreq_parameters = provreq_parameters(w.metadata.annotations)
-        generation = w.metadata.generation
+        wl.resource_version = meta.resource_version
+        if wl.labels != meta.labels:
+            wl.labels = dict(meta.labels)
+        wl.provreq_parameters = provreq_parameters(meta.annotations)
+        generation = meta.generation
         if not generation or wl.generation != generation:  # status-only upserts keep the generation
             self.pod_templates[key] = pod_templates(w, self.pod_templates.get(key))
             wl.generation = generation
-        changed = (wl.pod_sets != pod_sets or wl.priority != priority or wl.active != w.spec.active
-                   or wl.queue_name != w.spec.queue_name)
+        changed = (wl.pod_sets != pod_sets or wl.priority != priority or wl.active != spec.active
+                   or wl.queue_name != spec.queue_name)
         if not changed:
             return
-        if wl.queue_name != w.spec.queue_name:
+        if wl.queue_name != spec.queue_name:
             self.lq_members.get(f"{wl.namespace}/{wl.queue_name}", {}).pop(key, None)
-            self.lq_members.setdefault(f"{wl.namespace}/{w.spec.queue_name}", {})[key] = None
-        deactivated = wl.active and not w.spec.active
+            self.lq_members.setdefault(f"{wl.namespace}/{spec.queue_name}", {})[key] = None
+        deactivated = wl.active and not spec.active
         if wl.pod_sets != pod_sets or wl.priority != priority or deactivated:
             wl.scan = None  # its scheduling shape changed, or it leaves the queue: the progress is meaningless
         if wl.reserving and wl.pod_sets != pod_sets:
             wl.pod_sets = pod_sets
             self.tas.charge(wl)  # Kueue takes TAS usage from the pod template, so it follows a changed template
         wl.pod_sets, wl.priority, wl.priority_class = pod_sets, priority, pclass
-        wl.active, wl.queue_name = w.spec.active, w.spec.queue_name
-        wl.max_execution_seconds = w.spec.maximum_execution_time_seconds
+        wl.active, wl.queue_name = spec.active, spec.queue_name
+        wl.max_execution_seconds = spec.maximum_execution_time_seconds
         if wl.phase == PENDING:
             self._dequeue(wl)
             self._enqueue(wl)
@@ -559,7 +575,7 @@ class ClusterState:
             self._flush_tree(wl.cluster_queue)
         self.reflag(wl)
 
-    def _take_observed_status(self, wl: WorkloadInfo, w: o.Workload) -> None:
+    def _take_observed_status(self, wl: WorkloadInfo, w: o.Workload | LazyWorkload) -> None:
         """A workload first seen with status (admitted before kueue-es started) keeps what it shows."""
         st = w.status
         wl.conditions = list(st.conditions)
@@ -700,17 +716,21 @@ class ClusterState:
             self._flush_queue(cq)
 
     def _flush_tree(self, cq: str) -> None:
-        queues = self.queues
-        if not any(q.inadmissible or q.parked_shapes for q in queues.values()):
+        parked = self.parked_queues
+        if not parked:
             return  # nothing parked anywhere: no need to (re)build the cohort forest
-        for name in self.forest.tree_cluster_queues(cq):
-            q = queues.get(name)
-            if q is None:
+        forest = self.forest
+        root = forest.cq_root(cq)
+        for name in sorted(parked):
+            if forest.cq_root(name) != root:
                 continue
-            if q.inadmissible:
+            q = self.queues.get(name)
+            if q is not None and q.inadmissible:
                 self._flush_queue(name)
-            elif q.parked_shapes:
+            elif q is not None:
                 q.parked_shapes.clear()
+            if q is None or not (q.inadmissible or q.parked_shapes):
+                parked.discard(name)
 
     def _flush_queue(self, cq: str) -> None:
         q = self.queues.get(cq)
@@ -942,6 +962,7 @@ class ClusterState:
 
 _HANDLERS: dict[type, Any] = {
     ev.ObjectUpserted: ClusterState._on_upserted,
+    LazyObjectUpserted: ClusterState._on_upserted,
     ev.ObjectDeleted: ClusterState._on_deleted,
     ev.QuotaReserved: ClusterState._reserve,
     ev.WorkloadAdmitted: ClusterState._admitted,
@@ -966,11 +987,16 @@ _HANDLERS: dict[type, Any] = {
 
 
 _SECOND_PASS_TRIGGERS = frozenset({
-    ev.ObjectUpserted, ev.AdmissionCheckStateChanged, ev.AdmissionCheckUpdated, ev.QuotaReserved, ev.WorkloadAdmitted,
+    ev.ObjectUpserted, LazyObjectUpserted, ev.AdmissionCheckStateChanged, ev.AdmissionCheckUpdated, ev.QuotaReserved,
+    ev.WorkloadAdmitted,
     ev.WorkloadPreempted, ev.WorkloadEvicted, ev.WorkloadRequeued, ev.WorkloadDeactivated, ev.WorkloadFinished,
     ev.TopologyAssigned, ev.UnhealthyNodesChanged,
 })
 """Events after which a workload's need for a second pass is re-checked (Kueue re-checks on every update)."""
+
+_UPSERTS = frozenset({ev.ObjectUpserted, LazyObjectUpserted})
+_WORKLOAD_VIEWS = frozenset({o.Workload, LazyWorkload})
+"""A Workload upsert, decoded in full or lazily (:mod:`events.lazy`): both fold the same way."""
 
 
 def _handler_of(t: type) -> Any:

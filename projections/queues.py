@@ -16,9 +16,9 @@ SortKey = tuple[int, int, str, str]
 
 
 class ClusterQueueQueue:
-    __slots__ = ("active", "entries", "inadmissible", "parked_shapes", "shapes", "sticky")
+    __slots__ = ("active", "entries", "inadmissible", "name", "parked_in", "parked_shapes", "shapes", "sticky")
 
-    def __init__(self) -> None:
+    def __init__(self, name: str = "", parked_in: set[str] | None = None) -> None:
         self.active: SortedList = SortedList()
         self.entries: dict[str, SortKey] = {}
         """key -> sort key, for workloads in ``active``."""
@@ -28,6 +28,15 @@ class ClusterQueueQueue:
         self.parked_shapes: set[object] = set()
         self.sticky: str | None = None
         """BestEffortFIFO's sticky preemptor: the workload last requeued while waiting for its preemptions."""
+        self.name = name
+        self.parked_in = parked_in
+        """A set shared by the queues of one state: this queue puts its ``name`` there whenever it parks a
+        workload or a shape, so the state finds the queues to flush without looking at every queue. Whoever
+        flushes takes the name out once nothing is parked."""
+
+    def _note_parked(self) -> None:
+        if self.parked_in is not None:
+            self.parked_in.add(self.name)
 
     def __len__(self) -> int:
         return len(self.entries) + len(self.inadmissible)
@@ -37,6 +46,7 @@ class ClusterQueueQueue:
         self.shapes[key] = shape
         if parked or shape in self.parked_shapes:
             self.inadmissible[key] = sort_key
+            self._note_parked()
         else:
             self.entries[key] = sort_key
             self.active.add(sort_key)
@@ -59,6 +69,7 @@ class ClusterQueueQueue:
         if self.sticky == key:
             self.sticky = None
         moved = [key]
+        self._note_parked()
         if bulk and key in self.shapes:
             shape = self.shapes[key]
             self.parked_shapes.add(shape)

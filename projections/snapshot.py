@@ -154,7 +154,7 @@ def restore(snap: Snapshot) -> ClusterState:
         if wl.second_pass is not None:
             state.second_pass[wl.key] = wl.second_pass[1]
     for qs in snap.queues:
-        q = ClusterQueueQueue()
+        q = ClusterQueueQueue(qs.cluster_queue, state.parked_queues)
         for sk in qs.active:
             sk = tuple(sk)
             q.entries[sk[3]] = sk
@@ -166,6 +166,8 @@ def restore(snap: Snapshot) -> ClusterState:
             q.shapes[sk[3]] = state.workloads[sk[3]].shape
         q.parked_shapes = {(prio, shape) for prio, shape in qs.parked_shapes}
         q.sticky = qs.sticky
+        if q.inadmissible or q.parked_shapes:
+            state.parked_queues.add(qs.cluster_queue)
         state.queues[qs.cluster_queue] = q
     state.usage = {cq: dict(frs) for cq, frs in snap.usage}
     state.awaiting_release = set(snap.awaiting_release)

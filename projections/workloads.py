@@ -272,6 +272,22 @@ def pod_set_info(ps: o.PodSet) -> PodSetInfo:
     return found
 
 
+_BY_SPEC_OBJECT: dict[int, tuple[o.WorkloadSpec, tuple[PodSetInfo, ...]]] = {}
+
+
+def pod_set_infos(spec: o.WorkloadSpec) -> tuple[PodSetInfo, ...]:
+    """The pod sets of a spec that is shared between upserts (a lazily decoded one: equal bytes, same object),
+    memoised on the object itself. The entry holds the spec, so its ``id`` cannot be reused while remembered."""
+    found = _BY_SPEC_OBJECT.get(id(spec))
+    if found is not None and found[0] is spec:
+        return found[1]
+    infos = tuple([pod_set_info(ps) for ps in spec.pod_sets])
+    if len(_BY_SPEC_OBJECT) >= 8192:
+        _BY_SPEC_OBJECT.clear()
+    _BY_SPEC_OBJECT[id(spec)] = (spec, infos)
+    return infos
+
+
 def _pod_set_info(ps: o.PodSet) -> PodSetInfo:
     spec = ps.template.spec
     affinity = None

@@ -106,16 +106,20 @@ def fold_log(
     quarantine: list[Quarantined] | None = None,
     label: str = "Replaying",
     out: TextIO | None = None,
+    lazy: bool = False,
 ) -> int:
     """Feed ``apply`` every record from ``start`` up to and including offset ``to``, skipping events whose
-    time is after ``at``. Returns the number of records read. Shows a progress bar on a terminal."""
+    time is after ``at``. Returns the number of records read. Shows a progress bar on a terminal.
+
+    ``lazy``: ``apply`` takes lazily decoded Workload upserts (:mod:`events.lazy`; a ``ClusterState`` does).
+    Not with ``quarantine``: a part decoded late could not be set aside, so everything is decoded up front."""
     end = log_end(log)
     if to is not None:
         end = min(end, to + 1)
     total = max(0, end - start)
     applied = 0
     with progress_bar(total, label, out) as advance:
-        for batch in log.scan(start, quarantine):
+        for batch in log.scan(start, quarantine, lazy=lazy and quarantine is None):
             if to is not None and batch[0].offset > to:
                 break
             for record in batch:

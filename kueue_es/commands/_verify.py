@@ -24,7 +24,7 @@ def run_verify(args: argparse.Namespace) -> int:
     try:
         end = log_end(log)
         with progress_bar(2 * end, "Verifying") as advance:
-            report = verify(lambda: records(log.scan(0)), config, on_progress=advance)
+            report = verify(lambda: records(log.scan(0, lazy=True)), config, on_progress=advance)
     finally:
         log.close_sync()
     data = {

@@ -72,7 +72,7 @@ def load(args: argparse.Namespace) -> tuple[ClusterState, SchedulerConfig, int]:
     log = open_readonly(args.log)
     try:
         state = ClusterState()
-        fold_log(log, state.apply, to=args.to, at=args.at, label="Folding")
+        fold_log(log, state.apply, to=args.to, at=args.at, label="Folding", lazy=True)
     finally:
         log.close_sync()
     return state, config, state.time

@@ -73,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
         end = log_end(log)
         state = _start(args, end)
         quarantine: list[Quarantined] | None = [] if args.quarantine else None
-        fold_log(log, state.apply, start=state.offset + 1, to=args.to, at=args.at, quarantine=quarantine)
+        fold_log(log, state.apply, start=state.offset + 1, to=args.to, at=args.at, quarantine=quarantine,
+                 lazy=True)
     finally:
         log.close_sync()
     if args.to is not None and args.to >= end:
