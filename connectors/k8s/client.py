@@ -138,7 +138,7 @@ class KubeClient:
 
     # --- list and watch ------------------------------------------------------------------------------------
 
-    async def list(self, resource: Resource, *, label_selector: str = "") -> RawList:
+    async def list(self, resource: Resource, *, label_selector: str = "", field_selector: str = "") -> RawList:
         """Every object of ``resource`` (all namespaces), page by page, as one consistent snapshot."""
         items: list[msgspec.Raw] = []
         token = ""
@@ -149,6 +149,8 @@ class KubeClient:
                 query.append(("continue", token))
             if label_selector:
                 query.append(("labelSelector", label_selector))
+            if field_selector:
+                query.append(("fieldSelector", field_selector))
             page = _list_decoder.decode(await self.request("GET", resource.collection_path(), query=query))
             items.extend(page.items)
             rv = rv or page.metadata.resource_version
@@ -157,7 +159,8 @@ class KubeClient:
                 return RawList(metadata=ListMeta(resource_version=rv), items=items)
 
     async def watch(self, resource: Resource, resource_version: str, *, timeout_seconds: int = 300,
-                    bookmarks: bool = True, on_open: Callable[[], None] | None = None) -> AsyncIterator[WatchEvent]:
+                    bookmarks: bool = True, on_open: Callable[[], None] | None = None,
+                    field_selector: str = "") -> AsyncIterator[WatchEvent]:
         """Watch events after ``resource_version`` until the server ends the stream (``timeout_seconds``).
 
         ERROR events are turned into errors (410 Gone → :class:`connectors.k8s.errors.Gone`); a cut
@@ -167,6 +170,8 @@ class KubeClient:
                                         ("timeoutSeconds", timeout_seconds)]
         if bookmarks:
             query.append(("allowWatchBookmarks", "true"))
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
         path = resource.collection_path()
         timeout = aiohttp.ClientTimeout(sock_connect=REQUEST_TIMEOUT_S, sock_read=timeout_seconds + 30)
         resp = await self._send("GET", path, query=query, body=None, content_type="application/json",

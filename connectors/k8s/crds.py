@@ -17,6 +17,11 @@ renames them is left for later; until then clients should write v1beta2 (the con
 
 Scopes, plurals, short names and the status subresources (Workload, ClusterQueue, LocalQueue, Cohort,
 AdmissionCheck) follow Kueue's API; the printer columns are our own choice.
+
+:func:`provisioning_request_crd` is the cluster autoscaler's ``autoscaling.x-k8s.io/v1`` ProvisioningRequest,
+written out field by field from its API (with its validations: an immutable spec, 1–32 pod sets of at least one
+pod, parameters of at most 255 characters). kueue-es never installs it in a cluster — the autoscaler does —
+but a test cluster without an autoscaler needs it (:func:`install` takes any CRDs).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import msgspec
 
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, KubeError
-from connectors.k8s.resources import KUEUE_RESOURCES, Resource
+from connectors.k8s.resources import KUEUE_RESOURCES, PROVISIONING_REQUESTS, Resource
 from events import objects as o
 
 SERVED_VERSIONS = ("v1beta2", "v1beta1")
@@ -240,15 +245,72 @@ def all_crds() -> list[dict[str, Any]]:
 assert all(r.kind in o.KINDS for r in KUEUE_RESOURCES)
 
 
+# --- the autoscaler's ProvisioningRequest ------------------------------------------------------------------------
+
+_DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+_IMMUTABLE = [{"rule": "self == oldSelf", "message": "Value is immutable"}]
+
+
+def _condition_schema() -> dict[str, Any]:
+    """metav1.Condition, as every API that uses it validates it."""
+    return {"type": "object", "required": ["type", "status", "reason", "message", "lastTransitionTime"],
+            "properties": {
+                "type": {"type": "string", "maxLength": 316},
+                "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+                "reason": {"type": "string", "minLength": 1, "maxLength": 1024},
+                "message": {"type": "string", "maxLength": 32768},
+                "lastTransitionTime": {"type": "string", "format": "date-time"},
+                "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0}}}
+
+
+def provisioning_request_crd() -> dict[str, Any]:
+    r = PROVISIONING_REQUESTS
+    pod_set = {"type": "object", "required": ["count", "podTemplateRef"], "properties": {
+        "count": {"type": "integer", "format": "int32", "minimum": 1},
+        "podTemplateRef": {"type": "object", "required": ["name"], "properties": {
+            "name": {"type": "string", "maxLength": 253, "pattern": _DNS_SUBDOMAIN}}}}}
+    spec = {"type": "object", "required": ["podSets", "provisioningClassName"], "properties": {
+        "provisioningClassName": {"type": "string", "maxLength": 253, "pattern": _DNS_SUBDOMAIN,
+                                  "x-kubernetes-validations": _IMMUTABLE},
+        "parameters": {"type": "object", "maxProperties": 100, "x-kubernetes-validations": _IMMUTABLE,
+                       "additionalProperties": {"type": "string", "maxLength": 255}},
+        "podSets": {"type": "array", "minItems": 1, "maxItems": 32, "items": pod_set,
+                    "x-kubernetes-validations": _IMMUTABLE}}}
+    status = {"type": "object", "properties": {
+        "conditions": {"type": "array", "items": _condition_schema(), "x-kubernetes-list-type": "map",
+                       "x-kubernetes-list-map-keys": ["type"]},
+        "provisioningClassDetails": {"type": "object", "maxProperties": 64,
+                                     "additionalProperties": {"type": "string", "maxLength": 32768}}}}
+    schema = {"type": "object", "required": ["spec"], "properties": {
+        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+        "spec": spec, "status": status}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{r.plural}.{r.group}"},
+        "spec": {
+            "group": r.group,
+            "names": {"kind": r.kind, "listKind": f"{r.kind}List", "plural": r.plural,
+                      "singular": r.kind.lower(), "shortNames": list(r.short_names)},
+            "scope": "Namespaced",
+            "versions": [{"name": r.version, "served": True, "storage": True,
+                          "schema": {"openAPIV3Schema": schema}, "subresources": {"status": {}},
+                          "additionalPrinterColumns": _columns(r.kind)}],
+        },
+    }
+
+
 # --- installing ----------------------------------------------------------------------------------------------
 
 CRD_RESOURCE = Resource("CustomResourceDefinition", "apiextensions.k8s.io", "v1", "customresourcedefinitions", False)
 
 
-async def install(client: KubeClient, *, timeout_s: float = 60.0) -> list[str]:
-    """Create or update every CRD and wait until the apiserver serves them (``Established``); returns names."""
+async def install(client: KubeClient, *, timeout_s: float = 60.0, docs: list[dict[str, Any]] | None = None
+                  ) -> list[str]:
+    """Create or update every CRD (``docs``, by default Kueue's) and wait until the apiserver serves them
+    (``Established``); returns their names."""
     names = []
-    for doc in all_crds():
+    for doc in all_crds() if docs is None else docs:
         name = doc["metadata"]["name"]
         names.append(name)
         try:

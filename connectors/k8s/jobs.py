@@ -8,11 +8,14 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   ``kueue.x-k8s.io/priority-class`` → WorkloadPriorityClass, else the template's ``priorityClassName`` →
   PriorityClass), ``maximumExecutionTimeSeconds`` from ``kueue.x-k8s.io/max-exec-time-seconds``, and one pod
   set ``main`` of ``min(parallelism, completions)`` pods whose template is the Job's without the labels the job
-  controller adds. A Job created unsuspended is suspended first;
-* **admitted** and suspended → start: the assigned flavors' ``nodeLabels`` join the template's nodeSelector
-  (a conflicting key finishes the Workload with ``FailedToStart``), their tolerations are added, the pods are
-  labelled with the pod set, LocalQueue and ClusterQueue, partial admission sets ``parallelism``; then
-  ``suspend: false`` — one patch, conditioned on the Job's resourceVersion;
+  controller adds, and whose ``topologyRequest`` comes from the template's TAS annotations, with the completion
+  index as the pods' rank. A Job created unsuspended is suspended first;
+* **admitted** and suspended → start: what :mod:`connectors.k8s.podsetinfo` says the admission adds (the
+  flavors' ``nodeLabels`` and tolerations, the pod-set and queue labels, the workload annotation, with a
+  topology assignment the TAS scheduling gate, and the Ready checks' ``podSetUpdates``) is merged into the
+  template (a conflicting key finishes the Workload with ``FailedToStart``), partial admission sets
+  ``parallelism``; then ``suspend: false`` — one patch, conditioned on the Job's resourceVersion. A Workload
+  that only holds quota (checks pending, topology delayed) is not admitted: its Job stays suspended;
 * **not admitted** (pending, evicted, deactivated) and running → stop: ``suspend: true`` with the annotation
   ``kueue.x-k8s.io/stopping``, clear ``status.startTime``; once no pod is active (the apiserver refuses template
   changes before that) restore the template exactly as the Workload recorded it (labels and annotations —
@@ -43,6 +46,7 @@ from typing import Any
 import msgspec
 import structlog
 
+from connectors.k8s import podsetinfo
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
 from connectors.k8s.journal import Journal
@@ -51,7 +55,7 @@ from connectors.k8s.resources import BY_KIND, KUEUE_GROUP, KUEUE_VERSION
 from connectors.k8s.workers import KeyedWorkers, Retries
 from events import objects as o
 from events import schema as ev
-from projections.workloads import ADMITTED, FINISHED, WorkloadInfo
+from projections.workloads import ADMITTED, FINISHED, WorkloadInfo, topology_request_from_annotations
 
 log = structlog.get_logger("kueue_es.k8s.jobs")
 
@@ -62,9 +66,10 @@ PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 MAX_EXEC_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
 MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
 STOPPING = "kueue.x-k8s.io/stopping"
-PODSET_LABEL = "kueue.x-k8s.io/podset"
-LQ_LABEL = "kueue.x-k8s.io/local-queue-name"
-CQ_LABEL = "kueue.x-k8s.io/cluster-queue-name"
+PODSET_LABEL = podsetinfo.PODSET_LABEL
+LQ_LABEL = podsetinfo.LQ_LABEL
+CQ_LABEL = podsetinfo.CQ_LABEL
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 JOB_CONTROLLER_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name",
                          "batch.kubernetes.io/job-name")
 DROPPED_FROM_TEMPLATE = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name")
@@ -255,7 +260,8 @@ class JobIntegration:
         parallelism = spec.get("parallelism", 1)
         completions = spec.get("completions")
         count = min(parallelism, completions) if completions is not None else parallelism
-        pod_set: dict[str, Any] = {"name": "main", "count": count, "template": template}
+        pod_set: dict[str, Any] = {"name": "main", "count": count, "template": template,
+                                   "topologyRequest": _topology_request(tmeta.get("annotations") or {})}
         min_par = (meta.get("annotations") or {}).get(MIN_PARALLELISM)
         if min_par and min_par.isdigit() and 1 <= int(min_par) < count:
             pod_set["minCount"] = int(min_par)
@@ -306,35 +312,22 @@ class JobIntegration:
         assert wl.admission is not None
         psa = next((p for p in wl.admission.pod_set_assignments if p.name == "main"),
                    wl.admission.pod_set_assignments[0] if wl.admission.pod_set_assignments else None)
-        spec = job.spec.template.spec
-        node_selector = dict(spec.node_selector)
-        tolerations = [msgspec.to_builtins(t) for t in spec.tolerations]
-        conflict = None
-        for flavor_name in sorted(set(psa.flavors.values()) if psa is not None else ()):
-            flavor = self.state.flavors.get(flavor_name)
-            if flavor is None:
-                continue
-            for k, v in sorted(flavor.spec.node_labels.items()):
-                if node_selector.get(k, v) != v:
-                    conflict = f"nodeSelector {k}={node_selector[k]} conflicts with flavor {flavor_name}'s {k}={v}"
-                node_selector[k] = v
-            for t in flavor.spec.tolerations:
-                tb = msgspec.to_builtins(t)
-                if tb not in tolerations:
-                    tolerations.append(tb)
-        if conflict is not None:
+        try:
+            info = podsetinfo.start_info(self.state, wl, psa) if psa is not None else podsetinfo.PodSetInfo(
+                labels={PODSET_LABEL: "main", LQ_LABEL: wl.queue_name})
+            merged = podsetinfo.onto_template(job.spec.template, info)
+        except podsetinfo.MergeConflict as exc:
             self.stats.failed_to_start.append(job.key)
             await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl.key, uid=wl.uid, reason="FailedToStart",
-                                                            message=f"Failed to start the job: {conflict}"))
+                                                            message=f"Failed to start the job: {exc}"))
             return
-        labels = {PODSET_LABEL: psa.name if psa is not None else "main", LQ_LABEL: wl.queue_name}
-        if _label_value_ok(wl.admission.cluster_queue):
-            labels[CQ_LABEL] = wl.admission.cluster_queue
+        template = {"metadata": {"labels": merged.labels or None, "annotations": merged.annotations or None},
+                    "spec": {"nodeSelector": merged.node_selector or None,
+                             "tolerations": [msgspec.to_builtins(t) for t in merged.tolerations] or None,
+                             "schedulingGates": merged.scheduling_gates or None}}
         patch: dict[str, Any] = {
             "metadata": {"resourceVersion": job.metadata.resource_version},
-            "spec": {"suspend": False, "template": {"metadata": {"labels": labels},
-                                                    "spec": {"nodeSelector": node_selector or None,
-                                                             "tolerations": tolerations or None}}},
+            "spec": {"suspend": False, "template": template},
         }
         count = obs.spec.pod_sets[0].count if obs.spec.pod_sets else None
         if psa is not None and psa.count is not None and count is not None and psa.count < count:
@@ -342,7 +335,7 @@ class JobIntegration:
         await self.client.patch(JOBS, job.metadata.name, patch, job.metadata.namespace)
         self.stats.started += 1
         log.info("started job", job=job.key, workload=wl.key, cluster_queue=wl.admission.cluster_queue,
-                 node_selector=node_selector)
+                 node_selector=merged.node_selector, gated=bool(merged.scheduling_gates))
 
     async def _stop(self, job: o.Job, obs: o.Workload) -> None:
         ns, name = job.metadata.namespace, job.metadata.name
@@ -402,6 +395,13 @@ class JobIntegration:
         log.info("deleted the workload of a deleted job", workload=wl_key)
 
 
+def _topology_request(annotations: dict[str, str]) -> dict[str, Any]:
+    """Kueue's topology request of a Job's pod set: the template's TAS annotations, and the completion index as
+    the pods' rank (what the ungater places indexed pods by)."""
+    req = topology_request_from_annotations(annotations) or o.PodSetTopologyRequest()
+    return msgspec.to_builtins(msgspec.structs.replace(req, pod_index_label=COMPLETION_INDEX))
+
+
 def _exact(current: dict[str, Any], want: dict[str, Any]) -> dict[str, Any] | None:
     """A merge-patch value that turns map ``current`` into exactly ``want`` (``None``: remove the map)."""
     if not want:
@@ -413,12 +413,6 @@ def _exact(current: dict[str, Any], want: dict[str, Any]) -> dict[str, Any] | No
 
 def _copy(value: Any) -> Any:
     return msgspec.json.decode(msgspec.json.encode(value))
-
-
-def _label_value_ok(value: str) -> bool:
-    import re
-
-    return len(value) <= 63 and re.fullmatch(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?", value) is not None
 
 
 def _now() -> int:

@@ -11,7 +11,9 @@ RBAC grants exactly what the connector does:
 * ClusterQueues, ResourceFlavors, AdmissionChecks, Topologies: patch (the resource-in-use finalizer);
 * Leases (coordination.k8s.io) in its own namespace only, for leader election: get/create/update;
 * the Job webhook: its MutatingWebhookConfiguration (create; get/update by name) and, in its own namespace, the
-  Secret that holds the serving certificate every replica shares (create; get by name).
+  Secret that holds the serving certificate every replica shares (create; get by name);
+* Pods: patch (the topology ungater lifts the scheduling gate and sets the node selector);
+* ProvisioningRequests (autoscaling.x-k8s.io): create, delete; PodTemplates: get, create, patch (their owner);
 
 The Deployment runs ``kueue-es run --kube`` as a non-root user with a read-only root filesystem, serving the
 batch/v1 Job mutating webhook on port 9443 behind the Service ``kueue-es-webhook`` (it makes a self-signed CA,
@@ -26,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from connectors.k8s.crds import all_crds
-from connectors.k8s.resources import ALL, KUEUE_GROUP, LEASES
+from connectors.k8s.resources import ALL, KUEUE_GROUP, LEASES, POD_TEMPLATES, PROVISIONING_REQUESTS
 from connectors.k8s.webhook import CONFIGURATION_NAME
 
 DEFAULT_NAMESPACE = "kueue-system"
@@ -63,6 +65,10 @@ def cluster_role(name: str = DEFAULT_NAME) -> dict[str, Any]:
          "verbs": ["create"]},
         {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["mutatingwebhookconfigurations"],
          "resourceNames": [CONFIGURATION_NAME], "verbs": ["get", "update"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]},
+        {"apiGroups": [""], "resources": [POD_TEMPLATES.plural], "verbs": ["get", "create", "patch"]},
+        {"apiGroups": [PROVISIONING_REQUESTS.group], "resources": [PROVISIONING_REQUESTS.plural],
+         "verbs": ["create", "delete"]},
     ]
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",

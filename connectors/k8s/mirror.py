@@ -6,7 +6,9 @@
   410, or after a restart, when this is folded from the log again) emits exactly the differences;
 * ``workloads`` — the last observed Workload objects (their status as the apiserver has it, their
   resourceVersion for optimistic concurrency, their pod-set templates to restore a stopped Job);
-* ``pending`` — decisions without an outcome (``DecisionApplied``/``DecisionRejected``) yet, per workload.
+* ``pending`` — decisions without an outcome (``DecisionApplied``/``DecisionRejected``) yet, per workload;
+  ``request_decisions`` — those of them that create or delete a ProvisioningRequest, whole (their applier needs
+  their content, also after a restart).
 
 It is a fold like every projection: applying the same records gives the same mirror. ``dirty_workloads``,
 ``dirty_jobs`` and ``dirty_queues`` collect the keys each record touched, for the writers and the Job integration
@@ -36,6 +38,8 @@ class Mirror:
         self.workloads: dict[str, o.Workload] = {}
         self.pending: dict[str, dict[int, str]] = {}
         """Workload key -> {decision offset: decision type} still waiting for an outcome."""
+        self.request_decisions: dict[int, ev.ProvisioningRequestCreated | ev.ProvisioningRequestDeleted] = {}
+        """Offset -> ProvisioningRequest decision still waiting for an outcome."""
         self.job_of: dict[str, str] = {}
         """Workload key -> key of the Job that owns it (controller ownerReference)."""
         self.workload_of: dict[str, str] = {}
@@ -104,7 +108,10 @@ class Mirror:
                 else:
                     self._dirty_queues_for(e.kind, e.key)
                     self._dirty_finalizers_for(e.kind, "")
+            case ev.ProvisioningRequestCreated() | ev.ProvisioningRequestDeleted():
+                self.request_decisions[record.offset] = e
             case ev.DecisionApplied() | ev.DecisionRejected():
+                self.request_decisions.pop(e.decision, None)
                 decisions = self.pending.get(e.key)
                 if decisions is not None:
                     decisions.pop(e.decision, None)

@@ -20,6 +20,10 @@ class Resource:
     namespaced: bool
     short_names: tuple[str, ...] = ()
     status_subresource: bool = False
+    field_selector: str = ""
+    """Server-side filter of what is listed and watched (objects leaving it are seen as deleted)."""
+    optional: bool = False
+    """Served only where its CRD is installed (another project's API): absent means none exist."""
 
     @property
     def api_version(self) -> str:
@@ -57,15 +61,22 @@ KUEUE_RESOURCES: tuple[Resource, ...] = (
 CORE_RESOURCES: tuple[Resource, ...] = (
     Resource("Namespace", "", "v1", "namespaces", False),
     Resource("Node", "", "v1", "nodes", False),
-    Resource("Pod", "", "v1", "pods", True),
+    Resource("Pod", "", "v1", "pods", True, field_selector="status.phase!=Succeeded,status.phase!=Failed"),
     Resource("Job", "batch", "v1", "jobs", True),
     Resource("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False),
 )
 
-ALL: tuple[Resource, ...] = CORE_RESOURCES + KUEUE_RESOURCES
+AUTOSCALING_GROUP = "autoscaling.x-k8s.io"
+PROVISIONING_REQUESTS = Resource("ProvisioningRequest", AUTOSCALING_GROUP, "v1", "provisioningrequests", True,
+                                 ("provreq", "provreqs"), status_subresource=True, optional=True)
+"""The cluster autoscaler's API (its CRD is installed with the autoscaler, not by kueue-es)."""
+
+ALL: tuple[Resource, ...] = CORE_RESOURCES + KUEUE_RESOURCES + (PROVISIONING_REQUESTS,)
 BY_KIND: dict[str, Resource] = {r.kind: r for r in ALL}
 
 WATCHED: tuple[str, ...] = tuple(r.kind for r in ALL)
 """Every kind the watcher lists and watches, in the order it starts them (queues before workloads)."""
 
 LEASES = Resource("Lease", "coordination.k8s.io", "v1", "leases", True)
+POD_TEMPLATES = Resource("PodTemplate", "", "v1", "podtemplates", True)
+"""Written (a ProvisioningRequest's pod templates), never watched."""

@@ -11,6 +11,10 @@ Per resource (:mod:`connectors.k8s.resources`), the loop is the informer's:
 3. the server ends a watch after ``timeout_seconds``: watch again from the resume point; a cut connection or a
    5xx: back off and watch again from the resume point; **410 Gone**: go to 1.
 
+A kind whose CRD is not installed (``Resource.optional``: the autoscaler's ProvisioningRequests) lists as empty
+and is looked for again every ``absent_retry_s``. Pods and Nodes are trimmed to what the log needs, and their
+updates that change nothing kept are dropped (:mod:`connectors.k8s.trim`).
+
 Objects are decoded with msgspec into :mod:`events.objects` views. One that does not decode, or fails the checks
 Kueue's webhooks make (a malformed quantity, ...), is skipped and reported — the log only ever holds objects the
 projections can fold, and the connector keeps running. Event time is the wall clock when the watch delivered
@@ -32,8 +36,9 @@ from typing import Any
 import msgspec
 import structlog
 
+from connectors.k8s import trim
 from connectors.k8s.client import KubeClient, resource_version_of
-from connectors.k8s.errors import Gone, KubeError
+from connectors.k8s.errors import Gone, KubeError, NotFound
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.resources import BY_KIND, WATCHED, Resource
 from events import objects as o
@@ -56,6 +61,8 @@ class WatchStats:
     upserted: int = 0
     deleted: int = 0
     duplicates: int = 0
+    unchanged: int = 0
+    """Updates not appended: nothing the log keeps of the object changed (Pods, Nodes)."""
     skipped: dict[str, str] = field(default_factory=dict)
     """``kind key`` -> why the object was not taken (undecodable, invalid)."""
 
@@ -64,7 +71,8 @@ class Watcher:
     """Keeps the log in step with the cluster for the watched kinds; see the module docstring."""
 
     def __init__(self, client: KubeClient, mirror: Mirror, emit: Emit, *, kinds: Sequence[str] = WATCHED,
-                 timeout_seconds: int = 300, backoff_s: float = 1.0, emit_event: Emit | None = None) -> None:
+                 timeout_seconds: int = 300, backoff_s: float = 1.0, emit_event: Emit | None = None,
+                 absent_retry_s: float = 30.0) -> None:
         self.client = client
         self.mirror = mirror
         self.emit = emit
@@ -74,6 +82,7 @@ class Watcher:
         self.resources = [BY_KIND[k] for k in kinds]
         self.timeout_seconds = timeout_seconds
         self.backoff_s = backoff_s
+        self.absent_retry_s = absent_retry_s
         self.stats = WatchStats()
         self.synced: dict[str, asyncio.Event] = {r.kind: asyncio.Event() for r in self.resources}
         self.resume_from: dict[str, str] = {}
@@ -114,6 +123,9 @@ class Watcher:
                 if rv is None:
                     rv = await self.relist(r)
                     self.synced[r.kind].set()
+                    if rv is None:  # not served (yet): look again later
+                        await asyncio.sleep(self.absent_retry_s)
+                        continue
                 rv = await self.watch_once(r, rv)
                 failures = 0
             except Gone:
@@ -126,14 +138,24 @@ class Watcher:
                 log.warning("watch failed, retrying", kind=r.kind, error=str(exc), retry_in_s=delay)
                 await asyncio.sleep(delay)
 
-    async def relist(self, r: Resource) -> str:
-        """List ``r`` and emit exactly what differs from the log; returns the list's resourceVersion."""
-        listed = await self.client.list(r)
+    async def relist(self, r: Resource) -> str | None:
+        """List ``r`` and emit exactly what differs from the log; returns the list's resourceVersion (None: the
+        kind is optional and not served, which lists as empty)."""
+        try:
+            listed = await self.client.list(r, field_selector=r.field_selector)
+        except NotFound:
+            if not r.optional:
+                raise
+            log.info("kind not served, none exist", kind=r.kind, retry_in_s=self.absent_retry_s)
+            listed = None
         t = now_ms()
         seen_keys: set[str] = set()
         out: list[ev.AnyEvent] = []
-        for raw in listed.items:
+        for raw in listed.items if listed is not None else ():
             obj = self._decode(r, raw)
+            if obj is None:
+                continue
+            obj = trim.view(obj)
             if obj is None:
                 continue
             seen_keys.add(obj.key)
@@ -143,16 +165,19 @@ class Watcher:
         for key, (uid, rv) in sorted(self._known(r.kind).items()):
             if key not in seen_keys:
                 out.append(self._delete(r, key, uid, rv, t))
-        self.stats.listed[r.kind] = len(listed.items)
+        self.stats.listed[r.kind] = len(listed.items) if listed is not None else 0
         if out:
             await self.emit(out)
+        if listed is None:
+            return None
         log.info("listed", kind=r.kind, objects=len(listed.items), changes=len(out),
                  resource_version=listed.metadata.resource_version)
         return listed.metadata.resource_version
 
     async def watch_once(self, r: Resource, rv: str) -> str:
         """One watch request from ``rv`` until the server ends it; returns where to resume."""
-        stream = self.client.watch(r, rv, timeout_seconds=self.timeout_seconds, on_open=self.synced[r.kind].set)
+        stream = self.client.watch(r, rv, timeout_seconds=self.timeout_seconds, on_open=self.synced[r.kind].set,
+                                   field_selector=r.field_selector)
         async with contextlib.aclosing(stream):  # closed at once when cancelled, not when garbage-collected
             rv = await self._consume(r, stream, rv)
         return rv
@@ -170,14 +195,19 @@ class Watcher:
                 continue
             rv = obj.metadata.resource_version or rv
             self.resume_from[r.kind] = rv
-            if event.type in ("ADDED", "MODIFIED"):
+            kept = trim.view(obj)
+            if kept is None and event.type != "DELETED":
+                event_type = "DELETED"  # no longer needed: as good as gone
+            else:
+                event_type, obj = event.type, kept or obj
+            if event_type in ("ADDED", "MODIFIED"):
                 e = self._upsert(r, obj, t)
-            elif event.type == "DELETED":
+            elif event_type == "DELETED":
                 known = self._known(r.kind).get(obj.key)
                 e = None
                 if known is not None and known[0] == obj.metadata.uid:
                     e = self._delete(r, obj.key, obj.metadata.uid, obj.metadata.resource_version, t)
-                else:
+                elif event.type == "DELETED":
                     self.stats.duplicates += 1
             else:
                 log.warning("unknown watch event type", kind=r.kind, type=event.type)
@@ -205,10 +235,18 @@ class Watcher:
         if emitted.get(obj.key, self.mirror.seen(r.kind, obj.key)) == current:
             self.stats.duplicates += 1
             return None
+        if r.kind in trim.DEDUPLICATED and obj.key not in emitted and trim.same_content(
+                self._current(r.kind, obj.key), obj):
+            self.stats.unchanged += 1
+            return None
         emitted[obj.key] = current
         self.stats.upserted += 1
         return ev.ObjectUpserted(time=t, key=obj.key, uid=m.uid, resource_version=m.resource_version,
                                  id=f"{r.kind}/{m.uid}/{m.resource_version}", obj=obj)
+
+    def _current(self, kind: str, key: str) -> o.KObject | None:
+        table: dict[str, Any] = self.mirror.state.pods if kind == "Pod" else self.mirror.state.nodes
+        return table.get(key)
 
     def _delete(self, r: Resource, key: str, uid: str, rv: str, t: int) -> ev.ObjectDeleted:
         self._emitted[r.kind][key] = None

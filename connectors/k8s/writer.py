@@ -40,9 +40,10 @@ from projections.workloads import FINISHED, WorkloadInfo, status_of
 
 log = structlog.get_logger("kueue_es.k8s.writer")
 WORKLOADS = BY_KIND["Workload"]
-STATUS_FIELDS = ("admission", "conditions", "requeueState", "admissionChecks")
-NOT_STATUS = frozenset({"RetentionExpired"})
-"""Decisions carried out by deleting objects (connectors/k8s/retention.py), not by a status write."""
+STATUS_FIELDS = ("admission", "conditions", "requeueState", "admissionChecks", "unhealthyNodes")
+NOT_STATUS = frozenset({"RetentionExpired", "ProvisioningRequestCreated", "ProvisioningRequestDeleted"})
+"""Decisions not carried out by a status write: deleting objects (connectors/k8s/retention.py), creating and
+deleting ProvisioningRequests (connectors/k8s/provreqs.py)."""
 
 
 def desired_status(wl: WorkloadInfo) -> dict[str, Any]:

@@ -201,6 +201,11 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert await ok("update", "coordination.k8s.io", "leases", ns_name)
         assert await ok("create", "admissionregistration.k8s.io", "mutatingwebhookconfigurations")
         assert await ok("create", "", "secrets", ns_name)
+        assert await ok("watch", "autoscaling.x-k8s.io", "provisioningrequests")
+        assert await ok("create", "autoscaling.x-k8s.io", "provisioningrequests", "team-a")
+        assert await ok("delete", "autoscaling.x-k8s.io", "provisioningrequests", "team-a")
+        assert await ok("create", "", "podtemplates", "team-a")
+        assert await ok("patch", "", "pods", "team-a")  # the topology ungater
 
         assert not await ok("update", "kueue.x-k8s.io", "workloads", "team-a")  # spec: never
         assert not await ok("delete", "kueue.x-k8s.io", "clusterqueues")
@@ -211,3 +216,4 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert not await ok("delete", "admissionregistration.k8s.io", "mutatingwebhookconfigurations")
         assert not await ok("update", "coordination.k8s.io", "leases", "kube-system")
         assert not await ok("delete", "", "pods", "team-a")
+        assert not await ok("update", "autoscaling.x-k8s.io", "provisioningrequests", "team-a", "status")

@@ -1,0 +1,119 @@
+"""What starting a Job adds to one pod set's template, as plain data (Kueue's PodSetInfo, §7.2 rule 8).
+
+From the pod set's assignment: the flavors' ``nodeLabels`` (the first flavor, by name, wins a key) and
+tolerations; with a ``topologyAssignment``, the scheduling gate ``kueue.x-k8s.io/topology`` that the ungater
+lifts pod by pod, the label ``kueue.x-k8s.io/tas``, and, when TAS is only implied (no required, preferred or
+unconstrained request), the annotation ``kueue.x-k8s.io/podset-unconstrained-topology: "true"``; always the
+annotation ``kueue.x-k8s.io/workload`` (how the ungater and the node-failure rules find a workload's pods) and
+the labels ``kueue.x-k8s.io/podset``, ``local-queue-name`` and ``cluster-queue-name`` (the last only when it is
+a valid label value). Then every Ready check's ``podSetUpdates`` for the pod set, in check-name order. Labels,
+annotations and the node selector merge only without conflict (one key, two values): a conflict is a
+:class:`MergeConflict`, which fails the start for good; tolerations and gates are deduplicated.
+"""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+
+from events import objects as o
+from projections.cluster import ClusterState
+from projections.workloads import WorkloadInfo
+
+TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
+TAS_LABEL = "kueue.x-k8s.io/tas"
+WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
+UNCONSTRAINED_ANNOTATION = "kueue.x-k8s.io/podset-unconstrained-topology"
+PODSET_LABEL = "kueue.x-k8s.io/podset"
+LQ_LABEL = "kueue.x-k8s.io/local-queue-name"
+CQ_LABEL = "kueue.x-k8s.io/cluster-queue-name"
+_LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
+
+
+class MergeConflict(Exception):
+    """Two sources give one key different values; the message is Kueue's."""
+
+
+class PodSetInfo(msgspec.Struct, kw_only=True):
+    annotations: dict[str, str] = {}
+    labels: dict[str, str] = {}
+    node_selector: dict[str, str] = {}
+    tolerations: list[o.Toleration] = []
+    scheduling_gates: list[dict[str, str]] = []
+
+
+def label_value_ok(value: str) -> bool:
+    return len(value) <= 63 and _LABEL_VALUE.fullmatch(value) is not None
+
+
+def _merge_map(field: str, into: dict[str, str], other: dict[str, str], what: str) -> dict[str, str]:
+    for k in sorted(other):
+        if k in into and into[k] != other[k]:
+            raise MergeConflict(f"{what}: conflict for {field}: conflict for key={k}, value1={into[k]}, "
+                                f"value2={other[k]}")
+    return {**into, **{k: v for k, v in other.items() if k not in into}}
+
+
+def merge(into: PodSetInfo, other: PodSetInfo, what: str = "invalid admission check PodSetUpdate") -> PodSetInfo:
+    """``into`` with ``other`` added (see the module docstring); raises :class:`MergeConflict`."""
+    return PodSetInfo(
+        annotations=_merge_map("annotations", into.annotations, other.annotations, what),
+        labels=_merge_map("labels", into.labels, other.labels, what),
+        node_selector=_merge_map("nodeSelector", into.node_selector, other.node_selector, what),
+        tolerations=into.tolerations + [t for i, t in enumerate(other.tolerations)
+                                        if t not in into.tolerations and t not in other.tolerations[:i]],
+        scheduling_gates=into.scheduling_gates + [g for g in other.scheduling_gates
+                                                  if g not in into.scheduling_gates],
+    )
+
+
+def _implied_tas(req: o.PodSetTopologyRequest | None) -> bool:
+    return req is None or not (req.required or req.preferred or req.unconstrained is not None)
+
+
+def from_assignment(state: ClusterState, wl: WorkloadInfo, psa: o.PodSetAssignment) -> PodSetInfo:
+    """What the assignment itself adds (before the checks' updates)."""
+    node_selector: dict[str, str] = {}
+    tolerations: list[o.Toleration] = []
+    for name in sorted(set(psa.flavors.values())):
+        flavor = state.flavors.get(name)
+        if flavor is None:
+            continue
+        for k, v in sorted(flavor.spec.node_labels.items()):
+            node_selector.setdefault(k, v)
+        tolerations.extend(t for t in flavor.spec.tolerations if t not in tolerations)
+    labels = {PODSET_LABEL: psa.name, LQ_LABEL: wl.queue_name}
+    if wl.admission is not None and label_value_ok(wl.admission.cluster_queue):
+        labels[CQ_LABEL] = wl.admission.cluster_queue
+    annotations = {WORKLOAD_ANNOTATION: wl.name}
+    gates: list[dict[str, str]] = []
+    if psa.topology_assignment is not None:
+        labels[TAS_LABEL] = "true"
+        gates.append({"name": TOPOLOGY_GATE})
+        ps = next((p for p in wl.pod_sets if p.name == psa.name), None)
+        if _implied_tas(ps.topology if ps is not None else None):
+            annotations[UNCONSTRAINED_ANNOTATION] = "true"
+    return PodSetInfo(annotations=annotations, labels=labels, node_selector=node_selector,
+                      tolerations=tolerations, scheduling_gates=gates)
+
+
+def start_info(state: ClusterState, wl: WorkloadInfo, psa: o.PodSetAssignment) -> PodSetInfo:
+    """Everything starting the pod set adds: the assignment's, then the checks' updates (in name order)."""
+    info = from_assignment(state, wl, psa)
+    for name in sorted(wl.check_states):
+        if wl.check_states[name].state != "Ready":
+            continue
+        for upd in wl.check_states[name].pod_set_updates:
+            if upd.name == psa.name:
+                info = merge(info, PodSetInfo(annotations=upd.annotations, labels=upd.labels,
+                                              node_selector=upd.node_selector, tolerations=list(upd.tolerations)))
+    return info
+
+
+def onto_template(template: o.PodTemplateSpec, info: PodSetInfo) -> PodSetInfo:
+    """The template's labels, annotations, node selector, tolerations and gates once ``info`` is merged in."""
+    current = PodSetInfo(annotations=dict(template.metadata.annotations), labels=dict(template.metadata.labels),
+                         node_selector=dict(template.spec.node_selector), tolerations=list(template.spec.tolerations),
+                         scheduling_gates=list(template.spec.scheduling_gates))
+    return merge(current, info, what="invalid podset infos")

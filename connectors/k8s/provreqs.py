@@ -1,0 +1,196 @@
+"""Apply the ProvisioningRequest check's decisions to the cluster; record each outcome in the log.
+
+``ProvisioningRequestCreated`` carries every object to write. In the order the decision states: the
+PodTemplates (controller owner: the Workload), then the ProvisioningRequest (controller owner: the Workload),
+then each template's controller owner becomes the request, so that deleting the request takes its templates.
+``ProvisioningRequestDeleted`` deletes the request, conditioned on its uid when the decision knows it.
+
+Idempotent, so a retry or a restart that applies a decision again is harmless: an object that already exists is
+success (a request of the same name owned by another Workload is not: the decision is rejected), and a request
+that is already gone is deleted. Decisions are applied in log order, one workload's strictly so (a later one
+waits while an earlier one is being retried). An API error retries the decision after ``retry_s``; a decision
+whose Workload is gone, or whose objects the apiserver refuses, ends with ``DecisionRejected``. While the
+autoscaler's CRD is missing the decision waits and is retried (the check stays Pending meanwhile).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+import structlog
+
+from connectors.k8s.client import KubeClient
+from connectors.k8s.errors import AlreadyExists, Conflict, Invalid, NotFound
+from connectors.k8s.journal import Journal
+from connectors.k8s.resources import POD_TEMPLATES, PROVISIONING_REQUESTS
+from connectors.k8s.workers import Retries
+from events import schema as ev
+
+log = structlog.get_logger("kueue_es.k8s.provreqs")
+RequestDecision = ev.ProvisioningRequestCreated | ev.ProvisioningRequestDeleted
+
+
+class _Rejected(Exception):
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+@dataclass
+class RequestStats:
+    created: int = 0
+    deleted: int = 0
+    applied: int = 0
+    rejected: int = 0
+    errors: int = 0
+    rejections: list[tuple[str, str]] = field(default_factory=list)
+
+
+class _Meta(msgspec.Struct, rename="camel"):
+    uid: str = ""
+    owner_references: list[dict[str, Any]] = []
+
+
+class _Object(msgspec.Struct):
+    metadata: _Meta = msgspec.field(default_factory=_Meta)
+
+
+class RequestApplier:
+    def __init__(self, client: KubeClient, journal: Journal, *, retry_s: float = 1.0,
+                 append: Callable[[Sequence[ev.AnyEvent]], Awaitable[list[int]]] | None = None) -> None:
+        self.client = client
+        self.journal = journal
+        self.append = append or journal.append
+        self.mirror = journal.mirror
+        self.stats = RequestStats()
+        self._retry = Retries(retry_s)
+        self._waiting: set[str] = set()
+        """Offsets (as keys of ``_retry``) waiting for their retry."""
+        self._reported: set[int] = set()
+        """Offsets whose outcome was appended but not applied to the mirror yet."""
+
+    async def run(self) -> None:
+        signal = self.journal.subscribe()
+        while True:
+            await self.apply_pending()
+            await signal.wait(self._retry.timeout())
+
+    async def apply_pending(self) -> None:
+        """One round over the decisions without an outcome, in log order."""
+        pending = self.mirror.request_decisions
+        self._reported &= set(pending)
+        self._waiting -= self._retry.due()
+        blocked: set[str] = set()
+        for offset in sorted(pending):
+            e = pending.get(offset)
+            if e is None or offset in self._reported:
+                continue
+            if e.key in blocked or str(offset) in self._waiting:
+                blocked.add(e.key)
+                continue
+            if not await self._apply(offset, e):
+                blocked.add(e.key)
+
+    async def _apply(self, offset: int, e: RequestDecision) -> bool:
+        """Apply one decision; False when it failed and will be retried."""
+        try:
+            if isinstance(e, ev.ProvisioningRequestCreated):
+                await self.create(e)
+            else:
+                await self.delete(e)
+        except _Rejected as exc:
+            await self._outcome(offset, e, reject=(exc.reason, exc.message))
+            return True
+        except NotFound as exc:  # the kind itself: the autoscaler's CRD is not installed
+            self.stats.errors += 1
+            log.warning("ProvisioningRequests are not served, will retry", error=str(exc), workload=e.key)
+            self._later(offset, 10)
+            return False
+        except Exception as exc:  # noqa: BLE001 - one decision never stops the others
+            self.stats.errors += 1
+            log.warning("applying a ProvisioningRequest decision failed, will retry", error=str(exc),
+                        workload=e.key, decision=type(e).__name__)
+            self._later(offset)
+            return False
+        await self._outcome(offset, e)
+        return True
+
+    def _later(self, offset: int, factor: float = 1.0) -> None:
+        self._retry.later(str(offset), factor)
+        self._waiting.add(str(offset))
+
+    # --- the writes ----------------------------------------------------------------------------------------
+
+    async def create(self, e: ev.ProvisioningRequestCreated) -> None:
+        wl = self.mirror.state.workloads.get(e.key)
+        if wl is None or wl.uid != e.uid:
+            raise _Rejected("NotFound", "the Workload no longer exists")
+        req = e.request
+        ns, name = req.metadata.namespace, req.metadata.name
+        for pt in e.pod_templates:
+            await self._create_once(POD_TEMPLATES, msgspec.to_builtins(pt), pt.metadata.namespace, e.uid)
+        created = await self._create_once(PROVISIONING_REQUESTS, msgspec.to_builtins(req), ns, e.uid)
+        owner = {"apiVersion": PROVISIONING_REQUESTS.api_version, "kind": "ProvisioningRequest", "name": name,
+                 "uid": created.metadata.uid, "controller": True, "blockOwnerDeletion": True}
+        for pt in e.pod_templates:
+            await self.client.patch(POD_TEMPLATES, pt.metadata.name, {"metadata": {"ownerReferences": [owner]}},
+                                    pt.metadata.namespace)
+        self.stats.created += 1
+        log.info("created provisioning request", workload=e.key, request=f"{ns}/{name}", attempt=e.attempt,
+                 templates=[pt.metadata.name for pt in e.pod_templates])
+
+    async def _create_once(self, resource: Any, body: dict[str, Any], ns: str, workload_uid: str) -> _Object:
+        """Create, or take the existing object if it is this workload's (owned by it or by its request)."""
+        name = body["metadata"]["name"]
+        try:
+            return msgspec.json.decode(await self.client.create(resource, body, ns), type=_Object)
+        except AlreadyExists:
+            pass
+        except Invalid as exc:
+            raise _Rejected("Invalid", str(exc)) from exc
+        found = msgspec.json.decode(await self.client.get(resource, name, ns), type=_Object)
+        owners = found.metadata.owner_references
+        if resource is PROVISIONING_REQUESTS and not any(r.get("uid") == workload_uid for r in owners):
+            raise _Rejected("AlreadyExists", f"{resource.kind} {ns}/{name} exists and belongs to another Workload")
+        return found
+
+    async def delete(self, e: ev.ProvisioningRequestDeleted) -> None:
+        try:
+            await self.client.delete(PROVISIONING_REQUESTS, e.name, e.namespace, uid=e.request_uid)
+        except NotFound:
+            if not await self._served():
+                raise
+        except Conflict:
+            pass  # the uid precondition failed: the instance the decision named is gone
+        self.stats.deleted += 1
+        log.info("deleted provisioning request", workload=e.key, request=f"{e.namespace}/{e.name}",
+                 reason=e.reason)
+
+    async def _served(self) -> bool:
+        """Whether the apiserver serves ProvisioningRequests (a 404 then means the object is gone)."""
+        try:
+            await self.client.request("GET", PROVISIONING_REQUESTS.collection_path(), query=[("limit", 1)])
+        except NotFound:
+            return False
+        return True
+
+    async def _outcome(self, offset: int, e: RequestDecision, reject: tuple[str, str] | None = None) -> None:
+        t = int(time.time() * 1000)
+        out: ev.AnyEvent
+        if reject is None:
+            out = ev.DecisionApplied(time=t, key=e.key, uid=e.uid, decision=offset, id=f"applied-{offset}")
+            self.stats.applied += 1
+        else:
+            reason, message = reject
+            out = ev.DecisionRejected(time=t, key=e.key, uid=e.uid, decision=offset, reason=reason,
+                                      message=message, id=f"rejected-{offset}")
+            self.stats.rejected += 1
+            self.stats.rejections.append((e.key, reason))
+            log.info("provisioning request decision rejected", workload=e.key, reason=reason, message=message)
+        self._reported.add(offset)
+        await self.append([out])

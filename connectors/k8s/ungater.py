@@ -1,0 +1,183 @@
+"""The topology ungater: lift the TAS scheduling gate of an admitted workload's pods, domain by domain.
+
+For every workload that is admitted (not evicted) with at least one ``topologyAssignment``, each time it or one
+of its pods changes in the log: take its live pods from the log (pods carry the ``kueue.x-k8s.io/workload``
+annotation and the ``kueue.x-k8s.io/podset`` label; :mod:`connectors.k8s.trim` keeps exactly what is needed of
+them), ask :func:`connectors.k8s.ungating.plan` which gated pods go where, and patch each: the gate removed and
+the domain's level labels merged into ``spec.nodeSelector``, conditioned on the pod's resourceVersion.
+
+A pod is never ungated twice: after a patch, the workload is not planned again until the log shows every pod
+patched for it at (at least) the version the patch produced, or gone (Kueue's expectations); a conflict means
+the pod changed, and its newer version in the log brings the workload back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import msgspec
+import structlog
+
+from connectors.k8s.client import KubeClient
+from connectors.k8s.errors import Conflict, Invalid, NotFound
+from connectors.k8s.journal import Journal
+from connectors.k8s.resources import BY_KIND
+from connectors.k8s.ungating import TOPOLOGY_GATE, plan
+from connectors.k8s.workers import KeyedWorkers, Retries
+from events import objects as o
+from events import schema as ev
+from projections.workloads import ADMITTED, WorkloadInfo
+
+log = structlog.get_logger("kueue_es.k8s.ungater")
+PODS = BY_KIND["Pod"]
+WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
+PODSET_LABEL = "kueue.x-k8s.io/podset"
+
+
+@dataclass
+class UngaterStats:
+    ungated: int = 0
+    conflicts: int = 0
+    errors: int = 0
+
+
+def admitted_by_tas(wl: WorkloadInfo | None) -> bool:
+    return (wl is not None and wl.phase == ADMITTED and not wl.evicted and wl.admission is not None
+            and any(p.topology_assignment is not None for p in wl.admission.pod_set_assignments))
+
+
+def _workload_of(pod: o.Pod) -> str | None:
+    name = pod.metadata.annotations.get(WORKLOAD_ANNOTATION)
+    return f"{pod.metadata.namespace}/{name}" if name else None
+
+
+def _rv(text: str) -> int:
+    return int(text) if text.isdigit() else -1
+
+
+class Ungater:
+    def __init__(self, client: KubeClient, journal: Journal, *, retry_s: float = 1.0, concurrency: int = 16) -> None:
+        self.client = client
+        self.journal = journal
+        self.mirror = journal.mirror
+        self.state = journal.mirror.state
+        self.concurrency = concurrency
+        self.stats = UngaterStats()
+        self._retry = Retries(retry_s)
+        self._pods_of: dict[str, set[str]] = {}
+        """Workload key -> keys of the pods in the log that name it."""
+        self._owner: dict[str, str] = {}
+        """Pod key -> the workload key it names."""
+        self._expected: dict[str, dict[str, tuple[str, int]]] = {}
+        """Workload key -> pod key -> (uid, resourceVersion) the log must reach before planning again."""
+        self._dirty: set[str] = set()
+        for key, pod in self.state.pods.items():
+            self._index(key, pod)
+        self._dirty.update(k for k, wl in self.state.workloads.items() if admitted_by_tas(wl))
+        self.mirror.listeners.append(self._on_applied)
+
+    # --- what changed --------------------------------------------------------------------------------------
+
+    def _index(self, key: str, pod: o.Pod | None) -> str | None:
+        old = self._owner.pop(key, None)
+        if old is not None:
+            self._pods_of.get(old, set()).discard(key)
+        wl = _workload_of(pod) if pod is not None else None
+        if wl is not None:
+            self._owner[key] = wl
+            self._pods_of.setdefault(wl, set()).add(key)
+        return wl or old
+
+    def _on_applied(self, records: list[ev.Record]) -> None:
+        for r in records:
+            e = r.event
+            if isinstance(e, ev.ObjectUpserted):
+                if isinstance(e.obj, o.Pod):
+                    wl = self._index(e.key, e.obj)
+                    if wl is not None:
+                        self._dirty.add(wl)
+                elif isinstance(e.obj, o.Workload):
+                    self._dirty.add(e.key)
+            elif isinstance(e, ev.ObjectDeleted):
+                if e.kind == "Pod":
+                    wl = self._index(e.key, None)
+                    if wl is not None:
+                        self._dirty.add(wl)
+                elif e.kind == "Workload":
+                    self._dirty.add(e.key)
+            elif isinstance(e, ev.Decision):
+                self._dirty.add(e.key)
+
+    def _take(self) -> set[str]:
+        keys = self._dirty | self._retry.due()
+        self._dirty = set()
+        return keys
+
+    async def run(self) -> None:
+        await KeyedWorkers(self.sync_guarded, self.concurrency).run(
+            self._take, self.journal.subscribe(), self._retry.timeout)
+
+    async def sync_guarded(self, key: str) -> None:
+        await self._retry.attempt(self.sync, key, what="ungate", stats=self.stats, log=log, workload=key)
+
+    # --- one workload --------------------------------------------------------------------------------------
+
+    def _waiting_for_log(self, key: str) -> bool:
+        """Some pod patched for ``key`` is not in the log at its patched version yet."""
+        expected = self._expected.get(key)
+        if not expected:
+            return False
+        for pod_key, (uid, rv) in list(expected.items()):
+            pod = self.state.pods.get(pod_key)
+            if pod is None or pod.metadata.uid != uid or _rv(pod.metadata.resource_version) >= rv:
+                del expected[pod_key]
+        if not expected:
+            del self._expected[key]
+            return False
+        return True
+
+    async def sync(self, key: str) -> None:
+        wl = self.state.workloads.get(key)
+        if not admitted_by_tas(wl):
+            self._expected.pop(key, None)
+            return
+        assert wl is not None and wl.admission is not None
+        if self._waiting_for_log(key):
+            return
+        pods = [self.state.pods[k] for k in sorted(self._pods_of.get(key, ())) if k in self.state.pods]
+        requests = {ps.name: ps.topology for ps in wl.pod_sets}
+        for psa in wl.admission.pod_set_assignments:
+            if psa.topology_assignment is None:
+                continue
+            mine = [p for p in pods if p.metadata.labels.get(PODSET_LABEL) == psa.name]
+            for ungate in plan(psa, requests.get(psa.name), mine, wl.unhealthy_nodes):
+                await self._ungate(key, ungate.pod, ungate.node_selector)
+
+    async def _ungate(self, key: str, pod: o.Pod, node_selector: dict[str, str]) -> None:
+        m = pod.metadata
+        gates = [g for g in pod.spec.scheduling_gates if g.get("name") != TOPOLOGY_GATE]
+        body = {"metadata": {"uid": m.uid, "resourceVersion": m.resource_version},
+                "spec": {"schedulingGates": gates or None, "nodeSelector": node_selector}}
+        try:
+            raw = await self.client.patch(PODS, m.name, body, m.namespace)
+        except Conflict:
+            self.stats.conflicts += 1  # the pod changed: its newer version in the log brings us back
+            return
+        except NotFound:
+            return
+        except Invalid as exc:  # refused for good (the pod is no longer gated by us, ...): the next change decides
+            self.stats.errors += 1
+            log.error("ungating refused by the apiserver", workload=key, pod=pod.key, error=str(exc))
+            return
+        rv = msgspec.json.decode(raw, type=_WithRV).metadata.resource_version
+        self._expected.setdefault(key, {})[pod.key] = (m.uid, _rv(rv))
+        self.stats.ungated += 1
+        log.info("ungated pod", workload=key, pod=pod.key, node_selector=node_selector)
+
+
+class _RVOnly(msgspec.Struct, rename="camel"):
+    resource_version: str = ""
+
+
+class _WithRV(msgspec.Struct):
+    metadata: _RVOnly = msgspec.field(default_factory=_RVOnly)

@@ -1,0 +1,96 @@
+"""Which gated pods of a TAS pod set go to which topology domain (Kueue's topology ungater, §3 rule 2).
+
+For one pod-set assignment with a ``topologyAssignment`` and the pod set's live pods (non-terminal, carrying
+the workload annotation and the pod-set label), :func:`plan` returns the pods to ungate now and the node
+selector each gets: the assignment's level labels with the domain's values (for a hostname topology that is the
+hostname alone, since such an assignment lists only that level).
+
+* **Rank mode** when the pod set has a ``podIndexLabel`` and every live pod carries a valid, distinct index
+  below the pod count, and every pod already ungated sits in the domain its rank implies: rank r goes to the
+  domain whose cumulative range, in assignment order, contains r. (After a node replacement the re-sorted
+  assignment often breaks that last condition; greedy mode then fills the freed slot.)
+* **Greedy mode** otherwise: count the ungated pods per domain (by their node selector) and fill each domain's
+  free slots, in assignment order, with the gated pods in name order (Kueue leaves this order to its cache; a
+  fixed one keeps the result reproducible).
+
+A pod whose domain's node is listed in ``status.unhealthyNodes`` stays gated until the node is replaced.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from events import objects as o
+from events.tas_assignment import decode
+
+TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
+HOSTNAME = "kubernetes.io/hostname"
+TERMINAL = ("Succeeded", "Failed")
+
+
+class Ungate(NamedTuple):
+    pod: o.Pod
+    node_selector: dict[str, str]
+
+
+def gated(pod: o.Pod) -> bool:
+    return any(g.get("name") == TOPOLOGY_GATE for g in pod.spec.scheduling_gates)
+
+
+def _index(pod: o.Pod, label: str, bound: int) -> int | None:
+    text = pod.metadata.labels.get(label)
+    if text is None or not text.isdigit():
+        return None
+    value = int(text)
+    return value if value < bound else None
+
+
+def _ranks(pods: list[o.Pod], label: str | None, count: int) -> dict[int, o.Pod] | None:
+    if not label:
+        return None
+    out: dict[int, o.Pod] = {}
+    for pod in pods:
+        rank = _index(pod, label, count)
+        if rank is None or rank in out:
+            return None
+        out[rank] = pod
+    return out
+
+
+def plan(psa: o.PodSetAssignment, request: o.PodSetTopologyRequest | None, pods: list[o.Pod],
+         unhealthy: tuple[str, ...] = ()) -> list[Ungate]:
+    """The pods of one pod set to ungate now (see the module docstring)."""
+    ta = psa.topology_assignment
+    if ta is None:
+        return []
+    levels = list(ta.levels)
+    domains = [(tuple(d.values), d.count) for d in decode(ta)]
+    count = psa.count if psa.count is not None else sum(c for _, c in domains)
+    live = sorted((p for p in pods if p.status.phase not in TERMINAL), key=lambda p: p.metadata.name)
+    down = set(unhealthy) if levels and levels[-1] == HOSTNAME else set()
+
+    def selector(values: tuple[str, ...]) -> dict[str, str]:
+        return dict(zip(levels, values, strict=True))
+
+    def placed(pod: o.Pod) -> tuple[str | None, ...]:
+        return tuple(pod.spec.node_selector.get(level) for level in levels)
+
+    by_rank: list[tuple[str, ...]] = [values for values, c in domains for _ in range(c)]
+    ranks = _ranks(live, request.pod_index_label if request is not None else None, min(count, len(by_rank)))
+    if ranks is not None and all(gated(p) or placed(p) == by_rank[r] for r, p in ranks.items()):
+        return [Ungate(p, selector(by_rank[r])) for r, p in sorted(ranks.items())
+                if gated(p) and by_rank[r][-1] not in down]
+
+    waiting = [p for p in live if gated(p)]
+    ungated: dict[tuple[str | None, ...], int] = {}
+    for p in live:
+        if not gated(p):
+            ungated[placed(p)] = ungated.get(placed(p), 0) + 1
+    out: list[Ungate] = []
+    for values, c in domains:
+        if values[-1] in down:
+            continue
+        free = max(c - ungated.get(values, 0), 0)
+        take, waiting = waiting[:free], waiting[free:]
+        out.extend(Ungate(p, selector(values)) for p in take)
+    return out

@@ -1,0 +1,123 @@
+"""What starting a Job adds to its pod template: flavors, queue labels, the TAS gate and the checks' podSetUpdates."""
+
+from __future__ import annotations
+
+import pytest
+
+from connectors.k8s import podsetinfo as psi
+from connectors.k8s.jobs import JobIntegration
+from connectors.k8s.journal import LocalJournal
+from connectors.k8s.mirror import Mirror
+from events import objects as o
+from events.log import MemoryLog
+from events.tas_assignment import encode
+from projections.cluster import ClusterState
+from projections.workloads import PodSetInfo, WorkloadInfo
+
+RACK = "cloud.example.com/rack"
+TA = encode(["kubernetes.io/hostname"], [o.TopologyDomainAssignment(values=["n1"], count=2)])
+SPOT = o.Toleration(key="spot", operator="Exists", effect="NoSchedule")
+
+
+def state() -> ClusterState:
+    s = ClusterState()
+    s.flavors["tas"] = o.ResourceFlavor(metadata=o.ObjectMeta(name="tas"), spec=o.ResourceFlavorSpec(
+        node_labels={"pool": "tas"}, tolerations=[SPOT], topology_name="default"))
+    s.flavors["gpu"] = o.ResourceFlavor(metadata=o.ObjectMeta(name="gpu"), spec=o.ResourceFlavorSpec(
+        node_labels={"pool": "gpu", "accel": "a100"}, tolerations=[SPOT]))
+    return s
+
+
+def workload(topology: o.PodSetTopologyRequest | None, checks: dict[str, o.AdmissionCheckState] | None = None,
+             cq: str = "cq") -> WorkloadInfo:
+    ps = PodSetInfo(name="main", count=2, min_count=None, requests=(("cpu", 1000),), topology=topology)
+    wl = WorkloadInfo(key="ns/wl", uid="u", namespace="ns", name="wl", queue_name="lq", created=0, priority=0,
+                      priority_class="", pod_sets=(ps,), check_states=checks or {})
+    wl.admission = o.Admission(cluster_queue=cq, pod_set_assignments=[])
+    return wl
+
+
+def psa(flavors: dict[str, str], ta: o.TopologyAssignment | None = TA) -> o.PodSetAssignment:
+    return o.PodSetAssignment(name="main", flavors=flavors, count=2, topology_assignment=ta)
+
+
+def ready(name: str, update: o.PodSetUpdate, state: str = "Ready") -> dict[str, o.AdmissionCheckState]:
+    return {name: o.AdmissionCheckState(name=name, state=state, pod_set_updates=[update])}
+
+
+def test_a_tas_assignment_gates_the_pods_and_names_the_workload() -> None:
+    info = psi.start_info(state(), workload(o.PodSetTopologyRequest(required=RACK)), psa({"cpu": "tas"}))
+    assert info.scheduling_gates == [{"name": "kueue.x-k8s.io/topology"}]
+    assert info.annotations == {"kueue.x-k8s.io/workload": "wl"}
+    assert info.labels == {"kueue.x-k8s.io/podset": "main", "kueue.x-k8s.io/local-queue-name": "lq",
+                           "kueue.x-k8s.io/cluster-queue-name": "cq", "kueue.x-k8s.io/tas": "true"}
+    assert info.node_selector == {"pool": "tas"} and info.tolerations == [SPOT]
+
+
+@pytest.mark.parametrize(("request_", "implied"), [
+    (None, True),
+    (o.PodSetTopologyRequest(pod_index_label="batch.kubernetes.io/job-completion-index"), True),
+    (o.PodSetTopologyRequest(pod_set_slice_required_topology=RACK, pod_set_slice_size=2), True),
+    (o.PodSetTopologyRequest(required=RACK), False),
+    (o.PodSetTopologyRequest(preferred=RACK), False),
+    (o.PodSetTopologyRequest(unconstrained=True), False),
+])
+def test_implied_tas_is_annotated_unconstrained(request_: o.PodSetTopologyRequest | None, implied: bool) -> None:
+    info = psi.start_info(state(), workload(request_), psa({"cpu": "tas"}))
+    assert (info.annotations.get("kueue.x-k8s.io/podset-unconstrained-topology") == "true") == implied
+
+
+def test_without_a_topology_no_gate_and_flavors_keep_their_first_value() -> None:
+    info = psi.start_info(state(), workload(None, cq="not a label!"), psa({"cpu": "tas", "gpu": "gpu"}, ta=None))
+    assert info.scheduling_gates == [] and "kueue.x-k8s.io/tas" not in info.labels
+    assert "kueue.x-k8s.io/cluster-queue-name" not in info.labels
+    assert info.node_selector == {"accel": "a100", "pool": "gpu"}, "flavors by name: gpu before tas"
+    assert info.tolerations == [SPOT], "deduplicated"
+    assert info.annotations == {"kueue.x-k8s.io/workload": "wl"}
+
+
+def test_ready_checks_add_their_pod_set_updates() -> None:
+    update = o.PodSetUpdate(name="main", annotations={"autoscaling.x-k8s.io/consume-provisioning-request": "pr-1"},
+                            labels={"team": "a"}, node_selector={"zone": "z1"},
+                            tolerations=[SPOT, o.Toleration(key="gpu", operator="Exists")])
+    other = o.PodSetUpdate(name="workers", labels={"ignored": "yes"})
+    checks = {**ready("prov", update), **ready("other", other), **ready("later", update, state="Pending")}
+    info = psi.start_info(state(), workload(None, checks), psa({"cpu": "tas"}))
+    assert info.annotations["autoscaling.x-k8s.io/consume-provisioning-request"] == "pr-1"
+    assert info.labels["team"] == "a" and "ignored" not in info.labels
+    assert info.node_selector == {"pool": "tas", "zone": "z1"}
+    assert info.tolerations == [SPOT, o.Toleration(key="gpu", operator="Exists")]
+
+
+def test_conflicting_keys_fail_the_start_with_kueues_message() -> None:
+    update = o.PodSetUpdate(name="main", node_selector={"pool": "other"})
+    with pytest.raises(psi.MergeConflict, match="invalid admission check PodSetUpdate: conflict for nodeSelector: "
+                                                "conflict for key=pool, value1=tas, value2=other"):
+        psi.start_info(state(), workload(None, ready("prov", update)), psa({"cpu": "tas"}))
+    template = o.PodTemplateSpec(spec=o.PodSpec(node_selector={"pool": "mine"}))
+    info = psi.start_info(state(), workload(None), psa({"cpu": "tas"}))
+    with pytest.raises(psi.MergeConflict, match="invalid podset infos: conflict for nodeSelector"):
+        psi.onto_template(template, info)
+
+
+def test_onto_a_template_keeps_what_it_has() -> None:
+    template = o.PodTemplateSpec(metadata=o.TemplateMeta(labels={"app": "x"}, annotations={"a": "b"}),
+                                 spec=o.PodSpec(node_selector={"disk": "ssd"}, tolerations=[SPOT],
+                                                scheduling_gates=[{"name": "example.com/other"}]))
+    merged = psi.onto_template(template, psi.start_info(state(), workload(None), psa({"cpu": "tas"})))
+    assert merged.labels["app"] == "x" and merged.annotations == {
+        "a": "b", "kueue.x-k8s.io/workload": "wl", "kueue.x-k8s.io/podset-unconstrained-topology": "true"}
+    assert merged.node_selector == {"disk": "ssd", "pool": "tas"} and merged.tolerations == [SPOT]
+    assert merged.scheduling_gates == [{"name": "example.com/other"}, {"name": "kueue.x-k8s.io/topology"}]
+
+
+def test_the_workload_of_a_job_carries_its_topology_request() -> None:
+    jobs = JobIntegration(None, LocalJournal(MemoryLog(), Mirror()))  # type: ignore[arg-type]
+    job = {"metadata": {"name": "j", "namespace": "ns", "uid": "u", "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+           "spec": {"parallelism": 2, "template": {"metadata": {"annotations": {
+               "kueue.x-k8s.io/podset-required-topology": RACK}}, "spec": {"containers": []}}}}
+    (ps,) = jobs.workload_for(job, "job-j-abcde")["spec"]["podSets"]
+    assert ps["topologyRequest"] == {"required": RACK, "podIndexLabel": "batch.kubernetes.io/job-completion-index"}
+    del job["spec"]["template"]["metadata"]
+    (ps,) = jobs.workload_for(job, "job-j-abcde")["spec"]["podSets"]
+    assert ps["topologyRequest"] == {"podIndexLabel": "batch.kubernetes.io/job-completion-index"}
