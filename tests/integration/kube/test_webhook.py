@@ -114,7 +114,10 @@ async def test_jobs_are_suspended_and_defaulted_at_creation(kube_apiserver, tmp_
                 async def running(n: str) -> bool:
                     return not (await get(kc, "Job", n, bare))["spec"].get("suspend")
 
-                await eventually(lambda: running("first") or running("second"), what="one Job to start")
+                async def either() -> bool:  # which one goes first is the queue's (same second, then uid)
+                    return await running("first") or await running("second")
+
+                await eventually(either, timeout=90, what="one Job to start")
                 assert not (await running("first") and await running("second")), "quota for one only"
                 assert connector.jobs is not None and connector.jobs.stats.started == 1
         finally:
