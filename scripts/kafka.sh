@@ -242,7 +242,13 @@ cmd_start() {
         die "a broker on another port ($(cat "$dir/port" 2>/dev/null)) already uses $dir"
     fi
     rm -f "$dir/kafka.pid"
-    port_open "$port" && die "port $port on 127.0.0.1 is already in use"
+    # A broker just stopped or killed may still hold its listener for a moment (a JVM's exit takes a while on a
+    # busy machine): wait for the port before calling it taken.
+    local free_by=$((SECONDS + ${KAFKA_PORT_WAIT:-30}))
+    while port_open "$port"; do
+        ((SECONDS < free_by)) || die "port $port on 127.0.0.1 is already in use"
+        sleep 0.2
+    done
 
     # The controller port is chosen once per data dir and then reused, so a
     # restarted node keeps the same quorum address.
