@@ -123,7 +123,11 @@ class WebhookServer:
         self.reviews += 1
         if "patch" in out["response"]:
             self.patched += 1
-        return web.json_response(out)
+        resp = web.json_response(out)
+        # one TLS connection per review: an idle kept-alive one would still be in its TLS shutdown when the
+        # server stops, and its socket would outlive it (a handshake per Job creation is cheap next to that)
+        resp.force_close()
+        return resp
 
 
 def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int] | None = None,
