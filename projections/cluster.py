@@ -223,11 +223,12 @@ class ClusterState:
                 # Any change of a workload holding a ClusterQueue's quota (reserved, updated, released) grows that
                 # queue's allocatable generation, as in Kueue's cache (an update there removes and re-adds the
                 # entry).
-                wl = self.workloads.get(e.key)
-                before = wl.cluster_queue if wl is not None and wl.reserving else ""
+                workloads = self.workloads
+                wl = workloads.get(e.key)
+                before = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
                 handler(self, e)
-                wl = self.workloads.get(e.key)
-                after = wl.cluster_queue if wl is not None and wl.reserving else ""
+                wl = workloads.get(e.key)
+                after = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
                 generations = self.generations
                 if before:
                     generations[before] = generations.get(before, 0) + 1
@@ -361,6 +362,8 @@ class ClusterState:
         """Kueue's QueueSecondPassIfNeeded: a workload that starts needing a second pass is due one second later;
         one that no longer needs it leaves the queue (and a later need starts counting again)."""
         wl = self.workloads.get(key)
+        if wl is not None and wl.second_pass is None and wl.phase not in _HOLDING:
+            return  # the common case: it neither needs a second pass (it holds no quota) nor waits for one
         if wl is None or not needs_second_pass(wl, self.required_checks_of):
             self.second_pass.pop(key, None)
             if wl is not None:
@@ -993,6 +996,9 @@ _SECOND_PASS_TRIGGERS = frozenset({
     ev.TopologyAssigned, ev.UnhealthyNodesChanged,
 })
 """Events after which a workload's need for a second pass is re-checked (Kueue re-checks on every update)."""
+
+_HOLDING = (RESERVED, ADMITTED)
+"""Phases of a workload holding quota (``WorkloadInfo.reserving``, without a call on the fold's hot path)."""
 
 _UPSERTS = frozenset({ev.ObjectUpserted, LazyObjectUpserted})
 _WORKLOAD_VIEWS = frozenset({o.Workload, LazyWorkload})
