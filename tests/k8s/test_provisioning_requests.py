@@ -247,3 +247,26 @@ def test_the_provisioning_request_crd_is_the_autoscalers_v1() -> None:
     # what the connector creates fits the schema's fields
     body = msgspec.to_builtins(created().request)
     assert set(body["spec"]) <= set(spec["properties"])
+
+
+def test_the_active_condition_of_a_provisioning_check() -> None:
+    from connectors.k8s.checkstatus import desired_active
+
+    ref = o.AdmissionCheckParameters(api_group="kueue.x-k8s.io", kind="ProvisioningRequestConfig", name="prc")
+    ac = o.AdmissionCheck(metadata=o.ObjectMeta(name="prov", generation=2), spec=o.AdmissionCheckSpec(
+        controller_name="kueue.x-k8s.io/provisioning-request", parameters=ref))
+    config = o.ProvisioningRequestConfig(metadata=o.ObjectMeta(name="prc"))
+    t = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+    (cond,) = desired_active(ac, {}, t) or []
+    assert cond == {"type": "Active", "status": "False", "reason": "BadParametersRef",
+                    "message": 'provisioningrequestconfigs.kueue.x-k8s.io "prc" not found',
+                    "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": 2}
+    shown = msgspec.structs.replace(ac, status=o.AdmissionCheckStatus(conditions=[
+        o.Condition(type="Other", status="True"), msgspec.convert(cond, o.Condition)]))
+    assert desired_active(shown, {}, t + 5000) is None, "already shown: nothing to write"
+    other, active = desired_active(shown, {"prc": config}, t + 5000) or []
+    assert other["type"] == "Other"
+    assert (active["status"], active["reason"], active["lastTransitionTime"]) == ("True", "Active",
+                                                                                 "2026-01-01T00:00:05Z")
+    foreign = msgspec.structs.replace(ac, spec=o.AdmissionCheckSpec(controller_name="example.com/mine"))
+    assert desired_active(foreign, {"prc": config}, t) is None, "another controller's check"
