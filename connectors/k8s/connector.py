@@ -3,10 +3,11 @@ the log, the scheduler loop beside it.
 
 :class:`Connector` runs, as one task group, the appender and the watcher, and — once every watched kind has
 been listed (``ready``) — the Workload status writer, the Job integration, the queue status writer, the
-resource-in-use finalizers, the retention deletions, the ProvisioningRequest applier and the topology ungater, so
-nothing is written to the cluster before the log has caught up with it. :func:`schedule` is the scheduler for a
-:class:`LocalJournal`: decide on the mirror's state, append the batch (which applies it), repeat until quiet,
-then wait for the log to move or a controller deadline to pass (it then appends a clock tick).
+resource-in-use finalizers, the retention deletions, the ProvisioningRequest applier, the topology ungater and the
+provisioning checks' Active condition, so nothing is written to the cluster before the log has caught up with it.
+:func:`schedule` is the scheduler for a :class:`LocalJournal`: decide on the mirror's state, append the batch
+(which applies it), repeat until quiet, then wait for the log to move or a controller deadline to pass (it then
+appends a clock tick).
 """
 
 from __future__ import annotations
@@ -17,14 +18,15 @@ from collections.abc import Sequence
 
 import structlog
 
+from connectors.k8s.checkstatus import CheckStatusWriter
 from connectors.k8s.client import KubeClient
 from connectors.k8s.finalizers import Finalizers
 from connectors.k8s.jobs import JobIntegration
 from connectors.k8s.journal import Journal, LocalJournal
 from connectors.k8s.provreqs import RequestApplier
 from connectors.k8s.queues import QueueStatusWriter
-from connectors.k8s.retention import RetentionEnforcer
 from connectors.k8s.resources import WATCHED
+from connectors.k8s.retention import RetentionEnforcer
 from connectors.k8s.ungater import Ungater
 from connectors.k8s.watch import Appender, Watcher
 from connectors.k8s.writer import StatusWriter
@@ -50,6 +52,7 @@ class Connector:
         self.retention = RetentionEnforcer(client, journal, append=self.appender.emit)
         self.requests = RequestApplier(client, journal, append=self.appender.emit)
         self.ungater = Ungater(client, journal)
+        self.checks = CheckStatusWriter(client, journal)
 
     @property
     def ready(self) -> bool:
@@ -71,6 +74,7 @@ class Connector:
             tg.create_task(self.retention.run(), name="k8s-retention")
             tg.create_task(self.requests.run(), name="k8s-provisioning-requests")
             tg.create_task(self.ungater.run(), name="k8s-ungater")
+            tg.create_task(self.checks.run(), name="k8s-admission-check-status")
 
 
 async def schedule(journal: LocalJournal, config: SchedulerConfig = DEFAULT, *, ticks: bool = True,

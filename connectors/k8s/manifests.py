@@ -14,6 +14,7 @@ RBAC grants exactly what the connector does:
   Secret that holds the serving certificate every replica shares (create; get by name);
 * Pods: patch (the topology ungater lifts the scheduling gate and sets the node selector);
 * ProvisioningRequests (autoscaling.x-k8s.io): create, delete; PodTemplates: get, create, patch (their owner);
+  AdmissionChecks' ``status``: patch (the provisioning checks' Active condition);
 
 The Deployment runs ``kueue-es run --kube`` as a non-root user with a read-only root filesystem, serving the
 batch/v1 Job mutating webhook on port 9443 behind the Service ``kueue-es-webhook`` (it makes a self-signed CA,
@@ -69,6 +70,7 @@ def cluster_role(name: str = DEFAULT_NAME) -> dict[str, Any]:
         {"apiGroups": [""], "resources": [POD_TEMPLATES.plural], "verbs": ["get", "create", "patch"]},
         {"apiGroups": [PROVISIONING_REQUESTS.group], "resources": [PROVISIONING_REQUESTS.plural],
          "verbs": ["create", "delete"]},
+        {"apiGroups": [KUEUE_GROUP], "resources": ["admissionchecks/status"], "verbs": ["patch"]},
     ]
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",

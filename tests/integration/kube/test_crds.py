@@ -206,6 +206,7 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert await ok("delete", "autoscaling.x-k8s.io", "provisioningrequests", "team-a")
         assert await ok("create", "", "podtemplates", "team-a")
         assert await ok("patch", "", "pods", "team-a")  # the topology ungater
+        assert await ok("patch", "kueue.x-k8s.io", "admissionchecks", "", "status")
 
         assert not await ok("update", "kueue.x-k8s.io", "workloads", "team-a")  # spec: never
         assert not await ok("delete", "kueue.x-k8s.io", "clusterqueues")

@@ -256,6 +256,12 @@ async def test_tas_job_with_provisioning_request_two_phases_restart_and_node_rep
             assert not _true(wl, "Admitted")
             assert [(c["name"], c["state"]) for c in wl["status"]["admissionChecks"]] == [(check, "Pending")]
 
+            async def check_active() -> bool:  # kueue-es is the check's controller
+                ac = await get(kc, "AdmissionCheck", check)
+                conds = (ac.get("status") or {}).get("conditions") or []
+                return [(c["type"], c["status"], c["reason"]) for c in conds] == [("Active", "True", "Active")]
+
+            await eventually(check_active, WAIT, "the AdmissionCheck's Active condition")
             pr_name = f"{wl_name}-{check}-1"
 
             async def request() -> dict[str, Any] | None:
