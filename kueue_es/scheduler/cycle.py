@@ -52,12 +52,14 @@ PARK_ALWAYS_HEAP = frozenset({"FailedAfterNomination", "PendingPreemption", "Pen
 
 
 class Entry:
-    __slots__ = ("assignment", "cq", "message", "requeue_reason", "status", "targets", "wl")
+    __slots__ = ("assignment", "cq", "info", "message", "requeue_reason", "status", "targets", "wl")
 
     def __init__(self, wl: WorkloadInfo, cq: str, assignment: Assignment | None = None,
-                 targets: list[Target] | None = None) -> None:
+                 targets: list[Target] | None = None, info: ClusterQueueInfo | None = None) -> None:
         self.wl = wl
         self.cq = cq
+        self.info = info
+        """The compiled ClusterQueue, looked up once per cycle by :func:`heads` (None: look it up when needed)."""
         self.assignment = assignment
         self.targets: list[Target] = targets if targets is not None else []
         self.status = ""
@@ -138,16 +140,19 @@ def required_checks(state: ClusterState, cq: str, flavors: set[str]) -> list[str
 def heads(state: ClusterState, config: SchedulerConfig | None = None, now: int | None = None) -> list[Entry]:
     """The head of every active ClusterQueue (by Admission Fair Sharing where it applies)."""
     out = []
-    queues, workloads, inactive = state.queues, state.workloads, state.inactive_reason
+    queues, workloads, cq_info = state.queues, state.workloads, state.cq_info
     fair = config is not None and config.admission_fair_sharing is not None
     for cq in sorted(queues):
         if fair and afs.enabled_for(config, state, cq):  # type: ignore[arg-type]
             key = afs.head(state, config, cq, state.time if now is None else now)  # type: ignore[arg-type]
         else:
             key = queues[cq].head()
-        if key is None or inactive(cq) is not None:
+        if key is None:
             continue
-        out.append(Entry(workloads[key], cq))
+        info = cq_info(cq)
+        if info is None or info.inactive is not None:
+            continue
+        out.append(Entry(workloads[key], cq, info=info))
     return out
 
 
@@ -161,11 +166,12 @@ def nominate(ctx: CycleContext, e: Entry) -> None:
         e.status, e.message = "Misconfigured", f"Namespace {wl.namespace} doesn't exist"
         e.requeue_reason = "NamespaceMismatch"
         return
-    if not ctx.info(e.cq).namespace_matches(wl.namespace, labels):
+    info = e.info or ctx.info(e.cq)
+    if not info.namespace_matches(wl.namespace, labels):
         e.status, e.message = "Misconfigured", "Workload namespace doesn't match ClusterQueue selector"
         e.requeue_reason = "NamespaceMismatch"
         return
-    e.assignment = _assign(ctx, wl, e.cq)
+    e.assignment = _assign(ctx, wl, e.cq, info=info)
     if e.assignment.mode == Mode.PREEMPT:
         e.targets = _targets(ctx, e)
     if e.assignment.mode == Mode.NO_FIT or (e.assignment.mode == Mode.PREEMPT and not e.targets):
@@ -173,10 +179,13 @@ def nominate(ctx: CycleContext, e: Entry) -> None:
 
 
 def _assign(ctx: CycleContext, wl: WorkloadInfo, cq: str, counts: list[int] | None = None,
-            only: dict[str, dict[str, str]] | None = None) -> Assignment:
+            only: dict[str, dict[str, str]] | None = None, info: ClusterQueueInfo | None = None) -> Assignment:
     """Flavor assignment, then the TAS placement of the chosen flavors (which may turn the mode)."""
-    a = assign_flavors(ctx, wl, cq, counts, only)
-    place_nominated(ctx, wl, ctx.info(cq), a)
+    if info is None:
+        info = ctx.info(cq)
+    a = assign_flavors(ctx, wl, cq, counts, only, info)
+    if info.tas_levels:
+        place_nominated(ctx, wl, info, a)
     return a
 
 
@@ -201,7 +210,7 @@ def _try_partial(ctx: CycleContext, e: Entry) -> None:
     lo, hi, found = 1, total, None
     while lo <= hi:
         mid = (lo + hi) // 2
-        a = _assign(ctx, e.wl, e.cq, counts_for(mid))
+        a = _assign(ctx, e.wl, e.cq, counts_for(mid), info=e.info)
         targets: list[Target] = []
         ok = a.mode == Mode.FIT
         if a.mode == Mode.PREEMPT:
@@ -228,18 +237,19 @@ def order_entries(entries: list[Entry]) -> list[Entry]:
 
 
 def run_cycle(state: ClusterState, config: SchedulerConfig, now: int, cycle: int) -> list[ev.Decision]:
-    entries = heads(state, config, now)
-    second = second_pass_due(state, now) if state.second_pass else []
-    if not entries and not second:
-        return []
     # The cycle's temporaries (entries, assignments, ...) live until it ends and form no reference cycles:
     # reference counting frees them all. Left on, the cyclic collector would promote them to the oldest
     # generation in mid-cycle collections and so trigger full collections of the whole projection (tens of
-    # milliseconds with 50,000 workloads) every few cycles. It is paused for the cycle and resumed after.
+    # milliseconds with 50,000 workloads) every few cycles. It is paused for the whole cycle, the heads
+    # included, and resumed after.
     paused = gc.isenabled()
     if paused:
         gc.disable()
     try:
+        entries = heads(state, config, now)
+        second = second_pass_due(state, now) if state.second_pass else []
+        if not entries and not second:
+            return []
         with CycleContext(state, config, now) as ctx:
             return _run(ctx, entries, cycle, second)
     finally:
@@ -300,7 +310,8 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
                 break
         for w in removed:
             tree.charge(w.cluster_queue, w.usage, 1)
-        if not fits or (not removed and place_at_admission(ctx, e.wl, ctx.info(e.cq), a)):
+        info = e.info or ctx.info(e.cq)
+        if not fits or (not removed and info.tas_levels and place_at_admission(ctx, e.wl, info, a)):
             _pending(out, state, e, "WaitingForQuota", "Workload no longer fits after processing another workload",
                      "FailedAfterNomination", base)
             continue
@@ -504,7 +515,7 @@ def _admit(out: list[ev.Decision], state: ClusterState, e: Entry, base: dict) ->
                                 message=f"Quota reserved in ClusterQueue {e.cq}", time=t, cycle=cyc, input=i))
     if any(ps.delayed for ps in e.assignment.pod_sets):  # type: ignore[union-attr]
         return  # Admitted waits for the second pass to place the delayed topology
-    info = state.cq_info(e.cq)
+    info = e.info or state.cq_info(e.cq)
     if info is not None and info.check_rules:
         flavors = {f for psa in admission.pod_set_assignments for f in psa.flavors.values()}
         checks = info.required_checks(flavors)

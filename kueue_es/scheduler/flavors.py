@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from kueue_es.scheduler.cycle import CycleContext
     from kueue_es.scheduler.tas import Placement
     from projections.cluster import ClusterState
+    from projections.clusterqueues import ClusterQueueInfo
 
 NO_MATCHING_FLAVOR, EXCEEDS_MAX_QUOTA, WAITING_FOR_QUOTA = "NoMatchingFlavor", "ExceedsMaxQuota", "WaitingForQuota"
 _SEVERITY = {NO_MATCHING_FLAVOR: 3, EXCEEDS_MAX_QUOTA: 2, WAITING_FOR_QUOTA: 1, "TopologyPlacementFailed": 0}
@@ -57,14 +58,16 @@ class Granular:
 class PodSetResult:
     """The flavors chosen for one pod set, and how they fit."""
 
-    __slots__ = ("borrow", "count", "delayed", "flavors", "last_tried", "mode", "name", "no_fit_reason", "plan",
-                 "reasons", "requests", "tas_flavor", "topology", "tried")
+    __slots__ = ("borrow", "count", "delayed", "flavors", "frs", "last_tried", "mode", "name", "no_fit_reason",
+                 "plan", "reasons", "requests", "tas_flavor", "topology", "tried")
 
     def __init__(self, name: str, count: int, requests: dict[str, int]) -> None:
         self.name = name
         self.count = count
         self.flavors: dict[str, str] = {}
         """resource -> flavor."""
+        self.frs: dict[str, str] = {}
+        """resource -> ``flavor/resource`` of the flavor chosen (the quota key, built once per flavor)."""
         self.requests = requests
         """resource -> total for the pod set."""
         self.mode = _FIT
@@ -282,7 +285,7 @@ def scan_length(a: Assignment) -> int:
 
 
 def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: list[int] | None = None,
-                   only: dict[str, dict[str, str]] | None = None) -> Assignment:
+                   only: dict[str, dict[str, str]] | None = None, info: ClusterQueueInfo | None = None) -> Assignment:
     """Assign flavors to every pod set of ``wl`` in ClusterQueue ``cq_name`` (counts override for partial admission).
 
     ``only`` pins each pod set's resources to the flavors nominated earlier in the cycle (pod set -> resource ->
@@ -291,7 +294,8 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
     Resources are taken in name order within a pod set, pod sets in spec order; as in Kueue, the first resource
     group that gets no flavor ends the attempt (its pod set's reasons are the message). Each group's scan starts
     where the previous attempt left it (from the first flavor when recomputing with ``only``)."""
-    info = ctx.info(cq_name)
+    if info is None:
+        info = ctx.info(cq_name)
     resume = resume_scan(ctx.state, wl, cq_name) if wl.scan is not None and only is None else None
     node = ctx.tree.cluster_queues[cq_name]
     ignore_undeclared = ctx.ignore_undeclared
@@ -323,8 +327,7 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
                 break  # as Kueue: the first resource group without a flavor fails the pod set
         if res.mode == _NO_FIT:
             break  # ... and the workload: later pod sets are not tried
-        for r, f in res.flavors.items():
-            fr = f"{f}/{r}"
+        for r, fr in res.frs.items():
             assumed[fr] = assumed.get(fr, 0) + requests[r]
     if len(results) == 1:
         r0 = results[0]
@@ -368,7 +371,7 @@ def _eligible(info, slot, ps: PodSetInfo) -> str | None:
 def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res: PodSetResult,
                   pinned: str | None = None, start: int = 0) -> None:
     ff = info.spec.flavor_fungibility
-    best: tuple[int, int, str] | None = None
+    best: tuple[int, int, str, dict[str, str]] | None = None
     group_reasons: list[str] = []
     group_no_fit = ""
     tried: list[str] | None = [] if ctx.trace else None  # only ``explain`` reads it: no list per head otherwise
@@ -410,7 +413,7 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
             # the best outcome there is: it wins over anything kept so far, and the search stops here
             if tried is not None:
                 tried.append(f"{name}: fit")
-            best = (mode, 0, name)
+            best = (mode, 0, name, frs)
             break
         if tried is not None:
             tried.append(f"{name}: {_MODE_NAMES[mode]}"
@@ -422,7 +425,7 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
             group_no_fit = _least(group_no_fit, flavor_no_fit or WAITING_FOR_QUOTA)
         if best is None or _better(mode, borrow, best[0], best[1], ff):
             if mode != _NO_FIT or best is None:
-                best = (mode, borrow, name)
+                best = (mode, borrow, name, frs)
         if _stop_here(mode, borrow, ff):
             break
     else:
@@ -434,9 +437,10 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
         res.reasons.extend(group_reasons)
         res.no_fit_reason = _worse(res.no_fit_reason, group_no_fit or NO_MATCHING_FLAVOR)
         return
-    mode, borrow, name = best
+    mode, borrow, name, frs = best
     for r in wanted:
         res.flavors[r] = name
+        res.frs[r] = frs[r]
     if slot is not None and slot is not flavors[-1]:  # the scan stopped early: the next attempt resumes after it
         at = flavors.index(slot)
         if res.last_tried is None:
