@@ -197,3 +197,16 @@ class TASSnapshots(Mapping[str, FlavorSnapshot]):
                 other = self._flavors[name]
                 if name != flavor and other.tree.hostname_lowest:
                     other.charge(domains, per_pod, sign)
+
+    def charge_usage(self, usage: Iterable[tuple[str, str, tuple[tuple[str, int], ...]]], sign: int = 1) -> None:
+        """Add (``sign`` 1) or remove (-1) usage in the fold's form, (flavor, leaf domain id, amounts) — e.g. an
+        admitted workload's — with the same sharing between hostname-level flavors as :meth:`charge`."""
+        for flavor, did, amounts in usage:
+            snap = self._flavors.get(flavor)
+            if snap is None:
+                continue
+            for other in ([snap] if not snap.tree.hostname_lowest else
+                          [self._flavors[n] for n in sorted(self._flavors) if self._flavors[n].tree.hostname_lowest]):
+                leaf = other.tree.index[-1].get(did) if other.tree.levels else None
+                if leaf is not None:
+                    other.charge_leaf_usage(leaf, dict(amounts), sign)

@@ -42,6 +42,9 @@ from kueue_es.scheduler.tasplace import (
     CycleTopology,
     place_at_admission,
     place_nominated,
+    place_preempting,
+    reserve_placement,
+    reserve_preempting,
     second_pass,
     second_pass_due,
     topology_fields,
@@ -176,6 +179,8 @@ def nominate(ctx: CycleContext, e: Entry) -> None:
         e.targets = _targets(ctx, e)
     if e.assignment.mode == Mode.NO_FIT or (e.assignment.mode == Mode.PREEMPT and not e.targets):
         _try_partial(ctx, e)
+    if e.assignment.mode == Mode.PREEMPT and info.tas_levels:
+        place_preempting(ctx, wl, info, e.assignment, [t.workload for t in e.targets])
 
 
 def _assign(ctx: CycleContext, wl: WorkloadInfo, cq: str, counts: list[int] | None = None,
@@ -281,6 +286,9 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
             _pending(out, state, e, "WaitingForQuota", a.message, "PreemptionNoCandidates", base)
             if state.cluster_queues[e.cq].spec.preemption.reclaim_within_cohort != "Any":
                 _reserve_capacity(ctx, e)
+                info = e.info or ctx.info(e.cq)
+                if info.tas_levels:
+                    reserve_placement(ctx, e.wl, info, a)
             continue
         node = tree.cluster_queues[e.cq]
         if any(t.workload.key in victims for t in e.targets):
@@ -311,7 +319,8 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
         for w in removed:
             tree.charge(w.cluster_queue, w.usage, 1)
         info = e.info or ctx.info(e.cq)
-        if not fits or (not removed and info.tas_levels and place_at_admission(ctx, e.wl, info, a)):
+        if not fits or (info.tas_levels and (not reserve_preempting(ctx, e.wl, info, a, removed) if removed
+                                             else place_at_admission(ctx, e.wl, info, a))):
             _pending(out, state, e, "WaitingForQuota", "Workload no longer fits after processing another workload",
                      "FailedAfterNomination", base)
             continue

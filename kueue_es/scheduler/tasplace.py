@@ -18,7 +18,7 @@ from events import objects as o
 from events import schema as ev
 from projections.clusterqueues import ClusterQueueInfo
 from projections.secondpass import delayed_pod_sets, pod_sets_on_node
-from projections.topology import TASSnapshots, tas_snapshots
+from projections.topology import TASSnapshots, tas_snapshots, workload_tas_usage
 from projections.workloads import RESERVED, PodSetInfo, WorkloadInfo
 
 from kueue_es.scheduler.flavors import Assignment, Granular, Mode, PodSetResult
@@ -139,6 +139,65 @@ def _no_fit(a: Assignment, res: PodSetResult, message: str, reason: str) -> None
 def _message(a: Assignment) -> str:
     return "; ".join(f"couldn't assign flavors to pod set {r.name}: {', '.join(sorted(r.reasons))}"
                      for r in a.pod_sets if r.mode != Granular.FIT and r.reasons)
+
+
+def _tas_requests(wl: WorkloadInfo, info: ClusterQueueInfo,
+                  a: Assignment) -> list[tuple[str, PodSetRequest, PodSetResult]]:
+    """(TAS flavor, request, result) of the pod sets :func:`place_nominated` found a TAS flavor for (not delayed)."""
+    return [(res.tas_flavor, _request(ps, res.count, info), res)
+            for ps, res in zip(wl.pod_sets, a.pod_sets, strict=False)
+            if res.tas_flavor and not res.delayed and res.count > 0]
+
+
+def place_preempting(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, a: Assignment,
+                     victims: list[WorkloadInfo]) -> None:
+    """Kueue's TAS update of a Preempt nomination: the placement the workload would get once ``victims`` are gone
+    (with none, on an empty topology). The cycle reserves it (:func:`reserve_preempting`, or with the capacity a
+    preemptor without candidates holds back), so a lower priority later in the cycle cannot take those domains
+    only to be preempted by this workload in the next one. A failed placement leaves the pod set without one."""
+    if a.mode != Mode.PREEMPT or not info.tas_levels:
+        return
+    wanted = _tas_requests(wl, info, a)
+    if not wanted:
+        return
+    snaps = ctx.topology.snapshots
+    requests = [(f, req) for f, req, _ in wanted]
+    if victims:
+        usage = [u for v in victims for u in workload_tas_usage(v)]
+        snaps.charge_usage(usage, -1)
+        try:
+            found = place_workload(snaps, requests)
+        finally:
+            snaps.charge_usage(usage, 1)
+    else:
+        found = place_workload(snaps, requests, simulate_empty=True)
+    for _, req, res in wanted:
+        res.topology = found.placements.get(req.name)
+
+
+def reserve_preempting(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, a: Assignment,
+                       victims: list[WorkloadInfo]) -> bool:
+    """The TAS side of issuing a preemption: with the victims' usage off the cycle's snapshots (as their quota is
+    off the cycle's tree), the preemptor's placement must still fit; it is then charged. False, with nothing
+    changed, when it no longer fits (an earlier entry of the cycle took its domains)."""
+    usage = [u for v in victims for u in workload_tas_usage(v)]
+    placed = [(f, req, res) for f, req, res in _tas_requests(wl, info, a) if res.topology is not None]
+    if not usage and not placed:
+        return True
+    snaps = ctx.topology.snapshots
+    snaps.charge_usage(usage, -1)
+    if not all(snaps[f].fits(res.topology.domains, req.per_pod()) for f, req, res in placed):  # type: ignore[union-attr]
+        snaps.charge_usage(usage, 1)
+        return False
+    ctx.topology.charge([(f, req, res.topology) for f, req, res in placed])  # type: ignore[misc]
+    return True
+
+
+def reserve_placement(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, a: Assignment) -> None:
+    """Charge the placements of ``a`` as they are (a preemptor without candidates holding back capacity)."""
+    placed = [(f, req, res.topology) for f, req, res in _tas_requests(wl, info, a) if res.topology is not None]
+    if placed:
+        ctx.topology.charge(placed)  # type: ignore[arg-type]
 
 
 def place_at_admission(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, a: Assignment) -> str:
