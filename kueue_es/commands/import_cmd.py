@@ -3,8 +3,9 @@
 Every document of every file is validated before anything is written; the objects are then appended as one
 batch, so an import is stored entirely or not at all. Each object becomes an ``ObjectUpserted`` event whose
 time is the object's ``creationTimestamp``, else ``--time``, else the latest time already in the log; its
-envelope carries the object's key, uid and resourceVersion and an id derived from its content, so importing
-the same file twice gives the same event ids.
+envelope carries the object's key, uid and resourceVersion and an id derived from its content. As with
+``kubectl apply``, an object whose latest event in the log is that very event (same id: same content and time)
+is reported unchanged and not appended again, so importing a file twice appends nothing the second time.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from events import objects as o
 from events.errors import InvalidInput
 from events.filelog import FileLog
 from events.manifests import Manifest, load_file, load_text
-from events.schema import ObjectUpserted
+from events.schema import ObjectDeleted, ObjectUpserted
 from events.timefmt import format_time_ms, parse_time
 from kueue_es.commands._common import add_log_argument, fold_log, time_arg, warn, write_data
 
@@ -55,18 +56,21 @@ def run(args: argparse.Namespace) -> int:
         return 0
     log = FileLog.open(args.log)
     try:
+        latest, current = read_log(log)
         default_time = args.time
         undated = sum(obj.metadata.creation_timestamp is None for obj in objects)
         if default_time is None and undated:
-            default_time = latest_time(log)
+            default_time = latest
             if default_time == 0:
                 warn(f"{undated} object(s) have no creationTimestamp and the log holds no time yet: their events "
                      f"get time {format_time_ms(0)}; pass --time to choose one")
         events = [observed(obj, default_time or 0) for obj in objects]
-        offsets = anyio.run(log.append, events)
+        unchanged = [e for e in events if current.get((kind_of(e.obj), e.key)) == e.id]
+        events = [e for e in events if current.get((kind_of(e.obj), e.key)) != e.id]
+        offsets = anyio.run(log.append, events) if events else []
     finally:
         log.close_sync()
-    _report(args, events, offsets)
+    _report(args, events, offsets, unchanged)
     return 0
 
 
@@ -76,16 +80,23 @@ def _load(path: str) -> Manifest:
     return load_file(path)
 
 
-def latest_time(log: FileLog) -> int:
+def read_log(log: FileLog) -> tuple[int, dict[tuple[str, str], str]]:
+    """The latest time in the log, and the id of the latest upsert of every object it holds, by (kind, key)."""
     latest = 0
+    current: dict[tuple[str, str], str] = {}
 
     def see(record: Any) -> None:
         nonlocal latest
-        if record.event.time > latest:
-            latest = record.event.time
+        e = record.event
+        if e.time > latest:
+            latest = e.time
+        if isinstance(e, ObjectUpserted):
+            current[(kind_of(e.obj), e.key)] = e.id
+        elif isinstance(e, ObjectDeleted):
+            current.pop((e.kind, e.key), None)
 
     fold_log(log, see, label="Reading")
-    return latest
+    return latest, current
 
 
 def observed(obj: o.KObject, default_time: int) -> ObjectUpserted:
@@ -108,14 +119,21 @@ def kind_of(obj: o.KObject) -> str:
     return type(obj).__struct_config__.tag  # type: ignore[attr-defined,return-value]
 
 
-def _report(args: argparse.Namespace, events: list[ObjectUpserted], offsets: list[int]) -> None:
+def _report(args: argparse.Namespace, events: list[ObjectUpserted], offsets: list[int],
+            unchanged: list[ObjectUpserted]) -> None:
     rows = [
         {"offset": off, "kind": kind_of(e.obj), "key": e.key, "time": format_time_ms(e.time), "id": e.id}
         for off, e in zip(offsets, events, strict=True)
     ]
+    same = [{"kind": kind_of(e.obj), "key": e.key, "id": e.id} for e in unchanged]
     if args.output:
-        write_data({"log": args.log, "appended": len(rows), "events": rows}, args.output)
+        write_data({"log": args.log, "appended": len(rows), "events": rows, "unchanged": same}, args.output)
         return
     for r in rows:
         sys.stdout.write(f"{r['kind'].lower()}/{r['key']} imported at offset {r['offset']}\n")
-    sys.stdout.write(f"appended {len(rows)} events to {args.log} (offsets {offsets[0]}..{offsets[-1]})\n")
+    for r in same:
+        sys.stdout.write(f"{r['kind'].lower()}/{r['key']} unchanged\n")
+    if rows:
+        sys.stdout.write(f"appended {len(rows)} events to {args.log} (offsets {offsets[0]}..{offsets[-1]})\n")
+    else:
+        sys.stdout.write(f"appended nothing to {args.log}: every object is unchanged\n")

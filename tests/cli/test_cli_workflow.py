@@ -74,15 +74,24 @@ def test_import_appends_observed_events_with_times_and_ids(tmp_path: Path) -> No
     assert rows["team-a/train-1"]["time"] == "2024-05-01T10:00:00.000Z"  # its creationTimestamp
     assert rows["cq-a"]["time"] == "1970-01-01T00:00:00.000Z"
     assert rows["team-a/lq-a"]["kind"] == "LocalQueue"
-    # the same objects at the same times get the same ids; a later time gives new ones to undated objects
+    # the same objects at the same times get the same ids: already the latest in the log, they are unchanged
     again = json.loads(kueue_es("import", "-f", CLUSTER, "--log", path, "-o", "json",
                                 "--time", "1970-01-01T00:00:00Z").out)
-    assert [e["id"] for e in again["events"]] == [e["id"] for e in out["events"]]
-    assert [e["offset"] for e in again["events"]] == list(range(11, 22))
+    assert again["appended"] == 0 and again["events"] == []
+    assert [e["id"] for e in again["unchanged"]] == [e["id"] for e in out["events"]]
+    text = kueue_es("import", "-f", CLUSTER, "--log", path, "--time", "1970-01-01T00:00:00Z")
+    assert text.code == 0 and "workload/team-a/train-1 unchanged" in text.out and "appended nothing" in text.out
+    # a later time gives new ids to undated objects only: they are appended, the dated ones stay unchanged
     later = json.loads(kueue_es("import", "-f", CLUSTER, "--log", path, "-o", "json",
                                 "--time", "2024-06-01T00:00:00Z").out)
     ids = {e["key"]: e["id"] for e in later["events"]}
-    assert ids["team-a/train-1"] == rows["team-a/train-1"]["id"] and ids["cq-a"] != rows["cq-a"]["id"]
+    assert "cq-a" in ids and ids["cq-a"] != rows["cq-a"]["id"]
+    assert [e["offset"] for e in later["events"]] == list(range(11, 11 + len(ids)))
+    assert {e["key"] for e in later["unchanged"]} == {"team-a/train-1", "team-a/infer-2", "team-a/etl-0"}
+    # re-importing the first version of cq-a is a change again (its latest event is the later one)
+    back = json.loads(kueue_es("import", "-f", CLUSTER, "--log", path, "-o", "json",
+                               "--time", "1970-01-01T00:00:00Z").out)
+    assert {e["key"] for e in back["events"]} == set(ids)
 
 
 def test_import_defaults_to_the_latest_time_in_the_log(tmp_path: Path) -> None:
