@@ -11,16 +11,18 @@ with :meth:`projections.topology.TASSnapshots.charge`).
 
 from kueue_es.scheduler.tas.place import place
 from kueue_es.scheduler.tas.replace import Replacement, replace_node
-from kueue_es.scheduler.tas.request import NoPlacement, Placement, PodSetRequest, Result
+from kueue_es.scheduler.tas.request import DEFAULT_OPTIONS, NoPlacement, Placement, PodSetRequest, Result, TASOptions
 from kueue_es.scheduler.tas.usage import net_domains
 from kueue_es.scheduler.tas.workload import WorkloadPlacement, place_workload
 
 __all__ = [
+    "DEFAULT_OPTIONS",
     "NoPlacement",
     "Placement",
     "PodSetRequest",
     "Replacement",
     "Result",
+    "TASOptions",
     "WorkloadPlacement",
     "net_domains",
     "place",
