@@ -17,13 +17,18 @@ Rather than packing the slices into as few domains as the greedy search does, it
 
 Any step that finds nothing hands the request back to the normal search. Every order ends on level values, so
 no result depends on iteration order. Pod-set groups (leaders) are not modelled, so neither are Kueue's leader
-terms. Two deliberate differences, both where Kueue's own result would break the slicing: recounting a pruned
-group keeps the inner slice layers' rounding (Kueue recounts without it), and slices handed down from a fit
-level above the slice level are counted as the slice level counts them, not as pods divided by the slice size.
+terms. Deliberate differences, all where Kueue's own result would break the slicing: recounting a pruned group
+keeps the inner slice layers' rounding (Kueue recounts without it); slices handed down from a fit level above the
+slice level are counted as the slice level counts them, not as pods divided by the slice size; and a spread that
+would give a domain more slices than it holds falls back instead.
+
+A group and its children are contiguous index ranges of their levels, so they are handled as lists (indices
+relative to the range's start), which keeps a request over thousands of hosts to list operations.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from math import log2
 
@@ -31,7 +36,8 @@ from projections.topology import TopologyTree
 
 from kueue_es.scheduler.tas.counts import Counts
 
-Values = Sequence[int] | Mapping[int, int]
+_SHIFT = 32
+_MASK = (1 << _SHIFT) - 1
 
 
 def place_balanced(tree: TopologyTree, counts: Counts, *, requested: int, slice_level: int, slices: int,
@@ -41,106 +47,115 @@ def place_balanced(tree: TopologyTree, counts: Counts, *, requested: int, slice_
         return None
     r = requested
     below = r < slice_level
-    starts, ends = (tree.child_start[r], tree.child_end[r]) if r < tree.depth - 1 else ((), ())
     if r == 0:
-        groups = [range(len(counts.pods[0]))]
+        groups = [(0, len(counts.pods[0]))]
     else:
-        groups = [range(a, b) for a, b in zip(tree.child_start[r - 1], tree.child_end[r - 1], strict=True)]
+        groups = list(zip(tree.child_start[r - 1], tree.child_end[r - 1], strict=True))
     best = best_count = 0
-    winner: tuple[list[int], dict[int, int], dict[int, int], dict[int, int], dict[int, int]] | None = None
-    for group in groups:
-        domains = list(group)
+    winner = None
+    for g0, g1 in groups:
+        if g1 <= g0:
+            continue
         if below:
-            kids = [c for d in domains for c in range(starts[d], ends[d])]
-            taken = _greedy(kids, counts.pods[r + 1], counts.slices[r + 1], slices)
-            last_slices = counts.slices[r + 1][taken[-1]] if taken else 0
+            c0, c1 = tree.child_start[r][g0], tree.child_end[r][g1 - 1]
+            lp, ls = counts.pods[r + 1][c0:c1], counts.slices[r + 1][c0:c1]
         else:
-            taken = _greedy(domains, counts.pods[r], counts.slices[r], slices)
-            last_slices = counts.slices[r][taken[-1]] if taken else 0
+            lp, ls = counts.pods[r][g0:g1], counts.slices[r][g0:g1]
+        taken = _greedy(lp, ls, slices)
         if not taken:
             continue
-        threshold = min(slices // len(taken), last_slices)
+        threshold = min(slices // len(taken), ls[taken[-1]])
         if threshold < best:
             continue
-        gp, gs, kp, ks = _prune(tree, counts, r, domains, threshold, slice_level, slice_size, inner)
-        taken_r = _greedy(domains, gp, gs, slices)
+        pruned = _prune(tree, counts, r, g0, g1, threshold, slice_level, slice_size, inner)
+        taken_r = _greedy(pruned[0], pruned[1], slices)
         if not taken_r:
             continue
         if threshold > best or len(taken_r) < best_count:
-            best, best_count, winner = threshold, len(taken_r), (domains, gp, gs, kp, ks)
+            best, best_count, winner = threshold, len(taken_r), (g0, g1, pruned)
+            if best == slices and best_count == 1:
+                break  # a threshold never exceeds the slices asked for, nor a count 1: no later group wins
     if winner is None:
         return None
-    domains, gp, gs, kp, ks = winner
+    g0, g1, (gp, gs, kp, ks) = winner
     if below:
-        chosen = _optimal(domains, gp, gs, slices, slice_size, entropy=(tree, r, kp))
+        c0 = tree.child_start[r][g0]
+        chosen = _optimal(gp, gs, slices, slice_size, lambda ds: _by_capacity_and_entropy(
+            ds, gs, kp, tree.child_start[r][g0:g1], tree.child_end[r][g0:g1], c0))
         if chosen is None:
             return None
-        lower, lp, ls, fit_level = [c for d in chosen for c in range(starts[d], ends[d])], kp, ks, r + 1
+        lower = sorted(c - c0 for d in chosen for c in range(tree.child_start[r][g0 + d], tree.child_end[r][g0 + d]))
+        lp, ls, base, fit_level = [kp[c] for c in lower], [ks[c] for c in lower], [c0 + c for c in lower], r + 1
     else:
-        lower, lp, ls, fit_level = domains, gp, gs, r
-    picked = _optimal(lower, lp, ls, slices, slice_size)
+        lp, ls, base, fit_level = gp, gs, list(range(g0, g1)), r
+    picked = _optimal(lp, ls, slices, slice_size, sorted)
     if picked is None or slices < len(picked) * best:
         return None
     extra = slices - len(picked) * best
     shares: dict[int, int] = {}
     for d in sorted(picked, key=lambda d: (-ls[d], lp[d], d)):
         take = min(ls[d] - best, extra) if extra > 0 else 0
-        shares[d] = best + take
+        shares[base[d]] = best + take
         extra -= take
+        if best + take > ls[d]:
+            return None
     if extra > 0:
         return None
     return fit_level, shares
 
 
-def _greedy(domains: Sequence[int], pods: Values, slices: Values, need: int) -> list[int]:
+def _greedy(pods: Sequence[int], slices: Sequence[int], need: int) -> list[int]:
     """The domains the greedy search would take to hold ``need`` slices (BestFit order: slices descending, pods
     ascending, level values), or [] when they all together do not hold them."""
+    if not slices:
+        return []
+    top = max(slices)
+    if top <= 0:
+        return []
+    if top >= need:  # one domain holds them: the first in BestFit order
+        if pods == slices:
+            return [slices.index(top)]
+        return [min((i for i, s in enumerate(slices) if s == top), key=pods.__getitem__)]
+    keys = sorted(((((_MASK - s) << _SHIFT) | p) << _SHIFT) | i
+                  for i, (p, s) in enumerate(zip(pods, slices, strict=True)) if s > 0)
     taken: list[int] = []
     remaining = need
-    for d in sorted((d for d in domains if slices[d] > 0), key=lambda d: (-slices[d], pods[d], d)):
+    for k in keys:
         if remaining <= 0:
             break
-        taken.append(d)
-        remaining -= slices[d]
+        i = k & _MASK
+        taken.append(i)
+        remaining -= slices[i]
     return taken if remaining <= 0 else []
 
 
-def _prune(tree: TopologyTree, counts: Counts, r: int, domains: Sequence[int], threshold: int, slice_level: int,
-           slice_size: int, inner: Mapping[int, int]
-           ) -> tuple[dict[int, int], dict[int, int], dict[int, int], dict[int, int]]:
-    """Pods and slices of the group's domains (and of their children) once every child, then every domain,
+def _prune(tree: TopologyTree, counts: Counts, r: int, g0: int, g1: int, threshold: int, slice_level: int,
+           slice_size: int, inner: Mapping[int, int]) -> tuple[list[int], list[int], list[int], list[int]]:
+    """Pods and slices of the group's domains, then of their children, once every child and then every domain
     holding fewer than ``threshold`` slices is dropped. Below the slice level a child holds no slices (Kueue
     counts them only down to the slice level), so a group whose level is the slice level keeps nothing unless
     its domains are leaves."""
-    gp: dict[int, int] = {}
-    gs: dict[int, int] = {}
-    kp: dict[int, int] = {}
-    ks: dict[int, int] = {}
     if r == tree.depth - 1:
-        for d in domains:
-            gp[d], gs[d] = counts.pods[r][d], counts.slices[r][d]
+        gp, gs = counts.pods[r][g0:g1], counts.slices[r][g0:g1]
+        kp: list[int] = []
+        ks: list[int] = []
     else:
+        c0, c1 = tree.child_start[r][g0], tree.child_end[r][g1 - 1]
+        ks, kp = counts.slices[r + 1][c0:c1], counts.pods[r + 1][c0:c1]
+        if ks and min(ks) < threshold:
+            ks = [s if s >= threshold else 0 for s in ks]
+            kp = [p if s else 0 for p, s in zip(kp, ks, strict=True)]
         unit = inner.get(r + 1, 1)
-        child_pods, child_slices = counts.pods[r + 1], counts.slices[r + 1]
-        starts, ends = tree.child_start[r], tree.child_end[r]
-        for d in domains:
-            pods = held = 0
-            for c in range(starts[d], ends[d]):
-                if child_slices[c] < threshold:
-                    kp[c] = ks[c] = 0
-                    continue
-                kp[c], ks[c] = child_pods[c], child_slices[c]
-                pods += kp[c] - kp[c] % unit
-                held += ks[c]
-            gp[d] = pods
-            gs[d] = pods // slice_size if r == slice_level else held
-    for d in domains:
-        if gs[d] < threshold:
-            gp[d] = gs[d] = 0
+        whole = kp if unit == 1 else [p - p % unit for p in kp]
+        spans = [(a - c0, b - c0) for a, b in zip(tree.child_start[r][g0:g1], tree.child_end[r][g0:g1], strict=True)]
+        gp = [sum(whole[a:b]) for a, b in spans]
+        gs = [p // slice_size for p in gp] if r == slice_level else [sum(ks[a:b]) for a, b in spans]
+    gs = [s if s >= threshold else 0 for s in gs]
+    gp = [p if s else 0 for p, s in zip(gp, gs, strict=True)]
     return gp, gs, kp, ks
 
 
-def _entropy(values: list[int]) -> float:
+def _entropy(values: Sequence[int]) -> float:
     """Shannon entropy (bits) of a capacity distribution; 0 for an empty one. Summed in sorted order, so equal
     distributions compare equal whatever the order of the domains holding them."""
     total = sum(values)
@@ -149,27 +164,32 @@ def _entropy(values: list[int]) -> float:
     return -sum(v / total * log2(v / total) for v in sorted(values) if v > 0)
 
 
-def _optimal(domains: Sequence[int], pods: Values, slices: Values, need: int, slice_size: int,
-             entropy: tuple[TopologyTree, int, Mapping[int, int]] | None = None) -> list[int] | None:
-    """Exactly as many of ``domains`` as the greedy search takes, holding ``need`` slices with the least total
-    capacity: a dynamic program over (domains taken, pods still to place), the first way found to each state
-    kept. Domains are tried in level-value order, or — with ``entropy`` (the tree, the domains' level and their
-    children's pods) — by slices, then children's capacity entropy (highest first), then level values."""
-    k = len(_greedy(domains, pods, slices, need))
+def _by_capacity_and_entropy(domains: Sequence[int], slices: Sequence[int], child_pods: Sequence[int],
+                             starts: Sequence[int], ends: Sequence[int], c0: int) -> list[int]:
+    """``domains`` by slices (descending), then their children's capacity entropy (highest first), then level
+    values; the entropy is only computed where slices tie."""
+    ties = Counter(slices[d] for d in domains)
+    ent = {d: _entropy(child_pods[starts[d] - c0:ends[d] - c0]) for d in domains if ties[slices[d]] > 1}
+    return sorted(domains, key=lambda d: (-slices[d], -ent.get(d, 0.0), d))
+
+
+def _optimal(pods: Sequence[int], slices: Sequence[int], need: int, slice_size: int, order) -> list[int] | None:
+    """Exactly as many domains as the greedy search takes, holding ``need`` slices with the least total capacity:
+    a dynamic program over (domains taken, pods still to place) that keeps the first way found to each state,
+    trying the domains in ``order`` (a function sorting a list of domains)."""
+    k = len(_greedy(pods, slices, need))
     if k == 0:
         return None
-    if entropy is None:
-        ordered = sorted(domains)
-    else:
-        tree, level, child_pods = entropy
-        starts, ends = tree.child_start[level], tree.child_end[level]
-        ent = {d: _entropy([child_pods.get(c, 0) for c in range(starts[d], ends[d])]) for d in domains}
-        ordered = sorted(domains, key=lambda d: (-slices[d], -ent[d], d))
+    target = need * slice_size
+    if k == 1:  # the domain with the fewest pods that still hold the request, the first in order on a tie
+        fit = [d for d in range(len(pods)) if slices[d] > 0 and pods[d] >= target]
+        if not fit:
+            return None
+        least = min(pods[d] for d in fit)
+        return [order([d for d in fit if pods[d] == least])[0]]
     ways: list[dict[int, tuple[int, ...]]] = [{} for _ in range(k + 1)]
-    ways[0][need * slice_size] = ()
-    for d in ordered:
-        if slices[d] <= 0:
-            continue
+    ways[0][target] = ()
+    for d in order([d for d in range(len(pods)) if slices[d] > 0]):
         p = pods[d]
         for i in range(k, 0, -1):
             before, after = ways[i - 1], ways[i]
