@@ -80,7 +80,7 @@ def place_balanced(tree: TopologyTree, counts: Counts, *, requested: int, slice_
     g0, g1, (gp, gs, kp, ks) = winner
     if below:
         c0 = tree.child_start[r][g0]
-        chosen = _optimal(gp, gs, slices, slice_size, lambda ds: _by_capacity_and_entropy(
+        chosen = optimal(gp, gs, slices, slice_size, lambda ds: by_capacity_and_entropy(
             ds, gs, kp, tree.child_start[r][g0:g1], tree.child_end[r][g0:g1], c0))
         if chosen is None:
             return None
@@ -88,20 +88,28 @@ def place_balanced(tree: TopologyTree, counts: Counts, *, requested: int, slice_
         lp, ls, base, fit_level = [kp[c] for c in lower], [ks[c] for c in lower], [c0 + c for c in lower], r + 1
     else:
         lp, ls, base, fit_level = gp, gs, list(range(g0, g1)), r
-    picked = _optimal(lp, ls, slices, slice_size, sorted)
-    if picked is None or slices < len(picked) * best:
+    picked = optimal(lp, ls, slices, slice_size, sorted)
+    shares = None if picked is None else spread(picked, lp, ls, slices, best)
+    if shares is None:
         return None
-    extra = slices - len(picked) * best
+    return fit_level, {base[d]: n for d, n in shares.items()}
+
+
+def spread(picked: Sequence[int], pods: Sequence[int], slices: Sequence[int], need: int,
+           threshold: int) -> dict[int, int] | None:
+    """Slices per picked domain: the threshold each, then what is left to the domains with the most slices first
+    (Kueue's order: slices descending, pods ascending, level values), or None when they cannot all be placed."""
+    if need < len(picked) * threshold:
+        return None
+    extra = need - len(picked) * threshold
     shares: dict[int, int] = {}
-    for d in sorted(picked, key=lambda d: (-ls[d], lp[d], d)):
-        take = min(ls[d] - best, extra) if extra > 0 else 0
-        shares[base[d]] = best + take
+    for d in sorted(picked, key=lambda d: (-slices[d], pods[d], d)):
+        take = min(slices[d] - threshold, extra) if extra > 0 else 0
+        shares[d] = threshold + take
         extra -= take
-        if best + take > ls[d]:
+        if shares[d] > slices[d]:
             return None
-    if extra > 0:
-        return None
-    return fit_level, shares
+    return None if extra > 0 else shares
 
 
 def _greedy(pods: Sequence[int], slices: Sequence[int], need: int) -> list[int]:
@@ -164,7 +172,7 @@ def _entropy(values: Sequence[int]) -> float:
     return -sum(v / total * log2(v / total) for v in sorted(values) if v > 0)
 
 
-def _by_capacity_and_entropy(domains: Sequence[int], slices: Sequence[int], child_pods: Sequence[int],
+def by_capacity_and_entropy(domains: Sequence[int], slices: Sequence[int], child_pods: Sequence[int],
                              starts: Sequence[int], ends: Sequence[int], c0: int) -> list[int]:
     """``domains`` by slices (descending), then their children's capacity entropy (highest first), then level
     values; the entropy is only computed where slices tie."""
@@ -173,7 +181,7 @@ def _by_capacity_and_entropy(domains: Sequence[int], slices: Sequence[int], chil
     return sorted(domains, key=lambda d: (-slices[d], -ent.get(d, 0.0), d))
 
 
-def _optimal(pods: Sequence[int], slices: Sequence[int], need: int, slice_size: int, order) -> list[int] | None:
+def optimal(pods: Sequence[int], slices: Sequence[int], need: int, slice_size: int, order) -> list[int] | None:
     """Exactly as many domains as the greedy search takes, holding ``need`` slices with the least total capacity:
     a dynamic program over (domains taken, pods still to place) that keeps the first way found to each state,
     trying the domains in ``order`` (a function sorting a list of domains)."""
