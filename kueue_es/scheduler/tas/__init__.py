@@ -6,7 +6,8 @@
 * :func:`net_domains` — what an admission newly charges.
 
 Snapshots come from :func:`projections.topology.tas_snapshots` (one fork per call; charge a fork in a cycle
-with :meth:`projections.topology.TASSnapshots.charge`).
+with :meth:`projections.topology.TASSnapshots.charge`). :class:`TASOptions` carries the feature gates placement
+reads (balanced placement, slice layers), as the Configuration sets them.
 """
 
 from kueue_es.scheduler.tas.place import place

@@ -36,7 +36,7 @@ from projections.topology import TopologyTree
 
 from kueue_es.scheduler.tas.counts import Counts
 
-_SHIFT = 32
+_SHIFT = 48  # as search.order: counts stay far below 2^48
 _MASK = (1 << _SHIFT) - 1
 
 
