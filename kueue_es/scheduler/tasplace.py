@@ -176,11 +176,11 @@ def place_preempting(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo
         usage = [u for v in victims for u in workload_tas_usage(v)]
         snaps.charge_usage(usage, -1)
         try:
-            found = place_workload(snaps, requests)
+            found = place_workload(snaps, requests, options=ctx.topology.options)
         finally:
             snaps.charge_usage(usage, 1)
     else:
-        found = place_workload(snaps, requests, simulate_empty=True)
+        found = place_workload(snaps, requests, simulate_empty=True, options=ctx.topology.options)
     for _, req, res in wanted:
         res.topology = found.placements.get(req.name)
 
