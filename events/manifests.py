@@ -160,6 +160,8 @@ def validate_object(obj: o.KObject, where: str) -> None:
             for i, ps in enumerate(obj.spec.pod_sets):
                 if ps.count < 0:
                     raise InvalidInput(f"{where}: field `spec.podSets[{i}].count` must be >= 0")
+                if ps.topology_request is not None:
+                    _validate_topology_request(ps.topology_request, where, f"spec.podSets[{i}].topologyRequest")
                 if ps.min_count is not None and not (1 <= ps.min_count <= max(ps.count, 1)):
                     raise InvalidInput(f"{where}: field `spec.podSets[{i}].minCount` must be between 1 and count")
                 for field_, c in _containers(ps):
@@ -198,6 +200,25 @@ def validate_object(obj: o.KObject, where: str) -> None:
             validate_provisioning_config(obj.spec, where)
         case _:
             pass
+
+
+MAX_SLICE_LAYERS = 3
+
+
+def _validate_topology_request(req: o.PodSetTopologyRequest, where: str, at: str) -> None:
+    """The bounds Kueue's CRD puts on slice layers (1–63 character level, size >= 1, at most 3 layers); whether the
+    layers fit a topology is only known at placement, which reports it as the pod set's failure."""
+    layers = req.podset_slice_required_topology_constraints
+    at = f"{at}.podsetSliceRequiredTopologyConstraints"
+    if len(layers) > MAX_SLICE_LAYERS:
+        raise InvalidInput(f"{where}: field `{at}` must have at most {MAX_SLICE_LAYERS} items, has {len(layers)}")
+    for j, layer in enumerate(layers):
+        if not layer.topology:
+            raise InvalidInput(f"{where}: field `{at}[{j}].topology` is required")
+        if len(layer.topology) > 63:
+            raise InvalidInput(f"{where}: field `{at}[{j}].topology` must be at most 63 characters")
+        if layer.size < 1:
+            raise InvalidInput(f"{where}: field `{at}[{j}].size` must be >= 1, got {layer.size}")
 
 
 def _validate_workload_tas(wl: o.Workload, where: str) -> None:
@@ -297,6 +318,8 @@ def convert_v1beta1(doc: dict[str, Any], where: str = "v1beta1 object") -> dict[
                     ff[k] = _FUNGIBILITY[ff[k]]
             spec["flavorFungibility"] = ff
     elif kind == "Workload":
+        if "podSets" in spec:
+            spec["podSets"] = _drop_slice_layers(spec["podSets"])
         pcn = spec.pop("priorityClassName", None)
         src = spec.pop("priorityClassSource", None)
         if pcn and "priorityClassRef" not in spec:
@@ -320,6 +343,21 @@ def convert_v1beta1(doc: dict[str, Any], where: str = "v1beta1 object") -> dict[
             doc["status"] = status
     doc["spec"] = spec
     return doc
+
+
+def _drop_slice_layers(pod_sets: Any) -> Any:
+    """v1beta1 has no ``podsetSliceRequiredTopologyConstraints`` (Kueue drops it converting to v1beta1): an
+    unknown field there, as the apiserver would prune it."""
+    if not isinstance(pod_sets, list):
+        return pod_sets
+    out = []
+    for ps in pod_sets:
+        tr = ps.get("topologyRequest") if isinstance(ps, dict) else None
+        if isinstance(tr, dict) and "podsetSliceRequiredTopologyConstraints" in tr:
+            tr = {k: v for k, v in tr.items() if k != "podsetSliceRequiredTopologyConstraints"}
+            ps = {**ps, "topologyRequest": tr}
+        out.append(ps)
+    return out
 
 
 def _convert_psa(psa: Any, where: str, path: str) -> Any:

@@ -448,6 +448,14 @@ class PodTemplate(KObject, tag="PodTemplate"):
 # --- Workload ----------------------------------------------------------------------------------------------------
 
 
+class PodSetSliceRequiredTopologyConstraint(View):
+    """One slice layer: ``size`` pods per domain of level ``topology`` (Kueue requires both; the defaults only make
+    an absent value decodable, and validation names it)."""
+
+    topology: str = ""
+    size: int = 0
+
+
 class PodSetTopologyRequest(View):
     required: str | None = None
     preferred: str | None = None
@@ -458,6 +466,9 @@ class PodSetTopologyRequest(View):
     pod_set_group_name: str | None = None
     pod_set_slice_required_topology: str | None = None
     pod_set_slice_size: int | None = None
+    podset_slice_required_topology_constraints: tuple[PodSetSliceRequiredTopologyConstraint, ...] = ()
+    """Slice layers, outer to inner (Kueue's ``podsetSliceRequiredTopologyConstraints``, v1beta2 only): the first
+    is the slice level and size; each inner one groups the pods below the previous layer in its own size."""
 
 
 class PodSet(View):

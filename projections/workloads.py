@@ -251,6 +251,7 @@ _TOPOLOGY_ANNOTATIONS = (
     "kueue.x-k8s.io/podset-unconstrained-topology",
     "kueue.x-k8s.io/podset-slice-required-topology",
     "kueue.x-k8s.io/podset-slice-size",
+    "kueue.x-k8s.io/podset-slice-required-topology-constraints",
 )
 _BY_SPEC: dict[bytes, PodSetInfo] = {}
 
@@ -318,7 +319,8 @@ def topology_request_from_annotations(annotations: dict[str, str]) -> o.PodSetTo
     unc = annotations.get("kueue.x-k8s.io/podset-unconstrained-topology")
     slice_level = annotations.get("kueue.x-k8s.io/podset-slice-required-topology")
     slice_size = annotations.get("kueue.x-k8s.io/podset-slice-size")
-    if not any((req, pref, unc, slice_level)):
+    layers = _slice_layers(annotations.get("kueue.x-k8s.io/podset-slice-required-topology-constraints"))
+    if not any((req, pref, unc, slice_level, layers)):
         return None
     return o.PodSetTopologyRequest(
         required=req,
@@ -326,7 +328,27 @@ def topology_request_from_annotations(annotations: dict[str, str]) -> o.PodSetTo
         unconstrained=(unc == "true") if unc and not (req or pref) else None,
         pod_set_slice_required_topology=slice_level,
         pod_set_slice_size=int(slice_size) if slice_size else None,
+        podset_slice_required_topology_constraints=() if slice_level else layers,
     )
+
+
+_LAYERS = msgspec.json.Decoder(tuple[o.PodSetSliceRequiredTopologyConstraint, ...])
+
+
+def _slice_layers(text: str | None) -> tuple[o.PodSetSliceRequiredTopologyConstraint, ...]:
+    """The slice layers of the ``podset-slice-required-topology-constraints`` annotation (a JSON list of
+    ``{topology, size}``). Kueue's job webhook rejects a malformed one; here it only reaches a pod set through
+    a stored template, which must still fold, so a malformed list is no request (the Workload's own
+    ``topologyRequest``, when given, is validated where it is read)."""
+    if not text:
+        return ()
+    try:
+        layers = _LAYERS.decode(text)
+    except msgspec.DecodeError:
+        return ()
+    if not 1 <= len(layers) <= 3 or any(not lay.topology or lay.size < 1 for lay in layers):
+        return ()
+    return layers
 
 
 def admission_usage(admission: o.Admission) -> dict[str, int]:

@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 from events.errors import InvalidInput
+from kueue_es.scheduler import features
 
 
 class _Cfg(msgspec.Struct, kw_only=True, rename="camel", frozen=True, forbid_unknown_fields=False):
@@ -70,6 +71,12 @@ class SchedulerConfig(_Cfg):
     wait_for_pods_ready: WaitForPodsReadyConfig | None = None
     resources: ResourcesConfig = ResourcesConfig()
     object_retention_policies: ObjectRetentionPolicies | None = None
+    feature_gates: dict[str, bool] = {}
+    """Kueue's ``featureGates``: gate name -> on/off over its default (see :mod:`kueue_es.scheduler.features`)."""
+
+    def gate(self, name: str) -> bool:
+        """Whether feature gate ``name`` is on."""
+        return features.enabled(self.feature_gates, name)
 
     @property
     def fair_sharing_enabled(self) -> bool:
@@ -126,6 +133,9 @@ def load_config(doc: dict[str, Any], source: str = "<config>") -> SchedulerConfi
             text, _, path = msg.partition(" - at `$")
             msg = f"field `{path.rstrip('`').lstrip('.')}`: {text}"
         raise InvalidInput(f"{source}: Configuration: {msg}") from None
+    bad = features.errors(cfg.feature_gates)
+    if bad:
+        raise InvalidInput(f"{source}: field `featureGates`: {'; '.join(bad)}")
     if cfg.wait_for_pods_ready is not None:
         parse_duration(cfg.wait_for_pods_ready.timeout, f"{source}: field `waitForPodsReady.timeout`")
     retention = cfg.object_retention_policies.workloads if cfg.object_retention_policies else None

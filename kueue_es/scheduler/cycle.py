@@ -100,7 +100,7 @@ class CycleContext:
         """Admission Fair Sharing: a workload's LocalQueue usage (None outside usage-based queues)."""
         self.removed: set[str] = set()
         """Victims chosen earlier in this cycle: their usage is already off the tree, so they are no candidates."""
-        self.topology = CycleTopology(state)
+        self.topology = CycleTopology(state, config)
         """The cycle's TAS snapshots, charged as entries are placed."""
 
     def __enter__(self) -> CycleContext:

@@ -350,20 +350,21 @@ def _worse(a: str, b: str) -> str:
     return a if a and _SEVERITY.get(a, 0) >= _SEVERITY.get(b, 0) else b
 
 
-def _eligible(info, slot, ps: PodSetInfo) -> str | None:
+def _eligible(info, slot, ps: PodSetInfo, multi_layer: bool) -> str | None:
     """Memoised eligibility, in Kueue's order: the flavor exists, suits the pod set's topology request (TAS),
     tolerates and matches its node selection (a plain flavor serves every pod set that asks for no topology)."""
     if slot.plain and ps.topology is None:
         return None
     memo = info.eligibility
-    key = (slot.name, ps)
+    key = (slot.name, ps, multi_layer)
     try:
         return memo[key]
     except KeyError:
         pass
     if len(memo) > 4096:
         memo.clear()
-    why = memo[key] = (tas_ineligible(info, slot.name, slot.flavor, ps) if slot.flavor is not None else None) or \
+    why = memo[key] = (tas_ineligible(info, slot.name, slot.flavor, ps, multi_layer)
+                       if slot.flavor is not None else None) or \
         flavor_eligible(ps, slot.flavor, slot.name)
     return why
 
@@ -384,7 +385,7 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
         if pinned is not None and name != pinned:
             continue
         if not slot.plain or ps.topology is not None:
-            why = _eligible(info, slot, ps)
+            why = _eligible(info, slot, ps, ctx.topology.options.multi_layer)
             if why is not None:
                 group_reasons.append(why)
                 if tried is not None:

@@ -14,7 +14,7 @@ def explicit(req: o.PodSetTopologyRequest | None) -> bool:
     """The pod set asks for TAS itself (a Job's podIndexLabel alone is no request)."""
     return req is not None and bool(
         req.unconstrained or req.required or req.preferred or req.pod_set_slice_required_topology
-        or req.pod_set_slice_size)
+        or req.pod_set_slice_size or req.podset_slice_required_topology_constraints)
 
 
 def wants_tas(ps: PodSetInfo, tas_only: bool) -> bool:
@@ -22,13 +22,17 @@ def wants_tas(ps: PodSetInfo, tas_only: bool) -> bool:
     return explicit(ps.topology) or tas_only
 
 
-def requested_levels(req: o.PodSetTopologyRequest | None) -> list[str]:
+def requested_levels(req: o.PodSetTopologyRequest | None, multi_layer: bool = True) -> list[str]:
+    """The levels a flavor's topology must have: required or preferred, the slice level (the outer slice layer's)
+    and, with TASMultiLayerTopology, every inner slice layer's."""
     if req is None:
         return []
-    return [lv for lv in (req.required, req.preferred, req.pod_set_slice_required_topology) if lv]
+    layers = req.podset_slice_required_topology_constraints
+    out = [lv for lv in (req.required, req.preferred, req.pod_set_slice_required_topology) if lv]
+    return out + [lay.topology for lay in (layers if multi_layer else layers[:1])]
 
 
-def tas_ineligible(info, name: str, flavor: o.ResourceFlavor, ps: PodSetInfo) -> str | None:
+def tas_ineligible(info, name: str, flavor: o.ResourceFlavor, ps: PodSetInfo, multi_layer: bool = True) -> str | None:
     """Why an existing flavor cannot serve the pod set's topology request, or None."""
     is_tas = bool(flavor.spec.topology_name)
     if not wants_tas(ps, info.tas_only):
@@ -38,6 +42,6 @@ def tas_ineligible(info, name: str, flavor: o.ResourceFlavor, ps: PodSetInfo) ->
     levels = info.tas_levels.get(name)
     if levels is None:
         return f'Flavor "{name}" information missing in TAS cache'
-    if any(lv not in levels for lv in requested_levels(ps.topology)):
+    if any(lv not in levels for lv in requested_levels(ps.topology, multi_layer)):
         return f'Flavor "{name}" does not contain the requested level'
     return None

@@ -22,7 +22,8 @@ from projections.topology import TASSnapshots, tas_snapshots, workload_tas_usage
 from projections.workloads import RESERVED, PodSetInfo, WorkloadInfo
 
 from kueue_es.scheduler.flavors import Assignment, Granular, Mode, PodSetResult
-from kueue_es.scheduler.tas import NoPlacement, Placement, PodSetRequest, place_workload, replace_node
+from kueue_es.scheduler.features import TAS_BALANCED_PLACEMENT, TAS_MULTI_LAYER_TOPOLOGY
+from kueue_es.scheduler.tas import NoPlacement, Placement, PodSetRequest, TASOptions, place_workload, replace_node
 from kueue_es.scheduler.tasflavor import explicit, wants_tas
 
 if TYPE_CHECKING:
@@ -32,13 +33,15 @@ TOPOLOGY_PLACEMENT_FAILED = "TopologyPlacementFailed"
 
 
 class CycleTopology:
-    """The TAS snapshots one cycle works on, built on first use (cycles without TAS never build them)."""
+    """The TAS snapshots one cycle works on, built on first use (cycles without TAS never build them), and the
+    feature gates placement reads."""
 
-    __slots__ = ("_snaps", "_state")
+    __slots__ = ("_snaps", "_state", "options")
 
-    def __init__(self, state) -> None:
+    def __init__(self, state, config=None) -> None:
         self._state = state
         self._snaps: TASSnapshots | None = None
+        self.options = tas_options(config)
 
     @property
     def snapshots(self) -> TASSnapshots:
@@ -49,6 +52,13 @@ class CycleTopology:
     def charge(self, placements: list[tuple[str, PodSetRequest, Placement]]) -> None:
         for flavor, req, placement in placements:
             self.snapshots.charge(flavor, placement.domains, req.per_pod())
+
+
+def tas_options(config) -> TASOptions:
+    """The placement options a Kueue Configuration's feature gates set (Kueue's defaults without one)."""
+    if config is None:
+        return TASOptions()
+    return TASOptions(balanced=config.gate(TAS_BALANCED_PLACEMENT), multi_layer=config.gate(TAS_MULTI_LAYER_TOPOLOGY))
 
 
 def _tas_flavor(info: ClusterQueueInfo, flavors: dict[str, str]) -> tuple[str | None, str]:
@@ -109,7 +119,7 @@ def place_nominated(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo,
         return
     snaps = ctx.topology.snapshots
     if a.mode == Mode.FIT:
-        found = place_workload(snaps, wanted)
+        found = place_workload(snaps, wanted, options=ctx.topology.options)
         if found.ok:
             for name, placement in found.placements.items():
                 results[name].topology = placement
@@ -119,7 +129,7 @@ def place_nominated(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo,
         failed.mode = Granular.PREEMPT
         failed.reasons = [found.message]
         a.message = _message(a)
-    empty = place_workload(snaps, wanted, simulate_empty=True)
+    empty = place_workload(snaps, wanted, simulate_empty=True, options=ctx.topology.options)
     if not empty.ok:
         _no_fit(a, results[empty.failed], empty.message, TOPOLOGY_PLACEMENT_FAILED)  # type: ignore[index]
         return
@@ -166,11 +176,11 @@ def place_preempting(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo
         usage = [u for v in victims for u in workload_tas_usage(v)]
         snaps.charge_usage(usage, -1)
         try:
-            found = place_workload(snaps, requests)
+            found = place_workload(snaps, requests, options=ctx.topology.options)
         finally:
             snaps.charge_usage(usage, 1)
     else:
-        found = place_workload(snaps, requests, simulate_empty=True)
+        found = place_workload(snaps, requests, simulate_empty=True, options=ctx.topology.options)
     for _, req, res in wanted:
         res.topology = found.placements.get(req.name)
 
@@ -210,7 +220,7 @@ def place_at_admission(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueIn
     requests = [(res.tas_flavor, _request(ps, res.count, info)) for ps, res in placed]
     if not all(snaps[f].fits(res.topology.domains, req.per_pod())  # type: ignore[union-attr]
                for (f, req), (_, res) in zip(requests, placed, strict=True)):
-        found = place_workload(snaps, requests)
+        found = place_workload(snaps, requests, options=ctx.topology.options)
         if not found.ok:
             return found.message
         for _, res in placed:
@@ -282,7 +292,7 @@ def _place_delayed(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, 
                                         **base)]
         wanted.append((flavor, _request(ps, psa.count if psa.count is not None else ps.count, info,
                                         _updates(wl, psa.name))))
-    found = place_workload(ctx.topology.snapshots, wanted)
+    found = place_workload(ctx.topology.snapshots, wanted, options=ctx.topology.options)
     if not found.ok:
         return [ev.SecondPassFailed(key=wl.key, uid=wl.uid,
                                     message=f"couldn't assign flavors to pod set {found.failed}: {found.message}",
@@ -310,7 +320,8 @@ def _replace(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, adm: o
         result = None
         if ps is not None and flavor is not None and psa.topology_assignment is not None:
             req = _request(ps, psa.count if psa.count is not None else ps.count, info, _updates(wl, psa.name))
-            result = replace_node(snaps[flavor], req, Placement.decode(psa.topology_assignment), node)
+            result = replace_node(snaps[flavor], req, Placement.decode(psa.topology_assignment), node,
+                                  options=ctx.topology.options)
         if result is None or isinstance(result, NoPlacement):
             nodes = ",".join(wl.unhealthy_nodes)
             return [ev.WorkloadEvicted(key=wl.key, uid=wl.uid, reason="NodeFailures",

@@ -78,6 +78,32 @@ BAD_INPUTS = {
         ["document 2", "(Workload w)", "field `spec.podSets[0].template.spec.containers[0].resources: cpu`",
          "invalid quantity 'two'"],
     ),
+    "bad-slice-layer": (
+        GOOD_DOC + textwrap.dedent("""\
+            ---
+            apiVersion: kueue.x-k8s.io/v1beta2
+            kind: Workload
+            metadata:
+              name: w
+              namespace: team
+            spec:
+              queueName: lq
+              podSets:
+              - name: main
+                count: 8
+                topologyRequest:
+                  required: cloud.com/block
+                  podsetSliceRequiredTopologyConstraints:
+                  - {topology: cloud.com/rack, size: 4}
+                  - {topology: kubernetes.io/hostname, size: 0}
+                template:
+                  spec:
+                    containers:
+                    - name: c
+            """),
+        ["document 2", "(Workload w)",
+         "field `spec.podSets[0].topologyRequest.podsetSliceRequiredTopologyConstraints[1].size` must be >= 1, got 0"],
+    ),
     "bad-timestamp": (
         GOOD_DOC + "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: n\n  creationTimestamp: yesterday\n",
         ["document 2", "field `metadata.creationTimestamp`", "not an RFC 3339 time"],
@@ -262,3 +288,12 @@ def test_torn_tail_is_reported_by_inspect_and_cut_by_the_next_writer(log: Path) 
     data = json.loads(kueue_es("log", "inspect", "--log", log, "-o", "json").out)
     # the 8 undated objects get new events at the new time; the 3 dated ones are unchanged
     assert data["events"] == 19 and "tornTailBytes" not in data
+
+
+def test_unknown_feature_gate_is_refused_as_kueue_refuses_to_start(tmp_path: Path) -> None:
+    cfg = tmp_path / "kueue.yaml"
+    cfg.write_text("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+                   "featureGates:\n  TASBalancedPlacement: true\n  TASBalancedPlacment: true\n")
+    r = kueue_es("schedule", "-f", CLUSTER, "--config", cfg)
+    assert r.code == 2
+    assert one_line_error(r) == f"kueue-es: error: {cfg}: field `featureGates`: unrecognized feature gate: TASBalancedPlacment"

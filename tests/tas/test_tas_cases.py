@@ -4,6 +4,9 @@ Each case describes nodes (labels, allocatable, readiness, taints), a topology, 
 admitted workloads; they become events folded into a ClusterState, so the projection is exercised too. Then
 the pod sets are placed in order (later ones see the usage of earlier ones), or a node is replaced, and each
 pod set's domains (``want``: [values..., count]) or Kueue's failure message (``wantReason``) is checked.
+``gates`` sets the feature gates placement reads (``TASBalancedPlacement``, ``TASMultiLayerTopology``), as a
+Kueue Configuration's ``featureGates`` would; level names in ``topologyRequest`` (also in its slice layers) may be
+the short aliases of ``fixtures.tasbuild``.
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ from fixtures.tasbuild import (
 from events import objects as o
 from events import schema as ev
 from events.quantity import to_int
+from kueue_es.scheduler.config import load_config
 from kueue_es.scheduler.tas import NoPlacement, Placement, PodSetRequest, place_workload, replace_node
+from kueue_es.scheduler.tasplace import tas_options
 from projections.cluster import ClusterState
 from projections.topology import tas_snapshots
 
@@ -64,12 +69,19 @@ def build_state(case: dict[str, Any]) -> ClusterState:
     return state
 
 
+def _levels_named(value: Any) -> Any:
+    if isinstance(value, str):
+        return label(value)
+    if isinstance(value, list):
+        return [{**layer, "topology": label(layer["topology"])} if "topology" in layer else layer for layer in value]
+    return value
+
+
 def request_of(spec: dict[str, Any], index: int) -> PodSetRequest:
     topo = spec.get("topologyRequest")
     topology = None
     if topo is not None:
-        topology = msgspec.convert({k: (label(v) if isinstance(v, str) else v) for k, v in topo.items()},
-                                   o.PodSetTopologyRequest)
+        topology = msgspec.convert({k: _levels_named(v) for k, v in topo.items()}, o.PodSetTopologyRequest)
     affinity = spec.get("affinity")
     return PodSetRequest(
         name=spec.get("name", f"ps{index}"),
@@ -100,12 +112,13 @@ def test_case(case: dict[str, Any]) -> None:
     snaps = tas_snapshots(state)
     specs = case["podSets"]
     requests = [(s.get("flavor", "tas"), request_of(s, i)) for i, s in enumerate(specs)]
+    options = tas_options(load_config({"featureGates": case.get("gates") or {}}))
     replace = case.get("replace")
     if replace is not None:
         assert len(specs) == 1, "a replacement case has one pod set"
         flavor, req = requests[0]
         current = Placement(_levels(case, replace["current"]), _domains(replace["current"]))
-        res = replace_node(snaps[flavor], req, current, replace["node"])
+        res = replace_node(snaps[flavor], req, current, replace["node"], options=options)
         if "wantReason" in specs[0]:
             assert isinstance(res, NoPlacement), f"expected a failure, got {res}"
             assert res.message == specs[0]["wantReason"]
@@ -113,7 +126,7 @@ def test_case(case: dict[str, Any]) -> None:
             assert not isinstance(res, NoPlacement), res.message
             assert res.placement == Placement(_levels(case, specs[0]["want"]), _domains(specs[0]["want"]))
         return
-    result = place_workload(snaps, requests, simulate_empty=bool(case.get("simulateEmpty")))
+    result = place_workload(snaps, requests, simulate_empty=bool(case.get("simulateEmpty")), options=options)
     for spec, (_, req) in zip(specs, requests, strict=True):
         if "wantReason" in spec:
             assert result.failed == req.name, f"{req.name}: expected a failure, got {result}"

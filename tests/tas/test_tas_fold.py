@@ -1,6 +1,8 @@
 """The topology projection is a fold: order-independent, incremental, and restorable.
 
 * Placement does not depend on the order nodes, pods, workloads, the topology and the flavor were applied.
+* Every placement is one the request allows: all its pods, within each leaf's room, in whole slices of every
+  slice layer, inside one domain of a required level — with balanced placement on or off.
 * The TAS usage kept incrementally (charged and released with quota, moved by TopologyAssigned) equals a
   recomputation from scratch after every event, and a snapshot restore rebuilds exactly the same.
 """
@@ -25,7 +27,7 @@ from hypothesis import strategies as st
 from events import objects as o
 from events import schema as ev
 from events import tas_assignment
-from kueue_es.scheduler.tas import NoPlacement, PodSetRequest, place
+from kueue_es.scheduler.tas import NoPlacement, Placement, PodSetRequest, TASOptions, place
 from projections import snapshot
 from projections.cluster import ClusterState
 from projections.topology import TASFold, tas_snapshots, workload_tas_usage
@@ -91,7 +93,19 @@ REQUESTS = [
     PodSetRequest(name="slices", count=4, requests=(("cpu", 1000),),
                   topology=o.PodSetTopologyRequest(required=label("block"), pod_set_slice_required_topology=HOST,
                                                    pod_set_slice_size=2)),
+    PodSetRequest(name="layers", count=8, requests=(("cpu", 1000),),
+                  topology=o.PodSetTopologyRequest(required=label("block"), podset_slice_required_topology_constraints=(
+                      o.PodSetSliceRequiredTopologyConstraint(topology=label("rack"), size=4),
+                      o.PodSetSliceRequiredTopologyConstraint(topology=HOST, size=2)))),
+    PodSetRequest(name="pref-layers", count=4, requests=(("cpu", 1000),),
+                  topology=o.PodSetTopologyRequest(preferred=label("block"), podset_slice_required_topology_constraints=(
+                      o.PodSetSliceRequiredTopologyConstraint(topology=label("rack"), size=2),
+                      o.PodSetSliceRequiredTopologyConstraint(topology=HOST, size=1)))),
+    PodSetRequest(name="pref-host-slices", count=6, requests=(("cpu", 1000),),
+                  topology=o.PodSetTopologyRequest(preferred=label("rack"), pod_set_slice_required_topology=HOST,
+                                                   pod_set_slice_size=2)),
 ]
+BALANCED = TASOptions(balanced=True)
 
 
 def view(state: ClusterState) -> Any:
@@ -105,8 +119,52 @@ def view(state: ClusterState) -> Any:
             "free": {r: c for r, c in sorted(s.free.items())},
             "remaining": {r: c for r, c in sorted(s.remaining.items())},
             "placements": [msgspec.to_builtins(place(s, r)) for r in REQUESTS],
+            "balanced": [msgspec.to_builtins(place(s, r, options=BALANCED)) for r in REQUESTS],
         }
     return out
+
+
+# --- what a placement must be ---------------------------------------------------------------------------------
+
+
+def _check(state: ClusterState, req: PodSetRequest, res: Placement) -> None:
+    tree = tas_snapshots(state)["tas"].tree
+    snap = tas_snapshots(state)["tas"]
+    assert res.count == req.count, f"{req.name}: {res.count} of {req.count} pods placed"
+    leaf = {tree.ids[-1][i]: i for i in range(tree.leaf_count)}
+    fits = snap.pods_fitting(tuple(sorted(req.per_pod().items())), False)
+    per_level: list[dict[tuple[str, ...], int]] = [{} for _ in tree.levels]
+    for values, count in res.domains:
+        i = leaf[values[-1]]
+        assert 0 < count <= fits[i], f"{req.name}: {count} pods on {values} that holds {fits[i]}"
+        full = tree.values[-1][i]
+        for lvl in range(len(tree.levels)):
+            key = full[: lvl + 1]
+            per_level[lvl][key] = per_level[lvl].get(key, 0) + count
+    topo = req.topology
+    layers = [(lay.topology, lay.size) for lay in topo.podset_slice_required_topology_constraints] if topo else []
+    if topo is not None and topo.pod_set_slice_required_topology is not None:
+        layers = [(topo.pod_set_slice_required_topology, topo.pod_set_slice_size or 1)]
+    for key, size in layers:
+        lvl = tree.levels.index(key)
+        assert all(c % size == 0 for c in per_level[lvl].values()), f"{req.name}: {key} not in slices of {size}"
+    if topo is not None and topo.required is not None:
+        assert len(per_level[tree.levels.index(topo.required)]) == 1, f"{req.name}: more than one {topo.required}"
+
+
+@SETTINGS
+@given(c=clusters())
+def test_every_placement_is_one_the_request_allows(c: dict[str, Any]) -> None:
+    state = fold(cluster_events(c))
+    snap = tas_snapshots(state)["tas"]
+    for req in REQUESTS:
+        greedy, balanced = place(snap, req), place(snap, req, options=BALANCED)
+        event(f"{req.name}: {'no fit' if isinstance(greedy, NoPlacement) else 'placed'}"
+              f"{', balanced differently' if balanced != greedy else ''}")
+        assert isinstance(greedy, NoPlacement) == isinstance(balanced, NoPlacement), "balancing never loses a fit"
+        for res in (greedy, balanced):
+            if isinstance(res, Placement):
+                _check(state, req, res)
 
 
 # --- order independence -------------------------------------------------------------------------------------------

@@ -6,21 +6,24 @@
 * :func:`net_domains` — what an admission newly charges.
 
 Snapshots come from :func:`projections.topology.tas_snapshots` (one fork per call; charge a fork in a cycle
-with :meth:`projections.topology.TASSnapshots.charge`).
+with :meth:`projections.topology.TASSnapshots.charge`). :class:`TASOptions` carries the feature gates placement
+reads (balanced placement, slice layers), as the Configuration sets them.
 """
 
 from kueue_es.scheduler.tas.place import place
 from kueue_es.scheduler.tas.replace import Replacement, replace_node
-from kueue_es.scheduler.tas.request import NoPlacement, Placement, PodSetRequest, Result
+from kueue_es.scheduler.tas.request import DEFAULT_OPTIONS, NoPlacement, Placement, PodSetRequest, Result, TASOptions
 from kueue_es.scheduler.tas.usage import net_domains
 from kueue_es.scheduler.tas.workload import WorkloadPlacement, place_workload
 
 __all__ = [
+    "DEFAULT_OPTIONS",
     "NoPlacement",
     "Placement",
     "PodSetRequest",
     "Replacement",
     "Result",
+    "TASOptions",
     "WorkloadPlacement",
     "net_domains",
     "place",

@@ -1,8 +1,10 @@
 """Phase 1: how many pods (and slices) of the request fit in every domain (§2.4 rules 12–13).
 
 A leaf fits ⌊remaining / request⌋ pods, minimised over the requested resources (a zero request is unlimited; a
-missing or negative remaining value gives 0). Parents sum their children. Slice counts are ⌊pods / slice size⌋
-at the slice level, the sum of the children's above it, and 0 below. Everything is a list per level, indexed
+missing or negative remaining value gives 0). Parents sum their children; where an inner slice layer governs the
+children's level, each child contributes only whole inner slices (its count rounded down to a multiple of the
+layer's size). Slice counts are ⌊pods / slice size⌋ at the slice level, the sum of the children's above it, and
+0 below. Everything is a list per level, indexed
 like the tree's domains at that level (level-value order), so sorting by index is sorting by level values.
 """
 
@@ -30,7 +32,7 @@ class Counts:
 def fill_counts(snap: FlavorSnapshot, per_pod: tuple[tuple[str, int], ...], *,
                 assumed: Mapping[str, Mapping[str, int]] | None, simulate_empty: bool,
                 excluded: Mapping[int, Exclusion], within: tuple[int, int] | None, slice_size: int,
-                slice_level: int) -> Counts:
+                slice_level: int, inner: Mapping[int, int] | None = None) -> Counts:
     tree = snap.tree
     columns = snap.free if simulate_empty else snap.remaining
     leaves = list(snap.pods_fitting(per_pod, simulate_empty))
@@ -51,8 +53,8 @@ def fill_counts(snap: FlavorSnapshot, per_pod: tuple[tuple[str, int], ...], *,
             if i not in leaf_why and tree.ancestor(last, i, lvl) != dom:
                 leaves[i] = 0
                 leaf_why[i] = None
-    pods = _roll_up(tree, leaves)
-    slices = _slice_counts(tree, pods, slice_size, slice_level)
+    pods = roll_up(tree, leaves, inner)
+    slices = slice_counts(tree, pods, slice_size, slice_level)
     return Counts(pods, slices, leaf_why)
 
 
@@ -69,17 +71,21 @@ def limiting_resource(columns: Mapping[str, list[int]], i: int, per_pod: tuple[t
     return ""
 
 
-def _roll_up(tree: TopologyTree, leaves: list[int]) -> list[list[int]]:
+def roll_up(tree: TopologyTree, leaves: list[int], inner: Mapping[int, int] | None = None) -> list[list[int]]:
+    """Pods per domain at every level from the leaves' (``inner``: level -> inner slice size of that level)."""
     depth = tree.depth
     pods: list[list[int]] = [[] for _ in range(depth)]
     pods[-1] = leaves
     for lvl in range(depth - 2, -1, -1):
         child = pods[lvl + 1]
+        unit = inner.get(lvl + 1, 1) if inner else 1
+        if unit > 1:
+            child = [c - c % unit for c in child]
         pods[lvl] = [sum(child[a:b]) for a, b in zip(tree.child_start[lvl], tree.child_end[lvl], strict=True)]
     return pods
 
 
-def _slice_counts(tree: TopologyTree, pods: list[list[int]], size: int, level: int) -> list[list[int]]:
+def slice_counts(tree: TopologyTree, pods: list[list[int]], size: int, level: int) -> list[list[int]]:
     depth = tree.depth
     if size == 1 and level == depth - 1:
         return pods

@@ -3,12 +3,14 @@
 The chosen domains are trimmed to exactly the request, greedily in order (BestFit swaps the last one for the
 tightest that covers the rest). Down to the slice level the children of all chosen domains are pooled, sorted
 and trimmed again in slice units, which keeps the number of domains small at each level; from the slice level
-down, each chosen domain's pods are spread over its own sorted children one pod at a time.
+down, each chosen domain's pods are spread over its own sorted children one pod at a time — or one inner slice at
+a time where an inner slice layer governs the children's level. A balanced placement hands each of its domains
+a share that goes down that domain's own subtree from the fit level (in slice units above the slice level).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from projections.topology import TopologyTree
 
@@ -16,7 +18,7 @@ from kueue_es.scheduler.tas.counts import Counts
 from kueue_es.scheduler.tas.search import order, tightest
 
 
-def trim(domains: Sequence[int], need: int, value: Sequence[int], unit: int, bestfit: bool,
+def trim(domains: Sequence[int], need: int, value: Sequence[int] | Mapping[int, int], unit: int, bestfit: bool,
          out: dict[int, int]) -> list[int]:
     """Kueue's ``updateCountsToMinimumGeneric`` without leaders: take ``domains`` in order until ``need`` units
     (slices of ``unit`` pods, or pods when ``unit`` is 1) are covered; ``out`` gets each taken domain's pods."""
@@ -38,14 +40,17 @@ def trim(domains: Sequence[int], need: int, value: Sequence[int], unit: int, bes
 
 
 def descend(tree: TopologyTree, counts: Counts, fit_level: int, chosen: list[int], *, count: int, slice_size: int,
-            slice_level: int, lfc: bool) -> dict[int, int]:
-    """Leaf index -> pods, for the domains ``chosen`` at ``fit_level``."""
+            slice_level: int, lfc: bool, inner: Mapping[int, int] | None = None,
+            shares: Mapping[int, int] | None = None) -> dict[int, int]:
+    """Leaf index -> pods, for the domains ``chosen`` at ``fit_level``. ``inner``: level -> inner slice size;
+    ``shares``: the slices a balanced placement gave each chosen domain."""
     bestfit = not lfc
     last = tree.depth - 1
     assigned: dict[int, int] = {}
-    chosen = trim(chosen, count // slice_size, counts.slices[fit_level], slice_size, bestfit, assigned)
+    top = shares if shares is not None else counts.slices[fit_level]
+    chosen = trim(chosen, count // slice_size, top, slice_size, bestfit, assigned)
     level = fit_level
-    while level < min(last, slice_level):
+    while shares is None and level < min(last, slice_level):
         starts, ends = tree.child_start[level], tree.child_end[level]
         pooled = [c for d in chosen for c in range(starts[d], ends[d])]
         level += 1
@@ -54,12 +59,18 @@ def descend(tree: TopologyTree, counts: Counts, fit_level: int, chosen: list[int
                       bestfit, assigned)
     while level < last:
         starts, ends = tree.child_start[level], tree.child_end[level]
+        child = level + 1
+        if level < slice_level:
+            unit, value = slice_size, counts.slices[child]
+        else:
+            unit = inner.get(child, 1) if inner else 1
+            value = counts.pods[child] if unit == 1 else [p // unit for p in counts.pods[child]]
         parents = assigned
         assigned = {}
         next_chosen: list[int] = []
         for d in chosen:
-            kids = order(counts, level + 1, range(starts[d], ends[d]), lfc)
-            next_chosen += trim(kids, parents[d], counts.pods[level + 1], 1, bestfit, assigned)
+            kids = order(counts, child, range(starts[d], ends[d]), lfc)
+            next_chosen += trim(kids, parents[d] // unit, value, unit, bestfit, assigned)
         chosen = next_chosen
-        level += 1
+        level = child
     return assigned

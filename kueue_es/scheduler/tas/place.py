@@ -2,9 +2,10 @@
 
 The requested level is ``required``, else ``preferred``, else the highest level for a slice-only request, else
 the lowest for an unconstrained or implied one. Unconstrained, implied and slice-only requests use the
-LeastFreeCapacity profile (TASProfileMixed, on by default); the others BestFit. Pod-set groups (LeaderWorkerSet
-leader/workers), multi-layer slice constraints, balanced placement (alpha) and preferred node affinity (alpha) are
-not modelled: every request here has no leader and at most one slice layer.
+LeastFreeCapacity profile (TASProfileMixed, on by default); the others BestFit. Slices and their inner layers
+are resolved by :mod:`.layers`; with TASBalancedPlacement a request that is neither required nor unconstrained
+is first tried by :mod:`.balanced`, falling back to the search below when that finds nothing. Pod-set groups
+(LeaderWorkerSet leader/workers) and preferred node affinity (alpha) are not modelled: no request has a leader.
 """
 
 from __future__ import annotations
@@ -12,22 +13,24 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from events import objects as o
-from projections.topology import HOSTNAME, FlavorSnapshot
+from projections.topology import HOSTNAME, FlavorSnapshot, TopologyTree
 
-from kueue_es.scheduler.tas.counts import exclusions, fill_counts
+from kueue_es.scheduler.tas.balanced import place_balanced
+from kueue_es.scheduler.tas.counts import Counts, exclusions, fill_counts
 from kueue_es.scheduler.tas.descent import descend
+from kueue_es.scheduler.tas.layers import (
+    inner_sizes,
+    layers_of,
+    slice_key,
+    slice_only,
+    slice_size,
+    slices_requested,
+)
 from kueue_es.scheduler.tas.nodes import excluded_leaves, go_quote
-from kueue_es.scheduler.tas.request import NoPlacement, Placement, PodSetRequest, Result
+from kueue_es.scheduler.tas.request import DEFAULT_OPTIONS, NoPlacement, Placement, PodSetRequest, Result, TASOptions
 from kueue_es.scheduler.tas.search import find_fit_level
 
-
-def slice_only(topo: o.PodSetTopologyRequest | None) -> bool:
-    return (topo is not None and topo.required is None and topo.preferred is None
-            and topo.pod_set_slice_required_topology is not None)
-
-
-def slices_requested(topo: o.PodSetTopologyRequest | None) -> bool:
-    return topo is not None and topo.pod_set_slice_required_topology is not None and topo.pod_set_slice_size is not None
+__all__ = ["build", "is_unconstrained", "level_key", "place", "slice_size", "slices_requested"]
 
 
 def level_key(levels: Sequence[str], topo: o.PodSetTopologyRequest | None, implied: bool) -> str | None:
@@ -48,24 +51,15 @@ def is_unconstrained(topo: o.PodSetTopologyRequest | None, implied: bool) -> boo
     return bool(topo is not None and topo.unconstrained) or implied or slice_only(topo)
 
 
-def slice_size(topo: o.PodSetTopologyRequest | None) -> int | str:
-    """Pods per slice (1 without a slice topology), or the failure message."""
-    if topo is None or topo.pod_set_slice_required_topology is None:
-        return 1
-    if topo.pod_set_slice_size is None:
-        return "slice topology requested, but slice size not provided"
-    if topo.pod_set_slice_size < 1:
-        return f"podset slice size must be at least 1, got {topo.pod_set_slice_size}"
-    return topo.pod_set_slice_size
-
-
 def place(snap: FlavorSnapshot, req: PodSetRequest, *, assumed: Mapping[str, Mapping[str, int]] | None = None,
-          simulate_empty: bool = False, within: Sequence[str] | None = None) -> Result:
+          simulate_empty: bool = False, within: Sequence[str] | None = None,
+          options: TASOptions = DEFAULT_OPTIONS) -> Result:
     """Where ``req``'s pods go in ``snap``'s topology, or why they cannot.
 
     ``assumed``: usage of earlier pod sets of the same workload in this computation (leaf id -> usage).
     ``simulate_empty``: ignore every TAS workload's usage (is there room once they are preempted?).
     ``within``: the level values of a domain every pod must stay in (node replacement).
+    ``options``: the feature gates placement reads.
     """
     tree = snap.tree
     levels = tree.levels
@@ -81,13 +75,16 @@ def place(snap: FlavorSnapshot, req: PodSetRequest, *, assumed: Mapping[str, Map
     if key not in levels:
         return NoPlacement(f"no requested topology level: {key}")
     requested = levels.index(key)
-    slice_key = topo.pod_set_slice_required_topology if topo is not None and topo.pod_set_slice_required_topology \
-        is not None else levels[-1]
-    if slice_key not in levels:
-        return NoPlacement(f"no requested topology level for slices: {slice_key}")
-    slice_level = levels.index(slice_key)
+    skey = slice_key(topo, levels[-1])
+    if skey not in levels:
+        return NoPlacement(f"no requested topology level for slices: {skey}")
+    slice_level = levels.index(skey)
     if requested > slice_level:
-        return NoPlacement(f"podset slice topology {slice_key} is above the podset topology {key}")
+        return NoPlacement(f"podset slice topology {skey} is above the podset topology {key}")
+    inner = inner_sizes(topo, levels, slice_level, size, options.multi_layer)
+    if isinstance(inner, str):
+        return NoPlacement(inner)
+    layers = layers_of(topo) if inner else ()
 
     within_at: tuple[int, int] | None = None
     if within is not None:
@@ -96,23 +93,67 @@ def place(snap: FlavorSnapshot, req: PodSetRequest, *, assumed: Mapping[str, Map
     excluded = excluded_leaves(snap, req)
     per_pod = tuple(sorted(req.per_pod().items()))
     counts = fill_counts(snap, per_pod, assumed=assumed, simulate_empty=simulate_empty, excluded=excluded,
-                         within=within_at, slice_size=size, slice_level=slice_level)
-    unit = "pod" if size == 1 else "slice"
+                         within=within_at, slice_size=size, slice_level=slice_level, inner=inner)
+    slices = req.count // size
 
-    def not_fit(fit: int, total: int) -> str:
+    if options.balanced and not required and not lfc:
+        found = place_balanced(tree, counts, requested=requested, slice_level=slice_level, slices=slices,
+                               slice_size=size, inner=inner)
+        if found is not None:
+            fit_level, shares = found
+            leaves = descend(tree, counts, fit_level, list(shares), count=req.count, slice_size=size,
+                             slice_level=slice_level, lfc=lfc, inner=inner, shares=shares)
+            return build(snap, leaves)
+
+    def not_fit(fit: int, total: int, level: int) -> str:
+        suffix = exclusions(snap, counts, per_pod, assumed, simulate_empty).suffix()
+        if layers:
+            return layered_not_fit(snap, counts, level, req.count, layers) + suffix
+        unit = "pod" if size == 1 else "slice"
         name = go_quote(snap.topology)
         head = (f"topology {name} doesn't allow to fit any of {total} {unit}(s)" if fit == 0
                 else f"topology {name} allows to fit only {fit} out of {total} {unit}(s)")
-        return head + exclusions(snap, counts, per_pod, assumed, simulate_empty).suffix()
+        return head + suffix
 
-    found = find_fit_level(counts, requested, slices=req.count // size, required=required, lfc=lfc, not_fit=not_fit,
-                           no_domains=lambda lvl: f"no topology domains at level: {levels[lvl]}")
-    if isinstance(found, str):
-        return NoPlacement(found)
-    fit_level, chosen = found
+    found_level = find_fit_level(counts, requested, slices=slices, required=required, lfc=lfc, not_fit=not_fit,
+                                 no_domains=lambda lvl: f"no topology domains at level: {levels[lvl]}")
+    if isinstance(found_level, str):
+        return NoPlacement(found_level)
+    fit_level, chosen = found_level
     leaves = descend(tree, counts, fit_level, chosen, count=req.count, slice_size=size, slice_level=slice_level,
-                     lfc=lfc)
+                     lfc=lfc, inner=inner)
     return build(snap, leaves)
+
+
+def layered_not_fit(snap: FlavorSnapshot, counts: Counts, level: int, count: int,
+                    layers: Sequence[o.PodSetSliceRequiredTopologyConstraint]) -> str:
+    """Kueue's not-fit message with inner slice layers: for the domain of the searched level that holds the most
+    slices (the first by id on a tie), how many slices of each layer fit in it, out of how many are needed."""
+    tree = snap.tree
+    head = f"topology {go_quote(snap.topology)} doesn't allow to fit"
+    sc, ids = counts.slices[level], tree.ids[level]
+    if not sc:
+        return head
+    best = min(range(len(sc)), key=lambda i: (-sc[i], ids[i]))
+    parts = [head]
+    for layer in layers:
+        if layer.topology not in tree.levels:
+            continue
+        target = tree.levels.index(layer.topology)
+        fit = 0
+        if target >= level:
+            a, b = descendants(tree, level, best, target)
+            fit = sum(p // layer.size for p in counts.pods[target][a:b])
+        parts.append(f"{fit}/{count // layer.size} slice(s) fit on level {layer.topology}")
+    return "; ".join(parts)
+
+
+def descendants(tree: TopologyTree, level: int, i: int, target: int) -> tuple[int, int]:
+    """The index range, at level ``target``, of the domains under domain ``i`` of ``level``."""
+    a, b = i, i + 1
+    for lvl in range(level, target):
+        a, b = tree.child_start[lvl][a], tree.child_end[lvl][b - 1]
+    return a, b
 
 
 def build(snap: FlavorSnapshot, leaves: Mapping[int, int]) -> Placement:

@@ -1,9 +1,11 @@
 """Replace one unhealthy node in an existing assignment (§4 rule 9, Kueue's ``findReplacementAssignment``).
 
 The node's domain is dropped and its k pods placed again, restricted to the domain the rest of the assignment
-requires: for broken slices, the slice-level domain whose count plus k makes whole slices again; for a required
-request, the required-level ancestor of the first remaining domain. The result is merged with the remaining
-domains (sorted by level values, equal domains summed).
+requires: for broken slices, the domain of the slice level (or, with slice layers, of the innermost layer the k
+pods no longer fill) whose count plus k makes whole slices again, and the k pods are placed in slices of the
+innermost layer they still fill (single pods if none); for a required request, the required-level ancestor of
+the first remaining domain. The result is merged with the remaining domains (sorted by level values, equal
+domains summed).
 
 Two deliberate differences from Kueue: "within a domain" compares level values, not a string prefix of the
 joined domain id (Kueue's prefix test lets rack ``r1`` match ``r10``); and when several slice-level domains
@@ -18,8 +20,9 @@ import msgspec
 
 from projections.topology import FlavorSnapshot, domain_id
 
-from kueue_es.scheduler.tas.place import level_key, place, slice_size, slices_requested
-from kueue_es.scheduler.tas.request import NoPlacement, Placement, PodSetRequest
+from kueue_es.scheduler.tas.layers import layers_of, slice_key, slice_size, slices_requested
+from kueue_es.scheduler.tas.place import level_key, place
+from kueue_es.scheduler.tas.request import DEFAULT_OPTIONS, NoPlacement, Placement, PodSetRequest, TASOptions
 
 
 class Replacement(msgspec.Struct, frozen=True):
@@ -31,7 +34,8 @@ class Replacement(msgspec.Struct, frozen=True):
 
 
 def replace_node(snap: FlavorSnapshot, req: PodSetRequest, current: Placement, node: str, *,
-                 assumed: Mapping[str, Mapping[str, int]] | None = None) -> Replacement | NoPlacement:
+                 assumed: Mapping[str, Mapping[str, int]] | None = None,
+                 options: TASOptions = DEFAULT_OPTIONS) -> Replacement | NoPlacement:
     tree = snap.tree
     remaining = [(v, c) for v, c in current.domains if not (v and v[-1] == node)]
     k = 0
@@ -47,9 +51,13 @@ def replace_node(snap: FlavorSnapshot, req: PodSetRequest, current: Placement, n
     request = msgspec.structs.replace(req, count=k)
     size = slice_size(topo)
     if slices_requested(topo) and within is not None and isinstance(size, int) and k % size:
+        # the pods no longer make whole slices: keep the innermost layer they still make whole, if any
+        whole = next((lay for lay in reversed(layers_of(topo)) if k % lay.size == 0), None)
         request = msgspec.structs.replace(request, topology=msgspec.structs.replace(
-            topo, pod_set_slice_required_topology=None, pod_set_slice_size=1))
-    res = place(snap, request, assumed=assumed, within=within)
+            topo, podset_slice_required_topology_constraints=(),
+            pod_set_slice_required_topology=whole.topology if whole else None,
+            pod_set_slice_size=whole.size if whole else 1))
+    res = place(snap, request, assumed=assumed, within=within, options=options)
     if isinstance(res, NoPlacement):
         return res
     if not res.domains:
@@ -75,10 +83,13 @@ def _required_domain(snap: FlavorSnapshot, req: PodSetRequest, remaining: list[t
     last = tree.depth - 1
     size = slice_size(topo)
     if slices_requested(topo) and isinstance(size, int) and k % size:
-        slice_key = topo.pod_set_slice_required_topology if topo is not None else None
-        if slice_key not in levels:
+        # the innermost layer the pods no longer make whole confines them (the outer slice without layers)
+        layers = layers_of(topo)
+        broken = next((lay for lay in reversed(layers) if k % lay.size), None) if len(layers) > 1 else None
+        key, size = (broken.topology, broken.size) if broken is not None else (slice_key(topo, levels[-1]), size)
+        if key not in levels:
             return None
-        slice_level = levels.index(slice_key)
+        slice_level = levels.index(key)
         held: dict[int, int] = {}
         for v, c in remaining:
             at = tree.domain_index(v)

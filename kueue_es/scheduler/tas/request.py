@@ -41,6 +41,17 @@ class PodSetRequest(msgspec.Struct, frozen=True, kw_only=True):
         return out
 
 
+class TASOptions(msgspec.Struct, frozen=True, kw_only=True):
+    """The feature gates placement reads (from the Configuration's ``featureGates``): TASBalancedPlacement
+    (alpha, off) and TASMultiLayerTopology (beta, on)."""
+
+    balanced: bool = False
+    multi_layer: bool = True
+
+
+DEFAULT_OPTIONS = TASOptions()
+
+
 class Placement(msgspec.Struct, frozen=True):
     """A topology assignment: ``levels`` and the domains with their pod counts, ordered by level values. When
     the lowest level is the hostname, ``levels`` is just that level and each domain's values the hostname."""

@@ -10,7 +10,7 @@ top level (or for an unconstrained request) domains are taken greedily in order.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from kueue_es.scheduler.tas.counts import Counts
 
@@ -49,7 +49,7 @@ def tightest_fitting(sc: list[int], pc: list[int], need: int) -> int | None:
             best, best_p = i, pc[i]
 
 
-def tightest(domains: Sequence[int], needed: int, value: Sequence[int]) -> int:
+def tightest(domains: Sequence[int], needed: int, value: Sequence[int] | Mapping[int, int]) -> int:
     """Kueue's best-fit pick: scanning ``domains`` in order, the first with the smallest ``value`` that is still
     at least ``needed``, starting from ``domains[0]`` (which the caller knows holds ``needed``)."""
     best = domains[0]
@@ -61,8 +61,8 @@ def tightest(domains: Sequence[int], needed: int, value: Sequence[int]) -> int:
     return best
 
 
-NotFit = Callable[[int, int], str]
-"""(slices that fit, slices requested) -> Kueue's not-fit message."""
+NotFit = Callable[[int, int, int], str]
+"""(slices that fit, slices requested, level searched) -> Kueue's not-fit message."""
 
 
 def find_fit_level(counts: Counts, level: int, *, slices: int, required: bool, lfc: bool,
@@ -79,9 +79,9 @@ def find_fit_level(counts: Counts, level: int, *, slices: int, required: bool, l
         if required:
             if lfc:
                 last = max(range(n), key=lambda i: (sc[i], pc[i], i))
-                return not_fit(pc[last], slices)
+                return not_fit(pc[last], slices, level)
             top = min(range(n), key=lambda i: (-sc[i], pc[i], i))
-            return not_fit(sc[top], slices)
+            return not_fit(sc[top], slices, level)
         if level > 0 and not lfc:
             level -= 1
             continue
@@ -102,5 +102,5 @@ def _greedy(counts: Counts, level: int, slices: int, lfc: bool, not_fit: NotFit)
         chosen.append(d)
         remaining -= sc[d]
     if remaining > 0:
-        return not_fit(slices - remaining, slices)
+        return not_fit(slices - remaining, slices, level)
     return level, chosen

@@ -15,7 +15,15 @@ from projections.topology import FlavorSnapshot
 
 from kueue_es.scheduler.tas.nodes import go_quote
 from kueue_es.scheduler.tas.place import place
-from kueue_es.scheduler.tas.request import AssumedUsage, NoPlacement, Placement, PodSetRequest, add_assumed
+from kueue_es.scheduler.tas.request import (
+    DEFAULT_OPTIONS,
+    AssumedUsage,
+    NoPlacement,
+    Placement,
+    PodSetRequest,
+    TASOptions,
+    add_assumed,
+)
 
 
 class WorkloadPlacement(msgspec.Struct, frozen=True):
@@ -32,7 +40,7 @@ class WorkloadPlacement(msgspec.Struct, frozen=True):
 
 
 def place_workload(snapshots: Mapping[str, FlavorSnapshot], requests: Sequence[tuple[str, PodSetRequest]], *,
-                   simulate_empty: bool = False) -> WorkloadPlacement:
+                   simulate_empty: bool = False, options: TASOptions = DEFAULT_OPTIONS) -> WorkloadPlacement:
     """``requests``: (TAS flavor, request) per pod set, in pod-set order. Pod sets with no pods are skipped."""
     by_flavor: dict[str, list[PodSetRequest]] = {}
     for flavor, req in requests:
@@ -48,7 +56,7 @@ def place_workload(snapshots: Mapping[str, FlavorSnapshot], requests: Sequence[t
         for req in by_flavor[flavor]:
             if req.count <= 0:
                 continue
-            res = place(snap, req, assumed=assumed, simulate_empty=simulate_empty)
+            res = place(snap, req, assumed=assumed, simulate_empty=simulate_empty, options=options)
             if isinstance(res, NoPlacement):
                 return WorkloadPlacement(placements, req.name, res.message)
             placements[req.name] = res

@@ -1,0 +1,169 @@
+"""Kueue's feature gates, as its Configuration's ``featureGates`` map sets them.
+
+Kueue hands that map to the Kubernetes feature-gate machinery at start-up and refuses to start when it is wrong:
+an unknown name ("unrecognized feature gate"), a gate locked to its default set otherwise, or an enabled gate
+whose dependency is disabled. ``AllAlpha`` / ``AllBeta`` set every alpha / beta gate the map does not name. The
+names, stages and defaults below are Kueue's (``pkg/features/kube_features.go``, main after v0.19); only the
+gates that change a decision here are read (``TASBalancedPlacement``, ``TASMultiLayerTopology``), the others are
+known so that a user's existing configuration is accepted as Kueue accepts it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+ALPHA, BETA, GA, DEPRECATED = "Alpha", "Beta", "GA", "Deprecated"
+
+TAS_BALANCED_PLACEMENT = "TASBalancedPlacement"
+TAS_MULTI_LAYER_TOPOLOGY = "TASMultiLayerTopology"
+
+GATES: dict[str, tuple[str, bool]] = {
+    "PartialAdmission": (BETA, True),
+    "ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp": (ALPHA, False),
+    "FlavorFungibility": (BETA, True),
+    "VisibilityOnDemand": (BETA, True),
+    "DisableWaitForPodsReady": (ALPHA, False),
+    "PrioritySortingWithinCohort": (BETA, True),
+    "FairSharingPreemptWithinNominal": (BETA, True),
+    "FairSharingPrioritizeNonBorrowing": (BETA, True),
+    "MultiKueue": (BETA, True),
+    "MultiKueueBatchJobClearingTTLSecondsAfterFinishedOnWorkerCluster": (BETA, True),
+    "TopologyAwareScheduling": (BETA, True),
+    "LocalQueueMetrics": (BETA, True),
+    "TASProfileMixed": (BETA, True),
+    "AdmissionFairSharing": (BETA, True),
+    "TASFailedNodeReplacement": (BETA, True),
+    "ElasticJobsViaWorkloadSlices": (BETA, True),
+    "ElasticJobsViaWorkloadSlicesWithTAS": (ALPHA, False),
+    "TASFailedNodeReplacementFailFast": (BETA, True),
+    "TASReplaceNodeOnPodTermination": (BETA, True),
+    "SkipReassignmentForPodOwnedWorkloads": (BETA, True),
+    "TASReplaceNodeDueToNotReadyOverFixedTime": (DEPRECATED, False),
+    "ManagedJobsNamespaceSelectorAlwaysRespected": (GA, True),
+    TAS_BALANCED_PLACEMENT: (ALPHA, False),
+    "TASAssignmentsEncodingByHostnamePrefix": (BETA, True),
+    "KueueDRAIntegration": (BETA, True),
+    "KueueDRAIntegrationExtendedResource": (BETA, True),
+    "ReservedResourceNameValidation": (BETA, True),
+    "KueueDRARejectWorkloadsWhenDRADisabled": (BETA, True),
+    "KueueDRAIntegrationPartitionableDevices": (BETA, True),
+    "KueueDRAIntegrationConsumableCapacity": (ALPHA, False),
+    "MultiKueueAdaptersForCustomJobs": (BETA, True),
+    "WorkloadRequestUseMergePatch": (ALPHA, False),
+    "MultiKueueKubeConfigPathValidation": (BETA, True),
+    "ReclaimablePods": (BETA, True),
+    "MultiKueueClusterProfile": (ALPHA, False),
+    "FailureRecoveryPolicy": (ALPHA, False),
+    "TLSOptions": (BETA, True),
+    "RemoveFinalizersWithStrictPatch": (BETA, True),
+    "TASReplaceNodeOnNodeTaints": (BETA, True),
+    "AssignQueueLabelsForPods": (BETA, True),
+    TAS_MULTI_LAYER_TOPOLOGY: (BETA, True),
+    "SchedulingEquivalenceHashing": (BETA, True),
+    "SchedulingEquivalenceHashingIgnorePodSetName": (BETA, True),
+    "CustomMetricLabels": (ALPHA, False),
+    "SparkApplicationIntegration": (ALPHA, False),
+    "MultiKueueOrchestratedPreemption": (ALPHA, False),
+    "PriorityBoost": (ALPHA, False),
+    "AdmissionGatedBy": (BETA, True),
+    "ShortWorkloadNames": (ALPHA, False),
+    "FastQuotaReleaseInPodIntegration": (ALPHA, False),
+    "RejectUpdatesToCQWithInvalidOnFlavors": (BETA, True),
+    "FinishOrphanedWorkloads": (BETA, True),
+    "MultiKueueIncrementalDispatcherConfig": (BETA, True),
+    "MultiKueueIncrementalDispatcherRespectConfigOrder": (BETA, True),
+    "ConcurrentAdmission": (ALPHA, False),
+    "QuotaCheckStrategy": (BETA, True),
+    "MetricForWorkloadCreationLatency": (BETA, True),
+    "TASRespectNodeAffinityPreferred": (ALPHA, False),
+    "MultiKueueManagerQuotaAutomation": (ALPHA, False),
+    "WorkloadIdentifierAnnotations": (BETA, True),
+    "WorkloadPriorityClassDefaulting": (BETA, True),
+    "MetricsForCohorts": (BETA, True),
+    "CleanupProvisioningRequestsOnEviction": (BETA, True),
+    "TASHandleOverlappingFlavors": (BETA, True),
+    "UnadmittedWorkloadsObservability": (BETA, True),
+    "TASRecomputeAssignmentWithinSchedulingCycle": (BETA, True),
+    "UnadmittedWorkloadsExplicitStatus": (BETA, False),
+    "DeferRayServiceFinalizationForRedisCleanup": (BETA, True),
+    "TASCacheNodeMatchResults": (BETA, True),
+    "TASCachingRemainingResources": (BETA, True),
+    "TASCacheTopologyTree": (BETA, True),
+    "SchedulerLibraryIntegration": (ALPHA, False),
+    "VectorizedResourceRequests": (BETA, True),
+    "WorkloadValidateResourcesAreNonNegative": (BETA, True),
+    "TASValidateWorkloadSliceSize": (BETA, True),
+    "WorkloadValidationForPodSetMetadata": (BETA, True),
+    "PrioritizePreemptorWorkloads": (ALPHA, False),
+    "LWSImmutableGroupSize": (BETA, True),
+    "FlavorFungibilityPreserveScanProgress": (BETA, True),
+    "SkipAncestorCheckForDeletedWorkloads": (BETA, True),
+    "MultiKueueRemoteSpecSync": (BETA, True),
+    "RecomputeAssignmentUponPreemptionTargetsOverlap": (BETA, True),
+    "PodIntegrationValidateGroupOwner": (BETA, True),
+    "ValidateRayAndSparkJobUpdates": (BETA, True),
+    "FairSharingReevaluatePreemptionCandidates": (ALPHA, False),
+    "DynamicQuotaOrchestration": (ALPHA, False),
+}
+"""Name -> (stage, default)."""
+
+LOCKED = frozenset({"ManagedJobsNamespaceSelectorAlwaysRespected"})
+"""GA gates locked to their default."""
+
+ALL_ALPHA, ALL_BETA = "AllAlpha", "AllBeta"
+
+DEPENDENCIES: dict[str, tuple[str, ...]] = {
+    "TASFailedNodeReplacement": ("TopologyAwareScheduling",),
+    "TASFailedNodeReplacementFailFast": ("TASFailedNodeReplacement", "TopologyAwareScheduling"),
+    "TASReplaceNodeOnPodTermination": ("TASFailedNodeReplacement", "TopologyAwareScheduling"),
+    "TASReplaceNodeDueToNotReadyOverFixedTime": ("TASFailedNodeReplacement", "TopologyAwareScheduling"),
+    TAS_BALANCED_PLACEMENT: ("TopologyAwareScheduling",),
+    "TASReplaceNodeOnNodeTaints": ("TopologyAwareScheduling",),
+    TAS_MULTI_LAYER_TOPOLOGY: ("TopologyAwareScheduling",),
+    "TASRespectNodeAffinityPreferred": ("TopologyAwareScheduling",),
+    "UnadmittedWorkloadsExplicitStatus": ("UnadmittedWorkloadsObservability",),
+    "TASHandleOverlappingFlavors": ("TopologyAwareScheduling",),
+    "TASProfileMixed": ("TopologyAwareScheduling",),
+    "TASRecomputeAssignmentWithinSchedulingCycle": ("TopologyAwareScheduling",),
+    "ElasticJobsViaWorkloadSlicesWithTAS": ("ElasticJobsViaWorkloadSlices", "TopologyAwareScheduling"),
+    "KueueDRAIntegrationExtendedResource": ("KueueDRAIntegration",),
+    "KueueDRAIntegrationPartitionableDevices": ("KueueDRAIntegration",),
+    "KueueDRAIntegrationConsumableCapacity": ("KueueDRAIntegration",),
+    "FlavorFungibilityPreserveScanProgress": ("FlavorFungibility",),
+    "SchedulingEquivalenceHashingIgnorePodSetName": ("SchedulingEquivalenceHashing",),
+}
+
+
+def enabled(gates: Mapping[str, bool], name: str) -> bool:
+    """Whether gate ``name`` is on under the configuration's ``gates`` (validated by :func:`errors`)."""
+    value = gates.get(name)
+    if value is not None:
+        return value
+    stage, default = GATES[name]
+    if stage == ALPHA and ALL_ALPHA in gates:
+        return gates[ALL_ALPHA]
+    if stage == BETA and ALL_BETA in gates:
+        return gates[ALL_BETA]
+    return default
+
+
+def errors(gates: Mapping[str, bool]) -> list[str]:
+    """Why Kueue would refuse ``gates``, in name order (empty when it accepts them)."""
+    out: list[str] = []
+    for name in sorted(gates):
+        if name in (ALL_ALPHA, ALL_BETA):
+            continue
+        if name not in GATES:
+            out.append(f"unrecognized feature gate: {name}")
+        elif name in LOCKED and gates[name] != GATES[name][1]:
+            out.append(f"cannot set feature gate {name} to {str(gates[name]).lower()}, feature is locked to "
+                       f"{str(GATES[name][1]).lower()}")
+    if out:
+        return out
+    for name in sorted(DEPENDENCIES):
+        if not enabled(gates, name):
+            continue
+        off = [dep for dep in sorted(DEPENDENCIES[name]) if not enabled(gates, dep)]
+        if off:
+            out.append(f"{name} is enabled, but depends on features that are disabled: [{' '.join(off)}]")
+    return out

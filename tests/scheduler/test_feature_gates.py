@@ -1,0 +1,47 @@
+"""featureGates in a Kueue Configuration: defaults, AllAlpha/AllBeta, and the refusals Kueue starts with."""
+
+from __future__ import annotations
+
+import pytest
+
+from events.errors import InvalidInput
+from kueue_es.scheduler.config import DEFAULT, load_config
+
+
+def _doc(gates: dict) -> dict:
+    return {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "featureGates": gates}
+
+
+def test_defaults_are_kueues() -> None:
+    assert DEFAULT.gate("TASBalancedPlacement") is False  # alpha
+    assert DEFAULT.gate("TASMultiLayerTopology") is True  # beta
+    assert DEFAULT.gate("TASProfileMixed") is True
+
+
+def test_a_set_gate_wins_over_its_default_and_over_all_alpha_or_beta() -> None:
+    assert load_config(_doc({"TASBalancedPlacement": True})).gate("TASBalancedPlacement") is True
+    assert load_config(_doc({"TASMultiLayerTopology": False})).gate("TASMultiLayerTopology") is False
+    assert load_config(_doc({"AllAlpha": True})).gate("TASBalancedPlacement") is True
+    cfg = load_config(_doc({"AllBeta": False, "TopologyAwareScheduling": True, "TASProfileMixed": True}))
+    assert cfg.gate("TASMultiLayerTopology") is False
+    assert cfg.gate("TASProfileMixed") is True
+    assert cfg.gate("TASBalancedPlacement") is False
+
+
+@pytest.mark.parametrize(("gates", "message"), [
+    ({"TASBalancedPlacment": True}, "unrecognized feature gate: TASBalancedPlacment"),
+    ({"ManagedJobsNamespaceSelectorAlwaysRespected": False},
+     "cannot set feature gate ManagedJobsNamespaceSelectorAlwaysRespected to false, feature is locked to true"),
+    ({"ElasticJobsViaWorkloadSlices": False, "ElasticJobsViaWorkloadSlicesWithTAS": True},
+     "ElasticJobsViaWorkloadSlicesWithTAS is enabled, but depends on features that are disabled: "
+     "[ElasticJobsViaWorkloadSlices]"),
+])
+def test_kueue_refuses_to_start_with(gates: dict, message: str) -> None:
+    with pytest.raises(InvalidInput) as err:
+        load_config(_doc(gates), "kueue.yaml")
+    assert str(err.value) == f"kueue.yaml: field `featureGates`: {message}"
+
+
+def test_a_value_must_be_a_bool() -> None:
+    with pytest.raises(InvalidInput, match=r"featureGates.*Expected `bool`"):
+        load_config(_doc({"TASBalancedPlacement": "yes"}))
