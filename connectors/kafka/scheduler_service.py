@@ -20,6 +20,8 @@ record, produced in a transaction together with the consumer offset (``send_offs
 scheduler then waits until it has read its own batch back before deciding again, so it never decides twice
 on the same state. A kill at any point loses nothing and duplicates nothing: an uncommitted batch is aborted
 and will be decided again, identically, by the next active scheduler; a committed one is read back by it.
+When the replica's Kueue Configuration is not the one in force in the log, its record is the first batch of the
+transaction, and the decisions after it in the transaction are made under it.
 
 aiokafka's ``send_offsets_to_transaction`` has no KIP-447 generation fencing; fencing rests on the stable
 transactional id per shard and on one input partition per shard.
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import os
 import socket
@@ -60,6 +63,7 @@ from events import schema as ev
 from events.codec import encode_batch
 from events.errors import InvalidInput
 from kueue_es.scheduler import DEFAULT, SchedulerConfig, decide, next_deadline
+from kueue_es.scheduler import config_record
 from projections.cluster import ClusterState
 
 MARKER_HEADERS = [(CONTROL_HEADER, b"marker")]
@@ -70,6 +74,11 @@ Report = Callable[[str, dict[str, Any]], None]
 @dataclass(frozen=True)
 class ServiceOptions:
     config: SchedulerConfig = DEFAULT
+    config_document: dict[str, Any] | None = None
+    """``config`` as the user wrote it, recorded in the log before the first decisions made under it (None: a
+    document that loads as ``config``)."""
+    config_source: str = ""
+    """Where ``config_document`` was read from (recorded with it)."""
     snapshot_every_events: int = 50_000
     """Write a snapshot after this many events were applied since the last one ..."""
     snapshot_interval_s: float = 60.0
@@ -86,6 +95,17 @@ class ServiceOptions:
     """``gc.freeze()`` the process once a shard's state is restored (a service process; not in tests)."""
     shutdown_step_s: float = 5.0
     """Bound on each step of a graceful shutdown (final snapshot, closing the producer, leaving the group)."""
+
+    @functools.cached_property
+    def document(self) -> dict[str, Any]:
+        """The Kueue Configuration document this scheduler records (see :mod:`kueue_es.scheduler.config_record`)."""
+        if self.config_document is not None:
+            return self.config_document
+        return config_record.document_of(self.config)
+
+    def with_config_recorded(self, batch: list[Any], state: ClusterState, writer: str) -> list[Any]:
+        """``batch``, or the record of this configuration when it must come first (``config_record.record_before``)."""
+        return config_record.record_before(batch, state, self.document, writer=writer, source=self.config_source)
 
 
 def default_instance_id() -> str:
@@ -274,7 +294,8 @@ class ShardEngine:
             self.stats.readback.append(time.monotonic() - self.committed_at)
         opts = self.replica.options
         t0 = time.monotonic()
-        batch: list[Any] = decide(self.state, opts.config)
+        batch: list[Any] = opts.with_config_recorded(decide(self.state, opts.config), self.state,
+                                                     self.replica.instance_id)
         t1 = time.monotonic()
         if not batch and opts.ticks:
             deadline = next_deadline(self.state, opts.config)

@@ -8,7 +8,8 @@ function of the scenario alone, however the scheduler processes are killed, rest
 however the broker behaves: the same events in the same order as :func:`reference_run`, which does the same
 with a :class:`MemoryLog` and the scheduler in-process. Offsets differ (Kafka's are not dense, catch-up
 markers and aborted transactions occupy some), so runs are compared with offsets renumbered densely
-(:func:`densify`).
+(:func:`densify`). The scheduler records its Kueue Configuration before its first decisions; the reference run
+does too, and :func:`densify` blanks the record's writer (each scheduler process names itself).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from connectors.kafka.settings import KafkaSettings
 from events import schema as ev
 from events.log import MemoryLog
 from kueue_es.scheduler import DEFAULT, decide
+from kueue_es.scheduler.config_record import DEFAULT_DOCUMENT, record_before
 from projections import snapshot
 from projections.cluster import ClusterState
 from projections.workloads import ADMITTED, FINISHED
@@ -78,7 +80,8 @@ class Scenario:
 
 
 def densify(records: list[ev.Record]) -> list[ev.Record]:
-    """The same events at offsets 0, 1, 2, ...; every decision's ``input`` renumbered the same way."""
+    """The same events at offsets 0, 1, 2, ...; every decision's ``input`` renumbered the same way; configuration
+    records without their writer."""
     index = {r.offset: i for i, r in enumerate(records)}
     index[-1] = -1
     out = []
@@ -86,6 +89,8 @@ def densify(records: list[ev.Record]) -> list[ev.Record]:
         e = r.event
         if isinstance(e, ev.Decision):
             e = msgspec.structs.replace(e, input=index[e.input])
+        elif isinstance(e, ev.ConfigRecorded):
+            e = msgspec.structs.replace(e, writer="")
         out.append(ev.Record(i, e))
     return out
 
@@ -125,7 +130,7 @@ async def reference_run(scenario: Scenario) -> RunResult:
     await append(scenario.setup())
     k = 0
     while True:
-        while d := decide(state, DEFAULT):
+        while d := record_before(decide(state, DEFAULT), state, DEFAULT_DOCUMENT, writer=""):
             await append(d)
         nxt = scenario.next_batch(k, state)
         if nxt is None:
@@ -136,8 +141,12 @@ async def reference_run(scenario: Scenario) -> RunResult:
 
 
 def check_exactly_once(result: RunResult, scenario: Scenario) -> None:
-    """Every workload reserved, admitted and finished exactly once; every decision batch decided on the
-    state right before it (its ``input`` is the offset of the event just before the batch)."""
+    """Every workload reserved, admitted and finished exactly once; the configuration recorded once, before the
+    first decision; every decision batch decided on the state right before it (its ``input`` is the offset of
+    the event just before the batch)."""
+    configs = [r.offset for r in result.records if isinstance(r.event, ev.ConfigRecorded)]
+    first = min(r.offset for r in result.records if isinstance(r.event, ev.Decision))
+    assert len(configs) == 1 and configs[0] < first, f"configuration records at {configs}, first decision at {first}"
     counts: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     for r in result.records:
         if isinstance(r.event, (ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadFinished)):
