@@ -56,7 +56,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--verify", action="store_true",
                    help="re-run the scheduler at every recorded decision point and report any decision that "
                    "differs (exit code 1)")
-    p.add_argument("--config", metavar="FILE", help="with --verify: the Kueue Configuration the scheduler ran with")
+    p.add_argument("--config", metavar="FILE",
+                   help="with --verify: re-run under this Kueue Configuration instead of the one recorded in the "
+                   "log")
     p.set_defaults(func=run)
 
 
