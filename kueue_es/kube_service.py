@@ -173,8 +173,7 @@ async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health:
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(connector.run(), name="connector")
                 tg.create_task(schedule(journal, opts.config, ticks=opts.ticks,
-                                        record_config=lambda batch, state: opts.with_config_recorded(
-                                            batch, state, opts.instance_id)),
+                                        record_config=lambda state: opts.config_to_record(state, opts.instance_id)),
                                name="scheduler")
                 if elector is not None:
                     tg.create_task(elector.hold(), name="lease")

@@ -97,7 +97,7 @@ async def serve_embedded(path: str, opts: ServiceOptions, stop: asyncio.Event, r
                 state.apply(r)
         report("active", {"log": path, "instance": opts.instance_id, "offset": state.offset})
         while not stop.is_set():
-            batch: list[Any] = opts.with_config_recorded(decide(state, opts.config), state, opts.instance_id)
+            batch: list[Any] = opts.config_to_record(state, opts.instance_id) or decide(state, opts.config)
             if not batch and opts.ticks:
                 deadline = next_deadline(state, opts.config)
                 now = int(time.time() * 1000)

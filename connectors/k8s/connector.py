@@ -36,7 +36,7 @@ from projections.cluster import ClusterState
 
 log = structlog.get_logger("kueue_es.k8s")
 
-RecordConfig = Callable[[list[ev.AnyEvent], ClusterState], list[ev.AnyEvent]]
+RecordConfig = Callable[[ClusterState], list[ev.AnyEvent]]
 
 
 class Connector:
@@ -83,14 +83,13 @@ class Connector:
 async def schedule(journal: LocalJournal, config: SchedulerConfig = DEFAULT, *, ticks: bool = True,
                    idle_s: float = 1.0, record_config: RecordConfig | None = None) -> None:
     """The scheduler over a log this process owns (see the module docstring); runs until cancelled.
-    ``record_config`` puts the record of the Kueue Configuration before the first decisions made under it
-    (``ServiceOptions.with_config_recorded``)."""
+    ``record_config`` gives what to append before deciding: the record of the Kueue Configuration when it is not
+    the one in force (``ServiceOptions.config_to_record``)."""
     state = journal.mirror.state
     signal = journal.subscribe()
     while True:
-        batch: list[ev.AnyEvent] = list(decide(state, config))
-        if record_config is not None:
-            batch = record_config(batch, state)
+        batch: list[ev.AnyEvent] = (record_config(state) if record_config is not None else []) or list(
+            decide(state, config))
         if not batch and ticks:
             deadline = next_deadline(state, config)
             now = int(time.time() * 1000)

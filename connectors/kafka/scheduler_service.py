@@ -20,8 +20,8 @@ record, produced in a transaction together with the consumer offset (``send_offs
 scheduler then waits until it has read its own batch back before deciding again, so it never decides twice
 on the same state. A kill at any point loses nothing and duplicates nothing: an uncommitted batch is aborted
 and will be decided again, identically, by the next active scheduler; a committed one is read back by it.
-When the replica's Kueue Configuration is not the one in force in the log, its record is the first batch of the
-transaction, and the decisions after it in the transaction are made under it.
+Once active, a replica whose Kueue Configuration is not the one in force in the log records it first: the record
+is the first batch of a transaction, and the decisions chained after it in that transaction are made under it.
 
 aiokafka's ``send_offsets_to_transaction`` has no KIP-447 generation fencing; fencing rests on the stable
 transactional id per shard and on one input partition per shard.
@@ -62,8 +62,7 @@ from connectors.kafka.topics import RECORD_OVERHEAD
 from events import schema as ev
 from events.codec import encode_batch
 from events.errors import InvalidInput
-from kueue_es.scheduler import DEFAULT, SchedulerConfig, decide, next_deadline
-from kueue_es.scheduler import config_record
+from kueue_es.scheduler import DEFAULT, SchedulerConfig, config_record, decide, next_deadline
 from projections.cluster import ClusterState
 
 MARKER_HEADERS = [(CONTROL_HEADER, b"marker")]
@@ -103,9 +102,10 @@ class ServiceOptions:
             return self.config_document
         return config_record.document_of(self.config)
 
-    def with_config_recorded(self, batch: list[Any], state: ClusterState, writer: str) -> list[Any]:
-        """``batch``, or the record of this configuration when it must come first (``config_record.record_before``)."""
-        return config_record.record_before(batch, state, self.document, writer=writer, source=self.config_source)
+    def config_to_record(self, state: ClusterState, writer: str) -> list[Any]:
+        """The record of this configuration when it is not the one in force, to append before deciding anything
+        (:func:`kueue_es.scheduler.config_record.pending`); else nothing."""
+        return config_record.pending(state, self.document, writer=writer, source=self.config_source)
 
 
 def default_instance_id() -> str:
@@ -294,8 +294,8 @@ class ShardEngine:
             self.stats.readback.append(time.monotonic() - self.committed_at)
         opts = self.replica.options
         t0 = time.monotonic()
-        batch: list[Any] = opts.with_config_recorded(decide(self.state, opts.config), self.state,
-                                                     self.replica.instance_id)
+        batch: list[Any] = (opts.config_to_record(self.state, self.replica.instance_id)
+                            or decide(self.state, opts.config))
         t1 = time.monotonic()
         if not batch and opts.ticks:
             deadline = next_deadline(self.state, opts.config)

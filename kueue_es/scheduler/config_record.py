@@ -41,23 +41,20 @@ def record(state: ClusterState, document: dict[str, Any], *, writer: str, source
 
     Its time is the log's: recording a configuration lets no time pass."""
     current = state.config
-    if current is not None and current.document == document:
+    if current is not None and (current.document is document or current.document == document):
         return None
     return ev.ConfigRecorded(time=state.time, document=document, writer=writer, source=source,
                              id=f"config-{fingerprint(document)}")
 
 
-def record_before(batch: list[Any], state: ClusterState, document: dict[str, Any], *, writer: str,
-                  source: str = "") -> list[Any]:
-    """What a scheduler appends for ``batch``, the events it was about to append: ``batch`` itself, or — when it
-    holds decisions and ``document`` is not the configuration in force — only the record of ``document``. The
-    scheduler appends and applies that, then decides again: its decisions follow the configuration they were made
-    under, and their ``input`` is at or after it (a re-run at that offset finds it in force). Shared by every
-    scheduler loop (embedded, Kafka, ``--kube``) so they record alike."""
-    if not batch or not isinstance(batch[0], ev.Decision):
-        return batch
+def pending(state: ClusterState, document: dict[str, Any], *, writer: str, source: str = "") -> list[ev.AnyEvent]:
+    """What a scheduler running with ``document`` appends before it decides anything more: the record of
+    ``document`` when it is not the configuration in force in ``state`` (first start, restart with a changed
+    configuration), else nothing. Appended and applied first, it is in force for the decisions that follow (their
+    ``input`` is at or after it) and a change requeues what was parked, as Kueue's restart does. Shared by every
+    scheduler loop (embedded, Kafka, ``--kube``) so that they record alike."""
     recorded = record(state, document, writer=writer, source=source)
-    return batch if recorded is None else [recorded]
+    return [] if recorded is None else [recorded]
 
 
 def load_recorded(event: ev.ConfigRecorded, offset: int) -> SchedulerConfig:

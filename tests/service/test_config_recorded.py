@@ -65,7 +65,7 @@ async def _serve_until_settled(log_dir: Path, kueue_config: Path, instance: str)
                     task.result()
                     raise AssertionError("the service stopped by itself")
                 state = fold(read(log_dir))
-                if not opts.with_config_recorded(decide(state, opts.config), state, instance):
+                if not (opts.config_to_record(state, instance) or decide(state, opts.config)):
                     break  # what the service's loop would append next: nothing
     finally:
         stop.set()

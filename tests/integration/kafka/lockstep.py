@@ -8,8 +8,9 @@ function of the scenario alone, however the scheduler processes are killed, rest
 however the broker behaves: the same events in the same order as :func:`reference_run`, which does the same
 with a :class:`MemoryLog` and the scheduler in-process. Offsets differ (Kafka's are not dense, catch-up
 markers and aborted transactions occupy some), so runs are compared with offsets renumbered densely
-(:func:`densify`). The scheduler records its Kueue Configuration before its first decisions; the reference run
-does too, and :func:`densify` blanks the record's writer (each scheduler process names itself).
+(:func:`densify`). The tests start the scheduler once the first observed batch is in, and it records its Kueue
+Configuration then, before deciding; the reference run does the same, and :func:`densify` blanks the record's
+writer (each scheduler process names itself).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from connectors.kafka.settings import KafkaSettings
 from events import schema as ev
 from events.log import MemoryLog
 from kueue_es.scheduler import DEFAULT, decide
-from kueue_es.scheduler.config_record import DEFAULT_DOCUMENT, record_before
+from kueue_es.scheduler.config_record import DEFAULT_DOCUMENT, pending
 from projections import snapshot
 from projections.cluster import ClusterState
 from projections.workloads import ADMITTED, FINISHED
@@ -130,13 +131,15 @@ async def reference_run(scenario: Scenario) -> RunResult:
     await append(scenario.setup())
     k = 0
     while True:
-        while d := record_before(decide(state, DEFAULT), state, DEFAULT_DOCUMENT, writer=""):
+        while d := decide(state, DEFAULT):
             await append(d)
         nxt = scenario.next_batch(k, state)
         if nxt is None:
             break
         await append(nxt)
         k += 1
+        if k == 1:  # where the tests start the scheduler: it records its configuration first
+            await append(pending(state, DEFAULT_DOCUMENT, writer=""))
     return RunResult([r for b in batches for r in b], batches, k)
 
 
