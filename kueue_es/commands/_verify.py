@@ -6,26 +6,20 @@ import argparse
 import sys
 from typing import Any
 
-from events.errors import InvalidInput
-from events.manifests import load_file
-from kueue_es.commands._common import log_end, open_readonly, progress_bar, records, write_data
+from kueue_es.commands._common import (
+    load_kueue_config,
+    log_end,
+    open_readonly,
+    progress_bar,
+    records,
+    write_data,
+)
 from kueue_es.scheduler import config_record
-from kueue_es.scheduler.config import SchedulerConfig, load_config
 from kueue_es.verify import VerifyReport, verify
 
 
-def load_override(path: str | None) -> SchedulerConfig | None:
-    """``--config FILE``: a Kueue Configuration that overrides the one recorded in the log."""
-    if path is None:
-        return None
-    m = load_file(path)
-    if len(m.configs) != 1 or m.objects:
-        raise InvalidInput(f"--config {path}: expected exactly one Configuration document")
-    return load_config(m.configs[0], path)
-
-
 def run_verify(args: argparse.Namespace) -> int:
-    override = load_override(args.config)
+    override = load_kueue_config(args.config)
     log = open_readonly(args.log)
     try:
         end = log_end(log)
