@@ -74,7 +74,7 @@ Report = Callable[[str, dict[str, Any]], None]
 class ServiceOptions:
     config: SchedulerConfig = DEFAULT
     config_document: dict[str, Any] | None = None
-    """``config`` as the user wrote it, recorded in the log before the first decisions made under it (None: a
+    """``config`` as the user wrote it, recorded in the log whenever it is not the one in force there (None: a
     document that loads as ``config``)."""
     config_source: str = ""
     """Where ``config_document`` was read from (recorded with it)."""
