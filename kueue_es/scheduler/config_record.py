@@ -111,6 +111,9 @@ def describe(config: SchedulerConfig) -> str:
                                                      ("afterDeactivatedByKueue", retention.after_deactivated_by_kueue))
                 if value]
         parts.append(f"objectRetentionPolicies.workloads ({', '.join(bits)})")
+    if config.feature_gates:
+        gates = ", ".join(f"{name}={str(on).lower()}" for name, on in sorted(config.feature_gates.items()))
+        parts.append(f"featureGates ({gates})")
     return "; ".join(parts) or "Kueue's defaults"
 
 
