@@ -1,7 +1,8 @@
-"""The events of the log: one tagged union, in four families.
+"""The events of the log: one tagged union, in five families.
 
 * observed facts — what a watcher saw in the cluster (objects upserted or deleted, pods ready, jobs finished);
 * clock ticks — time passing with nothing else to say, so timeouts fire from the log and not from a wall clock;
+* the scheduler's configuration — the Kueue Configuration the decisions that follow were made under;
 * scheduler decisions — what the scheduler decided, each naming the cycle and the input offset it decided on;
 * connector outcomes — whether a decision reached the cluster.
 
@@ -12,7 +13,7 @@ Time is integer milliseconds since the Unix epoch, as carried from the source.
 
 from __future__ import annotations
 
-from typing import NamedTuple, Union
+from typing import Any, NamedTuple, Union
 
 import msgspec
 
@@ -98,6 +99,25 @@ class AdmissionCheckStateChanged(Event, tag="AdmissionCheckStateChanged"):
 
 class ClockTicked(Event, tag="ClockTicked"):
     """Time passed; carries nothing but ``time``."""
+
+
+# --- the scheduler's configuration -------------------------------------------------------------------------------
+
+
+class ConfigRecorded(Event, tag="ConfigRecorded"):
+    """The Kueue Configuration (config.kueue.x-k8s.io ``kind: Configuration``) the scheduler decides under from
+    here on. Decisions depend on it (fairSharing, waitForPodsReady, resources, ...), so it is in the log: the
+    latest one recorded is in force from its offset on; before the first one, Kueue's defaults are. A scheduler
+    records the one it runs with whenever it differs from the one in force (first start, restart with a changed
+    configuration). ``time`` is the log's time when it was recorded: it moves no clock."""
+
+    document: dict[str, Any]
+    """The Configuration document as the user gave it (plain data, as read from YAML), to be loaded again by
+    ``kueue_es.scheduler.config.load_config``; fields kueue-es does not use are kept too."""
+    writer: str = ""
+    """Who recorded it: the scheduler instance (``kueue-es run``'s instance id) or ``simulator``."""
+    source: str = ""
+    """Where the writer read the document from (a file path); empty for Kueue's defaults."""
 
 
 # --- scheduler decisions -----------------------------------------------------------------------------------------
@@ -288,6 +308,7 @@ AnyEvent = Union[
     JobStopped,
     AdmissionCheckStateChanged,
     ClockTicked,
+    ConfigRecorded,
     QuotaReserved,
     WorkloadAdmitted,
     WorkloadPending,

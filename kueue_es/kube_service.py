@@ -172,7 +172,9 @@ async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health:
         try:
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(connector.run(), name="connector")
-                tg.create_task(schedule(journal, opts.config, ticks=opts.ticks), name="scheduler")
+                tg.create_task(schedule(journal, opts.config, ticks=opts.ticks,
+                                        record_config=lambda state: opts.config_to_record(state, opts.instance_id)),
+                               name="scheduler")
                 if elector is not None:
                     tg.create_task(elector.hold(), name="lease")
                 tg.create_task(until_stop(), name="stop")

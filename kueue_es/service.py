@@ -32,6 +32,7 @@ from events.manifests import load_file
 from kueue_es.config import DEFAULT_EMBEDDED_LOG, Settings
 from kueue_es.scheduler import DEFAULT, SchedulerConfig, decide, next_deadline
 from kueue_es.scheduler.config import load_config
+from kueue_es.scheduler.config_record import DEFAULT_DOCUMENT
 from projections.cluster import ClusterState
 
 Report = Callable[[str, dict[str, Any]], None]
@@ -46,20 +47,24 @@ def json_reporter(out: TextIO | None = None) -> Report:
     return report
 
 
-def scheduler_config(settings: Settings) -> SchedulerConfig:
+def kueue_configuration(settings: Settings) -> tuple[SchedulerConfig, dict[str, Any]]:
+    """Kueue's Configuration from ``$.scheduler.kueue_config``: decoded, and the document as written (which the
+    scheduler records in the log). Without a file, Kueue's defaults."""
     path = settings.scheduler.kueue_config
     if not path:
-        return DEFAULT
+        return DEFAULT, dict(DEFAULT_DOCUMENT)
     manifest = load_file(path)
     if len(manifest.configs) != 1 or manifest.objects:
         raise InvalidInput(f"{path}: expected exactly one Kueue Configuration document "
                            "($.scheduler.kueue_config)")
-    return load_config(manifest.configs[0], path)
+    return load_config(manifest.configs[0], path), manifest.configs[0]
 
 
 def options(settings: Settings) -> ServiceOptions:
     s = settings.scheduler
-    return ServiceOptions(config=scheduler_config(settings), snapshot_every_events=s.snapshot_every_events,
+    config, document = kueue_configuration(settings)
+    return ServiceOptions(config=config, config_document=document, config_source=s.kueue_config,
+                          snapshot_every_events=s.snapshot_every_events,
                           snapshot_interval_s=s.snapshot_interval_s, ticks=s.ticks,
                           instance_id=s.instance_id or default_instance_id(), stats_interval_s=s.stats_interval_s,
                           chain=s.batches_per_transaction)
@@ -82,7 +87,8 @@ async def serve(settings: Settings, stop: asyncio.Event, report: Report) -> None
 
 
 async def serve_embedded(path: str, opts: ServiceOptions, stop: asyncio.Event, report: Report) -> None:
-    """The scheduler over the embedded log: fold it, then decide → append → apply whenever there is work."""
+    """The scheduler over the embedded log: fold it, then decide → append → apply whenever there is work (the
+    Kueue Configuration first, when it is not the one in force)."""
     log = FileLog.open(path, fsync="always")
     try:
         state = ClusterState()
@@ -91,7 +97,7 @@ async def serve_embedded(path: str, opts: ServiceOptions, stop: asyncio.Event, r
                 state.apply(r)
         report("active", {"log": path, "instance": opts.instance_id, "offset": state.offset})
         while not stop.is_set():
-            batch: list[Any] = decide(state, opts.config)
+            batch: list[Any] = opts.config_to_record(state, opts.instance_id) or decide(state, opts.config)
             if not batch and opts.ticks:
                 deadline = next_deadline(state, opts.config)
                 now = int(time.time() * 1000)

@@ -4,6 +4,9 @@ Each decision batch names the offset of the last event the scheduler had applied
 Folding the log, we stop right after that offset, ask the scheduler again, and compare what it says with what
 the log holds, event for event. Any difference means the log was tampered with or the scheduler is no longer
 deterministic (or no longer the one that wrote the log) — the workflow replayer's nondeterminism check.
+
+Each batch is re-run under the Kueue Configuration in force at its ``input`` — the latest ``ConfigRecorded``
+before it (Kueue's defaults before the first) — unless the caller overrides it with one of its own.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from projections.cluster import ClusterState
 
 from kueue_es.scheduler import decide
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
+from kueue_es.scheduler.config_record import in_force
 
 
 @dataclass
@@ -28,16 +32,19 @@ class Mismatch:
     """Offset of the first recorded decision of the batch."""
     expected: list[dict]
     recorded: list[dict]
+    config: int = -1
+    """Offset of the configuration the batch was re-run under (-1: Kueue's defaults or the override)."""
 
     def describe(self) -> str:
+        under = f" (re-run under the configuration recorded at offset {self.config})" if self.config >= 0 else ""
         for i, (want, got) in enumerate(zip(self.expected, self.recorded, strict=False)):
             if want != got:
                 keys = sorted(k for k in set(want) | set(got) if want.get(k) != got.get(k))
                 return (f"cycle {self.cycle} at offset {self.offset + i}: recorded {got.get('type')} for "
                         f"{got.get('key')} differs from a re-run in {', '.join(keys)}: "
-                        f"recorded {[got.get(k) for k in keys]}, re-run {[want.get(k) for k in keys]}")
+                        f"recorded {[got.get(k) for k in keys]}, re-run {[want.get(k) for k in keys]}{under}")
         return (f"cycle {self.cycle} at offset {self.offset}: recorded {len(self.recorded)} decisions, "
-                f"a re-run gives {len(self.expected)}")
+                f"a re-run gives {len(self.expected)}{under}")
 
 
 @dataclass
@@ -45,6 +52,10 @@ class VerifyReport:
     batches: int = 0
     decisions: int = 0
     mismatches: list[Mismatch] = field(default_factory=list)
+    configs: list[tuple[int, ev.ConfigRecorded]] = field(default_factory=list)
+    """The configurations recorded in the log, with their offsets (used unless overridden)."""
+    before_config: int = 0
+    """Decision batches re-run before any configuration was recorded (under Kueue's defaults, or the override)."""
 
     @property
     def ok(self) -> bool:
@@ -69,9 +80,13 @@ def _batches(records: Iterable[ev.Record]) -> Iterable[tuple[str, list[ev.Record
         yield "decisions", current
 
 
-def verify(read: Callable[[], Iterable[ev.Record]], config: SchedulerConfig = DEFAULT,
+def verify(read: Callable[[], Iterable[ev.Record]], override: SchedulerConfig | None = None,
            on_progress: Callable[[int], None] | None = None) -> VerifyReport:
-    """``read`` is called twice (two passes over the log): first to find decision points, then to check them."""
+    """``read`` is called twice (two passes over the log): first to find decision points, then to check them.
+
+    ``override``: re-run every batch under this configuration instead of the one recorded in force at its input.
+    A recorded configuration that is not valid is an error naming its offset (``InvalidInput``), when a batch
+    is to be re-run under it."""
     inputs = set()
     for r in read():
         if isinstance(r.event, ev.Decision):
@@ -83,8 +98,13 @@ def verify(read: Callable[[], Iterable[ev.Record]], config: SchedulerConfig = DE
     state = ClusterState()
     expected: dict[int, list[ev.Decision]] = {}
 
+    under: dict[int, int] = {}
+    """Cycle -> offset of the configuration its batch was re-run under."""
+
     def expect_at(offset: int) -> None:
         for cycle, time in wanted.get(offset, ()):
+            config = override or in_force(state) or DEFAULT
+            under[cycle] = -1 if override is not None else state.config_offset
             if state.last_cycle + 1 == cycle:
                 expected[cycle] = decide(state, config, time)
             else:
@@ -98,8 +118,12 @@ def verify(read: Callable[[], Iterable[ev.Record]], config: SchedulerConfig = DE
             got = [r.event for r in recs]
             report.batches += 1
             report.decisions += len(got)
+            report.before_config += not report.configs
             if want is None or _plain(want) != _plain(got):
-                report.mismatches.append(Mismatch(cycle, recs[0].offset, _plain(want or []), _plain(got)))
+                report.mismatches.append(Mismatch(cycle, recs[0].offset, _plain(want or []), _plain(got),
+                                                  under.get(cycle, -1)))
+        elif isinstance(recs[0].event, ev.ConfigRecorded):
+            report.configs.append((recs[0].offset, recs[0].event))
         for r in recs:
             state.apply(r)
             expect_at(r.offset)

@@ -27,7 +27,8 @@ Steps, each with the offset and time of the event that caused it:
 * ``Rejected`` — a decision about the workload did not reach the cluster (``decision`` is its offset).
 
 Workloads first seen with a status (admitted before the log began) get ``QuotaReserved``/``Admitted``/
-``Finished`` steps marked ``observed``.
+``Finished`` steps marked ``observed``. A decision's step names the offset of the Kueue Configuration in force
+when it was made (``config``); the recorded configurations are kept in ``configs``.
 """
 
 from __future__ import annotations
@@ -83,6 +84,8 @@ class Step(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
     """Taken from a status seen in the cluster, not from a decision in the log."""
     ignored: bool = False
     """A decision the cluster-state fold does not apply (the workload was not in a state it applies to)."""
+    config: int | None = None
+    """A decision: offset of the Kueue Configuration in force when it was made (None: none recorded)."""
 
 
 class _Tracked(msgspec.Struct):
@@ -109,6 +112,8 @@ class AuditTrail:
         self.timelines: dict[str, list[Step]] = {}
         self._decisions: dict[int, str] = {}
         """Offset of a decision -> its workload, to attribute DecisionRejected."""
+        self.configs: list[tuple[int, ev.ConfigRecorded]] = []
+        """The Kueue Configurations recorded in the log, with their offsets, in log order."""
 
     # --- reading the result ---------------------------------------------------------------------------------
 
@@ -170,6 +175,8 @@ class AuditTrail:
                 if self._wanted(e.key):
                     self._add(off, e, e.key, "AdmissionCheck", self.workloads.get(e.key),
                               reason=f"{e.check}={e.state}", message=e.message)
+            case ev.ConfigRecorded():
+                self.configs.append((off, e))
             case ev.DecisionRejected():
                 key = self._decisions.get(e.decision)
                 if key is not None:
@@ -185,6 +192,8 @@ class AuditTrail:
 
     def _add(self, off: int, e: ev.Event, key: str, step: str, t: _Tracked | None, **fields: object) -> Step:
         fields.setdefault("cluster_queue", self._cq(t))
+        if "cycle" in fields and self.configs:
+            fields["config"] = self.configs[-1][0]
         if t is not None:
             fields.setdefault("uid", t.uid)
             fields.setdefault("local_queue", t.queue_name)
@@ -291,8 +300,10 @@ class AuditTrail:
                 cq = self._cq(t)
                 line = self.timelines.get(key)
                 last = line[-1] if line else None
+                config = self.configs[-1][0] if self.configs else None
                 if (last is not None and last.step == "Pending" and last.reason == e.reason
-                        and last.message == e.message and last.cluster_queue == cq and last.ignored == ignored):
+                        and last.message == e.message and last.cluster_queue == cq and last.ignored == ignored
+                        and last.config == config):
                     last.repeat += 1
                     last.last_offset, last.last_time = off, e.time
                     last.cycle = e.cycle

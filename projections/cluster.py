@@ -107,6 +107,11 @@ class ClusterState:
         rebuilt on restore."""
         self.last_cycle = 0
         """Highest scheduler cycle number in the log; the next cycle is numbered one more."""
+        self.config: ev.ConfigRecorded | None = None
+        """The Kueue Configuration in force: the latest one recorded in the log (None: none yet, Kueue's
+        defaults). Kept as recorded; the scheduler's side loads it (``kueue_es.scheduler.recorded``)."""
+        self.config_offset = -1
+        """Offset of :attr:`config` in the log (-1: none recorded)."""
         self._forest: CohortForest | None = None
         self._quota: QuotaTree | None = None
         self.spec_generation = 0
@@ -255,6 +260,16 @@ class ClusterState:
             self._delete_request(e.key, e.uid)
         else:
             self._delete_object(e.kind, e.key)
+
+    def _on_config_recorded(self, e: ev.ConfigRecorded) -> None:
+        """A configuration is in force from this offset on. When it replaces a different one, every parked workload
+        goes back to its queue's heap: Kueue takes a new configuration by restarting, and a restarted Kueue holds
+        nothing as inadmissible (enabling fairSharing, say, may let a parked workload preempt). The first one
+        recorded replaces none: the log does not say what came before it."""
+        old = self.config
+        self.config, self.config_offset = e, self.offset
+        if old is not None and old.document != e.document:
+            self._flush_all()
 
     def _on_job_stopped(self, e: ev.JobStopped) -> None:
         wl = self.workloads.get(e.key)
@@ -985,6 +1000,7 @@ _HANDLERS: dict[type, Any] = {
     ev.UnhealthyNodesChanged: ClusterState._on_unhealthy_nodes,
     ev.SecondPassFailed: ClusterState._on_second_pass_failed,
     ev.RetentionExpired: ClusterState._retention_expired,
+    ev.ConfigRecorded: ClusterState._on_config_recorded,
 }
 """Event type -> what applying it does (a dict lookup instead of a chain of isinstance checks)."""
 

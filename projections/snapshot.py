@@ -14,12 +14,17 @@ from pathlib import Path
 import msgspec
 
 from events import objects as o
+from events import schema as ev
 from events.errors import InvalidInput
 from projections.cluster import ClusterState
 from projections.queues import ClusterQueueQueue
 from projections.workloads import WorkloadInfo, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2
+"""2: the Kueue Configuration in force (``config``, ``config_offset``)."""
+READABLE_VERSIONS = (1, 2)
+"""Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
+writers could not read a ``ConfigRecorded`` event)."""
 
 Shape = tuple[int, bytes]
 
@@ -57,6 +62,9 @@ class Snapshot(msgspec.Struct, array_like=True):
     changes: int = 0
     """The inputs of ClusterQueues' allocatable generations and of flavor scan progress (``ClusterState``'s
     fields of these names); absent from older snapshots, whose workloads carry no scan progress either."""
+    config: ev.ConfigRecorded | None = None
+    config_offset: int = -1
+    """The Kueue Configuration in force and its offset (``ClusterState.config``); from version 2 on."""
 
 
 _encoder = msgspec.msgpack.Encoder(order="sorted")
@@ -124,12 +132,15 @@ def take(state: ClusterState) -> Snapshot:
         quota_epoch=state.quota_epoch,
         generations=sorted(state.generations.items()),
         changes=state.changes,
+        config=state.config,
+        config_offset=state.config_offset,
     )
 
 
 def restore(snap: Snapshot) -> ClusterState:
-    if snap.version != SNAPSHOT_VERSION:
-        raise InvalidInput(f"snapshot version {snap.version} is not supported (expected {SNAPSHOT_VERSION})")
+    if snap.version not in READABLE_VERSIONS:
+        raise InvalidInput(f"snapshot version {snap.version} is not supported (expected one of "
+                           f"{', '.join(map(str, READABLE_VERSIONS))})")
     state = ClusterState()
     state.offset, state.time, state.last_cycle = snap.offset, snap.time, snap.last_cycle
     state.namespaces = {k: dict(v) for k, v in snap.namespaces}
@@ -184,6 +195,7 @@ def restore(snap: Snapshot) -> ClusterState:
     state.deleted_requests = dict.fromkeys(snap.deleted_requests)
     state.quota_epoch, state.changes = snap.quota_epoch, snap.changes
     state.generations = dict(snap.generations)
+    state.config, state.config_offset = snap.config, snap.config_offset
     for wl in snap.workloads:
         if wl.scan is not None:
             wl.scan = intern_scan(wl.scan, wl.scan.cycle)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import structlog
 
@@ -32,8 +32,11 @@ from connectors.k8s.watch import Appender, Watcher
 from connectors.k8s.writer import StatusWriter
 from events import schema as ev
 from kueue_es.scheduler import DEFAULT, SchedulerConfig, decide, next_deadline
+from projections.cluster import ClusterState
 
 log = structlog.get_logger("kueue_es.k8s")
+
+RecordConfig = Callable[[ClusterState], list[ev.AnyEvent]]
 
 
 class Connector:
@@ -78,12 +81,15 @@ class Connector:
 
 
 async def schedule(journal: LocalJournal, config: SchedulerConfig = DEFAULT, *, ticks: bool = True,
-                   idle_s: float = 1.0) -> None:
-    """The scheduler over a log this process owns (see the module docstring); runs until cancelled."""
+                   idle_s: float = 1.0, record_config: RecordConfig | None = None) -> None:
+    """The scheduler over a log this process owns (see the module docstring); runs until cancelled.
+    ``record_config`` gives what to append before deciding: the record of the Kueue Configuration when it is not
+    the one in force (``ServiceOptions.config_to_record``)."""
     state = journal.mirror.state
     signal = journal.subscribe()
     while True:
-        batch: list[ev.AnyEvent] = list(decide(state, config))
+        batch: list[ev.AnyEvent] = (record_config(state) if record_config is not None else []) or list(
+            decide(state, config))
         if not batch and ticks:
             deadline = next_deadline(state, config)
             now = int(time.time() * 1000)

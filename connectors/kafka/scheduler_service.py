@@ -20,6 +20,8 @@ record, produced in a transaction together with the consumer offset (``send_offs
 scheduler then waits until it has read its own batch back before deciding again, so it never decides twice
 on the same state. A kill at any point loses nothing and duplicates nothing: an uncommitted batch is aborted
 and will be decided again, identically, by the next active scheduler; a committed one is read back by it.
+Once active, a replica whose Kueue Configuration is not the one in force in the log records it first: the record
+is the first batch of a transaction, and the decisions chained after it in that transaction are made under it.
 
 aiokafka's ``send_offsets_to_transaction`` has no KIP-447 generation fencing; fencing rests on the stable
 transactional id per shard and on one input partition per shard.
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import os
 import socket
@@ -59,7 +62,7 @@ from connectors.kafka.topics import RECORD_OVERHEAD
 from events import schema as ev
 from events.codec import encode_batch
 from events.errors import InvalidInput
-from kueue_es.scheduler import DEFAULT, SchedulerConfig, decide, next_deadline
+from kueue_es.scheduler import DEFAULT, SchedulerConfig, config_record, decide, next_deadline
 from projections.cluster import ClusterState
 
 MARKER_HEADERS = [(CONTROL_HEADER, b"marker")]
@@ -70,6 +73,11 @@ Report = Callable[[str, dict[str, Any]], None]
 @dataclass(frozen=True)
 class ServiceOptions:
     config: SchedulerConfig = DEFAULT
+    config_document: dict[str, Any] | None = None
+    """``config`` as the user wrote it, recorded in the log whenever it is not the one in force there (None: a
+    document that loads as ``config``)."""
+    config_source: str = ""
+    """Where ``config_document`` was read from (recorded with it)."""
     snapshot_every_events: int = 50_000
     """Write a snapshot after this many events were applied since the last one ..."""
     snapshot_interval_s: float = 60.0
@@ -86,6 +94,18 @@ class ServiceOptions:
     """``gc.freeze()`` the process once a shard's state is restored (a service process; not in tests)."""
     shutdown_step_s: float = 5.0
     """Bound on each step of a graceful shutdown (final snapshot, closing the producer, leaving the group)."""
+
+    @functools.cached_property
+    def document(self) -> dict[str, Any]:
+        """The Kueue Configuration document this scheduler records (see :mod:`kueue_es.scheduler.config_record`)."""
+        if self.config_document is not None:
+            return self.config_document
+        return config_record.document_of(self.config)
+
+    def config_to_record(self, state: ClusterState, writer: str) -> list[Any]:
+        """The record of this configuration when it is not the one in force, to append before deciding anything
+        (:func:`kueue_es.scheduler.config_record.pending`); else nothing."""
+        return config_record.pending(state, self.document, writer=writer, source=self.config_source)
 
 
 def default_instance_id() -> str:
@@ -274,7 +294,8 @@ class ShardEngine:
             self.stats.readback.append(time.monotonic() - self.committed_at)
         opts = self.replica.options
         t0 = time.monotonic()
-        batch: list[Any] = decide(self.state, opts.config)
+        batch: list[Any] = (opts.config_to_record(self.state, self.replica.instance_id)
+                            or decide(self.state, opts.config))
         t1 = time.monotonic()
         if not batch and opts.ticks:
             deadline = next_deadline(self.state, opts.config)

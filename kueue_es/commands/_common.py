@@ -17,8 +17,10 @@ import yaml
 from events.codec import Quarantined
 from events.errors import InvalidInput, KueueEsError
 from events.filelog import FileLog
+from events.manifests import load_file
 from events.schema import Record
 from events.timefmt import format_time_ms, parse_time
+from kueue_es.scheduler.config import SchedulerConfig, load_config
 
 PROGRESS_MIN_EVENTS = 20_000
 """Folds of fewer events than this finish too fast to be worth a progress bar."""
@@ -77,6 +79,16 @@ def int_arg(minimum: int, what: str = "an integer") -> Callable[[str], int]:
 
 
 offset_arg = int_arg(0, "an offset")
+
+
+def load_kueue_config(path: str | None) -> SchedulerConfig | None:
+    """``--config FILE``: one Kueue Configuration document (None without the flag)."""
+    if path is None:
+        return None
+    m = load_file(path)
+    if len(m.configs) != 1 or m.objects:
+        raise InvalidInput(f"--config {path}: expected exactly one Configuration document")
+    return load_config(m.configs[0], path)
 
 
 # --- logs --------------------------------------------------------------------------------------------------

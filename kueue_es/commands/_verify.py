@@ -4,37 +4,44 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
-from events.manifests import load_file
-from kueue_es.commands._common import log_end, open_readonly, progress_bar, records, write_data
-from kueue_es.scheduler.config import DEFAULT, load_config
-from kueue_es.verify import verify
+from kueue_es.commands._common import (
+    load_kueue_config,
+    log_end,
+    open_readonly,
+    progress_bar,
+    records,
+    write_data,
+)
+from kueue_es.scheduler import config_record
+from kueue_es.verify import VerifyReport, verify
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    config = DEFAULT
-    if args.config:
-        m = load_file(args.config)
-        if len(m.configs) != 1 or m.objects:
-            from events.errors import InvalidInput
-
-            raise InvalidInput(f"--config {args.config}: expected exactly one Configuration document")
-        config = load_config(m.configs[0], args.config)
+    override = load_kueue_config(args.config)
     log = open_readonly(args.log)
     try:
         end = log_end(log)
         with progress_bar(2 * end, "Verifying") as advance:
-            report = verify(lambda: records(log.scan(0, lazy=True)), config, on_progress=advance)
+            report = verify(lambda: records(log.scan(0, lazy=True)), override, on_progress=advance)
     finally:
         log.close_sync()
+    configs = [config_record.entry(e, off, document=False, invalid_ok=override is not None)
+               for off, e in report.configs]
     data = {
         "log": args.log,
         "decisionBatches": report.batches,
         "decisions": report.decisions,
         "mismatches": [m.describe() for m in report.mismatches],
         "verified": report.ok,
+        "configurations": configs,
+        "configOverride": args.config,
+        "batchesBeforeConfiguration": report.before_config,
     }
     if args.output == "summary":
+        for line in _config_notes(args.config, report, configs):
+            sys.stdout.write(line + "\n")
         if report.ok:
             sys.stdout.write(f"verified: {report.batches} decision batches ({report.decisions} decisions) "
                              "re-run to identical results\n")
@@ -46,3 +53,21 @@ def run_verify(args: argparse.Namespace) -> int:
     else:
         write_data(data, args.output)
     return 0 if report.ok else 1
+
+
+def _config_notes(override: str | None, report: VerifyReport, configs: list[dict[str, Any]]) -> list[str]:
+    """Which Kueue Configuration the batches were re-run under."""
+    if override is not None:
+        if not configs:
+            return [f"configuration: --config {override} (the log records none)"]
+        at = ", ".join(str(c["offset"]) for c in configs)
+        return [f"note: --config {override} overrides the configuration recorded in the log (at offset {at}): "
+                f"every batch is re-run under {override}"]
+    if not configs:
+        return ["configuration: none recorded in the log: re-run under Kueue's defaults (pass --config FILE if "
+                "the scheduler ran with another)"]
+    lines = [f"configuration: {config_record.one_line(c)}" for c in configs]
+    if report.before_config:
+        lines.append(f"note: {report.before_config} decision batch(es) come before the first recorded configuration: "
+                     "re-run under Kueue's defaults")
+    return lines

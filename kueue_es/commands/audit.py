@@ -3,6 +3,7 @@
 Each step (submitted, queued, quota reserved, admitted, pending attempts, preempted/evicted, requeued,
 finished, ...) comes with the offset and time of the event behind it. Consecutive identical pending attempts
 are collapsed into one step with a repeat count. ``--since``/``--until`` keep the steps within a time range.
+The Kueue Configurations the decisions shown were made under (as recorded in the log) are listed with them.
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ from kueue_es.commands._common import (
     warn,
     write_json,
 )
+from kueue_es.scheduler import config_record
 from projections.audit import AuditTrail, Step
 
 CSV_COLUMNS = ["offset", "time", "workload", "step", "clusterQueue", "reason", "message", "preemptor",
-               "flavors", "counts", "repeat", "lastOffset", "observed", "ignored"]
+               "flavors", "counts", "repeat", "lastOffset", "observed", "ignored", "config"]
 
 
 def register(subparsers: Any) -> None:
@@ -77,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
     if args.cluster_queue:
         steps = [s for s in steps if s.cluster_queue == args.cluster_queue]
     steps = [s for s in steps if _in_range(s, args.since, args.until)]
+    configs = configurations(trail, steps)
     if args.output == "json":
         data: dict[str, Any] = {"log": args.log}
         if key:
@@ -84,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
         if args.cluster_queue:
             data["clusterQueue"] = args.cluster_queue
         data["steps"] = [step_json(s) for s in steps]
+        data["configurations"] = configs
         if quarantine:
             data["quarantined"] = quarantine_report(quarantine)
         write_json(data)
@@ -91,7 +95,16 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(render_csv(CSV_COLUMNS, (_csv_row(s) for s in steps)))
     else:
         sys.stdout.write(render_steps(steps, with_workload=key is None))
+        for c in configs:
+            sys.stdout.write(f"Configuration {config_record.one_line(c)}\n")
     return 0
+
+
+def configurations(trail: AuditTrail, steps: list[Step]) -> list[dict[str, Any]]:
+    """The recorded configurations the decisions among ``steps`` were made under. The audit shows the log's
+    history as it is: a recorded document that is not a valid Configuration is reported, not refused."""
+    used = {s.config for s in steps if s.config is not None}
+    return [config_record.entry(e, off, document=False, invalid_ok=True) for off, e in trail.configs if off in used]
 
 
 def _in_range(s: Step, since: int | None, until: int | None) -> bool:
@@ -143,7 +156,7 @@ def details(s: Step) -> str:
     if s.repeat > 1:
         parts.append(f"x{s.repeat}, last at offset {s.last_offset}")
     if s.cycle is not None:
-        parts.append(f"cycle {s.cycle}")
+        parts.append(f"cycle {s.cycle}" + (f" (configuration at offset {s.config})" if s.config is not None else ""))
     if s.observed:
         parts.append("observed in status")
     if s.ignored:
@@ -178,4 +191,5 @@ def _csv_row(s: Step) -> list[Any]:
         _flavors(s.flavors) if s.flavors else "",
         ";".join(f"{ps}={n}" for ps, n in s.counts.items()),
         s.repeat, "" if s.last_offset is None else s.last_offset, str(s.observed).lower(), str(s.ignored).lower(),
+        "" if s.config is None else s.config,
     ]

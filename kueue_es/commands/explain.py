@@ -4,7 +4,8 @@ The state comes from a log (``--log PATH``, folded to its end, ``--to OFFSET`` o
 STATE.yaml (``-f``, loaded as ``kueue-es schedule`` loads it). Kueue's own message comes first; then where the
 workload waits, the flavors tried in order and what each said, the quota short at each level of the cohort
 tree, and the workloads a preemption would evict — or why none can be. Nothing is written anywhere: the next
-admission attempt is dry-run on a copy-on-write overlay of the state.
+admission attempt is dry-run on a copy-on-write overlay of the state, under the Kueue Configuration recorded in
+force at that point of the log (``--config FILE`` overrides it).
 """
 
 from __future__ import annotations
@@ -14,18 +15,19 @@ import sys
 from typing import Any
 
 from events.errors import InvalidInput
-from events.manifests import load_file
 from kueue_es.commands._common import (
     NotFound,
     add_output_argument,
     fold_log,
+    load_kueue_config,
     offset_arg,
     open_readonly,
     render_table,
     time_arg,
     write_data,
 )
-from kueue_es.scheduler.config import DEFAULT, SchedulerConfig, load_config
+from kueue_es.scheduler import config_record
+from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 from kueue_es.scheduler.explain import explain
 from kueue_es.statefile import load_state
 from projections.cluster import ClusterState
@@ -46,18 +48,10 @@ def register(subparsers: Any) -> None:
     point.add_argument("--at", type=time_arg("--at"), metavar="TIME", help="with --log: the state at this time")
     p.add_argument("--now", type=time_arg("--now"), metavar="TIME",
                    help="with -f: the time of the attempt (default: the latest timestamp in the state)")
-    p.add_argument("--config", metavar="FILE", help="Kueue Configuration (config.kueue.x-k8s.io/v1beta2)")
+    p.add_argument("--config", metavar="FILE", help="Kueue Configuration (config.kueue.x-k8s.io/v1beta2); with --log "
+                   "it overrides the one recorded in the log")
     add_output_argument(p, ["text", "yaml", "json"], "text")
     p.set_defaults(func=run)
-
-
-def _config(path: str | None) -> SchedulerConfig:
-    if path is None:
-        return DEFAULT
-    m = load_file(path)
-    if len(m.configs) != 1 or m.objects:
-        raise InvalidInput(f"--config {path}: expected exactly one Configuration document")
-    return load_config(m.configs[0], path)
 
 
 def load(args: argparse.Namespace) -> tuple[ClusterState, SchedulerConfig, int]:
@@ -68,14 +62,22 @@ def load(args: argparse.Namespace) -> tuple[ClusterState, SchedulerConfig, int]:
         return loaded.state, loaded.config, loaded.now
     if args.now is not None:
         raise InvalidInput("--now goes with -f; with --log the attempt is at the log's time (use --at)")
-    config = _config(args.config)
+    override = load_kueue_config(args.config)
     log = open_readonly(args.log)
     try:
         state = ClusterState()
         fold_log(log, state.apply, to=args.to, at=args.at, label="Folding", lazy=True)
     finally:
         log.close_sync()
-    return state, config, state.time
+    return state, override or config_record.in_force(state) or DEFAULT, state.time
+
+
+def configuration(args: argparse.Namespace, state: ClusterState) -> dict[str, Any]:
+    """Which configuration the attempt was made under (with --log)."""
+    recorded = config_record.summary(state, document=False) if state.config is not None else None
+    if args.config is not None:
+        return {"override": args.config, **({"overrides": recorded} if recorded else {})}
+    return recorded or {"summary": "Kueue's defaults (none recorded in the log)"}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
     data = explain(state, config, args.workload, now)
     if data is None:
         raise NotFound(f"workload {args.workload} not found")
+    if args.log is not None:
+        data["configuration"] = configuration(args, state)
     if args.output == "text":
         sys.stdout.write(render(data))
     else:
@@ -93,6 +97,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 def render(d: dict[str, Any]) -> str:
+    text = _render(d)
+    c = d.get("configuration")
+    if c is None:
+        return text
+    if "override" in c:
+        line = f"--config {c['override']}" + (
+            f" (overriding the one recorded at offset {c['overrides']['offset']})" if "overrides" in c else "")
+    elif "offset" in c:
+        line = config_record.one_line(c)
+    else:
+        line = c["summary"]
+    return f"{text}\nConfiguration: {line}\n"
+
+
+def _render(d: dict[str, Any]) -> str:
     out: list[str] = []
     head = f"Workload {d['workload']}: {d['state']}"
     where = f"LocalQueue {d['localQueue']}" + (f" -> ClusterQueue {d['clusterQueue']}" if d["clusterQueue"] else "")

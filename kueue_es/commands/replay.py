@@ -3,7 +3,8 @@
 The state is the fold of every event up to and including ``--to OFFSET`` (default: the end), or of every
 event whose time is at most ``--at TIME``. ``--snapshot`` starts from a saved snapshot instead of offset 0;
 ``--save-snapshot`` writes the state reached. ``--quarantine`` sets undecodable events aside and reports them
-instead of stopping at the first one.
+instead of stopping at the first one. The Kueue Configuration in force at that point (the latest one recorded) is
+shown with the state.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from kueue_es.commands._common import (
     warn,
     write_data,
 )
+from kueue_es.scheduler import config_record
 from projections import snapshot
 from projections.cluster import ClusterState
 from projections.workloads import ADMITTED, PENDING, RESERVED, WorkloadInfo, status_of
@@ -56,7 +58,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--verify", action="store_true",
                    help="re-run the scheduler at every recorded decision point and report any decision that "
                    "differs (exit code 1)")
-    p.add_argument("--config", metavar="FILE", help="with --verify: the Kueue Configuration the scheduler ran with")
+    p.add_argument("--config", metavar="FILE",
+                   help="with --verify: re-run under this Kueue Configuration instead of the one recorded in the "
+                   "log")
     p.set_defaults(func=run)
 
 
@@ -153,6 +157,7 @@ def summarize(state: ClusterState, quarantined: list[Quarantined]) -> dict[str, 
         "offset": state.offset,
         "time": format_time(state.time),
         "timeMs": state.time,
+        "configuration": config_record.summary(state),
         "clusterQueues": queues,
         "localQueues": local_queues,
         "workloads": workloads,
@@ -221,7 +226,8 @@ def last_condition(wl: WorkloadInfo) -> Any:
 
 
 def render_summary(data: dict[str, Any]) -> str:
-    out = [f"Log {data['log']}: state at offset {data['offset']}, time {data['time']}\n", "\n"]
+    out = [f"Log {data['log']}: state at offset {data['offset']}, time {data['time']}\n",
+           f"Configuration: {config_record.one_line(data['configuration'])}\n", "\n"]
     queue_rows = []
     for q in data["clusterQueues"]:
         usage = ", ".join(f"{u['flavor']}/{u['resource']} {u['used']}/{u['nominal']}" for u in q["usage"])

@@ -55,13 +55,14 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="output format: text, json (default text)")
 
 
-def load_scheduler_config(path: str | None) -> SchedulerConfig:
+def load_scheduler_config(path: str | None) -> tuple[SchedulerConfig, dict[str, Any] | None]:
+    """``--config FILE``: the configuration and the document as written (recorded in the log)."""
     if not path:
-        return DEFAULT
+        return DEFAULT, None
     m = load_file(path)
     if len(m.configs) != 1 or m.objects:
         raise InvalidInput(f"--config {path}: expected exactly one Configuration document")
-    return load_config(m.configs[0], path)
+    return load_config(m.configs[0], path), m.configs[0]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,12 +71,12 @@ def run(args: argparse.Namespace) -> int:
     from kueue_es.simulator.runner import fresh_log_dir
 
     scenario = scenario_config.load(args.scenario)
-    sched_config = load_scheduler_config(args.config)
+    sched_config, document = load_scheduler_config(args.config)
     if args.plot:
         plotting.check(args.plot)
     log_dir = fresh_log_dir(args.log, f"kueue-es-sim-{scenario.name}-seed{args.seed}")
     result = execute(scenario, log_dir, args, sched_config, realtime=args.realtime, jitter_ms=args.jitter_ms,
-                     stop_delay_ms=args.stop_delay_ms)
+                     stop_delay_ms=args.stop_delay_ms, config_document=document, config_source=args.config or "")
     if args.plot:
         plotting.write(args.plot, result.summary, result.outcome.series, result.plan.class_nominal())
         result.summary["plot"] = args.plot
@@ -84,13 +85,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def execute(scenario: Any, log_dir: Any, args: argparse.Namespace, sched_config: SchedulerConfig, *,
-            realtime: bool = False, jitter_ms: int = 0, stop_delay_ms: int | None = None) -> Any:
+            realtime: bool = False, jitter_ms: int = 0, stop_delay_ms: int | None = None,
+            config_document: dict[str, Any] | None = None, config_source: str = "") -> Any:
     from kueue_es.simulator import runner
     from kueue_es.simulator.sim import STOP_DELAY_MS
 
     with Progress(sys.stdout, realtime=realtime) as progress:
         return runner.run(scenario, log_dir, seed=args.seed, jitter_ms=jitter_ms, realtime=realtime,
-                          config=sched_config, progress=progress,
+                          config=sched_config, config_document=config_document, config_source=config_source,
+                          progress=progress,
                           stop_delay_ms=STOP_DELAY_MS if stop_delay_ms is None else stop_delay_ms)
 
 

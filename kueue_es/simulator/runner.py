@@ -48,12 +48,15 @@ def fresh_log_dir(requested: str | None, default_stem: str, base: Path | None = 
 
 def run(scenario: Scenario, log_dir: Path, *, seed: int = 0, jitter_ms: int = 0, realtime: bool = False,
         config: SchedulerConfig = DEFAULT, progress: ProgressFn | None = None,
-        stop_delay_ms: int = STOP_DELAY_MS) -> RunResult:
+        stop_delay_ms: int = STOP_DELAY_MS, config_document: dict[str, Any] | None = None,
+        config_source: str = "") -> RunResult:
+    """``config_document``: ``config`` as the user wrote it, recorded in the log (None: one that loads as it)."""
     started = time.perf_counter()
     plan = build_plan(scenario, random.Random(seed), jitter_ms)
     log = FileLog.open(log_dir, fsync="never")
     try:
-        sim = Simulation(plan, log, config=config, realtime=realtime, progress=progress, stop_delay_ms=stop_delay_ms)
+        sim = Simulation(plan, log, config=config, realtime=realtime, progress=progress, stop_delay_ms=stop_delay_ms,
+                         config_document=config_document, config_source=config_source)
         outcome = anyio.run(sim.run)
     finally:
         log.close_sync()

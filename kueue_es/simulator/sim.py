@@ -1,6 +1,7 @@
 """The simulated cluster: a clock, job execution and the real pipeline in between.
 
-Every step takes the next simulated time ``t`` — a workload's creation, a running job's end, or the scheduler's
+The log starts with the cluster's objects and the scheduler's Kueue Configuration (recorded as a scheduler service
+records it, so ``replay --verify`` needs no ``--config``). Every step takes the next simulated time ``t`` — a workload's creation, a running job's end, or the scheduler's
 own next deadline (backoff, waitForPodsReady) — and appends what the cluster observed at ``t`` as one batch of
 facts (``ObjectUpserted`` workloads, ``WorkloadFinished``; a ``ClockTicked`` when there is nothing else). The
 engine then settles the scheduler: its decisions go to the log and into the projection. The simulated jobs
@@ -26,6 +27,7 @@ from events.errors import KueueEsError
 from events.log import EventLog
 from kueue_es.engine import observe, settle
 from kueue_es.scheduler import DEFAULT, SchedulerConfig, next_deadline
+from kueue_es.scheduler.config_record import document_of, pending
 from kueue_es.simulator.model import Arrival, Plan, workload_object
 from projections.cluster import ClusterState
 from projections.workloads import ADMITTED
@@ -101,8 +103,12 @@ class Simulation:
 
     def __init__(self, plan: Plan, log: EventLog, *, config: SchedulerConfig = DEFAULT, realtime: bool = False,
                  progress: ProgressFn | None = None, stop_delay_ms: int = STOP_DELAY_MS,
-                 max_batches_per_step: int = 200_000) -> None:
+                 max_batches_per_step: int = 200_000, config_document: dict[str, Any] | None = None,
+                 config_source: str = "") -> None:
         self.plan = plan
+        self.config_document = config_document if config_document is not None else document_of(config)
+        """Recorded in the log after the setup, so ``replay --verify`` re-runs the decisions under it."""
+        self.config_source = config_source
         self.stop_delay_ms = stop_delay_ms
         self.max_batches = max_batches_per_step
         self.log = log
@@ -220,6 +226,8 @@ class Simulation:
         setup = [ev.ObjectUpserted(time=T0, key=obj.key, uid=obj.metadata.uid, id=f"sim-setup-{i}", obj=obj)
                  for i, obj in enumerate(self.plan.objects)]
         await observe(log, state, setup, self._on_records)
+        await observe(log, state, pending(state, self.config_document, writer="simulator", source=self.config_source),
+                      self._on_records)
         for a in self.plan.arrivals:
             self._push(T0 + a.at, _CREATE, a.key)
         total = len(self.plan.arrivals)

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import random
 
-from fixtures.eventgen import interpret, op_lists, random_ops, records
+from fixtures.eventgen import CONFIGS, T0, interpret, op_lists, prelude, random_ops, records, upsert, workload
 from hypothesis import HealthCheck, given, settings
 
+from events import schema as ev
 from projections import snapshot
 from projections.cluster import ClusterState
 
@@ -38,3 +39,30 @@ def test_parking_happens_in_the_sequences_checked() -> None:
         state.apply(r)
         seen += bool(holding(state))
     assert seen > 20
+
+
+def test_a_changed_configuration_requeues_parked_workloads() -> None:
+    """Kueue takes a new configuration by restarting, and holds nothing as inadmissible after: a recorded
+    configuration that replaces a different one puts parked workloads back on the heap. The first one recorded
+    and one recorded again unchanged leave them parked."""
+    events = [*prelude(T0), upsert(workload("ns0", "big", queue="lq0", cpu="100"), T0)]
+    recs = records([events])
+    state = ClusterState()
+    for r in recs:
+        state.apply(r)
+    offset = recs[-1].offset
+
+    def apply(e: ev.AnyEvent) -> None:
+        nonlocal offset
+        offset += 1
+        state.apply(ev.Record(offset, e))
+
+    apply(ev.WorkloadPending(time=T0, key="ns0/big", reason="Pending", message="does not fit", parked=True,
+                             cycle=1, input=offset))
+    queue = state.queues["cq0"]
+    assert "ns0/big" in queue.inadmissible and "cq0" in state.parked_queues
+    for doc in (CONFIGS[0], CONFIGS[0]):
+        apply(ev.ConfigRecorded(time=T0, document=doc))
+        assert "ns0/big" in queue.inadmissible
+    apply(ev.ConfigRecorded(time=T0, document=CONFIGS[1]))
+    assert "ns0/big" not in queue.inadmissible and "ns0/big" in queue.entries

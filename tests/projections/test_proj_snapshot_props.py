@@ -14,10 +14,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from fixtures.eventgen import fold, interpret, op_lists, random_ops, records
+import pytest
+from fixtures.eventgen import CONFIGS, T0, fold, interpret, op_lists, random_ops, records
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from events import schema as ev
 from events.codec import encode_batch
 from events.schema import Record
 from projections import snapshot
@@ -59,8 +61,10 @@ def test_snapshot_anywhere_then_rest_equals_fold_of_everything(ops, with_prelude
         assert derived(resumed) == derived(full)
 
 
-def test_snapshot_at_every_point_of_a_long_sequence() -> None:
-    recs = records(interpret(random_ops(random.Random(7), 400)))
+@pytest.mark.parametrize("config_every", [0, 30])
+def test_snapshot_at_every_point_of_a_long_sequence(config_every: int) -> None:
+    """With ``config_every``, a Kueue Configuration is recorded now and then (the same one or another)."""
+    recs = records(interpret(random_ops(random.Random(7), 400, config_every)))
     expected = snapshot.digest(fold(recs))
     state = ClusterState()
     for i, r in enumerate(recs):
@@ -143,3 +147,41 @@ def test_a_snapshot_from_before_flavor_scan_progress_still_loads() -> None:
     assert sorted(restored.workloads) == sorted(state.workloads)
     assert derived(restored) == derived(state)
     assert fold(recs[cut:], restored).offset == recs[-1].offset
+
+
+def test_the_configuration_in_force_is_folded_snapshotted_and_digested() -> None:
+    """The latest recorded Kueue Configuration is in force from its offset on; a snapshot keeps it and the
+    digest tells states under different configurations apart."""
+    recs = records(interpret(random_ops(random.Random(3), 120)))
+    plain = fold(recs)
+    assert plain.config is None and plain.config_offset == -1
+
+    def recorded(doc: dict, writer: str = "a") -> Record:
+        return Record(len(recs), ev.ConfigRecorded(time=T0, document=doc, writer=writer))
+
+    fair = fold([recorded(CONFIGS[1])], fold(recs))
+    assert fair.config is not None and fair.config.document == CONFIGS[1] and fair.config_offset == len(recs)
+    pods_ready = fold([recorded(CONFIGS[2])], fold(recs))
+    digests = {snapshot.digest(s) for s in (plain, fair, pods_ready)}
+    assert len(digests) == 3
+    for state in (fair, pods_ready):
+        restored = snapshot.decode(snapshot.encode(state))
+        assert restored.config == state.config and restored.config_offset == state.config_offset
+        assert snapshot.digest(restored) == snapshot.digest(state)
+    later = fold([Record(len(recs) + 1, ev.ConfigRecorded(time=T0, document=CONFIGS[2], writer="b"))], fair)
+    assert later.config_offset == len(recs) + 1 and later.config.document == CONFIGS[2]
+
+
+def test_a_version_1_snapshot_loads_with_no_configuration_in_force() -> None:
+    import msgspec
+
+    state = fold(records(interpret(random_ops(random.Random(3), 120))))
+    old = msgspec.to_builtins(snapshot.take(state))
+    old[0] = 1
+    del old[snapshot.Snapshot.__struct_fields__.index("config"):]
+    restored = snapshot.decode(msgspec.msgpack.encode(old))
+    assert restored.config is None and restored.config_offset == -1
+    assert snapshot.digest(restored) == snapshot.digest(state)
+    old[0] = 99
+    with pytest.raises(Exception, match="snapshot version 99 is not supported"):
+        snapshot.decode(msgspec.msgpack.encode(old))

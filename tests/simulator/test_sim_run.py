@@ -84,6 +84,30 @@ def test_log_is_ready_for_replay_verify_and_audit(tmp_path, capsys) -> None:
     assert "QuotaReserved" in out and "Finished" in out
 
 
+def test_the_log_records_the_configuration_it_was_simulated_under(tmp_path, capsys) -> None:
+    """A run with fairSharing records it after the setup, so verify re-runs it without --config; Kueue's
+    defaults (classical preemption) do not give the same decisions."""
+    from kueue_es.scheduler.config import load_config
+
+    doc = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "fairSharing": {}}
+    log = tmp_path / "log"
+    runner.run(small(), log, seed=1, config=load_config(doc), config_document=doc, config_source="fair.yaml")
+    evs = events(log)
+    recorded = [(i, e) for i, e in enumerate(evs) if isinstance(e, ev.ConfigRecorded)]
+    first_decision = next(i for i, e in enumerate(evs) if isinstance(e, ev.Decision))
+    assert [(e.document, e.writer, e.source, e.time) for _, e in recorded] == [(doc, "simulator", "fair.yaml", T0)]
+    assert recorded[0][0] < first_decision
+    capsys.readouterr()
+    assert main(["replay", "--log", str(log), "--verify"]) == 0
+    assert "fairSharing" in capsys.readouterr().out
+    defaults = tmp_path / "defaults.yaml"
+    defaults.write_text("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n")
+    assert main(["replay", "--log", str(log), "--verify", "--config", str(defaults)]) == 1
+    runner.run(small(), tmp_path / "again", seed=1, config=load_config(doc), config_document=doc,
+               config_source="fair.yaml")
+    assert segments(tmp_path / "again") == segments(log)
+
+
 def test_tas_scenario_places_every_workload_on_the_topology(tmp_path) -> None:
     result = runner.run(small(SMALL_TAS), tmp_path / "log", seed=0)
     s = result.summary

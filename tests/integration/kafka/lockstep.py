@@ -8,7 +8,9 @@ function of the scenario alone, however the scheduler processes are killed, rest
 however the broker behaves: the same events in the same order as :func:`reference_run`, which does the same
 with a :class:`MemoryLog` and the scheduler in-process. Offsets differ (Kafka's are not dense, catch-up
 markers and aborted transactions occupy some), so runs are compared with offsets renumbered densely
-(:func:`densify`).
+(:func:`densify`). The tests start the scheduler once the first observed batch is in, and it records its Kueue
+Configuration then, before deciding; the reference run does the same, and :func:`densify` blanks the record's
+writer (each scheduler process names itself).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from connectors.kafka.settings import KafkaSettings
 from events import schema as ev
 from events.log import MemoryLog
 from kueue_es.scheduler import DEFAULT, decide
+from kueue_es.scheduler.config_record import DEFAULT_DOCUMENT, pending
 from projections import snapshot
 from projections.cluster import ClusterState
 from projections.workloads import ADMITTED, FINISHED
@@ -78,7 +81,8 @@ class Scenario:
 
 
 def densify(records: list[ev.Record]) -> list[ev.Record]:
-    """The same events at offsets 0, 1, 2, ...; every decision's ``input`` renumbered the same way."""
+    """The same events at offsets 0, 1, 2, ...; every decision's ``input`` renumbered the same way; configuration
+    records without their writer."""
     index = {r.offset: i for i, r in enumerate(records)}
     index[-1] = -1
     out = []
@@ -86,6 +90,8 @@ def densify(records: list[ev.Record]) -> list[ev.Record]:
         e = r.event
         if isinstance(e, ev.Decision):
             e = msgspec.structs.replace(e, input=index[e.input])
+        elif isinstance(e, ev.ConfigRecorded):
+            e = msgspec.structs.replace(e, writer="")
         out.append(ev.Record(i, e))
     return out
 
@@ -132,12 +138,18 @@ async def reference_run(scenario: Scenario) -> RunResult:
             break
         await append(nxt)
         k += 1
+        if k == 1:  # where the tests start the scheduler: it records its configuration first
+            await append(pending(state, DEFAULT_DOCUMENT, writer=""))
     return RunResult([r for b in batches for r in b], batches, k)
 
 
 def check_exactly_once(result: RunResult, scenario: Scenario) -> None:
-    """Every workload reserved, admitted and finished exactly once; every decision batch decided on the
-    state right before it (its ``input`` is the offset of the event just before the batch)."""
+    """Every workload reserved, admitted and finished exactly once; the configuration recorded once, before the
+    first decision; every decision batch decided on the state right before it (its ``input`` is the offset of
+    the event just before the batch)."""
+    configs = [r.offset for r in result.records if isinstance(r.event, ev.ConfigRecorded)]
+    first = min(r.offset for r in result.records if isinstance(r.event, ev.Decision))
+    assert len(configs) == 1 and configs[0] < first, f"configuration records at {configs}, first decision at {first}"
     counts: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     for r in result.records:
         if isinstance(r.event, (ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadFinished)):
