@@ -1,0 +1,299 @@
+"""The Kubernetes Events Kueue records for each decision, and the fold that keeps them until they are carried out.
+
+:func:`kueue_events` is pure: a decision and the workload as it was just before the decision was applied give
+the Events Kueue's controllers record when they make the same change — their type (Normal/Warning), reason,
+action, message and reporting component, and the object they are about:
+
+* ``QuotaReserved`` → Normal ``QuotaReserved`` "Quota reserved in ClusterQueue <cq>, wait time since queued was
+  <n>s" (since the Requeued condition's lastTransitionTime, else creation), from ``kueue-admission``; nothing for a
+  workload that held quota already;
+* ``WorkloadAdmitted`` → Normal ``Admitted`` "Admitted by ClusterQueue <cq>, wait time since reservation was
+  <n>s": "0s" from ``kueue-admission`` when the scheduler reserved (or placed) it in the same cycle, else from
+  ``kueue-workload-controller`` (its checks turned Ready), timed from QuotaReserved's lastTransitionTime;
+* ``WorkloadPending`` of a failed admission attempt → Warning ``<reason>`` with the inadmissible message, from
+  ``kueue-admission``; the workload controller's own QuotaReserved=False updates (queue blockers,
+  PendingEvaluation) record nothing, as in Kueue;
+* ``WorkloadPreempted`` → on the victim Normal ``EvictedDueToPreempted`` (the eviction message) and Normal
+  ``Preempted`` (the message and both effective priorities), on the preemptor Normal ``PreemptedWorkload``;
+* ``WorkloadEvicted`` / ``WorkloadDeactivated`` → Normal ``EvictedDueTo<reason>`` (a deactivation's reason already
+  reads ``Deactivated[DueTo<cause>]``); a rejected admission check first gets Warning ``AdmissionCheckRejected``;
+* ``SecondPassFailed`` → Warning ``SecondPassFailed``;
+* ``AdmissionCheckUpdated`` whose state changed → Normal ``AdmissionCheckUpdated`` "Admission check <c> updated
+  state from <a> to <b>[ with message: <m>]"; ``ProvisioningRequestCreated`` → Normal
+  ``ProvisioningRequestCreated`` 'Created ProvisioningRequest: "<name>"' (``kueue-provisioning-request-controller``);
+* ``RetentionExpired`` → Normal ``Deleted`` on the Workload, or on its Job for ``afterDeactivatedByKueue``.
+
+Decisions Kueue records nothing for (requeues, topology assignments, unhealthy-node lists, request deletions)
+map to nothing. Every message is cut as Kueue's ``api.TruncateEventMessage`` cuts it: 1024 bytes at most, the
+last four " ...". kueue-es does not carry Kueue's flavor-assignment attempts, so the QuotaReserved message never
+has the "; Flavors considered: ..." suffix Kueue adds when a flavor was skipped or borrowed from.
+
+:class:`EventLedger` is the fold the :class:`connectors.k8s.mirror.Mirror` runs it in: each decision's Events
+are computed as the decision is folded, kept while it waits for its outcome, and become ``ready`` (stamped with
+the time of its ``DecisionApplied``) once the connector carried it out; a rejected decision records nothing.
+Ready Events stay for ``window_ms`` of log time (the apiserver's default event TTL is one hour), so a restart,
+which folds the log again, hands the recorder every decision of the last window once more: the recorder creates
+each Event under a name derived from the decision (:func:`event_name`) and an existing one counts as done.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import NamedTuple
+
+from connectors.k8s.resources import BY_KIND
+from events import schema as ev
+from events.timefmt import parse_time
+from projections.cluster import ClusterState
+from projections.workloads import WorkloadInfo
+
+ADMISSION = "kueue-admission"
+WORKLOAD_CONTROLLER = "kueue-workload-controller"
+PROVISIONING_CONTROLLER = "kueue-provisioning-request-controller"
+JOB_CONTROLLER = "kueue-job-controller"
+TAS_CONTROLLER = "tas-resource-flavor-controller"
+"""Kueue's event recorders (``mgr.GetEventRecorder(...)`` names), the Events' reporting component."""
+
+NORMAL, WARNING = "Normal", "Warning"
+WORKLOAD_API, JOB_API = BY_KIND["Workload"].api_version, BY_KIND["Job"].api_version
+MAX_MESSAGE_BYTES = 1024
+DEFAULT_WINDOW_MS = 3_600_000
+"""How long (log time) carried-out decisions stay ready: the apiserver's default ``--event-ttl``."""
+
+PENDING_EVALUATION = "Workload is pending evaluation in the scheduling queue"
+_CONTROLLER_PENDING = frozenset({"Deactivated", "Suspended", "Misconfigured"})
+"""QuotaReserved=False reasons of the workload controller's queue blockers (it records no Event for them)."""
+_DEACTIVATED_DUE_TO = "The workload is deactivated due to "
+
+
+class Involved(NamedTuple):
+    """The object an Event is about (its ``involvedObject``)."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+
+
+class KubeEvent(NamedTuple):
+    involved: Involved
+    type: str
+    reason: str
+    action: str
+    message: str
+    component: str
+
+
+def truncate_message(message: str) -> str:
+    """Kueue's ``api.TruncateEventMessage``: at most 1024 bytes, cut to 1020 plus " ..." (bytes of a character cut
+    in two each read as U+FFFD, as Go's JSON encoding writes them)."""
+    data = message.encode()
+    if len(data) <= MAX_MESSAGE_BYTES:
+        return message
+    head = data[: MAX_MESSAGE_BYTES - 4].decode("utf-8", errors="surrogateescape")
+    return "".join("\ufffd" if "\udc80" <= c <= "\udcff" else c for c in head) + " ..."
+
+
+def _seconds(ms: int) -> str:
+    """A duration as Go's ``%.0fs`` of float seconds writes it (rounded half to even, as Python's format)."""
+    return f"{ms / 1000:.0f}s"
+
+
+def _workload(wl: WorkloadInfo) -> Involved:
+    return Involved(WORKLOAD_API, "Workload", wl.namespace, wl.name, wl.uid)
+
+
+def _event(involved: Involved, type_: str, reason: str, message: str, component: str, action: str = ""
+           ) -> KubeEvent:
+    return KubeEvent(involved, type_, reason, action or reason, truncate_message(message), component)
+
+
+def _ltt(wl: WorkloadInfo, type_: str) -> int | None:
+    c = wl.condition(type_)
+    return parse_time(c.last_transition_time) if c is not None and c.last_transition_time else None
+
+
+def scheduler_attempt(d: ev.WorkloadPending) -> bool:
+    """Whether a QuotaReserved=False decision is a failed admission attempt (Kueue's scheduler records a Warning)
+    rather than the workload controller's status sync: the controller never sets a requeue reason, and writes
+    only its queue blockers and PendingEvaluation with its own message."""
+    if d.requeue_reason or d.scan is not None:
+        return True
+    if d.reason in _CONTROLLER_PENDING:
+        return False
+    return not (d.reason == "PendingEvaluation" and d.message == PENDING_EVALUATION)
+
+
+def _priorities(preemptor: WorkloadInfo, victim: WorkloadInfo) -> str:
+    # kueue-es has no priority boost (Kueue's PriorityBoost gate, off by default): effective = base, boost 0
+    return (f"preemptor effective priority: {preemptor.priority} (base: {preemptor.priority}, boost: 0); "
+            f"preemptee effective priority: {victim.priority} (base: {victim.priority}, boost: 0)")
+
+
+def _eviction_component(reason: str, message: str) -> str:
+    if reason == "NodeFailures":
+        # the scheduler evicts when a second pass finds no replacement node; otherwise the TAS node controller
+        return ADMISSION if message.startswith("Workload was evicted as there was no replacement") else TAS_CONTROLLER
+    return WORKLOAD_CONTROLLER
+
+
+def kueue_events(d: ev.Decision, wl: WorkloadInfo | None, *, preemptor: WorkloadInfo | None = None,
+                 job: Involved | None = None, by_scheduler: bool = False) -> tuple[KubeEvent, ...]:
+    """The Events Kueue records for ``d``. ``wl``: the workload just before ``d`` was applied (None: unknown, no
+    Events); ``preemptor``: the preempting workload of a ``WorkloadPreempted``; ``job``: the Job a
+    ``RetentionExpired`` of target ``Job`` deletes; ``by_scheduler``: a ``WorkloadAdmitted`` decided in the
+    same scheduling cycle that reserved or placed the workload."""
+    if wl is None:
+        return ()
+    me = _workload(wl)
+    match d:
+        case ev.QuotaReserved():
+            if wl.reserving:
+                return ()
+            queued = _ltt(wl, "Requeued")
+            since = queued if queued is not None else wl.created
+            cq = d.admission.cluster_queue
+            return (_event(me, NORMAL, "QuotaReserved", f"Quota reserved in ClusterQueue {cq}, wait time since "
+                           f"queued was {_seconds(d.time - since)}", ADMISSION),)
+        case ev.WorkloadAdmitted():
+            cq = wl.admission.cluster_queue if wl.admission is not None else wl.cluster_queue
+            if by_scheduler:
+                return (_event(me, NORMAL, "Admitted",
+                               f"Admitted by ClusterQueue {cq}, wait time since reservation was 0s", ADMISSION),)
+            reserved = _ltt(wl, "QuotaReserved")
+            waited = d.time - reserved if reserved is not None else 0
+            return (_event(me, NORMAL, "Admitted",
+                           f"Admitted by ClusterQueue {cq}, wait time since reservation was {_seconds(waited)}",
+                           WORKLOAD_CONTROLLER),)
+        case ev.WorkloadPending():
+            if not scheduler_attempt(d):
+                return ()
+            return (_event(me, WARNING, d.reason, d.message, ADMISSION),)
+        case ev.WorkloadPreempted():
+            out = [_event(me, NORMAL, "EvictedDueToPreempted", d.message, ADMISSION)]
+            if preemptor is None:
+                return tuple(out)
+            prios = _priorities(preemptor, wl)
+            out.append(_event(me, NORMAL, "Preempted", f"{d.message}; {prios}", ADMISSION))
+            out.append(_event(_workload(preemptor), NORMAL, "PreemptedWorkload",
+                              f"Preempted workload {wl.namespace}/{wl.name} (UID: {wl.uid}) in ClusterQueue "
+                              f"{wl.cluster_queue}; {prios}", ADMISSION))
+            return tuple(out)
+        case ev.WorkloadEvicted():
+            if not wl.reserving:
+                return ()
+            return (_event(me, NORMAL, f"EvictedDueTo{d.reason}", d.message,
+                           _eviction_component(d.reason, d.message)),)
+        case ev.WorkloadDeactivated():
+            if not wl.reserving:
+                return ()
+            evicted = _event(me, NORMAL, f"EvictedDueTo{d.reason}", d.message, WORKLOAD_CONTROLLER)
+            if d.reason == "DeactivatedDueToAdmissionCheck" and d.message.startswith(_DEACTIVATED_DUE_TO):
+                checks = d.message[len(_DEACTIVATED_DUE_TO):]
+                return (_event(me, WARNING, "AdmissionCheckRejected", f"Deactivated due to {checks}",
+                               WORKLOAD_CONTROLLER), evicted)
+            return (evicted,)
+        case ev.SecondPassFailed():
+            return (_event(me, WARNING, "SecondPassFailed", d.message, ADMISSION),)
+        case ev.AdmissionCheckUpdated():
+            before = wl.check_states.get(d.check)
+            if before is None or before.state == d.state:
+                return ()
+            message = f"Admission check {d.check} updated state from {before.state} to {d.state}"
+            if d.message:
+                message += f" with message: {d.message}"
+            return (_event(me, NORMAL, "AdmissionCheckUpdated", message, PROVISIONING_CONTROLLER),)
+        case ev.ProvisioningRequestCreated():
+            return (_event(me, NORMAL, "ProvisioningRequestCreated",
+                           f'Created ProvisioningRequest: "{d.request.metadata.name}"', PROVISIONING_CONTROLLER,
+                           action="Created"),)
+        case ev.RetentionExpired():
+            if d.target == "Workload":
+                return (_event(me, NORMAL, "Deleted", "Deleted finished workload due to elapsed retention",
+                               WORKLOAD_CONTROLLER),)
+            if d.target == "Job" and job is not None:
+                return (_event(job, NORMAL, "Deleted", "Deleted job: deactivation retention period expired",
+                               JOB_CONTROLLER),)
+            return ()
+        case _:
+            return ()
+
+
+def event_name(e: KubeEvent, decision: ev.Decision, offset: int, index: int) -> str:
+    """``<object name>.<16 hex digits>``, the shape of client-go's Event names, the digits hashed from what makes
+    the Event unique (the decision's offset, kind and time, the object's uid, its place among the decision's
+    Events): the same decision gets the same name on every replay, another decision (another log too) another."""
+    seed = f"{e.involved.uid}/{offset}/{type(decision).__name__}/{decision.time}/{index}".encode()
+    digest = hashlib.blake2b(seed, digest_size=8).hexdigest()
+    prefix = e.involved.name[: 253 - 17].rstrip("-.")
+    return f"{prefix}.{digest}"
+
+
+class Ready(NamedTuple):
+    applied: int
+    """Time (ms, from the log) of the decision's ``DecisionApplied``: the Events' timestamp."""
+    decision: ev.Decision
+    events: tuple[KubeEvent, ...]
+
+
+class EventLedger:
+    """The Events of decisions awaiting their outcome, and of carried-out ones within the window (see above).
+
+    ``fold`` is called for every record *before* the cluster state applies it. ``ready`` is the recorder's to
+    empty (it removes what it created or gave up on); ``dirty`` holds the offsets that became ready since the
+    recorder last looked."""
+
+    def __init__(self, window_ms: int = DEFAULT_WINDOW_MS) -> None:
+        self.window_ms = window_ms
+        self.awaiting: dict[int, tuple[ev.Decision, tuple[KubeEvent, ...]]] = {}
+        self.ready: OrderedDict[int, Ready] = OrderedDict()
+        """Offset -> the carried-out decision's Events, in the order the outcomes came (oldest first)."""
+        self.dirty: set[int] = set()
+        self._cycle = -1
+        self._placed: set[str] = set()
+        """Workloads reserved or placed by the scheduler in cycle ``_cycle``."""
+
+    def fold(self, record: ev.Record, state: ClusterState, job_of: Mapping[str, str]) -> None:
+        e = record.event
+        if isinstance(e, ev.DecisionApplied):
+            found = self.awaiting.pop(e.decision, None)
+            if found is not None:
+                self.ready[e.decision] = Ready(e.time, found[0], found[1])
+                self.dirty.add(e.decision)
+            self._expire(e.time - self.window_ms)
+            return
+        if isinstance(e, ev.DecisionRejected):
+            self.awaiting.pop(e.decision, None)
+            return
+        if not isinstance(e, ev.Decision):
+            return
+        if e.cycle != self._cycle:
+            self._cycle = e.cycle
+            self._placed.clear()
+        by_scheduler = False
+        if isinstance(e, ev.QuotaReserved | ev.TopologyAssigned):
+            self._placed.add(e.key)
+        elif isinstance(e, ev.WorkloadAdmitted):
+            by_scheduler = e.key in self._placed
+        wls = state.workloads
+        preemptor = wls.get(e.preemptor) if isinstance(e, ev.WorkloadPreempted) else None
+        job = None
+        if isinstance(e, ev.RetentionExpired) and e.target == "Job":
+            j = state.jobs.get(job_of.get(e.key, ""))
+            if j is not None:
+                job = Involved(JOB_API, "Job", j.metadata.namespace, j.metadata.name, j.metadata.uid)
+        found = kueue_events(e, wls.get(e.key), preemptor=preemptor, job=job, by_scheduler=by_scheduler)
+        if found:
+            self.awaiting[record.offset] = (e, found)
+
+    def _expire(self, cutoff: int) -> None:
+        ready = self.ready  # ordered: finding the oldest is O(1) however many were removed before it
+        while ready:
+            first, entry = next(iter(ready.items()))
+            if entry.applied >= cutoff:
+                return
+            del ready[first]
+            self.dirty.discard(first)
