@@ -59,6 +59,8 @@ TAS_CONTROLLER = "tas-resource-flavor-controller"
 NORMAL, WARNING = "Normal", "Warning"
 WORKLOAD_API, JOB_API = BY_KIND["Workload"].api_version, BY_KIND["Job"].api_version
 MAX_MESSAGE_BYTES = 1024
+MICROS_PER_DECISION = 4
+"""A decision records at most three Events."""
 DEFAULT_WINDOW_MS = 3_600_000
 """How long (log time) carried-out decisions stay ready: the apiserver's default ``--event-ttl``."""
 
@@ -234,9 +236,13 @@ def event_name(e: KubeEvent, decision: ev.Decision, offset: int, index: int) -> 
 
 class Ready(NamedTuple):
     applied: int
-    """Time (ms, from the log) of the decision's ``DecisionApplied``: the Events' timestamp."""
+    """Time (ms, from the log) of the decision's ``DecisionApplied``."""
     decision: ev.Decision
     events: tuple[KubeEvent, ...]
+    micros: int
+    """The Events' ``eventTime`` in µs: ``applied`` plus the outcome's rank among those of the same millisecond
+    (``MICROS_PER_DECISION`` apart, the i-th Event of the decision i µs further), so that sorting by time — as
+    ``kubectl describe`` does — keeps the log's order."""
 
 
 class EventLedger:
@@ -253,6 +259,9 @@ class EventLedger:
         """Offset -> the carried-out decision's Events, in the order the outcomes came (oldest first)."""
         self.dirty: set[int] = set()
         self._cycle = -1
+        self._last_ms = -1
+        self._rank = 0
+        """Outcomes folded so far with time ``_last_ms``."""
         self._placed: set[str] = set()
         """Workloads reserved or placed by the scheduler in cycle ``_cycle``."""
 
@@ -261,7 +270,10 @@ class EventLedger:
         if isinstance(e, ev.DecisionApplied):
             found = self.awaiting.pop(e.decision, None)
             if found is not None:
-                self.ready[e.decision] = Ready(e.time, found[0], found[1])
+                self._rank = self._rank + 1 if e.time == self._last_ms else 0
+                self._last_ms = e.time
+                sub = min(self._rank * MICROS_PER_DECISION, 1000 - MICROS_PER_DECISION)
+                self.ready[e.decision] = Ready(e.time, found[0], found[1], e.time * 1000 + sub)
                 self.dirty.add(e.decision)
             self._expire(e.time - self.window_ms)
             return

@@ -4,11 +4,11 @@ The mirror's :class:`connectors.k8s.decision_events.EventLedger` says which deci
 ``DecisionApplied``: a status write, a deletion, a ProvisioningRequest) and which Events Kueue records for each.
 Here every such decision gets its Events created as core/v1 Events, in order, up to ``concurrency`` decisions at
 a time, each stamped with the time of the decision's outcome in the log (never this process's clock), reported
-by Kueue's component (``source``/``reportingComponent``) and named by :func:`event_name`:
+by Kueue's component (``reportingComponent``) and named by :func:`event_name`:
 
 * idempotent: a restart folds the log again and offers every decision of the last window once more; an Event
-  that exists already (409 AlreadyExists) is done, so nothing is recorded twice. Kubernetes' series/count
-  aggregation is not used: each Event has count 1;
+  that exists already (409 AlreadyExists) is done, so nothing is recorded twice. Kubernetes' series
+  aggregation is not used: each decision's Event is one Event;
 * never in the way: this runs beside the status writer and the other writers, and a failure only delays or
   loses an Event. A failed create is logged and the decision retried with a doubling delay, ``attempts`` times
   in all, then dropped with a warning;
@@ -34,7 +34,6 @@ from connectors.k8s.journal import Journal, Signal
 from connectors.k8s.resources import Resource
 from connectors.k8s.workers import KeyedWorkers, Retries
 from events import schema as ev
-from events.timefmt import format_time
 
 log = structlog.get_logger("kueue_es.k8s.recorder")
 EVENTS = Resource("Event", "", "v1", "events", True)
@@ -55,17 +54,17 @@ class RecorderStats:
     errors: int = 0
 
 
-def _micro_time(ms: int) -> str:
-    return datetime.fromtimestamp(ms // 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}000Z"
+def micro_time(us: int) -> str:
+    """Kubernetes' MicroTime: RFC 3339 with six fractional digits, UTC."""
+    return datetime.fromtimestamp(us // 1_000_000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{us % 1_000_000:06d}Z"
 
 
-def event_body(e: KubeEvent, decision: ev.Decision, offset: int, index: int, applied_ms: int,
+def event_body(e: KubeEvent, decision: ev.Decision, offset: int, index: int, micros: int,
                instance: str) -> dict[str, Any]:
-    """The core/v1 Event for the ``index``-th Event of the decision at ``offset``, carried out at ``applied_ms``:
-    the deprecated fields (source, first/lastTimestamp, count) and the new ones (eventTime, action,
-    reportingComponent/Instance) both, so old and new clients show it."""
+    """The core/v1 Event for the ``index``-th Event of the decision at ``offset``, at ``micros`` (µs): what Kueue's
+    recorder (client-go's events.k8s.io one) writes — eventTime, action, reportingComponent/Instance, no
+    deprecated source/first/lastTimestamp/count (clients show eventTime where those are empty)."""
     obj = e.involved
-    stamp = format_time(applied_ms)
     return {
         "apiVersion": "v1",
         "kind": "Event",
@@ -76,13 +75,9 @@ def event_body(e: KubeEvent, decision: ev.Decision, offset: int, index: int, app
         "reason": e.reason,
         "action": e.action,
         "message": e.message,
-        "source": {"component": e.component},
         "reportingComponent": e.component,
         "reportingInstance": f"{e.component}-{instance}"[:MAX_INSTANCE],
-        "firstTimestamp": stamp,
-        "lastTimestamp": stamp,
-        "eventTime": _micro_time(applied_ms),
-        "count": 1,
+        "eventTime": micro_time(micros + index),
     }
 
 
@@ -145,7 +140,7 @@ class EventRecorder:
             self.stats.stale += len(entry.events)
             return
         for i, e in enumerate(entry.events):
-            body = event_body(e, entry.decision, offset, i, entry.applied, self.instance)
+            body = event_body(e, entry.decision, offset, i, entry.micros, self.instance)
             try:
                 await self.client.create(EVENTS, body, e.involved.namespace)
             except AlreadyExists:
