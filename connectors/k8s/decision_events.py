@@ -1,8 +1,8 @@
 """The Kubernetes Events Kueue records for each decision, and the fold that keeps them until they are carried out.
 
-:func:`kueue_events` is pure: a decision and the workload as it was just before the decision was applied give
-the Events Kueue's controllers record when they make the same change — their type (Normal/Warning), reason,
-action, message and reporting component, and the object they are about:
+:func:`kueue_events` is pure: a decision and what it needs of the workload as it was just before the decision
+was applied (:func:`before`) give the Events Kueue's controllers record when they make the same change — their
+type (Normal/Warning), reason, action, message and reporting component, and the object they are about:
 
 * ``QuotaReserved`` → Normal ``QuotaReserved`` "Quota reserved in ClusterQueue <cq>, wait time since queued was
   <n>s" (since the Requeued condition's lastTransitionTime, else creation), from ``kueue-admission``; nothing for a
@@ -28,12 +28,14 @@ map to nothing. Every message is cut as Kueue's ``api.TruncateEventMessage`` cut
 last four " ...". kueue-es does not carry Kueue's flavor-assignment attempts, so the QuotaReserved message never
 has the "; Flavors considered: ..." suffix Kueue adds when a flavor was skipped or borrowed from.
 
-:class:`EventLedger` is the fold the :class:`connectors.k8s.mirror.Mirror` runs it in: each decision's Events
-are computed as the decision is folded, kept while it waits for its outcome, and become ``ready`` (stamped with
-the time of its ``DecisionApplied``) once the connector carried it out; a rejected decision records nothing.
-Ready Events stay for ``window_ms`` of log time (the apiserver's default event TTL is one hour), so a restart,
-which folds the log again, hands the recorder every decision of the last window once more: the recorder creates
-each Event under a name derived from the decision (:func:`event_name`) and an existing one counts as done.
+:class:`EventLedger` is the fold the :class:`connectors.k8s.mirror.Mirror` runs it in: :func:`before` of each
+decision that records anything is taken as the decision is folded (a few fields: the messages are only written
+when the Events are recorded, so folding an old log formats none), kept while the decision waits for its
+outcome, and becomes ``ready`` (stamped with the time of its ``DecisionApplied``) once the connector carried it
+out; a rejected decision records nothing. Ready decisions stay for ``window_ms`` of log time (the apiserver's
+default event TTL is one hour), so a restart, which folds the log again, hands the recorder every decision of the
+last window once more: the recorder creates each Event under a name derived from the decision
+(:func:`event_name`) and an existing one counts as done.
 """
 
 from __future__ import annotations
@@ -92,6 +94,8 @@ class KubeEvent(NamedTuple):
 def truncate_message(message: str) -> str:
     """Kueue's ``api.TruncateEventMessage``: at most 1024 bytes, cut to 1020 plus " ..." (bytes of a character cut
     in two each read as U+FFFD, as Go's JSON encoding writes them)."""
+    if len(message) <= MAX_MESSAGE_BYTES // 4:
+        return message  # no character takes more than four bytes
     data = message.encode()
     if len(data) <= MAX_MESSAGE_BYTES:
         return message
@@ -129,10 +133,69 @@ def scheduler_attempt(d: ev.WorkloadPending) -> bool:
     return not (d.reason == "PendingEvaluation" and d.message == PENDING_EVALUATION)
 
 
-def _priorities(preemptor: WorkloadInfo, victim: WorkloadInfo) -> str:
+class Before(NamedTuple):
+    """What a decision's Events need of the workload as it was just before the decision: taken as the decision
+    is folded (the state moves on), turned into Events only when they are recorded."""
+
+    workload: Involved
+    priority: int
+    cluster_queue: str
+    """The ClusterQueue it holds quota in (or is queued in)."""
+    since: int = 0
+    """QuotaReserved: queued since (Requeued's lastTransitionTime, else creation); WorkloadAdmitted: quota
+    reserved since (QuotaReserved's lastTransitionTime), ms."""
+    check_state: str = ""
+    """AdmissionCheckUpdated: the check's state before."""
+    other: Involved | None = None
+    """The preemptor of a WorkloadPreempted, the Job of a RetentionExpired of target Job."""
+    other_priority: int = 0
+    by_scheduler: bool = False
+    """WorkloadAdmitted: decided in the scheduling cycle that reserved or placed the workload."""
+
+
+def before(d: ev.Decision, wl: WorkloadInfo | None, *, preemptor: WorkloadInfo | None = None,
+           job: Involved | None = None, by_scheduler: bool = False) -> Before | None:
+    """What :func:`kueue_events` needs to know about ``d``, or None when Kueue records nothing for it. ``wl``: the
+    workload just before ``d`` was applied (None: unknown); ``preemptor``: the preempting workload of a
+    ``WorkloadPreempted``; ``job``: the Job a ``RetentionExpired`` of target ``Job`` deletes."""
+    if wl is None or type(d) not in _EVENTFUL:
+        return None
+    since, check, other, other_priority = 0, "", None, 0
+    match d:
+        case ev.QuotaReserved():
+            if wl.reserving:
+                return None  # a second pass: the quota was reserved already
+            queued = _ltt(wl, "Requeued")
+            since = queued if queued is not None else wl.created
+        case ev.WorkloadAdmitted():
+            since = _ltt(wl, "QuotaReserved") or d.time
+        case ev.WorkloadPending():
+            if not scheduler_attempt(d):
+                return None
+        case ev.WorkloadEvicted() | ev.WorkloadDeactivated():
+            if not wl.reserving:
+                return None
+        case ev.AdmissionCheckUpdated():
+            state = wl.check_states.get(d.check)
+            if state is None or state.state == d.state:
+                return None
+            check = state.state
+        case ev.WorkloadPreempted():
+            if preemptor is not None:
+                other, other_priority = _workload(preemptor), preemptor.priority
+        case ev.RetentionExpired():
+            if d.target == "Job":
+                if job is None:
+                    return None
+                other = job
+    cq = wl.admission.cluster_queue if wl.admission is not None else wl.cluster_queue
+    return Before(_workload(wl), wl.priority, cq, since, check, other, other_priority, by_scheduler)
+
+
+def _priorities(preemptor: int, preemptee: int) -> str:
     # kueue-es has no priority boost (Kueue's PriorityBoost gate, off by default): effective = base, boost 0
-    return (f"preemptor effective priority: {preemptor.priority} (base: {preemptor.priority}, boost: 0); "
-            f"preemptee effective priority: {victim.priority} (base: {victim.priority}, boost: 0)")
+    return (f"preemptor effective priority: {preemptor} (base: {preemptor}, boost: 0); "
+            f"preemptee effective priority: {preemptee} (base: {preemptee}, boost: 0)")
 
 
 def _eviction_component(reason: str, message: str) -> str:
@@ -142,56 +205,36 @@ def _eviction_component(reason: str, message: str) -> str:
     return WORKLOAD_CONTROLLER
 
 
-def kueue_events(d: ev.Decision, wl: WorkloadInfo | None, *, preemptor: WorkloadInfo | None = None,
-                 job: Involved | None = None, by_scheduler: bool = False) -> tuple[KubeEvent, ...]:
-    """The Events Kueue records for ``d``. ``wl``: the workload just before ``d`` was applied (None: unknown, no
-    Events); ``preemptor``: the preempting workload of a ``WorkloadPreempted``; ``job``: the Job a
-    ``RetentionExpired`` of target ``Job`` deletes; ``by_scheduler``: a ``WorkloadAdmitted`` decided in the
-    same scheduling cycle that reserved or placed the workload."""
-    if wl is None:
+def kueue_events(d: ev.Decision, b: Before | None) -> tuple[KubeEvent, ...]:
+    """The Events Kueue records for ``d``, given :func:`before` of it."""
+    if b is None:
         return ()
-    me = _workload(wl)
+    me = b.workload
     match d:
         case ev.QuotaReserved():
-            if wl.reserving:
-                return ()
-            queued = _ltt(wl, "Requeued")
-            since = queued if queued is not None else wl.created
-            cq = d.admission.cluster_queue
-            return (_event(me, NORMAL, "QuotaReserved", f"Quota reserved in ClusterQueue {cq}, wait time since "
-                           f"queued was {_seconds(d.time - since)}", ADMISSION),)
+            return (_event(me, NORMAL, "QuotaReserved", f"Quota reserved in ClusterQueue {d.admission.cluster_queue}"
+                           f", wait time since queued was {_seconds(d.time - b.since)}", ADMISSION),)
         case ev.WorkloadAdmitted():
-            cq = wl.admission.cluster_queue if wl.admission is not None else wl.cluster_queue
-            if by_scheduler:
-                return (_event(me, NORMAL, "Admitted",
-                               f"Admitted by ClusterQueue {cq}, wait time since reservation was 0s", ADMISSION),)
-            reserved = _ltt(wl, "QuotaReserved")
-            waited = d.time - reserved if reserved is not None else 0
-            return (_event(me, NORMAL, "Admitted",
-                           f"Admitted by ClusterQueue {cq}, wait time since reservation was {_seconds(waited)}",
-                           WORKLOAD_CONTROLLER),)
+            if b.by_scheduler:
+                return (_event(me, NORMAL, "Admitted", f"Admitted by ClusterQueue {b.cluster_queue}, wait time "
+                               "since reservation was 0s", ADMISSION),)
+            return (_event(me, NORMAL, "Admitted", f"Admitted by ClusterQueue {b.cluster_queue}, wait time since "
+                           f"reservation was {_seconds(d.time - b.since)}", WORKLOAD_CONTROLLER),)
         case ev.WorkloadPending():
-            if not scheduler_attempt(d):
-                return ()
             return (_event(me, WARNING, d.reason, d.message, ADMISSION),)
         case ev.WorkloadPreempted():
-            out = [_event(me, NORMAL, "EvictedDueToPreempted", d.message, ADMISSION)]
-            if preemptor is None:
-                return tuple(out)
-            prios = _priorities(preemptor, wl)
-            out.append(_event(me, NORMAL, "Preempted", f"{d.message}; {prios}", ADMISSION))
-            out.append(_event(_workload(preemptor), NORMAL, "PreemptedWorkload",
-                              f"Preempted workload {wl.namespace}/{wl.name} (UID: {wl.uid}) in ClusterQueue "
-                              f"{wl.cluster_queue}; {prios}", ADMISSION))
-            return tuple(out)
+            evicted = _event(me, NORMAL, "EvictedDueToPreempted", d.message, ADMISSION)
+            if b.other is None:
+                return (evicted,)
+            prios = _priorities(b.other_priority, b.priority)
+            return (evicted,
+                    _event(me, NORMAL, "Preempted", f"{d.message}; {prios}", ADMISSION),
+                    _event(b.other, NORMAL, "PreemptedWorkload", f"Preempted workload {me.namespace}/{me.name} "
+                           f"(UID: {me.uid}) in ClusterQueue {b.cluster_queue}; {prios}", ADMISSION))
         case ev.WorkloadEvicted():
-            if not wl.reserving:
-                return ()
             return (_event(me, NORMAL, f"EvictedDueTo{d.reason}", d.message,
                            _eviction_component(d.reason, d.message)),)
         case ev.WorkloadDeactivated():
-            if not wl.reserving:
-                return ()
             evicted = _event(me, NORMAL, f"EvictedDueTo{d.reason}", d.message, WORKLOAD_CONTROLLER)
             if d.reason == "DeactivatedDueToAdmissionCheck" and d.message.startswith(_DEACTIVATED_DUE_TO):
                 checks = d.message[len(_DEACTIVATED_DUE_TO):]
@@ -201,10 +244,7 @@ def kueue_events(d: ev.Decision, wl: WorkloadInfo | None, *, preemptor: Workload
         case ev.SecondPassFailed():
             return (_event(me, WARNING, "SecondPassFailed", d.message, ADMISSION),)
         case ev.AdmissionCheckUpdated():
-            before = wl.check_states.get(d.check)
-            if before is None or before.state == d.state:
-                return ()
-            message = f"Admission check {d.check} updated state from {before.state} to {d.state}"
+            message = f"Admission check {d.check} updated state from {b.check_state} to {d.state}"
             if d.message:
                 message += f" with message: {d.message}"
             return (_event(me, NORMAL, "AdmissionCheckUpdated", message, PROVISIONING_CONTROLLER),)
@@ -213,15 +253,19 @@ def kueue_events(d: ev.Decision, wl: WorkloadInfo | None, *, preemptor: Workload
                            f'Created ProvisioningRequest: "{d.request.metadata.name}"', PROVISIONING_CONTROLLER,
                            action="Created"),)
         case ev.RetentionExpired():
-            if d.target == "Workload":
-                return (_event(me, NORMAL, "Deleted", "Deleted finished workload due to elapsed retention",
-                               WORKLOAD_CONTROLLER),)
-            if d.target == "Job" and job is not None:
-                return (_event(job, NORMAL, "Deleted", "Deleted job: deactivation retention period expired",
+            if b.other is not None:
+                return (_event(b.other, NORMAL, "Deleted", "Deleted job: deactivation retention period expired",
                                JOB_CONTROLLER),)
-            return ()
+            return (_event(me, NORMAL, "Deleted", "Deleted finished workload due to elapsed retention",
+                           WORKLOAD_CONTROLLER),)
         case _:
             return ()
+
+
+_EVENTFUL = frozenset({ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadPending, ev.WorkloadPreempted,
+                       ev.WorkloadEvicted, ev.WorkloadDeactivated, ev.SecondPassFailed, ev.AdmissionCheckUpdated,
+                       ev.ProvisioningRequestCreated, ev.RetentionExpired})
+"""The decisions Kueue records Events for (when :func:`before` says so)."""
 
 
 def event_name(e: KubeEvent, decision: ev.Decision, offset: int, index: int) -> str:
@@ -238,7 +282,7 @@ class Ready(NamedTuple):
     applied: int
     """Time (ms, from the log) of the decision's ``DecisionApplied``."""
     decision: ev.Decision
-    events: tuple[KubeEvent, ...]
+    before: Before
     micros: int
     """The Events' ``eventTime`` in µs: ``applied`` plus the outcome's rank among those of the same millisecond
     (``MICROS_PER_DECISION`` apart, the i-th Event of the decision i µs further), so that sorting by time — as
@@ -246,7 +290,7 @@ class Ready(NamedTuple):
 
 
 class EventLedger:
-    """The Events of decisions awaiting their outcome, and of carried-out ones within the window (see above).
+    """Decisions with Events awaiting their outcome, and carried-out ones within the window (see above).
 
     ``fold`` is called for every record *before* the cluster state applies it. ``ready`` is the recorder's to
     empty (it removes what it created or gave up on); ``dirty`` holds the offsets that became ready since the
@@ -254,9 +298,10 @@ class EventLedger:
 
     def __init__(self, window_ms: int = DEFAULT_WINDOW_MS) -> None:
         self.window_ms = window_ms
-        self.awaiting: dict[int, tuple[ev.Decision, tuple[KubeEvent, ...]]] = {}
+        self.awaiting: dict[int, tuple[ev.Decision, Before]] = {}
+        """Offset -> a decision Kueue records Events for, and what they need, until its outcome."""
         self.ready: OrderedDict[int, Ready] = OrderedDict()
-        """Offset -> the carried-out decision's Events, in the order the outcomes came (oldest first)."""
+        """Offset -> a carried-out decision, in the order the outcomes came (oldest first)."""
         self.dirty: set[int] = set()
         self._cycle = -1
         self._last_ms = -1
@@ -267,39 +312,42 @@ class EventLedger:
 
     def fold(self, record: ev.Record, state: ClusterState, job_of: Mapping[str, str]) -> None:
         e = record.event
-        if isinstance(e, ev.DecisionApplied):
-            found = self.awaiting.pop(e.decision, None)
+        kind = type(e)
+        if kind is ev.DecisionApplied:
+            found = self.awaiting.pop(e.decision, None)  # type: ignore[union-attr]
             if found is not None:
-                self._rank = self._rank + 1 if e.time == self._last_ms else 0
-                self._last_ms = e.time
+                t = e.time
+                self._rank = self._rank + 1 if t == self._last_ms else 0
+                self._last_ms = t
                 sub = min(self._rank * MICROS_PER_DECISION, 1000 - MICROS_PER_DECISION)
-                self.ready[e.decision] = Ready(e.time, found[0], found[1], e.time * 1000 + sub)
-                self.dirty.add(e.decision)
-            self._expire(e.time - self.window_ms)
+                self.ready[e.decision] = Ready(t, found[0], found[1], t * 1000 + sub)  # type: ignore[union-attr]
+                self.dirty.add(e.decision)  # type: ignore[union-attr]
+                self._expire(t - self.window_ms)
             return
-        if isinstance(e, ev.DecisionRejected):
-            self.awaiting.pop(e.decision, None)
+        if kind is ev.DecisionRejected:
+            self.awaiting.pop(e.decision, None)  # type: ignore[union-attr]
             return
         if not isinstance(e, ev.Decision):
             return
         if e.cycle != self._cycle:
             self._cycle = e.cycle
             self._placed.clear()
-        by_scheduler = False
-        if isinstance(e, ev.QuotaReserved | ev.TopologyAssigned):
+        if kind is ev.QuotaReserved or kind is ev.TopologyAssigned:
             self._placed.add(e.key)
-        elif isinstance(e, ev.WorkloadAdmitted):
-            by_scheduler = e.key in self._placed
+        if kind not in _EVENTFUL:
+            return
         wls = state.workloads
-        preemptor = wls.get(e.preemptor) if isinstance(e, ev.WorkloadPreempted) else None
-        job = None
-        if isinstance(e, ev.RetentionExpired) and e.target == "Job":
+        preemptor = job = None
+        if kind is ev.WorkloadPreempted:
+            preemptor = wls.get(e.preemptor)  # type: ignore[attr-defined]
+        elif kind is ev.RetentionExpired and e.target == "Job":  # type: ignore[attr-defined]
             j = state.jobs.get(job_of.get(e.key, ""))
             if j is not None:
                 job = Involved(JOB_API, "Job", j.metadata.namespace, j.metadata.name, j.metadata.uid)
-        found = kueue_events(e, wls.get(e.key), preemptor=preemptor, job=job, by_scheduler=by_scheduler)
-        if found:
-            self.awaiting[record.offset] = (e, found)
+        b = before(e, wls.get(e.key), preemptor=preemptor, job=job,
+                   by_scheduler=kind is ev.WorkloadAdmitted and e.key in self._placed)
+        if b is not None:
+            self.awaiting[record.offset] = (e, b)
 
     def _expire(self, cutoff: int) -> None:
         ready = self.ready  # ordered: finding the oldest is O(1) however many were removed before it

@@ -28,7 +28,7 @@ from typing import Any
 import structlog
 
 from connectors.k8s.client import KubeClient
-from connectors.k8s.decision_events import KubeEvent, Ready, event_name
+from connectors.k8s.decision_events import KubeEvent, Ready, event_name, kueue_events
 from connectors.k8s.errors import AlreadyExists, KubeError
 from connectors.k8s.journal import Journal, Signal
 from connectors.k8s.resources import Resource
@@ -117,14 +117,15 @@ class EventRecorder:
         except Exception as exc:  # noqa: BLE001 - an Event is never worth stopping for
             self.stats.errors += 1
             failures = self._failures[offset] = self._failures.get(offset, 0) + 1
+            events = kueue_events(entry.decision, entry.before)
             fields = {"decision": offset, "workload": entry.decision.key, "error": str(exc),
-                      "reasons": [e.reason for e in entry.events]}
+                      "reasons": [e.reason for e in events]}
             if failures >= self.attempts or not isinstance(exc, KubeError):
                 if not isinstance(exc, KubeError):
                     log.exception("recording events crashed, dropped", **fields)
                 else:
                     log.warning("recording events failed, dropped", attempts=failures, **fields)
-                self.stats.dropped += len(entry.events)
+                self.stats.dropped += len(events)
                 self._done(offset)
                 return
             log.info("recording events failed, will retry", attempt=failures, **fields)
@@ -136,10 +137,11 @@ class EventRecorder:
 
     async def record(self, offset: int, entry: Ready) -> None:
         """Create the decision's Events, in order (an existing one is done)."""
+        events = kueue_events(entry.decision, entry.before)
         if entry.applied < self.clock() * 1000 - self.ledger.window_ms:
-            self.stats.stale += len(entry.events)
+            self.stats.stale += len(events)
             return
-        for i, e in enumerate(entry.events):
+        for i, e in enumerate(events):
             body = event_body(e, entry.decision, offset, i, entry.micros, self.instance)
             try:
                 await self.client.create(EVENTS, body, e.involved.namespace)

@@ -21,6 +21,7 @@ from connectors.k8s.decision_events import (
     TAS_CONTROLLER,
     WORKLOAD_CONTROLLER,
     Involved,
+    before,
     event_name,
     kueue_events,
     truncate_message,
@@ -48,6 +49,10 @@ def wl(name: str = "foo", *, phase: str = PENDING, priority: int = 0, cq: str = 
         admission=o.Admission(cluster_queue=cq) if phase in (RESERVED, ADMITTED) else None,
         conditions=conditions or [],
         check_states={n: o.AdmissionCheckState(name=n, state=s) for n, s in (checks or {}).items()})
+
+
+def events_for(d: ev.Decision, w: WorkloadInfo, **kw: Any):
+    return kueue_events(d, before(d, w, **kw))
 
 
 def on(w: WorkloadInfo) -> Involved:
@@ -235,9 +240,9 @@ CASES: list[tuple[str, ev.Decision, WorkloadInfo, dict[str, Any], list[tuple]]] 
 ]
 
 
-@pytest.mark.parametrize(("decision", "before", "kw", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_decision_maps_to_kueues_events(decision, before, kw, expected) -> None:
-    assert rows(kueue_events(decision, before, **kw)) == expected
+@pytest.mark.parametrize(("decision", "wl_before", "kw", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_decision_maps_to_kueues_events(decision, wl_before, kw, expected) -> None:
+    assert rows(events_for(decision, wl_before, **kw)) == expected
 
 
 def test_messages_are_cut_as_kueue_cuts_them() -> None:
@@ -249,12 +254,12 @@ def test_messages_are_cut_as_kueue_cuts_them() -> None:
     assert len(cut.encode()) <= 1024 + 2  # U+FFFD is 3 bytes: Go's encoder writes the same
     pending = ev.WorkloadPending(time=T0, key="default/foo", reason="WaitingForQuota", message="y" * 5000,
                                  requeue_reason="NoFit", **BASE)
-    assert kueue_events(pending, PENDING_WL)[0].message == "y" * 1020 + " ..."
+    assert events_for(pending, PENDING_WL)[0].message == "y" * 1020 + " ..."
 
 
 def test_event_names_are_stable_distinct_and_valid() -> None:
     d = ev.QuotaReserved(time=T0, key="default/foo", admission=o.Admission(cluster_queue="cq"), **BASE)
-    e = kueue_events(d, PENDING_WL)[0]
+    e = events_for(d, PENDING_WL)[0]
     name = event_name(e, d, 12, 0)
     assert name == event_name(e, d, 12, 0)
     assert name.startswith("foo.") and len(name) == len("foo.") + 16
@@ -294,8 +299,9 @@ def test_ledger_holds_events_until_the_decision_is_carried_out() -> None:
                 ev.WorkloadPending(time=T0 + 5_000, key="default/b", uid="b-uid", reason="WaitingForQuota",
                                    message="no", requeue_reason="NoFit", cycle=1, input=1))
     assert sorted(ledger.awaiting) == [first, first + 1, first + 2]
-    assert ledger.awaiting[first][1][0].message == "Quota reserved in ClusterQueue cq, wait time since queued was 5s"
-    assert ledger.awaiting[first + 1][1][0].component == ADMISSION  # reserved in the same cycle
+    assert kueue_events(*ledger.awaiting[first])[0].message == (
+        "Quota reserved in ClusterQueue cq, wait time since queued was 5s")
+    assert kueue_events(*ledger.awaiting[first + 1])[0].component == ADMISSION  # reserved in the same cycle
     assert not ledger.ready
     off = _fold(mirror, off, ev.DecisionApplied(time=T0 + 6_000, key="default/a", decision=first),
                 ev.DecisionApplied(time=T0 + 6_000, key="default/a", decision=first + 1),
@@ -306,7 +312,9 @@ def test_ledger_holds_events_until_the_decision_is_carried_out() -> None:
     # a later WorkloadAdmitted of another cycle is the workload controller's
     later = off
     off = _fold(mirror, off, ev.WorkloadAdmitted(time=T0 + 9_000, key="default/a", uid="a-uid", cycle=2, input=9))
-    assert ledger.awaiting[later][1][0].component == WORKLOAD_CONTROLLER
+    assert kueue_events(*ledger.awaiting[later])[0].message == (
+        "Admitted by ClusterQueue cq, wait time since reservation was 4s")
+    assert kueue_events(*ledger.awaiting[later])[0].component == WORKLOAD_CONTROLLER
     # a carried-out decision more than the window after the first ones expires them
     ledger.dirty.clear()
     _fold(mirror, off, ev.DecisionApplied(time=T0 + 70_000, key="default/a", decision=later))
