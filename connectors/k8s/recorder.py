@@ -50,7 +50,8 @@ class RecorderStats:
     dropped: int = 0
     """Events given up on after ``attempts`` failed tries."""
     stale: int = 0
-    """Events not created because their decision was carried out longer than the window ago."""
+    """Decisions whose Events were not created (nor written) because they were carried out longer than the
+    window ago."""
     errors: int = 0
 
 
@@ -137,11 +138,10 @@ class EventRecorder:
 
     async def record(self, offset: int, entry: Ready) -> None:
         """Create the decision's Events, in order (an existing one is done)."""
-        events = kueue_events(entry.decision, entry.before)
         if entry.applied < self.clock() * 1000 - self.ledger.window_ms:
-            self.stats.stale += len(events)
+            self.stats.stale += 1
             return
-        for i, e in enumerate(events):
+        for i, e in enumerate(kueue_events(entry.decision, entry.before)):
             body = event_body(e, entry.decision, offset, i, entry.micros, self.instance)
             try:
                 await self.client.create(EVENTS, body, e.involved.namespace)
