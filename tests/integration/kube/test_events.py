@@ -119,11 +119,14 @@ async def test_admission_and_preemption_events_and_no_duplicates_after_a_restart
             assert (preempted["type"], preempted["message"]) == ("Normal", f"{preemption}; {priorities}")
             assert {e["involvedObject"]["uid"] for e in found} == {low["metadata"]["uid"]}
 
-            on_high = await events_of(kc, high)
+            async def high_events() -> list[dict[str, Any]] | None:  # (decisions are recorded concurrently)
+                found = await events_of(kc, high)
+                reasons = [e["reason"] for e in found if e["reason"] != "WaitingForPreemptedWorkloads"]
+                return found if reasons == ["PreemptedWorkload", "QuotaReserved", "Admitted"] else None
+
+            on_high = await eventually(high_events, what="the preemptor's Events")
             assert {e["involvedObject"]["uid"] for e in on_high} == {high["metadata"]["uid"]}
             by_reason = {e["reason"]: e for e in on_high}
-            assert [e["reason"] for e in on_high if e["reason"] != "WaitingForPreemptedWorkloads"] == [
-                "PreemptedWorkload", "QuotaReserved", "Admitted"]
             waiting = by_reason["WaitingForPreemptedWorkloads"]  # the preemptor, while its victim stops
             assert waiting["type"] == "Warning"
             assert waiting["message"].endswith("Pending the preemption of 1 workload(s)")
