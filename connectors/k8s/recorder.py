@@ -10,8 +10,9 @@ by Kueue's component (``reportingComponent``) and named by :func:`event_name`:
   that exists already (409 AlreadyExists) is done, so nothing is recorded twice. Kubernetes' series
   aggregation is not used: each decision's Event is one Event;
 * never in the way: this runs beside the status writer and the other writers, and a failure only delays or
-  loses an Event. A failed create is logged and the decision retried with a doubling delay, ``attempts`` times
-  in all, then dropped with a warning;
+  loses an Event. A create that may succeed later (no answer, 5xx, 429) is retried with a doubling delay,
+  ``attempts`` times in all; then, or at once for a refusal (forbidden, invalid, namespace gone), the decision's
+  Events are dropped with a warning;
 * not stale: a decision carried out longer than the ledger's window ago (wall clock; the apiserver's default
   event TTL) is not recorded — its Event would have expired already.
 """
@@ -121,18 +122,19 @@ class EventRecorder:
             events = kueue_events(entry.decision, entry.before)
             fields = {"decision": offset, "workload": entry.decision.key, "error": str(exc),
                       "reasons": [e.reason for e in events]}
-            if failures >= self.attempts or not isinstance(exc, KubeError):
-                if not isinstance(exc, KubeError):
-                    log.exception("recording events crashed, dropped", **fields)
-                else:
-                    log.warning("recording events failed, dropped", attempts=failures, **fields)
-                self.stats.dropped += len(events)
-                self._done(offset)
+            if not isinstance(exc, KubeError):
+                log.exception("recording events crashed, dropped", **fields)
+            elif not exc.retriable or failures >= self.attempts:
+                # refused (forbidden, invalid, namespace gone): the same request would be refused again
+                log.warning("recording events failed, dropped", attempts=failures, **fields)
+            else:
+                log.info("recording events failed, will retry", attempt=failures, **fields)
+                self._retry.later(key, 2 ** (failures - 1))
+                if self._signal is not None:
+                    self._signal.set()  # the workers may be waiting without a timeout: let them take it in
                 return
-            log.info("recording events failed, will retry", attempt=failures, **fields)
-            self._retry.later(key, 2 ** (failures - 1))
-            if self._signal is not None:
-                self._signal.set()  # the workers may be waiting without a timeout: let them take it into account
+            self.stats.dropped += len(events)
+            self._done(offset)
             return
         self._done(offset)
 

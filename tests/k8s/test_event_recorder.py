@@ -94,21 +94,31 @@ async def test_creates_kueues_events_stamped_with_the_outcome_time() -> None:
 
 
 @pytest.mark.asyncio
-async def test_existing_events_are_done_and_failures_are_retried_then_dropped() -> None:
+async def test_existing_events_are_done_and_failures_are_retried_or_dropped() -> None:
     journal, first = await _journal()
     ledger = journal.mirror.kube_events
-    # the first decision: one 503, then the Event exists already (created before a restart)
-    # the second: refused every time (no RBAC): dropped after `attempts` tries
-    forbidden = Forbidden("create events: 403", 403)
-    client = ScriptedClient(Unavailable("create events: 503"), forbidden, AlreadyExists("exists", 409),
-                            forbidden, forbidden)
-    recorder = EventRecorder(client, journal, instance="r", attempts=3, retry_s=0.01,  # type: ignore[arg-type]
+    # the first decision: one 503 (retried), then its Event exists already (created before a restart);
+    # the second: refused (no RBAC), which a retry cannot change: dropped at once
+    client = ScriptedClient(Unavailable("create events: 503"), Forbidden("create events: 403", 403),
+                            AlreadyExists("exists", 409))
+    recorder = EventRecorder(client, journal, instance="r", retry_s=0.01,  # type: ignore[arg-type]
                              concurrency=1, clock=lambda: T0 / 1000 + 10)
     await _run(recorder, lambda: not ledger.ready)
-    assert recorder.stats.existing == 1 and recorder.stats.created == 0
-    assert recorder.stats.dropped == 1
-    assert recorder.stats.errors == 4
-    assert client.calls == 5
+    assert (recorder.stats.existing, recorder.stats.created, recorder.stats.dropped) == (1, 0, 1)
+    assert recorder.stats.errors == 2
+    assert client.calls == 3
+
+
+@pytest.mark.asyncio
+async def test_an_apiserver_that_stays_unavailable_costs_a_bounded_number_of_tries() -> None:
+    journal, _ = await _journal()
+    ledger = journal.mirror.kube_events
+    client = ScriptedClient(*[Unavailable("create events: 503")] * 100)
+    recorder = EventRecorder(client, journal, instance="r", attempts=3, retry_s=0.01,  # type: ignore[arg-type]
+                             clock=lambda: T0 / 1000 + 10)
+    await _run(recorder, lambda: not ledger.ready)
+    assert client.calls == 6, "three tries for each of the two decisions"
+    assert recorder.stats.dropped == 2 and recorder.stats.created == 0
 
 
 @pytest.mark.asyncio
