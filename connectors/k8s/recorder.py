@@ -49,7 +49,7 @@ class RecorderStats:
     existing: int = 0
     """Events found already there (created before a restart): not created again."""
     dropped: int = 0
-    """Events given up on after ``attempts`` failed tries."""
+    """Decisions whose Events were given up on (refused, or ``attempts`` tries failed)."""
     stale: int = 0
     """Decisions whose Events were not created (nor written) because they were carried out longer than the
     window ago."""
@@ -113,15 +113,15 @@ class EventRecorder:
         offset = int(key)
         entry = self.ledger.ready.get(offset)
         if entry is None:
+            self._failures.pop(offset, None)
             return  # done, or expired from the window
         try:
             await self.record(offset, entry)
         except Exception as exc:  # noqa: BLE001 - an Event is never worth stopping for
             self.stats.errors += 1
             failures = self._failures[offset] = self._failures.get(offset, 0) + 1
-            events = kueue_events(entry.decision, entry.before)
-            fields = {"decision": offset, "workload": entry.decision.key, "error": str(exc),
-                      "reasons": [e.reason for e in events]}
+            fields = {"decision": offset, "kind": type(entry.decision).__name__, "workload": entry.decision.key,
+                      "error": str(exc)}
             if not isinstance(exc, KubeError):
                 log.exception("recording events crashed, dropped", **fields)
             elif not exc.retriable or failures >= self.attempts:
@@ -133,7 +133,7 @@ class EventRecorder:
                 if self._signal is not None:
                     self._signal.set()  # the workers may be waiting without a timeout: let them take it in
                 return
-            self.stats.dropped += len(events)
+            self.stats.dropped += 1
             self._done(offset)
             return
         self._done(offset)
