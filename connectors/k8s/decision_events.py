@@ -48,6 +48,7 @@ from typing import NamedTuple
 from connectors.k8s.resources import BY_KIND
 from events import schema as ev
 from events.timefmt import parse_time
+from kueue_es.scheduler.reconcile import PENDING_EVALUATION
 from projections.cluster import ClusterState
 from projections.workloads import WorkloadInfo
 
@@ -66,7 +67,6 @@ MICROS_PER_DECISION = 4
 DEFAULT_WINDOW_MS = 3_600_000
 """How long (log time) carried-out decisions stay ready: the apiserver's default ``--event-ttl``."""
 
-PENDING_EVALUATION = "Workload is pending evaluation in the scheduling queue"
 _CONTROLLER_PENDING = frozenset({"Deactivated", "Suspended", "Misconfigured"})
 """QuotaReserved=False reasons of the workload controller's queue blockers (it records no Event for them)."""
 _DEACTIVATED_DUE_TO = "The workload is deactivated due to "
