@@ -161,7 +161,8 @@ async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health:
             mirror.apply_batch(batch)
         journal = LocalJournal(filelog, mirror)
         connector = Connector(client, journal, watch_timeout_s=k.watch_timeout_s, jobs=k.jobs,
-                              queue_status=k.queue_status, finalizers=k.finalizers)
+                              queue_status=k.queue_status, finalizers=k.finalizers, events=k.events,
+                              instance=opts.instance_id)
         health.connector = connector
         report("active", {"log": path, "instance": opts.instance_id, "offset": mirror.offset, "mode": "kube"})
 

@@ -3,8 +3,9 @@ the log, the scheduler loop beside it.
 
 :class:`Connector` runs, as one task group, the appender and the watcher, and — once every watched kind has
 been listed (``ready``) — the Workload status writer, the Job integration, the queue status writer, the
-resource-in-use finalizers, the retention deletions, the ProvisioningRequest applier, the topology ungater and the
-provisioning checks' Active condition, so nothing is written to the cluster before the log has caught up with it.
+resource-in-use finalizers, the retention deletions, the ProvisioningRequest applier, the topology ungater, the
+provisioning checks' Active condition and the recorder of Kueue's Kubernetes Events, so nothing is written to the
+cluster before the log has caught up with it.
 :func:`schedule` is the scheduler for a :class:`LocalJournal`: decide on the mirror's state, append the batch
 (which applies it), repeat until quiet, then wait for the log to move or a controller deadline to pass (it then
 appends a clock tick).
@@ -25,6 +26,7 @@ from connectors.k8s.jobs import JobIntegration
 from connectors.k8s.journal import Journal, LocalJournal
 from connectors.k8s.provreqs import RequestApplier
 from connectors.k8s.queues import QueueStatusWriter
+from connectors.k8s.recorder import EventRecorder
 from connectors.k8s.resources import WATCHED
 from connectors.k8s.retention import RetentionEnforcer
 from connectors.k8s.ungater import Ungater
@@ -42,7 +44,7 @@ RecordConfig = Callable[[ClusterState], list[ev.AnyEvent]]
 class Connector:
     def __init__(self, client: KubeClient, journal: Journal, *, kinds: Sequence[str] = WATCHED,
                  watch_timeout_s: int = 300, jobs: bool = True, queue_status: bool = True,
-                 finalizers: bool = True) -> None:
+                 finalizers: bool = True, events: bool = True, instance: str = "") -> None:
         self.client = client
         self.journal = journal
         self.appender = Appender(journal.append)
@@ -56,6 +58,7 @@ class Connector:
         self.requests = RequestApplier(client, journal, append=self.appender.emit)
         self.ungater = Ungater(client, journal)
         self.checks = CheckStatusWriter(client, journal)
+        self.recorder = EventRecorder(client, journal, instance=instance) if events else None
 
     @property
     def ready(self) -> bool:
@@ -78,6 +81,8 @@ class Connector:
             tg.create_task(self.requests.run(), name="k8s-provisioning-requests")
             tg.create_task(self.ungater.run(), name="k8s-ungater")
             tg.create_task(self.checks.run(), name="k8s-admission-check-status")
+            if self.recorder is not None:
+                tg.create_task(self.recorder.run(), name="k8s-events")
 
 
 async def schedule(journal: LocalJournal, config: SchedulerConfig = DEFAULT, *, ticks: bool = True,

@@ -15,6 +15,7 @@ RBAC grants exactly what the connector does:
 * Pods: patch (the topology ungater lifts the scheduling gate and sets the node selector);
 * ProvisioningRequests (autoscaling.x-k8s.io): create, delete; PodTemplates: get, create, patch (their owner);
   AdmissionChecks' ``status``: patch (the provisioning checks' Active condition);
+* Events (core/v1): create (Kueue's Events for the decisions carried out; never updated or patched);
 
 The Deployment runs ``kueue-es run --kube`` as a non-root user with a read-only root filesystem, serving the
 batch/v1 Job mutating webhook on port 9443 behind the Service ``kueue-es-webhook`` (it makes a self-signed CA,
@@ -71,6 +72,7 @@ def cluster_role(name: str = DEFAULT_NAME) -> dict[str, Any]:
         {"apiGroups": [PROVISIONING_REQUESTS.group], "resources": [PROVISIONING_REQUESTS.plural],
          "verbs": ["create", "delete"]},
         {"apiGroups": [KUEUE_GROUP], "resources": ["admissionchecks/status"], "verbs": ["patch"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
     ]
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",

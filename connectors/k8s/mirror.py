@@ -6,6 +6,8 @@
   410, or after a restart, when this is folded from the log again) emits exactly the differences;
 * ``workloads`` — the last observed Workload objects (their status as the apiserver has it, their
   resourceVersion for optimistic concurrency, their pod-set templates to restore a stopped Job);
+* ``kube_events`` — the Kubernetes Events Kueue would record for the decisions, kept until the decision is
+  carried out and then for an event TTL, for the recorder (:mod:`connectors.k8s.decision_events`);
 * ``pending`` — decisions without an outcome (``DecisionApplied``/``DecisionRejected``) yet, per workload;
   ``request_decisions`` — those of them that create or delete a ProvisioningRequest, whole (their applier needs
   their content, also after a restart).
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from connectors.k8s.decision_events import EventLedger
 from events import objects as o
 from events import schema as ev
 from projections.cluster import ClusterState
@@ -26,6 +29,7 @@ from projections.in_use import KINDS as FINALIZED
 
 WORKLOAD_EVENTS = (ev.Decision, ev.WorkloadFinished, ev.PodsReadyChanged, ev.AdmissionCheckStateChanged,
                    ev.JobStopped)
+LEDGER_EVENTS = (ev.Decision, ev.DecisionApplied, ev.DecisionRejected)
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 QUEUE_INPUTS = frozenset({"ResourceFlavor", "AdmissionCheck", "Topology", "Cohort"})
 """Kinds whose changes may change any queue's status (activeness, borrowing)."""
@@ -53,6 +57,7 @@ class Mirror:
         self.dirty_finalizers: set[str] = set()
         """``<Kind>/<name>`` of ClusterQueues, ResourceFlavors, AdmissionChecks, Topologies whose
         resource-in-use finalizer may need adding or removing."""
+        self.kube_events = EventLedger()
         self.listeners: list[Callable[[list[ev.Record]], None]] = []
 
     @property
@@ -70,6 +75,8 @@ class Mirror:
         wl_key = _workload_key(e)
         if wl_key:
             self._dirty_queues_of(wl_key)
+        if isinstance(e, LEDGER_EVENTS):
+            self.kube_events.fold(record, self.state, self.job_of)  # sees the workload as it was before
         self.state.apply(record)
         if wl_key:
             self._dirty_queues_of(wl_key)

@@ -31,6 +31,8 @@ class KubeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     finalizers: bool = True
     """Keep Kueue's ``kueue.x-k8s.io/resource-in-use`` finalizer on ClusterQueues, ResourceFlavors,
     AdmissionChecks and Topologies (removed once nothing uses a deleted one)."""
+    events: bool = True
+    """Record the Kubernetes Events Kueue records for its decisions (QuotaReserved, Admitted, Preempted, ...)."""
     webhook_port: int = 0
     """Serve the batch/v1 Job mutating webhook over HTTPS on this port (Kueue uses 9443); 0: no webhook."""
     webhook_address: str = "0.0.0.0"

@@ -1,0 +1,359 @@
+"""The Kubernetes Events Kueue records for each decision, and the fold that keeps them until they are carried out.
+
+:func:`kueue_events` is pure: a decision and what it needs of the workload as it was just before the decision
+was applied (:func:`before`) give the Events Kueue's controllers record when they make the same change — their
+type (Normal/Warning), reason, action, message and reporting component, and the object they are about:
+
+* ``QuotaReserved`` → Normal ``QuotaReserved`` "Quota reserved in ClusterQueue <cq>, wait time since queued was
+  <n>s" (since the Requeued condition's lastTransitionTime, else creation), from ``kueue-admission``; nothing for a
+  workload that held quota already;
+* ``WorkloadAdmitted`` → Normal ``Admitted`` "Admitted by ClusterQueue <cq>, wait time since reservation was
+  <n>s": "0s" from ``kueue-admission`` when the scheduler reserved (or placed) it in the same cycle, else from
+  ``kueue-workload-controller`` (its checks turned Ready), timed from QuotaReserved's lastTransitionTime;
+* ``WorkloadPending`` of a failed admission attempt → Warning ``<reason>`` with the inadmissible message, from
+  ``kueue-admission``; the workload controller's own QuotaReserved=False updates (queue blockers,
+  PendingEvaluation) record nothing, as in Kueue;
+* ``WorkloadPreempted`` → on the victim Normal ``EvictedDueToPreempted`` (the eviction message) and Normal
+  ``Preempted`` (the message and both effective priorities), on the preemptor Normal ``PreemptedWorkload``;
+* ``WorkloadEvicted`` / ``WorkloadDeactivated`` → Normal ``EvictedDueTo<reason>`` (a deactivation's reason already
+  reads ``Deactivated[DueTo<cause>]``); a rejected admission check first gets Warning ``AdmissionCheckRejected``;
+* ``SecondPassFailed`` → Warning ``SecondPassFailed``;
+* ``AdmissionCheckUpdated`` whose state changed → Normal ``AdmissionCheckUpdated`` "Admission check <c> updated
+  state from <a> to <b>[ with message: <m>]"; ``ProvisioningRequestCreated`` → Normal
+  ``ProvisioningRequestCreated`` 'Created ProvisioningRequest: "<name>"' (``kueue-provisioning-request-controller``);
+* ``RetentionExpired`` → Normal ``Deleted`` on the Workload, or on its Job for ``afterDeactivatedByKueue``.
+
+Decisions Kueue records nothing for (requeues, topology assignments, unhealthy-node lists, request deletions)
+map to nothing. Every message is cut as Kueue's ``api.TruncateEventMessage`` cuts it: 1024 bytes at most, the
+last four " ...". kueue-es does not carry Kueue's flavor-assignment attempts, so the QuotaReserved message never
+has the "; Flavors considered: ..." suffix Kueue adds when a flavor was skipped or borrowed from.
+
+:class:`EventLedger` is the fold the :class:`connectors.k8s.mirror.Mirror` runs it in: :func:`before` of each
+decision that records anything is taken as the decision is folded (a few fields: the messages are only written
+when the Events are recorded, so folding an old log formats none), kept while the decision waits for its
+outcome, and becomes ``ready`` (stamped with the time of its ``DecisionApplied``) once the connector carried it
+out; a rejected decision records nothing. Ready decisions stay for ``window_ms`` of log time (the apiserver's
+default event TTL is one hour), so a restart, which folds the log again, hands the recorder every decision of the
+last window once more: the recorder creates each Event under a name derived from the decision
+(:func:`event_name`) and an existing one counts as done.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import NamedTuple
+
+from connectors.k8s.resources import BY_KIND
+from events import schema as ev
+from events.timefmt import parse_time
+from kueue_es.scheduler.reconcile import PENDING_EVALUATION
+from projections.cluster import ClusterState
+from projections.workloads import WorkloadInfo
+
+ADMISSION = "kueue-admission"
+WORKLOAD_CONTROLLER = "kueue-workload-controller"
+PROVISIONING_CONTROLLER = "kueue-provisioning-request-controller"
+JOB_CONTROLLER = "kueue-job-controller"
+TAS_CONTROLLER = "tas-resource-flavor-controller"
+"""Kueue's event recorders (``mgr.GetEventRecorder(...)`` names), the Events' reporting component."""
+
+NORMAL, WARNING = "Normal", "Warning"
+WORKLOAD_API, JOB_API = BY_KIND["Workload"].api_version, BY_KIND["Job"].api_version
+MAX_MESSAGE_BYTES = 1024
+MICROS_PER_DECISION = 4
+"""A decision records at most three Events."""
+DEFAULT_WINDOW_MS = 3_600_000
+"""How long (log time) carried-out decisions stay ready: the apiserver's default ``--event-ttl``."""
+
+_CONTROLLER_PENDING = frozenset({"Deactivated", "Suspended", "Misconfigured"})
+"""QuotaReserved=False reasons of the workload controller's queue blockers (it records no Event for them)."""
+_DEACTIVATED_DUE_TO = "The workload is deactivated due to "
+
+
+class Involved(NamedTuple):
+    """The object an Event is about (its ``involvedObject``)."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+
+
+class KubeEvent(NamedTuple):
+    involved: Involved
+    type: str
+    reason: str
+    action: str
+    message: str
+    component: str
+
+
+def truncate_message(message: str) -> str:
+    """Kueue's ``api.TruncateEventMessage``: at most 1024 bytes, cut to 1020 plus " ..." (bytes of a character cut
+    in two each read as U+FFFD, as Go's JSON encoding writes them)."""
+    if len(message) <= MAX_MESSAGE_BYTES // 4:
+        return message  # no character takes more than four bytes
+    data = message.encode()
+    if len(data) <= MAX_MESSAGE_BYTES:
+        return message
+    head = data[: MAX_MESSAGE_BYTES - 4].decode("utf-8", errors="surrogateescape")
+    return "".join("\ufffd" if "\udc80" <= c <= "\udcff" else c for c in head) + " ..."
+
+
+def _seconds(ms: int) -> str:
+    """A duration as Go's ``%.0fs`` of float seconds writes it (rounded half to even, as Python's format)."""
+    return f"{ms / 1000:.0f}s"
+
+
+def _workload(wl: WorkloadInfo) -> Involved:
+    return Involved(WORKLOAD_API, "Workload", wl.namespace, wl.name, wl.uid)
+
+
+def _event(involved: Involved, type_: str, reason: str, message: str, component: str, action: str = ""
+           ) -> KubeEvent:
+    return KubeEvent(involved, type_, reason, action or reason, truncate_message(message), component)
+
+
+def _ltt(wl: WorkloadInfo, type_: str) -> int | None:
+    c = wl.condition(type_)
+    return parse_time(c.last_transition_time) if c is not None and c.last_transition_time else None
+
+
+def scheduler_attempt(d: ev.WorkloadPending) -> bool:
+    """Whether a QuotaReserved=False decision is a failed admission attempt (Kueue's scheduler records a Warning)
+    rather than the workload controller's status sync: the controller never sets a requeue reason, and writes
+    only its queue blockers and PendingEvaluation with its own message."""
+    if d.requeue_reason or d.scan is not None:
+        return True
+    if d.reason in _CONTROLLER_PENDING:
+        return False
+    return not (d.reason == "PendingEvaluation" and d.message == PENDING_EVALUATION)
+
+
+class Before(NamedTuple):
+    """What a decision's Events need of the workload as it was just before the decision: taken as the decision
+    is folded (the state moves on), turned into Events only when they are recorded."""
+
+    workload: Involved
+    priority: int
+    cluster_queue: str
+    """The ClusterQueue it holds quota in (or is queued in)."""
+    since: int = 0
+    """QuotaReserved: queued since (Requeued's lastTransitionTime, else creation); WorkloadAdmitted: quota
+    reserved since (QuotaReserved's lastTransitionTime), ms."""
+    check_state: str = ""
+    """AdmissionCheckUpdated: the check's state before."""
+    other: Involved | None = None
+    """The preemptor of a WorkloadPreempted, the Job of a RetentionExpired of target Job."""
+    other_priority: int = 0
+    by_scheduler: bool = False
+    """WorkloadAdmitted: decided in the scheduling cycle that reserved or placed the workload."""
+
+
+def before(d: ev.Decision, wl: WorkloadInfo | None, *, preemptor: WorkloadInfo | None = None,
+           job: Involved | None = None, by_scheduler: bool = False) -> Before | None:
+    """What :func:`kueue_events` needs to know about ``d``, or None when Kueue records nothing for it. ``wl``: the
+    workload just before ``d`` was applied (None: unknown); ``preemptor``: the preempting workload of a
+    ``WorkloadPreempted``; ``job``: the Job a ``RetentionExpired`` of target ``Job`` deletes."""
+    if wl is None or type(d) not in _EVENTFUL:
+        return None
+    since, check, other, other_priority = 0, "", None, 0
+    match d:
+        case ev.QuotaReserved():
+            if wl.reserving:
+                return None  # a second pass: the quota was reserved already
+            queued = _ltt(wl, "Requeued")
+            since = queued if queued is not None else wl.created
+        case ev.WorkloadAdmitted():
+            since = _ltt(wl, "QuotaReserved") or d.time
+        case ev.WorkloadPending():
+            if not scheduler_attempt(d):
+                return None
+        case ev.WorkloadEvicted() | ev.WorkloadDeactivated():
+            if not wl.reserving:
+                return None
+        case ev.AdmissionCheckUpdated():
+            state = wl.check_states.get(d.check)
+            if state is None or state.state == d.state:
+                return None
+            check = state.state
+        case ev.WorkloadPreempted():
+            if preemptor is not None:
+                other, other_priority = _workload(preemptor), preemptor.priority
+        case ev.RetentionExpired():
+            if d.target == "Job":
+                if job is None:
+                    return None
+                other = job
+    cq = wl.admission.cluster_queue if wl.admission is not None else wl.cluster_queue
+    return Before(_workload(wl), wl.priority, cq, since, check, other, other_priority, by_scheduler)
+
+
+def _priorities(preemptor: int, preemptee: int) -> str:
+    # kueue-es has no priority boost (Kueue's PriorityBoost gate, off by default): effective = base, boost 0
+    return (f"preemptor effective priority: {preemptor} (base: {preemptor}, boost: 0); "
+            f"preemptee effective priority: {preemptee} (base: {preemptee}, boost: 0)")
+
+
+def _eviction_component(reason: str, message: str) -> str:
+    if reason == "NodeFailures":
+        # the scheduler evicts when a second pass finds no replacement node; otherwise the TAS node controller
+        return ADMISSION if message.startswith("Workload was evicted as there was no replacement") else TAS_CONTROLLER
+    return WORKLOAD_CONTROLLER
+
+
+def kueue_events(d: ev.Decision, b: Before | None) -> tuple[KubeEvent, ...]:
+    """The Events Kueue records for ``d``, given :func:`before` of it."""
+    if b is None:
+        return ()
+    me = b.workload
+    match d:
+        case ev.QuotaReserved():
+            return (_event(me, NORMAL, "QuotaReserved", f"Quota reserved in ClusterQueue {d.admission.cluster_queue}"
+                           f", wait time since queued was {_seconds(d.time - b.since)}", ADMISSION),)
+        case ev.WorkloadAdmitted():
+            if b.by_scheduler:
+                return (_event(me, NORMAL, "Admitted", f"Admitted by ClusterQueue {b.cluster_queue}, wait time "
+                               "since reservation was 0s", ADMISSION),)
+            return (_event(me, NORMAL, "Admitted", f"Admitted by ClusterQueue {b.cluster_queue}, wait time since "
+                           f"reservation was {_seconds(d.time - b.since)}", WORKLOAD_CONTROLLER),)
+        case ev.WorkloadPending():
+            return (_event(me, WARNING, d.reason, d.message, ADMISSION),)
+        case ev.WorkloadPreempted():
+            evicted = _event(me, NORMAL, "EvictedDueToPreempted", d.message, ADMISSION)
+            if b.other is None:
+                return (evicted,)
+            prios = _priorities(b.other_priority, b.priority)
+            return (evicted,
+                    _event(me, NORMAL, "Preempted", f"{d.message}; {prios}", ADMISSION),
+                    _event(b.other, NORMAL, "PreemptedWorkload", f"Preempted workload {me.namespace}/{me.name} "
+                           f"(UID: {me.uid}) in ClusterQueue {b.cluster_queue}; {prios}", ADMISSION))
+        case ev.WorkloadEvicted():
+            return (_event(me, NORMAL, f"EvictedDueTo{d.reason}", d.message,
+                           _eviction_component(d.reason, d.message)),)
+        case ev.WorkloadDeactivated():
+            evicted = _event(me, NORMAL, f"EvictedDueTo{d.reason}", d.message, WORKLOAD_CONTROLLER)
+            if d.reason == "DeactivatedDueToAdmissionCheck" and d.message.startswith(_DEACTIVATED_DUE_TO):
+                checks = d.message[len(_DEACTIVATED_DUE_TO):]
+                return (_event(me, WARNING, "AdmissionCheckRejected", f"Deactivated due to {checks}",
+                               WORKLOAD_CONTROLLER), evicted)
+            return (evicted,)
+        case ev.SecondPassFailed():
+            return (_event(me, WARNING, "SecondPassFailed", d.message, ADMISSION),)
+        case ev.AdmissionCheckUpdated():
+            message = f"Admission check {d.check} updated state from {b.check_state} to {d.state}"
+            if d.message:
+                message += f" with message: {d.message}"
+            return (_event(me, NORMAL, "AdmissionCheckUpdated", message, PROVISIONING_CONTROLLER),)
+        case ev.ProvisioningRequestCreated():
+            return (_event(me, NORMAL, "ProvisioningRequestCreated",
+                           f'Created ProvisioningRequest: "{d.request.metadata.name}"', PROVISIONING_CONTROLLER,
+                           action="Created"),)
+        case ev.RetentionExpired():
+            if b.other is not None:
+                return (_event(b.other, NORMAL, "Deleted", "Deleted job: deactivation retention period expired",
+                               JOB_CONTROLLER),)
+            return (_event(me, NORMAL, "Deleted", "Deleted finished workload due to elapsed retention",
+                           WORKLOAD_CONTROLLER),)
+        case _:
+            return ()
+
+
+_EVENTFUL = frozenset({ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadPending, ev.WorkloadPreempted,
+                       ev.WorkloadEvicted, ev.WorkloadDeactivated, ev.SecondPassFailed, ev.AdmissionCheckUpdated,
+                       ev.ProvisioningRequestCreated, ev.RetentionExpired})
+"""The decisions Kueue records Events for (when :func:`before` says so)."""
+
+
+def event_name(e: KubeEvent, decision: ev.Decision, offset: int, index: int) -> str:
+    """``<object name>.<16 hex digits>``, the shape of client-go's Event names, the digits hashed from what makes
+    the Event unique (the decision's offset, kind and time, the object's uid, its place among the decision's
+    Events): the same decision gets the same name on every replay, another decision (another log too) another."""
+    seed = f"{e.involved.uid}/{offset}/{type(decision).__name__}/{decision.time}/{index}".encode()
+    digest = hashlib.blake2b(seed, digest_size=8).hexdigest()
+    prefix = e.involved.name[: 253 - 17].rstrip("-.")
+    return f"{prefix}.{digest}"
+
+
+class Ready(NamedTuple):
+    applied: int
+    """Time (ms, from the log) of the decision's ``DecisionApplied``."""
+    decision: ev.Decision
+    before: Before
+    micros: int
+    """The Events' ``eventTime`` in µs: ``applied`` plus the outcome's rank among those of the same millisecond
+    (``MICROS_PER_DECISION`` apart, the i-th Event of the decision i µs further), so that sorting by time — as
+    ``kubectl describe`` does — keeps the log's order."""
+
+
+class EventLedger:
+    """Decisions with Events awaiting their outcome, and carried-out ones within the window (see above).
+
+    ``fold`` is called for every record *before* the cluster state applies it. ``ready`` is the recorder's to
+    empty (it removes what it created or gave up on); ``dirty`` holds the offsets that became ready since the
+    recorder last looked."""
+
+    def __init__(self, window_ms: int = DEFAULT_WINDOW_MS) -> None:
+        self.window_ms = window_ms
+        self.awaiting: dict[int, tuple[ev.Decision, Before]] = {}
+        """Offset -> a decision Kueue records Events for, and what they need, until its outcome."""
+        self.ready: OrderedDict[int, Ready] = OrderedDict()
+        """Offset -> a carried-out decision, in the order the outcomes came (oldest first)."""
+        self.dirty: set[int] = set()
+        self._cycle = -1
+        self._last_ms = -1
+        self._rank = 0
+        """Outcomes folded so far with time ``_last_ms``."""
+        self._placed: set[str] = set()
+        """Workloads reserved or placed by the scheduler in cycle ``_cycle``."""
+
+    def fold(self, record: ev.Record, state: ClusterState, job_of: Mapping[str, str]) -> None:
+        e = record.event
+        kind = type(e)
+        if kind is ev.DecisionApplied:
+            found = self.awaiting.pop(e.decision, None)  # type: ignore[union-attr]
+            if found is not None:
+                t = e.time
+                self._rank = self._rank + 1 if t == self._last_ms else 0
+                self._last_ms = t
+                sub = min(self._rank * MICROS_PER_DECISION, 1000 - MICROS_PER_DECISION)
+                self.ready[e.decision] = Ready(t, found[0], found[1], t * 1000 + sub)  # type: ignore[union-attr]
+                self.dirty.add(e.decision)  # type: ignore[union-attr]
+                self._expire(t - self.window_ms)
+            return
+        if kind is ev.DecisionRejected:
+            self.awaiting.pop(e.decision, None)  # type: ignore[union-attr]
+            return
+        if not isinstance(e, ev.Decision):
+            return
+        if e.cycle != self._cycle:
+            self._cycle = e.cycle
+            self._placed.clear()
+        if kind is ev.QuotaReserved or kind is ev.TopologyAssigned:
+            self._placed.add(e.key)
+        if kind not in _EVENTFUL:
+            return
+        wls = state.workloads
+        preemptor = job = None
+        if kind is ev.WorkloadPreempted:
+            preemptor = wls.get(e.preemptor)  # type: ignore[attr-defined]
+        elif kind is ev.RetentionExpired and e.target == "Job":  # type: ignore[attr-defined]
+            j = state.jobs.get(job_of.get(e.key, ""))
+            if j is not None:
+                job = Involved(JOB_API, "Job", j.metadata.namespace, j.metadata.name, j.metadata.uid)
+        b = before(e, wls.get(e.key), preemptor=preemptor, job=job,
+                   by_scheduler=kind is ev.WorkloadAdmitted and e.key in self._placed)
+        if b is not None:
+            self.awaiting[record.offset] = (e, b)
+
+    def _expire(self, cutoff: int) -> None:
+        ready = self.ready  # ordered: finding the oldest is O(1) however many were removed before it
+        while ready:
+            first, entry = next(iter(ready.items()))
+            if entry.applied >= cutoff:
+                return
+            del ready[first]
+            self.dirty.discard(first)

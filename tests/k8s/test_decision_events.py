@@ -1,0 +1,321 @@
+"""The Events Kueue records for each decision (connectors/k8s/decision_events.py), case by case from Kueue's
+formats, and the fold that holds them until the decision is carried out.
+
+Expected messages are Kueue's own: ``pkg/scheduler/scheduler.go`` (QuotaReserved, Admitted, the Pending Warning,
+SecondPassFailed), ``pkg/scheduler/preemption/preemption.go`` (Preempted, PreemptedWorkload; the TAS preemption
+case of ``scheduler_test.go`` is reproduced word for word), ``pkg/workload/evict`` (EvictedDueTo...),
+``pkg/controller/core/workload_controller.go`` (Admitted after checks, AdmissionCheckRejected, Deleted) and the
+ProvisioningRequest controller (AdmissionCheckUpdated, ProvisioningRequestCreated).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from connectors.k8s.decision_events import (
+    ADMISSION,
+    JOB_CONTROLLER,
+    PROVISIONING_CONTROLLER,
+    TAS_CONTROLLER,
+    WORKLOAD_CONTROLLER,
+    Involved,
+    before,
+    event_name,
+    kueue_events,
+    truncate_message,
+)
+from connectors.k8s.mirror import Mirror
+from events import objects as o
+from events import schema as ev
+from events.timefmt import format_time, parse_time
+from projections.workloads import ADMITTED, PENDING, RESERVED, WorkloadInfo
+
+T0 = parse_time("2026-01-01T00:00:00Z")
+BASE: dict[str, Any] = {"cycle": 7, "input": 3}
+WL_API = "kueue.x-k8s.io/v1beta2"
+
+
+def cond(type_: str, at: int, status: str = "True", reason: str = "R") -> o.Condition:
+    return o.Condition(type=type_, status=status, reason=reason, last_transition_time=format_time(at))
+
+
+def wl(name: str = "foo", *, phase: str = PENDING, priority: int = 0, cq: str = "", created: int = T0,
+       conditions: list[o.Condition] | None = None, checks: dict[str, str] | None = None) -> WorkloadInfo:
+    return WorkloadInfo(
+        key=f"default/{name}", uid=f"{name}-uid", namespace="default", name=name, queue_name="lq", created=created,
+        priority=priority, priority_class="", pod_sets=(), phase=phase, cluster_queue=cq,
+        admission=o.Admission(cluster_queue=cq) if phase in (RESERVED, ADMITTED) else None,
+        conditions=conditions or [],
+        check_states={n: o.AdmissionCheckState(name=n, state=s) for n, s in (checks or {}).items()})
+
+
+def events_for(d: ev.Decision, w: WorkloadInfo, **kw: Any):
+    return kueue_events(d, before(d, w, **kw))
+
+
+def on(w: WorkloadInfo) -> Involved:
+    return Involved(WL_API, "Workload", w.namespace, w.name, w.uid)
+
+
+def rows(events) -> list[tuple]:
+    return [(e.involved, e.type, e.reason, e.action, e.message, e.component) for e in events]
+
+
+PENDING_WL = wl()
+REQUEUED_WL = wl(conditions=[cond("Requeued", T0 + 30_000)])
+RESERVED_WL = wl(phase=RESERVED, cq="cq", conditions=[cond("QuotaReserved", T0 + 10_000)])
+ADMITTED_WL = wl(phase=ADMITTED, cq="cq", conditions=[cond("QuotaReserved", T0), cond("Admitted", T0)])
+VICTIM = wl("low-priority-admitted", phase=ADMITTED, priority=1, cq="tas-main")
+PREEMPTOR = wl("foo", priority=3)
+PREEMPTION = ("Preempted to accommodate a workload (UID: wl-foo, JobUID: job-foo) due to prioritization in the "
+              "ClusterQueue; preemptor path: /tas-main; preemptee path: /tas-main")
+PRIOS = "preemptor effective priority: 3 (base: 3, boost: 0); preemptee effective priority: 1 (base: 1, boost: 0)"
+REQUEST = o.ProvisioningRequest(metadata=o.ObjectMeta(name="foo-prov-1", namespace="default"))
+JOB = Involved("batch/v1", "Job", "default", "job", "job-uid")
+
+CASES: list[tuple[str, ev.Decision, WorkloadInfo, dict[str, Any], list[tuple]]] = [
+    ("quota reserved: waited since creation",
+     ev.QuotaReserved(time=T0 + 42_400, key="default/foo", admission=o.Admission(cluster_queue="cq"), **BASE),
+     PENDING_WL, {},
+     [(on(PENDING_WL), "Normal", "QuotaReserved", "QuotaReserved",
+       "Quota reserved in ClusterQueue cq, wait time since queued was 42s", ADMISSION)]),
+    ("quota reserved: waited since the last requeue, rounded as Go's %.0f",
+     ev.QuotaReserved(time=T0 + 32_500, key="default/foo", admission=o.Admission(cluster_queue="cq"), **BASE),
+     REQUEUED_WL, {},
+     [(on(REQUEUED_WL), "Normal", "QuotaReserved", "QuotaReserved",
+       "Quota reserved in ClusterQueue cq, wait time since queued was 2s", ADMISSION)]),
+    ("quota reserved again (a workload holding quota): Kueue records nothing",
+     ev.QuotaReserved(time=T0, key="default/foo", admission=o.Admission(cluster_queue="cq"), **BASE),
+     RESERVED_WL, {}, []),
+    ("admitted by the scheduler in the reserving cycle: 0s",
+     ev.WorkloadAdmitted(time=T0 + 99_000, key="default/foo", **BASE), RESERVED_WL, {"by_scheduler": True},
+     [(on(RESERVED_WL), "Normal", "Admitted", "Admitted",
+       "Admitted by ClusterQueue cq, wait time since reservation was 0s", ADMISSION)]),
+    ("admitted by the workload controller once its checks are Ready",
+     ev.WorkloadAdmitted(time=T0 + 75_000, key="default/foo", **BASE), RESERVED_WL, {},
+     [(on(RESERVED_WL), "Normal", "Admitted", "Admitted",
+       "Admitted by ClusterQueue cq, wait time since reservation was 65s", WORKLOAD_CONTROLLER)]),
+    ("a failed admission attempt: Warning with the condition's reason",
+     ev.WorkloadPending(time=T0, key="default/foo", reason="WaitingForQuota",
+                        message="couldn't assign flavors to pod set main: insufficient unused quota for cpu in "
+                                "flavor default, 1 more needed", requeue_reason="NoFit", parked=True, **BASE),
+     PENDING_WL, {},
+     [(on(PENDING_WL), "Warning", "WaitingForQuota", "WaitingForQuota",
+       "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 1 more "
+       "needed", ADMISSION)]),
+    ("a preemptor waiting for its victims",
+     ev.WorkloadPending(time=T0, key="default/foo", reason="WaitingForPreemptedWorkloads",
+                        message='couldn\'t assign flavors to pod set one: topology "tas-single-level" doesn\'t '
+                                'allow to fit any of 1 pod(s). Total nodes: 1; excluded: resource "cpu": 1. '
+                                'Pending the preemption of 1 workload(s)', requeue_reason="PendingPreemption",
+                        **BASE),
+     PREEMPTOR, {},
+     [(on(PREEMPTOR), "Warning", "WaitingForPreemptedWorkloads", "WaitingForPreemptedWorkloads",
+       'couldn\'t assign flavors to pod set one: topology "tas-single-level" doesn\'t allow to fit any of 1 '
+       'pod(s). Total nodes: 1; excluded: resource "cpu": 1. Pending the preemption of 1 workload(s)',
+       ADMISSION)]),
+    ("the scheduler's namespace mismatch is an attempt too",
+     ev.WorkloadPending(time=T0, key="default/foo", reason="Misconfigured",
+                        message="Workload namespace doesn't match ClusterQueue selector",
+                        requeue_reason="NamespaceMismatch", parked=True, **BASE),
+     PENDING_WL, {},
+     [(on(PENDING_WL), "Warning", "Misconfigured", "Misconfigured",
+       "Workload namespace doesn't match ClusterQueue selector", ADMISSION)]),
+    ("the scheduler skipping a workload with failed checks",
+     ev.WorkloadPending(time=T0, key="default/foo", reason="PendingEvaluation",
+                        message="The workload has failed admission checks", **BASE),
+     PENDING_WL, {},
+     [(on(PENDING_WL), "Warning", "PendingEvaluation", "PendingEvaluation",
+       "The workload has failed admission checks", ADMISSION)]),
+    ("the workload controller's queue blocker: no Event",
+     ev.WorkloadPending(time=T0, key="default/foo", reason="Misconfigured", message="LocalQueue lq doesn't exist",
+                        **BASE),
+     PENDING_WL, {}, []),
+    ("the workload controller's PendingEvaluation: no Event",
+     ev.WorkloadPending(time=T0, key="default/foo", reason="PendingEvaluation",
+                        message="Workload is pending evaluation in the scheduling queue", **BASE),
+     PENDING_WL, {}, []),
+    ("preempted (Kueue's TAS preemption test case)",
+     ev.WorkloadPreempted(time=T0, key="default/low-priority-admitted", reason="InClusterQueue",
+                          message=PREEMPTION, preemptor="default/foo", **BASE),
+     VICTIM, {"preemptor": PREEMPTOR},
+     [(on(VICTIM), "Normal", "EvictedDueToPreempted", "EvictedDueToPreempted", PREEMPTION, ADMISSION),
+      (on(VICTIM), "Normal", "Preempted", "Preempted", f"{PREEMPTION}; {PRIOS}", ADMISSION),
+      (on(PREEMPTOR), "Normal", "PreemptedWorkload", "PreemptedWorkload",
+       "Preempted workload default/low-priority-admitted (UID: low-priority-admitted-uid) in ClusterQueue "
+       f"tas-main; {PRIOS}", ADMISSION)]),
+    ("evicted after the PodsReady timeout",
+     ev.WorkloadEvicted(time=T0, key="default/foo", reason="PodsReadyTimeout",
+                        message="Exceeded the PodsReady timeout default/foo", **BASE),
+     ADMITTED_WL, {},
+     [(on(ADMITTED_WL), "Normal", "EvictedDueToPodsReadyTimeout", "EvictedDueToPodsReadyTimeout",
+       "Exceeded the PodsReady timeout default/foo", WORKLOAD_CONTROLLER)]),
+    ("evicted by a Retry check",
+     ev.WorkloadEvicted(time=T0, key="default/foo", reason="AdmissionCheck",
+                        message='Evicted due to AdmissionCheck in Retry state: "prov" (Retrying after failure: x)',
+                        **BASE),
+     RESERVED_WL, {},
+     [(on(RESERVED_WL), "Normal", "EvictedDueToAdmissionCheck", "EvictedDueToAdmissionCheck",
+       'Evicted due to AdmissionCheck in Retry state: "prov" (Retrying after failure: x)', WORKLOAD_CONTROLLER)]),
+    ("evicted by the TAS node controller",
+     ev.WorkloadEvicted(time=T0, key="default/foo", reason="NodeFailures",
+                        message="Workload eviction triggered due to multiple TAS assigned node failures, including: "
+                                "n1, n2", **BASE),
+     ADMITTED_WL, {},
+     [(on(ADMITTED_WL), "Normal", "EvictedDueToNodeFailures", "EvictedDueToNodeFailures",
+       "Workload eviction triggered due to multiple TAS assigned node failures, including: n1, n2",
+       TAS_CONTROLLER)]),
+    ("evicted by the scheduler: no replacement node",
+     ev.WorkloadEvicted(time=T0, key="default/foo", reason="NodeFailures",
+                        message="Workload was evicted as there was no replacement for unhealthy node(s): n1",
+                        **BASE),
+     ADMITTED_WL, {},
+     [(on(ADMITTED_WL), "Normal", "EvictedDueToNodeFailures", "EvictedDueToNodeFailures",
+       "Workload was evicted as there was no replacement for unhealthy node(s): n1", ADMISSION)]),
+    ("deactivated by the user",
+     ev.WorkloadDeactivated(time=T0, key="default/foo", reason="Deactivated", message="The workload is deactivated",
+                            **BASE),
+     ADMITTED_WL, {},
+     [(on(ADMITTED_WL), "Normal", "EvictedDueToDeactivated", "EvictedDueToDeactivated",
+       "The workload is deactivated", WORKLOAD_CONTROLLER)]),
+    ("deactivated by a rejected check: the rejection Warning, then the eviction",
+     ev.WorkloadDeactivated(time=T0, key="default/foo", reason="DeactivatedDueToAdmissionCheck",
+                            message='The workload is deactivated due to AdmissionCheck in Rejected state: "prov" '
+                                    '(no capacity)', **BASE),
+     RESERVED_WL, {},
+     [(on(RESERVED_WL), "Warning", "AdmissionCheckRejected", "AdmissionCheckRejected",
+       'Deactivated due to AdmissionCheck in Rejected state: "prov" (no capacity)', WORKLOAD_CONTROLLER),
+      (on(RESERVED_WL), "Normal", "EvictedDueToDeactivatedDueToAdmissionCheck",
+       "EvictedDueToDeactivatedDueToAdmissionCheck",
+       'The workload is deactivated due to AdmissionCheck in Rejected state: "prov" (no capacity)',
+       WORKLOAD_CONTROLLER)]),
+    ("deactivated after too many requeues",
+     ev.WorkloadDeactivated(time=T0, key="default/foo", reason="DeactivatedDueToRequeuingLimitExceeded",
+                            message="The workload is deactivated due to exceeding the maximum number of re-queuing "
+                                    "retries", **BASE),
+     ADMITTED_WL, {},
+     [(on(ADMITTED_WL), "Normal", "EvictedDueToDeactivatedDueToRequeuingLimitExceeded",
+       "EvictedDueToDeactivatedDueToRequeuingLimitExceeded",
+       "The workload is deactivated due to exceeding the maximum number of re-queuing retries",
+       WORKLOAD_CONTROLLER)]),
+    ("second pass failed",
+     ev.SecondPassFailed(time=T0, key="default/foo", message="topology \"t\" doesn't allow to fit any of 2 pod(s)",
+                         **BASE),
+     RESERVED_WL, {},
+     [(on(RESERVED_WL), "Warning", "SecondPassFailed", "SecondPassFailed",
+       "topology \"t\" doesn't allow to fit any of 2 pod(s)", ADMISSION)]),
+    ("a check's state changed, with a message",
+     ev.AdmissionCheckUpdated(time=T0, key="default/foo", check="prov", state="Ready",
+                              message="Provisioned", **BASE),
+     wl(phase=RESERVED, cq="cq", checks={"prov": "Pending"}), {},
+     [(on(RESERVED_WL), "Normal", "AdmissionCheckUpdated", "AdmissionCheckUpdated",
+       "Admission check prov updated state from Pending to Ready with message: Provisioned",
+       PROVISIONING_CONTROLLER)]),
+    ("a check's state changed, no message",
+     ev.AdmissionCheckUpdated(time=T0, key="default/foo", check="prov", state="Retry", **BASE),
+     wl(phase=RESERVED, cq="cq", checks={"prov": "Pending"}), {},
+     [(on(RESERVED_WL), "Normal", "AdmissionCheckUpdated", "AdmissionCheckUpdated",
+       "Admission check prov updated state from Pending to Retry", PROVISIONING_CONTROLLER)]),
+    ("only a check's message changed: no Event",
+     ev.AdmissionCheckUpdated(time=T0, key="default/foo", check="prov", state="Pending", message="ETA 5m", **BASE),
+     wl(phase=RESERVED, cq="cq", checks={"prov": "Pending"}), {}, []),
+    ("a ProvisioningRequest created",
+     ev.ProvisioningRequestCreated(time=T0, key="default/foo", check="prov", attempt=1, request=REQUEST, **BASE),
+     RESERVED_WL, {},
+     [(on(RESERVED_WL), "Normal", "ProvisioningRequestCreated", "Created",
+       'Created ProvisioningRequest: "foo-prov-1"', PROVISIONING_CONTROLLER)]),
+    ("a finished workload deleted after its retention",
+     ev.RetentionExpired(time=T0, key="default/foo", target="Workload", **BASE), PENDING_WL, {},
+     [(on(PENDING_WL), "Normal", "Deleted", "Deleted", "Deleted finished workload due to elapsed retention",
+       WORKLOAD_CONTROLLER)]),
+    ("a deactivated workload's Job deleted after its retention: the Event is on the Job",
+     ev.RetentionExpired(time=T0, key="default/foo", target="Job", **BASE), PENDING_WL, {"job": JOB},
+     [(JOB, "Normal", "Deleted", "Deleted", "Deleted job: deactivation retention period expired",
+       JOB_CONTROLLER)]),
+    ("requeued: Kueue records nothing",
+     ev.WorkloadRequeued(time=T0, key="default/foo", status=True, reason="Preempted", release=True, **BASE),
+     RESERVED_WL, {}, []),
+]
+
+
+@pytest.mark.parametrize(("decision", "wl_before", "kw", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_decision_maps_to_kueues_events(decision, wl_before, kw, expected) -> None:
+    assert rows(events_for(decision, wl_before, **kw)) == expected
+
+
+def test_messages_are_cut_as_kueue_cuts_them() -> None:
+    assert truncate_message("x" * 1024) == "x" * 1024
+    assert truncate_message("x" * 1025) == "x" * 1020 + " ..."
+    # bytes, not characters: a 3-byte character cut after its first byte leaves one U+FFFD per byte left
+    cut = truncate_message("x" * 1019 + "€" * 10)
+    assert cut == "x" * 1019 + "\ufffd ..."
+    assert len(cut.encode()) <= 1024 + 2  # U+FFFD is 3 bytes: Go's encoder writes the same
+    pending = ev.WorkloadPending(time=T0, key="default/foo", reason="WaitingForQuota", message="y" * 5000,
+                                 requeue_reason="NoFit", **BASE)
+    assert events_for(pending, PENDING_WL)[0].message == "y" * 1020 + " ..."
+
+
+def test_event_names_are_stable_distinct_and_valid() -> None:
+    d = ev.QuotaReserved(time=T0, key="default/foo", admission=o.Admission(cluster_queue="cq"), **BASE)
+    e = events_for(d, PENDING_WL)[0]
+    name = event_name(e, d, 12, 0)
+    assert name == event_name(e, d, 12, 0)
+    assert name.startswith("foo.") and len(name) == len("foo.") + 16
+    assert len({name, event_name(e, d, 13, 0), event_name(e, d, 12, 1),
+                event_name(e, ev.QuotaReserved(time=T0 + 1, key="default/foo",
+                                               admission=o.Admission(cluster_queue="cq"), **BASE), 12, 0)}) == 4
+    long = e._replace(involved=e.involved._replace(name="a" * 235 + "-b" * 9))
+    n = event_name(long, d, 12, 0)
+    assert len(n) <= 253 and n.split(".")[0][-1].isalnum()
+
+
+def _wl_object(name: str, priority: int = 0) -> o.Workload:
+    return o.Workload(metadata=o.ObjectMeta(name=name, namespace="default", uid=f"{name}-uid", resource_version="1",
+                                            creation_timestamp=format_time(T0)),
+                      spec=o.WorkloadSpec(queue_name="lq", priority=priority, pod_sets=[o.PodSet(count=1)]))
+
+
+def _fold(mirror: Mirror, start: int, *events: ev.AnyEvent) -> int:
+    mirror.apply_batch([ev.Record(start + i, e) for i, e in enumerate(events)])
+    return start + len(events)
+
+
+def test_ledger_holds_events_until_the_decision_is_carried_out() -> None:
+    """The mirror folds each decision's Events from the workload as it was before; they wait for the outcome,
+    a rejected decision records nothing, and ready ones leave after the window of log time."""
+    mirror = Mirror()
+    ledger = mirror.kube_events
+    ledger.window_ms = 60_000
+    off = _fold(mirror, 0, ev.ObjectUpserted(time=T0, key="default/a", uid="a-uid", obj=_wl_object("a")),
+                ev.ObjectUpserted(time=T0, key="default/b", uid="b-uid", obj=_wl_object("b")))
+    adm = o.Admission(cluster_queue="cq")
+    # cycle 1: a reserved and admitted together, b fails its attempt
+    first = off
+    off = _fold(mirror, off,
+                ev.QuotaReserved(time=T0 + 5_000, key="default/a", uid="a-uid", admission=adm, cycle=1, input=1),
+                ev.WorkloadAdmitted(time=T0 + 5_000, key="default/a", uid="a-uid", cycle=1, input=1),
+                ev.WorkloadPending(time=T0 + 5_000, key="default/b", uid="b-uid", reason="WaitingForQuota",
+                                   message="no", requeue_reason="NoFit", cycle=1, input=1))
+    assert sorted(ledger.awaiting) == [first, first + 1, first + 2]
+    assert kueue_events(*ledger.awaiting[first])[0].message == (
+        "Quota reserved in ClusterQueue cq, wait time since queued was 5s")
+    assert kueue_events(*ledger.awaiting[first + 1])[0].component == ADMISSION  # reserved in the same cycle
+    assert not ledger.ready
+    off = _fold(mirror, off, ev.DecisionApplied(time=T0 + 6_000, key="default/a", decision=first),
+                ev.DecisionApplied(time=T0 + 6_000, key="default/a", decision=first + 1),
+                ev.DecisionRejected(time=T0 + 6_000, key="default/b", decision=first + 2, reason="NotFound"))
+    assert list(ledger.ready) == [first, first + 1] and ledger.dirty == {first, first + 1}
+    assert ledger.ready[first].applied == T0 + 6_000
+    assert not ledger.awaiting
+    # a later WorkloadAdmitted of another cycle is the workload controller's
+    later = off
+    off = _fold(mirror, off, ev.WorkloadAdmitted(time=T0 + 9_000, key="default/a", uid="a-uid", cycle=2, input=9))
+    assert kueue_events(*ledger.awaiting[later])[0].message == (
+        "Admitted by ClusterQueue cq, wait time since reservation was 4s")
+    assert kueue_events(*ledger.awaiting[later])[0].component == WORKLOAD_CONTROLLER
+    # a carried-out decision more than the window after the first ones expires them
+    ledger.dirty.clear()
+    _fold(mirror, off, ev.DecisionApplied(time=T0 + 70_000, key="default/a", decision=later))
+    assert list(ledger.ready) == [later] and ledger.dirty == {later}
