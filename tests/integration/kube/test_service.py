@@ -183,8 +183,12 @@ async def test_sigkill_between_a_decision_and_its_write_converges_without_double
         async with _run(kube_apiserver, "again", log_dir, ns, extra_env=no_election) as p2:
             await _ready(p2, "leader")
             await eventually(lambda: _running(kc, ns, "j1"), what="j1 to run after the restart")
-            wl = await get(kc, "Workload", wl_name, ns)
-            assert wl["status"]["admission"]["clusterQueue"] == f"cq-{sfx}"
+
+            async def admission() -> dict:  # the Job starts from the log; the status write may land just after
+                return ((await get(kc, "Workload", wl_name, ns)).get("status") or {}).get("admission") or {}
+
+            adm = await eventually(admission, what="j1's Workload status to show its admission")
+            assert adm["clusterQueue"] == f"cq-{sfx}"
             p2.proc.send_signal(signal.SIGTERM)
             assert await asyncio.wait_for(p2.proc.wait(), 30) == 0
         records = [r for b in FileLog.open(log_dir, readonly=True).scan() for r in b]
