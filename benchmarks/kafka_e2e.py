@@ -20,7 +20,8 @@ Three measurements against one broker (a temporary single-node KRaft broker star
    = decision events committed per second in the measured window. The scheduler reports its cycle timings
    (decide, transaction, fold, read-back) every quarter of the run; they are printed too, with the snapshots
    it took: it runs with the service's default snapshot cadence unless ``--snapshot-every-events`` says
-   otherwise, so what snapshots cost a deployed scheduler is in the latencies.
+   otherwise, so what snapshots cost a deployed scheduler is in the latencies. ``--profile FILE`` runs the
+   measured scheduler under cProfile (its latencies are then not comparable).
 
     python benchmarks/kafka_e2e.py [--bootstrap HOST:PORT] [--rate 1000] [--seconds 20] [--json]
 """
@@ -181,7 +182,8 @@ def cpu_seconds(pid: int) -> float:
 
 
 async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warmup: float, runtime_ms: int,
-                     cqs: int, cohorts: int, quota_cpu: int, snapshot_every_events: int | None) -> dict[str, Any]:
+                     cqs: int, cohorts: int, quota_cpu: int, snapshot_every_events: int | None,
+                     profile: str | None = None) -> dict[str, Any]:
     s = settings(bootstrap, topic)
     log = await KafkaLog.open(s)
     now_ms = int(time.time() * 1000)
@@ -190,8 +192,9 @@ async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warm
            "KUEUE_ES_SCHEDULER_STATS_INTERVAL_S": str(max(1.0, seconds / 4))}
     if snapshot_every_events is not None:  # else the service's default cadence, as deployed
         env["KUEUE_ES_SCHEDULER_SNAPSHOT_EVERY_EVENTS"] = str(snapshot_every_events)
+    profiler = ["-m", "cProfile", "-o", profile] if profile else []  # written when the scheduler exits (SIGTERM)
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "kueue_es", "run", "--log", f"kafka://{bootstrap}/{topic}", "--instance-id", "bench",
+        sys.executable, *profiler, "-m", "kueue_es", "run", "--log", f"kafka://{bootstrap}/{topic}", "--instance-id", "bench",
         cwd=REPO, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
     assert proc.stdout is not None
     while True:  # wait until the scheduler is active
@@ -328,7 +331,7 @@ async def run(args: argparse.Namespace, bootstrap: str) -> dict[str, Any]:
         out["brokerWarmup"] = {"seconds": args.broker_warmup, "latencyMs": warm["latencyMs"]}
     out["endToEnd"] = await end_to_end(bootstrap, f"bench-e2e-{tag}", args.rate, args.seconds, args.warmup,
                                        args.runtime_ms, args.cqs, args.cohorts, args.quota_cpu,
-                                       args.snapshot_every_events)
+                                       args.snapshot_every_events, args.profile)
     out["machine"]["loadAverageAfter"] = [round(x, 2) for x in os.getloadavg()]
     return out
 
@@ -350,6 +353,8 @@ def main() -> int:
     p.add_argument("--quota-cpu", type=int, default=20, help="nominal cpu per ClusterQueue")
     p.add_argument("--snapshot-every-events", type=int, default=None,
                    help="the scheduler's snapshot cadence (default: the service's default, 50,000 events)")
+    p.add_argument("--profile", metavar="FILE",
+                   help="run the measured scheduler under cProfile and write its stats to FILE (slows it down)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
     broker = None if args.bootstrap else Broker()
