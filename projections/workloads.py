@@ -17,6 +17,8 @@ from events.schema import FlavorScan
 from events.timefmt import format_time, parse_time
 
 PENDING, RESERVED, ADMITTED, FINISHED = "Pending", "QuotaReserved", "Admitted", "Finished"
+WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
+"""On a pod Kueue placed: the name of its Workload (in the pod's namespace)."""
 
 
 class PodSetInfo(msgspec.Struct, frozen=True, array_like=True):
