@@ -676,7 +676,7 @@ class ClusterState:
     def _take_observed_status(self, wl: WorkloadInfo, w: o.Workload | LazyWorkload) -> None:
         """A workload first seen with status (admitted before kueue-es started) keeps what it shows."""
         st = w.status
-        wl.conditions = list(st.conditions)
+        wl.conditions = tuple(st.conditions)
         wl.check_states = {c.name: c for c in sorted(st.admission_checks, key=lambda c: c.name)}
         if st.requeue_state is not None:
             wl.requeue_count = st.requeue_state.count or 0
