@@ -278,8 +278,8 @@ class ClusterState:
 
     def reindex(self, key: str) -> None:
         """Workload ``key`` changed (or was restored): the controller rules look at it again, and its entries in
-        the clocks they run on follow what it now shows. (On the fold's hot path: an index is only called when
-        it holds the key or is to.)"""
+        the clocks they run on follow what it now shows. (On the fold's hot path: unrolled, and a clock is only
+        called when it holds the key or is to.)"""
         self.touched[key] = None
         wl = self.workloads.get(key)
         waiting = finished = deactivated = None
@@ -291,11 +291,23 @@ class ClusterState:
                     finished = _ms(wl.condition("Finished"))
                 else:
                     deactivated = _ms(wl.condition("Evicted"))
-        for index, at in ((self.backoff_due, self.backoff.get(key)), (self.second_pass_due, self.second_pass.get(key)),
-                          (self.pods_ready_clock, waiting), (self.finished_clock, finished),
-                          (self.deactivated_clock, deactivated)):
-            if at is not None or key in index.at:
-                index.set(key, at)
+        at = self.backoff.get(key)
+        clock = self.backoff_due
+        if at is not None or key in clock.at:
+            clock.set(key, at)
+        at = self.second_pass.get(key)
+        clock = self.second_pass_due
+        if at is not None or key in clock.at:
+            clock.set(key, at)
+        clock = self.pods_ready_clock
+        if waiting is not None or key in clock.at:
+            clock.set(key, waiting)
+        clock = self.finished_clock
+        if finished is not None or key in clock.at:
+            clock.set(key, finished)
+        clock = self.deactivated_clock
+        if deactivated is not None or key in clock.at:
+            clock.set(key, deactivated)
 
     def touch(self, key: str) -> None:
         """Something the controller rules read about workload ``key`` changed (not the workload itself)."""

@@ -13,39 +13,51 @@ from sortedcontainers import SortedList
 
 
 class DueIndex:
-    """``key -> time`` with the entries also kept ordered by (time, key)."""
+    """``key -> time``, and the entries ordered by (time, key) once someone asks for an order: a clock nobody
+    reads (retention while no retention policy is configured) costs a dict entry per key, not a sorted insert."""
 
     __slots__ = ("at", "_order")
 
     def __init__(self) -> None:
         self.at: dict[str, int] = {}
         """key -> time (read only: change it through :meth:`set`)."""
-        self._order: SortedList = SortedList()
+        self._order: SortedList | None = None
 
     def set(self, key: str, at: int | None) -> None:
         """Index ``key`` at ``at``; None takes it out."""
         old = self.at.get(key)
         if old == at:
             return
+        order = self._order
         if old is not None:
-            self._order.remove((old, key))
-        if at is None:
-            del self.at[key]
-        else:
-            self.at[key] = at
-            self._order.add((at, key))
+            if order is not None:
+                order.remove((old, key))
+            if at is None:
+                del self.at[key]
+                return
+        self.at[key] = at  # type: ignore[assignment]
+        if order is not None:
+            order.add((at, key))
+
+    def _ordered(self) -> SortedList:
+        order = self._order
+        if order is None:
+            order = self._order = SortedList((at, key) for key, at in self.at.items())
+        return order
 
     def due(self, until: int) -> list[str]:
         """Keys indexed at or before ``until``, earliest first."""
-        order = self._order
+        if not self.at:
+            return []
+        order = self._ordered()
         return [k for _, k in order.islice(0, order.bisect_left((until + 1,)))]  # (t,) sorts before every (t, k)
 
     def ordered(self) -> Iterator[tuple[int, str]]:
         """Every (time, key), earliest first."""
-        return iter(self._order)
+        return iter(self._ordered()) if self.at else iter(())
 
     def first(self) -> int | None:
-        return self._order[0][0] if self._order else None
+        return self._ordered()[0][0] if self.at else None
 
     def get(self, key: str) -> int | None:
         return self.at.get(key)
