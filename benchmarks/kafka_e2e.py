@@ -185,7 +185,7 @@ def cpu_seconds(pid: int) -> float:
 
 async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warmup: float, runtime_ms: int,
                      cqs: int, cohorts: int, quota_cpu: int, snapshot_every_events: int | None,
-                     profile: str | None = None) -> dict[str, Any]:
+                     profile: str | None = None, dump: str | None = None) -> dict[str, Any]:
     s = settings(bootstrap, topic)
     log = await KafkaLog.open(s)
     now_ms = int(time.time() * 1000)
@@ -310,6 +310,10 @@ async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warm
     lat = [(decided[k] - acked[k]) * 1000 for k in measured_keys]
     to_produce = [produced[k][0] - acked_wall[k] for k in measured_keys]
     to_read = [produced[k][1] - produced[k][0] for k in measured_keys]
+    if dump:  # one line per measured workload: acknowledged, produced (CreateTime), read (wall ms)
+        with open(dump, "w") as f:
+            for k in measured_keys:
+                f.write(f"{k} {acked_wall[k]:.1f} {produced[k][0]} {produced[k][1]:.1f}\n")
     window = [t for t in decision_times if t_from <= t <= t_to]
     batches = [t for t in decision_batches if t_from <= t <= t_to]
     measured = t_to - t_from
@@ -348,7 +352,7 @@ async def run(args: argparse.Namespace, bootstrap: str) -> dict[str, Any]:
         out["brokerWarmup"] = {"seconds": args.broker_warmup, "latencyMs": warm["latencyMs"]}
     out["endToEnd"] = await end_to_end(bootstrap, f"bench-e2e-{tag}", args.rate, args.seconds, args.warmup,
                                        args.runtime_ms, args.cqs, args.cohorts, args.quota_cpu,
-                                       args.snapshot_every_events, args.profile)
+                                       args.snapshot_every_events, args.profile, args.dump_latencies)
     out["machine"]["loadAverageAfter"] = [round(x, 2) for x in os.getloadavg()]
     return out
 
@@ -372,6 +376,8 @@ def main() -> int:
                    help="the scheduler's snapshot cadence (default: the service's default, 50,000 events)")
     p.add_argument("--profile", metavar="FILE",
                    help="run the measured scheduler under cProfile and write its stats to FILE (slows it down)")
+    p.add_argument("--dump-latencies", metavar="FILE",
+                   help="write each measured workload's acknowledged, produced and read times (wall ms) to FILE")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
     broker = None if args.bootstrap else Broker()
