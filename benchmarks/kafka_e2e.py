@@ -13,14 +13,17 @@ Three measurements against one broker (a temporary single-node KRaft broker star
    scheduler) for ``--seconds``; every workload runs ``--runtime-ms`` once admitted and is then finished by the
    generator (another observed event). Latency of a workload = time its first decision (QuotaReserved) was read
    back committed by a read_committed reader − time the append of its ``ObjectUpserted`` was acknowledged;
-   the first ``--warmup`` seconds are left out, and a run of ``--broker-warmup`` seconds on another topic comes
-   first (a freshly started broker's JIT is cold: its first ~20 s of transactions are 2-3x slower). The
+   the first ``--warmup`` seconds are left out (``latencySplitMs`` splits it at the CreateTime of the
+   decision's record: acknowledged → produced by the scheduler, produced → read committed; wall clocks, ms),
+   and a run of ``--broker-warmup`` seconds on another topic comes first (a freshly started broker's JIT is
+   cold: its first ~20 s of transactions are 2-3x slower). The
    generator's cyclic GC is off while it offers (its pauses would delay its reader and its appends, not the
    scheduler). Decisions/s
    = decision events committed per second in the measured window. The scheduler reports its cycle timings
    (decide, transaction, fold, read-back) every quarter of the run; they are printed too, with the snapshots
    it took: it runs with the service's default snapshot cadence unless ``--snapshot-every-events`` says
-   otherwise, so what snapshots cost a deployed scheduler is in the latencies.
+   otherwise, so what snapshots cost a deployed scheduler is in the latencies. ``--profile FILE`` runs the
+   measured scheduler under cProfile (its latencies are then not comparable).
 
     python benchmarks/kafka_e2e.py [--bootstrap HOST:PORT] [--rate 1000] [--seconds 20] [--json]
 """
@@ -181,7 +184,8 @@ def cpu_seconds(pid: int) -> float:
 
 
 async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warmup: float, runtime_ms: int,
-                     cqs: int, cohorts: int, quota_cpu: int, snapshot_every_events: int | None) -> dict[str, Any]:
+                     cqs: int, cohorts: int, quota_cpu: int, snapshot_every_events: int | None,
+                     profile: str | None = None, dump: str | None = None) -> dict[str, Any]:
     s = settings(bootstrap, topic)
     log = await KafkaLog.open(s)
     now_ms = int(time.time() * 1000)
@@ -190,8 +194,9 @@ async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warm
            "KUEUE_ES_SCHEDULER_STATS_INTERVAL_S": str(max(1.0, seconds / 4))}
     if snapshot_every_events is not None:  # else the service's default cadence, as deployed
         env["KUEUE_ES_SCHEDULER_SNAPSHOT_EVERY_EVENTS"] = str(snapshot_every_events)
+    profiler = ["-m", "cProfile", "-o", profile] if profile else []  # written when the scheduler exits (SIGTERM)
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "kueue_es", "run", "--log", f"kafka://{bootstrap}/{topic}", "--instance-id", "bench",
+        sys.executable, *profiler, "-m", "kueue_es", "run", "--log", f"kafka://{bootstrap}/{topic}", "--instance-id", "bench",
         cwd=REPO, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
     assert proc.stdout is not None
     while True:  # wait until the scheduler is active
@@ -216,6 +221,11 @@ async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warm
 
     acked: dict[str, float] = {}
     decided: dict[str, float] = {}
+    acked_wall: dict[str, float] = {}
+    produced: dict[str, tuple[int, float]] = {}
+    """key -> (CreateTime of the record holding its QuotaReserved, the wall time it was read): splits a latency
+    into the part up to the scheduler's producing the decision and the part from there to reading it
+    committed (transaction commit, read_committed fetch)."""
     decision_times: list[float] = []
     decision_batches: list[float] = []
     finishes: list[asyncio.Task[Any]] = []
@@ -236,6 +246,7 @@ async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warm
             while not done.is_set():
                 fetched = await consumer.getmany(tp, timeout_ms=100)
                 t = time.perf_counter()
+                wall = time.time() * 1000
                 for rec in fetched.get(tp, ()):
                     if is_control(rec.headers):
                         continue
@@ -248,6 +259,7 @@ async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warm
                             decision_times.append(t)
                         if isinstance(e, ev.QuotaReserved) and e.key not in decided:
                             decided[e.key] = t
+                            produced[e.key] = (rec.timestamp, wall)
                             finishes.append(asyncio.create_task(finish_later(e.key, e.uid)))
                 if len(decided) >= total:
                     done.set()
@@ -258,6 +270,7 @@ async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warm
         e = workload_event(i, cqs, int(time.time() * 1000))
         await log.append([e])
         acked[e.key] = time.perf_counter()
+        acked_wall[e.key] = time.time() * 1000
 
     reading = asyncio.create_task(reader())
     # The generator's own collector must not stall its reader or its appends (a full collection of what a
@@ -293,7 +306,14 @@ async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warm
     await log.close()
 
     t_from, t_to = t0 + warmup, t0 + seconds
-    lat = [(decided[k] - acked[k]) * 1000 for k in acked if k in decided and t_from <= acked[k] <= t_to]
+    measured_keys = [k for k in acked if k in decided and t_from <= acked[k] <= t_to]
+    lat = [(decided[k] - acked[k]) * 1000 for k in measured_keys]
+    to_produce = [produced[k][0] - acked_wall[k] for k in measured_keys]
+    to_read = [produced[k][1] - produced[k][0] for k in measured_keys]
+    if dump:  # one line per measured workload: acknowledged, produced (CreateTime), read (wall ms)
+        with open(dump, "w") as f:
+            for k in measured_keys:
+                f.write(f"{k} {acked_wall[k]:.1f} {produced[k][0]} {produced[k][1]:.1f}\n")
     window = [t for t in decision_times if t_from <= t <= t_to]
     batches = [t for t in decision_batches if t_from <= t <= t_to]
     measured = t_to - t_from
@@ -302,6 +322,10 @@ async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warm
         "workloads": total, "decided": len(decided), "measuredWorkloads": len(lat),
         "latencyMs": {"p50": round(pct(lat, 50), 1), "p90": round(pct(lat, 90), 1), "p99": round(pct(lat, 99), 1),
                       "max": round(max(lat), 1), "mean": round(statistics.fmean(lat), 1)} if lat else None,
+        "latencySplitMs": {name: {"p50": round(pct(v, 50), 1), "p90": round(pct(v, 90), 1),
+                                  "p99": round(pct(v, 99), 1)}
+                           for name, v in (("ackedToProduced", to_produce), ("producedToRead", to_read))}
+        if lat else None,
         "decisionsPerSecond": round(len(window) / measured), "decisionBatchesPerSecond": round(len(batches) / measured),
         "schedulerCpuSeconds": round(sched_cpu, 2), "elapsedSeconds": round(elapsed, 2),
         "schedulerCycleStats": [{k: v for k, v in r.items() if k not in ("event", "shard", "instance")}
@@ -328,7 +352,7 @@ async def run(args: argparse.Namespace, bootstrap: str) -> dict[str, Any]:
         out["brokerWarmup"] = {"seconds": args.broker_warmup, "latencyMs": warm["latencyMs"]}
     out["endToEnd"] = await end_to_end(bootstrap, f"bench-e2e-{tag}", args.rate, args.seconds, args.warmup,
                                        args.runtime_ms, args.cqs, args.cohorts, args.quota_cpu,
-                                       args.snapshot_every_events)
+                                       args.snapshot_every_events, args.profile, args.dump_latencies)
     out["machine"]["loadAverageAfter"] = [round(x, 2) for x in os.getloadavg()]
     return out
 
@@ -350,6 +374,10 @@ def main() -> int:
     p.add_argument("--quota-cpu", type=int, default=20, help="nominal cpu per ClusterQueue")
     p.add_argument("--snapshot-every-events", type=int, default=None,
                    help="the scheduler's snapshot cadence (default: the service's default, 50,000 events)")
+    p.add_argument("--profile", metavar="FILE",
+                   help="run the measured scheduler under cProfile and write its stats to FILE (slows it down)")
+    p.add_argument("--dump-latencies", metavar="FILE",
+                   help="write each measured workload's acknowledged, produced and read times (wall ms) to FILE")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
     broker = None if args.bootstrap else Broker()
@@ -377,6 +405,8 @@ def main() -> int:
           f"{e2e['decided']}/{e2e['workloads']} decided; latency ms {e2e['latencyMs']}; "
           f"{e2e['decisionsPerSecond']:,} decisions/s in {e2e['decisionBatchesPerSecond']} decision batches/s; "
           f"scheduler CPU {e2e['schedulerCpuSeconds']} s")
+    if e2e["latencySplitMs"]:
+        print(f"  latency split ms: {e2e['latencySplitMs']}")
     for r in e2e["schedulerCycleStats"]:
         print(f"  scheduler cycles: {r}")
     for r in e2e["schedulerSnapshots"]:

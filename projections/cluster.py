@@ -31,6 +31,7 @@ from events.timefmt import format_time, parse_time
 from projections.admissionchecks import applicable_checks
 from projections.clusterqueues import ClusterQueueInfo, selector_matches
 from projections.cohorts import CohortForest, build_forest
+from projections.deadlines import DueIndex
 from projections.queues import ClusterQueueQueue, SortKey
 from projections.secondpass import backoff_ms, needs_second_pass
 from projections.quota import QuotaTree, build_quota_tree
@@ -40,6 +41,7 @@ from projections.workloads import (
     FINISHED,
     PENDING,
     RESERVED,
+    WORKLOAD_ANNOTATION,
     WorkloadInfo,
     admission_usage,
     intern_scan,
@@ -145,6 +147,27 @@ class ClusterState:
         """ClusterQueue -> how many times a workload holding its quota changed (reserved, updated, released)."""
         self.changes = 0
         """How many records have changed anything but a pending workload's QuotaReserved=False status."""
+        self.touched: dict[str, None] = {}
+        """Workloads the controller rules (``kueue_es.scheduler.reconcile``) must look at again: something about
+        them, or something those rules read about them (their LocalQueue, their ProvisioningRequests, their
+        pods), changed since a pass of the rules last found nothing to do for them (:meth:`looked_at`).
+        Derived; never part of a snapshot."""
+        self.touched_all = True
+        """Every workload counts as touched: a fresh or restored state, or a change many workloads' rules read
+        (a ClusterQueue, Cohort, ResourceFlavor, Namespace, AdmissionCheck, ProvisioningRequestConfig, Topology or
+        Node)."""
+        self.backoff_due = DueIndex()
+        """:attr:`backoff` ordered by ``requeueAt``."""
+        self.second_pass_due = DueIndex()
+        """:attr:`second_pass` ordered by when it is due."""
+        self.pods_ready_clock = DueIndex()
+        """Admitted workloads whose pods are not ready (and not evicted), by admission time: waitForPodsReady's
+        timeout runs from there."""
+        self.finished_clock = DueIndex()
+        """Workloads in :attr:`retained` because they finished, by the Finished condition's transition time."""
+        self.deactivated_clock = DueIndex()
+        """Workloads in :attr:`retained` because Kueue deactivated them, by the Evicted condition's transition
+        time."""
 
     # --- derived structure ----------------------------------------------------------------------------------
 
@@ -194,6 +217,7 @@ class ClusterState:
 
     def _specs_changed(self, quota: bool = False) -> None:
         self.spec_generation += 1
+        self.touched_all = True
         if quota:
             self._forest = None
             self._quota = None
@@ -245,8 +269,65 @@ class ClusterState:
             raise UndecodableRecord(record.offset, str(exc)) from exc
         if t in _SECOND_PASS_TRIGGERS and (t not in _UPSERTS or e.obj.__class__ in _WORKLOAD_VIEWS):  # type: ignore[union-attr]
             self._sync_second_pass(e.key, e.time)
+        if about_workload or t in _ALSO_ABOUT_WORKLOADS:
+            self.reindex(e.key)  # type: ignore[union-attr]
         if t is not ev.WorkloadPending:
             self.changes += 1
+
+    # --- what the controller rules look at ------------------------------------------------------------------
+
+    def reindex(self, key: str) -> None:
+        """Workload ``key`` changed (or was restored): the controller rules look at it again, and its entries in
+        the clocks they run on follow what it now shows. (On the fold's hot path: unrolled, and a clock is only
+        called when it holds the key or is to.)"""
+        self.touched[key] = None
+        wl = self.workloads.get(key)
+        waiting = finished = deactivated = None
+        if wl is not None:
+            if wl.phase == ADMITTED and not wl.pods_ready and not wl.evicted:
+                waiting = wl.admitted_at
+            if key in self.retained:
+                if wl.phase == FINISHED:
+                    finished = _ms(wl.condition("Finished"))
+                else:
+                    deactivated = _ms(wl.condition("Evicted"))
+        at = self.backoff.get(key)
+        clock = self.backoff_due
+        if at is not None or key in clock.at:
+            clock.set(key, at)
+        at = self.second_pass.get(key)
+        clock = self.second_pass_due
+        if at is not None or key in clock.at:
+            clock.set(key, at)
+        clock = self.pods_ready_clock
+        if waiting is not None or key in clock.at:
+            clock.set(key, waiting)
+        clock = self.finished_clock
+        if finished is not None or key in clock.at:
+            clock.set(key, finished)
+        clock = self.deactivated_clock
+        if deactivated is not None or key in clock.at:
+            clock.set(key, deactivated)
+
+    def touch(self, key: str) -> None:
+        """Something the controller rules read about workload ``key`` changed (not the workload itself)."""
+        self.touched[key] = None
+
+    def looked_at(self, acted: set[str], everything: bool) -> None:
+        """A pass of the controller rules looked at every touched workload (at every workload when
+        ``everything``) and decided something only for ``acted``: the others stay quiet until touched again, or
+        until one of their clocks runs out. Forgetting them changes no decision, only what the next pass looks
+        at."""
+        if everything:
+            self.touched = dict.fromkeys(sorted(acted))
+        else:
+            self.touched = {k: None for k in self.touched if k in acted}
+        self.touched_all = False
+
+    def _touch_pod(self, pod: o.Pod | None) -> None:
+        name = pod.metadata.annotations.get(WORKLOAD_ANNOTATION) if pod is not None else None
+        if name:
+            self.touched[f"{pod.metadata.namespace}/{name}"] = None  # type: ignore[union-attr]
 
     def _on_upserted(self, e: ev.ObjectUpserted | LazyObjectUpserted) -> None:
         obj = e.obj
@@ -342,11 +423,14 @@ class ClusterState:
         owner = request_owner(req)
         if owner:
             self.requests_of.setdefault(owner, {})[req.key] = None
+            self.touched[owner] = None
 
     def _pop_request(self, key: str) -> o.ProvisioningRequest | None:
         req = self.provisioning_requests.pop(key, None)
         if req is not None:
             owner = request_owner(req)
+            if owner:
+                self.touched[owner] = None
             owned = self.requests_of.get(owner)
             if owned is not None:
                 owned.pop(key, None)
@@ -430,6 +514,7 @@ class ClusterState:
                     self.spec_generation += 1
                     for wk in sorted(self.lq_members.get(key, ())):
                         self._enqueue(self.workloads[wk])
+                        self.touched[wk] = None
             case o.WorkloadPriorityClass():
                 self.workload_priority_classes[name] = obj
                 self._reprioritise(WPC_GROUP, name)
@@ -458,8 +543,11 @@ class ClusterState:
             case o.Node():
                 if self.nodes.get(name) != obj:
                     self.tas.nodes_changed()
+                    self.touched_all = True  # node failure rules: which workloads are on it is not indexed
                 self.nodes[name] = obj
             case o.Pod():
+                self._touch_pod(self.pods.get(obj.key))
+                self._touch_pod(obj)
                 self.pods[obj.key] = obj
                 self.tas.pod_changed(obj.key, obj)
             case o.Job():
@@ -498,11 +586,14 @@ class ClusterState:
             "Pod": self.pods,
             "Job": self.jobs,
         }.get(kind)
-        if table is None or table.pop(key, None) is None:
+        gone = table.pop(key, None) if table is not None else None
+        if gone is None:
             return
         if kind in ("Node", "Topology", "ResourceFlavor"):
             self.tas.nodes_changed()
+            self.touched_all = True
         elif kind == "Pod":
+            self._touch_pod(gone)
             self.tas.pod_changed(key, None)
         if kind in ("ClusterQueue", "Cohort"):
             self._specs_changed(quota=True)
@@ -512,6 +603,7 @@ class ClusterState:
             self.spec_generation += 1
             for wk in sorted(self.lq_members.get(key, ())):
                 self._enqueue(self.workloads[wk])
+                self.touched[wk] = None
         elif kind not in ("Node", "Pod", "Job", "WorkloadPriorityClass", "PriorityClass"):
             self._flush_all()
 
@@ -596,7 +688,7 @@ class ClusterState:
     def _take_observed_status(self, wl: WorkloadInfo, w: o.Workload | LazyWorkload) -> None:
         """A workload first seen with status (admitted before kueue-es started) keeps what it shows."""
         st = w.status
-        wl.conditions = list(st.conditions)
+        wl.conditions = tuple(st.conditions)
         wl.check_states = {c.name: c for c in sorted(st.admission_checks, key=lambda c: c.name)}
         if st.requeue_state is not None:
             wl.requeue_count = st.requeue_state.count or 0
@@ -682,6 +774,7 @@ class ClusterState:
                 continue
             wl.priority = value.value
             wl.scan = None  # the scheduling shape includes the priority
+            self.touched[key] = None
             if wl.phase == PENDING:
                 self._dequeue(wl)
                 self._enqueue(wl)
@@ -1028,6 +1121,12 @@ def _handler_of(t: type) -> Any:
             return _HANDLERS[base]
     return None
 
+
+_ALSO_ABOUT_WORKLOADS = frozenset({
+    ev.WorkloadPending, ev.SecondPassFailed, ev.RetentionExpired, ev.ProvisioningRequestCreated,
+    ev.ProvisioningRequestDeleted,
+})
+"""The other event types about one workload (by ``key``): after any of these, the workload is reindexed."""
 
 _ABOUT_WORKLOADS = frozenset({
     ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadPreempted, ev.WorkloadEvicted, ev.WorkloadRequeued,

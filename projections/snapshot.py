@@ -199,6 +199,8 @@ def restore(snap: Snapshot) -> ClusterState:
     for wl in snap.workloads:
         if wl.scan is not None:
             wl.scan = intern_scan(wl.scan, wl.scan.cycle)
+    for key in sorted(state.workloads):
+        state.reindex(key)
     return state
 
 

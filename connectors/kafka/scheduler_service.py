@@ -116,6 +116,29 @@ def _ms() -> int:
     return int(time.time() * 1000)
 
 
+class GCPauses:
+    """The cyclic collector's pauses in this process, by generation (``gc.callbacks``): a full collection
+    holds the event loop, and every decision waiting on it, for as long as it walks the tracked objects."""
+
+    def __init__(self) -> None:
+        self.pauses: dict[int, list[float]] = {0: [], 1: [], 2: []}
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.pauses[info["generation"]].append(time.perf_counter() - self._started)
+
+    def take(self) -> dict[str, Any]:
+        out = {}
+        for gen, v in self.pauses.items():
+            if v:
+                out[f"gen{gen}"] = {"n": len(v), "totalMs": round(sum(v) * 1000, 1), "maxMs": round(max(v) * 1000, 1)}
+            self.pauses[gen] = []
+        return out
+
+
 @dataclass
 class CycleStats:
     """Since the last report: seconds to decide a transaction's first batch, from then to its commit (more
@@ -525,6 +548,7 @@ class SchedulerReplica:
         self.assignment_changed = asyncio.Event()
         self.lock = asyncio.Lock()
         self._stats_at = time.monotonic() + options.stats_interval_s
+        self.gc_pauses = GCPauses()
         self.snapshot_writer = snapshots.SnapshotWriter(settings)
         self.batch_headers = [*BATCH_HEADERS, (INSTANCE_HEADER, self.instance_id.encode())]
         """Decision batches name the replica that decided them (for audits; readers ignore it)."""
@@ -555,6 +579,8 @@ class SchedulerReplica:
             raise InvalidInput(f"Kafka topic {s.topic!r} does not exist at {s.bootstrap}")
         self.report("started", {"instance": self.instance_id, "group": s.group_id, "topic": s.topic})
         stopping = asyncio.create_task(stop.wait())
+        if self.options.stats_interval_s:
+            gc.callbacks.append(self.gc_pauses)
         try:
             while not stop.is_set():
                 step = asyncio.create_task(self._iteration(stop))
@@ -571,15 +597,18 @@ class SchedulerReplica:
                 step.result()
         finally:
             stopping.cancel()
+            if self.gc_pauses in gc.callbacks:
+                gc.callbacks.remove(self.gc_pauses)
             await self._shutdown()
 
     async def _iteration(self, stop: asyncio.Event) -> None:
         if self.options.stats_interval_s and time.monotonic() >= self._stats_at:
             self._stats_at = time.monotonic() + self.options.stats_interval_s
+            gc_pauses = self.gc_pauses.take()
             for e in self.engines.values():
                 if e.stats.commit:
                     self.report("stats", {"shard": e.partition, "instance": self.instance_id,
-                                          "offset": e.state.offset, **e.stats.summary()})
+                                          "offset": e.state.offset, **e.stats.summary(), "gc": gc_pauses})
         async with self.lock:
             if self.assignment_changed.is_set():
                 self.assignment_changed.clear()

@@ -14,11 +14,10 @@ from events import schema as ev
 from events.tas_assignment import decode
 from projections.cluster import ClusterState
 from projections.secondpass import HOSTNAME
-from projections.workloads import WorkloadInfo
+from projections.workloads import WORKLOAD_ANNOTATION, WorkloadInfo
 
 from kueue_es.scheduler.flavors import toleration_matches
 
-WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
 _TERMINAL = ("Succeeded", "Failed")
 
 

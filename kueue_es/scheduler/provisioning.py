@@ -364,11 +364,13 @@ def _delete(wl: WorkloadInfo, reqs: Iterable[o.ProvisioningRequest], reason: str
                                           request_uid=r.metadata.uid, **base) for r in reqs]
 
 
-def cleanup(state: ClusterState, base: dict) -> list[ev.Decision]:
+def cleanup(state: ClusterState, base: dict, owners: Iterable[str] | None = None) -> list[ev.Decision]:
     """Delete every request of a finished workload, and of an evicted one (CleanupProvisioningRequestsOnEviction);
-    a deleted workload's requests go with it through their owner reference."""
+    a deleted workload's requests go with it through their owner reference. Only the requests of ``owners``
+    (workload keys) when given."""
     out: list[ev.Decision] = []
-    for key in sorted(state.requests_of):
+    requests_of = state.requests_of
+    for key in sorted(requests_of) if owners is None else sorted(k for k in owners if k in requests_of):
         wl = state.workloads.get(key)
         if wl is None:
             continue

@@ -20,9 +20,19 @@
 * objectRetentionPolicies: a finished workload is deleted ``afterFinished`` after Finished turned True, the Job
   of one Kueue deactivated ``afterDeactivatedByKueue`` after Evicted turned True (RetentionExpired; the
   connector deletes).
+
+A pass does not look at every workload: a rule that found nothing to do for a workload finds nothing again
+until the workload changes, something the rule reads about it changes, or time reaches one of its clocks. The
+projection keeps the workloads touched since the last pass (``ClusterState.touched``, or ``touched_all``) and
+indexes the clocks by time (requeue backoffs, waitForPodsReady, retention), so a pass costs what changed and
+what is due, and decides exactly what a pass over every workload decides (``full=True``, which the property
+tests compare it with). What a rule does with the configuration is read off those clocks at each pass
+(waitForPodsReady's timeout, the retention periods), so what the touched set says holds for any configuration.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from events import objects as o
 from events import schema as ev
@@ -70,10 +80,16 @@ def retention_deadline(config: SchedulerConfig, wl: WorkloadInfo) -> tuple[int, 
             "Deleted job: deactivation retention period expired")
 
 
-def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int) -> list[ev.Decision]:
+def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int, *,
+              full: bool = False) -> list[ev.Decision]:
+    """The controller rules' decisions now. ``full`` looks at every workload and leaves the record of what
+    earlier passes looked at alone; otherwise the touched workloads and the clocks that ran out are looked at,
+    and the touched ones nothing was decided for are forgotten (:meth:`ClusterState.looked_at`)."""
     base = {"time": now, "cycle": cycle, "input": state.offset}
     out: list[ev.Decision] = []
     wls = state.workloads
+    everything = full or state.touched_all
+    touched = None if everything else state.touched
     for key in sorted(state.awaiting_release):
         wl = wls[key]
         evicted = wl.condition("Evicted")
@@ -81,17 +97,18 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
         out.append(ev.WorkloadRequeued(
             key=key, uid=wl.uid, status=reason in REQUEUE_TRUE_REASONS, reason=reason,
             message=evicted.message if evicted is not None else "", release=True, **base))
-    out.extend(provisioning.cleanup(state, base))
-    for key in sorted(state.backoff):
+    out.extend(provisioning.cleanup(state, base, touched))
+    for key in sorted(state.backoff) if everything else sorted(state.backoff_due.due(now)):
         wl = wls.get(key)
         if wl is None or wl.requeue_at is None or wl.requeue_at > now or wl.reserving:
             continue
         out.append(ev.WorkloadRequeued(key=key, uid=wl.uid, status=True, reason="BackoffFinished",
                                        message="The workload backoff was finished", **base))
-    for cq in sorted(state.reserving):
+    holding = state.reserving if touched is None else _holding(state, config, now, touched)
+    for cq in sorted(holding):
         cq_obj = state.cluster_queues.get(cq)
         drain = cq_obj is not None and cq_obj.spec.stop_policy == "HoldAndDrain"
-        for key in sorted(state.reserving[cq]):
+        for key in sorted(holding[cq]):
             wl = wls[key]
             if wl.evicted:
                 continue
@@ -150,14 +167,44 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                         key=key, uid=wl.uid, reason="PodsReadyTimeout",
                         message=f"Exceeded the PodsReady timeout {key}", requeue_count=count,
                         requeue_at=now + backoff_ms(config, count), **base))
-    _pending_workloads(state, out, base)
+    _pending_workloads(state, out, base, touched)
     if config.object_retention_policies is not None:
-        for key in sorted(state.retained):
+        for key in sorted(state.retained) if everything else _retention_due(state, config, now):
             wl = wls[key]
             due = retention_deadline(config, wl)
             if due is not None and due[0] <= now:
                 out.append(ev.RetentionExpired(key=key, uid=wl.uid, target=due[1], message=due[2], **base))
+    if not full:
+        state.looked_at({d.key for d in out}, everything)
     return out
+
+
+def _holding(state: ClusterState, config: SchedulerConfig, now: int, touched: dict[str, None]
+             ) -> dict[str, list[str]]:
+    """ClusterQueue -> the workloads holding its quota that a pass looks at: the touched ones, and those whose
+    waitForPodsReady timeout has run out."""
+    keys: Iterable[str] = touched
+    pr = config.pods_ready
+    if pr.enable and len(state.pods_ready_clock):
+        keys = {*touched, *state.pods_ready_clock.due(now - parse_duration(pr.timeout))}
+    out: dict[str, list[str]] = {}
+    wls, reserving = state.workloads, state.reserving
+    for key in keys:
+        wl = wls.get(key)
+        if wl is not None and wl.reserving and key in reserving.get(wl.cluster_queue, ()):
+            out.setdefault(wl.cluster_queue, []).append(key)
+    return out
+
+
+def _retention_due(state: ClusterState, config: SchedulerConfig, now: int) -> list[str]:
+    """The retained workloads whose retention has run out, in key order."""
+    after_finished, after_deactivated = config.workload_retention
+    keys = []
+    if after_finished is not None:
+        keys.extend(state.finished_clock.due(now - after_finished))
+    if after_deactivated is not None:
+        keys.extend(state.deactivated_clock.due(now - after_deactivated))
+    return sorted(keys)
 
 
 def checks_message(checks: list[o.AdmissionCheckState], state: str) -> str:
@@ -197,17 +244,29 @@ def queue_blocker(state: ClusterState, wl: WorkloadInfo) -> tuple[str, str]:
     return "", ""
 
 
-def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict) -> None:
-    """Requeue workloads whose Requeued=False cause is gone; keep the queue-blocker condition current."""
-    keys = set(state.flagged)
+def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
+                       touched: dict[str, None] | None) -> None:
+    """Requeue workloads whose Requeued=False cause is gone; keep the queue-blocker condition current. Looks at
+    the flagged workloads and those in blocked queues (only the ``touched`` ones, when given)."""
     blocked_lqs, inactive_cqs = _blocked_queues(state)
-    for lq_key in blocked_lqs:
-        keys.update(state.lq_members.get(lq_key, ()))
-    for cq in inactive_cqs:
-        q = state.queues.get(cq)
-        if q is not None:
-            keys.update(q.shapes)
     wls = state.workloads
+    if touched is None:
+        keys = set(state.flagged)
+        for lq_key in blocked_lqs:
+            keys.update(state.lq_members.get(lq_key, ()))
+        for cq in inactive_cqs:
+            q = state.queues.get(cq)
+            if q is not None:
+                keys.update(q.shapes)
+    else:
+        blocked = set(blocked_lqs)
+        inactive = [q.shapes for q in (state.queues.get(cq) for cq in inactive_cqs) if q is not None]
+        keys = set()
+        for key in touched:
+            wl = wls.get(key)
+            if wl is not None and (key in state.flagged or f"{wl.namespace}/{wl.queue_name}" in blocked
+                                   or any(key in shapes for shapes in inactive)):
+                keys.add(key)
     for key in sorted(keys):
         wl = wls.get(key)
         if wl is None or wl.phase != PENDING:
@@ -262,18 +321,25 @@ def _restarted(state: ClusterState, wl: WorkloadInfo, reason: str) -> tuple[str,
 
 
 def next_deadline(state: ClusterState, config: SchedulerConfig) -> int | None:
-    """The earliest future time at which :func:`reconcile` would act without any new event (for clock ticks)."""
-    times = [t for k, t in state.backoff.items() if k in state.workloads and not state.workloads[k].reserving]
-    times.extend(state.second_pass.values())
-    if config.pods_ready.enable:
-        for cq in state.reserving:
-            for key in state.reserving[cq]:
-                d = pods_ready_deadline(config, state.workloads[key])
-                if d is not None:
-                    times.append(d)
+    """The earliest time at which :func:`reconcile` or a second pass would act without any new event (for
+    clock ticks), read off the projection's clocks."""
+    times = []
+    wls = state.workloads
+    for t, key in state.backoff_due.ordered():
+        wl = wls.get(key)
+        if wl is not None and not wl.reserving:
+            times.append(t)
+            break
+    second = state.second_pass_due.first()
+    if second is not None:
+        times.append(second)
+    waiting = state.pods_ready_clock.first()
+    if config.pods_ready.enable and waiting is not None:
+        times.append(waiting + parse_duration(config.pods_ready.timeout))
     if config.object_retention_policies is not None:
-        for key in state.retained:
-            due = retention_deadline(config, state.workloads[key])
-            if due is not None:
-                times.append(due[0])
+        after_finished, after_deactivated = config.workload_retention
+        for clock, after in ((state.finished_clock, after_finished), (state.deactivated_clock, after_deactivated)):
+            first = clock.first()
+            if first is not None and after is not None:
+                times.append(first + after)
     return min(times) if times else None

@@ -243,7 +243,7 @@ def topology_fields(res: PodSetResult) -> dict:
 
 def second_pass_due(state, now: int) -> list[WorkloadInfo]:
     """Workloads whose second pass is due, quota holders first as Kueue orders them (all hold quota)."""
-    wls = [state.workloads[k] for k, due in state.second_pass.items() if due <= now and k in state.workloads]
+    wls = [state.workloads[k] for k in state.second_pass_due.due(now) if k in state.workloads]
     return sorted(wls, key=lambda w: (-w.priority, w.queue_order_time(), w.uid, w.key))
 
 
