@@ -189,6 +189,13 @@ async def test_sigkill_between_a_decision_and_its_write_converges_without_double
 
             adm = await eventually(admission, what="j1's Workload status to show its admission")
             assert adm["clusterQueue"] == f"cq-{sfx}"
+
+            def outcomes_logged() -> bool:  # the outcome follows the write: stopping in between would lose it
+                recs = [r for b in FileLog.open(log_dir, readonly=True).scan() for r in b]
+                return {r.event.decision for r in recs if isinstance(r.event, ev.DecisionApplied)
+                        and r.event.key == key} >= {r.offset for r in decided}
+
+            await eventually(outcomes_logged, what="the restarted process to log its outcomes")
             p2.proc.send_signal(signal.SIGTERM)
             assert await asyncio.wait_for(p2.proc.wait(), 30) == 0
         records = [r for b in FileLog.open(log_dir, readonly=True).scan() for r in b]
