@@ -90,19 +90,13 @@ async def _kueue_es(kc, log_dir):
 
 
 @contextlib.asynccontextmanager
-async def _process(cluster, log_dir: Path, *, crash_before_write: int | None = None, crash_workload: str = ""):
+async def _process(cluster, log_dir: Path):
     """``kueue-es run --kube`` over ``log_dir`` as its own process (no leader election, no health server); stopped
-    with SIGTERM (its graceful stop) when the block ends, unless it is gone already. ``crash_before_write``: the
-    process SIGKILLs itself right before that (1-based) status write of Workload ``crash_workload`` (of any
-    Workload when empty; ``crashing_kube_run.py``)."""
+    with SIGTERM (its graceful stop) when the block ends."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUEUE_ES_")}
     env.update({"KUEUE_ES_KUBE_LEADER_ELECTION": "false", "KUEUE_ES_KUBE_WATCH_TIMEOUT_S": "30"})
-    entry = ["-m", "kueue_es"]
-    if crash_before_write is not None:
-        env.update({"CRASH_BEFORE_WRITE": str(crash_before_write), "CRASH_WORKLOAD": crash_workload})
-        entry = [str(Path(__file__).resolve().parent / "crashing_kube_run.py")]
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, *entry, "run", "--kube", "--kubeconfig", cluster.kubeconfig, "--log", str(log_dir),
+        sys.executable, "-m", "kueue_es", "run", "--kube", "--kubeconfig", cluster.kubeconfig, "--log", str(log_dir),
         "--health-port", "0", cwd=REPO, env=env, stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE)
     assert proc.stderr is not None
@@ -117,7 +111,6 @@ async def _process(cluster, log_dir: Path, *, crash_before_write: int | None = N
     try:
         yield proc
     finally:
-        killed = proc.returncode == -signal.SIGKILL  # by the test, or by itself (crash_before_write)
         if proc.returncode is None:
             proc.send_signal(signal.SIGTERM)
         try:
@@ -128,7 +121,7 @@ async def _process(cluster, log_dir: Path, *, crash_before_write: int | None = N
         finally:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(drainer, 5)
-        assert code == 0 or killed, b"".join(tail).decode(errors="replace")
+        assert code == 0, b"".join(tail).decode(errors="replace")
 
 
 async def _node(kc, name: str, rack: str, pool: str) -> None:
