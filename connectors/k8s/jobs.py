@@ -11,12 +11,13 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   controller adds, and whose ``topologyRequest`` comes from the template's TAS annotations, with the completion
   index as the pods' rank. A Job created unsuspended is suspended first;
 * **admitted** (in the log, and in the Workload's stored status: a Job never starts on a decision whose status
-  write is still to come, or lost with a crash) and suspended → start: what :mod:`connectors.k8s.podsetinfo` says the admission adds (the
-  flavors' ``nodeLabels`` and tolerations, the pod-set and queue labels, the workload annotation, with a
-  topology assignment the TAS scheduling gate, and the Ready checks' ``podSetUpdates``) is merged into the
-  template (a conflicting key finishes the Workload with ``FailedToStart``), partial admission sets
-  ``parallelism``; then ``suspend: false`` — one patch, conditioned on the Job's resourceVersion. A Workload
-  that only holds quota (checks pending, topology delayed) is not admitted: its Job stays suspended;
+  write is still to come, or lost with a crash) and suspended → start: what :mod:`connectors.k8s.podsetinfo`
+  says the admission adds (the flavors' ``nodeLabels`` and tolerations, the pod-set and queue labels, the
+  workload annotation, with a topology assignment the TAS scheduling gate, and the Ready checks'
+  ``podSetUpdates``) is merged into the template (a conflicting key finishes the Workload with
+  ``FailedToStart``), partial admission sets ``parallelism``; then ``suspend: false`` — one patch, conditioned
+  on the Job's resourceVersion. A Workload that only holds quota (checks pending, topology delayed) is not
+  admitted: its Job stays suspended;
 * **not admitted** (pending, evicted, deactivated) and running → stop: ``suspend: true`` with the annotation
   ``kueue.x-k8s.io/stopping``, clear ``status.startTime``; once no pod is active (the apiserver refuses template
   changes before that) restore the template exactly as the Workload recorded it (labels and annotations —

@@ -7,9 +7,10 @@ On **create** (Kueue's webhook is registered for creation only: unsuspending an 
 * a queue name and ``spec.suspend`` not true → ``spec.suspend: true``, so no pod starts before admission.
 
 The answer is an ``admission.k8s.io/v1`` AdmissionReview with a JSON patch; a Job that needs nothing is allowed
-unchanged. The same server answers the CRDs' ConversionReviews (:mod:`connectors.k8s.conversion`). :func:`configuration` builds the MutatingWebhookConfiguration (``failurePolicy: Fail``, Kueue's
+unchanged. :func:`configuration` builds the MutatingWebhookConfiguration (``failurePolicy: Fail``, Kueue's
 namespace exclusions) that points the apiserver at it — by URL, or at a Service in-cluster — with the CA that
-signed the serving certificate as its ``caBundle``; :func:`register` creates or updates it.
+signed the serving certificate as its ``caBundle``; :func:`register` creates or updates it. The same server
+answers the CRDs' ConversionReviews (:mod:`connectors.k8s.conversion`), registered with the same CA.
 """
 
 from __future__ import annotations
