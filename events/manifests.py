@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 import yaml
 
+from events import conversion
 from events import objects as o
 from events import tas_assignment as tas
 from events.errors import InvalidInput
@@ -296,58 +297,20 @@ def _containers(ps: o.PodSet):
 
 # --- v1beta1 -> v1beta2 -----------------------------------------------------------------------------------------
 
-_FUNGIBILITY = {"Borrow": "MayStopSearch", "Preempt": "MayStopSearch"}
-
 
 def convert_v1beta1(doc: dict[str, Any], where: str = "v1beta1 object") -> dict[str, Any]:
     """Convert a v1beta1 Kueue object (plain data) to its v1beta2 shape; ``where`` names it in errors."""
-    doc = dict(doc)
-    spec = dict(doc.get("spec") or {})
-    kind = doc.get("kind")
-    if kind == "ClusterQueue":
-        if "cohort" in spec:
-            spec["cohortName"] = spec.pop("cohort")
-        if "admissionChecks" in spec:
-            names = spec.pop("admissionChecks") or []
-            spec.setdefault("admissionChecksStrategy", {"admissionChecks": [{"name": n} for n in names]})
-        ff = spec.get("flavorFungibility")
-        if isinstance(ff, dict):
-            ff = dict(ff)
-            for k in ("whenCanBorrow", "whenCanPreempt"):
-                if ff.get(k) in _FUNGIBILITY:
-                    ff[k] = _FUNGIBILITY[ff[k]]
-            spec["flavorFungibility"] = ff
-    elif kind == "Workload":
-        if "podSets" in spec:
-            spec["podSets"] = _drop_slice_layers(spec["podSets"])
-        pcn = spec.pop("priorityClassName", None)
-        src = spec.pop("priorityClassSource", None)
-        if pcn and "priorityClassRef" not in spec:
-            if src == "scheduling.k8s.io/priorityclass":
-                spec["priorityClassRef"] = {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": pcn}
-            else:
-                spec["priorityClassRef"] = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": pcn}
-        status = doc.get("status")
-        if isinstance(status, dict):
-            status = dict(status)
-            if "accumulatedPastExexcutionTimeSeconds" in status:
-                status["accumulatedPastExecutionTimeSeconds"] = status.pop("accumulatedPastExexcutionTimeSeconds")
-            adm = status.get("admission")
-            if isinstance(adm, dict):
-                adm = dict(adm)
-                psas = adm.get("podSetAssignments") or []
-                if isinstance(psas, list):
-                    adm["podSetAssignments"] = [_convert_psa(p, where, f"status.admission.podSetAssignments[{i}]")
-                                                for i, p in enumerate(psas)]
-                status["admission"] = adm
-            doc["status"] = status
-    doc["spec"] = spec
+    doc = conversion.to_v1beta2(doc, where)
+    spec = doc.get("spec")
+    if doc.get("kind") == "Workload" and isinstance(spec, dict) and "podSets" in spec:
+        doc["spec"] = {**spec, "podSets": _drop_slice_layers(spec["podSets"])}
     return doc
 
 
 def _drop_slice_layers(pod_sets: Any) -> Any:
     """v1beta1 has no ``podsetSliceRequiredTopologyConstraints`` (Kueue drops it converting to v1beta1): an
-    unknown field there, as the apiserver would prune it."""
+    unknown field in a v1beta1 manifest, as Kueue's apiserver would prune it. (The conversion webhook keeps it
+    instead, so that a v1beta1 client's read-modify-write of a v1beta2 object does not lose it.)"""
     if not isinstance(pod_sets, list):
         return pod_sets
     out = []
@@ -358,19 +321,3 @@ def _drop_slice_layers(pod_sets: Any) -> Any:
             ps = {**ps, "topologyRequest": tr}
         out.append(ps)
     return out
-
-
-def _convert_psa(psa: Any, where: str, path: str) -> Any:
-    if not isinstance(psa, dict) or not isinstance(psa.get("topologyAssignment"), dict):
-        return psa
-    ta = psa["topologyAssignment"]
-    if "domains" not in ta:
-        return psa
-    path = f"{path}.topologyAssignment"
-    try:
-        v1 = msgspec.convert(ta, o.TopologyAssignmentV1Beta1, strict=False)
-    except msgspec.ValidationError as exc:
-        msg = str(exc)
-        msg = msg.replace(" - at `$", f" - at `$.{path}", 1) if " - at `$" in msg else f"{msg} - at `$.{path}`"
-        raise InvalidInput(f"{where}: {_field_message(msg)}") from None
-    return {**psa, "topologyAssignment": msgspec.to_builtins(tas.from_v1beta1(v1, where, path))}

@@ -10,7 +10,7 @@
 Logs are JSON lines (structlog) on stderr; progress reports stay JSON lines on stdout like the other modes.
 ``/healthz`` is 200 while the process runs; ``/readyz`` is 200 for a standby and, for the leader, once the
 connector has listed every kind (503 before). With ``webhook_port`` every replica also serves the batch/v1 Job
-mutating webhook over HTTPS (``connectors/k8s/webhook.py``).
+mutating webhook and the CRD conversion webhook over HTTPS (``connectors/k8s/webhook.py``).
 """
 
 from __future__ import annotations
@@ -110,10 +110,12 @@ async def serve(settings: Any, opts: Any, stop: asyncio.Event, report: Any) -> N
     elector: LeaderElector | None = None
     webhook: job_webhook.WebhookServer | None = None
     try:
-        if k.install_crds:
-            await crds.install(client)
+        bundle = await job_webhook.certificate(client, k) if k.webhook_port else None
+        if k.install_crds:  # converting through the webhook from the start when it is registered
+            stanza = job_webhook.conversion_stanza(k, bundle.ca_pem) if bundle and k.webhook_register else None
+            await crds.install(client, docs=crds.all_crds(stanza))
         if k.webhook_port:  # every replica serves it, standbys too
-            webhook = await job_webhook.serve(client, k)
+            webhook = await job_webhook.serve(client, k, bundle)
         if k.leader_election:
             elector = LeaderElector(client, k.lease_namespace, k.lease_name, opts.instance_id,
                                     LeaseTiming(k.lease_duration_s, k.renew_deadline_s, k.retry_period_s))

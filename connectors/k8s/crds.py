@@ -8,12 +8,17 @@ apiserver checks the types of the fields we know and keeps, unpruned, every fiel
 template's image and command, a Workload's ``schedulingStats``, ...). That is looser than Kueue's own CRDs,
 which reject unknown fields; CEL validations and webhooks are not generated.
 
-Versions: ``v1beta2`` is served and stored; ``v1beta1`` is served with the same (permissive) schema, except
-where the two versions' shapes differ and we model both (a Workload's ``topologyAssignment``: v1beta1
-``{levels, domains}``, v1beta2 ``{levels, slices}``), and conversion strategy ``None`` — the apiserver only
-rewrites ``apiVersion``, so an object written as v1beta1 is stored with its v1beta1 field names
-(``spec.cohort``, ``spec.priorityClassName``, ``topologyAssignment.domains``). A conversion webhook that
-renames them is left for later; until then clients should write v1beta2 (the connector reads v1beta2 only).
+Versions: ``v1beta2`` is served and stored; ``v1beta1`` is served with the same (permissive) schema under its
+own names where the two versions name a field differently (a ClusterQueue's ``spec.cohort`` and
+``spec.admissionChecks``, a Workload's ``spec.priorityClassName``/``priorityClassSource``,
+``status.accumulatedPastExexcutionTimeSeconds`` and ``topologyAssignment {levels, domains}``). With a webhook
+(:func:`webhook_conversion`: ``kueue-es manifests`` points it at the Service ``kueue-es-webhook``, the running
+webhook server sets its ``caBundle``) the apiserver converts between them through kueue-es's conversion webhook
+(:mod:`connectors.k8s.conversion`, rules in :mod:`events.conversion`): an object written as v1beta1 is stored
+as v1beta2 and reads back either way. Without one the strategy is ``None``: the apiserver only rewrites
+``apiVersion``, so an object written as v1beta1 is stored with its v1beta1 field names, which the connector
+(it reads v1beta2) does not see — write v1beta2 then. Switching to the webhook does not rewrite what is already
+stored.
 
 Scopes, plurals, short names and the status subresources (Workload, ClusterQueue, LocalQueue, Cohort,
 AdmissionCheck) follow Kueue's API; the printer columns are our own choice.
@@ -27,6 +32,7 @@ but a test cluster without an autoscaler needs it (:func:`install` takes any CRD
 from __future__ import annotations
 
 import asyncio
+import base64
 from typing import Any
 
 import msgspec
@@ -34,6 +40,7 @@ import msgspec
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, KubeError
 from connectors.k8s.resources import KUEUE_RESOURCES, PROVISIONING_REQUESTS, Resource
+from events import conversion
 from events import objects as o
 
 SERVED_VERSIONS = ("v1beta2", "v1beta1")
@@ -44,7 +51,7 @@ _EMPTY_OBJECT_DEFAULTS = {("ClusterQueueSpec", "preemption"), ("ClusterQueueSpec
 """Objects Kueue defaults to ``{}`` so that their own field defaults apply."""
 
 
-def _columns(kind: str) -> list[dict[str, Any]]:
+def _columns(kind: str, version: str = STORAGE_VERSION) -> list[dict[str, Any]]:
     age = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
 
     def cond(name: str, type_: str) -> dict[str, Any]:
@@ -61,7 +68,8 @@ def _columns(kind: str) -> list[dict[str, Any]]:
             ]
         case "ClusterQueue":
             return [
-                {"name": "Cohort", "type": "string", "jsonPath": ".spec.cohortName"},
+                {"name": "Cohort", "type": "string",
+                 "jsonPath": ".spec.cohort" if version == "v1beta1" else ".spec.cohortName"},
                 {"name": "Strategy", "type": "string", "jsonPath": ".spec.queueingStrategy", "priority": 1},
                 {"name": "Pending Workloads", "type": "integer", "jsonPath": ".status.pendingWorkloads"},
                 {"name": "Admitted Workloads", "type": "integer", "jsonPath": ".status.admittedWorkloads"},
@@ -196,13 +204,58 @@ def object_schema(resource: Resource, version: str = STORAGE_VERSION) -> dict[st
     if resource.kind in ("ClusterQueue", "LocalQueue", "Cohort"):
         # Kueue's queue status (usage, pending counts, conditions) is not part of our views: free-form.
         props["status"] = {"type": "object", _PRESERVE: True}
+    if version == "v1beta1":
+        _v1beta1_names(resource.kind, props)
     schema: dict[str, Any] = {"type": "object", "properties": props}
     if required:
         schema["required"] = required
     return schema
 
 
-def crd(resource: Resource) -> dict[str, Any]:
+def _v1beta1_names(kind: str, props: dict[str, Any]) -> None:
+    """The v1beta1 names of the fields the versions name differently (:mod:`events.conversion`)."""
+
+    def rename(section: str, old: str, new: str) -> dict[str, Any]:
+        fields = props[section]["properties"]
+        fields[new] = fields.pop(old)
+        return fields
+
+    if kind == "ClusterQueue":
+        spec = rename("spec", "cohortName", "cohort")
+        spec["admissionChecks"] = {"type": "array", "items": {"type": "string"}}
+    elif kind == "Workload":
+        rename("status", "accumulatedPastExecutionTimeSeconds", "accumulatedPastExexcutionTimeSeconds")
+        spec = props["spec"]["properties"]
+        del spec["priorityClassRef"]
+        spec["priorityClassName"] = {"type": "string"}
+        spec["priorityClassSource"] = {"type": "string", "enum": [conversion.WORKLOAD_PRIORITY_CLASS_SOURCE,
+                                                                   conversion.POD_PRIORITY_CLASS_SOURCE, ""]}
+
+
+CONVERSION_PATH = "/convert"
+"""Where the webhook server answers ConversionReviews (:mod:`connectors.k8s.conversion`)."""
+NO_CONVERSION: dict[str, Any] = {"strategy": "None"}
+
+
+def webhook_conversion(ca_pem: bytes = b"", *, url: str = "", service: tuple[str, str, int] | None = None
+                       ) -> dict[str, Any]:
+    """``spec.conversion`` calling kueue-es's conversion webhook at ``url`` or at ``service`` (name, namespace,
+    port), trusting ``ca_pem`` (none: the apiserver's own roots — the running webhook sets it, see
+    :func:`connectors.k8s.conversion.register`)."""
+    client: dict[str, Any] = {}
+    if url:
+        client["url"] = url.rstrip("/") + CONVERSION_PATH
+    elif service is not None:
+        client["service"] = {"name": service[0], "namespace": service[1], "port": service[2],
+                             "path": CONVERSION_PATH}
+    else:
+        raise ValueError("the conversion webhook needs a url or a service")
+    if ca_pem:
+        client["caBundle"] = base64.b64encode(ca_pem).decode()
+    return {"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": client}}
+
+
+def crd(resource: Resource, conversion_: dict[str, Any] | None = None) -> dict[str, Any]:
     versions = []
     for v in SERVED_VERSIONS:
         version: dict[str, Any] = {
@@ -210,7 +263,7 @@ def crd(resource: Resource) -> dict[str, Any]:
             "served": True,
             "storage": v == STORAGE_VERSION,
             "schema": {"openAPIV3Schema": object_schema(resource, v)},
-            "additionalPrinterColumns": _columns(resource.kind),
+            "additionalPrinterColumns": _columns(resource.kind, v),
         }
         if resource.status_subresource:
             version["subresources"] = {"status": {}}
@@ -232,14 +285,15 @@ def crd(resource: Resource) -> dict[str, Any]:
             "names": names,
             "scope": "Namespaced" if resource.namespaced else "Cluster",
             "versions": versions,
-            "conversion": {"strategy": "None"},
+            "conversion": conversion_ or NO_CONVERSION,
         },
     }
 
 
-def all_crds() -> list[dict[str, Any]]:
-    """One CRD per kueue.x-k8s.io kind in :data:`connectors.k8s.resources.KUEUE_RESOURCES`."""
-    return [crd(r) for r in KUEUE_RESOURCES]
+def all_crds(conversion_: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """One CRD per kueue.x-k8s.io kind in :data:`connectors.k8s.resources.KUEUE_RESOURCES`; ``conversion_``:
+    their ``spec.conversion`` (:func:`webhook_conversion`), strategy ``None`` when not given."""
+    return [crd(r, conversion_) for r in KUEUE_RESOURCES]
 
 
 assert all(r.kind in o.KINDS for r in KUEUE_RESOURCES)

@@ -10,12 +10,14 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   set ``main`` of ``min(parallelism, completions)`` pods whose template is the Job's without the labels the job
   controller adds, and whose ``topologyRequest`` comes from the template's TAS annotations, with the completion
   index as the pods' rank. A Job created unsuspended is suspended first;
-* **admitted** and suspended → start: what :mod:`connectors.k8s.podsetinfo` says the admission adds (the
-  flavors' ``nodeLabels`` and tolerations, the pod-set and queue labels, the workload annotation, with a
-  topology assignment the TAS scheduling gate, and the Ready checks' ``podSetUpdates``) is merged into the
-  template (a conflicting key finishes the Workload with ``FailedToStart``), partial admission sets
-  ``parallelism``; then ``suspend: false`` — one patch, conditioned on the Job's resourceVersion. A Workload
-  that only holds quota (checks pending, topology delayed) is not admitted: its Job stays suspended;
+* **admitted** (in the log, and in the Workload's stored status: a Job never starts on a decision whose status
+  write is still to come, or lost with a crash) and suspended → start: what :mod:`connectors.k8s.podsetinfo`
+  says the admission adds (the flavors' ``nodeLabels`` and tolerations, the pod-set and queue labels, the
+  workload annotation, with a topology assignment the TAS scheduling gate, and the Ready checks'
+  ``podSetUpdates``) is merged into the template (a conflicting key finishes the Workload with
+  ``FailedToStart``), partial admission sets ``parallelism``; then ``suspend: false`` — one patch, conditioned
+  on the Job's resourceVersion. A Workload that only holds quota (checks pending, topology delayed) is not
+  admitted: its Job stays suspended;
 * **not admitted** (pending, evicted, deactivated) and running → stop: ``suspend: true`` with the annotation
   ``kueue.x-k8s.io/stopping``, clear ``status.startTime``; once no pod is active (the apiserver refuses template
   changes before that) restore the template exactly as the Workload recorded it (labels and annotations —
@@ -53,6 +55,7 @@ from connectors.k8s.journal import Journal
 from connectors.k8s.mirror import JOB_UID_LABEL
 from connectors.k8s.resources import BY_KIND, KUEUE_GROUP, KUEUE_VERSION
 from connectors.k8s.workers import KeyedWorkers, Retries
+from connectors.k8s.writer import desired_status, observed_status
 from events import objects as o
 from events import schema as ev
 from projections.workloads import ADMITTED, FINISHED, WorkloadInfo, topology_request_from_annotations
@@ -81,6 +84,16 @@ def workload_name(job_name: str, job_uid: str) -> str:
     prefix = f"job-{job_name}"[:MAX_PREFIX]
     digest = hashlib.sha1(f"Job\nbatch\n{job_name}\n{job_uid}".encode()).hexdigest()
     return f"{prefix}-{digest[:5]}"
+
+
+def admission_shown(wl: WorkloadInfo, obs: o.Workload) -> bool:
+    """Whether the apiserver shows the Workload admitted as the log decided (``Admitted=True``, the same admission
+    and check states): a Job starts from its Workload as stored, like Kueue's, never from a decision whose
+    status write may still fail or be lost with a crash."""
+    if not any(c.type == "Admitted" and c.status == "True" for c in obs.status.conditions):
+        return False
+    desired, current = desired_status(wl), observed_status(obs)
+    return all(desired.get(k) == current.get(k) for k in ("admission", "admissionChecks"))
 
 
 def job_finished(job: o.Job) -> tuple[str, str] | None:
@@ -182,7 +195,8 @@ class JobIntegration:
         if admitted and not job.spec.suspend and STOPPING not in job.metadata.annotations:
             await self._pods_ready(job, wl)
         if admitted and not is_running(job):
-            await self._once(key, "start", job, self._start(job, wl, obs))
+            if admission_shown(wl, obs):
+                await self._once(key, "start", job, self._start(job, wl, obs))
         elif not admitted and is_running(job):
             await self._once(key, "stop", job, self._stop(job, obs))
         elif admitted and STOPPING in job.metadata.annotations:

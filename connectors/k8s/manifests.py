@@ -16,10 +16,13 @@ RBAC grants exactly what the connector does:
 * ProvisioningRequests (autoscaling.x-k8s.io): create, delete; PodTemplates: get, create, patch (their owner);
   AdmissionChecks' ``status``: patch (the provisioning checks' Active condition);
 * Events (core/v1): create (Kueue's Events for the decisions carried out; never updated or patched);
+* its own CRDs, by name: get, patch (the conversion webhook's ``caBundle``);
 
 The Deployment runs ``kueue-es run --kube`` as a non-root user with a read-only root filesystem, serving the
-batch/v1 Job mutating webhook on port 9443 behind the Service ``kueue-es-webhook`` (it makes a self-signed CA,
-keeps it in the Secret ``kueue-es-webhook-server-cert`` and registers the MutatingWebhookConfiguration); the
+batch/v1 Job mutating webhook and the CRDs' conversion webhook (the CRDs call it for v1beta1 <-> v1beta2) on
+port 9443 behind the Service ``kueue-es-webhook`` (it makes a self-signed CA, keeps it in the Secret
+``kueue-es-webhook-server-cert``, registers the MutatingWebhookConfiguration and sets the CRDs' conversion
+``caBundle``: until a replica has started, only v1beta2 is readable); the
 embedded log lives on a volume at ``/var/lib/kueue-es`` (an ``emptyDir`` by default: a new pod rebuilds its
 state by relisting, Workload statuses carry what was admitted; use a PersistentVolumeClaim or Kafka to keep
 the history).
@@ -29,8 +32,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from connectors.k8s.crds import all_crds
-from connectors.k8s.resources import ALL, KUEUE_GROUP, LEASES, POD_TEMPLATES, PROVISIONING_REQUESTS
+from connectors.k8s.crds import CRD_RESOURCE, all_crds, webhook_conversion
+from connectors.k8s.resources import (
+    ALL,
+    KUEUE_GROUP,
+    KUEUE_RESOURCES,
+    LEASES,
+    POD_TEMPLATES,
+    PROVISIONING_REQUESTS,
+)
 from connectors.k8s.webhook import CONFIGURATION_NAME
 
 DEFAULT_NAMESPACE = "kueue-system"
@@ -73,6 +83,8 @@ def cluster_role(name: str = DEFAULT_NAME) -> dict[str, Any]:
          "verbs": ["create", "delete"]},
         {"apiGroups": [KUEUE_GROUP], "resources": ["admissionchecks/status"], "verbs": ["patch"]},
         {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+        {"apiGroups": [CRD_RESOURCE.group], "resources": [CRD_RESOURCE.plural],
+         "resourceNames": sorted(f"{r.plural}.{r.group}" for r in KUEUE_RESOURCES), "verbs": ["get", "patch"]},
     ]
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -168,5 +180,6 @@ def namespace_object(namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:
 
 def everything(namespace: str = DEFAULT_NAMESPACE, name: str = DEFAULT_NAME, image: str = DEFAULT_IMAGE,
                log: str = "") -> list[dict[str, Any]]:
-    return [*all_crds(), namespace_object(namespace), *rbac(namespace, name),
+    converting = webhook_conversion(service=(WEBHOOK_SERVICE, namespace, 443))
+    return [*all_crds(converting), namespace_object(namespace), *rbac(namespace, name),
             webhook_service(namespace, name), deployment(namespace, name, image, log)]

@@ -9,7 +9,8 @@ On **create** (Kueue's webhook is registered for creation only: unsuspending an 
 The answer is an ``admission.k8s.io/v1`` AdmissionReview with a JSON patch; a Job that needs nothing is allowed
 unchanged. :func:`configuration` builds the MutatingWebhookConfiguration (``failurePolicy: Fail``, Kueue's
 namespace exclusions) that points the apiserver at it — by URL, or at a Service in-cluster — with the CA that
-signed the serving certificate as its ``caBundle``; :func:`register` creates or updates it.
+signed the serving certificate as its ``caBundle``; :func:`register` creates or updates it. The same server
+answers the CRDs' ConversionReviews (:mod:`connectors.k8s.conversion`), registered with the same CA.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import msgspec
 import structlog
 from aiohttp import web
 
+from connectors.k8s import conversion, crds
 from connectors.k8s.certs import CertBundle, self_signed
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, NotFound
@@ -92,12 +94,15 @@ def default_queue_lookup(client: KubeClient) -> HasDefaultQueue:
 
 
 class WebhookServer:
-    """HTTPS on ``address:port`` with the given certificate; one route, :data:`PATH`."""
+    """HTTPS on ``address:port`` with the given certificate: the Job webhook at :data:`PATH`, the CRD conversion
+    webhook at :data:`connectors.k8s.conversion.PATH`."""
 
     def __init__(self, has_default_queue: HasDefaultQueue) -> None:
         self.has_default_queue = has_default_queue
         self.reviews = 0
         self.patched = 0
+        self.conversions = 0
+        self.conversions_refused = 0
         self._runner: web.AppRunner | None = None
 
     async def start(self, address: str, port: int, certfile: str, keyfile: str) -> None:
@@ -105,10 +110,11 @@ class WebhookServer:
         tls.load_cert_chain(certfile, keyfile)
         app = web.Application()
         app.router.add_post(PATH, self._handle)
+        app.router.add_post(conversion.PATH, self._convert)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, address, port, ssl_context=tls).start()
-        log.info("webhook serving", address=address, port=port, path=PATH)
+        log.info("webhook serving", address=address, port=port, paths=[PATH, conversion.PATH])
 
     async def stop(self) -> None:
         if self._runner is not None:
@@ -123,11 +129,24 @@ class WebhookServer:
         self.reviews += 1
         if "patch" in out["response"]:
             self.patched += 1
-        resp = web.json_response(out)
-        # one TLS connection per review: an idle kept-alive one would still be in its TLS shutdown when the
-        # server stops, and its socket would outlive it (a handshake per Job creation is cheap next to that)
-        resp.force_close()
-        return resp
+        return _closing(web.json_response(out))
+
+    async def _convert(self, request: web.Request) -> web.Response:
+        try:
+            out = conversion.review(await request.read())
+        except msgspec.DecodeError as exc:
+            return web.json_response({"error": f"not a ConversionReview: {exc}"}, status=400)
+        self.conversions += 1
+        if out["response"]["result"]["status"] != "Success":
+            self.conversions_refused += 1
+        return _closing(web.json_response(out))
+
+
+def _closing(resp: web.Response) -> web.Response:
+    """One TLS connection per review: an idle kept-alive one would still be in its TLS shutdown when the server
+    stops, and its socket would outlive it (a handshake per review is cheap next to that)."""
+    resp.force_close()
+    return resp
 
 
 def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int] | None = None,
@@ -190,9 +209,16 @@ async def certificate(client: KubeClient, k: KubeSettings) -> CertBundle:
         return CertBundle(*(base64.b64decode(got[n]) for n in ("ca.crt", "tls.crt", "tls.key")))
 
 
-async def serve(client: KubeClient, k: KubeSettings) -> WebhookServer:
-    """Start the webhook as ``k`` says (and register it when ``webhook_register``); stop it when done."""
-    bundle = await certificate(client, k)
+def conversion_stanza(k: KubeSettings, ca_pem: bytes = b"") -> dict[str, Any]:
+    """The CRDs' ``spec.conversion`` for this webhook (at ``webhook_url``, else at the Service)."""
+    return crds.webhook_conversion(ca_pem, url=k.webhook_url,
+                                   service=None if k.webhook_url else (k.webhook_service, k.lease_namespace, 443))
+
+
+async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None = None) -> WebhookServer:
+    """Start the webhook as ``k`` says (with ``bundle``, else :func:`certificate`); when ``webhook_register``,
+    register the Job webhook and point the CRDs' conversion at it, both trusting its CA. Stop it when done."""
+    bundle = bundle or await certificate(client, k)
     _, cert, key = bundle.write(tempfile.mkdtemp(prefix="kueue-es-webhook-"))
     server = WebhookServer(default_queue_lookup(client))
     await server.start(k.webhook_address, k.webhook_port, str(cert), str(key))
@@ -201,6 +227,7 @@ async def serve(client: KubeClient, k: KubeSettings) -> WebhookServer:
             bundle.ca_pem, url=k.webhook_url,
             service=None if k.webhook_url else (k.webhook_service, k.lease_namespace, 443),
             excluded_namespaces=("kube-system", k.lease_namespace)))
+        await conversion.register(client, conversion_stanza(k, bundle.ca_pem))
     return server
 
 

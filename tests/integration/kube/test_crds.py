@@ -164,14 +164,19 @@ def test_manifests_render_as_multi_document_yaml() -> None:
     service = docs[-2]
     assert service["metadata"]["name"] == env["KUEUE_ES_KUBE_WEBHOOK_SERVICE"]
     assert service["spec"]["ports"][0]["targetPort"] == "webhook"
+    for crd in docs[:len(KUEUE_RESOURCES)]:  # converted by the webhook behind that Service; its CA is set at start
+        assert crd["spec"]["conversion"] == {"strategy": "Webhook", "webhook": {
+            "conversionReviewVersions": ["v1"], "clientConfig": {"service": {
+                "name": service["metadata"]["name"], "namespace": m.DEFAULT_NAMESPACE, "port": 443,
+                "path": "/convert"}}}}
 
 
 async def _allowed(api: client.ApiClient, user: str, verb: str, group: str, resource: str,
-                   namespace: str = "", subresource: str = "") -> bool:
+                   namespace: str = "", subresource: str = "", name: str = "") -> bool:
     review = await client.AuthorizationV1Api(api).create_subject_access_review(client.V1SubjectAccessReview(
         spec=client.V1SubjectAccessReviewSpec(user=user, resource_attributes=client.V1ResourceAttributes(
             verb=verb, group=group, resource=resource, namespace=namespace or None,
-            subresource=subresource or None))))
+            subresource=subresource or None, name=name or None))))
     return bool(review.status.allowed)
 
 
@@ -220,3 +225,8 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert not await ok("delete", "", "pods", "team-a")
         assert not await ok("patch", "", "events", "team-a")
         assert not await ok("update", "autoscaling.x-k8s.io", "provisioningrequests", "team-a", "status")
+        crd = ("apiextensions.k8s.io", "customresourcedefinitions")
+        assert await _allowed(api, sa, "patch", *crd, name="workloads.kueue.x-k8s.io")  # the conversion caBundle
+        assert not await _allowed(api, sa, "patch", *crd, name="provisioningrequests.autoscaling.x-k8s.io")
+        assert not await ok("create", *crd)
+        assert not await ok("delete", *crd)

@@ -9,22 +9,14 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
-import os
 import secrets
 import signal
-import socket
-import sys
 import time
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
-import aiohttp
 import pytest
 from kubehelp import cluster_queue, connect, create, eventually, flavor, get, job, local_queue, namespace
+from kubeproc import ready
+from kubeproc import run as kueue_es_process
 
 from connectors.k8s import crds
 from connectors.k8s.jobs import workload_name
@@ -32,81 +24,6 @@ from events import schema as ev
 from events.filelog import FileLog
 
 pytestmark = pytest.mark.kube
-REPO = Path(__file__).resolve().parents[3]
-HERE = Path(__file__).resolve().parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@dataclass
-class Proc:
-    name: str
-    proc: asyncio.subprocess.Process
-    port: int
-    reports: list[dict[str, Any]] = field(default_factory=list)
-    logs: list[str] = field(default_factory=list)
-    tasks: list[asyncio.Task[None]] = field(default_factory=list)
-
-    def reported(self, kind: str) -> bool:
-        return any(r.get("event") == kind for r in self.reports)
-
-    async def get(self, path: str) -> tuple[int, dict[str, Any]]:
-        async with aiohttp.ClientSession() as s, s.get(f"http://127.0.0.1:{self.port}{path}") as r:
-            return r.status, await r.json()
-
-
-async def _pump(stream: asyncio.StreamReader, into: list, parse: bool) -> None:
-    while line := await stream.readline():
-        text = line.decode(errors="replace").rstrip()
-        if parse:
-            with contextlib.suppress(ValueError):
-                into.append(json.loads(text))
-        else:
-            into.append(text)
-
-
-@contextlib.asynccontextmanager
-async def _run(cluster, name: str, log_dir: Path, lease_ns: str, *, script: str | None = None,
-               extra_env: dict[str, str] | None = None) -> AsyncIterator[Proc]:
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KUEUE_ES_")}
-    env.update({"KUEUE_ES_KUBE_LEASE_NAMESPACE": lease_ns, "KUEUE_ES_KUBE_LEASE_DURATION_S": "3",
-                "KUEUE_ES_KUBE_RENEW_DEADLINE_S": "2", "KUEUE_ES_KUBE_RETRY_PERIOD_S": "0.5",
-                "KUEUE_ES_KUBE_WATCH_TIMEOUT_S": "30", **(extra_env or {})})
-    entry = [str(HERE / script)] if script else ["-m", "kueue_es"]
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, *entry, "run", "--kube", "--kubeconfig", cluster.kubeconfig, "--log", str(log_dir),
-        "--health-port", str(port), "--instance-id", name, cwd=REPO, env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    p = Proc(name, proc, port)
-    assert proc.stdout is not None and proc.stderr is not None
-    p.tasks = [asyncio.create_task(_pump(proc.stdout, p.reports, True)),
-               asyncio.create_task(_pump(proc.stderr, p.logs, False))]
-    try:
-        yield p
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-        await proc.wait()
-        for t in p.tasks:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(t, 5)
-
-
-async def _ready(p: Proc, role: str) -> dict[str, Any]:
-    async def probe() -> dict[str, Any] | None:
-        with contextlib.suppress(aiohttp.ClientError):
-            status, body = await p.get("/readyz")
-            if status == 200 and body.get("role") == role:
-                return body
-        assert p.proc.returncode is None, f"{p.name} exited: " + "\n".join(p.logs[-20:])
-        return None
-
-    return await eventually(probe, timeout=60, what=f"{p.name} ready as {role}")
 
 
 async def _setup(kc, sfx: str) -> str:
@@ -128,13 +45,13 @@ async def test_health_leader_election_and_handover(kube_apiserver, tmp_path) -> 
         await crds.install(kc)
         sfx = secrets.token_hex(3)
         ns = await _setup(kc, sfx)
-        async with _run(kube_apiserver, "r1", tmp_path / "log1", ns) as r1:
-            body = await _ready(r1, "leader")
+        async with kueue_es_process(kube_apiserver, "r1", tmp_path / "log1", ns) as r1:
+            body = await ready(r1, "leader")
             status, health = await r1.get("/healthz")
             assert status == 200 and health["status"] == "ok"
             assert body["offset"] >= 0
-            async with _run(kube_apiserver, "r2", tmp_path / "log2", ns) as r2:
-                await _ready(r2, "standby")
+            async with kueue_es_process(kube_apiserver, "r2", tmp_path / "log2", ns) as r2:
+                await ready(r2, "standby")
                 await create(kc, job(ns, "j1", "user-queue", cpu="1"))
                 await eventually(lambda: _running(kc, ns, "j1"), what="j1 to run under r1")
                 assert r1.reported("active") and not r2.reported("active")
@@ -142,7 +59,7 @@ async def test_health_leader_election_and_handover(kube_apiserver, tmp_path) -> 
                 t0 = time.monotonic()
                 r1.proc.send_signal(signal.SIGTERM)
                 assert await asyncio.wait_for(r1.proc.wait(), 30) == 0
-                await _ready(r2, "leader")
+                await ready(r2, "leader")
                 assert time.monotonic() - t0 < 10, "a released Lease is taken over without waiting for it to expire"
                 # r2 started from an empty log: it learned j1's admission from the Workload's status
                 await create(kc, job(ns, "j2", "user-queue", cpu="3"))
@@ -166,8 +83,9 @@ async def test_sigkill_between_a_decision_and_its_write_converges_without_double
         ns = await _setup(kc, sfx)
         log_dir = tmp_path / "log"
         no_election = {"KUEUE_ES_KUBE_LEADER_ELECTION": "false"}
-        async with _run(kube_apiserver, "crash", log_dir, ns, script="crashing_kube_run.py",
-                        extra_env={"CRASH_BEFORE_WRITE": "1", **no_election}) as p:
+        crash = {"CRASH_AT": "status-write", "CRASH_NAMESPACE": ns, **no_election}
+        async with kueue_es_process(kube_apiserver, "crash", log_dir, ns, script="crashing_kube_run.py",
+                                    extra_env=crash) as p:
             j = await create(kc, job(ns, "j1", "user-queue", cpu="2"))
             assert await asyncio.wait_for(p.proc.wait(), 60) == -signal.SIGKILL
         wl_name = workload_name("j1", j["metadata"]["uid"])
@@ -180,14 +98,12 @@ async def test_sigkill_between_a_decision_and_its_write_converges_without_double
         assert not (wl.get("status") or {}).get("admission"), "killed before the write"
         assert (await get(kc, "Job", "j1", ns))["spec"]["suspend"] is True
 
-        async with _run(kube_apiserver, "again", log_dir, ns, extra_env=no_election) as p2:
-            await _ready(p2, "leader")
+        async with kueue_es_process(kube_apiserver, "again", log_dir, ns, extra_env=no_election) as p2:
+            await ready(p2, "leader")
             await eventually(lambda: _running(kc, ns, "j1"), what="j1 to run after the restart")
 
-            async def admission() -> dict:  # the Job starts from the log; the status write may land just after
-                return ((await get(kc, "Workload", wl_name, ns)).get("status") or {}).get("admission") or {}
-
-            adm = await eventually(admission, what="j1's Workload status to show its admission")
+            # the Job starts only once its Workload's stored status shows the admission
+            adm = ((await get(kc, "Workload", wl_name, ns)).get("status") or {}).get("admission") or {}
             assert adm["clusterQueue"] == f"cq-{sfx}"
 
             def outcomes_logged() -> bool:  # the outcome follows the write: stopping in between would lose it

@@ -19,7 +19,7 @@ import pytest
 from kubehelp import cluster_queue, connect, create, eventually, flavor, get, job, kueue_es, local_queue, namespace
 
 from connectors.k8s import crds
-from connectors.k8s.resources import BY_KIND
+from connectors.k8s.resources import BY_KIND, KUEUE_RESOURCES, Resource
 from connectors.k8s.settings import KubeSettings
 from connectors.k8s.webhook import (
     CONFIGURATION_NAME,
@@ -129,8 +129,9 @@ async def test_jobs_are_suspended_and_defaulted_at_creation(kube_apiserver, tmp_
 @pytest.mark.asyncio
 async def test_served_and_registered_from_the_kube_settings(kube_apiserver, tmp_path) -> None:
     """What ``kueue-es run --kube`` does with ``webhook_port`` and ``webhook_register``: one configuration for
-    every namespace but kube-system and its own."""
+    every namespace but kube-system and its own; the CRDs convert through the same server, trusting its CA."""
     async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
         own, other = await namespace(kc, "wh-own"), await namespace(kc, "wh-any")
         port = _free_port()
         settings = KubeSettings(webhook_port=port, webhook_address="127.0.0.1", webhook_hosts="127.0.0.1",
@@ -146,7 +147,28 @@ async def test_served_and_registered_from_the_kube_settings(kube_apiserver, tmp_
             assert (await create(kc, job(other, "j", "q", suspend=False)))["spec"]["suspend"] is True
             assert (await create(kc, job(own, "j", "q", suspend=False)))["spec"]["suspend"] is False, \
                 "its own namespace is left out"
+
+            mwc = msgspec.json.decode(await kc.get(MUTATING_CONFIGS, CONFIGURATION_NAME))
+            ca = mwc["webhooks"][0]["clientConfig"]["caBundle"]
+            for r in KUEUE_RESOURCES:
+                crd = msgspec.json.decode(await kc.get(crds.CRD_RESOURCE, f"{r.plural}.{r.group}"))
+                assert crd["spec"]["conversion"] == {"strategy": "Webhook", "webhook": {
+                    "conversionReviewVersions": ["v1"],
+                    "clientConfig": {"url": f"https://127.0.0.1:{port}/convert", "caBundle": ca}}}, r.kind
+            cq = f"wh-cq-{own}"
+            await create(kc, cluster_queue(cq, {}, cohortName="team"))
+            v1beta1 = Resource("ClusterQueue", "kueue.x-k8s.io", "v1beta1", "clusterqueues", False)
+
+            async def converted() -> dict[str, Any] | None:
+                with contextlib.suppress(Exception):
+                    got = msgspec.json.decode(await kc.get(v1beta1, cq))
+                    return got if got["spec"].get("cohort") == "team" else None
+                return None
+
+            assert "cohortName" not in (await eventually(converted, what="v1beta1 read through the webhook"))["spec"]
+            assert server.conversions > 0
         finally:
             with contextlib.suppress(Exception):
                 await kc.delete(MUTATING_CONFIGS, CONFIGURATION_NAME)
+            await crds.install(kc)  # strategy None again: this server stops
             await server.stop()
