@@ -66,7 +66,7 @@ async def eventually(probe: Callable[[], Awaitable[T | None] | T | None], timeou
 @contextlib.asynccontextmanager
 async def kueue_es(kc: KubeClient, log_dir: Path, *, kinds: Collection[str] | None = None,
                    hold: Collection[str] = (), release: asyncio.Event | None = None,
-                   synced: bool = True, config: SchedulerConfig = DEFAULT,
+                   synced: bool = True, sync_timeout: float = 30.0, config: SchedulerConfig = DEFAULT,
                    **connector_kw: Any) -> AsyncIterator[tuple[Connector, LocalJournal]]:
     """The connector and the scheduler over one embedded log, in this process, like ``kueue-es run --kube``.
 
@@ -92,7 +92,7 @@ async def kueue_es(kc: KubeClient, log_dir: Path, *, kinds: Collection[str] | No
     tasks = [asyncio.create_task(connector.run()), asyncio.create_task(schedule(journal, config))]
     try:
         if synced:
-            await asyncio.wait_for(connector.watcher.wait_synced(), 30)
+            await asyncio.wait_for(connector.watcher.wait_synced(), sync_timeout)
         yield connector, journal
     finally:
         for t in tasks:

@@ -29,17 +29,13 @@ from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import connect, create, eventually, get, local_queue, namespace
+from kubehelp import connect, create, eventually, get, kueue_es, local_queue, namespace
 
 from connectors.k8s import crds
-from connectors.k8s.connector import Connector, schedule
 from connectors.k8s.jobs import workload_name
-from connectors.k8s.journal import LocalJournal
-from connectors.k8s.mirror import Mirror
 from connectors.k8s.resources import BY_KIND, POD_TEMPLATES, PROVISIONING_REQUESTS
 from events import objects as o
 from events import schema as ev
-from events.filelog import FileLog
 from events.tas_assignment import decode
 
 pytestmark = pytest.mark.kube
@@ -65,28 +61,6 @@ def _true(obj: dict[str, Any], type_: str) -> bool:
 def _domains(psa: dict[str, Any]) -> list[tuple[tuple[str, ...], int]]:
     ta = msgspec.convert(psa["topologyAssignment"], o.TopologyAssignment)
     return [(tuple(d.values), d.count) for d in decode(ta)]
-
-
-@contextlib.asynccontextmanager
-async def _kueue_es(kc, log_dir):
-    """The connector and the scheduler over one embedded log, like ``kueue-es run --kube``: everything in memory
-    is folded from the log at start."""
-    log = FileLog.open(log_dir, fsync="never")
-    journal = LocalJournal(log, Mirror())
-    for batch in log.scan():
-        journal.mirror.apply_batch(batch)
-    connector = Connector(kc, journal, watch_timeout_s=30)
-    tasks = [asyncio.create_task(connector.run()), asyncio.create_task(schedule(journal))]
-    try:
-        await asyncio.wait_for(connector.watcher.wait_synced(), WAIT)
-        yield connector, journal
-    finally:
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
-        await log.close()
 
 
 @contextlib.asynccontextmanager
@@ -293,7 +267,7 @@ async def test_tas_job_with_provisioning_request_two_phases_restart_and_node_rep
              "lastTransitionTime": NOW}]}}, ns, subresource="status")
 
         # --- another process: the log replays, the relist sees the request Provisioned; the second pass ----------
-        async with _kueue_es(kc, log_dir) as (connector, journal):
+        async with kueue_es(kc, log_dir, sync_timeout=WAIT) as (connector, journal):
             async def admitted() -> dict[str, Any] | None:
                 wl = await workload()
                 return wl if wl is not None and _true(wl, "Admitted") else None
