@@ -68,7 +68,7 @@ async def bench(kubeconfig: str, n: int, concurrency: int, log_dir: Path) -> dic
     log = FileLog.open(log_dir, fsync="always")
     journal = LocalJournal(log, Mirror())
     connector = Connector(kc, journal, watch_timeout_s=300)
-    tasks = [asyncio.create_task(connector.run()), asyncio.create_task(schedule(journal))]
+    tasks = [asyncio.create_task(connector.run()), asyncio.create_task(schedule(journal, ready=connector.watcher.wait_synced))]
     await connector.watcher.wait_synced()
 
     created: dict[str, float] = {}

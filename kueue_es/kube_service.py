@@ -4,7 +4,7 @@
 2. with leader election (the default), wait as a standby until this replica holds the Lease;
 3. open the embedded log (this process is its single writer), fold it into the connector's mirror;
 4. run, as one task group: the connector (watch → log; status writer and Job integration once every kind is
-   listed), the scheduler loop over the same state, and the Lease renewal. Losing the Lease stops everything
+   listed), the scheduler loop over the same state (also from then on), and the Lease renewal. Losing the Lease stops everything
    with exit code 1 (the pod restarts as a standby); SIGTERM stops gracefully and releases the Lease.
 
 Logs are JSON lines (structlog) on stderr; progress reports stay JSON lines on stdout like the other modes.
@@ -176,7 +176,8 @@ async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health:
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(connector.run(), name="connector")
                 tg.create_task(schedule(journal, opts.config, ticks=opts.ticks,
-                                        record_config=lambda state: opts.config_to_record(state, opts.instance_id)),
+                                        record_config=lambda state: opts.config_to_record(state, opts.instance_id),
+                                        ready=connector.watcher.wait_synced),
                                name="scheduler")
                 if elector is not None:
                     tg.create_task(elector.hold(), name="lease")

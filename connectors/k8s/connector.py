@@ -8,14 +8,16 @@ provisioning checks' Active condition and the recorder of Kueue's Kubernetes Eve
 cluster before the log has caught up with it.
 :func:`schedule` is the scheduler for a :class:`LocalJournal`: decide on the mirror's state, append the batch
 (which applies it), repeat until quiet, then wait for the log to move or a controller deadline to pass (it then
-appends a clock tick).
+appends a clock tick). Like Kueue, which starts its scheduler only once its informers' caches are synced, it
+decides nothing before the connector has listed every kind (``ready``): a Workload listed before its
+WorkloadPriorityClass would otherwise be ordered with priority 0, and admitted ahead of one that outranks it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import structlog
 
@@ -86,10 +88,14 @@ class Connector:
 
 
 async def schedule(journal: LocalJournal, config: SchedulerConfig = DEFAULT, *, ticks: bool = True,
-                   idle_s: float = 1.0, record_config: RecordConfig | None = None) -> None:
+                   idle_s: float = 1.0, record_config: RecordConfig | None = None,
+                   ready: Callable[[], Awaitable[None]] | None = None) -> None:
     """The scheduler over a log this process owns (see the module docstring); runs until cancelled.
     ``record_config`` gives what to append before deciding: the record of the Kueue Configuration when it is not
-    the one in force (``ServiceOptions.config_to_record``)."""
+    the one in force (``ServiceOptions.config_to_record``). ``ready`` is awaited before the first decision
+    (``Connector.watcher.wait_synced``); None decides at once, on whatever the log holds."""
+    if ready is not None:
+        await ready()
     state = journal.mirror.state
     signal = journal.subscribe()
     while True:

@@ -67,11 +67,13 @@ async def eventually(probe: Callable[[], Awaitable[T | None] | T | None], timeou
 async def kueue_es(kc: KubeClient, log_dir: Path, *, kinds: Collection[str] | None = None,
                    hold: Collection[str] = (), release: asyncio.Event | None = None,
                    synced: bool = True, sync_timeout: float = 30.0, config: SchedulerConfig = DEFAULT,
-                   **connector_kw: Any) -> AsyncIterator[tuple[Connector, LocalJournal]]:
+                   decide_before_synced: bool = False, **connector_kw: Any) -> AsyncIterator[tuple[Connector, LocalJournal]]:
     """The connector and the scheduler over one embedded log, in this process, like ``kueue-es run --kube``.
 
     ``hold``: kinds whose (re)list waits for ``release`` — their objects stay out of the log meanwhile, while
-    everything else is watched and the scheduler decides. ``synced``: wait until every kind is listed first.
+    everything else is watched. ``synced``: wait until every kind is listed first. The scheduler, as in
+    ``kueue-es run --kube``, decides only once every kind is listed; ``decide_before_synced`` lets it decide on
+    whatever the log holds meanwhile (to show what a partial state leads to).
     """
     log = FileLog.open(log_dir, fsync="never")
     journal = LocalJournal(log, Mirror())
@@ -89,7 +91,8 @@ async def kueue_es(kc: KubeClient, log_dir: Path, *, kinds: Collection[str] | No
             return await relist(r)
 
         connector.watcher.relist = held_relist  # type: ignore[method-assign]
-    tasks = [asyncio.create_task(connector.run()), asyncio.create_task(schedule(journal, config))]
+    tasks = [asyncio.create_task(connector.run()), asyncio.create_task(
+        schedule(journal, config, ready=None if decide_before_synced else connector.watcher.wait_synced))]
     try:
         if synced:
             await asyncio.wait_for(connector.watcher.wait_synced(), sync_timeout)

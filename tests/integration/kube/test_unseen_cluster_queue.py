@@ -6,7 +6,8 @@ the log, in the two ways that can happen:
 
 * a replica takes over with a log of its own (empty) and the ClusterQueue's list comes last — the Workloads,
   one of them admitted and holding all the quota, are folded and the scheduler decides before the
-  ClusterQueue exists in the log;
+  ClusterQueue exists in the log (``kueue-es run --kube`` waits for every kind's list before deciding; the
+  scheduler here is let decide earlier, to show that a partial state is safe too);
 * the ClusterQueue is created only after the restart, the log already holding Workloads that wait for it.
 
 Either way the pending Workload waits with Kueue's reason (QuotaReserved=False, ``Misconfigured``, "ClusterQueue
@@ -99,7 +100,7 @@ async def test_takeover_with_the_cluster_queue_listed_last_neither_crashes_nor_o
         # --- a new leader with a log of its own; the ClusterQueue is listed last --------------------------------
         release = asyncio.Event()
         async with kueue_es(kc, tmp_path / "after", hold=("ClusterQueue",), release=release,
-                            synced=False) as (connector, journal):
+                            synced=False, decide_before_synced=True) as (connector, journal):
             state = journal.mirror.state
             missing = f"ClusterQueue {cq} doesn't exist"
 
