@@ -7,9 +7,9 @@
 * Both hold with Fair Sharing on too (each strategy list), with ClusterQueue weights (0 included).
 * With several flavors per ClusterQueue and any flavorFungibility, the flavor scan progress carried from one
   cycle to the next (FlavorFungibilityPreserveScanProgress) never keeps the scheduler from settling.
-* With waitForPodsReady.blockAdmission, a batch reserves quota for one workload at most, and for none while a
-  workload holding quota has pods that are not ready; once every such workload's pods are ready, no queue head
-  is left waiting for them, and the quota limits hold throughout.
+* With waitForPodsReady.blockAdmission (Fair Sharing on or off), a batch reserves quota for one workload at
+  most, and for none while a workload holding quota has pods that are not ready; once every such workload's pods
+  are ready, no queue head is left waiting for them, and the quota limits hold throughout.
 """
 
 from __future__ import annotations
@@ -214,18 +214,21 @@ def test_same_decisions_in_a_fresh_process_with_another_hash_seed(scenario) -> N
         assert result.stdout.strip() == here
 
 
-BLOCKING = load_config({"waitForPodsReady": {"blockAdmission": True}})
+BLOCKING = {fair: load_config({"waitForPodsReady": {"blockAdmission": True},
+                               **({"fairSharing": {}} if fair else {})}) for fair in (False, True)}
+"""waitForPodsReady.blockAdmission, without and with Fair Sharing."""
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(scenarios())
-def test_block_admission_admits_one_workload_at_a_time(scenario) -> None:
+@given(scenarios(), st.booleans())
+def test_block_admission_admits_one_workload_at_a_time(scenario, fair) -> None:
     import msgspec
 
     from kueue_es.scheduler import blockadmission
     from kueue_es.scheduler.cycle import heads
 
     objects, waves = scenario
+    config = BLOCKING[fair]
     state = ClusterState()
     t = T0
 
@@ -236,7 +239,7 @@ def test_block_admission_admits_one_workload_at_a_time(scenario) -> None:
     def settle():
         for _ in range(500):
             held = blockadmission.holds_admission(state)
-            batch = decide(state, BLOCKING, now=state.time)
+            batch = decide(state, config, now=state.time)
             if not batch:
                 return
             reserved = [d.key for d in batch if isinstance(d, ev.QuotaReserved)]
@@ -260,7 +263,7 @@ def test_block_admission_admits_one_workload_at_a_time(scenario) -> None:
             apply([ev.PodsReadyChanged(time=t, key=k, ready=True) for k in waiting])
         else:
             raise AssertionError("pods kept turning not ready")
-        left = [e.wl.key for e in heads(state, BLOCKING, state.time)
+        left = [e.wl.key for e in heads(state, config, state.time)
                 if (c := e.wl.condition("QuotaReserved")) is not None and c.reason == blockadmission.REASON]
         assert not left, f"heads still waiting for pods though every pod is ready: {left}"
 
