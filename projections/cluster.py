@@ -163,6 +163,10 @@ class ClusterState:
         self.pods_ready_clock = DueIndex()
         """Admitted workloads whose pods are not ready (and not evicted), by admission time: waitForPodsReady's
         timeout runs from there."""
+        self.not_ready: dict[str, None] = {}
+        """Active workloads holding quota (reserved or admitted, evicted ones until their quota is released)
+        whose pods are not all ready: Kueue's cache ``WorkloadsNotReady``, over every ClusterQueue. While one is
+        listed, waitForPodsReady.blockAdmission admits nothing new. Derived; rebuilt on restore."""
         self.finished_clock = DueIndex()
         """Workloads in :attr:`retained` because they finished, by the Finished condition's transition time."""
         self.deactivated_clock = DueIndex()
@@ -286,11 +290,17 @@ class ClusterState:
         if wl is not None:
             if wl.phase == ADMITTED and not wl.pods_ready and not wl.evicted:
                 waiting = wl.admitted_at
+            if wl.phase in _HOLDING and not wl.pods_ready and wl.active:
+                self.not_ready[key] = None
+            elif key in self.not_ready:
+                del self.not_ready[key]
             if key in self.retained:
                 if wl.phase == FINISHED:
                     finished = _ms(wl.condition("Finished"))
                 else:
                     deactivated = _ms(wl.condition("Evicted"))
+        elif key in self.not_ready:
+            del self.not_ready[key]
         at = self.backoff.get(key)
         clock = self.backoff_due
         if at is not None or key in clock.at:

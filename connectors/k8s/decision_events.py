@@ -12,7 +12,8 @@ type (Normal/Warning), reason, action, message and reporting component, and the 
   ``kueue-workload-controller`` (its checks turned Ready), timed from QuotaReserved's lastTransitionTime;
 * ``WorkloadPending`` of a failed admission attempt → Warning ``<reason>`` with the inadmissible message, from
   ``kueue-admission``; the workload controller's own QuotaReserved=False updates (queue blockers,
-  PendingEvaluation) record nothing, as in Kueue;
+  PendingEvaluation) record nothing, as in Kueue, and neither does the scheduler's status write while
+  waitForPodsReady.blockAdmission holds an entry (Kueue's scheduler patches it and waits, recording nothing);
 * ``WorkloadPreempted`` → on the victim Normal ``EvictedDueToPreempted`` (the eviction message) and Normal
   ``Preempted`` (the message and both effective priorities), on the preemptor Normal ``PreemptedWorkload``;
 * ``WorkloadEvicted`` / ``WorkloadDeactivated`` → Normal ``EvictedDueTo<reason>`` (a deactivation's reason already
@@ -48,6 +49,7 @@ from typing import NamedTuple
 from connectors.k8s.resources import BY_KIND
 from events import schema as ev
 from events.timefmt import parse_time
+from kueue_es.scheduler import blockadmission
 from kueue_es.scheduler.reconcile import PENDING_EVALUATION
 from projections.cluster import ClusterState
 from projections.workloads import WorkloadInfo
@@ -130,6 +132,8 @@ def scheduler_attempt(d: ev.WorkloadPending) -> bool:
         return True
     if d.reason in _CONTROLLER_PENDING:
         return False
+    if d.message == blockadmission.MESSAGE and d.reason in (blockadmission.REASON, blockadmission.LEGACY_REASON):
+        return False  # not a failed attempt: the scheduler waits with it for pods to be ready
     return not (d.reason == "PendingEvaluation" and d.message == PENDING_EVALUATION)
 
 

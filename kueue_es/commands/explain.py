@@ -136,6 +136,8 @@ def _render(d: dict[str, Any]) -> str:
     out.append(f"\nNext attempt (dry run at {d['time']}, log offset {d['offset']}): {a['outcome']}\n")
     if "scan" in a:
         out.append(f"  Flavor scan: {a['scan']['detail']}\n")
+    if "podsReady" in d:
+        out.append(f"  {a['reason']}: {d['podsReady']['detail']}\n")
     if a["outcome"] == "NotNominated":
         out.append(f"  {a['reason']}: {a['message']}\n")
     for ps in a.get("podSets", []):

@@ -87,6 +87,14 @@ class SchedulerConfig(_Cfg):
         return self.wait_for_pods_ready or WaitForPodsReadyConfig()
 
     @property
+    def blocks_admission(self) -> bool:
+        """waitForPodsReady with ``blockAdmission: true`` is in force (Kueue's cache then tracks PodsReady and its
+        scheduler holds new admissions while any workload holding quota has pods not ready)."""
+        w = self.wait_for_pods_ready
+        return (w is not None and w.enable and w.block_admission
+                and not features.enabled(self.feature_gates, features.DISABLE_WAIT_FOR_PODS_READY))
+
+    @property
     def workload_retention(self) -> tuple[int | None, int | None]:
         """(afterFinished, afterDeactivatedByKueue) in ms; None where Workloads are kept forever."""
         w = self.object_retention_policies.workloads if self.object_retention_policies else None

@@ -23,7 +23,7 @@ from projections.cluster import ClusterState
 from projections.clusterqueues import ClusterQueueInfo
 from projections.workloads import WorkloadInfo
 
-from kueue_es.scheduler import afs
+from kueue_es.scheduler import afs, blockadmission
 from kueue_es.scheduler.config import SchedulerConfig
 from kueue_es.scheduler.flavors import (
     Assignment,
@@ -102,6 +102,9 @@ class CycleContext:
         """Victims chosen earlier in this cycle: their usage is already off the tree, so they are no candidates."""
         self.topology = CycleTopology(state, config)
         """The cycle's TAS snapshots, charged as entries are placed."""
+        self.block_admission = config.blocks_admission
+        """waitForPodsReady.blockAdmission: an entry that fits waits while a workload holding quota has pods not
+        ready (:mod:`kueue_es.scheduler.blockadmission`)."""
 
     def __enter__(self) -> CycleContext:
         self.tree.begin()
@@ -273,6 +276,8 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
     victims = ctx.removed
     tree = ctx.tree
     ordered = fair_order(ctx, entries) if ctx.config.fair_sharing_enabled else order_entries(entries)
+    block = ctx.block_admission
+    admitted = False
     for e in ordered:
         a = e.assignment
         if e.status:
@@ -333,8 +338,28 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
         if removed:
             _preempt(out, state, e, base)
             continue
+        if block and (admitted or blockadmission.holds_admission(state)):
+            # the workload admitted just before (its pods are not ready yet) or another one holds it: Kueue's
+            # scheduler waits here, so this cycle admits nothing more and looks at no later entry
+            _wait_for_pods_ready(out, e, ctx.config, base)
+            break
         _admit(out, state, e, base)
+        admitted = True
     return out
+
+
+def _wait_for_pods_ready(out: list[ev.Decision], e: Entry, config: SchedulerConfig, base: dict) -> None:
+    """QuotaReserved=False while waitForPodsReady.blockAdmission holds the entry, unless it shows that already.
+    It stays in its queue's heap, so the cycle after the event that opens the gate tries it again; its flavor
+    scan starts over (Kueue admits it on the assignment it waited with)."""
+    wl = e.wl
+    reason = blockadmission.reason(config)
+    current = wl.condition("QuotaReserved")
+    if (current is not None and current.status == "False" and current.reason == reason
+            and current.message == blockadmission.MESSAGE):
+        return
+    out.append(ev.WorkloadPending(key=wl.key, uid=wl.uid, reason=reason, message=blockadmission.MESSAGE,
+                                  parked=False, **base))
 
 
 def _recompute_after_overlap(ctx: CycleContext, e: Entry) -> str:

@@ -8,6 +8,8 @@ reports, as plain data:
 * ``queue`` — where the workload waits: its position in the ClusterQueue, parked as inadmissible until
   something changes, in backoff, or not queued at all (LocalQueue missing or stopped, workload inactive); with
   Admission Fair Sharing, its LocalQueue's usage (what orders the queue);
+* ``podsReady`` — when waitForPodsReady.blockAdmission holds an attempt that fits: the workloads holding quota
+  whose pods are not ready yet, which it waits for;
 * ``attempt`` — the dry run's outcome, where its flavor scan starts (``scan``: resumed from the progress the
   previous attempt kept, or at the first flavors, and why), and per pod set and resource group the flavors tried
   in order and what each said;
@@ -27,7 +29,7 @@ from events.timefmt import format_time
 from projections.cluster import ClusterState
 from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, WorkloadInfo
 
-from kueue_es.scheduler import afs, fairsharing
+from kueue_es.scheduler import afs, blockadmission, fairsharing
 from kueue_es.scheduler.config import SchedulerConfig
 from kueue_es.scheduler.cycle import CycleContext, Entry, nominate
 from kueue_es.scheduler.flavors import Granular, Mode, resume_scan
@@ -65,6 +67,9 @@ def explain(state: ClusterState, config: SchedulerConfig, key: str, now: int) ->
         out["kueue"] = {"reason": qr.reason, "message": qr.message, "observed": True}
     if wl.phase in (RESERVED, ADMITTED):
         out["summary"] = _holding(wl)
+        if config.blocks_admission and wl.key in blockadmission.not_ready(state):
+            out["summary"] += ("; its pods are not ready yet, so waitForPodsReady.blockAdmission admits no other "
+                               "workload until they are (or it releases its quota)")
         return out
     if wl.phase == FINISHED:
         fin = wl.condition("Finished")
@@ -80,6 +85,11 @@ def explain(state: ClusterState, config: SchedulerConfig, key: str, now: int) ->
         e = Entry(wl, cq)
         nominate(ctx, e)
         out["attempt"] = _attempt(e)
+        if config.blocks_admission and out["attempt"]["outcome"] == "Fit":
+            waiting = blockadmission.not_ready(state)
+            if waiting:
+                out["attempt"].update(reason=blockadmission.reason(config), message=blockadmission.MESSAGE)
+                out["podsReady"] = _pods_ready(state, waiting)
         if e.assignment is not None:
             out["attempt"]["scan"] = _scan(state, wl, cq)
         if "kueue" not in out:
@@ -100,6 +110,22 @@ def _holding(wl: WorkloadInfo) -> str:
     if wl.evicted:
         text += f"; evicted ({wl.evicted}), quota released once its job stops"
     return text
+
+
+_LISTED = 20
+"""How many of the workloads blockAdmission waits for ``explain`` names."""
+
+
+def _pods_ready(state: ClusterState, waiting: list[str]) -> dict[str, Any]:
+    shown = waiting[:_LISTED]
+    named = ", ".join(f"{k} ({state.workloads[k].phase}, ClusterQueue {state.workloads[k].cluster_queue})"
+                      for k in shown)
+    more = f" and {len(waiting) - len(shown)} more" if len(waiting) > len(shown) else ""
+    return {"blockAdmission": True, "waitingFor": shown, "count": len(waiting), "detail": (
+        f"it fits, but waitForPodsReady.blockAdmission admits nothing while a workload holding quota has pods "
+        f"that are not all ready: {len(waiting)} do ({named}{more}); the attempt after the last of them has its pods "
+        "ready or no longer holds quota (finished, deleted, deactivated, or evicted and released) admits it (if it "
+        "still comes first and fits)")}
 
 
 def _queue(state: ClusterState, config: SchedulerConfig, wl: WorkloadInfo,

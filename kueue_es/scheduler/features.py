@@ -4,8 +4,9 @@ Kueue hands that map to the Kubernetes feature-gate machinery at start-up and re
 an unknown name ("unrecognized feature gate"), a gate locked to its default set otherwise, or an enabled gate
 whose dependency is disabled. ``AllAlpha`` / ``AllBeta`` set every alpha / beta gate the map does not name. The
 names, stages and defaults below are Kueue's (``pkg/features/kube_features.go``, main after v0.19); only the
-gates that change a decision here are read (``TASBalancedPlacement``, ``TASMultiLayerTopology``), the others are
-known so that a user's existing configuration is accepted as Kueue accepts it.
+gates that change a decision here are read (``TASBalancedPlacement``, ``TASMultiLayerTopology``, and for
+waitForPodsReady's blockAdmission ``DisableWaitForPodsReady`` and ``UnadmittedWorkloadsObservability``), the
+others are known so that a user's existing configuration is accepted as Kueue accepts it.
 """
 
 from __future__ import annotations
@@ -16,13 +17,15 @@ ALPHA, BETA, GA, DEPRECATED = "Alpha", "Beta", "GA", "Deprecated"
 
 TAS_BALANCED_PLACEMENT = "TASBalancedPlacement"
 TAS_MULTI_LAYER_TOPOLOGY = "TASMultiLayerTopology"
+DISABLE_WAIT_FOR_PODS_READY = "DisableWaitForPodsReady"
+UNADMITTED_WORKLOADS_OBSERVABILITY = "UnadmittedWorkloadsObservability"
 
 GATES: dict[str, tuple[str, bool]] = {
     "PartialAdmission": (BETA, True),
     "ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp": (ALPHA, False),
     "FlavorFungibility": (BETA, True),
     "VisibilityOnDemand": (BETA, True),
-    "DisableWaitForPodsReady": (ALPHA, False),
+    DISABLE_WAIT_FOR_PODS_READY: (ALPHA, False),
     "PrioritySortingWithinCohort": (BETA, True),
     "FairSharingPreemptWithinNominal": (BETA, True),
     "FairSharingPrioritizeNonBorrowing": (BETA, True),
@@ -82,7 +85,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "MetricsForCohorts": (BETA, True),
     "CleanupProvisioningRequestsOnEviction": (BETA, True),
     "TASHandleOverlappingFlavors": (BETA, True),
-    "UnadmittedWorkloadsObservability": (BETA, True),
+    UNADMITTED_WORKLOADS_OBSERVABILITY: (BETA, True),
     "TASRecomputeAssignmentWithinSchedulingCycle": (BETA, True),
     "UnadmittedWorkloadsExplicitStatus": (BETA, False),
     "DeferRayServiceFinalizationForRedisCleanup": (BETA, True),
@@ -121,7 +124,7 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
     "TASReplaceNodeOnNodeTaints": ("TopologyAwareScheduling",),
     TAS_MULTI_LAYER_TOPOLOGY: ("TopologyAwareScheduling",),
     "TASRespectNodeAffinityPreferred": ("TopologyAwareScheduling",),
-    "UnadmittedWorkloadsExplicitStatus": ("UnadmittedWorkloadsObservability",),
+    "UnadmittedWorkloadsExplicitStatus": (UNADMITTED_WORKLOADS_OBSERVABILITY,),
     "TASHandleOverlappingFlavors": ("TopologyAwareScheduling",),
     "TASProfileMixed": ("TopologyAwareScheduling",),
     "TASRecomputeAssignmentWithinSchedulingCycle": ("TopologyAwareScheduling",),

@@ -37,6 +37,7 @@ def derived(state: ClusterState) -> dict[str, object]:
         "queues": {name: q.ordered() for name, q in state.queues.items() if len(q)},
         "heads": {name: q.head() for name, q in state.queues.items() if len(q)},
         "awaiting_release": sorted(state.awaiting_release),
+        "not_ready": sorted(state.not_ready),
     }
 
 

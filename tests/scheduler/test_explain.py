@@ -229,3 +229,46 @@ def test_where_the_flavor_scan_resumes() -> None:
     assert stale is not None and stale["attempt"]["scan"]["state"] == "stale"
     assert "allocatable generation grew" in stale["attempt"]["scan"]["detail"]
     assert stale["attempt"]["podSets"][0]["tried"]["cpu"][0].startswith("a: ")
+
+
+def test_why_waitforpodsready_blockadmission_holds_a_workload(tmp_path: Path) -> None:
+    """Kueue's reason and message first, then which workloads' pods it waits for; the workload that holds the
+    others says so too. Before any cycle (nothing observed yet) the dry run gives Kueue's words."""
+    from kueue_es.commands.explain import render
+    from kueue_es.scheduler.config import load_config
+
+    spec = yaml.safe_load((SCENARIOS / "pods-ready-block-admission.yaml").read_text())
+    config = load_config(spec["config"])
+    state = ClusterState()
+    t0 = 1_704_067_200_000
+    for d in spec["objects"]:
+        x = msgspec.convert(d, o.KueueObject)
+        state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=t0, key=x.key, uid=x.metadata.uid, obj=x)))
+    settle(state, config, now=t0)
+    data = explain(state, config, "team/b", t0)
+    assert data is not None
+    assert data["kueue"] == {"reason": "WaitingForPodsReady",
+                             "message": "waiting for all admitted workloads to be in PodsReady condition",
+                             "observed": True}
+    assert data["attempt"]["outcome"] == "Fit" and data["attempt"]["reason"] == "WaitingForPodsReady"
+    assert data["podsReady"]["waitingFor"] == ["team/a"] and data["podsReady"]["count"] == 1
+    text = render(data)
+    lines = text.splitlines()
+    assert lines[1:3] == ["QuotaReserved=False: WaitingForPodsReady",
+                          "  waiting for all admitted workloads to be in PodsReady condition"]
+    assert "WaitingForPodsReady: it fits, but waitForPodsReady.blockAdmission admits nothing while" in text
+    assert "team/a (Admitted, ClusterQueue cq)" in text
+    holder = explain(state, config, "team/a", t0)
+    assert holder is not None and "waitForPodsReady.blockAdmission admits no other workload" in holder["summary"]
+    # the same state without blockAdmission: the attempt would be admitted, nothing is said about pods
+    plain = explain(state, DEFAULT, "team/c", t0)
+    assert plain is not None and plain["attempt"]["reason"] == "" and "podsReady" not in plain
+    # c was never tried: its next attempt would say what Kueue writes
+    fresh = explain(state, config, "team/c", t0)
+    assert fresh is not None
+    assert fresh["kueue"] == {"reason": "WaitingForPodsReady",
+                              "message": "waiting for all admitted workloads to be in PodsReady condition",
+                              "observed": False}
+    state.apply(ev.Record(state.offset + 1, ev.PodsReadyChanged(time=t0 + 1, key="team/a", ready=True)))
+    ready = explain(state, config, "team/c", t0 + 1)
+    assert ready is not None and ready["attempt"]["reason"] == "" and "podsReady" not in ready

@@ -45,3 +45,25 @@ def test_kueue_refuses_to_start_with(gates: dict, message: str) -> None:
 def test_a_value_must_be_a_bool() -> None:
     with pytest.raises(InvalidInput, match=r"featureGates.*Expected `bool`"):
         load_config(_doc({"TASBalancedPlacement": "yes"}))
+
+
+@pytest.mark.parametrize(("wait", "gates", "blocks", "reason"), [
+    (None, {}, False, "WaitingForPodsReady"),
+    ({"blockAdmission": False}, {}, False, "WaitingForPodsReady"),
+    ({"blockAdmission": True}, {}, True, "WaitingForPodsReady"),
+    ({"blockAdmission": True, "enable": False}, {}, False, "WaitingForPodsReady"),
+    ({"blockAdmission": True}, {"DisableWaitForPodsReady": True}, False, "WaitingForPodsReady"),
+    ({"blockAdmission": True}, {"AllAlpha": True}, False, "WaitingForPodsReady"),
+    ({"blockAdmission": True}, {"UnadmittedWorkloadsObservability": False}, True, "Waiting"),
+])
+def test_block_admission_and_the_gates_it_reads(wait: dict | None, gates: dict, blocks: bool, reason: str) -> None:
+    """waitForPodsReady.blockAdmission is in force only with waitForPodsReady on (DisableWaitForPodsReady, an alpha
+    gate, turns it off); UnadmittedWorkloadsObservability off gives the legacy reason."""
+    from kueue_es.scheduler import blockadmission
+
+    doc = _doc(gates)
+    if wait is not None:
+        doc["waitForPodsReady"] = wait
+    cfg = load_config(doc)
+    assert cfg.blocks_admission is blocks
+    assert blockadmission.reason(cfg) == reason

@@ -7,6 +7,9 @@
 * Both hold with Fair Sharing on too (each strategy list), with ClusterQueue weights (0 included).
 * With several flavors per ClusterQueue and any flavorFungibility, the flavor scan progress carried from one
   cycle to the next (FlavorFungibilityPreserveScanProgress) never keeps the scheduler from settling.
+* With waitForPodsReady.blockAdmission (Fair Sharing on or off), a batch reserves quota for one workload at
+  most, and for none while a workload holding quota has pods that are not ready; once every such workload's pods
+  are ready, no queue head is left waiting for them, and the quota limits hold throughout.
 """
 
 from __future__ import annotations
@@ -209,3 +212,69 @@ def test_same_decisions_in_a_fresh_process_with_another_hash_seed(scenario) -> N
         result = subprocess.run([sys.executable, "-c", code], input=json.dumps([objects, waves]),
                                 capture_output=True, text=True, env=env, check=True)
         assert result.stdout.strip() == here
+
+
+BLOCKING = {fair: load_config({"waitForPodsReady": {"blockAdmission": True},
+                               **({"fairSharing": {}} if fair else {})}) for fair in (False, True)}
+"""waitForPodsReady.blockAdmission, without and with Fair Sharing."""
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(), st.booleans())
+def test_block_admission_admits_one_workload_at_a_time(scenario, fair) -> None:
+    import msgspec
+
+    from kueue_es.scheduler import blockadmission
+    from kueue_es.scheduler.cycle import heads
+
+    objects, waves = scenario
+    config = BLOCKING[fair]
+    state = ClusterState()
+    t = T0
+
+    def apply(batch):
+        for e in batch:
+            state.apply(ev.Record(state.offset + 1, e))
+
+    def settle():
+        for _ in range(500):
+            held = blockadmission.holds_admission(state)
+            batch = decide(state, config, now=state.time)
+            if not batch:
+                return
+            reserved = [d.key for d in batch if isinstance(d, ev.QuotaReserved)]
+            assert len(reserved) <= 1, f"one batch reserved quota for {reserved}"
+            assert not (held and reserved), f"{reserved} reserved while {blockadmission.not_ready(state)} not ready"
+            apply(batch)
+            check_quota(state)
+            apply([ev.JobStopped(time=state.time, key=k) for k in sorted(state.workloads)
+                   if state.workloads[k].evicted and state.workloads[k].reserving
+                   and not state.workloads[k].job_stopped])
+        raise AssertionError("the scheduler did not settle within 500 batches")
+
+    def settle_until_all_ready():
+        nonlocal t
+        for _ in range(200):
+            settle()
+            waiting = blockadmission.not_ready(state)
+            if not waiting:
+                break
+            t += 1_000
+            apply([ev.PodsReadyChanged(time=t, key=k, ready=True) for k in waiting])
+        else:
+            raise AssertionError("pods kept turning not ready")
+        left = [e.wl.key for e in heads(state, config, state.time)
+                if (c := e.wl.condition("QuotaReserved")) is not None and c.reason == blockadmission.REASON]
+        assert not left, f"heads still waiting for pods though every pod is ready: {left}"
+
+    apply([ev.ObjectUpserted(time=t, key=d["metadata"]["name"], obj=msgspec.convert(d, o.KueueObject))
+           for d in objects])
+    for i, wave in enumerate(waves):
+        t += 60_000
+        apply([ev.ObjectUpserted(time=t, key=f"ns/{d['metadata']['name']}", obj=msgspec.convert(d, o.KueueObject))
+               for d in wave])
+        settle_until_all_ready()
+        running = sorted(k for k, w in state.workloads.items() if w.phase == "Admitted" and not w.evicted)
+        t += 1_000
+        apply([ev.WorkloadFinished(time=t, key=k) for k in running[i % 2::2]])
+        settle_until_all_ready()

@@ -121,3 +121,55 @@ def test_verify_fails_on_tampered_flavor_scan_progress(tmp_path: Path) -> None:
     result = _verify(tmp_path / "log")
     assert result.returncode == 1, result.stdout
     assert "MISMATCH" in result.stdout and "scan" in result.stdout
+
+
+def test_verify_with_block_admission_recorded(tmp_path: Path) -> None:
+    """A log decided under waitForPodsReady.blockAdmission (recorded in it): held, then admitted after the
+    PodsReady event, verifies; re-run under Kueue's defaults instead (``--config``), it does not."""
+    import yaml
+
+    from kueue_es.scheduler.config import load_config
+
+    spec = yaml.safe_load((SCENARIOS / "pods-ready-block-admission.yaml").read_text())
+    document = spec["config"]
+    config = load_config(document)
+    objects_yaml = tmp_path / "objects.yaml"
+    objects_yaml.write_text(yaml.safe_dump_all(spec["objects"]))
+    objs = load_file(str(objects_yaml)).objects
+    t = 1_704_067_200_000
+
+    async def write() -> list[str]:
+        state = ClusterState()
+        log = FileLog.open(tmp_path / "log")
+        reasons = []
+
+        async def append(batch):
+            offsets = await log.append(batch)
+            for off, e in zip(offsets, batch, strict=True):
+                state.apply(ev.Record(off, e))
+
+        async def settle():
+            while batch := decide(state, config, now=state.time):
+                reasons.extend(e.reason for e in batch if isinstance(e, ev.WorkloadPending))
+                await append(batch)
+
+        await append([ev.ConfigRecorded(time=t, document=document, writer="test")])
+        await append([ev.ObjectUpserted(time=t, key=obj.key, uid=obj.metadata.uid, obj=obj) for obj in objs])
+        await settle()
+        for i in range(1, 4):
+            ready = [k for k, w in sorted(state.workloads.items()) if w.reserving and not w.pods_ready]
+            await append([ev.PodsReadyChanged(time=t + i * 60_000, key=k, ready=True) for k in ready])
+            await settle()
+        assert all(w.phase == "Admitted" for w in state.workloads.values())
+        await log.close()
+        return reasons
+
+    reasons = anyio.run(write)
+    assert reasons.count("WaitingForPodsReady") == 2  # b, then c: each written once
+    result = _verify(tmp_path / "log")
+    assert result.returncode == 0, result.stdout + result.stderr
+    defaults = tmp_path / "defaults.yaml"
+    defaults.write_text("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n")
+    result = subprocess.run([sys.executable, "-m", "kueue_es", "replay", "--log", str(tmp_path / "log"), "--verify",
+                             "--config", str(defaults)], capture_output=True, text=True)
+    assert result.returncode == 1 and "MISMATCH" in result.stdout, result.stdout + result.stderr

@@ -108,6 +108,32 @@ def test_the_log_records_the_configuration_it_was_simulated_under(tmp_path, caps
     assert segments(tmp_path / "again") == segments(log)
 
 
+def test_block_admission_runs_one_workload_at_a_time_to_completion(tmp_path, capsys) -> None:
+    """Under waitForPodsReady.blockAdmission the simulated cluster still runs everything: each admission waits
+    for the pods of the one before (the PodsReady event wakes the scheduler), and the log verifies."""
+    from kueue_es.scheduler import blockadmission
+    from kueue_es.scheduler.config import load_config
+    from projections.cluster import ClusterState
+
+    doc = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+           "waitForPodsReady": {"blockAdmission": True}}
+    log = tmp_path / "log"
+    result = runner.run(small(), log, seed=0, config=load_config(doc), config_document=doc, config_source="b.yaml")
+    for name, c in result.summary["workloadClasses"].items():
+        assert c["count"] == c["admitted"] == c["finished"], name
+    state = ClusterState()
+    held = 0
+    for i, e in enumerate(events(log)):
+        if isinstance(e, ev.QuotaReserved):
+            assert not blockadmission.holds_admission(state), f"{e.key} reserved while {state.not_ready} not ready"
+        if isinstance(e, ev.WorkloadPending) and e.reason == blockadmission.REASON:
+            held += 1
+        state.apply(ev.Record(i, e))
+    assert held > 0
+    capsys.readouterr()
+    assert main(["replay", "--log", str(log), "--verify"]) == 0
+
+
 def test_tas_scenario_places_every_workload_on_the_topology(tmp_path) -> None:
     result = runner.run(small(SMALL_TAS), tmp_path / "log", seed=0)
     s = result.summary

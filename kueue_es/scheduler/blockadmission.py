@@ -1,0 +1,46 @@
+"""waitForPodsReady ``blockAdmission``: one workload at a time gets its pods running.
+
+In Kueue, with the option on, the cache tracks which workloads it holds lack PodsReady=True, and the scheduler,
+about to admit an entry that fits (and does not take a second pass), checks that none does. If one does, it writes
+QuotaReserved=False on the entry (``WaitingForPodsReady``, ``Waiting`` with UnadmittedWorkloadsObservability off)
+and then waits, inside the cycle, until every one is ready or gone; then it admits the entry. The workloads
+counted are the cache's: active, not finished, holding a quota reservation (admitted or not yet, evicted ones
+until their quota is released), in a ClusterQueue it knows — the workload the scheduler has just admitted in the
+same cycle included.
+
+Here the scheduler does not wait: the entry gets the condition (once), stays in its queue's heap, and the cycle
+ends there, as Kueue's would (earlier entries' preemptions and statuses stand, later entries are not looked at).
+The event that makes the last of those workloads ready or takes it away is followed, like any event, by a new
+cycle, which admits the entry (or whatever now comes first).
+"""
+
+from __future__ import annotations
+
+from projections.cluster import ClusterState
+
+from kueue_es.scheduler import features
+from kueue_es.scheduler.config import SchedulerConfig
+
+REASON = "WaitingForPodsReady"
+LEGACY_REASON = "Waiting"
+"""The reason while UnadmittedWorkloadsObservability is off."""
+MESSAGE = "waiting for all admitted workloads to be in PodsReady condition"
+
+
+def reason(config: SchedulerConfig) -> str:
+    """The QuotaReserved=False reason Kueue writes on the entry it waits with."""
+    return REASON if config.gate(features.UNADMITTED_WORKLOADS_OBSERVABILITY) else LEGACY_REASON
+
+
+def holds_admission(state: ClusterState) -> bool:
+    """Whether some workload Kueue's cache holds has pods that are not all ready."""
+    if not state.not_ready:
+        return False
+    wls, cqs = state.workloads, state.cluster_queues
+    return any(wls[k].cluster_queue in cqs for k in state.not_ready)
+
+
+def not_ready(state: ClusterState) -> list[str]:
+    """The workloads :func:`holds_admission` waits for, in key order."""
+    wls, cqs = state.workloads, state.cluster_queues
+    return sorted(k for k in state.not_ready if wls[k].cluster_queue in cqs)
