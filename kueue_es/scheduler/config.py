@@ -44,6 +44,10 @@ class WaitForPodsReadyConfig(_Cfg):
     requeuing_strategy: RequeuingStrategy = RequeuingStrategy()
 
 
+_PODS_READY_DEFAULT = WaitForPodsReadyConfig()
+_PODS_READY_OFF = WaitForPodsReadyConfig(enable=False)
+
+
 class ResourcesConfig(_Cfg):
     exclude_resource_prefixes: list[str] = []
     transformations: list[dict[str, Any]] = []
@@ -84,15 +88,18 @@ class SchedulerConfig(_Cfg):
 
     @property
     def pods_ready(self) -> WaitForPodsReadyConfig:
-        return self.wait_for_pods_ready or WaitForPodsReadyConfig()
+        """waitForPodsReady as in force: Kueue's defaults when the stanza is absent, and off altogether under the
+        ``DisableWaitForPodsReady`` gate (no timeout, no eviction, no blockAdmission)."""
+        if self.feature_gates and features.enabled(self.feature_gates, features.DISABLE_WAIT_FOR_PODS_READY):
+            return _PODS_READY_OFF
+        return self.wait_for_pods_ready or _PODS_READY_DEFAULT
 
     @property
     def blocks_admission(self) -> bool:
         """waitForPodsReady with ``blockAdmission: true`` is in force (Kueue's cache then tracks PodsReady and its
         scheduler holds new admissions while any workload holding quota has pods not ready)."""
         w = self.wait_for_pods_ready
-        return (w is not None and w.enable and w.block_admission
-                and not features.enabled(self.feature_gates, features.DISABLE_WAIT_FOR_PODS_READY))
+        return w is not None and w.block_admission and self.pods_ready.enable
 
     @property
     def workload_retention(self) -> tuple[int | None, int | None]:

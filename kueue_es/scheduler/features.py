@@ -4,8 +4,9 @@ Kueue hands that map to the Kubernetes feature-gate machinery at start-up and re
 an unknown name ("unrecognized feature gate"), a gate locked to its default set otherwise, or an enabled gate
 whose dependency is disabled. ``AllAlpha`` / ``AllBeta`` set every alpha / beta gate the map does not name. The
 names, stages and defaults below are Kueue's (``pkg/features/kube_features.go``, main after v0.19); only the
-gates that change a decision here are read (``TASBalancedPlacement``, ``TASMultiLayerTopology``, and for
-waitForPodsReady's blockAdmission ``DisableWaitForPodsReady`` and ``UnadmittedWorkloadsObservability``), the
+gates that change a decision here are read (``TASBalancedPlacement``, ``TASMultiLayerTopology``,
+``DisableWaitForPodsReady``, which turns waitForPodsReady off altogether, and for its blockAdmission reason
+``UnadmittedWorkloadsObservability``), the
 others are known so that a user's existing configuration is accepted as Kueue accepts it.
 """
 
