@@ -341,25 +341,29 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
         if block and (admitted or blockadmission.holds_admission(state)):
             # the workload admitted just before (its pods are not ready yet) or another one holds it: Kueue's
             # scheduler waits here, so this cycle admits nothing more and looks at no later entry
-            _wait_for_pods_ready(out, e, ctx.config, base)
+            _wait_for_pods_ready(out, state, e, ctx.config, base)
             break
         _admit(out, state, e, base)
         admitted = True
     return out
 
 
-def _wait_for_pods_ready(out: list[ev.Decision], e: Entry, config: SchedulerConfig, base: dict) -> None:
+def _wait_for_pods_ready(out: list[ev.Decision], state: ClusterState, e: Entry, config: SchedulerConfig,
+                         base: dict) -> None:
     """QuotaReserved=False while waitForPodsReady.blockAdmission holds the entry, unless it shows that already.
-    It stays in its queue's heap, so the cycle after the event that opens the gate tries it again; its flavor
-    scan starts over (Kueue admits it on the assignment it waited with)."""
+    It stays in its queue's heap, so the cycle after the event that opens the gate tries it again. Kueue admits
+    it on the assignment it waited with, so its flavor scan stays where this attempt started: the next attempt
+    finds the same flavors (starting over could find none where the resumed scan found some, and the two
+    attempts would take turns for ever)."""
     wl = e.wl
     reason = blockadmission.reason(config)
     current = wl.condition("QuotaReserved")
     if (current is not None and current.status == "False" and current.reason == reason
             and current.message == blockadmission.MESSAGE):
         return
+    scan = resume_scan(state, wl, e.cq) if wl.scan is not None else None
     out.append(ev.WorkloadPending(key=wl.key, uid=wl.uid, reason=reason, message=blockadmission.MESSAGE,
-                                  parked=False, **base))
+                                  parked=False, scan=scan, **base))
 
 
 def _recompute_after_overlap(ctx: CycleContext, e: Entry) -> str:
