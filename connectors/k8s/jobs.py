@@ -52,8 +52,7 @@ from connectors.k8s import podsetinfo
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
 from connectors.k8s.journal import Journal
-from connectors.k8s.mirror import JOB_UID_LABEL
-from connectors.k8s.resources import BY_KIND, KUEUE_GROUP, KUEUE_VERSION
+from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION
 from connectors.k8s.workers import KeyedWorkers, Retries
 from connectors.k8s.writer import desired_status, observed_status
 from events import objects as o
