@@ -1,6 +1,7 @@
 """The events of the log: one tagged union, in five families.
 
-* observed facts — what a watcher saw in the cluster (objects upserted or deleted, pods ready, jobs finished);
+* observed facts — what a watcher saw in the cluster (objects upserted or deleted, pods ready, jobs finished),
+  and what the job integration did to a Job;
 * clock ticks — time passing with nothing else to say, so timeouts fire from the log and not from a wall clock;
 * the scheduler's configuration — the Kueue Configuration the decisions that follow were made under;
 * scheduler decisions — what the scheduler decided, each naming the cycle and the input offset it decided on;
@@ -82,6 +83,21 @@ class WorkloadFinished(Event, tag="WorkloadFinished"):
 
 class JobStopped(Event, tag="JobStopped"):
     """The job of an evicted workload has no running pods any more, so its quota may be released."""
+
+
+class JobActed(Event, tag="JobActed"):
+    """The job integration acted on a batch/v1 Job (``key``/``uid``): created its Workload, started it, or stopped
+    it. Appended once the write succeeded: the record that it was done, from which the connector records the Event
+    Kueue's job reconciler records on the Job (so a restart, folding the log again, reports no action twice)."""
+
+    action: str
+    """``CreatedWorkload``, ``Started`` or ``Stopped``."""
+    workload: str = ""
+    """Key of the Job's Workload (the one created, or the one it started under)."""
+    cluster_queue: str = ""
+    """Started: the ClusterQueue that admitted it."""
+    message: str = ""
+    """Stopped: why (the eviction message, or that it was not admitted, or had no Workload)."""
 
 
 class AdmissionCheckStateChanged(Event, tag="AdmissionCheckStateChanged"):
@@ -307,6 +323,7 @@ AnyEvent = Union[
     WorkloadFinished,
     JobStopped,
     AdmissionCheckStateChanged,
+    JobActed,
     ClockTicked,
     ConfigRecorded,
     QuotaReserved,

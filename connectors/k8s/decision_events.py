@@ -36,7 +36,9 @@ outcome, and becomes ``ready`` (stamped with the time of its ``DecisionApplied``
 out; a rejected decision records nothing. Ready decisions stay for ``window_ms`` of log time (the apiserver's
 default event TTL is one hour), so a restart, which folds the log again, hands the recorder every decision of the
 last window once more: the recorder creates each Event under a name derived from the decision
-(:func:`event_name`) and an existing one counts as done.
+(:func:`event_name`) and an existing one counts as done. What the job integration did to a Job (its
+``JobActed`` records, and ``WorkloadFinished``) is held the same way, ready at once: its Events are
+:mod:`connectors.k8s.job_events`'s.
 """
 
 from __future__ import annotations
@@ -46,20 +48,22 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from connectors.k8s.resources import BY_KIND
+from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL
+from events import objects as o
 from events import schema as ev
 from events.timefmt import parse_time
 from kueue_es.scheduler import blockadmission
 from kueue_es.scheduler.reconcile import PENDING_EVALUATION
 from projections.cluster import ClusterState
-from projections.workloads import WorkloadInfo
+from projections.workloads import FINISHED, WorkloadInfo
 
 ADMISSION = "kueue-admission"
 WORKLOAD_CONTROLLER = "kueue-workload-controller"
 PROVISIONING_CONTROLLER = "kueue-provisioning-request-controller"
-JOB_CONTROLLER = "kueue-job-controller"
+JOB_CONTROLLER = "batch/job-kueue-controller"
 TAS_CONTROLLER = "tas-resource-flavor-controller"
-"""Kueue's event recorders (``mgr.GetEventRecorder(...)`` names), the Events' reporting component."""
+"""Kueue's event recorders (``mgr.GetEventRecorder(...)`` names), the Events' reporting component; the job
+reconciler's is named after its integration and manager (``<integration>-kueue-controller``)."""
 
 NORMAL, WARNING = "Normal", "Warning"
 WORKLOAD_API, JOB_API = BY_KIND["Workload"].api_version, BY_KIND["Job"].api_version
@@ -114,8 +118,8 @@ def _workload(wl: WorkloadInfo) -> Involved:
     return Involved(WORKLOAD_API, "Workload", wl.namespace, wl.name, wl.uid)
 
 
-def _event(involved: Involved, type_: str, reason: str, message: str, component: str, action: str = ""
-           ) -> KubeEvent:
+def make_event(involved: Involved, type_: str, reason: str, message: str, component: str, action: str = ""
+               ) -> KubeEvent:
     return KubeEvent(involved, type_, reason, action or reason, truncate_message(message), component)
 
 
@@ -216,52 +220,53 @@ def kueue_events(d: ev.Decision, b: Before | None) -> tuple[KubeEvent, ...]:
     me = b.workload
     match d:
         case ev.QuotaReserved():
-            return (_event(me, NORMAL, "QuotaReserved", f"Quota reserved in ClusterQueue {d.admission.cluster_queue}"
-                           f", wait time since queued was {_seconds(d.time - b.since)}", ADMISSION),)
+            cq = d.admission.cluster_queue
+            return (make_event(me, NORMAL, "QuotaReserved", f"Quota reserved in ClusterQueue {cq}, wait time since "
+                               f"queued was {_seconds(d.time - b.since)}", ADMISSION),)
         case ev.WorkloadAdmitted():
             if b.by_scheduler:
-                return (_event(me, NORMAL, "Admitted", f"Admitted by ClusterQueue {b.cluster_queue}, wait time "
-                               "since reservation was 0s", ADMISSION),)
-            return (_event(me, NORMAL, "Admitted", f"Admitted by ClusterQueue {b.cluster_queue}, wait time since "
-                           f"reservation was {_seconds(d.time - b.since)}", WORKLOAD_CONTROLLER),)
+                return (make_event(me, NORMAL, "Admitted", f"Admitted by ClusterQueue {b.cluster_queue}, wait time "
+                                   "since reservation was 0s", ADMISSION),)
+            return (make_event(me, NORMAL, "Admitted", f"Admitted by ClusterQueue {b.cluster_queue}, wait time since "
+                               f"reservation was {_seconds(d.time - b.since)}", WORKLOAD_CONTROLLER),)
         case ev.WorkloadPending():
-            return (_event(me, WARNING, d.reason, d.message, ADMISSION),)
+            return (make_event(me, WARNING, d.reason, d.message, ADMISSION),)
         case ev.WorkloadPreempted():
-            evicted = _event(me, NORMAL, "EvictedDueToPreempted", d.message, ADMISSION)
+            evicted = make_event(me, NORMAL, "EvictedDueToPreempted", d.message, ADMISSION)
             if b.other is None:
                 return (evicted,)
             prios = _priorities(b.other_priority, b.priority)
             return (evicted,
-                    _event(me, NORMAL, "Preempted", f"{d.message}; {prios}", ADMISSION),
-                    _event(b.other, NORMAL, "PreemptedWorkload", f"Preempted workload {me.namespace}/{me.name} "
-                           f"(UID: {me.uid}) in ClusterQueue {b.cluster_queue}; {prios}", ADMISSION))
+                    make_event(me, NORMAL, "Preempted", f"{d.message}; {prios}", ADMISSION),
+                    make_event(b.other, NORMAL, "PreemptedWorkload", f"Preempted workload {me.namespace}/{me.name} "
+                               f"(UID: {me.uid}) in ClusterQueue {b.cluster_queue}; {prios}", ADMISSION))
         case ev.WorkloadEvicted():
-            return (_event(me, NORMAL, f"EvictedDueTo{d.reason}", d.message,
-                           _eviction_component(d.reason, d.message)),)
+            return (make_event(me, NORMAL, f"EvictedDueTo{d.reason}", d.message,
+                               _eviction_component(d.reason, d.message)),)
         case ev.WorkloadDeactivated():
-            evicted = _event(me, NORMAL, f"EvictedDueTo{d.reason}", d.message, WORKLOAD_CONTROLLER)
+            evicted = make_event(me, NORMAL, f"EvictedDueTo{d.reason}", d.message, WORKLOAD_CONTROLLER)
             if d.reason == "DeactivatedDueToAdmissionCheck" and d.message.startswith(_DEACTIVATED_DUE_TO):
                 checks = d.message[len(_DEACTIVATED_DUE_TO):]
-                return (_event(me, WARNING, "AdmissionCheckRejected", f"Deactivated due to {checks}",
-                               WORKLOAD_CONTROLLER), evicted)
+                return (make_event(me, WARNING, "AdmissionCheckRejected", f"Deactivated due to {checks}",
+                                   WORKLOAD_CONTROLLER), evicted)
             return (evicted,)
         case ev.SecondPassFailed():
-            return (_event(me, WARNING, "SecondPassFailed", d.message, ADMISSION),)
+            return (make_event(me, WARNING, "SecondPassFailed", d.message, ADMISSION),)
         case ev.AdmissionCheckUpdated():
             message = f"Admission check {d.check} updated state from {b.check_state} to {d.state}"
             if d.message:
                 message += f" with message: {d.message}"
-            return (_event(me, NORMAL, "AdmissionCheckUpdated", message, PROVISIONING_CONTROLLER),)
+            return (make_event(me, NORMAL, "AdmissionCheckUpdated", message, PROVISIONING_CONTROLLER),)
         case ev.ProvisioningRequestCreated():
-            return (_event(me, NORMAL, "ProvisioningRequestCreated",
-                           f'Created ProvisioningRequest: "{d.request.metadata.name}"', PROVISIONING_CONTROLLER,
-                           action="Created"),)
+            return (make_event(me, NORMAL, "ProvisioningRequestCreated",
+                               f'Created ProvisioningRequest: "{d.request.metadata.name}"', PROVISIONING_CONTROLLER,
+                               action="Created"),)
         case ev.RetentionExpired():
             if b.other is not None:
-                return (_event(b.other, NORMAL, "Deleted", "Deleted job: deactivation retention period expired",
-                               JOB_CONTROLLER),)
-            return (_event(me, NORMAL, "Deleted", "Deleted finished workload due to elapsed retention",
-                           WORKLOAD_CONTROLLER),)
+                return (make_event(b.other, NORMAL, "Deleted", "Deleted job: deactivation retention period expired",
+                                   JOB_CONTROLLER),)
+            return (make_event(me, NORMAL, "Deleted", "Deleted finished workload due to elapsed retention",
+                               WORKLOAD_CONTROLLER),)
         case _:
             return ()
 
@@ -272,7 +277,7 @@ _EVENTFUL = frozenset({ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadPending
 """The decisions Kueue records Events for (when :func:`before` says so)."""
 
 
-def event_name(e: KubeEvent, decision: ev.Decision, offset: int, index: int) -> str:
+def event_name(e: KubeEvent, decision: ev.AnyEvent, offset: int, index: int) -> str:
     """``<object name>.<16 hex digits>``, the shape of client-go's Event names, the digits hashed from what makes
     the Event unique (the decision's offset, kind and time, the object's uid, its place among the decision's
     Events): the same decision gets the same name on every replay, another decision (another log too) another."""
@@ -284,9 +289,11 @@ def event_name(e: KubeEvent, decision: ev.Decision, offset: int, index: int) -> 
 
 class Ready(NamedTuple):
     applied: int
-    """Time (ms, from the log) of the decision's ``DecisionApplied``."""
-    decision: ev.Decision
-    before: Before
+    """Time (ms, from the log) of the decision's ``DecisionApplied``, or of the job integration's record."""
+    event: ev.AnyEvent
+    """The decision, or the record of what the job integration did (:mod:`connectors.k8s.job_events`)."""
+    before: Before | Involved
+    """:func:`before` of a decision; the Job an Event of the job integration is about."""
     micros: int
     """The Events' ``eventTime`` in µs: ``applied`` plus the outcome's rank among those of the same millisecond
     (``MICROS_PER_DECISION`` apart, the i-th Event of the decision i µs further), so that sorting by time — as
@@ -295,6 +302,9 @@ class Ready(NamedTuple):
 
 class EventLedger:
     """Decisions with Events awaiting their outcome, and carried-out ones within the window (see above).
+
+    The job integration's records (``JobActed``, and ``WorkloadFinished`` of a Workload whose Job is there) are
+    facts, not decisions: they are ready as they are folded.
 
     ``fold`` is called for every record *before* the cluster state applies it. ``ready`` is the recorder's to
     empty (it removes what it created or gave up on); ``dirty`` holds the offsets that became ready since the
@@ -305,7 +315,8 @@ class EventLedger:
         self.awaiting: dict[int, tuple[ev.Decision, Before]] = {}
         """Offset -> a decision Kueue records Events for, and what they need, until its outcome."""
         self.ready: OrderedDict[int, Ready] = OrderedDict()
-        """Offset -> a carried-out decision, in the order the outcomes came (oldest first)."""
+        """Offset -> a carried-out decision or a job integration's record, in the order they became ready
+        (oldest first)."""
         self.dirty: set[int] = set()
         self._cycle = -1
         self._last_ms = -1
@@ -320,16 +331,19 @@ class EventLedger:
         if kind is ev.DecisionApplied:
             found = self.awaiting.pop(e.decision, None)  # type: ignore[union-attr]
             if found is not None:
-                t = e.time
-                self._rank = self._rank + 1 if t == self._last_ms else 0
-                self._last_ms = t
-                sub = min(self._rank * MICROS_PER_DECISION, 1000 - MICROS_PER_DECISION)
-                self.ready[e.decision] = Ready(t, found[0], found[1], t * 1000 + sub)  # type: ignore[union-attr]
-                self.dirty.add(e.decision)  # type: ignore[union-attr]
-                self._expire(t - self.window_ms)
+                self._ready(e.decision, e.time, found[0], found[1])  # type: ignore[union-attr]
             return
         if kind is ev.DecisionRejected:
             self.awaiting.pop(e.decision, None)  # type: ignore[union-attr]
+            return
+        if kind is ev.JobActed:
+            namespace, _, name = e.key.partition("/")
+            self._ready(record.offset, e.time, e, Involved(JOB_API, "Job", namespace, name, e.uid))
+            return
+        if kind is ev.WorkloadFinished:
+            job = _job_of_finishing(state, job_of, e.key)
+            if job is not None:
+                self._ready(record.offset, e.time, e, job)
             return
         if not isinstance(e, ev.Decision):
             return
@@ -347,11 +361,19 @@ class EventLedger:
         elif kind is ev.RetentionExpired and e.target == "Job":  # type: ignore[attr-defined]
             j = state.jobs.get(job_of.get(e.key, ""))
             if j is not None:
-                job = Involved(JOB_API, "Job", j.metadata.namespace, j.metadata.name, j.metadata.uid)
+                job = _involved_job(j)
         b = before(e, wls.get(e.key), preemptor=preemptor, job=job,
                    by_scheduler=kind is ev.WorkloadAdmitted and e.key in self._placed)
         if b is not None:
             self.awaiting[record.offset] = (e, b)
+
+    def _ready(self, offset: int, t: int, e: ev.AnyEvent, b: Before | Involved) -> None:
+        self._rank = self._rank + 1 if t == self._last_ms else 0
+        self._last_ms = t
+        sub = min(self._rank * MICROS_PER_DECISION, 1000 - MICROS_PER_DECISION)
+        self.ready[offset] = Ready(t, e, b, t * 1000 + sub)
+        self.dirty.add(offset)
+        self._expire(t - self.window_ms)
 
     def _expire(self, cutoff: int) -> None:
         ready = self.ready  # ordered: finding the oldest is O(1) however many were removed before it
@@ -361,3 +383,20 @@ class EventLedger:
                 return
             del ready[first]
             self.dirty.discard(first)
+
+
+def _involved_job(job: o.Job) -> Involved:
+    return Involved(JOB_API, "Job", job.metadata.namespace, job.metadata.name, job.metadata.uid)
+
+
+def _job_of_finishing(state: ClusterState, job_of: Mapping[str, str], key: str) -> Involved | None:
+    """The Job Kueue records ``FinishedWorkload`` on when Workload ``key`` finishes: its owner, while it is there
+    (the same Job: a Job recreated under the same name is another one), for a Workload not finished yet."""
+    wl = state.workloads.get(key)
+    job = state.jobs.get(job_of.get(key, ""))
+    if wl is None or job is None or wl.phase == FINISHED:
+        return None
+    uid = wl.labels.get(JOB_UID_LABEL)
+    if uid is not None and uid != job.metadata.uid:
+        return None
+    return _involved_job(job)

@@ -31,7 +31,9 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   would do with the ownerReference).
 
 Everything it writes is conditioned on the resourceVersion it read; a conflict just waits for the watch to
-bring the newer object. Events it appends are not repeated while the log has not applied them yet.
+bring the newer object. Events it appends are not repeated while the log has not applied them yet. Once a
+Workload is created, or a Job started or stopped (``suspend`` flipped), it appends ``JobActed``: the Kubernetes
+Event Kueue's job reconciler records on the Job for it (:mod:`connectors.k8s.job_events`) is recorded from that.
 A Job created unsuspended is suspended at creation by the webhook (``webhook.py``) when it is installed, else
 here, after the fact. Not done yet: updating a pending Workload when the Job's spec changes, and the
 ``kueue.x-k8s.io/resource-in-use`` finalizer on the Workloads it creates.
@@ -51,9 +53,9 @@ import structlog
 from connectors.k8s import podsetinfo
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
+from connectors.k8s.job_events import CREATED_WORKLOAD, MISSING_WORKLOAD, STARTED, STOPPED, stop_message
 from connectors.k8s.journal import Journal
-from connectors.k8s.mirror import JOB_UID_LABEL
-from connectors.k8s.resources import BY_KIND, KUEUE_GROUP, KUEUE_VERSION
+from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION
 from connectors.k8s.workers import KeyedWorkers, Retries
 from connectors.k8s.writer import desired_status, observed_status
 from events import objects as o
@@ -177,7 +179,7 @@ class JobIntegration:
             if job_finished(job) is not None:
                 return
             if not job.spec.suspend:
-                await self._once(key, "suspend", job, self._suspend_only(job))
+                await self._once(key, "suspend", job, self._suspend_only(job, name))
                 return
             if job.status.active == 0:
                 await self._once(key, "create", job, self._create_workload(job, name))
@@ -198,9 +200,9 @@ class JobIntegration:
             if admission_shown(wl, obs):
                 await self._once(key, "start", job, self._start(job, wl, obs))
         elif not admitted and is_running(job):
-            await self._once(key, "stop", job, self._stop(job, obs))
+            await self._once(key, "stop", job, self._stop(job, obs, stop_message(wl)))
         elif admitted and STOPPING in job.metadata.annotations:
-            await self._once(key, "stop", job, self._stop(job, obs))  # finish restoring before a new start
+            await self._once(key, "stop", job, self._stop(job, obs, stop_message(wl)))  # finish restoring first
         elif wl.evicted and wl.reserving and not wl.job_stopped and job.status.active == 0:
             await self._append_once(wl, ev.JobStopped(time=_now(), key=wl_key, uid=wl.uid))
 
@@ -227,6 +229,18 @@ class JobIntegration:
         if tag == "WorkloadFinished":
             self.stats.finished += 1
         log.info("appended", kind=tag, workload=wl.key)
+
+    async def _report(self, job: o.Job, action: str, *, workload: str = "", cluster_queue: str = "",
+                     message: str = "") -> None:
+        """Put in the log what was just done to ``job`` (its Event is recorded from there). The write is done:
+        a failure here loses only the Event."""
+        try:
+            await self.append([ev.JobActed(time=_now(), key=job.key, uid=job.metadata.uid, action=action,
+                                           workload=workload, cluster_queue=cluster_queue, message=message)])
+        except Exception as exc:  # noqa: BLE001 - the action stands; only its Event is lost
+            self.stats.errors += 1
+            log.warning("could not record a job action, its Event is lost", job=job.key, action=action,
+                        error=str(exc))
 
     async def _pods_ready(self, job: o.Job, wl: WorkloadInfo) -> None:
         """PodsReady as Kueue's Job reconciler sees it: ready + succeeded pods reach the admitted count."""
@@ -260,6 +274,7 @@ class JobIntegration:
             return
         self.stats.created += 1
         log.info("created workload", job=job.key, workload=name)
+        await self._report(job, CREATED_WORKLOAD, workload=f"{job.metadata.namespace}/{name}")
 
     def workload_for(self, raw_job: dict[str, Any], name: str) -> dict[str, Any]:
         meta, spec = raw_job["metadata"], raw_job.get("spec", {})
@@ -317,10 +332,11 @@ class JobIntegration:
             return {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": name}, value
         return None
 
-    async def _suspend_only(self, job: o.Job) -> None:
+    async def _suspend_only(self, job: o.Job, name: str) -> None:
         await self.client.patch(JOBS, job.metadata.name, {"metadata": {"resourceVersion": job.metadata.resource_version},
                                                          "spec": {"suspend": True}}, job.metadata.namespace)
         log.info("suspended a job that has no workload yet", job=job.key)
+        await self._report(job, STOPPED, workload=f"{job.metadata.namespace}/{name}", message=MISSING_WORKLOAD)
 
     async def _start(self, job: o.Job, wl: WorkloadInfo, obs: o.Workload) -> None:
         assert wl.admission is not None
@@ -350,14 +366,18 @@ class JobIntegration:
         self.stats.started += 1
         log.info("started job", job=job.key, workload=wl.key, cluster_queue=wl.admission.cluster_queue,
                  node_selector=merged.node_selector, gated=bool(merged.scheduling_gates))
+        await self._report(job, STARTED, workload=wl.key, cluster_queue=wl.admission.cluster_queue)
 
-    async def _stop(self, job: o.Job, obs: o.Workload) -> None:
+    async def _stop(self, job: o.Job, obs: o.Workload, why: str) -> None:
+        """Suspend (recorded as ``Stopped`` with ``why``), reset the start time, and once no pod is active
+        restore the template; each call does what is left."""
         ns, name = job.metadata.namespace, job.metadata.name
         raw: dict[str, Any]
         if not job.spec.suspend:
             raw = msgspec.json.decode(await self.client.patch(JOBS, name, {
                 "metadata": {"resourceVersion": job.metadata.resource_version, "annotations": {STOPPING: "true"}},
                 "spec": {"suspend": True}}, ns))
+            await self._report(job, STOPPED, workload=obs.key, message=why)
         else:
             raw = msgspec.json.decode(await self.client.get(JOBS, name, ns))
             if raw["metadata"]["resourceVersion"] != job.metadata.resource_version:

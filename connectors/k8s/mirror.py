@@ -7,7 +7,8 @@
 * ``workloads`` — the last observed Workload objects (their status as the apiserver has it, their
   resourceVersion for optimistic concurrency, their pod-set templates to restore a stopped Job);
 * ``kube_events`` — the Kubernetes Events Kueue would record for the decisions, kept until the decision is
-  carried out and then for an event TTL, for the recorder (:mod:`connectors.k8s.decision_events`);
+  carried out and then for an event TTL, and for what the job integration did to Jobs, for the recorder
+  (:mod:`connectors.k8s.decision_events`, :mod:`connectors.k8s.job_events`);
 * ``pending`` — decisions without an outcome (``DecisionApplied``/``DecisionRejected``) yet, per workload;
   ``request_decisions`` — those of them that create or delete a ProvisioningRequest, whole (their applier needs
   their content, also after a restart).
@@ -29,8 +30,7 @@ from projections.in_use import KINDS as FINALIZED
 
 WORKLOAD_EVENTS = (ev.Decision, ev.WorkloadFinished, ev.PodsReadyChanged, ev.AdmissionCheckStateChanged,
                    ev.JobStopped)
-LEDGER_EVENTS = (ev.Decision, ev.DecisionApplied, ev.DecisionRejected)
-JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+LEDGER_EVENTS = (ev.Decision, ev.DecisionApplied, ev.DecisionRejected, ev.JobActed, ev.WorkloadFinished)
 QUEUE_INPUTS = frozenset({"ResourceFlavor", "AdmissionCheck", "Topology", "Cohort"})
 """Kinds whose changes may change any queue's status (activeness, borrowing)."""
 

@@ -1,10 +1,12 @@
 """Create the Kubernetes Events of the decisions the connector carried out, as Kueue's event recorders would.
 
 The mirror's :class:`connectors.k8s.decision_events.EventLedger` says which decisions reached the cluster (their
-``DecisionApplied``: a status write, a deletion, a ProvisioningRequest) and which Events Kueue records for each.
-Here every such decision gets its Events created as core/v1 Events, in order, up to ``concurrency`` decisions at
-a time, each stamped with the time of the decision's outcome in the log (never this process's clock), reported
-by Kueue's component (``reportingComponent``) and named by :func:`event_name`:
+``DecisionApplied``: a status write, a deletion, a ProvisioningRequest) and which Events Kueue records for each,
+and what the job integration did to Jobs (:mod:`connectors.k8s.job_events`: the Workload created, the Job started
+or stopped, its Workload finished). Here every such decision or action gets its Events created as core/v1
+Events, in order, up to ``concurrency`` at a time, each stamped with its time in the log (the decision's outcome,
+the action's record; never this process's clock), reported by Kueue's component (``reportingComponent``) and
+named by :func:`event_name`:
 
 * idempotent: a restart folds the log again and offers every decision of the last window once more; an Event
   that exists already (409 AlreadyExists) is done, so nothing is recorded twice. Kubernetes' series
@@ -29,8 +31,9 @@ from typing import Any
 import structlog
 
 from connectors.k8s.client import KubeClient
-from connectors.k8s.decision_events import KubeEvent, Ready, event_name, kueue_events
+from connectors.k8s.decision_events import Before, KubeEvent, Ready, event_name, kueue_events
 from connectors.k8s.errors import AlreadyExists, KubeError
+from connectors.k8s.job_events import job_events
 from connectors.k8s.journal import Journal, Signal
 from connectors.k8s.resources import Resource
 from connectors.k8s.workers import KeyedWorkers, Retries
@@ -61,9 +64,16 @@ def micro_time(us: int) -> str:
     return datetime.fromtimestamp(us // 1_000_000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{us % 1_000_000:06d}Z"
 
 
-def event_body(e: KubeEvent, decision: ev.Decision, offset: int, index: int, micros: int,
+def events_of(entry: Ready) -> tuple[KubeEvent, ...]:
+    """The Events of a ready entry: a decision's (Kueue's scheduler and controllers), or a Job's (its reconciler)."""
+    if isinstance(entry.before, Before):
+        return kueue_events(entry.event, entry.before)  # type: ignore[arg-type]
+    return job_events(entry.event, entry.before)
+
+
+def event_body(e: KubeEvent, decision: ev.AnyEvent, offset: int, index: int, micros: int,
                instance: str) -> dict[str, Any]:
-    """The core/v1 Event for the ``index``-th Event of the decision at ``offset``, at ``micros`` (µs): what Kueue's
+    """The core/v1 Event for the ``index``-th Event of the record at ``offset``, at ``micros`` (µs): what Kueue's
     recorder (client-go's events.k8s.io one) writes — eventTime, action, reportingComponent/Instance, no
     deprecated source/first/lastTimestamp/count (clients show eventTime where those are empty)."""
     obj = e.involved
@@ -120,7 +130,7 @@ class EventRecorder:
         except Exception as exc:  # noqa: BLE001 - an Event is never worth stopping for
             self.stats.errors += 1
             failures = self._failures[offset] = self._failures.get(offset, 0) + 1
-            fields = {"decision": offset, "kind": type(entry.decision).__name__, "workload": entry.decision.key,
+            fields = {"decision": offset, "kind": type(entry.event).__name__, "object": entry.event.key,
                       "error": str(exc)}
             if not isinstance(exc, KubeError):
                 log.exception("recording events crashed, dropped", **fields)
@@ -139,12 +149,12 @@ class EventRecorder:
         self._done(offset)
 
     async def record(self, offset: int, entry: Ready) -> None:
-        """Create the decision's Events, in order (an existing one is done)."""
+        """Create the decision's (or the Job action's) Events, in order (an existing one is done)."""
         if entry.applied < self.clock() * 1000 - self.ledger.window_ms:
             self.stats.stale += 1
             return
-        for i, e in enumerate(kueue_events(entry.decision, entry.before)):
-            body = event_body(e, entry.decision, offset, i, entry.micros, self.instance)
+        for i, e in enumerate(events_of(entry)):
+            body = event_body(e, entry.event, offset, i, entry.micros, self.instance)
             try:
                 await self.client.create(EVENTS, body, e.involved.namespace)
             except AlreadyExists:

@@ -9,6 +9,8 @@ from events import objects as o
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 KUEUE_VERSION = "v1beta2"
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+"""On a Workload created for a Job: the Job's uid."""
 
 
 @dataclass(frozen=True)

@@ -212,7 +212,7 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert await ok("create", "", "podtemplates", "team-a")
         assert await ok("patch", "", "pods", "team-a")  # the topology ungater
         assert await ok("patch", "kueue.x-k8s.io", "admissionchecks", "", "status")
-        assert await ok("create", "", "events", "team-a")  # Kueue's Events for the decisions carried out
+        assert await ok("create", "", "events", "team-a")  # Kueue's Events: decisions carried out, Job actions
 
         assert not await ok("update", "kueue.x-k8s.io", "workloads", "team-a")  # spec: never
         assert not await ok("delete", "kueue.x-k8s.io", "clusterqueues")

@@ -140,7 +140,7 @@ async def test_admission_and_preemption_events_and_no_duplicates_after_a_restart
             def recorded() -> bool:
                 ledger = journal.mirror.kube_events
                 return not (mine & set(journal.mirror.pending) or any(d.key in mine for d, _ in ledger.awaiting.values())
-                            or any(r.decision.key in mine for r in ledger.ready.values()))
+                            or any(r.event.key in mine for r in ledger.ready.values()))
 
             await eventually(recorded, what="every carried-out decision's Events recorded")
             before = {e["metadata"]["name"]: e for e in await all_events(kc, ns)}

@@ -1,0 +1,64 @@
+"""The Kubernetes Events Kueue's job reconciler records on a batch/v1 Job, for what kueue-es's job integration did.
+
+Kueue's generic job reconciler (``pkg/controller/jobframework``), through its recorder for the ``batch/job``
+integration (``batch/job-kueue-controller``), records on the Job, all Normal:
+
+* ``CreatedWorkload`` "Created Workload: <ns>/<name>" once it created the Job's Workload;
+* ``Started`` "Admitted by clusterQueue <cq>" once it unsuspended the Job (Kueue's spelling: lower-case c);
+* ``Stopped`` once it suspended a running Job, saying why (:func:`stop_message`): the Workload's ``Evicted``
+  message when it was evicted (preempted, deactivated, ...), "Not admitted by cluster queue" when the Job ran
+  without an admission, "Missing Workload; unable to restore pod templates" when it ran with no Workload;
+* ``FinishedWorkload`` "Workload '<ns>/<name>' is declared finished" once the Workload finished (the Job
+  completed or failed, or could not start), while the Job is still there.
+
+The first three come from the :class:`events.schema.JobActed` record the job integration appends once it did
+the write, ``FinishedWorkload`` from the ``WorkloadFinished`` record; the Event ledger
+(:class:`connectors.k8s.decision_events.EventLedger`) makes them ready at once and the recorder creates them
+under names derived from the record, so a restart creates none twice. A suspend that was already there, or
+finishing a stop (restoring the template once the pods are gone), records nothing, as in Kueue.
+
+Kueue's other Job Events report what kueue-es's job integration does not do: ``Suspended`` (a child Job of a
+Kueue-managed parent), ``UpdatedWorkload`` (a pending Workload rewritten to match a changed Job, or its priority
+class changed), ``DeletedWorkload`` (extra or non-matching Workloads deleted), ``ErrWorkloadCompose`` (pod
+groups), ``JobNestingTooDeep``, ``WorkloadPriorityClassNotFound`` (kueue-es creates the Workload without the
+missing class's priority) and ``UpdatedAdmissionCheck`` (the pending checks' messages, recorded by Kueue on each
+reconcile of a suspended Job: an observation, not an action).
+"""
+
+from __future__ import annotations
+
+from connectors.k8s.decision_events import JOB_CONTROLLER, NORMAL, Involved, KubeEvent, make_event
+from events import schema as ev
+from projections.workloads import WorkloadInfo
+
+CREATED_WORKLOAD, STARTED, STOPPED = "CreatedWorkload", "Started", "Stopped"
+ACTIONS = (CREATED_WORKLOAD, STARTED, STOPPED)
+NOT_ADMITTED = "Not admitted by cluster queue"
+MISSING_WORKLOAD = "Missing Workload; unable to restore pod templates"
+
+
+def stop_message(wl: WorkloadInfo | None) -> str:
+    """Why a running Job is stopped, as Kueue's reconciler says it: its Workload's eviction message, else that it
+    is not admitted; with no Workload, that its pod templates cannot be restored."""
+    if wl is None:
+        return MISSING_WORKLOAD
+    evicted = wl.condition("Evicted")
+    if evicted is not None and evicted.status == "True":
+        return evicted.message
+    return NOT_ADMITTED
+
+
+def job_events(e: ev.AnyEvent, job: Involved) -> tuple[KubeEvent, ...]:
+    """The Event Kueue records on ``job`` for ``e`` (a ``JobActed`` or a ``WorkloadFinished``)."""
+    match e:
+        case ev.JobActed(action="CreatedWorkload"):
+            return (make_event(job, NORMAL, CREATED_WORKLOAD, f"Created Workload: {e.workload}", JOB_CONTROLLER),)
+        case ev.JobActed(action="Started"):
+            return (make_event(job, NORMAL, STARTED, f"Admitted by clusterQueue {e.cluster_queue}", JOB_CONTROLLER),)
+        case ev.JobActed(action="Stopped"):
+            return (make_event(job, NORMAL, STOPPED, e.message, JOB_CONTROLLER),)
+        case ev.WorkloadFinished():
+            return (make_event(job, NORMAL, "FinishedWorkload", f"Workload '{e.key}' is declared finished",
+                          JOB_CONTROLLER),)
+        case _:
+            return ()

@@ -1,0 +1,160 @@
+"""The Events Kueue's job reconciler records on batch/v1 Jobs, on a real apiserver: what ``kubectl describe job``
+shows under Kueue.
+
+A Job is given its Workload and started (``CreatedWorkload``, ``Started``); preempted by a higher-priority Job,
+it is stopped with the eviction message (``Stopped``); the preemptor completes (``FinishedWorkload``) and the
+first one starts again. A Job created unsuspended is stopped for lack of a Workload, and, unsuspended by hand
+while pending, stopped as not admitted. Restarting the connector on the same log records none of them twice.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import msgspec
+import pytest
+from kubehelp import (
+    cluster_queue,
+    connect,
+    create,
+    eventually,
+    flavor,
+    get,
+    job,
+    kueue_es,
+    local_queue,
+    namespace,
+    priority_class,
+)
+
+from connectors.k8s import crds
+from connectors.k8s.client import KubeClient
+from connectors.k8s.jobs import workload_name
+from connectors.k8s.recorder import EVENTS
+from connectors.k8s.resources import BY_KIND
+
+pytestmark = pytest.mark.kube
+
+JOBS = BY_KIND["Job"]
+NOW = "2026-01-01T00:00:00Z"
+
+
+async def job_events(kc: KubeClient, ns: str, name: str, uid: str) -> list[dict[str, Any]]:
+    """What ``kubectl describe job`` lists, oldest first."""
+    selector = (f"involvedObject.name={name},involvedObject.namespace={ns},involvedObject.kind=Job,"
+                f"involvedObject.uid={uid}")
+    raw = await kc.request("GET", EVENTS.collection_path(ns), query=[("fieldSelector", selector)])
+    return sorted(msgspec.json.decode(raw)["items"], key=lambda e: (e["eventTime"], e["metadata"]["name"]))
+
+
+def _cond(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
+    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == type_), None)
+
+
+@pytest.mark.asyncio
+async def test_job_events_as_kueue_records_them_and_none_twice_after_a_restart(kube_apiserver, tmp_path) -> None:
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        sfx = secrets.token_hex(3)
+        ns = await namespace(kc, "job-events")
+        fl, cq, empty_cq = f"fl-{sfx}", f"cq-{sfx}", f"empty-{sfx}"
+        await create(kc, flavor(fl))
+        await create(kc, cluster_queue(cq, {fl: {"cpu": 2}}, preemption={"withinClusterQueue": "LowerPriority"}))
+        await create(kc, cluster_queue(empty_cq, {fl: {"cpu": 0}}))
+        await create(kc, local_queue(ns, "lq", cq))
+        await create(kc, local_queue(ns, "nowhere", empty_cq))
+        await create(kc, priority_class(f"low-{sfx}", 100))
+        await create(kc, priority_class(f"high-{sfx}", 1000))
+        uids: dict[str, str] = {}
+
+        async def events_of(name: str, *reasons: str) -> list[dict[str, Any]] | None:
+            found = await job_events(kc, ns, name, uids[name])
+            return found if [e["reason"] for e in found] == list(reasons) else None
+
+        async with kueue_es(kc, tmp_path / "log") as (connector, journal):
+            # --- given its Workload, admitted, started -----------------------------------------------------------
+            low = await create(kc, job(ns, "low", "lq", cpu="2", labels={"kueue.x-k8s.io/priority-class": f"low-{sfx}"}))
+            uids["low"] = low["metadata"]["uid"]
+            low_wl = workload_name("low", uids["low"])
+            created, started = await eventually(lambda: events_of("low", "CreatedWorkload", "Started"),
+                                                what="CreatedWorkload and Started on the low Job")
+            assert created["message"] == f"Created Workload: {ns}/{low_wl}"
+            assert started["message"] == f"Admitted by clusterQueue {cq}"
+            assert {(e["type"], e["action"], e["reportingComponent"]) for e in (created, started)} == {
+                ("Normal", "CreatedWorkload", "batch/job-kueue-controller"),
+                ("Normal", "Started", "batch/job-kueue-controller")}
+            assert created["involvedObject"] == {"apiVersion": "batch/v1", "kind": "Job", "namespace": ns,
+                                                 "name": "low", "uid": uids["low"]}
+
+            # --- preempted by a higher-priority Job: stopped with the eviction message ---------------------------
+            high = await create(kc, job(ns, "high", "lq", cpu="2",
+                                        labels={"kueue.x-k8s.io/priority-class": f"high-{sfx}"}))
+            uids["high"] = high["metadata"]["uid"]
+            high_wl = workload_name("high", uids["high"])
+            found = await eventually(lambda: events_of("low", "CreatedWorkload", "Started", "Stopped"),
+                                     what="the low Job stopped")
+            evicted = _cond(await get(kc, "Workload", low_wl, ns), "Evicted")
+            assert evicted is not None and evicted["reason"] == "Preempted"
+            assert found[2]["message"] == evicted["message"]
+            assert found[2]["message"].startswith(
+                f"Preempted to accommodate a workload (UID: {(await get(kc, 'Workload', high_wl, ns))['metadata']['uid']}"
+                f", JobUID: {uids['high']}) due to prioritization in the ClusterQueue")
+            await eventually(lambda: events_of("high", "CreatedWorkload", "Started"), what="the high Job started")
+
+            # --- the preemptor completes; the first Job starts again ---------------------------------------------
+            await kc.patch(JOBS, "high", {"status": {
+                "startTime": NOW, "completionTime": NOW, "succeeded": 1, "conditions": [
+                    {"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached",
+                     "message": "Reached expected number of succeeded pods", "lastTransitionTime": NOW},
+                    {"type": "Complete", "status": "True", "reason": "CompletionsReached",
+                     "message": "Reached expected number of succeeded pods", "lastTransitionTime": NOW}]}},
+                ns, subresource="status")
+            found = await eventually(lambda: events_of("high", "CreatedWorkload", "Started", "FinishedWorkload"),
+                                     what="FinishedWorkload on the high Job")
+            assert found[2]["message"] == f"Workload '{ns}/{high_wl}' is declared finished"
+            found = await eventually(lambda: events_of("low", "CreatedWorkload", "Started", "Stopped", "Started"),
+                                     what="the low Job started again")
+            assert found[3]["message"] == f"Admitted by clusterQueue {cq}"
+
+            # --- created unsuspended (no webhook here), then unsuspended by hand while pending -------------------
+            eager = await create(kc, job(ns, "eager", "nowhere", suspend=False))
+            uids["eager"] = eager["metadata"]["uid"]
+            eager_wl = workload_name("eager", uids["eager"])
+            stopped, created = await eventually(lambda: events_of("eager", "Stopped", "CreatedWorkload"),
+                                                what="the eager Job stopped, then given its Workload")
+            assert stopped["message"] == "Missing Workload; unable to restore pod templates"
+            assert created["message"] == f"Created Workload: {ns}/{eager_wl}"
+
+            async def pending() -> bool:
+                wl = await get(kc, "Workload", eager_wl, ns)
+                cond = _cond(wl, "QuotaReserved")
+                return cond is not None and cond["status"] == "False"
+
+            await eventually(pending, what="the eager Workload pending (no quota)")
+            await kc.patch(JOBS, "eager", {"spec": {"suspend": False}}, ns)
+            found = await eventually(lambda: events_of("eager", "Stopped", "CreatedWorkload", "Stopped"),
+                                     what="the eager Job stopped again")
+            assert found[2]["message"] == "Not admitted by cluster queue"
+
+            mine = {f"{ns}/low", f"{ns}/high", f"{ns}/eager", f"{ns}/{low_wl}", f"{ns}/{high_wl}", f"{ns}/{eager_wl}"}
+
+            def recorded() -> bool:
+                return not any(r.event.key in mine for r in journal.mirror.kube_events.ready.values())
+
+            await eventually(recorded, what="every Job action's Event recorded")
+            before = {name: await job_events(kc, ns, name, uid) for name, uid in uids.items()}
+            assert sum(map(len, before.values())) == 3 + 4 + 3
+            assert all(e["eventTime"] for events in before.values() for e in events)
+
+        # --- restart: the log is folded again, its Job actions are offered to the recorder again ---------------
+        async with kueue_es(kc, tmp_path / "log") as (connector, journal):
+            assert connector.recorder is not None
+            stats = connector.recorder.stats
+            await eventually(lambda: recorded() and stats.existing >= 10,
+                             what="the replayed Job actions' Events to be found already there")
+            after = {name: await job_events(kc, ns, name, uid) for name, uid in uids.items()}
+            assert {n: [(e["metadata"]["name"], e["metadata"]["resourceVersion"]) for e in events]
+                    for n, events in after.items()} == {
+                n: [(e["metadata"]["name"], e["metadata"]["resourceVersion"]) for e in events]
+                for n, events in before.items()}, "no Job Event recorded twice, none touched"

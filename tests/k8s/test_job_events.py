@@ -1,0 +1,196 @@
+"""The Events Kueue's job reconciler records on a batch/v1 Job (connectors/k8s/job_events.py), and how the Event
+ledger holds them: ready as the job integration's records are folded, on the Job they are about, named from
+the record so that folding the log again names them the same.
+
+Expected messages are Kueue's own (``pkg/controller/jobframework/reconciler.go``: ``handleJobWithNoWorkload``,
+``startJob``, ``stopJob`` and its callers, the finished-workload branches).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import pytest
+
+from connectors.k8s.decision_events import JOB_CONTROLLER, Involved, event_name
+from connectors.k8s.job_events import MISSING_WORKLOAD, NOT_ADMITTED, job_events, stop_message
+from connectors.k8s.journal import LocalJournal
+from connectors.k8s.mirror import Mirror
+from connectors.k8s.recorder import EventRecorder, events_of
+from events import objects as o
+from events import schema as ev
+from events.log import MemoryLog
+from events.timefmt import format_time, parse_time
+from projections.workloads import ADMITTED, WorkloadInfo
+
+T0 = parse_time("2026-01-01T00:00:00Z")
+JOB = Involved("batch/v1", "Job", "ns", "train", "job-uid")
+PREEMPTED = ("Preempted to accommodate a workload (UID: hi-uid, JobUID: hi-job) due to prioritization in the "
+             "ClusterQueue; preemptor path: /cq; preemptee path: /cq")
+
+
+def _wl(*conditions: o.Condition) -> WorkloadInfo:
+    return WorkloadInfo(key="ns/job-train-1a2b3", uid="wl-uid", namespace="ns", name="job-train-1a2b3",
+                        queue_name="lq", created=T0, priority=0, priority_class="", pod_sets=(), phase=ADMITTED,
+                        conditions=conditions)
+
+
+def acted(action: str, **kw: Any) -> ev.JobActed:
+    return ev.JobActed(time=T0, key="ns/train", uid="job-uid", action=action, **kw)
+
+
+@pytest.mark.parametrize(("wl", "why"), [
+    (None, MISSING_WORKLOAD),
+    (_wl(), NOT_ADMITTED),
+    (_wl(o.Condition(type="Evicted", status="True", reason="Preempted", message=PREEMPTED)), PREEMPTED),
+    (_wl(o.Condition(type="Evicted", status="True", reason="Deactivated", message="The workload is deactivated")),
+     "The workload is deactivated"),
+    (_wl(o.Condition(type="Evicted", status="False", reason="QuotaReserved", message="Previously: x")),
+     NOT_ADMITTED),
+], ids=["no workload", "not admitted", "preempted", "deactivated", "evicted before, admitted again"])
+def test_why_a_running_job_is_stopped(wl: WorkloadInfo | None, why: str) -> None:
+    assert stop_message(wl) == why
+    assert MISSING_WORKLOAD == "Missing Workload; unable to restore pod templates"
+    assert NOT_ADMITTED == "Not admitted by cluster queue"
+
+
+@pytest.mark.parametrize(("record", "reason", "message"), [
+    (acted("CreatedWorkload", workload="ns/job-train-1a2b3"), "CreatedWorkload",
+     "Created Workload: ns/job-train-1a2b3"),
+    (acted("Started", workload="ns/job-train-1a2b3", cluster_queue="team-cq"), "Started",
+     "Admitted by clusterQueue team-cq"),
+    (acted("Stopped", workload="ns/job-train-1a2b3", message=PREEMPTED), "Stopped", PREEMPTED),
+    (ev.WorkloadFinished(time=T0, key="ns/job-train-1a2b3", reason="Succeeded", message="done"),
+     "FinishedWorkload", "Workload 'ns/job-train-1a2b3' is declared finished"),
+])
+def test_each_record_maps_to_kueues_job_event(record: ev.AnyEvent, reason: str, message: str) -> None:
+    (e,) = job_events(record, JOB)
+    assert (e.involved, e.type, e.reason, e.action, e.message, e.component) == (
+        JOB, "Normal", reason, reason, message, "batch/job-kueue-controller")
+    assert JOB_CONTROLLER == "batch/job-kueue-controller"
+
+
+def test_an_unknown_action_records_nothing() -> None:
+    assert job_events(acted("Scaled"), JOB) == ()  # a newer writer's action this version does not know
+
+
+# --- the ledger -------------------------------------------------------------------------------------------------
+
+
+def _job(uid: str = "job-uid") -> o.Job:
+    return o.Job(metadata=o.ObjectMeta(name="train", namespace="ns", uid=uid, resource_version="1"),
+                 spec=o.JobSpec(suspend=True))
+
+
+def _workload_object(job_uid: str = "job-uid") -> o.Workload:
+    return o.Workload(
+        metadata=o.ObjectMeta(name="job-train-1a2b3", namespace="ns", uid="wl-uid", resource_version="1",
+                              creation_timestamp=format_time(T0), labels={"kueue.x-k8s.io/job-uid": job_uid},
+                              owner_references=[o.OwnerReference(api_version="batch/v1", kind="Job", name="train",
+                                                                 uid=job_uid, controller=True)]),
+        spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(count=1)]))
+
+
+def _fold(mirror: Mirror, *events: ev.AnyEvent) -> list[int]:
+    start = mirror.offset + 1
+    mirror.apply_batch([ev.Record(start + i, e) for i, e in enumerate(events)])
+    return list(range(start, start + len(events)))
+
+
+FINISHED = ev.WorkloadFinished(time=T0 + 9_000, key="ns/job-train-1a2b3", uid="wl-uid", reason="Succeeded")
+
+
+def test_job_actions_are_ready_as_they_are_folded_on_the_job_they_are_about() -> None:
+    mirror = Mirror()
+    ledger = mirror.kube_events
+    _fold(mirror, ev.ObjectUpserted(time=T0, key="ns/train", uid="job-uid", obj=_job()),
+          ev.ObjectUpserted(time=T0, key="ns/job-train-1a2b3", uid="wl-uid", obj=_workload_object()))
+    created, started = _fold(mirror, acted("CreatedWorkload", workload="ns/job-train-1a2b3"),
+                             acted("Started", workload="ns/job-train-1a2b3", cluster_queue="cq"))
+    (finished,) = _fold(mirror, FINISHED)
+    assert list(ledger.ready) == [created, started, finished] and ledger.dirty == {created, started, finished}
+    assert not ledger.awaiting, "nothing to wait for: the records say the action was done"
+    assert {r.before for r in ledger.ready.values()} == {JOB}
+    assert [e.reason for r in ledger.ready.values() for e in events_of(r)] == [
+        "CreatedWorkload", "Started", "FinishedWorkload"]
+    # two records of the same millisecond keep the log's order in eventTime
+    assert ledger.ready[started].micros == ledger.ready[created].micros + 4
+    # finished again (a second report of the same finish): Kueue's condition does not change, no second Event
+    (again,) = _fold(mirror, FINISHED)
+    assert again not in ledger.ready
+
+
+def test_no_finished_workload_event_without_its_job() -> None:
+    mirror = Mirror()
+    ledger = mirror.kube_events
+    _fold(mirror, ev.ObjectUpserted(time=T0, key="ns/train", uid="job-uid", obj=_job()),
+          ev.ObjectUpserted(time=T0, key="ns/job-train-1a2b3", uid="wl-uid", obj=_workload_object()),
+          ev.ObjectDeleted(time=T0 + 1, key="ns/train", uid="job-uid", kind="Job"))
+    (gone,) = _fold(mirror, FINISHED)  # the owner is gone (OwnerNotFound): nothing to record it on
+    assert gone not in ledger.ready
+    # a Job recreated under the same name is another Job: the old Workload's finish is not its Event
+    mirror = Mirror()
+    _fold(mirror, ev.ObjectUpserted(time=T0, key="ns/job-train-1a2b3", uid="wl-uid", obj=_workload_object()),
+          ev.ObjectUpserted(time=T0, key="ns/train", uid="other-uid", obj=_job("other-uid")))
+    (other,) = _fold(mirror, FINISHED)
+    assert other not in mirror.kube_events.ready
+
+
+def test_folding_the_log_again_names_each_event_the_same() -> None:
+    records = [ev.ObjectUpserted(time=T0, key="ns/train", uid="job-uid", obj=_job()),
+               acted("CreatedWorkload", workload="ns/job-train-1a2b3"),
+               acted("Stopped", workload="ns/job-train-1a2b3", message=PREEMPTED)]
+
+    def names() -> list[str]:
+        mirror = Mirror()
+        _fold(mirror, *records)
+        return [event_name(e, r.event, off, i) for off, r in mirror.kube_events.ready.items()
+                for i, e in enumerate(events_of(r))]
+
+    first = names()
+    assert len(first) == 2 and len(set(first)) == 2 and all(n.startswith("train.") for n in first)
+    assert names() == first
+
+
+# --- the recorder -----------------------------------------------------------------------------------------------
+
+
+class Client:
+    def __init__(self) -> None:
+        self.created: list[dict[str, Any]] = []
+
+    async def create(self, resource: Any, body: dict[str, Any], namespace: str = "") -> bytes:
+        assert resource.plural == "events" and namespace == "ns"
+        self.created.append(body)
+        return b"{}"
+
+
+@pytest.mark.asyncio
+async def test_the_recorder_creates_them_on_the_job_as_kueues_job_reconciler() -> None:
+    journal = LocalJournal(MemoryLog(), Mirror())
+    await journal.append([ev.ObjectUpserted(time=T0, key="ns/train", uid="job-uid", obj=_job())])
+    await journal.append([acted("CreatedWorkload", workload="ns/job-train-1a2b3")])
+    await journal.append([ev.JobActed(time=T0 + 2_000, key="ns/train", uid="job-uid", action="Started",
+                                      workload="ns/job-train-1a2b3", cluster_queue="cq")])
+    client = Client()
+    recorder = EventRecorder(client, journal, instance="r0", clock=lambda: T0 / 1000 + 10)  # type: ignore[arg-type]
+    task = asyncio.create_task(recorder.run())
+    try:
+        async with asyncio.timeout(5):
+            while journal.mirror.kube_events.ready:
+                await asyncio.sleep(0.01)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    created, started = sorted(client.created, key=lambda b: b["eventTime"])
+    assert created["involvedObject"] == {"apiVersion": "batch/v1", "kind": "Job", "namespace": "ns",
+                                         "name": "train", "uid": "job-uid"}
+    assert (created["reason"], created["message"]) == ("CreatedWorkload", "Created Workload: ns/job-train-1a2b3")
+    assert (started["reason"], started["message"]) == ("Started", "Admitted by clusterQueue cq")
+    assert created["reportingComponent"] == "batch/job-kueue-controller"
+    assert created["reportingInstance"] == "batch/job-kueue-controller-r0"
+    assert (created["eventTime"], started["eventTime"]) == ("2026-01-01T00:00:00.000000Z",
+                                                            "2026-01-01T00:00:02.000000Z")
