@@ -76,7 +76,7 @@ def _decode(decoder: msgspec.msgpack.Decoder, data: Any, part: str) -> Any:
         raise UndecodablePart(str(exc).replace("`$", f"`$.obj.{part}", 1)) from None
 
 
-LazyObject: Any = Union[  # type: ignore[valid-type]
+LazyObject: Any = Union[  # type: ignore[valid-type]  # noqa: UP007 - built from a tuple at run time
     tuple(LazyWorkload if t is o.Workload else t for t in o.KueueObject.__args__)  # type: ignore[attr-defined]
 ]
 """Every kind of :data:`events.objects.KueueObject`, with a Workload decoded lazily."""
@@ -93,7 +93,7 @@ class LazyObjectUpserted(ev.Event, tag="ObjectUpserted"):
                                  id=self.id, schema=self.schema, obj=obj)
 
 
-LazyEvent: Any = Union[  # type: ignore[valid-type]
+LazyEvent: Any = Union[  # type: ignore[valid-type]  # noqa: UP007 - built from a tuple at run time
     tuple(LazyObjectUpserted if t is ev.ObjectUpserted else t for t in ev.AnyEvent.__args__)  # type: ignore[attr-defined]
 ]
 """Every event of :data:`events.schema.AnyEvent`, with ``ObjectUpserted`` decoded lazily."""

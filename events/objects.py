@@ -12,7 +12,7 @@ from typing import Any, Union
 
 import msgspec
 
-Quantity = Union[str, int, float]
+Quantity = str | int | float
 """A Kubernetes quantity as written by a user: ``"500m"``, ``"2Gi"`` or a bare number."""
 
 
@@ -609,7 +609,7 @@ class Workload(KObject, tag="Workload"):
     status: WorkloadStatus = WorkloadStatus()
 
 
-KueueObject = Union[
+KueueObject = Union[  # noqa: UP007 - one tagged union, a member per line
     Namespace,
     Node,
     Pod,

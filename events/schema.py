@@ -316,7 +316,7 @@ class DecisionRejected(Event, tag="DecisionRejected"):
     message: str = ""
 
 
-AnyEvent = Union[
+AnyEvent = Union[  # noqa: UP007 - one tagged union, a member per line
     ObjectUpserted,
     ObjectDeleted,
     PodsReadyChanged,

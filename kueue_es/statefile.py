@@ -13,9 +13,8 @@ from events import schema as ev
 from events.errors import InvalidInput
 from events.manifests import Manifest, load_file
 from events.timefmt import parse_time
-from projections.cluster import ClusterState
-
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig, load_config
+from projections.cluster import ClusterState
 
 _FIRST = ("Namespace", "PriorityClass", "WorkloadPriorityClass", "ResourceFlavor", "Topology", "AdmissionCheck",
           "ProvisioningRequestConfig", "Cohort", "ClusterQueue", "LocalQueue", "Node", "Pod", "Job")

@@ -18,11 +18,10 @@ import msgspec
 
 from events import schema as ev
 from events.codec import to_builtins
-from projections.cluster import ClusterState
-
 from kueue_es.scheduler import decide
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 from kueue_es.scheduler.config_record import in_force
+from projections.cluster import ClusterState
 
 
 @dataclass

@@ -33,8 +33,8 @@ from projections.clusterqueues import ClusterQueueInfo, selector_matches
 from projections.cohorts import CohortForest, build_forest
 from projections.deadlines import DueIndex
 from projections.queues import ClusterQueueQueue, SortKey
-from projections.secondpass import backoff_ms, needs_second_pass
 from projections.quota import QuotaTree, build_quota_tree
+from projections.secondpass import backoff_ms, needs_second_pass
 from projections.topology import TASFold
 from projections.workloads import (
     ADMITTED,

@@ -11,7 +11,6 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from connectors.k8s.errors import KubeError
-
 from connectors.k8s.journal import Signal
 
 

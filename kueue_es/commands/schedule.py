@@ -6,11 +6,10 @@ import argparse
 from typing import Any
 
 from events import schema as ev
-from projections.workloads import status_of
-
 from kueue_es.commands._common import add_output_argument, int_arg, time_arg, write_data
 from kueue_es.scheduler.cycle import run_cycle
 from kueue_es.statefile import load_state
+from projections.workloads import status_of
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -9,11 +9,10 @@ fixed point Kueue's controllers would. Nothing here reads a clock, draws a rando
 from __future__ import annotations
 
 from events import schema as ev
-from projections.cluster import ClusterState
-
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 from kueue_es.scheduler.cycle import run_cycle
 from kueue_es.scheduler.reconcile import next_deadline, reconcile
+from projections.cluster import ClusterState
 
 __all__ = ["DEFAULT", "SchedulerConfig", "decide", "next_deadline", "settle"]
 

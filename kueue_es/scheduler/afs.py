@@ -24,11 +24,10 @@ import math
 from typing import TYPE_CHECKING
 
 from events.quantity import MILLI_RESOURCES
-from projections.cluster import ClusterState
-from projections.workloads import RESERVED
-
 from kueue_es.scheduler.config import AdmissionFairSharingConfig, SchedulerConfig, parse_duration
 from kueue_es.scheduler.quota import fair_weight
+from projections.cluster import ClusterState
+from projections.workloads import RESERVED
 
 if TYPE_CHECKING:
     from projections.workloads import WorkloadInfo

@@ -16,10 +16,9 @@ cycle, which admits the entry (or whatever now comes first).
 
 from __future__ import annotations
 
-from projections.cluster import ClusterState
-
 from kueue_es.scheduler import features
 from kueue_es.scheduler.config import SchedulerConfig
+from projections.cluster import ClusterState
 
 REASON = "WaitingForPodsReady"
 LEGACY_REASON = "Waiting"

@@ -16,9 +16,8 @@ import msgspec
 from events import schema as ev
 from events.errors import InvalidInput
 from events.manifests import CONFIG_API_VERSIONS
-from projections.cluster import ClusterState
-
 from kueue_es.scheduler.config import DEFAULT, ResourcesConfig, SchedulerConfig, load_config
+from projections.cluster import ClusterState
 
 DEFAULT_DOCUMENT: dict[str, Any] = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration"}
 """What a scheduler started without a Configuration file records: Kueue's defaults."""

@@ -19,12 +19,9 @@ from functools import lru_cache
 from events import objects as o
 from events import schema as ev
 from events.quantity import format_quantity
-from projections.cluster import ClusterState
-from projections.clusterqueues import ClusterQueueInfo
-from projections.workloads import WorkloadInfo
-
 from kueue_es.scheduler import afs, blockadmission
 from kueue_es.scheduler.config import SchedulerConfig
+from kueue_es.scheduler.fairsharing import fair_order, fair_targets
 from kueue_es.scheduler.flavors import (
     Assignment,
     Granular,
@@ -35,7 +32,6 @@ from kueue_es.scheduler.flavors import (
     scan_length,
     scan_progress,
 )
-from kueue_es.scheduler.fairsharing import fair_order, fair_targets
 from kueue_es.scheduler.preemption import Target, find_targets
 from kueue_es.scheduler.quota import QuotaNode, QuotaTree
 from kueue_es.scheduler.tasplace import (
@@ -49,6 +45,9 @@ from kueue_es.scheduler.tasplace import (
     second_pass_due,
     topology_fields,
 )
+from projections.cluster import ClusterState
+from projections.clusterqueues import ClusterQueueInfo
+from projections.workloads import WorkloadInfo
 
 _NO_FIT, _PREEMPT = Mode.NO_FIT, Mode.PREEMPT
 PARK_ALWAYS_HEAP = frozenset({"FailedAfterNomination", "PendingPreemption", "PendingMigration", "PreemptionFailed"})

@@ -26,15 +26,14 @@ from typing import Any
 
 from events.quantity import format_quantity
 from events.timefmt import format_time
-from projections.cluster import ClusterState
-from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, WorkloadInfo
-
 from kueue_es.scheduler import afs, blockadmission, fairsharing
 from kueue_es.scheduler.config import SchedulerConfig
 from kueue_es.scheduler.cycle import CycleContext, Entry, nominate
 from kueue_es.scheduler.flavors import Granular, Mode, resume_scan
 from kueue_es.scheduler.preemption import policy_allows, uses_any
 from kueue_es.scheduler.quota import QuotaNode
+from projections.cluster import ClusterState
+from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, WorkloadInfo
 
 _REASON_WHY = {
     "InClusterQueue": "lower priority in the same ClusterQueue (withinClusterQueue: {within})",

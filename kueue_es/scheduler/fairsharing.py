@@ -39,10 +39,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from projections.workloads import WorkloadInfo
-
 from kueue_es.scheduler.preemption import Target, candidate_key, policy_allows, sort_candidates, uses_any
 from kueue_es.scheduler.quota import QuotaNode
+from projections.workloads import WorkloadInfo
 
 if TYPE_CHECKING:
     from kueue_es.scheduler.cycle import CycleContext, Entry

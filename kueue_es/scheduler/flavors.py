@@ -16,9 +16,8 @@ from typing import TYPE_CHECKING
 
 from events import objects as o
 from events.quantity import format_quantity
-from projections.workloads import PodSetInfo, WorkloadInfo
-
 from kueue_es.scheduler.tasflavor import tas_ineligible
+from projections.workloads import PodSetInfo, WorkloadInfo
 
 if TYPE_CHECKING:
     from events.schema import FlavorScan

@@ -12,11 +12,10 @@ from __future__ import annotations
 from events import objects as o
 from events import schema as ev
 from events.tas_assignment import decode
+from kueue_es.scheduler.flavors import toleration_matches
 from projections.cluster import ClusterState
 from projections.secondpass import HOSTNAME
 from projections.workloads import WORKLOAD_ANNOTATION, WorkloadInfo
-
-from kueue_es.scheduler.flavors import toleration_matches
 
 _TERMINAL = ("Succeeded", "Failed")
 

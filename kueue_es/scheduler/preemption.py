@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from functools import cmp_to_key
 from typing import TYPE_CHECKING
 
-from projections.workloads import WorkloadInfo
-
 from kueue_es.scheduler.quota import QuotaNode
+from projections.workloads import WorkloadInfo
 
 if TYPE_CHECKING:
     from kueue_es.scheduler.cycle import CycleContext

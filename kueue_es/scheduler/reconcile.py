@@ -37,13 +37,12 @@ from collections.abc import Iterable
 from events import objects as o
 from events import schema as ev
 from events.timefmt import parse_time
-from projections.cluster import ClusterState
-from projections.secondpass import delayed_pod_sets
-from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, WorkloadInfo
-
 from kueue_es.scheduler import provisioning
 from kueue_es.scheduler.config import SchedulerConfig, parse_duration
 from kueue_es.scheduler.nodefailure import node_failure_decisions
+from projections.cluster import ClusterState
+from projections.secondpass import delayed_pod_sets
+from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, WorkloadInfo
 
 REQUEUE_TRUE_REASONS = frozenset({"Preempted", "NodeFailures"})
 PENDING_EVALUATION = "Workload is pending evaluation in the scheduling queue"

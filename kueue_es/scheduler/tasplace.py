@@ -16,15 +16,21 @@ from typing import TYPE_CHECKING
 
 from events import objects as o
 from events import schema as ev
+from kueue_es.scheduler.features import TAS_BALANCED_PLACEMENT, TAS_MULTI_LAYER_TOPOLOGY
+from kueue_es.scheduler.flavors import Assignment, Granular, Mode, PodSetResult
+from kueue_es.scheduler.tas import (
+    NoPlacement,
+    Placement,
+    PodSetRequest,
+    TASOptions,
+    place_workload,
+    replace_node,
+)
+from kueue_es.scheduler.tasflavor import explicit, wants_tas
 from projections.clusterqueues import ClusterQueueInfo
 from projections.secondpass import delayed_pod_sets, pod_sets_on_node
 from projections.topology import TASSnapshots, tas_snapshots, workload_tas_usage
 from projections.workloads import RESERVED, PodSetInfo, WorkloadInfo
-
-from kueue_es.scheduler.flavors import Assignment, Granular, Mode, PodSetResult
-from kueue_es.scheduler.features import TAS_BALANCED_PLACEMENT, TAS_MULTI_LAYER_TOPOLOGY
-from kueue_es.scheduler.tas import NoPlacement, Placement, PodSetRequest, TASOptions, place_workload, replace_node
-from kueue_es.scheduler.tasflavor import explicit, wants_tas
 
 if TYPE_CHECKING:
     from kueue_es.scheduler.cycle import CycleContext

@@ -18,6 +18,7 @@ from kueue_es.simulator.config import Scenario
 from kueue_es.simulator.model import Plan, build_plan
 from kueue_es.simulator.sim import STOP_DELAY_MS, Outcome, ProgressFn, Simulation, summarize
 
+
 @dataclass
 class RunResult:
     summary: dict[str, Any]

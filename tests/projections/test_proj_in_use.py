@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from fixtures.eventgen import T0, admission, cluster_queue, flavor, fold, local_queue, meta, namespace, records, upsert
+from fixtures.eventgen import (
+    T0,
+    admission,
+    cluster_queue,
+    flavor,
+    fold,
+    local_queue,
+    meta,
+    namespace,
+    records,
+    upsert,
+)
 from fixtures.eventgen import workload as wl
 
 from events import objects as o

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from fixtures.eventgen import T0, admission, flavor, fold, local_queue, meta, namespace, records, upsert, workload
+from fixtures.eventgen import (
+    T0,
+    flavor,
+    fold,
+    local_queue,
+    meta,
+    namespace,
+    records,
+    upsert,
+    workload,
+)
 
 from events import objects as o
 from events import schema as ev

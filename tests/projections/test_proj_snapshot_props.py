@@ -133,7 +133,7 @@ def test_a_snapshot_from_before_flavor_scan_progress_still_loads() -> None:
 
     recs = records(interpret(random_ops(random.Random(11), 400)))
     state = ClusterState()
-    for cut, r in enumerate(recs, 1):  # up to the first point where some workload keeps scan progress
+    for cut, r in enumerate(recs, 1):  # noqa: B007 - used after the loop; up to the first point where some workload keeps scan progress
         state.apply(r)
         if any(w.scan is not None for w in state.workloads.values()):
             break

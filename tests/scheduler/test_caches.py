@@ -209,7 +209,7 @@ def _naive_fair_order(ctx, entries):
                 d, n = drs(ctx, n), n.parent
             tree.charge(q.name, usage, -1)
 
-        def play(cohort):
+        def play(cohort, values=values):
             cands = [w for c in cohort.children if not c.is_cq for w in [play(c)] if w is not None]
             cands += [remaining[c.name] for c in cohort.children if c.is_cq and c.name in remaining]
             best = cands[0] if cands else None

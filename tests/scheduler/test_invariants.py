@@ -204,9 +204,9 @@ def test_same_decisions_in_a_fresh_process_with_another_hash_seed(scenario) -> N
     objects, waves = scenario
     here = _digest(objects, waves)
     code = (
-        "import json,sys; sys.path.insert(0, %r); from test_invariants import _digest; "
-        "o, w = json.load(sys.stdin); print(_digest(o, w))"
-    ) % os.path.dirname(__file__)
+        f"import json,sys; sys.path.insert(0, {os.path.dirname(__file__)!r}); "
+        "from test_invariants import _digest; o, w = json.load(sys.stdin); print(_digest(o, w))"
+    )
     for seed in ("1", "4242"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
         result = subprocess.run([sys.executable, "-c", code], input=json.dumps([objects, waves]),

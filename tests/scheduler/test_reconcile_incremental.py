@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from functools import lru_cache
+from functools import cache
 
 import msgspec
 import pytest
@@ -58,7 +58,7 @@ CONFIGS = (
 )
 
 
-@lru_cache(maxsize=None)
+@cache
 def _obj(text: str) -> o.KObject:
     return load_text(text, "test").objects[0]
 

@@ -43,8 +43,8 @@ import yaml
 
 from events import objects as o
 from events import schema as ev
-from events.tas_assignment import decode
 from events.manifests import load_text
+from events.tas_assignment import decode
 from events.timefmt import format_time, parse_time
 from kueue_es.commands.schedule import schedule
 from kueue_es.scheduler import decide, settle

@@ -12,7 +12,14 @@ reads (balanced placement, slice layers), as the Configuration sets them.
 
 from kueue_es.scheduler.tas.place import place
 from kueue_es.scheduler.tas.replace import Replacement, replace_node
-from kueue_es.scheduler.tas.request import DEFAULT_OPTIONS, NoPlacement, Placement, PodSetRequest, Result, TASOptions
+from kueue_es.scheduler.tas.request import (
+    DEFAULT_OPTIONS,
+    NoPlacement,
+    Placement,
+    PodSetRequest,
+    Result,
+    TASOptions,
+)
 from kueue_es.scheduler.tas.usage import net_domains
 from kueue_es.scheduler.tas.workload import WorkloadPlacement, place_workload
 

@@ -32,9 +32,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from math import log2
 
-from projections.topology import TopologyTree
-
 from kueue_es.scheduler.tas.counts import Counts
+from projections.topology import TopologyTree
 
 _SHIFT = 48  # as search.order: counts stay far below 2^48
 _MASK = (1 << _SHIFT) - 1

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from projections.topology import FlavorSnapshot, TopologyTree, fit_in_leaf
-
 from kueue_es.scheduler.tas.nodes import Exclusion, Exclusions
+from projections.topology import FlavorSnapshot, TopologyTree, fit_in_leaf
 
 
 class Counts:

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from projections.topology import TopologyTree
-
 from kueue_es.scheduler.tas.counts import Counts
 from kueue_es.scheduler.tas.search import order, tightest
+from projections.topology import TopologyTree
 
 
 def trim(domains: Sequence[int], need: int, value: Sequence[int] | Mapping[int, int], unit: int, bestfit: bool,

@@ -11,9 +11,8 @@ from __future__ import annotations
 import msgspec
 
 from events import objects as o
-from projections.topology import FlavorSnapshot
-
 from kueue_es.scheduler.tas.request import PodSetRequest
+from projections.topology import FlavorSnapshot
 
 _ENC = msgspec.msgpack.Encoder()
 

@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from events import objects as o
-from projections.topology import HOSTNAME, FlavorSnapshot, TopologyTree
-
 from kueue_es.scheduler.tas.balanced import place_balanced
 from kueue_es.scheduler.tas.counts import Counts, exclusions, fill_counts
 from kueue_es.scheduler.tas.descent import descend
@@ -27,8 +25,16 @@ from kueue_es.scheduler.tas.layers import (
     slices_requested,
 )
 from kueue_es.scheduler.tas.nodes import excluded_leaves, go_quote
-from kueue_es.scheduler.tas.request import DEFAULT_OPTIONS, NoPlacement, Placement, PodSetRequest, Result, TASOptions
+from kueue_es.scheduler.tas.request import (
+    DEFAULT_OPTIONS,
+    NoPlacement,
+    Placement,
+    PodSetRequest,
+    Result,
+    TASOptions,
+)
 from kueue_es.scheduler.tas.search import find_fit_level
+from projections.topology import HOSTNAME, FlavorSnapshot, TopologyTree
 
 __all__ = ["build", "is_unconstrained", "level_key", "place", "slice_size", "slices_requested"]
 

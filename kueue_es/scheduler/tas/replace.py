@@ -18,11 +18,10 @@ from collections.abc import Mapping
 
 import msgspec
 
-from projections.topology import FlavorSnapshot, domain_id
-
 from kueue_es.scheduler.tas.layers import layers_of, slice_key, slice_size, slices_requested
 from kueue_es.scheduler.tas.place import level_key, place
 from kueue_es.scheduler.tas.request import DEFAULT_OPTIONS, NoPlacement, Placement, PodSetRequest, TASOptions
+from projections.topology import FlavorSnapshot, domain_id
 
 
 class Replacement(msgspec.Struct, frozen=True):

@@ -11,8 +11,6 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
-from projections.topology import FlavorSnapshot
-
 from kueue_es.scheduler.tas.nodes import go_quote
 from kueue_es.scheduler.tas.place import place
 from kueue_es.scheduler.tas.request import (
@@ -24,6 +22,7 @@ from kueue_es.scheduler.tas.request import (
     TASOptions,
     add_assumed,
 )
+from projections.topology import FlavorSnapshot
 
 
 class WorkloadPlacement(msgspec.Struct, frozen=True):

@@ -42,7 +42,7 @@ EXTERNAL_KILLS = 2
 
 def assert_same_events(got: list, want: list) -> None:
     """Equal event for event; on a difference, name the first one (pytest's diff of 20,000 events takes hours)."""
-    for i, (g, w) in enumerate(zip(got, want)):
+    for i, (g, w) in enumerate(zip(got, want, strict=False)):
         assert g == w, f"event {i} differs:\n  got  {g!r}\n  want {w!r}"
     assert len(got) == len(want), f"{len(got)} events, the undisturbed run has {len(want)}"
 

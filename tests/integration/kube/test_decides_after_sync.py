@@ -13,7 +13,18 @@ import secrets
 from typing import Any
 
 import pytest
-from kubehelp import KUEUE, cluster_queue, connect, create, eventually, flavor, get, kueue_es, local_queue, namespace
+from kubehelp import (
+    KUEUE,
+    cluster_queue,
+    connect,
+    create,
+    eventually,
+    flavor,
+    get,
+    kueue_es,
+    local_queue,
+    namespace,
+)
 
 from connectors.k8s import crds
 from events import schema as ev

@@ -12,7 +12,18 @@ import secrets
 from typing import Any
 
 import pytest
-from kubehelp import cluster_queue, connect, create, eventually, flavor, get, job, kueue_es, local_queue, namespace
+from kubehelp import (
+    cluster_queue,
+    connect,
+    create,
+    eventually,
+    flavor,
+    get,
+    job,
+    kueue_es,
+    local_queue,
+    namespace,
+)
 
 from connectors.k8s import crds
 from connectors.k8s.resources import BY_KIND

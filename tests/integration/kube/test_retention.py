@@ -11,7 +11,18 @@ from __future__ import annotations
 import secrets
 
 import pytest
-from kubehelp import cluster_queue, connect, create, eventually, flavor, get, job, kueue_es, local_queue, namespace
+from kubehelp import (
+    cluster_queue,
+    connect,
+    create,
+    eventually,
+    flavor,
+    get,
+    job,
+    kueue_es,
+    local_queue,
+    namespace,
+)
 
 from connectors.k8s import crds
 from connectors.k8s.errors import NotFound

@@ -21,7 +21,18 @@ import secrets
 from typing import Any
 
 import pytest
-from kubehelp import cluster_queue, connect, create, eventually, flavor, get, job, kueue_es, local_queue, namespace
+from kubehelp import (
+    cluster_queue,
+    connect,
+    create,
+    eventually,
+    flavor,
+    get,
+    job,
+    kueue_es,
+    local_queue,
+    namespace,
+)
 
 from connectors.k8s import crds
 from connectors.k8s.jobs import workload_name
