@@ -593,12 +593,21 @@ class UnhealthyNode(View):
     name: str
 
 
+class PodSetRequest(View):
+    """What a pending workload's pod set asks for in all (``status.resourceRequests[]``)."""
+
+    name: str
+    resources: dict[str, Quantity] = {}
+
+
 class WorkloadStatus(View):
     conditions: list[Condition] = []
     admission: Admission | None = None
     requeue_state: RequeueState | None = None
     reclaimable_pods: list[ReclaimablePod] = []
     admission_checks: list[AdmissionCheckState] = []
+    resource_requests: list[PodSetRequest] = []
+    """Set by a failed admission attempt, emptied by a quota reservation; written by Kueue only."""
     accumulated_past_execution_time_seconds: int | None = None
     unhealthy_nodes: list[UnhealthyNode] = []
     """Failed nodes under a TAS workload that Kueue is looking to replace; written by Kueue only."""

@@ -1,7 +1,13 @@
 """Kubernetes quantities as Kueue counts them: integers, cpu in milli-units, everything else in units.
 
-Parsing rounds up (a request of 1.5 bytes needs 2) and formatting gives the canonical string Kubernetes would
-print (``500m``, ``2``, ``1Gi``), so ``resourceUsage`` reads as Kueue writes it.
+Parsing rounds up (a request of 1.5 bytes needs 2). Two formatters:
+
+* :func:`canonical_quantity` writes what Kueue's resource formatter writes (``500m``, ``2``, ``1Gi``, ``1G``,
+  ``2k``): the string a status field must hold to read as Kueue's;
+* :func:`format_quantity` is the older approximation the scheduler's decisions (``resourceUsage``) and messages are
+  written with. It differs from Kueue's for a byte count that is not a whole number of KiB (``1000000000``
+  where Kueue writes ``1G``) and for a whole thousand cores or more (``1000`` for ``1k``); recorded decisions
+  hold its strings and ``replay --verify`` compares them exactly, so it is left as it is.
 """
 
 from __future__ import annotations
@@ -75,3 +81,47 @@ def format_quantity(resource: str, value: int) -> str:
             if value % mult == 0:
                 return f"{value // mult}{suffix}"
     return str(value)
+
+
+_SI = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+_IEC = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+
+
+def _decimal_si(value: int, exponent: int) -> str:
+    """``value``·10^``exponent`` as Kubernetes writes a DecimalSI quantity: the largest power of a thousand that
+    leaves a whole number (``2000`` → ``2k``, ``1500`` → ``1500``; with exponent -3, ``500`` → ``500m``)."""
+    if value == 0:
+        return "0"
+    while value % 10 == 0:
+        value //= 10
+        exponent += 1
+    extra = exponent % 3
+    return f"{value * 10 ** extra}{_SI[exponent - extra]}"
+
+
+def _binary_si(value: int) -> str:
+    """A byte count as Kueue writes it: a whole number of KiB (MiB, ...) from 1Ki up in binary units, anything
+    else in decimal ones (Kueue formats BinarySI, reads that back, and writes it again: ``2000`` comes out
+    ``2k``, ``128000`` ``125Ki``)."""
+    if value < 1024:
+        return _decimal_si(value, 0)
+    power = 0
+    while value % 1024 == 0 and power < len(_IEC) - 1:
+        value //= 1024
+        power += 1
+    return f"{value}{_IEC[power]}" if power else _decimal_si(value, 0)
+
+
+@lru_cache(maxsize=65536)
+def canonical_quantity(resource: str, value: int) -> str:
+    """The string Kueue writes for its integer ``value`` of ``resource`` (milli for cpu, units otherwise): cpu as
+    milli-units in decimal SI, memory, ephemeral-storage and ``hugepages-*`` as bytes (binary units when whole),
+    everything else in decimal SI; the value is capped at MaxInt64 first, as Kueue's integers are."""
+    value = min(value, MAX_INT64)
+    if value < 0:
+        return "-" + canonical_quantity(resource, -value)
+    if resource == "cpu":
+        return _decimal_si(value, -3)
+    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
+        return _binary_si(value)
+    return _decimal_si(value, 0)

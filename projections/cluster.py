@@ -44,6 +44,7 @@ from projections.workloads import (
     WORKLOAD_ANNOTATION,
     WorkloadInfo,
     admission_usage,
+    failed_attempt,
     intern_scan,
     keeps_queued,
     pod_set_info,
@@ -707,6 +708,7 @@ class ClusterState:
                 self.backoff[wl.key] = wl.requeue_at
         wl.accumulated_seconds = st.accumulated_past_execution_time_seconds or 0
         wl.unhealthy_nodes = tuple(n.name for n in st.unhealthy_nodes)
+        wl.shows_requests = bool(st.resource_requests) and st.admission is None
         cond = {c.type: c for c in st.conditions}
         ev_ = cond.get("Evicted")
         if ev_ is not None and ev_.status == "True":
@@ -921,6 +923,7 @@ class ClusterState:
         wl.usage = admission_usage(e.admission)
         wl.phase = RESERVED
         wl.scan = None
+        wl.shows_requests = False  # the admission's resourceUsage supersedes them: Kueue empties them in that write
         wl.reserved_at = e.time
         wl.job_stopped = False
         wl.pods_ready = False
@@ -950,6 +953,8 @@ class ClusterState:
             return
         wl.set_condition("QuotaReserved", "False", e.reason, e.message, e.time)
         wl.scan = intern_scan(e.scan, e.cycle)
+        if not wl.shows_requests and failed_attempt(e):
+            wl.shows_requests = True
         self.reflag(wl)
         q = self.queues.get(wl.cluster_queue)
         if q is None or wl.key not in q.shapes:

@@ -12,11 +12,19 @@ from typing import Any
 import msgspec
 
 from events import objects as o
-from events.quantity import to_int
-from events.schema import FlavorScan
+from events.quantity import MAX_INT64, canonical_quantity, to_int
+from events.schema import FlavorScan, WorkloadPending
 from events.timefmt import format_time, parse_time
 
 PENDING, RESERVED, ADMITTED, FINISHED = "Pending", "QuotaReserved", "Admitted", "Finished"
+PENDING_EVALUATION = "Workload is pending evaluation in the scheduling queue"
+"""The workload controller's QuotaReserved=False message once nothing blocks a pending workload's queue."""
+QUEUE_BLOCKERS = frozenset({"Suspended", "Misconfigured", "Deactivated"})
+"""QuotaReserved=False reasons the workload controller writes for what blocks a pending workload's queue."""
+PODS_READY_WAIT_REASON, PODS_READY_WAIT_LEGACY_REASON = "WaitingForPodsReady", "Waiting"
+PODS_READY_WAIT_MESSAGE = "waiting for all admitted workloads to be in PodsReady condition"
+"""QuotaReserved=False of an entry waitForPodsReady's blockAdmission holds back (the legacy reason while
+UnadmittedWorkloadsObservability is off): the scheduler waits with it, its attempt did not fail."""
 WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
 """On a pod Kueue placed: the name of its Workload (in the pod's namespace)."""
 
@@ -87,6 +95,9 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     attempt starts at the first flavors."""
     retention_target: str = ""
     """What a RetentionExpired decision deletes (``Workload`` or ``Job``); empty while its retention runs."""
+    shows_requests: bool = False
+    """``status.resourceRequests`` is shown: a failed admission attempt wrote it, and no quota reservation has
+    emptied it since (the values are the pod sets' totals, :func:`resource_requests`)."""
 
     @property
     def shape(self) -> tuple[int, bytes]:
@@ -372,6 +383,33 @@ def admission_usage(admission: o.Admission) -> dict[str, int]:
     return usage
 
 
+def failed_attempt(d: WorkloadPending) -> bool:
+    """Whether a QuotaReserved=False decision is a failed admission attempt of the scheduler (Kueue's
+    ``requeueAndUpdate``, which also writes ``status.resourceRequests`` and records a Warning Event) rather than
+    the workload controller's status sync or blockAdmission's wait: neither sets a requeue reason or a flavor
+    scan; the controller writes only its queue blockers and PendingEvaluation with its own message."""
+    if d.requeue_reason or d.scan is not None:
+        return True
+    if d.reason in QUEUE_BLOCKERS:
+        return False
+    if d.message == PODS_READY_WAIT_MESSAGE and d.reason in (PODS_READY_WAIT_REASON, PODS_READY_WAIT_LEGACY_REASON):
+        return False  # Kueue writes only the condition (no resourceRequests, no Event) and waits with the entry
+    return not (d.reason == "PendingEvaluation" and d.message == PENDING_EVALUATION)
+
+
+def resource_requests(wl: WorkloadInfo) -> list[dict[str, Any]]:
+    """``status.resourceRequests`` as Kueue writes it: per pod set, in spec order, its name and what all its pods
+    request (per-pod requests times the count, capped at MaxInt64), formatted as Kueue formats quantities; a pod
+    set that requests nothing has no ``resources``."""
+    out: list[dict[str, Any]] = []
+    for ps in wl.pod_sets:
+        entry: dict[str, Any] = {"name": ps.name}
+        if ps.requests:
+            entry["resources"] = {r: canonical_quantity(r, min(v * ps.count, MAX_INT64)) for r, v in ps.requests}
+        out.append(entry)
+    return out
+
+
 def status_of(wl: WorkloadInfo) -> dict[str, Any]:
     """The Workload status Kueue would show, as plain data."""
     status: dict[str, Any] = {}
@@ -388,4 +426,6 @@ def status_of(wl: WorkloadInfo) -> dict[str, Any]:
         status["unhealthyNodes"] = [{"name": n} for n in wl.unhealthy_nodes]
     if wl.check_states:
         status["admissionChecks"] = [msgspec.to_builtins(wl.check_states[k]) for k in sorted(wl.check_states)]
+    if wl.shows_requests and wl.admission is None:
+        status["resourceRequests"] = resource_requests(wl)
     return status

@@ -52,10 +52,8 @@ from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL
 from events import objects as o
 from events import schema as ev
 from events.timefmt import parse_time
-from kueue_es.scheduler import blockadmission
-from kueue_es.scheduler.reconcile import PENDING_EVALUATION
 from projections.cluster import ClusterState
-from projections.workloads import FINISHED, WorkloadInfo
+from projections.workloads import FINISHED, WorkloadInfo, failed_attempt
 
 ADMISSION = "kueue-admission"
 WORKLOAD_CONTROLLER = "kueue-workload-controller"
@@ -73,8 +71,6 @@ MICROS_PER_DECISION = 4
 DEFAULT_WINDOW_MS = 3_600_000
 """How long (log time) carried-out decisions stay ready: the apiserver's default ``--event-ttl``."""
 
-_CONTROLLER_PENDING = frozenset({"Deactivated", "Suspended", "Misconfigured"})
-"""QuotaReserved=False reasons of the workload controller's queue blockers (it records no Event for them)."""
 _DEACTIVATED_DUE_TO = "The workload is deactivated due to "
 
 
@@ -128,19 +124,6 @@ def _ltt(wl: WorkloadInfo, type_: str) -> int | None:
     return parse_time(c.last_transition_time) if c is not None and c.last_transition_time else None
 
 
-def scheduler_attempt(d: ev.WorkloadPending) -> bool:
-    """Whether a QuotaReserved=False decision is a failed admission attempt (Kueue's scheduler records a Warning)
-    rather than the workload controller's status sync: the controller never sets a requeue reason, and writes
-    only its queue blockers and PendingEvaluation with its own message."""
-    if d.requeue_reason or d.scan is not None:
-        return True
-    if d.reason in _CONTROLLER_PENDING:
-        return False
-    if d.message == blockadmission.MESSAGE and d.reason in (blockadmission.REASON, blockadmission.LEGACY_REASON):
-        return False  # not a failed attempt: the scheduler waits with it for pods to be ready
-    return not (d.reason == "PendingEvaluation" and d.message == PENDING_EVALUATION)
-
-
 class Before(NamedTuple):
     """What a decision's Events need of the workload as it was just before the decision: taken as the decision
     is folded (the state moves on), turned into Events only when they are recorded."""
@@ -178,7 +161,7 @@ def before(d: ev.Decision, wl: WorkloadInfo | None, *, preemptor: WorkloadInfo |
         case ev.WorkloadAdmitted():
             since = _ltt(wl, "QuotaReserved") or d.time
         case ev.WorkloadPending():
-            if not scheduler_attempt(d):
+            if not failed_attempt(d):  # the controller's status sync and blockAdmission's wait record nothing
                 return None
         case ev.WorkloadEvicted() | ev.WorkloadDeactivated():
             if not wl.reserving:

@@ -1,8 +1,8 @@
 """Write Workload status from the log to the cluster; record each decision's outcome in the log.
 
 Level-triggered: for every workload the mirror marks dirty, the **desired** status is what the projection says
-(:func:`projections.workloads.status_of` — admission, conditions, requeueState, admissionChecks) and the
-**current** one is what the apiserver last showed (the observed Workload, or our own last write if that is
+(:func:`projections.workloads.status_of` — admission, conditions, requeueState, admissionChecks, unhealthyNodes,
+resourceRequests) and the **current** one is what the apiserver last showed (the observed Workload, or our own last write if that is
 newer). When they differ, one JSON merge patch of the ``status`` subresource sets every one of those fields
 (``null`` clears one), conditioned on the observed ``uid`` and ``resourceVersion`` (optimistic concurrency):
 
@@ -40,7 +40,9 @@ from projections.workloads import FINISHED, WorkloadInfo, status_of
 
 log = structlog.get_logger("kueue_es.k8s.writer")
 WORKLOADS = BY_KIND["Workload"]
-STATUS_FIELDS = ("admission", "conditions", "requeueState", "admissionChecks", "unhealthyNodes")
+STATUS_FIELDS = ("admission", "conditions", "requeueState", "admissionChecks", "unhealthyNodes", "resourceRequests")
+"""The status fields kueue-es writes. ``resourceRequests`` goes out with the QuotaReserved=False of a failed
+admission attempt and is cleared (``null``) by the write that sets the admission, as in Kueue's two writes."""
 NOT_STATUS = frozenset({"RetentionExpired", "ProvisioningRequestCreated", "ProvisioningRequestDeleted"})
 """Decisions not carried out by a status write: deleting objects (connectors/k8s/retention.py), creating and
 deleting ProvisioningRequests (connectors/k8s/provreqs.py)."""

@@ -19,11 +19,16 @@ from __future__ import annotations
 from kueue_es.scheduler import features
 from kueue_es.scheduler.config import SchedulerConfig
 from projections.cluster import ClusterState
+from projections.workloads import (
+    PODS_READY_WAIT_LEGACY_REASON,
+    PODS_READY_WAIT_MESSAGE,
+    PODS_READY_WAIT_REASON,
+)
 
-REASON = "WaitingForPodsReady"
-LEGACY_REASON = "Waiting"
+REASON = PODS_READY_WAIT_REASON
+LEGACY_REASON = PODS_READY_WAIT_LEGACY_REASON
 """The reason while UnadmittedWorkloadsObservability is off."""
-MESSAGE = "waiting for all admitted workloads to be in PodsReady condition"
+MESSAGE = PODS_READY_WAIT_MESSAGE
 
 
 def reason(config: SchedulerConfig) -> str:

@@ -42,11 +42,17 @@ from kueue_es.scheduler.config import SchedulerConfig, parse_duration
 from kueue_es.scheduler.nodefailure import node_failure_decisions
 from projections.cluster import ClusterState
 from projections.secondpass import delayed_pod_sets
-from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, WorkloadInfo
+from projections.workloads import (
+    ADMITTED,
+    FINISHED,
+    PENDING,
+    PENDING_EVALUATION,
+    QUEUE_BLOCKERS,
+    RESERVED,
+    WorkloadInfo,
+)
 
 REQUEUE_TRUE_REASONS = frozenset({"Preempted", "NodeFailures"})
-PENDING_EVALUATION = "Workload is pending evaluation in the scheduling queue"
-_QUEUE_BLOCKERS = frozenset({"Suspended", "Misconfigured", "Deactivated"})
 
 
 def backoff_ms(config: SchedulerConfig, count: int) -> int:
@@ -282,7 +288,7 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
         if reason:
             if current is None or (current.status, current.reason, current.message) != ("False", reason, message):
                 out.append(ev.WorkloadPending(key=key, uid=wl.uid, reason=reason, message=message, **base))
-        elif current is not None and current.status == "False" and current.reason in _QUEUE_BLOCKERS:
+        elif current is not None and current.status == "False" and current.reason in QUEUE_BLOCKERS:
             out.append(ev.WorkloadPending(key=key, uid=wl.uid, reason="PendingEvaluation", message=PENDING_EVALUATION,
                                           **base))
 

@@ -27,7 +27,8 @@ REASON`` (Preempted condition reason, with Evicted=True/Preempted), ``evicted: R
 ``active: false``, ``reservingQuota: bool``, ``admittedCondition: {status, reason}``, ``messages: {condition
 type: exact message}``, ``checks: {name: {state,
 message (substring), requeueAfterSeconds, retryCount, podSetUpdates, lastTransitionTime}}``, ``retention:
-Workload|Job|null`` (what a RetentionExpired decision deleted, null while the retention runs), or ``unchanged:
+Workload|Job|null`` (what a RetentionExpired decision deleted, null while the retention runs), ``resourceRequests:
+[{name, resources}]|null`` (exactly ``status.resourceRequests``; null: not shown), or ``unchanged:
 true`` (``want`` only); in timelines also ``queue: active|parked|none`` (where it waits in its ClusterQueue's
 queue) and ``resumesAt: {podSet: {resource: flavor}}|null`` (where its next attempt's flavor scan starts, from the
 progress it keeps; null: it keeps none).
@@ -177,6 +178,10 @@ def check_status(case: str, key: str, status: dict, want: dict, wl=None, state=N
                     assert value in c.get("message", ""), f"{key}: check {name}: message {c.get('message')!r}"
                 else:
                     assert c.get(field) == value, f"{key}: check {name}: {field} {c.get(field)!r}, want {value!r}"
+    if "resourceRequests" in want:
+        checked = True
+        got = status.get("resourceRequests")
+        assert got == want["resourceRequests"], f"{key}: resourceRequests {got}"
     if "retention" in want:
         checked = True
         assert wl is not None and wl.retention_target == (want["retention"] or ""), \

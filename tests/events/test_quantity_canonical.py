@@ -1,0 +1,50 @@
+"""``canonical_quantity`` writes quantities as Kueue's resource formatter does.
+
+The expected strings were printed by k8s.io/apimachinery v0.36.4's ``resource.Quantity`` driven the way Kueue's
+``ResourceFormatter.ResourceQuantity`` drives it: cpu through ``NewMilliQuantity(v, DecimalSI)``; memory,
+ephemeral-storage and ``hugepages-*`` through ``NewQuantity(v, BinarySI)`` whose string is parsed back and
+written again; anything else through ``NewQuantity(v, DecimalSI)``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from events.quantity import MAX_INT64, canonical_quantity, format_quantity
+
+KUBERNETES = [
+    ("cpu", 0, "0"), ("cpu", 1, "1m"), ("cpu", 500, "500m"), ("cpu", 1000, "1"), ("cpu", 1024, "1024m"),
+    ("cpu", 1500, "1500m"), ("cpu", 2000, "2"), ("cpu", 20000, "20"), ("cpu", 1_500_000, "1500"),
+    ("cpu", 1_000_000, "1k"), ("cpu", 500_000_000, "500k"), ("cpu", 7 * 10**18, "7P"),
+    ("cpu", MAX_INT64, "9223372036854775807m"), ("cpu", -2000, "-2"),
+    ("memory", 0, "0"), ("memory", 999, "999"), ("memory", 1000, "1k"), ("memory", 1023, "1023"),
+    ("memory", 1024, "1Ki"), ("memory", 1025, "1025"), ("memory", 1536, "1536"), ("memory", 2000, "2k"),
+    ("memory", 128_000, "125Ki"), ("memory", 1_500_000, "1500k"), ("memory", 2**20, "1Mi"),
+    ("memory", 2**30, "1Gi"), ("memory", 10**9, "1G"), ("memory", 5 * 10**8, "500M"),
+    ("memory", 2 * 10**9, "1953125Ki"), ("memory", 2**62, "4Ei"), ("memory", MAX_INT64, "9223372036854775807"),
+    ("memory", -1000, "-1k"), ("memory", -2048, "-2Ki"),
+    ("ephemeral-storage", 10**9, "1G"), ("ephemeral-storage", 3 * 2**30, "3Gi"),
+    ("hugepages-2Mi", 1000, "1k"), ("hugepages-2Mi", 4 * 2**21, "8Mi"),
+    ("nvidia.com/gpu", 1, "1"), ("nvidia.com/gpu", 1024, "1024"), ("nvidia.com/gpu", 2000, "2k"),
+    ("nvidia.com/gpu", 128_000, "128k"), ("nvidia.com/gpu", 2**20, "1048576"), ("nvidia.com/gpu", 7 * 10**18, "7E"),
+    ("pods", 60_000, "60k"), ("pods", 123_456_789, "123456789"),
+]
+
+
+@pytest.mark.parametrize(("resource", "value", "want"), KUBERNETES)
+def test_writes_what_kueue_writes(resource: str, value: int, want: str) -> None:
+    assert canonical_quantity(resource, value) == want
+
+
+def test_values_past_int64_are_capped_as_kueue_caps_its_integers() -> None:
+    assert canonical_quantity("memory", MAX_INT64 * 3) == canonical_quantity("memory", MAX_INT64)
+    assert canonical_quantity("cpu", 10**30) == "9223372036854775807m"
+
+
+def test_the_older_formatter_differs_only_where_documented() -> None:
+    """``format_quantity`` stays as recorded decisions hold it: it agrees with Kueue except for byte counts that
+    are not whole KiB but end in thousands, and for whole thousands of cores."""
+    differ = {(r, v) for r, v, want in KUBERNETES if format_quantity(r, v) != want and v >= 0}
+    assert differ == {("cpu", 1_000_000), ("cpu", 500_000_000), ("cpu", 7 * 10**18), ("memory", 1000),
+                      ("memory", 2000), ("memory", 1_500_000), ("memory", 10**9), ("memory", 5 * 10**8),
+                      ("ephemeral-storage", 10**9), ("hugepages-2Mi", 1000)}
