@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from events import objects as o
-from events.quantity import format_quantity, to_int
+from events.quantity import canonical_quantity, to_int
 from events.timefmt import format_time
 from projections.cluster import ClusterState
 from projections.clusterqueues import active_condition
@@ -144,10 +144,10 @@ def _flavor_usage(spec: o.ClusterQueueSpec, usage: Mapping[str, int], nominal: M
             for r in sorted(set(rg.covered_resources)):
                 fr = f"{fq.name}/{r}"
                 used = usage.get(fr, 0)
-                entry: dict[str, Any] = {"name": r, "total": format_quantity(r, used)}
+                entry: dict[str, Any] = {"name": r, "total": canonical_quantity(r, used)}
                 if borrowed:
                     over = used - nominal.get(fr, 0) if nominal is not None else 0
-                    entry["borrowed"] = format_quantity(r, max(0, over))
+                    entry["borrowed"] = canonical_quantity(r, max(0, over))
                 resources.append(entry)
             out.append({"name": fq.name, "resources": resources})
     return out

@@ -96,6 +96,19 @@ def test_borrowed_is_zero_outside_a_cohort() -> None:
     assert s["flavorsReservation"][0]["resources"][0] == {"name": "cpu", "total": "3", "borrowed": "0"}
 
 
+def test_usage_is_written_as_kueues_resource_formatter_writes_it() -> None:
+    """1G of memory is not a whole number of KiB: Kueue writes ``1G`` (not ``1000000000``); 1,500 cores ``1500``."""
+    admission = o.Admission(cluster_queue="cq", pod_set_assignments=[o.PodSetAssignment(
+        name="main", flavors={"cpu": "on-demand", "memory": "on-demand"}, count=1,
+        resource_usage={"cpu": "1500", "memory": "1G"})])
+    state = state_with(upsert(workload("team", "a", queue="lq", cpu="1500"), T0),
+                       ev.QuotaReserved(key="team/a", admission=admission, **d(1)))
+    s = cluster_queue_status(state, "cq", NOW)
+    assert s is not None
+    assert s["flavorsReservation"][0]["resources"] == [{"name": "cpu", "total": "1500", "borrowed": "0"},
+                                                       {"name": "memory", "total": "1G", "borrowed": "0"}]
+
+
 def test_inactive_cluster_queue_names_every_reason_and_leads_with_the_first() -> None:
     state = state_with(queue=cq(stop="Hold", flavors=("on-demand", "gone", "lost"), checks=("prov", "alpha")))
     s = cluster_queue_status(state, "cq", NOW)
