@@ -3,11 +3,12 @@
 Parsing rounds up (a request of 1.5 bytes needs 2). Two formatters:
 
 * :func:`canonical_quantity` writes what Kueue's resource formatter writes (``500m``, ``2``, ``1Gi``, ``1G``,
-  ``2k``): the string a status field must hold to read as Kueue's;
-* :func:`format_quantity` is the older approximation the scheduler's decisions (``resourceUsage``) and messages are
-  written with. It differs from Kueue's for a byte count that is not a whole number of KiB (``1000000000``
-  where Kueue writes ``1G``) and for a whole thousand cores or more (``1000`` for ``1k``); recorded decisions
-  hold its strings and ``replay --verify`` compares them exactly, so it is left as it is.
+  ``2k``): the string a status field must hold to read as Kueue's — decisions' ``resourceUsage``, queue status;
+* :func:`format_quantity` is the older approximation the scheduler's messages are still written with. It differs
+  from Kueue's for a byte count that is not a whole number of KiB (``1000000000`` where Kueue writes ``1G``) and
+  for a whole thousand cores or more (``1000`` for ``1k``). Recorded messages hold its strings and ``replay
+  --verify`` compares messages exactly, so they keep it (``resourceUsage`` is compared by value, so logs
+  recorded before it took Kueue's formatter still verify).
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ import msgspec
 
 from events import schema as ev
 from events.codec import to_builtins
+from events.quantity import to_int
 from kueue_es.scheduler import decide
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 from kueue_es.scheduler.config_record import in_force
@@ -140,5 +141,15 @@ def _plain(events: list) -> list[dict]:
     for e in events:
         data = to_builtins(e)
         data.pop("id", None)
+        for psa in (data.get("admission") or {}).get("podSetAssignments") or ():
+            _same_quantities(psa)
         out.append(data)
     return out
+
+
+def _same_quantities(psa: dict) -> None:
+    """``resourceUsage`` compared by value: logs written before it took Kueue's formatter hold ``1000000000``
+    where the scheduler now writes ``1G``, and both are the same decision."""
+    usage = psa.get("resourceUsage")
+    if usage:
+        psa["resourceUsage"] = {r: to_int(r, q) for r, q in usage.items()}

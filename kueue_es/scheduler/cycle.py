@@ -18,7 +18,7 @@ from functools import lru_cache
 
 from events import objects as o
 from events import schema as ev
-from events.quantity import format_quantity
+from events.quantity import canonical_quantity
 from kueue_es.scheduler import afs, blockadmission
 from kueue_es.scheduler.config import SchedulerConfig
 from kueue_es.scheduler.fairsharing import fair_order, fair_targets
@@ -501,7 +501,8 @@ def _preemption_message(state: ClusterState, preemptor: WorkloadInfo, victim: Wo
             f"preemptee path: {_path(state, victim.cluster_queue)}")
 
 
-_format = lru_cache(maxsize=8192)(format_quantity)
+_format = lru_cache(maxsize=8192)(canonical_quantity)
+"""``resourceUsage`` as Kueue writes it (``1G``, ``1k`` cores)."""
 
 
 def _pod_set_assignment(ps: PodSetResult) -> o.PodSetAssignment:

@@ -88,6 +88,40 @@ def test_verify_fails_loudly_on_a_tampered_decision(tmp_path: Path) -> None:
     assert "MISMATCH" in result.stdout and "admission" in result.stdout
 
 
+def _rewrite_usage(write):
+    """A tamper that rewrites every QuotaReserved's resourceUsage strings with ``write(resource, value)``."""
+    from events.quantity import to_int
+
+    def rewrite(batch):
+        out = []
+        for e in batch:
+            if isinstance(e, ev.QuotaReserved):
+                psas = [msgspec.structs.replace(p, resource_usage={r: write(r, to_int(r, q))
+                                                                   for r, q in p.resource_usage.items()})
+                        for p in e.admission.pod_set_assignments]
+                e = msgspec.structs.replace(e, admission=msgspec.structs.replace(e.admission,
+                                                                                   pod_set_assignments=psas))
+            out.append(e)
+        return out
+    return rewrite
+
+
+def test_verify_compares_resource_usage_by_value(tmp_path: Path) -> None:
+    """Logs written before resourceUsage took Kueue's formatter hold ``1000`` cores and ``1000000000`` bytes where
+    the scheduler now writes ``1k`` and ``1G``: the same decision. A different value is still a mismatch."""
+    from events.quantity import format_quantity
+
+    anyio.run(_write_log, tmp_path / "old", "resource-usage-format.yaml", _rewrite_usage(format_quantity))
+    result = _verify(tmp_path / "old")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+    anyio.run(_write_log, tmp_path / "forged", "resource-usage-format.yaml",
+              _rewrite_usage(lambda r, v: format_quantity(r, v + 1000)))
+    result = _verify(tmp_path / "forged")
+    assert result.returncode == 1
+    assert "MISMATCH" in result.stdout and "resourceUsage" in result.stdout
+
+
 def test_verify_fails_on_a_dropped_decision(tmp_path: Path) -> None:
     dropped = []
 

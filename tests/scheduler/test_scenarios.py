@@ -19,7 +19,7 @@ A case file holds ``objects`` (what a user would kubectl-apply), an optional Kue
   ``requests`` (of the first container), ``labels``, ``gates``) and ``decisions`` (the types decided in the
   step, per workload, in order).
 
-Expectations per workload: ``admitted: {clusterQueue, flavors: {podSet: {resource: flavor}}, counts: {podSet: n},
+Expectations per workload: ``admitted: {clusterQueue, flavors: {podSet: {resource: flavor}}, counts: {podSet: n}, usage: {podSet: {resource: quantity}},
 checksPending, topology: {podSet: [[value..., count], ...]}, delayedTopology: {podSet: Pending|Ready|null}}``,
 ``unhealthyNodes: [node, ...]``, ``pending: REASON`` (QuotaReserved=False reason; ``message``/``notInMessage`` optional substrings), ``preempted:
 REASON`` (Preempted condition reason, with Evicted=True/Preempted), ``evicted: REASON`` (Evicted=True),
@@ -101,6 +101,9 @@ def check_status(case: str, key: str, status: dict, want: dict, wl=None, state=N
         assert flavors == w["flavors"], f"{key}: flavors {flavors}"
         if "counts" in w:
             assert {p["name"]: p["count"] for p in adm["podSetAssignments"]} == w["counts"]
+        if "usage" in w:
+            usage = {p["name"]: p["resourceUsage"] for p in adm["podSetAssignments"]}
+            assert usage == w["usage"], f"{key}: resourceUsage {usage}"
         if "topology" in w:
             assert _topologies(adm) == w["topology"], f"{key}: topology {_topologies(adm)}"
         if "delayedTopology" in w:
