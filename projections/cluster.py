@@ -96,6 +96,8 @@ class ClusterState:
         identity (``projections.workloads.pod_set_infos``)."""
         self._limit_summaries: dict[str, LimitSummary | None] = {}
         """Namespace -> the summary of its LimitRanges (derived, filled as asked for)."""
+        self._limit_range_keys: dict[str, list[str]] | None = None
+        """Namespace -> the keys of its LimitRanges, in order (derived; rebuilt after any LimitRange change)."""
         self.nodes: dict[str, o.Node] = {}
         self.pods: dict[str, o.Pod] = {}
         self.jobs: dict[str, o.Job] = {}
@@ -229,9 +231,12 @@ class ClusterState:
         summaries = self._limit_summaries
         if namespace in summaries:
             return summaries[namespace]
-        prefix = namespace + "/"
-        found = summaries[namespace] = summarize(
-            self.limit_ranges[k] for k in sorted(self.limit_ranges) if k.startswith(prefix))
+        index = self._limit_range_keys
+        if index is None:
+            index = self._limit_range_keys = {}
+            for k in sorted(self.limit_ranges):
+                index.setdefault(k.partition("/")[0], []).append(k)
+        found = summaries[namespace] = summarize(self.limit_ranges[k] for k in index.get(namespace, ()))
         return found
 
     def inactive_reason(self, cq: str) -> str | None:
@@ -664,6 +669,7 @@ class ClusterState:
     def _limits_changed(self, namespace: str, before: LimitSummary | None) -> None:
         """The LimitRanges of ``namespace`` changed; ``before`` is what they said before."""
         self._limit_summaries.pop(namespace, None)
+        self._limit_range_keys = None
         if self.limit_summary(namespace) != before:
             self._readjust(namespace=namespace)
 
