@@ -732,7 +732,8 @@ class ClusterState:
             self._delete_object("Workload", key)
             old = None
         priority, pclass = self._spec_priority(spec)
-        limits, rcs = self.limit_summary(meta.namespace), self.runtime_classes
+        limits = self.limit_summary(meta.namespace) if self.limit_ranges else None
+        rcs = self.runtime_classes
         pod_sets = (pod_set_infos(spec, limits, rcs) if type(w) is LazyWorkload
                     else tuple([pod_set_info(ps, limits, rcs) for ps in spec.pod_sets]))
         if old is None:
