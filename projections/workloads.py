@@ -16,7 +16,15 @@ from events import objects as o
 from events.quantity import MAX_INT64, canonical_quantity, to_int
 from events.schema import FlavorScan, WorkloadPending
 from events.timefmt import format_time, parse_time
-from projections.pod_adjustment import LimitSummary, adjust, limit_findings, overhead_for, resource_findings
+from projections.pod_adjustment import (
+    INVALID_RESOURCES,
+    OUTSIDE_LIMIT_RANGES,
+    LimitSummary,
+    adjust,
+    limit_findings,
+    overhead_for,
+    resource_findings,
+)
 
 PENDING, RESERVED, ADMITTED, FINISHED = "Pending", "QuotaReserved", "Admitted", "Finished"
 PENDING_EVALUATION = "Workload is pending evaluation in the scheduling queue"
@@ -413,12 +421,20 @@ def admission_usage(admission: o.Admission) -> dict[str, int]:
     return usage
 
 
+_NOT_ADMISSIBLE = (INVALID_RESOURCES + ": ", OUTSIDE_LIMIT_RANGES + ": ")
+
+
 def failed_attempt(d: WorkloadPending) -> bool:
     """Whether a QuotaReserved=False decision is a failed admission attempt of the scheduler (Kueue's
     ``requeueAndUpdate``, which also writes ``status.resourceRequests`` and records a Warning Event) rather than
     the workload controller's status sync or blockAdmission's wait: neither sets a requeue reason or a flavor
-    scan; the controller writes only its queue blockers and PendingEvaluation with its own message."""
+    scan; the controller writes only its queue blockers and PendingEvaluation with its own message. Pod templates
+    found not admissible are a failed attempt too (Misconfigured, no requeue reason, Kueue's "resources ..."
+    message), even in the rare case where the controller, which checks the same (kueue_es.scheduler.admissibility),
+    says so before the scheduler does."""
     if d.requeue_reason or d.scan is not None:
+        return True
+    if d.reason == "Misconfigured" and d.message.startswith(_NOT_ADMISSIBLE):
         return True
     if d.reason in QUEUE_BLOCKERS:
         return False

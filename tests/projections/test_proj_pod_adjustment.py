@@ -38,7 +38,15 @@ from projections.pod_adjustment import (
     resource_findings,
     summarize,
 )
-from projections.workloads import PENDING, PodSetInfo, pod_set_info, pod_set_infos, readjusted
+from projections.workloads import (
+    PENDING,
+    PodSetInfo,
+    failed_attempt,
+    pod_set_info,
+    pod_set_infos,
+    readjusted,
+    status_of,
+)
 
 
 def res(requests: dict | None = None, limits: dict | None = None) -> o.ResourceRequirements:
@@ -311,3 +319,22 @@ def test_long_sequences_of_limit_range_changes_snapshot_anywhere(seed: int) -> N
     for cut in range(0, len(recs), 20):
         resumed = fold(recs[cut:], snapshot.decode(snapshot.encode(fold(recs[:cut]))))
         assert snapshot.digest(resumed) == expected, f"snapshot at {cut} diverged"
+
+
+def test_status_resource_requests_of_a_workload_found_not_admissible_are_its_adjusted_totals() -> None:
+    """The scheduler's Misconfigured for a template that is not admissible is a failed attempt: Kueue writes the
+    pod sets' requests — as it counts them, LimitRange defaults included — with it."""
+    state = _cluster()
+    _apply(state, upsert(limit_range("ns0", "lr", default_request={"cpu": "2"}, max={"cpu": "1"}), T0 + 1))
+    wl = state.workloads["ns0/w0"]
+    message = admissibility(wl.pod_sets)
+    assert message.startswith("resources validation failed: ")  # the defaultRequest is above the default limit
+    decision = ev.WorkloadPending(time=T0 + 2, key="ns0/w0", reason="Misconfigured", message=message, parked=True,
+                                  cycle=1, input=state.offset)
+    assert failed_attempt(decision)
+    _apply(state, decision)
+    assert status_of(state.workloads["ns0/w0"])["resourceRequests"] == [{"name": "main", "resources": {"cpu": "2"}}]
+    controller = ev.WorkloadPending(time=T0 + 3, key="ns0/w1", reason="Misconfigured",
+                                    message="Workload namespace doesn't match ClusterQueue selector", cycle=2,
+                                    input=state.offset)
+    assert not failed_attempt(controller)
