@@ -168,6 +168,20 @@ def validate_object(obj: o.KObject, where: str) -> None:
                 for field_, c in _containers(ps):
                     for r, q in {**c.resources.requests, **c.resources.limits}.items():
                         check_quantity(q, where, f"spec.podSets[{i}].template.spec.{field_}.resources: {r}")
+                pod = ps.template.spec
+                if pod.resources is not None:
+                    for r, q in {**pod.resources.requests, **pod.resources.limits}.items():
+                        check_quantity(q, where, f"spec.podSets[{i}].template.spec.resources: {r}")
+                for r in sorted(pod.overhead):
+                    check_quantity(pod.overhead[r], where, f"spec.podSets[{i}].template.spec.overhead.{r}")
+        case o.LimitRange():
+            _validate_limit_range(obj, where)
+        case o.RuntimeClass():
+            if not obj.handler:
+                raise InvalidInput(f"{where}: field `handler` is required")
+            fixed = obj.overhead.pod_fixed if obj.overhead is not None else {}
+            for r in sorted(fixed):
+                check_quantity(fixed[r], where, f"overhead.podFixed.{r}")
         case o.ClusterQueue() | o.Cohort():
             seen_flavors: set[str] = set()
             for g, rg in enumerate(obj.spec.resource_groups):
@@ -201,6 +215,32 @@ def validate_object(obj: o.KObject, where: str) -> None:
             validate_provisioning_config(obj.spec, where)
         case _:
             pass
+
+
+_LIMIT_LISTS = ("max", "min", "default", "default_request", "max_limit_request_ratio")
+
+
+def _validate_limit_range(lr: o.LimitRange, where: str) -> None:
+    """What the API server checks of a LimitRange that the projections rely on: known types, valid quantities,
+    ``min`` not above ``max``, ratios of at least 1."""
+    for i, item in enumerate(lr.spec.limits):
+        at = f"spec.limits[{i}]"
+        if not item.type:
+            raise InvalidInput(f"{where}: field `{at}.type` is required")
+        if item.type not in o.LIMIT_TYPES:
+            raise InvalidInput(f"{where}: field `{at}.type`: must be {', '.join(o.LIMIT_TYPES[:-1])} or "
+                               f"{o.LIMIT_TYPES[-1]}, not {item.type!r}")
+        for fname in _LIMIT_LISTS:
+            values = getattr(item, fname)
+            for r in sorted(values):
+                check_quantity(values[r], where, f"{at}.{_camel(fname)}.{r}")
+        for r in sorted(item.min):
+            if r in item.max and parse_quantity(item.min[r]) > parse_quantity(item.max[r]):
+                raise InvalidInput(f"{where}: field `{at}.min.{r}`: {item.min[r]} is greater than max "
+                                   f"{item.max[r]}")
+        for r in sorted(item.max_limit_request_ratio):
+            if parse_quantity(item.max_limit_request_ratio[r]) < 1:
+                raise InvalidInput(f"{where}: field `{at}.maxLimitRequestRatio.{r}`: must be at least 1")
 
 
 MAX_SLICE_LAYERS = 3

@@ -135,6 +135,8 @@ class PodSpec(View):
     tolerations: list[Toleration] = []
     affinity: Affinity | None = None
     priority_class_name: str = ""
+    runtime_class_name: str | None = None
+    """RuntimeClass whose ``overhead.podFixed`` Kueue counts when the template sets no ``overhead`` itself."""
     overhead: dict[str, Quantity] = {}
     resources: ResourceRequirements | None = None
     node_name: str = ""
@@ -217,6 +219,44 @@ class Job(KObject, tag="Job"):
 class PriorityClass(KObject, tag="PriorityClass"):
     value: int = 0
     global_default: bool = False
+
+
+LIMIT_TYPES = ("Pod", "Container", "PersistentVolumeClaim")
+
+
+class LimitRangeItem(View):
+    """One ``spec.limits[]`` entry. Kueue reads the Container and Pod types: ``default``/``defaultRequest`` fill
+    what a template leaves out, ``min``/``max`` bound what it asks for; ``maxLimitRequestRatio`` is summarised but
+    never checked (as in Kueue)."""
+
+    type: str = ""
+    max: dict[str, Quantity] = {}
+    min: dict[str, Quantity] = {}
+    default: dict[str, Quantity] = {}
+    default_request: dict[str, Quantity] = {}
+    max_limit_request_ratio: dict[str, Quantity] = {}
+
+
+class LimitRangeSpec(View):
+    limits: list[LimitRangeItem] = []
+
+
+class LimitRange(KObject, tag="LimitRange"):
+    """core/v1 LimitRange (namespaced): Kueue adjusts and checks the pod templates of its namespace's workloads."""
+
+    spec: LimitRangeSpec = LimitRangeSpec()
+
+
+class Overhead(View):
+    pod_fixed: dict[str, Quantity] = {}
+
+
+class RuntimeClass(KObject, tag="RuntimeClass"):
+    """node.k8s.io/v1 RuntimeClass (cluster-scoped): its fixed pod overhead counts towards quota for templates that
+    name it and set no ``overhead`` of their own."""
+
+    handler: str = ""
+    overhead: Overhead | None = None
 
 
 # --- kueue.x-k8s.io --------------------------------------------------------------------------------------------
@@ -624,6 +664,8 @@ KueueObject = Union[  # noqa: UP007 - one tagged union, a member per line
     Pod,
     Job,
     PriorityClass,
+    LimitRange,
+    RuntimeClass,
     WorkloadPriorityClass,
     ResourceFlavor,
     ClusterQueue,
@@ -645,6 +687,8 @@ API_GROUPS: dict[str, tuple[str, ...]] = {
     "Pod": ("v1",),
     "Job": ("batch/v1",),
     "PriorityClass": ("scheduling.k8s.io/v1",),
+    "LimitRange": ("v1",),
+    "RuntimeClass": ("node.k8s.io/v1",),
     "ProvisioningRequestConfig": ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1"),
     "ProvisioningRequest": ("autoscaling.x-k8s.io/v1",),
     "PodTemplate": ("v1",),
@@ -658,6 +702,7 @@ CLUSTER_SCOPED = frozenset(
         "Namespace",
         "Node",
         "PriorityClass",
+        "RuntimeClass",
         "WorkloadPriorityClass",
         "ResourceFlavor",
         "ClusterQueue",

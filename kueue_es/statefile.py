@@ -16,8 +16,9 @@ from events.timefmt import parse_time
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig, load_config
 from projections.cluster import ClusterState
 
-_FIRST = ("Namespace", "PriorityClass", "WorkloadPriorityClass", "ResourceFlavor", "Topology", "AdmissionCheck",
-          "ProvisioningRequestConfig", "Cohort", "ClusterQueue", "LocalQueue", "Node", "Pod", "Job")
+_FIRST = ("Namespace", "PriorityClass", "WorkloadPriorityClass", "LimitRange", "RuntimeClass", "ResourceFlavor",
+          "Topology", "AdmissionCheck", "ProvisioningRequestConfig", "Cohort", "ClusterQueue", "LocalQueue", "Node",
+          "Pod", "Job")
 
 
 @dataclass

@@ -32,6 +32,7 @@ from projections.admissionchecks import applicable_checks
 from projections.clusterqueues import ClusterQueueInfo, selector_matches
 from projections.cohorts import CohortForest, build_forest
 from projections.deadlines import DueIndex
+from projections.pod_adjustment import LimitSummary, summarize
 from projections.queues import ClusterQueueQueue, SortKey
 from projections.quota import QuotaTree, build_quota_tree
 from projections.secondpass import backoff_ms, needs_second_pass
@@ -51,6 +52,7 @@ from projections.workloads import (
     pod_set_infos,
     pod_templates,
     provreq_parameters,
+    readjusted,
 )
 
 WPC_GROUP = "kueue.x-k8s.io"
@@ -87,6 +89,15 @@ class ClusterState:
         self.pod_templates: dict[str, tuple[o.PodTemplateSpec, ...]] = {}
         """Workload key -> its pod sets' templates, in spec order (interned: workloads of one job template share
         them). What a ProvisioningRequest's PodTemplates are built from."""
+        self.limit_ranges: dict[str, o.LimitRange] = {}
+        """LimitRanges by ``namespace/name``: they adjust and bound the pod templates of their namespace."""
+        self.runtime_classes: dict[str, o.RuntimeClass] = {}
+        """RuntimeClasses by name. Replaced, never changed in place, when one changes: pod-set memos hold it by
+        identity (``projections.workloads.pod_set_infos``)."""
+        self._limit_summaries: dict[str, LimitSummary | None] = {}
+        """Namespace -> the summary of its LimitRanges (derived, filled as asked for)."""
+        self._limit_range_keys: dict[str, list[str]] | None = None
+        """Namespace -> the keys of its LimitRanges, in order (derived; rebuilt after any LimitRange change)."""
         self.nodes: dict[str, o.Node] = {}
         self.pods: dict[str, o.Pod] = {}
         self.jobs: dict[str, o.Job] = {}
@@ -214,6 +225,19 @@ class ClusterState:
         concerned, so progress is only ever dropped early, never kept too long), plus every change of a workload
         holding ``cq``'s quota (reserved, updated, evicted, released)."""
         return self.quota_epoch + self.generations.get(cq, 0)
+
+    def limit_summary(self, namespace: str) -> LimitSummary | None:
+        """What the LimitRanges of ``namespace`` say about pods (None: nothing)."""
+        summaries = self._limit_summaries
+        if namespace in summaries:
+            return summaries[namespace]
+        index = self._limit_range_keys
+        if index is None:
+            index = self._limit_range_keys = {}
+            for k in sorted(self.limit_ranges):
+                index.setdefault(k.partition("/")[0], []).append(k)
+        found = summaries[namespace] = summarize(self.limit_ranges[k] for k in index.get(namespace, ()))
+        return found
 
     def inactive_reason(self, cq: str) -> str | None:
         """Why a ClusterQueue cannot admit (Kueue's Active=False reasons), or None when it is active."""
@@ -551,6 +575,19 @@ class ClusterState:
                     self._flush_all()
             case o.ProvisioningRequest():
                 self._upsert_request(obj)
+            case o.LimitRange():
+                old_lr = self.limit_ranges.get(obj.key)
+                before = self.limit_summary(obj.metadata.namespace)
+                self.limit_ranges[obj.key] = obj
+                if old_lr is None or old_lr.spec != obj.spec:
+                    self._limits_changed(obj.metadata.namespace, before)
+            case o.RuntimeClass():
+                old_rc = self.runtime_classes.get(name)
+                if old_rc is not None and old_rc.overhead == obj.overhead:
+                    self.runtime_classes[name] = obj  # what pod sets read of it is unchanged
+                else:
+                    self.runtime_classes = {**self.runtime_classes, name: obj}
+                    self._readjust(runtime_class=name)
             case o.Node():
                 if self.nodes.get(name) != obj:
                     self.tas.nodes_changed()
@@ -596,9 +633,20 @@ class ClusterState:
             "Node": self.nodes,
             "Pod": self.pods,
             "Job": self.jobs,
+            "LimitRange": self.limit_ranges,
         }.get(kind)
+        if kind == "RuntimeClass":
+            if key in self.runtime_classes:
+                self.runtime_classes = {k: v for k, v in self.runtime_classes.items() if k != key}
+                self._readjust(runtime_class=key)
+            return
+        if kind == "LimitRange":
+            before = self.limit_summary(key.partition("/")[0])
         gone = table.pop(key, None) if table is not None else None
         if gone is None:
+            return
+        if kind == "LimitRange":
+            self._limits_changed(gone.metadata.namespace, before)
             return
         if kind in ("Node", "Topology", "ResourceFlavor"):
             self.tas.nodes_changed()
@@ -617,6 +665,45 @@ class ClusterState:
                 self.touched[wk] = None
         elif kind not in ("Node", "Pod", "Job", "WorkloadPriorityClass", "PriorityClass"):
             self._flush_all()
+
+    def _limits_changed(self, namespace: str, before: LimitSummary | None) -> None:
+        """The LimitRanges of ``namespace`` changed; ``before`` is what they said before."""
+        self._limit_summaries.pop(namespace, None)
+        self._limit_range_keys = None
+        if self.limit_summary(namespace) != before:
+            self._readjust(namespace=namespace)
+
+    def _readjust(self, namespace: str | None = None, runtime_class: str | None = None) -> None:
+        """What adjusts pod templates changed — the LimitRanges of ``namespace``, or the RuntimeClass
+        ``runtime_class``: the pending workloads it concerns take their pod sets anew (Kueue adjusts them again and
+        re-adds them to their queues), and those whose pod sets change go back to their queue's heap, as on any
+        change of their spec. Workloads holding quota keep theirs until they are upserted again: their admission
+        says what they use."""
+        workloads, templates = self.workloads, self.pod_templates
+        keys = sorted(k for k, wl in workloads.items()
+                      if wl.phase == PENDING and (namespace is None or wl.namespace == namespace))
+        for key in keys:
+            wl = workloads[key]
+            tpl = templates.get(key)
+            if runtime_class is not None and (tpl is None or all(t.spec.runtime_class_name != runtime_class
+                                                                 for t in tpl)):
+                continue
+            if self._refresh_pod_sets(wl):
+                self._dequeue(wl)
+                self._enqueue(wl)
+
+    def _refresh_pod_sets(self, wl: WorkloadInfo) -> bool:
+        """Adjust ``wl``'s pod sets to the LimitRanges and RuntimeClasses now in force; whether they changed."""
+        tpl = self.pod_templates.get(wl.key)
+        if tpl is None or len(tpl) != len(wl.pod_sets):
+            return False
+        pod_sets = readjusted(wl.pod_sets, tpl, self.limit_summary(wl.namespace), self.runtime_classes)
+        if pod_sets == wl.pod_sets:
+            return False
+        wl.pod_sets = pod_sets
+        wl.scan = None  # its scheduling shape changed: the progress is meaningless
+        self.touched[wl.key] = None
+        return True
 
     # --- workloads ------------------------------------------------------------------------------------------
 
@@ -645,7 +732,10 @@ class ClusterState:
             self._delete_object("Workload", key)
             old = None
         priority, pclass = self._spec_priority(spec)
-        pod_sets = pod_set_infos(spec) if type(w) is LazyWorkload else tuple([pod_set_info(ps) for ps in spec.pod_sets])
+        limits = self.limit_summary(meta.namespace) if self.limit_ranges else None
+        rcs = self.runtime_classes
+        pod_sets = (pod_set_infos(spec, limits, rcs) if type(w) is LazyWorkload
+                    else tuple([pod_set_info(ps, limits, rcs) for ps in spec.pod_sets]))
         if old is None:
             created = parse_time(meta.creation_timestamp) if meta.creation_timestamp else self.time
             wl = WorkloadInfo(
@@ -1006,6 +1096,7 @@ class ClusterState:
                 wl.accumulated_seconds += max(0, (e.time - wl.admitted_at) // 1000)
             wl.admission, wl.usage, wl.phase = None, {}, PENDING
             wl.reserved_at = wl.admitted_at = None
+            self._refresh_pod_sets(wl)  # pending again: counted as Kueue adjusts it now, not as when admitted
             wl.set_condition("QuotaReserved", "False", "PendingEvaluation", e.message, e.time)
             _sync_admitted(wl, e.time)
             cq = wl.cluster_queue
@@ -1035,6 +1126,7 @@ class ClusterState:
                 wl.accumulated_seconds += max(0, (e.time - wl.admitted_at) // 1000)
             wl.admission, wl.usage, wl.phase = None, {}, PENDING
             wl.reserved_at = wl.admitted_at = None
+            self._refresh_pod_sets(wl)
             wl.set_condition("QuotaReserved", "False", "Deactivated", "The workload is deactivated", e.time)
             _sync_admitted(wl, e.time)
             wl.set_condition("Requeued", "False", e.reason, e.message, e.time)

@@ -7,6 +7,7 @@ scheduling-equivalence hash is just ``WorkloadInfo.shape``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -15,6 +16,15 @@ from events import objects as o
 from events.quantity import MAX_INT64, canonical_quantity, to_int
 from events.schema import FlavorScan, WorkloadPending
 from events.timefmt import format_time, parse_time
+from projections.pod_adjustment import (
+    INVALID_RESOURCES,
+    OUTSIDE_LIMIT_RANGES,
+    LimitSummary,
+    adjust,
+    limit_findings,
+    overhead_for,
+    resource_findings,
+)
 
 PENDING, RESERVED, ADMITTED, FINISHED = "Pending", "QuotaReserved", "Admitted", "Finished"
 PENDING_EVALUATION = "Workload is pending evaluation in the scheduling queue"
@@ -34,11 +44,16 @@ class PodSetInfo(msgspec.Struct, frozen=True, gc=False, array_like=True):
     count: int
     min_count: int | None
     requests: tuple[tuple[str, int], ...]
-    """Per-pod requests in Kueue units, sorted by resource name."""
+    """Per-pod requests in Kueue units, sorted by resource name, of the template as Kueue adjusts it (RuntimeClass
+    overhead, LimitRange defaults, limits as missing requests: :mod:`projections.pod_adjustment`)."""
     node_selector: tuple[tuple[str, str], ...] = ()
     tolerations: tuple[o.Toleration, ...] = ()
     affinity_terms: tuple[o.NodeSelectorTerm, ...] | None = None
     topology: o.PodSetTopologyRequest | None = None
+    invalid_resources: tuple[str, ...] = ()
+    """Where the adjusted template's requests exceed its limits (field errors relative to the pod set)."""
+    outside_limit_ranges: tuple[str, ...] = ()
+    """Where the adjusted template is outside its namespace's LimitRanges (field errors relative to the pod set)."""
 
 
 class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
@@ -275,40 +290,60 @@ _TOPOLOGY_ANNOTATIONS = (
 _BY_SPEC: dict[bytes, PodSetInfo] = {}
 
 
-def pod_set_info(ps: o.PodSet) -> PodSetInfo:
-    """The interned :class:`PodSetInfo` of a pod set.
+def pod_set_info(ps: o.PodSet, limits: LimitSummary | None = None,
+                 runtime_classes: Mapping[str, o.RuntimeClass] | None = None) -> PodSetInfo:
+    """The interned :class:`PodSetInfo` of a pod set, its template adjusted by its namespace's LimitRange summary
+    ``limits`` and the cluster's ``runtime_classes``.
 
-    Memoised on what it is computed from (name, counts, pod spec, topology request and annotations — not the
-    template's labels, which often differ per job), since a workload is upserted again at every status change.
+    Memoised on what it is computed from (name, counts, pod spec, topology request and annotations, the summary and
+    the overhead the RuntimeClass adds — not the template's labels, which often differ per job), since a workload
+    is upserted again at every status change.
     """
     annotations = ps.template.metadata.annotations
     topo = tuple(annotations.get(k) for k in _TOPOLOGY_ANNOTATIONS) if annotations else None
-    key = _ENC.encode((ps.name, ps.count, ps.min_count, ps.topology_request, topo, ps.template.spec))
+    spec = ps.template.spec
+    overhead = overhead_for(spec, runtime_classes) if spec.runtime_class_name else None
+    key = _ENC.encode((ps.name, ps.count, ps.min_count, ps.topology_request, topo, spec, limits, overhead))
     found = _BY_SPEC.get(key)
     if found is None:
         if len(_BY_SPEC) > 100_000:
             _BY_SPEC.clear()
-        found = _BY_SPEC[key] = _pod_set_info(ps)
+        found = _BY_SPEC[key] = _pod_set_info(ps, limits, overhead)
     return found
 
 
-_BY_SPEC_OBJECT: dict[int, tuple[o.WorkloadSpec, tuple[PodSetInfo, ...]]] = {}
+_BY_SPEC_OBJECT: dict[int, tuple[o.WorkloadSpec, LimitSummary | None, Mapping | None, tuple[PodSetInfo, ...]]] = {}
 
 
-def pod_set_infos(spec: o.WorkloadSpec) -> tuple[PodSetInfo, ...]:
+def pod_set_infos(spec: o.WorkloadSpec, limits: LimitSummary | None = None,
+                  runtime_classes: Mapping[str, o.RuntimeClass] | None = None) -> tuple[PodSetInfo, ...]:
     """The pod sets of a spec that is shared between upserts (a lazily decoded one: equal bytes, same object),
-    memoised on the object itself. The entry holds the spec, so its ``id`` cannot be reused while remembered."""
+    memoised on the object itself and what adjusts it (``runtime_classes`` by identity: the projection replaces
+    the mapping whenever a RuntimeClass changes). The entry holds the spec, so its ``id`` cannot be reused while
+    remembered."""
     found = _BY_SPEC_OBJECT.get(id(spec))
-    if found is not None and found[0] is spec:
-        return found[1]
-    infos = tuple([pod_set_info(ps) for ps in spec.pod_sets])
+    if found is not None and found[0] is spec and found[2] is runtime_classes and found[1] == limits:
+        return found[3]
+    infos = tuple([pod_set_info(ps, limits, runtime_classes) for ps in spec.pod_sets])
     if len(_BY_SPEC_OBJECT) >= 8192:
         _BY_SPEC_OBJECT.clear()
-    _BY_SPEC_OBJECT[id(spec)] = (spec, infos)
+    _BY_SPEC_OBJECT[id(spec)] = (spec, limits, runtime_classes, infos)
     return infos
 
 
-def _pod_set_info(ps: o.PodSet) -> PodSetInfo:
+def readjusted(infos: tuple[PodSetInfo, ...], templates: tuple[o.PodTemplateSpec, ...], limits: LimitSummary | None,
+               runtime_classes: Mapping[str, o.RuntimeClass] | None) -> tuple[PodSetInfo, ...]:
+    """A workload's pod sets once what adjusts them changed (a LimitRange of its namespace, a RuntimeClass): the
+    same pod sets (``infos``, from its spec's ``templates``, in order) with their resources adjusted anew — what
+    :func:`pod_set_info` gives for the spec under the new ``limits`` and ``runtime_classes``."""
+    return tuple([
+        pod_set_info(o.PodSet(name=ps.name, count=ps.count, min_count=ps.min_count, template=t,
+                              topology_request=ps.topology), limits, runtime_classes)
+        for ps, t in zip(infos, templates, strict=True)
+    ])
+
+
+def _pod_set_info(ps: o.PodSet, limits: LimitSummary | None, overhead: tuple | None) -> PodSetInfo:
     spec = ps.template.spec
     affinity = None
     na = spec.affinity.node_affinity if spec.affinity else None
@@ -318,16 +353,19 @@ def _pod_set_info(ps: o.PodSet) -> PodSetInfo:
     annotations = ps.template.metadata.annotations
     if topology is None and annotations:
         topology = topology_request_from_annotations(annotations)
+    adjusted = adjust(spec, limits, overhead)
     return intern_pod_set(
         PodSetInfo(
             name=ps.name,
             count=ps.count,
             min_count=ps.min_count,
-            requests=tuple(sorted(pod_requests(spec).items())),
+            requests=tuple(sorted(pod_requests(adjusted).items())),
             node_selector=tuple(sorted(spec.node_selector.items())),
             tolerations=tuple(spec.tolerations),
             affinity_terms=affinity,
             topology=topology,
+            invalid_resources=resource_findings(adjusted),
+            outside_limit_ranges=limit_findings(adjusted, limits),
         )
     )
 
@@ -383,12 +421,20 @@ def admission_usage(admission: o.Admission) -> dict[str, int]:
     return usage
 
 
+_NOT_ADMISSIBLE = (INVALID_RESOURCES + ": ", OUTSIDE_LIMIT_RANGES + ": ")
+
+
 def failed_attempt(d: WorkloadPending) -> bool:
     """Whether a QuotaReserved=False decision is a failed admission attempt of the scheduler (Kueue's
     ``requeueAndUpdate``, which also writes ``status.resourceRequests`` and records a Warning Event) rather than
     the workload controller's status sync or blockAdmission's wait: neither sets a requeue reason or a flavor
-    scan; the controller writes only its queue blockers and PendingEvaluation with its own message."""
+    scan; the controller writes only its queue blockers and PendingEvaluation with its own message. Pod templates
+    found not admissible are a failed attempt too (Misconfigured, no requeue reason, Kueue's "resources ..."
+    message), even in the rare case where the controller, which checks the same (kueue_es.scheduler.admissibility),
+    says so before the scheduler does."""
     if d.requeue_reason or d.scan is not None:
+        return True
+    if d.reason == "Misconfigured" and d.message.startswith(_NOT_ADMISSIBLE):
         return True
     if d.reason in QUEUE_BLOCKERS:
         return False

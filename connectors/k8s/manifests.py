@@ -2,7 +2,8 @@
 
 RBAC grants exactly what the connector does:
 
-* read (get/list/watch) every kind it watches: Namespaces, Nodes, Pods, PriorityClasses, Jobs and the Kueue kinds;
+* read (get/list/watch) every kind it watches: Namespaces, Nodes, Pods, PriorityClasses, LimitRanges,
+  RuntimeClasses, Jobs and the Kueue kinds;
 * Workloads: create (the Job integration), delete (orphans whose Job is gone, ``afterFinished`` retention); their
   ``status``: patch;
 * Jobs: patch (suspend/unsuspend, inject and restore the template), delete (``afterDeactivatedByKueue``

@@ -66,6 +66,8 @@ CORE_RESOURCES: tuple[Resource, ...] = (
     Resource("Pod", "", "v1", "pods", True, field_selector="status.phase!=Succeeded,status.phase!=Failed"),
     Resource("Job", "batch", "v1", "jobs", True),
     Resource("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False),
+    Resource("LimitRange", "", "v1", "limitranges", True),
+    Resource("RuntimeClass", "node.k8s.io", "v1", "runtimeclasses", False),
 )
 
 AUTOSCALING_GROUP = "autoscaling.x-k8s.io"

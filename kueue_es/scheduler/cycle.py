@@ -20,6 +20,7 @@ from events import objects as o
 from events import schema as ev
 from events.quantity import canonical_quantity
 from kueue_es.scheduler import afs, blockadmission
+from kueue_es.scheduler.admissibility import MISCONFIGURED, inadmissible
 from kueue_es.scheduler.config import SchedulerConfig
 from kueue_es.scheduler.fairsharing import fair_order, fair_targets
 from kueue_es.scheduler.flavors import (
@@ -166,15 +167,11 @@ def nominate(ctx: CycleContext, e: Entry) -> None:
     if wl.check_states and any(s.state in ("Retry", "Rejected") for s in wl.check_states.values()):
         e.status, e.message = "PendingEvaluation", "The workload has failed admission checks"
         return
-    labels = state.namespaces.get(wl.namespace)
-    if labels is None:
-        e.status, e.message = "Misconfigured", f"Namespace {wl.namespace} doesn't exist"
-        e.requeue_reason = "NamespaceMismatch"
-        return
     info = e.info or ctx.info(e.cq)
-    if not info.namespace_matches(wl.namespace, labels):
-        e.status, e.message = "Misconfigured", "Workload namespace doesn't match ClusterQueue selector"
-        e.requeue_reason = "NamespaceMismatch"
+    blocked = inadmissible(state, wl, info)
+    if blocked is not None:
+        e.status = MISCONFIGURED
+        e.message, e.requeue_reason = blocked
         return
     e.assignment = _assign(ctx, wl, e.cq, info=info)
     if e.assignment.mode == Mode.PREEMPT:

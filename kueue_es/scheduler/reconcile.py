@@ -16,7 +16,9 @@
 * a workload parked by Requeued=False is requeued when its cause goes away: reactivation (Reactivated), its
   ClusterQueue or LocalQueue restarted (ClusterQueueRestarted, LocalQueueRestarted);
 * a pending workload shows what blocks its queue (QuotaReserved=False: Deactivated, LocalQueue or ClusterQueue
-  missing — Misconfigured — or stopped/inactive — Suspended), and PendingEvaluation once that is gone;
+  missing — Misconfigured — or stopped/inactive — Suspended) or keeps it from being admissible (Misconfigured:
+  its namespace, or its pod templates' resources, :mod:`kueue_es.scheduler.admissibility`), and
+  PendingEvaluation once that is gone;
 * objectRetentionPolicies: a finished workload is deleted ``afterFinished`` after Finished turned True, the Job
   of one Kueue deactivated ``afterDeactivatedByKueue`` after Evicted turned True (RetentionExpired; the
   connector deletes).
@@ -38,6 +40,7 @@ from events import objects as o
 from events import schema as ev
 from events.timefmt import parse_time
 from kueue_es.scheduler import provisioning
+from kueue_es.scheduler.admissibility import MISCONFIGURED, inadmissible
 from kueue_es.scheduler.config import SchedulerConfig, parse_duration
 from kueue_es.scheduler.nodefailure import node_failure_decisions
 from projections.cluster import ClusterState
@@ -233,7 +236,8 @@ def retry_requeue_at(wl: WorkloadInfo, retry: list[o.AdmissionCheckState], now: 
 
 
 def queue_blocker(state: ClusterState, wl: WorkloadInfo) -> tuple[str, str]:
-    """What keeps a pending workload out of scheduling, as Kueue's workload controller words it ("" if nothing)."""
+    """What keeps a pending workload out of scheduling, as Kueue's workload controller words it ("" if nothing):
+    its activity, its queues, then its admissibility (the scheduler's words for it, so the two agree)."""
     if not wl.active:
         return "Deactivated", "The workload is deactivated"
     lq = state.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
@@ -244,8 +248,12 @@ def queue_blocker(state: ClusterState, wl: WorkloadInfo) -> tuple[str, str]:
     cq = lq.spec.cluster_queue
     if cq not in state.cluster_queues:
         return "Misconfigured", f"ClusterQueue {cq} doesn't exist"
-    if state.inactive_reason(cq) is not None:
+    info = state.cq_info(cq)
+    if info is None or info.inactive is not None:
         return "Suspended", f"ClusterQueue {cq} is inactive"
+    blocked = inadmissible(state, wl, info)
+    if blocked is not None:
+        return MISCONFIGURED, blocked[0]
     return "", ""
 
 

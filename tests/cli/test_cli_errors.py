@@ -104,6 +104,40 @@ BAD_INPUTS = {
         ["document 2", "(Workload w)",
          "field `spec.podSets[0].topologyRequest.podsetSliceRequiredTopologyConstraints[1].size` must be >= 1, got 0"],
     ),
+    "limit-range-type": (
+        GOOD_DOC + "---\napiVersion: v1\nkind: LimitRange\nmetadata:\n  name: lr\n  namespace: team\nspec:\n"
+        "  limits:\n  - type: Container\n  - type: Node\n    max: {cpu: '1'}\n",
+        ["document 2", "(LimitRange lr)", "field `spec.limits[1].type`: must be Pod, Container or PersistentVolumeClaim"],
+    ),
+    "limit-range-quantity": (
+        GOOD_DOC + "---\napiVersion: v1\nkind: LimitRange\nmetadata:\n  name: lr\n  namespace: team\nspec:\n"
+        "  limits:\n  - type: Container\n    defaultRequest: {memory: lots}\n",
+        ["document 2", "(LimitRange lr)", "field `spec.limits[0].defaultRequest.memory`", "invalid quantity 'lots'"],
+    ),
+    "limit-range-min-above-max": (
+        GOOD_DOC + "---\napiVersion: v1\nkind: LimitRange\nmetadata:\n  name: lr\n  namespace: team\nspec:\n"
+        "  limits:\n  - type: Pod\n    max: {cpu: 500m}\n    min: {cpu: '1'}\n",
+        ["document 2", "(LimitRange lr)", "field `spec.limits[0].min.cpu`: 1 is greater than max 500m"],
+    ),
+    "runtime-class-overhead": (
+        GOOD_DOC + "---\napiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata:\n  name: kata\nhandler: kata\n"
+        "overhead:\n  podFixed: {cpu: -1}\n",
+        ["document 2", "(RuntimeClass kata)", "field `overhead.podFixed.cpu`: must not be negative"],
+    ),
+    "runtime-class-handler": (
+        GOOD_DOC + "---\napiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata:\n  name: kata\n",
+        ["document 2", "(RuntimeClass kata)", "field `handler` is required"],
+    ),
+    "runtime-class-api-version": (
+        GOOD_DOC + "---\napiVersion: v1\nkind: RuntimeClass\nmetadata:\n  name: kata\nhandler: kata\n",
+        ["document 2", "field `apiVersion`: RuntimeClass must be node.k8s.io/v1, not 'v1'"],
+    ),
+    "bad-overhead": (
+        GOOD_DOC + "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata:\n  name: w\n  namespace: t\n"
+        "spec:\n  queueName: lq\n  podSets:\n  - name: main\n    template:\n      spec:\n        overhead: {cpu: x}\n"
+        "        containers: [{name: c}]\n",
+        ["document 2", "(Workload w)", "field `spec.podSets[0].template.spec.overhead.cpu`", "invalid quantity 'x'"],
+    ),
     "bad-timestamp": (
         GOOD_DOC + "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: n\n  creationTimestamp: yesterday\n",
         ["document 2", "field `metadata.creationTimestamp`", "not an RFC 3339 time"],

@@ -192,7 +192,8 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
             return await _allowed(api, sa, verb, group, resource, namespace, sub)
 
         for group, resource in [("", "pods"), ("", "nodes"), ("", "namespaces"), ("batch", "jobs"),
-                                ("scheduling.k8s.io", "priorityclasses"), ("kueue.x-k8s.io", "clusterqueues"),
+                                ("scheduling.k8s.io", "priorityclasses"), ("", "limitranges"),
+                                ("node.k8s.io", "runtimeclasses"), ("kueue.x-k8s.io", "clusterqueues"),
                                 ("kueue.x-k8s.io", "workloads"), ("kueue.x-k8s.io", "topologies")]:
             assert await ok("watch", group, resource), resource
             assert await ok("list", group, resource), resource
@@ -215,6 +216,8 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert await ok("create", "", "events", "team-a")  # Kueue's Events: decisions carried out, Job actions
 
         assert not await ok("update", "kueue.x-k8s.io", "workloads", "team-a")  # spec: never
+        assert not await ok("patch", "", "limitranges", "team-a")  # read only
+        assert not await ok("create", "node.k8s.io", "runtimeclasses")
         assert not await ok("delete", "kueue.x-k8s.io", "clusterqueues")
         assert not await ok("create", "batch", "jobs", "team-a")
         assert not await ok("update", "kueue.x-k8s.io", "clusterqueues")

@@ -1,0 +1,290 @@
+"""Kueue's in-memory adjustment of a pod template's resources, and the admissibility checks on the result.
+
+Before Kueue counts a workload's requests against quota it adjusts a copy of each pod template (the Workload's
+spec is never written):
+
+1. a template that names a RuntimeClass and sets no ``overhead`` takes the RuntimeClass's ``overhead.podFixed``
+   (a RuntimeClass that does not exist adds nothing);
+2. the namespace's LimitRanges, summarised (:func:`summarize`): the Container type's ``default`` fills the limits
+   and its ``defaultRequest`` the requests that an init or regular container leaves out; the Pod type's do the
+   same for the pod-level ``resources``, when the template has them;
+3. a limit without a request becomes the request.
+
+When it is nominated, the adjusted template must be admissible (Kueue's ``ValidateAdmissibility``): no request
+above its limit ("resources validation failed"), then every container, and the pod as a whole, within the
+LimitRanges' ``min`` and ``max`` ("resources didn't satisfy LimitRange constraints"); either makes the workload
+Misconfigured. ``maxLimitRequestRatio`` is summarised but not checked, as in Kueue.
+
+Both findings are functions of the template and the summary alone, so they are computed with the requests, once
+per distinct template and summary, and kept on the pod set's projected form; :func:`admissibility` only joins
+them into Kueue's message. Everything here is pure, and the summary depends on no dict or set order: the
+LimitRanges are taken in name order (which one's ``default`` comes "first" is otherwise unspecified in Kueue).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from typing import Any
+
+import msgspec
+
+from events import objects as o
+from events.quantity import parse_quantity, to_int
+
+Pairs = tuple[tuple[str, o.Quantity], ...]
+"""A resource list, sorted by resource name."""
+
+INVALID_RESOURCES = "resources validation failed"
+OUTSIDE_LIMIT_RANGES = "resources didn't satisfy LimitRange constraints"
+_ABOVE_LIMITS = "requests must not exceed its limits"
+_ABOVE_MAX = "requests must not be above the limitRange max"
+_BELOW_MIN = "requests must not be below the limitRange min"
+
+
+class LimitBounds(msgspec.Struct, frozen=True, gc=False, array_like=True):
+    """One LimitRange type summarised over a namespace: the lowest ``max`` and ``maxLimitRequestRatio``, the
+    highest ``min``, the first ``default`` and ``defaultRequest`` given for each resource."""
+
+    default: Pairs = ()
+    default_request: Pairs = ()
+    max: Pairs = ()
+    min: Pairs = ()
+    max_limit_request_ratio: Pairs = ()
+
+
+class LimitSummary(msgspec.Struct, frozen=True, gc=False, array_like=True):
+    """What a namespace's LimitRanges say about pods: its Container and Pod types (None: no such item)."""
+
+    container: LimitBounds | None = None
+    pod: LimitBounds | None = None
+
+
+def summarize(ranges: Iterable[o.LimitRange]) -> LimitSummary | None:
+    """Kueue's summary of a namespace's LimitRanges, given in name order (None when they say nothing about
+    containers or pods). Each item is first defaulted as the API server stores it (:func:`api_defaults`), so a
+    LimitRange imported from a file means what it would in a cluster."""
+    acc: dict[str, dict[str, dict[str, o.Quantity]]] = {}
+    for lr in ranges:
+        for item in lr.spec.limits:
+            if item.type not in ("Container", "Pod"):
+                continue
+            item = api_defaults(item)
+            s = acc.setdefault(item.type, {f: {} for f in LimitBounds.__struct_fields__})
+            _keep(s["max"], item.max, lower=True)
+            _keep(s["max_limit_request_ratio"], item.max_limit_request_ratio, lower=True)
+            _keep(s["min"], item.min, lower=False)
+            for r, q in item.default.items():
+                s["default"].setdefault(r, q)
+            for r, q in item.default_request.items():
+                s["default_request"].setdefault(r, q)
+    if not acc:
+        return None
+
+    def bounds(s: dict[str, dict[str, o.Quantity]] | None) -> LimitBounds | None:
+        if s is None:
+            return None
+        return LimitBounds(**{f: tuple(sorted(v.items())) for f, v in s.items()})
+
+    return LimitSummary(container=bounds(acc.get("Container")), pod=bounds(acc.get("Pod")))
+
+
+def api_defaults(item: o.LimitRangeItem) -> o.LimitRangeItem:
+    """The API server's defaulting of a Container-type item: a missing ``default`` is ``max``, a missing
+    ``defaultRequest`` is ``default``, else ``min``. Idempotent: objects read from a cluster already have it."""
+    if item.type != "Container":
+        return item
+    default = {**item.max, **item.default}
+    request = {**item.min, **default, **item.default_request}
+    if default == item.default and request == item.default_request:
+        return item
+    return msgspec.structs.replace(item, default=default, default_request=request)
+
+
+def _keep(into: dict[str, o.Quantity], values: Mapping[str, o.Quantity], *, lower: bool) -> None:
+    for r, q in values.items():
+        old = into.get(r)
+        if old is None:
+            into[r] = q
+            continue
+        new, cur = parse_quantity(q), parse_quantity(old)
+        if (new < cur) if lower else (new > cur):
+            into[r] = q
+
+
+# --- the adjustment -----------------------------------------------------------------------------------------------
+
+
+def overhead_for(spec: o.PodSpec, runtime_classes: Mapping[str, o.RuntimeClass] | None) -> Pairs | None:
+    """The overhead the RuntimeClass adds to ``spec`` (None: it adds none — no RuntimeClass named, the template
+    sets its own, or the RuntimeClass is missing or has no ``overhead``)."""
+    name = spec.runtime_class_name
+    if not name or spec.overhead or not runtime_classes:
+        return None
+    rc = runtime_classes.get(name)
+    if rc is None or rc.overhead is None or not rc.overhead.pod_fixed:
+        return None
+    return tuple(sorted(rc.overhead.pod_fixed.items()))
+
+
+def adjust(spec: o.PodSpec, limits: LimitSummary | None, overhead: Pairs | None) -> o.PodSpec:
+    """``spec`` as Kueue counts it (see the module docstring); ``spec`` itself when nothing changes."""
+    changes: dict[str, Any] = {}
+    if overhead:
+        changes["overhead"] = dict(overhead)
+    container = limits.container if limits is not None else None
+    pod = limits.pod if limits is not None else None
+    for field, cs in (("containers", spec.containers), ("init_containers", spec.init_containers)):
+        adjusted = [_adjust_resources(c.resources, container) for c in cs]
+        if any(a is not c.resources for a, c in zip(adjusted, cs, strict=True)):
+            changes[field] = [c if a is c.resources else msgspec.structs.replace(c, resources=a)
+                              for a, c in zip(adjusted, cs, strict=True)]
+    if spec.resources is not None:
+        res = _adjust_resources(spec.resources, pod)
+        if res is not spec.resources:
+            changes["resources"] = res
+    return msgspec.structs.replace(spec, **changes) if changes else spec
+
+
+def _adjust_resources(res: o.ResourceRequirements, bounds: LimitBounds | None) -> o.ResourceRequirements:
+    limits, requests = res.limits, res.requests
+    if bounds is not None:
+        limits = _keep_first(limits, bounds.default)
+        requests = _keep_first(requests, bounds.default_request)
+    requests = _keep_first(requests, tuple(limits.items()))
+    if limits is res.limits and requests is res.requests:
+        return res
+    return o.ResourceRequirements(requests=requests, limits=limits)
+
+
+def _keep_first(values: dict[str, o.Quantity], extra: Pairs) -> dict[str, o.Quantity]:
+    """``values`` with the resources of ``extra`` it lacks (``values`` itself when it lacks none)."""
+    missing = [(r, q) for r, q in extra if r not in values]
+    if not missing:
+        return values
+    return {**values, **dict(missing)}
+
+
+# --- admissibility ------------------------------------------------------------------------------------------------
+
+
+def resource_findings(spec: o.PodSpec) -> tuple[str, ...]:
+    """Kueue's ValidateResources on an adjusted template: each (init) container, and the pod-level resources,
+    whose requests exceed their limits (compared in Kueue's integer units). Paths are relative to the pod set."""
+    out = []
+    for field, cs in (("initContainers", spec.init_containers), ("containers", spec.containers)):
+        for i, c in enumerate(cs):
+            names = _greater(c.resources.requests, c.resources.limits, _units)
+            if names:
+                out.append(_invalid(f"template.spec.{field}[{i}]", names, _ABOVE_LIMITS))
+    if spec.resources is not None:
+        names = _greater(spec.resources.requests, spec.resources.limits, _units)
+        if names:
+            out.append(_invalid("template.spec.resources", names, _ABOVE_LIMITS))
+    return tuple(out)
+
+
+def limit_findings(spec: o.PodSpec, limits: LimitSummary | None) -> tuple[str, ...]:
+    """Kueue's ValidateLimitRange on an adjusted template: each (init) container whose requests or limits go
+    above the Container ``max`` or below its ``min``, then the pod's total requests against the Pod type's
+    (compared exactly, as quantities). Paths are relative to the pod set."""
+    if limits is None:
+        return ()
+    out = []
+    c = limits.container
+    if c is not None and (c.max or c.min):
+        cmax, cmin = dict(c.max), dict(c.min)
+        for field, cs in (("initContainers", spec.init_containers), ("containers", spec.containers)):
+            for i, container in enumerate(cs):
+                res = container.resources
+                high = _merge(res.requests, res.limits, max)
+                low = _merge(res.requests, res.limits, min)
+                at = f"template.spec.{field}[{i}]"
+                names = _greater(high, cmax, _exact)
+                if names:
+                    out.append(_invalid(at, names, _ABOVE_MAX))
+                names = _greater(cmin, low, _exact)
+                if names:
+                    out.append(_invalid(at, names, _BELOW_MIN))
+    p = limits.pod
+    if p is not None and (p.max or p.min):
+        total = _exact_pod_requests(spec)
+        names = _greater(total, dict(p.max), _exact)
+        if names:
+            out.append(_invalid("template.spec", names, _ABOVE_MAX))
+        names = _greater(dict(p.min), total, _exact)
+        if names:
+            out.append(_invalid("template.spec", names, _BELOW_MIN))
+    return tuple(out)
+
+
+def admissibility(pod_sets: Iterable[Any]) -> str:
+    """Kueue's message for pod sets whose adjusted templates are not admissible ("" when they are). ``pod_sets``
+    are projected pod sets (``invalid_resources``, ``outside_limit_ranges``), in spec order: requests above limits
+    are reported first, and only when there are none the LimitRange violations."""
+    pod_sets = list(pod_sets)
+    for prefix, attr in ((INVALID_RESOURCES, "invalid_resources"), (OUTSIDE_LIMIT_RANGES, "outside_limit_ranges")):
+        found = [f"spec.podSets[{i}].{f}" for i, ps in enumerate(pod_sets) for f in getattr(ps, attr)]
+        if found:
+            return f"{prefix}: {_aggregate(found)}"
+    return ""
+
+
+def _aggregate(errors: list[str]) -> str:
+    """How Kubernetes prints a list of field errors: one alone, several in brackets, repeats dropped."""
+    unique = list(dict.fromkeys(errors))
+    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
+
+
+def _invalid(path: str, names: list[str], detail: str) -> str:
+    """A Kubernetes field error whose bad value is a list of resource names (Go's ``%#v`` of it)."""
+    quoted = ", ".join(msgspec.json.encode(n).decode() for n in names)
+    return f"{path}: Invalid value: []v1.ResourceName{{{quoted}}}: {detail}"
+
+
+def _units(resource: str, q: o.Quantity) -> int:
+    return to_int(resource, q)
+
+
+def _exact(resource: str, q: o.Quantity | Decimal) -> Decimal:
+    return q if isinstance(q, Decimal) else parse_quantity(q)
+
+
+def _greater(a: Mapping[str, Any], b: Mapping[str, Any], value: Any) -> list[str]:
+    """The resources in both ``a`` and ``b`` whose value in ``a`` is greater, by name."""
+    if not a or not b:
+        return []
+    return sorted(r for r in a if r in b and value(r, a[r]) > value(r, b[r]))
+
+
+def _merge(a: Mapping[str, o.Quantity], b: Mapping[str, o.Quantity], pick: Any) -> dict[str, Any]:
+    """Both resource lists in one, ``pick`` (min or max, exactly) deciding where both have a resource."""
+    out: dict[str, Any] = {r: parse_quantity(q) for r, q in a.items()}
+    for r, q in b.items():
+        v = parse_quantity(q)
+        out[r] = pick(out[r], v) if r in out else v
+    return out
+
+
+def _exact_pod_requests(spec: o.PodSpec) -> dict[str, Decimal]:
+    """The pod's total requests as exact quantities, by the same rules as ``projections.workloads.pod_requests``
+    (on an adjusted template, whose requests already include what only limits said)."""
+    total: dict[str, Decimal] = {}
+    if spec.resources is not None and (spec.resources.requests or spec.resources.limits):
+        total = {r: parse_quantity(q) for r, q in spec.resources.requests.items()}
+    else:
+        for c in spec.containers:
+            for r, q in c.resources.requests.items():
+                total[r] = total.get(r, Decimal(0)) + parse_quantity(q)
+    sidecars: dict[str, Decimal] = {}
+    for c in spec.init_containers:
+        for r, q in c.resources.requests.items():
+            v = parse_quantity(q)
+            if c.restart_policy == "Always":
+                sidecars[r] = sidecars.get(r, Decimal(0)) + v
+                total[r] = total.get(r, Decimal(0)) + v
+            else:
+                total[r] = max(total.get(r, Decimal(0)), v + sidecars.get(r, Decimal(0)))
+    for r, q in spec.overhead.items():
+        total[r] = total.get(r, Decimal(0)) + parse_quantity(q)
+    return total

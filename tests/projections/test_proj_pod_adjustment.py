@@ -1,0 +1,340 @@
+"""Pod templates counted as Kueue adjusts them: RuntimeClass overhead, LimitRange defaults, limits as requests;
+the admissibility findings on the adjusted template; and the projection keeping pending workloads' requests in
+step with the LimitRanges and RuntimeClasses in force, identically after a snapshot restore."""
+
+from __future__ import annotations
+
+import random
+
+import msgspec
+import pytest
+from fixtures.eventgen import (
+    T0,
+    Op,
+    adjusted_workload,
+    delete,
+    fold,
+    interpret,
+    limit_range,
+    local_queue,
+    namespace,
+    records,
+    runtime_class,
+    upsert,
+)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from events import objects as o
+from events import schema as ev
+from projections import snapshot
+from projections.cluster import ClusterState
+from projections.pod_adjustment import (
+    adjust,
+    admissibility,
+    api_defaults,
+    limit_findings,
+    overhead_for,
+    resource_findings,
+    summarize,
+)
+from projections.workloads import (
+    PENDING,
+    PodSetInfo,
+    failed_attempt,
+    pod_set_info,
+    pod_set_infos,
+    readjusted,
+    status_of,
+)
+
+
+def res(requests: dict | None = None, limits: dict | None = None) -> o.ResourceRequirements:
+    return o.ResourceRequirements(requests=requests or {}, limits=limits or {})
+
+
+def item(kind: str = "Container", **lists: dict) -> o.LimitRangeItem:
+    return o.LimitRangeItem(type=kind, **lists)
+
+
+def lr(name: str, *items: o.LimitRangeItem, ns: str = "team") -> o.LimitRange:
+    return o.LimitRange(metadata=o.ObjectMeta(name=name, namespace=ns), spec=o.LimitRangeSpec(limits=list(items)))
+
+
+def requests_of(spec: o.PodSpec, limits=None, rcs=None) -> dict[str, int]:
+    ps = pod_set_info(o.PodSet(name="main", template=o.PodTemplateSpec(spec=spec)), limits, rcs)
+    return dict(ps.requests)
+
+
+# --- the summary ---------------------------------------------------------------------------------------------------
+
+
+def test_summary_keeps_the_tightest_bounds_and_the_first_defaults_in_name_order() -> None:
+    a = lr("a", item(max={"cpu": "4"}, min={"cpu": "100m"}, default={"cpu": "2"}, default_request={"cpu": "1"},
+                     max_limit_request_ratio={"cpu": "4"}))
+    b = lr("b", item(max={"cpu": "3", "memory": "1Gi"}, min={"cpu": "200m", "memory": "1Mi"},
+                     default={"cpu": "3", "memory": "512Mi"}, default_request={"cpu": "250m", "memory": "256Mi"},
+                     max_limit_request_ratio={"cpu": "2"}),
+           item("PersistentVolumeClaim", max={"storage": "1Gi"}))
+    s = summarize([a, b])
+    assert s is not None and s.pod is None
+    c = s.container
+    assert dict(c.max) == {"cpu": "3", "memory": "1Gi"}
+    assert dict(c.min) == {"cpu": "200m", "memory": "1Mi"}
+    assert dict(c.default) == {"cpu": "2", "memory": "512Mi"}  # a's cpu came first; memory only b gives
+    assert dict(c.default_request) == {"cpu": "1", "memory": "256Mi"}
+    assert dict(c.max_limit_request_ratio) == {"cpu": "2"}
+    assert summarize([b, a]).container.default == (("cpu", "3"), ("memory", "512Mi"))  # order decides defaults
+
+
+def test_summary_of_nothing_about_pods_is_none() -> None:
+    assert summarize([]) is None
+    assert summarize([lr("pvc", item("PersistentVolumeClaim", max={"storage": "1Gi"}))]) is None
+
+
+def test_container_items_are_defaulted_as_the_api_server_stores_them() -> None:
+    got = api_defaults(item(max={"cpu": "2", "memory": "1Gi"}, min={"cpu": "100m", "memory": "1Mi"},
+                            default={"memory": "512Mi"}))
+    assert got.default == {"cpu": "2", "memory": "512Mi"}  # a missing default is the max
+    assert got.default_request == {"cpu": "2", "memory": "512Mi"}  # a missing defaultRequest is the default ...
+    only_min = api_defaults(item(min={"cpu": "100m"}))
+    assert only_min.default == {} and only_min.default_request == {"cpu": "100m"}  # ... else the min
+    pod = item("Pod", max={"cpu": "2"})
+    assert api_defaults(pod) is pod
+    stored = item(default={"cpu": "1"}, default_request={"cpu": "1"})
+    assert api_defaults(stored) is stored
+
+
+# --- the adjustment ------------------------------------------------------------------------------------------------
+
+
+RCS = {"kata": runtime_class("kata", {"cpu": "250m", "memory": "64Mi"}), "bare": runtime_class("bare")}
+
+
+def test_runtime_class_overhead_only_when_the_template_sets_none() -> None:
+    spec = o.PodSpec(runtime_class_name="kata", containers=[o.Container(resources=res({"cpu": "1"}))])
+    assert requests_of(spec, rcs=RCS) == {"cpu": 1250, "memory": 64 * 2**20}
+    own = msgspec.structs.replace(spec, overhead={"cpu": "100m"})
+    assert requests_of(own, rcs=RCS) == {"cpu": 1100}
+    for name in ("bare", "missing"):
+        assert requests_of(msgspec.structs.replace(spec, runtime_class_name=name), rcs=RCS) == {"cpu": 1000}
+    assert overhead_for(msgspec.structs.replace(spec, runtime_class_name=None), RCS) is None
+
+
+def test_container_defaults_fill_init_and_regular_containers() -> None:
+    limits = summarize([lr("d", item(default={"cpu": "2", "memory": "1Gi"}, default_request={"cpu": "500m"}))])
+    spec = o.PodSpec(
+        init_containers=[o.Container(name="init", resources=res())],
+        containers=[o.Container(name="a", resources=res({"cpu": "1"})),
+                    o.Container(name="b", resources=res(limits={"cpu": "3"}))])
+    adjusted = adjust(spec, limits, None)
+    a, b = adjusted.containers
+    assert a.resources.requests == {"cpu": "1", "memory": "1Gi"} and a.resources.limits == {"cpu": "2", "memory": "1Gi"}
+    # Kueue fills requests from the defaultRequest before it copies limits: b asks for the default, not its limit
+    assert b.resources.requests == {"cpu": "500m", "memory": "1Gi"} and b.resources.limits["cpu"] == "3"
+    assert adjusted.init_containers[0].resources.requests == {"cpu": "500m", "memory": "1Gi"}
+    # containers a + b: cpu 1 + 500m, memory 1Gi + 1Gi; the init container needs less of both
+    assert requests_of(spec, limits) == {"cpu": 1500, "memory": 2 * 2**30}
+    assert spec.containers[0].resources.requests == {"cpu": "1"}  # the template itself is never written
+
+
+def test_a_limit_without_request_is_the_request_without_any_limit_range() -> None:
+    spec = o.PodSpec(containers=[o.Container(resources=res(limits={"cpu": "2", "nvidia.com/gpu": "1"}))])
+    assert requests_of(spec) == {"cpu": 2000, "nvidia.com/gpu": 1}
+    plain = o.PodSpec(containers=[o.Container(resources=res({"cpu": "1"}))])
+    assert adjust(plain, None, None) is plain
+
+
+def test_pod_type_defaults_fill_pod_level_resources_only() -> None:
+    limits = summarize([lr("p", item("Pod", default={"cpu": "4"}, default_request={"cpu": "3"}))])
+    with_pod_level = o.PodSpec(resources=res(limits={"memory": "1Gi"}),
+                               containers=[o.Container(resources=res({"cpu": "1"}))])
+    adjusted = adjust(with_pod_level, limits, None)
+    assert adjusted.resources.requests == {"cpu": "3", "memory": "1Gi"}
+    assert adjusted.resources.limits == {"cpu": "4", "memory": "1Gi"}
+    assert adjusted.containers == with_pod_level.containers  # Container defaults only come from Container items
+    assert requests_of(with_pod_level, limits) == {"cpu": 3000, "memory": 2**30}
+    without = o.PodSpec(containers=[o.Container(resources=res({"cpu": "1"}))])
+    assert adjust(without, limits, None) is without
+
+
+# --- admissibility -------------------------------------------------------------------------------------------------
+
+
+def test_requests_above_limits_name_every_container_and_resource_in_order() -> None:
+    spec = o.PodSpec(
+        init_containers=[o.Container(resources=res({"memory": "2Gi", "cpu": "2"}, {"cpu": "1", "memory": "1Gi"}))],
+        containers=[o.Container(resources=res({"cpu": "1"}, {"cpu": "1"})),
+                    o.Container(resources=res({"cpu": "1001m"}, {"cpu": "1"}))],
+        resources=res({"cpu": "3"}, {"cpu": "2"}))
+    assert resource_findings(spec) == (
+        'template.spec.initContainers[0]: Invalid value: []v1.ResourceName{"cpu", "memory"}: '
+        "requests must not exceed its limits",
+        'template.spec.containers[1]: Invalid value: []v1.ResourceName{"cpu"}: requests must not exceed its limits',
+        'template.spec.resources: Invalid value: []v1.ResourceName{"cpu"}: requests must not exceed its limits',
+    )
+
+
+def test_limit_range_bounds_on_containers_and_the_pod_total() -> None:
+    limits = summarize([lr("b", item(max={"cpu": "2"}, min={"memory": "64Mi"}, max_limit_request_ratio={"cpu": "1"}),
+                           item("Pod", max={"cpu": "3"}, min={"cpu": "1"}))])
+    spec = o.PodSpec(
+        overhead={"cpu": "500m"},
+        containers=[o.Container(resources=res({"cpu": "1", "memory": "32Mi"}, {"cpu": "3"})),
+                    o.Container(resources=res({"cpu": "1", "memory": "64Mi"}, {"cpu": "2"}))])
+    assert limit_findings(adjust(spec, limits, None), limits) == (
+        # the higher of request and limit against max, the lower against min; the ratio is not checked
+        'template.spec.containers[0]: Invalid value: []v1.ResourceName{"cpu"}: '
+        "requests must not be above the limitRange max",
+        'template.spec.containers[0]: Invalid value: []v1.ResourceName{"memory"}: '
+        "requests must not be below the limitRange min",
+        # 1 + 1 cpu + 500m overhead is within the Pod max of 3
+    )
+    big = msgspec.structs.replace(spec, overhead={"cpu": "1500m"},
+                                  containers=[spec.containers[1], spec.containers[1]])
+    assert limit_findings(adjust(big, limits, None), limits) == (
+        'template.spec: Invalid value: []v1.ResourceName{"cpu"}: requests must not be above the limitRange max',)
+    assert limit_findings(adjust(big, None, None), None) == ()
+
+
+def test_admissibility_message_is_kueues_aggregate() -> None:
+    def ps(invalid=(), outside=()) -> PodSetInfo:
+        return PodSetInfo(name="p", count=1, min_count=None, requests=(), invalid_resources=invalid,
+                          outside_limit_ranges=outside)
+
+    assert admissibility([ps(), ps()]) == ""
+    assert admissibility([ps(outside=("template.spec: x",)), ps(invalid=("template.spec.containers[0]: y",))]) == (
+        "resources validation failed: spec.podSets[1].template.spec.containers[0]: y")
+    assert admissibility([ps(outside=("template.spec: x",)), ps(outside=("template.spec: x", "template.spec: z"))]) \
+        == ("resources didn't satisfy LimitRange constraints: [spec.podSets[0].template.spec: x, "
+            "spec.podSets[1].template.spec: x, spec.podSets[1].template.spec: z]")
+
+
+# --- the projection ------------------------------------------------------------------------------------------------
+
+
+def _apply(state: ClusterState, *events: ev.AnyEvent) -> None:
+    for e in events:
+        state.apply(ev.Record(state.offset + 1, e))
+
+
+def _cpu(state: ClusterState, key: str) -> int:
+    return dict(state.workloads[key].pod_sets[0].requests).get("cpu", 0)
+
+
+def _cluster() -> ClusterState:
+    state = ClusterState()
+    _apply(state, *(upsert(namespace(ns), T0) for ns in ("ns0", "ns1")),
+           *(upsert(local_queue(ns, "lq0", "cq0"), T0) for ns in ("ns0", "ns1")))
+    for ns in ("ns0", "ns1"):
+        for i, runtime in enumerate((None, "rc0")):
+            _apply(state, upsert(adjusted_workload(ns, f"w{i}", uid=f"{ns}-{i}", queue="lq0", runtime=runtime,
+                                                   limit=None, created=T0), T0))
+    return state
+
+
+def test_a_limit_range_change_recounts_the_pending_workloads_of_its_namespace_only() -> None:
+    state = _cluster()
+    assert _cpu(state, "ns0/w0") == 0
+    _apply(state, upsert(limit_range("ns0", "lr", default_request={"cpu": "2"}), T0 + 1))
+    assert [_cpu(state, k) for k in ("ns0/w0", "ns0/w1", "ns1/w0")] == [2000, 2000, 0]
+    assert {"ns0/w0", "ns0/w1"} <= set(state.touched)
+    admission = o.Admission(cluster_queue="cq0", pod_set_assignments=[o.PodSetAssignment(
+        name="main", flavors={"cpu": "f0"}, resource_usage={"cpu": "2"}, count=1)])
+    _apply(state, ev.QuotaReserved(time=T0 + 2, key="ns0/w1", admission=admission, cycle=1, input=state.offset))
+    _apply(state, upsert(limit_range("ns0", "lr", default_request={"cpu": "3"}), T0 + 3))
+    assert _cpu(state, "ns0/w0") == 3000
+    assert _cpu(state, "ns0/w1") == 2000 and state.usage["cq0"] == {"f0/cpu": 2000}  # admitted: as it was
+    _apply(state, ev.WorkloadRequeued(time=T0 + 4, key="ns0/w1", status=True, reason="Preempted", release=True,
+                                      cycle=2, input=state.offset))
+    assert state.workloads["ns0/w1"].phase == PENDING and _cpu(state, "ns0/w1") == 3000  # pending again: recounted
+    _apply(state, delete("LimitRange", "ns0/lr", T0 + 5))
+    assert _cpu(state, "ns0/w0") == 0
+
+
+def test_a_runtime_class_change_recounts_the_workloads_naming_it() -> None:
+    state = _cluster()
+    _apply(state, upsert(runtime_class("rc0", {"cpu": "100m"}), T0 + 1))
+    assert [_cpu(state, k) for k in ("ns0/w0", "ns0/w1", "ns1/w1")] == [0, 100, 100]
+    rcs = state.runtime_classes
+    _apply(state, upsert(msgspec.structs.replace(runtime_class("rc0", {"cpu": "100m"}), handler="other"), T0 + 2))
+    assert state.runtime_classes is rcs  # the overhead is unchanged: pod-set memos stay valid
+    _apply(state, upsert(runtime_class("rc0", {"cpu": "1"}), T0 + 3))
+    assert state.runtime_classes is not rcs and _cpu(state, "ns1/w1") == 1000
+    _apply(state, delete("RuntimeClass", "rc0", T0 + 4))
+    assert _cpu(state, "ns1/w1") == 0
+
+
+def test_the_memo_of_a_shared_spec_follows_the_runtime_classes() -> None:
+    spec = adjusted_workload("ns0", "w", uid="u", queue="lq0", runtime="rc0", limit=None, created=T0).spec
+    before = {"rc0": runtime_class("rc0", {"cpu": "1"})}
+    after = {"rc0": runtime_class("rc0", {"cpu": "2"})}
+    assert dict(pod_set_infos(spec, None, before)[0].requests) == {"cpu": 1000}
+    assert dict(pod_set_infos(spec, None, after)[0].requests) == {"cpu": 2000}
+    limits = summarize([lr("l", item(default_request={"memory": "1Gi"}))])
+    assert dict(pod_set_infos(spec, limits, after)[0].requests) == {"cpu": 2000, "memory": 2**30}
+
+
+ADJUSTING_OPS = ("wl_adjusted", "wl_adjusted", "wl", "limit_range", "limit_range", "limit_range_delete",
+                 "runtime_class", "runtime_class_delete", "reserve", "requeue", "deactivate", "pending", "tick")
+
+
+def _adjusting_ops(max_size: int = 60) -> st.SearchStrategy[list[Op]]:
+    small = st.integers(min_value=0, max_value=63)
+    return st.lists(st.builds(Op, st.sampled_from(ADJUSTING_OPS), small, small, small), max_size=max_size)
+
+
+def _pending_as_counted_now(state: ClusterState) -> None:
+    """Every pending workload's pod sets are what its spec gives under the LimitRanges and RuntimeClasses in force."""
+    for key in sorted(state.workloads):
+        wl = state.workloads[key]
+        if wl.phase == PENDING:
+            now = readjusted(wl.pod_sets, state.pod_templates[key], state.limit_summary(wl.namespace),
+                             state.runtime_classes)
+            assert now == wl.pod_sets, f"{key}: counted as {wl.pod_sets}, the LimitRanges in force say {now}"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=_adjusting_ops(), data=st.data())
+def test_limit_range_changes_recount_pending_workloads_identically_after_a_restore(ops, data) -> None:
+    recs = records(interpret(ops))
+    full = fold(recs)
+    _pending_as_counted_now(full)
+    cut = data.draw(st.integers(0, len(recs)), label="cut")
+    restored = snapshot.decode(snapshot.encode(fold(recs[:cut])))
+    resumed = fold(recs[cut:], restored)
+    _pending_as_counted_now(resumed)
+    assert {k: w.pod_sets for k, w in resumed.workloads.items()} == {k: w.pod_sets for k, w in full.workloads.items()}
+    assert snapshot.digest(resumed) == snapshot.digest(full)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_long_sequences_of_limit_range_changes_snapshot_anywhere(seed: int) -> None:
+    rng = random.Random(seed)
+    ops = [Op(rng.choice(ADJUSTING_OPS), rng.randrange(64), rng.randrange(64), rng.randrange(64))
+           for _ in range(300)]
+    recs = records(interpret(ops))
+    expected = snapshot.digest(fold(recs))
+    assert any(isinstance(r.event, ev.ObjectUpserted) and isinstance(r.event.obj, o.LimitRange) for r in recs)
+    for cut in range(0, len(recs), 20):
+        resumed = fold(recs[cut:], snapshot.decode(snapshot.encode(fold(recs[:cut]))))
+        assert snapshot.digest(resumed) == expected, f"snapshot at {cut} diverged"
+
+
+def test_status_resource_requests_of_a_workload_found_not_admissible_are_its_adjusted_totals() -> None:
+    """The scheduler's Misconfigured for a template that is not admissible is a failed attempt: Kueue writes the
+    pod sets' requests — as it counts them, LimitRange defaults included — with it."""
+    state = _cluster()
+    _apply(state, upsert(limit_range("ns0", "lr", default_request={"cpu": "2"}, max={"cpu": "1"}), T0 + 1))
+    wl = state.workloads["ns0/w0"]
+    message = admissibility(wl.pod_sets)
+    assert message.startswith("resources validation failed: ")  # the defaultRequest is above the default limit
+    decision = ev.WorkloadPending(time=T0 + 2, key="ns0/w0", reason="Misconfigured", message=message, parked=True,
+                                  cycle=1, input=state.offset)
+    assert failed_attempt(decision)
+    _apply(state, decision)
+    assert status_of(state.workloads["ns0/w0"])["resourceRequests"] == [{"name": "main", "resources": {"cpu": "2"}}]
+    controller = ev.WorkloadPending(time=T0 + 3, key="ns0/w1", reason="Misconfigured",
+                                    message="Workload namespace doesn't match ClusterQueue selector", cycle=2,
+                                    input=state.offset)
+    assert not failed_attempt(controller)
