@@ -97,6 +97,12 @@ class ClusterQueueQueue:
         return self.active[0][3] if self.active else None
 
     def ordered(self) -> list[str]:
-        """Every pending workload in queue order (active first), as the visibility API lists them."""
-        parked = sorted(self.inadmissible.values())
-        return [sk[3] for sk in self.active] + [sk[3] for sk in parked]
+        """Every pending workload — active and parked alike — in Kueue's queue order: the sticky preemptor
+        first, then by sort key (priority, queue-order time, UID). That is the order Kueue's visibility API
+        lists a ClusterQueue in when Admission Fair Sharing is off (with it, LocalQueue usage comes first:
+        :mod:`kueue_es.scheduler.visibility`)."""
+        keys = sorted([*self.entries.values(), *self.inadmissible.values()])
+        sticky = self.sticky
+        if sticky is not None and (sticky in self.entries or sticky in self.inadmissible):
+            return [sticky, *[sk[3] for sk in keys if sk[3] != sticky]]
+        return [sk[3] for sk in keys]
