@@ -246,7 +246,11 @@ class VisibilityServer:
             self._runner = None
 
     async def _handle(self, request: web.Request) -> web.Response:
-        code, doc = self.route(request)
+        try:
+            code, doc = self.route(request)
+        except Exception as exc:  # a bug must not take the server down, nor leak a traceback to the caller
+            log.exception("visibility request failed", path=request.path)
+            code, doc = 500, status(500, "InternalError", f"Internal error occurred: {type(exc).__name__}")
         if code == 401:
             self.refused += 1
         return web.json_response(doc, status=code)
@@ -302,6 +306,10 @@ def certificate(k: KubeSettings) -> CertBundle:
     return self_signed([svc, f"{svc}.cluster.local"])
 
 
+def apiservice_names() -> list[str]:
+    return [f"{v}.{GROUP}" for v in vis.VERSIONS]
+
+
 def registration(k: KubeSettings, ca_pem: bytes) -> list[tuple[Resource, dict[str, Any]]]:
     """The APIServices (one per served version) pointing at the Service ``visibility_service``, and — when
     ``visibility_advertise_address`` is set — that Service without a selector plus the Endpoints and
@@ -311,7 +319,7 @@ def registration(k: KubeSettings, ca_pem: bytes) -> list[tuple[Resource, dict[st
     for priority, version in zip((100, 90), vis.VERSIONS, strict=True):
         docs.append((API_SERVICES, {
             "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
-            "metadata": {"name": f"{version}.{GROUP}"},
+            "metadata": {"name": f"{version}.{GROUP}", "labels": {"app.kubernetes.io/managed-by": "kueue-es"}},
             "spec": {"group": GROUP, "version": version, "groupPriorityMinimum": 100, "versionPriority": priority,
                      "service": {"name": name, "namespace": ns, "port": 443},
                      "caBundle": base64.b64encode(ca_pem).decode()}}))

@@ -177,7 +177,16 @@ async def test_pending_workloads_through_the_front_proxy(server) -> None:
         assert (code, doc["reason"]) == (404, "NotFound")
         async with s.post(f"{V}/clusterqueues/cq/pendingworkloads", headers={"X-Remote-User": "alice"}) as r:
             assert r.status == 405
-    assert srv.requests == 7  # the pendingworkloads GETs
+
+        def broken() -> Source:
+            raise RuntimeError("a bug")
+
+        srv.source = broken
+        code, doc = await _get(s, f"{V}/clusterqueues/cq/pendingworkloads")
+        assert (code, doc["reason"], doc["message"]) == (500, "InternalError", "Internal error occurred: RuntimeError")
+        srv.source = lambda: source  # and the server goes on
+        assert (await _get(s, f"{V}/clusterqueues/cq/pendingworkloads"))[0] == 200
+    assert srv.requests == 9  # the pendingworkloads GETs
 
 
 @pytest.mark.asyncio
