@@ -9,10 +9,13 @@ until the next flush.
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 from sortedcontainers import SortedList
 
 SortKey = tuple[int, int, str, str]
 """(-priority, queue-order time, uid, key): smaller is better."""
+_KEY = itemgetter(3)
 
 
 class ClusterQueueQueue:
@@ -101,8 +104,13 @@ class ClusterQueueQueue:
         first, then by sort key (priority, queue-order time, UID). That is the order Kueue's visibility API
         lists a ClusterQueue in when Admission Fair Sharing is off (with it, LocalQueue usage comes first:
         :mod:`kueue_es.scheduler.visibility`)."""
-        keys = sorted([*self.entries.values(), *self.inadmissible.values()])
+        merged = list(self.active)  # already in order
+        if self.inadmissible:
+            merged += sorted(self.inadmissible.values())
+            merged.sort()  # two sorted runs: one linear merge
+        keys = list(map(_KEY, merged))
         sticky = self.sticky
         if sticky is not None and (sticky in self.entries or sticky in self.inadmissible):
-            return [sticky, *[sk[3] for sk in keys if sk[3] != sticky]]
-        return [sk[3] for sk in keys]
+            keys.remove(sticky)
+            keys.insert(0, sticky)
+        return keys

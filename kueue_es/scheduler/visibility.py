@@ -67,9 +67,22 @@ def bounded(limit: int | None, offset: int | None) -> tuple[int, int]:
 
 def queue_order(state: ClusterState, config: SchedulerConfig, cq: str) -> list[str] | None:
     """Keys of every workload pending in ClusterQueue ``cq``, in queue order; None when there is no such
-    ClusterQueue."""
+    ClusterQueue. Memoised on the state until its next record (pages of one queue, asked one after the other, sort
+    it once)."""
     if cq not in state.cluster_queues:
         return None
+    memo: dict[str, tuple[int, SchedulerConfig, list[str]]] = state.derived.setdefault("visibility", {})
+    hit = memo.get(cq)
+    if hit is not None and hit[0] == state.offset and hit[1] is config:
+        return hit[2]
+    if len(memo) > 64 or any(v[0] != state.offset for v in memo.values()):
+        memo.clear()
+    order = _order(state, config, cq)
+    memo[cq] = (state.offset, config, order)
+    return order
+
+
+def _order(state: ClusterState, config: SchedulerConfig, cq: str) -> list[str]:
     q = state.queues.get(cq)
     if q is None:
         return []

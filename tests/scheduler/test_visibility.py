@@ -129,3 +129,22 @@ def test_summary_document_shape() -> None:
                    "positionInLocalQueue": 1}]}
     assert list(doc["items"][0]) == ["metadata", "priority", "localQueueName", "positionInClusterQueue",
                                       "positionInLocalQueue"]
+
+
+def test_a_memoised_order_lasts_until_the_next_record_or_another_configuration(tmp_path: Path) -> None:
+    spec = yaml.safe_load((Path(__file__).parent / "visibility" / "admission-fair-sharing.yaml").read_text())
+    loaded, _ = load_case(spec, tmp_path)
+    state = loaded.state
+    fair = [w.key for w in visibility.in_cluster_queue(state, loaded.config, "cq") or []]
+    assert fair == ["team/b-low", "team/b-late", "team/a-high"]
+    assert [w.key for w in visibility.in_cluster_queue(state, DEFAULT, "cq") or []] == [
+        "team/a-high", "team/b-low", "team/b-late"]
+    late = load_text(yaml.safe_dump({**spec["objects"][-1], "metadata": {
+        "name": "b-urgent", "namespace": "team", "uid": "u-b-urgent", "creationTimestamp": "2024-01-01T00:00:30Z"},
+        "spec": {**spec["objects"][-1]["spec"], "priority": 50}})).objects[0]
+    state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=loaded.now, key=late.key, uid="u-b-urgent",
+                                                              obj=late)))
+    assert [w.key for w in visibility.in_cluster_queue(state, DEFAULT, "cq") or []] == [
+        "team/b-urgent", "team/a-high", "team/b-low", "team/b-late"]
+    assert [w.key for w in visibility.in_cluster_queue(state, loaded.config, "cq") or []] == [
+        "team/b-urgent", "team/b-low", "team/b-late", "team/a-high"]
