@@ -4,6 +4,7 @@ the pending-workloads endpoints and their Status errors, and what the leader reg
 from __future__ import annotations
 
 import datetime
+import re
 import socket
 import ssl
 from pathlib import Path
@@ -17,7 +18,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from connectors.k8s.certs import self_signed
-from connectors.k8s.settings import KubeSettings
+from connectors.k8s.settings import KubeSettings, validate
 from connectors.k8s.visibility import (
     API_SERVICES,
     ENDPOINT_SLICES,
@@ -28,6 +29,8 @@ from connectors.k8s.visibility import (
     VisibilityServer,
     registration,
 )
+from events.errors import InvalidInput
+from kueue_es.config import load
 from kueue_es.scheduler.config import DEFAULT
 from kueue_es.statefile import load_state
 from projections.owners import WorkloadOwners
@@ -261,3 +264,21 @@ def test_registration_objects() -> None:
     assert docs[4][1]["metadata"]["labels"]["kubernetes.io/service-name"] == "kueue-es-visibility"
     without = registration(KubeSettings(visibility_port=8082), b"CA")
     assert [r for r, _ in without] == [API_SERVICES, API_SERVICES]
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"visibility_port": 70000}, "$.kube.visibility_port: must be a port number"),
+    ({"visibility_port": 8082, "visibility_advertise_address": "127.0.0.1"}, "127.0.0.1 is refused in Endpoints"),
+    ({"visibility_port": 8082, "visibility_advertise_address": "169.254.1.1"}, "169.254.1.1 is refused"),
+    ({"visibility_port": 8082, "visibility_advertise_address": "my-pod"}, "not an IP address: 'my-pod'"),
+])
+def test_settings_errors_name_the_setting(fields: dict, message: str) -> None:
+    with pytest.raises(InvalidInput, match=re.escape(message)):
+        validate(KubeSettings(**fields))
+
+
+def test_settings_from_the_environment() -> None:
+    settings = load(env={"KUEUE_ES_KUBE_VISIBILITY_PORT": "8082", "KUEUE_ES_KUBE_VISIBILITY_REGISTER": "true",
+                         "KUEUE_ES_KUBE_VISIBILITY_ADVERTISE_ADDRESS": "10.0.0.7"})
+    k = validate(settings.kube)
+    assert (k.visibility_port, k.visibility_register, k.visibility_advertise_address) == (8082, True, "10.0.0.7")
