@@ -138,19 +138,28 @@ async def test_pending_workloads_through_the_aggregation_layer(kube_apiserver, t
                 doc = await eventually(three_pending, timeout=60, what="three pending workloads")
                 assert doc["kind"] == "PendingWorkloadsSummary"
                 assert doc["apiVersion"] == "visibility.kueue.x-k8s.io/v1beta2"
-                assert _names(doc) == [wl["b-high"], wl["a-high"], wl["a-low"]]
+                # b-high and a-high tie on priority: the earlier Workload (then the smaller UID) goes first; the
+                # jobs were created a second apart, so b-high's normally is
+                meta = {n: (await get(kc, "Workload", wl[n], ns))["metadata"] for n in ("b-high", "a-high")}
+                highs = sorted(meta, key=lambda n: (meta[n]["creationTimestamp"], meta[n]["uid"]))
+                order = [*highs, "a-low"]
+                queue = {"b-high": "lq-b", "a-high": "lq-a", "a-low": "lq-a"}
+                prio = {"b-high": 100, "a-high": 100, "a-low": 1}
+                assert _names(doc) == [wl[n] for n in order]
                 assert [(i["localQueueName"], i["priority"], i["positionInClusterQueue"], i["positionInLocalQueue"])
-                        for i in doc["items"]] == [("lq-b", 100, 0, 0), ("lq-a", 100, 1, 0), ("lq-a", 1, 2, 1)]
+                        for i in doc["items"]] == [
+                    (queue[n], prio[n], pos, [queue[m] for m in order[:pos]].count(queue[n]))
+                    for pos, n in enumerate(order)]
                 owner = doc["items"][0]["metadata"]["ownerReferences"]
-                assert owner == [{"apiVersion": "batch/v1", "kind": "Job", "name": "b-high",
-                                  "uid": jobs["b-high"]["metadata"]["uid"]}]
+                assert owner == [{"apiVersion": "batch/v1", "kind": "Job", "name": order[0],
+                                  "uid": jobs[order[0]]["metadata"]["uid"]}]
 
                 page = await _json(kc, f"{V}/namespaces/{ns}/localqueues/lq-a/pendingworkloads",
                                    [("offset", "1"), ("limit", "1")])
                 assert [(i["metadata"]["name"], i["positionInClusterQueue"], i["positionInLocalQueue"])
                         for i in page["items"]] == [(wl["a-low"], 2, 1)]
                 old = await _json(kc, f"{GROUP}/v1beta1/clusterqueues/{cq}/pendingworkloads", [("limit", "1")])
-                assert old["apiVersion"] == "visibility.kueue.x-k8s.io/v1beta1" and _names(old) == [wl["b-high"]]
+                assert old["apiVersion"] == "visibility.kueue.x-k8s.io/v1beta1" and _names(old) == [wl[order[0]]]
 
                 with pytest.raises(NotFound, match='clusterqueue.visibility.kueue.x-k8s.io \\\\?"nope\\\\?" not found'):
                     await kc.request("GET", f"{V}/clusterqueues/nope/pendingworkloads")
