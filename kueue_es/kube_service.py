@@ -10,7 +10,9 @@
 Logs are JSON lines (structlog) on stderr; progress reports stay JSON lines on stdout like the other modes.
 ``/healthz`` is 200 while the process runs; ``/readyz`` is 200 for a standby and, for the leader, once the
 connector has listed every kind (503 before). With ``webhook_port`` every replica also serves the batch/v1 Job
-mutating webhook and the CRD conversion webhook over HTTPS (``connectors/k8s/webhook.py``).
+mutating webhook and the CRD conversion webhook over HTTPS (``connectors/k8s/webhook.py``); with
+``visibility_port``, Kueue's visibility API for the aggregation layer (``connectors/k8s/visibility.py``), answered
+by the leader once synced (503 before, and on standbys), which registers its APIServices when told to.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import structlog
 from aiohttp import web
 
 from connectors.k8s import crds
+from connectors.k8s import visibility as visibility_api
 from connectors.k8s import webhook as job_webhook
 from connectors.k8s.client import KubeClient
 from connectors.k8s.connector import Connector, schedule
@@ -109,6 +112,7 @@ async def serve(settings: Any, opts: Any, stop: asyncio.Event, report: Any) -> N
     runner = await start_health_server(health, k.health_address, k.health_port) if k.health_port else None
     elector: LeaderElector | None = None
     webhook: job_webhook.WebhookServer | None = None
+    visibility: visibility_api.VisibilityServer | None = None
     try:
         bundle = await job_webhook.certificate(client, k) if k.webhook_port else None
         if k.install_crds:  # converting through the webhook from the start when it is registered
@@ -116,6 +120,8 @@ async def serve(settings: Any, opts: Any, stop: asyncio.Event, report: Any) -> N
             await crds.install(client, docs=crds.all_crds(stanza))
         if k.webhook_port:  # every replica serves it, standbys too
             webhook = await job_webhook.serve(client, k, bundle)
+        if k.visibility_port:
+            visibility = await visibility_api.serve(client, k)
         if k.leader_election:
             elector = LeaderElector(client, k.lease_namespace, k.lease_name, opts.instance_id,
                                     LeaseTiming(k.lease_duration_s, k.renew_deadline_s, k.retry_period_s))
@@ -125,13 +131,15 @@ async def serve(settings: Any, opts: Any, stop: asyncio.Event, report: Any) -> N
                 report("stopped", {"instance": opts.instance_id, "role": "standby"})
                 return
         health.role = "leader"
-        await _lead(settings, opts, path, client, health, elector, stop, report)
+        await _lead(settings, opts, path, client, health, elector, stop, report, visibility)
     finally:
         if elector is not None:
             with contextlib.suppress(Exception):
                 await elector.release()
         if webhook is not None:
             await webhook.stop()
+        if visibility is not None:
+            await visibility.stop()
         if runner is not None:
             await runner.cleanup()
         await client.close()
@@ -154,7 +162,8 @@ async def _until_stopped(work: Any, stop: asyncio.Event) -> bool:
 
 
 async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health: Health,
-                elector: LeaderElector | None, stop: asyncio.Event, report: Any) -> None:
+                elector: LeaderElector | None, stop: asyncio.Event, report: Any,
+                visibility: visibility_api.VisibilityServer | None = None) -> None:
     k: KubeSettings = settings.kube
     filelog = FileLog.open(path, fsync="always")
     try:
@@ -166,6 +175,10 @@ async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health:
                               queue_status=k.queue_status, finalizers=k.finalizers, events=k.events,
                               instance=opts.instance_id)
         health.connector = connector
+        if visibility is not None:
+            visibility.source = visibility_api.leader_source(mirror, opts.config, lambda: connector.ready)
+            if k.visibility_register:
+                await visibility_api.register(client, visibility_api.registration(k, visibility.ca_pem))
         report("active", {"log": path, "instance": opts.instance_id, "offset": mirror.offset, "mode": "kube"})
 
         async def until_stop() -> None:

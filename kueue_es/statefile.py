@@ -6,6 +6,7 @@ flavors and queues first, so a workload's queue exists when it arrives), all at 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from events import objects as o
@@ -42,7 +43,9 @@ def latest_time(manifest: Manifest) -> int:
     return latest
 
 
-def load_state(path: str, config_path: str | None = None, now: int | None = None) -> LoadedState:
+def load_state(path: str, config_path: str | None = None, now: int | None = None,
+               record: Callable[[ev.Record], None] | None = None) -> LoadedState:
+    """``record``: also given every event folded (e.g. :class:`projections.owners.WorkloadOwners`)."""
     manifest = load_file(path)
     configs = [(path, c) for c in manifest.configs]
     if config_path is not None:
@@ -66,7 +69,10 @@ def load_state(path: str, config_path: str | None = None, now: int | None = None
         if isinstance(obj, o.Workload) and not obj.metadata.uid:
             obj = o.Workload(api_version=obj.api_version, spec=obj.spec, status=obj.status,
                              metadata=_with_uid(obj.metadata))
-        state.apply(ev.Record(i, ev.ObjectUpserted(time=t, key=obj.key, uid=obj.metadata.uid, obj=obj)))
+        rec = ev.Record(i, ev.ObjectUpserted(time=t, key=obj.key, uid=obj.metadata.uid, obj=obj))
+        state.apply(rec)
+        if record is not None:
+            record(rec)
     return LoadedState(state, config, t)
 
 

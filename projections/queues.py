@@ -9,10 +9,13 @@ until the next flush.
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 from sortedcontainers import SortedList
 
 SortKey = tuple[int, int, str, str]
 """(-priority, queue-order time, uid, key): smaller is better."""
+_KEY = itemgetter(3)
 
 
 class ClusterQueueQueue:
@@ -97,6 +100,17 @@ class ClusterQueueQueue:
         return self.active[0][3] if self.active else None
 
     def ordered(self) -> list[str]:
-        """Every pending workload in queue order (active first), as the visibility API lists them."""
-        parked = sorted(self.inadmissible.values())
-        return [sk[3] for sk in self.active] + [sk[3] for sk in parked]
+        """Every pending workload — active and parked alike — in Kueue's queue order: the sticky preemptor
+        first, then by sort key (priority, queue-order time, UID). That is the order Kueue's visibility API
+        lists a ClusterQueue in when Admission Fair Sharing is off (with it, LocalQueue usage comes first:
+        :mod:`kueue_es.scheduler.visibility`)."""
+        merged = list(self.active)  # already in order
+        if self.inadmissible:
+            merged += sorted(self.inadmissible.values())
+            merged.sort()  # two sorted runs: one linear merge
+        keys = list(map(_KEY, merged))
+        sticky = self.sticky
+        if sticky is not None and (sticky in self.entries or sticky in self.inadmissible):
+            keys.remove(sticky)
+            keys.insert(0, sticky)
+        return keys

@@ -17,6 +17,10 @@
 # Authorization is RBAC. DIR/kubeconfig authenticates with a client certificate in
 # system:masters; KUBE_TOKEN in DIR/env is a static bearer token for the same admin. The
 # ServiceAccount admission plugin is off (nothing creates "default" service accounts).
+# The aggregation layer is on: a front-proxy CA and client certificate (--requestheader-*,
+# --proxy-client-*, published in kube-system/extension-apiserver-authentication) and
+# --enable-aggregator-routing, so an APIService's Service is reached at its endpoints' addresses
+# (there is no kube-proxy for cluster IPs).
 #
 # Environment:
 #   KUEUE_ES_CACHE          cache root (default ~/.cache/kueue-es); binaries go to
@@ -159,7 +163,7 @@ EOF
 }
 
 gen_pki() {
-  [[ -f $PKI/.done ]] && return 0
+  [[ -f $PKI/.done-v2 ]] && return 0
   command -v openssl >/dev/null || die "openssl is required"
   rm -rf "$PKI"; mkdir -p "$PKI"
   (
@@ -206,7 +210,15 @@ EOF
     openssl pkey -in sa.key -pubout -out sa.pub 2>/dev/null
     openssl rand -hex 24 >admin.token
     echo "$(cat admin.token),kueue-es-admin,kueue-es-admin,\"system:masters\"" >tokens.csv
-    touch .done
+    # the aggregation layer's own CA and the client certificate it proxies with
+    sed 's/kueue-es-test-ca/kueue-es-front-proxy-ca/' ca.cnf >front-proxy-ca.cnf
+    openssl req -x509 -config front-proxy-ca.cnf -extensions v3_ca -newkey rsa:2048 -nodes \
+      -keyout front-proxy-ca.key -out front-proxy-ca.crt "${q[@]}" 2>/dev/null
+    openssl req -new -newkey rsa:2048 -nodes -keyout front-proxy-client.key -out front-proxy-client.csr \
+      -subj "/CN=front-proxy-client" 2>/dev/null
+    openssl x509 -req -in front-proxy-client.csr -CA front-proxy-ca.crt -CAkey front-proxy-ca.key \
+      -CAcreateserial -out front-proxy-client.crt -extfile client.ext "${q[@]}" 2>/dev/null
+    touch .done-v2
   )
 }
 
@@ -315,6 +327,11 @@ cmd_start() {
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
     --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
     --client-ca-file="$PKI/ca.crt" --token-auth-file="$PKI/tokens.csv" \
+    --requestheader-client-ca-file="$PKI/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
+    --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+    --requestheader-extra-headers-prefix=X-Remote-Extra- \
+    --proxy-client-cert-file="$PKI/front-proxy-client.crt" --proxy-client-key-file="$PKI/front-proxy-client.key" \
+    --enable-aggregator-routing=true \
     --authorization-mode=RBAC \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \

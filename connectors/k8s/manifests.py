@@ -18,12 +18,18 @@ RBAC grants exactly what the connector does:
   AdmissionChecks' ``status``: patch (the provisioning checks' Active condition);
 * Events (core/v1): create (Kueue's Events for the decisions carried out; never updated or patched);
 * its own CRDs, by name: get, patch (the conversion webhook's ``caBundle``);
+* the visibility API: its APIServices (create; get/update by name), in its own namespace the Service, Endpoints
+  and EndpointSlice that route them to the leader (create; get/update by name), and, in ``kube-system``, the
+  apiserver's ``extension-apiserver-authentication`` ConfigMap (the requestheader CA; through the bootstrap Role
+  ``extension-apiserver-authentication-reader``, as Kueue binds it);
 
 The Deployment runs ``kueue-es run --kube`` as a non-root user with a read-only root filesystem, serving the
 batch/v1 Job mutating webhook and the CRDs' conversion webhook (the CRDs call it for v1beta1 <-> v1beta2) on
 port 9443 behind the Service ``kueue-es-webhook`` (it makes a self-signed CA, keeps it in the Secret
 ``kueue-es-webhook-server-cert``, registers the MutatingWebhookConfiguration and sets the CRDs' conversion
-``caBundle``: until a replica has started, only v1beta2 is readable); the
+``caBundle``: until a replica has started, only v1beta2 is readable), and Kueue's visibility API on port 8082 for
+the aggregation layer (the leader registers the APIServices ``v1beta2``/``v1beta1.visibility.kueue.x-k8s.io`` with
+its serving CA and points the Service ``kueue-es-visibility`` at its own pod IP); the
 embedded log lives on a volume at ``/var/lib/kueue-es`` (an ``emptyDir`` by default: a new pod rebuilds its
 state by relisting, Workload statuses carry what was admitted; use a PersistentVolumeClaim or Kafka to keep
 the history).
@@ -42,6 +48,7 @@ from connectors.k8s.resources import (
     POD_TEMPLATES,
     PROVISIONING_REQUESTS,
 )
+from connectors.k8s.visibility import API_SERVICES, ENDPOINT_SLICES, ENDPOINTS, SERVICES, apiservice_names
 from connectors.k8s.webhook import CONFIGURATION_NAME
 
 DEFAULT_NAMESPACE = "kueue-system"
@@ -51,6 +58,8 @@ HEALTH_PORT = 8081
 WEBHOOK_PORT = 9443
 WEBHOOK_SERVICE = "kueue-es-webhook"
 WEBHOOK_SECRET = "kueue-es-webhook-server-cert"
+VISIBILITY_PORT = 8082
+VISIBILITY_SERVICE = "kueue-es-visibility"
 READ = ["get", "list", "watch"]
 
 
@@ -86,6 +95,9 @@ def cluster_role(name: str = DEFAULT_NAME) -> dict[str, Any]:
         {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
         {"apiGroups": [CRD_RESOURCE.group], "resources": [CRD_RESOURCE.plural],
          "resourceNames": sorted(f"{r.plural}.{r.group}" for r in KUEUE_RESOURCES), "verbs": ["get", "patch"]},
+        {"apiGroups": [API_SERVICES.group], "resources": [API_SERVICES.plural], "verbs": ["create"]},
+        {"apiGroups": [API_SERVICES.group], "resources": [API_SERVICES.plural],
+         "resourceNames": apiservice_names(), "verbs": ["get", "update"]},
     ]
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -111,10 +123,20 @@ def rbac(namespace: str = DEFAULT_NAMESPACE, name: str = DEFAULT_NAME) -> list[d
                     "verbs": ["get", "create", "update"]},
                    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
                    {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [WEBHOOK_SECRET],
-                    "verbs": ["get"]}]},
+                    "verbs": ["get"]},
+                   {"apiGroups": ["", ENDPOINT_SLICES.group],
+                    "resources": [SERVICES.plural, ENDPOINTS.plural, ENDPOINT_SLICES.plural], "verbs": ["create"]},
+                   {"apiGroups": ["", ENDPOINT_SLICES.group],
+                    "resources": [SERVICES.plural, ENDPOINTS.plural, ENDPOINT_SLICES.plural],
+                    "resourceNames": [VISIBILITY_SERVICE], "verbs": ["get", "update"]}]},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
          "metadata": {"name": f"{name}-leader-election", "namespace": namespace, "labels": _labels(name)},
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": f"{name}-leader-election"},
+         "subjects": subject},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+         "metadata": {"name": f"{name}-auth-reader", "namespace": "kube-system", "labels": _labels(name)},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                     "name": "extension-apiserver-authentication-reader"},
          "subjects": subject},
     ]
 
@@ -149,9 +171,15 @@ def deployment(namespace: str = DEFAULT_NAMESPACE, name: str = DEFAULT_NAME, ima
                             {"name": "KUEUE_ES_KUBE_WEBHOOK_SECRET", "value": WEBHOOK_SECRET},
                             {"name": "KUEUE_ES_KUBE_WEBHOOK_SERVICE", "value": WEBHOOK_SERVICE},
                             {"name": "KUEUE_ES_KUBE_WEBHOOK_REGISTER", "value": "true"},
+                            {"name": "KUEUE_ES_KUBE_VISIBILITY_PORT", "value": str(VISIBILITY_PORT)},
+                            {"name": "KUEUE_ES_KUBE_VISIBILITY_SERVICE", "value": VISIBILITY_SERVICE},
+                            {"name": "KUEUE_ES_KUBE_VISIBILITY_REGISTER", "value": "true"},
+                            {"name": "KUEUE_ES_KUBE_VISIBILITY_ADVERTISE_ADDRESS",
+                             "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
                         ],
                         "ports": [{"name": "health", "containerPort": HEALTH_PORT},
-                                  {"name": "webhook", "containerPort": WEBHOOK_PORT}],
+                                  {"name": "webhook", "containerPort": WEBHOOK_PORT},
+                                  {"name": "visibility", "containerPort": VISIBILITY_PORT}],
                         "livenessProbe": {**probe, "initialDelaySeconds": 15},
                         "readinessProbe": {"httpGet": {"path": "/readyz", "port": "health"}, "periodSeconds": 5},
                         "resources": {"requests": {"cpu": "500m", "memory": "512Mi"},

@@ -49,6 +49,21 @@ class KubeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     webhook_url: str = ""
     """Where the apiserver calls the webhook when it is not the Service ``webhook_service`` (out of cluster)."""
     webhook_service: str = "kueue-es-webhook"
+    visibility_port: int = 0
+    """Serve Kueue's visibility API (``visibility.kueue.x-k8s.io``: pending workloads on demand) over HTTPS on this
+    port, for the apiserver's aggregation layer (Kueue uses 8082); 0: not served."""
+    visibility_address: str = "0.0.0.0"
+    visibility_cert_dir: str = ""
+    """``ca.crt``, ``tls.crt``, ``tls.key`` to serve with; empty: a self-signed CA and certificate for the Service's
+    names (``visibility_service``.``lease_namespace``.svc)."""
+    visibility_register: bool = False
+    """When leading, create or update the APIServices (v1beta2, v1beta1) with this certificate's CA, pointing at
+    the Service ``visibility_service``."""
+    visibility_service: str = "kueue-es-visibility"
+    visibility_advertise_address: str = ""
+    """With ``visibility_register``: the IP the apiserver reaches this replica at (e.g. the pod IP); the leader then
+    also writes the Service (without selector), Endpoints and EndpointSlice routing it there. Empty: the Service
+    and its endpoints are someone else's (e.g. the manifests)."""
 
 
 def validate(s: KubeSettings) -> KubeSettings:
@@ -68,6 +83,20 @@ def validate(s: KubeSettings) -> KubeSettings:
         raise InvalidInput(f"$.kube.webhook_port: must be a port number (0-65535), not {s.webhook_port}")
     if s.webhook_port and s.webhook_register and not (s.webhook_url or s.webhook_service):
         raise InvalidInput("$.kube.webhook_register: needs $.kube.webhook_url or $.kube.webhook_service")
+    if not 0 <= s.visibility_port <= 65535:
+        raise InvalidInput(f"$.kube.visibility_port: must be a port number (0-65535), not {s.visibility_port}")
+    if s.visibility_port and s.visibility_advertise_address:
+        import ipaddress
+
+        try:
+            ip = ipaddress.ip_address(s.visibility_advertise_address)
+        except ValueError:
+            raise InvalidInput(f"$.kube.visibility_advertise_address: not an IP address: "
+                               f"{s.visibility_advertise_address!r}") from None
+        if ip.is_loopback or ip.is_link_local or ip.is_unspecified:
+            raise InvalidInput(f"$.kube.visibility_advertise_address: {ip} is refused in Endpoints (loopback, "
+                               "link-local and unspecified addresses are): use an address of this machine the "
+                               "apiserver can reach")
     if s.watch_timeout_s < 1:
         raise InvalidInput("$.kube.watch_timeout_s: must be at least 1")
     return s

@@ -15,6 +15,7 @@ COMMAND_MODULES: list[str] = [
     "kueue_es.commands.log_cmd",
     "kueue_es.commands.schedule",
     "kueue_es.commands.explain",
+    "kueue_es.commands.pending",
     "kueue_es.commands.simulate",
     "kueue_es.commands.demo",
     "kueue_es.commands.run",

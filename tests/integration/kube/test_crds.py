@@ -153,7 +153,7 @@ def test_manifests_render_as_multi_document_yaml() -> None:
     kinds = [d["kind"] for d in docs]
     assert kinds.count("CustomResourceDefinition") == len(KUEUE_RESOURCES)
     assert kinds[len(KUEUE_RESOURCES):] == ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-                                            "Role", "RoleBinding", "Service", "Deployment"]
+                                            "Role", "RoleBinding", "RoleBinding", "Service", "Deployment"]
     dep = docs[-1]
     pod = dep["spec"]["template"]["spec"]
     assert pod["securityContext"]["runAsNonRoot"] is True
@@ -161,6 +161,9 @@ def test_manifests_render_as_multi_document_yaml() -> None:
     assert pod["containers"][0]["args"][:2] == ["run", "--kube"]
     env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
     assert env["KUEUE_ES_KUBE_WEBHOOK_PORT"] == "9443" and env["KUEUE_ES_KUBE_WEBHOOK_REGISTER"] == "true"
+    assert env["KUEUE_ES_KUBE_VISIBILITY_PORT"] == "8082" and env["KUEUE_ES_KUBE_VISIBILITY_REGISTER"] == "true"
+    pod_ip = next(e for e in pod["containers"][0]["env"] if e["name"] == "KUEUE_ES_KUBE_VISIBILITY_ADVERTISE_ADDRESS")
+    assert pod_ip["valueFrom"] == {"fieldRef": {"fieldPath": "status.podIP"}}  # the leader routes it to itself
     service = docs[-2]
     assert service["metadata"]["name"] == env["KUEUE_ES_KUBE_WEBHOOK_SERVICE"]
     assert service["spec"]["ports"][0]["targetPort"] == "webhook"
@@ -214,6 +217,19 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert await ok("patch", "", "pods", "team-a")  # the topology ungater
         assert await ok("patch", "kueue.x-k8s.io", "admissionchecks", "", "status")
         assert await ok("create", "", "events", "team-a")  # Kueue's Events: decisions carried out, Job actions
+        # the visibility API: its APIServices, and the Service and endpoints routing them to the leader
+        apiservices = ("apiregistration.k8s.io", "apiservices")
+        assert await ok("create", *apiservices)
+        assert await _allowed(api, sa, "update", *apiservices, name="v1beta2.visibility.kueue.x-k8s.io")
+        assert not await _allowed(api, sa, "update", *apiservices, name="v1.apps")
+        assert await _allowed(api, sa, "update", "", "endpoints", ns_name, name="kueue-es-visibility")
+        assert await _allowed(api, sa, "update", "discovery.k8s.io", "endpointslices", ns_name,
+                              name="kueue-es-visibility")
+        assert not await _allowed(api, sa, "update", "", "services", ns_name, name="kubernetes")
+        assert not await ok("create", "", "endpoints", "team-a")
+        assert await _allowed(api, sa, "get", "", "configmaps", "kube-system",
+                              name="extension-apiserver-authentication")  # the requestheader CA
+        assert not await _allowed(api, sa, "get", "", "configmaps", "kube-system", name="kubeadm-config")
 
         assert not await ok("update", "kueue.x-k8s.io", "workloads", "team-a")  # spec: never
         assert not await ok("patch", "", "limitranges", "team-a")  # read only

@@ -1,0 +1,121 @@
+"""``kueue-es pending``: the pending workloads of a ClusterQueue or LocalQueue, as Kueue's visibility API lists them.
+
+The answer ``GET .../clusterqueues/CQ/pendingworkloads`` (or ``.../namespaces/NS/localqueues/LQ/pendingworkloads``)
+would have given at a point of the log — its end, ``--to OFFSET`` or ``--at TIME`` — in the queue's order, with
+each workload's position in its ClusterQueue and LocalQueue. ``--offset`` and ``--limit`` page as the API does
+(limit 1000 by default, at most 100000). ``-o json|yaml`` prints the API's PendingWorkloadsSummary exactly; the
+default is a table. Admission Fair Sharing orders by the Kueue Configuration recorded in force at that point
+(``--config FILE`` overrides it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from events.errors import InvalidInput
+from events.timefmt import format_time
+from kueue_es.commands._common import (
+    add_output_argument,
+    fold_log,
+    load_kueue_config,
+    offset_arg,
+    open_readonly,
+    render_table,
+    time_arg,
+    write_data,
+)
+from kueue_es.scheduler import config_record, visibility
+from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
+from kueue_es.statefile import load_state
+from projections.cluster import ClusterState
+from projections.owners import WorkloadOwners
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "pending",
+        help="list a queue's pending workloads in order, as Kueue's visibility API does",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--log", metavar="PATH", help="directory of the event log")
+    source.add_argument("-f", "--filename", metavar="STATE.yaml", help="objects as a user would kubectl-apply them")
+    queue = p.add_mutually_exclusive_group(required=True)
+    queue.add_argument("--cluster-queue", metavar="CQ", help="the ClusterQueue whose pending workloads to list")
+    queue.add_argument("--local-queue", metavar="NS/LQ", help="the LocalQueue whose pending workloads to list")
+    p.add_argument("--offset", type=int, default=0, metavar="N",
+                   help="position of the first workload listed (default 0; negative counts as 0)")
+    p.add_argument("--limit", type=int, default=visibility.DEFAULT_LIMIT, metavar="N",
+                   help=f"at most this many workloads (default {visibility.DEFAULT_LIMIT}, at most "
+                        f"{visibility.MAX_LIMIT}; 0 means the default, negative nothing)")
+    point = p.add_mutually_exclusive_group()
+    point.add_argument("--to", type=offset_arg, metavar="OFFSET", help="with --log: the queue at this offset")
+    point.add_argument("--at", type=time_arg("--at"), metavar="TIME", help="with --log: the queue at this time")
+    p.add_argument("--config", metavar="FILE", help="Kueue Configuration (config.kueue.x-k8s.io/v1beta2); with --log "
+                   "it overrides the one recorded in the log")
+    p.add_argument("--api-version", choices=list(visibility.VERSIONS), default=visibility.VERSIONS[0],
+                   help=f"apiVersion of the printed summary (default {visibility.VERSIONS[0]})")
+    add_output_argument(p, ["table", "yaml", "json"], "table")
+    p.set_defaults(func=run)
+
+
+def load(args: argparse.Namespace) -> tuple[ClusterState, SchedulerConfig, WorkloadOwners]:
+    owners = WorkloadOwners()
+    if args.filename is not None:
+        if args.to is not None or args.at is not None:
+            raise InvalidInput("--to and --at go with --log, not -f")
+        loaded = load_state(args.filename, args.config, record=owners.apply)
+        return loaded.state, loaded.config, owners
+    override = load_kueue_config(args.config)
+    log = open_readonly(args.log)
+    state = ClusterState()
+
+    def apply(record: Any) -> None:
+        state.apply(record)
+        owners.apply(record)
+
+    try:
+        fold_log(log, apply, to=args.to, at=args.at, label="Folding", lazy=True)
+    finally:
+        log.close_sync()
+    return state, override or config_record.in_force(state) or DEFAULT, owners
+
+
+def _where(args: argparse.Namespace, state: ClusterState) -> str:
+    if args.filename is not None:
+        return f"in {args.filename}"
+    return f"in the log at offset {state.offset}" if state.offset >= 0 else "in the log (it is empty)"
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.local_queue is not None:
+        namespace, sep, name = args.local_queue.partition("/")
+        if not sep or not namespace or not name or "/" in name:
+            raise InvalidInput(f"--local-queue {args.local_queue!r}: expected NAMESPACE/NAME")
+    state, config, owners = load(args)
+    if args.cluster_queue is not None:
+        items = visibility.in_cluster_queue(state, config, args.cluster_queue, limit=args.limit, offset=args.offset)
+        what = f"ClusterQueue {args.cluster_queue}"
+        known = sorted(state.cluster_queues)
+    else:
+        items = visibility.in_local_queue(state, config, namespace, name, limit=args.limit, offset=args.offset)
+        what = f"LocalQueue {args.local_queue}"
+        known = sorted(state.local_queues)
+    if items is None:
+        listed = ", ".join(known[:20]) + (", ..." if len(known) > 20 else "")
+        raise InvalidInput(f"{what} not found {_where(args, state)}"
+                           + (f" (known: {listed})" if known else " (there are none)"))
+    if args.output == "table":
+        sys.stdout.write(render(items, what))
+    else:
+        write_data(visibility.summary(items, args.api_version, owners), args.output)
+    return 0
+
+
+def render(items: list[visibility.PendingWorkload], what: str) -> str:
+    rows = [[w.position_in_cluster_queue, w.position_in_local_queue, w.namespace, w.name, w.local_queue, w.priority,
+             format_time(w.created)] for w in items]
+    return render_table(["POSITION", "IN LOCALQUEUE", "NAMESPACE", "NAME", "LOCALQUEUE", "PRIORITY", "CREATED"],
+                        rows, empty=f"No pending workloads in {what}.")

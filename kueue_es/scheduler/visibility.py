@@ -1,0 +1,167 @@
+"""Kueue's visibility API — pending workloads on demand — as a pure function of the state.
+
+``GET /apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/<cq>/pendingworkloads`` and
+``.../namespaces/<ns>/localqueues/<lq>/pendingworkloads`` list the workloads waiting in a ClusterQueue: every one
+of them, whether in the active heap or parked as inadmissible (a scheduler that decides between events has
+none in flight when asked), in the queue's own order —
+
+1. with Admission Fair Sharing on for the ClusterQueue, lower LocalQueue usage first (each LocalQueue's usage
+   taken once per query, at the state's time);
+2. the sticky preemptor (BestEffortFIFO's workload waiting for its preemptions);
+3. higher priority; 4. earlier queue-order time; 5. UID.
+
+Positions are Kueue's, including its quirks: on the ClusterQueue endpoint ``positionInClusterQueue`` is the
+index in that order and ``positionInLocalQueue`` counts the earlier entries with the same LocalQueue *name*
+(Kueue keys that count by ``spec.queueName`` alone, so same-named LocalQueues of two namespaces share it); on
+the LocalQueue endpoint the list is filtered to the LocalQueue, ``positionInLocalQueue`` is ``offset`` plus the
+index in the page and ``positionInClusterQueue`` the index in the whole ClusterQueue. ``limit`` (default 1000)
+is clamped to 0..100000 and ``offset`` (default 0) to at least 0. An unknown ClusterQueue or LocalQueue is
+None here (404 there); a LocalQueue whose ClusterQueue does not exist has nothing pending.
+
+The item's ``priority`` is the workload's own (``spec.priority``); kueue-es has no priority boost, so it is also
+the priority the queue is ordered by.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import msgspec
+
+from events import objects as o
+from events.timefmt import format_time
+from kueue_es.scheduler import afs
+from kueue_es.scheduler.config import SchedulerConfig
+from projections.cluster import ClusterState
+
+GROUP = "visibility.kueue.x-k8s.io"
+VERSIONS = ("v1beta2", "v1beta1")
+"""Served versions, preferred first (the items are the same in both)."""
+DEFAULT_LIMIT = 1000
+MAX_LIMIT = 100_000
+KIND = "PendingWorkloadsSummary"
+
+Owners = Callable[[str], Sequence[o.OwnerReference]]
+"""Workload key -> its ownerReferences (the state keeps none: :mod:`projections.owners`)."""
+
+
+class PendingWorkload(msgspec.Struct, frozen=True, kw_only=True):
+    key: str
+    name: str
+    namespace: str
+    created: int
+    """creationTimestamp, ms."""
+    priority: int
+    local_queue: str
+    """The LocalQueue's name (``spec.queueName``), in the workload's namespace."""
+    position_in_cluster_queue: int
+    position_in_local_queue: int
+
+
+def bounded(limit: int | None, offset: int | None) -> tuple[int, int]:
+    """Kueue's defaults and clamping: a missing or zero limit is 1000; limit in 0..100000; offset at least 0."""
+    lim = DEFAULT_LIMIT if not limit else limit
+    return min(max(lim, 0), MAX_LIMIT), max(offset or 0, 0)
+
+
+def queue_order(state: ClusterState, config: SchedulerConfig, cq: str) -> list[str] | None:
+    """Keys of every workload pending in ClusterQueue ``cq``, in queue order; None when there is no such
+    ClusterQueue. Memoised on the state until its next record (pages of one queue, asked one after the other, sort
+    it once)."""
+    if cq not in state.cluster_queues:
+        return None
+    memo: dict[str, tuple[int, SchedulerConfig, list[str]]] = state.derived.setdefault("visibility", {})
+    hit = memo.get(cq)
+    if hit is not None and hit[0] == state.offset and hit[1] is config:
+        return hit[2]
+    if len(memo) > 64 or any(v[0] != state.offset for v in memo.values()):
+        memo.clear()
+    order = _order(state, config, cq)
+    memo[cq] = (state.offset, config, order)
+    return order
+
+
+def _order(state: ClusterState, config: SchedulerConfig, cq: str) -> list[str]:
+    q = state.queues.get(cq)
+    if q is None:
+        return []
+    order = q.ordered()
+    if not afs.enabled_for(config, state, cq) or len(order) < 2:
+        return order
+    fold = afs.fold(state, config)
+    usage: dict[str, float] = {}
+    workloads = state.workloads
+    for key in order:
+        wl = workloads[key]
+        lq = f"{wl.namespace}/{wl.queue_name}"
+        if lq not in usage:
+            usage[lq] = afs.lq_usage(state, config, lq, cq, state.time, fold)
+    rank = {key: i for i, key in enumerate(order)}
+    return sorted(order, key=lambda k: (usage[f"{workloads[k].namespace}/{workloads[k].queue_name}"], rank[k]))
+
+
+def _item(state: ClusterState, key: str, in_cq: int, in_lq: int) -> PendingWorkload:
+    wl = state.workloads[key]
+    return PendingWorkload(key=key, name=wl.name, namespace=wl.namespace, created=wl.created, priority=wl.priority,
+                           local_queue=wl.queue_name, position_in_cluster_queue=in_cq, position_in_local_queue=in_lq)
+
+
+def in_cluster_queue(state: ClusterState, config: SchedulerConfig, cq: str, *, limit: int | None = None,
+                     offset: int | None = None) -> list[PendingWorkload] | None:
+    """The page of ClusterQueue ``cq``'s pending workloads; None when there is no such ClusterQueue."""
+    order = queue_order(state, config, cq)
+    if order is None:
+        return None
+    limit, offset = bounded(limit, offset)
+    workloads = state.workloads
+    seen_in_lq: dict[str, int] = {}
+    out = []
+    for index, key in enumerate(order[:offset + limit]):
+        name = workloads[key].queue_name
+        in_lq = seen_in_lq.get(name, 0)
+        seen_in_lq[name] = in_lq + 1
+        if index >= offset:
+            out.append(_item(state, key, index, in_lq))
+    return out
+
+
+def in_local_queue(state: ClusterState, config: SchedulerConfig, namespace: str, name: str, *,
+                   limit: int | None = None, offset: int | None = None) -> list[PendingWorkload] | None:
+    """The page of LocalQueue ``namespace/name``'s pending workloads; None when there is no such LocalQueue."""
+    lq = state.local_queues.get(f"{namespace}/{name}")
+    if lq is None:
+        return None
+    limit, offset = bounded(limit, offset)
+    order = queue_order(state, config, lq.spec.cluster_queue) or []
+    workloads = state.workloads
+    out: list[PendingWorkload] = []
+    skipped = 0
+    for index, key in enumerate(order):
+        if len(out) >= limit:
+            break
+        wl = workloads[key]
+        if wl.namespace != namespace or wl.queue_name != name:
+            continue
+        if skipped < offset:
+            skipped += 1
+            continue
+        out.append(_item(state, key, index, offset + len(out)))
+    return out
+
+
+def summary(items: Sequence[PendingWorkload], version: str = VERSIONS[0],
+            owners: Owners | None = None) -> dict[str, Any]:
+    """The ``PendingWorkloadsSummary`` document, field for field as Kueue's server encodes it."""
+    return {"kind": KIND, "apiVersion": f"{GROUP}/{version}", "metadata": {},
+            "items": [_document(w, owners(w.key) if owners is not None else ()) for w in items]}
+
+
+def _document(w: PendingWorkload, owners: Sequence[o.OwnerReference]) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": w.name, "namespace": w.namespace, "creationTimestamp": format_time(w.created)}
+    if owners:
+        meta["ownerReferences"] = [{"apiVersion": r.api_version, "kind": r.kind, "name": r.name, "uid": r.uid}
+                                   for r in owners]
+    return {"metadata": meta, "priority": w.priority, "localQueueName": w.local_queue,
+            "positionInClusterQueue": w.position_in_cluster_queue,
+            "positionInLocalQueue": w.position_in_local_queue}
