@@ -40,3 +40,11 @@ def test_the_whole_tree_passes_ruff() -> None:
     result = subprocess.run([_tool("ruff"), "check", "--no-cache", "--output-format", "concise", "."],
                             cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_test_modules_have_unique_names() -> None:
+    """pytest imports test modules by basename (no packages here): two of one name stop the whole collection."""
+    seen: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert not {name: paths for name, paths in seen.items() if len(paths) > 1}
