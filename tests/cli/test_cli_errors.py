@@ -331,3 +331,23 @@ def test_unknown_feature_gate_is_refused_as_kueue_refuses_to_start(tmp_path: Pat
     r = kueue_es("schedule", "-f", CLUSTER, "--config", cfg)
     assert r.code == 2
     assert one_line_error(r) == f"kueue-es: error: {cfg}: field `featureGates`: unrecognized feature gate: TASBalancedPlacment"
+
+
+@pytest.mark.parametrize(("resources", "error"), [
+    ("  transformations:\n  - input: nvidia.com/mig-1g.5gb\n    strategy: Drop\n",
+     "field `resources.transformations[0].strategy`: unsupported value 'Drop' (supported: Retain, Replace)"),
+    ("  transformations:\n  - input: a.io/x\n  - input: a.io/x\n    strategy: Replace\n",
+     "field `resources.transformations[1].input`: duplicate value 'a.io/x' (each input is transformed by one entry)"),
+    ("  transformations:\n  - input: a.io/x\n    outputs: {b.io/y: lots}\n",
+     "field `resources.transformations[0].outputs.b.io/y`: invalid quantity 'lots'"),
+    ("  quotaCheckStrategy: IgnoreUndeclared\n  excludeResourcePrefixes: [a.io/]\n",
+     "field `resources.quotaCheckStrategy`: excludeResourcePrefixes is not allowed when quotaCheckStrategy is "
+     "IgnoreUndeclared"),
+])
+def test_a_resources_stanza_kueue_refuses_is_refused_naming_the_field(tmp_path: Path, resources: str,
+                                                                      error: str) -> None:
+    cfg = tmp_path / "kueue.yaml"
+    cfg.write_text(f"apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nresources:\n{resources}")
+    r = kueue_es("schedule", "-f", CLUSTER, "--config", cfg)
+    assert r.code == 2
+    assert one_line_error(r) == f"kueue-es: error: {cfg}: Configuration: {error}"
