@@ -104,6 +104,19 @@ BAD_INPUTS = {
         ["document 2", "(Workload w)",
          "field `spec.podSets[0].topologyRequest.podsetSliceRequiredTopologyConstraints[1].size` must be >= 1, got 0"],
     ),
+    "reclaimable-pods-count": (
+        GOOD_DOC + "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata:\n  name: w\n  namespace: team\n"
+        "spec:\n  queueName: lq\n  podSets:\n  - name: main\n    count: 2\n    template: {spec: {containers: [{name: c}]}}\n"
+        "status:\n  reclaimablePods: [{name: main, count: 3}]\n",
+        ["document 2", "(Workload w)",
+         "field `status.reclaimablePods[main].count`: must be between 0 and the pod set's count (2), got 3"],
+    ),
+    "reclaimable-pods-name": (
+        GOOD_DOC + "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata:\n  name: w\n  namespace: team\n"
+        "spec:\n  queueName: lq\n  podSets:\n  - name: main\n    count: 2\n    template: {spec: {containers: [{name: c}]}}\n"
+        "status:\n  reclaimablePods: [{name: workers, count: 1}]\n",
+        ["document 2", "(Workload w)", "field `status.reclaimablePods[workers].name`: not a pod set (pod sets: main)"],
+    ),
     "limit-range-type": (
         GOOD_DOC + "---\napiVersion: v1\nkind: LimitRange\nmetadata:\n  name: lr\n  namespace: team\nspec:\n"
         "  limits:\n  - type: Container\n  - type: Node\n    max: {cpu: '1'}\n",
