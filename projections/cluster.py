@@ -428,8 +428,8 @@ class ClusterState:
 
     def _on_reclaimable(self, e: ev.ReclaimablePodsChanged) -> None:
         wl = self.workloads.get(e.key)
-        if wl is None or wl.phase == FINISHED:
-            return
+        if wl is None or wl.phase == FINISHED or (e.uid and e.uid != wl.uid):
+            return  # finished, or counted for a Workload of the same name that was deleted since
         reclaimable = reclaimable_of(e.reclaimable_pods)
         if reclaimable != wl.reclaimable:
             wl.reclaimable = reclaimable

@@ -164,7 +164,10 @@ def test_a_configuration_change_counts_pending_workloads_anew_and_leaves_admitte
 def test_reclaimable_pods_lower_a_pending_count_and_a_reserving_usage() -> None:
     state = _cluster()
     wl = state.workloads["ns0/w0"]
-    _apply(state, ev.ReclaimablePodsChanged(time=T0, key="ns0/w0",
+    _apply(state, ev.ReclaimablePodsChanged(time=T0, key="ns0/w0", uid="an-older-w0",
+                                            reclaimable_pods=[o.ReclaimablePod(name="main", count=2)]))
+    assert wl.reclaimable == () and wl.pod_sets[0].count == 3, "counted for another Workload of that name"
+    _apply(state, ev.ReclaimablePodsChanged(time=T0, key="ns0/w0", uid="u0",
                                             reclaimable_pods=[o.ReclaimablePod(name="main", count=2)]))
     assert wl.pod_sets[0].count == 1 and wl.spec_sets[0].count == 3
     assert resource_requests(wl) == [{"name": "main", "resources": {"cpu": "2"}}]
