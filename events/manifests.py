@@ -174,6 +174,7 @@ def validate_object(obj: o.KObject, where: str) -> None:
                         check_quantity(q, where, f"spec.podSets[{i}].template.spec.resources: {r}")
                 for r in sorted(pod.overhead):
                     check_quantity(pod.overhead[r], where, f"spec.podSets[{i}].template.spec.overhead.{r}")
+            _validate_reclaimable_pods(obj, where)
         case o.LimitRange():
             _validate_limit_range(obj, where)
         case o.RuntimeClass():
@@ -260,6 +261,22 @@ def _validate_topology_request(req: o.PodSetTopologyRequest, where: str, at: str
             raise InvalidInput(f"{where}: field `{at}[{j}].topology` must be at most 63 characters")
         if layer.size < 1:
             raise InvalidInput(f"{where}: field `{at}[{j}].size` must be >= 1, got {layer.size}")
+
+
+def _validate_reclaimable_pods(wl: o.Workload, where: str) -> None:
+    """Kueue's checks of ``status.reclaimablePods``: each names a pod set, once, with at most its count."""
+    counts = {ps.name: ps.count for ps in wl.spec.pod_sets}
+    seen: set[str] = set()
+    for rp in wl.status.reclaimable_pods:
+        at = f"status.reclaimablePods[{rp.name}]"
+        if rp.name not in counts:
+            raise InvalidInput(f"{where}: field `{at}.name`: not a pod set (pod sets: {', '.join(counts)})")
+        if rp.name in seen:
+            raise InvalidInput(f"{where}: field `{at}.name`: given more than once")
+        seen.add(rp.name)
+        if not 0 <= rp.count <= counts[rp.name]:
+            raise InvalidInput(f"{where}: field `{at}.count`: must be between 0 and the pod set's count "
+                               f"({counts[rp.name]}), got {rp.count}")
 
 
 def _validate_workload_tas(wl: o.Workload, where: str) -> None:

@@ -24,6 +24,7 @@ from events.objects import (
     PodSetUpdate,
     PodTemplate,
     ProvisioningRequest,
+    ReclaimablePod,
     TopologyAssignment,
 )
 
@@ -83,6 +84,13 @@ class WorkloadFinished(Event, tag="WorkloadFinished"):
 
 class JobStopped(Event, tag="JobStopped"):
     """The job of an evicted workload has no running pods any more, so its quota may be released."""
+
+
+class ReclaimablePodsChanged(Event, tag="ReclaimablePodsChanged"):
+    """Pods of the workload finished and need no quota any more, as the job integration counts them (Kueue's
+    ``status.reclaimablePods``, written from here): the whole list, replacing the one before."""
+
+    reclaimable_pods: list[ReclaimablePod] = []
 
 
 class JobActed(Event, tag="JobActed"):
@@ -322,6 +330,7 @@ AnyEvent = Union[  # noqa: UP007 - one tagged union, a member per line
     PodsReadyChanged,
     WorkloadFinished,
     JobStopped,
+    ReclaimablePodsChanged,
     AdmissionCheckStateChanged,
     JobActed,
     ClockTicked,

@@ -1,7 +1,9 @@
 """A STATE.yaml — objects as a user would ``kubectl apply`` them — folded into a ClusterState.
 
-Used by ``schedule`` and ``explain``: the objects become observed events in document order (namespaces,
-flavors and queues first, so a workload's queue exists when it arrives), all at one time, ``now``.
+Used by ``schedule`` and ``explain``: the Kueue Configuration given (if any) is recorded first, as a scheduler
+records the one it runs with, so that what it does to requests (``resources``) holds from the start; then the
+objects become observed events in document order (namespaces, flavors and queues first, so a workload's queue
+exists when it arrives), all at one time, ``now``.
 """
 
 from __future__ import annotations
@@ -9,11 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import msgspec
+
 from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
 from events.manifests import Manifest, load_file
 from events.timefmt import parse_time
+from kueue_es.scheduler import config_record
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig, load_config
 from projections.cluster import ClusterState
 
@@ -60,8 +65,12 @@ def load_state(path: str, config_path: str | None = None, now: int | None = None
     rank = {k: i for i, k in enumerate(_FIRST)}
     objects = sorted(manifest.objects, key=lambda obj: rank.get(type(obj).__struct_config__.tag, len(rank)))
     state = ClusterState()
+    if configs:
+        recorded = config_record.record(state, configs[0][1], writer="kueue-es", source=configs[0][0])
+        if recorded is not None:
+            state.apply(ev.Record(0, msgspec.structs.replace(recorded, time=t)))
     seen: set[tuple[str, str]] = set()
-    for i, obj in enumerate(objects):
+    for i, obj in enumerate(objects, state.offset + 1):
         kind = type(obj).__struct_config__.tag  # type: ignore[attr-defined]
         if (kind, obj.key) in seen:
             raise InvalidInput(f"{path}: {kind} {obj.key} is given more than once")
@@ -77,6 +86,4 @@ def load_state(path: str, config_path: str | None = None, now: int | None = None
 
 
 def _with_uid(meta: o.ObjectMeta) -> o.ObjectMeta:
-    import msgspec
-
     return msgspec.structs.replace(meta, uid=f"{meta.namespace}/{meta.name}")

@@ -17,7 +17,8 @@ Steps, each with the offset and time of the event that caused it:
 * ``Pending`` — an admission attempt failed, with reason and message; consecutive identical attempts
   collapse into one step with ``repeat`` and ``lastOffset``/``lastTime``;
 * ``Preempted`` (with ``preemptor``) and ``Evicted`` (with reason);
-* ``JobStopped``, ``PodsReady`` — what the cluster reported back;
+* ``JobStopped``, ``PodsReady``, ``ReclaimablePods`` (``message`` lists them, ``podSet=count``) — what the
+  cluster reported back;
 * ``AdmissionCheck`` — a check's new state (``reason`` is ``check=State``), reported by another controller or
   decided by kueue-es's own ProvisioningRequest controller (then with ``cycle``);
 * ``ProvisioningRequest`` — kueue-es decided to create (``reason`` ``Created``) or delete (``Deleted:
@@ -45,7 +46,7 @@ PENDING, RESERVED, ADMITTED, FINISHED = "Pending", "QuotaReserved", "Admitted", 
 STEP_TYPES = (
     "Submitted", "Queued", "QuotaReserved", "Admitted", "Pending", "Preempted", "Evicted", "JobStopped",
     "PodsReady", "AdmissionCheck", "ProvisioningRequest", "Requeued", "Deactivated", "Finished", "Deleted",
-    "Rejected",
+    "Rejected", "ReclaimablePods",
 )
 
 
@@ -171,6 +172,10 @@ class AuditTrail:
                     self._add(off, e, e.key, "PodsReady", self.workloads.get(e.key),
                               reason=e.reason or ("Started" if e.ready else "WaitForRecovery"),
                               message="ready" if e.ready else "not ready")
+            case ev.ReclaimablePodsChanged():
+                if self._wanted(e.key):
+                    self._add(off, e, e.key, "ReclaimablePods", self.workloads.get(e.key),
+                              message=", ".join(f"{p.name}={p.count}" for p in e.reclaimable_pods) or "none")
             case ev.AdmissionCheckStateChanged():
                 if self._wanted(e.key):
                     self._add(off, e, e.key, "AdmissionCheck", self.workloads.get(e.key),

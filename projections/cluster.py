@@ -35,6 +35,7 @@ from projections.deadlines import DueIndex
 from projections.pod_adjustment import LimitSummary, summarize
 from projections.queues import ClusterQueueQueue, SortKey
 from projections.quota import QuotaTree, build_quota_tree
+from projections.request_rules import RequestRules, reclaims, rules_of
 from projections.secondpass import backoff_ms, needs_second_pass
 from projections.topology import TASFold
 from projections.workloads import (
@@ -45,6 +46,7 @@ from projections.workloads import (
     WORKLOAD_ANNOTATION,
     WorkloadInfo,
     admission_usage,
+    after_reclaim,
     failed_attempt,
     intern_scan,
     keeps_queued,
@@ -53,6 +55,8 @@ from projections.workloads import (
     pod_templates,
     provreq_parameters,
     readjusted,
+    reclaim_counts,
+    reclaimable_of,
 )
 
 WPC_GROUP = "kueue.x-k8s.io"
@@ -126,6 +130,9 @@ class ClusterState:
         defaults). Kept as recorded; the scheduler's side loads it (``kueue_es.scheduler.recorded``)."""
         self.config_offset = -1
         """Offset of :attr:`config` in the log (-1: none recorded)."""
+        self._rules_of: ev.ConfigRecorded | None = None
+        self._rules: tuple[RequestRules | None, bool] = (None, True)
+        """What :attr:`config` says about requests, and the configuration it was read from (derived)."""
         self._forest: CohortForest | None = None
         self._quota: QuotaTree | None = None
         self.spec_generation = 0
@@ -238,6 +245,23 @@ class ClusterState:
                 index.setdefault(k.partition("/")[0], []).append(k)
         found = summaries[namespace] = summarize(self.limit_ranges[k] for k in index.get(namespace, ()))
         return found
+
+    @property
+    def request_rules(self) -> RequestRules | None:
+        """The ``resources`` rules of the configuration in force: what they do to requests (None: nothing)."""
+        return self._rules_in_force()[0]
+
+    @property
+    def reclaim_enabled(self) -> bool:
+        """Kueue's ``ReclaimablePods`` gate in the configuration in force: reclaimable pods need no quota."""
+        return self._rules_in_force()[1]
+
+    def _rules_in_force(self) -> tuple[RequestRules | None, bool]:
+        config = self.config
+        if self._rules_of is not config:
+            doc = config.document if config is not None else None
+            self._rules_of, self._rules = config, (rules_of(doc), reclaims(doc))
+        return self._rules
 
     def inactive_reason(self, cq: str) -> str | None:
         """Why a ClusterQueue cannot admit (Kueue's Active=False reasons), or None when it is active."""
@@ -383,7 +407,15 @@ class ClusterState:
         nothing as inadmissible (enabling fairSharing, say, may let a parked workload preempt). The first one
         recorded replaces none: the log does not say what came before it."""
         old = self.config
+        before = self._rules_in_force()
         self.config, self.config_offset = e, self.offset
+        after = self._rules_in_force()
+        if after[1] != before[1]:
+            self._reclaim_everywhere()
+        if after[0] != before[0]:
+            self._readjust()  # pending workloads count their requests under the new rules
+        elif after[0] is not before[0]:
+            self._rules = (before[0], after[1])  # equal rules: keep the object pod-set memos know
         if old is not None and old.document != e.document:
             self._flush_all()
 
@@ -393,6 +425,54 @@ class ClusterState:
             wl.job_stopped = True
             if wl.evicted and wl.reserving:
                 self.awaiting_release.add(wl.key)
+
+    def _on_reclaimable(self, e: ev.ReclaimablePodsChanged) -> None:
+        wl = self.workloads.get(e.key)
+        if wl is None or wl.phase == FINISHED or (e.uid and e.uid != wl.uid):
+            return  # finished, or counted for a Workload of the same name that was deleted since
+        reclaimable = reclaimable_of(e.reclaimable_pods)
+        if reclaimable != wl.reclaimable:
+            wl.reclaimable = reclaimable
+            self._reclaim(wl)
+
+    def _reclaim(self, wl: WorkloadInfo) -> None:
+        """``wl``'s reclaimable pods (or whether they count) changed: a pending workload counts its pod sets
+        without them (and goes back to its queue's heap, as Kueue requeues on such a change); one holding quota
+        gives back what they held (usage ÷ admitted count × count left), and an admitted one's release moves the
+        parked workloads of its cohort tree back to their heaps (Kueue's flush on a reclaimablePods change)."""
+        spec_sets = wl.spec_sets
+        effective = after_reclaim(spec_sets, wl.reclaimable if self.reclaim_enabled else ())
+        wl.spec_pod_sets = None if effective is spec_sets else spec_sets
+        changed = effective != wl.pod_sets
+        wl.pod_sets = effective
+        if wl.phase == PENDING:
+            if changed:
+                wl.scan = None
+                self._dequeue(wl)
+                self._enqueue(wl)
+            return
+        if not wl.reserving or wl.admission is None:
+            return
+        usage = admission_usage(wl.admission, reclaim_counts(wl))
+        if usage != wl.usage:
+            admitted = wl.phase == ADMITTED
+            if admitted:
+                self._afs_record(wl, -1)
+            self._charge(wl, -1)
+            wl.usage = usage
+            self._charge(wl)
+            if admitted:
+                self._afs_record(wl, 1)
+        if wl.phase == ADMITTED and wl.cluster_queue:
+            self._flush_tree(wl.cluster_queue)
+
+    def _reclaim_everywhere(self) -> None:
+        """The ReclaimablePods gate changed: every workload with reclaimable pods counts them anew."""
+        for key in sorted(self.workloads):
+            wl = self.workloads[key]
+            if wl.reclaimable and wl.phase != FINISHED:
+                self._reclaim(wl)
+                self.touched[key] = None
 
     def _on_pods_ready(self, e: ev.PodsReadyChanged) -> None:
         wl = self.workloads.get(e.key)
@@ -674,8 +754,9 @@ class ClusterState:
             self._readjust(namespace=namespace)
 
     def _readjust(self, namespace: str | None = None, runtime_class: str | None = None) -> None:
-        """What adjusts pod templates changed — the LimitRanges of ``namespace``, or the RuntimeClass
-        ``runtime_class``: the pending workloads it concerns take their pod sets anew (Kueue adjusts them again and
+        """What adjusts pod templates changed — the LimitRanges of ``namespace``, the RuntimeClass
+        ``runtime_class``, or (neither given) the configuration's rules: the pending workloads it concerns take
+        their pod sets anew (Kueue adjusts them again and
         re-adds them to their queues), and those whose pod sets change go back to their queue's heap, as on any
         change of their spec. Workloads holding quota keep theirs until they are upserted again: their admission
         says what they use."""
@@ -693,17 +774,25 @@ class ClusterState:
                 self._enqueue(wl)
 
     def _refresh_pod_sets(self, wl: WorkloadInfo) -> bool:
-        """Adjust ``wl``'s pod sets to the LimitRanges and RuntimeClasses now in force; whether they changed."""
+        """Adjust ``wl``'s pod sets to the LimitRanges, RuntimeClasses and rules now in force; whether they
+        changed."""
         tpl = self.pod_templates.get(wl.key)
-        if tpl is None or len(tpl) != len(wl.pod_sets):
+        spec_sets = wl.spec_sets
+        if tpl is None or len(tpl) != len(spec_sets):
             return False
-        pod_sets = readjusted(wl.pod_sets, tpl, self.limit_summary(wl.namespace), self.runtime_classes)
-        if pod_sets == wl.pod_sets:
+        fresh = readjusted(spec_sets, tpl, self.limit_summary(wl.namespace), self.runtime_classes, self.request_rules)
+        if fresh == spec_sets:
             return False
-        wl.pod_sets = pod_sets
+        self._take_pod_sets(wl, fresh)
         wl.scan = None  # its scheduling shape changed: the progress is meaningless
         self.touched[wl.key] = None
         return True
+
+    def _take_pod_sets(self, wl: WorkloadInfo, spec_sets: tuple) -> None:
+        """``wl``'s pod sets are now ``spec_sets`` (with the spec's counts), less its reclaimable pods."""
+        effective = after_reclaim(spec_sets, wl.reclaimable) if wl.reclaimable and self.reclaim_enabled else spec_sets
+        wl.pod_sets = effective
+        wl.spec_pod_sets = None if effective is spec_sets else spec_sets
 
     # --- workloads ------------------------------------------------------------------------------------------
 
@@ -733,9 +822,9 @@ class ClusterState:
             old = None
         priority, pclass = self._spec_priority(spec)
         limits = self.limit_summary(meta.namespace) if self.limit_ranges else None
-        rcs = self.runtime_classes
-        pod_sets = (pod_set_infos(spec, limits, rcs) if type(w) is LazyWorkload
-                    else tuple([pod_set_info(ps, limits, rcs) for ps in spec.pod_sets]))
+        rcs, rules = self.runtime_classes, self.request_rules
+        pod_sets = (pod_set_infos(spec, limits, rcs, rules) if type(w) is LazyWorkload
+                    else tuple([pod_set_info(ps, limits, rcs, rules) for ps in spec.pod_sets]))
         if old is None:
             created = parse_time(meta.creation_timestamp) if meta.creation_timestamp else self.time
             wl = WorkloadInfo(
@@ -763,7 +852,8 @@ class ClusterState:
         if not generation or wl.generation != generation:  # status-only upserts keep the generation
             self.pod_templates[key] = pod_templates(w, self.pod_templates.get(key))
             wl.generation = generation
-        changed = (wl.pod_sets != pod_sets or wl.priority != priority or wl.active != spec.active
+        new_sets = wl.spec_sets != pod_sets
+        changed = (new_sets or wl.priority != priority or wl.active != spec.active
                    or wl.queue_name != spec.queue_name)
         if not changed:
             return
@@ -771,12 +861,13 @@ class ClusterState:
             self.lq_members.get(f"{wl.namespace}/{wl.queue_name}", {}).pop(key, None)
             self.lq_members.setdefault(f"{wl.namespace}/{spec.queue_name}", {})[key] = None
         deactivated = wl.active and not spec.active
-        if wl.pod_sets != pod_sets or wl.priority != priority or deactivated:
+        if new_sets or wl.priority != priority or deactivated:
             wl.scan = None  # its scheduling shape changed, or it leaves the queue: the progress is meaningless
-        if wl.reserving and wl.pod_sets != pod_sets:
-            wl.pod_sets = pod_sets
-            self.tas.charge(wl)  # Kueue takes TAS usage from the pod template, so it follows a changed template
-        wl.pod_sets, wl.priority, wl.priority_class = pod_sets, priority, pclass
+        if new_sets:
+            self._take_pod_sets(wl, pod_sets)
+            if wl.reserving:
+                self.tas.charge(wl)  # Kueue takes TAS usage from the pod template, so it follows a changed template
+        wl.priority, wl.priority_class = priority, pclass
         wl.active, wl.queue_name = spec.active, spec.queue_name
         wl.max_execution_seconds = spec.maximum_execution_time_seconds
         if wl.phase == PENDING:
@@ -799,6 +890,9 @@ class ClusterState:
         wl.accumulated_seconds = st.accumulated_past_execution_time_seconds or 0
         wl.unhealthy_nodes = tuple(n.name for n in st.unhealthy_nodes)
         wl.shows_requests = bool(st.resource_requests) and st.admission is None
+        wl.reclaimable = reclaimable_of(st.reclaimable_pods)
+        if wl.reclaimable:
+            self._take_pod_sets(wl, wl.pod_sets)
         cond = {c.type: c for c in st.conditions}
         ev_ = cond.get("Evicted")
         if ev_ is not None and ev_.status == "True":
@@ -812,7 +906,7 @@ class ClusterState:
         if st.admission is not None and _true(qr):
             wl.admission = st.admission
             wl.cluster_queue = st.admission.cluster_queue
-            wl.usage = admission_usage(st.admission)
+            wl.usage = admission_usage(st.admission, reclaim_counts(wl))
             wl.reserved_at = _ms(qr)
             wl.phase = RESERVED
             self._sync_checks(wl)
@@ -1010,7 +1104,7 @@ class ClusterState:
         self._dequeue(wl)
         wl.admission = e.admission
         wl.cluster_queue = e.admission.cluster_queue
-        wl.usage = admission_usage(e.admission)
+        wl.usage = admission_usage(e.admission, reclaim_counts(wl))
         wl.phase = RESERVED
         wl.scan = None
         wl.shows_requests = False  # the admission's resourceUsage supersedes them: Kueue empties them in that write
@@ -1193,6 +1287,7 @@ _HANDLERS: dict[type, Any] = {
     ev.TopologyAssigned: ClusterState._topology_assigned,
     ev.JobStopped: ClusterState._on_job_stopped,
     ev.PodsReadyChanged: ClusterState._on_pods_ready,
+    ev.ReclaimablePodsChanged: ClusterState._on_reclaimable,
     ev.AdmissionCheckStateChanged: ClusterState._on_check_state,
     ev.AdmissionCheckUpdated: ClusterState._on_check_state,
     ev.ProvisioningRequestCreated: ClusterState._on_request_created,
@@ -1238,7 +1333,7 @@ _ALSO_ABOUT_WORKLOADS = frozenset({
 _ABOUT_WORKLOADS = frozenset({
     ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadPreempted, ev.WorkloadEvicted, ev.WorkloadRequeued,
     ev.WorkloadDeactivated, ev.TopologyAssigned, ev.WorkloadFinished, ev.JobStopped, ev.PodsReadyChanged,
-    ev.AdmissionCheckStateChanged, ev.AdmissionCheckUpdated, ev.UnhealthyNodesChanged,
+    ev.AdmissionCheckStateChanged, ev.AdmissionCheckUpdated, ev.UnhealthyNodesChanged, ev.ReclaimablePodsChanged,
 })
 """Event types about one workload (by ``key``) that may change a workload holding quota (WorkloadPending never
 concerns one); Workload upserts and deletions are told apart by their object or kind."""

@@ -25,6 +25,7 @@ from projections.pod_adjustment import (
     overhead_for,
     resource_findings,
 )
+from projections.request_rules import RequestRules
 
 PENDING, RESERVED, ADMITTED, FINISHED = "Pending", "QuotaReserved", "Admitted", "Finished"
 PENDING_EVALUATION = "Workload is pending evaluation in the scheduling queue"
@@ -45,7 +46,9 @@ class PodSetInfo(msgspec.Struct, frozen=True, gc=False, array_like=True):
     min_count: int | None
     requests: tuple[tuple[str, int], ...]
     """Per-pod requests in Kueue units, sorted by resource name, of the template as Kueue adjusts it (RuntimeClass
-    overhead, LimitRange defaults, limits as missing requests: :mod:`projections.pod_adjustment`)."""
+    overhead, LimitRange defaults, limits as missing requests: :mod:`projections.pod_adjustment`), then as the
+    Configuration's ``resources`` rules leave them (excluded prefixes, transformations:
+    :mod:`projections.request_rules`)."""
     node_selector: tuple[tuple[str, str], ...] = ()
     tolerations: tuple[o.Toleration, ...] = ()
     affinity_terms: tuple[o.NodeSelectorTerm, ...] | None = None
@@ -113,6 +116,17 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     shows_requests: bool = False
     """``status.resourceRequests`` is shown: a failed admission attempt wrote it, and no quota reservation has
     emptied it since (the values are the pod sets' totals, :func:`resource_requests`)."""
+    reclaimable: tuple[tuple[str, int], ...] = ()
+    """``status.reclaimablePods`` as (pod set, count), by pod set name: pods that finished and need no quota any
+    more (Kueue's ReclaimablePods gate). :attr:`pod_sets` count without them."""
+    spec_pod_sets: tuple[PodSetInfo, ...] | None = None
+    """The pod sets with the spec's counts, kept only while reclaimable pods lower one of them (None:
+    :attr:`pod_sets` are the spec's)."""
+
+    @property
+    def spec_sets(self) -> tuple[PodSetInfo, ...]:
+        """The pod sets with the counts the spec gives (before reclaimable pods are taken off)."""
+        return self.pod_sets if self.spec_pod_sets is None else self.spec_pod_sets
 
     @property
     def shape(self) -> tuple[int, bytes]:
@@ -291,59 +305,92 @@ _BY_SPEC: dict[bytes, PodSetInfo] = {}
 
 
 def pod_set_info(ps: o.PodSet, limits: LimitSummary | None = None,
-                 runtime_classes: Mapping[str, o.RuntimeClass] | None = None) -> PodSetInfo:
+                 runtime_classes: Mapping[str, o.RuntimeClass] | None = None,
+                 rules: RequestRules | None = None) -> PodSetInfo:
     """The interned :class:`PodSetInfo` of a pod set, its template adjusted by its namespace's LimitRange summary
-    ``limits`` and the cluster's ``runtime_classes``.
+    ``limits`` and the cluster's ``runtime_classes``, its requests then ruled by the Configuration's ``rules``.
 
-    Memoised on what it is computed from (name, counts, pod spec, topology request and annotations, the summary and
-    the overhead the RuntimeClass adds — not the template's labels, which often differ per job), since a workload
-    is upserted again at every status change.
+    Memoised on what it is computed from (name, counts, pod spec, topology request and annotations, the summary,
+    the overhead the RuntimeClass adds and the rules — not the template's labels, which often differ per job),
+    since a workload is upserted again at every status change.
     """
     annotations = ps.template.metadata.annotations
     topo = tuple(annotations.get(k) for k in _TOPOLOGY_ANNOTATIONS) if annotations else None
     spec = ps.template.spec
     overhead = overhead_for(spec, runtime_classes) if spec.runtime_class_name else None
-    key = _ENC.encode((ps.name, ps.count, ps.min_count, ps.topology_request, topo, spec, limits, overhead))
+    key = _ENC.encode((ps.name, ps.count, ps.min_count, ps.topology_request, topo, spec, limits, overhead, rules))
     found = _BY_SPEC.get(key)
     if found is None:
         if len(_BY_SPEC) > 100_000:
             _BY_SPEC.clear()
-        found = _BY_SPEC[key] = _pod_set_info(ps, limits, overhead)
+        found = _BY_SPEC[key] = _pod_set_info(ps, limits, overhead, rules)
     return found
 
 
-_BY_SPEC_OBJECT: dict[int, tuple[o.WorkloadSpec, LimitSummary | None, Mapping | None, tuple[PodSetInfo, ...]]] = {}
+_BY_SPEC_OBJECT: dict[int, tuple[o.WorkloadSpec, LimitSummary | None, Mapping | None, RequestRules | None,
+                                  tuple[PodSetInfo, ...]]] = {}
 
 
 def pod_set_infos(spec: o.WorkloadSpec, limits: LimitSummary | None = None,
-                  runtime_classes: Mapping[str, o.RuntimeClass] | None = None) -> tuple[PodSetInfo, ...]:
+                  runtime_classes: Mapping[str, o.RuntimeClass] | None = None,
+                  rules: RequestRules | None = None) -> tuple[PodSetInfo, ...]:
     """The pod sets of a spec that is shared between upserts (a lazily decoded one: equal bytes, same object),
-    memoised on the object itself and what adjusts it (``runtime_classes`` by identity: the projection replaces
-    the mapping whenever a RuntimeClass changes). The entry holds the spec, so its ``id`` cannot be reused while
-    remembered."""
+    memoised on the object itself and what adjusts it (``runtime_classes`` and ``rules`` by identity: the
+    projection replaces the mapping whenever a RuntimeClass changes, and the rules whenever they change). The
+    entry holds the spec, so its ``id`` cannot be reused while remembered."""
     found = _BY_SPEC_OBJECT.get(id(spec))
-    if found is not None and found[0] is spec and found[2] is runtime_classes and found[1] == limits:
-        return found[3]
-    infos = tuple([pod_set_info(ps, limits, runtime_classes) for ps in spec.pod_sets])
+    if (found is not None and found[0] is spec and found[2] is runtime_classes and found[3] is rules
+            and found[1] == limits):
+        return found[4]
+    infos = tuple([pod_set_info(ps, limits, runtime_classes, rules) for ps in spec.pod_sets])
     if len(_BY_SPEC_OBJECT) >= 8192:
         _BY_SPEC_OBJECT.clear()
-    _BY_SPEC_OBJECT[id(spec)] = (spec, limits, runtime_classes, infos)
+    _BY_SPEC_OBJECT[id(spec)] = (spec, limits, runtime_classes, rules, infos)
     return infos
 
 
 def readjusted(infos: tuple[PodSetInfo, ...], templates: tuple[o.PodTemplateSpec, ...], limits: LimitSummary | None,
-               runtime_classes: Mapping[str, o.RuntimeClass] | None) -> tuple[PodSetInfo, ...]:
-    """A workload's pod sets once what adjusts them changed (a LimitRange of its namespace, a RuntimeClass): the
-    same pod sets (``infos``, from its spec's ``templates``, in order) with their resources adjusted anew — what
-    :func:`pod_set_info` gives for the spec under the new ``limits`` and ``runtime_classes``."""
+               runtime_classes: Mapping[str, o.RuntimeClass] | None,
+               rules: RequestRules | None = None) -> tuple[PodSetInfo, ...]:
+    """A workload's pod sets once what adjusts them changed (a LimitRange of its namespace, a RuntimeClass, the
+    Configuration's rules): the same pod sets (``infos``, with the spec's counts, from its spec's ``templates``, in
+    order) with their resources adjusted anew — what :func:`pod_set_info` gives for the spec under the new
+    ``limits``, ``runtime_classes`` and ``rules``."""
     return tuple([
         pod_set_info(o.PodSet(name=ps.name, count=ps.count, min_count=ps.min_count, template=t,
-                              topology_request=ps.topology), limits, runtime_classes)
+                              topology_request=ps.topology), limits, runtime_classes, rules)
         for ps, t in zip(infos, templates, strict=True)
     ])
 
 
-def _pod_set_info(ps: o.PodSet, limits: LimitSummary | None, overhead: tuple | None) -> PodSetInfo:
+def after_reclaim(spec_sets: tuple[PodSetInfo, ...], reclaimable: tuple[tuple[str, int], ...]
+                  ) -> tuple[PodSetInfo, ...]:
+    """The pod sets as Kueue counts them while pods are reclaimable: each count less its reclaimable pods,
+    floored at 0 (a ``minCount`` the count falls to or below goes: nothing is left to leave out). ``spec_sets``
+    itself when no count changes."""
+    if not reclaimable:
+        return spec_sets
+    by_name = dict(reclaimable)
+    out = list(spec_sets)
+    for i, ps in enumerate(spec_sets):
+        n = by_name.get(ps.name, 0)
+        if n > 0 and ps.count > 0:
+            count = max(0, ps.count - n)
+            min_count = ps.min_count if ps.min_count is not None and ps.min_count < count else None
+            out[i] = intern_pod_set(msgspec.structs.replace(ps, count=count, min_count=min_count))
+    return spec_sets if all(a is b for a, b in zip(out, spec_sets, strict=True)) else tuple(out)
+
+
+def reclaimable_of(pods: list[o.ReclaimablePod] | tuple[o.ReclaimablePod, ...]) -> tuple[tuple[str, int], ...]:
+    """``status.reclaimablePods`` as a workload keeps it: (pod set, count) by name, the shared empty tuple
+    when there are none (Kueue compares the lists as maps: their order means nothing)."""
+    if not pods:
+        return ()
+    return tuple(sorted({p.name: p.count for p in pods}.items()))
+
+
+def _pod_set_info(ps: o.PodSet, limits: LimitSummary | None, overhead: tuple | None,
+                  rules: RequestRules | None) -> PodSetInfo:
     spec = ps.template.spec
     affinity = None
     na = spec.affinity.node_affinity if spec.affinity else None
@@ -354,12 +401,15 @@ def _pod_set_info(ps: o.PodSet, limits: LimitSummary | None, overhead: tuple | N
     if topology is None and annotations:
         topology = topology_request_from_annotations(annotations)
     adjusted = adjust(spec, limits, overhead)
+    requests = pod_requests(adjusted)
+    if rules is not None:
+        requests = rules.apply(requests)
     return intern_pod_set(
         PodSetInfo(
             name=ps.name,
             count=ps.count,
             min_count=ps.min_count,
-            requests=tuple(sorted(pod_requests(adjusted).items())),
+            requests=tuple(sorted(requests.items())),
             node_selector=tuple(sorted(spec.node_selector.items())),
             tolerations=tuple(spec.tolerations),
             affinity_terms=affinity,
@@ -408,17 +458,38 @@ def _slice_layers(text: str | None) -> tuple[o.PodSetSliceRequiredTopologyConstr
     return layers
 
 
-def admission_usage(admission: o.Admission) -> dict[str, int]:
-    """Quota an admission holds, keyed ``flavor/resource``, from its ``resourceUsage``."""
+def admission_usage(admission: o.Admission, counts: Mapping[str, tuple[int, int]] | None = None) -> dict[str, int]:
+    """Quota an admission holds, keyed ``flavor/resource``, from its ``resourceUsage``.
+
+    ``counts`` (pod set -> (spec count, count less its reclaimable pods)) scales a pod set down once pods it was
+    admitted with became reclaimable, as Kueue does: usage ÷ admitted count × the count left (integer division;
+    the admitted count is the assignment's, else the spec's). A count left above the admitted one (a partial
+    admission) changes nothing."""
     usage: dict[str, int] = {}
     for psa in admission.pod_set_assignments:
+        admitted = left = 0
+        if counts:
+            spec_count, left = counts.get(psa.name, (0, 0))
+            admitted = psa.count if psa.count is not None else spec_count
+            if left >= admitted or psa.name not in counts:
+                admitted = 0
         for resource, flavor in psa.flavors.items():
             q = psa.resource_usage.get(resource)
             if q is None:
                 continue
+            v = to_int(resource, q)
+            if admitted:
+                v = v // admitted * left
             k = f"{flavor}/{resource}"
-            usage[k] = usage.get(k, 0) + to_int(resource, q)
+            usage[k] = usage.get(k, 0) + v
     return usage
+
+
+def reclaim_counts(wl: WorkloadInfo) -> dict[str, tuple[int, int]] | None:
+    """What :func:`admission_usage` scales a reserving workload's pod sets by (None: no reclaimable pods)."""
+    if not wl.reclaimable:
+        return None
+    return {s.name: (s.count, e.count) for s, e in zip(wl.spec_sets, wl.pod_sets, strict=True)}
 
 
 _NOT_ADMISSIBLE = (INVALID_RESOURCES + ": ", OUTSIDE_LIMIT_RANGES + ": ")
@@ -474,4 +545,6 @@ def status_of(wl: WorkloadInfo) -> dict[str, Any]:
         status["admissionChecks"] = [msgspec.to_builtins(wl.check_states[k]) for k in sorted(wl.check_states)]
     if wl.shows_requests and wl.admission is None:
         status["resourceRequests"] = resource_requests(wl)
+    if wl.reclaimable:
+        status["reclaimablePods"] = [{"name": n, "count": c} for n, c in wl.reclaimable]
     return status

@@ -15,7 +15,7 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   says the admission adds (the flavors' ``nodeLabels`` and tolerations, the pod-set and queue labels, the
   workload annotation, with a topology assignment the TAS scheduling gate, and the Ready checks'
   ``podSetUpdates``) is merged into the template (a conflicting key finishes the Workload with
-  ``FailedToStart``), partial admission sets ``parallelism``; then ``suspend: false`` — one patch, conditioned
+  ``FailedToStart``), partial admission (a ``minCount``) sets ``parallelism``; then ``suspend: false`` — one patch, conditioned
   on the Job's resourceVersion. A Workload that only holds quota (checks pending, topology delayed) is not
   admitted: its Job stays suspended;
 * **not admitted** (pending, evicted, deactivated) and running → stop: ``suspend: true`` with the annotation
@@ -26,6 +26,10 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
 * **evicted**, suspended and no active pod → ``JobStopped`` (the scheduler then gives the quota back);
 * **running**: ``PodsReadyChanged`` when ready + succeeded pods reach the admitted count (``Started``, or
   ``Recovered`` after a loss), and back to not ready (``WaitForRecovery``) — what waitForPodsReady counts on;
+* **pods succeeded** (any Workload not finished): ``ReclaimablePodsChanged`` when the pods the Job no longer
+  needs differ from the Workload's ``status.reclaimablePods`` — Kueue's count for a Job: with parallelism above 1
+  and some pods succeeded, the parallelism less the completions still to come, when that is positive (the
+  writer then writes the field, and the quota those pods held is given back);
 * the Job **finished** (condition ``Complete`` or ``Failed``) → ``WorkloadFinished`` (``Succeeded``/``Failed``);
 * the Job is **gone** → its Workload is finished (``OwnerNotFound``) and deleted (what the garbage collector
   would do with the ownerReference).
@@ -103,6 +107,19 @@ def job_finished(job: o.Job) -> tuple[str, str] | None:
         if c.status == "True" and c.type in ("Complete", "Failed"):
             return ("Succeeded" if c.type == "Complete" else "Failed"), c.message
     return None
+
+
+def reclaimable_pods(job: o.Job) -> tuple[tuple[str, int], ...]:
+    """Kueue's reclaimable pods of a Job's one pod set ``main``: with parallelism above 1 and pods succeeded,
+    the parallelism less the completions still to come, when that leaves any (as a workload keeps them:
+    :func:`projections.workloads.reclaimable_of`)."""
+    parallelism, succeeded = job.spec.parallelism, job.status.succeeded
+    if parallelism == 1 or succeeded == 0:
+        return ()
+    remaining = (job.spec.completions if job.spec.completions is not None else parallelism) - succeeded
+    if remaining >= parallelism:
+        return ()
+    return (("main", parallelism - remaining),)
 
 
 def is_running(job: o.Job) -> bool:
@@ -193,6 +210,13 @@ class JobIntegration:
                 await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl_key, uid=wl.uid, reason=reason,
                                                                 message=message or f"Job {reason.lower()}"))
             return
+        if wl.phase != FINISHED:
+            reclaimable = reclaimable_pods(job)
+            if reclaimable != wl.reclaimable:
+                await self._append_once(wl, ev.ReclaimablePodsChanged(
+                    time=_now(), key=wl_key, uid=wl.uid,
+                    reclaimable_pods=[o.ReclaimablePod(name=n, count=c) for n, c in reclaimable]))
+                return  # as Kueue's reconciler: the rest waits for the Workload that shows them
         admitted = wl.phase == ADMITTED and not wl.evicted and wl.active
         if admitted and not job.spec.suspend and STOPPING not in job.metadata.annotations:
             await self._pods_ready(job, wl)
@@ -359,9 +383,10 @@ class JobIntegration:
             "metadata": {"resourceVersion": job.metadata.resource_version},
             "spec": {"suspend": False, "template": template},
         }
-        count = obs.spec.pod_sets[0].count if obs.spec.pod_sets else None
-        if psa is not None and psa.count is not None and count is not None and psa.count < count:
-            patch["spec"]["parallelism"] = psa.count
+        saved = obs.spec.pod_sets[0] if obs.spec.pod_sets else None
+        if (psa is not None and psa.count is not None and saved is not None and saved.min_count is not None
+                and psa.count < saved.count):
+            patch["spec"]["parallelism"] = psa.count  # partial admission (an admission less reclaimable pods keeps it)
         await self.client.patch(JOBS, job.metadata.name, patch, job.metadata.namespace)
         self.stats.started += 1
         log.info("started job", job=job.key, workload=wl.key, cluster_queue=wl.admission.cluster_queue,

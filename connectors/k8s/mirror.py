@@ -29,7 +29,7 @@ from projections.cluster import ClusterState
 from projections.in_use import KINDS as FINALIZED
 
 WORKLOAD_EVENTS = (ev.Decision, ev.WorkloadFinished, ev.PodsReadyChanged, ev.AdmissionCheckStateChanged,
-                   ev.JobStopped)
+                   ev.JobStopped, ev.ReclaimablePodsChanged)
 LEDGER_EVENTS = (ev.Decision, ev.DecisionApplied, ev.DecisionRejected, ev.JobActed, ev.WorkloadFinished)
 QUEUE_INPUTS = frozenset({"ResourceFlavor", "AdmissionCheck", "Topology", "Cohort"})
 """Kinds whose changes may change any queue's status (activeness, borrowing)."""

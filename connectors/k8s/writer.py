@@ -2,8 +2,8 @@
 
 Level-triggered: for every workload the mirror marks dirty, the **desired** status is what the projection says
 (:func:`projections.workloads.status_of` — admission, conditions, requeueState, admissionChecks, unhealthyNodes,
-resourceRequests) and the **current** one is what the apiserver last showed (the observed Workload, or our own last write if that is
-newer). When they differ, one JSON merge patch of the ``status`` subresource sets every one of those fields
+resourceRequests, reclaimablePods) and the **current** one is what the apiserver last showed (the observed
+Workload, or our own last write if that is newer). When they differ, one JSON merge patch of the ``status`` subresource sets every one of those fields
 (``null`` clears one), conditioned on the observed ``uid`` and ``resourceVersion`` (optimistic concurrency):
 
 * success → ``DecisionApplied`` for every decision of the workload up to the log offset the status was computed
@@ -40,9 +40,12 @@ from projections.workloads import FINISHED, WorkloadInfo, status_of
 
 log = structlog.get_logger("kueue_es.k8s.writer")
 WORKLOADS = BY_KIND["Workload"]
-STATUS_FIELDS = ("admission", "conditions", "requeueState", "admissionChecks", "unhealthyNodes", "resourceRequests")
+STATUS_FIELDS = ("admission", "conditions", "requeueState", "admissionChecks", "unhealthyNodes", "resourceRequests",
+                 "reclaimablePods")
 """The status fields kueue-es writes. ``resourceRequests`` goes out with the QuotaReserved=False of a failed
-admission attempt and is cleared (``null``) by the write that sets the admission, as in Kueue's two writes."""
+admission attempt and is cleared (``null``) by the write that sets the admission, as in Kueue's two writes;
+``reclaimablePods`` is what the job integration counted (``ReclaimablePodsChanged``), as Kueue's job reconciler
+writes it."""
 NOT_STATUS = frozenset({"RetentionExpired", "ProvisioningRequestCreated", "ProvisioningRequestDeleted"})
 """Decisions not carried out by a status write: deleting objects (connectors/k8s/retention.py), creating and
 deleting ProvisioningRequests (connectors/k8s/provreqs.py)."""

@@ -13,6 +13,7 @@ import msgspec
 
 from events.errors import InvalidInput
 from kueue_es.scheduler import features
+from projections.request_rules import ResourceTransformation, compile_rules
 
 
 class _Cfg(msgspec.Struct, kw_only=True, rename="camel", frozen=True, forbid_unknown_fields=False):
@@ -50,8 +51,13 @@ _PODS_READY_OFF = WaitForPodsReadyConfig(enable=False)
 
 class ResourcesConfig(_Cfg):
     exclude_resource_prefixes: list[str] = []
-    transformations: list[dict[str, Any]] = []
+    transformations: list[ResourceTransformation] = []
+    """What they do to requests: :mod:`projections.request_rules` (the projection reads them from the recorded
+    document)."""
     quota_check_strategy: str = "BlockUndeclared"
+
+
+QUOTA_CHECK_STRATEGIES = ("BlockUndeclared", "IgnoreUndeclared")
 
 
 class WorkloadRetentionPolicy(_Cfg):
@@ -81,6 +87,13 @@ class SchedulerConfig(_Cfg):
     def gate(self, name: str) -> bool:
         """Whether feature gate ``name`` is on."""
         return features.enabled(self.feature_gates, name)
+
+    @property
+    def ignore_undeclared(self) -> bool:
+        """``resources.quotaCheckStrategy: IgnoreUndeclared`` is in force (only under the ``QuotaCheckStrategy``
+        gate, on by default): a resource no resource group covers is left out of the quota check."""
+        return (self.resources.quota_check_strategy == "IgnoreUndeclared"
+                and features.enabled(self.feature_gates, features.QUOTA_CHECK_STRATEGY))
 
     @property
     def fair_sharing_enabled(self) -> bool:
@@ -162,6 +175,7 @@ def load_config(doc: dict[str, Any], source: str = "<config>") -> SchedulerConfi
                     raise InvalidInput(f"{source}: field `objectRetentionPolicies.workloads.{name}`: "
                                        f"must not be negative (got {value!r})")
                 parse_duration(value, f"{source}: field `objectRetentionPolicies.workloads.{name}`")
+    _validate_resources(cfg, source)
     if cfg.fair_sharing is not None:
         allowed = (["LessThanOrEqualToFinalShare"], ["LessThanInitialShare"],
                    ["LessThanOrEqualToFinalShare", "LessThanInitialShare"], [])
@@ -169,3 +183,18 @@ def load_config(doc: dict[str, Any], source: str = "<config>") -> SchedulerConfi
             raise InvalidInput(f"{source}: field `fairSharing.preemptionStrategies`: unsupported list "
                                f"{cfg.fair_sharing.preemption_strategies}")
     return cfg
+
+
+def _validate_resources(cfg: SchedulerConfig, source: str) -> None:
+    """Kueue's checks of ``resources``: the transformations (always), the quota check strategy (under its gate)."""
+    r = cfg.resources
+    compile_rules(r.exclude_resource_prefixes, r.transformations, f"{source}: Configuration")
+    if not features.enabled(cfg.feature_gates, features.QUOTA_CHECK_STRATEGY):
+        return
+    where = f"{source}: Configuration: field `resources.quotaCheckStrategy`"
+    if r.quota_check_strategy not in QUOTA_CHECK_STRATEGIES:
+        raise InvalidInput(f"{where}: unsupported value {r.quota_check_strategy!r} (supported: "
+                           f"{', '.join(QUOTA_CHECK_STRATEGIES)})")
+    if r.quota_check_strategy == "IgnoreUndeclared" and r.exclude_resource_prefixes:
+        raise InvalidInput(f"{where}: excludeResourcePrefixes is not allowed when quotaCheckStrategy is "
+                           "IgnoreUndeclared")

@@ -89,7 +89,7 @@ class CycleContext:
         self.config = config
         self.now = now
         self.tree: QuotaTree = state.quota
-        self.ignore_undeclared = config.resources.quota_check_strategy == "IgnoreUndeclared"
+        self.ignore_undeclared = config.ignore_undeclared
         self.info: Callable[[str], ClusterQueueInfo] = state.cq_info  # type: ignore[assignment]
         """The compiled ClusterQueue (only asked for queues that exist)."""
         self.find_targets = fair_targets if config.fair_sharing_enabled else find_targets

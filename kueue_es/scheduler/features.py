@@ -6,7 +6,8 @@ whose dependency is disabled. ``AllAlpha`` / ``AllBeta`` set every alpha / beta 
 names, stages and defaults below are Kueue's (``pkg/features/kube_features.go``, main after v0.19); only the
 gates that change a decision here are read (``TASBalancedPlacement``, ``TASMultiLayerTopology``,
 ``DisableWaitForPodsReady``, which turns waitForPodsReady off altogether, and for its blockAdmission reason
-``UnadmittedWorkloadsObservability``), the
+``UnadmittedWorkloadsObservability``, and ``QuotaCheckStrategy``, without which ``resources.quotaCheckStrategy``
+is neither checked nor used), the
 others are known so that a user's existing configuration is accepted as Kueue accepts it.
 """
 
@@ -20,6 +21,7 @@ TAS_BALANCED_PLACEMENT = "TASBalancedPlacement"
 TAS_MULTI_LAYER_TOPOLOGY = "TASMultiLayerTopology"
 DISABLE_WAIT_FOR_PODS_READY = "DisableWaitForPodsReady"
 UNADMITTED_WORKLOADS_OBSERVABILITY = "UnadmittedWorkloadsObservability"
+QUOTA_CHECK_STRATEGY = "QuotaCheckStrategy"
 
 GATES: dict[str, tuple[str, bool]] = {
     "PartialAdmission": (BETA, True),
@@ -77,7 +79,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "MultiKueueIncrementalDispatcherConfig": (BETA, True),
     "MultiKueueIncrementalDispatcherRespectConfigOrder": (BETA, True),
     "ConcurrentAdmission": (ALPHA, False),
-    "QuotaCheckStrategy": (BETA, True),
+    QUOTA_CHECK_STRATEGY: (BETA, True),
     "MetricForWorkloadCreationLatency": (BETA, True),
     "TASRespectNodeAffinityPreferred": (ALPHA, False),
     "MultiKueueManagerQuotaAutomation": (ALPHA, False),

@@ -104,6 +104,19 @@ BAD_INPUTS = {
         ["document 2", "(Workload w)",
          "field `spec.podSets[0].topologyRequest.podsetSliceRequiredTopologyConstraints[1].size` must be >= 1, got 0"],
     ),
+    "reclaimable-pods-count": (
+        GOOD_DOC + "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata:\n  name: w\n  namespace: team\n"
+        "spec:\n  queueName: lq\n  podSets:\n  - name: main\n    count: 2\n    template: {spec: {containers: [{name: c}]}}\n"
+        "status:\n  reclaimablePods: [{name: main, count: 3}]\n",
+        ["document 2", "(Workload w)",
+         "field `status.reclaimablePods[main].count`: must be between 0 and the pod set's count (2), got 3"],
+    ),
+    "reclaimable-pods-name": (
+        GOOD_DOC + "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata:\n  name: w\n  namespace: team\n"
+        "spec:\n  queueName: lq\n  podSets:\n  - name: main\n    count: 2\n    template: {spec: {containers: [{name: c}]}}\n"
+        "status:\n  reclaimablePods: [{name: workers, count: 1}]\n",
+        ["document 2", "(Workload w)", "field `status.reclaimablePods[workers].name`: not a pod set (pod sets: main)"],
+    ),
     "limit-range-type": (
         GOOD_DOC + "---\napiVersion: v1\nkind: LimitRange\nmetadata:\n  name: lr\n  namespace: team\nspec:\n"
         "  limits:\n  - type: Container\n  - type: Node\n    max: {cpu: '1'}\n",
@@ -331,3 +344,23 @@ def test_unknown_feature_gate_is_refused_as_kueue_refuses_to_start(tmp_path: Pat
     r = kueue_es("schedule", "-f", CLUSTER, "--config", cfg)
     assert r.code == 2
     assert one_line_error(r) == f"kueue-es: error: {cfg}: field `featureGates`: unrecognized feature gate: TASBalancedPlacment"
+
+
+@pytest.mark.parametrize(("resources", "error"), [
+    ("  transformations:\n  - input: nvidia.com/mig-1g.5gb\n    strategy: Drop\n",
+     "field `resources.transformations[0].strategy`: unsupported value 'Drop' (supported: Retain, Replace)"),
+    ("  transformations:\n  - input: a.io/x\n  - input: a.io/x\n    strategy: Replace\n",
+     "field `resources.transformations[1].input`: duplicate value 'a.io/x' (each input is transformed by one entry)"),
+    ("  transformations:\n  - input: a.io/x\n    outputs: {b.io/y: lots}\n",
+     "field `resources.transformations[0].outputs.b.io/y`: invalid quantity 'lots'"),
+    ("  quotaCheckStrategy: IgnoreUndeclared\n  excludeResourcePrefixes: [a.io/]\n",
+     "field `resources.quotaCheckStrategy`: excludeResourcePrefixes is not allowed when quotaCheckStrategy is "
+     "IgnoreUndeclared"),
+])
+def test_a_resources_stanza_kueue_refuses_is_refused_naming_the_field(tmp_path: Path, resources: str,
+                                                                      error: str) -> None:
+    cfg = tmp_path / "kueue.yaml"
+    cfg.write_text(f"apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nresources:\n{resources}")
+    r = kueue_es("schedule", "-f", CLUSTER, "--config", cfg)
+    assert r.code == 2
+    assert one_line_error(r) == f"kueue-es: error: {cfg}: Configuration: {error}"

@@ -7,7 +7,8 @@ A case file holds ``objects`` (what a user would kubectl-apply), an optional Kue
 * ``timeline`` — for behaviour driven by time: the objects are loaded as ``kueue-es schedule`` loads them, at
   ``start`` (default 2024-01-01T00:00:00Z), then each step happens ``at`` an offset from ``start``: it applies
   ``objects`` (upserts), ``delete`` (``Kind/key``), ``finish``, ``podsReady`` / ``podsNotReady``,
-  ``stopJobs`` (keys, or ``all`` evicted workloads that still hold quota), ``checks``
+  ``stopJobs`` (keys, or ``all`` evicted workloads that still hold quota), ``reclaimable``
+  (``{workload: {podSet: count}}``, what the job integration reports as ``status.reclaimablePods``), ``checks``
   (``{workload, check, state, message, requeueAfterSeconds}``) and ``provisioning`` (``{request: namespace/name, condition: Provisioned,
   status: "True", message, details: {...}}`` — the ProvisioningRequest as kueue-es created it, as the watch would
   bring it back with that condition set) as observed events at that
@@ -21,7 +22,9 @@ A case file holds ``objects`` (what a user would kubectl-apply), an optional Kue
 
 Expectations per workload: ``admitted: {clusterQueue, flavors: {podSet: {resource: flavor}}, counts: {podSet: n}, usage: {podSet: {resource: quantity}},
 checksPending, topology: {podSet: [[value..., count], ...]}, delayedTopology: {podSet: Pending|Ready|null}}``,
-``unhealthyNodes: [node, ...]``, ``pending: REASON`` (QuotaReserved=False reason; ``message``/``notInMessage`` optional substrings), ``preempted:
+``unhealthyNodes: [node, ...]``, ``reclaimablePods: {podSet: count}`` (exactly ``status.reclaimablePods``), ``usage:
+{resource: quantity}`` (the quota it holds in its ClusterQueue, per resource, as the projection counts it),
+``pending: REASON`` (QuotaReserved=False reason; ``message``/``notInMessage`` optional substrings), ``preempted:
 REASON`` (Preempted condition reason, with Evicted=True/Preempted), ``evicted: REASON`` (Evicted=True),
 ``requeued: {status, reason}``, ``requeueCount: N``, ``requeueAt: TIME|null``, ``finished: true``,
 ``active: false``, ``reservingQuota: bool``, ``admittedCondition: {status, reason}``, ``messages: {condition
@@ -45,6 +48,7 @@ import yaml
 from events import objects as o
 from events import schema as ev
 from events.manifests import load_text
+from events.quantity import to_int
 from events.tas_assignment import decode
 from events.timefmt import format_time, parse_time
 from kueue_es.commands.schedule import schedule
@@ -147,6 +151,18 @@ def check_status(case: str, key: str, status: dict, want: dict, wl=None, state=N
         checked = True
         got = status.get("requeueState", {}).get("requeueAt")
         assert got == want["requeueAt"], f"{key}: requeueAt {got}"
+    if "reclaimablePods" in want:
+        checked = True
+        got = {p["name"]: p["count"] for p in status.get("reclaimablePods", [])}
+        assert got == want["reclaimablePods"], f"{key}: reclaimablePods {got}"
+    if "usage" in want:
+        checked = True
+        assert wl is not None, f"{case}: usage is only known in a timeline"
+        got = {}
+        for fr, v in sorted(wl.usage.items()):
+            r = fr.split("/", 1)[1]
+            got[r] = got.get(r, 0) + v
+        assert got == {r: to_int(r, q) for r, q in want["usage"].items()}, f"{key}: holds {wl.usage}"
     if "unhealthyNodes" in want:
         checked = True
         got = [n["name"] for n in status.get("unhealthyNodes", [])]
@@ -256,6 +272,9 @@ def run_timeline(name: str, spec: dict, tmp_path: Path) -> None:
             events.append(ev.ObjectDeleted(time=t, key=key, kind=kind))
         for key in step.get("finish", []):
             events.append(ev.WorkloadFinished(time=t, key=key, uid=state.workloads[key].uid))
+        for key, pods in sorted(step.get("reclaimable", {}).items()):
+            events.append(ev.ReclaimablePodsChanged(time=t, key=key, reclaimable_pods=[
+                o.ReclaimablePod(name=n, count=c) for n, c in sorted(pods.items())]))
         for key in step.get("podsReady", []):
             events.append(ev.PodsReadyChanged(time=t, key=key, ready=True))
         for key in step.get("podsNotReady", []):

@@ -1,0 +1,173 @@
+"""What Kueue's Configuration does to a pod's requests before they count against quota (``resources``).
+
+After the in-memory adjustment (:mod:`projections.pod_adjustment`) and the per-pod sum, Kueue
+
+1. drops every resource whose name starts with one of ``excludeResourcePrefixes``;
+2. applies ``transformations``: an input resource (its quantity, times the whole value of the ``multiplyBy``
+   resource when the pod requests it) turns into outputs of so much per unit of it (``outputs``; outputs of
+   several inputs add up); ``Retain`` (the default) keeps the input as well — multiplied, when ``multiplyBy``
+   applied, as Kueue keeps it —, ``Replace`` drops it. An output that comes out negative counts as 0.
+
+The rules live in the Configuration recorded in the log, so a projection reads them from the recorded document
+(:func:`rules_of`); the scheduler's configuration loader validates the same fields with :func:`compile_rules`
+and names the bad one.
+
+Where Kueue's result depends on Go's map order (an output named like an input that is kept), inputs are taken
+here in name order, which is one of the outcomes Kueue can give.
+"""
+
+from __future__ import annotations
+
+from decimal import ROUND_CEILING, Decimal
+from typing import Any
+
+import msgspec
+
+from events.errors import InvalidInput
+from events.objects import Quantity
+from events.quantity import MAX_INT64, MILLI_RESOURCES, QuantityError, parse_quantity
+
+RETAIN, REPLACE = "Retain", "Replace"
+
+
+class ResourceTransformation(msgspec.Struct, kw_only=True, rename="camel", frozen=True, forbid_unknown_fields=False):
+    """One entry of ``resources.transformations`` as the Configuration gives it."""
+
+    input: str = ""
+    strategy: str | None = None
+    """``Retain`` (also when absent) or ``Replace``."""
+    multiply_by: str = ""
+    outputs: dict[str, Quantity] = {}
+
+
+class _Resources(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=False):
+    exclude_resource_prefixes: list[str] = []
+    transformations: list[ResourceTransformation] = []
+
+
+class _Doc(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
+    resources: _Resources | None = None
+
+
+class Transform(msgspec.Struct, frozen=True, gc=False, array_like=True):
+    """A compiled transformation: per-unit outputs as exact quantities, sorted by name."""
+
+    input: str
+    replace: bool
+    multiply_by: str
+    outputs: tuple[tuple[str, Decimal], ...]
+
+
+class RequestRules(msgspec.Struct, frozen=True, gc=False, array_like=True):
+    """The compiled ``resources`` rules; part of the pod-set memo keys (see ``projections.workloads``)."""
+
+    exclude: tuple[str, ...] = ()
+    transforms: tuple[Transform, ...] = ()
+
+    def apply(self, requests: dict[str, int]) -> dict[str, int]:
+        """Per-pod ``requests`` (Kueue units: cpu in milli) as Kueue counts them under these rules."""
+        exclude = self.exclude
+        if exclude and any(r.startswith(exclude) for r in requests):
+            requests = {r: v for r, v in requests.items() if not r.startswith(exclude)}
+        by_input = {t.input: t for t in self.transforms}
+        if not any(r in by_input for r in requests):
+            return requests
+        out: dict[str, Decimal] = {}
+        for name in sorted(requests):
+            quantity = _exact(name, requests[name])
+            t = by_input.get(name)
+            if t is None:
+                out[name] = quantity
+                continue
+            if t.multiply_by and t.multiply_by in requests:
+                quantity *= _whole(_exact(t.multiply_by, requests[t.multiply_by]))
+            units = _whole(quantity)
+            for output, per_unit in t.outputs:
+                value = per_unit * units
+                out[output] = out[output] + value if output in out else value
+            if not t.replace:
+                out[name] = quantity
+        return {r: _units(r, q) for r, q in out.items()}
+
+
+def _exact(resource: str, value: int) -> Decimal:
+    return Decimal(value) / 1000 if resource in MILLI_RESOURCES else Decimal(value)
+
+
+def _whole(quantity: Decimal) -> int:
+    """A quantity's whole value, rounded up (Kubernetes' ``Quantity.Value()``)."""
+    return int(quantity.to_integral_value(rounding=ROUND_CEILING))
+
+
+def _units(resource: str, quantity: Decimal) -> int:
+    if resource in MILLI_RESOURCES:
+        quantity *= 1000
+    return max(0, min(_whole(quantity), MAX_INT64))
+
+
+def compile_rules(exclude: list[str], transformations: list[ResourceTransformation],
+                  where: str) -> RequestRules | None:
+    """The rules of a Configuration's ``resources`` (None when there are none); a transformation Kueue would
+    refuse is an error naming the field."""
+    at = "resources.transformations"
+    seen: set[str] = set()
+    transforms = []
+    for i, t in enumerate(transformations):
+        if not t.input:
+            raise InvalidInput(f"{where}: field `{at}[{i}].input` is required")
+        if t.input in seen:
+            raise InvalidInput(f"{where}: field `{at}[{i}].input`: duplicate value {t.input!r} (each input is "
+                               "transformed by one entry)")
+        seen.add(t.input)
+        strategy = t.strategy or RETAIN
+        if strategy not in (RETAIN, REPLACE):
+            raise InvalidInput(f"{where}: field `{at}[{i}].strategy`: unsupported value {strategy!r} (supported: "
+                               f"{RETAIN}, {REPLACE})")
+        outputs = []
+        for name in sorted(t.outputs):
+            if not name:
+                raise InvalidInput(f"{where}: field `{at}[{i}].outputs`: a resource name must not be empty")
+            try:
+                outputs.append((name, parse_quantity(t.outputs[name])))
+            except QuantityError as exc:
+                raise InvalidInput(f"{where}: field `{at}[{i}].outputs.{name}`: {exc}") from None
+        transforms.append(Transform(input=t.input, replace=strategy == REPLACE, multiply_by=t.multiply_by,
+                                    outputs=tuple(outputs)))
+    if not exclude and not transforms:
+        return None
+    return RequestRules(exclude=tuple(exclude), transforms=tuple(transforms))
+
+
+_BY_DOCUMENT: dict[bytes, RequestRules | None] = {}
+_ENC = msgspec.json.Encoder(order="sorted")
+
+
+def rules_of(document: dict[str, Any] | None) -> RequestRules | None:
+    """The rules of a recorded Configuration document (None: it has none). A document Kueue would refuse has none
+    here: the scheduler refuses to decide under it, naming its offset, so the requests it would give never
+    count. Equal documents give the same object."""
+    if not document or not document.get("resources"):
+        return None
+    key = _ENC.encode(document.get("resources"))
+    if key in _BY_DOCUMENT:
+        return _BY_DOCUMENT[key]
+    try:
+        res = msgspec.convert(document, _Doc, strict=False).resources
+        rules = None if res is None else compile_rules(res.exclude_resource_prefixes, res.transformations, "")
+    except (msgspec.ValidationError, InvalidInput):
+        rules = None
+    if len(_BY_DOCUMENT) > 1024:
+        _BY_DOCUMENT.clear()
+    _BY_DOCUMENT[key] = rules
+    return rules
+
+
+def reclaims(document: dict[str, Any] | None) -> bool:
+    """Whether Kueue's ``ReclaimablePods`` gate (beta, on by default) is on in a recorded Configuration document:
+    only then do reclaimable pods stop counting. Read as ``kueue_es.scheduler.features`` reads a beta gate (its
+    own entry, else ``AllBeta``), which has validated the map before the document was recorded."""
+    gates = document.get("featureGates") if document else None
+    if not isinstance(gates, dict):
+        return True
+    value = gates.get("ReclaimablePods", gates.get("AllBeta", True))
+    return value if isinstance(value, bool) else True

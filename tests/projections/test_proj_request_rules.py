@@ -1,0 +1,251 @@
+"""What a Kueue Configuration's ``resources`` and a workload's ``status.reclaimablePods`` do to what it counts.
+
+The rules (excluded prefixes, transformations) on per-pod requests; the projection counting pending workloads
+under the configuration in force and again whenever it changes, while workloads holding quota keep what their
+admission says; reclaimable pods lowering a pending workload's counts and a reserving one's usage. Both are
+functions of the log: a snapshot restored anywhere and folded on gives the same counts and digest.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from fixtures.eventgen import (
+    RESOURCE_CONFIGS,
+    T0,
+    Op,
+    admission,
+    fold,
+    interpret,
+    local_queue,
+    namespace,
+    records,
+    upsert,
+    workload,
+)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from events import objects as o
+from events import schema as ev
+from events.errors import InvalidInput
+from projections import snapshot
+from projections.cluster import ClusterState
+from projections.request_rules import ResourceTransformation, compile_rules, reclaims, rules_of
+from projections.workloads import (
+    PENDING,
+    admission_usage,
+    after_reclaim,
+    pod_set_info,
+    pod_set_infos,
+    readjusted,
+    reclaim_counts,
+    resource_requests,
+    status_of,
+)
+
+
+def rules(*transformations: dict, exclude: tuple[str, ...] = ()):
+    return compile_rules(list(exclude), [ResourceTransformation(**t) for t in transformations], "test")
+
+
+# --- the rules on one pod's requests -------------------------------------------------------------------------
+
+
+def test_excluded_prefixes_drop_resources_before_anything_else() -> None:
+    r = rules({"input": "example.com/seat", "outputs": {"example.com/credits": "1"}}, exclude=("example.com/",))
+    assert r.apply({"cpu": 500, "example.com/seat": 2, "example.org/x": 1}) == {"cpu": 500, "example.org/x": 1}
+
+
+def test_retain_keeps_the_input_and_replace_drops_it() -> None:
+    mig = {"input": "nvidia.com/mig-1g.5gb", "outputs": {"example.com/accelerator-memory": "5Gi"}}
+    assert rules(mig).apply({"nvidia.com/mig-1g.5gb": 2}) == {
+        "nvidia.com/mig-1g.5gb": 2, "example.com/accelerator-memory": 10 * 2**30}
+    assert rules({**mig, "strategy": "Replace"}).apply({"nvidia.com/mig-1g.5gb": 2, "cpu": 1000}) == {
+        "example.com/accelerator-memory": 10 * 2**30, "cpu": 1000}
+    assert rules({**mig, "strategy": "Replace", "outputs": {}}).apply({"nvidia.com/mig-1g.5gb": 2}) == {}
+
+
+def test_outputs_of_several_inputs_add_up_and_an_input_counts_in_whole_units() -> None:
+    r = rules({"input": "nvidia.com/mig-1g.5gb", "strategy": "Replace", "outputs": {"example.com/mem": "5"}},
+              {"input": "nvidia.com/mig-2g.10gb", "strategy": "Replace", "outputs": {"example.com/mem": "10"}},
+              {"input": "cpu", "outputs": {"example.com/credits": "2", "example.com/half": "500m"}})
+    got = r.apply({"nvidia.com/mig-1g.5gb": 1, "nvidia.com/mig-2g.10gb": 2, "cpu": 1500})
+    # 1.5 cpu is 2 whole units (Quantity.Value rounds up); half a unit per cpu: 1, rounded up from 1.0
+    assert got == {"example.com/mem": 25, "cpu": 1500, "example.com/credits": 4, "example.com/half": 1}
+
+
+def test_multiply_by_scales_the_input_by_the_whole_value_of_another_request() -> None:
+    t = {"input": "example.com/gpu-memory", "multiplyBy": "nvidia.com/gpu", "outputs": {"example.com/mem": "1Gi"}}
+    t = {"input": t["input"], "multiply_by": t["multiplyBy"], "outputs": t["outputs"]}
+    r = rules({**t, "strategy": "Replace"})
+    assert r.apply({"example.com/gpu-memory": 40, "nvidia.com/gpu": 2}) == {
+        "example.com/mem": 80 * 2**30, "nvidia.com/gpu": 2}
+    assert r.apply({"example.com/gpu-memory": 40}) == {"example.com/mem": 40 * 2**30}  # nothing to multiply by
+    # Kueue multiplies the input in place, so with Retain the input it keeps is the multiplied one
+    assert rules(t).apply({"example.com/gpu-memory": 40, "nvidia.com/gpu": 2})["example.com/gpu-memory"] == 80
+
+
+def test_negative_outputs_count_as_zero() -> None:
+    assert rules({"input": "cpu", "outputs": {"example.com/discount": "-2"}}).apply({"cpu": 3000}) == {
+        "cpu": 3000, "example.com/discount": 0}
+
+
+def test_an_output_named_like_a_kept_input_is_decided_in_name_order() -> None:
+    """Kueue's outcome depends on Go's map order here; taking inputs by name gives one of its outcomes, always."""
+    r = rules({"input": "a.io/x", "strategy": "Replace", "outputs": {"b.io/y": "2"}})
+    assert r.apply({"a.io/x": 1, "b.io/y": 5}) == {"b.io/y": 5}  # b.io/y comes after a.io/x: kept as it was
+    r = rules({"input": "c.io/x", "strategy": "Replace", "outputs": {"b.io/y": "2"}})
+    assert r.apply({"c.io/x": 1, "b.io/y": 5}) == {"b.io/y": 7}  # b.io/y came first: the output adds to it
+
+
+@pytest.mark.parametrize(("entries", "error"), [
+    ([{"input": ""}], "field `resources.transformations[0].input` is required"),
+    ([{"input": "a"}, {"input": "a"}], "field `resources.transformations[1].input`: duplicate value 'a'"),
+    ([{"input": "a", "strategy": "Drop"}], "field `resources.transformations[0].strategy`: unsupported value 'Drop'"),
+    ([{"input": "a", "outputs": {"b": "lots"}}], "field `resources.transformations[0].outputs.b`: invalid quantity"),
+])
+def test_a_transformation_kueue_refuses_is_an_error_naming_the_field(entries: list[dict], error: str) -> None:
+    with pytest.raises(InvalidInput, match=error.replace("[", r"\[").replace("]", r"\]")):
+        rules(*entries)
+
+
+def test_rules_of_a_recorded_document() -> None:
+    assert rules_of(RESOURCE_CONFIGS[0]) is None
+    assert rules_of(RESOURCE_CONFIGS[1]) is rules_of(dict(RESOURCE_CONFIGS[1]))  # one object per document
+    assert rules_of({"resources": {"transformations": [{"input": "a", "strategy": "Drop"}]}}) is None
+    assert reclaims(RESOURCE_CONFIGS[0]) and not reclaims(RESOURCE_CONFIGS[4])
+    assert not reclaims({"featureGates": {"AllBeta": False}})
+    assert reclaims({"featureGates": {"AllBeta": False, "ReclaimablePods": True}})
+
+
+def test_the_pod_set_memos_tell_rules_apart() -> None:
+    spec = workload("ns0", "w", cpu="2").spec
+    replace, retain = rules_of(RESOURCE_CONFIGS[2]), rules_of(RESOURCE_CONFIGS[1])
+    assert dict(pod_set_infos(spec)[0].requests) == {"cpu": 2000}
+    assert dict(pod_set_infos(spec, None, None, replace)[0].requests) == {"example.com/credits": 6}
+    assert dict(pod_set_infos(spec, None, None, retain)[0].requests) == {"cpu": 2000, "example.com/credits": 6}
+    assert dict(pod_set_info(spec.pod_sets[0], None, None, replace).requests) == {"example.com/credits": 6}
+    assert dict(pod_set_info(spec.pod_sets[0]).requests) == {"cpu": 2000}
+
+
+# --- the projection ----------------------------------------------------------------------------------------
+
+
+def _cluster() -> ClusterState:
+    state = ClusterState()
+    for e in (upsert(namespace("ns0"), T0), upsert(local_queue("ns0", "lq0", "cq0"), T0),
+              upsert(workload("ns0", "w0", uid="u0", queue="lq0", cpu="2", count=3), T0)):
+        state.apply(ev.Record(state.offset + 1, e))
+    return state
+
+
+def _apply(state: ClusterState, *events: ev.AnyEvent) -> None:
+    for e in events:
+        state.apply(ev.Record(state.offset + 1, e))
+
+
+def test_a_configuration_change_counts_pending_workloads_anew_and_leaves_admitted_ones_alone() -> None:
+    state = _cluster()
+    _apply(state, upsert(workload("ns0", "w1", uid="u1", queue="lq0", cpu="1", count=1), T0))
+    _apply(state, ev.QuotaReserved(key="ns0/w1", admission=admission("cq0", "f0", 1000), time=T0, cycle=1,
+                                   input=state.offset))
+    assert dict(state.workloads["ns0/w0"].pod_sets[0].requests) == {"cpu": 2000}
+    _apply(state, ev.ConfigRecorded(time=T0, document=RESOURCE_CONFIGS[2]))  # cpu -> 3 credits a core, Replace
+    assert dict(state.workloads["ns0/w0"].pod_sets[0].requests) == {"example.com/credits": 6}
+    assert resource_requests(state.workloads["ns0/w0"]) == [{"name": "main", "resources": {
+        "example.com/credits": "18"}}]
+    assert state.workloads["ns0/w1"].usage == {"f0/cpu": 1000}, "an admitted workload keeps its admission"
+    _apply(state, ev.ConfigRecorded(time=T0, document=RESOURCE_CONFIGS[0]))
+    assert dict(state.workloads["ns0/w0"].pod_sets[0].requests) == {"cpu": 2000}
+
+
+def test_reclaimable_pods_lower_a_pending_count_and_a_reserving_usage() -> None:
+    state = _cluster()
+    wl = state.workloads["ns0/w0"]
+    _apply(state, ev.ReclaimablePodsChanged(time=T0, key="ns0/w0", uid="an-older-w0",
+                                            reclaimable_pods=[o.ReclaimablePod(name="main", count=2)]))
+    assert wl.reclaimable == () and wl.pod_sets[0].count == 3, "counted for another Workload of that name"
+    _apply(state, ev.ReclaimablePodsChanged(time=T0, key="ns0/w0", uid="u0",
+                                            reclaimable_pods=[o.ReclaimablePod(name="main", count=2)]))
+    assert wl.pod_sets[0].count == 1 and wl.spec_sets[0].count == 3
+    assert resource_requests(wl) == [{"name": "main", "resources": {"cpu": "2"}}]
+    assert status_of(wl)["reclaimablePods"] == [{"name": "main", "count": 2}]
+    _apply(state, ev.ReclaimablePodsChanged(time=T0, key="ns0/w0"))
+    assert wl.pod_sets[0].count == 3 and wl.spec_pod_sets is None and "reclaimablePods" not in status_of(wl)
+    # admitted with all 3 pods (6 cpu); then 2 of them are done: 6 / 3 * 1
+    _apply(state, ev.QuotaReserved(key="ns0/w0", admission=admission("cq0", "f0", 6000, count=3), time=T0, cycle=1,
+                                   input=state.offset),
+           ev.WorkloadAdmitted(key="ns0/w0", time=T0, cycle=1, input=state.offset))
+    assert state.usage["cq0"] == {"f0/cpu": 6000}
+    _apply(state, ev.ReclaimablePodsChanged(time=T0, key="ns0/w0",
+                                            reclaimable_pods=[o.ReclaimablePod(name="main", count=2)]))
+    assert wl.usage == {"f0/cpu": 2000} and state.usage["cq0"] == {"f0/cpu": 2000}
+    assert wl.admission.pod_set_assignments[0].resource_usage == {"cpu": "6000m"}, "the admission is unchanged"
+    # the ReclaimablePods gate off: they count again
+    _apply(state, ev.ConfigRecorded(time=T0, document={**RESOURCE_CONFIGS[0], "featureGates": {"ReclaimablePods": False}}))
+    assert state.usage["cq0"] == {"f0/cpu": 6000} and wl.pod_sets[0].count == 3
+
+
+def test_admission_usage_scales_by_the_pods_left_and_keeps_a_partial_admission() -> None:
+    adm = admission("cq0", "f0", 4001, count=4)
+    assert admission_usage(adm, {"main": (4, 1)}) == {"f0/cpu": 1000}  # 4001 // 4 * 1
+    assert admission_usage(adm, {"main": (6, 5)}) == {"f0/cpu": 4001}  # partially admitted with 4: kept
+    assert admission_usage(o.Admission(cluster_queue="cq0", pod_set_assignments=[o.PodSetAssignment(
+        name="main", flavors={"cpu": "f0"}, resource_usage={"cpu": "3"})]), {"main": (3, 0)}) == {"f0/cpu": 0}
+
+
+def _pending_counted_now(state: ClusterState) -> None:
+    """Every pending workload counts what its spec gives under the configuration in force, less its reclaimable
+    pods; every reserving one holds what its admission says, less its reclaimable pods."""
+    for key in sorted(state.workloads):
+        wl = state.workloads[key]
+        if wl.phase == PENDING:
+            now = readjusted(wl.spec_sets, state.pod_templates[key], state.limit_summary(wl.namespace),
+                             state.runtime_classes, state.request_rules)
+            assert now == wl.spec_sets, f"{key}: counted as {wl.spec_sets}, the rules in force say {now}"
+            reclaimable = wl.reclaimable if state.reclaim_enabled else ()
+            assert wl.pod_sets == after_reclaim(now, reclaimable), f"{key}: {wl.pod_sets}, reclaimable {reclaimable}"
+        elif wl.reserving and wl.admission is not None:
+            assert wl.usage == admission_usage(wl.admission, reclaim_counts(wl)), key
+
+
+def _held(state: ClusterState) -> dict[str, dict[str, int]]:
+    """Quota held per ClusterQueue (a snapshot keeps no zero entries)."""
+    return {cq: {fr: v for fr, v in sorted(u.items()) if v} for cq, u in sorted(state.usage.items()) if any(u.values())}
+
+
+RULE_OPS = ("wl", "wl", "wl_adjusted", "config_resources", "config_resources", "reclaimable", "reclaimable",
+            "limit_range", "reserve", "admit", "requeue", "evict", "job_stopped", "pending", "finish", "tick")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=st.lists(st.builds(Op, st.sampled_from(RULE_OPS), *[st.integers(0, 63)] * 3), max_size=60),
+       data=st.data())
+def test_configuration_and_reclaim_changes_count_identically_after_a_restore(ops, data) -> None:
+    recs = records(interpret(ops))
+    full = fold(recs)
+    _pending_counted_now(full)
+    cut = data.draw(st.integers(0, len(recs)), label="cut")
+    resumed = fold(recs[cut:], snapshot.decode(snapshot.encode(fold(recs[:cut]))))
+    _pending_counted_now(resumed)
+    assert {k: (w.pod_sets, w.usage) for k, w in resumed.workloads.items()} == {
+        k: (w.pod_sets, w.usage) for k, w in full.workloads.items()}
+    assert _held(resumed) == _held(full)
+    assert snapshot.digest(resumed) == snapshot.digest(full)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_long_sequences_of_configuration_changes_snapshot_anywhere(seed: int) -> None:
+    rng = random.Random(seed)
+    ops = [Op(rng.choice(RULE_OPS), rng.randrange(64), rng.randrange(64), rng.randrange(64)) for _ in range(300)]
+    recs = records(interpret(ops))
+    full = fold(recs)
+    _pending_counted_now(full)
+    assert sum(isinstance(r.event, ev.ConfigRecorded) for r in recs) > 5
+    assert any(w.reclaimable for w in full.workloads.values())
+    expected = snapshot.digest(full)
+    for cut in range(0, len(recs), 25):
+        resumed = fold(recs[cut:], snapshot.decode(snapshot.encode(fold(recs[:cut]))))
+        assert snapshot.digest(resumed) == expected, f"snapshot at {cut} diverged"
