@@ -56,8 +56,11 @@ from projections.workloads import (
 )
 
 WPC_GROUP = "kueue.x-k8s.io"
+MAX_EXECUTION_EXCEEDED = "DeactivatedDueToMaximumExecutionTimeExceeded"
+"""The reason of the deactivation (Evicted, Requeued) of a workload whose maximum execution time ran out: Kueue
+clears its accumulated execution time as it deactivates it."""
 
-__all__ = ["ClusterState", "selector_matches"]
+__all__ = ["MAX_EXECUTION_EXCEEDED", "ClusterState", "max_execution_deadline", "selector_matches"]
 
 
 class ClusterState:
@@ -184,6 +187,9 @@ class ClusterState:
         self.deactivated_clock = DueIndex()
         """Workloads in :attr:`retained` because Kueue deactivated them, by the Evicted condition's transition
         time."""
+        self.max_execution_clock = DueIndex()
+        """Admitted workloads (not evicted) with a ``maximumExecutionTimeSeconds``, by when it runs out:
+        :func:`max_execution_deadline`."""
 
     # --- derived structure ----------------------------------------------------------------------------------
 
@@ -312,9 +318,13 @@ class ClusterState:
         self.touched[key] = None
         wl = self.workloads.get(key)
         waiting = finished = deactivated = None
+        limit = None
         if wl is not None:
-            if wl.phase == ADMITTED and not wl.pods_ready and not wl.evicted:
-                waiting = wl.admitted_at
+            if wl.phase == ADMITTED and not wl.evicted:
+                if not wl.pods_ready:
+                    waiting = wl.admitted_at
+                if wl.max_execution_seconds is not None:
+                    limit = max_execution_deadline(wl)
             if wl.phase in _HOLDING and not wl.pods_ready and wl.active:
                 self.not_ready[key] = None
             elif key in self.not_ready:
@@ -343,6 +353,9 @@ class ClusterState:
         clock = self.deactivated_clock
         if deactivated is not None or key in clock.at:
             clock.set(key, deactivated)
+        clock = self.max_execution_clock
+        if limit is not None or key in clock.at:
+            clock.set(key, limit)
 
     def touch(self, key: str) -> None:
         """Something the controller rules read about workload ``key`` changed (not the workload itself)."""
@@ -763,6 +776,7 @@ class ClusterState:
         if not generation or wl.generation != generation:  # status-only upserts keep the generation
             self.pod_templates[key] = pod_templates(w, self.pod_templates.get(key))
             wl.generation = generation
+        wl.max_execution_seconds = spec.maximum_execution_time_seconds
         changed = (wl.pod_sets != pod_sets or wl.priority != priority or wl.active != spec.active
                    or wl.queue_name != spec.queue_name)
         if not changed:
@@ -778,7 +792,6 @@ class ClusterState:
             self.tas.charge(wl)  # Kueue takes TAS usage from the pod template, so it follows a changed template
         wl.pod_sets, wl.priority, wl.priority_class = pod_sets, priority, pclass
         wl.active, wl.queue_name = spec.active, spec.queue_name
-        wl.max_execution_seconds = spec.maximum_execution_time_seconds
         if wl.phase == PENDING:
             self._dequeue(wl)
             self._enqueue(wl)
@@ -1122,6 +1135,8 @@ class ClusterState:
             _reset_checks(wl, e.time)
             self._release(wl)
             self.awaiting_release.discard(wl.key)
+            if e.reason == MAX_EXECUTION_EXCEEDED:
+                wl.accumulated_seconds = 0  # Kueue clears it with the deactivation; the last run is added back below
             if wl.admitted_at is not None:
                 wl.accumulated_seconds += max(0, (e.time - wl.admitted_at) // 1000)
             wl.admission, wl.usage, wl.phase = None, {}, PENDING
@@ -1256,6 +1271,14 @@ def is_flagged(wl: WorkloadInfo) -> bool:
         if c.status == "False" and (c.type == "Requeued" or (c.type == "QuotaReserved" and c.reason in BLOCKER_REASONS)):
             return True
     return False
+
+
+def max_execution_deadline(wl: WorkloadInfo) -> int | None:
+    """When an admitted workload's ``maximumExecutionTimeSeconds`` runs out (ms), counting the time it was
+    admitted before (``accumulatedPastExecutionTimeSeconds``); None without a limit or an admission."""
+    if wl.max_execution_seconds is None or wl.admitted_at is None:
+        return None
+    return wl.admitted_at + (wl.max_execution_seconds - wl.accumulated_seconds) * 1000
 
 
 def is_retained(wl: WorkloadInfo) -> bool:
