@@ -773,25 +773,31 @@ class ClusterState:
             wl.labels = dict(meta.labels)
         wl.provreq_parameters = provreq_parameters(meta.annotations)
         generation = meta.generation
+        active = spec.active
         if not generation or wl.generation != generation:  # status-only upserts keep the generation
             self.pod_templates[key] = pod_templates(w, self.pod_templates.get(key))
             wl.generation = generation
+        elif active and not wl.active:
+            # Deactivated by a decision (Kueue's own deactivations) whose spec.active=false the apiserver does not
+            # show yet: this is the spec of the generation it was deactivated at, not a reactivation (which, as
+            # any spec change, makes a new generation).
+            active = False
         wl.max_execution_seconds = spec.maximum_execution_time_seconds
-        changed = (wl.pod_sets != pod_sets or wl.priority != priority or wl.active != spec.active
+        changed = (wl.pod_sets != pod_sets or wl.priority != priority or wl.active != active
                    or wl.queue_name != spec.queue_name)
         if not changed:
             return
         if wl.queue_name != spec.queue_name:
             self.lq_members.get(f"{wl.namespace}/{wl.queue_name}", {}).pop(key, None)
             self.lq_members.setdefault(f"{wl.namespace}/{spec.queue_name}", {})[key] = None
-        deactivated = wl.active and not spec.active
+        deactivated = wl.active and not active
         if wl.pod_sets != pod_sets or wl.priority != priority or deactivated:
             wl.scan = None  # its scheduling shape changed, or it leaves the queue: the progress is meaningless
         if wl.reserving and wl.pod_sets != pod_sets:
             wl.pod_sets = pod_sets
             self.tas.charge(wl)  # Kueue takes TAS usage from the pod template, so it follows a changed template
         wl.pod_sets, wl.priority, wl.priority_class = pod_sets, priority, pclass
-        wl.active, wl.queue_name = spec.active, spec.queue_name
+        wl.active, wl.queue_name = active, spec.queue_name
         if wl.phase == PENDING:
             self._dequeue(wl)
             self._enqueue(wl)
