@@ -96,6 +96,8 @@ class StatusWriter:
         self.stats = WriterStats()
         self._written: dict[str, tuple[int, dict[str, Any]]] = {}
         """Key -> (resourceVersion, status) of our last successful write, until the watch shows it."""
+        self._deactivated: dict[str, int] = {}
+        """Key -> resourceVersion of our ``spec.active: false`` write, until the watch shows it."""
         self._blocked: dict[str, int] = {}
         """Key -> resourceVersion the watch must reach before the workload is written again (after a reject)."""
         self._reported: set[int] = set()
@@ -126,6 +128,7 @@ class StatusWriter:
                 await self._outcome(key, "", pending, reject=("NotFound", "the Workload no longer exists"))
             self._written.pop(key, None)
             self._blocked.pop(key, None)
+            self._deactivated.pop(key, None)
             return
         if wl.uid != obs.metadata.uid:
             return  # the log has not caught up with a recreation yet
@@ -144,10 +147,15 @@ class StatusWriter:
                 base_rv, current = written
             else:
                 del self._written[key]
-        if not wl.active and obs.spec.active:
+        deactivated = self._deactivated.get(key)
+        if deactivated is not None and deactivated <= obs_rv:
+            del self._deactivated[key]
+            deactivated = None
+        if not wl.active and obs.spec.active and deactivated is None:
             base_rv = await self._deactivate(key, wl, obs, base_rv, pending)
             if not base_rv:
                 return
+            self._deactivated[key] = base_rv
             self._written[key] = (base_rv, current)
         if desired == current:
             await self._outcome(key, wl.uid, pending, upto=upto)
