@@ -2,8 +2,8 @@
 
 Level-triggered: for every workload the mirror marks dirty, the **desired** status is what the projection says
 (:func:`projections.workloads.status_of` — admission, conditions, requeueState, admissionChecks, unhealthyNodes,
-resourceRequests, accumulatedPastExecutionTimeSeconds) and the **current** one is what the apiserver last showed (the observed Workload, or our own last write if that is
-newer). When they differ, one JSON merge patch of the ``status`` subresource sets every one of those fields
+resourceRequests, accumulatedPastExecutionTimeSeconds) and the **current** one is what the apiserver last showed
+(the observed Workload, or our own last write if that is newer). When they differ, one JSON merge patch of the ``status`` subresource sets every one of those fields
 (``null`` clears one), conditioned on the observed ``uid`` and ``resourceVersion`` (optimistic concurrency):
 
 * success → ``DecisionApplied`` for every decision of the workload up to the log offset the status was computed

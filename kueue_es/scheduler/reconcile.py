@@ -34,8 +34,10 @@ until the workload changes, something the rule reads about it changes, or time r
 projection keeps the workloads touched since the last pass (``ClusterState.touched``, or ``touched_all``) and
 indexes the clocks by time (requeue backoffs, waitForPodsReady, maximum execution times, retention), so a pass
 costs what changed and what is due, and decides exactly what a pass over every workload decides (``full=True``,
-which the property tests compare it with). What a rule does with the configuration is read off those clocks at each pass
-(waitForPodsReady's timeout, the retention periods), so what the touched set says holds for any configuration.
+which the property tests compare it with). What a rule does with the configuration is read off those clocks at
+each pass (waitForPodsReady's timeout, the retention periods), so what the touched set says holds for any
+configuration. A clock holds only workloads its rule acts on once it runs out, so a deadline that has passed is
+never one the scheduler would be woken for in vain.
 """
 
 from __future__ import annotations
