@@ -157,6 +157,9 @@ def validate_object(obj: o.KObject, where: str) -> None:
                 check_time(obj.status.requeue_state.requeue_at, where, "status.requeueState.requeueAt")
             if not obj.spec.pod_sets:
                 raise InvalidInput(f"{where}: field `spec.podSets` must have at least 1 item")
+            limit = obj.spec.maximum_execution_time_seconds
+            if limit is not None and limit < 1:
+                raise InvalidInput(f"{where}: field `spec.maximumExecutionTimeSeconds` must be >= 1, not {limit}")
             _validate_workload_tas(obj, where)
             for i, ps in enumerate(obj.spec.pod_sets):
                 if ps.count < 0:

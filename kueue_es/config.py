@@ -44,7 +44,8 @@ class SchedulerSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknow
     snapshot_every_events: int = 50_000
     snapshot_interval_s: float = 60.0
     ticks: bool = True
-    """Append clock ticks when a controller deadline (requeue backoff, waitForPodsReady) has passed."""
+    """Append clock ticks when a controller deadline (requeue backoff, waitForPodsReady, a maximum execution time,
+    retention) has passed."""
     instance_id: str = ""
     """Name of this replica in reports and in the group; empty: ``<hostname>-<pid>``."""
     stats_interval_s: float = 60.0

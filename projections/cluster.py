@@ -60,8 +60,11 @@ from projections.workloads import (
 )
 
 WPC_GROUP = "kueue.x-k8s.io"
+MAX_EXECUTION_EXCEEDED = "DeactivatedDueToMaximumExecutionTimeExceeded"
+"""The reason of the deactivation (Evicted, Requeued) of a workload whose maximum execution time ran out: Kueue
+clears its accumulated execution time as it deactivates it."""
 
-__all__ = ["ClusterState", "selector_matches"]
+__all__ = ["MAX_EXECUTION_EXCEEDED", "ClusterState", "max_execution_deadline", "selector_matches"]
 
 
 class ClusterState:
@@ -191,6 +194,9 @@ class ClusterState:
         self.deactivated_clock = DueIndex()
         """Workloads in :attr:`retained` because Kueue deactivated them, by the Evicted condition's transition
         time."""
+        self.max_execution_clock = DueIndex()
+        """Admitted workloads (not evicted) with a ``maximumExecutionTimeSeconds``, by when it runs out:
+        :func:`max_execution_deadline`."""
 
     # --- derived structure ----------------------------------------------------------------------------------
 
@@ -336,9 +342,13 @@ class ClusterState:
         self.touched[key] = None
         wl = self.workloads.get(key)
         waiting = finished = deactivated = None
+        limit = None
         if wl is not None:
-            if wl.phase == ADMITTED and not wl.pods_ready and not wl.evicted:
-                waiting = wl.admitted_at
+            if wl.phase == ADMITTED and not wl.evicted:
+                if not wl.pods_ready:
+                    waiting = wl.admitted_at
+                if wl.max_execution_seconds is not None:
+                    limit = max_execution_deadline(wl)
             if wl.phase in _HOLDING and not wl.pods_ready and wl.active:
                 self.not_ready[key] = None
             elif key in self.not_ready:
@@ -367,6 +377,9 @@ class ClusterState:
         clock = self.deactivated_clock
         if deactivated is not None or key in clock.at:
             clock.set(key, deactivated)
+        clock = self.max_execution_clock
+        if limit is not None or key in clock.at:
+            clock.set(key, limit)
 
     def touch(self, key: str) -> None:
         """Something the controller rules read about workload ``key`` changed (not the workload itself)."""
@@ -849,18 +862,25 @@ class ClusterState:
             wl.labels = dict(meta.labels)
         wl.provreq_parameters = provreq_parameters(meta.annotations)
         generation = meta.generation
+        active = spec.active
         if not generation or wl.generation != generation:  # status-only upserts keep the generation
             self.pod_templates[key] = pod_templates(w, self.pod_templates.get(key))
             wl.generation = generation
+        elif active and not wl.active:
+            # Deactivated by a decision (Kueue's own deactivations) whose spec.active=false the apiserver does not
+            # show yet: this is the spec of the generation it was deactivated at, not a reactivation (which, as
+            # any spec change, makes a new generation).
+            active = False
+        wl.max_execution_seconds = spec.maximum_execution_time_seconds
         new_sets = wl.spec_sets != pod_sets
-        changed = (new_sets or wl.priority != priority or wl.active != spec.active
+        changed = (new_sets or wl.priority != priority or wl.active != active
                    or wl.queue_name != spec.queue_name)
         if not changed:
             return
         if wl.queue_name != spec.queue_name:
             self.lq_members.get(f"{wl.namespace}/{wl.queue_name}", {}).pop(key, None)
             self.lq_members.setdefault(f"{wl.namespace}/{spec.queue_name}", {})[key] = None
-        deactivated = wl.active and not spec.active
+        deactivated = wl.active and not active
         if new_sets or wl.priority != priority or deactivated:
             wl.scan = None  # its scheduling shape changed, or it leaves the queue: the progress is meaningless
         if new_sets:
@@ -868,8 +888,7 @@ class ClusterState:
             if wl.reserving:
                 self.tas.charge(wl)  # Kueue takes TAS usage from the pod template, so it follows a changed template
         wl.priority, wl.priority_class = priority, pclass
-        wl.active, wl.queue_name = spec.active, spec.queue_name
-        wl.max_execution_seconds = spec.maximum_execution_time_seconds
+        wl.active, wl.queue_name = active, spec.queue_name
         if wl.phase == PENDING:
             self._dequeue(wl)
             self._enqueue(wl)
@@ -1216,6 +1235,8 @@ class ClusterState:
             _reset_checks(wl, e.time)
             self._release(wl)
             self.awaiting_release.discard(wl.key)
+            if e.reason == MAX_EXECUTION_EXCEEDED:
+                wl.accumulated_seconds = 0  # Kueue clears it with the deactivation; the last run is added back below
             if wl.admitted_at is not None:
                 wl.accumulated_seconds += max(0, (e.time - wl.admitted_at) // 1000)
             wl.admission, wl.usage, wl.phase = None, {}, PENDING
@@ -1351,6 +1372,14 @@ def is_flagged(wl: WorkloadInfo) -> bool:
         if c.status == "False" and (c.type == "Requeued" or (c.type == "QuotaReserved" and c.reason in BLOCKER_REASONS)):
             return True
     return False
+
+
+def max_execution_deadline(wl: WorkloadInfo) -> int | None:
+    """When an admitted workload's ``maximumExecutionTimeSeconds`` runs out (ms), counting the time it was
+    admitted before (``accumulatedPastExecutionTimeSeconds``); None without a limit or an admission."""
+    if wl.max_execution_seconds is None or wl.admitted_at is None:
+        return None
+    return wl.admitted_at + (wl.max_execution_seconds - wl.accumulated_seconds) * 1000
 
 
 def is_retained(wl: WorkloadInfo) -> bool:

@@ -1,8 +1,8 @@
 """Keys indexed by a time, so that "which are due by T" costs the number that are due, not the number kept.
 
 The projection keeps one :class:`DueIndex` per clock the controller rules run on (requeue backoffs, second
-passes, waitForPodsReady, retention). What an index holds is derived from the workloads (never part of a
-snapshot); the projection re-derives a workload's entries after every event about it.
+passes, waitForPodsReady, maximum execution times, retention). What an index holds is derived from the
+workloads (never part of a snapshot); the projection re-derives a workload's entries after every event about it.
 """
 
 from __future__ import annotations

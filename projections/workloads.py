@@ -98,6 +98,8 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     resource_version: str = ""
     max_execution_seconds: int | None = None
     accumulated_seconds: int = 0
+    """``status.accumulatedPastExecutionTimeSeconds``: whole seconds it was admitted before its current admission
+    (Kueue adds each run as the admission goes; a run under a second adds 0, and 0 is not shown)."""
     check_states: dict[str, o.AdmissionCheckState] = {}
     provreq_parameters: tuple[tuple[str, str], ...] = ()
     """ProvisioningRequest parameters the workload asks for (its ``provreq.kueue.x-k8s.io/<param>`` annotations,
@@ -547,4 +549,6 @@ def status_of(wl: WorkloadInfo) -> dict[str, Any]:
         status["resourceRequests"] = resource_requests(wl)
     if wl.reclaimable:
         status["reclaimablePods"] = [{"name": n, "count": c} for n, c in wl.reclaimable]
+    if wl.accumulated_seconds:
+        status["accumulatedPastExecutionTimeSeconds"] = wl.accumulated_seconds
     return status

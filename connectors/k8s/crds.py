@@ -199,6 +199,8 @@ def object_schema(resource: Resource, version: str = STORAGE_VERSION) -> dict[st
         props[f.encode_name] = _field_schema(view, f.name, version)
     if resource.kind == "WorkloadPriorityClass":
         required.append("value")
+    if resource.kind == "Workload":  # Kueue's +kubebuilder:validation:Minimum=1
+        props["spec"]["properties"]["maximumExecutionTimeSeconds"]["minimum"] = 1
     if not any(f.name == "status" for f in msgspec.structs.fields(view)) and resource.status_subresource:
         props["status"] = {"type": "object", _PRESERVE: True}
     if resource.kind in ("ClusterQueue", "LocalQueue", "Cohort"):

@@ -17,7 +17,10 @@ type (Normal/Warning), reason, action, message and reporting component, and the 
 * ``WorkloadPreempted`` → on the victim Normal ``EvictedDueToPreempted`` (the eviction message) and Normal
   ``Preempted`` (the message and both effective priorities), on the preemptor Normal ``PreemptedWorkload``;
 * ``WorkloadEvicted`` / ``WorkloadDeactivated`` → Normal ``EvictedDueTo<reason>`` (a deactivation's reason already
-  reads ``Deactivated[DueTo<cause>]``); a rejected admission check first gets Warning ``AdmissionCheckRejected``;
+  reads ``Deactivated[DueTo<cause>]``); a rejected admission check first gets Warning ``AdmissionCheckRejected``,
+  a maximum execution time run out first gets Warning ``MaximumExecutionTimeExceeded`` "The maximum execution
+  time (<n>s) exceeded" (the workload's ``maximumExecutionTimeSeconds``), as Kueue records them when it sets the
+  DeactivationTarget;
 * ``SecondPassFailed`` → Warning ``SecondPassFailed``;
 * ``AdmissionCheckUpdated`` whose state changed → Normal ``AdmissionCheckUpdated`` "Admission check <c> updated
   state from <a> to <b>[ with message: <m>]"; ``ProvisioningRequestCreated`` → Normal
@@ -52,7 +55,7 @@ from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL
 from events import objects as o
 from events import schema as ev
 from events.timefmt import parse_time
-from projections.cluster import ClusterState
+from projections.cluster import MAX_EXECUTION_EXCEEDED, ClusterState
 from projections.workloads import FINISHED, WorkloadInfo, failed_attempt
 
 ADMISSION = "kueue-admission"
@@ -142,6 +145,8 @@ class Before(NamedTuple):
     other_priority: int = 0
     by_scheduler: bool = False
     """WorkloadAdmitted: decided in the scheduling cycle that reserved or placed the workload."""
+    max_execution_seconds: int = 0
+    """WorkloadDeactivated: the workload's ``maximumExecutionTimeSeconds`` (0: none)."""
 
 
 def before(d: ev.Decision, wl: WorkloadInfo | None, *, preemptor: WorkloadInfo | None = None,
@@ -180,7 +185,8 @@ def before(d: ev.Decision, wl: WorkloadInfo | None, *, preemptor: WorkloadInfo |
                     return None
                 other = job
     cq = wl.admission.cluster_queue if wl.admission is not None else wl.cluster_queue
-    return Before(_workload(wl), wl.priority, cq, since, check, other, other_priority, by_scheduler)
+    return Before(_workload(wl), wl.priority, cq, since, check, other, other_priority, by_scheduler,
+                  wl.max_execution_seconds or 0)
 
 
 def _priorities(preemptor: int, preemptee: int) -> str:
@@ -232,6 +238,9 @@ def kueue_events(d: ev.Decision, b: Before | None) -> tuple[KubeEvent, ...]:
                 checks = d.message[len(_DEACTIVATED_DUE_TO):]
                 return (make_event(me, WARNING, "AdmissionCheckRejected", f"Deactivated due to {checks}",
                                    WORKLOAD_CONTROLLER), evicted)
+            if d.reason == MAX_EXECUTION_EXCEEDED:
+                return (make_event(me, WARNING, "MaximumExecutionTimeExceeded", "The maximum execution time "
+                                   f"({b.max_execution_seconds}s) exceeded", WORKLOAD_CONTROLLER), evicted)
             return (evicted,)
         case ev.SecondPassFailed():
             return (make_event(me, WARNING, "SecondPassFailed", d.message, ADMISSION),)

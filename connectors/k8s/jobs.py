@@ -6,7 +6,9 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   hash is the first 5 hex digits of SHA-1 over ``Job\\nbatch\\n<name>\\n<uid>``, like Kueue) with a controller
   ownerReference to the Job, the ``kueue.x-k8s.io/job-uid`` label, the queue name, the priority (label
   ``kueue.x-k8s.io/priority-class`` → WorkloadPriorityClass, else the template's ``priorityClassName`` →
-  PriorityClass), ``maximumExecutionTimeSeconds`` from ``kueue.x-k8s.io/max-exec-time-seconds``, and one pod
+  PriorityClass), ``maximumExecutionTimeSeconds`` from ``kueue.x-k8s.io/max-exec-time-seconds`` (a value
+  Kueue's job webhook refuses — not an integer, or not above 0 — gets the Job no Workload, and an error saying
+  why; the webhook here refuses the Job itself, see ``webhook.py``), and one pod
   set ``main`` of ``min(parallelism, completions)`` pods whose template is the Job's without the labels the job
   controller adds, and whose ``topologyRequest`` comes from the template's TAS annotations, with the completion
   index as the pods' rank. A Job created unsuspended is suspended first;
@@ -46,6 +48,7 @@ here, after the fact. Not done yet: updating a pending Workload when the Job's s
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -64,6 +67,7 @@ from connectors.k8s.workers import KeyedWorkers, Retries
 from connectors.k8s.writer import desired_status, observed_status
 from events import objects as o
 from events import schema as ev
+from events.errors import InvalidInput
 from projections.workloads import ADMITTED, FINISHED, WorkloadInfo, topology_request_from_annotations
 
 log = structlog.get_logger("kueue_es.k8s.jobs")
@@ -83,6 +87,29 @@ JOB_CONTROLLER_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid",
                          "batch.kubernetes.io/job-name")
 DROPPED_FROM_TEMPLATE = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name")
 MAX_PREFIX = 252 - 5
+
+
+_GO_INT = re.compile(r"[+-]?[0-9]+")
+_INT32_MAX, _INT64_MAX = 2**31 - 1, 2**63 - 1
+
+
+def max_execution_seconds(labels: dict[str, str]) -> int | None:
+    """``spec.maximumExecutionTimeSeconds`` from a Job's ``kueue.x-k8s.io/max-exec-time-seconds`` label, as Kueue
+    reads it (none without the label; none either for a value beyond int32, which its webhook lets through).
+    Raises :class:`InvalidInput` for a value Kueue's job webhook refuses at creation — not an integer, or not
+    greater than 0 — worded as that webhook words it."""
+    text = labels.get(MAX_EXEC_LABEL)
+    if text is None:
+        return None
+    where = f"metadata.labels[{MAX_EXEC_LABEL}]: Invalid value:"
+    if not _GO_INT.fullmatch(text):
+        raise InvalidInput(f'{where} "{text}": strconv.Atoi: parsing "{text}": invalid syntax')
+    value = int(text)
+    if abs(value) > _INT64_MAX:
+        raise InvalidInput(f'{where} "{text}": strconv.Atoi: parsing "{text}": value out of range')
+    if value <= 0:
+        raise InvalidInput(f"{where} {value}: should be greater than 0")
+    return value if value <= _INT32_MAX else None
 
 
 def workload_name(job_name: str, job_uid: str) -> str:
@@ -137,6 +164,8 @@ class JobStats:
     conflicts: int = 0
     errors: int = 0
     failed_to_start: list[str] = field(default_factory=list)
+    invalid: list[str] = field(default_factory=list)
+    """Jobs given no Workload: labels Kueue's job webhook refuses (:func:`max_execution_seconds`)."""
 
 
 class JobIntegration:
@@ -291,7 +320,14 @@ class JobIntegration:
         raw = msgspec.json.decode(await self.client.get(JOBS, job.metadata.name, job.metadata.namespace))
         if raw["metadata"]["uid"] != job.metadata.uid:
             return  # recreated meanwhile; the watch brings the new one
-        body = self.workload_for(raw, name)
+        try:
+            body = self.workload_for(raw, name)
+        except InvalidInput as exc:
+            # Kueue's job webhook refuses such a Job at creation; created without the webhook, it gets no
+            # Workload (and so never runs) until its labels are fixed
+            self.stats.invalid.append(job.key)
+            log.error("job refused: no workload created", job=job.key, error=str(exc))
+            return
         try:
             await self.client.create(WORKLOADS, body, job.metadata.namespace)
         except AlreadyExists:
@@ -322,9 +358,9 @@ class JobIntegration:
         ref = self._priority(labels.get(PRIORITY_LABEL), (template.get("spec") or {}).get("priorityClassName"))
         if ref is not None:
             wl_spec["priorityClassRef"], wl_spec["priority"] = ref
-        max_exec = labels.get(MAX_EXEC_LABEL)
-        if max_exec and max_exec.isdigit() and int(max_exec) > 0:
-            wl_spec["maximumExecutionTimeSeconds"] = int(max_exec)
+        max_exec = max_execution_seconds(labels)
+        if max_exec is not None:
+            wl_spec["maximumExecutionTimeSeconds"] = max_exec
         annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
                        if k.startswith("provreq.kueue.x-k8s.io/")}
         wl_meta: dict[str, Any] = {

@@ -4,7 +4,11 @@ On **create** (Kueue's webhook is registered for creation only: unsuspending an 
 
 * no ``kueue.x-k8s.io/queue-name`` label and the namespace has a LocalQueue named ``default`` → the label is set
   to ``default`` (Kueue's LocalQueue defaulting);
-* a queue name and ``spec.suspend`` not true → ``spec.suspend: true``, so no pod starts before admission.
+* a queue name and ``spec.suspend`` not true → ``spec.suspend: true``, so no pod starts before admission;
+* a ``kueue.x-k8s.io/max-exec-time-seconds`` label that is not an integer greater than 0 → the Job is refused
+  (403, with Kueue's field error: :func:`connectors.k8s.jobs.max_execution_seconds`), as Kueue's validating job
+  webhook refuses it. (Kueue also keeps that label immutable while the Job runs; this webhook sees creations
+  only.)
 
 The answer is an ``admission.k8s.io/v1`` AdmissionReview with a JSON patch; a Job that needs nothing is allowed
 unchanged. :func:`configuration` builds the MutatingWebhookConfiguration (``failurePolicy: Fail``, Kueue's
@@ -26,12 +30,13 @@ import msgspec
 import structlog
 from aiohttp import web
 
-from connectors.k8s import conversion, crds
+from connectors.k8s import conversion, crds, jobs
 from connectors.k8s.certs import CertBundle, self_signed
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, NotFound
 from connectors.k8s.resources import BY_KIND, Resource
 from connectors.k8s.settings import KubeSettings
+from events.errors import InvalidInput
 
 log = structlog.get_logger("kueue_es.k8s.webhook")
 
@@ -64,12 +69,23 @@ def job_patch(job: dict[str, Any], has_default_queue: bool) -> list[dict[str, An
     return ops
 
 
+def job_refusal(job: dict[str, Any]) -> str | None:
+    """Why Kueue's job webhook refuses to create ``job`` (its validation), or None."""
+    try:
+        jobs.max_execution_seconds((job.get("metadata") or {}).get("labels") or {})
+    except InvalidInput as exc:
+        return str(exc)
+    return None
+
+
 async def review(body: bytes, has_default_queue: HasDefaultQueue) -> dict[str, Any]:
     """Answer one AdmissionReview (v1) for a Job."""
     req = msgspec.json.decode(body).get("request") or {}
     response: dict[str, Any] = {"uid": req.get("uid", ""), "allowed": True}
     job = req.get("object") or {}
-    if req.get("operation", "CREATE") == "CREATE" and job:
+    if req.get("operation", "CREATE") == "CREATE" and job and (refused := job_refusal(job)) is not None:
+        response.update(allowed=False, status={"code": 403, "reason": "Forbidden", "message": refused})
+    elif req.get("operation", "CREATE") == "CREATE" and job:
         namespace = req.get("namespace") or (job.get("metadata") or {}).get("namespace", "")
         labels = (job.get("metadata") or {}).get("labels") or {}
         default = not labels.get(QUEUE_LABEL) and bool(namespace) and await has_default_queue(namespace)
@@ -101,6 +117,7 @@ class WebhookServer:
         self.has_default_queue = has_default_queue
         self.reviews = 0
         self.patched = 0
+        self.refused = 0
         self.conversions = 0
         self.conversions_refused = 0
         self._runner: web.AppRunner | None = None
@@ -129,6 +146,8 @@ class WebhookServer:
         self.reviews += 1
         if "patch" in out["response"]:
             self.patched += 1
+        if not out["response"]["allowed"]:
+            self.refused += 1
         return _closing(web.json_response(out))
 
     async def _convert(self, request: web.Request) -> web.Response:

@@ -2,8 +2,9 @@
 
 Level-triggered: for every workload the mirror marks dirty, the **desired** status is what the projection says
 (:func:`projections.workloads.status_of` — admission, conditions, requeueState, admissionChecks, unhealthyNodes,
-resourceRequests, reclaimablePods) and the **current** one is what the apiserver last showed (the observed
-Workload, or our own last write if that is newer). When they differ, one JSON merge patch of the ``status`` subresource sets every one of those fields
+resourceRequests, reclaimablePods, accumulatedPastExecutionTimeSeconds) and the **current** one is what the
+apiserver last showed (the observed Workload, or our own last write if that is newer). When they differ, one JSON
+merge patch of the ``status`` subresource sets every one of those fields
 (``null`` clears one), conditioned on the observed ``uid`` and ``resourceVersion`` (optimistic concurrency):
 
 * success → ``DecisionApplied`` for every decision of the workload up to the log offset the status was computed
@@ -13,6 +14,13 @@ Workload, or our own last write if that is newer). When they differ, one JSON me
   write again on the fresh resourceVersion; if not → ``DecisionRejected`` (the change that invalidated it reaches
   the log through the watch and the scheduler decides again);
 * 404, or a different uid (the workload was deleted or recreated) → ``DecisionRejected``.
+
+A workload the log deactivated while the apiserver still shows it active (Kueue's own deactivations: a
+rejected admission check, the requeuing limit, the maximum execution time) first gets ``spec.active: false``, in
+a merge patch of the Workload conditioned on the same uid and resourceVersion, as Kueue's workload controller
+sets it before it evicts; the status write follows on the new resourceVersion. A conflict there waits for the
+watch to bring the newer Workload. (The projection keeps such a workload inactive while the Workload it is shown
+is of the generation it deactivated: see ``ClusterState._upsert_workload``.)
 
 A rejected workload is not written again until the watch shows a newer version of it. The projection does not
 undo a rejected decision by itself: the observed facts that made it fail (deletion, deactivation, a new queue)
@@ -41,7 +49,7 @@ from projections.workloads import FINISHED, WorkloadInfo, status_of
 log = structlog.get_logger("kueue_es.k8s.writer")
 WORKLOADS = BY_KIND["Workload"]
 STATUS_FIELDS = ("admission", "conditions", "requeueState", "admissionChecks", "unhealthyNodes", "resourceRequests",
-                 "reclaimablePods")
+                 "reclaimablePods", "accumulatedPastExecutionTimeSeconds")
 """The status fields kueue-es writes. ``resourceRequests`` goes out with the QuotaReserved=False of a failed
 admission attempt and is cleared (``null``) by the write that sets the admission, as in Kueue's two writes;
 ``reclaimablePods`` is what the job integration counted (``ReclaimablePodsChanged``), as Kueue's job reconciler
@@ -68,6 +76,8 @@ def _rv(text: str) -> int:
 @dataclass
 class WriterStats:
     writes: int = 0
+    deactivations: int = 0
+    """``spec.active: false`` writes (Kueue's own deactivations)."""
     conflicts: int = 0
     applied: int = 0
     rejected: int = 0
@@ -89,6 +99,8 @@ class StatusWriter:
         self.stats = WriterStats()
         self._written: dict[str, tuple[int, dict[str, Any]]] = {}
         """Key -> (resourceVersion, status) of our last successful write, until the watch shows it."""
+        self._deactivated: dict[str, int] = {}
+        """Key -> resourceVersion of our ``spec.active: false`` write, until the watch shows it."""
         self._blocked: dict[str, int] = {}
         """Key -> resourceVersion the watch must reach before the workload is written again (after a reject)."""
         self._reported: set[int] = set()
@@ -119,6 +131,7 @@ class StatusWriter:
                 await self._outcome(key, "", pending, reject=("NotFound", "the Workload no longer exists"))
             self._written.pop(key, None)
             self._blocked.pop(key, None)
+            self._deactivated.pop(key, None)
             return
         if wl.uid != obs.metadata.uid:
             return  # the log has not caught up with a recreation yet
@@ -137,6 +150,16 @@ class StatusWriter:
                 base_rv, current = written
             else:
                 del self._written[key]
+        deactivated = self._deactivated.get(key)
+        if deactivated is not None and deactivated <= obs_rv:
+            del self._deactivated[key]
+            deactivated = None
+        if not wl.active and obs.spec.active and deactivated is None:
+            base_rv = await self._deactivate(key, wl, obs, base_rv, pending)
+            if not base_rv:
+                return
+            self._deactivated[key] = base_rv
+            self._written[key] = (base_rv, current)
         if desired == current:
             await self._outcome(key, wl.uid, pending, upto=upto)
             return
@@ -182,6 +205,28 @@ class StatusWriter:
         out = await self.client.patch(WORKLOADS, obs.metadata.name, body, obs.metadata.namespace,
                                       subresource="status")
         return msgspec.json.decode(out, type=_WithRV).metadata.resource_version
+
+    async def _deactivate(self, key: str, wl: WorkloadInfo, obs: o.Workload, rv: int, pending: dict[int, str]
+                          ) -> int:
+        """Set ``spec.active: false`` on the Workload at resourceVersion ``rv``: its new resourceVersion, or 0 when
+        it was not written (a conflict: tried again later, by then on the newer Workload the watch brings; gone:
+        its decisions rejected)."""
+        body = {"metadata": {"uid": obs.metadata.uid,
+                             "resourceVersion": str(rv) if rv >= 0 else obs.metadata.resource_version},
+                "spec": {"active": False}}
+        try:
+            out = await self.client.patch(WORKLOADS, obs.metadata.name, body, obs.metadata.namespace)
+        except Conflict:
+            self.stats.conflicts += 1
+            self._retry.later(key)
+            return 0
+        except NotFound:
+            await self._outcome(key, wl.uid, pending, upto=self.mirror.offset,
+                                reject=("NotFound", "the Workload no longer exists"))
+            return 0
+        self.stats.deactivations += 1
+        log.info("workload deactivated", workload=key)
+        return _rv(msgspec.json.decode(out, type=_WithRV).metadata.resource_version)
 
     async def _reread(self, obs: o.Workload) -> o.Workload | None:
         try:

@@ -120,6 +120,8 @@ def _render(d: dict[str, Any]) -> str:
     if k is not None:
         label = "QuotaReserved=False" if k["observed"] else "next attempt would say"
         out.append(f"{label}: {k['reason'] or '-'}\n  {k['message'] or '-'}\n")
+    if "maxExecution" in d:
+        out.append(f"Maximum execution time: {d['maxExecution']['detail']}\n")
     if "summary" in d:
         out.append(f"\n{d['summary'][:1].upper()}{d['summary'][1:]}.\n")
         return "".join(out)

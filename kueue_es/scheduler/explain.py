@@ -10,6 +10,9 @@ reports, as plain data:
   Admission Fair Sharing, its LocalQueue's usage (what orders the queue);
 * ``podsReady`` — when waitForPodsReady.blockAdmission holds an attempt that fits: the workloads holding quota
   whose pods are not ready yet, which it waits for;
+* ``maxExecution`` — for a workload with a ``maximumExecutionTimeSeconds``: the time it was admitted before, and
+  while admitted the time left and when it runs out (it is then deactivated); for one Kueue deactivated, the
+  ``deactivated`` summary says why (the Evicted condition's reason and message);
 * ``attempt`` — the dry run's outcome, where its flavor scan starts (``scan``: resumed from the progress the
   previous attempt kept, or at the first flavors, and why), and per pod set and resource group the flavors tried
   in order and what each said;
@@ -32,7 +35,7 @@ from kueue_es.scheduler.cycle import CycleContext, Entry, nominate
 from kueue_es.scheduler.flavors import Granular, Mode, resume_scan
 from kueue_es.scheduler.preemption import policy_allows, uses_any
 from kueue_es.scheduler.quota import QuotaNode
-from projections.cluster import ClusterState
+from projections.cluster import ClusterState, max_execution_deadline
 from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, WorkloadInfo
 
 _REASON_WHY = {
@@ -64,6 +67,8 @@ def explain(state: ClusterState, config: SchedulerConfig, key: str, now: int) ->
     qr = wl.condition("QuotaReserved")
     if qr is not None and qr.status == "False":
         out["kueue"] = {"reason": qr.reason, "message": qr.message, "observed": True}
+    if wl.max_execution_seconds is not None:
+        out["maxExecution"] = _max_execution(wl, now)
     if wl.phase in (RESERVED, ADMITTED):
         out["summary"] = _holding(wl)
         if config.blocks_admission and wl.key in blockadmission.not_ready(state):
@@ -101,6 +106,39 @@ def explain(state: ClusterState, config: SchedulerConfig, key: str, now: int) ->
     return out
 
 
+def _max_execution(wl: WorkloadInfo, now: int) -> dict[str, Any]:
+    limit, used = wl.max_execution_seconds or 0, wl.accumulated_seconds
+    out: dict[str, Any] = {"limitSeconds": limit, "accumulatedSeconds": used}
+    runs_out = max_execution_deadline(wl) if wl.phase == ADMITTED else None
+    before = f" ({used}s admitted before)" if used else ""
+    if runs_out is None:
+        out["detail"] = (f"{limit}s{before}; the clock runs while the workload is admitted"
+                         if wl.phase != FINISHED else f"{limit}s{before}")
+        return out
+    left = max(0, runs_out - now)
+    out.update(remainingSeconds=left / 1000, runsOutAt=format_time(runs_out))
+    if wl.evicted:
+        out["detail"] = f"{limit}s{before}: {_seconds(left)} left, but the workload is evicted"
+    elif left:
+        out["detail"] = (f"{limit}s{before}: {_seconds(left)} left; deactivated at {format_time(runs_out)} "
+                         "(DeactivatedDueToMaximumExecutionTimeExceeded) unless it finishes or is evicted first")
+    else:
+        out["detail"] = f"{limit}s{before}: ran out at {format_time(runs_out)}; deactivated in the next pass"
+    return out
+
+
+def _seconds(ms: int) -> str:
+    return f"{ms / 1000:.3f}".rstrip("0").rstrip(".") + "s"
+
+
+def _deactivated(wl: WorkloadInfo) -> str:
+    """Why an inactive workload is: what Kueue said when it deactivated it, else its spec."""
+    evicted = wl.condition("Evicted")
+    if evicted is not None and evicted.status == "True" and evicted.reason.startswith("DeactivatedDueTo"):
+        return f"deactivated by Kueue ({evicted.reason}): {evicted.message}"
+    return "The workload is deactivated"
+
+
 def _holding(wl: WorkloadInfo) -> str:
     flavors = sorted({f"{r}={f}" for psa in (wl.admission.pod_set_assignments if wl.admission else [])
                       for r, f in psa.flavors.items()})
@@ -132,7 +170,7 @@ def _queue(state: ClusterState, config: SchedulerConfig, wl: WorkloadInfo,
     lq_key = f"{wl.namespace}/{wl.queue_name}"
     lq = state.local_queues.get(lq_key)
     if not wl.active:
-        return {"state": "notQueued", "reason": "Deactivated", "detail": "The workload is deactivated"}, None
+        return {"state": "notQueued", "reason": "Deactivated", "detail": _deactivated(wl)}, None
     if lq is None:
         return {"state": "notQueued", "reason": "Misconfigured", "detail": f"LocalQueue {lq_key} doesn't exist"}, None
     if lq.spec.stop_policy not in ("None", ""):

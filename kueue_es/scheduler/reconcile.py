@@ -11,6 +11,12 @@
 * the ProvisioningRequest check controller (:mod:`kueue_es.scheduler.provisioning`) for the workloads holding
   quota, and the clean-up of the requests of finished and evicted ones;
 * a failed node under a TAS placement is listed for replacement, or evicts the workload (NodeFailures);
+* an admitted workload whose ``maximumExecutionTimeSeconds`` has run out — the time it was admitted before
+  (``accumulatedPastExecutionTimeSeconds``) plus the time since its Admitted condition turned True — is
+  deactivated (Evicted and Requeued DeactivatedDueToMaximumExecutionTimeExceeded, quota released): Kueue sets a
+  DeactivationTarget, clears the accumulated time, then sets ``spec.active=false`` and evicts, three writes that
+  are one decision here; the fold adds the last run back as the quota goes, as Kueue does once the job stopped.
+  An evicted workload still holding quota is left to its eviction;
 * a deactivated workload holding quota is evicted and its quota released at once (the cache stops counting it);
 * HoldAndDrain evicts what a stopped LocalQueue or ClusterQueue admitted (LocalQueueStopped, ClusterQueueStopped);
 * a workload parked by Requeued=False is requeued when its cause goes away: reactivation (Reactivated), its
@@ -26,10 +32,12 @@
 A pass does not look at every workload: a rule that found nothing to do for a workload finds nothing again
 until the workload changes, something the rule reads about it changes, or time reaches one of its clocks. The
 projection keeps the workloads touched since the last pass (``ClusterState.touched``, or ``touched_all``) and
-indexes the clocks by time (requeue backoffs, waitForPodsReady, retention), so a pass costs what changed and
-what is due, and decides exactly what a pass over every workload decides (``full=True``, which the property
-tests compare it with). What a rule does with the configuration is read off those clocks at each pass
-(waitForPodsReady's timeout, the retention periods), so what the touched set says holds for any configuration.
+indexes the clocks by time (requeue backoffs, waitForPodsReady, maximum execution times, retention), so a pass
+costs what changed and what is due, and decides exactly what a pass over every workload decides (``full=True``,
+which the property tests compare it with). What a rule does with the configuration is read off those clocks at
+each pass (waitForPodsReady's timeout, the retention periods), so what the touched set says holds for any
+configuration. A clock holds only workloads its rule acts on once it runs out, so a deadline that has passed is
+never one the scheduler would be woken for in vain.
 """
 
 from __future__ import annotations
@@ -43,7 +51,7 @@ from kueue_es.scheduler import provisioning
 from kueue_es.scheduler.admissibility import MISCONFIGURED, inadmissible
 from kueue_es.scheduler.config import SchedulerConfig, parse_duration
 from kueue_es.scheduler.nodefailure import node_failure_decisions
-from projections.cluster import ClusterState
+from projections.cluster import MAX_EXECUTION_EXCEEDED, ClusterState, max_execution_deadline
 from projections.secondpass import delayed_pod_sets
 from projections.workloads import (
     ADMITTED,
@@ -56,6 +64,9 @@ from projections.workloads import (
 )
 
 REQUEUE_TRUE_REASONS = frozenset({"Preempted", "NodeFailures"})
+MAX_EXECUTION_MESSAGE = "The workload is deactivated due to exceeding the maximum execution time"
+"""Evicted and Requeued's message when the maximum execution time ran out: Kueue's deactivation message with
+its DeactivationTarget's ("exceeding the maximum execution time")."""
 
 
 def backoff_ms(config: SchedulerConfig, count: int) -> int:
@@ -175,6 +186,11 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                         key=key, uid=wl.uid, reason="PodsReadyTimeout",
                         message=f"Exceeded the PodsReady timeout {key}", requeue_count=count,
                         requeue_at=now + backoff_ms(config, count), **base))
+                continue
+            runs_out = max_execution_deadline(wl) if wl.phase == ADMITTED else None
+            if runs_out is not None and now >= runs_out:
+                out.append(ev.WorkloadDeactivated(key=key, uid=wl.uid, reason=MAX_EXECUTION_EXCEEDED,
+                                                  message=MAX_EXECUTION_MESSAGE, **base))
     _pending_workloads(state, out, base, touched)
     if config.object_retention_policies is not None:
         for key in sorted(state.retained) if everything else _retention_due(state, config, now):
@@ -190,11 +206,13 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
 def _holding(state: ClusterState, config: SchedulerConfig, now: int, touched: dict[str, None]
              ) -> dict[str, list[str]]:
     """ClusterQueue -> the workloads holding its quota that a pass looks at: the touched ones, and those whose
-    waitForPodsReady timeout has run out."""
+    waitForPodsReady timeout or maximum execution time has run out."""
     keys: Iterable[str] = touched
     pr = config.pods_ready
     if pr.enable and len(state.pods_ready_clock):
-        keys = {*touched, *state.pods_ready_clock.due(now - parse_duration(pr.timeout))}
+        keys = {*keys, *state.pods_ready_clock.due(now - parse_duration(pr.timeout))}
+    if len(state.max_execution_clock):
+        keys = {*keys, *state.max_execution_clock.due(now)}
     out: dict[str, list[str]] = {}
     wls, reserving = state.workloads, state.reserving
     for key in keys:
@@ -349,6 +367,9 @@ def next_deadline(state: ClusterState, config: SchedulerConfig) -> int | None:
     waiting = state.pods_ready_clock.first()
     if config.pods_ready.enable and waiting is not None:
         times.append(waiting + parse_duration(config.pods_ready.timeout))
+    limit = state.max_execution_clock.first()
+    if limit is not None:
+        times.append(limit)
     if config.object_retention_policies is not None:
         after_finished, after_deactivated = config.workload_retention
         for clock, after in ((state.finished_clock, after_finished), (state.deactivated_clock, after_deactivated)):

@@ -151,6 +151,27 @@ BAD_INPUTS = {
         "        containers: [{name: c}]\n",
         ["document 2", "(Workload w)", "field `spec.podSets[0].template.spec.overhead.cpu`", "invalid quantity 'x'"],
     ),
+    "max-execution-time-below-1": (
+        GOOD_DOC + textwrap.dedent("""\
+            ---
+            apiVersion: kueue.x-k8s.io/v1beta2
+            kind: Workload
+            metadata:
+              name: w
+              namespace: team
+            spec:
+              queueName: lq
+              maximumExecutionTimeSeconds: 0
+              podSets:
+              - name: main
+                count: 1
+                template:
+                  spec:
+                    containers:
+                    - name: c
+            """),
+        ["document 2", "(Workload w)", "field `spec.maximumExecutionTimeSeconds` must be >= 1, not 0"],
+    ),
     "bad-timestamp": (
         GOOD_DOC + "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: n\n  creationTimestamp: yesterday\n",
         ["document 2", "field `metadata.creationTimestamp`", "not an RFC 3339 time"],

@@ -59,6 +59,9 @@ def test_quantities_are_int_or_string_and_kueue_defaults_apply() -> None:
     assert wl["active"]["default"] is True
     assert wl["podSets"]["items"]["properties"]["count"]["default"] == 1
     assert "default" not in wl["queueName"]  # empty strings are "absent", not defaults
+    for version in SERVED_VERSIONS:
+        spec = object_schema(BY_KIND["Workload"], version)["properties"]["spec"]["properties"]
+        assert spec["maximumExecutionTimeSeconds"] == {"type": "integer", "nullable": True, "minimum": 1}
 
 
 def _assignment_schema(version: str) -> dict[str, Any]:

@@ -4,14 +4,16 @@ formats, and the fold that holds them until the decision is carried out.
 Expected messages are Kueue's own: ``pkg/scheduler/scheduler.go`` (QuotaReserved, Admitted, the Pending Warning,
 SecondPassFailed), ``pkg/scheduler/preemption/preemption.go`` (Preempted, PreemptedWorkload; the TAS preemption
 case of ``scheduler_test.go`` is reproduced word for word), ``pkg/workload/evict`` (EvictedDueTo...),
-``pkg/controller/core/workload_controller.go`` (Admitted after checks, AdmissionCheckRejected, Deleted) and the
-ProvisioningRequest controller (AdmissionCheckUpdated, ProvisioningRequestCreated).
+``pkg/controller/core/workload_controller.go`` (Admitted after checks, AdmissionCheckRejected,
+MaximumExecutionTimeExceeded, Deleted) and the ProvisioningRequest controller (AdmissionCheckUpdated,
+ProvisioningRequestCreated).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 
 from connectors.k8s.decision_events import (
@@ -67,6 +69,7 @@ PENDING_WL = wl()
 REQUEUED_WL = wl(conditions=[cond("Requeued", T0 + 30_000)])
 RESERVED_WL = wl(phase=RESERVED, cq="cq", conditions=[cond("QuotaReserved", T0 + 10_000)])
 ADMITTED_WL = wl(phase=ADMITTED, cq="cq", conditions=[cond("QuotaReserved", T0), cond("Admitted", T0)])
+LIMITED_WL = msgspec.structs.replace(ADMITTED_WL, max_execution_seconds=60)
 VICTIM = wl("low-priority-admitted", phase=ADMITTED, priority=1, cq="tas-main")
 PREEMPTOR = wl("foo", priority=3)
 PREEMPTION = ("Preempted to accommodate a workload (UID: wl-foo, JobUID: job-foo) due to prioritization in the "
@@ -208,6 +211,15 @@ CASES: list[tuple[str, ev.Decision, WorkloadInfo, dict[str, Any], list[tuple]]] 
        "EvictedDueToDeactivatedDueToRequeuingLimitExceeded",
        "The workload is deactivated due to exceeding the maximum number of re-queuing retries",
        WORKLOAD_CONTROLLER)]),
+    ("deactivated when its maximum execution time ran out: the Warning, then the eviction",
+     ev.WorkloadDeactivated(time=T0, key="default/foo", reason="DeactivatedDueToMaximumExecutionTimeExceeded",
+                            message="The workload is deactivated due to exceeding the maximum execution time", **BASE),
+     LIMITED_WL, {},
+     [(on(LIMITED_WL), "Warning", "MaximumExecutionTimeExceeded", "MaximumExecutionTimeExceeded",
+       "The maximum execution time (60s) exceeded", WORKLOAD_CONTROLLER),
+      (on(LIMITED_WL), "Normal", "EvictedDueToDeactivatedDueToMaximumExecutionTimeExceeded",
+       "EvictedDueToDeactivatedDueToMaximumExecutionTimeExceeded",
+       "The workload is deactivated due to exceeding the maximum execution time", WORKLOAD_CONTROLLER)]),
     ("second pass failed",
      ev.SecondPassFailed(time=T0, key="default/foo", message="topology \"t\" doesn't allow to fit any of 2 pod(s)",
                          **BASE),

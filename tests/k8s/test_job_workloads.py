@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 
-from connectors.k8s.jobs import JobIntegration, _exact, workload_name
+import msgspec
+import pytest
+
+from connectors.k8s.jobs import JobIntegration, _exact, max_execution_seconds, workload_name
 from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
 from events import objects as o
 from events import schema as ev
+from events.errors import InvalidInput
 from events.log import MemoryLog
 
 UID = "0f5e2c3a-1111-2222-3333-444455556666"
@@ -97,3 +102,55 @@ def test_kube_settings_from_the_environment_and_their_checks() -> None:
         validate(bad)
     with pytest.raises(InvalidInput, match="KUEUE_ES_KUBE_NOPE"):
         config.load(env={"KUEUE_ES_KUBE_NOPE": "1"})
+
+
+MAX_EXEC = "kueue.x-k8s.io/max-exec-time-seconds"
+LABEL_ERROR = f"metadata.labels[{MAX_EXEC}]: Invalid value:"
+
+
+@pytest.mark.parametrize(("value", "seconds"), [("3", 3), ("0042", 42), (str(2**31 - 1), 2**31 - 1),
+                                                (str(2**31), None)])
+def test_max_exec_label_becomes_the_workloads_maximum_execution_time(value: str, seconds: int | None) -> None:
+    """Kueue parses the label as an int32: a larger value passes its webhook but sets no limit."""
+    assert max_execution_seconds({MAX_EXEC: value}) == seconds
+    spec = _integration().workload_for(_job(labels={MAX_EXEC: value}), "n")["spec"]
+    assert spec.get("maximumExecutionTimeSeconds") == seconds
+    assert max_execution_seconds({}) is None
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("0", f"{LABEL_ERROR} 0: should be greater than 0"),
+    ("-5", f"{LABEL_ERROR} -5: should be greater than 0"),
+    ("ten", f'{LABEL_ERROR} "ten": strconv.Atoi: parsing "ten": invalid syntax'),
+    ("", f'{LABEL_ERROR} "": strconv.Atoi: parsing "": invalid syntax'),
+    ("1.5", f'{LABEL_ERROR} "1.5": strconv.Atoi: parsing "1.5": invalid syntax'),
+    ("9" * 20, f'{LABEL_ERROR} "{"9" * 20}": strconv.Atoi: parsing "{"9" * 20}": value out of range'),
+])
+def test_max_exec_label_kueues_webhook_refuses(value: str, message: str) -> None:
+    with pytest.raises(InvalidInput) as exc:
+        max_execution_seconds({MAX_EXEC: value})
+    assert str(exc.value) == message
+    with pytest.raises(InvalidInput):
+        _integration().workload_for(_job(labels={MAX_EXEC: value}), "n")
+
+
+class _OnlyReads:
+    """A client that serves the Job and refuses to create anything."""
+
+    def __init__(self, job: dict) -> None:
+        self.job = job
+
+    async def get(self, resource, name, namespace=""):
+        return msgspec.json.encode(self.job)
+
+    async def create(self, resource, body, namespace=""):
+        raise AssertionError(f"created {body['metadata']['name']}")
+
+
+def test_a_job_with_a_refused_label_gets_no_workload() -> None:
+    raw = _job(labels={MAX_EXEC: "0"})
+    job = msgspec.convert(raw, o.Job)
+    jobs = _integration()
+    jobs.client = _OnlyReads(raw)  # type: ignore[assignment]
+    asyncio.run(jobs._create_workload(job, workload_name("sample", UID)))
+    assert jobs.stats.invalid == ["team-a/sample"] and jobs.stats.created == 0

@@ -60,6 +60,26 @@ def test_review_answers_with_a_json_patch_on_create_only(operation: str, patched
         assert "patch" not in resp and asked == []
 
 
+@pytest.mark.parametrize(("value", "refused"), [
+    ("0", "metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: Invalid value: 0: should be greater than 0"),
+    ("soon", 'metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: Invalid value: "soon": strconv.Atoi: parsing '
+             '"soon": invalid syntax'),
+    ("30", None),
+])
+def test_a_job_whose_max_exec_label_kueue_refuses_is_refused(value: str, refused: str | None) -> None:
+    async def no_default(ns: str) -> bool:
+        return False
+
+    job = _job({Q: "lq", "kueue.x-k8s.io/max-exec-time-seconds": value}, suspend=False)
+    body = msgspec.json.encode({"request": {"uid": "u-2", "operation": "CREATE", "namespace": "team", "object": job}})
+    resp = asyncio.run(review(body, no_default))["response"]
+    if refused is None:
+        assert resp["allowed"] is True and "patch" in resp
+    else:
+        assert resp == {"uid": "u-2", "allowed": False,
+                        "status": {"code": 403, "reason": "Forbidden", "message": refused}}
+
+
 def test_configuration_points_at_the_webhook_with_its_ca() -> None:
     bundle = self_signed(["kueue-es-webhook.kueue-system.svc", "127.0.0.1"])
     by_url = configuration(bundle.ca_pem, url="https://127.0.0.1:9443")

@@ -272,3 +272,44 @@ def test_why_waitforpodsready_blockadmission_holds_a_workload(tmp_path: Path) ->
     state.apply(ev.Record(state.offset + 1, ev.PodsReadyChanged(time=t0 + 1, key="team/a", ready=True)))
     ready = explain(state, config, "team/c", t0 + 1)
     assert ready is not None and ready["attempt"]["reason"] == "" and "podsReady" not in ready
+
+
+def test_maximum_execution_time_left_and_why_it_was_deactivated(tmp_path: Path) -> None:
+    """From a log through the command: while admitted, the time left and when it runs out; once it ran out, that
+    Kueue deactivated it, with its reason and message."""
+    spec = yaml.safe_load((SCENARIOS / "max-execution-time.yaml").read_text())
+    objs = [msgspec.convert(d, o.KueueObject) for d in spec["objects"]]
+    state = ClusterState()
+    t0 = 1_704_067_200_000
+    records: list = [ev.ObjectUpserted(time=t0, key=x.key, uid=x.metadata.uid, obj=x) for x in objs]
+    for e in records:
+        state.apply(ev.Record(state.offset + 1, e))
+    for t in (t0, t0 + 30_000, t0 + 60_000):
+        tick = ev.ClockTicked(time=t)
+        state.apply(ev.Record(state.offset + 1, tick))
+        records.append(tick)
+        records.extend(d for b in settle(state, DEFAULT, now=t) for d in b)
+    log_dir = tmp_path / "log"
+
+    async def write() -> None:
+        log = FileLog.open(log_dir, fsync="never")
+        try:
+            await log.append(records)
+        finally:
+            await log.close()
+
+    anyio.run(write)
+    r = kueue_es("explain", "team/job", "--log", log_dir, "--at", "2024-01-01T00:00:30Z")
+    assert r.returncode == 0, r.stderr
+    assert ("Maximum execution time: 60s: 30s left; deactivated at 2024-01-01T00:01:00Z "
+            "(DeactivatedDueToMaximumExecutionTimeExceeded) unless it finishes or is evicted first") in r.stdout
+    data = json.loads(kueue_es("explain", "team/job", "--log", log_dir, "--at", "2024-01-01T00:00:30Z",
+                               "-o", "json").stdout)
+    assert data["maxExecution"] == {"limitSeconds": 60, "accumulatedSeconds": 0, "remainingSeconds": 30.0,
+                                    "runsOutAt": "2024-01-01T00:01:00Z", "detail": data["maxExecution"]["detail"]}
+    r = kueue_es("explain", "team/job", "--log", log_dir)
+    assert r.returncode == 0, r.stderr
+    assert "Workload team/job: Inactive" in r.stdout
+    assert ("Queue: notQueued: deactivated by Kueue (DeactivatedDueToMaximumExecutionTimeExceeded): The workload is "
+            "deactivated due to exceeding the maximum execution time") in r.stdout
+    assert "Maximum execution time: 60s (60s admitted before); the clock runs while the workload is admitted" in r.stdout

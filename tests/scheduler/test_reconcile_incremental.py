@@ -1,10 +1,11 @@
 """The controller rules look only at what changed, and decide exactly what a look at every workload decides.
 
 ``reconcile`` looks at the workloads the projection marked as touched since its last pass and at the clocks that
-ran out (requeue backoffs, waitForPodsReady, retention); ``reconcile(..., full=True)`` looks at every workload.
-Over random logs — workloads queued, admitted, evicted, finished, deactivated and deleted; admission checks of
-another controller and of the ProvisioningRequest controller, with requests failing, expiring, provisioned and
-going away; TAS workloads on nodes that fail and recover, with pods that run and end; LocalQueues and
+ran out (requeue backoffs, waitForPodsReady, maximum execution times, retention); ``reconcile(..., full=True)``
+looks at every workload. Over random logs — workloads queued, admitted, evicted, finished, deactivated and
+deleted, some with a maximum execution time that runs out, across admissions too; admission checks of another
+controller and of the ProvisioningRequest controller, with requests failing, expiring, provisioned and going
+away; TAS workloads on nodes that fail and recover, with pods that run and end; LocalQueues and
 ClusterQueues stopped, drained and deleted; checks and configs changing; time passing in steps from 1 ms to
 minutes; the scheduler's configuration switching between waitForPodsReady and retention settings — after every
 step, the two give the same decisions, asking twice without applying gives them again, and the next deadline
@@ -33,7 +34,7 @@ from kueue_es.scheduler.cycle import run_cycle
 from kueue_es.scheduler.nodefailure import assigned_nodes
 from kueue_es.scheduler.reconcile import next_deadline, pods_ready_deadline, reconcile, retention_deadline
 from projections import snapshot
-from projections.cluster import ClusterState
+from projections.cluster import ClusterState, max_execution_deadline
 from projections.workloads import ADMITTED, RESERVED
 
 T0 = 1_704_067_200_000
@@ -104,14 +105,18 @@ def provisioning_config(limit: int) -> o.KObject:
                     "backoffLimitCount": limit, "backoffBaseSeconds": 1, "backoffMaxSeconds": 4}}})
 
 
-def workload(ns: str, name: str, uid: str, queue: str, cpu: int, count: int, active: bool) -> o.KObject:
+def workload(ns: str, name: str, uid: str, queue: str, cpu: int, count: int, active: bool,
+             max_seconds: int | None = None) -> o.KObject:
     pod_set: dict = {"name": "main", "count": count, "template": {"spec": {"containers": [
         {"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}]}}}
     if queue == "lq-tas":
         pod_set["topologyRequest"] = {"required": "cloud.example.com/rack"}
+    spec: dict = {"queueName": queue, "active": active, "podSets": [pod_set]}
+    if max_seconds is not None:
+        spec["maximumExecutionTimeSeconds"] = max_seconds
     return obj({"apiVersion": KQ, "kind": "Workload",
                 "metadata": {"name": name, "namespace": ns, "uid": uid, "creationTimestamp": format_time(T0)},
-                "spec": {"queueName": queue, "active": active, "podSets": [pod_set]}})
+                "spec": spec})
 
 
 def pod(ns: str, name: str, wl: str, on: str, phase: str, deleting: bool) -> o.KObject:
@@ -148,6 +153,13 @@ def next_deadline_by_scan(state: ClusterState, config) -> int | None:
         for cq in state.reserving:
             for key in state.reserving[cq]:
                 d = pods_ready_deadline(config, state.workloads[key])
+                if d is not None:
+                    times.append(d)
+    for cq in state.reserving:
+        for key in state.reserving[cq]:
+            wl = state.workloads[key]
+            if wl.phase == ADMITTED and not wl.evicted:
+                d = max_execution_deadline(wl)
                 if d is not None:
                     times.append(d)
     if config.object_retention_policies is not None:
@@ -225,7 +237,8 @@ class Run:
                 uid = old.uid if old is not None and c % 13 else f"uid-{key}-{c}"
                 queue = QUEUES[c % 3]
                 cpu = 3 if queue == "lq-tas" else 1 + a % 2  # a TAS pod per node: two nodes can fail under one
-                self.observe(workload(ns, f"w{i}", uid, queue, cpu, 1 + c // 3 % 2, c % 7 != 0))
+                limit = (None, None, 1, 4, 30)[a // 2 % 5]  # seconds: a tick step runs out the short ones
+                self.observe(workload(ns, f"w{i}", uid, queue, cpu, 1 + c // 3 % 2, c % 7 != 0, limit))
             case "delete_workload":
                 key = self.pick(a)
                 if key:
@@ -383,7 +396,7 @@ def test_the_random_logs_reach_every_rule() -> None:
         "UnhealthyNodesChanged", "AdmissionCheckUpdated", "ProvisioningRequestCreated",
         "ProvisioningRequestDeleted/Finished", "ProvisioningRequestDeleted/Evicted",
         "WorkloadPending/Suspended", "WorkloadPending/Misconfigured", "WorkloadPending/PendingEvaluation",
-        "RetentionExpired",
+        "RetentionExpired", "WorkloadDeactivated/DeactivatedDueToMaximumExecutionTimeExceeded",
     }
     assert wanted <= set(seen), sorted(wanted - set(seen))
 

@@ -20,8 +20,9 @@ from projections.cluster import ClusterState
 SCENARIOS = Path(__file__).parent / "scenarios"
 
 
-async def _write_log(path: Path, scenario: str, tamper=None) -> int:
-    """Import a scenario's objects, let the scheduler settle, finish what was admitted, settle again."""
+async def _write_log(path: Path, scenario: str, tamper=None, ticks: tuple[int, ...] = ()) -> int:
+    """Import a scenario's objects, let the scheduler settle (again after each clock tick at ``ticks`` ms from the
+    start), finish what was admitted, settle again."""
     import yaml
 
     objects_yaml = path.parent / f"{path.name}.objects.yaml"
@@ -47,6 +48,9 @@ async def _write_log(path: Path, scenario: str, tamper=None) -> int:
 
     await append([ev.ObjectUpserted(time=t, key=obj.key, uid=obj.metadata.uid, obj=obj) for obj in objs])
     await settle()
+    for tick in ticks:
+        await append([ev.ClockTicked(time=t + tick)])
+        await settle()
     admitted = sorted(k for k, w in state.workloads.items() if w.phase in ("QuotaReserved", "Admitted"))
     await append([ev.WorkloadFinished(time=t + 60_000, key=k, uid=state.workloads[k].uid) for k in admitted])
     await settle()
@@ -134,6 +138,31 @@ def test_verify_fails_on_a_dropped_decision(tmp_path: Path) -> None:
     assert dropped
     result = _verify(tmp_path / "log")
     assert result.returncode == 1, result.stdout
+
+
+def test_verify_recomputes_maximum_execution_time_deactivations(tmp_path: Path) -> None:
+    """Deactivations woken by clock ticks alone (the maximum execution time) verify; a log that says another
+    cause does not."""
+    ticks = (9_000, 10_000, 30_000, 60_000)
+    anyio.run(_write_log, tmp_path / "log", "max-execution-time.yaml", None, ticks)
+    result = _verify(tmp_path / "log")
+    assert result.returncode == 0, result.stdout + result.stderr
+    forged = []
+
+    def other_cause(batch):
+        out = []
+        for e in batch:
+            if isinstance(e, ev.WorkloadDeactivated) and e.key == "team/job":
+                e = msgspec.structs.replace(e, reason="DeactivatedDueToRequeuingLimitExceeded")
+                forged.append(e)
+            out.append(e)
+        return out
+
+    anyio.run(_write_log, tmp_path / "forged", "max-execution-time.yaml", other_cause, ticks)
+    assert forged
+    result = _verify(tmp_path / "forged")
+    assert result.returncode == 1, result.stdout
+    assert "MISMATCH" in result.stdout
 
 
 def test_verify_fails_on_tampered_flavor_scan_progress(tmp_path: Path) -> None:

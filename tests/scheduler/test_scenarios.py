@@ -17,8 +17,9 @@ A case file holds ``objects`` (what a user would kubectl-apply), an optional Kue
   then asserts its ``expect`` (only the workloads it names) and, when given,
   ``requests`` (every ProvisioningRequest the projection knows, by key, with what it should hold: ``class``,
   ``parameters``, ``podSets`` as ``[template, count]`` pairs, ``templates`` by name with ``nodeSelector``,
-  ``requests`` (of the first container), ``labels``, ``gates``) and ``decisions`` (the types decided in the
-  step, per workload, in order).
+  ``requests`` (of the first container), ``labels``, ``gates``), ``decisions`` (the types decided in the
+  step, per workload, in order) and ``nextDeadline`` (an offset from ``start``, or null: when the service would
+  wake the scheduler with a clock tick if nothing else happened — :func:`kueue_es.scheduler.next_deadline`).
 
 Expectations per workload: ``admitted: {clusterQueue, flavors: {podSet: {resource: flavor}}, counts: {podSet: n}, usage: {podSet: {resource: quantity}},
 checksPending, topology: {podSet: [[value..., count], ...]}, delayedTopology: {podSet: Pending|Ready|null}}``,
@@ -31,7 +32,8 @@ REASON`` (Preempted condition reason, with Evicted=True/Preempted), ``evicted: R
 type: exact message}``, ``checks: {name: {state,
 message (substring), requeueAfterSeconds, retryCount, podSetUpdates, lastTransitionTime}}``, ``retention:
 Workload|Job|null`` (what a RetentionExpired decision deleted, null while the retention runs), ``resourceRequests:
-[{name, resources}]|null`` (exactly ``status.resourceRequests``; null: not shown), or ``unchanged:
+[{name, resources}]|null`` (exactly ``status.resourceRequests``; null: not shown), ``accumulated: N|null``
+(``status.accumulatedPastExecutionTimeSeconds``; null: not shown), or ``unchanged:
 true`` (``want`` only); in timelines also ``queue: active|parked|none`` (where it waits in its ClusterQueue's
 queue) and ``resumesAt: {podSet: {resource: flavor}}|null`` (where its next attempt's flavor scan starts, from the
 progress it keeps; null: it keeps none).
@@ -52,7 +54,7 @@ from events.quantity import to_int
 from events.tas_assignment import decode
 from events.timefmt import format_time, parse_time
 from kueue_es.commands.schedule import schedule
-from kueue_es.scheduler import decide, settle
+from kueue_es.scheduler import decide, next_deadline, settle
 from kueue_es.scheduler.config import parse_duration
 from kueue_es.scheduler.flavors import resume_scan
 from kueue_es.statefile import load_state
@@ -201,6 +203,10 @@ def check_status(case: str, key: str, status: dict, want: dict, wl=None, state=N
         checked = True
         got = status.get("resourceRequests")
         assert got == want["resourceRequests"], f"{key}: resourceRequests {got}"
+    if "accumulated" in want:
+        checked = True
+        got = status.get("accumulatedPastExecutionTimeSeconds")
+        assert got == want["accumulated"], f"{key}: accumulatedPastExecutionTimeSeconds {got}"
     if "retention" in want:
         checked = True
         assert wl is not None and wl.retention_target == (want["retention"] or ""), \
@@ -307,6 +313,11 @@ def run_timeline(name: str, spec: dict, tmp_path: Path) -> None:
                 for d in batch:
                     got.setdefault(d.key, []).append(type(d).__name__)
             assert got == step["decisions"], f"{name}: step {i} (at {format_time(t)}): decisions {got}"
+        if "nextDeadline" in step:
+            wake = next_deadline(state, config)
+            want_wake = None if step["nextDeadline"] is None else start + parse_duration(str(step["nextDeadline"]))
+            assert wake == want_wake, (f"{name}: step {i} (at {format_time(t)}): next deadline "
+                                       f"{None if wake is None else format_time(wake)}")
         if "requests" in step:
             check_requests(f"{name}: step {i} (at {format_time(t)})", state, step["requests"], created)
         for key, want in step.get("expect", {}).items():

@@ -1,10 +1,12 @@
 """The mutating webhook for batch/v1 Jobs, served over HTTPS by kueue-es and called by the real apiserver.
 
 A self-signed CA signs the serving certificate for 127.0.0.1 (kept in a Secret, so a second replica serves the
-same one); the MutatingWebhookConfiguration carries the CA as its caBundle (scoped to this test's namespaces, so other tests never see it). A Job created unsuspended with the
-queue label is stored suspended; a Job without the label in a namespace with a LocalQueue ``default`` gets the
-label and is suspended; elsewhere an unlabelled Job is left alone; and with the connector running, a labelled
-Job created unsuspended starts only once admitted (the webhook does not undo the connector's unsuspend).
+same one); the MutatingWebhookConfiguration carries the CA as its caBundle (scoped to this test's namespaces, so
+other tests never see it). A Job created unsuspended with the queue label is stored suspended; a Job without the
+label in a namespace with a LocalQueue ``default`` gets the label and is suspended; a Job whose
+max-exec-time-seconds label Kueue refuses is refused; elsewhere an unlabelled Job is left alone; and with the
+connector running, a labelled Job created unsuspended starts only once admitted (the webhook does not undo the
+connector's unsuspend).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from kubehelp import (
 )
 
 from connectors.k8s import crds
+from connectors.k8s.errors import Forbidden
+from connectors.k8s.jobs import MAX_EXEC_LABEL
 from connectors.k8s.resources import BY_KIND, KUEUE_RESOURCES, Resource
 from connectors.k8s.settings import KubeSettings
 from connectors.k8s.webhook import (
@@ -92,6 +96,11 @@ async def test_jobs_are_suspended_and_defaulted_at_creation(kube_apiserver, tmp_
             labelled = await create(kc, job(ns, "labelled", "user-queue", suspend=False))
             assert labelled["spec"]["suspend"] is True
             assert labelled["metadata"]["labels"][QUEUE_LABEL] == "user-queue"
+            with pytest.raises(Forbidden) as refused:
+                await create(kc, job(ns, "capped", "user-queue", labels={MAX_EXEC_LABEL: "0"}))
+            assert (f"denied the request: metadata.labels[{MAX_EXEC_LABEL}]: Invalid value: 0: should be greater "
+                    "than 0") in str(refused.value)
+            assert server.refused == 1
 
             await create(kc, local_queue(ns, "default", "nowhere"))
             unlabelled = job(ns, "unlabelled", "x", suspend=False)
