@@ -1,0 +1,487 @@
+"""Kueue's Prometheus metrics (``kueue_*``), as a fold over the log.
+
+Kueue counts in memory: its counters and histograms start from zero whenever a replica starts. Here they are
+part of the projection. Every counter and histogram is folded from the decisions and observations in the log,
+with durations taken from the times in the events, so a restart (which is a replay) brings them back where they
+were, and the metrics at any point of the log can be looked at again (``kueue-es metrics --log DIR --to N``).
+The fold is in :class:`ClusterState` (``state.metrics``) and in its snapshots, so restoring a snapshot and
+folding the tail gives what folding everything gives.
+
+Gauges (pending workloads, quota, usage, queue status) describe the state as it is: they are computed from the
+projection when asked (:func:`families`), like the ClusterQueue status the connector writes.
+
+Nothing here reads a clock or knows which replica it runs in: the ``replica_role`` label, and exposition in
+Prometheus' formats, are added by the service (``kueue_es.metrics``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import msgspec
+
+from events import schema as ev
+from events.quantity import MILLI_RESOURCES, to_int
+from events.timefmt import parse_time
+from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, WorkloadInfo
+
+if TYPE_CHECKING:
+    from projections.cluster import ClusterState
+
+# --- what is exposed -----------------------------------------------------------------------------------------
+
+
+def _exponential(count: int) -> tuple[float, ...]:
+    """Kueue's wait-time buckets: 1 s, then 2.5 s doubling (2.5, 5, 10, ...), ``count`` in all."""
+    return (1.0, *(2.5 * 2**i for i in range(count - 1)))
+
+
+WAIT_BUCKETS = _exponential(14)
+"""1 s to 10,240 s (about 2.8 h)."""
+ADMISSION_WAIT_BUCKETS = _exponential(16)
+"""1 s to 40,960 s (about 11.4 h): Kueue gives admission wait times two more buckets."""
+
+
+class Spec(NamedTuple):
+    name: str
+    kind: str
+    """``counter``, ``gauge`` or ``histogram``."""
+    help: str
+    labels: tuple[str, ...]
+    buckets: tuple[float, ...] = ()
+
+
+_CQ_PC = ("cluster_queue", "priority_class")
+_RESOURCE = ("cohort", "cluster_queue", "flavor", "resource")
+
+ADMISSION_ATTEMPTS = Spec(
+    "kueue_admission_attempts_total", "counter",
+    "Scheduling cycles that tried to admit workloads, by result: 'success' when at least one workload got "
+    "quota (or a workload waiting for a second pass was placed or evicted), 'inadmissible' otherwise.",
+    ("result",))
+PENDING_WORKLOADS = Spec(
+    "kueue_pending_workloads", "gauge",
+    "Workloads waiting in a ClusterQueue, by status: 'active' ones are in the queue the scheduler takes its "
+    "heads from; 'inadmissible' ones failed an attempt and wait for a change in the cluster before another.",
+    ("cluster_queue", "status"))
+QUOTA_RESERVED = Spec(
+    "kueue_quota_reserved_workloads_total", "counter",
+    "Workloads that got a quota reservation, per ClusterQueue and priority class.", _CQ_PC)
+QUOTA_RESERVED_WAIT = Spec(
+    "kueue_quota_reserved_wait_time_seconds", "histogram",
+    "Time from a workload's creation, or from its last requeue, until it got a quota reservation.",
+    _CQ_PC, WAIT_BUCKETS)
+ADMITTED_WORKLOADS = Spec(
+    "kueue_admitted_workloads_total", "counter",
+    "Workloads admitted (quota reserved and every admission check ready), per ClusterQueue and priority class.",
+    _CQ_PC)
+ADMISSION_WAIT = Spec(
+    "kueue_admission_wait_time_seconds", "histogram",
+    "Time from a workload's creation, or from its last requeue, until it was admitted.",
+    _CQ_PC, ADMISSION_WAIT_BUCKETS)
+ADMISSION_CHECKS_WAIT = Spec(
+    "kueue_admission_checks_wait_time_seconds", "histogram",
+    "Time from a workload's quota reservation until its admission, for workloads with admission checks.",
+    _CQ_PC, WAIT_BUCKETS)
+FINISHED_TOTAL = Spec(
+    "kueue_finished_workloads_total", "counter",
+    "Workloads that finished, per ClusterQueue they held quota in (empty when they held none) and priority "
+    "class.", _CQ_PC)
+EXECUTION_TIME = Spec(
+    "kueue_execution_time_seconds", "histogram",
+    "How long a finished workload ran admitted, over all its admissions (runs before an eviction included).",
+    _CQ_PC, WAIT_BUCKETS)
+EVICTED = Spec(
+    "kueue_evicted_workloads_total", "counter",
+    "Evictions of workloads holding quota, by reason (Preempted, PodsReadyTimeout, AdmissionCheck, "
+    "ClusterQueueStopped, LocalQueueStopped, NodeFailures, Deactivated) and underlying cause (why Kueue "
+    "deactivated it: AdmissionCheck, MaximumExecutionTimeExceeded, RequeuingLimitExceeded; empty otherwise).",
+    ("cluster_queue", "reason", "underlying_cause", "priority_class"))
+PREEMPTED = Spec(
+    "kueue_preempted_workloads_total", "counter",
+    "Workloads preempted, per ClusterQueue of the preempting workload, by reason: InClusterQueue, "
+    "InCohortReclamation, InCohortFairSharing, InCohortReclaimWhileBorrowing.",
+    ("preempting_cluster_queue", "reason"))
+RESERVING_ACTIVE = Spec(
+    "kueue_reserving_active_workloads", "gauge",
+    "Workloads holding a quota reservation in the ClusterQueue.", ("cluster_queue",))
+ADMITTED_ACTIVE = Spec(
+    "kueue_admitted_active_workloads", "gauge",
+    "Admitted workloads of the ClusterQueue that still hold their quota (not finished, not released).",
+    ("cluster_queue",))
+FINISHED_WORKLOADS = Spec(
+    "kueue_finished_workloads", "gauge",
+    "Finished workloads that still exist, per ClusterQueue of their LocalQueue.", ("cluster_queue",))
+CQ_STATUS = Spec(
+    "kueue_cluster_queue_status", "gauge",
+    "1 on the ClusterQueue's current status (pending, active or terminating), 0 on the other two.",
+    ("cluster_queue", "status"))
+CQ_RESERVATION = Spec(
+    "kueue_cluster_queue_resource_reservation", "gauge",
+    "Quota reserved by the ClusterQueue's workloads, per flavor and resource (cpu in cores).", _RESOURCE)
+CQ_USAGE = Spec(
+    "kueue_cluster_queue_resource_usage", "gauge",
+    "Quota used by the ClusterQueue's admitted workloads, per flavor and resource (cpu in cores).", _RESOURCE)
+CQ_NOMINAL = Spec(
+    "kueue_cluster_queue_nominal_quota", "gauge",
+    "The ClusterQueue's nominal quota, per flavor and resource (cpu in cores).", _RESOURCE)
+CQ_BORROWING = Spec(
+    "kueue_cluster_queue_borrowing_limit", "gauge",
+    "The ClusterQueue's borrowing limit, per flavor and resource (cpu in cores; +Inf when unset).", _RESOURCE)
+CQ_LENDING = Spec(
+    "kueue_cluster_queue_lending_limit", "gauge",
+    "The ClusterQueue's lending limit, per flavor and resource (cpu in cores; +Inf when unset).", _RESOURCE)
+CQ_INFO = Spec(
+    "kueue_cluster_queue_info", "gauge",
+    "1 per ClusterQueue, with its parent cohort and the root of its cohort tree (empty without a cohort).",
+    ("cluster_queue", "parent_cohort", "root_cohort"))
+COHORT_INFO = Spec(
+    "kueue_cohort_info", "gauge",
+    "1 per cohort (a Cohort object, or a name a ClusterQueue or Cohort refers to), with its parent cohort and "
+    "the root of its tree.", ("cohort", "parent_cohort", "root_cohort"))
+
+SPECS: tuple[Spec, ...] = (
+    ADMISSION_ATTEMPTS, PENDING_WORKLOADS, QUOTA_RESERVED, QUOTA_RESERVED_WAIT, ADMITTED_WORKLOADS,
+    ADMISSION_WAIT, ADMISSION_CHECKS_WAIT, FINISHED_TOTAL, EXECUTION_TIME, EVICTED, PREEMPTED,
+    RESERVING_ACTIVE, ADMITTED_ACTIVE, FINISHED_WORKLOADS, CQ_STATUS, CQ_RESERVATION, CQ_USAGE, CQ_NOMINAL,
+    CQ_BORROWING, CQ_LENDING, CQ_INFO, COHORT_INFO,
+)
+"""Every metric, in exposition order."""
+
+FOLDED: tuple[Spec, ...] = tuple(s for s in SPECS if s.kind != "gauge")
+"""The counters and histograms: folded from the log, kept in snapshots."""
+_BY_NAME = {s.name: s for s in SPECS}
+
+# --- how the log is read --------------------------------------------------------------------------------------
+
+FAILED_CHECKS_MESSAGE = "The workload has failed admission checks"
+"""The scheduler's QuotaReserved=False message for a head with a check in Retry or Rejected (an attempt with no
+requeue reason)."""
+NO_REPLACEMENT_PREFIX = "Workload was evicted as there was no replacement"
+"""A second pass that found no node to replace a failed one evicts the workload in the scheduling cycle."""
+
+_NONE, _INADMISSIBLE, _SUCCESS = 0, 1, 2
+
+
+def attempt_result(e: ev.Decision) -> int:
+    """What a decision says about the scheduling cycle it belongs to: 2 (a workload was assumed or evicted by the
+    cycle: the attempt succeeded), 1 (the cycle tried a workload and did not admit it), 0 (nothing: a controller
+    rule's decision, or one that does not tell). ``decide`` returns either the controller rules' decisions or
+    one cycle's, never both, so one such decision makes its whole batch an admission attempt."""
+    t = type(e)
+    if t is ev.QuotaReserved or t is ev.TopologyAssigned:
+        return _SUCCESS
+    if t is ev.WorkloadPending:
+        if e.requeue_reason or (e.reason == "PendingEvaluation" and e.message == FAILED_CHECKS_MESSAGE):  # type: ignore[union-attr]
+            return _INADMISSIBLE
+        return _NONE  # the workload controller's status sync, or blockAdmission's wait (not a failed attempt)
+    if t is ev.WorkloadPreempted or t is ev.SecondPassFailed:
+        return _INADMISSIBLE
+    if t is ev.WorkloadEvicted and e.message.startswith(NO_REPLACEMENT_PREFIX):  # type: ignore[union-attr]
+        return _SUCCESS
+    return _NONE
+
+
+def batch_result(batch: list[Any]) -> str:
+    """``success``, ``inadmissible`` or "" (not a scheduling cycle) for one batch of decisions."""
+    best = max((attempt_result(e) for e in batch if isinstance(e, ev.Decision)), default=_NONE)
+    return _RESULTS[best]
+
+
+_RESULTS = ("", "inadmissible", "success")
+
+# --- the fold ----------------------------------------------------------------------------------------------------
+
+
+class Observed(msgspec.Struct, array_like=True, gc=False):
+    """One histogram series: observations per bucket (the last one past the largest bound), their number, and
+    their sum in ms (an integer: sums are exact, whatever order snapshots cut the log in)."""
+
+    buckets: list[int]
+    count: int = 0
+    sum_ms: int = 0
+
+
+class MetricsSnapshot(msgspec.Struct, array_like=True):
+    counters: list[tuple[str, list[tuple[list[str], int]]]]
+    histograms: list[tuple[str, list[tuple[list[str], Observed]]]]
+    cycle: int
+    attempt: int
+
+
+_Seen = tuple[str, str, str, int | None, int]
+"""A workload just before a decision: phase, evicted reason, ClusterQueue of its admission, admitted at (ms),
+accumulated execution seconds."""
+
+
+class MetricsFold:
+    """The counters and histograms, folded. :meth:`before` and :meth:`after` bracket the fold of every event
+    of :data:`METERED` (``ClusterState.apply`` calls them): a metric moves only when the projection shows the
+    transition it counts, so the metrics agree with the state whatever the log holds (a decision the fold
+    ignores counts nothing)."""
+
+    __slots__ = ("attempt", "counters", "cycle", "histograms")
+
+    def __init__(self) -> None:
+        self.counters: dict[str, dict[tuple[str, ...], int]] = {}
+        self.histograms: dict[str, dict[tuple[str, ...], Observed]] = {}
+        self.cycle = 0
+        """Cycle number of the last decision folded."""
+        self.attempt = _NONE
+        """How that cycle counts in ``admission_attempts_total`` so far."""
+
+    # --- folding ------------------------------------------------------------------------------------------
+
+    def before(self, state: ClusterState, e: ev.AnyEvent) -> _Seen | None:
+        wl = state.workloads.get(e.key)
+        if wl is None:
+            return None
+        adm = wl.admission
+        return wl.phase, wl.evicted, adm.cluster_queue if adm is not None else "", wl.admitted_at, \
+            wl.accumulated_seconds
+
+    def after(self, state: ClusterState, e: ev.AnyEvent, seen: _Seen | None) -> None:
+        t = type(e)
+        if t is ev.ObjectDeleted:
+            if e.kind == "ClusterQueue":  # type: ignore[union-attr]
+                self._forget(e.key)
+            return
+        if t is not ev.WorkloadFinished:
+            self._attempt(e)  # type: ignore[arg-type]
+        if seen is None:
+            return
+        wl = state.workloads.get(e.key)
+        if wl is None:
+            return
+        phase, evicted, cq, admitted_at, accumulated = seen
+        if t is ev.QuotaReserved:
+            if phase == PENDING and wl.phase == RESERVED:
+                labels = (wl.cluster_queue, wl.priority_class)
+                self._inc(QUOTA_RESERVED, labels)
+                self._observe(QUOTA_RESERVED_WAIT, labels, e.time - _queued_since(wl))
+        elif t is ev.WorkloadAdmitted:
+            if phase == RESERVED and wl.phase == ADMITTED:
+                labels = (wl.cluster_queue, wl.priority_class)
+                self._inc(ADMITTED_WORKLOADS, labels)
+                self._observe(ADMISSION_WAIT, labels, e.time - _queued_since(wl))
+                if wl.check_states and wl.reserved_at is not None:
+                    self._observe(ADMISSION_CHECKS_WAIT, labels, e.time - wl.reserved_at)
+        elif t is ev.WorkloadPreempted or t is ev.WorkloadEvicted or t is ev.WorkloadDeactivated:
+            if evicted or phase not in (RESERVED, ADMITTED) or not wl.evicted:
+                return
+            if t is ev.WorkloadPreempted:
+                reason, cause = "Preempted", ""
+                preemptor = state.workloads.get(e.preemptor)  # type: ignore[union-attr]
+                self._inc(PREEMPTED, (preemptor.cluster_queue if preemptor is not None else "", e.reason))  # type: ignore[union-attr]
+            elif t is ev.WorkloadEvicted:
+                reason, cause = e.reason, e.underlying_cause  # type: ignore[union-attr]
+            else:
+                reason, cause = "Deactivated", e.reason.removeprefix("Deactivated").removeprefix("DueTo")  # type: ignore[union-attr]
+            self._inc(EVICTED, (cq, reason, cause, wl.priority_class))
+        elif t is ev.WorkloadFinished:
+            if phase == FINISHED or wl.phase != FINISHED:
+                return
+            labels = (cq, wl.priority_class)
+            self._inc(FINISHED_TOTAL, labels)
+            if admitted_at is not None or accumulated:
+                ran = accumulated * 1000 + (e.time - admitted_at if admitted_at is not None else 0)
+                self._observe(EXECUTION_TIME, labels, ran)
+
+    def _attempt(self, e: ev.Decision) -> None:
+        if e.cycle != self.cycle:
+            self.cycle, self.attempt = e.cycle, _NONE
+        result = attempt_result(e)
+        if result <= self.attempt:
+            return
+        attempts = self.counters.setdefault(ADMISSION_ATTEMPTS.name, {})
+        if self.attempt == _INADMISSIBLE:  # the cycle turned out to admit something after all
+            attempts[("inadmissible",)] -= 1
+        key = (_RESULTS[result],)
+        attempts[key] = attempts.get(key, 0) + 1
+        self.attempt = result
+
+    def _inc(self, spec: Spec, labels: tuple[str, ...]) -> None:
+        series = self.counters.setdefault(spec.name, {})
+        series[labels] = series.get(labels, 0) + 1
+
+    def _observe(self, spec: Spec, labels: tuple[str, ...], ms: int) -> None:
+        series = self.histograms.setdefault(spec.name, {})
+        h = series.get(labels)
+        if h is None:
+            h = series[labels] = Observed([0] * (len(spec.buckets) + 1))
+        ms = max(0, ms)
+        i = 0
+        for bound in spec.buckets:
+            if ms <= bound * 1000:
+                break
+            i += 1
+        h.buckets[i] += 1
+        h.count += 1
+        h.sum_ms += ms
+
+    def _forget(self, cq: str) -> None:
+        """A deleted ClusterQueue's series go, as Kueue clears them (a ClusterQueue of that name created later
+        counts from zero)."""
+        for table in (self.counters, self.histograms):
+            for name in sorted(table):
+                if _BY_NAME[name].labels[0] in ("cluster_queue", "preempting_cluster_queue"):
+                    series = table[name]
+                    for labels in [k for k in series if k[0] == cq]:
+                        del series[labels]
+
+    # --- snapshots ----------------------------------------------------------------------------------------
+
+    def snapshot(self) -> MetricsSnapshot:
+        return MetricsSnapshot(
+            counters=[(name, [(list(k), v) for k, v in sorted(self.counters[name].items())])
+                      for name in sorted(self.counters) if self.counters[name]],
+            histograms=[(name, [(list(k), v) for k, v in sorted(self.histograms[name].items())])
+                        for name in sorted(self.histograms) if self.histograms[name]],
+            cycle=self.cycle, attempt=self.attempt)
+
+    @classmethod
+    def restore(cls, snap: MetricsSnapshot) -> MetricsFold:
+        m = cls()
+        m.counters = {name: {tuple(k): v for k, v in series} for name, series in snap.counters}
+        m.histograms = {name: {tuple(k): v for k, v in series} for name, series in snap.histograms}
+        m.cycle, m.attempt = snap.cycle, snap.attempt
+        return m
+
+
+METERED: frozenset[type] = frozenset({*ev.DECISION_TYPES, ev.WorkloadFinished, ev.ObjectDeleted})
+"""The events the metrics fold looks at (every decision, for the admission attempts)."""
+
+
+def _queued_since(wl: WorkloadInfo) -> int:
+    """Kueue's queued time: the Requeued condition's last transition, else the creation (ms)."""
+    c = wl.condition("Requeued")
+    if c is not None and c.last_transition_time:
+        return parse_time(c.last_transition_time)
+    return wl.created
+
+
+# --- exposition ---------------------------------------------------------------------------------------------
+
+
+class Family(NamedTuple):
+    """One metric's samples: ``(label values, value)`` for counters and gauges; for histograms
+    ``(label values, cumulative counts per bucket bound then +Inf, sum in seconds)``."""
+
+    spec: Spec
+    samples: list[tuple[tuple[str, ...], Any]]
+
+
+def families(state: ClusterState) -> list[Family]:
+    """Every metric at the state's point of the log, in :data:`SPECS` order; series sorted by labels."""
+    gauges = _gauges(state)
+    out = []
+    for spec in SPECS:
+        if spec.kind == "gauge":
+            out.append(Family(spec, gauges[spec.name]))
+        elif spec.kind == "counter":
+            series = state.metrics.counters.get(spec.name, {})
+            out.append(Family(spec, [(k, float(series[k])) for k in sorted(series)]))
+        else:
+            hist = state.metrics.histograms.get(spec.name, {})
+            out.append(Family(spec, [(k, _cumulative(hist[k]), hist[k].sum_ms / 1000) for k in sorted(hist)]))
+    return out
+
+
+def merged(parts: list[list[Family]]) -> list[Family]:
+    """The families of several states (the shards a replica is active for) as one: series with the same labels
+    are added (shards hold disjoint cohort trees, so they seldom share one)."""
+    if len(parts) == 1:
+        return parts[0]
+    out = []
+    for i, spec in enumerate(SPECS):
+        acc: dict[tuple[str, ...], Any] = {}
+        for part in parts:
+            for sample in part[i].samples:
+                labels = sample[0]
+                if spec.kind != "histogram":
+                    acc[labels] = acc.get(labels, 0.0) + sample[1]
+                elif labels in acc:
+                    counts, total = acc[labels]
+                    acc[labels] = ([a + b for a, b in zip(counts, sample[1], strict=True)], total + sample[2])
+                else:
+                    acc[labels] = (list(sample[1]), sample[2])
+        if spec.kind == "histogram":
+            out.append(Family(spec, [(k, *acc[k]) for k in sorted(acc)]))
+        else:
+            out.append(Family(spec, [(k, acc[k]) for k in sorted(acc)]))
+    return out
+
+
+def _cumulative(h: Observed) -> list[int]:
+    out, total = [], 0
+    for n in h.buckets:
+        total += n
+        out.append(total)
+    return out
+
+
+def _amount(resource: str, value: int) -> float:
+    """Kueue's integer amount as the metric reports it: cpu in cores, everything else in units."""
+    return value / 1000 if resource in MILLI_RESOURCES else float(value)
+
+
+def _limit(resource: str, quantity: Any) -> float:
+    return math.inf if quantity is None else _amount(resource, to_int(resource, quantity))
+
+
+def _gauges(state: ClusterState) -> dict[str, list[tuple[tuple[str, ...], float]]]:
+    out: dict[str, list[tuple[tuple[str, ...], float]]] = {s.name: [] for s in SPECS if s.kind == "gauge"}
+    workloads = state.workloads
+    finished: dict[str, int] = {}
+    for wl in workloads.values():
+        if wl.phase == FINISHED:
+            lq = state.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
+            if lq is not None:
+                finished[lq.spec.cluster_queue] = finished.get(lq.spec.cluster_queue, 0) + 1
+    forest = state.forest
+    for name in sorted(state.cluster_queues):
+        cq = state.cluster_queues[name]
+        labels = (name,)
+        q = state.queues.get(name)
+        out[PENDING_WORKLOADS.name] += [((name, "active"), float(len(q.entries) if q is not None else 0)),
+                                        ((name, "inadmissible"), float(len(q.inadmissible) if q is not None else 0))]
+        holding = [workloads[k] for k in state.reserving.get(name, {}) if k in workloads]
+        admitted = [wl for wl in holding if wl.phase == ADMITTED]
+        out[RESERVING_ACTIVE.name].append((labels, float(len(holding))))
+        out[ADMITTED_ACTIVE.name].append((labels, float(len(admitted))))
+        out[FINISHED_WORKLOADS.name].append((labels, float(finished.get(name, 0))))
+        inactive = state.inactive_reason(name)
+        status = "terminating" if inactive == "Terminating" else "active" if inactive is None else "pending"
+        out[CQ_STATUS.name] += [((name, s), 1.0 if s == status else 0.0) for s in ("pending", "active", "terminating")]
+        cohort = cq.spec.cohort_name
+        reserved = state.usage.get(name, {})
+        used: dict[str, int] = {}
+        for wl in admitted:
+            for fr, v in wl.usage.items():
+                used[fr] = used.get(fr, 0) + v
+        quota_frs = []
+        for rg in cq.spec.resource_groups:
+            for fq in rg.flavors:
+                for rq in fq.resources:
+                    fr_labels = (cohort, name, fq.name, rq.name)
+                    quota_frs.append(f"{fq.name}/{rq.name}")
+                    out[CQ_NOMINAL.name].append((fr_labels, _amount(rq.name, to_int(rq.name, rq.nominal_quota))))
+                    out[CQ_BORROWING.name].append((fr_labels, _limit(rq.name, rq.borrowing_limit)))
+                    out[CQ_LENDING.name].append((fr_labels, _limit(rq.name, rq.lending_limit)))
+        extra = sorted(fr for fr in set(reserved) | set(used) if fr not in quota_frs and (reserved.get(fr) or used.get(fr)))
+        for fr in [*quota_frs, *extra]:
+            flavor, _, resource = fr.partition("/")
+            fr_labels = (cohort, name, flavor, resource)
+            out[CQ_RESERVATION.name].append((fr_labels, _amount(resource, reserved.get(fr, 0))))
+            out[CQ_USAGE.name].append((fr_labels, _amount(resource, used.get(fr, 0))))
+        parent = forest.parent.get("cq:" + name, "")
+        root = forest.root.get("cq:" + name, "")
+        out[CQ_INFO.name].append(((name, parent[3:], root[3:] if root.startswith("co:") else ""), 1.0))
+    cohorts = sorted(n[3:] for n in forest.root if n.startswith("co:"))
+    for name in cohorts:
+        node = "co:" + name
+        out[COHORT_INFO.name].append(((name, forest.parent.get(node, "")[3:], forest.root[node][3:]), 1.0))
+    for name in out:
+        out[name].sort()
+    return out
