@@ -32,7 +32,7 @@ from projections.admissionchecks import applicable_checks
 from projections.clusterqueues import ClusterQueueInfo, selector_matches
 from projections.cohorts import CohortForest, build_forest
 from projections.deadlines import DueIndex
-from projections.metrics import METERED, MetricsFold
+from projections.metrics import METERED, NEEDS_BEFORE, MetricsFold, seen_before
 from projections.pod_adjustment import LimitSummary, summarize
 from projections.queues import ClusterQueueQueue, SortKey
 from projections.quota import QuotaTree, build_quota_tree
@@ -309,9 +309,9 @@ class ClusterState:
         about_workload = t in _ABOUT_WORKLOADS or (
             (t in _UPSERTS and type(e.obj) in _WORKLOAD_VIEWS)  # type: ignore[union-attr]
             or (t is ev.ObjectDeleted and e.kind == "Workload"))  # type: ignore[union-attr]
-        metered = t in METERED
-        if metered:
-            seen = self.metrics.before(self, e)
+        metered = METERED.get(t)
+        if metered is not None:
+            seen = seen_before(self, e) if t in NEEDS_BEFORE else None
         try:
             if about_workload:
                 # Any change of a workload holding a ClusterQueue's quota (reserved, updated, released) grows that
@@ -332,8 +332,8 @@ class ClusterState:
                 handler(self, e)
         except UndecodablePart as exc:  # a part of a lazily decoded event, read only now
             raise UndecodableRecord(record.offset, str(exc)) from exc
-        if metered:
-            self.metrics.after(self, e, seen)
+        if metered is not None:
+            metered(self.metrics, self, e, seen)
         if t in _SECOND_PASS_TRIGGERS and (t not in _UPSERTS or e.obj.__class__ in _WORKLOAD_VIEWS):  # type: ignore[union-attr]
             self._sync_second_pass(e.key, e.time)
         if about_workload or t in _ALSO_ABOUT_WORKLOADS:
@@ -757,6 +757,8 @@ class ClusterState:
             self.tas.pod_changed(key, None)
         if kind in ("ClusterQueue", "Cohort"):
             self._specs_changed(quota=True)
+            if kind == "ClusterQueue":
+                self.metrics.forget(key)
         elif kind in ("Namespace", "ResourceFlavor", "AdmissionCheck", "Topology", "ProvisioningRequestConfig"):
             self._specs_changed()
         if kind == "LocalQueue":

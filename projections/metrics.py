@@ -17,10 +17,12 @@ Prometheus' formats, are added by the service (``kueue_es.metrics``).
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 
+from events import objects as o
 from events import schema as ev
 from events.quantity import MILLI_RESOURCES, to_int
 from events.timefmt import parse_time
@@ -162,6 +164,9 @@ NO_REPLACEMENT_PREFIX = "Workload was evicted as there was no replacement"
 """A second pass that found no node to replace a failed one evicts the workload in the scheduling cycle."""
 
 _NONE, _INADMISSIBLE, _SUCCESS = 0, 1, 2
+_RESULTS = ("", "inadmissible", "success")
+_RESULT_OF_TYPE = {ev.QuotaReserved: _SUCCESS, ev.TopologyAssigned: _SUCCESS, ev.WorkloadPreempted: _INADMISSIBLE,
+                   ev.SecondPassFailed: _INADMISSIBLE}
 
 
 def attempt_result(e: ev.Decision) -> int:
@@ -170,17 +175,13 @@ def attempt_result(e: ev.Decision) -> int:
     rule's decision, or one that does not tell). ``decide`` returns either the controller rules' decisions or
     one cycle's, never both, so one such decision makes its whole batch an admission attempt."""
     t = type(e)
-    if t is ev.QuotaReserved or t is ev.TopologyAssigned:
-        return _SUCCESS
     if t is ev.WorkloadPending:
         if e.requeue_reason or (e.reason == "PendingEvaluation" and e.message == FAILED_CHECKS_MESSAGE):  # type: ignore[union-attr]
             return _INADMISSIBLE
         return _NONE  # the workload controller's status sync, or blockAdmission's wait (not a failed attempt)
-    if t is ev.WorkloadPreempted or t is ev.SecondPassFailed:
-        return _INADMISSIBLE
-    if t is ev.WorkloadEvicted and e.message.startswith(NO_REPLACEMENT_PREFIX):  # type: ignore[union-attr]
-        return _SUCCESS
-    return _NONE
+    if t is ev.WorkloadEvicted:
+        return _SUCCESS if e.message.startswith(NO_REPLACEMENT_PREFIX) else _NONE  # type: ignore[union-attr]
+    return _RESULT_OF_TYPE.get(t, _NONE)
 
 
 def batch_result(batch: list[Any]) -> str:
@@ -189,17 +190,14 @@ def batch_result(batch: list[Any]) -> str:
     return _RESULTS[best]
 
 
-_RESULTS = ("", "inadmissible", "success")
-
 # --- the fold ----------------------------------------------------------------------------------------------------
 
 
 class Observed(msgspec.Struct, array_like=True, gc=False):
-    """One histogram series: observations per bucket (the last one past the largest bound), their number, and
-    their sum in ms (an integer: sums are exact, whatever order snapshots cut the log in)."""
+    """One histogram series: observations per bucket (the last one past the largest bound) and their sum in ms
+    (an integer: sums are exact, whatever order snapshots cut the log in)."""
 
     buckets: list[int]
-    count: int = 0
     sum_ms: int = 0
 
 
@@ -210,119 +208,46 @@ class MetricsSnapshot(msgspec.Struct, array_like=True):
     attempt: int
 
 
-_Seen = tuple[str, str, str, int | None, int]
-"""A workload just before a decision: phase, evicted reason, ClusterQueue of its admission, admitted at (ms),
-accumulated execution seconds."""
+_Seen = tuple[str, str, o.Admission | None]
+"""A workload just before an event: its phase, its Evicted reason and its admission."""
+
+_QR, _QR_WAIT = QUOTA_RESERVED.name, QUOTA_RESERVED_WAIT.name
+_ADM, _ADM_WAIT, _CHECKS_WAIT = ADMITTED_WORKLOADS.name, ADMISSION_WAIT.name, ADMISSION_CHECKS_WAIT.name
+_FIN, _EXEC = FINISHED_TOTAL.name, EXECUTION_TIME.name
+_BOUNDS_MS = {s.name: [round(b * 1000) for b in s.buckets] for s in FOLDED if s.kind == "histogram"}
 
 
 class MetricsFold:
-    """The counters and histograms, folded. :meth:`before` and :meth:`after` bracket the fold of every event
-    of :data:`METERED` (``ClusterState.apply`` calls them): a metric moves only when the projection shows the
-    transition it counts, so the metrics agree with the state whatever the log holds (a decision the fold
-    ignores counts nothing)."""
+    """The counters and histograms, folded. ``ClusterState.apply`` brackets the fold of every event of
+    :data:`METERED`: it takes :func:`seen_before` of the workload when the event's hook needs it, folds the event,
+    then calls the hook. A metric moves only when the projection shows the transition it counts, so the metrics
+    agree with the state whatever the log holds (a decision the fold ignores counts nothing).
+
+    The hooks are on the fold's hot path: one per event type, the work inline, the series tables made once."""
 
     __slots__ = ("attempt", "counters", "cycle", "histograms")
 
     def __init__(self) -> None:
-        self.counters: dict[str, dict[tuple[str, ...], int]] = {}
-        self.histograms: dict[str, dict[tuple[str, ...], Observed]] = {}
+        self.counters: dict[str, dict[tuple[str, ...], int]] = {s.name: {} for s in FOLDED if s.kind == "counter"}
+        self.histograms: dict[str, dict[tuple[str, ...], Observed]] = {
+            s.name: {} for s in FOLDED if s.kind == "histogram"}
         self.cycle = 0
         """Cycle number of the last decision folded."""
         self.attempt = _NONE
         """How that cycle counts in ``admission_attempts_total`` so far."""
 
-    # --- folding ------------------------------------------------------------------------------------------
-
-    def before(self, state: ClusterState, e: ev.AnyEvent) -> _Seen | None:
-        wl = state.workloads.get(e.key)
-        if wl is None:
-            return None
-        adm = wl.admission
-        return wl.phase, wl.evicted, adm.cluster_queue if adm is not None else "", wl.admitted_at, \
-            wl.accumulated_seconds
-
-    def after(self, state: ClusterState, e: ev.AnyEvent, seen: _Seen | None) -> None:
-        t = type(e)
-        if t is ev.ObjectDeleted:
-            if e.kind == "ClusterQueue":  # type: ignore[union-attr]
-                self._forget(e.key)
-            return
-        if t is not ev.WorkloadFinished:
-            self._attempt(e)  # type: ignore[arg-type]
-        if seen is None:
-            return
-        wl = state.workloads.get(e.key)
-        if wl is None:
-            return
-        phase, evicted, cq, admitted_at, accumulated = seen
-        if t is ev.QuotaReserved:
-            if phase == PENDING and wl.phase == RESERVED:
-                labels = (wl.cluster_queue, wl.priority_class)
-                self._inc(QUOTA_RESERVED, labels)
-                self._observe(QUOTA_RESERVED_WAIT, labels, e.time - _queued_since(wl))
-        elif t is ev.WorkloadAdmitted:
-            if phase == RESERVED and wl.phase == ADMITTED:
-                labels = (wl.cluster_queue, wl.priority_class)
-                self._inc(ADMITTED_WORKLOADS, labels)
-                self._observe(ADMISSION_WAIT, labels, e.time - _queued_since(wl))
-                if wl.check_states and wl.reserved_at is not None:
-                    self._observe(ADMISSION_CHECKS_WAIT, labels, e.time - wl.reserved_at)
-        elif t is ev.WorkloadPreempted or t is ev.WorkloadEvicted or t is ev.WorkloadDeactivated:
-            if evicted or phase not in (RESERVED, ADMITTED) or not wl.evicted:
-                return
-            if t is ev.WorkloadPreempted:
-                reason, cause = "Preempted", ""
-                preemptor = state.workloads.get(e.preemptor)  # type: ignore[union-attr]
-                self._inc(PREEMPTED, (preemptor.cluster_queue if preemptor is not None else "", e.reason))  # type: ignore[union-attr]
-            elif t is ev.WorkloadEvicted:
-                reason, cause = e.reason, e.underlying_cause  # type: ignore[union-attr]
-            else:
-                reason, cause = "Deactivated", e.reason.removeprefix("Deactivated").removeprefix("DueTo")  # type: ignore[union-attr]
-            self._inc(EVICTED, (cq, reason, cause, wl.priority_class))
-        elif t is ev.WorkloadFinished:
-            if phase == FINISHED or wl.phase != FINISHED:
-                return
-            labels = (cq, wl.priority_class)
-            self._inc(FINISHED_TOTAL, labels)
-            if admitted_at is not None or accumulated:
-                ran = accumulated * 1000 + (e.time - admitted_at if admitted_at is not None else 0)
-                self._observe(EXECUTION_TIME, labels, ran)
-
-    def _attempt(self, e: ev.Decision) -> None:
-        if e.cycle != self.cycle:
-            self.cycle, self.attempt = e.cycle, _NONE
-        result = attempt_result(e)
-        if result <= self.attempt:
-            return
-        attempts = self.counters.setdefault(ADMISSION_ATTEMPTS.name, {})
+    def count_attempt(self, result: int) -> None:
+        """The cycle of the decision just folded tried to admit (``result`` > what it counted as so far)."""
+        attempts = self.counters[ADMISSION_ATTEMPTS.name]
         if self.attempt == _INADMISSIBLE:  # the cycle turned out to admit something after all
             attempts[("inadmissible",)] -= 1
         key = (_RESULTS[result],)
         attempts[key] = attempts.get(key, 0) + 1
         self.attempt = result
 
-    def _inc(self, spec: Spec, labels: tuple[str, ...]) -> None:
-        series = self.counters.setdefault(spec.name, {})
-        series[labels] = series.get(labels, 0) + 1
-
-    def _observe(self, spec: Spec, labels: tuple[str, ...], ms: int) -> None:
-        series = self.histograms.setdefault(spec.name, {})
-        h = series.get(labels)
-        if h is None:
-            h = series[labels] = Observed([0] * (len(spec.buckets) + 1))
-        ms = max(0, ms)
-        i = 0
-        for bound in spec.buckets:
-            if ms <= bound * 1000:
-                break
-            i += 1
-        h.buckets[i] += 1
-        h.count += 1
-        h.sum_ms += ms
-
-    def _forget(self, cq: str) -> None:
-        """A deleted ClusterQueue's series go, as Kueue clears them (a ClusterQueue of that name created later
-        counts from zero)."""
+    def forget(self, cq: str) -> None:
+        """ClusterQueue ``cq`` was deleted: its series go, as Kueue clears them (a ClusterQueue of that name
+        created later counts from zero)."""
         for table in (self.counters, self.histograms):
             for name in sorted(table):
                 if _BY_NAME[name].labels[0] in ("cluster_queue", "preempting_cluster_queue"):
@@ -343,21 +268,136 @@ class MetricsFold:
     @classmethod
     def restore(cls, snap: MetricsSnapshot) -> MetricsFold:
         m = cls()
-        m.counters = {name: {tuple(k): v for k, v in series} for name, series in snap.counters}
-        m.histograms = {name: {tuple(k): v for k, v in series} for name, series in snap.histograms}
+        for name, series in snap.counters:
+            if name in m.counters:
+                m.counters[name] = {tuple(k): v for k, v in series}
+        for name, series in snap.histograms:
+            if name in m.histograms:
+                m.histograms[name] = {tuple(k): v for k, v in series}
         m.cycle, m.attempt = snap.cycle, snap.attempt
         return m
 
 
-METERED: frozenset[type] = frozenset({*ev.DECISION_TYPES, ev.WorkloadFinished, ev.ObjectDeleted})
-"""The events the metrics fold looks at (every decision, for the admission attempts)."""
+# --- the hooks: ``hook(metrics, state, event, seen)`` after the event is folded -------------------------------
+
+
+def seen_before(state: ClusterState, e: ev.AnyEvent) -> _Seen | None:
+    wl = state.workloads.get(e.key)
+    return None if wl is None else (wl.phase, wl.evicted, wl.admission)
+
+
+def _decided(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
+    """Any decision: the admission attempt of its cycle."""
+    if e.cycle != m.cycle:
+        m.cycle, m.attempt = e.cycle, _NONE
+    if m.attempt != _SUCCESS:
+        result = attempt_result(e)
+        if result > m.attempt:
+            m.count_attempt(result)
+
+
+def _reserved(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
+    if e.cycle != m.cycle:
+        m.cycle, m.attempt = e.cycle, _NONE
+    if m.attempt != _SUCCESS:
+        m.count_attempt(_SUCCESS)
+    if seen is None or seen[0] != PENDING:
+        return
+    wl = state.workloads.get(e.key)
+    if wl is None or wl.phase != RESERVED:
+        return
+    labels = (wl.cluster_queue, wl.priority_class)
+    series = m.counters[_QR]
+    series[labels] = series.get(labels, 0) + 1
+    _observe(m.histograms[_QR_WAIT], _BOUNDS_MS[_QR_WAIT], labels, e.time - _queued_since(wl))
+
+
+def _admitted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
+    if e.cycle != m.cycle:
+        m.cycle, m.attempt = e.cycle, _NONE
+    if seen is None or seen[0] != RESERVED:
+        return
+    wl = state.workloads.get(e.key)
+    if wl is None or wl.phase != ADMITTED:
+        return
+    labels = (wl.cluster_queue, wl.priority_class)
+    series = m.counters[_ADM]
+    series[labels] = series.get(labels, 0) + 1
+    _observe(m.histograms[_ADM_WAIT], _BOUNDS_MS[_ADM_WAIT], labels, e.time - _queued_since(wl))
+    if wl.check_states and wl.reserved_at is not None:
+        _observe(m.histograms[_CHECKS_WAIT], _BOUNDS_MS[_CHECKS_WAIT], labels, e.time - wl.reserved_at)
+
+
+def _evicted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
+    _decided(m, state, e, seen)
+    if seen is None:
+        return
+    phase, evicted, adm = seen
+    wl = state.workloads.get(e.key)
+    if evicted or adm is None or phase not in (RESERVED, ADMITTED) or wl is None or not wl.evicted:
+        return
+    t = type(e)
+    if t is ev.WorkloadPreempted:
+        reason, cause = "Preempted", ""
+        preemptor = state.workloads.get(e.preemptor)
+        key = (preemptor.cluster_queue if preemptor is not None else "", e.reason)
+        preempted = m.counters[PREEMPTED.name]
+        preempted[key] = preempted.get(key, 0) + 1
+    elif t is ev.WorkloadEvicted:
+        reason, cause = e.reason, e.underlying_cause
+    else:  # Deactivated, or DeactivatedDueTo<cause>: Kueue's reason is Deactivated, the rest its cause
+        reason, cause = "Deactivated", e.reason.removeprefix("Deactivated").removeprefix("DueTo")
+    labels = (adm.cluster_queue, reason, cause, wl.priority_class)
+    series = m.counters[EVICTED.name]
+    series[labels] = series.get(labels, 0) + 1
+
+
+def _finished(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
+    if seen is None or seen[0] == FINISHED:
+        return
+    wl = state.workloads.get(e.key)
+    if wl is None or wl.phase != FINISHED:
+        return
+    adm = seen[2]
+    labels = (adm.cluster_queue if adm is not None else "", wl.priority_class)
+    series = m.counters[_FIN]
+    series[labels] = series.get(labels, 0) + 1
+    admitted_at = wl.admitted_at
+    if admitted_at is not None or wl.accumulated_seconds:
+        ran = wl.accumulated_seconds * 1000 + (e.time - admitted_at if admitted_at is not None else 0)
+        _observe(m.histograms[_EXEC], _BOUNDS_MS[_EXEC], labels, ran)
+
+
+def _observe(series: dict[tuple[str, ...], Observed], bounds: list[int], labels: tuple[str, ...], ms: int) -> None:
+    h = series.get(labels)
+    if h is None:
+        h = series[labels] = Observed([0] * (len(bounds) + 1))
+    if ms < 0:
+        ms = 0
+    h.buckets[bisect_left(bounds, ms)] += 1
+    h.sum_ms += ms
+
+
+METERED: dict[type, Any] = {
+    **dict.fromkeys(ev.DECISION_TYPES, _decided),
+    ev.QuotaReserved: _reserved,
+    ev.WorkloadAdmitted: _admitted,
+    ev.WorkloadPreempted: _evicted,
+    ev.WorkloadEvicted: _evicted,
+    ev.WorkloadDeactivated: _evicted,
+    ev.WorkloadFinished: _finished,
+}
+"""Event type -> its hook (every decision has one, for the admission attempts)."""
+NEEDS_BEFORE = frozenset({ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadPreempted, ev.WorkloadEvicted,
+                          ev.WorkloadDeactivated, ev.WorkloadFinished})
+"""The event types whose hook needs :func:`seen_before`."""
 
 
 def _queued_since(wl: WorkloadInfo) -> int:
     """Kueue's queued time: the Requeued condition's last transition, else the creation (ms)."""
-    c = wl.condition("Requeued")
-    if c is not None and c.last_transition_time:
-        return parse_time(c.last_transition_time)
+    for c in wl.conditions:
+        if c.type == "Requeued":
+            return parse_time(c.last_transition_time) if c.last_transition_time else wl.created
     return wl.created
 
 
@@ -380,10 +420,10 @@ def families(state: ClusterState) -> list[Family]:
         if spec.kind == "gauge":
             out.append(Family(spec, gauges[spec.name]))
         elif spec.kind == "counter":
-            series = state.metrics.counters.get(spec.name, {})
+            series = state.metrics.counters[spec.name]
             out.append(Family(spec, [(k, float(series[k])) for k in sorted(series)]))
         else:
-            hist = state.metrics.histograms.get(spec.name, {})
+            hist = state.metrics.histograms[spec.name]
             out.append(Family(spec, [(k, _cumulative(hist[k]), hist[k].sum_ms / 1000) for k in sorted(hist)]))
     return out
 

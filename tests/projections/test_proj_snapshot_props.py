@@ -183,7 +183,7 @@ def test_a_version_1_snapshot_loads_with_no_configuration_in_force() -> None:
     del old[snapshot.Snapshot.__struct_fields__.index("config"):]
     restored = snapshot.decode(msgspec.msgpack.encode(old))
     assert restored.config is None and restored.config_offset == -1
-    assert state.metrics.counters and not restored.metrics.counters  # older snapshots hold no metrics
+    assert any(state.metrics.counters.values()) and not any(restored.metrics.counters.values())  # none in v1
     state.metrics = MetricsFold()
     assert snapshot.digest(restored) == snapshot.digest(state)
     old[0] = 99
