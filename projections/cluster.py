@@ -32,7 +32,7 @@ from projections.admissionchecks import applicable_checks
 from projections.clusterqueues import ClusterQueueInfo, selector_matches
 from projections.cohorts import CohortForest, build_forest
 from projections.deadlines import DueIndex
-from projections.metrics import METERED, NEEDS_BEFORE, MetricsFold, seen_before
+from projections.metrics import METERED, NEEDS_BEFORE, MetricsFold
 from projections.pod_adjustment import LimitSummary, summarize
 from projections.queues import ClusterQueueQueue, SortKey
 from projections.quota import QuotaTree, build_quota_tree
@@ -310,8 +310,7 @@ class ClusterState:
             (t in _UPSERTS and type(e.obj) in _WORKLOAD_VIEWS)  # type: ignore[union-attr]
             or (t is ev.ObjectDeleted and e.kind == "Workload"))  # type: ignore[union-attr]
         metered = METERED.get(t)
-        if metered is not None:
-            seen = seen_before(self, e) if t in NEEDS_BEFORE else None
+        seen = None
         try:
             if about_workload:
                 # Any change of a workload holding a ClusterQueue's quota (reserved, updated, released) grows that
@@ -320,6 +319,8 @@ class ClusterState:
                 workloads = self.workloads
                 wl = workloads.get(e.key)
                 before = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
+                if wl is not None and t in NEEDS_BEFORE:  # what the metrics see change (projections.metrics)
+                    seen = (wl, wl.phase, wl.evicted, wl.admission)
                 handler(self, e)
                 wl = workloads.get(e.key)
                 after = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""

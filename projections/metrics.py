@@ -151,8 +151,10 @@ SPECS: tuple[Spec, ...] = (
 )
 """Every metric, in exposition order."""
 
-FOLDED: tuple[Spec, ...] = tuple(s for s in SPECS if s.kind != "gauge")
-"""The counters and histograms: folded from the log, kept in snapshots."""
+COUNT_OF = {QUOTA_RESERVED.name: QUOTA_RESERVED_WAIT.name, ADMITTED_WORKLOADS.name: ADMISSION_WAIT.name}
+"""Counters that count exactly what a histogram observes (Kueue moves both together): read off its counts."""
+FOLDED: tuple[Spec, ...] = tuple(s for s in SPECS if s.kind != "gauge" and s.name not in COUNT_OF)
+"""The counters and histograms folded from the log (kept in snapshots)."""
 _BY_NAME = {s.name: s for s in SPECS}
 
 # --- how the log is read --------------------------------------------------------------------------------------
@@ -193,12 +195,9 @@ def batch_result(batch: list[Any]) -> str:
 # --- the fold ----------------------------------------------------------------------------------------------------
 
 
-class Observed(msgspec.Struct, array_like=True, gc=False):
-    """One histogram series: observations per bucket (the last one past the largest bound) and their sum in ms
-    (an integer: sums are exact, whatever order snapshots cut the log in)."""
-
-    buckets: list[int]
-    sum_ms: int = 0
+Observed = list[int]
+"""One histogram series: observations per bucket (one per bound, then one past the largest), then their sum in
+ms (an integer: sums are exact, whatever order snapshots cut the log in)."""
 
 
 class MetricsSnapshot(msgspec.Struct, array_like=True):
@@ -208,19 +207,19 @@ class MetricsSnapshot(msgspec.Struct, array_like=True):
     attempt: int
 
 
-_Seen = tuple[str, str, o.Admission | None]
-"""A workload just before an event: its phase, its Evicted reason and its admission."""
+_Seen = tuple[WorkloadInfo, str, str, o.Admission | None]
+"""A workload just before an event is folded: the workload (the same object after), its phase, its Evicted
+reason and its admission. ``ClusterState.apply`` takes it for the events of :data:`NEEDS_BEFORE`."""
 
-_QR, _QR_WAIT = QUOTA_RESERVED.name, QUOTA_RESERVED_WAIT.name
-_ADM, _ADM_WAIT, _CHECKS_WAIT = ADMITTED_WORKLOADS.name, ADMISSION_WAIT.name, ADMISSION_CHECKS_WAIT.name
+_QR_WAIT, _ADM_WAIT, _CHECKS_WAIT = QUOTA_RESERVED_WAIT.name, ADMISSION_WAIT.name, ADMISSION_CHECKS_WAIT.name
 _FIN, _EXEC = FINISHED_TOTAL.name, EXECUTION_TIME.name
 _BOUNDS_MS = {s.name: [round(b * 1000) for b in s.buckets] for s in FOLDED if s.kind == "histogram"}
 
 
 class MetricsFold:
-    """The counters and histograms, folded. ``ClusterState.apply`` brackets the fold of every event of
-    :data:`METERED`: it takes :func:`seen_before` of the workload when the event's hook needs it, folds the event,
-    then calls the hook. A metric moves only when the projection shows the transition it counts, so the metrics
+    """The counters and histograms, folded. ``ClusterState.apply`` calls the hook of every event of
+    :data:`METERED` once the event is folded, with the workload as it was before (:data:`_Seen`) when the hook
+    needs it. A metric moves only when the projection shows the transition it counts, so the metrics
     agree with the state whatever the log holds (a decision the fold ignores counts nothing).
 
     The hooks are on the fold's hot path: one per event type, the work inline, the series tables made once."""
@@ -273,17 +272,12 @@ class MetricsFold:
                 m.counters[name] = {tuple(k): v for k, v in series}
         for name, series in snap.histograms:
             if name in m.histograms:
-                m.histograms[name] = {tuple(k): v for k, v in series}
+                m.histograms[name] = {tuple(k): list(v) for k, v in series}
         m.cycle, m.attempt = snap.cycle, snap.attempt
         return m
 
 
 # --- the hooks: ``hook(metrics, state, event, seen)`` after the event is folded -------------------------------
-
-
-def seen_before(state: ClusterState, e: ev.AnyEvent) -> _Seen | None:
-    wl = state.workloads.get(e.key)
-    return None if wl is None else (wl.phase, wl.evicted, wl.admission)
 
 
 def _decided(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
@@ -301,28 +295,24 @@ def _reserved(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -
         m.cycle, m.attempt = e.cycle, _NONE
     if m.attempt != _SUCCESS:
         m.count_attempt(_SUCCESS)
-    if seen is None or seen[0] != PENDING:
+    if seen is None or seen[1] != PENDING:
         return
-    wl = state.workloads.get(e.key)
-    if wl is None or wl.phase != RESERVED:
+    wl = seen[0]
+    if wl.phase != RESERVED:
         return
     labels = (wl.cluster_queue, wl.priority_class)
-    series = m.counters[_QR]
-    series[labels] = series.get(labels, 0) + 1
     _observe(m.histograms[_QR_WAIT], _BOUNDS_MS[_QR_WAIT], labels, e.time - _queued_since(wl))
 
 
 def _admitted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
     if e.cycle != m.cycle:
         m.cycle, m.attempt = e.cycle, _NONE
-    if seen is None or seen[0] != RESERVED:
+    if seen is None or seen[1] != RESERVED:
         return
-    wl = state.workloads.get(e.key)
-    if wl is None or wl.phase != ADMITTED:
+    wl = seen[0]
+    if wl.phase != ADMITTED:
         return
     labels = (wl.cluster_queue, wl.priority_class)
-    series = m.counters[_ADM]
-    series[labels] = series.get(labels, 0) + 1
     _observe(m.histograms[_ADM_WAIT], _BOUNDS_MS[_ADM_WAIT], labels, e.time - _queued_since(wl))
     if wl.check_states and wl.reserved_at is not None:
         _observe(m.histograms[_CHECKS_WAIT], _BOUNDS_MS[_CHECKS_WAIT], labels, e.time - wl.reserved_at)
@@ -332,9 +322,8 @@ def _evicted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) ->
     _decided(m, state, e, seen)
     if seen is None:
         return
-    phase, evicted, adm = seen
-    wl = state.workloads.get(e.key)
-    if evicted or adm is None or phase not in (RESERVED, ADMITTED) or wl is None or not wl.evicted:
+    wl, phase, evicted, adm = seen
+    if evicted or adm is None or phase not in (RESERVED, ADMITTED) or not wl.evicted:
         return
     t = type(e)
     if t is ev.WorkloadPreempted:
@@ -353,12 +342,12 @@ def _evicted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) ->
 
 
 def _finished(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
-    if seen is None or seen[0] == FINISHED:
+    if seen is None or seen[1] == FINISHED:
         return
-    wl = state.workloads.get(e.key)
-    if wl is None or wl.phase != FINISHED:
+    wl = seen[0]
+    if wl.phase != FINISHED:
         return
-    adm = seen[2]
+    adm = seen[3]
     labels = (adm.cluster_queue if adm is not None else "", wl.priority_class)
     series = m.counters[_FIN]
     series[labels] = series.get(labels, 0) + 1
@@ -371,11 +360,11 @@ def _finished(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -
 def _observe(series: dict[tuple[str, ...], Observed], bounds: list[int], labels: tuple[str, ...], ms: int) -> None:
     h = series.get(labels)
     if h is None:
-        h = series[labels] = Observed([0] * (len(bounds) + 1))
+        h = series[labels] = [0] * (len(bounds) + 2)
     if ms < 0:
         ms = 0
-    h.buckets[bisect_left(bounds, ms)] += 1
-    h.sum_ms += ms
+    h[bisect_left(bounds, ms)] += 1
+    h[-1] += ms
 
 
 METERED: dict[type, Any] = {
@@ -419,12 +408,15 @@ def families(state: ClusterState) -> list[Family]:
     for spec in SPECS:
         if spec.kind == "gauge":
             out.append(Family(spec, gauges[spec.name]))
+        elif spec.name in COUNT_OF:
+            hist = state.metrics.histograms[COUNT_OF[spec.name]]
+            out.append(Family(spec, [(k, float(sum(hist[k][:-1]))) for k in sorted(hist)]))
         elif spec.kind == "counter":
             series = state.metrics.counters[spec.name]
             out.append(Family(spec, [(k, float(series[k])) for k in sorted(series)]))
         else:
             hist = state.metrics.histograms[spec.name]
-            out.append(Family(spec, [(k, _cumulative(hist[k]), hist[k].sum_ms / 1000) for k in sorted(hist)]))
+            out.append(Family(spec, [(k, _cumulative(hist[k]), hist[k][-1] / 1000) for k in sorted(hist)]))
     return out
 
 
@@ -455,7 +447,7 @@ def merged(parts: list[list[Family]]) -> list[Family]:
 
 def _cumulative(h: Observed) -> list[int]:
     out, total = [], 0
-    for n in h.buckets:
+    for n in h[:-1]:
         total += n
         out.append(total)
     return out

@@ -370,3 +370,11 @@ def test_metrics_survive_a_snapshot_anywhere(seed: int, data: st.DataObject) -> 
 def test_buckets_are_kueues() -> None:
     assert WAIT_BUCKETS == (1, 2.5, 5, 10, 20, 40, 80, 160, 320, 640, 1280, 2560, 5120, 10240)
     assert ADMISSION_WAIT_BUCKETS == (*WAIT_BUCKETS, 20480, 40960)
+
+
+def test_the_fold_shows_the_metrics_every_workload_event_they_need() -> None:
+    from projections.cluster import _ABOUT_WORKLOADS
+    from projections.metrics import METERED, NEEDS_BEFORE
+
+    assert NEEDS_BEFORE <= _ABOUT_WORKLOADS and NEEDS_BEFORE <= set(METERED)
+    assert set(ev.DECISION_TYPES) <= set(METERED)
