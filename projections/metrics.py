@@ -5,7 +5,10 @@ part of the projection. Every counter and histogram is folded from the decisions
 with durations taken from the times in the events, so a restart (which is a replay) brings them back where they
 were, and the metrics at any point of the log can be looked at again (``kueue-es metrics --log DIR --to N``).
 The fold is in :class:`ClusterState` (``state.metrics``) and in its snapshots, so restoring a snapshot and
-folding the tail gives what folding everything gives.
+folding the tail gives what folding everything gives — and in the state digest, which is how that is checked
+(the property tests compare digests; a Kafka failover restores a snapshot). The counters depend on the events
+alone, not on their offsets or on which replica wrote them, so the same events give the same digest; the
+decisions never read them, so ``replay --verify`` is unaffected.
 
 Gauges (pending workloads, quota, usage, queue status) describe the state as it is: they are computed from the
 projection when asked (:func:`families`), like the ClusterQueue status the connector writes.
@@ -281,8 +284,8 @@ class MetricsFold:
 
 
 # Python function calls are what the hooks cost most (a thousand-odd instructions each, against a few dozen for
-# a dict or list operation): the hooks inline the queued time and the histogram observation rather than call
-# helpers (``_queued_since``, ``_observe`` are their readable forms, for the cold paths).
+# a dict or list operation), so the hot hooks inline the queued time — Kueue's: the Requeued condition's last
+# transition, else the creation — and the histogram observation (``_observe``, which the cold paths call).
 
 _QR_BOUNDS, _ADM_BOUNDS, _EXEC_BOUNDS = _BOUNDS_MS[_QR_WAIT], _BOUNDS_MS[_ADM_WAIT], _BOUNDS_MS[_EXEC]
 
@@ -308,7 +311,7 @@ def _reserved(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -
     if wl.phase != RESERVED:
         return
     labels = (wl.cluster_queue, wl.priority_class)
-    since = wl.created  # _queued_since(wl), inline
+    since = wl.created  # the queued time, inline
     for c in wl.conditions:
         if c.type == "Requeued":
             if c.last_transition_time:
@@ -334,7 +337,7 @@ def _admitted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -
     if wl.phase != ADMITTED:
         return
     labels = (wl.cluster_queue, wl.priority_class)
-    since = wl.created  # _queued_since(wl), inline
+    since = wl.created  # the queued time, inline
     for c in wl.conditions:
         if c.type == "Requeued":
             if c.last_transition_time:
@@ -422,15 +425,8 @@ METERED: dict[type, Any] = {
 """Event type -> its hook (every decision has one, for the admission attempts)."""
 NEEDS_BEFORE = frozenset({ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadPreempted, ev.WorkloadEvicted,
                           ev.WorkloadDeactivated, ev.WorkloadFinished})
-"""The event types whose hook needs :func:`seen_before`."""
-
-
-def _queued_since(wl: WorkloadInfo) -> int:
-    """Kueue's queued time: the Requeued condition's last transition, else the creation (ms)."""
-    for c in wl.conditions:
-        if c.type == "Requeued":
-            return parse_time(c.last_transition_time) if c.last_transition_time else wl.created
-    return wl.created
+"""The event types whose hook needs the workload as it was before (:data:`_Seen`): events about one workload,
+which ``ClusterState.apply`` looks the workload up for anyway."""
 
 
 # --- exposition ---------------------------------------------------------------------------------------------
