@@ -18,6 +18,8 @@ Example::
       min_insync_replicas: 2
     scheduler:
       kueue_config: /etc/kueue/config.yaml
+    metrics:
+      port: 8080
 """
 
 from __future__ import annotations
@@ -54,12 +56,20 @@ class SchedulerSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknow
     """Kafka: decision batches one transaction may hold, each decided on the state after the previous one."""
 
 
+class MetricsSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    port: int = 0
+    """Serve Kueue's Prometheus metrics on ``http://ADDRESS:PORT/metrics`` (plain HTTP; Kueue serves them over
+    HTTPS on 8443); 0: not served."""
+    address: str = "0.0.0.0"
+
+
 class Settings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     log: str = ""
     """``kafka://HOST:PORT[,HOST:PORT]/TOPIC`` or a directory (the embedded log); empty: ./kueue-es-log."""
     kafka: KafkaSettings = KafkaSettings()
     scheduler: SchedulerSettings = SchedulerSettings()
     kube: KubeSettings = KubeSettings()
+    metrics: MetricsSettings = MetricsSettings()
 
     @property
     def uses_kafka(self) -> bool:
@@ -87,6 +97,9 @@ def load(path: str | None = None, env: Mapping[str, str] | None = None,
         raise InvalidInput(_where("$.scheduler.snapshot_every_events", path, env_names) + "must be at least 1")
     if settings.scheduler.batches_per_transaction < 1:
         raise InvalidInput(_where("$.scheduler.batches_per_transaction", path, env_names) + "must be at least 1")
+    if not 0 <= settings.metrics.port <= 65535:
+        raise InvalidInput(_where("$.metrics.port", path, env_names)
+                           + f"must be a port number (0-65535), not {settings.metrics.port}")
     if settings.scheduler.snapshot_interval_s <= 0:
         raise InvalidInput(_where("$.scheduler.snapshot_interval_s", path, env_names) + "must be positive")
     return settings

@@ -12,7 +12,9 @@ Logs are JSON lines (structlog) on stderr; progress reports stay JSON lines on s
 connector has listed every kind (503 before). With ``webhook_port`` every replica also serves the batch/v1 Job
 mutating webhook and the CRD conversion webhook over HTTPS (``connectors/k8s/webhook.py``); with
 ``visibility_port``, Kueue's visibility API for the aggregation layer (``connectors/k8s/visibility.py``), answered
-by the leader once synced (503 before, and on standbys), which registers its APIServices when told to.
+by the leader once synced (503 before, and on standbys), which registers its APIServices when told to. With
+``$.metrics.port`` every replica serves Kueue's Prometheus metrics on ``/metrics``: the leader's from its state, a
+standby's (it holds none) only its process metrics.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from connectors.k8s.settings import KubeSettings
 from connectors.k8s.settings import validate as validate_kube
 from events.errors import InvalidInput, KueueEsError
 from events.filelog import FileLog
+from kueue_es import metrics
 
 log = structlog.get_logger("kueue_es.k8s.service")
 
@@ -110,6 +113,11 @@ async def serve(settings: Any, opts: Any, stop: asyncio.Event, report: Any) -> N
     client = await KubeClient.connect(k.kubeconfig, k.context)
     health = Health()
     runner = await start_health_server(health, k.health_address, k.health_port) if k.health_port else None
+    m = settings.metrics
+    metrics_runner = await metrics.start_server(
+        metrics.registry(lambda: [health.connector.journal.mirror.state] if health.connector is not None else [],
+                         lambda: _replica_role(health, k)),
+        m.address, m.port) if m.port else None
     elector: LeaderElector | None = None
     webhook: job_webhook.WebhookServer | None = None
     visibility: visibility_api.VisibilityServer | None = None
@@ -142,7 +150,17 @@ async def serve(settings: Any, opts: Any, stop: asyncio.Event, report: Any) -> N
             await visibility.stop()
         if runner is not None:
             await runner.cleanup()
+        if metrics_runner is not None:
+            await metrics_runner.cleanup()
         await client.close()
+
+
+def _replica_role(health: Health, k: KubeSettings) -> str:
+    """Kueue's ``replica_role``: the Lease holder leads, the others follow; without leader election a replica
+    stands alone."""
+    if not k.leader_election:
+        return metrics.STANDALONE
+    return metrics.LEADER if health.role == "leader" else metrics.FOLLOWER
 
 
 async def _until_stopped(work: Any, stop: asyncio.Event) -> bool:

@@ -22,14 +22,15 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from connectors.kafka.scheduler_service import SchedulerReplica, ServiceOptions, default_instance_id
+from connectors.kafka.scheduler_service import Phase, SchedulerReplica, ServiceOptions, default_instance_id
 from connectors.kafka.settings import parse_url
 from connectors.kafka.topics import ensure_topics
 from events import schema as ev
 from events.errors import InvalidInput
 from events.filelog import FileLog
 from events.manifests import load_file
-from kueue_es.config import DEFAULT_EMBEDDED_LOG, Settings
+from kueue_es import metrics
+from kueue_es.config import DEFAULT_EMBEDDED_LOG, MetricsSettings, Settings
 from kueue_es.scheduler import DEFAULT, SchedulerConfig, decide, next_deadline
 from kueue_es.scheduler.config import load_config
 from kueue_es.scheduler.config_record import DEFAULT_DOCUMENT
@@ -81,38 +82,55 @@ async def serve(settings: Settings, stop: asyncio.Event, report: Report) -> None
         kafka, _ = parse_url(settings.log, settings.kafka)
         if kafka.create_topics:
             await ensure_topics(kafka)
-        await SchedulerReplica(kafka, opts, report).run(stop)
+        replica = SchedulerReplica(kafka, opts, report)
+
+        def active() -> list[ClusterState]:  # the shards this replica decides for (others are caught up on)
+            return [e.state for _, e in sorted(replica.engines.items()) if e.phase is Phase.ACTIVE]
+
+        m = settings.metrics
+        async with metrics.serving(m.address, m.port, active,
+                                   lambda: metrics.LEADER if active() else metrics.FOLLOWER):
+            await replica.run(stop)
     else:
-        await serve_embedded(settings.log or DEFAULT_EMBEDDED_LOG, opts, stop, report)
+        await serve_embedded(settings.log or DEFAULT_EMBEDDED_LOG, opts, stop, report, settings.metrics)
 
 
-async def serve_embedded(path: str, opts: ServiceOptions, stop: asyncio.Event, report: Report) -> None:
+async def serve_embedded(path: str, opts: ServiceOptions, stop: asyncio.Event, report: Report,
+                         metrics_settings: MetricsSettings | None = None) -> None:
     """The scheduler over the embedded log: fold it, then decide → append → apply whenever there is work (the
     Kueue Configuration first, when it is not the one in force)."""
+    m = metrics_settings or MetricsSettings()
     log = FileLog.open(path, fsync="always")
     try:
         state = ClusterState()
         for batch in log.scan(lazy=True):
             for r in batch:
                 state.apply(r)
-        report("active", {"log": path, "instance": opts.instance_id, "offset": state.offset})
-        while not stop.is_set():
-            batch: list[Any] = opts.config_to_record(state, opts.instance_id) or decide(state, opts.config)
-            if not batch and opts.ticks:
-                deadline = next_deadline(state, opts.config)
-                now = int(time.time() * 1000)
-                if deadline is not None and deadline <= now and state.time < now:
-                    batch = [ev.ClockTicked(time=now, id=f"tick-{now}")]
-            if batch:
-                offsets = await log.append(batch)
-                for off, e in zip(offsets, batch, strict=True):
-                    state.apply(ev.Record(off, e))
-                continue
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stop.wait(), 1.0)
+        async with metrics.serving(m.address, m.port, lambda: [state], lambda: metrics.STANDALONE):
+            active = {"log": path, "instance": opts.instance_id, "offset": state.offset}
+            report("active", {**active, "metricsPort": m.port} if m.port else active)
+            await _schedule_embedded(log, state, opts, stop)
         report("stopped", {"log": path, "instance": opts.instance_id, "offset": state.offset})
     finally:
         await log.close()
+
+
+async def _schedule_embedded(log: FileLog, state: ClusterState, opts: ServiceOptions, stop: asyncio.Event) -> None:
+    """decide → append → apply until ``stop``."""
+    while not stop.is_set():
+        batch: list[Any] = opts.config_to_record(state, opts.instance_id) or decide(state, opts.config)
+        if not batch and opts.ticks:
+            deadline = next_deadline(state, opts.config)
+            now = int(time.time() * 1000)
+            if deadline is not None and deadline <= now and state.time < now:
+                batch = [ev.ClockTicked(time=now, id=f"tick-{now}")]
+        if batch:
+            offsets = await log.append(batch)
+            for off, e in zip(offsets, batch, strict=True):
+                state.apply(ev.Record(off, e))
+            continue
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), 1.0)
 
 
 def run(settings: Settings, report: Report | None = None) -> int:

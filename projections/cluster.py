@@ -32,6 +32,7 @@ from projections.admissionchecks import applicable_checks
 from projections.clusterqueues import ClusterQueueInfo, selector_matches
 from projections.cohorts import CohortForest, build_forest
 from projections.deadlines import DueIndex
+from projections.metrics import METERED, NEEDS_BEFORE, MetricsFold
 from projections.pod_adjustment import LimitSummary, summarize
 from projections.queues import ClusterQueueQueue, SortKey
 from projections.quota import QuotaTree, build_quota_tree
@@ -197,6 +198,8 @@ class ClusterState:
         self.max_execution_clock = DueIndex()
         """Admitted workloads (not evicted) with a ``maximumExecutionTimeSeconds``, by when it runs out:
         :func:`max_execution_deadline`."""
+        self.metrics = MetricsFold()
+        """Kueue's counters and histograms, folded from the log (:mod:`projections.metrics`)."""
 
     # --- derived structure ----------------------------------------------------------------------------------
 
@@ -306,6 +309,8 @@ class ClusterState:
         about_workload = t in _ABOUT_WORKLOADS or (
             (t in _UPSERTS and type(e.obj) in _WORKLOAD_VIEWS)  # type: ignore[union-attr]
             or (t is ev.ObjectDeleted and e.kind == "Workload"))  # type: ignore[union-attr]
+        metered = METERED.get(t)
+        seen = None
         try:
             if about_workload:
                 # Any change of a workload holding a ClusterQueue's quota (reserved, updated, released) grows that
@@ -314,6 +319,8 @@ class ClusterState:
                 workloads = self.workloads
                 wl = workloads.get(e.key)
                 before = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
+                if wl is not None and t in NEEDS_BEFORE:  # what the metrics see change (projections.metrics)
+                    seen = (wl, wl.phase, wl.evicted, wl.admission)
                 handler(self, e)
                 wl = workloads.get(e.key)
                 after = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
@@ -326,6 +333,8 @@ class ClusterState:
                 handler(self, e)
         except UndecodablePart as exc:  # a part of a lazily decoded event, read only now
             raise UndecodableRecord(record.offset, str(exc)) from exc
+        if metered is not None:
+            metered(self.metrics, self, e, seen)
         if t in _SECOND_PASS_TRIGGERS and (t not in _UPSERTS or e.obj.__class__ in _WORKLOAD_VIEWS):  # type: ignore[union-attr]
             self._sync_second_pass(e.key, e.time)
         if about_workload or t in _ALSO_ABOUT_WORKLOADS:
@@ -749,6 +758,8 @@ class ClusterState:
             self.tas.pod_changed(key, None)
         if kind in ("ClusterQueue", "Cohort"):
             self._specs_changed(quota=True)
+            if kind == "ClusterQueue":
+                self.metrics.forget(key)
         elif kind in ("Namespace", "ResourceFlavor", "AdmissionCheck", "Topology", "ProvisioningRequestConfig"):
             self._specs_changed()
         if kind == "LocalQueue":

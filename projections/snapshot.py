@@ -17,14 +17,17 @@ from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
 from projections.cluster import ClusterState
+from projections.metrics import MetricsFold, MetricsSnapshot
 from projections.queues import ClusterQueueQueue
 from projections.workloads import WorkloadInfo, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 2
-"""2: the Kueue Configuration in force (``config``, ``config_offset``)."""
-READABLE_VERSIONS = (1, 2)
+SNAPSHOT_VERSION = 3
+"""2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
+(``metrics``)."""
+READABLE_VERSIONS = (1, 2, 3)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
-writers could not read a ``ConfigRecorded`` event)."""
+writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
+counters count from the snapshot's offset on."""
 
 Shape = tuple[int, bytes]
 
@@ -65,6 +68,8 @@ class Snapshot(msgspec.Struct, array_like=True):
     config: ev.ConfigRecorded | None = None
     config_offset: int = -1
     """The Kueue Configuration in force and its offset (``ClusterState.config``); from version 2 on."""
+    metrics: MetricsSnapshot | None = None
+    """``ClusterState.metrics``; from version 3 on."""
 
 
 _encoder = msgspec.msgpack.Encoder(order="sorted")
@@ -134,6 +139,7 @@ def take(state: ClusterState) -> Snapshot:
         changes=state.changes,
         config=state.config,
         config_offset=state.config_offset,
+        metrics=state.metrics.snapshot(),
     )
 
 
@@ -197,6 +203,8 @@ def restore(snap: Snapshot) -> ClusterState:
     state.quota_epoch, state.changes = snap.quota_epoch, snap.changes
     state.generations = dict(snap.generations)
     state.config, state.config_offset = snap.config, snap.config_offset
+    if snap.metrics is not None:
+        state.metrics = MetricsFold.restore(snap.metrics)
     for wl in snap.workloads:
         if wl.scan is not None:
             wl.scan = intern_scan(wl.scan, wl.scan.cycle)

@@ -32,7 +32,8 @@ the aggregation layer (the leader registers the APIServices ``v1beta2``/``v1beta
 its serving CA and points the Service ``kueue-es-visibility`` at its own pod IP); the
 embedded log lives on a volume at ``/var/lib/kueue-es`` (an ``emptyDir`` by default: a new pod rebuilds its
 state by relisting, Workload statuses carry what was admitted; use a PersistentVolumeClaim or Kafka to keep
-the history).
+the history). Every replica serves Kueue's Prometheus metrics over plain HTTP on port 8080 (``/metrics``; the
+leader's carry them, a standby's only its process metrics).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ DEFAULT_NAMESPACE = "kueue-system"
 DEFAULT_NAME = "kueue-es"
 DEFAULT_IMAGE = "kueue-es:0.1.0"
 HEALTH_PORT = 8081
+METRICS_PORT = 8080
 WEBHOOK_PORT = 9443
 WEBHOOK_SERVICE = "kueue-es-webhook"
 WEBHOOK_SECRET = "kueue-es-webhook-server-cert"
@@ -176,10 +178,12 @@ def deployment(namespace: str = DEFAULT_NAMESPACE, name: str = DEFAULT_NAME, ima
                             {"name": "KUEUE_ES_KUBE_VISIBILITY_REGISTER", "value": "true"},
                             {"name": "KUEUE_ES_KUBE_VISIBILITY_ADVERTISE_ADDRESS",
                              "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+                            {"name": "KUEUE_ES_METRICS_PORT", "value": str(METRICS_PORT)},
                         ],
                         "ports": [{"name": "health", "containerPort": HEALTH_PORT},
                                   {"name": "webhook", "containerPort": WEBHOOK_PORT},
-                                  {"name": "visibility", "containerPort": VISIBILITY_PORT}],
+                                  {"name": "visibility", "containerPort": VISIBILITY_PORT},
+                                  {"name": "metrics", "containerPort": METRICS_PORT}],
                         "livenessProbe": {**probe, "initialDelaySeconds": 15},
                         "readinessProbe": {"httpGet": {"path": "/readyz", "port": "health"}, "periodSeconds": 5},
                         "resources": {"requests": {"cpu": "500m", "memory": "512Mi"},

@@ -12,6 +12,7 @@ COMMAND_MODULES: list[str] = [
     "kueue_es.commands.import_cmd",
     "kueue_es.commands.replay",
     "kueue_es.commands.audit",
+    "kueue_es.commands.metrics",
     "kueue_es.commands.log_cmd",
     "kueue_es.commands.schedule",
     "kueue_es.commands.explain",

@@ -23,6 +23,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--config", metavar="FILE", help="kueue-es settings (YAML)")
     p.add_argument("--kueue-config", metavar="FILE", help="Kueue Configuration (config.kueue.x-k8s.io)")
     p.add_argument("--instance-id", metavar="NAME", help="this replica's name (default HOSTNAME-PID)")
+    p.add_argument("--metrics-port", type=int, metavar="PORT",
+                   help="serve Kueue's Prometheus metrics on http://0.0.0.0:PORT/metrics (default: not served)")
     k = p.add_argument_group("Kubernetes (--kube)")
     k.add_argument("--kube", action="store_true", default=None,
                    help="also run the Kubernetes connector: watch the cluster, write Workload status, drive Jobs "
@@ -48,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
                                           ("health_port", getattr(args, "health_port", None))) if value is not None}
     if kube:
         overrides["kube"] = kube
+    if getattr(args, "metrics_port", None) is not None:
+        overrides["metrics"] = {"port": args.metrics_port}
     settings = config.load(args.config, overrides=overrides)
     from kueue_es import service  # imports aiokafka: only when actually running
 

@@ -1,5 +1,6 @@
 """``kueue-es run --kube`` as a child process of a test: its structured reports (stdout) and logs (stderr)
-collected, its health server probed, killed (SIGKILL) when the block ends unless it already exited."""
+collected, its health server probed and its metrics scraped, killed (SIGKILL) when the block ends unless it
+already exited."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ class Proc:
     name: str
     proc: asyncio.subprocess.Process
     port: int
+    metrics_port: int
     reports: list[dict[str, Any]] = field(default_factory=list)
     logs: list[str] = field(default_factory=list)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
@@ -42,6 +44,12 @@ class Proc:
     async def get(self, path: str) -> tuple[int, dict[str, Any]]:
         async with aiohttp.ClientSession() as s, s.get(f"http://127.0.0.1:{self.port}{path}") as r:
             return r.status, await r.json()
+
+    async def metrics(self) -> str:
+        """``/metrics`` (the Prometheus text format)."""
+        async with aiohttp.ClientSession() as s, s.get(f"http://127.0.0.1:{self.metrics_port}/metrics") as r:
+            assert r.status == 200
+            return await r.text()
 
 
 async def _pump(stream: asyncio.StreamReader, into: list, parse: bool) -> None:
@@ -59,7 +67,7 @@ async def run(cluster, name: str, log_dir: Path, lease_ns: str, *, script: str |
               extra_env: dict[str, str] | None = None) -> AsyncIterator[Proc]:
     """``kueue-es run --kube`` over ``log_dir`` (its Lease in ``lease_ns``, short election timings); ``script``: a
     file in this directory run instead of ``-m kueue_es`` (e.g. ``crashing_kube_run.py``)."""
-    port = free_port()
+    port, metrics_port = free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUEUE_ES_")}
     env.update({"KUEUE_ES_KUBE_LEASE_NAMESPACE": lease_ns, "KUEUE_ES_KUBE_LEASE_DURATION_S": "3",
                 "KUEUE_ES_KUBE_RENEW_DEADLINE_S": "2", "KUEUE_ES_KUBE_RETRY_PERIOD_S": "0.5",
@@ -67,9 +75,9 @@ async def run(cluster, name: str, log_dir: Path, lease_ns: str, *, script: str |
     entry = [str(HERE / script)] if script else ["-m", "kueue_es"]
     proc = await asyncio.create_subprocess_exec(
         sys.executable, *entry, "run", "--kube", "--kubeconfig", cluster.kubeconfig, "--log", str(log_dir),
-        "--health-port", str(port), "--instance-id", name, cwd=REPO, env=env,
+        "--health-port", str(port), "--metrics-port", str(metrics_port), "--instance-id", name, cwd=REPO, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    p = Proc(name, proc, port)
+    p = Proc(name, proc, port, metrics_port)
     assert proc.stdout is not None and proc.stderr is not None
     p.tasks = [asyncio.create_task(_pump(proc.stdout, p.reports, True)),
                asyncio.create_task(_pump(proc.stderr, p.logs, False))]

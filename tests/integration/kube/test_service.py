@@ -1,7 +1,8 @@
 """``kueue-es run --kube`` as real processes against the real apiserver.
 
 * health endpoints, leader election: one leader, one ready standby; SIGTERM hands the Lease over at once and the
-  new leader (with an empty log of its own) picks the cluster up from the Workloads' status;
+  new leader (with an empty log of its own) picks the cluster up from the Workloads' status; ``/metrics`` on both,
+  Kueue's metrics labelled ``replica_role="leader"`` on the leader, none on the standby (it holds no state);
 * restart safety: SIGKILL between a decision (in the log) and its status write; the restarted process writes
   it — one admission, not two — and the Job runs.
 """
@@ -55,12 +56,19 @@ async def test_health_leader_election_and_handover(kube_apiserver, tmp_path) -> 
                 await create(kc, job(ns, "j1", "user-queue", cpu="1"))
                 await eventually(lambda: _running(kc, ns, "j1"), what="j1 to run under r1")
                 assert r1.reported("active") and not r2.reported("active")
+                leading = await r1.metrics()
+                assert (f'kueue_admitted_workloads_total{{cluster_queue="cq-{sfx}",priority_class="",'
+                        'replica_role="leader"} 1.0') in leading
+                standby = await r2.metrics()
+                assert "process_cpu_seconds_total" in standby and "kueue_" not in standby
 
                 t0 = time.monotonic()
                 r1.proc.send_signal(signal.SIGTERM)
                 assert await asyncio.wait_for(r1.proc.wait(), 30) == 0
                 await ready(r2, "leader")
                 assert time.monotonic() - t0 < 10, "a released Lease is taken over without waiting for it to expire"
+                assert (f'kueue_cluster_queue_status{{cluster_queue="cq-{sfx}",replica_role="leader",'
+                        'status="active"} 1.0') in await r2.metrics()
                 # r2 started from an empty log: it learned j1's admission from the Workload's status
                 await create(kc, job(ns, "j2", "user-queue", cpu="3"))
                 await eventually(lambda: _running(kc, ns, "j2"), what="j2 to run under r2")

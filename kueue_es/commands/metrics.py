@@ -1,0 +1,53 @@
+"""``kueue-es metrics``: Kueue's Prometheus metrics at a point of the log, in the text exposition format.
+
+Counters and histograms are folded from the log, so they are what ``/metrics`` of ``kueue-es run`` showed at
+that point (``--to OFFSET``, or ``--at TIME``: the events up to that time), however often the scheduler was
+restarted; gauges are computed from the state there. ``replica_role`` is ``standalone``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from kueue_es.commands._common import (
+    add_log_argument,
+    fold_log,
+    log_end,
+    offset_arg,
+    open_readonly,
+    time_arg,
+    warn,
+)
+from projections.cluster import ClusterState
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "metrics",
+        help="print Kueue's Prometheus metrics at a point of the log",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    add_log_argument(p)
+    point = p.add_mutually_exclusive_group()
+    point.add_argument("--to", type=offset_arg, metavar="OFFSET", help="fold events up to and including OFFSET")
+    point.add_argument("--at", type=time_arg("--at"), metavar="TIME",
+                       help="fold the events whose time is at most TIME (RFC 3339)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from kueue_es import metrics  # prometheus_client: only when asked
+
+    log = open_readonly(args.log)
+    try:
+        end = log_end(log)
+        state = ClusterState()
+        fold_log(log, state.apply, to=args.to, at=args.at, label="Folding", lazy=True)
+    finally:
+        log.close_sync()
+    if args.to is not None and args.to >= end:
+        warn(f"--to {args.to} is past the end of the log; folded up to offset {end - 1}")
+    sys.stdout.write(metrics.text([state]))
+    return 0

@@ -1,0 +1,558 @@
+"""Kueue's Prometheus metrics (``kueue_*``), as a fold over the log.
+
+Kueue counts in memory: its counters and histograms start from zero whenever a replica starts. Here they are
+part of the projection. Every counter and histogram is folded from the decisions and observations in the log,
+with durations taken from the times in the events, so a restart (which is a replay) brings them back where they
+were, and the metrics at any point of the log can be looked at again (``kueue-es metrics --log DIR --to N``).
+The fold is in :class:`ClusterState` (``state.metrics``) and in its snapshots, so restoring a snapshot and
+folding the tail gives what folding everything gives — and in the state digest, which is how that is checked
+(the property tests compare digests; a Kafka failover restores a snapshot). The counters depend on the events
+alone, not on their offsets or on which replica wrote them, so the same events give the same digest; the
+decisions never read them, so ``replay --verify`` is unaffected.
+
+Gauges (pending workloads, quota, usage, queue status) describe the state as it is: they are computed from the
+projection when asked (:func:`families`), like the ClusterQueue status the connector writes.
+
+Nothing here reads a clock or knows which replica it runs in: the ``replica_role`` label, and exposition in
+Prometheus' formats, are added by the service (``kueue_es.metrics``).
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import msgspec
+
+from events import objects as o
+from events import schema as ev
+from events.quantity import MILLI_RESOURCES, to_int
+from events.timefmt import parse_time
+from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, WorkloadInfo
+
+if TYPE_CHECKING:
+    from projections.cluster import ClusterState
+
+# --- what is exposed -----------------------------------------------------------------------------------------
+
+
+def _exponential(count: int) -> tuple[float, ...]:
+    """Kueue's wait-time buckets: 1 s, then 2.5 s doubling (2.5, 5, 10, ...), ``count`` in all."""
+    return (1.0, *(2.5 * 2**i for i in range(count - 1)))
+
+
+WAIT_BUCKETS = _exponential(14)
+"""1 s to 10,240 s (about 2.8 h)."""
+ADMISSION_WAIT_BUCKETS = _exponential(16)
+"""1 s to 40,960 s (about 11.4 h): Kueue gives admission wait times two more buckets."""
+
+
+class Spec(NamedTuple):
+    name: str
+    kind: str
+    """``counter``, ``gauge`` or ``histogram``."""
+    help: str
+    labels: tuple[str, ...]
+    buckets: tuple[float, ...] = ()
+
+
+_CQ_PC = ("cluster_queue", "priority_class")
+_RESOURCE = ("cohort", "cluster_queue", "flavor", "resource")
+
+ADMISSION_ATTEMPTS = Spec(
+    "kueue_admission_attempts_total", "counter",
+    "Scheduling cycles that tried to admit workloads, by result: 'success' when at least one workload got "
+    "quota (or a workload waiting for a second pass was placed or evicted), 'inadmissible' otherwise.",
+    ("result",))
+PENDING_WORKLOADS = Spec(
+    "kueue_pending_workloads", "gauge",
+    "Workloads waiting in a ClusterQueue, by status: 'active' ones are in the queue the scheduler takes its "
+    "heads from; 'inadmissible' ones failed an attempt and wait for a change in the cluster before another.",
+    ("cluster_queue", "status"))
+QUOTA_RESERVED = Spec(
+    "kueue_quota_reserved_workloads_total", "counter",
+    "Workloads that got a quota reservation, per ClusterQueue and priority class.", _CQ_PC)
+QUOTA_RESERVED_WAIT = Spec(
+    "kueue_quota_reserved_wait_time_seconds", "histogram",
+    "Time from a workload's creation, or from its last requeue, until it got a quota reservation.",
+    _CQ_PC, WAIT_BUCKETS)
+ADMITTED_WORKLOADS = Spec(
+    "kueue_admitted_workloads_total", "counter",
+    "Workloads admitted (quota reserved and every admission check ready), per ClusterQueue and priority class.",
+    _CQ_PC)
+ADMISSION_WAIT = Spec(
+    "kueue_admission_wait_time_seconds", "histogram",
+    "Time from a workload's creation, or from its last requeue, until it was admitted.",
+    _CQ_PC, ADMISSION_WAIT_BUCKETS)
+ADMISSION_CHECKS_WAIT = Spec(
+    "kueue_admission_checks_wait_time_seconds", "histogram",
+    "Time from a workload's quota reservation until its admission, for workloads with admission checks.",
+    _CQ_PC, WAIT_BUCKETS)
+FINISHED_TOTAL = Spec(
+    "kueue_finished_workloads_total", "counter",
+    "Workloads that finished, per ClusterQueue they held quota in (empty when they held none) and priority "
+    "class.", _CQ_PC)
+EXECUTION_TIME = Spec(
+    "kueue_execution_time_seconds", "histogram",
+    "How long a finished workload ran admitted, over all its admissions (runs before an eviction included).",
+    _CQ_PC, WAIT_BUCKETS)
+EVICTED = Spec(
+    "kueue_evicted_workloads_total", "counter",
+    "Evictions of workloads holding quota, by reason (Preempted, PodsReadyTimeout, AdmissionCheck, "
+    "ClusterQueueStopped, LocalQueueStopped, NodeFailures, Deactivated) and underlying cause (why Kueue "
+    "deactivated it: AdmissionCheck, MaximumExecutionTimeExceeded, RequeuingLimitExceeded; empty otherwise).",
+    ("cluster_queue", "reason", "underlying_cause", "priority_class"))
+PREEMPTED = Spec(
+    "kueue_preempted_workloads_total", "counter",
+    "Workloads preempted, per ClusterQueue of the preempting workload, by reason: InClusterQueue, "
+    "InCohortReclamation, InCohortFairSharing, InCohortReclaimWhileBorrowing.",
+    ("preempting_cluster_queue", "reason"))
+RESERVING_ACTIVE = Spec(
+    "kueue_reserving_active_workloads", "gauge",
+    "Workloads holding a quota reservation in the ClusterQueue.", ("cluster_queue",))
+ADMITTED_ACTIVE = Spec(
+    "kueue_admitted_active_workloads", "gauge",
+    "Admitted workloads of the ClusterQueue that still hold their quota (not finished, not released).",
+    ("cluster_queue",))
+FINISHED_WORKLOADS = Spec(
+    "kueue_finished_workloads", "gauge",
+    "Finished workloads that still exist, per ClusterQueue of their LocalQueue.", ("cluster_queue",))
+CQ_STATUS = Spec(
+    "kueue_cluster_queue_status", "gauge",
+    "1 on the ClusterQueue's current status (pending, active or terminating), 0 on the other two.",
+    ("cluster_queue", "status"))
+CQ_RESERVATION = Spec(
+    "kueue_cluster_queue_resource_reservation", "gauge",
+    "Quota reserved by the ClusterQueue's workloads, per flavor and resource (cpu in cores).", _RESOURCE)
+CQ_USAGE = Spec(
+    "kueue_cluster_queue_resource_usage", "gauge",
+    "Quota used by the ClusterQueue's admitted workloads, per flavor and resource (cpu in cores).", _RESOURCE)
+CQ_NOMINAL = Spec(
+    "kueue_cluster_queue_nominal_quota", "gauge",
+    "The ClusterQueue's nominal quota, per flavor and resource (cpu in cores).", _RESOURCE)
+CQ_BORROWING = Spec(
+    "kueue_cluster_queue_borrowing_limit", "gauge",
+    "The ClusterQueue's borrowing limit, per flavor and resource (cpu in cores; +Inf when unset).", _RESOURCE)
+CQ_LENDING = Spec(
+    "kueue_cluster_queue_lending_limit", "gauge",
+    "The ClusterQueue's lending limit, per flavor and resource (cpu in cores; +Inf when unset).", _RESOURCE)
+CQ_INFO = Spec(
+    "kueue_cluster_queue_info", "gauge",
+    "1 per ClusterQueue, with its parent cohort and the root of its cohort tree (empty without a cohort).",
+    ("cluster_queue", "parent_cohort", "root_cohort"))
+COHORT_INFO = Spec(
+    "kueue_cohort_info", "gauge",
+    "1 per cohort (a Cohort object, or a name a ClusterQueue or Cohort refers to), with its parent cohort and "
+    "the root of its tree.", ("cohort", "parent_cohort", "root_cohort"))
+
+SPECS: tuple[Spec, ...] = (
+    ADMISSION_ATTEMPTS, PENDING_WORKLOADS, QUOTA_RESERVED, QUOTA_RESERVED_WAIT, ADMITTED_WORKLOADS,
+    ADMISSION_WAIT, ADMISSION_CHECKS_WAIT, FINISHED_TOTAL, EXECUTION_TIME, EVICTED, PREEMPTED,
+    RESERVING_ACTIVE, ADMITTED_ACTIVE, FINISHED_WORKLOADS, CQ_STATUS, CQ_RESERVATION, CQ_USAGE, CQ_NOMINAL,
+    CQ_BORROWING, CQ_LENDING, CQ_INFO, COHORT_INFO,
+)
+"""Every metric, in exposition order."""
+
+COUNT_OF = {QUOTA_RESERVED.name: QUOTA_RESERVED_WAIT.name, ADMITTED_WORKLOADS.name: ADMISSION_WAIT.name}
+"""Counters that count exactly what a histogram observes (Kueue moves both together): read off its counts."""
+FOLDED: tuple[Spec, ...] = tuple(s for s in SPECS if s.kind != "gauge" and s.name not in COUNT_OF)
+"""The counters and histograms folded from the log (kept in snapshots)."""
+_BY_NAME = {s.name: s for s in SPECS}
+
+# --- how the log is read --------------------------------------------------------------------------------------
+
+FAILED_CHECKS_MESSAGE = "The workload has failed admission checks"
+"""The scheduler's QuotaReserved=False message for a head with a check in Retry or Rejected (an attempt with no
+requeue reason)."""
+NO_REPLACEMENT_PREFIX = "Workload was evicted as there was no replacement"
+"""A second pass that found no node to replace a failed one evicts the workload in the scheduling cycle."""
+
+_NONE, _INADMISSIBLE, _SUCCESS = 0, 1, 2
+_RESULTS = ("", "inadmissible", "success")
+_RESULT_OF_TYPE = {ev.QuotaReserved: _SUCCESS, ev.TopologyAssigned: _SUCCESS, ev.WorkloadPreempted: _INADMISSIBLE,
+                   ev.SecondPassFailed: _INADMISSIBLE}
+
+
+def attempt_result(e: ev.Decision) -> int:
+    """What a decision says about the scheduling cycle it belongs to: 2 (a workload was assumed or evicted by the
+    cycle: the attempt succeeded), 1 (the cycle tried a workload and did not admit it), 0 (nothing: a controller
+    rule's decision, or one that does not tell). ``decide`` returns either the controller rules' decisions or
+    one cycle's, never both, so one such decision makes its whole batch an admission attempt."""
+    t = type(e)
+    if t is ev.WorkloadPending:
+        if e.requeue_reason or (e.reason == "PendingEvaluation" and e.message == FAILED_CHECKS_MESSAGE):  # type: ignore[union-attr]
+            return _INADMISSIBLE
+        return _NONE  # the workload controller's status sync, or blockAdmission's wait (not a failed attempt)
+    if t is ev.WorkloadEvicted:
+        return _SUCCESS if e.message.startswith(NO_REPLACEMENT_PREFIX) else _NONE  # type: ignore[union-attr]
+    return _RESULT_OF_TYPE.get(t, _NONE)
+
+
+def batch_result(batch: list[Any]) -> str:
+    """``success``, ``inadmissible`` or "" (not a scheduling cycle) for one batch of decisions."""
+    best = max((attempt_result(e) for e in batch if isinstance(e, ev.Decision)), default=_NONE)
+    return _RESULTS[best]
+
+
+# --- the fold ----------------------------------------------------------------------------------------------------
+
+
+Observed = list[int]
+"""One histogram series: observations per bucket (one per bound, then one past the largest), then their sum in
+ms (an integer: sums are exact, whatever order snapshots cut the log in)."""
+
+
+class MetricsSnapshot(msgspec.Struct, array_like=True):
+    counters: list[tuple[str, list[tuple[list[str], int]]]]
+    histograms: list[tuple[str, list[tuple[list[str], Observed]]]]
+    cycle: int
+    attempt: int
+
+
+_Seen = tuple[WorkloadInfo, str, str, o.Admission | None]
+"""A workload just before an event is folded: the workload (the same object after), its phase, its Evicted
+reason and its admission. ``ClusterState.apply`` takes it for the events of :data:`NEEDS_BEFORE`."""
+
+_QR_WAIT, _ADM_WAIT, _CHECKS_WAIT = QUOTA_RESERVED_WAIT.name, ADMISSION_WAIT.name, ADMISSION_CHECKS_WAIT.name
+_FIN, _EXEC = FINISHED_TOTAL.name, EXECUTION_TIME.name
+_BOUNDS_MS = {s.name: [round(b * 1000) for b in s.buckets] for s in FOLDED if s.kind == "histogram"}
+
+
+class MetricsFold:
+    """The counters and histograms, folded. ``ClusterState.apply`` calls the hook of every event of
+    :data:`METERED` once the event is folded, with the workload as it was before (:data:`_Seen`) when the hook
+    needs it. A metric moves only when the projection shows the transition it counts, so the metrics
+    agree with the state whatever the log holds (a decision the fold ignores counts nothing).
+
+    The hooks are on the fold's hot path: one per event type, the work inline, the series tables made once."""
+
+    __slots__ = ("attempt", "counters", "cycle", "histograms")
+
+    def __init__(self) -> None:
+        self.counters: dict[str, dict[tuple[str, ...], int]] = {s.name: {} for s in FOLDED if s.kind == "counter"}
+        self.histograms: dict[str, dict[tuple[str, ...], Observed]] = {
+            s.name: {} for s in FOLDED if s.kind == "histogram"}
+        self.cycle = 0
+        """Cycle number of the last decision folded."""
+        self.attempt = _NONE
+        """How that cycle counts in ``admission_attempts_total`` so far."""
+
+    def count_attempt(self, result: int) -> None:
+        """The cycle of the decision just folded tried to admit (``result`` > what it counted as so far)."""
+        attempts = self.counters[ADMISSION_ATTEMPTS.name]
+        if self.attempt == _INADMISSIBLE:  # the cycle turned out to admit something after all
+            attempts[("inadmissible",)] -= 1
+        key = (_RESULTS[result],)
+        attempts[key] = attempts.get(key, 0) + 1
+        self.attempt = result
+
+    def forget(self, cq: str) -> None:
+        """ClusterQueue ``cq`` was deleted: its series go, as Kueue clears them (a ClusterQueue of that name
+        created later counts from zero)."""
+        for table in (self.counters, self.histograms):
+            for name in sorted(table):
+                if _BY_NAME[name].labels[0] in ("cluster_queue", "preempting_cluster_queue"):
+                    series = table[name]
+                    for labels in [k for k in series if k[0] == cq]:
+                        del series[labels]
+
+    # --- snapshots ----------------------------------------------------------------------------------------
+
+    def snapshot(self) -> MetricsSnapshot:
+        return MetricsSnapshot(
+            counters=[(name, [(list(k), v) for k, v in sorted(self.counters[name].items())])
+                      for name in sorted(self.counters) if self.counters[name]],
+            histograms=[(name, [(list(k), v) for k, v in sorted(self.histograms[name].items())])
+                        for name in sorted(self.histograms) if self.histograms[name]],
+            cycle=self.cycle, attempt=self.attempt)
+
+    @classmethod
+    def restore(cls, snap: MetricsSnapshot) -> MetricsFold:
+        m = cls()
+        for name, series in snap.counters:
+            if name in m.counters:
+                m.counters[name] = {tuple(k): v for k, v in series}
+        for name, series in snap.histograms:
+            if name in m.histograms:
+                m.histograms[name] = {tuple(k): list(v) for k, v in series}
+        m.cycle, m.attempt = snap.cycle, snap.attempt
+        return m
+
+
+# --- the hooks: ``hook(metrics, state, event, seen)`` after the event is folded -------------------------------
+
+
+# Python function calls are what the hooks cost most (a thousand-odd instructions each, against a few dozen for
+# a dict or list operation), so the hot hooks inline the queued time — Kueue's: the Requeued condition's last
+# transition, else the creation — and the histogram observation (``_observe``, which the cold paths call).
+
+_QR_BOUNDS, _ADM_BOUNDS, _EXEC_BOUNDS = _BOUNDS_MS[_QR_WAIT], _BOUNDS_MS[_ADM_WAIT], _BOUNDS_MS[_EXEC]
+
+
+def _decided(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
+    """Any decision: the admission attempt of its cycle."""
+    if e.cycle != m.cycle:
+        m.cycle, m.attempt = e.cycle, _NONE
+    if m.attempt != _SUCCESS:
+        result = attempt_result(e)
+        if result > m.attempt:
+            m.count_attempt(result)
+
+
+def _reserved(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
+    if e.cycle != m.cycle:
+        m.cycle, m.attempt = e.cycle, _NONE
+    if m.attempt != _SUCCESS:
+        m.count_attempt(_SUCCESS)
+    if seen is None or seen[1] != PENDING:
+        return
+    wl = seen[0]
+    if wl.phase != RESERVED:
+        return
+    labels = (wl.cluster_queue, wl.priority_class)
+    since = wl.created  # the queued time, inline
+    for c in wl.conditions:
+        if c.type == "Requeued":
+            if c.last_transition_time:
+                since = parse_time(c.last_transition_time)
+            break
+    ms = e.time - since
+    if ms < 0:
+        ms = 0
+    series = m.histograms[_QR_WAIT]  # _observe(...), inline
+    h = series.get(labels)
+    if h is None:
+        h = series[labels] = [0] * (len(_QR_BOUNDS) + 2)
+    h[bisect_left(_QR_BOUNDS, ms)] += 1
+    h[-1] += ms
+
+
+def _admitted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
+    if e.cycle != m.cycle:
+        m.cycle, m.attempt = e.cycle, _NONE
+    if seen is None or seen[1] != RESERVED:
+        return
+    wl = seen[0]
+    if wl.phase != ADMITTED:
+        return
+    labels = (wl.cluster_queue, wl.priority_class)
+    since = wl.created  # the queued time, inline
+    for c in wl.conditions:
+        if c.type == "Requeued":
+            if c.last_transition_time:
+                since = parse_time(c.last_transition_time)
+            break
+    ms = e.time - since
+    if ms < 0:
+        ms = 0
+    series = m.histograms[_ADM_WAIT]  # _observe(...), inline
+    h = series.get(labels)
+    if h is None:
+        h = series[labels] = [0] * (len(_ADM_BOUNDS) + 2)
+    h[bisect_left(_ADM_BOUNDS, ms)] += 1
+    h[-1] += ms
+    if wl.check_states and wl.reserved_at is not None:
+        _observe(m.histograms[_CHECKS_WAIT], _BOUNDS_MS[_CHECKS_WAIT], labels, e.time - wl.reserved_at)
+
+
+def _evicted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
+    _decided(m, state, e, seen)
+    if seen is None:
+        return
+    wl, phase, evicted, adm = seen
+    if evicted or adm is None or phase not in (RESERVED, ADMITTED) or not wl.evicted:
+        return
+    t = type(e)
+    if t is ev.WorkloadPreempted:
+        reason, cause = "Preempted", ""
+        preemptor = state.workloads.get(e.preemptor)
+        key = (preemptor.cluster_queue if preemptor is not None else "", e.reason)
+        preempted = m.counters[PREEMPTED.name]
+        preempted[key] = preempted.get(key, 0) + 1
+    elif t is ev.WorkloadEvicted:
+        reason, cause = e.reason, e.underlying_cause
+    else:  # Deactivated, or DeactivatedDueTo<cause>: Kueue's reason is Deactivated, the rest its cause
+        reason, cause = "Deactivated", e.reason.removeprefix("Deactivated").removeprefix("DueTo")
+    labels = (adm.cluster_queue, reason, cause, wl.priority_class)
+    series = m.counters[EVICTED.name]
+    series[labels] = series.get(labels, 0) + 1
+
+
+def _finished(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
+    if seen is None or seen[1] == FINISHED:
+        return
+    wl = seen[0]
+    if wl.phase != FINISHED:
+        return
+    adm = seen[3]
+    labels = (adm.cluster_queue if adm is not None else "", wl.priority_class)
+    series = m.counters[_FIN]
+    series[labels] = series.get(labels, 0) + 1
+    admitted_at = wl.admitted_at
+    if admitted_at is None and not wl.accumulated_seconds:
+        return  # it never ran
+    ms = wl.accumulated_seconds * 1000 + (e.time - admitted_at if admitted_at is not None else 0)
+    if ms < 0:
+        ms = 0
+    runs = m.histograms[_EXEC]  # _observe(...), inline
+    h = runs.get(labels)
+    if h is None:
+        h = runs[labels] = [0] * (len(_EXEC_BOUNDS) + 2)
+    h[bisect_left(_EXEC_BOUNDS, ms)] += 1
+    h[-1] += ms
+
+
+def _observe(series: dict[tuple[str, ...], Observed], bounds: list[int], labels: tuple[str, ...], ms: int) -> None:
+    h = series.get(labels)
+    if h is None:
+        h = series[labels] = [0] * (len(bounds) + 2)
+    if ms < 0:
+        ms = 0
+    h[bisect_left(bounds, ms)] += 1
+    h[-1] += ms
+
+
+METERED: dict[type, Any] = {
+    **dict.fromkeys(ev.DECISION_TYPES, _decided),
+    ev.QuotaReserved: _reserved,
+    ev.WorkloadAdmitted: _admitted,
+    ev.WorkloadPreempted: _evicted,
+    ev.WorkloadEvicted: _evicted,
+    ev.WorkloadDeactivated: _evicted,
+    ev.WorkloadFinished: _finished,
+}
+"""Event type -> its hook (every decision has one, for the admission attempts)."""
+NEEDS_BEFORE = frozenset({ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadPreempted, ev.WorkloadEvicted,
+                          ev.WorkloadDeactivated, ev.WorkloadFinished})
+"""The event types whose hook needs the workload as it was before (:data:`_Seen`): events about one workload,
+which ``ClusterState.apply`` looks the workload up for anyway."""
+
+
+# --- exposition ---------------------------------------------------------------------------------------------
+
+
+class Family(NamedTuple):
+    """One metric's samples: ``(label values, value)`` for counters and gauges; for histograms
+    ``(label values, cumulative counts per bucket bound then +Inf, sum in seconds)``."""
+
+    spec: Spec
+    samples: list[tuple[tuple[str, ...], Any]]
+
+
+def families(state: ClusterState) -> list[Family]:
+    """Every metric at the state's point of the log, in :data:`SPECS` order; series sorted by labels."""
+    gauges = _gauges(state)
+    out = []
+    for spec in SPECS:
+        if spec.kind == "gauge":
+            out.append(Family(spec, gauges[spec.name]))
+        elif spec.name in COUNT_OF:
+            hist = state.metrics.histograms[COUNT_OF[spec.name]]
+            out.append(Family(spec, [(k, float(sum(hist[k][:-1]))) for k in sorted(hist)]))
+        elif spec.kind == "counter":
+            series = state.metrics.counters[spec.name]
+            out.append(Family(spec, [(k, float(series[k])) for k in sorted(series)]))
+        else:
+            hist = state.metrics.histograms[spec.name]
+            out.append(Family(spec, [(k, _cumulative(hist[k]), hist[k][-1] / 1000) for k in sorted(hist)]))
+    return out
+
+
+def merged(parts: list[list[Family]]) -> list[Family]:
+    """The families of several states (the shards a replica is active for) as one: series with the same labels
+    are added (shards hold disjoint cohort trees, so they seldom share one)."""
+    if len(parts) == 1:
+        return parts[0]
+    out = []
+    for i, spec in enumerate(SPECS):
+        acc: dict[tuple[str, ...], Any] = {}
+        for part in parts:
+            for sample in part[i].samples:
+                labels = sample[0]
+                if spec.kind != "histogram":
+                    acc[labels] = acc.get(labels, 0.0) + sample[1]
+                elif labels in acc:
+                    counts, total = acc[labels]
+                    acc[labels] = ([a + b for a, b in zip(counts, sample[1], strict=True)], total + sample[2])
+                else:
+                    acc[labels] = (list(sample[1]), sample[2])
+        if spec.kind == "histogram":
+            out.append(Family(spec, [(k, *acc[k]) for k in sorted(acc)]))
+        else:
+            out.append(Family(spec, [(k, acc[k]) for k in sorted(acc)]))
+    return out
+
+
+def _cumulative(h: Observed) -> list[int]:
+    out, total = [], 0
+    for n in h[:-1]:
+        total += n
+        out.append(total)
+    return out
+
+
+def _amount(resource: str, value: int) -> float:
+    """Kueue's integer amount as the metric reports it: cpu in cores, everything else in units."""
+    return value / 1000 if resource in MILLI_RESOURCES else float(value)
+
+
+def _limit(resource: str, quantity: Any) -> float:
+    return math.inf if quantity is None else _amount(resource, to_int(resource, quantity))
+
+
+def _gauges(state: ClusterState) -> dict[str, list[tuple[tuple[str, ...], float]]]:
+    out: dict[str, list[tuple[tuple[str, ...], float]]] = {s.name: [] for s in SPECS if s.kind == "gauge"}
+    workloads = state.workloads
+    finished: dict[str, int] = {}
+    for wl in workloads.values():
+        if wl.phase == FINISHED:
+            lq = state.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
+            if lq is not None:
+                finished[lq.spec.cluster_queue] = finished.get(lq.spec.cluster_queue, 0) + 1
+    forest = state.forest
+    for name in sorted(state.cluster_queues):
+        cq = state.cluster_queues[name]
+        labels = (name,)
+        q = state.queues.get(name)
+        out[PENDING_WORKLOADS.name] += [((name, "active"), float(len(q.entries) if q is not None else 0)),
+                                        ((name, "inadmissible"), float(len(q.inadmissible) if q is not None else 0))]
+        holding = [workloads[k] for k in state.reserving.get(name, {}) if k in workloads]
+        admitted = [wl for wl in holding if wl.phase == ADMITTED]
+        out[RESERVING_ACTIVE.name].append((labels, float(len(holding))))
+        out[ADMITTED_ACTIVE.name].append((labels, float(len(admitted))))
+        out[FINISHED_WORKLOADS.name].append((labels, float(finished.get(name, 0))))
+        inactive = state.inactive_reason(name)
+        status = "terminating" if inactive == "Terminating" else "active" if inactive is None else "pending"
+        out[CQ_STATUS.name] += [((name, s), 1.0 if s == status else 0.0) for s in ("pending", "active", "terminating")]
+        cohort = cq.spec.cohort_name
+        reserved = state.usage.get(name, {})
+        used: dict[str, int] = {}
+        for wl in admitted:
+            for fr, v in wl.usage.items():
+                used[fr] = used.get(fr, 0) + v
+        quota_frs = []
+        for rg in cq.spec.resource_groups:
+            for fq in rg.flavors:
+                for rq in fq.resources:
+                    fr_labels = (cohort, name, fq.name, rq.name)
+                    quota_frs.append(f"{fq.name}/{rq.name}")
+                    out[CQ_NOMINAL.name].append((fr_labels, _amount(rq.name, to_int(rq.name, rq.nominal_quota))))
+                    out[CQ_BORROWING.name].append((fr_labels, _limit(rq.name, rq.borrowing_limit)))
+                    out[CQ_LENDING.name].append((fr_labels, _limit(rq.name, rq.lending_limit)))
+        extra = sorted(fr for fr in set(reserved) | set(used) if fr not in quota_frs and (reserved.get(fr) or used.get(fr)))
+        for fr in [*quota_frs, *extra]:
+            flavor, _, resource = fr.partition("/")
+            fr_labels = (cohort, name, flavor, resource)
+            out[CQ_RESERVATION.name].append((fr_labels, _amount(resource, reserved.get(fr, 0))))
+            out[CQ_USAGE.name].append((fr_labels, _amount(resource, used.get(fr, 0))))
+        parent = forest.parent.get("cq:" + name, "")
+        root = forest.root.get("cq:" + name, "")
+        out[CQ_INFO.name].append(((name, parent[3:], root[3:] if root.startswith("co:") else ""), 1.0))
+    cohorts = sorted(n[3:] for n in forest.root if n.startswith("co:"))
+    for name in cohorts:
+        node = "co:" + name
+        out[COHORT_INFO.name].append(((name, forest.parent.get(node, "")[3:], forest.root[node][3:]), 1.0))
+    for name in out:
+        out[name].sort()
+    return out

@@ -1,0 +1,380 @@
+"""Kueue's metrics as a fold: small logs folded, exact samples checked (names, labels, values, buckets).
+
+Counters and histograms come from the decisions in the log and the times they carry; gauges from the state.
+Restoring a snapshot and folding the rest gives the same metrics as folding everything.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from fixtures.eventgen import (
+    T0,
+    admission,
+    cohort,
+    flavor,
+    fold,
+    interpret,
+    local_queue,
+    namespace,
+    priority_class,
+    random_ops,
+    records,
+    upsert,
+    workload,
+)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from events import objects as o
+from events import schema as ev
+from events.schema import Record
+from projections import snapshot
+from projections.cluster import ClusterState
+from projections.metrics import (
+    ADMISSION_WAIT_BUCKETS,
+    FAILED_CHECKS_MESSAGE,
+    WAIT_BUCKETS,
+    batch_result,
+    families,
+)
+
+NS = "ns"
+
+
+class Log:
+    """Events folded as they are appended, at consecutive offsets; decisions numbered by cycle."""
+
+    def __init__(self) -> None:
+        self.state = ClusterState()
+        self.records: list[Record] = []
+        self.cycle = 0
+
+    def observe(self, *events: ev.AnyEvent) -> None:
+        for e in events:
+            r = Record(len(self.records), e)
+            self.records.append(r)
+            self.state.apply(r)
+
+    def decide(self, time: int, *decisions: tuple[type, dict]) -> None:
+        """One scheduler batch: ``(DecisionType, fields)`` pairs, all at ``time`` in one cycle."""
+        self.cycle += 1
+        self.observe(*(t(time=time, cycle=self.cycle, input=len(self.records) - 1, **kw) for t, kw in decisions))
+
+
+def sample(state: ClusterState, name: str, **labels: str) -> float | None:
+    """The value of one counter or gauge series (None when the series does not exist)."""
+    for f in families(state):
+        if f.spec.name == name:
+            assert f.spec.kind != "histogram"
+            want = tuple(labels[n] for n in f.spec.labels)
+            for values, value in f.samples:
+                if values == want:
+                    return value
+            return None
+    raise AssertionError(f"no metric {name}")
+
+
+def series(state: ClusterState, name: str) -> dict[tuple[str, ...], object]:
+    for f in families(state):
+        if f.spec.name == name:
+            if f.spec.kind == "histogram":
+                return {values: (counts, total) for values, counts, total in f.samples}
+            return dict(f.samples)
+    raise AssertionError(f"no metric {name}")
+
+
+def histogram(state: ClusterState, name: str, **labels: str) -> tuple[dict[str, int], float]:
+    """Cumulative count per bucket bound (``"+Inf"`` last) and the sum, in seconds."""
+    for f in families(state):
+        if f.spec.name == name:
+            want = tuple(labels[n] for n in f.spec.labels)
+            for values, counts, total in f.samples:
+                if values == want:
+                    bounds = [*(repr(b) for b in f.spec.buckets), "+Inf"]
+                    return dict(zip(bounds, counts, strict=True)), total
+    raise AssertionError(f"no {name} series {labels}")
+
+
+def cluster_queue(name: str, cohort_name: str = "", cpu: str = "4", memory: str | None = None,
+                  borrowing: str | None = None, lending: str | None = None, **spec: object) -> o.ClusterQueue:
+    resources = [o.ResourceQuota(name="cpu", nominal_quota=cpu, borrowing_limit=borrowing)]
+    covered = ["cpu"]
+    if memory is not None:
+        resources.append(o.ResourceQuota(name="memory", nominal_quota=memory, lending_limit=lending))
+        covered.append("memory")
+    return o.ClusterQueue(metadata=o.ObjectMeta(name=name), spec=o.ClusterQueueSpec(
+        cohort_name=cohort_name, namespace_selector=o.LabelSelector(),
+        resource_groups=[o.ResourceGroup(covered_resources=covered,
+                                         flavors=[o.FlavorQuotas(name="f0", resources=resources)])],
+        **spec))  # type: ignore[arg-type]
+
+
+def cluster(log: Log) -> None:
+    log.observe(*(upsert(x, T0) for x in (
+        namespace(NS), flavor("f0"), priority_class("high", 100), cohort("co", parent="root"),
+        cluster_queue("cq-a", "co", cpu="4", memory="8Gi", borrowing="2", lending="1Gi"),
+        cluster_queue("cq-b", "co", cpu="2"),
+        local_queue(NS, "lq-a", "cq-a"), local_queue(NS, "lq-b", "cq-b"),
+        workload(NS, "w1", queue="lq-a", priority_class="high", created=T0),
+        workload(NS, "w2", queue="lq-b", created=T0),
+        workload(NS, "w3", queue="lq-b", created=T0),
+    )))
+
+
+def reserve(key: str, cq: str, millis: int = 1000) -> tuple[type, dict]:
+    return ev.QuotaReserved, {"key": key, "admission": admission(cq, "f0", millis)}
+
+
+def admit(key: str) -> tuple[type, dict]:
+    return ev.WorkloadAdmitted, {"key": key}
+
+
+def no_fit(key: str) -> tuple[type, dict]:
+    return ev.WorkloadPending, {"key": key, "reason": "WaitingForQuota", "message": "insufficient quota",
+                                "requeue_reason": "NoFit"}
+
+
+# --- counters and histograms ----------------------------------------------------------------------------------
+
+
+def test_a_workload_reserved_admitted_preempted_readmitted_and_finished() -> None:
+    log = Log()
+    cluster(log)
+    log.decide(T0 + 3500, reserve("ns/w1", "cq-a"), admit("ns/w1"))
+    s = log.state
+    assert sample(s, "kueue_quota_reserved_workloads_total", cluster_queue="cq-a", priority_class="high") == 1
+    assert sample(s, "kueue_admitted_workloads_total", cluster_queue="cq-a", priority_class="high") == 1
+    buckets, total = histogram(s, "kueue_quota_reserved_wait_time_seconds", cluster_queue="cq-a",
+                               priority_class="high")
+    assert (buckets["1.0"], buckets["2.5"], buckets["5.0"], buckets["10240.0"], buckets["+Inf"]) == (0, 0, 1, 1, 1)
+    assert total == 3.5
+    buckets, total = histogram(s, "kueue_admission_wait_time_seconds", cluster_queue="cq-a", priority_class="high")
+    assert list(buckets) == [*map(repr, ADMISSION_WAIT_BUCKETS), "+Inf"] and buckets["40960.0"] == 1
+    assert (buckets["2.5"], buckets["5.0"], total) == (0, 1, 3.5)
+    assert series(s, "kueue_admission_checks_wait_time_seconds") == {}  # no admission checks
+
+    log.decide(T0 + 20_000, (ev.WorkloadPreempted, {"key": "ns/w1", "reason": "InCohortReclamation",
+                                                    "message": "preempted", "preemptor": "ns/w3"}))
+    # a second preemption of a workload already evicted is no eviction
+    log.decide(T0 + 20_500, (ev.WorkloadPreempted, {"key": "ns/w1", "reason": "InClusterQueue",
+                                                    "message": "preempted", "preemptor": "ns/w2"}))
+    assert series(s, "kueue_evicted_workloads_total") == {("cq-a", "Preempted", "", "high"): 1}
+    assert series(s, "kueue_preempted_workloads_total") == {("cq-b", "InCohortReclamation"): 1}
+
+    # the job stops: quota released, Requeued=True (now the queued time), 17 s of execution accumulated
+    log.decide(T0 + 21_000, (ev.WorkloadRequeued, {"key": "ns/w1", "status": True, "reason": "Preempted",
+                                                   "release": True}))
+    log.decide(T0 + 23_000, reserve("ns/w1", "cq-a"), admit("ns/w1"))
+    assert sample(s, "kueue_quota_reserved_workloads_total", cluster_queue="cq-a", priority_class="high") == 2
+    buckets, total = histogram(s, "kueue_quota_reserved_wait_time_seconds", cluster_queue="cq-a",
+                               priority_class="high")
+    assert (buckets["1.0"], buckets["2.5"], buckets["5.0"], total) == (0, 1, 2, 5.5)  # 3.5 s, then 2 s
+
+    log.observe(ev.WorkloadFinished(time=T0 + 33_000, key="ns/w1"))
+    assert sample(s, "kueue_finished_workloads_total", cluster_queue="cq-a", priority_class="high") == 1
+    buckets, total = histogram(s, "kueue_execution_time_seconds", cluster_queue="cq-a", priority_class="high")
+    assert total == 27.0  # 17 s before the preemption, 10 s after
+    assert (buckets["20.0"], buckets["40.0"], buckets["+Inf"]) == (0, 1, 1)
+    log.observe(ev.WorkloadFinished(time=T0 + 34_000, key="ns/w1"))  # finished already: not counted again
+    assert sample(s, "kueue_finished_workloads_total", cluster_queue="cq-a", priority_class="high") == 1
+    assert sample(s, "kueue_finished_workloads", cluster_queue="cq-a") == 1
+
+
+def test_evictions_by_reason_and_underlying_cause() -> None:
+    log = Log()
+    cluster(log)
+    log.decide(T0 + 1000, reserve("ns/w2", "cq-b"), reserve("ns/w3", "cq-b"))
+    log.decide(T0 + 2000, (ev.WorkloadDeactivated, {"key": "ns/w2", "reason": "DeactivatedDueToRequeuingLimitExceeded",
+                                                    "message": "too many requeues"}),
+               (ev.WorkloadEvicted, {"key": "ns/w3", "reason": "PodsReadyTimeout", "message": "timeout"}))
+    log.decide(T0 + 2500, (ev.WorkloadEvicted, {"key": "ns/w3", "reason": "PodsReadyTimeout", "message": "again"}))
+    assert series(log.state, "kueue_evicted_workloads_total") == {
+        ("cq-b", "Deactivated", "RequeuingLimitExceeded", ""): 1,
+        ("cq-b", "PodsReadyTimeout", "", ""): 1,
+    }
+    # an eviction of a workload holding no quota is none
+    log.decide(T0 + 3000, (ev.WorkloadDeactivated, {"key": "ns/w1", "reason": "Deactivated", "message": "off"}))
+    assert len(series(log.state, "kueue_evicted_workloads_total")) == 2
+
+
+def test_a_workload_finished_without_quota_counts_under_no_cluster_queue() -> None:
+    log = Log()
+    cluster(log)
+    log.observe(ev.WorkloadFinished(time=T0 + 5000, key="ns/w2", reason="Failed"))
+    assert series(log.state, "kueue_finished_workloads_total") == {("", ""): 1}
+    assert series(log.state, "kueue_execution_time_seconds") == {}  # it never ran
+    assert sample(log.state, "kueue_finished_workloads", cluster_queue="cq-b") == 1
+
+
+def test_admission_checks_wait_time() -> None:
+    log = Log()
+    cluster(log)
+    log.observe(upsert(o.AdmissionCheck(metadata=o.ObjectMeta(name="prov"),
+                                        spec=o.AdmissionCheckSpec(controller_name="example.com/prov")), T0),
+                upsert(cluster_queue("cq-c", admission_checks_strategy=o.AdmissionChecksStrategy(
+                    admission_checks=[o.AdmissionCheckStrategyRule(name="prov")])), T0),
+                upsert(local_queue(NS, "lq-c", "cq-c"), T0),
+                upsert(workload(NS, "w4", queue="lq-c", created=T0), T0))
+    log.decide(T0 + 4000, reserve("ns/w4", "cq-c"))
+    log.observe(ev.AdmissionCheckStateChanged(time=T0 + 9000, key="ns/w4", check="prov", state="Ready"))
+    log.decide(T0 + 10_000, admit("ns/w4"))
+    buckets, total = histogram(log.state, "kueue_admission_checks_wait_time_seconds", cluster_queue="cq-c",
+                               priority_class="")
+    assert total == 6.0 and (buckets["5.0"], buckets["10.0"]) == (0, 1)
+    _, total = histogram(log.state, "kueue_admission_wait_time_seconds", cluster_queue="cq-c", priority_class="")
+    assert total == 10.0
+
+
+def test_admission_attempts_count_scheduling_cycles_by_result() -> None:
+    log = Log()
+    cluster(log)
+    log.decide(T0 + 1000, reserve("ns/w1", "cq-a"), admit("ns/w1"))
+    assert series(log.state, "kueue_admission_attempts_total") == {("success",): 1}
+    log.decide(T0 + 2000, no_fit("ns/w2"))
+    assert series(log.state, "kueue_admission_attempts_total") == {("success",): 1, ("inadmissible",): 1}
+    # a cycle that tried one head in vain and admitted another is a success, once
+    log.decide(T0 + 3000, no_fit("ns/w3"), reserve("ns/w2", "cq-b"))
+    assert series(log.state, "kueue_admission_attempts_total") == {("success",): 2, ("inadmissible",): 1}
+    # the workload controller's decisions are no admission attempts
+    log.decide(T0 + 4000, (ev.WorkloadPending, {"key": "ns/w3", "reason": "PendingEvaluation",
+                                                "message": "Workload is pending evaluation in the scheduling queue"}),
+               (ev.WorkloadEvicted, {"key": "ns/w2", "reason": "PodsReadyTimeout", "message": "timeout"}))
+    # nor is a head blockAdmission holds, while a head with failed checks is
+    log.decide(T0 + 5000, (ev.WorkloadPending, {"key": "ns/w3", "reason": "WaitingForPodsReady",
+                                                "message": "waiting for all admitted workloads to be in PodsReady "
+                                                           "condition"}))
+    assert series(log.state, "kueue_admission_attempts_total") == {("success",): 2, ("inadmissible",): 1}
+    log.decide(T0 + 6000, (ev.WorkloadPending, {"key": "ns/w3", "reason": "PendingEvaluation",
+                                                "message": FAILED_CHECKS_MESSAGE}))
+    assert series(log.state, "kueue_admission_attempts_total") == {("success",): 2, ("inadmissible",): 2}
+
+
+def test_batch_result_tells_scheduling_cycles_apart() -> None:
+    def batch(*decisions: tuple[type, dict]) -> list[ev.Decision]:
+        return [t(time=T0, cycle=1, input=0, **kw) for t, kw in decisions]
+
+    assert batch_result(batch(no_fit("a"), reserve("b", "cq"))) == "success"
+    assert batch_result(batch(no_fit("a"))) == "inadmissible"
+    assert batch_result(batch((ev.WorkloadRequeued, {"key": "a", "status": True, "reason": "BackoffFinished"}))) == ""
+    assert batch_result([]) == ""
+
+
+def test_blockadmission_message_is_the_one_the_scheduler_writes() -> None:
+    from kueue_es.scheduler import blockadmission
+
+    assert blockadmission.MESSAGE == "waiting for all admitted workloads to be in PodsReady condition"
+
+
+def test_decisions_the_fold_ignores_count_nothing() -> None:
+    log = Log()
+    cluster(log)
+    log.observe(ev.WorkloadFinished(time=T0 + 1000, key="ns/w1"))
+    log.decide(T0 + 2000, reserve("ns/w1", "cq-a"), admit("ns/w1"), reserve("ns/nope", "cq-a"))
+    assert series(log.state, "kueue_quota_reserved_workloads_total") == {}
+    assert series(log.state, "kueue_admitted_workloads_total") == {}
+
+
+def test_a_deleted_cluster_queue_takes_its_series_along() -> None:
+    log = Log()
+    cluster(log)
+    log.decide(T0 + 1000, reserve("ns/w1", "cq-a"), reserve("ns/w2", "cq-b"))
+    log.decide(T0 + 2000, (ev.WorkloadPreempted, {"key": "ns/w1", "reason": "InCohortReclamation",
+                                                  "message": "m", "preemptor": "ns/w3"}))
+    log.observe(ev.ObjectDeleted(time=T0 + 3000, key="cq-b", kind="ClusterQueue"))
+    s = log.state
+    assert series(s, "kueue_quota_reserved_workloads_total") == {("cq-a", "high"): 1}
+    assert series(s, "kueue_preempted_workloads_total") == {}
+    assert series(s, "kueue_evicted_workloads_total") == {("cq-a", "Preempted", "", "high"): 1}
+    assert set(series(s, "kueue_quota_reserved_wait_time_seconds")) == {("cq-a", "high")}
+    assert series(s, "kueue_admission_attempts_total") == {("success",): 1, ("inadmissible",): 1}
+    assert {k[0] for k in series(s, "kueue_pending_workloads")} == {"cq-a"}
+
+
+# --- gauges ----------------------------------------------------------------------------------------------------
+
+
+def test_gauges_describe_the_state() -> None:
+    log = Log()
+    cluster(log)
+    log.decide(T0 + 1000, reserve("ns/w1", "cq-a", 1500), admit("ns/w1"), reserve("ns/w2", "cq-b"))
+    log.decide(T0 + 2000, (ev.WorkloadPending, {"key": "ns/w3", "reason": "WaitingForQuota", "message": "m",
+                                                "requeue_reason": "NoFit", "parked": True}))
+    s = log.state
+    assert series(s, "kueue_pending_workloads") == {("cq-a", "active"): 0, ("cq-a", "inadmissible"): 0,
+                                                    ("cq-b", "active"): 0, ("cq-b", "inadmissible"): 1}
+    assert series(s, "kueue_reserving_active_workloads") == {("cq-a",): 1, ("cq-b",): 1}
+    assert series(s, "kueue_admitted_active_workloads") == {("cq-a",): 1, ("cq-b",): 0}
+    assert series(s, "kueue_finished_workloads") == {("cq-a",): 0, ("cq-b",): 0}
+    assert series(s, "kueue_cluster_queue_resource_reservation") == {
+        ("co", "cq-a", "f0", "cpu"): 1.5, ("co", "cq-a", "f0", "memory"): 0.0, ("co", "cq-b", "f0", "cpu"): 1.0}
+    assert series(s, "kueue_cluster_queue_resource_usage") == {
+        ("co", "cq-a", "f0", "cpu"): 1.5, ("co", "cq-a", "f0", "memory"): 0.0, ("co", "cq-b", "f0", "cpu"): 0.0}
+    assert series(s, "kueue_cluster_queue_nominal_quota") == {
+        ("co", "cq-a", "f0", "cpu"): 4.0, ("co", "cq-a", "f0", "memory"): 8 * 2**30, ("co", "cq-b", "f0", "cpu"): 2.0}
+    assert series(s, "kueue_cluster_queue_borrowing_limit") == {
+        ("co", "cq-a", "f0", "cpu"): 2.0, ("co", "cq-a", "f0", "memory"): math.inf,
+        ("co", "cq-b", "f0", "cpu"): math.inf}
+    assert series(s, "kueue_cluster_queue_lending_limit") == {
+        ("co", "cq-a", "f0", "cpu"): math.inf, ("co", "cq-a", "f0", "memory"): 2.0**30,
+        ("co", "cq-b", "f0", "cpu"): math.inf}
+    assert series(s, "kueue_cluster_queue_info") == {("cq-a", "co", "root"): 1, ("cq-b", "co", "root"): 1}
+    assert series(s, "kueue_cohort_info") == {("co", "root", "root"): 1, ("root", "", "root"): 1}
+    assert series(s, "kueue_cluster_queue_status") == {
+        ("cq-a", "active"): 1, ("cq-a", "pending"): 0, ("cq-a", "terminating"): 0,
+        ("cq-b", "active"): 1, ("cq-b", "pending"): 0, ("cq-b", "terminating"): 0}
+
+
+def test_cluster_queue_status_pending_and_terminating() -> None:
+    log = Log()
+    cluster(log)
+    missing = cluster_queue("cq-x")
+    missing = o.ClusterQueue(metadata=missing.metadata, spec=o.ClusterQueueSpec(resource_groups=[o.ResourceGroup(
+        covered_resources=["cpu"], flavors=[o.FlavorQuotas(name="nope", resources=[o.ResourceQuota(name="cpu")])])]))
+    going = cluster_queue("cq-b", "co")
+    going = o.ClusterQueue(metadata=o.ObjectMeta(name="cq-b", deletion_timestamp="2024-05-01T08:00:05Z"),
+                           spec=going.spec)
+    log.observe(upsert(missing, T0 + 1000), upsert(going, T0 + 1000))
+    status = series(log.state, "kueue_cluster_queue_status")
+    assert [k[1] for k, v in status.items() if v == 1] == ["active", "terminating", "pending"]  # cq-a, cq-b, cq-x
+    assert series(log.state, "kueue_cluster_queue_info")[("cq-x", "", "")] == 1
+
+
+# --- restart-proof --------------------------------------------------------------------------------------------
+
+
+def _restored_then_rest(recs: list[Record], cut: int) -> ClusterState:
+    return fold(recs[cut:], snapshot.decode(snapshot.encode(fold(recs[:cut]))))
+
+
+@pytest.mark.parametrize("seed", [1, 7, 11])
+def test_metrics_after_a_snapshot_and_the_tail_equal_a_full_fold(seed: int) -> None:
+    recs = records(interpret(random_ops(random.Random(seed), 500)))
+    full = families(fold(recs))
+    assert any(f.samples for f in full if f.spec.kind == "counter")
+    assert any(f.samples for f in full if f.spec.kind == "histogram")
+    for cut in range(0, len(recs) + 1, 37):
+        assert families(_restored_then_rest(recs, cut)) == full, f"snapshot at {cut} of {len(recs)}"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), data=st.data())
+def test_metrics_survive_a_snapshot_anywhere(seed: int, data: st.DataObject) -> None:
+    recs = records(interpret(random_ops(random.Random(seed), 150)))
+    cut = data.draw(st.integers(0, len(recs)), label="cut")
+    assert families(_restored_then_rest(recs, cut)) == families(fold(recs))
+
+
+def test_buckets_are_kueues() -> None:
+    assert WAIT_BUCKETS == (1, 2.5, 5, 10, 20, 40, 80, 160, 320, 640, 1280, 2560, 5120, 10240)
+    assert ADMISSION_WAIT_BUCKETS == (*WAIT_BUCKETS, 20480, 40960)
+
+
+def test_the_fold_shows_the_metrics_every_workload_event_they_need() -> None:
+    from projections.cluster import _ABOUT_WORKLOADS
+    from projections.metrics import METERED, NEEDS_BEFORE
+
+    assert NEEDS_BEFORE <= _ABOUT_WORKLOADS and NEEDS_BEFORE <= set(METERED)
+    assert set(ev.DECISION_TYPES) <= set(METERED)
