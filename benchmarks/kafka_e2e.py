@@ -23,7 +23,9 @@ Three measurements against one broker (a temporary single-node KRaft broker star
    (decide, transaction, fold, read-back) every quarter of the run; they are printed too, with the snapshots
    it took: it runs with the service's default snapshot cadence unless ``--snapshot-every-events`` says
    otherwise, so what snapshots cost a deployed scheduler is in the latencies. ``--profile FILE`` runs the
-   measured scheduler under cProfile (its latencies are then not comparable).
+   measured scheduler under cProfile (its latencies are then not comparable). The CPU seconds the scheduler,
+   the generator itself and the broker (when it listens on this machine) used while the load was offered are
+   reported too: the three share the machine, and how much of it they use explains the latency's tail.
 
     python benchmarks/kafka_e2e.py [--bootstrap HOST:PORT] [--rate 1000] [--seconds 20] [--json]
 """
@@ -175,6 +177,27 @@ async def fold_rate(bootstrap: str, topic: str) -> dict[str, Any]:
 # --- 2. end to end ---------------------------------------------------------------------------------------------
 
 
+def listener_pid(port: int) -> int | None:
+    """The process listening on TCP ``port`` on this machine (the broker, to report its CPU), if it can be seen."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            f = row.split()
+            if f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+                inodes.add(f"socket:[{f[9]}]")
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if any(os.readlink(fd) in inodes for fd in (proc / "fd").iterdir()):
+                return int(proc.name)
+        except OSError:
+            continue
+    return None
+
+
 def cpu_seconds(pid: int) -> float:
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -187,6 +210,7 @@ async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warm
                      cqs: int, cohorts: int, quota_cpu: int, snapshot_every_events: int | None,
                      profile: str | None = None, dump: str | None = None) -> dict[str, Any]:
     s = settings(bootstrap, topic)
+    broker_pid = listener_pid(int(bootstrap.rsplit(":", 1)[1]))
     log = await KafkaLog.open(s)
     now_ms = int(time.time() * 1000)
     await log.append(cluster(cqs, cohorts, quota_cpu, now_ms))
@@ -279,6 +303,8 @@ async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warm
     gc.freeze()
     gc.disable()
     cpu0 = cpu_seconds(proc.pid)
+    own_cpu0 = time.process_time()
+    broker_cpu0 = cpu_seconds(broker_pid) if broker_pid else float("nan")
     t0 = time.perf_counter()
     offers = []
     for i in range(total):
@@ -294,6 +320,8 @@ async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warm
         pass
     elapsed = time.perf_counter() - t0
     sched_cpu = cpu_seconds(proc.pid) - cpu0
+    own_cpu = time.process_time() - own_cpu0
+    broker_cpu = (cpu_seconds(broker_pid) if broker_pid else float("nan")) - broker_cpu0
     gc.enable()
     gc.unfreeze()
     done.set()
@@ -327,7 +355,9 @@ async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warm
                            for name, v in (("ackedToProduced", to_produce), ("producedToRead", to_read))}
         if lat else None,
         "decisionsPerSecond": round(len(window) / measured), "decisionBatchesPerSecond": round(len(batches) / measured),
-        "schedulerCpuSeconds": round(sched_cpu, 2), "elapsedSeconds": round(elapsed, 2),
+        "schedulerCpuSeconds": round(sched_cpu, 2), "generatorCpuSeconds": round(own_cpu, 2),
+        "brokerCpuSeconds": None if broker_cpu != broker_cpu else round(broker_cpu, 2),
+        "elapsedSeconds": round(elapsed, 2),
         "schedulerCycleStats": [{k: v for k, v in r.items() if k not in ("event", "shard", "instance")}
                                 for r in stats],
         "schedulerSnapshots": snapshots,
@@ -404,7 +434,8 @@ def main() -> int:
     print(f"end to end at {e2e['offeredWorkloadsPerSecond']} workloads/s offered ({e2e['achievedOfferRate']} achieved): "
           f"{e2e['decided']}/{e2e['workloads']} decided; latency ms {e2e['latencyMs']}; "
           f"{e2e['decisionsPerSecond']:,} decisions/s in {e2e['decisionBatchesPerSecond']} decision batches/s; "
-          f"scheduler CPU {e2e['schedulerCpuSeconds']} s")
+          f"CPU seconds: scheduler {e2e['schedulerCpuSeconds']}, generator {e2e['generatorCpuSeconds']}, "
+          f"broker {e2e['brokerCpuSeconds']}")
     if e2e["latencySplitMs"]:
         print(f"  latency split ms: {e2e['latencySplitMs']}")
     for r in e2e["schedulerCycleStats"]:
