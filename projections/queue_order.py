@@ -42,15 +42,15 @@ class QueueOrder(msgspec.Struct, frozen=True):
         under ``Eviction``), an eviction by an admission check, a preemption while borrowing (only with the gate
         off; one millisecond later, so that the victim queues strictly behind its preemptor), else creation."""
         preempted = None
-        for c in wl.conditions:
-            if c.status != "True" or not c.last_transition_time:
-                continue
-            if c.type == "Evicted":
-                if c.reason == ADMISSION_CHECK or (c.reason == PODS_READY_TIMEOUT and self.eviction_timestamp):
+        for c in wl.conditions:  # most have neither type: one or two comparisons each
+            kind = c.type
+            if kind == "Evicted":
+                if c.status == "True" and c.last_transition_time and (
+                        c.reason == ADMISSION_CHECK or (c.reason == PODS_READY_TIMEOUT and self.eviction_timestamp)):
                     return parse_time(c.last_transition_time)
-            elif (c.type == "Preempted" and c.reason == IN_COHORT_RECLAIM_WHILE_BORROWING
-                  and not self.priority_sorting):
-                preempted = parse_time(c.last_transition_time) + 1
+            elif kind == "Preempted" and not self.priority_sorting:
+                if c.status == "True" and c.last_transition_time and c.reason == IN_COHORT_RECLAIM_WHILE_BORROWING:
+                    preempted = parse_time(c.last_transition_time) + 1
         return wl.created if preempted is None else preempted
 
     def rank(self, priority: int) -> int:
