@@ -34,6 +34,7 @@ from projections.cohorts import CohortForest, build_forest
 from projections.deadlines import DueIndex
 from projections.metrics import METERED, NEEDS_BEFORE, MetricsFold
 from projections.pod_adjustment import LimitSummary, summarize
+from projections.queue_order import DEFAULT_ORDER, QueueOrder, order_of
 from projections.queues import ClusterQueueQueue, SortKey
 from projections.quota import QuotaTree, build_quota_tree
 from projections.request_rules import RequestRules, reclaims, rules_of
@@ -137,6 +138,8 @@ class ClusterState:
         self._rules_of: ev.ConfigRecorded | None = None
         self._rules: tuple[RequestRules | None, bool] = (None, True)
         """What :attr:`config` says about requests, and the configuration it was read from (derived)."""
+        self.queue_order: QueueOrder = DEFAULT_ORDER
+        """What :attr:`config` says about queue order (derived; the heaps' sort keys follow it)."""
         self._forest: CohortForest | None = None
         self._quota: QuotaTree | None = None
         self.spec_generation = 0
@@ -438,6 +441,10 @@ class ClusterState:
             self._readjust()  # pending workloads count their requests under the new rules
         elif after[0] is not before[0]:
             self._rules = (before[0], after[1])  # equal rules: keep the object pod-set memos know
+        order = order_of(e.document)
+        if order != self.queue_order:
+            self.queue_order = order
+            self._rekey_all()
         if old is not None and old.document != e.document:
             self._flush_all()
 
@@ -1010,7 +1017,14 @@ class ClusterState:
     # --- queueing -------------------------------------------------------------------------------------------
 
     def sort_key(self, wl: WorkloadInfo) -> SortKey:
-        return (-wl.priority, wl.queue_order_time(), wl.uid, wl.key)
+        return (-wl.priority, self.queue_order.time(wl), wl.uid, wl.key)
+
+    def _rekey_all(self) -> None:
+        """The queue order changed: every queued workload takes its new sort key, where it waits (heap or
+        parked)."""
+        workloads = self.workloads
+        for cq in sorted(self.queues):
+            self.queues[cq].rekey(lambda key: self.sort_key(workloads[key]))
 
     def target_cluster_queue(self, wl: WorkloadInfo) -> str | None:
         """The ClusterQueue a pending workload queues in, or None when its LocalQueue is missing or stopped."""

@@ -94,6 +94,13 @@ class ClusterQueueQueue:
             self.active.update(self.entries[k] for k in moved)
         return moved
 
+    def rekey(self, sort_key) -> None:
+        """Give every workload here the key ``sort_key(key)`` says (the queue order changed), each where it
+        waits."""
+        self.entries = {k: sort_key(k) for k in self.entries}
+        self.inadmissible = {k: sort_key(k) for k in self.inadmissible}
+        self.active = SortedList(self.entries.values())
+
     def head(self) -> str | None:
         if self.sticky is not None and self.sticky in self.entries:
             return self.sticky

@@ -18,6 +18,7 @@ from events import schema as ev
 from events.errors import InvalidInput
 from projections.cluster import ClusterState
 from projections.metrics import MetricsFold, MetricsSnapshot
+from projections.queue_order import order_of
 from projections.queues import ClusterQueueQueue
 from projections.workloads import WorkloadInfo, intern_scan, intern_templates
 
@@ -203,6 +204,7 @@ def restore(snap: Snapshot) -> ClusterState:
     state.quota_epoch, state.changes = snap.quota_epoch, snap.changes
     state.generations = dict(snap.generations)
     state.config, state.config_offset = snap.config, snap.config_offset
+    state.queue_order = order_of(snap.config.document if snap.config is not None else None)
     if snap.metrics is not None:
         state.metrics = MetricsFold.restore(snap.metrics)
     for wl in snap.workloads:

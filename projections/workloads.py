@@ -15,7 +15,7 @@ import msgspec
 from events import objects as o
 from events.quantity import MAX_INT64, canonical_quantity, to_int
 from events.schema import FlavorScan, WorkloadPending
-from events.timefmt import format_time, parse_time
+from events.timefmt import format_time
 from projections.pod_adjustment import (
     INVALID_RESOURCES,
     OUTSIDE_LIMIT_RANGES,
@@ -164,13 +164,6 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
                 return
         self.conditions = (*conditions, o.Condition(
             type=type_, status=status, reason=reason, message=message, last_transition_time=format_time(time)))
-
-    def queue_order_time(self) -> int:
-        """Kueue's queue-order timestamp: eviction time after a PodsReady timeout or admission check, else creation."""
-        for c in self.conditions:
-            if c.type == "Evicted" and c.status == "True" and c.reason in ("PodsReadyTimeout", "AdmissionCheck"):
-                return parse_time(c.last_transition_time) if c.last_transition_time else self.created
-        return self.created
 
     def total_requests(self) -> dict[str, int]:
         total: dict[str, int] = {}

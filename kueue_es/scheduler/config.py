@@ -13,6 +13,7 @@ import msgspec
 
 from events.errors import InvalidInput
 from kueue_es.scheduler import features
+from projections.queue_order import REQUEUING_TIMESTAMPS
 from projections.request_rules import ResourceTransformation, compile_rules
 
 
@@ -32,6 +33,8 @@ class AdmissionFairSharingConfig(_Cfg):
 
 class RequeuingStrategy(_Cfg):
     timestamp: str = "Eviction"
+    """What a PodsReady-timeout eviction does to the queue-order time (``Eviction``: restarts it; ``Creation``:
+    nothing). The projection reads it from the recorded document: :mod:`projections.queue_order`."""
     backoff_limit_count: int | None = None
     backoff_base_seconds: int = 60
     backoff_max_seconds: int = 3600
@@ -166,6 +169,10 @@ def load_config(doc: dict[str, Any], source: str = "<config>") -> SchedulerConfi
         raise InvalidInput(f"{source}: field `featureGates`: {'; '.join(bad)}")
     if cfg.wait_for_pods_ready is not None:
         parse_duration(cfg.wait_for_pods_ready.timeout, f"{source}: field `waitForPodsReady.timeout`")
+        timestamp = cfg.wait_for_pods_ready.requeuing_strategy.timestamp
+        if timestamp not in REQUEUING_TIMESTAMPS and cfg.pods_ready.enable:  # Kueue checks it only then
+            raise InvalidInput(f"{source}: field `waitForPodsReady.requeuingStrategy.timestamp`: unsupported value "
+                               f"{timestamp!r} (supported: {', '.join(REQUEUING_TIMESTAMPS)})")
     retention = cfg.object_retention_policies.workloads if cfg.object_retention_policies else None
     if retention is not None:
         for name, value in (("afterFinished", retention.after_finished),

@@ -48,6 +48,7 @@ from kueue_es.scheduler.tasplace import (
 )
 from projections.cluster import ClusterState
 from projections.clusterqueues import ClusterQueueInfo
+from projections.queue_order import QueueOrder
 from projections.workloads import WorkloadInfo
 
 _NO_FIT, _PREEMPT = Mode.NO_FIT, Mode.PREEMPT
@@ -105,6 +106,8 @@ class CycleContext:
         self.block_admission = config.blocks_admission
         """waitForPodsReady.blockAdmission: an entry that fits waits while a workload holding quota has pods not
         ready (:mod:`kueue_es.scheduler.blockadmission`)."""
+        self.order = state.queue_order
+        """Queue-order time and whether priority orders the heads (the configuration in force)."""
 
     def __enter__(self) -> CycleContext:
         self.tree.begin()
@@ -230,14 +233,16 @@ def _try_partial(ctx: CycleContext, e: Entry) -> None:
         e.assignment, e.targets = found
 
 
-def _order_key(e: Entry) -> tuple:
-    wl = e.wl
-    return (e.assignment.borrow if e.assignment is not None else 0, -wl.priority, wl.queue_order_time(), wl.uid)
+def order_entries(entries: list[Entry], order: QueueOrder) -> list[Entry]:
+    """Kueue's classical order: lower borrowing level, higher priority (unless ``PrioritySortingWithinCohort`` is
+    off), earlier queue-order time (then UID)."""
 
+    def key(e: Entry) -> tuple:
+        wl = e.wl
+        return (e.assignment.borrow if e.assignment is not None else 0, order.rank(wl.priority), order.time(wl),
+                wl.uid)
 
-def order_entries(entries: list[Entry]) -> list[Entry]:
-    """Kueue's classical order: lower borrowing level, higher priority, earlier queue-order time (then UID)."""
-    return sorted(entries, key=_order_key)
+    return sorted(entries, key=key)
 
 
 def run_cycle(state: ClusterState, config: SchedulerConfig, now: int, cycle: int) -> list[ev.Decision]:
@@ -251,7 +256,7 @@ def run_cycle(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
         gc.disable()
     try:
         entries = heads(state, config, now)
-        second = second_pass_due(state, now) if state.second_pass else []
+        second = second_pass_due(state, now, state.queue_order) if state.second_pass else []
         if not entries and not second:
             return []
         with CycleContext(state, config, now) as ctx:
@@ -271,7 +276,7 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
         nominate(ctx, e)
     victims = ctx.removed
     tree = ctx.tree
-    ordered = fair_order(ctx, entries) if ctx.config.fair_sharing_enabled else order_entries(entries)
+    ordered = fair_order(ctx, entries) if ctx.config.fair_sharing_enabled else order_entries(entries, ctx.order)
     block = ctx.block_admission
     admitted = False
     for e in ordered:

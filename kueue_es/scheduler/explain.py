@@ -386,7 +386,7 @@ def _preemption(ctx: CycleContext, e: Entry) -> dict[str, Any]:
 
 def _candidates(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode,
                 needed: dict[str, int]) -> tuple[list[dict[str, Any]], list[WorkloadInfo]]:
-    state, now = ctx.state, ctx.now
+    state = ctx.state
     p = state.cluster_queues[node.name].spec.preemption
     rows: list[dict[str, Any]] = []
     candidates: list[WorkloadInfo] = []
@@ -398,7 +398,7 @@ def _candidates(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode,
             why = f"uses none of {frs}"
         elif p.within_cluster_queue == "Never":
             why = "withinClusterQueue is Never"
-        elif not policy_allows(p.within_cluster_queue, wl, w, now):
+        elif not policy_allows(p.within_cluster_queue, wl, w, ctx.order):
             why = f"priority {w.priority} is not below {wl.priority} ({p.within_cluster_queue})"
         else:
             why = ""
@@ -425,7 +425,7 @@ def _candidates(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode,
         for w in reserving:
             if not uses_any(w, needed):
                 why = f"uses none of {frs}"
-            elif not policy_allows(p.reclaim_within_cohort, wl, w, now):
+            elif not policy_allows(p.reclaim_within_cohort, wl, w, ctx.order):
                 why = f"priority {w.priority} is not below {wl.priority} (reclaimWithinCohort {p.reclaim_within_cohort})"
             else:
                 why = ""

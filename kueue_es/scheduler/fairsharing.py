@@ -232,7 +232,7 @@ class _Contender:
                 return
         e = self.entry
         usage = e.assignment.usage if e.assignment is not None else {}
-        tail = (-e.wl.priority, e.wl.queue_order_time())
+        tail = (ctx.order.rank(e.wl.priority), ctx.order.time(e.wl))
         extra = dict(usage)
         for level in range(len(path) - 1):
             n = path[level]
@@ -359,14 +359,14 @@ def fair_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
     candidates: list[WorkloadInfo] = []
     if p.within_cluster_queue != "Never":
         for w in ctx.reserving_in(node.name):
-            if w.key != wl.key and uses_any(w, needed) and policy_allows(p.within_cluster_queue, wl, w, now):
+            if w.key != wl.key and uses_any(w, needed) and policy_allows(p.within_cluster_queue, wl, w, ctx.order):
                 candidates.append(w)
     if node.parent is not None and p.reclaim_within_cohort != "Never":
         for cq in _subtree_cluster_queues(node.root()):
             if cq is node or not any(cq.borrowing(fr) for fr in needed):
                 continue
             for w in ctx.reserving_in(cq.name):
-                if uses_any(w, needed) and policy_allows(p.reclaim_within_cohort, wl, w, now):
+                if uses_any(w, needed) and policy_allows(p.reclaim_within_cohort, wl, w, ctx.order):
                     candidates.append(w)
     if not candidates:
         return []

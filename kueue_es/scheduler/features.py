@@ -6,8 +6,9 @@ whose dependency is disabled. ``AllAlpha`` / ``AllBeta`` set every alpha / beta 
 names, stages and defaults below are Kueue's (``pkg/features/kube_features.go``, main after v0.19); only the
 gates that change a decision here are read (``TASBalancedPlacement``, ``TASMultiLayerTopology``,
 ``DisableWaitForPodsReady``, which turns waitForPodsReady off altogether, and for its blockAdmission reason
-``UnadmittedWorkloadsObservability``, and ``QuotaCheckStrategy``, without which ``resources.quotaCheckStrategy``
-is neither checked nor used), the
+``UnadmittedWorkloadsObservability``, ``QuotaCheckStrategy``, without which ``resources.quotaCheckStrategy``
+is neither checked nor used, and the two the projection reads from the recorded document: ``ReclaimablePods``
+and ``PrioritySortingWithinCohort``, :mod:`projections.queue_order`), the
 others are known so that a user's existing configuration is accepted as Kueue accepts it.
 """
 

@@ -13,6 +13,7 @@ from functools import cmp_to_key
 from typing import TYPE_CHECKING
 
 from kueue_es.scheduler.quota import QuotaNode
+from projections.queue_order import QueueOrder
 from projections.workloads import WorkloadInfo
 
 if TYPE_CHECKING:
@@ -39,14 +40,15 @@ class _Candidate:
     node: QuotaNode
 
 
-def policy_allows(policy: str, preemptor: WorkloadInfo, candidate: WorkloadInfo, now_ts: int) -> bool:
+def policy_allows(policy: str, preemptor: WorkloadInfo, candidate: WorkloadInfo, order: QueueOrder) -> bool:
+    """Whether a preemption policy lets ``preemptor`` evict ``candidate`` (\"newer\": by queue-order time)."""
     if policy == "Any":
         return True
     if policy == "LowerPriority":
         return candidate.priority < preemptor.priority
     if policy == "LowerOrNewerEqualPriority":
         return candidate.priority < preemptor.priority or (
-            candidate.priority == preemptor.priority and preemptor.queue_order_time() < candidate.queue_order_time()
+            candidate.priority == preemptor.priority and order.time(preemptor) < order.time(candidate)
         )
     return False
 
@@ -106,7 +108,7 @@ def find_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
     candidates: list[_Candidate] = []
     if p.within_cluster_queue != "Never":
         for w in ctx.reserving_in(node.name):
-            if w.key != wl.key and uses_any(w, needed) and policy_allows(p.within_cluster_queue, wl, w, now):
+            if w.key != wl.key and uses_any(w, needed) and policy_allows(p.within_cluster_queue, wl, w, ctx.order):
                 candidates.append(_Candidate(w, SAME_QUEUE, node))
     has_hierarchical = False
     if node.parent is not None and p.reclaim_within_cohort != "Never":
@@ -119,7 +121,7 @@ def find_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
         while ancestor is not None:
             for cq_node in _cluster_queues_below(ancestor, skip=visited, frs=needed):
                 for w in ctx.reserving_in(cq_node.name):
-                    if not uses_any(w, needed) or not policy_allows(p.reclaim_within_cohort, wl, w, now):
+                    if not uses_any(w, needed) or not policy_allows(p.reclaim_within_cohort, wl, w, ctx.order):
                         continue
                     if advantage:
                         kind = HIERARCHICAL

@@ -28,6 +28,7 @@ from kueue_es.scheduler.tas import (
 )
 from kueue_es.scheduler.tasflavor import explicit, wants_tas
 from projections.clusterqueues import ClusterQueueInfo
+from projections.queue_order import QueueOrder
 from projections.secondpass import delayed_pod_sets, pod_sets_on_node
 from projections.topology import TASSnapshots, tas_snapshots, workload_tas_usage
 from projections.workloads import RESERVED, PodSetInfo, WorkloadInfo
@@ -247,10 +248,10 @@ def topology_fields(res: PodSetResult) -> dict:
 # --- the second pass ------------------------------------------------------------------------------------------------
 
 
-def second_pass_due(state, now: int) -> list[WorkloadInfo]:
+def second_pass_due(state, now: int, order: QueueOrder) -> list[WorkloadInfo]:
     """Workloads whose second pass is due, quota holders first as Kueue orders them (all hold quota)."""
     wls = [state.workloads[k] for k in state.second_pass_due.due(now) if k in state.workloads]
-    return sorted(wls, key=lambda w: (-w.priority, w.queue_order_time(), w.uid, w.key))
+    return sorted(wls, key=lambda w: (order.rank(w.priority), order.time(w), w.uid, w.key))
 
 
 def second_pass(ctx: CycleContext, wl: WorkloadInfo, base: dict) -> list[ev.Decision]:

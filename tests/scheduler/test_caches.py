@@ -204,8 +204,8 @@ def _naive_fair_order(ctx, entries):
             tree.charge(q.name, usage, 1)
             d, n = drs(ctx, q), q.parent
             while n is not None:
-                values[(n.name, e.wl.key)] = (d.borrowing_on(usage), *d.key(), -e.wl.priority,
-                                              e.wl.queue_order_time())
+                values[(n.name, e.wl.key)] = (d.borrowing_on(usage), *d.key(), ctx.order.rank(e.wl.priority),
+                                              ctx.order.time(e.wl))
                 d, n = drs(ctx, n), n.parent
             tree.charge(q.name, usage, -1)
 

@@ -67,3 +67,22 @@ def test_block_admission_and_the_gates_it_reads(wait: dict | None, gates: dict, 
     cfg = load_config(doc)
     assert cfg.blocks_admission is blocks
     assert blockadmission.reason(cfg) == reason
+
+
+@pytest.mark.parametrize(("wait", "gates", "refused"), [
+    ({"requeuingStrategy": {"timestamp": "Creation"}}, {}, False),
+    ({"requeuingStrategy": {"timestamp": "Eviction"}}, {}, False),
+    ({"requeuingStrategy": {"timestamp": "Admission"}}, {}, True),
+    ({"enable": False, "requeuingStrategy": {"timestamp": "Admission"}}, {}, False),
+    ({"requeuingStrategy": {"timestamp": "Admission"}}, {"DisableWaitForPodsReady": True}, False),
+])
+def test_the_requeuing_timestamp_is_checked_while_wait_for_pods_ready_is_on(wait: dict, gates: dict,
+                                                                            refused: bool) -> None:
+    doc = {**_doc(gates), "waitForPodsReady": wait}
+    if not refused:
+        load_config(doc)
+        return
+    with pytest.raises(InvalidInput) as err:
+        load_config(doc, "kueue.yaml")
+    assert str(err.value) == ("kueue.yaml: field `waitForPodsReady.requeuingStrategy.timestamp`: unsupported value "
+                              "'Admission' (supported: Eviction, Creation)")

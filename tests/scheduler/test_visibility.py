@@ -109,6 +109,16 @@ def test_without_admission_fair_sharing_priority_orders(tmp_path: Path) -> None:
     assert [w.key for w in got] == ["team/a-high", "team/b-low", "team/b-late"]
 
 
+def test_visibility_follows_the_default_queue_order(tmp_path: Path) -> None:
+    """queue-order-timestamps.yaml without its configuration: the PodsReady-timeout eviction moves the queue time,
+    the preemption while borrowing does not."""
+    spec = yaml.safe_load((Path(__file__).parent / "visibility" / "queue-order-timestamps.yaml").read_text())
+    loaded, _ = load_case(spec, tmp_path, config=False)
+    got = visibility.in_cluster_queue(loaded.state, loaded.config, "cq")
+    assert got is not None
+    assert [w.key for w in got] == ["team/reclaimed", "team/fresh", "team/timed-out"]
+
+
 @pytest.mark.parametrize(("limit", "offset", "want"), [
     (None, None, (1000, 0)), (0, 0, (1000, 0)), (5, 3, (5, 3)), (-1, -7, (0, 0)),
     (100_000, 0, (100_000, 0)), (100_001, 0, (100_000, 0)), (10**12, 10**12, (100_000, 10**12)),
