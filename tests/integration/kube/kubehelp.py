@@ -7,6 +7,7 @@ import contextlib
 import gc
 import inspect
 import secrets
+import socket
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from pathlib import Path
@@ -30,6 +31,12 @@ NOW = "2026-01-01T00:00:00Z"  # for the status fields a test writes as the job c
 
 async def connect(cluster) -> KubeClient:
     return KubeClient(await config.new_client_from_config(config_file=cluster.kubeconfig))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 async def namespace(kc: KubeClient, prefix: str, labels: dict[str, str] | None = None) -> str:

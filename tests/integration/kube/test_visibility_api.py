@@ -23,8 +23,8 @@ from pathlib import Path
 import aiohttp
 import msgspec
 import pytest
-from kubehelp import connect, create, eventually, get, job, priority_class, queues
-from kubeproc import free_port, ready
+from kubehelp import connect, create, eventually, free_port, get, job, priority_class, queues
+from kubeproc import ready
 from kubeproc import run as kueue_es_process
 
 from connectors.k8s import crds
