@@ -7,10 +7,11 @@ import contextlib
 import gc
 import inspect
 import secrets
+import socket
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import msgspec
 from kubernetes_asyncio import config
@@ -25,10 +26,17 @@ from kueue_es.scheduler import DEFAULT, SchedulerConfig
 
 T = TypeVar("T")
 KUEUE = "kueue.x-k8s.io/v1beta2"
+NOW = "2026-01-01T00:00:00Z"  # for the status fields a test writes as the job controller would
 
 
 async def connect(cluster) -> KubeClient:
     return KubeClient(await config.new_client_from_config(config_file=cluster.kubeconfig))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 async def namespace(kc: KubeClient, prefix: str, labels: dict[str, str] | None = None) -> str:
@@ -112,6 +120,16 @@ async def kueue_es(kc: KubeClient, log_dir: Path, *, kinds: Collection[str] | No
             gc.collect()
 
 
+async def complete_job(kc: KubeClient, ns: str, name: str) -> None:
+    """Play the job controller (there is none here): the Job's pods succeeded, it is Complete."""
+    done = {"status": "True", "reason": "CompletionsReached", "message": "Reached expected number of succeeded pods",
+            "lastTransitionTime": NOW}
+    await kc.patch(BY_KIND["Job"], name, {"status": {
+        "startTime": NOW, "completionTime": NOW, "succeeded": 1,
+        "conditions": [{"type": "SuccessCriteriaMet", **done}, {"type": "Complete", **done}]}}, ns,
+        subresource="status")
+
+
 def flavor(name: str, node_labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
     return {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": name},
             "spec": {"nodeLabels": node_labels or {}, **spec}}
@@ -129,6 +147,47 @@ def cluster_queue(name: str, flavor_quotas: dict[str, dict[str, Any]], **spec: A
 def local_queue(namespace: str, name: str, cq: str) -> dict[str, Any]:
     return {"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": {"name": name, "namespace": namespace},
             "spec": {"clusterQueue": cq}}
+
+
+class Queues(NamedTuple):
+    """What ``queues`` made. ``sfx`` ends the cluster-scoped names: a test names its own objects with it."""
+
+    ns: str
+    flavor: str
+    cq: str
+    sfx: str
+
+
+async def queues(kc: KubeClient, prefix: str, quota: dict[str, Any], *, lq: str | tuple[str, ...] = "user-queue",
+                 sfx: str | None = None, flavor_labels: dict[str, str] | None = None,
+                 flavor_spec: dict[str, Any] | None = None, **cq_spec: Any) -> Queues:
+    """A fresh namespace ``<prefix>-<hex>`` whose LocalQueue(s) ``lq`` feed a new ClusterQueue ``cq-<sfx>`` with
+    ``quota`` (nominal, per resource) of one new ResourceFlavor ``f-<sfx>``.
+
+    Cluster-scoped names are unique per call (the session's tests share one apiserver). ``cq_spec`` goes into the
+    ClusterQueue's spec (preemption, cohortName, ...), ``flavor_spec`` into the flavor's.
+    """
+    sfx = sfx or secrets.token_hex(3)
+    ns, fl, cq = await namespace(kc, prefix), f"f-{sfx}", f"cq-{sfx}"
+    await create(kc, flavor(fl, flavor_labels, **(flavor_spec or {})))
+    await create(kc, cluster_queue(cq, {fl: quota}, **cq_spec))
+    for name in (lq,) if isinstance(lq, str) else lq:
+        await create(kc, local_queue(ns, name, cq))
+    return Queues(ns, fl, cq, sfx)
+
+
+async def provisioning_check(kc: KubeClient, sfx: str,
+                             class_name: str = "check-capacity.autoscaling.x-k8s.io") -> str:
+    """An AdmissionCheck ``prov-<sfx>`` of Kueue's ProvisioningRequest controller, with its parameters (a
+    ProvisioningRequestConfig ``prc-<sfx>`` of ``class_name``); returns the check's name."""
+    await create(kc, {"apiVersion": KUEUE, "kind": "ProvisioningRequestConfig", "metadata": {"name": f"prc-{sfx}"},
+                      "spec": {"provisioningClassName": class_name}})
+    check = f"prov-{sfx}"
+    await create(kc, {"apiVersion": KUEUE, "kind": "AdmissionCheck", "metadata": {"name": check},
+                      "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request",
+                               "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig",
+                                              "name": f"prc-{sfx}"}}})
+    return check
 
 
 def priority_class(name: str, value: int) -> dict[str, Any]:

@@ -15,12 +15,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-import socket
 from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import connect, eventually, flavor, get, kueue_es, namespace
+from kubehelp import connect, eventually, flavor, free_port, get, kueue_es, namespace
 
 from connectors.k8s import crds
 from connectors.k8s.certs import self_signed
@@ -38,12 +37,6 @@ WPC_SOURCE = "kueue.x-k8s.io/workloadpriorityclass"
 def _v1beta1(kind: str) -> Resource:
     r = BY_KIND[kind]
     return Resource(r.kind, r.group, "v1beta1", r.plural, r.namespaced, status_subresource=r.status_subresource)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 async def _create(kc, doc: dict[str, Any]) -> dict[str, Any]:
@@ -81,7 +74,7 @@ async def test_v1beta1_objects_are_converted_stored_as_v1beta2_and_scheduled(kub
         bundle = self_signed(["127.0.0.1"])
         _, cert, key = bundle.write(tmp_path / "certs")
         server = WebhookServer(default_queue_lookup(kc))
-        port = _free_port()
+        port = free_port()
         await server.start("127.0.0.1", port, str(cert), str(key))
         try:
             await crds.install(kc, docs=crds.all_crds(

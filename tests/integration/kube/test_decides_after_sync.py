@@ -9,22 +9,10 @@ scheduler orders both at priority 0 and admits the older ``low`` — the CI flak
 from __future__ import annotations
 
 import asyncio
-import secrets
 from typing import Any
 
 import pytest
-from kubehelp import (
-    KUEUE,
-    cluster_queue,
-    connect,
-    create,
-    eventually,
-    flavor,
-    get,
-    kueue_es,
-    local_queue,
-    namespace,
-)
+from kubehelp import KUEUE, connect, create, eventually, get, kueue_es, queues
 
 from connectors.k8s import crds
 from events import schema as ev
@@ -48,11 +36,8 @@ def _reserved_in(wl: dict[str, Any]) -> str | None:
 async def test_no_decision_before_every_kind_is_listed(kube_apiserver, tmp_path, decide_before_synced) -> None:
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
-        sfx = secrets.token_hex(3)
-        ns, cq, wpc = await namespace(kc, "sync"), f"cq-{sfx}", f"high-{sfx}"
-        await create(kc, flavor(f"f-{sfx}"))
-        await create(kc, cluster_queue(cq, {f"f-{sfx}": {"cpu": 3}}))
-        await create(kc, local_queue(ns, "lq", cq))
+        ns, _, cq, sfx = await queues(kc, "sync", {"cpu": 3}, lq="lq")
+        wpc = f"high-{sfx}"
         await create(kc, {"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": wpc},
                           "value": 1000})
         await create(kc, _workload(ns, "low"))

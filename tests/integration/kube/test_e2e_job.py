@@ -16,19 +16,7 @@ import secrets
 from typing import Any
 
 import pytest
-from kubehelp import (
-    cluster_queue,
-    connect,
-    create,
-    eventually,
-    flavor,
-    get,
-    job,
-    kueue_es,
-    local_queue,
-    namespace,
-    priority_class,
-)
+from kubehelp import complete_job, connect, create, eventually, get, job, kueue_es, priority_class, queues
 
 from connectors.k8s import crds
 from connectors.k8s.jobs import workload_name
@@ -49,13 +37,12 @@ def _true(obj: dict[str, Any], type_: str) -> bool:
     return c is not None and c["status"] == "True"
 
 
-async def _setup(kc, sfx: str, cpu: int = 2) -> tuple[str, str, str]:
-    ns = await namespace(kc, "e2e")
-    fl, cq = f"on-demand-{sfx}", f"cq-{sfx}"
-    await create(kc, flavor(fl, {"instance-type": f"on-demand-{sfx}"},
-                            tolerations=[{"key": "spot", "operator": "Exists", "effect": "NoSchedule"}]))
-    await create(kc, cluster_queue(cq, {fl: {"cpu": cpu}}, preemption={"withinClusterQueue": "LowerPriority"}))
-    await create(kc, local_queue(ns, "user-queue", cq))
+async def _setup(kc, sfx: str) -> tuple[str, str, str]:
+    """2 cpu on a flavor with a node label and a toleration; preemption within the queue; two priorities."""
+    ns, fl, cq, _ = await queues(kc, "e2e", {"cpu": 2}, sfx=sfx, flavor_labels={"instance-type": f"on-demand-{sfx}"},
+                                 flavor_spec={"tolerations": [{"key": "spot", "operator": "Exists",
+                                                               "effect": "NoSchedule"}]},
+                                 preemption={"withinClusterQueue": "LowerPriority"})
     await create(kc, priority_class(f"low-{sfx}", 100))
     await create(kc, priority_class(f"high-{sfx}", 1000))
     return ns, fl, cq
@@ -157,13 +144,7 @@ async def test_job_is_admitted_runs_and_is_preempted_by_a_higher_priority_job(ku
             assert (await get(kc, "Job", "low", ns))["spec"]["suspend"] is True
 
             # --- the high Job completes: the low one is admitted and started again ------------------------------
-            await kc.patch(JOBS, "high", {"status": {
-                "startTime": NOW, "completionTime": NOW, "succeeded": 1, "conditions": [
-                    {"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached",
-                     "message": "Reached expected number of succeeded pods", "lastTransitionTime": NOW},
-                    {"type": "Complete", "status": "True", "reason": "CompletionsReached",
-                     "message": "Reached expected number of succeeded pods", "lastTransitionTime": NOW}]}},
-                ns, subresource="status")
+            await complete_job(kc, ns, "high")
 
             async def finished() -> dict[str, Any] | None:
                 wl = await get(kc, "Workload", high_wl, ns)

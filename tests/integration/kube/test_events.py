@@ -9,24 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import re
-import secrets
 from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import (
-    cluster_queue,
-    connect,
-    create,
-    eventually,
-    flavor,
-    get,
-    job,
-    kueue_es,
-    local_queue,
-    namespace,
-    priority_class,
-)
+from kubehelp import connect, create, eventually, get, job, kueue_es, priority_class, queues
 
 from connectors.k8s import crds
 from connectors.k8s.client import KubeClient
@@ -59,12 +46,8 @@ async def all_events(kc: KubeClient, ns: str) -> list[dict[str, Any]]:
 async def test_admission_and_preemption_events_and_no_duplicates_after_a_restart(kube_apiserver, tmp_path) -> None:
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
-        sfx = secrets.token_hex(3)
-        ns = await namespace(kc, "events")
-        fl, cq = f"fl-{sfx}", f"cq-{sfx}"
-        await create(kc, flavor(fl))
-        await create(kc, cluster_queue(cq, {fl: {"cpu": 2}}, preemption={"withinClusterQueue": "LowerPriority"}))
-        await create(kc, local_queue(ns, "lq", cq))
+        ns, fl, cq, sfx = await queues(kc, "events", {"cpu": 2}, lq="lq",
+                                       preemption={"withinClusterQueue": "LowerPriority"})
         await create(kc, priority_class(f"low-{sfx}", 100))
         await create(kc, priority_class(f"high-{sfx}", 1000))
 

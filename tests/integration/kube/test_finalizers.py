@@ -9,23 +9,10 @@ names it; an unused AdmissionCheck goes at once.
 from __future__ import annotations
 
 import asyncio
-import secrets
 from typing import Any
 
 import pytest
-from kubehelp import (
-    KUEUE,
-    cluster_queue,
-    connect,
-    create,
-    eventually,
-    flavor,
-    get,
-    job,
-    kueue_es,
-    local_queue,
-    namespace,
-)
+from kubehelp import KUEUE, complete_job, connect, create, eventually, flavor, get, job, kueue_es, queues
 
 from connectors.k8s import crds
 from connectors.k8s.errors import NotFound
@@ -34,7 +21,6 @@ from connectors.k8s.resources import BY_KIND
 from projections.in_use import FINALIZER
 
 pytestmark = pytest.mark.kube
-NOW = "2026-01-01T00:00:00Z"
 
 
 async def _obj(kc, kind: str, name: str, ns: str = "") -> dict[str, Any] | None:
@@ -62,12 +48,8 @@ async def _terminating(kc, kind: str, name: str) -> bool:
 async def test_resource_in_use_finalizers(kube_apiserver, tmp_path) -> None:
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
-        sfx = secrets.token_hex(3)
-        ns, fl, cq = await namespace(kc, "fin"), f"f-{sfx}", f"cq-{sfx}"
+        ns, fl, cq, sfx = await queues(kc, "fin", {"cpu": 4})
         topo, tas_fl, check = f"topo-{sfx}", f"tas-{sfx}", f"check-{sfx}"
-        await create(kc, flavor(fl))
-        await create(kc, cluster_queue(cq, {fl: {"cpu": 4}}))
-        await create(kc, local_queue(ns, "user-queue", cq))
         await create(kc, {"apiVersion": KUEUE, "kind": "Topology", "metadata": {"name": topo},
                           "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]}})
         await create(kc, flavor(tas_fl, {"pool": "tas"}, topologyName=topo))
@@ -106,12 +88,7 @@ async def test_resource_in_use_finalizers(kube_apiserver, tmp_path) -> None:
             assert not await _running(kc, ns, "j2")
 
             # --- j1 finishes: the ClusterQueue goes, then its flavor -------------------------------------------
-            await kc.patch(BY_KIND["Job"], "j1", {"status": {
-                "startTime": NOW, "completionTime": NOW, "succeeded": 1, "conditions": [
-                    {"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached",
-                     "message": "done", "lastTransitionTime": NOW},
-                    {"type": "Complete", "status": "True", "reason": "CompletionsReached",
-                     "message": "done", "lastTransitionTime": NOW}]}}, ns, subresource="status")
+            await complete_job(kc, ns, "j1")
             await eventually(lambda: _gone(kc, "ClusterQueue", cq), what="the ClusterQueue gone once j1 finished")
             await eventually(lambda: _gone(kc, "ResourceFlavor", fl), what="the flavor gone once no queue lists it")
 

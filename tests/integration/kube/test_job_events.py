@@ -9,23 +9,22 @@ while pending, stopped as not admitted. Restarting the connector on the same log
 
 from __future__ import annotations
 
-import secrets
 from typing import Any
 
 import msgspec
 import pytest
 from kubehelp import (
     cluster_queue,
+    complete_job,
     connect,
     create,
     eventually,
-    flavor,
     get,
     job,
     kueue_es,
     local_queue,
-    namespace,
     priority_class,
+    queues,
 )
 
 from connectors.k8s import crds
@@ -37,7 +36,6 @@ from connectors.k8s.resources import BY_KIND
 pytestmark = pytest.mark.kube
 
 JOBS = BY_KIND["Job"]
-NOW = "2026-01-01T00:00:00Z"
 
 
 async def job_events(kc: KubeClient, ns: str, name: str, uid: str) -> list[dict[str, Any]]:
@@ -56,13 +54,10 @@ def _cond(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
 async def test_job_events_as_kueue_records_them_and_none_twice_after_a_restart(kube_apiserver, tmp_path) -> None:
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
-        sfx = secrets.token_hex(3)
-        ns = await namespace(kc, "job-events")
-        fl, cq, empty_cq = f"fl-{sfx}", f"cq-{sfx}", f"empty-{sfx}"
-        await create(kc, flavor(fl))
-        await create(kc, cluster_queue(cq, {fl: {"cpu": 2}}, preemption={"withinClusterQueue": "LowerPriority"}))
+        ns, fl, cq, sfx = await queues(kc, "job-events", {"cpu": 2}, lq="lq",
+                                       preemption={"withinClusterQueue": "LowerPriority"})
+        empty_cq = f"empty-{sfx}"
         await create(kc, cluster_queue(empty_cq, {fl: {"cpu": 0}}))
-        await create(kc, local_queue(ns, "lq", cq))
         await create(kc, local_queue(ns, "nowhere", empty_cq))
         await create(kc, priority_class(f"low-{sfx}", 100))
         await create(kc, priority_class(f"high-{sfx}", 1000))
@@ -103,13 +98,7 @@ async def test_job_events_as_kueue_records_them_and_none_twice_after_a_restart(k
             await eventually(lambda: events_of("high", "CreatedWorkload", "Started"), what="the high Job started")
 
             # --- the preemptor completes; the first Job starts again ---------------------------------------------
-            await kc.patch(JOBS, "high", {"status": {
-                "startTime": NOW, "completionTime": NOW, "succeeded": 1, "conditions": [
-                    {"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached",
-                     "message": "Reached expected number of succeeded pods", "lastTransitionTime": NOW},
-                    {"type": "Complete", "status": "True", "reason": "CompletionsReached",
-                     "message": "Reached expected number of succeeded pods", "lastTransitionTime": NOW}]}},
-                ns, subresource="status")
+            await complete_job(kc, ns, "high")
             found = await eventually(lambda: events_of("high", "CreatedWorkload", "Started", "FinishedWorkload"),
                                      what="FinishedWorkload on the high Job")
             assert found[2]["message"] == f"Workload '{ns}/{high_wl}' is declared finished"

@@ -11,11 +11,10 @@ keeps what its admission holds.
 from __future__ import annotations
 
 import contextlib
-import secrets
 from typing import Any
 
 import pytest
-from kubehelp import cluster_queue, connect, create, eventually, flavor, get, kueue_es, local_queue, namespace
+from kubehelp import connect, create, eventually, get, kueue_es, queues
 
 from connectors.k8s import crds
 from connectors.k8s.jobs import workload_name
@@ -48,12 +47,7 @@ def _cond(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
 async def test_a_limit_range_default_request_decides_admission(kube_apiserver, tmp_path) -> None:
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
-        sfx = secrets.token_hex(3)
-        ns = await namespace(kc, "limits")
-        fl, cq = f"default-{sfx}", f"cq-{sfx}"
-        await create(kc, flavor(fl))
-        await create(kc, cluster_queue(cq, {fl: {"cpu": 3}}))
-        await create(kc, local_queue(ns, "user-queue", cq))
+        ns, _, _, sfx = await queues(kc, "limits", {"cpu": 3})
         await create(kc, _limit_range(ns, "2"))
         async with kueue_es(kc, tmp_path / "log") as (_, journal):
 

@@ -11,23 +11,11 @@ with Kueue's message, its quota released, the time it ran in ``accumulatedPastEx
 from __future__ import annotations
 
 import asyncio
-import secrets
 from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import (
-    cluster_queue,
-    connect,
-    create,
-    eventually,
-    flavor,
-    get,
-    job,
-    kueue_es,
-    local_queue,
-    namespace,
-)
+from kubehelp import connect, create, eventually, get, job, kueue_es, queues
 
 from connectors.k8s import crds
 from connectors.k8s.client import KubeClient
@@ -49,11 +37,7 @@ def _cond(obj: dict[str, Any], type_: str) -> tuple[str, str, str] | None:
 async def test_a_job_is_deactivated_when_its_maximum_execution_time_runs_out(kube_apiserver, tmp_path) -> None:
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
-        sfx = secrets.token_hex(3)
-        ns, fl, cq = await namespace(kc, "maxexec"), f"f-{sfx}", f"cq-{sfx}"
-        await create(kc, flavor(fl))
-        await create(kc, cluster_queue(cq, {fl: {"cpu": 4}}))
-        await create(kc, local_queue(ns, "user-queue", cq))
+        ns = (await queues(kc, "maxexec", {"cpu": 4})).ns
         async with kueue_es(kc, tmp_path / "log") as (connector, journal):
             j = await create(kc, job(ns, "capped", "user-queue", labels={MAX_EXEC_LABEL: "3"}))
             name = workload_name("capped", j["metadata"]["uid"])

@@ -22,7 +22,7 @@ from kubehelp import (
     job,
     kueue_es,
     local_queue,
-    namespace,
+    queues,
 )
 
 from connectors.k8s import crds
@@ -45,10 +45,7 @@ async def test_queue_status_follows_admissions_and_activeness(kube_apiserver, tm
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
         sfx = secrets.token_hex(3)
-        ns, fl, cq = await namespace(kc, "qs"), f"f-{sfx}", f"cq-{sfx}"
-        await create(kc, flavor(fl))
-        await create(kc, cluster_queue(cq, {fl: {"cpu": 4}}, cohortName=f"co-{sfx}"))
-        await create(kc, local_queue(ns, "user-queue", cq))
+        ns, fl, cq, _ = await queues(kc, "qs", {"cpu": 4}, sfx=sfx, cohortName=f"co-{sfx}")
         async with kueue_es(kc, tmp_path / "log") as (connector, _journal):
             assert connector.queues is not None
 

@@ -10,22 +10,10 @@ unchanged — and the waiting Job is admitted and started.
 from __future__ import annotations
 
 import contextlib
-import secrets
 from typing import Any
 
 import pytest
-from kubehelp import (
-    cluster_queue,
-    connect,
-    create,
-    eventually,
-    flavor,
-    get,
-    job,
-    kueue_es,
-    local_queue,
-    namespace,
-)
+from kubehelp import connect, create, eventually, get, job, kueue_es, queues
 
 from connectors.k8s import crds
 from connectors.k8s.jobs import workload_name
@@ -45,12 +33,7 @@ def _true(obj: dict[str, Any], type_: str) -> bool:
 async def test_succeeded_pods_of_a_parallel_job_let_a_waiting_job_in(kube_apiserver, tmp_path) -> None:
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
-        sfx = secrets.token_hex(3)
-        ns = await namespace(kc, "reclaim")
-        fl, cq = f"default-{sfx}", f"cq-{sfx}"
-        await create(kc, flavor(fl))
-        await create(kc, cluster_queue(cq, {fl: {"cpu": 4}}))
-        await create(kc, local_queue(ns, "lq", cq))
+        ns, fl, cq, _ = await queues(kc, "reclaim", {"cpu": 4}, lq="lq")
         async with kueue_es(kc, tmp_path / "log") as (_connector, journal):
             wide = await create(kc, job(ns, "wide", "lq", cpu="1", parallelism=4))
             wide_wl = workload_name("wide", wide["metadata"]["uid"])

@@ -8,22 +8,10 @@ first attempt.
 
 from __future__ import annotations
 
-import secrets
 from typing import Any
 
 import pytest
-from kubehelp import (
-    KUEUE,
-    cluster_queue,
-    connect,
-    create,
-    eventually,
-    flavor,
-    get,
-    kueue_es,
-    local_queue,
-    namespace,
-)
+from kubehelp import KUEUE, connect, create, eventually, get, kueue_es, queues
 
 from connectors.k8s import crds
 from connectors.k8s.resources import BY_KIND
@@ -57,11 +45,7 @@ async def _with_condition(kc, ns: str, name: str, status: str) -> dict[str, Any]
 async def test_a_waiting_workload_shows_its_requests_until_it_is_admitted(kube_apiserver, tmp_path) -> None:
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
-        sfx = secrets.token_hex(3)
-        ns, cq = await namespace(kc, "requests"), f"cq-{sfx}"
-        await create(kc, flavor(f"f-{sfx}"))
-        await create(kc, cluster_queue(cq, {f"f-{sfx}": {"cpu": 4, "memory": "8Gi"}}))
-        await create(kc, local_queue(ns, "user-queue", cq))
+        ns, _, cq, _ = await queues(kc, "requests", {"cpu": 4, "memory": "8Gi"})
 
         async with kueue_es(kc, tmp_path / "log"):
             await create(kc, _workload(ns, "holder", "user-queue", _pod_set("main", 1, {"cpu": "2"})))

@@ -8,31 +8,16 @@
 
 from __future__ import annotations
 
-import secrets
-
 import pytest
-from kubehelp import (
-    cluster_queue,
-    connect,
-    create,
-    eventually,
-    flavor,
-    get,
-    job,
-    kueue_es,
-    local_queue,
-    namespace,
-)
+from kubehelp import complete_job, connect, create, eventually, get, job, kueue_es, queues
 
 from connectors.k8s import crds
 from connectors.k8s.errors import NotFound
 from connectors.k8s.jobs import workload_name
-from connectors.k8s.resources import BY_KIND
 from events import schema as ev
 from kueue_es.scheduler.config import load_config
 
 pytestmark = pytest.mark.kube
-NOW = "2026-01-01T00:00:00Z"
 CONFIG = load_config({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
                       "objectRetentionPolicies": {"workloads": {"afterFinished": "3s"}}})
 
@@ -53,21 +38,12 @@ async def _running(kc, ns: str, name: str) -> bool:
 async def test_finished_workload_deleted_after_its_retention(kube_apiserver, tmp_path) -> None:
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
-        sfx = secrets.token_hex(3)
-        ns, fl, cq = await namespace(kc, "ret"), f"f-{sfx}", f"cq-{sfx}"
-        await create(kc, flavor(fl))
-        await create(kc, cluster_queue(cq, {fl: {"cpu": 4}}))
-        await create(kc, local_queue(ns, "user-queue", cq))
+        ns = (await queues(kc, "ret", {"cpu": 4})).ns
         async with kueue_es(kc, tmp_path / "log", config=CONFIG) as (connector, journal):
             j = await create(kc, job(ns, "done", "user-queue", cpu="1"))
             wl = workload_name("done", j["metadata"]["uid"])
             await eventually(lambda: _running(kc, ns, "done"), what="the Job to run")
-            await kc.patch(BY_KIND["Job"], "done", {"status": {
-                "startTime": NOW, "completionTime": NOW, "succeeded": 1, "conditions": [
-                    {"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached",
-                     "message": "done", "lastTransitionTime": NOW},
-                    {"type": "Complete", "status": "True", "reason": "CompletionsReached",
-                     "message": "done", "lastTransitionTime": NOW}]}}, ns, subresource="status")
+            await complete_job(kc, ns, "done")
 
             async def finished() -> bool:
                 w = await get(kc, "Workload", wl, ns)
@@ -92,11 +68,7 @@ async def test_finished_workload_deleted_after_its_retention(kube_apiserver, tmp
 async def test_retention_decision_on_a_job_deletes_the_owner_job(kube_apiserver, tmp_path) -> None:
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
-        sfx = secrets.token_hex(3)
-        ns, fl, cq = await namespace(kc, "ret"), f"f-{sfx}", f"cq-{sfx}"
-        await create(kc, flavor(fl))
-        await create(kc, cluster_queue(cq, {fl: {"cpu": 4}}))
-        await create(kc, local_queue(ns, "user-queue", cq))
+        ns = (await queues(kc, "ret", {"cpu": 4})).ns
         async with kueue_es(kc, tmp_path / "log") as (connector, journal):
             j = await create(kc, job(ns, "stuck", "user-queue", cpu="1"))
             wl = workload_name("stuck", j["metadata"]["uid"])

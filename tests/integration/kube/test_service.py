@@ -15,7 +15,7 @@ import signal
 import time
 
 import pytest
-from kubehelp import cluster_queue, connect, create, eventually, flavor, get, job, local_queue, namespace
+from kubehelp import connect, create, eventually, get, job, queues
 from kubeproc import ready
 from kubeproc import run as kueue_es_process
 
@@ -25,14 +25,6 @@ from events import schema as ev
 from events.filelog import FileLog
 
 pytestmark = pytest.mark.kube
-
-
-async def _setup(kc, sfx: str) -> str:
-    ns = await namespace(kc, "svc")
-    await create(kc, flavor(f"f-{sfx}", {"pool": sfx}))
-    await create(kc, cluster_queue(f"cq-{sfx}", {f"f-{sfx}": {"cpu": 4}}))
-    await create(kc, local_queue(ns, "user-queue", f"cq-{sfx}"))
-    return ns
 
 
 async def _running(kc, ns: str, name: str) -> bool:
@@ -45,7 +37,7 @@ async def test_health_leader_election_and_handover(kube_apiserver, tmp_path) -> 
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
         sfx = secrets.token_hex(3)
-        ns = await _setup(kc, sfx)
+        ns = (await queues(kc, "svc", {"cpu": 4}, sfx=sfx, flavor_labels={"pool": sfx})).ns
         async with kueue_es_process(kube_apiserver, "r1", tmp_path / "log1", ns) as r1:
             body = await ready(r1, "leader")
             status, health = await r1.get("/healthz")
@@ -88,7 +80,7 @@ async def test_sigkill_between_a_decision_and_its_write_converges_without_double
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
         sfx = secrets.token_hex(3)
-        ns = await _setup(kc, sfx)
+        ns = (await queues(kc, "svc", {"cpu": 4}, sfx=sfx, flavor_labels={"pool": sfx})).ns
         log_dir = tmp_path / "log"
         no_election = {"KUEUE_ES_KUBE_LEADER_ELECTION": "false"}
         crash = {"CRASH_AT": "status-write", "CRASH_NAMESPACE": ns, **no_election}

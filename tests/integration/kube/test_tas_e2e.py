@@ -29,7 +29,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import connect, create, eventually, get, kueue_es, local_queue, namespace
+from kubehelp import connect, create, eventually, get, kueue_es, provisioning_check, queues
 
 from connectors.k8s import crds
 from connectors.k8s.jobs import workload_name
@@ -117,30 +117,17 @@ async def _node_ready(kc, name: str, ready: bool) -> None:
 
 
 async def _setup(kc, sfx: str) -> dict[str, Any]:
-    ns = await namespace(kc, "tas")
-    pool, topo, fl = f"tas-{sfx}", f"topo-{sfx}", f"tas-{sfx}"
+    pool, topo = f"tas-{sfx}", f"topo-{sfx}"
     racks = {"a": [f"{sfx}-a1", f"{sfx}-a2", f"{sfx}-a3"], "b": [f"{sfx}-b1", f"{sfx}-b2", f"{sfx}-b3", f"{sfx}-b4"]}
     for rack, names in racks.items():
         for n in names:
             await _node(kc, n, f"{sfx}-rack-{rack}", pool)
     await create(kc, {"apiVersion": KUEUE, "kind": "Topology", "metadata": {"name": topo},
                       "spec": {"levels": [{"nodeLabel": RACK}, {"nodeLabel": HOSTNAME}]}})
-    await create(kc, {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": fl},
-                      "spec": {"nodeLabels": {"pool": pool}, "topologyName": topo}})
-    await create(kc, {"apiVersion": KUEUE, "kind": "ProvisioningRequestConfig", "metadata": {"name": f"prc-{sfx}"},
-                      "spec": {"provisioningClassName": "check-capacity.autoscaling.x-k8s.io"}})
-    check = f"prov-{sfx}"
-    await create(kc, {"apiVersion": KUEUE, "kind": "AdmissionCheck", "metadata": {"name": check},
-                      "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request",
-                               "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig",
-                                              "name": f"prc-{sfx}"}}})
-    cq = f"cq-{sfx}"
-    await create(kc, {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": cq}, "spec": {
-        "namespaceSelector": {},
-        "resourceGroups": [{"coveredResources": ["cpu"],
-                            "flavors": [{"name": fl, "resources": [{"name": "cpu", "nominalQuota": 8}]}]}],
-        "admissionChecksStrategy": {"admissionChecks": [{"name": check}]}}})
-    await create(kc, local_queue(ns, "user-queue", cq))
+    check = await provisioning_check(kc, sfx)
+    ns, _, cq, _ = await queues(kc, "tas", {"cpu": 8}, sfx=sfx, flavor_labels={"pool": pool},
+                                flavor_spec={"topologyName": topo},
+                                admissionChecksStrategy={"admissionChecks": [{"name": check}]})
     return {"ns": ns, "check": check, "cq": cq, "racks": racks, "pool": pool}
 
 

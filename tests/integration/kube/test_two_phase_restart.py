@@ -29,7 +29,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import KUEUE, connect, create, eventually, flavor, get, job, local_queue, namespace
+from kubehelp import connect, create, eventually, get, job, provisioning_check, queues
 from kubeproc import ready
 from kubeproc import run as kueue_es_process
 
@@ -57,23 +57,11 @@ def _true(obj: dict[str, Any], type_: str) -> bool:
 
 
 async def _setup(kc, sfx: str) -> dict[str, str]:
-    ns = await namespace(kc, "twophase")
-    await create(kc, flavor(f"f-{sfx}", {"pool": sfx}))
-    await create(kc, {"apiVersion": KUEUE, "kind": "ProvisioningRequestConfig", "metadata": {"name": f"prc-{sfx}"},
-                      "spec": {"provisioningClassName": CLASS}})
-    check = f"prov-{sfx}"
-    await create(kc, {"apiVersion": KUEUE, "kind": "AdmissionCheck", "metadata": {"name": check},
-                      "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request",
-                               "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig",
-                                              "name": f"prc-{sfx}"}}})
-    cq = f"cq-{sfx}"
-    await create(kc, {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": cq}, "spec": {
-        "namespaceSelector": {},
-        "resourceGroups": [{"coveredResources": ["cpu"],
-                            "flavors": [{"name": f"f-{sfx}", "resources": [{"name": "cpu", "nominalQuota": 4}]}]}],
-        "admissionChecksStrategy": {"admissionChecks": [{"name": check}]}}})
-    await create(kc, local_queue(ns, "user-queue", cq))
-    return {"ns": ns, "check": check, "cq": cq, "flavor": f"f-{sfx}"}
+    """4 cpu behind a ProvisioningRequest admission check (class CLASS)."""
+    check = await provisioning_check(kc, sfx, CLASS)
+    ns, fl, cq, _ = await queues(kc, "twophase", {"cpu": 4}, sfx=sfx, flavor_labels={"pool": sfx},
+                                 admissionChecksStrategy={"admissionChecks": [{"name": check}]})
+    return {"ns": ns, "check": check, "cq": cq, "flavor": fl}
 
 
 class _History:

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from kubehelp import (
     cluster_queue,
+    complete_job,
     connect,
     create,
     eventually,
@@ -32,17 +33,15 @@ from kubehelp import (
     kueue_es,
     local_queue,
     namespace,
+    queues,
 )
 
 from connectors.k8s import crds
 from connectors.k8s.jobs import workload_name
 from connectors.k8s.journal import LocalJournal
-from connectors.k8s.resources import BY_KIND
 from events import schema as ev
 
 pytestmark = pytest.mark.kube
-JOBS = BY_KIND["Job"]
-NOW = "2026-01-01T00:00:00Z"
 
 
 def _cond(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
@@ -66,17 +65,6 @@ async def _pending_message(kc, ns: str, wl: str) -> str | None:
     return c["message"] if c is not None and c["status"] == "False" else None
 
 
-async def _complete(kc, ns: str, name: str) -> None:
-    """Play the job controller: the Job's pods succeeded."""
-    await kc.patch(JOBS, name, {"status": {
-        "startTime": NOW, "completionTime": NOW, "succeeded": 1, "conditions": [
-            {"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached",
-             "message": "Reached expected number of succeeded pods", "lastTransitionTime": NOW},
-            {"type": "Complete", "status": "True", "reason": "CompletionsReached",
-             "message": "Reached expected number of succeeded pods", "lastTransitionTime": NOW}]}},
-        ns, subresource="status")
-
-
 async def _records(journal: LocalJournal, key: str) -> list[ev.Record]:
     return [r async for r in journal.log.read() if r.event.key == key]
 
@@ -91,11 +79,7 @@ async def test_takeover_with_the_cluster_queue_listed_last_neither_crashes_nor_o
         kube_apiserver, tmp_path) -> None:
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
-        sfx = secrets.token_hex(3)
-        ns, cq = await namespace(kc, "race"), f"cq-{sfx}"
-        await create(kc, flavor(f"f-{sfx}"))
-        await create(kc, cluster_queue(cq, {f"f-{sfx}": {"cpu": 2}}))
-        await create(kc, local_queue(ns, "user-queue", cq))
+        ns, fl, cq, _ = await queues(kc, "race", {"cpu": 2})
 
         # --- before: j1 holds all the quota and runs, j2 waits for it ----------------------------------------
         async with kueue_es(kc, tmp_path / "before"):
@@ -121,7 +105,7 @@ async def test_takeover_with_the_cluster_queue_listed_last_neither_crashes_nor_o
             await eventually(waits_for_the_missing_queue, what="j2 to wait for its unseen ClusterQueue")
             assert cq not in state.cluster_queues and not connector.ready, "the ClusterQueue is still withheld"
             # j1's admission was folded from its status: its quota counts although its ClusterQueue is unknown
-            assert state.workloads[j1_key].reserving and state.usage[cq] == {f"f-{sfx}/cpu": 2000}
+            assert state.workloads[j1_key].reserving and state.usage[cq] == {f"{fl}/cpu": 2000}
             assert not state.workloads[j2_key].reserving
             await asyncio.sleep(1.0)  # a few more scheduling rounds on the partial state: still nothing admitted
             assert [d for d, _ in _decisions(await _records(journal, j2_key)) if d != "WorkloadPending"] == []
@@ -138,7 +122,7 @@ async def test_takeover_with_the_cluster_queue_listed_last_neither_crashes_nor_o
             assert not await _running(kc, ns, "j2"), "j1 still holds the quota"
             assert not state.workloads[j2_key].reserving
 
-            await _complete(kc, ns, "j1")
+            await complete_job(kc, ns, "j1")
             await eventually(lambda: _running(kc, ns, "j2"), what="j2 to run once j1 finished")
             wl = await get(kc, "Workload", j2, ns)
             assert wl["status"]["admission"]["clusterQueue"] == cq

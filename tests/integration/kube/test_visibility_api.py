@@ -23,19 +23,8 @@ from pathlib import Path
 import aiohttp
 import msgspec
 import pytest
-from kubehelp import (
-    cluster_queue,
-    connect,
-    create,
-    eventually,
-    flavor,
-    get,
-    job,
-    local_queue,
-    namespace,
-    priority_class,
-)
-from kubeproc import free_port, ready
+from kubehelp import connect, create, eventually, free_port, get, job, priority_class, queues
+from kubeproc import ready
 from kubeproc import run as kueue_es_process
 
 from connectors.k8s import crds
@@ -86,12 +75,8 @@ async def test_pending_workloads_through_the_aggregation_layer(kube_apiserver, t
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
         sfx = secrets.token_hex(3)
-        ns = await namespace(kc, "vis")
-        cq = f"cq-{sfx}"
-        await create(kc, flavor(f"f-{sfx}", {"pool": sfx}))
-        await create(kc, cluster_queue(cq, {f"f-{sfx}": {"cpu": 1}}))
-        await create(kc, local_queue(ns, "lq-a", cq))
-        await create(kc, local_queue(ns, "lq-b", cq))
+        ns, _, cq, _ = await queues(kc, "vis", {"cpu": 1}, lq=("lq-a", "lq-b"), sfx=sfx,
+                                    flavor_labels={"pool": sfx})
         await create(kc, priority_class(f"high-{sfx}", 100))
         await create(kc, priority_class(f"low-{sfx}", 1))
         env = {"KUEUE_ES_KUBE_VISIBILITY_PORT": str(free_port()), "KUEUE_ES_KUBE_VISIBILITY_REGISTER": "true",

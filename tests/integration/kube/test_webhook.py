@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-import socket
 from typing import Any
 
 import msgspec
@@ -24,6 +23,7 @@ from kubehelp import (
     create,
     eventually,
     flavor,
+    free_port,
     get,
     job,
     kueue_es,
@@ -52,12 +52,6 @@ pytestmark = pytest.mark.kube
 JOBS = BY_KIND["Job"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 async def _dry_run(kc, ns: str, doc: dict[str, Any]) -> dict[str, Any]:
     out = await kc.request("POST", JOBS.collection_path(ns), query=[("dryRun", "All")], body=doc)
     return msgspec.json.decode(out)
@@ -78,7 +72,7 @@ async def test_jobs_are_suspended_and_defaulted_at_creation(kube_apiserver, tmp_
         assert await certificate(kc, settings) == bundle
         _, cert, key = bundle.write(tmp_path / "certs")
         server = WebhookServer(default_queue_lookup(kc))
-        port = _free_port()
+        port = free_port()
         await server.start("127.0.0.1", port, str(cert), str(key))
         name = f"kueue-es-test-{sfx}"
         try:
@@ -153,7 +147,7 @@ async def test_served_and_registered_from_the_kube_settings(kube_apiserver, tmp_
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
         own, other = await namespace(kc, "wh-own"), await namespace(kc, "wh-any")
-        port = _free_port()
+        port = free_port()
         settings = KubeSettings(webhook_port=port, webhook_address="127.0.0.1", webhook_hosts="127.0.0.1",
                                 webhook_register=True, webhook_url=f"https://127.0.0.1:{port}", lease_namespace=own)
         server = await serve_webhook(kc, settings)

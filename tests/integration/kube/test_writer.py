@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import secrets
 
 import msgspec
 import pytest
-from kubehelp import KUEUE, cluster_queue, connect, create, flavor, get, local_queue, namespace
+from kubehelp import KUEUE, connect, create, get, queues
 
 from connectors.k8s import crds
 from connectors.k8s.journal import LocalJournal
@@ -72,11 +71,7 @@ async def _outcomes(log: MemoryLog, key: str) -> list[tuple[str, int, str]]:
 async def test_writes_with_preconditions_rechecks_on_conflict_and_rejects_what_no_longer_holds(kube_apiserver) -> None:
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
-        sfx = secrets.token_hex(3)
-        ns = await namespace(kc, "writer")
-        await create(kc, flavor(f"f-{sfx}"))
-        await create(kc, cluster_queue(f"cq-{sfx}", {f"f-{sfx}": {"cpu": 10}}))
-        await create(kc, local_queue(ns, "user-queue", f"cq-{sfx}"))
+        ns, _, cq, _ = await queues(kc, "writer", {"cpu": 10})
         for name in ("a", "b", "c"):
             await create(kc, _workload(ns, name))
         log = MemoryLog()
@@ -95,7 +90,7 @@ async def test_writes_with_preconditions_rechecks_on_conflict_and_rejects_what_n
         await writer.sync(a)
         assert writer.stats.conflicts == 1 and writer.stats.writes == 1
         wl = await get(kc, "Workload", "a", ns)
-        assert wl["status"]["admission"]["clusterQueue"] == f"cq-{sfx}"
+        assert wl["status"]["admission"]["clusterQueue"] == cq
         assert {c_["type"]: c_["status"] for c_ in wl["status"]["conditions"]} == {
             "QuotaReserved": "True", "Admitted": "True"}
         assert wl["metadata"]["labels"] == {"team": "x"}
@@ -128,7 +123,7 @@ async def test_writes_with_preconditions_rechecks_on_conflict_and_rejects_what_n
         # the watch brings our own write back; nothing is dirty then
         await _sync_mirror(kc, journal)
         obs = journal.mirror.workloads[a]
-        assert msgspec.to_builtins(obs.status)["admission"]["clusterQueue"] == f"cq-{sfx}"
+        assert msgspec.to_builtins(obs.status)["admission"]["clusterQueue"] == cq
         before = again.stats.writes
         await again.sync(a)
         assert again.stats.writes == before
