@@ -4,9 +4,11 @@ Kueue writes the amounts in these messages as Kubernetes quantities, with the re
 ``resourceUsage`` with (``1G``, ``500m``, ``1k``): :func:`unused_quota` and :func:`over_capacity` do the same.
 
 Logs recorded before kueue-es did hold other strings for the same amounts (``1000000000`` for ``1G``, ``1000``
-cores for ``1k``). :func:`canonical_message` rewrites the amounts of every quota reason in a message into what
-the scheduler writes today, so a recorded decision and a re-run compare them by value; any other difference in
-a message is left alone and stays a difference.
+cores for ``1k``) and, for a first pod set over the maximum capacity, the wording Kueue used before it named the
+previously considered pod sets: ``request > maximum capacity (A > B)``, which says what ``previously considered
+podsets requests (0) + current podset request (A) > maximum capacity (B)`` says. :func:`canonical_message`
+rewrites both in every quota reason of a message into what the scheduler writes today, so a recorded decision
+and a re-run compare them by value; any other difference in a message is left alone and stays a difference.
 """
 
 from __future__ import annotations
@@ -23,12 +25,10 @@ def unused_quota(resource: str, flavor: str, needed: int) -> str:
 
 
 def over_capacity(resource: str, flavor: str, assumed: int, request: int, max_capacity: int) -> str:
-    """Kueue's ``fitsResourceQuota`` when earlier pod sets' usage of the flavor-resource (``assumed``) plus this
-    request exceeds the most the ClusterQueue could ever get."""
+    """Kueue's ``fitsResourceQuota`` when earlier pod sets' usage of the flavor-resource (``assumed``, 0 for the
+    first pod set too: Kueue has one wording for both) plus this request exceeds the most the ClusterQueue could
+    ever get."""
     q = canonical_quantity
-    if not assumed:
-        return (f"insufficient quota for {resource} in flavor {flavor}, request > maximum capacity "
-                f"({q(resource, request)} > {q(resource, max_capacity)})")
     return (f"insufficient quota for {resource} in flavor {flavor}, previously considered podsets requests "
             f"({q(resource, assumed)}) + current podset request ({q(resource, request)}) > maximum capacity "
             f"({q(resource, max_capacity)})")
@@ -64,7 +64,7 @@ def _over(m: re.Match) -> str:
     values = [_value(resource, a) for a in amounts]
     if None in values:
         return m.group(0)
-    if len(values) == 2:  # the short form: nothing considered before this pod set
+    if len(values) == 2:  # the older wording: nothing considered before this pod set
         values = [0, *values]
     return over_capacity(resource, flavor, *values)  # type: ignore[arg-type]
 

@@ -18,6 +18,10 @@ def test_amounts_are_written_as_kueue_writes_them() -> None:
     assert over_capacity("memory", "default", G, G, 1_500_000_000) == (
         "insufficient quota for memory in flavor default, previously considered podsets requests (1G) + current "
         "podset request (1G) > maximum capacity (1500M)")
+    # the first pod set too: Kueue has one wording since it named the previously considered pod sets
+    assert over_capacity("cpu", "default", 0, 6000, 4000) == (
+        "insufficient quota for cpu in flavor default, previously considered podsets requests (0) + current "
+        "podset request (6) > maximum capacity (4)")
 
 
 # (old text, new text): messages as logs recorded before the change hold them, and as the scheduler writes them now
@@ -29,6 +33,10 @@ RECORDED = [
     ("insufficient quota for memory in flavor a, previously considered podsets requests (1000000000) + current "
      "podset request (2000000000) > maximum capacity (1500000000)",
      over_capacity("memory", "a", G, 2 * G, 1_500_000_000)),
+    # the older wording for a first pod set, with old and with Kueue's amounts
+    ("insufficient quota for memory in flavor a, request > maximum capacity (2000000000 > 1500000000)",
+     over_capacity("memory", "a", 0, 2 * G, 1_500_000_000)),
+    ("insufficient quota for cpu in flavor a, request > maximum capacity (6 > 4)", over_capacity("cpu", "a", 0, 6000, 4000)),
 ]
 
 
@@ -62,6 +70,9 @@ def test_several_reasons_in_one_message_each_read_by_value() -> None:
     ("insufficient unused quota for memory in flavor x, 1000000000 more wanted", unused_quota("memory", "x", G)),
     ("insufficient quota for memory in flavor x, previously considered podsets requests (1000000000) + current "
      "podset request (1000) > maximum capacity (1500000000)", over_capacity("memory", "x", G, KI, 1_500_000_000)),
+    ("insufficient quota for cpu in flavor x, request > maximum capacity (6 > 5)", over_capacity("cpu", "x", 0, 6000, 4000)),
+    ("insufficient quota for cpu in flavor x, request > maximum capacity (7 > 4)", over_capacity("cpu", "x", 0, 6000, 4000)),
+    ("insufficient quota for cpu in flavor x, request > maximum capacity (6 > 4)", over_capacity("cpu", "x", 1, 6000, 4000)),
     ("insufficient unused quota for memory in flavor x, 1000000000 more needed. Pending the preemption of 1 "
      "workload(s)", unused_quota("memory", "x", G)),
     # not a whole number of bytes: no amount the scheduler writes, so compared as written (not rounded up)

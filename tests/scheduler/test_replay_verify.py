@@ -140,26 +140,38 @@ def _pending_messages(path: Path) -> list[str]:
 
 
 def test_verify_compares_amounts_in_messages_by_value(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Logs written before the quota messages took Kueue's formatter say ``1000000000 more needed`` where the
-    scheduler now says ``1G more needed``: the same decision. Another amount, in either format, or other words,
-    is a mismatch."""
+    """Logs written before the quota messages took Kueue's formatter and wording say ``1000000000 more needed``
+    and ``request > maximum capacity (1953125Ki > 1500000000)`` where the scheduler now says ``1G more needed``
+    and ``previously considered podsets requests (0) + current podset request (1953125Ki) > maximum capacity
+    (1500M)``: the same decisions. Another amount, in either format, or other words, is a mismatch."""
     from events.quantity import format_quantity
-    from kueue_es.scheduler import quota_messages
+    from kueue_es.scheduler import flavors, quota_messages
 
-    with monkeypatch.context() as old_scheduler:
-        old_scheduler.setattr(quota_messages, "canonical_quantity", format_quantity)
-        anyio.run(_write_log, tmp_path / "old", "quota-message-quantities.yaml")
+    def older(resource: str, flavor: str, assumed: int, request: int, max_capacity: int) -> str:
+        if assumed:
+            return quota_messages.over_capacity(resource, flavor, assumed, request, max_capacity)
+        return (f"insufficient quota for {resource} in flavor {flavor}, request > maximum capacity "
+                f"({format_quantity(resource, request)} > {format_quantity(resource, max_capacity)})")
+
+    def write_old_log(name: str, tamper=None) -> None:
+        with monkeypatch.context() as old_scheduler:
+            old_scheduler.setattr(quota_messages, "canonical_quantity", format_quantity)
+            old_scheduler.setattr(flavors, "over_capacity", older)
+            anyio.run(_write_log, tmp_path / name, "quota-message-quantities.yaml", tamper)
+
+    write_old_log("old")
     old = _pending_messages(tmp_path / "old")
-    assert any("1000000000 more needed" in m for m in old) and any("1000 more needed" in m for m in old)
+    for said in ("1000000000 more needed", "1000 more needed", "request > maximum capacity (1953125Ki > 1500000000)",
+                 "previously considered podsets requests (1000000000) + current podset request (1000000000)"):
+        assert any(said in m for m in old), said
     result = _verify(tmp_path / "old")
     assert result.returncode == 0, result.stdout + result.stderr
 
     forgeries = {"old-amount": ("1000000000 more needed", "1000000001 more needed"),
-                 "old-words": ("1000000000 more needed", "1000000000 more wanted")}
+                 "old-words": ("1000000000 more needed", "1000000000 more wanted"),
+                 "old-capacity": ("(1953125Ki > 1500000000)", "(1953125Ki > 1500000001)")}
     for name, (was, forged) in forgeries.items():
-        with monkeypatch.context() as old_scheduler:
-            old_scheduler.setattr(quota_messages, "canonical_quantity", format_quantity)
-            anyio.run(_write_log, tmp_path / name, "quota-message-quantities.yaml", _rewrite_messages(was, forged))
+        write_old_log(name, _rewrite_messages(was, forged))
     forgeries["new-amount"] = ("1G more needed", "2G more needed")
     anyio.run(_write_log, tmp_path / "new-amount", "quota-message-quantities.yaml",
               _rewrite_messages(*forgeries["new-amount"]))
