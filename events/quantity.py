@@ -3,12 +3,13 @@
 Parsing rounds up (a request of 1.5 bytes needs 2). Two formatters:
 
 * :func:`canonical_quantity` writes what Kueue's resource formatter writes (``500m``, ``2``, ``1Gi``, ``1G``,
-  ``2k``): the string a status field must hold to read as Kueue's — decisions' ``resourceUsage``, queue status;
-* :func:`format_quantity` is the older approximation the scheduler's messages are still written with. It differs
-  from Kueue's for a byte count that is not a whole number of KiB (``1000000000`` where Kueue writes ``1G``) and
-  for a whole thousand cores or more (``1000`` for ``1k``). Recorded messages hold its strings and ``replay
-  --verify`` compares messages exactly, so they keep it (``resourceUsage`` is compared by value, so logs
-  recorded before it took Kueue's formatter still verify).
+  ``2k``): the string a status field or a message must hold to read as Kueue's — decisions' ``resourceUsage``,
+  the scheduler's quota messages, queue status — and what kueue-es's own displays show;
+* :func:`format_quantity` is the older approximation kueue-es wrote before; nothing writes it any more. It
+  differs from Kueue's for a byte count that is not a whole number of KiB (``1000000000`` where Kueue writes
+  ``1G``) and for a whole thousand cores or more (``1000`` for ``1k``). Logs recorded then still hold its
+  strings; ``replay --verify`` compares those amounts by value (:mod:`kueue_es.verify`), and tests write such
+  logs with it.
 """
 
 from __future__ import annotations

@@ -7,6 +7,10 @@ deterministic (or no longer the one that wrote the log) — the workflow replaye
 
 Each batch is re-run under the Kueue Configuration in force at its ``input`` — the latest ``ConfigRecorded``
 before it (Kueue's defaults before the first) — unless the caller overrides it with one of its own.
+
+Amounts are compared by value — ``resourceUsage`` and the amounts in quota messages
+(:func:`~kueue_es.scheduler.quota_messages.canonical_message`) — since logs recorded before kueue-es wrote them
+as Kueue does hold other strings for the same amounts.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from events.quantity import to_int
 from kueue_es.scheduler import decide
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 from kueue_es.scheduler.config_record import in_force
+from kueue_es.scheduler.quota_messages import canonical_message
 from projections.cluster import ClusterState
 
 
@@ -141,6 +146,8 @@ def _plain(events: list) -> list[dict]:
     for e in events:
         data = to_builtins(e)
         data.pop("id", None)
+        if isinstance(data.get("message"), str):
+            data["message"] = canonical_message(data["message"])
         for psa in (data.get("admission") or {}).get("podSetAssignments") or ():
             _same_quantities(psa)
         out.append(data)

@@ -15,7 +15,7 @@ from typing import Any
 
 from events.codec import Quarantined
 from events.errors import InvalidInput
-from events.quantity import format_quantity, to_int
+from events.quantity import canonical_quantity, to_int
 from events.timefmt import format_time
 from kueue_es.commands._common import (
     add_log_argument,
@@ -187,8 +187,8 @@ def _usage_row(flavor: str, resource: str, used: int, nominal: int) -> dict[str,
     return {
         "flavor": flavor,
         "resource": resource,
-        "used": format_quantity(resource, used),
-        "nominal": format_quantity(resource, nominal),
+        "used": canonical_quantity(resource, used),
+        "nominal": canonical_quantity(resource, nominal),
     }
 
 

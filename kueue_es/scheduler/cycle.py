@@ -116,6 +116,10 @@ class CycleContext:
     def __exit__(self, *exc: object) -> None:
         self.tree.rollback()
 
+    def info_of(self, e: Entry) -> ClusterQueueInfo:
+        """The entry's compiled ClusterQueue: the one :func:`heads` looked up, else looked up now."""
+        return e.info or self.info(e.cq)
+
     def reserving_in(self, cq: str) -> list[WorkloadInfo]:
         wls, removed = self.state.workloads, self.removed
         return [wls[k] for k in sorted(self.state.reserving.get(cq, ())) if k not in removed]
@@ -170,7 +174,7 @@ def nominate(ctx: CycleContext, e: Entry) -> None:
     if wl.check_states and any(s.state in ("Retry", "Rejected") for s in wl.check_states.values()):
         e.status, e.message = "PendingEvaluation", "The workload has failed admission checks"
         return
-    info = e.info or ctx.info(e.cq)
+    info = ctx.info_of(e)
     blocked = inadmissible(state, wl, info)
     if blocked is not None:
         e.status = MISCONFIGURED
@@ -292,7 +296,7 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
             _pending(out, state, e, "WaitingForQuota", a.message, "PreemptionNoCandidates", base)
             if state.cluster_queues[e.cq].spec.preemption.reclaim_within_cohort != "Any":
                 _reserve_capacity(ctx, e)
-                info = e.info or ctx.info(e.cq)
+                info = ctx.info_of(e)
                 if info.tas_levels:
                     reserve_placement(ctx, e.wl, info, a)
             continue
@@ -324,7 +328,7 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
                 break
         for w in removed:
             tree.charge(w.cluster_queue, w.usage, 1)
-        info = e.info or ctx.info(e.cq)
+        info = ctx.info_of(e)
         if not fits or (info.tas_levels and (not reserve_preempting(ctx, e.wl, info, a, removed) if removed
                                              else place_at_admission(ctx, e.wl, info, a))):
             _pending(out, state, e, "WaitingForQuota", "Workload no longer fits after processing another workload",

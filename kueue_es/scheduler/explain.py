@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from events.quantity import format_quantity
+from events.quantity import canonical_quantity
 from events.timefmt import format_time
 from kueue_es.scheduler import afs, blockadmission, fairsharing
 from kueue_es.scheduler.config import SchedulerConfig
@@ -239,7 +239,7 @@ def _attempt(e: Entry) -> dict[str, Any]:
         pod_sets.append({
             "name": ps.name,
             "count": ps.count,
-            "requests": {r: format_quantity(r, v) for r, v in sorted(ps.requests.items())},
+            "requests": {r: canonical_quantity(r, v) for r, v in sorted(ps.requests.items())},
             "flavors": dict(sorted(ps.flavors.items())),
             "mode": Granular.NAMES[ps.mode],
             "borrowingLevel": ps.borrow,
@@ -321,7 +321,7 @@ def _quota(ctx: CycleContext, e: Entry) -> list[dict[str, Any]]:
     out = []
     for fr in sorted(wanted):
         resource = fr.split("/", 1)[1]
-        q = lambda v, r=resource: format_quantity(r, v)  # noqa: E731
+        q = lambda v, r=resource: canonical_quantity(r, v)  # noqa: E731
         request = a.usage.get(fr, wanted[fr])
         available = node.available(fr)
         potential = node.potential_available(fr)
@@ -417,8 +417,9 @@ def _candidates(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode,
             rows.append({"clusterQueue": cq.name, "candidate": False, "why": "reclaimWithinCohort is Never"})
             continue
         if not borrowing:
-            used = ", ".join(f"{fr} {format_quantity(fr.split('/', 1)[1], cq.usage.get(fr, 0))} of "
-                             f"{format_quantity(fr.split('/', 1)[1], cq.subtree.get(fr, 0))}" for fr in sorted(needed))
+            q = canonical_quantity
+            used = ", ".join(f"{fr} {q(fr.split('/', 1)[1], cq.usage.get(fr, 0))} of "
+                             f"{q(fr.split('/', 1)[1], cq.subtree.get(fr, 0))}" for fr in sorted(needed))
             rows.append({"clusterQueue": cq.name, "candidate": False,
                          "why": f"not borrowing what is contested ({used}): its workloads are not reclaimable"})
             continue

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from events import objects as o
-from events.quantity import format_quantity
+from kueue_es.scheduler.quota_messages import over_capacity, unused_quota
 from kueue_es.scheduler.tasflavor import tas_ineligible
 from projections.workloads import PodSetInfo, WorkloadInfo
 
@@ -470,16 +470,9 @@ def _fits(ctx, wl, node, spec, flavor: str, fr: str, resource: str, assumed: int
         return _FIT, node.lowest_fitting_height(fr, val)[0], "", ""
     max_capacity = node.potential_available(fr)
     if val > max_capacity:
-        if assumed:
-            msg = (f"insufficient quota for {resource} in flavor {flavor}, previously considered podsets requests "
-                   f"({format_quantity(resource, assumed)}) + current podset request "
-                   f"({format_quantity(resource, request)}) > maximum capacity ({format_quantity(resource, max_capacity)})")
-        else:
-            msg = (f"insufficient quota for {resource} in flavor {flavor}, request > maximum capacity "
-                   f"({format_quantity(resource, val)} > {format_quantity(resource, max_capacity)})")
-        return _NO_FIT, 0, msg, EXCEEDS_MAX_QUOTA
+        return _NO_FIT, 0, over_capacity(resource, flavor, assumed, request, max_capacity), EXCEEDS_MAX_QUOTA
     borrow, may_reclaim = node.lowest_fitting_height(fr, val)
-    msg = f"insufficient unused quota for {resource} in flavor {flavor}, {format_quantity(resource, val - available)} more needed"
+    msg = unused_quota(resource, flavor, val - available)
     p = spec.preemption
     can_borrow_preempt = (p.borrow_within_cohort is not None and p.borrow_within_cohort.policy != "Never") or (
         ctx.config.fair_sharing_enabled and p.reclaim_within_cohort != "Never"

@@ -42,7 +42,7 @@ def test_values_past_int64_are_capped_as_kueue_caps_its_integers() -> None:
 
 
 def test_the_older_formatter_differs_only_where_documented() -> None:
-    """``format_quantity`` stays as recorded decisions hold it: it agrees with Kueue except for byte counts that
+    """``format_quantity`` stays as logs recorded before hold it: it agrees with Kueue except for byte counts that
     are not whole KiB but end in thousands, and for whole thousands of cores."""
     differ = {(r, v) for r, v, want in KUBERNETES if format_quantity(r, v) != want and v >= 0}
     assert differ == {("cpu", 1_000_000), ("cpu", 500_000_000), ("cpu", 7 * 10**18), ("memory", 1000),

@@ -67,7 +67,8 @@ def test_no_fit_message_first_then_each_flavor_and_quota(tmp_path: Path) -> None
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[1] == "next attempt would say: ExceedsMaxQuota"
-    assert "insufficient quota for cpu in flavor on-demand, request > maximum capacity (6 > 4)" in lines[2]
+    assert ("insufficient quota for cpu in flavor on-demand, previously considered podsets requests (0) + current "
+            "podset request (6) > maximum capacity (4)") in lines[2]
     assert "untolerated taint {spot=true:NoSchedule} in flavor spot" in lines[2]
     spot = r.stdout.index("      spot: untolerated taint")
     on_demand = r.stdout.index("      on-demand: no_fit (insufficient quota for cpu")
@@ -313,3 +314,22 @@ def test_maximum_execution_time_left_and_why_it_was_deactivated(tmp_path: Path) 
     assert ("Queue: notQueued: deactivated by Kueue (DeactivatedDueToMaximumExecutionTimeExceeded): The workload is "
             "deactivated due to exceeding the maximum execution time") in r.stdout
     assert "Maximum execution time: 60s (60s admitted before); the clock runs while the workload is admitted" in r.stdout
+
+
+def test_amounts_are_shown_as_kueue_writes_them(tmp_path: Path) -> None:
+    """explain's requests and quota rows, and replay's usage/nominal, write amounts as Kueue's status and messages
+    do (1G and 1500M, not 1000000000 and 1500000000; 2G is 1953125Ki)."""
+    from kueue_es.commands.replay import summarize
+
+    spec = yaml.safe_load((SCENARIOS / "quota-message-quantities.yaml").read_text())
+    path = tmp_path / "state.yaml"
+    path.write_text(yaml.safe_dump_all(spec["objects"]))
+    loaded = load_state(str(path))
+    data = explain(loaded.state, loaded.config, "team/two-pod-sets", loaded.now)
+    assert data is not None
+    assert [ps["requests"] for ps in data["attempt"]["podSets"]] == [{"memory": "1G"}, {"memory": "1G"}]
+    (quota,) = data["quota"]
+    assert (quota["available"], quota["maximum"], quota["path"][0]["quota"]) == ("1500M", "1500M", "1500M")
+    usage = {q["name"]: q["usage"] for q in summarize(loaded.state, [])["clusterQueues"]}
+    assert usage["bytes"] == [{"flavor": "default", "resource": "memory", "used": "0", "nominal": "1953125Ki"}]
+    assert usage["cores"][0]["nominal"] == "2k" and usage["small"][0]["nominal"] == "1500M"

@@ -126,6 +126,62 @@ def test_verify_compares_resource_usage_by_value(tmp_path: Path) -> None:
     assert "MISMATCH" in result.stdout and "resourceUsage" in result.stdout
 
 
+def _rewrite_messages(old: str, new: str):
+    """A tamper that replaces ``old`` with ``new`` in every pending decision's message."""
+    def rewrite(batch):
+        return [msgspec.structs.replace(e, message=e.message.replace(old, new))
+                if isinstance(e, ev.WorkloadPending) else e for e in batch]
+    return rewrite
+
+
+def _pending_messages(path: Path) -> list[str]:
+    log = FileLog.open(path, readonly=True)
+    return [r.event.message for batch in log.scan() for r in batch if isinstance(r.event, ev.WorkloadPending)]
+
+
+def test_verify_compares_amounts_in_messages_by_value(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Logs written before the quota messages took Kueue's formatter and wording say ``1000000000 more needed``
+    and ``request > maximum capacity (1953125Ki > 1500000000)`` where the scheduler now says ``1G more needed``
+    and ``previously considered podsets requests (0) + current podset request (1953125Ki) > maximum capacity
+    (1500M)``: the same decisions. Another amount, in either format, or other words, is a mismatch."""
+    from events.quantity import format_quantity
+    from kueue_es.scheduler import flavors, quota_messages
+
+    def older(resource: str, flavor: str, assumed: int, request: int, max_capacity: int) -> str:
+        if assumed:
+            return quota_messages.over_capacity(resource, flavor, assumed, request, max_capacity)
+        return (f"insufficient quota for {resource} in flavor {flavor}, request > maximum capacity "
+                f"({format_quantity(resource, request)} > {format_quantity(resource, max_capacity)})")
+
+    def write_old_log(name: str, tamper=None) -> None:
+        with monkeypatch.context() as old_scheduler:
+            old_scheduler.setattr(quota_messages, "canonical_quantity", format_quantity)
+            old_scheduler.setattr(flavors, "over_capacity", older)
+            anyio.run(_write_log, tmp_path / name, "quota-message-quantities.yaml", tamper)
+
+    write_old_log("old")
+    old = _pending_messages(tmp_path / "old")
+    for said in ("1000000000 more needed", "1000 more needed", "request > maximum capacity (1953125Ki > 1500000000)",
+                 "previously considered podsets requests (1000000000) + current podset request (1000000000)"):
+        assert any(said in m for m in old), said
+    result = _verify(tmp_path / "old")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+    forgeries = {"old-amount": ("1000000000 more needed", "1000000001 more needed"),
+                 "old-words": ("1000000000 more needed", "1000000000 more wanted"),
+                 "old-capacity": ("(1953125Ki > 1500000000)", "(1953125Ki > 1500000001)")}
+    for name, (was, forged) in forgeries.items():
+        write_old_log(name, _rewrite_messages(was, forged))
+    forgeries["new-amount"] = ("1G more needed", "2G more needed")
+    anyio.run(_write_log, tmp_path / "new-amount", "quota-message-quantities.yaml",
+              _rewrite_messages(*forgeries["new-amount"]))
+    for name, (_, forged) in forgeries.items():
+        assert any(forged in m for m in _pending_messages(tmp_path / name))
+        result = _verify(tmp_path / name)
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "MISMATCH" in result.stdout and "message" in result.stdout, result.stdout
+
+
 def test_verify_fails_on_a_dropped_decision(tmp_path: Path) -> None:
     dropped = []
 
