@@ -1,7 +1,7 @@
 """The Kubernetes Events Kueue's job reconciler records on a batch/v1 Job, for what kueue-es's job integration did.
 
 Kueue's generic job reconciler (``pkg/controller/jobframework``), through its recorder for the ``batch/job``
-integration (``batch/job-kueue-controller``), records on the Job, all Normal:
+integration (``batch/job-kueue-controller``), records on the Job, Normal unless said otherwise:
 
 * ``CreatedWorkload`` "Created Workload: <ns>/<name>" once it created the Job's Workload;
 * ``Started`` "Admitted by clusterQueue <cq>" once it unsuspended the Job (Kueue's spelling: lower-case c);
@@ -9,25 +9,29 @@ integration (``batch/job-kueue-controller``), records on the Job, all Normal:
   message when it was evicted (preempted, deactivated, ...), "Not admitted by cluster queue" when the Job ran
   without an admission, "Missing Workload; unable to restore pod templates" when it ran with no Workload;
 * ``FinishedWorkload`` "Workload '<ns>/<name>' is declared finished" once the Workload finished (the Job
-  completed or failed, or could not start), while the Job is still there.
+  completed or failed, or could not start), while the Job is still there;
+* Warning ``WorkloadPriorityClassNotFound`` 'WorkloadPriorityClass "<name>" not found' when the Job's
+  ``kueue.x-k8s.io/priority-class`` label names a class that does not exist, so it was given no Workload
+  (:mod:`connectors.k8s.job_priority`). Kueue records it at every retry of the failed reconcile (its
+  recorder folds the repeats into one Event's count); kueue-es once per version of the Job.
 
-The first three come from the :class:`events.schema.JobActed` record the job integration appends once it did
-the write, ``FinishedWorkload`` from the ``WorkloadFinished`` record; the Event ledger
-(:class:`connectors.k8s.decision_events.EventLedger`) makes them ready at once and the recorder creates them
-under names derived from the record, so a restart creates none twice. A suspend that was already there, or
+``FinishedWorkload`` comes from the ``WorkloadFinished`` record, the others from the
+:class:`events.schema.JobActed` record the job integration appends once it did the write (or found the class
+missing); the Event ledger (:class:`connectors.k8s.decision_events.EventLedger`) makes them ready at once and
+the recorder creates them under names derived from the record, so a restart creates none twice. A suspend that was already there, or
 finishing a stop (restoring the template once the pods are gone), records nothing, as in Kueue.
 
 Kueue's other Job Events report what kueue-es's job integration does not do: ``Suspended`` (a child Job of a
 Kueue-managed parent), ``UpdatedWorkload`` (a pending Workload rewritten to match a changed Job, or its priority
 class changed), ``DeletedWorkload`` (extra or non-matching Workloads deleted), ``ErrWorkloadCompose`` (pod
-groups), ``JobNestingTooDeep``, ``WorkloadPriorityClassNotFound`` (kueue-es creates the Workload without the
-missing class's priority) and ``UpdatedAdmissionCheck`` (the pending checks' messages, recorded by Kueue on each
-reconcile of a suspended Job: an observation, not an action).
+groups), ``JobNestingTooDeep`` and ``UpdatedAdmissionCheck`` (the pending checks' messages, recorded by Kueue
+on each reconcile of a suspended Job: an observation, not an action).
 """
 
 from __future__ import annotations
 
-from connectors.k8s.decision_events import JOB_CONTROLLER, NORMAL, Involved, KubeEvent, make_event
+from connectors.k8s.decision_events import JOB_CONTROLLER, NORMAL, WARNING, Involved, KubeEvent, make_event
+from connectors.k8s.job_priority import NOT_FOUND_REASON
 from events import schema as ev
 from projections.workloads import WorkloadInfo
 
@@ -57,6 +61,8 @@ def job_events(e: ev.AnyEvent, job: Involved) -> tuple[KubeEvent, ...]:
             return (make_event(job, NORMAL, STARTED, f"Admitted by clusterQueue {e.cluster_queue}", JOB_CONTROLLER),)
         case ev.JobActed(action="Stopped"):
             return (make_event(job, NORMAL, STOPPED, e.message, JOB_CONTROLLER),)
+        case ev.JobActed(action="WorkloadPriorityClassNotFound"):
+            return (make_event(job, WARNING, NOT_FOUND_REASON, e.message, JOB_CONTROLLER),)
         case ev.WorkloadFinished():
             return (make_event(job, NORMAL, "FinishedWorkload", f"Workload '{e.key}' is declared finished",
                           JOB_CONTROLLER),)

@@ -4,14 +4,17 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
 
 * **no Workload yet** (and the Job has not finished, and no pod is active): create ``job-<name>-<hash>`` (the
   hash is the first 5 hex digits of SHA-1 over ``Job\\nbatch\\n<name>\\n<uid>``, like Kueue) with a controller
-  ownerReference to the Job, the ``kueue.x-k8s.io/job-uid`` label, the queue name, the priority (label
-  ``kueue.x-k8s.io/priority-class`` → WorkloadPriorityClass, else the template's ``priorityClassName`` →
-  PriorityClass), ``maximumExecutionTimeSeconds`` from ``kueue.x-k8s.io/max-exec-time-seconds`` (a value
-  Kueue's job webhook refuses — not an integer, or not above 0 — gets the Job no Workload, and an error saying
-  why; the webhook here refuses the Job itself, see ``webhook.py``), and one pod
-  set ``main`` of ``min(parallelism, completions)`` pods whose template is the Job's without the labels the job
-  controller adds, and whose ``topologyRequest`` comes from the template's TAS annotations, with the completion
-  index as the pods' rank. A Job created unsuspended is suspended first;
+  ownerReference to the Job, the ``kueue.x-k8s.io/job-uid`` label, the queue name, the priority
+  (:mod:`connectors.k8s.job_priority`: label ``kueue.x-k8s.io/priority-class`` → WorkloadPriorityClass, else the
+  template's ``priorityClassName`` → PriorityClass), ``maximumExecutionTimeSeconds`` from
+  ``kueue.x-k8s.io/max-exec-time-seconds`` (a value Kueue's job webhook refuses — not an integer, or not above
+  0 — gets the Job no Workload, and an error saying why; the webhook here refuses the Job itself, see
+  ``webhook.py``), and one pod set ``main`` of ``min(parallelism, completions)`` pods whose template is the
+  Job's without the labels the job controller adds, and whose ``topologyRequest`` comes from the template's TAS
+  annotations, with the completion index as the pods' rank. A Job created unsuspended is suspended first. A
+  label naming a WorkloadPriorityClass the log does not hold gets the Job no Workload, and a ``JobActed``
+  ``WorkloadPriorityClassNotFound`` (Kueue's Warning Event) once per version of the Job; the Workload is
+  created when the class appears in the log (the mirror marks the Jobs naming it dirty);
 * **admitted** (in the log, and in the Workload's stored status: a Job never starts on a decision whose status
   write is still to come, or lost with a crash) and suspended → start: what :mod:`connectors.k8s.podsetinfo`
   says the admission adds (the flavors' ``nodeLabels`` and tolerations, the pod-set and queue labels, the
@@ -39,7 +42,8 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
 Everything it writes is conditioned on the resourceVersion it read; a conflict just waits for the watch to
 bring the newer object. Events it appends are not repeated while the log has not applied them yet. Once a
 Workload is created, or a Job started or stopped (``suspend`` flipped), it appends ``JobActed``: the Kubernetes
-Event Kueue's job reconciler records on the Job for it (:mod:`connectors.k8s.job_events`) is recorded from that.
+Event Kueue's job reconciler records on the Job for it (:mod:`connectors.k8s.job_events`) is recorded from that;
+so is a missing WorkloadPriorityClass reported.
 A Job created unsuspended is suspended at creation by the webhook (``webhook.py``) when it is installed, else
 here, after the fact. Not done yet: updating a pending Workload when the Job's spec changes, and the
 ``kueue.x-k8s.io/resource-in-use`` finalizer on the Workloads it creates.
@@ -61,6 +65,13 @@ from connectors.k8s import podsetinfo
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
 from connectors.k8s.job_events import CREATED_WORKLOAD, MISSING_WORKLOAD, STARTED, STOPPED, stop_message
+from connectors.k8s.job_priority import (
+    NOT_FOUND_REASON,
+    WorkloadPriorityClassNotFound,
+    missing_class,
+    not_found_message,
+    workload_priority,
+)
 from connectors.k8s.journal import Journal
 from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION
 from connectors.k8s.workers import KeyedWorkers, Retries
@@ -75,7 +86,6 @@ log = structlog.get_logger("kueue_es.k8s.jobs")
 JOBS = BY_KIND["Job"]
 WORKLOADS = BY_KIND["Workload"]
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 MAX_EXEC_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
 MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
 STOPPING = "kueue.x-k8s.io/stopping"
@@ -87,6 +97,9 @@ JOB_CONTROLLER_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid",
                          "batch.kubernetes.io/job-name")
 DROPPED_FROM_TEMPLATE = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name")
 MAX_PREFIX = 252 - 5
+CLASS_MISSING = "class-missing"
+"""The action marker of a Job reported for a missing WorkloadPriorityClass (not "create": once the class is
+there, the same version of the Job is given its Workload)."""
 
 
 _GO_INT = re.compile(r"[+-]?[0-9]+")
@@ -166,6 +179,8 @@ class JobStats:
     failed_to_start: list[str] = field(default_factory=list)
     invalid: list[str] = field(default_factory=list)
     """Jobs given no Workload: labels Kueue's job webhook refuses (:func:`max_execution_seconds`)."""
+    class_missing: int = 0
+    """Times a Job was given no Workload because its WorkloadPriorityClass is not there (yet)."""
 
 
 class JobIntegration:
@@ -228,7 +243,11 @@ class JobIntegration:
                 await self._once(key, "suspend", job, self._suspend_only(job, name))
                 return
             if job.status.active == 0:
-                await self._once(key, "create", job, self._create_workload(job, name))
+                missing = missing_class(self.state, job.metadata.labels)
+                if missing is not None:
+                    await self._once(key, CLASS_MISSING, job, self._class_missing(job, missing))
+                else:
+                    await self._once(key, "create", job, self._create_workload(job, name))
             return
         if self._acted.get(key, ("",))[0] == "create":
             del self._acted[key]  # seen: if it is ever deleted, it is created again
@@ -322,6 +341,12 @@ class JobIntegration:
             return  # recreated meanwhile; the watch brings the new one
         try:
             body = self.workload_for(raw, name)
+        except WorkloadPriorityClassNotFound as exc:
+            # the Job changed since the log saw it, or the class went meanwhile: reported on what the log holds
+            if raw["metadata"]["resourceVersion"] == job.metadata.resource_version:
+                self._acted[job.key] = (CLASS_MISSING, job.metadata.resource_version)
+                await self._class_missing(job, exc.name)
+            return
         except InvalidInput as exc:
             # Kueue's job webhook refuses such a Job at creation; created without the webhook, it gets no
             # Workload (and so never runs) until its labels are fixed
@@ -336,7 +361,15 @@ class JobIntegration:
         log.info("created workload", job=job.key, workload=name)
         await self._report(job, CREATED_WORKLOAD, workload=f"{job.metadata.namespace}/{name}")
 
+    async def _class_missing(self, job: o.Job, wpc_name: str) -> None:
+        """Kueue creates no Workload for a Job whose WorkloadPriorityClass is missing, and warns on the Job."""
+        self.stats.class_missing += 1
+        log.warning("WorkloadPriorityClass not found: no workload created", job=job.key, priority_class=wpc_name)
+        await self._report(job, NOT_FOUND_REASON, message=not_found_message(wpc_name))
+
     def workload_for(self, raw_job: dict[str, Any], name: str) -> dict[str, Any]:
+        """The Workload to create for ``raw_job``. Raises :class:`InvalidInput` for labels Kueue's job webhook
+        refuses, :class:`WorkloadPriorityClassNotFound` when the class the Job names is not in the log."""
         meta, spec = raw_job["metadata"], raw_job.get("spec", {})
         labels = meta.get("labels") or {}
         template = _copy(spec.get("template") or {})
@@ -355,7 +388,7 @@ class JobIntegration:
         if min_par and min_par.isdigit() and 1 <= int(min_par) < count:
             pod_set["minCount"] = int(min_par)
         wl_spec: dict[str, Any] = {"queueName": labels[QUEUE_LABEL], "podSets": [pod_set]}
-        ref = self._priority(labels.get(PRIORITY_LABEL), (template.get("spec") or {}).get("priorityClassName"))
+        ref = workload_priority(self.state, labels, (template.get("spec") or {}).get("priorityClassName"))
         if ref is not None:
             wl_spec["priorityClassRef"], wl_spec["priority"] = ref
         max_exec = max_execution_seconds(labels)
@@ -373,24 +406,6 @@ class JobIntegration:
             wl_meta["annotations"] = annotations
         return {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "kind": "Workload", "metadata": wl_meta,
                 "spec": wl_spec}
-
-    def _priority(self, wpc_name: str | None, pc_name: str | None) -> tuple[dict[str, str], int] | None:
-        if wpc_name:
-            wpc = self.state.workload_priority_classes.get(wpc_name)
-            if wpc is None:
-                log.warning("WorkloadPriorityClass not found", name=wpc_name)
-                return None
-            return {"group": KUEUE_GROUP, "kind": "WorkloadPriorityClass", "name": wpc_name}, wpc.value
-        if pc_name:
-            pc = self.state.priority_classes.get(pc_name)
-            if pc is not None:
-                return {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": pc_name}, pc.value
-            return None
-        defaults = sorted((pc.value, name) for name, pc in self.state.priority_classes.items() if pc.global_default)
-        if defaults:
-            value, name = defaults[0]
-            return {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": name}, value
-        return None
 
     async def _suspend_only(self, job: o.Job, name: str) -> None:
         await self.client.patch(JOBS, job.metadata.name, {"metadata": {"resourceVersion": job.metadata.resource_version},

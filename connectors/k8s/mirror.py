@@ -15,7 +15,7 @@
 
 It is a fold like every projection: applying the same records gives the same mirror. ``dirty_workloads``,
 ``dirty_jobs`` and ``dirty_queues`` collect the keys each record touched, for the writers and the Job integration
-to look at.
+to look at (a WorkloadPriorityClass touches the Jobs without a Workload that name it).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from connectors.k8s.decision_events import EventLedger
+from connectors.k8s.job_priority import PRIORITY_LABEL
 from events import objects as o
 from events import schema as ev
 from projections.cluster import ClusterState
@@ -97,6 +98,8 @@ class Mirror:
                         self.dirty_jobs.add(job_key)
                 elif isinstance(obj, o.Job):
                     self.dirty_jobs.add(key)
+                elif isinstance(obj, o.WorkloadPriorityClass):
+                    self._dirty_jobs_waiting_for(key)
                 else:
                     self._dirty_queues_for(kind, key)
                     self._dirty_finalizers_for(kind, key)
@@ -135,6 +138,13 @@ class Mirror:
                 self.pending.setdefault(e.key, {})[record.offset] = type(e).__struct_config__.tag  # type: ignore[attr-defined]
                 if isinstance(e, ev.RetentionExpired):
                     self.dirty_retention.add(e.key)
+
+    def _dirty_jobs_waiting_for(self, wpc: str) -> None:
+        """The Jobs without a Workload whose priority-class label names ``wpc``: given none while it was missing,
+        they get one now. (A scan of the Jobs, at a change of a class: rare.)"""
+        for key, job in self.state.jobs.items():
+            if key not in self.workload_of and job.metadata.labels.get(PRIORITY_LABEL) == wpc:
+                self.dirty_jobs.add(key)
 
     def seen(self, kind: str, key: str) -> tuple[str, str] | None:
         return self.inventory.get(kind, {}).get(key)

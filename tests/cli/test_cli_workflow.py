@@ -104,6 +104,20 @@ def test_import_defaults_to_the_latest_time_in_the_log(tmp_path: Path) -> None:
     assert yaml.safe_load(r.out)["events"][0]["time"] == "2024-05-01T10:01:00.000Z"
 
 
+def test_import_reads_deletions_and_every_events_time(log: Path) -> None:
+    """A log that holds more than imports: an object deleted since is imported again (its content unchanged), the
+    Workloads the decisions left alone stay unchanged, and the latest time is that of any event (here the
+    decisions' WorkloadFinished at 10:30, after the deletion)."""
+    append(log, [ev.ObjectDeleted(key="team-a/etl-0", kind="Workload", time=t("10:05:00"))])
+    out = json.loads(kueue_es("import", "-f", CLUSTER, "--log", log, "-o", "json", "--time", IMPORT_TIME).out)
+    assert [(e["kind"], e["key"], e["offset"]) for e in out["events"]] == [("Workload", "team-a/etl-0", 20)]
+    assert {e["key"] for e in out["unchanged"]} >= {"team-a/train-1", "team-a/infer-2", "cq-a"}
+    doc = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: late\n"
+    r = kueue_es("import", "-f", "-", "--log", log, "-o", "yaml", stdin=doc)
+    assert r.code == 0, r.err
+    assert yaml.safe_load(r.out)["events"][0]["time"] == "2024-05-01T10:30:00.000Z"
+
+
 def test_replay_shows_queues_and_workloads(log: Path) -> None:
     r = kueue_es("replay", "--log", log)
     assert r.code == 0, r.err

@@ -72,6 +72,14 @@ def test_each_record_maps_to_kueues_job_event(record: ev.AnyEvent, reason: str, 
     assert JOB_CONTROLLER == "batch/job-kueue-controller"
 
 
+def test_a_missing_workload_priority_class_is_a_warning_on_the_job() -> None:
+    message = 'WorkloadPriorityClass "later" not found'
+    (e,) = job_events(acted("WorkloadPriorityClassNotFound", message=message), JOB)
+    assert (e.involved, e.type, e.reason, e.action, e.message, e.component) == (
+        JOB, "Warning", "WorkloadPriorityClassNotFound", "WorkloadPriorityClassNotFound", message,
+        "batch/job-kueue-controller")
+
+
 def test_an_unknown_action_records_nothing() -> None:
     assert job_events(acted("Scaled"), JOB) == ()  # a newer writer's action this version does not know
 

@@ -11,6 +11,7 @@ import pytest
 from connectors.k8s.jobs import JobIntegration, _exact, max_execution_seconds, workload_name
 from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
+from connectors.k8s.recorder import events_of
 from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
@@ -154,3 +155,85 @@ def test_a_job_with_a_refused_label_gets_no_workload() -> None:
     jobs.client = _OnlyReads(raw)  # type: ignore[assignment]
     asyncio.run(jobs._create_workload(job, workload_name("sample", UID)))
     assert jobs.stats.invalid == ["team-a/sample"] and jobs.stats.created == 0
+
+
+# --- a WorkloadPriorityClass that is not there ----------------------------------------------------------------
+
+WPC_LABEL = "kueue.x-k8s.io/priority-class"
+
+
+def test_a_missing_workload_priority_class_resolves_to_no_priority_at_all() -> None:
+    """Kueue does not fall through to the pod's PriorityClass or the global default when the label names a class
+    that does not exist: there is no priority to give the Workload."""
+    from connectors.k8s.job_priority import WorkloadPriorityClassNotFound, missing_class, workload_priority
+
+    state = _integration(o.PriorityClass(metadata=o.ObjectMeta(name="dflt"), value=7, global_default=True)).state
+    with pytest.raises(WorkloadPriorityClassNotFound) as exc:
+        workload_priority(state, {WPC_LABEL: "later"}, "dflt")
+    assert exc.value.name == "later" and str(exc.value) == 'WorkloadPriorityClass "later" not found'
+    assert missing_class(state, {WPC_LABEL: "later"}) == "later"
+    assert missing_class(state, {}) is None and missing_class(state, {WPC_LABEL: ""}) is None
+    assert workload_priority(state, {WPC_LABEL: ""}, None) == (
+        {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": "dflt"}, 7), "an empty label names none"
+    with pytest.raises(WorkloadPriorityClassNotFound):
+        _integration().workload_for(_job(labels={WPC_LABEL: "later"}), "n")
+
+
+class _Cluster:
+    """A client that serves the Job as stored and keeps what is created."""
+
+    def __init__(self, job: dict) -> None:
+        self.job = job
+        self.created: list[dict] = []
+
+    async def get(self, resource, name, namespace=""):
+        return msgspec.json.encode(self.job)
+
+    async def create(self, resource, body, namespace=""):
+        self.created.append(body)
+        return msgspec.json.encode(body)
+
+
+def test_a_job_naming_a_missing_class_gets_a_warning_and_its_workload_once_the_class_exists() -> None:
+    async def scenario() -> None:
+        raw = _job(labels={WPC_LABEL: "later"})
+        raw["metadata"]["resourceVersion"] = "7"
+        job = msgspec.convert(raw, o.Job)
+        log, mirror = MemoryLog(), Mirror()
+        journal = LocalJournal(log, mirror)
+        cluster = _Cluster(raw)
+        jobs = JobIntegration(cluster, journal)  # type: ignore[arg-type]
+        await journal.append([ev.ObjectUpserted(time=1, key=job.key, uid=UID, obj=job)])
+        key = job.key
+
+        async def acted() -> list[ev.JobActed]:
+            return [r.event async for r in log.read(0) if isinstance(r.event, ev.JobActed)]
+
+        await jobs.reconcile(key)
+        (warned,) = await acted()
+        assert (warned.key, warned.uid, warned.action, warned.message) == (
+            key, UID, "WorkloadPriorityClassNotFound", 'WorkloadPriorityClass "later" not found')
+        assert cluster.created == [] and jobs.stats.class_missing == 1
+        (event,) = [e for r in mirror.kube_events.ready.values() for e in events_of(r)]
+        assert (event.type, event.reason, event.message, event.component) == (
+            "Warning", "WorkloadPriorityClassNotFound", 'WorkloadPriorityClass "later" not found',
+            "batch/job-kueue-controller")
+
+        await jobs.reconcile(key)  # the same version of the Job: reported once
+        assert len(await acted()) == 1 and cluster.created == []
+
+        mirror.dirty_jobs.clear()
+        other = o.WorkloadPriorityClass(metadata=o.ObjectMeta(name="other"), value=5)
+        await journal.append([ev.ObjectUpserted(time=2, key="other", obj=other)])
+        assert key not in mirror.dirty_jobs, "another class changes nothing for it"
+        later = o.WorkloadPriorityClass(metadata=o.ObjectMeta(name="later"), value=500)
+        await journal.append([ev.ObjectUpserted(time=3, key="later", obj=later)])
+        assert key in mirror.dirty_jobs, "the class it waits for makes it dirty"
+        await jobs.reconcile(key)
+        (body,) = cluster.created
+        assert body["spec"]["priorityClassRef"] == {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass",
+                                                    "name": "later"}
+        assert body["spec"]["priority"] == 500
+        assert [a.action for a in await acted()] == ["WorkloadPriorityClassNotFound", "CreatedWorkload"]
+
+    asyncio.run(scenario())

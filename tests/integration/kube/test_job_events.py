@@ -4,7 +4,9 @@ shows under Kueue.
 A Job is given its Workload and started (``CreatedWorkload``, ``Started``); preempted by a higher-priority Job,
 it is stopped with the eviction message (``Stopped``); the preemptor completes (``FinishedWorkload``) and the
 first one starts again. A Job created unsuspended is stopped for lack of a Workload, and, unsuspended by hand
-while pending, stopped as not admitted. Restarting the connector on the same log records none of them twice.
+while pending, stopped as not admitted. A Job naming a WorkloadPriorityClass that does not exist gets a Warning
+``WorkloadPriorityClassNotFound`` and no Workload, until the class is created. Restarting the connector on the
+same log records none of them twice.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from kubehelp import (
 
 from connectors.k8s import crds
 from connectors.k8s.client import KubeClient
+from connectors.k8s.errors import NotFound
 from connectors.k8s.jobs import workload_name
 from connectors.k8s.recorder import EVENTS
 from connectors.k8s.resources import BY_KIND
@@ -126,21 +129,44 @@ async def test_job_events_as_kueue_records_them_and_none_twice_after_a_restart(k
                                      what="the eager Job stopped again")
             assert found[2]["message"] == "Not admitted by cluster queue"
 
-            mine = {f"{ns}/low", f"{ns}/high", f"{ns}/eager", f"{ns}/{low_wl}", f"{ns}/{high_wl}", f"{ns}/{eager_wl}"}
+            # --- its WorkloadPriorityClass missing: a Warning and no Workload, until the class is created ---------
+            later = f"later-{sfx}"
+            waiting = await create(kc, job(ns, "waiting", "nowhere",
+                                           labels={"kueue.x-k8s.io/priority-class": later}))
+            uids["waiting"] = waiting["metadata"]["uid"]
+            waiting_wl = workload_name("waiting", uids["waiting"])
+            (warned,) = await eventually(lambda: events_of("waiting", "WorkloadPriorityClassNotFound"),
+                                         what="WorkloadPriorityClassNotFound on the waiting Job")
+            assert (warned["type"], warned["action"], warned["reportingComponent"], warned["message"]) == (
+                "Warning", "WorkloadPriorityClassNotFound", "batch/job-kueue-controller",
+                f'WorkloadPriorityClass "{later}" not found')
+            with pytest.raises(NotFound):
+                await get(kc, "Workload", waiting_wl, ns)
+            assert (await get(kc, "Job", "waiting", ns))["spec"]["suspend"] is True
+            await create(kc, priority_class(later, 500))
+            found = await eventually(lambda: events_of("waiting", "WorkloadPriorityClassNotFound", "CreatedWorkload"),
+                                     what="the waiting Job given its Workload once the class exists")
+            assert found[1]["message"] == f"Created Workload: {ns}/{waiting_wl}"
+            spec = (await get(kc, "Workload", waiting_wl, ns))["spec"]
+            assert (spec["priorityClassRef"], spec["priority"]) == (
+                {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": later}, 500)
+
+            mine = {f"{ns}/low", f"{ns}/high", f"{ns}/eager", f"{ns}/waiting", f"{ns}/{low_wl}", f"{ns}/{high_wl}",
+                    f"{ns}/{eager_wl}", f"{ns}/{waiting_wl}"}
 
             def recorded() -> bool:
                 return not any(r.event.key in mine for r in journal.mirror.kube_events.ready.values())
 
             await eventually(recorded, what="every Job action's Event recorded")
             before = {name: await job_events(kc, ns, name, uid) for name, uid in uids.items()}
-            assert sum(map(len, before.values())) == 3 + 4 + 3
+            assert sum(map(len, before.values())) == 3 + 4 + 3 + 2
             assert all(e["eventTime"] for events in before.values() for e in events)
 
         # --- restart: the log is folded again, its Job actions are offered to the recorder again ---------------
         async with kueue_es(kc, tmp_path / "log") as (connector, journal):
             assert connector.recorder is not None
             stats = connector.recorder.stats
-            await eventually(lambda: recorded() and stats.existing >= 10,
+            await eventually(lambda: recorded() and stats.existing >= 12,
                              what="the replayed Job actions' Events to be found already there")
             after = {name: await job_events(kc, ns, name, uid) for name, uid in uids.items()}
             assert {n: [(e["metadata"]["name"], e["metadata"]["resourceVersion"]) for e in events]
