@@ -34,6 +34,7 @@ from projections.cohorts import CohortForest, build_forest
 from projections.deadlines import DueIndex
 from projections.metrics import METERED, NEEDS_BEFORE, MetricsFold
 from projections.pod_adjustment import LimitSummary, summarize
+from projections.pods_ready import waits_for_pods_ready
 from projections.queue_order import DEFAULT_ORDER, QueueOrder, order_of
 from projections.queues import ClusterQueueQueue, SortKey
 from projections.quota import QuotaTree, build_quota_tree
@@ -138,6 +139,9 @@ class ClusterState:
         self._rules_of: ev.ConfigRecorded | None = None
         self._rules: tuple[RequestRules | None, bool] = (None, True)
         """What :attr:`config` says about requests, and the configuration it was read from (derived)."""
+        self._pods_ready_of: ev.ConfigRecorded | None = None
+        self._pods_ready = True
+        """Whether :attr:`config` has waitForPodsReady in force, and the configuration it was read from (derived)."""
         self.queue_order: QueueOrder = DEFAULT_ORDER
         """What :attr:`config` says about queue order (derived; the heaps' sort keys follow it)."""
         self._forest: CohortForest | None = None
@@ -268,6 +272,15 @@ class ClusterState:
         """Kueue's ``ReclaimablePods`` gate in the configuration in force: reclaimable pods need no quota."""
         return self._rules_in_force()[1]
 
+    @property
+    def waits_for_pods_ready(self) -> bool:
+        """waitForPodsReady is in force under the recorded configuration (:mod:`projections.pods_ready`)."""
+        config = self.config
+        if self._pods_ready_of is not config:
+            doc = config.document if config is not None else None
+            self._pods_ready_of, self._pods_ready = config, waits_for_pods_ready(doc)
+        return self._pods_ready
+
     def _rules_in_force(self) -> tuple[RequestRules | None, bool]:
         config = self.config
         if self._rules_of is not config:
@@ -323,7 +336,7 @@ class ClusterState:
                 wl = workloads.get(e.key)
                 before = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
                 if wl is not None and t in NEEDS_BEFORE:  # what the metrics see change (projections.metrics)
-                    seen = (wl, wl.phase, wl.evicted, wl.admission)
+                    seen = (wl, wl.phase, wl.evicted, wl.admission, wl.pods_ready)
                 handler(self, e)
                 wl = workloads.get(e.key)
                 after = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""

@@ -103,6 +103,19 @@ EVICTED = Spec(
     "ClusterQueueStopped, LocalQueueStopped, NodeFailures, Deactivated) and underlying cause (why Kueue "
     "deactivated it: AdmissionCheck, MaximumExecutionTimeExceeded, RequeuingLimitExceeded; empty otherwise).",
     ("cluster_queue", "reason", "underlying_cause", "priority_class"))
+READY_WAIT = Spec(
+    "kueue_ready_wait_time_seconds", "histogram",
+    "Time from a workload's creation, or from its last requeue, until its pods were ready (PodsReady turned "
+    "True while admitted; observed only while waitForPodsReady is on).", _CQ_PC, WAIT_BUCKETS)
+ADMITTED_UNTIL_READY = Spec(
+    "kueue_admitted_until_ready_wait_time_seconds", "histogram",
+    "Time from a workload's admission until its pods were ready (PodsReady turned True while admitted; observed "
+    "only while waitForPodsReady is on).", _CQ_PC, WAIT_BUCKETS)
+PODS_READY_TO_EVICTED = Spec(
+    "kueue_pods_ready_to_evicted_time_seconds", "histogram",
+    "Time from a workload's pods becoming ready until its eviction, for workloads evicted with their pods ready, "
+    "by the reason and underlying cause of evicted_workloads_total.",
+    ("cluster_queue", "reason", "underlying_cause"), WAIT_BUCKETS)
 PREEMPTED = Spec(
     "kueue_preempted_workloads_total", "counter",
     "Workloads preempted, per ClusterQueue of the preempting workload, by reason: InClusterQueue, "
@@ -148,7 +161,8 @@ COHORT_INFO = Spec(
 
 SPECS: tuple[Spec, ...] = (
     ADMISSION_ATTEMPTS, PENDING_WORKLOADS, QUOTA_RESERVED, QUOTA_RESERVED_WAIT, ADMITTED_WORKLOADS,
-    ADMISSION_WAIT, ADMISSION_CHECKS_WAIT, FINISHED_TOTAL, EXECUTION_TIME, EVICTED, PREEMPTED,
+    ADMISSION_WAIT, ADMISSION_CHECKS_WAIT, READY_WAIT, ADMITTED_UNTIL_READY, FINISHED_TOTAL, EXECUTION_TIME,
+    EVICTED, PODS_READY_TO_EVICTED, PREEMPTED,
     RESERVING_ACTIVE, ADMITTED_ACTIVE, FINISHED_WORKLOADS, CQ_STATUS, CQ_RESERVATION, CQ_USAGE, CQ_NOMINAL,
     CQ_BORROWING, CQ_LENDING, CQ_INFO, COHORT_INFO,
 )
@@ -210,12 +224,14 @@ class MetricsSnapshot(msgspec.Struct, array_like=True):
     attempt: int
 
 
-_Seen = tuple[WorkloadInfo, str, str, o.Admission | None]
+_Seen = tuple[WorkloadInfo, str, str, o.Admission | None, bool]
 """A workload just before an event is folded: the workload (the same object after), its phase, its Evicted
-reason and its admission. ``ClusterState.apply`` takes it for the events of :data:`NEEDS_BEFORE`."""
+reason, its admission and whether its pods were ready. ``ClusterState.apply`` takes it for the events of
+:data:`NEEDS_BEFORE`."""
 
 _QR_WAIT, _ADM_WAIT, _CHECKS_WAIT = QUOTA_RESERVED_WAIT.name, ADMISSION_WAIT.name, ADMISSION_CHECKS_WAIT.name
 _FIN, _EXEC = FINISHED_TOTAL.name, EXECUTION_TIME.name
+_READY_WAIT, _UNTIL_READY, _READY_TO_EVICTED = READY_WAIT.name, ADMITTED_UNTIL_READY.name, PODS_READY_TO_EVICTED.name
 _BOUNDS_MS = {s.name: [round(b * 1000) for b in s.buckets] for s in FOLDED if s.kind == "histogram"}
 
 
@@ -338,7 +354,7 @@ def _evicted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) ->
     _decided(m, state, e, seen)
     if seen is None:
         return
-    wl, phase, evicted, adm = seen
+    wl, phase, evicted, adm, ready = seen
     if evicted or adm is None or phase not in (RESERVED, ADMITTED) or not wl.evicted:
         return
     t = type(e)
@@ -355,6 +371,35 @@ def _evicted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) ->
     labels = (adm.cluster_queue, reason, cause, wl.priority_class)
     series = m.counters[EVICTED.name]
     series[labels] = series.get(labels, 0) + 1
+    if ready:  # Kueue times the eviction from PodsReady=True, which it writes only under waitForPodsReady
+        since = _condition_time(wl, "PodsReady")
+        if since is not None and state.waits_for_pods_ready:
+            _observe(m.histograms[_READY_TO_EVICTED], _BOUNDS_MS[_READY_TO_EVICTED], labels[:3], e.time - since)
+
+
+def _pods_ready(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
+    """PodsReady turned True on an admitted workload: Kueue's job reconciler writes that transition, and observes
+    both ready wait times, only under waitForPodsReady (a repeat of True is no transition; a recovery, after
+    False, is one)."""
+    if not e.ready or seen is None or seen[4]:
+        return
+    wl = seen[0]
+    if wl.phase != ADMITTED or wl.admission is None or not state.waits_for_pods_ready:
+        return
+    labels = (wl.admission.cluster_queue, wl.priority_class)
+    _observe(m.histograms[_READY_WAIT], _BOUNDS_MS[_READY_WAIT], labels, e.time - _queued_since(wl))
+    admitted = _condition_time(wl, "Admitted")
+    if admitted is not None:
+        _observe(m.histograms[_UNTIL_READY], _BOUNDS_MS[_UNTIL_READY], labels, e.time - admitted)
+
+
+def _condition_time(wl: WorkloadInfo, type_: str) -> int | None:
+    """The last transition of the workload's condition ``type_`` when it is True (whole seconds, as Kubernetes
+    stores it), else None."""
+    c = wl.condition(type_)
+    if c is None or c.status != "True" or not c.last_transition_time:
+        return None
+    return parse_time(c.last_transition_time)
 
 
 def _finished(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
@@ -399,10 +444,11 @@ METERED: dict[type, Any] = {
     ev.WorkloadEvicted: _evicted,
     ev.WorkloadDeactivated: _evicted,
     ev.WorkloadFinished: _finished,
+    ev.PodsReadyChanged: _pods_ready,
 }
 """Event type -> its hook (every decision has one, for the admission attempts)."""
 NEEDS_BEFORE = frozenset({ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadPreempted, ev.WorkloadEvicted,
-                          ev.WorkloadDeactivated, ev.WorkloadFinished})
+                          ev.WorkloadDeactivated, ev.WorkloadFinished, ev.PodsReadyChanged})
 """The event types whose hook needs the workload as it was before (:data:`_Seen`): events about one workload,
 which ``ClusterState.apply`` looks the workload up for anyway."""
 

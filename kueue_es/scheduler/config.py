@@ -13,6 +13,7 @@ import msgspec
 
 from events.errors import InvalidInput
 from kueue_es.scheduler import features
+from projections.pods_ready import disabled_by_gate
 from projections.queue_order import REQUEUING_TIMESTAMPS
 from projections.request_rules import ResourceTransformation, compile_rules
 
@@ -105,8 +106,9 @@ class SchedulerConfig(_Cfg):
     @property
     def pods_ready(self) -> WaitForPodsReadyConfig:
         """waitForPodsReady as in force: Kueue's defaults when the stanza is absent, and off altogether under the
-        ``DisableWaitForPodsReady`` gate (no timeout, no eviction, no blockAdmission)."""
-        if self.feature_gates and features.enabled(self.feature_gates, features.DISABLE_WAIT_FOR_PODS_READY):
+        ``DisableWaitForPodsReady`` gate (no timeout, no eviction, no blockAdmission). The gate is read as the
+        metrics fold reads it from the recorded document (:mod:`projections.pods_ready`)."""
+        if self.feature_gates and disabled_by_gate(self.feature_gates):
             return _PODS_READY_OFF
         return self.wait_for_pods_ready or _PODS_READY_DEFAULT
 

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from projections.pods_ready import DISABLE_WAIT_FOR_PODS_READY
+
 ALPHA, BETA, GA, DEPRECATED = "Alpha", "Beta", "GA", "Deprecated"
 
 TAS_BALANCED_PLACEMENT = "TASBalancedPlacement"
 TAS_MULTI_LAYER_TOPOLOGY = "TASMultiLayerTopology"
-DISABLE_WAIT_FOR_PODS_READY = "DisableWaitForPodsReady"
 UNADMITTED_WORKLOADS_OBSERVABILITY = "UnadmittedWorkloadsObservability"
 QUOTA_CHECK_STRATEGY = "QuotaCheckStrategy"
 

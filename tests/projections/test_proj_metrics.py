@@ -293,6 +293,132 @@ def test_a_deleted_cluster_queue_takes_its_series_along() -> None:
     assert {k[0] for k in series(s, "kueue_pending_workloads")} == {"cq-a"}
 
 
+# --- waitForPodsReady: ready wait times, pods ready until evicted ---------------------------------------------
+
+
+def ready(log: Log, key: str, time: int, is_ready: bool = True) -> None:
+    log.observe(ev.PodsReadyChanged(time=time, key=key, ready=is_ready,
+                                    reason="" if is_ready else "WaitForRecovery"))
+
+
+def test_ready_wait_times_from_the_queued_time_and_the_admission_to_pods_ready() -> None:
+    log = Log()
+    cluster(log)
+    log.decide(T0 + 3500, reserve("ns/w1", "cq-a"), admit("ns/w1"))  # Admitted since T0+3 s (whole seconds)
+    ready(log, "ns/w1", T0 + 10_000)
+    s = log.state
+    buckets, total = histogram(s, "kueue_ready_wait_time_seconds", cluster_queue="cq-a", priority_class="high")
+    assert list(buckets) == [*map(repr, WAIT_BUCKETS), "+Inf"]
+    assert (buckets["5.0"], buckets["10.0"], buckets["+Inf"], total) == (0, 1, 1, 10.0)  # from the creation
+    buckets, total = histogram(s, "kueue_admitted_until_ready_wait_time_seconds", cluster_queue="cq-a",
+                               priority_class="high")
+    assert list(buckets) == [*map(repr, WAIT_BUCKETS), "+Inf"]
+    assert (buckets["5.0"], buckets["10.0"], buckets["+Inf"], total) == (0, 1, 1, 7.0)
+
+    # True again is no transition; a recovery (False, then True) is one, timed from the same queued time and
+    # admission
+    ready(log, "ns/w1", T0 + 12_000)
+    ready(log, "ns/w1", T0 + 13_000, False)
+    ready(log, "ns/w1", T0 + 15_000)
+    assert series(s, "kueue_ready_wait_time_seconds")[("cq-a", "high")][1] == 25.0  # 10 s + 15 s
+    buckets, total = histogram(s, "kueue_admitted_until_ready_wait_time_seconds", cluster_queue="cq-a",
+                               priority_class="high")
+    assert (buckets["10.0"], buckets["20.0"], buckets["+Inf"], total) == (1, 2, 2, 19.0)  # 7 s + 12 s
+
+    # preempted with its pods ready (since T0+15 s): 5 s from ready to evicted, under the eviction's labels
+    log.decide(T0 + 20_000, (ev.WorkloadPreempted, {"key": "ns/w1", "reason": "InCohortReclamation",
+                                                    "message": "preempted", "preemptor": "ns/w3"}))
+    buckets, total = histogram(s, "kueue_pods_ready_to_evicted_time_seconds", cluster_queue="cq-a",
+                               reason="Preempted", underlying_cause="")
+    assert list(buckets) == [*map(repr, WAIT_BUCKETS), "+Inf"]
+    assert (buckets["2.5"], buckets["5.0"], buckets["+Inf"], total) == (0, 1, 1, 5.0)
+
+    # requeued at T0+21 s: the next admission's ready wait runs from the Requeued condition
+    ready(log, "ns/w1", T0 + 20_500, False)
+    log.decide(T0 + 21_000, (ev.WorkloadRequeued, {"key": "ns/w1", "status": True, "reason": "Preempted",
+                                                   "release": True}))
+    log.decide(T0 + 23_500, reserve("ns/w1", "cq-a"), admit("ns/w1"))
+    ready(log, "ns/w1", T0 + 30_000)
+    buckets, total = histogram(s, "kueue_ready_wait_time_seconds", cluster_queue="cq-a", priority_class="high")
+    assert (buckets["5.0"], buckets["10.0"], buckets["20.0"], buckets["+Inf"], total) == (0, 2, 3, 3, 34.0)  # + 9 s
+    _, total = histogram(s, "kueue_admitted_until_ready_wait_time_seconds", cluster_queue="cq-a",
+                         priority_class="high")
+    assert total == 26.0  # + 7 s from the new admission (T0+23 s)
+    assert set(series(s, "kueue_ready_wait_time_seconds")) == {("cq-a", "high")}
+
+
+def test_pods_ready_to_evicted_only_for_workloads_evicted_with_their_pods_ready() -> None:
+    log = Log()
+    cluster(log)
+    log.decide(T0 + 1000, reserve("ns/w2", "cq-b"), admit("ns/w2"), reserve("ns/w3", "cq-b"), admit("ns/w3"))
+    ready(log, "ns/w3", T0 + 2000)
+    ready(log, "ns/w3", T0 + 4000, False)  # a pod failed: no longer ready
+    log.decide(T0 + 9000, (ev.WorkloadEvicted, {"key": "ns/w2", "reason": "PodsReadyTimeout", "message": "t"}),
+               (ev.WorkloadEvicted, {"key": "ns/w3", "reason": "PodsReadyTimeout", "message": "t"}))
+    s = log.state
+    assert series(s, "kueue_evicted_workloads_total") == {("cq-b", "PodsReadyTimeout", "", ""): 2}
+    assert series(s, "kueue_pods_ready_to_evicted_time_seconds") == {}
+    # ready without admission (quota reserved, checks pending) is not Kueue's PodsReady=True: nothing observed
+    log.decide(T0 + 10_000, reserve("ns/w1", "cq-a"))
+    ready(log, "ns/w1", T0 + 11_000)
+    assert series(s, "kueue_ready_wait_time_seconds") == {("cq-b", ""): ([0, *[1] * 14], 2.0)}  # w3's, at T0+2 s
+    assert series(s, "kueue_admitted_until_ready_wait_time_seconds") == {("cq-b", ""): ([1] * 15, 1.0)}
+    # deactivated with its pods ready: Kueue's reason and underlying cause
+    ready(log, "ns/w1", T0 + 11_500, False)
+    log.decide(T0 + 12_000, admit("ns/w1"))
+    ready(log, "ns/w1", T0 + 13_000)
+    assert series(s, "kueue_ready_wait_time_seconds")[("cq-a", "high")] == ([0, 0, 0, 0, 1, *[1] * 10], 13.0)
+    log.decide(T0 + 100_000, (ev.WorkloadDeactivated, {"key": "ns/w1", "reason": "DeactivatedDueToRequeuingLimitExceeded",
+                                                       "message": "m"}))
+    buckets, total = histogram(s, "kueue_pods_ready_to_evicted_time_seconds", cluster_queue="cq-a",
+                               reason="Deactivated", underlying_cause="RequeuingLimitExceeded")
+    assert (buckets["80.0"], buckets["160.0"], total) == (0, 1, 87.0)
+
+
+def test_nothing_about_pods_ready_is_observed_without_waitforpodsready() -> None:
+    log = Log()
+    cluster(log)
+    log.observe(ev.ConfigRecorded(time=T0, writer="test", document={
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+        "featureGates": {"DisableWaitForPodsReady": True}}))
+    log.decide(T0 + 1000, reserve("ns/w1", "cq-a"), admit("ns/w1"))
+    ready(log, "ns/w1", T0 + 2000)
+    log.decide(T0 + 3000, (ev.WorkloadPreempted, {"key": "ns/w1", "reason": "InCohortReclamation",
+                                                  "message": "preempted", "preemptor": "ns/w3"}))
+    s = log.state
+    assert series(s, "kueue_evicted_workloads_total") == {("cq-a", "Preempted", "", "high"): 1}
+    for name in ("kueue_ready_wait_time_seconds", "kueue_admitted_until_ready_wait_time_seconds",
+                 "kueue_pods_ready_to_evicted_time_seconds"):
+        assert series(s, name) == {}, name
+    # the configuration in force decides: with it on again, the next transition is observed
+    log.observe(ev.ConfigRecorded(time=T0 + 4000, writer="test", document={
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "waitForPodsReady": {"timeout": "5m"}}))
+    log.decide(T0 + 5000, reserve("ns/w2", "cq-b"), admit("ns/w2"))
+    ready(log, "ns/w2", T0 + 6000)
+    assert series(s, "kueue_ready_wait_time_seconds") == {("cq-b", ""): ([0, 0, 0, 1, *[1] * 11], 6.0)}
+
+
+def test_pods_ready_metrics_after_a_snapshot_and_the_tail_equal_a_full_fold() -> None:
+    log = Log()
+    cluster(log)
+    log.observe(ev.ConfigRecorded(time=T0, writer="test", document={
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "waitForPodsReady": {"timeout": "5m"}}))
+    log.decide(T0 + 1000, reserve("ns/w1", "cq-a"), admit("ns/w1"), reserve("ns/w2", "cq-b"), admit("ns/w2"))
+    ready(log, "ns/w1", T0 + 4000)
+    ready(log, "ns/w2", T0 + 5000)
+    log.decide(T0 + 9000, (ev.WorkloadEvicted, {"key": "ns/w2", "reason": "PodsReadyTimeout", "message": "t"}))
+    log.observe(ev.ConfigRecorded(time=T0 + 9500, writer="test", document={
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+        "featureGates": {"DisableWaitForPodsReady": True}}))
+    log.decide(T0 + 10_000, (ev.WorkloadPreempted, {"key": "ns/w1", "reason": "InClusterQueue",
+                                                    "message": "preempted", "preemptor": "ns/w3"}))
+    full = families(fold(log.records))
+    assert series(log.state, "kueue_pods_ready_to_evicted_time_seconds") == {
+        ("cq-b", "PodsReadyTimeout", ""): ([0, 0, 1, *[1] * 12], 4.0)}  # w1's, under DisableWaitForPodsReady: none
+    for cut in range(len(log.records) + 1):
+        assert families(_restored_then_rest(log.records, cut)) == full, f"snapshot at {cut}"
+
+
 # --- gauges ----------------------------------------------------------------------------------------------------
 
 

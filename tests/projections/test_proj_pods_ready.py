@@ -1,0 +1,45 @@
+"""Whether waitForPodsReady is in force: the projection's reading of a recorded document agrees with the
+scheduler's loaded configuration (one rule, :mod:`projections.pods_ready`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kueue_es.scheduler import features
+from kueue_es.scheduler.config import load_config
+from projections.pods_ready import DISABLE_WAIT_FOR_PODS_READY, disabled_by_gate, waits_for_pods_ready
+
+BASE = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration"}
+
+DOCUMENTS = [
+    (BASE, True),  # no stanza: Kueue v1beta2 defaults one in
+    ({**BASE, "waitForPodsReady": None}, True),
+    ({**BASE, "waitForPodsReady": {"timeout": "5m", "blockAdmission": True}}, True),
+    ({**BASE, "waitForPodsReady": {"enable": False}}, False),
+    ({**BASE, "waitForPodsReady": {"enable": "false"}}, False),  # decoded loosely, as the scheduler does
+    ({**BASE, "featureGates": {DISABLE_WAIT_FOR_PODS_READY: True}}, False),
+    ({**BASE, "featureGates": {DISABLE_WAIT_FOR_PODS_READY: True}, "waitForPodsReady": {"timeout": "1m"}}, False),
+    ({**BASE, "featureGates": {"AllAlpha": True}}, False),  # an alpha gate: AllAlpha turns it on
+    ({**BASE, "featureGates": {"AllAlpha": True, DISABLE_WAIT_FOR_PODS_READY: False}}, True),
+    ({**BASE, "featureGates": {"AllBeta": True}}, True),
+    ({**BASE, "featureGates": {DISABLE_WAIT_FOR_PODS_READY: False}, "waitForPodsReady": {"enable": False}}, False),
+]
+
+
+@pytest.mark.parametrize(("document", "on"), DOCUMENTS)
+def test_the_projection_reads_the_document_as_the_scheduler_loads_it(document: dict, on: bool) -> None:
+    assert waits_for_pods_ready(document) is on
+    assert load_config(document).pods_ready.enable is on
+
+
+def test_no_document_is_kueues_defaults() -> None:
+    assert waits_for_pods_ready(None) is True
+    assert waits_for_pods_ready({}) is True
+
+
+@pytest.mark.parametrize("gates", [{}, {"AllAlpha": True}, {"AllAlpha": False}, {"AllBeta": True},
+                                   {DISABLE_WAIT_FOR_PODS_READY: True, "AllAlpha": False},
+                                   {DISABLE_WAIT_FOR_PODS_READY: False, "AllAlpha": True}])
+def test_the_gate_reads_as_the_feature_gate_machinery_reads_an_alpha_gate(gates: dict) -> None:
+    assert features.GATES[DISABLE_WAIT_FOR_PODS_READY] == (features.ALPHA, False)
+    assert disabled_by_gate(gates) is features.enabled(gates, DISABLE_WAIT_FOR_PODS_READY)
