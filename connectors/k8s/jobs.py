@@ -64,7 +64,15 @@ import structlog
 from connectors.k8s import podsetinfo
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
-from connectors.k8s.job_events import CREATED_WORKLOAD, MISSING_WORKLOAD, STARTED, STOPPED, stop_message
+from connectors.k8s.job_events import (
+    CREATED_WORKLOAD,
+    MISSING_WORKLOAD,
+    QUEUE_LABEL,
+    STARTED,
+    STOPPED,
+    job_finished,
+    stop_message,
+)
 from connectors.k8s.job_priority import (
     NOT_FOUND_REASON,
     WorkloadPriorityClassNotFound,
@@ -85,7 +93,6 @@ log = structlog.get_logger("kueue_es.k8s.jobs")
 
 JOBS = BY_KIND["Job"]
 WORKLOADS = BY_KIND["Workload"]
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 MAX_EXEC_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
 MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
 STOPPING = "kueue.x-k8s.io/stopping"
@@ -140,13 +147,6 @@ def admission_shown(wl: WorkloadInfo, obs: o.Workload) -> bool:
         return False
     desired, current = desired_status(wl), observed_status(obs)
     return all(desired.get(k) == current.get(k) for k in ("admission", "admissionChecks"))
-
-
-def job_finished(job: o.Job) -> tuple[str, str] | None:
-    for c in job.status.conditions:
-        if c.status == "True" and c.type in ("Complete", "Failed"):
-            return ("Succeeded" if c.type == "Complete" else "Failed"), c.message
-    return None
 
 
 def reclaimable_pods(job: o.Job) -> tuple[tuple[str, int], ...]:
