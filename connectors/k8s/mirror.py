@@ -15,7 +15,7 @@
 
 It is a fold like every projection: applying the same records gives the same mirror. ``dirty_workloads``,
 ``dirty_jobs`` and ``dirty_queues`` collect the keys each record touched, for the writers and the Job integration
-to look at (a WorkloadPriorityClass touches the Jobs without a Workload that name it).
+to look at (a WorkloadPriorityClass or PriorityClass touches the Jobs without a Workload that name it).
 """
 
 from __future__ import annotations
@@ -104,6 +104,8 @@ class Mirror:
                     job_seen = key
                 elif isinstance(obj, o.WorkloadPriorityClass):
                     self._dirty_jobs_waiting_for(key)
+                elif isinstance(obj, o.PriorityClass):
+                    self._dirty_jobs_waiting_for(key, pod_class=True)
                 else:
                     self._dirty_queues_for(kind, key)
                     self._dirty_finalizers_for(kind, key)
@@ -162,11 +164,16 @@ class Mirror:
                                         involved_job(job) if job is not None else None,
                                         pending_checks_message(job, wl))
 
-    def _dirty_jobs_waiting_for(self, wpc: str) -> None:
-        """The Jobs without a Workload whose priority-class label names ``wpc``: given none while it was missing,
-        they get one now. (A scan of the Jobs, at a change of a class: rare.)"""
+    def _dirty_jobs_waiting_for(self, name: str, *, pod_class: bool = False) -> None:
+        """The Jobs without a Workload whose priority-class label (or, ``pod_class``, pod template's
+        PriorityClass) names class ``name``: given none while it was missing, they get one now. (A scan of the
+        Jobs, at a change of a class: rare.)"""
         for key, job in self.state.jobs.items():
-            if key not in self.workload_of and job.metadata.labels.get(PRIORITY_LABEL) == wpc:
+            if key in self.workload_of:
+                continue
+            named = (job.spec.template.spec.priority_class_name if pod_class
+                     else job.metadata.labels.get(PRIORITY_LABEL))
+            if named == name:
                 self.dirty_jobs.add(key)
 
     def seen(self, kind: str, key: str) -> tuple[str, str] | None:
