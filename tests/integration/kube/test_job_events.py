@@ -8,6 +8,9 @@ while pending, stopped as not admitted. A Job naming a WorkloadPriorityClass tha
 ``WorkloadPriorityClassNotFound`` and no Workload, until the class is created. Restarting the connector on the
 same log records none of them twice.
 
+A Job whose pod template names a PriorityClass that does not exist gets no Workload and no Event (Kueue's
+reconcile just fails on the lookup), and its Workload, with that class's priority, once the class is created.
+
 Behind a ProvisioningRequest admission check, a Job whose Workload holds quota is told what the check waits for
 (``UpdatedAdmissionCheck``), once per new message, and started once the capacity is provisioned; a restart
 records none of those twice either.
@@ -255,3 +258,37 @@ async def test_a_job_waiting_on_its_admission_check_is_told_each_new_message_onc
             after = await job_events(kc, ns, "gated", uid)
             assert [(e["metadata"]["name"], e["metadata"]["resourceVersion"]) for e in after] == [
                 (e["metadata"]["name"], e["metadata"]["resourceVersion"]) for e in before], "none recorded twice"
+
+
+@pytest.mark.asyncio
+async def test_a_job_naming_a_missing_pod_priority_class_waits_for_it_without_an_event(kube_apiserver,
+                                                                                      tmp_path) -> None:
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        ns, _fl, cq, sfx = await queues(kc, "job-pc", {"cpu": 2}, lq="lq")
+        pc = f"later-pc-{sfx}"
+        async with kueue_es(kc, tmp_path / "log") as (connector, _journal):
+            doc = job(ns, "waiting", "lq")
+            doc["spec"]["template"]["spec"]["priorityClassName"] = pc
+            uid = (await create(kc, doc))["metadata"]["uid"]
+            wl_name = workload_name("waiting", uid)
+            jobs = connector.jobs
+            assert jobs is not None
+            await eventually(lambda: jobs.stats.pod_class_missing >= 1, what="the Job seen without its class")
+            with pytest.raises(NotFound):
+                await get(kc, "Workload", wl_name, ns)
+            assert await job_events(kc, ns, "waiting", uid) == [], "Kueue records no Event for it"
+
+            await create(kc, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": pc},
+                              "value": 300})
+
+            async def started() -> list[dict[str, Any]] | None:
+                found = await job_events(kc, ns, "waiting", uid)
+                return found if [e["reason"] for e in found] == ["CreatedWorkload", "Started"] else None
+
+            created, started_ = await eventually(started, what="the Job given its Workload and started")
+            assert created["message"] == f"Created Workload: {ns}/{wl_name}"
+            assert started_["message"] == f"Admitted by clusterQueue {cq}"
+            spec = (await get(kc, "Workload", wl_name, ns))["spec"]
+            assert (spec["priorityClassRef"], spec["priority"]) == (
+                {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": pc}, 300)
