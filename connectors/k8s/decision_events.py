@@ -41,7 +41,8 @@ default event TTL is one hour), so a restart, which folds the log again, hands t
 last window once more: the recorder creates each Event under a name derived from the decision
 (:func:`event_name`) and an existing one counts as done. What the job integration did to a Job (its
 ``JobActed`` records, and ``WorkloadFinished``) is held the same way, ready at once: its Events are
-:mod:`connectors.k8s.job_events`'s.
+:mod:`connectors.k8s.job_events`'s; so is each new ``UpdatedAdmissionCheck`` message the mirror finds for a Job
+(:meth:`EventLedger.pending_checks`), under the offset of the record after which it was found.
 """
 
 from __future__ import annotations
@@ -85,6 +86,13 @@ class Involved(NamedTuple):
     namespace: str
     name: str
     uid: str
+
+
+class PendingChecks(NamedTuple):
+    """An ``UpdatedAdmissionCheck`` on a Job (:mod:`connectors.k8s.job_events`): the Job, and the message."""
+
+    job: Involved
+    message: str
 
 
 class KubeEvent(NamedTuple):
@@ -284,8 +292,9 @@ class Ready(NamedTuple):
     """Time (ms, from the log) of the decision's ``DecisionApplied``, or of the job integration's record."""
     event: ev.AnyEvent
     """The decision, or the record of what the job integration did (:mod:`connectors.k8s.job_events`)."""
-    before: Before | Involved
-    """:func:`before` of a decision; the Job an Event of the job integration is about."""
+    before: Before | Involved | PendingChecks
+    """:func:`before` of a decision; the Job an Event of the job integration is about; or the Job and message of
+    an ``UpdatedAdmissionCheck`` (``event`` is then the record after which it was seen)."""
     micros: int
     """The Events' ``eventTime`` in µs: ``applied`` plus the outcome's rank among those of the same millisecond
     (``MICROS_PER_DECISION`` apart, the i-th Event of the decision i µs further), so that sorting by time — as
@@ -316,6 +325,8 @@ class EventLedger:
         """Outcomes folded so far with time ``_last_ms``."""
         self._placed: set[str] = set()
         """Workloads reserved or placed by the scheduler in cycle ``_cycle``."""
+        self._checks: dict[str, str] = {}
+        """Job key -> the ``UpdatedAdmissionCheck`` message last made ready for it, while Kueue would record it."""
 
     def fold(self, record: ev.Record, state: ClusterState, job_of: Mapping[str, str]) -> None:
         e = record.event
@@ -353,13 +364,26 @@ class EventLedger:
         elif kind is ev.RetentionExpired and e.target == "Job":  # type: ignore[attr-defined]
             j = state.jobs.get(job_of.get(e.key, ""))
             if j is not None:
-                job = _involved_job(j)
+                job = involved_job(j)
         b = before(e, wls.get(e.key), preemptor=preemptor, job=job,
                    by_scheduler=kind is ev.WorkloadAdmitted and e.key in self._placed)
         if b is not None:
             self.awaiting[record.offset] = (e, b)
 
-    def _ready(self, offset: int, t: int, e: ev.AnyEvent, b: Before | Involved) -> None:
+    def pending_checks(self, offset: int, e: ev.AnyEvent, job_key: str, job: Involved | None, message: str) -> None:
+        """After the record ``e`` at ``offset``: Kueue's reconcile of Job ``job_key`` would record
+        ``UpdatedAdmissionCheck`` ``message`` now (empty: none). Ready when it differs from the last one made
+        ready: Kueue's recorder folds a repeat into the earlier Event's count."""
+        if message == self._checks.get(job_key, ""):
+            return
+        if not message or job is None:
+            self._checks.pop(job_key, None)
+            return
+        self._checks[job_key] = message
+        if offset not in self.ready:  # a record the ledger holds (WorkloadFinished) leaves no check message
+            self._ready(offset, e.time, e, PendingChecks(job, message))
+
+    def _ready(self, offset: int, t: int, e: ev.AnyEvent, b: Before | Involved | PendingChecks) -> None:
         self._rank = self._rank + 1 if t == self._last_ms else 0
         self._last_ms = t
         sub = min(self._rank * MICROS_PER_DECISION, 1000 - MICROS_PER_DECISION)
@@ -377,7 +401,7 @@ class EventLedger:
             self.dirty.discard(first)
 
 
-def _involved_job(job: o.Job) -> Involved:
+def involved_job(job: o.Job) -> Involved:
     return Involved(JOB_API, "Job", job.metadata.namespace, job.metadata.name, job.metadata.uid)
 
 
@@ -391,4 +415,4 @@ def _job_of_finishing(state: ClusterState, job_of: Mapping[str, str], key: str) 
     uid = wl.labels.get(JOB_UID_LABEL)
     if uid is not None and uid != job.metadata.uid:
         return None
-    return _involved_job(job)
+    return involved_job(job)

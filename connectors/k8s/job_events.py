@@ -13,7 +13,19 @@ integration (``batch/job-kueue-controller``), records on the Job, Normal unless 
 * Warning ``WorkloadPriorityClassNotFound`` 'WorkloadPriorityClass "<name>" not found' when the Job's
   ``kueue.x-k8s.io/priority-class`` label names a class that does not exist, so it was given no Workload
   (:mod:`connectors.k8s.job_priority`). Kueue records it at every retry of the failed reconcile (its
-  recorder folds the repeats into one Event's count); kueue-es once per version of the Job.
+  recorder folds the repeats into one Event's count); kueue-es once per version of the Job;
+* ``UpdatedAdmissionCheck`` "<check>: <message>" for each Pending admission check with a message (in the
+  order of the Workload's ``status.admissionChecks``: by name), joined with "; ", while the Job is suspended
+  and its Workload holds quota but is not admitted, evicted or finished (:func:`pending_checks_message`).
+
+``UpdatedAdmissionCheck`` is an observation, not an action: Kueue records it at every reconcile of such a Job
+(any change of the Job or its Workload), and its recorder folds identical ones into one Event's count. kueue-es
+derives it from the log alone: the mirror asks :func:`pending_checks_message` after each record about the Job or
+its Workload (once the Workload has no decision still to be written, as Kueue sees the written status), and the
+ledger makes an Event ready, under that record's offset, whenever the answer is a message other than the last
+one (:meth:`connectors.k8s.decision_events.EventLedger.pending_checks`). Folding the log again gives the same
+Events at the same offsets, so a restart creates none twice. A message that comes back after another is a new
+Event here (Kueue would count it on the earlier one's).
 
 ``FinishedWorkload`` comes from the ``WorkloadFinished`` record, the others from the
 :class:`events.schema.JobActed` record the job integration appends once it did the write (or found the class
@@ -24,21 +36,55 @@ finishing a stop (restoring the template once the pods are gone), records nothin
 Kueue's other Job Events report what kueue-es's job integration does not do: ``Suspended`` (a child Job of a
 Kueue-managed parent), ``UpdatedWorkload`` (a pending Workload rewritten to match a changed Job, or its priority
 class changed), ``DeletedWorkload`` (extra or non-matching Workloads deleted), ``ErrWorkloadCompose`` (pod
-groups), ``JobNestingTooDeep`` and ``UpdatedAdmissionCheck`` (the pending checks' messages, recorded by Kueue
-on each reconcile of a suspended Job: an observation, not an action).
+groups) and ``JobNestingTooDeep``.
 """
 
 from __future__ import annotations
 
-from connectors.k8s.decision_events import JOB_CONTROLLER, NORMAL, WARNING, Involved, KubeEvent, make_event
+from connectors.k8s.decision_events import (
+    JOB_CONTROLLER,
+    NORMAL,
+    WARNING,
+    Involved,
+    KubeEvent,
+    PendingChecks,
+    make_event,
+)
 from connectors.k8s.job_priority import NOT_FOUND_REASON
+from connectors.k8s.resources import JOB_UID_LABEL
+from events import objects as o
 from events import schema as ev
-from projections.workloads import WorkloadInfo
+from projections.workloads import RESERVED, WorkloadInfo
 
 CREATED_WORKLOAD, STARTED, STOPPED = "CreatedWorkload", "Started", "Stopped"
 ACTIONS = (CREATED_WORKLOAD, STARTED, STOPPED)
 NOT_ADMITTED = "Not admitted by cluster queue"
 MISSING_WORKLOAD = "Missing Workload; unable to restore pod templates"
+UPDATED_ADMISSION_CHECK = "UpdatedAdmissionCheck"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+def job_finished(job: o.Job) -> tuple[str, str] | None:
+    """``(reason, message)`` of a Job that completed or failed: Kueue's ``Succeeded``/``Failed``."""
+    for c in job.status.conditions:
+        if c.status == "True" and c.type in ("Complete", "Failed"):
+            return ("Succeeded" if c.type == "Complete" else "Failed"), c.message
+    return None
+
+
+def pending_checks_message(job: o.Job | None, wl: WorkloadInfo | None) -> str:
+    """The ``UpdatedAdmissionCheck`` message Kueue's reconcile of ``job`` would record now, given its Workload
+    ``wl``; empty when it records none: no Job or Workload (or another Job's), no queue label, the Job finished
+    or running, the Workload finished, evicted, admitted (the Job is started instead) or holding no quota, or
+    no Pending check with a message."""
+    if job is None or wl is None or not job.spec.suspend or not job.metadata.labels.get(QUEUE_LABEL):
+        return ""
+    if job.metadata.deletion_timestamp or wl.labels.get(JOB_UID_LABEL, job.metadata.uid) != job.metadata.uid:
+        return ""
+    if wl.phase != RESERVED or wl.evicted or job_finished(job) is not None:
+        return ""
+    return "; ".join(f"{name}: {check.message}" for name, check in sorted(wl.check_states.items())
+                     if check.state == "Pending" and check.message)
 
 
 def stop_message(wl: WorkloadInfo | None) -> str:
@@ -52,8 +98,11 @@ def stop_message(wl: WorkloadInfo | None) -> str:
     return NOT_ADMITTED
 
 
-def job_events(e: ev.AnyEvent, job: Involved) -> tuple[KubeEvent, ...]:
-    """The Event Kueue records on ``job`` for ``e`` (a ``JobActed`` or a ``WorkloadFinished``)."""
+def job_events(e: ev.AnyEvent, job: Involved | PendingChecks) -> tuple[KubeEvent, ...]:
+    """The Event Kueue records on ``job`` for ``e`` (a ``JobActed`` or a ``WorkloadFinished``), or the
+    ``UpdatedAdmissionCheck`` of :class:`PendingChecks` (whatever record ``e`` made them ready)."""
+    if isinstance(job, PendingChecks):
+        return (make_event(job.job, NORMAL, UPDATED_ADMISSION_CHECK, job.message, JOB_CONTROLLER),)
     match e:
         case ev.JobActed(action="CreatedWorkload"):
             return (make_event(job, NORMAL, CREATED_WORKLOAD, f"Created Workload: {e.workload}", JOB_CONTROLLER),)

@@ -6,8 +6,10 @@ In order: the Job's label ``kueue.x-k8s.io/priority-class`` names a WorkloadPrio
 lowest value; else none (priority 0). A label naming a WorkloadPriorityClass that does not exist does not fall
 through to the others: Kueue cannot resolve the priority, creates no Workload, and records the Warning
 ``WorkloadPriorityClassNotFound`` on the Job; the Workload is created once the class exists
-(:class:`WorkloadPriorityClassNotFound`). A ``priorityClassName`` naming a missing PriorityClass still gives no
-priority here (that case is not handled yet).
+(:class:`WorkloadPriorityClassNotFound`). A ``priorityClassName`` naming a PriorityClass that does not exist does
+not fall through either: Kueue's lookup of the class fails, so its reconcile fails (and is retried) with no
+Workload created, and no Event recorded — only the label's class is reported on the Job. kueue-es creates none
+either, until the class exists (:class:`PriorityClassNotFound`).
 
 Pure: the classes are those the log holds, so replaying the log reaches the same answer.
 """
@@ -32,6 +34,14 @@ class WorkloadPriorityClassNotFound(Exception):  # noqa: N818 - named after Kueu
         self.name = name
 
 
+class PriorityClassNotFound(Exception):  # noqa: N818 - as its WorkloadPriorityClass counterpart
+    """The Job's pod template names a PriorityClass (scheduling.k8s.io) the log does not hold."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f'PriorityClass "{name}" not found')
+        self.name = name
+
+
 def not_found_message(name: str) -> str:
     """The message of Kueue's ``WorkloadPriorityClassNotFound`` Event."""
     return f'WorkloadPriorityClass "{name}" not found'
@@ -45,11 +55,20 @@ def missing_class(state: ClusterState, labels: Mapping[str, str]) -> str | None:
     return None
 
 
+def missing_pod_class(state: ClusterState, labels: Mapping[str, str], pod_priority_class: str | None) -> str | None:
+    """The PriorityClass a Job's pod template names, when it decides the priority (no priority-class label) and
+    the log does not hold it."""
+    if labels.get(PRIORITY_LABEL) or not pod_priority_class or pod_priority_class in state.priority_classes:
+        return None
+    return pod_priority_class
+
+
 def workload_priority(state: ClusterState, labels: Mapping[str, str],
                       pod_priority_class: str | None) -> tuple[dict[str, str], int] | None:
     """``(priorityClassRef, priority)`` of the Workload of a Job with ``labels`` whose pod template names
     ``pod_priority_class``; ``None``: no class applies (priority 0). Raises
-    :class:`WorkloadPriorityClassNotFound` when the label names a class the log does not hold."""
+    :class:`WorkloadPriorityClassNotFound` when the label names a class the log does not hold,
+    :class:`PriorityClassNotFound` when, with no label, the pod template does."""
     wpc_name = labels.get(PRIORITY_LABEL)
     if wpc_name:
         wpc: o.WorkloadPriorityClass | None = state.workload_priority_classes.get(wpc_name)
@@ -60,7 +79,7 @@ def workload_priority(state: ClusterState, labels: Mapping[str, str],
         pc = state.priority_classes.get(pod_priority_class)
         if pc is not None:
             return {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": pod_priority_class}, pc.value
-        return None
+        raise PriorityClassNotFound(pod_priority_class)
     defaults = sorted((pc.value, name) for name, pc in state.priority_classes.items() if pc.global_default)
     if defaults:
         value, name = defaults[0]

@@ -14,7 +14,9 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   annotations, with the completion index as the pods' rank. A Job created unsuspended is suspended first. A
   label naming a WorkloadPriorityClass the log does not hold gets the Job no Workload, and a ``JobActed``
   ``WorkloadPriorityClassNotFound`` (Kueue's Warning Event) once per version of the Job; the Workload is
-  created when the class appears in the log (the mirror marks the Jobs naming it dirty);
+  created when the class appears in the log (the mirror marks the Jobs naming it dirty). So is a pod template's
+  ``priorityClassName`` naming a PriorityClass the log does not hold (with no label) — with no Event, as
+  Kueue, whose reconcile just fails on the lookup and is retried: only a warning in the log, once per version;
 * **admitted** (in the log, and in the Workload's stored status: a Job never starts on a decision whose status
   write is still to come, or lost with a crash) and suspended → start: what :mod:`connectors.k8s.podsetinfo`
   says the admission adds (the flavors' ``nodeLabels`` and tolerations, the pod-set and queue labels, the
@@ -64,11 +66,21 @@ import structlog
 from connectors.k8s import podsetinfo
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
-from connectors.k8s.job_events import CREATED_WORKLOAD, MISSING_WORKLOAD, STARTED, STOPPED, stop_message
+from connectors.k8s.job_events import (
+    CREATED_WORKLOAD,
+    MISSING_WORKLOAD,
+    QUEUE_LABEL,
+    STARTED,
+    STOPPED,
+    job_finished,
+    stop_message,
+)
 from connectors.k8s.job_priority import (
     NOT_FOUND_REASON,
+    PriorityClassNotFound,
     WorkloadPriorityClassNotFound,
     missing_class,
+    missing_pod_class,
     not_found_message,
     workload_priority,
 )
@@ -85,7 +97,6 @@ log = structlog.get_logger("kueue_es.k8s.jobs")
 
 JOBS = BY_KIND["Job"]
 WORKLOADS = BY_KIND["Workload"]
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 MAX_EXEC_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
 MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
 STOPPING = "kueue.x-k8s.io/stopping"
@@ -98,6 +109,7 @@ JOB_CONTROLLER_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid",
 DROPPED_FROM_TEMPLATE = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name")
 MAX_PREFIX = 252 - 5
 CLASS_MISSING = "class-missing"
+POD_CLASS_MISSING = "pod-class-missing"
 """The action marker of a Job reported for a missing WorkloadPriorityClass (not "create": once the class is
 there, the same version of the Job is given its Workload)."""
 
@@ -142,13 +154,6 @@ def admission_shown(wl: WorkloadInfo, obs: o.Workload) -> bool:
     return all(desired.get(k) == current.get(k) for k in ("admission", "admissionChecks"))
 
 
-def job_finished(job: o.Job) -> tuple[str, str] | None:
-    for c in job.status.conditions:
-        if c.status == "True" and c.type in ("Complete", "Failed"):
-            return ("Succeeded" if c.type == "Complete" else "Failed"), c.message
-    return None
-
-
 def reclaimable_pods(job: o.Job) -> tuple[tuple[str, int], ...]:
     """Kueue's reclaimable pods of a Job's one pod set ``main``: with parallelism above 1 and pods succeeded,
     the parallelism less the completions still to come, when that leaves any (as a workload keeps them:
@@ -181,6 +186,8 @@ class JobStats:
     """Jobs given no Workload: labels Kueue's job webhook refuses (:func:`max_execution_seconds`)."""
     class_missing: int = 0
     """Times a Job was given no Workload because its WorkloadPriorityClass is not there (yet)."""
+    pod_class_missing: int = 0
+    """Times a Job was given no Workload because its pod template's PriorityClass is not there (yet)."""
 
 
 class JobIntegration:
@@ -244,8 +251,12 @@ class JobIntegration:
                 return
             if job.status.active == 0:
                 missing = missing_class(self.state, job.metadata.labels)
+                missing_pc = missing_pod_class(self.state, job.metadata.labels,
+                                               job.spec.template.spec.priority_class_name)
                 if missing is not None:
                     await self._once(key, CLASS_MISSING, job, self._class_missing(job, missing))
+                elif missing_pc is not None:
+                    await self._once(key, POD_CLASS_MISSING, job, self._pod_class_missing(job, missing_pc))
                 else:
                     await self._once(key, "create", job, self._create_workload(job, name))
             return
@@ -347,6 +358,11 @@ class JobIntegration:
                 self._acted[job.key] = (CLASS_MISSING, job.metadata.resource_version)
                 await self._class_missing(job, exc.name)
             return
+        except PriorityClassNotFound as exc:
+            if raw["metadata"]["resourceVersion"] == job.metadata.resource_version:
+                self._acted[job.key] = (POD_CLASS_MISSING, job.metadata.resource_version)
+            await self._pod_class_missing(job, exc.name)
+            return
         except InvalidInput as exc:
             # Kueue's job webhook refuses such a Job at creation; created without the webhook, it gets no
             # Workload (and so never runs) until its labels are fixed
@@ -367,9 +383,16 @@ class JobIntegration:
         log.warning("WorkloadPriorityClass not found: no workload created", job=job.key, priority_class=wpc_name)
         await self._report(job, NOT_FOUND_REASON, message=not_found_message(wpc_name))
 
+    async def _pod_class_missing(self, job: o.Job, pc_name: str) -> None:
+        """Kueue creates no Workload for a Job whose pod template's PriorityClass is missing; it records no Event
+        (its reconcile fails on the lookup and is retried), so neither does kueue-es."""
+        self.stats.pod_class_missing += 1
+        log.warning("PriorityClass not found: no workload created", job=job.key, priority_class=pc_name)
+
     def workload_for(self, raw_job: dict[str, Any], name: str) -> dict[str, Any]:
         """The Workload to create for ``raw_job``. Raises :class:`InvalidInput` for labels Kueue's job webhook
-        refuses, :class:`WorkloadPriorityClassNotFound` when the class the Job names is not in the log."""
+        refuses, :class:`WorkloadPriorityClassNotFound` when the class the Job names is not in the log,
+        :class:`PriorityClassNotFound` when the PriorityClass its pod template names (with no label) is not."""
         meta, spec = raw_job["metadata"], raw_job.get("spec", {})
         labels = meta.get("labels") or {}
         template = _copy(spec.get("template") or {})

@@ -15,14 +15,15 @@
 
 It is a fold like every projection: applying the same records gives the same mirror. ``dirty_workloads``,
 ``dirty_jobs`` and ``dirty_queues`` collect the keys each record touched, for the writers and the Job integration
-to look at (a WorkloadPriorityClass touches the Jobs without a Workload that name it).
+to look at (a WorkloadPriorityClass or PriorityClass touches the Jobs without a Workload that name it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from connectors.k8s.decision_events import EventLedger
+from connectors.k8s.decision_events import EventLedger, involved_job
+from connectors.k8s.job_events import pending_checks_message
 from connectors.k8s.job_priority import PRIORITY_LABEL
 from events import objects as o
 from events import schema as ev
@@ -32,6 +33,7 @@ from projections.in_use import KINDS as FINALIZED
 WORKLOAD_EVENTS = (ev.Decision, ev.WorkloadFinished, ev.PodsReadyChanged, ev.AdmissionCheckStateChanged,
                    ev.JobStopped, ev.ReclaimablePodsChanged)
 LEDGER_EVENTS = (ev.Decision, ev.DecisionApplied, ev.DecisionRejected, ev.JobActed, ev.WorkloadFinished)
+OUTCOMES = (ev.DecisionApplied, ev.DecisionRejected)
 QUEUE_INPUTS = frozenset({"ResourceFlavor", "AdmissionCheck", "Topology", "Cohort"})
 """Kinds whose changes may change any queue's status (activeness, borrowing)."""
 
@@ -78,6 +80,7 @@ class Mirror:
             self._dirty_queues_of(wl_key)
         if isinstance(e, LEDGER_EVENTS):
             self.kube_events.fold(record, self.state, self.job_of)  # sees the workload as it was before
+        job_seen = self.job_of.get(wl_key) if wl_key else None
         self.state.apply(record)
         if wl_key:
             self._dirty_queues_of(wl_key)
@@ -98,8 +101,11 @@ class Mirror:
                         self.dirty_jobs.add(job_key)
                 elif isinstance(obj, o.Job):
                     self.dirty_jobs.add(key)
+                    job_seen = key
                 elif isinstance(obj, o.WorkloadPriorityClass):
                     self._dirty_jobs_waiting_for(key)
+                elif isinstance(obj, o.PriorityClass):
+                    self._dirty_jobs_waiting_for(key, pod_class=True)
                 else:
                     self._dirty_queues_for(kind, key)
                     self._dirty_finalizers_for(kind, key)
@@ -115,6 +121,7 @@ class Mirror:
                         self.dirty_jobs.add(job_key)
                 elif e.kind == "Job":
                     self.dirty_jobs.add(e.key)
+                    job_seen = e.key
                 else:
                     self._dirty_queues_for(e.kind, e.key)
                     self._dirty_finalizers_for(e.kind, "")
@@ -138,12 +145,35 @@ class Mirror:
                 self.pending.setdefault(e.key, {})[record.offset] = type(e).__struct_config__.tag  # type: ignore[attr-defined]
                 if isinstance(e, ev.RetentionExpired):
                     self.dirty_retention.add(e.key)
+        elif isinstance(e, OUTCOMES):
+            job_seen = self.job_of.get(e.key)
+        job_seen = job_seen or (self.job_of.get(wl_key) if wl_key else None)
+        if job_seen is not None:
+            self._pending_checks(record, job_seen)
 
-    def _dirty_jobs_waiting_for(self, wpc: str) -> None:
-        """The Jobs without a Workload whose priority-class label names ``wpc``: given none while it was missing,
-        they get one now. (A scan of the Jobs, at a change of a class: rare.)"""
+    def _pending_checks(self, record: ev.Record, job_key: str) -> None:
+        """Kueue's job reconciler, seeing the Job or its Workload change, records the messages of the Workload's
+        pending admission checks (:func:`connectors.k8s.job_events.pending_checks_message`); it sees the status
+        the Workload was last written with, so while a decision about it waits to be written, nothing."""
+        job = self.state.jobs.get(job_key)
+        wl_key = self.workload_of.get(job_key)
+        wl = self.state.workloads.get(wl_key) if wl_key is not None else None
+        if job is not None and wl is not None and wl.key in self.pending:
+            return
+        self.kube_events.pending_checks(record.offset, record.event, job_key,
+                                        involved_job(job) if job is not None else None,
+                                        pending_checks_message(job, wl))
+
+    def _dirty_jobs_waiting_for(self, name: str, *, pod_class: bool = False) -> None:
+        """The Jobs without a Workload whose priority-class label (or, ``pod_class``, pod template's
+        PriorityClass) names class ``name``: given none while it was missing, they get one now. (A scan of the
+        Jobs, at a change of a class: rare.)"""
         for key, job in self.state.jobs.items():
-            if key not in self.workload_of and job.metadata.labels.get(PRIORITY_LABEL) == wpc:
+            if key in self.workload_of:
+                continue
+            named = (job.spec.template.spec.priority_class_name if pod_class
+                     else job.metadata.labels.get(PRIORITY_LABEL))
+            if named == name:
                 self.dirty_jobs.add(key)
 
     def seen(self, kind: str, key: str) -> tuple[str, str] | None:

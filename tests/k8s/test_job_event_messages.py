@@ -15,7 +15,13 @@ from typing import Any
 import pytest
 
 from connectors.k8s.decision_events import JOB_CONTROLLER, Involved, event_name
-from connectors.k8s.job_events import MISSING_WORKLOAD, NOT_ADMITTED, job_events, stop_message
+from connectors.k8s.job_events import (
+    MISSING_WORKLOAD,
+    NOT_ADMITTED,
+    job_events,
+    pending_checks_message,
+    stop_message,
+)
 from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.recorder import EventRecorder, events_of
@@ -202,3 +208,125 @@ async def test_the_recorder_creates_them_on_the_job_as_kueues_job_reconciler() -
     assert created["reportingInstance"] == "batch/job-kueue-controller-r0"
     assert (created["eventTime"], started["eventTime"]) == ("2026-01-01T00:00:00.000000Z",
                                                             "2026-01-01T00:00:02.000000Z")
+
+
+# --- UpdatedAdmissionCheck --------------------------------------------------------------------------------------
+# Kueue's reconcile of a suspended Job whose Workload holds quota but is not admitted records the messages of the
+# Workload's Pending checks (``recordAdmissionCheckUpdate``); kueue-es, from the log, each time that message
+# changes.
+
+WL_KEY = "ns/job-train-1a2b3"
+
+
+def _queued_job(suspend: bool = True, uid: str = "job-uid", **status: Any) -> o.Job:
+    return o.Job(metadata=o.ObjectMeta(name="train", namespace="ns", uid=uid, resource_version="1",
+                                       labels={"kueue.x-k8s.io/queue-name": "lq"}),
+                 spec=o.JobSpec(suspend=suspend), status=o.JobStatus(**status))
+
+
+def _check(name: str, state: str, message: str = "") -> o.AdmissionCheckState:
+    return o.AdmissionCheckState(name=name, state=state, message=message)
+
+
+def _reserved_wl(*checks: o.AdmissionCheckState, phase: str = "QuotaReserved", evicted: str = "",
+                 job_uid: str = "job-uid") -> WorkloadInfo:
+    return WorkloadInfo(key=WL_KEY, uid="wl-uid", namespace="ns", name="job-train-1a2b3", queue_name="lq",
+                        created=T0, priority=0, priority_class="", pod_sets=(), phase=phase, evicted=evicted,
+                        labels={"kueue.x-k8s.io/job-uid": job_uid}, check_states={c.name: c for c in checks})
+
+
+CHECKS = (_check("zeta", "Pending", "waiting for zeta"), _check("alpha", "Pending", "ETA 10m"),
+          _check("quiet", "Pending"), _check("done", "Ready", "Provisioned"), _check("bad", "Retry", "try again"))
+
+
+def test_the_message_joins_the_pending_checks_messages_in_status_order() -> None:
+    assert pending_checks_message(_queued_job(), _reserved_wl(*CHECKS)) == "alpha: ETA 10m; zeta: waiting for zeta"
+    assert pending_checks_message(_queued_job(), _reserved_wl(_check("quiet", "Pending"))) == "", \
+        "no Pending check with a message: nothing recorded"
+
+
+@pytest.mark.parametrize(("job", "wl"), [
+    (_queued_job(suspend=False), _reserved_wl(*CHECKS)),
+    (_queued_job(), _reserved_wl(*CHECKS, phase="Admitted")),
+    (_queued_job(), _reserved_wl(*CHECKS, phase="Pending")),
+    (_queued_job(), _reserved_wl(*CHECKS, phase="Finished")),
+    (_queued_job(), _reserved_wl(*CHECKS, evicted="Preempted")),
+    (_queued_job(conditions=[o.Condition(type="Failed", status="True")]), _reserved_wl(*CHECKS)),
+    (_queued_job(uid="other-uid"), _reserved_wl(*CHECKS)),
+    (o.Job(metadata=o.ObjectMeta(name="train", namespace="ns", uid="job-uid"), spec=o.JobSpec(suspend=True)),
+     _reserved_wl(*CHECKS)),
+    (None, _reserved_wl(*CHECKS)),
+    (_queued_job(), None),
+], ids=["running (started or stopping)", "admitted (started instead)", "no quota", "finished", "evicted",
+        "job failed", "another job's workload", "no queue label", "no job", "no workload"])
+def test_no_message_unless_the_job_waits_on_its_checks(job: o.Job | None, wl: WorkloadInfo | None) -> None:
+    assert pending_checks_message(job, wl) == ""
+
+
+def _reserve(mirror: Mirror) -> None:
+    _fold(mirror, ev.ObjectUpserted(time=T0, key="ns/train", uid="job-uid", obj=_queued_job()),
+          ev.ObjectUpserted(time=T0, key=WL_KEY, uid="wl-uid", obj=_workload_object()))
+    (reserved,) = _fold(mirror, ev.QuotaReserved(time=T0 + 1_000, key=WL_KEY, uid="wl-uid", cycle=1, input=0,
+                                                 admission=o.Admission(cluster_queue="cq")))
+    _fold(mirror, ev.DecisionApplied(time=T0 + 1_500, key=WL_KEY, uid="wl-uid", decision=reserved))
+
+
+def _observed(t: int, state: str, message: str, check: str = "prov") -> ev.AdmissionCheckStateChanged:
+    return ev.AdmissionCheckStateChanged(time=T0 + t, key=WL_KEY, uid="wl-uid", check=check, state=state,
+                                         message=message)
+
+
+def _check_events(mirror: Mirror) -> list[tuple[int, str]]:
+    return [(off, e.message) for off, r in mirror.kube_events.ready.items() for e in events_of(r)
+            if e.reason == "UpdatedAdmissionCheck"]
+
+
+def test_each_new_message_is_one_event_on_the_job_and_a_repeat_none() -> None:
+    mirror = Mirror()
+    _reserve(mirror)
+    assert _check_events(mirror) == []
+    (first,) = _fold(mirror, _observed(2_000, "Pending", "ETA 10m"))
+    (event,) = [e for r in mirror.kube_events.ready.values() for e in events_of(r)
+                if e.reason == "UpdatedAdmissionCheck"]
+    assert (event.involved, event.type, event.reason, event.action, event.message, event.component) == (
+        JOB, "Normal", "UpdatedAdmissionCheck", "UpdatedAdmissionCheck", "prov: ETA 10m", JOB_CONTROLLER)
+    assert mirror.kube_events.ready[first].applied == T0 + 2_000
+    # the same message again, the Job or Workload seen again: Kueue's recorder counts it on the same Event
+    _fold(mirror, _observed(3_000, "Pending", "ETA 10m"),
+          ev.ObjectUpserted(time=T0 + 3_000, key="ns/train", uid="job-uid", obj=_queued_job()),
+          ev.ObjectUpserted(time=T0 + 3_000, key=WL_KEY, uid="wl-uid", obj=_workload_object()))
+    assert _check_events(mirror) == [(first, "prov: ETA 10m")]
+    # another check joins in: a new message
+    (joined,) = _fold(mirror, _observed(4_000, "Pending", "queued", check="another"))
+    # kueue-es's own check: seen once its decision is written, as Kueue sees the written status
+    (decided,) = _fold(mirror, ev.AdmissionCheckUpdated(time=T0 + 5_000, key=WL_KEY, uid="wl-uid", cycle=2,
+                                                        input=0, check="prov", state="Pending", message="ETA 5m"))
+    assert [off for off, _ in _check_events(mirror)] == [first, joined]
+    (applied,) = _fold(mirror, ev.DecisionApplied(time=T0 + 5_500, key=WL_KEY, uid="wl-uid", decision=decided))
+    assert _check_events(mirror) == [(first, "prov: ETA 10m"), (joined, "another: queued; prov: ETA 10m"),
+                                     (applied, "another: queued; prov: ETA 5m")]
+    # one check no longer pending: the message changes
+    (left,) = _fold(mirror, _observed(6_000, "Ready", "", check="another"))
+    assert _check_events(mirror)[-1] == (left, "prov: ETA 5m")
+    # no message for a while, then the same one: recorded again
+    _fold(mirror, _observed(6_500, "Ready", "Provisioned"))
+    (again,) = _fold(mirror, _observed(7_000, "Pending", "ETA 5m"))
+    assert [off for off, _ in _check_events(mirror)][-2:] == [left, again] and len(_check_events(mirror)) == 5
+    # the Job started (or deleted): nothing more for it
+    _fold(mirror, ev.ObjectUpserted(time=T0 + 8_000, key="ns/train", uid="job-uid", obj=_queued_job(suspend=False)),
+          _observed(8_000, "Pending", "ETA 1m"))
+    assert len(_check_events(mirror)) == 5
+
+
+def test_folding_the_log_again_gives_the_same_check_events_under_the_same_names() -> None:
+    def names() -> list[str]:
+        mirror = Mirror()
+        _reserve(mirror)
+        _fold(mirror, _observed(2_000, "Pending", "ETA 10m"), _observed(3_000, "Pending", "ETA 10m"),
+              _observed(4_000, "Pending", "ETA 5m"))
+        return [event_name(e, r.event, off, i) for off, r in mirror.kube_events.ready.items()
+                for i, e in enumerate(events_of(r)) if e.reason == "UpdatedAdmissionCheck"]
+
+    first = names()
+    assert len(first) == 2 and len(set(first)) == 2 and all(n.startswith("train.") for n in first)
+    assert names() == first

@@ -237,3 +237,64 @@ def test_a_job_naming_a_missing_class_gets_a_warning_and_its_workload_once_the_c
         assert [a.action for a in await acted()] == ["WorkloadPriorityClassNotFound", "CreatedWorkload"]
 
     asyncio.run(scenario())
+
+
+# --- a PriorityClass the pod template names that is not there -------------------------------------------------
+
+
+def test_a_missing_pod_priority_class_resolves_to_no_priority_at_all() -> None:
+    """Kueue's lookup of the pod template's PriorityClass fails: no fallback to the global default, no Workload."""
+    from connectors.k8s.job_priority import PriorityClassNotFound, missing_pod_class, workload_priority
+
+    state = _integration(o.PriorityClass(metadata=o.ObjectMeta(name="dflt"), value=7, global_default=True)).state
+    with pytest.raises(PriorityClassNotFound) as exc:
+        workload_priority(state, {}, "gone")
+    assert exc.value.name == "gone" and str(exc.value) == 'PriorityClass "gone" not found'
+    assert missing_pod_class(state, {}, "gone") == "gone"
+    assert missing_pod_class(state, {}, "dflt") is None and missing_pod_class(state, {}, "") is None
+    assert missing_pod_class(state, {WPC_LABEL: "w"}, "gone") is None, "the label's class decides, not the pod's"
+    with pytest.raises(PriorityClassNotFound):
+        _integration().workload_for(_job(pod={"priorityClassName": "gone"}), "n")
+
+
+def test_a_job_naming_a_missing_pod_priority_class_gets_its_workload_once_the_class_exists() -> None:
+    async def scenario() -> None:
+        raw = _job(pod={"priorityClassName": "later"})
+        raw["metadata"]["resourceVersion"] = "7"
+        job = msgspec.convert(raw, o.Job)
+        log, mirror = MemoryLog(), Mirror()
+        journal = LocalJournal(log, mirror)
+        cluster = _Cluster(raw)
+        jobs = JobIntegration(cluster, journal)  # type: ignore[arg-type]
+        await journal.append([ev.ObjectUpserted(time=1, key=job.key, uid=UID, obj=job)])
+        key = job.key
+
+        await jobs.reconcile(key)
+        assert cluster.created == [] and jobs.stats.pod_class_missing == 1
+        assert [r.event for r in [r async for r in log.read(0)] if isinstance(r.event, ev.JobActed)] == [], \
+            "Kueue records no Event for it"
+        assert not mirror.kube_events.ready
+        await jobs.reconcile(key)  # the same version of the Job: once
+        assert jobs.stats.pod_class_missing == 1
+
+        # the Job changed after the log saw it: the stored version names a missing class too
+        cluster.job = {**raw, "metadata": {**raw["metadata"], "resourceVersion": "8"}}
+        stale = msgspec.convert({**raw, "spec": {**raw["spec"], "template": {"spec": {"containers": []}}}}, o.Job)
+        await jobs._create_workload(stale, workload_name("sample", UID))
+        assert cluster.created == [] and jobs.stats.pod_class_missing == 2
+        cluster.job = raw
+
+        mirror.dirty_jobs.clear()
+        other = o.PriorityClass(metadata=o.ObjectMeta(name="other"), value=5)
+        await journal.append([ev.ObjectUpserted(time=2, key="other", obj=other)])
+        assert key not in mirror.dirty_jobs, "another class changes nothing for it"
+        later = o.PriorityClass(metadata=o.ObjectMeta(name="later"), value=300)
+        await journal.append([ev.ObjectUpserted(time=3, key="later", obj=later)])
+        assert key in mirror.dirty_jobs, "the class it waits for makes it dirty"
+        await jobs.reconcile(key)
+        (body,) = cluster.created
+        assert body["spec"]["priorityClassRef"] == {"group": "scheduling.k8s.io", "kind": "PriorityClass",
+                                                    "name": "later"}
+        assert body["spec"]["priority"] == 300
+
+    asyncio.run(scenario())

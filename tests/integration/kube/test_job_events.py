@@ -7,10 +7,18 @@ first one starts again. A Job created unsuspended is stopped for lack of a Workl
 while pending, stopped as not admitted. A Job naming a WorkloadPriorityClass that does not exist gets a Warning
 ``WorkloadPriorityClassNotFound`` and no Workload, until the class is created. Restarting the connector on the
 same log records none of them twice.
+
+A Job whose pod template names a PriorityClass that does not exist gets no Workload and no Event (Kueue's
+reconcile just fails on the lookup), and its Workload, with that class's priority, once the class is created.
+
+Behind a ProvisioningRequest admission check, a Job whose Workload holds quota is told what the check waits for
+(``UpdatedAdmissionCheck``), once per new message, and started once the capacity is provisioned; a restart
+records none of those twice either.
 """
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 import msgspec
@@ -26,6 +34,7 @@ from kubehelp import (
     kueue_es,
     local_queue,
     priority_class,
+    provisioning_check,
     queues,
 )
 
@@ -34,7 +43,7 @@ from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import NotFound
 from connectors.k8s.jobs import workload_name
 from connectors.k8s.recorder import EVENTS
-from connectors.k8s.resources import BY_KIND
+from connectors.k8s.resources import BY_KIND, PROVISIONING_REQUESTS
 
 pytestmark = pytest.mark.kube
 
@@ -173,3 +182,113 @@ async def test_job_events_as_kueue_records_them_and_none_twice_after_a_restart(k
                     for n, events in after.items()} == {
                 n: [(e["metadata"]["name"], e["metadata"]["resourceVersion"]) for e in events]
                 for n, events in before.items()}, "no Job Event recorded twice, none touched"
+
+
+def _request_status(provisioned: str, message: str) -> dict[str, Any]:
+    """What the cluster autoscaler writes: accepted, and capacity provisioned or on its way (the message)."""
+    now = "2026-01-01T00:00:00Z"
+    return {"status": {"conditions": [
+        {"type": "Accepted", "status": "True", "reason": "Accepted", "message": "accepted", "lastTransitionTime": now},
+        {"type": "Provisioned", "status": provisioned, "reason": "Provisioned" if provisioned == "True" else "Waiting",
+         "message": message, "lastTransitionTime": now}]}}
+
+
+@pytest.mark.asyncio
+async def test_a_job_waiting_on_its_admission_check_is_told_each_new_message_once(kube_apiserver, tmp_path) -> None:
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        await crds.install(kc, docs=[crds.provisioning_request_crd()])
+        check = await provisioning_check(kc, secrets.token_hex(3))
+        ns, _fl, cq, _sfx = await queues(kc, "job-checks", {"cpu": 2}, lq="lq",
+                                        admissionChecksStrategy={"admissionChecks": [{"name": check}]})
+        async with kueue_es(kc, tmp_path / "log") as (_connector, journal):
+            gated = await create(kc, job(ns, "gated", "lq"))
+            uid = gated["metadata"]["uid"]
+            wl_name = workload_name("gated", uid)
+            pr_name = f"{wl_name}-{check}-1"
+
+            async def reasons(*want: str) -> list[dict[str, Any]] | None:
+                found = await job_events(kc, ns, "gated", uid)
+                return found if [e["reason"] for e in found] == list(want) else None
+
+            async def request() -> dict[str, Any] | None:
+                try:
+                    return msgspec.json.decode(await kc.get(PROVISIONING_REQUESTS, pr_name, ns))
+                except NotFound:
+                    return None
+
+            await eventually(request, what="the ProvisioningRequest")
+            await kc.patch(PROVISIONING_REQUESTS, pr_name, _request_status("False", "capacity in 10m"), ns,
+                           subresource="status")
+            _created, told = await eventually(lambda: reasons("CreatedWorkload", "UpdatedAdmissionCheck"),
+                                              what="UpdatedAdmissionCheck on the gated Job")
+            assert (told["type"], told["action"], told["reportingComponent"], told["message"]) == (
+                "Normal", "UpdatedAdmissionCheck", "batch/job-kueue-controller", f"{check}: capacity in 10m")
+            wl = await get(kc, "Workload", wl_name, ns)
+            assert [(c["name"], c["state"], c["message"]) for c in wl["status"]["admissionChecks"]] == [
+                (check, "Pending", "capacity in 10m")]
+            assert (await get(kc, "Job", "gated", ns))["spec"]["suspend"] is True
+
+            await kc.patch(PROVISIONING_REQUESTS, pr_name, _request_status("False", "capacity in 5m"), ns,
+                           subresource="status")
+            found = await eventually(
+                lambda: reasons("CreatedWorkload", "UpdatedAdmissionCheck", "UpdatedAdmissionCheck"),
+                what="the new message on the gated Job")
+            assert found[2]["message"] == f"{check}: capacity in 5m"
+
+            await kc.patch(PROVISIONING_REQUESTS, pr_name, _request_status("True", "capacity is ready"), ns,
+                           subresource="status")
+            found = await eventually(
+                lambda: reasons("CreatedWorkload", "UpdatedAdmissionCheck", "UpdatedAdmissionCheck", "Started"),
+                what="the gated Job started once provisioned")
+            assert found[3]["message"] == f"Admitted by clusterQueue {cq}"
+
+            def recorded() -> bool:
+                return not any(r.event.key in (f"{ns}/gated", f"{ns}/{wl_name}")
+                               for r in journal.mirror.kube_events.ready.values())
+
+            await eventually(recorded, what="every Event of the gated Job recorded")
+            before = await job_events(kc, ns, "gated", uid)
+
+        async with kueue_es(kc, tmp_path / "log") as (connector, journal):
+            assert connector.recorder is not None
+            stats = connector.recorder.stats
+            await eventually(lambda: recorded() and stats.existing >= 4,
+                             what="the replayed Events to be found already there")
+            after = await job_events(kc, ns, "gated", uid)
+            assert [(e["metadata"]["name"], e["metadata"]["resourceVersion"]) for e in after] == [
+                (e["metadata"]["name"], e["metadata"]["resourceVersion"]) for e in before], "none recorded twice"
+
+
+@pytest.mark.asyncio
+async def test_a_job_naming_a_missing_pod_priority_class_waits_for_it_without_an_event(kube_apiserver,
+                                                                                      tmp_path) -> None:
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        ns, _fl, cq, sfx = await queues(kc, "job-pc", {"cpu": 2}, lq="lq")
+        pc = f"later-pc-{sfx}"
+        async with kueue_es(kc, tmp_path / "log") as (connector, _journal):
+            doc = job(ns, "waiting", "lq")
+            doc["spec"]["template"]["spec"]["priorityClassName"] = pc
+            uid = (await create(kc, doc))["metadata"]["uid"]
+            wl_name = workload_name("waiting", uid)
+            jobs = connector.jobs
+            assert jobs is not None
+            await eventually(lambda: jobs.stats.pod_class_missing >= 1, what="the Job seen without its class")
+            with pytest.raises(NotFound):
+                await get(kc, "Workload", wl_name, ns)
+            assert await job_events(kc, ns, "waiting", uid) == [], "Kueue records no Event for it"
+
+            await create(kc, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": pc},
+                              "value": 300})
+
+            async def started() -> list[dict[str, Any]] | None:
+                found = await job_events(kc, ns, "waiting", uid)
+                return found if [e["reason"] for e in found] == ["CreatedWorkload", "Started"] else None
+
+            created, started_ = await eventually(started, what="the Job given its Workload and started")
+            assert created["message"] == f"Created Workload: {ns}/{wl_name}"
+            assert started_["message"] == f"Admitted by clusterQueue {cq}"
+            spec = (await get(kc, "Workload", wl_name, ns))["spec"]
+            assert (spec["priorityClassRef"], spec["priority"]) == (
+                {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": pc}, 300)
