@@ -1067,7 +1067,8 @@ class ClusterState:
         parked = (wl.requeue_at is not None and wl.requeue_at > self.time) or (
             requeued is not None and requeued.status == "False"
         )
-        self.queue(cq).push(wl.key, self.sort_key(wl), wl.shape, parked=parked)
+        self.queue(cq).push(wl.key, self.sort_key(wl), wl.shape, parked=parked,
+                            local_queue=(wl.namespace, wl.queue_name))
 
     def _dequeue(self, wl: WorkloadInfo) -> None:
         if wl.cluster_queue:

@@ -5,6 +5,10 @@ total order, so the head never depends on insertion history) and an *inadmissibl
 that wait for something to change (a flush). Equivalent workloads — equal priority and pod-set shape — are
 parked together (Kueue's scheduling-equivalence hashing) and new arrivals of a parked shape are parked on sight
 until the next flush.
+
+For the visibility API, which lists every pending workload (active and parked) in queue order and numbers
+them within their LocalQueues, each queue also indexes its sort keys as one sorted list and per LocalQueue, so
+that a page deep in a large queue is found by bisection instead of by a pass over everything before it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ _KEY = itemgetter(3)
 
 
 class ClusterQueueQueue:
-    __slots__ = ("active", "entries", "inadmissible", "name", "parked_in", "parked_shapes", "shapes", "sticky")
+    __slots__ = ("active", "by_local_queue", "entries", "inadmissible", "local_queue_of", "name", "parked_in",
+                 "parked_shapes", "pending", "shapes", "sticky")
 
     def __init__(self, name: str = "", parked_in: set[str] | None = None) -> None:
         self.active: SortedList = SortedList()
@@ -33,6 +38,13 @@ class ClusterQueueQueue:
         """BestEffortFIFO's sticky preemptor: the workload last requeued while waiting for its preemptions."""
         self.name = name
         self.parked_in = parked_in
+        self.pending: SortedList = SortedList()
+        """Sort keys of every workload here, active and parked."""
+        self.local_queue_of: dict[str, tuple[str, str]] = {}
+        """key -> (namespace, LocalQueue name) of every workload here."""
+        self.by_local_queue: dict[str, dict[str, SortedList]] = {}
+        """LocalQueue name -> namespace -> sort keys of its workloads here (keyed by name first: Kueue numbers a
+        ClusterQueue's entries by LocalQueue name alone)."""
         """A set shared by the queues of one state: this queue puts its ``name`` there whenever it parks a
         workload or a shape, so the state finds the queues to flush without looking at every queue. Whoever
         flushes takes the name out once nothing is parked."""
@@ -44,9 +56,12 @@ class ClusterQueueQueue:
     def __len__(self) -> int:
         return len(self.entries) + len(self.inadmissible)
 
-    def push(self, key: str, sort_key: SortKey, shape: object, *, parked: bool = False) -> None:
+    def push(self, key: str, sort_key: SortKey, shape: object, *, parked: bool = False,
+             local_queue: tuple[str, str] = ("", "")) -> None:
+        """Queue ``key``; ``local_queue`` is its (namespace, LocalQueue name)."""
         self.remove(key)
         self.shapes[key] = shape
+        self._index(key, sort_key, local_queue)
         if parked or shape in self.parked_shapes:
             self.inadmissible[key] = sort_key
             self._note_parked()
@@ -58,7 +73,9 @@ class ClusterQueueQueue:
         sk = self.entries.pop(key, None)
         if sk is not None:
             self.active.remove(sk)
-        self.inadmissible.pop(key, None)
+        parked = self.inadmissible.pop(key, None)
+        if sk is not None or parked is not None:
+            self._unindex(key, sk if sk is not None else parked)
         self.shapes.pop(key, None)
         if self.sticky == key:
             self.sticky = None
@@ -100,6 +117,44 @@ class ClusterQueueQueue:
         self.entries = {k: sort_key(k) for k in self.entries}
         self.inadmissible = {k: sort_key(k) for k in self.inadmissible}
         self.active = SortedList(self.entries.values())
+        self.reindex(self.local_queue_of)
+
+    def _index(self, key: str, sort_key: SortKey, local_queue: tuple[str, str]) -> None:
+        self.pending.add(sort_key)
+        self.local_queue_of[key] = local_queue
+        ns, name = local_queue
+        self.by_local_queue.setdefault(name, {}).setdefault(ns, SortedList()).add(sort_key)
+
+    def _unindex(self, key: str, sort_key: SortKey) -> None:
+        self.pending.remove(sort_key)
+        ns, name = self.local_queue_of.pop(key)
+        by_ns = self.by_local_queue[name]
+        keys = by_ns[ns]
+        keys.remove(sort_key)
+        if not keys:
+            del by_ns[ns]
+            if not by_ns:
+                del self.by_local_queue[name]
+
+    def reindex(self, local_queue_of: dict[str, tuple[str, str]]) -> None:
+        """Rebuild the visibility index from ``entries`` and ``inadmissible`` (after a rekey, or a restore that
+        filled them directly); ``local_queue_of`` gives each workload's (namespace, LocalQueue name)."""
+        everything = {**self.entries, **self.inadmissible}
+        self.pending = SortedList(everything.values())
+        self.local_queue_of = {k: local_queue_of[k] for k in sorted(everything)}
+        grouped: dict[str, dict[str, list[SortKey]]] = {}
+        for k, (ns, name) in self.local_queue_of.items():
+            grouped.setdefault(name, {}).setdefault(ns, []).append(everything[k])
+        self.by_local_queue = {name: {ns: SortedList(sks) for ns, sks in by_ns.items()}
+                               for name, by_ns in grouped.items()}
+
+    def sticky_key(self) -> SortKey | None:
+        """The sort key of the sticky preemptor, when it is still here (it leads the visibility order)."""
+        s = self.sticky
+        if s is None:
+            return None
+        sk = self.entries.get(s)
+        return sk if sk is not None else self.inadmissible.get(s)
 
     def head(self) -> str | None:
         if self.sticky is not None and self.sticky in self.entries:

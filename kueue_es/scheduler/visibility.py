@@ -18,6 +18,11 @@ index in the page and ``positionInClusterQueue`` the index in the whole ClusterQ
 is clamped to 0..100000 and ``offset`` (default 0) to at least 0. An unknown ClusterQueue or LocalQueue is
 None here (404 there); a LocalQueue whose ClusterQueue does not exist has nothing pending.
 
+Without Admission Fair Sharing a page is read from the queue's sorted index (:mod:`projections.queues`) by
+bisection — a page deep in a 100,000-workload queue costs about what the first page does, which matters because
+the page is computed on the service's event loop. With it, the whole order is sorted by usage (memoised on the
+state until its next record). :func:`straightforward` is the definition both must agree with.
+
 The item's ``priority`` is the workload's own (``spec.priority``); kueue-es has no priority boost, so it is also
 the priority the queue is ordered by.
 """
@@ -28,12 +33,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
+from sortedcontainers import SortedList
 
 from events import objects as o
 from events.timefmt import format_time
 from kueue_es.scheduler import afs
 from kueue_es.scheduler.config import SchedulerConfig
 from projections.cluster import ClusterState
+from projections.queues import ClusterQueueQueue, SortKey
 
 GROUP = "visibility.kueue.x-k8s.io"
 VERSIONS = ("v1beta2", "v1beta1")
@@ -110,10 +117,97 @@ def _item(state: ClusterState, key: str, in_cq: int, in_lq: int) -> PendingWorkl
 def in_cluster_queue(state: ClusterState, config: SchedulerConfig, cq: str, *, limit: int | None = None,
                      offset: int | None = None) -> list[PendingWorkload] | None:
     """The page of ClusterQueue ``cq``'s pending workloads; None when there is no such ClusterQueue."""
-    order = queue_order(state, config, cq)
-    if order is None:
+    if cq not in state.cluster_queues:
         return None
     limit, offset = bounded(limit, offset)
+    q = state.queues.get(cq)
+    if q is None or afs.enabled_for(config, state, cq):
+        return _cq_page(state, queue_order(state, config, cq) or [], limit, offset)
+    sticky = q.sticky_key()
+    seen_in_lq: dict[str, int] = {}
+    out = []
+    for index, sk in enumerate(_window(q.pending, sticky, offset, limit), offset):
+        key = sk[3]
+        name = state.workloads[key].queue_name
+        in_lq = seen_in_lq.get(name)
+        if in_lq is None:
+            in_lq = 0 if sk == sticky else _before_in_named(q, name, sk, sticky)
+        seen_in_lq[name] = in_lq + 1
+        out.append(_item(state, key, index, in_lq))
+    return out
+
+
+def in_local_queue(state: ClusterState, config: SchedulerConfig, namespace: str, name: str, *,
+                   limit: int | None = None, offset: int | None = None) -> list[PendingWorkload] | None:
+    """The page of LocalQueue ``namespace/name``'s pending workloads; None when there is no such LocalQueue."""
+    lq = state.local_queues.get(f"{namespace}/{name}")
+    if lq is None:
+        return None
+    limit, offset = bounded(limit, offset)
+    cq = lq.spec.cluster_queue
+    q = state.queues.get(cq) if cq in state.cluster_queues else None
+    if q is None:
+        return []
+    if afs.enabled_for(config, state, cq):
+        return _lq_page(state, queue_order(state, config, cq) or [], namespace, name, limit, offset)
+    sticky = q.sticky_key()
+    keys = q.by_local_queue.get(name, {}).get(namespace)
+    if keys is None:
+        return []
+    head = sticky if sticky is not None and q.local_queue_of[sticky[3]] == (namespace, name) else None
+    out: list[PendingWorkload] = []
+    for index, sk in enumerate(_window(keys, head, offset, limit), offset):
+        in_cq = 0 if sk == sticky else q.pending.bisect_left(sk) + (sticky is not None and sticky > sk)
+        out.append(_item(state, sk[3], in_cq, index))
+    return out
+
+
+def _window(keys: SortedList, head: SortKey | None, offset: int, limit: int) -> list[SortKey]:
+    """Positions ``offset``..``offset+limit`` of the sequence ``head`` (when given; it is in ``keys``) then
+    ``keys`` without it."""
+    out: list[SortKey] = []
+    if limit <= 0:
+        return out
+    if head is not None and offset == 0:
+        out.append(head)
+    start = max(offset - (head is not None), 0)
+    if head is not None and keys.bisect_left(head) < start:
+        start += 1  # the head, listed first, is behind the window in ``keys``
+    for sk in keys.islice(start, start + limit + 1):
+        if len(out) >= limit:
+            break
+        if sk != head:
+            out.append(sk)
+    return out
+
+
+def _before_in_named(q: ClusterQueueQueue, name: str, sk: SortKey, sticky: SortKey | None) -> int:
+    """How many of the workloads listed before ``sk`` (not the sticky one) queue in a LocalQueue named ``name``."""
+    count = sum(keys.bisect_left(sk) for keys in q.by_local_queue.get(name, {}).values())
+    if sticky is not None and sticky > sk and q.local_queue_of[sticky[3]][1] == name:
+        count += 1  # listed first, though it sorts after ``sk``
+    return count
+
+
+def straightforward(state: ClusterState, config: SchedulerConfig, cq: str = "", namespace: str = "",
+                    name: str = "", *, limit: int | None = None,
+                    offset: int | None = None) -> list[PendingWorkload] | None:
+    """The page by definition — the whole order, then filtered and counted — for ClusterQueue ``cq`` or else
+    LocalQueue ``namespace/name``. What the index-driven pages are checked against (and the path taken with
+    Admission Fair Sharing)."""
+    limit, offset = bounded(limit, offset)
+    if cq:
+        if cq not in state.cluster_queues:
+            return None
+        return _cq_page(state, queue_order(state, config, cq) or [], limit, offset)
+    lq = state.local_queues.get(f"{namespace}/{name}")
+    if lq is None:
+        return None
+    order = queue_order(state, config, lq.spec.cluster_queue) or []
+    return _lq_page(state, order, namespace, name, limit, offset)
+
+
+def _cq_page(state: ClusterState, order: list[str], limit: int, offset: int) -> list[PendingWorkload]:
     workloads = state.workloads
     seen_in_lq: dict[str, int] = {}
     out = []
@@ -126,14 +220,8 @@ def in_cluster_queue(state: ClusterState, config: SchedulerConfig, cq: str, *, l
     return out
 
 
-def in_local_queue(state: ClusterState, config: SchedulerConfig, namespace: str, name: str, *,
-                   limit: int | None = None, offset: int | None = None) -> list[PendingWorkload] | None:
-    """The page of LocalQueue ``namespace/name``'s pending workloads; None when there is no such LocalQueue."""
-    lq = state.local_queues.get(f"{namespace}/{name}")
-    if lq is None:
-        return None
-    limit, offset = bounded(limit, offset)
-    order = queue_order(state, config, lq.spec.cluster_queue) or []
+def _lq_page(state: ClusterState, order: list[str], namespace: str, name: str, limit: int,
+             offset: int) -> list[PendingWorkload]:
     workloads = state.workloads
     out: list[PendingWorkload] = []
     skipped = 0
