@@ -738,6 +738,7 @@ class ClusterState:
                 self.flagged.pop(key, None)
                 self.pod_templates.pop(key, None)
                 self.retained.pop(key, None)
+                self.metrics.forget_workload(key)
                 if wl.cluster_queue:
                     self._flush_tree(wl.cluster_queue)
             return

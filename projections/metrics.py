@@ -103,6 +103,12 @@ EVICTED = Spec(
     "ClusterQueueStopped, LocalQueueStopped, NodeFailures, Deactivated) and underlying cause (why Kueue "
     "deactivated it: AdmissionCheck, MaximumExecutionTimeExceeded, RequeuingLimitExceeded; empty otherwise).",
     ("cluster_queue", "reason", "underlying_cause", "priority_class"))
+EVICTED_ONCE = Spec(
+    "kueue_evicted_workloads_once_total", "counter",
+    "Workloads evicted, each counted only the first time it is evicted for a reason and underlying cause (as "
+    "evicted_workloads_total counts them): a later eviction of the same workload for the same ones, after a "
+    "requeue say, is not counted again. Kueue keeps the count in the workload's status.schedulingStats.evictions, "
+    "so it starts again only for a new Workload object.", EVICTED.labels)
 READY_WAIT = Spec(
     "kueue_ready_wait_time_seconds", "histogram",
     "Time from a workload's creation, or from its last requeue, until its pods were ready (PodsReady turned "
@@ -116,6 +122,11 @@ PODS_READY_TO_EVICTED = Spec(
     "Time from a workload's pods becoming ready until its eviction, for workloads evicted with their pods ready, "
     "by the reason and underlying cause of evicted_workloads_total.",
     ("cluster_queue", "reason", "underlying_cause"), WAIT_BUCKETS)
+EVICTION_LATENCY = Spec(
+    "kueue_workload_eviction_latency_seconds", "histogram",
+    "Time from a workload's eviction (Evicted=True) until its quota was released and it was pending again, by the "
+    "ClusterQueue it held quota in and the Evicted condition's reason (not observed for a workload that finished "
+    "or was deleted instead).", ("cluster_queue", "reason"), WAIT_BUCKETS)
 PREEMPTED = Spec(
     "kueue_preempted_workloads_total", "counter",
     "Workloads preempted, per ClusterQueue of the preempting workload, by reason: InClusterQueue, "
@@ -162,7 +173,7 @@ COHORT_INFO = Spec(
 SPECS: tuple[Spec, ...] = (
     ADMISSION_ATTEMPTS, PENDING_WORKLOADS, QUOTA_RESERVED, QUOTA_RESERVED_WAIT, ADMITTED_WORKLOADS,
     ADMISSION_WAIT, ADMISSION_CHECKS_WAIT, READY_WAIT, ADMITTED_UNTIL_READY, FINISHED_TOTAL, EXECUTION_TIME,
-    EVICTED, PODS_READY_TO_EVICTED, PREEMPTED,
+    EVICTED, EVICTED_ONCE, PODS_READY_TO_EVICTED, EVICTION_LATENCY, PREEMPTED,
     RESERVING_ACTIVE, ADMITTED_ACTIVE, FINISHED_WORKLOADS, CQ_STATUS, CQ_RESERVATION, CQ_USAGE, CQ_NOMINAL,
     CQ_BORROWING, CQ_LENDING, CQ_INFO, COHORT_INFO,
 )
@@ -222,6 +233,8 @@ class MetricsSnapshot(msgspec.Struct, array_like=True):
     histograms: list[tuple[str, list[tuple[list[str], Observed]]]]
     cycle: int
     attempt: int
+    evicted_once: list[tuple[str, list[tuple[str, str]]]] = []
+    """``MetricsFold.evicted_once``; absent from snapshots older than version 4."""
 
 
 _Seen = tuple[WorkloadInfo, str, str, o.Admission | None, bool]
@@ -232,6 +245,7 @@ reason, its admission and whether its pods were ready. ``ClusterState.apply`` ta
 _QR_WAIT, _ADM_WAIT, _CHECKS_WAIT = QUOTA_RESERVED_WAIT.name, ADMISSION_WAIT.name, ADMISSION_CHECKS_WAIT.name
 _FIN, _EXEC = FINISHED_TOTAL.name, EXECUTION_TIME.name
 _READY_WAIT, _UNTIL_READY, _READY_TO_EVICTED = READY_WAIT.name, ADMITTED_UNTIL_READY.name, PODS_READY_TO_EVICTED.name
+_EVICTED, _EVICTED_ONCE, _EVICTION_LATENCY = EVICTED.name, EVICTED_ONCE.name, EVICTION_LATENCY.name
 _BOUNDS_MS = {s.name: [round(b * 1000) for b in s.buckets] for s in FOLDED if s.kind == "histogram"}
 
 
@@ -243,7 +257,7 @@ class MetricsFold:
 
     The hooks are on the fold's hot path: one per event type, the work inline, the series tables made once."""
 
-    __slots__ = ("attempt", "counters", "cycle", "histograms")
+    __slots__ = ("attempt", "counters", "cycle", "evicted_once", "histograms")
 
     def __init__(self) -> None:
         self.counters: dict[str, dict[tuple[str, ...], int]] = {s.name: {} for s in FOLDED if s.kind == "counter"}
@@ -253,6 +267,10 @@ class MetricsFold:
         """Cycle number of the last decision folded."""
         self.attempt = _NONE
         """How that cycle counts in ``admission_attempts_total`` so far."""
+        self.evicted_once: dict[str, tuple[tuple[str, str], ...]] = {}
+        """Workload key -> the (reason, underlying cause) pairs ``evicted_workloads_once_total`` has counted it
+        under, in the order counted: Kueue's ``status.schedulingStats.evictions``, which the projection does not
+        otherwise keep. Only workloads evicted at least once; a workload's entry goes with it (:meth:`forget_workload`)."""
 
     def count_attempt(self, result: int) -> None:
         """The cycle of the decision just folded tried to admit (``result`` > what it counted as so far)."""
@@ -273,6 +291,11 @@ class MetricsFold:
                     for labels in [k for k in series if k[0] == cq]:
                         del series[labels]
 
+    def forget_workload(self, key: str) -> None:
+        """Workload ``key`` was deleted (or replaced by another of the same name): a new Workload object starts
+        with no scheduling stats, so its evictions count once again."""
+        self.evicted_once.pop(key, None)
+
     # --- snapshots ----------------------------------------------------------------------------------------
 
     def snapshot(self) -> MetricsSnapshot:
@@ -281,7 +304,8 @@ class MetricsFold:
                       for name in sorted(self.counters) if self.counters[name]],
             histograms=[(name, [(list(k), v) for k, v in sorted(self.histograms[name].items())])
                         for name in sorted(self.histograms) if self.histograms[name]],
-            cycle=self.cycle, attempt=self.attempt)
+            cycle=self.cycle, attempt=self.attempt,
+            evicted_once=[(k, [tuple(p) for p in v]) for k, v in sorted(self.evicted_once.items())])
 
     @classmethod
     def restore(cls, snap: MetricsSnapshot) -> MetricsFold:
@@ -293,6 +317,7 @@ class MetricsFold:
             if name in m.histograms:
                 m.histograms[name] = {tuple(k): list(v) for k, v in series}
         m.cycle, m.attempt = snap.cycle, snap.attempt
+        m.evicted_once = {k: tuple((reason, cause) for reason, cause in v) for k, v in snap.evicted_once}
         return m
 
 
@@ -369,12 +394,44 @@ def _evicted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) ->
     else:  # Deactivated, or DeactivatedDueTo<cause>: Kueue's reason is Deactivated, the rest its cause
         reason, cause = "Deactivated", e.reason.removeprefix("Deactivated").removeprefix("DueTo")
     labels = (adm.cluster_queue, reason, cause, wl.priority_class)
-    series = m.counters[EVICTED.name]
+    series = m.counters[_EVICTED]
     series[labels] = series.get(labels, 0) + 1
+    counted = m.evicted_once.get(wl.key, ())
+    if (reason, cause) not in counted:  # the first eviction of this workload for this reason and cause
+        m.evicted_once[wl.key] = (*counted, (reason, cause))
+        series = m.counters[_EVICTED_ONCE]
+        series[labels] = series.get(labels, 0) + 1
     if ready:  # Kueue times the eviction from PodsReady=True, which it writes only under waitForPodsReady
         since = _condition_time(wl, "PodsReady")
         if since is not None and state.waits_for_pods_ready:
             _observe(m.histograms[_READY_TO_EVICTED], _BOUNDS_MS[_READY_TO_EVICTED], labels[:3], e.time - since)
+
+
+def _deactivated(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
+    """A deactivation evicts a workload holding quota (unless it was evicted already) and, in the projection,
+    releases its quota at once."""
+    _evicted(m, state, e, seen)
+    if seen is not None and seen[1] in (RESERVED, ADMITTED) and seen[0].phase == PENDING and seen[3] is not None:
+        _released(m, seen[0], seen[3].cluster_queue, e.time)
+
+
+def _requeued(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
+    """With ``release``, the reservation of a workload whose job has stopped is cleared: it is pending again."""
+    _decided(m, state, e, seen)
+    if e.release and seen is not None and seen[1] in (RESERVED, ADMITTED) and seen[0].phase == PENDING \
+            and seen[3] is not None:
+        _released(m, seen[0], seen[3].cluster_queue, e.time)
+
+
+def _released(m: MetricsFold, wl: WorkloadInfo, cq: str, time: int) -> None:
+    """Workload ``wl`` went from holding quota in ``cq`` to pending: when it shows Evicted=True, Kueue's workload
+    controller observes the eviction latency, from the condition's last transition (whole seconds, as
+    Kubernetes stores it) under its reason."""
+    c = wl.condition("Evicted")
+    if c is None or c.status != "True" or not c.last_transition_time:
+        return
+    _observe(m.histograms[_EVICTION_LATENCY], _BOUNDS_MS[_EVICTION_LATENCY], (cq, c.reason),
+             time - parse_time(c.last_transition_time))
 
 
 def _pods_ready(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
@@ -442,13 +499,14 @@ METERED: dict[type, Any] = {
     ev.WorkloadAdmitted: _admitted,
     ev.WorkloadPreempted: _evicted,
     ev.WorkloadEvicted: _evicted,
-    ev.WorkloadDeactivated: _evicted,
+    ev.WorkloadDeactivated: _deactivated,
+    ev.WorkloadRequeued: _requeued,
     ev.WorkloadFinished: _finished,
     ev.PodsReadyChanged: _pods_ready,
 }
 """Event type -> its hook (every decision has one, for the admission attempts)."""
 NEEDS_BEFORE = frozenset({ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadPreempted, ev.WorkloadEvicted,
-                          ev.WorkloadDeactivated, ev.WorkloadFinished, ev.PodsReadyChanged})
+                          ev.WorkloadDeactivated, ev.WorkloadRequeued, ev.WorkloadFinished, ev.PodsReadyChanged})
 """The event types whose hook needs the workload as it was before (:data:`_Seen`): events about one workload,
 which ``ClusterState.apply`` looks the workload up for anyway."""
 

@@ -22,13 +22,15 @@ from projections.queue_order import order_of
 from projections.queues import ClusterQueueQueue
 from projections.workloads import WorkloadInfo, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 3
+SNAPSHOT_VERSION = 4
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
-(``metrics``)."""
-READABLE_VERSIONS = (1, 2, 3)
+(``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
+(``metrics.evicted_once``)."""
+READABLE_VERSIONS = (1, 2, 3, 4)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
-counters count from the snapshot's offset on."""
+counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
+for a reason a workload was already evicted for before the snapshot is counted once more."""
 
 Shape = tuple[int, bytes]
 

@@ -200,6 +200,124 @@ def test_evictions_by_reason_and_underlying_cause() -> None:
     assert len(series(log.state, "kueue_evicted_workloads_total")) == 2
 
 
+def evict(key: str, reason: str = "PodsReadyTimeout") -> tuple[type, dict]:
+    return ev.WorkloadEvicted, {"key": key, "reason": reason, "message": "m"}
+
+
+def release(key: str, reason: str = "PodsReadyTimeout") -> tuple[type, dict]:
+    """The job stopped: the reservation is cleared and the workload is pending again."""
+    return ev.WorkloadRequeued, {"key": key, "status": False, "reason": reason, "release": True}
+
+
+def test_evicted_once_counts_a_workloads_first_eviction_per_reason_and_cause() -> None:
+    log = Log()
+    cluster(log)
+    s = log.state
+    log.decide(T0 + 1000, reserve("ns/w2", "cq-b"), admit("ns/w2"))
+    log.decide(T0 + 2000, evict("ns/w2"))
+    log.decide(T0 + 3000, release("ns/w2"))
+    log.decide(T0 + 4000, reserve("ns/w2", "cq-b"), admit("ns/w2"))
+    log.decide(T0 + 5000, evict("ns/w2"))  # the same reason again, after a requeue: not counted once more
+    assert series(s, "kueue_evicted_workloads_total") == {("cq-b", "PodsReadyTimeout", "", ""): 2}
+    assert series(s, "kueue_evicted_workloads_once_total") == {("cq-b", "PodsReadyTimeout", "", ""): 1}
+    log.decide(T0 + 6000, release("ns/w2"))
+    log.decide(T0 + 7000, reserve("ns/w2", "cq-b"), admit("ns/w2"))
+    log.decide(T0 + 8000, (ev.WorkloadPreempted, {"key": "ns/w2", "reason": "InClusterQueue", "message": "p",
+                                                  "preemptor": "ns/w3"}))  # another reason: counted
+    log.decide(T0 + 9000, (ev.WorkloadRequeued, {"key": "ns/w2", "status": True, "reason": "Preempted",
+                                                 "release": True}))
+    log.decide(T0 + 10_000, reserve("ns/w2", "cq-b"), admit("ns/w2"))
+    # Deactivated with two different underlying causes: each counted the first time
+    log.decide(T0 + 11_000, (ev.WorkloadDeactivated, {"key": "ns/w2", "reason": "DeactivatedDueToRequeuingLimitExceeded",
+                                                      "message": "m"}))
+    assert series(s, "kueue_evicted_workloads_once_total") == {
+        ("cq-b", "PodsReadyTimeout", "", ""): 1,
+        ("cq-b", "Preempted", "", ""): 1,
+        ("cq-b", "Deactivated", "RequeuingLimitExceeded", ""): 1,
+    }
+    # w3 is another workload: its first PodsReadyTimeout counts
+    log.decide(T0 + 12_000, reserve("ns/w3", "cq-b"), admit("ns/w3"))
+    log.decide(T0 + 13_000, evict("ns/w3"))
+    assert sample(s, "kueue_evicted_workloads_once_total", cluster_queue="cq-b", reason="PodsReadyTimeout",
+                  underlying_cause="", priority_class="") == 2
+    assert series(s, "kueue_evicted_workloads_total")[("cq-b", "PodsReadyTimeout", "", "")] == 3
+
+
+def test_a_new_workload_object_of_the_same_name_counts_its_evictions_once_again() -> None:
+    log = Log()
+    cluster(log)
+    s = log.state
+    log.decide(T0 + 1000, reserve("ns/w2", "cq-b"), admit("ns/w2"))
+    log.decide(T0 + 2000, evict("ns/w2"))
+    log.observe(ev.ObjectDeleted(time=T0 + 3000, kind="Workload", key="ns/w2"))
+    assert s.metrics.evicted_once == {}
+    log.observe(upsert(workload(NS, "w2", queue="lq-b", created=T0 + 4000), T0 + 4000))
+    log.decide(T0 + 5000, reserve("ns/w2", "cq-b"), admit("ns/w2"))
+    log.decide(T0 + 6000, evict("ns/w2"))
+    assert series(s, "kueue_evicted_workloads_once_total") == {("cq-b", "PodsReadyTimeout", "", ""): 2}
+
+
+def test_eviction_latency_from_the_eviction_to_the_release_of_the_quota() -> None:
+    log = Log()
+    cluster(log)
+    s = log.state
+    log.decide(T0 + 1000, reserve("ns/w1", "cq-a"), admit("ns/w1"), reserve("ns/w2", "cq-b"), admit("ns/w2"))
+    log.decide(T0 + 2000, (ev.WorkloadPreempted, {"key": "ns/w1", "reason": "InCohortReclamation", "message": "p",
+                                                  "preemptor": "ns/w3"}), evict("ns/w2"))
+    assert series(s, "kueue_workload_eviction_latency_seconds") == {}  # evicted, quota still held
+    log.observe(ev.JobStopped(time=T0 + 30_000, key="ns/w1"))
+    log.decide(T0 + 32_500, (ev.WorkloadRequeued, {"key": "ns/w1", "status": True, "reason": "Preempted",
+                                                   "release": True}))
+    buckets, total = histogram(s, "kueue_workload_eviction_latency_seconds", cluster_queue="cq-a",
+                               reason="Preempted")
+    assert list(buckets) == [*map(repr, WAIT_BUCKETS), "+Inf"]
+    assert (buckets["20.0"], buckets["40.0"], buckets["+Inf"], total) == (0, 1, 1, 30.5)  # released - evicted
+    # a Requeued change without release releases nothing: nothing observed
+    log.decide(T0 + 40_000, (ev.WorkloadRequeued, {"key": "ns/w2", "status": False, "reason": "PodsReadyTimeout"}))
+    assert set(series(s, "kueue_workload_eviction_latency_seconds")) == {("cq-a", "Preempted")}
+    log.decide(T0 + 42_000, release("ns/w2"))
+    assert series(s, "kueue_workload_eviction_latency_seconds")[("cq-b", "PodsReadyTimeout")] == (
+        [0] * 5 + [1] * 10, 40.0)  # le=40 holds 40 s
+    # a release of a workload not evicted is no eviction's end
+    log.decide(T0 + 43_000, reserve("ns/w3", "cq-b"))
+    log.decide(T0 + 44_000, (ev.WorkloadRequeued, {"key": "ns/w3", "status": True, "reason": "x", "release": True}))
+    assert len(series(s, "kueue_workload_eviction_latency_seconds")) == 2
+    # a deactivation releases at once, from its own eviction or from an earlier one; the condition's reason
+    log.decide(T0 + 45_000, reserve("ns/w2", "cq-b"), admit("ns/w2"))
+    log.decide(T0 + 46_000, (ev.WorkloadDeactivated, {"key": "ns/w2", "reason": "DeactivatedDueToRequeuingLimitExceeded",
+                                                      "message": "m"}))
+    assert series(s, "kueue_workload_eviction_latency_seconds")[("cq-b", "DeactivatedDueToRequeuingLimitExceeded")] \
+        == ([1] * 15, 0.0)
+    log.decide(T0 + 46_500, reserve("ns/w3", "cq-b"))
+    log.decide(T0 + 47_000, evict("ns/w3", "AdmissionCheck"))
+    log.decide(T0 + 50_000, (ev.WorkloadDeactivated, {"key": "ns/w3", "reason": "Deactivated", "message": "m"}))
+    assert series(s, "kueue_workload_eviction_latency_seconds")[("cq-b", "Deactivated")] == ([0, 0, 1, *[1] * 12], 3.0)
+    # an evicted workload that finishes instead is not pending again: nothing observed
+    log.decide(T0 + 51_000, reserve("ns/w2", "cq-b"))
+    log.decide(T0 + 52_000, evict("ns/w2"))
+    log.observe(ev.WorkloadFinished(time=T0 + 53_000, key="ns/w2"))
+    assert len(series(s, "kueue_workload_eviction_latency_seconds")) == 4
+
+
+def test_eviction_metrics_after_a_snapshot_and_the_tail_equal_a_full_fold() -> None:
+    log = Log()
+    cluster(log)
+    log.decide(T0 + 1000, reserve("ns/w2", "cq-b"), admit("ns/w2"))
+    log.decide(T0 + 2000, evict("ns/w2"))
+    log.decide(T0 + 5000, release("ns/w2"))
+    log.decide(T0 + 6000, reserve("ns/w2", "cq-b"), admit("ns/w2"))
+    log.decide(T0 + 7000, evict("ns/w2"))  # not counted once more, whatever the snapshot cut
+    log.decide(T0 + 9000, release("ns/w2"))
+    full = fold(log.records)
+    assert series(full, "kueue_evicted_workloads_once_total") == {("cq-b", "PodsReadyTimeout", "", ""): 1}
+    assert series(full, "kueue_workload_eviction_latency_seconds") == {("cq-b", "PodsReadyTimeout"): (
+        [0, 1, 2, *[2] * 12], 5.0)}
+    for cut in range(len(log.records) + 1):
+        restored = _restored_then_rest(log.records, cut)
+        assert families(restored) == families(full), f"snapshot at {cut}"
+        assert snapshot.digest(restored) == snapshot.digest(full), f"snapshot at {cut}"
+
+
 def test_a_workload_finished_without_quota_counts_under_no_cluster_queue() -> None:
     log = Log()
     cluster(log)
