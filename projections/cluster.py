@@ -35,6 +35,7 @@ from projections.deadlines import DueIndex
 from projections.metrics import METERED, NEEDS_BEFORE, MetricsFold
 from projections.pod_adjustment import LimitSummary, summarize
 from projections.pods_ready import waits_for_pods_ready
+from projections.pods_ready_condition import pods_ready_condition
 from projections.queue_order import DEFAULT_ORDER, QueueOrder, order_of
 from projections.queues import ClusterQueueQueue, SortKey
 from projections.quota import QuotaTree, build_quota_tree
@@ -336,7 +337,7 @@ class ClusterState:
                 wl = workloads.get(e.key)
                 before = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
                 if wl is not None and t in NEEDS_BEFORE:  # what the metrics see change (projections.metrics)
-                    seen = (wl, wl.phase, wl.evicted, wl.admission, wl.pods_ready)
+                    seen = (wl, wl.phase, wl.evicted, wl.admission, wl.pods_ready, wl.conditions)
                 handler(self, e)
                 wl = workloads.get(e.key)
                 after = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
@@ -467,6 +468,7 @@ class ClusterState:
             wl.job_stopped = True
             if wl.evicted and wl.reserving:
                 self.awaiting_release.add(wl.key)
+                self._keep_pods_ready(wl, False, e.time)  # the stopped Job's pods are gone
 
     def _on_reclaimable(self, e: ev.ReclaimablePodsChanged) -> None:
         wl = self.workloads.get(e.key)
@@ -517,14 +519,24 @@ class ClusterState:
                 self.touched[key] = None
 
     def _on_pods_ready(self, e: ev.PodsReadyChanged) -> None:
+        """The flag the scheduler reads follows the event; the condition follows Kueue's rule (its reason is the
+        rule's, not the event's), and only under waitForPodsReady."""
         wl = self.workloads.get(e.key)
         if wl is not None:
             wl.pods_ready = e.ready
-            if e.ready:
-                wl.set_condition("PodsReady", "True", e.reason or "Started", "All pods reached readiness", e.time)
-            else:
-                wl.set_condition("PodsReady", "False", e.reason or "WaitForRecovery",
-                                 "At least one pod has failed, waiting for recovery", e.time)
+            if self.waits_for_pods_ready:
+                self._set_pods_ready(wl, e.ready, e.time)
+
+    def _keep_pods_ready(self, wl: WorkloadInfo, ready: bool, time: int) -> None:
+        """Admission changed: a PodsReady condition a job integration keeps (one is shown) is written anew."""
+        if wl.condition("PodsReady") is not None and self.waits_for_pods_ready:
+            self._set_pods_ready(wl, ready, time)
+
+    @staticmethod
+    def _set_pods_ready(wl: WorkloadInfo, ready: bool, time: int) -> None:
+        current = wl.condition("PodsReady")
+        admitted = wl.phase == ADMITTED and _true(wl.condition("Admitted"))
+        wl.set_condition("PodsReady", *pods_ready_condition(current, admitted, ready), time)
 
     def _on_check_state(self, e: ev.AdmissionCheckStateChanged | ev.AdmissionCheckUpdated) -> None:
         """A check's new state (observed from another controller, or decided by kueue-es's own): Kueue's
@@ -1179,6 +1191,7 @@ class ClusterState:
             if c is not None and c.status == "True":
                 wl.set_condition(t, "False", "QuotaReserved", f"Previously: {c.message}", e.time)
         wl.evicted = ""
+        self._keep_pods_ready(wl, False, e.time)
         self.reflag(wl)
 
     def _admitted(self, e: ev.WorkloadAdmitted) -> None:
@@ -1188,6 +1201,7 @@ class ClusterState:
         wl.phase = ADMITTED
         wl.admitted_at = e.time
         wl.set_condition("Admitted", "True", "Admitted", e.message or "The workload is admitted", e.time)
+        self._keep_pods_ready(wl, wl.pods_ready, e.time)
         self._afs_record(wl, 1)
 
     def _pending(self, e: ev.WorkloadPending) -> None:
@@ -1252,6 +1266,7 @@ class ClusterState:
             self._refresh_pod_sets(wl)  # pending again: counted as Kueue adjusts it now, not as when admitted
             wl.set_condition("QuotaReserved", "False", "PendingEvaluation", e.message, e.time)
             _sync_admitted(wl, e.time)
+            self._keep_pods_ready(wl, False, e.time)
             cq = wl.cluster_queue
             wl.cluster_queue = ""
             if cq:
@@ -1284,6 +1299,7 @@ class ClusterState:
             self._refresh_pod_sets(wl)
             wl.set_condition("QuotaReserved", "False", "Deactivated", "The workload is deactivated", e.time)
             _sync_admitted(wl, e.time)
+            self._keep_pods_ready(wl, False, e.time)
             wl.set_condition("Requeued", "False", e.reason, e.message, e.time)
             self._sync_checks(wl)
         self._dequeue(wl)

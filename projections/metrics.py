@@ -237,10 +237,10 @@ class MetricsSnapshot(msgspec.Struct, array_like=True):
     """``MetricsFold.evicted_once``; absent from snapshots older than version 4."""
 
 
-_Seen = tuple[WorkloadInfo, str, str, o.Admission | None, bool]
+_Seen = tuple[WorkloadInfo, str, str, o.Admission | None, bool, tuple[o.Condition, ...]]
 """A workload just before an event is folded: the workload (the same object after), its phase, its Evicted
-reason, its admission and whether its pods were ready. ``ClusterState.apply`` takes it for the events of
-:data:`NEEDS_BEFORE`."""
+reason, its admission, whether its pods were ready and its conditions (the event may rewrite PodsReady, which
+an eviction is timed from). ``ClusterState.apply`` takes it for the events of :data:`NEEDS_BEFORE`."""
 
 _QR_WAIT, _ADM_WAIT, _CHECKS_WAIT = QUOTA_RESERVED_WAIT.name, ADMISSION_WAIT.name, ADMISSION_CHECKS_WAIT.name
 _FIN, _EXEC = FINISHED_TOTAL.name, EXECUTION_TIME.name
@@ -379,7 +379,7 @@ def _evicted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) ->
     _decided(m, state, e, seen)
     if seen is None:
         return
-    wl, phase, evicted, adm, ready = seen
+    wl, phase, evicted, adm, ready, conditions = seen
     if evicted or adm is None or phase not in (RESERVED, ADMITTED) or not wl.evicted:
         return
     t = type(e)
@@ -402,7 +402,7 @@ def _evicted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) ->
         series = m.counters[_EVICTED_ONCE]
         series[labels] = series.get(labels, 0) + 1
     if ready:  # Kueue times the eviction from PodsReady=True, which it writes only under waitForPodsReady
-        since = _condition_time(wl, "PodsReady")
+        since = _true_since(next((c for c in conditions if c.type == "PodsReady"), None))
         if since is not None and state.waits_for_pods_ready:
             _observe(m.histograms[_READY_TO_EVICTED], _BOUNDS_MS[_READY_TO_EVICTED], labels[:3], e.time - since)
 
@@ -453,7 +453,10 @@ def _pods_ready(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None)
 def _condition_time(wl: WorkloadInfo, type_: str) -> int | None:
     """The last transition of the workload's condition ``type_`` when it is True (whole seconds, as Kubernetes
     stores it), else None."""
-    c = wl.condition(type_)
+    return _true_since(wl.condition(type_))
+
+
+def _true_since(c: o.Condition | None) -> int | None:
     if c is None or c.status != "True" or not c.last_transition_time:
         return None
     return parse_time(c.last_transition_time)

@@ -33,6 +33,9 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
 * **evicted**, suspended and no active pod → ``JobStopped`` (the scheduler then gives the quota back);
 * **running**: ``PodsReadyChanged`` when ready + succeeded pods reach the admitted count (``Started``, or
   ``Recovered`` after a loss), and back to not ready (``WaitForRecovery``) — what waitForPodsReady counts on;
+  under waitForPodsReady, a Workload that shows no PodsReady condition yet (pending, or admitted with its pods
+  not ready) gets ``PodsReadyChanged(ready=False, WaitForStart)``, Kueue's first write; what the condition shows
+  after that through admission, eviction and re-admission the fold derives (:mod:`projections.pods_ready_condition`);
 * **pods succeeded** (any Workload not finished): ``ReclaimablePodsChanged`` when the pods the Job no longer
   needs differ from the Workload's ``status.reclaimablePods`` — Kueue's count for a Job: with parallelism above 1
   and some pods succeeded, the parallelism less the completions still to come, when that is positive (the
@@ -91,6 +94,7 @@ from connectors.k8s.writer import desired_status, observed_status
 from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
+from projections.pods_ready_condition import WAIT_FOR_START
 from projections.workloads import ADMITTED, FINISHED, WorkloadInfo, topology_request_from_annotations
 
 log = structlog.get_logger("kueue_es.k8s.jobs")
@@ -279,6 +283,9 @@ class JobIntegration:
         admitted = wl.phase == ADMITTED and not wl.evicted and wl.active
         if admitted and not job.spec.suspend and STOPPING not in job.metadata.annotations:
             await self._pods_ready(job, wl)
+        elif wl.phase != FINISHED and not wl.pods_ready and self._keeps_no_pods_ready(wl):
+            await self._append_once(wl, ev.PodsReadyChanged(time=_now(), key=wl.key, uid=wl.uid, ready=False,
+                                                            reason=WAIT_FOR_START))
         if admitted and not is_running(job):
             if admission_shown(wl, obs):
                 await self._once(key, "start", job, self._start(job, wl, obs))
@@ -334,6 +341,9 @@ class JobIntegration:
                 count = sum(counts)
         ready = (job.status.ready or 0) + job.status.succeeded >= count
         if ready == wl.pods_ready:
+            if not ready and self._keeps_no_pods_ready(wl):
+                await self._append_once(wl, ev.PodsReadyChanged(time=_now(), key=wl.key, uid=wl.uid, ready=False,
+                                                                reason=WAIT_FOR_START))
             return
         if ready:
             prior = wl.condition("PodsReady")
@@ -343,6 +353,12 @@ class JobIntegration:
         else:
             await self._append_once(wl, ev.PodsReadyChanged(time=_now(), key=wl.key, uid=wl.uid, ready=False,
                                                             reason="WaitForRecovery"))
+
+    def _keeps_no_pods_ready(self, wl: WorkloadInfo) -> bool:
+        """Under waitForPodsReady Kueue's reconciler writes PodsReady on its first pass over a Workload, admitted
+        or not (WaitForStart); the fold keeps it from there (:mod:`projections.pods_ready_condition`). One not
+        written yet is this pass's to write."""
+        return self.state.waits_for_pods_ready and wl.condition("PodsReady") is None
 
     # --- actions -------------------------------------------------------------------------------------------
 

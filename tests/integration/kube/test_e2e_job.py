@@ -89,6 +89,14 @@ async def test_job_is_admitted_runs_and_is_preempted_by_a_higher_priority_job(ku
             assert labels["kueue.x-k8s.io/podset"] == "main"
             assert labels["kueue.x-k8s.io/local-queue-name"] == "user-queue"
             assert labels["kueue.x-k8s.io/cluster-queue-name"] == cq
+            # Kueue's reconciler writes PodsReady=False (WaitForStart) before the pods are ready
+            async def waits_for_start(name: str) -> dict[str, Any] | None:
+                wl = await get(kc, "Workload", name, ns)
+                c = _cond(wl, "PodsReady")
+                return wl if c is not None and (c["status"], c["reason"]) == ("False", "WaitForStart") else None
+
+            wl = await eventually(lambda: waits_for_start(low_wl), what="PodsReady=False WaitForStart on low")
+            assert _cond(wl, "PodsReady")["message"] == "Not all pods are ready or succeeded"
             # play the job controller: the pods run and are ready
             await kc.patch(JOBS, "low", {"status": {"startTime": NOW, "active": 1, "ready": 1}}, ns,
                            subresource="status")
@@ -99,6 +107,7 @@ async def test_job_is_admitted_runs_and_is_preempted_by_a_higher_priority_job(ku
 
             wl = await eventually(pods_ready, what="PodsReady=True on the low Workload")
             assert _cond(wl, "PodsReady")["reason"] == "Started"
+            assert _cond(wl, "PodsReady")["message"] == "All pods reached readiness and the workload is running"
 
             # --- a higher-priority Job preempts it ------------------------------------------------------------
             high = await create(kc, job(ns, "high", "user-queue", cpu="2",
@@ -141,6 +150,7 @@ async def test_job_is_admitted_runs_and_is_preempted_by_a_higher_priority_job(ku
             wl = await get(kc, "Workload", low_wl, ns)
             assert not _true(wl, "QuotaReserved") and "admission" not in wl["status"]
             assert _cond(wl, "Requeued")["status"] == "True"
+            assert (_cond(wl, "PodsReady")["status"], _cond(wl, "PodsReady")["reason"]) == ("False", "WaitForStart")
             assert (await get(kc, "Job", "low", ns))["spec"]["suspend"] is True
 
             # --- the high Job completes: the low one is admitted and started again ------------------------------
@@ -155,6 +165,9 @@ async def test_job_is_admitted_runs_and_is_preempted_by_a_higher_priority_job(ku
             await eventually(lambda: admitted(low_wl), what="the low Workload to be admitted again")
             j = await eventually(lambda: running("low"), what="the low Job to run again")
             assert j["spec"]["template"]["spec"]["nodeSelector"]["instance-type"] == f"on-demand-{sfx}"
+            # given quota again, it waits for a start: the readiness of its first admission is not shown
+            c = _cond(await get(kc, "Workload", low_wl, ns), "PodsReady")
+            assert (c["status"], c["reason"]) == ("False", "WaitForStart")
 
             # --- every decision reached the cluster ---------------------------------------------------------
             await eventually(lambda: not journal.mirror.pending.get(f"{ns}/{low_wl}")
