@@ -7,8 +7,10 @@ parked together (Kueue's scheduling-equivalence hashing) and new arrivals of a p
 until the next flush.
 
 For the visibility API, which lists every pending workload (active and parked) in queue order and numbers
-them within their LocalQueues, each queue also indexes its sort keys as one sorted list and per LocalQueue, so
-that a page deep in a large queue is found by bisection instead of by a pass over everything before it.
+them within their LocalQueues, a queue can also index its sort keys as one sorted list and per LocalQueue, so
+that a page deep in a large queue is found by bisection instead of by a pass over everything before it. The
+index is built by the first reader (:meth:`ClusterQueueQueue.indexed`) and kept from then on: a replay, which
+never asks, does not pay for three sorted lists per queued workload.
 """
 
 from __future__ import annotations
@@ -38,8 +40,8 @@ class ClusterQueueQueue:
         """BestEffortFIFO's sticky preemptor: the workload last requeued while waiting for its preemptions."""
         self.name = name
         self.parked_in = parked_in
-        self.pending: SortedList = SortedList()
-        """Sort keys of every workload here, active and parked."""
+        self.pending: SortedList | None = None
+        """Sort keys of every workload here, active and parked (None until :meth:`indexed` is first called)."""
         self.local_queue_of: dict[str, tuple[str, str]] = {}
         """key -> (namespace, LocalQueue name) of every workload here."""
         self.by_local_queue: dict[str, dict[str, SortedList]] = {}
@@ -117,17 +119,23 @@ class ClusterQueueQueue:
         self.entries = {k: sort_key(k) for k in self.entries}
         self.inadmissible = {k: sort_key(k) for k in self.inadmissible}
         self.active = SortedList(self.entries.values())
-        self.reindex(self.local_queue_of)
+        if self.pending is not None:
+            self.pending = None
+            self.indexed()
 
     def _index(self, key: str, sort_key: SortKey, local_queue: tuple[str, str]) -> None:
-        self.pending.add(sort_key)
         self.local_queue_of[key] = local_queue
+        if self.pending is None:
+            return
+        self.pending.add(sort_key)
         ns, name = local_queue
         self.by_local_queue.setdefault(name, {}).setdefault(ns, SortedList()).add(sort_key)
 
     def _unindex(self, key: str, sort_key: SortKey) -> None:
-        self.pending.remove(sort_key)
         ns, name = self.local_queue_of.pop(key)
+        if self.pending is None:
+            return
+        self.pending.remove(sort_key)
         by_ns = self.by_local_queue[name]
         keys = by_ns[ns]
         keys.remove(sort_key)
@@ -136,17 +144,19 @@ class ClusterQueueQueue:
             if not by_ns:
                 del self.by_local_queue[name]
 
-    def reindex(self, local_queue_of: dict[str, tuple[str, str]]) -> None:
-        """Rebuild the visibility index from ``entries`` and ``inadmissible`` (after a rekey, or a restore that
-        filled them directly); ``local_queue_of`` gives each workload's (namespace, LocalQueue name)."""
+    def indexed(self) -> ClusterQueueQueue:
+        """This queue with its visibility index (``pending``, ``by_local_queue``) built, from ``entries``,
+        ``inadmissible`` and ``local_queue_of``; once built, it is kept up to date."""
+        if self.pending is not None:
+            return self
         everything = {**self.entries, **self.inadmissible}
         self.pending = SortedList(everything.values())
-        self.local_queue_of = {k: local_queue_of[k] for k in sorted(everything)}
         grouped: dict[str, dict[str, list[SortKey]]] = {}
         for k, (ns, name) in self.local_queue_of.items():
             grouped.setdefault(name, {}).setdefault(ns, []).append(everything[k])
         self.by_local_queue = {name: {ns: SortedList(sks) for ns, sks in by_ns.items()}
                                for name, by_ns in grouped.items()}
+        return self
 
     def sticky_key(self) -> SortKey | None:
         """The sort key of the sticky preemptor, when it is still here (it leads the visibility order)."""

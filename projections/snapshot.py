@@ -187,8 +187,8 @@ def restore(snap: Snapshot) -> ClusterState:
             q.shapes[sk[3]] = state.workloads[sk[3]].shape
         q.parked_shapes = {(prio, shape) for prio, shape in qs.parked_shapes}
         q.sticky = qs.sticky
-        q.reindex({k: (state.workloads[k].namespace, state.workloads[k].queue_name)
-                   for k in (*q.entries, *q.inadmissible)})
+        q.local_queue_of = {k: (state.workloads[k].namespace, state.workloads[k].queue_name)
+                            for k in sorted((*q.entries, *q.inadmissible))}
         if q.inadmissible or q.parked_shapes:
             state.parked_queues.add(qs.cluster_queue)
         state.queues[qs.cluster_queue] = q

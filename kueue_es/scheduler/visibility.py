@@ -123,6 +123,7 @@ def in_cluster_queue(state: ClusterState, config: SchedulerConfig, cq: str, *, l
     q = state.queues.get(cq)
     if q is None or afs.enabled_for(config, state, cq):
         return _cq_page(state, queue_order(state, config, cq) or [], limit, offset)
+    q = q.indexed()
     sticky = q.sticky_key()
     seen_in_lq: dict[str, int] = {}
     out = []
@@ -150,6 +151,7 @@ def in_local_queue(state: ClusterState, config: SchedulerConfig, namespace: str,
         return []
     if afs.enabled_for(config, state, cq):
         return _lq_page(state, queue_order(state, config, cq) or [], namespace, name, limit, offset)
+    q = q.indexed()
     sticky = q.sticky_key()
     keys = q.by_local_queue.get(name, {}).get(namespace)
     if keys is None:

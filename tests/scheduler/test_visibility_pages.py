@@ -1,7 +1,8 @@
 """The visibility pages read from the queue's sorted index agree with the pages by definition (the whole queue
 order, filtered and counted): for random queues — workloads of several priorities and creation times in
 same-named LocalQueues of two namespaces, some parked, some gone again, one perhaps the sticky preemptor — and
-random offsets and limits, on both endpoints, and after a snapshot restore."""
+random offsets and limits, on both endpoints, and after a snapshot restore; with the index built when first
+read, or earlier and kept up to date through later arrivals, parkings and removals."""
 
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ NAMESPACES = ("ns-a", "ns-b")
 NAMES = ("lq-x", "lq-y", "lq-z")
 
 
-def _state(workloads: list[tuple[int, int, int, int]]) -> ClusterState:
+def _state(workloads: list[tuple[int, int, int, int]], index_after: int | None = None) -> ClusterState:
+    """``index_after``: build the queue's visibility index once that many workloads are queued, so that the
+    rest are added to an index kept up to date rather than to one built when first read."""
     state = ClusterState()
     n = 0
 
@@ -41,6 +44,8 @@ def _state(workloads: list[tuple[int, int, int, int]]) -> ClusterState:
             put({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
                  "metadata": {"name": name, "namespace": ns}, "spec": {"clusterQueue": "cq"}})
     for i, (ns, name, priority, second) in enumerate(workloads):
+        if i == index_after and "cq" in state.queues:
+            state.queues["cq"].indexed()
         namespace = NAMESPACES[ns]
         put({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
              "metadata": {"name": f"w-{i}", "namespace": namespace, "uid": f"u-{i:03d}",
@@ -58,7 +63,8 @@ page = st.tuples(st.one_of(st.none(), st.integers(-2, 40)), st.one_of(st.none(),
 @settings(max_examples=150, deadline=None)
 @given(workloads=st.lists(workload, max_size=30), data=st.data())
 def test_indexed_pages_match_the_definition(workloads: list[tuple[int, int, int, int]], data: st.DataObject) -> None:
-    state = _state(workloads)
+    index_after = data.draw(st.one_of(st.none(), st.integers(1, max(1, len(workloads) - 1))), label="index after")
+    state = _state(workloads, index_after)
     q = state.queues.get("cq")
     if q is not None and len(q):
         keys = sorted(q.entries)
