@@ -159,7 +159,9 @@ async def _converged(kc, env: dict[str, str], history: _History, log_dir: Path, 
     wl = await get(kc, "Workload", wl_name, ns)
     conds = {c["type"]: (c["status"], c["reason"], c["message"]) for c in wl["status"]["conditions"]}
     assert conds == {"QuotaReserved": ("True", "QuotaReserved", f"Quota reserved in ClusterQueue {env['cq']}"),
-                     "Admitted": ("True", "Admitted", "The workload is admitted")}
+                     "Admitted": ("True", "Admitted", "The workload is admitted"),
+                     # waitForPodsReady is on by default: the Job runs, its pods are not ready (no kubelet here)
+                     "PodsReady": ("False", "WaitForStart", "Not all pods are ready or succeeded")}
     assert wl["status"]["admission"]["clusterQueue"] == env["cq"]
     (psa,) = wl["status"]["admission"]["podSetAssignments"]
     assert psa["flavors"] == {"cpu": env["flavor"]} and psa["count"] == 1
