@@ -40,6 +40,26 @@ def add_log_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log", required=True, metavar="PATH", help="directory of the event log")
 
 
+def add_source_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--log PATH`` or ``-f STATE.yaml``, one of them required: commands that read a state either way."""
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--log", metavar="PATH", help="directory of the event log")
+    source.add_argument("-f", "--filename", metavar="STATE.yaml", help="objects as a user would kubectl-apply them")
+
+
+def add_point_arguments(parser: argparse.ArgumentParser, subject: str = "") -> None:
+    """``--to OFFSET`` or ``--at TIME``: how far to fold the log. ``subject`` names what a command shows there
+    when the log is only one of its sources (``-f`` being the other)."""
+    point = parser.add_mutually_exclusive_group()
+    if subject:
+        to_help, at_help = f"with --log: {subject} at this offset", f"with --log: {subject} at this time"
+    else:
+        to_help, at_help = ("fold events up to and including OFFSET",
+                            "fold the events whose time is at most TIME (RFC 3339)")
+    point.add_argument("--to", type=offset_arg, metavar="OFFSET", help=to_help)
+    point.add_argument("--at", type=time_arg("--at"), metavar="TIME", help=at_help)
+
+
 def add_output_argument(parser: argparse.ArgumentParser, choices: Sequence[str], default: str) -> None:
     parser.add_argument(
         "-o", "--output", choices=list(choices), default=default,

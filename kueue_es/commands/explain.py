@@ -18,9 +18,10 @@ from events.errors import InvalidInput
 from kueue_es.commands._common import (
     NotFound,
     add_output_argument,
+    add_point_arguments,
+    add_source_arguments,
     fold_log,
     load_kueue_config,
-    offset_arg,
     open_readonly,
     render_table,
     time_arg,
@@ -40,12 +41,8 @@ def register(subparsers: Any) -> None:
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
     p.add_argument("workload", metavar="NAMESPACE/NAME", help="the Workload to explain")
-    source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument("--log", metavar="PATH", help="directory of the event log")
-    source.add_argument("-f", "--filename", metavar="STATE.yaml", help="objects as a user would kubectl-apply them")
-    point = p.add_mutually_exclusive_group()
-    point.add_argument("--to", type=offset_arg, metavar="OFFSET", help="with --log: the state at this offset")
-    point.add_argument("--at", type=time_arg("--at"), metavar="TIME", help="with --log: the state at this time")
+    add_source_arguments(p)
+    add_point_arguments(p, "the state")
     p.add_argument("--now", type=time_arg("--now"), metavar="TIME",
                    help="with -f: the time of the attempt (default: the latest timestamp in the state)")
     p.add_argument("--config", metavar="FILE", help="Kueue Configuration (config.kueue.x-k8s.io/v1beta2); with --log "

@@ -13,11 +13,10 @@ from typing import Any
 
 from kueue_es.commands._common import (
     add_log_argument,
+    add_point_arguments,
     fold_log,
     log_end,
-    offset_arg,
     open_readonly,
-    time_arg,
     warn,
 )
 from projections.cluster import ClusterState
@@ -30,10 +29,7 @@ def register(subparsers: Any) -> None:
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
     add_log_argument(p)
-    point = p.add_mutually_exclusive_group()
-    point.add_argument("--to", type=offset_arg, metavar="OFFSET", help="fold events up to and including OFFSET")
-    point.add_argument("--at", type=time_arg("--at"), metavar="TIME",
-                       help="fold the events whose time is at most TIME (RFC 3339)")
+    add_point_arguments(p)
     p.set_defaults(func=run)
 
 

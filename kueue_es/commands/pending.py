@@ -18,12 +18,12 @@ from events.errors import InvalidInput
 from events.timefmt import format_time
 from kueue_es.commands._common import (
     add_output_argument,
+    add_point_arguments,
+    add_source_arguments,
     fold_log,
     load_kueue_config,
-    offset_arg,
     open_readonly,
     render_table,
-    time_arg,
     write_data,
 )
 from kueue_es.scheduler import config_record, visibility
@@ -39,9 +39,7 @@ def register(subparsers: Any) -> None:
         help="list a queue's pending workloads in order, as Kueue's visibility API does",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
-    source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument("--log", metavar="PATH", help="directory of the event log")
-    source.add_argument("-f", "--filename", metavar="STATE.yaml", help="objects as a user would kubectl-apply them")
+    add_source_arguments(p)
     queue = p.add_mutually_exclusive_group(required=True)
     queue.add_argument("--cluster-queue", metavar="CQ", help="the ClusterQueue whose pending workloads to list")
     queue.add_argument("--local-queue", metavar="NS/LQ", help="the LocalQueue whose pending workloads to list")
@@ -50,9 +48,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--limit", type=int, default=visibility.DEFAULT_LIMIT, metavar="N",
                    help=f"at most this many workloads (default {visibility.DEFAULT_LIMIT}, at most "
                         f"{visibility.MAX_LIMIT}; 0 means the default, negative nothing)")
-    point = p.add_mutually_exclusive_group()
-    point.add_argument("--to", type=offset_arg, metavar="OFFSET", help="with --log: the queue at this offset")
-    point.add_argument("--at", type=time_arg("--at"), metavar="TIME", help="with --log: the queue at this time")
+    add_point_arguments(p, "the queue")
     p.add_argument("--config", metavar="FILE", help="Kueue Configuration (config.kueue.x-k8s.io/v1beta2); with --log "
                    "it overrides the one recorded in the log")
     p.add_argument("--api-version", choices=list(visibility.VERSIONS), default=visibility.VERSIONS[0],
