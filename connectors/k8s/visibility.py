@@ -28,7 +28,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-import ssl
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ import msgspec
 import structlog
 from aiohttp import web
 
+from connectors.k8s import https
 from connectors.k8s.certs import CertBundle, self_signed
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, KubeError, NotFound
@@ -229,15 +229,10 @@ class VisibilityServer:
         self._runner: web.AppRunner | None = None
 
     async def start(self, address: str, port: int, certfile: str, keyfile: str) -> None:
-        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        tls.load_cert_chain(certfile, keyfile)
-        tls.verify_mode = ssl.CERT_OPTIONAL
-        tls.load_verify_locations(cadata=self.front_proxy.client_ca.decode())
         app = web.Application()
         app.router.add_route("*", "/{path:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, address, port, ssl_context=tls).start()
+        tls = https.server_tls(certfile, keyfile, self.front_proxy.client_ca)
+        self._runner = await https.serve(app, address, port, tls)
         log.info("visibility serving", address=address, port=port, group=GROUP, versions=list(vis.VERSIONS))
 
     async def stop(self) -> None:

@@ -20,7 +20,6 @@ answers the CRDs' ConversionReviews (:mod:`connectors.k8s.conversion`), register
 from __future__ import annotations
 
 import base64
-import ssl
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -30,7 +29,7 @@ import msgspec
 import structlog
 from aiohttp import web
 
-from connectors.k8s import conversion, crds, jobs
+from connectors.k8s import conversion, crds, https, jobs
 from connectors.k8s.certs import CertBundle, self_signed
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, NotFound
@@ -123,14 +122,10 @@ class WebhookServer:
         self._runner: web.AppRunner | None = None
 
     async def start(self, address: str, port: int, certfile: str, keyfile: str) -> None:
-        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        tls.load_cert_chain(certfile, keyfile)
         app = web.Application()
         app.router.add_post(PATH, self._handle)
         app.router.add_post(conversion.PATH, self._convert)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, address, port, ssl_context=tls).start()
+        self._runner = await https.serve(app, address, port, https.server_tls(certfile, keyfile))
         log.info("webhook serving", address=address, port=port, paths=[PATH, conversion.PATH])
 
     async def stop(self) -> None:

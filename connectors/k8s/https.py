@@ -1,0 +1,27 @@
+"""The HTTPS servers the connector runs beside the apiserver (admission and conversion webhooks, the aggregated
+visibility API): one way to set up their TLS and their aiohttp site."""
+
+from __future__ import annotations
+
+import ssl
+
+from aiohttp import web
+
+
+def server_tls(certfile: str, keyfile: str, client_ca: bytes = b"") -> ssl.SSLContext:
+    """A serving context for ``certfile``/``keyfile``; with ``client_ca``, client certificates it signed are
+    verified when offered (the front proxy's, for an aggregated API server), and the handler decides."""
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(certfile, keyfile)
+    if client_ca:
+        tls.verify_mode = ssl.CERT_OPTIONAL
+        tls.load_verify_locations(cadata=client_ca.decode())
+    return tls
+
+
+async def serve(app: web.Application, address: str, port: int, tls: ssl.SSLContext) -> web.AppRunner:
+    """Start ``app`` on ``address:port``; the caller stops it with ``cleanup()`` on the returned runner."""
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, address, port, ssl_context=tls).start()
+    return runner
