@@ -3,7 +3,7 @@
 The scheduler decides by it (timeouts, evictions, blockAdmission: ``kueue_es.scheduler.config``); the metrics fold
 needs it too, because Kueue writes the PodsReady condition, and observes the ready wait times, only while it is in
 force (:mod:`projections.metrics`). The fold has only the recorded document, and may not import the scheduler, so
-the rule lives here and ``SchedulerConfig.pods_ready`` reads the gate through :func:`disabled_by_gate`.
+the rule lives here; the gate is read through :mod:`projections.gates`, as ``SchedulerConfig.pods_ready`` reads it.
 
 Kueue's rule (config v1beta2): a Configuration without a ``waitForPodsReady`` stanza gets one by defaulting, so
 waitForPodsReady is on unless the ``DisableWaitForPodsReady`` gate (alpha, off by default) turns it off; a stanza
@@ -12,21 +12,11 @@ with ``enable: false`` (the v1beta1 field, still accepted) turns it off too.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
-DISABLE_WAIT_FOR_PODS_READY = "DisableWaitForPodsReady"
-
-
-def disabled_by_gate(gates: Mapping[str, bool]) -> bool:
-    """The ``DisableWaitForPodsReady`` gate is on in a (validated) ``featureGates`` map: its own entry, else
-    ``AllAlpha``, else its default, off."""
-    value = gates.get(DISABLE_WAIT_FOR_PODS_READY)
-    if value is None:
-        value = gates.get("AllAlpha", False)
-    return bool(value)
+from projections import gates
 
 
 class _Stanza(msgspec.Struct, forbid_unknown_fields=False):
@@ -48,6 +38,6 @@ def waits_for_pods_ready(document: dict[str, Any] | None) -> bool:
         switches = msgspec.convert(document, _Switches, strict=False)
     except msgspec.ValidationError:
         return True
-    if disabled_by_gate(switches.feature_gates):
+    if gates.enabled(switches.feature_gates, gates.DISABLE_WAIT_FOR_PODS_READY):
         return False
     return switches.wait_for_pods_ready is None or switches.wait_for_pods_ready.enable

@@ -16,6 +16,7 @@ import msgspec
 
 from events import objects as o
 from events.timefmt import parse_time
+from projections import gates
 
 PODS_READY_TIMEOUT, ADMISSION_CHECK = "PodsReadyTimeout", "AdmissionCheck"
 IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
@@ -63,18 +64,14 @@ DEFAULT_ORDER = QueueOrder()
 
 def order_of(document: dict[str, Any] | None) -> QueueOrder:
     """The queue order a recorded Configuration document sets. The document was validated before it was recorded
-    (``kueue_es.scheduler.config``): the gate map is valid, and the gate is read as a beta gate (its own entry, else
-    ``AllBeta``). Kueue reads the timestamp whether or not waitForPodsReady is on, and only ``Eviction`` (or none)
+    (``kueue_es.scheduler.config``), and the gate is read as Kueue's feature-gate machinery reads it
+    (:mod:`projections.gates`). Kueue reads the timestamp whether or not waitForPodsReady is on, and only ``Eviction`` (or none)
     restarts the queue time."""
     if not document:
         return DEFAULT_ORDER
     pods_ready = document.get("waitForPodsReady")
     strategy = pods_ready.get("requeuingStrategy") if isinstance(pods_ready, dict) else None
     timestamp = strategy.get("timestamp") if isinstance(strategy, dict) else None
-    gates = document.get("featureGates")
-    sorting = True
-    if isinstance(gates, dict):
-        value = gates.get(PRIORITY_SORTING_GATE, gates.get("AllBeta", True))
-        sorting = value if isinstance(value, bool) else True
+    sorting = gates.enabled(gates.of_document(document), PRIORITY_SORTING_GATE)
     order = QueueOrder(eviction_timestamp=timestamp in (None, "Eviction"), priority_sorting=sorting)
     return DEFAULT_ORDER if order == DEFAULT_ORDER else order

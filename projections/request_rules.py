@@ -26,6 +26,7 @@ import msgspec
 from events.errors import InvalidInput
 from events.objects import Quantity
 from events.quantity import MAX_INT64, MILLI_RESOURCES, QuantityError, parse_quantity
+from projections import gates
 
 RETAIN, REPLACE = "Retain", "Replace"
 
@@ -164,10 +165,5 @@ def rules_of(document: dict[str, Any] | None) -> RequestRules | None:
 
 def reclaims(document: dict[str, Any] | None) -> bool:
     """Whether Kueue's ``ReclaimablePods`` gate (beta, on by default) is on in a recorded Configuration document:
-    only then do reclaimable pods stop counting. Read as ``kueue_es.scheduler.features`` reads a beta gate (its
-    own entry, else ``AllBeta``), which has validated the map before the document was recorded."""
-    gates = document.get("featureGates") if document else None
-    if not isinstance(gates, dict):
-        return True
-    value = gates.get("ReclaimablePods", gates.get("AllBeta", True))
-    return value if isinstance(value, bool) else True
+    only then do reclaimable pods stop counting."""
+    return gates.enabled(gates.of_document(document), "ReclaimablePods")

@@ -16,8 +16,8 @@ cycle, which admits the entry (or whatever now comes first).
 
 from __future__ import annotations
 
-from kueue_es.scheduler import features
 from kueue_es.scheduler.config import SchedulerConfig
+from projections import gates
 from projections.cluster import ClusterState
 from projections.workloads import (
     PODS_READY_WAIT_LEGACY_REASON,
@@ -33,7 +33,7 @@ MESSAGE = PODS_READY_WAIT_MESSAGE
 
 def reason(config: SchedulerConfig) -> str:
     """The QuotaReserved=False reason Kueue writes on the entry it waits with."""
-    return REASON if config.gate(features.UNADMITTED_WORKLOADS_OBSERVABILITY) else LEGACY_REASON
+    return REASON if config.gate(gates.UNADMITTED_WORKLOADS_OBSERVABILITY) else LEGACY_REASON
 
 
 def holds_admission(state: ClusterState) -> bool:

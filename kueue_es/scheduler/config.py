@@ -12,8 +12,7 @@ from typing import Any
 import msgspec
 
 from events.errors import InvalidInput
-from kueue_es.scheduler import features
-from projections.pods_ready import disabled_by_gate
+from projections import gates
 from projections.queue_order import REQUEUING_TIMESTAMPS
 from projections.request_rules import ResourceTransformation, compile_rules
 
@@ -86,18 +85,18 @@ class SchedulerConfig(_Cfg):
     resources: ResourcesConfig = ResourcesConfig()
     object_retention_policies: ObjectRetentionPolicies | None = None
     feature_gates: dict[str, bool] = {}
-    """Kueue's ``featureGates``: gate name -> on/off over its default (see :mod:`kueue_es.scheduler.features`)."""
+    """Kueue's ``featureGates``: gate name -> on/off over its default (see :mod:`projections.gates`)."""
 
     def gate(self, name: str) -> bool:
         """Whether feature gate ``name`` is on."""
-        return features.enabled(self.feature_gates, name)
+        return gates.enabled(self.feature_gates, name)
 
     @property
     def ignore_undeclared(self) -> bool:
         """``resources.quotaCheckStrategy: IgnoreUndeclared`` is in force (only under the ``QuotaCheckStrategy``
         gate, on by default): a resource no resource group covers is left out of the quota check."""
         return (self.resources.quota_check_strategy == "IgnoreUndeclared"
-                and features.enabled(self.feature_gates, features.QUOTA_CHECK_STRATEGY))
+                and gates.enabled(self.feature_gates, gates.QUOTA_CHECK_STRATEGY))
 
     @property
     def fair_sharing_enabled(self) -> bool:
@@ -106,9 +105,9 @@ class SchedulerConfig(_Cfg):
     @property
     def pods_ready(self) -> WaitForPodsReadyConfig:
         """waitForPodsReady as in force: Kueue's defaults when the stanza is absent, and off altogether under the
-        ``DisableWaitForPodsReady`` gate (no timeout, no eviction, no blockAdmission). The gate is read as the
-        metrics fold reads it from the recorded document (:mod:`projections.pods_ready`)."""
-        if self.feature_gates and disabled_by_gate(self.feature_gates):
+        ``DisableWaitForPodsReady`` gate (no timeout, no eviction, no blockAdmission): the rule the fold applies to
+        the recorded document too (:mod:`projections.pods_ready`)."""
+        if self.feature_gates and gates.enabled(self.feature_gates, gates.DISABLE_WAIT_FOR_PODS_READY):
             return _PODS_READY_OFF
         return self.wait_for_pods_ready or _PODS_READY_DEFAULT
 
@@ -166,7 +165,7 @@ def load_config(doc: dict[str, Any], source: str = "<config>") -> SchedulerConfi
             text, _, path = msg.partition(" - at `$")
             msg = f"field `{path.rstrip('`').lstrip('.')}`: {text}"
         raise InvalidInput(f"{source}: Configuration: {msg}") from None
-    bad = features.errors(cfg.feature_gates)
+    bad = gates.errors(cfg.feature_gates)
     if bad:
         raise InvalidInput(f"{source}: field `featureGates`: {'; '.join(bad)}")
     if cfg.wait_for_pods_ready is not None:
@@ -198,7 +197,7 @@ def _validate_resources(cfg: SchedulerConfig, source: str) -> None:
     """Kueue's checks of ``resources``: the transformations (always), the quota check strategy (under its gate)."""
     r = cfg.resources
     compile_rules(r.exclude_resource_prefixes, r.transformations, f"{source}: Configuration")
-    if not features.enabled(cfg.feature_gates, features.QUOTA_CHECK_STRATEGY):
+    if not gates.enabled(cfg.feature_gates, gates.QUOTA_CHECK_STRATEGY):
         return
     where = f"{source}: Configuration: field `resources.quotaCheckStrategy`"
     if r.quota_check_strategy not in QUOTA_CHECK_STRATEGIES:

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 from events import objects as o
 from events import schema as ev
-from kueue_es.scheduler.features import TAS_BALANCED_PLACEMENT, TAS_MULTI_LAYER_TOPOLOGY
 from kueue_es.scheduler.flavors import Assignment, Granular, Mode, PodSetResult
 from kueue_es.scheduler.tas import (
     NoPlacement,
@@ -28,6 +27,7 @@ from kueue_es.scheduler.tas import (
 )
 from kueue_es.scheduler.tasflavor import explicit, wants_tas
 from projections.clusterqueues import ClusterQueueInfo
+from projections.gates import TAS_BALANCED_PLACEMENT, TAS_MULTI_LAYER_TOPOLOGY
 from projections.queue_order import QueueOrder
 from projections.secondpass import delayed_pod_sets, pod_sets_on_node
 from projections.topology import TASSnapshots, tas_snapshots, workload_tas_usage

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from kueue_es.scheduler import features
 from kueue_es.scheduler.config import load_config
-from projections.pods_ready import DISABLE_WAIT_FOR_PODS_READY, disabled_by_gate, waits_for_pods_ready
+from projections.gates import DISABLE_WAIT_FOR_PODS_READY
+from projections.pods_ready import waits_for_pods_ready
 
 BASE = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration"}
 
@@ -37,9 +37,12 @@ def test_no_document_is_kueues_defaults() -> None:
     assert waits_for_pods_ready({}) is True
 
 
-@pytest.mark.parametrize("gates", [{}, {"AllAlpha": True}, {"AllAlpha": False}, {"AllBeta": True},
-                                   {DISABLE_WAIT_FOR_PODS_READY: True, "AllAlpha": False},
-                                   {DISABLE_WAIT_FOR_PODS_READY: False, "AllAlpha": True}])
-def test_the_gate_reads_as_the_feature_gate_machinery_reads_an_alpha_gate(gates: dict) -> None:
-    assert features.GATES[DISABLE_WAIT_FOR_PODS_READY] == (features.ALPHA, False)
-    assert disabled_by_gate(gates) is features.enabled(gates, DISABLE_WAIT_FOR_PODS_READY)
+@pytest.mark.parametrize(("gates", "disabled"), [
+    ({}, False), ({"AllAlpha": True}, True), ({"AllAlpha": False}, False), ({"AllBeta": True}, False),
+    ({DISABLE_WAIT_FOR_PODS_READY: True, "AllAlpha": False}, True),
+    ({DISABLE_WAIT_FOR_PODS_READY: False, "AllAlpha": True}, False)])
+def test_the_gate_reads_as_the_feature_gate_machinery_reads_an_alpha_gate(gates: dict, disabled: bool) -> None:
+    """Its own entry, else ``AllAlpha``, else its default (off)."""
+    document = {**BASE, "featureGates": gates}
+    assert waits_for_pods_ready(document) is not disabled
+    assert load_config(document).pods_ready.enable is not disabled

@@ -10,15 +10,20 @@ gates that change a decision here are read (``TASBalancedPlacement``, ``TASMulti
 is neither checked nor used, and the two the projection reads from the recorded document: ``ReclaimablePods``
 and ``PrioritySortingWithinCohort``, :mod:`projections.queue_order`), the
 others are known so that a user's existing configuration is accepted as Kueue accepts it.
+
+The table and :func:`enabled` live beside the projections because the fold reads gates too, from the
+Configuration recorded in the log (:func:`of_document`); the scheduler validates the map (:func:`errors`) before
+a configuration is recorded.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-
-from projections.pods_ready import DISABLE_WAIT_FOR_PODS_READY
+from typing import Any
 
 ALPHA, BETA, GA, DEPRECATED = "Alpha", "Beta", "GA", "Deprecated"
+
+DISABLE_WAIT_FOR_PODS_READY = "DisableWaitForPodsReady"
 
 TAS_BALANCED_PLACEMENT = "TASBalancedPlacement"
 TAS_MULTI_LAYER_TOPOLOGY = "TASMultiLayerTopology"
@@ -153,6 +158,15 @@ def enabled(gates: Mapping[str, bool], name: str) -> bool:
     if stage == BETA and ALL_BETA in gates:
         return gates[ALL_BETA]
     return default
+
+
+def of_document(document: Mapping[str, Any] | None) -> Mapping[str, bool]:
+    """The ``featureGates`` map of a recorded Configuration document (empty when it has none). The map was
+    validated before the document was recorded; anything else in it is left out rather than stopping the fold."""
+    gates = document.get("featureGates") if document else None
+    if not isinstance(gates, dict):
+        return {}
+    return {k: v for k, v in gates.items() if isinstance(v, bool)}
 
 
 def errors(gates: Mapping[str, bool]) -> list[str]:
