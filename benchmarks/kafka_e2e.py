@@ -25,7 +25,10 @@ Three measurements against one broker (a temporary single-node KRaft broker star
    otherwise, so what snapshots cost a deployed scheduler is in the latencies. ``--profile FILE`` runs the
    measured scheduler under cProfile (its latencies are then not comparable). The CPU seconds the scheduler,
    the generator itself and the broker (when it listens on this machine) used while the load was offered are
-   reported too: the three share the machine, and how much of it they use explains the latency's tail.
+   reported too: the three share the machine, and how much of it they use explains the latency's tail. So is
+   the CPU steal over the same window (``stealPercent``: on a VM, the share of time the host gave the VM's CPUs
+   to something else). The run's topics are deleted at the end unless ``--keep-topics`` (a long-running
+   broker's heap, and its collector's pauses, grow with every partition it keeps).
 
     python benchmarks/kafka_e2e.py [--bootstrap HOST:PORT] [--rate 1000] [--seconds 20] [--json]
 """
@@ -49,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
 
 from connectors.kafka.log import KafkaLog, batch_records, is_control, reader_kwargs
 from connectors.kafka.settings import KafkaSettings
@@ -198,6 +202,12 @@ def listener_pid(port: int) -> int | None:
     return None
 
 
+def cpu_ticks() -> tuple[int, int]:
+    """(steal, all) ticks of the machine's CPUs so far: on a VM, the time the host ran something else."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    return fields[7], sum(fields)
+
+
 def cpu_seconds(pid: int) -> float:
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -303,6 +313,7 @@ async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warm
     gc.freeze()
     gc.disable()
     cpu0 = cpu_seconds(proc.pid)
+    steal0, ticks0 = cpu_ticks()
     own_cpu0 = time.process_time()
     broker_cpu0 = cpu_seconds(broker_pid) if broker_pid else float("nan")
     t0 = time.perf_counter()
@@ -320,6 +331,7 @@ async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warm
         pass
     elapsed = time.perf_counter() - t0
     sched_cpu = cpu_seconds(proc.pid) - cpu0
+    steal1, ticks1 = cpu_ticks()
     own_cpu = time.process_time() - own_cpu0
     broker_cpu = (cpu_seconds(broker_pid) if broker_pid else float("nan")) - broker_cpu0
     gc.enable()
@@ -357,6 +369,7 @@ async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warm
         "decisionsPerSecond": round(len(window) / measured), "decisionBatchesPerSecond": round(len(batches) / measured),
         "schedulerCpuSeconds": round(sched_cpu, 2), "generatorCpuSeconds": round(own_cpu, 2),
         "brokerCpuSeconds": None if broker_cpu != broker_cpu else round(broker_cpu, 2),
+        "stealPercent": round(100 * (steal1 - steal0) / max(1, ticks1 - ticks0), 1),
         "elapsedSeconds": round(elapsed, 2),
         "schedulerCycleStats": [{k: v for k, v in r.items() if k not in ("event", "shard", "instance")}
                                 for r in stats],
@@ -384,7 +397,20 @@ async def run(args: argparse.Namespace, bootstrap: str) -> dict[str, Any]:
                                        args.runtime_ms, args.cqs, args.cohorts, args.quota_cpu,
                                        args.snapshot_every_events, args.profile, args.dump_latencies)
     out["machine"]["loadAverageAfter"] = [round(x, 2) for x in os.getloadavg()]
+    if not args.keep_topics:  # a long-running broker's heap grows with every run's partitions (and its GC pauses)
+        await delete_topics(bootstrap, tag)
     return out
+
+
+async def delete_topics(bootstrap: str, tag: str) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        mine = [t for t in await admin.list_topics() if t.startswith("bench-") and tag in t]
+        if mine:
+            await admin.delete_topics(mine)
+    finally:
+        await admin.close()
 
 
 def main() -> int:
@@ -408,6 +434,7 @@ def main() -> int:
                    help="run the measured scheduler under cProfile and write its stats to FILE (slows it down)")
     p.add_argument("--dump-latencies", metavar="FILE",
                    help="write each measured workload's acknowledged, produced and read times (wall ms) to FILE")
+    p.add_argument("--keep-topics", action="store_true", help="keep the run's topics (deleted by default)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
     broker = None if args.bootstrap else Broker()
@@ -435,7 +462,7 @@ def main() -> int:
           f"{e2e['decided']}/{e2e['workloads']} decided; latency ms {e2e['latencyMs']}; "
           f"{e2e['decisionsPerSecond']:,} decisions/s in {e2e['decisionBatchesPerSecond']} decision batches/s; "
           f"CPU seconds: scheduler {e2e['schedulerCpuSeconds']}, generator {e2e['generatorCpuSeconds']}, "
-          f"broker {e2e['brokerCpuSeconds']}")
+          f"broker {e2e['brokerCpuSeconds']}; CPU steal {e2e['stealPercent']}%")
     if e2e["latencySplitMs"]:
         print(f"  latency split ms: {e2e['latencySplitMs']}")
     for r in e2e["schedulerCycleStats"]:
