@@ -30,8 +30,9 @@ Three measurements against one broker (a temporary single-node KRaft broker star
    to something else). To tell what the slowest workloads waited on, the broker's GC pauses (from the gc.log
    ``scripts/kafka.sh`` has the JVM write; ``--broker-logs``) and the scheduler's snapshots are laid over each
    workload's wait: ``tailOverlaps`` gives the share of the slowest 1% whose wait overlapped one, beside the
-   share of all workloads (a cause of the tail shows as a much larger share among the slowest). The run's topics are deleted at the end unless ``--keep-topics`` (a long-running
-   broker's heap, and its collector's pauses, grow with every partition it keeps).
+   share of all workloads (a cause of the tail shows as a much larger share among the slowest). The run's
+   topics are deleted at the end unless ``--keep-topics`` (a long-running broker's heap, and its collector's
+   pauses, grow with every partition it keeps).
 
     python benchmarks/kafka_e2e.py [--bootstrap HOST:PORT] [--rate 1000] [--seconds 20] [--json]
 """
