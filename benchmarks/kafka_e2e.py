@@ -27,8 +27,12 @@ Three measurements against one broker (a temporary single-node KRaft broker star
    the generator itself and the broker (when it listens on this machine) used while the load was offered are
    reported too: the three share the machine, and how much of it they use explains the latency's tail. So is
    the CPU steal over the same window (``stealPercent``: on a VM, the share of time the host gave the VM's CPUs
-   to something else). The run's topics are deleted at the end unless ``--keep-topics`` (a long-running
-   broker's heap, and its collector's pauses, grow with every partition it keeps).
+   to something else). To tell what the slowest workloads waited on, the broker's GC pauses (from the gc.log
+   ``scripts/kafka.sh`` has the JVM write; ``--broker-logs``) and the scheduler's snapshots are laid over each
+   workload's wait: ``tailOverlaps`` gives the share of the slowest 1% whose wait overlapped one, beside the
+   share of all workloads (a cause of the tail shows as a much larger share among the slowest). The run's
+   topics are deleted at the end unless ``--keep-topics`` (a long-running broker's heap, and its collector's
+   pauses, grow with every partition it keeps).
 
     python benchmarks/kafka_e2e.py [--bootstrap HOST:PORT] [--rate 1000] [--seconds 20] [--json]
 """
@@ -41,6 +45,7 @@ import gc
 import json
 import os
 import platform
+import re
 import shutil
 import socket
 import statistics
@@ -48,6 +53,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -218,7 +224,8 @@ def cpu_seconds(pid: int) -> float:
 
 async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warmup: float, runtime_ms: int,
                      cqs: int, cohorts: int, quota_cpu: int, snapshot_every_events: int | None,
-                     profile: str | None = None, dump: str | None = None) -> dict[str, Any]:
+                     profile: str | None = None, dump: str | None = None,
+                     broker_logs: Path | None = None) -> dict[str, Any]:
     s = settings(bootstrap, topic)
     broker_pid = listener_pid(int(bootstrap.rsplit(":", 1)[1]))
     log = await KafkaLog.open(s)
@@ -249,7 +256,8 @@ async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warm
             if rep.get("event") == "stats":
                 stats.append(rep)
             elif rep.get("event") == "snapshot":
-                snapshots.append({k: rep[k] for k in ("offset", "bytes", "ms", "blockedMs") if k in rep})
+                snapshots.append({k: rep[k] for k in ("offset", "bytes", "ms", "blockedMs", "startedWallMs")
+                                  if k in rep})
 
     reports = asyncio.create_task(scheduler_reports())
 
@@ -347,6 +355,10 @@ async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warm
 
     t_from, t_to = t0 + warmup, t0 + seconds
     measured_keys = [k for k in acked if k in decided and t_from <= acked[k] <= t_to]
+    stalls = {"brokerGcPause": broker_gc_pauses(broker_logs, min(acked_wall.values()), time.time() * 1000)
+              if broker_logs else [],
+              "schedulerSnapshot": [(r["startedWallMs"], r["startedWallMs"] + r["ms"]) for r in snapshots
+                                    if "startedWallMs" in r]}
     lat = [(decided[k] - acked[k]) * 1000 for k in measured_keys]
     to_produce = [produced[k][0] - acked_wall[k] for k in measured_keys]
     to_read = [produced[k][1] - produced[k][0] for k in measured_keys]
@@ -371,10 +383,70 @@ async def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, warm
         "brokerCpuSeconds": None if broker_cpu != broker_cpu else round(broker_cpu, 2),
         "stealPercent": round(100 * (steal1 - steal0) / max(1, ticks1 - ticks0), 1),
         "elapsedSeconds": round(elapsed, 2),
+        "brokerGcPauses": pause_summary(stalls["brokerGcPause"], acked_wall[measured_keys[0]],
+                                        acked_wall[measured_keys[-1]]) if broker_logs and measured_keys else None,
+        "tailOverlaps": tail_overlaps(measured_keys, lat, acked_wall, produced, stalls) if lat else None,
         "schedulerCycleStats": [{k: v for k, v in r.items() if k not in ("event", "shard", "instance")}
                                 for r in stats],
         "schedulerSnapshots": snapshots,
     }
+
+
+# --- what the slowest workloads waited on -----------------------------------------------------------------------
+
+
+def broker_logs_dir(args: argparse.Namespace, bootstrap: str) -> Path | None:
+    """Where the broker's gc.log is: --broker-logs, else scripts/kafka.sh's data dir for that port, if local."""
+    if args.broker_logs:
+        return Path(args.broker_logs)
+    port = bootstrap.rsplit(":", 1)[1]
+    cache = Path(os.environ.get("KUEUE_ES_CACHE", Path.home() / ".cache" / "kueue-es"))
+    for d in (getattr(args, "broker_dir", None), cache / "kafka" / f"data-{port}"):
+        if d is not None and (Path(d) / "logs" / "gc.log").exists():
+            return Path(d) / "logs"
+    return None
+
+
+_GC_LINE = re.compile(r"^\[([^\]]+)\]\[[^\]]+\] GC\(\d+\) Pause .* (\d+\.\d+)ms$")
+
+
+def broker_gc_pauses(logs: Path, since_ms: float, until_ms: float) -> list[tuple[float, float]]:
+    """The broker JVM's stop-the-world pauses between two wall times, as (start, end) ms, from its gc.log
+    (``-Xlog:gc`` with the ``time`` decorator: a line is written when its pause ends)."""
+    pauses = []
+    for f in sorted(logs.glob("gc.log*")):
+        for line in f.read_text(errors="replace").splitlines():
+            m = _GC_LINE.match(line)
+            if not m:
+                continue
+            end = datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f%z").timestamp() * 1000
+            if since_ms <= end <= until_ms:
+                pauses.append((end - float(m.group(2)), end))
+    return sorted(pauses)
+
+
+def pause_summary(pauses: list[tuple[float, float]], since_ms: float, until_ms: float) -> dict[str, Any]:
+    mine = [b - a for a, b in pauses if since_ms <= b <= until_ms]
+    return {"count": len(mine), "totalMs": round(sum(mine), 1), "maxMs": round(max(mine, default=0.0), 1)}
+
+
+def tail_overlaps(keys: list[str], lat: list[float], acked_wall: dict[str, float],
+                  produced: dict[str, tuple[int, float]],
+                  stalls: dict[str, list[tuple[float, float]]]) -> dict[str, Any]:
+    """For the slowest 1% of the measured workloads and for all of them: the share whose wait (acknowledged →
+    decision read) overlapped a broker GC pause, or a scheduler snapshot being encoded. A cause of the tail shows
+    as a much higher share among the slowest than among all."""
+    spans = [(acked_wall[k], produced[k][1]) for k in keys]
+    order = sorted(range(len(keys)), key=lambda i: -lat[i])
+    slowest = order[:max(1, len(order) // 100)]
+
+    def share(idx: list[int], intervals: list[tuple[float, float]]) -> float:
+        hit = sum(1 for i in idx if any(a < spans[i][1] and spans[i][0] < b for a, b in intervals))
+        return round(100 * hit / len(idx), 1)
+
+    every = list(range(len(keys)))
+    return {name: {"slowestPercent": share(slowest, iv), "allPercent": share(every, iv)}
+            for name, iv in stalls.items() if iv}
 
 
 # --- main ------------------------------------------------------------------------------------------------------
@@ -395,7 +467,8 @@ async def run(args: argparse.Namespace, bootstrap: str) -> dict[str, Any]:
         out["brokerWarmup"] = {"seconds": args.broker_warmup, "latencyMs": warm["latencyMs"]}
     out["endToEnd"] = await end_to_end(bootstrap, f"bench-e2e-{tag}", args.rate, args.seconds, args.warmup,
                                        args.runtime_ms, args.cqs, args.cohorts, args.quota_cpu,
-                                       args.snapshot_every_events, args.profile, args.dump_latencies)
+                                       args.snapshot_every_events, args.profile, args.dump_latencies,
+                                       broker_logs_dir(args, bootstrap))
     out["machine"]["loadAverageAfter"] = [round(x, 2) for x in os.getloadavg()]
     if not args.keep_topics:  # a long-running broker's heap grows with every run's partitions (and its GC pauses)
         await delete_topics(bootstrap, tag)
@@ -434,10 +507,13 @@ def main() -> int:
                    help="run the measured scheduler under cProfile and write its stats to FILE (slows it down)")
     p.add_argument("--dump-latencies", metavar="FILE",
                    help="write each measured workload's acknowledged, produced and read times (wall ms) to FILE")
+    p.add_argument("--broker-logs", metavar="DIR",
+                   help="the broker's log dir, for its gc.log (default: scripts/kafka.sh's for that port)")
     p.add_argument("--keep-topics", action="store_true", help="keep the run's topics (deleted by default)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
     broker = None if args.bootstrap else Broker()
+    args.broker_dir = broker.dir if broker is not None else None
     try:
         result = asyncio.run(run(args, args.bootstrap or broker.bootstrap))  # type: ignore[union-attr]
     finally:
@@ -465,6 +541,10 @@ def main() -> int:
           f"broker {e2e['brokerCpuSeconds']}; CPU steal {e2e['stealPercent']}%")
     if e2e["latencySplitMs"]:
         print(f"  latency split ms: {e2e['latencySplitMs']}")
+    if e2e["brokerGcPauses"]:
+        print(f"  broker GC pauses while measured: {e2e['brokerGcPauses']}")
+    if e2e["tailOverlaps"]:
+        print(f"  waits overlapping a stall, slowest 1% vs all: {e2e['tailOverlaps']}")
     for r in e2e["schedulerCycleStats"]:
         print(f"  scheduler cycles: {r}")
     for r in e2e["schedulerSnapshots"]:

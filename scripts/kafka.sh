@@ -276,6 +276,9 @@ cmd_start() {
         -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExitOnOutOfMemoryError
         -Djava.awt.headless=true
         "-Dlog4j2.configurationFile=$LOG4J_CONF" "-Dkafka.logs.dir=$dir/logs"
+        # GC pauses with wall-clock times, as Kafka's own start scripts log them (benchmarks/kafka_e2e.py
+        # reads them to tell the broker's pauses from the rest of a latency's tail)
+        "-Xlog:gc:file=$dir/logs/gc.log:time,uptime:filecount=4,filesize=20M"
         ${KAFKA_JVM_OPTS:-})
 
     if [[ ! -f "$dir/kraft/meta.properties" ]]; then

@@ -451,7 +451,7 @@ class ShardEngine:
                or time.monotonic() - self.snapshot_at >= opts.snapshot_interval_s)
         if not due:
             return
-        t0 = time.monotonic()
+        t0, started = time.monotonic(), _ms()
         offset, nxt = self.state.offset, self.next
         try:
             packing = snapshots.pack_in_background(self.state, self.settings.topic, self.partition, nxt, offset)
@@ -462,12 +462,12 @@ class ShardEngine:
         blocked = time.monotonic() - t0
         self.since_snapshot = 0
         self.snapshot_at = time.monotonic()
-        self.snapshot_task = asyncio.create_task(self._finish_snapshot(packing, offset, nxt, t0, blocked))
+        self.snapshot_task = asyncio.create_task(self._finish_snapshot(packing, offset, nxt, t0, blocked, started))
         if force:
             await self.snapshot_task
 
     async def _finish_snapshot(self, packing: asyncio.Task[bytes], offset: int, nxt: int, t0: float,
-                               blocked: float) -> None:
+                               blocked: float, started: int) -> None:
         try:
             value = await packing
             where = await self.replica.snapshot_writer.write(self.partition, value)
@@ -475,7 +475,7 @@ class ShardEngine:
             self.replica.report("snapshot_failed", {"shard": self.partition, "error": str(exc) or type(exc).__name__})
             return
         self.replica.report("snapshot", {"shard": self.partition, "offset": offset, "next": nxt,
-                                         "bytes": len(value), "at": where,
+                                         "bytes": len(value), "at": where, "startedWallMs": started,
                                          "ms": round((time.monotonic() - t0) * 1000, 1),
                                          "blockedMs": round(blocked * 1000, 1)})
 
