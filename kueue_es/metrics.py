@@ -8,11 +8,16 @@ log, ``kueue-es metrics``). A standby holds no state: it exposes only the proces
 
 ``/metrics`` is served by aiohttp on the event loop that folds the log, so a scrape always sees the state
 between two records, never in the middle of one.
+
+One metric is not the log's: ``kueue_admission_attempt_duration_seconds``, the wall time of each scheduling
+attempt (:class:`AttemptDurations`), is a live timing of this process. It is kept in memory, outside the state,
+its digest and its snapshots, and starts from zero whenever the process starts, as Kueue's does.
 """
 
 from __future__ import annotations
 
 import contextlib
+from bisect import bisect_left
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 
 from aiohttp import web
@@ -22,7 +27,7 @@ from prometheus_client.exposition import choose_encoder, generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from projections.cluster import ClusterState
-from projections.metrics import Family, families, merged
+from projections.metrics import Family, Spec, batch_result, families, merged
 
 LEADER, FOLLOWER, STANDALONE = "leader", "follower", "standalone"
 
@@ -30,13 +35,56 @@ States = Callable[[], Sequence[ClusterState]]
 Role = Callable[[], str]
 
 
+ATTEMPT_DURATION = Spec(
+    "kueue_admission_attempt_duration_seconds", "histogram",
+    "Wall time of a scheduling attempt (one run of the scheduler that tried to admit workloads), by the result "
+    "admission_attempts_total counts the same attempt under: 'success' when at least one workload got quota, "
+    "'inadmissible' otherwise. Measured live by the replica that decides; starts from zero when it starts.",
+    ("result",), (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0))
+"""Kueue sets no buckets on it: the Prometheus client's defaults."""
+
+
+class AttemptDurations:
+    """``kueue_admission_attempt_duration_seconds`` of this process: one observation per scheduling attempt."""
+
+    def __init__(self) -> None:
+        self.series: dict[str, tuple[list[int], float]] = {}
+        """Result -> (observations per bucket, then past the largest; their sum in seconds)."""
+
+    def observe(self, batch: Sequence[object], seconds: float) -> None:
+        """``batch`` was decided in ``seconds``: an attempt when ``admission_attempts_total`` will count it (by
+        :func:`projections.metrics.batch_result`, under the same result); anything else is not one."""
+        result = batch_result(list(batch))
+        if not result:
+            return
+        counts, total = self.series.get(result) or ([0] * (len(ATTEMPT_DURATION.buckets) + 1), 0.0)
+        counts[bisect_left(ATTEMPT_DURATION.buckets, seconds)] += 1
+        self.series[result] = (counts, total + seconds)
+
+    def family(self) -> Family:
+        samples = []
+        for result in sorted(self.series):
+            counts, total = self.series[result]
+            cumulative, n = [], 0
+            for c in counts:
+                n += c
+                cumulative.append(n)
+            samples.append(((result,), cumulative, total))
+        return Family(ATTEMPT_DURATION, samples)
+
+
+ATTEMPTS = AttemptDurations()
+"""This process's attempts (process-wide, as Kueue's metric is)."""
+
+
 class LogMetrics(Collector):
     """The metrics of the states ``states()`` returns (summed when there are several: the shards a Kafka replica
-    is active for), labelled with ``role()``."""
+    is active for), labelled with ``role()``; with ``attempts``, the durations of this process's attempts."""
 
-    def __init__(self, states: States, role: Role) -> None:
+    def __init__(self, states: States, role: Role, attempts: AttemptDurations | None = None) -> None:
         self.states = states
         self.role = role
+        self.attempts = attempts
 
     def describe(self) -> list[Metric]:
         return []  # nothing to check at registration; the families depend on the state
@@ -48,6 +96,8 @@ class LogMetrics(Collector):
         role = self.role()
         for family in merged([families(s) for s in states]):
             yield _family(family, role)
+        if self.attempts is not None:
+            yield _family(self.attempts.family(), role)
 
 
 def _family(f: Family, role: str) -> Metric:
@@ -70,11 +120,13 @@ def _go_float(x: float) -> str:
     return repr(x).removesuffix(".0")
 
 
-def registry(states: States, role: Role, *, process: bool = True) -> CollectorRegistry:
-    """The metrics of ``states``, and (``process``) this process's CPU, memory, file descriptors and garbage
-    collections — the counterpart of the process metrics every Kueue replica serves."""
+def registry(states: States, role: Role, *, process: bool = True,
+             attempts: AttemptDurations | None = ATTEMPTS) -> CollectorRegistry:
+    """The metrics of ``states`` and of this process's scheduling ``attempts``, and (``process``) this process's
+    CPU, memory, file descriptors and garbage collections — the counterpart of the process metrics every Kueue
+    replica serves."""
     reg = CollectorRegistry(auto_describe=False)
-    reg.register(LogMetrics(states, role))
+    reg.register(LogMetrics(states, role, attempts))
     if process:
         ProcessCollector(registry=reg)
         PlatformCollector(registry=reg)
@@ -83,8 +135,9 @@ def registry(states: States, role: Role, *, process: bool = True) -> CollectorRe
 
 
 def text(states: Sequence[ClusterState], role: str = STANDALONE) -> str:
-    """The Prometheus text exposition of ``states``' metrics alone (what ``kueue-es metrics`` prints)."""
-    return generate_latest(registry(lambda: states, lambda: role, process=False)).decode()
+    """The Prometheus text exposition of ``states``' metrics alone (what ``kueue-es metrics`` prints: the log's,
+    without the live attempt durations of a process that decided nothing)."""
+    return generate_latest(registry(lambda: states, lambda: role, process=False, attempts=None)).decode()
 
 
 async def start_server(reg: CollectorRegistry, address: str, port: int) -> web.AppRunner:

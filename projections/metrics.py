@@ -29,6 +29,7 @@ from events import objects as o
 from events import schema as ev
 from events.quantity import MILLI_RESOURCES, to_int
 from events.timefmt import parse_time
+from projections import fair_share
 from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, WorkloadInfo
 
 if TYPE_CHECKING:
@@ -170,12 +171,24 @@ COHORT_INFO = Spec(
     "1 per cohort (a Cohort object, or a name a ClusterQueue or Cohort refers to), with its parent cohort and "
     "the root of its tree.", ("cohort", "parent_cohort", "root_cohort"))
 
+CQ_WEIGHTED_SHARE = Spec(
+    "kueue_cluster_queue_weighted_share", "gauge",
+    "Fair Sharing's weighted share of the ClusterQueue: the largest, over the resources it uses beyond its "
+    "nominal quota, of that excess as a share (x1000) of what its cohort could lend of the resource, divided by "
+    "its fairSharing.weight. 0 when it uses no more than its nominal quota (or has no cohort); NaN when its "
+    "weight is 0 and it borrows. Only while fairSharing is configured.", ("cluster_queue", "cohort"))
+COHORT_WEIGHTED_SHARE = Spec(
+    "kueue_cohort_weighted_share", "gauge",
+    "Fair Sharing's weighted share of the cohort, as for a ClusterQueue (its subtree's usage beyond its subtree "
+    "quota against what its parent could lend); 0 for a root cohort; +Inf when its weight is 0 and it borrows "
+    "(as Kueue reports it). Only while fairSharing is configured.", ("cohort",))
+
 SPECS: tuple[Spec, ...] = (
     ADMISSION_ATTEMPTS, PENDING_WORKLOADS, QUOTA_RESERVED, QUOTA_RESERVED_WAIT, ADMITTED_WORKLOADS,
     ADMISSION_WAIT, ADMISSION_CHECKS_WAIT, READY_WAIT, ADMITTED_UNTIL_READY, FINISHED_TOTAL, EXECUTION_TIME,
     EVICTED, EVICTED_ONCE, PODS_READY_TO_EVICTED, EVICTION_LATENCY, PREEMPTED,
     RESERVING_ACTIVE, ADMITTED_ACTIVE, FINISHED_WORKLOADS, CQ_STATUS, CQ_RESERVATION, CQ_USAGE, CQ_NOMINAL,
-    CQ_BORROWING, CQ_LENDING, CQ_INFO, COHORT_INFO,
+    CQ_BORROWING, CQ_LENDING, CQ_INFO, COHORT_INFO, CQ_WEIGHTED_SHARE, COHORT_WEIGHTED_SHARE,
 )
 """Every metric, in exposition order."""
 
@@ -638,6 +651,24 @@ def _gauges(state: ClusterState) -> dict[str, list[tuple[tuple[str, ...], float]
     for name in cohorts:
         node = "co:" + name
         out[COHORT_INFO.name].append(((name, forest.parent.get(node, "")[3:], forest.root[node][3:]), 1.0))
+    if fair_share.enabled(state.config.document if state.config is not None else None):
+        _weighted_shares(state, out)
     for name in out:
         out[name].sort()
     return out
+
+
+def _weighted_shares(state: ClusterState, out: dict[str, list[tuple[tuple[str, ...], float]]]) -> None:
+    """Kueue's weighted shares, from the projection's quota tree (which leaves cyclic cohort trees out, so their
+    nodes report none). A ClusterQueue of weight 0 that borrows reports NaN, a Cohort +Inf: Kueue turns only the
+    ClusterQueue's infinite share into NaN."""
+    tree = state.quota
+    memo: dict[str, dict[str, int]] = {}
+    for name in sorted(tree.cluster_queues):
+        node = tree.cluster_queues[name]
+        share = fair_share.dominant_share(node, memo=memo).weighted
+        cohort = node.parent.name if node.parent is not None else ""
+        out[CQ_WEIGHTED_SHARE.name].append(((name, cohort), math.nan if share == math.inf else share))
+    for name in sorted(tree.cohorts):
+        share = fair_share.dominant_share(tree.cohorts[name], memo=memo).weighted
+        out[COHORT_WEIGHTED_SHARE.name].append(((name,), share))

@@ -35,6 +35,7 @@ from connectors.k8s.ungater import Ungater
 from connectors.k8s.watch import Appender, Watcher
 from connectors.k8s.writer import StatusWriter
 from events import schema as ev
+from kueue_es import metrics
 from kueue_es.scheduler import DEFAULT, SchedulerConfig, decide, next_deadline
 from projections.cluster import ClusterState
 
@@ -99,8 +100,10 @@ async def schedule(journal: LocalJournal, config: SchedulerConfig = DEFAULT, *, 
     state = journal.mirror.state
     signal = journal.subscribe()
     while True:
+        started = time.perf_counter()
         batch: list[ev.AnyEvent] = (record_config(state) if record_config is not None else []) or list(
             decide(state, config))
+        took = time.perf_counter() - started
         if not batch and ticks:
             deadline = next_deadline(state, config)
             now = int(time.time() * 1000)
@@ -108,5 +111,6 @@ async def schedule(journal: LocalJournal, config: SchedulerConfig = DEFAULT, *, 
                 batch = [ev.ClockTicked(time=now, id=f"tick-{now}")]
         if batch:
             await journal.append(batch)
+            metrics.ATTEMPTS.observe(batch, took)
             continue
         await signal.wait(idle_s)

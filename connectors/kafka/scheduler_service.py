@@ -62,6 +62,7 @@ from connectors.kafka.topics import RECORD_OVERHEAD
 from events import schema as ev
 from events.codec import encode_batch
 from events.errors import InvalidInput
+from kueue_es import metrics
 from kueue_es.scheduler import DEFAULT, SchedulerConfig, config_record, decide, next_deadline
 from projections.cluster import ClusterState
 
@@ -329,7 +330,7 @@ class ShardEngine:
             await self.maybe_snapshot()
             return
         first = batch[0]
-        last = await self._decide_in_transaction(batch)
+        last = await self._decide_in_transaction(batch, t1 - t0)
         self.committed_at = time.monotonic()
         self.stats.decide.append(t1 - t0)
         self.stats.commit.append(self.committed_at - t1)
@@ -342,7 +343,7 @@ class ShardEngine:
                 "sinceActiveMs": round((time.monotonic() - self.activated_at) * 1000, 1),
                 "cycle": first.cycle, "input": first.input})
 
-    async def _decide_in_transaction(self, batch: list[Any]) -> int:
+    async def _decide_in_transaction(self, batch: list[Any], seconds: float) -> int:
         """Produce ``batch`` and, while the transaction is open, keep deciding on the state it leads to.
 
         Once the first batch is acknowledged at Kafka offset X, everything committed below X is visible to
@@ -351,12 +352,15 @@ class ShardEngine:
         log up to its ``input``, exactly as if the first had been read back. A later batch is folded in the
         same way only if it landed right after the previous one (nothing in between that the open transaction
         hides). Up to ``chain`` batches share one transaction with the consumer offset. Returns the Kafka
-        offset of the last batch; if that one was not folded in, the caller reads it back before deciding."""
+        offset of the last batch; if that one was not folded in, the caller reads it back before deciding.
+        ``seconds`` is how long the first batch took to decide: each batch's attempt duration is observed once
+        the transaction holding it has committed."""
         p = self.producer
         if p is None:
             raise KafkaLogError(f"shard {self.partition} has no producer", retriable=True)
         s, opts = self.settings, self.replica.options
         n, prev = 0, -1
+        timed: list[tuple[list[Any], float]] = [(batch, seconds)]
         try:
             await p.begin_transaction()
             while True:
@@ -382,7 +386,9 @@ class ShardEngine:
                 self.since_snapshot += len(batch)
                 prev = last
                 self.next = last + 1
+                watch = time.perf_counter()
                 batch = decide(self.state, opts.config)
+                timed.append((batch, time.perf_counter() - watch))
                 if not batch:
                     break
             await p.send_offsets_to_transaction({self.tp: self.next}, s.group_id)
@@ -394,6 +400,8 @@ class ShardEngine:
             # or aborts it), and the catch-up that follows reads whatever was committed.
             raise kafka_error(exc, f"shard {self.partition}: transaction failed") from exc
         self.speculative = False
+        for decided, took in timed[:n]:  # the batches produced (a last one decided empty is no attempt either)
+            metrics.ATTEMPTS.observe(decided, took)
         self.transactions += 1
         self.stats.chained.append(n)
         return last

@@ -1,12 +1,7 @@
 """Fair Sharing (config ``fairSharing`` set): dominant resource shares, the tournament order, fair preemption.
 
-**Dominant resource share (DRS)** of a node (ClusterQueue or Cohort) with a parent: per flavor-resource of its
-subtree quota, what it uses beyond that quota (optionally counting a request on top) is summed per resource
-name; each sum is divided by what the parent could lend of that resource (the parent's potential availability
-summed over every flavor of it in the tree) and scaled by 1000. The largest ratio is the DRS (ties: the lower
-resource name); divided by the node's ``fairSharing.weight`` it is the weighted share. A node without a parent
-has DRS 0. A node of weight 0 that borrows has an infinite share: it compares above every other node, and two
-such nodes compare by their unweighted ratios.
+**Dominant resource share (DRS)** of a node (ClusterQueue or Cohort): :mod:`projections.fair_share`, which the
+metrics read too (the weighted-share gauges).
 
 **Order of a cycle's entries** (instead of the classical sort): repeatedly, the first remaining ClusterQueue by
 name — Kueue takes any — gives its entry at once if it has no cohort; otherwise a tournament over its whole
@@ -41,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from kueue_es.scheduler.preemption import Target, candidate_key, policy_allows, sort_candidates, uses_any
 from kueue_es.scheduler.quota import QuotaNode
+from projections.fair_share import DRS, NEGATIVE, compare, dominant_share
 from projections.workloads import WorkloadInfo
 
 if TYPE_CHECKING:
@@ -48,108 +44,12 @@ if TYPE_CHECKING:
 
 LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
 LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
-INF = float("inf")
-
-
-class DRS:
-    """A node's dominant resource share, comparable as Kueue compares them."""
-
-    __slots__ = ("borrowed_frs", "borrowing", "dominant", "ratio", "weight")
-
-    def __init__(self, weight: float, ratio: float = 0.0, dominant: str = "", borrowing: bool = False,
-                 borrowed_frs: tuple[str, ...] = ()) -> None:
-        self.weight = weight
-        self.ratio = ratio
-        """Unweighted: borrowed × 1000 / lendable of the dominant resource."""
-        self.dominant = dominant
-        self.borrowing = borrowing
-        """Some flavor-resource is used beyond the subtree quota."""
-        self.borrowed_frs = borrowed_frs
-
-    @property
-    def zero_weight_borrows(self) -> bool:
-        return self.weight == 0 and self.borrowing
-
-    @property
-    def is_zero(self) -> bool:
-        return self.ratio == 0
-
-    @property
-    def weighted(self) -> float:
-        """The weighted share (+inf for a borrowing node of weight 0)."""
-        if self.zero_weight_borrows:
-            return INF
-        if self.ratio == 0:
-            return 0.0
-        return self.ratio / self.weight
-
-    def key(self) -> tuple[int, float]:
-        """Sort key: compares as Kueue's CompareDRS."""
-        if self.zero_weight_borrows:
-            return (1, self.ratio)
-        return (0, self.weighted)
-
-    def borrowing_on(self, requested: dict[str, int]) -> bool:
-        return any(requested.get(fr, 0) > 0 for fr in self.borrowed_frs)
-
-    def __repr__(self) -> str:
-        return f"DRS({self.weighted:g}{', borrowing' if self.borrowing else ''})"
-
-
-NEGATIVE = DRS(1.0, -1.0)
-"""Below every real share: the starting point of a search for the highest."""
-
-
-def compare(a: DRS, b: DRS) -> int:
-    ka, kb = a.key(), b.key()
-    return (ka > kb) - (ka < kb)
-
-
-def _resource(fr: str) -> str:
-    return fr.split("/", 1)[1]
-
-
-def lendable(ctx: CycleContext, parent: QuotaNode) -> dict[str, int]:
-    """Per resource name: what ``parent`` could lend at most, over every flavor of the tree. Quota only, so
-    memoised for the cycle."""
-    memo = ctx.memo.setdefault("lendable", {})
-    found = memo.get(parent.name)
-    if found is None:
-        found = {}
-        for fr in sorted(parent.root().subtree):
-            r = _resource(fr)
-            found[r] = found.get(r, 0) + parent.potential_available(fr)
-        memo[parent.name] = found
-    return found
 
 
 def drs(ctx: CycleContext, node: QuotaNode, extra: dict[str, int] | None = None) -> DRS:
-    """The dominant resource share of ``node``, counting ``extra`` (flavor-resource -> amount) on top."""
-    d = DRS(node.weight)
-    if node.parent is None:
-        return d
-    borrowed: dict[str, int] = {}
-    frs: list[str] = []
-    usage = node.usage
-    for fr, quota in node.subtree.items():
-        amount = usage.get(fr, 0) + (extra.get(fr, 0) if extra else 0) - quota
-        if amount > 0:
-            r = _resource(fr)
-            borrowed[r] = borrowed.get(r, 0) + amount
-            frs.append(fr)
-    if not borrowed:
-        return d
-    d.borrowing = True
-    d.borrowed_frs = tuple(frs)
-    lend = lendable(ctx, node.parent)
-    for r in sorted(borrowed):
-        lr = lend.get(r, 0)
-        if lr <= 0:
-            continue
-        ratio = borrowed[r] * 1000.0 / lr
-        if ratio > d.ratio:
-            d.ratio, d.dominant = ratio, r
-    return d
+    """The dominant resource share of ``node``, counting ``extra`` (flavor-resource -> amount) on top; what each
+    parent could lend is memoised for the cycle (it depends on quota only)."""
+    return dominant_share(node, extra, ctx.memo.setdefault("lendable", {}))
 
 
 def _charge(node: QuotaNode, usage: dict[str, int], sign: int) -> None:

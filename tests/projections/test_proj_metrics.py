@@ -622,3 +622,65 @@ def test_the_fold_shows_the_metrics_every_workload_event_they_need() -> None:
 
     assert NEEDS_BEFORE <= _ABOUT_WORKLOADS and NEEDS_BEFORE <= set(METERED)
     assert set(ev.DECISION_TYPES) <= set(METERED)
+
+
+# --- Fair Sharing's weighted shares ---------------------------------------------------------------------------
+
+
+def fair_tree(log: Log, fair_sharing: bool = True) -> None:
+    """Cohort "root" (no quota) holds cq-r (8 cpu) and cohort "co" (weight 0.5), which holds cq-a (4 cpu, weight
+    2), cq-b (2 cpu) and cq-z (2 cpu, weight 0). cq-a holds 6 cpu, cq-z 3, cq-r 7, cq-b nothing."""
+    if fair_sharing:
+        log.observe(ev.ConfigRecorded(time=T0, document={"apiVersion": "config.kueue.x-k8s.io/v1beta2",
+                                                         "kind": "Configuration", "fairSharing": {}}))
+    co = cohort("co", parent="root")
+    co = o.Cohort(metadata=co.metadata, spec=o.CohortSpec(parent_name="root", fair_sharing=o.FairSharing(weight="500m")))
+    log.observe(*(upsert(x, T0) for x in (
+        namespace(NS), flavor("f0"), co,
+        cluster_queue("cq-r", "root", cpu="8"),
+        cluster_queue("cq-a", "co", cpu="4", fair_sharing=o.FairSharing(weight="2")),
+        cluster_queue("cq-b", "co", cpu="2"),
+        cluster_queue("cq-z", "co", cpu="2", fair_sharing=o.FairSharing(weight="0")),
+        *(local_queue(NS, f"lq-{q}", f"cq-{q}") for q in "rabz"),
+        *(workload(NS, f"w-{q}", queue=f"lq-{q}", created=T0) for q in "raz"),
+    )))
+    log.decide(T0 + 1000, reserve("ns/w-a", "cq-a", 6000), reserve("ns/w-z", "cq-z", 3000),
+               reserve("ns/w-r", "cq-r", 7000))
+
+
+def test_weighted_shares_are_kueues_dominant_resource_shares() -> None:
+    """Kueue's formula: borrowed = usage - subtree quota (per resource, when positive); lendable = what the parent
+    could lend of it (its potential availability; root "root": its subtree quota 8 + 4 + 2 + 2 = 16 cpu, for
+    the children of "co" too, which has no guarantee); share = borrowed x 1000 / lendable / weight.
+    cq-a: (6 - 4) x 1000 / 16 / 2 = 62.5. cq-b: uses nothing, 0. cq-z: borrows 1 with weight 0 -> +Inf, which
+    Kueue reports as NaN for a ClusterQueue. cq-r: 7 of its 8, 0.
+    co: (6 + 3 - 8) x 1000 / 16 / 0.5 = 125. root: no parent, 0."""
+    log = Log()
+    fair_tree(log)
+    shares = series(log.state, "kueue_cluster_queue_weighted_share")
+    assert set(shares) == {("cq-a", "co"), ("cq-b", "co"), ("cq-r", "root"), ("cq-z", "co")}
+    assert shares[("cq-a", "co")] == 62.5
+    assert shares[("cq-b", "co")] == 0.0
+    assert shares[("cq-r", "root")] == 0.0
+    assert math.isnan(shares[("cq-z", "co")])  # type: ignore[arg-type]
+    assert series(log.state, "kueue_cohort_weighted_share") == {("co",): 125.0, ("root",): 0.0}
+
+
+def test_a_cohort_of_weight_zero_that_borrows_reports_infinity() -> None:
+    log = Log()
+    fair_tree(log)
+    log.observe(upsert(o.Cohort(metadata=cohort("co").metadata, spec=o.CohortSpec(
+        parent_name="root", fair_sharing=o.FairSharing(weight="0"))), T0 + 2000))
+    assert series(log.state, "kueue_cohort_weighted_share")[("co",)] == math.inf
+
+
+def test_no_weighted_shares_without_fair_sharing() -> None:
+    """Kueue reports the weighted shares only with fairSharing in its configuration."""
+    log = Log()
+    fair_tree(log, fair_sharing=False)
+    assert series(log.state, "kueue_cluster_queue_weighted_share") == {}
+    assert series(log.state, "kueue_cohort_weighted_share") == {}
+    log.observe(ev.ConfigRecorded(time=T0 + 2000, document={"fairSharing": {"preemptionStrategies": []}}))
+    assert series(log.state, "kueue_cluster_queue_weighted_share")[("cq-a", "co")] == 62.5
+    log.observe(ev.ConfigRecorded(time=T0 + 3000, document={"kind": "Configuration"}))
+    assert series(log.state, "kueue_cluster_queue_weighted_share") == {}

@@ -33,10 +33,35 @@ def scrape(port: int, accept: str = "") -> tuple[str, str]:
         return resp.read().decode(), resp.headers["Content-Type"]
 
 
-def kueue_samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+DURATION = "kueue_admission_attempt_duration_seconds"
+
+
+def kueue_samples(text: str, live: bool = False) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """The ``kueue_*`` samples; with ``live``, only the attempt durations, else everything but them."""
     return {(s.name, tuple(sorted(s.labels.items()))): s.value
             for family in text_string_to_metric_families(text) if family.name.startswith("kueue_")
-            for s in family.samples}
+            and (family.name == DURATION) == live for s in family.samples}
+
+
+def attempts(samples: dict) -> dict[str, float]:
+    """admission_attempts_total per result."""
+    return {dict(labels)["result"]: v for (name, labels), v in samples.items()
+            if name == "kueue_admission_attempts_total"}
+
+
+def durations(live: dict) -> dict[str, float]:
+    """How many attempts admission_attempt_duration_seconds observed, per result (checked against its buckets)."""
+    out = {}
+    for (name, labels), v in live.items():
+        lbl = dict(labels)
+        if name == DURATION + "_count":
+            out[lbl["result"]] = v
+            buckets = {b["le"]: n for (nm, ls), n in live.items() if nm == DURATION + "_bucket"
+                       for b in [dict(ls)] if b["result"] == lbl["result"]}
+            assert list(buckets) == ["0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10",
+                                     "+Inf"]  # Kueue's: the client's defaults
+            assert buckets["+Inf"] == v and lbl["replica_role"] == "standalone"
+    return out
 
 
 class Service:
@@ -82,14 +107,23 @@ def test_metrics_are_served_and_survive_a_restart(tmp_path: Path) -> None:
         text, content_type = scrape(port, accept="application/openmetrics-text; version=1.0.0")
         assert content_type.startswith("application/openmetrics-text") and text.rstrip().endswith("# EOF")
         time.sleep(1.5)  # nothing left to decide: what it shows now is the settled log
-        before = kueue_samples(scrape(port)[0])
+        text = scrape(port)[0]
+        before = kueue_samples(text)
+        # every attempt this process made is timed once, under the result the counter gives it (the log was
+        # imported with no decision in it, so the counter counts this process's attempts alone)
+        assert durations(kueue_samples(text, live=True)) == attempts(before) != {}
         service.stop()
     finally:
         service.kill()
 
     again = Service(log_dir, port)  # a restart is a replay: counters and histograms come back, none reset
     try:
-        assert kueue_samples(scrape(port)[0]) == before
+        text = scrape(port)[0]
+        after = kueue_samples(text)
+        assert after == before
+        # ... but the live attempt durations, like Kueue's, start from zero: only this process's attempts
+        new = {r: v - attempts(before).get(r, 0) for r, v in attempts(after).items()}
+        assert durations(kueue_samples(text, live=True)) == {r: v for r, v in new.items() if v}
         again.stop()
     finally:
         again.kill()
@@ -108,3 +142,21 @@ def test_metrics_port_setting(tmp_path: Path) -> None:
     bad.write_text("metrics:\n  port: 70000\n")
     with pytest.raises(InvalidInput, match=r"\$\.metrics\.port: must be a port number \(0-65535\), not 70000"):
         config.load(str(bad), env={})
+
+
+def test_attempt_durations_observe_attempts_only_under_the_counters_result() -> None:
+    from fixtures.eventgen import admission
+
+    from events import schema as ev
+    from kueue_es.metrics import AttemptDurations
+
+    d = AttemptDurations()
+    reserved = ev.QuotaReserved(time=1, cycle=1, input=0, key="ns/a", admission=admission("cq", "f0", 1000))
+    no_fit = ev.WorkloadPending(time=1, cycle=2, input=0, key="ns/b", reason="WaitingForQuota", message="m",
+                                requeue_reason="NoFit")
+    d.observe([reserved, no_fit], 0.005)  # on the bound: counted in its bucket (le)
+    d.observe([no_fit], 12.0)  # past the largest bound
+    d.observe([ev.ClockTicked(time=2, id="t")], 0.1)  # no attempt
+    d.observe([], 0.1)
+    family = d.family()
+    assert family.samples == [(("inadmissible",), [0] * 11 + [1], 12.0), (("success",), [1] * 12, 0.005)]

@@ -28,10 +28,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def kueue_samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+def kueue_samples(text: str, live: bool = False) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """The ``kueue_*`` samples of the log; with ``live``, only the replica's own attempt durations."""
     return {(s.name, tuple(sorted(s.labels.items()))): s.value
             for family in text_string_to_metric_families(text) if family.name.startswith("kueue_")
-            for s in family.samples}
+            and (family.name == metrics.ATTEMPT_DURATION.name) == live for s in family.samples}
+
+
+def timed_attempts(live: dict) -> dict[str, float]:
+    """Attempts admission_attempt_duration_seconds observed, per result."""
+    return {dict(labels)["result"]: v for (name, labels), v in live.items()
+            if name == metrics.ATTEMPT_DURATION.name + "_count"}
 
 
 async def scrape(port: int) -> str:
@@ -72,10 +79,16 @@ async def test_metrics_follow_the_active_replica_and_survive_a_handover(kafka_br
         assert finished == SCENARIO.workloads
         await until_equal(ports[0], expected, "the active replica")
         assert kueue_samples(await scrape(ports[1])) == {}, "a standby holds no state"
+        # the first replica made every attempt: each timed once, under the result the counter gives it
+        attempts = {dict(labels)["result"]: v for (name, labels), v in expected.items()
+                    if name == "kueue_admission_attempts_total"}
+        assert timed_attempts(kueue_samples(await scrape(ports[0]), live=True)) == attempts
 
         assert await replicas[0].terminate() == 0, "".join(replicas[0].stderr[-40:])
         active = await replicas[1].wait_for("active")
         assert active["snapshotOffset"] is not None  # restored, not refolded from the start
         await until_equal(ports[1], expected, "the replica that took over")
+        # ... which restored the log's metrics, but times only its own attempts (none left): from zero, as Kueue
+        assert kueue_samples(await scrape(ports[1]), live=True) == {}
     finally:
         await stop_all(replicas)

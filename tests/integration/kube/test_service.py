@@ -51,6 +51,8 @@ async def test_health_leader_election_and_handover(kube_apiserver, tmp_path) -> 
                 leading = await r1.metrics()
                 assert (f'kueue_admitted_workloads_total{{cluster_queue="cq-{sfx}",priority_class="",'
                         'replica_role="leader"} 1.0') in leading
+                assert 'kueue_admission_attempt_duration_seconds_count{replica_role="leader",result="success"}' \
+                    in leading  # the leader times its attempts (the admission of j1 among them)
                 standby = await r2.metrics()
                 assert "process_cpu_seconds_total" in standby and "kueue_" not in standby
 

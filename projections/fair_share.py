@@ -1,0 +1,133 @@
+"""Fair Sharing's dominant resource share (DRS) of a node of the quota tree: one implementation for the scheduler
+(which orders entries and picks preemption targets by it: :mod:`kueue_es.scheduler.fairsharing`) and the metrics
+(``kueue_cluster_queue_weighted_share``, ``kueue_cohort_weighted_share``: :mod:`projections.metrics`), which may
+not import the scheduler.
+
+The DRS of a node (ClusterQueue or Cohort) with a parent: per flavor-resource of its subtree quota, what it uses
+beyond that quota (optionally counting a request on top) is summed per resource name; each sum is divided by what
+the parent could lend of that resource (the parent's potential availability summed over every flavor of it in the
+tree) and scaled by 1000. The largest ratio is the DRS (ties: the lower resource name); divided by the node's
+``fairSharing.weight`` it is the weighted share. A node without a parent has DRS 0. A node of weight 0 that
+borrows has an infinite share: it compares above every other node, and two such nodes compare by their
+unweighted ratios.
+
+Fair Sharing is on when the Kueue Configuration has a ``fairSharing`` stanza (:func:`enabled`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from projections.quota import QuotaNode
+
+INF = float("inf")
+
+
+class DRS:
+    """A node's dominant resource share, comparable as Kueue compares them."""
+
+    __slots__ = ("borrowed_frs", "borrowing", "dominant", "ratio", "weight")
+
+    def __init__(self, weight: float, ratio: float = 0.0, dominant: str = "", borrowing: bool = False,
+                 borrowed_frs: tuple[str, ...] = ()) -> None:
+        self.weight = weight
+        self.ratio = ratio
+        """Unweighted: borrowed × 1000 / lendable of the dominant resource."""
+        self.dominant = dominant
+        self.borrowing = borrowing
+        """Some flavor-resource is used beyond the subtree quota."""
+        self.borrowed_frs = borrowed_frs
+
+    @property
+    def zero_weight_borrows(self) -> bool:
+        return self.weight == 0 and self.borrowing
+
+    @property
+    def is_zero(self) -> bool:
+        return self.ratio == 0
+
+    @property
+    def weighted(self) -> float:
+        """The weighted share: 0 without a ratio, +inf for a node of weight 0 with one, else ratio ÷ weight
+        (Kueue's precise weighted share, which its metrics and ClusterQueue status report)."""
+        if self.ratio == 0:
+            return 0.0
+        if self.weight == 0:
+            return INF
+        return self.ratio / self.weight
+
+    def key(self) -> tuple[int, float]:
+        """Sort key: compares as Kueue's CompareDRS."""
+        if self.zero_weight_borrows:
+            return (1, self.ratio)
+        return (0, self.weighted)
+
+    def borrowing_on(self, requested: dict[str, int]) -> bool:
+        return any(requested.get(fr, 0) > 0 for fr in self.borrowed_frs)
+
+    def __repr__(self) -> str:
+        return f"DRS({self.weighted:g}{', borrowing' if self.borrowing else ''})"
+
+
+NEGATIVE = DRS(1.0, -1.0)
+"""Below every real share: the starting point of a search for the highest."""
+
+
+def compare(a: DRS, b: DRS) -> int:
+    ka, kb = a.key(), b.key()
+    return (ka > kb) - (ka < kb)
+
+
+def _resource(fr: str) -> str:
+    return fr.split("/", 1)[1]
+
+
+def lendable(parent: QuotaNode, memo: dict[str, dict[str, int]] | None = None) -> dict[str, int]:
+    """Per resource name: what ``parent`` could lend at most, over every flavor of the tree. Quota only, so
+    ``memo`` (parent name -> result) may keep it while the specs do not change (a scheduling cycle)."""
+    found = memo.get(parent.name) if memo is not None else None
+    if found is None:
+        found = {}
+        for fr in sorted(parent.root().subtree):
+            r = _resource(fr)
+            found[r] = found.get(r, 0) + parent.potential_available(fr)
+        if memo is not None:
+            memo[parent.name] = found
+    return found
+
+
+def dominant_share(node: QuotaNode, extra: dict[str, int] | None = None,
+                   memo: dict[str, dict[str, int]] | None = None) -> DRS:
+    """The dominant resource share of ``node``, counting ``extra`` (flavor-resource -> amount) on top; ``memo`` is
+    :func:`lendable`'s."""
+    d = DRS(node.weight)
+    if node.parent is None:
+        return d
+    borrowed: dict[str, int] = {}
+    frs: list[str] = []
+    usage = node.usage
+    for fr, quota in node.subtree.items():
+        amount = usage.get(fr, 0) + (extra.get(fr, 0) if extra else 0) - quota
+        if amount > 0:
+            r = _resource(fr)
+            borrowed[r] = borrowed.get(r, 0) + amount
+            frs.append(fr)
+    if not borrowed:
+        return d
+    d.borrowing = True
+    d.borrowed_frs = tuple(frs)
+    lend = lendable(node.parent, memo)
+    for r in sorted(borrowed):
+        lr = lend.get(r, 0)
+        if lr <= 0:
+            continue
+        ratio = borrowed[r] * 1000.0 / lr
+        if ratio > d.ratio:
+            d.ratio, d.dominant = ratio, r
+    return d
+
+
+def enabled(document: dict[str, Any] | None) -> bool:
+    """Whether Fair Sharing is on under a recorded Configuration document (None: none recorded, Kueue's defaults:
+    off): a ``fairSharing`` stanza, as ``SchedulerConfig.fair_sharing_enabled`` reads the decoded one."""
+    return bool(document) and document.get("fairSharing") is not None  # type: ignore[union-attr]
