@@ -42,6 +42,7 @@ from projections.metrics import (
     WAIT_BUCKETS,
     batch_result,
     families,
+    merged,
 )
 
 NS = "ns"
@@ -837,3 +838,15 @@ def test_a_snapshot_of_the_version_before_the_local_queue_metrics_restores() -> 
         f for f in full if f.spec.name != lq and f.spec.name not in (
             "kueue_local_queue_quota_reserved_workloads_total", "kueue_local_queue_admission_wait_time_seconds",
             "kueue_local_queue_admitted_workloads_total")]
+
+
+def test_the_shards_of_a_replica_merge_their_local_queue_series() -> None:
+    on, off = Log(), Log()
+    local_queue_scenario(on)
+    gates_config(off, T0, LocalQueueMetrics=False)
+    local_queue_scenario(off)
+    both = {f.spec.name: f for f in merged([families(on.state), families(off.state)])}
+    assert both["kueue_local_queue_quota_reserved_workloads_total"].samples == sorted(
+        series(on.state, "kueue_local_queue_quota_reserved_workloads_total").items())
+    twice = {f.spec.name: f.samples for f in merged([families(on.state), families(on.state)])}
+    assert twice["kueue_local_queue_finished_workloads_total"] == [(("lq-b", "ns", ""), 2.0)]
