@@ -28,6 +28,7 @@ from events import schema as ev
 from events.errors import UndecodableRecord
 from events.lazy import LazyObjectUpserted, LazyWorkload, UndecodablePart
 from events.timefmt import format_time, parse_time
+from projections import gates
 from projections.admissionchecks import applicable_checks
 from projections.clusterqueues import ClusterQueueInfo, selector_matches
 from projections.cohorts import CohortForest, build_forest
@@ -142,6 +143,8 @@ class ClusterState:
         """What :attr:`config` says about requests, and the configuration it was read from (derived)."""
         self._pods_ready_of: ev.ConfigRecorded | None = None
         self._pods_ready = True
+        self._lq_metrics_of: ev.ConfigRecorded | None = None
+        self._lq_metrics = gates.enabled({}, gates.LOCAL_QUEUE_METRICS)
         """Whether :attr:`config` has waitForPodsReady in force, and the configuration it was read from (derived)."""
         self.queue_order: QueueOrder = DEFAULT_ORDER
         """What :attr:`config` says about queue order (derived; the heaps' sort keys follow it)."""
@@ -282,12 +285,35 @@ class ClusterState:
             self._pods_ready_of, self._pods_ready = config, waits_for_pods_ready(doc)
         return self._pods_ready
 
+    @property
+    def local_queue_metrics(self) -> bool:
+        """Kueue's ``LocalQueueMetrics`` gate in the configuration in force: the ``local_queue_*`` metrics are
+        folded and exposed (:mod:`projections.metrics`)."""
+        config = self.config
+        if self._lq_metrics_of is not config:
+            gates_on = gates.of_document(config.document if config is not None else None)
+            self._lq_metrics_of, self._lq_metrics = config, gates.enabled(gates_on, gates.LOCAL_QUEUE_METRICS)
+        return self._lq_metrics
+
     def _rules_in_force(self) -> tuple[RequestRules | None, bool]:
         config = self.config
         if self._rules_of is not config:
             doc = config.document if config is not None else None
             self._rules_of, self._rules = config, (rules_of(doc), reclaims(doc))
         return self._rules
+
+    def local_queue_active(self, key: str) -> tuple[str, str, str]:
+        """Status, reason and message of the Active condition of LocalQueue ``key`` (which exists): the
+        LocalQueue status the connector writes, and the ``local_queue_status`` metric."""
+        lq = self.local_queues[key]
+        cq_name = lq.spec.cluster_queue
+        if lq.spec.stop_policy not in ("None", ""):
+            return ("False", "Stopped", "LocalQueue is stopped")
+        if cq_name not in self.cluster_queues:
+            return ("False", "ClusterQueueDoesNotExist", "Can't submit new workloads to clusterQueue")
+        if self.inactive_reason(cq_name) is not None:
+            return ("False", "ClusterQueueIsInactive", "Can't submit new workloads to clusterQueue")
+        return ("True", "Ready", "Can submit new workloads to localQueue")
 
     def inactive_reason(self, cq: str) -> str | None:
         """Why a ClusterQueue cannot admit (Kueue's Active=False reasons), or None when it is active."""
@@ -797,6 +823,7 @@ class ClusterState:
             self._specs_changed()
         if kind == "LocalQueue":
             self.spec_generation += 1
+            self.metrics.forget_local_queue(key)
             for wk in sorted(self.lq_members.get(key, ())):
                 self._enqueue(self.workloads[wk])
                 self.touched[wk] = None

@@ -7,8 +7,9 @@ names, stages and defaults below are Kueue's (``pkg/features/kube_features.go``,
 gates that change a decision here are read (``TASBalancedPlacement``, ``TASMultiLayerTopology``,
 ``DisableWaitForPodsReady``, which turns waitForPodsReady off altogether, and for its blockAdmission reason
 ``UnadmittedWorkloadsObservability``, ``QuotaCheckStrategy``, without which ``resources.quotaCheckStrategy``
-is neither checked nor used, and the two the projection reads from the recorded document: ``ReclaimablePods``
-and ``PrioritySortingWithinCohort``, :mod:`projections.queue_order`), the
+is neither checked nor used, and the three the projection reads from the recorded document: ``ReclaimablePods``,
+``PrioritySortingWithinCohort``, :mod:`projections.queue_order`, and ``LocalQueueMetrics``,
+:mod:`projections.metrics`), the
 others are known so that a user's existing configuration is accepted as Kueue accepts it.
 
 The table and :func:`enabled` live beside the projections because the fold reads gates too, from the
@@ -29,6 +30,7 @@ TAS_BALANCED_PLACEMENT = "TASBalancedPlacement"
 TAS_MULTI_LAYER_TOPOLOGY = "TASMultiLayerTopology"
 UNADMITTED_WORKLOADS_OBSERVABILITY = "UnadmittedWorkloadsObservability"
 QUOTA_CHECK_STRATEGY = "QuotaCheckStrategy"
+LOCAL_QUEUE_METRICS = "LocalQueueMetrics"
 
 GATES: dict[str, tuple[str, bool]] = {
     "PartialAdmission": (BETA, True),
@@ -42,7 +44,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "MultiKueue": (BETA, True),
     "MultiKueueBatchJobClearingTTLSecondsAfterFinishedOnWorkerCluster": (BETA, True),
     "TopologyAwareScheduling": (BETA, True),
-    "LocalQueueMetrics": (BETA, True),
+    LOCAL_QUEUE_METRICS: (BETA, True),
     "TASProfileMixed": (BETA, True),
     "AdmissionFairSharing": (BETA, True),
     "TASFailedNodeReplacement": (BETA, True),

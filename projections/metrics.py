@@ -13,6 +13,10 @@ decisions never read them, so ``replay --verify`` is unaffected.
 Gauges (pending workloads, quota, usage, queue status) describe the state as it is: they are computed from the
 projection when asked (:func:`families`), like the ClusterQueue status the connector writes.
 
+The LocalQueue metrics (:data:`LOCAL_QUEUE_SPECS`) follow Kueue's ``LocalQueueMetrics`` gate in the configuration
+in force: the hooks fold them, and :func:`families` exposes them, only while it is on. The hooks ask for the gate
+only once a transition is counted, so with it off they cost the fold one cached lookup per counted transition.
+
 Nothing here reads a clock or knows which replica it runs in: the ``replica_role`` label, and exposition in
 Prometheus' formats, are added by the service (``kueue_es.metrics``).
 """
@@ -183,16 +187,92 @@ COHORT_WEIGHTED_SHARE = Spec(
     "quota against what its parent could lend); 0 for a root cohort; +Inf when its weight is 0 and it borrows "
     "(as Kueue reports it). Only while fairSharing is configured.", ("cohort",))
 
+# The LocalQueue twins (Kueue's ``LocalQueueMetrics`` gate): a workload's series are those of the LocalQueue it
+# names (``spec.queueName`` in its namespace), whether that LocalQueue exists or not, as Kueue records them.
+
+_LQ = ("name", "namespace")
+_LQ_PC = (*_LQ, "priority_class")
+_LQ_RESOURCE = (*_LQ, "flavor", "resource")
+
+LQ_PENDING = Spec(
+    "kueue_local_queue_pending_workloads", "gauge",
+    "Workloads of the LocalQueue waiting in its ClusterQueue, by status ('active', 'inadmissible'), as "
+    "pending_workloads counts them.", (*_LQ, "status"))
+LQ_QUOTA_RESERVED = Spec(
+    "kueue_local_queue_quota_reserved_workloads_total", "counter",
+    "Workloads that got a quota reservation, per LocalQueue and priority class.", _LQ_PC)
+LQ_QUOTA_RESERVED_WAIT = Spec(
+    "kueue_local_queue_quota_reserved_wait_time_seconds", "histogram",
+    "Time from a workload's creation, or from its last requeue, until it got a quota reservation, per LocalQueue.",
+    _LQ_PC, WAIT_BUCKETS)
+LQ_ADMITTED = Spec(
+    "kueue_local_queue_admitted_workloads_total", "counter",
+    "Workloads admitted (quota reserved and every admission check ready), per LocalQueue and priority class.",
+    _LQ_PC)
+LQ_ADMISSION_WAIT = Spec(
+    "kueue_local_queue_admission_wait_time_seconds", "histogram",
+    "Time from a workload's creation, or from its last requeue, until it was admitted, per LocalQueue (Kueue "
+    "gives the LocalQueue's histogram the 14 buckets of the other wait times).", _LQ_PC, WAIT_BUCKETS)
+LQ_ADMISSION_CHECKS_WAIT = Spec(
+    "kueue_local_queue_admission_checks_wait_time_seconds", "histogram",
+    "Time from a workload's quota reservation until its admission, for workloads with admission checks, per "
+    "LocalQueue.", _LQ_PC, WAIT_BUCKETS)
+LQ_READY_WAIT = Spec(
+    "kueue_local_queue_ready_wait_time_seconds", "histogram",
+    "Time from a workload's creation, or from its last requeue, until its pods were ready, per LocalQueue "
+    "(observed as ready_wait_time_seconds is).", _LQ_PC, WAIT_BUCKETS)
+LQ_ADMITTED_UNTIL_READY = Spec(
+    "kueue_local_queue_admitted_until_ready_wait_time_seconds", "histogram",
+    "Time from a workload's admission until its pods were ready, per LocalQueue (observed as "
+    "admitted_until_ready_wait_time_seconds is).", _LQ_PC, WAIT_BUCKETS)
+LQ_FINISHED_TOTAL = Spec(
+    "kueue_local_queue_finished_workloads_total", "counter",
+    "Workloads that finished, per LocalQueue and priority class.", _LQ_PC)
+LQ_EVICTED = Spec(
+    "kueue_local_queue_evicted_workloads_total", "counter",
+    "Evictions of workloads holding quota, per LocalQueue, by the reason and underlying cause of "
+    "evicted_workloads_total.", (*_LQ, "reason", "underlying_cause", "priority_class"))
+LQ_RESERVING_ACTIVE = Spec(
+    "kueue_local_queue_reserving_active_workloads", "gauge",
+    "Workloads of the LocalQueue holding a quota reservation in its ClusterQueue.", _LQ)
+LQ_ADMITTED_ACTIVE = Spec(
+    "kueue_local_queue_admitted_active_workloads", "gauge",
+    "Admitted workloads of the LocalQueue that still hold their quota (not finished, not released).", _LQ)
+LQ_FINISHED = Spec(
+    "kueue_local_queue_finished_workloads", "gauge",
+    "Finished workloads of the LocalQueue that still exist.", _LQ)
+LQ_STATUS = Spec(
+    "kueue_local_queue_status", "gauge",
+    "1 on the status of the LocalQueue's Active condition (True, False or Unknown), 0 on the other two.",
+    (*_LQ, "active"))
+LQ_RESERVATION = Spec(
+    "kueue_local_queue_resource_reservation", "gauge",
+    "Quota reserved by the LocalQueue's workloads, per flavor and resource of its ClusterQueue (cpu in cores).",
+    _LQ_RESOURCE)
+LQ_USAGE = Spec(
+    "kueue_local_queue_resource_usage", "gauge",
+    "Quota used by the LocalQueue's admitted workloads, per flavor and resource of its ClusterQueue (cpu in "
+    "cores).", _LQ_RESOURCE)
+
+LOCAL_QUEUE_SPECS: tuple[Spec, ...] = (
+    LQ_PENDING, LQ_QUOTA_RESERVED, LQ_QUOTA_RESERVED_WAIT, LQ_ADMITTED, LQ_ADMISSION_WAIT, LQ_ADMISSION_CHECKS_WAIT,
+    LQ_READY_WAIT, LQ_ADMITTED_UNTIL_READY, LQ_FINISHED_TOTAL, LQ_EVICTED, LQ_RESERVING_ACTIVE, LQ_ADMITTED_ACTIVE,
+    LQ_FINISHED, LQ_STATUS, LQ_RESERVATION, LQ_USAGE,
+)
+"""Exposed only while the ``LocalQueueMetrics`` gate is on in the configuration in force, and folded only then."""
+
 SPECS: tuple[Spec, ...] = (
     ADMISSION_ATTEMPTS, PENDING_WORKLOADS, QUOTA_RESERVED, QUOTA_RESERVED_WAIT, ADMITTED_WORKLOADS,
     ADMISSION_WAIT, ADMISSION_CHECKS_WAIT, READY_WAIT, ADMITTED_UNTIL_READY, FINISHED_TOTAL, EXECUTION_TIME,
     EVICTED, EVICTED_ONCE, PODS_READY_TO_EVICTED, EVICTION_LATENCY, PREEMPTED,
     RESERVING_ACTIVE, ADMITTED_ACTIVE, FINISHED_WORKLOADS, CQ_STATUS, CQ_RESERVATION, CQ_USAGE, CQ_NOMINAL,
-    CQ_BORROWING, CQ_LENDING, CQ_INFO, COHORT_INFO, CQ_WEIGHTED_SHARE, COHORT_WEIGHTED_SHARE,
+    CQ_BORROWING, CQ_LENDING, CQ_INFO, COHORT_INFO, CQ_WEIGHTED_SHARE, COHORT_WEIGHTED_SHARE, *LOCAL_QUEUE_SPECS,
 )
 """Every metric, in exposition order."""
+_LOCAL = frozenset(s.name for s in LOCAL_QUEUE_SPECS)
 
-COUNT_OF = {QUOTA_RESERVED.name: QUOTA_RESERVED_WAIT.name, ADMITTED_WORKLOADS.name: ADMISSION_WAIT.name}
+COUNT_OF = {QUOTA_RESERVED.name: QUOTA_RESERVED_WAIT.name, ADMITTED_WORKLOADS.name: ADMISSION_WAIT.name,
+            LQ_QUOTA_RESERVED.name: LQ_QUOTA_RESERVED_WAIT.name, LQ_ADMITTED.name: LQ_ADMISSION_WAIT.name}
 """Counters that count exactly what a histogram observes (Kueue moves both together): read off its counts."""
 FOLDED: tuple[Spec, ...] = tuple(s for s in SPECS if s.kind != "gauge" and s.name not in COUNT_OF)
 """The counters and histograms folded from the log (kept in snapshots)."""
@@ -259,6 +339,10 @@ _QR_WAIT, _ADM_WAIT, _CHECKS_WAIT = QUOTA_RESERVED_WAIT.name, ADMISSION_WAIT.nam
 _FIN, _EXEC = FINISHED_TOTAL.name, EXECUTION_TIME.name
 _READY_WAIT, _UNTIL_READY, _READY_TO_EVICTED = READY_WAIT.name, ADMITTED_UNTIL_READY.name, PODS_READY_TO_EVICTED.name
 _EVICTED, _EVICTED_ONCE, _EVICTION_LATENCY = EVICTED.name, EVICTED_ONCE.name, EVICTION_LATENCY.name
+_LQ_QR_WAIT, _LQ_ADM_WAIT, _LQ_CHECKS_WAIT = (
+    LQ_QUOTA_RESERVED_WAIT.name, LQ_ADMISSION_WAIT.name, LQ_ADMISSION_CHECKS_WAIT.name)
+_LQ_READY_WAIT, _LQ_UNTIL_READY = LQ_READY_WAIT.name, LQ_ADMITTED_UNTIL_READY.name
+_LQ_FIN, _LQ_EVICTED = LQ_FINISHED_TOTAL.name, LQ_EVICTED.name
 _BOUNDS_MS = {s.name: [round(b * 1000) for b in s.buckets] for s in FOLDED if s.kind == "histogram"}
 
 
@@ -302,6 +386,16 @@ class MetricsFold:
                 if _BY_NAME[name].labels[0] in ("cluster_queue", "preempting_cluster_queue"):
                     series = table[name]
                     for labels in [k for k in series if k[0] == cq]:
+                        del series[labels]
+
+    def forget_local_queue(self, key: str) -> None:
+        """LocalQueue ``key`` (``namespace/name``) was deleted: its series go, as Kueue clears them."""
+        namespace, _, name = key.partition("/")
+        for table in (self.counters, self.histograms):
+            for metric in sorted(table):
+                if metric in _LOCAL:
+                    series = table[metric]
+                    for labels in [k for k in series if k[0] == name and k[1] == namespace]:
                         del series[labels]
 
     def forget_workload(self, key: str) -> None:
@@ -370,8 +464,10 @@ def _reserved(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -
     wl = seen[0]
     if wl.phase != RESERVED:
         return
-    labels = (wl.cluster_queue, wl.priority_class)
-    _observe(m.histograms[_QR_WAIT], _QR_BOUNDS, labels, e.time - _queued_since(wl))
+    ms = e.time - _queued_since(wl)
+    _observe(m.histograms[_QR_WAIT], _QR_BOUNDS, (wl.cluster_queue, wl.priority_class), ms)
+    if state.local_queue_metrics:
+        _observe(m.histograms[_LQ_QR_WAIT], _QR_BOUNDS, (wl.queue_name, wl.namespace, wl.priority_class), ms)
 
 
 def _admitted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
@@ -383,9 +479,16 @@ def _admitted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -
     if wl.phase != ADMITTED:
         return
     labels = (wl.cluster_queue, wl.priority_class)
-    _observe(m.histograms[_ADM_WAIT], _ADM_BOUNDS, labels, e.time - _queued_since(wl))
-    if wl.check_states and wl.reserved_at is not None:
+    ms = e.time - _queued_since(wl)
+    _observe(m.histograms[_ADM_WAIT], _ADM_BOUNDS, labels, ms)
+    checked = wl.check_states and wl.reserved_at is not None
+    if checked:
         _observe(m.histograms[_CHECKS_WAIT], _BOUNDS_MS[_CHECKS_WAIT], labels, e.time - wl.reserved_at)
+    if state.local_queue_metrics:
+        lq_labels = (wl.queue_name, wl.namespace, wl.priority_class)
+        _observe(m.histograms[_LQ_ADM_WAIT], _QR_BOUNDS, lq_labels, ms)
+        if checked:
+            _observe(m.histograms[_LQ_CHECKS_WAIT], _QR_BOUNDS, lq_labels, e.time - wl.reserved_at)
 
 
 def _evicted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
@@ -409,6 +512,10 @@ def _evicted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) ->
     labels = (adm.cluster_queue, reason, cause, wl.priority_class)
     series = m.counters[_EVICTED]
     series[labels] = series.get(labels, 0) + 1
+    if state.local_queue_metrics:
+        lq_labels = (wl.queue_name, wl.namespace, reason, cause, wl.priority_class)
+        series = m.counters[_LQ_EVICTED]
+        series[lq_labels] = series.get(lq_labels, 0) + 1
     counted = m.evicted_once.get(wl.key, ())
     if (reason, cause) not in counted:  # the first eviction of this workload for this reason and cause
         m.evicted_once[wl.key] = (*counted, (reason, cause))
@@ -457,10 +564,16 @@ def _pods_ready(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None)
     if wl.phase != ADMITTED or wl.admission is None or not state.waits_for_pods_ready:
         return
     labels = (wl.admission.cluster_queue, wl.priority_class)
-    _observe(m.histograms[_READY_WAIT], _BOUNDS_MS[_READY_WAIT], labels, e.time - _queued_since(wl))
+    queued = e.time - _queued_since(wl)
+    _observe(m.histograms[_READY_WAIT], _BOUNDS_MS[_READY_WAIT], labels, queued)
     admitted = _condition_time(wl, "Admitted")
     if admitted is not None:
         _observe(m.histograms[_UNTIL_READY], _BOUNDS_MS[_UNTIL_READY], labels, e.time - admitted)
+    if state.local_queue_metrics:
+        lq_labels = (wl.queue_name, wl.namespace, wl.priority_class)
+        _observe(m.histograms[_LQ_READY_WAIT], _QR_BOUNDS, lq_labels, queued)
+        if admitted is not None:
+            _observe(m.histograms[_LQ_UNTIL_READY], _QR_BOUNDS, lq_labels, e.time - admitted)
 
 
 def _condition_time(wl: WorkloadInfo, type_: str) -> int | None:
@@ -485,6 +598,10 @@ def _finished(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -
     labels = (adm.cluster_queue if adm is not None else "", wl.priority_class)
     series = m.counters[_FIN]
     series[labels] = series.get(labels, 0) + 1
+    if state.local_queue_metrics:
+        lq_labels = (wl.queue_name, wl.namespace, wl.priority_class)
+        series = m.counters[_LQ_FIN]
+        series[lq_labels] = series.get(lq_labels, 0) + 1
     admitted_at = wl.admitted_at
     if admitted_at is None and not wl.accumulated_seconds:
         return  # it never ran
@@ -539,10 +656,14 @@ class Family(NamedTuple):
 
 
 def families(state: ClusterState) -> list[Family]:
-    """Every metric at the state's point of the log, in :data:`SPECS` order; series sorted by labels."""
-    gauges = _gauges(state)
+    """Every metric at the state's point of the log, in :data:`SPECS` order; series sorted by labels. The
+    LocalQueue families only while the ``LocalQueueMetrics`` gate is on."""
+    local = state.local_queue_metrics
+    gauges = _gauges(state, local)
     out = []
     for spec in SPECS:
+        if not local and spec.name in _LOCAL:
+            continue
         if spec.kind == "gauge":
             out.append(Family(spec, gauges[spec.name]))
         elif spec.name in COUNT_OF:
@@ -559,14 +680,18 @@ def families(state: ClusterState) -> list[Family]:
 
 def merged(parts: list[list[Family]]) -> list[Family]:
     """The families of several states (the shards a replica is active for) as one: series with the same labels
-    are added (shards hold disjoint cohort trees, so they seldom share one)."""
+    are added (shards hold disjoint cohort trees, so they seldom share one); a family any of them has is there."""
     if len(parts) == 1:
         return parts[0]
+    by_name = [{f.spec.name: f for f in part} for part in parts]
     out = []
-    for i, spec in enumerate(SPECS):
+    for spec in SPECS:
+        if not any(spec.name in part for part in by_name):
+            continue
         acc: dict[tuple[str, ...], Any] = {}
-        for part in parts:
-            for sample in part[i].samples:
+        for part in by_name:
+            family = part.get(spec.name)
+            for sample in family.samples if family is not None else ():
                 labels = sample[0]
                 if spec.kind != "histogram":
                     acc[labels] = acc.get(labels, 0.0) + sample[1]
@@ -599,8 +724,10 @@ def _limit(resource: str, quantity: Any) -> float:
     return math.inf if quantity is None else _amount(resource, to_int(resource, quantity))
 
 
-def _gauges(state: ClusterState) -> dict[str, list[tuple[tuple[str, ...], float]]]:
+def _gauges(state: ClusterState, local: bool) -> dict[str, list[tuple[tuple[str, ...], float]]]:
     out: dict[str, list[tuple[tuple[str, ...], float]]] = {s.name: [] for s in SPECS if s.kind == "gauge"}
+    if local:
+        _local_queue_gauges(state, out)
     workloads = state.workloads
     finished: dict[str, int] = {}
     for wl in workloads.values():
@@ -672,3 +799,46 @@ def _weighted_shares(state: ClusterState, out: dict[str, list[tuple[tuple[str, .
     for name in sorted(tree.cohorts):
         share = fair_share.dominant_share(tree.cohorts[name], memo=memo).weighted
         out[COHORT_WEIGHTED_SHARE.name].append(((name,), share))
+
+
+def _local_queue_gauges(state: ClusterState, out: dict[str, list[tuple[tuple[str, ...], float]]]) -> None:
+    """The LocalQueue gauges, counted as the LocalQueue status the connector writes counts them
+    (``projections.queue_status.local_queue_status``)."""
+    workloads = state.workloads
+    for key in sorted(state.local_queues):
+        lq = state.local_queues[key]
+        namespace, _, name = key.partition("/")
+        labels = (name, namespace)
+        cq_name = lq.spec.cluster_queue
+        cq = state.cluster_queues.get(cq_name)
+        members = [workloads[k] for k in state.lq_members.get(key, {}) if k in workloads]
+        q = state.queues.get(cq_name)
+        stopped = lq.spec.stop_policy not in ("None", "")
+        active = inadmissible = 0
+        if q is not None and not stopped:
+            active = sum(1 for wl in members if wl.key in q.entries)
+            inadmissible = sum(1 for wl in members if wl.key in q.inadmissible)
+        out[LQ_PENDING.name] += [((*labels, "active"), float(active)), ((*labels, "inadmissible"), float(inadmissible))]
+        holding = [wl for wl in members if wl.reserving and wl.cluster_queue == cq_name] if cq is not None else []
+        admitted = [wl for wl in holding if wl.phase == ADMITTED]
+        out[LQ_RESERVING_ACTIVE.name].append((labels, float(len(holding))))
+        out[LQ_ADMITTED_ACTIVE.name].append((labels, float(len(admitted))))
+        out[LQ_FINISHED.name].append((labels, float(sum(1 for wl in members if wl.phase == FINISHED))))
+        status = state.local_queue_active(key)[0]
+        out[LQ_STATUS.name] += [((*labels, s), 1.0 if s == status else 0.0) for s in ("True", "False", "Unknown")]
+        if cq is None:
+            continue
+        reserved: dict[str, int] = {}
+        used: dict[str, int] = {}
+        for wl in holding:
+            for fr, v in wl.usage.items():
+                reserved[fr] = reserved.get(fr, 0) + v
+                if wl.phase == ADMITTED:
+                    used[fr] = used.get(fr, 0) + v
+        quota_frs = [f"{fq.name}/{rq.name}" for rg in cq.spec.resource_groups for fq in rg.flavors
+                     for rq in fq.resources]
+        extra = sorted(fr for fr in set(reserved) | set(used) if fr not in quota_frs and (reserved.get(fr) or used.get(fr)))
+        for fr in [*quota_frs, *extra]:
+            flavor, _, resource = fr.partition("/")
+            out[LQ_RESERVATION.name].append(((*labels, flavor, resource), _amount(resource, reserved.get(fr, 0))))
+            out[LQ_USAGE.name].append(((*labels, flavor, resource), _amount(resource, used.get(fr, 0))))

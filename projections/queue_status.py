@@ -71,14 +71,7 @@ def local_queue_status(state: ClusterState, key: str, now: int,
     cq_name = lq.spec.cluster_queue
     cq = state.cluster_queues.get(cq_name)
     stopped = lq.spec.stop_policy not in ("None", "")
-    if stopped:
-        active = ("False", "Stopped", "LocalQueue is stopped")
-    elif cq is None:
-        active = ("False", "ClusterQueueDoesNotExist", "Can't submit new workloads to clusterQueue")
-    elif state.inactive_reason(cq_name) is not None:
-        active = ("False", "ClusterQueueIsInactive", "Can't submit new workloads to clusterQueue")
-    else:
-        active = ("True", "Ready", "Can submit new workloads to localQueue")
+    active = state.local_queue_active(key)
     members = [state.workloads[k] for k in state.lq_members.get(key, {}) if k in state.workloads]
     queue = state.queues.get(cq_name)
     pending = 0 if stopped or queue is None else sum(1 for wl in members if wl.key in queue.shapes)

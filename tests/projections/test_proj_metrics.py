@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import random
 
+import msgspec
 import pytest
 from fixtures.eventgen import (
     T0,
@@ -31,14 +32,17 @@ from hypothesis import strategies as st
 from events import objects as o
 from events import schema as ev
 from events.schema import Record
+from kueue_es.metrics import text as metrics_text
 from projections import snapshot
 from projections.cluster import ClusterState
 from projections.metrics import (
     ADMISSION_WAIT_BUCKETS,
     FAILED_CHECKS_MESSAGE,
+    LOCAL_QUEUE_SPECS,
     WAIT_BUCKETS,
     batch_result,
     families,
+    merged,
 )
 
 NS = "ns"
@@ -64,7 +68,7 @@ class Log:
         self.observe(*(t(time=time, cycle=self.cycle, input=len(self.records) - 1, **kw) for t, kw in decisions))
 
 
-def sample(state: ClusterState, name: str, **labels: str) -> float | None:
+def sample(state: ClusterState, name: str, /, **labels: str) -> float | None:
     """The value of one counter or gauge series (None when the series does not exist)."""
     for f in families(state):
         if f.spec.name == name:
@@ -86,7 +90,7 @@ def series(state: ClusterState, name: str) -> dict[tuple[str, ...], object]:
     raise AssertionError(f"no metric {name}")
 
 
-def histogram(state: ClusterState, name: str, **labels: str) -> tuple[dict[str, int], float]:
+def histogram(state: ClusterState, name: str, /, **labels: str) -> tuple[dict[str, int], float]:
     """Cumulative count per bucket bound (``"+Inf"`` last) and the sum, in seconds."""
     for f in families(state):
         if f.spec.name == name:
@@ -684,3 +688,165 @@ def test_no_weighted_shares_without_fair_sharing() -> None:
     assert series(log.state, "kueue_cluster_queue_weighted_share")[("cq-a", "co")] == 62.5
     log.observe(ev.ConfigRecorded(time=T0 + 3000, document={"kind": "Configuration"}))
     assert series(log.state, "kueue_cluster_queue_weighted_share") == {}
+
+
+# --- LocalQueue metrics (the LocalQueueMetrics gate) ------------------------------------------------------------
+
+
+def gates_config(log: Log, time: int, **gates: bool) -> None:
+    log.observe(ev.ConfigRecorded(time=time, writer="test", document={
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "featureGates": gates}))
+
+
+def local_families(state: ClusterState) -> list[str]:
+    return [f.spec.name for f in families(state) if f.spec.name.startswith("kueue_local_queue_")]
+
+
+def local_queue_scenario(log: Log) -> None:
+    """w1 (lq-a, priority high) reserved, admitted, preempted, released; w2 (lq-b) reserved, admitted, finished; w3
+    (lq-b) parked; a second LocalQueue of cq-b in another namespace with a workload reserved there."""
+    cluster(log)
+    log.observe(*(upsert(x, T0) for x in (
+        namespace("other"), local_queue("other", "lq-b", "cq-b"),
+        workload("other", "w4", queue="lq-b", created=T0))))
+    log.decide(T0 + 3500, reserve("ns/w1", "cq-a", 1500), admit("ns/w1"), reserve("ns/w2", "cq-b"))
+    log.decide(T0 + 4000, (ev.WorkloadPending, {"key": "ns/w3", "reason": "WaitingForQuota", "message": "m",
+                                                "requeue_reason": "NoFit", "parked": True}))
+    log.decide(T0 + 6000, admit("ns/w2"))
+    log.decide(T0 + 7000, reserve("other/w4", "cq-b", 500))
+    log.decide(T0 + 20_000, (ev.WorkloadPreempted, {"key": "ns/w1", "reason": "InClusterQueue",
+                                                    "message": "preempted", "preemptor": "ns/w3"}))
+    log.decide(T0 + 21_000, (ev.WorkloadRequeued, {"key": "ns/w1", "status": True, "reason": "Preempted",
+                                                   "release": True}))
+    log.observe(ev.WorkloadFinished(time=T0 + 30_000, key="ns/w2"))
+
+
+def test_local_queue_metrics_are_off_with_their_gate_and_on_from_a_configuration_that_turns_it_on() -> None:
+    log = Log()
+    gates_config(log, T0, LocalQueueMetrics=False)
+    cluster(log)
+    log.decide(T0 + 1000, reserve("ns/w1", "cq-a"), admit("ns/w1"))
+    log.observe(ev.WorkloadFinished(time=T0 + 2000, key="ns/w1"))
+    s = log.state
+    assert local_families(s) == []
+    assert "kueue_local_queue_" not in metrics_text([s])
+    assert sample(s, "kueue_admitted_workloads_total", cluster_queue="cq-a", priority_class="high") == 1
+    # AllAlpha leaves a beta gate alone; switching it off by name is what turns the families off
+    gates_config(log, T0 + 3000, AllAlpha=True)
+    assert len(local_families(s)) == 16
+    # counted from the configuration that turned them on: w1's admission and finish were before it
+    assert series(s, "kueue_local_queue_admitted_workloads_total") == {}
+    log.decide(T0 + 5000, reserve("ns/w2", "cq-b"), admit("ns/w2"))
+    assert series(s, "kueue_local_queue_admitted_workloads_total") == {("lq-b", "ns", ""): 1}
+    assert series(s, "kueue_local_queue_finished_workloads") == {("lq-a", "ns"): 1, ("lq-b", "ns"): 0}
+
+
+def test_local_queue_metrics_after_a_scenario() -> None:
+    log = Log()
+    local_queue_scenario(log)
+    s = log.state
+    assert local_families(s) == [spec.name for spec in LOCAL_QUEUE_SPECS]  # on by default (beta)
+    lq_pc = {("lq-a", "ns", "high"): 1, ("lq-b", "ns", ""): 1, ("lq-b", "other", ""): 1}
+    assert series(s, "kueue_local_queue_quota_reserved_workloads_total") == lq_pc
+    assert series(s, "kueue_local_queue_admitted_workloads_total") == {("lq-a", "ns", "high"): 1,
+                                                                       ("lq-b", "ns", ""): 1}
+    buckets, total = histogram(s, "kueue_local_queue_quota_reserved_wait_time_seconds", name="lq-b",
+                               namespace="other", priority_class="")
+    assert (buckets["5.0"], buckets["10.0"], total) == (0, 1, 7.0)
+    buckets, total = histogram(s, "kueue_local_queue_admission_wait_time_seconds", name="lq-b", namespace="ns",
+                               priority_class="")
+    assert list(buckets) == [*map(repr, WAIT_BUCKETS), "+Inf"]  # Kueue's LocalQueue histogram: 14 buckets
+    assert (buckets["5.0"], buckets["10.0"], total) == (0, 1, 6.0)
+    assert series(s, "kueue_local_queue_admission_checks_wait_time_seconds") == {}
+    assert series(s, "kueue_local_queue_evicted_workloads_total") == {("lq-a", "ns", "Preempted", "", "high"): 1}
+    assert series(s, "kueue_local_queue_finished_workloads_total") == {("lq-b", "ns", ""): 1}
+    assert series(s, "kueue_local_queue_finished_workloads") == {
+        ("lq-a", "ns"): 0, ("lq-b", "ns"): 1, ("lq-b", "other"): 0}
+    assert series(s, "kueue_local_queue_pending_workloads") == {
+        ("lq-a", "ns", "active"): 1, ("lq-a", "ns", "inadmissible"): 0,  # w1, requeued
+        ("lq-b", "ns", "active"): 1, ("lq-b", "ns", "inadmissible"): 0,  # w3: w2's finish moved it back
+        ("lq-b", "other", "active"): 0, ("lq-b", "other", "inadmissible"): 0}
+    log.decide(T0 + 35_000, (ev.WorkloadPending, {"key": "ns/w3", "reason": "WaitingForQuota", "message": "m",
+                                                  "requeue_reason": "NoFit", "parked": True}))
+    assert sample(s, "kueue_local_queue_pending_workloads", name="lq-b", namespace="ns", status="inadmissible") == 1
+    assert sample(s, "kueue_local_queue_pending_workloads", name="lq-b", namespace="ns", status="active") == 0
+    assert series(s, "kueue_local_queue_reserving_active_workloads") == {
+        ("lq-a", "ns"): 0, ("lq-b", "ns"): 0, ("lq-b", "other"): 1}
+    assert series(s, "kueue_local_queue_admitted_active_workloads") == {
+        ("lq-a", "ns"): 0, ("lq-b", "ns"): 0, ("lq-b", "other"): 0}
+    assert series(s, "kueue_local_queue_resource_reservation") == {
+        ("lq-a", "ns", "f0", "cpu"): 0.0, ("lq-a", "ns", "f0", "memory"): 0.0,
+        ("lq-b", "ns", "f0", "cpu"): 0.0, ("lq-b", "other", "f0", "cpu"): 0.5}
+    assert series(s, "kueue_local_queue_resource_usage") == {
+        ("lq-a", "ns", "f0", "cpu"): 0.0, ("lq-a", "ns", "f0", "memory"): 0.0,
+        ("lq-b", "ns", "f0", "cpu"): 0.0, ("lq-b", "other", "f0", "cpu"): 0.0}
+    log.decide(T0 + 40_000, admit("other/w4"))
+    assert sample(s, "kueue_local_queue_resource_usage", name="lq-b", namespace="other", flavor="f0",
+                  resource="cpu") == 0.5
+    assert sample(s, "kueue_local_queue_admitted_active_workloads", name="lq-b", namespace="other") == 1
+    assert series(s, "kueue_local_queue_status") == {
+        (n, ns, a): 1.0 if a == "True" else 0.0
+        for n, ns in (("lq-a", "ns"), ("lq-b", "ns"), ("lq-b", "other")) for a in ("True", "False", "Unknown")}
+    log.observe(upsert(local_queue(NS, "lq-a", "cq-a", stop_policy="Hold"), T0 + 41_000))
+    assert sample(s, "kueue_local_queue_status", name="lq-a", namespace="ns", active="False") == 1
+    assert sample(s, "kueue_local_queue_pending_workloads", name="lq-a", namespace="ns", status="active") == 0
+    text = metrics_text([s])
+    assert 'kueue_local_queue_admitted_workloads_total{name="lq-b",namespace="other",priority_class="",' \
+           'replica_role="standalone"} 1.0' in text
+
+
+def test_a_deleted_local_queue_takes_its_series_along() -> None:
+    log = Log()
+    local_queue_scenario(log)
+    log.observe(ev.ObjectDeleted(time=T0 + 50_000, kind="LocalQueue", key="other/lq-b"))
+    s = log.state
+    for name in ("kueue_local_queue_quota_reserved_workloads_total", "kueue_local_queue_quota_reserved_wait_time_seconds",
+                 "kueue_local_queue_pending_workloads", "kueue_local_queue_status"):
+        assert not [k for k in series(s, name) if k[:2] == ("lq-b", "other")], name
+    assert ("lq-b", "ns", "") in series(s, "kueue_local_queue_quota_reserved_workloads_total")
+
+
+def test_local_queue_metrics_after_a_snapshot_and_the_tail_equal_a_full_fold() -> None:
+    log = Log()
+    local_queue_scenario(log)
+    gates_config(log, T0 + 31_000, LocalQueueMetrics=False)
+    log.decide(T0 + 32_000, reserve("ns/w1", "cq-a"))  # not counted under the LocalQueue: the gate is off
+    gates_config(log, T0 + 33_000)
+    full = fold(log.records)
+    assert series(full, "kueue_local_queue_quota_reserved_workloads_total")[("lq-a", "ns", "high")] == 1
+    for cut in range(len(log.records) + 1):
+        restored = _restored_then_rest(log.records, cut)
+        assert families(restored) == families(full), f"snapshot at {cut}"
+        assert snapshot.digest(restored) == snapshot.digest(full), f"snapshot at {cut}"
+
+
+def test_a_snapshot_of_the_version_before_the_local_queue_metrics_restores() -> None:
+    log = Log()
+    local_queue_scenario(log)
+    cut = len(log.records) - 3
+    before = fold(log.records[:cut])
+    old = msgspec.structs.replace(snapshot.take(before), version=4)
+    lq = "kueue_local_queue_quota_reserved_wait_time_seconds"
+    old.metrics.histograms = [(n, v) for n, v in old.metrics.histograms if not n.startswith("kueue_local_queue_")]  # type: ignore[union-attr]
+    restored = fold(log.records[cut:], snapshot.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(old),
+                                                                                type=snapshot.Snapshot)))
+    assert series(restored, lq) == {}  # counted from the snapshot's offset on: nothing reserved after it
+    full = families(fold(log.records))
+    assert [f for f in families(restored) if f.spec.name != lq and f.spec.name not in (
+        "kueue_local_queue_quota_reserved_workloads_total", "kueue_local_queue_admission_wait_time_seconds",
+        "kueue_local_queue_admitted_workloads_total")] == [
+        f for f in full if f.spec.name != lq and f.spec.name not in (
+            "kueue_local_queue_quota_reserved_workloads_total", "kueue_local_queue_admission_wait_time_seconds",
+            "kueue_local_queue_admitted_workloads_total")]
+
+
+def test_the_shards_of_a_replica_merge_their_local_queue_series() -> None:
+    on, off = Log(), Log()
+    local_queue_scenario(on)
+    gates_config(off, T0, LocalQueueMetrics=False)
+    local_queue_scenario(off)
+    both = {f.spec.name: f for f in merged([families(on.state), families(off.state)])}
+    assert both["kueue_local_queue_quota_reserved_workloads_total"].samples == sorted(
+        series(on.state, "kueue_local_queue_quota_reserved_workloads_total").items())
+    twice = {f.spec.name: f.samples for f in merged([families(on.state), families(on.state)])}
+    assert twice["kueue_local_queue_finished_workloads_total"] == [(("lq-b", "ns", ""), 2.0)]
