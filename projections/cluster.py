@@ -1167,16 +1167,21 @@ class ClusterState:
     def _charge(self, wl: WorkloadInfo, sign: int = 1) -> None:
         if not wl.cluster_queue:
             return
-        members = self.reserving.setdefault(wl.cluster_queue, {})
+        cq = wl.cluster_queue
+        members = self.reserving.get(cq)  # not setdefault(cq, {}): that builds a dict per call, to drop it
+        if members is None:
+            members = self.reserving[cq] = {}
         if sign > 0:
             members[wl.key] = None
         else:
             members.pop(wl.key, None)
-        usage = self.usage.setdefault(wl.cluster_queue, {})
+        usage = self.usage.get(cq)
+        if usage is None:
+            usage = self.usage[cq] = {}
         for fr, v in wl.usage.items():
             usage[fr] = usage.get(fr, 0) + sign * v
         if self._quota is not None:
-            self._quota.charge(wl.cluster_queue, wl.usage, sign)
+            self._quota.charge(cq, wl.usage, sign)
         if sign > 0:
             self.tas.charge(wl)
         else:
