@@ -925,7 +925,7 @@ class ClusterState:
                 provreq_parameters=provreq_parameters(meta.annotations),
                 generation=meta.generation,
             )
-            self.pod_templates[key] = pod_templates(w)
+            self.pod_templates[key] = pod_templates(spec)
             self._take_observed_status(wl, w)
             self.workloads[key] = wl
             self.reflag(wl)
@@ -940,7 +940,7 @@ class ClusterState:
         generation = meta.generation
         active = spec.active
         if not generation or wl.generation != generation:  # status-only upserts keep the generation
-            self.pod_templates[key] = pod_templates(w, self.pod_templates.get(key))
+            self.pod_templates[key] = pod_templates(spec, self.pod_templates.get(key))
             wl.generation = generation
         elif active and not wl.active:
             # Deactivated by a decision (Kueue's own deactivations) whose spec.active=false the apiserver does not
