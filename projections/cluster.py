@@ -1510,9 +1510,10 @@ def is_retained(wl: WorkloadInfo) -> bool:
         return False
     if wl.phase == FINISHED:
         return True
+    if wl.active:
+        return False  # (the common case, told before looking through the conditions)
     evicted = wl.condition("Evicted")
-    return (not wl.active and evicted is not None and evicted.status == "True"
-            and evicted.reason.startswith("DeactivatedDueTo"))
+    return evicted is not None and evicted.status == "True" and evicted.reason.startswith("DeactivatedDueTo")
 
 
 def _true(c: o.Condition | None) -> bool:
