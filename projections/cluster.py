@@ -19,7 +19,7 @@ its checks (which the ProvisioningRequest controller would take for "nothing to 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -344,16 +344,18 @@ class ClusterState:
         if isinstance(e, ev.Decision) and e.cycle > self.last_cycle:
             self.last_cycle = e.cycle
         t = type(e)
-        handler = _HANDLERS.get(t)
+        plan = _PLANS.get(t)
+        if plan is None:
+            plan = _PLANS[t] = _plan_of(t)
+        handler, about_workload, metered, needs_before, second_pass, reindexed = plan
         if handler is None:
-            handler = _handler_of(t)
-            if handler is None:
-                return  # ticks and connector outcomes carry only time
-        about_workload = t in _ABOUT_WORKLOADS or (
-            (t in _UPSERTS and type(e.obj) in _WORKLOAD_VIEWS)  # type: ignore[union-attr]
-            or (t is ev.ObjectDeleted and e.kind == "Workload"))  # type: ignore[union-attr]
-        metered = METERED.get(t)
-        seen = None
+            return  # ticks and connector outcomes carry only time
+        if about_workload is None:  # an upsert or a deletion: about a workload when its object is one
+            about_workload = (e.kind == "Workload" if t is ev.ObjectDeleted
+                              else e.obj.__class__ in _WORKLOAD_VIEWS)  # type: ignore[union-attr]
+            second_pass = second_pass and about_workload
+            reindexed = about_workload
+        seen = wl = None
         try:
             if about_workload:
                 # Any change of a workload holding a ClusterQueue's quota (reserved, updated, released) grows that
@@ -362,7 +364,7 @@ class ClusterState:
                 workloads = self.workloads
                 wl = workloads.get(e.key)
                 before = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
-                if wl is not None and t in NEEDS_BEFORE:  # what the metrics see change (projections.metrics)
+                if wl is not None and needs_before:  # what the metrics see change (projections.metrics)
                     seen = (wl, wl.phase, wl.evicted, wl.admission, wl.pods_ready, wl.conditions)
                 handler(self, e)
                 wl = workloads.get(e.key)
@@ -378,9 +380,12 @@ class ClusterState:
             raise UndecodableRecord(record.offset, str(exc)) from exc
         if metered is not None:
             metered(self.metrics, self, e, seen)
-        if t in _SECOND_PASS_TRIGGERS and (t not in _UPSERTS or e.obj.__class__ in _WORKLOAD_VIEWS):  # type: ignore[union-attr]
+        # Every trigger is about a workload, ``wl`` as the handler left it (the metrics hooks only read). One that
+        # neither holds quota nor waits for a second pass needs no check (the common case, as in
+        # ``_sync_second_pass``).
+        if second_pass and (wl is None or wl.second_pass is not None or wl.phase in _HOLDING):
             self._sync_second_pass(e.key, e.time)
-        if about_workload or t in _ALSO_ABOUT_WORKLOADS:
+        if reindexed:
             self.reindex(e.key)  # type: ignore[union-attr]
         if t is not ev.WorkloadPending:
             self.changes += 1
@@ -920,7 +925,7 @@ class ClusterState:
                 provreq_parameters=provreq_parameters(meta.annotations),
                 generation=meta.generation,
             )
-            self.pod_templates[key] = pod_templates(w)
+            self.pod_templates[key] = pod_templates(spec)
             self._take_observed_status(wl, w)
             self.workloads[key] = wl
             self.reflag(wl)
@@ -935,7 +940,7 @@ class ClusterState:
         generation = meta.generation
         active = spec.active
         if not generation or wl.generation != generation:  # status-only upserts keep the generation
-            self.pod_templates[key] = pod_templates(w, self.pod_templates.get(key))
+            self.pod_templates[key] = pod_templates(spec, self.pod_templates.get(key))
             wl.generation = generation
         elif active and not wl.active:
             # Deactivated by a decision (Kueue's own deactivations) whose spec.active=false the apiserver does not
@@ -1162,16 +1167,21 @@ class ClusterState:
     def _charge(self, wl: WorkloadInfo, sign: int = 1) -> None:
         if not wl.cluster_queue:
             return
-        members = self.reserving.setdefault(wl.cluster_queue, {})
+        cq = wl.cluster_queue
+        members = self.reserving.get(cq)  # not setdefault(cq, {}): that builds a dict per call, to drop it
+        if members is None:
+            members = self.reserving[cq] = {}
         if sign > 0:
             members[wl.key] = None
         else:
             members.pop(wl.key, None)
-        usage = self.usage.setdefault(wl.cluster_queue, {})
+        usage = self.usage.get(cq)
+        if usage is None:
+            usage = self.usage[cq] = {}
         for fr, v in wl.usage.items():
             usage[fr] = usage.get(fr, 0) + sign * v
         if self._quota is not None:
-            self._quota.charge(wl.cluster_queue, wl.usage, sign)
+            self._quota.charge(cq, wl.usage, sign)
         if sign > 0:
             self.tas.charge(wl)
         else:
@@ -1420,6 +1430,35 @@ _WORKLOAD_VIEWS = frozenset({o.Workload, LazyWorkload})
 """A Workload upsert, decoded in full or lazily (:mod:`events.lazy`): both fold the same way."""
 
 
+class _Plan(NamedTuple):
+    """What folding an event of one type involves, worked out once per type (not per event) by :func:`_plan_of`."""
+
+    handler: Any
+    """:data:`_HANDLERS`' entry for the type or its nearest handled base; None: the event carries only time."""
+    about_workload: bool | None
+    """The event is about one workload (``key``); None for upserts and deletions, which tell by their object."""
+    metered: Any
+    """Its metrics hook (:data:`projections.metrics.METERED`), or None."""
+    needs_before: bool
+    """The hook needs the workload as it was before (:data:`projections.metrics.NEEDS_BEFORE`)."""
+    second_pass: bool
+    """The workload's need for a second pass is re-checked after it (:data:`_SECOND_PASS_TRIGGERS`)."""
+    reindexed: bool
+    """The workload is reindexed after it (for upserts and deletions: when about a workload)."""
+
+
+def _plan_of(t: type) -> _Plan:
+    about = True if t in _ABOUT_WORKLOADS else None if t in _UPSERTS or t is ev.ObjectDeleted else False
+    return _Plan(
+        handler=_HANDLERS.get(t) or _handler_of(t), about_workload=about, metered=METERED.get(t),
+        needs_before=t in NEEDS_BEFORE, second_pass=t in _SECOND_PASS_TRIGGERS,
+        reindexed=about is True or t in _ALSO_ABOUT_WORKLOADS)
+
+
+_PLANS: dict[type, _Plan] = {}
+"""Event type -> its :class:`_Plan` (filled as types are met: one dict lookup per event)."""
+
+
 def _handler_of(t: type) -> Any:
     """The handler of a subclass of a handled event type, if any (ticks and connector outcomes have none)."""
     for base in t.__mro__[1:]:
@@ -1471,9 +1510,10 @@ def is_retained(wl: WorkloadInfo) -> bool:
         return False
     if wl.phase == FINISHED:
         return True
+    if wl.active:
+        return False  # (the common case, told before looking through the conditions)
     evicted = wl.condition("Evicted")
-    return (not wl.active and evicted is not None and evicted.status == "True"
-            and evicted.reason.startswith("DeactivatedDueTo"))
+    return evicted is not None and evicted.status == "True" and evicted.reason.startswith("DeactivatedDueTo")
 
 
 def _true(c: o.Condition | None) -> bool:

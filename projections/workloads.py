@@ -187,11 +187,12 @@ def provreq_parameters(annotations: dict[str, str]) -> tuple[tuple[str, str], ..
 _TEMPLATES: dict[bytes, tuple[o.PodTemplateSpec, ...]] = {}
 
 
-def pod_templates(w: o.Workload, current: tuple[o.PodTemplateSpec, ...] | None = None
+def pod_templates(spec: o.WorkloadSpec, current: tuple[o.PodTemplateSpec, ...] | None = None
                   ) -> tuple[o.PodTemplateSpec, ...]:
-    """The pod sets' templates, interned: equal templates (one job template, many workloads) are one tuple.
-    ``current`` (what the workload had) is kept when equal, which spares an encoding on status upserts."""
-    templates = tuple([ps.template for ps in w.spec.pod_sets])
+    """The pod sets' templates of a Workload's spec, interned: equal templates (one job template, many
+    workloads) are one tuple. ``current`` (what the workload had) is kept when equal, which spares an encoding on
+    status upserts. (It takes the spec, not the Workload: a lazily decoded one would look its spec up again.)"""
+    templates = tuple([ps.template for ps in spec.pod_sets])
     if current is not None and current == templates:
         return current
     key = _ENC.encode(templates)
