@@ -49,6 +49,7 @@ from projections.workloads import (
     PENDING,
     RESERVED,
     WORKLOAD_ANNOTATION,
+    PodSetInfo,
     WorkloadInfo,
     admission_usage,
     after_reclaim,
@@ -156,6 +157,17 @@ class ClusterState:
         consumers that memoise what blocks which queue."""
         self._cq_infos: dict[str, ClusterQueueInfo] = {}
         self._cq_infos_generation = 0
+        self.spec_inputs_generation = 0
+        """Bumped whenever something a Workload's values derived from its spec depend on may have changed:
+        PriorityClasses and WorkloadPriorityClasses (:meth:`_reprioritise`, and their deletion), and what adjusts
+        pod templates (:meth:`_readjust`: LimitRanges, RuntimeClasses, the configuration's request rules)."""
+        self._from_spec: dict[int, tuple[o.WorkloadSpec, int, LimitSummary | None, int, str,
+                                         tuple[PodSetInfo, ...]]] = {}
+        """``id(spec)`` of a lazily decoded Workload spec (one object for the upserts carrying the same bytes) ->
+        (spec, :attr:`spec_inputs_generation`, its namespace's LimitRange summary, priority, priority class, pod
+        sets) as computed then: status-only upserts reuse them, as do workloads of an equal spec under equal
+        limits (derived; a cache, never part of a snapshot). The entry holds the spec, so its ``id`` cannot be
+        reused while remembered."""
         self.afs_history: list[tuple[int, str, int, tuple[tuple[str, int], ...]]] = []
         """Admission Fair Sharing facts: (time, LocalQueue key, +1 admitted / -1 no longer admitted, usage per
         resource name), for workloads of ClusterQueues with ``admissionScope.admissionMode:
@@ -811,6 +823,8 @@ class ClusterState:
         gone = table.pop(key, None) if table is not None else None
         if gone is None:
             return
+        if kind in ("PriorityClass", "WorkloadPriorityClass"):
+            self.spec_inputs_generation += 1  # upserts fall back to the spec's own priority from now on
         if kind == "LimitRange":
             self._limits_changed(gone.metadata.namespace, before)
             return
@@ -849,6 +863,7 @@ class ClusterState:
         re-adds them to their queues), and those whose pod sets change go back to their queue's heap, as on any
         change of their spec. Workloads holding quota keep theirs until they are upserted again: their admission
         says what they use."""
+        self.spec_inputs_generation += 1
         workloads, templates = self.workloads, self.pod_templates
         keys = sorted(k for k, wl in workloads.items()
                       if wl.phase == PENDING and (namespace is None or wl.namespace == namespace))
@@ -902,6 +917,19 @@ class ClusterState:
             return (spec.priority or 0), ref.name
         return (spec.priority or 0), ""
 
+    def _from_spec_anew(self, spec: o.WorkloadSpec, limits: LimitSummary | None
+                        ) -> tuple[int, str, tuple[PodSetInfo, ...]]:
+        """Priority, priority class and pod sets of a shared (lazily decoded) spec under its namespace's
+        LimitRanges ``limits``, computed and remembered until the spec, the limits or anything else they depend on
+        (:attr:`spec_inputs_generation`) changes."""
+        priority, pclass = self._spec_priority(spec)
+        pod_sets = pod_set_infos(spec, limits, self.runtime_classes, self.request_rules)
+        memos = self._from_spec
+        if len(memos) >= 8192:
+            memos.clear()
+        memos[id(spec)] = (spec, self.spec_inputs_generation, limits, priority, pclass, pod_sets)
+        return priority, pclass, pod_sets
+
     def _upsert_workload(self, w: o.Workload | LazyWorkload) -> None:
         key = w.key
         meta, spec = w.metadata, w.spec  # a LazyWorkload decodes its spec at each read of .spec: read it once
@@ -909,11 +937,19 @@ class ClusterState:
         if old is not None and old.uid != meta.uid:
             self._delete_object("Workload", key)
             old = None
-        priority, pclass = self._spec_priority(spec)
-        limits = self.limit_summary(meta.namespace) if self.limit_ranges else None
-        rcs, rules = self.runtime_classes, self.request_rules
-        pod_sets = (pod_set_infos(spec, limits, rcs, rules) if type(w) is LazyWorkload
-                    else tuple([pod_set_info(ps, limits, rcs, rules) for ps in spec.pod_sets]))
+        if type(w) is LazyWorkload:
+            limits = self.limit_summary(meta.namespace) if self.limit_ranges else None
+            memo = self._from_spec.get(id(spec))
+            if (memo is not None and memo[0] is spec and memo[1] == self.spec_inputs_generation
+                    and memo[2] == limits):
+                priority, pclass, pod_sets = memo[3], memo[4], memo[5]
+            else:
+                priority, pclass, pod_sets = self._from_spec_anew(spec, limits)
+        else:  # decoded in full: its spec is its own object, so there is nothing to recognise
+            priority, pclass = self._spec_priority(spec)
+            limits = self.limit_summary(meta.namespace) if self.limit_ranges else None
+            rcs, rules = self.runtime_classes, self.request_rules
+            pod_sets = tuple([pod_set_info(ps, limits, rcs, rules) for ps in spec.pod_sets])
         if old is None:
             created = parse_time(meta.creation_timestamp) if meta.creation_timestamp else self.time
             wl = WorkloadInfo(
@@ -1056,6 +1092,7 @@ class ClusterState:
             self.retained.pop(wl.key, None)
 
     def _reprioritise(self, group: str, name: str) -> None:
+        self.spec_inputs_generation += 1
         for key in sorted(self.workloads):
             wl = self.workloads[key]
             if wl.priority_class != name:
