@@ -31,8 +31,8 @@ Three measurements against one broker (a temporary single-node KRaft broker star
    ``scripts/kafka.sh`` has the JVM write; ``--broker-logs``) and the scheduler's snapshots are laid over each
    workload's wait: ``tailOverlaps`` gives the share of the slowest 1% whose wait overlapped one, beside the
    share of all workloads (a cause of the tail shows as a much larger share among the slowest). The run's
-   topics are deleted at the end unless ``--keep-topics`` (a long-running broker's heap, and its collector's
-   pauses, grow with every partition it keeps).
+   topics are deleted at the end unless ``--keep-topics``, so a long-running broker does not pile up every run's
+   partitions.
 
     python benchmarks/kafka_e2e.py [--bootstrap HOST:PORT] [--rate 1000] [--seconds 20] [--json]
 """
@@ -470,7 +470,7 @@ async def run(args: argparse.Namespace, bootstrap: str) -> dict[str, Any]:
                                        args.snapshot_every_events, args.profile, args.dump_latencies,
                                        broker_logs_dir(args, bootstrap))
     out["machine"]["loadAverageAfter"] = [round(x, 2) for x in os.getloadavg()]
-    if not args.keep_topics:  # a long-running broker's heap grows with every run's partitions (and its GC pauses)
+    if not args.keep_topics:  # a long-running broker would keep every run's partitions
         await delete_topics(bootstrap, tag)
     return out
 
