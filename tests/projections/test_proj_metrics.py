@@ -316,10 +316,7 @@ def test_eviction_metrics_after_a_snapshot_and_the_tail_equal_a_full_fold() -> N
     assert series(full, "kueue_evicted_workloads_once_total") == {("cq-b", "PodsReadyTimeout", "", ""): 1}
     assert series(full, "kueue_workload_eviction_latency_seconds") == {("cq-b", "PodsReadyTimeout"): (
         [0, 1, 2, *[2] * 12], 5.0)}
-    for cut in range(len(log.records) + 1):
-        restored = _restored_then_rest(log.records, cut)
-        assert families(restored) == families(full), f"snapshot at {cut}"
-        assert snapshot.digest(restored) == snapshot.digest(full), f"snapshot at {cut}"
+    _restores_at_every_cut(log.records, full)
 
 
 def test_a_workload_finished_without_quota_counts_under_no_cluster_queue() -> None:
@@ -597,6 +594,14 @@ def _restored_then_rest(recs: list[Record], cut: int) -> ClusterState:
     return fold(recs[cut:], snapshot.decode(snapshot.encode(fold(recs[:cut]))))
 
 
+def _restores_at_every_cut(recs: list[Record], full: ClusterState) -> None:
+    """A snapshot taken after any record, restored, then the rest folded: the metrics and digest of ``full``."""
+    for cut in range(len(recs) + 1):
+        restored = _restored_then_rest(recs, cut)
+        assert families(restored) == families(full), f"snapshot at {cut}"
+        assert snapshot.digest(restored) == snapshot.digest(full), f"snapshot at {cut}"
+
+
 @pytest.mark.parametrize("seed", [1, 7, 11])
 def test_metrics_after_a_snapshot_and_the_tail_equal_a_full_fold(seed: int) -> None:
     recs = records(interpret(random_ops(random.Random(seed), 500)))
@@ -814,10 +819,7 @@ def test_local_queue_metrics_after_a_snapshot_and_the_tail_equal_a_full_fold() -
     gates_config(log, T0 + 33_000)
     full = fold(log.records)
     assert series(full, "kueue_local_queue_quota_reserved_workloads_total")[("lq-a", "ns", "high")] == 1
-    for cut in range(len(log.records) + 1):
-        restored = _restored_then_rest(log.records, cut)
-        assert families(restored) == families(full), f"snapshot at {cut}"
-        assert snapshot.digest(restored) == snapshot.digest(full), f"snapshot at {cut}"
+    _restores_at_every_cut(log.records, full)
 
 
 def test_a_snapshot_of_the_version_before_the_local_queue_metrics_restores() -> None:
