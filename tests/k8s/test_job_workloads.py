@@ -194,6 +194,23 @@ class _Cluster:
         return msgspec.json.encode(body)
 
 
+async def _workload_once_class_later_exists(jobs: JobIntegration, journal: LocalJournal, mirror: Mirror,
+                                            cluster: _Cluster, key: str, kind: type, group: str, value: int) -> None:
+    """The Job waits for the class ``later`` of ``kind``: another class leaves it alone, ``later`` makes it dirty,
+    and the next reconcile creates its Workload with that class and its value."""
+    mirror.dirty_jobs.clear()
+    other = kind(metadata=o.ObjectMeta(name="other"), value=5)
+    await journal.append([ev.ObjectUpserted(time=2, key="other", obj=other)])
+    assert key not in mirror.dirty_jobs, "another class changes nothing for it"
+    later = kind(metadata=o.ObjectMeta(name="later"), value=value)
+    await journal.append([ev.ObjectUpserted(time=3, key="later", obj=later)])
+    assert key in mirror.dirty_jobs, "the class it waits for makes it dirty"
+    await jobs.reconcile(key)
+    (body,) = cluster.created
+    assert body["spec"]["priorityClassRef"] == {"group": group, "kind": kind.__name__, "name": "later"}
+    assert body["spec"]["priority"] == value
+
+
 def test_a_job_naming_a_missing_class_gets_a_warning_and_its_workload_once_the_class_exists() -> None:
     async def scenario() -> None:
         raw = _job(labels={WPC_LABEL: "later"})
@@ -222,18 +239,8 @@ def test_a_job_naming_a_missing_class_gets_a_warning_and_its_workload_once_the_c
         await jobs.reconcile(key)  # the same version of the Job: reported once
         assert len(await acted()) == 1 and cluster.created == []
 
-        mirror.dirty_jobs.clear()
-        other = o.WorkloadPriorityClass(metadata=o.ObjectMeta(name="other"), value=5)
-        await journal.append([ev.ObjectUpserted(time=2, key="other", obj=other)])
-        assert key not in mirror.dirty_jobs, "another class changes nothing for it"
-        later = o.WorkloadPriorityClass(metadata=o.ObjectMeta(name="later"), value=500)
-        await journal.append([ev.ObjectUpserted(time=3, key="later", obj=later)])
-        assert key in mirror.dirty_jobs, "the class it waits for makes it dirty"
-        await jobs.reconcile(key)
-        (body,) = cluster.created
-        assert body["spec"]["priorityClassRef"] == {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass",
-                                                    "name": "later"}
-        assert body["spec"]["priority"] == 500
+        await _workload_once_class_later_exists(jobs, journal, mirror, cluster, key, o.WorkloadPriorityClass,
+                                                "kueue.x-k8s.io", 500)
         assert [a.action for a in await acted()] == ["WorkloadPriorityClassNotFound", "CreatedWorkload"]
 
     asyncio.run(scenario())
@@ -284,17 +291,7 @@ def test_a_job_naming_a_missing_pod_priority_class_gets_its_workload_once_the_cl
         assert cluster.created == [] and jobs.stats.pod_class_missing == 2
         cluster.job = raw
 
-        mirror.dirty_jobs.clear()
-        other = o.PriorityClass(metadata=o.ObjectMeta(name="other"), value=5)
-        await journal.append([ev.ObjectUpserted(time=2, key="other", obj=other)])
-        assert key not in mirror.dirty_jobs, "another class changes nothing for it"
-        later = o.PriorityClass(metadata=o.ObjectMeta(name="later"), value=300)
-        await journal.append([ev.ObjectUpserted(time=3, key="later", obj=later)])
-        assert key in mirror.dirty_jobs, "the class it waits for makes it dirty"
-        await jobs.reconcile(key)
-        (body,) = cluster.created
-        assert body["spec"]["priorityClassRef"] == {"group": "scheduling.k8s.io", "kind": "PriorityClass",
-                                                    "name": "later"}
-        assert body["spec"]["priority"] == 300
+        await _workload_once_class_later_exists(jobs, journal, mirror, cluster, key, o.PriorityClass,
+                                                "scheduling.k8s.io", 300)
 
     asyncio.run(scenario())
