@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 from bisect import bisect_left
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from itertools import accumulate
 
 from aiohttp import web
 from prometheus_client import GCCollector, PlatformCollector, ProcessCollector
@@ -65,11 +66,7 @@ class AttemptDurations:
         samples = []
         for result in sorted(self.series):
             counts, total = self.series[result]
-            cumulative, n = [], 0
-            for c in counts:
-                n += c
-                cumulative.append(n)
-            samples.append(((result,), cumulative, total))
+            samples.append(((result,), list(accumulate(counts)), total))
         return Family(ATTEMPT_DURATION, samples)
 
 
