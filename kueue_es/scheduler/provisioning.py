@@ -370,7 +370,8 @@ def cleanup(state: ClusterState, base: dict, owners: Iterable[str] | None = None
     (workload keys) when given."""
     out: list[ev.Decision] = []
     requests_of = state.requests_of
-    for key in sorted(requests_of) if owners is None else sorted(k for k in owners if k in requests_of):
+    # The intersection walks the smaller side: most passes touch many workloads and few own requests.
+    for key in sorted(requests_of.keys() if owners is None else requests_of.keys() & owners):
         wl = state.workloads.get(key)
         if wl is None:
             continue
