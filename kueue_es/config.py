@@ -54,6 +54,11 @@ class SchedulerSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknow
     """Report cycle timings (decide, transaction, read-back) this often; 0: never."""
     batches_per_transaction: int = 8
     """Kafka: decision batches one transaction may hold, each decided on the state after the previous one."""
+    offsets_commit_interval_ms: int = 100
+    """Kafka: the group's consumer offset goes into a decision transaction at most this often (as Kafka Streams'
+    ``commit.interval.ms`` under exactly-once), and into a transaction of its own once the shard has been quiet
+    that long; 0: into every decision transaction. Nothing reads it back to resume (a replica resumes from its
+    snapshot and the log): it tells consumer-lag monitoring where the scheduler is."""
 
 
 class MetricsSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -97,6 +102,9 @@ def load(path: str | None = None, env: Mapping[str, str] | None = None,
         raise InvalidInput(_where("$.scheduler.snapshot_every_events", path, env_names) + "must be at least 1")
     if settings.scheduler.batches_per_transaction < 1:
         raise InvalidInput(_where("$.scheduler.batches_per_transaction", path, env_names) + "must be at least 1")
+    if settings.scheduler.offsets_commit_interval_ms < 0:
+        raise InvalidInput(_where("$.scheduler.offsets_commit_interval_ms", path, env_names)
+                           + "must not be negative")
     if not 0 <= settings.metrics.port <= 65535:
         raise InvalidInput(_where("$.metrics.port", path, env_names)
                            + f"must be a port number (0-65535), not {settings.metrics.port}")

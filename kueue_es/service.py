@@ -68,7 +68,8 @@ def options(settings: Settings) -> ServiceOptions:
                           snapshot_every_events=s.snapshot_every_events,
                           snapshot_interval_s=s.snapshot_interval_s, ticks=s.ticks,
                           instance_id=s.instance_id or default_instance_id(), stats_interval_s=s.stats_interval_s,
-                          chain=s.batches_per_transaction)
+                          chain=s.batches_per_transaction,
+                          offsets_interval_s=s.offsets_commit_interval_ms / 1000)
 
 
 async def serve(settings: Settings, stop: asyncio.Event, report: Report) -> None:

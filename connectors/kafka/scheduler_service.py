@@ -16,7 +16,8 @@ Becoming active (:meth:`ShardEngine.setup`):
 
 Deciding (:meth:`ShardEngine.step`): ``decide(state)`` on the state folded from the committed log (time is
 the log's time, so decisions are a pure function of the state at their ``input`` offset); the batch is one
-record, produced in a transaction together with the consumer offset (``send_offsets_to_transaction``). The
+record, produced in a transaction, with the group's consumer offset (``send_offsets_to_transaction``) when
+``offsets_interval_s`` has passed since it was last committed. The
 scheduler then waits until it has read its own batch back before deciding again, so it never decides twice
 on the same state. A kill at any point loses nothing and duplicates nothing: an uncommitted batch is aborted
 and will be decided again, identically, by the next active scheduler; a committed one is read back by it.
@@ -36,7 +37,7 @@ import gc
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -91,6 +92,9 @@ class ServiceOptions:
     """Report per-shard cycle timings (decide, transaction, read-back) this often; 0: never."""
     chain: int = 8
     """Decision batches one transaction may hold (each decided on the state after the previous one)."""
+    offsets_interval_s: float = 0.1
+    """The group's consumer offset goes into a decision transaction at most this often, and into one of its own
+    once the shard has been quiet that long; 0: into every decision transaction, and never on its own."""
     freeze_gc: bool = True
     """``gc.freeze()`` the process once a shard's state is restored (a service process; not in tests)."""
     shutdown_step_s: float = 5.0
@@ -203,6 +207,10 @@ class ShardEngine:
         """Events folded in during the last catch-up (the log tail after the snapshot)."""
         self.stats = CycleStats()
         self.committed_at = 0.0
+        self.offsets_at = -float("inf")
+        """When the group offset last went into a committed transaction (monotonic) ..."""
+        self.offsets_next = -1
+        """... and what it was: the Kafka offset of the next record to fold."""
         self.speculative = False
         """Our state holds batches of a transaction not known to be committed (a failure must reload)."""
         self.snapshot_task: asyncio.Task[None] | None = None
@@ -228,7 +236,7 @@ class ShardEngine:
             self.snapshot_at = time.monotonic()
         await self._new_producer()
         info["producerMs"] = round((time.monotonic() - self.setup_started) * 1000, 1)
-        self.marker = await self._transact(self._marker_payload(), self.replica.marker_headers, offsets=False)
+        self.marker = await self._transact(self._marker_payload(), self.replica.marker_headers)
         info["marker"] = self.marker
         info["fromNext"] = self.next
         self.setup_info = info
@@ -327,6 +335,9 @@ class ShardEngine:
             if deadline is not None and deadline <= now and self.state.time < now:
                 batch = [ev.ClockTicked(time=now, id=f"tick-{self.partition}-{now}")]
         if not batch:
+            if (self.replica.options.offsets_interval_s and self.offsets_next < self.next
+                    and self._due(self.offsets_at) and self._due(self.committed_at)):
+                await self._commit_offsets()  # quiet for an interval: no decision transaction will carry it
             await self.maybe_snapshot()
             return
         first = batch[0]
@@ -351,7 +362,8 @@ class ShardEngine:
         folds it, then the batch itself at X, and decides again: the next batch is decided on the fold of the
         log up to its ``input``, exactly as if the first had been read back. A later batch is folded in the
         same way only if it landed right after the previous one (nothing in between that the open transaction
-        hides). Up to ``chain`` batches share one transaction with the consumer offset. Returns the Kafka
+        hides). Up to ``chain`` batches share one transaction, with the group's consumer offset when it is due
+        (``offsets_interval_s``: two fewer broker round trips in the others). Returns the Kafka
         offset of the last batch; if that one was not folded in, the caller reads it back before deciding.
         ``seconds`` is how long the first batch took to decide: each batch's attempt duration is observed once
         the transaction holding it has committed."""
@@ -361,7 +373,7 @@ class ShardEngine:
         s, opts = self.settings, self.replica.options
         n, prev = 0, -1
         timed: list[tuple[list[Any], float]] = [(batch, seconds)]
-        try:
+        with self._transaction_errors():
             await p.begin_transaction()
             while True:
                 fut = await p.send(s.topic, encode_batch(batch), partition=self.partition,
@@ -391,20 +403,48 @@ class ShardEngine:
                 timed.append((batch, time.perf_counter() - watch))
                 if not batch:
                     break
-            await p.send_offsets_to_transaction({self.tp: self.next}, s.group_id)
+            offsets = self.next if self._due(self.offsets_at) else None
+            if offsets is not None:
+                await p.send_offsets_to_transaction({self.tp: offsets}, s.group_id)
             await asyncio.wait_for(p.commit_transaction(), s.transaction_timeout_ms / 1000)
+        self.speculative = False
+        if offsets is not None:
+            self._offsets_committed(offsets)
+        for decided, took in timed[:n]:  # the batches produced (a last one decided empty is no attempt either)
+            metrics.ATTEMPTS.observe(decided, took)
+        self.transactions += 1
+        self.stats.chained.append(n)
+        return last
+
+    @contextlib.contextmanager
+    def _transaction_errors(self) -> Iterator[None]:
+        try:
+            yield
         except ProducerFenced as exc:
             raise Fenced(f"shard {self.partition}: another scheduler took over (fenced)") from exc
         except (TimeoutError, KafkaError) as exc:
             # The transaction's outcome may be unknown: a new producer resolves it (InitProducerId completes
             # or aborts it), and the catch-up that follows reads whatever was committed.
             raise kafka_error(exc, f"shard {self.partition}: transaction failed") from exc
-        self.speculative = False
-        for decided, took in timed[:n]:  # the batches produced (a last one decided empty is no attempt either)
-            metrics.ATTEMPTS.observe(decided, took)
-        self.transactions += 1
-        self.stats.chained.append(n)
-        return last
+
+    def _due(self, since: float) -> bool:
+        """An offsets interval has passed since ``since`` (monotonic)."""
+        return time.monotonic() - since >= self.replica.options.offsets_interval_s
+
+    def _offsets_committed(self, offset: int) -> None:
+        self.offsets_at, self.offsets_next = time.monotonic(), offset
+
+    async def _commit_offsets(self) -> None:
+        """A transaction holding only the group offset, so that a shard gone quiet shows no consumer lag."""
+        p = self.producer
+        if p is None:
+            raise KafkaLogError(f"shard {self.partition} has no producer", retriable=True)
+        offset = self.next
+        with self._transaction_errors():
+            await p.begin_transaction()
+            await p.send_offsets_to_transaction({self.tp: offset}, self.settings.group_id)
+            await asyncio.wait_for(p.commit_transaction(), self.settings.transaction_timeout_ms / 1000)
+        self._offsets_committed(offset)
 
     async def _fold_below(self, x: int) -> bool:
         """Fold every committed record below Kafka offset ``x``; False if that cannot be done promptly."""
@@ -421,25 +461,17 @@ class ShardEngine:
             self.ingest(fetched)
         return True
 
-    async def _transact(self, payload: bytes, headers: list[tuple[str, bytes]], *, offsets: bool = True) -> int:
-        """Produce one record (and the group offset) in one transaction; its Kafka offset once committed."""
+    async def _transact(self, payload: bytes, headers: list[tuple[str, bytes]]) -> int:
+        """Produce one record in one transaction; its Kafka offset once committed."""
         p = self.producer
         if p is None:
             raise KafkaLogError(f"shard {self.partition} has no producer", retriable=True)
         s = self.settings
-        try:
+        with self._transaction_errors():
             await p.begin_transaction()
             fut = await p.send(s.topic, payload, partition=self.partition, headers=headers)
-            if offsets:
-                await p.send_offsets_to_transaction({self.tp: self.next}, s.group_id)
             await asyncio.wait_for(p.commit_transaction(), s.transaction_timeout_ms / 1000)
             md = await fut
-        except ProducerFenced as exc:
-            raise Fenced(f"shard {self.partition}: another scheduler took over (fenced)") from exc
-        except (TimeoutError, KafkaError) as exc:
-            # The transaction's outcome may be unknown: a new producer resolves it (InitProducerId completes
-            # or aborts it), and the catch-up that follows reads whatever was committed.
-            raise kafka_error(exc, f"shard {self.partition}: transaction failed") from exc
         self.transactions += 1
         return md.offset
 

@@ -39,6 +39,14 @@ def test_file_then_environment_then_overrides(tmp_path: Path) -> None:
     assert kafka.session_timeout_ms == 8000
 
 
+def test_offsets_commit_interval_reaches_the_service() -> None:
+    from kueue_es.service import options
+
+    assert options(config.load(None, env={})).offsets_interval_s == 0.1  # Kafka Streams' EOS commit interval
+    s = config.load(None, env={"KUEUE_ES_SCHEDULER_OFFSETS_COMMIT_INTERVAL_MS": "0"})
+    assert options(s).offsets_interval_s == 0
+
+
 def test_config_file_from_the_environment(tmp_path: Path) -> None:
     path = write(tmp_path, "kafka: {bootstrap: 'k:9092'}\n")
     assert config.load(None, env={"KUEUE_ES_CONFIG": path}).kafka.bootstrap == "k:9092"
@@ -56,6 +64,8 @@ def test_config_file_from_the_environment(tmp_path: Path) -> None:
     ("kafka: {bootstrap: 'nohost'}\n", {}, "kueue-es.yaml: $.kafka.bootstrap: 'nohost' is not host:port"),
     ("", {"KUEUE_ES_KAFKA_BOOTSTRAP": "a:1", "KUEUE_ES_KAFKA_SHARDS": "0"},
      "KUEUE_ES_KAFKA_SHARDS ($.kafka.shards): must be at least 1"),
+    ("scheduler: {offsets_commit_interval_ms: -1}\n", {},
+     "kueue-es.yaml: $.scheduler.offsets_commit_interval_ms: must not be negative"),
     ("kafka: {static_membership: true, bootstrap: 'a:1'}\n", {}, "$.scheduler.instance_id: kafka.static_membership"),
     ("- a\n", {}, "kueue-es.yaml: $: expected a mapping"),
     ("kafka: [\n", {}, "kueue-es.yaml: line 2: not valid YAML"),

@@ -87,7 +87,9 @@ async def start_replica(name: str, url: str, env: dict[str, str] | None = None,
     entry = ["-m", "kueue_es"]
     if crash is not None:
         entry = [str(Path(__file__).with_name("crashing_run.py"))]
-        full_env |= {"CRASH_POINT": crash[0], "CRASH_AT_TXN": str(crash[1])}
+        # The crash points are counted by the offsets call: with it in every decision transaction.
+        full_env |= {"CRASH_POINT": crash[0], "CRASH_AT_TXN": str(crash[1]),
+                     "KUEUE_ES_SCHEDULER_OFFSETS_COMMIT_INTERVAL_MS": "0"}
     proc = await asyncio.create_subprocess_exec(
         sys.executable, *entry, "run", "--log", url, "--instance-id", name,
         cwd=REPO, env=full_env, stdin=asyncio.subprocess.DEVNULL, preexec_fn=_die_with_parent,

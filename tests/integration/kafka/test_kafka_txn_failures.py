@@ -30,7 +30,8 @@ async def test_failed_transactions_are_retried_from_committed_state(kafka_broker
     ref = await reference_run(SCENARIO)
     s = settings(kafka_broker.bootstrap, fresh_topic("txnfail"))
     # (method, decision transaction number) pairs that raise instead of doing their work. A decision
-    # transaction is one that sends offsets (catch-up markers commit without).
+    # transaction is one that sends offsets (catch-up markers commit without; offsets_interval_s=0 puts them
+    # in every decision transaction).
     faults = {("send_offsets_to_transaction", 3), ("commit_transaction", 6), ("send_offsets_to_transaction", 9),
               ("commit_transaction", 12)}
     txn = {"count": 0, "decision": False}
@@ -64,7 +65,7 @@ async def test_failed_transactions_are_retried_from_committed_state(kafka_broker
 
     reports: list[tuple[str, dict]] = []
     replica = SchedulerReplica(s, ServiceOptions(ticks=False, instance_id="in-process", snapshot_every_events=300,
-                                                 retry_backoff_s=0.05, freeze_gc=False),
+                                                 retry_backoff_s=0.05, freeze_gc=False, offsets_interval_s=0),
                                report=lambda kind, fields: reports.append((kind, fields)))
     stop = asyncio.Event()
     driver = LockstepDriver(s, SCENARIO)
