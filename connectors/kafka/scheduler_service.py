@@ -367,9 +367,7 @@ class ShardEngine:
         offset of the last batch; if that one was not folded in, the caller reads it back before deciding.
         ``seconds`` is how long the first batch took to decide: each batch's attempt duration is observed once
         the transaction holding it has committed."""
-        p = self.producer
-        if p is None:
-            raise KafkaLogError(f"shard {self.partition} has no producer", retriable=True)
+        p = self._live_producer()
         s, opts = self.settings, self.replica.options
         n, prev = 0, -1
         timed: list[tuple[list[Any], float]] = [(batch, seconds)]
@@ -406,7 +404,7 @@ class ShardEngine:
             offsets = self.next if self._due(self.offsets_at) else None
             if offsets is not None:
                 await p.send_offsets_to_transaction({self.tp: offsets}, s.group_id)
-            await asyncio.wait_for(p.commit_transaction(), s.transaction_timeout_ms / 1000)
+            await self._commit(p)
         self.speculative = False
         if offsets is not None:
             self._offsets_committed(offsets)
@@ -415,6 +413,14 @@ class ShardEngine:
         self.transactions += 1
         self.stats.chained.append(n)
         return last
+
+    def _live_producer(self) -> AIOKafkaProducer:
+        if self.producer is None:
+            raise KafkaLogError(f"shard {self.partition} has no producer", retriable=True)
+        return self.producer
+
+    async def _commit(self, p: AIOKafkaProducer) -> None:
+        await asyncio.wait_for(p.commit_transaction(), self.settings.transaction_timeout_ms / 1000)
 
     @contextlib.contextmanager
     def _transaction_errors(self) -> Iterator[None]:
@@ -436,14 +442,12 @@ class ShardEngine:
 
     async def _commit_offsets(self) -> None:
         """A transaction holding only the group offset, so that a shard gone quiet shows no consumer lag."""
-        p = self.producer
-        if p is None:
-            raise KafkaLogError(f"shard {self.partition} has no producer", retriable=True)
+        p = self._live_producer()
         offset = self.next
         with self._transaction_errors():
             await p.begin_transaction()
             await p.send_offsets_to_transaction({self.tp: offset}, self.settings.group_id)
-            await asyncio.wait_for(p.commit_transaction(), self.settings.transaction_timeout_ms / 1000)
+            await self._commit(p)
         self._offsets_committed(offset)
 
     async def _fold_below(self, x: int) -> bool:
@@ -463,14 +467,12 @@ class ShardEngine:
 
     async def _transact(self, payload: bytes, headers: list[tuple[str, bytes]]) -> int:
         """Produce one record in one transaction; its Kafka offset once committed."""
-        p = self.producer
-        if p is None:
-            raise KafkaLogError(f"shard {self.partition} has no producer", retriable=True)
+        p = self._live_producer()
         s = self.settings
         with self._transaction_errors():
             await p.begin_transaction()
             fut = await p.send(s.topic, payload, partition=self.partition, headers=headers)
-            await asyncio.wait_for(p.commit_transaction(), s.transaction_timeout_ms / 1000)
+            await self._commit(p)
             md = await fut
         self.transactions += 1
         return md.offset
