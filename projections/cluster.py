@@ -937,8 +937,8 @@ class ClusterState:
         if old is not None and old.uid != meta.uid:
             self._delete_object("Workload", key)
             old = None
+        limits = self.limit_summary(meta.namespace) if self.limit_ranges else None
         if type(w) is LazyWorkload:
-            limits = self.limit_summary(meta.namespace) if self.limit_ranges else None
             memo = self._from_spec.get(id(spec))
             if (memo is not None and memo[0] is spec and memo[1] == self.spec_inputs_generation
                     and memo[2] == limits):
@@ -947,7 +947,6 @@ class ClusterState:
                 priority, pclass, pod_sets = self._from_spec_anew(spec, limits)
         else:  # decoded in full: its spec is its own object, so there is nothing to recognise
             priority, pclass = self._spec_priority(spec)
-            limits = self.limit_summary(meta.namespace) if self.limit_ranges else None
             rcs, rules = self.runtime_classes, self.request_rules
             pod_sets = tuple([pod_set_info(ps, limits, rcs, rules) for ps in spec.pod_sets])
         if old is None:
