@@ -150,6 +150,9 @@ class FileLog(EventLog):
         self._closed = False
         self.truncated_bytes = 0
         """How many bytes of torn tail recovery removed when this writer opened the log."""
+        self.last_frame: tuple[int, int] | None = None
+        """A writer's ``(checksum, last offset)`` of the log's last frame (:meth:`frame_checksum`), None while
+        the log is empty."""
 
     # --- opening -------------------------------------------------------------------------------------------
 
@@ -210,6 +213,8 @@ class FileLog(EventLog):
                 f.truncate(torn_at)
                 os.fsync(f.fileno())
         self._end = frames[-1].base + frames[-1].count if frames else base
+        if frames:
+            self.last_frame = HEADER.unpack_from(data, frames[-1].position)[1], self._end - 1
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
         self._segment_size = torn_at if torn_at is not None else len(data)
         self._synced = self._segment_size
@@ -247,13 +252,15 @@ class FileLog(EventLog):
         payload = encode_batch(events)
         base = self._end
         tail = struct.pack("<QI", base, len(events))
-        frame = struct.pack("<II", len(payload), _crc(tail, payload)) + tail + payload
+        crc = _crc(tail, payload)
+        frame = struct.pack("<II", len(payload), crc) + tail + payload
         if self._segment_size and self._segment_size + len(frame) > self.segment_bytes:
             self._open_segment(base)
         assert self._fd is not None
         self._write_frame(frame)
         self._segment_size += len(frame)
         self._end = base + len(events)
+        self.last_frame = crc, self._end - 1
         if self.fsync == "always":
             os.fsync(self._fd)
             self._synced = self._segment_size
@@ -331,6 +338,24 @@ class FileLog(EventLog):
             end = frames[-1].base + frames[-1].count if frames else base
             out.append(SegmentInfo(path, base, end, len(frames), len(data)))
         return out
+
+    def frame_checksum(self, offset: int) -> tuple[int, int] | None:
+        """``(checksum, last offset)`` of the stored frame that holds ``offset``, None when none does. The
+        checksum covers the frame's offsets and events, so it tells one log's frame from another's."""
+        holder = None
+        for base, path in list_segments(self.directory):
+            if base > offset:
+                break
+            holder = base, path
+        if holder is None:
+            return None
+        base, path = holder
+        data = path.read_bytes()
+        frames, _ = scan_frames(path, data, base)
+        for fr in frames:
+            if fr.base <= offset < fr.base + fr.count:
+                return HEADER.unpack_from(data, fr.position)[1], fr.base + fr.count - 1
+        return None
 
     async def read_batches(
         self, start: int = 0, *, follow: bool = False, quarantine: list[Quarantined] | None = None

@@ -45,6 +45,11 @@ class SchedulerSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknow
     """Kueue's Configuration (config.kueue.x-k8s.io) as YAML; empty: Kueue's defaults."""
     snapshot_every_events: int = 50_000
     snapshot_interval_s: float = 60.0
+    """A snapshot of the state once this many events (or this many seconds, if any event came) have passed since
+    the last: on Kafka a shard's snapshot (what a replica taking over restores), on the embedded log a checkpoint
+    (what a restart and a replay start from, :mod:`kueue_es.checkpoints`)."""
+    checkpoints_kept: int = 10
+    """Embedded log: how many checkpoints stay beside it, the oldest removed first; 0: none is written."""
     ticks: bool = True
     """Append clock ticks when a controller deadline (requeue backoff, waitForPodsReady, a maximum execution time,
     retention) has passed."""
@@ -100,6 +105,8 @@ def load(path: str | None = None, env: Mapping[str, str] | None = None,
                            + "kafka.static_membership needs a stable instance id (e.g. the pod name)")
     if settings.scheduler.snapshot_every_events < 1:
         raise InvalidInput(_where("$.scheduler.snapshot_every_events", path, env_names) + "must be at least 1")
+    if settings.scheduler.checkpoints_kept < 0:
+        raise InvalidInput(_where("$.scheduler.checkpoints_kept", path, env_names) + "must not be negative")
     if settings.scheduler.batches_per_transaction < 1:
         raise InvalidInput(_where("$.scheduler.batches_per_transaction", path, env_names) + "must be at least 1")
     if settings.scheduler.offsets_commit_interval_ms < 0:

@@ -40,7 +40,7 @@ from connectors.k8s.settings import KubeSettings
 from connectors.k8s.settings import validate as validate_kube
 from events.errors import InvalidInput, KueueEsError
 from events.filelog import FileLog
-from kueue_es import metrics
+from kueue_es import checkpoints, metrics
 
 log = structlog.get_logger("kueue_es.k8s.service")
 
@@ -184,10 +184,15 @@ async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health:
                 visibility: visibility_api.VisibilityServer | None = None) -> None:
     k: KubeSettings = settings.kube
     filelog = FileLog.open(path, fsync="always")
+    ckpt: checkpoints.Checkpointer | None = None
     try:
         mirror = Mirror()
-        for batch in filelog.scan():
+        for batch in filelog.scan():  # from the start: the mirror keeps more than a checkpoint holds
             mirror.apply_batch(batch)
+        ckpt = writer = checkpoints.Checkpointer(filelog, every_events=opts.snapshot_every_events,
+                                                 interval_s=opts.snapshot_interval_s, keep=opts.checkpoints_kept,
+                                                 report=report, since=mirror.offset)
+        mirror.listeners.append(lambda _records: writer.after(mirror.state))  # for replays of this log
         journal = LocalJournal(filelog, mirror)
         connector = Connector(client, journal, watch_timeout_s=k.watch_timeout_s, jobs=k.jobs,
                               queue_status=k.queue_status, finalizers=k.finalizers, events=k.events,
@@ -221,9 +226,12 @@ async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health:
                     report("stopped", {"log": path, "instance": opts.instance_id, "error": str(ours[0])})
                     raise ours[0] from group
                 raise
+        await ckpt.close(mirror.state)
         report("stopped", {"log": path, "instance": opts.instance_id, "offset": mirror.offset,
                            "writes": connector.writer.stats.writes, "jobs_started": connector.jobs.stats.started
                            if connector.jobs else 0})
     finally:
+        if ckpt is not None:
+            await ckpt.close()
         await filelog.close()
 

@@ -29,7 +29,7 @@ from events import schema as ev
 from events.errors import InvalidInput
 from events.filelog import FileLog
 from events.manifests import load_file
-from kueue_es import metrics
+from kueue_es import checkpoints, metrics
 from kueue_es.config import DEFAULT_EMBEDDED_LOG, MetricsSettings, Settings
 from kueue_es.scheduler import DEFAULT, SchedulerConfig, decide, next_deadline
 from kueue_es.scheduler.config import load_config
@@ -66,7 +66,8 @@ def options(settings: Settings) -> ServiceOptions:
     config, document = kueue_configuration(settings)
     return ServiceOptions(config=config, config_document=document, config_source=s.kueue_config,
                           snapshot_every_events=s.snapshot_every_events,
-                          snapshot_interval_s=s.snapshot_interval_s, ticks=s.ticks,
+                          snapshot_interval_s=s.snapshot_interval_s, checkpoints_kept=s.checkpoints_kept,
+                          ticks=s.ticks,
                           instance_id=s.instance_id or default_instance_id(), stats_interval_s=s.stats_interval_s,
                           chain=s.batches_per_transaction,
                           offsets_interval_s=s.offsets_commit_interval_ms / 1000)
@@ -103,21 +104,35 @@ async def serve_embedded(path: str, opts: ServiceOptions, stop: asyncio.Event, r
     m = metrics_settings or MetricsSettings()
     log = FileLog.open(path, fsync="always")
     try:
-        state = ClusterState()
-        for batch in log.scan(lazy=True):
+        start = checkpoints.restore(log)
+        for passed in start.passed_over:
+            report("checkpoint_passed_over", {"log": path, "reason": passed})
+        state = start.state or ClusterState()
+        restored = state.offset if start.state is not None else None
+        for batch in log.scan(state.offset + 1, lazy=True):
             for r in batch:
                 state.apply(r)
+        ckpt = checkpoints.Checkpointer(log, every_events=opts.snapshot_every_events,
+                                        interval_s=opts.snapshot_interval_s, keep=opts.checkpoints_kept,
+                                        report=report, since=state.offset)
         async with metrics.serving(m.address, m.port, lambda: [state], lambda: metrics.STANDALONE):
-            active = {"log": path, "instance": opts.instance_id, "offset": state.offset}
+            active = {"log": path, "instance": opts.instance_id, "offset": state.offset,
+                      "checkpoint": restored}
             report("active", {**active, "metricsPort": m.port} if m.port else active)
-            await _schedule_embedded(log, state, opts, stop)
+            try:
+                await _schedule_embedded(log, state, opts, stop, ckpt)
+            except BaseException:
+                await ckpt.close()
+                raise
+            await ckpt.close(state)
         report("stopped", {"log": path, "instance": opts.instance_id, "offset": state.offset})
     finally:
         await log.close()
 
 
-async def _schedule_embedded(log: FileLog, state: ClusterState, opts: ServiceOptions, stop: asyncio.Event) -> None:
-    """decide → append → apply until ``stop``."""
+async def _schedule_embedded(log: FileLog, state: ClusterState, opts: ServiceOptions, stop: asyncio.Event,
+                             ckpt: checkpoints.Checkpointer) -> None:
+    """decide → append → apply until ``stop``, checkpointing as it goes."""
     while not stop.is_set():
         started = time.perf_counter()
         batch: list[Any] = opts.config_to_record(state, opts.instance_id) or decide(state, opts.config)
@@ -132,7 +147,9 @@ async def _schedule_embedded(log: FileLog, state: ClusterState, opts: ServiceOpt
             for off, e in zip(offsets, batch, strict=True):
                 state.apply(ev.Record(off, e))
             metrics.ATTEMPTS.observe(batch, took)  # once folded: a scrape sees the attempt in both metrics or neither
+            ckpt.after(state)
             continue
+        ckpt.after(state)  # the interval's checkpoint, when it is quiet
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(stop.wait(), 1.0)
 

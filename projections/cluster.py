@@ -998,6 +998,8 @@ class ClusterState:
             self._take_pod_sets(wl, pod_sets)
             if wl.reserving:
                 self.tas.charge(wl)  # Kueue takes TAS usage from the pod template, so it follows a changed template
+                if wl.reclaimable:
+                    self._reclaim(wl)  # what it holds is scaled by the pods left of the spec's counts
         wl.priority, wl.priority_class = priority, pclass
         wl.active, wl.queue_name = active, spec.queue_name
         if wl.phase == PENDING:

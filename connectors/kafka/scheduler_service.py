@@ -84,6 +84,8 @@ class ServiceOptions:
     """Write a snapshot after this many events were applied since the last one ..."""
     snapshot_interval_s: float = 60.0
     """... or after this long, if anything was applied."""
+    checkpoints_kept: int = 10
+    """The embedded log's checkpoints kept (:mod:`kueue_es.checkpoints`); 0: none is written."""
     ticks: bool = True
     """Append a ClockTicked (wall time) when a controller deadline (backoff, waitForPodsReady) has passed."""
     instance_id: str = ""

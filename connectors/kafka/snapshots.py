@@ -6,21 +6,15 @@ restores it and reads only the log tail from Kafka offset ``next``. The snapshot
 N of the snapshot topic. A snapshot is a pure function of a committed log prefix, so any replica may write
 one (even a fenced one: a stale snapshot only means a longer tail to replay).
 
-Encoding a large state takes a while (~100-250 ms for 30,000 workloads on a busy 2-CPU VM), all of it holding
-the GIL: done on the event loop, it would stall every decision for that long. :func:`pack_in_background`
-instead forks, and the child encodes and compresses the state as it was at the fork (copy-on-write pages,
-as Redis snapshots its data set), while the scheduler goes on deciding.
+Encoding and compressing happen in a forked child (:func:`pack_in_background`), so a large state does not
+stall the scheduler's event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
-import gc
-import os
-import signal
+import functools
 import time
-import traceback
-import warnings
 import zlib
 
 import msgspec
@@ -32,6 +26,7 @@ from connectors.kafka.log import reader_kwargs
 from connectors.kafka.settings import KafkaSettings, client_kwargs
 from connectors.kafka.topics import RECORD_OVERHEAD
 from events.errors import InvalidInput
+from kueue_es.background import encode_in_background
 from projections import snapshot
 from projections.cluster import ClusterState
 
@@ -66,52 +61,9 @@ def pack(topic: str, partition: int, next_offset: int, offset: int, raw_state: b
 
 def pack_in_background(state: ClusterState, topic: str, partition: int, next_offset: int,
                        offset: int) -> asyncio.Task[bytes]:
-    """:func:`pack` of ``state`` as it is at this call, computed by a forked child process while the caller's
-    event loop goes on (the caller may change ``state`` at once). Where there is no ``fork``, the state is
-    encoded right away, on the caller's thread."""
-    if not hasattr(os, "fork"):  # pragma: no cover - every supported platform has fork
-        raw = snapshot.encode(state)
-        return asyncio.ensure_future(asyncio.to_thread(pack, topic, partition, next_offset, offset, raw))
-    r, w = os.pipe()
-    try:
-        with warnings.catch_warnings():
-            # Python 3.12+ warns that a fork of a process with threads (asyncio's executor) may deadlock in the
-            # child. This child takes no lock another thread could hold: it encodes, writes a pipe and _exits.
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
-    except OSError:
-        os.close(r)
-        os.close(w)
-        raise
-    if pid == 0:  # pragma: no cover - the child (coverage is not collected there)
-        code = 1
-        try:
-            signal.set_wakeup_fd(-1)  # a signal to the child must not wake the parent's event loop
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                signal.signal(sig, signal.SIG_DFL)
-            gc.disable()  # a collection would only copy pages the child never writes
-            os.close(r)
-            view = memoryview(pack(topic, partition, next_offset, offset, snapshot.encode(state)))
-            while view:
-                view = view[os.write(w, view):]
-            code = 0
-        except BaseException:  # noqa: BLE001 - reported on stderr; the parent sees the exit code
-            os.write(2, traceback.format_exc().encode(errors="replace"))  # not sys.stderr: its lock may be held
-        finally:
-            os._exit(code)  # nothing of the parent's (atexit, buffers, sockets) runs in the child
-    os.close(w)
-    # The reading thread runs to the end even if the task is cancelled, so the child is always reaped.
-    return asyncio.ensure_future(asyncio.to_thread(_collect, r, pid))
-
-
-def _collect(fd: int, pid: int) -> bytes:
-    with open(fd, "rb") as f:
-        data = f.read()
-    _, status = os.waitpid(pid, 0)
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        raise KafkaLogError(f"the snapshot encoder (pid {pid}) exited with {code}", retriable=True)
-    return data
+    """:func:`pack` of ``state`` as it is at this call, encoded by a forked child while the caller's event loop
+    goes on (:func:`kueue_es.background.encode_in_background`)."""
+    return encode_in_background(state, functools.partial(pack, topic, partition, next_offset, offset))
 
 
 def unpack(value: bytes) -> tuple[SnapshotRecord, ClusterState]:

@@ -9,6 +9,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
@@ -20,7 +21,9 @@ from events.filelog import FileLog
 from events.manifests import load_file
 from events.schema import Record
 from events.timefmt import format_time_ms, parse_time
+from kueue_es import checkpoints
 from kueue_es.scheduler.config import SchedulerConfig, load_config
+from projections.cluster import ClusterState
 
 PROGRESS_MIN_EVENTS = 20_000
 """Folds of fewer events than this finish too fast to be worth a progress bar."""
@@ -58,6 +61,22 @@ def add_point_arguments(parser: argparse.ArgumentParser, subject: str = "") -> N
                             "fold the events whose time is at most TIME (RFC 3339)")
     point.add_argument("--to", type=offset_arg, metavar="OFFSET", help=to_help)
     point.add_argument("--at", type=time_arg("--at"), metavar="TIME", help=at_help)
+
+
+def add_checkpoints_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-checkpoints", action="store_true",
+                        help="fold (and check) the whole log instead of starting from its newest usable checkpoint")
+
+
+def start_state(log: FileLog, args: argparse.Namespace) -> tuple[ClusterState, Path | None]:
+    """The state a fold of ``log`` up to ``args.to``/``args.at`` starts from: its newest usable checkpoint
+    (:mod:`kueue_es.checkpoints`; any passed over are named on stderr) and where it is, or an empty state."""
+    if args.no_checkpoints:
+        return ClusterState(), None
+    start = checkpoints.restore(log, to=args.to, at=args.at)
+    for passed in start.passed_over:
+        warn(f"checkpoint passed over: {passed}")
+    return (start.state, start.path) if start.state is not None else (ClusterState(), None)
 
 
 def add_output_argument(parser: argparse.ArgumentParser, choices: Sequence[str], default: str) -> None:

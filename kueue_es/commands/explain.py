@@ -17,6 +17,7 @@ from typing import Any
 from events.errors import InvalidInput
 from kueue_es.commands._common import (
     NotFound,
+    add_checkpoints_argument,
     add_output_argument,
     add_point_arguments,
     add_source_arguments,
@@ -24,6 +25,7 @@ from kueue_es.commands._common import (
     load_kueue_config,
     open_readonly,
     render_table,
+    start_state,
     time_arg,
     write_data,
 )
@@ -43,6 +45,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("workload", metavar="NAMESPACE/NAME", help="the Workload to explain")
     add_source_arguments(p)
     add_point_arguments(p, "the state")
+    add_checkpoints_argument(p)
     p.add_argument("--now", type=time_arg("--now"), metavar="TIME",
                    help="with -f: the time of the attempt (default: the latest timestamp in the state)")
     p.add_argument("--config", metavar="FILE", help="Kueue Configuration (config.kueue.x-k8s.io/v1beta2); with --log "
@@ -62,8 +65,8 @@ def load(args: argparse.Namespace) -> tuple[ClusterState, SchedulerConfig, int]:
     override = load_kueue_config(args.config)
     log = open_readonly(args.log)
     try:
-        state = ClusterState()
-        fold_log(log, state.apply, to=args.to, at=args.at, label="Folding", lazy=True)
+        state, _ = start_state(log, args)
+        fold_log(log, state.apply, start=state.offset + 1, to=args.to, at=args.at, label="Folding", lazy=True)
     finally:
         log.close_sync()
     return state, override or config_record.in_force(state) or DEFAULT, state.time

@@ -2,7 +2,8 @@
 
 Every frame's checksum is verified; a damaged frame stops the command with an error naming segment and offset.
 Event types are read from each event's ``type`` tag without decoding the rest, so inspecting works on logs
-written by newer versions too. End offsets are exclusive: the offset the next event would get.
+written by newer versions too. End offsets are exclusive: the offset the next event would get. The log's
+checkpoints (:mod:`kueue_es.checkpoints`) are listed, not read.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import msgspec
 
 from events.errors import CorruptRecord
 from events.filelog import HEADER, list_segments, scan_frames
+from kueue_es import checkpoints
 from kueue_es.commands._common import (
     add_log_argument,
     add_output_argument,
@@ -101,6 +103,10 @@ def inspect_log(path: str) -> dict[str, Any]:
     }
     if torn:
         out["tornTailBytes"] = torn
+    kept = checkpoints.listed(directory)
+    if kept:  # where replays and restarts start from (kueue_es.checkpoints); read, and checked, only when used
+        out["checkpoints"] = [{"file": f"{checkpoints.DIRECTORY}/{p.name}", "offset": off, "bytes": p.stat().st_size}
+                              for off, p in kept]
     return out
 
 
@@ -142,6 +148,9 @@ def render_inspect(data: dict[str, Any]) -> str:
     if data.get("tornTailBytes"):
         out.append(f"Torn tail: {data['tornTailBytes']} bytes after the last complete frame "
                    "(the writer truncates them when it next opens the log)\n")
+    if data.get("checkpoints"):
+        cks = data["checkpoints"]
+        out.append(f"Checkpoints: {len(cks)}, at offsets {', '.join(str(c['offset']) for c in cks)}\n")
     out.append("\n")
     out.append(render_table(
         ["SEGMENT", "BASE OFFSET", "END OFFSET", "FRAMES", "BYTES"],

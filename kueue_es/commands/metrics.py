@@ -12,14 +12,15 @@ import sys
 from typing import Any
 
 from kueue_es.commands._common import (
+    add_checkpoints_argument,
     add_log_argument,
     add_point_arguments,
     fold_log,
     log_end,
     open_readonly,
+    start_state,
     warn,
 )
-from projections.cluster import ClusterState
 
 
 def register(subparsers: Any) -> None:
@@ -30,6 +31,7 @@ def register(subparsers: Any) -> None:
     )
     add_log_argument(p)
     add_point_arguments(p)
+    add_checkpoints_argument(p)
     p.set_defaults(func=run)
 
 
@@ -39,8 +41,8 @@ def run(args: argparse.Namespace) -> int:
     log = open_readonly(args.log)
     try:
         end = log_end(log)
-        state = ClusterState()
-        fold_log(log, state.apply, to=args.to, at=args.at, label="Folding", lazy=True)
+        state, _ = start_state(log, args)
+        fold_log(log, state.apply, start=state.offset + 1, to=args.to, at=args.at, label="Folding", lazy=True)
     finally:
         log.close_sync()
     if args.to is not None and args.to >= end:

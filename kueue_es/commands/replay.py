@@ -1,10 +1,11 @@
 """``kueue-es replay``: rebuild the cluster state at a point of the log and print it.
 
 The state is the fold of every event up to and including ``--to OFFSET`` (default: the end), or of every
-event whose time is at most ``--at TIME``. ``--snapshot`` starts from a saved snapshot instead of offset 0;
-``--save-snapshot`` writes the state reached. ``--quarantine`` sets undecodable events aside and reports them
-instead of stopping at the first one. The Kueue Configuration in force at that point (the latest one recorded) is
-shown with the state.
+event whose time is at most ``--at TIME``. The fold starts from the newest of the log's checkpoints before that
+point (written by ``kueue-es run``: :mod:`kueue_es.checkpoints`), from offset 0 with ``--no-checkpoints``, or
+from a saved snapshot with ``--snapshot``; ``--save-snapshot`` writes the state reached. ``--quarantine`` reads
+every event, sets undecodable ones aside and reports them instead of stopping at the first one. The Kueue
+Configuration in force at that point (the latest one recorded) is shown with the state.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from typing import Any
 
 from events.codec import Quarantined
 from events.errors import InvalidInput
+from events.filelog import FileLog
 from events.quantity import canonical_quantity, to_int
 from events.timefmt import format_time
 from kueue_es.commands._common import (
+    add_checkpoints_argument,
     add_log_argument,
     add_output_argument,
     add_point_arguments,
@@ -26,6 +29,7 @@ from kueue_es.commands._common import (
     open_readonly,
     quarantine_report,
     render_table,
+    start_state,
     warn,
     write_data,
 )
@@ -50,6 +54,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--quarantine", action="store_true",
                    help="set undecodable events aside and report them instead of stopping")
     p.add_argument("--snapshot", metavar="FILE", help="start from this snapshot instead of the beginning")
+    add_checkpoints_argument(p)
     p.add_argument("--save-snapshot", metavar="FILE", help="save the state reached as a snapshot")
     p.add_argument("--verify", action="store_true",
                    help="re-run the scheduler at every recorded decision point and report any decision that "
@@ -71,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     log = open_readonly(args.log)
     try:
         end = log_end(log)
-        state = _start(args, end)
+        state, checkpoint = _start(args, end, log)
         quarantine: list[Quarantined] | None = [] if args.quarantine else None
         fold_log(log, state.apply, start=state.offset + 1, to=args.to, at=args.at, quarantine=quarantine,
                  lazy=True)
@@ -85,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         warn(f"set aside {len(quarantine)} undecodable event(s) at offset(s) "
              f"{', '.join(str(q.offset) for q in quarantine)}")
     data = summarize(state, quarantine or [])
-    data = {"log": args.log, **data}
+    data = {"log": args.log, **({"checkpoint": checkpoint} if checkpoint else {}), **data}
     if args.output == "summary":
         sys.stdout.write(render_summary(data))
     else:
@@ -93,9 +98,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _start(args: argparse.Namespace, end: int) -> ClusterState:
+def _start(args: argparse.Namespace, end: int, log: FileLog) -> tuple[ClusterState, dict[str, Any] | None]:
+    """The state the fold starts from, and the checkpoint it was (None: a snapshot, or the beginning)."""
     if not args.snapshot:
-        return ClusterState()
+        if args.quarantine:  # it is about the events: every one is read
+            return ClusterState(), None
+        state, path = start_state(log, args)
+        return state, {"offset": state.offset, "path": str(path)} if path is not None else None
     try:
         state = snapshot.load(args.snapshot)
     except OSError as exc:
@@ -109,7 +118,7 @@ def _start(args: argparse.Namespace, end: int) -> ClusterState:
         raise InvalidInput(f"--to {args.to} is before the snapshot's offset {state.offset}")
     if args.at is not None and args.at < state.time:
         raise InvalidInput(f"--at {format_time(args.at)} is before the snapshot's time {format_time(state.time)}")
-    return state
+    return state, None
 
 
 def _save(state: ClusterState, path: str) -> None:
@@ -222,7 +231,9 @@ def last_condition(wl: WorkloadInfo) -> Any:
 
 
 def render_summary(data: dict[str, Any]) -> str:
-    out = [f"Log {data['log']}: state at offset {data['offset']}, time {data['time']}\n",
+    out = [f"Log {data['log']}: state at offset {data['offset']}, time {data['time']}"
+           + (f" (from its checkpoint at offset {data['checkpoint']['offset']})" if data.get("checkpoint") else "")
+           + "\n",
            f"Configuration: {config_record.one_line(data['configuration'])}\n", "\n"]
     queue_rows = []
     for q in data["clusterQueues"]:

@@ -210,3 +210,26 @@ def test_short_writes_are_completed(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.undo()
     log.close_sync()
     assert [r.event.id[:1] for r in read_all(tmp_path)] == ["0", "1", "2", "3"]
+
+
+def test_frame_checksums_tell_which_frame_holds_an_offset(tmp_path: Path) -> None:
+    """What a checkpoint is anchored to (kueue_es.checkpoints): the writer's last frame, and any stored frame."""
+    log = write(tmp_path, [3, 2, 4], segment_bytes=200)  # several segments
+    assert len(list_segments(tmp_path)) > 1
+    assert log.last_frame is not None and log.last_frame[1] == 8
+    assert log.frame_checksum(8) == log.last_frame
+    a, b, c = log.frame_checksum(0), log.frame_checksum(3), log.frame_checksum(5)
+    assert a is not None and b is not None and c is not None
+    assert (a[1], b[1], c[1]) == (2, 4, 8) and len({a[0], b[0], c[0]}) == 3
+    assert log.frame_checksum(1) == a and log.frame_checksum(7) == c
+    assert log.frame_checksum(9) is None
+    log.close_sync()
+    reopened = FileLog.open(tmp_path, fsync="never")
+    assert reopened.last_frame == c  # recovered from the tail
+    reopened.close_sync()
+    same = write(tmp_path / "same", [3])  # the same events at the same offsets: the same frame
+    assert same.frame_checksum(0) == a
+    other = FileLog.open(tmp_path / "other", fsync="never")
+    anyio.run(other.append, ticks(100, 3))  # the same offsets, other events
+    assert other.frame_checksum(0) not in (None, a)
+    assert FileLog.open(tmp_path / "empty", fsync="never").last_frame is None

@@ -188,6 +188,18 @@ def test_reclaimable_pods_lower_a_pending_count_and_a_reserving_usage() -> None:
     assert state.usage["cq0"] == {"f0/cpu": 6000} and wl.pod_sets[0].count == 3
 
 
+def test_a_reserving_workload_whose_spec_loses_pods_holds_only_what_its_pods_left_need() -> None:
+    """Found by the property test below: 2 pods, 1 of them reclaimable, reserved for the 1 left (500m); then the
+    spec says 1 pod. Kueue counts a reserving workload from its admission scaled by the pods its spec has left,
+    here none, so it holds nothing (and the ClusterQueue's usage follows)."""
+    ops = [Op("wl", 0, 1, 0), Op("reclaimable", 0, 1, 1), Op("reserve", 0, 0, 1), Op("wl", 0, 0, 1)]
+    state = fold(records(interpret(ops)))
+    wl = state.workloads["ns0/w0"]
+    assert wl.reserving and [p.count for p in wl.spec_sets] == [1] and wl.reclaimable == (("main", 1),)
+    assert wl.usage == {"f1/cpu": 0} and not any(state.usage["cq0"].values())
+    _pending_counted_now(state)
+
+
 def test_admission_usage_scales_by_the_pods_left_and_keeps_a_partial_admission() -> None:
     adm = admission("cq0", "f0", 4001, count=4)
     assert admission_usage(adm, {"main": (4, 1)}) == {"f0/cpu": 1000}  # 4001 // 4 * 1

@@ -10,7 +10,7 @@ import pytest
 from fixtures.eventgen import fold, interpret, random_ops, records
 
 from connectors.kafka import snapshots
-from connectors.kafka.errors import KafkaLogError
+from kueue_es.background import EncoderFailed
 from projections import snapshot
 
 
@@ -36,5 +36,5 @@ async def test_background_snapshot_is_the_state_at_the_call() -> None:
 @pytest.mark.asyncio
 async def test_a_failing_encoder_is_reported_with_its_exit_code() -> None:
     packing = snapshots.pack_in_background(object(), "log", 0, 1, 0)  # type: ignore[arg-type]
-    with pytest.raises(KafkaLogError, match=r"snapshot encoder \(pid \d+\) exited with 1"):
+    with pytest.raises(EncoderFailed, match=r"snapshot encoder \(pid \d+\) exited with 1"):
         await packing

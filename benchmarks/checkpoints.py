@@ -1,0 +1,113 @@
+"""How much a checkpoint saves a replay, on a log written by ``benchmarks/replay.py``.
+
+Checkpoints are written every ``--every`` events as ``kueue-es run`` writes them (the state at the end of a
+frame, zlib-compressed; :mod:`kueue_es.checkpoints`), into a copy of the log. Then ``kueue-es replay --to X -o
+json`` runs in a fresh process for a few points X of the log, once from its newest checkpoint at or before X and
+once with ``--no-checkpoints``, alternating, and the CPU time of each (user + system, of the child) is printed
+with the median of ``--runs``; the two outputs are compared too (they must be equal but for the ``checkpoint``
+key). Also printed: a checkpoint's size, and how long encoding one takes (what the forked child spends).
+
+    python benchmarks/replay.py --events 200000 --runs 1 --log /tmp/replay-200k.klog --keep
+    python benchmarks/checkpoints.py /tmp/replay-200k.klog
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from events.codec import decode_batch
+from events.filelog import HEADER, FileLog, list_segments, scan_frames
+from kueue_es import checkpoints
+from projections import snapshot
+from projections.cluster import ClusterState
+
+
+def write_checkpoints(log_dir: Path, every: int) -> list[dict[str, float]]:
+    """Fold the log once, checkpointing at the end of the first frame past every ``every`` events."""
+    state = ClusterState()
+    written = []
+    next_at = every
+    for base, path in list_segments(log_dir):
+        data = path.read_bytes()
+        frames, _ = scan_frames(path, data, base)
+        for fr in frames:
+            payload = memoryview(data)[fr.position + HEADER.size: fr.position + HEADER.size + fr.length]
+            for r in decode_batch(payload, fr.base, None, 0, lazy=True):
+                state.apply(r)
+            last = fr.base + fr.count - 1
+            if last + 1 >= next_at:
+                t0 = time.process_time()
+                raw = snapshot.encode(state)
+                packed = checkpoints.pack(last, state.time, HEADER.unpack_from(data, fr.position)[1], raw)
+                took = time.process_time() - t0
+                checkpoints.save(log_dir, last, packed)
+                written.append({"offset": last, "bytes": len(packed), "rawBytes": len(raw), "encodeCpuS": took,
+                                "workloads": len(state.workloads)})
+                next_at += every
+    return written
+
+
+def replay_cpu(log_dir: Path, to: int, *flags: str) -> tuple[float, dict]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run([sys.executable, "-m", "kueue_es", "replay", "--log", str(log_dir), "--to", str(to),
+                          "-o", "json", *flags], capture_output=True, text=True, check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, json.loads(out.stdout)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("log", type=Path, help="a log directory (benchmarks/replay.py --log DIR --keep)")
+    p.add_argument("--every", type=int, default=50_000, help="events between checkpoints (default 50,000)")
+    p.add_argument("--runs", type=int, default=3, help="replays per point and mode (default 3)")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = p.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        log_dir = Path(tmp) / "log"
+        shutil.copytree(args.log, log_dir, ignore=shutil.ignore_patterns(checkpoints.DIRECTORY, "LOCK"))
+        log = FileLog.open(log_dir, readonly=True)
+        end = log._end  # noqa: SLF001
+        log.close_sync()
+        written = write_checkpoints(log_dir, args.every)
+        # the end of the log, and half-way between two checkpoints (the most a replay folds after one)
+        between = [c["offset"] + args.every // 2 for c in written if c["offset"] + args.every // 2 < end - 1]
+        points = sorted({end - 1, *between[-1:]})
+        rows = []
+        for to in points:
+            warm, cold = [], []
+            for _ in range(args.runs):
+                cpu_w, out_w = replay_cpu(log_dir, to)
+                cpu_c, out_c = replay_cpu(log_dir, to, "--no-checkpoints")
+                assert {k: v for k, v in out_w.items() if k != "checkpoint"} == out_c, f"outputs differ at --to {to}"
+                warm.append(cpu_w)
+                cold.append(cpu_c)
+            rows.append({"to": to, "from": out_w["checkpoint"]["offset"],
+                         "withCheckpointCpuS": statistics.median(warm), "fromZeroCpuS": statistics.median(cold),
+                         "runs": {"withCheckpoint": warm, "fromZero": cold}})
+    result = {"events": end, "checkpoints": written, "replays": rows, "loadAverage": os.getloadavg()[0]}
+    if args.json:
+        print(json.dumps(result))
+        return
+    for c in written:
+        print(f"checkpoint at {c['offset']:,}: {c['workloads']:,} workloads, {c['bytes']:,} bytes "
+              f"({c['rawBytes']:,} before compression), encoded in {c['encodeCpuS'] * 1000:.0f} ms CPU")
+    for r in rows:
+        print(f"replay --to {r['to']:,}: {r['withCheckpointCpuS']:.2f} CPU-s from the checkpoint at "
+              f"{r['from']:,} vs {r['fromZeroCpuS']:.2f} CPU-s from offset 0 (medians of {args.runs}; "
+              f"{r['fromZeroCpuS'] / r['withCheckpointCpuS']:.1f}x)")
+    print(f"load average {result['loadAverage']:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,213 @@
+"""Checkpoints of the embedded log: snapshots of the projected state kept beside the log, so that a restart and
+a replay fold only what came after the newest one they can use.
+
+``<log>/checkpoints/<offset, 20 digits>.ckpt`` holds the state folded from the log's first event up to and
+including ``offset`` (the last event of a frame), encoded by :mod:`projections.snapshot` and zlib-compressed,
+with the checksum of that frame. A checkpoint is used only while the log still holds that very frame: a log
+written again from another history, or cut back below it, makes the checkpoint unusable, never wrong. One that
+cannot be read is passed over (and named) for an older one; with none usable, the fold starts from the
+beginning. A checkpoint only ever shortens a fold.
+
+The process that writes the log writes them (``kueue-es run``: :class:`Checkpointer`), every
+``scheduler.snapshot_every_events`` events or ``snapshot_interval_s`` seconds, encoded by a forked child
+(:mod:`kueue_es.background`) so the scheduler is not held up, and keeps the newest
+``scheduler.checkpoints_kept``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from events.errors import InvalidInput
+from events.filelog import FileLog
+from kueue_es.background import encode_in_background
+from projections import snapshot
+from projections.cluster import ClusterState
+
+DIRECTORY = "checkpoints"
+SUFFIX = ".ckpt"
+FORMAT = 1
+
+
+class Checkpoint(msgspec.Struct, frozen=True, kw_only=True):
+    format: int
+    offset: int
+    """The log offset of the last event folded in: the last event of the frame ``frame_checksum`` is of."""
+    time: int
+    """The state's time: the latest event time folded in (``replay --at`` may start from it when not later)."""
+    frame_checksum: int
+    state: bytes
+    """zlib(projections.snapshot.encode(state))."""
+
+
+_enc = msgspec.msgpack.Encoder()
+_dec = msgspec.msgpack.Decoder(Checkpoint)
+
+
+def pack(offset: int, time_ms: int, frame_checksum: int, raw_state: bytes) -> bytes:
+    return _enc.encode(Checkpoint(format=FORMAT, offset=offset, time=time_ms, frame_checksum=frame_checksum,
+                                  state=zlib.compress(raw_state, 1)))
+
+
+def directory(log_dir: str | os.PathLike[str]) -> Path:
+    return Path(log_dir) / DIRECTORY
+
+
+def listed(log_dir: str | os.PathLike[str]) -> list[tuple[int, Path]]:
+    """The checkpoints beside a log, oldest first."""
+    where = directory(log_dir)
+    if not where.is_dir():
+        return []
+    found = [(int(p.stem), p) for p in where.iterdir() if p.suffix == SUFFIX and p.stem.isdigit()]
+    return sorted(found)
+
+
+@dataclass
+class Start:
+    """Where a fold of a log starts: the state of a checkpoint (None: the beginning), and the checkpoints passed
+    over on the way, each with why."""
+
+    state: ClusterState | None = None
+    path: Path | None = None
+    passed_over: list[str] = field(default_factory=list)
+
+
+def restore(log: FileLog, *, to: int | None = None, at: int | None = None) -> Start:
+    """The newest checkpoint of ``log`` a fold up to offset ``to`` (and of events not after time ``at``) can
+    start from. ``at``: only a checkpoint whose every event is at or before it (its time), as such a fold skips
+    later events without stopping."""
+    start = Start()
+    for offset, path in reversed(listed(log.directory)):
+        if to is not None and offset > to:
+            continue
+        try:
+            ck = _dec.decode(path.read_bytes())
+        except OSError as exc:
+            start.passed_over.append(f"{path}: cannot read: {exc.strerror}")
+            continue
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            start.passed_over.append(f"{path}: not a kueue-es checkpoint: {exc}")
+            continue
+        if ck.format != FORMAT or ck.offset != offset:
+            start.passed_over.append(f"{path}: format {ck.format} at offset {ck.offset} is not one this version "
+                                     f"reads (format {FORMAT}, offset {offset})")
+            continue
+        if at is not None and ck.time > at:
+            continue
+        if log.frame_checksum(offset) != (ck.frame_checksum, offset):
+            start.passed_over.append(f"{path}: the log no longer holds the events it was taken of")
+            continue
+        try:
+            state = snapshot.decode(zlib.decompress(ck.state))
+        except (zlib.error, InvalidInput) as exc:
+            start.passed_over.append(f"{path}: damaged: {exc}")
+            continue
+        if state.offset != offset:
+            start.passed_over.append(f"{path}: holds the state at offset {state.offset}, not {offset}")
+            continue
+        start.state, start.path = state, path
+        return start
+    return start
+
+
+def save(log_dir: str | os.PathLike[str], offset: int, data: bytes) -> Path:
+    """Write atomically (a crash leaves the checkpoint whole or absent) and durably."""
+    where = directory(log_dir)
+    where.mkdir(exist_ok=True)
+    target = where / f"{offset:020d}{SUFFIX}"
+    tmp = target.with_suffix(".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, target)
+    fd = os.open(where, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return target
+
+
+def prune(log_dir: str | os.PathLike[str], keep: int) -> list[Path]:
+    """Remove all but the newest ``keep`` checkpoints; returns what was removed."""
+    old = listed(log_dir)[:-keep] if keep > 0 else listed(log_dir)
+    for _, path in old:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+    return [p for _, p in old]
+
+
+Report = Callable[[str, dict[str, Any]], None]
+
+
+class Checkpointer:
+    """Writes a log's checkpoints as its writer folds what it appends: call :meth:`after` whenever the state has
+    folded a batch (and now and then when idle, for the interval), and :meth:`close` before closing the log."""
+
+    def __init__(self, log: FileLog, *, every_events: int, interval_s: float, keep: int, report: Report,
+                 since: int = -1) -> None:
+        self.log, self.every_events, self.interval_s, self.keep = log, every_events, interval_s, keep
+        self.report = report
+        self.last_offset = since
+        """The offset of the last checkpoint (or of the state the writer started from)."""
+        self.last_at = time.monotonic()
+        self.task: asyncio.Task[None] | None = None
+        for offset, path in listed(log.directory):
+            if offset > since:  # of events this log does not hold (any more): never usable, and pruning by offset
+                path.unlink(missing_ok=True)  # would keep them over every new one
+                report("checkpoint_removed", {"log": str(log.directory), "offset": offset,
+                                              "reason": f"the log ends at offset {since}"})
+
+    def after(self, state: ClusterState, *, force: bool = False) -> None:
+        """Start a checkpoint of ``state`` if one is due (``force``: whenever the state moved on)."""
+        if self.keep <= 0 or state.offset <= self.last_offset:
+            return
+        if self.task is not None and not self.task.done():
+            return
+        if not force and (state.offset - self.last_offset < self.every_events
+                          and time.monotonic() - self.last_at < self.interval_s):
+            return
+        frame = self.log.last_frame
+        if frame is None or frame[1] != state.offset:  # the state is always at the end of what was appended
+            return
+        self.last_offset, self.last_at = state.offset, time.monotonic()
+        try:
+            packing = encode_in_background(state, functools.partial(pack, state.offset, state.time, frame[0]))
+        except OSError as exc:  # no fork (out of memory, process limit): try again at the next cadence
+            self.report("checkpoint_failed", {"log": str(self.log.directory), "error": f"cannot fork: {exc}"})
+            return
+        self.task = asyncio.create_task(self._write(packing, state.offset, time.monotonic()))
+
+    async def _write(self, packing: asyncio.Task[bytes], offset: int, t0: float) -> None:
+        try:
+            data = await packing
+            path = await asyncio.to_thread(save, self.log.directory, offset, data)
+            await asyncio.to_thread(prune, self.log.directory, self.keep)
+        except Exception as exc:  # noqa: BLE001 - a checkpoint only shortens a fold: report it and go on
+            self.report("checkpoint_failed", {"log": str(self.log.directory), "offset": offset,
+                                              "error": str(exc) or type(exc).__name__})
+            return
+        self.report("checkpoint", {"log": str(self.log.directory), "offset": offset, "path": str(path),
+                                   "bytes": len(data), "ms": round((time.monotonic() - t0) * 1000, 1)})
+
+    async def close(self, state: ClusterState | None = None) -> None:
+        """Finish the checkpoint under way; with ``state`` (a graceful stop), then checkpoint it too, so that the
+        next start folds nothing."""
+        if self.task is not None:
+            await self.task
+        if state is not None:
+            self.after(state, force=True)
+            if self.task is not None:
+                await self.task
