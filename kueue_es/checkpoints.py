@@ -93,6 +93,8 @@ def restore(log: FileLog, *, to: int | None = None, at: int | None = None) -> St
             continue
         try:
             ck = _dec.decode(path.read_bytes())
+        except FileNotFoundError:
+            continue  # pruned by the log's writer since it was listed
         except OSError as exc:
             start.passed_over.append(f"{path}: cannot read: {exc.strerror}")
             continue
@@ -164,6 +166,8 @@ class Checkpointer:
         """The offset of the last checkpoint (or of the state the writer started from)."""
         self.last_at = time.monotonic()
         self.task: asyncio.Task[None] | None = None
+        for leftover in directory(log.directory).glob("*.tmp"):  # a write cut short by a crash
+            leftover.unlink(missing_ok=True)
         for offset, path in listed(log.directory):
             if offset > since:  # of events this log does not hold (any more): never usable, and pruning by offset
                 path.unlink(missing_ok=True)  # would keep them over every new one

@@ -237,16 +237,20 @@ def test_an_empty_state_when_there_is_no_checkpoint(tmp_path: Path) -> None:
 
 def test_a_writer_removes_checkpoints_past_the_end_of_its_log(tmp_path: Path) -> None:
     """Checkpoints of offsets the log does not hold (a log cut back, or another one put in its place) would
-    outrank every new one when the oldest are pruned: the writer removes them when it starts."""
+    outrank every new one when the oldest are pruned: the writer removes them when it starts, and what a crash
+    left of a write."""
     log_dir = tmp_path / "log"
     recs = write_log(log_dir, [prelude(T0), workloads(4, 0, T0), workloads(4, 10, T0)], {1, 2})
     beyond = checkpoints.listed(log_dir)[-1]
     assert beyond[0] == recs[-1].offset
+    torn = checkpoints.directory(log_dir) / f"{recs[-1].offset:020d}.tmp"
+    torn.write_bytes(b"half a checkpoint")  # a write cut short by a crash
     reports: list[tuple[str, dict[str, Any]]] = []
     log = FileLog.open(log_dir, readonly=True)
     checkpoints.Checkpointer(log, every_events=1, interval_s=60, keep=2, report=lambda k, f: reports.append((k, f)),
                              since=beyond[0] - 1)
     assert [o for o, _ in checkpoints.listed(log_dir)] == [recs[-5].offset]
+    assert not torn.exists()
     assert reports == [("checkpoint_removed", {"log": str(log_dir), "offset": beyond[0],
                                                "reason": f"the log ends at offset {beyond[0] - 1}"})]
 
