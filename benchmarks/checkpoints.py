@@ -5,7 +5,9 @@ frame, zlib-compressed; :mod:`kueue_es.checkpoints`), into a copy of the log. Th
 json`` runs in a fresh process for a few points X of the log, once from its newest checkpoint at or before X and
 once with ``--no-checkpoints``, alternating, and the CPU time of each (user + system, of the child) is printed
 with the median of ``--runs``; the two outputs are compared too (they must be equal but for the ``checkpoint``
-key). Also printed: a checkpoint's size, and how long encoding one takes (what the forked child spends).
+key). Also printed: a checkpoint's size, how long encoding one takes (what the forked child spends), and how long
+``kueue-es run`` takes from its start to its "active" report (the restart: fold, then decide) with the checkpoints
+and with them moved aside, alternating (wall time and the child's CPU time, read from /proc before it is killed).
 
     python benchmarks/replay.py --events 200000 --runs 1 --log /tmp/replay-200k.klog --keep
     python benchmarks/checkpoints.py /tmp/replay-200k.klog
@@ -66,6 +68,24 @@ def replay_cpu(log_dir: Path, to: int, *flags: str) -> tuple[float, dict]:
     return cpu, json.loads(out.stdout)
 
 
+def restart(log_dir: Path) -> tuple[float, float, dict]:
+    """Start ``kueue-es run`` over ``log_dir`` and kill it at its "active" report: (wall s, CPU s, the report)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KUEUE_ES_")}
+    env["KUEUE_ES_SCHEDULER_TICKS"] = "false"
+    t0 = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "kueue_es", "run", "--log", str(log_dir)], stdout=subprocess.PIPE,
+                            text=True, env=env)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    wall = time.monotonic() - t0
+    with open(f"/proc/{proc.pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+    proc.kill()
+    proc.wait()
+    return wall, cpu, json.loads(line)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("log", type=Path, help="a log directory (benchmarks/replay.py --log DIR --keep)")
@@ -95,7 +115,20 @@ def main() -> None:
             rows.append({"to": to, "from": out_w["checkpoint"]["offset"],
                          "withCheckpointCpuS": statistics.median(warm), "fromZeroCpuS": statistics.median(cold),
                          "runs": {"withCheckpoint": warm, "fromZero": cold}})
-    result = {"events": end, "checkpoints": written, "replays": rows, "loadAverage": os.getloadavg()[0]}
+        aside = Path(tmp) / "aside"
+        starts: dict[str, list[tuple[float, float]]] = {"withCheckpoint": [], "fromZero": []}
+        for _ in range(args.runs):
+            wall, cpu, active = restart(log_dir)
+            assert active["checkpoint"] is not None, active
+            starts["withCheckpoint"].append((wall, cpu))
+            (log_dir / checkpoints.DIRECTORY).rename(aside)
+            wall, cpu, active = restart(log_dir)
+            assert active["checkpoint"] is None, active
+            starts["fromZero"].append((wall, cpu))
+            shutil.rmtree(log_dir / checkpoints.DIRECTORY, ignore_errors=True)  # what the killed run may have begun
+            aside.rename(log_dir / checkpoints.DIRECTORY)
+    result = {"events": end, "checkpoints": written, "replays": rows, "runStarts": starts,
+              "loadAverage": os.getloadavg()[0]}
     if args.json:
         print(json.dumps(result))
         return
@@ -106,6 +139,9 @@ def main() -> None:
         print(f"replay --to {r['to']:,}: {r['withCheckpointCpuS']:.2f} CPU-s from the checkpoint at "
               f"{r['from']:,} vs {r['fromZeroCpuS']:.2f} CPU-s from offset 0 (medians of {args.runs}; "
               f"{r['fromZeroCpuS'] / r['withCheckpointCpuS']:.1f}x)")
+    for mode, runs in starts.items():
+        print(f"kueue-es run to 'active' {mode}: {statistics.median(w for w, _ in runs):.2f} s wall, "
+              f"{statistics.median(c for _, c in runs):.2f} CPU-s (medians of {args.runs})")
     print(f"load average {result['loadAverage']:.1f}")
 
 
