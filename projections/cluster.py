@@ -53,6 +53,7 @@ from projections.workloads import (
     WorkloadInfo,
     admission_usage,
     after_reclaim,
+    counts_left,
     failed_attempt,
     intern_scan,
     keeps_queued,
@@ -61,7 +62,6 @@ from projections.workloads import (
     pod_templates,
     provreq_parameters,
     readjusted,
-    reclaim_counts,
     reclaimable_of,
 )
 
@@ -540,18 +540,25 @@ class ClusterState:
             return
         if not wl.reserving or wl.admission is None:
             return
-        usage = admission_usage(wl.admission, reclaim_counts(wl))
-        if usage != wl.usage:
-            admitted = wl.phase == ADMITTED
-            if admitted:
-                self._afs_record(wl, -1)
-            self._charge(wl, -1)
-            wl.usage = usage
-            self._charge(wl)
-            if admitted:
-                self._afs_record(wl, 1)
+        self._rescale_usage(wl)
         if wl.phase == ADMITTED and wl.cluster_queue:
             self._flush_tree(wl.cluster_queue)
+
+    def _rescale_usage(self, wl: WorkloadInfo) -> bool:
+        """A reserving ``wl`` holds its admission scaled by the pods left (:func:`counts_left`): re-charge it when
+        that changed; returns whether it did."""
+        usage = admission_usage(wl.admission, counts_left(wl))  # type: ignore[arg-type]
+        if usage == wl.usage:
+            return False
+        admitted = wl.phase == ADMITTED
+        if admitted:
+            self._afs_record(wl, -1)
+        self._charge(wl, -1)
+        wl.usage = usage
+        self._charge(wl)
+        if admitted:
+            self._afs_record(wl, 1)
+        return True
 
     def _reclaim_everywhere(self) -> None:
         """The ReclaimablePods gate changed: every workload with reclaimable pods counts them anew."""
@@ -998,8 +1005,9 @@ class ClusterState:
             self._take_pod_sets(wl, pod_sets)
             if wl.reserving:
                 self.tas.charge(wl)  # Kueue takes TAS usage from the pod template, so it follows a changed template
-                if wl.reclaimable:
-                    self._reclaim(wl)  # what it holds is scaled by the pods left of the spec's counts
+                if (wl.admission is not None and self._rescale_usage(wl) and wl.phase == ADMITTED
+                        and wl.cluster_queue):
+                    self._flush_tree(wl.cluster_queue)  # it holds less: parked workloads may fit now
         wl.priority, wl.priority_class = priority, pclass
         wl.active, wl.queue_name = active, spec.queue_name
         if wl.phase == PENDING:
@@ -1038,7 +1046,7 @@ class ClusterState:
         if st.admission is not None and _true(qr):
             wl.admission = st.admission
             wl.cluster_queue = st.admission.cluster_queue
-            wl.usage = admission_usage(st.admission, reclaim_counts(wl))
+            wl.usage = admission_usage(st.admission, counts_left(wl))
             wl.reserved_at = _ms(qr)
             wl.phase = RESERVED
             self._sync_checks(wl)
@@ -1250,7 +1258,7 @@ class ClusterState:
         self._dequeue(wl)
         wl.admission = e.admission
         wl.cluster_queue = e.admission.cluster_queue
-        wl.usage = admission_usage(e.admission, reclaim_counts(wl))
+        wl.usage = admission_usage(e.admission, counts_left(wl))
         wl.phase = RESERVED
         wl.scan = None
         wl.shows_requests = False  # the admission's resourceUsage supersedes them: Kueue empties them in that write

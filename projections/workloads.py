@@ -457,10 +457,11 @@ def _slice_layers(text: str | None) -> tuple[o.PodSetSliceRequiredTopologyConstr
 def admission_usage(admission: o.Admission, counts: Mapping[str, tuple[int, int]] | None = None) -> dict[str, int]:
     """Quota an admission holds, keyed ``flavor/resource``, from its ``resourceUsage``.
 
-    ``counts`` (pod set -> (spec count, count less its reclaimable pods)) scales a pod set down once pods it was
-    admitted with became reclaimable, as Kueue does: usage ÷ admitted count × the count left (integer division;
-    the admitted count is the assignment's, else the spec's). A count left above the admitted one (a partial
-    admission) changes nothing."""
+    ``counts`` (pod set -> (spec count, count less its reclaimable pods), :func:`counts_left`) scales a pod set
+    down once fewer pods are left than it was admitted with (pods became reclaimable, or the spec lost some), as
+    Kueue does: usage ÷ admitted count × the count left (integer division; the admitted count is the
+    assignment's, else the spec's). A count left above the admitted one (a partial admission) changes
+    nothing."""
     usage: dict[str, int] = {}
     for psa in admission.pod_set_assignments:
         admitted = left = 0
@@ -481,10 +482,10 @@ def admission_usage(admission: o.Admission, counts: Mapping[str, tuple[int, int]
     return usage
 
 
-def reclaim_counts(wl: WorkloadInfo) -> dict[str, tuple[int, int]] | None:
-    """What :func:`admission_usage` scales a reserving workload's pod sets by (None: no reclaimable pods)."""
-    if not wl.reclaimable:
-        return None
+def counts_left(wl: WorkloadInfo) -> dict[str, tuple[int, int]]:
+    """What :func:`admission_usage` scales a reserving workload's pod sets by: each one's (spec count, count less
+    its reclaimable pods). Kueue takes them from the spec as it is now, so a spec with fewer pods than were
+    admitted (changed while reserving, as no webhook stops in a log) holds less too."""
     return {s.name: (s.count, e.count) for s, e in zip(wl.spec_sets, wl.pod_sets, strict=True)}
 
 

@@ -37,10 +37,10 @@ from projections.workloads import (
     PENDING,
     admission_usage,
     after_reclaim,
+    counts_left,
     pod_set_info,
     pod_set_infos,
     readjusted,
-    reclaim_counts,
     resource_requests,
     status_of,
 )
@@ -200,6 +200,21 @@ def test_a_reserving_workload_whose_spec_loses_pods_holds_only_what_its_pods_lef
     _pending_counted_now(state)
 
 
+def test_a_reserving_workload_whose_spec_loses_pods_without_reclaimable_ones_holds_less_too() -> None:
+    """Kueue scales an admission by the spec's counts as they are now, reclaimable pods or not: admitted with 3
+    pods (6 cpu), a spec of 1 pod holds 2 cpu; a spec back at 3 pods holds the 6 again (never more than admitted)."""
+    state = _cluster()
+    _apply(state, ev.QuotaReserved(key="ns0/w0", admission=admission("cq0", "f0", 6000, count=3), time=T0, cycle=1,
+                                   input=state.offset),
+           ev.WorkloadAdmitted(key="ns0/w0", time=T0, cycle=1, input=state.offset))
+    assert state.usage["cq0"] == {"f0/cpu": 6000}
+    _apply(state, upsert(workload("ns0", "w0", uid="u0", queue="lq0", cpu="2", count=1), T0))
+    assert state.workloads["ns0/w0"].usage == {"f0/cpu": 2000} and state.usage["cq0"] == {"f0/cpu": 2000}
+    _apply(state, upsert(workload("ns0", "w0", uid="u0", queue="lq0", cpu="2", count=5), T0))
+    assert state.workloads["ns0/w0"].usage == {"f0/cpu": 6000} and state.usage["cq0"] == {"f0/cpu": 6000}
+    _pending_counted_now(state)
+
+
 def test_admission_usage_scales_by_the_pods_left_and_keeps_a_partial_admission() -> None:
     adm = admission("cq0", "f0", 4001, count=4)
     assert admission_usage(adm, {"main": (4, 1)}) == {"f0/cpu": 1000}  # 4001 // 4 * 1
@@ -220,7 +235,7 @@ def _pending_counted_now(state: ClusterState) -> None:
             reclaimable = wl.reclaimable if state.reclaim_enabled else ()
             assert wl.pod_sets == after_reclaim(now, reclaimable), f"{key}: {wl.pod_sets}, reclaimable {reclaimable}"
         elif wl.reserving and wl.admission is not None:
-            assert wl.usage == admission_usage(wl.admission, reclaim_counts(wl)), key
+            assert wl.usage == admission_usage(wl.admission, counts_left(wl)), key
 
 
 def _held(state: ClusterState) -> dict[str, dict[str, int]]:
