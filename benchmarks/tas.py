@@ -24,11 +24,9 @@ import statistics
 import time
 from collections import Counter
 
-import msgspec
-
 from events import objects as o
-from events import schema as ev
 from kueue_es.scheduler.tas import NoPlacement, PodSetRequest, TASOptions, place
+from kueue_es.statefile import ObjectFolder
 from projections.cluster import ClusterState
 from projections.topology import tas_snapshots
 
@@ -41,14 +39,8 @@ GREEDY = TASOptions()
 
 
 def build(blocks: int, racks: int, nodes: int) -> ClusterState:
-    state = ClusterState()
-    n = 0
-
-    def put(obj: dict) -> None:
-        nonlocal n
-        k = msgspec.convert(obj, o.KueueObject)
-        state.apply(ev.Record(n, ev.ObjectUpserted(time=T0, key=k.key, obj=k)))
-        n += 1
+    folder = ObjectFolder(T0)
+    state, put = folder.state, folder.put
 
     put({"kind": "Topology", "metadata": {"name": "default-topology"},
          "spec": {"levels": [{"nodeLabel": BLOCK}, {"nodeLabel": RACK}, {"nodeLabel": HOST}]}})

@@ -22,24 +22,17 @@ from typing import Any
 import msgspec
 
 from connectors.k8s import visibility as cv
-from events import objects as o
-from events import schema as ev
 from kueue_es.scheduler import visibility as vis
 from kueue_es.scheduler.config import DEFAULT
+from kueue_es.statefile import ObjectFolder
 from projections.cluster import ClusterState
 
 T0 = 1_704_067_200_000
 
 
 def build(n: int, parked: float) -> ClusterState:
-    state = ClusterState()
-    k = 0
-
-    def put(obj: dict[str, Any]) -> None:
-        nonlocal k
-        obj_ = msgspec.convert(obj, o.KueueObject)
-        state.apply(ev.Record(k, ev.ObjectUpserted(time=T0, key=obj_.key, obj=obj_)))
-        k += 1
+    folder = ObjectFolder(T0)
+    state, put = folder.state, folder.put
 
     put({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "default"}})
     put({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"},

@@ -8,8 +8,9 @@ exists when it arrives), all at one time, ``now``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 
@@ -87,3 +88,17 @@ def load_state(path: str, config_path: str | None = None, now: int | None = None
 
 def _with_uid(meta: o.ObjectMeta) -> o.ObjectMeta:
     return msgspec.structs.replace(meta, uid=f"{meta.namespace}/{meta.name}")
+
+
+class ObjectFolder:
+    """Objects written as a user would (``kubectl apply`` dicts), each folded into ``state`` as observed at
+    ``time``, at the next offset: how benchmarks and tests set a cluster up without a log or a file."""
+
+    def __init__(self, time: int, state: ClusterState | None = None) -> None:
+        self.time = time
+        self.state = state if state is not None else ClusterState()
+
+    def put(self, obj: Mapping[str, Any]) -> None:
+        view = msgspec.convert(obj, o.KueueObject)
+        self.state.apply(ev.Record(self.state.offset + 1, ev.ObjectUpserted(time=self.time, key=view.key, obj=view)))
+

@@ -6,14 +6,12 @@ read, or earlier and kept up to date through later arrivals, parkings and remova
 
 from __future__ import annotations
 
-import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from events import objects as o
-from events import schema as ev
 from kueue_es.scheduler import visibility
 from kueue_es.scheduler.config import DEFAULT
+from kueue_es.statefile import ObjectFolder
 from projections.cluster import ClusterState
 from projections.snapshot import decode, encode
 
@@ -25,14 +23,8 @@ NAMES = ("lq-x", "lq-y", "lq-z")
 def _state(workloads: list[tuple[int, int, int, int]], index_after: int | None = None) -> ClusterState:
     """``index_after``: build the queue's visibility index once that many workloads are queued, so that the
     rest are added to an index kept up to date rather than to one built when first read."""
-    state = ClusterState()
-    n = 0
-
-    def put(obj: dict) -> None:
-        nonlocal n
-        obj_ = msgspec.convert(obj, o.KueueObject)
-        state.apply(ev.Record(n, ev.ObjectUpserted(time=T0, key=obj_.key, obj=obj_)))
-        n += 1
+    folder = ObjectFolder(T0)
+    state, put = folder.state, folder.put
 
     put({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "default"}})
     put({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"},
