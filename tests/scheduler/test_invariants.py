@@ -293,12 +293,12 @@ def test_block_admission_admits_one_workload_at_a_time(scenario, fair) -> None:
         for e in batch:
             state.apply(ev.Record(state.offset + 1, e))
 
-    def settle() -> bool:
-        """Decide until nothing is left to decide (True), or until a picture comes back (False): Kueue's fair
-        sharing can go round a loop too, as ``run`` explains (a preemptor judged fair with a workload of its own
-        queue counted out, which is then given back, preempts a borrower that the next cycle admits first
-        again); every state of the loop has been checked by then."""
-        seen = {picture(state)}
+    def settle(seen: set) -> bool:
+        """Decide until nothing is left to decide (True), or until a picture of this wave comes back (False):
+        Kueue's fair sharing can go round a loop too, as ``run`` explains (a preemptor judged fair with a workload
+        of its own queue counted out, which is then given back, preempts a borrower that the next cycle admits
+        first again, here also across the pods of each becoming ready); every state of the loop has been checked
+        by then."""
         for _ in range(500):
             held = blockadmission.holds_admission(state)
             batch = decide(state, config, now=state.time)
@@ -320,14 +320,19 @@ def test_block_admission_admits_one_workload_at_a_time(scenario, fair) -> None:
 
     def settle_until_all_ready():
         nonlocal t
+        seen = {picture(state)}
         for _ in range(200):
-            if not settle():
+            if not settle(seen):
                 return  # a loop: the wave ends there
             waiting = blockadmission.not_ready(state)
             if not waiting:
                 break
             t += 1_000
             apply([ev.PodsReadyChanged(time=t, key=k, ready=True) for k in waiting])
+            now = picture(state)
+            if now in seen:
+                return
+            seen.add(now)
         else:
             raise AssertionError("pods kept turning not ready")
         left = [e.wl.key for e in heads(state, config, state.time)
