@@ -28,6 +28,7 @@ from events import schema as ev
 from events.codec import decode_batch, encode_batch
 from kueue_es.scheduler import DEFAULT, SchedulerConfig, decide
 from kueue_es.scheduler.config import load_config
+from kueue_es.scheduler.flavors import resume_scan
 from kueue_es.scheduler.quota import build_quota_tree
 from projections.cluster import ClusterState
 
@@ -118,12 +119,23 @@ def picture(state: ClusterState) -> tuple:
     """What the next decision reads of the workloads and queues. Time stands still while a wave settles, and
     ``decide`` is a function of the state and the time: a settle that comes back to a picture it showed
     before has entered a loop, and would go round it for ever."""
-    workloads = tuple((k, w.phase, w.evicted, w.job_stopped, w.requeue_count, w.requeue_at, repr(w.scan),
+    workloads = tuple((k, w.phase, w.evicted, w.job_stopped, w.requeue_count, w.requeue_at, _scan(state, w),
                        tuple((c.type, c.status, c.reason, c.message) for c in w.conditions))
                       for k, w in sorted(state.workloads.items()))
     queues = tuple((name, tuple(q.entries), tuple(sorted(q.inadmissible)), q.sticky)
                    for name, q in sorted(state.queues.items()))
     return workloads, queues
+
+
+def _scan(state: ClusterState, w) -> tuple | None:
+    """A workload's saved flavor scan as its next attempt sees it: the flavors tried, and whether it is still
+    fresh. Not its counters (allocatable generation, cycle), which grow at every change, so a loop that keeps
+    saving a scan would never show the same picture twice."""
+    if w.scan is None:
+        return None
+    lq = state.local_queues.get(f"{w.namespace}/{w.queue_name}")
+    cq = lq.spec.cluster_queue if lq is not None else ""
+    return w.scan.tried, w.scan.attempts, resume_scan(state, w, cq) is not None
 
 
 def run(objects, waves, check=None, config: SchedulerConfig = DEFAULT) -> list[bytes]:
