@@ -27,35 +27,38 @@ import tempfile
 import time
 from pathlib import Path
 
-from events.codec import decode_batch
-from events.filelog import HEADER, FileLog, list_segments, scan_frames
+from events.filelog import FileLog
 from kueue_es import checkpoints
 from projections import snapshot
 from projections.cluster import ClusterState
 
 
 def write_checkpoints(log_dir: Path, every: int) -> list[dict[str, float]]:
-    """Fold the log once, checkpointing at the end of the first frame past every ``every`` events."""
+    """Fold the log once, checkpointing at the end of the first frame (a scanned batch) past every ``every``
+    events."""
     state = ClusterState()
     written = []
     next_at = every
-    for base, path in list_segments(log_dir):
-        data = path.read_bytes()
-        frames, _ = scan_frames(path, data, base)
-        for fr in frames:
-            payload = memoryview(data)[fr.position + HEADER.size: fr.position + HEADER.size + fr.length]
-            for r in decode_batch(payload, fr.base, None, 0, lazy=True):
+    log = FileLog.open(log_dir, readonly=True)
+    try:
+        for batch in log.scan(lazy=True):
+            for r in batch:
                 state.apply(r)
-            last = fr.base + fr.count - 1
-            if last + 1 >= next_at:
-                t0 = time.process_time()
-                raw = snapshot.encode(state)
-                packed = checkpoints.pack(last, state.time, HEADER.unpack_from(data, fr.position)[1], raw)
-                took = time.process_time() - t0
-                checkpoints.save(log_dir, last, packed)
-                written.append({"offset": last, "bytes": len(packed), "rawBytes": len(raw), "encodeCpuS": took,
-                                "workloads": len(state.workloads)})
-                next_at += every
+            last = batch[-1].offset
+            if last + 1 < next_at:
+                continue
+            frame = log.frame_checksum(last)
+            assert frame is not None and frame[1] == last
+            t0 = time.process_time()
+            raw = snapshot.encode(state)
+            packed = checkpoints.pack(last, state.time, frame[0], raw)
+            took = time.process_time() - t0
+            checkpoints.save(log_dir, last, packed)
+            written.append({"offset": last, "bytes": len(packed), "rawBytes": len(raw), "encodeCpuS": took,
+                            "workloads": len(state.workloads)})
+            next_at += every
+    finally:
+        log.close_sync()
     return written
 
 

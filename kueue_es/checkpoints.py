@@ -174,6 +174,13 @@ class Checkpointer:
                 report("checkpoint_removed", {"log": str(log.directory), "offset": offset,
                                               "reason": f"the log ends at offset {since}"})
 
+    @classmethod
+    def of_service(cls, log: FileLog, opts: Any, report: Report, since: int) -> Checkpointer:
+        """The cadence and count a service's settings give (``ServiceOptions``: ``snapshot_every_events``,
+        ``snapshot_interval_s``, ``checkpoints_kept``)."""
+        return cls(log, every_events=opts.snapshot_every_events, interval_s=opts.snapshot_interval_s,
+                   keep=opts.checkpoints_kept, report=report, since=since)
+
     def after(self, state: ClusterState, *, force: bool = False) -> None:
         """Start a checkpoint of ``state`` if one is due (``force``: whenever the state moved on)."""
         if self.keep <= 0 or state.offset <= self.last_offset:

@@ -189,9 +189,7 @@ async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health:
         mirror = Mirror()
         for batch in filelog.scan():  # from the start: the mirror keeps more than a checkpoint holds
             mirror.apply_batch(batch)
-        ckpt = writer = checkpoints.Checkpointer(filelog, every_events=opts.snapshot_every_events,
-                                                 interval_s=opts.snapshot_interval_s, keep=opts.checkpoints_kept,
-                                                 report=report, since=mirror.offset)
+        ckpt = writer = checkpoints.Checkpointer.of_service(filelog, opts, report, since=mirror.offset)
         mirror.listeners.append(lambda _records: writer.after(mirror.state))  # for replays of this log
         journal = LocalJournal(filelog, mirror)
         connector = Connector(client, journal, watch_timeout_s=k.watch_timeout_s, jobs=k.jobs,

@@ -112,9 +112,7 @@ async def serve_embedded(path: str, opts: ServiceOptions, stop: asyncio.Event, r
         for batch in log.scan(state.offset + 1, lazy=True):
             for r in batch:
                 state.apply(r)
-        ckpt = checkpoints.Checkpointer(log, every_events=opts.snapshot_every_events,
-                                        interval_s=opts.snapshot_interval_s, keep=opts.checkpoints_kept,
-                                        report=report, since=state.offset)
+        ckpt = checkpoints.Checkpointer.of_service(log, opts, report, since=state.offset)
         async with metrics.serving(m.address, m.port, lambda: [state], lambda: metrics.STANDALONE):
             active = {"log": path, "instance": opts.instance_id, "offset": state.offset,
                       "checkpoint": restored}
