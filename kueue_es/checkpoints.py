@@ -11,7 +11,9 @@ beginning. A checkpoint only ever shortens a fold.
 The process that writes the log writes them (``kueue-es run``: :class:`Checkpointer`), every
 ``scheduler.snapshot_every_events`` events or ``snapshot_interval_s`` seconds, encoded by a forked child
 (:mod:`kueue_es.background`) so the scheduler is not held up, and keeps the newest
-``scheduler.checkpoints_kept``.
+``scheduler.checkpoints_kept``. ``kueue-es run --kube`` adds its connector's part (``connector``: the mirror
+beyond the state, :mod:`connectors.k8s.mirror_snapshot`), and restarts only from a checkpoint that has one; the
+other readers leave that part alone.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import msgspec
 
@@ -49,15 +51,20 @@ class Checkpoint(msgspec.Struct, frozen=True, kw_only=True):
     frame_checksum: int
     state: bytes
     """zlib(projections.snapshot.encode(state))."""
+    connector: bytes = b""
+    """zlib of the writer's own part (``run --kube``: its connector's mirror), empty for none."""
 
 
 _enc = msgspec.msgpack.Encoder()
 _dec = msgspec.msgpack.Decoder(Checkpoint)
 
 
-def pack(offset: int, time_ms: int, frame_checksum: int, raw_state: bytes) -> bytes:
+def pack(offset: int, time_ms: int, frame_checksum: int, raw_state: bytes,
+         connector: Callable[[], bytes] | None = None) -> bytes:
+    """The checkpoint file; ``connector`` encodes the writer's own part (called here: in the forked child)."""
     return _enc.encode(Checkpoint(format=FORMAT, offset=offset, time=time_ms, frame_checksum=frame_checksum,
-                                  state=zlib.compress(raw_state, 1)))
+                                  state=zlib.compress(raw_state, 1),
+                                  connector=zlib.compress(connector(), 1) if connector is not None else b""))
 
 
 def directory(log_dir: str | os.PathLike[str]) -> Path:
@@ -73,21 +80,27 @@ def listed(log_dir: str | os.PathLike[str]) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
+C = TypeVar("C")
+
+
 @dataclass
-class Start:
-    """Where a fold of a log starts: the state of a checkpoint (None: the beginning), and the checkpoints passed
-    over on the way, each with why."""
+class Start(Generic[C]):
+    """Where a fold of a log starts: the state of a checkpoint (None: the beginning), the connector's part
+    restored around it when asked for, and the checkpoints passed over on the way, each with why."""
 
     state: ClusterState | None = None
     path: Path | None = None
     passed_over: list[str] = field(default_factory=list)
+    connector: C | None = None
 
 
-def restore(log: FileLog, *, to: int | None = None, at: int | None = None) -> Start:
+def restore(log: FileLog, *, to: int | None = None, at: int | None = None,
+            connector: Callable[[ClusterState, bytes], C] | None = None) -> Start[C]:
     """The newest checkpoint of ``log`` a fold up to offset ``to`` (and of events not after time ``at``) can
     start from. ``at``: only a checkpoint whose every event is at or before it (its time), as such a fold skips
-    later events without stopping."""
-    start = Start()
+    later events without stopping. ``connector``: only one with a connector's part, which it restores (raising
+    :class:`InvalidInput` for a damaged one) around the checkpoint's state."""
+    start: Start[C] = Start()
     for offset, path in reversed(listed(log.directory)):
         if to is not None and offset > to:
             continue
@@ -107,6 +120,9 @@ def restore(log: FileLog, *, to: int | None = None, at: int | None = None) -> St
             continue
         if at is not None and ck.time > at:
             continue
+        if connector is not None and not ck.connector:
+            start.passed_over.append(f"{path}: holds no connector state (written by kueue-es run without --kube)")
+            continue
         if log.frame_checksum(offset) != (ck.frame_checksum, offset):
             start.passed_over.append(f"{path}: the log no longer holds the events it was taken of")
             continue
@@ -118,6 +134,12 @@ def restore(log: FileLog, *, to: int | None = None, at: int | None = None) -> St
         if state.offset != offset:
             start.passed_over.append(f"{path}: holds the state at offset {state.offset}, not {offset}")
             continue
+        if connector is not None:
+            try:
+                start.connector = connector(state, zlib.decompress(ck.connector))
+            except (zlib.error, InvalidInput) as exc:
+                start.passed_over.append(f"{path}: damaged connector state: {exc}")
+                continue
         start.state, start.path = state, path
         return start
     return start
@@ -159,9 +181,11 @@ class Checkpointer:
     folded a batch (and now and then when idle, for the interval), and :meth:`close` before closing the log."""
 
     def __init__(self, log: FileLog, *, every_events: int, interval_s: float, keep: int, report: Report,
-                 since: int = -1) -> None:
+                 since: int = -1, connector: Callable[[], bytes] | None = None) -> None:
         self.log, self.every_events, self.interval_s, self.keep = log, every_events, interval_s, keep
         self.report = report
+        self.connector = connector
+        """Encodes the writer's own part of each checkpoint, in the forked child, as it is at the fork."""
         self.last_offset = since
         """The offset of the last checkpoint (or of the state the writer started from)."""
         self.last_at = time.monotonic()
@@ -175,11 +199,12 @@ class Checkpointer:
                                               "reason": f"the log ends at offset {since}"})
 
     @classmethod
-    def of_service(cls, log: FileLog, opts: Any, report: Report, since: int) -> Checkpointer:
+    def of_service(cls, log: FileLog, opts: Any, report: Report, since: int,
+                   connector: Callable[[], bytes] | None = None) -> Checkpointer:
         """The cadence and count a service's settings give (``ServiceOptions``: ``snapshot_every_events``,
         ``snapshot_interval_s``, ``checkpoints_kept``)."""
         return cls(log, every_events=opts.snapshot_every_events, interval_s=opts.snapshot_interval_s,
-                   keep=opts.checkpoints_kept, report=report, since=since)
+                   keep=opts.checkpoints_kept, report=report, since=since, connector=connector)
 
     def after(self, state: ClusterState, *, force: bool = False) -> None:
         """Start a checkpoint of ``state`` if one is due (``force``: whenever the state moved on)."""
@@ -195,7 +220,8 @@ class Checkpointer:
             return
         self.last_offset, self.last_at = state.offset, time.monotonic()
         try:
-            packing = encode_in_background(state, functools.partial(pack, state.offset, state.time, frame[0]))
+            packing = encode_in_background(state, functools.partial(pack, state.offset, state.time, frame[0],
+                                                                   connector=self.connector))
         except OSError as exc:  # no fork (out of memory, process limit): try again at the next cadence
             self.report("checkpoint_failed", {"log": str(self.log.directory), "error": f"cannot fork: {exc}"})
             return

@@ -2,7 +2,8 @@
 
 1. connect to the apiserver (kubeconfig, or the pod's service account), start ``/healthz`` and ``/readyz``;
 2. with leader election (the default), wait as a standby until this replica holds the Lease;
-3. open the embedded log (this process is its single writer), fold it into the connector's mirror;
+3. open the embedded log (this process is its single writer), fold it into the connector's mirror, from the newest
+   checkpoint that holds the mirror (one this mode wrote) or from the beginning;
 4. run, as one task group: the connector (watch → log; status writer and Job integration once every kind is
    listed), the scheduler loop over the same state (also from then on), and the Lease renewal. Losing the Lease stops everything
    with exit code 1 (the pod restarts as a standby); SIGTERM stops gracefully and releases the Lease.
@@ -28,7 +29,7 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from connectors.k8s import crds
+from connectors.k8s import crds, mirror_snapshot
 from connectors.k8s import visibility as visibility_api
 from connectors.k8s import webhook as job_webhook
 from connectors.k8s.client import KubeClient
@@ -186,11 +187,16 @@ async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health:
     filelog = FileLog.open(path, fsync="always")
     ckpt: checkpoints.Checkpointer | None = None
     try:
-        mirror = Mirror()
-        for batch in filelog.scan():  # from the start: the mirror keeps more than a checkpoint holds
+        start = checkpoints.restore(filelog, connector=mirror_snapshot.restore)
+        for passed in start.passed_over:
+            report("checkpoint_passed_over", {"log": path, "reason": passed})
+        mirror = start.connector or Mirror()
+        restored = mirror.offset if start.connector is not None else None
+        for batch in filelog.scan(mirror.offset + 1):
             mirror.apply_batch(batch)
-        ckpt = writer = checkpoints.Checkpointer.of_service(filelog, opts, report, since=mirror.offset)
-        mirror.listeners.append(lambda _records: writer.after(mirror.state))  # for replays of this log
+        ckpt = writer = checkpoints.Checkpointer.of_service(filelog, opts, report, since=mirror.offset,
+                                                           connector=lambda: mirror_snapshot.encode(mirror))
+        mirror.listeners.append(lambda _records: writer.after(mirror.state))
         journal = LocalJournal(filelog, mirror)
         connector = Connector(client, journal, watch_timeout_s=k.watch_timeout_s, jobs=k.jobs,
                               queue_status=k.queue_status, finalizers=k.finalizers, events=k.events,
@@ -200,7 +206,8 @@ async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health:
             visibility.source = visibility_api.leader_source(mirror, opts.config, lambda: connector.ready)
             if k.visibility_register:
                 await visibility_api.register(client, visibility_api.registration(k, visibility.ca_pem))
-        report("active", {"log": path, "instance": opts.instance_id, "offset": mirror.offset, "mode": "kube"})
+        report("active", {"log": path, "instance": opts.instance_id, "offset": mirror.offset, "mode": "kube",
+                          "checkpoint": restored})
 
         async def until_stop() -> None:
             await stop.wait()

@@ -52,9 +52,12 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import NamedTuple
 
+import msgspec
+
 from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL
 from events import objects as o
 from events import schema as ev
+from events.errors import InvalidInput
 from events.timefmt import parse_time
 from projections.cluster import MAX_EXECUTION_EXCEEDED, ClusterState
 from projections.workloads import FINISHED, WorkloadInfo, failed_attempt
@@ -301,6 +304,48 @@ class Ready(NamedTuple):
     ``kubectl describe`` does — keeps the log's order."""
 
 
+class ReadySnapshot(msgspec.Struct, array_like=True):
+    """A :class:`Ready` entry in a checkpoint; its ``before`` is one of three shapes, kept in the field of its
+    type."""
+
+    offset: int
+    applied: int
+    event: ev.AnyEvent
+    micros: int
+    before: Before | None = None
+    job: Involved | None = None
+    checks: PendingChecks | None = None
+
+    @classmethod
+    def of(cls, offset: int, r: Ready) -> ReadySnapshot:
+        b = r.before
+        if isinstance(b, Before):
+            return cls(offset, r.applied, r.event, r.micros, before=b)
+        if isinstance(b, PendingChecks):
+            return cls(offset, r.applied, r.event, r.micros, checks=b)
+        return cls(offset, r.applied, r.event, r.micros, job=b)
+
+    def entry(self) -> Ready:
+        b = self.before or self.checks or self.job
+        if b is None:
+            raise InvalidInput(f"the Events ledger entry at offset {self.offset} says nothing of what it is about")
+        return Ready(self.applied, self.event, b, self.micros)
+
+
+class LedgerSnapshot(msgspec.Struct, array_like=True):
+    """:class:`EventLedger` in a checkpoint (:mod:`connectors.k8s.mirror_snapshot`)."""
+
+    window_ms: int
+    awaiting: list[tuple[int, ev.AnyEvent, Before]]
+    ready: list[ReadySnapshot]
+    """In the order the entries became ready (the ledger expires the oldest first)."""
+    cycle: int
+    last_ms: int
+    rank: int
+    placed: list[str]
+    checks: list[tuple[str, str]]
+
+
 class EventLedger:
     """Decisions with Events awaiting their outcome, and carried-out ones within the window (see above).
 
@@ -327,6 +372,27 @@ class EventLedger:
         """Workloads reserved or placed by the scheduler in cycle ``_cycle``."""
         self._checks: dict[str, str] = {}
         """Job key -> the ``UpdatedAdmissionCheck`` message last made ready for it, while Kueue would record it."""
+
+    def snapshot(self) -> LedgerSnapshot:
+        return LedgerSnapshot(
+            window_ms=self.window_ms, awaiting=[(off, d, b) for off, (d, b) in sorted(self.awaiting.items())],
+            ready=[ReadySnapshot.of(off, r) for off, r in self.ready.items()], cycle=self._cycle,
+            last_ms=self._last_ms, rank=self._rank, placed=sorted(self._placed), checks=sorted(self._checks.items()))
+
+    @classmethod
+    def restored(cls, s: LedgerSnapshot) -> EventLedger:
+        """The ledger ``s`` was taken of; every ready entry is the recorder's to look at once, as after a fold of
+        the whole log (an Event it already created counts as done)."""
+        led = cls(s.window_ms)
+        for off, d, b in s.awaiting:
+            if not isinstance(d, ev.Decision):
+                raise InvalidInput(f"the Events ledger awaits a {type(d).__name__} at offset {off}, not a decision")
+            led.awaiting[off] = (d, b)
+        led.ready = OrderedDict((r.offset, r.entry()) for r in s.ready)
+        led.dirty = set(led.ready)
+        led._cycle, led._last_ms, led._rank = s.cycle, s.last_ms, s.rank
+        led._placed, led._checks = set(s.placed), dict(s.checks)
+        return led
 
     def fold(self, record: ev.Record, state: ClusterState, job_of: Mapping[str, str]) -> None:
         e = record.event

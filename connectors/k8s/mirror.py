@@ -151,6 +151,16 @@ class Mirror:
         if job_seen is not None:
             self._pending_checks(record, job_seen)
 
+    def mark_all_dirty(self) -> None:
+        """Every key the mirror holds is the workers' to look at: what a fold from the log's first event leaves
+        (it marks every key it meets), for a mirror restored from a checkpoint."""
+        state = self.state
+        self.dirty_workloads |= state.workloads.keys() | self.workloads.keys() | self.pending.keys()
+        self.dirty_jobs |= state.jobs.keys() | self.workload_of.keys()
+        self.dirty_queues.add("*")
+        self.dirty_retention |= {k for k, decisions in self.pending.items() if "RetentionExpired" in decisions.values()}
+        # (the finalizer worker looks at every object of its kinds when it starts, whatever is marked)
+
     def _pending_checks(self, record: ev.Record, job_key: str) -> None:
         """Kueue's job reconciler, seeing the Job or its Workload change, records the messages of the Workload's
         pending admission checks (:func:`connectors.k8s.job_events.pending_checks_message`); it sees the status

@@ -4,7 +4,8 @@
   new leader (with an empty log of its own) picks the cluster up from the Workloads' status; ``/metrics`` on both,
   Kueue's metrics labelled ``replica_role="leader"`` on the leader, none on the standby (it holds no state);
 * restart safety: SIGKILL between a decision (in the log) and its status write; the restarted process writes
-  it — one admission, not two — and the Job runs; its graceful stop leaves a checkpoint of the whole log.
+  it — one admission, not two — and the Job runs; its graceful stop leaves a checkpoint of the whole log, from
+  which the next start restores its connector and goes on admitting.
 """
 
 from __future__ import annotations
@@ -137,3 +138,19 @@ async def test_sigkill_between_a_decision_and_its_write_converges_without_double
         for r in records:
             full.apply(r)
         assert snapshot.digest(restored) == snapshot.digest(full)
+
+        # the next start restores the connector from that checkpoint (it folds nothing) and carries on
+        async with kueue_es_process(kube_apiserver, "third", log_dir, ns, extra_env=no_election) as p3:
+            await ready(p3, "leader")
+            active = next(r for r in p3.reports if r.get("event") == "active")
+            assert active["checkpoint"] == active["offset"] == records[-1].offset
+            await create(kc, job(ns, "j2", "user-queue", cpu="2"))
+            await eventually(lambda: _running(kc, ns, "j2"), what="j2 to run after a restart from the checkpoint")
+            await create(kc, job(ns, "j3", "user-queue", cpu="1"))
+            await asyncio.sleep(2)
+            assert not await _running(kc, ns, "j3"), "the quota j1 and j2 hold counts after the restore"
+            p3.proc.send_signal(signal.SIGTERM)
+            assert await asyncio.wait_for(p3.proc.wait(), 30) == 0
+        records = [r for b in FileLog.open(log_dir, readonly=True).scan() for r in b]
+        assert [type(r.event).__name__ for r in records if isinstance(r.event, ev.Decision)
+                and r.event.key == key] == ["QuotaReserved", "WorkloadAdmitted"], "j1 was not decided again"
