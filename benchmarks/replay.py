@@ -119,8 +119,9 @@ class _Flight:
         self.admission: o.Admission | None = None
 
 
-def generate(path: Path, n_events: int, seed: int = 1) -> int:
-    """Write about ``n_events`` events to a new log at ``path``; return the exact number written."""
+def generate(path: Path, n_events: int, seed: int = 1, outcomes: bool = False) -> int:
+    """Write about ``n_events`` events to a new log at ``path``; return the exact number written. ``outcomes``: as
+    ``run --kube`` writes it, each decision's ``DecisionApplied`` before the watcher's upsert it caused."""
     rng = random.Random(seed)
     log = FileLog.open(path, fsync="never")
     written = 0
@@ -189,6 +190,9 @@ def generate(path: Path, n_events: int, seed: int = 1) -> int:
                 continue
             changed.append(f)
         append(decisions)
+        if outcomes:
+            watcher += [ev.DecisionApplied(time=now, key=d.key, decision=written - len(decisions) + n)
+                        for n, d in enumerate(decisions)]
         # the watcher sees the status changes the decisions caused, and everything else since its last batch
         for f in changed:
             f.rv += 1
@@ -340,6 +344,8 @@ def main() -> None:
     p.add_argument("--log", type=Path, help="where to write the log (default: a temporary directory)")
     p.add_argument("--keep", action="store_true", help="keep the log, and reuse it if it already exists")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument("--outcomes", action="store_true",
+                   help="a connector's log: each decision's DecisionApplied too (benchmarks/checkpoints.py --kube)")
     p.add_argument("--_replay", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--_pending", type=int, help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -363,7 +369,7 @@ def main() -> None:
             if path.exists():
                 raise SystemExit(f"{path} exists; pass --keep to reuse it")
             t0 = time.perf_counter()
-            n = generate(path, args.events)
+            n = generate(path, args.events, outcomes=args.outcomes)
             print(f"generated {n:,} events in {time.perf_counter() - t0:.1f}s at {path}", file=sys.stderr)
         size = sum(p.stat().st_size for p in path.glob("*.seg"))
         runs = []
