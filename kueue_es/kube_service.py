@@ -2,10 +2,13 @@
 
 1. connect to the apiserver (kubeconfig, or the pod's service account), start ``/healthz`` and ``/readyz``;
 2. with leader election (the default), wait as a standby until this replica holds the Lease;
-3. open the embedded log (this process is its single writer), fold it into the connector's mirror, from the newest
-   checkpoint that holds the mirror (one this mode wrote) or from the beginning;
+3. open the log and fold it into the connector's mirror. The embedded log (a directory in ``--log``): this process
+   is its single writer; the fold starts from the newest checkpoint that holds the mirror (one this mode wrote),
+   else from the beginning. Kafka (``--log kafka://HOST:PORT/TOPIC[?shard=N]``): the scheduler service writes
+   the same partition, so the mirror follows it from the beginning;
 4. run, as one task group: the connector (watch → log; status writer and Job integration once every kind is
-   listed), the scheduler loop over the same state (also from then on), and the Lease renewal. Losing the Lease stops everything
+   listed), the scheduler (once every kind is listed: the loop over the same state, or with Kafka a replica of
+   the scheduler service, which may be active for the shard or stand by), and the Lease renewal. Losing the Lease stops everything
    with exit code 1 (the pod restarts as a standby); SIGTERM stops gracefully and releases the Lease.
 
 Logs are JSON lines (structlog) on stderr; progress reports stay JSON lines on stdout like the other modes.
@@ -34,12 +37,16 @@ from connectors.k8s import visibility as visibility_api
 from connectors.k8s import webhook as job_webhook
 from connectors.k8s.client import KubeClient
 from connectors.k8s.connector import Connector, schedule
-from connectors.k8s.journal import LocalJournal
+from connectors.k8s.journal import FollowingJournal, LocalJournal
 from connectors.k8s.leader import LeaderElector, LeaseTiming
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.settings import KubeSettings
 from connectors.k8s.settings import validate as validate_kube
-from events.errors import InvalidInput, KueueEsError
+from connectors.kafka.log import KafkaLog
+from connectors.kafka.scheduler_service import SchedulerReplica
+from connectors.kafka.settings import parse_url
+from connectors.kafka.topics import ensure_topics
+from events.errors import KueueEsError
 from events.filelog import FileLog
 from kueue_es import checkpoints, metrics
 
@@ -104,8 +111,6 @@ class _Stopped(Exception):
 
 async def serve(settings: Any, opts: Any, stop: asyncio.Event, report: Any) -> None:
     """Run until ``stop`` is set; ``settings`` is :class:`kueue_es.config.Settings` (``settings.kube``)."""
-    if settings.uses_kafka:
-        raise InvalidInput("--kube runs over the embedded log for now (a directory in --log), not Kafka")
     k: KubeSettings = validate_kube(settings.kube)
     configure_logging()
     from kueue_es.config import DEFAULT_EMBEDDED_LOG
@@ -180,24 +185,99 @@ async def _until_stopped(work: Any, stop: asyncio.Event) -> bool:
     return False
 
 
+class _EmbeddedLog:
+    """This process is the embedded log's only writer: its mirror starts from the newest checkpoint that holds
+    one, checkpoints are written as it goes, and the scheduler decides in-process on the mirror's state once the
+    connector has listed every kind."""
+
+    def __init__(self, path: str, opts: Any, report: Any) -> None:
+        self.path, self.opts, self.report = path, opts, report
+        self.filelog = FileLog.open(path, fsync="always")
+        self.ckpt: checkpoints.Checkpointer | None = None
+        self.restored: int | None = None
+
+    async def open(self) -> LocalJournal:
+        start = checkpoints.restore(self.filelog, connector=mirror_snapshot.restore)
+        for passed in start.passed_over:
+            self.report("checkpoint_passed_over", {"log": self.path, "reason": passed})
+        mirror = start.connector or Mirror()
+        self.restored = mirror.offset if start.connector is not None else None
+        for batch in self.filelog.scan(mirror.offset + 1):
+            mirror.apply_batch(batch)
+        self.ckpt = writer = checkpoints.Checkpointer.of_service(
+            self.filelog, self.opts, self.report, since=mirror.offset, connector=lambda: mirror_snapshot.encode(mirror))
+        mirror.listeners.append(lambda _records: writer.after(mirror.state))
+        return LocalJournal(self.filelog, mirror)
+
+    def start(self, tg: asyncio.TaskGroup, journal: Any, connector: Connector, stop: asyncio.Event) -> None:
+        opts = self.opts
+        tg.create_task(schedule(journal, opts.config, ticks=opts.ticks,
+                                record_config=lambda state: opts.config_to_record(state, opts.instance_id),
+                                ready=connector.watcher.wait_synced), name="scheduler")
+
+    async def stopping(self) -> None:
+        pass
+
+    async def stopped(self, mirror: Mirror) -> None:
+        if self.ckpt is not None:
+            await self.ckpt.close(mirror.state)  # the next start folds nothing
+
+    async def close(self) -> None:
+        if self.ckpt is not None:
+            await self.ckpt.close()
+        await self.filelog.close()
+
+
+class _KafkaLog:
+    """One shard (partition) of the Kafka log, which the scheduler service writes too: the mirror follows it, and
+    this process runs a scheduler replica (:mod:`connectors.kafka.scheduler_service`) once the connector has
+    listed every kind, so its decisions are never made on a log the cluster has moved on from."""
+
+    def __init__(self, settings: Any, opts: Any, report: Any) -> None:
+        self.kafka, self.shard = parse_url(settings.log, settings.kafka)
+        self.opts, self.report = opts, report
+        self.log: KafkaLog | None = None
+        self.restored: int | None = None
+        self.replica: asyncio.Task[None] | None = None
+
+    async def open(self) -> FollowingJournal:
+        if self.kafka.create_topics:
+            await ensure_topics(self.kafka)
+        self.log = await KafkaLog.open(self.kafka, self.shard)
+        mirror = Mirror()
+        async for batch in self.log.read_batches(0):  # to the end the log has now
+            mirror.apply_batch(batch)
+        return FollowingJournal(self.log, mirror)
+
+    def start(self, tg: asyncio.TaskGroup, journal: Any, connector: Connector, stop: asyncio.Event) -> None:
+        async def replica() -> None:
+            await connector.watcher.wait_synced()
+            await SchedulerReplica(self.kafka, self.opts, self.report).run(stop)
+
+        tg.create_task(journal.follow(), name="follower")
+        self.replica = tg.create_task(replica(), name="scheduler")
+
+    async def stopping(self) -> None:
+        """Let the replica leave its group and close its producer (the next active one then starts at once)."""
+        if self.replica is not None:
+            await asyncio.wait({self.replica}, timeout=2 * self.opts.shutdown_step_s)
+
+    async def stopped(self, mirror: Mirror) -> None:
+        pass
+
+    async def close(self) -> None:
+        if self.log is not None:
+            await self.log.close()
+
+
 async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health: Health,
                 elector: LeaderElector | None, stop: asyncio.Event, report: Any,
                 visibility: visibility_api.VisibilityServer | None = None) -> None:
     k: KubeSettings = settings.kube
-    filelog = FileLog.open(path, fsync="always")
-    ckpt: checkpoints.Checkpointer | None = None
+    backend = _KafkaLog(settings, opts, report) if settings.uses_kafka else _EmbeddedLog(path, opts, report)
     try:
-        start = checkpoints.restore(filelog, connector=mirror_snapshot.restore)
-        for passed in start.passed_over:
-            report("checkpoint_passed_over", {"log": path, "reason": passed})
-        mirror = start.connector or Mirror()
-        restored = mirror.offset if start.connector is not None else None
-        for batch in filelog.scan(mirror.offset + 1):
-            mirror.apply_batch(batch)
-        ckpt = writer = checkpoints.Checkpointer.of_service(filelog, opts, report, since=mirror.offset,
-                                                           connector=lambda: mirror_snapshot.encode(mirror))
-        mirror.listeners.append(lambda _records: writer.after(mirror.state))
-        journal = LocalJournal(filelog, mirror)
+        journal = await backend.open()
+        mirror = journal.mirror
         connector = Connector(client, journal, watch_timeout_s=k.watch_timeout_s, jobs=k.jobs,
                               queue_status=k.queue_status, finalizers=k.finalizers, events=k.events,
                               instance=opts.instance_id)
@@ -207,19 +287,17 @@ async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health:
             if k.visibility_register:
                 await visibility_api.register(client, visibility_api.registration(k, visibility.ca_pem))
         report("active", {"log": path, "instance": opts.instance_id, "offset": mirror.offset, "mode": "kube",
-                          "checkpoint": restored})
+                          "checkpoint": backend.restored})
 
         async def until_stop() -> None:
             await stop.wait()
+            await backend.stopping()
             raise _Stopped
 
         try:
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(connector.run(), name="connector")
-                tg.create_task(schedule(journal, opts.config, ticks=opts.ticks,
-                                        record_config=lambda state: opts.config_to_record(state, opts.instance_id),
-                                        ready=connector.watcher.wait_synced),
-                               name="scheduler")
+                backend.start(tg, journal, connector, stop)
                 if elector is not None:
                     tg.create_task(elector.hold(), name="lease")
                 tg.create_task(until_stop(), name="stop")
@@ -231,12 +309,9 @@ async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health:
                     report("stopped", {"log": path, "instance": opts.instance_id, "error": str(ours[0])})
                     raise ours[0] from group
                 raise
-        await ckpt.close(mirror.state)
+        await backend.stopped(mirror)
         report("stopped", {"log": path, "instance": opts.instance_id, "offset": mirror.offset,
                            "writes": connector.writer.stats.writes, "jobs_started": connector.jobs.stats.started
                            if connector.jobs else 0})
     finally:
-        if ckpt is not None:
-            await ckpt.close()
-        await filelog.close()
-
+        await backend.close()

@@ -162,6 +162,11 @@ class KafkaBroker:
 
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+    yield from broker_session(tmp_path_factory)
+
+
+def broker_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+    """The ``kafka_broker`` fixture's body (``tests/integration/kube/conftest.py`` starts one too)."""
     if shutil.which("java") is None:
         pytest.skip("kafka tests need a Java 17+ runtime: `java` is not on PATH")
     env = dict(os.environ)

@@ -55,6 +55,11 @@ async def get(kc: KubeClient, kind: str, name: str, namespace: str = "") -> dict
     return msgspec.json.decode(await kc.get(BY_KIND[kind], name, namespace))
 
 
+async def running(kc: KubeClient, ns: str, name: str) -> bool:
+    """Whether Job ``ns/name`` is unsuspended."""
+    return not (await get(kc, "Job", name, ns))["spec"].get("suspend")
+
+
 async def eventually(probe: Callable[[], Awaitable[T | None] | T | None], timeout: float = 30.0,
                      what: str = "") -> T:
     """Poll ``probe`` (sync or async) until it returns something truthy; fail after ``timeout`` seconds."""

@@ -12,7 +12,19 @@ import asyncio
 from typing import Any
 
 import pytest
-from kubehelp import KUEUE, complete_job, connect, create, eventually, flavor, get, job, kueue_es, queues
+from kubehelp import (
+    KUEUE,
+    complete_job,
+    connect,
+    create,
+    eventually,
+    flavor,
+    get,
+    job,
+    kueue_es,
+    queues,
+    running,
+)
 
 from connectors.k8s import crds
 from connectors.k8s.errors import NotFound
@@ -62,7 +74,7 @@ async def test_resource_in_use_finalizers(kube_apiserver, tmp_path) -> None:
                 await eventually(lambda k=kind, n=name: _finalized(kc, k, n), what=f"the finalizer on {kind} {name}")
 
             j1 = await create(kc, job(ns, "j1", "user-queue", cpu="1"))
-            await eventually(lambda: _running(kc, ns, "j1"), what="j1 to run")
+            await eventually(lambda: running(kc, ns, "j1"), what="j1 to run")
 
             # --- deleting the ClusterQueue j1 reserves quota in: it stays, terminating, and admits nothing -------
             await kc.delete(BY_KIND["ClusterQueue"], cq)
@@ -85,7 +97,7 @@ async def test_resource_in_use_finalizers(kube_apiserver, tmp_path) -> None:
             assert connector.finalizers is not None
             assert connector.finalizers.in_use(f"ClusterQueue/{cq}") == [
                 f"{ns}/{workload_name('j1', j1['metadata']['uid'])}"]
-            assert not await _running(kc, ns, "j2")
+            assert not await running(kc, ns, "j2")
 
             # --- j1 finishes: the ClusterQueue goes, then its flavor -------------------------------------------
             await complete_job(kc, ns, "j1")
@@ -101,10 +113,6 @@ async def test_resource_in_use_finalizers(kube_apiserver, tmp_path) -> None:
             await kc.delete(BY_KIND["ResourceFlavor"], tas_fl)
             await eventually(lambda: _gone(kc, "ResourceFlavor", tas_fl), what="the unused TAS flavor gone")
             await eventually(lambda: _gone(kc, "Topology", topo), what="the Topology gone with its last flavor")
-
-
-async def _running(kc, ns: str, name: str) -> bool:
-    return not (await get(kc, "Job", name, ns))["spec"].get("suspend")
 
 
 async def _wl(kc, ns: str, job_name: str) -> str:

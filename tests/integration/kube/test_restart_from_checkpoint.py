@@ -12,7 +12,7 @@ import asyncio
 import secrets
 
 import pytest
-from kubehelp import complete_job, connect, create, eventually, get, job, queues
+from kubehelp import complete_job, connect, create, eventually, job, queues, running
 from kubeproc import ready
 from kubeproc import run as kueue_es_process
 
@@ -24,8 +24,6 @@ from events.filelog import FileLog
 pytestmark = pytest.mark.kube
 
 
-async def _running(kc, ns: str, name: str) -> bool:
-    return not (await get(kc, "Job", name, ns))["spec"].get("suspend")
 
 
 def _records(log_dir) -> list[ev.Record]:
@@ -43,7 +41,7 @@ async def test_a_killed_kube_run_restarts_from_its_last_checkpoint(kube_apiserve
         async with kueue_es_process(kube_apiserver, "first", log_dir, ns, extra_env=env) as p1:
             await ready(p1, "leader")
             j1 = await create(kc, job(ns, "j1", "user-queue", cpu="2"))
-            await eventually(lambda: _running(kc, ns, "j1"), what="j1 to run")
+            await eventually(lambda: running(kc, ns, "j1"), what="j1 to run")
             key = f"{ns}/{workload_name('j1', j1['metadata']['uid'])}"
 
             def admitted_and_checkpointed() -> bool:
@@ -62,12 +60,12 @@ async def test_a_killed_kube_run_restarts_from_its_last_checkpoint(kube_apiserve
             assert active["checkpoint"] is not None, "restored from the first process's checkpoint"
             assert not p2.reported("checkpoint_passed_over"), p2.reports
             await create(kc, job(ns, "j2", "user-queue", cpu="2"))
-            await eventually(lambda: _running(kc, ns, "j2"), what="j2 to run after the restart")
+            await eventually(lambda: running(kc, ns, "j2"), what="j2 to run after the restart")
             await create(kc, job(ns, "j3", "user-queue", cpu="1"))
             await asyncio.sleep(2)
-            assert not await _running(kc, ns, "j3"), "j1's quota, restored from the checkpoint, still counts"
+            assert not await running(kc, ns, "j3"), "j1's quota, restored from the checkpoint, still counts"
             await complete_job(kc, ns, "j1")
-            await eventually(lambda: _running(kc, ns, "j3"), what="j3 to run once j1 finished")
+            await eventually(lambda: running(kc, ns, "j3"), what="j3 to run once j1 finished")
 
         decided = [type(r.event).__name__ for r in _records(log_dir)
                    if isinstance(r.event, ev.Decision) and r.event.key == key]

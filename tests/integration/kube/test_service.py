@@ -16,7 +16,7 @@ import signal
 import time
 
 import pytest
-from kubehelp import connect, create, eventually, get, job, queues
+from kubehelp import connect, create, eventually, get, job, queues, running
 from kubeproc import ready
 from kubeproc import run as kueue_es_process
 
@@ -31,9 +31,6 @@ from projections.cluster import ClusterState
 pytestmark = pytest.mark.kube
 
 
-async def _running(kc, ns: str, name: str) -> bool:
-    j = await get(kc, "Job", name, ns)
-    return not j["spec"].get("suspend")
 
 
 @pytest.mark.asyncio
@@ -50,7 +47,7 @@ async def test_health_leader_election_and_handover(kube_apiserver, tmp_path) -> 
             async with kueue_es_process(kube_apiserver, "r2", tmp_path / "log2", ns) as r2:
                 await ready(r2, "standby")
                 await create(kc, job(ns, "j1", "user-queue", cpu="1"))
-                await eventually(lambda: _running(kc, ns, "j1"), what="j1 to run under r1")
+                await eventually(lambda: running(kc, ns, "j1"), what="j1 to run under r1")
                 assert r1.reported("active") and not r2.reported("active")
                 leading = await r1.metrics()
                 assert (f'kueue_admitted_workloads_total{{cluster_queue="cq-{sfx}",priority_class="",'
@@ -69,10 +66,10 @@ async def test_health_leader_election_and_handover(kube_apiserver, tmp_path) -> 
                         'status="active"} 1.0') in await r2.metrics()
                 # r2 started from an empty log: it learned j1's admission from the Workload's status
                 await create(kc, job(ns, "j2", "user-queue", cpu="3"))
-                await eventually(lambda: _running(kc, ns, "j2"), what="j2 to run under r2")
+                await eventually(lambda: running(kc, ns, "j2"), what="j2 to run under r2")
                 await create(kc, job(ns, "j3", "user-queue", cpu="1"))
                 await asyncio.sleep(2)
-                assert not await _running(kc, ns, "j3"), "the quota j1 holds must still count under r2"
+                assert not await running(kc, ns, "j3"), "the quota j1 holds must still count under r2"
                 j3 = await get(kc, "Job", "j3", ns)
                 wl = await get(kc, "Workload", workload_name("j3", j3["metadata"]["uid"]), ns)
                 qr = next(c for c in wl["status"]["conditions"] if c["type"] == "QuotaReserved")
@@ -106,7 +103,7 @@ async def test_sigkill_between_a_decision_and_its_write_converges_without_double
 
         async with kueue_es_process(kube_apiserver, "again", log_dir, ns, extra_env=no_election) as p2:
             await ready(p2, "leader")
-            await eventually(lambda: _running(kc, ns, "j1"), what="j1 to run after the restart")
+            await eventually(lambda: running(kc, ns, "j1"), what="j1 to run after the restart")
 
             # the Job starts only once its Workload's stored status shows the admission
             adm = ((await get(kc, "Workload", wl_name, ns)).get("status") or {}).get("admission") or {}
@@ -145,10 +142,10 @@ async def test_sigkill_between_a_decision_and_its_write_converges_without_double
             active = next(r for r in p3.reports if r.get("event") == "active")
             assert active["checkpoint"] == active["offset"] == records[-1].offset
             await create(kc, job(ns, "j2", "user-queue", cpu="2"))
-            await eventually(lambda: _running(kc, ns, "j2"), what="j2 to run after a restart from the checkpoint")
+            await eventually(lambda: running(kc, ns, "j2"), what="j2 to run after a restart from the checkpoint")
             await create(kc, job(ns, "j3", "user-queue", cpu="1"))
             await asyncio.sleep(2)
-            assert not await _running(kc, ns, "j3"), "the quota j1 and j2 hold counts after the restore"
+            assert not await running(kc, ns, "j3"), "the quota j1 and j2 hold counts after the restore"
             p3.proc.send_signal(signal.SIGTERM)
             assert await asyncio.wait_for(p3.proc.wait(), 30) == 0
         records = [r for b in FileLog.open(log_dir, readonly=True).scan() for r in b]
