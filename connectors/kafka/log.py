@@ -35,7 +35,12 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.errors import ConsumerStoppedError, KafkaError, MessageSizeTooLargeError
+from aiokafka.errors import (
+    ConsumerStoppedError,
+    KafkaError,
+    MessageSizeTooLargeError,
+    UnknownTopicOrPartitionError,
+)
 
 from connectors.kafka.errors import KafkaLogError, kafka_error, start_error
 from connectors.kafka.settings import KafkaSettings, client_kwargs
@@ -79,9 +84,9 @@ def reader_kwargs(s: KafkaSettings) -> dict[str, Any]:
 
 
 def batch_records(value: bytes | None, kafka_offset: int, start: int,
-                  quarantine: list[Quarantined] | None) -> list[Record]:
+                  quarantine: list[Quarantined] | None, *, lazy: bool = False) -> list[Record]:
     """The events of one batch record from log offset ``start`` on (see :func:`events.codec.decode_batch`)."""
-    return decode_batch(value if value is not None else b"", to_offset(kafka_offset), quarantine, start)
+    return decode_batch(value if value is not None else b"", to_offset(kafka_offset), quarantine, start, lazy=lazy)
 
 
 def _array_body(payload: bytes) -> bytes:
@@ -144,6 +149,8 @@ class KafkaLog(EventLog):
         try:
             await self._producer.start()
             partitions = await self._producer.partitions_for(self.topic)
+        except UnknownTopicOrPartitionError:
+            partitions = set()
         except KafkaError as exc:
             raise await start_error(exc, f"cannot connect to Kafka at {s.bootstrap}", s) from exc
         if not partitions:
@@ -219,7 +226,8 @@ class KafkaLog(EventLog):
     # --- reading -------------------------------------------------------------------------------------------
 
     async def read_batches(
-        self, start: int = 0, *, follow: bool = False, quarantine: list[Quarantined] | None = None
+        self, start: int = 0, *, follow: bool = False, quarantine: list[Quarantined] | None = None,
+        lazy: bool = False,
     ) -> AsyncIterator[list[Record]]:
         if self._closed:
             return
@@ -250,7 +258,7 @@ class KafkaLog(EventLog):
                         return
                     if is_control(rec.headers):
                         continue
-                    batch = batch_records(rec.value, rec.offset, start, quarantine)
+                    batch = batch_records(rec.value, rec.offset, start, quarantine, lazy=lazy)
                     if batch:
                         yield batch
         finally:

@@ -6,15 +6,16 @@ import argparse
 import csv
 import io
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, Union
 
 import anyio
 import yaml
 
+from connectors.kafka.settings import is_kafka_url
 from events.codec import Quarantined
 from events.errors import InvalidInput, KueueEsError
 from events.filelog import FileLog
@@ -24,6 +25,12 @@ from events.timefmt import format_time_ms, parse_time
 from kueue_es import checkpoints
 from kueue_es.scheduler.config import SchedulerConfig, load_config
 from projections.cluster import ClusterState
+
+if TYPE_CHECKING:
+    from connectors.kafka.reader import KafkaReader
+
+Log = Union[FileLog, "KafkaReader"]  # noqa: UP007 - a forward reference
+"""What the tools read: the embedded log, or a Kafka partition (:mod:`connectors.kafka.reader`)."""
 
 PROGRESS_MIN_EVENTS = 20_000
 """Folds of fewer events than this finish too fast to be worth a progress bar."""
@@ -40,7 +47,8 @@ class NotFound(KueueEsError):
 
 
 def add_log_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--log", required=True, metavar="PATH", help="directory of the event log")
+    parser.add_argument("--log", required=True, metavar="PATH|URL",
+                        help="directory of the event log, or kafka://HOST:PORT/TOPIC[?shard=N]")
 
 
 def add_source_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,15 +76,25 @@ def add_checkpoints_argument(parser: argparse.ArgumentParser) -> None:
                         help="fold (and check) the whole log instead of starting from its newest usable checkpoint")
 
 
-def start_state(log: FileLog, args: argparse.Namespace) -> tuple[ClusterState, Path | None]:
-    """The state a fold of ``log`` up to ``args.to``/``args.at`` starts from: its newest usable checkpoint
-    (:mod:`kueue_es.checkpoints`; any passed over are named on stderr) and where it is, or an empty state."""
+def start_state(log: Log, args: argparse.Namespace) -> tuple[ClusterState, str | None]:
+    """The state a fold of ``log`` up to ``args.to``/``args.at`` starts from, and where it was read (None: an
+    empty state). The embedded log's newest usable checkpoint (:mod:`kueue_es.checkpoints`; any passed over are
+    named on stderr); on Kafka, the shard's snapshot (the scheduler service's, on the snapshot topic) when it is
+    not past the point."""
     if args.no_checkpoints:
         return ClusterState(), None
+    if not isinstance(log, FileLog):
+        found = anyio.run(log.latest_snapshot)
+        if found is None:
+            return ClusterState(), None
+        where, state = found
+        if (args.to is not None and state.offset > args.to) or (args.at is not None and state.time > args.at):
+            return ClusterState(), None
+        return state, where
     start = checkpoints.restore(log, to=args.to, at=args.at)
     for passed in start.passed_over:
         warn(f"checkpoint passed over: {passed}")
-    return (start.state, start.path) if start.state is not None else (ClusterState(), None)
+    return (start.state, str(start.path)) if start.state is not None else (ClusterState(), None)
 
 
 def add_output_argument(parser: argparse.ArgumentParser, choices: Sequence[str], default: str) -> None:
@@ -133,8 +151,11 @@ def load_kueue_config(path: str | None) -> SchedulerConfig | None:
 # --- logs --------------------------------------------------------------------------------------------------
 
 
-def open_readonly(path: str) -> FileLog:
-    """Open an existing log for reading; a missing one is a user error (exit code 2)."""
+def open_readonly(path: str) -> Log:
+    """Open an existing log for reading; a missing one is a user error (exit code 2). A ``kafka://`` URL reads
+    that partition, with the Kafka settings of ``KUEUE_ES_CONFIG`` and ``KUEUE_ES_KAFKA_*`` (TLS, SASL)."""
+    if is_kafka_url(path):
+        return kafka_reader(path)
     if not os.path.exists(path):
         raise InvalidInput(f"--log {path}: no such log")
     if not os.path.isdir(path):
@@ -142,13 +163,27 @@ def open_readonly(path: str) -> FileLog:
     return FileLog.open(path, readonly=True)
 
 
-def log_end(log: FileLog) -> int:
+def kafka_reader(url: str, *, writes: bool = False) -> KafkaReader:
+    from connectors.kafka.reader import KafkaReader
+    from kueue_es import config
+
+    # aiokafka logs each retry of a metadata lookup as a warning; a tool's errors come as one line of its own
+    logging.getLogger("aiokafka").setLevel(logging.ERROR)
+    return KafkaReader(url, config.load().kafka, writes=writes)
+
+
+def log_end(log: Log) -> int:
     """The log's end offset, from synchronous code (the CLI runs no event loop of its own)."""
     return anyio.run(log.end_offset)
 
 
+def progress_total(log: Log, start: int, end: int) -> int:
+    """Events from ``start`` to ``end``, for a progress bar: 0 (no bar) on Kafka, whose offsets are not dense."""
+    return max(0, end - start) if isinstance(log, FileLog) else 0
+
+
 def fold_log(
-    log: FileLog,
+    log: Log,
     apply: Callable[[Record], None],
     *,
     start: int = 0,
@@ -167,7 +202,7 @@ def fold_log(
     end = log_end(log)
     if to is not None:
         end = min(end, to + 1)
-    total = max(0, end - start)
+    total = progress_total(log, start, end)
     applied = 0
     with progress_bar(total, label, out) as advance:
         for batch in log.scan(start, quarantine, lazy=lazy and quarantine is None):

@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 import msgspec
 
+from connectors.kafka.settings import is_kafka_url
 from events import objects as o
 from events.errors import InvalidInput
 from events.filelog import FileLog
@@ -25,7 +26,17 @@ from events.lazy import LazyObjectUpserted
 from events.manifests import Manifest, load_file, load_text
 from events.schema import ObjectDeleted, ObjectUpserted
 from events.timefmt import format_time_ms, parse_time
-from kueue_es.commands._common import add_log_argument, log_end, progress_bar, time_arg, warn, write_data
+from kueue_es.commands._common import (
+    Log,
+    add_log_argument,
+    kafka_reader,
+    log_end,
+    progress_bar,
+    progress_total,
+    time_arg,
+    warn,
+    write_data,
+)
 
 _ids = msgspec.msgpack.Encoder(order="deterministic")
 
@@ -55,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if not objects:
         sys.stdout.write("nothing to import: no objects in the input\n")
         return 0
-    log = FileLog.open(args.log)
+    log = kafka_reader(args.log, writes=True) if is_kafka_url(args.log) else FileLog.open(args.log)
     try:
         latest, current = read_log(log)
         default_time = args.time
@@ -81,7 +92,7 @@ def _load(path: str) -> Manifest:
     return load_file(path)
 
 
-def read_log(log: FileLog) -> tuple[int, dict[tuple[str, str], str]]:
+def read_log(log: Log) -> tuple[int, dict[tuple[str, str], str]]:
     """The latest time in the log, and the id of the latest upsert of every object it holds, by (kind, key).
 
     Read lazily (:mod:`events.lazy`): of a Workload upsert, most of a busy log, only the envelope and the
@@ -89,7 +100,7 @@ def read_log(log: FileLog) -> tuple[int, dict[tuple[str, str], str]]:
     event in Python is as much of the cost as the decoding left."""
     latest = 0
     current: dict[tuple[str, str], str] = {}
-    with progress_bar(log_end(log), "Reading") as advance:
+    with progress_bar(progress_total(log, 0, log_end(log)), "Reading") as advance:
         for batch in log.scan(lazy=True):
             for record in batch:
                 e = record.event

@@ -3,7 +3,8 @@
 Every frame's checksum is verified; a damaged frame stops the command with an error naming segment and offset.
 Event types are read from each event's ``type`` tag without decoding the rest, so inspecting works on logs
 written by newer versions too. End offsets are exclusive: the offset the next event would get. The log's
-checkpoints (:mod:`kueue_es.checkpoints`) are listed, not read.
+checkpoints (:mod:`kueue_es.checkpoints`) are listed, not read. A Kafka log (``kafka://HOST:PORT/TOPIC``) is
+read through, batch by batch: its events are counted by type.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ from typing import Any
 
 import msgspec
 
+from connectors.kafka.settings import is_kafka_url
 from events.errors import CorruptRecord
 from events.filelog import HEADER, list_segments, scan_frames
 from kueue_es import checkpoints
 from kueue_es.commands._common import (
     add_log_argument,
     add_output_argument,
+    log_end,
     open_readonly,
     progress_bar,
     render_table,
@@ -56,7 +59,30 @@ def _missing(parser: argparse.ArgumentParser) -> int:
     return 2  # pragma: no cover - error() raises
 
 
+def inspect_kafka(path: str) -> dict[str, Any]:
+    """A Kafka partition: its batches (one Kafka record each) and events by type. Reading it decodes every
+    event: there are no segment files to walk."""
+    log = open_readonly(path)
+    by_type: dict[str, int] = {}
+    first = last = None
+    events = batches = 0
+    end = log_end(log)
+    for batch in log.scan():
+        batches += 1
+        events += len(batch)
+        for r in batch:
+            tag = type(r.event).__struct_config__.tag  # type: ignore[attr-defined]
+            by_type[tag] = by_type.get(tag, 0) + 1
+            first = r.event.time if first is None else min(first, r.event.time)
+            last = r.event.time if last is None else max(last, r.event.time)
+    return {"log": path, "batches": batches, "events": events, "endOffset": end,
+            "byType": dict(sorted(by_type.items())), "firstTime": time_text(first) if first is not None else None,
+            "lastTime": time_text(last) if last is not None else None}
+
+
 def inspect_log(path: str) -> dict[str, Any]:
+    if is_kafka_url(path):
+        return inspect_kafka(path)
     log = open_readonly(path)
     try:
         directory = log.directory
@@ -138,6 +164,14 @@ def run_inspect(args: argparse.Namespace) -> int:
 
 
 def render_inspect(data: dict[str, Any]) -> str:
+    if "segments" not in data:  # Kafka
+        out = [f"Log {data['log']}: {data['events']} events in {data['batches']} batches (Kafka records), "
+               f"end offset {data['endOffset']}\n"]
+        if data["firstTime"]:
+            out.append(f"Event times: {data['firstTime']} .. {data['lastTime']}\n")
+        out.append("\n")
+        out.append(render_table(["EVENT TYPE", "COUNT"], list(data["byType"].items()), empty="No events."))
+        return "".join(out)
     n = len(data["segments"])
     out = [
         f"Log {data['log']}: {data['events']} events in {n} segment{'s' if n != 1 else ''}, "
