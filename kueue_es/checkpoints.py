@@ -27,7 +27,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import msgspec
 
@@ -176,67 +176,110 @@ def prune(log_dir: str | os.PathLike[str], keep: int) -> list[Path]:
 Report = Callable[[str, dict[str, Any]], None]
 
 
-class Checkpointer:
-    """Writes a log's checkpoints as its writer folds what it appends: call :meth:`after` whenever the state has
-    folded a batch (and now and then when idle, for the interval), and :meth:`close` before closing the log."""
+class Sink(Protocol):
+    """Where a :class:`Checkpointer`'s checkpoints go."""
 
-    def __init__(self, log: FileLog, *, every_events: int, interval_s: float, keep: int, report: Report,
-                 since: int = -1, connector: Callable[[], bytes] | None = None) -> None:
-        self.log, self.every_events, self.interval_s, self.keep = log, every_events, interval_s, keep
+    where: str
+    """For reports: the log (or topic) they are of."""
+
+    def frame(self, offset: int) -> int | None:
+        """What ties a checkpoint at ``offset`` to the log (a frame's checksum, a Kafka offset), or None when
+        ``offset`` does not end a stored frame (no checkpoint then)."""
+
+    def pack(self, offset: int, time_ms: int, frame: int, raw_state: bytes,
+             connector: Callable[[], bytes] | None) -> bytes:
+        """The stored form (runs in the forked child)."""
+
+    async def write(self, offset: int, data: bytes) -> str:
+        """Store it; returns where."""
+
+
+class FileSink:
+    """The embedded log's ``checkpoints/`` directory, keeping the newest ``keep``."""
+
+    def __init__(self, log: FileLog, keep: int, report: Report, since: int) -> None:
+        self.log, self.keep = log, keep
+        self.where = str(log.directory)
+        for leftover in directory(log.directory).glob("*.tmp"):  # a write cut short by a crash
+            leftover.unlink(missing_ok=True)
+        for offset, path in listed(log.directory):
+            if offset > since:  # of events this log does not hold (any more): never usable, and pruning by offset
+                path.unlink(missing_ok=True)  # would keep them over every new one
+                report("checkpoint_removed", {"log": self.where, "offset": offset,
+                                              "reason": f"the log ends at offset {since}"})
+
+    def frame(self, offset: int) -> int | None:
+        frame = self.log.last_frame
+        return frame[0] if frame is not None and frame[1] == offset else None
+
+    def pack(self, offset: int, time_ms: int, frame: int, raw_state: bytes,
+             connector: Callable[[], bytes] | None) -> bytes:
+        return pack(offset, time_ms, frame, raw_state, connector)
+
+    async def write(self, offset: int, data: bytes) -> str:
+        path = await asyncio.to_thread(save, self.log.directory, offset, data)
+        await asyncio.to_thread(prune, self.log.directory, self.keep)
+        return str(path)
+
+
+class Checkpointer:
+    """Writes checkpoints as the state folds what is appended: call :meth:`after` whenever the state has folded
+    a batch (and now and then when idle, for the interval), and :meth:`close` before closing the log. Each is
+    encoded by a forked child; one is written at a time."""
+
+    def __init__(self, sink: Sink, *, every_events: int, interval_s: float, report: Report, since: int = -1,
+                 connector: Callable[[], bytes] | None = None, enabled: bool = True) -> None:
+        self.sink, self.every_events, self.interval_s, self.enabled = sink, every_events, interval_s, enabled
         self.report = report
         self.connector = connector
         """Encodes the writer's own part of each checkpoint, in the forked child, as it is at the fork."""
         self.last_offset = since
         """The offset of the last checkpoint (or of the state the writer started from)."""
         self.last_at = time.monotonic()
+        self.events = 0
+        """Events folded since the last checkpoint (counted, not told by offsets: Kafka's are not dense)."""
         self.task: asyncio.Task[None] | None = None
-        for leftover in directory(log.directory).glob("*.tmp"):  # a write cut short by a crash
-            leftover.unlink(missing_ok=True)
-        for offset, path in listed(log.directory):
-            if offset > since:  # of events this log does not hold (any more): never usable, and pruning by offset
-                path.unlink(missing_ok=True)  # would keep them over every new one
-                report("checkpoint_removed", {"log": str(log.directory), "offset": offset,
-                                              "reason": f"the log ends at offset {since}"})
 
     @classmethod
     def of_service(cls, log: FileLog, opts: Any, report: Report, since: int,
                    connector: Callable[[], bytes] | None = None) -> Checkpointer:
-        """The cadence and count a service's settings give (``ServiceOptions``: ``snapshot_every_events``,
-        ``snapshot_interval_s``, ``checkpoints_kept``)."""
-        return cls(log, every_events=opts.snapshot_every_events, interval_s=opts.snapshot_interval_s,
-                   keep=opts.checkpoints_kept, report=report, since=since, connector=connector)
+        """The embedded log's, at the cadence and count a service's settings give (``ServiceOptions``:
+        ``snapshot_every_events``, ``snapshot_interval_s``, ``checkpoints_kept``)."""
+        return cls(FileSink(log, opts.checkpoints_kept, report, since), every_events=opts.snapshot_every_events,
+                   interval_s=opts.snapshot_interval_s, report=report, since=since, connector=connector,
+                   enabled=opts.checkpoints_kept > 0)
 
-    def after(self, state: ClusterState, *, force: bool = False) -> None:
-        """Start a checkpoint of ``state`` if one is due (``force``: whenever the state moved on)."""
-        if self.keep <= 0 or state.offset <= self.last_offset:
+    def after(self, state: ClusterState, *, events: int = 0, force: bool = False) -> None:
+        """``state`` has folded ``events`` more events: start a checkpoint of it if one is due (``force``:
+        whenever the state moved on)."""
+        self.events += events
+        if not self.enabled or state.offset <= self.last_offset:
             return
         if self.task is not None and not self.task.done():
             return
-        if not force and (state.offset - self.last_offset < self.every_events
-                          and time.monotonic() - self.last_at < self.interval_s):
+        if not force and (self.events < self.every_events and time.monotonic() - self.last_at < self.interval_s):
             return
-        frame = self.log.last_frame
-        if frame is None or frame[1] != state.offset:  # the state is always at the end of what was appended
+        frame = self.sink.frame(state.offset)
+        if frame is None:  # the state is always at the end of what was appended
             return
-        self.last_offset, self.last_at = state.offset, time.monotonic()
+        self.last_offset, self.last_at, self.events = state.offset, time.monotonic(), 0
         try:
-            packing = encode_in_background(state, functools.partial(pack, state.offset, state.time, frame[0],
+            packing = encode_in_background(state, functools.partial(self.sink.pack, state.offset, state.time, frame,
                                                                    connector=self.connector))
         except OSError as exc:  # no fork (out of memory, process limit): try again at the next cadence
-            self.report("checkpoint_failed", {"log": str(self.log.directory), "error": f"cannot fork: {exc}"})
+            self.report("checkpoint_failed", {"log": self.sink.where, "error": f"cannot fork: {exc}"})
             return
         self.task = asyncio.create_task(self._write(packing, state.offset, time.monotonic()))
 
     async def _write(self, packing: asyncio.Task[bytes], offset: int, t0: float) -> None:
         try:
             data = await packing
-            path = await asyncio.to_thread(save, self.log.directory, offset, data)
-            await asyncio.to_thread(prune, self.log.directory, self.keep)
+            where = await self.sink.write(offset, data)
         except Exception as exc:  # noqa: BLE001 - a checkpoint only shortens a fold: report it and go on
-            self.report("checkpoint_failed", {"log": str(self.log.directory), "offset": offset,
+            self.report("checkpoint_failed", {"log": self.sink.where, "offset": offset,
                                               "error": str(exc) or type(exc).__name__})
             return
-        self.report("checkpoint", {"log": str(self.log.directory), "offset": offset, "path": str(path),
+        self.report("checkpoint", {"log": self.sink.where, "offset": offset, "path": where,
                                    "bytes": len(data), "ms": round((time.monotonic() - t0) * 1000, 1)})
 
     async def close(self, state: ClusterState | None = None) -> None:

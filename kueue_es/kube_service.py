@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import logging
 import sys
+import zlib
 from typing import Any
 
 import structlog
@@ -42,11 +43,12 @@ from connectors.k8s.leader import LeaderElector, LeaseTiming
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.settings import KubeSettings
 from connectors.k8s.settings import validate as validate_kube
+from connectors.kafka import snapshots
 from connectors.kafka.log import KafkaLog
 from connectors.kafka.scheduler_service import SchedulerReplica
 from connectors.kafka.settings import parse_url
 from connectors.kafka.topics import ensure_topics
-from events.errors import KueueEsError
+from events.errors import InvalidInput, KueueEsError
 from events.filelog import FileLog
 from kueue_es import checkpoints, metrics
 
@@ -206,7 +208,7 @@ class _EmbeddedLog:
             mirror.apply_batch(batch)
         self.ckpt = writer = checkpoints.Checkpointer.of_service(
             self.filelog, self.opts, self.report, since=mirror.offset, connector=lambda: mirror_snapshot.encode(mirror))
-        mirror.listeners.append(lambda _records: writer.after(mirror.state))
+        mirror.listeners.append(lambda records: writer.after(mirror.state, events=len(records)))
         return LocalJournal(self.filelog, mirror)
 
     def start(self, tg: asyncio.TaskGroup, journal: Any, connector: Connector, stop: asyncio.Event) -> None:
@@ -229,9 +231,11 @@ class _EmbeddedLog:
 
 
 class _KafkaLog:
-    """One shard (partition) of the Kafka log, which the scheduler service writes too: the mirror follows it, and
-    this process runs a scheduler replica (:mod:`connectors.kafka.scheduler_service`) once the connector has
-    listed every kind, so its decisions are never made on a log the cluster has moved on from."""
+    """One shard (partition) of the Kafka log, which the scheduler service writes too: the mirror follows it, from
+    the connector's newest snapshot on the snapshot topic (:class:`connectors.kafka.snapshots.ConnectorSink`, at
+    the embedded log's checkpoint cadence), and this process runs a scheduler replica
+    (:mod:`connectors.kafka.scheduler_service`) once the connector has listed every kind, so its decisions are
+    never made on a log the cluster has moved on from."""
 
     def __init__(self, settings: Any, opts: Any, report: Any) -> None:
         self.kafka, self.shard = parse_url(settings.log, settings.kafka)
@@ -239,15 +243,36 @@ class _KafkaLog:
         self.log: KafkaLog | None = None
         self.restored: int | None = None
         self.replica: asyncio.Task[None] | None = None
+        self.sink = snapshots.ConnectorSink(self.kafka, self.shard)
+        self.ckpt: checkpoints.Checkpointer | None = None
 
     async def open(self) -> FollowingJournal:
         if self.kafka.create_topics:
             await ensure_topics(self.kafka)
         self.log = await KafkaLog.open(self.kafka, self.shard)
-        mirror = Mirror()
-        async for batch in self.log.read_batches(0):  # to the end the log has now
+        restored = await self._restored()
+        mirror = restored or Mirror()
+        self.restored = restored.offset if restored is not None else None
+        async for batch in self.log.read_batches(mirror.offset + 1):  # to the end the log has now
             mirror.apply_batch(batch)
+        opts = self.opts
+        self.ckpt = writer = checkpoints.Checkpointer(
+            self.sink, every_events=opts.snapshot_every_events, interval_s=opts.snapshot_interval_s,
+            report=self.report, since=mirror.offset, connector=lambda: mirror_snapshot.encode(mirror),
+            enabled=opts.checkpoints_kept > 0)
+        mirror.listeners.append(lambda records: writer.after(mirror.state, events=len(records)))
         return FollowingJournal(self.log, mirror)
+
+    async def _restored(self) -> Mirror | None:
+        try:
+            found = await snapshots.load_latest(self.kafka, self.shard, connector=True)
+            if found is None:
+                return None
+            rec, state = found
+            return mirror_snapshot.restore(state, zlib.decompress(rec.connector))
+        except (InvalidInput, zlib.error) as exc:
+            self.report("checkpoint_passed_over", {"log": self.sink.where, "reason": f"damaged: {exc}"})
+            return None
 
     def start(self, tg: asyncio.TaskGroup, journal: Any, connector: Connector, stop: asyncio.Event) -> None:
         async def replica() -> None:
@@ -263,9 +288,13 @@ class _KafkaLog:
             await asyncio.wait({self.replica}, timeout=2 * self.opts.shutdown_step_s)
 
     async def stopped(self, mirror: Mirror) -> None:
-        pass
+        if self.ckpt is not None:
+            await self.ckpt.close(mirror.state)  # the next start folds nothing
 
     async def close(self) -> None:
+        if self.ckpt is not None:
+            await self.ckpt.close()
+        await self.sink.close()
         if self.log is not None:
             await self.log.close()
 

@@ -145,7 +145,7 @@ async def _schedule_embedded(log: FileLog, state: ClusterState, opts: ServiceOpt
             for off, e in zip(offsets, batch, strict=True):
                 state.apply(ev.Record(off, e))
             metrics.ATTEMPTS.observe(batch, took)  # once folded: a scrape sees the attempt in both metrics or neither
-            ckpt.after(state)
+            ckpt.after(state, events=len(batch))
             continue
         ckpt.after(state)  # the interval's checkpoint, when it is quiet
         with contextlib.suppress(asyncio.TimeoutError):

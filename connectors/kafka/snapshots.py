@@ -8,6 +8,10 @@ one (even a fenced one: a stale snapshot only means a longer tail to replay).
 
 Encoding and compressing happen in a forked child (:func:`pack_in_background`), so a large state does not
 stall the scheduler's event loop.
+
+``run --kube`` over Kafka keeps snapshots of its connector's mirror in the same partition under a key of its own
+(``TOPIC/N/connector``): the state plus the mirror beyond it (``connector``), written by :class:`ConnectorSink`
+through :class:`kueue_es.checkpoints.Checkpointer`, so a restarted connector folds only the log's tail.
 """
 
 from __future__ import annotations
@@ -16,13 +20,14 @@ import asyncio
 import functools
 import time
 import zlib
+from collections.abc import Callable
 
 import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError
 
 from connectors.kafka.errors import KafkaLogError, kafka_error
-from connectors.kafka.log import reader_kwargs
+from connectors.kafka.log import reader_kwargs, to_kafka
 from connectors.kafka.settings import KafkaSettings, client_kwargs
 from connectors.kafka.topics import RECORD_OVERHEAD
 from events.errors import InvalidInput
@@ -43,20 +48,25 @@ class SnapshotRecord(msgspec.Struct, frozen=True, kw_only=True):
     """``state.offset``: the log offset of the last event folded in (-1 for none)."""
     state: bytes
     """zlib(projections.snapshot.encode(state))."""
+    connector: bytes = b""
+    """A connector's snapshot: zlib of its mirror beyond the state (:mod:`connectors.k8s.mirror_snapshot`)."""
 
 
 _enc = msgspec.msgpack.Encoder()
 _dec = msgspec.msgpack.Decoder(SnapshotRecord)
 
 
-def key(topic: str, partition: int) -> bytes:
-    return f"{topic}/{partition}".encode()
+def key(topic: str, partition: int, *, connector: bool = False) -> bytes:
+    return f"{topic}/{partition}{'/connector' if connector else ''}".encode()
 
 
-def pack(topic: str, partition: int, next_offset: int, offset: int, raw_state: bytes, level: int = 1) -> bytes:
-    """``raw_state`` is ``projections.snapshot.encode(state)``, taken while the state was at ``offset``."""
+def pack(topic: str, partition: int, next_offset: int, offset: int, raw_state: bytes, level: int = 1,
+         connector: Callable[[], bytes] | None = None) -> bytes:
+    """``raw_state`` is ``projections.snapshot.encode(state)``, taken while the state was at ``offset``;
+    ``connector`` encodes a connector's mirror (called here: in the forked child)."""
     return _enc.encode(SnapshotRecord(format=FORMAT, topic=topic, partition=partition, next=next_offset,
-                                      offset=offset, state=zlib.compress(raw_state, level)))
+                                      offset=offset, state=zlib.compress(raw_state, level),
+                                      connector=zlib.compress(connector(), level) if connector else b""))
 
 
 def pack_in_background(state: ClusterState, topic: str, partition: int, next_offset: int,
@@ -87,14 +97,15 @@ class SnapshotWriter:
         self.settings = settings
         self._producer: AIOKafkaProducer | None = None
 
-    async def write(self, partition: int, value: bytes) -> int:
+    async def write(self, partition: int, value: bytes, *, connector: bool = False) -> int:
         s = self.settings
         if self._producer is None:
             self._producer = AIOKafkaProducer(**client_kwargs(s), acks="all", enable_idempotence=True,
                                               max_request_size=s.max_snapshot_bytes + RECORD_OVERHEAD)
             await self._producer.start()
         try:
-            md = await self._producer.send_and_wait(s.snapshots, value, key=key(s.topic, partition),
+            md = await self._producer.send_and_wait(s.snapshots, value, key=key(s.topic, partition,
+                                                                                connector=connector),
                                                     partition=partition)
         except KafkaError as exc:
             raise kafka_error(exc, f"cannot write a snapshot to {s.snapshots}/{partition}") from exc
@@ -106,10 +117,11 @@ class SnapshotWriter:
             await p.stop()
 
 
-async def load_latest(settings: KafkaSettings, partition: int) -> tuple[SnapshotRecord, ClusterState] | None:
-    """The newest snapshot of shard ``partition`` (None if there is none yet)."""
+async def load_latest(settings: KafkaSettings, partition: int, *, connector: bool = False
+                      ) -> tuple[SnapshotRecord, ClusterState] | None:
+    """The newest snapshot of shard ``partition`` (None if there is none yet); ``connector``: the connector's."""
     tp = TopicPartition(settings.snapshots, partition)
-    want = key(settings.topic, partition)
+    want = key(settings.topic, partition, connector=connector)
     consumer = AIOKafkaConsumer(**{**reader_kwargs(settings),
                                    "max_partition_fetch_bytes": settings.max_snapshot_bytes + RECORD_OVERHEAD})
     try:
@@ -138,3 +150,28 @@ async def load_latest(settings: KafkaSettings, partition: int) -> tuple[Snapshot
         raise kafka_error(exc, f"cannot read snapshots from {settings.snapshots}/{partition}") from exc
     finally:
         await consumer.stop()
+
+
+class ConnectorSink:
+    """Where ``run --kube`` over Kafka keeps its connector's snapshots (a :class:`kueue_es.checkpoints.Sink`): the
+    snapshot topic, under the shard's connector key. The mirror folds whole Kafka records, so every offset it is
+    at ends one; the snapshot says which record comes next."""
+
+    def __init__(self, settings: KafkaSettings, partition: int) -> None:
+        self.settings, self.partition = settings, partition
+        self.where = f"{settings.snapshots}/{partition}"
+        self.writer = SnapshotWriter(settings)
+
+    def frame(self, offset: int) -> int | None:
+        return to_kafka(offset) + 1
+
+    def pack(self, offset: int, time_ms: int, frame: int, raw_state: bytes,
+             connector: Callable[[], bytes] | None) -> bytes:
+        return pack(self.settings.topic, self.partition, frame, offset, raw_state, connector=connector)
+
+    async def write(self, offset: int, data: bytes) -> str:
+        at = await self.writer.write(self.partition, data, connector=True)
+        return f"{self.where}@{at}"
+
+    async def close(self) -> None:
+        await self.writer.close()

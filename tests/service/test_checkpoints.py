@@ -247,8 +247,7 @@ def test_a_writer_removes_checkpoints_past_the_end_of_its_log(tmp_path: Path) ->
     torn.write_bytes(b"half a checkpoint")  # a write cut short by a crash
     reports: list[tuple[str, dict[str, Any]]] = []
     log = FileLog.open(log_dir, readonly=True)
-    checkpoints.Checkpointer(log, every_events=1, interval_s=60, keep=2, report=lambda k, f: reports.append((k, f)),
-                             since=beyond[0] - 1)
+    checkpoints.FileSink(log, 2, lambda k, f: reports.append((k, f)), since=beyond[0] - 1)
     assert [o for o, _ in checkpoints.listed(log_dir)] == [recs[-5].offset]
     assert not torn.exists()
     assert reports == [("checkpoint_removed", {"log": str(log_dir), "offset": beyond[0],

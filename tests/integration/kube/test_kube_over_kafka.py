@@ -4,7 +4,8 @@ The connector appends what it watches to the Kafka log and follows that log into
 scheduler replica (the Kafka scheduler service) decides in transactions on the same partition once the connector
 has listed every kind; the connector writes the decisions back. A Job runs; after a SIGKILL the next process
 folds the log from Kafka, takes over the shard, and goes on: the quota the first Job holds still counts, and no
-Workload is decided twice.
+Workload is decided twice. Its graceful stop snapshots the connector's mirror to the snapshot topic, and a third
+process restores it from there instead of folding the partition.
 """
 
 from __future__ import annotations
@@ -71,6 +72,18 @@ async def test_kube_connector_and_scheduler_over_kafka(kube_apiserver, kafka_boo
             await eventually(lambda: running(kc, ns, "j3"), timeout=60, what="j3 to run once j1 finished")
             p2.proc.send_signal(signal.SIGTERM)
             assert await asyncio.wait_for(p2.proc.wait(), 60) == 0
+        assert not next(r for r in p2.reports if r.get("event") == "active")["checkpoint"], "none before the kill"
+        assert p2.reported("checkpoint"), "the graceful stop snapshots the connector's mirror"
+
+        # the next start restores its mirror from that snapshot (it folds nothing) and carries on
+        async with kueue_es_process(kube_apiserver, "third", url, ns, extra_env=env) as p3:
+            await ready(p3, "leader")
+            active = next(r for r in p3.reports if r.get("event") == "active")
+            assert active["checkpoint"] is not None and active["checkpoint"] == active["offset"]
+            await create(kc, job(ns, "j4", "user-queue", cpu="1"))
+            await eventually(lambda: running(kc, ns, "j4"), timeout=60, what="j4 to run after the restore")
+            p3.proc.send_signal(signal.SIGTERM)
+            assert await asyncio.wait_for(p3.proc.wait(), 60) == 0
 
         decided = [type(r.event).__name__ for r in await _records(url)
                    if isinstance(r.event, ev.Decision) and r.event.key == key]
