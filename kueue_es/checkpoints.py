@@ -241,13 +241,13 @@ class Checkpointer:
         self.task: asyncio.Task[None] | None = None
 
     @classmethod
-    def of_service(cls, log: FileLog, opts: Any, report: Report, since: int,
+    def of_service(cls, target: FileLog | Sink, opts: Any, report: Report, since: int,
                    connector: Callable[[], bytes] | None = None) -> Checkpointer:
-        """The embedded log's, at the cadence and count a service's settings give (``ServiceOptions``:
-        ``snapshot_every_events``, ``snapshot_interval_s``, ``checkpoints_kept``)."""
-        return cls(FileSink(log, opts.checkpoints_kept, report, since), every_events=opts.snapshot_every_events,
-                   interval_s=opts.snapshot_interval_s, report=report, since=since, connector=connector,
-                   enabled=opts.checkpoints_kept > 0)
+        """Into ``target`` (an embedded log's directory, or a sink), at the cadence and count a service's settings
+        give (``ServiceOptions``: ``snapshot_every_events``, ``snapshot_interval_s``, ``checkpoints_kept``)."""
+        sink = FileSink(target, opts.checkpoints_kept, report, since) if isinstance(target, FileLog) else target
+        return cls(sink, every_events=opts.snapshot_every_events, interval_s=opts.snapshot_interval_s,
+                   report=report, since=since, connector=connector, enabled=opts.checkpoints_kept > 0)
 
     def after(self, state: ClusterState, *, events: int = 0, force: bool = False) -> None:
         """``state`` has folded ``events`` more events: start a checkpoint of it if one is due (``force``:

@@ -38,7 +38,7 @@ from connectors.k8s import visibility as visibility_api
 from connectors.k8s import webhook as job_webhook
 from connectors.k8s.client import KubeClient
 from connectors.k8s.connector import Connector, schedule
-from connectors.k8s.journal import FollowingJournal, LocalJournal
+from connectors.k8s.journal import FollowingJournal, Journal, LocalJournal
 from connectors.k8s.leader import LeaderElector, LeaseTiming
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.settings import KubeSettings
@@ -187,16 +187,48 @@ async def _until_stopped(work: Any, stop: asyncio.Event) -> bool:
     return False
 
 
-class _EmbeddedLog:
+class _Backend:
+    """The log the leader works over: its mirror (restored from a checkpoint where there is one, checkpointed as it
+    folds) and the scheduler that runs beside the connector."""
+
+    def __init__(self, opts: Any, report: Any) -> None:
+        self.opts, self.report = opts, report
+        self.restored: int | None = None
+        """The offset of the checkpoint the mirror was restored from (None: folded from the beginning)."""
+        self.ckpt: checkpoints.Checkpointer | None = None
+
+    async def open(self) -> Journal:
+        raise NotImplementedError
+
+    def start(self, tg: asyncio.TaskGroup, journal: Any, connector: Connector, stop: asyncio.Event) -> None:
+        raise NotImplementedError
+
+    def _checkpoint(self, target: FileLog | checkpoints.Sink, mirror: Mirror) -> None:
+        """Checkpoint ``mirror`` (its state and the mirror beyond it) as it folds, at the service's cadence."""
+        self.ckpt = writer = checkpoints.Checkpointer.of_service(
+            target, self.opts, self.report, since=mirror.offset, connector=lambda: mirror_snapshot.encode(mirror))
+        mirror.listeners.append(lambda records: writer.after(mirror.state, events=len(records)))
+
+    async def stopping(self) -> None:
+        """At a graceful stop, before the task group is cancelled."""
+
+    async def stopped(self, mirror: Mirror) -> None:
+        if self.ckpt is not None:
+            await self.ckpt.close(mirror.state)  # the next start folds nothing
+
+    async def close(self) -> None:
+        if self.ckpt is not None:
+            await self.ckpt.close()
+
+
+class _EmbeddedLog(_Backend):
     """This process is the embedded log's only writer: its mirror starts from the newest checkpoint that holds
-    one, checkpoints are written as it goes, and the scheduler decides in-process on the mirror's state once the
-    connector has listed every kind."""
+    one, and the scheduler decides in-process on the mirror's state once the connector has listed every kind."""
 
     def __init__(self, path: str, opts: Any, report: Any) -> None:
-        self.path, self.opts, self.report = path, opts, report
+        super().__init__(opts, report)
+        self.path = path
         self.filelog = FileLog.open(path, fsync="always")
-        self.ckpt: checkpoints.Checkpointer | None = None
-        self.restored: int | None = None
 
     async def open(self) -> LocalJournal:
         start = checkpoints.restore(self.filelog, connector=mirror_snapshot.restore)
@@ -206,9 +238,7 @@ class _EmbeddedLog:
         self.restored = mirror.offset if start.connector is not None else None
         for batch in self.filelog.scan(mirror.offset + 1):
             mirror.apply_batch(batch)
-        self.ckpt = writer = checkpoints.Checkpointer.of_service(
-            self.filelog, self.opts, self.report, since=mirror.offset, connector=lambda: mirror_snapshot.encode(mirror))
-        mirror.listeners.append(lambda records: writer.after(mirror.state, events=len(records)))
+        self._checkpoint(self.filelog, mirror)
         return LocalJournal(self.filelog, mirror)
 
     def start(self, tg: asyncio.TaskGroup, journal: Any, connector: Connector, stop: asyncio.Event) -> None:
@@ -217,20 +247,12 @@ class _EmbeddedLog:
                                 record_config=lambda state: opts.config_to_record(state, opts.instance_id),
                                 ready=connector.watcher.wait_synced), name="scheduler")
 
-    async def stopping(self) -> None:
-        pass
-
-    async def stopped(self, mirror: Mirror) -> None:
-        if self.ckpt is not None:
-            await self.ckpt.close(mirror.state)  # the next start folds nothing
-
     async def close(self) -> None:
-        if self.ckpt is not None:
-            await self.ckpt.close()
+        await super().close()
         await self.filelog.close()
 
 
-class _KafkaLog:
+class _KafkaLog(_Backend):
     """One shard (partition) of the Kafka log, which the scheduler service writes too: the mirror follows it, from
     the connector's newest snapshot on the snapshot topic (:class:`connectors.kafka.snapshots.ConnectorSink`, at
     the embedded log's checkpoint cadence), and this process runs a scheduler replica
@@ -238,13 +260,11 @@ class _KafkaLog:
     never made on a log the cluster has moved on from."""
 
     def __init__(self, settings: Any, opts: Any, report: Any) -> None:
+        super().__init__(opts, report)
         self.kafka, self.shard = parse_url(settings.log, settings.kafka)
-        self.opts, self.report = opts, report
         self.log: KafkaLog | None = None
-        self.restored: int | None = None
         self.replica: asyncio.Task[None] | None = None
         self.sink = snapshots.ConnectorSink(self.kafka, self.shard)
-        self.ckpt: checkpoints.Checkpointer | None = None
 
     async def open(self) -> FollowingJournal:
         if self.kafka.create_topics:
@@ -255,12 +275,7 @@ class _KafkaLog:
         self.restored = restored.offset if restored is not None else None
         async for batch in self.log.read_batches(mirror.offset + 1):  # to the end the log has now
             mirror.apply_batch(batch)
-        opts = self.opts
-        self.ckpt = writer = checkpoints.Checkpointer(
-            self.sink, every_events=opts.snapshot_every_events, interval_s=opts.snapshot_interval_s,
-            report=self.report, since=mirror.offset, connector=lambda: mirror_snapshot.encode(mirror),
-            enabled=opts.checkpoints_kept > 0)
-        mirror.listeners.append(lambda records: writer.after(mirror.state, events=len(records)))
+        self._checkpoint(self.sink, mirror)
         return FollowingJournal(self.log, mirror)
 
     async def _restored(self) -> Mirror | None:
@@ -287,13 +302,8 @@ class _KafkaLog:
         if self.replica is not None:
             await asyncio.wait({self.replica}, timeout=2 * self.opts.shutdown_step_s)
 
-    async def stopped(self, mirror: Mirror) -> None:
-        if self.ckpt is not None:
-            await self.ckpt.close(mirror.state)  # the next start folds nothing
-
     async def close(self) -> None:
-        if self.ckpt is not None:
-            await self.ckpt.close()
+        await super().close()
         await self.sink.close()
         if self.log is not None:
             await self.log.close()
@@ -303,7 +313,8 @@ async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health:
                 elector: LeaderElector | None, stop: asyncio.Event, report: Any,
                 visibility: visibility_api.VisibilityServer | None = None) -> None:
     k: KubeSettings = settings.kube
-    backend = _KafkaLog(settings, opts, report) if settings.uses_kafka else _EmbeddedLog(path, opts, report)
+    backend: _Backend = (_KafkaLog(settings, opts, report) if settings.uses_kafka
+                         else _EmbeddedLog(path, opts, report))
     try:
         journal = await backend.open()
         mirror = journal.mirror
