@@ -5,7 +5,9 @@ batch, so an import is stored entirely or not at all. Each object becomes an ``O
 time is the object's ``creationTimestamp``, else ``--time``, else the latest time already in the log; its
 envelope carries the object's key, uid and resourceVersion and an id derived from its content. As with
 ``kubectl apply``, an object whose latest event in the log is that very event (same id: same content and time)
-is reported unchanged and not appended again, so importing a file twice appends nothing the second time.
+is reported unchanged and not appended again, so importing a file twice appends nothing the second time (without
+``--time``, an object without a ``creationTimestamp`` is compared as of its latest event's time, not as of the
+log's latest time, which the first import may have moved on).
 """
 
 from __future__ import annotations
@@ -76,9 +78,9 @@ def run(args: argparse.Namespace) -> int:
             if default_time == 0:
                 warn(f"{undated} object(s) have no creationTimestamp and the log holds no time yet: their events "
                      f"get time {format_time_ms(0)}; pass --time to choose one")
-        events = [observed(obj, default_time or 0) for obj in objects]
-        unchanged = [e for e in events if current.get((kind_of(e.obj), e.key)) == e.id]
-        events = [e for e in events if current.get((kind_of(e.obj), e.key)) != e.id]
+        events = [_observed(obj, default_time or 0, current, explicit=args.time is not None) for obj in objects]
+        unchanged = [e for e in events if current.get((kind_of(e.obj), e.key), ("", 0))[0] == e.id]
+        events = [e for e in events if current.get((kind_of(e.obj), e.key), ("", 0))[0] != e.id]
         offsets = anyio.run(log.append, events) if events else []
     finally:
         log.close_sync()
@@ -92,14 +94,15 @@ def _load(path: str) -> Manifest:
     return load_file(path)
 
 
-def read_log(log: Log) -> tuple[int, dict[tuple[str, str], str]]:
-    """The latest time in the log, and the id of the latest upsert of every object it holds, by (kind, key).
+def read_log(log: Log) -> tuple[int, dict[tuple[str, str], tuple[str, int]]]:
+    """The latest time in the log, and the id and time of the latest upsert of every object it holds, by (kind,
+    key).
 
     Read lazily (:mod:`events.lazy`): of a Workload upsert, most of a busy log, only the envelope and the
     metadata are decoded, never the spec and status. The loop is inline (no call per event): what is done per
     event in Python is as much of the cost as the decoding left."""
     latest = 0
-    current: dict[tuple[str, str], str] = {}
+    current: dict[tuple[str, str], tuple[str, int]] = {}
     with progress_bar(progress_total(log, 0, log_end(log)), "Reading") as advance:
         for batch in log.scan(lazy=True):
             for record in batch:
@@ -108,11 +111,24 @@ def read_log(log: Log) -> tuple[int, dict[tuple[str, str], str]]:
                     latest = e.time
                 kind = type(e)
                 if kind is LazyObjectUpserted:
-                    current[(type(e.obj).__struct_config__.tag, e.key)] = e.id  # type: ignore[attr-defined]
+                    current[(type(e.obj).__struct_config__.tag, e.key)] = (e.id, e.time)  # type: ignore[attr-defined]
                 elif kind is ObjectDeleted:
                     current.pop((e.kind, e.key), None)
             advance(len(batch))
     return latest, current
+
+
+def _observed(obj: o.KObject, default_time: int, current: dict[tuple[str, str], tuple[str, int]], *,
+              explicit: bool) -> ObjectUpserted:
+    """:func:`observed`; an object without a creationTimestamp, imported again as the log's latest upsert of it
+    has it and with no ``--time``, is that same observation (unchanged), not a new one at the log's latest time."""
+    if not explicit and obj.metadata.creation_timestamp is None:
+        seen = current.get((kind_of(obj), obj.key))
+        if seen is not None:
+            same = observed(obj, seen[1])
+            if same.id == seen[0]:
+                return same
+    return observed(obj, default_time)
 
 
 def observed(obj: o.KObject, default_time: int) -> ObjectUpserted:

@@ -94,6 +94,21 @@ def test_import_appends_observed_events_with_times_and_ids(tmp_path: Path) -> No
     assert {e["key"] for e in back["events"]} == set(ids)
 
 
+def test_importing_the_same_objects_again_without_a_time_appends_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "log"
+    first = json.loads(kueue_es("import", "-f", CLUSTER, "--log", path, "-o", "json").out)
+    assert first["appended"] == 11
+    # the log's latest time is now 10:01:00, not the epoch the undated objects were observed at: still the same
+    again = json.loads(kueue_es("import", "-f", CLUSTER, "--log", path, "-o", "json").out)
+    assert again["appended"] == 0 and len(again["unchanged"]) == 11
+    # an undated object that did change is observed at the log's latest time
+    changed = CLUSTER.read_text().replace("nominalQuota: 10", "nominalQuota: 12", 1)
+    assert changed != CLUSTER.read_text()
+    (tmp_path / "changed.yaml").write_text(changed)
+    out = json.loads(kueue_es("import", "-f", tmp_path / "changed.yaml", "--log", path, "-o", "json").out)
+    assert [(e["key"], e["time"]) for e in out["events"]] == [("cq-a", "2024-05-01T10:01:00.000Z")]
+
+
 def test_import_defaults_to_the_latest_time_in_the_log(tmp_path: Path) -> None:
     path = tmp_path / "log"
     assert kueue_es("import", "-f", CLUSTER, "--log", path).code == 0

@@ -23,8 +23,6 @@ from procs import start_replica
 
 REPO = Path(__file__).resolve().parents[3]
 OBJECTS = REPO / "tests" / "fixtures" / "cluster.yaml"
-AT = ("--time", "2024-05-01T09:00:00Z")
-"""For the objects without a creationTimestamp: the same events each time they are imported."""
 PENDING = "team-a/infer-2"
 """The one workload of ``OBJECTS`` that is pending: the replica admits it."""
 
@@ -50,10 +48,10 @@ def _phases(replay: dict) -> dict[str, str]:
 async def test_the_tools_read_a_kafka_log(kafka_bootstrap: str, tmp_path: Path) -> None:
     url = f"kafka://{kafka_bootstrap}/cli-{secrets.token_hex(3)}"
     embedded = str(tmp_path / "log")
-    imported = json.loads(await ok("import", "-f", str(OBJECTS), "--log", url, "-o", "json", *AT))
-    await ok("import", "-f", str(OBJECTS), "--log", embedded, "-o", "json", *AT)
+    imported = json.loads(await ok("import", "-f", str(OBJECTS), "--log", url, "-o", "json"))
+    await ok("import", "-f", str(OBJECTS), "--log", embedded, "-o", "json")
     assert imported["appended"] == 11
-    again = json.loads(await ok("import", "-f", str(OBJECTS), "--log", url, "-o", "json", *AT))
+    again = json.loads(await ok("import", "-f", str(OBJECTS), "--log", url, "-o", "json"))
     assert again["appended"] == 0, "import reads the Kafka log and appends only what changed"
 
     before = json.loads(await ok("replay", "--log", url, "-o", "json"))
