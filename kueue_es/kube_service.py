@@ -191,11 +191,20 @@ class _Backend:
     """The log the leader works over: its mirror (restored from a checkpoint where there is one, checkpointed as it
     folds) and the scheduler that runs beside the connector."""
 
-    def __init__(self, opts: Any, report: Any) -> None:
-        self.opts, self.report = opts, report
+    def __init__(self, opts: Any, report: Any, *, events: bool = True) -> None:
+        self.opts, self.report, self.events = opts, report, events
         self.restored: int | None = None
         """The offset of the checkpoint the mirror was restored from (None: folded from the beginning)."""
         self.ckpt: checkpoints.Checkpointer | None = None
+
+    def _mirror(self, restored: Mirror | None) -> Mirror:
+        """The mirror to fold on: ``restored`` from a checkpoint, else a new one. With Kubernetes Events off
+        (``kube.events: false``) its Events ledger keeps nothing once carried out (no recorder will ask)."""
+        self.restored = restored.offset if restored is not None else None
+        mirror = restored or Mirror()
+        if not self.events:
+            mirror.kube_events.window_ms = 0
+        return mirror
 
     async def open(self) -> Journal:
         raise NotImplementedError
@@ -225,8 +234,8 @@ class _EmbeddedLog(_Backend):
     """This process is the embedded log's only writer: its mirror starts from the newest checkpoint that holds
     one, and the scheduler decides in-process on the mirror's state once the connector has listed every kind."""
 
-    def __init__(self, path: str, opts: Any, report: Any) -> None:
-        super().__init__(opts, report)
+    def __init__(self, path: str, opts: Any, report: Any, *, events: bool = True) -> None:
+        super().__init__(opts, report, events=events)
         self.path = path
         self.filelog = FileLog.open(path, fsync="always")
 
@@ -234,8 +243,7 @@ class _EmbeddedLog(_Backend):
         start = checkpoints.restore(self.filelog, connector=mirror_snapshot.restore)
         for passed in start.passed_over:
             self.report("checkpoint_passed_over", {"log": self.path, "reason": passed})
-        mirror = start.connector or Mirror()
-        self.restored = mirror.offset if start.connector is not None else None
+        mirror = self._mirror(start.connector)
         for batch in self.filelog.scan(mirror.offset + 1):
             mirror.apply_batch(batch)
         self._checkpoint(self.filelog, mirror)
@@ -260,7 +268,7 @@ class _KafkaLog(_Backend):
     never made on a log the cluster has moved on from."""
 
     def __init__(self, settings: Any, opts: Any, report: Any) -> None:
-        super().__init__(opts, report)
+        super().__init__(opts, report, events=settings.kube.events)
         self.kafka, self.shard = parse_url(settings.log, settings.kafka)
         self.log: KafkaLog | None = None
         self.replica: asyncio.Task[None] | None = None
@@ -270,9 +278,7 @@ class _KafkaLog(_Backend):
         if self.kafka.create_topics:
             await ensure_topics(self.kafka)
         self.log = await KafkaLog.open(self.kafka, self.shard)
-        restored = await self._restored()
-        mirror = restored or Mirror()
-        self.restored = restored.offset if restored is not None else None
+        mirror = self._mirror(await self._restored())
         async for batch in self.log.read_batches(mirror.offset + 1):  # to the end the log has now
             mirror.apply_batch(batch)
         self._checkpoint(self.sink, mirror)
@@ -314,7 +320,7 @@ async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health:
                 visibility: visibility_api.VisibilityServer | None = None) -> None:
     k: KubeSettings = settings.kube
     backend: _Backend = (_KafkaLog(settings, opts, report) if settings.uses_kafka
-                         else _EmbeddedLog(path, opts, report))
+                         else _EmbeddedLog(path, opts, report, events=k.events))
     try:
         journal = await backend.open()
         mirror = journal.mirror

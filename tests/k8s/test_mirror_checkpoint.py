@@ -197,3 +197,34 @@ def test_kube_restarts_only_from_a_checkpoint_with_a_usable_connector_part(tmp_p
     assert any("damaged connector state" in p for p in start.passed_over)
     assert_same(m, _fold([b for b in log.scan(half.offset + 1)], start.connector))
     asyncio.run(log.close())
+
+
+@pytest.mark.parametrize("events", [True, False])
+def test_with_kubernetes_events_off_the_ledger_keeps_nothing_carried_out(tmp_path, events: bool) -> None:
+    from connectors.kafka.scheduler_service import ServiceOptions
+    from kueue_es.kube_service import _EmbeddedLog
+
+    batches = connector_log(eventgen.interpret(eventgen.random_ops(random.Random(11), 150)))
+    log = FileLog.open(tmp_path / "log", fsync="never")
+
+    async def write_and_open() -> Mirror:
+        for b in batches:
+            await log.append([r.event for r in b])
+        await log.close()
+        backend = _EmbeddedLog(str(tmp_path / "log"), ServiceOptions(checkpoints_kept=0), lambda k, f: None,
+                               events=events)
+        try:
+            return (await backend.open()).mirror
+        finally:
+            await backend.close()
+
+    mirror = asyncio.run(write_and_open())
+    full = _fold(batches)
+    assert snapshot.digest(mirror.state) == snapshot.digest(full.state)
+    ready = mirror.kube_events.ready
+    if events:
+        assert list(ready.items()) == list(full.kube_events.ready.items())
+    else:  # only what became ready in the log's last millisecond is left of it
+        assert len(full.kube_events.ready) > 10 and 0 < len(ready) < len(full.kube_events.ready)
+        assert {e.applied for e in ready.values()} == {max(e.applied for e in full.kube_events.ready.values())}
+    assert mirror.kube_events.awaiting == full.kube_events.awaiting
