@@ -44,7 +44,7 @@ from connectors.k8s.mirror import Mirror
 from connectors.k8s.settings import KubeSettings
 from connectors.k8s.settings import validate as validate_kube
 from connectors.kafka import snapshots
-from connectors.kafka.log import KafkaLog
+from connectors.kafka.log import KafkaLog, to_offset
 from connectors.kafka.scheduler_service import SchedulerReplica
 from connectors.kafka.settings import parse_url
 from connectors.kafka.topics import ensure_topics
@@ -285,11 +285,17 @@ class _KafkaLog(_Backend):
         return FollowingJournal(self.log, mirror)
 
     async def _restored(self) -> Mirror | None:
+        assert self.log is not None
         try:
             found = await snapshots.load_latest(self.kafka, self.shard, connector=True)
             if found is None:
                 return None
             rec, state = found
+            end = await self.log.end_offset()
+            if to_offset(rec.next) > end:  # a topic deleted and created again under the same name
+                self.report("checkpoint_passed_over", {"log": self.sink.where, "reason": f"it is of offset "
+                                                       f"{rec.offset}, past the log's end offset {end}"})
+                return None
             return mirror_snapshot.restore(state, zlib.decompress(rec.connector))
         except (InvalidInput, zlib.error) as exc:
             self.report("checkpoint_passed_over", {"log": self.sink.where, "reason": f"damaged: {exc}"})
