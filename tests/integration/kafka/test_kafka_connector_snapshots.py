@@ -1,0 +1,62 @@
+"""The Kubernetes connector's snapshots on the snapshot topic (``run --kube`` over Kafka), against a real broker.
+
+A mirror folded from a connector's log written to a topic is checkpointed through :class:`ConnectorSink` (under
+the shard's connector key, beside the scheduler's snapshots) and restored the way ``run --kube`` starts: the same
+mirror. A snapshot whose offset is past the partition's end (the topic created again under the same name) is
+passed over and named.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+
+import msgspec
+import pytest
+from fixtures.eventgen import interpret, random_ops
+
+from connectors.k8s import mirror_snapshot
+from connectors.k8s.mirror import Mirror
+from connectors.kafka import snapshots
+from connectors.kafka.log import KafkaLog
+from connectors.kafka.scheduler_service import ServiceOptions
+from kueue_es import checkpoints, config
+from kueue_es.kube_service import _KafkaLog
+from projections import snapshot
+
+
+@pytest.mark.asyncio
+async def test_a_connector_snapshot_round_trips_and_one_past_the_end_is_passed_over(kafka_bootstrap: str) -> None:
+    url = f"kafka://{kafka_bootstrap}/conn-{secrets.token_hex(3)}"
+    settings = config.load(env={}, overrides={"log": url})
+    reports: list[tuple[str, dict]] = []
+    backend = _KafkaLog(settings, ServiceOptions(), lambda kind, fields: reports.append((kind, fields)))
+    log = await KafkaLog.open(backend.kafka, backend.shard)
+    try:
+        for batch in interpret(random_ops(random.Random(5), 80)):
+            await log.append(batch)
+        mirror = Mirror()
+        async for batch in log.read_batches(0):
+            mirror.apply_batch(batch)
+        writer = checkpoints.Checkpointer(backend.sink, every_events=1, interval_s=60, report=backend.report,
+                                          connector=lambda: mirror_snapshot.encode(mirror))
+        await writer.close(mirror.state)
+        assert reports[-1][0] == "checkpoint", reports
+
+        backend.log = log
+        restored = await backend._restored()
+        assert restored is not None and restored.offset == mirror.offset
+        assert snapshot.digest(restored.state) == snapshot.digest(mirror.state)
+        assert mirror_snapshot.encode(restored) == mirror_snapshot.encode(mirror)
+        scheduler_snapshot = await snapshots.load_latest(backend.kafka, backend.shard)
+        assert scheduler_snapshot is None, "the connector's key is its own"
+
+        # a snapshot past the end: as if the topic had been created again under the same name
+        rec, _ = await snapshots.load_latest(backend.kafka, backend.shard, connector=True)
+        past = msgspec.structs.replace(rec, next=rec.next + 1000, offset=rec.offset + 1000 * 1_000_000)
+        await backend.sink.writer.write(backend.shard, msgspec.msgpack.encode(past), connector=True)
+        assert await backend._restored() is None
+        assert reports[-1][0] == "checkpoint_passed_over" and "past the log's end" in reports[-1][1]["reason"]
+    finally:
+        await backend.sink.close()
+        await log.close()
