@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from fixtures import eventgen
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,7 +28,6 @@ from events.errors import InvalidInput
 from events.filelog import FileLog
 from kueue_es import checkpoints
 from projections import snapshot
-from tests.fixtures import eventgen
 
 RESTORED = {"state", "inventory", "workloads", "pending", "request_decisions", "job_of", "workload_of",
             "kube_events"}

@@ -6,8 +6,8 @@ binaries cached under ``$KUEUE_ES_CACHE/kube/<version>/``) and
 ``scripts/kube.sh start`` in a temporary directory, and stops both processes at
 the end of the session.
 
-``kafka_bootstrap`` (session) is a real Kafka broker too, for ``run --kube`` over Kafka: its own node, started as
-``tests/integration/kafka/conftest.py`` starts one (that directory's fixtures are not visible here).
+``kafka_bootstrap`` (session) is a real Kafka broker too, for ``run --kube`` over Kafka: the session's one node
+(``tests/fixtures/kafka_broker.py``), shared with ``tests/integration/kafka``.
 
 Every test collected from this directory is marked ``kube``.  When there is no
 Go toolchain (and no cached binaries) the fixture skips; otherwise any failure
@@ -17,16 +17,15 @@ to build or start the cluster is a test error, never a skip.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from fixtures.kafka_broker import shared_broker
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
@@ -169,9 +168,5 @@ def kube_apiserver_no_watch_cache(tmp_path_factory: pytest.TempPathFactory) -> I
 
 @pytest.fixture(scope="session")
 def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    spec = importlib.util.spec_from_file_location("kafka_broker_fixture", HERE.parent / "kafka" / "conftest.py")
-    assert spec is not None and spec.loader is not None
-    kafka = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # its dataclasses look themselves up
-    spec.loader.exec_module(kafka)
-    for broker in kafka.broker_session(tmp_path_factory):
+    for broker in shared_broker(tmp_path_factory):
         yield broker.bootstrap
