@@ -167,8 +167,8 @@ def kafka_reader(url: str, *, writes: bool = False) -> KafkaReader:
     from connectors.kafka.reader import KafkaReader
     from kueue_es import config
 
-    # aiokafka logs each retry of a metadata lookup as a warning; a tool's errors come as one line of its own
-    logging.getLogger("aiokafka").setLevel(logging.ERROR)
+    # aiokafka logs retries and refused connections itself; a tool's errors come as one line of its own
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     return KafkaReader(url, config.load().kafka, writes=writes)
 
 
