@@ -78,9 +78,10 @@ def run(args: argparse.Namespace) -> int:
             if default_time == 0:
                 warn(f"{undated} object(s) have no creationTimestamp and the log holds no time yet: their events "
                      f"get time {format_time_ms(0)}; pass --time to choose one")
-        events = [_observed(obj, default_time or 0, current, explicit=args.time is not None) for obj in objects]
-        unchanged = [e for e in events if current.get((kind_of(e.obj), e.key), ("", 0))[0] == e.id]
-        events = [e for e in events if current.get((kind_of(e.obj), e.key), ("", 0))[0] != e.id]
+        observed_now = [_observed(obj, default_time or 0, current, explicit=args.time is not None) for obj in objects]
+        is_latest = [current.get((kind_of(e.obj), e.key), ("", 0))[0] == e.id for e in observed_now]
+        unchanged = [e for e, same in zip(observed_now, is_latest, strict=True) if same]
+        events = [e for e, same in zip(observed_now, is_latest, strict=True) if not same]
         offsets = anyio.run(log.append, events) if events else []
     finally:
         log.close_sync()
