@@ -431,3 +431,21 @@ def test_a_resources_stanza_kueue_refuses_is_refused_naming_the_field(tmp_path: 
     r = kueue_es("schedule", "-f", CLUSTER, "--config", cfg)
     assert r.code == 2
     assert one_line_error(r) == f"kueue-es: error: {cfg}: Configuration: {error}"
+
+
+@pytest.mark.parametrize(("afs", "error"), [
+    ("  usageHalfLifeTime: -1h\n", "field `admissionFairSharing.usageHalfLifeTime`: invalid duration '-1h'"),
+    ("  usageSamplingInterval: '30'\n",
+     "field `admissionFairSharing.usageSamplingInterval`: invalid duration '30' (missing unit)"),
+    ("  usageSamplingInterval: 1.2.3s\n",
+     "field `admissionFairSharing.usageSamplingInterval`: invalid duration '1.2.3s'"),
+    ("  resourceWeights: {cpu: -1}\n", "field `admissionFairSharing.resourceWeights.cpu`: must not be negative, got -1.0"),
+])
+def test_an_admission_fair_sharing_stanza_kueue_refuses_is_refused_naming_the_field(tmp_path: Path, afs: str,
+                                                                                    error: str) -> None:
+    """Before, these were taken and the scheduler raised on them at its first cycle, on every start."""
+    cfg = tmp_path / "kueue.yaml"
+    cfg.write_text(f"apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nadmissionFairSharing:\n{afs}")
+    r = kueue_es("schedule", "-f", CLUSTER, "--config", cfg)
+    assert r.code == 2
+    assert one_line_error(r) == f"kueue-es: error: {cfg}: {error}"
