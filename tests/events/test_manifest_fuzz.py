@@ -45,6 +45,11 @@ def _corpus() -> list[list[dict[str, Any]]]:
 
 CORPUS = _corpus()
 
+CONVERSION_CASES = Path(__file__).resolve().parents[1] / "k8s" / "conversion_cases.yaml"
+V1BETA1 = [{"apiVersion": "kueue.x-k8s.io/v1beta1", **case["v1beta1"]}
+           for case in yaml.safe_load(CONVERSION_CASES.read_text()) if "v1beta1" in case]
+"""Kueue's v1beta1 objects (the conversion golden cases): ``import`` converts them to v1beta2 first."""
+
 
 @st.composite
 def damaged(draw: st.DrawFn) -> list[dict[str, Any]]:
@@ -86,6 +91,36 @@ def test_damage_is_refused_naming_the_document_or_taken_whole(objects: list[dict
         except InvalidInput:  # e.g. an object given twice once its name was damaged into another's
             return
     settle(loaded.state, loaded.config, loaded.now, max_batches=50)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_a_damaged_v1beta1_object_is_refused_naming_the_document_or_converted_and_folded(data: st.DataObject) -> None:
+    doc = data.draw(st.sampled_from(V1BETA1))
+    text = dump([damage(data.draw, doc, KEYS | st.sampled_from(["spec", "status", "cohort", "admissionChecks"]))])
+    if text is None:
+        return
+    try:
+        manifest = load_text(text, SOURCE)
+    except InvalidInput as exc:
+        assert str(exc).startswith(f"{SOURCE}: document 1"), str(exc)
+        return
+    state = ClusterState()
+    events = [ev.ObjectUpserted(time=1_704_067_200_000, key=obj.key, uid=obj.key, obj=obj) for obj in manifest.objects]
+    for r in decode_batch(encode_batch(events), 0, None, 0, lazy=True):
+        state.apply(r)
+
+
+def test_most_of_the_v1beta1_corpus_is_taken() -> None:
+    """Some golden cases are fragments (a Workload without pod sets); the property needs whole objects too."""
+    taken = 0
+    for doc in V1BETA1:
+        try:
+            load_text(dump([doc]) or "", SOURCE)
+            taken += 1
+        except InvalidInput:
+            pass
+    assert taken >= len(V1BETA1) // 2 >= 10
 
 
 @pytest.mark.parametrize("objects", CORPUS[:3], ids=[p.stem for p in SCENARIOS[:3]])
