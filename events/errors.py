@@ -53,3 +53,12 @@ class UndecodableRecord(LogError):
             f"cannot decode event at log offset {offset}: {detail}; "
             "upgrade kueue-es, or read with --quarantine to set it aside and report it"
         )
+
+
+class InvalidRecord(LogError):
+    """An event decodes, but holds an object the projections cannot take (a quantity that is not one): written
+    by a producer that did not check it, as ``kueue-es import`` now does."""
+
+    def __init__(self, offset: int, detail: str) -> None:
+        self.offset = offset
+        super().__init__(f"the event at log offset {offset} holds an invalid object: {detail}")

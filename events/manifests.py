@@ -76,7 +76,8 @@ def load_file(path: str) -> Manifest:
 def _expand_list(doc: Any, source: str, index: int) -> list[dict[str, Any]]:
     if not isinstance(doc, dict):
         raise InvalidInput(f"{source}: document {index}: expected a mapping with apiVersion and kind")
-    if doc.get("kind") == "List" or (doc.get("kind", "").endswith("List") and "items" in doc):
+    kind = doc.get("kind")
+    if kind == "List" or (isinstance(kind, str) and kind.endswith("List") and "items" in doc):
         items = doc.get("items") or []
         if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
             raise InvalidInput(f"{source}: document {index}: field `items`: expected a list of objects")
@@ -115,6 +116,7 @@ def _decode_document(doc: dict[str, Any], source: str, index: int, out: Manifest
         doc = convert_v1beta1(doc, where)
     elif kind == "Workload":
         _reject_v1beta1_domains(doc, where, api_version)
+    _check_integers(doc, where, "")
     try:
         obj = msgspec.convert(doc, o.KueueObject, strict=False)
     except msgspec.ValidationError as exc:
@@ -132,6 +134,21 @@ def _reject_v1beta1_domains(doc: dict[str, Any], where: str, api_version: str) -
         if isinstance(ta, dict) and "domains" in ta:
             raise InvalidInput(f"{where}: field `status.admission.podSetAssignments[{i}].topologyAssignment.domains`: "
                                f"is the kueue.x-k8s.io/v1beta1 form; {api_version} takes `slices`")
+
+
+_INT64 = range(-(2**63), 2**63)
+
+
+def _check_integers(node: Any, where: str, at: str) -> None:
+    """Kubernetes' integers are at most 64 bits; a larger one could not be written to the log."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            _check_integers(v, where, f"{at}.{k}" if at else str(k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            _check_integers(v, where, f"{at}[{i}]")
+    elif isinstance(node, int) and not isinstance(node, bool) and node not in _INT64:
+        raise InvalidInput(f"{where}: field `{at}`: {node} is out of range (at most 64 bits)")
 
 
 def _field_message(msg: str) -> str:
@@ -168,16 +185,19 @@ def validate_object(obj: o.KObject, where: str) -> None:
                     _validate_topology_request(ps.topology_request, where, f"spec.podSets[{i}].topologyRequest")
                 if ps.min_count is not None and not (1 <= ps.min_count <= max(ps.count, 1)):
                     raise InvalidInput(f"{where}: field `spec.podSets[{i}].minCount` must be between 1 and count")
-                for field_, c in _containers(ps):
-                    for r, q in {**c.resources.requests, **c.resources.limits}.items():
-                        check_quantity(q, where, f"spec.podSets[{i}].template.spec.{field_}.resources: {r}")
-                pod = ps.template.spec
-                if pod.resources is not None:
-                    for r, q in {**pod.resources.requests, **pod.resources.limits}.items():
-                        check_quantity(q, where, f"spec.podSets[{i}].template.spec.resources: {r}")
-                for r in sorted(pod.overhead):
-                    check_quantity(pod.overhead[r], where, f"spec.podSets[{i}].template.spec.overhead.{r}")
+                _check_pod_spec(ps.template.spec, where, f"spec.podSets[{i}].template.spec")
+            _check_workload_status_quantities(obj.status, where)
             _validate_reclaimable_pods(obj, where)
+        case o.Pod():
+            _check_pod_spec(obj.spec, where, "spec")
+        case o.Job():
+            _check_pod_spec(obj.spec.template.spec, where, "spec.template.spec")
+        case o.PodTemplate():
+            _check_pod_spec(obj.template.spec, where, "template.spec")
+        case o.Node():
+            _check_quantities(obj.status.allocatable, where, "status.allocatable")
+        case o.LocalQueue():
+            _check_weight(obj.spec.fair_sharing, where)
         case o.LimitRange():
             _validate_limit_range(obj, where)
         case o.RuntimeClass():
@@ -187,6 +207,7 @@ def validate_object(obj: o.KObject, where: str) -> None:
             for r in sorted(fixed):
                 check_quantity(fixed[r], where, f"overhead.podFixed.{r}")
         case o.ClusterQueue() | o.Cohort():
+            _check_weight(obj.spec.fair_sharing, where)
             seen_flavors: set[str] = set()
             for g, rg in enumerate(obj.spec.resource_groups):
                 for f, fq in enumerate(rg.flavors):
@@ -348,11 +369,34 @@ def _camel(name: str) -> str:
     return head + "".join(w.title() for w in rest)
 
 
-def _containers(ps: o.PodSet):
-    for i, c in enumerate(ps.template.spec.containers):
-        yield f"containers[{i}]", c
-    for i, c in enumerate(ps.template.spec.init_containers):
-        yield f"initContainers[{i}]", c
+def _check_quantities(values: dict[str, o.Quantity], where: str, at: str) -> None:
+    for r in sorted(values):
+        check_quantity(values[r], where, f"{at}.{r}")
+
+
+def _check_pod_spec(pod: o.PodSpec, where: str, at: str) -> None:
+    """Every quantity of a pod spec: the projections turn them into numbers when they fold the object."""
+    for field_, containers in (("containers", pod.containers), ("initContainers", pod.init_containers)):
+        for i, c in enumerate(containers):
+            for r, q in (*c.resources.requests.items(), *c.resources.limits.items()):
+                check_quantity(q, where, f"{at}.{field_}[{i}].resources: {r}")
+    if pod.resources is not None:
+        for r, q in (*pod.resources.requests.items(), *pod.resources.limits.items()):
+            check_quantity(q, where, f"{at}.resources: {r}")
+    _check_quantities(pod.overhead, where, f"{at}.overhead")
+
+
+def _check_workload_status_quantities(status: o.WorkloadStatus, where: str) -> None:
+    if status.admission is not None:
+        for i, psa in enumerate(status.admission.pod_set_assignments):
+            _check_quantities(psa.resource_usage, where, f"status.admission.podSetAssignments[{i}].resourceUsage")
+    for i, req in enumerate(status.resource_requests):
+        _check_quantities(req.resources, where, f"status.resourceRequests[{i}].resources")
+
+
+def _check_weight(fair_sharing: o.FairSharing | None, where: str) -> None:
+    if fair_sharing is not None and fair_sharing.weight is not None:
+        check_quantity(fair_sharing.weight, where, "spec.fairSharing.weight")
 
 
 # --- v1beta1 -> v1beta2 -----------------------------------------------------------------------------------------

@@ -85,8 +85,7 @@ def _batches(records: Iterable[ev.Record]) -> Iterable[tuple[str, list[ev.Record
         yield "decisions", current
 
 
-def verify(read: Callable[[], Iterable[ev.Record]], override: SchedulerConfig | None = None,
-           on_progress: Callable[[int], None] | None = None) -> VerifyReport:
+def verify(read: Callable[[], Iterable[ev.Record]], override: SchedulerConfig | None = None) -> VerifyReport:
     """``read`` is called twice (two passes over the log): first to find decision points, then to check them.
 
     ``override``: re-run every batch under this configuration instead of the one recorded in force at its input.
@@ -132,8 +131,6 @@ def verify(read: Callable[[], Iterable[ev.Record]], override: SchedulerConfig | 
         for r in recs:
             state.apply(r)
             expect_at(r.offset)
-        if on_progress is not None:
-            on_progress(len(recs))
     return report
 
 

@@ -25,8 +25,9 @@ import msgspec
 
 from events import objects as o
 from events import schema as ev
-from events.errors import UndecodableRecord
+from events.errors import InvalidRecord, UndecodableRecord
 from events.lazy import LazyObjectUpserted, LazyWorkload, UndecodablePart
+from events.quantity import QuantityError
 from events.timefmt import format_time, parse_time
 from projections import gates
 from projections.admissionchecks import applicable_checks
@@ -390,6 +391,8 @@ class ClusterState:
                 handler(self, e)
         except UndecodablePart as exc:  # a part of a lazily decoded event, read only now
             raise UndecodableRecord(record.offset, str(exc)) from exc
+        except QuantityError as exc:
+            raise InvalidRecord(record.offset, str(exc)) from exc
         if metered is not None:
             metered(self.metrics, self, e, seen)
         # Every trigger is about a workload, ``wl`` as the handler left it (the metrics hooks only read). One that

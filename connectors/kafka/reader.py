@@ -1,28 +1,39 @@
 """A Kafka log partition read the way the command-line tools read a log (``replay``, ``audit``, ``explain``,
 ``metrics``, ``pending``, ``replay --verify``, ``import``): synchronously, one batch at a time.
 
-The tools are synchronous code over :class:`events.filelog.FileLog`'s ``scan``. Here a consumer runs on a thread
-of its own (with its own event loop) and hands the batches over through a short queue, so a long log is never
-held in memory at once, and leaving the loop early stops the consumer.
+The tools are synchronous code over :class:`events.filelog.FileLog`'s ``scan``. The reader runs an event loop
+on a thread of its own (an anyio blocking portal) for as long as the tool runs, and opens the partition there
+once: the end offset, every scan and an ``import``'s append share one connection. A scan's consumer hands its
+batches over through a short queue, so a long log is never held in memory at once, and leaving the loop early
+stops the consumer.
 """
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import queue
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import TypeVar
+
+import anyio
+from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from connectors.kafka import snapshots
 from connectors.kafka.errors import KafkaLogError
-from connectors.kafka.log import KafkaLog
+from connectors.kafka.log import KafkaLog, to_kafka
 from connectors.kafka.settings import KafkaSettings, parse_url
 from events.errors import InvalidInput
 from events.log import Quarantined
 from events.schema import AnyEvent, Record
 from projections.cluster import ClusterState
 
+T = TypeVar("T")
+
 _END = object()
+
+_HANDOVER_BATCHES = 8
+"""Batches a scan's consumer may read ahead of the tool."""
 
 
 class _Failed:
@@ -31,7 +42,8 @@ class _Failed:
 
 
 class KafkaReader:
-    """``kafka://HOST:PORT/TOPIC[?shard=N]`` with the tools' subset of a log's interface."""
+    """``kafka://HOST:PORT/TOPIC[?shard=N]`` with the tools' subset of a log's interface. Close it with
+    :meth:`close_sync`."""
 
     def __init__(self, url: str, base: KafkaSettings | None = None, *, writes: bool = False) -> None:
         """``writes`` (``import``): the topics are created when missing, as ``kafka.create_topics`` says; a
@@ -39,29 +51,46 @@ class KafkaReader:
         self.url = url
         self.settings, self.shard = parse_url(url, base)
         self.create = None if writes else False
+        self._portal_cm: contextlib.AbstractContextManager[BlockingPortal] | None = None
+        self._portal: BlockingPortal | None = None
+        self._log: KafkaLog | None = None
 
-    async def _open(self) -> KafkaLog:
-        return await KafkaLog.open(self.settings, self.shard, create=self.create)
+    def _loop(self) -> BlockingPortal:
+        """The reader's own event loop, started on first use."""
+        if self._portal is None:
+            self._portal_cm = start_blocking_portal()
+            self._portal = self._portal_cm.__enter__()
+        return self._portal
+
+    def _call(self, fn: Callable[..., Awaitable[T]], *args: object) -> T:
+        """Run ``fn`` on the reader's own event loop and wait for it (from any thread but that loop's)."""
+        return self._loop().call(fn, *args)
+
+    async def _opened(self) -> KafkaLog:
+        if self._log is None:
+            self._log = await KafkaLog.open(self.settings, self.shard, create=self.create)
+        return self._log
+
+    @staticmethod
+    def record_of(offset: int) -> int:
+        """The Kafka offset of the record holding log offset ``offset``: what a progress bar counts here."""
+        return to_kafka(offset)
 
     async def end_offset(self) -> int:
-        log = await self._open()
-        try:
-            return await log.end_offset()
-        finally:
-            await log.close()
+        async def end() -> int:
+            return await (await self._opened()).end_offset()
+        return self._call(end)
 
     async def append(self, events: Sequence[AnyEvent]) -> list[int]:
-        log = await self._open()
-        try:
-            return await log.append(events)
-        finally:
-            await log.close()
+        async def append() -> list[int]:
+            return await (await self._opened()).append(events)
+        return self._call(append)
 
     async def latest_snapshot(self) -> tuple[str, ClusterState] | None:
         """The scheduler service's newest snapshot of this shard (a fold of a prefix of the partition), and where
         it was read; None when there is none, or it cannot be read (the tools then fold from the beginning)."""
         try:
-            found = await snapshots.load_latest(self.settings, self.shard)
+            found = self._call(snapshots.load_latest, self.settings, self.shard)
         except (KafkaLogError, InvalidInput):
             return None
         if found is None:
@@ -72,34 +101,32 @@ class KafkaReader:
     def scan(self, start: int = 0, quarantine: list[Quarantined] | None = None, *, lazy: bool = False
              ) -> Iterator[list[Record]]:
         """Every batch from ``start`` to the end the partition has when the read begins."""
-        handover: queue.Queue[object] = queue.Queue(maxsize=8)
+        handover: queue.Queue[object] = queue.Queue(maxsize=_HANDOVER_BATCHES)
         stopping = threading.Event()
 
+        async def hand(item: object) -> bool:
+            """Put ``item`` in the queue without blocking the loop; False once the tool has stopped reading."""
+            while not stopping.is_set():
+                try:
+                    handover.put_nowait(item)
+                    return True
+                except queue.Full:
+                    await anyio.sleep(0.002)
+            return False
+
         async def pump() -> None:
-            log = await self._open()
             try:
-                async for batch in log.read_batches(start, quarantine=quarantine, lazy=lazy):
-                    while not stopping.is_set():
-                        try:
-                            handover.put(batch, timeout=0.1)
-                            break
-                        except queue.Full:
-                            continue
-                    if stopping.is_set():
-                        return
-            finally:
-                await log.close()
-
-        def run() -> None:
-            try:
-                asyncio.run(pump())
+                log = await self._opened()
+                async with contextlib.aclosing(log.read_batches(start, quarantine=quarantine, lazy=lazy)) as batches:
+                    async for batch in batches:
+                        if not await hand(batch):
+                            return
             except BaseException as exc:  # noqa: BLE001 - handed to the reading thread, which raises it
-                handover.put(_Failed(exc))
+                await hand(_Failed(exc))
             else:
-                handover.put(_END)
+                await hand(_END)
 
-        thread = threading.Thread(target=run, name=f"kafka-reader-{self.settings.topic}", daemon=True)
-        thread.start()
+        pumping = self._loop().start_task_soon(pump)
         try:
             while True:
                 item = handover.get()
@@ -110,12 +137,16 @@ class KafkaReader:
                 yield item  # type: ignore[misc]
         finally:
             stopping.set()
-            while thread.is_alive():  # let a pump blocked on a full queue see ``stopping``
-                try:
-                    handover.get(timeout=0.1)
-                except queue.Empty:
-                    pass
-            thread.join()
+            pumping.result()
 
     def close_sync(self) -> None:
-        pass
+        """Close the partition and stop the reader's loop."""
+        if self._portal is None or self._portal_cm is None:
+            return
+        try:
+            if self._log is not None:
+                self._portal.call(self._log.close)
+        finally:
+            self._log = None
+            portal_cm, self._portal_cm, self._portal = self._portal_cm, None, None
+            portal_cm.__exit__(None, None, None)

@@ -9,8 +9,8 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TextIO, Union
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, TextIO, Union
 
 import anyio
 import yaml
@@ -32,11 +32,21 @@ if TYPE_CHECKING:
 Log = Union[FileLog, "KafkaReader"]  # noqa: UP007 - a forward reference
 """What the tools read: the embedded log, or a Kafka partition (:mod:`connectors.kafka.reader`)."""
 
-PROGRESS_MIN_EVENTS = 20_000
-"""Folds of fewer events than this finish too fast to be worth a progress bar."""
 
-_PROGRESS_STEP = 8_192
-"""Events between two progress-bar updates (rich's updates are not free)."""
+class ProgressUnit(NamedTuple):
+    """What a progress bar over a read of a log counts."""
+
+    name: str
+    minimum: int
+    """Reads shorter than this finish too fast to be worth a bar."""
+    step: int
+    """Units between two bar updates (rich's updates are not free)."""
+
+
+EVENTS = ProgressUnit("events", 20_000, 8_192)
+RECORDS = ProgressUnit("records", 1_000, 64)
+"""Kafka records, one appended batch each: a Kafka log's offsets are not dense, so its events are not counted
+before they are read."""
 
 
 class NotFound(KueueEsError):
@@ -177,9 +187,35 @@ def log_end(log: Log) -> int:
     return anyio.run(log.end_offset)
 
 
-def progress_total(log: Log, start: int, end: int) -> int:
-    """Events from ``start`` to ``end``, for a progress bar: 0 (no bar) on Kafka, whose offsets are not dense."""
-    return max(0, end - start) if isinstance(log, FileLog) else 0
+class read_progress:  # noqa: N801 - used as a context manager
+    """A progress bar over a read of ``log`` from offset ``start`` to ``end``, in the log's own unit: events on
+    the embedded log, Kafka records on Kafka. Entered, it gives ``past(offset)``: the read has got past that
+    offset."""
+
+    def __init__(self, log: Log, start: int, end: int, label: str, out: TextIO | None = None) -> None:
+        self.position: Callable[[int], int] = _offset if isinstance(log, FileLog) else log.record_of
+        self.unit = EVENTS if isinstance(log, FileLog) else RECORDS
+        self.done = self.position(start)
+        self.bar = progress_bar(max(0, self.position(end) - self.done), label, out, self.unit)
+
+    def __enter__(self) -> Callable[[int], None]:
+        advance = self.bar.__enter__()
+        if advance is _ignore:
+            return _ignore
+
+        def past(offset: int) -> None:
+            reached = self.position(offset) + 1
+            if reached > self.done:
+                advance(reached - self.done)
+                self.done = reached
+        return past
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.__exit__(*exc)
+
+
+def _offset(offset: int) -> int:
+    return offset
 
 
 def fold_log(
@@ -202,9 +238,8 @@ def fold_log(
     end = log_end(log)
     if to is not None:
         end = min(end, to + 1)
-    total = progress_total(log, start, end)
     applied = 0
-    with progress_bar(total, label, out) as advance:
+    with read_progress(log, start, end, label, out) as past:
         for batch in log.scan(start, quarantine, lazy=lazy and quarantine is None):
             if to is not None and batch[0].offset > to:
                 break
@@ -214,17 +249,17 @@ def fold_log(
                 if at is None or record.event.time <= at:
                     apply(record)
             applied += len(batch)
-            advance(len(batch))
+            past(batch[-1].offset)
     return applied
 
 
 class progress_bar:  # noqa: N801 - used as a context manager
     """A transient rich progress bar on stdout, only when stdout is a terminal and the fold is long."""
 
-    def __init__(self, total: int, label: str, out: TextIO | None = None) -> None:
+    def __init__(self, total: int, label: str, out: TextIO | None = None, unit: ProgressUnit = EVENTS) -> None:
         stream = out if out is not None else sys.stdout
-        self.total, self.label, self.stream = total, label, stream
-        self.show = total >= PROGRESS_MIN_EVENTS and _isatty(stream)
+        self.total, self.label, self.stream, self.unit = total, label, stream, unit
+        self.show = total >= unit.minimum and _isatty(stream)
         self._progress: Any = None
         self._task: Any = None
         self._pending = 0
@@ -240,12 +275,12 @@ class progress_bar:  # noqa: N801 - used as a context manager
             console=Console(file=self.stream), transient=True,
         )
         self._progress.start()
-        self._task = self._progress.add_task(f"{self.label} events", total=self.total)
+        self._task = self._progress.add_task(f"{self.label} {self.unit.name}", total=self.total)
         return self._advance
 
     def _advance(self, n: int) -> None:
         self._pending += n
-        if self._pending >= _PROGRESS_STEP:
+        if self._pending >= self.unit.step:
             self._progress.advance(self._task, self._pending)
             self._pending = 0
 
@@ -324,8 +359,3 @@ def warn(message: str) -> None:
 
 def one_line(message: str) -> str:
     return " ".join(str(message).split())
-
-
-def records(batches: Iterable[list[Record]]) -> Iterator[Record]:
-    for batch in batches:
-        yield from batch

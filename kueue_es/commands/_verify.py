@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
 from typing import Any
 
+from events.schema import Record
 from kueue_es.commands._common import (
     load_kueue_config,
     log_end,
     open_readonly,
-    progress_bar,
-    records,
+    read_progress,
     write_data,
 )
 from kueue_es.scheduler import config_record
@@ -23,8 +24,15 @@ def run_verify(args: argparse.Namespace) -> int:
     log = open_readonly(args.log)
     try:
         end = log_end(log)
-        with progress_bar(2 * end, "Verifying") as advance:
-            report = verify(lambda: records(log.scan(0, lazy=True)), override, on_progress=advance)
+        passes = iter(("Finding decisions in", "Verifying"))
+
+        def read() -> Iterator[Record]:
+            with read_progress(log, 0, end, next(passes, "Verifying")) as past:
+                for batch in log.scan(0, lazy=True):
+                    yield from batch
+                    past(batch[-1].offset)
+
+        report = verify(read, override)
     finally:
         log.close_sync()
     configs = [config_record.entry(e, off, document=False, invalid_ok=override is not None)

@@ -33,8 +33,7 @@ from kueue_es.commands._common import (
     add_log_argument,
     kafka_reader,
     log_end,
-    progress_bar,
-    progress_total,
+    read_progress,
     time_arg,
     warn,
     write_data,
@@ -104,7 +103,7 @@ def read_log(log: Log) -> tuple[int, dict[tuple[str, str], tuple[str, int]]]:
     event in Python is as much of the cost as the decoding left."""
     latest = 0
     current: dict[tuple[str, str], tuple[str, int]] = {}
-    with progress_bar(progress_total(log, 0, log_end(log)), "Reading") as advance:
+    with read_progress(log, 0, log_end(log), "Reading") as past:
         for batch in log.scan(lazy=True):
             for record in batch:
                 e = record.event
@@ -115,7 +114,7 @@ def read_log(log: Log) -> tuple[int, dict[tuple[str, str], tuple[str, int]]]:
                     current[(type(e.obj).__struct_config__.tag, e.key)] = (e.id, e.time)  # type: ignore[attr-defined]
                 elif kind is ObjectDeleted:
                     current.pop((e.kind, e.key), None)
-            advance(len(batch))
+            past(batch[-1].offset)
     return latest, current
 
 

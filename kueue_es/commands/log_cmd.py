@@ -25,6 +25,7 @@ from kueue_es.commands._common import (
     log_end,
     open_readonly,
     progress_bar,
+    read_progress,
     render_table,
     time_text,
     write_data,
@@ -66,15 +67,20 @@ def inspect_kafka(path: str) -> dict[str, Any]:
     by_type: dict[str, int] = {}
     first = last = None
     events = batches = 0
-    end = log_end(log)
-    for batch in log.scan():
-        batches += 1
-        events += len(batch)
-        for r in batch:
-            tag = type(r.event).__struct_config__.tag  # type: ignore[attr-defined]
-            by_type[tag] = by_type.get(tag, 0) + 1
-            first = r.event.time if first is None else min(first, r.event.time)
-            last = r.event.time if last is None else max(last, r.event.time)
+    try:
+        end = log_end(log)
+        with read_progress(log, 0, end, "Inspecting") as past:
+            for batch in log.scan():
+                batches += 1
+                events += len(batch)
+                for r in batch:
+                    tag = type(r.event).__struct_config__.tag  # type: ignore[attr-defined]
+                    by_type[tag] = by_type.get(tag, 0) + 1
+                    first = r.event.time if first is None else min(first, r.event.time)
+                    last = r.event.time if last is None else max(last, r.event.time)
+                past(batch[-1].offset)
+    finally:
+        log.close_sync()
     return {"log": path, "batches": batches, "events": events, "endOffset": end,
             "byType": dict(sorted(by_type.items())), "firstTime": time_text(first) if first is not None else None,
             "lastTime": time_text(last) if last is not None else None}

@@ -64,8 +64,7 @@ class AfsFold:
 
     def __init__(self, afs: AdmissionFairSharingConfig) -> None:
         self.half_life = parse_duration(afs.usage_half_life_time, "admissionFairSharing.usageHalfLifeTime")
-        self.interval = max(1, parse_duration(afs.usage_sampling_interval,
-                                              "admissionFairSharing.usageSamplingInterval"))
+        self.interval = afs.sampling_interval_ms
         self.weights = dict(afs.resource_weights)
         self.penalty_alpha = self.alpha(self.interval)
         self.queues: dict[str, _Queue] = {}

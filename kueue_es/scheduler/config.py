@@ -30,6 +30,11 @@ class AdmissionFairSharingConfig(_Cfg):
     usage_sampling_interval: str = "5m"
     resource_weights: dict[str, float] = {}
 
+    @property
+    def sampling_interval_ms(self) -> int:
+        """``usageSamplingInterval``; zero (or unset) is Kueue's default of 5 minutes."""
+        return parse_duration(self.usage_sampling_interval, "admissionFairSharing.usageSamplingInterval") or 300_000
+
 
 class RequeuingStrategy(_Cfg):
     timestamp: str = "Eviction"
@@ -148,7 +153,10 @@ def parse_duration(text: str, where: str = "duration") -> int:
         unit = "ms" if s.startswith("ms", i) else ch
         if unit not in units or not num:
             raise InvalidInput(f"{where}: invalid duration {text!r}")
-        total += int(float(num) * units[unit])
+        try:
+            total += int(float(num) * units[unit])
+        except ValueError:  # "1.2.3s"
+            raise InvalidInput(f"{where}: invalid duration {text!r}") from None
         num = ""
         i += len(unit)
     if num:
@@ -184,6 +192,8 @@ def load_config(doc: dict[str, Any], source: str = "<config>") -> SchedulerConfi
                                        f"must not be negative (got {value!r})")
                 parse_duration(value, f"{source}: field `objectRetentionPolicies.workloads.{name}`")
     _validate_resources(cfg, source)
+    if cfg.admission_fair_sharing is not None:
+        _validate_admission_fair_sharing(cfg.admission_fair_sharing, source)
     if cfg.fair_sharing is not None:
         allowed = (["LessThanOrEqualToFinalShare"], ["LessThanInitialShare"],
                    ["LessThanOrEqualToFinalShare", "LessThanInitialShare"], [])
@@ -191,6 +201,18 @@ def load_config(doc: dict[str, Any], source: str = "<config>") -> SchedulerConfi
             raise InvalidInput(f"{source}: field `fairSharing.preemptionStrategies`: unsupported list "
                                f"{cfg.fair_sharing.preemption_strategies}")
     return cfg
+
+
+def _validate_admission_fair_sharing(afs: AdmissionFairSharingConfig, source: str) -> None:
+    """Kueue's checks: durations that parse and are not negative (the parser takes no sign), weights not
+    negative. A zero sampling interval is Kueue's default, 5 minutes (:attr:`sampling_interval_ms`)."""
+    at = f"{source}: field `admissionFairSharing"
+    parse_duration(afs.usage_half_life_time, f"{at}.usageHalfLifeTime`")
+    parse_duration(afs.usage_sampling_interval, f"{at}.usageSamplingInterval`")
+    for resource in sorted(afs.resource_weights):
+        if not afs.resource_weights[resource] >= 0:  # NaN too
+            raise InvalidInput(f"{at}.resourceWeights.{resource}`: must not be negative, "
+                               f"got {afs.resource_weights[resource]}")
 
 
 def _validate_resources(cfg: SchedulerConfig, source: str) -> None:

@@ -11,6 +11,7 @@ import msgspec
 import pytest
 from clihelp import FIXTURES, append, kueue_es, log_size, one_line_error
 
+from events import objects as o
 from events import schema as ev
 from events.filelog import HEADER, FileLog, scan_frames
 
@@ -116,6 +117,35 @@ BAD_INPUTS = {
         "spec:\n  queueName: lq\n  podSets:\n  - name: main\n    count: 2\n    template: {spec: {containers: [{name: c}]}}\n"
         "status:\n  reclaimablePods: [{name: workers, count: 1}]\n",
         ["document 2", "(Workload w)", "field `status.reclaimablePods[workers].name`: not a pod set (pod sets: main)"],
+    ),
+    "integer-beyond-64-bits": (
+        GOOD_DOC + "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata:\n  name: w\n  namespace: team\n"
+        "spec:\n  queueName: lq\n  priority: 18446744073709551616\n  podSets:\n  - name: main\n    count: 1\n"
+        "    template: {spec: {containers: [{name: c}]}}\n",
+        ["document 2", "(Workload w)", "field `spec.priority`: 18446744073709551616 is out of range (at most 64 bits)"],
+    ),
+    "bad-request-beside-a-limit": (
+        GOOD_DOC + "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata:\n  name: w\n  namespace: team\n"
+        "spec:\n  queueName: lq\n  podSets:\n  - name: main\n    count: 1\n    template: {spec: {containers: "
+        "[{name: c, resources: {requests: {cpu: NaN}, limits: {cpu: '1'}}}]}}\n",
+        ["document 2", "(Workload w)", "field `spec.podSets[0].template.spec.containers[0].resources: cpu`",
+         "invalid quantity 'NaN'"],
+    ),
+    "bad-admission-usage": (
+        GOOD_DOC + "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata:\n  name: w\n  namespace: team\n"
+        "spec:\n  queueName: lq\n  podSets:\n  - name: main\n    count: 1\n    template: {spec: {containers: [{name: c}]}}\n"
+        "status:\n  admission:\n    clusterQueue: cq\n    podSetAssignments:\n    - name: main\n"
+        "      flavors: {cpu: fine}\n      resourceUsage: {cpu: lots}\n",
+        ["document 2", "(Workload w)", "field `status.admission.podSetAssignments[0].resourceUsage.cpu`",
+         "invalid quantity 'lots'"],
+    ),
+    "bad-node-allocatable": (
+        GOOD_DOC + "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: n1\nstatus:\n  allocatable: {cpu: four}\n",
+        ["document 2", "(Node n1)", "field `status.allocatable.cpu`", "invalid quantity 'four'"],
+    ),
+    "kind-null": (
+        GOOD_DOC + "---\napiVersion: v1\nkind: null\nmetadata:\n  name: x\n",
+        ["document 2", "field `kind` is required"],
     ),
     "limit-range-type": (
         GOOD_DOC + "---\napiVersion: v1\nkind: LimitRange\nmetadata:\n  name: lr\n  namespace: team\nspec:\n"
@@ -312,6 +342,22 @@ def test_undecodable_event_stops_replay_unless_quarantined(log: Path) -> None:
     assert inspect["byType"]["EventFromTheFuture"] == 1
 
 
+def test_an_invalid_quantity_in_the_log_stops_the_fold_naming_its_offset(log: Path) -> None:
+    """What ``import`` now refuses, written by a producer that did not check it: the fold stops at the event
+    with one line naming it, lazily decoded or not, instead of a traceback."""
+    wl = msgspec.convert({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": {"name": "odd", "namespace": "team-a", "uid": "odd"},
+        "spec": {"queueName": "lq-a", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "NaN"}, "limits": {"cpu": "1"}}}]}}}]},
+    }, o.KueueObject)
+    append(log, [ev.ObjectUpserted(time=1_714_600_000_000, key=wl.key, uid="odd", obj=wl)])  # offset 11
+    for flags in ([], ["--quarantine"]):
+        r = kueue_es("replay", "--log", log, *flags)
+        assert r.code == 1, r.err
+        assert "the event at log offset 11 holds an invalid object: invalid quantity 'NaN'" in one_line_error(r)
+
+
 def test_import_while_another_writer_holds_the_log(log: Path) -> None:
     writer = FileLog.open(log)
     try:
@@ -385,3 +431,21 @@ def test_a_resources_stanza_kueue_refuses_is_refused_naming_the_field(tmp_path: 
     r = kueue_es("schedule", "-f", CLUSTER, "--config", cfg)
     assert r.code == 2
     assert one_line_error(r) == f"kueue-es: error: {cfg}: Configuration: {error}"
+
+
+@pytest.mark.parametrize(("afs", "error"), [
+    ("  usageHalfLifeTime: -1h\n", "field `admissionFairSharing.usageHalfLifeTime`: invalid duration '-1h'"),
+    ("  usageSamplingInterval: '30'\n",
+     "field `admissionFairSharing.usageSamplingInterval`: invalid duration '30' (missing unit)"),
+    ("  usageSamplingInterval: 1.2.3s\n",
+     "field `admissionFairSharing.usageSamplingInterval`: invalid duration '1.2.3s'"),
+    ("  resourceWeights: {cpu: -1}\n", "field `admissionFairSharing.resourceWeights.cpu`: must not be negative, got -1.0"),
+])
+def test_an_admission_fair_sharing_stanza_kueue_refuses_is_refused_naming_the_field(tmp_path: Path, afs: str,
+                                                                                    error: str) -> None:
+    """Before, these were taken and the scheduler raised on them at its first cycle, on every start."""
+    cfg = tmp_path / "kueue.yaml"
+    cfg.write_text(f"apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nadmissionFairSharing:\n{afs}")
+    r = kueue_es("schedule", "-f", CLUSTER, "--config", cfg)
+    assert r.code == 2
+    assert one_line_error(r) == f"kueue-es: error: {cfg}: {error}"

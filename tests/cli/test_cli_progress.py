@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import os
-import pty
-import subprocess
-import sys
 from pathlib import Path
 
 import anyio
 import pytest
 from clihelp import kueue_es
+from fixtures.terminal import run_on_terminal
 
 from events import schema as ev
 from events.filelog import FileLog
-from kueue_es.commands._common import PROGRESS_MIN_EVENTS
+from kueue_es.commands._common import EVENTS
 
 
 def ticks_log(path: Path, n: int) -> Path:
@@ -25,37 +22,16 @@ def ticks_log(path: Path, n: int) -> Path:
     return path
 
 
-def run_on_terminal(*args: str | Path) -> tuple[int, str]:
-    controller, terminal = pty.openpty()
-    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
-    proc = subprocess.Popen([sys.executable, "-m", "kueue_es", *map(str, args)], stdout=terminal,
-                            stderr=subprocess.PIPE, env=env)
-    os.close(terminal)
-    chunks = []
-    while True:
-        try:
-            data = os.read(controller, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(controller)
-    _, err = proc.communicate(timeout=120)
-    assert b"Traceback" not in err, err
-    return proc.returncode, b"".join(chunks).decode(errors="replace")
-
-
 @pytest.fixture(scope="module")
 def long_log(tmp_path_factory) -> Path:
-    return ticks_log(tmp_path_factory.mktemp("progress") / "log", PROGRESS_MIN_EVENTS + 5000)
+    return ticks_log(tmp_path_factory.mktemp("progress") / "log", EVENTS.minimum + 5000)
 
 
 def test_progress_bar_on_a_terminal(long_log: Path) -> None:
     code, out = run_on_terminal("replay", "--log", long_log)
     assert code == 0
     assert "Replaying events" in out
-    assert f"state at offset {PROGRESS_MIN_EVENTS + 4999}" in out
+    assert f"state at offset {EVENTS.minimum + 4999}" in out
 
 
 def test_no_progress_bar_when_piped(long_log: Path) -> None:
@@ -69,3 +45,10 @@ def test_no_progress_bar_for_a_short_replay(tmp_path: Path) -> None:
     code, out = run_on_terminal("replay", "--log", ticks_log(tmp_path / "log", 100))
     assert code == 0
     assert "Replaying" not in out and "state at offset 99" in out
+
+
+def test_verify_shows_both_passes(long_log: Path) -> None:
+    code, out = run_on_terminal("replay", "--log", long_log, "--verify")
+    assert code == 0
+    assert "Finding decisions in events" in out and "Verifying events" in out
+    assert "verified: 0 decision batches" in out

@@ -65,6 +65,12 @@ def test_fold_does_not_depend_on_when_it_is_read(draws, half_life) -> None:
         assert once.consumed(lq, end) == stepwise.consumed(lq, end)
 
 
+def test_a_zero_sampling_interval_is_kueues_default_of_five_minutes() -> None:
+    for given_ in ("0s", "0", ""):
+        assert AfsFold(AdmissionFairSharingConfig(usage_sampling_interval=given_)).interval == 300_000
+    assert AfsFold(AdmissionFairSharingConfig(usage_sampling_interval="1m")).interval == 60_000
+
+
 def test_known_values() -> None:
     afs = AdmissionFairSharingConfig(usage_half_life_time="10m", usage_sampling_interval="1m")
     f = AfsFold(afs)
