@@ -9,7 +9,8 @@ gates that change a decision here are read (``TASBalancedPlacement``, ``TASMulti
 ``UnadmittedWorkloadsObservability``, ``QuotaCheckStrategy``, without which ``resources.quotaCheckStrategy``
 is neither checked nor used, and the three the projection reads from the recorded document: ``ReclaimablePods``,
 ``PrioritySortingWithinCohort``, :mod:`projections.queue_order`, and ``LocalQueueMetrics``,
-:mod:`projections.metrics`), the
+:mod:`projections.metrics`; and ``WorkloadPriorityClassDefaulting``, read by the Job webhook,
+:mod:`connectors.k8s.webhook`), the
 others are known so that a user's existing configuration is accepted as Kueue accepts it.
 
 The table and :func:`enabled` live beside the projections because the fold reads gates too, from the
@@ -31,6 +32,7 @@ TAS_MULTI_LAYER_TOPOLOGY = "TASMultiLayerTopology"
 UNADMITTED_WORKLOADS_OBSERVABILITY = "UnadmittedWorkloadsObservability"
 QUOTA_CHECK_STRATEGY = "QuotaCheckStrategy"
 LOCAL_QUEUE_METRICS = "LocalQueueMetrics"
+WORKLOAD_PRIORITY_CLASS_DEFAULTING = "WorkloadPriorityClassDefaulting"
 
 GATES: dict[str, tuple[str, bool]] = {
     "PartialAdmission": (BETA, True),
@@ -93,7 +95,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "TASRespectNodeAffinityPreferred": (ALPHA, False),
     "MultiKueueManagerQuotaAutomation": (ALPHA, False),
     "WorkloadIdentifierAnnotations": (BETA, True),
-    "WorkloadPriorityClassDefaulting": (BETA, True),
+    WORKLOAD_PRIORITY_CLASS_DEFAULTING: (BETA, True),
     "MetricsForCohorts": (BETA, True),
     "CleanupProvisioningRequestsOnEviction": (BETA, True),
     "TASHandleOverlappingFlavors": (BETA, True),
