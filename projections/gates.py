@@ -10,7 +10,8 @@ gates that change a decision here are read (``TASBalancedPlacement``, ``TASMulti
 is neither checked nor used, and the three the projection reads from the recorded document: ``ReclaimablePods``,
 ``PrioritySortingWithinCohort``, :mod:`projections.queue_order`, and ``LocalQueueMetrics``,
 :mod:`projections.metrics`; and ``WorkloadPriorityClassDefaulting``, read by the Job webhook,
-:mod:`connectors.k8s.webhook`), the
+:mod:`connectors.k8s.webhook`; ``PartialAdmission``, without which the scheduler never reduces pod counts and
+a Job's Workload gets no ``minCount``), the
 others are known so that a user's existing configuration is accepted as Kueue accepts it.
 
 The table and :func:`enabled` live beside the projections because the fold reads gates too, from the
@@ -33,9 +34,10 @@ UNADMITTED_WORKLOADS_OBSERVABILITY = "UnadmittedWorkloadsObservability"
 QUOTA_CHECK_STRATEGY = "QuotaCheckStrategy"
 LOCAL_QUEUE_METRICS = "LocalQueueMetrics"
 WORKLOAD_PRIORITY_CLASS_DEFAULTING = "WorkloadPriorityClassDefaulting"
+PARTIAL_ADMISSION = "PartialAdmission"
 
 GATES: dict[str, tuple[str, bool]] = {
-    "PartialAdmission": (BETA, True),
+    PARTIAL_ADMISSION: (BETA, True),
     "ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp": (ALPHA, False),
     "FlavorFungibility": (BETA, True),
     "VisibilityOnDemand": (BETA, True),
