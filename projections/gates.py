@@ -153,6 +153,31 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
 }
 
 
+MODELLED = frozenset({
+    PARTIAL_ADMISSION, DISABLE_WAIT_FOR_PODS_READY, "PrioritySortingWithinCohort", LOCAL_QUEUE_METRICS,
+    TAS_BALANCED_PLACEMENT, "ReclaimablePods", TAS_MULTI_LAYER_TOPOLOGY, QUOTA_CHECK_STRATEGY,
+    WORKLOAD_PRIORITY_CLASS_DEFAULTING, UNADMITTED_WORKLOADS_OBSERVABILITY,
+})
+"""The gates whose both settings kueue-es models. Every other one is accepted, as Kueue accepts it, and kueue-es
+behaves as under its default (:func:`ignored`)."""
+
+
+def ignored(gates: Mapping[str, bool]) -> list[str]:
+    """The gates ``gates`` turns away from their default although kueue-es models only the default, in name
+    order: what a user should be told, since the setting changes nothing here."""
+    return [name for name in sorted(GATES) if name not in MODELLED and enabled(gates, name) != GATES[name][1]]
+
+
+def ignored_note(gates: Mapping[str, bool], source: str) -> str | None:
+    """The warning for :func:`ignored` gates (None when there are none)."""
+    names = ignored(gates)
+    if not names:
+        return None
+    listed = ", ".join(f"{n} (default {'on' if GATES[n][1] else 'off'})" for n in names)
+    return (f"{source}: featureGates: kueue-es models {listed} only at the default; the setting is accepted, as "
+            "Kueue accepts it, and changes nothing here")
+
+
 def enabled(gates: Mapping[str, bool], name: str) -> bool:
     """Whether gate ``name`` is on under the configuration's ``gates`` (validated by :func:`errors`)."""
     value = gates.get(name)
