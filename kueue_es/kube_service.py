@@ -135,7 +135,7 @@ async def serve(settings: Any, opts: Any, stop: asyncio.Event, report: Any) -> N
             stanza = job_webhook.conversion_stanza(k, bundle.ca_pem) if bundle and k.webhook_register else None
             await crds.install(client, docs=crds.all_crds(stanza))
         if k.webhook_port:  # every replica serves it, standbys too
-            webhook = await job_webhook.serve(client, k, bundle)
+            webhook = await job_webhook.serve(client, k, bundle, feature_gates=opts.config.feature_gates)
         if k.visibility_port:
             visibility = await visibility_api.serve(client, k)
         if k.leader_election:

@@ -34,6 +34,7 @@ from kueue_es.config import DEFAULT_EMBEDDED_LOG, MetricsSettings, Settings
 from kueue_es.scheduler import DEFAULT, SchedulerConfig, decide, next_deadline
 from kueue_es.scheduler.config import load_config
 from kueue_es.scheduler.config_record import DEFAULT_DOCUMENT
+from projections import gates
 from projections.cluster import ClusterState
 
 Report = Callable[[str, dict[str, Any]], None]
@@ -58,7 +59,11 @@ def kueue_configuration(settings: Settings) -> tuple[SchedulerConfig, dict[str, 
     if len(manifest.configs) != 1 or manifest.objects:
         raise InvalidInput(f"{path}: expected exactly one Kueue Configuration document "
                            "($.scheduler.kueue_config)")
-    return load_config(manifest.configs[0], path), manifest.configs[0]
+    config = load_config(manifest.configs[0], path)
+    note = gates.ignored_note(config.feature_gates, path)
+    if note is not None:
+        sys.stderr.write(f"kueue-es: warning: {note}\n")
+    return config, manifest.configs[0]
 
 
 def options(settings: Settings) -> ServiceOptions:

@@ -9,7 +9,9 @@ gates that change a decision here are read (``TASBalancedPlacement``, ``TASMulti
 ``UnadmittedWorkloadsObservability``, ``QuotaCheckStrategy``, without which ``resources.quotaCheckStrategy``
 is neither checked nor used, and the three the projection reads from the recorded document: ``ReclaimablePods``,
 ``PrioritySortingWithinCohort``, :mod:`projections.queue_order`, and ``LocalQueueMetrics``,
-:mod:`projections.metrics`), the
+:mod:`projections.metrics`; and ``WorkloadPriorityClassDefaulting``, read by the Job webhook,
+:mod:`connectors.k8s.webhook`; ``PartialAdmission``, without which the scheduler never reduces pod counts and
+a Job's Workload gets no ``minCount``), the
 others are known so that a user's existing configuration is accepted as Kueue accepts it.
 
 The table and :func:`enabled` live beside the projections because the fold reads gates too, from the
@@ -31,9 +33,11 @@ TAS_MULTI_LAYER_TOPOLOGY = "TASMultiLayerTopology"
 UNADMITTED_WORKLOADS_OBSERVABILITY = "UnadmittedWorkloadsObservability"
 QUOTA_CHECK_STRATEGY = "QuotaCheckStrategy"
 LOCAL_QUEUE_METRICS = "LocalQueueMetrics"
+WORKLOAD_PRIORITY_CLASS_DEFAULTING = "WorkloadPriorityClassDefaulting"
+PARTIAL_ADMISSION = "PartialAdmission"
 
 GATES: dict[str, tuple[str, bool]] = {
-    "PartialAdmission": (BETA, True),
+    PARTIAL_ADMISSION: (BETA, True),
     "ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp": (ALPHA, False),
     "FlavorFungibility": (BETA, True),
     "VisibilityOnDemand": (BETA, True),
@@ -93,7 +97,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "TASRespectNodeAffinityPreferred": (ALPHA, False),
     "MultiKueueManagerQuotaAutomation": (ALPHA, False),
     "WorkloadIdentifierAnnotations": (BETA, True),
-    "WorkloadPriorityClassDefaulting": (BETA, True),
+    WORKLOAD_PRIORITY_CLASS_DEFAULTING: (BETA, True),
     "MetricsForCohorts": (BETA, True),
     "CleanupProvisioningRequestsOnEviction": (BETA, True),
     "TASHandleOverlappingFlavors": (BETA, True),
@@ -147,6 +151,31 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
     "FlavorFungibilityPreserveScanProgress": ("FlavorFungibility",),
     "SchedulingEquivalenceHashingIgnorePodSetName": ("SchedulingEquivalenceHashing",),
 }
+
+
+MODELLED = frozenset({
+    PARTIAL_ADMISSION, DISABLE_WAIT_FOR_PODS_READY, "PrioritySortingWithinCohort", LOCAL_QUEUE_METRICS,
+    TAS_BALANCED_PLACEMENT, "ReclaimablePods", TAS_MULTI_LAYER_TOPOLOGY, QUOTA_CHECK_STRATEGY,
+    WORKLOAD_PRIORITY_CLASS_DEFAULTING, UNADMITTED_WORKLOADS_OBSERVABILITY,
+})
+"""The gates whose both settings kueue-es models. Every other one is accepted, as Kueue accepts it, and kueue-es
+behaves as under its default (:func:`ignored`)."""
+
+
+def ignored(gates: Mapping[str, bool]) -> list[str]:
+    """The gates ``gates`` turns away from their default although kueue-es models only the default, in name
+    order: what a user should be told, since the setting changes nothing here."""
+    return [name for name in sorted(GATES) if name not in MODELLED and enabled(gates, name) != GATES[name][1]]
+
+
+def ignored_note(gates: Mapping[str, bool], source: str) -> str | None:
+    """The warning for :func:`ignored` gates (None when there are none)."""
+    names = ignored(gates)
+    if not names:
+        return None
+    listed = ", ".join(f"{n} (default {'on' if GATES[n][1] else 'off'})" for n in names)
+    return (f"{source}: featureGates: kueue-es models {listed} only at the default; the setting is accepted, as "
+            "Kueue accepts it, and changes nothing here")
 
 
 def enabled(gates: Mapping[str, bool], name: str) -> bool:

@@ -94,6 +94,7 @@ from connectors.k8s.writer import desired_status, observed_status
 from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
+from projections import gates
 from projections.pods_ready_condition import WAIT_FOR_START
 from projections.workloads import ADMITTED, FINISHED, WorkloadInfo, topology_request_from_annotations
 
@@ -405,6 +406,13 @@ class JobIntegration:
         self.stats.pod_class_missing += 1
         log.warning("PriorityClass not found: no workload created", job=job.key, priority_class=pc_name)
 
+    def _partial_admission(self) -> bool:
+        """Kueue's PartialAdmission gate under the Configuration recorded in the log: without it, Kueue drops a
+        Workload's minCount."""
+        config = self.state.config
+        return gates.enabled(gates.of_document(config.document if config is not None else None),
+                             gates.PARTIAL_ADMISSION)
+
     def workload_for(self, raw_job: dict[str, Any], name: str) -> dict[str, Any]:
         """The Workload to create for ``raw_job``. Raises :class:`InvalidInput` for labels Kueue's job webhook
         refuses, :class:`WorkloadPriorityClassNotFound` when the class the Job names is not in the log,
@@ -424,7 +432,7 @@ class JobIntegration:
         pod_set: dict[str, Any] = {"name": "main", "count": count, "template": template,
                                    "topologyRequest": _topology_request(tmeta.get("annotations") or {})}
         min_par = (meta.get("annotations") or {}).get(MIN_PARALLELISM)
-        if min_par and min_par.isdigit() and 1 <= int(min_par) < count:
+        if min_par and min_par.isdigit() and 1 <= int(min_par) < count and self._partial_admission():
             pod_set["minCount"] = int(min_par)
         wl_spec: dict[str, Any] = {"queueName": labels[QUEUE_LABEL], "podSets": [pod_set]}
         ref = workload_priority(self.state, labels, (template.get("spec") or {}).get("priorityClassName"))

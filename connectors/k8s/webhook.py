@@ -4,6 +4,10 @@ On **create** (Kueue's webhook is registered for creation only: unsuspending an 
 
 * no ``kueue.x-k8s.io/queue-name`` label and the namespace has a LocalQueue named ``default`` → the label is set
   to ``default`` (Kueue's LocalQueue defaulting);
+* no ``kueue.x-k8s.io/priority-class`` label and a WorkloadPriorityClass named ``default`` exists → the label is
+  set to ``default``, whatever the pod template's ``priorityClassName`` (Kueue's WorkloadPriorityClass
+  defaulting, under its ``WorkloadPriorityClassDefaulting`` gate, beta and on by default; like Kueue, for every
+  Job created, with a queue name or not);
 * a queue name and ``spec.suspend`` not true → ``spec.suspend: true``, so no pod starts before admission;
 * a ``kueue.x-k8s.io/max-exec-time-seconds`` label that is not an integer greater than 0 → the Job is refused
   (403, with Kueue's field error: :func:`connectors.k8s.jobs.max_execution_seconds`), as Kueue's validating job
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 import base64
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +36,11 @@ from aiohttp import web
 from connectors.k8s import conversion, crds, https, jobs
 from connectors.k8s.certs import CertBundle, self_signed
 from connectors.k8s.client import KubeClient
-from connectors.k8s.errors import AlreadyExists, NotFound
+from connectors.k8s.errors import AlreadyExists, KubeError, NotFound
 from connectors.k8s.resources import BY_KIND, Resource
 from connectors.k8s.settings import KubeSettings
 from events.errors import InvalidInput
+from projections import gates
 
 log = structlog.get_logger("kueue_es.k8s.webhook")
 
@@ -48,21 +53,29 @@ MUTATING_CONFIGS = Resource("MutatingWebhookConfiguration", "admissionregistrati
                             "mutatingwebhookconfigurations", False)
 SECRETS = Resource("Secret", "", "v1", "secrets", True)
 
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+DEFAULT_PRIORITY_CLASS = "default"
+
 HasDefaultQueue = Callable[[str], Awaitable[bool]]
+HasDefaultPriorityClass = Callable[[], Awaitable[bool]]
 
 
-def job_patch(job: dict[str, Any], has_default_queue: bool) -> list[dict[str, Any]]:
+def job_patch(job: dict[str, Any], has_default_queue: bool, has_default_priority_class: bool = False
+              ) -> list[dict[str, Any]]:
     """The JSON patch Kueue's defaulting makes to a Job being created (empty: nothing to change)."""
     meta = job.get("metadata") or {}
     labels = meta.get("labels") or {}
-    ops: list[dict[str, Any]] = []
+    added: dict[str, str] = {}
     queue = labels.get(QUEUE_LABEL, "")
     if not queue and has_default_queue:
-        queue = DEFAULT_QUEUE
-        if "labels" in meta and meta["labels"] is not None:
-            ops.append({"op": "add", "path": "/metadata/labels/" + _escape(QUEUE_LABEL), "value": queue})
-        else:
-            ops.append({"op": "add", "path": "/metadata/labels", "value": {QUEUE_LABEL: queue}})
+        queue = added[QUEUE_LABEL] = DEFAULT_QUEUE
+    if not labels.get(PRIORITY_LABEL) and has_default_priority_class:
+        added[PRIORITY_LABEL] = DEFAULT_PRIORITY_CLASS
+    ops: list[dict[str, Any]] = []
+    if added and meta.get("labels") is None:
+        ops.append({"op": "add", "path": "/metadata/labels", "value": added})
+    else:
+        ops += [{"op": "add", "path": "/metadata/labels/" + _escape(k), "value": v} for k, v in added.items()]
     if queue and (job.get("spec") or {}).get("suspend") is not True:
         ops.append({"op": "add", "path": "/spec/suspend", "value": True})
     return ops
@@ -77,8 +90,10 @@ def job_refusal(job: dict[str, Any]) -> str | None:
     return None
 
 
-async def review(body: bytes, has_default_queue: HasDefaultQueue) -> dict[str, Any]:
-    """Answer one AdmissionReview (v1) for a Job."""
+async def review(body: bytes, has_default_queue: HasDefaultQueue,
+                 has_default_priority_class: HasDefaultPriorityClass | None = None) -> dict[str, Any]:
+    """Answer one AdmissionReview (v1) for a Job. ``has_default_priority_class``: None when the
+    ``WorkloadPriorityClassDefaulting`` gate is off."""
     req = msgspec.json.decode(body).get("request") or {}
     response: dict[str, Any] = {"uid": req.get("uid", ""), "allowed": True}
     job = req.get("object") or {}
@@ -88,7 +103,9 @@ async def review(body: bytes, has_default_queue: HasDefaultQueue) -> dict[str, A
         namespace = req.get("namespace") or (job.get("metadata") or {}).get("namespace", "")
         labels = (job.get("metadata") or {}).get("labels") or {}
         default = not labels.get(QUEUE_LABEL) and bool(namespace) and await has_default_queue(namespace)
-        ops = job_patch(job, default)
+        default_class = (has_default_priority_class is not None and not labels.get(PRIORITY_LABEL)
+                         and await has_default_priority_class())
+        ops = job_patch(job, default, default_class)
         if ops:
             response["patchType"] = "JSONPatch"
             response["patch"] = base64.b64encode(msgspec.json.encode(ops)).decode()
@@ -108,12 +125,31 @@ def default_queue_lookup(client: KubeClient) -> HasDefaultQueue:
     return has_default_queue
 
 
+def default_priority_class_lookup(client: KubeClient) -> HasDefaultPriorityClass:
+    """Whether a WorkloadPriorityClass ``default`` exists — asked of the apiserver, as Kueue's webhook asks. As
+    there, a failed lookup labels nothing (and is logged) rather than failing the Job's creation."""
+
+    async def has_default_priority_class() -> bool:
+        try:
+            await client.get(BY_KIND["WorkloadPriorityClass"], DEFAULT_PRIORITY_CLASS)
+        except NotFound:
+            return False
+        except KubeError as exc:
+            log.warning("cannot look up the default WorkloadPriorityClass", error=str(exc))
+            return False
+        return True
+
+    return has_default_priority_class
+
+
 class WebhookServer:
     """HTTPS on ``address:port`` with the given certificate: the Job webhook at :data:`PATH`, the CRD conversion
     webhook at :data:`connectors.k8s.conversion.PATH`."""
 
-    def __init__(self, has_default_queue: HasDefaultQueue) -> None:
+    def __init__(self, has_default_queue: HasDefaultQueue,
+                 has_default_priority_class: HasDefaultPriorityClass | None = None) -> None:
         self.has_default_queue = has_default_queue
+        self.has_default_priority_class = has_default_priority_class
         self.reviews = 0
         self.patched = 0
         self.refused = 0
@@ -135,7 +171,7 @@ class WebhookServer:
 
     async def _handle(self, request: web.Request) -> web.Response:
         try:
-            out = await review(await request.read(), self.has_default_queue)
+            out = await review(await request.read(), self.has_default_queue, self.has_default_priority_class)
         except (msgspec.DecodeError, AttributeError, TypeError) as exc:
             return web.json_response({"error": f"not an AdmissionReview: {exc}"}, status=400)
         self.reviews += 1
@@ -229,12 +265,15 @@ def conversion_stanza(k: KubeSettings, ca_pem: bytes = b"") -> dict[str, Any]:
                                    service=None if k.webhook_url else (k.webhook_service, k.lease_namespace, 443))
 
 
-async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None = None) -> WebhookServer:
+async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None = None, *,
+                feature_gates: Mapping[str, bool] | None = None) -> WebhookServer:
     """Start the webhook as ``k`` says (with ``bundle``, else :func:`certificate`); when ``webhook_register``,
-    register the Job webhook and point the CRDs' conversion at it, both trusting its CA. Stop it when done."""
+    register the Job webhook and point the CRDs' conversion at it, both trusting its CA. Stop it when done.
+    ``feature_gates``: the Kueue Configuration's (``WorkloadPriorityClassDefaulting``)."""
     bundle = bundle or await certificate(client, k)
     _, cert, key = bundle.write(tempfile.mkdtemp(prefix="kueue-es-webhook-"))
-    server = WebhookServer(default_queue_lookup(client))
+    defaulting = gates.enabled(feature_gates or {}, gates.WORKLOAD_PRIORITY_CLASS_DEFAULTING)
+    server = WebhookServer(default_queue_lookup(client), default_priority_class_lookup(client) if defaulting else None)
     await server.start(k.webhook_address, k.webhook_port, str(cert), str(key))
     if k.webhook_register:
         await register(client, configuration(

@@ -24,6 +24,7 @@ from events.schema import Record
 from events.timefmt import format_time_ms, parse_time
 from kueue_es import checkpoints
 from kueue_es.scheduler.config import SchedulerConfig, load_config
+from projections import gates
 from projections.cluster import ClusterState
 
 if TYPE_CHECKING:
@@ -150,12 +151,27 @@ offset_arg = int_arg(0, "an offset")
 
 def load_kueue_config(path: str | None) -> SchedulerConfig | None:
     """``--config FILE``: one Kueue Configuration document (None without the flag)."""
-    if path is None:
+    loaded = load_kueue_config_document(path)
+    return loaded[0] if loaded is not None else None
+
+
+def load_kueue_config_document(path: str | None) -> tuple[SchedulerConfig, dict[str, Any]] | None:
+    """``--config FILE``: the configuration and its document as written (what a scheduler records in the log)."""
+    if not path:
         return None
     m = load_file(path)
     if len(m.configs) != 1 or m.objects:
         raise InvalidInput(f"--config {path}: expected exactly one Configuration document")
-    return load_config(m.configs[0], path)
+    config = load_config(m.configs[0], path)
+    warn_ignored_gates(config, path)
+    return config, m.configs[0]
+
+
+def warn_ignored_gates(config: SchedulerConfig, source: str) -> None:
+    """Say which of the Configuration's feature gates change nothing here (:func:`projections.gates.ignored`)."""
+    note = gates.ignored_note(config.feature_gates, source)
+    if note is not None:
+        warn(note)
 
 
 # --- logs --------------------------------------------------------------------------------------------------

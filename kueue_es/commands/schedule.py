@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from events import schema as ev
-from kueue_es.commands._common import add_output_argument, int_arg, time_arg, write_data
+from kueue_es.commands._common import add_output_argument, int_arg, time_arg, warn_ignored_gates, write_data
 from kueue_es.scheduler.cycle import run_cycle
 from kueue_es.statefile import load_state
 from projections.workloads import status_of
@@ -31,6 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def schedule(path: str, cycles: int = 1, config_path: str | None = None, now: int | None = None) -> dict[str, Any]:
     loaded = load_state(path, config_path, now)
     state, config = loaded.state, loaded.config
+    warn_ignored_gates(config, config_path or path)
     before = {k: status_of(w) for k, w in state.workloads.items()}
     touched: set[str] = set()
     for _ in range(cycles):

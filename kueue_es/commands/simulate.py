@@ -15,10 +15,8 @@ import sys
 import time
 from typing import Any, TextIO
 
-from events.errors import InvalidInput
-from events.manifests import load_file
-from kueue_es.commands._common import int_arg, write_json
-from kueue_es.scheduler.config import DEFAULT, SchedulerConfig, load_config
+from kueue_es.commands._common import int_arg, load_kueue_config_document, write_json
+from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 
 
 def register(subparsers: Any) -> None:
@@ -57,12 +55,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
 
 def load_scheduler_config(path: str | None) -> tuple[SchedulerConfig, dict[str, Any] | None]:
     """``--config FILE``: the configuration and the document as written (recorded in the log)."""
-    if not path:
-        return DEFAULT, None
-    m = load_file(path)
-    if len(m.configs) != 1 or m.objects:
-        raise InvalidInput(f"--config {path}: expected exactly one Configuration document")
-    return load_config(m.configs[0], path), m.configs[0]
+    loaded = load_kueue_config_document(path)
+    return loaded if loaded is not None else (DEFAULT, None)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -46,6 +46,7 @@ from kueue_es.scheduler.tasplace import (
     second_pass_due,
     topology_fields,
 )
+from projections import gates
 from projections.cluster import ClusterState
 from projections.clusterqueues import ClusterQueueInfo
 from projections.queue_order import QueueOrder
@@ -91,6 +92,7 @@ class CycleContext:
         self.now = now
         self.tree: QuotaTree = state.quota
         self.ignore_undeclared = config.ignore_undeclared
+        self.partial_admission = gates.enabled(config.feature_gates, gates.PARTIAL_ADMISSION)
         self.info: Callable[[str], ClusterQueueInfo] = state.cq_info  # type: ignore[assignment]
         """The compiled ClusterQueue (only asked for queues that exist)."""
         self.find_targets = fair_targets if config.fair_sharing_enabled else find_targets
@@ -183,7 +185,8 @@ def nominate(ctx: CycleContext, e: Entry) -> None:
     e.assignment = _assign(ctx, wl, e.cq, info=info)
     if e.assignment.mode == Mode.PREEMPT:
         e.targets = _targets(ctx, e)
-    if e.assignment.mode == Mode.NO_FIT or (e.assignment.mode == Mode.PREEMPT and not e.targets):
+    if (e.assignment.mode == Mode.NO_FIT or (e.assignment.mode == Mode.PREEMPT and not e.targets)) \
+            and ctx.partial_admission:
         _try_partial(ctx, e)
     if e.assignment.mode == Mode.PREEMPT and info.tas_levels:
         place_preempting(ctx, wl, info, e.assignment, [t.workload for t in e.targets])

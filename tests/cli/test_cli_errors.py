@@ -449,3 +449,15 @@ def test_an_admission_fair_sharing_stanza_kueue_refuses_is_refused_naming_the_fi
     r = kueue_es("schedule", "-f", CLUSTER, "--config", cfg)
     assert r.code == 2
     assert one_line_error(r) == f"kueue-es: error: {cfg}: {error}"
+
+
+def test_a_gate_kueue_es_models_only_at_its_default_is_accepted_with_a_warning(tmp_path: Path) -> None:
+    cfg = tmp_path / "kueue.yaml"
+    cfg.write_text("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+                   "featureGates:\n  MetricsForCohorts: false\n  PartialAdmission: false\n  TASBalancedPlacement: false\n")
+    r = kueue_es("schedule", "-f", CLUSTER, "--config", cfg)
+    assert r.code == 0
+    assert one_line_error(r) == (f"kueue-es: warning: {cfg}: featureGates: kueue-es models MetricsForCohorts "
+                                 "(default on) only at the default; the setting is accepted, as Kueue accepts it, "
+                                 "and changes nothing here")
+    # PartialAdmission is modelled; TASBalancedPlacement is set to its default

@@ -70,6 +70,16 @@ def test_workload_for_a_job() -> None:
     assert ps["template"]["spec"]["containers"][0]["image"] == "busybox"
 
 
+def test_no_min_count_when_the_recorded_configuration_turns_partial_admission_off() -> None:
+    jobs = _integration()
+    annotated = _job(annotations={"kueue.x-k8s.io/job-min-parallelism": "1"})
+    assert jobs.workload_for(annotated, "n")["spec"]["podSets"][0]["minCount"] == 1, "the gate is on by default"
+    off = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+           "featureGates": {"PartialAdmission": False}}
+    jobs.state.apply(ev.Record(9, ev.ConfigRecorded(time=2, document=off, writer="test", id="config-off")))
+    assert "minCount" not in jobs.workload_for(annotated, "n")["spec"]["podSets"][0]
+
+
 def test_priority_from_the_pod_priority_class_or_the_global_default() -> None:
     pcs = [o.PriorityClass(metadata=o.ObjectMeta(name="batch"), value=50),
            o.PriorityClass(metadata=o.ObjectMeta(name="dflt"), value=7, global_default=True)]

@@ -39,6 +39,42 @@ def test_default_local_queue_label_then_suspend() -> None:
     assert job_patch(_job({"app": "x"}, suspend=False), False) == [], "no queue, no default queue: not Kueue's"
 
 
+P = "kueue.x-k8s.io/priority-class"
+
+
+def test_default_workload_priority_class_label_whatever_the_queue() -> None:
+    assert job_patch(_job(None, suspend=True), False, True) == [
+        {"op": "add", "path": "/metadata/labels", "value": {P: "default"}}], "no queue name: labelled, not suspended"
+    assert job_patch(_job(None, suspend=False), True, True) == [
+        {"op": "add", "path": "/metadata/labels", "value": {Q: "default", P: "default"}},
+        {"op": "add", "path": "/spec/suspend", "value": True}]
+    assert job_patch(_job({Q: "lq"}, suspend=True), False, True) == [
+        {"op": "add", "path": "/metadata/labels/kueue.x-k8s.io~1priority-class", "value": "default"}]
+    assert job_patch(_job({Q: "lq", P: "gold"}, suspend=True), False, True) == [], "a class named is kept"
+
+
+@pytest.mark.parametrize("gate_on", [True, False])
+def test_review_asks_for_the_default_class_only_under_the_gate(gate_on: bool) -> None:
+    asked: list[str] = []
+
+    async def no_default_queue(ns: str) -> bool:
+        return False
+
+    async def has_default_class() -> bool:
+        asked.append("default")
+        return True
+
+    body = msgspec.json.encode({"request": {"uid": "u-3", "operation": "CREATE", "namespace": "team",
+                                            "object": _job({Q: "lq"}, suspend=True)}})
+    resp = asyncio.run(review(body, no_default_queue, has_default_class if gate_on else None))["response"]
+    if gate_on:
+        assert asked == ["default"]
+        assert msgspec.json.decode(base64.b64decode(resp["patch"])) == [
+            {"op": "add", "path": "/metadata/labels/kueue.x-k8s.io~1priority-class", "value": "default"}]
+    else:
+        assert asked == [] and "patch" not in resp
+
+
 @pytest.mark.parametrize(("operation", "patched"), [("CREATE", True), ("UPDATE", False)])
 def test_review_answers_with_a_json_patch_on_create_only(operation: str, patched: bool) -> None:
     asked: list[str] = []

@@ -4,7 +4,8 @@ A self-signed CA signs the serving certificate for 127.0.0.1 (kept in a Secret, 
 same one); the MutatingWebhookConfiguration carries the CA as its caBundle (scoped to this test's namespaces, so
 other tests never see it). A Job created unsuspended with the queue label is stored suspended; a Job without the
 label in a namespace with a LocalQueue ``default`` gets the label and is suspended; a Job whose
-max-exec-time-seconds label Kueue refuses is refused; elsewhere an unlabelled Job is left alone; and with the
+max-exec-time-seconds label Kueue refuses is refused; elsewhere an unlabelled Job is left alone; while a
+WorkloadPriorityClass ``default`` exists, a Job naming no class is labelled with it; and with the
 connector running, a labelled Job created unsuspended starts only once admitted (the webhook does not undo the
 connector's unsuspend).
 """
@@ -29,6 +30,7 @@ from kubehelp import (
     kueue_es,
     local_queue,
     namespace,
+    priority_class,
 )
 
 from connectors.k8s import crds
@@ -38,11 +40,14 @@ from connectors.k8s.resources import BY_KIND, KUEUE_RESOURCES, Resource
 from connectors.k8s.settings import KubeSettings
 from connectors.k8s.webhook import (
     CONFIGURATION_NAME,
+    DEFAULT_PRIORITY_CLASS,
     MUTATING_CONFIGS,
+    PRIORITY_LABEL,
     QUEUE_LABEL,
     WebhookServer,
     certificate,
     configuration,
+    default_priority_class_lookup,
     default_queue_lookup,
 )
 from connectors.k8s.webhook import register as register_webhook
@@ -71,7 +76,7 @@ async def test_jobs_are_suspended_and_defaulted_at_creation(kube_apiserver, tmp_
         bundle = await certificate(kc, settings)
         assert await certificate(kc, settings) == bundle
         _, cert, key = bundle.write(tmp_path / "certs")
-        server = WebhookServer(default_queue_lookup(kc))
+        server = WebhookServer(default_queue_lookup(kc), default_priority_class_lookup(kc))
         port = free_port()
         await server.start("127.0.0.1", port, str(cert), str(key))
         name = f"kueue-es-test-{sfx}"
@@ -114,6 +119,20 @@ async def test_jobs_are_suspended_and_defaulted_at_creation(kube_apiserver, tmp_
             not_selected = await create(kc, job(outside, "untouched", "user-queue", suspend=False))
             assert not_selected["spec"]["suspend"] is False, "only the namespaces the configuration selects"
             assert server.reviews >= 4 and server.patched >= 3
+
+            # --- a WorkloadPriorityClass named "default" labels every Job that names none ------------------------
+            await create(kc, priority_class(DEFAULT_PRIORITY_CLASS, 500))
+            try:
+                plain = job(bare, "defaulted-class", "x", suspend=False)
+                del plain["metadata"]["labels"]
+                got = await create(kc, plain)
+                labels = got["metadata"]["labels"]  # the apiserver copies the template's labels first
+                assert labels[PRIORITY_LABEL] == "default" and QUEUE_LABEL not in labels, "with a queue name or not"
+                assert got["spec"]["suspend"] is False, "no queue name: not suspended"
+                named = job(bare, "named-class", "x", suspend=False, labels={PRIORITY_LABEL: "gold"})
+                assert (await create(kc, named))["metadata"]["labels"][PRIORITY_LABEL] == "gold"
+            finally:  # the class is cluster-wide: no other test's Job may get it
+                await kc.delete(BY_KIND["WorkloadPriorityClass"], DEFAULT_PRIORITY_CLASS)
 
             # --- with the connector: created unsuspended, yet it starts only once admitted ----------------------
             fl, cq = f"f-{sfx}", f"cq-{sfx}"

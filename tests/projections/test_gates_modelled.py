@@ -1,0 +1,37 @@
+"""``gates.MODELLED`` (the feature gates kueue-es honours both ways; a user is warned about the others) stays true
+to the code: a gate is in it exactly when some module outside ``projections/gates.py`` reads it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from projections import gates
+
+ROOT = Path(__file__).resolve().parents[2]
+CONSTANTS = {value: name for name, value in vars(gates).items() if name.isupper() and isinstance(value, str)}
+
+
+def _sources() -> str:
+    return "\n".join(p.read_text() for package in ("kueue_es", "projections", "connectors", "events")
+                     for p in sorted((ROOT / package).rglob("*.py")) if p != ROOT / "projections" / "gates.py")
+
+
+def _read(name: str, text: str) -> bool:
+    pattern = rf'"{re.escape(name)}"'
+    if name in CONSTANTS:
+        pattern += rf"|\b{CONSTANTS[name]}\b"
+    return re.search(pattern, text) is not None
+
+
+def test_modelled_gates_are_the_ones_the_code_reads() -> None:
+    text = _sources()
+    read = {name for name in gates.GATES if _read(name, text)}
+    assert read == set(gates.MODELLED)
+
+
+def test_only_gates_away_from_their_default_and_not_modelled_are_ignored() -> None:
+    assert gates.ignored({}) == []
+    assert gates.ignored({"PartialAdmission": False, "MetricsForCohorts": True}) == []
+    assert gates.ignored({"MetricsForCohorts": False}) == ["MetricsForCohorts"]
+    assert "ConcurrentAdmission" in gates.ignored({"AllAlpha": True})
