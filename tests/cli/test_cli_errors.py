@@ -413,7 +413,7 @@ def test_unknown_feature_gate_is_refused_as_kueue_refuses_to_start(tmp_path: Pat
     assert one_line_error(r) == f"kueue-es: error: {cfg}: field `featureGates`: unrecognized feature gate: TASBalancedPlacment"
 
 
-@pytest.mark.parametrize(("resources", "error"), [
+_RESOURCES_REFUSED = [
     ("  transformations:\n  - input: nvidia.com/mig-1g.5gb\n    strategy: Drop\n",
      "field `resources.transformations[0].strategy`: unsupported value 'Drop' (supported: Retain, Replace)"),
     ("  transformations:\n  - input: a.io/x\n  - input: a.io/x\n    strategy: Replace\n",
@@ -423,29 +423,25 @@ def test_unknown_feature_gate_is_refused_as_kueue_refuses_to_start(tmp_path: Pat
     ("  quotaCheckStrategy: IgnoreUndeclared\n  excludeResourcePrefixes: [a.io/]\n",
      "field `resources.quotaCheckStrategy`: excludeResourcePrefixes is not allowed when quotaCheckStrategy is "
      "IgnoreUndeclared"),
-])
-def test_a_resources_stanza_kueue_refuses_is_refused_naming_the_field(tmp_path: Path, resources: str,
-                                                                      error: str) -> None:
-    cfg = tmp_path / "kueue.yaml"
-    cfg.write_text(f"apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nresources:\n{resources}")
-    r = kueue_es("schedule", "-f", CLUSTER, "--config", cfg)
-    assert r.code == 2
-    assert one_line_error(r) == f"kueue-es: error: {cfg}: Configuration: {error}"
-
-
-@pytest.mark.parametrize(("afs", "error"), [
+]
+_AFS_REFUSED = [  # before, these were taken and the scheduler raised on them at its first cycle, on every start
     ("  usageHalfLifeTime: -1h\n", "field `admissionFairSharing.usageHalfLifeTime`: invalid duration '-1h'"),
     ("  usageSamplingInterval: '30'\n",
      "field `admissionFairSharing.usageSamplingInterval`: invalid duration '30' (missing unit)"),
     ("  usageSamplingInterval: 1.2.3s\n",
      "field `admissionFairSharing.usageSamplingInterval`: invalid duration '1.2.3s'"),
     ("  resourceWeights: {cpu: -1}\n", "field `admissionFairSharing.resourceWeights.cpu`: must not be negative, got -1.0"),
+]
+
+
+@pytest.mark.parametrize(("stanza", "error"), [
+    *((f"resources:\n{body}", f"Configuration: {error}") for body, error in _RESOURCES_REFUSED),
+    *((f"admissionFairSharing:\n{body}", error) for body, error in _AFS_REFUSED),
 ])
-def test_an_admission_fair_sharing_stanza_kueue_refuses_is_refused_naming_the_field(tmp_path: Path, afs: str,
-                                                                                    error: str) -> None:
-    """Before, these were taken and the scheduler raised on them at its first cycle, on every start."""
+def test_a_configuration_stanza_kueue_refuses_is_refused_naming_the_field(tmp_path: Path, stanza: str,
+                                                                          error: str) -> None:
     cfg = tmp_path / "kueue.yaml"
-    cfg.write_text(f"apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nadmissionFairSharing:\n{afs}")
+    cfg.write_text(f"apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n{stanza}")
     r = kueue_es("schedule", "-f", CLUSTER, "--config", cfg)
     assert r.code == 2
     assert one_line_error(r) == f"kueue-es: error: {cfg}: {error}"
