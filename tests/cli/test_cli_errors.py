@@ -9,7 +9,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from clihelp import FIXTURES, append, kueue_es, log_size, one_line_error
+from clihelp import FIXTURES, Result, append, kueue_es, log_size, one_line_error
 
 from events import objects as o
 from events import schema as ev
@@ -404,11 +404,15 @@ def test_torn_tail_is_reported_by_inspect_and_cut_by_the_next_writer(log: Path) 
     assert data["events"] == 19 and "tornTailBytes" not in data
 
 
-def test_unknown_feature_gate_is_refused_as_kueue_refuses_to_start(tmp_path: Path) -> None:
+def _schedule_under(tmp_path: Path, stanza: str) -> tuple[Path, Result]:
+    """``kueue-es schedule`` of the cluster fixture under a Configuration holding ``stanza``."""
     cfg = tmp_path / "kueue.yaml"
-    cfg.write_text("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
-                   "featureGates:\n  TASBalancedPlacement: true\n  TASBalancedPlacment: true\n")
-    r = kueue_es("schedule", "-f", CLUSTER, "--config", cfg)
+    cfg.write_text(f"apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n{stanza}")
+    return cfg, kueue_es("schedule", "-f", CLUSTER, "--config", cfg)
+
+
+def test_unknown_feature_gate_is_refused_as_kueue_refuses_to_start(tmp_path: Path) -> None:
+    cfg, r = _schedule_under(tmp_path, "featureGates:\n  TASBalancedPlacement: true\n  TASBalancedPlacment: true\n")
     assert r.code == 2
     assert one_line_error(r) == f"kueue-es: error: {cfg}: field `featureGates`: unrecognized feature gate: TASBalancedPlacment"
 
@@ -440,18 +444,14 @@ _AFS_REFUSED = [  # before, these were taken and the scheduler raised on them at
 ])
 def test_a_configuration_stanza_kueue_refuses_is_refused_naming_the_field(tmp_path: Path, stanza: str,
                                                                           error: str) -> None:
-    cfg = tmp_path / "kueue.yaml"
-    cfg.write_text(f"apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n{stanza}")
-    r = kueue_es("schedule", "-f", CLUSTER, "--config", cfg)
+    cfg, r = _schedule_under(tmp_path, stanza)
     assert r.code == 2
     assert one_line_error(r) == f"kueue-es: error: {cfg}: {error}"
 
 
 def test_a_gate_kueue_es_models_only_at_its_default_is_accepted_with_a_warning(tmp_path: Path) -> None:
-    cfg = tmp_path / "kueue.yaml"
-    cfg.write_text("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
-                   "featureGates:\n  MetricsForCohorts: false\n  PartialAdmission: false\n  TASBalancedPlacement: false\n")
-    r = kueue_es("schedule", "-f", CLUSTER, "--config", cfg)
+    cfg, r = _schedule_under(
+        tmp_path, "featureGates:\n  MetricsForCohorts: false\n  PartialAdmission: false\n  TASBalancedPlacement: false\n")
     assert r.code == 0
     assert one_line_error(r) == (f"kueue-es: warning: {cfg}: featureGates: kueue-es models MetricsForCohorts "
                                  "(default on) only at the default; the setting is accepted, as Kueue accepts it, "
