@@ -11,7 +11,8 @@ is neither checked nor used, and the three the projection reads from the recorde
 ``PrioritySortingWithinCohort``, :mod:`projections.queue_order`, and ``LocalQueueMetrics``,
 :mod:`projections.metrics`; and ``WorkloadPriorityClassDefaulting``, read by the Job webhook,
 :mod:`connectors.k8s.webhook`; ``PartialAdmission``, without which the scheduler never reduces pod counts and
-a Job's Workload gets no ``minCount``), the
+a Job's Workload gets no ``minCount``; ``AdmissionFairSharing``, without which the ``admissionFairSharing``
+stanza is checked and then not used), the
 others are known so that a user's existing configuration is accepted as Kueue accepts it.
 
 The table and :func:`enabled` live beside the projections because the fold reads gates too, from the
@@ -35,6 +36,7 @@ QUOTA_CHECK_STRATEGY = "QuotaCheckStrategy"
 LOCAL_QUEUE_METRICS = "LocalQueueMetrics"
 WORKLOAD_PRIORITY_CLASS_DEFAULTING = "WorkloadPriorityClassDefaulting"
 PARTIAL_ADMISSION = "PartialAdmission"
+ADMISSION_FAIR_SHARING = "AdmissionFairSharing"
 
 GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
@@ -50,7 +52,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "TopologyAwareScheduling": (BETA, True),
     LOCAL_QUEUE_METRICS: (BETA, True),
     "TASProfileMixed": (BETA, True),
-    "AdmissionFairSharing": (BETA, True),
+    ADMISSION_FAIR_SHARING: (BETA, True),
     "TASFailedNodeReplacement": (BETA, True),
     "ElasticJobsViaWorkloadSlices": (BETA, True),
     "ElasticJobsViaWorkloadSlicesWithTAS": (ALPHA, False),
@@ -154,9 +156,9 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
 
 
 MODELLED = frozenset({
-    PARTIAL_ADMISSION, DISABLE_WAIT_FOR_PODS_READY, "PrioritySortingWithinCohort", LOCAL_QUEUE_METRICS,
-    TAS_BALANCED_PLACEMENT, "ReclaimablePods", TAS_MULTI_LAYER_TOPOLOGY, QUOTA_CHECK_STRATEGY,
-    WORKLOAD_PRIORITY_CLASS_DEFAULTING, UNADMITTED_WORKLOADS_OBSERVABILITY,
+    ADMISSION_FAIR_SHARING, DISABLE_WAIT_FOR_PODS_READY, LOCAL_QUEUE_METRICS, PARTIAL_ADMISSION,
+    "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY, "ReclaimablePods", TAS_BALANCED_PLACEMENT,
+    TAS_MULTI_LAYER_TOPOLOGY, UNADMITTED_WORKLOADS_OBSERVABILITY, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
 })
 """The gates whose both settings kueue-es models. Every other one is accepted, as Kueue accepts it, and kueue-es
 behaves as under its default (:func:`ignored`)."""

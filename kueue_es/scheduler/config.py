@@ -86,6 +86,7 @@ class SchedulerConfig(_Cfg):
     kind: str = "Configuration"
     fair_sharing: FairSharingConfig | None = None
     admission_fair_sharing: AdmissionFairSharingConfig | None = None
+    """None also when the ``AdmissionFairSharing`` gate is off (:func:`load_config`)."""
     wait_for_pods_ready: WaitForPodsReadyConfig | None = None
     resources: ResourcesConfig = ResourcesConfig()
     object_retention_policies: ObjectRetentionPolicies | None = None
@@ -194,6 +195,9 @@ def load_config(doc: dict[str, Any], source: str = "<config>") -> SchedulerConfi
     _validate_resources(cfg, source)
     if cfg.admission_fair_sharing is not None:
         _validate_admission_fair_sharing(cfg.admission_fair_sharing, source)
+        if not gates.enabled(cfg.feature_gates, gates.ADMISSION_FAIR_SHARING):
+            # as Kueue, which hands the stanza to nothing while its gate is off
+            cfg = msgspec.structs.replace(cfg, admission_fair_sharing=None)
     if cfg.fair_sharing is not None:
         allowed = (["LessThanOrEqualToFinalShare"], ["LessThanInitialShare"],
                    ["LessThanOrEqualToFinalShare", "LessThanInitialShare"], [])
