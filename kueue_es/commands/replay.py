@@ -11,6 +11,7 @@ Configuration in force at that point (the latest one recorded) is shown with the
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -73,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
     if args.save_snapshot and args.at is not None:
         raise InvalidInput("--save-snapshot cannot be combined with --at: a snapshot holds a prefix of the log "
                            "(use --to OFFSET)")
+    if args.save_snapshot:
+        _check_target(args.save_snapshot)  # before the fold, which may be long
     log = open_readonly(args.log)
     try:
         end = log_end(log)
@@ -119,6 +122,17 @@ def _start(args: argparse.Namespace, end: int, log: FileLog) -> tuple[ClusterSta
     if args.at is not None and args.at < state.time:
         raise InvalidInput(f"--at {format_time(args.at)} is before the snapshot's time {format_time(state.time)}")
     return state, None
+
+
+def _check_target(path: str) -> None:
+    """A file already at ``path`` is replaced only when it is a kueue-es snapshot itself: a typo must not cost a
+    user their manifest."""
+    if os.path.isfile(path):
+        try:
+            snapshot.load(path)
+        except InvalidInput:
+            raise InvalidInput(f"--save-snapshot {path}: the file exists and is not a kueue-es snapshot; "
+                               "not overwritten") from None
 
 
 def _save(state: ClusterState, path: str) -> None:

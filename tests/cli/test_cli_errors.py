@@ -457,3 +457,17 @@ def test_a_gate_kueue_es_models_only_at_its_default_is_accepted_with_a_warning(t
                                  "(default on) only at the default; the setting is accepted, as Kueue accepts it, "
                                  "and changes nothing here")
     # PartialAdmission is modelled; TASBalancedPlacement is set to its default
+
+
+def test_save_snapshot_replaces_a_snapshot_but_no_other_file(log: Path, tmp_path: Path) -> None:
+    manifest = tmp_path / "objects.yaml"
+    manifest.write_bytes(CLUSTER.read_bytes())
+    r = kueue_es("replay", "--log", log, "--save-snapshot", manifest)
+    assert r.code == 2
+    assert "the file exists and is not a kueue-es snapshot; not overwritten" in one_line_error(r)
+    assert manifest.read_bytes() == CLUSTER.read_bytes()
+    snap = tmp_path / "state.snap"
+    assert kueue_es("replay", "--log", log, "--to", "3", "--save-snapshot", snap).code == 0
+    first = snap.read_bytes()
+    assert kueue_es("replay", "--log", log, "--save-snapshot", snap).code == 0, "a snapshot is replaced"
+    assert snap.read_bytes() != first
