@@ -12,7 +12,8 @@ is neither checked nor used, and the three the projection reads from the recorde
 :mod:`projections.metrics`; and ``WorkloadPriorityClassDefaulting``, read by the Job webhook,
 :mod:`connectors.k8s.webhook`; ``PartialAdmission``, without which the scheduler never reduces pod counts and
 a Job's Workload gets no ``minCount``; ``AdmissionFairSharing``, without which the ``admissionFairSharing``
-stanza is checked and then not used), the
+stanza is checked and then not used; ``FairSharingPreemptWithinNominal`` and
+``FairSharingPrioritizeNonBorrowing``, read by Fair Sharing's preemption and tournament), the
 others are known so that a user's existing configuration is accepted as Kueue accepts it.
 
 The table and :func:`enabled` live beside the projections because the fold reads gates too, from the
@@ -37,6 +38,8 @@ LOCAL_QUEUE_METRICS = "LocalQueueMetrics"
 WORKLOAD_PRIORITY_CLASS_DEFAULTING = "WorkloadPriorityClassDefaulting"
 PARTIAL_ADMISSION = "PartialAdmission"
 ADMISSION_FAIR_SHARING = "AdmissionFairSharing"
+FAIR_SHARING_PREEMPT_WITHIN_NOMINAL = "FairSharingPreemptWithinNominal"
+FAIR_SHARING_PRIORITIZE_NON_BORROWING = "FairSharingPrioritizeNonBorrowing"
 
 GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
@@ -45,8 +48,8 @@ GATES: dict[str, tuple[str, bool]] = {
     "VisibilityOnDemand": (BETA, True),
     DISABLE_WAIT_FOR_PODS_READY: (ALPHA, False),
     "PrioritySortingWithinCohort": (BETA, True),
-    "FairSharingPreemptWithinNominal": (BETA, True),
-    "FairSharingPrioritizeNonBorrowing": (BETA, True),
+    FAIR_SHARING_PREEMPT_WITHIN_NOMINAL: (BETA, True),
+    FAIR_SHARING_PRIORITIZE_NON_BORROWING: (BETA, True),
     "MultiKueue": (BETA, True),
     "MultiKueueBatchJobClearingTTLSecondsAfterFinishedOnWorkerCluster": (BETA, True),
     "TopologyAwareScheduling": (BETA, True),
@@ -156,7 +159,8 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
 
 
 MODELLED = frozenset({
-    ADMISSION_FAIR_SHARING, DISABLE_WAIT_FOR_PODS_READY, LOCAL_QUEUE_METRICS, PARTIAL_ADMISSION,
+    ADMISSION_FAIR_SHARING, DISABLE_WAIT_FOR_PODS_READY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL,
+    FAIR_SHARING_PRIORITIZE_NON_BORROWING, LOCAL_QUEUE_METRICS, PARTIAL_ADMISSION,
     "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY, "ReclaimablePods", TAS_BALANCED_PLACEMENT,
     TAS_MULTI_LAYER_TOPOLOGY, UNADMITTED_WORKLOADS_OBSERVABILITY, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
 })

@@ -93,6 +93,9 @@ class CycleContext:
         self.tree: QuotaTree = state.quota
         self.ignore_undeclared = config.ignore_undeclared
         self.partial_admission = gates.enabled(config.feature_gates, gates.PARTIAL_ADMISSION)
+        self.preempt_within_nominal = gates.enabled(config.feature_gates, gates.FAIR_SHARING_PREEMPT_WITHIN_NOMINAL)
+        self.prioritize_non_borrowing = gates.enabled(config.feature_gates,
+                                                      gates.FAIR_SHARING_PRIORITIZE_NON_BORROWING)
         self.info: Callable[[str], ClusterQueueInfo] = state.cq_info  # type: ignore[assignment]
         """The compiled ClusterQueue (only asked for queues that exist)."""
         self.find_targets = fair_targets if config.fair_sharing_enabled else find_targets

@@ -106,7 +106,8 @@ def _subtree_cluster_queues(node: QuotaNode) -> list[QuotaNode]:
 class _Contender:
     """An entry in the tournament, with its comparison key at each ancestor of its queue.
 
-    The key at ancestor ``path[i+1]`` is (borrows on what it requests, DRS, -priority, queue-order time) of
+    The key at ancestor ``path[i+1]`` is (borrows on what it requests — only under the
+    ``FairSharingPrioritizeNonBorrowing`` gate —, DRS, -priority, queue-order time) of
     ``path[i]`` with the entry's usage counted — which bubbles up like a real charge, the part above each
     node's guarantee reaching its parent. It depends on the usage of ``path[0..i]`` only, so a key is kept
     until one of those nodes is written (``QuotaNode.version``).
@@ -138,7 +139,8 @@ class _Contender:
             n = path[level]
             if level >= keep:
                 d = drs(ctx, n, extra)
-                self.keys[path[level + 1].name] = (d.borrowing_on(usage), *d.key(), *tail)
+                borrows = d.borrowing_on(usage) if ctx.prioritize_non_borrowing else False
+                self.keys[path[level + 1].name] = (borrows, *d.key(), *tail)
             extra = {fr: n.delta_above(fr, v) for fr, v in extra.items()}
         self.versions = [n.version for n in path]
 
@@ -323,7 +325,7 @@ def _search(ctx: CycleContext, node: QuotaNode, candidates: list[WorkloadInfo], 
             strategies: list[str], order_key, take) -> bool:
     """Feed candidates to ``take`` in fair-sharing order until it says the preemptor fits."""
     first = strategies[0]
-    within_nominal = not any(node.borrowing(fr) for fr in needed)
+    within_nominal = ctx.preempt_within_nominal and not any(node.borrowing(fr) for fr in needed)
     ordering = _Ordering(ctx, node, candidates, order_key)
     retry: list[WorkloadInfo] = []
     for target in ordering:
