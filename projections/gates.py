@@ -13,7 +13,8 @@ is neither checked nor used, and the three the projection reads from the recorde
 :mod:`connectors.k8s.webhook`; ``PartialAdmission``, without which the scheduler never reduces pod counts and
 a Job's Workload gets no ``minCount``; ``AdmissionFairSharing``, without which the ``admissionFairSharing``
 stanza is checked and then not used; ``FairSharingPreemptWithinNominal`` and
-``FairSharingPrioritizeNonBorrowing``, read by Fair Sharing's preemption and tournament), the
+``FairSharingPrioritizeNonBorrowing``, read by Fair Sharing's preemption and tournament; ``TASFailedNodeReplacement``, without which no
+node failure is acted on), the
 others are known so that a user's existing configuration is accepted as Kueue accepts it.
 
 The table and :func:`enabled` live beside the projections because the fold reads gates too, from the
@@ -40,6 +41,7 @@ PARTIAL_ADMISSION = "PartialAdmission"
 ADMISSION_FAIR_SHARING = "AdmissionFairSharing"
 FAIR_SHARING_PREEMPT_WITHIN_NOMINAL = "FairSharingPreemptWithinNominal"
 FAIR_SHARING_PRIORITIZE_NON_BORROWING = "FairSharingPrioritizeNonBorrowing"
+TAS_FAILED_NODE_REPLACEMENT = "TASFailedNodeReplacement"
 
 GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
@@ -56,7 +58,7 @@ GATES: dict[str, tuple[str, bool]] = {
     LOCAL_QUEUE_METRICS: (BETA, True),
     "TASProfileMixed": (BETA, True),
     ADMISSION_FAIR_SHARING: (BETA, True),
-    "TASFailedNodeReplacement": (BETA, True),
+    TAS_FAILED_NODE_REPLACEMENT: (BETA, True),
     "ElasticJobsViaWorkloadSlices": (BETA, True),
     "ElasticJobsViaWorkloadSlicesWithTAS": (ALPHA, False),
     "TASFailedNodeReplacementFailFast": (BETA, True),
@@ -162,6 +164,7 @@ MODELLED = frozenset({
     ADMISSION_FAIR_SHARING, DISABLE_WAIT_FOR_PODS_READY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL,
     FAIR_SHARING_PRIORITIZE_NON_BORROWING, LOCAL_QUEUE_METRICS, PARTIAL_ADMISSION,
     "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY, "ReclaimablePods", TAS_BALANCED_PLACEMENT,
+    TAS_FAILED_NODE_REPLACEMENT,
     TAS_MULTI_LAYER_TOPOLOGY, UNADMITTED_WORKLOADS_OBSERVABILITY, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
 })
 """The gates whose both settings kueue-es models. Every other one is accepted, as Kueue accepts it, and kueue-es

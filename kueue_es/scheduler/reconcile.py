@@ -51,6 +51,7 @@ from kueue_es.scheduler import provisioning
 from kueue_es.scheduler.admissibility import MISCONFIGURED, inadmissible
 from kueue_es.scheduler.config import SchedulerConfig, parse_duration
 from kueue_es.scheduler.nodefailure import node_failure_decisions
+from projections import gates
 from projections.cluster import MAX_EXECUTION_EXCEEDED, ClusterState, max_execution_deadline
 from projections.secondpass import delayed_pod_sets
 from projections.workloads import (
@@ -107,6 +108,7 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
     base = {"time": now, "cycle": cycle, "input": state.offset}
     out: list[ev.Decision] = []
     wls = state.workloads
+    replaces_nodes = config.gate(gates.TAS_FAILED_NODE_REPLACEMENT)  # Kueue runs no node controller without it
     everything = full or state.touched_all
     touched = None if everything else state.touched
     for key in sorted(state.awaiting_release):
@@ -167,7 +169,7 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                 if all(s.state == "Ready" for s in states.values()):
                     out.append(ev.WorkloadAdmitted(key=key, uid=wl.uid, message="The workload is admitted", **base))
                 continue
-            if state.nodes and wl.phase == ADMITTED:
+            if state.nodes and wl.phase == ADMITTED and replaces_nodes:
                 failures = node_failure_decisions(state, wl, base)
                 if failures:
                     out.extend(failures)
