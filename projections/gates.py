@@ -3,19 +3,13 @@
 Kueue hands that map to the Kubernetes feature-gate machinery at start-up and refuses to start when it is wrong:
 an unknown name ("unrecognized feature gate"), a gate locked to its default set otherwise, or an enabled gate
 whose dependency is disabled. ``AllAlpha`` / ``AllBeta`` set every alpha / beta gate the map does not name. The
-names, stages and defaults below are Kueue's (``pkg/features/kube_features.go``, main after v0.19); only the
-gates that change a decision here are read (``TASBalancedPlacement``, ``TASMultiLayerTopology``,
-``DisableWaitForPodsReady``, which turns waitForPodsReady off altogether, and for its blockAdmission reason
-``UnadmittedWorkloadsObservability``, ``QuotaCheckStrategy``, without which ``resources.quotaCheckStrategy``
-is neither checked nor used, and the three the projection reads from the recorded document: ``ReclaimablePods``,
-``PrioritySortingWithinCohort``, :mod:`projections.queue_order`, and ``LocalQueueMetrics``,
-:mod:`projections.metrics`; and ``WorkloadPriorityClassDefaulting``, read by the Job webhook,
-:mod:`connectors.k8s.webhook`; ``PartialAdmission``, without which the scheduler never reduces pod counts and
-a Job's Workload gets no ``minCount``; ``AdmissionFairSharing``, without which the ``admissionFairSharing``
-stanza is checked and then not used; ``FairSharingPreemptWithinNominal`` and
-``FairSharingPrioritizeNonBorrowing``, read by Fair Sharing's preemption and tournament; ``TASFailedNodeReplacement``, without which no
-node failure is acted on), the
-others are known so that a user's existing configuration is accepted as Kueue accepts it.
+names, stages and defaults below are Kueue's (``pkg/features/kube_features.go``, main after v0.19).
+
+Only the gates in :data:`MODELLED` change what kueue-es does, each read where its rule is (README lists what
+each one does). Three of them the fold reads from the recorded document: ``ReclaimablePods``,
+``PrioritySortingWithinCohort`` (:mod:`projections.queue_order`) and ``LocalQueueMetrics``
+(:mod:`projections.metrics`). Every other gate is known so that a user's existing configuration is accepted as
+Kueue accepts it; one set away from its default is named in a warning (:func:`ignored`).
 
 The table and :func:`enabled` live beside the projections because the fold reads gates too, from the
 Configuration recorded in the log (:func:`of_document`); the scheduler validates the map (:func:`errors`) before
