@@ -13,6 +13,7 @@ import anyio
 
 from events import schema as ev
 from events.filelog import FileLog
+from projections.cluster import ClusterState
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -54,3 +55,16 @@ def one_line_error(result: Result) -> str:
     assert len(lines) == 1, result.err
     assert lines[0].startswith("kueue-es"), lines[0]
     return lines[0]
+
+
+def fold(log_dir: Path) -> ClusterState:
+    """The state a replay of the embedded log at ``log_dir`` reaches."""
+    state = ClusterState()
+    log = FileLog.open(log_dir, readonly=True)
+    try:
+        for batch in log.scan():
+            for record in batch:
+                state.apply(record)
+    finally:
+        log.close_sync()
+    return state

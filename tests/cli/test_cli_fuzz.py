@@ -10,14 +10,12 @@ import io
 from pathlib import Path
 
 import pytest
-from clihelp import FIXTURES, append, kueue_es
+from clihelp import FIXTURES, append, fold, kueue_es
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from events.filelog import FileLog
 from kueue_es.cli import main
 from kueue_es.scheduler import decide
-from projections.cluster import ClusterState
 
 CLUSTER = FIXTURES / "cluster.yaml"
 
@@ -63,15 +61,7 @@ def decided_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The cluster fixture imported, then one scheduling cycle's decisions appended (as ``kueue-es run`` would)."""
     log = tmp_path_factory.mktemp("fuzz") / "log"
     assert kueue_es("import", "-f", CLUSTER, "--log", log).code == 0
-    state = ClusterState()
-    reader = FileLog.open(log, readonly=True)
-    try:
-        for batch in reader.scan():
-            for r in batch:
-                state.apply(r)
-    finally:
-        reader.close_sync()
-    decisions = decide(state)
+    decisions = decide(fold(log))
     assert decisions, "the fixture has a workload to admit"
     append(log, decisions)
     return log

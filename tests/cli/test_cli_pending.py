@@ -11,12 +11,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from clihelp import REPO, append, kueue_es, one_line_error
+from clihelp import REPO, append, fold, kueue_es, one_line_error
 
-from events.filelog import FileLog
 from kueue_es.scheduler.config import DEFAULT
 from kueue_es.scheduler.cycle import run_cycle
-from projections.cluster import ClusterState
 
 CASE = REPO / "tests" / "scheduler" / "visibility" / "two-local-queues.yaml"
 LATE = """
@@ -35,14 +33,7 @@ BEFORE = ["team-a/big", "team-b/x1", "team-a/b0", "team-a/a1", "team-a/b1", "tea
 def _cycles(log: Path, n: int) -> None:
     """Append ``n`` scheduling cycles, decided on the log's state as the scheduler would."""
     for _ in range(n):
-        state = ClusterState()
-        reader = FileLog.open(log, readonly=True)
-        try:
-            for batch in reader.scan():
-                for record in batch:
-                    state.apply(record)
-        finally:
-            reader.close_sync()
+        state = fold(log)
         batch = run_cycle(state, DEFAULT, state.time, state.last_cycle + 1)
         assert batch
         append(log, batch)

@@ -13,29 +13,19 @@ from pathlib import Path
 import anyio
 import pytest
 import yaml
+from clihelp import fold
 
 from events import schema as ev
 from events.filelog import FileLog
 from kueue_es.cli import main
 from kueue_es.scheduler import config_record, decide
 from kueue_es.scheduler.config import load_config
-from projections.cluster import ClusterState
 
 SCENARIO = Path(__file__).resolve().parents[1] / "scheduler/scenarios/no-preemption-of-equal-priority.yaml"
 HEAD = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration"}
 FAIR = {**HEAD, "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare"]}}
 
 
-def fold(log_dir: Path) -> ClusterState:
-    state = ClusterState()
-    log = FileLog.open(log_dir, readonly=True)
-    try:
-        for batch in log.scan():
-            for r in batch:
-                state.apply(r)
-    finally:
-        log.close_sync()
-    return state
 
 
 def schedule(log_dir: Path, document: dict, writer: str = "replica-a") -> None:
