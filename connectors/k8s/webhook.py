@@ -37,6 +37,8 @@ from connectors.k8s import conversion, crds, https, jobs
 from connectors.k8s.certs import CertBundle, self_signed
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, KubeError, NotFound
+from connectors.k8s.job_events import QUEUE_LABEL
+from connectors.k8s.job_priority import PRIORITY_LABEL
 from connectors.k8s.resources import BY_KIND, Resource
 from connectors.k8s.settings import KubeSettings
 from events.errors import InvalidInput
@@ -45,7 +47,6 @@ from projections import gates
 log = structlog.get_logger("kueue_es.k8s.webhook")
 
 PATH = "/mutate-batch-v1-job"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 DEFAULT_QUEUE = "default"
 CONFIGURATION_NAME = "kueue-es-mutating-webhook-configuration"
 WEBHOOK_NAME = "mjob.kb.io"
@@ -53,7 +54,6 @@ MUTATING_CONFIGS = Resource("MutatingWebhookConfiguration", "admissionregistrati
                             "mutatingwebhookconfigurations", False)
 SECRETS = Resource("Secret", "", "v1", "secrets", True)
 
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 DEFAULT_PRIORITY_CLASS = "default"
 
 HasDefaultQueue = Callable[[str], Awaitable[bool]]

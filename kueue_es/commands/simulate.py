@@ -53,19 +53,13 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="output format: text, json (default text)")
 
 
-def load_scheduler_config(path: str | None) -> tuple[SchedulerConfig, dict[str, Any] | None]:
-    """``--config FILE``: the configuration and the document as written (recorded in the log)."""
-    loaded = load_kueue_config_document(path)
-    return loaded if loaded is not None else (DEFAULT, None)
-
-
 def run(args: argparse.Namespace) -> int:
     from kueue_es.simulator import config as scenario_config
     from kueue_es.simulator import plot as plotting
     from kueue_es.simulator.runner import fresh_log_dir
 
     scenario = scenario_config.load(args.scenario)
-    sched_config, document = load_scheduler_config(args.config)
+    sched_config, document = load_kueue_config_document(args.config) or (DEFAULT, None)
     if args.plot:
         plotting.check(args.plot)
     log_dir = fresh_log_dir(args.log, f"kueue-es-sim-{scenario.name}-seed{args.seed}")

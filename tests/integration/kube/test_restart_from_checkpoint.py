@@ -27,7 +27,11 @@ pytestmark = pytest.mark.kube
 
 
 def _records(log_dir) -> list[ev.Record]:
-    return [r for b in FileLog.open(log_dir, readonly=True).scan() for r in b]
+    log = FileLog.open(log_dir, readonly=True)
+    try:
+        return [r for b in log.scan() for r in b]
+    finally:
+        log.close_sync()
 
 
 @pytest.mark.asyncio

@@ -31,8 +31,6 @@ from projections.cluster import ClusterState
 pytestmark = pytest.mark.kube
 
 
-
-
 @pytest.mark.asyncio
 async def test_health_leader_election_and_handover(kube_apiserver, tmp_path) -> None:
     async with await connect(kube_apiserver) as kc:
