@@ -60,5 +60,6 @@ class InvalidRecord(LogError):
     by a producer that did not check it, as ``kueue-es import`` now does."""
 
     def __init__(self, offset: int, detail: str) -> None:
-        self.offset = offset
-        super().__init__(f"the event at log offset {offset} holds an invalid object: {detail}")
+        self.offset, self.detail = offset, detail
+        super().__init__(f"the event at log offset {offset} holds an invalid object: {detail}; "
+                         "`kueue-es replay --quarantine` sets it aside and reports it")

@@ -4,8 +4,9 @@ The state is the fold of every event up to and including ``--to OFFSET`` (defaul
 event whose time is at most ``--at TIME``. The fold starts from the newest of the log's checkpoints before that
 point (written by ``kueue-es run``: :mod:`kueue_es.checkpoints`), from offset 0 with ``--no-checkpoints``, or
 from a saved snapshot with ``--snapshot``; ``--save-snapshot`` writes the state reached. ``--quarantine`` reads
-every event, sets undecodable ones aside and reports them instead of stopping at the first one. The Kueue
-Configuration in force at that point (the latest one recorded) is shown with the state.
+every event, sets aside the undecodable ones and those holding an object the fold cannot take, and reports them
+instead of stopping at the first one. The Kueue Configuration in force at that point (the latest one recorded) is
+shown with the state.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
-from events.codec import Quarantined
-from events.errors import InvalidInput
+from events.codec import Quarantined, encode_event
+from events.errors import InvalidInput, InvalidRecord
 from events.filelog import FileLog
 from events.quantity import canonical_quantity, to_int
+from events.schema import Record
 from events.timefmt import format_time
 from kueue_es.commands._common import (
     add_checkpoints_argument,
@@ -53,7 +56,7 @@ def register(subparsers: Any) -> None:
     add_point_arguments(p)
     add_output_argument(p, ["summary", "yaml", "json"], "summary")
     p.add_argument("--quarantine", action="store_true",
-                   help="set undecodable events aside and report them instead of stopping")
+                   help="set undecodable or invalid events aside and report them instead of stopping")
     p.add_argument("--snapshot", metavar="FILE", help="start from this snapshot instead of the beginning")
     add_checkpoints_argument(p)
     p.add_argument("--save-snapshot", metavar="FILE", help="save the state reached as a snapshot")
@@ -80,9 +83,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         end = log_end(log)
         state, checkpoint = _start(args, end, log)
-        quarantine: list[Quarantined] | None = [] if args.quarantine else None
-        fold_log(log, state.apply, start=state.offset + 1, to=args.to, at=args.at, quarantine=quarantine,
-                 lazy=True)
+        quarantine: list[Quarantined] | None = None
+        if args.quarantine:
+            state, quarantine = _fold_setting_aside(log, state, lambda: _start(args, end, log)[0], args)
+        else:
+            fold_log(log, state.apply, start=state.offset + 1, to=args.to, at=args.at, lazy=True)
     finally:
         log.close_sync()
     if args.to is not None and args.to >= end:
@@ -90,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     if args.save_snapshot:
         _save(state, args.save_snapshot)
     if quarantine:
-        warn(f"set aside {len(quarantine)} undecodable event(s) at offset(s) "
+        warn(f"set aside {len(quarantine)} undecodable or invalid event(s) at offset(s) "
              f"{', '.join(str(q.offset) for q in quarantine)}")
     data = summarize(state, quarantine or [])
     data = {"log": args.log, **({"checkpoint": checkpoint} if checkpoint else {}), **data}
@@ -122,6 +127,32 @@ def _start(args: argparse.Namespace, end: int, log: FileLog) -> tuple[ClusterSta
     if args.at is not None and args.at < state.time:
         raise InvalidInput(f"--at {format_time(args.at)} is before the snapshot's time {format_time(state.time)}")
     return state, None
+
+
+def _fold_setting_aside(
+    log: FileLog, state: ClusterState, fresh: Callable[[], ClusterState], args: argparse.Namespace
+) -> tuple[ClusterState, list[Quarantined]]:
+    """Fold with every event decoded up front, undecodable ones set aside by the reader. An event the fold cannot
+    take (:class:`InvalidRecord`) may have left the state half-changed, so the fold starts again from ``fresh()``
+    without it: the result is always the fold of the log minus the events reported."""
+    invalid: dict[int, Quarantined] = {}
+
+    def apply(record: Record) -> None:
+        if record.offset not in invalid:
+            try:
+                state.apply(record)
+            except InvalidRecord as exc:
+                invalid[record.offset] = Quarantined(record.offset, exc.detail, encode_event(record.event))
+                raise
+
+    while True:
+        undecodable: list[Quarantined] = []
+        try:
+            fold_log(log, apply, start=state.offset + 1, to=args.to, at=args.at, quarantine=undecodable)
+        except InvalidRecord:
+            state = fresh()
+            continue
+        return state, sorted([*undecodable, *invalid.values()], key=lambda q: q.offset)
 
 
 def _check_target(path: str) -> None:

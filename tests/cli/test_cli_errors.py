@@ -14,6 +14,7 @@ from clihelp import FIXTURES, Result, append, kueue_es, log_size, one_line_error
 from events import objects as o
 from events import schema as ev
 from events.filelog import HEADER, FileLog, scan_frames
+from projections import snapshot
 
 CLUSTER = FIXTURES / "cluster.yaml"
 SEG0 = "00000000000000000000.seg"
@@ -334,7 +335,7 @@ def test_undecodable_event_stops_replay_unless_quarantined(log: Path) -> None:
     assert data["offset"] == 12
     assert [x["offset"] for x in data["quarantined"]] == [11]
     assert "EventFromTheFuture" in data["quarantined"][0]["error"]
-    assert "set aside 1 undecodable event(s) at offset(s) 11" in one_line_error(q)
+    assert "set aside 1 undecodable or invalid event(s) at offset(s) 11" in one_line_error(q)
     text = kueue_es("replay", "--log", log, "--quarantine").out
     assert "QUARANTINED OFFSET" in text
 
@@ -342,20 +343,55 @@ def test_undecodable_event_stops_replay_unless_quarantined(log: Path) -> None:
     assert inspect["byType"]["EventFromTheFuture"] == 1
 
 
-def test_an_invalid_quantity_in_the_log_stops_the_fold_naming_its_offset(log: Path) -> None:
-    """What ``import`` now refuses, written by a producer that did not check it: the fold stops at the event
-    with one line naming it, lazily decoded or not, instead of a traceback."""
-    wl = msgspec.convert({
+def _nan_usage() -> o.KObject:
+    """A workload with quota reserved whose admission charges ``cpu: NaN``: what ``import`` now refuses, written
+    by a producer that did not check it. The fold meets the NaN after it has begun to book the workload."""
+    return msgspec.convert({
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
         "metadata": {"name": "odd", "namespace": "team-a", "uid": "odd"},
         "spec": {"queueName": "lq-a", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
-            "containers": [{"name": "c", "resources": {"requests": {"cpu": "NaN"}, "limits": {"cpu": "1"}}}]}}}]},
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}]},
+        "status": {
+            "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "",
+                            "lastTransitionTime": "2024-05-01T10:00:05Z"}],
+            "admission": {"clusterQueue": "cq-a", "podSetAssignments": [{
+                "name": "main", "count": 1, "flavors": {"cpu": "on-demand"}, "resourceUsage": {"cpu": "NaN"}}]},
+        },
     }, o.KueueObject)
+
+
+def test_an_invalid_quantity_in_the_log_stops_the_fold_naming_its_offset(log: Path) -> None:
+    """The fold stops at the event with one line naming it, lazily decoded or not, instead of a traceback."""
+    wl = _nan_usage()
     append(log, [ev.ObjectUpserted(time=1_714_600_000_000, key=wl.key, uid="odd", obj=wl)])  # offset 11
-    for flags in ([], ["--quarantine"]):
-        r = kueue_es("replay", "--log", log, *flags)
+    for command in (["replay"], ["replay", "--no-checkpoints"], ["explain", "team-a/odd"]):
+        r = kueue_es(*command, "--log", log)
         assert r.code == 1, r.err
-        assert "the event at log offset 11 holds an invalid object: invalid quantity 'NaN'" in one_line_error(r)
+        line = one_line_error(r)
+        assert "the event at log offset 11 holds an invalid object: invalid quantity 'NaN'" in line, command
+        assert "replay --quarantine" in line
+
+
+def test_replay_quarantine_sets_an_invalid_event_aside_and_folds_the_rest_as_if_it_were_not_there(
+    log: Path, tmp_path: Path,
+) -> None:
+    """The fold had already begun to book the workload when it met the NaN, so the event cannot simply be
+    skipped: the state must be that of the same log with a harmless event in its place."""
+    clean = tmp_path / "clean"
+    assert kueue_es("import", "-f", CLUSTER, "--log", clean).code == 0
+    append(log, [ev.ObjectUpserted(time=1_714_600_000_000, key="team-a/odd", uid="odd", obj=_nan_usage())])  # 11
+    append(clean, [ev.ClockTicked(time=1_714_600_000_000)])  # 11
+    for path in (log, clean):
+        append(path, [ev.ClockTicked(time=1_714_600_000_001)])  # 12
+
+    r = kueue_es("replay", "--log", log, "--quarantine", "--save-snapshot", tmp_path / "set-aside.snap",
+                 "-o", "json")
+    assert r.code == 0, r.err
+    assert "set aside 1 undecodable or invalid event(s) at offset(s) 11" in one_line_error(r)
+    assert [(q["offset"], q["error"]) for q in json.loads(r.out)["quarantined"]] == [(11, "invalid quantity 'NaN'")]
+    assert kueue_es("replay", "--log", clean, "--save-snapshot", tmp_path / "clean.snap").code == 0
+    assert snapshot.digest(snapshot.load(tmp_path / "set-aside.snap")) == snapshot.digest(
+        snapshot.load(tmp_path / "clean.snap"))
 
 
 def test_import_while_another_writer_holds_the_log(log: Path) -> None:
