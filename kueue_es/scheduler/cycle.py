@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterable
-from itertools import chain
 from functools import lru_cache
+from itertools import chain
 
 from events import objects as o
 from events import schema as ev
