@@ -56,6 +56,7 @@ from projections.workloads import (
     after_reclaim,
     counts_left,
     failed_attempt,
+    held_for_pods_ready,
     intern_scan,
     keeps_queued,
     pod_set_info,
@@ -214,6 +215,10 @@ class ClusterState:
         """Active workloads holding quota (reserved or admitted, evicted ones until their quota is released)
         whose pods are not all ready: Kueue's cache ``WorkloadsNotReady``, over every ClusterQueue. While one is
         listed, waitForPodsReady.blockAdmission admits nothing new. Derived; rebuilt on restore."""
+        self.held: dict[str, None] = {}
+        """Pending workloads the scheduler holds under blockAdmission (:func:`held_for_pods_ready`): the entry
+        Kueue's scheduler waits with, inside its cycle, until nothing in :attr:`not_ready` is left. Derived;
+        rebuilt on restore."""
         self.finished_clock = DueIndex()
         """Workloads in :attr:`retained` because they finished, by the Finished condition's transition time."""
         self.deactivated_clock = DueIndex()
@@ -425,13 +430,18 @@ class ClusterState:
                 self.not_ready[key] = None
             elif key in self.not_ready:
                 del self.not_ready[key]
+            if wl.phase == PENDING and held_for_pods_ready(wl):
+                self.held[key] = None
+            elif key in self.held:
+                del self.held[key]
             if key in self.retained:
                 if wl.phase == FINISHED:
                     finished = _ms(wl.condition("Finished"))
                 else:
                     deactivated = _ms(wl.condition("Evicted"))
-        elif key in self.not_ready:
-            del self.not_ready[key]
+        else:
+            self.not_ready.pop(key, None)
+            self.held.pop(key, None)
         at = self.backoff.get(key)
         clock = self.backoff_due
         if at is not None or key in clock.at:

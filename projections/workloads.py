@@ -492,6 +492,14 @@ def counts_left(wl: WorkloadInfo) -> dict[str, tuple[int, int]]:
 _NOT_ADMISSIBLE = (INVALID_RESOURCES + ": ", OUTSIDE_LIMIT_RANGES + ": ")
 
 
+def held_for_pods_ready(wl: WorkloadInfo) -> bool:
+    """Whether the scheduler wrote blockAdmission's wait on ``wl`` (QuotaReserved=False, ``WaitingForPodsReady``
+    or ``Waiting``, Kueue's message) and nothing has changed that condition since."""
+    c = wl.condition("QuotaReserved")
+    return (c is not None and c.status == "False" and c.message == PODS_READY_WAIT_MESSAGE
+            and c.reason in (PODS_READY_WAIT_REASON, PODS_READY_WAIT_LEGACY_REASON))
+
+
 def failed_attempt(d: WorkloadPending) -> bool:
     """Whether a QuotaReserved=False decision is a failed admission attempt of the scheduler (Kueue's
     ``requeueAndUpdate``, which also writes ``status.resourceRequests`` and records a Warning Event) rather than

@@ -132,6 +132,8 @@ def _render(d: dict[str, Any]) -> str:
     if "localQueueUsage" in q:
         out.append(f"; Admission Fair Sharing: LocalQueue usage {q['localQueueUsage']:.4g}")
     out.append("\n")
+    if "schedulerWaits" in d:
+        out.append(f"  Scheduler waits: {d['schedulerWaits']['detail']}\n")
     a = d.get("attempt")
     if a is None:
         return "".join(out)

@@ -9,9 +9,14 @@ until their quota is released), in a ClusterQueue it knows — the workload the 
 same cycle included.
 
 Here the scheduler does not wait: the entry gets the condition (once), stays in its queue's heap, and the cycle
-ends there, as Kueue's would (earlier entries' preemptions and statuses stand, later entries are not looked at).
-The event that makes the last of those workloads ready or takes it away is followed, like any event, by a new
-cycle, which admits the entry (or whatever now comes first).
+ends there (earlier entries' preemptions and statuses stand). That condition marks the entry as held
+(``ClusterState.held``). While it is held and a workload still lacks its pods, the scheduler runs no cycle at
+all, as Kueue's, parked inside its cycle, runs none: nothing is nominated, preempted, parked or admitted. The
+cycle after the event that makes the last of them ready (or takes it away) takes the held entry first, as Kueue
+admits it when it wakes, and then the other heads; the next entry that fits then waits in turn.
+
+Kueue admits the held entry on the assignment it waited with; here it is nominated again, its flavor scan
+resumed where the held attempt started, so it gets the same flavors unless what it waited with is gone.
 """
 
 from __future__ import annotations
@@ -42,6 +47,20 @@ def holds_admission(state: ClusterState) -> bool:
         return False
     wls, cqs = state.workloads, state.cluster_queues
     return any(wls[k].cluster_queue in cqs for k in state.not_ready)
+
+
+def held(state: ClusterState) -> str | None:
+    """The entry the scheduler waits with, if it is still pending in its ClusterQueue's queue (the first by key,
+    should a log hold more than one)."""
+    if not state.held:
+        return None
+    wls, queues = state.workloads, state.queues
+    for key in sorted(state.held):
+        wl = wls[key]
+        q = queues.get(wl.cluster_queue)
+        if wl.active and q is not None and key in q.entries:
+            return key
+    return None
 
 
 def not_ready(state: ClusterState) -> list[str]:

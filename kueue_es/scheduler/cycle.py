@@ -13,8 +13,9 @@ The output is a list of decision events; the projection is left exactly as it wa
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
+from itertools import chain
 
 from events import objects as o
 from events import schema as ev
@@ -265,18 +266,37 @@ def run_cycle(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
     if paused:
         gc.disable()
     try:
+        first = blockadmission.held(state) if config.blocks_admission else None
+        if first is not None and blockadmission.holds_admission(state):
+            return []  # Kueue's scheduler is parked inside the cycle that holds the entry
         entries = heads(state, config, now)
-        second = second_pass_due(state, now, state.queue_order) if state.second_pass else []
+        if first is not None:  # the rest of the cycle Kueue woke up in: second passes come in the next one
+            entries = _held_first(state, entries, first)
+            second = []
+        else:
+            second = second_pass_due(state, now, state.queue_order) if state.second_pass else []
         if not entries and not second:
             return []
         with CycleContext(state, config, now) as ctx:
-            return _run(ctx, entries, cycle, second)
+            return _run(ctx, entries, cycle, second, first)
     finally:
         if paused:
             gc.enable()
 
 
-def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[WorkloadInfo] = ()) -> list[ev.Decision]:
+def _held_first(state: ClusterState, entries: list[Entry], key: str) -> list[Entry]:
+    """The heads with blockAdmission's held entry in place of its ClusterQueue's head: Kueue popped it from there
+    in the cycle it waited in, whatever has come ahead of it since."""
+    wl = state.workloads[key]
+    out = [e for e in entries if e.cq != wl.cluster_queue]
+    info = state.cq_info(wl.cluster_queue)
+    if info is not None and info.inactive is None:
+        out.append(Entry(wl, wl.cluster_queue, info=info))
+    return out
+
+
+def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[WorkloadInfo] = (),
+         first: str | None = None) -> list[ev.Decision]:
     state, now = ctx.state, ctx.now
     out: list[ev.Decision] = []
     base = {"time": now, "cycle": cycle, "input": state.offset}
@@ -286,7 +306,14 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
         nominate(ctx, e)
     victims = ctx.removed
     tree = ctx.tree
-    ordered = fair_order(ctx, entries) if ctx.config.fair_sharing_enabled else order_entries(entries, ctx.order)
+    ordered: Iterable[Entry]
+    if first is not None:  # blockAdmission's held entry: Kueue admits it as it wakes, before the cycle goes on
+        held = [e for e in entries if e.wl.key == first]
+        rest = [e for e in entries if e.wl.key != first]
+        ordered = chain(held, fair_order(ctx, rest) if ctx.config.fair_sharing_enabled
+                        else order_entries(rest, ctx.order))
+    else:
+        ordered = fair_order(ctx, entries) if ctx.config.fair_sharing_enabled else order_entries(entries, ctx.order)
     block = ctx.block_admission
     admitted = False
     for e in ordered:
@@ -351,7 +378,7 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
             continue
         if block and (admitted or blockadmission.holds_admission(state)):
             # the workload admitted just before (its pods are not ready yet) or another one holds it: Kueue's
-            # scheduler waits here, so this cycle admits nothing more and looks at no later entry
+            # scheduler waits here, so this cycle admits nothing more, and none runs until it is let go
             _wait_for_pods_ready(out, state, e, ctx.config, base)
             break
         _admit(out, state, e, base)

@@ -10,6 +10,8 @@ reports, as plain data:
   Admission Fair Sharing, its LocalQueue's usage (what orders the queue);
 * ``podsReady`` — when waitForPodsReady.blockAdmission holds an attempt that fits: the workloads holding quota
   whose pods are not ready yet, which it waits for;
+* ``schedulerWaits`` — when blockAdmission holds another workload: the scheduler runs no attempt at all until
+  those pods are ready, so the dry run below is what the attempt after that would find;
 * ``maxExecution`` — for a workload with a ``maximumExecutionTimeSeconds``: the time it was admitted before, and
   while admitted the time left and when it runs out (it is then deactivated); for one Kueue deactivated, the
   ``deactivated`` summary says why (the Evicted condition's reason and message);
@@ -85,6 +87,13 @@ def explain(state: ClusterState, config: SchedulerConfig, key: str, now: int) ->
         out.setdefault("kueue", {"reason": queue["reason"], "message": queue["detail"], "observed": False})
         return out
     out["clusterQueue"] = cq
+    held = blockadmission.held(state) if config.blocks_admission else None
+    if held is not None and held != wl.key and blockadmission.holds_admission(state):
+        waiting = blockadmission.not_ready(state)
+        out["schedulerWaits"] = {"with": held, "waitingFor": waiting[:_LISTED], "count": len(waiting), "detail": (
+            f"waitForPodsReady.blockAdmission holds {held}, and Kueue's scheduler waits with it until the pods of "
+            f"{len(waiting)} workload(s) holding quota are ready; no attempt runs for any workload until then, and "
+            f"{held} is admitted first")}
     with CycleContext(state, config, now, trace=True) as ctx:
         e = Entry(wl, cq)
         nominate(ctx, e)
@@ -161,8 +170,8 @@ def _pods_ready(state: ClusterState, waiting: list[str]) -> dict[str, Any]:
     return {"blockAdmission": True, "waitingFor": shown, "count": len(waiting), "detail": (
         f"it fits, but waitForPodsReady.blockAdmission admits nothing while a workload holding quota has pods "
         f"that are not all ready: {len(waiting)} do ({named}{more}); the attempt after the last of them has its pods "
-        "ready or no longer holds quota (finished, deleted, deactivated, or evicted and released) admits it (if it "
-        "still comes first and fits)")}
+        "ready or no longer holds quota (finished, deleted, deactivated, or evicted and released) admits it first "
+        "(if it still fits)")}
 
 
 def _queue(state: ClusterState, config: SchedulerConfig, wl: WorkloadInfo,

@@ -264,15 +264,19 @@ def test_why_waitforpodsready_blockadmission_holds_a_workload(tmp_path: Path) ->
     # the same state without blockAdmission: the attempt would be admitted, nothing is said about pods
     plain = explain(state, DEFAULT, "team/c", t0)
     assert plain is not None and plain["attempt"]["reason"] == "" and "podsReady" not in plain
-    # c was never tried: its next attempt would say what Kueue writes
+    # c was never tried: its next attempt would say what Kueue writes, once the scheduler no longer waits with b
     fresh = explain(state, config, "team/c", t0)
     assert fresh is not None
+    assert fresh["schedulerWaits"]["with"] == "team/b" and fresh["schedulerWaits"]["waitingFor"] == ["team/a"]
+    assert "Scheduler waits: waitForPodsReady.blockAdmission holds team/b" in render(fresh)
+    assert "schedulerWaits" not in data  # b is the one it waits with
     assert fresh["kueue"] == {"reason": "WaitingForPodsReady",
                               "message": "waiting for all admitted workloads to be in PodsReady condition",
                               "observed": False}
     state.apply(ev.Record(state.offset + 1, ev.PodsReadyChanged(time=t0 + 1, key="team/a", ready=True)))
     ready = explain(state, config, "team/c", t0 + 1)
     assert ready is not None and ready["attempt"]["reason"] == "" and "podsReady" not in ready
+    assert "schedulerWaits" not in ready
 
 
 def test_maximum_execution_time_left_and_why_it_was_deactivated(tmp_path: Path) -> None:
