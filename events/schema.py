@@ -175,7 +175,8 @@ class FlavorScan(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defau
 
     ``tried`` holds, per pod set in spec order (up to the one that failed), the pairs (resource, index of the
     last flavor tried in its resource group) for the resources that got a flavor, sorted by resource; -1 when
-    the scan reached the group's last flavor. The next attempt starts each resource group one past it.
+    the scan reached the group's last flavor. The next attempt starts each resource group one past it. Under
+    Kueue's ``FlavorFungibility`` gate off it is 0 for every resource that got a flavor, and nothing resumes from it.
     """
 
     tried: tuple[tuple[tuple[str, int], ...], ...]

@@ -36,11 +36,13 @@ ADMISSION_FAIR_SHARING = "AdmissionFairSharing"
 FAIR_SHARING_PREEMPT_WITHIN_NOMINAL = "FairSharingPreemptWithinNominal"
 FAIR_SHARING_PRIORITIZE_NON_BORROWING = "FairSharingPrioritizeNonBorrowing"
 TAS_FAILED_NODE_REPLACEMENT = "TASFailedNodeReplacement"
+FLAVOR_FUNGIBILITY = "FlavorFungibility"
+FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS = "FlavorFungibilityPreserveScanProgress"
 
 GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
     "ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp": (ALPHA, False),
-    "FlavorFungibility": (BETA, True),
+    FLAVOR_FUNGIBILITY: (BETA, True),
     "VisibilityOnDemand": (BETA, True),
     DISABLE_WAIT_FOR_PODS_READY: (ALPHA, False),
     "PrioritySortingWithinCohort": (BETA, True),
@@ -116,7 +118,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "WorkloadValidationForPodSetMetadata": (BETA, True),
     "PrioritizePreemptorWorkloads": (ALPHA, False),
     "LWSImmutableGroupSize": (BETA, True),
-    "FlavorFungibilityPreserveScanProgress": (BETA, True),
+    FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS: (BETA, True),
     "SkipAncestorCheckForDeletedWorkloads": (BETA, True),
     "MultiKueueRemoteSpecSync": (BETA, True),
     "RecomputeAssignmentUponPreemptionTargetsOverlap": (BETA, True),
@@ -149,14 +151,15 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
     "KueueDRAIntegrationExtendedResource": ("KueueDRAIntegration",),
     "KueueDRAIntegrationPartitionableDevices": ("KueueDRAIntegration",),
     "KueueDRAIntegrationConsumableCapacity": ("KueueDRAIntegration",),
-    "FlavorFungibilityPreserveScanProgress": ("FlavorFungibility",),
+    FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS: (FLAVOR_FUNGIBILITY,),
     "SchedulingEquivalenceHashingIgnorePodSetName": ("SchedulingEquivalenceHashing",),
 }
 
 
 MODELLED = frozenset({
     ADMISSION_FAIR_SHARING, DISABLE_WAIT_FOR_PODS_READY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL,
-    FAIR_SHARING_PRIORITIZE_NON_BORROWING, LOCAL_QUEUE_METRICS, PARTIAL_ADMISSION,
+    FAIR_SHARING_PRIORITIZE_NON_BORROWING, FLAVOR_FUNGIBILITY, FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS,
+    LOCAL_QUEUE_METRICS, PARTIAL_ADMISSION,
     "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY, "ReclaimablePods", TAS_BALANCED_PLACEMENT,
     TAS_FAILED_NODE_REPLACEMENT,
     TAS_MULTI_LAYER_TOPOLOGY, UNADMITTED_WORKLOADS_OBSERVABILITY, WORKLOAD_PRIORITY_CLASS_DEFAULTING,

@@ -51,7 +51,7 @@ from projections import gates
 from projections.cluster import ClusterState
 from projections.clusterqueues import ClusterQueueInfo
 from projections.queue_order import QueueOrder
-from projections.workloads import WorkloadInfo
+from projections.workloads import WorkloadInfo, keeps_queued
 
 _NO_FIT, _PREEMPT = Mode.NO_FIT, Mode.PREEMPT
 PARK_ALWAYS_HEAP = frozenset({"FailedAfterNomination", "PendingPreemption", "PendingMigration", "PreemptionFailed"})
@@ -97,6 +97,14 @@ class CycleContext:
         self.preempt_within_nominal = gates.enabled(config.feature_gates, gates.FAIR_SHARING_PREEMPT_WITHIN_NOMINAL)
         self.prioritize_non_borrowing = gates.enabled(config.feature_gates,
                                                       gates.FAIR_SHARING_PRIORITIZE_NON_BORROWING)
+        self.fungibility = gates.enabled(config.feature_gates, gates.FLAVOR_FUNGIBILITY)
+        """``FlavorFungibility``: off, the first flavor that fits is taken, a later one only for a strictly better
+        mode, the ClusterQueue's ``flavorFungibility`` is not read and no attempt resumes a scan
+        (:mod:`kueue_es.scheduler.flavors`)."""
+        self.preserve_scan = self.fungibility and gates.enabled(config.feature_gates,
+                                                                gates.FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS)
+        """``FlavorFungibilityPreserveScanProgress``: off, any growth of the queue's allocatable generation makes
+        the kept scan progress stale, and a skipped entry keeps none (:func:`_scan_after`)."""
         self.info: Callable[[str], ClusterQueueInfo] = state.cq_info  # type: ignore[assignment]
         """The compiled ClusterQueue (only asked for queues that exist)."""
         self.find_targets = fair_targets if config.fair_sharing_enabled else find_targets
@@ -319,14 +327,14 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
     for e in ordered:
         a = e.assignment
         if e.status:
-            _pending(out, state, e, e.status, e.message, e.requeue_reason, base)
+            _pending(out, ctx, e, e.status, e.message, e.requeue_reason, base)
             continue
         assert a is not None
         if a.mode == _NO_FIT:
-            _pending(out, state, e, a.reason, a.message, "NoFit", base)
+            _pending(out, ctx, e, a.reason, a.message, "NoFit", base)
             continue
         if a.mode == _PREEMPT and not e.targets:
-            _pending(out, state, e, "WaitingForQuota", a.message, "PreemptionNoCandidates", base)
+            _pending(out, ctx, e, "WaitingForQuota", a.message, "PreemptionNoCandidates", base)
             if state.cluster_queues[e.cq].spec.preemption.reclaim_within_cohort != "Any":
                 _reserve_capacity(ctx, e)
                 info = ctx.info_of(e)
@@ -341,12 +349,12 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
                 for fr, v in a.usage.items():
                     if v:
                         node.add_usage(fr, v)
-                _pending(out, state, e, "WaitingForPreemptedWorkloads",
+                _pending(out, ctx, e, "WaitingForPreemptedWorkloads",
                          "The workload fits once the workloads preempted for another workload are gone",
                          "PendingPreemption", base)
                 continue
             if outcome != "new-targets":
-                _pending(out, state, e, "WaitingForQuota",
+                _pending(out, ctx, e, "WaitingForQuota",
                          "Workload has overlapping preemption targets with another workload", "FailedAfterNomination",
                          base)
                 continue
@@ -364,7 +372,7 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
         info = ctx.info_of(e)
         if not fits or (info.tas_levels and (not reserve_preempting(ctx, e.wl, info, a, removed) if removed
                                              else place_at_admission(ctx, e.wl, info, a))):
-            _pending(out, state, e, "WaitingForQuota", "Workload no longer fits after processing another workload",
+            _pending(out, ctx, e, "WaitingForQuota", "Workload no longer fits after processing another workload",
                      "FailedAfterNomination", base)
             continue
         for w in removed:
@@ -374,32 +382,31 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
             if v:
                 node.add_usage(fr, v)
         if removed:
-            _preempt(out, state, e, base)
+            _preempt(out, ctx, e, base)
             continue
         if block and (admitted or blockadmission.holds_admission(state)):
             # the workload admitted just before (its pods are not ready yet) or another one holds it: Kueue's
             # scheduler waits here, so this cycle admits nothing more, and none runs until it is let go
-            _wait_for_pods_ready(out, state, e, ctx.config, base)
+            _wait_for_pods_ready(out, ctx, e, base)
             break
         _admit(out, state, e, base)
         admitted = True
     return out
 
 
-def _wait_for_pods_ready(out: list[ev.Decision], state: ClusterState, e: Entry, config: SchedulerConfig,
-                         base: dict) -> None:
+def _wait_for_pods_ready(out: list[ev.Decision], ctx: CycleContext, e: Entry, base: dict) -> None:
     """QuotaReserved=False while waitForPodsReady.blockAdmission holds the entry, unless it shows that already.
     It stays in its queue's heap, so the cycle after the event that opens the gate tries it again. Kueue admits
     it on the assignment it waited with, so its flavor scan stays where this attempt started: the next attempt
     finds the same flavors (starting over could find none where the resumed scan found some, and the two
     attempts would take turns for ever)."""
-    wl = e.wl
-    reason = blockadmission.reason(config)
+    state, wl = ctx.state, e.wl
+    reason = blockadmission.reason(ctx.config)
     current = wl.condition("QuotaReserved")
     if (current is not None and current.status == "False" and current.reason == reason
             and current.message == blockadmission.MESSAGE):
         return
-    scan = resume_scan(state, wl, e.cq) if wl.scan is not None else None
+    scan = resume_scan(state, wl, e.cq, ctx.preserve_scan) if wl.scan is not None else None
     out.append(ev.WorkloadPending(key=wl.key, uid=wl.uid, reason=reason, message=blockadmission.MESSAGE,
                                   parked=False, scan=scan, **base))
 
@@ -451,16 +458,16 @@ _ROUND_AGAIN = frozenset({"NoFit", "PreemptionNoCandidates", "FailedAfterNominat
 """Requeue reasons of failed attempts that would go round the flavors again with nothing changed."""
 
 
-def _pending(out: list[ev.Decision], state: ClusterState, e: Entry, reason: str, message: str,
+def _pending(out: list[ev.Decision], ctx: CycleContext, e: Entry, reason: str, message: str,
              requeue_reason: str, base: dict) -> None:
-    wl = e.wl
+    state, wl = ctx.state, e.wl
     if state.cluster_queues[e.cq].spec.queueing_strategy == "StrictFIFO":
         parked = requeue_reason == "NamespaceMismatch"
     else:
         parked = requeue_reason not in PARK_ALWAYS_HEAP
-    scan = _scan_after(state, e, requeue_reason)
+    scan = _scan_after(ctx, e, requeue_reason)
     if not parked:
-        kept = resume_scan(state, wl, e.cq) if wl.scan is not None else None
+        kept = resume_scan(state, wl, e.cq, ctx.preserve_scan) if wl.scan is not None else None
         tried = scan.tried if scan is not None else None
         current = wl.condition("QuotaReserved")
         if (current is not None and current.reason == reason and current.message == message
@@ -471,19 +478,38 @@ def _pending(out: list[ev.Decision], state: ClusterState, e: Entry, reason: str,
             # It went through all its flavors since the last change and would only go round them again. Kueue
             # does, cycle after cycle; here the next round waits for a change, so the scheduler settles.
             return
+    elif not ctx.fungibility and scan is not None and keeps_queued(wl, True, scan, ctx.now):
+        # FlavorFungibility off: the record reads as untried flavors whatever the attempt found, so Kueue's requeue
+        # rule puts the workload back on the heap it was taken from, where it fails the same way cycle after cycle
+        current, kept = wl.condition("QuotaReserved"), wl.scan
+        if (current is not None and current.reason == reason and current.message == message
+                and kept is not None and kept.tried == scan.tried):
+            return  # nothing new to say: it stays where it is
     out.append(ev.WorkloadPending(key=wl.key, uid=wl.uid, reason=reason, message=message,
                                   requeue_reason=requeue_reason, parked=parked, scan=scan, **base))
 
 
-def _scan_after(state: ClusterState, e: Entry, requeue_reason: str) -> ev.FlavorScan | None:
+def _scan_after(ctx: CycleContext, e: Entry, requeue_reason: str) -> ev.FlavorScan | None:
     """The flavor scan progress an attempt leaves for the next one (Kueue's FlavorFungibilityPreserveScanProgress):
     where its assignment got, kept through skips; none after preemptions were issued, a DeferredFit or a gate,
-    nor when the workload was not nominated."""
+    nor when the workload was not nominated.
+
+    With ``FlavorFungibilityPreserveScanProgress`` off a skipped entry (``FailedAfterNomination``) keeps none, as
+    Kueue's skip then drops the assignment. With ``FlavorFungibility`` off there is no pass over the flavors: the
+    record is the attempt's own, index 0 for each resource that got a flavor (:mod:`.flavors`), so it reads as
+    untried flavors and Kueue's requeue rule keeps the workload on the heap."""
     a = e.assignment
     if a is None or requeue_reason in _CLEARS_SCAN:
         return None
-    wl = e.wl
-    kept = resume_scan(state, wl, e.cq) if wl.scan is not None else None
+    if requeue_reason == "FailedAfterNomination" and not ctx.preserve_scan:
+        return None
+    state, wl = ctx.state, e.wl
+    if not ctx.fungibility:
+        tried = scan_progress(a)
+        if tried is None:
+            return None
+        return ev.FlavorScan(tried=tried, generation=state.allocatable_generation(e.cq), changes=state.changes)
+    kept = resume_scan(state, wl, e.cq, ctx.preserve_scan) if wl.scan is not None else None
     going_on = kept is not None and kept.pending  # this attempt went on with a pass over the flavors
     tried = scan_progress(a)
     if tried is None:
@@ -502,8 +528,8 @@ def _scan_after(state: ClusterState, e: Entry, requeue_reason: str) -> ev.Flavor
                          attempts=attempts)
 
 
-def _preempt(out: list[ev.Decision], state: ClusterState, e: Entry, base: dict) -> None:
-    wl = e.wl
+def _preempt(out: list[ev.Decision], ctx: CycleContext, e: Entry, base: dict) -> None:
+    state, wl = ctx.state, e.wl
     a = e.assignment
     assert a is not None
     issued = 0
@@ -516,7 +542,7 @@ def _preempt(out: list[ev.Decision], state: ClusterState, e: Entry, base: dict) 
             key=victim.key, uid=victim.uid, reason=t.reason, preemptor=wl.key,
             message=_preemption_message(state, wl, victim, t.reason), **base))
     msg = (a.message + ". " if a.message else "") + f"Pending the preemption of {len(e.targets)} workload(s)"
-    _pending(out, state, e, "WaitingForPreemptedWorkloads", msg, "PendingPreemption", base)
+    _pending(out, ctx, e, "WaitingForPreemptedWorkloads", msg, "PendingPreemption", base)
 
 
 _REASON_TEXT = {

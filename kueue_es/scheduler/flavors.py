@@ -8,6 +8,11 @@ keep looking for a better one.
 The scan resumes where the workload's previous attempt stopped (Kueue's FlavorFungibilityPreserveScanProgress):
 each resource group starts one past the last flavor tried, as recorded in ``WorkloadInfo.scan``, unless that
 record is stale (:func:`resume_scan`). Each attempt records how far it got (:func:`scan_progress`).
+
+With Kueue's ``FlavorFungibility`` gate off (``CycleContext.fungibility``) the ClusterQueue's
+``flavorFungibility`` is not read: each group starts at its first flavor, takes the first one that fits (borrowing
+or not) and otherwise keeps the first flavor of the best mode met. No scan position is kept then: every resource
+that got a flavor records index 0, as Kueue's assigner leaves it, which still reads as flavors left untried.
 """
 
 from __future__ import annotations
@@ -84,7 +89,8 @@ class PodSetResult:
         """The topology request waits for the second pass (a ProvisioningRequest check covers the TAS flavor)."""
         self.last_tried: dict[str, int] | None = None
         """resource -> index of the last flavor tried in its group, for the resources that got a flavor before
-        their group's last one (the others reached it: -1): what the next attempt resumes from."""
+        their group's last one (the others reached it: -1): what the next attempt resumes from. With the
+        ``FlavorFungibility`` gate off, 0 for every resource that got a flavor (no position is kept)."""
 
     def __repr__(self) -> str:
         return f"PodSetResult({self.name}, {self.count}, {self.flavors}, {Granular.NAMES[self.mode]})"
@@ -244,14 +250,18 @@ def _plan(info, ps: PodSetInfo, count: int, ignore_undeclared: bool) -> _Plan:
     return plan
 
 
-def resume_scan(state: ClusterState, wl: WorkloadInfo, cq: str) -> FlavorScan | None:
+def resume_scan(state: ClusterState, wl: WorkloadInfo, cq: str, preserve: bool = True) -> FlavorScan | None:
     """The scan progress the next attempt of ``wl`` in ClusterQueue ``cq`` resumes from, or None when it starts at
     the first flavors: there is none, or it is stale — the queue's allocatable generation has grown since, and it
-    was not recorded by the latest batch of decisions (what Kueue's "current or previous cycle" is here)."""
+    was not recorded by the latest batch of decisions (what Kueue's "current or previous cycle" is here). Without
+    ``preserve`` (the ``FlavorFungibilityPreserveScanProgress`` gate off) any growth makes it stale.
+
+    An attempt under the ``FlavorFungibility`` gate off resumes from nothing (:func:`assign_flavors`), but the
+    record is still what the scheduler compares a new attempt with."""
     scan = wl.scan
     if scan is None:
         return None
-    if scan.generation < state.allocatable_generation(cq) and scan.cycle < state.last_cycle:
+    if scan.generation < state.allocatable_generation(cq) and (not preserve or scan.cycle < state.last_cycle):
         return None
     return scan
 
@@ -292,10 +302,12 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
 
     Resources are taken in name order within a pod set, pod sets in spec order; as in Kueue, the first resource
     group that gets no flavor ends the attempt (its pod set's reasons are the message). Each group's scan starts
-    where the previous attempt left it (from the first flavor when recomputing with ``only``)."""
+    where the previous attempt left it (from the first flavor when recomputing with ``only``, or with the
+    ``FlavorFungibility`` gate off)."""
     if info is None:
         info = ctx.info(cq_name)
-    resume = resume_scan(ctx.state, wl, cq_name) if wl.scan is not None and only is None else None
+    resume = resume_scan(ctx.state, wl, cq_name, ctx.preserve_scan) \
+        if wl.scan is not None and only is None and ctx.fungibility else None
     node = ctx.tree.cluster_queues[cq_name]
     ignore_undeclared = ctx.ignore_undeclared
     assumed: dict[str, int] = {}
@@ -371,6 +383,7 @@ def _eligible(info, slot, ps: PodSetInfo, multi_layer: bool) -> str | None:
 def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res: PodSetResult,
                   pinned: str | None = None, start: int = 0) -> None:
     ff = info.spec.flavor_fungibility
+    fungible = ctx.fungibility
     best: tuple[int, int, str, dict[str, str]] | None = None
     group_reasons: list[str] = []
     group_no_fit = ""
@@ -423,6 +436,14 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
             group_reasons.extend(flavor_reasons)
         if mode == _NO_FIT:
             group_no_fit = _least(group_no_fit, flavor_no_fit or WAITING_FOR_QUOTA)
+        if not fungible:
+            # FlavorFungibility off: only a strictly better mode replaces the flavor kept (borrowing levels are
+            # not compared), and the first flavor that fits ends the search even when it borrows
+            if best is None or mode > best[0]:
+                best = (mode, borrow, name, frs)
+            if mode == _FIT:
+                break
+            continue
         if best is None or _better(mode, borrow, best[0], best[1], ff):
             if mode != _NO_FIT or best is None:
                 best = (mode, borrow, name, frs)
@@ -441,7 +462,12 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
     for r in wanted:
         res.flavors[r] = name
         res.frs[r] = frs[r]
-    if slot is not None and slot is not flavors[-1]:  # the scan stopped early: the next attempt resumes after it
+    if not fungible:  # no position is kept: index 0 for each resource, as Kueue's assigner leaves it
+        if res.last_tried is None:
+            res.last_tried = {}
+        for r in wanted:
+            res.last_tried[r] = 0
+    elif slot is not None and slot is not flavors[-1]:  # the scan stopped early: the next attempt resumes after it
         at = flavors.index(slot)
         if res.last_tried is None:
             res.last_tried = {}

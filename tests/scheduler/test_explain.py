@@ -232,6 +232,28 @@ def test_where_the_flavor_scan_resumes() -> None:
     assert stale["attempt"]["podSets"][0]["tried"]["cpu"][0].startswith("a: ")
 
 
+def test_the_flavor_scan_with_flavor_fungibility_off() -> None:
+    """With the FlavorFungibility gate off no attempt resumes: explain says each group starts at its first flavor,
+    that the attempt's record sends it back to the heap, and its trace starts at flavor a again."""
+    from kueue_es.scheduler import decide
+    from kueue_es.scheduler.config import load_config
+
+    spec = yaml.safe_load((SCENARIOS / "flavor-scan-requeue-to-heap-gate-off.yaml").read_text())
+    config = load_config(spec["config"])
+    state = ClusterState()
+    t0 = 1_704_067_200_000
+    for d in spec["objects"]:
+        x = msgspec.convert(d, o.KueueObject)
+        state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=t0, key=x.key, obj=x)))
+    for e in decide(state, config, t0):
+        state.apply(ev.Record(state.offset + 1, e))
+    data = explain(state, config, "team/w", t0)
+    assert data is not None
+    scan = data["attempt"]["scan"]
+    assert scan["state"] == "off" and "resumesAt" not in scan and "goes back to the queue's heap" in scan["detail"]
+    assert data["attempt"]["podSets"][0]["tried"]["cpu"][0].startswith("a: ")
+
+
 def test_why_waitforpodsready_blockadmission_holds_a_workload(tmp_path: Path) -> None:
     """Kueue's reason and message first, then which workloads' pods it waits for; the workload that holds the
     others says so too. Before any cycle (nothing observed yet) the dry run gives Kueue's words."""

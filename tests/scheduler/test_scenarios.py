@@ -58,6 +58,7 @@ from kueue_es.scheduler import decide, next_deadline, settle
 from kueue_es.scheduler.config import parse_duration
 from kueue_es.scheduler.flavors import resume_scan
 from kueue_es.statefile import load_state
+from projections import gates
 from projections.workloads import status_of
 
 CASES = sorted((Path(__file__).parent / "scenarios").glob("*.yaml"))
@@ -67,8 +68,11 @@ def _cond(status: dict, type_: str) -> dict | None:
     return next((c for c in status.get("conditions", []) if c["type"] == type_), None)
 
 
-def _resumes_at(state, wl) -> dict | None:
-    scan = resume_scan(state, wl, wl.cluster_queue)
+def _resumes_at(state, wl, config) -> dict | None:
+    if config is not None and not config.gate(gates.FLAVOR_FUNGIBILITY):
+        return None  # each attempt starts at the first flavors
+    preserve = config is None or config.gate(gates.FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS)
+    scan = resume_scan(state, wl, wl.cluster_queue, preserve)
     if scan is None:
         return None
     info = state.cq_info(wl.cluster_queue)
@@ -85,7 +89,7 @@ def _queued(state, wl) -> str:
     return "parked" if wl.key in q.inadmissible else "active"
 
 
-def check_status(case: str, key: str, status: dict, want: dict, wl=None, state=None) -> None:
+def check_status(case: str, key: str, status: dict, want: dict, wl=None, state=None, config=None) -> None:
     """Assert one workload's status (as Kueue would show it) against an expectation."""
     checked = False
     if "queue" in want:
@@ -95,7 +99,7 @@ def check_status(case: str, key: str, status: dict, want: dict, wl=None, state=N
     if "resumesAt" in want:
         checked = True
         assert state is not None and wl is not None, f"{case}: resumesAt is only known in a timeline"
-        got = _resumes_at(state, wl)
+        got = _resumes_at(state, wl, config)
         assert got == want["resumesAt"], f"{key}: resumes at {got} (scan {wl.scan})"
     if "admitted" in want:
         checked = True
@@ -324,7 +328,7 @@ def run_timeline(name: str, spec: dict, tmp_path: Path) -> None:
             wl = state.workloads.get(key)
             assert wl is not None, f"{name}: step {i} (at {format_time(t)}): no workload {key}"
             try:
-                check_status(name, key, status_of(wl), want, wl, state)
+                check_status(name, key, status_of(wl), want, wl, state, config)
             except AssertionError as exc:
                 raise AssertionError(f"{name}: step {i} (at {format_time(t)}): {exc}") from None
 
