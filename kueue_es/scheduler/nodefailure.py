@@ -1,8 +1,9 @@
 """Node failure under admitted TAS workloads (Kueue's TAS node controller), as rules over the projection.
 
 A node named by a workload's hostname-level placement fails at once when it is gone or has no Ready condition.
-When it is NotReady, or carries a NoSchedule/NoExecute taint the workload does not tolerate for good, it fails for
-that workload only once none of the workload's pods is still progressing on it (TASReplaceNodeOnPodTermination).
+When it is NotReady, or carries a NoSchedule/NoExecute taint the workload does not tolerate for good (only under
+TASReplaceNodeOnNodeTaints), it fails for that workload only once none of the workload's pods is still progressing
+on it (TASReplaceNodeOnPodTermination).
 The first failed node goes to ``status.unhealthyNodes`` and is replaced in place by a second pass; a second,
 different failure evicts the workload (NodeFailures); a node that recovers leaves the list.
 """
@@ -90,7 +91,9 @@ def _progressing(state: ClusterState, wl: WorkloadInfo, node: str) -> bool:
     return False
 
 
-def unhealthy(state: ClusterState, wl: WorkloadInfo, node: str, pod_sets: list[str]) -> bool:
+def unhealthy(state: ClusterState, wl: WorkloadInfo, node: str, pod_sets: list[str], *, taints: bool = True) -> bool:
+    """Whether ``node`` has failed for ``wl`` (whose ``pod_sets`` are placed on it). ``taints`` is Kueue's
+    TASReplaceNodeOnNodeTaints gate: off, a node's taints are not looked at, so a Ready node is healthy."""
     obj = state.nodes.get(node)
     if obj is None:
         return True
@@ -99,17 +102,19 @@ def unhealthy(state: ClusterState, wl: WorkloadInfo, node: str, pod_sets: list[s
         return True
     if ready != "True":
         return not _progressing(state, wl, node)
-    if _taint_verdict(obj, _tolerations(state, wl, pod_sets)) == "drain":
+    if taints and _taint_verdict(obj, _tolerations(state, wl, pod_sets)) == "drain":
         return not _progressing(state, wl, node)
     return False
 
 
-def node_failure_decisions(state: ClusterState, wl: WorkloadInfo, base: dict) -> list[ev.Decision]:
-    """What the node controller does for one admitted workload now (nothing when all its nodes are healthy)."""
+def node_failure_decisions(state: ClusterState, wl: WorkloadInfo, base: dict, *,
+                           taints: bool = True) -> list[ev.Decision]:
+    """What the node controller does for one admitted workload now (nothing when all its nodes are healthy);
+    ``taints`` as for :func:`unhealthy`."""
     nodes = assigned_nodes(state, wl)
     if not nodes:
         return []
-    failed = [n for n in sorted(nodes) if unhealthy(state, wl, n, nodes[n])]
+    failed = [n for n in sorted(nodes) if unhealthy(state, wl, n, nodes[n], taints=taints)]
     listed = list(wl.unhealthy_nodes)
     kept = [n for n in listed if n in failed]
     new = [n for n in failed if n not in listed]

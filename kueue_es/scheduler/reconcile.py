@@ -109,6 +109,7 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
     out: list[ev.Decision] = []
     wls = state.workloads
     replaces_nodes = config.gate(gates.TAS_FAILED_NODE_REPLACEMENT)  # Kueue runs no node controller without it
+    node_taints = config.gate(gates.TAS_REPLACE_NODE_ON_NODE_TAINTS)
     everything = full or state.touched_all
     touched = None if everything else state.touched
     for key in sorted(state.awaiting_release):
@@ -171,7 +172,7 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                     out.append(ev.WorkloadAdmitted(key=key, uid=wl.uid, message="The workload is admitted", **base))
                 continue
             if state.nodes and wl.phase == ADMITTED and replaces_nodes:
-                failures = node_failure_decisions(state, wl, base)
+                failures = node_failure_decisions(state, wl, base, taints=node_taints)
                 if failures:
                     out.extend(failures)
                     continue
