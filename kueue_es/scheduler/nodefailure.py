@@ -49,35 +49,22 @@ def _ready(node: o.Node) -> str | None:
     return None
 
 
-def _tolerations(state: ClusterState, wl: WorkloadInfo, pod_sets: list[str]) -> list[o.Toleration]:
-    out: list[o.Toleration] = []
-    adm = wl.admission
-    assert adm is not None
-    for ps in wl.pod_sets:
-        if ps.name in pod_sets:
-            out.extend(ps.tolerations)
-    for psa in adm.pod_set_assignments:
-        if psa.name not in pod_sets:
-            continue
-        for flavor in set(psa.flavors.values()):
-            rf = state.flavors.get(flavor)
-            if rf is not None:
-                out.extend(rf.spec.tolerations)
-    for cs in wl.check_states.values():
-        for upd in cs.pod_set_updates:
-            if upd.name in pod_sets:
-                out.extend(upd.tolerations)
-    return out
+def _tolerations(wl: WorkloadInfo, pod_sets: list[str]) -> list[tuple[o.Toleration, ...]]:
+    """The tolerations of each of ``pod_sets``, as their templates in the Workload's spec have them. Kueue's node
+    controller reads only those: not the ResourceFlavors' tolerations nor the admission checks' podSetUpdates,
+    which reach the pods but not the Workload's spec."""
+    return [ps.tolerations for ps in wl.pod_sets if ps.name in pod_sets]
 
 
-def _taint_verdict(node: o.Node, tolerations: list[o.Toleration]) -> str:
-    """"ok" (no taint or tolerated for good), "drain" (untolerated, or tolerated only for a while)."""
+def _taint_verdict(node: o.Node, tolerations: list[tuple[o.Toleration, ...]]) -> str:
+    """"ok" (no NoSchedule/NoExecute taint, or every pod set tolerates each for good), "drain" (some pod set does
+    not tolerate one, or only for a while: ``tolerationSeconds``). Each pod set is judged on its own tolerations."""
     for taint in node.spec.taints:
         if taint.effect not in ("NoSchedule", "NoExecute"):
             continue
-        matching = [t for t in tolerations if toleration_matches(t, taint)]
-        if not matching or all(t.toleration_seconds is not None for t in matching):
-            return "drain"
+        for own in tolerations:
+            if not any(t.toleration_seconds is None and toleration_matches(t, taint) for t in own):
+                return "drain"
     return "ok"
 
 
@@ -102,7 +89,7 @@ def unhealthy(state: ClusterState, wl: WorkloadInfo, node: str, pod_sets: list[s
         return True
     if ready != "True":
         return not _progressing(state, wl, node)
-    if taints and _taint_verdict(obj, _tolerations(state, wl, pod_sets)) == "drain":
+    if taints and _taint_verdict(obj, _tolerations(wl, pod_sets)) == "drain":
         return not _progressing(state, wl, node)
     return False
 
