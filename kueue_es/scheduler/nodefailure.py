@@ -49,11 +49,27 @@ def _ready(node: o.Node) -> str | None:
     return None
 
 
-def _tolerations(wl: WorkloadInfo, pod_sets: list[str]) -> list[tuple[o.Toleration, ...]]:
-    """The tolerations of each of ``pod_sets``, as their templates in the Workload's spec have them. Kueue's node
-    controller reads only those: not the ResourceFlavors' tolerations nor the admission checks' podSetUpdates,
-    which reach the pods but not the Workload's spec."""
-    return [ps.tolerations for ps in wl.pod_sets if ps.name in pod_sets]
+def _tolerations(state: ClusterState, wl: WorkloadInfo, pod_sets: list[str]) -> list[tuple[o.Toleration, ...]]:
+    """The effective tolerations of each of ``pod_sets``: its template's, its flavors' and those the admission
+    checks' ``podSetUpdates`` add (the shared reference's rule; some Kueue versions read the template's alone)."""
+    adm = wl.admission
+    assert adm is not None
+    flavors = {psa.name: sorted(set(psa.flavors.values())) for psa in adm.pod_set_assignments}
+    out: list[tuple[o.Toleration, ...]] = []
+    for ps in wl.pod_sets:
+        if ps.name not in pod_sets:
+            continue
+        own = list(ps.tolerations)
+        for flavor in flavors.get(ps.name, ()):
+            rf = state.flavors.get(flavor)
+            if rf is not None:
+                own.extend(rf.spec.tolerations)
+        for cs in wl.check_states.values():
+            for upd in cs.pod_set_updates:
+                if upd.name == ps.name:
+                    own.extend(upd.tolerations)
+        out.append(tuple(own))
+    return out
 
 
 def _taint_verdict(node: o.Node, tolerations: list[tuple[o.Toleration, ...]]) -> str:
@@ -89,7 +105,7 @@ def unhealthy(state: ClusterState, wl: WorkloadInfo, node: str, pod_sets: list[s
         return True
     if ready != "True":
         return not _progressing(state, wl, node)
-    if taints and _taint_verdict(obj, _tolerations(wl, pod_sets)) == "drain":
+    if taints and _taint_verdict(obj, _tolerations(state, wl, pod_sets)) == "drain":
         return not _progressing(state, wl, node)
     return False
 
