@@ -38,6 +38,9 @@ FAIR_SHARING_PRIORITIZE_NON_BORROWING = "FairSharingPrioritizeNonBorrowing"
 TAS_FAILED_NODE_REPLACEMENT = "TASFailedNodeReplacement"
 FLAVOR_FUNGIBILITY = "FlavorFungibility"
 FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS = "FlavorFungibilityPreserveScanProgress"
+TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST = "TASFailedNodeReplacementFailFast"
+TAS_REPLACE_NODE_ON_NODE_TAINTS = "TASReplaceNodeOnNodeTaints"
+CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION = "CleanupProvisioningRequestsOnEviction"
 
 GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
@@ -57,7 +60,7 @@ GATES: dict[str, tuple[str, bool]] = {
     TAS_FAILED_NODE_REPLACEMENT: (BETA, True),
     "ElasticJobsViaWorkloadSlices": (BETA, True),
     "ElasticJobsViaWorkloadSlicesWithTAS": (ALPHA, False),
-    "TASFailedNodeReplacementFailFast": (BETA, True),
+    TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST: (BETA, True),
     "TASReplaceNodeOnPodTermination": (BETA, True),
     "SkipReassignmentForPodOwnedWorkloads": (BETA, True),
     "TASReplaceNodeDueToNotReadyOverFixedTime": (DEPRECATED, False),
@@ -78,7 +81,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "FailureRecoveryPolicy": (ALPHA, False),
     "TLSOptions": (BETA, True),
     "RemoveFinalizersWithStrictPatch": (BETA, True),
-    "TASReplaceNodeOnNodeTaints": (BETA, True),
+    TAS_REPLACE_NODE_ON_NODE_TAINTS: (BETA, True),
     "AssignQueueLabelsForPods": (BETA, True),
     TAS_MULTI_LAYER_TOPOLOGY: (BETA, True),
     "SchedulingEquivalenceHashing": (BETA, True),
@@ -102,7 +105,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "WorkloadIdentifierAnnotations": (BETA, True),
     WORKLOAD_PRIORITY_CLASS_DEFAULTING: (BETA, True),
     "MetricsForCohorts": (BETA, True),
-    "CleanupProvisioningRequestsOnEviction": (BETA, True),
+    CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION: (BETA, True),
     "TASHandleOverlappingFlavors": (BETA, True),
     UNADMITTED_WORKLOADS_OBSERVABILITY: (BETA, True),
     "TASRecomputeAssignmentWithinSchedulingCycle": (BETA, True),
@@ -136,11 +139,11 @@ ALL_ALPHA, ALL_BETA = "AllAlpha", "AllBeta"
 
 DEPENDENCIES: dict[str, tuple[str, ...]] = {
     "TASFailedNodeReplacement": ("TopologyAwareScheduling",),
-    "TASFailedNodeReplacementFailFast": ("TASFailedNodeReplacement", "TopologyAwareScheduling"),
+    TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST: ("TASFailedNodeReplacement", "TopologyAwareScheduling"),
     "TASReplaceNodeOnPodTermination": ("TASFailedNodeReplacement", "TopologyAwareScheduling"),
     "TASReplaceNodeDueToNotReadyOverFixedTime": ("TASFailedNodeReplacement", "TopologyAwareScheduling"),
     TAS_BALANCED_PLACEMENT: ("TopologyAwareScheduling",),
-    "TASReplaceNodeOnNodeTaints": ("TopologyAwareScheduling",),
+    TAS_REPLACE_NODE_ON_NODE_TAINTS: ("TopologyAwareScheduling",),
     TAS_MULTI_LAYER_TOPOLOGY: ("TopologyAwareScheduling",),
     "TASRespectNodeAffinityPreferred": ("TopologyAwareScheduling",),
     "UnadmittedWorkloadsExplicitStatus": (UNADMITTED_WORKLOADS_OBSERVABILITY,),
@@ -157,11 +160,11 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
 
 
 MODELLED = frozenset({
-    ADMISSION_FAIR_SHARING, DISABLE_WAIT_FOR_PODS_READY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL,
-    FAIR_SHARING_PRIORITIZE_NON_BORROWING, FLAVOR_FUNGIBILITY, FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS,
-    LOCAL_QUEUE_METRICS, PARTIAL_ADMISSION,
+    ADMISSION_FAIR_SHARING, CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION, DISABLE_WAIT_FOR_PODS_READY,
+    FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING, FLAVOR_FUNGIBILITY,
+    FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, PARTIAL_ADMISSION,
     "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY, "ReclaimablePods", TAS_BALANCED_PLACEMENT,
-    TAS_FAILED_NODE_REPLACEMENT,
+    TAS_FAILED_NODE_REPLACEMENT, TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST, TAS_REPLACE_NODE_ON_NODE_TAINTS,
     TAS_MULTI_LAYER_TOPOLOGY, UNADMITTED_WORKLOADS_OBSERVABILITY, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
 })
 """The gates whose both settings kueue-es models. Every other one is accepted, as Kueue accepts it, and kueue-es

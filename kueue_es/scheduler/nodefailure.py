@@ -1,8 +1,9 @@
 """Node failure under admitted TAS workloads (Kueue's TAS node controller), as rules over the projection.
 
 A node named by a workload's hostname-level placement fails at once when it is gone or has no Ready condition.
-When it is NotReady, or carries a NoSchedule/NoExecute taint the workload does not tolerate for good, it fails for
-that workload only once none of the workload's pods is still progressing on it (TASReplaceNodeOnPodTermination).
+When it is NotReady, or carries a NoSchedule/NoExecute taint the workload does not tolerate for good (only under
+TASReplaceNodeOnNodeTaints), it fails for that workload only once none of the workload's pods is still progressing
+on it (TASReplaceNodeOnPodTermination).
 The first failed node goes to ``status.unhealthyNodes`` and is replaced in place by a second pass; a second,
 different failure evicts the workload (NodeFailures); a node that recovers leaves the list.
 """
@@ -48,35 +49,38 @@ def _ready(node: o.Node) -> str | None:
     return None
 
 
-def _tolerations(state: ClusterState, wl: WorkloadInfo, pod_sets: list[str]) -> list[o.Toleration]:
-    out: list[o.Toleration] = []
+def _tolerations(state: ClusterState, wl: WorkloadInfo, pod_sets: list[str]) -> list[tuple[o.Toleration, ...]]:
+    """The effective tolerations of each of ``pod_sets``: its template's, its flavors' and those the admission
+    checks' ``podSetUpdates`` add (the shared reference's rule; some Kueue versions read the template's alone)."""
     adm = wl.admission
     assert adm is not None
+    flavors = {psa.name: sorted(set(psa.flavors.values())) for psa in adm.pod_set_assignments}
+    out: list[tuple[o.Toleration, ...]] = []
     for ps in wl.pod_sets:
-        if ps.name in pod_sets:
-            out.extend(ps.tolerations)
-    for psa in adm.pod_set_assignments:
-        if psa.name not in pod_sets:
+        if ps.name not in pod_sets:
             continue
-        for flavor in set(psa.flavors.values()):
+        own = list(ps.tolerations)
+        for flavor in flavors.get(ps.name, ()):
             rf = state.flavors.get(flavor)
             if rf is not None:
-                out.extend(rf.spec.tolerations)
-    for cs in wl.check_states.values():
-        for upd in cs.pod_set_updates:
-            if upd.name in pod_sets:
-                out.extend(upd.tolerations)
+                own.extend(rf.spec.tolerations)
+        for cs in wl.check_states.values():
+            for upd in cs.pod_set_updates:
+                if upd.name == ps.name:
+                    own.extend(upd.tolerations)
+        out.append(tuple(own))
     return out
 
 
-def _taint_verdict(node: o.Node, tolerations: list[o.Toleration]) -> str:
-    """"ok" (no taint or tolerated for good), "drain" (untolerated, or tolerated only for a while)."""
+def _taint_verdict(node: o.Node, tolerations: list[tuple[o.Toleration, ...]]) -> str:
+    """"ok" (no NoSchedule/NoExecute taint, or every pod set tolerates each for good), "drain" (some pod set does
+    not tolerate one, or only for a while: ``tolerationSeconds``). Each pod set is judged on its own tolerations."""
     for taint in node.spec.taints:
         if taint.effect not in ("NoSchedule", "NoExecute"):
             continue
-        matching = [t for t in tolerations if toleration_matches(t, taint)]
-        if not matching or all(t.toleration_seconds is not None for t in matching):
-            return "drain"
+        for own in tolerations:
+            if not any(t.toleration_seconds is None and toleration_matches(t, taint) for t in own):
+                return "drain"
     return "ok"
 
 
@@ -90,7 +94,9 @@ def _progressing(state: ClusterState, wl: WorkloadInfo, node: str) -> bool:
     return False
 
 
-def unhealthy(state: ClusterState, wl: WorkloadInfo, node: str, pod_sets: list[str]) -> bool:
+def unhealthy(state: ClusterState, wl: WorkloadInfo, node: str, pod_sets: list[str], *, taints: bool = True) -> bool:
+    """Whether ``node`` has failed for ``wl`` (whose ``pod_sets`` are placed on it). ``taints`` is Kueue's
+    TASReplaceNodeOnNodeTaints gate: off, a node's taints are not looked at, so a Ready node is healthy."""
     obj = state.nodes.get(node)
     if obj is None:
         return True
@@ -99,17 +105,19 @@ def unhealthy(state: ClusterState, wl: WorkloadInfo, node: str, pod_sets: list[s
         return True
     if ready != "True":
         return not _progressing(state, wl, node)
-    if _taint_verdict(obj, _tolerations(state, wl, pod_sets)) == "drain":
+    if taints and _taint_verdict(obj, _tolerations(state, wl, pod_sets)) == "drain":
         return not _progressing(state, wl, node)
     return False
 
 
-def node_failure_decisions(state: ClusterState, wl: WorkloadInfo, base: dict) -> list[ev.Decision]:
-    """What the node controller does for one admitted workload now (nothing when all its nodes are healthy)."""
+def node_failure_decisions(state: ClusterState, wl: WorkloadInfo, base: dict, *,
+                           taints: bool = True) -> list[ev.Decision]:
+    """What the node controller does for one admitted workload now (nothing when all its nodes are healthy);
+    ``taints`` as for :func:`unhealthy`."""
     nodes = assigned_nodes(state, wl)
     if not nodes:
         return []
-    failed = [n for n in sorted(nodes) if unhealthy(state, wl, n, nodes[n])]
+    failed = [n for n in sorted(nodes) if unhealthy(state, wl, n, nodes[n], taints=taints)]
     listed = list(wl.unhealthy_nodes)
     kept = [n for n in listed if n in failed]
     new = [n for n in failed if n not in listed]

@@ -12,8 +12,8 @@ controller does (``pkg/controller/admissionchecks/provisioning``), in Kueue's or
 2. a ``ProvisioningRequestDeleted`` for every owned request that is not the active one of its check;
 3. a ``ProvisioningRequestCreated`` for each Pending check that needs a (new) request.
 
-:func:`cleanup` deletes the requests of finished workloads and of evicted ones (the
-CleanupProvisioningRequestsOnEviction gate, on by default). Nothing here reads a clock: backoffs are whole
+:func:`cleanup` deletes the requests of finished workloads and, under the CleanupProvisioningRequestsOnEviction
+gate (on by default), of evicted ones. Nothing here reads a clock: backoffs are whole
 seconds without Kueue's tiny jitter, so that the same log always gives the same decisions.
 """
 
@@ -364,10 +364,16 @@ def _delete(wl: WorkloadInfo, reqs: Iterable[o.ProvisioningRequest], reason: str
                                           request_uid=r.metadata.uid, **base) for r in reqs]
 
 
-def cleanup(state: ClusterState, base: dict, owners: Iterable[str] | None = None) -> list[ev.Decision]:
-    """Delete every request of a finished workload, and of an evicted one (CleanupProvisioningRequestsOnEviction);
-    a deleted workload's requests go with it through their owner reference. Only the requests of ``owners``
-    (workload keys) when given."""
+def cleanup(state: ClusterState, base: dict, owners: Iterable[str] | None = None, *,
+            on_eviction: bool = True) -> list[ev.Decision]:
+    """Delete every request of a finished workload, and of an evicted one while ``on_eviction`` (Kueue's
+    CleanupProvisioningRequestsOnEviction gate); a deleted workload's requests go with it through their owner
+    reference. Only the requests of ``owners`` (workload keys) when given.
+
+    With the gate off an evicted workload's requests stay as they are: at its next quota reservation
+    :func:`reconcile_workload` takes the newest synced one as the check's active request again, so a
+    provisioned one is reused (the check turns Ready at once) and a failed or expired one is superseded by the
+    next attempt, named from it as Kueue names it (the same name the check's retry count gives)."""
     out: list[ev.Decision] = []
     requests_of = state.requests_of
     # The intersection walks the smaller side: most passes touch many workloads and few own requests.
@@ -377,7 +383,7 @@ def cleanup(state: ClusterState, base: dict, owners: Iterable[str] | None = None
             continue
         if wl.phase == FINISHED:
             out.extend(_delete(wl, _owned(state, wl), "Finished", base))
-        elif wl.evicted:
+        elif wl.evicted and on_eviction:
             out.extend(_delete(wl, _owned(state, wl), "Evicted", base))
     return out
 

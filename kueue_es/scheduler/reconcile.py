@@ -9,7 +9,7 @@
   DeactivationTarget condition and ``spec.active=false`` before it evicts, because those are separate API
   writes; here the intent and its outcome are one decision, with Kueue's final reason and message;
 * the ProvisioningRequest check controller (:mod:`kueue_es.scheduler.provisioning`) for the workloads holding
-  quota, and the clean-up of the requests of finished and evicted ones;
+  quota, and the clean-up of the requests of finished ones and (CleanupProvisioningRequestsOnEviction) evicted ones;
 * a failed node under a TAS placement is listed for replacement, or evicts the workload (NodeFailures);
 * an admitted workload whose ``maximumExecutionTimeSeconds`` has run out — the time it was admitted before
   (``accumulatedPastExecutionTimeSeconds``) plus the time since its Admitted condition turned True — is
@@ -109,6 +109,7 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
     out: list[ev.Decision] = []
     wls = state.workloads
     replaces_nodes = config.gate(gates.TAS_FAILED_NODE_REPLACEMENT)  # Kueue runs no node controller without it
+    node_taints = config.gate(gates.TAS_REPLACE_NODE_ON_NODE_TAINTS)
     everything = full or state.touched_all
     touched = None if everything else state.touched
     for key in sorted(state.awaiting_release):
@@ -118,7 +119,8 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
         out.append(ev.WorkloadRequeued(
             key=key, uid=wl.uid, status=reason in REQUEUE_TRUE_REASONS, reason=reason,
             message=evicted.message if evicted is not None else "", release=True, **base))
-    out.extend(provisioning.cleanup(state, base, touched))
+    out.extend(provisioning.cleanup(state, base, touched,
+                                    on_eviction=config.gate(gates.CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION)))
     for key in sorted(state.backoff) if everything else sorted(state.backoff_due.due(now)):
         wl = wls.get(key)
         if wl is None or wl.requeue_at is None or wl.requeue_at > now or wl.reserving:
@@ -170,7 +172,7 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                     out.append(ev.WorkloadAdmitted(key=key, uid=wl.uid, message="The workload is admitted", **base))
                 continue
             if state.nodes and wl.phase == ADMITTED and replaces_nodes:
-                failures = node_failure_decisions(state, wl, base)
+                failures = node_failure_decisions(state, wl, base, taints=node_taints)
                 if failures:
                     out.extend(failures)
                     continue

@@ -21,13 +21,18 @@ from kueue_es.scheduler.tas import (
     NoPlacement,
     Placement,
     PodSetRequest,
+    Replacement,
     TASOptions,
     place_workload,
     replace_node,
 )
 from kueue_es.scheduler.tasflavor import explicit, wants_tas
 from projections.clusterqueues import ClusterQueueInfo
-from projections.gates import TAS_BALANCED_PLACEMENT, TAS_MULTI_LAYER_TOPOLOGY
+from projections.gates import (
+    TAS_BALANCED_PLACEMENT,
+    TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST,
+    TAS_MULTI_LAYER_TOPOLOGY,
+)
 from projections.queue_order import QueueOrder
 from projections.secondpass import delayed_pod_sets, pod_sets_on_node
 from projections.topology import TASSnapshots, tas_snapshots, workload_tas_usage
@@ -257,7 +262,7 @@ def second_pass_due(state, now: int, order: QueueOrder) -> list[WorkloadInfo]:
 def second_pass(ctx: CycleContext, wl: WorkloadInfo, base: dict) -> list[ev.Decision]:
     """One second-pass attempt: place delayed topology requests (then Admitted), or replace the first unhealthy
     node in place. A failure keeps quota and conditions and is retried after a backoff — except a node that
-    cannot be replaced, which evicts the workload (TASFailedNodeReplacementFailFast)."""
+    cannot be replaced, which evicts the workload under TASFailedNodeReplacementFailFast (:func:`_no_replacement`)."""
     adm = wl.admission
     assert adm is not None
     state = ctx.state
@@ -323,20 +328,32 @@ def _replace(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, adm: o
         if psa.name not in names:
             continue
         ps = _pod_set(wl, psa.name)
-        flavor, _ = _tas_flavor(info, psa.flavors)
-        result = None
+        flavor, error = _tas_flavor(info, psa.flavors)
+        result: Replacement | NoPlacement = NoPlacement(error or f"pod set {psa.name} not found")
         if ps is not None and flavor is not None and psa.topology_assignment is not None:
             req = _request(ps, psa.count if psa.count is not None else ps.count, info, _updates(wl, psa.name))
             result = replace_node(snaps[flavor], req, Placement.decode(psa.topology_assignment), node,
                                   options=ctx.topology.options)
-        if result is None or isinstance(result, NoPlacement):
-            nodes = ",".join(wl.unhealthy_nodes)
-            return [ev.WorkloadEvicted(key=wl.key, uid=wl.uid, reason="NodeFailures",
-                                       message=f"Workload was evicted as there was no replacement for unhealthy "
-                                               f"node(s): {nodes}", **base)]
+        if isinstance(result, NoPlacement):
+            return _no_replacement(ctx, wl, psa.name, result.message, base)
         charged.append((flavor, req, result.added))  # type: ignore[arg-type]
         out.append(ev.TopologyAssigned(key=wl.key, uid=wl.uid, pod_set=psa.name,
                                        assignment=result.placement.encode(), **base))
     ctx.topology.charge(charged)
     out.append(ev.UnhealthyNodesChanged(key=wl.key, uid=wl.uid, nodes=list(wl.unhealthy_nodes[1:]), **base))
     return out
+
+
+def _no_replacement(ctx: CycleContext, wl: WorkloadInfo, pod_set: str, message: str,
+                    base: dict) -> list[ev.Decision]:
+    """No replacement for the unhealthy node. Under TASFailedNodeReplacementFailFast (on by default) Kueue evicts
+    the workload (NodeFailures); without it the second pass just fails: quota, Admitted, placement and
+    ``unhealthyNodes`` stay, and the workload is tried again after the second-pass backoff (the fold's
+    :func:`projections.secondpass.backoff_ms`), as often as it takes."""
+    if ctx.config.gate(TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST):
+        nodes = ",".join(wl.unhealthy_nodes)
+        return [ev.WorkloadEvicted(key=wl.key, uid=wl.uid, reason="NodeFailures",
+                                   message=f"Workload was evicted as there was no replacement for unhealthy "
+                                           f"node(s): {nodes}", **base)]
+    return [ev.SecondPassFailed(key=wl.key, uid=wl.uid,
+                                message=f"couldn't assign flavors to pod set {pod_set}: {message}", **base)]
