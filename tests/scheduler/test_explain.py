@@ -44,6 +44,19 @@ def state_file(tmp_path: Path, scenario: str) -> tuple[Path, Path | None]:
     return path, config
 
 
+T0 = 1_704_067_200_000
+
+
+def scenario_state(scenario: str) -> tuple[dict, ClusterState]:
+    """A scenario's spec and a state holding its objects, observed at ``T0``."""
+    spec = yaml.safe_load((SCENARIOS / scenario).read_text())
+    state = ClusterState()
+    for d in spec["objects"]:
+        x = msgspec.convert(d, o.KueueObject)
+        state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=T0, key=x.key, uid=x.metadata.uid, obj=x)))
+    return spec, state
+
+
 def test_no_fit_message_first_then_each_flavor_and_quota(tmp_path: Path) -> None:
     objects = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}},
@@ -200,12 +213,8 @@ def test_where_the_flavor_scan_resumes() -> None:
     from kueue_es.commands.explain import render
     from kueue_es.scheduler import decide
 
-    spec = yaml.safe_load((SCENARIOS / "flavor-scan-resumes-after-skip.yaml").read_text())
-    state = ClusterState()
-    t0 = 1_704_067_200_000
-    for d in spec["objects"]:
-        x = msgspec.convert(d, o.KueueObject)
-        state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=t0, key=x.key, obj=x)))
+    spec, state = scenario_state("flavor-scan-resumes-after-skip.yaml")
+    t0 = T0
     fresh = explain(state, DEFAULT, "team/w", t0)
     assert fresh is not None and fresh["attempt"]["scan"]["state"] == "none"
     for e in decide(state, DEFAULT, t0):  # w is skipped after flavor a
@@ -238,13 +247,9 @@ def test_the_flavor_scan_with_flavor_fungibility_off() -> None:
     from kueue_es.scheduler import decide
     from kueue_es.scheduler.config import load_config
 
-    spec = yaml.safe_load((SCENARIOS / "flavor-scan-requeue-to-heap-gate-off.yaml").read_text())
+    spec, state = scenario_state("flavor-scan-requeue-to-heap-gate-off.yaml")
     config = load_config(spec["config"])
-    state = ClusterState()
-    t0 = 1_704_067_200_000
-    for d in spec["objects"]:
-        x = msgspec.convert(d, o.KueueObject)
-        state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=t0, key=x.key, obj=x)))
+    t0 = T0
     for e in decide(state, config, t0):
         state.apply(ev.Record(state.offset + 1, e))
     data = explain(state, config, "team/w", t0)
@@ -260,13 +265,9 @@ def test_why_waitforpodsready_blockadmission_holds_a_workload(tmp_path: Path) ->
     from kueue_es.commands.explain import render
     from kueue_es.scheduler.config import load_config
 
-    spec = yaml.safe_load((SCENARIOS / "pods-ready-block-admission.yaml").read_text())
+    spec, state = scenario_state("pods-ready-block-admission.yaml")
     config = load_config(spec["config"])
-    state = ClusterState()
-    t0 = 1_704_067_200_000
-    for d in spec["objects"]:
-        x = msgspec.convert(d, o.KueueObject)
-        state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=t0, key=x.key, uid=x.metadata.uid, obj=x)))
+    t0 = T0
     settle(state, config, now=t0)
     data = explain(state, config, "team/b", t0)
     assert data is not None
