@@ -13,7 +13,7 @@ The output is a list of decision events; the projection is left exactly as it wa
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from functools import lru_cache
 from itertools import chain
 
@@ -314,14 +314,10 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
         nominate(ctx, e)
     victims = ctx.removed
     tree = ctx.tree
-    ordered: Iterable[Entry]
-    if first is not None:  # blockAdmission's held entry: Kueue admits it as it wakes, before the cycle goes on
-        held = [e for e in entries if e.wl.key == first]
-        rest = [e for e in entries if e.wl.key != first]
-        ordered = chain(held, fair_order(ctx, rest) if ctx.config.fair_sharing_enabled
-                        else order_entries(rest, ctx.order))
-    else:
-        ordered = fair_order(ctx, entries) if ctx.config.fair_sharing_enabled else order_entries(entries, ctx.order)
+    # blockAdmission's held entry, if any, goes first: Kueue admits it as it wakes, before the cycle goes on
+    held = [e for e in entries if e.wl.key == first]
+    rest = [e for e in entries if e.wl.key != first] if held else entries
+    ordered = chain(held, fair_order(ctx, rest) if ctx.config.fair_sharing_enabled else order_entries(rest, ctx.order))
     block = ctx.block_admission
     admitted = False
     for e in ordered:
@@ -468,25 +464,29 @@ def _pending(out: list[ev.Decision], ctx: CycleContext, e: Entry, reason: str, m
     scan = _scan_after(ctx, e, requeue_reason)
     if not parked:
         kept = resume_scan(state, wl, e.cq, ctx.preserve_scan) if wl.scan is not None else None
-        tried = scan.tried if scan is not None else None
-        current = wl.condition("QuotaReserved")
-        if (current is not None and current.reason == reason and current.message == message
-                and (kept.tried if kept is not None else None) == tried):
+        if _shows_already(wl, reason, message, kept, scan):
             return  # nothing new to say: no event, so a blocked head does not flood the log
         if (kept is not None and not kept.pending and kept.changes == state.changes
                 and requeue_reason in _ROUND_AGAIN):
             # It went through all its flavors since the last change and would only go round them again. Kueue
             # does, cycle after cycle; here the next round waits for a change, so the scheduler settles.
             return
-    elif not ctx.fungibility and scan is not None and keeps_queued(wl, True, scan, ctx.now):
+    elif (not ctx.fungibility and scan is not None and keeps_queued(wl, True, scan, ctx.now)
+          and _shows_already(wl, reason, message, wl.scan, scan)):
         # FlavorFungibility off: the record reads as untried flavors whatever the attempt found, so Kueue's requeue
-        # rule puts the workload back on the heap it was taken from, where it fails the same way cycle after cycle
-        current, kept = wl.condition("QuotaReserved"), wl.scan
-        if (current is not None and current.reason == reason and current.message == message
-                and kept is not None and kept.tried == scan.tried):
-            return  # nothing new to say: it stays where it is
+        # rule puts the workload back on the heap it was taken from, where it fails the same way cycle after
+        # cycle: nothing new to say, it stays where it is
+        return
     out.append(ev.WorkloadPending(key=wl.key, uid=wl.uid, reason=reason, message=message,
                                   requeue_reason=requeue_reason, parked=parked, scan=scan, **base))
+
+
+def _shows_already(wl: WorkloadInfo, reason: str, message: str, kept: ev.FlavorScan | None,
+                   scan: ev.FlavorScan | None) -> bool:
+    """Whether ``wl`` already shows this QuotaReserved=False status and keeps a scan record that got as far."""
+    current = wl.condition("QuotaReserved")
+    return (current is not None and current.reason == reason and current.message == message
+            and (kept.tried if kept is not None else None) == (scan.tried if scan is not None else None))
 
 
 def _scan_after(ctx: CycleContext, e: Entry, requeue_reason: str) -> ev.FlavorScan | None:

@@ -37,7 +37,6 @@ from kueue_es.scheduler.cycle import CycleContext, Entry, nominate
 from kueue_es.scheduler.flavors import Granular, Mode, resume_scan
 from kueue_es.scheduler.preemption import policy_allows, uses_any
 from kueue_es.scheduler.quota import QuotaNode
-from projections import gates
 from projections.cluster import ClusterState, max_execution_deadline
 from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, WorkloadInfo
 
@@ -105,7 +104,7 @@ def explain(state: ClusterState, config: SchedulerConfig, key: str, now: int) ->
                 out["attempt"].update(reason=blockadmission.reason(config), message=blockadmission.MESSAGE)
                 out["podsReady"] = _pods_ready(state, waiting)
         if e.assignment is not None:
-            out["attempt"]["scan"] = _scan(state, config, wl, cq)
+            out["attempt"]["scan"] = _scan(ctx, wl, cq)
         if "kueue" not in out:
             out["kueue"] = {"reason": out["attempt"]["reason"], "message": out["attempt"]["message"],
                             "observed": False}
@@ -260,12 +259,12 @@ def _attempt(e: Entry) -> dict[str, Any]:
             "podSets": pod_sets}
 
 
-def _scan(state: ClusterState, config: SchedulerConfig, wl: WorkloadInfo, cq: str) -> dict[str, Any]:
+def _scan(ctx: CycleContext, wl: WorkloadInfo, cq: str) -> dict[str, Any]:
     """Where the attempt's flavor scan starts, from the progress the workload keeps (FlavorFungibility's
     PreserveScanProgress): ``state`` resumed, stale, none or off (the ``FlavorFungibility`` gate); ``resumesAt``
     per pod set and resource the flavor the scan starts at."""
-    scan = wl.scan
-    if not config.gate(gates.FLAVOR_FUNGIBILITY):
+    state, scan = ctx.state, wl.scan
+    if not ctx.fungibility:
         out: dict[str, Any] = {"state": "off", "detail": (
             "the FlavorFungibility gate is off: each resource group starts at its first flavor")}
         if scan is not None and scan.pending:
@@ -285,8 +284,8 @@ def _scan(state: ClusterState, config: SchedulerConfig, wl: WorkloadInfo, cq: st
             at[ps.name] = flavors
     where = "; ".join(f"pod set {ps}: " + ", ".join(f"{r} at {f}" for r, f in fl.items()) for ps, fl in at.items())
     out = {"recordedInCycle": scan.cycle, "generation": scan.generation,
-                           "currentGeneration": state.allocatable_generation(cq), "untriedFlavors": scan.pending}
-    if resume_scan(state, wl, cq, config.gate(gates.FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS)) is None:
+           "currentGeneration": state.allocatable_generation(cq), "untriedFlavors": scan.pending}
+    if resume_scan(state, wl, cq, ctx.preserve_scan) is None:
         out.update(state="stale", detail=(
             f"the progress of cycle {scan.cycle} ({where}) is stale: ClusterQueue {cq}'s allocatable generation grew "
             f"from {scan.generation} to {out['currentGeneration']} since, so each resource group starts at its "
