@@ -4,15 +4,13 @@
 The tools are synchronous code over :class:`events.filelog.FileLog`'s ``scan``. The reader runs an event loop
 on a thread of its own (an anyio blocking portal) for as long as the tool runs, and opens the partition there
 once: the end offset, every scan and an ``import``'s append share one connection. A scan's consumer hands its
-batches over through a short queue, so a long log is never held in memory at once, and leaving the loop early
-stops the consumer.
+batches over through a short memory object stream, so a long log is never held in memory at once, and leaving
+the loop early stops the consumer.
 """
 
 from __future__ import annotations
 
 import contextlib
-import queue
-import threading
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TypeVar
 
@@ -29,8 +27,6 @@ from events.schema import AnyEvent, Record
 from projections.cluster import ClusterState
 
 T = TypeVar("T")
-
-_END = object()
 
 _HANDOVER_BATCHES = 8
 """Batches a scan's consumer may read ahead of the tool."""
@@ -101,42 +97,35 @@ class KafkaReader:
     def scan(self, start: int = 0, quarantine: list[Quarantined] | None = None, *, lazy: bool = False
              ) -> Iterator[list[Record]]:
         """Every batch from ``start`` to the end the partition has when the read begins."""
-        handover: queue.Queue[object] = queue.Queue(maxsize=_HANDOVER_BATCHES)
-        stopping = threading.Event()
-
-        async def hand(item: object) -> bool:
-            """Put ``item`` in the queue without blocking the loop; False once the tool has stopped reading."""
-            while not stopping.is_set():
-                try:
-                    handover.put_nowait(item)
-                    return True
-                except queue.Full:
-                    await anyio.sleep(0.002)
-            return False
+        send, receive = anyio.create_memory_object_stream[object](_HANDOVER_BATCHES)
 
         async def pump() -> None:
-            try:
-                log = await self._opened()
-                async with contextlib.aclosing(log.read_batches(start, quarantine=quarantine, lazy=lazy)) as batches:
-                    async for batch in batches:
-                        if not await hand(batch):
-                            return
-            except BaseException as exc:  # noqa: BLE001 - handed to the reading thread, which raises it
-                await hand(_Failed(exc))
-            else:
-                await hand(_END)
+            async with send:
+                try:
+                    log = await self._opened()
+                    async with contextlib.aclosing(log.read_batches(start, quarantine=quarantine,
+                                                                    lazy=lazy)) as batches:
+                        async for batch in batches:
+                            await send.send(batch)  # waits while the tool is _HANDOVER_BATCHES behind
+                except anyio.BrokenResourceError:
+                    return  # the tool stopped reading
+                except BaseException as exc:  # noqa: BLE001 - handed to the reading thread, which raises it
+                    with contextlib.suppress(anyio.BrokenResourceError):
+                        await send.send(_Failed(exc))
 
-        pumping = self._loop().start_task_soon(pump)
+        portal = self._loop()
+        pumping = portal.start_task_soon(pump)
         try:
             while True:
-                item = handover.get()
-                if item is _END:
+                try:
+                    item = portal.call(receive.receive)
+                except anyio.EndOfStream:
                     return
                 if isinstance(item, _Failed):
                     raise item.exc
                 yield item  # type: ignore[misc]
         finally:
-            stopping.set()
+            portal.call(receive.aclose)  # a pump still sending stops (BrokenResourceError)
             pumping.result()
 
     def close_sync(self) -> None:
