@@ -41,8 +41,8 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   and some pods succeeded, the parallelism less the completions still to come, when that is positive (the
   writer then writes the field, and the quota those pods held is given back);
 * the Job **finished** (condition ``Complete`` or ``Failed``) → ``WorkloadFinished`` (``Succeeded``/``Failed``);
-* the Job is **gone** → its Workload is finished (``OwnerNotFound``) and deleted (what the garbage collector
-  would do with the ownerReference).
+* the Job is **gone** → its Workload is finished (``OwnerNotFound``; not under ``FinishOrphanedWorkloads`` off)
+  and deleted (what the garbage collector would do with the ownerReference).
 
 Everything it writes is conditioned on the resourceVersion it read; a conflict just waits for the watch to
 bring the newer object. Events it appends are not repeated while the log has not applied them yet. Once a
@@ -106,8 +106,6 @@ MAX_EXEC_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
 MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
 STOPPING = "kueue.x-k8s.io/stopping"
 PODSET_LABEL = podsetinfo.PODSET_LABEL
-LQ_LABEL = podsetinfo.LQ_LABEL
-CQ_LABEL = podsetinfo.CQ_LABEL
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 JOB_CONTROLLER_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name",
                          "batch.kubernetes.io/job-name")
@@ -409,9 +407,7 @@ class JobIntegration:
     def _partial_admission(self) -> bool:
         """Kueue's PartialAdmission gate under the Configuration recorded in the log: without it, Kueue drops a
         Workload's minCount."""
-        config = self.state.config
-        return gates.enabled(gates.of_document(config.document if config is not None else None),
-                             gates.PARTIAL_ADMISSION)
+        return self.state.gate(gates.PARTIAL_ADMISSION)
 
     def workload_for(self, raw_job: dict[str, Any], name: str) -> dict[str, Any]:
         """The Workload to create for ``raw_job``. Raises :class:`InvalidInput` for labels Kueue's job webhook
@@ -466,7 +462,7 @@ class JobIntegration:
                    wl.admission.pod_set_assignments[0] if wl.admission.pod_set_assignments else None)
         try:
             info = podsetinfo.start_info(self.state, wl, psa) if psa is not None else podsetinfo.PodSetInfo(
-                labels={PODSET_LABEL: "main", LQ_LABEL: wl.queue_name})
+                labels={PODSET_LABEL: "main", **podsetinfo.queue_labels(self.state, wl)})
             merged = podsetinfo.onto_template(job.spec.template, info)
         except podsetinfo.MergeConflict as exc:
             self.stats.failed_to_start.append(job.key)
@@ -541,9 +537,9 @@ class JobIntegration:
         obs = self.mirror.workloads.get(wl_key)
         if wl is None or obs is None:
             return
-        if wl.phase != FINISHED:
+        if wl.phase != FINISHED and self.state.gate(gates.FINISH_ORPHANED_WORKLOADS):
             await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl_key, uid=wl.uid, reason="OwnerNotFound",
-                                                            message="The owner Job no longer exists"))
+                                                            message="The workload's owner no longer exists"))
         try:
             await self.client.delete(WORKLOADS, obs.metadata.name, obs.metadata.namespace, uid=obs.metadata.uid)
         except (NotFound, Conflict):
