@@ -94,7 +94,10 @@ from connectors.k8s.writer import desired_status, observed_status
 from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
+from kueue_es.scheduler.config import DEFAULT
+from kueue_es.scheduler.config_record import in_force
 from projections import gates
+from projections.clusterqueues import selector_matches
 from projections.pods_ready_condition import WAIT_FOR_START
 from projections.workloads import ADMITTED, FINISHED, WorkloadInfo, topology_request_from_annotations
 
@@ -241,6 +244,8 @@ class JobIntegration:
                 await self._orphaned(wl_key)
             return
         if not job.metadata.labels.get(QUEUE_LABEL) or job.metadata.deletion_timestamp:
+            return
+        if not self._managed_namespace(job.metadata.namespace):
             return
         name = workload_name(job.metadata.name, job.metadata.uid)
         wl_key = f"{job.metadata.namespace}/{name}"
@@ -403,6 +408,13 @@ class JobIntegration:
         (its reconcile fails on the lookup and is retried), so neither does kueue-es."""
         self.stats.pod_class_missing += 1
         log.warning("PriorityClass not found: no workload created", job=job.key, priority_class=pc_name)
+
+    def _managed_namespace(self, namespace: str) -> bool:
+        """Kueue manages a Job only in a namespace its ``managedJobsNamespaceSelector`` selects, and skips one in
+        a namespace it cannot find; here that is one not in the log yet, whose arrival marks its Jobs dirty."""
+        labels = self.state.namespaces.get(namespace)
+        return labels is not None and selector_matches((in_force(self.state) or DEFAULT).managed_jobs_selector,
+                                                       labels)
 
     def _partial_admission(self) -> bool:
         """Kueue's PartialAdmission gate under the Configuration recorded in the log: without it, Kueue drops a
