@@ -303,14 +303,18 @@ class ClusterState:
             self._pods_ready_of, self._pods_ready = config, waits_for_pods_ready(doc)
         return self._pods_ready
 
+    def gate(self, name: str) -> bool:
+        """Kueue's feature gate ``name`` under the recorded configuration (its default when none is recorded)."""
+        config = self.config
+        return gates.enabled(gates.of_document(config.document if config is not None else None), name)
+
     @property
     def local_queue_metrics(self) -> bool:
         """Kueue's ``LocalQueueMetrics`` gate in the configuration in force: the ``local_queue_*`` metrics are
         folded and exposed (:mod:`projections.metrics`)."""
         config = self.config
         if self._lq_metrics_of is not config:
-            gates_on = gates.of_document(config.document if config is not None else None)
-            self._lq_metrics_of, self._lq_metrics = config, gates.enabled(gates_on, gates.LOCAL_QUEUE_METRICS)
+            self._lq_metrics_of, self._lq_metrics = config, self.gate(gates.LOCAL_QUEUE_METRICS)
         return self._lq_metrics
 
     def _rules_in_force(self) -> tuple[RequestRules | None, bool]:

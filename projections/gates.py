@@ -41,6 +41,8 @@ FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS = "FlavorFungibilityPreserveScanProgre
 TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST = "TASFailedNodeReplacementFailFast"
 TAS_REPLACE_NODE_ON_NODE_TAINTS = "TASReplaceNodeOnNodeTaints"
 CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION = "CleanupProvisioningRequestsOnEviction"
+ASSIGN_QUEUE_LABELS_FOR_PODS = "AssignQueueLabelsForPods"
+FINISH_ORPHANED_WORKLOADS = "FinishOrphanedWorkloads"
 
 GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
@@ -82,7 +84,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "TLSOptions": (BETA, True),
     "RemoveFinalizersWithStrictPatch": (BETA, True),
     TAS_REPLACE_NODE_ON_NODE_TAINTS: (BETA, True),
-    "AssignQueueLabelsForPods": (BETA, True),
+    ASSIGN_QUEUE_LABELS_FOR_PODS: (BETA, True),
     TAS_MULTI_LAYER_TOPOLOGY: (BETA, True),
     "SchedulingEquivalenceHashing": (BETA, True),
     "SchedulingEquivalenceHashingIgnorePodSetName": (BETA, True),
@@ -94,7 +96,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "ShortWorkloadNames": (ALPHA, False),
     "FastQuotaReleaseInPodIntegration": (ALPHA, False),
     "RejectUpdatesToCQWithInvalidOnFlavors": (BETA, True),
-    "FinishOrphanedWorkloads": (BETA, True),
+    FINISH_ORPHANED_WORKLOADS: (BETA, True),
     "MultiKueueIncrementalDispatcherConfig": (BETA, True),
     "MultiKueueIncrementalDispatcherRespectConfigOrder": (BETA, True),
     "ConcurrentAdmission": (ALPHA, False),
@@ -160,7 +162,8 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
 
 
 MODELLED = frozenset({
-    ADMISSION_FAIR_SHARING, CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION, DISABLE_WAIT_FOR_PODS_READY,
+    ADMISSION_FAIR_SHARING, ASSIGN_QUEUE_LABELS_FOR_PODS, CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION,
+    DISABLE_WAIT_FOR_PODS_READY, FINISH_ORPHANED_WORKLOADS,
     FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING, FLAVOR_FUNGIBILITY,
     FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, PARTIAL_ADMISSION,
     "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY, "ReclaimablePods", TAS_BALANCED_PLACEMENT,

@@ -41,8 +41,8 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   and some pods succeeded, the parallelism less the completions still to come, when that is positive (the
   writer then writes the field, and the quota those pods held is given back);
 * the Job **finished** (condition ``Complete`` or ``Failed``) → ``WorkloadFinished`` (``Succeeded``/``Failed``);
-* the Job is **gone** → its Workload is finished (``OwnerNotFound``) and deleted (what the garbage collector
-  would do with the ownerReference).
+* the Job is **gone** → its Workload is finished (``OwnerNotFound``; not under ``FinishOrphanedWorkloads`` off)
+  and deleted (what the garbage collector would do with the ownerReference).
 
 Everything it writes is conditioned on the resourceVersion it read; a conflict just waits for the watch to
 bring the newer object. Events it appends are not repeated while the log has not applied them yet. Once a
@@ -94,7 +94,10 @@ from connectors.k8s.writer import desired_status, observed_status
 from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
+from kueue_es.scheduler.config import DEFAULT
+from kueue_es.scheduler.config_record import in_force
 from projections import gates
+from projections.clusterqueues import selector_matches
 from projections.pods_ready_condition import WAIT_FOR_START
 from projections.workloads import ADMITTED, FINISHED, WorkloadInfo, topology_request_from_annotations
 
@@ -106,8 +109,6 @@ MAX_EXEC_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
 MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
 STOPPING = "kueue.x-k8s.io/stopping"
 PODSET_LABEL = podsetinfo.PODSET_LABEL
-LQ_LABEL = podsetinfo.LQ_LABEL
-CQ_LABEL = podsetinfo.CQ_LABEL
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 JOB_CONTROLLER_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name",
                          "batch.kubernetes.io/job-name")
@@ -243,6 +244,8 @@ class JobIntegration:
                 await self._orphaned(wl_key)
             return
         if not job.metadata.labels.get(QUEUE_LABEL) or job.metadata.deletion_timestamp:
+            return
+        if not self._managed_namespace(job.metadata.namespace):
             return
         name = workload_name(job.metadata.name, job.metadata.uid)
         wl_key = f"{job.metadata.namespace}/{name}"
@@ -406,12 +409,17 @@ class JobIntegration:
         self.stats.pod_class_missing += 1
         log.warning("PriorityClass not found: no workload created", job=job.key, priority_class=pc_name)
 
+    def _managed_namespace(self, namespace: str) -> bool:
+        """Kueue manages a Job only in a namespace its ``managedJobsNamespaceSelector`` selects, and skips one in
+        a namespace it cannot find; here that is one not in the log yet, whose arrival marks its Jobs dirty."""
+        labels = self.state.namespaces.get(namespace)
+        return labels is not None and selector_matches((in_force(self.state) or DEFAULT).managed_jobs_selector,
+                                                       labels)
+
     def _partial_admission(self) -> bool:
         """Kueue's PartialAdmission gate under the Configuration recorded in the log: without it, Kueue drops a
         Workload's minCount."""
-        config = self.state.config
-        return gates.enabled(gates.of_document(config.document if config is not None else None),
-                             gates.PARTIAL_ADMISSION)
+        return self.state.gate(gates.PARTIAL_ADMISSION)
 
     def workload_for(self, raw_job: dict[str, Any], name: str) -> dict[str, Any]:
         """The Workload to create for ``raw_job``. Raises :class:`InvalidInput` for labels Kueue's job webhook
@@ -466,7 +474,7 @@ class JobIntegration:
                    wl.admission.pod_set_assignments[0] if wl.admission.pod_set_assignments else None)
         try:
             info = podsetinfo.start_info(self.state, wl, psa) if psa is not None else podsetinfo.PodSetInfo(
-                labels={PODSET_LABEL: "main", LQ_LABEL: wl.queue_name})
+                labels={PODSET_LABEL: "main", **podsetinfo.queue_labels(self.state, wl)})
             merged = podsetinfo.onto_template(job.spec.template, info)
         except podsetinfo.MergeConflict as exc:
             self.stats.failed_to_start.append(job.key)
@@ -541,9 +549,9 @@ class JobIntegration:
         obs = self.mirror.workloads.get(wl_key)
         if wl is None or obs is None:
             return
-        if wl.phase != FINISHED:
+        if wl.phase != FINISHED and self.state.gate(gates.FINISH_ORPHANED_WORKLOADS):
             await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl_key, uid=wl.uid, reason="OwnerNotFound",
-                                                            message="The owner Job no longer exists"))
+                                                            message="The workload's owner no longer exists"))
         try:
             await self.client.delete(WORKLOADS, obs.metadata.name, obs.metadata.namespace, uid=obs.metadata.uid)
         except (NotFound, Conflict):

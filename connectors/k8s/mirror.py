@@ -107,6 +107,8 @@ class Mirror:
                 elif isinstance(obj, o.PriorityClass):
                     self._dirty_jobs_waiting_for(key, pod_class=True)
                 else:
+                    if isinstance(obj, o.Namespace):
+                        self._dirty_jobs_in(obj.metadata.name)
                     self._dirty_queues_for(kind, key)
                     self._dirty_finalizers_for(kind, key)
             case ev.ObjectDeleted():
@@ -125,6 +127,8 @@ class Mirror:
                 else:
                     self._dirty_queues_for(e.kind, e.key)
                     self._dirty_finalizers_for(e.kind, "")
+            case ev.ConfigRecorded():
+                self.dirty_jobs |= self.state.jobs.keys()  # which namespaces are managed may have changed
             case ev.ProvisioningRequestCreated() | ev.ProvisioningRequestDeleted():
                 self.request_decisions[record.offset] = e
             case ev.DecisionApplied() | ev.DecisionRejected():
@@ -173,6 +177,12 @@ class Mirror:
         self.kube_events.pending_checks(record.offset, record.event, job_key,
                                         involved_job(job) if job is not None else None,
                                         pending_checks_message(job, wl))
+
+    def _dirty_jobs_in(self, namespace: str) -> None:
+        """The Jobs of a namespace that arrived or changed its labels: whether they are managed may have changed
+        (``managedJobsNamespaceSelector``). A scan of the Jobs, at a change of a namespace: rare."""
+        prefix = f"{namespace}/"
+        self.dirty_jobs.update(key for key in self.state.jobs if key.startswith(prefix))
 
     def _dirty_jobs_waiting_for(self, name: str, *, pod_class: bool = False) -> None:
         """The Jobs without a Workload whose priority-class label (or, ``pod_class``, pod template's

@@ -4,9 +4,9 @@ From the pod set's assignment: the flavors' ``nodeLabels`` (the first flavor, by
 tolerations; with a ``topologyAssignment``, the scheduling gate ``kueue.x-k8s.io/topology`` that the ungater
 lifts pod by pod, the label ``kueue.x-k8s.io/tas``, and, when TAS is only implied (no required, preferred or
 unconstrained request), the annotation ``kueue.x-k8s.io/podset-unconstrained-topology: "true"``; always the
-annotation ``kueue.x-k8s.io/workload`` (how the ungater and the node-failure rules find a workload's pods) and
-the labels ``kueue.x-k8s.io/podset``, ``local-queue-name`` and ``cluster-queue-name`` (the last only when it is
-a valid label value). Then every Ready check's ``podSetUpdates`` for the pod set, in check-name order. Labels,
+annotation ``kueue.x-k8s.io/workload`` (how the ungater and the node-failure rules find a workload's pods), the
+label ``kueue.x-k8s.io/podset`` and, under Kueue's ``AssignQueueLabelsForPods`` gate, ``local-queue-name`` and
+``cluster-queue-name`` (the last only when the ClusterQueue's name is a DNS-1123 label). Then every Ready check's ``podSetUpdates`` for the pod set, in check-name order. Labels,
 annotations and the node selector merge only without conflict (one key, two values): a conflict is a
 :class:`MergeConflict`, which fails the start for good; tolerations and gates are deduplicated.
 """
@@ -18,6 +18,7 @@ import re
 import msgspec
 
 from events import objects as o
+from projections import gates
 from projections.cluster import ClusterState
 from projections.workloads import WorkloadInfo
 
@@ -28,7 +29,7 @@ UNCONSTRAINED_ANNOTATION = "kueue.x-k8s.io/podset-unconstrained-topology"
 PODSET_LABEL = "kueue.x-k8s.io/podset"
 LQ_LABEL = "kueue.x-k8s.io/local-queue-name"
 CQ_LABEL = "kueue.x-k8s.io/cluster-queue-name"
-_LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
 class MergeConflict(Exception):
@@ -43,8 +44,18 @@ class PodSetInfo(msgspec.Struct, kw_only=True):
     scheduling_gates: list[dict[str, str]] = []
 
 
-def label_value_ok(value: str) -> bool:
-    return len(value) <= 63 and _LABEL_VALUE.fullmatch(value) is not None
+def _dns_label(value: str) -> bool:
+    return len(value) <= 63 and _DNS_LABEL.fullmatch(value) is not None
+
+
+def queue_labels(state: ClusterState, wl: WorkloadInfo) -> dict[str, str]:
+    """The labels naming the workload's queues on its pods (none with ``AssignQueueLabelsForPods`` off)."""
+    if not state.gate(gates.ASSIGN_QUEUE_LABELS_FOR_PODS):
+        return {}
+    labels = {LQ_LABEL: wl.queue_name}
+    if wl.admission is not None and _dns_label(wl.admission.cluster_queue):
+        labels[CQ_LABEL] = wl.admission.cluster_queue
+    return labels
 
 
 def _merge_map(field: str, into: dict[str, str], other: dict[str, str], what: str) -> dict[str, str]:
@@ -83,19 +94,17 @@ def from_assignment(state: ClusterState, wl: WorkloadInfo, psa: o.PodSetAssignme
         for k, v in sorted(flavor.spec.node_labels.items()):
             node_selector.setdefault(k, v)
         tolerations.extend(t for t in flavor.spec.tolerations if t not in tolerations)
-    labels = {PODSET_LABEL: psa.name, LQ_LABEL: wl.queue_name}
-    if wl.admission is not None and label_value_ok(wl.admission.cluster_queue):
-        labels[CQ_LABEL] = wl.admission.cluster_queue
+    labels = {PODSET_LABEL: psa.name, **queue_labels(state, wl)}
     annotations = {WORKLOAD_ANNOTATION: wl.name}
-    gates: list[dict[str, str]] = []
+    pod_gates: list[dict[str, str]] = []
     if psa.topology_assignment is not None:
         labels[TAS_LABEL] = "true"
-        gates.append({"name": TOPOLOGY_GATE})
+        pod_gates.append({"name": TOPOLOGY_GATE})
         ps = next((p for p in wl.pod_sets if p.name == psa.name), None)
         if _implied_tas(ps.topology if ps is not None else None):
             annotations[UNCONSTRAINED_ANNOTATION] = "true"
     return PodSetInfo(annotations=annotations, labels=labels, node_selector=node_selector,
-                      tolerations=tolerations, scheduling_gates=gates)
+                      tolerations=tolerations, scheduling_gates=pod_gates)
 
 
 def start_info(state: ClusterState, wl: WorkloadInfo, psa: o.PodSetAssignment) -> PodSetInfo:

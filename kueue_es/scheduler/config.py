@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 
+from events import objects as o
 from events.errors import InvalidInput
 from projections import gates
 from projections.queue_order import REQUEUING_TIMESTAMPS
@@ -79,6 +80,11 @@ class ObjectRetentionPolicies(_Cfg):
     workloads: WorkloadRetentionPolicy | None = None
 
 
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+"""The label the apiserver gives every Namespace: its name."""
+SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
 class SchedulerConfig(_Cfg):
     """Decoded from a Kueue Configuration document; every field defaults as Kueue defaults it."""
 
@@ -92,6 +98,17 @@ class SchedulerConfig(_Cfg):
     object_retention_policies: ObjectRetentionPolicies | None = None
     feature_gates: dict[str, bool] = {}
     """Kueue's ``featureGates``: gate name -> on/off over its default (see :mod:`projections.gates`)."""
+    namespace: str = "kueue-system"
+    """Kueue's own namespace (only what the default :attr:`managed_jobs_selector` leaves out)."""
+    managed_jobs_namespace_selector: o.LabelSelector | None = None
+
+    @property
+    def managed_jobs_selector(self) -> o.LabelSelector:
+        """The namespaces whose Jobs are managed (``managedJobsNamespaceSelector``), by default all but
+        ``kube-system`` and Kueue's own, as Kueue defaults it."""
+        return self.managed_jobs_namespace_selector or o.LabelSelector(match_expressions=[
+            o.LabelSelectorRequirement(key=NAMESPACE_NAME_LABEL, operator="NotIn",
+                                       values=["kube-system", self.namespace])])
 
     def gate(self, name: str) -> bool:
         """Whether feature gate ``name`` is on."""
@@ -193,6 +210,8 @@ def load_config(doc: dict[str, Any], source: str = "<config>") -> SchedulerConfi
                                        f"must not be negative (got {value!r})")
                 parse_duration(value, f"{source}: field `objectRetentionPolicies.workloads.{name}`")
     _validate_resources(cfg, source)
+    if cfg.managed_jobs_namespace_selector is not None:
+        _validate_selector(cfg.managed_jobs_namespace_selector, f"{source}: field `managedJobsNamespaceSelector")
     if cfg.admission_fair_sharing is not None:
         _validate_admission_fair_sharing(cfg.admission_fair_sharing, source)
         if not gates.enabled(cfg.feature_gates, gates.ADMISSION_FAIR_SHARING):
@@ -205,6 +224,18 @@ def load_config(doc: dict[str, Any], source: str = "<config>") -> SchedulerConfi
             raise InvalidInput(f"{source}: field `fairSharing.preemptionStrategies`: unsupported list "
                                f"{cfg.fair_sharing.preemption_strategies}")
     return cfg
+
+
+def _validate_selector(selector: o.LabelSelector, at: str) -> None:
+    """A label selector's rules, as Kubernetes checks them: a known operator, values for In and NotIn only."""
+    for i, req in enumerate(selector.match_expressions):
+        where = f"{at}.matchExpressions[{i}]"
+        if req.operator not in SELECTOR_OPERATORS:
+            raise InvalidInput(f"{where}.operator`: unsupported value {req.operator!r} (supported: "
+                               f"{', '.join(SELECTOR_OPERATORS)})")
+        if (req.operator in ("In", "NotIn")) != bool(req.values):
+            need = "must be specified" if req.operator in ("In", "NotIn") else "may not be specified"
+            raise InvalidInput(f"{where}.values`: {need} when `operator` is {req.operator!r}")
 
 
 def _validate_admission_fair_sharing(afs: AdmissionFairSharingConfig, source: str) -> None:

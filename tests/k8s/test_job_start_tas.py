@@ -9,6 +9,7 @@ from connectors.k8s.jobs import JobIntegration
 from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
 from events import objects as o
+from events import schema as ev
 from events.log import MemoryLog
 from events.tas_assignment import encode
 from projections.cluster import ClusterState
@@ -74,6 +75,20 @@ def test_without_a_topology_no_gate_and_flavors_keep_their_first_value() -> None
     assert info.node_selector == {"accel": "a100", "pool": "gpu"}, "flavors by name: gpu before tas"
     assert info.tolerations == [SPOT], "deduplicated"
     assert info.annotations == {"kueue.x-k8s.io/workload": "wl"}
+
+
+def test_a_cluster_queue_name_that_is_no_dns_label_gets_no_label() -> None:
+    info = psi.start_info(state(), workload(None, cq="team.a"), psa({"cpu": "tas"}, ta=None))
+    assert info.labels == {"kueue.x-k8s.io/podset": "main", "kueue.x-k8s.io/local-queue-name": "lq"}
+
+
+def test_without_assign_queue_labels_for_pods_only_the_pod_set_is_labelled() -> None:
+    s = state()
+    s.apply(ev.Record(0, ev.ConfigRecorded(time=1, writer="test", id="c", document={
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+        "featureGates": {"AssignQueueLabelsForPods": False}})))
+    info = psi.start_info(s, workload(None), psa({"cpu": "tas"}, ta=None))
+    assert info.labels == {"kueue.x-k8s.io/podset": "main"}
 
 
 def test_ready_checks_add_their_pod_set_updates() -> None:

@@ -7,6 +7,7 @@ import hashlib
 
 import msgspec
 import pytest
+from fixtures.jobs import namespace
 
 from connectors.k8s.jobs import JobIntegration, _exact, max_execution_seconds, workload_name
 from connectors.k8s.journal import LocalJournal
@@ -230,7 +231,9 @@ def test_a_job_naming_a_missing_class_gets_a_warning_and_its_workload_once_the_c
         journal = LocalJournal(log, mirror)
         cluster = _Cluster(raw)
         jobs = JobIntegration(cluster, journal)  # type: ignore[arg-type]
-        await journal.append([ev.ObjectUpserted(time=1, key=job.key, uid=UID, obj=job)])
+        team = namespace("team-a")
+        await journal.append([ev.ObjectUpserted(time=1, key=team.key, obj=team),
+                              ev.ObjectUpserted(time=1, key=job.key, uid=UID, obj=job)])
         key = job.key
 
         async def acted() -> list[ev.JobActed]:
@@ -283,7 +286,9 @@ def test_a_job_naming_a_missing_pod_priority_class_gets_its_workload_once_the_cl
         journal = LocalJournal(log, mirror)
         cluster = _Cluster(raw)
         jobs = JobIntegration(cluster, journal)  # type: ignore[arg-type]
-        await journal.append([ev.ObjectUpserted(time=1, key=job.key, uid=UID, obj=job)])
+        team = namespace("team-a")
+        await journal.append([ev.ObjectUpserted(time=1, key=team.key, obj=team),
+                              ev.ObjectUpserted(time=1, key=job.key, uid=UID, obj=job)])
         key = job.key
 
         await jobs.reconcile(key)

@@ -22,7 +22,7 @@ from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.resources import BY_KIND
 from events.filelog import FileLog
-from kueue_es.scheduler import DEFAULT, SchedulerConfig
+from kueue_es.scheduler import DEFAULT, SchedulerConfig, config_record
 
 T = TypeVar("T")
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -81,7 +81,8 @@ async def kueue_es(kc: KubeClient, log_dir: Path, *, kinds: Collection[str] | No
                    hold: Collection[str] = (), release: asyncio.Event | None = None,
                    synced: bool = True, sync_timeout: float = 30.0, config: SchedulerConfig = DEFAULT,
                    decide_before_synced: bool = False, **connector_kw: Any) -> AsyncIterator[tuple[Connector, LocalJournal]]:
-    """The connector and the scheduler over one embedded log, in this process, like ``kueue-es run --kube``.
+    """The connector and the scheduler over one embedded log, in this process, like ``kueue-es run --kube``
+    (which records ``config`` in the log before its first decision).
 
     ``hold``: kinds whose (re)list waits for ``release`` — their objects stay out of the log meanwhile, while
     everything else is watched. ``synced``: wait until every kind is listed first. The scheduler, as in
@@ -104,8 +105,10 @@ async def kueue_es(kc: KubeClient, log_dir: Path, *, kinds: Collection[str] | No
             return await relist(r)
 
         connector.watcher.relist = held_relist  # type: ignore[method-assign]
+    document = config_record.document_of(config)
     tasks = [asyncio.create_task(connector.run()), asyncio.create_task(
-        schedule(journal, config, ready=None if decide_before_synced else connector.watcher.wait_synced))]
+        schedule(journal, config, ready=None if decide_before_synced else connector.watcher.wait_synced,
+                 record_config=lambda state: config_record.pending(state, document, writer="test")))]
     try:
         if synced:
             await asyncio.wait_for(connector.watcher.wait_synced(), sync_timeout)
