@@ -41,6 +41,7 @@ FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS = "FlavorFungibilityPreserveScanProgre
 TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST = "TASFailedNodeReplacementFailFast"
 TAS_REPLACE_NODE_ON_NODE_TAINTS = "TASReplaceNodeOnNodeTaints"
 CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION = "CleanupProvisioningRequestsOnEviction"
+TAS_HANDLE_OVERLAPPING_FLAVORS = "TASHandleOverlappingFlavors"
 
 GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
@@ -166,6 +167,7 @@ MODELLED = frozenset({
     "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY, "ReclaimablePods", TAS_BALANCED_PLACEMENT,
     TAS_FAILED_NODE_REPLACEMENT, TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST, TAS_REPLACE_NODE_ON_NODE_TAINTS,
     TAS_MULTI_LAYER_TOPOLOGY, UNADMITTED_WORKLOADS_OBSERVABILITY, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
+    TAS_HANDLE_OVERLAPPING_FLAVORS,
 })
 """The gates whose both settings kueue-es models. Every other one is accepted, as Kueue accepts it, and kueue-es
 behaves as under its default (:func:`ignored`)."""
