@@ -43,6 +43,7 @@ TAS_REPLACE_NODE_ON_NODE_TAINTS = "TASReplaceNodeOnNodeTaints"
 CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION = "CleanupProvisioningRequestsOnEviction"
 ASSIGN_QUEUE_LABELS_FOR_PODS = "AssignQueueLabelsForPods"
 FINISH_ORPHANED_WORKLOADS = "FinishOrphanedWorkloads"
+TAS_HANDLE_OVERLAPPING_FLAVORS = "TASHandleOverlappingFlavors"
 
 GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
@@ -108,7 +109,7 @@ GATES: dict[str, tuple[str, bool]] = {
     WORKLOAD_PRIORITY_CLASS_DEFAULTING: (BETA, True),
     "MetricsForCohorts": (BETA, True),
     CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION: (BETA, True),
-    "TASHandleOverlappingFlavors": (BETA, True),
+    TAS_HANDLE_OVERLAPPING_FLAVORS: (BETA, True),
     UNADMITTED_WORKLOADS_OBSERVABILITY: (BETA, True),
     "TASRecomputeAssignmentWithinSchedulingCycle": (BETA, True),
     "UnadmittedWorkloadsExplicitStatus": (BETA, False),
@@ -149,7 +150,7 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
     TAS_MULTI_LAYER_TOPOLOGY: ("TopologyAwareScheduling",),
     "TASRespectNodeAffinityPreferred": ("TopologyAwareScheduling",),
     "UnadmittedWorkloadsExplicitStatus": (UNADMITTED_WORKLOADS_OBSERVABILITY,),
-    "TASHandleOverlappingFlavors": ("TopologyAwareScheduling",),
+    TAS_HANDLE_OVERLAPPING_FLAVORS: ("TopologyAwareScheduling",),
     "TASProfileMixed": ("TopologyAwareScheduling",),
     "TASRecomputeAssignmentWithinSchedulingCycle": ("TopologyAwareScheduling",),
     "ElasticJobsViaWorkloadSlicesWithTAS": ("ElasticJobsViaWorkloadSlices", "TopologyAwareScheduling"),
@@ -163,12 +164,12 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
 
 MODELLED = frozenset({
     ADMISSION_FAIR_SHARING, ASSIGN_QUEUE_LABELS_FOR_PODS, CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION,
-    DISABLE_WAIT_FOR_PODS_READY, FINISH_ORPHANED_WORKLOADS,
-    FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING, FLAVOR_FUNGIBILITY,
-    FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, PARTIAL_ADMISSION,
-    "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY, "ReclaimablePods", TAS_BALANCED_PLACEMENT,
-    TAS_FAILED_NODE_REPLACEMENT, TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST, TAS_REPLACE_NODE_ON_NODE_TAINTS,
-    TAS_MULTI_LAYER_TOPOLOGY, UNADMITTED_WORKLOADS_OBSERVABILITY, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
+    DISABLE_WAIT_FOR_PODS_READY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING,
+    FINISH_ORPHANED_WORKLOADS, FLAVOR_FUNGIBILITY, FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS,
+    PARTIAL_ADMISSION, "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY, "ReclaimablePods",
+    TAS_BALANCED_PLACEMENT, TAS_FAILED_NODE_REPLACEMENT, TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST,
+    TAS_HANDLE_OVERLAPPING_FLAVORS, TAS_MULTI_LAYER_TOPOLOGY, TAS_REPLACE_NODE_ON_NODE_TAINTS,
+    UNADMITTED_WORKLOADS_OBSERVABILITY, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
 })
 """The gates whose both settings kueue-es models. Every other one is accepted, as Kueue accepts it, and kueue-es
 behaves as under its default (:func:`ignored`)."""

@@ -168,11 +168,14 @@ def fit_in_leaf(columns: Mapping[str, list[int]], i: int, per_pod: Sequence[tupl
 class TASSnapshots(Mapping[str, FlavorSnapshot]):
     """The TAS flavor snapshots of one scheduling cycle, keyed by flavor name.
 
-    :meth:`charge` keeps flavors consistent: usage on a flavor whose lowest level is the hostname is usage on
-    every such flavor (Kueue's TASHandleOverlappingFlavors)."""
+    Under Kueue's TASHandleOverlappingFlavors (``overlapping_flavors``, on by default) :meth:`charge` keeps
+    flavors consistent: usage on a flavor whose lowest level is the hostname is usage on every such flavor, since
+    their nodes may be the same. Off, each flavor is charged alone, and two flavors over one node can both fill
+    it."""
 
-    def __init__(self, flavors: dict[str, FlavorSnapshot]) -> None:
+    def __init__(self, flavors: dict[str, FlavorSnapshot], overlapping_flavors: bool = True) -> None:
         self._flavors = flavors
+        self.overlapping_flavors = overlapping_flavors
 
     def __getitem__(self, flavor: str) -> FlavorSnapshot:
         return self._flavors[flavor]
@@ -184,29 +187,31 @@ class TASSnapshots(Mapping[str, FlavorSnapshot]):
         return len(self._flavors)
 
     def fork(self) -> TASSnapshots:
-        return TASSnapshots({f: s.fork() for f, s in self._flavors.items()})
+        return TASSnapshots({f: s.fork() for f, s in self._flavors.items()}, self.overlapping_flavors)
+
+    def _sharing(self, flavor: str) -> list[FlavorSnapshot]:
+        """The snapshots usage on ``flavor`` is charged to: itself, then (overlapping flavors) every other
+        flavor whose lowest level is the hostname, in name order."""
+        snap = self._flavors[flavor]
+        if not (self.overlapping_flavors and snap.tree.hostname_lowest):
+            return [snap]
+        return [snap] + [self._flavors[n] for n in sorted(self._flavors)
+                         if n != flavor and self._flavors[n].tree.hostname_lowest]
 
     def charge(self, flavor: str, domains: Sequence[tuple[Sequence[str], int]], per_pod: Mapping[str, int],
                sign: int = 1) -> None:
-        snap = self._flavors.get(flavor)
-        if snap is None:
+        if flavor not in self._flavors:
             return
-        snap.charge(domains, per_pod, sign)
-        if snap.tree.hostname_lowest:
-            for name in sorted(self._flavors):
-                other = self._flavors[name]
-                if name != flavor and other.tree.hostname_lowest:
-                    other.charge(domains, per_pod, sign)
+        for snap in self._sharing(flavor):
+            snap.charge(domains, per_pod, sign)
 
     def charge_usage(self, usage: Iterable[tuple[str, str, tuple[tuple[str, int], ...]]], sign: int = 1) -> None:
         """Add (``sign`` 1) or remove (-1) usage in the fold's form, (flavor, leaf domain id, amounts) — e.g. an
         admitted workload's — with the same sharing between hostname-level flavors as :meth:`charge`."""
         for flavor, did, amounts in usage:
-            snap = self._flavors.get(flavor)
-            if snap is None:
+            if flavor not in self._flavors:
                 continue
-            for other in ([snap] if not snap.tree.hostname_lowest else
-                          [self._flavors[n] for n in sorted(self._flavors) if self._flavors[n].tree.hostname_lowest]):
+            for other in self._sharing(flavor):
                 leaf = other.tree.index[-1].get(did) if other.tree.levels else None
                 if leaf is not None:
                     other.charge_leaf_usage(leaf, dict(amounts), sign)

@@ -13,7 +13,8 @@
 Kueue's rules (``pkg/cache/scheduler/tas_*.go``): static capacity is the sum of ``status.allocatable``; bound,
 non-terminal pods without TAS annotations use capacity (their requests plus one ``pods``); workloads with a
 ``topologyAssignment`` use, per domain, single-pod requests x count plus count pods, and for flavors whose lowest
-level is the hostname that usage is summed across all such flavors.
+level is the hostname that usage is summed across all such flavors — under TASHandleOverlappingFlavors (on by
+default); off, each flavor counts only the usage charged to it.
 """
 
 from __future__ import annotations
@@ -209,11 +210,13 @@ def _non_tas_usage(pod: o.Pod) -> tuple[str, tuple[tuple[str, int], ...]] | None
     return pod.spec.node_name, tuple(sorted(amounts.items()))
 
 
-def tas_snapshots(state: ClusterState) -> TASSnapshots:
-    """A fresh (forked) set of TAS flavor snapshots of ``state``; the expensive parts are memoised."""
+def tas_snapshots(state: ClusterState, overlapping_flavors: bool = True) -> TASSnapshots:
+    """A fresh (forked) set of TAS flavor snapshots of ``state``; the expensive parts are memoised.
+    ``overlapping_flavors`` is the TASHandleOverlappingFlavors gate of the Configuration in force: whether
+    hostname-level usage is shared between flavors (see :class:`TASSnapshots`)."""
     fold = state.tas
     memo = state.derived.get("tas")
-    if memo is None or memo[0] != fold.generation:
+    if memo is None or memo[0] != (fold.generation, overlapping_flavors):
         trees_memo = state.derived.get("tas-trees")
         if trees_memo is None or trees_memo[0] != fold.nodes_generation:
             trees_memo = state.derived["tas-trees"] = (fold.nodes_generation, _trees(state))
@@ -223,15 +226,16 @@ def tas_snapshots(state: ClusterState) -> TASSnapshots:
             free_memo = state.derived["tas-free"] = (
                 fold.generation[:2], {f: _free_columns(t, fold.node_usage) for f, (_, t) in trees.items()})
         free: dict[str, dict[str, list[int]]] = free_memo[1]
-        hostname_usage = _hostname_usage(fold, trees)
+        hostname_usage = _hostname_usage(fold, trees) if overlapping_flavors else {}
         flavors: dict[str, FlavorSnapshot] = {}
         for name in sorted(trees):
             topology, tree = trees[name]
             spec = state.flavors[name].spec
-            usage = hostname_usage if tree.hostname_lowest else fold.usage.get(name, {})
+            usage = hostname_usage if overlapping_flavors and tree.hostname_lowest else fold.usage.get(name, {})
             flavors[name] = FlavorSnapshot(name, topology, tree, tuple(spec.tolerations), free[name],
                                            _remaining(tree, free[name], usage))
-        memo = state.derived["tas"] = (fold.generation, TASSnapshots(flavors))
+        memo = state.derived["tas"] = ((fold.generation, overlapping_flavors),
+                                       TASSnapshots(flavors, overlapping_flavors))
     return memo[1].fork()
 
 

@@ -31,6 +31,7 @@ from projections.clusterqueues import ClusterQueueInfo
 from projections.gates import (
     TAS_BALANCED_PLACEMENT,
     TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST,
+    TAS_HANDLE_OVERLAPPING_FLAVORS,
     TAS_MULTI_LAYER_TOPOLOGY,
 )
 from projections.queue_order import QueueOrder
@@ -58,7 +59,7 @@ class CycleTopology:
     @property
     def snapshots(self) -> TASSnapshots:
         if self._snaps is None:
-            self._snaps = tas_snapshots(self._state)
+            self._snaps = tas_snapshots(self._state, self.options.overlapping_flavors)
         return self._snaps
 
     def charge(self, placements: list[tuple[str, PodSetRequest, Placement]]) -> None:
@@ -70,7 +71,8 @@ def tas_options(config) -> TASOptions:
     """The placement options a Kueue Configuration's feature gates set (Kueue's defaults without one)."""
     if config is None:
         return TASOptions()
-    return TASOptions(balanced=config.gate(TAS_BALANCED_PLACEMENT), multi_layer=config.gate(TAS_MULTI_LAYER_TOPOLOGY))
+    return TASOptions(balanced=config.gate(TAS_BALANCED_PLACEMENT), multi_layer=config.gate(TAS_MULTI_LAYER_TOPOLOGY),
+                      overlapping_flavors=config.gate(TAS_HANDLE_OVERLAPPING_FLAVORS))
 
 
 def _tas_flavor(info: ClusterQueueInfo, flavors: dict[str, str]) -> tuple[str | None, str]:

@@ -4,9 +4,9 @@ Each case describes nodes (labels, allocatable, readiness, taints), a topology, 
 admitted workloads; they become events folded into a ClusterState, so the projection is exercised too. Then
 the pod sets are placed in order (later ones see the usage of earlier ones), or a node is replaced, and each
 pod set's domains (``want``: [values..., count]) or Kueue's failure message (``wantReason``) is checked.
-``gates`` sets the feature gates placement reads (``TASBalancedPlacement``, ``TASMultiLayerTopology``), as a
-Kueue Configuration's ``featureGates`` would; level names in ``topologyRequest`` (also in its slice layers) may be
-the short aliases of ``fixtures.tasbuild``.
+``gates`` sets the feature gates placement reads (``TASBalancedPlacement``, ``TASMultiLayerTopology``,
+``TASHandleOverlappingFlavors``), as a Kueue Configuration's ``featureGates`` would; level names in
+``topologyRequest`` (also in its slice layers) may be the short aliases of ``fixtures.tasbuild``.
 """
 
 from __future__ import annotations
@@ -109,10 +109,10 @@ def _levels(case: dict[str, Any], want: list[list[Any]]) -> tuple[str, ...]:
 @pytest.mark.parametrize("case", [c for _, c in CASES], ids=[n for n, _ in CASES])
 def test_case(case: dict[str, Any]) -> None:
     state = build_state(case)
-    snaps = tas_snapshots(state)
+    options = tas_options(load_config({"featureGates": case.get("gates") or {}}))
+    snaps = tas_snapshots(state, options.overlapping_flavors)
     specs = case["podSets"]
     requests = [(s.get("flavor", "tas"), request_of(s, i)) for i, s in enumerate(specs)]
-    options = tas_options(load_config({"featureGates": case.get("gates") or {}}))
     replace = case.get("replace")
     if replace is not None:
         assert len(specs) == 1, "a replacement case has one pod set"

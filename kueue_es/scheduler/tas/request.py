@@ -43,10 +43,12 @@ class PodSetRequest(msgspec.Struct, frozen=True, kw_only=True):
 
 class TASOptions(msgspec.Struct, frozen=True, kw_only=True):
     """The feature gates placement reads (from the Configuration's ``featureGates``): TASBalancedPlacement
-    (alpha, off) and TASMultiLayerTopology (beta, on)."""
+    (alpha, off), TASMultiLayerTopology (beta, on) and TASHandleOverlappingFlavors (beta, on; also how the
+    cycle's snapshots share usage, :func:`projections.topology.tas_snapshots`)."""
 
     balanced: bool = False
     multi_layer: bool = True
+    overlapping_flavors: bool = True
 
 
 DEFAULT_OPTIONS = TASOptions()

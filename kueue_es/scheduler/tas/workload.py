@@ -2,7 +2,8 @@
 
 Flavors run in name order and, within a flavor, pod sets in the order given (their index in the workload). Each
 placed pod set's usage is assumed for the ones after it — across all flavors whose lowest level is the hostname,
-which share nodes (TASHandleOverlappingFlavors), and per flavor otherwise. The first failure stops the run.
+which may share nodes, under TASHandleOverlappingFlavors (``options.overlapping_flavors``); per flavor otherwise.
+The first failure stops the run.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def place_workload(snapshots: Mapping[str, FlavorSnapshot], requests: Sequence[t
         if snap is None:
             return WorkloadPlacement(placements, by_flavor[flavor][0].name,
                                      f"Flavor {go_quote(flavor)} information missing in TAS cache")
-        assumed: AssumedUsage = shared if snap.tree.hostname_lowest else {}
+        assumed: AssumedUsage = shared if options.overlapping_flavors and snap.tree.hostname_lowest else {}
         for req in by_flavor[flavor]:
             if req.count <= 0:
                 continue
