@@ -176,8 +176,17 @@ behaves as under its default (:func:`ignored`)."""
 
 def ignored(gates: Mapping[str, bool]) -> list[str]:
     """The gates ``gates`` turns away from their default although kueue-es models only the default, in name
-    order: what a user should be told, since the setting changes nothing here."""
-    return [name for name in sorted(GATES) if name not in MODELLED and enabled(gates, name) != GATES[name][1]]
+    order: what a user should be told, since the setting changes nothing here. A gate turned off along with a
+    modelled gate it depends on is not one of them: Kueue gives a gate no effect while a dependency is off, so
+    the dependency's setting already says it (TopologyAwareScheduling off needs TASProfileMixed off, say)."""
+    return [name for name in sorted(GATES) if name not in MODELLED and enabled(gates, name) != GATES[name][1]
+            and not _moot(gates, name)]
+
+
+def _moot(gates: Mapping[str, bool], name: str) -> bool:
+    """Gate ``name`` is off and so is a modelled gate it depends on."""
+    return not enabled(gates, name) and any(dep in MODELLED and not enabled(gates, dep)
+                                            for dep in DEPENDENCIES.get(name, ()))
 
 
 def ignored_note(gates: Mapping[str, bool], source: str) -> str | None:
