@@ -149,6 +149,8 @@ class ClusterState:
         self._lq_metrics_of: ev.ConfigRecorded | None = None
         self._lq_metrics = gates.enabled({}, gates.LOCAL_QUEUE_METRICS)
         """Whether :attr:`config` has waitForPodsReady in force, and the configuration it was read from (derived)."""
+        self._tas_of: ev.ConfigRecorded | None = None
+        self._tas = gates.enabled({}, gates.TOPOLOGY_AWARE_SCHEDULING)
         self.queue_order: QueueOrder = DEFAULT_ORDER
         """What :attr:`config` says about queue order (derived; the heaps' sort keys follow it)."""
         self._forest: CohortForest | None = None
@@ -159,6 +161,7 @@ class ClusterState:
         consumers that memoise what blocks which queue."""
         self._cq_infos: dict[str, ClusterQueueInfo] = {}
         self._cq_infos_generation = 0
+        self._cq_infos_tas = self._tas
         self.spec_inputs_generation = 0
         """Bumped whenever something a Workload's values derived from its spec depend on may have changed:
         PriorityClasses and WorkloadPriorityClasses (:meth:`_reprioritise`, and their deletion), and what adjusts
@@ -248,16 +251,18 @@ class ClusterState:
 
     def cq_info(self, cq: str) -> ClusterQueueInfo | None:
         """The compiled spec of ClusterQueue ``cq`` (None when it does not exist)."""
-        if self._cq_infos_generation != self.spec_generation:
+        tas = self.tas_enabled
+        if self._cq_infos_generation != self.spec_generation or self._cq_infos_tas != tas:
             self._cq_infos.clear()
-            self._cq_infos_generation = self.spec_generation
+            self._cq_infos_generation, self._cq_infos_tas = self.spec_generation, tas
         info = self._cq_infos.get(cq)
         if info is None:
             obj = self.cluster_queues.get(cq)
             if obj is None:
                 return None
             info = self._cq_infos[cq] = ClusterQueueInfo(cq, obj, self.flavors, self.admission_checks,
-                                                         self.topologies, self.forest, self.provisioning_configs)
+                                                         self.topologies, self.forest, self.provisioning_configs,
+                                                         tas)
         return info
 
     def allocatable_generation(self, cq: str) -> int:
@@ -316,6 +321,16 @@ class ClusterState:
         if self._lq_metrics_of is not config:
             self._lq_metrics_of, self._lq_metrics = config, self.gate(gates.LOCAL_QUEUE_METRICS)
         return self._lq_metrics
+
+    @property
+    def tas_enabled(self) -> bool:
+        """Kueue's ``TopologyAwareScheduling`` gate in the configuration in force: off, Kueue neither filters flavors
+        nor places pods by topology, a missing Topology leaves a ClusterQueue active, and the Job integration and
+        the ungater leave topology alone."""
+        config = self.config
+        if self._tas_of is not config:
+            self._tas_of, self._tas = config, self.gate(gates.TOPOLOGY_AWARE_SCHEDULING)
+        return self._tas
 
     def _rules_in_force(self) -> tuple[RequestRules | None, bool]:
         config = self.config
@@ -507,7 +522,10 @@ class ClusterState:
         recorded replaces none: the log does not say what came before it."""
         old = self.config
         before = self._rules_in_force()
+        tas_before = self.tas_enabled
         self.config, self.config_offset = e, self.offset
+        if self.tas_enabled != tas_before:
+            self._specs_changed()  # the compiled ClusterQueues say what TAS asks of them
         after = self._rules_in_force()
         if after[1] != before[1]:
             self._reclaim_everywhere()

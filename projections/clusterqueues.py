@@ -22,40 +22,46 @@ class FlavorSlot:
 
     __slots__ = ("flavor", "frs", "name", "plain")
 
-    def __init__(self, name: str, covered: list[str], flavor: o.ResourceFlavor | None) -> None:
+    def __init__(self, name: str, covered: list[str], flavor: o.ResourceFlavor | None, tas: bool = True) -> None:
         self.name = name
         self.frs: dict[str, str] = {r: f"{name}/{r}" for r in covered}
         """resource -> ``flavor/resource``."""
         self.flavor = flavor
         """The ResourceFlavor object, or None when it does not exist."""
-        self.plain = flavor is not None and not flavor.spec.node_labels and not flavor.spec.topology_name and not any(
-            t.effect in ("NoSchedule", "NoExecute") for t in flavor.spec.node_taints)
-        """True when every pod set not asking for a topology may use the flavor (it exists, is no TAS flavor, has
-        no labels to match and no taints)."""
+        self.plain = (flavor is not None and not flavor.spec.node_labels
+                      and not (tas and flavor.spec.topology_name)
+                      and not any(t.effect in ("NoSchedule", "NoExecute") for t in flavor.spec.node_taints))
+        """True when every pod set not asking for a topology may use the flavor (it exists, is no TAS flavor while
+        TAS is on, has no labels to match and no taints)."""
 
 
 class GroupInfo:
     __slots__ = ("covered", "flavors")
 
-    def __init__(self, rg: o.ResourceGroup, flavors: Mapping[str, o.ResourceFlavor]) -> None:
+    def __init__(self, rg: o.ResourceGroup, flavors: Mapping[str, o.ResourceFlavor], tas: bool = True) -> None:
         self.covered: list[str] = list(rg.covered_resources)
-        self.flavors: list[FlavorSlot] = [FlavorSlot(fq.name, self.covered, flavors.get(fq.name)) for fq in rg.flavors]
+        self.flavors: list[FlavorSlot] = [FlavorSlot(fq.name, self.covered, flavors.get(fq.name), tas)
+                                          for fq in rg.flavors]
 
 
 class ClusterQueueInfo:
     __slots__ = ("check_rules", "covers_pods", "eligibility", "group_of", "groups", "inactive", "inactive_reasons",
-                 "name", "obj", "plans", "provisioning_checks", "spec", "strict_fifo", "tas_levels", "tas_only",
-                 "_namespaces")
+                 "name", "obj", "plans", "provisioning_checks", "spec", "strict_fifo", "tas", "tas_levels",
+                 "tas_only", "_namespaces")
 
     def __init__(self, name: str, obj: o.ClusterQueue, flavors: Mapping[str, o.ResourceFlavor],
                  admission_checks: Mapping[str, o.AdmissionCheck], topologies: Mapping[str, o.Topology],
-                 forest: CohortForest, provisioning_configs: Mapping[str, o.ProvisioningRequestConfig] | None = None
-                 ) -> None:
+                 forest: CohortForest, provisioning_configs: Mapping[str, o.ProvisioningRequestConfig] | None = None,
+                 tas: bool = True) -> None:
         spec = obj.spec
         self.name = name
         self.obj = obj
         self.spec = spec
-        self.groups = [GroupInfo(rg, flavors) for rg in spec.resource_groups]
+        self.tas = tas
+        """Kueue's TopologyAwareScheduling gate: off, no flavor counts as a TAS flavor here — topology requests
+        are not looked at, a TAS flavor serves any pod set on quota alone, and a missing Topology is no reason to
+        stop admitting."""
+        self.groups = [GroupInfo(rg, flavors, tas) for rg in spec.resource_groups]
         self.group_of: dict[str, GroupInfo] = {}
         """resource -> the (first) group covering it."""
         for g in self.groups:
@@ -70,9 +76,10 @@ class ClusterQueueInfo:
             if (ac := admission_checks.get(n)) is not None and ac.spec.controller_name == PROVISIONING_CONTROLLER]
         """The ProvisioningRequest checks (name, onFlavors): they delay the topology of the flavors they cover."""
         self.tas_levels: dict[str, tuple[str, ...] | None] = {}
-        """TAS flavor -> its Topology's level keys, highest first (None while the Topology is not known)."""
-        all_tas = bool(self.groups)
-        for g in self.groups:
+        """TAS flavor -> its Topology's level keys, highest first (None while the Topology is not known); empty
+        while TAS is off."""
+        all_tas = tas and bool(self.groups)
+        for g in self.groups if tas else ():
             for slot in g.flavors:
                 f = slot.flavor
                 if f is None or not f.spec.topology_name:
@@ -84,7 +91,7 @@ class ClusterQueueInfo:
         self.tas_only = all_tas
         """Every flavor of every resource group is a TAS flavor: pod sets without a topology request get one implied."""
         self.inactive_reasons = inactive_reasons(obj, flavors, admission_checks, topologies, forest,
-                                                 provisioning_configs or {})
+                                                 provisioning_configs or {}, tas)
         """Every reason the queue cannot admit, in Kueue's order, each with the part of the message it adds."""
         self.inactive = self.inactive_reasons[0][0] if self.inactive_reasons else None
         """Kueue's first Active=False reason, or None when the queue can admit."""
@@ -113,11 +120,13 @@ TERMINATING = "Terminating"
 
 def inactive_reasons(obj: o.ClusterQueue, flavors: Mapping[str, o.ResourceFlavor],
                      admission_checks: Mapping[str, o.AdmissionCheck], topologies: Mapping[str, o.Topology],
-                     forest: CohortForest, configs: Mapping[str, o.ProvisioningRequestConfig]) -> list[tuple[str, str]]:
+                     forest: CohortForest, configs: Mapping[str, o.ProvisioningRequestConfig],
+                     tas: bool = True) -> list[tuple[str, str]]:
     """Why the ClusterQueue cannot admit: (reason, what Kueue's Active message says of it), first reason first.
 
     A ClusterQueue being deleted (held by its finalizer) is only ``Terminating``. The message of a cohort cycle
-    is empty (Kueue has no words for it)."""
+    is empty (Kueue has no words for it). A TAS flavor whose Topology is missing counts only with ``tas``
+    (Kueue's TopologyAwareScheduling gate)."""
     name, spec = obj.metadata.name, obj.spec
     if obj.metadata.deletion_timestamp:
         return [(TERMINATING, "")]
@@ -139,7 +148,7 @@ def inactive_reasons(obj: o.ClusterQueue, flavors: Mapping[str, o.ResourceFlavor
     if inactive_checks:
         reasons.append(("AdmissionCheckInactive",
                         f"references inactive AdmissionCheck(s): {','.join(inactive_checks)}"))
-    for rg in spec.resource_groups:
+    for rg in spec.resource_groups if tas else ():
         for fq in rg.flavors:
             f = flavors.get(fq.name)
             if f is not None and f.spec.topology_name and f.spec.topology_name not in topologies:

@@ -6,10 +6,11 @@ whose dependency is disabled. ``AllAlpha`` / ``AllBeta`` set every alpha / beta 
 names, stages and defaults below are Kueue's (``pkg/features/kube_features.go``, main after v0.19).
 
 Only the gates in :data:`MODELLED` change what kueue-es does, each read where its rule is (README lists what
-each one does). Three of them the fold reads from the recorded document: ``ReclaimablePods``,
-``PrioritySortingWithinCohort`` (:mod:`projections.queue_order`) and ``LocalQueueMetrics``
-(:mod:`projections.metrics`). Every other gate is known so that a user's existing configuration is accepted as
-Kueue accepts it; one set away from its default is named in a warning (:func:`ignored`).
+each one does). Four of them the fold reads from the recorded document: ``ReclaimablePods``,
+``PrioritySortingWithinCohort`` (:mod:`projections.queue_order`), ``LocalQueueMetrics``
+(:mod:`projections.metrics`) and ``TopologyAwareScheduling`` (:mod:`projections.clusterqueues`). Every other
+gate is known so that a user's existing configuration is accepted as Kueue accepts it; one set away from its
+default is named in a warning (:func:`ignored`).
 
 The table and :func:`enabled` live beside the projections because the fold reads gates too, from the
 Configuration recorded in the log (:func:`of_document`); the scheduler validates the map (:func:`errors`) before
@@ -25,6 +26,7 @@ ALPHA, BETA, GA, DEPRECATED = "Alpha", "Beta", "GA", "Deprecated"
 
 DISABLE_WAIT_FOR_PODS_READY = "DisableWaitForPodsReady"
 
+TOPOLOGY_AWARE_SCHEDULING = "TopologyAwareScheduling"
 TAS_BALANCED_PLACEMENT = "TASBalancedPlacement"
 TAS_MULTI_LAYER_TOPOLOGY = "TASMultiLayerTopology"
 UNADMITTED_WORKLOADS_OBSERVABILITY = "UnadmittedWorkloadsObservability"
@@ -56,7 +58,7 @@ GATES: dict[str, tuple[str, bool]] = {
     FAIR_SHARING_PRIORITIZE_NON_BORROWING: (BETA, True),
     "MultiKueue": (BETA, True),
     "MultiKueueBatchJobClearingTTLSecondsAfterFinishedOnWorkerCluster": (BETA, True),
-    "TopologyAwareScheduling": (BETA, True),
+    TOPOLOGY_AWARE_SCHEDULING: (BETA, True),
     LOCAL_QUEUE_METRICS: (BETA, True),
     "TASProfileMixed": (BETA, True),
     ADMISSION_FAIR_SHARING: (BETA, True),
@@ -169,7 +171,7 @@ MODELLED = frozenset({
     PARTIAL_ADMISSION, "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY, "ReclaimablePods",
     TAS_BALANCED_PLACEMENT, TAS_FAILED_NODE_REPLACEMENT, TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST,
     TAS_HANDLE_OVERLAPPING_FLAVORS, TAS_MULTI_LAYER_TOPOLOGY, TAS_REPLACE_NODE_ON_NODE_TAINTS,
-    UNADMITTED_WORKLOADS_OBSERVABILITY, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
+    TOPOLOGY_AWARE_SCHEDULING, UNADMITTED_WORKLOADS_OBSERVABILITY, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
 })
 """The gates whose both settings kueue-es models. Every other one is accepted, as Kueue accepts it, and kueue-es
 behaves as under its default (:func:`ignored`)."""
@@ -177,8 +179,17 @@ behaves as under its default (:func:`ignored`)."""
 
 def ignored(gates: Mapping[str, bool]) -> list[str]:
     """The gates ``gates`` turns away from their default although kueue-es models only the default, in name
-    order: what a user should be told, since the setting changes nothing here."""
-    return [name for name in sorted(GATES) if name not in MODELLED and enabled(gates, name) != GATES[name][1]]
+    order: what a user should be told, since the setting changes nothing here. A gate turned off along with a
+    modelled gate it depends on is not one of them: Kueue gives a gate no effect while a dependency is off, so
+    the dependency's setting already says it (TopologyAwareScheduling off needs TASProfileMixed off, say)."""
+    return [name for name in sorted(GATES) if name not in MODELLED and enabled(gates, name) != GATES[name][1]
+            and not _moot(gates, name)]
+
+
+def _moot(gates: Mapping[str, bool], name: str) -> bool:
+    """Gate ``name`` is off and so is a modelled gate it depends on."""
+    return not enabled(gates, name) and any(dep in MODELLED and not enabled(gates, dep)
+                                            for dep in DEPENDENCIES.get(name, ()))
 
 
 def ignored_note(gates: Mapping[str, bool], source: str) -> str | None:

@@ -11,7 +11,8 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   0 — gets the Job no Workload, and an error saying why; the webhook here refuses the Job itself, see
   ``webhook.py``), and one pod set ``main`` of ``min(parallelism, completions)`` pods whose template is the
   Job's without the labels the job controller adds, and whose ``topologyRequest`` comes from the template's TAS
-  annotations, with the completion index as the pods' rank. A Job created unsuspended is suspended first. A
+  annotations, with the completion index as the pods' rank (none while the recorded Configuration turns
+  ``TopologyAwareScheduling`` off). A Job created unsuspended is suspended first. A
   label naming a WorkloadPriorityClass the log does not hold gets the Job no Workload, and a ``JobActed``
   ``WorkloadPriorityClassNotFound`` (Kueue's Warning Event) once per version of the Job; the Workload is
   created when the class appears in the log (the mirror marks the Jobs naming it dirty). So is a pod template's
@@ -437,8 +438,9 @@ class JobIntegration:
         parallelism = spec.get("parallelism", 1)
         completions = spec.get("completions")
         count = min(parallelism, completions) if completions is not None else parallelism
-        pod_set: dict[str, Any] = {"name": "main", "count": count, "template": template,
-                                   "topologyRequest": _topology_request(tmeta.get("annotations") or {})}
+        pod_set: dict[str, Any] = {"name": "main", "count": count, "template": template}
+        if self.state.tas_enabled:  # Kueue builds no topology request while TopologyAwareScheduling is off
+            pod_set["topologyRequest"] = _topology_request(tmeta.get("annotations") or {})
         min_par = (meta.get("annotations") or {}).get(MIN_PARALLELISM)
         if min_par and min_par.isdigit() and 1 <= int(min_par) < count and self._partial_admission():
             pod_set["minCount"] = int(min_par)

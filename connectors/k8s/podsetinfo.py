@@ -1,14 +1,16 @@
 """What starting a Job adds to one pod set's template, as plain data (Kueue's PodSetInfo, §7.2 rule 8).
 
 From the pod set's assignment: the flavors' ``nodeLabels`` (the first flavor, by name, wins a key) and
-tolerations; with a ``topologyAssignment``, the scheduling gate ``kueue.x-k8s.io/topology`` that the ungater
-lifts pod by pod, the label ``kueue.x-k8s.io/tas``, and, when TAS is only implied (no required, preferred or
-unconstrained request), the annotation ``kueue.x-k8s.io/podset-unconstrained-topology: "true"``; always the
-annotation ``kueue.x-k8s.io/workload`` (how the ungater and the node-failure rules find a workload's pods), the
-label ``kueue.x-k8s.io/podset`` and, under Kueue's ``AssignQueueLabelsForPods`` gate, ``local-queue-name`` and
-``cluster-queue-name`` (the last only when the ClusterQueue's name is a DNS-1123 label). Then every Ready check's ``podSetUpdates`` for the pod set, in check-name order. Labels,
-annotations and the node selector merge only without conflict (one key, two values): a conflict is a
-:class:`MergeConflict`, which fails the start for good; tolerations and gates are deduplicated.
+tolerations, the label ``kueue.x-k8s.io/podset`` and, under Kueue's ``AssignQueueLabelsForPods`` gate,
+``local-queue-name`` and ``cluster-queue-name`` (the last only when the ClusterQueue's name is a DNS-1123 label).
+While Kueue's TopologyAwareScheduling gate is on (in the recorded Configuration; off, none of this): the
+annotation ``kueue.x-k8s.io/workload`` (how the ungater and the node-failure rules find a workload's pods) and,
+with a ``topologyAssignment``, the scheduling gate ``kueue.x-k8s.io/topology`` that the ungater lifts pod by pod,
+the label ``kueue.x-k8s.io/tas``, and, when TAS is only implied (no required, preferred or unconstrained
+request), the annotation ``kueue.x-k8s.io/podset-unconstrained-topology: "true"``. Then every Ready check's
+``podSetUpdates`` for the pod set, in check-name order. Labels, annotations and the node selector merge only
+without conflict (one key, two values): a conflict is a :class:`MergeConflict`, which fails the start for good;
+tolerations and gates are deduplicated.
 """
 
 from __future__ import annotations
@@ -95,9 +97,10 @@ def from_assignment(state: ClusterState, wl: WorkloadInfo, psa: o.PodSetAssignme
             node_selector.setdefault(k, v)
         tolerations.extend(t for t in flavor.spec.tolerations if t not in tolerations)
     labels = {PODSET_LABEL: psa.name, **queue_labels(state, wl)}
-    annotations = {WORKLOAD_ANNOTATION: wl.name}
+    tas = state.tas_enabled  # Kueue adds nothing of TAS while its TopologyAwareScheduling gate is off
+    annotations = {WORKLOAD_ANNOTATION: wl.name} if tas else {}
     pod_gates: list[dict[str, str]] = []
-    if psa.topology_assignment is not None:
+    if tas and psa.topology_assignment is not None:
         labels[TAS_LABEL] = "true"
         pod_gates.append({"name": TOPOLOGY_GATE})
         ps = next((p for p in wl.pod_sets if p.name == psa.name), None)

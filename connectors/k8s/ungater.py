@@ -138,7 +138,7 @@ class Ungater:
 
     async def sync(self, key: str) -> None:
         wl = self.state.workloads.get(key)
-        if not admitted_by_tas(wl):
+        if not self.state.tas_enabled or not admitted_by_tas(wl):  # Kueue runs no ungater with TAS off
             self._expected.pop(key, None)
             return
         assert wl is not None and wl.admission is not None

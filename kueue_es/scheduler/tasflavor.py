@@ -33,7 +33,10 @@ def requested_levels(req: o.PodSetTopologyRequest | None, multi_layer: bool = Tr
 
 
 def tas_ineligible(info, name: str, flavor: o.ResourceFlavor, ps: PodSetInfo, multi_layer: bool = True) -> str | None:
-    """Why an existing flavor cannot serve the pod set's topology request, or None."""
+    """Why an existing flavor cannot serve the pod set's topology request, or None (always, while Kueue's
+    TopologyAwareScheduling gate is off: Kueue then skips this check)."""
+    if not info.tas:
+        return None
     is_tas = bool(flavor.spec.topology_name)
     if not wants_tas(ps, info.tas_only):
         return f'Flavor "{name}" supports only TopologyAwareScheduling' if is_tas else None

@@ -1,4 +1,5 @@
-"""What starting a Job adds to its pod template: flavors, queue labels, the TAS gate and the checks' podSetUpdates."""
+"""What starting a Job adds to its pod template: flavors, queue labels, the TAS gate and the checks' podSetUpdates;
+and what the Job integration and the ungater leave alone while Kueue's TopologyAwareScheduling gate is off."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ from connectors.k8s import podsetinfo as psi
 from connectors.k8s.jobs import JobIntegration
 from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
+from connectors.k8s.ungater import Ungater
 from events import objects as o
 from events import schema as ev
 from events.log import MemoryLog
 from events.tas_assignment import encode
 from projections.cluster import ClusterState
-from projections.workloads import PodSetInfo, WorkloadInfo
+from projections.workloads import ADMITTED, PodSetInfo, WorkloadInfo
 
 RACK = "cloud.example.com/rack"
 TA = encode(["kubernetes.io/hostname"], [o.TopologyDomainAssignment(values=["n1"], count=2)])
@@ -136,3 +138,66 @@ def test_the_workload_of_a_job_carries_its_topology_request() -> None:
     del job["spec"]["template"]["metadata"]
     (ps,) = jobs.workload_for(job, "job-j-abcde")["spec"]["podSets"]
     assert ps["topologyRequest"] == {"podIndexLabel": "batch.kubernetes.io/job-completion-index"}
+
+
+TAS_OFF = {"TopologyAwareScheduling": False, "TASFailedNodeReplacement": False,
+           "TASFailedNodeReplacementFailFast": False, "TASReplaceNodeOnPodTermination": False,
+           "TASHandleOverlappingFlavors": False, "TASMultiLayerTopology": False, "TASProfileMixed": False,
+           "TASRecomputeAssignmentWithinSchedulingCycle": False, "TASReplaceNodeOnNodeTaints": False}
+
+
+def _record_tas_off(s: ClusterState) -> None:
+    doc = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "featureGates": TAS_OFF}
+    s.apply(ev.Record(s.offset + 1, ev.ConfigRecorded(time=2, document=doc, writer="test", id="config-tas-off")))
+
+
+def test_with_tas_off_a_job_workload_has_no_topology_request() -> None:
+    """Kueue's Job integration builds the topology request only with TopologyAwareScheduling on."""
+    jobs = JobIntegration(None, LocalJournal(MemoryLog(), Mirror()))  # type: ignore[arg-type]
+    _record_tas_off(jobs.state)
+    job = {"metadata": {"name": "j", "namespace": "ns", "uid": "u", "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+           "spec": {"parallelism": 2, "template": {"metadata": {"annotations": {
+               "kueue.x-k8s.io/podset-required-topology": RACK}}, "spec": {"containers": []}}}}
+    (ps,) = jobs.workload_for(job, "job-j-abcde")["spec"]["podSets"]
+    assert "topologyRequest" not in ps
+    assert ps["template"]["metadata"]["annotations"] == {"kueue.x-k8s.io/podset-required-topology": RACK}
+
+
+def test_with_tas_off_starting_adds_no_gate_label_or_workload_annotation() -> None:
+    """Even an assignment that carries a topologyAssignment (made while the gate was on) starts without TAS."""
+    s = state()
+    _record_tas_off(s)
+    info = psi.start_info(s, workload(o.PodSetTopologyRequest(required=RACK)), psa({"cpu": "tas"}))
+    assert info.scheduling_gates == [] and info.annotations == {}
+    assert info.labels == {"kueue.x-k8s.io/podset": "main", "kueue.x-k8s.io/local-queue-name": "lq",
+                           "kueue.x-k8s.io/cluster-queue-name": "cq"}
+    assert info.node_selector == {"pool": "tas"} and info.tolerations == [SPOT]
+
+
+class _NoClient:
+    """A client the ungater must not use."""
+
+    async def patch(self, *args, **kwargs):
+        raise AssertionError("the ungater patched a pod while TAS is off")
+
+
+@pytest.mark.asyncio
+async def test_with_tas_off_the_ungater_lifts_no_gate() -> None:
+    journal = LocalJournal(MemoryLog(), Mirror())
+    wl = o.Workload(metadata=o.ObjectMeta(name="wl", namespace="ns", uid="u", resource_version="1"),
+                    spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(count=1)]))
+    pod = o.Pod(metadata=o.ObjectMeta(name="p", namespace="ns", uid="pu", resource_version="1",
+                                      labels={"kueue.x-k8s.io/podset": "main"},
+                                      annotations={"kueue.x-k8s.io/workload": "wl"}),
+                spec=o.PodSpec(scheduling_gates=[{"name": "kueue.x-k8s.io/topology"}]))
+    await journal.append([ev.ObjectUpserted(time=1, key="ns/wl", uid="u", obj=wl),
+                          ev.ObjectUpserted(time=1, key="ns/p", uid="pu", obj=pod)])
+    info = journal.mirror.state.workloads["ns/wl"]
+    info.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[o.PodSetAssignment(
+        name="main", count=1, topology_assignment=encode(["kubernetes.io/hostname"],
+                                                         [o.TopologyDomainAssignment(values=["n1"], count=1)]))])
+    info.phase = ADMITTED
+    _record_tas_off(journal.mirror.state)
+    ungater = Ungater(_NoClient(), journal)  # type: ignore[arg-type]
+    await ungater.sync("ns/wl")
+    assert ungater.stats.ungated == 0

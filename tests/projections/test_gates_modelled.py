@@ -35,3 +35,17 @@ def test_only_gates_away_from_their_default_and_not_modelled_are_ignored() -> No
     assert gates.ignored({"PartialAdmission": False, "MetricsForCohorts": True}) == []
     assert gates.ignored({"MetricsForCohorts": False}) == ["MetricsForCohorts"]
     assert "ConcurrentAdmission" in gates.ignored({"AllAlpha": True})
+
+
+def test_gates_turned_off_with_a_modelled_gate_they_depend_on_are_not_ignored() -> None:
+    """Turning TopologyAwareScheduling off needs every TAS gate that depends on it off too (Kueue refuses to start
+    otherwise); those then have no effect in Kueue either, so the user is not warned about them."""
+    tas_off = {"TopologyAwareScheduling": False, "TASFailedNodeReplacement": False,
+               "TASFailedNodeReplacementFailFast": False, "TASReplaceNodeOnPodTermination": False,
+               "TASHandleOverlappingFlavors": False, "TASMultiLayerTopology": False, "TASProfileMixed": False,
+               "TASRecomputeAssignmentWithinSchedulingCycle": False, "TASReplaceNodeOnNodeTaints": False}
+    assert gates.errors(tas_off) == []
+    assert gates.ignored(tas_off) == []
+    assert gates.ignored({"TASProfileMixed": False}) == ["TASProfileMixed"], "TAS on: the setting is ignored"
+    assert "TASProfileMixed is enabled, but depends on features that are disabled: [TopologyAwareScheduling]" in \
+        gates.errors({"TopologyAwareScheduling": False})

@@ -133,6 +133,32 @@ def test_tas_flavor_without_its_topology() -> None:
     assert state.inactive_reason("cq") == "TopologyNotFound", "the scheduler and the status agree"
 
 
+TAS_OFF = {"TopologyAwareScheduling": False, "TASFailedNodeReplacement": False,
+           "TASFailedNodeReplacementFailFast": False, "TASReplaceNodeOnPodTermination": False,
+           "TASHandleOverlappingFlavors": False, "TASMultiLayerTopology": False, "TASProfileMixed": False,
+           "TASRecomputeAssignmentWithinSchedulingCycle": False, "TASReplaceNodeOnNodeTaints": False}
+
+
+def _config(gates: dict[str, bool], t: int) -> ev.ConfigRecorded:
+    doc = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "featureGates": gates}
+    return ev.ConfigRecorded(time=T0 + t * S, document=doc, writer="test", id=f"config-{t}")
+
+
+def test_a_missing_topology_stops_nothing_while_tas_is_off() -> None:
+    """Kueue checks a TAS flavor's Topology only with its TopologyAwareScheduling gate on; the recorded
+    Configuration turning the gate off, then on again, flips the ClusterQueue's Active condition both ways."""
+    tas = o.ResourceFlavor(metadata=meta("on-demand"), spec=o.ResourceFlavorSpec(
+        node_labels={"pool": "a"}, topology_name="dc"))
+    state = state_with(upsert(tas, T0 + S))
+    assert state.inactive_reason("cq") == "TopologyNotFound"
+    state.apply(ev.Record(state.offset + 1, _config(TAS_OFF, 2)))
+    c = cluster_queue_status(state, "cq", NOW)["conditions"][0]  # type: ignore[index]
+    assert (c["status"], c["reason"], c["message"]) == ("True", "Ready", "Can admit new workloads")
+    assert state.inactive_reason("cq") is None
+    state.apply(ev.Record(state.offset + 1, _config({}, 3)))
+    assert state.inactive_reason("cq") == "TopologyNotFound"
+
+
 def test_terminating_cluster_queue_is_inactive_for_the_scheduler_too() -> None:
     state = state_with(queue=cq(deleting=True))
     c = cluster_queue_status(state, "cq", NOW)["conditions"][0]  # type: ignore[index]
