@@ -196,6 +196,8 @@ def validate_object(obj: o.KObject, where: str) -> None:
             _check_pod_spec(obj.template.spec, where, "template.spec")
         case o.Node():
             _check_quantities(obj.status.allocatable, where, "status.allocatable")
+            for i, c in enumerate(obj.status.conditions):
+                check_time(c.last_transition_time, where, f"status.conditions[{i}].lastTransitionTime")
         case o.LocalQueue():
             _check_weight(obj.spec.fair_sharing, where)
         case o.LimitRange():

@@ -52,7 +52,7 @@ class SchedulerSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknow
     """Embedded log: how many checkpoints stay beside it, the oldest removed first; 0: none is written."""
     ticks: bool = True
     """Append clock ticks when a controller deadline (requeue backoff, waitForPodsReady, a maximum execution time,
-    retention) has passed."""
+    retention, the 30 s wait on a NotReady node under TASReplaceNodeOnPodTermination off) has passed."""
     instance_id: str = ""
     """Name of this replica in reports and in the group; empty: ``<hostname>-<pid>``."""
     stats_interval_s: float = 60.0

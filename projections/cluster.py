@@ -35,6 +35,7 @@ from projections.clusterqueues import ClusterQueueInfo, selector_matches
 from projections.cohorts import CohortForest, build_forest
 from projections.deadlines import DueIndex
 from projections.metrics import METERED, NEEDS_BEFORE, MetricsFold
+from projections.node_ready import not_ready_wait_ends
 from projections.pod_adjustment import LimitSummary, summarize
 from projections.pods_ready import waits_for_pods_ready
 from projections.pods_ready_condition import pods_ready_condition
@@ -230,6 +231,10 @@ class ClusterState:
         self.max_execution_clock = DueIndex()
         """Admitted workloads (not evicted) with a ``maximumExecutionTimeSeconds``, by when it runs out:
         :func:`max_execution_deadline`."""
+        self.node_waits = DueIndex()
+        """Nodes not Ready whose wait (:mod:`projections.node_ready`) has not ended by the log's time, by when it
+        ends: once the log's time reaches it, the node is taken out and every workload counts as touched, as when
+        a node changes. Derived; rebuilt on restore."""
         self.metrics = MetricsFold()
         """Kueue's counters and histograms, folded from the log (:mod:`projections.metrics`)."""
 
@@ -378,6 +383,8 @@ class ClusterState:
         self.offset = record.offset
         if e.time > self.time:
             self.time = e.time
+            if self.node_waits.at:
+                self._node_waits_ended()
         if isinstance(e, ev.Decision) and e.cycle > self.last_cycle:
             self.last_cycle = e.cycle
         t = type(e)
@@ -481,6 +488,18 @@ class ClusterState:
         clock = self.max_execution_clock
         if limit is not None or key in clock.at:
             clock.set(key, limit)
+
+    def index_node_wait(self, name: str) -> None:
+        """Node ``name`` changed, went or was restored: index the end of its wait if that is still to come."""
+        node = self.nodes.get(name)
+        ends = not_ready_wait_ends(node) if node is not None else None
+        self.node_waits.set(name, ends if ends is not None and ends > self.time else None)
+
+    def _node_waits_ended(self) -> None:
+        """The log's time reached the end of some nodes' wait: what the node-failure rules say of them changed."""
+        for name in self.node_waits.due(self.time):
+            self.node_waits.set(name, None)
+            self.touched_all = True
 
     def touch(self, key: str) -> None:
         """Something the controller rules read about workload ``key`` changed (not the workload itself)."""
@@ -812,6 +831,7 @@ class ClusterState:
                     self.tas.nodes_changed()
                     self.touched_all = True  # node failure rules: which workloads are on it is not indexed
                 self.nodes[name] = obj
+                self.index_node_wait(name)
             case o.Pod():
                 self._touch_pod(self.pods.get(obj.key))
                 self._touch_pod(obj)
@@ -873,6 +893,8 @@ class ClusterState:
         if kind in ("Node", "Topology", "ResourceFlavor"):
             self.tas.nodes_changed()
             self.touched_all = True
+            if kind == "Node":
+                self.index_node_wait(key)
         elif kind == "Pod":
             self._touch_pod(gone)
             self.tas.pod_changed(key, None)

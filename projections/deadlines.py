@@ -1,8 +1,9 @@
 """Keys indexed by a time, so that "which are due by T" costs the number that are due, not the number kept.
 
 The projection keeps one :class:`DueIndex` per clock the controller rules run on (requeue backoffs, second
-passes, waitForPodsReady, maximum execution times, retention). What an index holds is derived from the
-workloads (never part of a snapshot); the projection re-derives a workload's entries after every event about it.
+passes, waitForPodsReady, maximum execution times, retention, and the wait on nodes that are not Ready). What an
+index holds is derived from the workloads and nodes (never part of a snapshot); the projection re-derives a
+workload's entries after every event about it, a node's after every change of it.
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ FLAVOR_FUNGIBILITY = "FlavorFungibility"
 FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS = "FlavorFungibilityPreserveScanProgress"
 TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST = "TASFailedNodeReplacementFailFast"
 TAS_REPLACE_NODE_ON_NODE_TAINTS = "TASReplaceNodeOnNodeTaints"
+TAS_REPLACE_NODE_ON_POD_TERMINATION = "TASReplaceNodeOnPodTermination"
 CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION = "CleanupProvisioningRequestsOnEviction"
 ASSIGN_QUEUE_LABELS_FOR_PODS = "AssignQueueLabelsForPods"
 FINISH_ORPHANED_WORKLOADS = "FinishOrphanedWorkloads"
@@ -66,7 +67,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "ElasticJobsViaWorkloadSlices": (BETA, True),
     "ElasticJobsViaWorkloadSlicesWithTAS": (ALPHA, False),
     TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST: (BETA, True),
-    "TASReplaceNodeOnPodTermination": (BETA, True),
+    TAS_REPLACE_NODE_ON_POD_TERMINATION: (BETA, True),
     "SkipReassignmentForPodOwnedWorkloads": (BETA, True),
     "TASReplaceNodeDueToNotReadyOverFixedTime": (DEPRECATED, False),
     "ManagedJobsNamespaceSelectorAlwaysRespected": (GA, True),
@@ -145,7 +146,7 @@ ALL_ALPHA, ALL_BETA = "AllAlpha", "AllBeta"
 DEPENDENCIES: dict[str, tuple[str, ...]] = {
     "TASFailedNodeReplacement": ("TopologyAwareScheduling",),
     TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST: ("TASFailedNodeReplacement", "TopologyAwareScheduling"),
-    "TASReplaceNodeOnPodTermination": ("TASFailedNodeReplacement", "TopologyAwareScheduling"),
+    TAS_REPLACE_NODE_ON_POD_TERMINATION: ("TASFailedNodeReplacement", "TopologyAwareScheduling"),
     "TASReplaceNodeDueToNotReadyOverFixedTime": ("TASFailedNodeReplacement", "TopologyAwareScheduling"),
     TAS_BALANCED_PLACEMENT: ("TopologyAwareScheduling",),
     TAS_REPLACE_NODE_ON_NODE_TAINTS: ("TopologyAwareScheduling",),
@@ -171,10 +172,14 @@ MODELLED = frozenset({
     PARTIAL_ADMISSION, "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY, "ReclaimablePods",
     TAS_BALANCED_PLACEMENT, TAS_FAILED_NODE_REPLACEMENT, TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST,
     TAS_HANDLE_OVERLAPPING_FLAVORS, TAS_MULTI_LAYER_TOPOLOGY, TAS_REPLACE_NODE_ON_NODE_TAINTS,
-    TOPOLOGY_AWARE_SCHEDULING, UNADMITTED_WORKLOADS_OBSERVABILITY, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
+    TAS_REPLACE_NODE_ON_POD_TERMINATION, TOPOLOGY_AWARE_SCHEDULING, UNADMITTED_WORKLOADS_OBSERVABILITY,
+    WORKLOAD_PRIORITY_CLASS_DEFAULTING,
 })
 """The gates whose both settings kueue-es models. Every other one is accepted, as Kueue accepts it, and kueue-es
-behaves as under its default (:func:`ignored`)."""
+behaves as under its default (:func:`ignored`). Not TASReplaceNodeDueToNotReadyOverFixedTime (deprecated): with
+TASReplaceNodeOnPodTermination off it changes nothing (that gate's 30 s wait already fails the node), and with it on
+Kueue's node controller applies the 30 s rule only when something else makes it look at the node again (it sets
+no timer then), which rules over the state, looked at whenever what they read changes, cannot follow."""
 
 
 def ignored(gates: Mapping[str, bool]) -> list[str]:

@@ -218,6 +218,8 @@ def restore(snap: Snapshot) -> ClusterState:
             wl.scan = intern_scan(wl.scan, wl.scan.cycle)
     for key in sorted(state.workloads):
         state.reindex(key)
+    for name in sorted(state.nodes):
+        state.index_node_wait(name)
     return state
 
 

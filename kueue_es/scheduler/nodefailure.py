@@ -1,9 +1,12 @@
 """Node failure under admitted TAS workloads (Kueue's TAS node controller), as rules over the projection.
 
 A node named by a workload's hostname-level placement fails at once when it is gone or has no Ready condition.
-When it is NotReady, or carries a NoSchedule/NoExecute taint the workload does not tolerate for good (only under
-TASReplaceNodeOnNodeTaints), it fails for that workload only once none of the workload's pods is still progressing
-on it (TASReplaceNodeOnPodTermination).
+Under TASReplaceNodeOnPodTermination (beta, on), a node that is not Ready, or that carries a NoSchedule/NoExecute
+taint the workload does not tolerate for good (only under TASReplaceNodeOnNodeTaints), fails for that workload
+only once none of the workload's pods is still progressing on it. With that gate off, Kueue does not look at the
+pods: a node that is not Ready is left alone until it has been so for 30 s (:mod:`projections.node_ready`), then
+fails whatever runs on it, and an untolerated taint fails it at once (a taint tolerated for a while only still
+waits for the pods).
 The first failed node goes to ``status.unhealthyNodes`` and is replaced in place by a second pass; a second,
 different failure evicts the workload (NodeFailures); a node that recovers leaves the list.
 """
@@ -15,10 +18,18 @@ from events import schema as ev
 from events.tas_assignment import decode
 from kueue_es.scheduler.flavors import toleration_matches
 from projections.cluster import ClusterState
+from projections.node_ready import not_ready_wait_ends, ready_condition
 from projections.secondpass import HOSTNAME
-from projections.workloads import WORKLOAD_ANNOTATION, WorkloadInfo
+from projections.workloads import ADMITTED, WORKLOAD_ANNOTATION, WorkloadInfo
 
 _TERMINAL = ("Succeeded", "Failed")
+
+FAILED, HEALTHY, WAITING = "failed", "healthy", "waiting"
+"""What a node is for a workload placed on it: failed, healthy, or left alone for now (the controller does not
+act on the node yet: whether the workload lists it stays as it is)."""
+
+UNTOLERATED, TEMPORARY, TOLERATED = "untolerated", "temporary", "tolerated"
+"""How a pod set placed on a node takes its NoSchedule/NoExecute taints (:func:`_taint_verdict`)."""
 
 
 def assigned_nodes(state: ClusterState, wl: WorkloadInfo) -> dict[str, list[str]]:
@@ -40,13 +51,6 @@ def assigned_nodes(state: ClusterState, wl: WorkloadInfo) -> dict[str, list[str]
             nodes.setdefault(d.values[-1], []).append(p.name)
     memo[wl.key] = (adm, nodes)
     return nodes
-
-
-def _ready(node: o.Node) -> str | None:
-    for c in node.status.conditions:
-        if c.type == "Ready":
-            return c.status
-    return None
 
 
 def _tolerations(state: ClusterState, wl: WorkloadInfo, pod_sets: list[str]) -> list[tuple[o.Toleration, ...]]:
@@ -73,15 +77,20 @@ def _tolerations(state: ClusterState, wl: WorkloadInfo, pod_sets: list[str]) -> 
 
 
 def _taint_verdict(node: o.Node, tolerations: list[tuple[o.Toleration, ...]]) -> str:
-    """"ok" (no NoSchedule/NoExecute taint, or every pod set tolerates each for good), "drain" (some pod set does
-    not tolerate one, or only for a while: ``tolerationSeconds``). Each pod set is judged on its own tolerations."""
+    """UNTOLERATED when some pod set does not tolerate one of the NoSchedule/NoExecute taints; otherwise TEMPORARY
+    when some pod set tolerates one only for a while (``tolerationSeconds``); otherwise (no such taint, or every
+    pod set tolerates each for good) TOLERATED. Each pod set is judged on its own tolerations."""
+    found = TOLERATED
     for taint in node.spec.taints:
         if taint.effect not in ("NoSchedule", "NoExecute"):
             continue
         for own in tolerations:
-            if not any(t.toleration_seconds is None and toleration_matches(t, taint) for t in own):
-                return "drain"
-    return "ok"
+            matching = [t for t in own if toleration_matches(t, taint)]
+            if not matching:
+                return UNTOLERATED
+            if all(t.toleration_seconds is not None for t in matching):
+                found = TEMPORARY
+    return found
 
 
 def _progressing(state: ClusterState, wl: WorkloadInfo, node: str) -> bool:
@@ -94,32 +103,48 @@ def _progressing(state: ClusterState, wl: WorkloadInfo, node: str) -> bool:
     return False
 
 
-def unhealthy(state: ClusterState, wl: WorkloadInfo, node: str, pod_sets: list[str], *, taints: bool = True) -> bool:
-    """Whether ``node`` has failed for ``wl`` (whose ``pod_sets`` are placed on it). ``taints`` is Kueue's
-    TASReplaceNodeOnNodeTaints gate: off, a node's taints are not looked at, so a Ready node is healthy."""
+def verdict(state: ClusterState, wl: WorkloadInfo, node: str, pod_sets: list[str], now: int, *,
+            taints: bool = True, on_pod_termination: bool = True) -> str:
+    """What ``node`` is for ``wl`` (whose ``pod_sets`` are placed on it) at ``now``: FAILED, HEALTHY or WAITING.
+    ``taints`` is Kueue's TASReplaceNodeOnNodeTaints gate (off, a Ready node is healthy whatever its taints),
+    ``on_pod_termination`` its TASReplaceNodeOnPodTermination gate (see the module docstring)."""
     obj = state.nodes.get(node)
     if obj is None:
-        return True
-    ready = _ready(obj)
+        return FAILED
+    ready = ready_condition(obj)
     if ready is None:
-        return True
-    if ready != "True":
-        return not _progressing(state, wl, node)
-    if taints and _taint_verdict(obj, _tolerations(state, wl, pod_sets)) == "drain":
-        return not _progressing(state, wl, node)
-    return False
+        return FAILED
+    if ready.status != "True":
+        if on_pod_termination:
+            return _once_no_pod_progresses(state, wl, node)
+        ends = not_ready_wait_ends(obj)
+        return FAILED if ends is None or ends <= now else WAITING
+    if not taints:
+        return HEALTHY
+    taken = _taint_verdict(obj, _tolerations(state, wl, pod_sets))
+    if taken == TOLERATED:
+        return HEALTHY
+    if taken == UNTOLERATED and not on_pod_termination:
+        return FAILED
+    return _once_no_pod_progresses(state, wl, node)
 
 
-def node_failure_decisions(state: ClusterState, wl: WorkloadInfo, base: dict, *,
-                           taints: bool = True) -> list[ev.Decision]:
-    """What the node controller does for one admitted workload now (nothing when all its nodes are healthy);
-    ``taints`` as for :func:`unhealthy`."""
+def _once_no_pod_progresses(state: ClusterState, wl: WorkloadInfo, node: str) -> str:
+    return HEALTHY if _progressing(state, wl, node) else FAILED
+
+
+def node_failure_decisions(state: ClusterState, wl: WorkloadInfo, base: dict, now: int, *, taints: bool = True,
+                           on_pod_termination: bool = True) -> list[ev.Decision]:
+    """What the node controller does for one admitted workload at ``now`` (nothing when all its nodes are
+    healthy); the gates as for :func:`verdict`."""
     nodes = assigned_nodes(state, wl)
     if not nodes:
         return []
-    failed = [n for n in sorted(nodes) if unhealthy(state, wl, n, nodes[n], taints=taints)]
+    verdicts = {n: verdict(state, wl, n, nodes[n], now, taints=taints, on_pod_termination=on_pod_termination)
+                for n in sorted(nodes)}
+    failed = [n for n, v in verdicts.items() if v == FAILED]
     listed = list(wl.unhealthy_nodes)
-    kept = [n for n in listed if n in failed]
+    kept = [n for n in listed if verdicts.get(n) in (FAILED, WAITING)]
     new = [n for n in failed if n not in listed]
     if kept and new:
         names = ", ".join(kept + new)
@@ -131,3 +156,21 @@ def node_failure_decisions(state: ClusterState, wl: WorkloadInfo, base: dict, *,
     if kept != listed:
         return [ev.UnhealthyNodesChanged(key=wl.key, uid=wl.uid, nodes=kept, **base)]
     return []
+
+
+def next_wait_end(state: ClusterState) -> int | None:
+    """When the first wait on a node that is not Ready ends, among the nodes an admitted workload (not evicted)
+    is placed on and does not list yet: the time at which, with TASReplaceNodeOnPodTermination off, the rules act
+    without any new event."""
+    if not len(state.node_waits):
+        return None
+    waited_on: set[str] = set()
+    for keys in state.reserving.values():
+        for key in keys:
+            wl = state.workloads[key]
+            if wl.phase == ADMITTED and not wl.evicted:
+                waited_on.update(n for n in assigned_nodes(state, wl) if n not in wl.unhealthy_nodes)
+    for ends, name in state.node_waits.ordered():
+        if name in waited_on:
+            return ends
+    return None

@@ -10,7 +10,8 @@
   writes; here the intent and its outcome are one decision, with Kueue's final reason and message;
 * the ProvisioningRequest check controller (:mod:`kueue_es.scheduler.provisioning`) for the workloads holding
   quota, and the clean-up of the requests of finished ones and (CleanupProvisioningRequestsOnEviction) evicted ones;
-* a failed node under a TAS placement is listed for replacement, or evicts the workload (NodeFailures);
+* a failed node under a TAS placement is listed for replacement, or evicts the workload (NodeFailures); with
+  TASReplaceNodeOnPodTermination off, a node that is not Ready fails once it has been so for 30 s;
 * an admitted workload whose ``maximumExecutionTimeSeconds`` has run out — the time it was admitted before
   (``accumulatedPastExecutionTimeSeconds``) plus the time since its Admitted condition turned True — is
   deactivated (Evicted and Requeued DeactivatedDueToMaximumExecutionTimeExceeded, quota released): Kueue sets a
@@ -32,7 +33,8 @@
 A pass does not look at every workload: a rule that found nothing to do for a workload finds nothing again
 until the workload changes, something the rule reads about it changes, or time reaches one of its clocks. The
 projection keeps the workloads touched since the last pass (``ClusterState.touched``, or ``touched_all``) and
-indexes the clocks by time (requeue backoffs, waitForPodsReady, maximum execution times, retention), so a pass
+indexes the clocks by time (requeue backoffs, waitForPodsReady, maximum execution times, retention; and the
+wait on nodes that are not Ready, whose end counts as a change of the node), so a pass
 costs what changed and what is due, and decides exactly what a pass over every workload decides (``full=True``,
 which the property tests compare it with). What a rule does with the configuration is read off those clocks at
 each pass (waitForPodsReady's timeout, the retention periods), so what the touched set says holds for any
@@ -50,7 +52,7 @@ from events.timefmt import parse_time
 from kueue_es.scheduler import provisioning
 from kueue_es.scheduler.admissibility import MISCONFIGURED, inadmissible
 from kueue_es.scheduler.config import SchedulerConfig, parse_duration
-from kueue_es.scheduler.nodefailure import node_failure_decisions
+from kueue_es.scheduler.nodefailure import next_wait_end, node_failure_decisions
 from projections import gates
 from projections.cluster import MAX_EXECUTION_EXCEEDED, ClusterState, max_execution_deadline
 from projections.secondpass import delayed_pod_sets
@@ -110,7 +112,8 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
     wls = state.workloads
     replaces_nodes = config.gate(gates.TAS_FAILED_NODE_REPLACEMENT)  # Kueue runs no node controller without it
     node_taints = config.gate(gates.TAS_REPLACE_NODE_ON_NODE_TAINTS)
-    everything = full or state.touched_all
+    on_pod_termination = config.gate(gates.TAS_REPLACE_NODE_ON_POD_TERMINATION)
+    everything = full or state.touched_all or _node_wait_ended(state, now)
     touched = None if everything else state.touched
     for key in sorted(state.awaiting_release):
         wl = wls[key]
@@ -172,7 +175,8 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                     out.append(ev.WorkloadAdmitted(key=key, uid=wl.uid, message="The workload is admitted", **base))
                 continue
             if state.nodes and wl.phase == ADMITTED and replaces_nodes:
-                failures = node_failure_decisions(state, wl, base, taints=node_taints)
+                failures = node_failure_decisions(state, wl, base, now, taints=node_taints,
+                                                  on_pod_termination=on_pod_termination)
                 if failures:
                     out.extend(failures)
                     continue
@@ -205,6 +209,13 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
     if not full:
         state.looked_at({d.key for d in out}, everything)
     return out
+
+
+def _node_wait_ended(state: ClusterState, now: int) -> bool:
+    """Some node's wait ends by ``now`` though the log's time has not reached it (a pass asked about a later
+    time than the log's): the fold has not marked that change yet, so the pass looks at every workload."""
+    ends = state.node_waits.first()
+    return ends is not None and ends <= now
 
 
 def _holding(state: ClusterState, config: SchedulerConfig, now: int, touched: dict[str, None]
@@ -374,6 +385,11 @@ def next_deadline(state: ClusterState, config: SchedulerConfig) -> int | None:
     limit = state.max_execution_clock.first()
     if limit is not None:
         times.append(limit)
+    waits_on_nodes = not config.gate(gates.TAS_REPLACE_NODE_ON_POD_TERMINATION)
+    if waits_on_nodes and config.gate(gates.TAS_FAILED_NODE_REPLACEMENT):
+        wait = next_wait_end(state)
+        if wait is not None:
+            times.append(wait)
     if config.object_retention_policies is not None:
         after_finished, after_deactivated = config.workload_retention
         for clock, after in ((state.finished_clock, after_finished), (state.deactivated_clock, after_deactivated)):

@@ -207,6 +207,11 @@ BAD_INPUTS = {
         GOOD_DOC + "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: n\n  creationTimestamp: yesterday\n",
         ["document 2", "field `metadata.creationTimestamp`", "not an RFC 3339 time"],
     ),
+    "bad-node-ready-time": (  # how long a node has not been Ready is read off it (TASReplaceNodeOnPodTermination)
+        GOOD_DOC + "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: n1\nstatus:\n  conditions:\n"
+        "  - type: Ready\n    status: 'False'\n    lastTransitionTime: a while ago\n",
+        ["document 2", "(Node n1)", "field `status.conditions[0].lastTransitionTime`", "not an RFC 3339 time"],
+    ),
     "wrong-type": (
         GOOD_DOC + "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata:\n  name: p\n"
         "value: high\n",

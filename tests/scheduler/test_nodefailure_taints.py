@@ -7,7 +7,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from events import objects as o
-from kueue_es.scheduler.nodefailure import _taint_verdict, _tolerations
+from kueue_es.scheduler.nodefailure import TEMPORARY, TOLERATED, UNTOLERATED, _taint_verdict, _tolerations
 
 MAINTENANCE = o.Taint(key="example.com/maintenance", effect="NoExecute")
 
@@ -30,24 +30,29 @@ def _wl(**pod_sets: tuple[o.Toleration, ...]) -> SimpleNamespace:
 def test_a_taint_every_pod_set_on_the_node_tolerates_for_good_is_harmless() -> None:
     wl = _wl(a=(o.Toleration(key="example.com/maintenance", operator="Exists"),),
              b=(o.Toleration(operator="Exists", effect="NoExecute"),))
-    assert _taint_verdict(_node(MAINTENANCE), _tolerations(NO_FLAVORS, wl, ["a", "b"])) == "ok"
+    assert _taint_verdict(_node(MAINTENANCE), _tolerations(NO_FLAVORS, wl, ["a", "b"])) == TOLERATED
 
 
 def test_prefer_no_schedule_is_never_looked_at() -> None:
     wl = _wl(a=())
-    assert _taint_verdict(_node(o.Taint(key="k", effect="PreferNoSchedule")), _tolerations(NO_FLAVORS, wl, ["a"])) == "ok"
+    assert _taint_verdict(_node(o.Taint(key="k", effect="PreferNoSchedule")), _tolerations(NO_FLAVORS, wl, ["a"])) == TOLERATED
 
 
 def test_one_pod_set_without_the_toleration_fails_the_node_though_another_has_it() -> None:
     """Kueue asks each pod set on its own: the tolerations are not pooled across the pod sets on the node."""
     wl = _wl(a=(o.Toleration(key="example.com/maintenance", operator="Exists"),), b=())
-    assert _taint_verdict(_node(MAINTENANCE), _tolerations(NO_FLAVORS, wl, ["a", "b"])) == "drain"
-    assert _taint_verdict(_node(MAINTENANCE), _tolerations(NO_FLAVORS, wl, ["a"])) == "ok"  # b is not on this node
+    assert _taint_verdict(_node(MAINTENANCE), _tolerations(NO_FLAVORS, wl, ["a", "b"])) == UNTOLERATED
+    assert _taint_verdict(_node(MAINTENANCE), _tolerations(NO_FLAVORS, wl, ["a"])) == TOLERATED  # b is not on this node
 
 
-def test_a_toleration_for_a_while_only_drains() -> None:
+def test_a_toleration_for_a_while_only_is_temporary_and_an_untolerated_taint_outweighs_it() -> None:
+    """Kueue tells the two apart: with TASReplaceNodeOnPodTermination off, an untolerated taint fails the node at
+    once, while one tolerated for a while still waits for the pods."""
     wl = _wl(a=(o.Toleration(key="example.com/maintenance", operator="Exists", toleration_seconds=300),))
-    assert _taint_verdict(_node(MAINTENANCE), _tolerations(NO_FLAVORS, wl, ["a"])) == "drain"
+    assert _taint_verdict(_node(MAINTENANCE), _tolerations(NO_FLAVORS, wl, ["a"])) == TEMPORARY
+    other = o.Taint(key="example.com/other", effect="NoSchedule")
+    assert _taint_verdict(_node(MAINTENANCE, other), _tolerations(NO_FLAVORS, wl, ["a"])) == UNTOLERATED
+    assert _taint_verdict(_node(other, MAINTENANCE), _tolerations(NO_FLAVORS, wl, ["a"])) == UNTOLERATED
 
 
 def test_flavor_and_check_tolerations_count_for_their_pod_set_only() -> None:
@@ -58,7 +63,7 @@ def test_flavor_and_check_tolerations_count_for_their_pod_set_only() -> None:
     wl = _wl(a=(), b=())
     wl.admission = SimpleNamespace(pod_set_assignments=[SimpleNamespace(name="a", flavors={"cpu": "tas"}),
                                                         SimpleNamespace(name="b", flavors={})])
-    assert _taint_verdict(_node(MAINTENANCE), _tolerations(state, wl, ["a"])) == "ok"
-    assert _taint_verdict(_node(MAINTENANCE), _tolerations(state, wl, ["a", "b"])) == "drain"
+    assert _taint_verdict(_node(MAINTENANCE), _tolerations(state, wl, ["a"])) == TOLERATED
+    assert _taint_verdict(_node(MAINTENANCE), _tolerations(state, wl, ["a", "b"])) == UNTOLERATED
     wl.check_states = {"prov": SimpleNamespace(pod_set_updates=[SimpleNamespace(name="b", tolerations=[tolerate])])}
-    assert _taint_verdict(_node(MAINTENANCE), _tolerations(state, wl, ["a", "b"])) == "ok"
+    assert _taint_verdict(_node(MAINTENANCE), _tolerations(state, wl, ["a", "b"])) == TOLERATED

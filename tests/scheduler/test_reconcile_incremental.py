@@ -5,9 +5,10 @@ ran out (requeue backoffs, waitForPodsReady, maximum execution times, retention)
 looks at every workload. Over random logs — workloads queued, admitted, evicted, finished, deactivated and
 deleted, some with a maximum execution time that runs out, across admissions too; admission checks of another
 controller and of the ProvisioningRequest controller, with requests failing, expiring, provisioned and going
-away; TAS workloads on nodes that fail and recover, with pods that run and end; LocalQueues and
+away; TAS workloads on nodes that fail and recover, with pods that run and end, and nodes whose 30 s NotReady wait
+(TASReplaceNodeOnPodTermination off) runs out in time or has long run out; LocalQueues and
 ClusterQueues stopped, drained and deleted; checks and configs changing; time passing in steps from 1 ms to
-minutes; the scheduler's configuration switching between waitForPodsReady and retention settings — after every
+minutes; the scheduler's configuration switching between waitForPodsReady, retention and gate settings — after every
 step, the two give the same decisions, asking twice without applying gives them again, and the next deadline
 read off the projection's clocks is the one a scan of every workload finds.
 """
@@ -35,6 +36,7 @@ from kueue_es.scheduler.nodefailure import assigned_nodes
 from kueue_es.scheduler.reconcile import next_deadline, pods_ready_deadline, reconcile, retention_deadline
 from projections import snapshot
 from projections.cluster import ClusterState, max_execution_deadline
+from projections.node_ready import not_ready_wait_ends
 from projections.workloads import ADMITTED, RESERVED
 
 T0 = 1_704_067_200_000
@@ -56,6 +58,7 @@ CONFIGS = (
     _config({"objectRetentionPolicies": {"workloads": {"afterFinished": "4s", "afterDeactivatedByKueue": "3s"}}}),
     _config({"waitForPodsReady": {"timeout": "3s", "requeuingStrategy": {"backoffBaseSeconds": 1}},
              "objectRetentionPolicies": {"workloads": {"afterFinished": "0s"}}}),
+    _config({"featureGates": {"TASReplaceNodeOnPodTermination": False}}),
 )
 
 
@@ -68,12 +71,14 @@ def obj(doc: dict) -> o.KObject:
     return _obj(json.dumps(doc, sort_keys=True))
 
 
-def node(name: str, ready: str | None = "True", taint: str = "") -> o.KObject:
+def node(name: str, ready: str | None = "True", taint: str = "", since: int | None = None) -> o.KObject:
+    condition: dict = {"type": "Ready", "status": ready}
+    if since is not None:
+        condition["lastTransitionTime"] = format_time(since)
     return obj({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
         "cloud.example.com/rack": f"r{NODES.index(name) // 2}", "kubernetes.io/hostname": name, "pool": "tas"}},
         "spec": {"taints": [{"key": "maintenance", "effect": taint}] if taint else []},
-        "status": {"allocatable": {"cpu": "4", "pods": "110"},
-                   "conditions": [{"type": "Ready", "status": ready}] if ready else []}})
+        "status": {"allocatable": {"cpu": "4", "pods": "110"}, "conditions": [condition] if ready else []}})
 
 
 def cluster_queue(name: str, stop: str = "None", checks: tuple[str, ...] = ()) -> o.KObject:
@@ -162,6 +167,16 @@ def next_deadline_by_scan(state: ClusterState, config) -> int | None:
                 d = max_execution_deadline(wl)
                 if d is not None:
                     times.append(d)
+    if not config.gate("TASReplaceNodeOnPodTermination"):
+        for cq in state.reserving:
+            for key in state.reserving[cq]:
+                wl = state.workloads[key]
+                if wl.phase != ADMITTED or wl.evicted:
+                    continue
+                for name in assigned_nodes(state, wl):
+                    ends = not_ready_wait_ends(state.nodes[name]) if name in state.nodes else None
+                    if ends is not None and ends > state.time and name not in wl.unhealthy_nodes:
+                        times.append(ends)
     if config.object_retention_policies is not None:
         for key in state.retained:
             due = retention_deadline(config, state.workloads[key])
@@ -286,8 +301,9 @@ class Run:
                 if c % 6 == 0:
                     self.append(ev.ObjectDeleted(time=t, key=name, kind="Node"))
                 else:
+                    since = (None, t, t - 20_000, t - 40_000)[c // 4 % 4]  # NotReady: the wait is to come, or over
                     self.observe(node(name, ("True", "True", "False", None)[b % 4],
-                                      ("", "", "NoSchedule", "NoExecute")[c % 4]))
+                                      ("", "", "NoSchedule", "NoExecute")[c % 4], since))
             case "pod":  # mostly a pod of a TAS workload holding quota, on a node of its placement
                 placed = sorted(k for k, w in s.workloads.items() if w.reserving and assigned_nodes(s, w))
                 key = placed[a % len(placed)] if placed and b % 4 else self.pick(a)
@@ -418,3 +434,34 @@ def test_a_pod_that_stops_under_a_failed_node_is_looked_at_again(stops: str) -> 
         r.observe(pod("ns0", "w0-p0", "w0", first, "Succeeded" if stops == "succeeded" else "Running",
                       stops == "deleting"))
     assert [(type(d).__name__, d.nodes) for d in r.decide()] == [("UnhealthyNodesChanged", [first])]
+
+
+@pytest.mark.parametrize("fold_sees_the_time", [True, False])
+def test_the_end_of_a_not_ready_nodes_wait_is_looked_at_again(fold_sees_the_time: bool) -> None:
+    """With TASReplaceNodeOnPodTermination off, a NotReady node fails 30 s after its Ready condition turned, with
+    the pod still running: no event about the workload, pod or node marks that, so the fold takes the node out
+    of its waits once the log's time reaches the end (and every workload counts as touched), and a pass asked
+    about a later time than the log's looks at every workload. Either way, the incremental pass decides."""
+    r = Run()
+    r.config = CONFIGS[-1]
+    r.observe(workload("ns0", "w0", "u0", "lq-tas", 3, 2, True))
+    r.op("settle", 0, 0, 0)
+    first = sorted(assigned_nodes(r.state, r.state.workloads["ns0/w0"]))[0]
+    r.observe(pod("ns0", "w0-p0", "w0", first, "Running", False))
+    r.observe(node(first, "False", since=r.time))
+    assert r.decide() == []
+    assert next_deadline(r.state, r.config) == r.time + 30_000
+    assert r.state.node_waits.at == {first: r.time + 30_000}
+    assert snapshot.decode(snapshot.encode(r.state)).node_waits.at == r.state.node_waits.at  # derived on restore
+    r.time += 29_999
+    r.append(ev.ClockTicked(time=r.time))
+    assert r.decide() == []
+    if fold_sees_the_time:
+        r.time += 1
+        r.append(ev.ClockTicked(time=r.time))
+        assert not r.state.node_waits and r.state.touched_all
+        got = reconcile(r.state, r.config, r.time, r.state.last_cycle + 1)
+    else:  # the log's time stays 1 ms short of the end
+        assert reconcile(r.state, r.config, r.time + 1, r.state.last_cycle + 1, full=True)
+        got = reconcile(r.state, r.config, r.time + 1, r.state.last_cycle + 1)
+    assert [(type(d).__name__, d.nodes) for d in got] == [("UnhealthyNodesChanged", [first])]
