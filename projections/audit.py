@@ -11,7 +11,8 @@ ignore (for example an admission of a workload that holds no reservation) is sti
 Steps, each with the offset and time of the event that caused it:
 
 * ``Submitted`` — the workload was first seen (again, after being re-created with a new uid);
-* ``Queued`` — it entered a ClusterQueue's queue (its LocalQueue exists and points to one);
+* ``Queued`` — it entered a ClusterQueue's queue (its LocalQueue exists and points to one, and no
+  ``kueue.x-k8s.io/admission-gated-by`` annotation holds it back under the AdmissionGatedBy gate);
 * ``QuotaReserved`` — cluster queue, flavors per pod set and resource, pod counts;
 * ``Admitted``;
 * ``Pending`` — an admission attempt failed, with reason and message; consecutive identical attempts
@@ -40,6 +41,8 @@ import msgspec
 
 from events import objects as o
 from events import schema as ev
+from projections import gates
+from projections.workloads import ADMISSION_GATED_BY_ANNOTATION
 
 PENDING, RESERVED, ADMITTED, FINISHED = "Pending", "QuotaReserved", "Admitted", "Finished"
 
@@ -97,6 +100,8 @@ class _Tracked(msgspec.Struct):
     active: bool = True
     reserved_in: str = ""
     queued_in: str = ""
+    gate: str = ""
+    """Its admission gate (the ``kueue.x-k8s.io/admission-gated-by`` annotation)."""
 
 
 class AuditTrail:
@@ -115,6 +120,8 @@ class AuditTrail:
         """Offset of a decision -> its workload, to attribute DecisionRejected."""
         self.configs: list[tuple[int, ev.ConfigRecorded]] = []
         """The Kueue Configurations recorded in the log, with their offsets, in log order."""
+        self.gated_by = gates.enabled({}, gates.ADMISSION_GATED_BY)
+        """The AdmissionGatedBy gate of the configuration in force: a gated workload is not queued."""
 
     # --- reading the result ---------------------------------------------------------------------------------
 
@@ -182,6 +189,12 @@ class AuditTrail:
                               reason=f"{e.check}={e.state}", message=e.message)
             case ev.ConfigRecorded():
                 self.configs.append((off, e))
+                gated_by = gates.enabled(gates.of_document(e.document), gates.ADMISSION_GATED_BY)
+                if gated_by != self.gated_by:
+                    self.gated_by = gated_by
+                    for key in sorted(self.workloads):
+                        if self.workloads[key].gate:
+                            self._queue(off, e, key, self.workloads[key])
             case ev.DecisionRejected():
                 key = self._decisions.get(e.decision)
                 if key is not None:
@@ -216,12 +229,16 @@ class AuditTrail:
     def _cq_before(self, t: _Tracked | None) -> str:
         return "" if t is None else (self._cq(t) or self.local_queues.get(f"{t.namespace}/{t.queue_name}", ""))
 
+    def _admissible(self, t: _Tracked) -> bool:
+        """Active, and not held back by an admission gate: may be queued (Kueue's ``IsAdmissible``)."""
+        return t.active and not (t.gate and self.gated_by)
+
     def _target(self, t: _Tracked) -> str:
         return self.local_queues.get(f"{t.namespace}/{t.queue_name}", "")
 
     def _queue(self, off: int, e: ev.Event, key: str, t: _Tracked) -> None:
         """A pending workload (re)enters the queue of its LocalQueue's ClusterQueue: record it on change."""
-        target = self._target(t) if (t.phase == PENDING and t.active) else ""
+        target = self._target(t) if (t.phase == PENDING and self._admissible(t)) else ""
         if target and target != t.queued_in:
             t.queued_in = target
             self._add(off, e, key, "Queued", t, cluster_queue=target)
@@ -248,7 +265,7 @@ class AuditTrail:
             t = None
         if t is None:
             t = _Tracked(uid=w.metadata.uid, namespace=w.metadata.namespace, queue_name=w.spec.queue_name,
-                         active=w.spec.active)
+                         active=w.spec.active, gate=w.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION, ""))
             self.workloads[key] = t
             self.lq_members.setdefault(f"{t.namespace}/{t.queue_name}", {})[key] = None
             ref = w.spec.priority_class_ref
@@ -263,6 +280,7 @@ class AuditTrail:
             t.queue_name = w.spec.queue_name
             self.lq_members.setdefault(f"{t.namespace}/{t.queue_name}", {})[key] = None
         t.active = w.spec.active
+        t.gate = w.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION, "")
         self._queue(off, e, key, t)
 
     def _observed_status(self, off: int, e: ev.Event, key: str, t: _Tracked, st: o.WorkloadStatus) -> None:
@@ -328,7 +346,7 @@ class AuditTrail:
                           released=released, ignored=ignored)
                 if released:
                     t.phase, t.reserved_in = PENDING, ""  # type: ignore[union-attr]
-                    t.queued_in = self._target(t) if t.active else ""  # type: ignore[union-attr,arg-type]
+                    t.queued_in = self._target(t) if self._admissible(t) else ""  # type: ignore[union-attr,arg-type]
             case ev.WorkloadDeactivated():
                 self._add(off, e, key, "Deactivated", t, cycle=e.cycle, reason=e.reason, message=e.message,
                           ignored=t is None)

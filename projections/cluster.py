@@ -46,6 +46,8 @@ from projections.request_rules import RequestRules, reclaims, rules_of
 from projections.secondpass import backoff_ms, needs_second_pass
 from projections.topology import TASFold
 from projections.workloads import (
+    ADMISSION_GATED,
+    ADMISSION_GATED_BY_ANNOTATION,
     ADMITTED,
     FINISHED,
     PENDING,
@@ -152,6 +154,11 @@ class ClusterState:
         """Whether :attr:`config` has waitForPodsReady in force, and the configuration it was read from (derived)."""
         self._tas_of: ev.ConfigRecorded | None = None
         self._tas = gates.enabled({}, gates.TOPOLOGY_AWARE_SCHEDULING)
+        self._gates_of: ev.ConfigRecorded | None = None
+        self._gates: Any = {}
+        """The ``featureGates`` map of :attr:`config`, and the configuration it was read from (derived)."""
+        self._gated_by_of: ev.ConfigRecorded | None = None
+        self._gated_by = gates.enabled({}, gates.ADMISSION_GATED_BY)
         self.queue_order: QueueOrder = DEFAULT_ORDER
         """What :attr:`config` says about queue order (derived; the heaps' sort keys follow it)."""
         self._forest: CohortForest | None = None
@@ -180,9 +187,9 @@ class ClusterState:
         UsageBasedAdmissionFairSharing``. Independent of the configuration: the scheduler folds them with the
         configured half-life and sampling interval into each LocalQueue's consumed usage."""
         self.flagged: dict[str, None] = {}
-        """Workloads a controller rule may act on without any new event: inactive and not finished, or showing
-        Requeued=False, or QuotaReserved=False for a queue blocker (Suspended, Misconfigured, Deactivated).
-        Derived; rebuilt on restore."""
+        """Workloads a controller rule may act on without any new event: inactive and not finished, with an
+        admission gate, or showing Requeued=False, or QuotaReserved=False for a queue blocker (Suspended,
+        Misconfigured, Deactivated) or the admission gate (AdmissionGated). Derived; rebuilt on restore."""
         self.retained: dict[str, None] = {}
         """Workloads whose retention clock runs (Kueue's objectRetentionPolicies): finished, or inactive and
         evicted by a Kueue deactivation (``DeactivatedDueTo...``), until a RetentionExpired decision. Derived;
@@ -314,9 +321,22 @@ class ClusterState:
         return self._pods_ready
 
     def gate(self, name: str) -> bool:
-        """Kueue's feature gate ``name`` under the recorded configuration (its default when none is recorded)."""
+        """Kueue's feature gate ``name`` under the recorded configuration (its default when none is recorded). The
+        map is read once per recorded configuration: callers ask per Job and per event."""
         config = self.config
-        return gates.enabled(gates.of_document(config.document if config is not None else None), name)
+        if self._gates_of is not config:
+            self._gates_of, self._gates = config, gates.of_document(config.document if config is not None else None)
+        return gates.enabled(self._gates, name)
+
+    @property
+    def admission_gated_by(self) -> bool:
+        """Kueue's ``AdmissionGatedBy`` gate in the configuration in force: a workload whose
+        ``kueue.x-k8s.io/admission-gated-by`` annotation is not empty is not queued. Read as workloads are queued,
+        so kept per recorded configuration."""
+        config = self.config
+        if self._gated_by_of is not config:
+            self._gated_by_of, self._gated_by = config, self.gate(gates.ADMISSION_GATED_BY)
+        return self._gated_by
 
     @property
     def local_queue_metrics(self) -> bool:
@@ -542,9 +562,12 @@ class ClusterState:
         old = self.config
         before = self._rules_in_force()
         tas_before = self.tas_enabled
+        gated_before = self.admission_gated_by
         self.config, self.config_offset = e, self.offset
         if self.tas_enabled != tas_before:
             self._specs_changed()  # the compiled ClusterQueues say what TAS asks of them
+        if self.admission_gated_by != gated_before:
+            self._regate_all()
         after = self._rules_in_force()
         if after[1] != before[1]:
             self._reclaim_everywhere()
@@ -613,6 +636,17 @@ class ClusterState:
         if admitted:
             self._afs_record(wl, 1)
         return True
+
+    def _regate_all(self) -> None:
+        """The AdmissionGatedBy gate changed: every pending workload with an admission gate leaves its queue or
+        joins it, and the controller rules look at every workload again (the gated ones' conditions follow)."""
+        for key in sorted(self.workloads):
+            wl = self.workloads[key]
+            if wl.admission_gate and wl.phase == PENDING:
+                wl.scan = None
+                self._dequeue(wl)
+                self._enqueue(wl)
+        self.touched_all = True
 
     def _reclaim_everywhere(self) -> None:
         """The ReclaimablePods gate changed: every workload with reclaimable pods counts them anew."""
@@ -1023,6 +1057,7 @@ class ClusterState:
                 max_execution_seconds=spec.maximum_execution_time_seconds,
                 provreq_parameters=provreq_parameters(meta.annotations),
                 generation=meta.generation,
+                admission_gate=meta.annotations.get(ADMISSION_GATED_BY_ANNOTATION, ""),
             )
             self.pod_templates[key] = pod_templates(spec)
             self._take_observed_status(wl, w)
@@ -1036,6 +1071,10 @@ class ClusterState:
         if wl.labels != meta.labels:
             wl.labels = dict(meta.labels)
         wl.provreq_parameters = provreq_parameters(meta.annotations)
+        gate = meta.annotations.get(ADMISSION_GATED_BY_ANNOTATION, "")
+        regated = gate != wl.admission_gate
+        if regated:
+            wl.admission_gate = gate
         generation = meta.generation
         active = spec.active
         if not generation or wl.generation != generation:  # status-only upserts keep the generation
@@ -1049,14 +1088,15 @@ class ClusterState:
         wl.max_execution_seconds = spec.maximum_execution_time_seconds
         new_sets = wl.spec_sets != pod_sets
         changed = (new_sets or wl.priority != priority or wl.active != active
-                   or wl.queue_name != spec.queue_name)
+                   or wl.queue_name != spec.queue_name or regated)
         if not changed:
             return
         if wl.queue_name != spec.queue_name:
             self.lq_members.get(f"{wl.namespace}/{wl.queue_name}", {}).pop(key, None)
             self.lq_members.setdefault(f"{wl.namespace}/{spec.queue_name}", {})[key] = None
         deactivated = wl.active and not active
-        if new_sets or wl.priority != priority or deactivated:
+        gated = regated and bool(gate) and self.admission_gated_by
+        if new_sets or wl.priority != priority or deactivated or gated:
             wl.scan = None  # its scheduling shape changed, or it leaves the queue: the progress is meaningless
         if new_sets:
             self._take_pod_sets(wl, pod_sets)
@@ -1195,7 +1235,7 @@ class ClusterState:
         return lq.spec.cluster_queue or None
 
     def _enqueue(self, wl: WorkloadInfo) -> None:
-        if wl.phase != PENDING or not wl.active:
+        if wl.phase != PENDING or not wl.active or (wl.admission_gate and self.admission_gated_by):
             self._dequeue(wl)
             if wl.phase == PENDING:
                 self._sync_checks(wl, self.target_cluster_queue(wl))
@@ -1584,14 +1624,14 @@ _ABOUT_WORKLOADS = frozenset({
 """Event types about one workload (by ``key``) that may change a workload holding quota (WorkloadPending never
 concerns one); Workload upserts and deletions are told apart by their object or kind."""
 
-BLOCKER_REASONS = frozenset({"Suspended", "Misconfigured", "Deactivated"})
+BLOCKER_REASONS = frozenset({"Suspended", "Misconfigured", "Deactivated", ADMISSION_GATED})
 
 
 def is_flagged(wl: WorkloadInfo) -> bool:
     """See :attr:`ClusterState.flagged`."""
     if wl.phase == FINISHED:
         return False
-    if not wl.active:
+    if not wl.active or wl.admission_gate:
         return True
     for c in wl.conditions:
         if c.status == "False" and (c.type == "Requeued" or (c.type == "QuotaReserved" and c.reason in BLOCKER_REASONS)):

@@ -6,9 +6,10 @@ whose dependency is disabled. ``AllAlpha`` / ``AllBeta`` set every alpha / beta 
 names, stages and defaults below are Kueue's (``pkg/features/kube_features.go``, main after v0.19).
 
 Only the gates in :data:`MODELLED` change what kueue-es does, each read where its rule is (README lists what
-each one does). Four of them the fold reads from the recorded document: ``ReclaimablePods``,
+each one does). Five of them the fold reads from the recorded document: ``ReclaimablePods``,
 ``PrioritySortingWithinCohort`` (:mod:`projections.queue_order`), ``LocalQueueMetrics``
-(:mod:`projections.metrics`) and ``TopologyAwareScheduling`` (:mod:`projections.clusterqueues`). Every other
+(:mod:`projections.metrics`), ``TopologyAwareScheduling`` (:mod:`projections.clusterqueues`) and
+``AdmissionGatedBy`` (a gated workload is not queued: :mod:`projections.cluster`). Every other
 gate is known so that a user's existing configuration is accepted as Kueue accepts it; one set away from its
 default is named in a warning (:func:`ignored`).
 
@@ -47,6 +48,7 @@ CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION = "CleanupProvisioningRequestsOnEvicti
 ASSIGN_QUEUE_LABELS_FOR_PODS = "AssignQueueLabelsForPods"
 FINISH_ORPHANED_WORKLOADS = "FinishOrphanedWorkloads"
 TAS_HANDLE_OVERLAPPING_FLAVORS = "TASHandleOverlappingFlavors"
+ADMISSION_GATED_BY = "AdmissionGatedBy"
 
 GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
@@ -96,7 +98,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "SparkApplicationIntegration": (ALPHA, False),
     "MultiKueueOrchestratedPreemption": (ALPHA, False),
     "PriorityBoost": (ALPHA, False),
-    "AdmissionGatedBy": (BETA, True),
+    ADMISSION_GATED_BY: (BETA, True),
     "ShortWorkloadNames": (ALPHA, False),
     "FastQuotaReleaseInPodIntegration": (ALPHA, False),
     "RejectUpdatesToCQWithInvalidOnFlavors": (BETA, True),
@@ -166,8 +168,8 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
 
 
 MODELLED = frozenset({
-    ADMISSION_FAIR_SHARING, ASSIGN_QUEUE_LABELS_FOR_PODS, CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION,
-    DISABLE_WAIT_FOR_PODS_READY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING,
+    ADMISSION_FAIR_SHARING, ADMISSION_GATED_BY, ASSIGN_QUEUE_LABELS_FOR_PODS,
+    CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION, DISABLE_WAIT_FOR_PODS_READY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING,
     FINISH_ORPHANED_WORKLOADS, FLAVOR_FUNGIBILITY, FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS,
     PARTIAL_ADMISSION, "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY, "ReclaimablePods",
     TAS_BALANCED_PLACEMENT, TAS_FAILED_NODE_REPLACEMENT, TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST,

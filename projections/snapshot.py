@@ -22,17 +22,20 @@ from projections.queue_order import order_of
 from projections.queues import ClusterQueueQueue
 from projections.workloads import WorkloadInfo, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 5
+SNAPSHOT_VERSION = 6
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
-``LocalQueueMetrics`` gate), in ``metrics`` beside the others: the layout is version 4's."""
-READABLE_VERSIONS = (1, 2, 3, 4, 5)
+``LocalQueueMetrics`` gate), in ``metrics`` beside the others: the layout is version 4's. 6: each workload's
+admission gate (``WorkloadInfo.admission_gate``, its ``kueue.x-k8s.io/admission-gated-by`` annotation)."""
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
 for a reason a workload was already evicted for before the snapshot is counted once more. Versions up to 4 predate
-the LocalQueue metrics: restored from one, they count from the snapshot's offset on."""
+the LocalQueue metrics: restored from one, they count from the snapshot's offset on. Versions up to 5 predate
+admission gates (their writers queued gated workloads): restored from one, a workload is taken as ungated until
+its next upsert shows its annotation."""
 
 Shape = tuple[int, bytes]
 

@@ -38,6 +38,14 @@ PODS_READY_WAIT_MESSAGE = "waiting for all admitted workloads to be in PodsReady
 UnadmittedWorkloadsObservability is off): the scheduler waits with it, its attempt did not fail."""
 WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
 """On a pod Kueue placed: the name of its Workload (in the pod's namespace)."""
+ADMISSION_GATED_BY_ANNOTATION = "kueue.x-k8s.io/admission-gated-by"
+"""On a Workload (copied from its Job): the controllers that must clear it before the workload may be admitted.
+Under Kueue's ``AdmissionGatedBy`` gate a non-empty value keeps the workload out of its queue."""
+ADMISSION_GATED = "AdmissionGated"
+ADMISSION_GATED_PREFIX = "Admission is gated by: "
+ADMISSION_GATE_CLEARED = "AdmissionGatedBy cleared, waiting for quota reservation"
+"""The workload controller's QuotaReserved=False reason and message prefix while a workload is gated, and its
+PendingEvaluation message once the gate is cleared."""
 
 
 class PodSetInfo(msgspec.Struct, frozen=True, gc=False, array_like=True):
@@ -124,6 +132,9 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     spec_pod_sets: tuple[PodSetInfo, ...] | None = None
     """The pod sets with the spec's counts, kept only while reclaimable pods lower one of them (None:
     :attr:`pod_sets` are the spec's)."""
+    admission_gate: str = ""
+    """Its ``kueue.x-k8s.io/admission-gated-by`` annotation (empty: none, or empty). Non-empty, and under the
+    ``AdmissionGatedBy`` gate, the workload is not queued (Kueue's ``IsAdmissible``)."""
 
     @property
     def spec_sets(self) -> tuple[PodSetInfo, ...]:
@@ -512,11 +523,11 @@ def failed_attempt(d: WorkloadPending) -> bool:
         return True
     if d.reason == "Misconfigured" and d.message.startswith(_NOT_ADMISSIBLE):
         return True
-    if d.reason in QUEUE_BLOCKERS:
+    if d.reason in QUEUE_BLOCKERS or d.reason == ADMISSION_GATED:
         return False
     if d.message == PODS_READY_WAIT_MESSAGE and d.reason in (PODS_READY_WAIT_REASON, PODS_READY_WAIT_LEGACY_REASON):
         return False  # Kueue writes only the condition (no resourceRequests, no Event) and waits with the entry
-    return not (d.reason == "PendingEvaluation" and d.message == PENDING_EVALUATION)
+    return not (d.reason == "PendingEvaluation" and d.message in (PENDING_EVALUATION, ADMISSION_GATE_CLEARED))
 
 
 def resource_requests(wl: WorkloadInfo) -> list[dict[str, Any]]:

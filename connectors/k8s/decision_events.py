@@ -14,6 +14,10 @@ type (Normal/Warning), reason, action, message and reporting component, and the 
   ``kueue-admission``; the workload controller's own QuotaReserved=False updates (queue blockers,
   PendingEvaluation) record nothing, as in Kueue, and neither does the scheduler's status write while
   waitForPodsReady.blockAdmission holds an entry (Kueue's scheduler patches it and waits, recording nothing);
+  but the admission gate does (``kueue-workload-controller``): Normal ``AdmissionGated`` "Workload admission is
+  gated by: <value>" when a workload's condition turns AdmissionGated (not when only the value changes), and
+  Normal ``AdmissionGateCleared`` "Admission gate cleared, workload is now admissible" with the PendingEvaluation
+  that follows a cleared gate;
 * ``WorkloadPreempted`` → on the victim Normal ``EvictedDueToPreempted`` (the eviction message) and Normal
   ``Preempted`` (the message and both effective priorities), on the preemptor Normal ``PreemptedWorkload``;
 * ``WorkloadEvicted`` / ``WorkloadDeactivated`` → Normal ``EvictedDueTo<reason>`` (a deactivation's reason already
@@ -60,7 +64,14 @@ from events import schema as ev
 from events.errors import InvalidInput
 from events.timefmt import parse_time
 from projections.cluster import MAX_EXECUTION_EXCEEDED, ClusterState
-from projections.workloads import FINISHED, WorkloadInfo, failed_attempt
+from projections.workloads import (
+    ADMISSION_GATE_CLEARED,
+    ADMISSION_GATED,
+    ADMISSION_GATED_PREFIX,
+    FINISHED,
+    WorkloadInfo,
+    failed_attempt,
+)
 
 ADMISSION = "kueue-admission"
 WORKLOAD_CONTROLLER = "kueue-workload-controller"
@@ -177,7 +188,8 @@ def before(d: ev.Decision, wl: WorkloadInfo | None, *, preemptor: WorkloadInfo |
         case ev.WorkloadAdmitted():
             since = _ltt(wl, "QuotaReserved") or d.time
         case ev.WorkloadPending():
-            if not failed_attempt(d):  # the controller's status sync and blockAdmission's wait record nothing
+            # the controller's status sync and blockAdmission's wait record nothing, but for the admission gate
+            if not failed_attempt(d) and not _gate_changes(d, wl):
                 return None
         case ev.WorkloadEvicted() | ev.WorkloadDeactivated():
             if not wl.reserving:
@@ -198,6 +210,16 @@ def before(d: ev.Decision, wl: WorkloadInfo | None, *, preemptor: WorkloadInfo |
     cq = wl.admission.cluster_queue if wl.admission is not None else wl.cluster_queue
     return Before(_workload(wl), wl.priority, cq, since, check, other, other_priority, by_scheduler,
                   wl.max_execution_seconds or 0)
+
+
+def _gate_changes(d: ev.WorkloadPending, wl: WorkloadInfo) -> bool:
+    """Whether ``d`` is the workload controller's first AdmissionGated for ``wl`` (its condition showed another
+    reason, or none) or the PendingEvaluation it writes once the gate is cleared: what Kueue records an Event
+    for."""
+    if d.reason == ADMISSION_GATED:
+        current = wl.condition("QuotaReserved")
+        return current is None or current.reason != ADMISSION_GATED
+    return d.reason == "PendingEvaluation" and d.message == ADMISSION_GATE_CLEARED
 
 
 def _priorities(preemptor: int, preemptee: int) -> str:
@@ -230,6 +252,13 @@ def kueue_events(d: ev.Decision, b: Before | None) -> tuple[KubeEvent, ...]:
             return (make_event(me, NORMAL, "Admitted", f"Admitted by ClusterQueue {b.cluster_queue}, wait time since "
                                f"reservation was {_seconds(d.time - b.since)}", WORKLOAD_CONTROLLER),)
         case ev.WorkloadPending():
+            if d.reason == ADMISSION_GATED:
+                gate = d.message.removeprefix(ADMISSION_GATED_PREFIX)
+                return (make_event(me, NORMAL, ADMISSION_GATED, f"Workload admission is gated by: {gate}",
+                                   WORKLOAD_CONTROLLER),)
+            if d.reason == "PendingEvaluation" and d.message == ADMISSION_GATE_CLEARED:
+                return (make_event(me, NORMAL, "AdmissionGateCleared",
+                                   "Admission gate cleared, workload is now admissible", WORKLOAD_CONTROLLER),)
             return (make_event(me, WARNING, d.reason, d.message, ADMISSION),)
         case ev.WorkloadPreempted():
             evicted = make_event(me, NORMAL, "EvictedDueToPreempted", d.message, ADMISSION)

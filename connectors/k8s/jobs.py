@@ -12,12 +12,18 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   ``webhook.py``), and one pod set ``main`` of ``min(parallelism, completions)`` pods whose template is the
   Job's without the labels the job controller adds, and whose ``topologyRequest`` comes from the template's TAS
   annotations, with the completion index as the pods' rank (none while the recorded Configuration turns
-  ``TopologyAwareScheduling`` off). A Job created unsuspended is suspended first. A
+  ``TopologyAwareScheduling`` off), and the Job's ``kueue.x-k8s.io/admission-gated-by`` annotation when it is not
+  empty (under the ``AdmissionGatedBy`` gate; the workload is then not admitted until the annotation is gone). A
+  Job created unsuspended is suspended first. A
   label naming a WorkloadPriorityClass the log does not hold gets the Job no Workload, and a ``JobActed``
   ``WorkloadPriorityClassNotFound`` (Kueue's Warning Event) once per version of the Job; the Workload is
   created when the class appears in the log (the mirror marks the Jobs naming it dirty). So is a pod template's
   ``priorityClassName`` naming a PriorityClass the log does not hold (with no label) — with no Event, as
   Kueue, whose reconcile just fails on the lookup and is retried: only a warning in the log, once per version;
+* **admission gate** (``AdmissionGatedBy`` on; the Workload not finished): when the Job's
+  ``kueue.x-k8s.io/admission-gated-by`` differs from its Workload's, the Workload's is set to it — removed when
+  the Job's is removed or empty — in one patch conditioned on the Workload's resourceVersion; the rest waits for
+  the Workload that shows it;
 * **admitted** (in the log, and in the Workload's stored status: a Job never starts on a decision whose status
   write is still to come, or lost with a crash) and suspended → start: what :mod:`connectors.k8s.podsetinfo`
   says the admission adds (the flavors' ``nodeLabels`` and tolerations, the pod-set and queue labels, the
@@ -100,7 +106,13 @@ from kueue_es.scheduler.config_record import in_force
 from projections import gates
 from projections.clusterqueues import selector_matches
 from projections.pods_ready_condition import WAIT_FOR_START
-from projections.workloads import ADMITTED, FINISHED, WorkloadInfo, topology_request_from_annotations
+from projections.workloads import (
+    ADMISSION_GATED_BY_ANNOTATION,
+    ADMITTED,
+    FINISHED,
+    WorkloadInfo,
+    topology_request_from_annotations,
+)
 
 log = structlog.get_logger("kueue_es.k8s.jobs")
 
@@ -278,6 +290,11 @@ class JobIntegration:
                 await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl_key, uid=wl.uid, reason=reason,
                                                                 message=message or f"Job {reason.lower()}"))
             return
+        if wl.phase != FINISHED and self.state.gate(gates.ADMISSION_GATED_BY):
+            gate = job.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION) or None
+            if obs.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION) != gate:
+                await self._once(key, "admission-gate", job, self._sync_admission_gate(job, obs, gate))
+                return  # as Kueue's reconciler: the rest waits for the Workload that shows it
         if wl.phase != FINISHED:
             reclaimable = reclaimable_pods(job)
             if reclaimable != wl.reclaimable:
@@ -451,8 +468,11 @@ class JobIntegration:
         max_exec = max_execution_seconds(labels)
         if max_exec is not None:
             wl_spec["maximumExecutionTimeSeconds"] = max_exec
-        annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
-                       if k.startswith("provreq.kueue.x-k8s.io/")}
+        job_annotations = meta.get("annotations") or {}
+        annotations = {k: v for k, v in job_annotations.items() if k.startswith("provreq.kueue.x-k8s.io/")}
+        gate = job_annotations.get(ADMISSION_GATED_BY_ANNOTATION)
+        if gate and self.state.gate(gates.ADMISSION_GATED_BY):
+            annotations[ADMISSION_GATED_BY_ANNOTATION] = gate
         wl_meta: dict[str, Any] = {
             "name": name, "namespace": meta["namespace"],
             "labels": {JOB_UID_LABEL: meta["uid"]},
@@ -463,6 +483,14 @@ class JobIntegration:
             wl_meta["annotations"] = annotations
         return {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "kind": "Workload", "metadata": wl_meta,
                 "spec": wl_spec}
+
+    async def _sync_admission_gate(self, job: o.Job, obs: o.Workload, gate: str | None) -> None:
+        """Give the Workload the Job's admission gate (None: remove it), conditioned on the Workload's
+        resourceVersion."""
+        await self.client.patch(WORKLOADS, obs.metadata.name, {"metadata": {
+            "resourceVersion": obs.metadata.resource_version,
+            "annotations": {ADMISSION_GATED_BY_ANNOTATION: gate}}}, obs.metadata.namespace)
+        log.info("synced the workload's admission gate with its job's", job=job.key, workload=obs.key, gate=gate)
 
     async def _suspend_only(self, job: o.Job, name: str) -> None:
         await self.client.patch(JOBS, job.metadata.name, {"metadata": {"resourceVersion": job.metadata.resource_version},

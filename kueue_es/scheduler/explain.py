@@ -6,7 +6,8 @@ reports, as plain data:
 
 * ``kueue`` — the QuotaReserved=False reason and message Kueue shows (or the next attempt's, if none yet);
 * ``queue`` — where the workload waits: its position in the ClusterQueue, parked as inadmissible until
-  something changes, in backoff, or not queued at all (LocalQueue missing or stopped, workload inactive); with
+  something changes, in backoff, or not queued at all (LocalQueue missing or stopped, workload inactive or
+  gated by its ``kueue.x-k8s.io/admission-gated-by`` annotation); with
   Admission Fair Sharing, its LocalQueue's usage (what orders the queue);
 * ``podsReady`` — when waitForPodsReady.blockAdmission holds an attempt that fits: the workloads holding quota
   whose pods are not ready yet, which it waits for;
@@ -37,8 +38,17 @@ from kueue_es.scheduler.cycle import CycleContext, Entry, nominate
 from kueue_es.scheduler.flavors import Granular, Mode, resume_scan
 from kueue_es.scheduler.preemption import policy_allows, uses_any
 from kueue_es.scheduler.quota import QuotaNode
+from projections import gates
 from projections.cluster import ClusterState, max_execution_deadline
-from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, WorkloadInfo
+from projections.workloads import (
+    ADMISSION_GATED,
+    ADMISSION_GATED_BY_ANNOTATION,
+    ADMITTED,
+    FINISHED,
+    PENDING,
+    RESERVED,
+    WorkloadInfo,
+)
 
 _REASON_WHY = {
     "InClusterQueue": "lower priority in the same ClusterQueue (withinClusterQueue: {within})",
@@ -196,6 +206,10 @@ def _queue(state: ClusterState, config: SchedulerConfig, wl: WorkloadInfo,
                     detail=f"ClusterQueue {cq} is inactive ({inactive}): it admits nothing until that changes")
     if q is None or wl.key not in q.shapes:
         info.setdefault("state", "notQueued")
+        if wl.admission_gate and config.gate(gates.ADMISSION_GATED_BY):
+            info.setdefault("reason", ADMISSION_GATED)
+            info.setdefault("detail", f"its admission is gated by {wl.admission_gate} (annotation "
+                                      f"{ADMISSION_GATED_BY_ANNOTATION}): not queued until that is removed")
         info.setdefault("reason", "")
         info.setdefault("detail", "not in the ClusterQueue's queue")
         return info, (cq if inactive is None else None)

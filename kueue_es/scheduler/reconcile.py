@@ -24,8 +24,11 @@
   ClusterQueue or LocalQueue restarted (ClusterQueueRestarted, LocalQueueRestarted);
 * a pending workload shows what blocks its queue (QuotaReserved=False: Deactivated, LocalQueue or ClusterQueue
   missing — Misconfigured — or stopped/inactive — Suspended) or keeps it from being admissible (Misconfigured:
-  its namespace, or its pod templates' resources, :mod:`kueue_es.scheduler.admissibility`), and
-  PendingEvaluation once that is gone;
+  its namespace, or its pod templates' resources, :mod:`kueue_es.scheduler.admissibility`; then, under the
+  AdmissionGatedBy gate, its ``kueue.x-k8s.io/admission-gated-by`` annotation: AdmissionGated "Admission is
+  gated by: <value>", which the fold keeps out of its queue), and PendingEvaluation once that is gone — for a
+  cleared admission gate, with Kueue's "AdmissionGatedBy cleared, waiting for quota reservation", written
+  before any other blocker as Kueue's controller does;
 * objectRetentionPolicies: a finished workload is deleted ``afterFinished`` after Finished turned True, the Job
   of one Kueue deactivated ``afterDeactivatedByKueue`` after Evicted turned True (RetentionExpired; the
   connector deletes).
@@ -57,6 +60,9 @@ from projections import gates
 from projections.cluster import MAX_EXECUTION_EXCEEDED, ClusterState, max_execution_deadline
 from projections.secondpass import delayed_pod_sets
 from projections.workloads import (
+    ADMISSION_GATE_CLEARED,
+    ADMISSION_GATED,
+    ADMISSION_GATED_PREFIX,
     ADMITTED,
     FINISHED,
     PENDING,
@@ -199,7 +205,7 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
             if runs_out is not None and now >= runs_out:
                 out.append(ev.WorkloadDeactivated(key=key, uid=wl.uid, reason=MAX_EXECUTION_EXCEEDED,
                                                   message=MAX_EXECUTION_MESSAGE, **base))
-    _pending_workloads(state, out, base, touched)
+    _pending_workloads(state, out, base, touched, gated_by=config.gate(gates.ADMISSION_GATED_BY))
     if config.object_retention_policies is not None:
         for key in sorted(state.retained) if everything else _retention_due(state, config, now):
             wl = wls[key]
@@ -268,9 +274,10 @@ def retry_requeue_at(wl: WorkloadInfo, retry: list[o.AdmissionCheckState], now: 
     return latest
 
 
-def queue_blocker(state: ClusterState, wl: WorkloadInfo) -> tuple[str, str]:
+def queue_blocker(state: ClusterState, wl: WorkloadInfo, gated_by: bool) -> tuple[str, str]:
     """What keeps a pending workload out of scheduling, as Kueue's workload controller words it ("" if nothing):
-    its activity, its queues, then its admissibility (the scheduler's words for it, so the two agree)."""
+    its activity, its queues, its admissibility (the scheduler's words for it, so the two agree), then its
+    admission gate while ``gated_by`` (the AdmissionGatedBy gate) is on."""
     if not wl.active:
         return "Deactivated", "The workload is deactivated"
     lq = state.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
@@ -287,13 +294,16 @@ def queue_blocker(state: ClusterState, wl: WorkloadInfo) -> tuple[str, str]:
     blocked = inadmissible(state, wl, info)
     if blocked is not None:
         return MISCONFIGURED, blocked[0]
+    if gated_by and wl.admission_gate:
+        return ADMISSION_GATED, ADMISSION_GATED_PREFIX + wl.admission_gate
     return "", ""
 
 
 def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
-                       touched: dict[str, None] | None) -> None:
+                       touched: dict[str, None] | None, *, gated_by: bool) -> None:
     """Requeue workloads whose Requeued=False cause is gone; keep the queue-blocker condition current. Looks at
-    the flagged workloads and those in blocked queues (only the ``touched`` ones, when given)."""
+    the flagged workloads and those in blocked queues (only the ``touched`` ones, when given). ``gated_by``: the
+    AdmissionGatedBy gate."""
     blocked_lqs, inactive_cqs = _blocked_queues(state)
     wls = state.workloads
     if touched is None:
@@ -324,12 +334,17 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
                 out.append(ev.WorkloadRequeued(key=key, uid=wl.uid, status=True, reason=restarted[0],
                                                message=restarted[1], **base))
                 continue
-        reason, message = queue_blocker(state, wl)
         current = wl.condition("QuotaReserved")
+        if gated_by and not wl.admission_gate and current is not None and current.reason == ADMISSION_GATED:
+            out.append(ev.WorkloadPending(key=key, uid=wl.uid, reason="PendingEvaluation",
+                                          message=ADMISSION_GATE_CLEARED, **base))
+            continue
+        reason, message = queue_blocker(state, wl, gated_by)
         if reason:
             if current is None or (current.status, current.reason, current.message) != ("False", reason, message):
                 out.append(ev.WorkloadPending(key=key, uid=wl.uid, reason=reason, message=message, **base))
-        elif current is not None and current.status == "False" and current.reason in QUEUE_BLOCKERS:
+        elif current is not None and current.status == "False" and (current.reason in QUEUE_BLOCKERS
+                                                                     or current.reason == ADMISSION_GATED):
             out.append(ev.WorkloadPending(key=key, uid=wl.uid, reason="PendingEvaluation", message=PENDING_EVALUATION,
                                           **base))
 

@@ -5,7 +5,7 @@ Expected messages are Kueue's own: ``pkg/scheduler/scheduler.go`` (QuotaReserved
 SecondPassFailed), ``pkg/scheduler/preemption/preemption.go`` (Preempted, PreemptedWorkload; the TAS preemption
 case of ``scheduler_test.go`` is reproduced word for word), ``pkg/workload/evict`` (EvictedDueTo...),
 ``pkg/controller/core/workload_controller.go`` (Admitted after checks, AdmissionCheckRejected,
-MaximumExecutionTimeExceeded, Deleted) and the ProvisioningRequest controller (AdmissionCheckUpdated,
+MaximumExecutionTimeExceeded, Deleted, AdmissionGated, AdmissionGateCleared) and the ProvisioningRequest controller (AdmissionCheckUpdated,
 ProvisioningRequestCreated).
 """
 
@@ -70,6 +70,7 @@ REQUEUED_WL = wl(conditions=[cond("Requeued", T0 + 30_000)])
 RESERVED_WL = wl(phase=RESERVED, cq="cq", conditions=[cond("QuotaReserved", T0 + 10_000)])
 ADMITTED_WL = wl(phase=ADMITTED, cq="cq", conditions=[cond("QuotaReserved", T0), cond("Admitted", T0)])
 LIMITED_WL = msgspec.structs.replace(ADMITTED_WL, max_execution_seconds=60)
+GATED_WL = wl(conditions=[cond("QuotaReserved", T0, status="False", reason="AdmissionGated")])
 VICTIM = wl("low-priority-admitted", phase=ADMITTED, priority=1, cq="tas-main")
 PREEMPTOR = wl("foo", priority=3)
 PREEMPTION = ("Preempted to accommodate a workload (UID: wl-foo, JobUID: job-foo) due to prioritization in the "
@@ -148,6 +149,22 @@ CASES: list[tuple[str, ev.Decision, WorkloadInfo, dict[str, Any], list[tuple]]] 
      ev.WorkloadPending(time=T0, key="default/foo", reason="PendingEvaluation",
                         message="Workload is pending evaluation in the scheduling queue", **BASE),
      PENDING_WL, {}, []),
+    ("the workload controller gating a workload (Kueue's mayUpdateConditionForAdmissionGatedBy)",
+     ev.WorkloadPending(time=T0, key="default/foo", reason="AdmissionGated",
+                        message="Admission is gated by: example.com/a,example.com/b", **BASE),
+     PENDING_WL, {},
+     [(on(PENDING_WL), "Normal", "AdmissionGated", "AdmissionGated",
+       "Workload admission is gated by: example.com/a,example.com/b", WORKLOAD_CONTROLLER)]),
+    ("a gate removed from a workload already gated: the condition follows, no Event",
+     ev.WorkloadPending(time=T0, key="default/foo", reason="AdmissionGated",
+                        message="Admission is gated by: example.com/b", **BASE),
+     GATED_WL, {}, []),
+    ("the admission gate cleared",
+     ev.WorkloadPending(time=T0, key="default/foo", reason="PendingEvaluation",
+                        message="AdmissionGatedBy cleared, waiting for quota reservation", **BASE),
+     GATED_WL, {},
+     [(on(GATED_WL), "Normal", "AdmissionGateCleared", "AdmissionGateCleared",
+       "Admission gate cleared, workload is now admissible", WORKLOAD_CONTROLLER)]),
     ("preempted (Kueue's TAS preemption test case)",
      ev.WorkloadPreempted(time=T0, key="default/low-priority-admitted", reason="InClusterQueue",
                           message=PREEMPTION, preemptor="default/foo", **BASE),

@@ -112,6 +112,29 @@ def test_queued_follows_the_local_queue() -> None:
     assert steps[1].time == T0 + S
 
 
+def _gated(w, gate: str):
+    return msgspec.structs.replace(w, metadata=msgspec.structs.replace(
+        w.metadata, annotations={"kueue.x-k8s.io/admission-gated-by": gate}))
+
+
+def test_a_gated_workload_is_queued_once_its_gate_is_cleared_or_the_gate_turned_off() -> None:
+    def config(on: bool) -> ev.ConfigRecorded:
+        return ev.ConfigRecorded(time=T0, document={"apiVersion": "config.kueue.x-k8s.io/v1beta2",
+                                                    "kind": "Configuration", "featureGates": {"AdmissionGatedBy": on}},
+                                 writer="test", id=f"config-{on}")
+    w = workload("team", "held", queue="lq", created=T0)
+    events = setup() + [
+        upsert(_gated(w, "example.com/a"), T0 + S),   # 3: gated: not queued
+        upsert(_gated(w, ""), T0 + 2 * S),            # 4: an empty annotation gates nothing
+        upsert(_gated(w, "example.com/a"), T0 + 3 * S),  # 5
+        config(False),                                # 6: the gate off: queued again
+        config(True),                                 # 7
+        upsert(w, T0 + 4 * S),                        # 8: the annotation gone
+    ]
+    steps = trail_of(events).timeline("team/held")
+    assert [(s.offset, s.step) for s in steps] == [(3, "Submitted"), (4, "Queued"), (6, "Queued"), (8, "Queued")]
+
+
 def test_decisions_that_do_not_apply_are_marked_ignored() -> None:
     events = setup() + [
         upsert(workload("team", "job", queue="lq", created=T0), T0),

@@ -360,3 +360,13 @@ def test_amounts_are_shown_as_kueue_writes_them(tmp_path: Path) -> None:
     usage = {q["name"]: q["usage"] for q in summarize(loaded.state, [])["clusterQueues"]}
     assert usage["bytes"] == [{"flavor": "default", "resource": "memory", "used": "0", "nominal": "1953125Ki"}]
     assert usage["cores"][0]["nominal"] == "2k" and usage["small"][0]["nominal"] == "1500M"
+
+
+def test_a_gated_workload_is_not_queued_and_says_why(tmp_path: Path) -> None:
+    path, _ = state_file(tmp_path, "admission-gated-by.yaml")
+    loaded = load_state(str(path))
+    settle(loaded.state, loaded.config, loaded.now)
+    data = explain(loaded.state, loaded.config, "team/gated", loaded.now)
+    assert data is not None and data["kueue"]["reason"] == "AdmissionGated"
+    assert data["queue"]["state"] == "notQueued" and data["queue"]["reason"] == "AdmissionGated"
+    assert "example.com/quota-approver,example.com/budget" in data["queue"]["detail"]
