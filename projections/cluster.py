@@ -149,16 +149,10 @@ class ClusterState:
         """What :attr:`config` says about requests, and the configuration it was read from (derived)."""
         self._pods_ready_of: ev.ConfigRecorded | None = None
         self._pods_ready = True
-        self._lq_metrics_of: ev.ConfigRecorded | None = None
-        self._lq_metrics = gates.enabled({}, gates.LOCAL_QUEUE_METRICS)
         """Whether :attr:`config` has waitForPodsReady in force, and the configuration it was read from (derived)."""
-        self._tas_of: ev.ConfigRecorded | None = None
-        self._tas = gates.enabled({}, gates.TOPOLOGY_AWARE_SCHEDULING)
         self._gates_of: ev.ConfigRecorded | None = None
-        self._gates: Any = {}
-        """The ``featureGates`` map of :attr:`config`, and the configuration it was read from (derived)."""
-        self._gated_by_of: ev.ConfigRecorded | None = None
-        self._gated_by = gates.enabled({}, gates.ADMISSION_GATED_BY)
+        self._gates: dict[str, bool] = {}
+        """Feature gates asked of :attr:`config` (:meth:`gate`), and the configuration they were read from (derived)."""
         self.queue_order: QueueOrder = DEFAULT_ORDER
         """What :attr:`config` says about queue order (derived; the heaps' sort keys follow it)."""
         self._forest: CohortForest | None = None
@@ -169,7 +163,7 @@ class ClusterState:
         consumers that memoise what blocks which queue."""
         self._cq_infos: dict[str, ClusterQueueInfo] = {}
         self._cq_infos_generation = 0
-        self._cq_infos_tas = self._tas
+        self._cq_infos_tas = gates.enabled({}, gates.TOPOLOGY_AWARE_SCHEDULING)
         self.spec_inputs_generation = 0
         """Bumped whenever something a Workload's values derived from its spec depend on may have changed:
         PriorityClasses and WorkloadPriorityClasses (:meth:`_reprioritise`, and their deletion), and what adjusts
@@ -321,41 +315,35 @@ class ClusterState:
         return self._pods_ready
 
     def gate(self, name: str) -> bool:
-        """Kueue's feature gate ``name`` under the recorded configuration (its default when none is recorded). The
-        map is read once per recorded configuration: callers ask per Job and per event."""
+        """Kueue's feature gate ``name`` under the recorded configuration (its default when none is recorded). Each
+        gate is read once per recorded configuration: the fold asks per event, the Job integration per Job."""
         config = self.config
         if self._gates_of is not config:
-            self._gates_of, self._gates = config, gates.of_document(config.document if config is not None else None)
-        return gates.enabled(self._gates, name)
+            self._gates_of, self._gates = config, {}
+        found = self._gates.get(name)
+        if found is None:
+            found = self._gates[name] = gates.enabled(
+                gates.of_document(config.document if config is not None else None), name)
+        return found
 
     @property
     def admission_gated_by(self) -> bool:
         """Kueue's ``AdmissionGatedBy`` gate in the configuration in force: a workload whose
-        ``kueue.x-k8s.io/admission-gated-by`` annotation is not empty is not queued. Read as workloads are queued,
-        so kept per recorded configuration."""
-        config = self.config
-        if self._gated_by_of is not config:
-            self._gated_by_of, self._gated_by = config, self.gate(gates.ADMISSION_GATED_BY)
-        return self._gated_by
+        ``kueue.x-k8s.io/admission-gated-by`` annotation is not empty is not queued."""
+        return self.gate(gates.ADMISSION_GATED_BY)
 
     @property
     def local_queue_metrics(self) -> bool:
         """Kueue's ``LocalQueueMetrics`` gate in the configuration in force: the ``local_queue_*`` metrics are
         folded and exposed (:mod:`projections.metrics`)."""
-        config = self.config
-        if self._lq_metrics_of is not config:
-            self._lq_metrics_of, self._lq_metrics = config, self.gate(gates.LOCAL_QUEUE_METRICS)
-        return self._lq_metrics
+        return self.gate(gates.LOCAL_QUEUE_METRICS)
 
     @property
     def tas_enabled(self) -> bool:
         """Kueue's ``TopologyAwareScheduling`` gate in the configuration in force: off, Kueue neither filters flavors
         nor places pods by topology, a missing Topology leaves a ClusterQueue active, and the Job integration and
         the ungater leave topology alone."""
-        config = self.config
-        if self._tas_of is not config:
-            self._tas_of, self._tas = config, self.gate(gates.TOPOLOGY_AWARE_SCHEDULING)
-        return self._tas
+        return self.gate(gates.TOPOLOGY_AWARE_SCHEDULING)
 
     def _rules_in_force(self) -> tuple[RequestRules | None, bool]:
         config = self.config
