@@ -19,6 +19,7 @@ its checks (which the ProvisioningRequest controller would take for "nothing to 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import msgspec
@@ -152,6 +153,10 @@ class ClusterState:
         """Whether :attr:`config` has waitForPodsReady in force, and the configuration it was read from (derived)."""
         self._tas_of: ev.ConfigRecorded | None = None
         self._tas = gates.enabled({}, gates.TOPOLOGY_AWARE_SCHEDULING)
+        self._equivalence_of: ev.ConfigRecorded | None = None
+        self._equivalence = _equivalence({})
+        """Whether :attr:`config` parks equivalent workloads together, and whether their shapes name their pod sets
+        (derived, with the configuration it was read from)."""
         self.queue_order: QueueOrder = DEFAULT_ORDER
         """What :attr:`config` says about queue order (derived; the heaps' sort keys follow it)."""
         self._forest: CohortForest | None = None
@@ -336,6 +341,30 @@ class ClusterState:
         if self._tas_of is not config:
             self._tas_of, self._tas = config, self.gate(gates.TOPOLOGY_AWARE_SCHEDULING)
         return self._tas
+
+    @property
+    def equivalence(self) -> tuple[bool, bool]:
+        """Kueue's ``SchedulingEquivalenceHashing`` gate in the configuration in force (a failure for want of room
+        parks the failing workload's equivalent ones with it), and whether the shapes that equivalence is judged on
+        name the pod sets (``SchedulingEquivalenceHashingIgnorePodSetName`` off)."""
+        config = self.config
+        if self._equivalence_of is not config:
+            doc = config.document if config is not None else None
+            self._equivalence_of, self._equivalence = config, _equivalence(gates.of_document(doc))
+        return self._equivalence
+
+    def shape_of(self, wl: WorkloadInfo) -> tuple[int, bytes]:
+        """``wl``'s scheduling-equivalence shape under the configuration in force."""
+        return wl.shape(self.equivalence[1])
+
+    def _reshape(self) -> None:
+        """Whether shapes name pod sets changed: every queued workload takes its shape anew, and the parked shapes,
+        judged the old way, are forgotten (the workloads parked with them stay parked until the next flush)."""
+        workloads = self.workloads
+        for cq in sorted(self.queues):
+            q = self.queues[cq]
+            q.shapes = {key: self.shape_of(workloads[key]) for key in q.shapes}
+            q.parked_shapes.clear()
 
     def _rules_in_force(self) -> tuple[RequestRules | None, bool]:
         config = self.config
@@ -542,9 +571,12 @@ class ClusterState:
         old = self.config
         before = self._rules_in_force()
         tas_before = self.tas_enabled
+        names_before = self.equivalence[1]
         self.config, self.config_offset = e, self.offset
         if self.tas_enabled != tas_before:
             self._specs_changed()  # the compiled ClusterQueues say what TAS asks of them
+        if self.equivalence[1] != names_before:
+            self._reshape()
         after = self._rules_in_force()
         if after[1] != before[1]:
             self._reclaim_everywhere()
@@ -1215,7 +1247,7 @@ class ClusterState:
         parked = (wl.requeue_at is not None and wl.requeue_at > self.time) or (
             requeued is not None and requeued.status == "False"
         )
-        self.queue(cq).push(wl.key, self.sort_key(wl), wl.shape, parked=parked,
+        self.queue(cq).push(wl.key, self.sort_key(wl), self.shape_of(wl), parked=parked,
                             local_queue=(wl.namespace, wl.queue_name))
 
     def _dequeue(self, wl: WorkloadInfo) -> None:
@@ -1357,7 +1389,9 @@ class ClusterState:
         if q is None or wl.key not in q.shapes:
             return
         if not keeps_queued(wl, e.parked, wl.scan, e.time):
-            q.park(wl.key, bulk=e.requeue_reason in ("NoFit", "PreemptionNoCandidates"))
+            bulk = e.requeue_reason in ("NoFit", "PreemptionNoCandidates") and self.equivalence[0]
+            for key in q.park(wl.key, bulk=bulk, reason=e.reason or "PendingEvaluation"):
+                self.touched[key] = None  # the workload controller shows why they are parked
         elif e.requeue_reason in ("PendingPreemption", "PendingMigration"):
             spec = self.cluster_queues.get(wl.cluster_queue)
             if spec is not None and spec.spec.queueing_strategy != "StrictFIFO":
@@ -1585,6 +1619,12 @@ _ABOUT_WORKLOADS = frozenset({
 concerns one); Workload upserts and deletions are told apart by their object or kind."""
 
 BLOCKER_REASONS = frozenset({"Suspended", "Misconfigured", "Deactivated"})
+
+
+def _equivalence(feature_gates: Mapping[str, bool]) -> tuple[bool, bool]:
+    """(SchedulingEquivalenceHashing, shapes name pod sets) under ``feature_gates``."""
+    return (gates.enabled(feature_gates, gates.SCHEDULING_EQUIVALENCE_HASHING),
+            not gates.enabled(feature_gates, gates.SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME))
 
 
 def is_flagged(wl: WorkloadInfo) -> bool:

@@ -2,7 +2,7 @@
 
 Pod-set shapes are interned: thousands of workloads of one job template share one :class:`PodSetInfo`, which
 keeps a pending workload well under its memory budget and makes equal shapes cheap to compare (Kueue's
-scheduling-equivalence hash is just ``WorkloadInfo.shape``).
+scheduling-equivalence hash is just ``WorkloadInfo.shape()``).
 """
 
 from __future__ import annotations
@@ -130,11 +130,11 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
         """The pod sets with the counts the spec gives (before reclaimable pods are taken off)."""
         return self.pod_sets if self.spec_pod_sets is None else self.spec_pod_sets
 
-    @property
-    def shape(self) -> tuple[int, bytes]:
-        """Scheduling-equivalence key: effective priority and the encoded pod-set shapes (interned: queues
-        keep one per pending workload, and most workloads share a handful of shapes)."""
-        shape = (self.priority, _ENC.encode(self.pod_sets))
+    def shape(self, names: bool = False) -> tuple[int, bytes]:
+        """Scheduling-equivalence key (Kueue's scheduling hash): effective priority and the encoded pod-set shapes,
+        in spec order, their names left out unless ``names`` (``SchedulingEquivalenceHashingIgnorePodSetName``
+        off). Interned: queues keep one per pending workload, and most workloads share a handful of shapes."""
+        shape = (self.priority, _ENC.encode(self.pod_sets) if names else _nameless(self.pod_sets))
         found = _SHAPES.get(shape)
         if found is None:
             if len(_SHAPES) > 100_000:
@@ -247,6 +247,28 @@ def intern_scan(scan: FlavorScan | None, cycle: int) -> FlavorScan | None:
 _INTERNED: dict[bytes, PodSetInfo] = {}
 _SHAPES: dict[tuple[int, bytes], tuple[int, bytes]] = {}
 _ENC = msgspec.msgpack.Encoder()
+_NAMELESS: dict[int, tuple[PodSetInfo, bytes]] = {}
+
+
+def _nameless(pod_sets: tuple[PodSetInfo, ...]) -> bytes:
+    """The pod sets encoded with their names blanked, one after the other (each encoding delimits itself)."""
+    if len(pod_sets) == 1:
+        return _nameless_one(pod_sets[0])
+    return b"".join(map(_nameless_one, pod_sets))
+
+
+def _nameless_one(ps: PodSetInfo) -> bytes:
+    """``ps`` encoded with its name blanked, memoised on the object (pod sets are interned, so a workload's shape
+    costs a look-up per pod set on the fold's hot path). The entry holds ``ps``: its ``id`` is not reused while
+    remembered."""
+    found = _NAMELESS.get(id(ps))
+    if found is not None and found[0] is ps:
+        return found[1]
+    encoded = _ENC.encode(msgspec.structs.replace(ps, name=""))
+    if len(_NAMELESS) > 100_000:
+        _NAMELESS.clear()
+    _NAMELESS[id(ps)] = (ps, encoded)
+    return encoded
 
 
 def intern_pod_set(ps: PodSetInfo) -> PodSetInfo:
