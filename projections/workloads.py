@@ -30,6 +30,9 @@ from projections.request_rules import RequestRules
 PENDING, RESERVED, ADMITTED, FINISHED = "Pending", "QuotaReserved", "Admitted", "Finished"
 PENDING_EVALUATION = "Workload is pending evaluation in the scheduling queue"
 """The workload controller's QuotaReserved=False message once nothing blocks a pending workload's queue."""
+BYPASSED = "Bypassed scheduling evaluation because an equivalent workload recently failed"
+"""The workload controller's QuotaReserved=False message for a workload parked because an equivalent one failed
+(SchedulingEquivalenceHashing); the reason is the one that workload's failure got."""
 QUEUE_BLOCKERS = frozenset({"Suspended", "Misconfigured", "Deactivated"})
 """QuotaReserved=False reasons the workload controller writes for what blocks a pending workload's queue."""
 PODS_READY_WAIT_REASON, PODS_READY_WAIT_LEGACY_REASON = "WaitingForPodsReady", "Waiting"
@@ -526,7 +529,8 @@ def failed_attempt(d: WorkloadPending) -> bool:
     """Whether a QuotaReserved=False decision is a failed admission attempt of the scheduler (Kueue's
     ``requeueAndUpdate``, which also writes ``status.resourceRequests`` and records a Warning Event) rather than
     the workload controller's status sync or blockAdmission's wait: neither sets a requeue reason or a flavor
-    scan; the controller writes only its queue blockers and PendingEvaluation with its own message. Pod templates
+    scan; the controller writes only its queue blockers, PendingEvaluation with its own message and, for a workload
+    parked with an equivalent one that failed, that one's reason with its own message (:data:`BYPASSED`). Pod templates
     found not admissible are a failed attempt too (Misconfigured, no requeue reason, Kueue's "resources ..."
     message), even in the rare case where the controller, which checks the same (kueue_es.scheduler.admissibility),
     says so before the scheduler does."""
@@ -534,7 +538,7 @@ def failed_attempt(d: WorkloadPending) -> bool:
         return True
     if d.reason == "Misconfigured" and d.message.startswith(_NOT_ADMISSIBLE):
         return True
-    if d.reason in QUEUE_BLOCKERS:
+    if d.reason in QUEUE_BLOCKERS or d.message == BYPASSED:
         return False
     if d.message == PODS_READY_WAIT_MESSAGE and d.reason in (PODS_READY_WAIT_REASON, PODS_READY_WAIT_LEGACY_REASON):
         return False  # Kueue writes only the condition (no resourceRequests, no Event) and waits with the entry

@@ -25,7 +25,11 @@
 * a pending workload shows what blocks its queue (QuotaReserved=False: Deactivated, LocalQueue or ClusterQueue
   missing — Misconfigured — or stopped/inactive — Suspended) or keeps it from being admissible (Misconfigured:
   its namespace, or its pod templates' resources, :mod:`kueue_es.scheduler.admissibility`), and
-  PendingEvaluation once that is gone;
+  PendingEvaluation once that is gone — unless it is parked with an equivalent workload that failed for want of
+  room (SchedulingEquivalenceHashing), which it then shows: that workload's reason, with Kueue's "Bypassed
+  scheduling evaluation" message. Kueue's controller says so only of a workload whose QuotaReserved reason is
+  empty, PendingEvaluation, Pending, Deactivated or Suspended (not of one that has none yet: that waits for
+  UnadmittedWorkloadsExplicitStatus, off), and only with UnadmittedWorkloadsObservability on;
 * objectRetentionPolicies: a finished workload is deleted ``afterFinished`` after Finished turned True, the Job
   of one Kueue deactivated ``afterDeactivatedByKueue`` after Evicted turned True (RetentionExpired; the
   connector deletes).
@@ -58,6 +62,7 @@ from projections.cluster import MAX_EXECUTION_EXCEEDED, ClusterState, max_execut
 from projections.secondpass import delayed_pod_sets
 from projections.workloads import (
     ADMITTED,
+    BYPASSED,
     FINISHED,
     PENDING,
     PENDING_EVALUATION,
@@ -67,6 +72,10 @@ from projections.workloads import (
 )
 
 REQUEUE_TRUE_REASONS = frozenset({"Preempted", "NodeFailures"})
+SHOWS_BYPASS = frozenset({"", "PendingEvaluation", "Pending", "Deactivated", "Suspended"})
+"""QuotaReserved reasons the workload controller replaces with an equivalent workload's failure: what it wrote
+itself for a workload waiting in its queue, or for one whose block is gone (Kueue's
+``shouldCheckEquivalenceHash``). Not the scheduler's own reasons, whose messages say more, nor Misconfigured."""
 MAX_EXECUTION_MESSAGE = "The workload is deactivated due to exceeding the maximum execution time"
 """Evicted and Requeued's message when the maximum execution time ran out: Kueue's deactivation message with
 its DeactivationTarget's ("exceeding the maximum execution time")."""
@@ -199,7 +208,9 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
             if runs_out is not None and now >= runs_out:
                 out.append(ev.WorkloadDeactivated(key=key, uid=wl.uid, reason=MAX_EXECUTION_EXCEEDED,
                                                   message=MAX_EXECUTION_MESSAGE, **base))
-    _pending_workloads(state, out, base, touched)
+    bypass = config.gate(gates.SCHEDULING_EQUIVALENCE_HASHING) and config.gate(
+        gates.UNADMITTED_WORKLOADS_OBSERVABILITY)
+    _pending_workloads(state, out, base, touched, bypass)
     if config.object_retention_policies is not None:
         for key in sorted(state.retained) if everything else _retention_due(state, config, now):
             wl = wls[key]
@@ -291,9 +302,11 @@ def queue_blocker(state: ClusterState, wl: WorkloadInfo) -> tuple[str, str]:
 
 
 def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
-                       touched: dict[str, None] | None) -> None:
-    """Requeue workloads whose Requeued=False cause is gone; keep the queue-blocker condition current. Looks at
-    the flagged workloads and those in blocked queues (only the ``touched`` ones, when given)."""
+                       touched: dict[str, None] | None, bypass: bool) -> None:
+    """Requeue workloads whose Requeued=False cause is gone; keep the queue-blocker condition current, and with
+    ``bypass`` the equivalent failure a parked workload waits on. Looks at the flagged workloads, those in
+    blocked queues and, with ``bypass``, those parked with a parked shape (only the ``touched`` ones, when
+    given)."""
     blocked_lqs, inactive_cqs = _blocked_queues(state)
     wls = state.workloads
     if touched is None:
@@ -304,6 +317,8 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
             q = state.queues.get(cq)
             if q is not None:
                 keys.update(q.shapes)
+        if bypass:
+            keys.update(_parked_with_shape(state))
     else:
         blocked = set(blocked_lqs)
         inactive = [q.shapes for q in (state.queues.get(cq) for cq in inactive_cqs) if q is not None]
@@ -311,7 +326,8 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
         for key in touched:
             wl = wls.get(key)
             if wl is not None and (key in state.flagged or f"{wl.namespace}/{wl.queue_name}" in blocked
-                                   or any(key in shapes for shapes in inactive)):
+                                   or any(key in shapes for shapes in inactive)
+                                   or (bypass and _bypassed_for(state, wl) is not None)):
                 keys.add(key)
     for key in sorted(keys):
         wl = wls.get(key)
@@ -326,12 +342,37 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
                 continue
         reason, message = queue_blocker(state, wl)
         current = wl.condition("QuotaReserved")
+        parked_for = _bypassed_for(state, wl) if bypass and not reason else None
+        if parked_for:
+            reason, message = parked_for, BYPASSED
         if reason:
             if current is None or (current.status, current.reason, current.message) != ("False", reason, message):
                 out.append(ev.WorkloadPending(key=key, uid=wl.uid, reason=reason, message=message, **base))
         elif current is not None and current.status == "False" and current.reason in QUEUE_BLOCKERS:
             out.append(ev.WorkloadPending(key=key, uid=wl.uid, reason="PendingEvaluation", message=PENDING_EVALUATION,
                                           **base))
+
+
+def _bypassed_for(state: ClusterState, wl: WorkloadInfo) -> str | None:
+    """The reason an equivalent workload's failure got, when ``wl`` waits parked with that workload's shape and
+    shows a QuotaReserved reason the workload controller replaces with it (:data:`SHOWS_BYPASS`); else None."""
+    current = wl.condition("QuotaReserved")
+    if current is None or current.reason not in SHOWS_BYPASS or wl.phase != PENDING:
+        return None
+    q = state.queues.get(wl.cluster_queue)
+    return (q.no_fit_reason(wl.key) or None) if q is not None else None
+
+
+def _parked_with_shape(state: ClusterState) -> list[str]:
+    """Every workload parked with a parked shape that :func:`_bypassed_for` has a reason for."""
+    out = []
+    wls = state.workloads
+    for cq in sorted(state.parked_queues):
+        q = state.queues.get(cq)
+        if q is None or not q.parked_shapes:
+            continue
+        out.extend(key for key in q.inadmissible if _bypassed_for(state, wls[key]) is not None)
+    return out
 
 
 def _blocked_queues(state: ClusterState) -> tuple[list[str], list[str]]:

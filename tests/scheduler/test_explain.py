@@ -360,3 +360,13 @@ def test_amounts_are_shown_as_kueue_writes_them(tmp_path: Path) -> None:
     usage = {q["name"]: q["usage"] for q in summarize(loaded.state, [])["clusterQueues"]}
     assert usage["bytes"] == [{"flavor": "default", "resource": "memory", "used": "0", "nominal": "1953125Ki"}]
     assert usage["cores"][0]["nominal"] == "2k" and usage["small"][0]["nominal"] == "1500M"
+
+
+def test_a_workload_parked_with_its_shape_says_why() -> None:
+    """A workload parked, untried, with an equivalent one that failed is told apart from one parked on its own."""
+    spec, state = scenario_state("equivalence-bulk-park.yaml")
+    settle(state, DEFAULT, T0)
+    data = explain(state, DEFAULT, "team/twin", T0)
+    assert data is not None and data["queue"]["state"] == "parked"
+    assert data["queue"]["detail"].startswith(
+        "parked with every workload of its scheduling shape after one of them failed (WaitingForQuota)")
