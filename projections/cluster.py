@@ -345,6 +345,27 @@ class ClusterState:
         the ungater leave topology alone."""
         return self.gate(gates.TOPOLOGY_AWARE_SCHEDULING)
 
+    @property
+    def equivalence(self) -> tuple[bool, bool]:
+        """Kueue's ``SchedulingEquivalenceHashing`` gate in the configuration in force (a failure for want of room
+        parks the failing workload's equivalent ones with it), and whether the shapes that equivalence is judged on
+        name the pod sets (``SchedulingEquivalenceHashingIgnorePodSetName`` off)."""
+        return (self.gate(gates.SCHEDULING_EQUIVALENCE_HASHING),
+                not self.gate(gates.SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME))
+
+    def shape_of(self, wl: WorkloadInfo) -> tuple[int, bytes]:
+        """``wl``'s scheduling-equivalence shape under the configuration in force."""
+        return wl.shape(self.equivalence[1])
+
+    def _reshape(self) -> None:
+        """Whether shapes name pod sets changed: every queued workload takes its shape anew, and the parked shapes,
+        judged the old way, are forgotten (the workloads parked with them stay parked until the next flush)."""
+        workloads = self.workloads
+        for cq in sorted(self.queues):
+            q = self.queues[cq]
+            q.shapes = {key: self.shape_of(workloads[key]) for key in q.shapes}
+            q.parked_shapes.clear()
+
     def _rules_in_force(self) -> tuple[RequestRules | None, bool]:
         config = self.config
         if self._rules_of is not config:
@@ -551,11 +572,14 @@ class ClusterState:
         before = self._rules_in_force()
         tas_before = self.tas_enabled
         gated_before = self.admission_gated_by
+        names_before = self.equivalence[1]
         self.config, self.config_offset = e, self.offset
         if self.tas_enabled != tas_before:
             self._specs_changed()  # the compiled ClusterQueues say what TAS asks of them
         if self.admission_gated_by != gated_before:
             self._regate_all()
+        if self.equivalence[1] != names_before:
+            self._reshape()
         after = self._rules_in_force()
         if after[1] != before[1]:
             self._reclaim_everywhere()
@@ -1243,7 +1267,7 @@ class ClusterState:
         parked = (wl.requeue_at is not None and wl.requeue_at > self.time) or (
             requeued is not None and requeued.status == "False"
         )
-        self.queue(cq).push(wl.key, self.sort_key(wl), wl.shape, parked=parked,
+        self.queue(cq).push(wl.key, self.sort_key(wl), self.shape_of(wl), parked=parked,
                             local_queue=(wl.namespace, wl.queue_name))
 
     def _dequeue(self, wl: WorkloadInfo) -> None:
@@ -1385,7 +1409,9 @@ class ClusterState:
         if q is None or wl.key not in q.shapes:
             return
         if not keeps_queued(wl, e.parked, wl.scan, e.time):
-            q.park(wl.key, bulk=e.requeue_reason in ("NoFit", "PreemptionNoCandidates"))
+            bulk = e.requeue_reason in ("NoFit", "PreemptionNoCandidates") and self.equivalence[0]
+            for key in q.park(wl.key, bulk=bulk, reason=e.reason or "PendingEvaluation"):
+                self.touched[key] = None  # the workload controller shows why they are parked
         elif e.requeue_reason in ("PendingPreemption", "PendingMigration"):
             spec = self.cluster_queues.get(wl.cluster_queue)
             if spec is not None and spec.spec.queueing_strategy != "StrictFIFO":

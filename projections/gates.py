@@ -6,10 +6,12 @@ whose dependency is disabled. ``AllAlpha`` / ``AllBeta`` set every alpha / beta 
 names, stages and defaults below are Kueue's (``pkg/features/kube_features.go``, main after v0.19).
 
 Only the gates in :data:`MODELLED` change what kueue-es does, each read where its rule is (README lists what
-each one does). Five of them the fold reads from the recorded document: ``ReclaimablePods``,
+each one does). Seven of them the fold reads from the recorded document: ``ReclaimablePods``,
 ``PrioritySortingWithinCohort`` (:mod:`projections.queue_order`), ``LocalQueueMetrics``
-(:mod:`projections.metrics`), ``TopologyAwareScheduling`` (:mod:`projections.clusterqueues`) and
-``AdmissionGatedBy`` (a gated workload is not queued: :mod:`projections.cluster`). Every other
+(:mod:`projections.metrics`), ``TopologyAwareScheduling`` (:mod:`projections.clusterqueues`),
+``AdmissionGatedBy`` (a gated workload is not queued: :mod:`projections.cluster`),
+``SchedulingEquivalenceHashing`` and ``SchedulingEquivalenceHashingIgnorePodSetName`` (how queues park equivalent
+workloads together, :mod:`projections.queues`). Every other
 gate is known so that a user's existing configuration is accepted as Kueue accepts it; one set away from its
 default is named in a warning (:func:`ignored`).
 
@@ -49,6 +51,8 @@ ASSIGN_QUEUE_LABELS_FOR_PODS = "AssignQueueLabelsForPods"
 FINISH_ORPHANED_WORKLOADS = "FinishOrphanedWorkloads"
 TAS_HANDLE_OVERLAPPING_FLAVORS = "TASHandleOverlappingFlavors"
 ADMISSION_GATED_BY = "AdmissionGatedBy"
+SCHEDULING_EQUIVALENCE_HASHING = "SchedulingEquivalenceHashing"
+SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME = "SchedulingEquivalenceHashingIgnorePodSetName"
 
 GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
@@ -92,8 +96,8 @@ GATES: dict[str, tuple[str, bool]] = {
     TAS_REPLACE_NODE_ON_NODE_TAINTS: (BETA, True),
     ASSIGN_QUEUE_LABELS_FOR_PODS: (BETA, True),
     TAS_MULTI_LAYER_TOPOLOGY: (BETA, True),
-    "SchedulingEquivalenceHashing": (BETA, True),
-    "SchedulingEquivalenceHashingIgnorePodSetName": (BETA, True),
+    SCHEDULING_EQUIVALENCE_HASHING: (BETA, True),
+    SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME: (BETA, True),
     "CustomMetricLabels": (ALPHA, False),
     "SparkApplicationIntegration": (ALPHA, False),
     "MultiKueueOrchestratedPreemption": (ALPHA, False),
@@ -163,19 +167,20 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
     "KueueDRAIntegrationPartitionableDevices": ("KueueDRAIntegration",),
     "KueueDRAIntegrationConsumableCapacity": ("KueueDRAIntegration",),
     FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS: (FLAVOR_FUNGIBILITY,),
-    "SchedulingEquivalenceHashingIgnorePodSetName": ("SchedulingEquivalenceHashing",),
+    SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME: (SCHEDULING_EQUIVALENCE_HASHING,),
 }
 
 
 MODELLED = frozenset({
     ADMISSION_FAIR_SHARING, ADMISSION_GATED_BY, ASSIGN_QUEUE_LABELS_FOR_PODS,
-    CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION, DISABLE_WAIT_FOR_PODS_READY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING,
-    FINISH_ORPHANED_WORKLOADS, FLAVOR_FUNGIBILITY, FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS,
-    PARTIAL_ADMISSION, "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY, "ReclaimablePods",
-    TAS_BALANCED_PLACEMENT, TAS_FAILED_NODE_REPLACEMENT, TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST,
-    TAS_HANDLE_OVERLAPPING_FLAVORS, TAS_MULTI_LAYER_TOPOLOGY, TAS_REPLACE_NODE_ON_NODE_TAINTS,
-    TAS_REPLACE_NODE_ON_POD_TERMINATION, TOPOLOGY_AWARE_SCHEDULING, UNADMITTED_WORKLOADS_OBSERVABILITY,
-    WORKLOAD_PRIORITY_CLASS_DEFAULTING,
+    CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION, DISABLE_WAIT_FOR_PODS_READY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL,
+    FAIR_SHARING_PRIORITIZE_NON_BORROWING, FINISH_ORPHANED_WORKLOADS, FLAVOR_FUNGIBILITY,
+    FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, PARTIAL_ADMISSION,
+    "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY, "ReclaimablePods", SCHEDULING_EQUIVALENCE_HASHING,
+    SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME, TAS_BALANCED_PLACEMENT, TAS_FAILED_NODE_REPLACEMENT,
+    TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST, TAS_HANDLE_OVERLAPPING_FLAVORS, TAS_MULTI_LAYER_TOPOLOGY,
+    TAS_REPLACE_NODE_ON_NODE_TAINTS, TAS_REPLACE_NODE_ON_POD_TERMINATION, TOPOLOGY_AWARE_SCHEDULING,
+    UNADMITTED_WORKLOADS_OBSERVABILITY, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
 })
 """The gates whose both settings kueue-es models. Every other one is accepted, as Kueue accepts it, and kueue-es
 behaves as under its default (:func:`ignored`). Not TASReplaceNodeDueToNotReadyOverFixedTime (deprecated): with

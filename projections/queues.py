@@ -2,9 +2,10 @@
 
 Each ClusterQueue has an *active* ordered set (the heap: priority first, then queue-order time, then UID — a
 total order, so the head never depends on insertion history) and an *inadmissible* set of parked workloads
-that wait for something to change (a flush). Equivalent workloads — equal priority and pod-set shape — are
-parked together (Kueue's scheduling-equivalence hashing) and new arrivals of a parked shape are parked on sight
-until the next flush.
+that wait for something to change (a flush). Under SchedulingEquivalenceHashing, equivalent workloads — equal
+priority and pod-set shape (:meth:`WorkloadInfo.shape`) — are parked together when one of them fails for want of
+room, and new arrivals of a parked shape are parked on sight until the next flush; the queue remembers the
+QuotaReserved reason that failure got, which the workload controller shows on the workloads parked with it.
 
 For the visibility API, which lists every pending workload (active and parked) in queue order and numbers
 them within their LocalQueues, a queue can also index its sort keys as one sorted list and per LocalQueue, so
@@ -35,7 +36,9 @@ class ClusterQueueQueue:
         self.shapes: dict[str, object] = {}
         """key -> equivalence shape, for workloads in ``active`` or ``inadmissible``."""
         self.inadmissible: dict[str, SortKey] = {}
-        self.parked_shapes: set[object] = set()
+        self.parked_shapes: dict[object, str] = {}
+        """Shapes parked since the last flush -> the QuotaReserved reason of the failure that parked them (Kueue's
+        ``hashToBulkMoveReason``; empty when not known: restored from an older snapshot)."""
         self.sticky: str | None = None
         """BestEffortFIFO's sticky preemptor: the workload last requeued while waiting for its preemptions."""
         self.name = name
@@ -82,25 +85,35 @@ class ClusterQueueQueue:
         if self.sticky == key:
             self.sticky = None
 
-    def park(self, key: str, *, bulk: bool) -> list[str]:
-        """Move ``key`` to the inadmissible set; with ``bulk``, every active workload of its shape too."""
+    def park(self, key: str, *, bulk: bool, reason: str = "") -> list[str]:
+        """Move ``key`` to the inadmissible set; with ``bulk``, park its shape for ``reason`` (the QuotaReserved
+        reason its failure got) and every active workload of that shape with it. Returns the workloads whose
+        parking changed: ``key`` and, with ``bulk``, every parked workload of the shape (moved now or before)."""
         sk = self.entries.pop(key, None)
         if sk is not None:
             self.active.remove(sk)
             self.inadmissible[key] = sk
         if self.sticky == key:
             self.sticky = None
-        moved = [key]
         self._note_parked()
-        if bulk and key in self.shapes:
-            shape = self.shapes[key]
-            self.parked_shapes.add(shape)
-            for other in [k for k, s in self.shapes.items() if s == shape and k in self.entries]:
-                osk = self.entries.pop(other)
+        if not bulk or key not in self.shapes:
+            return [key]
+        shape = self.shapes[key]
+        self.parked_shapes[shape] = reason
+        same = [k for k, s in self.shapes.items() if s == shape]
+        for other in same:
+            osk = self.entries.pop(other, None)
+            if osk is not None:
                 self.active.remove(osk)
                 self.inadmissible[other] = osk
-                moved.append(other)
-        return moved
+        return same
+
+    def no_fit_reason(self, key: str) -> str | None:
+        """The reason ``key``'s shape was parked for, while ``key`` is parked and its shape is (Kueue's
+        ``GetNoFitReason``); None otherwise."""
+        if key not in self.inadmissible:
+            return None
+        return self.parked_shapes.get(self.shapes[key])
 
     def flush(self, eligible) -> list[str]:
         """Move parked workloads for which ``eligible(key)`` holds back to the active set."""

@@ -22,20 +22,24 @@ from projections.queue_order import order_of
 from projections.queues import ClusterQueueQueue
 from projections.workloads import WorkloadInfo, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 6
+SNAPSHOT_VERSION = 7
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
 ``LocalQueueMetrics`` gate), in ``metrics`` beside the others: the layout is version 4's. 6: each workload's
-admission gate (``WorkloadInfo.admission_gate``, its ``kueue.x-k8s.io/admission-gated-by`` annotation)."""
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6)
+admission gate (``WorkloadInfo.admission_gate``, its ``kueue.x-k8s.io/admission-gated-by`` annotation). 7: the
+reason each parked shape was parked for (``parked_reasons``), and shapes that leave pod-set names out under
+``SchedulingEquivalenceHashingIgnorePodSetName``."""
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
 for a reason a workload was already evicted for before the snapshot is counted once more. Versions up to 4 predate
 the LocalQueue metrics: restored from one, they count from the snapshot's offset on. Versions up to 5 predate
 admission gates (their writers queued gated workloads): restored from one, a workload is taken as ungated until
-its next upsert shows its annotation."""
+its next upsert shows its annotation. Versions up to 6 predate the parked shapes' reasons and named every pod set
+in a shape: restored from one, the shapes parked then are kept with no reason (the workload controller shows none
+for them) and, under the gate's default, match no workload until the next flush forgets them."""
 
 Shape = tuple[int, bytes]
 
@@ -46,6 +50,8 @@ class QueueSnapshot(msgspec.Struct, array_like=True):
     inadmissible: list[tuple[int, int, str, str]]
     parked_shapes: list[Shape]
     sticky: str | None
+    parked_reasons: list[str] = []
+    """The reason each of ``parked_shapes`` was parked for, in that order (none before version 7)."""
 
 
 class Snapshot(msgspec.Struct, array_like=True):
@@ -101,13 +107,15 @@ def take(state: ClusterState) -> Snapshot:
         q = state.queues[name]
         if not len(q) and not q.parked_shapes and q.sticky is None:
             continue
+        parked = sorted(q.parked_shapes)
         queues.append(
             QueueSnapshot(
                 cluster_queue=name,
                 active=list(q.active),
                 inadmissible=sorted(q.inadmissible.values()),
-                parked_shapes=sorted(q.parked_shapes),
+                parked_shapes=parked,
                 sticky=q.sticky,
+                parked_reasons=[q.parked_shapes[shape] for shape in parked],
             )
         )
     usage = [
@@ -157,6 +165,7 @@ def restore(snap: Snapshot) -> ClusterState:
                            f"{', '.join(map(str, READABLE_VERSIONS))})")
     state = ClusterState()
     state.offset, state.time, state.last_cycle = snap.offset, snap.time, snap.last_cycle
+    state.config, state.config_offset = snap.config, snap.config_offset  # the queues' shapes follow it
     state.namespaces = {k: dict(v) for k, v in snap.namespaces}
     tables = {
         "ResourceFlavor": state.flavors, "ClusterQueue": state.cluster_queues, "Cohort": state.cohorts,
@@ -184,13 +193,15 @@ def restore(snap: Snapshot) -> ClusterState:
         for sk in qs.active:
             sk = tuple(sk)
             q.entries[sk[3]] = sk
-            q.shapes[sk[3]] = state.workloads[sk[3]].shape
+            q.shapes[sk[3]] = state.shape_of(state.workloads[sk[3]])
         q.active.update(q.entries.values())
         for sk in qs.inadmissible:
             sk = tuple(sk)
             q.inadmissible[sk[3]] = sk
-            q.shapes[sk[3]] = state.workloads[sk[3]].shape
-        q.parked_shapes = {(prio, shape) for prio, shape in qs.parked_shapes}
+            q.shapes[sk[3]] = state.shape_of(state.workloads[sk[3]])
+        reasons = qs.parked_reasons or [""] * len(qs.parked_shapes)
+        q.parked_shapes = {(prio, shape): reason for (prio, shape), reason in zip(qs.parked_shapes, reasons,
+                                                                                  strict=True)}
         q.sticky = qs.sticky
         q.local_queue_of = {k: (state.workloads[k].namespace, state.workloads[k].queue_name)
                             for k in sorted((*q.entries, *q.inadmissible))}
@@ -212,7 +223,6 @@ def restore(snap: Snapshot) -> ClusterState:
     state.deleted_requests = dict.fromkeys(snap.deleted_requests)
     state.quota_epoch, state.changes = snap.quota_epoch, snap.changes
     state.generations = dict(snap.generations)
-    state.config, state.config_offset = snap.config, snap.config_offset
     state.queue_order = order_of(snap.config.document if snap.config is not None else None)
     if snap.metrics is not None:
         state.metrics = MetricsFold.restore(snap.metrics)

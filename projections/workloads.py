@@ -2,7 +2,7 @@
 
 Pod-set shapes are interned: thousands of workloads of one job template share one :class:`PodSetInfo`, which
 keeps a pending workload well under its memory budget and makes equal shapes cheap to compare (Kueue's
-scheduling-equivalence hash is just ``WorkloadInfo.shape``).
+scheduling-equivalence hash is just ``WorkloadInfo.shape()``).
 """
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ from projections.request_rules import RequestRules
 PENDING, RESERVED, ADMITTED, FINISHED = "Pending", "QuotaReserved", "Admitted", "Finished"
 PENDING_EVALUATION = "Workload is pending evaluation in the scheduling queue"
 """The workload controller's QuotaReserved=False message once nothing blocks a pending workload's queue."""
+BYPASSED = "Bypassed scheduling evaluation because an equivalent workload recently failed"
+"""The workload controller's QuotaReserved=False message for a workload parked because an equivalent one failed
+(SchedulingEquivalenceHashing); the reason is the one that workload's failure got."""
 QUEUE_BLOCKERS = frozenset({"Suspended", "Misconfigured", "Deactivated"})
 """QuotaReserved=False reasons the workload controller writes for what blocks a pending workload's queue."""
 PODS_READY_WAIT_REASON, PODS_READY_WAIT_LEGACY_REASON = "WaitingForPodsReady", "Waiting"
@@ -141,11 +144,11 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
         """The pod sets with the counts the spec gives (before reclaimable pods are taken off)."""
         return self.pod_sets if self.spec_pod_sets is None else self.spec_pod_sets
 
-    @property
-    def shape(self) -> tuple[int, bytes]:
-        """Scheduling-equivalence key: effective priority and the encoded pod-set shapes (interned: queues
-        keep one per pending workload, and most workloads share a handful of shapes)."""
-        shape = (self.priority, _ENC.encode(self.pod_sets))
+    def shape(self, names: bool = False) -> tuple[int, bytes]:
+        """Scheduling-equivalence key (Kueue's scheduling hash): effective priority and the encoded pod-set shapes,
+        in spec order, their names left out unless ``names`` (``SchedulingEquivalenceHashingIgnorePodSetName``
+        off). Interned: queues keep one per pending workload, and most workloads share a handful of shapes."""
+        shape = (self.priority, _ENC.encode(self.pod_sets) if names else _nameless(self.pod_sets))
         found = _SHAPES.get(shape)
         if found is None:
             if len(_SHAPES) > 100_000:
@@ -258,6 +261,28 @@ def intern_scan(scan: FlavorScan | None, cycle: int) -> FlavorScan | None:
 _INTERNED: dict[bytes, PodSetInfo] = {}
 _SHAPES: dict[tuple[int, bytes], tuple[int, bytes]] = {}
 _ENC = msgspec.msgpack.Encoder()
+_NAMELESS: dict[int, tuple[PodSetInfo, bytes]] = {}
+
+
+def _nameless(pod_sets: tuple[PodSetInfo, ...]) -> bytes:
+    """The pod sets encoded with their names blanked, one after the other (each encoding delimits itself)."""
+    if len(pod_sets) == 1:
+        return _nameless_one(pod_sets[0])
+    return b"".join(map(_nameless_one, pod_sets))
+
+
+def _nameless_one(ps: PodSetInfo) -> bytes:
+    """``ps`` encoded with its name blanked, memoised on the object (pod sets are interned, so a workload's shape
+    costs a look-up per pod set on the fold's hot path). The entry holds ``ps``: its ``id`` is not reused while
+    remembered."""
+    found = _NAMELESS.get(id(ps))
+    if found is not None and found[0] is ps:
+        return found[1]
+    encoded = _ENC.encode(msgspec.structs.replace(ps, name=""))
+    if len(_NAMELESS) > 100_000:
+        _NAMELESS.clear()
+    _NAMELESS[id(ps)] = (ps, encoded)
+    return encoded
 
 
 def intern_pod_set(ps: PodSetInfo) -> PodSetInfo:
@@ -515,7 +540,8 @@ def failed_attempt(d: WorkloadPending) -> bool:
     """Whether a QuotaReserved=False decision is a failed admission attempt of the scheduler (Kueue's
     ``requeueAndUpdate``, which also writes ``status.resourceRequests`` and records a Warning Event) rather than
     the workload controller's status sync or blockAdmission's wait: neither sets a requeue reason or a flavor
-    scan; the controller writes only its queue blockers and PendingEvaluation with its own message. Pod templates
+    scan; the controller writes only its queue blockers, PendingEvaluation with its own message and, for a workload
+    parked with an equivalent one that failed, that one's reason with its own message (:data:`BYPASSED`). Pod templates
     found not admissible are a failed attempt too (Misconfigured, no requeue reason, Kueue's "resources ..."
     message), even in the rare case where the controller, which checks the same (kueue_es.scheduler.admissibility),
     says so before the scheduler does."""
@@ -523,7 +549,7 @@ def failed_attempt(d: WorkloadPending) -> bool:
         return True
     if d.reason == "Misconfigured" and d.message.startswith(_NOT_ADMISSIBLE):
         return True
-    if d.reason in QUEUE_BLOCKERS or d.reason == ADMISSION_GATED:
+    if d.reason in QUEUE_BLOCKERS or d.reason == ADMISSION_GATED or d.message == BYPASSED:
         return False
     if d.message == PODS_READY_WAIT_MESSAGE and d.reason in (PODS_READY_WAIT_REASON, PODS_READY_WAIT_LEGACY_REASON):
         return False  # Kueue writes only the condition (no resourceRequests, no Event) and waits with the entry

@@ -220,8 +220,13 @@ def _queue(state: ClusterState, config: SchedulerConfig, wl: WorkloadInfo,
                                       f"(requeue count {wl.requeue_count})")
         else:
             rq = wl.condition("Requeued")
+            parked_for = q.no_fit_reason(wl.key)
             if rq is not None and rq.status == "False":
                 info.setdefault("detail", f"waiting to be requeued ({rq.reason}: {rq.message})")
+            elif parked_for:
+                info.setdefault("detail", f"parked with every workload of its scheduling shape after one of them "
+                                          f"failed ({parked_for}): tried again when quota is freed or a queue, "
+                                          "cohort or flavor changes")
             else:
                 info.setdefault("detail", "parked as inadmissible: tried again when quota is freed or a queue, "
                                           "cohort or flavor changes")

@@ -28,7 +28,11 @@
   AdmissionGatedBy gate, its ``kueue.x-k8s.io/admission-gated-by`` annotation: AdmissionGated "Admission is
   gated by: <value>", which the fold keeps out of its queue), and PendingEvaluation once that is gone — for a
   cleared admission gate, with Kueue's "AdmissionGatedBy cleared, waiting for quota reservation", written
-  before any other blocker as Kueue's controller does;
+  before any other blocker as Kueue's controller does — unless it is parked with an equivalent workload that
+  failed for want of room (SchedulingEquivalenceHashing), which it then shows: that workload's reason, with
+  Kueue's "Bypassed scheduling evaluation" message. Kueue's controller says so only of a workload whose
+  QuotaReserved reason is empty, PendingEvaluation, Pending, Deactivated or Suspended (not of one that has none
+  yet: that waits for UnadmittedWorkloadsExplicitStatus, off), and only with UnadmittedWorkloadsObservability on;
 * objectRetentionPolicies: a finished workload is deleted ``afterFinished`` after Finished turned True, the Job
   of one Kueue deactivated ``afterDeactivatedByKueue`` after Evicted turned True (RetentionExpired; the
   connector deletes).
@@ -64,6 +68,7 @@ from projections.workloads import (
     ADMISSION_GATED,
     ADMISSION_GATED_PREFIX,
     ADMITTED,
+    BYPASSED,
     FINISHED,
     PENDING,
     PENDING_EVALUATION,
@@ -73,6 +78,10 @@ from projections.workloads import (
 )
 
 REQUEUE_TRUE_REASONS = frozenset({"Preempted", "NodeFailures"})
+SHOWS_BYPASS = frozenset({"", "PendingEvaluation", "Pending", "Deactivated", "Suspended"})
+"""QuotaReserved reasons the workload controller replaces with an equivalent workload's failure: what it wrote
+itself for a workload waiting in its queue, or for one whose block is gone (Kueue's
+``shouldCheckEquivalenceHash``). Not the scheduler's own reasons, whose messages say more, nor Misconfigured."""
 MAX_EXECUTION_MESSAGE = "The workload is deactivated due to exceeding the maximum execution time"
 """Evicted and Requeued's message when the maximum execution time ran out: Kueue's deactivation message with
 its DeactivationTarget's ("exceeding the maximum execution time")."""
@@ -205,7 +214,9 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
             if runs_out is not None and now >= runs_out:
                 out.append(ev.WorkloadDeactivated(key=key, uid=wl.uid, reason=MAX_EXECUTION_EXCEEDED,
                                                   message=MAX_EXECUTION_MESSAGE, **base))
-    _pending_workloads(state, out, base, touched, gated_by=config.gate(gates.ADMISSION_GATED_BY))
+    bypass = config.gate(gates.SCHEDULING_EQUIVALENCE_HASHING) and config.gate(
+        gates.UNADMITTED_WORKLOADS_OBSERVABILITY)
+    _pending_workloads(state, out, base, touched, gated_by=config.gate(gates.ADMISSION_GATED_BY), bypass=bypass)
     if config.object_retention_policies is not None:
         for key in sorted(state.retained) if everything else _retention_due(state, config, now):
             wl = wls[key]
@@ -300,10 +311,11 @@ def queue_blocker(state: ClusterState, wl: WorkloadInfo, gated_by: bool) -> tupl
 
 
 def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
-                       touched: dict[str, None] | None, *, gated_by: bool) -> None:
-    """Requeue workloads whose Requeued=False cause is gone; keep the queue-blocker condition current. Looks at
-    the flagged workloads and those in blocked queues (only the ``touched`` ones, when given). ``gated_by``: the
-    AdmissionGatedBy gate."""
+                       touched: dict[str, None] | None, *, gated_by: bool, bypass: bool) -> None:
+    """Requeue workloads whose Requeued=False cause is gone; keep the queue-blocker condition current, and with
+    ``bypass`` the equivalent failure a parked workload waits on. Looks at the flagged workloads, those in
+    blocked queues and, with ``bypass``, those parked with a parked shape (only the ``touched`` ones, when
+    given). ``gated_by``: the AdmissionGatedBy gate."""
     blocked_lqs, inactive_cqs = _blocked_queues(state)
     wls = state.workloads
     if touched is None:
@@ -314,6 +326,8 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
             q = state.queues.get(cq)
             if q is not None:
                 keys.update(q.shapes)
+        if bypass:
+            keys.update(_parked_with_shape(state))
     else:
         blocked = set(blocked_lqs)
         inactive = [q.shapes for q in (state.queues.get(cq) for cq in inactive_cqs) if q is not None]
@@ -321,7 +335,8 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
         for key in touched:
             wl = wls.get(key)
             if wl is not None and (key in state.flagged or f"{wl.namespace}/{wl.queue_name}" in blocked
-                                   or any(key in shapes for shapes in inactive)):
+                                   or any(key in shapes for shapes in inactive)
+                                   or (bypass and _bypassed_for(state, wl) is not None)):
                 keys.add(key)
     for key in sorted(keys):
         wl = wls.get(key)
@@ -340,6 +355,9 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
                                           message=ADMISSION_GATE_CLEARED, **base))
             continue
         reason, message = queue_blocker(state, wl, gated_by)
+        parked_for = _bypassed_for(state, wl) if bypass and not reason else None
+        if parked_for:
+            reason, message = parked_for, BYPASSED
         if reason:
             if current is None or (current.status, current.reason, current.message) != ("False", reason, message):
                 out.append(ev.WorkloadPending(key=key, uid=wl.uid, reason=reason, message=message, **base))
@@ -347,6 +365,28 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
                                                                      or current.reason == ADMISSION_GATED):
             out.append(ev.WorkloadPending(key=key, uid=wl.uid, reason="PendingEvaluation", message=PENDING_EVALUATION,
                                           **base))
+
+
+def _bypassed_for(state: ClusterState, wl: WorkloadInfo) -> str | None:
+    """The reason an equivalent workload's failure got, when ``wl`` waits parked with that workload's shape and
+    shows a QuotaReserved reason the workload controller replaces with it (:data:`SHOWS_BYPASS`); else None."""
+    current = wl.condition("QuotaReserved")
+    if current is None or current.reason not in SHOWS_BYPASS or wl.phase != PENDING:
+        return None
+    q = state.queues.get(wl.cluster_queue)
+    return (q.no_fit_reason(wl.key) or None) if q is not None else None
+
+
+def _parked_with_shape(state: ClusterState) -> list[str]:
+    """Every workload parked with a parked shape that :func:`_bypassed_for` has a reason for."""
+    out = []
+    wls = state.workloads
+    for cq in sorted(state.parked_queues):
+        q = state.queues.get(cq)
+        if q is None or not q.parked_shapes:
+            continue
+        out.extend(key for key in q.inadmissible if _bypassed_for(state, wls[key]) is not None)
+    return out
 
 
 def _blocked_queues(state: ClusterState) -> tuple[list[str], list[str]]:

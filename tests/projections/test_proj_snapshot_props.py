@@ -36,6 +36,7 @@ def derived(state: ClusterState) -> dict[str, object]:
         "lq_members": {k: sorted(v) for k, v in state.lq_members.items() if v},
         "reserving": {k: sorted(v) for k, v in getattr(state, "reserving", {}).items() if v},
         "queues": {name: (q.ordered(), sorted(q.inadmissible)) for name, q in state.queues.items() if len(q)},
+        "shapes": {name: sorted(q.shapes.items()) for name, q in state.queues.items() if len(q)},
         "heads": {name: q.head() for name, q in state.queues.items() if len(q)},
         "awaiting_release": sorted(state.awaiting_release),
         "not_ready": sorted(state.not_ready),

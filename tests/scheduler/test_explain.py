@@ -370,3 +370,13 @@ def test_a_gated_workload_is_not_queued_and_says_why(tmp_path: Path) -> None:
     assert data is not None and data["kueue"]["reason"] == "AdmissionGated"
     assert data["queue"]["state"] == "notQueued" and data["queue"]["reason"] == "AdmissionGated"
     assert "example.com/quota-approver,example.com/budget" in data["queue"]["detail"]
+
+
+def test_a_workload_parked_with_its_shape_says_why() -> None:
+    """A workload parked, untried, with an equivalent one that failed is told apart from one parked on its own."""
+    spec, state = scenario_state("equivalence-bulk-park.yaml")
+    settle(state, DEFAULT, T0)
+    data = explain(state, DEFAULT, "team/twin", T0)
+    assert data is not None and data["queue"]["state"] == "parked"
+    assert data["queue"]["detail"].startswith(
+        "parked with every workload of its scheduling shape after one of them failed (WaitingForQuota)")

@@ -8,7 +8,8 @@ controller and of the ProvisioningRequest controller, with requests failing, exp
 away; TAS workloads on nodes that fail and recover, with pods that run and end, and nodes whose 30 s NotReady wait
 (TASReplaceNodeOnPodTermination off) runs out in time or has long run out; LocalQueues and
 ClusterQueues stopped, drained and deleted; checks and configs changing; time passing in steps from 1 ms to
-minutes; the scheduler's configuration switching between waitForPodsReady, retention and gate settings — after every
+minutes; workloads parked with an equivalent one that failed; the scheduler's configuration switching between
+waitForPodsReady, retention and gate settings (SchedulingEquivalenceHashing off among them) — after every
 step, the two give the same decisions, asking twice without applying gives them again, and the next deadline
 read off the projection's clocks is the one a scan of every workload finds.
 """
@@ -37,7 +38,7 @@ from kueue_es.scheduler.reconcile import next_deadline, pods_ready_deadline, rec
 from projections import snapshot
 from projections.cluster import ClusterState, max_execution_deadline
 from projections.node_ready import not_ready_wait_ends
-from projections.workloads import ADMITTED, RESERVED
+from projections.workloads import ADMITTED, BYPASSED, RESERVED
 
 T0 = 1_704_067_200_000
 KQ = "kueue.x-k8s.io/v1beta2"
@@ -58,6 +59,8 @@ CONFIGS = (
     _config({"objectRetentionPolicies": {"workloads": {"afterFinished": "4s", "afterDeactivatedByKueue": "3s"}}}),
     _config({"waitForPodsReady": {"timeout": "3s", "requeuingStrategy": {"backoffBaseSeconds": 1}},
              "objectRetentionPolicies": {"workloads": {"afterFinished": "0s"}}}),
+    _config({"featureGates": {"SchedulingEquivalenceHashing": False,
+                              "SchedulingEquivalenceHashingIgnorePodSetName": False}}),
     _config({"featureGates": {"TASReplaceNodeOnPodTermination": False}}),
 )
 
@@ -223,6 +226,8 @@ class Run:
         batch = got or run_cycle(state, config, now, cycle)
         for d in got:
             name = type(d).__name__
+            if getattr(d, "message", "") == BYPASSED:
+                name = "WorkloadPending/Bypassed"  # whatever reason the equivalent workload's failure got
             self.decided[f"{name}/{getattr(d, 'reason', '')}" if hasattr(d, "reason") else name] += 1
         if apply:
             self.append(*batch)
@@ -413,6 +418,7 @@ def test_the_random_logs_reach_every_rule() -> None:
         "ProvisioningRequestDeleted/Finished", "ProvisioningRequestDeleted/Evicted",
         "WorkloadPending/Suspended", "WorkloadPending/Misconfigured", "WorkloadPending/PendingEvaluation",
         "RetentionExpired", "WorkloadDeactivated/DeactivatedDueToMaximumExecutionTimeExceeded",
+        "WorkloadPending/Bypassed/WaitingForQuota",
     }
     assert wanted <= set(seen), sorted(wanted - set(seen))
 
