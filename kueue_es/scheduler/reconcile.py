@@ -38,7 +38,8 @@
   connector deletes).
 
 A pass does not look at every workload: a rule that found nothing to do for a workload finds nothing again
-until the workload changes, something the rule reads about it changes, or time reaches one of its clocks. The
+until the workload changes, something the rule reads about it changes, time reaches one of its clocks, or the
+configuration changes (the first pass under a new one looks at every workload). The
 projection keeps the workloads touched since the last pass (``ClusterState.touched``, or ``touched_all``) and
 indexes the clocks by time (requeue backoffs, waitForPodsReady, maximum execution times, retention; and the
 wait on nodes that are not Ready, whose end counts as a change of the node), so a pass
@@ -128,7 +129,7 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
     replaces_nodes = config.gate(gates.TAS_FAILED_NODE_REPLACEMENT)  # Kueue runs no node controller without it
     node_taints = config.gate(gates.TAS_REPLACE_NODE_ON_NODE_TAINTS)
     on_pod_termination = config.gate(gates.TAS_REPLACE_NODE_ON_POD_TERMINATION)
-    everything = full or state.touched_all or _node_wait_ended(state, now)
+    everything = full or state.touched_all or _node_wait_ended(state, now) or _new_configuration(state, config)
     touched = None if everything else state.touched
     for key in sorted(state.awaiting_release):
         wl = wls[key]
@@ -225,7 +226,18 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                 out.append(ev.RetentionExpired(key=key, uid=wl.uid, target=due[1], message=due[2], **base))
     if not full:
         state.looked_at({d.key for d in out}, everything)
+        state.derived[_JUDGED_UNDER] = config
     return out
+
+
+_JUDGED_UNDER = "reconcile-config"
+
+
+def _new_configuration(state: ClusterState, config: SchedulerConfig) -> bool:
+    """The last incremental pass ran under another configuration (or none ran since the state was built): what
+    it left untouched was judged by other rules — a node-failure gate, say — so this pass looks at everything."""
+    last = state.derived.get(_JUDGED_UNDER)
+    return last is not config and last != config
 
 
 def _node_wait_ended(state: ClusterState, now: int) -> bool:

@@ -61,6 +61,7 @@ CONFIGS = (
              "objectRetentionPolicies": {"workloads": {"afterFinished": "0s"}}}),
     _config({"featureGates": {"SchedulingEquivalenceHashing": False,
                               "SchedulingEquivalenceHashingIgnorePodSetName": False}}),
+    _config({"featureGates": {"TASReplaceNodeOnNodeTaints": False}}),
     _config({"featureGates": {"TASReplaceNodeOnPodTermination": False}}),
 )
 
@@ -470,4 +471,20 @@ def test_the_end_of_a_not_ready_nodes_wait_is_looked_at_again(fold_sees_the_time
     else:  # the log's time stays 1 ms short of the end
         assert reconcile(r.state, r.config, r.time + 1, r.state.last_cycle + 1, full=True)
         got = reconcile(r.state, r.config, r.time + 1, r.state.last_cycle + 1)
+    assert [(type(d).__name__, d.nodes) for d in got] == [("UnhealthyNodesChanged", [first])]
+
+
+def test_a_new_configuration_is_looked_at_with_every_workload() -> None:
+    """A running pod keeps a NotReady node healthy for its workload under TASReplaceNodeOnPodTermination; with that
+    gate turned off (the node's 30 s long over) the node has failed, though no event touched the workload: the
+    first pass under the new configuration looks at every workload."""
+    r = Run()
+    r.observe(workload("ns0", "w0", "u0", "lq-tas", 3, 2, True))
+    r.op("settle", 0, 0, 0)
+    first = sorted(assigned_nodes(r.state, r.state.workloads["ns0/w0"]))[0]
+    r.observe(pod("ns0", "w0-p0", "w0", first, "Running", False))
+    r.observe(node(first, "False", since=r.time - 60_000))
+    assert r.decide() == []
+    r.config = CONFIGS[-1]
+    got = reconcile(r.state, r.config, r.time, r.state.last_cycle + 1)
     assert [(type(d).__name__, d.nodes) for d in got] == [("UnhealthyNodesChanged", [first])]
