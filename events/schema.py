@@ -305,6 +305,10 @@ class UnhealthyNodesChanged(Decision, tag="UnhealthyNodesChanged"):
     and replaces the first in place; an empty list clears them)."""
 
     nodes: list[str] = []
+    kept: list[str] = []
+    """Nodes taken off the list with the placement kept on them (SkipReassignmentForPodOwnedWorkloads: a
+    workload owned by a single Pod is not moved off a failed node). Not part of the status: the node controller
+    lists such a node again only once it looks at that node anew (``projections.cluster``)."""
 
 
 class SecondPassFailed(Decision, tag="SecondPassFailed"):

@@ -35,7 +35,7 @@ from projections.clusterqueues import ClusterQueueInfo, selector_matches
 from projections.cohorts import CohortForest, build_forest
 from projections.deadlines import DueIndex
 from projections.metrics import METERED, NEEDS_BEFORE, MetricsFold
-from projections.node_ready import not_ready_wait_ends
+from projections.node_ready import not_ready_wait_ends, ready_condition
 from projections.pod_adjustment import LimitSummary, summarize
 from projections.pods_ready import waits_for_pods_ready
 from projections.pods_ready_condition import pods_ready_condition
@@ -62,6 +62,7 @@ from projections.workloads import (
     held_for_pods_ready,
     intern_scan,
     keeps_queued,
+    owned_by_single_pod,
     pod_set_info,
     pod_set_infos,
     pod_templates,
@@ -232,6 +233,9 @@ class ClusterState:
         self.max_execution_clock = DueIndex()
         """Admitted workloads (not evicted) with a ``maximumExecutionTimeSeconds``, by when it runs out:
         :func:`max_execution_deadline`."""
+        self.keeping: dict[str, None] = {}
+        """Workloads with :attr:`WorkloadInfo.kept_nodes` (derived; rebuilt on restore): what a node the node
+        controller looks at anew is taken out of."""
         self.node_waits = DueIndex()
         """Nodes not Ready whose wait (:mod:`projections.node_ready`) has not ended by the log's time, by when it
         ends: once the log's time reaches it, the node is taken out and every workload counts as touched, as when
@@ -761,6 +765,29 @@ class ClusterState:
         wl = self.workloads.get(e.key)
         if wl is not None and wl.reserving:
             wl.unhealthy_nodes = tuple(e.nodes)
+            if e.kept:
+                wl.kept_nodes = tuple(sorted({*wl.kept_nodes, *e.kept}))
+                self.keeping[wl.key] = None
+
+    def _look_at_node_anew(self, name: str) -> None:
+        """Kueue's node controller looks at node ``name`` again (its Ready status or taints changed, it came or
+        went): a workload whose placement was kept on it has it listed again if it still fails."""
+        for key in sorted(self.keeping):
+            wl = self.workloads.get(key)
+            if wl is not None and name in wl.kept_nodes:
+                wl.kept_nodes = tuple(n for n in wl.kept_nodes if n != name)
+                if not wl.kept_nodes:
+                    del self.keeping[key]
+
+    def _node_looked_at_anew(self, old: o.Node | None, new: o.Node) -> bool:
+        """The node changes Kueue's node controller is woken by: a node that appears, a Ready status that flips,
+        taints that change (under TASReplaceNodeOnNodeTaints)."""
+        if old is None:
+            return True
+        was, now = ready_condition(old), ready_condition(new)
+        if (was is not None and was.status == "True") != (now is not None and now.status == "True"):
+            return True
+        return old.spec.taints != new.spec.taints and self.gate(gates.TAS_REPLACE_NODE_ON_NODE_TAINTS)
 
     def _on_second_pass_failed(self, e: ev.SecondPassFailed) -> None:
         wl = self.workloads.get(e.key)
@@ -873,9 +900,12 @@ class ClusterState:
                     self.runtime_classes = {**self.runtime_classes, name: obj}
                     self._readjust(runtime_class=name)
             case o.Node():
-                if self.nodes.get(name) != obj:
+                old_node = self.nodes.get(name)
+                if old_node != obj:
                     self.tas.nodes_changed()
                     self.touched_all = True  # node failure rules: which workloads are on it is not indexed
+                    if self.keeping and self._node_looked_at_anew(old_node, obj):
+                        self._look_at_node_anew(name)
                 self.nodes[name] = obj
                 self.index_node_wait(name)
             case o.Pod():
@@ -941,6 +971,8 @@ class ClusterState:
             self.touched_all = True
             if kind == "Node":
                 self.index_node_wait(key)
+                if self.keeping:
+                    self._look_at_node_anew(key)
         elif kind == "Pod":
             self._touch_pod(gone)
             self.tas.pod_changed(key, None)
@@ -1070,6 +1102,7 @@ class ClusterState:
                 provreq_parameters=provreq_parameters(meta.annotations),
                 generation=meta.generation,
                 admission_gate=meta.annotations.get(ADMISSION_GATED_BY_ANNOTATION, ""),
+                pod_owned=bool(meta.owner_references) and owned_by_single_pod(meta),
             )
             self.pod_templates[key] = pod_templates(spec)
             self._take_observed_status(wl, w)
@@ -1083,6 +1116,8 @@ class ClusterState:
         if wl.labels != meta.labels:
             wl.labels = dict(meta.labels)
         wl.provreq_parameters = provreq_parameters(meta.annotations)
+        if meta.owner_references or wl.pod_owned:
+            wl.pod_owned = owned_by_single_pod(meta)
         gate = meta.annotations.get(ADMISSION_GATED_BY_ANNOTATION, "")
         regated = gate != wl.admission_gate
         if regated:
@@ -1343,6 +1378,9 @@ class ClusterState:
             self.tas.release(wl.key)
 
     def _release(self, wl: WorkloadInfo) -> None:
+        if wl.kept_nodes:  # its placement goes: nothing is kept on a failed node any more
+            wl.kept_nodes = ()
+            self.keeping.pop(wl.key, None)
         if wl.reserving:
             if wl.phase == ADMITTED:
                 self._afs_record(wl, -1)

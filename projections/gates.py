@@ -6,12 +6,14 @@ whose dependency is disabled. ``AllAlpha`` / ``AllBeta`` set every alpha / beta 
 names, stages and defaults below are Kueue's (``pkg/features/kube_features.go``, main after v0.19).
 
 Only the gates in :data:`MODELLED` change what kueue-es does, each read where its rule is (README lists what
-each one does). Seven of them the fold reads from the recorded document: ``ReclaimablePods``,
+each one does). Eight of them the fold reads from the recorded document: ``ReclaimablePods``,
 ``PrioritySortingWithinCohort`` (:mod:`projections.queue_order`), ``LocalQueueMetrics``
 (:mod:`projections.metrics`), ``TopologyAwareScheduling`` (:mod:`projections.clusterqueues`),
 ``AdmissionGatedBy`` (a gated workload is not queued: :mod:`projections.cluster`),
 ``SchedulingEquivalenceHashing`` and ``SchedulingEquivalenceHashingIgnorePodSetName`` (how queues park equivalent
-workloads together, :mod:`projections.queues`). Every other
+workloads together, :mod:`projections.queues`), ``TASReplaceNodeOnNodeTaints`` (whether a taint change makes the
+node controller look at a node anew, which lists again a failed node a pod-owned workload's placement was kept on
+under ``SkipReassignmentForPodOwnedWorkloads``: :mod:`projections.cluster`). Every other
 gate is known so that a user's existing configuration is accepted as Kueue accepts it; one set away from its
 default is named in a warning (:func:`ignored`).
 
@@ -53,6 +55,7 @@ TAS_HANDLE_OVERLAPPING_FLAVORS = "TASHandleOverlappingFlavors"
 ADMISSION_GATED_BY = "AdmissionGatedBy"
 SCHEDULING_EQUIVALENCE_HASHING = "SchedulingEquivalenceHashing"
 SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME = "SchedulingEquivalenceHashingIgnorePodSetName"
+SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS = "SkipReassignmentForPodOwnedWorkloads"
 
 GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
@@ -74,7 +77,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "ElasticJobsViaWorkloadSlicesWithTAS": (ALPHA, False),
     TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST: (BETA, True),
     TAS_REPLACE_NODE_ON_POD_TERMINATION: (BETA, True),
-    "SkipReassignmentForPodOwnedWorkloads": (BETA, True),
+    SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS: (BETA, True),
     "TASReplaceNodeDueToNotReadyOverFixedTime": (DEPRECATED, False),
     "ManagedJobsNamespaceSelectorAlwaysRespected": (GA, True),
     TAS_BALANCED_PLACEMENT: (ALPHA, False),
@@ -177,10 +180,11 @@ MODELLED = frozenset({
     FAIR_SHARING_PRIORITIZE_NON_BORROWING, FINISH_ORPHANED_WORKLOADS, FLAVOR_FUNGIBILITY,
     FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, PARTIAL_ADMISSION,
     "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY, "ReclaimablePods", SCHEDULING_EQUIVALENCE_HASHING,
-    SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME, TAS_BALANCED_PLACEMENT, TAS_FAILED_NODE_REPLACEMENT,
-    TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST, TAS_HANDLE_OVERLAPPING_FLAVORS, TAS_MULTI_LAYER_TOPOLOGY,
-    TAS_REPLACE_NODE_ON_NODE_TAINTS, TAS_REPLACE_NODE_ON_POD_TERMINATION, TOPOLOGY_AWARE_SCHEDULING,
-    UNADMITTED_WORKLOADS_OBSERVABILITY, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
+    SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME, SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS,
+    TAS_BALANCED_PLACEMENT, TAS_FAILED_NODE_REPLACEMENT, TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST,
+    TAS_HANDLE_OVERLAPPING_FLAVORS, TAS_MULTI_LAYER_TOPOLOGY, TAS_REPLACE_NODE_ON_NODE_TAINTS,
+    TAS_REPLACE_NODE_ON_POD_TERMINATION, TOPOLOGY_AWARE_SCHEDULING, UNADMITTED_WORKLOADS_OBSERVABILITY,
+    WORKLOAD_PRIORITY_CLASS_DEFAULTING,
 })
 """The gates whose both settings kueue-es models. Every other one is accepted, as Kueue accepts it, and kueue-es
 behaves as under its default (:func:`ignored`). Not TASReplaceNodeDueToNotReadyOverFixedTime (deprecated): with

@@ -1,9 +1,10 @@
 """The owner references of every Workload, folded from the log.
 
 Kueue's visibility API lists each pending workload with its ``ownerReferences`` (the Job it was made for). The
-cluster fold keeps no owners — nothing it decides reads them, and a pending workload's memory is budgeted — so
-whoever answers visibility queries from a log folds them here beside it (``kueue-es pending``); the Kubernetes
-connector answers from the Workload objects its mirror already holds.
+cluster fold keeps no owners — what it decides reads only whether a workload is owned by a single Pod
+(``WorkloadInfo.pod_owned``), and a pending workload's memory is budgeted — so whoever answers visibility queries
+from a log folds them here beside it (``kueue-es pending``); the Kubernetes connector answers from the Workload
+objects its mirror already holds.
 """
 
 from __future__ import annotations

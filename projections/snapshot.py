@@ -22,15 +22,17 @@ from projections.queue_order import order_of
 from projections.queues import ClusterQueueQueue
 from projections.workloads import WorkloadInfo, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 7
+SNAPSHOT_VERSION = 8
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
 ``LocalQueueMetrics`` gate), in ``metrics`` beside the others: the layout is version 4's. 6: each workload's
 admission gate (``WorkloadInfo.admission_gate``, its ``kueue.x-k8s.io/admission-gated-by`` annotation). 7: the
 reason each parked shape was parked for (``parked_reasons``), and shapes that leave pod-set names out under
-``SchedulingEquivalenceHashingIgnorePodSetName``."""
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7)
+``SchedulingEquivalenceHashingIgnorePodSetName``. 8: whether each workload is owned by a single Pod
+(``WorkloadInfo.pod_owned``) and the failed nodes its placement was kept on (``WorkloadInfo.kept_nodes``), for
+SkipReassignmentForPodOwnedWorkloads."""
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -39,7 +41,9 @@ the LocalQueue metrics: restored from one, they count from the snapshot's offset
 admission gates (their writers queued gated workloads): restored from one, a workload is taken as ungated until
 its next upsert shows its annotation. Versions up to 6 predate the parked shapes' reasons and named every pod set
 in a shape: restored from one, the shapes parked then are kept with no reason (the workload controller shows none
-for them) and, under the gate's default, match no workload until the next flush forgets them."""
+for them) and, under the gate's default, match no workload until the next flush forgets them. Versions up to 7
+predate single-Pod ownership: restored from one, a workload counts as not owned by a single Pod (its failed nodes
+are replaced, its evictions requeued as before) until its next upsert shows its owner."""
 
 Shape = tuple[int, bytes]
 
@@ -188,6 +192,8 @@ def restore(snap: Snapshot) -> ClusterState:
             state.reserving.setdefault(wl.cluster_queue, {})[wl.key] = None
         if wl.second_pass is not None:
             state.second_pass[wl.key] = wl.second_pass[1]
+        if wl.kept_nodes:
+            state.keeping[wl.key] = None
     for qs in snap.queues:
         q = ClusterQueueQueue(qs.cluster_queue, state.parked_queues)
         for sk in qs.active:

@@ -49,6 +49,9 @@ ADMISSION_GATED_PREFIX = "Admission is gated by: "
 ADMISSION_GATE_CLEARED = "AdmissionGatedBy cleared, waiting for quota reservation"
 """The workload controller's QuotaReserved=False reason and message prefix while a workload is gated, and its
 PendingEvaluation message once the gate is cleared."""
+IS_GROUP_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/is-group-workload"
+"""On the Workload of a pod group (``"true"``): pods of the group may be created into it, so it is not owned by
+one Pod for good even when it names only one."""
 
 
 class PodSetInfo(msgspec.Struct, frozen=True, gc=False, array_like=True):
@@ -138,6 +141,12 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     admission_gate: str = ""
     """Its ``kueue.x-k8s.io/admission-gated-by`` annotation (empty: none, or empty). Non-empty, and under the
     ``AdmissionGatedBy`` gate, the workload is not queued (Kueue's ``IsAdmissible``)."""
+    pod_owned: bool = False
+    """Owned by a single Pod and no pod group (:func:`owned_by_single_pod`): under
+    SkipReassignmentForPodOwnedWorkloads it is never placed anew while its pod may still run, nor requeued."""
+    kept_nodes: tuple[str, ...] = ()
+    """Failed nodes its placement was kept on (SkipReassignmentForPodOwnedWorkloads) and that the node controller
+    has not looked at since, sorted: it does not list them in ``unhealthyNodes`` again until it does."""
 
     @property
     def spec_sets(self) -> tuple[PodSetInfo, ...]:
@@ -185,6 +194,15 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
             for r, v in ps.requests:
                 total[r] = total.get(r, 0) + v * ps.count
         return total
+
+
+def owned_by_single_pod(meta: o.ObjectMeta) -> bool:
+    """The Workload's only owner is a ``v1`` Pod and it is not a pod group's: the Workload goes with that pod, so
+    no later pod can take a new placement of it (Kueue's ``OwnedBySinglePod``)."""
+    refs = meta.owner_references
+    if len(refs) != 1 or refs[0].kind != "Pod" or refs[0].api_version != "v1":
+        return False
+    return meta.annotations.get(IS_GROUP_WORKLOAD_ANNOTATION) != "true"
 
 
 PROVREQ_ANNOTATION_PREFIX = "provreq.kueue.x-k8s.io/"

@@ -8,7 +8,10 @@ pods: a node that is not Ready is left alone until it has been so for 30 s (:mod
 fails whatever runs on it, and an untolerated taint fails it at once (a taint tolerated for a while only still
 waits for the pods).
 The first failed node goes to ``status.unhealthyNodes`` and is replaced in place by a second pass; a second,
-different failure evicts the workload (NodeFailures); a node that recovers leaves the list.
+different failure evicts the workload (NodeFailures); a node that recovers leaves the list. Under
+SkipReassignmentForPodOwnedWorkloads the second pass keeps the placement of a workload owned by a single Pod and
+only clears the list; the controller lists such a kept node again once it looks at the node anew
+(``WorkloadInfo.kept_nodes``), not at every pass, as Kueue acts on node and pod events, not on Workload updates.
 """
 
 from __future__ import annotations
@@ -134,15 +137,16 @@ def _once_no_pod_progresses(state: ClusterState, wl: WorkloadInfo, node: str) ->
 
 
 def node_failure_decisions(state: ClusterState, wl: WorkloadInfo, base: dict, now: int, *, taints: bool = True,
-                           on_pod_termination: bool = True) -> list[ev.Decision]:
+                           on_pod_termination: bool = True, kept: tuple[str, ...] = ()) -> list[ev.Decision]:
     """What the node controller does for one admitted workload at ``now`` (nothing when all its nodes are
-    healthy); the gates as for :func:`verdict`."""
+    healthy); the gates as for :func:`verdict`. ``kept``: failed nodes the workload's placement was kept on, which
+    the controller has not looked at since (not listed again)."""
     nodes = assigned_nodes(state, wl)
     if not nodes:
         return []
     verdicts = {n: verdict(state, wl, n, nodes[n], now, taints=taints, on_pod_termination=on_pod_termination)
                 for n in sorted(nodes)}
-    failed = [n for n, v in verdicts.items() if v == FAILED]
+    failed = [n for n, v in verdicts.items() if v == FAILED and n not in kept]
     listed = list(wl.unhealthy_nodes)
     kept = [n for n in listed if verdicts.get(n) in (FAILED, WAITING)]
     new = [n for n in failed if n not in listed]

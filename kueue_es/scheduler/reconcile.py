@@ -1,6 +1,8 @@
 """What Kueue's workload controller does on its own, driven by time and facts in the log.
 
-* an evicted workload whose job has stopped gives its quota back and is requeued (Requeued condition);
+* an evicted workload whose job has stopped gives its quota back and is requeued (Requeued condition: True after
+  a preemption or node failures, otherwise False; always False, under SkipReassignmentForPodOwnedWorkloads, for a
+  workload owned by a single Pod: it goes with its pod, whose owner makes a new one);
 * a requeue backoff that has run out sets Requeued=True/BackoffFinished;
 * an admitted workload whose pods are not ready within waitForPodsReady's timeout is evicted with backoff;
 * admission checks: all listed checks Ready admits; a Retry check evicts (reason AdmissionCheck), first raising
@@ -129,14 +131,16 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
     replaces_nodes = config.gate(gates.TAS_FAILED_NODE_REPLACEMENT)  # Kueue runs no node controller without it
     node_taints = config.gate(gates.TAS_REPLACE_NODE_ON_NODE_TAINTS)
     on_pod_termination = config.gate(gates.TAS_REPLACE_NODE_ON_POD_TERMINATION)
+    skip_reassignment = config.gate(gates.SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS)
     everything = full or state.touched_all or _node_wait_ended(state, now) or _new_configuration(state, config)
     touched = None if everything else state.touched
     for key in sorted(state.awaiting_release):
         wl = wls[key]
         evicted = wl.condition("Evicted")
         reason = wl.evicted or "Evicted"
+        requeued = reason in REQUEUE_TRUE_REASONS and not (skip_reassignment and wl.pod_owned)
         out.append(ev.WorkloadRequeued(
-            key=key, uid=wl.uid, status=reason in REQUEUE_TRUE_REASONS, reason=reason,
+            key=key, uid=wl.uid, status=requeued, reason=reason,
             message=evicted.message if evicted is not None else "", release=True, **base))
     out.extend(provisioning.cleanup(state, base, touched,
                                     on_eviction=config.gate(gates.CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION)))
@@ -191,8 +195,9 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                     out.append(ev.WorkloadAdmitted(key=key, uid=wl.uid, message="The workload is admitted", **base))
                 continue
             if state.nodes and wl.phase == ADMITTED and replaces_nodes:
+                kept = wl.kept_nodes if skip_reassignment and wl.pod_owned else ()
                 failures = node_failure_decisions(state, wl, base, now, taints=node_taints,
-                                                  on_pod_termination=on_pod_termination)
+                                                  on_pod_termination=on_pod_termination, kept=kept)
                 if failures:
                     out.extend(failures)
                     continue

@@ -29,6 +29,7 @@ from kueue_es.scheduler.tas import (
 from kueue_es.scheduler.tasflavor import explicit, wants_tas
 from projections.clusterqueues import ClusterQueueInfo
 from projections.gates import (
+    SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS,
     TAS_BALANCED_PLACEMENT,
     TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST,
     TAS_HANDLE_OVERLAPPING_FLAVORS,
@@ -263,8 +264,10 @@ def second_pass_due(state, now: int, order: QueueOrder) -> list[WorkloadInfo]:
 
 def second_pass(ctx: CycleContext, wl: WorkloadInfo, base: dict) -> list[ev.Decision]:
     """One second-pass attempt: place delayed topology requests (then Admitted), or replace the first unhealthy
-    node in place. A failure keeps quota and conditions and is retried after a backoff — except a node that
-    cannot be replaced, which evicts the workload under TASFailedNodeReplacementFailFast (:func:`_no_replacement`)."""
+    node in place — or, for a workload owned by a single Pod under SkipReassignmentForPodOwnedWorkloads, keep
+    its placement (:func:`_keep`). A failure keeps quota and conditions and is retried after a backoff — except a
+    node that cannot be replaced, which evicts the workload under TASFailedNodeReplacementFailFast
+    (:func:`_no_replacement`)."""
     adm = wl.admission
     assert adm is not None
     state = ctx.state
@@ -276,6 +279,8 @@ def second_pass(ctx: CycleContext, wl: WorkloadInfo, base: dict) -> list[ev.Deci
         return [ev.SecondPassFailed(key=wl.key, uid=wl.uid, message=f"ClusterQueue {cq} is inactive", **base)]
     if wl.phase == RESERVED:
         return _place_delayed(ctx, wl, info, adm, base)
+    if wl.unhealthy_nodes and wl.pod_owned and ctx.config.gate(SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS):
+        return _keep(wl, base)
     if wl.unhealthy_nodes:
         return _replace(ctx, wl, info, adm, base)
     return []  # the fold keeps a workload due only while it needs a pass: nothing to do otherwise
@@ -344,6 +349,16 @@ def _replace(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, adm: o
     ctx.topology.charge(charged)
     out.append(ev.UnhealthyNodesChanged(key=wl.key, uid=wl.uid, nodes=list(wl.unhealthy_nodes[1:]), **base))
     return out
+
+
+def _keep(wl: WorkloadInfo, base: dict) -> list[ev.Decision]:
+    """The pod of a workload owned by a single Pod cannot move, and the workload ends with it: a new placement
+    would only tell the topology usage that its node is free while the pod still runs there. The placement stays
+    (nothing is charged anew) and the node leaves ``unhealthyNodes``, marked kept so that the node controller
+    does not list it again before it looks at that node anew."""
+    node = wl.unhealthy_nodes[0]
+    return [ev.UnhealthyNodesChanged(key=wl.key, uid=wl.uid, nodes=list(wl.unhealthy_nodes[1:]), kept=[node],
+                                     **base)]
 
 
 def _no_replacement(ctx: CycleContext, wl: WorkloadInfo, pod_set: str, message: str,

@@ -6,7 +6,9 @@ looks at every workload. Over random logs — workloads queued, admitted, evicte
 deleted, some with a maximum execution time that runs out, across admissions too; admission checks of another
 controller and of the ProvisioningRequest controller, with requests failing, expiring, provisioned and going
 away; TAS workloads on nodes that fail and recover, with pods that run and end, and nodes whose 30 s NotReady wait
-(TASReplaceNodeOnPodTermination off) runs out in time or has long run out; LocalQueues and
+(TASReplaceNodeOnPodTermination off) runs out in time or has long run out; workloads owned by a single Pod, whose
+placement is kept on a failed node and who are not requeued after a preemption (SkipReassignmentForPodOwnedWorkloads,
+switched off too); LocalQueues and
 ClusterQueues stopped, drained and deleted; checks and configs changing; time passing in steps from 1 ms to
 minutes; workloads parked with an equivalent one that failed; the scheduler's configuration switching between
 waitForPodsReady, retention and gate settings (SchedulingEquivalenceHashing off among them) — after every
@@ -62,6 +64,7 @@ CONFIGS = (
     _config({"featureGates": {"SchedulingEquivalenceHashing": False,
                               "SchedulingEquivalenceHashingIgnorePodSetName": False}}),
     _config({"featureGates": {"TASReplaceNodeOnNodeTaints": False}}),
+    _config({"featureGates": {"SkipReassignmentForPodOwnedWorkloads": False}}),
     _config({"featureGates": {"TASReplaceNodeOnPodTermination": False}}),
 )
 
@@ -115,7 +118,8 @@ def provisioning_config(limit: int) -> o.KObject:
 
 
 def workload(ns: str, name: str, uid: str, queue: str, cpu: int, count: int, active: bool,
-             max_seconds: int | None = None) -> o.KObject:
+             max_seconds: int | None = None, owner: str = "") -> o.KObject:
+    """``owner``: the kind of its one owner (a ``v1`` Pod or a ``batch/v1`` Job), or none."""
     pod_set: dict = {"name": "main", "count": count, "template": {"spec": {"containers": [
         {"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}]}}}
     if queue == "lq-tas":
@@ -123,9 +127,11 @@ def workload(ns: str, name: str, uid: str, queue: str, cpu: int, count: int, act
     spec: dict = {"queueName": queue, "active": active, "podSets": [pod_set]}
     if max_seconds is not None:
         spec["maximumExecutionTimeSeconds"] = max_seconds
-    return obj({"apiVersion": KQ, "kind": "Workload",
-                "metadata": {"name": name, "namespace": ns, "uid": uid, "creationTimestamp": format_time(T0)},
-                "spec": spec})
+    metadata: dict = {"name": name, "namespace": ns, "uid": uid, "creationTimestamp": format_time(T0)}
+    if owner:
+        metadata["ownerReferences"] = [{"apiVersion": "v1" if owner == "Pod" else "batch/v1", "kind": owner,
+                                        "name": name, "uid": f"owner-{uid}"}]
+    return obj({"apiVersion": KQ, "kind": "Workload", "metadata": metadata, "spec": spec})
 
 
 def pod(ns: str, name: str, wl: str, on: str, phase: str, deleting: bool) -> o.KObject:
@@ -225,6 +231,11 @@ class Run:
         assert next_deadline(state, config) == next_deadline_by_scan(state, config)
         assert state.backoff_due.at == state.backoff and state.second_pass_due.at == state.second_pass
         batch = got or run_cycle(state, config, now, cycle)
+        for d in batch:  # what SkipReassignmentForPodOwnedWorkloads changes, in a pass or a cycle's second pass
+            if isinstance(d, ev.UnhealthyNodesChanged) and d.kept:
+                self.decided["UnhealthyNodesChanged/kept"] += 1
+            elif isinstance(d, ev.WorkloadRequeued) and d.reason == "Preempted" and not d.status:
+                self.decided["WorkloadRequeued/Preempted/not requeued"] += 1
         for d in got:
             name = type(d).__name__
             if getattr(d, "message", "") == BYPASSED:
@@ -259,7 +270,8 @@ class Run:
                 queue = QUEUES[c % 3]
                 cpu = 3 if queue == "lq-tas" else 1 + a % 2  # a TAS pod per node: two nodes can fail under one
                 limit = (None, None, 1, 4, 30)[a // 2 % 5]  # seconds: a tick step runs out the short ones
-                self.observe(workload(ns, f"w{i}", uid, queue, cpu, 1 + c // 3 % 2, c % 7 != 0, limit))
+                owner = ("", "Pod", "Job")[(a + b) % 3]
+                self.observe(workload(ns, f"w{i}", uid, queue, cpu, 1 + c // 3 % 2, c % 7 != 0, limit, owner))
             case "delete_workload":
                 key = self.pick(a)
                 if key:
@@ -419,7 +431,8 @@ def test_the_random_logs_reach_every_rule() -> None:
         "ProvisioningRequestDeleted/Finished", "ProvisioningRequestDeleted/Evicted",
         "WorkloadPending/Suspended", "WorkloadPending/Misconfigured", "WorkloadPending/PendingEvaluation",
         "RetentionExpired", "WorkloadDeactivated/DeactivatedDueToMaximumExecutionTimeExceeded",
-        "WorkloadPending/Bypassed/WaitingForQuota",
+        "WorkloadPending/Bypassed/WaitingForQuota", "UnhealthyNodesChanged/kept",
+        "WorkloadRequeued/Preempted/not requeued",
     }
     assert wanted <= set(seen), sorted(wanted - set(seen))
 
