@@ -350,16 +350,14 @@ class ClusterState:
         return self.gate(gates.TOPOLOGY_AWARE_SCHEDULING)
 
     @property
-    def equivalence(self) -> tuple[bool, bool]:
-        """Kueue's ``SchedulingEquivalenceHashing`` gate in the configuration in force (a failure for want of room
-        parks the failing workload's equivalent ones with it), and whether the shapes that equivalence is judged on
-        name the pod sets (``SchedulingEquivalenceHashingIgnorePodSetName`` off)."""
-        return (self.gate(gates.SCHEDULING_EQUIVALENCE_HASHING),
-                not self.gate(gates.SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME))
+    def shapes_name_pod_sets(self) -> bool:
+        """Whether the shapes scheduling equivalence is judged on name the pod sets (Kueue's
+        ``SchedulingEquivalenceHashingIgnorePodSetName`` off, in the configuration in force)."""
+        return not self.gate(gates.SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME)
 
     def shape_of(self, wl: WorkloadInfo) -> tuple[int, bytes]:
         """``wl``'s scheduling-equivalence shape under the configuration in force."""
-        return wl.shape(self.equivalence[1])
+        return wl.shape(self.shapes_name_pod_sets)
 
     def _reshape(self) -> None:
         """Whether shapes name pod sets changed: every queued workload takes its shape anew, and the parked shapes,
@@ -576,13 +574,13 @@ class ClusterState:
         before = self._rules_in_force()
         tas_before = self.tas_enabled
         gated_before = self.admission_gated_by
-        names_before = self.equivalence[1]
+        names_before = self.shapes_name_pod_sets
         self.config, self.config_offset = e, self.offset
         if self.tas_enabled != tas_before:
             self._specs_changed()  # the compiled ClusterQueues say what TAS asks of them
         if self.admission_gated_by != gated_before:
             self._regate_all()
-        if self.equivalence[1] != names_before:
+        if self.shapes_name_pod_sets != names_before:
             self._reshape()
         after = self._rules_in_force()
         if after[1] != before[1]:
@@ -1447,7 +1445,8 @@ class ClusterState:
         if q is None or wl.key not in q.shapes:
             return
         if not keeps_queued(wl, e.parked, wl.scan, e.time):
-            bulk = e.requeue_reason in ("NoFit", "PreemptionNoCandidates") and self.equivalence[0]
+            bulk = e.requeue_reason in ("NoFit", "PreemptionNoCandidates") and self.gate(
+                gates.SCHEDULING_EQUIVALENCE_HASHING)  # a failing workload parks its equivalent ones too
             for key in q.park(wl.key, bulk=bulk, reason=e.reason or "PendingEvaluation"):
                 self.touched[key] = None  # the workload controller shows why they are parked
         elif e.requeue_reason in ("PendingPreemption", "PendingMigration"):
