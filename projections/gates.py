@@ -55,6 +55,7 @@ TAS_HANDLE_OVERLAPPING_FLAVORS = "TASHandleOverlappingFlavors"
 ADMISSION_GATED_BY = "AdmissionGatedBy"
 SCHEDULING_EQUIVALENCE_HASHING = "SchedulingEquivalenceHashing"
 SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME = "SchedulingEquivalenceHashingIgnorePodSetName"
+UNADMITTED_WORKLOADS_EXPLICIT_STATUS = "UnadmittedWorkloadsExplicitStatus"
 SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS = "SkipReassignmentForPodOwnedWorkloads"
 
 GATES: dict[str, tuple[str, bool]] = {
@@ -124,7 +125,7 @@ GATES: dict[str, tuple[str, bool]] = {
     TAS_HANDLE_OVERLAPPING_FLAVORS: (BETA, True),
     UNADMITTED_WORKLOADS_OBSERVABILITY: (BETA, True),
     "TASRecomputeAssignmentWithinSchedulingCycle": (BETA, True),
-    "UnadmittedWorkloadsExplicitStatus": (BETA, False),
+    UNADMITTED_WORKLOADS_EXPLICIT_STATUS: (BETA, False),
     "DeferRayServiceFinalizationForRedisCleanup": (BETA, True),
     "TASCacheNodeMatchResults": (BETA, True),
     "TASCachingRemainingResources": (BETA, True),
@@ -161,7 +162,7 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
     TAS_REPLACE_NODE_ON_NODE_TAINTS: ("TopologyAwareScheduling",),
     TAS_MULTI_LAYER_TOPOLOGY: ("TopologyAwareScheduling",),
     "TASRespectNodeAffinityPreferred": ("TopologyAwareScheduling",),
-    "UnadmittedWorkloadsExplicitStatus": (UNADMITTED_WORKLOADS_OBSERVABILITY,),
+    UNADMITTED_WORKLOADS_EXPLICIT_STATUS: (UNADMITTED_WORKLOADS_OBSERVABILITY,),
     TAS_HANDLE_OVERLAPPING_FLAVORS: ("TopologyAwareScheduling",),
     "TASProfileMixed": ("TopologyAwareScheduling",),
     "TASRecomputeAssignmentWithinSchedulingCycle": ("TopologyAwareScheduling",),
@@ -183,8 +184,8 @@ MODELLED = frozenset({
     SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME, SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS,
     TAS_BALANCED_PLACEMENT, TAS_FAILED_NODE_REPLACEMENT, TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST,
     TAS_HANDLE_OVERLAPPING_FLAVORS, TAS_MULTI_LAYER_TOPOLOGY, TAS_REPLACE_NODE_ON_NODE_TAINTS,
-    TAS_REPLACE_NODE_ON_POD_TERMINATION, TOPOLOGY_AWARE_SCHEDULING, UNADMITTED_WORKLOADS_OBSERVABILITY,
-    WORKLOAD_PRIORITY_CLASS_DEFAULTING,
+    TAS_REPLACE_NODE_ON_POD_TERMINATION, TOPOLOGY_AWARE_SCHEDULING, UNADMITTED_WORKLOADS_EXPLICIT_STATUS,
+    UNADMITTED_WORKLOADS_OBSERVABILITY, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
 })
 """The gates whose both settings kueue-es models. Every other one is accepted, as Kueue accepts it, and kueue-es
 behaves as under its default (:func:`ignored`). Not TASReplaceNodeDueToNotReadyOverFixedTime (deprecated): with

@@ -222,7 +222,8 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                                                   message=MAX_EXECUTION_MESSAGE, **base))
     bypass = config.gate(gates.SCHEDULING_EQUIVALENCE_HASHING) and config.gate(
         gates.UNADMITTED_WORKLOADS_OBSERVABILITY)
-    _pending_workloads(state, out, base, touched, gated_by=config.gate(gates.ADMISSION_GATED_BY), bypass=bypass)
+    _pending_workloads(state, out, base, touched, gated_by=config.gate(gates.ADMISSION_GATED_BY), bypass=bypass,
+                       explicit=config.gate(gates.UNADMITTED_WORKLOADS_EXPLICIT_STATUS))
     if config.object_retention_policies is not None:
         for key in sorted(state.retained) if everything else _retention_due(state, config, now):
             wl = wls[key]
@@ -328,11 +329,13 @@ def queue_blocker(state: ClusterState, wl: WorkloadInfo, gated_by: bool) -> tupl
 
 
 def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
-                       touched: dict[str, None] | None, *, gated_by: bool, bypass: bool) -> None:
+                       touched: dict[str, None] | None, *, gated_by: bool, bypass: bool, explicit: bool) -> None:
     """Requeue workloads whose Requeued=False cause is gone; keep the queue-blocker condition current, and with
     ``bypass`` the equivalent failure a parked workload waits on. Looks at the flagged workloads, those in
     blocked queues and, with ``bypass``, those parked with a parked shape (only the ``touched`` ones, when
-    given). ``gated_by``: the AdmissionGatedBy gate."""
+    given). ``gated_by``: the AdmissionGatedBy gate. ``explicit``: the UnadmittedWorkloadsExplicitStatus gate,
+    under which a pending workload that shows no QuotaReserved condition yet gets one (PendingEvaluation, or the
+    equivalent failure it is parked with), as Kueue's controller stamps it at the workload's first reconcile."""
     blocked_lqs, inactive_cqs = _blocked_queues(state)
     wls = state.workloads
     if touched is None:
@@ -344,7 +347,9 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
             if q is not None:
                 keys.update(q.shapes)
         if bypass:
-            keys.update(_parked_with_shape(state))
+            keys.update(_parked_with_shape(state, explicit))
+        if explicit:
+            keys.update(k for k, w in wls.items() if _unstamped(w))
     else:
         blocked = set(blocked_lqs)
         inactive = [q.shapes for q in (state.queues.get(cq) for cq in inactive_cqs) if q is not None]
@@ -353,7 +358,8 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
             wl = wls.get(key)
             if wl is not None and (key in state.flagged or f"{wl.namespace}/{wl.queue_name}" in blocked
                                    or any(key in shapes for shapes in inactive)
-                                   or (bypass and _bypassed_for(state, wl) is not None)):
+                                   or (bypass and _bypassed_for(state, wl, explicit) is not None)
+                                   or (explicit and _unstamped(wl))):
                 keys.add(key)
     for key in sorted(keys):
         wl = wls.get(key)
@@ -372,9 +378,11 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
                                           message=ADMISSION_GATE_CLEARED, **base))
             continue
         reason, message = queue_blocker(state, wl, gated_by)
-        parked_for = _bypassed_for(state, wl) if bypass and not reason else None
+        parked_for = _bypassed_for(state, wl, explicit) if bypass and not reason else None
         if parked_for:
             reason, message = parked_for, BYPASSED
+        elif not reason and explicit and current is None:
+            reason, message = "PendingEvaluation", PENDING_EVALUATION
         if reason:
             if current is None or (current.status, current.reason, current.message) != ("False", reason, message):
                 out.append(ev.WorkloadPending(key=key, uid=wl.uid, reason=reason, message=message, **base))
@@ -384,17 +392,23 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
                                           **base))
 
 
-def _bypassed_for(state: ClusterState, wl: WorkloadInfo) -> str | None:
+def _unstamped(wl: WorkloadInfo) -> bool:
+    """A pending workload showing no QuotaReserved condition yet: what UnadmittedWorkloadsExplicitStatus stamps."""
+    return wl.phase == PENDING and wl.condition("QuotaReserved") is None
+
+
+def _bypassed_for(state: ClusterState, wl: WorkloadInfo, explicit: bool) -> str | None:
     """The reason an equivalent workload's failure got, when ``wl`` waits parked with that workload's shape and
     shows a QuotaReserved reason the workload controller replaces with it (:data:`SHOWS_BYPASS`); else None."""
     current = wl.condition("QuotaReserved")
-    if current is None or current.reason not in SHOWS_BYPASS or wl.phase != PENDING:
+    if wl.phase != PENDING or (current is None and not explicit) or (
+            current is not None and current.reason not in SHOWS_BYPASS):
         return None
     q = state.queues.get(wl.cluster_queue)
     return (q.no_fit_reason(wl.key) or None) if q is not None else None
 
 
-def _parked_with_shape(state: ClusterState) -> list[str]:
+def _parked_with_shape(state: ClusterState, explicit: bool) -> list[str]:
     """Every workload parked with a parked shape that :func:`_bypassed_for` has a reason for."""
     out = []
     wls = state.workloads
@@ -402,7 +416,7 @@ def _parked_with_shape(state: ClusterState) -> list[str]:
         q = state.queues.get(cq)
         if q is None or not q.parked_shapes:
             continue
-        out.extend(key for key in q.inadmissible if _bypassed_for(state, wls[key]) is not None)
+        out.extend(key for key in q.inadmissible if _bypassed_for(state, wls[key], explicit) is not None)
     return out
 
 

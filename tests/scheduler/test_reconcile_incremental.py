@@ -63,6 +63,7 @@ CONFIGS = (
              "objectRetentionPolicies": {"workloads": {"afterFinished": "0s"}}}),
     _config({"featureGates": {"SchedulingEquivalenceHashing": False,
                               "SchedulingEquivalenceHashingIgnorePodSetName": False}}),
+    _config({"featureGates": {"UnadmittedWorkloadsExplicitStatus": True}}),
     _config({"featureGates": {"TASReplaceNodeOnNodeTaints": False}}),
     _config({"featureGates": {"SkipReassignmentForPodOwnedWorkloads": False}}),
     _config({"featureGates": {"TASReplaceNodeOnPodTermination": False}}),
