@@ -126,7 +126,8 @@ COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 JOB_CONTROLLER_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name",
                          "batch.kubernetes.io/job-name")
 DROPPED_FROM_TEMPLATE = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name")
-MAX_PREFIX = 252 - 5
+MAX_PREFIX, SHORT_PREFIX = 252 - 5, 62 - 5
+"""How much of ``job-<name>`` a Workload's name keeps (Kueue's ``ShortWorkloadNames`` gate: the short one)."""
 CLASS_MISSING = "class-missing"
 POD_CLASS_MISSING = "pod-class-missing"
 """The action marker of a Job reported for a missing WorkloadPriorityClass (not "create": once the class is
@@ -156,9 +157,10 @@ def max_execution_seconds(labels: dict[str, str]) -> int | None:
     return value if value <= _INT32_MAX else None
 
 
-def workload_name(job_name: str, job_uid: str) -> str:
-    """Kueue's name for the Workload of a batch/v1 Job."""
-    prefix = f"job-{job_name}"[:MAX_PREFIX]
+def workload_name(job_name: str, job_uid: str, short: bool = False) -> str:
+    """Kueue's name for the Workload of a batch/v1 Job; ``short``: its ``ShortWorkloadNames`` gate (alpha, off),
+    which keeps the name a valid label value."""
+    prefix = f"job-{job_name}"[:SHORT_PREFIX if short else MAX_PREFIX]
     digest = hashlib.sha1(f"Job\nbatch\n{job_name}\n{job_uid}".encode()).hexdigest()
     return f"{prefix}-{digest[:5]}"
 
@@ -260,7 +262,7 @@ class JobIntegration:
             return
         if not self._managed_namespace(job.metadata.namespace):
             return
-        name = workload_name(job.metadata.name, job.metadata.uid)
+        name = workload_name(job.metadata.name, job.metadata.uid, short=self.state.gate(gates.SHORT_WORKLOAD_NAMES))
         wl_key = f"{job.metadata.namespace}/{name}"
         wl = self.state.workloads.get(wl_key)
         obs = self.mirror.workloads.get(wl_key)

@@ -205,6 +205,32 @@ class _Cluster:
         return msgspec.json.encode(body)
 
 
+@pytest.mark.parametrize("short", [False, True])
+def test_short_workload_names_under_the_gate(short: bool) -> None:
+    """Kueue's ShortWorkloadNames (alpha, off): on, a long Job name is cut so that the Workload's name, with its
+    hash, is 63 characters, a valid label value; off, it may reach 253."""
+    async def scenario() -> str:
+        raw = _job()
+        raw["metadata"].update(name="j" * 100, resourceVersion="7")
+        job = msgspec.convert(raw, o.Job)
+        journal = LocalJournal(MemoryLog(), Mirror())
+        cluster = _Cluster(raw)
+        jobs = JobIntegration(cluster, journal)  # type: ignore[arg-type]
+        team = namespace("team-a")
+        config = ev.ConfigRecorded(time=1, writer="test", id="c", document={
+            "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+            "featureGates": {"ShortWorkloadNames": short}})
+        await journal.append([config, ev.ObjectUpserted(time=1, key=team.key, obj=team),
+                              ev.ObjectUpserted(time=1, key=job.key, uid=UID, obj=job)])
+        await jobs.reconcile(job.key)
+        (body,) = cluster.created
+        return body["metadata"]["name"]
+
+    name = asyncio.run(scenario())
+    assert name == workload_name("j" * 100, UID, short=short)
+    assert len(name) == (63 if short else 4 + 100 + 6) and name.startswith("job-jjj")
+
+
 async def _workload_once_class_later_exists(jobs: JobIntegration, journal: LocalJournal, mirror: Mirror,
                                             cluster: _Cluster, key: str, kind: type, group: str, value: int) -> None:
     """The Job waits for the class ``later`` of ``kind``: another class leaves it alone, ``later`` makes it dirty,
