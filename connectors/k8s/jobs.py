@@ -262,7 +262,7 @@ class JobIntegration:
             return
         if not self._managed_namespace(job.metadata.namespace):
             return
-        name = workload_name(job.metadata.name, job.metadata.uid, short=self.state.gate(gates.SHORT_WORKLOAD_NAMES))
+        name = self._workload_name(job)
         wl_key = f"{job.metadata.namespace}/{name}"
         wl = self.state.workloads.get(wl_key)
         obs = self.mirror.workloads.get(wl_key)
@@ -428,6 +428,16 @@ class JobIntegration:
         (its reconcile fails on the lookup and is retried), so neither does kueue-es."""
         self.stats.pod_class_missing += 1
         log.warning("PriorityClass not found: no workload created", job=job.key, priority_class=pc_name)
+
+    def _workload_name(self, job: o.Job) -> str:
+        """The name of the Job's Workload: as ``ShortWorkloadNames`` has it now, unless the Workload was created
+        under the other setting (Kueue finds a Job's Workload by its owner, whatever its name)."""
+        short = self.state.gate(gates.SHORT_WORKLOAD_NAMES)
+        name = workload_name(job.metadata.name, job.metadata.uid, short=short)
+        other = workload_name(job.metadata.name, job.metadata.uid, short=not short)
+        ns = job.metadata.namespace
+        return other if f"{ns}/{name}" not in self.mirror.workloads and f"{ns}/{other}" in self.mirror.workloads \
+            else name
 
     def _managed_namespace(self, namespace: str) -> bool:
         """Kueue manages a Job only in a namespace its ``managedJobsNamespaceSelector`` selects, and skips one in

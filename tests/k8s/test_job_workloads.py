@@ -231,6 +231,36 @@ def test_short_workload_names_under_the_gate(short: bool) -> None:
     assert len(name) == (63 if short else 4 + 100 + 6) and name.startswith("job-jjj")
 
 
+def test_a_workload_made_under_the_other_name_setting_is_still_the_jobs() -> None:
+    """Turning ShortWorkloadNames on after a Job got its (long-named) Workload does not give it a second one:
+    Kueue finds a Job's Workload by its owner."""
+    async def scenario() -> list[dict]:
+        raw = _job()
+        raw["metadata"].update(name="j" * 100, resourceVersion="7")
+        job = msgspec.convert(raw, o.Job)
+        journal = LocalJournal(MemoryLog(), Mirror())
+        cluster = _Cluster(raw)
+        jobs = JobIntegration(cluster, journal)  # type: ignore[arg-type]
+        team = namespace("team-a")
+        await journal.append([ev.ObjectUpserted(time=1, key=team.key, obj=team),
+                              ev.ObjectUpserted(time=1, key=job.key, uid=UID, obj=job)])
+        await jobs.reconcile(job.key)
+        (body,) = cluster.created
+        body["metadata"].update(uid="wl-uid", resourceVersion="1")
+        made = msgspec.convert(body, o.Workload)
+        short = ev.ConfigRecorded(time=2, writer="test", id="c", document={
+            "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+            "featureGates": {"ShortWorkloadNames": True}})
+        newer = msgspec.structs.replace(job, metadata=msgspec.structs.replace(job.metadata, resource_version="8"))
+        cluster.job = {**raw, "metadata": {**raw["metadata"], "resourceVersion": "8"}}
+        await journal.append([ev.ObjectUpserted(time=2, key=made.key, uid="wl-uid", obj=made), short,
+                              ev.ObjectUpserted(time=2, key=job.key, uid=UID, obj=newer)])  # not the same version
+        await jobs.reconcile(job.key)
+        return cluster.created
+
+    assert len(asyncio.run(scenario())) == 1
+
+
 async def _workload_once_class_later_exists(jobs: JobIntegration, journal: LocalJournal, mirror: Mirror,
                                             cluster: _Cluster, key: str, kind: type, group: str, value: int) -> None:
     """The Job waits for the class ``later`` of ``kind``: another class leaves it alone, ``later`` makes it dirty,
