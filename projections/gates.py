@@ -34,6 +34,7 @@ DISABLE_WAIT_FOR_PODS_READY = "DisableWaitForPodsReady"
 TOPOLOGY_AWARE_SCHEDULING = "TopologyAwareScheduling"
 TAS_BALANCED_PLACEMENT = "TASBalancedPlacement"
 TAS_MULTI_LAYER_TOPOLOGY = "TASMultiLayerTopology"
+TAS_PROFILE_MIXED = "TASProfileMixed"
 UNADMITTED_WORKLOADS_OBSERVABILITY = "UnadmittedWorkloadsObservability"
 QUOTA_CHECK_STRATEGY = "QuotaCheckStrategy"
 LOCAL_QUEUE_METRICS = "LocalQueueMetrics"
@@ -72,7 +73,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "MultiKueueBatchJobClearingTTLSecondsAfterFinishedOnWorkerCluster": (BETA, True),
     TOPOLOGY_AWARE_SCHEDULING: (BETA, True),
     LOCAL_QUEUE_METRICS: (BETA, True),
-    "TASProfileMixed": (BETA, True),
+    TAS_PROFILE_MIXED: (BETA, True),
     ADMISSION_FAIR_SHARING: (BETA, True),
     TAS_FAILED_NODE_REPLACEMENT: (BETA, True),
     "ElasticJobsViaWorkloadSlices": (BETA, True),
@@ -165,7 +166,7 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
     "TASRespectNodeAffinityPreferred": ("TopologyAwareScheduling",),
     UNADMITTED_WORKLOADS_EXPLICIT_STATUS: (UNADMITTED_WORKLOADS_OBSERVABILITY,),
     TAS_HANDLE_OVERLAPPING_FLAVORS: ("TopologyAwareScheduling",),
-    "TASProfileMixed": ("TopologyAwareScheduling",),
+    TAS_PROFILE_MIXED: ("TopologyAwareScheduling",),
     "TASRecomputeAssignmentWithinSchedulingCycle": ("TopologyAwareScheduling",),
     "ElasticJobsViaWorkloadSlicesWithTAS": ("ElasticJobsViaWorkloadSlices", "TopologyAwareScheduling"),
     "KueueDRAIntegrationExtendedResource": ("KueueDRAIntegration",),
@@ -185,8 +186,9 @@ MODELLED = frozenset({
     SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME, SHORT_WORKLOAD_NAMES,
     SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS, TAS_BALANCED_PLACEMENT, TAS_FAILED_NODE_REPLACEMENT,
     TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST, TAS_HANDLE_OVERLAPPING_FLAVORS, TAS_MULTI_LAYER_TOPOLOGY,
-    TAS_REPLACE_NODE_ON_NODE_TAINTS, TAS_REPLACE_NODE_ON_POD_TERMINATION, TOPOLOGY_AWARE_SCHEDULING,
-    UNADMITTED_WORKLOADS_EXPLICIT_STATUS, UNADMITTED_WORKLOADS_OBSERVABILITY, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
+    TAS_PROFILE_MIXED, TAS_REPLACE_NODE_ON_NODE_TAINTS, TAS_REPLACE_NODE_ON_POD_TERMINATION,
+    TOPOLOGY_AWARE_SCHEDULING, UNADMITTED_WORKLOADS_EXPLICIT_STATUS, UNADMITTED_WORKLOADS_OBSERVABILITY,
+    WORKLOAD_PRIORITY_CLASS_DEFAULTING,
 })
 """The gates whose both settings kueue-es models. Every other one is accepted, as Kueue accepts it, and kueue-es
 behaves as under its default (:func:`ignored`). Not TASReplaceNodeDueToNotReadyOverFixedTime (deprecated): with
@@ -199,7 +201,8 @@ def ignored(gates: Mapping[str, bool]) -> list[str]:
     """The gates ``gates`` turns away from their default although kueue-es models only the default, in name
     order: what a user should be told, since the setting changes nothing here. A gate turned off along with a
     modelled gate it depends on is not one of them: Kueue gives a gate no effect while a dependency is off, so
-    the dependency's setting already says it (TopologyAwareScheduling off needs TASProfileMixed off, say)."""
+    the dependency's setting already says it (TopologyAwareScheduling off needs
+    TASRecomputeAssignmentWithinSchedulingCycle off, say)."""
     return [name for name in sorted(GATES) if name not in MODELLED and enabled(gates, name) != GATES[name][1]
             and not _moot(gates, name)]
 

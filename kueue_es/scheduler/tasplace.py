@@ -34,6 +34,7 @@ from projections.gates import (
     TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST,
     TAS_HANDLE_OVERLAPPING_FLAVORS,
     TAS_MULTI_LAYER_TOPOLOGY,
+    TAS_PROFILE_MIXED,
 )
 from projections.queue_order import QueueOrder
 from projections.secondpass import delayed_pod_sets, pod_sets_on_node
@@ -73,7 +74,8 @@ def tas_options(config) -> TASOptions:
     if config is None:
         return TASOptions()
     return TASOptions(balanced=config.gate(TAS_BALANCED_PLACEMENT), multi_layer=config.gate(TAS_MULTI_LAYER_TOPOLOGY),
-                      overlapping_flavors=config.gate(TAS_HANDLE_OVERLAPPING_FLAVORS))
+                      overlapping_flavors=config.gate(TAS_HANDLE_OVERLAPPING_FLAVORS),
+                      profile_mixed=config.gate(TAS_PROFILE_MIXED))
 
 
 def _tas_flavor(info: ClusterQueueInfo, flavors: dict[str, str]) -> tuple[str | None, str]:

@@ -5,8 +5,8 @@ admitted workloads; they become events folded into a ClusterState, so the projec
 the pod sets are placed in order (later ones see the usage of earlier ones), or a node is replaced, and each
 pod set's domains (``want``: [values..., count]) or Kueue's failure message (``wantReason``) is checked.
 ``gates`` sets the feature gates placement reads (``TASBalancedPlacement``, ``TASMultiLayerTopology``,
-``TASHandleOverlappingFlavors``), as a Kueue Configuration's ``featureGates`` would; level names in
-``topologyRequest`` (also in its slice layers) may be the short aliases of ``fixtures.tasbuild``.
+``TASHandleOverlappingFlavors``, ``TASProfileMixed``), as a Kueue Configuration's ``featureGates`` would; level
+names in ``topologyRequest`` (also in its slice layers) may be the short aliases of ``fixtures.tasbuild``.
 """
 
 from __future__ import annotations

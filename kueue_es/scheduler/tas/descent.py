@@ -41,8 +41,9 @@ def trim(domains: Sequence[int], need: int, value: Sequence[int] | Mapping[int, 
 def descend(tree: TopologyTree, counts: Counts, fit_level: int, chosen: list[int], *, count: int, slice_size: int,
             slice_level: int, lfc: bool, inner: Mapping[int, int] | None = None,
             shares: Mapping[int, int] | None = None) -> dict[int, int]:
-    """Leaf index -> pods, for the domains ``chosen`` at ``fit_level``. ``inner``: level -> inner slice size;
-    ``shares``: the slices a balanced placement gave each chosen domain."""
+    """Leaf index -> pods, for the domains ``chosen`` at ``fit_level``. ``lfc``: the LeastFreeCapacity profile
+    (else BestFit); ``inner``: level -> inner slice size; ``shares``: the slices a balanced placement gave each
+    chosen domain."""
     bestfit = not lfc
     last = tree.depth - 1
     assigned: dict[int, int] = {}

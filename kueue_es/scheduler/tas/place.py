@@ -2,10 +2,12 @@
 
 The requested level is ``required``, else ``preferred``, else the highest level for a slice-only request, else
 the lowest for an unconstrained or implied one. Unconstrained, implied and slice-only requests use the
-LeastFreeCapacity profile (TASProfileMixed, on by default); the others BestFit. Slices and their inner layers
-are resolved by :mod:`.layers`; with TASBalancedPlacement a request that is neither required nor unconstrained
-is first tried by :mod:`.balanced`, falling back to the search below when that finds nothing. Pod-set groups
-(LeaderWorkerSet leader/workers) and preferred node affinity (alpha) are not modelled: no request has a leader.
+LeastFreeCapacity profile while TASProfileMixed is on (the default); the others, and every request with the gate
+off, BestFit. Being unconstrained matters beyond the profile, gate or not: such a request never climbs a level
+and is never balanced. Slices and their inner layers are resolved by :mod:`.layers`; with TASBalancedPlacement a
+request that is neither required nor unconstrained is first tried by :mod:`.balanced`, falling back to the search
+below when that finds nothing. Pod-set groups (LeaderWorkerSet leader/workers) and preferred node affinity
+(alpha) are not modelled: no request has a leader.
 """
 
 from __future__ import annotations
@@ -74,7 +76,8 @@ def place(snap: FlavorSnapshot, req: PodSetRequest, *, assumed: Mapping[str, Map
     if isinstance(size, str):
         return NoPlacement(size)
     required = topo is not None and topo.required is not None
-    lfc = is_unconstrained(topo, req.implied)
+    unconstrained = is_unconstrained(topo, req.implied)
+    lfc = unconstrained and options.profile_mixed
     key = level_key(levels, topo, req.implied)
     if key is None:
         return NoPlacement("topology level not specified")
@@ -102,7 +105,7 @@ def place(snap: FlavorSnapshot, req: PodSetRequest, *, assumed: Mapping[str, Map
                          within=within_at, slice_size=size, slice_level=slice_level, inner=inner)
     slices = req.count // size
 
-    if options.balanced and not required and not lfc:
+    if options.balanced and not required and not unconstrained:
         found = place_balanced(tree, counts, requested=requested, slice_level=slice_level, slices=slices,
                                slice_size=size, inner=inner)
         if found is not None:
@@ -121,7 +124,8 @@ def place(snap: FlavorSnapshot, req: PodSetRequest, *, assumed: Mapping[str, Map
                 else f"topology {name} allows to fit only {fit} out of {total} {unit}(s)")
         return head + suffix
 
-    found_level = find_fit_level(counts, requested, slices=slices, required=required, lfc=lfc, not_fit=not_fit,
+    found_level = find_fit_level(counts, requested, slices=slices, required=required, unconstrained=unconstrained,
+                                 lfc=lfc, not_fit=not_fit,
                                  no_domains=lambda lvl: f"no topology domains at level: {levels[lvl]}")
     if isinstance(found_level, str):
         return NoPlacement(found_level)

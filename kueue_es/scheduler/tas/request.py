@@ -43,12 +43,14 @@ class PodSetRequest(msgspec.Struct, frozen=True, kw_only=True):
 
 class TASOptions(msgspec.Struct, frozen=True, kw_only=True):
     """The feature gates placement reads (from the Configuration's ``featureGates``): TASBalancedPlacement
-    (alpha, off), TASMultiLayerTopology (beta, on) and TASHandleOverlappingFlavors (beta, on; also how the
-    cycle's snapshots share usage, :func:`projections.topology.tas_snapshots`)."""
+    (alpha, off), TASMultiLayerTopology (beta, on), TASHandleOverlappingFlavors (beta, on; also how the
+    cycle's snapshots share usage, :func:`projections.topology.tas_snapshots`) and TASProfileMixed (beta, on:
+    unconstrained requests use LeastFreeCapacity; off, every request uses BestFit)."""
 
     balanced: bool = False
     multi_layer: bool = True
     overlapping_flavors: bool = True
+    profile_mixed: bool = True
 
 
 DEFAULT_OPTIONS = TASOptions()

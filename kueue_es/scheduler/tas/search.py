@@ -5,7 +5,7 @@ descending for BestFit, ascending for LeastFreeCapacity; then pod count ascendin
 domain's index). BestFit takes the tightest domain that holds every slice; LeastFreeCapacity the first one that
 does in its order — both are the domain minimising (slices, pods, values) among those that hold the request, so
 one scan finds it without sorting. Otherwise a required request fails, a preferred one climbs a level, and at the
-top level (or for an unconstrained request) domains are taken greedily in order.
+top level (or for an unconstrained request, whichever profile it uses) domains are taken greedily in order.
 """
 
 from __future__ import annotations
@@ -65,9 +65,10 @@ NotFit = Callable[[int, int, int], str]
 """(slices that fit, slices requested, level searched) -> Kueue's not-fit message."""
 
 
-def find_fit_level(counts: Counts, level: int, *, slices: int, required: bool, lfc: bool,
+def find_fit_level(counts: Counts, level: int, *, slices: int, required: bool, unconstrained: bool, lfc: bool,
                    not_fit: NotFit, no_domains: Callable[[int], str]) -> tuple[int, list[int]] | str:
-    """(fit level, domains chosen there in order) or the failure message."""
+    """(fit level, domains chosen there in order) or the failure message. ``lfc``: the LeastFreeCapacity profile
+    (else BestFit); ``unconstrained`` keeps the search at ``level`` even when BestFit is the profile."""
     while True:
         sc, pc = counts.slices[level], counts.pods[level]
         n = len(sc)
@@ -82,7 +83,7 @@ def find_fit_level(counts: Counts, level: int, *, slices: int, required: bool, l
                 return not_fit(pc[last], slices, level)
             top = min(range(n), key=lambda i: (-sc[i], pc[i], i))
             return not_fit(sc[top], slices, level)
-        if level > 0 and not lfc:
+        if level > 0 and not unconstrained:
             level -= 1
             continue
         return _greedy(counts, level, slices, lfc, not_fit)
