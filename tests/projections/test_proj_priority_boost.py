@@ -23,6 +23,9 @@ from fixtures.eventgen import (
 from events import objects as o
 from events import priority_boost
 from events import schema as ev
+from events.errors import InvalidInput
+from events.manifests import validate_object
+from kueue_es.statefile import load_state
 from projections import snapshot
 from projections.cluster import ClusterState
 
@@ -149,3 +152,46 @@ def test_without_the_gate_a_changed_annotation_leaves_a_parked_workload_parked()
     f.park("w")
     f.apply(upsert(boosted("w", "9", rv="2"), T0))
     assert f.parked("w") and f.state.workloads["team/w"].boost_annotation == "9"
+
+
+def test_the_webhook_check_refuses_what_kueue_cannot_read_under_the_gate_only() -> None:
+    bad = boosted("w", "ten")
+    with pytest.raises(InvalidInput, match=r"Workload team/w: field `metadata.annotations\[kueue.x-k8s.io/"
+                                           r"priority-boost\]`: must be an integer between -2147483648 and "
+                                           r"2147483647, not 'ten'"):
+        validate_object(bad, "Workload team/w", priority_boost=True)
+    validate_object(bad, "Workload team/w")
+    validate_object(boosted("w", "-10"), "Workload team/w", priority_boost=True)
+
+
+STATE = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: team}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata:
+  name: w
+  namespace: team
+  annotations: {kueue.x-k8s.io/priority-boost: '99999999999'}
+spec:
+  queueName: lq
+  podSets:
+  - {name: main, count: 1, template: {spec: {containers: [{name: c}]}}}
+"""
+
+
+@pytest.mark.parametrize("gate", [True, False])
+def test_a_state_file_is_checked_under_the_gate_of_its_configuration(tmp_path, gate: bool) -> None:
+    path = tmp_path / "state.yaml"
+    path.write_text(STATE + f"""---
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+featureGates: {{PriorityBoost: {str(gate).lower()}}}
+""")
+    if gate:
+        with pytest.raises(InvalidInput, match=r"state.yaml: Workload team/w: field `metadata.annotations\["):
+            load_state(str(path))
+    else:
+        assert load_state(str(path)).state.workloads["team/w"].boost == 0
