@@ -17,6 +17,8 @@ from events import conversion
 from events import objects as o
 from events import tas_assignment as tas
 from events.errors import InvalidInput
+from events.priority_boost import ANNOTATION as PRIORITY_BOOST_ANNOTATION
+from events.priority_boost import error as priority_boost_error
 from events.quantity import QuantityError, parse_quantity
 from events.timefmt import parse_time
 
@@ -163,11 +165,14 @@ def _field_message(msg: str) -> str:
     return msg
 
 
-def validate_object(obj: o.KObject, where: str) -> None:
-    """The checks Kueue's webhooks make that matter before anything is stored."""
+def validate_object(obj: o.KObject, where: str, *, priority_boost: bool = False) -> None:
+    """The checks Kueue's webhooks make that matter before anything is stored. ``priority_boost``: Kueue's
+    ``PriorityBoost`` gate is on (:func:`check_priority_boost`)."""
     check_time(obj.metadata.creation_timestamp, where, "metadata.creationTimestamp")
     match obj:
         case o.Workload():
+            if priority_boost:
+                check_priority_boost(obj, where)
             for i, c in enumerate(obj.status.conditions):
                 check_time(c.last_transition_time, where, f"status.conditions[{i}].lastTransitionTime")
             if obj.status.requeue_state is not None:
@@ -242,6 +247,14 @@ def validate_object(obj: o.KObject, where: str) -> None:
             validate_provisioning_config(obj.spec, where)
         case _:
             pass
+
+
+def check_priority_boost(wl: o.Workload, where: str) -> None:
+    """Kueue's Workload webhook under the ``PriorityBoost`` gate: a ``kueue.x-k8s.io/priority-boost`` annotation
+    must be an int32 (:mod:`events.priority_boost`). Gate off, the annotation is not looked at."""
+    problem = priority_boost_error(wl.metadata.annotations.get(PRIORITY_BOOST_ANNOTATION, ""))
+    if problem is not None:
+        raise InvalidInput(f"{where}: {problem}")
 
 
 _LIMIT_LISTS = ("max", "min", "default", "default_request", "max_limit_request_ratio")

@@ -17,10 +17,11 @@ import msgspec
 from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
-from events.manifests import Manifest, load_file
+from events.manifests import Manifest, check_priority_boost, load_file
 from events.timefmt import parse_time
 from kueue_es.scheduler import config_record
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig, load_config
+from projections import gates
 from projections.cluster import ClusterState
 
 _FIRST = ("Namespace", "PriorityClass", "WorkloadPriorityClass", "LimitRange", "RuntimeClass", "ResourceFlavor",
@@ -62,6 +63,10 @@ def load_state(path: str, config_path: str | None = None, now: int | None = None
     if len(configs) > 1:
         raise InvalidInput(f"{configs[1][0]}: more than one Configuration given")
     config = load_config(configs[0][1], configs[0][0]) if configs else DEFAULT
+    if config.gate(gates.PRIORITY_BOOST):  # the Workload webhook's check under the gate, now the gate is known
+        for obj in manifest.objects:
+            if isinstance(obj, o.Workload):
+                check_priority_boost(obj, f"{path}: Workload {obj.key}")
     t = latest_time(manifest) if now is None else now
     rank = {k: i for i, k in enumerate(_FIRST)}
     objects = sorted(manifest.objects, key=lambda obj: rank.get(type(obj).__struct_config__.tag, len(rank)))

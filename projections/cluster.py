@@ -27,6 +27,8 @@ from events import objects as o
 from events import schema as ev
 from events.errors import InvalidRecord, UndecodableRecord
 from events.lazy import LazyObjectUpserted, LazyWorkload, UndecodablePart
+from events.priority_boost import ANNOTATION as PRIORITY_BOOST_ANNOTATION
+from events.priority_boost import boost_of
 from events.quantity import QuantityError
 from events.timefmt import format_time, parse_time
 from projections import gates
@@ -337,6 +339,12 @@ class ClusterState:
         return self.gate(gates.ADMISSION_GATED_BY)
 
     @property
+    def priority_boost(self) -> bool:
+        """Kueue's ``PriorityBoost`` gate in the configuration in force: a workload's
+        ``kueue.x-k8s.io/priority-boost`` annotation is added to its priority (:attr:`WorkloadInfo.boost`)."""
+        return self.gate(gates.PRIORITY_BOOST)
+
+    @property
     def local_queue_metrics(self) -> bool:
         """Kueue's ``LocalQueueMetrics`` gate in the configuration in force: the ``local_queue_*`` metrics are
         folded and exposed (:mod:`projections.metrics`)."""
@@ -574,12 +582,15 @@ class ClusterState:
         before = self._rules_in_force()
         tas_before = self.tas_enabled
         gated_before = self.admission_gated_by
+        boost_before = self.priority_boost
         names_before = self.shapes_name_pod_sets
         self.config, self.config_offset = e, self.offset
         if self.tas_enabled != tas_before:
             self._specs_changed()  # the compiled ClusterQueues say what TAS asks of them
         if self.admission_gated_by != gated_before:
             self._regate_all()
+        if self.priority_boost != boost_before:
+            self._reboost_all()
         if self.shapes_name_pod_sets != names_before:
             self._reshape()
         after = self._rules_in_force()
@@ -1089,6 +1100,12 @@ class ClusterState:
             priority, pclass = self._spec_priority(spec)
             rcs, rules = self.runtime_classes, self.request_rules
             pod_sets = tuple([pod_set_info(ps, limits, rcs, rules) for ps in spec.pod_sets])
+        annotations = meta.annotations
+        boost_annotation = annotations.get(PRIORITY_BOOST_ANNOTATION, "") if annotations else ""
+        boost = 0
+        if boost_annotation and self.priority_boost:
+            boost = boost_of(boost_annotation)
+            priority += boost
         if old is None:
             created = parse_time(meta.creation_timestamp) if meta.creation_timestamp else self.time
             wl = WorkloadInfo(
@@ -1101,6 +1118,7 @@ class ClusterState:
                 generation=meta.generation,
                 admission_gate=meta.annotations.get(ADMISSION_GATED_BY_ANNOTATION, ""),
                 pod_owned=bool(meta.owner_references) and owned_by_single_pod(meta),
+                boost=boost, boost_annotation=boost_annotation,
             )
             self.pod_templates[key] = pod_templates(spec)
             self._take_observed_status(wl, w)
@@ -1120,6 +1138,10 @@ class ClusterState:
         regated = gate != wl.admission_gate
         if regated:
             wl.admission_gate = gate
+        reboosted = False
+        if boost_annotation != wl.boost_annotation:
+            wl.boost_annotation = boost_annotation
+            reboosted = self.priority_boost  # Kueue requeues on a changed annotation only under the gate
         generation = meta.generation
         active = spec.active
         if not generation or wl.generation != generation:  # status-only upserts keep the generation
@@ -1133,7 +1155,7 @@ class ClusterState:
         wl.max_execution_seconds = spec.maximum_execution_time_seconds
         new_sets = wl.spec_sets != pod_sets
         changed = (new_sets or wl.priority != priority or wl.active != active
-                   or wl.queue_name != spec.queue_name or regated)
+                   or wl.queue_name != spec.queue_name or regated or reboosted)
         if not changed:
             return
         if wl.queue_name != spec.queue_name:
@@ -1150,7 +1172,7 @@ class ClusterState:
                 if (wl.admission is not None and self._rescale_usage(wl) and wl.phase == ADMITTED
                         and wl.cluster_queue):
                     self._flush_tree(wl.cluster_queue)  # it holds less: parked workloads may fit now
-        wl.priority, wl.priority_class = priority, pclass
+        wl.priority, wl.priority_class, wl.boost = priority, pclass, boost
         wl.active, wl.queue_name = active, spec.queue_name
         if wl.phase == PENDING:
             self._dequeue(wl)
@@ -1249,16 +1271,32 @@ class ClusterState:
             if wl.priority_class != name:
                 continue
             value = (self.workload_priority_classes.get(name) if group == WPC_GROUP else self.priority_classes.get(name))
-            if value is None or value.value == wl.priority:
+            if value is None or value.value == wl.base_priority:
                 continue
-            wl.priority = value.value
-            wl.scan = None  # the scheduling shape includes the priority
-            self.touched[key] = None
-            if wl.phase == PENDING:
-                self._dequeue(wl)
-                self._enqueue(wl)
-            elif wl.reserving and wl.cluster_queue:
+            wl.priority = value.value + wl.boost
+            self._priority_changed(wl)
+            if wl.reserving and wl.cluster_queue:
                 self._flush_tree(wl.cluster_queue)
+
+    def _reboost_all(self) -> None:
+        """The configuration turned ``PriorityBoost`` on or off: every workload whose annotation gives a boost
+        takes it, or drops it (a restarted Kueue reads every workload's effective priority anew)."""
+        on = self.priority_boost
+        for key in sorted(self.workloads):
+            wl = self.workloads[key]
+            boost = boost_of(wl.boost_annotation) if on and wl.boost_annotation else 0
+            if boost != wl.boost:
+                wl.priority += boost - wl.boost
+                wl.boost = boost
+                self._priority_changed(wl)
+
+    def _priority_changed(self, wl: WorkloadInfo) -> None:
+        """``wl``'s effective priority changed: a pending workload takes its new place (and shape) in its queue."""
+        wl.scan = None  # the scheduling shape includes the priority
+        self.touched[wl.key] = None
+        if wl.phase == PENDING:
+            self._dequeue(wl)
+            self._enqueue(wl)
 
     # --- queueing -------------------------------------------------------------------------------------------
 

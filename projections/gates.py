@@ -6,14 +6,15 @@ whose dependency is disabled. ``AllAlpha`` / ``AllBeta`` set every alpha / beta 
 names, stages and defaults below are Kueue's (``pkg/features/kube_features.go``, main after v0.19).
 
 Only the gates in :data:`MODELLED` change what kueue-es does, each read where its rule is (README lists what
-each one does). Eight of them the fold reads from the recorded document: ``ReclaimablePods``,
+each one does). Nine of them the fold reads from the recorded document: ``ReclaimablePods``,
 ``PrioritySortingWithinCohort`` (:mod:`projections.queue_order`), ``LocalQueueMetrics``
 (:mod:`projections.metrics`), ``TopologyAwareScheduling`` (:mod:`projections.clusterqueues`),
 ``AdmissionGatedBy`` (a gated workload is not queued: :mod:`projections.cluster`),
 ``SchedulingEquivalenceHashing`` and ``SchedulingEquivalenceHashingIgnorePodSetName`` (how queues park equivalent
 workloads together, :mod:`projections.queues`), ``TASReplaceNodeOnNodeTaints`` (whether a taint change makes the
 node controller look at a node anew, which lists again a failed node a pod-owned workload's placement was kept on
-under ``SkipReassignmentForPodOwnedWorkloads``: :mod:`projections.cluster`). Every other
+under ``SkipReassignmentForPodOwnedWorkloads``: :mod:`projections.cluster`), ``PriorityBoost`` (a workload's
+``kueue.x-k8s.io/priority-boost`` annotation is added to its priority: :mod:`projections.cluster`). Every other
 gate is known so that a user's existing configuration is accepted as Kueue accepts it; one set away from its
 default is named in a warning (:func:`ignored`).
 
@@ -59,6 +60,7 @@ SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME = "SchedulingEquivalenceHashi
 UNADMITTED_WORKLOADS_EXPLICIT_STATUS = "UnadmittedWorkloadsExplicitStatus"
 SHORT_WORKLOAD_NAMES = "ShortWorkloadNames"
 SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS = "SkipReassignmentForPodOwnedWorkloads"
+PRIORITY_BOOST = "PriorityBoost"
 
 GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
@@ -107,7 +109,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "CustomMetricLabels": (ALPHA, False),
     "SparkApplicationIntegration": (ALPHA, False),
     "MultiKueueOrchestratedPreemption": (ALPHA, False),
-    "PriorityBoost": (ALPHA, False),
+    PRIORITY_BOOST: (ALPHA, False),
     ADMISSION_GATED_BY: (BETA, True),
     SHORT_WORKLOAD_NAMES: (ALPHA, False),
     "FastQuotaReleaseInPodIntegration": (ALPHA, False),
@@ -181,7 +183,7 @@ MODELLED = frozenset({
     ADMISSION_FAIR_SHARING, ADMISSION_GATED_BY, ASSIGN_QUEUE_LABELS_FOR_PODS,
     CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION, DISABLE_WAIT_FOR_PODS_READY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL,
     FAIR_SHARING_PRIORITIZE_NON_BORROWING, FINISH_ORPHANED_WORKLOADS, FLAVOR_FUNGIBILITY,
-    FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, PARTIAL_ADMISSION,
+    FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, PARTIAL_ADMISSION, PRIORITY_BOOST,
     "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY, "ReclaimablePods", SCHEDULING_EQUIVALENCE_HASHING,
     SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME, SHORT_WORKLOAD_NAMES,
     SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS, TAS_BALANCED_PLACEMENT, TAS_FAILED_NODE_REPLACEMENT,

@@ -147,6 +147,18 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     kept_nodes: tuple[str, ...] = ()
     """Failed nodes its placement was kept on (SkipReassignmentForPodOwnedWorkloads) and that the node controller
     has not looked at since, sorted: it does not list them in ``unhealthyNodes`` again until it does."""
+    boost: int = 0
+    """The part of :attr:`priority` its ``kueue.x-k8s.io/priority-boost`` annotation adds under Kueue's
+    ``PriorityBoost`` gate (0: gate off, no annotation, or one Kueue cannot read): :attr:`priority` is the
+    effective priority every rule compares, ``priority - boost`` the base one (``spec.priority`` or its class's)."""
+    boost_annotation: str = ""
+    """That annotation as written (empty: none), kept whatever the gate: a change of it takes a parked workload
+    back to its queue's heap under the gate, and a configuration turning the gate on reads it."""
+
+    @property
+    def base_priority(self) -> int:
+        """The priority without the boost: what Kueue's visibility API and Events show as the base."""
+        return self.priority - self.boost
 
     @property
     def spec_sets(self) -> tuple[PodSetInfo, ...]:

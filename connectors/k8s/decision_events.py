@@ -169,6 +169,10 @@ class Before(NamedTuple):
     """WorkloadAdmitted: decided in the scheduling cycle that reserved or placed the workload."""
     max_execution_seconds: int = 0
     """WorkloadDeactivated: the workload's ``maximumExecutionTimeSeconds`` (0: none)."""
+    boost: int = 0
+    other_boost: int = 0
+    """The part of ``priority`` / ``other_priority`` (effective priorities) a ``kueue.x-k8s.io/priority-boost``
+    annotation adds under the ``PriorityBoost`` gate."""
 
 
 def before(d: ev.Decision, wl: WorkloadInfo | None, *, preemptor: WorkloadInfo | None = None,
@@ -178,7 +182,7 @@ def before(d: ev.Decision, wl: WorkloadInfo | None, *, preemptor: WorkloadInfo |
     ``WorkloadPreempted``; ``job``: the Job a ``RetentionExpired`` of target ``Job`` deletes."""
     if wl is None or type(d) not in _EVENTFUL:
         return None
-    since, check, other, other_priority = 0, "", None, 0
+    since, check, other, other_priority, other_boost = 0, "", None, 0, 0
     match d:
         case ev.QuotaReserved():
             if wl.reserving:
@@ -201,7 +205,7 @@ def before(d: ev.Decision, wl: WorkloadInfo | None, *, preemptor: WorkloadInfo |
             check = state.state
         case ev.WorkloadPreempted():
             if preemptor is not None:
-                other, other_priority = _workload(preemptor), preemptor.priority
+                other, other_priority, other_boost = _workload(preemptor), preemptor.priority, preemptor.boost
         case ev.RetentionExpired():
             if d.target == "Job":
                 if job is None:
@@ -209,7 +213,7 @@ def before(d: ev.Decision, wl: WorkloadInfo | None, *, preemptor: WorkloadInfo |
                 other = job
     cq = wl.admission.cluster_queue if wl.admission is not None else wl.cluster_queue
     return Before(_workload(wl), wl.priority, cq, since, check, other, other_priority, by_scheduler,
-                  wl.max_execution_seconds or 0)
+                  wl.max_execution_seconds or 0, wl.boost, other_boost)
 
 
 def _gate_changes(d: ev.WorkloadPending, wl: WorkloadInfo) -> bool:
@@ -222,10 +226,15 @@ def _gate_changes(d: ev.WorkloadPending, wl: WorkloadInfo) -> bool:
     return d.reason == "PendingEvaluation" and d.message == ADMISSION_GATE_CLEARED
 
 
-def _priorities(preemptor: int, preemptee: int) -> str:
-    # kueue-es has no priority boost (Kueue's PriorityBoost gate, off by default): effective = base, boost 0
-    return (f"preemptor effective priority: {preemptor} (base: {preemptor}, boost: 0); "
-            f"preemptee effective priority: {preemptee} (base: {preemptee}, boost: 0)")
+def _priorities(b: Before) -> str:
+    """The preemptor's and the preemptee's effective priorities, each with its base and its boost (0 unless a
+    ``kueue.x-k8s.io/priority-boost`` annotation gives one under the ``PriorityBoost`` gate)."""
+    return (f"preemptor effective priority: {_priority(b.other_priority, b.other_boost)}; "
+            f"preemptee effective priority: {_priority(b.priority, b.boost)}")
+
+
+def _priority(effective: int, boost: int) -> str:
+    return f"{effective} (base: {effective - boost}, boost: {boost})"
 
 
 def _eviction_component(reason: str, message: str) -> str:
@@ -264,7 +273,7 @@ def kueue_events(d: ev.Decision, b: Before | None) -> tuple[KubeEvent, ...]:
             evicted = make_event(me, NORMAL, "EvictedDueToPreempted", d.message, ADMISSION)
             if b.other is None:
                 return (evicted,)
-            prios = _priorities(b.other_priority, b.priority)
+            prios = _priorities(b)
             return (evicted,
                     make_event(me, NORMAL, "Preempted", f"{d.message}; {prios}", ADMISSION),
                     make_event(b.other, NORMAL, "PreemptedWorkload", f"Preempted workload {me.namespace}/{me.name} "

@@ -268,7 +268,7 @@ class Watcher:
             self._skip(r, _name_of(raw), f"cannot decode: {exc}")
             return None
         try:
-            validate_object(obj, f"{r.kind} {obj.key}")
+            validate_object(obj, f"{r.kind} {obj.key}", priority_boost=self.mirror.state.priority_boost)
         except InvalidInput as exc:
             self._skip(r, obj.key, str(exc))
             return None

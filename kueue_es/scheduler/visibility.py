@@ -8,7 +8,7 @@ none in flight when asked), in the queue's own order —
 1. with Admission Fair Sharing on for the ClusterQueue, lower LocalQueue usage first (each LocalQueue's usage
    taken once per query, at the state's time);
 2. the sticky preemptor (BestEffortFIFO's workload waiting for its preemptions);
-3. higher priority; 4. earlier queue-order time; 5. UID.
+3. higher (effective) priority; 4. earlier queue-order time; 5. UID.
 
 Positions are Kueue's, including its quirks: on the ClusterQueue endpoint ``positionInClusterQueue`` is the
 index in that order and ``positionInLocalQueue`` counts the earlier entries with the same LocalQueue *name*
@@ -23,8 +23,9 @@ bisection — a page deep in a 100,000-workload queue costs about what the first
 the page is computed on the service's event loop. With it, the whole order is sorted by usage (memoised on the
 state until its next record). :func:`straightforward` is the definition both must agree with.
 
-The item's ``priority`` is the workload's own (``spec.priority``); kueue-es has no priority boost, so it is also
-the priority the queue is ordered by.
+The item's ``priority`` is the workload's base priority (``spec.priority``, as its class sets it), as Kueue shows
+it: the boost its ``kueue.x-k8s.io/priority-boost`` annotation adds under the ``PriorityBoost`` gate is left out,
+although the queue is ordered by the sum.
 """
 
 from __future__ import annotations
@@ -110,8 +111,9 @@ def _order(state: ClusterState, config: SchedulerConfig, cq: str) -> list[str]:
 
 def _item(state: ClusterState, key: str, in_cq: int, in_lq: int) -> PendingWorkload:
     wl = state.workloads[key]
-    return PendingWorkload(key=key, name=wl.name, namespace=wl.namespace, created=wl.created, priority=wl.priority,
-                           local_queue=wl.queue_name, position_in_cluster_queue=in_cq, position_in_local_queue=in_lq)
+    return PendingWorkload(key=key, name=wl.name, namespace=wl.namespace, created=wl.created,
+                           priority=wl.base_priority, local_queue=wl.queue_name, position_in_cluster_queue=in_cq,
+                           position_in_local_queue=in_lq)
 
 
 def in_cluster_queue(state: ClusterState, config: SchedulerConfig, cq: str, *, limit: int | None = None,

@@ -76,6 +76,11 @@ PREEMPTOR = wl("foo", priority=3)
 PREEMPTION = ("Preempted to accommodate a workload (UID: wl-foo, JobUID: job-foo) due to prioritization in the "
               "ClusterQueue; preemptor path: /tas-main; preemptee path: /tas-main")
 PRIOS = "preemptor effective priority: 3 (base: 3, boost: 0); preemptee effective priority: 1 (base: 1, boost: 0)"
+BOOSTED_VICTIM = msgspec.structs.replace(VICTIM, priority=1 - 5, boost=-5, boost_annotation="-5")
+"""Under PriorityBoost, ``priority`` is the effective priority: base 1 plus the annotation's -5."""
+BOOSTED_PREEMPTOR = msgspec.structs.replace(PREEMPTOR, priority=3 + 20, boost=20, boost_annotation="20")
+BOOSTED_PRIOS = ("preemptor effective priority: 23 (base: 3, boost: 20); "
+                 "preemptee effective priority: -4 (base: 1, boost: -5)")
 REQUEST = o.ProvisioningRequest(metadata=o.ObjectMeta(name="foo-prov-1", namespace="default"))
 JOB = Involved("batch/v1", "Job", "default", "job", "job-uid")
 
@@ -174,6 +179,15 @@ CASES: list[tuple[str, ev.Decision, WorkloadInfo, dict[str, Any], list[tuple]]] 
       (on(PREEMPTOR), "Normal", "PreemptedWorkload", "PreemptedWorkload",
        "Preempted workload default/low-priority-admitted (UID: low-priority-admitted-uid) in ClusterQueue "
        f"tas-main; {PRIOS}", ADMISSION)]),
+    ("preempted, both priorities boosted (PriorityBoost): effective, base and boost of each",
+     ev.WorkloadPreempted(time=T0, key="default/low-priority-admitted", reason="InClusterQueue",
+                          message=PREEMPTION, preemptor="default/foo", **BASE),
+     BOOSTED_VICTIM, {"preemptor": BOOSTED_PREEMPTOR},
+     [(on(VICTIM), "Normal", "EvictedDueToPreempted", "EvictedDueToPreempted", PREEMPTION, ADMISSION),
+      (on(VICTIM), "Normal", "Preempted", "Preempted", f"{PREEMPTION}; {BOOSTED_PRIOS}", ADMISSION),
+      (on(PREEMPTOR), "Normal", "PreemptedWorkload", "PreemptedWorkload",
+       "Preempted workload default/low-priority-admitted (UID: low-priority-admitted-uid) in ClusterQueue "
+       f"tas-main; {BOOSTED_PRIOS}", ADMISSION)]),
     ("evicted after the PodsReady timeout",
      ev.WorkloadEvicted(time=T0, key="default/foo", reason="PodsReadyTimeout",
                         message="Exceeded the PodsReady timeout default/foo", **BASE),
@@ -356,3 +370,28 @@ def test_ledger_holds_events_until_the_decision_is_carried_out() -> None:
     ledger.dirty.clear()
     _fold(mirror, off, ev.DecisionApplied(time=T0 + 70_000, key="default/a", decision=later))
     assert list(ledger.ready) == [later] and ledger.dirty == {later}
+
+
+def test_preemption_events_show_the_boosts_the_fold_took_from_the_annotations() -> None:
+    """Under PriorityBoost the fold reads each workload's ``kueue.x-k8s.io/priority-boost`` annotation; the victim's
+    Preempted Event and the preemptor's PreemptedWorkload show each effective priority with its base and boost."""
+    def boosted(name: str, priority: int, boost: str) -> o.Workload:
+        w = _wl_object(name, priority)
+        return msgspec.structs.replace(w, metadata=msgspec.structs.replace(
+            w.metadata, annotations={"kueue.x-k8s.io/priority-boost": boost}))
+
+    mirror = Mirror()
+    doc = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+           "featureGates": {"PriorityBoost": True}}
+    off = _fold(mirror, 0, ev.ConfigRecorded(time=T0, document=doc, writer="test", id="c"),
+                ev.ObjectUpserted(time=T0, key="default/victim", uid="victim-uid", obj=boosted("victim", 5, "-10")),
+                ev.ObjectUpserted(time=T0, key="default/preemptor", uid="preemptor-uid",
+                                  obj=boosted("preemptor", 0, "+3")),
+                ev.QuotaReserved(time=T0, key="default/victim", uid="victim-uid", admission=o.Admission(
+                    cluster_queue="cq"), cycle=1, input=1))
+    _fold(mirror, off, ev.WorkloadPreempted(time=T0, key="default/victim", uid="victim-uid", reason="InClusterQueue",
+                                            message="m", preemptor="default/preemptor", cycle=2, input=4))
+    prios = "preemptor effective priority: 3 (base: 0, boost: 3); preemptee effective priority: -5 (base: 5, boost: -10)"
+    assert [(e.reason, e.message) for e in kueue_events(*mirror.kube_events.awaiting[off])] == [
+        ("EvictedDueToPreempted", "m"), ("Preempted", f"m; {prios}"),
+        ("PreemptedWorkload", f"Preempted workload default/victim (UID: victim-uid) in ClusterQueue cq; {prios}")]
