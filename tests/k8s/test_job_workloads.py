@@ -205,29 +205,38 @@ class _Cluster:
         return msgspec.json.encode(body)
 
 
+LONG = "j" * 100
+
+
+def _short_names(on: bool, time: int) -> ev.ConfigRecorded:
+    return ev.ConfigRecorded(time=time, writer="test", id=f"c{time}", document={
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+        "featureGates": {"ShortWorkloadNames": on}})
+
+
+async def _long_named_job(*before: ev.AnyEvent) -> tuple[dict, o.Job, LocalJournal, _Cluster, JobIntegration]:
+    """A Job named ``LONG`` in ``team-a``, in a log holding ``before`` first, reconciled once."""
+    raw = _job()
+    raw["metadata"].update(name=LONG, resourceVersion="7")
+    job = msgspec.convert(raw, o.Job)
+    journal = LocalJournal(MemoryLog(), Mirror())
+    cluster = _Cluster(raw)
+    jobs = JobIntegration(cluster, journal)  # type: ignore[arg-type]
+    team = namespace("team-a")
+    await journal.append([*before, ev.ObjectUpserted(time=1, key=team.key, obj=team),
+                          ev.ObjectUpserted(time=1, key=job.key, uid=UID, obj=job)])
+    await jobs.reconcile(job.key)
+    return raw, job, journal, cluster, jobs
+
+
 @pytest.mark.parametrize("short", [False, True])
 def test_short_workload_names_under_the_gate(short: bool) -> None:
     """Kueue's ShortWorkloadNames (alpha, off): on, a long Job name is cut so that the Workload's name, with its
     hash, is 63 characters, a valid label value; off, it may reach 253."""
-    async def scenario() -> str:
-        raw = _job()
-        raw["metadata"].update(name="j" * 100, resourceVersion="7")
-        job = msgspec.convert(raw, o.Job)
-        journal = LocalJournal(MemoryLog(), Mirror())
-        cluster = _Cluster(raw)
-        jobs = JobIntegration(cluster, journal)  # type: ignore[arg-type]
-        team = namespace("team-a")
-        config = ev.ConfigRecorded(time=1, writer="test", id="c", document={
-            "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
-            "featureGates": {"ShortWorkloadNames": short}})
-        await journal.append([config, ev.ObjectUpserted(time=1, key=team.key, obj=team),
-                              ev.ObjectUpserted(time=1, key=job.key, uid=UID, obj=job)])
-        await jobs.reconcile(job.key)
-        (body,) = cluster.created
-        return body["metadata"]["name"]
-
-    name = asyncio.run(scenario())
-    assert name == workload_name("j" * 100, UID, short=short)
+    _, _, _, cluster, _ = asyncio.run(_long_named_job(_short_names(short, 1)))
+    (body,) = cluster.created
+    name = body["metadata"]["name"]
+    assert name == workload_name(LONG, UID, short=short)
     assert len(name) == (63 if short else 4 + 100 + 6) and name.startswith("job-jjj")
 
 
@@ -235,25 +244,13 @@ def test_a_workload_made_under_the_other_name_setting_is_still_the_jobs() -> Non
     """Turning ShortWorkloadNames on after a Job got its (long-named) Workload does not give it a second one:
     Kueue finds a Job's Workload by its owner."""
     async def scenario() -> list[dict]:
-        raw = _job()
-        raw["metadata"].update(name="j" * 100, resourceVersion="7")
-        job = msgspec.convert(raw, o.Job)
-        journal = LocalJournal(MemoryLog(), Mirror())
-        cluster = _Cluster(raw)
-        jobs = JobIntegration(cluster, journal)  # type: ignore[arg-type]
-        team = namespace("team-a")
-        await journal.append([ev.ObjectUpserted(time=1, key=team.key, obj=team),
-                              ev.ObjectUpserted(time=1, key=job.key, uid=UID, obj=job)])
-        await jobs.reconcile(job.key)
+        raw, job, journal, cluster, jobs = await _long_named_job()
         (body,) = cluster.created
         body["metadata"].update(uid="wl-uid", resourceVersion="1")
         made = msgspec.convert(body, o.Workload)
-        short = ev.ConfigRecorded(time=2, writer="test", id="c", document={
-            "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
-            "featureGates": {"ShortWorkloadNames": True}})
         newer = msgspec.structs.replace(job, metadata=msgspec.structs.replace(job.metadata, resource_version="8"))
         cluster.job = {**raw, "metadata": {**raw["metadata"], "resourceVersion": "8"}}
-        await journal.append([ev.ObjectUpserted(time=2, key=made.key, uid="wl-uid", obj=made), short,
+        await journal.append([ev.ObjectUpserted(time=2, key=made.key, uid="wl-uid", obj=made), _short_names(True, 2),
                               ev.ObjectUpserted(time=2, key=job.key, uid=UID, obj=newer)])  # not the same version
         await jobs.reconcile(job.key)
         return cluster.created
