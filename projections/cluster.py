@@ -1163,7 +1163,8 @@ class ClusterState:
             self.lq_members.setdefault(f"{wl.namespace}/{spec.queue_name}", {})[key] = None
         deactivated = wl.active and not active
         gated = regated and bool(gate) and self.admission_gated_by
-        if new_sets or wl.priority != priority or deactivated or gated:
+        reprioritised = wl.priority != priority
+        if new_sets or reprioritised or deactivated or gated:
             wl.scan = None  # its scheduling shape changed, or it leaves the queue: the progress is meaningless
         if new_sets:
             self._take_pod_sets(wl, pod_sets)
@@ -1177,8 +1178,8 @@ class ClusterState:
         if wl.phase == PENDING:
             self._dequeue(wl)
             self._enqueue(wl)
-        if deactivated and wl.cluster_queue:
-            self._flush_tree(wl.cluster_queue)
+        if (deactivated or (reprioritised and wl.reserving)) and wl.cluster_queue:
+            self._flush_tree(wl.cluster_queue)  # reference §3.7: parked workloads may preempt it (or fit) now
         self.reflag(wl)
 
     def _take_observed_status(self, wl: WorkloadInfo, w: o.Workload | LazyWorkload) -> None:
