@@ -430,14 +430,14 @@ class JobIntegration:
         log.warning("PriorityClass not found: no workload created", job=job.key, priority_class=pc_name)
 
     def _workload_name(self, job: o.Job) -> str:
-        """The name of the Job's Workload: as ``ShortWorkloadNames`` has it now, unless the Workload was created
-        under the other setting (Kueue finds a Job's Workload by its owner, whatever its name)."""
-        short = self.state.gate(gates.SHORT_WORKLOAD_NAMES)
-        name = workload_name(job.metadata.name, job.metadata.uid, short=short)
-        other = workload_name(job.metadata.name, job.metadata.uid, short=not short)
-        ns = job.metadata.namespace
-        return other if f"{ns}/{name}" not in self.mirror.workloads and f"{ns}/{other}" in self.mirror.workloads \
-            else name
+        """The name of the Job's Workload: the one the mirror holds with this Job (this uid) as its controller,
+        whatever its name — Kueue finds a Job's Workload by its owner, so one created under the other
+        ``ShortWorkloadNames`` setting is still the Job's — else the name to create it under."""
+        found = self.mirror.workload_of.get(job.key)
+        obs = self.mirror.workloads.get(found) if found is not None else None
+        if obs is not None and any(r.controller and r.uid == job.metadata.uid for r in obs.metadata.owner_references):
+            return obs.metadata.name
+        return workload_name(job.metadata.name, job.metadata.uid, short=self.state.gate(gates.SHORT_WORKLOAD_NAMES))
 
     def _managed_namespace(self, namespace: str) -> bool:
         """Kueue manages a Job only in a namespace its ``managedJobsNamespaceSelector`` selects, and skips one in
