@@ -92,10 +92,11 @@ def controller_uid(obs: o.Workload) -> str | None:
 
 def equivalent(state: ClusterState, job: o.Job, obs: o.Workload, wl: WorkloadInfo, max_exec: int | None) -> bool:
     """Whether the Job still corresponds to its prebuilt Workload, as Kueue judges it: the same maximum execution
-    time (``max_exec``: the Job's, as Kueue reads it here — an int32 above 0, else none), and pod sets alike in count, minimum count, tolerations (not looked at once the Workload is admitted)
-    and each container's resources. While the Workload holds quota the Job is compared with what running it
-    makes of the pod sets (the admission's count under partial admission, the flavors' tolerations); a
-    suspended Job may match the Workload's spec instead."""
+    time (``max_exec``: the Job's, as Kueue reads it here — an int32 above 0, else none), and pod sets alike in
+    count, minimum count, tolerations (not looked at once the Workload is admitted) and each container's
+    resources. While the Workload holds quota the Job is compared with what running it makes of the pod sets
+    (the admission's count under partial admission, the flavors' tolerations); a suspended Job may match the
+    Workload's spec instead."""
     if obs.spec.maximum_execution_time_seconds != max_exec:
         return False
     mine = [_job_pod_set(job, state.gate(gates.PARTIAL_ADMISSION))]
