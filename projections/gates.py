@@ -61,6 +61,7 @@ UNADMITTED_WORKLOADS_EXPLICIT_STATUS = "UnadmittedWorkloadsExplicitStatus"
 SHORT_WORKLOAD_NAMES = "ShortWorkloadNames"
 SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS = "SkipReassignmentForPodOwnedWorkloads"
 PRIORITY_BOOST = "PriorityBoost"
+WORKLOAD_IDENTIFIER_ANNOTATIONS = "WorkloadIdentifierAnnotations"
 
 GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
@@ -122,7 +123,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "MetricForWorkloadCreationLatency": (BETA, True),
     "TASRespectNodeAffinityPreferred": (ALPHA, False),
     "MultiKueueManagerQuotaAutomation": (ALPHA, False),
-    "WorkloadIdentifierAnnotations": (BETA, True),
+    WORKLOAD_IDENTIFIER_ANNOTATIONS: (BETA, True),
     WORKLOAD_PRIORITY_CLASS_DEFAULTING: (BETA, True),
     "MetricsForCohorts": (BETA, True),
     CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION: (BETA, True),
@@ -190,7 +191,7 @@ MODELLED = frozenset({
     TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST, TAS_HANDLE_OVERLAPPING_FLAVORS, TAS_MULTI_LAYER_TOPOLOGY,
     TAS_PROFILE_MIXED, TAS_REPLACE_NODE_ON_NODE_TAINTS, TAS_REPLACE_NODE_ON_POD_TERMINATION,
     TOPOLOGY_AWARE_SCHEDULING, UNADMITTED_WORKLOADS_EXPLICIT_STATUS, UNADMITTED_WORKLOADS_OBSERVABILITY,
-    WORKLOAD_PRIORITY_CLASS_DEFAULTING,
+    WORKLOAD_IDENTIFIER_ANNOTATIONS, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
 })
 """The gates whose both settings kueue-es models. Every other one is accepted, as Kueue accepts it, and kueue-es
 behaves as under its default (:func:`ignored`). Not TASReplaceNodeDueToNotReadyOverFixedTime (deprecated): with

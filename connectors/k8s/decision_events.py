@@ -58,6 +58,7 @@ from typing import NamedTuple
 
 import msgspec
 
+from connectors.k8s.prebuilt import OUT_OF_SYNC
 from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL
 from events import objects as o
 from events import schema as ev
@@ -448,7 +449,8 @@ class EventLedger:
             self._ready(record.offset, e.time, e, Involved(JOB_API, "Job", namespace, name, e.uid))
             return
         if kind is ev.WorkloadFinished:
-            job = _job_of_finishing(state, job_of, e.key)
+            # a prebuilt Workload finished out of sync is no Workload of the Job's to Kueue: no FinishedWorkload
+            job = _job_of_finishing(state, job_of, e.key) if e.reason != OUT_OF_SYNC else None  # type: ignore[union-attr]
             if job is not None:
                 self._ready(record.offset, e.time, e, job)
             return

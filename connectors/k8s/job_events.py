@@ -7,9 +7,11 @@ integration (``batch/job-kueue-controller``), records on the Job, Normal unless 
 * ``Started`` "Admitted by clusterQueue <cq>" once it unsuspended the Job (Kueue's spelling: lower-case c);
 * ``Stopped`` once it suspended a running Job, saying why (:func:`stop_message`): the Workload's ``Evicted``
   message when it was evicted (preempted, deactivated, ...), "Not admitted by cluster queue" when the Job ran
-  without an admission, "Missing Workload; unable to restore pod templates" when it ran with no Workload;
+  without an admission, "Missing Workload; unable to restore pod templates" when it ran with no Workload,
+  "missing workload" when it ran without the prebuilt Workload it names (:mod:`connectors.k8s.prebuilt`);
 * ``FinishedWorkload`` "Workload '<ns>/<name>' is declared finished" once the Workload finished (the Job
-  completed or failed, or could not start), while the Job is still there;
+  completed or failed, or could not start), while the Job is still there — not for a prebuilt Workload finished
+  out of sync, which Kueue no longer counts as the Job's;
 * Warning ``WorkloadPriorityClassNotFound`` 'WorkloadPriorityClass "<name>" not found' when the Job's
   ``kueue.x-k8s.io/priority-class`` label names a class that does not exist, so it was given no Workload
   (:mod:`connectors.k8s.job_priority`). Kueue records it at every retry of the failed reconcile (its

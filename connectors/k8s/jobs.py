@@ -2,6 +2,12 @@
 
 Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or its Workload changed):
 
+* **prebuilt** (the Job names its Workload in ``kueue.x-k8s.io/prebuilt-workload-name``, a label or an
+  annotation as the ``WorkloadIdentifierAnnotations`` gate reads them): that Workload is the Job's once the Job
+  controls it — adopted when nothing does, finished ``OutOfSync`` when it no longer matches the Job
+  (:mod:`connectors.k8s.prebuilt`) — and is then used as a generated one is, below. None is ever created for
+  such a Job: while the one it names is missing, controlled by another object or out of sync, the Job waits,
+  suspended (a running one is stopped, ``Stopped`` "missing workload");
 * **no Workload yet** (and the Job has not finished, and no pod is active): create ``job-<name>-<hash>`` (the
   hash is the first 5 hex digits of SHA-1 over ``Job\\nbatch\\n<name>\\n<uid>``, like Kueue) with a controller
   ownerReference to the Job, the ``kueue.x-k8s.io/job-uid`` label, the queue name, the priority
@@ -73,7 +79,7 @@ from typing import Any
 import msgspec
 import structlog
 
-from connectors.k8s import podsetinfo
+from connectors.k8s import podsetinfo, prebuilt
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
 from connectors.k8s.job_events import (
@@ -119,7 +125,7 @@ log = structlog.get_logger("kueue_es.k8s.jobs")
 JOBS = BY_KIND["Job"]
 WORKLOADS = BY_KIND["Workload"]
 MAX_EXEC_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
-MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
+MIN_PARALLELISM = prebuilt.MIN_PARALLELISM
 STOPPING = "kueue.x-k8s.io/stopping"
 PODSET_LABEL = podsetinfo.PODSET_LABEL
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
@@ -155,6 +161,15 @@ def max_execution_seconds(labels: dict[str, str]) -> int | None:
     if value <= 0:
         raise InvalidInput(f"{where} {value}: should be greater than 0")
     return value if value <= _INT32_MAX else None
+
+
+def compared_max_execution_seconds(labels: dict[str, str]) -> int | None:
+    """The maximum execution time as Kueue reads it when comparing a Job with its Workload: a label it would
+    refuse counts as none."""
+    try:
+        return max_execution_seconds(labels)
+    except InvalidInput:
+        return None
 
 
 def workload_name(job_name: str, job_uid: str, short: bool = False) -> str:
@@ -209,6 +224,10 @@ class JobStats:
     """Times a Job was given no Workload because its WorkloadPriorityClass is not there (yet)."""
     pod_class_missing: int = 0
     """Times a Job was given no Workload because its pod template's PriorityClass is not there (yet)."""
+    adopted: int = 0
+    """Prebuilt Workloads a Job was made the controller of."""
+    out_of_sync: list[str] = field(default_factory=list)
+    """Prebuilt Workloads finished for no longer matching their Job."""
 
 
 class JobIntegration:
@@ -262,16 +281,26 @@ class JobIntegration:
             return
         if not self._managed_namespace(job.metadata.namespace):
             return
-        name = self._workload_name(job)
+        prebuilt_name = prebuilt.name_of(job, self.state.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS))
+        name = prebuilt_name or self._workload_name(job)
         wl_key = f"{job.metadata.namespace}/{name}"
         wl = self.state.workloads.get(wl_key)
         obs = self.mirror.workloads.get(wl_key)
+        if prebuilt_name and wl is not None and obs is not None:
+            usable = await self._prebuilt_usable(job, wl, obs)
+            if usable is None:
+                return  # adopted just now: the rest waits for the Workload that shows it
+            if not usable:
+                wl = obs = None
         if wl is None or obs is None:
             if job_finished(job) is not None:
                 return
             if not job.spec.suspend:
-                await self._once(key, "suspend", job, self._suspend_only(job, name))
+                why = prebuilt.MISSING if prebuilt_name else MISSING_WORKLOAD
+                await self._once(key, "suspend", job, self._suspend_only(job, name, why))
                 return
+            if prebuilt_name:
+                return  # Kueue creates no Workload for it: the Job waits until the one it names is there
             if job.status.active == 0:
                 missing = missing_class(self.state, job.metadata.labels)
                 missing_pc = missing_pod_class(self.state, job.metadata.labels,
@@ -333,16 +362,18 @@ class JobIntegration:
             self._acted.pop(key, None)
             raise
 
-    async def _append_once(self, wl: WorkloadInfo, event: ev.AnyEvent) -> None:
+    async def _append_once(self, wl: WorkloadInfo, event: ev.AnyEvent) -> bool:
+        """Append ``event`` unless one of its kind for ``wl`` is still to be applied; whether it was appended."""
         tag = type(event).__struct_config__.tag  # type: ignore[attr-defined]
         at = self._appended.get((wl.key, tag))
         if at is not None and self.mirror.offset < at:
-            return
+            return False
         (offset,) = await self.append([event])
         self._appended[(wl.key, tag)] = offset
         if tag == "WorkloadFinished":
             self.stats.finished += 1
         log.info("appended", kind=tag, workload=wl.key)
+        return True
 
     async def _report(self, job: o.Job, action: str, *, workload: str = "", cluster_queue: str = "",
                      message: str = "") -> None:
@@ -488,8 +519,7 @@ class JobIntegration:
         wl_meta: dict[str, Any] = {
             "name": name, "namespace": meta["namespace"],
             "labels": {JOB_UID_LABEL: meta["uid"]},
-            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"], "uid": meta["uid"],
-                                 "controller": True, "blockOwnerDeletion": True}],
+            "ownerReferences": [prebuilt.controller_ref(meta["name"], meta["uid"])],
         }
         if annotations:
             wl_meta["annotations"] = annotations
@@ -504,11 +534,41 @@ class JobIntegration:
             "annotations": {ADMISSION_GATED_BY_ANNOTATION: gate}}}, obs.metadata.namespace)
         log.info("synced the workload's admission gate with its job's", job=job.key, workload=obs.key, gate=gate)
 
-    async def _suspend_only(self, job: o.Job, name: str) -> None:
+    async def _suspend_only(self, job: o.Job, name: str, why: str) -> None:
         await self.client.patch(JOBS, job.metadata.name, {"metadata": {"resourceVersion": job.metadata.resource_version},
                                                          "spec": {"suspend": True}}, job.metadata.namespace)
         log.info("suspended a job that has no workload yet", job=job.key)
-        await self._report(job, STOPPED, workload=f"{job.metadata.namespace}/{name}", message=MISSING_WORKLOAD)
+        await self._report(job, STOPPED, workload=f"{job.metadata.namespace}/{name}", message=why)
+
+    async def _prebuilt_usable(self, job: o.Job, wl: WorkloadInfo, obs: o.Workload) -> bool | None:
+        """Whether the Job runs on its prebuilt Workload (:mod:`connectors.k8s.prebuilt`): True once it controls
+        it and the two are equivalent; False when another object controls it, or it is out of sync (then
+        finished ``OutOfSync``) — the Job then waits as for a missing one; None once an uncontrolled one was
+        just adopted."""
+        controller = prebuilt.controller_uid(obs)
+        if controller is None:
+            await self._once(job.key, "adopt", job, self._adopt(job, obs))
+            return None
+        if controller != job.metadata.uid:
+            return False
+        if prebuilt.equivalent(self.state, job, obs, wl, compared_max_execution_seconds(job.metadata.labels)):
+            return True
+        if wl.phase != FINISHED and await self._append_once(wl, ev.WorkloadFinished(
+                time=_now(), key=wl.key, uid=wl.uid, reason=prebuilt.OUT_OF_SYNC, message=prebuilt.OUT_OF_SYNC_MESSAGE)):
+            self.stats.out_of_sync.append(wl.key)
+            log.warning("prebuilt workload out of sync with its job: finished", job=job.key, workload=wl.key)
+        return False
+
+    async def _adopt(self, job: o.Job, obs: o.Workload) -> None:
+        """Make the Job the controller owner of its prebuilt Workload, conditioned on the Workload's
+        resourceVersion (a Workload gone meanwhile: its deletion comes with the watch)."""
+        try:
+            await self.client.patch(WORKLOADS, obs.metadata.name, prebuilt.adoption_patch(job, obs),
+                                    obs.metadata.namespace)
+        except NotFound:
+            return
+        self.stats.adopted += 1
+        log.info("adopted a prebuilt workload", job=job.key, workload=obs.key)
 
     async def _start(self, job: o.Job, wl: WorkloadInfo, obs: o.Workload) -> None:
         assert wl.admission is not None

@@ -15,7 +15,9 @@
 
 It is a fold like every projection: applying the same records gives the same mirror. ``dirty_workloads``,
 ``dirty_jobs`` and ``dirty_queues`` collect the keys each record touched, for the writers and the Job integration
-to look at (a WorkloadPriorityClass or PriorityClass touches the Jobs without a Workload that name it).
+to look at (a WorkloadPriorityClass or PriorityClass touches the Jobs without a Workload that name it; a Workload
+touches the Jobs that name it as their prebuilt one, indexed in ``named_by``, which is derived from the Jobs alone
+and so rebuilt, not checkpointed).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from collections.abc import Callable, Mapping
 from connectors.k8s.decision_events import EventLedger, involved_job
 from connectors.k8s.job_events import pending_checks_message
 from connectors.k8s.job_priority import PRIORITY_LABEL
+from connectors.k8s.prebuilt import names_carried
 from events import objects as o
 from events import schema as ev
 from projections.cluster import ClusterState
@@ -62,6 +65,11 @@ class Mirror:
         resource-in-use finalizer may need adding or removing."""
         self.kube_events = EventLedger()
         self.listeners: list[Callable[[list[ev.Record]], None]] = []
+        self.named_by: dict[str, set[str]] = {}
+        """Workload key -> the Jobs whose ``kueue.x-k8s.io/prebuilt-workload-name`` (label or annotation,
+        whichever the gate reads) names it: looked at again when it comes or goes."""
+        for key, job in self.state.jobs.items():
+            self._index_prebuilt(key, None, job)
 
     @property
     def offset(self) -> int:
@@ -81,6 +89,7 @@ class Mirror:
         if isinstance(e, LEDGER_EVENTS):
             self.kube_events.fold(record, self.state, self.job_of)  # sees the workload as it was before
         job_seen = self.job_of.get(wl_key) if wl_key else None
+        job_before = _job_before(self.state, e)
         self.state.apply(record)
         if wl_key:
             self._dirty_queues_of(wl_key)
@@ -93,6 +102,7 @@ class Mirror:
                 if isinstance(obj, o.Workload):
                     self.workloads[key] = obj
                     self.dirty_workloads.add(key)
+                    self.dirty_jobs.update(self.named_by.get(key, ()))
                     owner = _controller_job(obj)
                     if owner is not None:
                         job_key = f"{obj.metadata.namespace}/{owner}"
@@ -102,6 +112,7 @@ class Mirror:
                 elif isinstance(obj, o.Job):
                     self.dirty_jobs.add(key)
                     job_seen = key
+                    self._index_prebuilt(key, job_before, obj)
                 elif isinstance(obj, o.WorkloadPriorityClass):
                     self._dirty_jobs_waiting_for(key)
                 elif isinstance(obj, o.PriorityClass):
@@ -116,6 +127,7 @@ class Mirror:
                 if e.kind == "Workload":
                     self.workloads.pop(e.key, None)
                     self.dirty_workloads.add(e.key)
+                    self.dirty_jobs.update(self.named_by.get(e.key, ()))
                     job_key = self.job_of.pop(e.key, None)
                     if job_key is not None:
                         if self.workload_of.get(job_key) == e.key:
@@ -124,6 +136,7 @@ class Mirror:
                 elif e.kind == "Job":
                     self.dirty_jobs.add(e.key)
                     job_seen = e.key
+                    self._index_prebuilt(e.key, job_before, None)
                 else:
                     self._dirty_queues_for(e.kind, e.key)
                     self._dirty_finalizers_for(e.kind, "")
@@ -177,6 +190,22 @@ class Mirror:
         self.kube_events.pending_checks(record.offset, record.event, job_key,
                                         involved_job(job) if job is not None else None,
                                         pending_checks_message(job, wl))
+
+    def _index_prebuilt(self, key: str, before: o.Job | None, after: o.Job | None) -> None:
+        """Keep ``named_by`` up to date as Job ``key`` goes from ``before`` to ``after`` (None: not there)."""
+        old = names_carried(before) if before is not None else ()
+        new = names_carried(after) if after is not None else ()
+        if old == new:
+            return
+        namespace = key.partition("/")[0]
+        for name in old:
+            jobs = self.named_by.get(f"{namespace}/{name}")
+            if jobs is not None:
+                jobs.discard(key)
+                if not jobs:
+                    del self.named_by[f"{namespace}/{name}"]
+        for name in new:
+            self.named_by.setdefault(f"{namespace}/{name}", set()).add(key)
 
     def _dirty_jobs_in(self, namespace: str) -> None:
         """The Jobs of a namespace that arrived or changed its labels: whether they are managed may have changed
@@ -243,6 +272,14 @@ def _workload_key(e: ev.AnyEvent) -> str:
     if isinstance(e, ev.ObjectDeleted) and e.kind == "Workload":
         return e.key
     return ""
+
+
+def _job_before(state: ClusterState, e: ev.AnyEvent) -> o.Job | None:
+    """The Job ``e`` upserts or deletes, as the state holds it before ``e`` (None: another record, or a new Job)."""
+    if isinstance(e, ev.ObjectUpserted) and isinstance(e.obj, o.Job) or (
+            isinstance(e, ev.ObjectDeleted) and e.kind == "Job"):
+        return state.jobs.get(e.key)
+    return None
 
 
 def _controller_job(w: o.Workload) -> str | None:

@@ -5,10 +5,11 @@ relist is compared with, the last observed Workload objects (their resourceVersi
 the decisions still owed an outcome, the Job ↔ Workload links and the Kubernetes Events ledger. Restored, the
 mirror then folds the rest of the log and equals the mirror a fold of the whole log gives (the test folds both).
 
-What is *not* kept is what the workers take as they go: the ``dirty_*`` sets. A fold from the log's first event
-marks every key it meets; a restored mirror marks every key it holds (:meth:`Mirror.mark_all_dirty`), so the
-workers look at each of them once, as they do after a full fold. Keys of objects long deleted, which a full fold
-also marks, find nothing to do either way.
+What is *not* kept is what the workers take as they go, the ``dirty_*`` sets, and what the Jobs alone give, the
+index of the prebuilt Workloads they name (``named_by``, rebuilt from the restored state). A fold from the log's
+first event marks every key it meets; a restored mirror marks every key it holds (:meth:`Mirror.mark_all_dirty`),
+so the workers look at each of them once, as they do after a full fold. Keys of objects long deleted, which a
+full fold also marks, find nothing to do either way.
 """
 
 from __future__ import annotations

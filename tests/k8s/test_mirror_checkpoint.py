@@ -32,12 +32,15 @@ from projections import snapshot
 RESTORED = {"state", "inventory", "workloads", "pending", "request_decisions", "job_of", "workload_of",
             "kube_events"}
 """The mirror's fields a checkpoint holds; the others are rebuilt (``dirty_*``) or the process's own."""
-REBUILT = {"dirty_workloads", "dirty_jobs", "dirty_queues", "dirty_retention", "dirty_finalizers", "listeners"}
+REBUILT = {"dirty_workloads", "dirty_jobs", "dirty_queues", "dirty_retention", "dirty_finalizers", "listeners",
+           "named_by"}
 
 
 def _job(ns: str, name: str) -> o.Job:
+    """Job ``name``, naming its Workload as its prebuilt one (what the mirror indexes Jobs by)."""
     return o.Job(metadata=o.ObjectMeta(name=name, namespace=ns, uid=f"job-{ns}-{name}", resource_version="1",
-                                       labels={"kueue.x-k8s.io/queue-name": "lq0"}),
+                                       labels={"kueue.x-k8s.io/queue-name": "lq0"},
+                                       annotations={"kueue.x-k8s.io/prebuilt-workload-name": name[len("job-"):]}),
                  spec=o.JobSpec(suspend=True, parallelism=1, completions=1))
 
 
@@ -115,6 +118,7 @@ def assert_same(full: Mirror, restored: Mirror) -> None:
     assert snapshot.digest(restored.state) == snapshot.digest(full.state)
     for name in sorted(RESTORED - {"state", "kube_events"}):
         assert getattr(restored, name) == getattr(full, name), name
+    assert restored.named_by == full.named_by, "the prebuilt-name index is rebuilt from the Jobs"
     assert _ledger(restored) == _ledger(full)
     # every key of what is there is the workers' to look at, as after the full fold
     present_workloads = full.state.workloads.keys() | full.workloads.keys() | full.pending.keys()
