@@ -76,8 +76,8 @@ ADMISSION_ATTEMPTS = Spec(
 PENDING_WORKLOADS = Spec(
     "kueue_pending_workloads", "gauge",
     "Workloads waiting in a ClusterQueue, by status: 'active' ones are in the queue the scheduler takes its "
-    "heads from; 'inadmissible' ones failed an attempt and wait for a change in the cluster before another.",
-    ("cluster_queue", "status"))
+    "heads from; 'inadmissible' ones failed an attempt and wait for a change in the cluster before another "
+    "(all of them while the ClusterQueue is inactive).", ("cluster_queue", "status"))
 PENDING_SCHEDULING_HASHES = Spec(
     "kueue_pending_scheduling_hashes", "gauge",
     "Distinct scheduling-equivalence classes (effective priority and pod-set shapes: what makes workloads park "
@@ -830,10 +830,13 @@ def _gauges(state: ClusterState, local: bool) -> Gauges:
 
 def _pending(out: Gauges, name: str, q: ClusterQueueQueue | None, inactive: bool, hashing: bool) -> None:
     """Pending workloads, and their scheduling-equivalence classes (Kueue's scheduling hashes: here the shapes the
-    queue parks by), of ClusterQueue ``name``. Kueue counts every class of an inactive queue as inadmissible, and
-    none while SchedulingEquivalenceHashing is off."""
-    out[PENDING_WORKLOADS.name] += [((name, "active"), float(len(q.entries) if q is not None else 0)),
-                                    ((name, "inadmissible"), float(len(q.inadmissible) if q is not None else 0))]
+    queue parks by), of ClusterQueue ``name``. Kueue counts every one of an inactive queue as inadmissible (it can
+    admit none of them), and no class while SchedulingEquivalenceHashing is off."""
+    waiting = len(q.entries) if q is not None else 0
+    parked = len(q.inadmissible) if q is not None else 0
+    if inactive:
+        waiting, parked = 0, waiting + parked
+    out[PENDING_WORKLOADS.name] += [((name, "active"), float(waiting)), ((name, "inadmissible"), float(parked))]
     active = inadmissible = 0
     if q is not None and hashing:
         shapes = q.shapes
@@ -958,6 +961,8 @@ def _local_queue_gauges(state: ClusterState, out: Gauges) -> None:
         if q is not None and not stopped:
             active = sum(1 for wl in members if wl.key in q.entries)
             inadmissible = sum(1 for wl in members if wl.key in q.inadmissible)
+            if state.inactive_reason(cq_name) is not None:  # as for the ClusterQueue
+                active, inadmissible = 0, active + inadmissible
         out[LQ_PENDING.name] += [((*labels, "active"), float(active)), ((*labels, "inadmissible"), float(inadmissible))]
         holding = [wl for wl in members if wl.reserving and wl.cluster_queue == cq_name] if cq is not None else []
         admitted = [wl for wl in holding if wl.phase == ADMITTED]

@@ -635,6 +635,20 @@ def test_pending_scheduling_hashes_count_the_shapes_of_pending_workloads() -> No
     assert set(series(log.state, "kueue_pending_scheduling_hashes").values()) == {0}
 
 
+def test_an_inactive_cluster_queue_counts_its_pending_workloads_as_inadmissible() -> None:
+    """Kueue's queue manager reports every pending workload of a ClusterQueue that is not active as inadmissible,
+    for the ClusterQueue and its LocalQueues alike."""
+    log = Log()
+    cluster(log)
+    log.decide(T0 + 1000, (ev.WorkloadPending, {"key": "ns/w2", "reason": "WaitingForQuota", "message": "m",
+                                                "requeue_reason": "NoFit", "parked": False}))
+    assert series(log.state, "kueue_pending_workloads")[("cq-b", "active")] == 2
+    log.observe(upsert(cluster_queue("cq-b", "co", cpu="2", stop_policy="Hold"), T0 + 2000))
+    assert series(log.state, "kueue_pending_workloads") == {("cq-a", "active"): 1, ("cq-a", "inadmissible"): 0,
+                                                            ("cq-b", "active"): 0, ("cq-b", "inadmissible"): 2}
+    assert series(log.state, "kueue_local_queue_pending_workloads")[("lq-b", "ns", "inadmissible")] == 2
+
+
 # --- cohorts ----------------------------------------------------------------------------------------------------
 
 
