@@ -11,7 +11,10 @@ alone, not on their offsets or on which replica wrote them, so the same events g
 decisions never read them, so ``replay --verify`` is unaffected.
 
 Gauges (pending workloads, quota, usage, queue status) describe the state as it is: they are computed from the
-projection when asked (:func:`families`), like the ClusterQueue status the connector writes.
+projection when asked (:func:`families`), like the ClusterQueue status the connector writes. Some only under the
+recorded configuration, as Kueue reports them: the ClusterQueue resource gauges with
+``metrics.enableClusterQueueResources``, the info gauges under ``MetricsForCohorts``, the weighted shares with
+``fairSharing``.
 
 The LocalQueue metrics (:data:`LOCAL_QUEUE_SPECS`) follow Kueue's ``LocalQueueMetrics`` gate in the configuration
 in force: the hooks fold them, and :func:`families` exposes them, only while it is on. The hooks ask for the gate
