@@ -17,6 +17,8 @@ its digest and its snapshots, and starts from zero whenever the process starts, 
 from __future__ import annotations
 
 import contextlib
+import platform as py_platform
+import sys
 from bisect import bisect_left
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from itertools import accumulate
@@ -73,6 +75,38 @@ class AttemptDurations:
 ATTEMPTS = AttemptDurations()
 """This process's attempts (process-wide, as Kueue's metric is)."""
 
+BUILD_INFO = Spec(
+    "kueue_build_info", "gauge",
+    "kueue-es build information: 1, labelled with its version (git_version; git_commit and build_date are not "
+    "known to a Python package and stay empty), the Python that runs it (go_version, compiler) and the platform.",
+    ("git_version", "git_commit", "build_date", "go_version", "compiler", "platform"))
+
+
+class BuildInfo(Collector):
+    """Kueue's ``kueue_build_info`` for this process: what runs, not what the log holds (no ``replica_role``, as
+    Kueue's has none)."""
+
+    def __init__(self) -> None:
+        self.labels = (_version(), "", "", f"python{py_platform.python_version()}",
+                       py_platform.python_implementation().lower(), f"{sys.platform}/{py_platform.machine()}")
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        m = GaugeMetricFamily(BUILD_INFO.name, BUILD_INFO.help, labels=list(BUILD_INFO.labels))
+        m.add_metric(list(self.labels), 1.0)
+        yield m
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # only a serving process asks
+
+    try:
+        return version("kueue-es")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree without metadata
+        return "unknown"
+
 
 class LogMetrics(Collector):
     """The metrics of the states ``states()`` returns (summed when there are several: the shards a Kafka replica
@@ -120,11 +154,12 @@ def _go_float(x: float) -> str:
 def registry(states: States, role: Role, *, process: bool = True,
              attempts: AttemptDurations | None = ATTEMPTS) -> CollectorRegistry:
     """The metrics of ``states`` and of this process's scheduling ``attempts``, and (``process``) this process's
-    CPU, memory, file descriptors and garbage collections — the counterpart of the process metrics every Kueue
-    replica serves."""
+    build information, CPU, memory, file descriptors and garbage collections — the counterpart of the build and
+    process metrics every Kueue replica serves."""
     reg = CollectorRegistry(auto_describe=False)
     reg.register(LogMetrics(states, role, attempts))
     if process:
+        reg.register(BuildInfo())
         ProcessCollector(registry=reg)
         PlatformCollector(registry=reg)
         GCCollector(registry=reg)

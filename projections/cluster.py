@@ -408,6 +408,8 @@ class ClusterState:
             self._forest = None
             self._quota = None
             self.quota_epoch += 1
+            if self.metrics.counts_cohorts:
+                self.metrics.keep_cohorts(self.forest.cohort_names)
 
     def queue(self, cq: str) -> ClusterQueueQueue:
         q = self.queues.get(cq)
@@ -986,6 +988,8 @@ class ClusterState:
             self._touch_pod(gone)
             self.tas.pod_changed(key, None)
         if kind in ("ClusterQueue", "Cohort"):
+            if kind == "Cohort":
+                self.metrics.forget_cohort(key)  # even while something still names it, as Kueue clears it
             self._specs_changed(quota=True)
             if kind == "ClusterQueue":
                 self.metrics.forget(key)

@@ -22,12 +22,31 @@ class CohortForest:
     """Nodes whose parent chain loops."""
     members: dict[str, list[str]] = field(default_factory=dict)
     """Root -> the ClusterQueue names of its tree, sorted."""
+    paths: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
+    """ClusterQueue name -> :meth:`cohort_path`, as asked."""
 
     def cq_root(self, cq: str) -> str:
         return self.root.get("cq:" + cq, "cq:" + cq)
 
     def tree_cluster_queues(self, cq: str) -> list[str]:
         return self.members.get(self.cq_root(cq), [cq])
+
+    @property
+    def cohort_names(self) -> frozenset[str]:
+        """Every cohort of the forest: a Cohort object, or a name a ClusterQueue or a Cohort refers to."""
+        return frozenset(n[3:] for n in self.root if n.startswith("co:"))
+
+    def cohort_path(self, cq: str) -> tuple[str, ...]:
+        """The names of the cohorts above ClusterQueue ``cq``, its own first and the root last; none without a
+        cohort, or when its cohort's parent links loop (Kueue then finds no ancestors for its workloads)."""
+        found = self.paths.get(cq)
+        if found is None:
+            node = "cq:" + cq
+            parent = self.parent.get(node)
+            found = () if parent is None or node in self.cyclic else (
+                parent[3:], *(n[3:] for n in self.ancestors(parent)))
+            self.paths[cq] = found
+        return found
 
     def ancestors(self, node: str) -> list[str]:
         out = []

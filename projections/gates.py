@@ -6,8 +6,8 @@ whose dependency is disabled. ``AllAlpha`` / ``AllBeta`` set every alpha / beta 
 names, stages and defaults below are Kueue's (``pkg/features/kube_features.go``, main after v0.19).
 
 Only the gates in :data:`MODELLED` change what kueue-es does, each read where its rule is (README lists what
-each one does). Nine of them the fold reads from the recorded document: ``ReclaimablePods``,
-``PrioritySortingWithinCohort`` (:mod:`projections.queue_order`), ``LocalQueueMetrics``
+each one does). Ten of them the fold reads from the recorded document: ``ReclaimablePods``,
+``PrioritySortingWithinCohort`` (:mod:`projections.queue_order`), ``LocalQueueMetrics`` and ``MetricsForCohorts``
 (:mod:`projections.metrics`), ``TopologyAwareScheduling`` (:mod:`projections.clusterqueues`),
 ``AdmissionGatedBy`` (a gated workload is not queued: :mod:`projections.cluster`),
 ``SchedulingEquivalenceHashing`` and ``SchedulingEquivalenceHashingIgnorePodSetName`` (how queues park equivalent
@@ -39,6 +39,7 @@ TAS_PROFILE_MIXED = "TASProfileMixed"
 UNADMITTED_WORKLOADS_OBSERVABILITY = "UnadmittedWorkloadsObservability"
 QUOTA_CHECK_STRATEGY = "QuotaCheckStrategy"
 LOCAL_QUEUE_METRICS = "LocalQueueMetrics"
+METRICS_FOR_COHORTS = "MetricsForCohorts"
 WORKLOAD_PRIORITY_CLASS_DEFAULTING = "WorkloadPriorityClassDefaulting"
 PARTIAL_ADMISSION = "PartialAdmission"
 ADMISSION_FAIR_SHARING = "AdmissionFairSharing"
@@ -125,7 +126,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "MultiKueueManagerQuotaAutomation": (ALPHA, False),
     WORKLOAD_IDENTIFIER_ANNOTATIONS: (BETA, True),
     WORKLOAD_PRIORITY_CLASS_DEFAULTING: (BETA, True),
-    "MetricsForCohorts": (BETA, True),
+    METRICS_FOR_COHORTS: (BETA, True),
     CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION: (BETA, True),
     TAS_HANDLE_OVERLAPPING_FLAVORS: (BETA, True),
     UNADMITTED_WORKLOADS_OBSERVABILITY: (BETA, True),
@@ -184,7 +185,8 @@ MODELLED = frozenset({
     ADMISSION_FAIR_SHARING, ADMISSION_GATED_BY, ASSIGN_QUEUE_LABELS_FOR_PODS,
     CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION, DISABLE_WAIT_FOR_PODS_READY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL,
     FAIR_SHARING_PRIORITIZE_NON_BORROWING, FINISH_ORPHANED_WORKLOADS, FLAVOR_FUNGIBILITY,
-    FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, PARTIAL_ADMISSION, PRIORITY_BOOST,
+    FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, METRICS_FOR_COHORTS, PARTIAL_ADMISSION,
+    PRIORITY_BOOST,
     "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY, "ReclaimablePods", SCHEDULING_EQUIVALENCE_HASHING,
     SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME, SHORT_WORKLOAD_NAMES,
     SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS, TAS_BALANCED_PLACEMENT, TAS_FAILED_NODE_REPLACEMENT,

@@ -11,7 +11,10 @@ alone, not on their offsets or on which replica wrote them, so the same events g
 decisions never read them, so ``replay --verify`` is unaffected.
 
 Gauges (pending workloads, quota, usage, queue status) describe the state as it is: they are computed from the
-projection when asked (:func:`families`), like the ClusterQueue status the connector writes.
+projection when asked (:func:`families`), like the ClusterQueue status the connector writes. Some only under the
+recorded configuration, as Kueue reports them: the ClusterQueue resource gauges with
+``metrics.enableClusterQueueResources``, the info gauges under ``MetricsForCohorts``, the weighted shares with
+``fairSharing``.
 
 The LocalQueue metrics (:data:`LOCAL_QUEUE_SPECS`) follow Kueue's ``LocalQueueMetrics`` gate in the configuration
 in force: the hooks fold them, and :func:`families` exposes them, only while it is on. The hooks ask for the gate
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
+from collections.abc import Container
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
@@ -33,11 +37,13 @@ from events import objects as o
 from events import schema as ev
 from events.quantity import MILLI_RESOURCES, to_int
 from events.timefmt import parse_time
-from projections import fair_share
+from projections import fair_share, gates
 from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, WorkloadInfo
 
 if TYPE_CHECKING:
     from projections.cluster import ClusterState
+    from projections.queues import ClusterQueueQueue
+    from projections.quota import QuotaNode
 
 # --- what is exposed -----------------------------------------------------------------------------------------
 
@@ -73,7 +79,13 @@ ADMISSION_ATTEMPTS = Spec(
 PENDING_WORKLOADS = Spec(
     "kueue_pending_workloads", "gauge",
     "Workloads waiting in a ClusterQueue, by status: 'active' ones are in the queue the scheduler takes its "
-    "heads from; 'inadmissible' ones failed an attempt and wait for a change in the cluster before another.",
+    "heads from; 'inadmissible' ones failed an attempt and wait for a change in the cluster before another "
+    "(all of them while the ClusterQueue is inactive).", ("cluster_queue", "status"))
+PENDING_SCHEDULING_HASHES = Spec(
+    "kueue_pending_scheduling_hashes", "gauge",
+    "Distinct scheduling-equivalence classes (effective priority and pod-set shapes: what makes workloads park "
+    "together) among a ClusterQueue's pending workloads, by the status pending_workloads counts them under; all "
+    "'inadmissible' while the ClusterQueue is inactive. 0 while SchedulingEquivalenceHashing is off.",
     ("cluster_queue", "status"))
 QUOTA_RESERVED = Spec(
     "kueue_quota_reserved_workloads_total", "counter",
@@ -180,12 +192,32 @@ CQ_WEIGHTED_SHARE = Spec(
     "Fair Sharing's weighted share of the ClusterQueue: the largest, over the resources it uses beyond its "
     "nominal quota, of that excess as a share (x1000) of what its cohort could lend of the resource, divided by "
     "its fairSharing.weight. 0 when it uses no more than its nominal quota (or has no cohort); NaN when its "
-    "weight is 0 and it borrows. Only while fairSharing is configured.", ("cluster_queue", "cohort"))
+    "weight is 0 and it borrows. Only while fairSharing and metrics.enableClusterQueueResources are configured.",
+    ("cluster_queue", "cohort"))
 COHORT_WEIGHTED_SHARE = Spec(
     "kueue_cohort_weighted_share", "gauge",
     "Fair Sharing's weighted share of the cohort, as for a ClusterQueue (its subtree's usage beyond its subtree "
     "quota against what its parent could lend); 0 for a root cohort; +Inf when its weight is 0 and it borrows "
     "(as Kueue reports it). Only while fairSharing is configured.", ("cohort",))
+
+_COHORT_RESOURCE = ("cohort", "flavor", "resource")
+
+COHORT_SUBTREE_QUOTA = Spec(
+    "kueue_cohort_subtree_quota", "gauge",
+    "The quota of the cohort's subtree, per flavor and resource (cpu in cores): its own nominal quota plus what "
+    "each child subtree can lend (its subtree quota less what its lendingLimit keeps back). Only values above 0.",
+    _COHORT_RESOURCE)
+COHORT_SUBTREE_ADMITTED = Spec(
+    "kueue_cohort_subtree_admitted_workloads_total", "counter",
+    "Workloads admitted in a ClusterQueue of the cohort's subtree, per cohort (every cohort from the ClusterQueue's "
+    "up to the root counts the admission) and priority class.", ("cohort", "priority_class"))
+COHORT_SUBTREE_RESERVATIONS = Spec(
+    "kueue_cohort_subtree_resource_reservations", "gauge",
+    "Quota reserved by the workloads of the ClusterQueues of the cohort's subtree, per flavor and resource (cpu in "
+    "cores). Only values above 0.", _COHORT_RESOURCE)
+COHORT_SUBTREE_ADMITTED_ACTIVE = Spec(
+    "kueue_cohort_subtree_admitted_active_workloads", "gauge",
+    "Admitted workloads still holding their quota in the ClusterQueues of the cohort's subtree.", ("cohort",))
 
 # The LocalQueue twins (Kueue's ``LocalQueueMetrics`` gate): a workload's series are those of the LocalQueue it
 # names (``spec.queueName`` in its namespace), whether that LocalQueue exists or not, as Kueue records them.
@@ -262,11 +294,12 @@ LOCAL_QUEUE_SPECS: tuple[Spec, ...] = (
 """Exposed only while the ``LocalQueueMetrics`` gate is on in the configuration in force, and folded only then."""
 
 SPECS: tuple[Spec, ...] = (
-    ADMISSION_ATTEMPTS, PENDING_WORKLOADS, QUOTA_RESERVED, QUOTA_RESERVED_WAIT, ADMITTED_WORKLOADS,
+    ADMISSION_ATTEMPTS, PENDING_WORKLOADS, PENDING_SCHEDULING_HASHES, QUOTA_RESERVED, QUOTA_RESERVED_WAIT, ADMITTED_WORKLOADS,
     ADMISSION_WAIT, ADMISSION_CHECKS_WAIT, READY_WAIT, ADMITTED_UNTIL_READY, FINISHED_TOTAL, EXECUTION_TIME,
     EVICTED, EVICTED_ONCE, PODS_READY_TO_EVICTED, EVICTION_LATENCY, PREEMPTED,
     RESERVING_ACTIVE, ADMITTED_ACTIVE, FINISHED_WORKLOADS, CQ_STATUS, CQ_RESERVATION, CQ_USAGE, CQ_NOMINAL,
-    CQ_BORROWING, CQ_LENDING, CQ_INFO, COHORT_INFO, CQ_WEIGHTED_SHARE, COHORT_WEIGHTED_SHARE, *LOCAL_QUEUE_SPECS,
+    CQ_BORROWING, CQ_LENDING, CQ_INFO, COHORT_INFO, CQ_WEIGHTED_SHARE, COHORT_WEIGHTED_SHARE, COHORT_SUBTREE_QUOTA,
+    COHORT_SUBTREE_ADMITTED, COHORT_SUBTREE_RESERVATIONS, COHORT_SUBTREE_ADMITTED_ACTIVE, *LOCAL_QUEUE_SPECS,
 )
 """Every metric, in exposition order."""
 _LOCAL = frozenset(s.name for s in LOCAL_QUEUE_SPECS)
@@ -343,6 +376,7 @@ _LQ_QR_WAIT, _LQ_ADM_WAIT, _LQ_CHECKS_WAIT = (
     LQ_QUOTA_RESERVED_WAIT.name, LQ_ADMISSION_WAIT.name, LQ_ADMISSION_CHECKS_WAIT.name)
 _LQ_READY_WAIT, _LQ_UNTIL_READY = LQ_READY_WAIT.name, LQ_ADMITTED_UNTIL_READY.name
 _LQ_FIN, _LQ_EVICTED = LQ_FINISHED_TOTAL.name, LQ_EVICTED.name
+_SUBTREE_ADMITTED = COHORT_SUBTREE_ADMITTED.name
 _BOUNDS_MS = {s.name: [round(b * 1000) for b in s.buckets] for s in FOLDED if s.kind == "histogram"}
 
 
@@ -397,6 +431,24 @@ class MetricsFold:
                     series = table[metric]
                     for labels in [k for k in series if k[0] == name and k[1] == namespace]:
                         del series[labels]
+
+    @property
+    def counts_cohorts(self) -> bool:
+        """Some cohort has admissions counted (``cohort_subtree_admitted_workloads_total``)."""
+        return bool(self.counters[_SUBTREE_ADMITTED])
+
+    def forget_cohort(self, name: str) -> None:
+        """Cohort ``name`` was deleted, or no longer exists (no object, nothing names it): its admissions go, as
+        Kueue clears them (counted from zero if it comes back)."""
+        series = self.counters[_SUBTREE_ADMITTED]
+        for labels in [k for k in series if k[0] == name]:
+            del series[labels]
+
+    def keep_cohorts(self, existing: Container[str]) -> None:
+        """The cohort tree changed: the admissions of cohorts not in ``existing`` go (:meth:`forget_cohort`)."""
+        series = self.counters[_SUBTREE_ADMITTED]
+        for labels in [k for k in series if k[0] not in existing]:
+            del series[labels]
 
     def forget_workload(self, key: str) -> None:
         """Workload ``key`` was deleted (or replaced by another of the same name): a new Workload object starts
@@ -481,6 +533,12 @@ def _admitted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -
     labels = (wl.cluster_queue, wl.priority_class)
     ms = e.time - _queued_since(wl)
     _observe(m.histograms[_ADM_WAIT], _ADM_BOUNDS, labels, ms)
+    cohorts = state.forest.cohort_path(wl.cluster_queue)
+    if cohorts:
+        series = m.counters[_SUBTREE_ADMITTED]
+        for cohort in cohorts:
+            key = (cohort, wl.priority_class)
+            series[key] = series.get(key, 0) + 1
     checked = wl.check_states and wl.reserved_at is not None
     if checked:
         _observe(m.histograms[_CHECKS_WAIT], _BOUNDS_MS[_CHECKS_WAIT], labels, e.time - wl.reserved_at)
@@ -724,10 +782,23 @@ def _limit(resource: str, quantity: Any) -> float:
     return math.inf if quantity is None else _amount(resource, to_int(resource, quantity))
 
 
-def _gauges(state: ClusterState, local: bool) -> dict[str, list[tuple[tuple[str, ...], float]]]:
-    out: dict[str, list[tuple[tuple[str, ...], float]]] = {s.name: [] for s in SPECS if s.kind == "gauge"}
+def cluster_queue_resources(document: dict[str, Any] | None) -> bool:
+    """Kueue's ``metrics.enableClusterQueueResources`` under a recorded Configuration document (None: none
+    recorded, Kueue's default: off): the ClusterQueue resource gauges and weighted share are reported only then."""
+    stanza = document.get("metrics") if document else None
+    return isinstance(stanza, dict) and stanza.get("enableClusterQueueResources") is True
+
+
+Gauges = dict[str, list[tuple[tuple[str, ...], float]]]
+
+
+def _gauges(state: ClusterState, local: bool) -> Gauges:
+    out: Gauges = {s.name: [] for s in SPECS if s.kind == "gauge"}
     if local:
         _local_queue_gauges(state, out)
+    document = state.config.document if state.config is not None else None
+    resources = cluster_queue_resources(document)
+    hashing = state.gate(gates.SCHEDULING_EQUIVALENCE_HASHING)
     workloads = state.workloads
     finished: dict[str, int] = {}
     for wl in workloads.values():
@@ -735,63 +806,138 @@ def _gauges(state: ClusterState, local: bool) -> dict[str, list[tuple[tuple[str,
             lq = state.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
             if lq is not None:
                 finished[lq.spec.cluster_queue] = finished.get(lq.spec.cluster_queue, 0) + 1
-    forest = state.forest
+    admitted_in: dict[str, int] = {}
     for name in sorted(state.cluster_queues):
-        cq = state.cluster_queues[name]
         labels = (name,)
-        q = state.queues.get(name)
-        out[PENDING_WORKLOADS.name] += [((name, "active"), float(len(q.entries) if q is not None else 0)),
-                                        ((name, "inadmissible"), float(len(q.inadmissible) if q is not None else 0))]
+        inactive = state.inactive_reason(name)
+        _pending(out, name, state.queues.get(name), inactive is not None, hashing)
         holding = [workloads[k] for k in state.reserving.get(name, {}) if k in workloads]
         admitted = [wl for wl in holding if wl.phase == ADMITTED]
+        admitted_in[name] = len(admitted)
         out[RESERVING_ACTIVE.name].append((labels, float(len(holding))))
         out[ADMITTED_ACTIVE.name].append((labels, float(len(admitted))))
         out[FINISHED_WORKLOADS.name].append((labels, float(finished.get(name, 0))))
-        inactive = state.inactive_reason(name)
         status = "terminating" if inactive == "Terminating" else "active" if inactive is None else "pending"
         out[CQ_STATUS.name] += [((name, s), 1.0 if s == status else 0.0) for s in ("pending", "active", "terminating")]
-        cohort = cq.spec.cohort_name
-        reserved = state.usage.get(name, {})
-        used: dict[str, int] = {}
-        for wl in admitted:
-            for fr, v in wl.usage.items():
-                used[fr] = used.get(fr, 0) + v
-        quota_frs = []
-        for rg in cq.spec.resource_groups:
-            for fq in rg.flavors:
-                for rq in fq.resources:
-                    fr_labels = (cohort, name, fq.name, rq.name)
-                    quota_frs.append(f"{fq.name}/{rq.name}")
-                    out[CQ_NOMINAL.name].append((fr_labels, _amount(rq.name, to_int(rq.name, rq.nominal_quota))))
-                    out[CQ_BORROWING.name].append((fr_labels, _limit(rq.name, rq.borrowing_limit)))
-                    out[CQ_LENDING.name].append((fr_labels, _limit(rq.name, rq.lending_limit)))
-        extra = sorted(fr for fr in set(reserved) | set(used) if fr not in quota_frs and (reserved.get(fr) or used.get(fr)))
-        for fr in [*quota_frs, *extra]:
-            flavor, _, resource = fr.partition("/")
-            fr_labels = (cohort, name, flavor, resource)
-            out[CQ_RESERVATION.name].append((fr_labels, _amount(resource, reserved.get(fr, 0))))
-            out[CQ_USAGE.name].append((fr_labels, _amount(resource, used.get(fr, 0))))
-        parent = forest.parent.get("cq:" + name, "")
-        root = forest.root.get("cq:" + name, "")
-        out[CQ_INFO.name].append(((name, parent[3:], root[3:] if root.startswith("co:") else ""), 1.0))
-    cohorts = sorted(n[3:] for n in forest.root if n.startswith("co:"))
-    for name in cohorts:
-        node = "co:" + name
-        out[COHORT_INFO.name].append(((name, forest.parent.get(node, "")[3:], forest.root[node][3:]), 1.0))
-    if fair_share.enabled(state.config.document if state.config is not None else None):
-        _weighted_shares(state, out)
+        if resources:
+            _cluster_queue_resources(out, state, name, admitted)
+    if state.gate(gates.METRICS_FOR_COHORTS):
+        _info(out, state)
+    _cohort_subtrees(out, state, admitted_in)
+    if fair_share.enabled(document):
+        _weighted_shares(state, out, resources)
     for name in out:
         out[name].sort()
     return out
 
 
-def _weighted_shares(state: ClusterState, out: dict[str, list[tuple[tuple[str, ...], float]]]) -> None:
+def _pending(out: Gauges, name: str, q: ClusterQueueQueue | None, inactive: bool, hashing: bool) -> None:
+    """Pending workloads, and their scheduling-equivalence classes (Kueue's scheduling hashes: here the shapes the
+    queue parks by), of ClusterQueue ``name``. Kueue counts every one of an inactive queue as inadmissible (it can
+    admit none of them), and no class while SchedulingEquivalenceHashing is off."""
+    waiting = len(q.entries) if q is not None else 0
+    parked = len(q.inadmissible) if q is not None else 0
+    if inactive:
+        waiting, parked = 0, waiting + parked
+    out[PENDING_WORKLOADS.name] += [((name, "active"), float(waiting)), ((name, "inadmissible"), float(parked))]
+    active = inadmissible = 0
+    if q is not None and hashing:
+        shapes = q.shapes
+        active_shapes = {shapes[k] for k in q.entries}
+        parked_shapes = {shapes[k] for k in q.inadmissible}
+        if inactive:
+            inadmissible = len(active_shapes | parked_shapes)
+        else:
+            active, inadmissible = len(active_shapes), len(parked_shapes)
+    out[PENDING_SCHEDULING_HASHES.name] += [((name, "active"), float(active)),
+                                            ((name, "inadmissible"), float(inadmissible))]
+
+
+def _cluster_queue_resources(out: Gauges, state: ClusterState, name: str, admitted: list[WorkloadInfo]) -> None:
+    """The resource gauges of ClusterQueue ``name`` (Kueue's optional ones, under
+    ``metrics.enableClusterQueueResources``): its quotas and limits, and what its workloads reserve and use."""
+    cq = state.cluster_queues[name]
+    cohort = cq.spec.cohort_name
+    reserved = state.usage.get(name, {})
+    used: dict[str, int] = {}
+    for wl in admitted:
+        for fr, v in wl.usage.items():
+            used[fr] = used.get(fr, 0) + v
+    quota_frs = []
+    for rg in cq.spec.resource_groups:
+        for fq in rg.flavors:
+            for rq in fq.resources:
+                fr_labels = (cohort, name, fq.name, rq.name)
+                quota_frs.append(f"{fq.name}/{rq.name}")
+                out[CQ_NOMINAL.name].append((fr_labels, _amount(rq.name, to_int(rq.name, rq.nominal_quota))))
+                out[CQ_BORROWING.name].append((fr_labels, _limit(rq.name, rq.borrowing_limit)))
+                out[CQ_LENDING.name].append((fr_labels, _limit(rq.name, rq.lending_limit)))
+    extra = sorted(fr for fr in set(reserved) | set(used) if fr not in quota_frs and (reserved.get(fr) or used.get(fr)))
+    for fr in [*quota_frs, *extra]:
+        flavor, _, resource = fr.partition("/")
+        fr_labels = (cohort, name, flavor, resource)
+        out[CQ_RESERVATION.name].append((fr_labels, _amount(resource, reserved.get(fr, 0))))
+        out[CQ_USAGE.name].append((fr_labels, _amount(resource, used.get(fr, 0))))
+
+
+def _info(out: Gauges, state: ClusterState) -> None:
+    """Kueue's info gauges (``MetricsForCohorts``): where each ClusterQueue and cohort sits in its tree."""
+    forest = state.forest
+    for name in sorted(state.cluster_queues):
+        parent = forest.parent.get("cq:" + name, "")
+        root = forest.root.get("cq:" + name, "")
+        out[CQ_INFO.name].append(((name, parent[3:], root[3:] if root.startswith("co:") else ""), 1.0))
+    for name in sorted(forest.cohort_names):
+        node = "co:" + name
+        out[COHORT_INFO.name].append(((name, forest.parent.get(node, "")[3:], forest.root[node][3:]), 1.0))
+
+
+def _cohort_subtrees(out: Gauges, state: ClusterState, admitted_in: dict[str, int]) -> None:
+    """The subtree gauges of every cohort of the projection's quota tree (which leaves cyclic trees out, as Kueue
+    reports nothing for them): its subtree quota and its ClusterQueues' reservations, values above 0 only, and
+    the admitted workloads of those ClusterQueues, for a cohort with any ClusterQueue below it."""
+    tree = state.quota
+    usage = state.usage
+    memo: dict[str, tuple[dict[str, int], int, bool]] = {}
+
+    def below(node: QuotaNode) -> tuple[dict[str, int], int, bool]:
+        """What the ClusterQueues of ``node``'s subtree reserve, how many workloads they admit, whether any."""
+        found = memo.get(node.name)
+        if found is None:
+            reserved: dict[str, int] = {}
+            admitted, any_cq = 0, False
+            for child in node.children:
+                if child.is_cq:
+                    frs, n, has = usage.get(child.name, {}), admitted_in.get(child.name, 0), True
+                else:
+                    frs, n, has = below(child)
+                for fr, v in frs.items():
+                    reserved[fr] = reserved.get(fr, 0) + v
+                admitted, any_cq = admitted + n, any_cq or has
+            found = memo[node.name] = (reserved, admitted, any_cq)
+        return found
+
+    for name in sorted(tree.cohorts):
+        node = tree.cohorts[name]
+        reserved, admitted, any_cq = below(node)
+        for fr in sorted(set(node.subtree) | set(reserved)):
+            flavor, _, resource = fr.partition("/")
+            if node.subtree.get(fr, 0) > 0:
+                out[COHORT_SUBTREE_QUOTA.name].append(((name, flavor, resource), _amount(resource, node.subtree[fr])))
+            if reserved.get(fr, 0) > 0:
+                out[COHORT_SUBTREE_RESERVATIONS.name].append(((name, flavor, resource), _amount(resource, reserved[fr])))
+        if any_cq:
+            out[COHORT_SUBTREE_ADMITTED_ACTIVE.name].append(((name,), float(admitted)))
+
+
+def _weighted_shares(state: ClusterState, out: Gauges, cluster_queues: bool) -> None:
     """Kueue's weighted shares, from the projection's quota tree (which leaves cyclic cohort trees out, so their
-    nodes report none). A ClusterQueue of weight 0 that borrows reports NaN, a Cohort +Inf: Kueue turns only the
-    ClusterQueue's infinite share into NaN."""
+    nodes report none); the ClusterQueues' only with ``cluster_queues`` (``metrics.enableClusterQueueResources``).
+    A ClusterQueue of weight 0 that borrows reports NaN, a Cohort +Inf: Kueue turns only the ClusterQueue's
+    infinite share into NaN."""
     tree = state.quota
     memo: dict[str, dict[str, int]] = {}
-    for name in sorted(tree.cluster_queues):
+    for name in sorted(tree.cluster_queues) if cluster_queues else ():
         node = tree.cluster_queues[name]
         share = fair_share.dominant_share(node, memo=memo).weighted
         cohort = node.parent.name if node.parent is not None else ""
@@ -801,7 +947,7 @@ def _weighted_shares(state: ClusterState, out: dict[str, list[tuple[tuple[str, .
         out[COHORT_WEIGHTED_SHARE.name].append(((name,), share))
 
 
-def _local_queue_gauges(state: ClusterState, out: dict[str, list[tuple[tuple[str, ...], float]]]) -> None:
+def _local_queue_gauges(state: ClusterState, out: Gauges) -> None:
     """The LocalQueue gauges, counted as the LocalQueue status the connector writes counts them
     (``projections.queue_status.local_queue_status``)."""
     workloads = state.workloads
@@ -818,6 +964,8 @@ def _local_queue_gauges(state: ClusterState, out: dict[str, list[tuple[tuple[str
         if q is not None and not stopped:
             active = sum(1 for wl in members if wl.key in q.entries)
             inadmissible = sum(1 for wl in members if wl.key in q.inadmissible)
+            if state.inactive_reason(cq_name) is not None:  # as for the ClusterQueue
+                active, inadmissible = 0, active + inadmissible
         out[LQ_PENDING.name] += [((*labels, "active"), float(active)), ((*labels, "inadmissible"), float(inadmissible))]
         holding = [wl for wl in members if wl.reserving and wl.cluster_queue == cq_name] if cq is not None else []
         admitted = [wl for wl in holding if wl.phase == ADMITTED]

@@ -22,7 +22,7 @@ from projections.queue_order import order_of
 from projections.queues import ClusterQueueQueue
 from projections.workloads import WorkloadInfo, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 9
+SNAPSHOT_VERSION = 10
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -32,8 +32,10 @@ reason each parked shape was parked for (``parked_reasons``), and shapes that le
 ``SchedulingEquivalenceHashingIgnorePodSetName``. 8: whether each workload is owned by a single Pod
 (``WorkloadInfo.pod_owned``) and the failed nodes its placement was kept on (``WorkloadInfo.kept_nodes``), for
 SkipReassignmentForPodOwnedWorkloads. 9: each workload's ``kueue.x-k8s.io/priority-boost`` annotation and the boost
-it adds under PriorityBoost (``WorkloadInfo.boost_annotation``, ``WorkloadInfo.boost``)."""
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9)
+it adds under PriorityBoost (``WorkloadInfo.boost_annotation``, ``WorkloadInfo.boost``). 10: the admissions counted
+per cohort (``cohort_subtree_admitted_workloads_total``), in ``metrics`` beside the others: the layout is version
+9's."""
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -46,7 +48,8 @@ for them) and, under the gate's default, match no workload until the next flush 
 predate single-Pod ownership: restored from one, a workload counts as not owned by a single Pod (its failed nodes
 are replaced, its evictions requeued as before) until its next upsert shows its owner. Versions up to 8 predate
 priority boosts (their writers never read the annotation): restored from one, a workload has no boost annotation,
-and its priority no boost, until its next upsert shows the annotation."""
+and its priority no boost, until its next upsert shows the annotation. Versions up to 9 predate the cohorts'
+admission counts: restored from one, they count from the snapshot's offset on."""
 
 Shape = tuple[int, bytes]
 

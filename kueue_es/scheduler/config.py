@@ -80,6 +80,12 @@ class ObjectRetentionPolicies(_Cfg):
     workloads: WorkloadRetentionPolicy | None = None
 
 
+class ControllerMetrics(_Cfg):
+    enable_cluster_queue_resources: bool = False
+    """Kueue reports the ClusterQueue resource gauges and weighted share only when on; the metrics read it from
+    the recorded document (:func:`projections.metrics.cluster_queue_resources`)."""
+
+
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 """The label the apiserver gives every Namespace: its name."""
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
@@ -96,6 +102,7 @@ class SchedulerConfig(_Cfg):
     wait_for_pods_ready: WaitForPodsReadyConfig | None = None
     resources: ResourcesConfig = ResourcesConfig()
     object_retention_policies: ObjectRetentionPolicies | None = None
+    metrics: ControllerMetrics | None = None
     feature_gates: dict[str, bool] = {}
     """Kueue's ``featureGates``: gate name -> on/off over its default (see :mod:`projections.gates`)."""
     namespace: str = "kueue-system"

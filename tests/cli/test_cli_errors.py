@@ -482,6 +482,8 @@ _AFS_REFUSED = [  # before, these were taken and the scheduler raised on them at
 @pytest.mark.parametrize(("stanza", "error"), [
     *((f"resources:\n{body}", f"Configuration: {error}") for body, error in _RESOURCES_REFUSED),
     *((f"admissionFairSharing:\n{body}", error) for body, error in _AFS_REFUSED),
+    ("metrics:\n  enableClusterQueueResources: 3\n",
+     "Configuration: field `metrics.enableClusterQueueResources`: Expected `bool`, got `int`"),
 ])
 def test_a_configuration_stanza_kueue_refuses_is_refused_naming_the_field(tmp_path: Path, stanza: str,
                                                                           error: str) -> None:
@@ -491,12 +493,12 @@ def test_a_configuration_stanza_kueue_refuses_is_refused_naming_the_field(tmp_pa
 
 
 def test_a_gate_kueue_es_models_only_at_its_default_is_accepted_with_a_warning(tmp_path: Path) -> None:
-    cfg, r = _schedule_under(
-        tmp_path, "featureGates:\n  MetricsForCohorts: false\n  PartialAdmission: false\n  TASBalancedPlacement: false\n")
+    cfg, r = _schedule_under(tmp_path, "featureGates:\n  MetricForWorkloadCreationLatency: false\n"
+                                       "  PartialAdmission: false\n  TASBalancedPlacement: false\n")
     assert r.code == 0
-    assert one_line_error(r) == (f"kueue-es: warning: {cfg}: featureGates: kueue-es models MetricsForCohorts "
-                                 "(default on) only at the default; the setting is accepted, as Kueue accepts it, "
-                                 "and changes nothing here")
+    assert one_line_error(r) == (f"kueue-es: warning: {cfg}: featureGates: kueue-es models "
+                                 "MetricForWorkloadCreationLatency (default on) only at the default; the setting is "
+                                 "accepted, as Kueue accepts it, and changes nothing here")
     # PartialAdmission is modelled; TASBalancedPlacement is set to its default
 
 

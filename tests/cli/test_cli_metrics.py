@@ -27,7 +27,8 @@ ADMISSION = Admission(cluster_queue="cq-b", pod_set_assignments=[
 @pytest.fixture
 def log(tmp_path: Path) -> Path:
     """cluster.yaml imported (offsets 0..10; train-1 admitted in cq-a, infer-2 pending in cq-b), then infer-2
-    fails an attempt, preempts train-1, gets its quota and finishes."""
+    fails an attempt, preempts train-1, gets its quota and finishes; then a configuration turns the ClusterQueue
+    resource gauges on."""
     path = tmp_path / "log"
     assert kueue_es("import", "-f", FIXTURES / "cluster.yaml", "--log", path, "--time", "2024-05-01T08:00:00Z").code == 0
     for batch in [
@@ -41,6 +42,9 @@ def log(tmp_path: Path) -> Path:
          ev.QuotaReserved(key="team-a/infer-2", admission=ADMISSION, time=t("10:02:11"), cycle=3, input=13),  # 15
          ev.WorkloadAdmitted(key="team-a/infer-2", time=t("10:02:11"), cycle=3, input=13)],                # 16
         [ev.WorkloadFinished(key="team-a/infer-2", time=t("10:30:00"))],                                  # 17
+        [ev.ConfigRecorded(time=t("10:30:00"), document={                                                    # 18
+            "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+            "metrics": {"enableClusterQueueResources": True}})],
     ]:
         append(path, batch)
     return path
@@ -83,6 +87,7 @@ def test_metrics_at_the_end_of_the_log(log: Path) -> None:
                  flavor="on-demand", resource="memory") == 64 * 2**30
     assert value(found, "kueue_cluster_queue_borrowing_limit", cohort="research", cluster_queue="cq-b",
                  flavor="on-demand", resource="cpu") == float("inf")
+    assert value(found, "kueue_cohort_subtree_admitted_workloads_total", cohort="research", priority_class="") == 1
     assert "# TYPE kueue_quota_reserved_wait_time_seconds histogram" in r.out
 
     state = ClusterState()  # exactly what the projection gives, in the exposition format

@@ -128,6 +128,16 @@ def cluster(log: Log) -> None:
     )))
 
 
+def configure(log: Log, time: int, **stanzas: object) -> None:
+    """Record a Kueue Configuration with ``stanzas`` (its top-level fields)."""
+    log.observe(ev.ConfigRecorded(time=time, writer="test", document={
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", **stanzas}))
+
+
+RESOURCE_METRICS = {"enableClusterQueueResources": True}
+"""Kueue's ``metrics`` stanza that turns the ClusterQueue resource gauges on."""
+
+
 def reserve(key: str, cq: str, millis: int = 1000) -> tuple[type, dict]:
     return ev.QuotaReserved, {"key": key, "admission": admission(cq, "f0", millis)}
 
@@ -553,6 +563,27 @@ def test_gauges_describe_the_state() -> None:
     assert series(s, "kueue_reserving_active_workloads") == {("cq-a",): 1, ("cq-b",): 1}
     assert series(s, "kueue_admitted_active_workloads") == {("cq-a",): 1, ("cq-b",): 0}
     assert series(s, "kueue_finished_workloads") == {("cq-a",): 0, ("cq-b",): 0}
+    assert series(s, "kueue_cluster_queue_info") == {("cq-a", "co", "root"): 1, ("cq-b", "co", "root"): 1}
+    assert series(s, "kueue_cohort_info") == {("co", "root", "root"): 1, ("root", "", "root"): 1}
+    assert series(s, "kueue_cluster_queue_status") == {
+        ("cq-a", "active"): 1, ("cq-a", "pending"): 0, ("cq-a", "terminating"): 0,
+        ("cq-b", "active"): 1, ("cq-b", "pending"): 0, ("cq-b", "terminating"): 0}
+
+
+def test_cluster_queue_resource_gauges_only_under_enable_cluster_queue_resources() -> None:
+    """Kueue reports them only with ``metrics.enableClusterQueueResources: true`` in its configuration (off by
+    default, and when no configuration is recorded)."""
+    log = Log()
+    cluster(log)
+    log.decide(T0 + 1000, reserve("ns/w1", "cq-a", 1500), admit("ns/w1"), reserve("ns/w2", "cq-b"))
+    resource_gauges = ("kueue_cluster_queue_resource_reservation", "kueue_cluster_queue_resource_usage",
+                       "kueue_cluster_queue_nominal_quota", "kueue_cluster_queue_borrowing_limit",
+                       "kueue_cluster_queue_lending_limit")
+    assert [series(log.state, name) for name in resource_gauges] == [{}] * 5
+    configure(log, T0 + 2000, metrics={"enableClusterQueueResources": False, "bindAddress": ":8443"})
+    assert [series(log.state, name) for name in resource_gauges] == [{}] * 5
+    configure(log, T0 + 3000, metrics=RESOURCE_METRICS)
+    s = log.state
     assert series(s, "kueue_cluster_queue_resource_reservation") == {
         ("co", "cq-a", "f0", "cpu"): 1.5, ("co", "cq-a", "f0", "memory"): 0.0, ("co", "cq-b", "f0", "cpu"): 1.0}
     assert series(s, "kueue_cluster_queue_resource_usage") == {
@@ -565,11 +596,6 @@ def test_gauges_describe_the_state() -> None:
     assert series(s, "kueue_cluster_queue_lending_limit") == {
         ("co", "cq-a", "f0", "cpu"): math.inf, ("co", "cq-a", "f0", "memory"): 2.0**30,
         ("co", "cq-b", "f0", "cpu"): math.inf}
-    assert series(s, "kueue_cluster_queue_info") == {("cq-a", "co", "root"): 1, ("cq-b", "co", "root"): 1}
-    assert series(s, "kueue_cohort_info") == {("co", "root", "root"): 1, ("root", "", "root"): 1}
-    assert series(s, "kueue_cluster_queue_status") == {
-        ("cq-a", "active"): 1, ("cq-a", "pending"): 0, ("cq-a", "terminating"): 0,
-        ("cq-b", "active"): 1, ("cq-b", "pending"): 0, ("cq-b", "terminating"): 0}
 
 
 def test_cluster_queue_status_pending_and_terminating() -> None:
@@ -585,6 +611,134 @@ def test_cluster_queue_status_pending_and_terminating() -> None:
     status = series(log.state, "kueue_cluster_queue_status")
     assert [k[1] for k, v in status.items() if v == 1] == ["active", "terminating", "pending"]  # cq-a, cq-b, cq-x
     assert series(log.state, "kueue_cluster_queue_info")[("cq-x", "", "")] == 1
+
+
+def test_pending_scheduling_hashes_count_the_shapes_of_pending_workloads() -> None:
+    """Kueue's scheduling hashes are the equivalence classes the queue parks by (effective priority and pod-set
+    shapes): w2 and w3 of cq-b share one; w4 asks for more cpu, w5 has a higher priority."""
+    log = Log()
+    cluster(log)
+    log.observe(*(upsert(workload(NS, name, queue="lq-b", created=T0, **kw), T0) for name, kw in (
+        ("w4", {"cpu": "2"}), ("w5", {"priority_class": "high"}))))
+    assert series(log.state, "kueue_pending_scheduling_hashes") == {
+        ("cq-a", "active"): 1, ("cq-a", "inadmissible"): 0, ("cq-b", "active"): 3, ("cq-b", "inadmissible"): 0}
+    log.decide(T0 + 1000, (ev.WorkloadPending, {"key": "ns/w2", "reason": "WaitingForQuota", "message": "m",
+                                                "requeue_reason": "NoFit", "parked": True}))
+    assert series(log.state, "kueue_pending_workloads")[("cq-b", "inadmissible")] == 2  # w3 parked with w2
+    assert series(log.state, "kueue_pending_scheduling_hashes") == {
+        ("cq-a", "active"): 1, ("cq-a", "inadmissible"): 0, ("cq-b", "active"): 2, ("cq-b", "inadmissible"): 1}
+    stopped = cluster_queue("cq-b", "co", cpu="2", stop_policy="Hold")  # inactive: every class inadmissible
+    log.observe(upsert(stopped, T0 + 2000))
+    assert series(log.state, "kueue_pending_scheduling_hashes")[("cq-b", "active")] == 0
+    assert series(log.state, "kueue_pending_scheduling_hashes")[("cq-b", "inadmissible")] == 3
+    gates_config(log, T0 + 3000, SchedulingEquivalenceHashing=False, SchedulingEquivalenceHashingIgnorePodSetName=False)
+    assert set(series(log.state, "kueue_pending_scheduling_hashes").values()) == {0}
+
+
+def test_an_inactive_cluster_queue_counts_its_pending_workloads_as_inadmissible() -> None:
+    """Kueue's queue manager reports every pending workload of a ClusterQueue that is not active as inadmissible,
+    for the ClusterQueue and its LocalQueues alike."""
+    log = Log()
+    cluster(log)
+    log.decide(T0 + 1000, (ev.WorkloadPending, {"key": "ns/w2", "reason": "WaitingForQuota", "message": "m",
+                                                "requeue_reason": "NoFit", "parked": False}))
+    assert series(log.state, "kueue_pending_workloads")[("cq-b", "active")] == 2
+    log.observe(upsert(cluster_queue("cq-b", "co", cpu="2", stop_policy="Hold"), T0 + 2000))
+    assert series(log.state, "kueue_pending_workloads") == {("cq-a", "active"): 1, ("cq-a", "inadmissible"): 0,
+                                                            ("cq-b", "active"): 0, ("cq-b", "inadmissible"): 2}
+    assert series(log.state, "kueue_local_queue_pending_workloads")[("lq-b", "ns", "inadmissible")] == 2
+
+
+# --- cohorts ----------------------------------------------------------------------------------------------------
+
+
+def test_cohort_subtree_gauges() -> None:
+    """Kueue's subtree quota: a cohort's own nominal quota plus what each child can lend (its subtree quota less
+    what its lendingLimit keeps back: cq-a lends 1Gi of its 8Gi of memory), values above 0 only; the reservations
+    and admitted workloads of the ClusterQueues below it."""
+    log = Log()
+    cluster(log)
+    log.decide(T0 + 1000, reserve("ns/w1", "cq-a", 1500), admit("ns/w1"), reserve("ns/w2", "cq-b"))
+    s = log.state
+    assert series(s, "kueue_cohort_subtree_quota") == {
+        ("co", "f0", "cpu"): 6.0, ("co", "f0", "memory"): 2.0**30,
+        ("root", "f0", "cpu"): 6.0, ("root", "f0", "memory"): 2.0**30}
+    assert series(s, "kueue_cohort_subtree_resource_reservations") == {("co", "f0", "cpu"): 2.5,
+                                                                       ("root", "f0", "cpu"): 2.5}
+    assert series(s, "kueue_cohort_subtree_admitted_active_workloads") == {("co",): 1, ("root",): 1}
+    own = o.Cohort(metadata=o.ObjectMeta(name="root"), spec=o.CohortSpec(resource_groups=[o.ResourceGroup(
+        covered_resources=["cpu"], flavors=[o.FlavorQuotas(name="f1", resources=[
+            o.ResourceQuota(name="cpu", nominal_quota="10")])])]))
+    log.observe(upsert(own, T0 + 2000), upsert(cohort("lone"), T0 + 2000))
+    assert series(log.state, "kueue_cohort_subtree_quota")[("root", "f1", "cpu")] == 10.0
+    assert ("lone",) not in series(log.state, "kueue_cohort_subtree_admitted_active_workloads")  # nothing below it
+    log.observe(upsert(cohort("root", parent="co"), T0 + 3000))  # a cycle: Kueue reports none of its cohorts
+    assert series(log.state, "kueue_cohort_subtree_quota") == {}
+    assert series(log.state, "kueue_cohort_subtree_admitted_active_workloads") == {}
+
+
+def _cohort_admissions(log: Log) -> None:
+    """w1 (high) admitted in cq-a, w2 and w3 in cq-b, all of cohort "co" under "root"; cq-x, of no cohort, admits
+    w4."""
+    cluster(log)
+    log.observe(*(upsert(x, T0) for x in (cluster_queue("cq-x"), local_queue(NS, "lq-x", "cq-x"),
+                                          workload(NS, "w4", queue="lq-x", created=T0))))
+    log.decide(T0 + 1000, reserve("ns/w1", "cq-a"), admit("ns/w1"), reserve("ns/w2", "cq-b"), admit("ns/w2"),
+               reserve("ns/w4", "cq-x"), admit("ns/w4"))
+    log.decide(T0 + 2000, reserve("ns/w3", "cq-b"))
+    log.decide(T0 + 3000, admit("ns/w3"))
+
+
+def test_cohort_subtree_admissions_count_in_every_cohort_up_to_the_root() -> None:
+    log = Log()
+    _cohort_admissions(log)
+    full = fold(log.records)
+    assert series(full, "kueue_cohort_subtree_admitted_workloads_total") == {
+        ("co", ""): 2, ("co", "high"): 1, ("root", ""): 2, ("root", "high"): 1}
+    _restores_at_every_cut(log.records, full)
+
+
+def test_a_cohort_that_goes_takes_its_admissions_along() -> None:
+    """Kueue clears a cohort's admissions when its Cohort object is deleted (even while ClusterQueues still name
+    it) and when nothing names it any more; it counts from zero if it comes back."""
+    log = Log()
+    _cohort_admissions(log)
+    log.observe(ev.ObjectDeleted(time=T0 + 4000, key="co", kind="Cohort"))  # "co" stays, implicit; "root" goes
+    assert series(log.state, "kueue_cohort_subtree_admitted_workloads_total") == {}
+    log.observe(upsert(cohort("co", parent="root"), T0 + 5000), upsert(workload(NS, "w5", queue="lq-a"), T0 + 5000))
+    log.decide(T0 + 6000, reserve("ns/w5", "cq-a"), admit("ns/w5"))
+    assert series(log.state, "kueue_cohort_subtree_admitted_workloads_total") == {("co", ""): 1, ("root", ""): 1}
+    log.observe(upsert(cohort("co"), T0 + 7000))  # nothing names "root" any more
+    assert series(log.state, "kueue_cohort_subtree_admitted_workloads_total") == {("co", ""): 1}
+    _restores_at_every_cut(log.records, fold(log.records))
+
+
+def test_a_snapshot_of_the_version_before_the_cohort_admissions_restores() -> None:
+    """A version 9 snapshot carries no cohort admissions (its writer did not count them): they count from its
+    offset on."""
+    log = Log()
+    _cohort_admissions(log)
+    cut = len(log.records) - 1  # before w3's admission
+    old = msgspec.structs.replace(snapshot.take(fold(log.records[:cut])), version=9)
+    name = "kueue_cohort_subtree_admitted_workloads_total"
+    old.metrics.counters = [(n, v) for n, v in old.metrics.counters if n != name]  # type: ignore[union-attr]
+    restored = fold(log.records[cut:], snapshot.restore(msgspec.msgpack.decode(msgspec.msgpack.encode(old),
+                                                                                type=snapshot.Snapshot)))
+    assert series(restored, name) == {("co", ""): 1, ("root", ""): 1}
+    full = fold(log.records)
+    assert [f for f in families(restored) if f.spec.name != name] == [f for f in families(full)
+                                                                        if f.spec.name != name]
+
+
+def test_the_info_gauges_follow_metrics_for_cohorts() -> None:
+    log = Log()
+    cluster(log)
+    gates_config(log, T0 + 1000, MetricsForCohorts=False)
+    assert series(log.state, "kueue_cluster_queue_info") == {}
+    assert series(log.state, "kueue_cohort_info") == {}
+    assert series(log.state, "kueue_cohort_subtree_quota"), "the subtree gauges are not the gate's"
+    gates_config(log, T0 + 2000, MetricsForCohorts=True)
+    assert len(series(log.state, "kueue_cohort_info")) == 2
 
 
 # --- restart-proof --------------------------------------------------------------------------------------------
@@ -640,8 +794,7 @@ def fair_tree(log: Log, fair_sharing: bool = True) -> None:
     """Cohort "root" (no quota) holds cq-r (8 cpu) and cohort "co" (weight 0.5), which holds cq-a (4 cpu, weight
     2), cq-b (2 cpu) and cq-z (2 cpu, weight 0). cq-a holds 6 cpu, cq-z 3, cq-r 7, cq-b nothing."""
     if fair_sharing:
-        log.observe(ev.ConfigRecorded(time=T0, document={"apiVersion": "config.kueue.x-k8s.io/v1beta2",
-                                                         "kind": "Configuration", "fairSharing": {}}))
+        configure(log, T0, fairSharing={}, metrics=RESOURCE_METRICS)
     co = cohort("co", parent="root")
     co = o.Cohort(metadata=co.metadata, spec=o.CohortSpec(parent_name="root", fair_sharing=o.FairSharing(weight="500m")))
     log.observe(*(upsert(x, T0) for x in (
@@ -689,10 +842,21 @@ def test_no_weighted_shares_without_fair_sharing() -> None:
     fair_tree(log, fair_sharing=False)
     assert series(log.state, "kueue_cluster_queue_weighted_share") == {}
     assert series(log.state, "kueue_cohort_weighted_share") == {}
-    log.observe(ev.ConfigRecorded(time=T0 + 2000, document={"fairSharing": {"preemptionStrategies": []}}))
+    log.observe(ev.ConfigRecorded(time=T0 + 2000, document={"fairSharing": {"preemptionStrategies": []},
+                                                            "metrics": RESOURCE_METRICS}))
     assert series(log.state, "kueue_cluster_queue_weighted_share")[("cq-a", "co")] == 62.5
     log.observe(ev.ConfigRecorded(time=T0 + 3000, document={"kind": "Configuration"}))
     assert series(log.state, "kueue_cluster_queue_weighted_share") == {}
+
+
+def test_the_cluster_queue_weighted_shares_need_the_resource_metrics_too() -> None:
+    """Kueue reports a ClusterQueue's weighted share with its resource gauges (``enableClusterQueueResources``), a
+    cohort's with fairSharing alone."""
+    log = Log()
+    fair_tree(log, fair_sharing=False)
+    configure(log, T0 + 2000, fairSharing={})
+    assert series(log.state, "kueue_cluster_queue_weighted_share") == {}
+    assert series(log.state, "kueue_cohort_weighted_share") == {("co",): 125.0, ("root",): 0.0}
 
 
 # --- LocalQueue metrics (the LocalQueueMetrics gate) ------------------------------------------------------------

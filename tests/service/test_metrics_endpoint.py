@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -37,10 +39,11 @@ DURATION = "kueue_admission_attempt_duration_seconds"
 
 
 def kueue_samples(text: str, live: bool = False) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    """The ``kueue_*`` samples; with ``live``, only the attempt durations, else everything but them."""
+    """The ``kueue_*`` samples of the log; with ``live``, only the attempt durations (the build information, the
+    process's like them, is in neither)."""
     return {(s.name, tuple(sorted(s.labels.items()))): s.value
             for family in text_string_to_metric_families(text) if family.name.startswith("kueue_")
-            and (family.name == DURATION) == live for s in family.samples}
+            and family.name != "kueue_build_info" and (family.name == DURATION) == live for s in family.samples}
 
 
 def attempts(samples: dict) -> dict[str, float]:
@@ -104,6 +107,8 @@ def test_metrics_are_served_and_survive_a_restart(tmp_path: Path) -> None:
         assert found[("kueue_cluster_queue_status",
                       (("cluster_queue", "cq-a"), ("replica_role", "standalone"), ("status", "active")))] == 1
         assert "process_cpu_seconds_total" in text  # the process metrics come along
+        assert f'kueue_build_info{{build_date="",compiler="{platform.python_implementation().lower()}",' \
+               f'git_commit="",git_version="{version("kueue-es")}",go_version="python{platform.python_version()}"' in text
         text, content_type = scrape(port, accept="application/openmetrics-text; version=1.0.0")
         assert content_type.startswith("application/openmetrics-text") and text.rstrip().endswith("# EOF")
         time.sleep(1.5)  # nothing left to decide: what it shows now is the settled log
