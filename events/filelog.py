@@ -15,7 +15,6 @@ from __future__ import annotations
 import fcntl
 import os
 import struct
-import zlib
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Literal, NamedTuple
 
 import anyio
 import anyio.lowlevel
+from zlib_ng.zlib_ng import crc32
 
 from events.codec import Quarantined, decode_batch, encode_batch
 from events.errors import CorruptRecord, InvalidInput, LogClosed, LogError, LogLocked
@@ -57,8 +57,16 @@ def _segment_name(base: int) -> str:
     return f"{base:020d}{SEGMENT_SUFFIX}"
 
 
-def _crc(header_tail: bytes | memoryview, payload: bytes | memoryview) -> int:
-    return zlib.crc32(payload, zlib.crc32(header_tail))
+def _crc(header_tail: bytes, payload: bytes) -> int:
+    return crc32(payload, crc32(header_tail))
+
+
+def _frame_crc(view: memoryview, pos: int, end: int) -> int:
+    """The checksum of the frame at ``pos``: its base offset, event count and payload, which lie contiguous.
+
+    zlib-ng's CRC-32 is zlib's, bit for bit, computed with SIMD: on frame-sized buffers several times faster,
+    and every frame a replay reads is checked."""
+    return crc32(view[pos + 8 : end])
 
 
 def list_segments(directory: Path) -> list[tuple[int, Path]]:
@@ -90,8 +98,7 @@ def scan_frames(path: Path, data: bytes | memoryview, expected_base: int) -> tup
                 raise CorruptRecord(path.name, expect, pos, f"frame length {length} runs past the end of the "
                                     "segment but intact frames follow")
             return frames, pos
-        payload = view[pos + HEADER.size : end]
-        if _crc(view[pos + 8 : pos + HEADER.size], payload) != crc:
+        if _frame_crc(view, pos, end) != crc:
             if end == size and not (base == expect and count > 0 and _frame_follows(data, pos + HEADER.size,
                                                                                    base + count)):
                 return frames, pos
@@ -116,8 +123,7 @@ def _frame_follows(data: bytes | memoryview, start: int, next_base: int) -> bool
         length, crc, base, count = HEADER.unpack_from(buf, pos)
         end = pos + HEADER.size + length
         if count > 0 and end <= len(buf):
-            view = memoryview(buf)
-            if _crc(view[pos + 8 : pos + HEADER.size], view[pos + HEADER.size : end]) == crc:
+            if _frame_crc(memoryview(buf), pos, end) == crc:
                 return True
         i = buf.find(needle, i + 1)
     return False

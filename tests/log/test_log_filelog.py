@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import zlib
 from pathlib import Path
 
 import anyio
@@ -50,6 +51,16 @@ def test_reopen_keeps_every_event_and_continues_offsets(tmp_path: Path) -> None:
     recs = read_all(tmp_path)
     assert [r.offset for r in recs] == list(range(11))
     assert [r.event.id for r in recs] == [str(i) for i in range(11)]
+
+
+def test_frames_carry_the_crc32_the_format_names(tmp_path: Path) -> None:
+    """Logs written before stay readable only while the checksum is zlib's CRC-32 of base offset .. payload."""
+    write(tmp_path, [2, 7]).close_sync()
+    data = (tmp_path / SEG0).read_bytes()
+    for fr in frames_of(tmp_path):
+        length, crc, base, count = HEADER.unpack_from(data, fr.position)
+        assert (base, count, length) == (fr.base, fr.count, fr.length)
+        assert crc == zlib.crc32(data[fr.position + 8 : fr.position + HEADER.size + length])
 
 
 def test_one_writer_at_a_time(tmp_path: Path) -> None:
