@@ -10,19 +10,18 @@ that check.
 
 from __future__ import annotations
 
-import re
+from events.goint import is_go_int
 
 ANNOTATION = "kueue.x-k8s.io/priority-boost"
 
 _INT32 = (-(2**31), 2**31 - 1)
-_DECIMAL = re.compile(r"[+-]?[0-9]+")
 
 
 def parse(value: str) -> int | None:
     """The boost ``value`` gives (0 when empty), or None when Kueue would not read it as an int32."""
     if not value:
         return 0
-    if _DECIMAL.fullmatch(value) is None:
+    if not is_go_int(value):
         return None
     boost = int(value)
     return boost if _INT32[0] <= boost <= _INT32[1] else None

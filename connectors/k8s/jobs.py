@@ -70,7 +70,6 @@ here, after the fact. Not done yet: updating a pending Workload when the Job's s
 from __future__ import annotations
 
 import hashlib
-import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -101,12 +100,13 @@ from connectors.k8s.job_priority import (
     workload_priority,
 )
 from connectors.k8s.journal import Journal
-from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION
+from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION, MIN_PARALLELISM
 from connectors.k8s.workers import KeyedWorkers, Retries
 from connectors.k8s.writer import desired_status, observed_status
 from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
+from events.goint import is_go_int
 from kueue_es.scheduler.config import DEFAULT
 from kueue_es.scheduler.config_record import in_force
 from projections import gates
@@ -125,7 +125,6 @@ log = structlog.get_logger("kueue_es.k8s.jobs")
 JOBS = BY_KIND["Job"]
 WORKLOADS = BY_KIND["Workload"]
 MAX_EXEC_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
-MIN_PARALLELISM = prebuilt.MIN_PARALLELISM
 STOPPING = "kueue.x-k8s.io/stopping"
 PODSET_LABEL = podsetinfo.PODSET_LABEL
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
@@ -140,7 +139,6 @@ POD_CLASS_MISSING = "pod-class-missing"
 there, the same version of the Job is given its Workload)."""
 
 
-_GO_INT = re.compile(r"[+-]?[0-9]+")
 _INT32_MAX, _INT64_MAX = 2**31 - 1, 2**63 - 1
 
 
@@ -153,7 +151,7 @@ def max_execution_seconds(labels: dict[str, str]) -> int | None:
     if text is None:
         return None
     where = f"metadata.labels[{MAX_EXEC_LABEL}]: Invalid value:"
-    if not _GO_INT.fullmatch(text):
+    if not is_go_int(text):
         raise InvalidInput(f'{where} "{text}": strconv.Atoi: parsing "{text}": invalid syntax')
     value = int(text)
     if abs(value) > _INT64_MAX:

@@ -23,15 +23,15 @@ finished and deleted when the Job goes (it is owned by it). No ``CreatedWorkload
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
 from typing import Any
 
 import msgspec
 
 from connectors.k8s import podsetinfo
-from connectors.k8s.resources import JOB_UID_LABEL
+from connectors.k8s.resources import JOB_UID_LABEL, MIN_PARALLELISM
 from events import objects as o
+from events.goint import is_go_int
 from events.quantity import QuantityError, parse_quantity
 from projections import gates
 from projections.cluster import ClusterState
@@ -44,8 +44,6 @@ OUT_OF_SYNC = "OutOfSync"
 OUT_OF_SYNC_MESSAGE = "The prebuilt workload is out of sync with its user job"
 MISSING = "missing workload"
 """The ``Stopped`` message of a running Job whose prebuilt Workload is not (or not usably) there."""
-MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
-_GO_INT = re.compile(r"[+-]?[0-9]+")
 
 
 def name_of(job: o.Job, annotation_first: bool) -> str:
@@ -115,7 +113,7 @@ def _true(c: o.Condition | None) -> bool:
 
 def _min_count(annotations: dict[str, str], partial_admission: bool) -> int | None:
     text = annotations.get(MIN_PARALLELISM)
-    if not partial_admission or text is None or not _GO_INT.fullmatch(text):
+    if not partial_admission or text is None or not is_go_int(text):
         return None
     return int(text)
 

@@ -11,6 +11,8 @@ KUEUE_GROUP = "kueue.x-k8s.io"
 KUEUE_VERSION = "v1beta2"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 """On a Workload created for a Job: the Job's uid."""
+MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
+"""On a Job: the fewest pods it may run with under partial admission (its pod set's ``minCount``)."""
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from fixtures.jobs import integration
 from connectors.k8s import prebuilt
 from connectors.k8s.jobs import compared_max_execution_seconds
 from connectors.k8s.mirror import Mirror
+from connectors.k8s.resources import MIN_PARALLELISM
 from events import objects as o
 from events import schema as ev
 from projections.cluster import ClusterState
@@ -200,8 +201,8 @@ async def test_an_out_of_sync_workload_is_finished_and_the_job_stopped() -> None
     (_owned(max_exec=60), _job({KEY: "pre"}), (), False),
     (_owned(max_exec=60), _job({KEY: "pre", "kueue.x-k8s.io/max-exec-time-seconds": "60"}), (), True),
     (_owned(tolerations=[SPOT]), _job({KEY: "pre"}), (), False),  # not admitted: tolerations count
-    (_owned(min_count=1), _job({KEY: "pre"}, {prebuilt.MIN_PARALLELISM: "1"}), (), True),
-    (_owned(min_count=1), _job({KEY: "pre"}, {prebuilt.MIN_PARALLELISM: "1"}), _config(PARTIAL_OFF), False),
+    (_owned(min_count=1), _job({KEY: "pre"}, {MIN_PARALLELISM: "1"}), (), True),
+    (_owned(min_count=1), _job({KEY: "pre"}, {MIN_PARALLELISM: "1"}), _config(PARTIAL_OFF), False),
 ], ids=["same", "resources", "count", "max-exec", "max-exec-both", "tolerations", "min-count",
         "min-count-partial-admission-off"])
 def test_equivalence_is_kueues(wl: o.Workload, job: o.Job, before: tuple, same: bool) -> None:
@@ -230,7 +231,7 @@ def _admitted(state: ClusterState, count: int) -> None:
 def test_a_partially_admitted_workload_is_compared_with_what_running_it_makes(parallelism: int, suspend: bool,
                                                                               same: bool) -> None:
     wl = _owned(count=4, min_count=2)
-    job = _job({KEY: "pre"}, {prebuilt.MIN_PARALLELISM: "2"}, parallelism=parallelism, suspend=suspend)
+    job = _job({KEY: "pre"}, {MIN_PARALLELISM: "2"}, parallelism=parallelism, suspend=suspend)
     started = msgspec.structs.replace(job.spec.template, spec=msgspec.structs.replace(
         job.spec.template.spec, tolerations=[SPOT] if not suspend else []))  # the flavor's, merged in at start
     job = msgspec.structs.replace(job, spec=msgspec.structs.replace(job.spec, template=started))
