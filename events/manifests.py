@@ -7,6 +7,7 @@ Kueue's own ``Configuration`` documents are handed back separately, undecoded, f
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,7 @@ from events import conversion
 from events import objects as o
 from events import tas_assignment as tas
 from events.errors import InvalidInput
+from events.labels import annotations_problem, labels_problem
 from events.priority_boost import ANNOTATION as PRIORITY_BOOST_ANNOTATION
 from events.priority_boost import error as priority_boost_error
 from events.quantity import QuantityError, parse_quantity
@@ -40,6 +42,36 @@ _Loader.yaml_implicit_resolvers = {
 CONFIG_API_VERSIONS = ("config.kueue.x-k8s.io/v1beta2", "config.kueue.x-k8s.io/v1beta1")
 
 
+@dataclass(frozen=True)
+class Checks:
+    """The checks Kueue's webhooks make only while a feature gate is on, each at its gate's default here
+    (:meth:`under` reads them from a Configuration's gates). Off, an object Kueue would then accept is taken,
+    whoever reads it: the watch, ``kueue-es import``, a STATE.yaml."""
+
+    priority_boost: bool = False
+    """``PriorityBoost`` (alpha, off): a Workload's ``kueue.x-k8s.io/priority-boost`` is an int32."""
+    slice_size: bool = True
+    """``TASValidateWorkloadSliceSize`` (beta, on): ``podSetSliceSize`` above 0, and given with the slice topology."""
+    pod_set_metadata: bool = True
+    """``WorkloadValidationForPodSetMetadata`` (beta, on): pod set template labels and annotations well formed."""
+    on_flavors: bool = True
+    """``RejectUpdatesToCQWithInvalidOnFlavors`` (beta, on): an admission check's ``onFlavors`` are the
+    ClusterQueue's flavors. (Kueue's webhook checks a new ClusterQueue whatever the gate; off, it lets an update
+    keep an invalid entry unchanged, which is how an existing one is taken: :mod:`events.update_rules`.)"""
+
+    @classmethod
+    def under(cls, gate: Callable[[str], bool]) -> Checks:
+        """The checks as ``gate`` (a gate's name -> on) sets them: ``ClusterState.gate`` for the watch, the
+        loaded Configuration's for a STATE.yaml or the validating webhook."""
+        return cls(priority_boost=gate("PriorityBoost"), slice_size=gate("TASValidateWorkloadSliceSize"),
+                   pod_set_metadata=gate("WorkloadValidationForPodSetMetadata"),
+                   on_flavors=gate("RejectUpdatesToCQWithInvalidOnFlavors"))
+
+
+UNGATED = Checks(priority_boost=False, slice_size=False, pod_set_metadata=False, on_flavors=False)
+"""None of the gated checks: for reading objects before the Configuration that decides them is known."""
+
+
 @dataclass
 class Manifest:
     objects: list[o.KObject] = field(default_factory=list)
@@ -47,7 +79,7 @@ class Manifest:
     """``kind: Configuration`` documents, as plain data."""
 
 
-def load_text(text: str, source: str = "<input>") -> Manifest:
+def load_text(text: str, source: str = "<input>", *, checks: Checks = Checks()) -> Manifest:
     docs: list[Any] = []
     try:
         for doc in yaml.load_all(text, Loader=_Loader):
@@ -62,17 +94,17 @@ def load_text(text: str, source: str = "<input>") -> Manifest:
         if doc is None:
             continue
         for item in _expand_list(doc, source, index):
-            _decode_document(item, source, index, out)
+            _decode_document(item, source, index, out, checks)
     return out
 
 
-def load_file(path: str) -> Manifest:
+def load_file(path: str, *, checks: Checks = Checks()) -> Manifest:
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except OSError as exc:
         raise InvalidInput(f"{path}: cannot read: {exc.strerror}") from None
-    return load_text(text, path)
+    return load_text(text, path, checks=checks)
 
 
 def _expand_list(doc: Any, source: str, index: int) -> list[dict[str, Any]]:
@@ -87,7 +119,7 @@ def _expand_list(doc: Any, source: str, index: int) -> list[dict[str, Any]]:
     return [doc]
 
 
-def _decode_document(doc: dict[str, Any], source: str, index: int, out: Manifest) -> None:
+def _decode_document(doc: dict[str, Any], source: str, index: int, out: Manifest, checks: Checks) -> None:
     kind = doc.get("kind")
     api_version = doc.get("apiVersion")
     name = (doc.get("metadata") or {}).get("name") if isinstance(doc.get("metadata"), dict) else None
@@ -118,13 +150,18 @@ def _decode_document(doc: dict[str, Any], source: str, index: int, out: Manifest
         doc = convert_v1beta1(doc, where)
     elif kind == "Workload":
         _reject_v1beta1_domains(doc, where, api_version)
+    out.objects.append(decode_object(doc, where, checks=checks))
+
+
+def decode_object(doc: dict[str, Any], where: str, *, checks: Checks = Checks()) -> o.KObject:
+    """A v1beta2 object (plain data, with its ``kind``) as its view, once it passes :func:`validate_object`."""
     _check_integers(doc, where, "")
     try:
         obj = msgspec.convert(doc, o.KueueObject, strict=False)
     except msgspec.ValidationError as exc:
         raise InvalidInput(f"{where}: {_field_message(str(exc))}") from None
-    validate_object(obj, where)
-    out.objects.append(obj)
+    validate_object(obj, where, checks=checks)
+    return obj
 
 
 def _reject_v1beta1_domains(doc: dict[str, Any], where: str, api_version: str) -> None:
@@ -165,14 +202,36 @@ def _field_message(msg: str) -> str:
     return msg
 
 
-def validate_object(obj: o.KObject, where: str, *, priority_boost: bool = False) -> None:
-    """The checks Kueue's webhooks make that matter before anything is stored. ``priority_boost``: Kueue's
-    ``PriorityBoost`` gate is on (:func:`check_priority_boost`)."""
+def validate_object(obj: o.KObject, where: str, *, checks: Checks = Checks()) -> None:
+    """The checks Kueue's webhooks make that matter before anything is stored: those of every setting, then
+    those ``checks`` turns on (:func:`validate_gated`)."""
+    _validate_ungated(obj, where)
+    validate_gated(obj, where, checks)
+
+
+def validate_gated(obj: o.KObject, where: str, checks: Checks) -> None:
+    """The checks Kueue's webhooks make only under a feature gate, those ``checks`` turns on."""
+    match obj:
+        case o.Workload():
+            if checks.priority_boost:
+                check_priority_boost(obj, where)
+            for i, ps in enumerate(obj.spec.pod_sets):
+                at = f"spec.podSets[{i}]"
+                if checks.slice_size and ps.topology_request is not None:
+                    _check_slice_size(ps.topology_request, where, f"{at}.topologyRequest")
+                if checks.pod_set_metadata:
+                    _check_template_metadata(ps.template.metadata, where, f"{at}.template.metadata")
+        case o.ClusterQueue():
+            if checks.on_flavors:
+                check_on_flavors(obj, where)
+        case _:
+            pass
+
+
+def _validate_ungated(obj: o.KObject, where: str) -> None:
     check_time(obj.metadata.creation_timestamp, where, "metadata.creationTimestamp")
     match obj:
         case o.Workload():
-            if priority_boost:
-                check_priority_boost(obj, where)
             for i, c in enumerate(obj.status.conditions):
                 check_time(c.last_transition_time, where, f"status.conditions[{i}].lastTransitionTime")
             if obj.status.requeue_state is not None:
@@ -247,6 +306,59 @@ def validate_object(obj: o.KObject, where: str, *, priority_boost: bool = False)
             validate_provisioning_config(obj.spec, where)
         case _:
             pass
+
+
+def _check_slice_size(req: o.PodSetTopologyRequest, where: str, at: str) -> None:
+    """``TASValidateWorkloadSliceSize``: ``podSetSliceSize`` is above 0 and comes with
+    ``podSetSliceRequiredTopology``, and the slice topology with a size. (The layers' sizes are the CRD's to check,
+    whatever the gate: :func:`_validate_topology_request`.)"""
+    size, level = req.pod_set_slice_size, req.pod_set_slice_required_topology
+    if size is not None and size < 1:
+        raise InvalidInput(f"{where}: field `{at}.podSetSliceSize` must be greater than 0, got {size}")
+    if size is not None and level is None:
+        raise InvalidInput(f"{where}: field `{at}.podSetSliceSize` may only be set together with "
+                           "podSetSliceRequiredTopology")
+    if level is not None and size is None:
+        raise InvalidInput(f"{where}: field `{at}.podSetSliceSize` is required when podSetSliceRequiredTopology "
+                           "is set")
+
+
+def _check_template_metadata(meta: o.TemplateMeta, where: str, at: str) -> None:
+    """``WorkloadValidationForPodSetMetadata``: a pod set template's labels and annotations as Kubernetes
+    checks a pod's (:mod:`events.labels`)."""
+    problem = labels_problem(meta.labels)
+    if problem is not None:
+        raise InvalidInput(f"{where}: field `{at}.labels`: {problem}")
+    problem = annotations_problem(meta.annotations)
+    if problem is not None:
+        raise InvalidInput(f"{where}: field `{at}.annotations`: {problem}")
+
+
+def check_on_flavors(cq: o.ClusterQueue, where: str, *, kept_from: o.ClusterQueue | None = None) -> None:
+    """Every ``onFlavors`` entry of the admission checks strategy names one of the ClusterQueue's flavors.
+    ``kept_from``: the ClusterQueue before an update that leaves its flavors as they were; a check whose
+    ``onFlavors`` that update leaves unchanged is not looked at (Kueue's update rule with
+    ``RejectUpdatesToCQWithInvalidOnFlavors`` off)."""
+    strategy = cq.spec.admission_checks_strategy
+    if strategy is None:
+        return
+    flavors = _flavor_names(cq)
+    kept: dict[str, frozenset[str]] = {}
+    old_strategy = kept_from.spec.admission_checks_strategy if kept_from is not None else None
+    if kept_from is not None and old_strategy is not None and _flavor_names(kept_from) == flavors:
+        kept = {rule.name: frozenset(rule.on_flavors) for rule in old_strategy.admission_checks}
+    for i, rule in enumerate(strategy.admission_checks):
+        if kept.get(rule.name) == frozenset(rule.on_flavors):
+            continue
+        for j, flavor in enumerate(rule.on_flavors):
+            if flavor not in flavors:
+                supported = ", ".join(f'"{f}"' for f in sorted(flavors)) or "none"
+                raise InvalidInput(f"{where}: field `spec.admissionChecksStrategy.admissionChecks[{i}]."
+                                   f'onFlavors[{j}]`: Unsupported value: "{flavor}": supported values: {supported}')
+
+
+def _flavor_names(cq: o.ClusterQueue) -> frozenset[str]:
+    return frozenset(fq.name for rg in cq.spec.resource_groups for fq in rg.flavors)
 
 
 def check_priority_boost(wl: o.Workload, where: str) -> None:

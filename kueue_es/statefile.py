@@ -17,11 +17,10 @@ import msgspec
 from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
-from events.manifests import Manifest, check_priority_boost, load_file
+from events.manifests import UNGATED, Checks, Manifest, load_file, validate_gated
 from events.timefmt import parse_time
 from kueue_es.scheduler import config_record
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig, load_config
-from projections import gates
 from projections.cluster import ClusterState
 
 _FIRST = ("Namespace", "PriorityClass", "WorkloadPriorityClass", "LimitRange", "RuntimeClass", "ResourceFlavor",
@@ -53,7 +52,7 @@ def latest_time(manifest: Manifest) -> int:
 def load_state(path: str, config_path: str | None = None, now: int | None = None,
                record: Callable[[ev.Record], None] | None = None) -> LoadedState:
     """``record``: also given every event folded (e.g. :class:`projections.owners.WorkloadOwners`)."""
-    manifest = load_file(path)
+    manifest = load_file(path, checks=UNGATED)  # the gated checks once the configuration is known (below)
     configs = [(path, c) for c in manifest.configs]
     if config_path is not None:
         extra = load_file(config_path)
@@ -63,10 +62,9 @@ def load_state(path: str, config_path: str | None = None, now: int | None = None
     if len(configs) > 1:
         raise InvalidInput(f"{configs[1][0]}: more than one Configuration given")
     config = load_config(configs[0][1], configs[0][0]) if configs else DEFAULT
-    if config.gate(gates.PRIORITY_BOOST):  # the Workload webhook's check under the gate, now the gate is known
-        for obj in manifest.objects:
-            if isinstance(obj, o.Workload):
-                check_priority_boost(obj, f"{path}: Workload {obj.key}")
+    checks = Checks.under(config.gate)  # the webhooks' checks under their gates, now the gates are known
+    for obj in manifest.objects:
+        validate_gated(obj, f"{path}: {type(obj).__struct_config__.tag} {obj.key}", checks)  # type: ignore[attr-defined]
     t = latest_time(manifest) if now is None else now
     rank = {k: i for i, k in enumerate(_FIRST)}
     objects = sorted(manifest.objects, key=lambda obj: rank.get(type(obj).__struct_config__.tag, len(rank)))

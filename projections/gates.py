@@ -14,7 +14,12 @@ each one does). Ten of them the fold reads from the recorded document: ``Reclaim
 workloads together, :mod:`projections.queues`), ``TASReplaceNodeOnNodeTaints`` (whether a taint change makes the
 node controller look at a node anew, which lists again a failed node a pod-owned workload's placement was kept on
 under ``SkipReassignmentForPodOwnedWorkloads``: :mod:`projections.cluster`), ``PriorityBoost`` (a workload's
-``kueue.x-k8s.io/priority-boost`` annotation is added to its priority: :mod:`projections.cluster`). Every other
+``kueue.x-k8s.io/priority-boost`` annotation is added to its priority: :mod:`projections.cluster`). The watch
+also reads there the gates of the checks Kueue's webhooks make only under a gate (:meth:`events.manifests.Checks.under`): that
+one's and ``TASValidateWorkloadSliceSize``, ``WorkloadValidationForPodSetMetadata``,
+``RejectUpdatesToCQWithInvalidOnFlavors`` (an object failing a check is skipped only while its gate is on); the
+validating webhook and a STATE.yaml read them from the loaded configuration. The configuration loader reads
+``ReservedResourceNameValidation`` (:func:`projections.request_rules.compile_rules`). Every other
 gate is known so that a user's existing configuration is accepted as Kueue accepts it; one set away from its
 default is named in a warning (:func:`ignored`).
 
@@ -63,6 +68,10 @@ SHORT_WORKLOAD_NAMES = "ShortWorkloadNames"
 SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS = "SkipReassignmentForPodOwnedWorkloads"
 PRIORITY_BOOST = "PriorityBoost"
 WORKLOAD_IDENTIFIER_ANNOTATIONS = "WorkloadIdentifierAnnotations"
+TAS_VALIDATE_WORKLOAD_SLICE_SIZE = "TASValidateWorkloadSliceSize"
+WORKLOAD_VALIDATION_FOR_POD_SET_METADATA = "WorkloadValidationForPodSetMetadata"
+REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS = "RejectUpdatesToCQWithInvalidOnFlavors"
+RESERVED_RESOURCE_NAME_VALIDATION = "ReservedResourceNameValidation"
 
 GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
@@ -91,7 +100,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "TASAssignmentsEncodingByHostnamePrefix": (BETA, True),
     "KueueDRAIntegration": (BETA, True),
     "KueueDRAIntegrationExtendedResource": (BETA, True),
-    "ReservedResourceNameValidation": (BETA, True),
+    RESERVED_RESOURCE_NAME_VALIDATION: (BETA, True),
     "KueueDRARejectWorkloadsWhenDRADisabled": (BETA, True),
     "KueueDRAIntegrationPartitionableDevices": (BETA, True),
     "KueueDRAIntegrationConsumableCapacity": (ALPHA, False),
@@ -115,7 +124,7 @@ GATES: dict[str, tuple[str, bool]] = {
     ADMISSION_GATED_BY: (BETA, True),
     SHORT_WORKLOAD_NAMES: (ALPHA, False),
     "FastQuotaReleaseInPodIntegration": (ALPHA, False),
-    "RejectUpdatesToCQWithInvalidOnFlavors": (BETA, True),
+    REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS: (BETA, True),
     FINISH_ORPHANED_WORKLOADS: (BETA, True),
     "MultiKueueIncrementalDispatcherConfig": (BETA, True),
     "MultiKueueIncrementalDispatcherRespectConfigOrder": (BETA, True),
@@ -139,8 +148,8 @@ GATES: dict[str, tuple[str, bool]] = {
     "SchedulerLibraryIntegration": (ALPHA, False),
     "VectorizedResourceRequests": (BETA, True),
     "WorkloadValidateResourcesAreNonNegative": (BETA, True),
-    "TASValidateWorkloadSliceSize": (BETA, True),
-    "WorkloadValidationForPodSetMetadata": (BETA, True),
+    TAS_VALIDATE_WORKLOAD_SLICE_SIZE: (BETA, True),
+    WORKLOAD_VALIDATION_FOR_POD_SET_METADATA: (BETA, True),
     "PrioritizePreemptorWorkloads": (ALPHA, False),
     "LWSImmutableGroupSize": (BETA, True),
     FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS: (BETA, True),
@@ -187,12 +196,14 @@ MODELLED = frozenset({
     FAIR_SHARING_PRIORITIZE_NON_BORROWING, FINISH_ORPHANED_WORKLOADS, FLAVOR_FUNGIBILITY,
     FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, METRICS_FOR_COHORTS, PARTIAL_ADMISSION,
     PRIORITY_BOOST, "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY, "ReclaimablePods",
-    SCHEDULING_EQUIVALENCE_HASHING, SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME, SHORT_WORKLOAD_NAMES,
+    REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS, RESERVED_RESOURCE_NAME_VALIDATION, SCHEDULING_EQUIVALENCE_HASHING,
+    SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME, SHORT_WORKLOAD_NAMES,
     SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS, TAS_BALANCED_PLACEMENT, TAS_FAILED_NODE_REPLACEMENT,
     TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST, TAS_HANDLE_OVERLAPPING_FLAVORS, TAS_MULTI_LAYER_TOPOLOGY,
     TAS_PROFILE_MIXED, TAS_REPLACE_NODE_ON_NODE_TAINTS, TAS_REPLACE_NODE_ON_POD_TERMINATION,
-    TOPOLOGY_AWARE_SCHEDULING, UNADMITTED_WORKLOADS_EXPLICIT_STATUS, UNADMITTED_WORKLOADS_OBSERVABILITY,
-    WORKLOAD_IDENTIFIER_ANNOTATIONS, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
+    TAS_VALIDATE_WORKLOAD_SLICE_SIZE, TOPOLOGY_AWARE_SCHEDULING, UNADMITTED_WORKLOADS_EXPLICIT_STATUS,
+    UNADMITTED_WORKLOADS_OBSERVABILITY, WORKLOAD_IDENTIFIER_ANNOTATIONS, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
+    WORKLOAD_VALIDATION_FOR_POD_SET_METADATA,
 })
 """The gates whose both settings kueue-es models. Every other one is accepted, as Kueue accepts it, and kueue-es
 behaves as under its default (:func:`ignored`). Not TASReplaceNodeDueToNotReadyOverFixedTime (deprecated): with

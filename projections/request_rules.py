@@ -106,16 +106,27 @@ def _units(resource: str, quantity: Decimal) -> int:
     return max(0, min(_whole(quantity), MAX_INT64))
 
 
+RESERVED = "pods"
+"""The resource Kueue counts a pod set's pods in: flavor assignment sets it to the pod count."""
+
+
 def compile_rules(exclude: list[str], transformations: list[ResourceTransformation],
-                  where: str) -> RequestRules | None:
+                  where: str, *, reserved_names: bool = True) -> RequestRules | None:
     """The rules of a Configuration's ``resources`` (None when there are none); a transformation Kueue would
-    refuse is an error naming the field."""
+    refuse is an error naming the field. ``reserved_names``: Kueue's ``ReservedResourceNameValidation`` gate
+    (beta, on), under which a transformation may not name ``pods``, as its input or an output; off, such a
+    configuration loads, and flavor assignment overwrites what it outputs as ``pods`` with the pod count."""
     at = "resources.transformations"
     seen: set[str] = set()
     transforms = []
     for i, t in enumerate(transformations):
         if not t.input:
             raise InvalidInput(f"{where}: field `{at}[{i}].input` is required")
+        if reserved_names and t.input == RESERVED:
+            raise InvalidInput(f"{where}: field `{at}[{i}].input`: {RESERVED!r} is reserved for internal kueue use")
+        if reserved_names and RESERVED in t.outputs:
+            raise InvalidInput(f"{where}: field `{at}[{i}].outputs.{RESERVED}`: the key is reserved for internal "
+                               "kueue use")
         if t.input in seen:
             raise InvalidInput(f"{where}: field `{at}[{i}].input`: duplicate value {t.input!r} (each input is "
                                "transformed by one entry)")
@@ -154,7 +165,8 @@ def rules_of(document: dict[str, Any] | None) -> RequestRules | None:
         return _BY_DOCUMENT[key]
     try:
         res = msgspec.convert(document, _Doc, strict=False).resources
-        rules = None if res is None else compile_rules(res.exclude_resource_prefixes, res.transformations, "")
+        rules = None if res is None else compile_rules(res.exclude_resource_prefixes, res.transformations, "",
+                                                       reserved_names=False)  # checked before it was recorded
     except (msgspec.ValidationError, InvalidInput):
         rules = None
     if len(_BY_DOCUMENT) > 1024:

@@ -11,8 +11,9 @@ RBAC grants exactly what the connector does:
 * ClusterQueues' and LocalQueues' ``status``: patch (Kueue's queue status);
 * ClusterQueues, ResourceFlavors, AdmissionChecks, Topologies: patch (the resource-in-use finalizer);
 * Leases (coordination.k8s.io) in its own namespace only, for leader election: get/create/update;
-* the Job webhook: its MutatingWebhookConfiguration (create; get/update by name) and, in its own namespace, the
-  Secret that holds the serving certificate every replica shares (create; get by name);
+* the webhooks: the Job webhook's MutatingWebhookConfiguration and the Kueue kinds' ValidatingWebhookConfiguration
+  (create; get/update by name) and, in its own namespace, the Secret that holds the serving certificate every
+  replica shares (create; get by name);
 * Pods: patch (the topology ungater lifts the scheduling gate and sets the node selector);
 * ProvisioningRequests (autoscaling.x-k8s.io): create, delete; PodTemplates: get, create, patch (their owner);
   AdmissionChecks' ``status``: patch (the provisioning checks' Active condition);
@@ -24,10 +25,11 @@ RBAC grants exactly what the connector does:
   ``extension-apiserver-authentication-reader``, as Kueue binds it);
 
 The Deployment runs ``kueue-es run --kube`` as a non-root user with a read-only root filesystem, serving the
-batch/v1 Job mutating webhook and the CRDs' conversion webhook (the CRDs call it for v1beta1 <-> v1beta2) on
-port 9443 behind the Service ``kueue-es-webhook`` (it makes a self-signed CA, keeps it in the Secret
-``kueue-es-webhook-server-cert``, registers the MutatingWebhookConfiguration and sets the CRDs' conversion
-``caBundle``: until a replica has started, only v1beta2 is readable), and Kueue's visibility API on port 8082 for
+batch/v1 Job mutating webhook, the validating webhooks for the Kueue kinds and the CRDs' conversion webhook (the
+CRDs call it for v1beta1 <-> v1beta2) on port 9443 behind the Service ``kueue-es-webhook`` (it makes a
+self-signed CA, keeps it in the Secret ``kueue-es-webhook-server-cert``, registers the Mutating- and
+ValidatingWebhookConfigurations and sets the CRDs' conversion ``caBundle``: until a replica has started, only
+v1beta2 is readable), and Kueue's visibility API on port 8082 for
 the aggregation layer (the leader registers the APIServices ``v1beta2``/``v1beta1.visibility.kueue.x-k8s.io`` with
 its serving CA and points the Service ``kueue-es-visibility`` at its own pod IP); the
 embedded log lives on a volume at ``/var/lib/kueue-es`` (an ``emptyDir`` by default: a new pod rebuilds its
@@ -49,6 +51,7 @@ from connectors.k8s.resources import (
     POD_TEMPLATES,
     PROVISIONING_REQUESTS,
 )
+from connectors.k8s.validating import CONFIGURATION_NAME as VALIDATING_CONFIGURATION_NAME
 from connectors.k8s.visibility import API_SERVICES, ENDPOINT_SLICES, ENDPOINTS, SERVICES, apiservice_names
 from connectors.k8s.webhook import CONFIGURATION_NAME
 
@@ -89,6 +92,10 @@ def cluster_role(name: str = DEFAULT_NAME) -> dict[str, Any]:
          "verbs": ["create"]},
         {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["mutatingwebhookconfigurations"],
          "resourceNames": [CONFIGURATION_NAME], "verbs": ["get", "update"]},
+        {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingwebhookconfigurations"],
+         "verbs": ["create"]},
+        {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingwebhookconfigurations"],
+         "resourceNames": [VALIDATING_CONFIGURATION_NAME], "verbs": ["get", "update"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]},
         {"apiGroups": [""], "resources": [POD_TEMPLATES.plural], "verbs": ["get", "create", "patch"]},
         {"apiGroups": [PROVISIONING_REQUESTS.group], "resources": [PROVISIONING_REQUESTS.plural],

@@ -16,7 +16,8 @@ and is looked for again every ``absent_retry_s``. Pods and Nodes are trimmed to 
 updates that change nothing kept are dropped (:mod:`connectors.k8s.trim`).
 
 Objects are decoded with msgspec into :mod:`events.objects` views. One that does not decode, or fails the checks
-Kueue's webhooks make (a malformed quantity, ...), is skipped and reported — the log only ever holds objects the
+Kueue's webhooks make (a malformed quantity, ...; a gated check only while the recorded Configuration turns its
+gate on: ``ClusterState.input_checks``), is skipped and reported — the log only ever holds objects the
 projections can fold, and the connector keeps running. Event time is the wall clock when the watch delivered
 the change (connectors may read clocks; the core never does). Event ids are ``kind/uid/resourceVersion`` (and
 ``kind/uid/deleted``), stable across retries.
@@ -268,7 +269,7 @@ class Watcher:
             self._skip(r, _name_of(raw), f"cannot decode: {exc}")
             return None
         try:
-            validate_object(obj, f"{r.kind} {obj.key}", priority_boost=self.mirror.state.priority_boost)
+            validate_object(obj, f"{r.kind} {obj.key}", checks=self.mirror.state.input_checks)
         except InvalidInput as exc:
             self._skip(r, obj.key, str(exc))
             return None

@@ -18,7 +18,8 @@ The answer is an ``admission.k8s.io/v1`` AdmissionReview with a JSON patch; a Jo
 unchanged. :func:`configuration` builds the MutatingWebhookConfiguration (``failurePolicy: Fail``, Kueue's
 namespace exclusions) that points the apiserver at it — by URL, or at a Service in-cluster — with the CA that
 signed the serving certificate as its ``caBundle``; :func:`register` creates or updates it. The same server
-answers the CRDs' ConversionReviews (:mod:`connectors.k8s.conversion`), registered with the same CA.
+answers the CRDs' ConversionReviews (:mod:`connectors.k8s.conversion`) and Kueue's validating webhooks for its own
+kinds (:mod:`connectors.k8s.validating`), both registered with the same CA.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import base64
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +35,7 @@ import msgspec
 import structlog
 from aiohttp import web
 
-from connectors.k8s import conversion, crds, https, jobs
+from connectors.k8s import conversion, crds, https, jobs, validating
 from connectors.k8s.certs import CertBundle, self_signed
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, KubeError, NotFound
@@ -52,6 +54,7 @@ CONFIGURATION_NAME = "kueue-es-mutating-webhook-configuration"
 WEBHOOK_NAME = "mjob.kb.io"
 MUTATING_CONFIGS = Resource("MutatingWebhookConfiguration", "admissionregistration.k8s.io", "v1",
                             "mutatingwebhookconfigurations", False)
+_CONFIGS = {r.kind: r for r in (MUTATING_CONFIGS, validating.VALIDATING_CONFIGS)}
 SECRETS = Resource("Secret", "", "v1", "secrets", True)
 
 DEFAULT_PRIORITY_CLASS = "default"
@@ -144,25 +147,32 @@ def default_priority_class_lookup(client: KubeClient) -> HasDefaultPriorityClass
 
 class WebhookServer:
     """HTTPS on ``address:port`` with the given certificate: the Job webhook at :data:`PATH`, the CRD conversion
-    webhook at :data:`connectors.k8s.conversion.PATH`."""
+    webhook at :data:`connectors.k8s.conversion.PATH`, the validating webhooks at
+    :data:`connectors.k8s.validating.PATHS` (under the Kueue Configuration's ``feature_gates``)."""
 
     def __init__(self, has_default_queue: HasDefaultQueue,
-                 has_default_priority_class: HasDefaultPriorityClass | None = None) -> None:
+                 has_default_priority_class: HasDefaultPriorityClass | None = None,
+                 feature_gates: Mapping[str, bool] | None = None) -> None:
         self.has_default_queue = has_default_queue
         self.has_default_priority_class = has_default_priority_class
+        self.feature_gates = dict(feature_gates or {})
         self.reviews = 0
         self.patched = 0
         self.refused = 0
         self.conversions = 0
         self.conversions_refused = 0
+        self.validations = 0
+        self.validations_refused = 0
         self._runner: web.AppRunner | None = None
 
     async def start(self, address: str, port: int, certfile: str, keyfile: str) -> None:
         app = web.Application()
         app.router.add_post(PATH, self._handle)
         app.router.add_post(conversion.PATH, self._convert)
+        for path, kind in validating.PATHS.items():
+            app.router.add_post(path, partial(self._validate, kind))
         self._runner = await https.serve(app, address, port, https.server_tls(certfile, keyfile))
-        log.info("webhook serving", address=address, port=port, paths=[PATH, conversion.PATH])
+        log.info("webhook serving", address=address, port=port, paths=[PATH, conversion.PATH, *validating.PATHS])
 
     async def stop(self) -> None:
         if self._runner is not None:
@@ -179,6 +189,16 @@ class WebhookServer:
             self.patched += 1
         if not out["response"]["allowed"]:
             self.refused += 1
+        return _closing(web.json_response(out))
+
+    async def _validate(self, kind: str, request: web.Request) -> web.Response:
+        try:
+            out = validating.review(await request.read(), kind, self.feature_gates)
+        except (msgspec.DecodeError, AttributeError, TypeError) as exc:
+            return web.json_response({"error": f"not an AdmissionReview: {exc}"}, status=400)
+        self.validations += 1
+        if not out["response"]["allowed"]:
+            self.validations_refused += 1
         return _closing(web.json_response(out))
 
     async def _convert(self, request: web.Request) -> web.Response:
@@ -226,14 +246,14 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
 
 
 async def register(client: KubeClient, doc: dict[str, Any]) -> None:
-    """Create the MutatingWebhookConfiguration, or replace the one of that name."""
-    name = doc["metadata"]["name"]
+    """Create the Mutating- or ValidatingWebhookConfiguration ``doc``, or replace the one of that name."""
+    name, configs = doc["metadata"]["name"], _CONFIGS[doc["kind"]]
     try:
-        await client.create(MUTATING_CONFIGS, doc)
+        await client.create(configs, doc)
     except AlreadyExists:
-        current = msgspec.json.decode(await client.get(MUTATING_CONFIGS, name))
+        current = msgspec.json.decode(await client.get(configs, name))
         body = {**doc, "metadata": {**doc["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}}
-        await client.replace(MUTATING_CONFIGS, name, body)
+        await client.replace(configs, name, body)
     log.info("webhook registered", configuration=name)
 
 
@@ -268,18 +288,20 @@ def conversion_stanza(k: KubeSettings, ca_pem: bytes = b"") -> dict[str, Any]:
 async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None = None, *,
                 feature_gates: Mapping[str, bool] | None = None) -> WebhookServer:
     """Start the webhook as ``k`` says (with ``bundle``, else :func:`certificate`); when ``webhook_register``,
-    register the Job webhook and point the CRDs' conversion at it, both trusting its CA. Stop it when done.
-    ``feature_gates``: the Kueue Configuration's (``WorkloadPriorityClassDefaulting``)."""
+    register the Job webhook and the validating webhooks and point the CRDs' conversion at it, all trusting its
+    CA. Stop it when done. ``feature_gates``: the Kueue Configuration's (``WorkloadPriorityClassDefaulting``, the
+    gated validations)."""
     bundle = bundle or await certificate(client, k)
     _, cert, key = bundle.write(tempfile.mkdtemp(prefix="kueue-es-webhook-"))
     defaulting = gates.enabled(feature_gates or {}, gates.WORKLOAD_PRIORITY_CLASS_DEFAULTING)
-    server = WebhookServer(default_queue_lookup(client), default_priority_class_lookup(client) if defaulting else None)
+    server = WebhookServer(default_queue_lookup(client), default_priority_class_lookup(client) if defaulting else None,
+                           feature_gates)
     await server.start(k.webhook_address, k.webhook_port, str(cert), str(key))
     if k.webhook_register:
-        await register(client, configuration(
-            bundle.ca_pem, url=k.webhook_url,
-            service=None if k.webhook_url else (k.webhook_service, k.lease_namespace, 443),
-            excluded_namespaces=("kube-system", k.lease_namespace)))
+        service = None if k.webhook_url else (k.webhook_service, k.lease_namespace, 443)
+        await register(client, configuration(bundle.ca_pem, url=k.webhook_url, service=service,
+                                             excluded_namespaces=("kube-system", k.lease_namespace)))
+        await register(client, validating.configuration(bundle.ca_pem, url=k.webhook_url, service=service))
         await conversion.register(client, conversion_stanza(k, bundle.ca_pem))
     return server
 

@@ -258,9 +258,11 @@ def _validate_admission_fair_sharing(afs: AdmissionFairSharingConfig, source: st
 
 
 def _validate_resources(cfg: SchedulerConfig, source: str) -> None:
-    """Kueue's checks of ``resources``: the transformations (always), the quota check strategy (under its gate)."""
+    """Kueue's checks of ``resources``: the transformations (always; ``pods`` in one under
+    ``ReservedResourceNameValidation``), the quota check strategy (under its gate)."""
     r = cfg.resources
-    compile_rules(r.exclude_resource_prefixes, r.transformations, f"{source}: Configuration")
+    compile_rules(r.exclude_resource_prefixes, r.transformations, f"{source}: Configuration",
+                  reserved_names=gates.enabled(cfg.feature_gates, gates.RESERVED_RESOURCE_NAME_VALIDATION))
     if not gates.enabled(cfg.feature_gates, gates.QUOTA_CHECK_STRATEGY):
         return
     where = f"{source}: Configuration: field `resources.quotaCheckStrategy`"

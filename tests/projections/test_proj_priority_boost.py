@@ -24,7 +24,7 @@ from events import objects as o
 from events import priority_boost
 from events import schema as ev
 from events.errors import InvalidInput
-from events.manifests import validate_object
+from events.manifests import Checks, validate_object
 from kueue_es.statefile import load_state
 from projections import snapshot
 from projections.cluster import ClusterState
@@ -159,9 +159,9 @@ def test_the_webhook_check_refuses_what_kueue_cannot_read_under_the_gate_only() 
     with pytest.raises(InvalidInput, match=r"Workload team/w: field `metadata.annotations\[kueue.x-k8s.io/"
                                            r"priority-boost\]`: must be an integer between -2147483648 and "
                                            r"2147483647, not 'ten'"):
-        validate_object(bad, "Workload team/w", priority_boost=True)
+        validate_object(bad, "Workload team/w", checks=Checks(priority_boost=True))
     validate_object(bad, "Workload team/w")
-    validate_object(boosted("w", "-10"), "Workload team/w", priority_boost=True)
+    validate_object(boosted("w", "-10"), "Workload team/w", checks=Checks(priority_boost=True))
 
 
 STATE = """

@@ -111,6 +111,19 @@ def test_a_transformation_kueue_refuses_is_an_error_naming_the_field(entries: li
         rules(*entries)
 
 
+@pytest.mark.parametrize(("entry", "error"), [
+    ({"input": "pods", "outputs": {"b": "1"}}, "field `resources.transformations[0].input`: 'pods' is reserved"),
+    ({"input": "a", "outputs": {"pods": "1"}}, "field `resources.transformations[0].outputs.pods`: the key is reserved"),
+])
+def test_pods_in_a_transformation_is_refused_under_reserved_resource_name_validation(entry: dict, error: str) -> None:
+    t = [ResourceTransformation(**entry)]
+    with pytest.raises(InvalidInput, match=error.replace("[", r"\[").replace("]", r"\]")):
+        compile_rules([], t, "test")
+    assert compile_rules([], t, "test", reserved_names=False) is not None, "gate off: it loads"
+    doc = {"featureGates": {"ReservedResourceNameValidation": False}, "resources": {"transformations": [entry]}}
+    assert rules_of(doc) is not None, "a recorded document was checked under its own gates"
+
+
 def test_rules_of_a_recorded_document() -> None:
     assert rules_of(RESOURCE_CONFIGS[0]) is None
     assert rules_of(RESOURCE_CONFIGS[1]) is rules_of(dict(RESOURCE_CONFIGS[1]))  # one object per document

@@ -2,6 +2,8 @@
 
 A case file holds ``objects`` (what a user would kubectl-apply), an optional Kueue ``config``, and either
 
+* ``refused`` — loading them as ``kueue-es schedule`` does is refused, with an error holding that text (a check
+  Kueue makes under a feature gate, whose gate-off twin shows what is then decided), or
 * ``cycles`` and ``want`` — run through the same code path as ``kueue-es schedule`` (the objects folded at the
   latest timestamp they carry, then N scheduling cycles); ``want`` names every workload whose status changes, or
 * ``timeline`` — for behaviour driven by time: the objects are loaded as ``kueue-es schedule`` loads them, at
@@ -49,6 +51,7 @@ import yaml
 
 from events import objects as o
 from events import schema as ev
+from events.errors import InvalidInput
 from events.manifests import load_text
 from events.quantity import to_int
 from events.tas_assignment import decode
@@ -241,6 +244,11 @@ def test_scenario(case: Path, tmp_path: Path) -> None:
     if "config" in spec:
         config = tmp_path / "config.yaml"
         config.write_text(yaml.safe_dump(spec["config"]))
+    if "refused" in spec:
+        with pytest.raises(InvalidInput) as refused:
+            schedule(str(state), spec.get("cycles", 1), str(config) if config else None)
+        assert spec["refused"] in str(refused.value)
+        return
     result = schedule(str(state), spec.get("cycles", 1), str(config) if config else None)
     got = {f"{i['metadata']['namespace']}/{i['metadata']['name']}": i["status"] for i in result["items"]}
     for key, want in spec["want"].items():

@@ -209,6 +209,11 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert await ok("patch", "kueue.x-k8s.io", "resourceflavors")  # the resource-in-use finalizer
         assert await ok("update", "coordination.k8s.io", "leases", ns_name)
         assert await ok("create", "admissionregistration.k8s.io", "mutatingwebhookconfigurations")
+        assert await ok("create", "admissionregistration.k8s.io", "validatingwebhookconfigurations")
+        assert await _allowed(api, sa, "update", "admissionregistration.k8s.io", "validatingwebhookconfigurations",
+                              name="kueue-es-validating-webhook-configuration")
+        assert not await _allowed(api, sa, "update", "admissionregistration.k8s.io",
+                                  "validatingwebhookconfigurations", name="someone-elses")
         assert await ok("create", "", "secrets", ns_name)
         assert await ok("watch", "autoscaling.x-k8s.io", "provisioningrequests")
         assert await ok("create", "autoscaling.x-k8s.io", "provisioningrequests", "team-a")

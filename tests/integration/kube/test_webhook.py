@@ -38,6 +38,8 @@ from connectors.k8s.errors import Forbidden
 from connectors.k8s.jobs import MAX_EXEC_LABEL
 from connectors.k8s.resources import BY_KIND, KUEUE_RESOURCES, Resource
 from connectors.k8s.settings import KubeSettings
+from connectors.k8s.validating import CONFIGURATION_NAME as VALIDATING_CONFIGURATION_NAME
+from connectors.k8s.validating import VALIDATING_CONFIGS
 from connectors.k8s.webhook import (
     CONFIGURATION_NAME,
     DEFAULT_PRIORITY_CLASS,
@@ -162,7 +164,8 @@ async def test_jobs_are_suspended_and_defaulted_at_creation(kube_apiserver, tmp_
 @pytest.mark.asyncio
 async def test_served_and_registered_from_the_kube_settings(kube_apiserver, tmp_path) -> None:
     """What ``kueue-es run --kube`` does with ``webhook_port`` and ``webhook_register``: one configuration for
-    every namespace but kube-system and its own; the CRDs convert through the same server, trusting its CA."""
+    every namespace but kube-system and its own; the validating webhooks for the Kueue kinds and the CRDs'
+    conversion go through the same server, trusting its CA."""
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
         own, other = await namespace(kc, "wh-own"), await namespace(kc, "wh-any")
@@ -183,6 +186,8 @@ async def test_served_and_registered_from_the_kube_settings(kube_apiserver, tmp_
 
             mwc = msgspec.json.decode(await kc.get(MUTATING_CONFIGS, CONFIGURATION_NAME))
             ca = mwc["webhooks"][0]["clientConfig"]["caBundle"]
+            vwc = msgspec.json.decode(await kc.get(VALIDATING_CONFIGS, VALIDATING_CONFIGURATION_NAME))
+            assert {h["clientConfig"]["caBundle"] for h in vwc["webhooks"]} == {ca}, "the same server and CA"
             for r in KUEUE_RESOURCES:
                 crd = msgspec.json.decode(await kc.get(crds.CRD_RESOURCE, f"{r.plural}.{r.group}"))
                 assert crd["spec"]["conversion"] == {"strategy": "Webhook", "webhook": {
@@ -200,8 +205,11 @@ async def test_served_and_registered_from_the_kube_settings(kube_apiserver, tmp_
 
             assert "cohortName" not in (await eventually(converted, what="v1beta1 read through the webhook"))["spec"]
             assert server.conversions > 0
+            assert server.validations > 0, "the ClusterQueue went through the validating webhook"
         finally:
             with contextlib.suppress(Exception):
                 await kc.delete(MUTATING_CONFIGS, CONFIGURATION_NAME)
+            with contextlib.suppress(Exception):  # cluster-wide, failurePolicy Fail: gone before this server stops
+                await kc.delete(VALIDATING_CONFIGS, VALIDATING_CONFIGURATION_NAME)
             await crds.install(kc)  # strategy None again: this server stops
             await server.stop()

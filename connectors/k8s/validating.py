@@ -1,0 +1,136 @@
+"""The validating admission webhooks for Kueue's own kinds, as Kueue's manager serves them: ``kubectl apply`` of
+an object Kueue would refuse is refused, with a message naming the object and the field.
+
+Kueue validates ClusterQueues, Cohorts, ResourceFlavors and Workloads (and ``workloads/status``) on create and
+update (``config/components/webhook/manifests.yaml``: ``/validate-kueue-x-k8s-io-v1beta2-<kind>``,
+``v<kind>.kb.io``, ``failurePolicy: Fail``). LocalQueues are added here under the same naming: Kueue keeps their
+``clusterQueue`` immutable through a CEL rule of its CRD, which kueue-es's generated CRDs do not carry.
+
+The answer comes from the checks kueue-es already holds every object to (:func:`events.manifests.decode_object`:
+what the watch skips, what ``kueue-es import`` refuses), with the gated ones as the Kueue Configuration in force
+sets them (:meth:`events.manifests.Checks.under`), and on update from :mod:`events.update_rules`. As in Kueue, a
+new ClusterQueue's ``onFlavors`` are checked whatever ``RejectUpdatesToCQWithInvalidOnFlavors`` says; the gate
+decides only whether an update may keep an invalid entry unchanged.
+
+The apiserver sends the object in the version the webhook is registered for (v1beta2; a v1beta1 request is
+converted first, ``matchPolicy: Equivalent`` by default), so one decoder serves both versions.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+from collections.abc import Mapping
+from functools import partial
+from typing import Any
+
+import msgspec
+
+from connectors.k8s.resources import Resource
+from events import objects as o
+from events.errors import InvalidInput
+from events.manifests import Checks, decode_object
+from events.update_rules import validate_update
+from projections import gates
+
+CONFIGURATION_NAME = "kueue-es-validating-webhook-configuration"
+VALIDATING_CONFIGS = Resource("ValidatingWebhookConfiguration", "admissionregistration.k8s.io", "v1",
+                              "validatingwebhookconfigurations", False)
+
+
+@dataclasses.dataclass(frozen=True)
+class Hook:
+    kind: str
+    resources: tuple[str, ...]
+    scope: str
+
+    @property
+    def path(self) -> str:
+        return f"/validate-kueue-x-k8s-io-v1beta2-{self.kind.lower()}"
+
+    @property
+    def name(self) -> str:
+        return f"v{self.kind.lower()}.kb.io"
+
+
+HOOKS = (
+    Hook("ClusterQueue", ("clusterqueues",), "Cluster"),
+    Hook("Cohort", ("cohorts",), "Cluster"),
+    Hook("ResourceFlavor", ("resourceflavors",), "Cluster"),
+    Hook("Workload", ("workloads", "workloads/status"), "Namespaced"),
+    Hook("LocalQueue", ("localqueues",), "Namespaced"),
+)
+PATHS = {h.path: h.kind for h in HOOKS}
+
+
+def refusal(kind: str, operation: str, new_doc: Any, old_doc: Any, feature_gates: Mapping[str, bool]) -> str | None:
+    """Why Kueue refuses this create or update of a ``kind`` (the objects as plain data), or None."""
+    if operation not in ("CREATE", "UPDATE") or not isinstance(new_doc, dict):
+        return None
+    gate = partial(gates.enabled, feature_gates)
+    checks = Checks.under(gate)
+    updating = operation == "UPDATE" and isinstance(old_doc, dict)
+    if not updating:
+        checks = dataclasses.replace(checks, on_flavors=True)  # a new ClusterQueue: whatever the gate
+    new_doc = {**new_doc, "kind": kind}
+    where = f"{kind} {_key(new_doc)}"
+    try:
+        new = decode_object(new_doc, where, checks=checks)
+        if updating:
+            validate_update(old_doc, new_doc, _view({**old_doc, "kind": kind}), new, where,
+                            on_flavors_gate=checks.on_flavors, tas=gate(gates.TOPOLOGY_AWARE_SCHEDULING))
+    except InvalidInput as exc:
+        return str(exc)
+    return None
+
+
+def review(body: bytes, kind: str, feature_gates: Mapping[str, bool]) -> dict[str, Any]:
+    """Answer one AdmissionReview (v1) for a ``kind`` object: allowed, or refused (403) with the reason."""
+    req = msgspec.json.decode(body).get("request") or {}
+    response: dict[str, Any] = {"uid": req.get("uid", ""), "allowed": True}
+    problem = refusal(kind, req.get("operation", ""), req.get("object"), req.get("oldObject"), feature_gates)
+    if problem is not None:
+        response.update(allowed=False, status={"code": 403, "reason": "Forbidden", "message": problem})
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+
+
+def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int] | None = None,
+                  name: str = CONFIGURATION_NAME, object_selector: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The ValidatingWebhookConfiguration for :data:`HOOKS`, at ``url`` or at ``service`` (name, namespace,
+    port), trusting ``ca_pem``. ``object_selector``: only objects it selects (for tests sharing a cluster)."""
+    if not url and service is None:
+        raise ValueError("the webhook needs a url or a service")
+    ca = base64.b64encode(ca_pem).decode()
+    webhooks = []
+    for hook in HOOKS:
+        if url:
+            client_config: dict[str, Any] = {"caBundle": ca, "url": url.rstrip("/") + hook.path}
+        else:
+            assert service is not None
+            client_config = {"caBundle": ca, "service": {"name": service[0], "namespace": service[1],
+                                                         "port": service[2], "path": hook.path}}
+        webhook: dict[str, Any] = {
+            "name": hook.name, "clientConfig": client_config,
+            "rules": [{"apiGroups": ["kueue.x-k8s.io"], "apiVersions": ["v1beta2"], "operations": ["CREATE", "UPDATE"],
+                       "resources": list(hook.resources), "scope": hook.scope}],
+            "failurePolicy": "Fail", "sideEffects": "None", "admissionReviewVersions": ["v1"], "timeoutSeconds": 10,
+        }
+        if object_selector is not None:
+            webhook["objectSelector"] = object_selector
+        webhooks.append(webhook)
+    return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": name}, "webhooks": webhooks}
+
+
+def _view(doc: dict[str, Any]) -> o.KObject | None:
+    """The old object as its view, unchecked: it is stored already, and its faults are not the update's."""
+    try:
+        return msgspec.convert(doc, o.KueueObject, strict=False)
+    except msgspec.ValidationError:
+        return None
+
+
+def _key(doc: dict[str, Any]) -> str:
+    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    name, namespace = meta.get("name", ""), meta.get("namespace", "")
+    return f"{namespace}/{name}" if namespace else str(name)

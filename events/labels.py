@@ -1,0 +1,76 @@
+"""Kubernetes' syntax for label keys, label values and annotation keys (qualified names), as the apiserver checks
+them and as Kueue's Workload webhook checks a pod set template's metadata under
+``WorkloadValidationForPodSetMetadata``. Each check returns what is wrong, or None."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+NAME_MAX = 63
+PREFIX_MAX = 253
+VALUE_MAX = 63
+ANNOTATIONS_MAX_BYTES = 256 * 1024
+"""What all of an object's annotations (keys and values) may add up to."""
+
+_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_NAME_RULE = "alphanumeric characters, '-', '_' or '.', starting and ending with an alphanumeric character"
+
+
+def qualified_name_problem(key: str) -> str | None:
+    """A label or annotation key: a name of at most 63 characters, optionally after a DNS subdomain and '/'."""
+    parts = key.split("/")
+    if len(parts) > 2:
+        return "a qualified name is a name with an optional DNS subdomain prefix and '/' (e.g. 'example.com/name')"
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            return "the prefix part must not be empty"
+        if len(prefix) > PREFIX_MAX:
+            return f"the prefix part must be at most {PREFIX_MAX} characters"
+        if not _SUBDOMAIN.fullmatch(prefix):
+            return ("the prefix part must be a DNS subdomain: lowercase alphanumeric characters, '-' or '.', "
+                    "starting and ending with an alphanumeric character")
+    if not name:
+        return "the name part must not be empty"
+    if len(name) > NAME_MAX:
+        return f"the name part must be at most {NAME_MAX} characters"
+    if not _NAME.fullmatch(name):
+        return f"the name part must consist of {_NAME_RULE}"
+    return None
+
+
+def label_value_problem(value: str) -> str | None:
+    """A label value: empty, or at most 63 characters of the name part's alphabet."""
+    if len(value) > VALUE_MAX:
+        return f"a label value must be at most {VALUE_MAX} characters"
+    if value and not _NAME.fullmatch(value):
+        return f"a label value must be empty or consist of {_NAME_RULE}"
+    return None
+
+
+def labels_problem(labels: Mapping[str, str]) -> str | None:
+    """The first bad key or value of a label map, in key order."""
+    for key in sorted(labels):
+        problem = qualified_name_problem(key)
+        if problem is not None:
+            return f"key {key!r}: {problem}"
+        problem = label_value_problem(labels[key])
+        if problem is not None:
+            return f"value {labels[key]!r} of key {key!r}: {problem}"
+    return None
+
+
+def annotations_problem(annotations: Mapping[str, str]) -> str | None:
+    """The first bad key of an annotation map (keys are checked lowercased, as Kubernetes does), or a total size
+    above 256 KiB."""
+    for key in sorted(annotations):
+        problem = qualified_name_problem(key.lower())
+        if problem is not None:
+            return f"key {key!r}: {problem}"
+    size = sum(len(k.encode()) + len(v.encode()) for k, v in annotations.items())
+    if size > ANNOTATIONS_MAX_BYTES:
+        return f"the annotations add up to {size} bytes, more than {ANNOTATIONS_MAX_BYTES}"
+    return None

@@ -1,0 +1,155 @@
+"""What Kueue refuses in an update of one of its objects beyond what it refuses in any object: the fields that
+may not change (Kueue's validating webhooks, ``pkg/webhooks/*_webhook.go``, and the CEL rules of its CRDs, which
+kueue-es's generated CRDs do not carry).
+
+The object itself is checked first, as on creation (:func:`events.manifests.validate_object`); these rules compare
+the old and the new object, as the apiserver hands them to an admission webhook (plain data), so that fields
+kueue-es does not model (a container's image) count too. Each names the object and the field.
+
+* Workload, while the old one holds quota (``QuotaReserved=True``): ``spec.podSets`` do not change, but for a
+  pod set's count going down (``ElasticJobsViaWorkloadSlices``, on by default); ``priorityClassRef`` is neither
+  set nor removed, keeps its group and kind, and a PriorityClass one keeps its name. While both hold quota:
+  ``spec.queueName`` does not change, nor does a reclaimable pod count go down or disappear. While both are
+  admitted: ``maximumExecutionTimeSeconds`` does not change. While both have one: ``status.admission`` does not
+  change, but for each pod set assignment's ``topologyAssignment`` and ``delayedTopologyRequest`` under
+  ``TopologyAwareScheduling``. An admission check Ready before and after keeps its ``podSetUpdates``.
+* ClusterQueue: with ``RejectUpdatesToCQWithInvalidOnFlavors`` off, an admission check whose ``onFlavors`` the
+  update leaves as they were, in a ClusterQueue whose flavors it leaves as they were, is not checked (with the gate
+  on every entry is, with the object).
+* LocalQueue: ``spec.clusterQueue`` does not change.
+* ResourceFlavor: once it has a ``topologyName``, its ``spec`` does not change.
+
+Not modelled: what Kueue allows for elastic workloads (slices) beyond a smaller count, the MultiKueue
+``clusterName`` rule, a ClusterQueue's ``concurrentAdmissionPolicy`` (``ConcurrentAdmission``, alpha), a Topology's
+``levels``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from events import objects as o
+from events.errors import InvalidInput
+from events.manifests import check_on_flavors
+
+IMMUTABLE = "field is immutable"
+_PRIORITY_CLASS = ("scheduling.k8s.io", "PriorityClass")
+
+
+def validate_update(old_doc: dict[str, Any], new_doc: dict[str, Any], old: o.KObject | None, new: o.KObject,
+                    where: str, *, on_flavors_gate: bool = True, tas: bool = True) -> None:
+    """Refuse the update of ``old`` into ``new`` (views of ``old_doc`` and ``new_doc``; ``old`` None when it
+    does not decode) if Kueue does; the new object was checked on its own already. ``on_flavors_gate``, ``tas``:
+    the gates ``RejectUpdatesToCQWithInvalidOnFlavors`` and ``TopologyAwareScheduling``."""
+    match new:
+        case o.Workload():
+            _workload(old_doc, new_doc, where, tas)
+        case o.ClusterQueue() if not on_flavors_gate and isinstance(old, o.ClusterQueue):
+            check_on_flavors(new, where, kept_from=old)
+        case o.LocalQueue() if isinstance(old, o.LocalQueue):
+            if old.spec.cluster_queue != new.spec.cluster_queue:
+                raise InvalidInput(f"{where}: field `spec.clusterQueue`: {IMMUTABLE}")
+        case o.ResourceFlavor() if isinstance(old, o.ResourceFlavor):
+            if old.spec.topology_name is not None and _get(old_doc, "spec") != _get(new_doc, "spec"):
+                raise InvalidInput(f"{where}: field `spec`: resourceFlavorSpec are immutable when topologyName is set")
+        case _:
+            pass
+
+
+def _workload(old: dict[str, Any], new: dict[str, Any], where: str, tas: bool) -> None:
+    old_spec, new_spec = _get(old, "spec"), _get(new, "spec")
+    old_reserved, new_reserved = _has_condition(old, "QuotaReserved"), _has_condition(new, "QuotaReserved")
+    if old_reserved:
+        _pod_sets(old_spec.get("podSets") or [], new_spec.get("podSets") or [], where)
+        _priority_class_ref(old_spec.get("priorityClassRef"), new_spec.get("priorityClassRef"), where)
+    if old_reserved and new_reserved:
+        if "queueName" in old_spec and "queueName" in new_spec and old_spec["queueName"] != new_spec["queueName"]:
+            raise InvalidInput(f"{where}: field `spec.queueName`: queueName is immutable while workload quota "
+                               "reserved")
+        _reclaimable_pods(_get(old, "status").get("reclaimablePods") or [],
+                          _get(new, "status").get("reclaimablePods") or [], where)
+    if _has_condition(old, "Admitted") and _has_condition(new, "Admitted") and (
+            old_spec.get("maximumExecutionTimeSeconds", 0) != new_spec.get("maximumExecutionTimeSeconds", 0)):
+        raise InvalidInput(f"{where}: field `spec.maximumExecutionTimeSeconds`: maximumExecutionTimeSeconds is "
+                           "immutable while workload quota reserved")
+    _admission(_get(old, "status").get("admission"), _get(new, "status").get("admission"), where, tas)
+    _pod_set_updates(_get(old, "status").get("admissionChecks") or [],
+                     _get(new, "status").get("admissionChecks") or [], where)
+
+
+def _pod_sets(old: list[Any], new: list[Any], where: str) -> None:
+    if len(old) != len(new):
+        raise InvalidInput(f"{where}: field `spec.podSets`: {IMMUTABLE}")
+    for i, (before, after) in enumerate(zip(old, new, strict=True)):
+        if isinstance(before, dict) and isinstance(after, dict):
+            count = before.get("count", 1)
+            before = {**before, "count": count}
+            after = {**after, "count": max(after.get("count", 1), count)}  # a smaller count is allowed
+        if before != after:
+            raise InvalidInput(f"{where}: field `spec.podSets[{i}]`: {IMMUTABLE}")
+
+
+def _priority_class_ref(old: Any, new: Any, where: str) -> None:
+    at = f"{where}: field `spec.priorityClassRef"
+    if (old is None) != (new is None):
+        raise InvalidInput(f"{at}`: priorityClassRef is immutable while workload quota reserved")
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return
+    for part in ("group", "kind"):
+        if old.get(part) != new.get(part):
+            raise InvalidInput(f"{at}.{part}`: priorityClassRef.{part} is immutable while workload quota reserved")
+    if (new.get("group"), new.get("kind")) == _PRIORITY_CLASS and old.get("name") != new.get("name"):
+        raise InvalidInput(f"{at}.name`: priorityClassRef.name is immutable for scheduling.k8s.io/priorityclass "
+                           "while workload quota reserved")
+
+
+def _reclaimable_pods(old: list[Any], new: list[Any], where: str) -> None:
+    """While the workload holds quota, a reclaimable pod count only grows, and stays listed."""
+    before = {rp.get("name"): rp.get("count", 0) for rp in old if isinstance(rp, dict)}
+    after = {rp.get("name"): rp.get("count", 0) for rp in new if isinstance(rp, dict)}
+    for name in sorted(after, key=str):
+        if name in before and after[name] < before[name]:
+            raise InvalidInput(f"{where}: field `status.reclaimablePods[{name}].count`: cannot be less than "
+                               f"{before[name]}")
+    for name in sorted(before, key=str):
+        if name not in after:
+            raise InvalidInput(f"{where}: field `status.reclaimablePods[{name}]`: cannot be removed")
+
+
+def _admission(old: Any, new: Any, where: str, tas: bool) -> None:
+    """An admission may be set or cleared, never changed; under TAS a pod set's placement may be (a delayed
+    topology request being placed, a failed node replaced)."""
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return
+    if tas and len(old.get("podSetAssignments") or []) == len(new.get("podSetAssignments") or []):
+        old, new = _without_placement(old), _without_placement(new)
+    if old != new:
+        raise InvalidInput(f"{where}: field `status.admission`: {IMMUTABLE}")
+
+
+def _without_placement(admission: dict[str, Any]) -> dict[str, Any]:
+    psas = [{k: v for k, v in psa.items() if k not in ("topologyAssignment", "delayedTopologyRequest")}
+            if isinstance(psa, dict) else psa for psa in admission.get("podSetAssignments") or []]
+    return {**admission, "podSetAssignments": psas}
+
+
+def _pod_set_updates(old: list[Any], new: list[Any], where: str) -> None:
+    """An admission check Ready before and after keeps its ``podSetUpdates``."""
+    after = {c.get("name"): c for c in new if isinstance(c, dict)}
+    for i, before in enumerate(old):
+        if not isinstance(before, dict) or before.get("name") not in after:
+            continue
+        now = after[before.get("name")]
+        if (before.get("state") == now.get("state") == "Ready"
+                and (before.get("podSetUpdates") or []) != (now.get("podSetUpdates") or [])):
+            raise InvalidInput(f"{where}: field `status.admissionChecks[{i}].podSetUpdates`: {IMMUTABLE}")
+
+
+def _get(doc: dict[str, Any], key: str) -> dict[str, Any]:
+    value = doc.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _has_condition(doc: dict[str, Any], type_: str) -> bool:
+    conditions = _get(doc, "status").get("conditions") or []
+    return any(isinstance(c, dict) and c.get("type") == type_ and c.get("status") == "True" for c in conditions)

@@ -1,0 +1,119 @@
+"""The checks Kueue's webhooks make only under a feature gate (``events.manifests.Checks``): each refuses what
+Kueue refuses, naming the object and the field, only while its gate is on; the defaults are the gates'."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import pytest
+import yaml
+
+from events.errors import InvalidInput
+from events.labels import annotations_problem, label_value_problem, qualified_name_problem
+from events.manifests import UNGATED, Checks, decode_object, load_text
+from projections import gates
+
+OFF = {"slice_size": Checks(slice_size=False), "pod_set_metadata": Checks(pod_set_metadata=False),
+       "on_flavors": Checks(on_flavors=False)}
+
+
+def _workload(topology: dict[str, Any] | None = None, labels: dict | None = None,
+              annotations: dict | None = None) -> dict[str, Any]:
+    ps: dict[str, Any] = {"name": "main", "count": 2, "template": {
+        "metadata": {"labels": labels or {}, "annotations": annotations or {}},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}
+    if topology is not None:
+        ps["topologyRequest"] = topology
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": "w", "namespace": "team"}, "spec": {"queueName": "lq", "podSets": [ps]}}
+
+
+def _cq(on_flavors: list[str], flavors: tuple[str, ...] = ("a",)) -> dict[str, Any]:
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": {
+        "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+            {"name": f, "resources": [{"name": "cpu", "nominalQuota": 1}]} for f in flavors]}],
+        "admissionChecksStrategy": {"admissionChecks": [{"name": "ac", "onFlavors": on_flavors}]}}}
+
+
+def test_the_defaults_are_the_gates_defaults() -> None:
+    assert Checks() == Checks.under(partial(gates.enabled, {}))
+    assert Checks.under(partial(gates.enabled, {"AllBeta": False})) == UNGATED
+
+
+@pytest.mark.parametrize(("topology", "message"), [
+    ({"podSetSliceRequiredTopology": "rack", "podSetSliceSize": 0},
+     "field `spec.podSets[0].topologyRequest.podSetSliceSize` must be greater than 0, got 0"),
+    ({"podSetSliceRequiredTopology": "rack", "podSetSliceSize": -2},
+     "field `spec.podSets[0].topologyRequest.podSetSliceSize` must be greater than 0, got -2"),
+    ({"required": "rack", "podSetSliceSize": 2},
+     "field `spec.podSets[0].topologyRequest.podSetSliceSize` may only be set together with "
+     "podSetSliceRequiredTopology"),
+    ({"podSetSliceRequiredTopology": "rack"},
+     "field `spec.podSets[0].topologyRequest.podSetSliceSize` is required when podSetSliceRequiredTopology is set"),
+])
+def test_slice_size_and_topology_come_as_a_pair_under_the_gate(topology: dict, message: str) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        decode_object(_workload(topology), "Workload team/w")
+    assert str(refused.value) == f"Workload team/w: {message}"
+    decode_object(_workload(topology), "Workload team/w", checks=OFF["slice_size"])
+    decode_object(_workload({"podSetSliceRequiredTopology": "rack", "podSetSliceSize": 2}), "Workload team/w")
+
+
+@pytest.mark.parametrize(("metadata", "message"), [
+    ({"labels": {"app": "invalid value with spaces"}},
+     "field `spec.podSets[0].template.metadata.labels`: value 'invalid value with spaces' of key 'app'"),
+    ({"labels": {"@abc": "x"}}, "field `spec.podSets[0].template.metadata.labels`: key '@abc'"),
+    ({"labels": {"a": "x" * 64}}, "must be at most 63 characters"),
+    ({"annotations": {"invalid/annotation/key/too/long/invalid": "val"}},
+     "field `spec.podSets[0].template.metadata.annotations`: key 'invalid/annotation/key/too/long/invalid'"),
+    ({"annotations": {"big": "x" * (256 * 1024)}}, "more than 262144"),
+])
+def test_pod_set_template_metadata_is_checked_as_a_pods_under_the_gate(metadata: dict, message: str) -> None:
+    doc = _workload(labels=metadata.get("labels"), annotations=metadata.get("annotations"))
+    with pytest.raises(InvalidInput, match="^Workload team/w: ") as refused:
+        decode_object(doc, "Workload team/w")
+    assert message in str(refused.value)
+    decode_object(doc, "Workload team/w", checks=OFF["pod_set_metadata"])
+
+
+def test_well_formed_metadata_passes() -> None:
+    decode_object(_workload(labels={"example.com/app": "a.b-c_d", "empty": ""},
+                            annotations={"Example.com/Note": "anything at all, spaces too"}), "Workload team/w")
+
+
+def test_on_flavors_name_the_cluster_queue_s_flavors_under_the_gate() -> None:
+    with pytest.raises(InvalidInput) as refused:
+        decode_object(_cq(["a", "b"], ("a", "c")), "ClusterQueue cq")
+    assert str(refused.value) == ('ClusterQueue cq: field `spec.admissionChecksStrategy.admissionChecks[0].onFlavors[1]`:'
+                                  ' Unsupported value: "b": supported values: "a", "c"')
+    decode_object(_cq(["a", "b"]), "ClusterQueue cq", checks=OFF["on_flavors"])
+    decode_object(_cq(["a"]), "ClusterQueue cq")
+    decode_object(_cq([]), "ClusterQueue cq")
+
+
+def test_load_text_takes_the_checks_it_is_given() -> None:
+    text = yaml.safe_dump(_workload({"podSetSliceRequiredTopology": "rack"}))
+    with pytest.raises(InvalidInput, match=r"document 1 \(Workload w\): field `spec.podSets\[0\].topologyRequest"):
+        load_text(text, "in.yaml")
+    assert len(load_text(text, "in.yaml", checks=UNGATED).objects) == 1
+
+
+@pytest.mark.parametrize(("key", "ok"), [
+    ("app", True), ("example.com/app", True), ("a.b_c-d", True), ("x" * 63, True), ("x" * 64, False),
+    ("Example.com/app", False), ("/app", False), ("example.com/", False), ("a/b/c", False), ("-app", False),
+    ("app_", False), ("", False), ("a" * 254 + "/b", False),
+])
+def test_qualified_names(key: str, ok: bool) -> None:
+    assert (qualified_name_problem(key) is None) is ok
+
+
+@pytest.mark.parametrize(("value", "ok"), [("", True), ("a", True), ("a-b.c_d", True), ("a b", False),
+                                           ("-a", False), ("x" * 64, False)])
+def test_label_values(value: str, ok: bool) -> None:
+    assert (label_value_problem(value) is None) is ok
+
+
+def test_annotation_keys_are_checked_lowercased() -> None:
+    assert annotations_problem({"Example.COM/Key": "v"}) is None
+    assert annotations_problem({"a b": "v"}) is not None

@@ -1,0 +1,142 @@
+"""The validating webhooks for Kueue's kinds, served over HTTPS by kueue-es and called by the real apiserver.
+
+Registered with an objectSelector on this test's label, so other tests sharing the cluster never reach them. An
+invalid ClusterQueue and an invalid Workload are refused with a message naming the object and the field, valid
+ones are created; a LocalQueue's ``clusterQueue`` stays as it was; a Workload holding quota (written through the
+status subresource, which the webhook validates too) keeps its pod sets, the apiserver handing the webhook the old
+object; and a gate turned off in the Configuration lets through what it governs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import secrets
+from typing import Any
+
+import msgspec
+import pytest
+from kubehelp import (
+    KUEUE,
+    NOW,
+    cluster_queue,
+    connect,
+    create,
+    eventually,
+    flavor,
+    free_port,
+    local_queue,
+    namespace,
+)
+
+from connectors.k8s import crds
+from connectors.k8s.certs import self_signed
+from connectors.k8s.errors import Forbidden
+from connectors.k8s.resources import BY_KIND
+from connectors.k8s.validating import VALIDATING_CONFIGS, configuration
+from connectors.k8s.webhook import WebhookServer, register
+
+pytestmark = pytest.mark.kube
+LABEL = "kueue-es-validation-test"
+
+
+def _workload(ns: str, name: str, sfx: str, *, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"apiVersion": KUEUE, "kind": "Workload",
+            "metadata": {"name": name, "namespace": ns, "labels": {LABEL: sfx}},
+            "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1, "template": {
+                "metadata": {"labels": labels or {}},
+                "spec": {"containers": [{"name": "c", "image": "busybox",
+                                         "resources": {"requests": {"cpu": "1"}}}]}}}]}}
+
+
+async def _refused(kc, doc: dict[str, Any]) -> str:
+    with pytest.raises(Forbidden) as refused:
+        await create(kc, doc)
+    return str(refused.value)
+
+
+@contextlib.asynccontextmanager
+async def _served(kc, tmp_path, sfx: str, feature_gates: dict[str, bool]):
+    """A webhook server with the validating configuration registered for objects labelled ``sfx``."""
+    bundle = self_signed(["127.0.0.1"])
+    _, cert, key = bundle.write(tmp_path / f"certs-{len(feature_gates)}")
+
+    async def no_default(*_: Any) -> bool:
+        return False
+
+    server = WebhookServer(no_default, None, feature_gates)
+    port = free_port()
+    await server.start("127.0.0.1", port, str(cert), str(key))
+    name = f"kueue-es-validation-{sfx}"
+    try:
+        await register(kc, configuration(bundle.ca_pem, url=f"https://127.0.0.1:{port}", name=name,
+                                         object_selector={"matchLabels": {LABEL: sfx}}))
+        probe = cluster_queue(f"probe-{sfx}", {"f": {"cpu": 1}}, queueingStrategy="Sometimes")
+        probe["metadata"]["labels"] = {LABEL: sfx}
+
+        async def effective() -> bool:  # the apiserver picks the configuration up asynchronously
+            try:
+                await kc.request("POST", BY_KIND["ClusterQueue"].collection_path(""), query=[("dryRun", "All")],
+                                 body=probe)
+            except Forbidden:
+                return True
+            return False
+
+        await eventually(effective, what="the validating webhook in effect")
+        yield server
+    finally:
+        with contextlib.suppress(Exception):
+            await kc.delete(VALIDATING_CONFIGS, name)
+        await server.stop()
+
+
+@pytest.mark.asyncio
+async def test_invalid_kueue_objects_are_refused_naming_the_field(kube_apiserver, tmp_path) -> None:
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        sfx = secrets.token_hex(3)
+        ns = await namespace(kc, "vwh")
+        fl, cq = f"f-{sfx}", f"cq-{sfx}"
+        await create(kc, flavor(fl))
+        async with _served(kc, tmp_path, sfx, {}) as server:
+            # --- ClusterQueue: an admission check on a flavor the queue does not have ----------------------------
+            bad_cq = cluster_queue(cq, {fl: {"cpu": 4}},
+                                   admissionChecksStrategy={"admissionChecks": [{"name": "ac", "onFlavors": ["x"]}]})
+            bad_cq["metadata"]["labels"] = {LABEL: sfx}
+            message = await _refused(kc, bad_cq)
+            assert 'admission webhook "vclusterqueue.kb.io" denied the request' in message
+            assert (f"ClusterQueue {cq}: field `spec.admissionChecksStrategy.admissionChecks[0].onFlavors[0]`: "
+                    f'Unsupported value: "x": supported values: "{fl}"') in message
+            good_cq = copy.deepcopy(bad_cq)
+            good_cq["spec"]["admissionChecksStrategy"]["admissionChecks"][0]["onFlavors"] = [fl]
+            await create(kc, good_cq)
+
+            # --- Workload: a pod template label Kubernetes would refuse on a pod ---------------------------------
+            message = await _refused(kc, _workload(ns, "bad", sfx, labels={"app": "a b"}))
+            assert 'admission webhook "vworkload.kb.io" denied the request' in message
+            assert (f"Workload {ns}/bad: field `spec.podSets[0].template.metadata.labels`: value 'a b' of key "
+                    "'app'") in message
+            await create(kc, _workload(ns, "good", sfx, labels={"app": "a-b"}))
+
+            # --- updates: a LocalQueue's ClusterQueue, the pod sets of a Workload holding quota -------------------
+            lq = local_queue(ns, "lq", cq)
+            lq["metadata"]["labels"] = {LABEL: sfx}
+            await create(kc, lq)
+            with pytest.raises(Forbidden, match=rf"LocalQueue {ns}/lq: field `spec.clusterQueue`: field is immutable"):
+                await kc.patch(BY_KIND["LocalQueue"], "lq", {"spec": {"clusterQueue": "other"}}, ns)
+            await kc.patch(BY_KIND["Workload"], "good", {"status": {
+                "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
+                                "message": "Quota reserved in ClusterQueue " + cq, "lastTransitionTime": NOW}],
+                "admission": {"clusterQueue": cq, "podSetAssignments": [
+                    {"name": "main", "flavors": {"cpu": fl}, "resourceUsage": {"cpu": "1"}, "count": 1}]}}},
+                ns, subresource="status")
+            held = msgspec.json.decode(await kc.get(BY_KIND["Workload"], "good", ns))
+            held["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["image"] = "other"
+            with pytest.raises(Forbidden, match=rf"Workload {ns}/good: field `spec.podSets\[0\]`: field is immutable"):
+                await kc.replace(BY_KIND["Workload"], "good", held, ns)
+            assert server.validations_refused >= 4 and server.validations > server.validations_refused
+
+        # --- a gate off lets through what it governs -----------------------------------------------------------
+        sfx2 = secrets.token_hex(3)
+        async with _served(kc, tmp_path, sfx2, {"WorkloadValidationForPodSetMetadata": False}):
+            await create(kc, _workload(ns, "unchecked", sfx2, labels={"app": "a b"}))

@@ -1,0 +1,250 @@
+"""The validating webhooks for Kueue's kinds: their answer to an AdmissionReview (the checks kueue-es holds every
+object to, the gated ones under the Configuration's gates, and on update the fields Kueue keeps immutable), and
+the ValidatingWebhookConfiguration that registers them."""
+
+from __future__ import annotations
+
+import base64
+import copy
+from typing import Any
+
+import msgspec
+import pytest
+
+from connectors.k8s.certs import self_signed
+from connectors.k8s.validating import HOOKS, PATHS, configuration, refusal, review
+
+V1B2 = "kueue.x-k8s.io/v1beta2"
+
+
+def _review(kind: str, obj: dict, old: dict | None = None, gates: dict | None = None, op: str = "") -> dict:
+    request: dict[str, Any] = {"uid": "u-1", "operation": op or ("UPDATE" if old else "CREATE"), "object": obj}
+    if old is not None:
+        request["oldObject"] = old
+    body = msgspec.json.encode({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
+    out = review(body, kind, gates or {})
+    assert out["kind"] == "AdmissionReview" and out["response"]["uid"] == "u-1"
+    return out["response"]
+
+
+def _message(resp: dict) -> str:
+    assert resp["allowed"] is False and resp["status"]["code"] == 403 and resp["status"]["reason"] == "Forbidden"
+    return resp["status"]["message"]
+
+
+def cq(on_flavors: list[str] | None = None, flavors: tuple[str, ...] = ("a",), **spec: Any) -> dict:
+    doc: dict[str, Any] = {"apiVersion": V1B2, "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": {
+        "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+            {"name": f, "resources": [{"name": "cpu", "nominalQuota": 1}]} for f in flavors]}], **spec}}
+    if on_flavors is not None:
+        doc["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "ac", "onFlavors": on_flavors}]}
+    return doc
+
+
+def wl(count: int = 2, image: str = "busybox", reserved: bool = False, admitted: bool = False, **spec: Any) -> dict:
+    doc: dict[str, Any] = {
+        "apiVersion": V1B2, "kind": "Workload", "metadata": {"name": "w", "namespace": "team"},
+        "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": count, "template": {"spec": {
+            "containers": [{"name": "c", "image": image, "resources": {"requests": {"cpu": "1"}}}]}}}], **spec},
+        "status": {}}
+    if reserved:
+        doc["status"]["conditions"] = [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
+                                        "lastTransitionTime": "2024-01-01T00:00:00Z"}]
+        doc["status"]["admission"] = {"clusterQueue": "cq", "podSetAssignments": [
+            {"name": "main", "flavors": {"cpu": "a"}, "resourceUsage": {"cpu": "2"}, "count": count}]}
+    if admitted:
+        doc["status"]["conditions"].append({"type": "Admitted", "status": "True", "reason": "Admitted",
+                                            "lastTransitionTime": "2024-01-01T00:00:00Z"})
+    return doc
+
+
+# --- create -----------------------------------------------------------------------------------------------------
+
+
+def test_an_invalid_cluster_queue_is_refused_naming_object_and_field() -> None:
+    assert _review("ClusterQueue", cq(["a"])) == {"uid": "u-1", "allowed": True}
+    assert _message(_review("ClusterQueue", cq(queueingStrategy="Sometimes"))) == (
+        "ClusterQueue cq: field `spec.queueingStrategy`: must be BestEffortFIFO or StrictFIFO")
+    assert _message(_review("ClusterQueue", cq(["a", "z"]))) == (
+        'ClusterQueue cq: field `spec.admissionChecksStrategy.admissionChecks[0].onFlavors[1]`: Unsupported value: '
+        '"z": supported values: "a"')
+
+
+def test_a_new_cluster_queue_s_on_flavors_are_checked_whatever_the_gate() -> None:
+    """Kueue's ClusterQueue webhook: the gate only lets an update keep an invalid entry."""
+    assert "onFlavors[0]" in _message(_review("ClusterQueue", cq(["z"]),
+                                              gates={"RejectUpdatesToCQWithInvalidOnFlavors": False}))
+
+
+def test_an_invalid_workload_is_refused_and_its_gated_checks_follow_the_configuration() -> None:
+    assert _review("Workload", wl())["allowed"] is True
+    assert _message(_review("Workload", wl(count=-1))) == "Workload team/w: field `spec.podSets[0].count` must be >= 0"
+    sliced = wl()
+    sliced["spec"]["podSets"][0]["topologyRequest"] = {"podSetSliceRequiredTopology": "rack", "podSetSliceSize": 0}
+    assert _message(_review("Workload", sliced)) == (
+        "Workload team/w: field `spec.podSets[0].topologyRequest.podSetSliceSize` must be greater than 0, got 0")
+    assert _review("Workload", sliced, gates={"TASValidateWorkloadSliceSize": False})["allowed"] is True
+    labelled = wl()
+    labelled["spec"]["podSets"][0]["template"]["metadata"] = {"labels": {"app": "a b"}}
+    assert "field `spec.podSets[0].template.metadata.labels`" in _message(_review("Workload", labelled))
+    assert _review("Workload", labelled, gates={"WorkloadValidationForPodSetMetadata": False})["allowed"] is True
+    boosted = wl()
+    boosted["metadata"]["annotations"] = {"kueue.x-k8s.io/priority-boost": "ten"}
+    assert _review("Workload", boosted)["allowed"] is True, "PriorityBoost is off by default"
+    assert "priority-boost" in _message(_review("Workload", boosted, gates={"PriorityBoost": True}))
+
+
+def test_deletes_and_malformed_requests_are_let_through() -> None:
+    assert _review("ClusterQueue", cq(queueingStrategy="Sometimes"), op="DELETE")["allowed"] is True
+    assert refusal("Workload", "CREATE", None, None, {}) is None
+
+
+# --- update -----------------------------------------------------------------------------------------------------
+
+
+def test_an_update_may_keep_an_invalid_on_flavors_entry_only_with_the_gate_off() -> None:
+    off = {"RejectUpdatesToCQWithInvalidOnFlavors": False}
+    legacy = cq(["z"])
+    relabelled = copy.deepcopy(legacy)
+    relabelled["metadata"]["labels"] = {"team": "a"}
+    assert "onFlavors[0]" in _message(_review("ClusterQueue", relabelled, legacy))
+    assert _review("ClusterQueue", relabelled, legacy, off)["allowed"] is True
+    assert "onFlavors[0]" in _message(_review("ClusterQueue", cq(["z", "y"]), legacy, off)), "the entry changed"
+    assert "onFlavors[0]" in _message(_review("ClusterQueue", cq(["z"], ("a", "b")), legacy, off)), \
+        "the ClusterQueue's flavors changed"
+
+
+def test_a_workload_holding_quota_keeps_its_pod_sets_but_may_lose_pods() -> None:
+    before = wl(reserved=True)
+    assert _message(_review("Workload", wl(image="other", reserved=True), before)) == (
+        "Workload team/w: field `spec.podSets[0]`: field is immutable")
+    more, fewer = copy.deepcopy(before), copy.deepcopy(before)
+    more["spec"]["podSets"][0]["count"], fewer["spec"]["podSets"][0]["count"] = 3, 1
+    assert "spec.podSets[0]" in _message(_review("Workload", more, before))
+    assert _review("Workload", fewer, before)["allowed"] is True
+    assert _review("Workload", wl(image="other"), wl())["allowed"] is True, "no quota held: anything goes"
+    two = wl(reserved=True)
+    two["spec"]["podSets"].append({**two["spec"]["podSets"][0], "name": "second"})
+    two["status"]["admission"]["podSetAssignments"].append(
+        {**two["status"]["admission"]["podSetAssignments"][0], "name": "second"})
+    assert "field `spec.podSets`: field is immutable" in _message(_review("Workload", two, before))
+
+
+def test_a_workload_holding_quota_keeps_its_queue_and_priority_class() -> None:
+    before = wl(reserved=True, priorityClassRef={"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass",
+                                                  "name": "low"}, priority=1)
+    moved = copy.deepcopy(before)
+    moved["spec"]["queueName"] = "other"
+    assert _message(_review("Workload", moved, before)) == (
+        "Workload team/w: field `spec.queueName`: queueName is immutable while workload quota reserved")
+    released = copy.deepcopy(moved)
+    del released["status"]["conditions"], released["status"]["admission"]
+    assert _review("Workload", released, before)["allowed"] is True, "quota released in the same update"
+    renamed = copy.deepcopy(before)
+    renamed["spec"]["priorityClassRef"]["name"] = "high"
+    assert _review("Workload", renamed, before)["allowed"] is True, "a WorkloadPriorityClass may be renamed"
+    regrouped = copy.deepcopy(before)
+    regrouped["spec"]["priorityClassRef"] = {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": "low"}
+    assert "priorityClassRef.group is immutable" in _message(_review("Workload", regrouped, before))
+    dropped = copy.deepcopy(before)
+    del dropped["spec"]["priorityClassRef"]
+    assert "field `spec.priorityClassRef`" in _message(_review("Workload", dropped, before))
+
+
+def test_an_admission_is_set_or_cleared_never_changed_but_for_its_placement_under_tas() -> None:
+    before = wl(reserved=True)
+    assert _review("Workload", before, wl())["allowed"] is True, "set"
+    reflavored = wl(reserved=True)
+    reflavored["status"]["admission"]["podSetAssignments"][0]["flavors"] = {"cpu": "b"}
+    assert _message(_review("Workload", reflavored, before)) == (
+        "Workload team/w: field `status.admission`: field is immutable")
+    placed = wl(reserved=True)
+    placed["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"] = {
+        "levels": ["kubernetes.io/hostname"], "slices": [{"domainCount": 1, "valuesPerLevel": [{"universal": "x1"}],
+                                                          "podCounts": {"universal": 2}}]}
+    placed["status"]["admission"]["podSetAssignments"][0]["delayedTopologyRequest"] = "Ready"
+    assert _review("Workload", placed, before)["allowed"] is True
+    assert "status.admission" in _message(_review("Workload", placed, before, {"TopologyAwareScheduling": False}))
+
+
+def test_reclaimable_pods_only_grow_while_quota_is_held() -> None:
+    before = wl(count=4, reserved=True)
+    before["status"]["reclaimablePods"] = [{"name": "main", "count": 2}]
+    more, fewer, gone = (copy.deepcopy(before) for _ in range(3))
+    more["status"]["reclaimablePods"][0]["count"] = 3
+    fewer["status"]["reclaimablePods"][0]["count"] = 1
+    gone["status"]["reclaimablePods"] = []
+    assert _review("Workload", more, before)["allowed"] is True
+    assert _message(_review("Workload", fewer, before)) == (
+        "Workload team/w: field `status.reclaimablePods[main].count`: cannot be less than 2")
+    assert _message(_review("Workload", gone, before)) == (
+        "Workload team/w: field `status.reclaimablePods[main]`: cannot be removed")
+    released = copy.deepcopy(gone)
+    del released["status"]["conditions"], released["status"]["admission"]
+    assert _review("Workload", released, before)["allowed"] is True
+
+
+def test_max_execution_time_and_ready_pod_set_updates_are_kept() -> None:
+    before = wl(reserved=True, admitted=True, maximumExecutionTimeSeconds=60)
+    longer = copy.deepcopy(before)
+    longer["spec"]["maximumExecutionTimeSeconds"] = 120
+    assert "maximumExecutionTimeSeconds is immutable" in _message(_review("Workload", longer, before))
+    checked = wl()
+    checked["status"]["admissionChecks"] = [{"name": "ac", "state": "Ready", "lastTransitionTime":
+                                             "2024-01-01T00:00:00Z", "podSetUpdates": [{"name": "main"}]}]
+    changed = copy.deepcopy(checked)
+    changed["status"]["admissionChecks"][0]["podSetUpdates"][0]["labels"] = {"a": "b"}
+    assert _message(_review("Workload", changed, checked)) == (
+        "Workload team/w: field `status.admissionChecks[0].podSetUpdates`: field is immutable")
+    changed["status"]["admissionChecks"][0]["state"] = "Pending"
+    assert _review("Workload", changed, checked)["allowed"] is True
+
+
+def test_a_local_queue_keeps_its_cluster_queue_and_a_tas_flavor_its_spec() -> None:
+    lq = {"apiVersion": V1B2, "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": "team"},
+          "spec": {"clusterQueue": "cq"}}
+    moved = {**lq, "spec": {"clusterQueue": "other"}}
+    assert _message(_review("LocalQueue", moved, lq)) == (
+        "LocalQueue team/lq: field `spec.clusterQueue`: field is immutable")
+    assert _review("LocalQueue", {**lq, "spec": {"clusterQueue": "cq", "stopPolicy": "Hold"}}, lq)["allowed"]
+    rf = {"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": "tas"},
+          "spec": {"nodeLabels": {"pool": "a"}, "topologyName": "default"}}
+    relabelled = {**rf, "spec": {"nodeLabels": {"pool": "b"}, "topologyName": "default"}}
+    assert "resourceFlavorSpec are immutable when topologyName is set" in _message(
+        _review("ResourceFlavor", relabelled, rf))
+    plain = {**rf, "spec": {"nodeLabels": {"pool": "a"}}}
+    assert _review("ResourceFlavor", {**plain, "spec": {"nodeLabels": {"pool": "b"}}}, plain)["allowed"] is True
+
+
+def test_an_update_of_an_object_that_no_longer_decodes_is_judged_on_the_new_one() -> None:
+    broken = cq()
+    broken["spec"]["resourceGroups"] = "not a list"
+    assert _review("ClusterQueue", cq(), broken)["allowed"] is True
+
+
+# --- configuration ----------------------------------------------------------------------------------------------
+
+
+def test_configuration_registers_kueues_kinds_on_create_and_update() -> None:
+    ca = self_signed(["127.0.0.1"]).ca_pem
+    doc = configuration(ca, url="https://127.0.0.1:9443/")
+    assert doc["kind"] == "ValidatingWebhookConfiguration"
+    hooks = {h["name"]: h for h in doc["webhooks"]}
+    assert sorted(hooks) == ["vclusterqueue.kb.io", "vcohort.kb.io", "vlocalqueue.kb.io", "vresourceflavor.kb.io",
+                             "vworkload.kb.io"]
+    for h in hooks.values():
+        assert h["failurePolicy"] == "Fail" and h["sideEffects"] == "None"
+        assert base64.b64decode(h["clientConfig"]["caBundle"]) == ca
+        assert h["rules"][0]["operations"] == ["CREATE", "UPDATE"] and h["rules"][0]["apiVersions"] == ["v1beta2"]
+        assert "namespaceSelector" not in h and "objectSelector" not in h
+    assert hooks["vworkload.kb.io"]["rules"][0]["resources"] == ["workloads", "workloads/status"]
+    assert hooks["vclusterqueue.kb.io"]["clientConfig"]["url"] == (
+        "https://127.0.0.1:9443/validate-kueue-x-k8s-io-v1beta2-clusterqueue")
+    by_service = configuration(ca, service=("kueue-es-webhook", "kueue-system", 443), object_selector={})
+    assert by_service["webhooks"][3]["clientConfig"]["service"] == {
+        "name": "kueue-es-webhook", "namespace": "kueue-system", "port": 443,
+        "path": "/validate-kueue-x-k8s-io-v1beta2-workload"}
+    assert by_service["webhooks"][0]["objectSelector"] == {}
+    assert PATHS == {h.path: h.kind for h in HOOKS}
+    with pytest.raises(ValueError, match="url or a service"):
+        configuration(ca)
