@@ -7,6 +7,7 @@ names every host the apiserver may use (the Service's DNS names, or ``127.0.0.1`
 
 from __future__ import annotations
 
+import base64
 import datetime
 import ipaddress
 from dataclasses import dataclass
@@ -16,6 +17,12 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+
+def ca_bundle(ca_pem: bytes) -> dict[str, str]:
+    """The ``caBundle`` field of a webhook's client config or an APIService's spec for ``ca_pem``; none while
+    no CA is known yet (``kueue-es manifests`` installs them so: the first replica that serves sets it)."""
+    return {"caBundle": base64.b64encode(ca_pem).decode()} if ca_pem else {}
 
 
 @dataclass(frozen=True)

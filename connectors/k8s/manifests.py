@@ -1,4 +1,6 @@
-"""Everything to install kueue-es in a cluster: CRDs, least-privilege RBAC, and the Deployment.
+"""Everything to install kueue-es in a cluster: CRDs, least-privilege RBAC, the Deployment, and the cluster-wide
+registrations its replicas complete with their CA (:func:`registrations`), so that deleting the manifests
+uninstalls all of it.
 
 RBAC grants exactly what the connector does:
 
@@ -42,6 +44,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from connectors.k8s import validating, webhook
 from connectors.k8s.crds import CRD_RESOURCE, all_crds, webhook_conversion
 from connectors.k8s.resources import (
     ALL,
@@ -52,7 +55,14 @@ from connectors.k8s.resources import (
     PROVISIONING_REQUESTS,
 )
 from connectors.k8s.validating import CONFIGURATION_NAME as VALIDATING_CONFIGURATION_NAME
-from connectors.k8s.visibility import API_SERVICES, ENDPOINT_SLICES, ENDPOINTS, SERVICES, apiservice_names
+from connectors.k8s.visibility import (
+    API_SERVICES,
+    ENDPOINT_SLICES,
+    ENDPOINTS,
+    SERVICES,
+    apiservice_names,
+    apiservices,
+)
 from connectors.k8s.webhook import CONFIGURATION_NAME
 
 DEFAULT_NAMESPACE = "kueue-system"
@@ -222,4 +232,16 @@ def everything(namespace: str = DEFAULT_NAMESPACE, name: str = DEFAULT_NAME, ima
                log: str = "") -> list[dict[str, Any]]:
     converting = webhook_conversion(service=(WEBHOOK_SERVICE, namespace, 443))
     return [*all_crds(converting), namespace_object(namespace), *rbac(namespace, name),
-            webhook_service(namespace, name), deployment(namespace, name, image, log)]
+            webhook_service(namespace, name), deployment(namespace, name, image, log),
+            *registrations(namespace)]
+
+
+def registrations(namespace: str = DEFAULT_NAMESPACE) -> list[dict[str, Any]]:
+    """The cluster-wide objects a replica registers as it starts — the Job webhook's MutatingWebhookConfiguration,
+    the Kueue kinds' ValidatingWebhookConfiguration, the visibility APIServices — installed with the rest so that
+    deleting the manifests deletes them too: left behind, the webhooks (``failurePolicy: Fail``) would refuse
+    every Job and Kueue object, and the APIServices would break the apiserver's discovery. They go without a
+    ``caBundle``: the first replica that serves sets it, and a later ``kubectl apply`` leaves it."""
+    service = (WEBHOOK_SERVICE, namespace, 443)
+    return [webhook.configuration(b"", service=service, excluded_namespaces=("kube-system", namespace)),
+            validating.configuration(b"", service=service), *apiservices(namespace, VISIBILITY_SERVICE)]

@@ -18,7 +18,6 @@ converted first, ``matchPolicy: Equivalent`` by default), so one decoder serves 
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 from collections.abc import Mapping
 from functools import partial
@@ -26,6 +25,7 @@ from typing import Any
 
 import msgspec
 
+from connectors.k8s.certs import ca_bundle
 from connectors.k8s.resources import Resource
 from events import objects as o
 from events.errors import InvalidInput
@@ -100,15 +100,15 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
     port), trusting ``ca_pem``. ``object_selector``: only objects it selects (for tests sharing a cluster)."""
     if not url and service is None:
         raise ValueError("the webhook needs a url or a service")
-    ca = base64.b64encode(ca_pem).decode()
+    ca = ca_bundle(ca_pem)
     webhooks = []
     for hook in HOOKS:
         if url:
-            client_config: dict[str, Any] = {"caBundle": ca, "url": url.rstrip("/") + hook.path}
+            client_config: dict[str, Any] = {**ca, "url": url.rstrip("/") + hook.path}
         else:
             assert service is not None
-            client_config = {"caBundle": ca, "service": {"name": service[0], "namespace": service[1],
-                                                         "port": service[2], "path": hook.path}}
+            client_config = {**ca, "service": {"name": service[0], "namespace": service[1], "port": service[2],
+                                               "path": hook.path}}
         webhook: dict[str, Any] = {
             "name": hook.name, "clientConfig": client_config,
             "rules": [{"apiGroups": ["kueue.x-k8s.io"], "apiVersions": ["v1beta2"], "operations": ["CREATE", "UPDATE"],

@@ -25,7 +25,6 @@ Kueue's server, this one does not authorize again itself with a SubjectAccessRev
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 import tempfile
@@ -39,7 +38,7 @@ import structlog
 from aiohttp import web
 
 from connectors.k8s import https
-from connectors.k8s.certs import CertBundle, self_signed
+from connectors.k8s.certs import CertBundle, ca_bundle, self_signed
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, KubeError, NotFound
 from connectors.k8s.mirror import Mirror
@@ -305,19 +304,23 @@ def apiservice_names() -> list[str]:
     return [f"{v}.{GROUP}" for v in vis.VERSIONS]
 
 
+def apiservices(namespace: str, service: str, ca_pem: bytes = b"") -> list[dict[str, Any]]:
+    """The APIServices, one per served version, pointing at Service ``service`` in ``namespace`` and trusting
+    ``ca_pem`` (none: as ``kueue-es manifests`` installs them, their CA set by the first leader)."""
+    return [{
+        "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+        "metadata": {"name": f"{version}.{GROUP}", "labels": {"app.kubernetes.io/managed-by": "kueue-es"}},
+        "spec": {"group": GROUP, "version": version, "groupPriorityMinimum": 100, "versionPriority": priority,
+                 "service": {"name": service, "namespace": namespace, "port": 443}, **ca_bundle(ca_pem)},
+    } for priority, version in zip((100, 90), vis.VERSIONS, strict=True)]
+
+
 def registration(k: KubeSettings, ca_pem: bytes) -> list[tuple[Resource, dict[str, Any]]]:
-    """The APIServices (one per served version) pointing at the Service ``visibility_service``, and — when
+    """The APIServices (:func:`apiservices`) pointing at the Service ``visibility_service``, and — when
     ``visibility_advertise_address`` is set — that Service without a selector plus the Endpoints and
     EndpointSlice that route it to this replica (the leader) at that address."""
     ns, name = k.lease_namespace, k.visibility_service
-    docs: list[tuple[Resource, dict[str, Any]]] = []
-    for priority, version in zip((100, 90), vis.VERSIONS, strict=True):
-        docs.append((API_SERVICES, {
-            "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
-            "metadata": {"name": f"{version}.{GROUP}", "labels": {"app.kubernetes.io/managed-by": "kueue-es"}},
-            "spec": {"group": GROUP, "version": version, "groupPriorityMinimum": 100, "versionPriority": priority,
-                     "service": {"name": name, "namespace": ns, "port": 443},
-                     "caBundle": base64.b64encode(ca_pem).decode()}}))
+    docs: list[tuple[Resource, dict[str, Any]]] = [(API_SERVICES, d) for d in apiservices(ns, name, ca_pem)]
     address = k.visibility_advertise_address
     if not address:
         return docs

@@ -36,7 +36,7 @@ import structlog
 from aiohttp import web
 
 from connectors.k8s import conversion, crds, https, jobs, validating
-from connectors.k8s.certs import CertBundle, self_signed
+from connectors.k8s.certs import CertBundle, ca_bundle, self_signed
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, KubeError, NotFound
 from connectors.k8s.job_events import QUEUE_LABEL
@@ -222,8 +222,9 @@ def _closing(resp: web.Response) -> web.Response:
 def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int] | None = None,
                   name: str = CONFIGURATION_NAME, namespace_selector: dict[str, Any] | None = None,
                   excluded_namespaces: tuple[str, ...] = ("kube-system", "kueue-system")) -> dict[str, Any]:
-    """The MutatingWebhookConfiguration for :data:`PATH`: at ``url``, or at ``service`` (name, namespace, port)."""
-    client_config: dict[str, Any] = {"caBundle": base64.b64encode(ca_pem).decode()}
+    """The MutatingWebhookConfiguration for :data:`PATH`: at ``url``, or at ``service`` (name, namespace, port),
+    trusting ``ca_pem`` (none: as ``kueue-es manifests`` installs it, its CA set by the first replica that serves)."""
+    client_config: dict[str, Any] = ca_bundle(ca_pem)
     if url:
         client_config["url"] = url.rstrip("/") + PATH
     elif service is not None:

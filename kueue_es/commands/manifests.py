@@ -1,4 +1,5 @@
-"""``kueue-es manifests``: print what installs kueue-es in a cluster (CRDs, RBAC, Deployment) as YAML."""
+"""``kueue-es manifests``: print what installs kueue-es in a cluster (CRDs, RBAC, Deployment, the webhook and
+APIService registrations) as YAML."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ def register(subparsers: Any) -> None:
         help="print the CRDs, RBAC and Deployment that install kueue-es (multi-document YAML)",
         description="Print the kueue.x-k8s.io CustomResourceDefinitions (generated from kueue-es's own object "
         "views: v1beta2 stored, v1beta1 served without conversion), least-privilege RBAC for the connector and "
-        "a Deployment running `kueue-es run --kube`, as multi-document YAML for `kubectl apply -f -`.",
+        "a Deployment running `kueue-es run --kube`, and the webhook configurations and visibility APIServices it "
+        "completes with its CA, as multi-document YAML for `kubectl apply -f -` (and `kubectl delete -f -`).",
     )
     p.add_argument("part", nargs="?", choices=PARTS, default="all", help="what to print (default all)")
     p.add_argument("--namespace", default=None, metavar="NS", help="namespace of the Deployment (default kueue-system)")

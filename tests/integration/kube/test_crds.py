@@ -153,8 +153,10 @@ def test_manifests_render_as_multi_document_yaml() -> None:
     kinds = [d["kind"] for d in docs]
     assert kinds.count("CustomResourceDefinition") == len(KUEUE_RESOURCES)
     assert kinds[len(KUEUE_RESOURCES):] == ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-                                            "Role", "RoleBinding", "RoleBinding", "Service", "Deployment"]
-    dep = docs[-1]
+                                            "Role", "RoleBinding", "RoleBinding", "Service", "Deployment",
+                                            "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+                                            "APIService", "APIService"]
+    dep = docs[kinds.index("Deployment")]
     pod = dep["spec"]["template"]["spec"]
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True
@@ -164,7 +166,7 @@ def test_manifests_render_as_multi_document_yaml() -> None:
     assert env["KUEUE_ES_KUBE_VISIBILITY_PORT"] == "8082" and env["KUEUE_ES_KUBE_VISIBILITY_REGISTER"] == "true"
     pod_ip = next(e for e in pod["containers"][0]["env"] if e["name"] == "KUEUE_ES_KUBE_VISIBILITY_ADVERTISE_ADDRESS")
     assert pod_ip["valueFrom"] == {"fieldRef": {"fieldPath": "status.podIP"}}  # the leader routes it to itself
-    service = docs[-2]
+    service = docs[kinds.index("Service")]
     assert service["metadata"]["name"] == env["KUEUE_ES_KUBE_WEBHOOK_SERVICE"]
     assert service["spec"]["ports"][0]["targetPort"] == "webhook"
     for crd in docs[:len(KUEUE_RESOURCES)]:  # converted by the webhook behind that Service; its CA is set at start
