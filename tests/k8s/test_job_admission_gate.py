@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from fixtures.jobs import NAME, UID, integration, job, workload
+from fixtures.jobs import NAME, UID, RecordingClient, integration, job, workload
 
 from events import objects as o
 from events import schema as ev
@@ -17,18 +17,6 @@ from events import schema as ev
 GATE = "kueue.x-k8s.io/admission-gated-by"
 GATE_OFF = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
             "featureGates": {"AdmissionGatedBy": False}}
-
-
-class RecordingClient:
-    """Records each patch with the kind and name it is sent to; every patch succeeds."""
-
-    def __init__(self) -> None:
-        self.patches: list[tuple[str, str, dict[str, Any]]] = []
-
-    async def patch(self, resource: Any, name: str, body: dict[str, Any], namespace: str = "",
-                    subresource: str | None = None) -> bytes:
-        self.patches.append((resource.kind, name, body))
-        return msgspec.json.encode({"metadata": {"resourceVersion": "9"}})
 
 
 def _gated_workload(gate: str) -> o.Workload:

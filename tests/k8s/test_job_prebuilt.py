@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from fixtures.jobs import integration
+from fixtures.jobs import RecordingClient, integration
 
 from connectors.k8s import prebuilt
 from connectors.k8s.jobs import compared_max_execution_seconds
@@ -30,24 +30,6 @@ PARTIAL_OFF = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configura
                "featureGates": {"PartialAdmission": False}}
 CPU = o.ResourceRequirements(requests={"cpu": "1"})
 SPOT = o.Toleration(key="spot", operator="Exists", effect="NoSchedule")
-
-
-class RecordingClient:
-    """Records each patch with the kind and name it is sent to, and refuses to create anything."""
-
-    def __init__(self) -> None:
-        self.patches: list[tuple[str, str, dict[str, Any]]] = []
-
-    async def patch(self, resource: Any, name: str, body: dict[str, Any], namespace: str = "",
-                    subresource: str | None = None) -> bytes:
-        self.patches.append((resource.kind, name, body))
-        return msgspec.json.encode({"metadata": {"resourceVersion": "9"}})
-
-    async def create(self, resource: Any, body: dict[str, Any], namespace: str = "") -> bytes:
-        raise AssertionError(f"a {resource.kind} was created for a Job with a prebuilt Workload")
-
-    async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
-        raise AssertionError("the Job integration looked for a Job to build a Workload from")
 
 
 def _job(labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None, *, suspend: bool = True,
