@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from connectors.k8s import manifests
 from connectors.k8s.certs import self_signed
 from connectors.k8s.job_validation import PATH, aggregate, review
 from connectors.k8s.validating import configuration
@@ -324,3 +325,10 @@ def test_registered_beside_the_kueue_kinds_for_jobs_outside_the_excluded_namespa
     assert hook["namespaceSelector"] == {"matchExpressions": [
         {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "kueue-es"]}]}
     assert json.dumps(doc["webhooks"][0]["clientConfig"]["caBundle"]) == json.dumps(hook["clientConfig"]["caBundle"])
+
+
+def test_the_manifests_install_it_leaving_out_kueue_es_own_namespace() -> None:
+    vwc = next(d for d in manifests.registrations("kueue-es") if d["kind"] == "ValidatingWebhookConfiguration")
+    hook = next(h for h in vwc["webhooks"] if h["name"] == "vjob.kb.io")
+    assert hook["namespaceSelector"]["matchExpressions"][0]["values"] == ["kube-system", "kueue-es"]
+    assert "caBundle" not in hook["clientConfig"], "the first replica sets it"
