@@ -5,7 +5,8 @@ Registered with an objectSelector on this test's label, so other tests sharing t
 whose prebuilt Workload name or maximum execution time Kueue refuses is refused, naming the label; a running
 Job's queue name stays as it is (the apiserver hands the webhook the old object) until the same update suspends
 it; a WorkloadPriorityClass label is not removed; conflicting TAS annotations on the pod template are refused,
-and let through once the Configuration turns ``TopologyAwareScheduling`` off.
+and let through once the Configuration turns ``TopologyAwareScheduling`` off. kueue-es's own writes pass it: a
+partially admitted Job is started with a smaller parallelism, stopped, and given its parallelism back.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ import secrets
 from typing import Any
 
 import pytest
-from kubehelp import connect, create, eventually, free_port, get, job, namespace
+from kubehelp import connect, create, eventually, free_port, get, job, kueue_es, namespace, queues
 
+from connectors.k8s import crds
 from connectors.k8s.certs import self_signed
 from connectors.k8s.errors import Forbidden
+from connectors.k8s.jobs import workload_name
 from connectors.k8s.resources import BY_KIND
 from connectors.k8s.validating import VALIDATING_CONFIGS, configuration
 from connectors.k8s.webhook import WebhookServer, register
@@ -32,6 +35,7 @@ MAX_EXEC = "kueue.x-k8s.io/max-exec-time-seconds"
 WPC = "kueue.x-k8s.io/priority-class"
 REQUIRED, PREFERRED = "kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology"
 DENIED = 'admission webhook "vjob.kb.io" denied the request: '
+MIN_PAR = "kueue.x-k8s.io/job-min-parallelism"
 
 
 def _job(ns: str, name: str, sfx: str, *, labels: dict[str, str] | None = None, suspend: bool = True,
@@ -111,6 +115,31 @@ async def test_jobs_kueue_refuses_are_refused_naming_the_field(kube_apiserver, t
             got = await get(kc, "Job", "running", ns)
             assert got["metadata"]["labels"][Q] == "other" and got["spec"]["suspend"] is True
             assert server.validations_refused >= 5 and server.validations > server.validations_refused
+
+            # --- kueue-es's own writes: start with a smaller parallelism, stop, give it back -------------------
+            await crds.install(kc)
+            qns = (await queues(kc, "vjob-run", {"cpu": 2})).ns
+            partial = _job(qns, "partial", sfx)
+            partial["metadata"]["annotations"] = {MIN_PAR: "2"}
+            partial["spec"].update(parallelism=4, completions=4)
+            refused_before, seen_before = server.validations_refused, server.validations
+            async with kueue_es(kc, tmp_path / "log"):
+                uid = (await create(kc, partial))["metadata"]["uid"]
+
+                async def started() -> dict[str, Any] | None:
+                    got = await get(kc, "Job", "partial", qns)
+                    return got if got["spec"].get("suspend") is False else None
+
+                assert (await eventually(started, what="the Job started"))["spec"]["parallelism"] == 2
+                await kc.patch(BY_KIND["Workload"], workload_name("partial", uid), {"spec": {"active": False}}, qns)
+
+                async def restored() -> dict[str, Any] | None:
+                    got = await get(kc, "Job", "partial", qns)
+                    return got if got["spec"]["suspend"] and got["spec"]["parallelism"] == 4 else None
+
+                await eventually(restored, what="the Job stopped and its parallelism restored")
+            assert server.validations_refused == refused_before
+            assert server.validations >= seen_before + 4, "created, started, stopped, restored: each one validated"
 
         # --- a gate off lets through what it governs -----------------------------------------------------------
         sfx2 = secrets.token_hex(3)
