@@ -13,9 +13,9 @@ RBAC grants exactly what the connector does:
 * ClusterQueues' and LocalQueues' ``status``: patch (Kueue's queue status);
 * ClusterQueues, ResourceFlavors, AdmissionChecks, Topologies: patch (the resource-in-use finalizer);
 * Leases (coordination.k8s.io) in its own namespace only, for leader election: get/create/update;
-* the webhooks: the Job webhook's MutatingWebhookConfiguration and the Kueue kinds' ValidatingWebhookConfiguration
-  (create; get/update by name) and, in its own namespace, the Secret that holds the serving certificate every
-  replica shares (create; get by name);
+* the webhooks: the Job webhook's MutatingWebhookConfiguration and the ValidatingWebhookConfiguration of the
+  Kueue kinds and Jobs (create; get/update by name) and, in its own namespace, the Secret that holds the serving
+  certificate every replica shares (create; get by name);
 * Pods: patch (the topology ungater lifts the scheduling gate and sets the node selector);
 * ProvisioningRequests (autoscaling.x-k8s.io): create, delete; PodTemplates: get, create, patch (their owner);
   AdmissionChecks' ``status``: patch (the provisioning checks' Active condition);
@@ -27,8 +27,8 @@ RBAC grants exactly what the connector does:
   ``extension-apiserver-authentication-reader``, as Kueue binds it);
 
 The Deployment runs ``kueue-es run --kube`` as a non-root user with a read-only root filesystem, serving the
-batch/v1 Job mutating webhook, the validating webhooks for the Kueue kinds and the CRDs' conversion webhook (the
-CRDs call it for v1beta1 <-> v1beta2) on port 9443 behind the Service ``kueue-es-webhook`` (it makes a
+batch/v1 Job mutating webhook, the validating webhooks for Jobs and the Kueue kinds and the CRDs' conversion
+webhook (the CRDs call it for v1beta1 <-> v1beta2) on port 9443 behind the Service ``kueue-es-webhook`` (it makes a
 self-signed CA, keeps it in the Secret ``kueue-es-webhook-server-cert``, registers the Mutating- and
 ValidatingWebhookConfigurations and sets the CRDs' conversion ``caBundle``: until a replica has started, only
 v1beta2 is readable), and Kueue's visibility API on port 8082 for
@@ -238,10 +238,11 @@ def everything(namespace: str = DEFAULT_NAMESPACE, name: str = DEFAULT_NAME, ima
 
 def registrations(namespace: str = DEFAULT_NAMESPACE) -> list[dict[str, Any]]:
     """The cluster-wide objects a replica registers as it starts — the Job webhook's MutatingWebhookConfiguration,
-    the Kueue kinds' ValidatingWebhookConfiguration, the visibility APIServices — installed with the rest so that
-    deleting the manifests deletes them too: left behind, the webhooks (``failurePolicy: Fail``) would refuse
+    the ValidatingWebhookConfiguration of the Kueue kinds and Jobs, the visibility APIServices — installed with the
+    rest so that deleting the manifests deletes them too: left behind, the webhooks (``failurePolicy: Fail``) would refuse
     every Job and Kueue object, and the APIServices would break the apiserver's discovery. They go without a
     ``caBundle``: the first replica that serves sets it, and a later ``kubectl apply`` leaves it."""
     service = (WEBHOOK_SERVICE, namespace, 443)
     return [webhook.configuration(b"", service=service, excluded_namespaces=("kube-system", namespace)),
-            validating.configuration(b"", service=service), *apiservices(namespace, VISIBILITY_SERVICE)]
+            validating.configuration(b"", service=service, excluded_namespaces=("kube-system", namespace)),
+            *apiservices(namespace, VISIBILITY_SERVICE)]

@@ -14,6 +14,9 @@ decides only whether an update may keep an invalid entry unchanged.
 
 The apiserver sends the object in the version the webhook is registered for (v1beta2; a v1beta1 request is
 converted first, ``matchPolicy: Equivalent`` by default), so one decoder serves both versions.
+
+The same configuration registers Kueue's validating webhook for batch/v1 Jobs (:mod:`connectors.k8s.job_validation`,
+``vjob.kb.io``), as Kueue's does, for every namespace but the excluded ones (Kueue's namespace selector).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 
 import msgspec
 
+from connectors.k8s import job_validation
 from connectors.k8s.certs import ca_bundle
 from connectors.k8s.resources import Resource
 from events import objects as o
@@ -95,31 +99,39 @@ def review(body: bytes, kind: str, feature_gates: Mapping[str, bool]) -> dict[st
 
 
 def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int] | None = None,
-                  name: str = CONFIGURATION_NAME, object_selector: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The ValidatingWebhookConfiguration for :data:`HOOKS`, at ``url`` or at ``service`` (name, namespace,
-    port), trusting ``ca_pem``. ``object_selector``: only objects it selects (for tests sharing a cluster)."""
+                  name: str = CONFIGURATION_NAME, object_selector: dict[str, Any] | None = None,
+                  excluded_namespaces: tuple[str, ...] = ("kube-system", "kueue-system")) -> dict[str, Any]:
+    """The ValidatingWebhookConfiguration for :data:`HOOKS` and for Jobs (not in ``excluded_namespaces``), at
+    ``url`` or at ``service`` (name, namespace, port), trusting ``ca_pem``. ``object_selector``: only objects it
+    selects (for tests sharing a cluster)."""
     if not url and service is None:
         raise ValueError("the webhook needs a url or a service")
     ca = ca_bundle(ca_pem)
-    webhooks = []
-    for hook in HOOKS:
+
+    def webhook(hook_name: str, path: str, rule: dict[str, Any]) -> dict[str, Any]:
         if url:
-            client_config: dict[str, Any] = {**ca, "url": url.rstrip("/") + hook.path}
+            client_config: dict[str, Any] = {**ca, "url": url.rstrip("/") + path}
         else:
             assert service is not None
             client_config = {**ca, "service": {"name": service[0], "namespace": service[1], "port": service[2],
-                                               "path": hook.path}}
-        webhook: dict[str, Any] = {
-            "name": hook.name, "clientConfig": client_config,
-            "rules": [{"apiGroups": ["kueue.x-k8s.io"], "apiVersions": ["v1beta2"], "operations": ["CREATE", "UPDATE"],
-                       "resources": list(hook.resources), "scope": hook.scope}],
+                                               "path": path}}
+        out: dict[str, Any] = {
+            "name": hook_name, "clientConfig": client_config, "rules": [{"operations": ["CREATE", "UPDATE"], **rule}],
             "failurePolicy": "Fail", "sideEffects": "None", "admissionReviewVersions": ["v1"], "timeoutSeconds": 10,
         }
         if object_selector is not None:
-            webhook["objectSelector"] = object_selector
-        webhooks.append(webhook)
+            out["objectSelector"] = object_selector
+        return out
+
+    webhooks = [webhook(hook.name, hook.path, {"apiGroups": ["kueue.x-k8s.io"], "apiVersions": ["v1beta2"],
+                                               "resources": list(hook.resources), "scope": hook.scope})
+                for hook in HOOKS]
+    jobs = webhook(job_validation.WEBHOOK_NAME, job_validation.PATH,
+                   {"apiGroups": ["batch"], "apiVersions": ["v1"], "resources": ["jobs"], "scope": "Namespaced"})
+    jobs["namespaceSelector"] = {"matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(excluded_namespaces)}]}
     return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-            "metadata": {"name": name}, "webhooks": webhooks}
+            "metadata": {"name": name}, "webhooks": [*webhooks, jobs]}
 
 
 def _view(doc: dict[str, Any]) -> o.KObject | None:

@@ -8,18 +8,18 @@ On **create** (Kueue's webhook is registered for creation only: unsuspending an 
   set to ``default``, whatever the pod template's ``priorityClassName`` (Kueue's WorkloadPriorityClass
   defaulting, under its ``WorkloadPriorityClassDefaulting`` gate, beta and on by default; like Kueue, for every
   Job created, with a queue name or not);
-* a queue name and ``spec.suspend`` not true → ``spec.suspend: true``, so no pod starts before admission;
-* a ``kueue.x-k8s.io/max-exec-time-seconds`` label that is not an integer greater than 0 → the Job is refused
-  (403, with Kueue's field error: :func:`connectors.k8s.jobs.max_execution_seconds`), as Kueue's validating job
-  webhook refuses it. (Kueue also keeps that label immutable while the Job runs; this webhook sees creations
-  only.)
+* a queue name and ``spec.suspend`` not true → ``spec.suspend: true``, so no pod starts before admission.
+
+It refuses nothing: what Kueue refuses in a Job (a ``kueue.x-k8s.io/max-exec-time-seconds`` that is not an
+integer above 0, say, or a running Job's queue name changed) its validating Job webhook refuses, served here too
+(:mod:`connectors.k8s.job_validation`, ``/validate-batch-v1-job``) and registered with the validating webhooks.
 
 The answer is an ``admission.k8s.io/v1`` AdmissionReview with a JSON patch; a Job that needs nothing is allowed
 unchanged. :func:`configuration` builds the MutatingWebhookConfiguration (``failurePolicy: Fail``, Kueue's
 namespace exclusions) that points the apiserver at it — by URL, or at a Service in-cluster — with the CA that
 signed the serving certificate as its ``caBundle``; :func:`register` creates or updates it. The same server
 answers the CRDs' ConversionReviews (:mod:`connectors.k8s.conversion`) and Kueue's validating webhooks for its own
-kinds (:mod:`connectors.k8s.validating`), both registered with the same CA.
+kinds (:mod:`connectors.k8s.validating`) and for Jobs, all registered with the same CA.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import msgspec
 import structlog
 from aiohttp import web
 
-from connectors.k8s import conversion, crds, https, jobs, validating
+from connectors.k8s import conversion, crds, https, job_validation, validating
 from connectors.k8s.certs import CertBundle, ca_bundle, self_signed
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, KubeError, NotFound
@@ -43,7 +43,6 @@ from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import PRIORITY_LABEL
 from connectors.k8s.resources import BY_KIND, Resource
 from connectors.k8s.settings import KubeSettings
-from events.errors import InvalidInput
 from projections import gates
 
 log = structlog.get_logger("kueue_es.k8s.webhook")
@@ -84,15 +83,6 @@ def job_patch(job: dict[str, Any], has_default_queue: bool, has_default_priority
     return ops
 
 
-def job_refusal(job: dict[str, Any]) -> str | None:
-    """Why Kueue's job webhook refuses to create ``job`` (its validation), or None."""
-    try:
-        jobs.max_execution_seconds((job.get("metadata") or {}).get("labels") or {})
-    except InvalidInput as exc:
-        return str(exc)
-    return None
-
-
 async def review(body: bytes, has_default_queue: HasDefaultQueue,
                  has_default_priority_class: HasDefaultPriorityClass | None = None) -> dict[str, Any]:
     """Answer one AdmissionReview (v1) for a Job. ``has_default_priority_class``: None when the
@@ -100,9 +90,7 @@ async def review(body: bytes, has_default_queue: HasDefaultQueue,
     req = msgspec.json.decode(body).get("request") or {}
     response: dict[str, Any] = {"uid": req.get("uid", ""), "allowed": True}
     job = req.get("object") or {}
-    if req.get("operation", "CREATE") == "CREATE" and job and (refused := job_refusal(job)) is not None:
-        response.update(allowed=False, status={"code": 403, "reason": "Forbidden", "message": refused})
-    elif req.get("operation", "CREATE") == "CREATE" and job:
+    if req.get("operation", "CREATE") == "CREATE" and job:
         namespace = req.get("namespace") or (job.get("metadata") or {}).get("namespace", "")
         labels = (job.get("metadata") or {}).get("labels") or {}
         default = not labels.get(QUEUE_LABEL) and bool(namespace) and await has_default_queue(namespace)
@@ -148,7 +136,8 @@ def default_priority_class_lookup(client: KubeClient) -> HasDefaultPriorityClass
 class WebhookServer:
     """HTTPS on ``address:port`` with the given certificate: the Job webhook at :data:`PATH`, the CRD conversion
     webhook at :data:`connectors.k8s.conversion.PATH`, the validating webhooks at
-    :data:`connectors.k8s.validating.PATHS` (under the Kueue Configuration's ``feature_gates``)."""
+    :data:`connectors.k8s.validating.PATHS` and :data:`connectors.k8s.job_validation.PATH` (under the Kueue
+    Configuration's ``feature_gates``)."""
 
     def __init__(self, has_default_queue: HasDefaultQueue,
                  has_default_priority_class: HasDefaultPriorityClass | None = None,
@@ -158,7 +147,6 @@ class WebhookServer:
         self.feature_gates = dict(feature_gates or {})
         self.reviews = 0
         self.patched = 0
-        self.refused = 0
         self.conversions = 0
         self.conversions_refused = 0
         self.validations = 0
@@ -171,8 +159,10 @@ class WebhookServer:
         app.router.add_post(conversion.PATH, self._convert)
         for path, kind in validating.PATHS.items():
             app.router.add_post(path, partial(self._validate, kind))
+        app.router.add_post(job_validation.PATH, self._validate_job)
         self._runner = await https.serve(app, address, port, https.server_tls(certfile, keyfile))
-        log.info("webhook serving", address=address, port=port, paths=[PATH, conversion.PATH, *validating.PATHS])
+        log.info("webhook serving", address=address, port=port,
+                 paths=[PATH, conversion.PATH, *validating.PATHS, job_validation.PATH])
 
     async def stop(self) -> None:
         if self._runner is not None:
@@ -187,13 +177,21 @@ class WebhookServer:
         self.reviews += 1
         if "patch" in out["response"]:
             self.patched += 1
-        if not out["response"]["allowed"]:
-            self.refused += 1
         return _closing(web.json_response(out))
 
     async def _validate(self, kind: str, request: web.Request) -> web.Response:
         try:
             out = validating.review(await request.read(), kind, self.feature_gates)
+        except (msgspec.DecodeError, AttributeError, TypeError) as exc:
+            return web.json_response({"error": f"not an AdmissionReview: {exc}"}, status=400)
+        self.validations += 1
+        if not out["response"]["allowed"]:
+            self.validations_refused += 1
+        return _closing(web.json_response(out))
+
+    async def _validate_job(self, request: web.Request) -> web.Response:
+        try:
+            out = await job_validation.review(await request.read(), self.feature_gates, self.has_default_queue)
         except (msgspec.DecodeError, AttributeError, TypeError) as exc:
             return web.json_response({"error": f"not an AdmissionReview: {exc}"}, status=400)
         self.validations += 1
@@ -302,7 +300,8 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
         service = None if k.webhook_url else (k.webhook_service, k.lease_namespace, 443)
         await register(client, configuration(bundle.ca_pem, url=k.webhook_url, service=service,
                                              excluded_namespaces=("kube-system", k.lease_namespace)))
-        await register(client, validating.configuration(bundle.ca_pem, url=k.webhook_url, service=service))
+        await register(client, validating.configuration(bundle.ca_pem, url=k.webhook_url, service=service,
+                                                        excluded_namespaces=("kube-system", k.lease_namespace)))
         await conversion.register(client, conversion_stanza(k, bundle.ca_pem))
     return server
 

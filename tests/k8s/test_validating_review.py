@@ -230,8 +230,9 @@ def test_configuration_registers_kueues_kinds_on_create_and_update() -> None:
     doc = configuration(ca, url="https://127.0.0.1:9443/")
     assert doc["kind"] == "ValidatingWebhookConfiguration"
     hooks = {h["name"]: h for h in doc["webhooks"]}
-    assert sorted(hooks) == ["vclusterqueue.kb.io", "vcohort.kb.io", "vlocalqueue.kb.io", "vresourceflavor.kb.io",
-                             "vworkload.kb.io"]
+    assert sorted(hooks) == ["vclusterqueue.kb.io", "vcohort.kb.io", "vjob.kb.io", "vlocalqueue.kb.io",
+                             "vresourceflavor.kb.io", "vworkload.kb.io"]
+    del hooks["vjob.kb.io"]  # Jobs': tests/k8s/test_job_validation_review.py
     for h in hooks.values():
         assert h["failurePolicy"] == "Fail" and h["sideEffects"] == "None"
         assert base64.b64decode(h["clientConfig"]["caBundle"]) == ca

@@ -65,7 +65,8 @@ async def test_manifests_install_the_registrations_and_a_replica_completes_them(
             service = (m.WEBHOOK_SERVICE, NAMESPACE, 443)
             await webhook.register(kc, webhook.configuration(bundle.ca_pem, service=service,
                                                              excluded_namespaces=("kube-system", NAMESPACE)))
-            await webhook.register(kc, validating.configuration(bundle.ca_pem, service=service))
+            await webhook.register(kc, validating.configuration(bundle.ca_pem, service=service,
+                                                                excluded_namespaces=("kube-system", NAMESPACE)))
             await visibility.register(kc, visibility.registration(settings, bundle.ca_pem))
             await _apply(api, docs)  # an upgrade applies the manifests again: the CA stays
             for d in docs:

@@ -1,0 +1,545 @@
+"""Kueue's validating webhook for batch/v1 Jobs (``vjob.kb.io`` at ``/validate-batch-v1-job``, CREATE and
+UPDATE): what Kueue's manager refuses in a Job, worded as it words it (Kubernetes field errors, several joined as
+``[a, b]``), under the Kueue Configuration's feature gates.
+
+Kueue validates every Job its webhook configuration selects (all namespaces but ``kube-system`` and its own),
+with a queue name or not (``pkg/controller/jobs/job/job_webhook.go``, ``pkg/controller/jobframework/
+validation.go`` and ``tas_validation.go``):
+
+* **on create, and again on every update**: the ``kueue.x-k8s.io/queue-name`` and
+  ``kueue.x-k8s.io/prebuilt-workload-name`` labels are DNS-1123 subdomains; ``kueue.x-k8s.io/max-exec-time-seconds``
+  is an integer above 0 (:func:`connectors.k8s.jobs.max_execution_seconds`);
+  ``kueue.x-k8s.io/job-min-parallelism`` is an integer from 1 to the pod count (``min(parallelism,
+  completions)``) less one — whatever ``PartialAdmission`` says, as in Kueue, whose gate only decides whether the
+  Workload keeps the ``minCount``; on update only when the annotation changes;
+  ``kueue.x-k8s.io/job-completions-equal-parallelism`` is a boolean, and when true only on an Indexed Job whose
+  completions equal its parallelism; under ``TopologyAwareScheduling``, the pod template's TAS annotations
+  (:func:`topology_errors`);
+* **on update**: while the Job is not suspended its queue name does not change, nor its prebuilt Workload's name
+  (suspended, that label is checked as on create); the queue name is not removed in a namespace with a LocalQueue
+  ``default``; the maximum execution time does not change unless the Job is suspended before and after; a
+  WorkloadPriorityClass label is not added to a running Job, nor ever removed (changing it is allowed); with
+  ``job-min-parallelism`` set, ``parallelism`` does not change while the old Job runs; the
+  completions-equal-parallelism setting does not change while the Job runs.
+
+Not modelled: Kueue's rules for elastic Jobs (``kueue.x-k8s.io/elastic-job`` under
+``ElasticJobsViaWorkloadSlices``: the annotation's immutability, a prebuilt name such a Job may change), as
+kueue-es runs no elastic Job. Where Kueue's text comes from Go's JSON decoder (a malformed slice-layers
+annotation) or is not in its source as read, the detail is kueue-es's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
+from typing import Any
+
+import msgspec
+
+from connectors.k8s import prebuilt
+from connectors.k8s.job_events import QUEUE_LABEL
+from connectors.k8s.job_priority import PRIORITY_LABEL
+from connectors.k8s.jobs import MAX_EXEC_LABEL, max_execution_seconds
+from connectors.k8s.resources import MIN_PARALLELISM
+from events import objects as o
+from events.errors import InvalidInput
+from projections import gates
+
+PATH = "/validate-batch-v1-job"
+WEBHOOK_NAME = "vjob.kb.io"
+COMPLETIONS_EQUAL_PARALLELISM = "kueue.x-k8s.io/job-completions-equal-parallelism"
+REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+UNCONSTRAINED = "kueue.x-k8s.io/podset-unconstrained-topology"
+SLICE_REQUIRED = "kueue.x-k8s.io/podset-slice-required-topology"
+SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+SLICE_LAYERS = "kueue.x-k8s.io/podset-slice-required-topology-constraints"
+GROUP_NAME = "kueue.x-k8s.io/podset-group-name"
+IMMUTABLE = "field is immutable"
+MAX_LAYERS = 3
+
+HasDefaultQueue = Callable[[str], Awaitable[bool]]
+
+_LABELS, _ANNOTATIONS = "metadata.labels", "metadata.annotations"
+_TEMPLATE_ANNOTATIONS = "spec.template.metadata.annotations"
+_INT32, _INT64, _UINT64 = 2**31, 2**63, 2**64
+_DECIMAL, _DIGITS = re.compile(r"[+-]?[0-9]+"), re.compile(r"[0-9]+")
+_TRUE, _FALSE = ("1", "t", "T", "TRUE", "true", "True"), ("0", "f", "F", "FALSE", "false", "False")
+
+
+# --- Kubernetes field errors, as the apiserver's validation words them -----------------------------------------
+
+_OMIT = object()
+
+
+def _key(path: str, key: str) -> str:
+    return f"{path}[{key}]"
+
+
+def _invalid(path: str, value: Any, detail: str) -> str:
+    shown = "Invalid value" if value is _OMIT else f"Invalid value: {_shown(value)}"
+    return f"{path}: {shown}: {detail}"
+
+
+def _forbidden(path: str, detail: str) -> str:
+    return f"{path}: Forbidden: {detail}"
+
+
+def _required(path: str, detail: str) -> str:
+    return f"{path}: Required value: {detail}"
+
+
+def _duplicate(path: str, value: str) -> str:
+    return f"{path}: Duplicate value: {_shown(value)}"
+
+
+def _shown(value: Any) -> str:
+    """A field error's value: a string Go-quoted, a number as is, nothing as ``null``."""
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return _go_quote(value)
+    return str(value)
+
+
+_SHORT_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v",
+                  '"': '\\"', "\\": "\\\\"}
+
+
+def _go_quote(text: str) -> str:
+    out = []
+    for ch in text:
+        if ch in _SHORT_ESCAPES:
+            out.append(_SHORT_ESCAPES[ch])
+        elif ch.isprintable():
+            out.append(ch)
+        elif ord(ch) < 0x80:
+            out.append(f"\\x{ord(ch):02x}")
+        elif ord(ch) <= 0xFFFF:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    return '"' + "".join(out) + '"'
+
+
+def aggregate(errors: list[str]) -> str | None:
+    """The refusal for a list of field errors: none, the one, or ``[a, b]`` without repeats (Kubernetes'
+    aggregate error)."""
+    unique = list(dict.fromkeys(errors))
+    if not unique:
+        return None
+    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
+
+
+# --- Kubernetes' name syntaxes ---------------------------------------------------------------------------------
+
+_SUBDOMAIN_FMT = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+_SUBDOMAIN = re.compile(_SUBDOMAIN_FMT)
+_SUBDOMAIN_MAX = 253
+_KEY_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_KEY = re.compile(_KEY_FMT)
+_KEY_NAME_MAX = 63
+_KEY_RULE = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+
+
+def _regex_error(message: str, fmt: str, *examples: str) -> str:
+    shown = "".join(f"{' or ' if i else ''}'{e}', " for i, e in enumerate(examples))
+    return f"{message} (e.g. {shown}regex used for validation is '{fmt}')"
+
+
+def subdomain_problems(value: str, unit: str = "characters") -> list[str]:
+    """Why ``value`` is not a DNS-1123 subdomain (empty: it is one). ``unit``: how the length limit is worded
+    (Kubernetes says "bytes" where it checks a label key's prefix)."""
+    problems = []
+    if len(value.encode()) > _SUBDOMAIN_MAX:
+        problems.append(f"must be no more than {_SUBDOMAIN_MAX} {unit}")
+    if not _SUBDOMAIN.fullmatch(value):
+        problems.append(_regex_error(
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
+            "start and end with an alphanumeric character", _SUBDOMAIN_FMT, "example.com"))
+    return problems
+
+
+def label_key_problems(value: str) -> list[str]:
+    """Why ``value`` is not a label key (a name, optionally after a DNS subdomain and '/'); empty: it is one."""
+    parts = value.split("/")
+    problems: list[str] = []
+    if len(parts) > 2:
+        return ["a valid label key " + _regex_error(_KEY_RULE, _KEY_FMT, "MyName", "my.name", "123-abc")
+                + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            problems.append("prefix part must be non-empty")
+        else:
+            problems += ["prefix part " + p for p in subdomain_problems(prefix, "bytes")]
+    if not name:
+        problems.append("name part must be non-empty")
+    elif len(name.encode()) > _KEY_NAME_MAX:
+        problems.append(f"name part must be no more than {_KEY_NAME_MAX} bytes")
+    if not _KEY.fullmatch(name):
+        problems.append("name part " + _regex_error(_KEY_RULE, _KEY_FMT, "MyName", "my.name", "123-abc"))
+    return problems
+
+
+def _name_label(labels: Mapping[str, str], key: str) -> list[str]:
+    """A label naming a Kueue object, when present, is a DNS-1123 subdomain."""
+    if key not in labels:
+        return []
+    problems = subdomain_problems(labels[key])
+    return [_invalid(_key(_LABELS, key), labels[key], ",".join(problems))] if problems else []
+
+
+def _label_name(value: str, path: str) -> list[str]:
+    return [_invalid(path, value, p) for p in label_key_problems(value)]
+
+
+# --- Go's integer and boolean parsing --------------------------------------------------------------------------
+
+
+def _atoi(text: str) -> tuple[int | None, str]:
+    """``strconv.Atoi`` (64-bit): the value, or None and Go's error."""
+    if not _DECIMAL.fullmatch(text):
+        return None, f'strconv.Atoi: parsing {_go_quote(text)}: invalid syntax'
+    value = int(text)
+    if not -_INT64 <= value < _INT64:
+        return None, f'strconv.Atoi: parsing {_go_quote(text)}: value out of range'
+    return value, ""
+
+
+def _int32(value: int) -> int:
+    """Go's conversion of an int to int32 (wrapping)."""
+    return (value + _INT32) % (2 * _INT32) - _INT32
+
+
+def _parse_int32(text: str) -> int | None:
+    """``strconv.ParseInt(text, 10, 32)``, None on any error."""
+    if not _DECIMAL.fullmatch(text) or not -_INT32 <= int(text) < _INT32:
+        return None
+    return int(text)
+
+
+def _parse_bool(text: str) -> bool | None:
+    return True if text in _TRUE else False if text in _FALSE else None
+
+
+# --- the Job -----------------------------------------------------------------------------------------------------
+
+
+def _meta(job: Mapping[str, Any], field: str) -> dict[str, str]:
+    meta = job.get("metadata") or {}
+    value = meta.get(field) if isinstance(meta, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def _spec(job: Mapping[str, Any]) -> dict[str, Any]:
+    spec = job.get("spec")
+    return spec if isinstance(spec, dict) else {}
+
+
+def _suspended(job: Mapping[str, Any]) -> bool:
+    return _spec(job).get("suspend") is True
+
+
+def _parallelism(job: Mapping[str, Any]) -> int:
+    value = _spec(job).get("parallelism")
+    return value if isinstance(value, int) else 1
+
+
+def pod_count(job: Mapping[str, Any]) -> int:
+    """The Job's pods as Kueue counts them: its parallelism, or its completions when fewer."""
+    completions = _spec(job).get("completions")
+    count = _parallelism(job)
+    return min(count, completions) if isinstance(completions, int) else count
+
+
+def _completions_equal_parallelism(job: Mapping[str, Any]) -> bool:
+    return _parse_bool(_meta(job, "annotations").get(COMPLETIONS_EQUAL_PARALLELISM, "")) is True
+
+
+def _prebuilt_name(job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> str:
+    view = o.Job(metadata=o.ObjectMeta(name="", labels=_meta(job, "labels"), annotations=_meta(job, "annotations")))
+    return prebuilt.name_of(view, gates.enabled(feature_gates, gates.WORKLOAD_IDENTIFIER_ANNOTATIONS))
+
+
+# --- the rules ---------------------------------------------------------------------------------------------------
+
+
+def _labels_on_create(job: Mapping[str, Any]) -> list[str]:
+    """The queue name, the prebuilt Workload's name and the maximum execution time, as on creation."""
+    labels = _meta(job, "labels")
+    errors = _name_label(labels, QUEUE_LABEL) + _name_label(labels, prebuilt.KEY)
+    try:
+        max_execution_seconds(labels)
+    except InvalidInput as exc:
+        errors.append(str(exc))
+    return errors
+
+
+def _min_parallelism(job: Mapping[str, Any]) -> list[str]:
+    """``job-min-parallelism`` is an integer from 1 to the pod count less one (Kueue compares it as an int32)."""
+    text = _meta(job, "annotations").get(MIN_PARALLELISM)
+    if text is None:
+        return []
+    path = _key(_ANNOTATIONS, MIN_PARALLELISM)
+    value, error = _atoi(text)
+    if value is None:
+        return [_invalid(path, text, error)]
+    count = pod_count(job)
+    if _int32(value) >= count or value <= 0:
+        return [_invalid(path, value, f"should be between 0 and {count - 1}")]
+    return []
+
+
+def _completions_setting(job: Mapping[str, Any]) -> list[str]:
+    """``job-completions-equal-parallelism`` is a boolean; true only on an Indexed Job with completions equal to
+    its parallelism."""
+    text = _meta(job, "annotations").get(COMPLETIONS_EQUAL_PARALLELISM)
+    if text is None:
+        return []
+    path = _key(_ANNOTATIONS, COMPLETIONS_EQUAL_PARALLELISM)
+    enabled = _parse_bool(text)
+    if enabled is None:
+        return [_invalid(path, text, f"strconv.ParseBool: parsing {_go_quote(text)}: invalid syntax")]
+    if not enabled:
+        return []
+    spec = _spec(job)
+    errors = []
+    if spec.get("completionMode") in (None, "NonIndexed"):
+        errors.append(_invalid(path, text, "should not be enabled for NonIndexed jobs"))
+    completions = spec.get("completions")
+    if _parallelism(job) != (completions if isinstance(completions, int) else 1):
+        errors.append(_invalid("spec.completions", completions, "should be equal to parallelism when "
+                               f"{COMPLETIONS_EQUAL_PARALLELISM} is annotation is true"))
+    return errors
+
+
+class _Layer(msgspec.Struct):
+    topology: str = ""
+    size: int = 0
+
+
+_LAYERS = msgspec.json.Decoder(list[_Layer] | None)
+
+
+def topology_errors(annotations: Mapping[str, str], count: int, multi_layer: bool) -> list[str]:
+    """What Kueue refuses in a pod template's TAS annotations (under ``TopologyAwareScheduling``): more than one
+    of required, preferred and unconstrained; a level that is not a label key; an unconstrained value that is not a
+    boolean; a slice size that is not an int32 of at least 1, or without its slice topology (and the topology
+    without a size); a ``podset-group-name`` that is a number, comes with a slice request, or without a required
+    or preferred level; the slice layers (``multi_layer``: ``TASMultiLayerTopology``) as :func:`_layers_errors`
+    says. A request that passes may not ask for a slice (or an outer layer) larger than the ``count`` pods."""
+    path = _TEMPLATE_ANNOTATIONS
+    found = {k for k in (REQUIRED, PREFERRED, UNCONSTRAINED, SLICE_REQUIRED, SLICE_SIZE, GROUP_NAME)
+             if k in annotations}
+    errors = []
+    if len(found & {REQUIRED, PREFERRED, UNCONSTRAINED}) > 1:
+        errors.append(_invalid(path, _OMIT, "must not contain more than one topology annotation: "
+                                            f'["{REQUIRED}", "{PREFERRED}", "{UNCONSTRAINED}"]'))
+    for key in (REQUIRED, PREFERRED, SLICE_REQUIRED):
+        if key in found:
+            errors += _label_name(annotations[key], _key(path, key))
+    if GROUP_NAME in found:
+        errors += _group_name_errors(annotations[GROUP_NAME], found)
+    if UNCONSTRAINED in found and _parse_bool(annotations[UNCONSTRAINED]) is None:
+        errors.append(_invalid(_key(path, UNCONSTRAINED), annotations[UNCONSTRAINED], "must be a boolean value"))
+    if SLICE_SIZE in found:
+        size = _parse_int32(annotations[SLICE_SIZE])
+        if size is None:
+            errors.append(_invalid(_key(path, SLICE_SIZE), annotations[SLICE_SIZE], "must be a numeric value"))
+        elif size < 1:
+            errors.append(_invalid(_key(path, SLICE_SIZE), annotations[SLICE_SIZE],
+                                   "must be greater than or equal to 1"))
+    if SLICE_REQUIRED in found and SLICE_SIZE not in found:
+        errors.append(_required(_key(path, SLICE_SIZE), f"must be set when '{SLICE_REQUIRED}' is specified"))
+    if SLICE_SIZE in found and SLICE_REQUIRED not in found:
+        errors.append(_forbidden(_key(path, SLICE_SIZE), f"may not be set when '{SLICE_REQUIRED}' is not specified"))
+    if SLICE_LAYERS in annotations:
+        errors += _layers_errors(annotations[SLICE_LAYERS], found, multi_layer)
+    return errors or _upper_bound_errors(annotations, count)
+
+
+def _group_name_errors(name: str, found: set[str]) -> list[str]:
+    at = _key(_TEMPLATE_ANNOTATIONS, GROUP_NAME)
+    errors = []
+    if _DIGITS.fullmatch(name) and int(name) < _UINT64:
+        errors.append(_invalid(at, name, "must not be a number"))
+    for key in (SLICE_SIZE, SLICE_REQUIRED):
+        if key in found:
+            errors.append(_forbidden(at, f"may not be set when '{key}' is specified"))
+    if PREFERRED not in found and REQUIRED not in found:
+        errors.append(_forbidden(at, f"may not be set when neither '{PREFERRED}' nor '{REQUIRED}' is specified"))
+    return errors
+
+
+def _layers_errors(text: str, found: set[str], multi_layer: bool) -> list[str]:
+    """The slice layers annotation (a JSON list of ``{topology, size}``): only under ``TASMultiLayerTopology``,
+    never with the single-slice annotations or a group name; 1 to 3 layers, each a label key and a size of at
+    least 1, no level twice, each size dividing the one above it."""
+    at = _key(_TEMPLATE_ANNOTATIONS, SLICE_LAYERS)
+    if not multi_layer:
+        return [_forbidden(at, f"the {gates.TAS_MULTI_LAYER_TOPOLOGY} feature gate must be enabled to use this "
+                               "annotation")]
+    errors = [_forbidden(at, f"may not be set when '{key}' is specified")
+              for key in (SLICE_REQUIRED, SLICE_SIZE) if key in found]
+    if GROUP_NAME in found:
+        errors.append(_forbidden(_key(_TEMPLATE_ANNOTATIONS, GROUP_NAME),
+                                 f"may not be set when '{SLICE_LAYERS}' is specified"))
+    try:
+        layers = _LAYERS.decode(text) or []
+    except msgspec.DecodeError as exc:
+        return [*errors, _invalid(at, text, f"must be a valid JSON array: {exc}")]
+    if any(not -_INT32 <= layer.size < _INT32 for layer in layers):
+        return [*errors, _invalid(at, text, "must be a valid JSON array: a size is not an int32")]
+    if not 1 <= len(layers) <= MAX_LAYERS:
+        return [*errors, _invalid(at, text, f"must have between 1 and {MAX_LAYERS} layers")]
+    for i, layer in enumerate(layers):
+        errors += _label_name(layer.topology, f"{at}[{i}].topology")
+        if layer.size < 1:
+            errors.append(_invalid(f"{at}[{i}].size", layer.size, "must be greater than or equal to 1"))
+    first: dict[str, int] = {}
+    for i, layer in enumerate(layers):
+        if layer.topology in first:
+            errors.append(_duplicate(f"{at}[{i}].topology", f"{layer.topology} (also at index {first[layer.topology]})"))
+        else:
+            first[layer.topology] = i
+    for i in range(len(layers) - 1):
+        outer, inner = layers[i].size, layers[i + 1].size
+        if inner > 0 and outer % inner != 0:
+            errors.append(_invalid(f"{at}[{i + 1}].size", inner, f"must evenly divide the parent layer size {outer}"))
+    return errors
+
+
+def _upper_bound_errors(annotations: Mapping[str, str], count: int) -> list[str]:
+    errors = []
+    if SLICE_SIZE in annotations:
+        size = _parse_int32(annotations[SLICE_SIZE])
+        if size is not None and size > count:
+            errors.append(_invalid(_key(_TEMPLATE_ANNOTATIONS, SLICE_SIZE), annotations[SLICE_SIZE],
+                                   f"must not be greater than pod set count {count}"))
+    if SLICE_LAYERS in annotations:
+        try:
+            layers = _LAYERS.decode(annotations[SLICE_LAYERS]) or []
+        except msgspec.DecodeError:
+            layers = []
+        if layers and layers[0].size > count:
+            errors.append(_invalid(_key(_TEMPLATE_ANNOTATIONS, SLICE_LAYERS), layers[0].size,
+                                   f"must not be greater than pod set count {count}"))
+    return errors
+
+
+def _template_annotations(job: Mapping[str, Any]) -> dict[str, str]:
+    template = _spec(job).get("template")
+    return _meta(template, "annotations") if isinstance(template, dict) else {}
+
+
+def _topology(job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
+    gate = partial(gates.enabled, feature_gates)
+    if not gate(gates.TOPOLOGY_AWARE_SCHEDULING):
+        return []
+    return topology_errors(_template_annotations(job), pod_count(job), gate(gates.TAS_MULTI_LAYER_TOPOLOGY))
+
+
+def create_errors(job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
+    """What Kueue refuses in a Job being created, in its order."""
+    return _labels_on_create(job) + _min_parallelism(job) + _completions_setting(job) + _topology(job, feature_gates)
+
+
+def queue_removed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """The update takes the queue name away (the one rule that asks whether the namespace has a default
+    LocalQueue)."""
+    return bool(_meta(old, "labels").get(QUEUE_LABEL)) and not _meta(new, "labels").get(QUEUE_LABEL)
+
+
+def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool], *,
+                  default_queue: bool = False) -> list[str]:
+    """What Kueue refuses in the update of Job ``old`` into ``new``, in its order. ``default_queue``: the
+    namespace has a LocalQueue ``default``."""
+    errors = _labels_on_create(new)
+    if _meta(new, "annotations").get(MIN_PARALLELISM, "") != _meta(old, "annotations").get(MIN_PARALLELISM, ""):
+        errors += _min_parallelism(new)
+    errors += _completions_setting(new)
+    errors += _queue_name_update(old, new, default_queue)
+    errors += _prebuilt_update(old, new, feature_gates)
+    errors += _max_exec_update(old, new)
+    errors += _priority_class_update(old, new)
+    errors += _running_update(old, new)
+    return errors + _topology(new, feature_gates)
+
+
+def _queue_name_update(old: Mapping[str, Any], new: Mapping[str, Any], default_queue: bool) -> list[str]:
+    path = _key(_LABELS, QUEUE_LABEL)
+    old_queue, new_queue = _meta(old, "labels").get(QUEUE_LABEL, ""), _meta(new, "labels").get(QUEUE_LABEL, "")
+    errors = []
+    if not _suspended(new) and new_queue != old_queue:
+        errors.append(_invalid(path, new_queue, IMMUTABLE))
+    if not new_queue and old_queue and default_queue:
+        errors.append(_invalid(path, "", "queue-name must not be empty in namespace with default queue"))
+    return errors
+
+
+def _prebuilt_update(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
+    """Suspended, the prebuilt Workload's label is checked as on creation; running, its name does not change."""
+    if _suspended(new):
+        return _name_label(_meta(new, "labels"), prebuilt.KEY)
+    new_name, old_name = _prebuilt_name(new, feature_gates), _prebuilt_name(old, feature_gates)
+    return [] if new_name == old_name else [_invalid(_key(_LABELS, prebuilt.KEY), new_name, IMMUTABLE)]
+
+
+def _max_exec_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    new_value, old_value = _meta(new, "labels").get(MAX_EXEC_LABEL, ""), _meta(old, "labels").get(MAX_EXEC_LABEL, "")
+    if (_suspended(new) and _suspended(old)) or new_value == old_value:
+        return []
+    return [_invalid(_key(_LABELS, MAX_EXEC_LABEL), new_value, IMMUTABLE)]
+
+
+def _priority_class_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """A WorkloadPriorityClass is not added to a running Job, nor ever removed; it may change."""
+    path = _key(_LABELS, PRIORITY_LABEL)
+    new_class, old_class = _meta(new, "labels").get(PRIORITY_LABEL, ""), _meta(old, "labels").get(PRIORITY_LABEL, "")
+    if not _suspended(new) and not old_class and new_class:
+        return [_invalid(path, new_class, "WorkloadPriorityClass cannot be added to a non-suspended workload")]
+    if not new_class and old_class:
+        return [_invalid(path, new_class, "WorkloadPriorityClass cannot be removed from a workload")]
+    return []
+
+
+def _running_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """With a minimum parallelism, a running Job's parallelism stays; the completions setting stays while the
+    Job runs."""
+    errors = []
+    if (MIN_PARALLELISM in _meta(old, "annotations") and not _suspended(old)
+            and _parallelism(old) != _parallelism(new)):
+        errors.append(_forbidden("spec.parallelism",
+                                 "cannot change when partial admission is enabled and the job is not suspended"))
+    if (not _suspended(old) and not _suspended(new)
+            and _completions_equal_parallelism(old) != _completions_equal_parallelism(new)):
+        errors.append(_forbidden(_key(_ANNOTATIONS, COMPLETIONS_EQUAL_PARALLELISM),
+                                 f"{IMMUTABLE} while the job is not suspended"))
+    return errors
+
+
+async def review(body: bytes, feature_gates: Mapping[str, bool], has_default_queue: HasDefaultQueue
+                 ) -> dict[str, Any]:
+    """Answer one AdmissionReview (v1) for a Job: allowed, or refused (403) with Kueue's field errors."""
+    req = msgspec.json.decode(body).get("request") or {}
+    response: dict[str, Any] = {"uid": req.get("uid", ""), "allowed": True}
+    new, old, operation = req.get("object"), req.get("oldObject"), req.get("operation", "")
+    errors: list[str] = []
+    if operation == "CREATE" and isinstance(new, dict):
+        errors = create_errors(new, feature_gates)
+    elif operation == "UPDATE" and isinstance(new, dict) and isinstance(old, dict):
+        namespace = req.get("namespace") or _meta_namespace(old)
+        default = queue_removed(old, new) and bool(namespace) and await has_default_queue(namespace)
+        errors = update_errors(old, new, feature_gates, default_queue=default)
+    message = aggregate(errors)
+    if message is not None:
+        response.update(allowed=False, status={"code": 403, "reason": "Forbidden", "message": message})
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+
+
+def _meta_namespace(job: Mapping[str, Any]) -> str:
+    meta = job.get("metadata")
+    return str(meta.get("namespace", "")) if isinstance(meta, dict) else ""
