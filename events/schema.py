@@ -95,20 +95,21 @@ class ReclaimablePodsChanged(Event, tag="ReclaimablePodsChanged"):
 
 class JobActed(Event, tag="JobActed"):
     """The job integration acted on a batch/v1 Job (``key``/``uid``): created its Workload, started it, or stopped
-    it, or gave it no Workload for want of its WorkloadPriorityClass. Appended once the write succeeded (or was
-    refused): the record that it was done, from which the connector records the Event Kueue's job reconciler
-    records on the Job (so a restart, folding the log again, reports no action twice)."""
+    it, updated or deleted a Workload it no longer matched, or gave it no Workload for want of its
+    WorkloadPriorityClass. Appended once the write succeeded (or was refused): the record that it was done, from
+    which the connector records the Event Kueue's job reconciler records on the Job (so a restart, folding the log
+    again, reports no action twice)."""
 
     action: str
-    """``CreatedWorkload``, ``Started``, ``Stopped`` or ``WorkloadPriorityClassNotFound`` (a reader that does
-    not know an action records nothing for it)."""
+    """``CreatedWorkload``, ``Started``, ``Stopped``, ``UpdatedWorkload``, ``DeletedWorkload`` or
+    ``WorkloadPriorityClassNotFound`` (a reader that does not know an action records nothing for it)."""
     workload: str = ""
-    """Key of the Job's Workload (the one created, or the one it started under)."""
+    """Key of the Job's Workload (the one created, updated or deleted, or the one it started under)."""
     cluster_queue: str = ""
     """Started: the ClusterQueue that admitted it."""
     message: str = ""
-    """Stopped: why (the eviction message, or that it was not admitted, or had no Workload);
-    WorkloadPriorityClassNotFound: the Event's message, naming the class."""
+    """Stopped: why (the eviction message, or that it was not admitted, or had no Workload, or no matching one);
+    UpdatedWorkload, DeletedWorkload, WorkloadPriorityClassNotFound: the Event's message."""
 
 
 class AdmissionCheckStateChanged(Event, tag="AdmissionCheckStateChanged"):

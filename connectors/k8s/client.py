@@ -130,10 +130,12 @@ class KubeClient:
                                   content_type=content_type)
 
     async def delete(self, resource: Resource, name: str, namespace: str = "", *, uid: str = "",
-                     propagation: str = "Background") -> bytes:
+                     resource_version: str = "", propagation: str = "Background") -> bytes:
+        """Delete, if ``uid`` (and ``resource_version``) given, only that object as it was (else 409 Conflict)."""
         body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation}
-        if uid:
-            body["preconditions"] = {"uid": uid}
+        preconditions = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
+        if preconditions:
+            body["preconditions"] = preconditions
         return await self.request("DELETE", resource.object_path(name, namespace), body=body)
 
     # --- list and watch ------------------------------------------------------------------------------------

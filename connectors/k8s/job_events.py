@@ -8,7 +8,9 @@ integration (``batch/job-kueue-controller``), records on the Job, Normal unless 
 * ``Stopped`` once it suspended a running Job, saying why (:func:`stop_message`): the Workload's ``Evicted``
   message when it was evicted (preempted, deactivated, ...), "Not admitted by cluster queue" when the Job ran
   without an admission, "Missing Workload; unable to restore pod templates" when it ran with no Workload,
-  "missing workload" when it ran without the prebuilt Workload it names (:mod:`connectors.k8s.prebuilt`);
+  "missing workload" when it ran without the prebuilt Workload it names (:mod:`connectors.k8s.prebuilt`), "No
+  matching Workload; restoring pod templates according to existent Workload" when it no longer matched its
+  generated one (:mod:`connectors.k8s.job_sync`);
 * ``FinishedWorkload`` "Workload '<ns>/<name>' is declared finished" once the Workload finished (the Job
   completed or failed, or could not start), while the Job is still there — not for a prebuilt Workload finished
   out of sync, which Kueue no longer counts as the Job's;
@@ -16,6 +18,10 @@ integration (``batch/job-kueue-controller``), records on the Job, Normal unless 
   ``kueue.x-k8s.io/priority-class`` label names a class that does not exist, so it was given no Workload
   (:mod:`connectors.k8s.job_priority`). Kueue records it at every retry of the failed reconcile (its
   recorder folds the repeats into one Event's count); kueue-es once per version of the Job;
+* ``UpdatedWorkload`` once it rewrote the Job's generated Workload to match the suspended Job again ("Updated not
+  matching Workload for suspended job: <ns>/<name>"), or gave it the priority class the Job's label names now
+  ("Updated workload priority class: <ns>/<name>"); ``DeletedWorkload`` "Deleted not matching Workload:
+  <ns>/<name>" once it deleted one the Job no longer matches (:mod:`connectors.k8s.job_sync`);
 * ``UpdatedAdmissionCheck`` "<check>: <message>" for each Pending admission check with a message (in the
   order of the Workload's ``status.admissionChecks``: by name), joined with "; ", while the Job is suspended
   and its Workload holds quota but is not admitted, evicted or finished (:func:`pending_checks_message`).
@@ -36,9 +42,8 @@ the recorder creates them under names derived from the record, so a restart crea
 finishing a stop (restoring the template once the pods are gone), records nothing, as in Kueue.
 
 Kueue's other Job Events report what kueue-es's job integration does not do: ``Suspended`` (a child Job of a
-Kueue-managed parent), ``UpdatedWorkload`` (a pending Workload rewritten to match a changed Job, or its priority
-class changed), ``DeletedWorkload`` (extra or non-matching Workloads deleted), ``ErrWorkloadCompose`` (pod
-groups) and ``JobNestingTooDeep``.
+Kueue-managed parent), ``DeletedWorkload`` for extra Workloads of one Job (kueue-es knows one per Job),
+``ErrWorkloadCompose`` (pod groups) and ``JobNestingTooDeep``.
 """
 
 from __future__ import annotations
@@ -114,6 +119,8 @@ def job_events(e: ev.AnyEvent, job: Involved | PendingChecks) -> tuple[KubeEvent
             return (make_event(job, NORMAL, STOPPED, e.message, JOB_CONTROLLER),)
         case ev.JobActed(action="WorkloadPriorityClassNotFound"):
             return (make_event(job, WARNING, NOT_FOUND_REASON, e.message, JOB_CONTROLLER),)
+        case ev.JobActed(action="UpdatedWorkload" | "DeletedWorkload"):
+            return (make_event(job, NORMAL, e.action, e.message, JOB_CONTROLLER),)
         case ev.WorkloadFinished():
             return (make_event(job, NORMAL, "FinishedWorkload", f"Workload '{e.key}' is declared finished",
                           JOB_CONTROLLER),)

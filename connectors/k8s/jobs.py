@@ -26,6 +26,14 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   created when the class appears in the log (the mirror marks the Jobs naming it dirty). So is a pod template's
   ``priorityClassName`` naming a PriorityClass the log does not hold (with no label) — with no Event, as
   Kueue, whose reconcile just fails on the lookup and is retried: only a warning in the log, once per version;
+* **in step with the Job** (:mod:`connectors.k8s.job_sync`; the Workload not finished, no decision about it
+  still to be written): a generated Workload the Job no longer matches (count, minimum count, tolerations,
+  container resources, maximum execution time) is rewritten from the suspended Job while it holds no quota
+  (``UpdatedWorkload``), else deleted (``DeletedWorkload``) and made anew — a running Job is stopped and restored
+  first; a generated Workload takes the WorkloadPriorityClass the Job's label names now (``UpdatedWorkload``);
+  the Workload of a suspended Job, generated or prebuilt, not evicted and holding no quota, takes the queue name
+  its label names now. One write a pass, conditioned on the Workload's resourceVersion (a deletion also on its
+  uid); the rest waits for the Workload that shows it;
 * **admission gate** (``AdmissionGatedBy`` on; the Workload not finished): when the Job's
   ``kueue.x-k8s.io/admission-gated-by`` differs from its Workload's, the Workload's is set to it — removed when
   the Job's is removed or empty — in one patch conditioned on the Workload's resourceVersion; the rest waits for
@@ -59,12 +67,11 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
 
 Everything it writes is conditioned on the resourceVersion it read; a conflict just waits for the watch to
 bring the newer object. Events it appends are not repeated while the log has not applied them yet. Once a
-Workload is created, or a Job started or stopped (``suspend`` flipped), it appends ``JobActed``: the Kubernetes
-Event Kueue's job reconciler records on the Job for it (:mod:`connectors.k8s.job_events`) is recorded from that;
-so is a missing WorkloadPriorityClass reported.
+Workload is created, updated or deleted, or a Job started or stopped (``suspend`` flipped), it appends
+``JobActed``: the Kubernetes Event Kueue's job reconciler records on the Job for it
+(:mod:`connectors.k8s.job_events`) is recorded from that; so is a missing WorkloadPriorityClass reported.
 A Job created unsuspended is suspended at creation by the webhook (``webhook.py``) when it is installed, else
-here, after the fact. Not done yet: updating a pending Workload when the Job's spec changes, and the
-``kueue.x-k8s.io/resource-in-use`` finalizer on the Workloads it creates.
+here, after the fact. Not done yet: the ``kueue.x-k8s.io/resource-in-use`` finalizer on the Workloads it creates.
 """
 
 from __future__ import annotations
@@ -78,7 +85,7 @@ from typing import Any
 import msgspec
 import structlog
 
-from connectors.k8s import podsetinfo, prebuilt
+from connectors.k8s import job_sync, podsetinfo, prebuilt
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
 from connectors.k8s.job_events import (
@@ -99,8 +106,9 @@ from connectors.k8s.job_priority import (
     not_found_message,
     workload_priority,
 )
+from connectors.k8s.job_sync import DELETE, DELETED_WORKLOAD, STOP, UPDATED_WORKLOAD
 from connectors.k8s.journal import Journal
-from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION, MIN_PARALLELISM
+from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION
 from connectors.k8s.workers import KeyedWorkers, Retries
 from connectors.k8s.writer import desired_status, observed_status
 from events import objects as o
@@ -226,6 +234,14 @@ class JobStats:
     """Prebuilt Workloads a Job was made the controller of."""
     out_of_sync: list[str] = field(default_factory=list)
     """Prebuilt Workloads finished for no longer matching their Job."""
+    updated: int = 0
+    """Generated Workloads rewritten to match their suspended Job again."""
+    deleted: int = 0
+    """Generated Workloads deleted for no longer matching their Job (a new one follows)."""
+    reprioritised: int = 0
+    """Generated Workloads given the priority class their Job's label names now."""
+    requeued: int = 0
+    """Workloads given the queue name their suspended Job's label names now."""
 
 
 class JobIntegration:
@@ -319,6 +335,8 @@ class JobIntegration:
                 await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl_key, uid=wl.uid, reason=reason,
                                                                 message=message or f"Job {reason.lower()}"))
             return
+        if wl.phase != FINISHED and await self._sync_spec(job, wl, obs, generated=not prebuilt_name):
+            return  # as Kueue's reconciler: the rest waits for the Workload that shows it (or the one after it)
         if wl.phase != FINISHED and self.state.gate(gates.ADMISSION_GATED_BY):
             gate = job.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION) or None
             if obs.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION) != gate:
@@ -413,6 +431,41 @@ class JobIntegration:
         written yet is this pass's to write."""
         return self.state.waits_for_pods_ready and wl.condition("PodsReady") is None
 
+    async def _sync_spec(self, job: o.Job, wl: WorkloadInfo, obs: o.Workload, *, generated: bool) -> bool:
+        """Bring the Workload in step with the Job as Kueue's reconciler does (:mod:`connectors.k8s.job_sync`): a
+        ``generated`` one the Job no longer matches is stopped with, rewritten or deleted, and given the priority
+        class the Job names now; any one the queue name. Whether the pass ends here (something was written, or
+        is awaited)."""
+        key, running = job.key, is_running(job)
+        waiting = wl.key in self.mirror.pending  # decided from the Workload as stored: wait until it shows all
+        rv = obs.metadata.resource_version
+        if generated:
+            action = job_sync.out_of_step(self.state, job, obs, wl, running=running,
+                                          max_exec=compared_max_execution_seconds(job.metadata.labels))
+            if action == STOP:
+                await self._once(key, "stop", job, self._stop(job, obs, job_sync.NO_MATCHING_WORKLOAD))
+            elif action and not waiting:
+                work = self._delete_workload(job, obs) if action == DELETE else self._update_workload(job, obs)
+                await self._once(key, f"{action}@{rv}", job, work)
+            if action:
+                return True
+        if waiting:
+            return False
+        if generated:
+            try:
+                priority = job_sync.priority_to_set(self.state, job, obs, wl)
+            except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
+                await self._once(key, f"priority-missing@{rv}", job, self._priority_missing(job, obs, str(exc)))
+                return True  # as Kueue's reconcile, which fails on the lookup: the rest waits for the class
+            if priority is not None:
+                await self._once(key, f"priority@{rv}", job, self._set_priority(job, obs, *priority))
+                return True
+        queue = job_sync.queue_to_set(job, obs, wl, running=running)
+        if queue is not None:
+            await self._once(key, f"queue@{rv}", job, self._set_queue(job, obs, queue))
+            return True
+        return False
+
     # --- actions -------------------------------------------------------------------------------------------
 
     async def _create_workload(self, job: o.Job, name: str) -> None:
@@ -499,9 +552,9 @@ class JobIntegration:
         pod_set: dict[str, Any] = {"name": "main", "count": count, "template": template}
         if self.state.tas_enabled:  # Kueue builds no topology request while TopologyAwareScheduling is off
             pod_set["topologyRequest"] = _topology_request(tmeta.get("annotations") or {})
-        min_par = (meta.get("annotations") or {}).get(MIN_PARALLELISM)
-        if min_par and min_par.isdigit() and 1 <= int(min_par) < count and self._partial_admission():
-            pod_set["minCount"] = int(min_par)
+        min_count = job_sync.generated_min_count(meta.get("annotations") or {}, count, self._partial_admission())
+        if min_count is not None:
+            pod_set["minCount"] = min_count
         wl_spec: dict[str, Any] = {"queueName": labels[QUEUE_LABEL], "podSets": [pod_set]}
         ref = workload_priority(self.state, labels, (template.get("spec") or {}).get("priorityClassName"))
         if ref is not None:
@@ -532,6 +585,66 @@ class JobIntegration:
             "annotations": {ADMISSION_GATED_BY_ANNOTATION: gate}}}, obs.metadata.namespace)
         log.info("synced the workload's admission gate with its job's", job=job.key, workload=obs.key, gate=gate)
 
+    async def _update_workload(self, job: o.Job, obs: o.Workload) -> None:
+        """Rewrite the Workload's spec from the suspended Job it no longer matches (built as at creation, from the
+        Job as stored), conditioned on the Workload's resourceVersion; ``UpdatedWorkload``."""
+        raw = msgspec.json.decode(await self.client.get(JOBS, job.metadata.name, job.metadata.namespace))
+        if raw["metadata"]["resourceVersion"] != job.metadata.resource_version:
+            return  # changed since the log saw it: the watch brings the newer one
+        try:
+            spec = self.workload_for(raw, obs.metadata.name)["spec"]
+        except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
+            log.warning("the job's priority class is not there: its workload is not updated", job=job.key,
+                        workload=obs.key, error=str(exc))
+            return
+        except InvalidInput as exc:
+            self.stats.invalid.append(job.key)
+            log.error("job refused: its workload is not updated", job=job.key, workload=obs.key, error=str(exc))
+            return
+        try:
+            await self.client.patch(WORKLOADS, obs.metadata.name, job_sync.spec_patch(obs, spec),
+                                    obs.metadata.namespace)
+        except NotFound:
+            return
+        self.stats.updated += 1
+        log.info("updated the workload to match its job", job=job.key, workload=obs.key)
+        await self._report(job, UPDATED_WORKLOAD, workload=obs.key, message=job_sync.updated_message(obs.key))
+
+    async def _delete_workload(self, job: o.Job, obs: o.Workload) -> None:
+        """Delete the Workload the Job no longer matches, conditioned on its uid and resourceVersion;
+        ``DeletedWorkload``. The Job is then given a new one as any Job without a Workload is."""
+        try:
+            await self.client.delete(WORKLOADS, obs.metadata.name, obs.metadata.namespace, uid=obs.metadata.uid,
+                                     resource_version=obs.metadata.resource_version)
+        except NotFound:
+            return
+        self.stats.deleted += 1
+        log.info("deleted the workload its job no longer matches", job=job.key, workload=obs.key)
+        await self._report(job, DELETED_WORKLOAD, workload=obs.key, message=job_sync.deleted_message(obs.key))
+
+    async def _set_priority(self, job: o.Job, obs: o.Workload, ref: dict[str, str] | None,
+                            priority: int | None) -> None:
+        await self.client.patch(WORKLOADS, obs.metadata.name, job_sync.priority_patch(obs, ref, priority),
+                                obs.metadata.namespace)
+        self.stats.reprioritised += 1
+        log.info("gave the workload its job's priority class", job=job.key, workload=obs.key,
+                 priority_class=ref["name"] if ref else None, priority=priority)
+        await self._report(job, UPDATED_WORKLOAD, workload=obs.key,
+                           message=job_sync.priority_updated_message(obs.key))
+
+    async def _priority_missing(self, job: o.Job, obs: o.Workload, error: str) -> None:
+        """Kueue cannot resolve the priority class the Job names now: its reconcile fails (no Event) and is
+        retried; here the Job waits until the class is in the log (the mirror then marks it dirty)."""
+        log.warning("the job's priority class is not there: its workload keeps its priority", job=job.key,
+                    workload=obs.key, error=error)
+
+    async def _set_queue(self, job: o.Job, obs: o.Workload, queue: str) -> None:
+        """Give the Workload of a suspended Job the queue its label names now (Kueue records no Event)."""
+        await self.client.patch(WORKLOADS, obs.metadata.name, job_sync.queue_patch(obs, queue), obs.metadata.namespace)
+        self.stats.requeued += 1
+        log.info("moved the workload to its job's queue", job=job.key, workload=obs.key,
+                 queue=queue, previous=obs.spec.queue_name)
+
     async def _suspend_only(self, job: o.Job, name: str, why: str) -> None:
         await self.client.patch(JOBS, job.metadata.name, {"metadata": {"resourceVersion": job.metadata.resource_version},
                                                          "spec": {"suspend": True}}, job.metadata.namespace)
@@ -549,7 +662,7 @@ class JobIntegration:
             return None
         if controller != job.metadata.uid:
             return False
-        if prebuilt.equivalent(self.state, job, obs, wl, compared_max_execution_seconds(job.metadata.labels)):
+        if job_sync.equivalent(self.state, job, obs, wl, compared_max_execution_seconds(job.metadata.labels)):
             return True
         if wl.phase != FINISHED and await self._append_once(wl, ev.WorkloadFinished(
                 time=_now(), key=wl.key, uid=wl.uid, reason=prebuilt.OUT_OF_SYNC, message=prebuilt.OUT_OF_SYNC_MESSAGE)):

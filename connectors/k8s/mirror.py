@@ -214,12 +214,10 @@ class Mirror:
         self.dirty_jobs.update(key for key in self.state.jobs if key.startswith(prefix))
 
     def _dirty_jobs_waiting_for(self, name: str, *, pod_class: bool = False) -> None:
-        """The Jobs without a Workload whose priority-class label (or, ``pod_class``, pod template's
-        PriorityClass) names class ``name``: given none while it was missing, they get one now. (A scan of the
-        Jobs, at a change of a class: rare.)"""
+        """The Jobs whose priority-class label (or, ``pod_class``, pod template's PriorityClass) names class
+        ``name``: one given no Workload while it was missing gets one now, one whose Workload waits for its new
+        class gets it (:mod:`connectors.k8s.job_sync`). (A scan of the Jobs, at a change of a class: rare.)"""
         for key, job in self.state.jobs.items():
-            if key in self.workload_of:
-                continue
             named = (job.spec.template.spec.priority_class_name if pod_class
                      else job.metadata.labels.get(PRIORITY_LABEL))
             if named == name:

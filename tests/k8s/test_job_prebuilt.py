@@ -13,7 +13,7 @@ import msgspec
 import pytest
 from fixtures.jobs import RecordingClient, integration
 
-from connectors.k8s import prebuilt
+from connectors.k8s import job_sync, prebuilt
 from connectors.k8s.jobs import compared_max_execution_seconds
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.resources import MIN_PARALLELISM
@@ -190,7 +190,7 @@ async def test_an_out_of_sync_workload_is_finished_and_the_job_stopped() -> None
 def test_equivalence_is_kueues(wl: o.Workload, job: o.Job, before: tuple, same: bool) -> None:
     _, mirror, _ = integration(wl, job, before=before)
     info = mirror.state.workloads["ns/pre"]
-    assert prebuilt.equivalent(mirror.state, job, wl, info, compared_max_execution_seconds(job.metadata.labels)) is same
+    assert job_sync.equivalent(mirror.state, job, wl, info, compared_max_execution_seconds(job.metadata.labels)) is same
 
 
 def _admitted(state: ClusterState, count: int) -> None:
@@ -219,7 +219,7 @@ def test_a_partially_admitted_workload_is_compared_with_what_running_it_makes(pa
     job = msgspec.structs.replace(job, spec=msgspec.structs.replace(job.spec, template=started))
     _, mirror, _ = integration(wl, job)
     _admitted(mirror.state, 3)
-    assert prebuilt.equivalent(mirror.state, job, wl, mirror.state.workloads["ns/pre"], None) is same
+    assert job_sync.equivalent(mirror.state, job, wl, mirror.state.workloads["ns/pre"], None) is same
 
 
 # --- adopted: used as a generated one is ----------------------------------------------------------------------------

@@ -1,0 +1,248 @@
+"""Keeping a batch/v1 Job's existing Workload in step with the Job, as Kueue's job reconciler does
+(``pkg/controller/jobframework/reconciler.go``: ``ensureOneWorkload``, ``EquivalentToWorkload``,
+``updateWorkloadToMatchJob``, ``UpdateWorkloadPriority``, and the queue-name update of a suspended Job).
+
+Pure: each function decides from the Job, the Workload as the apiserver stores it and the log's view of it; the
+job integration (:mod:`connectors.k8s.jobs`) does the writes, conditioned on the Workload's resourceVersion, and
+puts each in the log (``JobActed``) for the Event Kueue records on the Job.
+
+* **Equivalence** (:func:`equivalent`): the Job still corresponds to its Workload when they agree on the maximum
+  execution time and, pod set by pod set, on count, minimum count, tolerations (not looked at once the Workload
+  is admitted) and each container's requests and limits. While the Workload holds quota the Job is compared with
+  what running it makes of the pod sets; a suspended Job may match the Workload's spec instead. A prebuilt
+  Workload that is not equivalent is finished ``OutOfSync`` (:mod:`connectors.k8s.prebuilt`); a generated one is
+  brought back in step (:func:`out_of_step`).
+* **A generated Workload out of step** (the Job's parallelism, completions, resources, tolerations, minimum
+  parallelism or ``kueue.x-k8s.io/max-exec-time-seconds`` changed): while the Job is suspended and the Workload
+  holds no quota, it is rewritten in place from the Job — pod sets, queue name, priority, maximum execution
+  time; ``active`` kept — Event ``UpdatedWorkload`` "Updated not matching Workload for suspended job: <ns>/<name>";
+  otherwise it is deleted, Event ``DeletedWorkload`` "Deleted not matching Workload: <ns>/<name>", and the Job
+  is given a new one as any Job without a Workload is. A running Job is first stopped (``Stopped`` "No matching
+  Workload; restoring pod templates according to existent Workload") and its template restored from the old
+  Workload: Kueue deletes the Workload in that same pass, kueue-es once the Job is stopped and restored, since
+  the restore needs the old Workload.
+* **The priority class** (generated Workloads): when the Job's ``kueue.x-k8s.io/priority-class`` names another
+  class than the Workload's ``priorityClassRef`` and the Workload has no class or a WorkloadPriorityClass, its
+  priority is resolved anew, as at creation, and written with its class — Event ``UpdatedWorkload`` "Updated
+  workload priority class: <ns>/<name>" — admitted or not. A class missing from the log leaves the Workload as
+  it is, and the Job waits for it (Kueue's reconcile fails on the lookup). Not written while the Workload holds
+  quota if the change would set or remove the class or change its kind: the apiserver refuses that.
+* **The queue name** (generated and prebuilt Workloads): while the Job is suspended and its Workload neither
+  finished, evicted nor holding quota, a ``kueue.x-k8s.io/queue-name`` label that differs from the Workload's
+  ``spec.queueName`` is written there (no Event). The Workload is then queued in its new LocalQueue. Kueue's
+  reconcile reaches that step only for a Workload not evicted, and its write of a Workload holding quota is
+  refused (``queueName`` is immutable then): both wait.
+
+Nothing is decided for a finished Job or a finished Workload (the finishing rules come first), nor while a
+decision about the Workload waits to be written (:attr:`connectors.k8s.mirror.Mirror.pending`): Kueue decides
+from the Workload as stored, and the log and the apiserver then agree on it.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import msgspec
+
+from connectors.k8s import podsetinfo
+from connectors.k8s.job_events import QUEUE_LABEL
+from connectors.k8s.job_priority import PRIORITY_LABEL, workload_priority
+from connectors.k8s.resources import KUEUE_GROUP, MIN_PARALLELISM
+from events import objects as o
+from events.goint import is_go_int
+from events.quantity import QuantityError, parse_quantity
+from projections import gates
+from projections.cluster import ClusterState
+from projections.workloads import FINISHED, WorkloadInfo
+
+UPDATED_WORKLOAD, DELETED_WORKLOAD = "UpdatedWorkload", "DeletedWorkload"
+"""``JobActed`` actions, and the reasons of the Events recorded on the Job for them."""
+UPDATE, DELETE, STOP = "update", "delete", "stop"
+"""What :func:`out_of_step` says to do with a generated Workload the Job no longer matches."""
+NO_MATCHING_WORKLOAD = "No matching Workload; restoring pod templates according to existent Workload"
+"""The ``Stopped`` message of a running Job whose generated Workload no longer matches it."""
+WORKLOAD_PRIORITY_CLASS = (KUEUE_GROUP, "WorkloadPriorityClass")
+
+
+def updated_message(workload_key: str) -> str:
+    return f"Updated not matching Workload for suspended job: {workload_key}"
+
+
+def priority_updated_message(workload_key: str) -> str:
+    return f"Updated workload priority class: {workload_key}"
+
+
+def deleted_message(workload_key: str) -> str:
+    return f"Deleted not matching Workload: {workload_key}"
+
+
+# --- what to change ---------------------------------------------------------------------------------------------
+
+
+def out_of_step(state: ClusterState, job: o.Job, obs: o.Workload, wl: WorkloadInfo, *, running: bool,
+                max_exec: int | None) -> str:
+    """What Kueue does with the Job's generated Workload ``obs`` (``wl`` in the log): ``""`` when it still matches
+    the Job (``max_exec``: the Job's maximum execution time, as Kueue reads it); :data:`STOP` the Job first when
+    it is ``running``; else :data:`UPDATE` it in place when it holds no quota, :data:`DELETE` it when it does."""
+    if wl.phase == FINISHED or equivalent(state, job, obs, wl, max_exec, generated=True):
+        return ""
+    if running:
+        return STOP
+    return DELETE if wl.reserving else UPDATE
+
+
+def queue_to_set(job: o.Job, obs: o.Workload, wl: WorkloadInfo, *, running: bool) -> str | None:
+    """The queue name to give the Workload of a suspended Job whose ``kueue.x-k8s.io/queue-name`` changed (None:
+    none to give — the same, the Job running, the Workload finished, evicted or holding quota)."""
+    queue = job.metadata.labels.get(QUEUE_LABEL, "")
+    if not queue or queue == obs.spec.queue_name or running:
+        return None
+    if wl.phase == FINISHED or wl.evicted or wl.reserving:
+        return None
+    return queue
+
+
+def priority_to_set(state: ClusterState, job: o.Job, obs: o.Workload, wl: WorkloadInfo
+                    ) -> tuple[dict[str, str] | None, int | None] | None:
+    """``(priorityClassRef, priority)`` to give the Job's generated Workload once its priority-class label names
+    another class than the Workload's (None for a field: none; None: nothing to change). Raises
+    :class:`~connectors.k8s.job_priority.WorkloadPriorityClassNotFound` or
+    :class:`~connectors.k8s.job_priority.PriorityClassNotFound` when the class the Job names is not in the log."""
+    ref = obs.spec.priority_class_ref
+    if wl.phase == FINISHED or (ref is not None and (ref.group, ref.kind) != WORKLOAD_PRIORITY_CLASS):
+        return None
+    if job.metadata.labels.get(PRIORITY_LABEL, "") == (ref.name if ref is not None else ""):
+        return None
+    resolved = workload_priority(state, job.metadata.labels, job.spec.template.spec.priority_class_name)
+    new_ref, priority = resolved if resolved is not None else (None, None)
+    if wl.reserving and not _same_kind(ref, new_ref):
+        return None  # the apiserver refuses to set, remove or re-kind the class of a Workload holding quota
+    return new_ref, priority
+
+
+def _same_kind(ref: o.PriorityClassRef | None, new_ref: dict[str, str] | None) -> bool:
+    return ref is not None and new_ref is not None and (ref.group, ref.kind) == (new_ref["group"], new_ref["kind"])
+
+
+def spec_patch(obs: o.Workload, spec: dict[str, Any]) -> dict[str, Any]:
+    """The merge patch that gives Workload ``obs`` the pod sets, queue name, priority and maximum execution time
+    of ``spec`` (a Workload spec as built for the Job; a field it lacks is removed), keeping the rest, conditioned
+    on the Workload's resourceVersion."""
+    fields = ("podSets", "queueName", "priorityClassRef", "priority", "maximumExecutionTimeSeconds")
+    return {"metadata": {"resourceVersion": obs.metadata.resource_version},
+            "spec": {name: spec.get(name) for name in fields}}
+
+
+def priority_patch(obs: o.Workload, ref: dict[str, str] | None, priority: int | None) -> dict[str, Any]:
+    return {"metadata": {"resourceVersion": obs.metadata.resource_version},
+            "spec": {"priorityClassRef": ref, "priority": priority}}
+
+
+def queue_patch(obs: o.Workload, queue: str) -> dict[str, Any]:
+    return {"metadata": {"resourceVersion": obs.metadata.resource_version}, "spec": {"queueName": queue}}
+
+
+# --- equivalence ------------------------------------------------------------------------------------------------
+
+
+def generated_min_count(annotations: dict[str, str], count: int, partial_admission: bool) -> int | None:
+    """The ``minCount`` a generated Workload's pod set of ``count`` pods gets: the Job's
+    ``kueue.x-k8s.io/job-min-parallelism`` under the PartialAdmission gate, when it is a whole number from 1 to
+    ``count - 1`` (what Kueue's job webhook lets through)."""
+    text = annotations.get(MIN_PARALLELISM)
+    if not partial_admission or not text or not text.isdigit() or not 1 <= int(text) < count:
+        return None
+    return int(text)
+
+
+def equivalent(state: ClusterState, job: o.Job, obs: o.Workload, wl: WorkloadInfo, max_exec: int | None, *,
+               generated: bool = False) -> bool:
+    """Whether the Job still corresponds to its Workload, as Kueue judges it: the same maximum execution time
+    (``max_exec``: the Job's, as Kueue reads it — an int32 above 0, else none), and pod sets alike in count,
+    minimum count, tolerations (not looked at once the Workload is admitted) and each container's resources. While
+    the Workload holds quota the Job is compared with what running it makes of the pod sets (the admission's count
+    under partial admission, the flavors' tolerations); a suspended Job may match the Workload's spec instead.
+    ``generated``: the Workload was built from the Job, its minimum count as :func:`generated_min_count` gives it
+    (a prebuilt one: any whole number the Job's annotation holds)."""
+    if obs.spec.maximum_execution_time_seconds != max_exec:
+        return False
+    mine = [_job_pod_set(job, state.gate(gates.PARTIAL_ADMISSION), generated)]
+    admitted = _true(wl.condition("Admitted"))
+    running = _running_pod_sets(state, obs, wl)
+    if running is not None:
+        if _same_pod_sets(mine, running, admitted):
+            return True
+        return job.spec.suspend and _same_pod_sets(mine, obs.spec.pod_sets, admitted)
+    return _same_pod_sets(mine, obs.spec.pod_sets, admitted)
+
+
+def _true(c: o.Condition | None) -> bool:
+    return c is not None and c.status == "True"
+
+
+def _min_count(annotations: dict[str, str], partial_admission: bool) -> int | None:
+    text = annotations.get(MIN_PARALLELISM)
+    if not partial_admission or text is None or not is_go_int(text):
+        return None
+    return int(text)
+
+
+def _job_pod_set(job: o.Job, partial_admission: bool, generated: bool) -> o.PodSet:
+    spec, annotations = job.spec, job.metadata.annotations
+    count = min(spec.parallelism, spec.completions) if spec.completions is not None else spec.parallelism
+    min_count = (generated_min_count(annotations, count, partial_admission) if generated
+                 else _min_count(annotations, partial_admission))
+    return o.PodSet(name="main", count=count, min_count=min_count, template=spec.template)
+
+
+def _running_pod_sets(state: ClusterState, obs: o.Workload, wl: WorkloadInfo) -> list[o.PodSet] | None:
+    """The Workload's pod sets as running them under its admission makes them (None: it holds no quota, or
+    its admission does not fit its pod sets)."""
+    if not wl.reserving or wl.admission is None:
+        return None
+    by_name = {a.name: a for a in wl.admission.pod_set_assignments}
+    partial = any(ps.min_count is not None and ps.min_count < ps.count for ps in obs.spec.pod_sets)
+    out: list[o.PodSet] = []
+    for ps in obs.spec.pod_sets:
+        psa = by_name.get(ps.name)
+        if psa is None:
+            return None
+        try:
+            merged = podsetinfo.onto_template(ps.template, podsetinfo.start_info(state, wl, psa))
+        except podsetinfo.MergeConflict:
+            return None
+        count = psa.count if partial and ps.min_count is not None and psa.count is not None else ps.count
+        template = msgspec.structs.replace(ps.template, spec=msgspec.structs.replace(
+            ps.template.spec, tolerations=merged.tolerations))
+        out.append(msgspec.structs.replace(ps, count=count, template=template))
+    return out
+
+
+def _same_pod_sets(a: list[o.PodSet], b: list[o.PodSet], ignore_tolerations: bool) -> bool:
+    return len(a) == len(b) and all(_same_pod_set(x, y, ignore_tolerations) for x, y in zip(a, b, strict=True))
+
+
+def _same_pod_set(a: o.PodSet, b: o.PodSet, ignore_tolerations: bool) -> bool:
+    sa, sb = a.template.spec, b.template.spec
+    return (a.count == b.count and a.min_count == b.min_count
+            and (ignore_tolerations or list(sa.tolerations) == list(sb.tolerations))
+            and _same_resources(sa.init_containers, sb.init_containers)
+            and _same_resources(sa.containers, sb.containers))
+
+
+def _same_resources(a: list[o.Container], b: list[o.Container]) -> bool:
+    """Containers alike in number and, one by one, in requests and limits (quantities by value)."""
+    return len(a) == len(b) and all(
+        _quantities(x.resources.requests) == _quantities(y.resources.requests)
+        and _quantities(x.resources.limits) == _quantities(y.resources.limits) for x, y in zip(a, b, strict=True))
+
+
+def _quantities(values: dict[str, o.Quantity]) -> dict[str, Decimal | str]:
+    out: dict[str, Decimal | str] = {}
+    for name, q in values.items():
+        try:
+            out[name] = parse_quantity(q)
+        except QuantityError:
+            out[name] = str(q)
+    return out
