@@ -16,7 +16,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
+from fixtures.scrape import kueue_samples
 
 from kueue_es.cli import main
 
@@ -36,14 +36,6 @@ def scrape(port: int, accept: str = "") -> tuple[str, str]:
 
 
 DURATION = "kueue_admission_attempt_duration_seconds"
-
-
-def kueue_samples(text: str, live: bool = False) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    """The ``kueue_*`` samples of the log; with ``live``, only the attempt durations (the build information, the
-    process's like them, is in neither)."""
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) if family.name.startswith("kueue_")
-            and family.name != "kueue_build_info" and (family.name == DURATION) == live for s in family.samples}
 
 
 def attempts(samples: dict) -> dict[str, float]:

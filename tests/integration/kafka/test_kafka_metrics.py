@@ -10,10 +10,10 @@ import time
 
 import aiohttp
 import pytest
+from fixtures.scrape import kueue_samples
 from kafkahelp import fresh_topic, settings
 from lockstep import LockstepDriver, Scenario, fold
 from procs import Replica, start_replica, stop_all
-from prometheus_client.parser import text_string_to_metric_families
 
 from kueue_es import metrics
 
@@ -26,13 +26,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def kueue_samples(text: str, live: bool = False) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    """The ``kueue_*`` samples of the log; with ``live``, only the replica's own attempt durations."""
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) if family.name.startswith("kueue_")
-            and (family.name == metrics.ATTEMPT_DURATION.name) == live for s in family.samples}
 
 
 def timed_attempts(live: dict) -> dict[str, float]:
