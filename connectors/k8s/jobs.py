@@ -15,8 +15,8 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   template's ``priorityClassName`` → PriorityClass), ``maximumExecutionTimeSeconds`` from
   ``kueue.x-k8s.io/max-exec-time-seconds`` (a value Kueue's job webhook refuses — not an integer, or not above
   0 — gets the Job no Workload, and an error saying why; the validating Job webhook refuses the Job itself,
-  see ``job_validation.py``), and one pod set ``main`` of ``min(parallelism, completions)`` pods whose template is the
-  Job's without the labels the job controller adds, and whose ``topologyRequest`` comes from the template's TAS
+  see ``job_validation.py``), and one pod set ``main`` of ``min(parallelism, completions)`` pods whose template
+  is the Job's without the labels the job controller adds, and whose ``topologyRequest`` comes from the template's TAS
   annotations, with the completion index as the pods' rank (none while the recorded Configuration turns
   ``TopologyAwareScheduling`` off), and the Job's ``kueue.x-k8s.io/admission-gated-by`` annotation when it is not
   empty (under the ``AdmissionGatedBy`` gate; the workload is then not admitted until the annotation is gone). A
