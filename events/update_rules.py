@@ -6,8 +6,8 @@ The object itself is checked first, as on creation (:func:`events.manifests.vali
 the old and the new object, as the apiserver hands them to an admission webhook (plain data), so that fields
 kueue-es does not model (a container's image) count too. Each names the object and the field.
 
-* Workload, while the old one holds quota (``QuotaReserved=True``): ``spec.podSets`` do not change, but for a
-  pod set's count going down (``ElasticJobsViaWorkloadSlices``, on by default); ``priorityClassRef`` is neither
+* Workload, while the old one holds quota (``QuotaReserved=True``): ``spec.podSets`` do not change (quantities
+  compared by value), but for a pod set's count going down (``ElasticJobsViaWorkloadSlices``, on by default); ``priorityClassRef`` is neither
   set nor removed, keeps its group and kind, and a PriorityClass one keeps its name. While both hold quota:
   ``spec.queueName`` does not change, nor does a reclaimable pod count go down or disappear. While both are
   admitted: ``maximumExecutionTimeSeconds`` does not change. While both have one: ``status.admission`` does not
@@ -31,9 +31,11 @@ from typing import Any
 from events import objects as o
 from events.errors import InvalidInput
 from events.manifests import check_on_flavors
+from events.quantity import QuantityError, parse_quantity
 
 IMMUTABLE = "field is immutable"
 _PRIORITY_CLASS = ("scheduling.k8s.io", "PriorityClass")
+_QUANTITY_MAPS = frozenset({"requests", "limits", "overhead"})
 
 
 def validate_update(old_doc: dict[str, Any], new_doc: dict[str, Any], old: o.KObject | None, new: o.KObject,
@@ -85,8 +87,28 @@ def _pod_sets(old: list[Any], new: list[Any], where: str) -> None:
             count = before.get("count", 1)
             before = {**before, "count": count}
             after = {**after, "count": max(after.get("count", 1), count)}  # a smaller count is allowed
-        if before != after:
+        if _by_value(before) != _by_value(after):
             raise InvalidInput(f"{where}: field `spec.podSets[{i}]`: {IMMUTABLE}")
+
+
+def _by_value(doc: Any) -> Any:
+    """``doc`` with the quantities of its requests, limits and overheads read as values: Kueue compares pod sets
+    semantically, so ``"1"`` and ``"1000m"`` are one CPU (a quantity that does not parse stays as written)."""
+    if isinstance(doc, list):
+        return [_by_value(v) for v in doc]
+    if not isinstance(doc, dict):
+        return doc
+    return {k: _values(v) if k in _QUANTITY_MAPS and isinstance(v, dict) else _by_value(v) for k, v in doc.items()}
+
+
+def _values(quantities: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, q in quantities.items():
+        try:
+            out[name] = parse_quantity(q)
+        except (QuantityError, TypeError):
+            out[name] = q
+    return out
 
 
 def _priority_class_ref(old: Any, new: Any, where: str) -> None:

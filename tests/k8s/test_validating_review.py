@@ -122,6 +122,12 @@ def test_a_workload_holding_quota_keeps_its_pod_sets_but_may_lose_pods() -> None
     more["spec"]["podSets"][0]["count"], fewer["spec"]["podSets"][0]["count"] = 3, 1
     assert "spec.podSets[0]" in _message(_review("Workload", more, before))
     assert _review("Workload", fewer, before)["allowed"] is True
+    respelled = copy.deepcopy(before)  # the same CPU, written another way: semantically equal, as Kueue compares
+    respelled["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1000m"
+    assert _review("Workload", respelled, before)["allowed"] is True
+    more_cpu = copy.deepcopy(respelled)
+    more_cpu["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1001m"
+    assert "spec.podSets[0]" in _message(_review("Workload", more_cpu, before))
     assert _review("Workload", wl(image="other"), wl())["allowed"] is True, "no quota held: anything goes"
     two = wl(reserved=True)
     two["spec"]["podSets"].append({**two["spec"]["podSets"][0], "name": "second"})
