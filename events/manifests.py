@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 import yaml
 
-from events import conversion
+from events import conversion, object_rules
 from events import objects as o
 from events import tas_assignment as tas
 from events.errors import InvalidInput
@@ -229,6 +229,13 @@ def validate_gated(obj: o.KObject, where: str, checks: Checks) -> None:
 
 
 def _validate_ungated(obj: o.KObject, where: str) -> None:
+    _validate_shape(obj, where)
+    object_rules.check(obj, where)
+
+
+def _validate_shape(obj: o.KObject, where: str) -> None:
+    """What the projections need of an object to fold it: times and quantities that parse, known enum values,
+    counts in range (the rules Kueue holds its own kinds to come after: :mod:`events.object_rules`)."""
     check_time(obj.metadata.creation_timestamp, where, "metadata.creationTimestamp")
     match obj:
         case o.Workload():

@@ -217,6 +217,19 @@ BAD_INPUTS = {
         "value: high\n",
         ["document 2", "field `value`", "expected `int`, got `str`"],
     ),
+    "reserved-resource": (  # Kueue's Workload webhook keeps `pods` for itself
+        GOOD_DOC + "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata:\n  name: w\n  namespace: t\n"
+        "spec:\n  queueName: lq\n  podSets:\n  - name: main\n    template:\n      spec:\n"
+        "        containers: [{name: c, resources: {limits: {pods: 1}}}]\n",
+        ["document 2", "(Workload w)", "field `spec.podSets[0].template.spec.containers[0].resources.limits[pods]`",
+         "the key is reserved for internal kueue use"],
+    ),
+    "tas-flavor-without-node-labels": (  # a CEL rule of Kueue's ResourceFlavor CRD
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: tas\nspec:\n"
+        "  topologyName: default\n",
+        ["document 1", "(ResourceFlavor tas)", "field `spec.nodeLabels`: at least one nodeLabel is required when "
+         "topology is set"],
+    ),
 }
 
 
