@@ -1,11 +1,12 @@
-"""Kubernetes' syntax for label keys, label values and annotation keys (qualified names), as the apiserver checks
-them and as Kueue's Workload webhook checks a pod set template's metadata under
-``WorkloadValidationForPodSetMetadata``. Each check returns what is wrong, or None."""
+"""Kubernetes' syntax for label keys, label values and annotation keys (qualified names) and for label selectors,
+as the apiserver checks them and as Kueue's webhooks check its objects (a pod set template's metadata under
+``WorkloadValidationForPodSetMetadata``, a flavor's node labels, a ClusterQueue's namespace selector, ...). Each
+check returns what is wrong, or None."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 NAME_MAX = 63
 PREFIX_MAX = 253
@@ -60,6 +61,34 @@ def labels_problem(labels: Mapping[str, str]) -> str | None:
         problem = label_value_problem(labels[key])
         if problem is not None:
             return f"value {labels[key]!r} of key {key!r}: {problem}"
+    return None
+
+
+SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def selector_problem(match_labels: Mapping[str, str], expressions: Sequence[tuple[str, str, Sequence[str]]]
+                     ) -> tuple[str, str] | None:
+    """The first fault of a label selector (its ``matchLabels``, and its ``matchExpressions`` as (key, operator,
+    values)) as the apiserver's rules find it: (the field under the selector, what is wrong), or None."""
+    problem = labels_problem(match_labels)
+    if problem is not None:
+        return "matchLabels", problem
+    for i, (key, operator, values) in enumerate(expressions):
+        at = f"matchExpressions[{i}]"
+        if operator not in SELECTOR_OPERATORS:
+            return f"{at}.operator", f"{operator!r} is not a valid selector operator"
+        if operator in ("In", "NotIn") and not values:
+            return f"{at}.values", "must be specified when `operator` is 'In' or 'NotIn'"
+        if operator in ("Exists", "DoesNotExist") and values:
+            return f"{at}.values", "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
+        problem = qualified_name_problem(key)
+        if problem is not None:
+            return f"{at}.key", problem
+        for j, value in enumerate(values):
+            problem = label_value_problem(value)
+            if problem is not None:
+                return f"{at}.values[{j}]", problem
     return None
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 import yaml
 
-from events import conversion
+from events import conversion, object_rules
 from events import objects as o
 from events import tas_assignment as tas
 from events.errors import InvalidInput
@@ -61,8 +61,9 @@ class Checks:
 
     @classmethod
     def under(cls, gate: Callable[[str], bool]) -> Checks:
-        """The checks as ``gate`` (a gate's name -> on) sets them: ``ClusterState.gate`` for the watch, the
-        loaded Configuration's for a STATE.yaml or the validating webhook."""
+        """The checks as ``gate`` (a gate's name -> on) sets them: ``ClusterState.gate`` for the watch, the log's
+        recorded Configuration's for ``kueue-es import``, the loaded one's for a STATE.yaml or the validating
+        webhook."""
         return cls(priority_boost=gate("PriorityBoost"), slice_size=gate("TASValidateWorkloadSliceSize"),
                    pod_set_metadata=gate("WorkloadValidationForPodSetMetadata"),
                    on_flavors=gate("RejectUpdatesToCQWithInvalidOnFlavors"))
@@ -77,6 +78,14 @@ class Manifest:
     objects: list[o.KObject] = field(default_factory=list)
     configs: list[dict[str, Any]] = field(default_factory=list)
     """``kind: Configuration`` documents, as plain data."""
+    wheres: list[str] = field(default_factory=list)
+    """Where each of :attr:`objects` came from (file, document, kind and name), for a check made later: the
+    gated ones once the Configuration that decides them is known (:func:`validate_gated`)."""
+
+    def validate_gated(self, checks: Checks) -> None:
+        """Hold every object to the gated checks ``checks`` turns on (it was read under :data:`UNGATED`)."""
+        for obj, where in zip(self.objects, self.wheres, strict=True):
+            validate_gated(obj, where, checks)
 
 
 def load_text(text: str, source: str = "<input>", *, checks: Checks = Checks()) -> Manifest:
@@ -151,6 +160,7 @@ def _decode_document(doc: dict[str, Any], source: str, index: int, out: Manifest
     elif kind == "Workload":
         _reject_v1beta1_domains(doc, where, api_version)
     out.objects.append(decode_object(doc, where, checks=checks))
+    out.wheres.append(where)
 
 
 def decode_object(doc: dict[str, Any], where: str, *, checks: Checks = Checks()) -> o.KObject:
@@ -229,6 +239,13 @@ def validate_gated(obj: o.KObject, where: str, checks: Checks) -> None:
 
 
 def _validate_ungated(obj: o.KObject, where: str) -> None:
+    _validate_shape(obj, where)
+    object_rules.check(obj, where)
+
+
+def _validate_shape(obj: o.KObject, where: str) -> None:
+    """What the projections need of an object to fold it: times and quantities that parse, known enum values,
+    counts in range (the rules Kueue holds its own kinds to come after: :mod:`events.object_rules`)."""
     check_time(obj.metadata.creation_timestamp, where, "metadata.creationTimestamp")
     match obj:
         case o.Workload():

@@ -18,10 +18,11 @@ kueue-es does not model (a container's image) count too. Each names the object a
   on every entry is, with the object).
 * LocalQueue: ``spec.clusterQueue`` does not change.
 * ResourceFlavor: once it has a ``topologyName``, its ``spec`` does not change.
+* Topology: ``spec.levels`` do not change, unless ``kubernetes.io/hostname`` is the lowest level before and after.
+* AdmissionCheck: ``spec.controllerName`` does not change.
 
 Not modelled: what Kueue allows for elastic workloads (slices) beyond a smaller count, the MultiKueue
-``clusterName`` rule, a ClusterQueue's ``concurrentAdmissionPolicy`` (``ConcurrentAdmission``, alpha), a Topology's
-``levels``.
+``clusterName`` rule, a ClusterQueue's ``concurrentAdmissionPolicy`` (``ConcurrentAdmission``, alpha).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 from events import objects as o
 from events.errors import InvalidInput
 from events.manifests import check_on_flavors
+from events.object_rules import HOSTNAME
 from events.quantity import QuantityError, parse_quantity
 
 IMMUTABLE = "field is immutable"
@@ -54,6 +56,11 @@ def validate_update(old_doc: dict[str, Any], new_doc: dict[str, Any], old: o.KOb
         case o.ResourceFlavor() if isinstance(old, o.ResourceFlavor):
             if old.spec.topology_name is not None and _get(old_doc, "spec") != _get(new_doc, "spec"):
                 raise InvalidInput(f"{where}: field `spec`: resourceFlavorSpec are immutable when topologyName is set")
+        case o.Topology() if isinstance(old, o.Topology):
+            _topology_levels(_get(old_doc, "spec").get("levels"), _get(new_doc, "spec").get("levels"), where)
+        case o.AdmissionCheck() if isinstance(old, o.AdmissionCheck):
+            if old.spec.controller_name != new.spec.controller_name:
+                raise InvalidInput(f"{where}: field `spec.controllerName`: {IMMUTABLE}")
         case _:
             pass
 
@@ -165,6 +172,19 @@ def _pod_set_updates(old: list[Any], new: list[Any], where: str) -> None:
         if (before.get("state") == now.get("state") == "Ready"
                 and (before.get("podSetUpdates") or []) != (now.get("podSetUpdates") or [])):
             raise InvalidInput(f"{where}: field `status.admissionChecks[{i}].podSetUpdates`: {IMMUTABLE}")
+
+
+def _topology_levels(old: Any, new: Any, where: str) -> None:
+    """A Topology's ``levels`` do not change, unless the lowest level is ``kubernetes.io/hostname`` before and
+    after (the reference's reading of Kueue's rule, §1.1 of kueue-tas-admissionchecks-lifecycle.md)."""
+    if old == new or (_lowest_level(old) == HOSTNAME and _lowest_level(new) == HOSTNAME):
+        return
+    raise InvalidInput(f"{where}: field `spec.levels`: {IMMUTABLE}")
+
+
+def _lowest_level(levels: Any) -> Any:
+    last = levels[-1] if isinstance(levels, list) and levels else None
+    return last.get("nodeLabel") if isinstance(last, dict) else None
 
 
 def _get(doc: dict[str, Any], key: str) -> dict[str, Any]:

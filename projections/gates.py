@@ -15,10 +15,11 @@ workloads together, :mod:`projections.queues`), ``TASReplaceNodeOnNodeTaints`` (
 node controller look at a node anew, which lists again a failed node a pod-owned workload's placement was kept on
 under ``SkipReassignmentForPodOwnedWorkloads``: :mod:`projections.cluster`), ``PriorityBoost`` (a workload's
 ``kueue.x-k8s.io/priority-boost`` annotation is added to its priority: :mod:`projections.cluster`). The watch
-also reads there the gates of the checks Kueue's webhooks make only under a gate (:meth:`events.manifests.Checks.under`): that
-one's and ``TASValidateWorkloadSliceSize``, ``WorkloadValidationForPodSetMetadata``,
-``RejectUpdatesToCQWithInvalidOnFlavors`` (an object failing a check is skipped only while its gate is on); the
-validating webhook and a STATE.yaml read them from the loaded configuration. The configuration loader reads
+and ``kueue-es import`` also read there the gates of the checks Kueue's webhooks make only under a gate
+(:meth:`events.manifests.Checks.under`): that one's and ``TASValidateWorkloadSliceSize``,
+``WorkloadValidationForPodSetMetadata``, ``RejectUpdatesToCQWithInvalidOnFlavors`` (an object failing a check is
+skipped, or refused, only while its gate is on); the validating webhook and a STATE.yaml read them from the loaded
+configuration. The configuration loader reads
 ``ReservedResourceNameValidation`` (:func:`projections.request_rules.compile_rules`). Every other
 gate is known so that a user's existing configuration is accepted as Kueue accepts it; one set away from its
 default is named in a warning (:func:`ignored`).

@@ -3,8 +3,10 @@ an object Kueue would refuse is refused, with a message naming the object and th
 
 Kueue validates ClusterQueues, Cohorts, ResourceFlavors and Workloads (and ``workloads/status``) on create and
 update (``config/components/webhook/manifests.yaml``: ``/validate-kueue-x-k8s-io-v1beta2-<kind>``,
-``v<kind>.kb.io``, ``failurePolicy: Fail``). LocalQueues are added here under the same naming: Kueue keeps their
-``clusterQueue`` immutable through a CEL rule of its CRD, which kueue-es's generated CRDs do not carry.
+``v<kind>.kb.io``, ``failurePolicy: Fail``). LocalQueues, Topologies and AdmissionChecks are added here under the
+same naming: Kueue holds them to the CEL rules of its CRDs (a LocalQueue's ``clusterQueue``, a Topology's
+``levels`` and an AdmissionCheck's ``controllerName`` immutable, among others: :mod:`events.object_rules`), which
+kueue-es's generated CRDs do not carry.
 
 The answer comes from the checks kueue-es already holds every object to (:func:`events.manifests.decode_object`:
 what the watch skips, what ``kueue-es import`` refuses), with the gated ones as the Kueue Configuration in force
@@ -63,6 +65,8 @@ HOOKS = (
     Hook("ResourceFlavor", ("resourceflavors",), "Cluster"),
     Hook("Workload", ("workloads", "workloads/status"), "Namespaced"),
     Hook("LocalQueue", ("localqueues",), "Namespaced"),
+    Hook("Topology", ("topologies",), "Cluster"),
+    Hook("AdmissionCheck", ("admissionchecks",), "Cluster"),
 )
 PATHS = {h.path: h.kind for h in HOOKS}
 

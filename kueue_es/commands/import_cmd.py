@@ -1,7 +1,8 @@
 """``kueue-es import``: append Kubernetes/Kueue objects from YAML to the log as observed events.
 
-Every document of every file is validated before anything is written; the objects are then appended as one
-batch, so an import is stored entirely or not at all. Each object becomes an ``ObjectUpserted`` event whose
+Every document of every file is validated before anything is written (the checks Kueue's webhooks make only
+under a feature gate as the Configuration recorded in the log sets the gates, as the watch holds objects to them);
+the objects are then appended as one batch, so an import is stored entirely or not at all. Each object becomes an ``ObjectUpserted`` event whose
 time is the object's ``creationTimestamp``, else ``--time``, else the latest time already in the log; its
 envelope carries the object's key, uid and resourceVersion and an id derived from its content. As with
 ``kubectl apply``, an object whose latest event in the log is that very event (same id: same content and time)
@@ -14,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import sys
+from functools import partial
 from typing import Any
 
 import anyio
@@ -25,8 +28,8 @@ from events import objects as o
 from events.errors import InvalidInput
 from events.filelog import FileLog
 from events.lazy import LazyObjectUpserted
-from events.manifests import Manifest, load_file, load_text
-from events.schema import ObjectDeleted, ObjectUpserted
+from events.manifests import UNGATED, Checks, Manifest, load_file, load_text
+from events.schema import ConfigRecorded, ObjectDeleted, ObjectUpserted
 from events.timefmt import format_time_ms, parse_time
 from kueue_es.commands._common import (
     Log,
@@ -38,6 +41,7 @@ from kueue_es.commands._common import (
     warn,
     write_data,
 )
+from projections import gates
 
 _ids = msgspec.msgpack.Encoder(order="deterministic")
 
@@ -67,9 +71,14 @@ def run(args: argparse.Namespace) -> int:
     if not objects:
         sys.stdout.write("nothing to import: no objects in the input\n")
         return 0
+    fresh = not is_kafka_url(args.log) and not os.path.exists(args.log)
+    if fresh:  # a log yet to be made records no Configuration: checked now, so that a refusal makes no log
+        _validate_gated(manifests, None)
     log = kafka_reader(args.log, writes=True) if is_kafka_url(args.log) else FileLog.open(args.log)
     try:
-        latest, current = read_log(log)
+        latest, current, config = read_log(log)
+        if not fresh:
+            _validate_gated(manifests, config)
         default_time = args.time
         undated = sum(obj.metadata.creation_timestamp is None for obj in objects)
         if default_time is None and undated:
@@ -88,21 +97,32 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _validate_gated(manifests: list[Manifest], config: dict[str, Any] | None) -> None:
+    """The checks Kueue's webhooks make under a feature gate, as the Configuration document ``config`` (None:
+    Kueue's defaults) sets the gates."""
+    checks = Checks.under(partial(gates.enabled, gates.of_document(config)))
+    for m in manifests:
+        m.validate_gated(checks)
+
+
 def _load(path: str) -> Manifest:
+    """Every document, held to the checks of every setting; the gated ones wait for the log's Configuration."""
     if path == "-":
-        return load_text(sys.stdin.read(), "<stdin>")
-    return load_file(path)
+        return load_text(sys.stdin.read(), "<stdin>", checks=UNGATED)
+    return load_file(path, checks=UNGATED)
 
 
-def read_log(log: Log) -> tuple[int, dict[tuple[str, str], tuple[str, int]]]:
-    """The latest time in the log, and the id and time of the latest upsert of every object it holds, by (kind,
-    key).
+def read_log(log: Log) -> tuple[int, dict[tuple[str, str], tuple[str, int]], dict[str, Any] | None]:
+    """The latest time in the log, the id and time of the latest upsert of every object it holds, by (kind,
+    key), and the Configuration document in force at its end (None: Kueue's defaults), whose feature gates decide
+    the checks Kueue's webhooks make only under a gate, as the watch reads them (``ClusterState.input_checks``).
 
     Read lazily (:mod:`events.lazy`): of a Workload upsert, most of a busy log, only the envelope and the
     metadata are decoded, never the spec and status. The loop is inline (no call per event): what is done per
     event in Python is as much of the cost as the decoding left."""
     latest = 0
     current: dict[tuple[str, str], tuple[str, int]] = {}
+    config: dict[str, Any] | None = None
     with read_progress(log, 0, log_end(log), "Reading") as past:
         for batch in log.scan(lazy=True):
             for record in batch:
@@ -114,8 +134,10 @@ def read_log(log: Log) -> tuple[int, dict[tuple[str, str], tuple[str, int]]]:
                     current[(type(e.obj).__struct_config__.tag, e.key)] = (e.id, e.time)  # type: ignore[attr-defined]
                 elif kind is ObjectDeleted:
                     current.pop((e.kind, e.key), None)
+                elif kind is ConfigRecorded:
+                    config = e.document
             past(batch[-1].offset)
-    return latest, current
+    return latest, current, config
 
 
 def _observed(obj: o.KObject, default_time: int, current: dict[tuple[str, str], tuple[str, int]], *,

@@ -217,6 +217,19 @@ BAD_INPUTS = {
         "value: high\n",
         ["document 2", "field `value`", "expected `int`, got `str`"],
     ),
+    "reserved-resource": (  # Kueue's Workload webhook keeps `pods` for itself
+        GOOD_DOC + "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata:\n  name: w\n  namespace: t\n"
+        "spec:\n  queueName: lq\n  podSets:\n  - name: main\n    template:\n      spec:\n"
+        "        containers: [{name: c, resources: {limits: {pods: 1}}}]\n",
+        ["document 2", "(Workload w)", "field `spec.podSets[0].template.spec.containers[0].resources.limits[pods]`",
+         "the key is reserved for internal kueue use"],
+    ),
+    "tas-flavor-without-node-labels": (  # a CEL rule of Kueue's ResourceFlavor CRD
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: tas\nspec:\n"
+        "  topologyName: default\n",
+        ["document 1", "(ResourceFlavor tas)", "field `spec.nodeLabels`: at least one nodeLabel is required when "
+         "topology is set"],
+    ),
 }
 
 
@@ -251,6 +264,52 @@ def test_bad_input_creates_no_log(tmp_path: Path) -> None:
     r = kueue_es("import", "-f", bad, "--log", tmp_path / "new-log")
     assert r.code == 2 and "unknown kind" in one_line_error(r)
     assert not (tmp_path / "new-log").exists()
+
+
+SLICED = """\
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata:
+  name: sliced
+  namespace: team
+  annotations: {kueue.x-k8s.io/priority-boost: lots}
+spec:
+  queueName: lq-a
+  podSets:
+  - name: main
+    count: 2
+    topologyRequest: {required: rack, podSetSliceSize: 2}
+    template:
+      spec:
+        containers: [{name: c, resources: {requests: {cpu: '1'}}}]
+"""
+
+
+def test_import_checks_the_gated_rules_under_the_configuration_the_log_records(log: Path, tmp_path: Path) -> None:
+    """As the watch: the Configuration in force at the log's end decides the checks Kueue makes under a gate
+    (here a slice size without a slice topology, TASValidateWorkloadSliceSize; a priority boost that is not an
+    int32, PriorityBoost); a log that records none, or a log yet to be made, is checked under Kueue's defaults."""
+    sliced = tmp_path / "sliced.yaml"
+    sliced.write_text(SLICED)
+    r = kueue_es("import", "-f", sliced, "--log", log)
+    assert r.code == 2 and "(Workload sliced): field `spec.podSets[0].topologyRequest.podSetSliceSize`" in (
+        one_line_error(r))
+    fresh = kueue_es("import", "-f", sliced, "--log", tmp_path / "new-log")
+    assert fresh.code == 2 and "podSetSliceSize" in one_line_error(fresh)
+    assert not (tmp_path / "new-log").exists()
+
+    def record(gates: dict[str, bool], time: int) -> None:
+        append(log, [ev.ConfigRecorded(time=time, writer="test", id=f"config-{time}", document={
+            "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "featureGates": gates})])
+
+    record({"TASValidateWorkloadSliceSize": False, "PriorityBoost": True}, 1)
+    before = log_size(log)
+    r = kueue_es("import", "-f", sliced, "--log", log)
+    assert r.code == 2 and "(Workload sliced): field `metadata.annotations[kueue.x-k8s.io/priority-boost]`" in (
+        one_line_error(r))
+    assert log_size(log) == before
+    record({"TASValidateWorkloadSliceSize": False}, 2)
+    assert kueue_es("import", "-f", sliced, "--log", log).code == 0
 
 
 def test_unreadable_input_file(log: Path, tmp_path: Path) -> None:

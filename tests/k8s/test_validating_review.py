@@ -222,6 +222,46 @@ def test_a_local_queue_keeps_its_cluster_queue_and_a_tas_flavor_its_spec() -> No
     assert _review("ResourceFlavor", {**plain, "spec": {"nodeLabels": {"pool": "b"}}}, plain)["allowed"] is True
 
 
+def test_a_topology_keeps_its_levels_unless_hostname_stays_the_lowest() -> None:
+    def topology(*labels: str) -> dict:
+        return {"apiVersion": V1B2, "kind": "Topology", "metadata": {"name": "t"},
+                "spec": {"levels": [{"nodeLabel": label} for label in labels]}}
+
+    before = topology("block", "rack")
+    assert _message(_review("Topology", topology("block"), before)) == (
+        "Topology t: field `spec.levels`: field is immutable")
+    relabelled = {**before, "metadata": {"name": "t", "labels": {"a": "b"}}}
+    assert _review("Topology", relabelled, before)["allowed"] is True
+    hosts = topology("block", "rack", "kubernetes.io/hostname")
+    assert _review("Topology", topology("rack", "kubernetes.io/hostname"), hosts)["allowed"] is True, \
+        "hostname lowest before and after (the reference, kueue-tas-admissionchecks-lifecycle.md §1.1)"
+    assert "field is immutable" in _message(_review("Topology", before, hosts))
+    assert _message(_review("Topology", topology("rack", "rack"))) == "Topology t: field `spec.levels`: must be unique"
+
+
+def test_an_admission_check_keeps_its_controller() -> None:
+    ac = {"apiVersion": V1B2, "kind": "AdmissionCheck", "metadata": {"name": "ac"},
+          "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request"}}
+    moved = {**ac, "spec": {"controllerName": "example.com/other"}}
+    assert _message(_review("AdmissionCheck", moved, ac)) == (
+        "AdmissionCheck ac: field `spec.controllerName`: field is immutable")
+    assert "spec.controllerName" in _message(_review("AdmissionCheck", {**ac, "spec": {"controllerName": ""}}))
+
+
+def test_kueue_s_ungated_rules_refuse_on_create_and_update() -> None:
+    """A resource Kueue keeps for itself, a flavor's taint Kueue's CRD refuses: refused whatever the gates."""
+    reserved = wl()
+    reserved["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["limits"] = {"pods": "1"}
+    assert _message(_review("Workload", reserved, gates={"AllBeta": False})) == (
+        "Workload team/w: field `spec.podSets[0].template.spec.containers[0].resources.limits[pods]`: the key is "
+        "reserved for internal kueue use")
+    assert "limits[pods]" in _message(_review("Workload", reserved, wl()))
+    rf = {"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": "rf"},
+          "spec": {"nodeTaints": [{"key": "spot", "effect": "Soon"}]}}
+    assert _message(_review("ResourceFlavor", rf)).startswith(
+        'ResourceFlavor rf: field `spec.nodeTaints[0].effect`: Unsupported value: "Soon"')
+
+
 def test_an_update_of_an_object_that_no_longer_decodes_is_judged_on_the_new_one() -> None:
     broken = cq()
     broken["spec"]["resourceGroups"] = "not a list"
@@ -236,8 +276,8 @@ def test_configuration_registers_kueues_kinds_on_create_and_update() -> None:
     doc = configuration(ca, url="https://127.0.0.1:9443/")
     assert doc["kind"] == "ValidatingWebhookConfiguration"
     hooks = {h["name"]: h for h in doc["webhooks"]}
-    assert sorted(hooks) == ["vclusterqueue.kb.io", "vcohort.kb.io", "vjob.kb.io", "vlocalqueue.kb.io",
-                             "vresourceflavor.kb.io", "vworkload.kb.io"]
+    assert sorted(hooks) == ["vadmissioncheck.kb.io", "vclusterqueue.kb.io", "vcohort.kb.io", "vjob.kb.io",
+                             "vlocalqueue.kb.io", "vresourceflavor.kb.io", "vtopology.kb.io", "vworkload.kb.io"]
     del hooks["vjob.kb.io"]  # Jobs': tests/k8s/test_job_validation_review.py
     for h in hooks.values():
         assert h["failurePolicy"] == "Fail" and h["sideEffects"] == "None"

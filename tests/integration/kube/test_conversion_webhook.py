@@ -106,7 +106,7 @@ async def test_v1beta1_objects_are_converted_stored_as_v1beta2_and_scheduled(kub
             await _create(kc, _workload(V2, ns, "low", "lq", "3", priority=0))
             await asyncio.sleep(1.1)  # creationTimestamp has whole seconds: "low" is strictly older
             high = await _create(kc, _workload(V1, ns, "high", "lq", "3", priorityClassName=f"high-{sfx}",
-                                               priorityClassSource=WPC_SOURCE))
+                                               priorityClassSource=WPC_SOURCE, priority=0))  # the class decides
             assert high["apiVersion"] == V1 and high["spec"]["priorityClassName"] == f"high-{sfx}"
 
             # stored as v1beta2, read back either way

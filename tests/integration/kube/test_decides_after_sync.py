@@ -42,8 +42,8 @@ async def test_no_decision_before_every_kind_is_listed(kube_apiserver, tmp_path,
                           "value": 1000})
         await create(kc, _workload(ns, "low"))
         await asyncio.sleep(1.1)  # creationTimestamp has whole seconds: "low" is strictly older
-        await create(kc, _workload(ns, "high", priorityClassRef={
-            "group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": wpc}))
+        await create(kc, _workload(ns, "high", priority=0, priorityClassRef={  # Kueue's CRD wants a priority with
+            "group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": wpc}))  # the ref: the class decides
 
         release = asyncio.Event()
         async with kueue_es(kc, tmp_path / "log", hold=("WorkloadPriorityClass",), release=release, synced=False,

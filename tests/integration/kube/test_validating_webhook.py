@@ -1,8 +1,9 @@
 """The validating webhooks for Kueue's kinds, served over HTTPS by kueue-es and called by the real apiserver.
 
 Registered with an objectSelector on this test's label, so other tests sharing the cluster never reach them. An
-invalid ClusterQueue and an invalid Workload are refused with a message naming the object and the field, valid
-ones are created; a LocalQueue's ``clusterQueue`` stays as it was; a Workload holding quota (written through the
+invalid ClusterQueue, Workload (a pod template label, the ``pods`` resource) and Topology (a level twice) are
+refused with a message naming the object and the field, valid ones are created; a LocalQueue's ``clusterQueue``
+and a Topology's ``levels`` stay as they were; a Workload holding quota (written through the
 status subresource, which the webhook validates too) keeps its pod sets, the apiserver handing the webhook the old
 object; and a gate turned off in the Configuration lets through what it governs.
 """
@@ -117,6 +118,22 @@ async def test_invalid_kueue_objects_are_refused_naming_the_field(kube_apiserver
             assert (f"Workload {ns}/bad: field `spec.podSets[0].template.metadata.labels`: value 'a b' of key "
                     "'app'") in message
             await create(kc, _workload(ns, "good", sfx, labels={"app": "a-b"}))
+            reserved = _workload(ns, "pods", sfx)
+            reserved["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["limits"] = {"pods": "1"}
+            assert (f"Workload {ns}/pods: field `spec.podSets[0].template.spec.containers[0].resources.limits[pods]`: "
+                    "the key is reserved for internal kueue use") in await _refused(kc, reserved)
+
+            # --- Topology: levels unique on create, kept on update (CEL rules of Kueue's CRD) ----------------------
+            topo = {"apiVersion": KUEUE, "kind": "Topology", "metadata": {"name": f"topo-{sfx}", "labels": {LABEL: sfx}},
+                    "spec": {"levels": [{"nodeLabel": "rack"}, {"nodeLabel": "rack"}]}}
+            message = await _refused(kc, topo)
+            assert 'admission webhook "vtopology.kb.io" denied the request' in message
+            assert f"Topology topo-{sfx}: field `spec.levels`: must be unique" in message
+            topo["spec"]["levels"] = [{"nodeLabel": "block"}, {"nodeLabel": "rack"}]
+            await create(kc, topo)
+            with pytest.raises(Forbidden, match=rf"Topology topo-{sfx}: field `spec.levels`: field is immutable"):
+                await kc.patch(BY_KIND["Topology"], f"topo-{sfx}", {"spec": {"levels": [{"nodeLabel": "block"}]}})
+            await kc.delete(BY_KIND["Topology"], f"topo-{sfx}")
 
             # --- updates: a LocalQueue's ClusterQueue, the pod sets of a Workload holding quota -------------------
             lq = local_queue(ns, "lq", cq)
@@ -134,7 +151,7 @@ async def test_invalid_kueue_objects_are_refused_naming_the_field(kube_apiserver
             held["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["image"] = "other"
             with pytest.raises(Forbidden, match=rf"Workload {ns}/good: field `spec.podSets\[0\]`: field is immutable"):
                 await kc.replace(BY_KIND["Workload"], "good", held, ns)
-            assert server.validations_refused >= 4 and server.validations > server.validations_refused
+            assert server.validations_refused >= 7 and server.validations > server.validations_refused
 
         # --- a gate off lets through what it governs -----------------------------------------------------------
         sfx2 = secrets.token_hex(3)

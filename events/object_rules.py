@@ -1,0 +1,325 @@
+"""What Kueue refuses in one of its own objects whatever its settings, beyond the shapes
+:func:`events.manifests.validate_object` holds every kind to (it runs these last): the checks of Kueue's
+validating webhooks (``pkg/webhooks/*_webhook.go``) that no feature gate turns off, and the CEL and schema rules of
+its CRDs (``apis/kueue/v1beta2/*_types.go``), which kueue-es's generated CRDs do not carry. Messages are Kueue's
+where its source shows them. The watch skips an object that fails one of them, so each is a rule a Kueue cluster
+holds every stored object to; where the view cannot tell what Kueue would see (an empty field from an absent
+one), the check errs on taking the object. None of this runs in the fold.
+
+* Workload: no ``pods`` resource in the requests or limits of a container, an init container or the pod; a
+  ``priorityClassRef`` names a PriorityClass of ``scheduling.k8s.io`` or a WorkloadPriorityClass of
+  ``kueue.x-k8s.io`` and comes with a ``priority``; while ``QuotaReserved`` is True there is an admission, with one
+  assignment per pod set, each naming a pod set, its usage a multiple of its count; an admission check's
+  ``podSetUpdates`` name pod sets and carry well-formed labels, annotations, node selector and tolerations.
+* ResourceFlavor: well-formed node labels, taints (unique by key and effect) and tolerations, at most 8 of each;
+  a ``topologyName`` needs node labels.
+* ClusterQueue and Cohort: resource names well formed and each in one group; borrowing and lending limits only
+  with a cohort (a ClusterQueue's lending limit at most its nominal quota) or a parent; a fair sharing weight 0 or
+  above 1e-9. A ClusterQueue's namespace selector is well formed, its preemption and flavor fungibility policies
+  known and consistent, at most 256 flavors and 256 resources in all.
+* LocalQueue: a known ``stopPolicy``. Topology: 1–16 unique levels, each a label key, ``kubernetes.io/hostname``
+  only the lowest. AdmissionCheck: a ``controllerName`` of 1–253 characters, its parameters' reference well formed.
+
+Left out: a toleration without a key must have operator ``Exists`` (the view cannot tell an empty key, which Kueue
+takes, from an absent one); a Workload's condition syntax; the MultiKueue ``clusterName`` rules; a pod set's
+``minCount`` and elastic-job rules under ``PartialAdmission`` (the defaulting webhook drops ``minCount`` with the
+gate off).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from decimal import Decimal
+
+from events import objects as o
+from events.errors import InvalidInput
+from events.labels import (
+    annotations_problem,
+    label_value_problem,
+    labels_problem,
+    qualified_name_problem,
+    selector_problem,
+)
+from events.quantity import parse_quantity, to_int
+
+RESERVED_RESOURCE = "pods"
+HOSTNAME = "kubernetes.io/hostname"
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+PRIORITY_CLASS_KINDS = {"kueue.x-k8s.io": "WorkloadPriorityClass", "scheduling.k8s.io": "PriorityClass"}
+"""The group of a ``priorityClassRef`` and the one kind it may name."""
+MAX_FLAVOR_ENTRIES = 8
+MAX_TOPOLOGY_LEVELS = 16
+MAX_TOTAL = 256
+MIN_WEIGHT = Decimal("1e-9")
+
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_KIND = re.compile(r"[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?")
+_LEVEL_LABEL = re.compile(r"(" + _SUBDOMAIN.pattern + r"/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])")
+"""A Topology level's ``nodeLabel``, as Kueue's CRD's pattern: a label key, its parts of any length."""
+
+
+def check(obj: o.KObject, where: str) -> None:
+    """Refuse ``obj`` (``where`` names it) if Kueue refuses it whatever its settings; see the module docstring."""
+    match obj:
+        case o.Workload():
+            _workload(obj, where)
+        case o.ResourceFlavor():
+            _resource_flavor(obj.spec, where)
+        case o.ClusterQueue():
+            _cluster_queue(obj.spec, where)
+        case o.Cohort():
+            _quotas(obj.spec.resource_groups, where, parent=obj.spec.parent_name, cohort=True)
+            _fair_sharing(obj.spec.fair_sharing, where)
+        case o.LocalQueue():
+            _one_of(obj.spec.stop_policy, ("None", "Hold", "HoldAndDrain"), where, "spec.stopPolicy")
+        case o.Topology():
+            _topology(obj.spec, where)
+        case o.AdmissionCheck():
+            _admission_check(obj.spec, where)
+        case _:
+            pass
+
+
+# --- Workload ---------------------------------------------------------------------------------------------------
+
+
+def _workload(wl: o.Workload, where: str) -> None:
+    for i, ps in enumerate(wl.spec.pod_sets):
+        _no_reserved_resource(ps.template.spec, where, f"spec.podSets[{i}].template.spec")
+    _priority_class_ref(wl.spec, where)
+    if any(c.type == "QuotaReserved" and c.status == "True" for c in wl.status.conditions):
+        _reserved_admission(wl, where)
+    _pod_set_updates(wl, where)
+
+
+def _no_reserved_resource(pod: o.PodSpec, where: str, at: str) -> None:
+    """Kueue counts a pod set's pods as the resource ``pods``: no container, init container or pod may name it."""
+    owners = [(f"{at}.{field}[{i}].resources", c.resources)
+              for field, containers in (("initContainers", pod.init_containers), ("containers", pod.containers))
+              for i, c in enumerate(containers)]
+    if pod.resources is not None:
+        owners.append((f"{at}.resources", pod.resources))
+    for path, resources in owners:
+        for part, values in (("requests", resources.requests), ("limits", resources.limits)):
+            if RESERVED_RESOURCE in values:
+                raise InvalidInput(f"{where}: field `{path}.{part}[{RESERVED_RESOURCE}]`: the key is reserved for "
+                                   "internal kueue use")
+
+
+def _priority_class_ref(spec: o.WorkloadSpec, where: str) -> None:
+    ref = spec.priority_class_ref
+    if ref is None:
+        return
+    at = "spec.priorityClassRef"
+    _one_of(ref.group, tuple(PRIORITY_CLASS_KINDS), where, f"{at}.group")
+    _one_of(ref.kind, tuple(PRIORITY_CLASS_KINDS.values()), where, f"{at}.kind")
+    if ref.kind != PRIORITY_CLASS_KINDS[ref.group]:
+        raise InvalidInput(f"{where}: field `{at}.kind`: only the {PRIORITY_CLASS_KINDS[ref.group]} kind is allowed "
+                           f"for the {ref.group} group")
+    if spec.priority is None:
+        raise InvalidInput(f"{where}: field `spec.priority`: priority should not be nil when priorityClassRef is set")
+
+
+def _reserved_admission(wl: o.Workload, where: str) -> None:
+    """While QuotaReserved is True: an admission, one assignment per pod set, each a pod set's, charging a whole
+    number of Kueue's units per admitted pod."""
+    admission = wl.status.admission
+    if admission is None:
+        raise InvalidInput(f"{where}: field `status.admission` is required while the QuotaReserved condition is True")
+    assignments = admission.pod_set_assignments
+    if len(assignments) != len(wl.spec.pod_sets):
+        raise InvalidInput(f"{where}: field `status.admission.podSetAssignments`: podSetAssignments must have the "
+                           "same number of podSets as the spec")
+    names = {ps.name for ps in wl.spec.pod_sets}
+    for i, psa in enumerate(assignments):
+        at = f"status.admission.podSetAssignments[{i}]"
+        if psa.name not in names:
+            raise InvalidInput(f'{where}: field `{at}.name`: Not found: "{psa.name}"')
+        count = psa.count or 0
+        for r in sorted(psa.resource_usage) if count > 0 else ():
+            if to_int(r, psa.resource_usage[r]) % count:
+                raise InvalidInput(f"{where}: field `{at}.resourceUsage[{r}]`: is not a multiple of {count}")
+
+
+def _pod_set_updates(wl: o.Workload, where: str) -> None:
+    names = sorted(ps.name for ps in wl.spec.pod_sets)
+    for i, state in enumerate(wl.status.admission_checks):
+        for j, update in enumerate(state.pod_set_updates):
+            at = f"status.admissionChecks[{i}].podSetUpdates[{j}]"
+            _one_of(update.name, names, where, f"{at}.name")
+            check_tolerations(update.tolerations, where, f"{at}.tolerations")
+            for field, problem in (("annotations", annotations_problem(update.annotations)),
+                                   ("nodeSelector", labels_problem(update.node_selector)),
+                                   ("labels", labels_problem(update.labels))):
+                if problem is not None:
+                    raise InvalidInput(f"{where}: field `{at}.{field}`: {problem}")
+
+
+# --- ResourceFlavor ---------------------------------------------------------------------------------------------
+
+
+def _resource_flavor(spec: o.ResourceFlavorSpec, where: str) -> None:
+    for field, entries in (("nodeLabels", spec.node_labels), ("nodeTaints", spec.node_taints),
+                           ("tolerations", spec.tolerations)):
+        if len(entries) > MAX_FLAVOR_ENTRIES:
+            raise InvalidInput(f"{where}: field `spec.{field}` must have at most {MAX_FLAVOR_ENTRIES} items, "
+                               f"has {len(entries)}")
+    problem = labels_problem(spec.node_labels)
+    if problem is not None:
+        raise InvalidInput(f"{where}: field `spec.nodeLabels`: {problem}")
+    _node_taints(spec.node_taints, where, "spec.nodeTaints")
+    check_tolerations(spec.tolerations, where, "spec.tolerations")
+    if spec.topology_name is not None and not spec.node_labels:
+        raise InvalidInput(f"{where}: field `spec.nodeLabels`: at least one nodeLabel is required when topology is set")
+
+
+def _node_taints(taints: Sequence[o.Taint], where: str, at: str) -> None:
+    seen: set[tuple[str, str]] = set()
+    for i, taint in enumerate(taints):
+        path = f"{at}[{i}]"
+        _one_of(taint.effect, TAINT_EFFECTS, where, f"{path}.effect")
+        problem = qualified_name_problem(taint.key)
+        if problem is not None:
+            raise InvalidInput(f"{where}: field `{path}.key`: {problem}")
+        problem = label_value_problem(taint.value)
+        if problem is not None:
+            raise InvalidInput(f"{where}: field `{path}.value`: {problem}")
+        if (taint.key, taint.effect) in seen:
+            raise InvalidInput(f"{where}: field `{path}`: taints must be unique by key and effect pair")
+        seen.add((taint.key, taint.effect))
+
+
+def check_tolerations(tolerations: Sequence[o.Toleration], where: str, at: str) -> None:
+    """A flavor's or a pod set update's tolerations: a key (when given) is a label key, and Kueue's CRD rules on
+    operator, value, effect and ``tolerationSeconds`` (an empty field read as an absent one)."""
+    for i, t in enumerate(tolerations):
+        path = f"{at}[{i}]"
+        problem = qualified_name_problem(t.key) if t.key else None
+        if problem is not None:
+            raise InvalidInput(f"{where}: field `{path}.key`: {problem}")
+        if t.operator and t.operator not in ("Equal", "Exists"):
+            raise InvalidInput(f"{where}: field `{path}.operator`: supported toleration values: 'Equal'(default), "
+                               "'Exists'")
+        if t.operator == "Exists" and t.value:
+            raise InvalidInput(f"{where}: field `{path}.value`: a value must be empty when 'operator' is 'Exists'")
+        if t.effect and t.effect not in TAINT_EFFECTS:
+            raise InvalidInput(f"{where}: field `{path}.effect`: supported taint effect values: 'NoSchedule', "
+                               "'PreferNoSchedule', 'NoExecute'")
+        if t.toleration_seconds is not None and t.effect != "NoExecute":
+            raise InvalidInput(f"{where}: field `{path}.effect`: effect must be 'NoExecute' when 'tolerationSeconds' "
+                               "is set")
+
+
+# --- ClusterQueue, Cohort ---------------------------------------------------------------------------------------
+
+
+def _cluster_queue(spec: o.ClusterQueueSpec, where: str) -> None:
+    _quotas(spec.resource_groups, where, parent=spec.cohort_name, cohort=False)
+    if spec.namespace_selector is not None:
+        s = spec.namespace_selector
+        found = selector_problem(s.match_labels, [(r.key, r.operator, r.values) for r in s.match_expressions])
+        if found is not None:
+            raise InvalidInput(f"{where}: field `spec.namespaceSelector.{found[0]}`: {found[1]}")
+    _preemption(spec.preemption, where)
+    _flavor_fungibility(spec.flavor_fungibility, where)
+    _fair_sharing(spec.fair_sharing, where)
+    for what, total in (("flavors", sum(len(rg.flavors) for rg in spec.resource_groups)),
+                        ("covered resources", sum(len(rg.covered_resources) for rg in spec.resource_groups))):
+        if total > MAX_TOTAL:
+            raise InvalidInput(f"{where}: field `spec.resourceGroups`: total number of {what} across all "
+                               f"resourceGroups must be ≤ {MAX_TOTAL}, got {total}")
+
+
+def _quotas(groups: Sequence[o.ResourceGroup], where: str, *, parent: str, cohort: bool) -> None:
+    """Resource names, once each; limits only under a parent (a ClusterQueue's cohort, a Cohort's parent); a
+    ClusterQueue lends at most its nominal quota."""
+    seen: set[str] = set()
+    for g, rg in enumerate(groups):
+        for j, name in enumerate(rg.covered_resources):
+            at = f"spec.resourceGroups[{g}].coveredResources[{j}]"
+            problem = qualified_name_problem(name)
+            if problem is not None:
+                raise InvalidInput(f"{where}: field `{at}`: {problem}")
+            if name in seen:
+                raise InvalidInput(f'{where}: field `{at}`: Duplicate value: "{name}"')
+            seen.add(name)
+        for f, fq in enumerate(rg.flavors):
+            for r, rq in enumerate(fq.resources):
+                at = f"spec.resourceGroups[{g}].flavors[{f}].resources[{r}]"
+                for field, limit in (("borrowingLimit", rq.borrowing_limit), ("lendingLimit", rq.lending_limit)):
+                    if limit is not None and not parent:
+                        raise InvalidInput(f"{where}: field `{at}.{field}`: must be nil when "
+                                           f"{'parent' if cohort else 'cohort'} is empty")
+                lend = rq.lending_limit
+                if not cohort and lend is not None and parse_quantity(lend) > parse_quantity(rq.nominal_quota):
+                    raise InvalidInput(f"{where}: field `{at}.lendingLimit`: must be less than or equal to the "
+                                       "nominalQuota")
+
+
+def _preemption(p: o.ClusterQueuePreemption, where: str) -> None:
+    borrow = p.borrow_within_cohort
+    if borrow is None:
+        return
+    _one_of(borrow.policy, ("Never", "LowerPriority"), where, "spec.preemption.borrowWithinCohort.policy")
+    if p.reclaim_within_cohort == "Never" and borrow.policy != "Never":
+        raise InvalidInput(f"{where}: field `spec.preemption`: reclaimWithinCohort=Never and "
+                           "borrowWithinCohort.Policy!=Never")
+
+
+def _flavor_fungibility(ff: o.FlavorFungibility, where: str) -> None:
+    at = "spec.flavorFungibility"
+    _one_of(ff.when_can_borrow, ("MayStopSearch", "TryNextFlavor"), where, f"{at}.whenCanBorrow")
+    _one_of(ff.when_can_preempt, ("MayStopSearch", "TryNextFlavor"), where, f"{at}.whenCanPreempt")
+    if ff.preference is None:
+        return
+    _one_of(ff.preference, ("BorrowingOverPreemption", "PreemptionOverBorrowing"), where, f"{at}.preference")
+    if ff.when_can_borrow != "TryNextFlavor" or ff.when_can_preempt != "TryNextFlavor":
+        raise InvalidInput(f"{where}: field `{at}.preference`: preference can only be set when both whenCanBorrow "
+                           "and whenCanPreempt are TryNextFlavor")
+
+
+def _fair_sharing(fs: o.FairSharing | None, where: str) -> None:
+    """A weight of 0 or above 1e-9 (a smaller one would collapse to 0 in Kueue's arithmetic)."""
+    if fs is not None and fs.weight is not None and 0 < parse_quantity(fs.weight) <= MIN_WEIGHT:
+        raise InvalidInput(f"{where}: field `spec.fairSharing.weight`: When not 0, weight must be > 10e-9")
+
+
+# --- Topology, AdmissionCheck -----------------------------------------------------------------------------------
+
+
+def _topology(spec: o.TopologySpec, where: str) -> None:
+    levels = [level.node_label for level in spec.levels]
+    if not 1 <= len(levels) <= MAX_TOPOLOGY_LEVELS:
+        raise InvalidInput(f"{where}: field `spec.levels` must have 1 to {MAX_TOPOLOGY_LEVELS} items, "
+                           f"has {len(levels)}")
+    for i, label in enumerate(levels):
+        if len(label) > 316 or not _LEVEL_LABEL.fullmatch(label):
+            raise InvalidInput(f"{where}: field `spec.levels[{i}].nodeLabel`: {label!r} is not a label key of at "
+                               "most 316 characters")
+    if len(set(levels)) != len(levels):
+        raise InvalidInput(f"{where}: field `spec.levels`: must be unique")
+    if HOSTNAME in levels and levels[-1] != HOSTNAME:
+        raise InvalidInput(f"{where}: field `spec.levels`: the {HOSTNAME} label can only be used at the lowest "
+                           "level of topology")
+
+
+def _admission_check(spec: o.AdmissionCheckSpec, where: str) -> None:
+    if not 1 <= len(spec.controller_name) <= 253:
+        raise InvalidInput(f"{where}: field `spec.controllerName` must be 1 to 253 characters, "
+                           f"has {len(spec.controller_name)}")
+    ref = spec.parameters
+    if ref is None:
+        return
+    for field, value, pattern, limit in (("apiGroup", ref.api_group, _SUBDOMAIN, 253), ("kind", ref.kind, _KIND, 63),
+                                         ("name", ref.name, _DNS_LABEL, 63)):
+        if len(value) > limit or not pattern.fullmatch(value):
+            raise InvalidInput(f"{where}: field `spec.parameters.{field}`: {value!r} should match "
+                               f"'^{pattern.pattern}$' and be at most {limit} characters")
+
+
+def _one_of(value: str, allowed: Sequence[str], where: str, at: str) -> None:
+    if value not in allowed:
+        supported = ", ".join(f'"{a}"' for a in allowed)
+        raise InvalidInput(f'{where}: field `{at}`: Unsupported value: "{value}": supported values: {supported}')

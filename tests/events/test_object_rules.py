@@ -1,0 +1,276 @@
+"""What Kueue refuses in its own kinds whatever its settings (``events.object_rules``, run by
+``events.manifests.decode_object``): its webhooks' ungated checks and its CRDs' CEL and schema rules. Each refusal
+names the object and the field, with Kueue's message where it has one; what Kueue takes is taken."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from events.errors import InvalidInput
+from events.manifests import decode_object
+
+V1B2 = "kueue.x-k8s.io/v1beta2"
+TIME = "2024-01-01T00:00:00Z"
+
+
+def _check(doc: dict[str, Any]) -> None:
+    meta = doc["metadata"]
+    decode_object(doc, f"{doc['kind']} {meta.get('namespace', '') and meta['namespace'] + '/'}{meta['name']}")
+
+
+def _refusal(doc: dict[str, Any]) -> str:
+    with pytest.raises(InvalidInput) as refused:
+        _check(doc)
+    return str(refused.value)
+
+
+def workload(reserved: bool = False, **spec: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = {"apiVersion": V1B2, "kind": "Workload", "metadata": {"name": "w", "namespace": "team"},
+                           "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 2, "template": {"spec": {
+                               "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}], **spec},
+                           "status": {}}
+    if reserved:
+        doc["status"] = {
+            "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
+                            "lastTransitionTime": TIME}],
+            "admission": {"clusterQueue": "cq", "podSetAssignments": [
+                {"name": "main", "flavors": {"cpu": "a"}, "resourceUsage": {"cpu": "2"}, "count": 2}]}}
+    return doc
+
+
+def flavor(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": "rf"}, "spec": spec}
+
+
+def cluster_queue(cohort: str = "", **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": V1B2, "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": {
+        "cohortName": cohort, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+            {"name": "a", "resources": [{"name": "cpu", "nominalQuota": 4}]}]}], **spec}}
+
+
+def _quota(doc: dict[str, Any], **limits: Any) -> dict[str, Any]:
+    doc["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0].update(limits)
+    return doc
+
+
+# --- Workload ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("where", "part"), [
+    ("containers", "requests"), ("containers", "limits"), ("initContainers", "requests"), ("initContainers", "limits"),
+])
+def test_no_container_may_name_the_pods_resource(where: str, part: str) -> None:
+    doc = workload()
+    pod = doc["spec"]["podSets"][0]["template"]["spec"]
+    pod.setdefault(where, [{"name": "c"}])[0].setdefault("resources", {}).setdefault(part, {})["pods"] = "1"
+    assert _refusal(doc) == (f"Workload team/w: field `spec.podSets[0].template.spec.{where}[0].resources.{part}[pods]`"
+                             ": the key is reserved for internal kueue use")
+
+
+def test_nor_the_pod_s_own_resources() -> None:
+    doc = workload()
+    doc["spec"]["podSets"][0]["template"]["spec"]["resources"] = {"limits": {"pods": "1"}}
+    assert "`spec.podSets[0].template.spec.resources.limits[pods]`: the key is reserved" in _refusal(doc)
+
+
+def test_a_priority_class_ref_comes_with_a_priority_and_names_the_kind_of_its_group() -> None:
+    ref = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}
+    _check(workload(priorityClassRef=ref, priority=1000))
+    assert _refusal(workload(priorityClassRef=ref)) == (
+        "Workload team/w: field `spec.priority`: priority should not be nil when priorityClassRef is set")
+    assert _refusal(workload(priorityClassRef={**ref, "kind": "PriorityClass"}, priority=1)) == (
+        "Workload team/w: field `spec.priorityClassRef.kind`: only the WorkloadPriorityClass kind is allowed for the "
+        "kueue.x-k8s.io group")
+    assert _refusal(workload(priorityClassRef={**ref, "group": "example.com"}, priority=1)) == (
+        'Workload team/w: field `spec.priorityClassRef.group`: Unsupported value: "example.com": supported values: '
+        '"kueue.x-k8s.io", "scheduling.k8s.io"')
+
+
+def test_quota_reserved_needs_an_admission_of_every_pod_set() -> None:
+    _check(workload(reserved=True))
+    bare = workload(reserved=True)
+    del bare["status"]["admission"]
+    assert _refusal(bare) == (
+        "Workload team/w: field `status.admission` is required while the QuotaReserved condition is True")
+    released = copy.deepcopy(bare)
+    released["status"]["conditions"][0]["status"] = "False"
+    _check(released)
+    short = workload(reserved=True)
+    short["spec"]["podSets"].append({**short["spec"]["podSets"][0], "name": "second"})
+    assert _refusal(short) == ("Workload team/w: field `status.admission.podSetAssignments`: podSetAssignments must "
+                               "have the same number of podSets as the spec")
+    stranger = workload(reserved=True)
+    stranger["status"]["admission"]["podSetAssignments"][0]["name"] = "other"
+    assert _refusal(stranger) == (
+        'Workload team/w: field `status.admission.podSetAssignments[0].name`: Not found: "other"')
+
+
+def test_an_assignment_charges_whole_units_per_admitted_pod() -> None:
+    odd = workload(reserved=True)
+    odd["status"]["admission"]["podSetAssignments"][0]["resourceUsage"] = {"cpu": "1001m"}
+    assert _refusal(odd) == (
+        "Workload team/w: field `status.admission.podSetAssignments[0].resourceUsage[cpu]`: is not a multiple of 2")
+    odd["status"]["admission"]["podSetAssignments"][0]["resourceUsage"] = {"cpu": "1002m", "memory": "2Gi"}
+    _check(odd)
+
+
+def test_pod_set_updates_name_pod_sets_and_are_well_formed() -> None:
+    def updated(**update: Any) -> dict[str, Any]:
+        doc = workload()
+        doc["status"]["admissionChecks"] = [{"name": "ac", "state": "Ready", "lastTransitionTime": TIME,
+                                             "podSetUpdates": [{"name": "main", **update}]}]
+        return doc
+
+    _check(updated(nodeSelector={"pool": "a"}, tolerations=[{"key": "spot", "operator": "Exists"}]))
+    assert _refusal(updated(name="other")) == (
+        'Workload team/w: field `status.admissionChecks[0].podSetUpdates[0].name`: Unsupported value: "other": '
+        'supported values: "main"')
+    assert "`status.admissionChecks[0].podSetUpdates[0].nodeSelector`: value 'a b'" in _refusal(
+        updated(nodeSelector={"pool": "a b"}))
+    assert "`status.admissionChecks[0].podSetUpdates[0].tolerations[0].key`" in _refusal(
+        updated(tolerations=[{"key": "-bad", "operator": "Exists"}]))
+
+
+# --- ResourceFlavor ---------------------------------------------------------------------------------------------
+
+
+def test_a_flavor_s_labels_taints_and_tolerations_are_well_formed() -> None:
+    _check(flavor(nodeLabels={"pool": "a"}, nodeTaints=[{"key": "spot", "value": "true", "effect": "NoSchedule"}],
+                  tolerations=[{"key": "spot", "operator": "Exists", "effect": "NoSchedule"},
+                               {"key": "", "operator": "Equal", "value": "x"}]))  # an empty key: taken
+    assert _refusal(flavor(nodeLabels={"pool": "a b"})).startswith(
+        "ResourceFlavor rf: field `spec.nodeLabels`: value 'a b' of key 'pool'")
+    assert "`spec.nodeTaints[0].key`" in _refusal(flavor(nodeTaints=[{"key": "a/b/c", "effect": "NoSchedule"}]))
+    assert "`spec.nodeTaints[0].value`" in _refusal(
+        flavor(nodeTaints=[{"key": "spot", "value": "a b", "effect": "NoSchedule"}]))
+    assert _refusal(flavor(nodeTaints=[{"key": "spot", "effect": "Sometimes"}])) == (
+        'ResourceFlavor rf: field `spec.nodeTaints[0].effect`: Unsupported value: "Sometimes": supported values: '
+        '"NoSchedule", "PreferNoSchedule", "NoExecute"')
+    twice = [{"key": "spot", "value": "a", "effect": "NoSchedule"}, {"key": "spot", "value": "b", "effect": "NoSchedule"}]
+    assert _refusal(flavor(nodeTaints=twice)) == (
+        "ResourceFlavor rf: field `spec.nodeTaints[1]`: taints must be unique by key and effect pair")
+    _check(flavor(nodeTaints=[twice[0], {**twice[1], "effect": "NoExecute"}]))
+
+
+@pytest.mark.parametrize(("toleration", "message"), [
+    ({"key": "a", "operator": "Sometimes"}, "`spec.tolerations[0].operator`: supported toleration values: "
+                                            "'Equal'(default), 'Exists'"),
+    ({"key": "a", "operator": "Exists", "value": "x"}, "`spec.tolerations[0].value`: a value must be empty when "
+                                                       "'operator' is 'Exists'"),
+    ({"key": "a", "effect": "Never"}, "`spec.tolerations[0].effect`: supported taint effect values: 'NoSchedule', "
+                                      "'PreferNoSchedule', 'NoExecute'"),
+    ({"key": "a", "effect": "NoSchedule", "tolerationSeconds": 5},
+     "`spec.tolerations[0].effect`: effect must be 'NoExecute' when 'tolerationSeconds' is set"),
+    ({"key": "a b"}, "`spec.tolerations[0].key`"),
+])
+def test_a_flavor_s_tolerations_follow_kueue_s_crd_rules(toleration: dict, message: str) -> None:
+    assert message in _refusal(flavor(tolerations=[toleration]))
+
+
+def test_a_tas_flavor_needs_node_labels_and_a_flavor_at_most_eight_of_each() -> None:
+    _check(flavor(topologyName="default", nodeLabels={"pool": "a"}))
+    assert _refusal(flavor(topologyName="default")) == (
+        "ResourceFlavor rf: field `spec.nodeLabels`: at least one nodeLabel is required when topology is set")
+    assert "field `spec.nodeLabels` must have at most 8 items, has 9" in _refusal(
+        flavor(nodeLabels={f"l{i}": "v" for i in range(9)}))
+
+
+# --- ClusterQueue, Cohort ---------------------------------------------------------------------------------------
+
+
+def test_limits_need_a_cohort_and_a_queue_lends_at_most_its_nominal_quota() -> None:
+    at = "ClusterQueue cq: field `spec.resourceGroups[0].flavors[0].resources[0]"
+    _check(_quota(cluster_queue("co"), borrowingLimit=2, lendingLimit=4))
+    assert _refusal(_quota(cluster_queue(), borrowingLimit=2)) == f"{at}.borrowingLimit`: must be nil when cohort is empty"
+    assert _refusal(_quota(cluster_queue(), lendingLimit=2)) == f"{at}.lendingLimit`: must be nil when cohort is empty"
+    assert _refusal(_quota(cluster_queue("co"), lendingLimit=5)) == (
+        f"{at}.lendingLimit`: must be less than or equal to the nominalQuota")
+    cohort = {"apiVersion": V1B2, "kind": "Cohort", "metadata": {"name": "co"},
+              "spec": {"resourceGroups": cluster_queue()["spec"]["resourceGroups"]}}
+    _quota(cohort, lendingLimit=9)
+    assert _refusal(cohort) == (
+        "Cohort co: field `spec.resourceGroups[0].flavors[0].resources[0].lendingLimit`: must be nil when parent is "
+        "empty")
+    cohort["spec"]["parentName"] = "root"
+    _check(cohort)  # a Cohort may lend more than its own quota
+
+
+def test_a_resource_is_named_well_and_covered_by_one_group() -> None:
+    doc = cluster_queue()
+    doc["spec"]["resourceGroups"].append({"coveredResources": ["cpu"], "flavors": [
+        {"name": "b", "resources": [{"name": "cpu", "nominalQuota": 1}]}]})
+    assert _refusal(doc) == 'ClusterQueue cq: field `spec.resourceGroups[1].coveredResources[0]`: Duplicate value: "cpu"'
+    bad = cluster_queue()
+    bad["spec"]["resourceGroups"][0]["coveredResources"] = ["a b"]
+    bad["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["name"] = "a b"
+    assert "`spec.resourceGroups[0].coveredResources[0]`: the name part must consist of" in _refusal(bad)
+
+
+def test_a_queue_s_policies_are_known_and_consistent() -> None:
+    assert _refusal(cluster_queue(preemption={"reclaimWithinCohort": "Never",
+                                              "borrowWithinCohort": {"policy": "LowerPriority"}})) == (
+        "ClusterQueue cq: field `spec.preemption`: reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never")
+    _check(cluster_queue(preemption={"reclaimWithinCohort": "Any", "borrowWithinCohort": {"policy": "LowerPriority"}}))
+    assert _refusal(cluster_queue(flavorFungibility={"preference": "PreemptionOverBorrowing"})) == (
+        "ClusterQueue cq: field `spec.flavorFungibility.preference`: preference can only be set when both "
+        "whenCanBorrow and whenCanPreempt are TryNextFlavor")
+    _check(cluster_queue(flavorFungibility={"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor",
+                                            "preference": "PreemptionOverBorrowing"}))
+    assert '`spec.flavorFungibility.whenCanBorrow`: Unsupported value: "Borrow"' in _refusal(
+        cluster_queue(flavorFungibility={"whenCanBorrow": "Borrow"}))
+    assert _refusal(cluster_queue(fairSharing={"weight": "1n"})) == (
+        "ClusterQueue cq: field `spec.fairSharing.weight`: When not 0, weight must be > 10e-9")
+    _check(cluster_queue(fairSharing={"weight": 0}))
+
+
+def test_a_namespace_selector_is_well_formed() -> None:
+    _check(cluster_queue(namespaceSelector={"matchExpressions": [{"key": "team", "operator": "In", "values": ["a"]}]}))
+    assert _refusal(cluster_queue(namespaceSelector={"matchExpressions": [{"key": "team", "operator": "Exists",
+                                                                            "values": ["a"]}]})) == (
+        "ClusterQueue cq: field `spec.namespaceSelector.matchExpressions[0].values`: may not be specified when "
+        "`operator` is 'Exists' or 'DoesNotExist'")
+    assert "`spec.namespaceSelector.matchExpressions[0].operator`: 'Like' is not a valid selector operator" in (
+        _refusal(cluster_queue(namespaceSelector={"matchExpressions": [{"key": "team", "operator": "Like"}]})))
+    assert "`spec.namespaceSelector.matchLabels`: key 'a b'" in _refusal(
+        cluster_queue(namespaceSelector={"matchLabels": {"a b": "x"}}))
+
+
+# --- LocalQueue, Topology, AdmissionCheck -----------------------------------------------------------------------
+
+
+def test_a_local_queue_s_stop_policy_is_known() -> None:
+    lq = {"apiVersion": V1B2, "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": "team"},
+          "spec": {"clusterQueue": "cq", "stopPolicy": "Pause"}}
+    assert '`spec.stopPolicy`: Unsupported value: "Pause"' in _refusal(lq)
+
+
+def test_a_topology_s_levels_are_unique_label_keys_hostname_lowest() -> None:
+    def topology(*labels: str) -> dict[str, Any]:
+        return {"apiVersion": V1B2, "kind": "Topology", "metadata": {"name": "t"},
+                "spec": {"levels": [{"nodeLabel": label} for label in labels]}}
+
+    _check(topology("cloud.com/block", "cloud.com/rack", "kubernetes.io/hostname"))
+    _check(topology("cloud.com/" + "r" * 100))  # a name part longer than a label's: Kueue's pattern takes it
+    assert _refusal(topology("rack", "rack")) == "Topology t: field `spec.levels`: must be unique"
+    assert _refusal(topology("kubernetes.io/hostname", "rack")) == (
+        "Topology t: field `spec.levels`: the kubernetes.io/hostname label can only be used at the lowest level of "
+        "topology")
+    assert _refusal(topology()) == "Topology t: field `spec.levels` must have 1 to 16 items, has 0"
+    assert "`spec.levels[0].nodeLabel`: 'a b' is not a label key" in _refusal(topology("a b"))
+
+
+def test_an_admission_check_names_its_controller_and_a_well_formed_parameters_reference() -> None:
+    def check(controller: str = "kueue.x-k8s.io/provisioning-request", **parameters: str) -> dict[str, Any]:
+        spec: dict[str, Any] = {"controllerName": controller}
+        if parameters:
+            spec["parameters"] = {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": "prc",
+                                  **parameters}
+        return {"apiVersion": V1B2, "kind": "AdmissionCheck", "metadata": {"name": "ac"}, "spec": spec}
+
+    _check(check("x" * 253, kind="ProvisioningRequestConfig"))
+    assert _refusal(check("")) == "AdmissionCheck ac: field `spec.controllerName` must be 1 to 253 characters, has 0"
+    assert "`spec.parameters.name`: 'Not_A_Label'" in _refusal(check(name="Not_A_Label"))
+    assert "`spec.parameters.apiGroup`: ''" in _refusal(check(apiGroup=""))
