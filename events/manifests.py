@@ -213,10 +213,20 @@ def _field_message(msg: str) -> str:
 
 
 def validate_object(obj: o.KObject, where: str, *, checks: Checks = Checks()) -> None:
-    """The checks Kueue's webhooks make that matter before anything is stored: those of every setting, then
-    those ``checks`` turns on (:func:`validate_gated`)."""
+    """Everything Kueue refuses in a new object, for what kueue-es is handed as input (``kueue-es import``, a
+    STATE.yaml, its validating webhooks): what the projections need (:func:`check_foldable`), the rules Kueue holds
+    its kinds to whatever the gates (:mod:`events.object_rules`), then those ``checks`` turns on
+    (:func:`validate_gated`)."""
     _validate_ungated(obj, where)
     validate_gated(obj, where, checks)
+
+
+def check_foldable(obj: o.KObject, where: str) -> None:
+    """What the projections need of an object to fold it: times and quantities that parse, known enum values,
+    counts in range. All the watch holds a stored object to: Kueue's controllers act on a stored object whatever
+    its admission rules would say of it now (written while no webhook answered, or before a stricter version),
+    and so does kueue-es."""
+    _validate_shape(obj, where)
 
 
 def validate_gated(obj: o.KObject, where: str, checks: Checks) -> None:

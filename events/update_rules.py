@@ -7,8 +7,9 @@ the old and the new object, as the apiserver hands them to an admission webhook 
 kueue-es does not model (a container's image) count too. Each names the object and the field.
 
 * Workload, while the old one holds quota (``QuotaReserved=True``): ``spec.podSets`` do not change (quantities
-  compared by value), but for a pod set's count going down (``ElasticJobsViaWorkloadSlices``, on by default); ``priorityClassRef`` is neither
-  set nor removed, keeps its group and kind, and a PriorityClass one keeps its name. While both hold quota:
+  compared by value), but for a pod set's count going down (``ElasticJobsViaWorkloadSlices``, on by default);
+  ``priorityClassRef`` is neither set nor removed, keeps its group and kind, and a PriorityClass one keeps its
+  name. While both hold quota:
   ``spec.queueName`` does not change, nor does a reclaimable pod count go down or disappear. While both are
   admitted: ``maximumExecutionTimeSeconds`` does not change. While both have one: ``status.admission`` does not
   change, but for each pod set assignment's ``topologyAssignment`` and ``delayedTopologyRequest`` under

@@ -27,7 +27,6 @@ from events import objects as o
 from events import schema as ev
 from events.errors import InvalidRecord, UndecodableRecord
 from events.lazy import LazyObjectUpserted, LazyWorkload, UndecodablePart
-from events.manifests import Checks
 from events.priority_boost import ANNOTATION as PRIORITY_BOOST_ANNOTATION
 from events.priority_boost import boost_of
 from events.quantity import QuantityError
@@ -332,12 +331,6 @@ class ClusterState:
             found = self._gates[name] = gates.enabled(
                 gates.of_document(config.document if config is not None else None), name)
         return found
-
-    @property
-    def input_checks(self) -> Checks:
-        """The checks Kueue's webhooks make only under a gate, as the configuration in force sets them: what the
-        watch holds an object to before taking it (:func:`events.manifests.validate_object`)."""
-        return Checks.under(self.gate)
 
     @property
     def admission_gated_by(self) -> bool:

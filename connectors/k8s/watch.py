@@ -15,10 +15,12 @@ A kind whose CRD is not installed (``Resource.optional``: the autoscaler's Provi
 and is looked for again every ``absent_retry_s``. Pods and Nodes are trimmed to what the log needs, and their
 updates that change nothing kept are dropped (:mod:`connectors.k8s.trim`).
 
-Objects are decoded with msgspec into :mod:`events.objects` views. One that does not decode, or fails the checks
-Kueue's webhooks make (a malformed quantity, ...; a gated check only while the recorded Configuration turns its
-gate on: ``ClusterState.input_checks``), is skipped and reported — the log only ever holds objects the
-projections can fold, and the connector keeps running. Event time is the wall clock when the watch delivered
+Objects are decoded with msgspec into :mod:`events.objects` views. One that does not decode, or that the
+projections could not fold (a malformed quantity or time, ...: :func:`events.manifests.check_foldable`), is skipped
+and reported — the log only ever holds objects the projections can fold, and the connector keeps running. Kueue's
+admission rules are its validating webhooks' to apply (:mod:`connectors.k8s.validating`), not the watch's: a
+stored object they would refuse now is folded, as Kueue's controllers act on it, and never deleted from the log
+by a relist. Event time is the wall clock when the watch delivered
 the change (connectors may read clocks; the core never does). Event ids are ``kind/uid/resourceVersion`` (and
 ``kind/uid/deleted``), stable across retries.
 
@@ -45,7 +47,7 @@ from connectors.k8s.resources import BY_KIND, WATCHED, Resource
 from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
-from events.manifests import validate_object
+from events.manifests import check_foldable
 
 log = structlog.get_logger("kueue_es.k8s.watch")
 Emit = Callable[[Sequence[ev.AnyEvent]], Awaitable[Any]]
@@ -269,7 +271,7 @@ class Watcher:
             self._skip(r, _name_of(raw), f"cannot decode: {exc}")
             return None
         try:
-            validate_object(obj, f"{r.kind} {obj.key}", checks=self.mirror.state.input_checks)
+            check_foldable(obj, f"{r.kind} {obj.key}")
         except InvalidInput as exc:
             self._skip(r, obj.key, str(exc))
             return None

@@ -115,7 +115,7 @@ def _load(path: str) -> Manifest:
 def read_log(log: Log) -> tuple[int, dict[tuple[str, str], tuple[str, int]], dict[str, Any] | None]:
     """The latest time in the log, the id and time of the latest upsert of every object it holds, by (kind,
     key), and the Configuration document in force at its end (None: Kueue's defaults), whose feature gates decide
-    the checks Kueue's webhooks make only under a gate, as the watch reads them (``ClusterState.input_checks``).
+    the checks Kueue's webhooks make only under a gate, as the validating webhooks read them.
 
     Read lazily (:mod:`events.lazy`): of a Workload upsert, most of a busy log, only the envelope and the
     metadata are decoded, never the spec and status. The loop is inline (no call per event): what is done per

@@ -1,5 +1,7 @@
-"""The watch holds an object to a check Kueue's webhooks make under a feature gate only while the Configuration
-recorded in the log turns that gate on: with it off, Kueue takes the object, and so does the watch."""
+"""The watch folds a stored object whatever Kueue's admission rules say of it — gated or not, they are the
+validating webhooks' to apply when the object is written: Kueue's controllers act on what is stored, and a relist
+must never delete from the log an object a newer, stricter rule would refuse. What the projections cannot fold
+(a malformed quantity) is still skipped."""
 
 from __future__ import annotations
 
@@ -11,7 +13,10 @@ import pytest
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.resources import BY_KIND
 from connectors.k8s.watch import Watcher
+from events import objects as o
 from events import schema as ev
+from events.errors import InvalidInput
+from events.manifests import validate_object
 from kueue_es.scheduler.config_record import record
 from projections.cluster import ClusterState
 
@@ -36,8 +41,10 @@ def _watcher(feature_gates: dict[str, bool] | None) -> Watcher:
     return Watcher(None, Mirror(state), emit)  # type: ignore[arg-type]  # decoding needs no client
 
 
-def _workload(topology: dict | None = None, labels: dict | None = None) -> bytes:
-    ps: dict[str, Any] = {"name": "main", "count": 1, "template": {"metadata": {"labels": labels or {}}, "spec": {}}}
+def _workload(topology: dict | None = None, labels: dict | None = None, requests: dict | None = None) -> bytes:
+    spec = {"containers": [{"name": "c", "resources": {"requests": requests}}]} if requests else {}
+    ps: dict[str, Any] = {"name": "main", "count": 1, "template": {"metadata": {"labels": labels or {}},
+                                                                   "spec": spec}}
     if topology:
         ps["topologyRequest"] = topology
     return msgspec.json.encode({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
@@ -58,16 +65,22 @@ CASES = [
     ("TASValidateWorkloadSliceSize", "Workload", _workload(SLICE), "team/w", "podSetSliceSize"),
     ("WorkloadValidationForPodSetMetadata", "Workload", _workload(labels=BAD_LABEL), "team/w", "metadata.labels"),
     ("RejectUpdatesToCQWithInvalidOnFlavors", "ClusterQueue", _cluster_queue(), "cq", "onFlavors[0]"),
+    ("ungated: the pods resource", "Workload", _workload(requests={"pods": "1"}), "team/w", "pods"),
 ]
 
 
-@pytest.mark.parametrize(("gate", "kind", "raw", "key", "field"), CASES, ids=[c[0] for c in CASES])
-def test_skipped_only_while_the_recorded_configuration_turns_the_gate_on(gate: str, kind: str, raw: bytes,
-                                                                         key: str, field: str) -> None:
-    for recorded in (None, {}, {gate: True}):  # no configuration yet: Kueue's defaults, the gate on
+@pytest.mark.parametrize(("rule", "kind", "raw", "key", "field"), CASES, ids=[c[0] for c in CASES])
+def test_a_stored_object_an_admission_rule_refuses_is_folded(rule: str, kind: str, raw: bytes, key: str,
+                                                             field: str) -> None:
+    with pytest.raises(InvalidInput, match=field.replace("[", r"\[").replace("]", r"\]")):
+        validate_object(msgspec.json.decode(raw, type=o.KueueObject), f"{kind} {key}")  # refused as input
+    for recorded in (None, {}):  # Kueue's defaults: every gate above on
         watcher = _watcher(recorded)
-        assert watcher._decode(BY_KIND[kind], raw) is None
-        assert field in watcher.stats.skipped[f"{kind} {key}"]
-    watcher = _watcher({gate: False})
-    obj = watcher._decode(BY_KIND[kind], raw)
-    assert obj is not None and obj.key == key and not watcher.stats.skipped
+        obj = watcher._decode(BY_KIND[kind], raw)
+        assert obj is not None and obj.key == key and not watcher.stats.skipped
+
+
+def test_what_the_projections_cannot_fold_is_skipped() -> None:
+    watcher = _watcher(None)
+    assert watcher._decode(BY_KIND["Workload"], _workload(requests={"cpu": "lots"})) is None
+    assert "cpu" in watcher.stats.skipped["Workload team/w"]
