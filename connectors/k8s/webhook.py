@@ -159,7 +159,7 @@ class WebhookServer:
         app.router.add_post(conversion.PATH, self._convert)
         for path, kind in validating.PATHS.items():
             app.router.add_post(path, partial(self._validate, kind))
-        app.router.add_post(job_validation.PATH, self._validate_job)
+        app.router.add_post(job_validation.PATH, partial(self._validate, "Job"))
         self._runner = await https.serve(app, address, port, https.server_tls(certfile, keyfile))
         log.info("webhook serving", address=address, port=port,
                  paths=[PATH, conversion.PATH, *validating.PATHS, job_validation.PATH])
@@ -180,18 +180,12 @@ class WebhookServer:
         return _closing(web.json_response(out))
 
     async def _validate(self, kind: str, request: web.Request) -> web.Response:
+        """A validating review of a ``kind`` object: a Job's (:mod:`connectors.k8s.job_validation`, which may ask
+        the apiserver for the namespace's default LocalQueue), or one of the Kueue kinds'."""
         try:
-            out = validating.review(await request.read(), kind, self.feature_gates)
-        except (msgspec.DecodeError, AttributeError, TypeError) as exc:
-            return web.json_response({"error": f"not an AdmissionReview: {exc}"}, status=400)
-        self.validations += 1
-        if not out["response"]["allowed"]:
-            self.validations_refused += 1
-        return _closing(web.json_response(out))
-
-    async def _validate_job(self, request: web.Request) -> web.Response:
-        try:
-            out = await job_validation.review(await request.read(), self.feature_gates, self.has_default_queue)
+            body = await request.read()
+            out = (await job_validation.review(body, self.feature_gates, self.has_default_queue) if kind == "Job"
+                   else validating.review(body, kind, self.feature_gates))
         except (msgspec.DecodeError, AttributeError, TypeError) as exc:
             return web.json_response({"error": f"not an AdmissionReview: {exc}"}, status=400)
         self.validations += 1

@@ -16,11 +16,15 @@ from typing import Any, NamedTuple, TypeVar
 import msgspec
 from kubernetes_asyncio import config
 
+from connectors.k8s.certs import self_signed
 from connectors.k8s.client import KubeClient
 from connectors.k8s.connector import Connector, schedule
+from connectors.k8s.errors import Forbidden
 from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.resources import BY_KIND
+from connectors.k8s.validating import VALIDATING_CONFIGS, configuration
+from connectors.k8s.webhook import WebhookServer, register
 from events.filelog import FileLog
 from kueue_es.scheduler import DEFAULT, SchedulerConfig, config_record
 
@@ -49,6 +53,52 @@ async def namespace(kc: KubeClient, prefix: str, labels: dict[str, str] | None =
 async def create(kc: KubeClient, doc: dict[str, Any]) -> dict[str, Any]:
     r = BY_KIND[doc["kind"]]
     return msgspec.json.decode(await kc.create(r, doc, doc["metadata"].get("namespace", "")))
+
+
+async def refused(kc: KubeClient, doc: dict[str, Any]) -> str:
+    """Why the apiserver (a webhook) refuses to create ``doc``; the test fails if it is created."""
+    try:
+        await create(kc, doc)
+    except Forbidden as exc:
+        return str(exc)
+    raise AssertionError(f"{doc['kind']} {doc['metadata']['name']} was created")
+
+
+@contextlib.asynccontextmanager
+async def validating_webhooks(kc: KubeClient, certs: Path, name: str, label: tuple[str, str],
+                              probe: dict[str, Any], feature_gates: dict[str, bool]) -> AsyncIterator[WebhookServer]:
+    """kueue-es's webhook server, its ValidatingWebhookConfiguration registered as ``name`` for the objects that
+    carry ``label`` only (other tests sharing the cluster never reach it), once a dry run of ``probe`` — an object
+    with that label it refuses — shows the apiserver calls it. The configuration is cluster-wide and fails
+    closed: it is deleted before the server stops."""
+    bundle = self_signed(["127.0.0.1"])
+    _, cert, key = bundle.write(certs)
+
+    async def no_default(*_: Any) -> bool:
+        return False
+
+    server = WebhookServer(no_default, None, feature_gates)
+    port = free_port()
+    await server.start("127.0.0.1", port, str(cert), str(key))
+    try:
+        await register(kc, configuration(bundle.ca_pem, url=f"https://127.0.0.1:{port}", name=name,
+                                         object_selector={"matchLabels": {label[0]: label[1]}}))
+        resource = BY_KIND[probe["kind"]]
+
+        async def effective() -> bool:  # the apiserver picks the configuration up asynchronously
+            try:
+                await kc.request("POST", resource.collection_path(probe["metadata"].get("namespace", "")),
+                                 query=[("dryRun", "All")], body=probe)
+            except Forbidden:
+                return True
+            return False
+
+        await eventually(effective, what=f"{name} in effect")
+        yield server
+    finally:
+        with contextlib.suppress(Exception):
+            await kc.delete(VALIDATING_CONFIGS, name)
+        await server.stop()
 
 
 async def get(kc: KubeClient, kind: str, name: str, namespace: str = "") -> dict[str, Any]:

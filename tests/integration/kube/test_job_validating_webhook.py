@@ -11,20 +11,27 @@ partially admitted Job is started with a smaller parallelism, stopped, and given
 
 from __future__ import annotations
 
-import contextlib
 import secrets
 from typing import Any
 
 import pytest
-from kubehelp import connect, create, eventually, free_port, get, job, kueue_es, namespace, queues
+from kubehelp import (
+    connect,
+    create,
+    eventually,
+    get,
+    job,
+    kueue_es,
+    namespace,
+    queues,
+    refused,
+    validating_webhooks,
+)
 
 from connectors.k8s import crds
-from connectors.k8s.certs import self_signed
 from connectors.k8s.errors import Forbidden
 from connectors.k8s.jobs import workload_name
 from connectors.k8s.resources import BY_KIND
-from connectors.k8s.validating import VALIDATING_CONFIGS, configuration
-from connectors.k8s.webhook import WebhookServer, register
 
 pytestmark = pytest.mark.kube
 LABEL = "kueue-es-job-validation-test"
@@ -46,43 +53,10 @@ def _job(ns: str, name: str, sfx: str, *, labels: dict[str, str] | None = None, 
     return doc
 
 
-async def _refused(kc, doc: dict[str, Any]) -> str:
-    with pytest.raises(Forbidden) as refused:
-        await create(kc, doc)
-    return str(refused.value)
-
-
-@contextlib.asynccontextmanager
-async def _served(kc, tmp_path, ns: str, sfx: str, feature_gates: dict[str, bool]):
-    """A webhook server with the validating configuration registered for Jobs labelled ``sfx``."""
-    bundle = self_signed(["127.0.0.1"])
-    _, cert, key = bundle.write(tmp_path / f"certs-{sfx}")
-
-    async def no_default(*_: Any) -> bool:
-        return False
-
-    server = WebhookServer(no_default, None, feature_gates)
-    port = free_port()
-    await server.start("127.0.0.1", port, str(cert), str(key))
-    name = f"kueue-es-job-validation-{sfx}"
-    try:
-        await register(kc, configuration(bundle.ca_pem, url=f"https://127.0.0.1:{port}", name=name,
-                                         object_selector={"matchLabels": {LABEL: sfx}}))
-        probe = _job(ns, "probe", sfx, labels={PREBUILT: "Probe"})
-
-        async def effective() -> bool:  # the apiserver picks the configuration up asynchronously
-            try:
-                await kc.request("POST", JOBS.collection_path(ns), query=[("dryRun", "All")], body=probe)
-            except Forbidden:
-                return True
-            return False
-
-        await eventually(effective, what="the Job validating webhook in effect")
-        yield server
-    finally:
-        with contextlib.suppress(Exception):  # cluster-wide, failurePolicy Fail: gone before this server stops
-            await kc.delete(VALIDATING_CONFIGS, name)
-        await server.stop()
+def _served(kc, tmp_path, ns: str, sfx: str, feature_gates: dict[str, bool]):
+    """The validating webhooks, for Jobs labelled ``sfx``."""
+    return validating_webhooks(kc, tmp_path / f"certs-{sfx}", f"kueue-es-job-validation-{sfx}", (LABEL, sfx),
+                               _job(ns, "probe", sfx, labels={PREBUILT: "Probe"}), feature_gates)
 
 
 @pytest.mark.asyncio
@@ -92,25 +66,25 @@ async def test_jobs_kueue_refuses_are_refused_naming_the_field(kube_apiserver, t
         sfx = secrets.token_hex(3)
         async with _served(kc, tmp_path, ns, sfx, {}) as server:
             # --- create: the prebuilt Workload's name, the maximum execution time, the TAS annotations ---------
-            message = await _refused(kc, _job(ns, "prebuilt", sfx, labels={PREBUILT: "Bad_Name"}))
+            message = await refused(kc, _job(ns, "prebuilt", sfx, labels={PREBUILT: "Bad_Name"}))
             assert (f'{DENIED}metadata.labels[{PREBUILT}]: Invalid value: "Bad_Name": a lowercase RFC 1123 '
                     "subdomain must consist of") in message
-            message = await _refused(kc, _job(ns, "capped", sfx, labels={MAX_EXEC: "0"}))
+            message = await refused(kc, _job(ns, "capped", sfx, labels={MAX_EXEC: "0"}))
             assert f"{DENIED}metadata.labels[{MAX_EXEC}]: Invalid value: 0: should be greater than 0" in message
             tas = {REQUIRED: "rack", PREFERRED: "block"}
-            message = await _refused(kc, _job(ns, "tas", sfx, template_annotations=tas))
+            message = await refused(kc, _job(ns, "tas", sfx, template_annotations=tas))
             assert (f"{DENIED}spec.template.metadata.annotations: Invalid value: must not contain more than one "
                     "topology annotation") in message
 
             # --- update: a running Job's queue name; a priority class removed ----------------------------------
             await create(kc, _job(ns, "running", sfx, suspend=False, labels={WPC: "gold"}))
-            with pytest.raises(Forbidden) as refused:
+            with pytest.raises(Forbidden) as denied:
                 await kc.patch(JOBS, "running", {"metadata": {"labels": {Q: "other"}}}, ns)
-            assert f'{DENIED}metadata.labels[{Q}]: Invalid value: "other": field is immutable' in str(refused.value)
-            with pytest.raises(Forbidden) as refused:
+            assert f'{DENIED}metadata.labels[{Q}]: Invalid value: "other": field is immutable' in str(denied.value)
+            with pytest.raises(Forbidden) as denied:
                 await kc.patch(JOBS, "running", {"metadata": {"labels": {WPC: None}}}, ns)
             assert (f'{DENIED}metadata.labels[{WPC}]: Invalid value: "": WorkloadPriorityClass cannot be removed '
-                    "from a workload") in str(refused.value)
+                    "from a workload") in str(denied.value)
             await kc.patch(JOBS, "running", {"metadata": {"labels": {Q: "other"}}, "spec": {"suspend": True}}, ns)
             got = await get(kc, "Job", "running", ns)
             assert got["metadata"]["labels"][Q] == "other" and got["spec"]["suspend"] is True

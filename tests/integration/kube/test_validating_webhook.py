@@ -10,7 +10,6 @@ object; and a gate turned off in the Configuration lets through what it governs.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import secrets
 from typing import Any
@@ -23,19 +22,16 @@ from kubehelp import (
     cluster_queue,
     connect,
     create,
-    eventually,
     flavor,
-    free_port,
     local_queue,
     namespace,
+    refused,
+    validating_webhooks,
 )
 
 from connectors.k8s import crds
-from connectors.k8s.certs import self_signed
 from connectors.k8s.errors import Forbidden
 from connectors.k8s.resources import BY_KIND
-from connectors.k8s.validating import VALIDATING_CONFIGS, configuration
-from connectors.k8s.webhook import WebhookServer, register
 
 pytestmark = pytest.mark.kube
 LABEL = "kueue-es-validation-test"
@@ -50,45 +46,12 @@ def _workload(ns: str, name: str, sfx: str, *, labels: dict[str, str] | None = N
                                          "resources": {"requests": {"cpu": "1"}}}]}}}]}}
 
 
-async def _refused(kc, doc: dict[str, Any]) -> str:
-    with pytest.raises(Forbidden) as refused:
-        await create(kc, doc)
-    return str(refused.value)
-
-
-@contextlib.asynccontextmanager
-async def _served(kc, tmp_path, sfx: str, feature_gates: dict[str, bool]):
-    """A webhook server with the validating configuration registered for objects labelled ``sfx``."""
-    bundle = self_signed(["127.0.0.1"])
-    _, cert, key = bundle.write(tmp_path / f"certs-{len(feature_gates)}")
-
-    async def no_default(*_: Any) -> bool:
-        return False
-
-    server = WebhookServer(no_default, None, feature_gates)
-    port = free_port()
-    await server.start("127.0.0.1", port, str(cert), str(key))
-    name = f"kueue-es-validation-{sfx}"
-    try:
-        await register(kc, configuration(bundle.ca_pem, url=f"https://127.0.0.1:{port}", name=name,
-                                         object_selector={"matchLabels": {LABEL: sfx}}))
-        probe = cluster_queue(f"probe-{sfx}", {"f": {"cpu": 1}}, queueingStrategy="Sometimes")
-        probe["metadata"]["labels"] = {LABEL: sfx}
-
-        async def effective() -> bool:  # the apiserver picks the configuration up asynchronously
-            try:
-                await kc.request("POST", BY_KIND["ClusterQueue"].collection_path(""), query=[("dryRun", "All")],
-                                 body=probe)
-            except Forbidden:
-                return True
-            return False
-
-        await eventually(effective, what="the validating webhook in effect")
-        yield server
-    finally:
-        with contextlib.suppress(Exception):
-            await kc.delete(VALIDATING_CONFIGS, name)
-        await server.stop()
+def _served(kc, tmp_path, sfx: str, feature_gates: dict[str, bool]):
+    """The validating webhooks, for objects labelled ``sfx``."""
+    probe = cluster_queue(f"probe-{sfx}", {"f": {"cpu": 1}}, queueingStrategy="Sometimes")
+    probe["metadata"]["labels"] = {LABEL: sfx}
+    return validating_webhooks(kc, tmp_path / f"certs-{len(feature_gates)}", f"kueue-es-validation-{sfx}",
+                               (LABEL, sfx), probe, feature_gates)
 
 
 @pytest.mark.asyncio
@@ -104,7 +67,7 @@ async def test_invalid_kueue_objects_are_refused_naming_the_field(kube_apiserver
             bad_cq = cluster_queue(cq, {fl: {"cpu": 4}},
                                    admissionChecksStrategy={"admissionChecks": [{"name": "ac", "onFlavors": ["x"]}]})
             bad_cq["metadata"]["labels"] = {LABEL: sfx}
-            message = await _refused(kc, bad_cq)
+            message = await refused(kc, bad_cq)
             assert 'admission webhook "vclusterqueue.kb.io" denied the request' in message
             assert (f"ClusterQueue {cq}: field `spec.admissionChecksStrategy.admissionChecks[0].onFlavors[0]`: "
                     f'Unsupported value: "x": supported values: "{fl}"') in message
@@ -113,7 +76,7 @@ async def test_invalid_kueue_objects_are_refused_naming_the_field(kube_apiserver
             await create(kc, good_cq)
 
             # --- Workload: a pod template label Kubernetes would refuse on a pod ---------------------------------
-            message = await _refused(kc, _workload(ns, "bad", sfx, labels={"app": "a b"}))
+            message = await refused(kc, _workload(ns, "bad", sfx, labels={"app": "a b"}))
             assert 'admission webhook "vworkload.kb.io" denied the request' in message
             assert (f"Workload {ns}/bad: field `spec.podSets[0].template.metadata.labels`: value 'a b' of key "
                     "'app'") in message
@@ -121,12 +84,12 @@ async def test_invalid_kueue_objects_are_refused_naming_the_field(kube_apiserver
             reserved = _workload(ns, "pods", sfx)
             reserved["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["limits"] = {"pods": "1"}
             assert (f"Workload {ns}/pods: field `spec.podSets[0].template.spec.containers[0].resources.limits[pods]`: "
-                    "the key is reserved for internal kueue use") in await _refused(kc, reserved)
+                    "the key is reserved for internal kueue use") in await refused(kc, reserved)
 
             # --- Topology: levels unique on create, kept on update (CEL rules of Kueue's CRD) ----------------------
             topo = {"apiVersion": KUEUE, "kind": "Topology", "metadata": {"name": f"topo-{sfx}", "labels": {LABEL: sfx}},
                     "spec": {"levels": [{"nodeLabel": "rack"}, {"nodeLabel": "rack"}]}}
-            message = await _refused(kc, topo)
+            message = await refused(kc, topo)
             assert 'admission webhook "vtopology.kb.io" denied the request' in message
             assert f"Topology topo-{sfx}: field `spec.levels`: must be unique" in message
             topo["spec"]["levels"] = [{"nodeLabel": "block"}, {"nodeLabel": "rack"}]
