@@ -17,6 +17,12 @@ class InvalidInput(KueueEsError):
     exit_code: ClassVar[int] = 2
 
 
+def refuse_field(problem: str | None, where: str, path: str) -> None:
+    """Refuse field ``path`` of the object ``where`` names when a check found ``problem`` with it (None: none)."""
+    if problem is not None:
+        raise InvalidInput(f"{where}: field `{path}`: {problem}")
+
+
 class LogError(KueueEsError):
     """Something is wrong with a log. ``retriable`` tells callers whether trying again may help."""
 

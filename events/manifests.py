@@ -17,7 +17,7 @@ import yaml
 from events import conversion, object_rules
 from events import objects as o
 from events import tas_assignment as tas
-from events.errors import InvalidInput
+from events.errors import InvalidInput, refuse_field
 from events.labels import annotations_problem, labels_problem
 from events.priority_boost import ANNOTATION as PRIORITY_BOOST_ANNOTATION
 from events.priority_boost import error as priority_boost_error
@@ -353,12 +353,8 @@ def _check_slice_size(req: o.PodSetTopologyRequest, where: str, at: str) -> None
 def _check_template_metadata(meta: o.TemplateMeta, where: str, at: str) -> None:
     """``WorkloadValidationForPodSetMetadata``: a pod set template's labels and annotations as Kubernetes
     checks a pod's (:mod:`events.labels`)."""
-    problem = labels_problem(meta.labels)
-    if problem is not None:
-        raise InvalidInput(f"{where}: field `{at}.labels`: {problem}")
-    problem = annotations_problem(meta.annotations)
-    if problem is not None:
-        raise InvalidInput(f"{where}: field `{at}.annotations`: {problem}")
+    refuse_field(labels_problem(meta.labels), where, f"{at}.labels")
+    refuse_field(annotations_problem(meta.annotations), where, f"{at}.annotations")
 
 
 def check_on_flavors(cq: o.ClusterQueue, where: str, *, kept_from: o.ClusterQueue | None = None) -> None:

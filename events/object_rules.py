@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 
 from events import objects as o
-from events.errors import InvalidInput
+from events.errors import InvalidInput, refuse_field
 from events.labels import (
     annotations_problem,
     label_value_problem,
@@ -150,11 +150,9 @@ def _pod_set_updates(wl: o.Workload, where: str) -> None:
             at = f"status.admissionChecks[{i}].podSetUpdates[{j}]"
             _one_of(update.name, names, where, f"{at}.name")
             check_tolerations(update.tolerations, where, f"{at}.tolerations")
-            for field, problem in (("annotations", annotations_problem(update.annotations)),
-                                   ("nodeSelector", labels_problem(update.node_selector)),
-                                   ("labels", labels_problem(update.labels))):
-                if problem is not None:
-                    raise InvalidInput(f"{where}: field `{at}.{field}`: {problem}")
+            refuse_field(annotations_problem(update.annotations), where, f"{at}.annotations")
+            refuse_field(labels_problem(update.node_selector), where, f"{at}.nodeSelector")
+            refuse_field(labels_problem(update.labels), where, f"{at}.labels")
 
 
 # --- ResourceFlavor ---------------------------------------------------------------------------------------------
@@ -166,9 +164,7 @@ def _resource_flavor(spec: o.ResourceFlavorSpec, where: str) -> None:
         if len(entries) > MAX_FLAVOR_ENTRIES:
             raise InvalidInput(f"{where}: field `spec.{field}` must have at most {MAX_FLAVOR_ENTRIES} items, "
                                f"has {len(entries)}")
-    problem = labels_problem(spec.node_labels)
-    if problem is not None:
-        raise InvalidInput(f"{where}: field `spec.nodeLabels`: {problem}")
+    refuse_field(labels_problem(spec.node_labels), where, "spec.nodeLabels")
     _node_taints(spec.node_taints, where, "spec.nodeTaints")
     check_tolerations(spec.tolerations, where, "spec.tolerations")
     if spec.topology_name is not None and not spec.node_labels:
@@ -180,12 +176,8 @@ def _node_taints(taints: Sequence[o.Taint], where: str, at: str) -> None:
     for i, taint in enumerate(taints):
         path = f"{at}[{i}]"
         _one_of(taint.effect, TAINT_EFFECTS, where, f"{path}.effect")
-        problem = qualified_name_problem(taint.key)
-        if problem is not None:
-            raise InvalidInput(f"{where}: field `{path}.key`: {problem}")
-        problem = label_value_problem(taint.value)
-        if problem is not None:
-            raise InvalidInput(f"{where}: field `{path}.value`: {problem}")
+        refuse_field(qualified_name_problem(taint.key), where, f"{path}.key")
+        refuse_field(label_value_problem(taint.value), where, f"{path}.value")
         if (taint.key, taint.effect) in seen:
             raise InvalidInput(f"{where}: field `{path}`: taints must be unique by key and effect pair")
         seen.add((taint.key, taint.effect))
@@ -196,9 +188,7 @@ def check_tolerations(tolerations: Sequence[o.Toleration], where: str, at: str) 
     operator, value, effect and ``tolerationSeconds`` (an empty field read as an absent one)."""
     for i, t in enumerate(tolerations):
         path = f"{at}[{i}]"
-        problem = qualified_name_problem(t.key) if t.key else None
-        if problem is not None:
-            raise InvalidInput(f"{where}: field `{path}.key`: {problem}")
+        refuse_field(qualified_name_problem(t.key) if t.key else None, where, f"{path}.key")
         if t.operator and t.operator not in ("Equal", "Exists"):
             raise InvalidInput(f"{where}: field `{path}.operator`: supported toleration values: 'Equal'(default), "
                                "'Exists'")
@@ -239,9 +229,7 @@ def _quotas(groups: Sequence[o.ResourceGroup], where: str, *, parent: str, cohor
     for g, rg in enumerate(groups):
         for j, name in enumerate(rg.covered_resources):
             at = f"spec.resourceGroups[{g}].coveredResources[{j}]"
-            problem = qualified_name_problem(name)
-            if problem is not None:
-                raise InvalidInput(f"{where}: field `{at}`: {problem}")
+            refuse_field(qualified_name_problem(name), where, at)
             if name in seen:
                 raise InvalidInput(f'{where}: field `{at}`: Duplicate value: "{name}"')
             seen.add(name)
