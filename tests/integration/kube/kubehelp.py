@@ -65,11 +65,11 @@ async def refused(kc: KubeClient, doc: dict[str, Any]) -> str:
 
 
 @contextlib.asynccontextmanager
-async def validating_webhooks(kc: KubeClient, certs: Path, name: str, label: tuple[str, str],
+async def validating_webhooks(kc: KubeClient, certs: Path, name: str, selector: dict[str, Any],
                               probe: dict[str, Any], feature_gates: dict[str, bool]) -> AsyncIterator[WebhookServer]:
-    """kueue-es's webhook server, its ValidatingWebhookConfiguration registered as ``name`` for the objects that
-    carry ``label`` only (other tests sharing the cluster never reach it), once a dry run of ``probe`` — an object
-    with that label it refuses — shows the apiserver calls it. The configuration is cluster-wide and fails
+    """kueue-es's webhook server, its ValidatingWebhookConfiguration registered as ``name`` for the objects
+    ``selector`` (an objectSelector) selects only (other tests sharing the cluster never reach it), once a dry run
+    of ``probe`` — a selected object it refuses — shows the apiserver calls it. The configuration is cluster-wide and fails
     closed: it is deleted before the server stops."""
     bundle = self_signed(["127.0.0.1"])
     _, cert, key = bundle.write(certs)
@@ -82,7 +82,7 @@ async def validating_webhooks(kc: KubeClient, certs: Path, name: str, label: tup
     await server.start("127.0.0.1", port, str(cert), str(key))
     try:
         await register(kc, configuration(bundle.ca_pem, url=f"https://127.0.0.1:{port}", name=name,
-                                         object_selector={"matchLabels": {label[0]: label[1]}}))
+                                         object_selector=selector))
         resource = BY_KIND[probe["kind"]]
 
         async def effective() -> bool:  # the apiserver picks the configuration up asynchronously

@@ -55,8 +55,9 @@ def _job(ns: str, name: str, sfx: str, *, labels: dict[str, str] | None = None, 
 
 def _served(kc, tmp_path, ns: str, sfx: str, feature_gates: dict[str, bool]):
     """The validating webhooks, for Jobs labelled ``sfx``."""
-    return validating_webhooks(kc, tmp_path / f"certs-{sfx}", f"kueue-es-job-validation-{sfx}", (LABEL, sfx),
-                               _job(ns, "probe", sfx, labels={PREBUILT: "Probe"}), feature_gates)
+    return validating_webhooks(kc, tmp_path / f"certs-{sfx}", f"kueue-es-job-validation-{sfx}",
+                               {"matchLabels": {LABEL: sfx}}, _job(ns, "probe", sfx, labels={PREBUILT: "Probe"}),
+                               feature_gates)
 
 
 @pytest.mark.asyncio

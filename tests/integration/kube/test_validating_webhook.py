@@ -20,17 +20,25 @@ from kubehelp import (
     KUEUE,
     NOW,
     cluster_queue,
+    complete_job,
     connect,
     create,
+    eventually,
     flavor,
+    get,
+    job,
+    kueue_es,
     local_queue,
     namespace,
+    queues,
     refused,
+    running,
     validating_webhooks,
 )
 
 from connectors.k8s import crds
 from connectors.k8s.errors import Forbidden
+from connectors.k8s.jobs import workload_name
 from connectors.k8s.resources import BY_KIND
 
 pytestmark = pytest.mark.kube
@@ -51,7 +59,7 @@ def _served(kc, tmp_path, sfx: str, feature_gates: dict[str, bool]):
     probe = cluster_queue(f"probe-{sfx}", {"f": {"cpu": 1}}, queueingStrategy="Sometimes")
     probe["metadata"]["labels"] = {LABEL: sfx}
     return validating_webhooks(kc, tmp_path / f"certs-{len(feature_gates)}", f"kueue-es-validation-{sfx}",
-                               (LABEL, sfx), probe, feature_gates)
+                               {"matchLabels": {LABEL: sfx}}, probe, feature_gates)
 
 
 @pytest.mark.asyncio
@@ -120,3 +128,39 @@ async def test_invalid_kueue_objects_are_refused_naming_the_field(kube_apiserver
         sfx2 = secrets.token_hex(3)
         async with _served(kc, tmp_path, sfx2, {"WorkloadValidationForPodSetMetadata": False}):
             await create(kc, _workload(ns, "unchecked", sfx2, labels={"app": "a b"}))
+
+
+@pytest.mark.asyncio
+async def test_kueue_es_own_workload_writes_pass_the_webhook(kube_apiserver, tmp_path) -> None:
+    """Every Workload kueue-es writes goes through the validating webhook in a cluster: the Workload it creates for
+    a Job, the reservation and admission, the eviction of a deactivated one, the finish of a completed one. None
+    may be refused (it would hold the workload up for good)."""
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        q = await queues(kc, "vwl", {"cpu": 2})
+        job_uid = "kueue.x-k8s.io/job-uid"
+        probe = _workload(q.ns, "probe", q.sfx, labels={"app": "a b"})
+        probe["metadata"]["labels"] = {job_uid: "probe"}
+        selected = {"matchExpressions": [{"key": job_uid, "operator": "Exists"}]}  # the Workloads of Jobs
+        async with validating_webhooks(kc, tmp_path / "certs", f"kueue-es-own-writes-{q.sfx}", selected, probe,
+                                       {}) as server:
+            refused_before, seen_before = server.validations_refused, server.validations
+            async with kueue_es(kc, tmp_path / "log"):
+                uids = {n: (await create(kc, job(q.ns, n, "user-queue")))["metadata"]["uid"]
+                        for n in ("done", "off")}
+                for n in uids:
+                    await eventually(lambda n=n: running(kc, q.ns, n), what=f"{n} started")
+                await complete_job(kc, q.ns, "done")
+                await kc.patch(BY_KIND["Workload"], workload_name("off", uids["off"]), {"spec": {"active": False}},
+                               q.ns)
+
+                async def settled() -> bool:
+                    done = await get(kc, "Workload", workload_name("done", uids["done"]), q.ns)
+                    off = await get(kc, "Workload", workload_name("off", uids["off"]), q.ns)
+                    finished = any(c["type"] == "Finished" and c["status"] == "True"
+                                   for c in done["status"].get("conditions", []))
+                    return finished and "admission" not in off["status"] and not await running(kc, q.ns, "off")
+
+                await eventually(settled, timeout=60, what="one finished, the other evicted and stopped")
+            assert server.validations_refused == refused_before, "kueue-es refused its own write"
+            assert server.validations >= seen_before + 6, "created, reserved, admitted, finished, evicted, ..."
