@@ -474,11 +474,13 @@ class ClusterState:
             raise InvalidRecord(record.offset, str(exc)) from exc
         if metered is not None:
             metered(self.metrics, self, e, seen)
-        # Every trigger is about a workload, ``wl`` as the handler left it (the metrics hooks only read). One that
-        # neither holds quota nor waits for a second pass needs no check (the common case, as in
-        # ``_sync_second_pass``).
-        if second_pass and (wl is None or wl.second_pass is not None or wl.phase in _HOLDING):
-            self._sync_second_pass(e.key, e.time)
+        # Every trigger is about a workload, ``wl`` as the handler left it (the metrics hooks only read). Kueue's
+        # NeedsSecondPass (:func:`needs_second_pass`) can hold only for a reserved workload (a delayed topology
+        # request) or an admitted one listing an unhealthy node, so any other workload not waiting for a second
+        # pass needs no check: the common case (pending, finished, or admitted on healthy nodes).
+        if second_pass and (wl is None or wl.second_pass is not None or wl.phase == RESERVED
+                            or (wl.unhealthy_nodes and wl.phase == ADMITTED)):
+            self._sync_second_pass(e.key, wl, e.time)
         if reindexed:
             self.reindex(e.key)  # type: ignore[union-attr]
         if t is not ev.WorkloadPending:
@@ -821,12 +823,10 @@ class ClusterState:
             return []
         return info.required_checks({f for p in wl.admission.pod_set_assignments for f in p.flavors.values()})
 
-    def _sync_second_pass(self, key: str, time: int) -> None:
-        """Kueue's QueueSecondPassIfNeeded: a workload that starts needing a second pass is due one second later;
-        one that no longer needs it leaves the queue (and a later need starts counting again)."""
-        wl = self.workloads.get(key)
-        if wl is not None and wl.second_pass is None and wl.phase not in _HOLDING:
-            return  # the common case: it neither needs a second pass (it holds no quota) nor waits for one
+    def _sync_second_pass(self, key: str, wl: WorkloadInfo | None, time: int) -> None:
+        """Kueue's QueueSecondPassIfNeeded for workload ``key`` (``wl``, None when gone): a workload that starts
+        needing a second pass is due one second later; one that no longer needs it leaves the queue (and a later
+        need starts counting again)."""
         if wl is None or not needs_second_pass(wl, self.required_checks_of):
             self.second_pass.pop(key, None)
             if wl is not None:
