@@ -433,18 +433,22 @@ class ClusterState:
             self.time = e.time
             if self.node_waits.at:
                 self._node_waits_ended()
-        if isinstance(e, ev.Decision) and e.cycle > self.last_cycle:
-            self.last_cycle = e.cycle
         t = type(e)
         plan = _PLANS.get(t)
         if plan is None:
             plan = _PLANS[t] = _plan_of(t)
-        handler, about_workload, metered, needs_before, second_pass, reindexed = plan
+        handler, about_workload, metered, needs_before, second_pass, reindexed, decision = plan
+        if decision and e.cycle > self.last_cycle:  # type: ignore[union-attr]
+            self.last_cycle = e.cycle  # type: ignore[union-attr]
         if handler is None:
             return  # ticks and connector outcomes carry only time
         if about_workload is None:  # an upsert or a deletion: about a workload when its object is one
-            about_workload = (e.kind == "Workload" if t is ev.ObjectDeleted
-                              else e.obj.__class__ in _WORKLOAD_VIEWS)  # type: ignore[union-attr]
+            if t is ev.ObjectDeleted:
+                about_workload = e.kind == "Workload"  # type: ignore[union-attr]
+            elif e.obj.__class__ in _WORKLOAD_VIEWS:  # type: ignore[union-attr]
+                about_workload, handler = True, ClusterState._on_workload_upserted  # half of a busy log
+            else:
+                about_workload = False
             second_pass = second_pass and about_workload
             reindexed = about_workload
         seen = wl = None
@@ -453,13 +457,13 @@ class ClusterState:
                 # Any change of a workload holding a ClusterQueue's quota (reserved, updated, released) grows that
                 # queue's allocatable generation, as in Kueue's cache (an update there removes and re-adds the
                 # entry).
-                workloads = self.workloads
-                wl = workloads.get(e.key)
+                workloads, key = self.workloads, e.key
+                wl = workloads.get(key)
                 before = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
                 if wl is not None and needs_before:  # what the metrics see change (projections.metrics)
                     seen = (wl, wl.phase, wl.evicted, wl.admission, wl.pods_ready, wl.conditions)
                 handler(self, e)
-                wl = workloads.get(e.key)
+                wl = workloads.get(key)
                 after = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
                 generations = self.generations
                 if before:
@@ -572,11 +576,12 @@ class ClusterState:
             self.touched[f"{pod.metadata.namespace}/{name}"] = None  # type: ignore[union-attr]
 
     def _on_upserted(self, e: ev.ObjectUpserted | LazyObjectUpserted) -> None:
-        obj = e.obj
-        if obj.__class__ in _WORKLOAD_VIEWS:
-            self._upsert_workload(obj)  # type: ignore[arg-type]
+        """An object upserted. (:meth:`apply` sends a Workload's straight to :meth:`_on_workload_upserted`: half of
+        a busy log, so it saves this call.)"""
+        if e.obj.__class__ in _WORKLOAD_VIEWS:
+            self._on_workload_upserted(e)
         else:
-            self._upsert_object(obj)
+            self._upsert_object(e.obj)
 
     def _on_deleted(self, e: ev.ObjectDeleted) -> None:
         if e.kind == "ProvisioningRequest":
@@ -1092,7 +1097,10 @@ class ClusterState:
         memos[id(spec)] = (spec, self.spec_inputs_generation, limits, priority, pclass, pod_sets)
         return priority, pclass, pod_sets
 
-    def _upsert_workload(self, w: o.Workload | LazyWorkload) -> None:
+    def _on_workload_upserted(self, e: ev.ObjectUpserted | LazyObjectUpserted) -> None:
+        """A Workload upserted (decoded in full or lazily): a new one is taken with its status, a known one takes
+        what its metadata and spec now say."""
+        w: o.Workload | LazyWorkload = e.obj  # type: ignore[assignment]
         key = w.key
         meta, spec = w.metadata, w.spec  # a LazyWorkload decodes its spec at each read of .spec: read it once
         old = self.workloads.get(key)
@@ -1689,6 +1697,8 @@ class _Plan(NamedTuple):
     """The workload's need for a second pass is re-checked after it (:data:`_SECOND_PASS_TRIGGERS`)."""
     reindexed: bool
     """The workload is reindexed after it (for upserts and deletions: when about a workload)."""
+    decision: bool
+    """It is a scheduler's :class:`events.schema.Decision` (its ``cycle`` counts)."""
 
 
 def _plan_of(t: type) -> _Plan:
@@ -1696,7 +1706,7 @@ def _plan_of(t: type) -> _Plan:
     return _Plan(
         handler=_HANDLERS.get(t) or _handler_of(t), about_workload=about, metered=METERED.get(t),
         needs_before=t in NEEDS_BEFORE, second_pass=t in _SECOND_PASS_TRIGGERS,
-        reindexed=about is True or t in _ALSO_ABOUT_WORKLOADS)
+        reindexed=about is True or t in _ALSO_ABOUT_WORKLOADS, decision=issubclass(t, ev.Decision))
 
 
 _PLANS: dict[type, _Plan] = {}
