@@ -462,7 +462,7 @@ class ClusterState:
                 before = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
                 if wl is not None and needs_before:  # what the metrics see change (projections.metrics)
                     seen = (wl, wl.phase, wl.evicted, wl.admission, wl.pods_ready, wl.conditions)
-                handler(self, e)
+                quiet = handler(self, e)
                 wl = workloads.get(key)
                 after = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
                 generations = self.generations
@@ -471,7 +471,7 @@ class ClusterState:
                 if after and after != before:
                     generations[after] = generations.get(after, 0) + 1
             else:
-                handler(self, e)
+                quiet = handler(self, e)
         except UndecodablePart as exc:  # a part of a lazily decoded event, read only now
             raise UndecodableRecord(record.offset, str(exc)) from exc
         except QuantityError as exc:
@@ -485,8 +485,12 @@ class ClusterState:
         if second_pass and (wl is None or wl.second_pass is not None or wl.phase == RESERVED
                             or (wl.unhealthy_nodes and wl.phase == ADMITTED)):
             self._sync_second_pass(e.key, wl, e.time)
+            quiet = False  # the second-pass table may have changed: it is indexed
         if reindexed:
-            self.reindex(e.key)  # type: ignore[union-attr]
+            if quiet:  # a Workload upsert that changed nothing the clocks read (:meth:`_on_workload_upserted`)
+                self.touched[e.key] = None  # type: ignore[union-attr]
+            else:
+                self.reindex(e.key)  # type: ignore[union-attr]
         if t is not ev.WorkloadPending:
             self.changes += 1
 
@@ -1097,9 +1101,10 @@ class ClusterState:
         memos[id(spec)] = (spec, self.spec_inputs_generation, limits, priority, pclass, pod_sets)
         return priority, pclass, pod_sets
 
-    def _on_workload_upserted(self, e: ev.ObjectUpserted | LazyObjectUpserted) -> None:
+    def _on_workload_upserted(self, e: ev.ObjectUpserted | LazyObjectUpserted) -> bool:
         """A Workload upserted (decoded in full or lazily): a new one is taken with its status, a known one takes
-        what its metadata and spec now say."""
+        what its metadata and spec now say. True when it was known and nothing :meth:`reindex` reads changed —
+        most upserts, the watcher's echo of a status write: :meth:`apply` then only marks it touched."""
         w: o.Workload | LazyWorkload = e.obj  # type: ignore[assignment]
         key = w.key
         meta, spec = w.metadata, w.spec  # a LazyWorkload decodes its spec at each read of .spec: read it once
@@ -1145,7 +1150,7 @@ class ClusterState:
             self.reflag(wl)
             self.lq_members.setdefault(f"{wl.namespace}/{wl.queue_name}", {})[key] = None
             self._enqueue(wl)
-            return
+            return False
         wl = old
         wl.resource_version = meta.resource_version
         if wl.labels != meta.labels:
@@ -1171,12 +1176,13 @@ class ClusterState:
             # show yet: this is the spec of the generation it was deactivated at, not a reactivation (which, as
             # any spec change, makes a new generation).
             active = False
+        retimed = wl.max_execution_seconds != spec.maximum_execution_time_seconds
         wl.max_execution_seconds = spec.maximum_execution_time_seconds
         new_sets = wl.spec_sets != pod_sets
         changed = (new_sets or wl.priority != priority or wl.active != active
                    or wl.queue_name != spec.queue_name or regated or reboosted)
         if not changed:
-            return
+            return not retimed  # phase, conditions, pods ready and activity are as they were: only the limit counts
         if wl.queue_name != spec.queue_name:
             self.lq_members.get(f"{wl.namespace}/{wl.queue_name}", {}).pop(key, None)
             self.lq_members.setdefault(f"{wl.namespace}/{spec.queue_name}", {})[key] = None
@@ -1200,6 +1206,7 @@ class ClusterState:
         if (deactivated or (reprioritised and wl.reserving)) and wl.cluster_queue:
             self._flush_tree(wl.cluster_queue)  # reference §3.7: parked workloads may preempt it (or fit) now
         self.reflag(wl)
+        return False
 
     def _take_observed_status(self, wl: WorkloadInfo, w: o.Workload | LazyWorkload) -> None:
         """A workload first seen with status (admitted before kueue-es started) keeps what it shows."""
