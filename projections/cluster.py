@@ -484,8 +484,8 @@ class ClusterState:
         # pass needs no check: the common case (pending, finished, or admitted on healthy nodes).
         if second_pass and (wl is None or wl.second_pass is not None or wl.phase == RESERVED
                             or (wl.unhealthy_nodes and wl.phase == ADMITTED)):
-            self._sync_second_pass(e.key, wl, e.time)
-            quiet = False  # the second-pass table may have changed: it is indexed
+            if self._sync_second_pass(e.key, wl, e.time):
+                quiet = False  # the second-pass table changed: it is indexed
         if reindexed:
             if quiet:  # a Workload upsert that changed nothing the clocks read (:meth:`_on_workload_upserted`)
                 self.touched[e.key] = None  # type: ignore[union-attr]
@@ -832,18 +832,19 @@ class ClusterState:
             return []
         return info.required_checks({f for p in wl.admission.pod_set_assignments for f in p.flavors.values()})
 
-    def _sync_second_pass(self, key: str, wl: WorkloadInfo | None, time: int) -> None:
+    def _sync_second_pass(self, key: str, wl: WorkloadInfo | None, time: int) -> bool:
         """Kueue's QueueSecondPassIfNeeded for workload ``key`` (``wl``, None when gone): a workload that starts
         needing a second pass is due one second later; one that no longer needs it leaves the queue (and a later
-        need starts counting again)."""
+        need starts counting again). True when :attr:`second_pass` changed."""
         if wl is None or not needs_second_pass(wl, self.required_checks_of):
-            self.second_pass.pop(key, None)
             if wl is not None:
                 wl.second_pass = None
-            return
+            return self.second_pass.pop(key, None) is not None
         if wl.second_pass is None:
             wl.second_pass = (1, time + backoff_ms(1))
             self.second_pass[key] = wl.second_pass[1]
+            return True
+        return False
 
     # --- objects --------------------------------------------------------------------------------------------
 
