@@ -1126,7 +1126,13 @@ class ClusterState:
             rcs, rules = self.runtime_classes, self.request_rules
             pod_sets = tuple([pod_set_info(ps, limits, rcs, rules) for ps in spec.pod_sets])
         annotations = meta.annotations
-        boost_annotation = annotations.get(PRIORITY_BOOST_ANNOTATION, "") if annotations else ""
+        if annotations:
+            boost_annotation = annotations.get(PRIORITY_BOOST_ANNOTATION, "")
+            gate = annotations.get(ADMISSION_GATED_BY_ANNOTATION, "")
+            parameters = provreq_parameters(annotations)
+        else:  # most Workloads carry none: no lookups
+            boost_annotation = gate = ""
+            parameters = ()
         boost = 0
         if boost_annotation and self.priority_boost:
             boost = boost_of(boost_annotation)
@@ -1139,9 +1145,9 @@ class ClusterState:
                 pod_sets=pod_sets, active=spec.active, labels=dict(meta.labels),
                 resource_version=meta.resource_version,
                 max_execution_seconds=spec.maximum_execution_time_seconds,
-                provreq_parameters=provreq_parameters(meta.annotations),
+                provreq_parameters=parameters,
                 generation=meta.generation,
-                admission_gate=meta.annotations.get(ADMISSION_GATED_BY_ANNOTATION, ""),
+                admission_gate=gate,
                 pod_owned=bool(meta.owner_references) and owned_by_single_pod(meta),
                 boost=boost, boost_annotation=boost_annotation,
             )
@@ -1156,10 +1162,9 @@ class ClusterState:
         wl.resource_version = meta.resource_version
         if wl.labels != meta.labels:
             wl.labels = dict(meta.labels)
-        wl.provreq_parameters = provreq_parameters(meta.annotations)
+        wl.provreq_parameters = parameters
         if meta.owner_references or wl.pod_owned:
             wl.pod_owned = owned_by_single_pod(meta)
-        gate = meta.annotations.get(ADMISSION_GATED_BY_ANNOTATION, "")
         regated = gate != wl.admission_gate
         if regated:
             wl.admission_gate = gate
