@@ -426,18 +426,22 @@ class ClusterState:
             self.time = e.time
             if self.node_waits.at:
                 self._node_waits_ended()
-        if isinstance(e, ev.Decision) and e.cycle > self.last_cycle:
-            self.last_cycle = e.cycle
         t = type(e)
         plan = _PLANS.get(t)
         if plan is None:
             plan = _PLANS[t] = _plan_of(t)
-        handler, about_workload, metered, needs_before, second_pass, reindexed = plan
+        handler, about_workload, metered, needs_before, second_pass, reindexed, decision = plan
+        if decision and e.cycle > self.last_cycle:  # type: ignore[union-attr]
+            self.last_cycle = e.cycle  # type: ignore[union-attr]
         if handler is None:
             return  # ticks and connector outcomes carry only time
         if about_workload is None:  # an upsert or a deletion: about a workload when its object is one
-            about_workload = (e.kind == "Workload" if t is ev.ObjectDeleted
-                              else e.obj.__class__ in _WORKLOAD_VIEWS)  # type: ignore[union-attr]
+            if t is ev.ObjectDeleted:
+                about_workload = e.kind == "Workload"  # type: ignore[union-attr]
+            elif e.obj.__class__ in _WORKLOAD_VIEWS:  # type: ignore[union-attr]
+                about_workload, handler = True, ClusterState._on_workload_upserted  # half of a busy log
+            else:
+                about_workload = False
             second_pass = second_pass and about_workload
             reindexed = about_workload
         seen = wl = None
@@ -446,13 +450,13 @@ class ClusterState:
                 # Any change of a workload holding a ClusterQueue's quota (reserved, updated, released) grows that
                 # queue's allocatable generation, as in Kueue's cache (an update there removes and re-adds the
                 # entry).
-                workloads = self.workloads
-                wl = workloads.get(e.key)
+                workloads, key = self.workloads, e.key
+                wl = workloads.get(key)
                 before = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
                 if wl is not None and needs_before:  # what the metrics see change (projections.metrics)
                     seen = (wl, wl.phase, wl.evicted, wl.admission, wl.pods_ready, wl.conditions)
-                handler(self, e)
-                wl = workloads.get(e.key)
+                quiet = handler(self, e)
+                wl = workloads.get(key)
                 after = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
                 generations = self.generations
                 if before:
@@ -460,20 +464,26 @@ class ClusterState:
                 if after and after != before:
                     generations[after] = generations.get(after, 0) + 1
             else:
-                handler(self, e)
+                quiet = handler(self, e)
         except UndecodablePart as exc:  # a part of a lazily decoded event, read only now
             raise UndecodableRecord(record.offset, str(exc)) from exc
         except QuantityError as exc:
             raise InvalidRecord(record.offset, str(exc)) from exc
         if metered is not None:
             metered(self.metrics, self, e, seen)
-        # Every trigger is about a workload, ``wl`` as the handler left it (the metrics hooks only read). One that
-        # neither holds quota nor waits for a second pass needs no check (the common case, as in
-        # ``_sync_second_pass``).
-        if second_pass and (wl is None or wl.second_pass is not None or wl.phase in _HOLDING):
-            self._sync_second_pass(e.key, e.time)
+        # Every trigger is about a workload, ``wl`` as the handler left it (the metrics hooks only read). Kueue's
+        # NeedsSecondPass (:func:`needs_second_pass`) can hold only for a reserved workload (a delayed topology
+        # request) or an admitted one listing an unhealthy node, so any other workload not waiting for a second
+        # pass needs no check: the common case (pending, finished, or admitted on healthy nodes).
+        if second_pass and (wl is None or wl.second_pass is not None or wl.phase == RESERVED
+                            or (wl.unhealthy_nodes and wl.phase == ADMITTED)):
+            if self._sync_second_pass(e.key, wl, e.time):
+                quiet = False  # the second-pass table changed: it is indexed
         if reindexed:
-            self.reindex(e.key)  # type: ignore[union-attr]
+            if quiet:  # a Workload upsert that changed nothing the clocks read (:meth:`_on_workload_upserted`)
+                self.touched[e.key] = None  # type: ignore[union-attr]
+            else:
+                self.reindex(e.key)  # type: ignore[union-attr]
         if t is not ev.WorkloadPending:
             self.changes += 1
 
@@ -563,11 +573,12 @@ class ClusterState:
             self.touched[f"{pod.metadata.namespace}/{name}"] = None  # type: ignore[union-attr]
 
     def _on_upserted(self, e: ev.ObjectUpserted | LazyObjectUpserted) -> None:
-        obj = e.obj
-        if obj.__class__ in _WORKLOAD_VIEWS:
-            self._upsert_workload(obj)  # type: ignore[arg-type]
+        """An object upserted. (:meth:`apply` sends a Workload's straight to :meth:`_on_workload_upserted`: half of
+        a busy log, so it saves this call.)"""
+        if e.obj.__class__ in _WORKLOAD_VIEWS:
+            self._on_workload_upserted(e)
         else:
-            self._upsert_object(obj)
+            self._upsert_object(e.obj)
 
     def _on_deleted(self, e: ev.ObjectDeleted) -> None:
         if e.kind == "ProvisioningRequest":
@@ -814,20 +825,19 @@ class ClusterState:
             return []
         return info.required_checks({f for p in wl.admission.pod_set_assignments for f in p.flavors.values()})
 
-    def _sync_second_pass(self, key: str, time: int) -> None:
-        """Kueue's QueueSecondPassIfNeeded: a workload that starts needing a second pass is due one second later;
-        one that no longer needs it leaves the queue (and a later need starts counting again)."""
-        wl = self.workloads.get(key)
-        if wl is not None and wl.second_pass is None and wl.phase not in _HOLDING:
-            return  # the common case: it neither needs a second pass (it holds no quota) nor waits for one
+    def _sync_second_pass(self, key: str, wl: WorkloadInfo | None, time: int) -> bool:
+        """Kueue's QueueSecondPassIfNeeded for workload ``key`` (``wl``, None when gone): a workload that starts
+        needing a second pass is due one second later; one that no longer needs it leaves the queue (and a later
+        need starts counting again). True when :attr:`second_pass` changed."""
         if wl is None or not needs_second_pass(wl, self.required_checks_of):
-            self.second_pass.pop(key, None)
             if wl is not None:
                 wl.second_pass = None
-            return
+            return self.second_pass.pop(key, None) is not None
         if wl.second_pass is None:
             wl.second_pass = (1, time + backoff_ms(1))
             self.second_pass[key] = wl.second_pass[1]
+            return True
+        return False
 
     # --- objects --------------------------------------------------------------------------------------------
 
@@ -1085,7 +1095,11 @@ class ClusterState:
         memos[id(spec)] = (spec, self.spec_inputs_generation, limits, priority, pclass, pod_sets)
         return priority, pclass, pod_sets
 
-    def _upsert_workload(self, w: o.Workload | LazyWorkload) -> None:
+    def _on_workload_upserted(self, e: ev.ObjectUpserted | LazyObjectUpserted) -> bool:
+        """A Workload upserted (decoded in full or lazily): a new one is taken with its status, a known one takes
+        what its metadata and spec now say. True when it was known and nothing :meth:`reindex` reads changed —
+        most upserts, the watcher's echo of a status write: :meth:`apply` then only marks it touched."""
+        w: o.Workload | LazyWorkload = e.obj  # type: ignore[assignment]
         key = w.key
         meta, spec = w.metadata, w.spec  # a LazyWorkload decodes its spec at each read of .spec: read it once
         old = self.workloads.get(key)
@@ -1105,7 +1119,13 @@ class ClusterState:
             rcs, rules = self.runtime_classes, self.request_rules
             pod_sets = tuple([pod_set_info(ps, limits, rcs, rules) for ps in spec.pod_sets])
         annotations = meta.annotations
-        boost_annotation = annotations.get(PRIORITY_BOOST_ANNOTATION, "") if annotations else ""
+        if annotations:
+            boost_annotation = annotations.get(PRIORITY_BOOST_ANNOTATION, "")
+            gate = annotations.get(ADMISSION_GATED_BY_ANNOTATION, "")
+            parameters = provreq_parameters(annotations)
+        else:  # most Workloads carry none: no lookups
+            boost_annotation = gate = ""
+            parameters = ()
         boost = 0
         if boost_annotation and self.priority_boost:
             boost = boost_of(boost_annotation)
@@ -1118,9 +1138,9 @@ class ClusterState:
                 pod_sets=pod_sets, active=spec.active, labels=dict(meta.labels),
                 resource_version=meta.resource_version,
                 max_execution_seconds=spec.maximum_execution_time_seconds,
-                provreq_parameters=provreq_parameters(meta.annotations),
+                provreq_parameters=parameters,
                 generation=meta.generation,
-                admission_gate=meta.annotations.get(ADMISSION_GATED_BY_ANNOTATION, ""),
+                admission_gate=gate,
                 pod_owned=bool(meta.owner_references) and owned_by_single_pod(meta),
                 boost=boost, boost_annotation=boost_annotation,
             )
@@ -1130,15 +1150,14 @@ class ClusterState:
             self.reflag(wl)
             self.lq_members.setdefault(f"{wl.namespace}/{wl.queue_name}", {})[key] = None
             self._enqueue(wl)
-            return
+            return False
         wl = old
         wl.resource_version = meta.resource_version
         if wl.labels != meta.labels:
             wl.labels = dict(meta.labels)
-        wl.provreq_parameters = provreq_parameters(meta.annotations)
+        wl.provreq_parameters = parameters
         if meta.owner_references or wl.pod_owned:
             wl.pod_owned = owned_by_single_pod(meta)
-        gate = meta.annotations.get(ADMISSION_GATED_BY_ANNOTATION, "")
         regated = gate != wl.admission_gate
         if regated:
             wl.admission_gate = gate
@@ -1156,12 +1175,13 @@ class ClusterState:
             # show yet: this is the spec of the generation it was deactivated at, not a reactivation (which, as
             # any spec change, makes a new generation).
             active = False
+        retimed = wl.max_execution_seconds != spec.maximum_execution_time_seconds
         wl.max_execution_seconds = spec.maximum_execution_time_seconds
         new_sets = wl.spec_sets != pod_sets
         changed = (new_sets or wl.priority != priority or wl.active != active
                    or wl.queue_name != spec.queue_name or regated or reboosted)
         if not changed:
-            return
+            return not retimed  # phase, conditions, pods ready and activity are as they were: only the limit counts
         if wl.queue_name != spec.queue_name:
             self.lq_members.get(f"{wl.namespace}/{wl.queue_name}", {}).pop(key, None)
             self.lq_members.setdefault(f"{wl.namespace}/{spec.queue_name}", {})[key] = None
@@ -1185,6 +1205,7 @@ class ClusterState:
         if (deactivated or (reprioritised and wl.reserving)) and wl.cluster_queue:
             self._flush_tree(wl.cluster_queue)  # reference §3.7: parked workloads may preempt it (or fit) now
         self.reflag(wl)
+        return False
 
     def _take_observed_status(self, wl: WorkloadInfo, w: o.Workload | LazyWorkload) -> None:
         """A workload first seen with status (admitted before kueue-es started) keeps what it shows."""
@@ -1682,6 +1703,8 @@ class _Plan(NamedTuple):
     """The workload's need for a second pass is re-checked after it (:data:`_SECOND_PASS_TRIGGERS`)."""
     reindexed: bool
     """The workload is reindexed after it (for upserts and deletions: when about a workload)."""
+    decision: bool
+    """It is a scheduler's :class:`events.schema.Decision` (its ``cycle`` counts)."""
 
 
 def _plan_of(t: type) -> _Plan:
@@ -1689,7 +1712,7 @@ def _plan_of(t: type) -> _Plan:
     return _Plan(
         handler=_HANDLERS.get(t) or _handler_of(t), about_workload=about, metered=METERED.get(t),
         needs_before=t in NEEDS_BEFORE, second_pass=t in _SECOND_PASS_TRIGGERS,
-        reindexed=about is True or t in _ALSO_ABOUT_WORKLOADS)
+        reindexed=about is True or t in _ALSO_ABOUT_WORKLOADS, decision=issubclass(t, ev.Decision))
 
 
 _PLANS: dict[type, _Plan] = {}

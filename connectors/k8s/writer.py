@@ -20,7 +20,7 @@ rejected admission check, the requeuing limit, the maximum execution time) first
 a merge patch of the Workload conditioned on the same uid and resourceVersion, as Kueue's workload controller
 sets it before it evicts; the status write follows on the new resourceVersion. A conflict there waits for the
 watch to bring the newer Workload. (The projection keeps such a workload inactive while the Workload it is shown
-is of the generation it deactivated: see ``ClusterState._upsert_workload``.)
+is of the generation it deactivated: see ``ClusterState._on_workload_upserted``.)
 
 A rejected workload is not written again until the watch shows a newer version of it. The projection does not
 undo a rejected decision by itself: the observed facts that made it fail (deletion, deactivation, a new queue)

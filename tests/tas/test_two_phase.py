@@ -220,3 +220,28 @@ def test_a_cluster_queue_missing_after_a_restart_fails_the_second_pass_without_a
     _, state = asyncio.run(read_all(path))
     assert placement(state) == [(("n3",), 2), (("n4",), 1)]
     assert state.workloads[KEY].phase == "Admitted"
+
+
+def test_a_workload_upsert_that_ends_or_starts_the_wait_for_a_second_pass_moves_the_clock(tmp_path: Path) -> None:
+    """The watcher's echo of a Workload changes nothing the fold reads, but it is a workload update, on which Kueue
+    re-checks the need for a second pass: with the ClusterQueue gone the need is over, and once it is back the need
+    starts again; the clock the scheduler reads due second passes from follows the table it is built from."""
+    path = tmp_path / "log"
+    asyncio.run(first_pass(path))
+    _, state = asyncio.run(read_all(path))
+    assert KEY in state.second_pass and KEY in state.second_pass_due.at
+    cq = next(obj for obj in objects() if isinstance(obj, o.ClusterQueue))
+    workload = next(obj for obj in objects() if isinstance(obj, o.Workload))
+
+    def apply(e: ev.AnyEvent) -> None:
+        state.apply(ev.Record(state.offset + 1, e))
+
+    apply(ev.ObjectDeleted(time=T0 + 10_500, key="cq", kind="ClusterQueue"))
+    assert KEY in state.second_pass_due.at  # (the need is re-checked on the workload's next update)
+    apply(upserts([workload], T0 + 10_600)[0])
+    assert state.workloads[KEY].second_pass is None and KEY not in state.second_pass
+    assert KEY not in state.second_pass_due.at
+    apply(upserts([cq], T0 + 10_700)[0])
+    apply(upserts([workload], T0 + 10_800)[0])
+    assert state.workloads[KEY].second_pass == (1, T0 + 11_800)
+    assert state.second_pass_due.at == {KEY: T0 + 11_800}
