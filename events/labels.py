@@ -14,9 +14,17 @@ VALUE_MAX = 63
 ANNOTATIONS_MAX_BYTES = 256 * 1024
 """What all of an object's annotations (keys and values) may add up to."""
 
-_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+NAME_FMT = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+"""A qualified name's name part, and a label value."""
+DNS_LABEL_FMT = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+SUBDOMAIN_FMT = rf"{DNS_LABEL_FMT}(\.{DNS_LABEL_FMT})*"
+NAME, DNS_LABEL, SUBDOMAIN = re.compile(NAME_FMT), re.compile(DNS_LABEL_FMT), re.compile(SUBDOMAIN_FMT)
 _NAME_RULE = "alphanumeric characters, '-', '_' or '.', starting and ending with an alphanumeric character"
+
+
+def is_dns_label(value: str) -> bool:
+    """A DNS-1123 label: at most 63 lowercase alphanumeric characters or '-', alphanumeric at both ends."""
+    return len(value) <= NAME_MAX and DNS_LABEL.fullmatch(value) is not None
 
 
 def qualified_name_problem(key: str) -> str | None:
@@ -31,14 +39,14 @@ def qualified_name_problem(key: str) -> str | None:
             return "the prefix part must not be empty"
         if len(prefix) > PREFIX_MAX:
             return f"the prefix part must be at most {PREFIX_MAX} characters"
-        if not _SUBDOMAIN.fullmatch(prefix):
+        if not SUBDOMAIN.fullmatch(prefix):
             return ("the prefix part must be a DNS subdomain: lowercase alphanumeric characters, '-' or '.', "
                     "starting and ending with an alphanumeric character")
     if not name:
         return "the name part must not be empty"
     if len(name) > NAME_MAX:
         return f"the name part must be at most {NAME_MAX} characters"
-    if not _NAME.fullmatch(name):
+    if not NAME.fullmatch(name):
         return f"the name part must consist of {_NAME_RULE}"
     return None
 
@@ -47,7 +55,7 @@ def label_value_problem(value: str) -> str | None:
     """A label value: empty, or at most 63 characters of the name part's alphabet."""
     if len(value) > VALUE_MAX:
         return f"a label value must be at most {VALUE_MAX} characters"
-    if value and not _NAME.fullmatch(value):
+    if value and not NAME.fullmatch(value):
         return f"a label value must be empty or consist of {_NAME_RULE}"
     return None
 

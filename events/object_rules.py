@@ -35,6 +35,10 @@ from decimal import Decimal
 from events import objects as o
 from events.errors import InvalidInput, refuse_field
 from events.labels import (
+    DNS_LABEL,
+    NAME_FMT,
+    SUBDOMAIN,
+    SUBDOMAIN_FMT,
     annotations_problem,
     label_value_problem,
     labels_problem,
@@ -53,10 +57,8 @@ MAX_TOPOLOGY_LEVELS = 16
 MAX_TOTAL = 256
 MIN_WEIGHT = Decimal("1e-9")
 
-_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _KIND = re.compile(r"[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?")
-_LEVEL_LABEL = re.compile(r"(" + _SUBDOMAIN.pattern + r"/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])")
+_LEVEL_LABEL = re.compile(rf"({SUBDOMAIN_FMT}/)?({NAME_FMT})")
 """A Topology level's ``nodeLabel``, as Kueue's CRD's pattern: a label key, its parts of any length."""
 
 
@@ -300,8 +302,8 @@ def _admission_check(spec: o.AdmissionCheckSpec, where: str) -> None:
     ref = spec.parameters
     if ref is None:
         return
-    for field, value, pattern, limit in (("apiGroup", ref.api_group, _SUBDOMAIN, 253), ("kind", ref.kind, _KIND, 63),
-                                         ("name", ref.name, _DNS_LABEL, 63)):
+    for field, value, pattern, limit in (("apiGroup", ref.api_group, SUBDOMAIN, 253), ("kind", ref.kind, _KIND, 63),
+                                         ("name", ref.name, DNS_LABEL, 63)):
         if len(value) > limit or not pattern.fullmatch(value):
             raise InvalidInput(f"{where}: field `spec.parameters.{field}`: {value!r} should match "
                                f"'^{pattern.pattern}$' and be at most {limit} characters")

@@ -10,21 +10,14 @@ that check.
 
 from __future__ import annotations
 
-from events.goint import is_go_int
+from events.goint import parse_int
 
 ANNOTATION = "kueue.x-k8s.io/priority-boost"
-
 _INT32 = (-(2**31), 2**31 - 1)
-
 
 def parse(value: str) -> int | None:
     """The boost ``value`` gives (0 when empty), or None when Kueue would not read it as an int32."""
-    if not value:
-        return 0
-    if not is_go_int(value):
-        return None
-    boost = int(value)
-    return boost if _INT32[0] <= boost <= _INT32[1] else None
+    return parse_int(value, 32) if value else 0
 
 
 def boost_of(value: str) -> int:

@@ -44,6 +44,8 @@ from connectors.k8s.jobs import MAX_EXEC_LABEL, max_execution_seconds
 from connectors.k8s.resources import MIN_PARALLELISM
 from events import objects as o
 from events.errors import InvalidInput
+from events.goint import is_go_int, parse_int
+from events.labels import NAME, NAME_FMT, NAME_MAX, PREFIX_MAX, SUBDOMAIN, SUBDOMAIN_FMT
 from projections import gates
 
 PATH = "/validate-batch-v1-job"
@@ -64,7 +66,7 @@ HasDefaultQueue = Callable[[str], Awaitable[bool]]
 _LABELS, _ANNOTATIONS = "metadata.labels", "metadata.annotations"
 _TEMPLATE_ANNOTATIONS = "spec.template.metadata.annotations"
 _INT32, _INT64, _UINT64 = 2**31, 2**63, 2**64
-_DECIMAL, _DIGITS = re.compile(r"[+-]?[0-9]+"), re.compile(r"[0-9]+")
+_DIGITS = re.compile(r"[0-9]+")
 _TRUE, _FALSE = ("1", "t", "T", "TRUE", "true", "True"), ("0", "f", "F", "FALSE", "false", "False")
 
 
@@ -134,12 +136,8 @@ def aggregate(errors: list[str]) -> str | None:
 
 # --- Kubernetes' name syntaxes ---------------------------------------------------------------------------------
 
-_SUBDOMAIN_FMT = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-_SUBDOMAIN = re.compile(_SUBDOMAIN_FMT)
-_SUBDOMAIN_MAX = 253
-_KEY_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_KEY = re.compile(_KEY_FMT)
-_KEY_NAME_MAX = 63
+_SUBDOMAIN_MAX = PREFIX_MAX
+_KEY_NAME_MAX = NAME_MAX
 _KEY_RULE = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
 
 
@@ -154,10 +152,10 @@ def subdomain_problems(value: str, unit: str = "characters") -> list[str]:
     problems = []
     if len(value.encode()) > _SUBDOMAIN_MAX:
         problems.append(f"must be no more than {_SUBDOMAIN_MAX} {unit}")
-    if not _SUBDOMAIN.fullmatch(value):
+    if not SUBDOMAIN.fullmatch(value):
         problems.append(_regex_error(
             "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
-            "start and end with an alphanumeric character", _SUBDOMAIN_FMT, "example.com"))
+            "start and end with an alphanumeric character", SUBDOMAIN_FMT, "example.com"))
     return problems
 
 
@@ -166,7 +164,7 @@ def label_key_problems(value: str) -> list[str]:
     parts = value.split("/")
     problems: list[str] = []
     if len(parts) > 2:
-        return ["a valid label key " + _regex_error(_KEY_RULE, _KEY_FMT, "MyName", "my.name", "123-abc")
+        return ["a valid label key " + _regex_error(_KEY_RULE, NAME_FMT, "MyName", "my.name", "123-abc")
                 + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
     name = parts[-1]
     if len(parts) == 2:
@@ -179,8 +177,8 @@ def label_key_problems(value: str) -> list[str]:
         problems.append("name part must be non-empty")
     elif len(name.encode()) > _KEY_NAME_MAX:
         problems.append(f"name part must be no more than {_KEY_NAME_MAX} bytes")
-    if not _KEY.fullmatch(name):
-        problems.append("name part " + _regex_error(_KEY_RULE, _KEY_FMT, "MyName", "my.name", "123-abc"))
+    if not NAME.fullmatch(name):
+        problems.append("name part " + _regex_error(_KEY_RULE, NAME_FMT, "MyName", "my.name", "123-abc"))
     return problems
 
 
@@ -201,7 +199,7 @@ def _label_name(value: str, path: str) -> list[str]:
 
 def _atoi(text: str) -> tuple[int | None, str]:
     """``strconv.Atoi`` (64-bit): the value, or None and Go's error."""
-    if not _DECIMAL.fullmatch(text):
+    if not is_go_int(text):
         return None, f'strconv.Atoi: parsing {_go_quote(text)}: invalid syntax'
     value = int(text)
     if not -_INT64 <= value < _INT64:
@@ -212,13 +210,6 @@ def _atoi(text: str) -> tuple[int | None, str]:
 def _int32(value: int) -> int:
     """Go's conversion of an int to int32 (wrapping)."""
     return (value + _INT32) % (2 * _INT32) - _INT32
-
-
-def _parse_int32(text: str) -> int | None:
-    """``strconv.ParseInt(text, 10, 32)``, None on any error."""
-    if not _DECIMAL.fullmatch(text) or not -_INT32 <= int(text) < _INT32:
-        return None
-    return int(text)
 
 
 def _parse_bool(text: str) -> bool | None:
@@ -346,7 +337,7 @@ def topology_errors(annotations: Mapping[str, str], count: int, multi_layer: boo
     if UNCONSTRAINED in found and _parse_bool(annotations[UNCONSTRAINED]) is None:
         errors.append(_invalid(_key(path, UNCONSTRAINED), annotations[UNCONSTRAINED], "must be a boolean value"))
     if SLICE_SIZE in found:
-        size = _parse_int32(annotations[SLICE_SIZE])
+        size = parse_int(annotations[SLICE_SIZE], 32)
         if size is None:
             errors.append(_invalid(_key(path, SLICE_SIZE), annotations[SLICE_SIZE], "must be a numeric value"))
         elif size < 1:
@@ -415,7 +406,7 @@ def _layers_errors(text: str, found: set[str], multi_layer: bool) -> list[str]:
 def _upper_bound_errors(annotations: Mapping[str, str], count: int) -> list[str]:
     errors = []
     if SLICE_SIZE in annotations:
-        size = _parse_int32(annotations[SLICE_SIZE])
+        size = parse_int(annotations[SLICE_SIZE], 32)
         if size is not None and size > count:
             errors.append(_invalid(_key(_TEMPLATE_ANNOTATIONS, SLICE_SIZE), annotations[SLICE_SIZE],
                                    f"must not be greater than pod set count {count}"))

@@ -15,11 +15,10 @@ tolerations and gates are deduplicated.
 
 from __future__ import annotations
 
-import re
-
 import msgspec
 
 from events import objects as o
+from events.labels import is_dns_label
 from projections import gates
 from projections.cluster import ClusterState
 from projections.workloads import WorkloadInfo
@@ -31,7 +30,6 @@ UNCONSTRAINED_ANNOTATION = "kueue.x-k8s.io/podset-unconstrained-topology"
 PODSET_LABEL = "kueue.x-k8s.io/podset"
 LQ_LABEL = "kueue.x-k8s.io/local-queue-name"
 CQ_LABEL = "kueue.x-k8s.io/cluster-queue-name"
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
 class MergeConflict(Exception):
@@ -47,7 +45,7 @@ class PodSetInfo(msgspec.Struct, kw_only=True):
 
 
 def _dns_label(value: str) -> bool:
-    return len(value) <= 63 and _DNS_LABEL.fullmatch(value) is not None
+    return is_dns_label(value)
 
 
 def queue_labels(state: ClusterState, wl: WorkloadInfo) -> dict[str, str]:
