@@ -81,6 +81,15 @@ clears its accumulated execution time as it deactivates it."""
 __all__ = ["MAX_EXECUTION_EXCEEDED", "ClusterState", "max_execution_deadline", "selector_matches"]
 
 
+class MisfiledObject(ValueError):
+    """An upsert whose envelope key is not its object's namespace/name: written by a producer that built the
+    envelope by hand. The fold keys its tables by both, so taking it would file one workload under two keys."""
+
+    def __init__(self, key: str, obj: o.KObject) -> None:
+        kind = type(obj).__struct_config__.tag  # type: ignore[attr-defined]
+        super().__init__(f"{kind} {obj.key!r} is upserted under key {key!r} (the key must be namespace/name)")
+
+
 class ClusterState:
     """Everything the scheduler needs, rebuilt from the log."""
 
@@ -467,7 +476,7 @@ class ClusterState:
                 quiet = handler(self, e)
         except UndecodablePart as exc:  # a part of a lazily decoded event, read only now
             raise UndecodableRecord(record.offset, str(exc)) from exc
-        except QuantityError as exc:
+        except (QuantityError, MisfiledObject) as exc:
             raise InvalidRecord(record.offset, str(exc)) from exc
         if metered is not None:
             metered(self.metrics, self, e, seen)
@@ -578,6 +587,8 @@ class ClusterState:
         if e.obj.__class__ in _WORKLOAD_VIEWS:
             self._on_workload_upserted(e)
         else:
+            if e.obj.key != e.key:
+                raise MisfiledObject(e.key, e.obj)
             self._upsert_object(e.obj)
 
     def _on_deleted(self, e: ev.ObjectDeleted) -> None:
@@ -1101,6 +1112,8 @@ class ClusterState:
         most upserts, the watcher's echo of a status write: :meth:`apply` then only marks it touched."""
         w: o.Workload | LazyWorkload = e.obj  # type: ignore[assignment]
         key = w.key
+        if key != e.key:
+            raise MisfiledObject(e.key, w)
         meta, spec = w.metadata, w.spec  # a LazyWorkload decodes its spec at each read of .spec: read it once
         old = self.workloads.get(key)
         if old is not None and old.uid != meta.uid:

@@ -436,6 +436,37 @@ def test_an_invalid_quantity_in_the_log_stops_the_fold_naming_its_offset(log: Pa
         assert "replay --quarantine" in line
 
 
+def test_an_upsert_filed_under_another_key_stops_the_fold_naming_its_offset(log: Path) -> None:
+    """The fold keys a workload by the envelope in some tables and by its object in others: an envelope built by
+    hand with another key would file one workload under two names. It is refused like any invalid object."""
+    wl = msgspec.convert({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": {"name": "wl", "namespace": "team-a", "uid": "wl"},
+        "spec": {"queueName": "lq-a", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}]},
+    }, o.KueueObject)
+    append(log, [ev.ObjectUpserted(time=1_714_600_000_000, key="team-b/wl", uid="wl", obj=wl)])  # offset 11
+    r = kueue_es("replay", "--log", log)
+    assert r.code == 1, r.err
+    assert ("the event at log offset 11 holds an invalid object: Workload 'team-a/wl' is upserted under key "
+            "'team-b/wl'") in one_line_error(r)
+    r = kueue_es("replay", "--log", log, "--quarantine", "-o", "json")  # decoded in full, and set aside
+    assert r.code == 0, r.err
+    assert [(q["offset"], q["error"]) for q in json.loads(r.out)["quarantined"]] == [
+        (11, "Workload 'team-a/wl' is upserted under key 'team-b/wl' (the key must be namespace/name)")]
+    assert "team-b/wl" not in r.out.replace("under key 'team-b/wl'", "")
+
+
+def test_a_misfiled_object_of_another_kind_is_refused_too(log: Path) -> None:
+    lq = msgspec.convert({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+                          "metadata": {"name": "lq-x", "namespace": "team-a"}, "spec": {"clusterQueue": "cq-a"}},
+                         o.KueueObject)
+    append(log, [ev.ObjectUpserted(time=1_714_600_000_000, key="lq-x", obj=lq)])  # offset 11
+    r = kueue_es("replay", "--log", log)
+    assert r.code == 1, r.err
+    assert "LocalQueue 'team-a/lq-x' is upserted under key 'lq-x'" in one_line_error(r)
+
+
 def test_replay_quarantine_sets_an_invalid_event_aside_and_folds_the_rest_as_if_it_were_not_there(
     log: Path, tmp_path: Path,
 ) -> None:
