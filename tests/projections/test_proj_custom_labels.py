@@ -5,8 +5,10 @@ are checked whatever the gate."""
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
+import aiohttp
 import msgspec
 import pytest
 from fixtures.eventgen import T0, cohort, fold, local_queue, upsert
@@ -15,6 +17,7 @@ from test_proj_metrics import Log, _restores_at_every_cut, admit, cluster, clust
 from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
+from kueue_es.metrics import registry, start_server
 from kueue_es.metrics import text as metrics_text
 from kueue_es.scheduler.config import load_config
 from projections.custom_labels import UNTRACKED
@@ -183,6 +186,38 @@ def test_the_exposition_carries_the_labels() -> None:
     assert twice["kueue_quota_reserved_workloads_total"].samples == [
         (("cq-a", "high", "ml", "c1"), 2.0), (("cq-b", "", "infra", UNTRACKED), 2.0)]
     assert twice["kueue_quota_reserved_workloads_total"].spec.labels[-2:] == ("custom_team", "custom_cost")
+
+
+async def scrape(log: Log) -> str:
+    """``/metrics`` as a replica that decides serves it over HTTP."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    reg = registry(lambda: [log.state], lambda: "leader", process=False, attempts=None)
+    runner = await start_server(reg, "127.0.0.1", port)
+    try:
+        async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{port}/metrics") as resp:
+            return await resp.text()
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.asyncio
+async def test_the_served_metrics_carry_the_labels_while_the_gate_is_on() -> None:
+    log = Log()
+    configure(log, T0)
+    labelled_cluster(log)
+    admissions(log)
+    served = await scrape(log)
+    assert ('kueue_cohort_subtree_admitted_workloads_total{cohort="co",custom_org="acme",priority_class="high",'
+            'replica_role="leader"} 1.0') in served
+    assert ('kueue_preempted_workloads_total{custom_cost="' + UNTRACKED + '",custom_team="infra",'
+            'preempting_cluster_queue="cq-b",reason="InCohortReclamation",replica_role="leader"} 1.0') in served
+    configure(log, T0 + 5000, gate=False)
+    served = await scrape(log)
+    assert "custom_" not in served
+    assert ('kueue_preempted_workloads_total{preempting_cluster_queue="cq-b",reason="InCohortReclamation",'
+            'replica_role="leader"} 1.0') in served
 
 
 # --- the Configuration's checks (Kueue's, whatever the gate) -----------------------------------------------
