@@ -35,6 +35,8 @@ from projections import gates
 from projections.admissionchecks import applicable_checks
 from projections.clusterqueues import ClusterQueueInfo, selector_matches
 from projections.cohorts import CohortForest, build_forest
+from projections.custom_labels import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, CustomLabels
+from projections.custom_labels import of_document as custom_labels_of
 from projections.deadlines import DueIndex
 from projections.metrics import METERED, NEEDS_BEFORE, MetricsFold
 from projections.node_ready import not_ready_wait_ends, ready_condition
@@ -165,6 +167,9 @@ class ClusterState:
         self._gates_of: ev.ConfigRecorded | None = None
         self._gates: dict[str, bool] = {}
         """Feature gates asked of :attr:`config` (:meth:`gate`), and the configuration they were read from (derived)."""
+        self._custom_labels_of: ev.ConfigRecorded | None = None
+        self._custom_labels: CustomLabels | None = None
+        """:attr:`custom_labels` and the configuration it was read from (derived)."""
         self.queue_order: QueueOrder = DEFAULT_ORDER
         """What :attr:`config` says about queue order (derived; the heaps' sort keys follow it)."""
         self._forest: CohortForest | None = None
@@ -358,6 +363,24 @@ class ClusterState:
         """Kueue's ``LocalQueueMetrics`` gate in the configuration in force: the ``local_queue_*`` metrics are
         folded and exposed (:mod:`projections.metrics`)."""
         return self.gate(gates.LOCAL_QUEUE_METRICS)
+
+    @property
+    def custom_labels(self) -> CustomLabels | None:
+        """The Configuration's ``metrics.customLabels`` while its ``CustomMetricLabels`` gate is on (None when off,
+        or none are configured): the labels the metrics carry (:mod:`projections.custom_labels`)."""
+        config = self.config
+        if self._custom_labels_of is not config:
+            found = None
+            if self.gate(gates.CUSTOM_METRIC_LABELS):
+                found = custom_labels_of(config.document if config is not None else None)
+            self._custom_labels_of, self._custom_labels = config, found
+        return self._custom_labels
+
+    def _relabelled(self, kind: str, old: o.KObject | None, new: o.KObject) -> bool:
+        """An update changed the custom label values of an object of ``kind``: Kueue then clears the series it
+        keyed with the old ones, so the object's counters and histograms start again from zero."""
+        custom = self.custom_labels
+        return custom is not None and old is not None and custom.changed(kind, old.metadata, new.metadata)
 
     @property
     def tas_enabled(self) -> bool:
@@ -871,6 +894,8 @@ class ClusterState:
             case o.ClusterQueue():
                 old = self.cluster_queues.get(name)
                 self.cluster_queues[name] = obj
+                if self._relabelled(CLUSTER_QUEUE, old, obj):
+                    self.metrics.forget(name)
                 new_spec = old is None or old.spec != obj.spec
                 if new_spec or old.metadata.deletion_timestamp != obj.metadata.deletion_timestamp:
                     self._specs_changed(quota=new_spec)
@@ -881,6 +906,8 @@ class ClusterState:
             case o.Cohort():
                 old = self.cohorts.get(name)
                 self.cohorts[name] = obj
+                if self._relabelled(COHORT, old, obj):
+                    self.metrics.forget_cohort(name)
                 if old is None or old.spec != obj.spec:
                     self._specs_changed(quota=True)
                 self._flush_all()
@@ -888,6 +915,8 @@ class ClusterState:
                 key = obj.key
                 old = self.local_queues.get(key)
                 self.local_queues[key] = obj
+                if self._relabelled(LOCAL_QUEUE, old, obj):
+                    self.metrics.forget_local_queue(key)
                 if old is None or old.spec != obj.spec:
                     self.spec_generation += 1
                     for wk in sorted(self.lq_members.get(key, ())):

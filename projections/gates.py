@@ -6,7 +6,7 @@ whose dependency is disabled. ``AllAlpha`` / ``AllBeta`` set every alpha / beta 
 names, stages and defaults below are Kueue's (``pkg/features/kube_features.go``, main after v0.19).
 
 Only the gates in :data:`MODELLED` change what kueue-es does, each read where its rule is (README lists what
-each one does). Ten of them the fold reads from the recorded document: ``ReclaimablePods``,
+each one does). Eleven of them the fold reads from the recorded document: ``ReclaimablePods``,
 ``PrioritySortingWithinCohort`` (:mod:`projections.queue_order`), ``LocalQueueMetrics`` and ``MetricsForCohorts``
 (:mod:`projections.metrics`), ``TopologyAwareScheduling`` (:mod:`projections.clusterqueues`),
 ``AdmissionGatedBy`` (a gated workload is not queued: :mod:`projections.cluster`),
@@ -14,7 +14,8 @@ each one does). Ten of them the fold reads from the recorded document: ``Reclaim
 workloads together, :mod:`projections.queues`), ``TASReplaceNodeOnNodeTaints`` (whether a taint change makes the
 node controller look at a node anew, which lists again a failed node a pod-owned workload's placement was kept on
 under ``SkipReassignmentForPodOwnedWorkloads``: :mod:`projections.cluster`), ``PriorityBoost`` (a workload's
-``kueue.x-k8s.io/priority-boost`` annotation is added to its priority: :mod:`projections.cluster`). The watch
+``kueue.x-k8s.io/priority-boost`` annotation is added to its priority: :mod:`projections.cluster`),
+``CustomMetricLabels`` (``metrics.customLabels`` on the metrics: :mod:`projections.custom_labels`). The watch
 and ``kueue-es import`` also read there the gates of the checks Kueue's webhooks make only under a gate
 (:meth:`events.manifests.Checks.under`): that one's and ``TASValidateWorkloadSliceSize``,
 ``WorkloadValidationForPodSetMetadata``, ``RejectUpdatesToCQWithInvalidOnFlavors`` (an object failing a check is
@@ -73,6 +74,7 @@ TAS_VALIDATE_WORKLOAD_SLICE_SIZE = "TASValidateWorkloadSliceSize"
 WORKLOAD_VALIDATION_FOR_POD_SET_METADATA = "WorkloadValidationForPodSetMetadata"
 REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS = "RejectUpdatesToCQWithInvalidOnFlavors"
 RESERVED_RESOURCE_NAME_VALIDATION = "ReservedResourceNameValidation"
+CUSTOM_METRIC_LABELS = "CustomMetricLabels"
 
 GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
@@ -118,7 +120,7 @@ GATES: dict[str, tuple[str, bool]] = {
     TAS_MULTI_LAYER_TOPOLOGY: (BETA, True),
     SCHEDULING_EQUIVALENCE_HASHING: (BETA, True),
     SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME: (BETA, True),
-    "CustomMetricLabels": (ALPHA, False),
+    CUSTOM_METRIC_LABELS: (ALPHA, False),
     "SparkApplicationIntegration": (ALPHA, False),
     "MultiKueueOrchestratedPreemption": (ALPHA, False),
     PRIORITY_BOOST: (ALPHA, False),
@@ -193,10 +195,10 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
 
 MODELLED = frozenset({
     ADMISSION_FAIR_SHARING, ADMISSION_GATED_BY, ASSIGN_QUEUE_LABELS_FOR_PODS,
-    CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION, DISABLE_WAIT_FOR_PODS_READY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL,
-    FAIR_SHARING_PRIORITIZE_NON_BORROWING, FINISH_ORPHANED_WORKLOADS, FLAVOR_FUNGIBILITY,
-    FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, METRICS_FOR_COHORTS, PARTIAL_ADMISSION,
-    PRIORITY_BOOST, "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY, "ReclaimablePods",
+    CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION, CUSTOM_METRIC_LABELS, DISABLE_WAIT_FOR_PODS_READY,
+    FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING, FINISH_ORPHANED_WORKLOADS,
+    FLAVOR_FUNGIBILITY, FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, METRICS_FOR_COHORTS,
+    PARTIAL_ADMISSION, PRIORITY_BOOST, "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY, "ReclaimablePods",
     REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS, RESERVED_RESOURCE_NAME_VALIDATION, SCHEDULING_EQUIVALENCE_HASHING,
     SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME, SHORT_WORKLOAD_NAMES,
     SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS, TAS_BALANCED_PLACEMENT, TAS_FAILED_NODE_REPLACEMENT,

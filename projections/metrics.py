@@ -20,6 +20,12 @@ The LocalQueue metrics (:data:`LOCAL_QUEUE_SPECS`) follow Kueue's ``LocalQueueMe
 in force: the hooks fold them, and :func:`families` exposes them, only while it is on. The hooks ask for the gate
 only once a transition is counted, so with it off they cost the fold one cached lookup per counted transition.
 
+Under the ``CustomMetricLabels`` gate, the configuration's ``metrics.customLabels``
+(:mod:`projections.custom_labels`) are appended to the labels of every metric keyed by a ClusterQueue, LocalQueue
+or Cohort when the metrics are exposed, with the object's values as the state holds them; the fold clears an
+object's series when an update changes them, as Kueue does, so no series carries stale values and nothing about
+them needs keeping.
+
 Nothing here reads a clock or knows which replica it runs in: the ``replica_role`` label, and exposition in
 Prometheus' formats, are added by the service (``kueue_es.metrics``).
 """
@@ -38,6 +44,7 @@ from events import schema as ev
 from events.quantity import MILLI_RESOURCES, to_int
 from events.timefmt import parse_time
 from projections import fair_share, gates
+from projections.custom_labels import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, CustomLabels
 from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, WorkloadInfo
 
 if TYPE_CHECKING:
@@ -310,6 +317,26 @@ COUNT_OF = {QUOTA_RESERVED.name: QUOTA_RESERVED_WAIT.name, ADMITTED_WORKLOADS.na
 FOLDED: tuple[Spec, ...] = tuple(s for s in SPECS if s.kind != "gauge" and s.name not in COUNT_OF)
 """The counters and histograms folded from the log (kept in snapshots)."""
 _BY_NAME = {s.name: s for s in SPECS}
+
+
+def _keyed_by(spec: Spec) -> tuple[str, tuple[int, ...]] | None:
+    """The kind of object a metric's series are keyed by, and where its name is among the labels (a LocalQueue's:
+    name, then namespace): the object whose custom labels the series carry. None for a metric keyed by none."""
+    labels = spec.labels
+    if spec in LOCAL_QUEUE_SPECS:
+        return LOCAL_QUEUE, (labels.index("name"), labels.index("namespace"))
+    for label in ("cluster_queue", "preempting_cluster_queue"):
+        if label in labels:
+            return CLUSTER_QUEUE, (labels.index(label),)
+    if "cohort" in labels:
+        return COHORT, (labels.index("cohort"),)
+    return None
+
+
+KEYED_BY = {s.name: found for s in SPECS if (found := _keyed_by(s)) is not None}
+"""Metric -> the kind of object its series are keyed by, and the positions of the object's name among its labels
+(Kueue's rule for custom labels: every metric keyed by a ClusterQueue, the preempting one included, a LocalQueue or
+a Cohort)."""
 
 # --- how the log is read --------------------------------------------------------------------------------------
 
@@ -715,7 +742,37 @@ class Family(NamedTuple):
 
 def families(state: ClusterState) -> list[Family]:
     """Every metric at the state's point of the log, in :data:`SPECS` order; series sorted by labels. The
-    LocalQueue families only while the ``LocalQueueMetrics`` gate is on."""
+    LocalQueue families only while the ``LocalQueueMetrics`` gate is on; the custom labels of the configuration in
+    force after each metric's own (:func:`with_custom_labels`)."""
+    out = _families(state)
+    custom = state.custom_labels
+    return out if custom is None else [with_custom_labels(f, state, custom) for f in out]
+
+
+def with_custom_labels(family: Family, state: ClusterState, custom: CustomLabels) -> Family:
+    """``family`` with the custom labels of the kind of object it is keyed by appended to its labels, each series
+    with the values of its object as the state holds it. Kueue clears an object's series when its values change,
+    so every series it keeps carries the object's current values: the ones appended here."""
+    keyed = KEYED_BY.get(family.spec.name)
+    names = custom.names(keyed[0]) if keyed is not None else ()
+    if keyed is None or not names:
+        return family
+    kind, at = keyed
+    objects = {CLUSTER_QUEUE: state.cluster_queues, COHORT: state.cohorts, LOCAL_QUEUE: state.local_queues}[kind]
+    memo: dict[str, tuple[str, ...]] = {}
+    samples = []
+    for sample in family.samples:
+        labels = sample[0]
+        key = labels[at[0]] if len(at) == 1 else f"{labels[at[1]]}/{labels[at[0]]}"
+        values = memo.get(key)
+        if values is None:
+            obj = objects.get(key)
+            values = memo[key] = custom.values(kind, obj.metadata if obj is not None else None)
+        samples.append((labels + values, *sample[1:]))
+    return Family(family.spec._replace(labels=family.spec.labels + names), samples)
+
+
+def _families(state: ClusterState) -> list[Family]:
     local = state.local_queue_metrics
     gauges = _gauges(state, local)
     out = []
@@ -743,12 +800,14 @@ def merged(parts: list[list[Family]]) -> list[Family]:
         return parts[0]
     by_name = [{f.spec.name: f for f in part} for part in parts]
     out = []
-    for spec in SPECS:
-        if not any(spec.name in part for part in by_name):
+    for name in (s.name for s in SPECS):
+        present = [part[name].spec for part in by_name if name in part]
+        if not present:
             continue
+        spec = present[0]  # with the custom labels of its configuration, which the shards share
         acc: dict[tuple[str, ...], Any] = {}
         for part in by_name:
-            family = part.get(spec.name)
+            family = part.get(name)
             for sample in family.samples if family is not None else ():
                 labels = sample[0]
                 if spec.kind != "histogram":

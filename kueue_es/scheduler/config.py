@@ -13,7 +13,7 @@ import msgspec
 
 from events import objects as o
 from events.errors import InvalidInput
-from projections import gates
+from projections import custom_labels, gates
 from projections.queue_order import REQUEUING_TIMESTAMPS
 from projections.request_rules import ResourceTransformation, compile_rules
 
@@ -80,10 +80,23 @@ class ObjectRetentionPolicies(_Cfg):
     workloads: WorkloadRetentionPolicy | None = None
 
 
+class CustomLabelConfig(_Cfg):
+    """One ``metrics.customLabels`` entry (:mod:`projections.custom_labels`)."""
+
+    name: str = ""
+    source_label_key: str = ""
+    source_annotation_key: str = ""
+    source_kind: str | None = None
+    tracked_values: list[str] = []
+
+
 class ControllerMetrics(_Cfg):
     enable_cluster_queue_resources: bool = False
     """Kueue reports the ClusterQueue resource gauges and weighted share only when on; the metrics read it from
     the recorded document (:func:`projections.metrics.cluster_queue_resources`)."""
+    custom_labels: list[CustomLabelConfig] = []
+    """Checked whatever the ``CustomMetricLabels`` gate, as Kueue checks them; the metrics read them from the
+    recorded document, and carry them only under the gate."""
 
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
@@ -217,6 +230,9 @@ def load_config(doc: dict[str, Any], source: str = "<config>") -> SchedulerConfi
                                        f"must not be negative (got {value!r})")
                 parse_duration(value, f"{source}: field `objectRetentionPolicies.workloads.{name}`")
     _validate_resources(cfg, source)
+    bad_label = custom_labels.problem(cfg.metrics.custom_labels) if cfg.metrics is not None else None
+    if bad_label is not None:
+        raise InvalidInput(f"{source}: Configuration: field `{bad_label[0]}`: {bad_label[1]}")
     if cfg.managed_jobs_namespace_selector is not None:
         _validate_selector(cfg.managed_jobs_namespace_selector, f"{source}: field `managedJobsNamespaceSelector")
     if cfg.admission_fair_sharing is not None:

@@ -1,0 +1,159 @@
+"""Kueue's custom metric labels: the Configuration's ``metrics.customLabels`` under the ``CustomMetricLabels`` gate.
+
+Each entry promotes a label (or annotation) of a Kubernetes object to a Prometheus label ``custom_<name>`` on the
+metrics keyed by an object of its ``sourceKind`` (ClusterQueue by default, LocalQueue or Cohort): the value is the
+object's label ``sourceLabelKey`` (``name`` when neither source key is set) or its annotation
+``sourceAnnotationKey``; "" when the object has none, or is not known; :data:`UNTRACKED` when ``trackedValues``
+lists values and this is not one of them. A metric carries the labels of its kind in the order they are
+configured. ``sourceKind: Workload`` entries are checked as Kueue checks them, and otherwise not modelled.
+
+The checks are Kueue's (``pkg/config/validation.go``), run whatever the gate, as Kueue runs them at start-up:
+:func:`problem`. The fold reads the entries from the recorded Configuration (:func:`of_document`); the metrics
+append the values when they are exposed (:mod:`projections.metrics`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple, Protocol
+
+from events import objects as o
+from events.labels import qualified_name_problem
+
+CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, WORKLOAD = "ClusterQueue", "Cohort", "LocalQueue", "Workload"
+SOURCE_KINDS = (CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, WORKLOAD)
+DEFAULT_KIND = CLUSTER_QUEUE
+UNTRACKED = "kueue.x-k8s.io/_UNTRACKED_VALUE_"
+"""The value of a label whose ``trackedValues`` do not list the object's value."""
+PREFIX = "custom_"
+
+MAX_ENTRIES = 20
+MAX_PER_KIND = {CLUSTER_QUEUE: 6, COHORT: 6, LOCAL_QUEUE: 6, WORKLOAD: 2}
+MAX_TRACKED = 16
+MAX_TRACKED_WORKLOAD = 12
+NAME = re.compile(r"[a-zA-Z][a-zA-Z0-9_]*")
+
+
+class Entry(Protocol):
+    """One ``customLabels`` entry as the Configuration loader decodes it."""
+
+    name: str
+    source_label_key: str
+    source_annotation_key: str
+    source_kind: str | None
+    tracked_values: Sequence[str]
+
+
+class CustomLabel(NamedTuple):
+    label: str
+    """The Prometheus label: ``custom_<name>``."""
+    kind: str
+    annotation: bool
+    """Read from the object's annotations (else its labels)."""
+    key: str
+    tracked: frozenset[str]
+    """The values reported as they are (empty: every value)."""
+
+    def value(self, meta: o.ObjectMeta) -> str:
+        found = (meta.annotations if self.annotation else meta.labels).get(self.key, "")
+        return found if not self.tracked or found in self.tracked else UNTRACKED
+
+
+class CustomLabels:
+    """The entries of a Configuration, by source kind (each kind's in the configured order)."""
+
+    def __init__(self, entries: Sequence[CustomLabel]) -> None:
+        self.by_kind = {kind: tuple(e for e in entries if e.kind == kind) for kind in SOURCE_KINDS}
+        self._names = {kind: tuple(e.label for e in found) for kind, found in self.by_kind.items()}
+
+    def names(self, kind: str) -> tuple[str, ...]:
+        """The Prometheus labels a metric keyed by an object of ``kind`` carries."""
+        return self._names[kind]
+
+    def values(self, kind: str, meta: o.ObjectMeta | None) -> tuple[str, ...]:
+        """The values for an object of ``kind`` (None: not known, every value "", as Kueue's store answers)."""
+        if meta is None:
+            return ("",) * len(self.by_kind[kind])
+        return tuple(e.value(meta) for e in self.by_kind[kind])
+
+    def changed(self, kind: str, old: o.ObjectMeta, new: o.ObjectMeta) -> bool:
+        """An update of an object of ``kind`` changed its values: Kueue then clears the object's series."""
+        if not self.by_kind[kind] or (old.labels == new.labels and old.annotations == new.annotations):
+            return False
+        return self.values(kind, old) != self.values(kind, new)
+
+
+def of_document(document: Mapping[str, Any] | None) -> CustomLabels | None:
+    """The entries of a recorded Configuration document (checked before it was recorded), None when it has none.
+    Anything malformed is left out rather than stopping the fold."""
+    stanza = document.get("metrics") if document else None
+    raw = stanza.get("customLabels") if isinstance(stanza, dict) else None
+    if not isinstance(raw, list):
+        return None
+    entries = [e for e in (_entry(x) for x in raw) if e is not None]
+    return CustomLabels(entries) if entries else None
+
+
+def _entry(raw: object) -> CustomLabel | None:
+    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+        return None
+    name = raw["name"]
+    annotation_key = raw.get("sourceAnnotationKey") or ""
+    label_key = raw.get("sourceLabelKey") or ""
+    tracked = raw.get("trackedValues") or []
+    kind = raw.get("sourceKind") or DEFAULT_KIND
+    if not isinstance(annotation_key, str) or not isinstance(label_key, str) or not isinstance(tracked, list):
+        return None
+    return CustomLabel(PREFIX + name, kind, bool(annotation_key), annotation_key or label_key or name,
+                       frozenset(v for v in tracked if isinstance(v, str)))
+
+
+def problem(entries: Sequence[Entry]) -> tuple[str, str] | None:
+    """The first fault of ``metrics.customLabels``, as (field path, what is wrong), in Kueue's order of checks."""
+    at = "metrics.customLabels"
+    if len(entries) > MAX_ENTRIES:
+        return at, f"must have at most {MAX_ENTRIES} items, got {len(entries)}"
+    seen: set[str] = set()
+    per_kind: dict[str, int] = {}
+    for i, entry in enumerate(entries):
+        found = _entry_problem(entry, f"{at}[{i}]", seen)
+        if found is not None:
+            return found
+        kind = entry.source_kind if entry.source_kind is not None else DEFAULT_KIND
+        per_kind[kind] = per_kind.get(kind, 0) + 1
+    for kind in sorted(per_kind):
+        if kind not in MAX_PER_KIND:
+            return at, f"unknown source kind {kind!r} (supported: {', '.join(SOURCE_KINDS)})"
+        if per_kind[kind] > MAX_PER_KIND[kind]:
+            return at, (f"too many custom labels for source kind {kind}: found {per_kind[kind]}, expected <= "
+                        f"{MAX_PER_KIND[kind]}")
+    return None
+
+
+def _entry_problem(entry: Entry, at: str, seen: set[str]) -> tuple[str, str] | None:
+    if not NAME.fullmatch(entry.name):
+        return f"{at}.name", f"{entry.name!r} must match ^[a-zA-Z][a-zA-Z0-9_]*$"
+    if entry.name in seen:
+        return f"{at}.name", f"duplicate value {entry.name!r}"
+    seen.add(entry.name)
+    if entry.source_label_key and entry.source_annotation_key:
+        return at, "sourceLabelKey and sourceAnnotationKey are mutually exclusive"
+    field, key = (("sourceLabelKey", entry.source_label_key) if entry.source_label_key else
+                  ("sourceAnnotationKey", entry.source_annotation_key) if entry.source_annotation_key else
+                  ("name", entry.name))
+    bad = qualified_name_problem(key)
+    if bad is not None:
+        return f"{at}.{field}", f"{key!r}: {bad}"
+    tracked = entry.tracked_values
+    if entry.source_kind == WORKLOAD:
+        if not tracked:
+            return f"{at}.trackedValues", "must not be empty when sourceKind is 'Workload'"
+        if len(tracked) > MAX_TRACKED_WORKLOAD:
+            return f"{at}.trackedValues", (f"must not be greater than {MAX_TRACKED_WORKLOAD} when sourceKind is "
+                                           "'Workload'")
+    elif len(tracked) > MAX_TRACKED:
+        return f"{at}.trackedValues", f"must have at most {MAX_TRACKED} items, got {len(tracked)}"
+    if len(set(tracked)) < len(tracked):
+        return f"{at}.trackedValues", "must not contain duplicates"
+    return None
