@@ -122,6 +122,10 @@ class CycleContext:
         ready (:mod:`kueue_es.scheduler.blockadmission`)."""
         self.order = state.queue_order
         """Queue-order time and whether priority orders the heads (the configuration in force)."""
+        self.recompute_overlap = gates.enabled(config.feature_gates,
+                                               gates.RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP)
+        """``RecomputeAssignmentUponPreemptionTargetsOverlap``: off, an entry whose victims overlap those chosen
+        earlier in the cycle is skipped, not assigned again (:func:`_recompute_after_overlap`)."""
 
     def __enter__(self) -> CycleContext:
         self.tree.begin()
@@ -339,7 +343,7 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
             continue
         node = tree.cluster_queues[e.cq]
         if any(t.workload.key in victims for t in e.targets):
-            outcome = _recompute_after_overlap(ctx, e)
+            outcome = _recompute_after_overlap(ctx, e) if ctx.recompute_overlap else ""
             if outcome == "deferred":
                 a = e.assignment
                 for fr, v in a.usage.items():
