@@ -97,6 +97,11 @@ class CycleContext:
         self.preempt_within_nominal = gates.enabled(config.feature_gates, gates.FAIR_SHARING_PREEMPT_WITHIN_NOMINAL)
         self.prioritize_non_borrowing = gates.enabled(config.feature_gates,
                                                       gates.FAIR_SHARING_PRIORITIZE_NON_BORROWING)
+        self.reevaluate_candidates = gates.enabled(config.feature_gates,
+                                                   gates.FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES)
+        """``FairSharingReevaluatePreemptionCandidates``: fair preemption runs its first strategy once more over
+        the candidates it turned down when it took victims from the preemptor's own queue
+        (:mod:`kueue_es.scheduler.fairsharing`)."""
         self.fungibility = gates.enabled(config.feature_gates, gates.FLAVOR_FUNGIBILITY)
         """``FlavorFungibility``: off, the first flavor that fits is taken, a later one only for a strictly better
         mode, the ClusterQueue's ``flavorFungibility`` is not read and no attempt resumes a scan
