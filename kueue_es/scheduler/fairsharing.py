@@ -7,8 +7,9 @@ metrics read too (the weighted-share gauges).
 name — Kueue takes any — gives its entry at once if it has no cohort; otherwise a tournament over its whole
 cohort tree picks the next entry. Every remaining entry of the tree is charged to its ClusterQueue in turn and
 the DRS of each node on its path is taken; at each cohort, the winners of the child cohorts and the entries of
-the child ClusterQueues compete: an entry whose node below the cohort does not borrow on the flavor-resources
-it requests beats one whose node does; then the lower DRS of that node; then the higher priority; then the
+the child ClusterQueues compete: a queue's preemptor workload (under ``PrioritizePreemptorWorkloads``) beats
+one that is not; then an entry whose node below the cohort does not borrow on the flavor-resources it requests
+beats one whose node does; then the lower DRS of that node; then the higher priority; then the
 earlier queue-order time (then the earlier candidate). Shares are recomputed at every pick, so each admission
 of the cycle moves the next one.
 
@@ -109,7 +110,8 @@ def _subtree_cluster_queues(node: QuotaNode) -> list[QuotaNode]:
 class _Contender:
     """An entry in the tournament, with its comparison key at each ancestor of its queue.
 
-    The key at ancestor ``path[i+1]`` is (borrows on what it requests — only under the
+    The key at ancestor ``path[i+1]`` is (not its queue's preemptor workload — only under the
+    ``PrioritizePreemptorWorkloads`` gate —, borrows on what it requests — only under the
     ``FairSharingPrioritizeNonBorrowing`` gate —, DRS, -priority, queue-order time) of
     ``path[i]`` with the entry's usage counted — which bubbles up like a real charge, the part above each
     node's guarantee reaching its parent. It depends on the usage of ``path[0..i]`` only, so a key is kept
@@ -137,13 +139,14 @@ class _Contender:
         e = self.entry
         usage = e.assignment.usage if e.assignment is not None else {}
         tail = (ctx.order.rank(e.wl.priority), ctx.order.time(e.wl))
+        head = not e.preemptor
         extra = dict(usage)
         for level in range(len(path) - 1):
             n = path[level]
             if level >= keep:
                 d = drs(ctx, n, extra)
                 borrows = d.borrowing_on(usage) if ctx.prioritize_non_borrowing else False
-                self.keys[path[level + 1].name] = (borrows, *d.key(), *tail)
+                self.keys[path[level + 1].name] = (head, borrows, *d.key(), *tail)
             extra = {fr: n.delta_above(fr, v) for fr, v in extra.items()}
         self.versions = [n.version for n in path]
 
