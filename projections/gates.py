@@ -214,7 +214,11 @@ MODELLED = frozenset({
 behaves as under its default (:func:`ignored`). Not TASReplaceNodeDueToNotReadyOverFixedTime (deprecated): with
 TASReplaceNodeOnPodTermination off it changes nothing (that gate's 30 s wait already fails the node), and with it on
 Kueue's node controller applies the 30 s rule only when something else makes it look at the node again (it sets
-no timer then), which rules over the state, looked at whenever what they read changes, cannot follow."""
+no timer then), which rules over the state, looked at whenever what they read changes, cannot follow. Not
+SkipAncestorCheckForDeletedWorkloads either: it lets Kueue's defaulting webhooks skip the suspend and owner checks
+for an object already being deleted, and the one kind kueue-es defaults, a batch/v1 Job, is defaulted (by Kueue's
+webhook and by kueue-es's) at creation only, when nothing is being deleted: no setting of it changes anything
+here."""
 
 
 def ignored(gates: Mapping[str, bool]) -> list[str]:
