@@ -331,7 +331,8 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
     if ctx.prioritize_preemptors:
         queues = state.queues
         for e in entries:
-            e.preemptor = queues[e.cq].preemptor == e.wl.key
+            q = queues.get(e.cq)
+            e.preemptor = q is not None and q.preemptor == e.wl.key
     victims = ctx.removed
     tree = ctx.tree
     # blockAdmission's held entry, if any, goes first: Kueue admits it as it wakes, before the cycle goes on
