@@ -1556,9 +1556,12 @@ class ClusterState:
             for key in q.park(wl.key, bulk=bulk, reason=e.reason or "PendingEvaluation"):
                 self.touched[key] = None  # the workload controller shows why they are parked
         elif e.requeue_reason in ("PendingPreemption", "PendingMigration"):
+            q.preemptor = wl.key
             spec = self.cluster_queues.get(wl.cluster_queue)
             if spec is not None and spec.spec.queueing_strategy != "StrictFIFO":
                 q.sticky = wl.key
+        elif e.requeue_reason and q.preemptor == wl.key:
+            q.preemptor = None  # requeued for another reason: Kueue forgets its preemptor (not its sticky one)
 
     def _evicted(self, e: ev.WorkloadPreempted | ev.WorkloadEvicted) -> None:
         wl = self.workloads.get(e.key)

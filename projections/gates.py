@@ -75,6 +75,9 @@ WORKLOAD_VALIDATION_FOR_POD_SET_METADATA = "WorkloadValidationForPodSetMetadata"
 REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS = "RejectUpdatesToCQWithInvalidOnFlavors"
 RESERVED_RESOURCE_NAME_VALIDATION = "ReservedResourceNameValidation"
 CUSTOM_METRIC_LABELS = "CustomMetricLabels"
+RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP = "RecomputeAssignmentUponPreemptionTargetsOverlap"
+PRIORITIZE_PREEMPTOR_WORKLOADS = "PrioritizePreemptorWorkloads"
+FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES = "FairSharingReevaluatePreemptionCandidates"
 
 GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
@@ -153,15 +156,15 @@ GATES: dict[str, tuple[str, bool]] = {
     "WorkloadValidateResourcesAreNonNegative": (BETA, True),
     TAS_VALIDATE_WORKLOAD_SLICE_SIZE: (BETA, True),
     WORKLOAD_VALIDATION_FOR_POD_SET_METADATA: (BETA, True),
-    "PrioritizePreemptorWorkloads": (ALPHA, False),
+    PRIORITIZE_PREEMPTOR_WORKLOADS: (ALPHA, False),
     "LWSImmutableGroupSize": (BETA, True),
     FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS: (BETA, True),
     "SkipAncestorCheckForDeletedWorkloads": (BETA, True),
     "MultiKueueRemoteSpecSync": (BETA, True),
-    "RecomputeAssignmentUponPreemptionTargetsOverlap": (BETA, True),
+    RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP: (BETA, True),
     "PodIntegrationValidateGroupOwner": (BETA, True),
     "ValidateRayAndSparkJobUpdates": (BETA, True),
-    "FairSharingReevaluatePreemptionCandidates": (ALPHA, False),
+    FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES: (ALPHA, False),
     "DynamicQuotaOrchestration": (ALPHA, False),
 }
 """Name -> (stage, default)."""
@@ -196,9 +199,11 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
 MODELLED = frozenset({
     ADMISSION_FAIR_SHARING, ADMISSION_GATED_BY, ASSIGN_QUEUE_LABELS_FOR_PODS,
     CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION, CUSTOM_METRIC_LABELS, DISABLE_WAIT_FOR_PODS_READY,
-    FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING, FINISH_ORPHANED_WORKLOADS,
-    FLAVOR_FUNGIBILITY, FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, METRICS_FOR_COHORTS,
-    PARTIAL_ADMISSION, PRIORITY_BOOST, "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY, "ReclaimablePods",
+    FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING,
+    FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES, FINISH_ORPHANED_WORKLOADS, FLAVOR_FUNGIBILITY,
+    FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, METRICS_FOR_COHORTS, PARTIAL_ADMISSION,
+    PRIORITIZE_PREEMPTOR_WORKLOADS, PRIORITY_BOOST, "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY,
+    "ReclaimablePods", RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP,
     REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS, RESERVED_RESOURCE_NAME_VALIDATION, SCHEDULING_EQUIVALENCE_HASHING,
     SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME, SHORT_WORKLOAD_NAMES,
     SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS, TAS_BALANCED_PLACEMENT, TAS_FAILED_NODE_REPLACEMENT,
@@ -212,7 +217,11 @@ MODELLED = frozenset({
 behaves as under its default (:func:`ignored`). Not TASReplaceNodeDueToNotReadyOverFixedTime (deprecated): with
 TASReplaceNodeOnPodTermination off it changes nothing (that gate's 30 s wait already fails the node), and with it on
 Kueue's node controller applies the 30 s rule only when something else makes it look at the node again (it sets
-no timer then), which rules over the state, looked at whenever what they read changes, cannot follow."""
+no timer then), which rules over the state, looked at whenever what they read changes, cannot follow. Not
+SkipAncestorCheckForDeletedWorkloads either: it lets Kueue's defaulting webhooks skip the suspend and owner checks
+for an object already being deleted, and the one kind kueue-es defaults, a batch/v1 Job, is defaulted (by Kueue's
+webhook and by kueue-es's) at creation only, when nothing is being deleted: no setting of it changes anything
+here."""
 
 
 def ignored(gates: Mapping[str, bool]) -> list[str]:

@@ -27,7 +27,7 @@ _KEY = itemgetter(3)
 
 class ClusterQueueQueue:
     __slots__ = ("active", "by_local_queue", "entries", "inadmissible", "local_queue_of", "name", "parked_in",
-                 "parked_shapes", "pending", "shapes", "sticky")
+                 "parked_shapes", "pending", "preemptor", "shapes", "sticky")
 
     def __init__(self, name: str = "", parked_in: set[str] | None = None) -> None:
         self.active: SortedList = SortedList()
@@ -41,6 +41,10 @@ class ClusterQueueQueue:
         ``hashToBulkMoveReason``; empty when not known: restored from an older snapshot)."""
         self.sticky: str | None = None
         """BestEffortFIFO's sticky preemptor: the workload last requeued while waiting for its preemptions."""
+        self.preemptor: str | None = None
+        """Kueue's preemptor workload, in either queueing strategy: the one last requeued while waiting for its
+        preemptions (under BestEffortFIFO, the sticky one). ``PrioritizePreemptorWorkloads`` puts it first in a
+        cycle (:mod:`kueue_es.scheduler.cycle`)."""
         self.name = name
         self.parked_in = parked_in
         self.pending: SortedList | None = None
@@ -84,6 +88,8 @@ class ClusterQueueQueue:
         self.shapes.pop(key, None)
         if self.sticky == key:
             self.sticky = None
+        if self.preemptor == key:
+            self.preemptor = None
 
     def park(self, key: str, *, bulk: bool, reason: str = "") -> list[str]:
         """Move ``key`` to the inadmissible set; with ``bulk``, park its shape for ``reason`` (the QuotaReserved
@@ -95,6 +101,8 @@ class ClusterQueueQueue:
             self.inadmissible[key] = sk
         if self.sticky == key:
             self.sticky = None
+        if self.preemptor == key:
+            self.preemptor = None
         self._note_parked()
         if not bulk or key not in self.shapes:
             return [key]

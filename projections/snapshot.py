@@ -22,7 +22,7 @@ from projections.queue_order import order_of
 from projections.queues import ClusterQueueQueue
 from projections.workloads import WorkloadInfo, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 10
+SNAPSHOT_VERSION = 11
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -34,8 +34,9 @@ reason each parked shape was parked for (``parked_reasons``), and shapes that le
 SkipReassignmentForPodOwnedWorkloads. 9: each workload's ``kueue.x-k8s.io/priority-boost`` annotation and the boost
 it adds under PriorityBoost (``WorkloadInfo.boost_annotation``, ``WorkloadInfo.boost``). 10: the admissions counted
 per cohort (``cohort_subtree_admitted_workloads_total``), in ``metrics`` beside the others: the layout is version
-9's."""
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+9's. 11: each queue's preemptor workload in either queueing strategy (``QueueSnapshot.preemptor``), for
+PrioritizePreemptorWorkloads."""
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -49,7 +50,9 @@ predate single-Pod ownership: restored from one, a workload counts as not owned 
 are replaced, its evictions requeued as before) until its next upsert shows its owner. Versions up to 8 predate
 priority boosts (their writers never read the annotation): restored from one, a workload has no boost annotation,
 and its priority no boost, until its next upsert shows the annotation. Versions up to 9 predate the cohorts'
-admission counts: restored from one, they count from the snapshot's offset on."""
+admission counts: restored from one, they count from the snapshot's offset on. Versions up to 10 kept only the
+BestEffortFIFO queues' preemptor (``sticky``): restored from one, a StrictFIFO queue has none until its next
+preemption."""
 
 Shape = tuple[int, bytes]
 
@@ -62,6 +65,8 @@ class QueueSnapshot(msgspec.Struct, array_like=True):
     sticky: str | None
     parked_reasons: list[str] = []
     """The reason each of ``parked_shapes`` was parked for, in that order (none before version 7)."""
+    preemptor: str | None = None
+    """``ClusterQueueQueue.preemptor`` (from version 11 on; before, ``sticky`` stands for it)."""
 
 
 class Snapshot(msgspec.Struct, array_like=True):
@@ -115,7 +120,7 @@ def take(state: ClusterState) -> Snapshot:
     queues = []
     for name in sorted(state.queues):
         q = state.queues[name]
-        if not len(q) and not q.parked_shapes and q.sticky is None:
+        if not len(q) and not q.parked_shapes and q.sticky is None and q.preemptor is None:
             continue
         parked = sorted(q.parked_shapes)
         queues.append(
@@ -126,6 +131,7 @@ def take(state: ClusterState) -> Snapshot:
                 parked_shapes=parked,
                 sticky=q.sticky,
                 parked_reasons=[q.parked_shapes[shape] for shape in parked],
+                preemptor=q.preemptor,
             )
         )
     usage = [
@@ -215,6 +221,7 @@ def restore(snap: Snapshot) -> ClusterState:
         q.parked_shapes = {(prio, shape): reason for (prio, shape), reason in zip(qs.parked_shapes, reasons,
                                                                                   strict=True)}
         q.sticky = qs.sticky
+        q.preemptor = qs.preemptor if snap.version >= 11 else qs.sticky
         q.local_queue_of = {k: (state.workloads[k].namespace, state.workloads[k].queue_name)
                             for k in sorted((*q.entries, *q.inadmissible))}
         if q.inadmissible or q.parked_shapes:

@@ -58,7 +58,7 @@ PARK_ALWAYS_HEAP = frozenset({"FailedAfterNomination", "PendingPreemption", "Pen
 
 
 class Entry:
-    __slots__ = ("assignment", "cq", "info", "message", "requeue_reason", "status", "targets", "wl")
+    __slots__ = ("assignment", "cq", "info", "message", "preemptor", "requeue_reason", "status", "targets", "wl")
 
     def __init__(self, wl: WorkloadInfo, cq: str, assignment: Assignment | None = None,
                  targets: list[Target] | None = None, info: ClusterQueueInfo | None = None) -> None:
@@ -72,6 +72,8 @@ class Entry:
         """Non-empty when the entry was not nominated: the QuotaReserved=False reason."""
         self.message = ""
         self.requeue_reason = ""
+        self.preemptor = False
+        """Its ClusterQueue's preemptor workload, counted only under ``PrioritizePreemptorWorkloads``."""
 
     def __repr__(self) -> str:
         mode = Mode.NAMES[self.assignment.mode] if self.assignment is not None else ""
@@ -97,6 +99,15 @@ class CycleContext:
         self.preempt_within_nominal = gates.enabled(config.feature_gates, gates.FAIR_SHARING_PREEMPT_WITHIN_NOMINAL)
         self.prioritize_non_borrowing = gates.enabled(config.feature_gates,
                                                       gates.FAIR_SHARING_PRIORITIZE_NON_BORROWING)
+        self.prioritize_preemptors = gates.enabled(config.feature_gates, gates.PRIORITIZE_PREEMPTOR_WORKLOADS)
+        """``PrioritizePreemptorWorkloads``: the workload each queue last requeued while waiting for its
+        preemptions goes first in the cycle (:func:`order_entries`, the fair-sharing tournament) and, without
+        candidates, holds back capacity as if its queue could not always reclaim (:func:`_reserve_capacity`)."""
+        self.reevaluate_candidates = gates.enabled(config.feature_gates,
+                                                   gates.FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES)
+        """``FairSharingReevaluatePreemptionCandidates``: fair preemption runs its first strategy once more over
+        the candidates it turned down when it took victims from the preemptor's own queue
+        (:mod:`kueue_es.scheduler.fairsharing`)."""
         self.fungibility = gates.enabled(config.feature_gates, gates.FLAVOR_FUNGIBILITY)
         """``FlavorFungibility``: off, the first flavor that fits is taken, a later one only for a strictly better
         mode, the ClusterQueue's ``flavorFungibility`` is not read and no attempt resumes a scan
@@ -122,6 +133,10 @@ class CycleContext:
         ready (:mod:`kueue_es.scheduler.blockadmission`)."""
         self.order = state.queue_order
         """Queue-order time and whether priority orders the heads (the configuration in force)."""
+        self.recompute_overlap = gates.enabled(config.feature_gates,
+                                               gates.RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP)
+        """``RecomputeAssignmentUponPreemptionTargetsOverlap``: off, an entry whose victims overlap those chosen
+        earlier in the cycle is skipped, not assigned again (:func:`_recompute_after_overlap`)."""
 
     def __enter__(self) -> CycleContext:
         self.tree.begin()
@@ -253,13 +268,14 @@ def _try_partial(ctx: CycleContext, e: Entry) -> None:
 
 
 def order_entries(entries: list[Entry], order: QueueOrder) -> list[Entry]:
-    """Kueue's classical order: lower borrowing level, higher priority (unless ``PrioritySortingWithinCohort`` is
-    off), earlier queue-order time (then UID)."""
+    """Kueue's classical order: preemptor workloads (only flagged under ``PrioritizePreemptorWorkloads``), lower
+    borrowing level, higher priority (unless ``PrioritySortingWithinCohort`` is off), earlier queue-order time (then
+    UID)."""
 
     def key(e: Entry) -> tuple:
         wl = e.wl
-        return (e.assignment.borrow if e.assignment is not None else 0, order.rank(wl.priority), order.time(wl),
-                wl.uid)
+        return (not e.preemptor, e.assignment.borrow if e.assignment is not None else 0, order.rank(wl.priority),
+                order.time(wl), wl.uid)
 
     return sorted(entries, key=key)
 
@@ -312,6 +328,11 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
         out.extend(second_pass(ctx, wl, base))
     for e in entries:
         nominate(ctx, e)
+    if ctx.prioritize_preemptors:
+        queues = state.queues
+        for e in entries:
+            q = queues.get(e.cq)
+            e.preemptor = q is not None and q.preemptor == e.wl.key
     victims = ctx.removed
     tree = ctx.tree
     # blockAdmission's held entry, if any, goes first: Kueue admits it as it wakes, before the cycle goes on
@@ -331,7 +352,7 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
             continue
         if a.mode == _PREEMPT and not e.targets:
             _pending(out, ctx, e, "WaitingForQuota", a.message, "PreemptionNoCandidates", base)
-            if state.cluster_queues[e.cq].spec.preemption.reclaim_within_cohort != "Any":
+            if e.preemptor or state.cluster_queues[e.cq].spec.preemption.reclaim_within_cohort != "Any":
                 _reserve_capacity(ctx, e)
                 info = ctx.info_of(e)
                 if info.tas_levels:
@@ -339,7 +360,7 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
             continue
         node = tree.cluster_queues[e.cq]
         if any(t.workload.key in victims for t in e.targets):
-            outcome = _recompute_after_overlap(ctx, e)
+            outcome = _recompute_after_overlap(ctx, e) if ctx.recompute_overlap else ""
             if outcome == "deferred":
                 a = e.assignment
                 for fr, v in a.usage.items():
@@ -431,7 +452,9 @@ def _recompute_after_overlap(ctx: CycleContext, e: Entry) -> str:
 
 
 def _reserve_capacity(ctx: CycleContext, e: Entry) -> None:
-    """A preemptor without candidates still holds back capacity so lower priorities can't take it this cycle."""
+    """A preemptor without candidates still holds back capacity so lower priorities can't take it this cycle: when
+    its queue cannot always reclaim (``reclaimWithinCohort`` not Any) or, under ``PrioritizePreemptorWorkloads``,
+    when it is its queue's preemptor workload."""
     a = e.assignment
     assert a is not None
     node = ctx.tree.cluster_queues[e.cq]

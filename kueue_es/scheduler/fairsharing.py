@@ -7,8 +7,9 @@ metrics read too (the weighted-share gauges).
 name — Kueue takes any — gives its entry at once if it has no cohort; otherwise a tournament over its whole
 cohort tree picks the next entry. Every remaining entry of the tree is charged to its ClusterQueue in turn and
 the DRS of each node on its path is taken; at each cohort, the winners of the child cohorts and the entries of
-the child ClusterQueues compete: an entry whose node below the cohort does not borrow on the flavor-resources
-it requests beats one whose node does; then the lower DRS of that node; then the higher priority; then the
+the child ClusterQueues compete: a queue's preemptor workload (under ``PrioritizePreemptorWorkloads``) beats
+one that is not; then an entry whose node below the cohort does not borrow on the flavor-resources it requests
+beats one whose node does; then the lower DRS of that node; then the higher priority; then the
 earlier queue-order time (then the earlier candidate). Shares are recomputed at every pick, so each admission
 of the cycle moves the next one.
 
@@ -26,7 +27,10 @@ preemptor's new share ≤ the target's share without the candidate; ``LessThanIn
 share < the target's current share — and the first candidate that passes is preempted (``InCohortFairSharing``)
 and the target re-chosen; those that fail wait for the second step (with the default two strategies): per
 target queue, the first waiting candidate is preempted if the preemptor's new share is below the target's
-current one. As soon as the preemptor fits, targets it does not need are given back (last-but-one first).
+current one. Under the ``FairSharingReevaluatePreemptionCandidates`` gate, when the first strategy's pass took
+victims from the preemptor's own queue (which lowered its share), the candidates it turned down go through the
+first strategy once more before the second step. As soon as the preemptor fits, targets it does not need are
+given back (last-but-one first).
 """
 
 from __future__ import annotations
@@ -106,7 +110,8 @@ def _subtree_cluster_queues(node: QuotaNode) -> list[QuotaNode]:
 class _Contender:
     """An entry in the tournament, with its comparison key at each ancestor of its queue.
 
-    The key at ancestor ``path[i+1]`` is (borrows on what it requests — only under the
+    The key at ancestor ``path[i+1]`` is (not its queue's preemptor workload — only under the
+    ``PrioritizePreemptorWorkloads`` gate —, borrows on what it requests — only under the
     ``FairSharingPrioritizeNonBorrowing`` gate —, DRS, -priority, queue-order time) of
     ``path[i]`` with the entry's usage counted — which bubbles up like a real charge, the part above each
     node's guarantee reaching its parent. It depends on the usage of ``path[0..i]`` only, so a key is kept
@@ -134,13 +139,14 @@ class _Contender:
         e = self.entry
         usage = e.assignment.usage if e.assignment is not None else {}
         tail = (ctx.order.rank(e.wl.priority), ctx.order.time(e.wl))
+        head = not e.preemptor
         extra = dict(usage)
         for level in range(len(path) - 1):
             n = path[level]
             if level >= keep:
                 d = drs(ctx, n, extra)
                 borrows = d.borrowing_on(usage) if ctx.prioritize_non_borrowing else False
-                self.keys[path[level + 1].name] = (borrows, *d.key(), *tail)
+                self.keys[path[level + 1].name] = (head, borrows, *d.key(), *tail)
             extra = {fr: n.delta_above(fr, v) for fr, v in extra.items()}
         self.versions = [n.version for n in path]
 
@@ -324,18 +330,46 @@ def fair_targets(ctx: CycleContext, wl: WorkloadInfo, node: QuotaNode, requests:
 def _search(ctx: CycleContext, node: QuotaNode, candidates: list[WorkloadInfo], needed: dict[str, int],
             strategies: list[str], order_key, take) -> bool:
     """Feed candidates to ``take`` in fair-sharing order until it says the preemptor fits."""
-    first = strategies[0]
+    fitted, retry, own = _first_step(ctx, node, candidates, needed, strategies[0], order_key, take)
+    if fitted:
+        return True
+    if own and retry and ctx.reevaluate_candidates:
+        # FairSharingReevaluatePreemptionCandidates: the preemptor's own victims lowered its share, so the
+        # candidates the first strategy turned down get one more pass under it (the first pass went through the
+        # whole tree: no own candidate is left to lower the share again)
+        fitted, retry, _ = _first_step(ctx, node, retry, needed, strategies[0], order_key, take)
+        if fitted:
+            return True
+    if len(strategies) < 2 or not retry:
+        return False
+    ordering = _Ordering(ctx, node, retry, order_key)
+    for target in ordering:
+        mine, theirs = ordering.almost_lcas(target) if target is not node else (node, node)
+        passed = compare(drs(ctx, mine), drs(ctx, theirs)) < 0
+        w = ordering.pop(target)
+        if passed and take(w, "InCohortFairSharing"):
+            return True
+        ordering.drop(target)
+    return False
+
+
+def _first_step(ctx: CycleContext, node: QuotaNode, candidates: list[WorkloadInfo], needed: dict[str, int],
+                first: str, order_key, take) -> tuple[bool, list[WorkloadInfo], bool]:
+    """One pass of the first strategy over ``candidates``: whether the preemptor fits, the candidates the strategy
+    turned down (for the second step), and whether a victim came from the preemptor's own queue."""
     within_nominal = ctx.preempt_within_nominal and not any(node.borrowing(fr) for fr in needed)
     ordering = _Ordering(ctx, node, candidates, order_key)
     retry: list[WorkloadInfo] = []
+    own = False
     for target in ordering:
         if target is node:
+            own = True
             if take(ordering.pop(target), "InClusterQueue"):
-                return True
+                return True, retry, own
             continue
         if within_nominal:
             if take(ordering.pop(target), "InCohortReclamation"):
-                return True
+                return True, retry, own
             continue
         mine, theirs = ordering.almost_lcas(target)
         preemptor_new, target_old = drs(ctx, mine), drs(ctx, theirs)
@@ -356,17 +390,7 @@ def _search(ctx: CycleContext, node: QuotaNode, candidates: list[WorkloadInfo], 
                 passed = compare(preemptor_new, target_old) < 0
             if passed:
                 if take(w, "InCohortFairSharing"):
-                    return True
+                    return True, retry, own
                 break  # shares moved: choose the target again
             retry.append(w)
-    if len(strategies) < 2 or not retry:
-        return False
-    ordering = _Ordering(ctx, node, retry, order_key)
-    for target in ordering:
-        mine, theirs = ordering.almost_lcas(target) if target is not node else (node, node)
-        passed = compare(drs(ctx, mine), drs(ctx, theirs)) < 0
-        w = ordering.pop(target)
-        if passed and take(w, "InCohortFairSharing"):
-            return True
-        ordering.drop(target)
-    return False
+    return False, retry, own

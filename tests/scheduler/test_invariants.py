@@ -122,7 +122,7 @@ def picture(state: ClusterState) -> tuple:
     workloads = tuple((k, w.phase, w.evicted, w.job_stopped, w.requeue_count, w.requeue_at, _scan(state, w),
                        tuple((c.type, c.status, c.reason, c.message) for c in w.conditions))
                       for k, w in sorted(state.workloads.items()))
-    queues = tuple((name, tuple(q.entries), tuple(sorted(q.inadmissible)), q.sticky)
+    queues = tuple((name, tuple(q.entries), tuple(sorted(q.inadmissible)), q.sticky, q.preemptor)
                    for name, q in sorted(state.queues.items()))
     return workloads, queues
 

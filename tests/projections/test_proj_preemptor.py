@@ -1,0 +1,78 @@
+"""Each queue's preemptor workload in the fold (``ClusterQueueQueue.preemptor``), which PrioritizePreemptorWorkloads
+puts first in a cycle: set when a workload is requeued while waiting for its preemptions, in either queueing strategy
+(BestEffortFIFO's sticky workload is the same one there), forgotten when it is requeued for another reason, parked
+or leaves the queue, and kept by a snapshot. The scenarios ``prioritize-preemptor-*`` show the scheduling side."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+from fixtures.eventgen import T0, cluster_queue, flavor, local_queue, namespace, upsert, workload
+
+from events import schema as ev
+from projections import snapshot
+from projections.cluster import ClusterState
+
+KEY = "team/w"
+
+
+def fold(strategy: str) -> ClusterState:
+    state = ClusterState()
+    for e in (upsert(namespace("team"), T0), upsert(flavor("f0"), T0),
+              upsert(cluster_queue("cq", quotas={"f0": 1}, strategy=strategy), T0),
+              upsert(local_queue("team", "lq", "cq"), T0), upsert(workload("team", "w", queue="lq"), T0)):
+        apply(state, e)
+    return state
+
+
+def apply(state: ClusterState, e: ev.Event) -> None:
+    state.apply(ev.Record(state.offset + 1, e))
+
+
+def pending(state: ClusterState, requeue_reason: str, *, parked: bool = False) -> None:
+    uid = state.workloads[KEY].uid
+    apply(state, ev.WorkloadPending(time=T0, cycle=1, input=state.offset, key=KEY, uid=uid,
+                                    reason="WaitingForPreemptedWorkloads", message="m", requeue_reason=requeue_reason,
+                                    parked=parked))
+
+
+@pytest.mark.parametrize(("strategy", "sticky"), [("BestEffortFIFO", KEY), ("StrictFIFO", None)])
+def test_a_workload_waiting_for_its_preemptions_is_its_queues_preemptor_in_either_strategy(
+        strategy: str, sticky: str | None) -> None:
+    state = fold(strategy)
+    pending(state, "PendingPreemption")
+    q = state.queues["cq"]
+    assert (q.preemptor, q.sticky) == (KEY, sticky)
+    restored = snapshot.decode(snapshot.encode(state))
+    assert (restored.queues["cq"].preemptor, restored.queues["cq"].sticky) == (KEY, sticky)
+    assert snapshot.digest(restored) == snapshot.digest(state)
+
+
+def test_requeued_for_another_reason_it_is_no_longer_the_preemptor_but_stays_sticky() -> None:
+    """Kueue clears its preemptor workload on any other requeue; kueue-es's BestEffortFIFO stickiness follows the
+    reference (kept until the workload leaves the queue or another replaces it)."""
+    state = fold("BestEffortFIFO")
+    pending(state, "PendingPreemption")
+    pending(state, "FailedAfterNomination")
+    q = state.queues["cq"]
+    assert (q.preemptor, q.sticky) == (None, KEY)
+
+
+def test_parked_it_is_no_longer_the_preemptor() -> None:
+    state = fold("BestEffortFIFO")
+    pending(state, "PendingPreemption")
+    pending(state, "PreemptionNoCandidates", parked=True)
+    q = state.queues["cq"]
+    assert KEY in q.inadmissible and q.preemptor is None
+
+
+def test_a_snapshot_from_before_version_11_takes_the_sticky_workload_as_the_preemptor() -> None:
+    state = fold("BestEffortFIFO")
+    pending(state, "PendingPreemption")
+    old = msgspec.to_builtins(snapshot.take(state))
+    old[0] = 10
+    queue = old[snapshot.Snapshot.__struct_fields__.index("queues")][0]
+    del queue[snapshot.QueueSnapshot.__struct_fields__.index("preemptor"):]
+    restored = snapshot.decode(msgspec.msgpack.encode(old))
+    assert restored.queues["cq"].preemptor == KEY
+    assert snapshot.digest(restored) == snapshot.digest(state)
