@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 
+import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -38,6 +39,11 @@ POLICIES_RECLAIM = ("Never", "LowerPriority", "Any")
 
 
 FLAVORS = ("f1", "f2", "f3")
+
+
+def _upserted(t: int, doc: dict) -> ev.ObjectUpserted:
+    obj = msgspec.convert(doc, o.KueueObject)
+    return ev.ObjectUpserted(time=t, key=obj.key, obj=obj)
 
 
 def _cq(name, cohort, nominal, borrow, lend, within, reclaim, bwc, strategy, weight=None, more=(), fungibility=None):
@@ -146,8 +152,6 @@ def run(objects, waves, check=None, config: SchedulerConfig = DEFAULT) -> list[b
     queue's head is admitted first again (the simulator's THRASH case; ``test_reclaim_any_ping_pong_is_a_loop``).
     A wave that enters a loop ends there, once every state of the loop has been checked; a scheduler that
     neither settles nor loops within 500 batches fails the run."""
-    import msgspec
-
     state = ClusterState()
     out: list[bytes] = []
     t = T0
@@ -176,11 +180,11 @@ def run(objects, waves, check=None, config: SchedulerConfig = DEFAULT) -> list[b
             seen.add(now)
         raise AssertionError("the scheduler did not settle within 500 batches")
 
-    apply([ev.ObjectUpserted(time=t, key=d["metadata"]["name"], obj=msgspec.convert(d, o.KueueObject))
+    apply([_upserted(t, d)
            for d in objects])
     for i, wave in enumerate(waves):
         t += 60_000
-        apply([ev.ObjectUpserted(time=t, key=f"ns/{d['metadata']['name']}", obj=msgspec.convert(d, o.KueueObject))
+        apply([_upserted(t, d)
                for d in wave])
         settle()
         running = sorted(k for k, w in state.workloads.items() if w.phase == "Admitted" and not w.evicted)
@@ -291,8 +295,6 @@ BLOCKING = {fair: load_config({"waitForPodsReady": {"blockAdmission": True},
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios(), st.booleans())
 def test_block_admission_admits_one_workload_at_a_time(scenario, fair) -> None:
-    import msgspec
-
     from kueue_es.scheduler import blockadmission
     from kueue_es.scheduler.cycle import heads
 
@@ -351,11 +353,11 @@ def test_block_admission_admits_one_workload_at_a_time(scenario, fair) -> None:
                 if (c := e.wl.condition("QuotaReserved")) is not None and c.reason == blockadmission.REASON]
         assert not left, f"heads still waiting for pods though every pod is ready: {left}"
 
-    apply([ev.ObjectUpserted(time=t, key=d["metadata"]["name"], obj=msgspec.convert(d, o.KueueObject))
+    apply([_upserted(t, d)
            for d in objects])
     for i, wave in enumerate(waves):
         t += 60_000
-        apply([ev.ObjectUpserted(time=t, key=f"ns/{d['metadata']['name']}", obj=msgspec.convert(d, o.KueueObject))
+        apply([_upserted(t, d)
                for d in wave])
         settle_until_all_ready()
         running = sorted(k for k, w in state.workloads.items() if w.phase == "Admitted" and not w.evicted)
