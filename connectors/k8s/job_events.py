@@ -21,7 +21,8 @@ integration (``batch/job-kueue-controller``), records on the Job, Normal unless 
 * ``UpdatedWorkload`` once it rewrote the Job's generated Workload to match the suspended Job again ("Updated not
   matching Workload for suspended job: <ns>/<name>"), or gave it the priority class the Job's label names now
   ("Updated workload priority class: <ns>/<name>"); ``DeletedWorkload`` "Deleted not matching Workload:
-  <ns>/<name>" once it deleted one the Job no longer matches (:mod:`connectors.k8s.job_sync`);
+  <ns>/<name>" once it deleted one the Job no longer matches, or one beyond the one Workload the Job keeps
+  (:mod:`connectors.k8s.job_sync`);
 * ``UpdatedAdmissionCheck`` "<check>: <message>" for each Pending admission check with a message (in the
   order of the Workload's ``status.admissionChecks``: by name), joined with "; ", while the Job is suspended
   and its Workload holds quota but is not admitted, evicted or finished (:func:`pending_checks_message`).
@@ -42,8 +43,7 @@ the recorder creates them under names derived from the record, so a restart crea
 finishing a stop (restoring the template once the pods are gone), records nothing, as in Kueue.
 
 Kueue's other Job Events report what kueue-es's job integration does not do: ``Suspended`` (a child Job of a
-Kueue-managed parent), ``DeletedWorkload`` for extra Workloads of one Job (kueue-es knows one per Job),
-``ErrWorkloadCompose`` (pod groups) and ``JobNestingTooDeep``.
+Kueue-managed parent), ``ErrWorkloadCompose`` (pod groups) and ``JobNestingTooDeep``.
 """
 
 from __future__ import annotations

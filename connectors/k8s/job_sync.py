@@ -33,6 +33,19 @@ puts each in the log (``JobActed``) for the Event Kueue records on the Job.
   reconcile reaches that step only for a Workload not evicted, and its write of a Workload holding quota is
   refused (``queueName`` is immutable then): both wait.
 
+* **One Workload per Job** (:func:`one_workload`; generated Workloads only, Kueue's ``ensureOneWorkload``
+  and ``FindMatchingWorkloads``): of the Workloads a Job of that name controls, the Job keeps the first that is
+  its own (this Job's uid) and matches it — oldest first, then by name, where Kueue takes the first its cache
+  lists — else the first of its own, which is then brought in step as above. Every other one is deleted
+  (its finalizer taken off first; Event ``DeletedWorkload`` "Deleted not matching Workload: <ns>/<name>" for each
+  one deleted, none for one already being deleted), and the pass ends there, as Kueue's reconcile does. A
+  Workload of an earlier Job of the same name (another uid) is never the Job's: it is deleted (Kueue compares the
+  uid under ``FinishOrphanedWorkloads``, on by default; kueue-es always does). A Workload that merely refers to
+  the Job, with no controller or another one, is not the Job's to delete. With several Workloads and none
+  matching, Kueue deletes them all in one pass (rewriting only the first, for a suspended Job without quota) and
+  stops a running Job without restoring its template ("Missing Workload; unable to restore pod templates");
+  kueue-es keeps the first to bring in step as it would a Job's only Workload.
+
 Nothing is decided for a finished Job or a finished Workload (the finishing rules come first), nor while a
 decision about the Workload waits to be written (:attr:`connectors.k8s.mirror.Mirror.pending`): Kueue decides
 from the Workload as stored, and the log and the apiserver then agree on it.
@@ -40,12 +53,13 @@ from the Workload as stored, and the log and the apiserver then agree on it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
 import msgspec
 
-from connectors.k8s import podsetinfo
+from connectors.k8s import podsetinfo, prebuilt
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import PRIORITY_LABEL, workload_priority
 from connectors.k8s.resources import KUEUE_GROUP, MIN_PARALLELISM
@@ -90,6 +104,18 @@ def out_of_step(state: ClusterState, job: o.Job, obs: o.Workload, wl: WorkloadIn
     if running:
         return STOP
     return DELETE if wl.reserving else UPDATE
+
+
+def one_workload(state: ClusterState, job: o.Job, owned: Sequence[tuple[o.Workload, WorkloadInfo]],
+                 max_exec: int | None) -> tuple[tuple[o.Workload, WorkloadInfo] | None, list[o.Workload]]:
+    """The Workload a Job with generated Workloads keeps among ``owned`` (those a Job of its name controls, as
+    stored and in the log), and the others, to delete (see the module docstring). ``max_exec``: the Job's maximum
+    execution time, as Kueue reads it."""
+    ordered = sorted(owned, key=lambda p: (p[0].metadata.creation_timestamp or "", p[0].metadata.name))
+    own = [p for p in ordered if prebuilt.controller_uid(p[0]) == job.metadata.uid]
+    keep = next((p for p in own if equivalent(state, job, p[0], p[1], max_exec, generated=True)),
+                own[0] if own else None)
+    return keep, [obs for obs, _ in ordered if keep is None or obs.metadata.uid != keep[0].metadata.uid]
 
 
 def queue_to_set(job: o.Job, obs: o.Workload, wl: WorkloadInfo, *, running: bool) -> str | None:

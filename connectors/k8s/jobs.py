@@ -8,9 +8,13 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   (:mod:`connectors.k8s.prebuilt`) — and is then used as a generated one is, below. None is ever created for
   such a Job: while the one it names is missing, controlled by another object or out of sync, the Job waits,
   suspended (a running one is stopped, ``Stopped`` "missing workload");
+* **one Workload per Job** (generated ones; :func:`connectors.k8s.job_sync.one_workload`): of the Workloads a
+  Job of that name controls, the Job keeps the first of its own that matches it, else the first of its own; the
+  others are deleted (``DeletedWorkload``) and the pass ends there;
 * **no Workload yet** (and the Job has not finished, and no pod is active): create ``job-<name>-<hash>`` (the
   hash is the first 5 hex digits of SHA-1 over ``Job\\nbatch\\n<name>\\n<uid>``, like Kueue) with a controller
-  ownerReference to the Job, the ``kueue.x-k8s.io/job-uid`` label, the queue name, the priority
+  ownerReference to the Job, the ``kueue.x-k8s.io/resource-in-use`` finalizer, the ``kueue.x-k8s.io/job-uid``
+  label, the queue name, the priority
   (:mod:`connectors.k8s.job_priority`: label ``kueue.x-k8s.io/priority-class`` → WorkloadPriorityClass, else the
   template's ``priorityClassName`` → PriorityClass), ``maximumExecutionTimeSeconds`` from
   ``kueue.x-k8s.io/max-exec-time-seconds`` (a value Kueue's job webhook refuses — not an integer, or not above
@@ -26,6 +30,9 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   created when the class appears in the log (the mirror marks the Jobs naming it dirty). So is a pod template's
   ``priorityClassName`` naming a PriorityClass the log does not hold (with no label) — with no Event, as
   Kueue, whose reconcile just fails on the lookup and is retried: only a warning in the log, once per version;
+* **the Workload finished, or being deleted** (:mod:`connectors.k8s.workload_finalizer`): nothing else is done
+  with it; a finished one loses its finalizer once the apiserver shows it ``Finished``; for one being deleted a
+  running Job is stopped ("Workload is deleted") and its template restored, then the finalizer goes;
 * **in step with the Job** (:mod:`connectors.k8s.job_sync`; the Workload not finished, no decision about it
   still to be written): a generated Workload the Job no longer matches (count, minimum count, tolerations,
   container resources, maximum execution time) is rewritten from the suspended Job while it holds no quota
@@ -62,8 +69,12 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   and some pods succeeded, the parallelism less the completions still to come, when that is positive (the
   writer then writes the field, and the quota those pods held is given back);
 * the Job **finished** (condition ``Complete`` or ``Failed``) → ``WorkloadFinished`` (``Succeeded``/``Failed``);
-* the Job is **gone** → its Workload is finished (``OwnerNotFound``; not under ``FinishOrphanedWorkloads`` off)
-  and deleted (what the garbage collector would do with the ownerReference).
+* the Job is **gone or being deleted** (whatever its labels) → each Workload it controls that is neither
+  finished nor being deleted is finished (``OwnerNotFound``; not under ``FinishOrphanedWorkloads`` off) and
+  loses its finalizer; once the Job is gone it is deleted (what the garbage collector would do with the
+  ownerReference). A Workload left with no owner at all (its Job deleted with ``--cascade=orphan``), being deleted
+  or carrying the ``kueue.x-k8s.io/job-uid`` label, is finished and let go of the same way, as Kueue's workload
+  controller does (the mirror marks it: ``Mirror.dirty_orphans``).
 
 Everything it writes is conditioned on the resourceVersion it read; a conflict just waits for the watch to
 bring the newer object. Events it appends are not repeated while the log has not applied them yet. Once a
@@ -71,7 +82,8 @@ Workload is created, updated or deleted, or a Job started or stopped (``suspend`
 ``JobActed``: the Kubernetes Event Kueue's job reconciler records on the Job for it
 (:mod:`connectors.k8s.job_events`) is recorded from that; so is a missing WorkloadPriorityClass reported.
 A Job created unsuspended is suspended at creation by the webhook (``webhook.py``) when it is installed, else
-here, after the fact. Not done yet: the ``kueue.x-k8s.io/resource-in-use`` finalizer on the Workloads it creates.
+here, after the fact. Whenever kueue-es deletes a Workload itself it takes the finalizer off first (a patch
+conditioned on the Workload's resourceVersion), so that nothing it deletes is left terminating.
 """
 
 from __future__ import annotations
@@ -86,6 +98,7 @@ import msgspec
 import structlog
 
 from connectors.k8s import job_sync, podsetinfo, prebuilt
+from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
 from connectors.k8s.job_events import (
@@ -119,6 +132,7 @@ from kueue_es.scheduler.config import DEFAULT
 from kueue_es.scheduler.config_record import in_force
 from projections import gates
 from projections.clusterqueues import selector_matches
+from projections.in_use import FINALIZER
 from projections.pods_ready_condition import WAIT_FOR_START
 from projections.workloads import (
     ADMISSION_GATED_BY_ANNOTATION,
@@ -145,6 +159,10 @@ CLASS_MISSING = "class-missing"
 POD_CLASS_MISSING = "pod-class-missing"
 """The action marker of a Job reported for a missing WorkloadPriorityClass (not "create": once the class is
 there, the same version of the Job is given its Workload)."""
+ORPHAN = "Workload:"
+"""Prefixes the key of a Workload with no owner among the Job keys the workers take (:meth:`JobIntegration._ownerless`)."""
+OWNER_NOT_FOUND = "OwnerNotFound"
+OWNER_NOT_FOUND_MESSAGE = "The workload's owner no longer exists"
 
 
 _INT32_MAX, _INT64_MAX = 2**31 - 1, 2**63 - 1
@@ -242,6 +260,10 @@ class JobStats:
     """Generated Workloads given the priority class their Job's label names now."""
     requeued: int = 0
     """Workloads given the queue name their suspended Job's label names now."""
+    finalizers_removed: int = 0
+    """Workloads the resource-in-use finalizer was taken off."""
+    extras_deleted: int = 0
+    """Workloads deleted for being one too many for their Job."""
 
 
 class JobIntegration:
@@ -268,8 +290,9 @@ class JobIntegration:
             self._take, self.journal.subscribe(), self._retry.timeout)
 
     def _take(self) -> set[str]:
-        keys = self.mirror.dirty_jobs | self._retry.due()
+        keys = self.mirror.dirty_jobs | {ORPHAN + k for k in self.mirror.dirty_orphans} | self._retry.due()
         self.mirror.dirty_jobs = set()
+        self.mirror.dirty_orphans = set()
         return keys
 
     async def reconcile_guarded(self, key: str) -> None:
@@ -285,18 +308,30 @@ class JobIntegration:
     # --- one Job -------------------------------------------------------------------------------------------
 
     async def reconcile(self, key: str) -> None:
-        job = self.state.jobs.get(key)
-        wl_key = self.mirror.workload_of.get(key)
-        if job is None:
-            if wl_key is not None:
-                await self._orphaned(wl_key)
+        if key.startswith(ORPHAN):
+            await self._ownerless(key[len(ORPHAN):])
             return
-        if not job.metadata.labels.get(QUEUE_LABEL) or job.metadata.deletion_timestamp:
+        job = self.state.jobs.get(key)
+        if job is None or job.metadata.deletion_timestamp:
+            # as Kueue's reconciler, first thing, whatever the Job's labels: its Workloads' finalizers go
+            for obs, wl in self._owned(key):
+                await self._orphaned(wl, obs, job_gone=job is None)
+            return
+        if not job.metadata.labels.get(QUEUE_LABEL):
             return
         if not self._managed_namespace(job.metadata.namespace):
             return
         prebuilt_name = prebuilt.name_of(job, self.state.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS))
-        name = prebuilt_name or self._workload_name(job)
+        if prebuilt_name:
+            name = prebuilt_name
+        else:
+            keep, extras = job_sync.one_workload(self.state, job, self._owned(key),
+                                                 compared_max_execution_seconds(job.metadata.labels))
+            if extras:
+                marker = ",".join(f"{w.metadata.uid}@{w.metadata.resource_version}" for w in extras)
+                await self._once(key, f"extras:{marker}", job, self._delete_extras(job, extras))
+                return  # as Kueue's reconciler: the rest waits for the Workloads that are left
+            name = keep[0].metadata.name if keep is not None else self._new_name(job)
         wl_key = f"{job.metadata.namespace}/{name}"
         wl = self.state.workloads.get(wl_key)
         obs = self.mirror.workloads.get(wl_key)
@@ -328,6 +363,9 @@ class JobIntegration:
             return
         if self._acted.get(key, ("",))[0] == "create":
             del self._acted[key]  # seen: if it is ever deleted, it is created again
+        if wl.phase == FINISHED or wf.deleting(obs):
+            await self._release(job, wl, obs)
+            return  # as Kueue's reconciler: nothing else is done with a finished Workload, or one going
         finished = job_finished(job)
         if finished is not None:
             if wl.phase != FINISHED:
@@ -511,15 +549,19 @@ class JobIntegration:
         self.stats.pod_class_missing += 1
         log.warning("PriorityClass not found: no workload created", job=job.key, priority_class=pc_name)
 
-    def _workload_name(self, job: o.Job) -> str:
-        """The name of the Job's Workload: the one the mirror holds with this Job (this uid) as its controller,
-        whatever its name — Kueue finds a Job's Workload by its owner, so one created under the other
-        ``ShortWorkloadNames`` setting is still the Job's — else the name to create it under."""
-        found = self.mirror.workload_of.get(job.key)
-        obs = self.mirror.workloads.get(found) if found is not None else None
-        if obs is not None and any(r.controller and r.uid == job.metadata.uid for r in obs.metadata.owner_references):
-            return obs.metadata.name
+    def _new_name(self, job: o.Job) -> str:
+        """The name to create the Job's Workload under. (One the Job already has is found by its owner, whatever
+        its name — one created under the other ``ShortWorkloadNames`` setting is still the Job's.)"""
         return workload_name(job.metadata.name, job.metadata.uid, short=self.state.gate(gates.SHORT_WORKLOAD_NAMES))
+
+    def _owned(self, job_key: str) -> list[tuple[o.Workload, WorkloadInfo]]:
+        """The Workloads a Job of this name controls, as stored and in the log, by key."""
+        out: list[tuple[o.Workload, WorkloadInfo]] = []
+        for wl_key in sorted(self.mirror.owned_by.get(job_key, ())):
+            obs, wl = self.mirror.workloads.get(wl_key), self.state.workloads.get(wl_key)
+            if obs is not None and wl is not None:
+                out.append((obs, wl))
+        return out
 
     def _managed_namespace(self, namespace: str) -> bool:
         """Kueue manages a Job only in a namespace its ``managedJobsNamespaceSelector`` selects, and skips one in
@@ -570,6 +612,7 @@ class JobIntegration:
         wl_meta: dict[str, Any] = {
             "name": name, "namespace": meta["namespace"],
             "labels": {JOB_UID_LABEL: meta["uid"]},
+            "finalizers": [FINALIZER],
             "ownerReferences": [prebuilt.controller_ref(meta["name"], meta["uid"])],
         }
         if annotations:
@@ -611,11 +654,14 @@ class JobIntegration:
         await self._report(job, UPDATED_WORKLOAD, workload=obs.key, message=job_sync.updated_message(obs.key))
 
     async def _delete_workload(self, job: o.Job, obs: o.Workload) -> None:
-        """Delete the Workload the Job no longer matches, conditioned on its uid and resourceVersion;
-        ``DeletedWorkload``. The Job is then given a new one as any Job without a Workload is."""
+        """Delete the Workload the Job no longer matches, its finalizer first, conditioned on its uid and
+        resourceVersion; ``DeletedWorkload``. The Job is then given a new one as any Job without a Workload is."""
+        rv = await self._unfinalize(obs)
+        if rv is None:
+            return
         try:
             await self.client.delete(WORKLOADS, obs.metadata.name, obs.metadata.namespace, uid=obs.metadata.uid,
-                                     resource_version=obs.metadata.resource_version)
+                                     resource_version=rv)
         except NotFound:
             return
         self.stats.deleted += 1
@@ -757,20 +803,89 @@ class JobIntegration:
         self.stats.stopped += 1
         log.info("stopped job and restored its template", job=job.key)
 
-    async def _orphaned(self, wl_key: str) -> None:
-        wl = self.state.workloads.get(wl_key)
-        obs = self.mirror.workloads.get(wl_key)
-        if wl is None or obs is None:
+    async def _orphaned(self, wl: WorkloadInfo | None, obs: o.Workload, *, job_gone: bool) -> None:
+        """The Workload of a Job that is gone (``job_gone``) or being deleted: finished ``OwnerNotFound`` and its
+        finalizer taken off (:func:`connectors.k8s.workload_finalizer.orphan_steps`); once the Job is gone it is
+        deleted too, as the garbage collector would through its ownerReference."""
+        finish, remove = wf.orphan_steps(obs, wl, finish_orphaned=self.state.gate(gates.FINISH_ORPHANED_WORKLOADS))
+        if finish and wl is not None:
+            await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl.key, uid=wl.uid, reason=OWNER_NOT_FOUND,
+                                                            message=OWNER_NOT_FOUND_MESSAGE))
+        rv = await self._unfinalize(obs) if remove else obs.metadata.resource_version
+        if not job_gone or rv is None or wf.deleting(obs):
             return
-        if wl.phase != FINISHED and self.state.gate(gates.FINISH_ORPHANED_WORKLOADS):
-            await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl_key, uid=wl.uid, reason="OwnerNotFound",
-                                                            message="The workload's owner no longer exists"))
         try:
             await self.client.delete(WORKLOADS, obs.metadata.name, obs.metadata.namespace, uid=obs.metadata.uid)
         except (NotFound, Conflict):
             return
         self.stats.orphans += 1
-        log.info("deleted the workload of a deleted job", workload=wl_key)
+        log.info("deleted the workload of a deleted job", workload=obs.key)
+
+    async def _ownerless(self, wl_key: str) -> None:
+        """A Workload left with no owner at all (its Job deleted with ``--cascade=orphan``), or being deleted
+        with none: Kueue's workload controller finishes it ``OwnerNotFound`` and takes its finalizer off
+        (:func:`connectors.k8s.workload_finalizer.ownerless`)."""
+        obs = self.mirror.workloads.get(wl_key)
+        gate = self.state.gate(gates.FINISH_ORPHANED_WORKLOADS)
+        if obs is None or not wf.ownerless(obs, finish_orphaned=gate):
+            return
+        wl = self.state.workloads.get(wl_key)
+        finish, remove = wf.orphan_steps(obs, wl, finish_orphaned=gate)
+        if finish and wl is not None:
+            await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl_key, uid=wl.uid, reason=OWNER_NOT_FOUND,
+                                                            message=OWNER_NOT_FOUND_MESSAGE))
+        if remove:
+            await self._unfinalize(obs)
+
+    async def _release(self, job: o.Job, wl: WorkloadInfo, obs: o.Workload) -> None:
+        """The finalizer of the Job's Workload once it is finished, or being deleted — then the running Job is
+        stopped and its template restored first (:func:`connectors.k8s.workload_finalizer.release`; a Job that
+        finished is not stopped)."""
+        running = is_running(job) and job_finished(job) is None
+        action = wf.release(obs, wl, job_running=running)
+        if action == wf.STOP:
+            await self._once(job.key, "stop", job, self._stop(job, obs, wf.WORKLOAD_DELETED))
+        elif action == wf.REMOVE:
+            await self._unfinalize(obs)
+
+    async def _unfinalize(self, obs: o.Workload) -> str | None:
+        """Take the finalizer off ``obs``, conditioned on its uid and resourceVersion: the Workload's
+        resourceVersion after it (None: the Workload is gone). A conflict (:class:`Conflict`) waits for the newer
+        Workload the watch brings."""
+        if not wf.holds(obs):
+            return obs.metadata.resource_version
+        try:
+            out = await self.client.patch(WORKLOADS, obs.metadata.name, wf.removal_patch(obs), obs.metadata.namespace)
+        except NotFound:
+            return None
+        self.stats.finalizers_removed += 1
+        log.info("took the finalizer off the workload", workload=obs.key, deleting=wf.deleting(obs))
+        return msgspec.json.decode(out, type=_Meta).metadata.resource_version or obs.metadata.resource_version
+
+    async def _delete_extras(self, job: o.Job, extras: list[o.Workload]) -> None:
+        """Delete the Workloads of the Job beyond the one it keeps (:func:`connectors.k8s.job_sync.one_workload`),
+        each finalizer first, conditioned on its uid and resourceVersion; ``DeletedWorkload`` for each one deleted
+        (one already being deleted only loses its finalizer)."""
+        for obs in extras:
+            rv = await self._unfinalize(obs)
+            if rv is None or wf.deleting(obs):
+                continue
+            try:
+                await self.client.delete(WORKLOADS, obs.metadata.name, obs.metadata.namespace, uid=obs.metadata.uid,
+                                         resource_version=rv)
+            except NotFound:
+                continue
+            self.stats.extras_deleted += 1
+            log.info("deleted a workload the job does not keep", job=job.key, workload=obs.key)
+            await self._report(job, DELETED_WORKLOAD, workload=obs.key, message=job_sync.deleted_message(obs.key))
+
+
+class _RV(msgspec.Struct, rename="camel"):
+    resource_version: str = ""
+
+
+class _Meta(msgspec.Struct):
+    metadata: _RV = msgspec.field(default_factory=_RV)
 
 
 def _topology_request(annotations: dict[str, str]) -> dict[str, Any]:

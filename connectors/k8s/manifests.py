@@ -6,8 +6,10 @@ RBAC grants exactly what the connector does:
 
 * read (get/list/watch) every kind it watches: Namespaces, Nodes, Pods, PriorityClasses, LimitRanges,
   RuntimeClasses, Jobs and the Kueue kinds;
-* Workloads: create (the Job integration), delete (orphans whose Job is gone, ``afterFinished`` retention); their
-  ``status``: patch;
+* Workloads: create (the Job integration), patch (the ``kueue.x-k8s.io/resource-in-use`` finalizer taken off;
+  ``spec.active``, the queue name, priority and pod sets kept in step with the Job; a prebuilt one adopted), delete
+  (orphans whose Job is gone, Workloads a Job no longer matches or has too many of, ``afterFinished`` retention);
+  their ``status``: patch;
 * Jobs: patch (suspend/unsuspend, inject and restore the template), delete (``afterDeactivatedByKueue``
   retention), ``jobs/status``: patch (clear startTime);
 * ClusterQueues' and LocalQueues' ``status``: patch (Kueue's queue status);
@@ -90,7 +92,7 @@ def cluster_role(name: str = DEFAULT_NAME) -> dict[str, Any]:
         {"apiGroups": [group], "resources": sorted(plurals), "verbs": READ} for group, plurals in by_group.items()
     ]
     rules += [
-        {"apiGroups": [KUEUE_GROUP], "resources": ["workloads"], "verbs": ["create", "delete"]},
+        {"apiGroups": [KUEUE_GROUP], "resources": ["workloads"], "verbs": ["create", "patch", "delete"]},
         {"apiGroups": [KUEUE_GROUP], "resources": ["workloads/status"], "verbs": ["get", "patch"]},
         {"apiGroups": [KUEUE_GROUP], "resources": ["clusterqueues/status", "localqueues/status"],
          "verbs": ["get", "patch"]},

@@ -17,7 +17,10 @@ It is a fold like every projection: applying the same records gives the same mir
 ``dirty_jobs`` and ``dirty_queues`` collect the keys each record touched, for the writers and the Job integration
 to look at (a WorkloadPriorityClass or PriorityClass touches the Jobs without a Workload that name it; a Workload
 touches the Jobs that name it as their prebuilt one, indexed in ``named_by``, which is derived from the Jobs alone
-and so rebuilt, not checkpointed).
+and so rebuilt, not checkpointed). ``owned_by`` indexes the Workloads each Job (by name) controls, all of them
+(a Job may have more than one: :func:`connectors.k8s.job_sync.one_workload`), and ``dirty_orphans`` collects the
+Workloads left with no owner at all that Kueue would finish or let go of
+(:func:`connectors.k8s.workload_finalizer.ownerless`); both are derived from the observed Workloads, so rebuilt.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from connectors.k8s.decision_events import EventLedger, involved_job
 from connectors.k8s.job_events import pending_checks_message
 from connectors.k8s.job_priority import PRIORITY_LABEL
 from connectors.k8s.prebuilt import names_carried
+from connectors.k8s.workload_finalizer import maybe_ownerless
 from events import objects as o
 from events import schema as ev
 from projections.cluster import ClusterState
@@ -54,6 +58,8 @@ class Mirror:
         """Workload key -> key of the Job that owns it (controller ownerReference)."""
         self.workload_of: dict[str, str] = {}
         """Job key -> key of its Workload (the latest one seen)."""
+        self.owned_by: dict[str, set[str]] = {}
+        """Job key -> keys of every Workload a Job of that name controls (any uid), as last observed."""
         self.dirty_workloads: set[str] = set()
         self.dirty_jobs: set[str] = set()
         self.dirty_queues: set[str] = set()
@@ -63,6 +69,9 @@ class Mirror:
         self.dirty_finalizers: set[str] = set()
         """``<Kind>/<name>`` of ClusterQueues, ResourceFlavors, AdmissionChecks, Topologies whose
         resource-in-use finalizer may need adding or removing."""
+        self.dirty_orphans: set[str] = set()
+        """Workloads with no owner reference that are being deleted or carry the job-uid label (the Job
+        integration finishes them or takes their finalizer off)."""
         self.kube_events = EventLedger()
         self.listeners: list[Callable[[list[ev.Record]], None]] = []
         self.named_by: dict[str, set[str]] = {}
@@ -100,7 +109,10 @@ class Mirror:
                 key = obj.key
                 self.inventory.setdefault(kind, {})[key] = (obj.metadata.uid, obj.metadata.resource_version)
                 if isinstance(obj, o.Workload):
+                    self._index_owned(key, self.workloads.get(key), obj)
                     self.workloads[key] = obj
+                    if maybe_ownerless(obj):
+                        self.dirty_orphans.add(key)
                     self.dirty_workloads.add(key)
                     self.dirty_jobs.update(self.named_by.get(key, ()))
                     owner = _controller_job(obj)
@@ -125,7 +137,8 @@ class Mirror:
             case ev.ObjectDeleted():
                 self.inventory.get(e.kind, {}).pop(e.key, None)
                 if e.kind == "Workload":
-                    self.workloads.pop(e.key, None)
+                    self._index_owned(e.key, self.workloads.pop(e.key, None), None)
+                    self.dirty_orphans.discard(e.key)
                     self.dirty_workloads.add(e.key)
                     self.dirty_jobs.update(self.named_by.get(e.key, ()))
                     job_key = self.job_of.pop(e.key, None)
@@ -176,6 +189,7 @@ class Mirror:
         self.dirty_jobs |= state.jobs.keys() | self.workload_of.keys()
         self.dirty_queues.add("*")
         self.dirty_retention |= {k for k, decisions in self.pending.items() if "RetentionExpired" in decisions.values()}
+        self.dirty_orphans |= {k for k, w in self.workloads.items() if maybe_ownerless(w)}
         # (the finalizer worker looks at every object of its kinds when it starts, whatever is marked)
 
     def _pending_checks(self, record: ev.Record, job_key: str) -> None:
@@ -190,6 +204,28 @@ class Mirror:
         self.kube_events.pending_checks(record.offset, record.event, job_key,
                                         involved_job(job) if job is not None else None,
                                         pending_checks_message(job, wl))
+
+    def reindex_owned(self) -> None:
+        """``owned_by`` anew from the observed Workloads (a mirror restored from a checkpoint)."""
+        self.owned_by = {}
+        for key, w in self.workloads.items():
+            self._index_owned(key, None, w)
+
+    def _index_owned(self, key: str, before: o.Workload | None, after: o.Workload | None) -> None:
+        """Keep ``owned_by`` up to date as Workload ``key`` goes from ``before`` to ``after`` (None: not there)."""
+        old = _controller_job(before) if before is not None else None
+        new = _controller_job(after) if after is not None else None
+        if old == new:
+            return
+        namespace = key.partition("/")[0]
+        if old is not None:
+            keys = self.owned_by.get(f"{namespace}/{old}")
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self.owned_by[f"{namespace}/{old}"]
+        if new is not None:
+            self.owned_by.setdefault(f"{namespace}/{new}", set()).add(key)
 
     def _index_prebuilt(self, key: str, before: o.Job | None, after: o.Job | None) -> None:
         """Keep ``named_by`` up to date as Job ``key`` goes from ``before`` to ``after`` (None: not there)."""

@@ -6,8 +6,9 @@ the decisions still owed an outcome, the Job ↔ Workload links and the Kubernet
 mirror then folds the rest of the log and equals the mirror a fold of the whole log gives (the test folds both).
 
 What is *not* kept is what the workers take as they go, the ``dirty_*`` sets, and what the Jobs alone give, the
-index of the prebuilt Workloads they name (``named_by``, rebuilt from the restored state). A fold from the log's
-first event marks every key it meets; a restored mirror marks every key it holds (:meth:`Mirror.mark_all_dirty`),
+index of the prebuilt Workloads they name (``named_by``, rebuilt from the restored state), and what the observed
+Workloads give, the Workloads each Job controls (``owned_by``, rebuilt from them). A fold from the log's first
+event marks every key it meets; a restored mirror marks every key it holds (:meth:`Mirror.mark_all_dirty`),
 so the workers look at each of them once, as they do after a full fold. Keys of objects long deleted, which a
 full fold also marks, find nothing to do either way.
 """
@@ -72,6 +73,7 @@ def restore(state: ClusterState, data: bytes) -> Mirror:
     m = Mirror(state)
     m.inventory = {kind: {key: (uid, rv) for key, uid, rv in keys} for kind, keys in snap.inventory}
     m.workloads = {w.key: w for w in snap.workloads}
+    m.reindex_owned()
     m.pending = {k: dict(decisions) for k, decisions in snap.pending}
     for off, d in snap.request_decisions:
         if not isinstance(d, ev.ProvisioningRequestCreated | ev.ProvisioningRequestDeleted):

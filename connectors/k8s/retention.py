@@ -2,7 +2,9 @@
 
 The scheduler decides, from time in the log, that a retention period ran out; here the object goes:
 
-* ``Workload`` (``afterFinished``): the finished Workload is deleted, conditioned on its uid;
+* ``Workload`` (``afterFinished``): the finished Workload loses the ``kueue.x-k8s.io/resource-in-use``
+  finalizer if it still holds it (:mod:`connectors.k8s.workload_finalizer`), then is deleted, conditioned on its
+  uid;
 * ``Job`` (``afterDeactivatedByKueue``): the Workload's owner Job is deleted with background propagation,
   conditioned on its uid; its Workload then goes as any orphan's does (the Job integration, or the garbage
   collector).
@@ -19,11 +21,13 @@ from dataclasses import dataclass
 
 import structlog
 
+from connectors.k8s import workload_finalizer
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import Conflict, NotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.resources import BY_KIND
 from connectors.k8s.workers import KeyedWorkers, Retries
+from events import objects as o
 from events import schema as ev
 
 log = structlog.get_logger("kueue_es.k8s.retention")
@@ -73,6 +77,7 @@ class RetentionEnforcer:
         if wl is not None and wl.retention_target == "Workload":
             obs = self.mirror.workloads.get(key)
             if obs is not None:
+                await self._unfinalize(obs)
                 await self._delete("Workload", obs.metadata.name, obs.metadata.namespace, wl.uid)
                 self.stats.workloads_deleted += 1
                 log.info("deleted finished workload due to elapsed retention", workload=key)
@@ -87,6 +92,17 @@ class RetentionEnforcer:
         self._reported.update(offsets)
         await self.append([ev.DecisionApplied(time=t, key=key, uid=wl.uid if wl is not None else "", decision=off,
                                               id=f"applied-{off}") for off in offsets])
+
+    async def _unfinalize(self, obs: o.Workload) -> None:
+        """Take the finalizer off first, conditioned on the Workload's resourceVersion: a conflict is retried once
+        the watch brought the newer Workload (the decision is still owed its outcome)."""
+        if not workload_finalizer.holds(obs):
+            return
+        try:
+            await self.client.patch(BY_KIND["Workload"], obs.metadata.name, workload_finalizer.removal_patch(obs),
+                                    obs.metadata.namespace)
+        except NotFound:
+            pass  # gone already
 
     async def _delete(self, kind: str, name: str, namespace: str, uid: str) -> None:
         try:

@@ -203,6 +203,8 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
             assert await ok("watch", group, resource), resource
             assert await ok("list", group, resource), resource
         assert await ok("create", "kueue.x-k8s.io", "workloads", "team-a")
+        assert await ok("patch", "kueue.x-k8s.io", "workloads", "team-a")  # its finalizer, spec kept in step
+        assert await ok("delete", "kueue.x-k8s.io", "workloads", "team-a")
         assert await ok("patch", "kueue.x-k8s.io", "workloads", "team-a", "status")
         assert await ok("patch", "batch", "jobs", "team-a")
         assert await ok("delete", "batch", "jobs", "team-a")  # afterDeactivatedByKueue retention

@@ -1,0 +1,98 @@
+"""The ``kueue.x-k8s.io/resource-in-use`` finalizer on the Workloads of Jobs, as Kueue's job reconciler and
+workload controller keep it (``pkg/controller/jobframework/reconciler.go``, ``pkg/workload/workload.go``
+``RemoveFinalizer`` and ``FinalizeOrphanedWorkload``, ``pkg/controller/core/workload_controller.go``).
+
+Pure: what to do, from the Workload as the apiserver stores it and the log's view of it; the Job integration
+(:mod:`connectors.k8s.jobs`) and the retention deletions (:mod:`connectors.k8s.retention`) do the writes.
+
+* A Workload the Job integration creates carries the finalizer from its creation (a prebuilt one is given none).
+* It is taken off, in one merge patch of ``metadata.finalizers`` conditioned on the Workload's uid and
+  resourceVersion (:func:`removal_patch`), when
+  - the Workload is finished (:func:`release`: once the apiserver shows ``Finished``);
+  - the Workload is being deleted (someone deleted it): first the Job is stopped ("Workload is deleted") and its
+    template restored, then the finalizer goes (:func:`release`);
+  - the Job is gone or being deleted: each Workload it controls that is neither finished nor being deleted is
+    finished ``OwnerNotFound`` (under ``FinishOrphanedWorkloads``), then loses the finalizer
+    (:func:`orphan_steps`);
+  - the Workload has no owner any more (the Job was deleted with ``--cascade=orphan``) and is being deleted, or
+    still carries the ``kueue.x-k8s.io/job-uid`` label under ``FinishOrphanedWorkloads`` (:func:`ownerless`):
+    finished ``OwnerNotFound`` the same way, then the finalizer goes;
+  - kueue-es deletes the Workload itself (one the Job no longer matches, one Workload too many for the Job, the
+    Workload of a deleted Job, ``afterFinished`` retention): the finalizer first, then the deletion.
+  A Workload already being deleted is not deleted again: taking the finalizer off lets it go.
+
+The patch carries the resourceVersion the decision was taken on, so it never drops a finalizer someone else
+added meanwhile (a conflict waits for the newer Workload the watch brings). That is always so here, as Kueue's
+own removal from a Workload (a full update) always is: its ``RemoveFinalizersWithStrictPatch`` gate only changes
+how its Pod integration takes ``kueue.x-k8s.io/managed`` off Pods, which kueue-es does not manage, and so is
+not modelled.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from connectors.k8s.resources import JOB_UID_LABEL
+from events import objects as o
+from projections.in_use import FINALIZER
+from projections.workloads import FINISHED, WorkloadInfo
+
+STOP, REMOVE = "stop", "remove"
+"""What :func:`release` says to do first with the Job's Workload."""
+WORKLOAD_DELETED = "Workload is deleted"
+"""The ``Stopped`` message of a running Job whose Workload is being deleted."""
+
+
+def holds(obs: o.Workload) -> bool:
+    return FINALIZER in obs.metadata.finalizers
+
+
+def deleting(obs: o.Workload) -> bool:
+    return bool(obs.metadata.deletion_timestamp)
+
+
+def shows_finished(obs: o.Workload) -> bool:
+    """Whether the apiserver shows the Workload ``Finished``: Kueue takes the finalizer off a Workload it reads
+    finished, so here not before the log's decision is written."""
+    return any(c.type == "Finished" and c.status == "True" for c in obs.status.conditions)
+
+
+def removal_patch(obs: o.Workload) -> dict[str, Any]:
+    """The merge patch that takes the finalizer off ``obs`` and keeps every other one, conditioned on its uid and
+    resourceVersion."""
+    rest = [f for f in obs.metadata.finalizers if f != FINALIZER]
+    return {"metadata": {"uid": obs.metadata.uid, "resourceVersion": obs.metadata.resource_version,
+                         "finalizers": rest or None}}
+
+
+def release(obs: o.Workload, wl: WorkloadInfo, *, job_running: bool) -> str:
+    """What the Job integration does about the finalizer of the Job's own Workload, finished or being deleted
+    (``""``: nothing, yet): :data:`STOP` the running Job first (a Workload being deleted), then :data:`REMOVE`."""
+    if wl.phase == FINISHED:
+        return REMOVE if holds(obs) and shows_finished(obs) else ""
+    if not deleting(obs):
+        return ""
+    if job_running:
+        return STOP
+    return REMOVE if holds(obs) else ""
+
+
+def orphan_steps(obs: o.Workload, wl: WorkloadInfo | None, *, finish_orphaned: bool) -> tuple[bool, bool]:
+    """``(finish, remove)`` for a Workload whose owner is gone or going: finish it ``OwnerNotFound`` (under
+    ``finish_orphaned``, the ``FinishOrphanedWorkloads`` gate, when the log has it neither finished nor is it
+    being deleted), take the finalizer off (when it holds it)."""
+    finish = finish_orphaned and wl is not None and wl.phase != FINISHED and not deleting(obs)
+    return finish, holds(obs)
+
+
+def ownerless(obs: o.Workload, *, finish_orphaned: bool) -> bool:
+    """Kueue's workload controller's orphan: no owner reference at all, and being deleted or — under
+    ``finish_orphaned`` — still carrying the ``kueue.x-k8s.io/job-uid`` label of the Job it was made for."""
+    if obs.metadata.owner_references:
+        return False
+    return deleting(obs) or (finish_orphaned and bool(obs.metadata.labels.get(JOB_UID_LABEL)))
+
+
+def maybe_ownerless(obs: o.Workload) -> bool:
+    """Whether :func:`ownerless` could hold whatever the gate (what the mirror marks for the Job integration)."""
+    return not obs.metadata.owner_references and (deleting(obs) or bool(obs.metadata.labels.get(JOB_UID_LABEL)))
