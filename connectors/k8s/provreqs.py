@@ -11,6 +11,11 @@ that is already gone is deleted. Decisions are applied in log order, one workloa
 waits while an earlier one is being retried). An API error retries the decision after ``retry_s``; a decision
 whose Workload is gone, or whose objects the apiserver refuses, ends with ``DecisionRejected``. While the
 autoscaler's CRD is missing the decision waits and is retried (the check stays Pending meanwhile).
+
+A creation also waits, without a retry timer, until the Workload the watch last showed holds the quota reservation
+Kueue's check controller requires (:mod:`connectors.k8s.provreq_readiness`): the status writer applies the log at
+its own pace, and Kueue never creates a request for a Workload whose stored status has no reservation. Every move
+of the log (the watch bringing the written reservation among them) wakes the applier to look again.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import structlog
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, Invalid, NotFound
 from connectors.k8s.journal import Journal
+from connectors.k8s.provreq_readiness import Reject, Wait, create_verdict
 from connectors.k8s.resources import POD_TEMPLATES, PROVISIONING_REQUESTS
 from connectors.k8s.workers import Retries
 from events import schema as ev
@@ -48,6 +54,8 @@ class RequestStats:
     applied: int = 0
     rejected: int = 0
     errors: int = 0
+    held: int = 0
+    """Times a creation was found waiting for the stored reservation (once per decision and reason)."""
     rejections: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -73,6 +81,8 @@ class RequestApplier:
         """Offsets (as keys of ``_retry``) waiting for their retry."""
         self._reported: set[int] = set()
         """Offsets whose outcome was appended but not applied to the mirror yet."""
+        self.held: dict[int, str] = {}
+        """Offsets of creations waiting for the Workload's stored reservation -> what the stored Workload lacks."""
 
     async def run(self) -> None:
         signal = self.journal.subscribe()
@@ -85,6 +95,10 @@ class RequestApplier:
         pending = self.mirror.request_decisions
         self._reported &= set(pending)
         self._waiting -= self._retry.due()
+        self.held = {off: why for off, why in self.held.items() if off in pending}
+        of_workload: dict[str, list[int]] = {}
+        for offset in sorted(pending):
+            of_workload.setdefault(pending[offset].key, []).append(offset)
         blocked: set[str] = set()
         for offset in sorted(pending):
             e = pending.get(offset)
@@ -93,8 +107,39 @@ class RequestApplier:
             if e.key in blocked or str(offset) in self._waiting:
                 blocked.add(e.key)
                 continue
+            if isinstance(e, ev.ProvisioningRequestCreated):
+                verdict = self._verdict(offset, e, of_workload[e.key])
+                if isinstance(verdict, Wait):
+                    self._hold(offset, e, verdict.why)
+                    blocked.add(e.key)
+                    continue
+                self.held.pop(offset, None)
+                if isinstance(verdict, Reject):
+                    await self._outcome(offset, e, reject=(verdict.reason, verdict.message))
+                    continue
             if not await self._apply(offset, e):
                 blocked.add(e.key)
+
+    def _verdict(self, offset: int, e: ev.ProvisioningRequestCreated, of_workload: list[int]
+                 ) -> Wait | Reject | None:
+        """What the mirror says about creating ``e`` now (see :func:`create_verdict`); ``of_workload``: the
+        offsets of the workload's decisions owed an outcome when the round began, in log order."""
+        mirror = self.mirror
+        logged = mirror.state.workloads.get(e.key)
+        pending = mirror.request_decisions
+        later = [pending[off] for off in of_workload if off > offset and off in pending and off not in self._reported]
+        return create_verdict(e, logged_uid=logged.uid if logged is not None else None,
+                              stored=mirror.workloads.get(e.key),
+                              request_seen=mirror.seen("ProvisioningRequest", e.request.key) is not None,
+                              later=later)
+
+    def _hold(self, offset: int, e: ev.ProvisioningRequestCreated, why: str) -> None:
+        if self.held.get(offset) == why:
+            return
+        self.held[offset] = why
+        self.stats.held += 1
+        log.info("provisioning request waits for the stored reservation", workload=e.key,
+                 request=e.request.key, why=why)
 
     async def _apply(self, offset: int, e: RequestDecision) -> bool:
         """Apply one decision; False when it failed and will be retried."""
@@ -127,9 +172,6 @@ class RequestApplier:
     # --- the writes ----------------------------------------------------------------------------------------
 
     async def create(self, e: ev.ProvisioningRequestCreated) -> None:
-        wl = self.mirror.state.workloads.get(e.key)
-        if wl is None or wl.uid != e.uid:
-            raise _Rejected("NotFound", "the Workload no longer exists")
         req = e.request
         ns, name = req.metadata.namespace, req.metadata.name
         for pt in e.pod_templates:

@@ -1,8 +1,12 @@
-"""ProvisioningRequest pieces that need no cluster: the autoscaler's CRD, the checks' Active condition, and the
+"""ProvisioningRequest pieces that need no cluster: the autoscaler's CRD, the checks' Active condition, the
 status writer leaving request decisions to their applier (which tests/integration/kube/test_tas_connector.py
-runs against the real apiserver)."""
+runs against the real apiserver), and the applier holding a creation until the stored Workload holds its quota
+reservation, as Kueue's check controller does (tests/integration/kube/test_provreq_after_reservation.py shows it
+against the real apiserver)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import msgspec
 import pytest
@@ -11,6 +15,8 @@ from connectors.k8s import crds
 from connectors.k8s.checkstatus import desired_active
 from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
+from connectors.k8s.provreq_readiness import Reject, Wait, create_verdict, missing_reservation
+from connectors.k8s.provreqs import RequestApplier
 from connectors.k8s.writer import StatusWriter
 from events import objects as o
 from events import schema as ev
@@ -93,3 +99,120 @@ def test_the_active_condition_of_a_provisioning_check() -> None:
     foreign = msgspec.structs.replace(ac, spec=o.AdmissionCheckSpec(controller_name="example.com/mine"))
     assert desired_active(foreign, {"prc": config}, t) is None, "another controller's check"
 
+
+
+# --- a creation waits for the stored reservation ------------------------------------------------------------------
+
+RESERVED = o.Condition(type="QuotaReserved", status="True", reason="QuotaReserved")
+ADMISSION = o.Admission(cluster_queue="cq", pod_set_assignments=[o.PodSetAssignment(name="main", count=2)])
+
+
+def stored(*conditions: o.Condition, admission: o.Admission | None = ADMISSION, check: str | None = "Pending",
+           uid: str = "wl-uid") -> o.Workload:
+    """``WL`` as the apiserver would show it: ``conditions``, ``admission``, and check ``prov`` in state
+    ``check`` (None: not listed)."""
+    checks = [o.AdmissionCheckState(name="prov", state=check)] if check is not None else []
+    return msgspec.structs.replace(WL, metadata=msgspec.structs.replace(WL.metadata, uid=uid),
+                                   status=o.WorkloadStatus(conditions=list(conditions), admission=admission,
+                                                           admission_checks=checks))
+
+
+@pytest.mark.parametrize(("workload", "missing"), [
+    (stored(), "the Workload holds no quota reservation"),
+    (stored(o.Condition(type="QuotaReserved", status="False", reason="Pending")),
+     "the Workload holds no quota reservation"),
+    (stored(RESERVED, admission=None), "the Workload holds no quota reservation"),
+    (stored(RESERVED, o.Condition(type="Finished", status="True")), "the Workload is finished"),
+    (stored(RESERVED, o.Condition(type="Evicted", status="True")), "the Workload is evicted"),
+    (stored(RESERVED, check=None), "the Workload does not list admission check 'prov'"),
+    (stored(RESERVED, check="Ready"), "admission check 'prov' is Ready, not Pending"),
+    (stored(RESERVED, check="Retry"), "admission check 'prov' is Retry, not Pending"),
+    (stored(RESERVED, o.Condition(type="Evicted", status="False")), None),
+    (stored(RESERVED), None),
+])
+def test_what_kueue_requires_of_the_stored_workload_before_it_creates_a_request(workload: o.Workload,
+                                                                                missing: str | None) -> None:
+    assert missing_reservation(workload, "prov") == missing
+
+
+def deleted(name: str = "wl-prov-1", key: str = WL.key) -> ev.ProvisioningRequestDeleted:
+    return ev.ProvisioningRequestDeleted(time=3, key=key, uid="wl-uid", cycle=2, input=1, name=name, namespace="ns",
+                                         reason="Evicted")
+
+
+def test_create_verdict() -> None:
+    def verdict(stored_wl: o.Workload | None, *, logged: str | None = "wl-uid", seen: bool = False,
+                later: tuple[ev.AnyEvent, ...] = ()) -> Wait | Reject | None:
+        return create_verdict(created(), logged_uid=logged, stored=stored_wl, request_seen=seen, later=later)
+
+    assert verdict(stored(RESERVED)) is None
+    assert verdict(stored()) == Wait("the Workload holds no quota reservation")
+    assert verdict(None) == verdict(stored(RESERVED, uid="older")) == Wait("the watch does not show this Workload yet")
+    # the log lost the Workload (or holds another instance): never created, whatever the cluster shows
+    assert verdict(stored(RESERVED), logged=None) == verdict(stored(RESERVED), logged="newer") == Reject(
+        "NotFound", "the Workload no longer exists")
+    # created before a restart (the watch shows the request): applied again, which only records it
+    assert verdict(stored(), seen=True) is None
+    # withdrawn: a later decision deletes the request the stored Workload never allowed
+    withdrawn = verdict(stored(), later=(deleted("wl-prov-9"), deleted()))
+    assert isinstance(withdrawn, Reject) and withdrawn.reason == "Withdrawn"
+    assert "ns/wl-prov-1 (Evicted)" in withdrawn.message and "holds no quota reservation" in withdrawn.message
+    assert verdict(stored(), later=(deleted("wl-prov-9"), deleted(key="ns/other"))) == Wait(
+        "the Workload holds no quota reservation")
+    # one the stored Workload allows is created even if deleted later, as before
+    assert verdict(stored(RESERVED), later=(deleted(),)) is None
+
+
+class FakeClient:
+    """Records the writes; every create succeeds (uid ``uid-<name>``)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+
+    async def create(self, resource: object, body: dict[str, Any], ns: str) -> bytes:
+        self.calls.append(("create", body["metadata"]["name"]))
+        return msgspec.json.encode({"metadata": {"uid": f"uid-{body['metadata']['name']}"}})
+
+    async def patch(self, resource: object, name: str, body: object, ns: str) -> bytes:
+        self.calls.append(("patch", name))
+        return b"{}"
+
+    async def delete(self, resource: object, name: str, ns: str, *, uid: str = "") -> None:
+        self.calls.append(("delete", name))
+
+
+def upserted(w: o.Workload) -> ev.ObjectUpserted:
+    return ev.ObjectUpserted(time=5, key=w.key, uid=w.metadata.uid, obj=w)
+
+
+@pytest.mark.asyncio
+async def test_the_applier_creates_once_the_watch_shows_the_reservation() -> None:
+    journal = await _journal(created())
+    client = FakeClient()
+    applier = RequestApplier(client, journal)  # type: ignore[arg-type]
+    await applier.apply_pending()
+    assert client.calls == [] and await _outcomes(journal) == []
+    assert applier.held == {1: "the Workload holds no quota reservation"} and applier.stats.held == 1
+    await applier.apply_pending()  # nothing new: still held, counted once
+    assert client.calls == [] and applier.stats.held == 1
+
+    await journal.append([upserted(stored(RESERVED, check=None))])  # the reservation's first write
+    await applier.apply_pending()
+    assert client.calls == [] and applier.held == {1: "the Workload does not list admission check 'prov'"}
+
+    await journal.append([upserted(stored(RESERVED))])
+    await applier.apply_pending()
+    assert client.calls == [("create", "ppt-wl-prov-1-main"), ("create", "wl-prov-1"),
+                            ("patch", "ppt-wl-prov-1-main")]
+    assert await _outcomes(journal) == [("DecisionApplied", 1, "")]
+    assert applier.held == {}
+
+
+@pytest.mark.asyncio
+async def test_a_held_creation_withdrawn_by_a_later_deletion_is_rejected_and_the_deletion_applied() -> None:
+    journal = await _journal(created(), deleted())
+    client = FakeClient()
+    await RequestApplier(client, journal).apply_pending()  # type: ignore[arg-type]
+    assert client.calls == [("delete", "wl-prov-1")]
+    assert await _outcomes(journal) == [("DecisionRejected", 1, "Withdrawn"), ("DecisionApplied", 2, "")]
+    assert not journal.mirror.request_decisions

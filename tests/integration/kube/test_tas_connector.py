@@ -39,8 +39,15 @@ GATE = {"name": "kueue.x-k8s.io/topology"}
 
 
 def _workload(ns: str, uid: str) -> o.Workload:
+    """As the apiserver would show it once its reservation is written (the applier creates a request only then,
+    as Kueue: tests/integration/kube/test_provreq_after_reservation.py)."""
     return o.Workload(metadata=o.ObjectMeta(name="wl", namespace=ns, uid=uid, resource_version="1"),
-                      spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(count=2)]))
+                      spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(count=2)]),
+                      status=o.WorkloadStatus(
+                          conditions=[o.Condition(type="QuotaReserved", status="True", reason="QuotaReserved")],
+                          admission=o.Admission(cluster_queue="cq", pod_set_assignments=[
+                              o.PodSetAssignment(name="main", count=2)]),
+                          admission_checks=[o.AdmissionCheckState(name="prov", state="Pending")]))
 
 
 async def _journal(ns: str, uid: str, *events: ev.AnyEvent) -> LocalJournal:

@@ -228,14 +228,9 @@ async def test_sigkill_before_the_provisioning_request_is_created(kube_apiserver
                 await ready(p2, "leader")
                 pr = await eventually(lambda: _request(kc, pr_name, ns), WAIT, "the ProvisioningRequest")
                 assert pr["metadata"]["ownerReferences"][0]["name"] == wl_name
-
-                async def reserved() -> dict[str, Any] | None:
-                    # the writer and the request connector apply the log each at its pace: either may come first
-                    wl = await get(kc, "Workload", wl_name, ns)
-                    return wl if _true(wl, "QuotaReserved") else None
-
-                wl = await eventually(reserved, WAIT, "the Workload's reservation written")
-                assert not _true(wl, "Admitted")
+                # created only once the stored Workload holds its reservation, as Kueue's check controller does
+                wl = await get(kc, "Workload", wl_name, ns)
+                assert _true(wl, "QuotaReserved") and not _true(wl, "Admitted")
                 await _provision(kc, pr_name, ns)
                 await _converged(kc, env, history, log_dir, wl_name, pr_name, p2)
 

@@ -1,0 +1,113 @@
+"""No ProvisioningRequest before the stored reservation, against the real apiserver.
+
+Kueue's provisioning check controller creates a request only for a Workload whose stored status holds quota
+(``QuotaReserved=True``, the check Pending). kueue-es decides on its log, where the reservation comes first, and
+its status writer and request applier each apply the log at their own pace; so here the status writer is held
+back: the log decides the reservation and the request, the cluster sees neither, and no request is created
+while the stored Workload has no ``QuotaReserved=True``. Once the writer stores the reservation, the watch
+brings it to the log and the applier, woken by it, creates the request: after the reservation, in the apiserver's
+own order of writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+from typing import Any
+
+import msgspec
+import pytest
+from kubehelp import connect, create, eventually, get, job, kueue_es, provisioning_check, queues
+
+from connectors.k8s import crds
+from connectors.k8s.jobs import workload_name
+from connectors.k8s.resources import BY_KIND, PROVISIONING_REQUESTS, Resource
+from connectors.k8s.writer import StatusWriter
+from events import schema as ev
+
+pytestmark = pytest.mark.kube
+WAIT = 60.0  # generous: two cores shared with other test runs
+QUIET = 3.0
+"""How long the request must stay absent once it is decided (the applier, unheld, creates it well within)."""
+
+
+def _reserved(wl: dict[str, Any]) -> bool:
+    return any(c["type"] == "QuotaReserved" and c["status"] == "True"
+               for c in (wl.get("status") or {}).get("conditions") or [])
+
+
+async def _record(kc, resource: Resource, ns: str, into: list[dict[str, Any]]) -> None:
+    """Every version of ``resource`` in ``ns`` the apiserver stores from now on."""
+    rv = (await kc.list(resource)).metadata.resource_version
+    while True:
+        async for event in kc.watch(resource, rv, timeout_seconds=60, field_selector=f"metadata.namespace={ns}"):
+            obj = msgspec.json.decode(event.object)
+            rv = obj["metadata"].get("resourceVersion") or rv
+            if event.type != "BOOKMARK":
+                into.append(obj)
+
+
+@pytest.mark.asyncio
+async def test_the_request_waits_for_the_stored_reservation(kube_apiserver, tmp_path, monkeypatch) -> None:
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        await crds.install(kc, docs=[crds.provisioning_request_crd()])
+        sfx = secrets.token_hex(3)
+        check = await provisioning_check(kc, sfx)
+        ns, _, _, _ = await queues(kc, "provwait", {"cpu": 4}, sfx=sfx,
+                                   admissionChecksStrategy={"admissionChecks": [{"name": check}]})
+
+        release = asyncio.Event()
+        patch = StatusWriter._patch
+
+        async def held_patch(self: StatusWriter, obs: Any, *args: Any) -> str:
+            if obs.metadata.namespace == ns:
+                await release.wait()
+            return await patch(self, obs, *args)
+
+        monkeypatch.setattr(StatusWriter, "_patch", held_patch)
+        workloads: list[dict[str, Any]] = []
+        requests: list[dict[str, Any]] = []
+        recorders = [asyncio.create_task(_record(kc, BY_KIND["Workload"], ns, workloads)),
+                     asyncio.create_task(_record(kc, PROVISIONING_REQUESTS, ns, requests))]
+        try:
+            async with kueue_es(kc, tmp_path / "log") as (connector, journal):
+                j = await create(kc, job(ns, "j1", "user-queue", cpu="1"))
+                wl_name = workload_name("j1", j["metadata"]["uid"])
+                key, pr_name = f"{ns}/{wl_name}", f"{wl_name}-{check}-1"
+
+                def decided() -> bool:
+                    return any(isinstance(d, ev.ProvisioningRequestCreated) and d.key == key
+                               for d in journal.mirror.request_decisions.values())
+
+                await eventually(decided, WAIT, "the request decided")
+                assert journal.mirror.state.workloads[key].reserving, "the log holds the reservation"
+                deadline = asyncio.get_running_loop().time() + QUIET
+                while asyncio.get_running_loop().time() < deadline:
+                    assert not requests, "ProvisioningRequest(s) created before the reservation was stored: " + \
+                        ", ".join(r["metadata"]["name"] for r in requests)
+                    assert not _reserved(await get(kc, "Workload", wl_name, ns))
+                    await asyncio.sleep(0.1)
+                assert list(connector.requests.held.values()) == ["the Workload holds no quota reservation"]
+
+                release.set()
+                pr = await eventually(lambda: next((r for r in requests if r["metadata"]["name"] == pr_name), None),
+                                      WAIT, "the ProvisioningRequest")
+                assert pr["metadata"]["ownerReferences"][0]["name"] == wl_name
+                await eventually(lambda: key not in journal.mirror.pending, WAIT, "every decision applied")
+                assert not connector.requests.held and connector.requests.stats.rejected == 0
+        finally:
+            release.set()
+            for t in recorders:
+                t.cancel()
+            for t in recorders:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await t
+
+        # in the apiserver's order of writes (its resourceVersions), the reservation was stored first
+        first_reserved = next(int(w["metadata"]["resourceVersion"]) for w in workloads if _reserved(w))
+        (added,) = [int(r["metadata"]["resourceVersion"]) for r in requests[:1]]
+        assert first_reserved < added, (first_reserved, added)
+        stored = next(w for w in workloads if _reserved(w))
+        assert [(c["name"], c["state"]) for c in stored["status"]["admissionChecks"]] == [(check, "Pending")]
