@@ -30,6 +30,7 @@ from kueue_es.scheduler.tasflavor import explicit, wants_tas
 from projections.clusterqueues import ClusterQueueInfo
 from projections.gates import (
     SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS,
+    TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX,
     TAS_BALANCED_PLACEMENT,
     TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST,
     TAS_HANDLE_OVERLAPPING_FLAVORS,
@@ -75,7 +76,8 @@ def tas_options(config) -> TASOptions:
         return TASOptions()
     return TASOptions(balanced=config.gate(TAS_BALANCED_PLACEMENT), multi_layer=config.gate(TAS_MULTI_LAYER_TOPOLOGY),
                       overlapping_flavors=config.gate(TAS_HANDLE_OVERLAPPING_FLAVORS),
-                      profile_mixed=config.gate(TAS_PROFILE_MIXED))
+                      profile_mixed=config.gate(TAS_PROFILE_MIXED),
+                      hostname_prefix_encoding=config.gate(TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX))
 
 
 def _tas_flavor(info: ClusterQueueInfo, flavors: dict[str, str]) -> tuple[str | None, str]:

@@ -5,8 +5,9 @@ admitted workloads; they become events folded into a ClusterState, so the projec
 the pod sets are placed in order (later ones see the usage of earlier ones), or a node is replaced, and each
 pod set's domains (``want``: [values..., count]) or Kueue's failure message (``wantReason``) is checked.
 ``gates`` sets the feature gates placement reads (``TASBalancedPlacement``, ``TASMultiLayerTopology``,
-``TASHandleOverlappingFlavors``, ``TASProfileMixed``), as a Kueue Configuration's ``featureGates`` would; level
-names in ``topologyRequest`` (also in its slice layers) may be the short aliases of ``fixtures.tasbuild``.
+``TASHandleOverlappingFlavors``, ``TASProfileMixed``, ``TASAssignmentsEncodingByHostnamePrefix``), as a Kueue
+Configuration's ``featureGates`` would; level names in ``topologyRequest`` (also in its slice layers) may be the
+short aliases of ``fixtures.tasbuild``. ``wantSlices`` is how many v1beta2 slices the placement is written in.
 """
 
 from __future__ import annotations
@@ -32,7 +33,14 @@ from events import objects as o
 from events import schema as ev
 from events.quantity import to_int
 from kueue_es.scheduler.config import load_config
-from kueue_es.scheduler.tas import NoPlacement, Placement, PodSetRequest, place_workload, replace_node
+from kueue_es.scheduler.tas import (
+    NoPlacement,
+    Placement,
+    PodSetRequest,
+    TASOptions,
+    place_workload,
+    replace_node,
+)
 from kueue_es.scheduler.tasplace import tas_options
 from projections.cluster import ClusterState
 from projections.topology import tas_snapshots
@@ -106,6 +114,17 @@ def _levels(case: dict[str, Any], want: list[list[Any]]) -> tuple[str, ...]:
     return full
 
 
+def _want(case: dict[str, Any], want: list[list[Any]], options: TASOptions) -> Placement:
+    return Placement(_levels(case, want), _domains(want), options.hostname_prefix_encoding)
+
+
+def _check_slices(spec: dict[str, Any], placement: Placement) -> None:
+    if "wantSlices" in spec:
+        written = placement.encode()
+        assert len(written.slices) == spec["wantSlices"], written
+        assert Placement.decode(written).domains == placement.domains
+
+
 @pytest.mark.parametrize("case", [c for _, c in CASES], ids=[n for n, _ in CASES])
 def test_case(case: dict[str, Any]) -> None:
     state = build_state(case)
@@ -124,7 +143,8 @@ def test_case(case: dict[str, Any]) -> None:
             assert res.message == specs[0]["wantReason"]
         else:
             assert not isinstance(res, NoPlacement), res.message
-            assert res.placement == Placement(_levels(case, specs[0]["want"]), _domains(specs[0]["want"]))
+            assert res.placement == _want(case, specs[0]["want"], options)
+            _check_slices(specs[0], res.placement)
         return
     result = place_workload(snaps, requests, simulate_empty=bool(case.get("simulateEmpty")), options=options)
     for spec, (_, req) in zip(specs, requests, strict=True):
@@ -133,5 +153,5 @@ def test_case(case: dict[str, Any]) -> None:
             assert result.message == spec["wantReason"]
             break
         assert result.failed != req.name, f"{req.name}: {result.message}"
-        want = Placement(_levels(case, spec["want"]), _domains(spec["want"]))
-        assert result.placements.get(req.name) == want
+        assert result.placements.get(req.name) == _want(case, spec["want"], options)
+        _check_slices(spec, result.placements[req.name])

@@ -112,7 +112,7 @@ def place(snap: FlavorSnapshot, req: PodSetRequest, *, assumed: Mapping[str, Map
             fit_level, shares = found
             leaves = descend(tree, counts, fit_level, list(shares), count=req.count, slice_size=size,
                              slice_level=slice_level, lfc=lfc, inner=inner, shares=shares)
-            return build(snap, leaves)
+            return build(snap, leaves, options)
 
     def not_fit(fit: int, total: int, level: int) -> str:
         suffix = exclusions(snap, counts, per_pod, assumed, simulate_empty).suffix()
@@ -132,7 +132,7 @@ def place(snap: FlavorSnapshot, req: PodSetRequest, *, assumed: Mapping[str, Map
     fit_level, chosen = found_level
     leaves = descend(tree, counts, fit_level, chosen, count=req.count, slice_size=size, slice_level=slice_level,
                      lfc=lfc, inner=inner)
-    return build(snap, leaves)
+    return build(snap, leaves, options)
 
 
 def layered_not_fit(snap: FlavorSnapshot, counts: Counts, level: int, count: int,
@@ -166,11 +166,14 @@ def descendants(tree: TopologyTree, level: int, i: int, target: int) -> tuple[in
     return a, b
 
 
-def build(snap: FlavorSnapshot, leaves: Mapping[int, int]) -> Placement:
-    """The assignment of ``leaves`` (leaf index -> pods): leaves with pods, in level-value order."""
+def build(snap: FlavorSnapshot, leaves: Mapping[int, int], options: TASOptions = DEFAULT_OPTIONS) -> Placement:
+    """The assignment of ``leaves`` (leaf index -> pods): leaves with pods, in level-value order, to be written
+    as ``options`` say."""
     tree = snap.tree
+    encoding = options.hostname_prefix_encoding
     if tree.hostname_lowest:
         ids = tree.ids[-1]
-        return Placement((HOSTNAME,), tuple(((ids[i],), leaves[i]) for i in sorted(leaves) if leaves[i] > 0))
+        return Placement((HOSTNAME,), tuple(((ids[i],), leaves[i]) for i in sorted(leaves) if leaves[i] > 0),
+                         encoding)
     vals = tree.values[-1]
-    return Placement(tree.levels, tuple((vals[i], leaves[i]) for i in sorted(leaves) if leaves[i] > 0))
+    return Placement(tree.levels, tuple((vals[i], leaves[i]) for i in sorted(leaves) if leaves[i] > 0), encoding)

@@ -44,13 +44,15 @@ class PodSetRequest(msgspec.Struct, frozen=True, kw_only=True):
 class TASOptions(msgspec.Struct, frozen=True, kw_only=True):
     """The feature gates placement reads (from the Configuration's ``featureGates``): TASBalancedPlacement
     (alpha, off), TASMultiLayerTopology (beta, on), TASHandleOverlappingFlavors (beta, on; also how the
-    cycle's snapshots share usage, :func:`projections.topology.tas_snapshots`) and TASProfileMixed (beta, on:
-    unconstrained requests use LeastFreeCapacity; off, every request uses BestFit)."""
+    cycle's snapshots share usage, :func:`projections.topology.tas_snapshots`), TASProfileMixed (beta, on:
+    unconstrained requests use LeastFreeCapacity; off, every request uses BestFit) and
+    TASAssignmentsEncodingByHostnamePrefix (beta, on: how a placement is written, :meth:`Placement.encode`)."""
 
     balanced: bool = False
     multi_layer: bool = True
     overlapping_flavors: bool = True
     profile_mixed: bool = True
+    hostname_prefix_encoding: bool = True
 
 
 DEFAULT_OPTIONS = TASOptions()
@@ -58,10 +60,13 @@ DEFAULT_OPTIONS = TASOptions()
 
 class Placement(msgspec.Struct, frozen=True):
     """A topology assignment: ``levels`` and the domains with their pod counts, ordered by level values. When
-    the lowest level is the hostname, ``levels`` is just that level and each domain's values the hostname."""
+    the lowest level is the hostname, ``levels`` is just that level and each domain's values the hostname.
+    ``hostname_prefix_encoding`` is the TASAssignmentsEncodingByHostnamePrefix gate it was placed under, which
+    decides only its wire form (:meth:`encode`), carried here so that whoever writes it needs no gates."""
 
     levels: tuple[str, ...]
     domains: tuple[tuple[tuple[str, ...], int], ...]
+    hostname_prefix_encoding: bool = True
 
     @property
     def count(self) -> int:
@@ -72,7 +77,8 @@ class Placement(msgspec.Struct, frozen=True):
 
     def encode(self) -> o.TopologyAssignment:
         """The v1beta2 wire form written into ``podSetAssignments[].topologyAssignment``."""
-        return tas_assignment.encode(list(self.levels), self.domain_assignments())
+        return tas_assignment.encode(list(self.levels), self.domain_assignments(),
+                                     by_hostname_prefix=self.hostname_prefix_encoding)
 
     @classmethod
     def decode(cls, ta: o.TopologyAssignment) -> Placement:
