@@ -20,7 +20,8 @@ and ``kueue-es import`` also read there the gates of the checks Kueue's webhooks
 ``WorkloadValidationForPodSetMetadata``, ``RejectUpdatesToCQWithInvalidOnFlavors`` (an object failing a check is
 skipped, or refused, only while its gate is on); the validating webhook and a STATE.yaml read them from the loaded
 configuration, as the conversion webhook reads ``TASAssignmentsEncodingByHostnamePrefix`` (how it writes a
-topology assignment in v1beta2, as the scheduler does). The configuration loader reads
+topology assignment in v1beta2, as the scheduler does) and ``kueue-es run --kube`` ``VisibilityOnDemand`` (whether
+it serves the visibility API). The configuration loader reads
 ``ReservedResourceNameValidation`` (:func:`projections.request_rules.compile_rules`). Every other
 gate is known so that a user's existing configuration is accepted as Kueue accepts it; one set away from its
 default is named in a warning (:func:`ignored`).
@@ -207,8 +208,8 @@ MODELLED = frozenset({
     TAS_FAILED_NODE_REPLACEMENT, TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST, TAS_HANDLE_OVERLAPPING_FLAVORS,
     TAS_MULTI_LAYER_TOPOLOGY, TAS_PROFILE_MIXED, TAS_REPLACE_NODE_ON_NODE_TAINTS,
     TAS_REPLACE_NODE_ON_POD_TERMINATION, TAS_VALIDATE_WORKLOAD_SLICE_SIZE, TOPOLOGY_AWARE_SCHEDULING,
-    UNADMITTED_WORKLOADS_EXPLICIT_STATUS, UNADMITTED_WORKLOADS_OBSERVABILITY, WORKLOAD_IDENTIFIER_ANNOTATIONS,
-    WORKLOAD_PRIORITY_CLASS_DEFAULTING, WORKLOAD_VALIDATION_FOR_POD_SET_METADATA,
+    UNADMITTED_WORKLOADS_EXPLICIT_STATUS, UNADMITTED_WORKLOADS_OBSERVABILITY, VISIBILITY_ON_DEMAND,
+    WORKLOAD_IDENTIFIER_ANNOTATIONS, WORKLOAD_PRIORITY_CLASS_DEFAULTING, WORKLOAD_VALIDATION_FOR_POD_SET_METADATA,
 })
 """The gates whose both settings kueue-es models. Every other one is accepted, as Kueue accepts it, and kueue-es
 behaves as under its default (:func:`ignored`). Not TASReplaceNodeDueToNotReadyOverFixedTime (deprecated): with
