@@ -157,7 +157,8 @@ def _priority_to_v1beta2(spec: dict[str, Any], where: str) -> None:
     spec["priorityClassRef"] = {"group": ref[0], "kind": ref[1], "name": name}
 
 
-def _assignment_to_v1beta2(psa: dict[str, Any], where: str, path: str, *, by_hostname_prefix: bool) -> dict[str, Any]:
+def _assignment_to_v1beta2(psa: dict[str, Any], where: str, path: str, *,
+                           by_hostname_prefix: bool) -> dict[str, Any]:
     ta = psa.get("topologyAssignment")
     if not isinstance(ta, dict) or "domains" not in ta:
         return psa

@@ -166,7 +166,8 @@ async def serve(settings: Any, opts: Any, stop: asyncio.Event, report: Any) -> N
         await client.close()
 
 
-async def _visibility_server(client: KubeClient, k: KubeSettings, config: Any) -> visibility_api.VisibilityServer | None:
+async def _visibility_server(client: KubeClient, k: KubeSettings,
+                             config: Any) -> visibility_api.VisibilityServer | None:
     """The visibility API's server, started as Kueue starts its own: only under the Kueue Configuration's
     ``VisibilityOnDemand`` gate (beta, on). Off, nothing listens on ``visibility_port`` and the leader registers
     no APIServices (``visibility_register`` notwithstanding), so the apiserver answers for none of its group."""

@@ -121,7 +121,8 @@ def check_status(case: str, key: str, status: dict, want: dict, wl=None, state=N
         if "topology" in w:
             assert _topologies(adm) == w["topology"], f"{key}: topology {_topologies(adm)}"
         if "topologyAssignment" in w:
-            got = {p["name"]: p["topologyAssignment"] for p in adm["podSetAssignments"] if "topologyAssignment" in p}
+            got = {p["name"]: p["topologyAssignment"]
+                   for p in adm["podSetAssignments"] if "topologyAssignment" in p}
             assert got == w["topologyAssignment"], f"{key}: topologyAssignment {got}"
         if "delayedTopology" in w:
             got = {p["name"]: p.get("delayedTopologyRequest") for p in adm["podSetAssignments"]}

@@ -5,8 +5,9 @@ admitted workloads; they become events folded into a ClusterState, so the projec
 the pod sets are placed in order (later ones see the usage of earlier ones), or a node is replaced, and each
 pod set's domains (``want``: [values..., count]) or Kueue's failure message (``wantReason``) is checked.
 ``gates`` sets the feature gates placement reads (``TASBalancedPlacement``, ``TASMultiLayerTopology``,
-``TASHandleOverlappingFlavors``, ``TASProfileMixed``, ``TASAssignmentsEncodingByHostnamePrefix``), as a Kueue
-Configuration's ``featureGates`` would; level names in ``topologyRequest`` (also in its slice layers) may be the
+``TASHandleOverlappingFlavors``, ``TASProfileMixed``, ``TASAssignmentsEncodingByHostnamePrefix``,
+``TASRespectNodeAffinityPreferred`` with a pod set's ``preferredAffinity`` terms), as a Kueue Configuration's
+``featureGates`` would; level names in ``topologyRequest`` (also in its slice layers) may be the
 short aliases of ``fixtures.tasbuild``. ``wantSlices`` is how many v1beta2 slices the placement is written in.
 """
 
@@ -91,6 +92,7 @@ def request_of(spec: dict[str, Any], index: int) -> PodSetRequest:
     if topo is not None:
         topology = msgspec.convert({k: _levels_named(v) for k, v in topo.items()}, o.PodSetTopologyRequest)
     affinity = spec.get("affinity")
+    preferred = spec.get("preferredAffinity") or []
     return PodSetRequest(
         name=spec.get("name", f"ps{index}"),
         count=spec["count"],
@@ -100,6 +102,7 @@ def request_of(spec: dict[str, Any], index: int) -> PodSetRequest:
         node_selector=tuple(sorted((k, str(v)) for k, v in (spec.get("nodeSelector") or {}).items())),
         tolerations=tuple(msgspec.convert(spec.get("tolerations") or [], list[o.Toleration])),
         affinity_terms=None if affinity is None else tuple(msgspec.convert(affinity, list[o.NodeSelectorTerm])),
+        preferred_terms=tuple(msgspec.convert(preferred, list[o.PreferredSchedulingTerm])),
     )
 
 

@@ -6,8 +6,9 @@ LeastFreeCapacity profile while TASProfileMixed is on (the default); the others,
 off, BestFit. Being unconstrained matters beyond the profile, gate or not: such a request never climbs a level
 and is never balanced. Slices and their inner layers are resolved by :mod:`.layers`; with TASBalancedPlacement a
 request that is neither required nor unconstrained is first tried by :mod:`.balanced`, falling back to the search
-below when that finds nothing. Pod-set groups (LeaderWorkerSet leader/workers) and preferred node affinity
-(alpha) are not modelled: no request has a leader.
+below when that finds nothing. Under TASRespectNodeAffinityPreferred (alpha) the nodes a pod set's preferred
+node affinity favours rank their domains first (:mod:`.search`). Pod-set groups (LeaderWorkerSet leader/workers)
+are not modelled: no request has a leader.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from kueue_es.scheduler.tas.layers import (
     slice_size,
     slices_requested,
 )
-from kueue_es.scheduler.tas.nodes import excluded_leaves, go_quote
+from kueue_es.scheduler.tas.nodes import excluded_leaves, go_quote, preferred_scores
 from kueue_es.scheduler.tas.request import (
     DEFAULT_OPTIONS,
     NoPlacement,
@@ -100,9 +101,10 @@ def place(snap: FlavorSnapshot, req: PodSetRequest, *, assumed: Mapping[str, Map
         at = tree.prefix_index(within)
         within_at = at if at is not None else (max(0, min(len(within), tree.depth) - 1), -1)
     excluded = excluded_leaves(snap, req)
+    scores = preferred_scores(snap, req) if options.node_affinity_preferred else None
     per_pod = tuple(sorted(req.per_pod().items()))
     counts = fill_counts(snap, per_pod, assumed=assumed, simulate_empty=simulate_empty, excluded=excluded,
-                         within=within_at, slice_size=size, slice_level=slice_level, inner=inner)
+                         within=within_at, slice_size=size, slice_level=slice_level, inner=inner, scores=scores)
     slices = req.count // size
 
     if options.balanced and not required and not unconstrained:

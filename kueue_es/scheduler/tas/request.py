@@ -16,7 +16,8 @@ class PodSetRequest(msgspec.Struct, frozen=True, kw_only=True):
     """One pod set to place: ``count`` pods, each requesting ``requests`` (Kueue units, from the pod template; a
     ``pods: 1`` is added by the placement). ``implied`` is TAS implied by a TAS-only ClusterQueue for a pod set
     that does not ask for it. The node selection fields are the pod set's with the Ready admission checks'
-    podSetUpdates already merged in; the flavor's tolerations are added by the placement."""
+    podSetUpdates already merged in; the flavor's tolerations are added by the placement. ``preferred_terms`` (the
+    template's preferred node affinity) orders the domains only under TASRespectNodeAffinityPreferred."""
 
     name: str
     count: int
@@ -26,13 +27,14 @@ class PodSetRequest(msgspec.Struct, frozen=True, kw_only=True):
     node_selector: tuple[tuple[str, str], ...] = ()
     tolerations: tuple[o.Toleration, ...] = ()
     affinity_terms: tuple[o.NodeSelectorTerm, ...] | None = None
+    preferred_terms: tuple[o.PreferredSchedulingTerm, ...] = ()
 
     @classmethod
     def of(cls, ps: PodSetInfo, count: int | None = None, *, implied: bool = False) -> PodSetRequest:
         """The request of pod set ``ps`` with ``count`` pods (default: its full count)."""
         return cls(name=ps.name, count=ps.count if count is None else count, requests=ps.requests,
                    topology=ps.topology, implied=implied, node_selector=ps.node_selector,
-                   tolerations=ps.tolerations, affinity_terms=ps.affinity_terms)
+                   tolerations=ps.tolerations, affinity_terms=ps.affinity_terms, preferred_terms=ps.preferred_terms)
 
     def per_pod(self) -> dict[str, int]:
         """Single-pod requests including one ``pods``."""
@@ -46,13 +48,15 @@ class TASOptions(msgspec.Struct, frozen=True, kw_only=True):
     (alpha, off), TASMultiLayerTopology (beta, on), TASHandleOverlappingFlavors (beta, on; also how the
     cycle's snapshots share usage, :func:`projections.topology.tas_snapshots`), TASProfileMixed (beta, on:
     unconstrained requests use LeastFreeCapacity; off, every request uses BestFit) and
-    TASAssignmentsEncodingByHostnamePrefix (beta, on: how a placement is written, :meth:`Placement.encode`)."""
+    TASAssignmentsEncodingByHostnamePrefix (beta, on: how a placement is written, :meth:`Placement.encode`) and
+    TASRespectNodeAffinityPreferred (alpha, off: a pod set's preferred node affinity ranks the domains first)."""
 
     balanced: bool = False
     multi_layer: bool = True
     overlapping_flavors: bool = True
     profile_mixed: bool = True
     hostname_prefix_encoding: bool = True
+    node_affinity_preferred: bool = False
 
 
 DEFAULT_OPTIONS = TASOptions()
