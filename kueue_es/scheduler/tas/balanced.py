@@ -18,8 +18,10 @@ Rather than packing the slices into as few domains as the greedy search does, it
 Under TASRespectNodeAffinityPreferred, when domains score, the greedy search and the spread of step 3 put the
 preferred-affinity score first, as Kueue's orders do; the greedy search then stops at the first domain in its
 order without a slice, as Kueue's does (without scores those all come last). The dynamic program's orders ignore
-scores, as Kueue's do. Any step that finds nothing hands the request back to the normal search. Every order ends
-on level values, so no result depends on iteration order. Pod-set groups (leaders) are not modelled, so neither are Kueue's leader
+scores, as Kueue's do.
+
+Any step that finds nothing hands the request back to the normal search. Every order ends on level values, so
+no result depends on iteration order. Pod-set groups (leaders) are not modelled, so neither are Kueue's leader
 terms. Deliberate differences, all where Kueue's own result would break the slicing: recounting a pruned group
 keeps the inner slice layers' rounding (Kueue recounts without it); slices handed down from a fit level above the
 slice level are counted as the slice level counts them, not as pods divided by the slice size; and a spread that
