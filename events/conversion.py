@@ -23,7 +23,8 @@ Cohort        ``spec.parentName`` (older Kueue: ``spec.parent``)  ``spec.parentN
 
 Everything else is the same in both versions and is copied untouched, fields we do not model included, so a
 round trip v1beta2 -> v1beta1 -> v1beta2 gives back the same object (a topology assignment comes back in the
-canonical encoding :func:`events.tas_assignment.encode` writes; the domains it stands for are always the same).
+canonical encoding :func:`events.tas_assignment.encode` writes, under Kueue's TASAssignmentsEncodingByHostnamePrefix
+gate as the caller says; the domains it stands for are always the same).
 Where Kueue's conversion would lose something it cannot express in the other version, the field is kept as it
 is instead (still unknown there, and restored on the way back): a ``priorityClassName`` without a known
 ``priorityClassSource`` (Kueue drops it — and ignores it for priority, as kueue-es does), a ``priorityClassRef`` to
@@ -38,6 +39,7 @@ field, e.g. ``Workload team/w: field `spec.priorityClassRef`: expected an object
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -73,8 +75,9 @@ def describe(doc: Any, index: int | None = None) -> str:
     return f"{at} ({kind})" if isinstance(kind, str) and kind else at
 
 
-def convert(doc: Any, api_version: str, where: str = "") -> dict[str, Any]:
-    """``doc`` (a kueue.x-k8s.io object of either version) in ``api_version``."""
+def convert(doc: Any, api_version: str, where: str = "", *, by_hostname_prefix: bool = True) -> dict[str, Any]:
+    """``doc`` (a kueue.x-k8s.io object of either version) in ``api_version``. ``by_hostname_prefix``: Kueue's
+    TASAssignmentsEncodingByHostnamePrefix gate, which decides how a topology assignment is encoded in v1beta2."""
     where = where or describe(doc)
     if not isinstance(doc, dict):
         raise InvalidInput(f"{where}: expected an object, got {_type(doc)}")
@@ -88,13 +91,16 @@ def convert(doc: Any, api_version: str, where: str = "") -> dict[str, Any]:
         raise InvalidInput(f"{where}: field `kind` is required")
     if source == api_version:
         return doc
-    return to_v1beta2(doc, where) if api_version == V1BETA2 else to_v1beta1(doc, where)
+    if api_version == V1BETA2:
+        return to_v1beta2(doc, where, by_hostname_prefix=by_hostname_prefix)
+    return to_v1beta1(doc, where)
 
 
 # --- v1beta1 -> v1beta2 -----------------------------------------------------------------------------------------
 
 
-def to_v1beta2(doc: dict[str, Any], where: str = "v1beta1 object") -> dict[str, Any]:
+def to_v1beta2(doc: dict[str, Any], where: str = "v1beta1 object", *,
+               by_hostname_prefix: bool = True) -> dict[str, Any]:
     out = dict(doc)
     kind = doc.get("kind")
     spec = _section(doc, "spec", where)
@@ -109,7 +115,7 @@ def to_v1beta2(doc: dict[str, Any], where: str = "v1beta1 object") -> dict[str, 
             _priority_to_v1beta2(spec, where)
         if status is not None:
             _rename(status, "accumulatedPastExexcutionTimeSeconds", "accumulatedPastExecutionTimeSeconds")
-            _each_assignment(status, where, _assignment_to_v1beta2)
+            _each_assignment(status, where, partial(_assignment_to_v1beta2, by_hostname_prefix=by_hostname_prefix))
     elif kind == "LocalQueue" and status is not None:
         _rename(status, "flavorUsage", "flavorsUsage")
         status.pop("flavors", None)
@@ -151,13 +157,15 @@ def _priority_to_v1beta2(spec: dict[str, Any], where: str) -> None:
     spec["priorityClassRef"] = {"group": ref[0], "kind": ref[1], "name": name}
 
 
-def _assignment_to_v1beta2(psa: dict[str, Any], where: str, path: str) -> dict[str, Any]:
+def _assignment_to_v1beta2(psa: dict[str, Any], where: str, path: str, *,
+                           by_hostname_prefix: bool) -> dict[str, Any]:
     ta = psa.get("topologyAssignment")
     if not isinstance(ta, dict) or "domains" not in ta:
         return psa
     path += ".topologyAssignment"
     v1 = _typed(ta, o.TopologyAssignmentV1Beta1, where, path)
-    return {**psa, "topologyAssignment": msgspec.to_builtins(tas.from_v1beta1(v1, where, path))}
+    v2 = tas.from_v1beta1(v1, where, path, by_hostname_prefix=by_hostname_prefix)
+    return {**psa, "topologyAssignment": msgspec.to_builtins(v2)}
 
 
 # --- v1beta2 -> v1beta1 -----------------------------------------------------------------------------------------

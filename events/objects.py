@@ -92,23 +92,34 @@ class LabelSelector(View):
     match_expressions: list[LabelSelectorRequirement] = []
 
 
+# Node affinity is held in tuples: a pod set's terms are part of its (hashed, interned) scheduling info.
+
+
 class NodeSelectorRequirement(View):
     key: str
     operator: str
-    values: list[str] = []
+    values: tuple[str, ...] = ()
 
 
 class NodeSelectorTerm(View):
-    match_expressions: list[NodeSelectorRequirement] = []
-    match_fields: list[NodeSelectorRequirement] = []
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    match_fields: tuple[NodeSelectorRequirement, ...] = ()
 
 
 class NodeSelector(View):
-    node_selector_terms: list[NodeSelectorTerm] = []
+    node_selector_terms: tuple[NodeSelectorTerm, ...] = ()
+
+
+class PreferredSchedulingTerm(View):
+    """A node-affinity preference: a node matching ``preference`` scores ``weight``."""
+
+    weight: int = 0
+    preference: NodeSelectorTerm = NodeSelectorTerm()
 
 
 class NodeAffinity(View):
     required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: tuple[PreferredSchedulingTerm, ...] = ()
 
 
 class Affinity(View):

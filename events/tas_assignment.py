@@ -16,6 +16,10 @@ values are one ``universal`` value or ``prefix + roots[i] + suffix`` per domain,
 * the prefix form is kept when it has at most one slice or when there are more domains than one slice may
   hold; otherwise the single form is used only if its JSON is strictly smaller.
 
+With the gate off (``by_hostname_prefix=False``) Kueue always writes the single form, whatever the number of
+domains: one slice for a non-empty assignment (beyond 100000 domains the API then refuses it), none for an empty
+one. The domains are the same either way; only their wire form differs.
+
 Order is never changed: ``decode(encode(levels, domains)) == domains``.
 """
 
@@ -117,12 +121,16 @@ def _problem(ta: o.TopologyAssignment) -> tuple[str, str] | None:
 # --- encoding ------------------------------------------------------------------------------------------------
 
 
-def encode(levels: list[str], domains: Sequence[o.TopologyDomainAssignment]) -> o.TopologyAssignment:
-    """The v1beta2 form Kueue would write for ``domains`` (each with one value per level and count >= 1).
+def encode(levels: list[str], domains: Sequence[o.TopologyDomainAssignment], *,
+           by_hostname_prefix: bool = True) -> o.TopologyAssignment:
+    """The v1beta2 form Kueue would write for ``domains`` (each with one value per level and count >= 1), under
+    TASAssignmentsEncodingByHostnamePrefix as ``by_hostname_prefix`` says (Kueue's default: on).
 
     Linear in the number of domains (times the number of ``-`` in a hostname)."""
     levels = list(levels)
     domains = list(domains)
+    if not by_hostname_prefix:
+        return o.TopologyAssignment(levels=levels, slices=[_slice(levels, domains)] if domains else [])
     by_prefix = _hostname_prefix_form(levels, domains)
     if len(by_prefix) <= 1 or len(domains) > MAX_DOMAINS_PER_SLICE:
         return o.TopologyAssignment(levels=levels, slices=by_prefix)
@@ -228,10 +236,12 @@ def _candidates(hostname: str) -> tuple[str, ...]:
 # --- v1beta1 -------------------------------------------------------------------------------------------------
 
 
-def from_v1beta1(ta: o.TopologyAssignmentV1Beta1, where: str = "", path: str = "topologyAssignment") -> o.TopologyAssignment:
-    """v1beta1 ``{levels, domains}`` -> v1beta2, as Kueue's conversion does (through :func:`encode`)."""
+def from_v1beta1(ta: o.TopologyAssignmentV1Beta1, where: str = "", path: str = "topologyAssignment", *,
+                 by_hostname_prefix: bool = True) -> o.TopologyAssignment:
+    """v1beta1 ``{levels, domains}`` -> v1beta2, as Kueue's conversion does (through :func:`encode`, under the
+    encoding gate as ``by_hostname_prefix`` says)."""
     validate_v1beta1(ta, where, path)
-    return encode(ta.levels, ta.domains)
+    return encode(ta.levels, ta.domains, by_hostname_prefix=by_hostname_prefix)
 
 
 def to_v1beta1(ta: o.TopologyAssignment) -> o.TopologyAssignmentV1Beta1:

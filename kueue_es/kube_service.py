@@ -17,7 +17,8 @@ connector has listed every kind (503 before). With ``webhook_port`` every replic
 mutating webhook, the validating webhooks for the Kueue kinds (under the Kueue Configuration's gates) and the CRD
 conversion webhook over HTTPS (``connectors/k8s/webhook.py``); with
 ``visibility_port``, Kueue's visibility API for the aggregation layer (``connectors/k8s/visibility.py``), answered
-by the leader once synced (503 before, and on standbys), which registers its APIServices when told to. With
+by the leader once synced (503 before, and on standbys), which registers its APIServices when told to — unless the
+Kueue Configuration turns ``VisibilityOnDemand`` off, which Kueue starts no visibility server under. With
 ``$.metrics.port`` every replica serves Kueue's Prometheus metrics on ``/metrics``: the leader's from its state, a
 standby's (it holds none) only its process metrics.
 """
@@ -52,6 +53,7 @@ from connectors.kafka.topics import ensure_topics
 from events.errors import InvalidInput, KueueEsError
 from events.filelog import FileLog
 from kueue_es import checkpoints, metrics
+from projections.gates import VISIBILITY_ON_DEMAND
 
 log = structlog.get_logger("kueue_es.k8s.service")
 
@@ -138,7 +140,7 @@ async def serve(settings: Any, opts: Any, stop: asyncio.Event, report: Any) -> N
         if k.webhook_port:  # every replica serves it, standbys too
             webhook = await job_webhook.serve(client, k, bundle, feature_gates=opts.config.feature_gates)
         if k.visibility_port:
-            visibility = await visibility_api.serve(client, k)
+            visibility = await _visibility_server(client, k, opts.config)
         if k.leader_election:
             elector = LeaderElector(client, k.lease_namespace, k.lease_name, opts.instance_id,
                                     LeaseTiming(k.lease_duration_s, k.renew_deadline_s, k.retry_period_s))
@@ -162,6 +164,17 @@ async def serve(settings: Any, opts: Any, stop: asyncio.Event, report: Any) -> N
         if metrics_runner is not None:
             await metrics_runner.cleanup()
         await client.close()
+
+
+async def _visibility_server(client: KubeClient, k: KubeSettings,
+                             config: Any) -> visibility_api.VisibilityServer | None:
+    """The visibility API's server, started as Kueue starts its own: only under the Kueue Configuration's
+    ``VisibilityOnDemand`` gate (beta, on). Off, nothing listens on ``visibility_port`` and the leader registers
+    no APIServices (``visibility_register`` notwithstanding), so the apiserver answers for none of its group."""
+    if not config.gate(VISIBILITY_ON_DEMAND):
+        log.info("visibility API not served: the VisibilityOnDemand feature gate is off", port=k.visibility_port)
+        return None
+    return await visibility_api.serve(client, k)
 
 
 def _replica_role(health: Health, k: KubeSettings) -> str:

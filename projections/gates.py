@@ -20,7 +20,9 @@ and ``kueue-es import`` also read there the gates of the checks Kueue's webhooks
 (:meth:`events.manifests.Checks.under`): that one's and ``TASValidateWorkloadSliceSize``,
 ``WorkloadValidationForPodSetMetadata``, ``RejectUpdatesToCQWithInvalidOnFlavors`` (an object failing a check is
 skipped, or refused, only while its gate is on); the validating webhook and a STATE.yaml read them from the loaded
-configuration. The configuration loader reads
+configuration, as the conversion webhook reads ``TASAssignmentsEncodingByHostnamePrefix`` (how it writes a
+topology assignment in v1beta2, as the scheduler does) and ``kueue-es run --kube`` ``VisibilityOnDemand`` (whether
+it serves the visibility API). The configuration loader reads
 ``ReservedResourceNameValidation`` (:func:`projections.request_rules.compile_rules`). Every other
 gate is known so that a user's existing configuration is accepted as Kueue accepts it; one set away from its
 default is named in a warning (:func:`ignored`).
@@ -43,6 +45,9 @@ TOPOLOGY_AWARE_SCHEDULING = "TopologyAwareScheduling"
 TAS_BALANCED_PLACEMENT = "TASBalancedPlacement"
 TAS_MULTI_LAYER_TOPOLOGY = "TASMultiLayerTopology"
 TAS_PROFILE_MIXED = "TASProfileMixed"
+TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX = "TASAssignmentsEncodingByHostnamePrefix"
+TAS_RESPECT_NODE_AFFINITY_PREFERRED = "TASRespectNodeAffinityPreferred"
+VISIBILITY_ON_DEMAND = "VisibilityOnDemand"
 UNADMITTED_WORKLOADS_OBSERVABILITY = "UnadmittedWorkloadsObservability"
 QUOTA_CHECK_STRATEGY = "QuotaCheckStrategy"
 LOCAL_QUEUE_METRICS = "LocalQueueMetrics"
@@ -83,7 +88,7 @@ GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
     "ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp": (ALPHA, False),
     FLAVOR_FUNGIBILITY: (BETA, True),
-    "VisibilityOnDemand": (BETA, True),
+    VISIBILITY_ON_DEMAND: (BETA, True),
     DISABLE_WAIT_FOR_PODS_READY: (ALPHA, False),
     "PrioritySortingWithinCohort": (BETA, True),
     FAIR_SHARING_PREEMPT_WITHIN_NOMINAL: (BETA, True),
@@ -103,7 +108,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "TASReplaceNodeDueToNotReadyOverFixedTime": (DEPRECATED, False),
     "ManagedJobsNamespaceSelectorAlwaysRespected": (GA, True),
     TAS_BALANCED_PLACEMENT: (ALPHA, False),
-    "TASAssignmentsEncodingByHostnamePrefix": (BETA, True),
+    TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX: (BETA, True),
     "KueueDRAIntegration": (BETA, True),
     "KueueDRAIntegrationExtendedResource": (BETA, True),
     RESERVED_RESOURCE_NAME_VALIDATION: (BETA, True),
@@ -137,7 +142,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "ConcurrentAdmission": (ALPHA, False),
     QUOTA_CHECK_STRATEGY: (BETA, True),
     "MetricForWorkloadCreationLatency": (BETA, True),
-    "TASRespectNodeAffinityPreferred": (ALPHA, False),
+    TAS_RESPECT_NODE_AFFINITY_PREFERRED: (ALPHA, False),
     "MultiKueueManagerQuotaAutomation": (ALPHA, False),
     WORKLOAD_IDENTIFIER_ANNOTATIONS: (BETA, True),
     WORKLOAD_PRIORITY_CLASS_DEFAULTING: (BETA, True),
@@ -182,7 +187,7 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
     TAS_BALANCED_PLACEMENT: ("TopologyAwareScheduling",),
     TAS_REPLACE_NODE_ON_NODE_TAINTS: ("TopologyAwareScheduling",),
     TAS_MULTI_LAYER_TOPOLOGY: ("TopologyAwareScheduling",),
-    "TASRespectNodeAffinityPreferred": ("TopologyAwareScheduling",),
+    TAS_RESPECT_NODE_AFFINITY_PREFERRED: ("TopologyAwareScheduling",),
     UNADMITTED_WORKLOADS_EXPLICIT_STATUS: (UNADMITTED_WORKLOADS_OBSERVABILITY,),
     TAS_HANDLE_OVERLAPPING_FLAVORS: ("TopologyAwareScheduling",),
     TAS_PROFILE_MIXED: ("TopologyAwareScheduling",),
@@ -206,11 +211,12 @@ MODELLED = frozenset({
     "ReclaimablePods", RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP,
     REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS, RESERVED_RESOURCE_NAME_VALIDATION, SCHEDULING_EQUIVALENCE_HASHING,
     SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME, SHORT_WORKLOAD_NAMES,
-    SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS, TAS_BALANCED_PLACEMENT, TAS_FAILED_NODE_REPLACEMENT,
-    TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST, TAS_HANDLE_OVERLAPPING_FLAVORS, TAS_MULTI_LAYER_TOPOLOGY,
-    TAS_PROFILE_MIXED, TAS_REPLACE_NODE_ON_NODE_TAINTS, TAS_REPLACE_NODE_ON_POD_TERMINATION,
-    TAS_VALIDATE_WORKLOAD_SLICE_SIZE, TOPOLOGY_AWARE_SCHEDULING, UNADMITTED_WORKLOADS_EXPLICIT_STATUS,
-    UNADMITTED_WORKLOADS_OBSERVABILITY, WORKLOAD_IDENTIFIER_ANNOTATIONS, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
+    SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS, TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX, TAS_BALANCED_PLACEMENT,
+    TAS_FAILED_NODE_REPLACEMENT, TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST, TAS_HANDLE_OVERLAPPING_FLAVORS,
+    TAS_MULTI_LAYER_TOPOLOGY, TAS_PROFILE_MIXED, TAS_REPLACE_NODE_ON_NODE_TAINTS,
+    TAS_REPLACE_NODE_ON_POD_TERMINATION, TAS_RESPECT_NODE_AFFINITY_PREFERRED, TAS_VALIDATE_WORKLOAD_SLICE_SIZE,
+    TOPOLOGY_AWARE_SCHEDULING, UNADMITTED_WORKLOADS_EXPLICIT_STATUS, UNADMITTED_WORKLOADS_OBSERVABILITY,
+    VISIBILITY_ON_DEMAND, WORKLOAD_IDENTIFIER_ANNOTATIONS, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
     WORKLOAD_VALIDATION_FOR_POD_SET_METADATA,
 })
 """The gates whose both settings kueue-es models. Every other one is accepted, as Kueue accepts it, and kueue-es

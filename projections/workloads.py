@@ -71,6 +71,8 @@ class PodSetInfo(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """Where the adjusted template's requests exceed its limits (field errors relative to the pod set)."""
     outside_limit_ranges: tuple[str, ...] = ()
     """Where the adjusted template is outside its namespace's LimitRanges (field errors relative to the pod set)."""
+    preferred_terms: tuple[o.PreferredSchedulingTerm, ...] = ()
+    """The template's preferred node affinity, which TAS placement weighs under TASRespectNodeAffinityPreferred."""
 
 
 class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
@@ -458,6 +460,7 @@ def _pod_set_info(ps: o.PodSet, limits: LimitSummary | None, overhead: tuple | N
     na = spec.affinity.node_affinity if spec.affinity else None
     if na and na.required_during_scheduling_ignored_during_execution:
         affinity = tuple(na.required_during_scheduling_ignored_during_execution.node_selector_terms)
+    preferred = tuple(na.preferred_during_scheduling_ignored_during_execution) if na else ()
     topology = ps.topology_request
     annotations = ps.template.metadata.annotations
     if topology is None and annotations:
@@ -478,6 +481,7 @@ def _pod_set_info(ps: o.PodSet, limits: LimitSummary | None, overhead: tuple | N
             topology=topology,
             invalid_resources=resource_findings(adjusted),
             outside_limit_ranges=limit_findings(adjusted, limits),
+            preferred_terms=preferred,
         )
     )
 

@@ -11,6 +11,7 @@ certificate. :func:`register` points the installed CRDs at it (``spec.conversion
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -22,6 +23,7 @@ from connectors.k8s.errors import NotFound
 from connectors.k8s.resources import KUEUE_RESOURCES
 from events import conversion
 from events.errors import InvalidInput
+from projections import gates
 
 log = structlog.get_logger("kueue_es.k8s.conversion")
 
@@ -29,8 +31,10 @@ PATH = CONVERSION_PATH
 REVIEW_API_VERSION = "apiextensions.k8s.io/v1"
 
 
-def convert_request(req: Any) -> list[dict[str, Any]]:
-    """The converted objects of one ConversionReview request; :class:`InvalidInput` names what is wrong."""
+def convert_request(req: Any, feature_gates: Mapping[str, bool] | None = None) -> list[dict[str, Any]]:
+    """The converted objects of one ConversionReview request, under the Kueue Configuration's ``feature_gates``
+    (TASAssignmentsEncodingByHostnamePrefix: how a topology assignment is written in v1beta2, as Kueue's
+    conversion writes it); :class:`InvalidInput` names what is wrong."""
     if not isinstance(req, dict):
         raise InvalidInput("ConversionReview: field `request` is required")
     desired = req.get("desiredAPIVersion")
@@ -39,11 +43,14 @@ def convert_request(req: Any) -> list[dict[str, Any]]:
     objects = req.get("objects")
     if not isinstance(objects, list):
         raise InvalidInput("ConversionReview: field `request.objects`: expected an array of objects")
-    return [conversion.convert(doc, desired, conversion.describe(doc, i)) for i, doc in enumerate(objects)]
+    by_prefix = gates.enabled(feature_gates or {}, gates.TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX)
+    return [conversion.convert(doc, desired, conversion.describe(doc, i), by_hostname_prefix=by_prefix)
+            for i, doc in enumerate(objects)]
 
 
-def review(body: bytes) -> dict[str, Any]:
-    """Answer one ConversionReview (raises :class:`msgspec.DecodeError` when ``body`` is not JSON at all)."""
+def review(body: bytes, feature_gates: Mapping[str, bool] | None = None) -> dict[str, Any]:
+    """Answer one ConversionReview under ``feature_gates`` (raises :class:`msgspec.DecodeError` when ``body`` is
+    not JSON at all)."""
     doc = msgspec.json.decode(body)
     req = doc.get("request") if isinstance(doc, dict) else None
     uid = req.get("uid", "") if isinstance(req, dict) else ""
@@ -53,7 +60,7 @@ def review(body: bytes) -> dict[str, Any]:
         if not isinstance(doc, dict) or doc.get("kind") != "ConversionReview" or \
                 doc.get("apiVersion") != REVIEW_API_VERSION:
             raise InvalidInput(f"not a ConversionReview of {REVIEW_API_VERSION}")
-        converted = convert_request(req)
+        converted = convert_request(req, feature_gates)
     except InvalidInput as exc:
         result = {"status": "Failure", "message": str(exc)}
         log.warning("conversion refused", uid=uid, error=str(exc))

@@ -136,8 +136,8 @@ def default_priority_class_lookup(client: KubeClient) -> HasDefaultPriorityClass
 class WebhookServer:
     """HTTPS on ``address:port`` with the given certificate: the Job webhook at :data:`PATH`, the CRD conversion
     webhook at :data:`connectors.k8s.conversion.PATH`, the validating webhooks at
-    :data:`connectors.k8s.validating.PATHS` and :data:`connectors.k8s.job_validation.PATH` (under the Kueue
-    Configuration's ``feature_gates``)."""
+    :data:`connectors.k8s.validating.PATHS` and :data:`connectors.k8s.job_validation.PATH` (the last three under
+    the Kueue Configuration's ``feature_gates``)."""
 
     def __init__(self, has_default_queue: HasDefaultQueue,
                  has_default_priority_class: HasDefaultPriorityClass | None = None,
@@ -195,7 +195,7 @@ class WebhookServer:
 
     async def _convert(self, request: web.Request) -> web.Response:
         try:
-            out = conversion.review(await request.read())
+            out = conversion.review(await request.read(), self.feature_gates)
         except msgspec.DecodeError as exc:
             return web.json_response({"error": f"not a ConversionReview: {exc}"}, status=400)
         self.conversions += 1

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from events import objects as o
 from events import schema as ev
 from kueue_es.scheduler.flavors import Assignment, Granular, Mode, PodSetResult
@@ -30,11 +32,13 @@ from kueue_es.scheduler.tasflavor import explicit, wants_tas
 from projections.clusterqueues import ClusterQueueInfo
 from projections.gates import (
     SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS,
+    TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX,
     TAS_BALANCED_PLACEMENT,
     TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST,
     TAS_HANDLE_OVERLAPPING_FLAVORS,
     TAS_MULTI_LAYER_TOPOLOGY,
     TAS_PROFILE_MIXED,
+    TAS_RESPECT_NODE_AFFINITY_PREFERRED,
 )
 from projections.queue_order import QueueOrder
 from projections.secondpass import delayed_pod_sets, pod_sets_on_node
@@ -75,7 +79,9 @@ def tas_options(config) -> TASOptions:
         return TASOptions()
     return TASOptions(balanced=config.gate(TAS_BALANCED_PLACEMENT), multi_layer=config.gate(TAS_MULTI_LAYER_TOPOLOGY),
                       overlapping_flavors=config.gate(TAS_HANDLE_OVERLAPPING_FLAVORS),
-                      profile_mixed=config.gate(TAS_PROFILE_MIXED))
+                      profile_mixed=config.gate(TAS_PROFILE_MIXED),
+                      hostname_prefix_encoding=config.gate(TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX),
+                      node_affinity_preferred=config.gate(TAS_RESPECT_NODE_AFFINITY_PREFERRED))
 
 
 def _tas_flavor(info: ClusterQueueInfo, flavors: dict[str, str]) -> tuple[str | None, str]:
@@ -105,9 +111,8 @@ def _request(ps: PodSetInfo, count: int, info: ClusterQueueInfo,
     for u in updates:
         selector.update(u.node_selector)
         tolerations.extend(t for t in u.tolerations if t not in tolerations)
-    return PodSetRequest(name=req.name, count=req.count, requests=req.requests, topology=req.topology,
-                         implied=req.implied, node_selector=tuple(sorted(selector.items())),
-                         tolerations=tuple(tolerations), affinity_terms=req.affinity_terms)
+    return msgspec.structs.replace(req, node_selector=tuple(sorted(selector.items())),
+                                   tolerations=tuple(tolerations))
 
 
 def place_nominated(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, a: Assignment) -> None:

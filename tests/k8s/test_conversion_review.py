@@ -68,6 +68,35 @@ def test_bad_input_fails_naming_the_object_and_the_field(body: bytes, message: s
     assert resp["result"]["message"].startswith(message), resp["result"]["message"]
 
 
+HOSTS = [f"{pool}-tpu-v5-litepod-workers-{n}" for pool in ("alpha", "bravo") for n in range(4)]
+PLACED = {**WL, "status": {"admission": {"clusterQueue": "cq", "podSetAssignments": [{
+    "name": "main", "flavors": {"cpu": "tas"}, "count": 8, "topologyAssignment": {
+        "levels": ["kubernetes.io/hostname"], "domains": [{"values": [h], "count": 1} for h in HOSTS]}}]}}}
+
+
+def _assignment(wl: dict) -> dict:
+    return wl["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"]
+
+
+@pytest.mark.parametrize(("gates", "slices"), [
+    ({}, [{"domainCount": 4, "valuesPerLevel": [{"individual": {"prefix": f"{pool}-tpu-v5-litepod-workers-",
+                                                                "roots": ["0", "1", "2", "3"]}}],
+           "podCounts": {"universal": 1}} for pool in ("alpha", "bravo")]),
+    ({"TASAssignmentsEncodingByHostnamePrefix": False},
+     [{"domainCount": 8, "valuesPerLevel": [{"individual": {"roots": HOSTS}}], "podCounts": {"universal": 1}}]),
+])
+def test_topology_assignments_are_written_as_the_encoding_gate_says(gates: dict, slices: list) -> None:
+    """Kueue's conversion encodes a v1beta1 assignment through the same encoder as its scheduler, under
+    TASAssignmentsEncodingByHostnamePrefix: a slice per node pool while it is on, one slice while it is off. The
+    domains come back the same either way."""
+    (v2,) = review(_review([PLACED]), gates)["response"]["convertedObjects"]
+    assert _assignment(v2) == {"levels": ["kubernetes.io/hostname"], "slices": slices}
+    (back,) = review(_review([v2], V1), gates)["response"]["convertedObjects"]
+    assert back == PLACED
+    (again,) = review(_review([back]), gates)["response"]["convertedObjects"]
+    assert again == v2
+
+
 def test_not_json_is_not_answered() -> None:
     with pytest.raises(msgspec.DecodeError):
         review(b"<ConversionReview/>")

@@ -3,6 +3,7 @@ the pending-workloads endpoints and their Status errors, and what the leader reg
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import re
 import socket
@@ -282,3 +283,45 @@ def test_settings_from_the_environment() -> None:
                          "KUEUE_ES_KUBE_VISIBILITY_ADVERTISE_ADDRESS": "10.0.0.7"})
     k = validate(settings.kube)
     assert (k.visibility_port, k.visibility_register, k.visibility_advertise_address) == (8082, True, "10.0.0.7")
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("feature_gates", "served"), [({}, True), ({"VisibilityOnDemand": False}, False)])
+async def test_the_server_starts_only_under_visibility_on_demand(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                                 feature_gates: dict, served: bool) -> None:
+    """``kueue-es run --kube`` starts the visibility server as Kueue's main does, only while the Kueue
+    Configuration's VisibilityOnDemand gate is on: off, ``visibility_port`` is not listened on and the leader is
+    handed no server, so it registers no APIServices either."""
+    from kueue_es import kube_service
+    from kueue_es.scheduler.config import load_config
+
+    class Client:
+        async def close(self) -> None:
+            pass
+
+    class Server:
+        async def stop(self) -> None:
+            started.append("stopped")
+
+    started: list = []
+    handed: list = []
+
+    async def connect(cls, kubeconfig: str = "", context: str = "") -> Client:
+        return Client()
+
+    async def serve(client, k, bundle=None) -> Server:
+        started.append(k.visibility_port)
+        return Server()
+
+    async def lead(settings, opts, path, client, health, elector, stop, report, visibility=None) -> None:
+        handed.append(visibility)
+
+    monkeypatch.setattr(kube_service.KubeClient, "connect", classmethod(connect))
+    monkeypatch.setattr(kube_service.visibility_api, "serve", serve)
+    monkeypatch.setattr(kube_service, "_lead", lead)
+    settings = load(env={}, overrides={"log": str(tmp_path / "log"), "kube": {
+        "visibility_port": 18082, "visibility_register": True, "leader_election": False, "health_port": 0}})
+    opts = type("Opts", (), {"config": load_config({"featureGates": feature_gates}), "instance_id": "kueue-es-0"})
+    await kube_service.serve(settings, opts, asyncio.Event(), lambda *_: None)
+    assert started == ([18082, "stopped"] if served else [])
+    assert (handed[0] is not None) == served

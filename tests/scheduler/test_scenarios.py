@@ -24,7 +24,8 @@ A case file holds ``objects`` (what a user would kubectl-apply), an optional Kue
   wake the scheduler with a clock tick if nothing else happened — :func:`kueue_es.scheduler.next_deadline`).
 
 Expectations per workload: ``admitted: {clusterQueue, flavors: {podSet: {resource: flavor}}, counts: {podSet: n}, usage: {podSet: {resource: quantity}},
-checksPending, topology: {podSet: [[value..., count], ...]}, delayedTopology: {podSet: Pending|Ready|null}}``,
+checksPending, topology: {podSet: [[value..., count], ...]}, topologyAssignment: {podSet: the v1beta2 object exactly as
+written}, delayedTopology: {podSet: Pending|Ready|null}}``,
 ``unhealthyNodes: [node, ...]``, ``reclaimablePods: {podSet: count}`` (exactly ``status.reclaimablePods``), ``usage:
 {resource: quantity}`` (the quota it holds in its ClusterQueue, per resource, as the projection counts it),
 ``pending: REASON`` (QuotaReserved=False reason; ``message``/``notInMessage`` optional substrings), ``preempted:
@@ -119,6 +120,10 @@ def check_status(case: str, key: str, status: dict, want: dict, wl=None, state=N
             assert usage == w["usage"], f"{key}: resourceUsage {usage}"
         if "topology" in w:
             assert _topologies(adm) == w["topology"], f"{key}: topology {_topologies(adm)}"
+        if "topologyAssignment" in w:
+            got = {p["name"]: p["topologyAssignment"]
+                   for p in adm["podSetAssignments"] if "topologyAssignment" in p}
+            assert got == w["topologyAssignment"], f"{key}: topologyAssignment {got}"
         if "delayedTopology" in w:
             got = {p["name"]: p.get("delayedTopologyRequest") for p in adm["podSetAssignments"]}
             assert got == w["delayedTopology"], f"{key}: delayedTopologyRequest {got}"

@@ -195,6 +195,44 @@ def test_the_choice_is_the_prefix_form_unless_one_slice_is_smaller(case) -> None
         assert len(msgspec.json.encode(ta.slices)) <= len(msgspec.json.encode(single.slices))
 
 
+# --- TASAssignmentsEncodingByHostnamePrefix off ---------------------------------------------------------------
+
+
+def test_gate_off_writes_one_compact_slice_whatever_the_pools() -> None:
+    domains = _pools(3, 20)
+    assert len(tas.encode([HOST], domains).slices) == 3
+    ta = tas.encode([HOST], domains, by_hostname_prefix=False)
+    (only,) = ta.slices
+    assert only.domain_count == 60
+    assert only.values_per_level[0].individual.prefix == "pool000"
+    assert only.pod_counts.universal == 1
+    assert tas.decode(ta) == domains
+
+
+def test_gate_off_over_100000_domains_is_one_slice_the_api_refuses() -> None:
+    # Kueue's single form is not cut: the slice breaks the API's limit, so the status write is refused.
+    domains = [dom(f"node-{i}") for i in range(tas.MAX_DOMAINS_PER_SLICE + 1)]
+    ta = tas.encode([HOST], domains, by_hostname_prefix=False)
+    assert [s.domain_count for s in ta.slices] == [tas.MAX_DOMAINS_PER_SLICE + 1]
+    with pytest.raises(InvalidInput, match=r"slices\[0\]\.domainCount"):
+        tas.validate(ta)
+
+
+@PROPS
+@given(assignments())
+def test_gate_off_decode_of_encode_is_identity_in_at_most_one_slice(case) -> None:
+    levels, domains = case
+    ta = tas.encode(levels, domains, by_hostname_prefix=False)
+    tas.validate(ta)
+    assert len(ta.slices) == (1 if domains else 0)
+    assert tas.decode(ta) == domains
+    # the single form: what a topology without the hostname level always gets below 100000 domains
+    assert ta.slices == tas.encode(levels[:-1] + ["not-hostname"], domains).slices
+    v1 = o.TopologyAssignmentV1Beta1(levels=levels, domains=domains)
+    assert tas.from_v1beta1(v1, by_hostname_prefix=False) == ta
+    assert tas.to_v1beta1(ta) == v1
+
+
 # --- v1beta1 input and output ----------------------------------------------------------------------------------
 
 _WORKLOAD = """

@@ -5,8 +5,10 @@ admitted workloads; they become events folded into a ClusterState, so the projec
 the pod sets are placed in order (later ones see the usage of earlier ones), or a node is replaced, and each
 pod set's domains (``want``: [values..., count]) or Kueue's failure message (``wantReason``) is checked.
 ``gates`` sets the feature gates placement reads (``TASBalancedPlacement``, ``TASMultiLayerTopology``,
-``TASHandleOverlappingFlavors``, ``TASProfileMixed``), as a Kueue Configuration's ``featureGates`` would; level
-names in ``topologyRequest`` (also in its slice layers) may be the short aliases of ``fixtures.tasbuild``.
+``TASHandleOverlappingFlavors``, ``TASProfileMixed``, ``TASAssignmentsEncodingByHostnamePrefix``,
+``TASRespectNodeAffinityPreferred`` with a pod set's ``preferredAffinity`` terms), as a Kueue Configuration's
+``featureGates`` would; level names in ``topologyRequest`` (also in its slice layers) may be the
+short aliases of ``fixtures.tasbuild``. ``wantSlices`` is how many v1beta2 slices the placement is written in.
 """
 
 from __future__ import annotations
@@ -32,7 +34,14 @@ from events import objects as o
 from events import schema as ev
 from events.quantity import to_int
 from kueue_es.scheduler.config import load_config
-from kueue_es.scheduler.tas import NoPlacement, Placement, PodSetRequest, place_workload, replace_node
+from kueue_es.scheduler.tas import (
+    NoPlacement,
+    Placement,
+    PodSetRequest,
+    TASOptions,
+    place_workload,
+    replace_node,
+)
 from kueue_es.scheduler.tasplace import tas_options
 from projections.cluster import ClusterState
 from projections.topology import tas_snapshots
@@ -83,6 +92,7 @@ def request_of(spec: dict[str, Any], index: int) -> PodSetRequest:
     if topo is not None:
         topology = msgspec.convert({k: _levels_named(v) for k, v in topo.items()}, o.PodSetTopologyRequest)
     affinity = spec.get("affinity")
+    preferred = spec.get("preferredAffinity") or []
     return PodSetRequest(
         name=spec.get("name", f"ps{index}"),
         count=spec["count"],
@@ -92,6 +102,7 @@ def request_of(spec: dict[str, Any], index: int) -> PodSetRequest:
         node_selector=tuple(sorted((k, str(v)) for k, v in (spec.get("nodeSelector") or {}).items())),
         tolerations=tuple(msgspec.convert(spec.get("tolerations") or [], list[o.Toleration])),
         affinity_terms=None if affinity is None else tuple(msgspec.convert(affinity, list[o.NodeSelectorTerm])),
+        preferred_terms=tuple(msgspec.convert(preferred, list[o.PreferredSchedulingTerm])),
     )
 
 
@@ -104,6 +115,17 @@ def _levels(case: dict[str, Any], want: list[list[Any]]) -> tuple[str, ...]:
     if full[-1] == HOSTNAME:
         return (HOSTNAME,)
     return full
+
+
+def _want(case: dict[str, Any], want: list[list[Any]], options: TASOptions) -> Placement:
+    return Placement(_levels(case, want), _domains(want), options.hostname_prefix_encoding)
+
+
+def _check_slices(spec: dict[str, Any], placement: Placement) -> None:
+    if "wantSlices" in spec:
+        written = placement.encode()
+        assert len(written.slices) == spec["wantSlices"], written
+        assert Placement.decode(written).domains == placement.domains
 
 
 @pytest.mark.parametrize("case", [c for _, c in CASES], ids=[n for n, _ in CASES])
@@ -124,7 +146,8 @@ def test_case(case: dict[str, Any]) -> None:
             assert res.message == specs[0]["wantReason"]
         else:
             assert not isinstance(res, NoPlacement), res.message
-            assert res.placement == Placement(_levels(case, specs[0]["want"]), _domains(specs[0]["want"]))
+            assert res.placement == _want(case, specs[0]["want"], options)
+            _check_slices(specs[0], res.placement)
         return
     result = place_workload(snaps, requests, simulate_empty=bool(case.get("simulateEmpty")), options=options)
     for spec, (_, req) in zip(specs, requests, strict=True):
@@ -133,5 +156,5 @@ def test_case(case: dict[str, Any]) -> None:
             assert result.message == spec["wantReason"]
             break
         assert result.failed != req.name, f"{req.name}: {result.message}"
-        want = Placement(_levels(case, spec["want"]), _domains(spec["want"]))
-        assert result.placements.get(req.name) == want
+        assert result.placements.get(req.name) == _want(case, spec["want"], options)
+        _check_slices(spec, result.placements[req.name])

@@ -15,6 +15,11 @@ Rather than packing the slices into as few domains as the greedy search does, it
    then their children (in level-value order).
 3. Each picked domain gets the threshold; the slices left over go to the domains with the most room first.
 
+Under TASRespectNodeAffinityPreferred, when domains score, the greedy search and the spread of step 3 put the
+preferred-affinity score first, as Kueue's orders do; the greedy search then stops at the first domain in its
+order without a slice, as Kueue's does (without scores those all come last). The dynamic program's orders ignore
+scores, as Kueue's do.
+
 Any step that finds nothing hands the request back to the normal search. Every order ends on level values, so
 no result depends on iteration order. Pod-set groups (leaders) are not modelled, so neither are Kueue's leader
 terms. Deliberate differences, all where Kueue's own result would break the slicing: recounting a pruned group
@@ -46,6 +51,7 @@ def place_balanced(tree: TopologyTree, counts: Counts, *, requested: int, slice_
         return None
     r = requested
     below = r < slice_level
+    aff = counts.affinity
     if r == 0:
         groups = [(0, len(counts.pods[0]))]
     else:
@@ -55,19 +61,21 @@ def place_balanced(tree: TopologyTree, counts: Counts, *, requested: int, slice_
     for g0, g1 in groups:
         if g1 <= g0:
             continue
+        ga = aff[r][g0:g1] if aff else None
         if below:
             c0, c1 = tree.child_start[r][g0], tree.child_end[r][g1 - 1]
             lp, ls = counts.pods[r + 1][c0:c1], counts.slices[r + 1][c0:c1]
+            la = aff[r + 1][c0:c1] if aff else None
         else:
-            lp, ls = counts.pods[r][g0:g1], counts.slices[r][g0:g1]
-        taken = _greedy(lp, ls, slices)
+            lp, ls, la = counts.pods[r][g0:g1], counts.slices[r][g0:g1], ga
+        taken = _greedy(lp, ls, slices, la)
         if not taken:
             continue
         threshold = min(slices // len(taken), ls[taken[-1]])
         if threshold < best:
             continue
         pruned = _prune(tree, counts, r, g0, g1, threshold, slice_level, slice_size, inner)
-        taken_r = _greedy(pruned[0], pruned[1], slices)
+        taken_r = _greedy(pruned[0], pruned[1], slices, ga)
         if not taken_r:
             continue
         if threshold > best or len(taken_r) < best_count:
@@ -80,29 +88,31 @@ def place_balanced(tree: TopologyTree, counts: Counts, *, requested: int, slice_
     if below:
         c0 = tree.child_start[r][g0]
         chosen = optimal(gp, gs, slices, slice_size, lambda ds: by_capacity_and_entropy(
-            ds, gs, kp, tree.child_start[r][g0:g1], tree.child_end[r][g0:g1], c0))
+            ds, gs, kp, tree.child_start[r][g0:g1], tree.child_end[r][g0:g1], c0), aff[r][g0:g1] if aff else None)
         if chosen is None:
             return None
         lower = sorted(c - c0 for d in chosen for c in range(tree.child_start[r][g0 + d], tree.child_end[r][g0 + d]))
         lp, ls, base, fit_level = [kp[c] for c in lower], [ks[c] for c in lower], [c0 + c for c in lower], r + 1
     else:
         lp, ls, base, fit_level = gp, gs, list(range(g0, g1)), r
-    picked = optimal(lp, ls, slices, slice_size, sorted)
-    shares = None if picked is None else spread(picked, lp, ls, slices, best)
+    la = [aff[fit_level][i] for i in base] if aff else None
+    picked = optimal(lp, ls, slices, slice_size, sorted, la)
+    shares = None if picked is None else spread(picked, lp, ls, slices, best, la)
     if shares is None:
         return None
     return fit_level, {base[d]: n for d, n in shares.items()}
 
 
 def spread(picked: Sequence[int], pods: Sequence[int], slices: Sequence[int], need: int,
-           threshold: int) -> dict[int, int] | None:
+           threshold: int, scores: Sequence[int] | None = None) -> dict[int, int] | None:
     """Slices per picked domain: the threshold each, then what is left to the domains with the most slices first
-    (Kueue's order: slices descending, pods ascending, level values), or None when they cannot all be placed."""
+    (Kueue's order: preferred-affinity score descending when ``scores``, slices descending, pods ascending, level
+    values), or None when they cannot all be placed."""
     if need < len(picked) * threshold:
         return None
     extra = need - len(picked) * threshold
     shares: dict[int, int] = {}
-    for d in sorted(picked, key=lambda d: (-slices[d], pods[d], d)):
+    for d in sorted(picked, key=lambda d: (-scores[d] if scores else 0, -slices[d], pods[d], d)):
         take = min(slices[d] - threshold, extra) if extra > 0 else 0
         shares[d] = threshold + take
         extra -= take
@@ -111,11 +121,14 @@ def spread(picked: Sequence[int], pods: Sequence[int], slices: Sequence[int], ne
     return None if extra > 0 else shares
 
 
-def _greedy(pods: Sequence[int], slices: Sequence[int], need: int) -> list[int]:
+def _greedy(pods: Sequence[int], slices: Sequence[int], need: int, scores: Sequence[int] | None = None) -> list[int]:
     """The domains the greedy search would take to hold ``need`` slices (BestFit order: slices descending, pods
-    ascending, level values), or [] when they all together do not hold them."""
+    ascending, level values; preferred-affinity score first when ``scores``), or [] when they all together do not
+    hold them."""
     if not slices:
         return []
+    if scores is not None:
+        return _greedy_by_affinity(pods, slices, need, scores)
     top = max(slices)
     if top <= 0:
         return []
@@ -131,6 +144,20 @@ def _greedy(pods: Sequence[int], slices: Sequence[int], need: int) -> list[int]:
         if remaining <= 0:
             break
         i = k & _MASK
+        taken.append(i)
+        remaining -= slices[i]
+    return taken if remaining <= 0 else []
+
+
+def _greedy_by_affinity(pods: Sequence[int], slices: Sequence[int], need: int, scores: Sequence[int]) -> list[int]:
+    """Kueue's ``evaluateGreedyAssignment`` when domains score: in order of score (descending), slices
+    (descending), pods and level values, domains are taken until they hold ``need`` slices, stopping at the first
+    one without a slice."""
+    taken: list[int] = []
+    remaining = need
+    for i in sorted(range(len(slices)), key=lambda i: (-scores[i], -slices[i], pods[i], i)):
+        if remaining <= 0 or slices[i] <= 0:
+            break
         taken.append(i)
         remaining -= slices[i]
     return taken if remaining <= 0 else []
@@ -180,11 +207,13 @@ def by_capacity_and_entropy(domains: Sequence[int], slices: Sequence[int], child
     return sorted(domains, key=lambda d: (-slices[d], -ent.get(d, 0.0), d))
 
 
-def optimal(pods: Sequence[int], slices: Sequence[int], need: int, slice_size: int, order) -> list[int] | None:
-    """Exactly as many domains as the greedy search takes, holding ``need`` slices with the least total capacity:
-    a dynamic program over (domains taken, pods still to place) that keeps the first way found to each state,
-    trying the domains in ``order`` (a function sorting a list of domains)."""
-    k = len(_greedy(pods, slices, need))
+def optimal(pods: Sequence[int], slices: Sequence[int], need: int, slice_size: int, order,
+            scores: Sequence[int] | None = None) -> list[int] | None:
+    """Exactly as many domains as the greedy search takes (in its order by ``scores`` when they are given), holding
+    ``need`` slices with the least total capacity: a dynamic program over (domains taken, pods still to place)
+    that keeps the first way found to each state, trying the domains in ``order`` (a function sorting a list of
+    domains)."""
+    k = len(_greedy(pods, slices, need, scores))
     if k == 0:
         return None
     target = need * slice_size

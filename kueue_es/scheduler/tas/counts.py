@@ -4,8 +4,9 @@ A leaf fits ⌊remaining / request⌋ pods, minimised over the requested resourc
 missing or negative remaining value gives 0). Parents sum their children; where an inner slice layer governs the
 children's level, each child contributes only whole inner slices (its count rounded down to a multiple of the
 layer's size). Slice counts are ⌊pods / slice size⌋ at the slice level, the sum of the children's above it, and
-0 below. Everything is a list per level, indexed
-like the tree's domains at that level (level-value order), so sorting by index is sorting by level values.
+0 below. Under TASRespectNodeAffinityPreferred a leaf also carries its node's preferred-affinity score (0 for a
+node filtered out) and a parent the sum of its children's, whatever room they have. Everything is a list per level,
+indexed like the tree's domains at that level (level-value order), so sorting by index is sorting by level values.
 """
 
 from __future__ import annotations
@@ -17,21 +18,28 @@ from projections.topology import FlavorSnapshot, TopologyTree, fit_in_leaf
 
 
 class Counts:
-    """Per-level pod and slice counts for one request."""
+    """Per-level pod and slice counts for one request, and the preferred-affinity scores ordering its domains."""
 
-    __slots__ = ("pods", "slices", "leaf_why")
+    __slots__ = ("pods", "slices", "leaf_why", "affinity")
 
-    def __init__(self, pods: list[list[int]], slices: list[list[int]], leaf_why: dict[int, Exclusion | None]) -> None:
+    def __init__(self, pods: list[list[int]], slices: list[list[int]], leaf_why: dict[int, Exclusion | None],
+                 affinity: list[list[int]] | None = None) -> None:
         self.pods = pods
         self.slices = slices
         self.leaf_why = leaf_why
         """Leaves forced to 0 before counting: by a node filter (its reason) or outside ``within`` (None)."""
+        self.affinity = affinity
+        """Per level, each domain's preferred-affinity score; None when no domain scores (every order is then
+        Kueue's without the gate)."""
 
 
 def fill_counts(snap: FlavorSnapshot, per_pod: tuple[tuple[str, int], ...], *,
                 assumed: Mapping[str, Mapping[str, int]] | None, simulate_empty: bool,
                 excluded: Mapping[int, Exclusion], within: tuple[int, int] | None, slice_size: int,
-                slice_level: int, inner: Mapping[int, int] | None = None) -> Counts:
+                slice_level: int, inner: Mapping[int, int] | None = None,
+                scores: Sequence[int] | None = None) -> Counts:
+    """``scores``: each leaf's preferred-affinity score (:func:`~kueue_es.scheduler.tas.nodes.preferred_scores`),
+    or None."""
     tree = snap.tree
     columns = snap.free if simulate_empty else snap.remaining
     leaves = list(snap.pods_fitting(per_pod, simulate_empty))
@@ -54,7 +62,25 @@ def fill_counts(snap: FlavorSnapshot, per_pod: tuple[tuple[str, int], ...], *,
                 leaf_why[i] = None
     pods = roll_up(tree, leaves, inner)
     slices = slice_counts(tree, pods, slice_size, slice_level)
-    return Counts(pods, slices, leaf_why)
+    return Counts(pods, slices, leaf_why, affinity_sums(tree, scores, excluded))
+
+
+def affinity_sums(tree: TopologyTree, scores: Sequence[int] | None,
+                  excluded: Mapping[int, Exclusion]) -> list[list[int]] | None:
+    """Each domain's preferred-affinity score at every level: a leaf's node's (0 when a node filter excludes it,
+    as Kueue scores only the nodes it keeps; a leaf outside a replacement's domain keeps its score), a parent's
+    the sum of its children's."""
+    if scores is None:
+        return None
+    leaves = [0 if i in excluded else s for i, s in enumerate(scores)]
+    if not any(leaves):
+        return None
+    out: list[list[int]] = [[] for _ in range(tree.depth)]
+    out[-1] = leaves
+    for lvl in range(tree.depth - 2, -1, -1):
+        child = out[lvl + 1]
+        out[lvl] = [sum(child[a:b]) for a, b in zip(tree.child_start[lvl], tree.child_end[lvl], strict=True)]
+    return out
 
 
 def limiting_resource(columns: Mapping[str, list[int]], i: int, per_pod: tuple[tuple[str, int], ...],

@@ -5,7 +5,9 @@ tightest that covers the rest). Down to the slice level the children of all chos
 and trimmed again in slice units, which keeps the number of domains small at each level; from the slice level
 down, each chosen domain's pods are spread over its own sorted children one pod at a time — or one inner slice at
 a time where an inner slice layer governs the children's level. A balanced placement hands each of its domains
-a share that goes down that domain's own subtree from the fit level (in slice units above the slice level).
+a share that goes down that domain's own subtree from the fit level (in slice units above the slice level). When
+domains score under TASRespectNodeAffinityPreferred, the orders put the score first and BestFit's swap stays
+within the score of the domain it replaces (:func:`~kueue_es.scheduler.tas.search.tier`).
 """
 
 from __future__ import annotations
@@ -18,16 +20,17 @@ from projections.topology import TopologyTree
 
 
 def trim(domains: Sequence[int], need: int, value: Sequence[int] | Mapping[int, int], unit: int, bestfit: bool,
-         out: dict[int, int]) -> list[int]:
+         out: dict[int, int], scores: Sequence[int] | None = None) -> list[int]:
     """Kueue's ``updateCountsToMinimumGeneric`` without leaders: take ``domains`` in order until ``need`` units
-    (slices of ``unit`` pods, or pods when ``unit`` is 1) are covered; ``out`` gets each taken domain's pods."""
+    (slices of ``unit`` pods, or pods when ``unit`` is 1) are covered; ``out`` gets each taken domain's pods.
+    ``scores``: the domains' preferred-affinity scores, when they score."""
     taken: list[int] = []
     remaining = need
     if remaining <= 0 and not domains:
         return taken
     for k, d in enumerate(domains):
         if bestfit and value[d] >= remaining:
-            d = tightest(domains[k:], remaining, value)
+            d = tightest(domains[k:], remaining, value, scores)
         if value[d] >= remaining:
             out[d] = remaining * unit
             taken.append(d)
@@ -46,9 +49,11 @@ def descend(tree: TopologyTree, counts: Counts, fit_level: int, chosen: list[int
     chosen domain."""
     bestfit = not lfc
     last = tree.depth - 1
+    aff = counts.affinity
     assigned: dict[int, int] = {}
     top = shares if shares is not None else counts.slices[fit_level]
-    chosen = trim(chosen, count // slice_size, top, slice_size, bestfit, assigned)
+    chosen = trim(chosen, count // slice_size, top, slice_size, bestfit, assigned,
+                  aff[fit_level] if aff else None)
     level = fit_level
     while shares is None and level < min(last, slice_level):
         starts, ends = tree.child_start[level], tree.child_end[level]
@@ -56,7 +61,7 @@ def descend(tree: TopologyTree, counts: Counts, fit_level: int, chosen: list[int
         level += 1
         assigned = {}
         chosen = trim(order(counts, level, pooled, lfc), count // slice_size, counts.slices[level], slice_size,
-                      bestfit, assigned)
+                      bestfit, assigned, aff[level] if aff else None)
     while level < last:
         starts, ends = tree.child_start[level], tree.child_end[level]
         child = level + 1
@@ -70,7 +75,8 @@ def descend(tree: TopologyTree, counts: Counts, fit_level: int, chosen: list[int
         next_chosen: list[int] = []
         for d in chosen:
             kids = order(counts, child, range(starts[d], ends[d]), lfc)
-            next_chosen += trim(kids, parents[d] // unit, value, unit, bestfit, assigned)
+            next_chosen += trim(kids, parents[d] // unit, value, unit, bestfit, assigned,
+                                aff[child] if aff else None)
         chosen = next_chosen
         level = child
     return assigned

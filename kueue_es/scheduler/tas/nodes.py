@@ -1,9 +1,10 @@
-"""Per-node filtering of hostname leaves, and the exclusion counts Kueue appends to a not-fit message.
+"""Per-node filtering and scoring of hostname leaves, and the exclusion counts Kueue appends to a not-fit message.
 
 Only when the lowest level is the hostname is a leaf one node, and only then are nodes filtered (Kueue's
 ``matchNode``): an untolerated NoSchedule/NoExecute taint excludes a node first, then a nodeSelector mismatch,
-then a required node affinity mismatch. Tolerations are the pod set's plus the flavor's. The standard Kubernetes
-rules decide toleration and node-selector-term matching.
+then a required node affinity mismatch. Tolerations are the pod set's plus the flavor's. Under
+TASRespectNodeAffinityPreferred a node is also scored by the pod set's preferred node affinity. The standard
+Kubernetes rules decide toleration and node-selector-term matching.
 """
 
 from __future__ import annotations
@@ -64,18 +65,41 @@ def _requirement_matches(req: o.NodeSelectorRequirement, value: str | None) -> b
     return False
 
 
+def _term_matches(term: o.NodeSelectorTerm, node: o.Node) -> bool:
+    """All of a non-empty term's requirements hold for ``node`` (its labels, and its name for ``matchFields``)."""
+    labels = node.metadata.labels
+    name = node.metadata.name
+    return all(_requirement_matches(r, labels.get(r.key)) for r in term.match_expressions) and all(
+        _requirement_matches(r, name if r.key == "metadata.name" else None) for r in term.match_fields)
+
+
+def _empty(term: o.NodeSelectorTerm) -> bool:
+    return not term.match_expressions and not term.match_fields
+
+
 def affinity_matches(terms: tuple[o.NodeSelectorTerm, ...], node: o.Node) -> bool:
     """Required node affinity: terms are ORed, a term's requirements ANDed; an empty term matches nothing."""
-    labels = node.metadata.labels
-    for term in terms:
-        if not term.match_expressions and not term.match_fields:
-            continue
-        if all(_requirement_matches(r, labels.get(r.key)) for r in term.match_expressions) and all(
-            _requirement_matches(r, node.metadata.name if r.key == "metadata.name" else None)
-            for r in term.match_fields
-        ):
-            return True
-    return False
+    return any(not _empty(term) and _term_matches(term, node) for term in terms)
+
+
+def preferred_scores(snap: FlavorSnapshot, req: PodSetRequest) -> list[int] | None:
+    """Leaf index -> the summed weights of the pod set's preferred node-affinity terms its node matches
+    (Kubernetes' ``PreferredSchedulingTerms.Score``: a term of weight 0 or with an empty preference counts for
+    nothing). None when no leaf scores: the lowest level is not the hostname (a leaf is then no node, and Kueue
+    looks at no node), or no term matches a node. Memoised on the tree per list of terms."""
+    tree = snap.tree
+    terms = tuple(t for t in req.preferred_terms if t.weight and not _empty(t.preference))
+    if not tree.hostname_lowest or not terms:
+        return None
+    key = b"preferred" + _ENC.encode(terms)
+    if key in tree._masks:
+        return tree._masks[key]
+    scores = [sum(t.weight for t in terms if _term_matches(t.preference, node)) for node in tree.leaf_node]
+    found = scores if any(scores) else None
+    if len(tree._masks) > 1024:
+        tree._masks.clear()
+    tree._masks[key] = found
+    return found
 
 
 Exclusion = tuple[str, str]

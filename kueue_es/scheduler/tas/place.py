@@ -6,8 +6,9 @@ LeastFreeCapacity profile while TASProfileMixed is on (the default); the others,
 off, BestFit. Being unconstrained matters beyond the profile, gate or not: such a request never climbs a level
 and is never balanced. Slices and their inner layers are resolved by :mod:`.layers`; with TASBalancedPlacement a
 request that is neither required nor unconstrained is first tried by :mod:`.balanced`, falling back to the search
-below when that finds nothing. Pod-set groups (LeaderWorkerSet leader/workers) and preferred node affinity
-(alpha) are not modelled: no request has a leader.
+below when that finds nothing. Under TASRespectNodeAffinityPreferred (alpha) the nodes a pod set's preferred
+node affinity favours rank their domains first (:mod:`.search`). Pod-set groups (LeaderWorkerSet leader/workers)
+are not modelled: no request has a leader.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from kueue_es.scheduler.tas.layers import (
     slice_size,
     slices_requested,
 )
-from kueue_es.scheduler.tas.nodes import excluded_leaves, go_quote
+from kueue_es.scheduler.tas.nodes import excluded_leaves, go_quote, preferred_scores
 from kueue_es.scheduler.tas.request import (
     DEFAULT_OPTIONS,
     NoPlacement,
@@ -100,9 +101,10 @@ def place(snap: FlavorSnapshot, req: PodSetRequest, *, assumed: Mapping[str, Map
         at = tree.prefix_index(within)
         within_at = at if at is not None else (max(0, min(len(within), tree.depth) - 1), -1)
     excluded = excluded_leaves(snap, req)
+    scores = preferred_scores(snap, req) if options.node_affinity_preferred else None
     per_pod = tuple(sorted(req.per_pod().items()))
     counts = fill_counts(snap, per_pod, assumed=assumed, simulate_empty=simulate_empty, excluded=excluded,
-                         within=within_at, slice_size=size, slice_level=slice_level, inner=inner)
+                         within=within_at, slice_size=size, slice_level=slice_level, inner=inner, scores=scores)
     slices = req.count // size
 
     if options.balanced and not required and not unconstrained:
@@ -112,7 +114,7 @@ def place(snap: FlavorSnapshot, req: PodSetRequest, *, assumed: Mapping[str, Map
             fit_level, shares = found
             leaves = descend(tree, counts, fit_level, list(shares), count=req.count, slice_size=size,
                              slice_level=slice_level, lfc=lfc, inner=inner, shares=shares)
-            return build(snap, leaves)
+            return build(snap, leaves, options)
 
     def not_fit(fit: int, total: int, level: int) -> str:
         suffix = exclusions(snap, counts, per_pod, assumed, simulate_empty).suffix()
@@ -132,7 +134,7 @@ def place(snap: FlavorSnapshot, req: PodSetRequest, *, assumed: Mapping[str, Map
     fit_level, chosen = found_level
     leaves = descend(tree, counts, fit_level, chosen, count=req.count, slice_size=size, slice_level=slice_level,
                      lfc=lfc, inner=inner)
-    return build(snap, leaves)
+    return build(snap, leaves, options)
 
 
 def layered_not_fit(snap: FlavorSnapshot, counts: Counts, level: int, count: int,
@@ -166,11 +168,14 @@ def descendants(tree: TopologyTree, level: int, i: int, target: int) -> tuple[in
     return a, b
 
 
-def build(snap: FlavorSnapshot, leaves: Mapping[int, int]) -> Placement:
-    """The assignment of ``leaves`` (leaf index -> pods): leaves with pods, in level-value order."""
+def build(snap: FlavorSnapshot, leaves: Mapping[int, int], options: TASOptions = DEFAULT_OPTIONS) -> Placement:
+    """The assignment of ``leaves`` (leaf index -> pods): leaves with pods, in level-value order, to be written
+    as ``options`` say."""
     tree = snap.tree
+    encoding = options.hostname_prefix_encoding
     if tree.hostname_lowest:
         ids = tree.ids[-1]
-        return Placement((HOSTNAME,), tuple(((ids[i],), leaves[i]) for i in sorted(leaves) if leaves[i] > 0))
+        return Placement((HOSTNAME,), tuple(((ids[i],), leaves[i]) for i in sorted(leaves) if leaves[i] > 0),
+                         encoding)
     vals = tree.values[-1]
-    return Placement(tree.levels, tuple((vals[i], leaves[i]) for i in sorted(leaves) if leaves[i] > 0))
+    return Placement(tree.levels, tuple((vals[i], leaves[i]) for i in sorted(leaves) if leaves[i] > 0), encoding)

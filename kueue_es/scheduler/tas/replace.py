@@ -68,7 +68,7 @@ def replace_node(snap: FlavorSnapshot, req: PodSetRequest, current: Placement, n
         at = tree.domain_index(v)
         order[v] = (at[1],) if at is not None else (-1,)
     domains = tuple((v, merged[v]) for v in sorted(merged, key=lambda v: (order[v], v)))
-    return Replacement(Placement(res.levels, domains), res)
+    return Replacement(Placement(res.levels, domains, res.hostname_prefix_encoding), res)
 
 
 def _required_domain(snap: FlavorSnapshot, req: PodSetRequest, remaining: list[tuple[tuple[str, ...], int]],

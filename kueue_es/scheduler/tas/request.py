@@ -16,7 +16,8 @@ class PodSetRequest(msgspec.Struct, frozen=True, kw_only=True):
     """One pod set to place: ``count`` pods, each requesting ``requests`` (Kueue units, from the pod template; a
     ``pods: 1`` is added by the placement). ``implied`` is TAS implied by a TAS-only ClusterQueue for a pod set
     that does not ask for it. The node selection fields are the pod set's with the Ready admission checks'
-    podSetUpdates already merged in; the flavor's tolerations are added by the placement."""
+    podSetUpdates already merged in; the flavor's tolerations are added by the placement. ``preferred_terms`` (the
+    template's preferred node affinity) orders the domains only under TASRespectNodeAffinityPreferred."""
 
     name: str
     count: int
@@ -26,13 +27,14 @@ class PodSetRequest(msgspec.Struct, frozen=True, kw_only=True):
     node_selector: tuple[tuple[str, str], ...] = ()
     tolerations: tuple[o.Toleration, ...] = ()
     affinity_terms: tuple[o.NodeSelectorTerm, ...] | None = None
+    preferred_terms: tuple[o.PreferredSchedulingTerm, ...] = ()
 
     @classmethod
     def of(cls, ps: PodSetInfo, count: int | None = None, *, implied: bool = False) -> PodSetRequest:
         """The request of pod set ``ps`` with ``count`` pods (default: its full count)."""
         return cls(name=ps.name, count=ps.count if count is None else count, requests=ps.requests,
                    topology=ps.topology, implied=implied, node_selector=ps.node_selector,
-                   tolerations=ps.tolerations, affinity_terms=ps.affinity_terms)
+                   tolerations=ps.tolerations, affinity_terms=ps.affinity_terms, preferred_terms=ps.preferred_terms)
 
     def per_pod(self) -> dict[str, int]:
         """Single-pod requests including one ``pods``."""
@@ -44,13 +46,17 @@ class PodSetRequest(msgspec.Struct, frozen=True, kw_only=True):
 class TASOptions(msgspec.Struct, frozen=True, kw_only=True):
     """The feature gates placement reads (from the Configuration's ``featureGates``): TASBalancedPlacement
     (alpha, off), TASMultiLayerTopology (beta, on), TASHandleOverlappingFlavors (beta, on; also how the
-    cycle's snapshots share usage, :func:`projections.topology.tas_snapshots`) and TASProfileMixed (beta, on:
-    unconstrained requests use LeastFreeCapacity; off, every request uses BestFit)."""
+    cycle's snapshots share usage, :func:`projections.topology.tas_snapshots`), TASProfileMixed (beta, on:
+    unconstrained requests use LeastFreeCapacity; off, every request uses BestFit) and
+    TASAssignmentsEncodingByHostnamePrefix (beta, on: how a placement is written, :meth:`Placement.encode`) and
+    TASRespectNodeAffinityPreferred (alpha, off: a pod set's preferred node affinity ranks the domains first)."""
 
     balanced: bool = False
     multi_layer: bool = True
     overlapping_flavors: bool = True
     profile_mixed: bool = True
+    hostname_prefix_encoding: bool = True
+    node_affinity_preferred: bool = False
 
 
 DEFAULT_OPTIONS = TASOptions()
@@ -58,10 +64,13 @@ DEFAULT_OPTIONS = TASOptions()
 
 class Placement(msgspec.Struct, frozen=True):
     """A topology assignment: ``levels`` and the domains with their pod counts, ordered by level values. When
-    the lowest level is the hostname, ``levels`` is just that level and each domain's values the hostname."""
+    the lowest level is the hostname, ``levels`` is just that level and each domain's values the hostname.
+    ``hostname_prefix_encoding`` is the TASAssignmentsEncodingByHostnamePrefix gate it was placed under, which
+    decides only its wire form (:meth:`encode`), carried here so that whoever writes it needs no gates."""
 
     levels: tuple[str, ...]
     domains: tuple[tuple[tuple[str, ...], int], ...]
+    hostname_prefix_encoding: bool = True
 
     @property
     def count(self) -> int:
@@ -72,7 +81,8 @@ class Placement(msgspec.Struct, frozen=True):
 
     def encode(self) -> o.TopologyAssignment:
         """The v1beta2 wire form written into ``podSetAssignments[].topologyAssignment``."""
-        return tas_assignment.encode(list(self.levels), self.domain_assignments())
+        return tas_assignment.encode(list(self.levels), self.domain_assignments(),
+                                     by_hostname_prefix=self.hostname_prefix_encoding)
 
     @classmethod
     def decode(cls, ta: o.TopologyAssignment) -> Placement:

@@ -6,6 +6,13 @@ domain's index). BestFit takes the tightest domain that holds every slice; Least
 does in its order — both are the domain minimising (slices, pods, values) among those that hold the request, so
 one scan finds it without sorting. Otherwise a required request fails, a preferred one climbs a level, and at the
 top level (or for an unconstrained request, whichever profile it uses) domains are taken greedily in order.
+
+Under TASRespectNodeAffinityPreferred, when some domain scores (``Counts.affinity``), the preferred-affinity score
+comes first in every order, descending, and BestFit's tightest domain is sought only among the domains sharing
+the score of the first one it would take (Kueue's affinity tier): affinity outranks capacity. So the first domain
+in order decides: BestFit takes the tightest of its tier when it holds the request, LeastFreeCapacity the first
+domain in order that does; when the first does not, a required request takes the tightest of the first tier
+holding a domain that does, and a preferred one climbs a level even if a lower-scored domain would hold it.
 """
 
 from __future__ import annotations
@@ -20,8 +27,13 @@ _MASK = (1 << _SHIFT) - 1
 
 def order(counts: Counts, level: int, domains: Iterable[int], lfc: bool) -> list[int]:
     """``domains`` of ``level`` sorted in Kueue's plain order (the keys are packed into one int per domain, which
-    sorts several times faster than tuples; counts stay far below 2^48)."""
+    sorts several times faster than tuples; counts stay far below 2^48), preferred-affinity score first when
+    domains score."""
     sc, pc = counts.slices[level], counts.pods[level]
+    if counts.affinity is not None:
+        aff = counts.affinity[level]
+        sign = 1 if lfc else -1
+        return sorted(domains, key=lambda i: (-aff[i], sign * sc[i], pc[i], i))
     if lfc:
         keys = [(((sc[i] << _SHIFT) | pc[i]) << _SHIFT) | i for i in domains]
     else:
@@ -49,9 +61,24 @@ def tightest_fitting(sc: list[int], pc: list[int], need: int) -> int | None:
             best, best_p = i, pc[i]
 
 
-def tightest(domains: Sequence[int], needed: int, value: Sequence[int] | Mapping[int, int]) -> int:
-    """Kueue's best-fit pick: scanning ``domains`` in order, the first with the smallest ``value`` that is still
-    at least ``needed``, starting from ``domains[0]`` (which the caller knows holds ``needed``)."""
+def tier(domains: Sequence[int], scores: Sequence[int] | None) -> Sequence[int]:
+    """Kueue's ``topAffinityTierDomains``: the leading run of ``domains`` sharing the first one's score (all of
+    them when nothing scores)."""
+    if scores is None or not domains:
+        return domains
+    top = scores[domains[0]]
+    for k, d in enumerate(domains):
+        if scores[d] != top:
+            return domains[:k]
+    return domains
+
+
+def tightest(domains: Sequence[int], needed: int, value: Sequence[int] | Mapping[int, int],
+             scores: Sequence[int] | None = None) -> int:
+    """Kueue's best-fit pick: scanning ``domains`` in order (only the first's affinity :func:`tier` when
+    ``scores``), the first with the smallest ``value`` that is still at least ``needed``, starting from
+    ``domains[0]`` (which the caller knows holds ``needed``)."""
+    domains = tier(domains, scores)
     best = domains[0]
     best_v = value[best]
     for d in domains:
@@ -74,6 +101,14 @@ def find_fit_level(counts: Counts, level: int, *, slices: int, required: bool, u
         n = len(sc)
         if n == 0:
             return no_domains(level)
+        if counts.affinity is not None:
+            found = _fit_by_affinity(counts, level, slices=slices, required=required, lfc=lfc, not_fit=not_fit)
+            if found is not None:
+                return found
+            if level > 0 and not unconstrained:
+                level -= 1
+                continue
+            return _greedy(counts, level, slices, lfc, not_fit)
         single = tightest_fitting(sc, pc, slices)
         if single is not None:
             return level, [single]
@@ -89,8 +124,30 @@ def find_fit_level(counts: Counts, level: int, *, slices: int, required: bool, u
         return _greedy(counts, level, slices, lfc, not_fit)
 
 
+def _fit_by_affinity(counts: Counts, level: int, *, slices: int, required: bool, lfc: bool,
+                     not_fit: NotFit) -> tuple[int, list[int]] | str | None:
+    """One domain of ``level`` holding the request as Kueue picks it when domains score (the module's last
+    paragraph), the failure of a required request, or None when the search goes on (up a level, or greedy)."""
+    sc, pc, aff = counts.slices[level], counts.pods[level], counts.affinity[level]  # type: ignore[index]
+    ordered = order(counts, level, range(len(sc)), lfc)
+    if lfc:
+        first = next((d for d in ordered if sc[d] >= slices), None)
+        if first is not None:
+            return level, [first]
+        return not_fit(pc[ordered[-1]], slices, level) if required else None
+    if sc[ordered[0]] >= slices:
+        return level, [tightest(ordered, slices, sc, aff)]
+    if not required:
+        return None
+    k = next((k for k, d in enumerate(ordered) if sc[d] >= slices), None)
+    if k is None:
+        return not_fit(sc[ordered[0]], slices, level)
+    return level, [tightest(ordered[k:], slices, sc, aff)]
+
+
 def _greedy(counts: Counts, level: int, slices: int, lfc: bool, not_fit: NotFit) -> tuple[int, list[int]] | str:
     sc = counts.slices[level]
+    aff = counts.affinity[level] if counts.affinity is not None else None
     # domains without a slice contribute nothing (LeastFreeCapacity would take them first, for 0 pods)
     ordered = order(counts, level, [i for i in range(len(sc)) if sc[i] > 0], lfc)
     chosen: list[int] = []
@@ -99,7 +156,7 @@ def _greedy(counts: Counts, level: int, slices: int, lfc: bool, not_fit: NotFit)
         if remaining <= 0:
             break
         if not lfc and sc[d] >= remaining:
-            d = tightest(ordered[k:], remaining, sc)
+            d = tightest(ordered[k:], remaining, sc, aff)
         chosen.append(d)
         remaining -= sc[d]
     if remaining > 0:
