@@ -170,7 +170,7 @@ def decode_object(doc: dict[str, Any], where: str, *, checks: Checks = Checks())
         obj = msgspec.convert(doc, o.KueueObject, strict=False)
     except msgspec.ValidationError as exc:
         raise InvalidInput(f"{where}: {_field_message(str(exc))}") from None
-    validate_object(obj, where, checks=checks)
+    validate_object(obj, where, checks=checks, doc=doc)
     return obj
 
 
@@ -212,12 +212,16 @@ def _field_message(msg: str) -> str:
     return msg
 
 
-def validate_object(obj: o.KObject, where: str, *, checks: Checks = Checks()) -> None:
+def validate_object(obj: o.KObject, where: str, *, checks: Checks = Checks(),
+                    doc: dict[str, Any] | None = None) -> None:
     """Everything Kueue refuses in a new object, for what kueue-es is handed as input (``kueue-es import``, a
     STATE.yaml, its validating webhooks): what the projections need (:func:`check_foldable`), the rules Kueue holds
-    its kinds to whatever the gates (:mod:`events.object_rules`), then those ``checks`` turns on
+    its kinds to whatever the gates (:mod:`events.object_rules`; with ``doc``, the plain data ``obj`` was read from,
+    also those that tell a field left out from one given empty), then those ``checks`` turns on
     (:func:`validate_gated`)."""
     _validate_ungated(obj, where)
+    if doc is not None:
+        object_rules.check_document(doc, where)
     validate_gated(obj, where, checks)
 
 

@@ -262,6 +262,21 @@ def test_kueue_s_ungated_rules_refuse_on_create_and_update() -> None:
         'ResourceFlavor rf: field `spec.nodeTaints[0].effect`: Unsupported value: "Soon"')
 
 
+def test_kueue_s_crd_rules_on_names_tolerations_and_conditions_refuse_whatever_the_gates() -> None:
+    queued = wl(queueName="Team_Q")
+    assert _message(_review("Workload", queued, gates={"AllBeta": False})).startswith(
+        "Workload team/w: field `spec.queueName`: 'Team_Q' should match")
+    keyless = {"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": "rf"},
+               "spec": {"tolerations": [{"operator": "Equal", "value": "x"}]}}
+    assert _message(_review("ResourceFlavor", keyless)) == (
+        "ResourceFlavor rf: field `spec.tolerations[0].operator`: operator must be Exists when 'key' is empty, which "
+        "means 'match all values and all keys'")
+    unreasoned = wl(reserved=True)
+    del unreasoned["status"]["conditions"][0]["reason"]
+    assert _message(_review("Workload", unreasoned, wl(reserved=True))) == (
+        "Workload team/w: field `status.conditions[0].reason`: Required value: must be set")
+
+
 def test_an_update_of_an_object_that_no_longer_decodes_is_judged_on_the_new_one() -> None:
     broken = cq()
     broken["spec"]["resourceGroups"] = "not a list"

@@ -41,7 +41,8 @@ def _watcher(feature_gates: dict[str, bool] | None) -> Watcher:
     return Watcher(None, Mirror(state), emit)  # type: ignore[arg-type]  # decoding needs no client
 
 
-def _workload(topology: dict | None = None, labels: dict | None = None, requests: dict | None = None) -> bytes:
+def _workload(topology: dict | None = None, labels: dict | None = None, requests: dict | None = None, *,
+              conditions: list | None = None, queue: str = "lq") -> bytes:
     spec = {"containers": [{"name": "c", "resources": {"requests": requests}}]} if requests else {}
     ps: dict[str, Any] = {"name": "main", "count": 1, "template": {"metadata": {"labels": labels or {}},
                                                                    "spec": spec}}
@@ -49,7 +50,8 @@ def _workload(topology: dict | None = None, labels: dict | None = None, requests
         ps["topologyRequest"] = topology
     return msgspec.json.encode({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
                                 "metadata": {"name": "w", "namespace": "team", "uid": "u", "resourceVersion": "1"},
-                                "spec": {"queueName": "lq", "podSets": [ps]}})
+                                "spec": {"queueName": queue, "podSets": [ps]},
+                                "status": {"conditions": conditions or []}})
 
 
 def _cluster_queue() -> bytes:
@@ -66,6 +68,10 @@ CASES = [
     ("WorkloadValidationForPodSetMetadata", "Workload", _workload(labels=BAD_LABEL), "team/w", "metadata.labels"),
     ("RejectUpdatesToCQWithInvalidOnFlavors", "ClusterQueue", _cluster_queue(), "cq", "onFlavors[0]"),
     ("ungated: the pods resource", "Workload", _workload(requests={"pods": "1"}), "team/w", "pods"),
+    ("ungated: a condition's reason", "Workload", _workload(conditions=[
+        {"type": "Finished", "status": "True", "reason": "not a reason", "lastTransitionTime": "2024-01-01T00:00:00Z"}]),
+     "team/w", "conditions[0].reason"),
+    ("ungated: a reference name", "Workload", _workload(queue="Team_Q"), "team/w", "queueName"),
 ]
 
 
