@@ -58,6 +58,9 @@ class Checks:
     """``RejectUpdatesToCQWithInvalidOnFlavors`` (beta, on): an admission check's ``onFlavors`` are the
     ClusterQueue's flavors. (Kueue's webhook checks a new ClusterQueue whatever the gate; off, it lets an update
     keep an invalid entry unchanged, which is how an existing one is taken: :mod:`events.update_rules`.)"""
+    non_negative: bool = True
+    """``WorkloadValidateResourcesAreNonNegative`` (beta, on): no negative request or limit in a pod set's
+    containers, init containers or pod-level resources."""
 
     @classmethod
     def under(cls, gate: Callable[[str], bool]) -> Checks:
@@ -66,10 +69,12 @@ class Checks:
         webhook."""
         return cls(priority_boost=gate("PriorityBoost"), slice_size=gate("TASValidateWorkloadSliceSize"),
                    pod_set_metadata=gate("WorkloadValidationForPodSetMetadata"),
-                   on_flavors=gate("RejectUpdatesToCQWithInvalidOnFlavors"))
+                   on_flavors=gate("RejectUpdatesToCQWithInvalidOnFlavors"),
+                   non_negative=gate("WorkloadValidateResourcesAreNonNegative"))
 
 
-UNGATED = Checks(priority_boost=False, slice_size=False, pod_set_metadata=False, on_flavors=False)
+UNGATED = Checks(priority_boost=False, slice_size=False, pod_set_metadata=False, on_flavors=False,
+                 non_negative=False)
 """None of the gated checks: for reading objects before the Configuration that decides them is known."""
 
 
@@ -241,10 +246,12 @@ def validate_gated(obj: o.KObject, where: str, checks: Checks) -> None:
                 check_priority_boost(obj, where)
             for i, ps in enumerate(obj.spec.pod_sets):
                 at = f"spec.podSets[{i}]"
-                if checks.slice_size and ps.topology_request is not None:
-                    _check_slice_size(ps.topology_request, where, f"{at}.topologyRequest")
                 if checks.pod_set_metadata:
                     _check_template_metadata(ps.template.metadata, where, f"{at}.template.metadata")
+                if checks.non_negative:
+                    object_rules.check_non_negative(ps.template.spec, where, f"{at}.template.spec")
+                if checks.slice_size and ps.topology_request is not None:
+                    _check_slice_size(ps.topology_request, where, f"{at}.topologyRequest")
         case o.ClusterQueue():
             if checks.on_flavors:
                 check_on_flavors(obj, where)
@@ -280,7 +287,7 @@ def _validate_shape(obj: o.KObject, where: str) -> None:
                     _validate_topology_request(ps.topology_request, where, f"spec.podSets[{i}].topologyRequest")
                 if ps.min_count is not None and not (1 <= ps.min_count <= max(ps.count, 1)):
                     raise InvalidInput(f"{where}: field `spec.podSets[{i}].minCount` must be between 1 and count")
-                _check_pod_spec(ps.template.spec, where, f"spec.podSets[{i}].template.spec")
+                _check_pod_spec(ps.template.spec, where, f"spec.podSets[{i}].template.spec", negative=True)
             _check_workload_status_quantities(obj.status, where)
             _validate_reclaimable_pods(obj, where)
         case o.Pod():
@@ -509,12 +516,14 @@ def check_time(text: str | None, where: str, field_: str) -> None:
         raise InvalidInput(f"{where}: field `{field_}`: not an RFC 3339 time: {text!r}") from None
 
 
-def check_quantity(q: object, where: str, field_: str) -> None:
+def check_quantity(q: object, where: str, field_: str, *, negative: bool = False) -> None:
+    """``q`` parses as a quantity, and (unless ``negative``: the projections read a negative one as 0) is not
+    negative."""
     try:
         value = parse_quantity(q)  # type: ignore[arg-type]
     except QuantityError as exc:
         raise InvalidInput(f"{where}: field `{field_}`: {exc}") from None
-    if value < 0:
+    if value < 0 and not negative:
         raise InvalidInput(f"{where}: field `{field_}`: must not be negative")
 
 
@@ -523,21 +532,24 @@ def _camel(name: str) -> str:
     return head + "".join(w.title() for w in rest)
 
 
-def _check_quantities(values: dict[str, o.Quantity], where: str, at: str) -> None:
+def _check_quantities(values: dict[str, o.Quantity], where: str, at: str, *, negative: bool = False) -> None:
     for r in sorted(values):
-        check_quantity(values[r], where, f"{at}.{r}")
+        check_quantity(values[r], where, f"{at}.{r}", negative=negative)
 
 
-def _check_pod_spec(pod: o.PodSpec, where: str, at: str) -> None:
-    """Every quantity of a pod spec: the projections turn them into numbers when they fold the object."""
+def _check_pod_spec(pod: o.PodSpec, where: str, at: str, *, negative: bool = False) -> None:
+    """Every quantity of a pod spec: the projections turn them into numbers when they fold the object.
+    ``negative``: a negative one is taken (a Workload's pod template, which Kueue's webhook checks for that only
+    under ``WorkloadValidateResourcesAreNonNegative``, and then not its overhead: :func:`validate_gated`); the
+    apiserver refuses one in a Pod's, a Job's or a PodTemplate's."""
     for field_, containers in (("containers", pod.containers), ("initContainers", pod.init_containers)):
         for i, c in enumerate(containers):
             for r, q in (*c.resources.requests.items(), *c.resources.limits.items()):
-                check_quantity(q, where, f"{at}.{field_}[{i}].resources: {r}")
+                check_quantity(q, where, f"{at}.{field_}[{i}].resources: {r}", negative=negative)
     if pod.resources is not None:
         for r, q in (*pod.resources.requests.items(), *pod.resources.limits.items()):
-            check_quantity(q, where, f"{at}.resources: {r}")
-    _check_quantities(pod.overhead, where, f"{at}.overhead")
+            check_quantity(q, where, f"{at}.resources: {r}", negative=negative)
+    _check_quantities(pod.overhead, where, f"{at}.overhead", negative=negative)
 
 
 def _check_workload_status_quantities(status: o.WorkloadStatus, where: str) -> None:

@@ -31,6 +31,10 @@ Whatever the gates (:func:`check`, :func:`check_document`):
   topology or priority class name is a DNS subdomain of at most 253 characters, a pod set name a DNS label, an
   admission check name 1–316 characters.
 
+Under a feature gate (for :func:`events.manifests.validate_gated`, while the gate is on): no negative request or
+limit in a pod set's containers, init containers or pod-level resources (``WorkloadValidateResourcesAreNonNegative``;
+Kueue's webhook does not look at the overhead).
+
 Left out: the MultiKueue ``clusterName`` rules; a pod set's ``minCount`` and elastic-job rules under
 ``PartialAdmission`` (the defaulting webhook drops ``minCount`` with the gate off); the admission gate's format.
 """
@@ -454,3 +458,21 @@ def _mapping(value: Any) -> Mapping[str, Any]:
 def _sequence(value: Any) -> Sequence[Any]:
     return value if isinstance(value, list) else ()
 
+
+# --- Under a feature gate (events.manifests.validate_gated) -----------------------------------------------------
+
+
+def check_non_negative(pod: o.PodSpec, where: str, at: str) -> None:
+    """``WorkloadValidateResourcesAreNonNegative``: no negative request or limit in a pod set's init containers,
+    containers or pod-level resources, in Kueue's order (its webhook does not look at the overhead)."""
+    lists = [(f"{at}.{field}[{i}].resources.{part}", values)
+             for field, containers in (("initContainers", pod.init_containers), ("containers", pod.containers))
+             for i, c in enumerate(containers)
+             for part, values in (("requests", c.resources.requests), ("limits", c.resources.limits))]
+    if pod.resources is not None:
+        lists += [(f"{at}.resources.requests", pod.resources.requests), (f"{at}.resources.limits", pod.resources.limits)]
+    for path, values in lists:
+        for r in sorted(values):
+            if parse_quantity(values[r]) < 0:
+                raise InvalidInput(f'{where}: field `{path}[{r}]`: Invalid value: "{values[r]}": must be greater than '
+                                   "or equal to 0")

@@ -14,11 +14,11 @@ each one does). Ten of them the fold reads from the recorded document: ``Reclaim
 workloads together, :mod:`projections.queues`), ``TASReplaceNodeOnNodeTaints`` (whether a taint change makes the
 node controller look at a node anew, which lists again a failed node a pod-owned workload's placement was kept on
 under ``SkipReassignmentForPodOwnedWorkloads``: :mod:`projections.cluster`), ``PriorityBoost`` (a workload's
-``kueue.x-k8s.io/priority-boost`` annotation is added to its priority: :mod:`projections.cluster`). The watch
-and ``kueue-es import`` also read there the gates of the checks Kueue's webhooks make only under a gate
+``kueue.x-k8s.io/priority-boost`` annotation is added to its priority: :mod:`projections.cluster`). ``kueue-es
+import`` also reads there the gates of the checks Kueue's webhooks make only under a gate
 (:meth:`events.manifests.Checks.under`): that one's and ``TASValidateWorkloadSliceSize``,
-``WorkloadValidationForPodSetMetadata``, ``RejectUpdatesToCQWithInvalidOnFlavors`` (an object failing a check is
-skipped, or refused, only while its gate is on); the validating webhook and a STATE.yaml read them from the loaded
+``WorkloadValidationForPodSetMetadata``, ``RejectUpdatesToCQWithInvalidOnFlavors``,
+``WorkloadValidateResourcesAreNonNegative`` (an object failing a check is refused only while its gate is on); the validating webhook and a STATE.yaml read them from the loaded
 configuration. The configuration loader reads
 ``ReservedResourceNameValidation`` (:func:`projections.request_rules.compile_rules`). Every other
 gate is known so that a user's existing configuration is accepted as Kueue accepts it; one set away from its
@@ -71,6 +71,7 @@ PRIORITY_BOOST = "PriorityBoost"
 WORKLOAD_IDENTIFIER_ANNOTATIONS = "WorkloadIdentifierAnnotations"
 TAS_VALIDATE_WORKLOAD_SLICE_SIZE = "TASValidateWorkloadSliceSize"
 WORKLOAD_VALIDATION_FOR_POD_SET_METADATA = "WorkloadValidationForPodSetMetadata"
+WORKLOAD_VALIDATE_RESOURCES_ARE_NON_NEGATIVE = "WorkloadValidateResourcesAreNonNegative"
 REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS = "RejectUpdatesToCQWithInvalidOnFlavors"
 RESERVED_RESOURCE_NAME_VALIDATION = "ReservedResourceNameValidation"
 
@@ -148,7 +149,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "TASCacheTopologyTree": (BETA, True),
     "SchedulerLibraryIntegration": (ALPHA, False),
     "VectorizedResourceRequests": (BETA, True),
-    "WorkloadValidateResourcesAreNonNegative": (BETA, True),
+    WORKLOAD_VALIDATE_RESOURCES_ARE_NON_NEGATIVE: (BETA, True),
     TAS_VALIDATE_WORKLOAD_SLICE_SIZE: (BETA, True),
     WORKLOAD_VALIDATION_FOR_POD_SET_METADATA: (BETA, True),
     "PrioritizePreemptorWorkloads": (ALPHA, False),
@@ -204,7 +205,7 @@ MODELLED = frozenset({
     TAS_PROFILE_MIXED, TAS_REPLACE_NODE_ON_NODE_TAINTS, TAS_REPLACE_NODE_ON_POD_TERMINATION,
     TAS_VALIDATE_WORKLOAD_SLICE_SIZE, TOPOLOGY_AWARE_SCHEDULING, UNADMITTED_WORKLOADS_EXPLICIT_STATUS,
     UNADMITTED_WORKLOADS_OBSERVABILITY, WORKLOAD_IDENTIFIER_ANNOTATIONS, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
-    WORKLOAD_VALIDATION_FOR_POD_SET_METADATA,
+    WORKLOAD_VALIDATE_RESOURCES_ARE_NON_NEGATIVE, WORKLOAD_VALIDATION_FOR_POD_SET_METADATA,
 })
 """The gates whose both settings kueue-es models. Every other one is accepted, as Kueue accepts it, and kueue-es
 behaves as under its default (:func:`ignored`). Not TASReplaceNodeDueToNotReadyOverFixedTime (deprecated): with

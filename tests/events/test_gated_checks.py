@@ -15,7 +15,7 @@ from events.manifests import UNGATED, Checks, decode_object, load_text
 from projections import gates
 
 OFF = {"slice_size": Checks(slice_size=False), "pod_set_metadata": Checks(pod_set_metadata=False),
-       "on_flavors": Checks(on_flavors=False)}
+       "on_flavors": Checks(on_flavors=False), "non_negative": Checks(non_negative=False)}
 
 
 def _workload(topology: dict[str, Any] | None = None, labels: dict | None = None,
@@ -117,3 +117,39 @@ def test_label_values(value: str, ok: bool) -> None:
 def test_annotation_keys_are_checked_lowercased() -> None:
     assert annotations_problem({"Example.COM/Key": "v"}) is None
     assert annotations_problem({"a b": "v"}) is not None
+
+
+def _refused(doc: dict[str, Any]) -> str:
+    with pytest.raises(InvalidInput, match="^Workload team/w: ") as refused:
+        decode_object(doc, "Workload team/w")
+    return str(refused.value)
+
+
+@pytest.mark.parametrize(("place", "path"), [
+    (("containers", 0, "requests"), "containers[0].resources.requests[cpu]"),
+    (("containers", 0, "limits"), "containers[0].resources.limits[cpu]"),
+    (("initContainers", 0, "requests"), "initContainers[0].resources.requests[cpu]"),
+    (("resources", None, "limits"), "resources.limits[cpu]"),
+])
+def test_no_negative_request_or_limit_under_the_gate(place: tuple, path: str) -> None:
+    doc = _workload()
+    pod = doc["spec"]["podSets"][0]["template"]["spec"]
+    field, index, part = place
+    if index is None:
+        pod[field] = {part: {"cpu": "-500m"}}
+    else:
+        pod.setdefault(field, [{"name": "i"}])[index].setdefault("resources", {})[part] = {"cpu": "-500m"}
+    assert _refused(doc) == (f'Workload team/w: field `spec.podSets[0].template.spec.{path}`: Invalid value: "-500m": '
+                             "must be greater than or equal to 0")
+    decode_object(doc, "Workload team/w", checks=OFF["non_negative"])
+
+
+def test_a_workload_s_negative_overhead_is_taken_whatever_the_gate_a_pod_s_negative_request_never() -> None:
+    doc = _workload()
+    doc["spec"]["podSets"][0]["template"]["spec"]["overhead"] = {"cpu": "-1"}
+    doc["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "0"}
+    decode_object(doc, "Workload team/w")  # Kueue's webhook does not look at the overhead
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "team"},
+           "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "-1"}}}]}}
+    with pytest.raises(InvalidInput, match="must not be negative"):
+        decode_object(pod, "Pod team/p", checks=UNGATED)  # the apiserver's own rule

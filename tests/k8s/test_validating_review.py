@@ -94,6 +94,17 @@ def test_an_invalid_workload_is_refused_and_its_gated_checks_follow_the_configur
     assert "priority-boost" in _message(_review("Workload", boosted, gates={"PriorityBoost": True}))
 
 
+def test_the_workload_checks_under_kueue_s_webhook_gates_follow_the_configuration() -> None:
+    """WorkloadValidateResourcesAreNonNegative, on by default."""
+    negative = wl()
+    negative["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "-1"}
+    assert _message(_review("Workload", negative)) == (
+        'Workload team/w: field `spec.podSets[0].template.spec.containers[0].resources.requests[cpu]`: Invalid value: '
+        '"-1": must be greater than or equal to 0')
+    assert _review("Workload", negative, gates={"WorkloadValidateResourcesAreNonNegative": False})["allowed"] is True
+    assert _review("Workload", negative, wl(), gates={"WorkloadValidateResourcesAreNonNegative": False})["allowed"]
+
+
 def test_deletes_and_malformed_requests_are_let_through() -> None:
     assert _review("ClusterQueue", cq(queueingStrategy="Sometimes"), op="DELETE")["allowed"] is True
     assert refusal("Workload", "CREATE", None, None, {}) is None

@@ -68,6 +68,8 @@ CASES = [
     ("WorkloadValidationForPodSetMetadata", "Workload", _workload(labels=BAD_LABEL), "team/w", "metadata.labels"),
     ("RejectUpdatesToCQWithInvalidOnFlavors", "ClusterQueue", _cluster_queue(), "cq", "onFlavors[0]"),
     ("ungated: the pods resource", "Workload", _workload(requests={"pods": "1"}), "team/w", "pods"),
+    ("WorkloadValidateResourcesAreNonNegative", "Workload", _workload(requests={"cpu": "-1"}), "team/w",
+     "requests[cpu]"),
     ("ungated: a condition's reason", "Workload", _workload(conditions=[
         {"type": "Finished", "status": "True", "reason": "not a reason", "lastTransitionTime": "2024-01-01T00:00:00Z"}]),
      "team/w", "conditions[0].reason"),
