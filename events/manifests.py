@@ -61,6 +61,13 @@ class Checks:
     non_negative: bool = True
     """``WorkloadValidateResourcesAreNonNegative`` (beta, on): no negative request or limit in a pod set's
     containers, init containers or pod-level resources."""
+    admission_gate: bool = True
+    """``AdmissionGatedBy`` (beta, on): a Workload's ``kueue.x-k8s.io/admission-gated-by`` annotation well
+    formed."""
+    min_count: bool = True
+    """``PartialAdmission`` (beta, on): ``minCount`` at most its pod set's count, in one pod set, not on an elastic
+    job. (Off, Kueue's defaulting webhook drops ``minCount`` before any check; kueue-es, which does not rewrite
+    objects, takes it and does not use it.)"""
 
     @classmethod
     def under(cls, gate: Callable[[str], bool]) -> Checks:
@@ -70,11 +77,12 @@ class Checks:
         return cls(priority_boost=gate("PriorityBoost"), slice_size=gate("TASValidateWorkloadSliceSize"),
                    pod_set_metadata=gate("WorkloadValidationForPodSetMetadata"),
                    on_flavors=gate("RejectUpdatesToCQWithInvalidOnFlavors"),
-                   non_negative=gate("WorkloadValidateResourcesAreNonNegative"))
+                   non_negative=gate("WorkloadValidateResourcesAreNonNegative"),
+                   admission_gate=gate("AdmissionGatedBy"), min_count=gate("PartialAdmission"))
 
 
 UNGATED = Checks(priority_boost=False, slice_size=False, pod_set_metadata=False, on_flavors=False,
-                 non_negative=False)
+                 non_negative=False, admission_gate=False, min_count=False)
 """None of the gated checks: for reading objects before the Configuration that decides them is known."""
 
 
@@ -252,6 +260,10 @@ def validate_gated(obj: o.KObject, where: str, checks: Checks) -> None:
                     object_rules.check_non_negative(ps.template.spec, where, f"{at}.template.spec")
                 if checks.slice_size and ps.topology_request is not None:
                     _check_slice_size(ps.topology_request, where, f"{at}.topologyRequest")
+            if checks.min_count:
+                object_rules.check_min_counts(obj, where)
+            if checks.admission_gate:
+                object_rules.check_admission_gate(obj.metadata.annotations, where)
         case o.ClusterQueue():
             if checks.on_flavors:
                 check_on_flavors(obj, where)

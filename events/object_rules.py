@@ -32,11 +32,14 @@ Whatever the gates (:func:`check`, :func:`check_document`):
   admission check name 1–316 characters.
 
 Under a feature gate (for :func:`events.manifests.validate_gated`, while the gate is on): no negative request or
-limit in a pod set's containers, init containers or pod-level resources (``WorkloadValidateResourcesAreNonNegative``;
-Kueue's webhook does not look at the overhead).
+limit in a pod set's containers, init containers or pod-level resources
+(``WorkloadValidateResourcesAreNonNegative``; Kueue's webhook does not look at the overhead); a well-formed
+``kueue.x-k8s.io/admission-gated-by`` annotation (``AdmissionGatedBy``); ``minCount`` at most its pod set's count,
+in one pod set only, and not on an elastic job (``PartialAdmission``: off, Kueue's defaulting webhook drops
+``minCount`` before any check).
 
-Left out: the MultiKueue ``clusterName`` rules; a pod set's ``minCount`` and elastic-job rules under
-``PartialAdmission`` (the defaulting webhook drops ``minCount`` with the gate off); the admission gate's format.
+Left out: the MultiKueue ``clusterName`` rules; the admission gate's update rules (see
+:mod:`events.update_rules`).
 """
 
 from __future__ import annotations
@@ -83,6 +86,10 @@ GO_ZERO_TIME_MS = parse_time("0001-01-01T00:00:00Z")
 _REASON = re.compile(r"[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?")
 _REASON_RULE = ("a condition reason must start with alphabetic character, optionally followed by a string of "
                 "alphanumeric characters or '_,:', and must end with an alphanumeric character or '_'")
+ADMISSION_GATED_BY = "kueue.x-k8s.io/admission-gated-by"
+MAX_GATE_NAME = 63
+_HTTP_PATH = re.compile(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+")
+ELASTIC_JOB = "kueue.x-k8s.io/elastic-job"
 
 _KIND = re.compile(r"[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?")
 _LEVEL_LABEL = re.compile(rf"({SUBDOMAIN_FMT}/)?({NAME_FMT})")
@@ -186,14 +193,14 @@ def check_conditions(conditions: Sequence[o.Condition], where: str, at: str) -> 
         refuse_field(qualified_name_problem(c.type), where, f"{path}.type")
         _one_of(c.status, CONDITION_STATUSES, where, f"{path}.status")
         if c.observed_generation < 0:
-            raise InvalidInput(f"{where}: field `{path}.observedGeneration`: Invalid value: {c.observed_generation}: "
-                               "must be greater than or equal to zero")
+            raise InvalidInput(f"{where}: field `{path}.observedGeneration`: Invalid value: "
+                               f"{c.observed_generation}: must be greater than or equal to zero")
         if c.last_transition_time is None or parse_time(c.last_transition_time) == GO_ZERO_TIME_MS:
             raise InvalidInput(f"{where}: field `{path}.lastTransitionTime`: Required value: must be set")
         refuse_field(_reason_problem(c.reason), where, f"{path}.reason")
         if len(c.message.encode()) > MAX_MESSAGE_BYTES:
-            raise InvalidInput(f"{where}: field `{path}.message`: Too long: may not be more than {MAX_MESSAGE_BYTES} "
-                               "bytes")
+            raise InvalidInput(f"{where}: field `{path}.message`: Too long: may not be more than "
+                               f"{MAX_MESSAGE_BYTES} bytes")
 
 
 def _reason_problem(reason: str) -> str | None:
@@ -441,14 +448,16 @@ def check_document(doc: Mapping[str, Any], where: str) -> None:
 
 
 def _toleration_fields(tolerations: Any, where: str, at: str) -> None:
-    """Without a ``key`` (an empty one is a key) the operator is ``Exists``, given; with ``Exists``, no ``value``."""
+    """Without a ``key`` (an empty one is a key) the operator is ``Exists``, given; with ``Exists``, no
+    ``value``."""
     for i, toleration in enumerate(_sequence(tolerations)):
         t = _mapping(toleration)
         if "key" not in t and t.get("operator") != "Exists":
             raise InvalidInput(f"{where}: field `{at}[{i}].operator`: operator must be Exists when 'key' is empty, "
                                "which means 'match all values and all keys'")
         if t.get("operator") == "Exists" and "value" in t:
-            raise InvalidInput(f"{where}: field `{at}[{i}].value`: a value must be empty when 'operator' is 'Exists'")
+            raise InvalidInput(f"{where}: field `{at}[{i}].value`: a value must be empty when 'operator' is "
+                               "'Exists'")
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -470,9 +479,60 @@ def check_non_negative(pod: o.PodSpec, where: str, at: str) -> None:
              for i, c in enumerate(containers)
              for part, values in (("requests", c.resources.requests), ("limits", c.resources.limits))]
     if pod.resources is not None:
-        lists += [(f"{at}.resources.requests", pod.resources.requests), (f"{at}.resources.limits", pod.resources.limits)]
+        lists += [(f"{at}.resources.requests", pod.resources.requests),
+                  (f"{at}.resources.limits", pod.resources.limits)]
     for path, values in lists:
         for r in sorted(values):
             if parse_quantity(values[r]) < 0:
-                raise InvalidInput(f'{where}: field `{path}[{r}]`: Invalid value: "{values[r]}": must be greater than '
-                                   "or equal to 0")
+                raise InvalidInput(f'{where}: field `{path}[{r}]`: Invalid value: "{values[r]}": must be '
+                                   "greater than or equal to 0")
+
+
+def check_admission_gate(annotations: Mapping[str, str], where: str) -> None:
+    """``AdmissionGatedBy``: the ``kueue.x-k8s.io/admission-gated-by`` annotation, when it names any gate, is a
+    comma-separated list (spaces around a name dropped) of distinct gates, each a domain-prefixed path of at most 63
+    characters, as a Job's ``spec.managedBy``."""
+    value = annotations.get(ADMISSION_GATED_BY, "")
+    if not value.strip():
+        return
+    at = f"metadata.annotations[{ADMISSION_GATED_BY}]"
+    seen: set[str] = set()
+    for gate in (part.strip() for part in value.split(",")):
+        if not gate:
+            raise InvalidInput(f'{where}: field `{at}`: Invalid value: "{value}": cannot contain empty gate names')
+        if gate in seen:
+            raise InvalidInput(f'{where}: field `{at}`: Invalid value: "{value}": duplicate gate name: {gate}')
+        seen.add(gate)
+        refuse_field(_domain_prefixed_path_problem(gate), where, at)
+        if len(gate) > MAX_GATE_NAME:
+            raise InvalidInput(f"{where}: field `{at}`: Too long: may not be more than {MAX_GATE_NAME} bytes")
+
+
+def _domain_prefixed_path_problem(text: str) -> str | None:
+    """Kubernetes' domain-prefixed path (``acme.io/foo``): a DNS subdomain, ``/``, then HTTP path characters."""
+    host, slash, path = text.partition("/")
+    if not slash or not host or not path:
+        return f'Invalid value: "{text}": must be a domain-prefixed path (such as "acme.io/foo")'
+    if len(host) > 253 or not SUBDOMAIN.fullmatch(host):
+        return (f'Invalid value: "{host}": a lowercase RFC 1123 subdomain of at most 253 characters: lowercase '
+                "alphanumeric characters, '-' or '.', starting and ending with an alphanumeric character")
+    if not _HTTP_PATH.fullmatch(path):
+        return f"Invalid value: \"{path}\": Invalid path (regex used for validation is '{_HTTP_PATH.pattern}')"
+    return None
+
+
+def check_min_counts(wl: o.Workload, where: str) -> None:
+    """``PartialAdmission``: a ``minCount`` at most its pod set's count (the CRD's rule), in one pod set only, and
+    not on an elastic job (Kueue's webhook). Off, Kueue's defaulting webhook has dropped every ``minCount``."""
+    variable = [i for i, ps in enumerate(wl.spec.pod_sets) if ps.min_count is not None]
+    for i in variable:
+        ps = wl.spec.pod_sets[i]
+        if ps.min_count is not None and ps.min_count > ps.count:
+            raise InvalidInput(f"{where}: field `spec.podSets[{i}]`: minCount should be positive and less or equal "
+                               "to count")
+    if len(variable) > 1:
+        raise InvalidInput(f"{where}: field `spec.podSets`: Invalid value: {len(variable)}: at most one podSet can "
+                           "use minCount")
+    if variable and wl.metadata.annotations.get(ELASTIC_JOB) == "true":
+        raise InvalidInput(f"{where}: field `spec.podSets`: Invalid value: {len(variable)}: partial admission and "
+                           "elastic job cannot be used together")

@@ -18,7 +18,8 @@ under ``SkipReassignmentForPodOwnedWorkloads``: :mod:`projections.cluster`), ``P
 import`` also reads there the gates of the checks Kueue's webhooks make only under a gate
 (:meth:`events.manifests.Checks.under`): that one's and ``TASValidateWorkloadSliceSize``,
 ``WorkloadValidationForPodSetMetadata``, ``RejectUpdatesToCQWithInvalidOnFlavors``,
-``WorkloadValidateResourcesAreNonNegative`` (an object failing a check is refused only while its gate is on); the validating webhook and a STATE.yaml read them from the loaded
+``WorkloadValidateResourcesAreNonNegative``, ``AdmissionGatedBy``'s and ``PartialAdmission``'s (an object failing
+a check is refused only while its gate is on); the validating webhook and a STATE.yaml read them from the loaded
 configuration. The configuration loader reads
 ``ReservedResourceNameValidation`` (:func:`projections.request_rules.compile_rules`). Every other
 gate is known so that a user's existing configuration is accepted as Kueue accepts it; one set away from its

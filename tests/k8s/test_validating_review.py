@@ -95,7 +95,7 @@ def test_an_invalid_workload_is_refused_and_its_gated_checks_follow_the_configur
 
 
 def test_the_workload_checks_under_kueue_s_webhook_gates_follow_the_configuration() -> None:
-    """WorkloadValidateResourcesAreNonNegative, on by default."""
+    """WorkloadValidateResourcesAreNonNegative, AdmissionGatedBy and PartialAdmission, all on by default."""
     negative = wl()
     negative["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "-1"}
     assert _message(_review("Workload", negative)) == (
@@ -103,6 +103,17 @@ def test_the_workload_checks_under_kueue_s_webhook_gates_follow_the_configuratio
         '"-1": must be greater than or equal to 0')
     assert _review("Workload", negative, gates={"WorkloadValidateResourcesAreNonNegative": False})["allowed"] is True
     assert _review("Workload", negative, wl(), gates={"WorkloadValidateResourcesAreNonNegative": False})["allowed"]
+    gated = wl()
+    gated["metadata"]["annotations"] = {"kueue.x-k8s.io/admission-gated-by": "example.com/a,example.com/a"}
+    assert "duplicate gate name: example.com/a" in _message(_review("Workload", gated))
+    assert "duplicate gate name" in _message(_review("Workload", gated, wl()))
+    assert _review("Workload", gated, gates={"AdmissionGatedBy": False})["allowed"] is True
+    partial = wl()
+    partial["spec"]["podSets"].append({**partial["spec"]["podSets"][0], "name": "second"})
+    for ps in partial["spec"]["podSets"]:
+        ps["minCount"] = 1
+    assert "at most one podSet can use minCount" in _message(_review("Workload", partial))
+    assert _review("Workload", partial, gates={"PartialAdmission": False})["allowed"] is True
 
 
 def test_deletes_and_malformed_requests_are_let_through() -> None:
