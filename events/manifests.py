@@ -58,6 +58,16 @@ class Checks:
     """``RejectUpdatesToCQWithInvalidOnFlavors`` (beta, on): an admission check's ``onFlavors`` are the
     ClusterQueue's flavors. (Kueue's webhook checks a new ClusterQueue whatever the gate; off, it lets an update
     keep an invalid entry unchanged, which is how an existing one is taken: :mod:`events.update_rules`.)"""
+    non_negative: bool = True
+    """``WorkloadValidateResourcesAreNonNegative`` (beta, on): no negative request or limit in a pod set's
+    containers, init containers or pod-level resources."""
+    admission_gate: bool = True
+    """``AdmissionGatedBy`` (beta, on): a Workload's ``kueue.x-k8s.io/admission-gated-by`` annotation well
+    formed."""
+    min_count: bool = True
+    """``PartialAdmission`` (beta, on): ``minCount`` at most its pod set's count, in one pod set, not on an elastic
+    job. (Off, Kueue's defaulting webhook drops ``minCount`` before any check; kueue-es, which does not rewrite
+    objects, takes it and does not use it.)"""
 
     @classmethod
     def under(cls, gate: Callable[[str], bool]) -> Checks:
@@ -66,10 +76,13 @@ class Checks:
         webhook."""
         return cls(priority_boost=gate("PriorityBoost"), slice_size=gate("TASValidateWorkloadSliceSize"),
                    pod_set_metadata=gate("WorkloadValidationForPodSetMetadata"),
-                   on_flavors=gate("RejectUpdatesToCQWithInvalidOnFlavors"))
+                   on_flavors=gate("RejectUpdatesToCQWithInvalidOnFlavors"),
+                   non_negative=gate("WorkloadValidateResourcesAreNonNegative"),
+                   admission_gate=gate("AdmissionGatedBy"), min_count=gate("PartialAdmission"))
 
 
-UNGATED = Checks(priority_boost=False, slice_size=False, pod_set_metadata=False, on_flavors=False)
+UNGATED = Checks(priority_boost=False, slice_size=False, pod_set_metadata=False, on_flavors=False,
+                 non_negative=False, admission_gate=False, min_count=False)
 """None of the gated checks: for reading objects before the Configuration that decides them is known."""
 
 
@@ -170,7 +183,7 @@ def decode_object(doc: dict[str, Any], where: str, *, checks: Checks = Checks())
         obj = msgspec.convert(doc, o.KueueObject, strict=False)
     except msgspec.ValidationError as exc:
         raise InvalidInput(f"{where}: {_field_message(str(exc))}") from None
-    validate_object(obj, where, checks=checks)
+    validate_object(obj, where, checks=checks, doc=doc)
     return obj
 
 
@@ -212,12 +225,16 @@ def _field_message(msg: str) -> str:
     return msg
 
 
-def validate_object(obj: o.KObject, where: str, *, checks: Checks = Checks()) -> None:
+def validate_object(obj: o.KObject, where: str, *, checks: Checks = Checks(),
+                    doc: dict[str, Any] | None = None) -> None:
     """Everything Kueue refuses in a new object, for what kueue-es is handed as input (``kueue-es import``, a
     STATE.yaml, its validating webhooks): what the projections need (:func:`check_foldable`), the rules Kueue holds
-    its kinds to whatever the gates (:mod:`events.object_rules`), then those ``checks`` turns on
+    its kinds to whatever the gates (:mod:`events.object_rules`; with ``doc``, the plain data ``obj`` was read from,
+    also those that tell a field left out from one given empty), then those ``checks`` turns on
     (:func:`validate_gated`)."""
     _validate_ungated(obj, where)
+    if doc is not None:
+        object_rules.check_document(doc, where)
     validate_gated(obj, where, checks)
 
 
@@ -237,10 +254,16 @@ def validate_gated(obj: o.KObject, where: str, checks: Checks) -> None:
                 check_priority_boost(obj, where)
             for i, ps in enumerate(obj.spec.pod_sets):
                 at = f"spec.podSets[{i}]"
-                if checks.slice_size and ps.topology_request is not None:
-                    _check_slice_size(ps.topology_request, where, f"{at}.topologyRequest")
                 if checks.pod_set_metadata:
                     _check_template_metadata(ps.template.metadata, where, f"{at}.template.metadata")
+                if checks.non_negative:
+                    object_rules.check_non_negative(ps.template.spec, where, f"{at}.template.spec")
+                if checks.slice_size and ps.topology_request is not None:
+                    _check_slice_size(ps.topology_request, where, f"{at}.topologyRequest")
+            if checks.min_count:
+                object_rules.check_min_counts(obj, where)
+            if checks.admission_gate:
+                object_rules.check_admission_gate(obj.metadata.annotations, where)
         case o.ClusterQueue():
             if checks.on_flavors:
                 check_on_flavors(obj, where)
@@ -276,7 +299,7 @@ def _validate_shape(obj: o.KObject, where: str) -> None:
                     _validate_topology_request(ps.topology_request, where, f"spec.podSets[{i}].topologyRequest")
                 if ps.min_count is not None and not (1 <= ps.min_count <= max(ps.count, 1)):
                     raise InvalidInput(f"{where}: field `spec.podSets[{i}].minCount` must be between 1 and count")
-                _check_pod_spec(ps.template.spec, where, f"spec.podSets[{i}].template.spec")
+                _check_pod_spec(ps.template.spec, where, f"spec.podSets[{i}].template.spec", negative=True)
             _check_workload_status_quantities(obj.status, where)
             _validate_reclaimable_pods(obj, where)
         case o.Pod():
@@ -505,12 +528,14 @@ def check_time(text: str | None, where: str, field_: str) -> None:
         raise InvalidInput(f"{where}: field `{field_}`: not an RFC 3339 time: {text!r}") from None
 
 
-def check_quantity(q: object, where: str, field_: str) -> None:
+def check_quantity(q: object, where: str, field_: str, *, negative: bool = False) -> None:
+    """``q`` parses as a quantity, and (unless ``negative``: the projections read a negative one as 0) is not
+    negative."""
     try:
         value = parse_quantity(q)  # type: ignore[arg-type]
     except QuantityError as exc:
         raise InvalidInput(f"{where}: field `{field_}`: {exc}") from None
-    if value < 0:
+    if value < 0 and not negative:
         raise InvalidInput(f"{where}: field `{field_}`: must not be negative")
 
 
@@ -519,21 +544,24 @@ def _camel(name: str) -> str:
     return head + "".join(w.title() for w in rest)
 
 
-def _check_quantities(values: dict[str, o.Quantity], where: str, at: str) -> None:
+def _check_quantities(values: dict[str, o.Quantity], where: str, at: str, *, negative: bool = False) -> None:
     for r in sorted(values):
-        check_quantity(values[r], where, f"{at}.{r}")
+        check_quantity(values[r], where, f"{at}.{r}", negative=negative)
 
 
-def _check_pod_spec(pod: o.PodSpec, where: str, at: str) -> None:
-    """Every quantity of a pod spec: the projections turn them into numbers when they fold the object."""
+def _check_pod_spec(pod: o.PodSpec, where: str, at: str, *, negative: bool = False) -> None:
+    """Every quantity of a pod spec: the projections turn them into numbers when they fold the object.
+    ``negative``: a negative one is taken (a Workload's pod template, which Kueue's webhook checks for that only
+    under ``WorkloadValidateResourcesAreNonNegative``, and then not its overhead: :func:`validate_gated`); the
+    apiserver refuses one in a Pod's, a Job's or a PodTemplate's."""
     for field_, containers in (("containers", pod.containers), ("initContainers", pod.init_containers)):
         for i, c in enumerate(containers):
             for r, q in (*c.resources.requests.items(), *c.resources.limits.items()):
-                check_quantity(q, where, f"{at}.{field_}[{i}].resources: {r}")
+                check_quantity(q, where, f"{at}.{field_}[{i}].resources: {r}", negative=negative)
     if pod.resources is not None:
         for r, q in (*pod.resources.requests.items(), *pod.resources.limits.items()):
-            check_quantity(q, where, f"{at}.resources: {r}")
-    _check_quantities(pod.overhead, where, f"{at}.overhead")
+            check_quantity(q, where, f"{at}.resources: {r}", negative=negative)
+    _check_quantities(pod.overhead, where, f"{at}.overhead", negative=negative)
 
 
 def _check_workload_status_quantities(status: o.WorkloadStatus, where: str) -> None:

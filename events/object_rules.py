@@ -1,15 +1,20 @@
-"""What Kueue refuses in one of its own objects whatever its settings, beyond the shapes
-:func:`events.manifests.validate_object` holds every kind to (it runs these last): the checks of Kueue's
-validating webhooks (``pkg/webhooks/*_webhook.go``) that no feature gate turns off, and the CEL and schema rules of
-its CRDs (``apis/kueue/v1beta2/*_types.go``), which kueue-es's generated CRDs do not carry. Messages are Kueue's
-where its source shows them. The watch skips an object that fails one of them, so each is a rule a Kueue cluster
-holds every stored object to; where the view cannot tell what Kueue would see (an empty field from an absent
-one), the check errs on taking the object. None of this runs in the fold.
+"""What Kueue refuses in one of its own objects, beyond the shapes :func:`events.manifests.validate_object` holds
+every kind to (it runs these last): the checks of Kueue's validating webhooks (``pkg/webhooks/*_webhook.go``)
+and the CEL and schema rules of its CRDs (``apis/kueue/v1beta2/*_types.go``), which kueue-es's generated CRDs do
+not carry. Messages are Kueue's where its source shows them. ``kueue-es import``, a STATE.yaml and the validating
+webhooks refuse an object that fails one; the watch does not (:func:`events.manifests.check_foldable`): Kueue's
+controllers act on whatever is stored. Where the view cannot tell what Kueue would see (an empty field from an
+absent one), :func:`check_document` reads the plain data, or the check errs on taking the object. None of this
+runs in the fold.
+
+Whatever the gates (:func:`check`, :func:`check_document`):
 
 * Workload: no ``pods`` resource in the requests or limits of a container, an init container or the pod; a
   ``priorityClassRef`` names a PriorityClass of ``scheduling.k8s.io`` or a WorkloadPriorityClass of
   ``kueue.x-k8s.io`` and comes with a ``priority``; while ``QuotaReserved`` is True there is an admission, with one
-  assignment per pod set, each naming a pod set, its usage a multiple of its count; an admission check's
+  assignment per pod set, each naming a pod set, its usage a multiple of its count; conditions as
+  ``metav1.Condition`` holds them (unique types that are qualified names, a known status, a reason, a
+  ``lastTransitionTime``, bounded reason and message, ``observedGeneration`` not negative); an admission check's
   ``podSetUpdates`` name pod sets and carry well-formed labels, annotations, node selector and tolerations.
 * ResourceFlavor: well-formed node labels, taints (unique by key and effect) and tolerations, at most 8 of each;
   a ``topologyName`` needs node labels.
@@ -19,18 +24,30 @@ one), the check errs on taking the object. None of this runs in the fold.
   known and consistent, at most 256 flavors and 256 resources in all.
 * LocalQueue: a known ``stopPolicy``. Topology: 1–16 unique levels, each a label key, ``kubernetes.io/hostname``
   only the lowest. AdmissionCheck: a ``controllerName`` of 1–253 characters, its parameters' reference well formed.
+* Tolerations (a flavor's, a pod set update's): one without a key has operator ``Exists``, and one with operator
+  ``Exists`` no value, not even an empty one (the CRDs' CEL rules, which tell a field left out from one given
+  empty).
+* The names one object gives of another, as the CRDs' types hold them: a queue, ClusterQueue, cohort, flavor,
+  topology or priority class name is a DNS subdomain of at most 253 characters, a pod set name a DNS label, an
+  admission check name 1–316 characters.
 
-Left out: a toleration without a key must have operator ``Exists`` (the view cannot tell an empty key, which Kueue
-takes, from an absent one); a Workload's condition syntax; the MultiKueue ``clusterName`` rules; a pod set's
-``minCount`` and elastic-job rules under ``PartialAdmission`` (the defaulting webhook drops ``minCount`` with the
-gate off).
+Under a feature gate (for :func:`events.manifests.validate_gated`, while the gate is on): no negative request or
+limit in a pod set's containers, init containers or pod-level resources
+(``WorkloadValidateResourcesAreNonNegative``; Kueue's webhook does not look at the overhead); a well-formed
+``kueue.x-k8s.io/admission-gated-by`` annotation (``AdmissionGatedBy``); ``minCount`` at most its pod set's count,
+in one pod set only, and not on an elastic job (``PartialAdmission``: off, Kueue's defaulting webhook drops
+``minCount`` before any check).
+
+Left out: the MultiKueue ``clusterName`` rules; the admission gate's update rules (see
+:mod:`events.update_rules`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
+from typing import Any
 
 from events import objects as o
 from events.errors import InvalidInput, refuse_field
@@ -46,6 +63,7 @@ from events.labels import (
     selector_problem,
 )
 from events.quantity import parse_quantity, to_int
+from events.timefmt import parse_time
 
 RESERVED_RESOURCE = "pods"
 HOSTNAME = "kubernetes.io/hostname"
@@ -56,6 +74,22 @@ MAX_FLAVOR_ENTRIES = 8
 MAX_TOPOLOGY_LEVELS = 16
 MAX_TOTAL = 256
 MIN_WEIGHT = Decimal("1e-9")
+NAME_REFERENCE = (SUBDOMAIN, 253)
+"""A queue's, ClusterQueue's, cohort's, flavor's, topology's or priority class's name where another object gives
+it (Kueue's ``*Reference`` types): a DNS subdomain."""
+POD_SET_REFERENCE = (DNS_LABEL, 63)
+MAX_CHECK_NAME = 316
+CONDITION_STATUSES = ("False", "True", "Unknown")
+MAX_REASON_BYTES, MAX_MESSAGE_BYTES = 1024, 32 * 1024
+GO_ZERO_TIME_MS = parse_time("0001-01-01T00:00:00Z")
+"""Go's zero time, which a ``metav1.Time`` reads as unset."""
+_REASON = re.compile(r"[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?")
+_REASON_RULE = ("a condition reason must start with alphabetic character, optionally followed by a string of "
+                "alphanumeric characters or '_,:', and must end with an alphanumeric character or '_'")
+ADMISSION_GATED_BY = "kueue.x-k8s.io/admission-gated-by"
+MAX_GATE_NAME = 63
+_HTTP_PATH = re.compile(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+")
+ELASTIC_JOB = "kueue.x-k8s.io/elastic-job"
 
 _KIND = re.compile(r"[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?")
 _LEVEL_LABEL = re.compile(rf"({SUBDOMAIN_FMT}/)?({NAME_FMT})")
@@ -72,9 +106,11 @@ def check(obj: o.KObject, where: str) -> None:
         case o.ClusterQueue():
             _cluster_queue(obj.spec, where)
         case o.Cohort():
+            _name_reference(obj.spec.parent_name, where, "spec.parentName", optional=True)
             _quotas(obj.spec.resource_groups, where, parent=obj.spec.parent_name, cohort=True)
             _fair_sharing(obj.spec.fair_sharing, where)
         case o.LocalQueue():
+            _name_reference(obj.spec.cluster_queue, where, "spec.clusterQueue", optional=True)
             _one_of(obj.spec.stop_policy, ("None", "Hold", "HoldAndDrain"), where, "spec.stopPolicy")
         case o.Topology():
             _topology(obj.spec, where)
@@ -88,11 +124,15 @@ def check(obj: o.KObject, where: str) -> None:
 
 
 def _workload(wl: o.Workload, where: str) -> None:
+    _name_reference(wl.spec.queue_name, where, "spec.queueName", optional=True)
     for i, ps in enumerate(wl.spec.pod_sets):
+        _name_reference(ps.name, where, f"spec.podSets[{i}].name", kind=POD_SET_REFERENCE)
         _no_reserved_resource(ps.template.spec, where, f"spec.podSets[{i}].template.spec")
     _priority_class_ref(wl.spec, where)
+    _admission_names(wl.status, where)
     if any(c.type == "QuotaReserved" and c.status == "True" for c in wl.status.conditions):
         _reserved_admission(wl, where)
+    check_conditions(wl.status.conditions, where, "status.conditions")
     _pod_set_updates(wl, where)
 
 
@@ -120,8 +160,57 @@ def _priority_class_ref(spec: o.WorkloadSpec, where: str) -> None:
     if ref.kind != PRIORITY_CLASS_KINDS[ref.group]:
         raise InvalidInput(f"{where}: field `{at}.kind`: only the {PRIORITY_CLASS_KINDS[ref.group]} kind is allowed "
                            f"for the {ref.group} group")
+    _name_reference(ref.name, where, f"{at}.name")
     if spec.priority is None:
         raise InvalidInput(f"{where}: field `spec.priority`: priority should not be nil when priorityClassRef is set")
+
+
+def _admission_names(status: o.WorkloadStatus, where: str) -> None:
+    """The names the status gives of other objects: the admitting ClusterQueue, pod sets, flavors, checks."""
+    admission = status.admission
+    if admission is not None:
+        _name_reference(admission.cluster_queue, where, "status.admission.clusterQueue")
+        for i, psa in enumerate(admission.pod_set_assignments):
+            at = f"status.admission.podSetAssignments[{i}]"
+            _name_reference(psa.name, where, f"{at}.name", kind=POD_SET_REFERENCE)
+            for r in sorted(psa.flavors):
+                _name_reference(psa.flavors[r], where, f"{at}.flavors[{r}]")
+    for i, state in enumerate(status.admission_checks):
+        _check_name(state.name, where, f"status.admissionChecks[{i}].name")
+    for i, req in enumerate(status.resource_requests):
+        _name_reference(req.name, where, f"status.resourceRequests[{i}].name", kind=POD_SET_REFERENCE)
+
+
+def check_conditions(conditions: Sequence[o.Condition], where: str, at: str) -> None:
+    """``metav1.Condition`` as the apiserver's rules hold it, which Kueue's Workload webhook applies: types unique
+    and qualified names, a known status, a reason of Kubernetes' syntax, a transition time, lengths bounded."""
+    seen: set[str] = set()
+    for i, c in enumerate(conditions):
+        path = f"{at}[{i}]"
+        if c.type in seen:
+            raise InvalidInput(f'{where}: field `{path}.type`: Duplicate value: "{c.type}"')
+        seen.add(c.type)
+        refuse_field(qualified_name_problem(c.type), where, f"{path}.type")
+        _one_of(c.status, CONDITION_STATUSES, where, f"{path}.status")
+        if c.observed_generation < 0:
+            raise InvalidInput(f"{where}: field `{path}.observedGeneration`: Invalid value: "
+                               f"{c.observed_generation}: must be greater than or equal to zero")
+        if c.last_transition_time is None or parse_time(c.last_transition_time) == GO_ZERO_TIME_MS:
+            raise InvalidInput(f"{where}: field `{path}.lastTransitionTime`: Required value: must be set")
+        refuse_field(_reason_problem(c.reason), where, f"{path}.reason")
+        if len(c.message.encode()) > MAX_MESSAGE_BYTES:
+            raise InvalidInput(f"{where}: field `{path}.message`: Too long: may not be more than "
+                               f"{MAX_MESSAGE_BYTES} bytes")
+
+
+def _reason_problem(reason: str) -> str | None:
+    if not reason:
+        return "Required value: must be set"
+    if not _REASON.fullmatch(reason):
+        return f'Invalid value: "{reason}": {_REASON_RULE}'
+    if len(reason) > MAX_REASON_BYTES:
+        return f"Too long: may not be more than {MAX_REASON_BYTES} bytes"
+    return None
 
 
 def _reserved_admission(wl: o.Workload, where: str) -> None:
@@ -167,6 +256,8 @@ def _resource_flavor(spec: o.ResourceFlavorSpec, where: str) -> None:
             raise InvalidInput(f"{where}: field `spec.{field}` must have at most {MAX_FLAVOR_ENTRIES} items, "
                                f"has {len(entries)}")
     refuse_field(labels_problem(spec.node_labels), where, "spec.nodeLabels")
+    if spec.topology_name is not None:
+        _name_reference(spec.topology_name, where, "spec.topologyName")
     _node_taints(spec.node_taints, where, "spec.nodeTaints")
     check_tolerations(spec.tolerations, where, "spec.tolerations")
     if spec.topology_name is not None and not spec.node_labels:
@@ -208,7 +299,9 @@ def check_tolerations(tolerations: Sequence[o.Toleration], where: str, at: str) 
 
 
 def _cluster_queue(spec: o.ClusterQueueSpec, where: str) -> None:
+    _name_reference(spec.cohort_name, where, "spec.cohortName", optional=True)
     _quotas(spec.resource_groups, where, parent=spec.cohort_name, cohort=False)
+    _strategy_names(spec.admission_checks_strategy, where)
     if spec.namespace_selector is not None:
         s = spec.namespace_selector
         found = selector_problem(s.match_labels, [(r.key, r.operator, r.values) for r in s.match_expressions])
@@ -236,6 +329,7 @@ def _quotas(groups: Sequence[o.ResourceGroup], where: str, *, parent: str, cohor
                 raise InvalidInput(f'{where}: field `{at}`: Duplicate value: "{name}"')
             seen.add(name)
         for f, fq in enumerate(rg.flavors):
+            _name_reference(fq.name, where, f"spec.resourceGroups[{g}].flavors[{f}].name")
             for r, rq in enumerate(fq.resources):
                 at = f"spec.resourceGroups[{g}].flavors[{f}].resources[{r}]"
                 for field, limit in (("borrowingLimit", rq.borrowing_limit), ("lendingLimit", rq.lending_limit)):
@@ -246,6 +340,14 @@ def _quotas(groups: Sequence[o.ResourceGroup], where: str, *, parent: str, cohor
                 if not cohort and lend is not None and parse_quantity(lend) > parse_quantity(rq.nominal_quota):
                     raise InvalidInput(f"{where}: field `{at}.lendingLimit`: must be less than or equal to the "
                                        "nominalQuota")
+
+
+def _strategy_names(strategy: o.AdmissionChecksStrategy | None, where: str) -> None:
+    for i, rule in enumerate(strategy.admission_checks if strategy is not None else ()):
+        at = f"spec.admissionChecksStrategy.admissionChecks[{i}]"
+        _check_name(rule.name, where, f"{at}.name")
+        for j, flavor in enumerate(rule.on_flavors):
+            _name_reference(flavor, where, f"{at}.onFlavors[{j}]")
 
 
 def _preemption(p: o.ClusterQueuePreemption, where: str) -> None:
@@ -302,14 +404,135 @@ def _admission_check(spec: o.AdmissionCheckSpec, where: str) -> None:
     ref = spec.parameters
     if ref is None:
         return
-    for field, value, pattern, limit in (("apiGroup", ref.api_group, SUBDOMAIN, 253), ("kind", ref.kind, _KIND, 63),
-                                         ("name", ref.name, DNS_LABEL, 63)):
-        if len(value) > limit or not pattern.fullmatch(value):
-            raise InvalidInput(f"{where}: field `spec.parameters.{field}`: {value!r} should match "
-                               f"'^{pattern.pattern}$' and be at most {limit} characters")
+    for field, value, kind in (("apiGroup", ref.api_group, (SUBDOMAIN, 253)), ("kind", ref.kind, (_KIND, 63)),
+                               ("name", ref.name, (DNS_LABEL, 63))):
+        _name_reference(value, where, f"spec.parameters.{field}", kind=kind)
+
+
+def _name_reference(value: str, where: str, at: str, *, kind: tuple[re.Pattern[str], int] = NAME_REFERENCE,
+                    optional: bool = False) -> None:
+    """``value`` matches ``kind`` (a pattern and a length limit), as the CRD's schema holds the field; ``optional``:
+    an empty one is taken (the view cannot tell it from an absent one, which Kueue takes)."""
+    pattern, limit = kind
+    if (value or not optional) and (len(value) > limit or not pattern.fullmatch(value)):
+        raise InvalidInput(f"{where}: field `{at}`: {value!r} should match '^{pattern.pattern}$' and be at most "
+                           f"{limit} characters")
+
+
+def _check_name(value: str, where: str, at: str) -> None:
+    """An admission check's name where another object gives it: 1 to 316 characters, no pattern."""
+    if not 1 <= len(value) <= MAX_CHECK_NAME:
+        raise InvalidInput(f"{where}: field `{at}` must be 1 to {MAX_CHECK_NAME} characters, has {len(value)}")
 
 
 def _one_of(value: str, allowed: Sequence[str], where: str, at: str) -> None:
     if value not in allowed:
         supported = ", ".join(f'"{a}"' for a in allowed)
         raise InvalidInput(f'{where}: field `{at}`: Unsupported value: "{value}": supported values: {supported}')
+
+
+# --- The plain data: what the view cannot tell -----------------------------------------------------------------
+
+
+def check_document(doc: Mapping[str, Any], where: str) -> None:
+    """Refuse ``doc`` (an object that decoded as its view; ``where`` names it) for a rule that tells a field left
+    out from one given empty, which the view reads alike: the CRDs' CEL rules on tolerations."""
+    kind, spec, status = doc.get("kind"), _mapping(doc.get("spec")), _mapping(doc.get("status"))
+    if kind == "ResourceFlavor":
+        _toleration_fields(spec.get("tolerations"), where, "spec.tolerations")
+    elif kind == "Workload":
+        for i, state in enumerate(_sequence(status.get("admissionChecks"))):
+            for j, update in enumerate(_sequence(_mapping(state).get("podSetUpdates"))):
+                _toleration_fields(_mapping(update).get("tolerations"), where,
+                                   f"status.admissionChecks[{i}].podSetUpdates[{j}].tolerations")
+
+
+def _toleration_fields(tolerations: Any, where: str, at: str) -> None:
+    """Without a ``key`` (an empty one is a key) the operator is ``Exists``, given; with ``Exists``, no
+    ``value``."""
+    for i, toleration in enumerate(_sequence(tolerations)):
+        t = _mapping(toleration)
+        if "key" not in t and t.get("operator") != "Exists":
+            raise InvalidInput(f"{where}: field `{at}[{i}].operator`: operator must be Exists when 'key' is empty, "
+                               "which means 'match all values and all keys'")
+        if t.get("operator") == "Exists" and "value" in t:
+            raise InvalidInput(f"{where}: field `{at}[{i}].value`: a value must be empty when 'operator' is "
+                               "'Exists'")
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _sequence(value: Any) -> Sequence[Any]:
+    return value if isinstance(value, list) else ()
+
+
+# --- Under a feature gate (events.manifests.validate_gated) -----------------------------------------------------
+
+
+def check_non_negative(pod: o.PodSpec, where: str, at: str) -> None:
+    """``WorkloadValidateResourcesAreNonNegative``: no negative request or limit in a pod set's init containers,
+    containers or pod-level resources, in Kueue's order (its webhook does not look at the overhead)."""
+    lists = [(f"{at}.{field}[{i}].resources.{part}", values)
+             for field, containers in (("initContainers", pod.init_containers), ("containers", pod.containers))
+             for i, c in enumerate(containers)
+             for part, values in (("requests", c.resources.requests), ("limits", c.resources.limits))]
+    if pod.resources is not None:
+        lists += [(f"{at}.resources.requests", pod.resources.requests),
+                  (f"{at}.resources.limits", pod.resources.limits)]
+    for path, values in lists:
+        for r in sorted(values):
+            if parse_quantity(values[r]) < 0:
+                raise InvalidInput(f'{where}: field `{path}[{r}]`: Invalid value: "{values[r]}": must be '
+                                   "greater than or equal to 0")
+
+
+def check_admission_gate(annotations: Mapping[str, str], where: str) -> None:
+    """``AdmissionGatedBy``: the ``kueue.x-k8s.io/admission-gated-by`` annotation, when it names any gate, is a
+    comma-separated list (spaces around a name dropped) of distinct gates, each a domain-prefixed path of at most 63
+    characters, as a Job's ``spec.managedBy``."""
+    value = annotations.get(ADMISSION_GATED_BY, "")
+    if not value.strip():
+        return
+    at = f"metadata.annotations[{ADMISSION_GATED_BY}]"
+    seen: set[str] = set()
+    for gate in (part.strip() for part in value.split(",")):
+        if not gate:
+            raise InvalidInput(f'{where}: field `{at}`: Invalid value: "{value}": cannot contain empty gate names')
+        if gate in seen:
+            raise InvalidInput(f'{where}: field `{at}`: Invalid value: "{value}": duplicate gate name: {gate}')
+        seen.add(gate)
+        refuse_field(_domain_prefixed_path_problem(gate), where, at)
+        if len(gate) > MAX_GATE_NAME:
+            raise InvalidInput(f"{where}: field `{at}`: Too long: may not be more than {MAX_GATE_NAME} bytes")
+
+
+def _domain_prefixed_path_problem(text: str) -> str | None:
+    """Kubernetes' domain-prefixed path (``acme.io/foo``): a DNS subdomain, ``/``, then HTTP path characters."""
+    host, slash, path = text.partition("/")
+    if not slash or not host or not path:
+        return f'Invalid value: "{text}": must be a domain-prefixed path (such as "acme.io/foo")'
+    if len(host) > 253 or not SUBDOMAIN.fullmatch(host):
+        return (f'Invalid value: "{host}": a lowercase RFC 1123 subdomain of at most 253 characters: lowercase '
+                "alphanumeric characters, '-' or '.', starting and ending with an alphanumeric character")
+    if not _HTTP_PATH.fullmatch(path):
+        return f"Invalid value: \"{path}\": Invalid path (regex used for validation is '{_HTTP_PATH.pattern}')"
+    return None
+
+
+def check_min_counts(wl: o.Workload, where: str) -> None:
+    """``PartialAdmission``: a ``minCount`` at most its pod set's count (the CRD's rule), in one pod set only, and
+    not on an elastic job (Kueue's webhook). Off, Kueue's defaulting webhook has dropped every ``minCount``."""
+    variable = [i for i, ps in enumerate(wl.spec.pod_sets) if ps.min_count is not None]
+    for i in variable:
+        ps = wl.spec.pod_sets[i]
+        if ps.min_count is not None and ps.min_count > ps.count:
+            raise InvalidInput(f"{where}: field `spec.podSets[{i}]`: minCount should be positive and less or equal "
+                               "to count")
+    if len(variable) > 1:
+        raise InvalidInput(f"{where}: field `spec.podSets`: Invalid value: {len(variable)}: at most one podSet can "
+                           "use minCount")
+    if variable and wl.metadata.annotations.get(ELASTIC_JOB) == "true":
+        raise InvalidInput(f"{where}: field `spec.podSets`: Invalid value: {len(variable)}: partial admission and "
+                           "elastic job cannot be used together")

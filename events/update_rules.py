@@ -23,7 +23,10 @@ kueue-es does not model (a container's image) count too. Each names the object a
 * AdmissionCheck: ``spec.controllerName`` does not change.
 
 Not modelled: what Kueue allows for elastic workloads (slices) beyond a smaller count, the MultiKueue
-``clusterName`` rule, a ClusterQueue's ``concurrentAdmissionPolicy`` (``ConcurrentAdmission``, alpha).
+``clusterName`` rule, a ClusterQueue's ``concurrentAdmissionPolicy`` (``ConcurrentAdmission``, alpha), and under
+``AdmissionGatedBy`` that a Workload's ``kueue.x-k8s.io/admission-gated-by`` gates are never added after creation,
+only removed (the annotation's format is checked with the object: :mod:`events.object_rules`): kueue-es's Job
+webhook does not stop a Job gaining a gate, which the job connector then copies to its Workload.
 """
 
 from __future__ import annotations

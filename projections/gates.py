@@ -6,7 +6,7 @@ whose dependency is disabled. ``AllAlpha`` / ``AllBeta`` set every alpha / beta 
 names, stages and defaults below are Kueue's (``pkg/features/kube_features.go``, main after v0.19).
 
 Only the gates in :data:`MODELLED` change what kueue-es does, each read where its rule is (README lists what
-each one does). Eleven of them the fold reads from the recorded document: ``ReclaimablePods``,
+each one does). Twelve of them the fold reads from the recorded document: ``ReclaimablePods``,
 ``PrioritySortingWithinCohort`` (:mod:`projections.queue_order`), ``LocalQueueMetrics`` and ``MetricsForCohorts``
 (:mod:`projections.metrics`), ``TopologyAwareScheduling`` (:mod:`projections.clusterqueues`),
 ``AdmissionGatedBy`` (a gated workload is not queued: :mod:`projections.cluster`),
@@ -15,16 +15,16 @@ workloads together, :mod:`projections.queues`), ``TASReplaceNodeOnNodeTaints`` (
 node controller look at a node anew, which lists again a failed node a pod-owned workload's placement was kept on
 under ``SkipReassignmentForPodOwnedWorkloads``: :mod:`projections.cluster`), ``PriorityBoost`` (a workload's
 ``kueue.x-k8s.io/priority-boost`` annotation is added to its priority: :mod:`projections.cluster`),
-``CustomMetricLabels`` (``metrics.customLabels`` on the metrics: :mod:`projections.custom_labels`). The watch
-and ``kueue-es import`` also read there the gates of the checks Kueue's webhooks make only under a gate
-(:meth:`events.manifests.Checks.under`): that one's and ``TASValidateWorkloadSliceSize``,
-``WorkloadValidationForPodSetMetadata``, ``RejectUpdatesToCQWithInvalidOnFlavors`` (an object failing a check is
-skipped, or refused, only while its gate is on); the validating webhook and a STATE.yaml read them from the loaded
-configuration, as the conversion webhook reads ``TASAssignmentsEncodingByHostnamePrefix`` (how it writes a
-topology assignment in v1beta2, as the scheduler does) and ``kueue-es run --kube`` ``VisibilityOnDemand`` (whether
-it serves the visibility API). The configuration loader reads
-``ReservedResourceNameValidation`` (:func:`projections.request_rules.compile_rules`). Every other
-gate is known so that a user's existing configuration is accepted as Kueue accepts it; one set away from its
+``CustomMetricLabels`` (``metrics.customLabels`` on the metrics: :mod:`projections.custom_labels`).
+``kueue-es import`` also reads there the gates of the checks Kueue's webhooks make only under a gate
+(:meth:`events.manifests.Checks.under`): ``TASValidateWorkloadSliceSize``, ``WorkloadValidationForPodSetMetadata``,
+``RejectUpdatesToCQWithInvalidOnFlavors``, ``WorkloadValidateResourcesAreNonNegative``, ``AdmissionGatedBy``'s and
+``PartialAdmission``'s (an object failing a check is refused only while its gate is on); the validating webhook
+and a STATE.yaml read them from the loaded configuration, as the conversion webhook reads
+``TASAssignmentsEncodingByHostnamePrefix`` (how it writes a topology assignment in v1beta2, as the scheduler does)
+and ``kueue-es run --kube`` ``VisibilityOnDemand`` (whether it serves the visibility API). The configuration
+loader reads ``ReservedResourceNameValidation`` (:func:`projections.request_rules.compile_rules`). Every other gate
+is known so that a user's existing configuration is accepted as Kueue accepts it; one set away from its
 default is named in a warning (:func:`ignored`).
 
 The table and :func:`enabled` live beside the projections because the fold reads gates too, from the
@@ -77,6 +77,7 @@ PRIORITY_BOOST = "PriorityBoost"
 WORKLOAD_IDENTIFIER_ANNOTATIONS = "WorkloadIdentifierAnnotations"
 TAS_VALIDATE_WORKLOAD_SLICE_SIZE = "TASValidateWorkloadSliceSize"
 WORKLOAD_VALIDATION_FOR_POD_SET_METADATA = "WorkloadValidationForPodSetMetadata"
+WORKLOAD_VALIDATE_RESOURCES_ARE_NON_NEGATIVE = "WorkloadValidateResourcesAreNonNegative"
 REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS = "RejectUpdatesToCQWithInvalidOnFlavors"
 RESERVED_RESOURCE_NAME_VALIDATION = "ReservedResourceNameValidation"
 CUSTOM_METRIC_LABELS = "CustomMetricLabels"
@@ -158,7 +159,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "TASCacheTopologyTree": (BETA, True),
     "SchedulerLibraryIntegration": (ALPHA, False),
     "VectorizedResourceRequests": (BETA, True),
-    "WorkloadValidateResourcesAreNonNegative": (BETA, True),
+    WORKLOAD_VALIDATE_RESOURCES_ARE_NON_NEGATIVE: (BETA, True),
     TAS_VALIDATE_WORKLOAD_SLICE_SIZE: (BETA, True),
     WORKLOAD_VALIDATION_FOR_POD_SET_METADATA: (BETA, True),
     PRIORITIZE_PREEMPTOR_WORKLOADS: (ALPHA, False),
@@ -217,7 +218,7 @@ MODELLED = frozenset({
     TAS_REPLACE_NODE_ON_POD_TERMINATION, TAS_RESPECT_NODE_AFFINITY_PREFERRED, TAS_VALIDATE_WORKLOAD_SLICE_SIZE,
     TOPOLOGY_AWARE_SCHEDULING, UNADMITTED_WORKLOADS_EXPLICIT_STATUS, UNADMITTED_WORKLOADS_OBSERVABILITY,
     VISIBILITY_ON_DEMAND, WORKLOAD_IDENTIFIER_ANNOTATIONS, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
-    WORKLOAD_VALIDATION_FOR_POD_SET_METADATA,
+    WORKLOAD_VALIDATE_RESOURCES_ARE_NON_NEGATIVE, WORKLOAD_VALIDATION_FOR_POD_SET_METADATA,
 })
 """The gates whose both settings kueue-es models. Every other one is accepted, as Kueue accepts it, and kueue-es
 behaves as under its default (:func:`ignored`). Not TASReplaceNodeDueToNotReadyOverFixedTime (deprecated): with

@@ -15,7 +15,8 @@ from events.manifests import UNGATED, Checks, decode_object, load_text
 from projections import gates
 
 OFF = {"slice_size": Checks(slice_size=False), "pod_set_metadata": Checks(pod_set_metadata=False),
-       "on_flavors": Checks(on_flavors=False)}
+       "on_flavors": Checks(on_flavors=False), "non_negative": Checks(non_negative=False),
+       "admission_gate": Checks(admission_gate=False), "min_count": Checks(min_count=False)}
 
 
 def _workload(topology: dict[str, Any] | None = None, labels: dict | None = None,
@@ -117,3 +118,85 @@ def test_label_values(value: str, ok: bool) -> None:
 def test_annotation_keys_are_checked_lowercased() -> None:
     assert annotations_problem({"Example.COM/Key": "v"}) is None
     assert annotations_problem({"a b": "v"}) is not None
+
+
+def _refused(doc: dict[str, Any]) -> str:
+    with pytest.raises(InvalidInput, match="^Workload team/w: ") as refused:
+        decode_object(doc, "Workload team/w")
+    return str(refused.value)
+
+
+@pytest.mark.parametrize(("place", "path"), [
+    (("containers", 0, "requests"), "containers[0].resources.requests[cpu]"),
+    (("containers", 0, "limits"), "containers[0].resources.limits[cpu]"),
+    (("initContainers", 0, "requests"), "initContainers[0].resources.requests[cpu]"),
+    (("resources", None, "limits"), "resources.limits[cpu]"),
+])
+def test_no_negative_request_or_limit_under_the_gate(place: tuple, path: str) -> None:
+    doc = _workload()
+    pod = doc["spec"]["podSets"][0]["template"]["spec"]
+    field, index, part = place
+    if index is None:
+        pod[field] = {part: {"cpu": "-500m"}}
+    else:
+        pod.setdefault(field, [{"name": "i"}])[index].setdefault("resources", {})[part] = {"cpu": "-500m"}
+    assert _refused(doc) == (f'Workload team/w: field `spec.podSets[0].template.spec.{path}`: Invalid value: "-500m": '
+                             "must be greater than or equal to 0")
+    decode_object(doc, "Workload team/w", checks=OFF["non_negative"])
+
+
+def test_a_workload_s_negative_overhead_is_taken_whatever_the_gate_a_pod_s_negative_request_never() -> None:
+    doc = _workload()
+    doc["spec"]["podSets"][0]["template"]["spec"]["overhead"] = {"cpu": "-1"}
+    doc["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "0"}
+    decode_object(doc, "Workload team/w")  # Kueue's webhook does not look at the overhead
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "team"},
+           "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "-1"}}}]}}
+    with pytest.raises(InvalidInput, match="must not be negative"):
+        decode_object(pod, "Pod team/p", checks=UNGATED)  # the apiserver's own rule
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("example.com/a,,example.com/b", 'Invalid value: "example.com/a,,example.com/b": cannot contain empty gate names'),
+    ("example.com/a, example.com/a", 'Invalid value: "example.com/a, example.com/a": duplicate gate name: '
+                                     "example.com/a"),
+    ("my-gate", 'Invalid value: "my-gate": must be a domain-prefixed path (such as "acme.io/foo")'),
+    ("example.com/", 'Invalid value: "example.com/": must be a domain-prefixed path'),
+    ("Example.com/a", 'Invalid value: "Example.com": a lowercase RFC 1123 subdomain'),
+    ("example.com/a b", 'Invalid value: "a b": Invalid path (regex used for validation is'),
+    ("example.com/" + "g" * 52, "Too long: may not be more than 63 bytes"),
+])
+def test_the_admission_gate_annotation_is_a_list_of_gates_under_the_gate(value: str, message: str) -> None:
+    for good in ("example.com/a", " example.com/a , kueue.x-k8s.io/b:c ", "", "  ", "example.com/" + "g" * 51):
+        taken = _workload()
+        taken["metadata"]["annotations"] = {"kueue.x-k8s.io/admission-gated-by": good}
+        decode_object(taken, "Workload team/w")
+    doc = _workload()
+    doc["metadata"]["annotations"] = {"kueue.x-k8s.io/admission-gated-by": value}
+    assert _refused(doc).startswith(
+        f"Workload team/w: field `metadata.annotations[kueue.x-k8s.io/admission-gated-by]`: {message}")
+    decode_object(doc, "Workload team/w", checks=OFF["admission_gate"])
+
+
+def _partial(*counts: tuple[int, int | None], elastic: bool = False) -> dict[str, Any]:
+    doc = _workload()
+    template = doc["spec"]["podSets"][0]["template"]
+    doc["spec"]["podSets"] = [{"name": f"ps{i}", "count": count, "template": template,
+                               **({"minCount": minimum} if minimum is not None else {})}
+                              for i, (count, minimum) in enumerate(counts)]
+    if elastic:
+        doc["metadata"]["annotations"] = {"kueue.x-k8s.io/elastic-job": "true"}
+    return doc
+
+
+@pytest.mark.parametrize(("doc", "message"), [
+    (_partial((4, 2), (4, 1)), "field `spec.podSets`: Invalid value: 2: at most one podSet can use minCount"),
+    (_partial((0, 1)), "field `spec.podSets[0]`: minCount should be positive and less or equal to count"),
+    (_partial((4, 2), elastic=True), "field `spec.podSets`: Invalid value: 1: partial admission and elastic job "
+                                     "cannot be used together"),
+])
+def test_min_count_rules_under_partial_admission(doc: dict[str, Any], message: str) -> None:
+    for taken in (_partial((4, 2), (3, None)), _partial((4, 4)), _partial((4, None), elastic=True)):
+        decode_object(taken, "Workload team/w")
+    assert _refused(doc) == f"Workload team/w: {message}"
+    decode_object(doc, "Workload team/w", checks=OFF["min_count"])  # Kueue's defaulting dropped minCount

@@ -274,3 +274,113 @@ def test_an_admission_check_names_its_controller_and_a_well_formed_parameters_re
     assert _refusal(check("")) == "AdmissionCheck ac: field `spec.controllerName` must be 1 to 253 characters, has 0"
     assert "`spec.parameters.name`: 'Not_A_Label'" in _refusal(check(name="Not_A_Label"))
     assert "`spec.parameters.apiGroup`: ''" in _refusal(check(apiGroup=""))
+
+
+# --- Tolerations, conditions and names: the plain data's rules ---------------------------------------------------
+
+
+@pytest.mark.parametrize(("toleration", "field"), [
+    ({"operator": "Equal", "value": "x"}, "operator"),
+    ({"effect": "NoSchedule"}, "operator"),
+    ({"key": "a", "operator": "Exists", "value": ""}, "value"),
+])
+def test_a_keyless_toleration_matches_all_and_exists_takes_no_value(toleration: dict, field: str) -> None:
+    _check(flavor(tolerations=[{"operator": "Exists"}, {"operator": "Exists", "effect": "NoExecute"},
+                               {"key": "", "operator": "Equal", "value": "x"}, {"key": "a", "value": ""}]))
+    message = {"operator": "operator must be Exists when 'key' is empty, which means 'match all values and all keys'",
+               "value": "a value must be empty when 'operator' is 'Exists'"}[field]
+    assert _refusal(flavor(tolerations=[{"key": "a", "operator": "Exists"}, toleration])) == (
+        f"ResourceFlavor rf: field `spec.tolerations[1].{field}`: {message}")
+    doc = workload()
+    doc["status"]["admissionChecks"] = [{"name": "ac", "state": "Ready", "lastTransitionTime": TIME,
+                                         "podSetUpdates": [{"name": "main", "tolerations": [toleration]}]}]
+    assert f"field `status.admissionChecks[0].podSetUpdates[0].tolerations[0].{field}`: {message}" in _refusal(doc)
+
+
+def _conditioned(**condition: Any) -> dict[str, Any]:
+    doc = workload()
+    doc["status"]["conditions"] = [{"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done",
+                                    "lastTransitionTime": TIME, **condition}]
+    return doc
+
+
+@pytest.mark.parametrize(("condition", "message"), [
+    ({"type": "a b"}, "field `status.conditions[0].type`: the name part must consist of"),
+    ({"status": "Maybe"}, 'field `status.conditions[0].status`: Unsupported value: "Maybe": supported values: '
+                          '"False", "True", "Unknown"'),
+    ({"observedGeneration": -1}, "field `status.conditions[0].observedGeneration`: Invalid value: -1: must be greater "
+                                 "than or equal to zero"),
+    ({"lastTransitionTime": None}, "field `status.conditions[0].lastTransitionTime`: Required value: must be set"),
+    ({"lastTransitionTime": "0001-01-01T00:00:00Z"},
+     "field `status.conditions[0].lastTransitionTime`: Required value: must be set"),
+    ({"reason": ""}, "field `status.conditions[0].reason`: Required value: must be set"),
+    ({"reason": "Pods ready"}, 'field `status.conditions[0].reason`: Invalid value: "Pods ready": a condition reason '
+                               "must start with alphabetic character"),
+    ({"reason": "R" * 1025}, "field `status.conditions[0].reason`: Too long: may not be more than 1024 bytes"),
+    ({"message": "é" * 16385}, "field `status.conditions[0].message`: Too long: may not be more than 32768 bytes"),
+])
+def test_workload_conditions_are_well_formed_metav1_conditions(condition: dict, message: str) -> None:
+    doc = _conditioned(**condition)
+    if condition.get("lastTransitionTime", "") is None:
+        del doc["status"]["conditions"][0]["lastTransitionTime"]
+    assert _refusal(doc).startswith(f"Workload team/w: {message}")
+
+
+def test_workload_conditions_of_kueue_s_syntax_are_taken_and_a_type_is_given_once() -> None:
+    _check(_conditioned(reason="ReasonA,ReasonB:x_1", observedGeneration=3, type="example.com/Custom"))
+    _check(_conditioned(reason="R" * 1024, message="m" * 32768))
+    twice = _conditioned()
+    twice["status"]["conditions"].append({**twice["status"]["conditions"][0], "status": "False"})
+    assert _refusal(twice) == 'Workload team/w: field `status.conditions[1].type`: Duplicate value: "Finished"'
+
+
+SUBDOMAIN_RULE = r"should match '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$' and be at most 253"
+
+
+def test_the_names_a_workload_gives_are_dns_names() -> None:
+    _check(workload(reserved=True, queueName="team.queue-1",
+                    priorityClassRef={"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high.x"},
+                    priority=1))
+    _check(workload(queueName=""))  # no queue: taken, as a queue name left out
+    assert _refusal(workload(queueName="Team_Q")) == (
+        f"Workload team/w: field `spec.queueName`: 'Team_Q' {SUBDOMAIN_RULE} characters")
+    assert f"`spec.queueName`: '{'q' * 254}' should match" in _refusal(workload(queueName="q" * 254))
+    assert f"field `spec.priorityClassRef.name`: '' {SUBDOMAIN_RULE}" in _refusal(workload(
+        priorityClassRef={"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": ""}, priority=1))
+    named = workload()
+    named["spec"]["podSets"][0]["name"] = "Main"
+    assert "field `spec.podSets[0].name`: 'Main' should match '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$' and be at most 63" in (
+        _refusal(named))
+    for part, value, field in (("clusterQueue", "CQ", "clusterQueue"), ("flavors", {"cpu": "A"}, "flavors[cpu]")):
+        admitted = workload(reserved=True)
+        target = admitted["status"]["admission"]
+        (target if part == "clusterQueue" else target["podSetAssignments"][0])[part] = value
+        assert f"field `status.admission.{'podSetAssignments[0].' if part == 'flavors' else ''}{field}`: " in (
+            _refusal(admitted))
+    checked = workload()
+    checked["status"]["admissionChecks"] = [{"name": "c" * 317, "state": "Pending", "lastTransitionTime": TIME}]
+    assert _refusal(checked) == ("Workload team/w: field `status.admissionChecks[0].name` must be 1 to 316 characters, "
+                                 "has 317")
+    checked["status"]["admissionChecks"][0]["name"] = "Any_Check.name/316"
+    _check(checked)  # an admission check's name has no pattern
+
+
+def test_the_names_queues_cohorts_and_flavors_give_are_dns_subdomains() -> None:
+    _check(cluster_queue("co.a", admissionChecksStrategy={"admissionChecks": [{"name": "Prov_1", "onFlavors": ["a"]}]}))
+    assert _refusal(cluster_queue("Co")) == f"ClusterQueue cq: field `spec.cohortName`: 'Co' {SUBDOMAIN_RULE} characters"
+    bad_flavor = cluster_queue()
+    bad_flavor["spec"]["resourceGroups"][0]["flavors"][0]["name"] = "A"
+    assert "field `spec.resourceGroups[0].flavors[0].name`: 'A' should match" in _refusal(bad_flavor)
+    strategy = {"admissionChecks": [{"name": "ac", "onFlavors": ["a_b"]}]}
+    assert "field `spec.admissionChecksStrategy.admissionChecks[0].onFlavors[0]`: 'a_b' should match" in _refusal(
+        cluster_queue(admissionChecksStrategy=strategy))
+    assert "field `spec.admissionChecksStrategy.admissionChecks[0].name` must be 1 to 316 characters, has 0" in (
+        _refusal(cluster_queue(admissionChecksStrategy={"admissionChecks": [{"name": ""}]})))
+    cohort = {"apiVersion": V1B2, "kind": "Cohort", "metadata": {"name": "co"}, "spec": {"parentName": "Root"}}
+    assert _refusal(cohort) == f"Cohort co: field `spec.parentName`: 'Root' {SUBDOMAIN_RULE} characters"
+    lq = {"apiVersion": V1B2, "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": "team"},
+          "spec": {"clusterQueue": "cq_1"}}
+    assert _refusal(lq).startswith("LocalQueue team/lq: field `spec.clusterQueue`: 'cq_1' should match")
+    assert _refusal(flavor(topologyName="Default", nodeLabels={"pool": "a"})).startswith(
+        "ResourceFlavor rf: field `spec.topologyName`: 'Default' should match")
+    assert "`spec.topologyName`: ''" in _refusal(flavor(topologyName="", nodeLabels={"pool": "a"}))

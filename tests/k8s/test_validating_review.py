@@ -94,6 +94,28 @@ def test_an_invalid_workload_is_refused_and_its_gated_checks_follow_the_configur
     assert "priority-boost" in _message(_review("Workload", boosted, gates={"PriorityBoost": True}))
 
 
+def test_the_workload_checks_under_kueue_s_webhook_gates_follow_the_configuration() -> None:
+    """WorkloadValidateResourcesAreNonNegative, AdmissionGatedBy and PartialAdmission, all on by default."""
+    negative = wl()
+    negative["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "-1"}
+    assert _message(_review("Workload", negative)) == (
+        'Workload team/w: field `spec.podSets[0].template.spec.containers[0].resources.requests[cpu]`: Invalid value: '
+        '"-1": must be greater than or equal to 0')
+    assert _review("Workload", negative, gates={"WorkloadValidateResourcesAreNonNegative": False})["allowed"] is True
+    assert _review("Workload", negative, wl(), gates={"WorkloadValidateResourcesAreNonNegative": False})["allowed"]
+    gated = wl()
+    gated["metadata"]["annotations"] = {"kueue.x-k8s.io/admission-gated-by": "example.com/a,example.com/a"}
+    assert "duplicate gate name: example.com/a" in _message(_review("Workload", gated))
+    assert "duplicate gate name" in _message(_review("Workload", gated, wl()))
+    assert _review("Workload", gated, gates={"AdmissionGatedBy": False})["allowed"] is True
+    partial = wl()
+    partial["spec"]["podSets"].append({**partial["spec"]["podSets"][0], "name": "second"})
+    for ps in partial["spec"]["podSets"]:
+        ps["minCount"] = 1
+    assert "at most one podSet can use minCount" in _message(_review("Workload", partial))
+    assert _review("Workload", partial, gates={"PartialAdmission": False})["allowed"] is True
+
+
 def test_deletes_and_malformed_requests_are_let_through() -> None:
     assert _review("ClusterQueue", cq(queueingStrategy="Sometimes"), op="DELETE")["allowed"] is True
     assert refusal("Workload", "CREATE", None, None, {}) is None
@@ -260,6 +282,21 @@ def test_kueue_s_ungated_rules_refuse_on_create_and_update() -> None:
           "spec": {"nodeTaints": [{"key": "spot", "effect": "Soon"}]}}
     assert _message(_review("ResourceFlavor", rf)).startswith(
         'ResourceFlavor rf: field `spec.nodeTaints[0].effect`: Unsupported value: "Soon"')
+
+
+def test_kueue_s_crd_rules_on_names_tolerations_and_conditions_refuse_whatever_the_gates() -> None:
+    queued = wl(queueName="Team_Q")
+    assert _message(_review("Workload", queued, gates={"AllBeta": False})).startswith(
+        "Workload team/w: field `spec.queueName`: 'Team_Q' should match")
+    keyless = {"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": "rf"},
+               "spec": {"tolerations": [{"operator": "Equal", "value": "x"}]}}
+    assert _message(_review("ResourceFlavor", keyless)) == (
+        "ResourceFlavor rf: field `spec.tolerations[0].operator`: operator must be Exists when 'key' is empty, which "
+        "means 'match all values and all keys'")
+    unreasoned = wl(reserved=True)
+    del unreasoned["status"]["conditions"][0]["reason"]
+    assert _message(_review("Workload", unreasoned, wl(reserved=True))) == (
+        "Workload team/w: field `status.conditions[0].reason`: Required value: must be set")
 
 
 def test_an_update_of_an_object_that_no_longer_decodes_is_judged_on_the_new_one() -> None:

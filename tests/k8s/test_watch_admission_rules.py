@@ -41,15 +41,22 @@ def _watcher(feature_gates: dict[str, bool] | None) -> Watcher:
     return Watcher(None, Mirror(state), emit)  # type: ignore[arg-type]  # decoding needs no client
 
 
-def _workload(topology: dict | None = None, labels: dict | None = None, requests: dict | None = None) -> bytes:
+def _workload(topology: dict | None = None, labels: dict | None = None, requests: dict | None = None, *,
+              annotations: dict | None = None, min_count: int | None = None, conditions: list | None = None,
+              queue: str = "lq") -> bytes:
     spec = {"containers": [{"name": "c", "resources": {"requests": requests}}]} if requests else {}
     ps: dict[str, Any] = {"name": "main", "count": 1, "template": {"metadata": {"labels": labels or {}},
                                                                    "spec": spec}}
     if topology:
         ps["topologyRequest"] = topology
+    pod_sets = [ps]
+    if min_count is not None:  # two pod sets with a minimum count
+        pod_sets = [{**ps, "name": name, "count": 2, "minCount": min_count} for name in ("main", "second")]
     return msgspec.json.encode({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-                                "metadata": {"name": "w", "namespace": "team", "uid": "u", "resourceVersion": "1"},
-                                "spec": {"queueName": "lq", "podSets": [ps]}})
+                                "metadata": {"name": "w", "namespace": "team", "uid": "u", "resourceVersion": "1",
+                                             "annotations": annotations or {}},
+                                "spec": {"queueName": queue, "podSets": pod_sets},
+                                "status": {"conditions": conditions or []}})
 
 
 def _cluster_queue() -> bytes:
@@ -66,6 +73,15 @@ CASES = [
     ("WorkloadValidationForPodSetMetadata", "Workload", _workload(labels=BAD_LABEL), "team/w", "metadata.labels"),
     ("RejectUpdatesToCQWithInvalidOnFlavors", "ClusterQueue", _cluster_queue(), "cq", "onFlavors[0]"),
     ("ungated: the pods resource", "Workload", _workload(requests={"pods": "1"}), "team/w", "pods"),
+    ("WorkloadValidateResourcesAreNonNegative", "Workload", _workload(requests={"cpu": "-1"}), "team/w",
+     "requests[cpu]"),
+    ("AdmissionGatedBy", "Workload", _workload(annotations={"kueue.x-k8s.io/admission-gated-by": "gate"}), "team/w",
+     "admission-gated-by"),
+    ("PartialAdmission", "Workload", _workload(min_count=1), "team/w", "minCount"),
+    ("ungated: a condition's reason", "Workload", _workload(conditions=[
+        {"type": "Finished", "status": "True", "reason": "not a reason", "lastTransitionTime": "2024-01-01T00:00:00Z"}]),
+     "team/w", "conditions[0].reason"),
+    ("ungated: a reference name", "Workload", _workload(queue="Team_Q"), "team/w", "queueName"),
 ]
 
 

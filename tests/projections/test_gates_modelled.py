@@ -33,6 +33,7 @@ def test_modelled_gates_are_the_ones_the_code_reads() -> None:
 def test_only_gates_away_from_their_default_and_not_modelled_are_ignored() -> None:
     assert gates.ignored({}) == []
     assert gates.ignored({"PartialAdmission": False, "MetricForWorkloadCreationLatency": True}) == []
+    assert gates.ignored({"WorkloadValidateResourcesAreNonNegative": False}) == []
     assert gates.ignored({"MetricForWorkloadCreationLatency": False}) == ["MetricForWorkloadCreationLatency"]
     assert "ConcurrentAdmission" in gates.ignored({"AllAlpha": True})
 
