@@ -43,6 +43,7 @@ from connectors.k8s.connector import Connector, schedule
 from connectors.k8s.journal import FollowingJournal, Journal, LocalJournal
 from connectors.k8s.leader import LeaderElector, LeaseTiming
 from connectors.k8s.mirror import Mirror
+from connectors.k8s.pod_webhook import PodDefaulting
 from connectors.k8s.settings import KubeSettings
 from connectors.k8s.settings import validate as validate_kube
 from connectors.kafka import snapshots
@@ -138,7 +139,8 @@ async def serve(settings: Any, opts: Any, stop: asyncio.Event, report: Any) -> N
             stanza = job_webhook.conversion_stanza(k, bundle.ca_pem) if bundle and k.webhook_register else None
             await crds.install(client, docs=crds.all_crds(stanza))
         if k.webhook_port:  # every replica serves it, standbys too
-            webhook = await job_webhook.serve(client, k, bundle, feature_gates=opts.config.feature_gates)
+            webhook = await job_webhook.serve(client, k, bundle, feature_gates=opts.config.feature_gates,
+                                              pods=PodDefaulting.of(opts.config))
         if k.visibility_port:
             visibility = await _visibility_server(client, k, opts.config)
         if k.leader_election:
