@@ -14,7 +14,8 @@
 Logs are JSON lines (structlog) on stderr; progress reports stay JSON lines on stdout like the other modes.
 ``/healthz`` is 200 while the process runs; ``/readyz`` is 200 for a standby and, for the leader, once the
 connector has listed every kind (503 before). With ``webhook_port`` every replica also serves the batch/v1 Job
-mutating webhook, the validating webhooks for the Kueue kinds (under the Kueue Configuration's gates) and the CRD
+and Pod mutating webhooks (the Pod one as the Kueue Configuration's ``integrations.frameworks`` says), the
+validating webhooks for the Kueue kinds (under the Kueue Configuration's gates) and the CRD
 conversion webhook over HTTPS (``connectors/k8s/webhook.py``); with
 ``visibility_port``, Kueue's visibility API for the aggregation layer (``connectors/k8s/visibility.py``), answered
 by the leader once synced (503 before, and on standbys), which registers its APIServices when told to — unless the
