@@ -126,6 +126,9 @@ class PodIntegration:
         """Pod key -> (action, Pod resourceVersion) last done, so a stale view does not repeat it (and Workload
         key -> ("orphan", its resourceVersion) once deleted for want of its Pod)."""
         self._appended: dict[tuple[str, str], int] = {}
+        self._stopped: dict[str, str] = {}
+        """Pod key -> uid of the Pod stopped (marked and deleted) under it: its versions in between (the condition
+        written, the deletion not seen yet) are not stopped again."""
 
     # --- running -------------------------------------------------------------------------------------------
 
@@ -259,6 +262,7 @@ class PodIntegration:
                 elif isinstance(obj, (o.WorkloadPriorityClass, o.PriorityClass)):
                     keys.update(k for k in self.pods if k not in self.workloads_of)
             elif isinstance(e, ev.ObjectDeleted) and e.kind == "Workload":
+                self._acted.pop(e.key, None)
                 found = self._unindex(e.key)
                 if found is not None:
                     keys.add(found)
@@ -284,7 +288,11 @@ class PodIntegration:
             owner = pod_sync.owner_pod(obs) if obs is not None else None
             if owner is not None and (pod is None or owner[1] != pod.metadata.uid):
                 await self._orphaned(key, wl_key, obs, owner[1])  # type: ignore[arg-type]
-        if pod is None or not pod_sync.is_managed(pod):
+        if pod is None:
+            self._acted.pop(key, None)
+            self._stopped.pop(key, None)
+            return
+        if not pod_sync.is_managed(pod):
             return
         wl_key = f"{pod.metadata.namespace}/{self._workload_name(pod)}"
         wl, obs = self.state.workloads.get(wl_key), self.mirror.workloads.get(wl_key)
@@ -309,7 +317,8 @@ class PodIntegration:
                 assert wl is not None and obs is not None
                 await self._once(pod, "start", self._start(pod, wl))
             case pod_sync.STOP:
-                await self._once(pod, "stop", self._stop(pod, step, wl))
+                if self._stopped.get(pod.key) != pod.metadata.uid:
+                    await self._once(pod, "stop", self._stop(pod, step, wl))
             case pod_sync.RELEASE:
                 assert wl is not None
                 if await self._append_once(wl, ev.JobStopped(time=_now(), key=wl.key, uid=wl.uid)):
@@ -432,6 +441,7 @@ class PodIntegration:
             await self.client.delete(PODS, name, ns, uid=pod.metadata.uid)
         except NotFound:
             return
+        self._stopped[pod.key] = pod.metadata.uid
         self.stats.stopped += 1
         log.info("stopped pod", pod=pod.key, reason=step.reason)
         await self._report(pod, STOPPED, workload=wl.key if wl is not None else "", message=step.message)

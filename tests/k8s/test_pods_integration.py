@@ -149,6 +149,19 @@ async def test_an_evicted_running_pod_is_marked_deleted_and_its_quota_released()
 
 
 @pytest.mark.asyncio
+async def test_a_pod_is_stopped_once_though_the_condition_shows_before_its_deletion() -> None:
+    pods, mirror, appended, client = integration(pod_workload())
+    mirror.state.workloads[KEY].phase = "Pending"
+    pods.pods["ns/p"] = managed_pod(gated=False, phase="Running")
+    await pods.reconcile("ns/p")
+    pods.pods["ns/p"] = msgspec.structs.replace(managed_pod(gated=False, phase="Running"), metadata=msgspec.structs.replace(
+        managed_pod().metadata, resource_version="6"))  # the TerminationTarget condition written, not yet deleted
+    await pods.reconcile("ns/p")
+    assert [c[0] for c in client.calls] == ["patch", "delete"]
+    assert [e.action for e in appended if isinstance(e, ev.JobActed)] == ["Stopped"]
+
+
+@pytest.mark.asyncio
 async def test_an_ended_pod_finishes_its_workload_then_loses_the_finalizer() -> None:
     pods, mirror, appended, client = integration(pod_workload())
     mirror.state.workloads[KEY].phase = ADMITTED
