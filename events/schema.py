@@ -96,13 +96,16 @@ class ReclaimablePodsChanged(Event, tag="ReclaimablePodsChanged"):
 class JobActed(Event, tag="JobActed"):
     """The job integration acted on a batch/v1 Job (``key``/``uid``): created its Workload, started it, or stopped
     it, updated or deleted a Workload it no longer matched, or gave it no Workload for want of its
-    WorkloadPriorityClass. Appended once the write succeeded (or was refused): the record that it was done, from
-    which the connector records the Event Kueue's job reconciler records on the Job (so a restart, folding the log
-    again, reports no action twice)."""
+    WorkloadPriorityClass; or the pod integration on a plain Pod (``kind`` Pod). Appended once the write succeeded
+    (or was refused): the record that it was done, from which the connector records the Event Kueue's job
+    reconciler records on the Job or Pod (so a restart, folding the log again, reports no action twice)."""
 
     action: str
-    """``CreatedWorkload``, ``Started``, ``Stopped``, ``UpdatedWorkload``, ``DeletedWorkload`` or
-    ``WorkloadPriorityClassNotFound`` (a reader that does not know an action records nothing for it)."""
+    """``CreatedWorkload``, ``Started``, ``Stopped``, ``UpdatedWorkload``, ``DeletedWorkload``,
+    ``WorkloadPriorityClassNotFound`` or (a Pod whose Workload finished, once finalized) ``FinishedWorkload`` (a
+    reader that does not know an action records nothing for it)."""
+    kind: str = "Job"
+    """What was acted on: ``Job`` (batch/v1) or ``Pod`` (v1)."""
     workload: str = ""
     """Key of the Job's Workload (the one created, updated or deleted, or the one it started under)."""
     cluster_queue: str = ""

@@ -14,7 +14,8 @@
 Logs are JSON lines (structlog) on stderr; progress reports stay JSON lines on stdout like the other modes.
 ``/healthz`` is 200 while the process runs; ``/readyz`` is 200 for a standby and, for the leader, once the
 connector has listed every kind (503 before). With ``webhook_port`` every replica also serves the batch/v1 Job
-mutating webhook, the validating webhooks for the Kueue kinds (under the Kueue Configuration's gates) and the CRD
+and Pod mutating webhooks (the Pod one as the Kueue Configuration's ``integrations.frameworks`` says), the
+validating webhooks for the Kueue kinds (under the Kueue Configuration's gates) and the CRD
 conversion webhook over HTTPS (``connectors/k8s/webhook.py``); with
 ``visibility_port``, Kueue's visibility API for the aggregation layer (``connectors/k8s/visibility.py``), answered
 by the leader once synced (503 before, and on standbys), which registers its APIServices when told to — unless the
@@ -43,6 +44,7 @@ from connectors.k8s.connector import Connector, schedule
 from connectors.k8s.journal import FollowingJournal, Journal, LocalJournal
 from connectors.k8s.leader import LeaderElector, LeaseTiming
 from connectors.k8s.mirror import Mirror
+from connectors.k8s.pod_webhook import PodDefaulting
 from connectors.k8s.settings import KubeSettings
 from connectors.k8s.settings import validate as validate_kube
 from connectors.kafka import snapshots
@@ -138,7 +140,8 @@ async def serve(settings: Any, opts: Any, stop: asyncio.Event, report: Any) -> N
             stanza = job_webhook.conversion_stanza(k, bundle.ca_pem) if bundle and k.webhook_register else None
             await crds.install(client, docs=crds.all_crds(stanza))
         if k.webhook_port:  # every replica serves it, standbys too
-            webhook = await job_webhook.serve(client, k, bundle, feature_gates=opts.config.feature_gates)
+            webhook = await job_webhook.serve(client, k, bundle, feature_gates=opts.config.feature_gates,
+                                              pods=PodDefaulting.of(opts.config))
         if k.visibility_port:
             visibility = await _visibility_server(client, k, opts.config)
         if k.leader_election:

@@ -162,7 +162,7 @@ class KubeClient:
 
     async def watch(self, resource: Resource, resource_version: str, *, timeout_seconds: int = 300,
                     bookmarks: bool = True, on_open: Callable[[], None] | None = None,
-                    field_selector: str = "") -> AsyncIterator[WatchEvent]:
+                    field_selector: str = "", label_selector: str = "") -> AsyncIterator[WatchEvent]:
         """Watch events after ``resource_version`` until the server ends the stream (``timeout_seconds``).
 
         ERROR events are turned into errors (410 Gone → :class:`connectors.k8s.errors.Gone`); a cut
@@ -174,6 +174,8 @@ class KubeClient:
             query.append(("allowWatchBookmarks", "true"))
         if field_selector:
             query.append(("fieldSelector", field_selector))
+        if label_selector:
+            query.append(("labelSelector", label_selector))
         path = resource.collection_path()
         timeout = aiohttp.ClientTimeout(sock_connect=REQUEST_TIMEOUT_S, sock_read=timeout_seconds + 30)
         resp = await self._send("GET", path, query=query, body=None, content_type="application/json",

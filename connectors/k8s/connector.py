@@ -2,7 +2,7 @@
 the log, the scheduler loop beside it.
 
 :class:`Connector` runs, as one task group, the appender and the watcher, and — once every watched kind has
-been listed (``ready``) — the Workload status writer, the Job integration, the queue status writer, the
+been listed (``ready``) — the Workload status writer, the Job and Pod integrations, the queue status writer, the
 resource-in-use finalizers, the retention deletions, the ProvisioningRequest applier, the topology ungater, the
 provisioning checks' Active condition and the recorder of Kueue's Kubernetes Events, so nothing is written to the
 cluster before the log has caught up with it.
@@ -26,6 +26,7 @@ from connectors.k8s.client import KubeClient
 from connectors.k8s.finalizers import Finalizers
 from connectors.k8s.jobs import JobIntegration
 from connectors.k8s.journal import Journal, LocalJournal
+from connectors.k8s.pods_integration import PodIntegration
 from connectors.k8s.provreqs import RequestApplier
 from connectors.k8s.queues import QueueStatusWriter
 from connectors.k8s.recorder import EventRecorder
@@ -55,6 +56,8 @@ class Connector:
                                timeout_seconds=watch_timeout_s, emit_event=self.appender.emit_nowait)
         self.writer = StatusWriter(client, journal, append=self.appender.emit)
         self.jobs = JobIntegration(client, journal, append=self.appender.emit) if jobs else None
+        self.pods = (PodIntegration(client, journal, append=self.appender.emit, watch_timeout_s=watch_timeout_s)
+                     if jobs else None)
         self.queues = QueueStatusWriter(client, journal) if queue_status else None
         self.finalizers = Finalizers(client, journal) if finalizers else None
         self.retention = RetentionEnforcer(client, journal, append=self.appender.emit)
@@ -76,6 +79,8 @@ class Connector:
             tg.create_task(self.writer.run(), name="k8s-writer")
             if self.jobs is not None:
                 tg.create_task(self.jobs.run(), name="k8s-jobs")
+            if self.pods is not None:
+                tg.create_task(self.pods.run(), name="k8s-pods")
             if self.queues is not None:
                 tg.create_task(self.queues.run(), name="k8s-queue-status")
             if self.finalizers is not None:

@@ -78,12 +78,13 @@ ADMISSION = "kueue-admission"
 WORKLOAD_CONTROLLER = "kueue-workload-controller"
 PROVISIONING_CONTROLLER = "kueue-provisioning-request-controller"
 JOB_CONTROLLER = "batch/job-kueue-controller"
+POD_CONTROLLER = "pod-kueue-controller"
 TAS_CONTROLLER = "tas-resource-flavor-controller"
 """Kueue's event recorders (``mgr.GetEventRecorder(...)`` names), the Events' reporting component; the job
 reconciler's is named after its integration and manager (``<integration>-kueue-controller``)."""
 
 NORMAL, WARNING = "Normal", "Warning"
-WORKLOAD_API, JOB_API = BY_KIND["Workload"].api_version, BY_KIND["Job"].api_version
+WORKLOAD_API, JOB_API, POD_API = (BY_KIND[k].api_version for k in ("Workload", "Job", "Pod"))
 MAX_MESSAGE_BYTES = 1024
 MICROS_PER_DECISION = 4
 """A decision records at most three Events."""
@@ -446,7 +447,8 @@ class EventLedger:
             return
         if kind is ev.JobActed:
             namespace, _, name = e.key.partition("/")
-            self._ready(record.offset, e.time, e, Involved(JOB_API, "Job", namespace, name, e.uid))
+            kind_api = POD_API if e.kind == "Pod" else JOB_API  # type: ignore[union-attr]
+            self._ready(record.offset, e.time, e, Involved(kind_api, e.kind, namespace, name, e.uid))  # type: ignore[union-attr]
             return
         if kind is ev.WorkloadFinished:
             # a prebuilt Workload finished out of sync is no Workload of the Job's to Kueue: no FinishedWorkload

@@ -42,6 +42,10 @@ missing); the Event ledger (:class:`connectors.k8s.decision_events.EventLedger`)
 the recorder creates them under names derived from the record, so a restart creates none twice. A suspend that was already there, or
 finishing a stop (restoring the template once the pods are gone), records nothing, as in Kueue.
 
+The pod integration (:mod:`connectors.k8s.pods_integration`) appends ``JobActed`` of kind Pod for what it did to a
+plain Pod: the same ``CreatedWorkload``, ``Started`` and ``Stopped``, and ``FinishedWorkload`` once it finalized a
+Pod whose Workload finished, recorded on the Pod from ``pod-kueue-controller``, as Kueue's pod reconciler does.
+
 Kueue's other Job Events report what kueue-es's job integration does not do: ``Suspended`` (a child Job of a
 Kueue-managed parent), ``ErrWorkloadCompose`` (pod groups) and ``JobNestingTooDeep``.
 """
@@ -51,6 +55,7 @@ from __future__ import annotations
 from connectors.k8s.decision_events import (
     JOB_CONTROLLER,
     NORMAL,
+    POD_CONTROLLER,
     WARNING,
     Involved,
     KubeEvent,
@@ -110,17 +115,20 @@ def job_events(e: ev.AnyEvent, job: Involved | PendingChecks) -> tuple[KubeEvent
     ``UpdatedAdmissionCheck`` of :class:`PendingChecks` (whatever record ``e`` made them ready)."""
     if isinstance(job, PendingChecks):
         return (make_event(job.job, NORMAL, UPDATED_ADMISSION_CHECK, job.message, JOB_CONTROLLER),)
+    by = POD_CONTROLLER if job.kind == "Pod" else JOB_CONTROLLER
     match e:
         case ev.JobActed(action="CreatedWorkload"):
-            return (make_event(job, NORMAL, CREATED_WORKLOAD, f"Created Workload: {e.workload}", JOB_CONTROLLER),)
+            return (make_event(job, NORMAL, CREATED_WORKLOAD, f"Created Workload: {e.workload}", by),)
         case ev.JobActed(action="Started"):
-            return (make_event(job, NORMAL, STARTED, f"Admitted by clusterQueue {e.cluster_queue}", JOB_CONTROLLER),)
+            return (make_event(job, NORMAL, STARTED, f"Admitted by clusterQueue {e.cluster_queue}", by),)
         case ev.JobActed(action="Stopped"):
-            return (make_event(job, NORMAL, STOPPED, e.message, JOB_CONTROLLER),)
+            return (make_event(job, NORMAL, STOPPED, e.message, by),)
         case ev.JobActed(action="WorkloadPriorityClassNotFound"):
-            return (make_event(job, WARNING, NOT_FOUND_REASON, e.message, JOB_CONTROLLER),)
+            return (make_event(job, WARNING, NOT_FOUND_REASON, e.message, by),)
         case ev.JobActed(action="UpdatedWorkload" | "DeletedWorkload"):
-            return (make_event(job, NORMAL, e.action, e.message, JOB_CONTROLLER),)
+            return (make_event(job, NORMAL, e.action, e.message, by),)
+        case ev.JobActed(action="FinishedWorkload"):
+            return (make_event(job, NORMAL, "FinishedWorkload", f"Workload '{e.workload}' is declared finished", by),)
         case ev.WorkloadFinished():
             return (make_event(job, NORMAL, "FinishedWorkload", f"Workload '{e.key}' is declared finished",
                           JOB_CONTROLLER),)

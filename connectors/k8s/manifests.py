@@ -15,10 +15,13 @@ RBAC grants exactly what the connector does:
 * ClusterQueues' and LocalQueues' ``status``: patch (Kueue's queue status);
 * ClusterQueues, ResourceFlavors, AdmissionChecks, Topologies: patch (the resource-in-use finalizer);
 * Leases (coordination.k8s.io) in its own namespace only, for leader election: get/create/update;
-* the webhooks: the Job webhook's MutatingWebhookConfiguration and the ValidatingWebhookConfiguration of the
+* the webhooks: the MutatingWebhookConfiguration of the Job and Pod webhooks and the ValidatingWebhookConfiguration of the
   Kueue kinds and Jobs (create; get/update by name) and, in its own namespace, the Secret that holds the serving
   certificate every replica shares (create; get by name);
-* Pods: patch (the topology ungater lifts the scheduling gate and sets the node selector);
+* Pods: patch (the topology ungater lifts the scheduling gate and sets the node selector; the pod integration
+  lifts the admission gate, merges the admission in and drops its finalizer), delete (the pod integration stops a
+  Pod as Kueue does), ``pods/status``: patch (the ``TerminationTarget`` condition first), ``pods/finalizers``:
+  update (a Workload is created with its Pod as owner, ``blockOwnerDeletion``);
 * ProvisioningRequests (autoscaling.x-k8s.io): create, delete; PodTemplates: get, create, patch (their owner);
   AdmissionChecks' ``status``: patch (the provisioning checks' Active condition);
 * Events (core/v1): create (Kueue's Events for the decisions carried out; never updated or patched);
@@ -29,7 +32,7 @@ RBAC grants exactly what the connector does:
   ``extension-apiserver-authentication-reader``, as Kueue binds it);
 
 The Deployment runs ``kueue-es run --kube`` as a non-root user with a read-only root filesystem, serving the
-batch/v1 Job mutating webhook, the validating webhooks for Jobs and the Kueue kinds and the CRDs' conversion
+batch/v1 Job and Pod mutating webhooks, the validating webhooks for Jobs and the Kueue kinds and the CRDs' conversion
 webhook (the CRDs call it for v1beta1 <-> v1beta2) on port 9443 behind the Service ``kueue-es-webhook`` (it makes a
 self-signed CA, keeps it in the Secret ``kueue-es-webhook-server-cert``, registers the Mutating- and
 ValidatingWebhookConfigurations and sets the CRDs' conversion ``caBundle``: until a replica has started, only
@@ -108,7 +111,9 @@ def cluster_role(name: str = DEFAULT_NAME) -> dict[str, Any]:
          "verbs": ["create"]},
         {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingwebhookconfigurations"],
          "resourceNames": [VALIDATING_CONFIGURATION_NAME], "verbs": ["get", "update"]},
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["patch"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["patch", "delete"]},
+        {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch"]},
+        {"apiGroups": [""], "resources": ["pods/finalizers"], "verbs": ["update"]},
         {"apiGroups": [""], "resources": [POD_TEMPLATES.plural], "verbs": ["get", "create", "patch"]},
         {"apiGroups": [PROVISIONING_REQUESTS.group], "resources": [PROVISIONING_REQUESTS.plural],
          "verbs": ["create", "delete"]},
@@ -239,10 +244,11 @@ def everything(namespace: str = DEFAULT_NAMESPACE, name: str = DEFAULT_NAME, ima
 
 
 def registrations(namespace: str = DEFAULT_NAMESPACE) -> list[dict[str, Any]]:
-    """The cluster-wide objects a replica registers as it starts — the Job webhook's MutatingWebhookConfiguration,
+    """The cluster-wide objects a replica registers as it starts — the MutatingWebhookConfiguration of the Job and
+    Pod webhooks (the Pod one changes nothing unless the Kueue Configuration turns the pod integration on),
     the ValidatingWebhookConfiguration of the Kueue kinds and Jobs, the visibility APIServices — installed with the
-    rest so that deleting the manifests deletes them too: left behind, the webhooks (``failurePolicy: Fail``) would refuse
-    every Job and Kueue object, and the APIServices would break the apiserver's discovery. They go without a
+    rest so that deleting the manifests deletes them too: left behind, the webhooks (``failurePolicy: Fail``) would
+    refuse every Pod, Job and Kueue object, and the APIServices would break the apiserver's discovery. They go without a
     ``caBundle``: the first replica that serves sets it, and a later ``kubectl apply`` leaves it."""
     service = (WEBHOOK_SERVICE, namespace, 443)
     return [webhook.configuration(b"", service=service, excluded_namespaces=("kube-system", namespace)),

@@ -25,7 +25,7 @@ class KubeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     watch_timeout_s: int = 300
     """How long one watch request may last before it is renewed from where it stopped."""
     jobs: bool = True
-    """The batch/v1 Job integration."""
+    """The batch/v1 Job integration, and the plain-Pod one (which the Kueue Configuration turns on)."""
     queue_status: bool = True
     """Write ClusterQueue and LocalQueue status (counts, flavor usage, the Active condition) as Kueue does."""
     finalizers: bool = True

@@ -19,7 +19,9 @@ unchanged. :func:`configuration` builds the MutatingWebhookConfiguration (``fail
 namespace exclusions) that points the apiserver at it — by URL, or at a Service in-cluster — with the CA that
 signed the serving certificate as its ``caBundle``; :func:`register` creates or updates it. The same server
 answers the CRDs' ConversionReviews (:mod:`connectors.k8s.conversion`) and Kueue's validating webhooks for its own
-kinds (:mod:`connectors.k8s.validating`) and for Jobs, all registered with the same CA.
+kinds (:mod:`connectors.k8s.validating`) and for Jobs, all registered with the same CA. The same configuration
+registers Kueue's Pod webhook (:mod:`connectors.k8s.pod_webhook`), which changes nothing while the Kueue
+Configuration leaves the pod integration off.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import msgspec
 import structlog
 from aiohttp import web
 
-from connectors.k8s import conversion, crds, https, job_validation, validating
+from connectors.k8s import conversion, crds, https, job_validation, pod_webhook, validating
 from connectors.k8s.certs import CertBundle, ca_bundle, self_signed
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, KubeError, NotFound
@@ -141,8 +143,11 @@ class WebhookServer:
 
     def __init__(self, has_default_queue: HasDefaultQueue,
                  has_default_priority_class: HasDefaultPriorityClass | None = None,
-                 feature_gates: Mapping[str, bool] | None = None) -> None:
+                 feature_gates: Mapping[str, bool] | None = None,
+                 pods: pod_webhook.Reviewer = pod_webhook.unchanged) -> None:
         self.has_default_queue = has_default_queue
+        self.pods = pods
+        """Answers the Pod webhook's reviews (:mod:`connectors.k8s.pod_webhook`)."""
         self.has_default_priority_class = has_default_priority_class
         self.feature_gates = dict(feature_gates or {})
         self.reviews = 0
@@ -156,13 +161,14 @@ class WebhookServer:
     async def start(self, address: str, port: int, certfile: str, keyfile: str) -> None:
         app = web.Application()
         app.router.add_post(PATH, self._handle)
+        app.router.add_post(pod_webhook.PATH, self._pod)
         app.router.add_post(conversion.PATH, self._convert)
         for path, kind in validating.PATHS.items():
             app.router.add_post(path, partial(self._validate, kind))
         app.router.add_post(job_validation.PATH, partial(self._validate, "Job"))
         self._runner = await https.serve(app, address, port, https.server_tls(certfile, keyfile))
         log.info("webhook serving", address=address, port=port,
-                 paths=[PATH, conversion.PATH, *validating.PATHS, job_validation.PATH])
+                 paths=[PATH, pod_webhook.PATH, conversion.PATH, *validating.PATHS, job_validation.PATH])
 
     async def stop(self) -> None:
         if self._runner is not None:
@@ -172,6 +178,16 @@ class WebhookServer:
     async def _handle(self, request: web.Request) -> web.Response:
         try:
             out = await review(await request.read(), self.has_default_queue, self.has_default_priority_class)
+        except (msgspec.DecodeError, AttributeError, TypeError) as exc:
+            return web.json_response({"error": f"not an AdmissionReview: {exc}"}, status=400)
+        self.reviews += 1
+        if "patch" in out["response"]:
+            self.patched += 1
+        return _closing(web.json_response(out))
+
+    async def _pod(self, request: web.Request) -> web.Response:
+        try:
+            out = await self.pods(await request.read())
         except (msgspec.DecodeError, AttributeError, TypeError) as exc:
             return web.json_response({"error": f"not an AdmissionReview: {exc}"}, status=400)
         self.reviews += 1
@@ -214,27 +230,32 @@ def _closing(resp: web.Response) -> web.Response:
 def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int] | None = None,
                   name: str = CONFIGURATION_NAME, namespace_selector: dict[str, Any] | None = None,
                   excluded_namespaces: tuple[str, ...] = ("kube-system", "kueue-system")) -> dict[str, Any]:
-    """The MutatingWebhookConfiguration for :data:`PATH`: at ``url``, or at ``service`` (name, namespace, port),
-    trusting ``ca_pem`` (none: as ``kueue-es manifests`` installs it, its CA set by the first replica that serves)."""
-    client_config: dict[str, Any] = ca_bundle(ca_pem)
-    if url:
-        client_config["url"] = url.rstrip("/") + PATH
-    elif service is not None:
-        client_config["service"] = {"name": service[0], "namespace": service[1], "port": service[2], "path": PATH}
-    else:
+    """The MutatingWebhookConfiguration for :data:`PATH` and the Pod webhook's path: at ``url``, or at ``service``
+    (name, namespace, port), trusting ``ca_pem`` (none: as ``kueue-es manifests`` installs it, its CA set by the
+    first replica that serves)."""
+    if not url and service is None:
         raise ValueError("the webhook needs a url or a service")
+
+    def client_config(path: str) -> dict[str, Any]:
+        out: dict[str, Any] = ca_bundle(ca_pem)
+        if url:
+            out["url"] = url.rstrip("/") + path
+        else:
+            assert service is not None
+            out["service"] = {"name": service[0], "namespace": service[1], "port": service[2], "path": path}
+        return out
     selector = namespace_selector if namespace_selector is not None else {"matchExpressions": [
         {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(excluded_namespaces)}]}
     return {
         "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
         "metadata": {"name": name},
         "webhooks": [{
-            "name": WEBHOOK_NAME, "clientConfig": client_config,
+            "name": WEBHOOK_NAME, "clientConfig": client_config(PATH),
             "rules": [{"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE"],
                        "resources": ["jobs"], "scope": "Namespaced"}],
             "namespaceSelector": selector, "failurePolicy": "Fail", "sideEffects": "None",
             "admissionReviewVersions": ["v1"], "timeoutSeconds": 10, "reinvocationPolicy": "Never",
-        }],
+        }, pod_webhook.registration(client_config(pod_webhook.PATH), selector)],
     }
 
 
@@ -279,16 +300,21 @@ def conversion_stanza(k: KubeSettings, ca_pem: bytes = b"") -> dict[str, Any]:
 
 
 async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None = None, *,
-                feature_gates: Mapping[str, bool] | None = None) -> WebhookServer:
+                feature_gates: Mapping[str, bool] | None = None,
+                pods: pod_webhook.PodDefaulting | None = None) -> WebhookServer:
     """Start the webhook as ``k`` says (with ``bundle``, else :func:`certificate`); when ``webhook_register``,
     register the Job webhook and the validating webhooks and point the CRDs' conversion at it, all trusting its
     CA. Stop it when done. ``feature_gates``: the Kueue Configuration's (``WorkloadPriorityClassDefaulting``, the
-    gated validations)."""
+    gated validations). ``pods``: what the Pod webhook reads of it (None, or the pod integration off: it changes
+    nothing)."""
     bundle = bundle or await certificate(client, k)
     _, cert, key = bundle.write(tempfile.mkdtemp(prefix="kueue-es-webhook-"))
     defaulting = gates.enabled(feature_gates or {}, gates.WORKLOAD_PRIORITY_CLASS_DEFAULTING)
-    server = WebhookServer(default_queue_lookup(client), default_priority_class_lookup(client) if defaulting else None,
-                           feature_gates)
+    queues = default_queue_lookup(client)
+    pod_reviews = (pod_webhook.reviewer(client, pods, queues) if pods is not None and pods.enabled
+                   else pod_webhook.unchanged)
+    server = WebhookServer(queues, default_priority_class_lookup(client) if defaulting else None,
+                           feature_gates, pod_reviews)
     await server.start(k.webhook_address, k.webhook_port, str(cert), str(key))
     if k.webhook_register:
         service = None if k.webhook_url else (k.webhook_service, k.lease_namespace, 443)

@@ -90,6 +90,16 @@ class CustomLabelConfig(_Cfg):
     tracked_values: list[str] = []
 
 
+class IntegrationsConfig(_Cfg):
+    frameworks: list[str] = []
+    """Kueue's ``integrations.frameworks``: the job frameworks it manages (empty: its default, batch/job only)."""
+
+
+DEFAULT_FRAMEWORKS = ("batch/job",)
+"""The frameworks Kueue manages when the Configuration lists none: the plain-Pod integration (``pod``) is off."""
+POD_FRAMEWORK = "pod"
+
+
 class ControllerMetrics(_Cfg):
     enable_cluster_queue_resources: bool = False
     """Kueue reports the ClusterQueue resource gauges and weighted share only when on; the metrics read it from
@@ -121,6 +131,18 @@ class SchedulerConfig(_Cfg):
     namespace: str = "kueue-system"
     """Kueue's own namespace (only what the default :attr:`managed_jobs_selector` leaves out)."""
     managed_jobs_namespace_selector: o.LabelSelector | None = None
+    integrations: IntegrationsConfig | None = None
+
+    @property
+    def frameworks(self) -> tuple[str, ...]:
+        """The job frameworks managed (``integrations.frameworks``), Kueue's default when none are listed."""
+        listed = self.integrations.frameworks if self.integrations is not None else []
+        return tuple(listed) or DEFAULT_FRAMEWORKS
+
+    @property
+    def manages_pods(self) -> bool:
+        """Kueue's plain-Pod integration is on (``pod`` among the frameworks; off by default)."""
+        return POD_FRAMEWORK in self.frameworks
 
     @property
     def managed_jobs_selector(self) -> o.LabelSelector:

@@ -156,6 +156,9 @@ def test_manifests_render_as_multi_document_yaml() -> None:
                                             "Role", "RoleBinding", "RoleBinding", "Service", "Deployment",
                                             "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
                                             "APIService", "APIService"]
+    mutating = docs[kinds.index("MutatingWebhookConfiguration")]
+    assert [(w["name"], w["clientConfig"]["service"]["path"]) for w in mutating["webhooks"]] == [
+        ("mjob.kb.io", "/mutate-batch-v1-job"), ("mpod.kb.io", "/mutate--v1-pod")]
     dep = docs[kinds.index("Deployment")]
     pod = dep["spec"]["template"]["spec"]
     assert pod["securityContext"]["runAsNonRoot"] is True
@@ -223,7 +226,10 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert await ok("create", "autoscaling.x-k8s.io", "provisioningrequests", "team-a")
         assert await ok("delete", "autoscaling.x-k8s.io", "provisioningrequests", "team-a")
         assert await ok("create", "", "podtemplates", "team-a")
-        assert await ok("patch", "", "pods", "team-a")  # the topology ungater
+        assert await ok("patch", "", "pods", "team-a")  # the topology ungater, the pod integration
+        assert await ok("delete", "", "pods", "team-a")  # the pod integration stops a Pod so
+        assert await ok("patch", "", "pods", "team-a", "status")  # marked TerminationTarget first
+        assert await ok("update", "", "pods", "team-a", "finalizers")  # a Workload owned by its Pod
         assert await ok("patch", "kueue.x-k8s.io", "admissionchecks", "", "status")
         assert await ok("create", "", "events", "team-a")  # Kueue's Events: decisions carried out, Job actions
         # the visibility API: its APIServices, and the Service and endpoints routing them to the leader
@@ -250,7 +256,8 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert not await ok("list", "", "secrets", ns_name)
         assert not await ok("delete", "admissionregistration.k8s.io", "mutatingwebhookconfigurations")
         assert not await ok("update", "coordination.k8s.io", "leases", "kube-system")
-        assert not await ok("delete", "", "pods", "team-a")
+        assert not await ok("create", "", "pods", "team-a")
+        assert not await ok("update", "", "pods", "team-a")
         assert not await ok("patch", "", "events", "team-a")
         assert not await ok("update", "autoscaling.x-k8s.io", "provisioningrequests", "team-a", "status")
         crd = ("apiextensions.k8s.io", "customresourcedefinitions")

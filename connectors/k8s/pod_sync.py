@@ -1,0 +1,259 @@
+"""What Kueue's pod reconciler does next with a single plain Pod, decided from the Pod and its Workload alone.
+
+Pure: no client, no clock. :mod:`connectors.k8s.pods_integration` reads the Pod (its own watch of the Pods Kueue
+manages) and the Workload (the log's, and as the apiserver stores it) and carries out the :class:`Step` this
+says, one a pass, in Kueue's order (``pkg/controller/jobframework/reconciler.go`` over
+``pkg/controller/jobs/pod/pod_controller.go``, for a Pod that is no pod group's):
+
+1. a Pod being deleted only loses Kueue's finalizer (so it can go);
+2. a Pod in a namespace Kueue does not manage, or without a queue name, is left alone;
+3. no Workload yet: one that has ended is only finalized; one already running (its gate lifted by someone else)
+   is stopped ("Missing Workload; unable to restore pod templates"); a gated one gets its Workload
+   (:func:`workload_for`);
+4. a finished Workload: the Pod is finalized (``FinishedWorkload`` on it);
+5. the Pod ended (``Succeeded``/``Failed``): its Workload is finished, with the Pod's ``status.message``;
+6. an evicted Workload: a running Pod is stopped — marked with the condition ``TerminationTarget``
+   (``WorkloadEvictedDueTo<reason>``, the eviction's message) and deleted — and, as Kueue counts no pod of a
+   single Pod active, the quota it held is given back at once (``JobStopped``), as it is for a Pod evicted
+   before it ran (still gated: nothing to stop);
+7. a gated Pod whose Workload is admitted, as the apiserver shows it too, is started: the admission gate is
+   lifted and what the admission adds merged in (:mod:`connectors.k8s.podsetinfo`);
+8. a running Pod whose Workload is not admitted is stopped ("Not admitted by cluster queue").
+
+Under waitForPodsReady the Workload's PodsReady follows the Pod's ``Ready`` condition as Kueue's reconciler
+writes it (:func:`pods_ready_change`), as for Jobs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from connectors.k8s.job_events import MISSING_WORKLOAD, NOT_ADMITTED, QUEUE_LABEL
+from connectors.k8s.job_priority import workload_priority
+from connectors.k8s.jobs import MAX_PREFIX, SHORT_PREFIX, max_execution_seconds
+from connectors.k8s.pod_webhook import ADMISSION_GATE, FINALIZER, MANAGED, MANAGED_LABEL
+from connectors.k8s.podsetinfo import TAS_LABEL, TOPOLOGY_GATE, PodSetInfo, merge
+from connectors.k8s.resources import JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION
+from events import objects as o
+from projections.cluster import ClusterState
+from projections.pods_ready_condition import WAIT_FOR_START
+from projections.workloads import ADMITTED, FINISHED, PROVREQ_ANNOTATION_PREFIX, WorkloadInfo
+
+TERMINATION_TARGET = "TerminationTarget"
+"""The Pod condition Kueue sets on a Pod it stops, before it deletes it."""
+NOT_ADMITTED_REASON, NO_MATCHING_WORKLOAD_REASON, EVICTED_REASON = "NotAdmitted", "NoMatchingWorkload", "WorkloadEvicted"
+
+NOTHING, FINALIZE, CREATE, STOP, RELEASE, FINISH, START = (
+    "nothing", "finalize", "create", "stop", "release", "finish", "start")
+
+
+class PodCondition(msgspec.Struct, frozen=True, rename="camel", forbid_unknown_fields=False):
+    type: str
+    status: str = ""
+
+
+class ManagedPodSpec(msgspec.Struct, frozen=True, rename="camel", forbid_unknown_fields=False):
+    scheduling_gates: list[dict[str, Any]] = []
+    node_selector: dict[str, str] = {}
+    tolerations: list[o.Toleration] = []
+    node_name: str = ""
+    priority_class_name: str = ""
+
+
+class ManagedPodStatus(msgspec.Struct, frozen=True, rename="camel", forbid_unknown_fields=False):
+    phase: str = ""
+    message: str = ""
+    conditions: list[PodCondition] = []
+
+
+class ManagedPod(msgspec.Struct, frozen=True, forbid_unknown_fields=False):
+    """What the pod integration reads of a Pod (the Workload's template comes from the Pod as stored, read when
+    the Workload is made)."""
+
+    metadata: o.ObjectMeta
+    spec: ManagedPodSpec = ManagedPodSpec()
+    status: ManagedPodStatus = ManagedPodStatus()
+
+    @property
+    def key(self) -> str:
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One thing to do: ``action`` (one of the constants above) and what it needs."""
+
+    action: str = NOTHING
+    reason: str = ""
+    """STOP: the ``TerminationTarget`` condition's reason; FINISH: the Workload's (``Succeeded``/``Failed``)."""
+    message: str = ""
+    """STOP: why (the ``Stopped`` Event's and the condition's message); FINISH: the Pod's ``status.message``."""
+    release: bool = False
+    """STOP: the Workload was evicted and still holds quota: give it back once the Pod is stopped."""
+    finished_workload: bool = False
+    """FINALIZE: the Workload finished (Kueue records ``FinishedWorkload`` on the Pod)."""
+
+
+def is_managed(pod: ManagedPod) -> bool:
+    """Kueue's webhook made it Kueue's (its reconciler skips a Pod without the label)."""
+    return pod.metadata.labels.get(MANAGED_LABEL) == MANAGED
+
+
+def is_gated(pod: ManagedPod) -> bool:
+    return any(g.get("name") == ADMISSION_GATE for g in pod.spec.scheduling_gates)
+
+
+def ended(pod: ManagedPod) -> tuple[str, str] | None:
+    """``(reason, message)`` of a Pod that succeeded or failed: its Workload's finish."""
+    if pod.status.phase not in ("Succeeded", "Failed"):
+        return None
+    return ("Succeeded" if pod.status.phase == "Succeeded" else "Failed"), pod.status.message
+
+
+def is_running(pod: ManagedPod) -> bool:
+    """Not held back (Kueue's ``IsSuspended`` for a Pod: gated or ended) and not on its way out."""
+    return not is_gated(pod) and ended(pod) is None and not pod.metadata.deletion_timestamp
+
+
+def is_ready(pod: ManagedPod) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions)
+
+
+def finalizable(pod: ManagedPod) -> bool:
+    return FINALIZER in pod.metadata.finalizers
+
+
+def is_admitted(wl: WorkloadInfo) -> bool:
+    return wl.phase == ADMITTED and not wl.evicted and wl.active
+
+
+def next_step(pod: ManagedPod, wl: WorkloadInfo | None, *, managed: bool, admission_shown: bool) -> Step:
+    """What Kueue's reconciler does next (see the module docstring). ``wl``: the Pod's Workload in the log (None:
+    none yet); ``managed``: the integration is on and the Pod's namespace one it manages; ``admission_shown``: the
+    apiserver shows ``wl`` admitted as the log decided."""
+    if pod.metadata.deletion_timestamp:
+        return Step(FINALIZE) if finalizable(pod) else Step()
+    if not managed or not pod.metadata.labels.get(QUEUE_LABEL):
+        return Step()
+    finish = ended(pod)
+    if wl is None:
+        if finish is not None:
+            return Step(FINALIZE) if finalizable(pod) else Step()
+        if not is_gated(pod):
+            return Step(STOP, NO_MATCHING_WORKLOAD_REASON, MISSING_WORKLOAD)
+        return Step(CREATE)
+    if wl.phase == FINISHED:
+        return Step(FINALIZE, finished_workload=True) if finalizable(pod) else Step()
+    if finish is not None:
+        return Step(FINISH, *finish)
+    if wl.evicted:
+        evicted = wl.condition("Evicted")
+        release = wl.reserving and not wl.job_stopped
+        if is_running(pod):
+            return Step(STOP, f"{EVICTED_REASON}DueTo{wl.evicted}", evicted.message if evicted else "", release=release)
+        return Step(RELEASE) if release else Step()
+    if is_gated(pod):
+        return Step(START) if is_admitted(wl) and admission_shown else Step()
+    if not is_admitted(wl):
+        return Step(STOP, NOT_ADMITTED_REASON, NOT_ADMITTED)
+    return Step()
+
+
+def pods_ready_change(pod: ManagedPod, wl: WorkloadInfo) -> tuple[bool, str] | None:
+    """``(ready, reason)`` to put in the log for the Workload's PodsReady under waitForPodsReady, as for a Job:
+    while admitted and running, the Pod's ``Ready`` (``Started``, ``Recovered`` after a loss, else
+    ``WaitForRecovery``); otherwise, or before the Pod is ready, Kueue's first write (``WaitForStart``) when none
+    is shown yet. None: nothing to change."""
+    if wl.phase == FINISHED:
+        return None
+    first = None if wl.condition("PodsReady") is not None else (False, WAIT_FOR_START)
+    if not (is_admitted(wl) and is_running(pod)):
+        return first if not wl.pods_ready else None
+    ready = is_ready(pod)
+    if ready == wl.pods_ready:
+        return first if not ready else None
+    if ready:
+        prior = wl.condition("PodsReady")
+        return True, "Recovered" if prior is not None and prior.reason in ("WaitForRecovery", "Recovered") else "Started"
+    return False, "WaitForRecovery"
+
+
+def workload_name(pod_name: str, pod_uid: str, short: bool = False) -> str:
+    """Kueue's name for the Workload of a Pod: ``pod-<name>-<hash>`` (the hash over the kind, the empty core group,
+    the name and the uid); ``short``: its ``ShortWorkloadNames`` gate."""
+    prefix = f"pod-{pod_name}"[:SHORT_PREFIX if short else MAX_PREFIX]
+    digest = hashlib.sha1(f"Pod\n\n{pod_name}\n{pod_uid}".encode()).hexdigest()
+    return f"{prefix}-{digest[:5]}"
+
+
+def controller_ref(pod_name: str, pod_uid: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "name": pod_name, "uid": pod_uid, "controller": True,
+            "blockOwnerDeletion": True}
+
+
+def owner_pod(wl: o.Workload) -> tuple[str, str] | None:
+    """``(pod key, pod uid)`` of the Pod that controls ``wl``, if one does."""
+    for ref in wl.metadata.owner_references:
+        if ref.controller and ref.kind == "Pod" and ref.api_version == "v1":
+            return f"{wl.metadata.namespace}/{ref.name}", ref.uid
+    return None
+
+
+def workload_for(state: ClusterState, raw_pod: dict[str, Any], name: str) -> dict[str, Any]:
+    """The Workload Kueue makes for a single Pod as stored (``raw_pod``): one pod set ``main`` of one pod whose
+    template is the Pod's spec, the queue name, the priority (the Pod's ``kueue.x-k8s.io/priority-class``, else
+    its ``priorityClassName``), ``maximumExecutionTimeSeconds`` from ``kueue.x-k8s.io/max-exec-time-seconds``, the
+    ProvisioningRequest annotations, the Pod's uid label and the Pod as controller owner. Raises what
+    :func:`connectors.k8s.job_priority.workload_priority` and :func:`connectors.k8s.jobs.max_execution_seconds`
+    raise."""
+    meta, spec = raw_pod["metadata"], msgspec.json.decode(msgspec.json.encode(raw_pod.get("spec") or {}))
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    wl_spec: dict[str, Any] = {"queueName": labels[QUEUE_LABEL],
+                               "podSets": [{"name": "main", "count": 1, "template": {"spec": spec}}]}
+    ref = workload_priority(state, labels, spec.get("priorityClassName"))
+    if ref is not None:
+        wl_spec["priorityClassRef"], wl_spec["priority"] = ref
+    max_exec = max_execution_seconds(labels)
+    if max_exec is not None:
+        wl_spec["maximumExecutionTimeSeconds"] = max_exec
+    wl_meta: dict[str, Any] = {"name": name, "namespace": meta["namespace"], "labels": {JOB_UID_LABEL: meta["uid"]},
+                               "ownerReferences": [controller_ref(meta["name"], meta["uid"])]}
+    provreq = {k: v for k, v in annotations.items() if k.startswith(PROVREQ_ANNOTATION_PREFIX)}
+    if provreq:
+        wl_meta["annotations"] = provreq
+    return {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "kind": "Workload", "metadata": wl_meta, "spec": wl_spec}
+
+
+def start_patch(pod: ManagedPod, info: PodSetInfo) -> dict[str, Any]:
+    """The merge patch that starts a gated Pod with what its admission adds (``info``): labels, annotations, node
+    selector and tolerations merged in (raises :class:`connectors.k8s.podsetinfo.MergeConflict`), the admission
+    gate lifted — and the topology gate too on a Pod not placed by topology, as Kueue does — conditioned on the
+    Pod's resourceVersion. The apiserver lets a gated Pod gain node selector entries and tolerations and lose
+    gates, never gain them: gates ``info`` would add are not."""
+    current = PodSetInfo(annotations=dict(pod.metadata.annotations), labels=dict(pod.metadata.labels),
+                         node_selector=dict(pod.spec.node_selector), tolerations=list(pod.spec.tolerations))
+    merged = merge(current, msgspec.structs.replace(info, scheduling_gates=[]), what="invalid podset infos")
+    dropped = {ADMISSION_GATE} if TAS_LABEL in merged.labels else {ADMISSION_GATE, TOPOLOGY_GATE}
+    gates = [g for g in pod.spec.scheduling_gates if g.get("name") not in dropped]
+    return {"metadata": {"resourceVersion": pod.metadata.resource_version, "labels": merged.labels or None,
+                         "annotations": merged.annotations or None},
+            "spec": {"nodeSelector": merged.node_selector or None,
+                     "tolerations": [msgspec.to_builtins(t) for t in merged.tolerations] or None,
+                     "schedulingGates": gates or None}}
+
+
+def finalize_patch(pod: ManagedPod) -> dict[str, Any]:
+    """The merge patch that drops Kueue's finalizer from the Pod, conditioned on its resourceVersion."""
+    rest = [f for f in pod.metadata.finalizers if f != FINALIZER]
+    return {"metadata": {"resourceVersion": pod.metadata.resource_version, "finalizers": rest or None}}
+
+
+def termination_condition(reason: str, message: str, now: str) -> dict[str, Any]:
+    """The strategic merge patch of ``pods/status`` that marks the Pod as one Kueue stops (its conditions merge by
+    type)."""
+    return {"status": {"conditions": [{"type": TERMINATION_TARGET, "status": "True", "reason": reason,
+                                       "message": message, "lastTransitionTime": now}]}}

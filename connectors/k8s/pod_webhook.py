@@ -1,0 +1,213 @@
+"""The mutating admission webhook for plain Pods (Kueue's ``mpod.kb.io`` at ``/mutate--v1-pod``, on creation).
+
+Kueue registers it whatever its Configuration says and, while its ``pod`` integration is off (the default: it is
+not among ``integrations.frameworks`` unless listed), answers every review without a change; so does kueue-es.
+With it on, a Pod being created is Kueue's to hold back when:
+
+* its namespace is one the Configuration's ``managedJobsNamespaceSelector`` selects (the Namespace is read from
+  the apiserver, as Kueue reads it; one that cannot be read refuses the Pod, as Kueue's webhook fails);
+* its controller is not a batch/v1 Job that names a queue (that Job's Workload admits its pods: the Job
+  integration's, not this one's);
+* it names a queue (``kueue.x-k8s.io/queue-name``), or its namespace has a LocalQueue ``default``, whose name it
+  is then given (Kueue's LocalQueue defaulting).
+
+Such a Pod gets Kueue's label ``kueue.x-k8s.io/managed: "true"``, its finalizer ``kueue.x-k8s.io/managed`` (so the
+pod integration sees how it ended before it is gone: :mod:`connectors.k8s.pods_integration`) and the scheduling
+gate ``kueue.x-k8s.io/admission``, which keeps it off every node until its Workload is admitted. Everything else
+is allowed unchanged. Not done, unlike Kueue: pod groups (``kueue.x-k8s.io/pod-group-name``: their pods are held
+like any other, one Workload each), the TAS topology gate and pod-index label, ``manageJobsWithoutQueueName``, the
+pods of Kueue's other integrations (Deployments, StatefulSets, LeaderWorkerSets: their ReplicaSets and parents are
+not looked through), and the validating pod webhook (``vpod.kb.io``).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+import structlog
+
+from connectors.k8s.client import KubeClient
+from connectors.k8s.errors import KubeError
+from connectors.k8s.job_events import QUEUE_LABEL
+from connectors.k8s.resources import BY_KIND
+from events import objects as o
+from kueue_es.scheduler.config import SchedulerConfig
+from projections.clusterqueues import selector_matches
+
+log = structlog.get_logger("kueue_es.k8s.pod_webhook")
+
+PATH = "/mutate--v1-pod"
+WEBHOOK_NAME = "mpod.kb.io"
+MANAGED_LABEL = "kueue.x-k8s.io/managed"
+MANAGED = "true"
+FINALIZER = MANAGED_LABEL
+"""Kueue's pod finalizer has the managed label's name."""
+ADMISSION_GATE = "kueue.x-k8s.io/admission"
+DEFAULT_QUEUE = "default"
+
+NamespaceLabels = Callable[[str], Awaitable[dict[str, str]]]
+"""The labels of a namespace, read from the apiserver."""
+HasDefaultQueue = Callable[[str], Awaitable[bool]]
+QueuedJobOwner = Callable[[str, dict[str, Any]], Awaitable[bool]]
+"""Whether the Pod's controller (an ownerReference, in the Pod's namespace) is a Job that names a queue."""
+
+
+class PodDefaulting(msgspec.Struct, frozen=True):
+    """What the webhook reads of the Kueue Configuration: whether the pod integration is on, and which namespaces
+    it manages."""
+
+    enabled: bool = False
+    managed_namespaces: o.LabelSelector = o.LabelSelector()
+
+    @classmethod
+    def of(cls, config: SchedulerConfig) -> PodDefaulting:
+        return cls(config.manages_pods, config.managed_jobs_selector)
+
+
+def controller_of(pod: dict[str, Any]) -> dict[str, Any] | None:
+    """The Pod's controller ownerReference, if any."""
+    refs = (pod.get("metadata") or {}).get("ownerReferences") or []
+    return next((r for r in refs if isinstance(r, dict) and r.get("controller")), None)
+
+
+def owned_by_job(ref: dict[str, Any] | None) -> bool:
+    return ref is not None and ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith("batch/")
+
+
+def pod_patch(pod: dict[str, Any], *, default_queue: bool) -> list[dict[str, Any]]:
+    """The JSON patch that makes a Pod Kueue's (empty: not Kueue's): with a queue name, or ``default_queue`` (its
+    namespace has a LocalQueue ``default``, whose name it gets), the managed label, the finalizer and the admission
+    gate, each once. The namespace and owner checks are the caller's."""
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    added: dict[str, str] = {}
+    if not labels.get(QUEUE_LABEL):
+        if not default_queue:
+            return []
+        added[QUEUE_LABEL] = DEFAULT_QUEUE
+    if labels.get(MANAGED_LABEL) != MANAGED:
+        added[MANAGED_LABEL] = MANAGED
+    ops: list[dict[str, Any]] = []
+    if meta.get("labels") is None:
+        ops.append({"op": "add", "path": "/metadata/labels", "value": added})
+    else:
+        ops += [{"op": "add", "path": "/metadata/labels/" + _escape(k), "value": v} for k, v in added.items()]
+    finalizers = meta.get("finalizers")
+    if finalizers is None:
+        ops.append({"op": "add", "path": "/metadata/finalizers", "value": [FINALIZER]})
+    elif FINALIZER not in finalizers:
+        ops.append({"op": "add", "path": "/metadata/finalizers/-", "value": FINALIZER})
+    gates = (pod.get("spec") or {}).get("schedulingGates")
+    if gates is None:
+        ops.append({"op": "add", "path": "/spec/schedulingGates", "value": [{"name": ADMISSION_GATE}]})
+    elif not any(isinstance(g, dict) and g.get("name") == ADMISSION_GATE for g in gates):
+        ops.append({"op": "add", "path": "/spec/schedulingGates/-", "value": {"name": ADMISSION_GATE}})
+    return ops
+
+
+async def review(body: bytes, defaulting: PodDefaulting, namespace_labels: NamespaceLabels,
+                 has_default_queue: HasDefaultQueue, queued_job_owner: QueuedJobOwner) -> dict[str, Any]:
+    """Answer one AdmissionReview (v1) for a Pod (see the module docstring). A lookup that fails refuses the Pod
+    with Kueue's words for it (the webhook's ``failurePolicy`` is Fail either way)."""
+    req = msgspec.json.decode(body).get("request") or {}
+    response: dict[str, Any] = {"uid": req.get("uid", ""), "allowed": True}
+    pod = req.get("object") or {}
+    if defaulting.enabled and req.get("operation", "CREATE") == "CREATE" and isinstance(pod, dict) and pod:
+        namespace = req.get("namespace") or (pod.get("metadata") or {}).get("namespace", "")
+        try:
+            ops = await _defaults(pod, namespace, defaulting, namespace_labels, has_default_queue, queued_job_owner)
+        except _LookupFailed as exc:
+            response.update(allowed=False, status={"code": 500, "reason": "InternalError", "message": str(exc)})
+            ops = []
+        if ops:
+            response["patchType"] = "JSONPatch"
+            response["patch"] = base64.b64encode(msgspec.json.encode(ops)).decode()
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+
+
+class _LookupFailed(Exception):
+    pass
+
+
+async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulting, namespace_labels: NamespaceLabels,
+                    has_default_queue: HasDefaultQueue, queued_job_owner: QueuedJobOwner) -> list[dict[str, Any]]:
+    """In Kueue's order: the namespace, the owner, then the queue name."""
+    try:
+        labels = await namespace_labels(namespace)
+    except KubeError as exc:
+        raise _LookupFailed(f"failed to get namespace: {exc}") from exc
+    if not selector_matches(defaulting.managed_namespaces, labels):
+        return []
+    owner = controller_of(pod)
+    if owned_by_job(owner):
+        assert owner is not None
+        try:
+            if await queued_job_owner(namespace, owner):
+                return []
+        except KubeError as exc:
+            raise _LookupFailed(f"workload owner not found: {exc}") from exc
+    queue = ((pod.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL)
+    default = not queue and await has_default_queue(namespace)
+    return pod_patch(pod, default_queue=default)
+
+
+def namespace_lookup(client: KubeClient) -> NamespaceLabels:
+    """A Namespace's labels, asked of the apiserver (every replica serves the webhook, standbys too)."""
+
+    async def namespace_labels(name: str) -> dict[str, str]:
+        raw = msgspec.json.decode(await client.get(BY_KIND["Namespace"], name))
+        return dict((raw.get("metadata") or {}).get("labels") or {})
+
+    return namespace_labels
+
+
+def job_owner_lookup(client: KubeClient) -> QueuedJobOwner:
+    """Whether the Job a Pod's controller reference names has a queue name (a Job gone refuses the Pod, as Kueue's
+    webhook does when it cannot find the owner)."""
+
+    async def queued_job_owner(namespace: str, ref: dict[str, Any]) -> bool:
+        raw = msgspec.json.decode(await client.get(BY_KIND["Job"], str(ref.get("name", "")), namespace))
+        return bool(((raw.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL))
+
+    return queued_job_owner
+
+
+def registration(client_config: dict[str, Any], namespace_selector: dict[str, Any]) -> dict[str, Any]:
+    """The ``mpod.kb.io`` entry of the MutatingWebhookConfiguration: Pods, on creation, fail closed, in the
+    namespaces ``namespace_selector`` selects (as Kueue's manifests: all but kube-system and its own)."""
+    return {
+        "name": WEBHOOK_NAME, "clientConfig": client_config,
+        "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"],
+                   "scope": "Namespaced"}],
+        "namespaceSelector": namespace_selector, "failurePolicy": "Fail", "sideEffects": "None",
+        "admissionReviewVersions": ["v1"], "timeoutSeconds": 10, "reinvocationPolicy": "Never",
+    }
+
+
+def _escape(key: str) -> str:
+    """A JSON-pointer token (RFC 6901)."""
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+
+Reviewer = Callable[[bytes], Awaitable[dict[str, Any]]]
+
+
+def reviewer(client: KubeClient, defaulting: PodDefaulting, has_default_queue: HasDefaultQueue) -> Reviewer:
+    """:func:`review` with its lookups asked of the apiserver."""
+    namespace_labels, queued_job_owner = namespace_lookup(client), job_owner_lookup(client)
+
+    async def answer(body: bytes) -> dict[str, Any]:
+        return await review(body, defaulting, namespace_labels, has_default_queue, queued_job_owner)
+
+    return answer
+
+
+async def unchanged(body: bytes) -> dict[str, Any]:
+    """The answer while the pod integration is off: every Pod allowed as it is."""
+    req = msgspec.json.decode(body).get("request") or {}
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "response": {"uid": req.get("uid", ""), "allowed": True}}

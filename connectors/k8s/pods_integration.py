@@ -1,0 +1,495 @@
+"""Kueue's plain-Pod integration, for single Pods: a Pod its webhook gated runs only once its Workload is admitted.
+
+The Pods it manages are the ones the Pod webhook (:mod:`connectors.k8s.pod_webhook`) labelled
+``kueue.x-k8s.io/managed=true``. They are not the log's: the log keeps Pods only as topology-aware scheduling needs
+them (non-terminal, bound or TAS-gated, trimmed), while this needs a managed Pod from its creation, gated, to its
+end, succeeded or failed, until Kueue's finalizer lets it go. So it keeps its own list+watch of exactly those Pods
+(label selector, every phase; a relist after 410 Gone), and reads their Workloads from the mirror — the log's
+state, and the Workload as the apiserver stores it. A Pod is looked at again when it changes, and when anything
+the log records touches its Workload (found by the Workload's controller ownerReference), its namespace, a
+priority class (a Pod still without a Workload may be waiting for it) or the Configuration.
+
+Nothing happens while the Kueue Configuration in force leaves the ``pod`` framework out (Kueue's default). With
+it in, each pass does the one :class:`connectors.k8s.pod_sync.Step` Kueue's reconciler would do next:
+
+* **create** ``pod-<name>-<hash>`` (owned by the Pod, one pod set ``main`` of one pod with the Pod's spec as
+  template, :func:`connectors.k8s.pod_sync.workload_for`) for a gated Pod with a queue name in a managed
+  namespace; ``CreatedWorkload`` on the Pod. A priority class the log does not hold yet holds it back until it
+  does; a ``max-exec-time-seconds`` Kueue refuses gets it none;
+* **start** once its Workload is admitted, in the log and as the apiserver stores it (as for Jobs: never on a
+  decision whose status write is still to come): the admission gate lifted and the flavors' ``nodeLabels`` and
+  tolerations, the pod-set label, the queue labels and the Ready checks' updates merged into the Pod, one patch
+  conditioned on its resourceVersion; ``Started`` "Admitted by clusterQueue <cq>". A merge conflict finishes the
+  Workload ``FailedToStart``;
+* **stop**, as Kueue stops a Pod, which cannot be suspended: the condition ``TerminationTarget`` (reason
+  ``WorkloadEvictedDueTo<reason>``, ``NotAdmitted`` or ``NoMatchingWorkload``, message why) through
+  ``pods/status``, then the Pod is deleted; ``Stopped`` with why. The quota of an evicted Workload is given back
+  at once (``JobStopped``: Kueue counts no pod of a single Pod active), also when it was evicted before its Pod
+  started;
+* **finish** the Workload (``Succeeded``/``Failed``, with the Pod's ``status.message``) once the Pod ended;
+* **finalize**: drop Kueue's finalizer from a Pod being deleted, an ended one without a Workload, or one whose
+  Workload finished (``FinishedWorkload`` on the Pod then);
+* the Pod **gone** (or a new Pod of the same name): its Workload is finished (``OwnerNotFound``, under
+  ``FinishOrphanedWorkloads``) and deleted, as the garbage collector would delete it.
+
+Under waitForPodsReady the Workload's PodsReady follows the Pod's ``Ready`` condition, as for Jobs. The Events
+go through the log (``JobActed`` of kind Pod, from ``pod-kueue-controller``), so a restart records none twice.
+Not done: pod groups (``kueue.x-k8s.io/pod-group-name``), prebuilt Workloads, keeping the Workload in step with a
+changed Pod (its queue name, its priority class), topology-aware placement of pods, the Workload's
+``resource-in-use`` finalizer, ``UpdatedAdmissionCheck`` and ``WorkloadPriorityClassNotFound`` Events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+import structlog
+
+from connectors.k8s import pod_sync, podsetinfo
+from connectors.k8s.client import KubeClient, resource_version_of
+from connectors.k8s.errors import AlreadyExists, Conflict, Gone, KubeError, NotFound
+from connectors.k8s.job_events import CREATED_WORKLOAD, QUEUE_LABEL, STARTED, STOPPED
+from connectors.k8s.job_priority import PriorityClassNotFound, WorkloadPriorityClassNotFound
+from connectors.k8s.jobs import admission_shown
+from connectors.k8s.journal import Journal
+from connectors.k8s.pod_sync import ManagedPod, Step
+from connectors.k8s.pod_webhook import MANAGED, MANAGED_LABEL
+from connectors.k8s.resources import BY_KIND
+from connectors.k8s.workers import KeyedWorkers, Retries
+from events import objects as o
+from events import schema as ev
+from events.errors import InvalidInput
+from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
+from kueue_es.scheduler.config_record import in_force
+from projections import gates
+from projections.clusterqueues import selector_matches
+from projections.workloads import FINISHED, WorkloadInfo
+
+log = structlog.get_logger("kueue_es.k8s.pods")
+
+PODS = BY_KIND["Pod"]
+WORKLOADS = BY_KIND["Workload"]
+SELECTOR = f"{MANAGED_LABEL}={MANAGED}"
+STRATEGIC_MERGE = "application/strategic-merge-patch+json"
+FINISHED_WORKLOAD = "FinishedWorkload"
+
+
+@dataclass
+class PodStats:
+    created: int = 0
+    started: int = 0
+    stopped: int = 0
+    finished: int = 0
+    finalized: int = 0
+    released: int = 0
+    orphans: int = 0
+    conflicts: int = 0
+    errors: int = 0
+    relists: int = 0
+    invalid: list[str] = field(default_factory=list)
+    """Pods given no Workload: a label Kueue's webhook refuses (``max-exec-time-seconds``)."""
+    failed_to_start: list[str] = field(default_factory=list)
+
+
+class PodIntegration:
+    def __init__(self, client: KubeClient, journal: Journal, *, retry_s: float = 1.0,
+                 append: Callable[[Sequence[ev.AnyEvent]], Awaitable[list[int]]] | None = None,
+                 concurrency: int = 16, watch_timeout_s: int = 300, backoff_s: float = 1.0) -> None:
+        self.client = client
+        self.journal = journal
+        self.append = append or journal.append
+        self.mirror = journal.mirror
+        self.state = journal.mirror.state
+        self.concurrency = concurrency
+        self.watch_timeout_s = watch_timeout_s
+        self.backoff_s = backoff_s
+        self.stats = PodStats()
+        self.pods: dict[str, ManagedPod] = {}
+        """The managed Pods, as last listed or watched."""
+        self.synced = asyncio.Event()
+        self.dirty: set[str] = set()
+        self.pod_of: dict[str, str] = {}
+        """Workload key -> key of the Pod that controls it."""
+        self.workloads_of: dict[str, set[str]] = {}
+        """Pod key -> the Workloads a Pod of that name controls (or controlled: a Pod made anew under one name)."""
+        self._decoder = msgspec.json.Decoder(ManagedPod)
+        self._signal = journal.subscribe()
+        self._retry = Retries(retry_s)
+        self._acted: dict[str, tuple[str, str]] = {}
+        """Pod key -> (action, Pod resourceVersion) last done, so a stale view does not repeat it (and Workload
+        key -> ("orphan", its resourceVersion) once deleted for want of its Pod)."""
+        self._appended: dict[tuple[str, str], int] = {}
+        self._stopped: dict[str, str] = {}
+        """Pod key -> uid of the Pod stopped (marked and deleted) under it: its versions in between (the condition
+        written, the deletion not seen yet) are not stopped again."""
+
+    # --- running -------------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Watch the managed Pods and reconcile every dirty one, up to ``concurrency`` at a time."""
+        for key, obs in self.mirror.workloads.items():
+            self._index(key, obs)
+        self.mirror.listeners.append(self._on_applied)
+        try:
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(self._inform(), name="k8s-pods-watch")
+                await self.synced.wait()
+                self.dirty |= self.workloads_of.keys()  # Pods gone while no one watched
+                await KeyedWorkers(self.reconcile_guarded, self.concurrency).run(
+                    self._take, self._signal, self._retry.timeout)
+        finally:
+            self.mirror.listeners.remove(self._on_applied)
+
+    def _take(self) -> set[str]:
+        keys = self.dirty | self._retry.due()
+        self.dirty = set()
+        return keys
+
+    async def reconcile_guarded(self, key: str) -> None:
+        await self._retry.attempt(self._reconcile_or_wait, key, what="pod reconcile", stats=self.stats, log=log,
+                                  pod=key)
+
+    async def _reconcile_or_wait(self, key: str) -> None:
+        try:
+            await self.reconcile(key)
+        except Conflict:
+            self.stats.conflicts += 1  # the watch brings the newer object, which makes the key dirty again
+
+    # --- the managed Pods, listed and watched --------------------------------------------------------------
+
+    async def _inform(self) -> None:
+        rv: str | None = None
+        failures = 0
+        while True:
+            try:
+                if rv is None:
+                    rv = await self.relist()
+                rv = await self._watch(rv)
+                failures = 0
+            except Gone:
+                self.stats.relists += 1
+                rv = None
+            except KubeError as exc:
+                failures += 1
+                delay = min(self.backoff_s * 2 ** min(failures - 1, 5), 30.0)
+                log.warning("managed pods watch failed, retrying", error=str(exc), retry_in_s=delay)
+                await asyncio.sleep(delay)
+
+    async def relist(self) -> str:
+        """List the managed Pods afresh; every one that changed, came or went is dirty. Returns the list's
+        resourceVersion."""
+        listed = await self.client.list(PODS, label_selector=SELECTOR)
+        pods: dict[str, ManagedPod] = {}
+        for raw in listed.items:
+            pod = self._decode(raw)
+            if pod is not None:
+                pods[pod.key] = pod
+        changed = {k for k in pods.keys() | self.pods.keys() if pods.get(k) != self.pods.get(k)}
+        self.pods = pods
+        self._mark(changed)
+        self.synced.set()
+        return listed.metadata.resource_version
+
+    async def _watch(self, rv: str) -> str:
+        stream = self.client.watch(PODS, rv, timeout_seconds=self.watch_timeout_s, label_selector=SELECTOR)
+        async with contextlib.aclosing(stream):
+            async for event in stream:
+                rv = resource_version_of(event.object) or rv
+                if event.type == "BOOKMARK":
+                    continue
+                pod = self._decode(event.object)
+                if pod is None:
+                    continue
+                if event.type == "DELETED":
+                    self.pods.pop(pod.key, None)
+                else:
+                    self.pods[pod.key] = pod
+                self._mark({pod.key})
+        return rv
+
+    def _decode(self, raw: msgspec.Raw | bytes) -> ManagedPod | None:
+        try:
+            return self._decoder.decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            log.warning("managed pod skipped: cannot decode", error=str(exc))
+            return None
+
+    def _mark(self, keys: set[str]) -> None:
+        if keys:
+            self.dirty |= keys
+            self._signal.set()
+
+    # --- what the log says about their Workloads --------------------------------------------------------------
+
+    def _index(self, wl_key: str, obs: o.Workload) -> str | None:
+        owner = pod_sync.owner_pod(obs)
+        if owner is None:
+            return None
+        self.pod_of[wl_key] = owner[0]
+        self.workloads_of.setdefault(owner[0], set()).add(wl_key)
+        return owner[0]
+
+    def _unindex(self, wl_key: str) -> str | None:
+        pod_key = self.pod_of.pop(wl_key, None)
+        if pod_key is not None:
+            owned = self.workloads_of.get(pod_key, set())
+            owned.discard(wl_key)
+            if not owned:
+                self.workloads_of.pop(pod_key, None)
+        return pod_key
+
+    def _on_applied(self, records: list[ev.Record]) -> None:
+        """Mark the Pods the records touch (see the module docstring)."""
+        keys: set[str] = set()
+        for r in records:
+            e = r.event
+            if isinstance(e, ev.ObjectUpserted):
+                obj = e.obj
+                if isinstance(obj, o.Workload):
+                    found = self._index(e.key, obj)
+                    if found is not None:
+                        keys.add(found)
+                elif isinstance(obj, o.Namespace):
+                    prefix = f"{obj.metadata.name}/"
+                    keys.update(k for k in self.pods if k.startswith(prefix))
+                elif isinstance(obj, (o.WorkloadPriorityClass, o.PriorityClass)):
+                    keys.update(k for k in self.pods if k not in self.workloads_of)
+            elif isinstance(e, ev.ObjectDeleted) and e.kind == "Workload":
+                self._acted.pop(e.key, None)
+                found = self._unindex(e.key)
+                if found is not None:
+                    keys.add(found)
+            elif isinstance(e, ev.ConfigRecorded):
+                keys.update(self.pods)
+            pod_key = self.pod_of.get(e.key)
+            if pod_key is not None:
+                keys.add(pod_key)
+        self._mark(keys)
+
+    # --- one Pod -------------------------------------------------------------------------------------------
+
+    def _config(self) -> SchedulerConfig:
+        return in_force(self.state) or DEFAULT
+
+    async def reconcile(self, key: str) -> None:
+        config = self._config()
+        if not config.manages_pods:
+            return
+        pod = self.pods.get(key)
+        for wl_key in sorted(self.workloads_of.get(key, ())):
+            obs = self.mirror.workloads.get(wl_key)
+            owner = pod_sync.owner_pod(obs) if obs is not None else None
+            if owner is not None and (pod is None or owner[1] != pod.metadata.uid):
+                await self._orphaned(key, wl_key, obs, owner[1])  # type: ignore[arg-type]
+        if pod is None:
+            self._acted.pop(key, None)
+            self._stopped.pop(key, None)
+            return
+        if not pod_sync.is_managed(pod):
+            return
+        wl_key = f"{pod.metadata.namespace}/{self._workload_name(pod)}"
+        wl, obs = self.state.workloads.get(wl_key), self.mirror.workloads.get(wl_key)
+        if wl is None or obs is None or (obs.metadata.uid and wl.uid and obs.metadata.uid != wl.uid):
+            wl = obs = None
+        managed = bool(pod.metadata.labels.get(QUEUE_LABEL)) and self._managed_namespace(config, pod)
+        if wl is not None and managed and not pod.metadata.deletion_timestamp and self.state.waits_for_pods_ready:
+            change = pod_sync.pods_ready_change(pod, wl)
+            if change is not None:
+                await self._append_once(wl, ev.PodsReadyChanged(time=_now(), key=wl.key, uid=wl.uid,
+                                                                ready=change[0], reason=change[1]))
+        shown = wl is not None and obs is not None and admission_shown(wl, obs)
+        step = pod_sync.next_step(pod, wl, managed=managed, admission_shown=shown)
+        await self._carry_out(pod, step, wl, obs, wl_key)
+
+    async def _carry_out(self, pod: ManagedPod, step: Step, wl: WorkloadInfo | None, obs: o.Workload | None,
+                         wl_key: str) -> None:
+        match step.action:
+            case pod_sync.CREATE:
+                await self._once(pod, "create", self._create(pod, wl_key.partition("/")[2]))
+            case pod_sync.START:
+                assert wl is not None and obs is not None
+                await self._once(pod, "start", self._start(pod, wl))
+            case pod_sync.STOP:
+                if self._stopped.get(pod.key) != pod.metadata.uid:
+                    await self._once(pod, "stop", self._stop(pod, step, wl))
+            case pod_sync.RELEASE:
+                assert wl is not None
+                if await self._append_once(wl, ev.JobStopped(time=_now(), key=wl.key, uid=wl.uid)):
+                    self.stats.released += 1
+            case pod_sync.FINISH:
+                assert wl is not None
+                await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl.key, uid=wl.uid,
+                                                                reason=step.reason, message=step.message))
+            case pod_sync.FINALIZE:
+                await self._once(pod, "finalize", self._finalize(pod, wl_key if step.finished_workload else ""))
+            case _:
+                pass
+
+    def _workload_name(self, pod: ManagedPod) -> str:
+        """The Workload the Pod (this uid) controls, whatever its name, else the name to create it under."""
+        for wl_key in sorted(self.workloads_of.get(pod.key, ())):
+            obs = self.mirror.workloads.get(wl_key)
+            owner = pod_sync.owner_pod(obs) if obs is not None else None
+            if owner is not None and owner[1] == pod.metadata.uid:
+                return wl_key.partition("/")[2]
+        return pod_sync.workload_name(pod.metadata.name, pod.metadata.uid,
+                                      short=self.state.gate(gates.SHORT_WORKLOAD_NAMES))
+
+    def _managed_namespace(self, config: SchedulerConfig, pod: ManagedPod) -> bool:
+        """Kueue manages a Pod only in a namespace its ``managedJobsNamespaceSelector`` selects (one not in the
+        log yet waits for it: its arrival marks its Pods dirty)."""
+        labels = self.state.namespaces.get(pod.metadata.namespace)
+        return labels is not None and selector_matches(config.managed_jobs_selector, labels)
+
+    async def _once(self, pod: ManagedPod, action: str, work: Any) -> None:
+        """Run ``work`` unless the same action already ran on this very version of the Pod."""
+        marker = (action, pod.metadata.resource_version)
+        if self._acted.get(pod.key) == marker:
+            work.close()
+            return
+        self._acted[pod.key] = marker
+        try:
+            await work
+        except BaseException:
+            self._acted.pop(pod.key, None)
+            raise
+
+    async def _append_once(self, wl: WorkloadInfo, event: ev.AnyEvent) -> bool:
+        """Append ``event`` unless one of its kind for ``wl`` is still to be applied; whether it was appended."""
+        tag = type(event).__struct_config__.tag  # type: ignore[attr-defined]
+        at = self._appended.get((wl.key, tag))
+        if at is not None and self.mirror.offset < at:
+            return False
+        (offset,) = await self.append([event])
+        self._appended[(wl.key, tag)] = offset
+        if tag == "WorkloadFinished":
+            self.stats.finished += 1
+        log.info("appended", kind=tag, workload=wl.key)
+        return True
+
+    async def _report(self, pod: ManagedPod, action: str, *, workload: str = "", cluster_queue: str = "",
+                      message: str = "") -> None:
+        """Put in the log what was just done to the Pod (its Event is recorded from there); a failure loses only
+        the Event."""
+        try:
+            await self.append([ev.JobActed(time=_now(), key=pod.key, uid=pod.metadata.uid, kind="Pod",
+                                           action=action, workload=workload, cluster_queue=cluster_queue,
+                                           message=message)])
+        except Exception as exc:  # noqa: BLE001 - the action stands; only its Event is lost
+            self.stats.errors += 1
+            log.warning("could not record a pod action, its Event is lost", pod=pod.key, action=action,
+                        error=str(exc))
+
+    # --- actions -------------------------------------------------------------------------------------------
+
+    async def _create(self, pod: ManagedPod, name: str) -> None:
+        ns = pod.metadata.namespace
+        try:
+            raw = msgspec.json.decode(await self.client.get(PODS, pod.metadata.name, ns))
+        except NotFound:
+            return
+        if raw["metadata"]["uid"] != pod.metadata.uid:
+            return  # made anew meanwhile; the watch brings the new one
+        try:
+            body = pod_sync.workload_for(self.state, raw, name)
+        except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
+            log.warning("the pod's priority class is not there: no workload created yet", pod=pod.key, error=str(exc))
+            return
+        except InvalidInput as exc:
+            self.stats.invalid.append(pod.key)
+            log.error("pod refused: no workload created", pod=pod.key, error=str(exc))
+            return
+        try:
+            await self.client.create(WORKLOADS, body, ns)
+        except AlreadyExists:
+            return
+        self.stats.created += 1
+        log.info("created workload", pod=pod.key, workload=name)
+        await self._report(pod, CREATED_WORKLOAD, workload=f"{ns}/{name}")
+
+    async def _start(self, pod: ManagedPod, wl: WorkloadInfo) -> None:
+        assert wl.admission is not None
+        psas = wl.admission.pod_set_assignments
+        psa = next((p for p in psas if p.name == "main"), psas[0] if psas else None)
+        try:
+            info = (podsetinfo.start_info(self.state, wl, psa) if psa is not None else podsetinfo.PodSetInfo(
+                labels={podsetinfo.PODSET_LABEL: "main", **podsetinfo.queue_labels(self.state, wl)}))
+            patch = pod_sync.start_patch(pod, info)
+        except podsetinfo.MergeConflict as exc:
+            self.stats.failed_to_start.append(pod.key)
+            await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl.key, uid=wl.uid, reason="FailedToStart",
+                                                            message=f"Failed to start the job: {exc}"))
+            return
+        await self.client.patch(PODS, pod.metadata.name, patch, pod.metadata.namespace)
+        self.stats.started += 1
+        log.info("started pod", pod=pod.key, workload=wl.key, cluster_queue=wl.admission.cluster_queue)
+        await self._report(pod, STARTED, workload=wl.key, cluster_queue=wl.admission.cluster_queue)
+
+    async def _stop(self, pod: ManagedPod, step: Step, wl: WorkloadInfo | None) -> None:
+        """Mark the Pod ``TerminationTarget`` and delete it (``Stopped``); an evicted Workload's quota then goes."""
+        name, ns = pod.metadata.name, pod.metadata.namespace
+        try:
+            await self.client.patch(PODS, name, pod_sync.termination_condition(step.reason, step.message, _rfc3339()),
+                                    ns, subresource="status", content_type=STRATEGIC_MERGE)
+            await self.client.delete(PODS, name, ns, uid=pod.metadata.uid)
+        except NotFound:
+            return
+        self._stopped[pod.key] = pod.metadata.uid
+        self.stats.stopped += 1
+        log.info("stopped pod", pod=pod.key, reason=step.reason)
+        await self._report(pod, STOPPED, workload=wl.key if wl is not None else "", message=step.message)
+        if step.release and wl is not None and await self._append_once(
+                wl, ev.JobStopped(time=_now(), key=wl.key, uid=wl.uid)):
+            self.stats.released += 1
+
+    async def _finalize(self, pod: ManagedPod, finished_workload: str) -> None:
+        """Drop Kueue's finalizer; ``finished_workload``: the Workload whose finish Kueue reports on the Pod."""
+        try:
+            await self.client.patch(PODS, pod.metadata.name, pod_sync.finalize_patch(pod), pod.metadata.namespace)
+        except NotFound:
+            return
+        self.stats.finalized += 1
+        log.info("finalized pod", pod=pod.key)
+        if finished_workload:
+            await self._report(pod, FINISHED_WORKLOAD, workload=finished_workload)
+
+    async def _orphaned(self, pod_key: str, wl_key: str, obs: o.Workload, owner_uid: str) -> None:
+        """The Pod that controls Workload ``wl_key`` is gone (the apiserver says so): finish the Workload (under
+        ``FinishOrphanedWorkloads``) and delete it, as the garbage collector would."""
+        marker = ("orphan", obs.metadata.resource_version)
+        if self._acted.get(wl_key) == marker:
+            return  # done: the watch brings the Workload's deletion
+        if pod_key not in self.pods:  # out of the watch's selection is not gone: ask
+            namespace, _, name = pod_key.partition("/")
+            try:
+                raw = msgspec.json.decode(await self.client.get(PODS, name, namespace))
+            except NotFound:
+                raw = None
+            if raw is not None and raw["metadata"].get("uid") == owner_uid:
+                return
+        wl = self.state.workloads.get(wl_key)
+        if wl is not None and wl.phase != FINISHED and self.state.gate(gates.FINISH_ORPHANED_WORKLOADS):
+            await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl_key, uid=wl.uid, reason="OwnerNotFound",
+                                                            message="The workload's owner no longer exists"))
+        self._acted[wl_key] = marker
+        try:
+            await self.client.delete(WORKLOADS, obs.metadata.name, obs.metadata.namespace, uid=obs.metadata.uid)
+        except (NotFound, Conflict):
+            return
+        self.stats.orphans += 1
+        log.info("deleted the workload of a pod that is gone", pod=pod_key, workload=wl_key)
+
+
+def _now() -> int:
+    return int(time.time() * 1000)
+
+
+def _rfc3339() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

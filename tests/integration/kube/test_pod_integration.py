@@ -1,0 +1,200 @@
+"""Kueue's plain-Pod integration against the real apiserver: kueue-es's Pod webhook (registered for this test's
+namespaces only) and the connector with the Kueue Configuration's ``pod`` framework on.
+
+A queued Pod in a managed namespace is stored gated (``kueue.x-k8s.io/admission``), labelled
+``kueue.x-k8s.io/managed=true`` and with Kueue's finalizer; it gets its Workload ``pod-<name>-<hash>`` (owned by
+it) and, once that is admitted, is ungated with the flavor's node labels as its nodeSelector. A Pod in a namespace
+the ``managedJobsNamespaceSelector`` leaves out, or without a queue name, is left alone. There is no kubelet: the
+test plays it, and the Pod that succeeds finishes its Workload and loses the finalizer. A Pod whose Workload is
+preempted is marked ``TerminationTarget`` and deleted, and the Pod that preempted it starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from typing import Any
+
+import msgspec
+import pytest
+from kubehelp import connect, create, eventually, free_port, get, kueue_es, namespace, priority_class, queues
+
+from connectors.k8s import crds, pod_sync
+from connectors.k8s.certs import self_signed
+from connectors.k8s.errors import NotFound
+from connectors.k8s.pod_webhook import PodDefaulting, reviewer
+from connectors.k8s.resources import BY_KIND
+from connectors.k8s.webhook import (
+    MUTATING_CONFIGS,
+    WebhookServer,
+    configuration,
+    default_queue_lookup,
+    register,
+)
+from kueue_es.scheduler.config import load_config
+
+pytestmark = pytest.mark.kube
+PODS, NAMESPACES = BY_KIND["Pod"], BY_KIND["Namespace"]
+Q = "kueue.x-k8s.io/queue-name"
+GATE = "kueue.x-k8s.io/admission"
+
+
+def _pod(ns: str, name: str, labels: dict[str, str] | None = None, cpu: str = "1") -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "labels": labels or {}},
+            "spec": {"restartPolicy": "Never",
+                     "containers": [{"name": "c", "image": "busybox:1.36", "command": ["sleep", "10"],
+                                     "resources": {"requests": {"cpu": cpu}}}]}}
+
+
+def _gates(pod: dict[str, Any]) -> list[str]:
+    return [g["name"] for g in pod["spec"].get("schedulingGates") or []]
+
+
+@contextlib.asynccontextmanager
+async def _pod_webhook(kc, tmp_path, sfx: str, config):
+    """kueue-es's webhook server, its MutatingWebhookConfiguration (Jobs and Pods) registered for the namespaces
+    labelled ``kueue-es-pod-test=<sfx>`` only; deleted before the server stops (it fails closed)."""
+    await crds.install(kc)
+    bundle = self_signed(["127.0.0.1"])
+    _, cert, key = bundle.write(tmp_path / "certs")
+    queues_lookup = default_queue_lookup(kc)
+    server = WebhookServer(queues_lookup, None, {}, reviewer(kc, PodDefaulting.of(config), queues_lookup))
+    port = free_port()
+    await server.start("127.0.0.1", port, str(cert), str(key))
+    name = f"kueue-es-pod-test-{sfx}"
+    try:
+        await register(kc, configuration(bundle.ca_pem, url=f"https://127.0.0.1:{port}", name=name,
+                                         namespace_selector={"matchLabels": {"kueue-es-pod-test": sfx}}))
+        yield server
+    finally:
+        with contextlib.suppress(Exception):
+            await kc.delete(MUTATING_CONFIGS, name)
+        await server.stop()
+
+
+async def _label(kc, ns: str, labels: dict[str, str]) -> None:
+    await kc.patch(NAMESPACES, ns, {"metadata": {"labels": labels}})
+
+
+@pytest.mark.asyncio
+async def test_a_queued_pod_is_gated_gets_its_workload_starts_once_admitted_and_finishes_it(
+        kube_apiserver, tmp_path) -> None:
+    sfx = secrets.token_hex(3)
+    config = load_config({"integrations": {"frameworks": ["batch/job", "pod"]},
+                          "managedJobsNamespaceSelector": {"matchLabels": {f"managed-{sfx}": "yes"}}})
+    async with await connect(kube_apiserver) as kc, _pod_webhook(kc, tmp_path, sfx, config):
+        q = await queues(kc, "pods", {"cpu": 1}, sfx=sfx, flavor_labels={"pool": "a"})
+        await _label(kc, q.ns, {"kueue-es-pod-test": sfx, f"managed-{sfx}": "yes"})
+        outside = await namespace(kc, "pods-out", labels={"kueue-es-pod-test": sfx})
+
+        async def effective() -> bool:  # the apiserver picks the configuration up asynchronously
+            with contextlib.suppress(Exception):
+                out = await kc.request("POST", PODS.collection_path(q.ns), query=[("dryRun", "All")],
+                                       body=_pod(q.ns, "probe", {Q: "user-queue"}))
+                return GATE in _gates(msgspec.json.decode(out))
+            return False
+
+        await eventually(effective, what="the pod webhook in effect")
+
+        created = await create(kc, _pod(q.ns, "single", {Q: "user-queue"}))
+        assert _gates(created) == [GATE]
+        assert created["metadata"]["labels"]["kueue.x-k8s.io/managed"] == "true"
+        assert created["metadata"]["finalizers"] == ["kueue.x-k8s.io/managed"]
+        unqueued = await create(kc, _pod(q.ns, "unqueued"))
+        elsewhere = await create(kc, _pod(outside, "elsewhere", {Q: "user-queue"}))
+        for untouched in (unqueued, elsewhere):
+            assert not _gates(untouched) and "finalizers" not in untouched["metadata"]
+            assert "kueue.x-k8s.io/managed" not in untouched["metadata"].get("labels", {})
+
+        async with kueue_es(kc, tmp_path / "log", config=config) as (connector, journal):
+            wl_name = pod_sync.workload_name("single", created["metadata"]["uid"])
+
+            async def started() -> dict[str, Any] | None:
+                pod = await get(kc, "Pod", "single", q.ns)
+                return pod if not _gates(pod) else None
+
+            pod = await eventually(started, what="the pod ungated once its workload is admitted")
+            assert pod["spec"]["nodeSelector"] == {"pool": "a"}
+            assert pod["metadata"]["labels"]["kueue.x-k8s.io/podset"] == "main"
+            wl = await get(kc, "Workload", wl_name, q.ns)
+            assert wl["metadata"]["ownerReferences"][0] | {"uid": ""} == {
+                "apiVersion": "v1", "kind": "Pod", "name": "single", "uid": "", "controller": True,
+                "blockOwnerDeletion": True}
+            assert [ps["count"] for ps in wl["spec"]["podSets"]] == [1]
+            assert wl["status"]["admission"]["clusterQueue"] == q.cq
+            assert connector.pods is not None and connector.pods.stats.created == 1
+            ours = {k for k in journal.mirror.state.workloads if k.partition("/")[0] in (q.ns, outside)}
+            assert ours == {f"{q.ns}/{wl_name}"}, "the unqueued pod and the pod outside the managed namespaces got none"
+
+            # no kubelet here: play it — the pod ran and succeeded
+            await kc.patch(PODS, "single", {"status": {"phase": "Succeeded", "message": "done"}}, q.ns,
+                           subresource="status")
+
+            async def finished() -> dict[str, Any] | None:
+                got = await get(kc, "Workload", wl_name, q.ns)
+                cond = next((c for c in got["status"].get("conditions", []) if c["type"] == "Finished"), None)
+                return cond if cond and cond["status"] == "True" else None
+
+            cond = await eventually(finished, what="the workload finished")
+            assert (cond["reason"], cond["message"]) == ("Succeeded", "done")
+
+            async def finalized() -> bool:
+                return not (await get(kc, "Pod", "single", q.ns))["metadata"].get("finalizers")
+
+            await eventually(finalized, what="Kueue's finalizer gone from the pod")
+            for untouched in ("unqueued",):
+                assert not (await get(kc, "Pod", untouched, q.ns))["metadata"].get("finalizers")
+
+
+@pytest.mark.asyncio
+async def test_a_preempted_pod_is_marked_and_deleted_and_its_workload_goes_with_it(kube_apiserver, tmp_path) -> None:
+    sfx = secrets.token_hex(3)
+    config = load_config({"integrations": {"frameworks": ["pod"]}})
+    async with await connect(kube_apiserver) as kc, _pod_webhook(kc, tmp_path, sfx, config):
+        q = await queues(kc, "pods-pre", {"cpu": 1}, sfx=sfx,
+                         preemption={"withinClusterQueue": "LowerPriority"})
+        await _label(kc, q.ns, {"kueue-es-pod-test": sfx})
+        await create(kc, priority_class(f"low-{sfx}", 10))
+        await create(kc, priority_class(f"high-{sfx}", 1000))
+
+        async def effective() -> bool:
+            with contextlib.suppress(Exception):
+                out = await kc.request("POST", PODS.collection_path(q.ns), query=[("dryRun", "All")],
+                                       body=_pod(q.ns, "probe", {Q: "user-queue"}))
+                return GATE in _gates(msgspec.json.decode(out))
+            return False
+
+        await eventually(effective, what="the pod webhook in effect")
+        async with kueue_es(kc, tmp_path / "log", config=config) as (connector, _journal):
+            low = await create(kc, _pod(q.ns, "low", {Q: "user-queue", "kueue.x-k8s.io/priority-class": f"low-{sfx}"}))
+
+            async def ungated(name: str) -> bool:
+                return not _gates(await get(kc, "Pod", name, q.ns))
+
+            await eventually(lambda: ungated("low"), what="the low-priority pod started")
+            await create(kc, _pod(q.ns, "high", {Q: "user-queue", "kueue.x-k8s.io/priority-class": f"high-{sfx}"}))
+
+            async def gone(name: str) -> bool:
+                try:
+                    await get(kc, "Pod", name, q.ns)
+                except NotFound:
+                    return True
+                return False
+
+            await eventually(lambda: gone("low"), what="the preempted pod deleted (its finalizer dropped)")
+            await eventually(lambda: ungated("high"), what="the high-priority pod started in its place")
+            low_wl = pod_sync.workload_name("low", low["metadata"]["uid"])
+            await eventually(lambda: gone_workload(kc, q.ns, low_wl), what="the preempted pod's workload deleted")
+            assert connector.pods is not None and connector.pods.stats.stopped == 1
+            events = msgspec.json.decode(await kc.request("GET", f"/api/v1/namespaces/{q.ns}/events"))["items"]
+            stopped = [e for e in events if e["involvedObject"]["kind"] == "Pod" and e["reason"] == "Stopped"]
+            assert [(e["involvedObject"]["name"], e["reportingComponent"]) for e in stopped] == [
+                ("low", "pod-kueue-controller")]
+
+
+async def gone_workload(kc, ns: str, name: str) -> bool:
+    try:
+        await get(kc, "Workload", name, ns)
+    except NotFound:
+        return True
+    return False

@@ -1,0 +1,147 @@
+"""The Pod webhook's answer to an AdmissionReview (Kueue's ``mpod.kb.io``): the managed label, the finalizer and
+the admission gate for a queued Pod in a managed namespace, nothing otherwise, and nothing at all while the Kueue
+Configuration leaves the pod integration off (its default)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from typing import Any
+
+import msgspec
+import pytest
+
+from connectors.k8s.certs import self_signed
+from connectors.k8s.errors import NotFound
+from connectors.k8s.pod_webhook import PodDefaulting, pod_patch, review
+from connectors.k8s.webhook import configuration
+from kueue_es.scheduler.config import DEFAULT, load_config
+
+Q = "kueue.x-k8s.io/queue-name"
+GATED = [{"op": "add", "path": "/metadata/finalizers", "value": ["kueue.x-k8s.io/managed"]},
+         {"op": "add", "path": "/spec/schedulingGates", "value": [{"name": "kueue.x-k8s.io/admission"}]}]
+ON = PodDefaulting.of(load_config({"integrations": {"frameworks": ["batch/job", "pod"]}}))
+
+
+def _pod(labels: dict | None = None, owner: dict | None = None, **spec: Any) -> dict:
+    meta: dict = {"name": "p", "namespace": "team"}
+    if labels is not None:
+        meta["labels"] = labels
+    if owner is not None:
+        meta["ownerReferences"] = [owner]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+            "spec": {"containers": [{"name": "c", "image": "busybox"}], **spec}}
+
+
+def test_a_queued_pod_gets_the_managed_label_the_finalizer_and_the_admission_gate() -> None:
+    assert pod_patch(_pod({Q: "lq"}), default_queue=False) == [
+        {"op": "add", "path": "/metadata/labels/kueue.x-k8s.io~1managed", "value": "true"}, *GATED]
+
+
+def test_what_the_pod_has_already_is_kept_and_added_to() -> None:
+    pod = _pod({Q: "lq", "kueue.x-k8s.io/managed": "true"}, schedulingGates=[{"name": "other"}])
+    pod["metadata"]["finalizers"] = ["mine"]
+    assert pod_patch(pod, default_queue=False) == [
+        {"op": "add", "path": "/metadata/finalizers/-", "value": "kueue.x-k8s.io/managed"},
+        {"op": "add", "path": "/spec/schedulingGates/-", "value": {"name": "kueue.x-k8s.io/admission"}}]
+
+
+def test_a_pod_without_a_queue_gets_the_default_one_or_nothing() -> None:
+    assert pod_patch(_pod(), default_queue=True) == [
+        {"op": "add", "path": "/metadata/labels", "value": {Q: "default", "kueue.x-k8s.io/managed": "true"}},
+        *GATED]
+    assert pod_patch(_pod({"app": "x"}), default_queue=False) == []
+
+
+def _review(pod: dict, defaulting: PodDefaulting = ON, *, ns_labels: dict | None = None,
+            default_queue: bool = False, job_queued: bool | Exception = False) -> tuple[dict, list[str]]:
+    asked: list[str] = []
+
+    async def namespace_labels(name: str) -> dict[str, str]:
+        asked.append(f"namespace {name}")
+        return {"kubernetes.io/metadata.name": name, **(ns_labels or {})}
+
+    async def has_default_queue(name: str) -> bool:
+        asked.append(f"default queue {name}")
+        return default_queue
+
+    async def queued_job_owner(namespace: str, ref: dict) -> bool:
+        asked.append(f"job {ref['name']}")
+        if isinstance(job_queued, Exception):
+            raise job_queued
+        return job_queued
+
+    body = msgspec.json.encode({"request": {"uid": "u1", "operation": "CREATE", "namespace": "team", "object": pod}})
+    out = asyncio.run(review(body, defaulting, namespace_labels, has_default_queue, queued_job_owner))
+    return out["response"], asked
+
+
+def _ops(response: dict) -> list[dict]:
+    return msgspec.json.decode(base64.b64decode(response["patch"])) if "patch" in response else []
+
+
+def test_off_by_default_every_pod_is_allowed_unchanged_without_a_lookup() -> None:
+    assert DEFAULT.frameworks == ("batch/job",) and not DEFAULT.manages_pods
+    response, asked = _review(_pod({Q: "lq"}), PodDefaulting.of(DEFAULT))
+    assert response == {"uid": "u1", "allowed": True} and asked == []
+
+
+def test_on_a_queued_pod_in_a_managed_namespace_is_gated() -> None:
+    response, asked = _review(_pod({Q: "lq"}))
+    assert response["allowed"] and response["patchType"] == "JSONPatch"
+    assert _ops(response)[-2:] == GATED and asked == ["namespace team"]
+
+
+def test_a_namespace_the_selector_leaves_out_is_left_alone() -> None:
+    selective = PodDefaulting.of(load_config({"integrations": {"frameworks": ["pod"]},
+                                              "managedJobsNamespaceSelector": {"matchLabels": {"kueue": "on"}}}))
+    assert _ops(_review(_pod({Q: "lq"}), selective)[0]) == []
+    assert _ops(_review(_pod({Q: "lq"}), selective, ns_labels={"kueue": "on"})[0])[-2:] == GATED
+    response, _ = _review(_pod({Q: "lq"}), PodDefaulting.of(load_config({"integrations": {"frameworks": ["pod"]},
+                                                                         "namespace": "team"})))
+    assert _ops(response) == [], "Kueue's own namespace is left out by default"
+
+
+def test_the_pods_of_a_queued_job_are_the_job_integrations() -> None:
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "j", "controller": True}
+    response, asked = _review(_pod({Q: "lq"}, owner), job_queued=True)
+    assert _ops(response) == [] and asked == ["namespace team", "job train"]
+    assert _ops(_review(_pod({Q: "lq"}, owner), job_queued=False)[0])[-2:] == GATED, "a Job Kueue does not manage"
+    other = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "r", "controller": True}
+    assert _review(_pod({Q: "lq"}, other))[1] == ["namespace team"], "not a Job: not looked up"
+
+
+def test_a_failed_lookup_refuses_the_pod() -> None:
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "gone", "uid": "j", "controller": True}
+    response, _ = _review(_pod({Q: "lq"}, owner), job_queued=NotFound("jobs gone not found"))
+    assert response["allowed"] is False and response["status"]["code"] == 500
+    assert response["status"]["message"].startswith("workload owner not found")
+
+
+def test_an_unlabelled_pod_asks_for_the_default_queue() -> None:
+    response, asked = _review(_pod(), default_queue=True)
+    assert _ops(response)[0]["value"] == {Q: "default", "kueue.x-k8s.io/managed": "true"}
+    assert asked == ["namespace team", "default queue team"]
+
+
+@pytest.mark.parametrize("operation", ["UPDATE", "DELETE"])
+def test_only_creation_is_looked_at(operation: str) -> None:
+    async def never(*_: Any) -> Any:
+        raise AssertionError("looked up")
+
+    body = msgspec.json.encode({"request": {"uid": "u", "operation": operation, "object": _pod({Q: "lq"})}})
+    out = asyncio.run(review(body, ON, never, never, never))
+    assert out["response"] == {"uid": "u", "allowed": True}
+
+
+def test_the_registration_carries_kueues_pod_webhook_beside_the_jobs() -> None:
+    doc = configuration(self_signed(["127.0.0.1"]).ca_pem, service=("kueue-es-webhook", "kueue-system", 443),
+                        excluded_namespaces=("kube-system", "kueue-system"))
+    pods = next(w for w in doc["webhooks"] if w["name"] == "mpod.kb.io")
+    assert pods["clientConfig"]["service"]["path"] == "/mutate--v1-pod"
+    assert pods["rules"] == [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                              "resources": ["pods"], "scope": "Namespaced"}]
+    assert pods["failurePolicy"] == "Fail" and pods["namespaceSelector"] == {"matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "kueue-system"]}]}
+    jobs = next(w for w in doc["webhooks"] if w["name"] == "mjob.kb.io")
+    assert jobs["clientConfig"]["caBundle"] == pods["clientConfig"]["caBundle"]

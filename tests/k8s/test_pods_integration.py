@@ -1,0 +1,240 @@
+"""The plain-Pod integration carrying out its steps (:mod:`connectors.k8s.pods_integration`) against a mirror and a
+client that records what it is asked: nothing while the Configuration leaves the pod framework out, the
+Workload created, the Pod stopped as Kueue stops one, finalized, its Workload finished or, once it is gone,
+deleted; the log records that move the Pod's Workload make the Pod dirty; its Events are the Pod's (no cluster
+needed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+from fixtures.jobs import namespace
+
+from connectors.k8s import pod_sync
+from connectors.k8s.decision_events import EventLedger
+from connectors.k8s.errors import NotFound
+from connectors.k8s.job_events import job_events
+from connectors.k8s.journal import LocalJournal
+from connectors.k8s.mirror import Mirror
+from connectors.k8s.pod_sync import ManagedPod, ManagedPodSpec, ManagedPodStatus
+from connectors.k8s.pods_integration import PodIntegration
+from events import objects as o
+from events import schema as ev
+from events.log import MemoryLog
+from projections.workloads import ADMITTED
+
+UID = "pod-uid"
+NAME = pod_sync.workload_name("p", UID)
+KEY = f"ns/{NAME}"
+POD_ON = {"integrations": {"frameworks": ["batch/job", "pod"]}, "waitForPodsReady": {"enable": False}}
+
+
+def _config(**doc: Any) -> ev.ConfigRecorded:
+    return ev.ConfigRecorded(time=1, writer="test", id="c", document={
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", **doc})
+
+
+def managed_pod(*, gated: bool = True, phase: str = "Pending", uid: str = UID) -> ManagedPod:
+    return ManagedPod(
+        metadata=o.ObjectMeta(name="p", namespace="ns", uid=uid, resource_version="5",
+                              labels={"kueue.x-k8s.io/managed": "true", "kueue.x-k8s.io/queue-name": "lq"},
+                              finalizers=["kueue.x-k8s.io/managed"]),
+        spec=ManagedPodSpec(scheduling_gates=[{"name": "kueue.x-k8s.io/admission"}] if gated else []),
+        status=ManagedPodStatus(phase=phase))
+
+
+def pod_workload(owner_uid: str = UID) -> o.Workload:
+    return o.Workload(
+        metadata=o.ObjectMeta(name=NAME, namespace="ns", uid="wl-uid", resource_version="3",
+                              owner_references=[o.OwnerReference(api_version="v1", kind="Pod", name="p",
+                                                                 uid=owner_uid, controller=True)]),
+        spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name="main", count=1, template=o.PodTemplateSpec(
+            spec=o.PodSpec(containers=[o.Container(name="c",
+                                                   resources=o.ResourceRequirements(requests={"cpu": "1"}))])))]))
+
+
+class Client:
+    """Records every call; a GET of the Pod answers ``pod`` (None: 404)."""
+
+    def __init__(self, pod: dict[str, Any] | None = None) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+        self.pod = pod
+
+    async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
+        self.calls.append(("get", resource.kind, name))
+        if self.pod is None:
+            raise NotFound(f"{resource.kind} {name} not found")
+        return msgspec.json.encode(self.pod)
+
+    async def create(self, resource: Any, body: dict[str, Any], namespace: str = "") -> bytes:
+        self.calls.append(("create", resource.kind, body))
+        return msgspec.json.encode(body)
+
+    async def patch(self, resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "",
+                    content_type: str = "") -> bytes:
+        self.calls.append(("patch", resource.kind, name, subresource, content_type, body))
+        return b"{}"
+
+    async def delete(self, resource: Any, name: str, namespace: str = "", *, uid: str = "",
+                     resource_version: str = "") -> bytes:
+        self.calls.append(("delete", resource.kind, name, uid))
+        return b"{}"
+
+
+def integration(*objs: o.KObject, config: dict[str, Any] | None = POD_ON, client: Client | None = None
+                ) -> tuple[PodIntegration, Mirror, list[ev.AnyEvent], Client]:
+    mirror = Mirror()
+    if config is not None:
+        mirror.apply(ev.Record(1, _config(**config)))
+    for obj in (namespace(), *objs):
+        mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=1, key=obj.key, uid=obj.metadata.uid,
+                                                                    obj=obj)))
+    appended: list[ev.AnyEvent] = []
+
+    async def append(events: list[ev.AnyEvent]) -> list[int]:
+        appended.extend(events)
+        return [mirror.offset + len(appended)] * len(events)
+
+    client = client or Client()
+    pods = PodIntegration(client, LocalJournal(MemoryLog(), mirror), append=append)  # type: ignore[arg-type]
+    for key, obs in mirror.workloads.items():
+        pods._index(key, obs)
+    return pods, mirror, appended, client
+
+
+@pytest.mark.asyncio
+async def test_off_by_default_a_managed_pod_is_left_alone() -> None:
+    pods, _, appended, client = integration(config=None)
+    pods.pods["ns/p"] = managed_pod()
+    await pods.reconcile("ns/p")
+    assert client.calls == [] and appended == []
+
+
+@pytest.mark.asyncio
+async def test_a_gated_pod_gets_its_workload_made_from_the_pod_as_stored() -> None:
+    raw = {"metadata": {"name": "p", "namespace": "ns", "uid": UID, "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    pods, _, appended, client = integration(client=Client(raw))
+    pods.pods["ns/p"] = managed_pod()
+    await pods.reconcile("ns/p")
+    (_, kind, body), = [c for c in client.calls if c[0] == "create"]
+    assert kind == "Workload" and body["metadata"]["name"] == NAME
+    assert body["spec"]["podSets"][0]["template"] == {"spec": raw["spec"]}
+    (acted,) = appended
+    assert isinstance(acted, ev.JobActed) and (acted.kind, acted.key, acted.action, acted.workload) == (
+        "Pod", "ns/p", "CreatedWorkload", KEY)
+    await pods.reconcile("ns/p")
+    assert len([c for c in client.calls if c[0] == "create"]) == 1, "not twice for one version of the Pod"
+
+
+@pytest.mark.asyncio
+async def test_an_evicted_running_pod_is_marked_deleted_and_its_quota_released() -> None:
+    pods, mirror, appended, client = integration(pod_workload())
+    wl = mirror.state.workloads[KEY]
+    wl.phase, wl.evicted = ADMITTED, "Preempted"
+    wl.conditions = (o.Condition(type="Evicted", status="True", reason="Preempted", message="Preempted by x"),)
+    pods.pods["ns/p"] = managed_pod(gated=False, phase="Running")
+    await pods.reconcile("ns/p")
+    status, delete = client.calls
+    assert status[:5] == ("patch", "Pod", "p", "status", "application/strategic-merge-patch+json")
+    (cond,) = status[5]["status"]["conditions"]
+    assert (cond["type"], cond["status"], cond["reason"], cond["message"]) == (
+        "TerminationTarget", "True", "WorkloadEvictedDueToPreempted", "Preempted by x")
+    assert delete == ("delete", "Pod", "p", UID)
+    stopped, released = appended
+    assert isinstance(stopped, ev.JobActed) and (stopped.action, stopped.message) == ("Stopped", "Preempted by x")
+    assert isinstance(released, ev.JobStopped) and released.key == KEY
+
+
+@pytest.mark.asyncio
+async def test_a_pod_is_stopped_once_though_the_condition_shows_before_its_deletion() -> None:
+    pods, mirror, appended, client = integration(pod_workload())
+    mirror.state.workloads[KEY].phase = "Pending"
+    pods.pods["ns/p"] = managed_pod(gated=False, phase="Running")
+    await pods.reconcile("ns/p")
+    pods.pods["ns/p"] = msgspec.structs.replace(managed_pod(gated=False, phase="Running"), metadata=msgspec.structs.replace(
+        managed_pod().metadata, resource_version="6"))  # the TerminationTarget condition written, not yet deleted
+    await pods.reconcile("ns/p")
+    assert [c[0] for c in client.calls] == ["patch", "delete"]
+    assert [e.action for e in appended if isinstance(e, ev.JobActed)] == ["Stopped"]
+
+
+@pytest.mark.asyncio
+async def test_an_ended_pod_finishes_its_workload_then_loses_the_finalizer() -> None:
+    pods, mirror, appended, client = integration(pod_workload())
+    mirror.state.workloads[KEY].phase = ADMITTED
+    pods.pods["ns/p"] = managed_pod(gated=False, phase="Succeeded")
+    await pods.reconcile("ns/p")
+    (finished,) = appended
+    assert isinstance(finished, ev.WorkloadFinished) and finished.reason == "Succeeded" and client.calls == []
+    mirror.apply(ev.Record(mirror.offset + 1, finished))
+    appended.clear()
+    await pods.reconcile("ns/p")
+    assert client.calls == [("patch", "Pod", "p", "", "", {"metadata": {"resourceVersion": "5", "finalizers": None}})]
+    (acted,) = appended
+    assert isinstance(acted, ev.JobActed) and (acted.action, acted.workload) == ("FinishedWorkload", KEY)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("gate", [True, False])
+async def test_the_workload_of_a_pod_that_is_gone_is_finished_and_deleted(gate: bool) -> None:
+    config = {**POD_ON, "featureGates": {"FinishOrphanedWorkloads": gate}}
+    pods, _, appended, client = integration(pod_workload(), config=config)
+    await pods.reconcile("ns/p")
+    assert client.calls == [("get", "Pod", "p"), ("delete", "Workload", NAME, "wl-uid")]
+    assert [(e.reason, e.key) for e in appended if isinstance(e, ev.WorkloadFinished)] == (
+        [("OwnerNotFound", KEY)] if gate else [])
+
+
+@pytest.mark.asyncio
+async def test_a_pod_still_there_out_of_the_watch_keeps_its_workload() -> None:
+    pods, _, appended, client = integration(pod_workload(), client=Client({"metadata": {"uid": UID}}))
+    await pods.reconcile("ns/p")
+    assert client.calls == [("get", "Pod", "p")] and appended == []
+
+
+@pytest.mark.asyncio
+async def test_a_pod_made_anew_under_the_same_name_gets_a_workload_of_its_own() -> None:
+    raw = {"metadata": {"name": "p", "namespace": "ns", "uid": "new", "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+           "spec": {}}
+    pods, _, _, client = integration(pod_workload(), client=Client(raw))
+    pods.pods["ns/p"] = managed_pod(uid="new")
+    await pods.reconcile("ns/p")
+    assert client.calls[0] == ("delete", "Workload", NAME, "wl-uid"), "the old Pod's, without asking: it is gone"
+    (_, _, body), = [c for c in client.calls if c[0] == "create"]
+    assert body["metadata"]["name"] == pod_sync.workload_name("p", "new")
+
+
+def test_the_records_that_move_a_pods_workload_make_the_pod_dirty() -> None:
+    pods, mirror, _, _ = integration()
+    pods.pods["ns/p"] = managed_pod()
+    mirror.listeners.append(pods._on_applied)
+    obs = pod_workload()
+    mirror.apply_batch([ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=2, key=KEY, uid="wl-uid", obj=obs))])
+    assert pods.dirty == {"ns/p"} and pods.pod_of == {KEY: "ns/p"}
+    pods.dirty.clear()
+    mirror.apply_batch([ev.Record(mirror.offset + 1, ev.WorkloadFinished(time=3, key=KEY, uid="wl-uid"))])
+    assert pods.dirty == {"ns/p"}
+    pods.dirty.clear()
+    mirror.apply_batch([ev.Record(mirror.offset + 1, ev.ObjectDeleted(time=4, key=KEY, uid="wl-uid", kind="Workload"))])
+    assert pods.dirty == {"ns/p"} and pods.workloads_of == {}
+    pods.dirty.clear()
+    mirror.apply_batch([ev.Record(mirror.offset + 1, _config(**POD_ON, namespace="elsewhere"))])
+    assert pods.dirty == {"ns/p"}, "another Configuration: every Pod is looked at again"
+
+
+def test_the_events_of_a_pod_action_are_the_pods_from_kueues_pod_controller() -> None:
+    ledger = EventLedger()
+    acted = ev.JobActed(time=5, key="ns/p", uid=UID, kind="Pod", action="Started", workload=KEY, cluster_queue="cq")
+    ledger.fold(ev.Record(9, acted), Mirror().state, {})
+    entry = ledger.ready[9]
+    (event,) = job_events(entry.event, entry.before)  # type: ignore[arg-type]
+    assert (event.involved.api_version, event.involved.kind, event.involved.name) == ("v1", "Pod", "p")
+    assert (event.reason, event.message, event.component) == ("Started", "Admitted by clusterQueue cq",
+                                                              "pod-kueue-controller")
+    job = ev.JobActed(time=5, key="ns/train", uid="j", action="Started", cluster_queue="cq")
+    ledger.fold(ev.Record(10, job), Mirror().state, {})
+    (event,) = job_events(job, ledger.ready[10].before)  # type: ignore[arg-type]
+    assert (event.involved.kind, event.component) == ("Job", "batch/job-kueue-controller")
