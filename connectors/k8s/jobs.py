@@ -311,6 +311,8 @@ class JobIntegration:
         if key.startswith(ORPHAN):
             await self._ownerless(key[len(ORPHAN):])
             return
+        if not (in_force(self.state) or DEFAULT).manages_jobs:
+            return  # batch/job is not among the Configuration's frameworks: Kueue runs no Job reconciler
         job = self.state.jobs.get(key)
         if job is None or job.metadata.deletion_timestamp:
             # as Kueue's reconciler, first thing, whatever the Job's labels: its Workloads' finalizers go

@@ -206,8 +206,9 @@ def reviewer(client: KubeClient, defaulting: PodDefaulting, has_default_queue: H
     return answer
 
 
-async def unchanged(body: bytes) -> dict[str, Any]:
-    """The answer while the pod integration is off: every Pod allowed as it is."""
+async def allowed_as_is(body: bytes) -> dict[str, Any]:
+    """The answer of a webhook whose integration is off (this one's, or the Job webhooks'): every object allowed
+    as it is, as Kueue's no-op webhooks for the frameworks it does not manage answer."""
     req = msgspec.json.decode(body).get("request") or {}
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
             "response": {"uid": req.get("uid", ""), "allowed": True}}

@@ -144,8 +144,11 @@ class WebhookServer:
     def __init__(self, has_default_queue: HasDefaultQueue,
                  has_default_priority_class: HasDefaultPriorityClass | None = None,
                  feature_gates: Mapping[str, bool] | None = None,
-                 pods: pod_webhook.Reviewer = pod_webhook.unchanged) -> None:
+                 pods: pod_webhook.Reviewer = pod_webhook.allowed_as_is, jobs: bool = True) -> None:
         self.has_default_queue = has_default_queue
+        self.jobs = jobs
+        """The Job integration is on (``batch/job`` among the Configuration's frameworks): off, the Job webhooks
+        allow every Job as it is."""
         self.pods = pods
         """Answers the Pod webhook's reviews (:mod:`connectors.k8s.pod_webhook`)."""
         self.has_default_priority_class = has_default_priority_class
@@ -177,7 +180,9 @@ class WebhookServer:
 
     async def _handle(self, request: web.Request) -> web.Response:
         try:
-            out = await review(await request.read(), self.has_default_queue, self.has_default_priority_class)
+            body = await request.read()
+            out = (await review(body, self.has_default_queue, self.has_default_priority_class) if self.jobs
+                   else await pod_webhook.allowed_as_is(body))
         except (msgspec.DecodeError, AttributeError, TypeError) as exc:
             return web.json_response({"error": f"not an AdmissionReview: {exc}"}, status=400)
         self.reviews += 1
@@ -200,8 +205,12 @@ class WebhookServer:
         the apiserver for the namespace's default LocalQueue), or one of the Kueue kinds'."""
         try:
             body = await request.read()
-            out = (await job_validation.review(body, self.feature_gates, self.has_default_queue) if kind == "Job"
-                   else validating.review(body, kind, self.feature_gates))
+            if kind != "Job":
+                out = validating.review(body, kind, self.feature_gates)
+            elif self.jobs:
+                out = await job_validation.review(body, self.feature_gates, self.has_default_queue)
+            else:
+                out = await pod_webhook.allowed_as_is(body)
         except (msgspec.DecodeError, AttributeError, TypeError) as exc:
             return web.json_response({"error": f"not an AdmissionReview: {exc}"}, status=400)
         self.validations += 1
@@ -301,20 +310,20 @@ def conversion_stanza(k: KubeSettings, ca_pem: bytes = b"") -> dict[str, Any]:
 
 async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None = None, *,
                 feature_gates: Mapping[str, bool] | None = None,
-                pods: pod_webhook.PodDefaulting | None = None) -> WebhookServer:
+                pods: pod_webhook.PodDefaulting | None = None, jobs: bool = True) -> WebhookServer:
     """Start the webhook as ``k`` says (with ``bundle``, else :func:`certificate`); when ``webhook_register``,
     register the Job webhook and the validating webhooks and point the CRDs' conversion at it, all trusting its
     CA. Stop it when done. ``feature_gates``: the Kueue Configuration's (``WorkloadPriorityClassDefaulting``, the
     gated validations). ``pods``: what the Pod webhook reads of it (None, or the pod integration off: it changes
-    nothing)."""
+    nothing); ``jobs``: whether it manages batch/v1 Jobs (off: the Job webhooks change and refuse nothing)."""
     bundle = bundle or await certificate(client, k)
     _, cert, key = bundle.write(tempfile.mkdtemp(prefix="kueue-es-webhook-"))
     defaulting = gates.enabled(feature_gates or {}, gates.WORKLOAD_PRIORITY_CLASS_DEFAULTING)
     queues = default_queue_lookup(client)
     pod_reviews = (pod_webhook.reviewer(client, pods, queues) if pods is not None and pods.enabled
-                   else pod_webhook.unchanged)
+                   else pod_webhook.allowed_as_is)
     server = WebhookServer(queues, default_priority_class_lookup(client) if defaulting else None,
-                           feature_gates, pod_reviews)
+                           feature_gates, pod_reviews, jobs)
     await server.start(k.webhook_address, k.webhook_port, str(cert), str(key))
     if k.webhook_register:
         service = None if k.webhook_url else (k.webhook_service, k.lease_namespace, 443)

@@ -95,9 +95,10 @@ class IntegrationsConfig(_Cfg):
     """Kueue's ``integrations.frameworks``: the job frameworks it manages (empty: its default, batch/job only)."""
 
 
-DEFAULT_FRAMEWORKS = ("batch/job",)
-"""The frameworks Kueue manages when the Configuration lists none: the plain-Pod integration (``pod``) is off."""
+JOB_FRAMEWORK = "batch/job"
 POD_FRAMEWORK = "pod"
+DEFAULT_FRAMEWORKS = (JOB_FRAMEWORK,)
+"""The frameworks Kueue manages when the Configuration lists none: the plain-Pod integration (``pod``) is off."""
 
 
 class ControllerMetrics(_Cfg):
@@ -138,6 +139,12 @@ class SchedulerConfig(_Cfg):
         """The job frameworks managed (``integrations.frameworks``), Kueue's default when none are listed."""
         listed = self.integrations.frameworks if self.integrations is not None else []
         return tuple(listed) or DEFAULT_FRAMEWORKS
+
+    @property
+    def manages_jobs(self) -> bool:
+        """Kueue's batch/v1 Job integration is on (``batch/job`` among the frameworks, as by default): off, no Job
+        gets a Workload or is suspended, and the Job webhooks change and refuse nothing."""
+        return JOB_FRAMEWORK in self.frameworks
 
     @property
     def manages_pods(self) -> bool:

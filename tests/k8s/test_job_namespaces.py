@@ -51,6 +51,16 @@ async def test_a_job_whose_namespace_the_log_has_not_seen_is_skipped() -> None:
     assert appended == []
 
 
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("frameworks", "managed"), [(["pod"], False), (["batch/job", "pod"], True), ([], True)])
+async def test_a_job_is_left_alone_unless_batch_job_is_among_the_frameworks(frameworks: list, managed: bool) -> None:
+    """Kueue runs the Job reconciler only for a framework its Configuration lists (none listed: batch/job)."""
+    jobs, _, appended = integration(workload(count=1), job(parallelism=1, completions=1),
+                                    before=(_config(integrations={"frameworks": frameworks}),))
+    await jobs.reconcile("ns/train")
+    assert [type(e).__name__ for e in appended] == (["PodsReadyChanged"] if managed else [])
+
+
 @pytest.mark.parametrize(("selector", "error"), [
     ({"matchExpressions": [{"key": "a", "operator": "Equals", "values": ["b"]}]},
      "field `managedJobsNamespaceSelector.matchExpressions[0].operator`: unsupported value 'Equals'"),

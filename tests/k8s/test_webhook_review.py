@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from connectors.k8s.certs import self_signed
-from connectors.k8s.webhook import configuration, job_patch, review
+from connectors.k8s.webhook import WebhookServer, configuration, job_patch, review
 
 Q = "kueue.x-k8s.io/queue-name"
 
@@ -107,6 +107,38 @@ def test_the_mutating_webhook_refuses_nothing(value: str) -> None:
     body = msgspec.json.encode({"request": {"uid": "u-2", "operation": "CREATE", "namespace": "team", "object": job}})
     resp = asyncio.run(review(body, no_default))["response"]
     assert resp["allowed"] is True and "patch" in resp and "status" not in resp
+
+
+class _Request:
+    """What the server's handlers read of an aiohttp request: its body."""
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+
+    async def read(self) -> bytes:
+        return self.body
+
+
+@pytest.mark.parametrize("jobs", [True, False])
+def test_with_batch_job_not_among_the_frameworks_the_job_webhooks_change_and_refuse_nothing(jobs: bool) -> None:
+    """Kueue answers the Job webhooks of a framework it does not manage with no-op webhooks: an unsuspended queued
+    Job is not suspended, and one its validating webhook refuses (a max-exec-time of 0) is allowed."""
+    async def no_default(*_: object) -> bool:
+        return False
+
+    server = WebhookServer(no_default, jobs=jobs)
+    job = _job({Q: "lq", "kueue.x-k8s.io/max-exec-time-seconds": "0"}, suspend=False)
+    body = msgspec.json.encode({"request": {"uid": "u-3", "operation": "CREATE", "namespace": "team", "object": job}})
+
+    async def answers() -> tuple[dict, dict]:
+        mutated = await server._handle(_Request(body))  # type: ignore[arg-type]
+        validated = await server._validate("Job", _Request(body))  # type: ignore[arg-type]
+        return msgspec.json.decode(mutated.body)["response"], msgspec.json.decode(validated.body)["response"]
+
+    mutated, validated = asyncio.run(answers())
+    assert mutated["uid"] == validated["uid"] == "u-3"
+    assert ("patch" in mutated) is jobs
+    assert validated["allowed"] is not jobs
 
 
 def test_configuration_points_at_the_webhook_with_its_ca() -> None:
