@@ -12,6 +12,10 @@ RBAC grants exactly what the connector does:
   their ``status``: patch;
 * Jobs: patch (suspend/unsuspend, inject and restore the template), delete (``afterDeactivatedByKueue``
   retention), ``jobs/status``: patch (clear startTime);
+* the ``finalizers`` subresource (update) of each kind kueue-es makes the owner of what it creates with
+  ``blockOwnerDeletion``: Jobs (their Workloads), Workloads (their ProvisioningRequests), ProvisioningRequests
+  (their PodTemplates) and Pods (below), which the ``OwnerReferencesPermissionEnforcement`` admission plugin
+  requires, as Kueue's role grants it;
 * ClusterQueues' and LocalQueues' ``status``: patch (Kueue's queue status);
 * ClusterQueues, ResourceFlavors, AdmissionChecks, Topologies: patch (the resource-in-use finalizer);
 * Leases (coordination.k8s.io) in its own namespace only, for leader election: get/create/update;
@@ -103,6 +107,10 @@ def cluster_role(name: str = DEFAULT_NAME) -> dict[str, Any]:
                                                    "topologies"], "verbs": ["patch"]},
         {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["patch", "delete"]},
         {"apiGroups": ["batch"], "resources": ["jobs/status"], "verbs": ["get", "patch"]},
+        {"apiGroups": ["batch"], "resources": ["jobs/finalizers"], "verbs": ["update"]},
+        {"apiGroups": [KUEUE_GROUP], "resources": ["workloads/finalizers"], "verbs": ["update"]},
+        {"apiGroups": [PROVISIONING_REQUESTS.group], "resources": [f"{PROVISIONING_REQUESTS.plural}/finalizers"],
+         "verbs": ["update"]},
         {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["mutatingwebhookconfigurations"],
          "verbs": ["create"]},
         {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["mutatingwebhookconfigurations"],

@@ -230,6 +230,11 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert await ok("delete", "", "pods", "team-a")  # the pod integration stops a Pod so
         assert await ok("patch", "", "pods", "team-a", "status")  # marked TerminationTarget first
         assert await ok("update", "", "pods", "team-a", "finalizers")  # a Workload owned by its Pod
+        # what else kueue-es creates with blockOwnerDeletion: a Job's Workload, a Workload's ProvisioningRequest,
+        # a request's PodTemplates (OwnerReferencesPermissionEnforcement asks for update on the owner's finalizers)
+        assert await ok("update", "batch", "jobs", "team-a", "finalizers")
+        assert await ok("update", "kueue.x-k8s.io", "workloads", "team-a", "finalizers")
+        assert await ok("update", "autoscaling.x-k8s.io", "provisioningrequests", "team-a", "finalizers")
         assert await ok("patch", "kueue.x-k8s.io", "admissionchecks", "", "status")
         assert await ok("create", "", "events", "team-a")  # Kueue's Events: decisions carried out, Job actions
         # the visibility API: its APIServices, and the Service and endpoints routing them to the leader
