@@ -938,7 +938,8 @@ def _pending(out: Gauges, name: str, q: ClusterQueueQueue | None, inactive: bool
     parked = len(q.inadmissible) if q is not None else 0
     if inactive:
         waiting, parked = 0, waiting + parked
-    out[PENDING_WORKLOADS.name] += [((name, "active"), float(waiting)), ((name, "inadmissible"), float(parked))]
+    if not split:
+        out[PENDING_WORKLOADS.name] += [((name, "active"), float(waiting)), ((name, "inadmissible"), float(parked))]
     active = inadmissible = 0
     if q is not None and hashing:
         shapes = q.shapes

@@ -83,7 +83,7 @@ def test_the_metrics_carry_the_labels_of_the_object_they_are_keyed_by() -> None:
     # the preempting ClusterQueue's values; a workload that finished without quota: no ClusterQueue, values ""
     assert series(s, "kueue_preempted_workloads_total") == {("cq-b", "InCohortReclamation", "infra", UNTRACKED): 1}
     assert series(s, "kueue_finished_workloads_total") == {("", "", "", ""): 1}
-    assert series(s, "kueue_pending_workloads")[("cq-a", "active", "ml", "c1")] == 0
+    assert series(s, "kueue_pending_scheduling_hashes")[("cq-a", "active", "ml", "c1")] == 0
     assert series(s, "kueue_cluster_queue_status")[("cq-b", "active", "infra", UNTRACKED)] == 1
     # LocalQueue metrics: the LocalQueue kind's labels only
     assert labels_of(s, "kueue_local_queue_admitted_workloads_total") == (
@@ -140,7 +140,7 @@ def test_a_change_of_an_objects_values_clears_its_series() -> None:
     assert series(s, "kueue_quota_reserved_workloads_total") == {("cq-b", "", "infra", UNTRACKED): 1}
     assert set(series(s, "kueue_evicted_workloads_total")) == set()  # cq-a's eviction went with it
     assert series(s, "kueue_preempted_workloads_total") == {("cq-b", "InCohortReclamation", "infra", UNTRACKED): 1}
-    assert ("cq-a", "active", "research", "c1") in series(s, "kueue_pending_workloads")  # gauges: as they are
+    assert ("cq-a", "active", "research", "c1") in series(s, "kueue_pending_scheduling_hashes")  # gauges: as they are
     log.decide(T0 + 6500, (ev.WorkloadRequeued, {"key": "ns/w1", "status": True, "reason": "Preempted",
                                                  "release": True}))
     log.decide(T0 + 7000, reserve("ns/w1", "cq-a"))
