@@ -376,6 +376,15 @@ class ClusterState:
             self._custom_labels_of, self._custom_labels = config, found
         return self._custom_labels
 
+    def _metric_annotations(self, annotations: dict[str, str]) -> tuple[tuple[str, str], ...]:
+        """The annotations of a workload that the Workload custom labels in force read (none while the gate is
+        off or none reads an annotation: the common case costs one cached lookup per annotated workload)."""
+        custom = self.custom_labels
+        keys = custom.workload_annotation_keys if custom is not None else ()
+        if not keys:
+            return ()
+        return tuple(sorted((k, v) for k, v in annotations.items() if k in keys))
+
     def _relabelled(self, kind: str, old: o.KObject | None, new: o.KObject) -> bool:
         """An update changed the custom label values of an object of ``kind``: Kueue then clears the series it
         keyed with the old ones, so the object's counters and histograms start again from zero."""
@@ -1165,9 +1174,10 @@ class ClusterState:
             boost_annotation = annotations.get(PRIORITY_BOOST_ANNOTATION, "")
             gate = annotations.get(ADMISSION_GATED_BY_ANNOTATION, "")
             parameters = provreq_parameters(annotations)
+            metric_annotations = self._metric_annotations(annotations)
         else:  # most Workloads carry none: no lookups
             boost_annotation = gate = ""
-            parameters = ()
+            parameters = metric_annotations = ()
         boost = 0
         if boost_annotation and self.priority_boost:
             boost = boost_of(boost_annotation)
@@ -1184,7 +1194,7 @@ class ClusterState:
                 generation=meta.generation,
                 admission_gate=gate,
                 pod_owned=bool(meta.owner_references) and owned_by_single_pod(meta),
-                boost=boost, boost_annotation=boost_annotation,
+                boost=boost, boost_annotation=boost_annotation, metric_annotations=metric_annotations,
             )
             self.pod_templates[key] = pod_templates(spec)
             self._take_observed_status(wl, w)
@@ -1198,6 +1208,8 @@ class ClusterState:
         if wl.labels != meta.labels:
             wl.labels = dict(meta.labels)
         wl.provreq_parameters = parameters
+        if metric_annotations or wl.metric_annotations:
+            wl.metric_annotations = metric_annotations
         if meta.owner_references or wl.pod_owned:
             wl.pod_owned = owned_by_single_pod(meta)
         regated = gate != wl.admission_gate

@@ -5,7 +5,10 @@ metrics keyed by an object of its ``sourceKind`` (ClusterQueue by default, Local
 object's label ``sourceLabelKey`` (``name`` when neither source key is set) or its annotation
 ``sourceAnnotationKey``; "" when the object has none, or is not known; :data:`UNTRACKED` when ``trackedValues``
 lists values and this is not one of them. A metric carries the labels of its kind in the order they are
-configured. ``sourceKind: Workload`` entries are checked as Kueue checks them, and otherwise not modelled.
+configured. ``sourceKind: Workload`` entries (``trackedValues`` required) split the gauges that count workloads —
+``pending_workloads``, ``local_queue_pending_workloads``, ``admitted_active_workloads`` — by the values of the
+counted workloads (:data:`projections.metrics.SPLIT_BY_WORKLOAD`); their labels come after the queue's, as Kueue
+orders the kinds (ClusterQueue, Cohort, LocalQueue, Workload).
 
 The checks are Kueue's (``pkg/config/validation.go``), run whatever the gate, as Kueue runs them at start-up:
 :func:`problem`. The fold reads the entries from the recorded Configuration (:func:`of_document`); the metrics
@@ -56,7 +59,10 @@ class CustomLabel(NamedTuple):
     """The values reported as they are (empty: every value)."""
 
     def value(self, meta: o.ObjectMeta) -> str:
-        found = (meta.annotations if self.annotation else meta.labels).get(self.key, "")
+        return self.reported((meta.annotations if self.annotation else meta.labels).get(self.key, ""))
+
+    def reported(self, found: str) -> str:
+        """``found`` as the metrics report it (a workload without the key has "", untracked unless listed)."""
         return found if not self.tracked or found in self.tracked else UNTRACKED
 
 
@@ -66,6 +72,9 @@ class CustomLabels:
     def __init__(self, entries: Sequence[CustomLabel]) -> None:
         self.by_kind = {kind: tuple(e for e in entries if e.kind == kind) for kind in SOURCE_KINDS}
         self._names = {kind: tuple(e.label for e in found) for kind, found in self.by_kind.items()}
+        self.workload_annotation_keys = frozenset(e.key for e in self.by_kind[WORKLOAD] if e.annotation)
+        """The annotations of a Workload its entries read: the fold keeps those (``WorkloadInfo.metric_annotations``),
+        since it keeps no other annotation of a workload."""
 
     def names(self, kind: str) -> tuple[str, ...]:
         """The Prometheus labels a metric keyed by an object of ``kind`` carries."""
@@ -76,6 +85,12 @@ class CustomLabels:
         if meta is None:
             return ("",) * len(self.by_kind[kind])
         return tuple(e.value(meta) for e in self.by_kind[kind])
+
+    def workload_values(self, labels: Mapping[str, str], kept: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+        """The values of a workload, from its labels and the annotations the fold kept of it (``kept``)."""
+        annotations = dict(kept) if kept else {}
+        return tuple(e.reported((annotations if e.annotation else labels).get(e.key, ""))
+                     for e in self.by_kind[WORKLOAD])
 
     def changed(self, kind: str, old: o.ObjectMeta, new: o.ObjectMeta) -> bool:
         """An update of an object of ``kind`` changed its values: Kueue then clears the object's series."""

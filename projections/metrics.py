@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections.abc import Container
+from collections.abc import Callable, Container, Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
@@ -44,7 +44,7 @@ from events import schema as ev
 from events.quantity import MILLI_RESOURCES, to_int
 from events.timefmt import parse_time
 from projections import fair_share, gates
-from projections.custom_labels import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, CustomLabels
+from projections.custom_labels import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, WORKLOAD, CustomLabels
 from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, WorkloadInfo
 
 if TYPE_CHECKING:
@@ -337,6 +337,11 @@ KEYED_BY = {s.name: found for s in SPECS if (found := _keyed_by(s)) is not None}
 """Metric -> the kind of object its series are keyed by, and the positions of the object's name among its labels
 (Kueue's rule for custom labels: every metric keyed by a ClusterQueue, the preempting one included, a LocalQueue or
 a Cohort)."""
+
+SPLIT_BY_WORKLOAD = frozenset({PENDING_WORKLOADS.name, LQ_PENDING.name, ADMITTED_ACTIVE.name})
+"""The gauges Kueue splits by the values of the workloads they count when ``sourceKind: Workload`` custom labels
+are configured: a series per value set with workloads (none for a queue with none), the workload labels after the
+queue's own custom labels."""
 
 # --- how the log is read --------------------------------------------------------------------------------------
 
@@ -755,9 +760,14 @@ def with_custom_labels(family: Family, state: ClusterState, custom: CustomLabels
     so every series it keeps carries the object's current values: the ones appended here."""
     keyed = KEYED_BY.get(family.spec.name)
     names = custom.names(keyed[0]) if keyed is not None else ()
-    if keyed is None or not names:
+    split = custom.names(WORKLOAD) if family.spec.name in SPLIT_BY_WORKLOAD else ()
+    if keyed is None or not (names or split):
         return family
+    spec = family.spec._replace(labels=family.spec.labels + names + split)
+    if not names:  # the workload values are in the samples already (:func:`_gauges`)
+        return Family(spec, family.samples)
     kind, at = keyed
+    own = len(family.spec.labels)
     objects = {CLUSTER_QUEUE: state.cluster_queues, COHORT: state.cohorts, LOCAL_QUEUE: state.local_queues}[kind]
     memo: dict[str, tuple[str, ...]] = {}
     samples = []
@@ -768,8 +778,8 @@ def with_custom_labels(family: Family, state: ClusterState, custom: CustomLabels
         if values is None:
             obj = objects.get(key)
             values = memo[key] = custom.values(kind, obj.metadata if obj is not None else None)
-        samples.append((labels + values, *sample[1:]))
-    return Family(family.spec._replace(labels=family.spec.labels + names), samples)
+        samples.append((labels[:own] + values + labels[own:], *sample[1:]))
+    return Family(spec, samples)
 
 
 def _families(state: ClusterState) -> list[Family]:
@@ -851,10 +861,32 @@ def cluster_queue_resources(document: dict[str, Any] | None) -> bool:
 Gauges = dict[str, list[tuple[tuple[str, ...], float]]]
 
 
+ValuesOf = Callable[[WorkloadInfo], tuple[str, ...]]
+"""A workload's values under the ``sourceKind: Workload`` custom labels."""
+
+
+def _workload_values(state: ClusterState) -> ValuesOf | None:
+    """The values of a workload under the ``sourceKind: Workload`` custom labels in force, None when none are."""
+    custom = state.custom_labels
+    if custom is None or not custom.by_kind[WORKLOAD]:
+        return None
+    return lambda wl: custom.workload_values(wl.labels, wl.metric_annotations)
+
+
+def _split(labels: tuple[str, ...], workloads: Iterable[WorkloadInfo], values_of: ValuesOf) -> list[tuple[tuple[str, ...], float]]:
+    """One series per value set among ``workloads``, counting them, its labels ``labels`` and the values."""
+    counts: dict[tuple[str, ...], int] = {}
+    for wl in workloads:
+        values = values_of(wl)
+        counts[values] = counts.get(values, 0) + 1
+    return [(labels + values, float(n)) for values, n in sorted(counts.items())]
+
+
 def _gauges(state: ClusterState, local: bool) -> Gauges:
     out: Gauges = {s.name: [] for s in SPECS if s.kind == "gauge"}
+    values_of = _workload_values(state)
     if local:
-        _local_queue_gauges(state, out)
+        _local_queue_gauges(state, out, values_of)
     document = state.config.document if state.config is not None else None
     resources = cluster_queue_resources(document)
     hashing = state.gate(gates.SCHEDULING_EQUIVALENCE_HASHING)
@@ -869,12 +901,18 @@ def _gauges(state: ClusterState, local: bool) -> Gauges:
     for name in sorted(state.cluster_queues):
         labels = (name,)
         inactive = state.inactive_reason(name)
-        _pending(out, name, state.queues.get(name), inactive is not None, hashing)
+        q = state.queues.get(name)
+        _pending(out, name, q, inactive is not None, hashing, values_of is not None)
+        if values_of is not None and q is not None:
+            _pending_split(out, PENDING_WORKLOADS.name, (name,), q.entries, q.inadmissible, inactive is not None, workloads, values_of)
         holding = [workloads[k] for k in state.reserving.get(name, {}) if k in workloads]
         admitted = [wl for wl in holding if wl.phase == ADMITTED]
         admitted_in[name] = len(admitted)
         out[RESERVING_ACTIVE.name].append((labels, float(len(holding))))
-        out[ADMITTED_ACTIVE.name].append((labels, float(len(admitted))))
+        if values_of is None:
+            out[ADMITTED_ACTIVE.name].append((labels, float(len(admitted))))
+        else:
+            out[ADMITTED_ACTIVE.name] += _split(labels, admitted, values_of)
         out[FINISHED_WORKLOADS.name].append((labels, float(finished.get(name, 0))))
         status = "terminating" if inactive == "Terminating" else "active" if inactive is None else "pending"
         out[CQ_STATUS.name] += [((name, s), 1.0 if s == status else 0.0) for s in ("pending", "active", "terminating")]
@@ -890,15 +928,18 @@ def _gauges(state: ClusterState, local: bool) -> Gauges:
     return out
 
 
-def _pending(out: Gauges, name: str, q: ClusterQueueQueue | None, inactive: bool, hashing: bool) -> None:
+def _pending(out: Gauges, name: str, q: ClusterQueueQueue | None, inactive: bool, hashing: bool,
+             split: bool) -> None:
     """Pending workloads, and their scheduling-equivalence classes (Kueue's scheduling hashes: here the shapes the
     queue parks by), of ClusterQueue ``name``. Kueue counts every one of an inactive queue as inadmissible (it can
-    admit none of them), and no class while SchedulingEquivalenceHashing is off."""
+    admit none of them), and no class while SchedulingEquivalenceHashing is off. The workloads only when not
+    ``split`` by their values (:func:`_pending_split`)."""
     waiting = len(q.entries) if q is not None else 0
     parked = len(q.inadmissible) if q is not None else 0
     if inactive:
         waiting, parked = 0, waiting + parked
-    out[PENDING_WORKLOADS.name] += [((name, "active"), float(waiting)), ((name, "inadmissible"), float(parked))]
+    if not split:
+        out[PENDING_WORKLOADS.name] += [((name, "active"), float(waiting)), ((name, "inadmissible"), float(parked))]
     active = inadmissible = 0
     if q is not None and hashing:
         shapes = q.shapes
@@ -910,6 +951,19 @@ def _pending(out: Gauges, name: str, q: ClusterQueueQueue | None, inactive: bool
             active, inadmissible = len(active_shapes), len(parked_shapes)
     out[PENDING_SCHEDULING_HASHES.name] += [((name, "active"), float(active)),
                                             ((name, "inadmissible"), float(inadmissible))]
+
+
+def _pending_split(out: Gauges, metric: str, labels: tuple[str, ...], waiting: Iterable[str], parked: Iterable[str],
+                   inactive: bool, workloads: dict[str, WorkloadInfo], values_of: ValuesOf) -> None:
+    """``pending_workloads`` (or the LocalQueue's, by ``labels``) split by the values of the pending workloads
+    ``waiting`` and ``parked`` (keys): a series per status and value set that has workloads, as Kueue reports
+    them (it deletes the series of a value set once its last workload leaves it)."""
+    found = [workloads[k] for k in waiting if k in workloads]
+    found_parked = [workloads[k] for k in parked if k in workloads]
+    if inactive:
+        found, found_parked = [], found + found_parked
+    out[metric] += _split((*labels, "active"), found, values_of) + _split((*labels, "inadmissible"), found_parked,
+                                                                        values_of)
 
 
 def _cluster_queue_resources(out: Gauges, state: ClusterState, name: str, admitted: list[WorkloadInfo]) -> None:
@@ -1006,9 +1060,10 @@ def _weighted_shares(state: ClusterState, out: Gauges, cluster_queues: bool) -> 
         out[COHORT_WEIGHTED_SHARE.name].append(((name,), share))
 
 
-def _local_queue_gauges(state: ClusterState, out: Gauges) -> None:
+def _local_queue_gauges(state: ClusterState, out: Gauges, values_of: ValuesOf | None) -> None:
     """The LocalQueue gauges, counted as the LocalQueue status the connector writes counts them
-    (``projections.queue_status.local_queue_status``)."""
+    (``projections.queue_status.local_queue_status``); ``local_queue_pending_workloads`` split by the workloads'
+    values while ``values_of`` (Workload custom labels) is given."""
     workloads = state.workloads
     for key in sorted(state.local_queues):
         lq = state.local_queues[key]
@@ -1025,7 +1080,13 @@ def _local_queue_gauges(state: ClusterState, out: Gauges) -> None:
             inadmissible = sum(1 for wl in members if wl.key in q.inadmissible)
             if state.inactive_reason(cq_name) is not None:  # as for the ClusterQueue
                 active, inadmissible = 0, active + inadmissible
-        out[LQ_PENDING.name] += [((*labels, "active"), float(active)), ((*labels, "inadmissible"), float(inadmissible))]
+        if values_of is None:
+            out[LQ_PENDING.name] += [((*labels, "active"), float(active)),
+                                     ((*labels, "inadmissible"), float(inadmissible))]
+        elif q is not None and not stopped:
+            _pending_split(out, LQ_PENDING.name, labels, (wl.key for wl in members if wl.key in q.entries),
+                           (wl.key for wl in members if wl.key in q.inadmissible),
+                           state.inactive_reason(cq_name) is not None, workloads, values_of)
         holding = [wl for wl in members if wl.reserving and wl.cluster_queue == cq_name] if cq is not None else []
         admitted = [wl for wl in holding if wl.phase == ADMITTED]
         out[LQ_RESERVING_ACTIVE.name].append((labels, float(len(holding))))

@@ -156,6 +156,9 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     boost_annotation: str = ""
     """That annotation as written (empty: none), kept whatever the gate: a change of it takes a parked workload
     back to its queue's heap under the gate, and a configuration turning the gate on reads it."""
+    metric_annotations: tuple[tuple[str, str], ...] = ()
+    """Its annotations that ``sourceKind: Workload`` custom metric labels read (CustomMetricLabels on), sorted;
+    the empty tuple, shared, whenever none is configured or it has none of them."""
 
     @property
     def base_priority(self) -> int:

@@ -21,14 +21,14 @@ from kueue_es.metrics import registry, start_server
 from kueue_es.metrics import text as metrics_text
 from kueue_es.scheduler.config import load_config
 from projections.custom_labels import UNTRACKED
-from projections.metrics import families, merged
+from projections.metrics import SPLIT_BY_WORKLOAD, families, merged
 
 LABELS: list[dict[str, Any]] = [
     {"name": "team"},  # a ClusterQueue's label "team"
     {"name": "cost", "sourceAnnotationKey": "billing/cost", "trackedValues": ["c1", "c2"]},
     {"name": "env", "sourceKind": "LocalQueue", "sourceLabelKey": "example.com/env"},
     {"name": "org", "sourceKind": "Cohort"},
-    {"name": "kind", "sourceKind": "Workload", "trackedValues": ["batch"]},  # checked, not modelled
+    {"name": "kind", "sourceKind": "Workload", "trackedValues": ["batch"]},  # splits the workload-counting gauges
 ]
 
 
@@ -83,7 +83,7 @@ def test_the_metrics_carry_the_labels_of_the_object_they_are_keyed_by() -> None:
     # the preempting ClusterQueue's values; a workload that finished without quota: no ClusterQueue, values ""
     assert series(s, "kueue_preempted_workloads_total") == {("cq-b", "InCohortReclamation", "infra", UNTRACKED): 1}
     assert series(s, "kueue_finished_workloads_total") == {("", "", "", ""): 1}
-    assert series(s, "kueue_pending_workloads")[("cq-a", "active", "ml", "c1")] == 0
+    assert series(s, "kueue_pending_scheduling_hashes")[("cq-a", "active", "ml", "c1")] == 0
     assert series(s, "kueue_cluster_queue_status")[("cq-b", "active", "infra", UNTRACKED)] == 1
     # LocalQueue metrics: the LocalQueue kind's labels only
     assert labels_of(s, "kueue_local_queue_admitted_workloads_total") == (
@@ -94,9 +94,9 @@ def test_the_metrics_carry_the_labels_of_the_object_they_are_keyed_by() -> None:
     assert series(s, "kueue_cohort_subtree_admitted_workloads_total") == {
         ("co", "", "acme"): 1, ("co", "high", "acme"): 1, ("root", "", ""): 1, ("root", "high", ""): 1}
     assert set(series(s, "kueue_cohort_info")) == {("co", "root", "root", "acme"), ("root", "", "root", "")}
-    # keyed by no object; and the Workload kind is not modelled
+    # keyed by no object; and the Workload kind only on the gauges that count workloads
     assert labels_of(s, "kueue_admission_attempts_total") == ("result",)
-    assert not any("custom_kind" in f.spec.labels for f in families(s))
+    assert {f.spec.name for f in families(s) if "custom_kind" in f.spec.labels} == set(SPLIT_BY_WORKLOAD)
     _restores_at_every_cut(log.records, fold(log.records))
 
 
@@ -140,7 +140,7 @@ def test_a_change_of_an_objects_values_clears_its_series() -> None:
     assert series(s, "kueue_quota_reserved_workloads_total") == {("cq-b", "", "infra", UNTRACKED): 1}
     assert set(series(s, "kueue_evicted_workloads_total")) == set()  # cq-a's eviction went with it
     assert series(s, "kueue_preempted_workloads_total") == {("cq-b", "InCohortReclamation", "infra", UNTRACKED): 1}
-    assert ("cq-a", "active", "research", "c1") in series(s, "kueue_pending_workloads")  # gauges: as they are
+    assert ("cq-a", "active", "research", "c1") in series(s, "kueue_pending_scheduling_hashes")  # gauges: as they are
     log.decide(T0 + 6500, (ev.WorkloadRequeued, {"key": "ns/w1", "status": True, "reason": "Preempted",
                                                  "release": True}))
     log.decide(T0 + 7000, reserve("ns/w1", "cq-a"))
