@@ -34,7 +34,9 @@ it in, each pass does the one :class:`connectors.k8s.pod_sync.Step` Kueue's reco
 
 Under waitForPodsReady the Workload's PodsReady follows the Pod's ``Ready`` condition, as for Jobs. The Events
 go through the log (``JobActed`` of kind Pod, from ``pod-kueue-controller``), so a restart records none twice.
-Not done: pod groups (``kueue.x-k8s.io/pod-group-name``), prebuilt Workloads, keeping the Workload in step with a
+Pod groups (``kueue.x-k8s.io/pod-group-name``) are reconciled as one (key ``group/<namespace>/<group>``):
+:mod:`connectors.k8s.pod_group` decides, one Workload named after the group, every Pod started, stopped, finished
+and finalized with it. Not done: prebuilt Workloads, keeping the Workload in step with a
 changed Pod (its queue name, its priority class), topology-aware placement of pods, the Workload's
 ``resource-in-use`` finalizer, ``UpdatedAdmissionCheck`` and ``WorkloadPriorityClassNotFound`` Events.
 """
