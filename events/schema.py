@@ -102,7 +102,8 @@ class JobActed(Event, tag="JobActed"):
 
     action: str
     """``CreatedWorkload``, ``Started``, ``Stopped``, ``UpdatedWorkload``, ``DeletedWorkload``,
-    ``WorkloadPriorityClassNotFound`` or (a Pod whose Workload finished, once finalized) ``FinishedWorkload`` (a
+    ``WorkloadPriorityClassNotFound``, (a pod group's Pod beyond its count, deleted) ``ExcessPodDeleted`` or (a Pod
+    whose Workload finished, once finalized) ``FinishedWorkload`` (a
     reader that does not know an action records nothing for it)."""
     kind: str = "Job"
     """What was acted on: ``Job`` (batch/v1) or ``Pod`` (v1)."""

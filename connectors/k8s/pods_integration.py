@@ -34,7 +34,9 @@ it in, each pass does the one :class:`connectors.k8s.pod_sync.Step` Kueue's reco
 
 Under waitForPodsReady the Workload's PodsReady follows the Pod's ``Ready`` condition, as for Jobs. The Events
 go through the log (``JobActed`` of kind Pod, from ``pod-kueue-controller``), so a restart records none twice.
-Not done: pod groups (``kueue.x-k8s.io/pod-group-name``), prebuilt Workloads, keeping the Workload in step with a
+Pod groups (``kueue.x-k8s.io/pod-group-name``) are reconciled as one (key ``group/<namespace>/<group>``):
+:mod:`connectors.k8s.pod_group` decides, one Workload named after the group, every Pod started, stopped, finished
+and finalized with it. Not done: prebuilt Workloads, keeping the Workload in step with a
 changed Pod (its queue name, its priority class), topology-aware placement of pods, the Workload's
 ``resource-in-use`` finalizer, ``UpdatedAdmissionCheck`` and ``WorkloadPriorityClassNotFound`` Events.
 """
@@ -52,13 +54,14 @@ from typing import Any
 import msgspec
 import structlog
 
-from connectors.k8s import pod_sync, podsetinfo
+from connectors.k8s import pod_group, pod_sync, podsetinfo
 from connectors.k8s.client import KubeClient, resource_version_of
 from connectors.k8s.errors import AlreadyExists, Conflict, Gone, KubeError, NotFound
 from connectors.k8s.job_events import CREATED_WORKLOAD, QUEUE_LABEL, STARTED, STOPPED
 from connectors.k8s.job_priority import PriorityClassNotFound, WorkloadPriorityClassNotFound
 from connectors.k8s.jobs import admission_shown
 from connectors.k8s.journal import Journal
+from connectors.k8s.pod_roles import ROLE_HASH_ANNOTATION, role_hash
 from connectors.k8s.pod_sync import ManagedPod, Step
 from connectors.k8s.pod_webhook import MANAGED, MANAGED_LABEL
 from connectors.k8s.resources import BY_KIND
@@ -79,6 +82,8 @@ WORKLOADS = BY_KIND["Workload"]
 SELECTOR = f"{MANAGED_LABEL}={MANAGED}"
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 FINISHED_WORKLOAD = "FinishedWorkload"
+GROUP_PREFIX = "group/"
+"""A reconcile key ``group/<namespace>/<group>``: the pod group's, as Kueue's event handler keys it."""
 
 
 @dataclass
@@ -90,6 +95,7 @@ class PodStats:
     finalized: int = 0
     released: int = 0
     orphans: int = 0
+    excess: int = 0
     conflicts: int = 0
     errors: int = 0
     relists: int = 0
@@ -126,6 +132,10 @@ class PodIntegration:
         """Pod key -> (action, Pod resourceVersion) last done, so a stale view does not repeat it (and Workload
         key -> ("orphan", its resourceVersion) once deleted for want of its Pod)."""
         self._appended: dict[tuple[str, str], int] = {}
+        self.members: dict[str, set[str]] = {}
+        """Group key (``<namespace>/<group>``, also its Workload's key) -> keys of the managed Pods in it."""
+        self.group_of: dict[str, str] = {}
+        """Pod key -> its group's key."""
         self._stopped: dict[str, str] = {}
         """Pod key -> uid of the Pod stopped (marked and deleted) under it: its versions in between (the condition
         written, the deletion not seen yet) are not stopped again."""
@@ -215,11 +225,23 @@ class PodIntegration:
         return rv
 
     def _decode(self, raw: msgspec.Raw | bytes) -> ManagedPod | None:
+        """The Pod as the integration reads it; a group's Pod without the webhook's role annotation is given its
+        role here (Kueue computes it then from the spec), and is recorded as its group's member."""
         try:
-            return self._decoder.decode(raw)
+            pod = self._decoder.decode(raw)
+            if pod_group.group_name(pod.metadata.labels) and ROLE_HASH_ANNOTATION not in pod.metadata.annotations:
+                spec = msgspec.json.decode(raw).get("spec") or {}
+                annotations = {**pod.metadata.annotations, ROLE_HASH_ANNOTATION: role_hash(spec)}
+                pod = msgspec.structs.replace(pod, metadata=msgspec.structs.replace(pod.metadata,
+                                                                                    annotations=annotations))
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             log.warning("managed pod skipped: cannot decode", error=str(exc))
             return None
+        group = pod_group.group_key(pod)
+        if group:
+            self.group_of[pod.key] = group
+            self.members.setdefault(group, set()).add(pod.key)
+        return pod
 
     def _mark(self, keys: set[str]) -> None:
         if keys:
@@ -268,6 +290,8 @@ class PodIntegration:
                     keys.add(found)
             elif isinstance(e, ev.ConfigRecorded):
                 keys.update(self.pods)
+            if e.key in self.members:  # the group's Workload (named after it) or its namespace's group
+                keys.add(GROUP_PREFIX + e.key)
             pod_key = self.pod_of.get(e.key)
             if pod_key is not None:
                 keys.add(pod_key)
@@ -281,6 +305,16 @@ class PodIntegration:
     async def reconcile(self, key: str) -> None:
         config = self._config()
         if not config.manages_pods:
+            return
+        if key.startswith(GROUP_PREFIX):
+            await self._reconcile_group(config, key.removeprefix(GROUP_PREFIX))
+            return
+        if key in self.group_of:  # a group's Pod is reconciled with its group
+            group = self.group_of[key]
+            if key not in self.pods:
+                self.group_of.pop(key, None)
+                self.members.get(group, set()).discard(key)
+            await self._reconcile_group(config, group)
             return
         pod = self.pods.get(key)
         for wl_key in sorted(self.workloads_of.get(key, ())):
@@ -414,13 +448,14 @@ class PodIntegration:
         log.info("created workload", pod=pod.key, workload=name)
         await self._report(pod, CREATED_WORKLOAD, workload=f"{ns}/{name}")
 
-    async def _start(self, pod: ManagedPod, wl: WorkloadInfo) -> None:
+    async def _start(self, pod: ManagedPod, wl: WorkloadInfo, pod_set: str = "main") -> None:
+        """Start the Pod with what the admission of its pod set (``main``; a group's Pod: its role's) adds."""
         assert wl.admission is not None
         psas = wl.admission.pod_set_assignments
-        psa = next((p for p in psas if p.name == "main"), psas[0] if psas else None)
+        psa = next((p for p in psas if p.name == pod_set), psas[0] if psas and pod_set == "main" else None)
         try:
             info = (podsetinfo.start_info(self.state, wl, psa) if psa is not None else podsetinfo.PodSetInfo(
-                labels={podsetinfo.PODSET_LABEL: "main", **podsetinfo.queue_labels(self.state, wl)}))
+                labels={podsetinfo.PODSET_LABEL: pod_set, **podsetinfo.queue_labels(self.state, wl)}))
             patch = pod_sync.start_patch(pod, info)
         except podsetinfo.MergeConflict as exc:
             self.stats.failed_to_start.append(pod.key)
@@ -485,6 +520,115 @@ class PodIntegration:
             return
         self.stats.orphans += 1
         log.info("deleted the workload of a pod that is gone", pod=pod_key, workload=wl_key)
+
+    # --- pod groups ----------------------------------------------------------------------------------------
+
+    async def _reconcile_group(self, config: SchedulerConfig, group: str) -> None:
+        """Do what Kueue's reconciler does next with a pod group (:func:`connectors.k8s.pod_group.next_step`)."""
+        pods = sorted((self.pods[k] for k in self.members.get(group, ()) if k in self.pods),
+                      key=lambda p: p.metadata.name)
+        if not pods:
+            self.members.pop(group, None)
+            return
+        pods = [p for p in pods if pod_sync.is_managed(p)]
+        deleting = [p for p in pods if p.metadata.deletion_timestamp and not pod_group.runnable_or_succeeded(p)]
+        wl, obs = self.state.workloads.get(group), self.mirror.workloads.get(group)
+        if wl is None or obs is None or (obs.metadata.uid and wl.uid and obs.metadata.uid != wl.uid):
+            wl = obs = None
+        managed = bool(pods) and bool(pods[0].metadata.labels.get(QUEUE_LABEL)) and self._managed_namespace(
+            config, pods[0])
+        shown = wl is not None and obs is not None and admission_shown(wl, obs)
+        step = pod_group.next_step(pods, wl, managed=managed, admission_shown=shown)
+        for pod in step.finalize:
+            await self._once(pod, "finalize", self._finalize(pod, ""))
+        for pod in step.remove:
+            await self._once(pod, "excess", self._remove_excess(pod))
+        await self._carry_out_group(group, step, wl)
+        if wl is None and not managed:
+            for pod in deleting:  # not Kueue's to hold: let it go
+                if pod_sync.finalizable(pod):
+                    await self._once(pod, "finalize", self._finalize(pod, ""))
+
+    async def _carry_out_group(self, group: str, step: pod_group.GroupStep, wl: WorkloadInfo | None) -> None:
+        match step.action:
+            case pod_group.CREATE:
+                marker = ("create", tuple(p.metadata.resource_version for p in step.kept))
+                if self._acted.get(GROUP_PREFIX + group) != marker:
+                    self._acted[GROUP_PREFIX + group] = marker
+                    try:
+                        await self._create_group(group, list(step.kept))
+                    except BaseException:
+                        self._acted.pop(GROUP_PREFIX + group, None)
+                        raise
+            case pod_group.START:
+                assert wl is not None
+                for pod in step.pods:
+                    await self._once(pod, "start", self._start(pod, wl, pod_group.role_of(pod)))
+            case pod_group.STOP:
+                stop = Step(pod_sync.STOP, step.reason, step.message)
+                for pod in step.pods:
+                    if self._stopped.get(pod.key) != pod.metadata.uid:
+                        await self._once(pod, "stop", self._stop(pod, stop, wl))
+            case pod_group.RELEASE:
+                assert wl is not None
+                if await self._append_once(wl, ev.JobStopped(time=_now(), key=wl.key, uid=wl.uid)):
+                    self.stats.released += 1
+            case pod_group.FINISH:
+                assert wl is not None
+                await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl.key, uid=wl.uid,
+                                                                reason=step.reason, message=step.message))
+            case pod_group.FINALIZE:
+                for pod in step.pods:
+                    await self._once(pod, "finalize", self._finalize(pod, group))
+            case pod_group.WAIT | pod_group.INVALID:
+                if self._acted.get(GROUP_PREFIX + group) != (step.action, step.message):
+                    self._acted[GROUP_PREFIX + group] = (step.action, step.message)
+                    log.info("pod group gets no workload yet", group=group, reason=step.message)
+            case _:
+                pass
+
+    async def _create_group(self, group: str, kept: list[ManagedPod]) -> None:
+        """Create the group's Workload from its Pods as stored (any gone or made anew meanwhile: not yet)."""
+        namespace = group.partition("/")[0]
+        raws = []
+        for pod in kept:
+            try:
+                raw = msgspec.json.decode(await self.client.get(PODS, pod.metadata.name, namespace))
+            except NotFound:
+                return
+            if raw["metadata"]["uid"] != pod.metadata.uid:
+                return
+            raws.append(raw)
+        try:
+            body = pod_group.workload_for(self.state, raws)
+        except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
+            log.warning("the pod group's priority class is not there: no workload created yet", group=group,
+                        error=str(exc))
+            return
+        except (InvalidInput, ValueError) as exc:
+            self.stats.invalid.append(group)
+            log.error("pod group refused: no workload created", group=group, error=str(exc))
+            return
+        try:
+            await self.client.create(WORKLOADS, body, namespace)
+        except AlreadyExists:
+            return
+        self.stats.created += 1
+        log.info("created workload", group=group, workload=group)
+        await self._report(kept[0], CREATED_WORKLOAD, workload=group)
+
+    async def _remove_excess(self, pod: ManagedPod) -> None:
+        """Finalize and delete a Pod beyond its group's count (``ExcessPodDeleted``)."""
+        try:
+            if pod_sync.finalizable(pod):
+                await self.client.patch(PODS, pod.metadata.name, pod_sync.finalize_patch(pod), pod.metadata.namespace)
+            if not pod.metadata.deletion_timestamp:
+                await self.client.delete(PODS, pod.metadata.name, pod.metadata.namespace, uid=pod.metadata.uid)
+        except NotFound:
+            return
+        self.stats.excess += 1
+        log.info("deleted an excess pod of its group", pod=pod.key)
+        await self._report(pod, pod_group.EXCESS_POD_DELETED, message="Excess pod deleted")
 
 
 def _now() -> int:

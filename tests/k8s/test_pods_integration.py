@@ -238,3 +238,92 @@ def test_the_events_of_a_pod_action_are_the_pods_from_kueues_pod_controller() ->
     ledger.fold(ev.Record(10, job), Mirror().state, {})
     (event,) = job_events(job, ledger.ready[10].before)  # type: ignore[arg-type]
     assert (event.involved.kind, event.component) == ("Job", "batch/job-kueue-controller")
+
+
+def _group_raw(name: str, *, gated: bool = True, phase: str = "Pending") -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}", "resourceVersion": "1",
+                         "labels": {"kueue.x-k8s.io/managed": "true", "kueue.x-k8s.io/queue-name": "lq",
+                                    "kueue.x-k8s.io/pod-group-name": "g"},
+                         "annotations": {"kueue.x-k8s.io/pod-group-total-count": "2"},
+                         "finalizers": ["kueue.x-k8s.io/managed"]},
+            "spec": {"containers": [{"name": "c"}],
+                     "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}] if gated else []},
+            "status": {"phase": phase}}
+
+
+class GroupClient(Client):
+    """A GET of a Pod answers it from ``raws``."""
+
+    def __init__(self, raws: dict[str, dict[str, Any]]) -> None:
+        super().__init__()
+        self.raws = raws
+
+    async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
+        self.calls.append(("get", resource.kind, name))
+        return msgspec.json.encode(self.raws[name])
+
+
+def _watch(pods: PodIntegration, raw: dict[str, Any]) -> None:
+    pod = pods._decode(msgspec.json.encode(raw))
+    assert pod is not None
+    pods.pods[pod.key] = pod
+
+
+def group_workload_obs() -> o.Workload:
+    return o.Workload(
+        metadata=o.ObjectMeta(name="g", namespace="ns", uid="wl-uid", resource_version="3",
+                              annotations={"kueue.x-k8s.io/is-group-workload": "true"},
+                              owner_references=[o.OwnerReference(api_version="v1", kind="Pod", name=n, uid=f"uid-{n}")
+                                                for n in "ab"]),
+        spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name="7aa6c7b8", count=2, template=o.PodTemplateSpec(
+            spec=o.PodSpec(containers=[o.Container(name="c")])))]))
+
+
+@pytest.mark.asyncio
+async def test_a_pod_group_gets_one_workload_once_all_its_pods_are_there() -> None:
+    raws = {n: _group_raw(n) for n in "ab"}
+    pods, _, appended, client = integration(client=GroupClient(raws))
+    _watch(pods, raws["a"])
+    await pods.reconcile("ns/a")
+    assert client.calls == [] and appended == [], "one of two Pods: no Workload yet"
+    _watch(pods, raws["b"])
+    await pods.reconcile("ns/b")
+    await pods.reconcile("group/ns/g")
+    (_, kind, body), = [c for c in client.calls if c[0] == "create"]
+    assert kind == "Workload" and body["metadata"]["name"] == "g"
+    assert [(ps["name"], ps["count"]) for ps in body["spec"]["podSets"]] == [("7aa6c7b8", 2)]
+    assert [e.action for e in appended if isinstance(e, ev.JobActed)] == ["CreatedWorkload"]
+
+
+@pytest.mark.asyncio
+async def test_an_admitted_pod_group_has_every_pod_started_with_its_roles_admission(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    pods, mirror, appended, client = integration(group_workload_obs())
+    wl = mirror.state.workloads["ns/g"]
+    wl.phase = ADMITTED
+    wl.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[
+        o.PodSetAssignment(name="7aa6c7b8", flavors={}, count=2)])
+    for n in "ab":
+        _watch(pods, _group_raw(n))
+    monkeypatch.setattr("connectors.k8s.pods_integration.admission_shown", lambda wl, obs: True)
+    await pods.reconcile("group/ns/g")
+    patched = [c for c in client.calls if c[0] == "patch"]
+    assert [c[2] for c in patched] == ["a", "b"]
+    assert all(c[5]["spec"]["schedulingGates"] is None for c in patched)
+    assert all(c[5]["metadata"]["labels"]["kueue.x-k8s.io/podset"] == "7aa6c7b8" for c in patched)
+    assert [e.action for e in appended if isinstance(e, ev.JobActed)] == ["Started", "Started"]
+
+
+@pytest.mark.asyncio
+async def test_a_finished_pod_group_finishes_its_workload_and_its_records_mark_the_group() -> None:
+    pods, mirror, appended, _ = integration(group_workload_obs())
+    mirror.state.workloads["ns/g"].phase = ADMITTED
+    for n in "ab":
+        _watch(pods, _group_raw(n, gated=False, phase="Succeeded"))
+    mirror.listeners.append(pods._on_applied)
+    mirror.apply_batch([ev.Record(mirror.offset + 1, ev.JobStopped(time=3, key="ns/g", uid="wl-uid"))])
+    assert pods.dirty == {"group/ns/g"}
+    await pods.reconcile("ns/a")
+    (finished,) = appended
+    assert isinstance(finished, ev.WorkloadFinished) and (finished.reason, finished.message) == (
+        "Succeeded", "Pods succeeded: 2/2.")

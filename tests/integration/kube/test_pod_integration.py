@@ -11,6 +11,7 @@ preempted is marked ``TerminationTarget`` and deleted, and the Pod that preempte
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import secrets
 from typing import Any
@@ -198,3 +199,47 @@ async def gone_workload(kc, ns: str, name: str) -> bool:
     except NotFound:
         return True
     return False
+
+
+@pytest.mark.asyncio
+async def test_a_pod_group_is_held_until_complete_then_admitted_as_one_workload_and_ungated(
+        kube_apiserver, tmp_path) -> None:
+    sfx = secrets.token_hex(3)
+    config = load_config({"integrations": {"frameworks": ["batch/job", "pod"]}})
+    group = {Q: "user-queue", "kueue.x-k8s.io/pod-group-name": "trio"}
+    async with await connect(kube_apiserver) as kc, _pod_webhook(kc, tmp_path, sfx, config):
+        q = await queues(kc, "podgroup", {"cpu": 3}, sfx=sfx, flavor_labels={"pool": "a"})
+        await _label(kc, q.ns, {"kueue-es-pod-test": sfx})
+
+        def member(name: str, cpu: str) -> dict[str, Any]:
+            pod = _pod(q.ns, name, group, cpu=cpu)
+            pod["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": "3"}
+            return pod
+
+        async def effective() -> bool:
+            with contextlib.suppress(Exception):
+                out = await kc.request("POST", PODS.collection_path(q.ns), query=[("dryRun", "All")],
+                                       body=member("probe", "1"))
+                return GATE in _gates(msgspec.json.decode(out))
+            return False
+
+        await eventually(effective, what="the pod webhook in effect")
+        async with kueue_es(kc, tmp_path / "log", config=config):
+            first = await create(kc, member("a", "1"))
+            assert _gates(first) == [GATE] and "kueue.x-k8s.io/role-hash" in first["metadata"]["annotations"]
+            await create(kc, member("b", "1"))
+            await asyncio.sleep(2)
+            with pytest.raises(NotFound):  # two of three: no Workload yet
+                await get(kc, "Workload", "trio", q.ns)
+            await create(kc, member("c", "500m"))
+
+            async def all_started() -> list[dict[str, Any]] | None:
+                pods = [await get(kc, "Pod", n, q.ns) for n in "abc"]
+                return pods if not any(_gates(p) for p in pods) else None
+
+            pods = await eventually(all_started, what="every pod of the group ungated")
+            assert {p["spec"]["nodeSelector"]["pool"] for p in pods} == {"a"}
+            wl = await get(kc, "Workload", "trio", q.ns)
+            assert wl["metadata"]["annotations"]["kueue.x-k8s.io/is-group-workload"] == "true"
+            assert sorted(ps["count"] for ps in wl["spec"]["podSets"]) == [1, 2]
+            assert sorted(r["name"] for r in wl["metadata"]["ownerReferences"]) == ["a", "b", "c"]

@@ -1,0 +1,272 @@
+"""Kueue's pod groups: Pods labelled ``kueue.x-k8s.io/pod-group-name`` that are admitted, run and end as one.
+
+Pure: no client, no clock. Each Pod of a group names the group's size in ``kueue.x-k8s.io/pod-group-total-count``;
+the group gets one Workload, named after the group, once that many Pods that can still run (not failed, not
+deleted before reaching a node) exist. Its pod sets are the group's roles: Pods alike in what admission looks at
+(the requests and ports of their containers, node selector, affinity, tolerations, runtime class, priority,
+spread constraints, overhead and resource claims) share a role, named by an 8-character hash of those fields
+(:func:`role_hash`, which the Pod webhook records in ``kueue.x-k8s.io/role-hash``). As Kueue
+(``pkg/controller/jobs/pod/pod_controller.go``, its group parts):
+
+* no Workload: failed or never-placed deleted Pods lose Kueue's finalizer; fewer runnable Pods than the total
+  wait; Pods that disagree on the queue name or the total count get none; runnable Pods beyond the total (the
+  newest, gated ones first) are finalized and deleted (``ExcessPodDeleted``); the rest make the Workload —
+  every Pod an owner (not the controller), ``kueue.x-k8s.io/is-group-workload: "true"``, at most 8 roles;
+* a Workload: runnable Pods of a role beyond its pod set's count are excess too, removed the same way;
+* the group has finished once as many Pods succeeded as the total (or, with a Pod annotated
+  ``kueue.x-k8s.io/retriable-in-group: "false"``, once none is still running): the Workload finishes
+  ``Succeeded``, "Pods succeeded: <n>/<total>.", and then every Pod loses the finalizer;
+* admitted (and shown so by the apiserver): every gated Pod is started with its role's pod set's admission;
+* evicted, or running while not admitted: every running Pod is stopped (``TerminationTarget``, then deleted); an
+  evicted Workload's quota goes once no Pod of the group is ``Running``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from connectors.k8s.job_events import MISSING_WORKLOAD, NOT_ADMITTED, QUEUE_LABEL
+from connectors.k8s.job_priority import workload_priority
+from connectors.k8s.jobs import max_execution_seconds
+from connectors.k8s.pod_roles import (
+    GROUP_LABEL,
+    ROLE_HASH_ANNOTATION,
+    TOTAL_COUNT_ANNOTATION,
+    group_name,
+    role_hash,
+    total_count,
+)
+from connectors.k8s.pod_sync import (
+    EVICTED_REASON,
+    NO_MATCHING_WORKLOAD_REASON,
+    NOT_ADMITTED_REASON,
+    ManagedPod,
+    finalizable,
+    is_admitted,
+    is_gated,
+    is_ready,
+)
+from connectors.k8s.resources import KUEUE_GROUP, KUEUE_VERSION
+from projections.cluster import ClusterState
+from projections.workloads import FINISHED, PROVREQ_ANNOTATION_PREFIX, WorkloadInfo
+
+IS_GROUP_ANNOTATION = "kueue.x-k8s.io/is-group-workload"
+RETRIABLE_ANNOTATION = "kueue.x-k8s.io/retriable-in-group"
+MAX_ROLES = 8
+TOO_MANY_ROLES = "pod group can't include more than 8 roles"
+EXCESS_POD_DELETED = "ExcessPodDeleted"
+
+
+def group_key(pod: ManagedPod) -> str:
+    """``<namespace>/<group>`` of a Pod in a group, else ``""``."""
+    name = group_name(pod.metadata.labels)
+    return f"{pod.metadata.namespace}/{name}" if name else ""
+
+
+def role_of(pod: ManagedPod) -> str:
+    """The Pod's role as recorded on it (the webhook's annotation, or the integration's when it decoded it)."""
+    return pod.metadata.annotations.get(ROLE_HASH_ANNOTATION, "")
+
+
+# --- which Pods count ------------------------------------------------------------------------------------------
+
+def runnable_or_succeeded(pod: ManagedPod) -> bool:
+    """May still run, runs or succeeded: not failed, and not deleted before reaching a node."""
+    if pod.metadata.deletion_timestamp and not pod.spec.node_name:
+        return False
+    return pod.status.phase != "Failed"
+
+
+def _keep_first(pod: ManagedPod) -> tuple[bool, bool, str, str]:
+    """Sort key of runnable Pods, those to keep first: with Kueue's finalizer, not gated, oldest."""
+    return (not finalizable(pod), is_gated(pod), pod.metadata.creation_timestamp or "", pod.metadata.name)
+
+
+def excess(pods: list[ManagedPod], count: int) -> list[ManagedPod]:
+    """The runnable Pods beyond ``count``: the last by :func:`_keep_first`."""
+    active = sorted((p for p in pods if runnable_or_succeeded(p)), key=_keep_first)
+    return active[count:]
+
+
+def finished(pods: list[ManagedPod], total: int) -> str | None:
+    """The Workload's finish message once the group has finished, else None."""
+    succeeded = sum(1 for p in pods if p.status.phase == "Succeeded")
+    active = any(p.status.phase not in ("Succeeded", "Failed") for p in pods)
+    unretriable = any(p.metadata.annotations.get(RETRIABLE_ANNOTATION) == "false" for p in pods)
+    if succeeded == total or (not active and unretriable):
+        return f"Pods succeeded: {succeeded}/{total}."
+    return None
+
+
+def all_ready(pods: list[ManagedPod]) -> bool:
+    return all(is_ready(p) for p in pods)
+
+
+def _running(pod: ManagedPod) -> bool:
+    """Not held back (gated or ended) and not being deleted: one to stop."""
+    return not is_gated(pod) and pod.status.phase not in ("Succeeded", "Failed") and not pod.metadata.deletion_timestamp
+
+
+# --- the next step ---------------------------------------------------------------------------------------------
+
+NOTHING, WAIT, INVALID, CREATE, FINALIZE, FINISH, START, STOP, RELEASE = (
+    "nothing", "wait", "invalid", "create", "finalize", "finish", "start", "stop", "release")
+
+
+@dataclass(frozen=True)
+class GroupStep:
+    """What to do next with a group: ``remove`` (excess Pods: finalize and delete) first, ``finalize`` (Pods that
+    only lose the finalizer), then ``action`` on ``pods``."""
+
+    action: str = NOTHING
+    pods: tuple[ManagedPod, ...] = ()
+    remove: tuple[ManagedPod, ...] = ()
+    finalize: tuple[ManagedPod, ...] = ()
+    reason: str = ""
+    message: str = ""
+    release: bool = False
+    kept: tuple[ManagedPod, ...] = field(default=())
+    """CREATE: the Pods the Workload is made of."""
+
+
+def _mismatch(pods: list[ManagedPod], first: ManagedPod, total: int) -> str:
+    """Kueue's complaint about Pods (failed ones aside) that disagree with ``first`` on the queue or the total."""
+    queue = first.metadata.labels.get(QUEUE_LABEL, "")
+    for p in pods:
+        if p.status.phase == "Failed":
+            continue
+        other = p.metadata.labels.get(QUEUE_LABEL, "")
+        if other != queue:
+            return (f"pods '{first.metadata.name}' and '{p.metadata.name}' has different queue names: "
+                    f"{queue}!={other}")
+        try:
+            count = total_count(p.metadata.annotations)
+        except ValueError as exc:
+            return f"failed to extract '{TOTAL_COUNT_ANNOTATION}' annotation from the pod '{p.metadata.name}': {exc}"
+        if count != total:
+            return (f"pods '{first.metadata.name}' and '{p.metadata.name}' has different '{TOTAL_COUNT_ANNOTATION}' "
+                    f"values: {total}!={count}")
+    return ""
+
+
+def next_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool, admission_shown: bool) -> GroupStep:
+    """What Kueue's reconciler does next with the group's Pods (sorted by name; the first stands for the group, as
+    Kueue's first listed Pod does) and its Workload in the log (None: none yet)."""
+    if not pods or not managed:
+        return GroupStep()
+    first = pods[0]
+    try:
+        total = total_count(first.metadata.annotations)
+    except ValueError as exc:
+        return GroupStep(INVALID, message=str(exc))
+    if wl is None:
+        return _without_workload(pods, first, total)
+    remove = _excess_by_role(pods, wl)
+    left = [p for p in pods if p not in remove]
+    if wl.phase == FINISHED:
+        return GroupStep(FINALIZE, tuple(p for p in pods if finalizable(p)))
+    message = finished(left, total)
+    if message is not None:
+        return GroupStep(FINISH, remove=remove, reason="Succeeded", message=message)
+    running = tuple(p for p in left if _running(p))
+    if wl.evicted:
+        evicted = wl.condition("Evicted")
+        release = wl.reserving and not wl.job_stopped
+        if running:
+            return GroupStep(STOP, running, remove, reason=f"{EVICTED_REASON}DueTo{wl.evicted}",
+                             message=evicted.message if evicted else "", release=release)
+        if release and not any(p.status.phase == "Running" for p in pods):
+            return GroupStep(RELEASE, remove=remove)
+        return GroupStep(remove=remove)
+    gated = tuple(p for p in left if is_gated(p) and runnable_or_succeeded(p))
+    if is_admitted(wl):
+        if gated and admission_shown:
+            return GroupStep(START, gated, remove)
+        return GroupStep(remove=remove)
+    if running:
+        return GroupStep(STOP, running, remove, reason=NOT_ADMITTED_REASON, message=NOT_ADMITTED)
+    return GroupStep(remove=remove)
+
+
+def _without_workload(pods: list[ManagedPod], first: ManagedPod, total: int) -> GroupStep:
+    dead = tuple(p for p in pods if not runnable_or_succeeded(p) and finalizable(p))
+    if not any(is_gated(p) or p.status.phase in ("Succeeded", "Failed") for p in pods):
+        running = tuple(p for p in pods if _running(p))
+        return GroupStep(STOP, running, finalize=dead, reason=NO_MATCHING_WORKLOAD_REASON, message=MISSING_WORKLOAD)
+    active = [p for p in pods if runnable_or_succeeded(p)]
+    if len(active) < total:
+        return GroupStep(WAIT, finalize=dead,
+                         message=f"'{group_name(first.metadata.labels)}' group has fewer runnable pods than expected")
+    complaint = _mismatch(pods, first, total)
+    if complaint:
+        return GroupStep(INVALID, finalize=dead, message=complaint)
+    remove = tuple(excess(pods, total))
+    kept = tuple(p for p in active if p not in remove)
+    return GroupStep(CREATE, remove=remove, finalize=dead, kept=kept)
+
+
+def _excess_by_role(pods: list[ManagedPod], wl: WorkloadInfo) -> tuple[ManagedPod, ...]:
+    """The runnable Pods of each of the Workload's roles beyond its pod set's count."""
+    out: list[ManagedPod] = []
+    for ps in wl.pod_sets:
+        out += excess([p for p in pods if role_of(p) == ps.name], ps.count)
+    return tuple(out)
+
+
+def pods_ready(pods: list[ManagedPod]) -> bool:
+    """The group's pods are ready when every one of them is (Kueue's ``PodsReady`` for a group)."""
+    return bool(pods) and all_ready(pods)
+
+
+# --- the Workload ----------------------------------------------------------------------------------------------
+
+def pod_sets(raw_pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One pod set per role, named by its hash, of as many Pods as have that role, the template the spec of the
+    first of them; sorted by name."""
+    by_role: dict[str, dict[str, Any]] = {}
+    for raw in raw_pods:
+        role = raw_role(raw)
+        if role in by_role:
+            by_role[role]["count"] += 1
+        else:
+            spec = msgspec.json.decode(msgspec.json.encode(raw.get("spec") or {}))
+            by_role[role] = {"name": role, "count": 1, "template": {"spec": spec}}
+    return [by_role[name] for name in sorted(by_role)]
+
+
+def raw_role(raw: dict[str, Any]) -> str:
+    annotations = (raw.get("metadata") or {}).get("annotations") or {}
+    return annotations.get(ROLE_HASH_ANNOTATION) or role_hash(raw.get("spec") or {})
+
+
+def owner_ref(raw: dict[str, Any]) -> dict[str, Any]:
+    """A Pod as one of the group Workload's owners (not its controller)."""
+    meta = raw["metadata"]
+    return {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]}
+
+
+def workload_for(state: ClusterState, raw_pods: list[dict[str, Any]]) -> dict[str, Any]:
+    """The group's Workload, made of ``raw_pods`` (as stored; the first stands for the group): named after the
+    group, a pod set per role, the queue name, priority and ``maximumExecutionTimeSeconds`` of the first Pod, its
+    ProvisioningRequest annotations and ``kueue.x-k8s.io/is-group-workload: "true"``, every Pod an owner. Raises
+    ValueError with more than 8 roles, and what :func:`connectors.k8s.pod_sync.workload_for` raises."""
+    first = raw_pods[0]["metadata"]
+    labels, annotations = first.get("labels") or {}, first.get("annotations") or {}
+    sets = pod_sets(raw_pods)
+    if len(sets) > MAX_ROLES:
+        raise ValueError(TOO_MANY_ROLES)
+    spec: dict[str, Any] = {"queueName": labels[QUEUE_LABEL], "podSets": sets}
+    ref = workload_priority(state, labels, (raw_pods[0].get("spec") or {}).get("priorityClassName"))
+    if ref is not None:
+        spec["priorityClassRef"], spec["priority"] = ref
+    max_exec = max_execution_seconds(labels)
+    if max_exec is not None:
+        spec["maximumExecutionTimeSeconds"] = max_exec
+    wl_annotations = {k: v for k, v in annotations.items() if k.startswith(PROVREQ_ANNOTATION_PREFIX)}
+    wl_annotations[IS_GROUP_ANNOTATION] = "true"
+    meta = {"name": labels[GROUP_LABEL], "namespace": first["namespace"], "annotations": wl_annotations,
+            "ownerReferences": [owner_ref(r) for r in raw_pods]}
+    return {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "kind": "Workload", "metadata": meta, "spec": spec}

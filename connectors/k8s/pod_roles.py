@@ -1,0 +1,94 @@
+"""What Kueue's Pod webhook reads and writes of a pod group's metadata: its name and size, and each Pod's role.
+
+No dependencies on the rest of the pod integration, so the webhook (:mod:`connectors.k8s.pod_webhook`) and the
+group's decisions (:mod:`connectors.k8s.pod_group`) share it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
+TOTAL_COUNT_ANNOTATION = "kueue.x-k8s.io/pod-group-total-count"
+ROLE_HASH_ANNOTATION = "kueue.x-k8s.io/role-hash"
+
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def group_name(labels: dict[str, str]) -> str:
+    return labels.get(GROUP_LABEL, "")
+
+
+def total_count(annotations: dict[str, str]) -> int:
+    """The group's size as a Pod states it; ValueError (Kueue's words) unless a whole number above 0."""
+    raw = annotations.get(TOTAL_COUNT_ANNOTATION)
+    if raw is None:
+        raise ValueError(f"failed to extract '{TOTAL_COUNT_ANNOTATION}' annotation")
+    if not re.fullmatch(r"[+-]?[0-9]+", raw):
+        raise ValueError(f'strconv.Atoi: parsing "{raw}": invalid syntax')
+    if int(raw) < 1:
+        raise ValueError(f"incorrect annotation value '{TOTAL_COUNT_ANNOTATION}={raw}': group total count should be "
+                         "greater than zero")
+    return int(raw)
+
+
+def metadata_errors(labels: dict[str, str], annotations: dict[str, str]) -> list[str]:
+    """Why Kueue's Pod webhook refuses a Pod's group label and annotation (empty: it does not), as Kueue words
+    each field error."""
+    both = f"both the '{TOTAL_COUNT_ANNOTATION}' annotation and the '{GROUP_LABEL}' label should be set"
+    name, count = group_name(labels), annotations.get(TOTAL_COUNT_ANNOTATION)
+    label_path, annotation_path = f"metadata.labels[{GROUP_LABEL}]", f"metadata.annotations[{TOTAL_COUNT_ANNOTATION}]"
+    if not name:
+        return [f"{label_path}: Required value: {both}"] if count is not None else []
+    errors = []
+    if len(name) > 253 or not _DNS_SUBDOMAIN.fullmatch(name):
+        errors.append(f'{label_path}: Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower '
+                      "case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric "
+                      "character (e.g. 'example.com', regex used for validation is "
+                      r"'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+    if count is None:
+        return [*errors, f"{annotation_path}: Required value: {both}"]
+    try:
+        total_count(annotations)
+    except ValueError as exc:
+        errors.append(f'{annotation_path}: Invalid value: "{count}": {exc}')
+    return errors
+
+
+# --- roles ------------------------------------------------------------------------------------------------------
+
+def role_hash(spec: dict[str, Any]) -> str:
+    """The role of a Pod with this spec (as the apiserver serializes it): the first 8 hex digits of the SHA-256 of
+    the JSON of what admission looks at, keys in Kueue's order (a map's sorted, a struct's as the apiserver
+    writes them), absent fields as null."""
+    containers = [_container_shape(c) for c in spec.get("containers") or []] or None
+    init = [_container_shape(c) for c in spec.get("initContainers") or []] or None
+    shape = {"spec": {
+        "affinity": spec.get("affinity") or None, "containers": containers, "initContainers": init,
+        "nodeSelector": spec.get("nodeSelector") or None, "overhead": spec.get("overhead") or None,
+        "priority": spec.get("priority"), "resourceClaims": spec.get("resourceClaims") or None,
+        "runtimeClassName": spec.get("runtimeClassName"), "tolerations": spec.get("tolerations") or None,
+        "topologySpreadConstraints": spec.get("topologySpreadConstraints") or None}}
+    text = json.dumps(shape, separators=(",", ":"), ensure_ascii=False)
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def _container_shape(container: dict[str, Any]) -> dict[str, Any]:
+    requests = (container.get("resources") or {}).get("requests") or None
+    return {"ports": container.get("ports") or None, "resources": {"requests": requests}}
+
+
+def role_annotation_patch(pod: dict[str, Any]) -> list[dict[str, Any]]:
+    """The JSON patch that records a group's Pod's role (:func:`role_hash`) in ``kueue.x-k8s.io/role-hash``, as
+    Kueue's webhook does for every Pod of a group it makes Kueue's; empty for a Pod in no group."""
+    meta = pod.get("metadata") or {}
+    if not group_name(meta.get("labels") or {}):
+        return []
+    role = role_hash(pod.get("spec") or {})
+    if meta.get("annotations") is None:
+        return [{"op": "add", "path": "/metadata/annotations", "value": {ROLE_HASH_ANNOTATION: role}}]
+    return [{"op": "add", "path": "/metadata/annotations/" + ROLE_HASH_ANNOTATION.replace("/", "~1"), "value": role}]

@@ -1,0 +1,176 @@
+"""Kueue's pod groups (:mod:`connectors.k8s.pod_group`, :mod:`connectors.k8s.pod_roles`): the role hash, the
+group metadata the Pod webhook refuses, and what the reconciler does next with a group (no cluster needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from connectors.k8s import pod_group
+from connectors.k8s.pod_group import CREATE, FINALIZE, FINISH, INVALID, RELEASE, START, STOP, WAIT, next_step
+from connectors.k8s.pod_roles import metadata_errors, role_annotation_patch, role_hash
+from connectors.k8s.pod_sync import ManagedPod, ManagedPodSpec, ManagedPodStatus
+from events import objects as o
+from projections.cluster import ClusterState
+from projections.workloads import ADMITTED, FINISHED, PENDING, PodSetInfo, WorkloadInfo
+
+GROUP = "kueue.x-k8s.io/pod-group-name"
+TOTAL = "kueue.x-k8s.io/pod-group-total-count"
+ROLE = "kueue.x-k8s.io/role-hash"
+
+
+def test_the_role_hash_is_kueues() -> None:
+    """Kueue's own tests name the role of a Pod with one container and no requests ``7aa6c7b8``."""
+    assert role_hash({"containers": [{"name": "c", "image": "pause"}]}) == "7aa6c7b8"
+    assert role_hash({"containers": [{"name": "other", "image": "busybox", "args": ["x"]}]}) == "7aa6c7b8", (
+        "names, images and arguments are no part of a role")
+    cpu = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+    assert role_hash(cpu) != "7aa6c7b8" and role_hash({**cpu, "priority": 0}) != role_hash(cpu)
+
+
+def test_group_metadata_kueue_refuses() -> None:
+    assert metadata_errors({}, {}) == [] and metadata_errors({GROUP: "g"}, {TOTAL: "2"}) == []
+    both = f"both the '{TOTAL}' annotation and the '{GROUP}' label should be set"
+    assert metadata_errors({}, {TOTAL: "2"}) == [f"metadata.labels[{GROUP}]: Required value: {both}"]
+    assert metadata_errors({GROUP: "g"}, {}) == [f"metadata.annotations[{TOTAL}]: Required value: {both}"]
+    assert metadata_errors({GROUP: "g"}, {TOTAL: "x"}) == [
+        f'metadata.annotations[{TOTAL}]: Invalid value: "x": strconv.Atoi: parsing "x": invalid syntax']
+    assert metadata_errors({GROUP: "g"}, {TOTAL: "0"}) == [
+        f"metadata.annotations[{TOTAL}]: Invalid value: \"0\": incorrect annotation value '{TOTAL}=0': group total "
+        "count should be greater than zero"]
+    (bad_name,) = metadata_errors({GROUP: "Not_A_Name"}, {TOTAL: "1"})
+    assert bad_name.startswith(f'metadata.labels[{GROUP}]: Invalid value: "Not_A_Name": a lowercase RFC 1123')
+
+
+def test_a_groups_pod_gets_its_role_recorded() -> None:
+    pod = {"metadata": {"labels": {GROUP: "g"}}, "spec": {"containers": [{"name": "c"}]}}
+    assert role_annotation_patch(pod) == [{"op": "add", "path": "/metadata/annotations", "value": {ROLE: "7aa6c7b8"}}]
+    pod["metadata"]["annotations"] = {TOTAL: "1"}
+    assert role_annotation_patch(pod) == [
+        {"op": "add", "path": "/metadata/annotations/kueue.x-k8s.io~1role-hash", "value": "7aa6c7b8"}]
+    assert role_annotation_patch({"metadata": {}, "spec": {}}) == []
+
+
+def member(name: str, *, role: str = "r1", gated: bool = True, phase: str = "Pending", queue: str = "lq",
+           total: str = "2", created: str = "2026-01-01T00:00:00Z", deleting: bool = False, node: str = "",
+           finalizer: bool = True, ready: bool = False, annotations: dict | None = None) -> ManagedPod:
+    return ManagedPod(
+        metadata=o.ObjectMeta(name=name, namespace="ns", uid=f"uid-{name}", resource_version="1",
+                              creation_timestamp=created,
+                              deletion_timestamp="2026-01-02T00:00:00Z" if deleting else None,
+                              labels={"kueue.x-k8s.io/managed": "true", "kueue.x-k8s.io/queue-name": queue, GROUP: "g"},
+                              annotations={TOTAL: total, ROLE: role, **(annotations or {})},
+                              finalizers=["kueue.x-k8s.io/managed"] if finalizer else []),
+        spec=ManagedPodSpec(scheduling_gates=[{"name": "kueue.x-k8s.io/admission"}] if gated else [], node_name=node),
+        status=ManagedPodStatus(phase=phase))
+
+
+def group_workload(phase: str = PENDING, *, counts: dict[str, int] | None = None, evicted: str = "",
+                   reserving: bool = False) -> WorkloadInfo:
+    sets = tuple(PodSetInfo(name=n, count=c, min_count=None, requests=()) for n, c in (counts or {"r1": 2}).items())
+    conditions = (o.Condition(type="Evicted", status="True", reason=evicted, message="Preempted by x"),) if evicted else ()
+    if reserving:
+        conditions += (o.Condition(type="QuotaReserved", status="True", reason="QuotaReserved"),)
+    return WorkloadInfo(key="ns/g", uid="wl", namespace="ns", name="g", queue_name="lq", created=0, priority=0,
+                        priority_class="", pod_sets=sets, phase=phase, evicted=evicted, conditions=conditions)
+
+
+def names(pods: tuple[ManagedPod, ...]) -> list[str]:
+    return [p.metadata.name for p in pods]
+
+
+def test_no_workload_until_the_whole_group_is_there() -> None:
+    step = next_step([member("a")], None, managed=True, admission_shown=False)
+    assert (step.action, step.message) == (WAIT, "'g' group has fewer runnable pods than expected")
+    failed = member("b", phase="Failed", gated=False)
+    step = next_step([member("a"), failed], None, managed=True, admission_shown=False)
+    assert step.action == WAIT and names(step.finalize) == ["b"], "a failed Pod does not count, and is let go"
+    step = next_step([member("a"), member("b")], None, managed=True, admission_shown=False)
+    assert step.action == CREATE and names(step.kept) == ["a", "b"] and step.remove == ()
+    assert next_step([member("a"), member("b")], None, managed=False, admission_shown=False).action == "nothing"
+
+
+def test_pods_beyond_the_count_are_removed_newest_gated_first() -> None:
+    pods = [member("a", created="2026-01-01T00:00:03Z"), member("b", created="2026-01-01T00:00:01Z"),
+            member("c", created="2026-01-01T00:00:02Z")]
+    step = next_step(pods, None, managed=True, admission_shown=False)
+    assert step.action == CREATE and names(step.remove) == ["a"] and names(step.kept) == ["b", "c"]
+    admitted = group_workload(ADMITTED)
+    step = next_step([*pods, member("d", gated=False, phase="Running")], admitted, managed=True, admission_shown=True)
+    assert sorted(names(step.remove)) == ["a", "c"], "a running Pod is kept before gated ones"
+    assert step.action == START and names(step.pods) == ["b"]
+
+
+def test_pods_that_disagree_get_no_workload() -> None:
+    step = next_step([member("a"), member("b", queue="other")], None, managed=True, admission_shown=False)
+    assert (step.action, step.message) == (INVALID, "pods 'a' and 'b' has different queue names: lq!=other")
+    step = next_step([member("a"), member("b", total="3")], None, managed=True, admission_shown=False)
+    assert step.action == INVALID and "kueue.x-k8s.io/pod-group-total-count' values: 2!=3" in step.message
+
+
+def test_an_admitted_group_starts_every_gated_pod_once_the_apiserver_shows_it() -> None:
+    pods = [member("a", role="r1"), member("b", role="r2")]
+    wl = group_workload(ADMITTED, counts={"r1": 1, "r2": 1})
+    assert next_step(pods, wl, managed=True, admission_shown=False).action == "nothing"
+    step = next_step(pods, wl, managed=True, admission_shown=True)
+    assert step.action == START and names(step.pods) == ["a", "b"]
+
+
+def test_the_group_finishes_when_as_many_pods_succeeded_as_its_total() -> None:
+    wl = group_workload(ADMITTED)
+    running = [member("a", gated=False, phase="Succeeded"), member("b", gated=False, phase="Running")]
+    assert next_step(running, wl, managed=True, admission_shown=True).action == "nothing"
+    failed = [member("a", gated=False, phase="Succeeded"), member("b", gated=False, phase="Failed")]
+    assert next_step(failed, wl, managed=True, admission_shown=True).action == "nothing", "waits for a replacement"
+    unretriable = [failed[0], member("b", gated=False, phase="Failed", annotations={
+        "kueue.x-k8s.io/retriable-in-group": "false"})]
+    step = next_step(unretriable, wl, managed=True, admission_shown=True)
+    assert (step.action, step.reason, step.message) == (FINISH, "Succeeded", "Pods succeeded: 1/2.")
+    done = [member("a", gated=False, phase="Succeeded"), member("b", gated=False, phase="Succeeded")]
+    step = next_step(done, wl, managed=True, admission_shown=True)
+    assert (step.action, step.message) == (FINISH, "Pods succeeded: 2/2.")
+    step = next_step(done, group_workload(FINISHED), managed=True, admission_shown=True)
+    assert step.action == FINALIZE and names(step.pods) == ["a", "b"]
+
+
+def test_an_evicted_group_is_stopped_then_its_quota_given_back() -> None:
+    wl = group_workload(ADMITTED, evicted="Preempted", reserving=True)
+    pods = [member("a", gated=False, phase="Running"), member("b", gated=False, phase="Running")]
+    step = next_step(pods, wl, managed=True, admission_shown=True)
+    assert (step.action, step.reason, step.message) == (STOP, "WorkloadEvictedDueToPreempted", "Preempted by x")
+    assert names(step.pods) == ["a", "b"]
+    stopping = [member(n, gated=False, phase="Running", deleting=True, node="n1") for n in "ab"]
+    assert next_step(stopping, wl, managed=True, admission_shown=True).action == "nothing", "still Running"
+    gone = [member(n, gated=False, phase="Failed", deleting=True, node="n1") for n in "ab"]
+    assert next_step(gone, wl, managed=True, admission_shown=True).action == RELEASE
+
+
+def test_running_pods_of_a_group_not_admitted_are_stopped() -> None:
+    pods = [member("a", gated=False, phase="Running"), member("b")]
+    step = next_step(pods, group_workload(PENDING), managed=True, admission_shown=False)
+    assert (step.action, step.reason) == (STOP, "NotAdmitted") and names(step.pods) == ["a"]
+
+
+def raw(name: str, role_cpu: str, *, priority_class: str = "") -> dict:
+    spec: dict = {"containers": [{"name": "c", "resources": {"requests": {"cpu": role_cpu}}}]}
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    return {"metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}",
+                         "labels": {GROUP: "g", "kueue.x-k8s.io/queue-name": "lq"},
+                         "annotations": {TOTAL: "3"}}, "spec": spec}
+
+
+def test_the_group_workload_has_a_pod_set_per_role_and_every_pod_as_owner() -> None:
+    raws = [raw("a", "1"), raw("b", "2"), raw("c", "1")]
+    body = pod_group.workload_for(ClusterState(), raws)
+    assert body["metadata"]["name"] == "g"
+    assert body["metadata"]["annotations"] == {"kueue.x-k8s.io/is-group-workload": "true"}
+    assert body["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "Pod", "name": n, "uid": f"uid-{n}"} for n in "abc"]
+    one, two = role_hash(raws[0]["spec"]), role_hash(raws[1]["spec"])
+    assert [(ps["name"], ps["count"]) for ps in body["spec"]["podSets"]] == sorted([(one, 2), (two, 1)])
+    assert body["spec"]["queueName"] == "lq"
+
+
+def test_more_than_eight_roles_get_no_workload() -> None:
+    with pytest.raises(ValueError, match="can't include more than 8 roles"):
+        pod_group.workload_for(ClusterState(), [raw(f"p{i}", str(i + 1)) for i in range(9)])
