@@ -168,12 +168,17 @@ def pods_ready_change(pod: ManagedPod, wl: WorkloadInfo) -> tuple[bool, str] | N
     while admitted and running, the Pod's ``Ready`` (``Started``, ``Recovered`` after a loss, else
     ``WaitForRecovery``); otherwise, or before the Pod is ready, Kueue's first write (``WaitForStart``) when none
     is shown yet. None: nothing to change."""
+    return pods_ready_transition(wl, running=is_running(pod), ready=is_ready(pod))
+
+
+def pods_ready_transition(wl: WorkloadInfo, *, running: bool, ready: bool) -> tuple[bool, str] | None:
+    """:func:`pods_ready_change` for what the Workload's pods show: ``running`` (some pod neither held back nor
+    ended) and ``ready`` (Kueue's ``PodsReady``: the Pod's, or every Pod of a group)."""
     if wl.phase == FINISHED:
         return None
     first = None if wl.condition("PodsReady") is not None else (False, WAIT_FOR_START)
-    if not (is_admitted(wl) and is_running(pod)):
+    if not (is_admitted(wl) and running):
         return first if not wl.pods_ready else None
-    ready = is_ready(pod)
     if ready == wl.pods_ready:
         return first if not ready else None
     if ready:

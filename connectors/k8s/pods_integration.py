@@ -32,7 +32,8 @@ it in, each pass does the one :class:`connectors.k8s.pod_sync.Step` Kueue's reco
 * the Pod **gone** (or a new Pod of the same name): its Workload is finished (``OwnerNotFound``, under
   ``FinishOrphanedWorkloads``) and deleted, as the garbage collector would delete it.
 
-Under waitForPodsReady the Workload's PodsReady follows the Pod's ``Ready`` condition, as for Jobs. The Events
+Under waitForPodsReady the Workload's PodsReady follows the Pod's ``Ready`` condition, as for Jobs (a group's:
+every Pod of the group ``Ready``, as Kueue's ``PodsReady`` for a group). The Events
 go through the log (``JobActed`` of kind Pod, from ``pod-kueue-controller``), so a restart records none twice.
 Pod groups (``kueue.x-k8s.io/pod-group-name``) are reconciled as one (key ``group/<namespace>/<group>``):
 :mod:`connectors.k8s.pod_group` decides, one Workload named after the group, every Pod started, stopped, finished
@@ -537,6 +538,12 @@ class PodIntegration:
             wl = obs = None
         managed = bool(pods) and bool(pods[0].metadata.labels.get(QUEUE_LABEL)) and self._managed_namespace(
             config, pods[0])
+        if wl is not None and managed and self.state.waits_for_pods_ready:
+            change = pod_sync.pods_ready_transition(wl, running=any(pod_sync.is_running(p) for p in pods),
+                                                    ready=pod_group.pods_ready(pods))
+            if change is not None:
+                await self._append_once(wl, ev.PodsReadyChanged(time=_now(), key=wl.key, uid=wl.uid,
+                                                                ready=change[0], reason=change[1]))
         shown = wl is not None and obs is not None and admission_shown(wl, obs)
         step = pod_group.next_step(pods, wl, managed=managed, admission_shown=shown)
         for pod in step.finalize:

@@ -327,3 +327,26 @@ async def test_a_finished_pod_group_finishes_its_workload_and_its_records_mark_t
     (finished,) = appended
     assert isinstance(finished, ev.WorkloadFinished) and (finished.reason, finished.message) == (
         "Succeeded", "Pods succeeded: 2/2.")
+
+
+def _ready(raw: dict[str, Any], ready: bool) -> dict[str, Any]:
+    raw["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
+    return raw
+
+
+@pytest.mark.asyncio
+async def test_an_admitted_groups_pods_ready_is_every_pod_ready_under_wait_for_pods_ready() -> None:
+    """Kueue's PodsReady for a group: every Pod of it Ready. Without it under waitForPodsReady (on by default), an
+    admitted group would be evicted at the timeout however its Pods run."""
+    pods, mirror, appended, _ = integration(group_workload_obs(), config={**POD_ON, "waitForPodsReady": {}})
+    wl = mirror.state.workloads["ns/g"]
+    wl.phase = ADMITTED
+    wl.conditions = (o.Condition(type="PodsReady", status="False", reason="WaitForStart"),)
+    _watch(pods, _ready(_group_raw("a", gated=False), True))
+    _watch(pods, _ready(_group_raw("b", gated=False), False))
+    await pods.reconcile("group/ns/g")
+    assert not [e for e in appended if isinstance(e, ev.PodsReadyChanged)], "one of two Pods ready: not yet"
+    _watch(pods, _ready(_group_raw("b", gated=False), True))
+    await pods.reconcile("group/ns/g")
+    (ready,) = [e for e in appended if isinstance(e, ev.PodsReadyChanged)]
+    assert (ready.key, ready.ready, ready.reason) == ("ns/g", True, "Started")
