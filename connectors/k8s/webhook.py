@@ -179,20 +179,18 @@ class WebhookServer:
             self._runner = None
 
     async def _handle(self, request: web.Request) -> web.Response:
-        try:
-            body = await request.read()
-            out = (await review(body, self.has_default_queue, self.has_default_priority_class) if self.jobs
-                   else await pod_webhook.allowed_as_is(body))
-        except (msgspec.DecodeError, AttributeError, TypeError) as exc:
-            return web.json_response({"error": f"not an AdmissionReview: {exc}"}, status=400)
-        self.reviews += 1
-        if "patch" in out["response"]:
-            self.patched += 1
-        return _closing(web.json_response(out))
+        return await self._mutate(request, self._review_job if self.jobs else pod_webhook.allowed_as_is)
 
     async def _pod(self, request: web.Request) -> web.Response:
+        return await self._mutate(request, self.pods)
+
+    async def _review_job(self, body: bytes) -> dict[str, Any]:
+        return await review(body, self.has_default_queue, self.has_default_priority_class)
+
+    async def _mutate(self, request: web.Request, reviewer: pod_webhook.Reviewer) -> web.Response:
+        """A mutating review (a Job's or a Pod's), answered by ``reviewer``."""
         try:
-            out = await self.pods(await request.read())
+            out = await reviewer(await request.read())
         except (msgspec.DecodeError, AttributeError, TypeError) as exc:
             return web.json_response({"error": f"not an AdmissionReview: {exc}"}, status=400)
         self.reviews += 1
