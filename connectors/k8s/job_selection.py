@@ -29,12 +29,12 @@ JOB_OWNER = ("batch/v1", "Job")
 POD_OWNER = ("v1", "Pod")
 
 
-def kueue_owner(owner: tuple[str, str] | None, config: SchedulerConfig) -> bool:
+def kueue_owner(owner: tuple[str, str] | None, pods_on: bool) -> bool:
     """Whether the controller ``(apiVersion, kind)`` is of a kind Kueue's enabled integrations run (a batch/v1 Job;
-    a v1 Pod with the pod integration on): Kueue leaves the child to that parent."""
+    a v1 Pod with the pod integration on, ``pods_on``): Kueue leaves the child to that parent."""
     if owner is None:
         return False
-    return owner == JOB_OWNER or (owner == POD_OWNER and config.manages_pods)
+    return owner == JOB_OWNER or (owner == POD_OWNER and pods_on)
 
 
 def controller(refs: Iterable[o.OwnerReference]) -> tuple[str, str] | None:
@@ -54,7 +54,7 @@ def raw_controller(meta: Mapping[str, object]) -> tuple[str, str] | None:
 def manages_unqueued(owner: tuple[str, str] | None, config: SchedulerConfig) -> bool:
     """Whether an object that names no queue is Kueue's, its namespace aside (that is :func:`namespace_managed`):
     only under ``manageJobsWithoutQueueName``, and not for the child of a Kueue-run parent."""
-    return config.manage_jobs_without_queue_name and not kueue_owner(owner, config)
+    return config.manage_jobs_without_queue_name and not kueue_owner(owner, config.manages_pods)
 
 
 def namespace_managed(namespace_labels: Mapping[str, str] | None, config: SchedulerConfig) -> bool:
