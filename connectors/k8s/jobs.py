@@ -1,5 +1,8 @@
 """The batch/v1 Job integration: a Job with a queue label runs only while its Workload is admitted.
 
+Under the Kueue Configuration's ``manageJobsWithoutQueueName`` so does a Job naming no queue, its Workload in no
+queue until the Job names one (:mod:`connectors.k8s.job_selection` says which Jobs are Kueue's).
+
 Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or its Workload changed):
 
 * **prebuilt** (the Job names its Workload in ``kueue.x-k8s.io/prebuilt-workload-name``, a label or an
