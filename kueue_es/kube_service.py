@@ -141,7 +141,7 @@ async def serve(settings: Any, opts: Any, stop: asyncio.Event, report: Any) -> N
             await crds.install(client, docs=crds.all_crds(stanza))
         if k.webhook_port:  # every replica serves it, standbys too
             webhook = await job_webhook.serve(client, k, bundle, feature_gates=opts.config.feature_gates,
-                                              pods=PodDefaulting.of(opts.config), jobs=opts.config.manages_jobs)
+                                              pods=PodDefaulting.of(opts.config), config=opts.config)
         if k.visibility_port:
             visibility = await _visibility_server(client, k, opts.config)
         if k.leader_election:

@@ -29,7 +29,9 @@ puts each in the log (``JobActed``) for the Event Kueue records on the Job.
   quota if the change would set or remove the class or change its kind: the apiserver refuses that.
 * **The queue name** (generated and prebuilt Workloads): while the Job is suspended and its Workload neither
   finished, evicted nor holding quota, a ``kueue.x-k8s.io/queue-name`` label that differs from the Workload's
-  ``spec.queueName`` is written there (no Event). The Workload is then queued in its new LocalQueue. Kueue's
+  ``spec.queueName`` is written there (no Event). The Workload is then queued in its new LocalQueue — also one
+  that had none, its Job managed without a queue name (``manageJobsWithoutQueueName``,
+  :mod:`connectors.k8s.job_selection`); such a Job losing its label moves its Workload to no queue. Kueue's
   reconcile reaches that step only for a Workload not evicted, and its write of a Workload holding quota is
   refused (``queueName`` is immutable then): both wait.
 
@@ -120,9 +122,11 @@ def one_workload(state: ClusterState, job: o.Job, owned: Sequence[tuple[o.Worklo
 
 def queue_to_set(job: o.Job, obs: o.Workload, wl: WorkloadInfo, *, running: bool) -> str | None:
     """The queue name to give the Workload of a suspended Job whose ``kueue.x-k8s.io/queue-name`` changed (None:
-    none to give — the same, the Job running, the Workload finished, evicted or holding quota)."""
+    none to give — the same, the Job running, the Workload finished, evicted or holding quota; ``""``: none, the
+    label gone from a Job managed without one under ``manageJobsWithoutQueueName``, as Kueue writes it — a Job
+    without the label that is not managed that way never gets here)."""
     queue = job.metadata.labels.get(QUEUE_LABEL, "")
-    if not queue or queue == obs.spec.queue_name or running:
+    if queue == obs.spec.queue_name or running:
         return None
     if wl.phase == FINISHED or wl.evicted or wl.reserving:
         return None
@@ -166,7 +170,8 @@ def priority_patch(obs: o.Workload, ref: dict[str, str] | None, priority: int | 
 
 
 def queue_patch(obs: o.Workload, queue: str) -> dict[str, Any]:
-    return {"metadata": {"resourceVersion": obs.metadata.resource_version}, "spec": {"queueName": queue}}
+    """Move the Workload to LocalQueue ``queue`` (``""``: to none, the field removed, as Kueue's omits it)."""
+    return {"metadata": {"resourceVersion": obs.metadata.resource_version}, "spec": {"queueName": queue or None}}
 
 
 # --- equivalence ------------------------------------------------------------------------------------------------

@@ -1,5 +1,8 @@
 """The batch/v1 Job integration: a Job with a queue label runs only while its Workload is admitted.
 
+Under the Kueue Configuration's ``manageJobsWithoutQueueName`` so does a Job naming no queue, its Workload in no
+queue until the Job names one (:mod:`connectors.k8s.job_selection` says which Jobs are Kueue's).
+
 Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or its Workload changed):
 
 * **prebuilt** (the Job names its Workload in ``kueue.x-k8s.io/prebuilt-workload-name``, a label or an
@@ -97,7 +100,7 @@ from typing import Any
 import msgspec
 import structlog
 
-from connectors.k8s import job_sync, podsetinfo, prebuilt
+from connectors.k8s import job_selection, job_sync, podsetinfo, prebuilt
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
@@ -128,10 +131,9 @@ from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
 from events.goint import is_go_int
-from kueue_es.scheduler.config import DEFAULT
+from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 from kueue_es.scheduler.config_record import in_force
 from projections import gates
-from projections.clusterqueues import selector_matches
 from projections.in_use import FINALIZER
 from projections.pods_ready_condition import WAIT_FOR_START
 from projections.workloads import (
@@ -319,10 +321,9 @@ class JobIntegration:
             for obs, wl in self._owned(key):
                 await self._orphaned(wl, obs, job_gone=job is None)
             return
-        if not job.metadata.labels.get(QUEUE_LABEL):
-            return
-        if not self._managed_namespace(job.metadata.namespace):
-            return
+        if not job_selection.is_managed(job.metadata.labels, job_selection.controller(job.metadata.owner_references),
+                                        self.state.namespaces.get(job.metadata.namespace), self._config()):
+            return  # not Kueue's: no queue name (unless manageJobsWithoutQueueName), or a namespace left out
         prebuilt_name = prebuilt.name_of(job, self.state.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS))
         if prebuilt_name:
             name = prebuilt_name
@@ -565,12 +566,11 @@ class JobIntegration:
                 out.append((obs, wl))
         return out
 
-    def _managed_namespace(self, namespace: str) -> bool:
-        """Kueue manages a Job only in a namespace its ``managedJobsNamespaceSelector`` selects, and skips one in
-        a namespace it cannot find; here that is one not in the log yet, whose arrival marks its Jobs dirty."""
-        labels = self.state.namespaces.get(namespace)
-        return labels is not None and selector_matches((in_force(self.state) or DEFAULT).managed_jobs_selector,
-                                                       labels)
+    def _config(self) -> SchedulerConfig:
+        """The Kueue Configuration recorded in the log. Kueue manages a Job only in a namespace its
+        ``managedJobsNamespaceSelector`` selects, and skips one in a namespace it cannot find; here that is one not
+        in the log yet, whose arrival marks its Jobs dirty (:mod:`connectors.k8s.job_selection`)."""
+        return in_force(self.state) or DEFAULT
 
     def _partial_admission(self) -> bool:
         """Kueue's PartialAdmission gate under the Configuration recorded in the log: without it, Kueue drops a
@@ -599,7 +599,9 @@ class JobIntegration:
         min_count = job_sync.generated_min_count(meta.get("annotations") or {}, count, self._partial_admission())
         if min_count is not None:
             pod_set["minCount"] = min_count
-        wl_spec: dict[str, Any] = {"queueName": labels[QUEUE_LABEL], "podSets": [pod_set]}
+        wl_spec: dict[str, Any] = {"podSets": [pod_set]}
+        if labels.get(QUEUE_LABEL):  # none under manageJobsWithoutQueueName: the Workload waits in no queue
+            wl_spec = {"queueName": labels[QUEUE_LABEL], **wl_spec}
         ref = workload_priority(self.state, labels, (template.get("spec") or {}).get("priorityClassName"))
         if ref is not None:
             wl_spec["priorityClassRef"], wl_spec["priority"] = ref

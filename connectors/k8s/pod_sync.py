@@ -133,11 +133,12 @@ def is_admitted(wl: WorkloadInfo) -> bool:
 
 def next_step(pod: ManagedPod, wl: WorkloadInfo | None, *, managed: bool, admission_shown: bool) -> Step:
     """What Kueue's reconciler does next (see the module docstring). ``wl``: the Pod's Workload in the log (None:
-    none yet); ``managed``: the integration is on and the Pod's namespace one it manages; ``admission_shown``: the
-    apiserver shows ``wl`` admitted as the log decided."""
+    none yet); ``managed``: the integration is on and the Pod Kueue's to queue — its namespace one it manages, and
+    a queue name or ``manageJobsWithoutQueueName`` (:func:`connectors.k8s.job_selection.is_managed`);
+    ``admission_shown``: the apiserver shows ``wl`` admitted as the log decided."""
     if pod.metadata.deletion_timestamp:
         return Step(FINALIZE) if finalizable(pod) else Step()
-    if not managed or not pod.metadata.labels.get(QUEUE_LABEL):
+    if not managed:
         return Step()
     finish = ended(pod)
     if wl is None:
@@ -217,8 +218,9 @@ def workload_for(state: ClusterState, raw_pod: dict[str, Any], name: str) -> dic
     raise."""
     meta, spec = raw_pod["metadata"], msgspec.json.decode(msgspec.json.encode(raw_pod.get("spec") or {}))
     labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
-    wl_spec: dict[str, Any] = {"queueName": labels[QUEUE_LABEL],
-                               "podSets": [{"name": "main", "count": 1, "template": {"spec": spec}}]}
+    wl_spec: dict[str, Any] = {"podSets": [{"name": "main", "count": 1, "template": {"spec": spec}}]}
+    if labels.get(QUEUE_LABEL):  # none under manageJobsWithoutQueueName: the Workload waits in no queue
+        wl_spec = {"queueName": labels[QUEUE_LABEL], **wl_spec}
     ref = workload_priority(state, labels, spec.get("priorityClassName"))
     if ref is not None:
         wl_spec["priorityClassRef"], wl_spec["priority"] = ref

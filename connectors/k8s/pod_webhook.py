@@ -7,9 +7,11 @@ With it on, a Pod being created is Kueue's to hold back when:
 * its namespace is one the Configuration's ``managedJobsNamespaceSelector`` selects (the Namespace is read from
   the apiserver, as Kueue reads it; one that cannot be read refuses the Pod, as Kueue's webhook fails);
 * its controller is not a batch/v1 Job that names a queue (that Job's Workload admits its pods: the Job
-  integration's, not this one's);
+  integration's, not this one's) — under ``manageJobsWithoutQueueName`` not a batch/v1 Job or a Pod at all, each
+  being Kueue's then, queue name or not (:mod:`connectors.k8s.job_selection`);
 * it names a queue (``kueue.x-k8s.io/queue-name``), or its namespace has a LocalQueue ``default``, whose name it
-  is then given (Kueue's LocalQueue defaulting).
+  is then given (Kueue's LocalQueue defaulting), or ``manageJobsWithoutQueueName`` is on (its Workload then
+  waits in no queue until the Pod names one — which, the queue name being fixed for a Pod, is never).
 
 Such a Pod gets Kueue's label ``kueue.x-k8s.io/managed: "true"``, its finalizer ``kueue.x-k8s.io/managed`` (so the
 pod integration sees how it ended before it is gone: :mod:`connectors.k8s.pods_integration`) and the scheduling
@@ -17,7 +19,7 @@ gate ``kueue.x-k8s.io/admission``, which keeps it off every node until its Workl
 is allowed unchanged. A Pod of a pod group (``kueue.x-k8s.io/pod-group-name``) made Kueue's also gets its role
 (``kueue.x-k8s.io/role-hash``, :func:`connectors.k8s.pod_roles.role_hash`); and, as Kueue's validating webhook does,
 a Pod whose group label and ``kueue.x-k8s.io/pod-group-total-count`` annotation are not both set, or are
-malformed, is refused. Not done, unlike Kueue: the TAS topology gate and pod-index label, ``manageJobsWithoutQueueName``, the
+malformed, is refused. Not done, unlike Kueue: the TAS topology gate and pod-index label, the
 pods of Kueue's other integrations (Deployments, StatefulSets, LeaderWorkerSets: their ReplicaSets and parents are
 not looked through), and the validating pod webhook (``vpod.kb.io``).
 """
@@ -31,6 +33,7 @@ from typing import Any
 import msgspec
 import structlog
 
+from connectors.k8s import job_selection
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import KubeError
 from connectors.k8s.job_events import QUEUE_LABEL
@@ -64,10 +67,12 @@ class PodDefaulting(msgspec.Struct, frozen=True):
 
     enabled: bool = False
     managed_namespaces: o.LabelSelector = o.LabelSelector()
+    without_queue: bool = False
+    """``manageJobsWithoutQueueName``: a Pod naming no queue is Kueue's too, and so is any Job or Pod parent."""
 
     @classmethod
     def of(cls, config: SchedulerConfig) -> PodDefaulting:
-        return cls(config.manages_pods, config.managed_jobs_selector)
+        return cls(config.manages_pods, config.managed_jobs_selector, config.manage_jobs_without_queue_name)
 
 
 def controller_of(pod: dict[str, Any]) -> dict[str, Any] | None:
@@ -80,17 +85,19 @@ def owned_by_job(ref: dict[str, Any] | None) -> bool:
     return ref is not None and ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith("batch/")
 
 
-def pod_patch(pod: dict[str, Any], *, default_queue: bool) -> list[dict[str, Any]]:
+def pod_patch(pod: dict[str, Any], *, default_queue: bool, without_queue: bool = False) -> list[dict[str, Any]]:
     """The JSON patch that makes a Pod Kueue's (empty: not Kueue's): with a queue name, or ``default_queue`` (its
-    namespace has a LocalQueue ``default``, whose name it gets), the managed label, the finalizer and the admission
-    gate, each once. The namespace and owner checks are the caller's."""
+    namespace has a LocalQueue ``default``, whose name it gets), or none under ``without_queue``
+    (``manageJobsWithoutQueueName``), the managed label, the finalizer and the admission gate, each once. The
+    namespace and owner checks are the caller's."""
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
     added: dict[str, str] = {}
     if not labels.get(QUEUE_LABEL):
-        if not default_queue:
+        if default_queue:
+            added[QUEUE_LABEL] = DEFAULT_QUEUE
+        elif not without_queue:
             return []
-        added[QUEUE_LABEL] = DEFAULT_QUEUE
     if labels.get(MANAGED_LABEL) != MANAGED:
         added[MANAGED_LABEL] = MANAGED
     ops: list[dict[str, Any]] = []
@@ -157,7 +164,10 @@ async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulti
     if not selector_matches(defaulting.managed_namespaces, labels):
         return []
     owner = controller_of(pod)
-    if owned_by_job(owner):
+    if defaulting.without_queue:  # every Job (and Pod) parent is Kueue's then: no need to read it
+        if job_selection.kueue_owner(job_selection.raw_controller(pod.get("metadata") or {}), pods_on=True):
+            return []
+    elif owned_by_job(owner):
         assert owner is not None
         try:
             if await queued_job_owner(namespace, owner):
@@ -166,8 +176,8 @@ async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulti
             raise _LookupFailed(f"workload owner not found: {exc}") from exc
     queue = ((pod.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL)
     default = not queue and await has_default_queue(namespace)
-    ops = pod_patch(pod, default_queue=default)
-    return ops + role_annotation_patch(pod) if queue or default else ops
+    ops = pod_patch(pod, default_queue=default, without_queue=defaulting.without_queue)
+    return ops + role_annotation_patch(pod) if queue or default or defaulting.without_queue else ops
 
 
 def namespace_lookup(client: KubeClient) -> NamespaceLabels:

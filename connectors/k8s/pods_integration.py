@@ -55,10 +55,10 @@ from typing import Any
 import msgspec
 import structlog
 
-from connectors.k8s import pod_group, pod_sync, podsetinfo
+from connectors.k8s import job_selection, pod_group, pod_sync, podsetinfo
 from connectors.k8s.client import KubeClient, resource_version_of
 from connectors.k8s.errors import AlreadyExists, Conflict, Gone, KubeError, NotFound
-from connectors.k8s.job_events import CREATED_WORKLOAD, QUEUE_LABEL, STARTED, STOPPED
+from connectors.k8s.job_events import CREATED_WORKLOAD, STARTED, STOPPED
 from connectors.k8s.job_priority import PriorityClassNotFound, WorkloadPriorityClassNotFound
 from connectors.k8s.jobs import admission_shown
 from connectors.k8s.journal import Journal
@@ -73,7 +73,6 @@ from events.errors import InvalidInput
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 from kueue_es.scheduler.config_record import in_force
 from projections import gates
-from projections.clusterqueues import selector_matches
 from projections.workloads import FINISHED, WorkloadInfo
 
 log = structlog.get_logger("kueue_es.k8s.pods")
@@ -333,7 +332,8 @@ class PodIntegration:
         wl, obs = self.state.workloads.get(wl_key), self.mirror.workloads.get(wl_key)
         if wl is None or obs is None or (obs.metadata.uid and wl.uid and obs.metadata.uid != wl.uid):
             wl = obs = None
-        managed = bool(pod.metadata.labels.get(QUEUE_LABEL)) and self._managed_namespace(config, pod)
+        managed = job_selection.is_managed(pod.metadata.labels, job_selection.controller(pod.metadata.owner_references),
+                                           self.state.namespaces.get(pod.metadata.namespace), config)
         if wl is not None and managed and not pod.metadata.deletion_timestamp and self.state.waits_for_pods_ready:
             change = pod_sync.pods_ready_change(pod, wl)
             if change is not None:
@@ -376,12 +376,6 @@ class PodIntegration:
                 return wl_key.partition("/")[2]
         return pod_sync.workload_name(pod.metadata.name, pod.metadata.uid,
                                       short=self.state.gate(gates.SHORT_WORKLOAD_NAMES))
-
-    def _managed_namespace(self, config: SchedulerConfig, pod: ManagedPod) -> bool:
-        """Kueue manages a Pod only in a namespace its ``managedJobsNamespaceSelector`` selects (one not in the
-        log yet waits for it: its arrival marks its Pods dirty)."""
-        labels = self.state.namespaces.get(pod.metadata.namespace)
-        return labels is not None and selector_matches(config.managed_jobs_selector, labels)
 
     async def _once(self, pod: ManagedPod, action: str, work: Any) -> None:
         """Run ``work`` unless the same action already ran on this very version of the Pod."""
@@ -536,8 +530,10 @@ class PodIntegration:
         wl, obs = self.state.workloads.get(group), self.mirror.workloads.get(group)
         if wl is None or obs is None or (obs.metadata.uid and wl.uid and obs.metadata.uid != wl.uid):
             wl = obs = None
-        managed = bool(pods) and bool(pods[0].metadata.labels.get(QUEUE_LABEL)) and self._managed_namespace(
-            config, pods[0])
+        first = pods[0] if pods else None
+        managed = first is not None and job_selection.is_managed(
+            first.metadata.labels, job_selection.controller(first.metadata.owner_references),
+            self.state.namespaces.get(first.metadata.namespace), config)
         if wl is not None and managed and self.state.waits_for_pods_ready:
             change = pod_sync.pods_ready_transition(wl, running=any(pod_sync.is_running(p) for p in pods),
                                                     ready=pod_group.pods_ready(pods))

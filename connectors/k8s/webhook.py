@@ -8,7 +8,11 @@ On **create** (Kueue's webhook is registered for creation only: unsuspending an 
   set to ``default``, whatever the pod template's ``priorityClassName`` (Kueue's WorkloadPriorityClass
   defaulting, under its ``WorkloadPriorityClassDefaulting`` gate, beta and on by default; like Kueue, for every
   Job created, with a queue name or not);
-* a queue name and ``spec.suspend`` not true → ``spec.suspend: true``, so no pod starts before admission.
+* a queue name and ``spec.suspend`` not true → ``spec.suspend: true``, so no pod starts before admission;
+* no queue name, under the Kueue Configuration's ``manageJobsWithoutQueueName``, no controller of a kind Kueue
+  runs (a Job; a Pod with the pod integration on) and a namespace its ``managedJobsNamespaceSelector`` selects
+  (read from the apiserver; one that cannot be read refuses the Job, as Kueue's webhook fails) → suspended too
+  (:mod:`connectors.k8s.job_selection`).
 
 It refuses nothing: what Kueue refuses in a Job (a ``kueue.x-k8s.io/max-exec-time-seconds`` that is not an
 integer above 0, say, or a running Job's queue name changed) its validating Job webhook refuses, served here too
@@ -37,7 +41,7 @@ import msgspec
 import structlog
 from aiohttp import web
 
-from connectors.k8s import conversion, crds, https, job_validation, pod_webhook, validating
+from connectors.k8s import conversion, crds, https, job_selection, job_validation, pod_webhook, validating
 from connectors.k8s.certs import CertBundle, ca_bundle, self_signed
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, KubeError, NotFound
@@ -45,6 +49,7 @@ from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import PRIORITY_LABEL
 from connectors.k8s.resources import BY_KIND, Resource
 from connectors.k8s.settings import KubeSettings
+from kueue_es.scheduler.config import SchedulerConfig
 from projections import gates
 
 log = structlog.get_logger("kueue_es.k8s.webhook")
@@ -62,11 +67,15 @@ DEFAULT_PRIORITY_CLASS = "default"
 
 HasDefaultQueue = Callable[[str], Awaitable[bool]]
 HasDefaultPriorityClass = Callable[[], Awaitable[bool]]
+SuspendsUnqueued = Callable[[str, dict[str, Any]], Awaitable[bool]]
+"""Whether a Job being created (namespace, raw Job) that names no queue is suspended all the same
+(``manageJobsWithoutQueueName``); raises :class:`KubeError` when the namespace cannot be read."""
 
 
-def job_patch(job: dict[str, Any], has_default_queue: bool, has_default_priority_class: bool = False
-              ) -> list[dict[str, Any]]:
-    """The JSON patch Kueue's defaulting makes to a Job being created (empty: nothing to change)."""
+def job_patch(job: dict[str, Any], has_default_queue: bool, has_default_priority_class: bool = False, *,
+              suspend_unqueued: bool = False) -> list[dict[str, Any]]:
+    """The JSON patch Kueue's defaulting makes to a Job being created (empty: nothing to change).
+    ``suspend_unqueued``: a Job left without a queue name is Kueue's all the same (``manageJobsWithoutQueueName``)."""
     meta = job.get("metadata") or {}
     labels = meta.get("labels") or {}
     added: dict[str, str] = {}
@@ -80,15 +89,17 @@ def job_patch(job: dict[str, Any], has_default_queue: bool, has_default_priority
         ops.append({"op": "add", "path": "/metadata/labels", "value": added})
     else:
         ops += [{"op": "add", "path": "/metadata/labels/" + _escape(k), "value": v} for k, v in added.items()]
-    if queue and (job.get("spec") or {}).get("suspend") is not True:
+    if (queue or suspend_unqueued) and (job.get("spec") or {}).get("suspend") is not True:
         ops.append({"op": "add", "path": "/spec/suspend", "value": True})
     return ops
 
 
 async def review(body: bytes, has_default_queue: HasDefaultQueue,
-                 has_default_priority_class: HasDefaultPriorityClass | None = None) -> dict[str, Any]:
+                 has_default_priority_class: HasDefaultPriorityClass | None = None,
+                 suspends_unqueued: SuspendsUnqueued | None = None) -> dict[str, Any]:
     """Answer one AdmissionReview (v1) for a Job. ``has_default_priority_class``: None when the
-    ``WorkloadPriorityClassDefaulting`` gate is off."""
+    ``WorkloadPriorityClassDefaulting`` gate is off; ``suspends_unqueued``: None unless the Kueue Configuration
+    turns ``manageJobsWithoutQueueName`` on (a failed namespace lookup refuses the Job, in Kueue's words)."""
     req = msgspec.json.decode(body).get("request") or {}
     response: dict[str, Any] = {"uid": req.get("uid", ""), "allowed": True}
     job = req.get("object") or {}
@@ -98,7 +109,15 @@ async def review(body: bytes, has_default_queue: HasDefaultQueue,
         default = not labels.get(QUEUE_LABEL) and bool(namespace) and await has_default_queue(namespace)
         default_class = (has_default_priority_class is not None and not labels.get(PRIORITY_LABEL)
                          and await has_default_priority_class())
-        ops = job_patch(job, default, default_class)
+        unqueued = False
+        if suspends_unqueued is not None and not labels.get(QUEUE_LABEL) and not default:
+            try:
+                unqueued = await suspends_unqueued(namespace, job)
+            except KubeError as exc:
+                response.update(allowed=False, status={"code": 500, "reason": "InternalError",
+                                                       "message": f"failed to get namespace: {exc}"})
+                return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+        ops = job_patch(job, default, default_class, suspend_unqueued=unqueued)
         if ops:
             response["patchType"] = "JSONPatch"
             response["patch"] = base64.b64encode(msgspec.json.encode(ops)).decode()
@@ -116,6 +135,22 @@ def default_queue_lookup(client: KubeClient) -> HasDefaultQueue:
         return True
 
     return has_default_queue
+
+
+def unqueued_lookup(client: KubeClient, config: SchedulerConfig) -> SuspendsUnqueued | None:
+    """Kueue's rule for a Job naming no queue (:mod:`connectors.k8s.job_selection`), its namespace's labels asked
+    of the apiserver — only when the owner does not already decide it; None while ``manageJobsWithoutQueueName``
+    is off."""
+    if not config.manage_jobs_without_queue_name:
+        return None
+    namespace_labels = pod_webhook.namespace_lookup(client)
+
+    async def suspends_unqueued(namespace: str, job: dict[str, Any]) -> bool:
+        if not job_selection.manages_unqueued(job_selection.raw_controller(job.get("metadata") or {}), config):
+            return False
+        return job_selection.namespace_managed(await namespace_labels(namespace), config)
+
+    return suspends_unqueued
 
 
 def default_priority_class_lookup(client: KubeClient) -> HasDefaultPriorityClass:
@@ -144,11 +179,14 @@ class WebhookServer:
     def __init__(self, has_default_queue: HasDefaultQueue,
                  has_default_priority_class: HasDefaultPriorityClass | None = None,
                  feature_gates: Mapping[str, bool] | None = None,
-                 pods: pod_webhook.Reviewer = pod_webhook.allowed_as_is, jobs: bool = True) -> None:
+                 pods: pod_webhook.Reviewer = pod_webhook.allowed_as_is, jobs: bool = True,
+                 suspends_unqueued: SuspendsUnqueued | None = None) -> None:
         self.has_default_queue = has_default_queue
         self.jobs = jobs
         """The Job integration is on (``batch/job`` among the Configuration's frameworks): off, the Job webhooks
         allow every Job as it is."""
+        self.suspends_unqueued = suspends_unqueued
+        """Kueue's ``manageJobsWithoutQueueName`` rule (None: off)."""
         self.pods = pods
         """Answers the Pod webhook's reviews (:mod:`connectors.k8s.pod_webhook`)."""
         self.has_default_priority_class = has_default_priority_class
@@ -185,7 +223,7 @@ class WebhookServer:
         return await self._mutate(request, self.pods)
 
     async def _review_job(self, body: bytes) -> dict[str, Any]:
-        return await review(body, self.has_default_queue, self.has_default_priority_class)
+        return await review(body, self.has_default_queue, self.has_default_priority_class, self.suspends_unqueued)
 
     async def _mutate(self, request: web.Request, reviewer: pod_webhook.Reviewer) -> web.Response:
         """A mutating review (a Job's or a Pod's), answered by ``reviewer``."""
@@ -308,12 +346,14 @@ def conversion_stanza(k: KubeSettings, ca_pem: bytes = b"") -> dict[str, Any]:
 
 async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None = None, *,
                 feature_gates: Mapping[str, bool] | None = None,
-                pods: pod_webhook.PodDefaulting | None = None, jobs: bool = True) -> WebhookServer:
+                pods: pod_webhook.PodDefaulting | None = None,
+                config: SchedulerConfig | None = None) -> WebhookServer:
     """Start the webhook as ``k`` says (with ``bundle``, else :func:`certificate`); when ``webhook_register``,
     register the Job webhook and the validating webhooks and point the CRDs' conversion at it, all trusting its
     CA. Stop it when done. ``feature_gates``: the Kueue Configuration's (``WorkloadPriorityClassDefaulting``, the
     gated validations). ``pods``: what the Pod webhook reads of it (None, or the pod integration off: it changes
-    nothing); ``jobs``: whether it manages batch/v1 Jobs (off: the Job webhooks change and refuse nothing)."""
+    nothing). ``config``: the Kueue Configuration, for ``manageJobsWithoutQueueName`` and whether it manages
+    batch/v1 Jobs (off: the Job webhooks change and refuse nothing); None: Kueue's defaults."""
     bundle = bundle or await certificate(client, k)
     _, cert, key = bundle.write(tempfile.mkdtemp(prefix="kueue-es-webhook-"))
     defaulting = gates.enabled(feature_gates or {}, gates.WORKLOAD_PRIORITY_CLASS_DEFAULTING)
@@ -321,7 +361,8 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     pod_reviews = (pod_webhook.reviewer(client, pods, queues) if pods is not None and pods.enabled
                    else pod_webhook.allowed_as_is)
     server = WebhookServer(queues, default_priority_class_lookup(client) if defaulting else None,
-                           feature_gates, pod_reviews, jobs)
+                           feature_gates, pod_reviews, config.manages_jobs if config is not None else True,
+                           unqueued_lookup(client, config) if config is not None else None)
     await server.start(k.webhook_address, k.webhook_port, str(cert), str(key))
     if k.webhook_register:
         service = None if k.webhook_url else (k.webhook_service, k.lease_namespace, 443)

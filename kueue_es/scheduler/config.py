@@ -133,6 +133,10 @@ class SchedulerConfig(_Cfg):
     """Kueue's own namespace (only what the default :attr:`managed_jobs_selector` leaves out)."""
     managed_jobs_namespace_selector: o.LabelSelector | None = None
     integrations: IntegrationsConfig | None = None
+    manage_jobs_without_queue_name: bool = False
+    """Kueue's ``manageJobsWithoutQueueName``: Jobs (and, with the pod integration, Pods) without a queue name
+    in the namespaces :attr:`managed_jobs_selector` selects are Kueue's too, held until a queue admits them
+    (:mod:`connectors.k8s.job_selection`)."""
 
     @property
     def frameworks(self) -> tuple[str, ...]:

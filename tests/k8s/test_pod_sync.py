@@ -66,8 +66,14 @@ def test_a_gated_pod_without_a_workload_gets_one() -> None:
 
 
 @pytest.mark.parametrize("p", [pod(queue=None), pod()])
-def test_outside_a_managed_namespace_or_without_a_queue_nothing_happens(p: ManagedPod) -> None:
-    assert step(p, None, managed=p.metadata.labels.get(Q) is None).action == NOTHING
+def test_a_pod_that_is_not_kueues_to_queue_is_left_alone(p: ManagedPod) -> None:
+    """Outside a managed namespace, or naming no queue without ``manageJobsWithoutQueueName``
+    (``job_selection.is_managed``, the caller's)."""
+    assert step(p, None, managed=False).action == NOTHING
+
+
+def test_a_pod_naming_no_queue_that_kueue_manages_all_the_same_gets_a_workload() -> None:
+    assert step(pod(queue=None), None).action == CREATE
 
 
 def test_a_pod_being_deleted_only_loses_the_finalizer_whatever_else_holds() -> None:

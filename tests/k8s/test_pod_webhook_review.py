@@ -160,3 +160,34 @@ def test_a_group_pod_made_kueues_gets_its_role_and_malformed_group_metadata_is_r
         "'kueue.x-k8s.io/pod-group-total-count' annotation and the 'kueue.x-k8s.io/pod-group-name' label should be set")
     response, _ = _review(_pod({Q: "lq", "kueue.x-k8s.io/pod-group-name": "g"}), PodDefaulting())
     assert response["allowed"] is True, "the integration off, nothing is looked at"
+
+
+# --- manageJobsWithoutQueueName ---------------------------------------------------------------------------------
+
+UNQUEUED_ON = PodDefaulting.of(load_config({"integrations": {"frameworks": ["batch/job", "pod"]},
+                                            "manageJobsWithoutQueueName": True}))
+
+
+def test_under_the_option_a_pod_naming_no_queue_is_gated_without_a_queue_name() -> None:
+    response, asked = _review(_pod({"app": "x"}), UNQUEUED_ON)
+    assert _ops(response) == [
+        {"op": "add", "path": "/metadata/labels/kueue.x-k8s.io~1managed", "value": "true"}, *GATED]
+    assert asked == ["namespace team", "default queue team"]
+    response, _ = _review(_pod({"app": "x"}), UNQUEUED_ON, default_queue=True)
+    assert _ops(response)[0] == {"op": "add", "path": "/metadata/labels/kueue.x-k8s.io~1queue-name",
+                                 "value": "default"}, "the default LocalQueue still comes first"
+    assert _ops(_review(_pod({"app": "x"}), ON)[0]) == [], "without the option: not Kueue's"
+
+
+@pytest.mark.parametrize(("kind", "api_version"), [("Job", "batch/v1"), ("Pod", "v1")])
+def test_under_the_option_every_job_or_pod_parent_is_kueues_whatever_its_queue(kind: str, api_version: str) -> None:
+    owner = {"apiVersion": api_version, "kind": kind, "name": "parent", "uid": "u", "controller": True}
+    response, asked = _review(_pod({Q: "lq"}, owner), UNQUEUED_ON)
+    assert _ops(response) == [] and asked == ["namespace team"], "no need to read the parent"
+
+
+def test_under_the_option_a_namespace_left_out_keeps_its_pods() -> None:
+    selective = PodDefaulting.of(load_config({"integrations": {"frameworks": ["pod"]},
+                                              "manageJobsWithoutQueueName": True,
+                                              "managedJobsNamespaceSelector": {"matchLabels": {"kueue": "on"}}}))
+    assert _ops(_review(_pod({"app": "x"}), selective)[0]) == []

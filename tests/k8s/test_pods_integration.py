@@ -350,3 +350,29 @@ async def test_an_admitted_groups_pods_ready_is_every_pod_ready_under_wait_for_p
     await pods.reconcile("group/ns/g")
     (ready,) = [e for e in appended if isinstance(e, ev.PodsReadyChanged)]
     assert (ready.key, ready.ready, ready.reason) == ("ns/g", True, "Started")
+
+
+def _unqueued_pod(owner: o.OwnerReference | None = None) -> ManagedPod:
+    pod = managed_pod()
+    return msgspec.structs.replace(pod, metadata=msgspec.structs.replace(
+        pod.metadata, labels={"kueue.x-k8s.io/managed": "true"}, owner_references=[owner] if owner else []))
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("without_queue", "owner", "created"), [
+    (True, None, True),
+    (False, None, False),
+    (True, o.OwnerReference(api_version="batch/v1", kind="Job", name="j", uid="j", controller=True), False),
+], ids=["option-on", "option-off", "child-of-a-job"])
+async def test_a_managed_pod_naming_no_queue_gets_a_workload_in_no_queue_under_the_option(
+        without_queue: bool, owner: o.OwnerReference | None, created: bool) -> None:
+    raw = {"metadata": {"name": "p", "namespace": "ns", "uid": UID, "labels": {"kueue.x-k8s.io/managed": "true"}},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    pods, _, _, client = integration(config={**POD_ON, "manageJobsWithoutQueueName": without_queue},
+                                     client=Client(raw))
+    pods.pods["ns/p"] = _unqueued_pod(owner)
+    await pods.reconcile("ns/p")
+    made = [c[2] for c in client.calls if c[0] == "create"]
+    assert bool(made) == created
+    if created:
+        assert made[0]["metadata"]["name"] == NAME and "queueName" not in made[0]["spec"]

@@ -9,7 +9,9 @@ import msgspec
 import pytest
 
 from connectors.k8s.certs import self_signed
-from connectors.k8s.webhook import WebhookServer, configuration, job_patch, review
+from connectors.k8s.errors import KubeError
+from connectors.k8s.webhook import WebhookServer, configuration, job_patch, review, unqueued_lookup
+from kueue_es.scheduler.config import load_config
 
 Q = "kueue.x-k8s.io/queue-name"
 
@@ -152,3 +154,62 @@ def test_configuration_points_at_the_webhook_with_its_ca() -> None:
     by_service = configuration(bundle.ca_pem, service=("kueue-es-webhook", "kueue-system", 443))
     assert by_service["webhooks"][0]["clientConfig"]["service"] == {
         "name": "kueue-es-webhook", "namespace": "kueue-system", "port": 443, "path": "/mutate-batch-v1-job"}
+
+
+# --- manageJobsWithoutQueueName ---------------------------------------------------------------------------------
+
+
+def test_a_job_without_a_queue_is_suspended_when_kueue_manages_it_all_the_same() -> None:
+    assert job_patch(_job({"app": "x"}, suspend=False), False, suspend_unqueued=True) == [
+        {"op": "add", "path": "/spec/suspend", "value": True}]
+    assert job_patch(_job(None, suspend=True), False, suspend_unqueued=True) == []
+    assert job_patch(_job(None, suspend=False), False) == []
+
+
+def _unqueued_review(job: dict, config: dict, namespace_labels: dict | None) -> dict:
+    """The review of ``job`` being created in namespace ``team`` (labelled ``namespace_labels``; None: it cannot
+    be read) under the Kueue Configuration ``config``, no LocalQueue ``default`` anywhere."""
+    class Namespaces:
+        async def get(self, resource: object, name: str, namespace: str = "") -> bytes:
+            if namespace_labels is None:
+                raise KubeError(f"namespaces {name!r} is forbidden")
+            return msgspec.json.encode({"metadata": {"name": name, "labels": namespace_labels}})
+
+    async def no_default(ns: str) -> bool:
+        return False
+
+    body = msgspec.json.encode({"request": {"uid": "u-9", "operation": "CREATE", "namespace": "team",
+                                            "object": job}})
+    return asyncio.run(review(body, no_default, None, unqueued_lookup(Namespaces(), load_config(config))))["response"]
+
+
+TEAM = {"kubernetes.io/metadata.name": "team"}
+ON = {"manageJobsWithoutQueueName": True}
+
+
+def _patched(resp: dict) -> list:
+    return msgspec.json.decode(base64.b64decode(resp["patch"])) if "patch" in resp else []
+
+
+def test_review_suspends_a_job_without_a_queue_only_under_the_option_in_a_managed_namespace() -> None:
+    suspend = [{"op": "add", "path": "/spec/suspend", "value": True}]
+    assert _patched(_unqueued_review(_job(None, suspend=False), ON, TEAM)) == suspend
+    assert _patched(_unqueued_review(_job(None, suspend=False), {}, TEAM)) == []
+    selected = {**ON, "managedJobsNamespaceSelector": {"matchLabels": {"kueue": "on"}}}
+    assert _patched(_unqueued_review(_job(None, suspend=False), selected, TEAM)) == []
+    assert _patched(_unqueued_review(_job(None, suspend=False), selected, {**TEAM, "kueue": "on"})) == suspend
+
+
+def test_review_leaves_the_child_of_a_parent_kueue_runs_to_the_parent() -> None:
+    child = _job(None, suspend=False)
+    child["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": "p", "uid": "p",
+                                             "controller": True}]
+    assert _patched(_unqueued_review(child, ON, None)) == [], "decided by the owner: no namespace lookup"
+    child["metadata"]["ownerReferences"][0]["kind"] = "CronJob"
+    assert _patched(_unqueued_review(child, ON, TEAM)) == [{"op": "add", "path": "/spec/suspend", "value": True}]
+
+
+def test_review_refuses_a_job_whose_namespace_cannot_be_read_under_the_option() -> None:
+    resp = _unqueued_review(_job(None, suspend=False), ON, None)
+    assert resp["allowed"] is False and resp["status"]["message"].startswith("failed to get namespace: ")
+    assert _unqueued_review(_job({Q: "lq"}, suspend=False), ON, None)["allowed"], "a queue name needs no lookup"

@@ -1,0 +1,72 @@
+"""Which Jobs and Pods without a queue name are Kueue's: its ``manageJobsWithoutQueueName`` (default false).
+
+Kueue manages an object that names a queue (``kueue.x-k8s.io/queue-name``). With ``manageJobsWithoutQueueName``
+on it also manages one that names none, in a namespace its ``managedJobsNamespaceSelector`` selects
+(``jobframework/defaults.go`` ``WorkloadShouldBeSuspended``, ``reconciler.go``), unless the object's controller
+is of a kind one of its enabled integrations runs (``IsOwnerManagedByKueue``): that parent is the one Kueue
+queues, its children follow it. kueue-es runs batch/v1 Jobs always and v1 Pods when the pod integration is on,
+so those are the parents that count here; under the option any such parent is managed, queue name or not
+(``FindAncestorJobManagedByKueue``).
+
+Such a Job is suspended at creation (by the mutating webhook, else by the Job integration after the fact) and
+given a Workload with no ``queueName``: no LocalQueue holds it, so it stays pending (``QuotaReserved=False``
+``Misconfigured`` "LocalQueue  doesn't exist", counted in no queue) until the Job, still suspended, names a queue
+and the Workload moves there (:func:`connectors.k8s.job_sync.queue_to_set`).
+
+Pure: decisions from the object's labels and owner references, the namespace's labels and the Configuration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from connectors.k8s.job_events import QUEUE_LABEL
+from events import objects as o
+from kueue_es.scheduler.config import SchedulerConfig
+from projections.clusterqueues import selector_matches
+
+JOB_OWNER = ("batch/v1", "Job")
+POD_OWNER = ("v1", "Pod")
+
+
+def kueue_owner(owner: tuple[str, str] | None, pods_on: bool) -> bool:
+    """Whether the controller ``(apiVersion, kind)`` is of a kind Kueue's enabled integrations run (a batch/v1 Job;
+    a v1 Pod with the pod integration on, ``pods_on``): Kueue leaves the child to that parent."""
+    if owner is None:
+        return False
+    return owner == JOB_OWNER or (owner == POD_OWNER and pods_on)
+
+
+def controller(refs: Iterable[o.OwnerReference]) -> tuple[str, str] | None:
+    """``(apiVersion, kind)`` of the controller among ``refs``, if any."""
+    return next(((r.api_version, r.kind) for r in refs if r.controller), None)
+
+
+def raw_controller(meta: Mapping[str, object]) -> tuple[str, str] | None:
+    """:func:`controller` of an object's raw ``metadata`` (as an admission review carries it)."""
+    refs = meta.get("ownerReferences") or []
+    for ref in refs if isinstance(refs, list) else []:
+        if isinstance(ref, dict) and ref.get("controller"):
+            return str(ref.get("apiVersion", "")), str(ref.get("kind", ""))
+    return None
+
+
+def manages_unqueued(owner: tuple[str, str] | None, config: SchedulerConfig) -> bool:
+    """Whether an object that names no queue is Kueue's, its namespace aside (that is :func:`namespace_managed`):
+    only under ``manageJobsWithoutQueueName``, and not for the child of a Kueue-run parent."""
+    return config.manage_jobs_without_queue_name and not kueue_owner(owner, config.manages_pods)
+
+
+def namespace_managed(namespace_labels: Mapping[str, str] | None, config: SchedulerConfig) -> bool:
+    """Whether ``managedJobsNamespaceSelector`` selects the namespace (None: not known, so not managed)."""
+    return namespace_labels is not None and selector_matches(config.managed_jobs_selector, dict(namespace_labels))
+
+
+def is_managed(labels: Mapping[str, str], owner: tuple[str, str] | None, namespace_labels: Mapping[str, str] | None,
+               config: SchedulerConfig) -> bool:
+    """Whether a Job (or Pod) with ``labels`` and controller ``owner``, in a namespace labelled
+    ``namespace_labels``, is Kueue's to queue: it names a queue, or :func:`manages_unqueued` says so; either way
+    in a namespace the selector selects."""
+    if not namespace_managed(namespace_labels, config):
+        return False
+    return bool(labels.get(QUEUE_LABEL)) or manages_unqueued(owner, config)

@@ -1,0 +1,157 @@
+"""Kueue's ``manageJobsWithoutQueueName`` in the Job integration (connectors/k8s/job_selection.py, jobs.py,
+job_sync.py): with it on, a Job naming no queue in a managed namespace is suspended (after the fact, without the
+webhook) and given a Workload with no queue name; the Workload follows the label when the suspended Job gets one
+(or loses it); the child of a Kueue-run parent is left to the parent. No cluster needed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+from fixtures.jobs import NAME, UID, integration, job, namespace, workload
+
+from connectors.k8s import job_selection
+from connectors.k8s.jobs import JobIntegration
+from connectors.k8s.mirror import Mirror
+from events import objects as o
+from events import schema as ev
+from kueue_es.scheduler.config import load_config
+
+QUEUE = "kueue.x-k8s.io/queue-name"
+
+
+def _config(**fields: object) -> ev.ConfigRecorded:
+    return ev.ConfigRecorded(time=1, writer="test", id="c", document={
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", **fields})
+
+
+ON = _config(manageJobsWithoutQueueName=True)
+
+
+def _unqueued(j: o.Job, *owners: o.OwnerReference) -> o.Job:
+    """``j`` without its queue label (and with ``owners``)."""
+    labels = {k: v for k, v in j.metadata.labels.items() if k != QUEUE}
+    return msgspec.structs.replace(j, metadata=msgspec.structs.replace(
+        j.metadata, labels=labels, owner_references=list(owners)))
+
+
+def _queueless(wl: o.Workload) -> o.Workload:
+    return msgspec.structs.replace(wl, spec=msgspec.structs.replace(wl.spec, queue_name=""))
+
+
+class Client:
+    """Serves the Job as the log holds it; records every create and patch, each of which succeeds."""
+
+    def __init__(self, job_doc: dict[str, Any]) -> None:
+        self.job_doc = job_doc
+        self.created: list[dict[str, Any]] = []
+        self.patches: list[tuple[str, dict[str, Any]]] = []
+
+    async def get(self, resource: Any, name: str, namespace: str = "", subresource: str = "") -> bytes:
+        assert resource.kind == "Job"
+        return msgspec.json.encode(self.job_doc)
+
+    async def create(self, resource: Any, body: dict[str, Any], namespace: str = "") -> bytes:
+        self.created.append(body)
+        return msgspec.json.encode(body)
+
+    async def patch(self, resource: Any, name: str, body: dict[str, Any], namespace: str = "",
+                    subresource: str | None = None) -> bytes:
+        self.patches.append((resource.kind, body))
+        return msgspec.json.encode(self.job_doc)
+
+
+def _setup(j: o.Job, *objs: o.KObject, before: tuple[ev.AnyEvent, ...] = (ON,)
+           ) -> tuple[JobIntegration, Mirror, Client]:
+    jobs, mirror, _ = integration(*objs, j, before=before)
+    client = jobs.client = Client(msgspec.to_builtins(j))  # type: ignore[assignment]
+    return jobs, mirror, client
+
+
+def test_the_option_is_off_unless_the_configuration_turns_it_on() -> None:
+    assert not load_config({}).manage_jobs_without_queue_name
+    assert load_config({"manageJobsWithoutQueueName": True}).manage_jobs_without_queue_name
+
+
+@pytest.mark.asyncio
+async def test_a_job_without_a_queue_name_gets_a_workload_in_no_queue_only_under_the_option() -> None:
+    off_jobs, _, off_client = _setup(_unqueued(job()), before=())
+    await off_jobs.reconcile("ns/train")
+    assert off_client.created == [] and off_client.patches == [], "by default a Job naming no queue is not Kueue's"
+
+    jobs, _, client = _setup(_unqueued(job()))
+    await jobs.reconcile("ns/train")
+    (made,) = client.created
+    assert made["metadata"]["name"] == NAME and "queueName" not in made["spec"], "Kueue's omits the empty name"
+    assert made["spec"]["podSets"][0]["count"] == 4
+
+
+@pytest.mark.asyncio
+async def test_a_running_job_without_a_queue_name_is_suspended_after_the_fact() -> None:
+    jobs, _, client = _setup(_unqueued(job(suspend=False)))
+    await jobs.reconcile("ns/train")
+    assert [(kind, body["spec"]) for kind, body in client.patches] == [("Job", {"suspend": True})]
+    assert client.created == []
+
+
+@pytest.mark.asyncio
+async def test_a_namespace_the_selector_leaves_out_keeps_its_jobs_without_a_queue_name() -> None:
+    selector = {"matchLabels": {"kueue-managed": "true"}}
+    jobs, _, client = _setup(_unqueued(job(suspend=False)),
+                             before=(_config(manageJobsWithoutQueueName=True, managedJobsNamespaceSelector=selector),))
+    await jobs.reconcile("ns/train")
+    assert client.patches == [] and client.created == []
+
+
+OWNED_BY_JOB = o.OwnerReference(api_version="batch/v1", kind="Job", name="parent", uid="p", controller=True)
+OWNED_BY_POD = o.OwnerReference(api_version="v1", kind="Pod", name="parent", uid="p", controller=True)
+OWNED_BY_CRONJOB = o.OwnerReference(api_version="batch/v1", kind="CronJob", name="parent", uid="p", controller=True)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("owner", "frameworks", "managed"), [
+    (OWNED_BY_JOB, ["batch/job"], False),
+    (OWNED_BY_POD, ["batch/job", "pod"], False),
+    (OWNED_BY_POD, ["batch/job"], True),  # the pod integration off: a Pod is no parent Kueue runs
+    (OWNED_BY_CRONJOB, ["batch/job"], True),  # no Kueue integration runs CronJobs: its Jobs are top-level
+    (msgspec.structs.replace(OWNED_BY_JOB, controller=False), ["batch/job"], True),  # only the controller counts
+], ids=["job", "pod-integration-on", "pod-integration-off", "cronjob", "not-controller"])
+async def test_the_child_of_a_parent_kueue_runs_is_left_to_the_parent(owner: o.OwnerReference,
+                                                                      frameworks: list[str], managed: bool) -> None:
+    config = _config(manageJobsWithoutQueueName=True, integrations={"frameworks": frameworks})
+    jobs, _, client = _setup(_unqueued(job(suspend=False), owner), before=(config,))
+    await jobs.reconcile("ns/train")
+    assert bool(client.patches) == managed
+
+
+@pytest.mark.asyncio
+async def test_its_workload_moves_to_the_queue_the_suspended_job_names_and_back_to_none() -> None:
+    jobs, mirror, client = _setup(job(), _queueless(workload()))
+    await jobs.reconcile("ns/train")
+    assert client.patches == [("Workload", {"metadata": {"resourceVersion": "3"}, "spec": {"queueName": "lq"}})]
+
+    jobs, mirror, client = _setup(_unqueued(job()), workload())
+    await jobs.reconcile("ns/train")
+    assert client.patches == [("Workload", {"metadata": {"resourceVersion": "3"}, "spec": {"queueName": None}})], (
+        "the label gone: Kueue writes the Job's empty queue name, which removes the field")
+
+
+@pytest.mark.asyncio
+async def test_without_the_option_a_job_losing_its_label_is_let_go() -> None:
+    jobs, _, client = _setup(_unqueued(job()), workload(), before=())
+    await jobs.reconcile("ns/train")
+    assert client.patches == [] and client.created == []
+
+
+def test_the_selection_rule() -> None:
+    on = load_config({"manageJobsWithoutQueueName": True})
+    ns = dict(namespace("ns").metadata.labels)
+    assert job_selection.is_managed({QUEUE: "lq"}, ("batch/v1", "Job"), ns, load_config({})), (
+        "a queue name is managed whatever its owner (the child-Job rule is not modelled)")
+    assert job_selection.is_managed({}, None, ns, on)
+    assert not job_selection.is_managed({}, None, None, on), "a namespace not known yet waits"
+    assert not job_selection.is_managed({}, None, {"kubernetes.io/metadata.name": "kube-system"}, on)
+    assert job_selection.raw_controller({"ownerReferences": [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "p", "uid": UID},
+        {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": UID, "controller": True}]}) == ("v1", "Pod")
