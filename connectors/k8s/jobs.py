@@ -660,13 +660,7 @@ class JobIntegration:
     async def _delete_workload(self, job: o.Job, obs: o.Workload) -> None:
         """Delete the Workload the Job no longer matches, its finalizer first, conditioned on its uid and
         resourceVersion; ``DeletedWorkload``. The Job is then given a new one as any Job without a Workload is."""
-        rv = await self._unfinalize(obs)
-        if rv is None:
-            return
-        try:
-            await self.client.delete(WORKLOADS, obs.metadata.name, obs.metadata.namespace, uid=obs.metadata.uid,
-                                     resource_version=rv)
-        except NotFound:
+        if not await self._unfinalize_and_delete(obs):
             return
         self.stats.deleted += 1
         log.info("deleted the workload its job no longer matches", job=job.key, workload=obs.key)
@@ -866,18 +860,25 @@ class JobIntegration:
         log.info("took the finalizer off the workload", workload=obs.key, deleting=wf.deleting(obs))
         return msgspec.json.decode(out, type=_Meta).metadata.resource_version or obs.metadata.resource_version
 
+    async def _unfinalize_and_delete(self, obs: o.Workload) -> bool:
+        """Take the finalizer off ``obs``, then delete it, each conditioned on its uid and resourceVersion: whether
+        this deleted it (not when it is gone, or was already being deleted: then it only loses the finalizer)."""
+        rv = await self._unfinalize(obs)
+        if rv is None or wf.deleting(obs):
+            return False
+        try:
+            await self.client.delete(WORKLOADS, obs.metadata.name, obs.metadata.namespace, uid=obs.metadata.uid,
+                                     resource_version=rv)
+        except NotFound:
+            return False
+        return True
+
     async def _delete_extras(self, job: o.Job, extras: list[o.Workload]) -> None:
         """Delete the Workloads of the Job beyond the one it keeps (:func:`connectors.k8s.job_sync.one_workload`),
         each finalizer first, conditioned on its uid and resourceVersion; ``DeletedWorkload`` for each one deleted
         (one already being deleted only loses its finalizer)."""
         for obs in extras:
-            rv = await self._unfinalize(obs)
-            if rv is None or wf.deleting(obs):
-                continue
-            try:
-                await self.client.delete(WORKLOADS, obs.metadata.name, obs.metadata.namespace, uid=obs.metadata.uid,
-                                         resource_version=rv)
-            except NotFound:
+            if not await self._unfinalize_and_delete(obs):
                 continue
             self.stats.extras_deleted += 1
             log.info("deleted a workload the job does not keep", job=job.key, workload=obs.key)
