@@ -86,7 +86,8 @@ def refusal(kind: str, operation: str, new_doc: Any, old_doc: Any, feature_gates
         new = decode_object(new_doc, where, checks=checks)
         if updating:
             validate_update(old_doc, new_doc, _view({**old_doc, "kind": kind}), new, where,
-                            on_flavors_gate=checks.on_flavors, tas=gate(gates.TOPOLOGY_AWARE_SCHEDULING))
+                            on_flavors_gate=checks.on_flavors, tas=gate(gates.TOPOLOGY_AWARE_SCHEDULING),
+                            gated_by=gate(gates.ADMISSION_GATED_BY))
     except InvalidInput as exc:
         return str(exc)
     return None
