@@ -456,10 +456,7 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates:
     if _meta(new, "annotations").get(MIN_PARALLELISM, "") != _meta(old, "annotations").get(MIN_PARALLELISM, ""):
         errors += _min_parallelism(new)
     errors += _completions_setting(new)
-    errors += _queue_name_update(old, new, default_queue)
-    errors += _prebuilt_update(old, new, feature_gates)
-    errors += _max_exec_update(old, new)
-    errors += _priority_class_update(old, new)
+    errors += generic_update_errors(old, new, feature_gates, default_queue=default_queue)
     errors += _running_update(old, new)
     errors += gate_update(old, new, feature_gates)
     return errors + _topology(new, feature_gates)
@@ -470,6 +467,30 @@ def gate_update(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: M
     if not gates.enabled(feature_gates, gates.ADMISSION_GATED_BY):
         return []
     return [f"{GATE_PATH}: {problem}" for problem in admission_gate_errors(old.get("metadata"), new.get("metadata"))]
+
+
+def generic_create_errors(job: Mapping[str, Any]) -> list[str]:
+    """What Kueue refuses in any job it manages (a Pod too) on creation: its queue name, prebuilt Workload name
+    and maximum execution time labels."""
+    return _labels_on_create(job)
+
+
+def generic_update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool], *,
+                          default_queue: bool = False) -> list[str]:
+    """What Kueue refuses in the update of any job it manages (a Pod too, seen as suspended while gated), in its
+    order: the queue name, the prebuilt Workload's name, the maximum execution time, the WorkloadPriorityClass."""
+    return (_queue_name_update(old, new, default_queue) + _prebuilt_update(old, new, feature_gates)
+            + _max_exec_update(old, new) + _priority_class_update(old, new))
+
+
+def invalid(path: str, value: Any, detail: str) -> str:
+    """A Kubernetes ``Invalid value`` field error."""
+    return _invalid(path, value, detail)
+
+
+def forbidden(path: str, detail: str) -> str:
+    """A Kubernetes ``Forbidden`` field error."""
+    return _forbidden(path, detail)
 
 
 def _queue_name_update(old: Mapping[str, Any], new: Mapping[str, Any], default_queue: bool) -> list[str]:
