@@ -17,16 +17,15 @@ kueue-es does not model (a container's image) count too. Each names the object a
 * ClusterQueue: with ``RejectUpdatesToCQWithInvalidOnFlavors`` off, an admission check whose ``onFlavors`` the
   update leaves as they were, in a ClusterQueue whose flavors it leaves as they were, is not checked (with the gate
   on every entry is, with the object).
+* Workload, under ``AdmissionGatedBy``: its ``kueue.x-k8s.io/admission-gated-by`` gates are removed, never added
+  (:func:`admission_gate_errors`; the Job webhook holds a Job to the same rule).
 * LocalQueue: ``spec.clusterQueue`` does not change.
 * ResourceFlavor: once it has a ``topologyName``, its ``spec`` does not change.
 * Topology: ``spec.levels`` do not change, unless ``kubernetes.io/hostname`` is the lowest level before and after.
 * AdmissionCheck: ``spec.controllerName`` does not change.
 
 Not modelled: what Kueue allows for elastic workloads (slices) beyond a smaller count, the MultiKueue
-``clusterName`` rule, a ClusterQueue's ``concurrentAdmissionPolicy`` (``ConcurrentAdmission``, alpha), and under
-``AdmissionGatedBy`` that a Workload's ``kueue.x-k8s.io/admission-gated-by`` gates are never added after creation,
-only removed (the annotation's format is checked with the object: :mod:`events.object_rules`): kueue-es's Job
-webhook does not stop a Job gaining a gate, which the job connector then copies to its Workload.
+``clusterName`` rule and a ClusterQueue's ``concurrentAdmissionPolicy`` (``ConcurrentAdmission``, alpha).
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ from typing import Any
 from events import objects as o
 from events.errors import InvalidInput
 from events.manifests import check_on_flavors
-from events.object_rules import HOSTNAME
+from events.object_rules import ADMISSION_GATED_BY, HOSTNAME
 from events.quantity import QuantityError, parse_quantity
 
 IMMUTABLE = "field is immutable"
@@ -45,13 +44,18 @@ _QUANTITY_MAPS = frozenset({"requests", "limits", "overhead"})
 
 
 def validate_update(old_doc: dict[str, Any], new_doc: dict[str, Any], old: o.KObject | None, new: o.KObject,
-                    where: str, *, on_flavors_gate: bool = True, tas: bool = True) -> None:
+                    where: str, *, on_flavors_gate: bool = True, tas: bool = True, gated_by: bool = True) -> None:
     """Refuse the update of ``old`` into ``new`` (views of ``old_doc`` and ``new_doc``; ``old`` None when it
-    does not decode) if Kueue does; the new object was checked on its own already. ``on_flavors_gate``, ``tas``:
-    the gates ``RejectUpdatesToCQWithInvalidOnFlavors`` and ``TopologyAwareScheduling``."""
+    does not decode) if Kueue does; the new object was checked on its own already. ``on_flavors_gate``, ``tas``,
+    ``gated_by``: the gates ``RejectUpdatesToCQWithInvalidOnFlavors``, ``TopologyAwareScheduling`` and
+    ``AdmissionGatedBy``."""
     match new:
         case o.Workload():
             _workload(old_doc, new_doc, where, tas)
+            if gated_by:
+                problems = admission_gate_errors(_get(old_doc, "metadata"), _get(new_doc, "metadata"))
+                if problems:
+                    raise InvalidInput(f"{where}: field `{GATE_PATH}`: {problems[0]}")
         case o.ClusterQueue() if not on_flavors_gate and isinstance(old, o.ClusterQueue):
             check_on_flavors(new, where, kept_from=old)
         case o.LocalQueue() if isinstance(old, o.LocalQueue):
@@ -67,6 +71,32 @@ def validate_update(old_doc: dict[str, Any], new_doc: dict[str, Any], old: o.KOb
                 raise InvalidInput(f"{where}: field `spec.controllerName`: {IMMUTABLE}")
         case _:
             pass
+
+
+GATE_PATH = f"metadata.annotations[{ADMISSION_GATED_BY}]"
+
+
+def admission_gates(meta: Any) -> tuple[str, ...]:
+    """The gates an object's ``kueue.x-k8s.io/admission-gated-by`` names (spaces around a name dropped, as the
+    annotation's format check reads them); ``meta``: its metadata, as plain data."""
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    value = annotations.get(ADMISSION_GATED_BY) if isinstance(annotations, dict) else None
+    if not isinstance(value, str) or not value.strip():
+        return ()
+    return tuple(part.strip() for part in value.split(","))
+
+
+def admission_gate_errors(old_meta: Any, new_meta: Any) -> list[str]:
+    """Why Kueue refuses the update's admission gates (``AdmissionGatedBy``), as its field errors' details: an
+    object created without a gate (or an empty annotation) gets none, and one with gates may only lose some."""
+    before, after = admission_gates(old_meta), admission_gates(new_meta)
+    if not after:
+        return []
+    if not before:
+        return ["Forbidden: cannot add admission gate after creation"]
+    if any(gate not in before for gate in after):
+        return ["Forbidden: can only remove gates, not add new ones"]
+    return []
 
 
 def _workload(old: dict[str, Any], new: dict[str, Any], where: str, tas: bool) -> None:

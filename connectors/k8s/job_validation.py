@@ -20,7 +20,10 @@ validation.go`` and ``tas_validation.go``):
   ``default``; the maximum execution time does not change unless the Job is suspended before and after; a
   WorkloadPriorityClass label is not added to a running Job, nor ever removed (changing it is allowed); with
   ``job-min-parallelism`` set, ``parallelism`` does not change while the old Job runs; the
-  completions-equal-parallelism setting does not change while the Job runs.
+  completions-equal-parallelism setting does not change while the Job runs; under ``AdmissionGatedBy`` its
+  ``kueue.x-k8s.io/admission-gated-by`` gates are removed, never added (:func:`events.update_rules.admission_gate_errors`:
+  none after a creation without one), as Kueue holds every job it manages — so a gate only ever leaves the Job's
+  Workload too.
 
 Not modelled: Kueue's rules for elastic Jobs (``kueue.x-k8s.io/elastic-job`` under
 ``ElasticJobsViaWorkloadSlices``: the annotation's immutability, a prebuilt name such a Job may change), as
@@ -46,6 +49,7 @@ from events import objects as o
 from events.errors import InvalidInput
 from events.goint import is_go_int, parse_int
 from events.labels import NAME, NAME_FMT, NAME_MAX, PREFIX_MAX, SUBDOMAIN, SUBDOMAIN_FMT
+from events.update_rules import GATE_PATH, admission_gate_errors
 from projections import gates
 
 PATH = "/validate-batch-v1-job"
@@ -452,12 +456,41 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates:
     if _meta(new, "annotations").get(MIN_PARALLELISM, "") != _meta(old, "annotations").get(MIN_PARALLELISM, ""):
         errors += _min_parallelism(new)
     errors += _completions_setting(new)
-    errors += _queue_name_update(old, new, default_queue)
-    errors += _prebuilt_update(old, new, feature_gates)
-    errors += _max_exec_update(old, new)
-    errors += _priority_class_update(old, new)
+    errors += generic_update_errors(old, new, feature_gates, default_queue=default_queue)
     errors += _running_update(old, new)
+    errors += gate_update(old, new, feature_gates)
     return errors + _topology(new, feature_gates)
+
+
+def gate_update(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
+    """Under ``AdmissionGatedBy``: admission gates are removed, never added."""
+    if not gates.enabled(feature_gates, gates.ADMISSION_GATED_BY):
+        return []
+    return [f"{GATE_PATH}: {problem}" for problem in admission_gate_errors(old.get("metadata"), new.get("metadata"))]
+
+
+def generic_create_errors(job: Mapping[str, Any]) -> list[str]:
+    """What Kueue refuses in any job it manages (a Pod too) on creation: its queue name, prebuilt Workload name
+    and maximum execution time labels."""
+    return _labels_on_create(job)
+
+
+def generic_update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool], *,
+                          default_queue: bool = False) -> list[str]:
+    """What Kueue refuses in the update of any job it manages (a Pod too, seen as suspended while gated), in its
+    order: the queue name, the prebuilt Workload's name, the maximum execution time, the WorkloadPriorityClass."""
+    return (_queue_name_update(old, new, default_queue) + _prebuilt_update(old, new, feature_gates)
+            + _max_exec_update(old, new) + _priority_class_update(old, new))
+
+
+def invalid(path: str, value: Any, detail: str) -> str:
+    """A Kubernetes ``Invalid value`` field error."""
+    return _invalid(path, value, detail)
+
+
+def forbidden(path: str, detail: str) -> str:
+    """A Kubernetes ``Forbidden`` field error."""
+    return _forbidden(path, detail)
 
 
 def _queue_name_update(old: Mapping[str, Any], new: Mapping[str, Any], default_queue: bool) -> list[str]:

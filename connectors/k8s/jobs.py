@@ -47,7 +47,8 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
 * **admission gate** (``AdmissionGatedBy`` on; the Workload not finished): when the Job's
   ``kueue.x-k8s.io/admission-gated-by`` differs from its Workload's, the Workload's is set to it — removed when
   the Job's is removed or empty — in one patch conditioned on the Workload's resourceVersion; the rest waits for
-  the Workload that shows it;
+  the Workload that shows it. Only gates leave: a Workload is never given a gate it lacks (Kueue's Workload webhook
+  refuses that, :func:`only_removes_gates`), as when the Job was made while the gate was off;
 * **admitted** (in the log, and in the Workload's stored status: a Job never starts on a decision whose status
   write is still to come, or lost with a crash) and suspended → start: what :mod:`connectors.k8s.podsetinfo`
   says the admission adds (the flavors' ``nodeLabels`` and tolerations, the pod-set and queue labels, the
@@ -131,6 +132,7 @@ from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
 from events.goint import is_go_int
+from events.update_rules import admission_gate_errors
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 from kueue_es.scheduler.config_record import in_force
 from projections import gates
@@ -196,6 +198,13 @@ def compared_max_execution_seconds(labels: dict[str, str]) -> int | None:
         return max_execution_seconds(labels)
     except InvalidInput:
         return None
+
+
+def only_removes_gates(obs: o.Workload, gate: str | None) -> bool:
+    """Whether giving the Workload ``gate`` (None: none) as its admission gates only removes some: what Kueue's
+    Workload webhook lets an update do under ``AdmissionGatedBy``."""
+    old = {"annotations": obs.metadata.annotations}
+    return not admission_gate_errors(old, {"annotations": {ADMISSION_GATED_BY_ANNOTATION: gate or ""}})
 
 
 def workload_name(job_name: str, job_uid: str, short: bool = False) -> str:
@@ -380,7 +389,7 @@ class JobIntegration:
             return  # as Kueue's reconciler: the rest waits for the Workload that shows it (or the one after it)
         if wl.phase != FINISHED and self.state.gate(gates.ADMISSION_GATED_BY):
             gate = job.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION) or None
-            if obs.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION) != gate:
+            if obs.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION) != gate and only_removes_gates(obs, gate):
                 await self._once(key, "admission-gate", job, self._sync_admission_gate(job, obs, gate))
                 return  # as Kueue's reconciler: the rest waits for the Workload that shows it
         if wl.phase != FINISHED:

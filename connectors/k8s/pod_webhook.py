@@ -17,11 +17,11 @@ Such a Pod gets Kueue's label ``kueue.x-k8s.io/managed: "true"``, its finalizer 
 pod integration sees how it ended before it is gone: :mod:`connectors.k8s.pods_integration`) and the scheduling
 gate ``kueue.x-k8s.io/admission``, which keeps it off every node until its Workload is admitted. Everything else
 is allowed unchanged. A Pod of a pod group (``kueue.x-k8s.io/pod-group-name``) made Kueue's also gets its role
-(``kueue.x-k8s.io/role-hash``, :func:`connectors.k8s.pod_roles.role_hash`); and, as Kueue's validating webhook does,
-a Pod whose group label and ``kueue.x-k8s.io/pod-group-total-count`` annotation are not both set, or are
-malformed, is refused. Not done, unlike Kueue: the TAS topology gate and pod-index label, the
-pods of Kueue's other integrations (Deployments, StatefulSets, LeaderWorkerSets: their ReplicaSets and parents are
-not looked through), and the validating pod webhook (``vpod.kb.io``).
+(``kueue.x-k8s.io/role-hash``, :func:`connectors.k8s.pod_roles.role_hash`). Like Kueue's, this webhook refuses
+nothing but a Pod whose lookups fail: what Kueue refuses in a Pod (a malformed pod group, say) its validating Pod
+webhook refuses, served here too (:mod:`connectors.k8s.pod_validation`, ``vpod.kb.io``). Not done, unlike Kueue:
+the TAS topology gate and pod-index label, the pods of Kueue's other integrations (Deployments, StatefulSets,
+LeaderWorkerSets: their ReplicaSets and parents are not looked through).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from connectors.k8s import job_selection
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import KubeError
 from connectors.k8s.job_events import QUEUE_LABEL
-from connectors.k8s.pod_roles import metadata_errors, role_annotation_patch
+from connectors.k8s.pod_roles import role_annotation_patch
 from connectors.k8s.resources import BY_KIND
 from events import objects as o
 from kueue_es.scheduler.config import SchedulerConfig
@@ -127,10 +127,6 @@ async def review(body: bytes, defaulting: PodDefaulting, namespace_labels: Names
     pod = req.get("object") or {}
     if defaulting.enabled and req.get("operation", "CREATE") == "CREATE" and isinstance(pod, dict) and pod:
         namespace = req.get("namespace") or (pod.get("metadata") or {}).get("namespace", "")
-        refused = _group_refusal(pod)
-        if refused:
-            response.update(allowed=False, status={"code": 403, "reason": "Forbidden", "message": refused})
-            return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
         try:
             ops = await _defaults(pod, namespace, defaulting, namespace_labels, has_default_queue, queued_job_owner)
         except _LookupFailed as exc:
@@ -144,14 +140,6 @@ async def review(body: bytes, defaulting: PodDefaulting, namespace_labels: Names
 
 class _LookupFailed(Exception):
     pass
-
-
-def _group_refusal(pod: dict[str, Any]) -> str:
-    """Kueue's validating Pod webhook's refusal of a pod group's label and annotation (it refuses them on any Pod it
-    reviews), as one message: the field errors, bracketed when more than one."""
-    meta = pod.get("metadata") or {}
-    errors = metadata_errors(meta.get("labels") or {}, meta.get("annotations") or {})
-    return "" if not errors else errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
 
 
 async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulting, namespace_labels: NamespaceLabels,

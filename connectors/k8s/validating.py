@@ -17,8 +17,10 @@ decides only whether an update may keep an invalid entry unchanged.
 The apiserver sends the object in the version the webhook is registered for (v1beta2; a v1beta1 request is
 converted first, ``matchPolicy: Equivalent`` by default), so one decoder serves both versions.
 
-The same configuration registers Kueue's validating webhook for batch/v1 Jobs (:mod:`connectors.k8s.job_validation`,
-``vjob.kb.io``), as Kueue's does, for every namespace but the excluded ones (Kueue's namespace selector).
+The same configuration registers Kueue's validating webhooks for batch/v1 Jobs (:mod:`connectors.k8s.job_validation`,
+``vjob.kb.io``) and for Pods (:mod:`connectors.k8s.pod_validation`, ``vpod.kb.io``, which allows every Pod while
+the pod integration is off), as Kueue's does, for every namespace but the excluded ones (Kueue's namespace
+selector).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any
 
 import msgspec
 
-from connectors.k8s import job_validation
+from connectors.k8s import job_validation, pod_validation
 from connectors.k8s.certs import ca_bundle
 from connectors.k8s.resources import Resource
 from events import objects as o
@@ -86,7 +88,8 @@ def refusal(kind: str, operation: str, new_doc: Any, old_doc: Any, feature_gates
         new = decode_object(new_doc, where, checks=checks)
         if updating:
             validate_update(old_doc, new_doc, _view({**old_doc, "kind": kind}), new, where,
-                            on_flavors_gate=checks.on_flavors, tas=gate(gates.TOPOLOGY_AWARE_SCHEDULING))
+                            on_flavors_gate=checks.on_flavors, tas=gate(gates.TOPOLOGY_AWARE_SCHEDULING),
+                            gated_by=gate(gates.ADMISSION_GATED_BY))
     except InvalidInput as exc:
         return str(exc)
     return None
@@ -105,7 +108,7 @@ def review(body: bytes, kind: str, feature_gates: Mapping[str, bool]) -> dict[st
 def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int] | None = None,
                   name: str = CONFIGURATION_NAME, object_selector: dict[str, Any] | None = None,
                   excluded_namespaces: tuple[str, ...] = ("kube-system", "kueue-system")) -> dict[str, Any]:
-    """The ValidatingWebhookConfiguration for :data:`HOOKS` and for Jobs (not in ``excluded_namespaces``), at
+    """The ValidatingWebhookConfiguration for :data:`HOOKS` and for Jobs and Pods (not in ``excluded_namespaces``), at
     ``url`` or at ``service`` (name, namespace, port), trusting ``ca_pem``. ``object_selector``: only objects it
     selects (for tests sharing a cluster)."""
     if not url and service is None:
@@ -132,10 +135,13 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
                 for hook in HOOKS]
     jobs = webhook(job_validation.WEBHOOK_NAME, job_validation.PATH,
                    {"apiGroups": ["batch"], "apiVersions": ["v1"], "resources": ["jobs"], "scope": "Namespaced"})
-    jobs["namespaceSelector"] = {"matchExpressions": [
-        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(excluded_namespaces)}]}
+    pods = webhook(pod_validation.WEBHOOK_NAME, pod_validation.PATH,
+                   {"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "scope": "Namespaced"})
+    for hook in (jobs, pods):
+        hook["namespaceSelector"] = {"matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(excluded_namespaces)}]}
     return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-            "metadata": {"name": name}, "webhooks": [*webhooks, jobs]}
+            "metadata": {"name": name}, "webhooks": [*webhooks, jobs, pods]}
 
 
 def _view(doc: dict[str, Any]) -> o.KObject | None:

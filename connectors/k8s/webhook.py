@@ -41,7 +41,16 @@ import msgspec
 import structlog
 from aiohttp import web
 
-from connectors.k8s import conversion, crds, https, job_selection, job_validation, pod_webhook, validating
+from connectors.k8s import (
+    conversion,
+    crds,
+    https,
+    job_selection,
+    job_validation,
+    pod_validation,
+    pod_webhook,
+    validating,
+)
 from connectors.k8s.certs import CertBundle, ca_bundle, self_signed
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, KubeError, NotFound
@@ -180,7 +189,8 @@ class WebhookServer:
                  has_default_priority_class: HasDefaultPriorityClass | None = None,
                  feature_gates: Mapping[str, bool] | None = None,
                  pods: pod_webhook.Reviewer = pod_webhook.allowed_as_is, jobs: bool = True,
-                 suspends_unqueued: SuspendsUnqueued | None = None) -> None:
+                 suspends_unqueued: SuspendsUnqueued | None = None,
+                 pod_validations: pod_webhook.Reviewer = pod_webhook.allowed_as_is) -> None:
         self.has_default_queue = has_default_queue
         self.jobs = jobs
         """The Job integration is on (``batch/job`` among the Configuration's frameworks): off, the Job webhooks
@@ -189,6 +199,9 @@ class WebhookServer:
         """Kueue's ``manageJobsWithoutQueueName`` rule (None: off)."""
         self.pods = pods
         """Answers the Pod webhook's reviews (:mod:`connectors.k8s.pod_webhook`)."""
+        self.pod_validations = pod_validations
+        """Answers the validating Pod webhook's reviews (:mod:`connectors.k8s.pod_validation`; the pod integration
+        off, every Pod is allowed)."""
         self.has_default_priority_class = has_default_priority_class
         self.feature_gates = dict(feature_gates or {})
         self.reviews = 0
@@ -207,9 +220,11 @@ class WebhookServer:
         for path, kind in validating.PATHS.items():
             app.router.add_post(path, partial(self._validate, kind))
         app.router.add_post(job_validation.PATH, partial(self._validate, "Job"))
+        app.router.add_post(pod_validation.PATH, partial(self._validate, "Pod"))
         self._runner = await https.serve(app, address, port, https.server_tls(certfile, keyfile))
         log.info("webhook serving", address=address, port=port,
-                 paths=[PATH, pod_webhook.PATH, conversion.PATH, *validating.PATHS, job_validation.PATH])
+                 paths=[PATH, pod_webhook.PATH, conversion.PATH, *validating.PATHS, job_validation.PATH,
+                        pod_validation.PATH])
 
     async def stop(self) -> None:
         if self._runner is not None:
@@ -237,11 +252,14 @@ class WebhookServer:
         return _closing(web.json_response(out))
 
     async def _validate(self, kind: str, request: web.Request) -> web.Response:
-        """A validating review of a ``kind`` object: a Job's (:mod:`connectors.k8s.job_validation`, which may ask
-        the apiserver for the namespace's default LocalQueue), or one of the Kueue kinds'."""
+        """A validating review of a ``kind`` object: a Job's or a Pod's (:mod:`connectors.k8s.job_validation`,
+        :mod:`connectors.k8s.pod_validation`, which may ask the apiserver for the namespace's default LocalQueue),
+        or one of the Kueue kinds'."""
         try:
             body = await request.read()
-            if kind != "Job":
+            if kind == "Pod":
+                out = await self.pod_validations(body)
+            elif kind != "Job":
                 out = validating.review(body, kind, self.feature_gates)
             elif self.jobs:
                 out = await job_validation.review(body, self.feature_gates, self.has_default_queue)
@@ -358,11 +376,13 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     _, cert, key = bundle.write(tempfile.mkdtemp(prefix="kueue-es-webhook-"))
     defaulting = gates.enabled(feature_gates or {}, gates.WORKLOAD_PRIORITY_CLASS_DEFAULTING)
     queues = default_queue_lookup(client)
-    pod_reviews = (pod_webhook.reviewer(client, pods, queues) if pods is not None and pods.enabled
-                   else pod_webhook.allowed_as_is)
+    pods_on = pods is not None and pods.enabled
+    pod_reviews = pod_webhook.reviewer(client, pods, queues) if pods is not None and pods_on else pod_webhook.allowed_as_is
+    pod_validations = (pod_validation.reviewer(feature_gates or {}, queues) if pods_on
+                       else pod_webhook.allowed_as_is)
     server = WebhookServer(queues, default_priority_class_lookup(client) if defaulting else None,
                            feature_gates, pod_reviews, config.manages_jobs if config is not None else True,
-                           unqueued_lookup(client, config) if config is not None else None)
+                           unqueued_lookup(client, config) if config is not None else None, pod_validations)
     await server.start(k.webhook_address, k.webhook_port, str(cert), str(key))
     if k.webhook_register:
         service = None if k.webhook_url else (k.webhook_service, k.lease_namespace, 443)

@@ -74,6 +74,8 @@ async def test_the_workload_follows_the_jobs_gates(job_annotations: dict[str, st
     ("example.com/a", {GATE: "example.com/a"}, ()),  # in step
     (None, {}, ()),  # neither gated
     ("example.com/a", {}, _gate_off()),  # gate off: the Workload's annotation is left as it is
+    (None, {GATE: "example.com/a"}, ()),  # made while the gate was off: Kueue's webhook refuses a gate added
+    ("example.com/a", {GATE: "example.com/a,example.com/b"}, ()),  # nor one more gate
 ])
 async def test_nothing_to_sync(wl_gate: str | None, job_annotations: dict[str, str], before: tuple) -> None:
     client, _, _ = await _reconcile(wl_gate, job_annotations, before)

@@ -147,19 +147,15 @@ def test_the_registration_carries_kueues_pod_webhook_beside_the_jobs() -> None:
     assert jobs["clientConfig"]["caBundle"] == pods["clientConfig"]["caBundle"]
 
 
-def test_a_group_pod_made_kueues_gets_its_role_and_malformed_group_metadata_is_refused() -> None:
+def test_a_group_pod_made_kueues_gets_its_role_and_the_mutating_webhook_refuses_nothing() -> None:
     pod = _pod({Q: "lq", "kueue.x-k8s.io/pod-group-name": "g"})
     pod["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": "2"}
     response, _ = _review(pod)
     assert {"op": "add", "path": "/metadata/annotations/kueue.x-k8s.io~1role-hash", "value": "7aa6c7b8"} in _ops(
         response)
-    response, asked = _review(_pod({Q: "lq", "kueue.x-k8s.io/pod-group-name": "g"}))
-    assert response["allowed"] is False and asked == []
-    assert response["status"]["code"] == 403 and response["status"]["message"] == (
-        "metadata.annotations[kueue.x-k8s.io/pod-group-total-count]: Required value: both the "
-        "'kueue.x-k8s.io/pod-group-total-count' annotation and the 'kueue.x-k8s.io/pod-group-name' label should be set")
-    response, _ = _review(_pod({Q: "lq", "kueue.x-k8s.io/pod-group-name": "g"}), PodDefaulting())
-    assert response["allowed"] is True, "the integration off, nothing is looked at"
+    response, _ = _review(_pod({Q: "lq", "kueue.x-k8s.io/pod-group-name": "g"}))
+    assert response["allowed"] is True and "status" not in response, (
+        "a malformed group is the validating webhook's to refuse (tests/k8s/test_pod_validation_review.py)")
 
 
 # --- manageJobsWithoutQueueName ---------------------------------------------------------------------------------

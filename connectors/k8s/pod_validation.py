@@ -1,0 +1,139 @@
+"""Kueue's validating webhook for Pods (``vpod.kb.io`` at ``/validate--v1-pod``, CREATE and UPDATE): what Kueue's
+manager refuses in a Pod, worded as it words it (Kubernetes field errors, several joined as ``[a, b]``).
+
+Kueue registers it whatever its Configuration says; while the ``pod`` integration is off it allows every Pod, and
+so does kueue-es. With it on, Kueue validates every Pod the webhook configuration selects (all namespaces but
+``kube-system`` and its own), Kueue's or not (``pkg/controller/jobs/pod/pod_webhook.go`` ValidateCreate and
+ValidateUpdate, with ``pkg/controller/jobframework/validation.go``):
+
+* **on create, and again on every update**: the managed label ``kueue.x-k8s.io/managed``, when set, is ``"true"``;
+  the pod group's label and ``kueue.x-k8s.io/pod-group-total-count`` annotation are both set or neither, the name
+  a DNS-1123 subdomain and the total a whole number above 0 (:func:`connectors.k8s.pod_roles.metadata_errors`);
+* **on create**: the ``kueue.x-k8s.io/queue-name`` and ``kueue.x-k8s.io/prebuilt-workload-name`` labels are DNS-1123
+  subdomains and ``kueue.x-k8s.io/max-exec-time-seconds`` an integer above 0, as for a Job;
+* **on update**: the rules Kueue holds every job it manages to (:func:`connectors.k8s.job_validation.generic_update_errors`),
+  a Pod counting as suspended while it carries the ``kueue.x-k8s.io/admission`` scheduling gate: its queue name
+  does not change once ungated, nor is it removed in a namespace with a LocalQueue ``default``; the prebuilt
+  Workload's name and the maximum execution time do not change once ungated; a WorkloadPriorityClass is not added
+  once ungated, nor ever removed. The group name does not change once set, and a Pod of a group annotated
+  ``kueue.x-k8s.io/retriable-in-group: "false"`` keeps that.
+
+The mutating Pod webhook (:mod:`connectors.k8s.pod_webhook`) refuses nothing, as Kueue's. Not done, unlike Kueue:
+the warning for a managed label on a Pod whose owner Kueue manages, the TAS annotations of a Pod (``TopologyAware
+Scheduling`` for Pods is not done) and the rule that a Pod's prebuilt Workload be its group's (kueue-es runs no
+prebuilt Workload for Pods).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import msgspec
+
+from connectors.k8s import job_validation
+from connectors.k8s.job_events import QUEUE_LABEL
+from connectors.k8s.pod_roles import GROUP_LABEL, group_name, metadata_errors
+
+PATH = "/validate--v1-pod"
+WEBHOOK_NAME = "vpod.kb.io"
+MANAGED_LABEL = "kueue.x-k8s.io/managed"
+ADMISSION_GATE = "kueue.x-k8s.io/admission"
+RETRIABLE_IN_GROUP = "kueue.x-k8s.io/retriable-in-group"
+
+HasDefaultQueue = Callable[[str], Awaitable[bool]]
+
+
+def _meta(pod: Mapping[str, Any], field: str) -> dict[str, str]:
+    meta = pod.get("metadata")
+    value = meta.get(field) if isinstance(meta, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def gated(pod: Mapping[str, Any]) -> bool:
+    """Kueue's Pod is suspended while its admission gate holds it back."""
+    spec = pod.get("spec")
+    gates = spec.get("schedulingGates") if isinstance(spec, dict) else None
+    return any(isinstance(g, dict) and g.get("name") == ADMISSION_GATE for g in gates or [])
+
+
+def _as_job(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """The Pod as the generic job rules read a job: its metadata, suspended while gated."""
+    return {"metadata": pod.get("metadata") or {}, "spec": {"suspend": gated(pod)}}
+
+
+def _common(pod: Mapping[str, Any]) -> list[str]:
+    """What is checked on create and again on every update: the managed label, the group's metadata."""
+    errors = []
+    labels = _meta(pod, "labels")
+    if MANAGED_LABEL in labels and labels[MANAGED_LABEL] != "true":
+        errors.append(job_validation.forbidden(f"metadata.labels[{MANAGED_LABEL}]",
+                                               "managed label value can only be 'true'"))
+    return errors + metadata_errors(labels, _meta(pod, "annotations"))
+
+
+def create_errors(pod: Mapping[str, Any]) -> list[str]:
+    """What Kueue refuses in a Pod being created, in its order."""
+    return job_validation.generic_create_errors(pod) + _common(pod)
+
+
+def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool], *,
+                  default_queue: bool = False) -> list[str]:
+    """What Kueue refuses in the update of Pod ``old`` into ``new``, in its order. ``default_queue``: the
+    namespace has a LocalQueue ``default``."""
+    errors = job_validation.generic_update_errors(_as_job(old), _as_job(new), feature_gates,
+                                                  default_queue=default_queue)
+    errors += _common(new)
+    errors += _retriable_update(old, new)
+    old_group, new_group = group_name(_meta(old, "labels")), group_name(_meta(new, "labels"))
+    if old_group and new_group != old_group:
+        errors.append(job_validation.invalid(f"metadata.labels[{GROUP_LABEL}]", new_group,
+                                             job_validation.IMMUTABLE))
+    return errors
+
+
+def _retriable_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """A group's Pod that may not be retried stays so."""
+    def unretriable(pod: Mapping[str, Any]) -> bool:
+        return _meta(pod, "annotations").get(RETRIABLE_IN_GROUP) == "false"
+
+    if group_name(_meta(new, "labels")) and unretriable(old) and not unretriable(new):
+        return [job_validation.forbidden(f"metadata.annotations[{RETRIABLE_IN_GROUP}]",
+                                         "unretriable pod group can't be converted to retriable")]
+    return []
+
+
+def _queue_removed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    return bool(_meta(old, "labels").get(QUEUE_LABEL)) and not _meta(new, "labels").get(QUEUE_LABEL)
+
+
+async def review(body: bytes, feature_gates: Mapping[str, bool], has_default_queue: HasDefaultQueue
+                 ) -> dict[str, Any]:
+    """Answer one AdmissionReview (v1) for a Pod, the pod integration on: allowed, or refused (403) with Kueue's
+    field errors."""
+    req = msgspec.json.decode(body).get("request") or {}
+    response: dict[str, Any] = {"uid": req.get("uid", ""), "allowed": True}
+    new, old, operation = req.get("object"), req.get("oldObject"), req.get("operation", "")
+    errors: list[str] = []
+    if operation == "CREATE" and isinstance(new, dict):
+        errors = create_errors(new)
+    elif operation == "UPDATE" and isinstance(new, dict) and isinstance(old, dict):
+        namespace = req.get("namespace") or (old.get("metadata") or {}).get("namespace", "")
+        default = _queue_removed(old, new) and bool(namespace) and await has_default_queue(namespace)
+        errors = update_errors(old, new, feature_gates, default_queue=default)
+    message = job_validation.aggregate(errors)
+    if message is not None:
+        response.update(allowed=False, status={"code": 403, "reason": "Forbidden", "message": message})
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+
+
+Reviewer = Callable[[bytes], Awaitable[dict[str, Any]]]
+
+
+def reviewer(feature_gates: Mapping[str, bool], has_default_queue: HasDefaultQueue) -> Reviewer:
+    """:func:`review` under these gates, the default LocalQueue asked of ``has_default_queue``."""
+
+    async def answer(body: bytes) -> dict[str, Any]:
+        return await review(body, feature_gates, has_default_queue)
+
+    return answer
