@@ -23,7 +23,6 @@ from events.errors import CorruptRecord, InvalidInput, LogError
 from events.filelog import HEADER, FrameInfo, list_segments, scan_frames
 from kueue_es import checkpoints
 from kueue_es.commands._common import (
-    ProgressUnit,
     add_output_argument,
     progress_bar,
     render_table,
@@ -31,9 +30,6 @@ from kueue_es.commands._common import (
 )
 from projections import snapshot
 from projections.cluster import ClusterState
-
-BYTES = ProgressUnit("bytes", 8 << 20, 1 << 20)
-"""A verify's progress: the segments' sizes are known before any is read, their events' count is not."""
 
 
 @dataclass
@@ -107,8 +103,7 @@ def verify_log(path: str, *, with_checkpoints: bool) -> Verification:
     report = Verification(path)
     folder = _Folder(directory) if with_checkpoints else None
     segments = list_segments(directory)
-    total = sum(p.stat().st_size for _, p in segments)
-    with progress_bar(total, "Verifying", unit=BYTES) as advance:
+    with progress_bar(_end_offset(segments), "Verifying") as advance:
         try:
             _walk(segments, report, folder, advance)
         except _Stop:
@@ -116,6 +111,18 @@ def verify_log(path: str, *, with_checkpoints: bool) -> Verification:
     if folder is not None:
         report.checkpoints = folder.finish(report.problem is not None)
     return report
+
+
+def _end_offset(segments: list[tuple[int, Path]]) -> int:
+    """Where the log ends, for the progress bar: where its last segment's intact frames end."""
+    if not segments:
+        return 0
+    base, path = segments[-1]
+    try:
+        frames, _ = scan_frames(path, path.read_bytes(), base)
+    except CorruptRecord:
+        return base  # the walk will report it
+    return frames[-1].base + frames[-1].count if frames else base
 
 
 def _log_directory(path: str) -> Path:
@@ -152,7 +159,7 @@ def _walk(segments: list[tuple[int, Path]], report: Verification, folder: _Folde
                 _check_frame(view, fr, folder)
             report.frames += 1
             report.events += fr.count
-            advance(HEADER.size + fr.length)
+            advance(fr.count)
         if damage is not None:
             _stop(report, seg_path.name, damage)
         expect = frames[-1].base + frames[-1].count if frames else base
