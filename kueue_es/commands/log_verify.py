@@ -261,7 +261,8 @@ class _Folder:
                 check.detail = "the log is damaged before its offset"
             else:
                 check.result = "unusable"
-                check.detail = f"the log ends at offset {self.end - 1}, before its offset"
+                check.detail = (f"the log ends at offset {self.end - 1}, before its offset" if self.end else
+                                "the log holds no events")
         return self.checks
 
 
