@@ -94,6 +94,38 @@ class Start(Generic[C]):
     connector: C | None = None
 
 
+class Unusable(Exception):
+    """Why a checkpoint cannot be used; the message names its file."""
+
+
+def read(path: Path, offset: int) -> Checkpoint:
+    """The checkpoint listed at ``offset``, checked to be one this version reads. Raises :class:`Unusable`, or
+    ``FileNotFoundError`` when it is gone (pruned by the log's writer since it was listed)."""
+    try:
+        ck = _dec.decode(path.read_bytes())
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise Unusable(f"{path}: cannot read: {exc.strerror}") from None
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise Unusable(f"{path}: not a kueue-es checkpoint: {exc}") from None
+    if ck.format != FORMAT or ck.offset != offset:
+        raise Unusable(f"{path}: format {ck.format} at offset {ck.offset} is not one this version reads (format "
+                       f"{FORMAT}, offset {offset})")
+    return ck
+
+
+def state_of(ck: Checkpoint, path: Path) -> ClusterState:
+    """The state ``ck`` (read from ``path``) holds; raises :class:`Unusable` for a damaged one."""
+    try:
+        state = snapshot.decode(zlib.decompress(ck.state))
+    except (zlib.error, InvalidInput) as exc:
+        raise Unusable(f"{path}: damaged: {exc}") from None
+    if state.offset != ck.offset:
+        raise Unusable(f"{path}: holds the state at offset {state.offset}, not {ck.offset}")
+    return state
+
+
 def restore(log: FileLog, *, to: int | None = None, at: int | None = None,
             connector: Callable[[ClusterState, bytes], C] | None = None) -> Start[C]:
     """The newest checkpoint of ``log`` a fold up to offset ``to`` (and of events not after time ``at``) can
@@ -105,18 +137,11 @@ def restore(log: FileLog, *, to: int | None = None, at: int | None = None,
         if to is not None and offset > to:
             continue
         try:
-            ck = _dec.decode(path.read_bytes())
+            ck = read(path, offset)
         except FileNotFoundError:
-            continue  # pruned by the log's writer since it was listed
-        except OSError as exc:
-            start.passed_over.append(f"{path}: cannot read: {exc.strerror}")
             continue
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            start.passed_over.append(f"{path}: not a kueue-es checkpoint: {exc}")
-            continue
-        if ck.format != FORMAT or ck.offset != offset:
-            start.passed_over.append(f"{path}: format {ck.format} at offset {ck.offset} is not one this version "
-                                     f"reads (format {FORMAT}, offset {offset})")
+        except Unusable as exc:
+            start.passed_over.append(str(exc))
             continue
         if at is not None and ck.time > at:
             continue
@@ -127,12 +152,9 @@ def restore(log: FileLog, *, to: int | None = None, at: int | None = None,
             start.passed_over.append(f"{path}: the log no longer holds the events it was taken of")
             continue
         try:
-            state = snapshot.decode(zlib.decompress(ck.state))
-        except (zlib.error, InvalidInput) as exc:
-            start.passed_over.append(f"{path}: damaged: {exc}")
-            continue
-        if state.offset != offset:
-            start.passed_over.append(f"{path}: holds the state at offset {state.offset}, not {offset}")
+            state = state_of(ck, path)
+        except Unusable as exc:
+            start.passed_over.append(str(exc))
             continue
         if connector is not None:
             try:

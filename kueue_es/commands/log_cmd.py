@@ -1,4 +1,5 @@
-"""``kueue-es log ...``: look at a log's storage. ``log inspect`` lists segments and counts events by type.
+"""``kueue-es log ...``: look at a log's storage. ``log inspect`` lists segments and counts events by type;
+``log verify`` (:mod:`kueue_es.commands.log_verify`) checks every frame and event, and the checkpoints.
 
 Every frame's checksum is verified; a damaged frame stops the command with an error naming segment and offset.
 Event types are read from each event's ``type`` tag without decoding the rest, so inspecting works on logs
@@ -19,6 +20,7 @@ from connectors.kafka.settings import is_kafka_url
 from events.errors import CorruptRecord
 from events.filelog import HEADER, list_segments, scan_frames
 from kueue_es import checkpoints
+from kueue_es.commands import log_verify
 from kueue_es.commands._common import (
     add_log_argument,
     add_output_argument,
@@ -53,10 +55,11 @@ def register(subparsers: Any) -> None:
     add_log_argument(inspect)
     add_output_argument(inspect, ["text", "json", "yaml"], "text")
     inspect.set_defaults(func=run_inspect)
+    log_verify.register(sub)
 
 
 def _missing(parser: argparse.ArgumentParser) -> int:
-    parser.error("a log command is required (inspect)")
+    parser.error("a log command is required (inspect, verify)")
     return 2  # pragma: no cover - error() raises
 
 

@@ -52,3 +52,11 @@ def test_verify_shows_both_passes(long_log: Path) -> None:
     assert code == 0
     assert "Finding decisions in events" in out and "Verifying events" in out
     assert "verified: 0 decision batches" in out
+
+
+def test_log_verify_shows_a_bar_on_a_terminal(long_log: Path) -> None:
+    code, out = run_on_terminal("log", "verify", "--log", long_log, "--checkpoints")
+    assert code == 0
+    assert "Verifying events" in out and f"{EVENTS.minimum + 5000} events" in out
+    piped = kueue_es("log", "verify", "--log", long_log)
+    assert piped.code == 0 and "Verifying" not in piped.out + piped.err
