@@ -78,6 +78,14 @@ def list_segments(directory: Path) -> list[tuple[int, Path]]:
     return out
 
 
+def segment_gap(name: str, base: int, expect: int) -> CorruptRecord:
+    """The error for segment ``name`` starting at offset ``base`` where the log before it ends before ``expect``:
+    a segment between them is missing (or misnamed), and the events it held with it."""
+    before = f"the log before it ends at offset {expect - 1}" if expect else "the log starts at offset 0"
+    return CorruptRecord(name, expect, 0, f"the segment starts at offset {base}, but {before} "
+                                          "(a segment is missing or misnamed)")
+
+
 def scan_frames(path: Path, data: bytes | memoryview, expected_base: int) -> tuple[list[FrameInfo], int | None]:
     """Walk a segment's frames, checking framing and checksums.
 
@@ -314,12 +322,16 @@ class FileLog(EventLog):
         """Synchronous read of everything stored from ``start``, a batch at a time; ``lazy`` as in
         :func:`events.codec.decode_batch`."""
         segments = list_segments(self.directory)
+        expect: int | None = None  # where the segment read before this one ended
         for i, (base, path) in enumerate(segments):
             next_base = segments[i + 1][0] if i + 1 < len(segments) else None
             if next_base is not None and next_base <= start:
                 continue
+            if expect is not None and base != expect:
+                raise segment_gap(path.name, base, expect)
             data = path.read_bytes()
             frames, torn_at = scan_frames(path, data, base)
+            expect = frames[-1].base + frames[-1].count if frames else base
             if torn_at is not None and (next_base is not None or not self._may_be_growing()):
                 raise CorruptRecord(path.name, frames[-1].base + frames[-1].count if frames else base, torn_at,
                                     "truncated frame")

@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 from connectors.kafka.settings import is_kafka_url
 from events.codec import decode_batch
 from events.errors import CorruptRecord, InvalidInput, LogError
-from events.filelog import HEADER, FrameInfo, list_segments, scan_frames
+from events.filelog import HEADER, FrameInfo, list_segments, scan_frames, segment_gap
 from kueue_es import checkpoints
 from kueue_es.commands._common import (
     add_output_argument,
@@ -149,9 +149,7 @@ def _walk(segments: list[tuple[int, Path]], report: Verification, folder: _Folde
         report.segments += 1
         report.bytes += len(data)
         if base != expect:
-            before = f"the log before it ends at offset {expect - 1}" if expect else "the log starts at offset 0"
-            _stop(report, seg_path.name, CorruptRecord(seg_path.name, expect, 0, f"the segment starts at offset "
-                                                       f"{base}, but {before} (a segment is missing or misnamed)"))
+            _stop(report, seg_path.name, segment_gap(seg_path.name, base, expect))
         frames, torn_at, damage = _frames(seg_path, data, base)
         view = memoryview(data)
         for fr in frames:

@@ -178,6 +178,28 @@ def test_segments_roll_and_damage_in_an_older_segment_names_it(tmp_path: Path) -
     assert [r.offset for b in reader.scan(segments[2][0]) for r in b][0] == segments[2][0]
 
 
+def test_a_missing_middle_segment_stops_the_read_naming_the_gap(tmp_path: Path) -> None:
+    """Each segment is intact on its own: only where the next one starts tells that events went missing between
+    them. A read that crosses the gap stops there; one that starts after it does not see it (``log verify`` does)."""
+    log = FileLog.open(tmp_path, fsync="never", segment_bytes=400)
+    n = 0
+    for size in [3, 3, 3, 3, 3, 3]:
+        anyio.run(log.append, ticks(n, size, pad=40))
+        n += size
+    log.close_sync()
+    segments = list_segments(tmp_path)
+    assert len(segments) >= 3
+    (gone_base, gone), (after_base, after) = segments[1], segments[2]
+    gone.unlink()
+    with pytest.raises(CorruptRecord) as e:
+        read_all(tmp_path)
+    assert (e.value.segment, e.value.offset) == (after.name, gone_base)
+    assert f"the segment starts at offset {after_base}, but the log before it ends at offset {gone_base - 1}" in str(
+        e.value)
+    reader = FileLog.open(tmp_path, readonly=True)
+    assert [r.offset for b in reader.scan(after_base) for r in b][0] == after_base
+
+
 def test_read_from_the_middle_of_a_batch_and_of_the_log(tmp_path: Path) -> None:
     write(tmp_path, [4, 4]).close_sync()
     reader = FileLog.open(tmp_path, readonly=True)
