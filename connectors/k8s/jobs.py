@@ -105,6 +105,7 @@ from connectors.k8s import job_selection, job_sync, podsetinfo, prebuilt
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
+from connectors.k8s.integration_log import IntegrationLog
 from connectors.k8s.job_events import (
     CREATED_WORKLOAD,
     MISSING_WORKLOAD,
@@ -289,8 +290,7 @@ class JobIntegration:
         self.state = journal.mirror.state
         self.retry_s = retry_s
         self.stats = JobStats()
-        self._appended: dict[tuple[str, str], int] = {}
-        """(workload key, event type) -> offset of the event we appended, until the mirror applied it."""
+        self._log = IntegrationLog(self.append, self.mirror, self.stats, kind="Job", log=log)
         self._acted: dict[str, tuple[str, str]] = {}
         """Job key -> (action, Job resourceVersion) last done, so a stale mirror does not repeat it."""
         self._retry = Retries(self.retry_s)
@@ -429,29 +429,10 @@ class JobIntegration:
             raise
 
     async def _append_once(self, wl: WorkloadInfo, event: ev.AnyEvent) -> bool:
-        """Append ``event`` unless one of its kind for ``wl`` is still to be applied; whether it was appended."""
-        tag = type(event).__struct_config__.tag  # type: ignore[attr-defined]
-        at = self._appended.get((wl.key, tag))
-        if at is not None and self.mirror.offset < at:
-            return False
-        (offset,) = await self.append([event])
-        self._appended[(wl.key, tag)] = offset
-        if tag == "WorkloadFinished":
-            self.stats.finished += 1
-        log.info("appended", kind=tag, workload=wl.key)
-        return True
+        return await self._log.append_once(wl, event)
 
-    async def _report(self, job: o.Job, action: str, *, workload: str = "", cluster_queue: str = "",
-                     message: str = "") -> None:
-        """Put in the log what was just done to ``job`` (its Event is recorded from there). The write is done:
-        a failure here loses only the Event."""
-        try:
-            await self.append([ev.JobActed(time=_now(), key=job.key, uid=job.metadata.uid, action=action,
-                                           workload=workload, cluster_queue=cluster_queue, message=message)])
-        except Exception as exc:  # noqa: BLE001 - the action stands; only its Event is lost
-            self.stats.errors += 1
-            log.warning("could not record a job action, its Event is lost", job=job.key, action=action,
-                        error=str(exc))
+    async def _report(self, job: o.Job, action: str, **what: str) -> None:
+        await self._log.report(job.key, job.metadata.uid, action, **what)
 
     async def _pods_ready(self, job: o.Job, wl: WorkloadInfo) -> None:
         """PodsReady as Kueue's Job reconciler sees it: ready + succeeded pods reach the admitted count."""

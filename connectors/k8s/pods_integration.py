@@ -58,6 +58,7 @@ import structlog
 from connectors.k8s import job_selection, pod_group, pod_sync, podsetinfo
 from connectors.k8s.client import KubeClient, resource_version_of
 from connectors.k8s.errors import AlreadyExists, Conflict, Gone, KubeError, NotFound
+from connectors.k8s.integration_log import IntegrationLog
 from connectors.k8s.job_events import CREATED_WORKLOAD, STARTED, STOPPED
 from connectors.k8s.job_priority import PriorityClassNotFound, WorkloadPriorityClassNotFound
 from connectors.k8s.jobs import admission_shown
@@ -131,7 +132,7 @@ class PodIntegration:
         self._acted: dict[str, tuple[str, str]] = {}
         """Pod key -> (action, Pod resourceVersion) last done, so a stale view does not repeat it (and Workload
         key -> ("orphan", its resourceVersion) once deleted for want of its Pod)."""
-        self._appended: dict[tuple[str, str], int] = {}
+        self._log = IntegrationLog(self.append, self.mirror, self.stats, kind="Pod", log=log)
         self.members: dict[str, set[str]] = {}
         """Group key (``<namespace>/<group>``, also its Workload's key) -> keys of the managed Pods in it."""
         self.group_of: dict[str, str] = {}
@@ -391,30 +392,10 @@ class PodIntegration:
             raise
 
     async def _append_once(self, wl: WorkloadInfo, event: ev.AnyEvent) -> bool:
-        """Append ``event`` unless one of its kind for ``wl`` is still to be applied; whether it was appended."""
-        tag = type(event).__struct_config__.tag  # type: ignore[attr-defined]
-        at = self._appended.get((wl.key, tag))
-        if at is not None and self.mirror.offset < at:
-            return False
-        (offset,) = await self.append([event])
-        self._appended[(wl.key, tag)] = offset
-        if tag == "WorkloadFinished":
-            self.stats.finished += 1
-        log.info("appended", kind=tag, workload=wl.key)
-        return True
+        return await self._log.append_once(wl, event)
 
-    async def _report(self, pod: ManagedPod, action: str, *, workload: str = "", cluster_queue: str = "",
-                      message: str = "") -> None:
-        """Put in the log what was just done to the Pod (its Event is recorded from there); a failure loses only
-        the Event."""
-        try:
-            await self.append([ev.JobActed(time=_now(), key=pod.key, uid=pod.metadata.uid, kind="Pod",
-                                           action=action, workload=workload, cluster_queue=cluster_queue,
-                                           message=message)])
-        except Exception as exc:  # noqa: BLE001 - the action stands; only its Event is lost
-            self.stats.errors += 1
-            log.warning("could not record a pod action, its Event is lost", pod=pod.key, action=action,
-                        error=str(exc))
+    async def _report(self, pod: ManagedPod, action: str, **what: str) -> None:
+        await self._log.report(pod.key, pod.metadata.uid, action, **what)
 
     # --- actions -------------------------------------------------------------------------------------------
 

@@ -1,0 +1,58 @@
+"""What a job integration (:mod:`connectors.k8s.jobs`, :mod:`connectors.k8s.pods_integration`) puts in the log
+besides its writes to the cluster: facts about a workload, appended at most once while the log has not applied
+them (a reconcile that runs again before the mirror catches up must not say the same thing twice), and
+``JobActed`` records of what it did to its Job or Pod, from which that object's Kubernetes Events are recorded."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
+
+from connectors.k8s.mirror import Mirror
+from events import schema as ev
+from projections.workloads import WorkloadInfo
+
+Append = Callable[[Sequence[ev.AnyEvent]], Awaitable[list[int]]]
+
+
+class _Counts(Protocol):
+    finished: int
+    errors: int
+
+
+class IntegrationLog:
+    def __init__(self, append: Append, mirror: Mirror, stats: _Counts, *, kind: str, log: Any) -> None:
+        self._append, self._mirror, self._stats = append, mirror, stats
+        self._kind, self._log = kind, log
+        self._appended: dict[tuple[str, str], int] = {}
+        """(workload key, event type) -> offset of the event appended, until the mirror applied it."""
+
+    async def append_once(self, wl: WorkloadInfo, event: ev.AnyEvent) -> bool:
+        """Append ``event`` unless one of its kind for ``wl`` is still to be applied; whether it was appended."""
+        tag = type(event).__struct_config__.tag  # type: ignore[attr-defined]
+        at = self._appended.get((wl.key, tag))
+        if at is not None and self._mirror.offset < at:
+            return False
+        (offset,) = await self._append([event])
+        self._appended[(wl.key, tag)] = offset
+        if tag == "WorkloadFinished":
+            self._stats.finished += 1
+        self._log.info("appended", kind=tag, workload=wl.key)
+        return True
+
+    async def report(self, key: str, uid: str, action: str, *, workload: str = "", cluster_queue: str = "",
+                     message: str = "") -> None:
+        """Put in the log what was just done to the object ``key`` (its Event is recorded from there). The write
+        is done: a failure here loses only the Event."""
+        try:
+            await self._append([ev.JobActed(time=_now(), key=key, uid=uid, kind=self._kind, action=action,
+                                            workload=workload, cluster_queue=cluster_queue, message=message)])
+        except Exception as exc:  # noqa: BLE001 - the action stands; only its Event is lost
+            self._stats.errors += 1
+            self._log.warning(f"could not record a {self._kind.lower()} action, its Event is lost", key=key,
+                              action=action, error=str(exc))
+
+
+def _now() -> int:
+    return int(time.time() * 1000)
