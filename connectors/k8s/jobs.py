@@ -585,7 +585,7 @@ class JobIntegration:
         count = min(parallelism, completions) if completions is not None else parallelism
         pod_set: dict[str, Any] = {"name": "main", "count": count, "template": template}
         if self.state.tas_enabled:  # Kueue builds no topology request while TopologyAwareScheduling is off
-            pod_set["topologyRequest"] = _topology_request(tmeta.get("annotations") or {})
+            pod_set["topologyRequest"] = topology_request(tmeta.get("annotations") or {}, COMPLETION_INDEX)
         min_count = job_sync.generated_min_count(meta.get("annotations") or {}, count, self._partial_admission())
         if min_count is not None:
             pod_set["minCount"] = min_count
@@ -883,11 +883,12 @@ class _Meta(msgspec.Struct):
     metadata: _RV = msgspec.field(default_factory=_RV)
 
 
-def _topology_request(annotations: dict[str, str]) -> dict[str, Any]:
-    """Kueue's topology request of a Job's pod set: the template's TAS annotations, and the completion index as
-    the pods' rank (what the ungater places indexed pods by)."""
+def topology_request(annotations: dict[str, str], index_label: str) -> dict[str, Any]:
+    """Kueue's topology request of a pod set: the TAS annotations (a Job's template's, a Pod's own), and the label
+    that holds the pods' rank (what the ungater places indexed pods by: a Job's completion index, a pod group's
+    ``kueue.x-k8s.io/pod-group-pod-index``)."""
     req = topology_request_from_annotations(annotations) or o.PodSetTopologyRequest()
-    return msgspec.to_builtins(msgspec.structs.replace(req, pod_index_label=COMPLETION_INDEX))
+    return msgspec.to_builtins(msgspec.structs.replace(req, pod_index_label=index_label))
 
 
 def _exact(current: dict[str, Any], want: dict[str, Any]) -> dict[str, Any] | None:

@@ -26,8 +26,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
-
 from connectors.k8s.job_events import MISSING_WORKLOAD, NOT_ADMITTED, QUEUE_LABEL
 from connectors.k8s.job_priority import workload_priority
 from connectors.k8s.jobs import max_execution_seconds
@@ -48,6 +46,7 @@ from connectors.k8s.pod_sync import (
     is_admitted,
     is_gated,
     is_ready,
+    pod_set,
 )
 from connectors.k8s.resources import KUEUE_GROUP, KUEUE_VERSION
 from projections.cluster import ClusterState
@@ -223,17 +222,16 @@ def pods_ready(pods: list[ManagedPod]) -> bool:
 
 # --- the Workload ----------------------------------------------------------------------------------------------
 
-def pod_sets(raw_pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One pod set per role, named by its hash, of as many Pods as have that role, the template the spec of the
-    first of them; sorted by name."""
+def pod_sets(state: ClusterState, raw_pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One pod set per role, named by its hash, of as many Pods as have that role, made from the first of them
+    (:func:`connectors.k8s.pod_sync.pod_set`: its spec, its topology request under TAS); sorted by name."""
     by_role: dict[str, dict[str, Any]] = {}
     for raw in raw_pods:
         role = raw_role(raw)
         if role in by_role:
             by_role[role]["count"] += 1
         else:
-            spec = msgspec.json.decode(msgspec.json.encode(raw.get("spec") or {}))
-            by_role[role] = {"name": role, "count": 1, "template": {"spec": spec}}
+            by_role[role] = pod_set(state, raw, role, 1)
     return [by_role[name] for name in sorted(by_role)]
 
 
@@ -255,7 +253,7 @@ def workload_for(state: ClusterState, raw_pods: list[dict[str, Any]]) -> dict[st
     ValueError with more than 8 roles, and what :func:`connectors.k8s.pod_sync.workload_for` raises."""
     first = raw_pods[0]["metadata"]
     labels, annotations = first.get("labels") or {}, first.get("annotations") or {}
-    sets = pod_sets(raw_pods)
+    sets = pod_sets(state, raw_pods)
     if len(sets) > MAX_ROLES:
         raise ValueError(TOO_MANY_ROLES)
     spec: dict[str, Any] = {"queueName": labels[QUEUE_LABEL], "podSets": sets}

@@ -1,4 +1,5 @@
-"""What Kueue's Pod webhook reads and writes of a pod group's metadata: its name and size, and each Pod's role.
+"""What Kueue's Pod webhook reads and writes of a pod group's metadata: its name and size, each Pod's role and
+index.
 
 No dependencies on the rest of the pod integration, so the webhook (:mod:`connectors.k8s.pod_webhook`) and the
 group's decisions (:mod:`connectors.k8s.pod_group`) share it.
@@ -14,6 +15,10 @@ from typing import Any
 GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
 TOTAL_COUNT_ANNOTATION = "kueue.x-k8s.io/pod-group-total-count"
 ROLE_HASH_ANNOTATION = "kueue.x-k8s.io/role-hash"
+POD_INDEX_LABEL = "kueue.x-k8s.io/pod-group-pod-index"
+"""A group's Pod's index in its group: the rank the topology ungater places it by."""
+POD_INDEX_LABEL_ANNOTATION = "kueue.x-k8s.io/pod-group-pod-index-label"
+"""Names the label whose value the Pod webhook copies into :data:`POD_INDEX_LABEL` (under TAS)."""
 
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 

@@ -34,7 +34,8 @@ import msgspec
 
 from connectors.k8s.job_events import MISSING_WORKLOAD, NOT_ADMITTED, QUEUE_LABEL
 from connectors.k8s.job_priority import workload_priority
-from connectors.k8s.jobs import MAX_PREFIX, SHORT_PREFIX, max_execution_seconds
+from connectors.k8s.jobs import MAX_PREFIX, SHORT_PREFIX, max_execution_seconds, topology_request
+from connectors.k8s.pod_roles import POD_INDEX_LABEL
 from connectors.k8s.pod_webhook import ADMISSION_GATE, FINALIZER, MANAGED, MANAGED_LABEL
 from connectors.k8s.podsetinfo import TAS_LABEL, TOPOLOGY_GATE, PodSetInfo, merge
 from connectors.k8s.resources import JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION
@@ -213,12 +214,13 @@ def workload_for(state: ClusterState, raw_pod: dict[str, Any], name: str) -> dic
     """The Workload Kueue makes for a single Pod as stored (``raw_pod``): one pod set ``main`` of one pod whose
     template is the Pod's spec, the queue name, the priority (the Pod's ``kueue.x-k8s.io/priority-class``, else
     its ``priorityClassName``), ``maximumExecutionTimeSeconds`` from ``kueue.x-k8s.io/max-exec-time-seconds``, the
-    ProvisioningRequest annotations, the Pod's uid label and the Pod as controller owner. Raises what
+    ProvisioningRequest annotations, the Pod's uid label and the Pod as controller owner; under TAS, the pod set's
+    topology request (:func:`pod_set`). Raises what
     :func:`connectors.k8s.job_priority.workload_priority` and :func:`connectors.k8s.jobs.max_execution_seconds`
     raise."""
-    meta, spec = raw_pod["metadata"], msgspec.json.decode(msgspec.json.encode(raw_pod.get("spec") or {}))
+    meta, spec = raw_pod["metadata"], raw_pod.get("spec") or {}
     labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
-    wl_spec: dict[str, Any] = {"podSets": [{"name": "main", "count": 1, "template": {"spec": spec}}]}
+    wl_spec: dict[str, Any] = {"podSets": [pod_set(state, raw_pod, "main", 1)]}
     if labels.get(QUEUE_LABEL):  # none under manageJobsWithoutQueueName: the Workload waits in no queue
         wl_spec = {"queueName": labels[QUEUE_LABEL], **wl_spec}
     ref = workload_priority(state, labels, spec.get("priorityClassName"))
@@ -233,6 +235,18 @@ def workload_for(state: ClusterState, raw_pod: dict[str, Any], name: str) -> dic
     if provreq:
         wl_meta["annotations"] = provreq
     return {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "kind": "Workload", "metadata": wl_meta, "spec": wl_spec}
+
+
+def pod_set(state: ClusterState, raw_pod: dict[str, Any], name: str, count: int) -> dict[str, Any]:
+    """A pod set of ``count`` Pods like ``raw_pod`` (as stored): its spec the template, and, while Kueue's
+    TopologyAwareScheduling gate is on, the topology request of the Pod's TAS annotations ranked by
+    ``kueue.x-k8s.io/pod-group-pod-index`` (Kueue's ``constructPodSet``; off, it builds none)."""
+    spec = msgspec.json.decode(msgspec.json.encode(raw_pod.get("spec") or {}))
+    out: dict[str, Any] = {"name": name, "count": count, "template": {"spec": spec}}
+    if state.tas_enabled:
+        annotations = (raw_pod.get("metadata") or {}).get("annotations") or {}
+        out["topologyRequest"] = topology_request(annotations, POD_INDEX_LABEL)
+    return out
 
 
 def start_patch(pod: ManagedPod, info: PodSetInfo) -> dict[str, Any]:

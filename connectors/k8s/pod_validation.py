@@ -19,8 +19,8 @@ ValidateUpdate, with ``pkg/controller/jobframework/validation.go``):
   ``kueue.x-k8s.io/retriable-in-group: "false"`` keeps that.
 
 The mutating Pod webhook (:mod:`connectors.k8s.pod_webhook`) refuses nothing, as Kueue's. Not done, unlike Kueue:
-the warning for a managed label on a Pod whose owner Kueue manages, the TAS annotations of a Pod (``TopologyAware
-Scheduling`` for Pods is not done) and the rule that a Pod's prebuilt Workload be its group's (kueue-es runs no
+the warning for a managed label on a Pod whose owner Kueue manages, the TAS annotations of a Pod (a malformed one
+is no topology request here) and the rule that a Pod's prebuilt Workload be its group's (kueue-es runs no
 prebuilt Workload for Pods).
 """
 

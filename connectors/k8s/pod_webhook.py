@@ -17,10 +17,14 @@ Such a Pod gets Kueue's label ``kueue.x-k8s.io/managed: "true"``, its finalizer 
 pod integration sees how it ended before it is gone: :mod:`connectors.k8s.pods_integration`) and the scheduling
 gate ``kueue.x-k8s.io/admission``, which keeps it off every node until its Workload is admitted. Everything else
 is allowed unchanged. A Pod of a pod group (``kueue.x-k8s.io/pod-group-name``) made Kueue's also gets its role
-(``kueue.x-k8s.io/role-hash``, :func:`connectors.k8s.pod_roles.role_hash`). Like Kueue's, this webhook refuses
+(``kueue.x-k8s.io/role-hash``, :func:`connectors.k8s.pod_roles.role_hash`). While Kueue's TopologyAwareScheduling
+gate is on, every Pod made Kueue's also gets the gate ``kueue.x-k8s.io/topology`` (Kueue's pod-based integrations
+gate at creation: a Pod cannot gain a gate later) and, when it names its index label
+(``kueue.x-k8s.io/pod-group-pod-index-label``), the label ``kueue.x-k8s.io/pod-group-pod-index`` with that
+label's value, its rank for the ungater. Like Kueue's, this webhook refuses
 nothing but a Pod whose lookups fail: what Kueue refuses in a Pod (a malformed pod group, say) its validating Pod
 webhook refuses, served here too (:mod:`connectors.k8s.pod_validation`, ``vpod.kb.io``). Not done, unlike Kueue:
-the TAS topology gate and pod-index label, the pods of Kueue's other integrations (Deployments, StatefulSets,
+the pods of Kueue's other integrations (Deployments, StatefulSets,
 LeaderWorkerSets: their ReplicaSets and parents are not looked through).
 """
 
@@ -37,10 +41,12 @@ from connectors.k8s import job_selection
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import KubeError
 from connectors.k8s.job_events import QUEUE_LABEL
-from connectors.k8s.pod_roles import role_annotation_patch
+from connectors.k8s.pod_roles import POD_INDEX_LABEL, POD_INDEX_LABEL_ANNOTATION, role_annotation_patch
+from connectors.k8s.podsetinfo import TOPOLOGY_GATE
 from connectors.k8s.resources import BY_KIND
 from events import objects as o
 from kueue_es.scheduler.config import SchedulerConfig
+from projections import gates
 from projections.clusterqueues import selector_matches
 
 log = structlog.get_logger("kueue_es.k8s.pod_webhook")
@@ -69,10 +75,13 @@ class PodDefaulting(msgspec.Struct, frozen=True):
     managed_namespaces: o.LabelSelector = o.LabelSelector()
     without_queue: bool = False
     """``manageJobsWithoutQueueName``: a Pod naming no queue is Kueue's too, and so is any Job or Pod parent."""
+    tas: bool = False
+    """Kueue's ``TopologyAwareScheduling`` gate: a Pod made Kueue's is also held for topology placement."""
 
     @classmethod
     def of(cls, config: SchedulerConfig) -> PodDefaulting:
-        return cls(config.manages_pods, config.managed_jobs_selector, config.manage_jobs_without_queue_name)
+        return cls(config.manages_pods, config.managed_jobs_selector, config.manage_jobs_without_queue_name,
+                   config.gate(gates.TOPOLOGY_AWARE_SCHEDULING))
 
 
 def controller_of(pod: dict[str, Any]) -> dict[str, Any] | None:
@@ -85,11 +94,15 @@ def owned_by_job(ref: dict[str, Any] | None) -> bool:
     return ref is not None and ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith("batch/")
 
 
-def pod_patch(pod: dict[str, Any], *, default_queue: bool, without_queue: bool = False) -> list[dict[str, Any]]:
+def pod_patch(pod: dict[str, Any], *, default_queue: bool, without_queue: bool = False,
+              tas: bool = False) -> list[dict[str, Any]]:
     """The JSON patch that makes a Pod Kueue's (empty: not Kueue's): with a queue name, or ``default_queue`` (its
     namespace has a LocalQueue ``default``, whose name it gets), or none under ``without_queue``
-    (``manageJobsWithoutQueueName``), the managed label, the finalizer and the admission gate, each once. The
-    namespace and owner checks are the caller's."""
+    (``manageJobsWithoutQueueName``), the managed label, the finalizer and the admission gate, each once; under
+    ``tas`` (Kueue's TopologyAwareScheduling gate) also the topology gate, which its start lifts unless placed by
+    topology (then the ungater does), and, when ``kueue.x-k8s.io/pod-group-pod-index-label`` names a label, that
+    label's value (empty when absent, as Kueue copies it) as the Pod's ``kueue.x-k8s.io/pod-group-pod-index``.
+    The namespace and owner checks are the caller's."""
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
     added: dict[str, str] = {}
@@ -100,6 +113,9 @@ def pod_patch(pod: dict[str, Any], *, default_queue: bool, without_queue: bool =
             return []
     if labels.get(MANAGED_LABEL) != MANAGED:
         added[MANAGED_LABEL] = MANAGED
+    index_label = (meta.get("annotations") or {}).get(POD_INDEX_LABEL_ANNOTATION)
+    if tas and index_label is not None and labels.get(POD_INDEX_LABEL) != labels.get(index_label, ""):
+        added[POD_INDEX_LABEL] = labels.get(index_label, "")
     ops: list[dict[str, Any]] = []
     if meta.get("labels") is None:
         ops.append({"op": "add", "path": "/metadata/labels", "value": added})
@@ -110,12 +126,19 @@ def pod_patch(pod: dict[str, Any], *, default_queue: bool, without_queue: bool =
         ops.append({"op": "add", "path": "/metadata/finalizers", "value": [FINALIZER]})
     elif FINALIZER not in finalizers:
         ops.append({"op": "add", "path": "/metadata/finalizers/-", "value": FINALIZER})
-    gates = (pod.get("spec") or {}).get("schedulingGates")
-    if gates is None:
-        ops.append({"op": "add", "path": "/spec/schedulingGates", "value": [{"name": ADMISSION_GATE}]})
-    elif not any(isinstance(g, dict) and g.get("name") == ADMISSION_GATE for g in gates):
-        ops.append({"op": "add", "path": "/spec/schedulingGates/-", "value": {"name": ADMISSION_GATE}})
-    return ops
+    return ops + _gate_ops((pod.get("spec") or {}).get("schedulingGates"),
+                           [ADMISSION_GATE, TOPOLOGY_GATE] if tas else [ADMISSION_GATE])
+
+
+def _gate_ops(present: list[Any] | None, wanted: list[str]) -> list[dict[str, Any]]:
+    """The JSON patch that adds each of the ``wanted`` scheduling gates the Pod lacks, in that order."""
+    names = {g.get("name") for g in present or [] if isinstance(g, dict)}
+    missing = [{"name": name} for name in wanted if name not in names]
+    if not missing:
+        return []
+    if present is None:
+        return [{"op": "add", "path": "/spec/schedulingGates", "value": missing}]
+    return [{"op": "add", "path": "/spec/schedulingGates/-", "value": gate} for gate in missing]
 
 
 async def review(body: bytes, defaulting: PodDefaulting, namespace_labels: NamespaceLabels,
@@ -164,7 +187,7 @@ async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulti
             raise _LookupFailed(f"workload owner not found: {exc}") from exc
     queue = ((pod.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL)
     default = not queue and await has_default_queue(namespace)
-    ops = pod_patch(pod, default_queue=default, without_queue=defaulting.without_queue)
+    ops = pod_patch(pod, default_queue=default, without_queue=defaulting.without_queue, tas=defaulting.tas)
     return ops + role_annotation_patch(pod) if queue or default or defaulting.without_queue else ops
 
 

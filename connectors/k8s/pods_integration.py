@@ -37,8 +37,11 @@ every Pod of the group ``Ready``, as Kueue's ``PodsReady`` for a group). The Eve
 go through the log (``JobActed`` of kind Pod, from ``pod-kueue-controller``), so a restart records none twice.
 Pod groups (``kueue.x-k8s.io/pod-group-name``) are reconciled as one (key ``group/<namespace>/<group>``):
 :mod:`connectors.k8s.pod_group` decides, one Workload named after the group, every Pod started, stopped, finished
-and finalized with it. Not done: prebuilt Workloads, keeping the Workload in step with a
-changed Pod (its queue name, its priority class), topology-aware placement of pods, the Workload's
+and finalized with it. Under TopologyAwareScheduling a Pod's pod set carries the topology request of its TAS
+annotations (:func:`connectors.k8s.pod_sync.pod_set`) and, placed by topology, it starts still behind the
+topology gate its webhook added, which the ungater (:mod:`connectors.k8s.ungater`) lifts onto its domain. Not
+done: prebuilt Workloads, keeping the Workload in step with a changed Pod (its queue name, its priority class),
+the Workload's
 ``resource-in-use`` finalizer, ``UpdatedAdmissionCheck`` and ``WorkloadPriorityClassNotFound`` Events.
 """
 

@@ -2,8 +2,8 @@
 
 For every workload that is admitted (not evicted) with at least one ``topologyAssignment``, each time it or one
 of its pods changes in the log: take its live pods from the log (pods carry the ``kueue.x-k8s.io/workload``
-annotation and the ``kueue.x-k8s.io/podset`` label; :mod:`connectors.k8s.trim` keeps exactly what is needed of
-them), ask :func:`connectors.k8s.ungating.plan` which gated pods go where, and patch each: the gate removed and
+annotation and the ``kueue.x-k8s.io/podset`` label, whichever integration started them, a Job's or Kueue's plain
+Pods'; :mod:`connectors.k8s.trim` keeps exactly what is needed of them), ask :func:`connectors.k8s.ungating.plan` which gated pods go where, and patch each: the gate removed and
 the domain's level labels merged into ``spec.nodeSelector``, conditioned on the pod's resourceVersion.
 
 A pod is never ungated twice: after a patch, the workload is not planned again until the log shows every pod

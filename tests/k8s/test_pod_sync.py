@@ -160,7 +160,8 @@ def test_the_workload_of_a_pod_has_one_pod_set_of_its_spec_owned_by_it() -> None
         "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "pod-uid", "controller": True,
                              "blockOwnerDeletion": True}]}
     assert body["spec"] == {"queueName": "lq", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
-        "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}], "schedulingGates": [GATE]}}}]}
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}], "schedulingGates": [GATE]}},
+        "topologyRequest": {"podIndexLabel": "kueue.x-k8s.io/pod-group-pod-index"}}]}
 
 
 def test_the_workload_takes_the_pods_priority_class_and_maximum_execution_time() -> None:

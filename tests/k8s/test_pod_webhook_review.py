@@ -20,6 +20,9 @@ from kueue_es.scheduler.config import DEFAULT, load_config
 Q = "kueue.x-k8s.io/queue-name"
 GATED = [{"op": "add", "path": "/metadata/finalizers", "value": ["kueue.x-k8s.io/managed"]},
          {"op": "add", "path": "/spec/schedulingGates", "value": [{"name": "kueue.x-k8s.io/admission"}]}]
+TAS_GATED = [GATED[0], {"op": "add", "path": "/spec/schedulingGates",
+                        "value": [{"name": "kueue.x-k8s.io/admission"}, {"name": "kueue.x-k8s.io/topology"}]}]
+"""What the review adds under Kueue's defaults, TopologyAwareScheduling on: the topology gate too."""
 ON = PodDefaulting.of(load_config({"integrations": {"frameworks": ["batch/job", "pod"]}}))
 
 
@@ -89,14 +92,14 @@ def test_off_by_default_every_pod_is_allowed_unchanged_without_a_lookup() -> Non
 def test_on_a_queued_pod_in_a_managed_namespace_is_gated() -> None:
     response, asked = _review(_pod({Q: "lq"}))
     assert response["allowed"] and response["patchType"] == "JSONPatch"
-    assert _ops(response)[-2:] == GATED and asked == ["namespace team"]
+    assert _ops(response)[-2:] == TAS_GATED and asked == ["namespace team"]
 
 
 def test_a_namespace_the_selector_leaves_out_is_left_alone() -> None:
     selective = PodDefaulting.of(load_config({"integrations": {"frameworks": ["pod"]},
                                               "managedJobsNamespaceSelector": {"matchLabels": {"kueue": "on"}}}))
     assert _ops(_review(_pod({Q: "lq"}), selective)[0]) == []
-    assert _ops(_review(_pod({Q: "lq"}), selective, ns_labels={"kueue": "on"})[0])[-2:] == GATED
+    assert _ops(_review(_pod({Q: "lq"}), selective, ns_labels={"kueue": "on"})[0])[-2:] == TAS_GATED
     response, _ = _review(_pod({Q: "lq"}), PodDefaulting.of(load_config({"integrations": {"frameworks": ["pod"]},
                                                                          "namespace": "team"})))
     assert _ops(response) == [], "Kueue's own namespace is left out by default"
@@ -106,7 +109,7 @@ def test_the_pods_of_a_queued_job_are_the_job_integrations() -> None:
     owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "j", "controller": True}
     response, asked = _review(_pod({Q: "lq"}, owner), job_queued=True)
     assert _ops(response) == [] and asked == ["namespace team", "job train"]
-    assert _ops(_review(_pod({Q: "lq"}, owner), job_queued=False)[0])[-2:] == GATED, "a Job Kueue does not manage"
+    assert _ops(_review(_pod({Q: "lq"}, owner), job_queued=False)[0])[-2:] == TAS_GATED, "a Job Kueue does not manage"
     other = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "r", "controller": True}
     assert _review(_pod({Q: "lq"}, other))[1] == ["namespace team"], "not a Job: not looked up"
 
@@ -167,7 +170,7 @@ UNQUEUED_ON = PodDefaulting.of(load_config({"integrations": {"frameworks": ["bat
 def test_under_the_option_a_pod_naming_no_queue_is_gated_without_a_queue_name() -> None:
     response, asked = _review(_pod({"app": "x"}), UNQUEUED_ON)
     assert _ops(response) == [
-        {"op": "add", "path": "/metadata/labels/kueue.x-k8s.io~1managed", "value": "true"}, *GATED]
+        {"op": "add", "path": "/metadata/labels/kueue.x-k8s.io~1managed", "value": "true"}, *TAS_GATED]
     assert asked == ["namespace team", "default queue team"]
     response, _ = _review(_pod({"app": "x"}), UNQUEUED_ON, default_queue=True)
     assert _ops(response)[0] == {"op": "add", "path": "/metadata/labels/kueue.x-k8s.io~1queue-name",

@@ -38,6 +38,8 @@ pytestmark = pytest.mark.kube
 PODS, NAMESPACES = BY_KIND["Pod"], BY_KIND["Namespace"]
 Q = "kueue.x-k8s.io/queue-name"
 GATE = "kueue.x-k8s.io/admission"
+GATES = [GATE, "kueue.x-k8s.io/topology"]
+"""Under Kueue's default TopologyAwareScheduling the webhook also adds the topology gate, lifted at start here."""
 
 
 def _pod(ns: str, name: str, labels: dict[str, str] | None = None, cpu: str = "1") -> dict[str, Any]:
@@ -98,7 +100,7 @@ async def test_a_queued_pod_is_gated_gets_its_workload_starts_once_admitted_and_
         await eventually(effective, what="the pod webhook in effect")
 
         created = await create(kc, _pod(q.ns, "single", {Q: "user-queue"}))
-        assert _gates(created) == [GATE]
+        assert _gates(created) == GATES
         assert created["metadata"]["labels"]["kueue.x-k8s.io/managed"] == "true"
         assert created["metadata"]["finalizers"] == ["kueue.x-k8s.io/managed"]
         unqueued = await create(kc, _pod(q.ns, "unqueued"))
@@ -226,7 +228,7 @@ async def test_a_pod_group_is_held_until_complete_then_admitted_as_one_workload_
         await eventually(effective, what="the pod webhook in effect")
         async with kueue_es(kc, tmp_path / "log", config=config):
             first = await create(kc, member("a", "1"))
-            assert _gates(first) == [GATE] and "kueue.x-k8s.io/role-hash" in first["metadata"]["annotations"]
+            assert _gates(first) == GATES and "kueue.x-k8s.io/role-hash" in first["metadata"]["annotations"]
             await create(kc, member("b", "1"))
             await asyncio.sleep(2)
             with pytest.raises(NotFound):  # two of three: no Workload yet
