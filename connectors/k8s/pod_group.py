@@ -55,9 +55,18 @@ from projections.workloads import FINISHED, PROVREQ_ANNOTATION_PREFIX, WorkloadI
 
 IS_GROUP_ANNOTATION = "kueue.x-k8s.io/is-group-workload"
 RETRIABLE_ANNOTATION = "kueue.x-k8s.io/retriable-in-group"
+FAST_ADMISSION_ANNOTATION = "kueue.x-k8s.io/pod-group-fast-admission"
+SERVING_ANNOTATION = "kueue.x-k8s.io/pod-group-serving"
+NO_RUNNABLE_POD = "failed to find a runnable pod in the group"
 MAX_ROLES = 8
 TOO_MANY_ROLES = "pod group can't include more than 8 roles"
 EXCESS_POD_DELETED = "ExcessPodDeleted"
+
+
+def fast_admission(annotations: dict[str, str]) -> bool:
+    """The group's Workload is made from its first runnable Pod, without waiting for the rest: Kueue looks only
+    at whether the first Pod carries ``kueue.x-k8s.io/pod-group-fast-admission`` (any value)."""
+    return FAST_ADMISSION_ANNOTATION in annotations
 
 
 def group_key(pod: ManagedPod) -> str:
@@ -197,12 +206,15 @@ def _without_workload(pods: list[ManagedPod], first: ManagedPod, total: int) -> 
         running = tuple(p for p in pods if _running(p))
         return GroupStep(STOP, running, finalize=dead, reason=NO_MATCHING_WORKLOAD_REASON, message=MISSING_WORKLOAD)
     active = [p for p in pods if runnable_or_succeeded(p)]
-    if len(active) < total:
+    fast = fast_admission(first.metadata.annotations)
+    if len(active) < total and not fast:
         return GroupStep(WAIT, finalize=dead,
                          message=f"'{group_name(first.metadata.labels)}' group has fewer runnable pods than expected")
     complaint = _mismatch(pods, first, total)
     if complaint:
         return GroupStep(INVALID, finalize=dead, message=complaint)
+    if not active:
+        return GroupStep(WAIT, finalize=dead, message=NO_RUNNABLE_POD)
     remove = tuple(excess(pods, total))
     kept = tuple(p for p in active if p not in remove)
     return GroupStep(CREATE, remove=remove, finalize=dead, kept=kept)
@@ -223,9 +235,14 @@ def pods_ready(pods: list[ManagedPod]) -> bool:
 
 # --- the Workload ----------------------------------------------------------------------------------------------
 
-def pod_sets(raw_pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def pod_sets(raw_pods: list[dict[str, Any]], fast_total: int | None = None) -> list[dict[str, Any]]:
     """One pod set per role, named by its hash, of as many Pods as have that role, the template the spec of the
-    first of them; sorted by name."""
+    first of them; sorted by name. ``fast_total`` (fast admission): the one pod set of the first Pod's role, of
+    the group's whole total, whatever the roles of the Pods still to come."""
+    if fast_total is not None:
+        first = raw_pods[0]
+        spec = msgspec.json.decode(msgspec.json.encode(first.get("spec") or {}))
+        return [{"name": raw_role(first), "count": fast_total, "template": {"spec": spec}}]
     by_role: dict[str, dict[str, Any]] = {}
     for raw in raw_pods:
         role = raw_role(raw)
@@ -250,12 +267,14 @@ def owner_ref(raw: dict[str, Any]) -> dict[str, Any]:
 
 def workload_for(state: ClusterState, raw_pods: list[dict[str, Any]]) -> dict[str, Any]:
     """The group's Workload, made of ``raw_pods`` (as stored; the first stands for the group): named after the
-    group, a pod set per role, the queue name, priority and ``maximumExecutionTimeSeconds`` of the first Pod, its
+    group, a pod set per role (under fast admission one, :func:`pod_sets`), the queue name, priority and
+    ``maximumExecutionTimeSeconds`` of the first Pod, its
     ProvisioningRequest annotations and ``kueue.x-k8s.io/is-group-workload: "true"``, every Pod an owner. Raises
     ValueError with more than 8 roles, and what :func:`connectors.k8s.pod_sync.workload_for` raises."""
     first = raw_pods[0]["metadata"]
     labels, annotations = first.get("labels") or {}, first.get("annotations") or {}
-    sets = pod_sets(raw_pods)
+    fast_total = total_count(annotations) if fast_admission(annotations) else None
+    sets = pod_sets(raw_pods, fast_total)
     if len(sets) > MAX_ROLES:
         raise ValueError(TOO_MANY_ROLES)
     spec: dict[str, Any] = {"queueName": labels[QUEUE_LABEL], "podSets": sets}

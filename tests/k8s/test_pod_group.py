@@ -174,3 +174,33 @@ def test_the_group_workload_has_a_pod_set_per_role_and_every_pod_as_owner() -> N
 def test_more_than_eight_roles_get_no_workload() -> None:
     with pytest.raises(ValueError, match="can't include more than 8 roles"):
         pod_group.workload_for(ClusterState(), [raw(f"p{i}", str(i + 1)) for i in range(9)])
+
+
+FAST = {"kueue.x-k8s.io/pod-group-fast-admission": "true"}
+
+
+def test_fast_admission_makes_the_workload_from_the_first_runnable_pod() -> None:
+    """Kueue skips the wait for the whole group when its first Pod asks for fast admission (the key alone)."""
+    step = next_step([member("a", annotations=FAST, total="3")], None, managed=True, admission_shown=False)
+    assert step.action == CREATE and names(step.kept) == ["a"]
+    step = next_step([member("a", annotations={"kueue.x-k8s.io/pod-group-fast-admission": ""}, total="3")], None,
+                     managed=True, admission_shown=False)
+    assert step.action == CREATE, "only the key counts"
+    step = next_step([member("a", total="3"), member("b", annotations=FAST, total="3")], None, managed=True,
+                     admission_shown=False)
+    assert step.action == WAIT, "the first Pod stands for the group"
+    failed = member("b", gated=False, phase="Failed", total="3", annotations=FAST)
+    step = next_step([member("a", total="3", annotations=FAST, deleting=True), failed], None, managed=True,
+                     admission_shown=False)
+    assert (step.action, step.message) == (WAIT, "failed to find a runnable pod in the group")
+    step = next_step([member("a", annotations=FAST), member("b", queue="other")], None, managed=True,
+                     admission_shown=False)
+    assert step.action == INVALID, "Pods that disagree still get none"
+
+
+def test_a_fast_admission_workload_has_one_pod_set_of_the_whole_total() -> None:
+    first, other = raw("a", "1"), raw("b", "2")
+    first["metadata"]["annotations"].update(FAST)
+    body = pod_group.workload_for(ClusterState(), [first, other])
+    assert [(ps["name"], ps["count"]) for ps in body["spec"]["podSets"]] == [(role_hash(first["spec"]), 3)]
+    assert body["spec"]["podSets"][0]["template"] == {"spec": first["spec"]}
