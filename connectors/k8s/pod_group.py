@@ -12,7 +12,10 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
   wait; Pods that disagree on the queue name or the total count get none; runnable Pods beyond the total (the
   newest, gated ones first) are finalized and deleted (``ExcessPodDeleted``); the rest make the Workload —
   every Pod an owner (not the controller), ``kueue.x-k8s.io/is-group-workload: "true"``, at most 8 roles;
-* a Workload: runnable Pods of a role beyond its pod set's count are excess too, removed the same way;
+* a Workload: runnable Pods of a role beyond its pod set's count are excess too, removed the same way; failed
+  Pods a runnable one replaces lose the finalizer; a group's succeeded Pods are its reclaimable pods (per role,
+  ``ReclaimablePodsChanged``), none for a serving group (``kueue.x-k8s.io/pod-group-serving: "true"``), which
+  never finishes either;
 * the group has finished once as many Pods succeeded as the total (or, with a Pod annotated
   ``kueue.x-k8s.io/retriable-in-group: "false"``, once none is still running): the Workload finishes
   ``Succeeded``, "Pods succeeded: <n>/<total>.", and then every Pod loses the finalizer;
@@ -23,7 +26,7 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import msgspec
@@ -121,8 +124,8 @@ def _running(pod: ManagedPod) -> bool:
 
 # --- the next step ---------------------------------------------------------------------------------------------
 
-NOTHING, WAIT, INVALID, CREATE, FINALIZE, FINISH, START, STOP, RELEASE = (
-    "nothing", "wait", "invalid", "create", "finalize", "finish", "start", "stop", "release")
+NOTHING, WAIT, INVALID, CREATE, FINALIZE, FINISH, START, STOP, RELEASE, RECLAIM = (
+    "nothing", "wait", "invalid", "create", "finalize", "finish", "start", "stop", "release", "reclaim")
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,8 @@ class GroupStep:
     release: bool = False
     kept: tuple[ManagedPod, ...] = field(default=())
     """CREATE: the Pods the Workload is made of."""
+    reclaimable: tuple[tuple[str, int], ...] = ()
+    """RECLAIM: the Workload's ``status.reclaimablePods`` as they should be, (role, count) by role."""
 
 
 def _mismatch(pods: list[ManagedPod], first: ManagedPod, total: int) -> str:
@@ -173,13 +178,23 @@ def next_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool,
         return GroupStep(INVALID, message=str(exc))
     if wl is None:
         return _without_workload(pods, first, total)
-    remove = _excess_by_role(pods, wl)
-    left = [p for p in pods if p not in remove]
     if wl.phase == FINISHED:
         return GroupStep(FINALIZE, tuple(p for p in pods if finalizable(p)))
-    message = finished(left, total)
+    step = _with_workload(pods, first, total, wl, admission_shown)
+    return replace(step, finalize=_replaced_by_role(pods, wl)) if step.action != FINALIZE else step
+
+
+def _with_workload(pods: list[ManagedPod], first: ManagedPod, total: int, wl: WorkloadInfo,
+                   admission_shown: bool) -> GroupStep:
+    remove = _excess_by_role(pods, wl)
+    left = [p for p in pods if p not in remove]
+    serving = is_serving(first)
+    message = None if serving else finished(left, total)
     if message is not None:
         return GroupStep(FINISH, remove=remove, reason="Succeeded", message=message)
+    reclaimable = () if serving else reclaimable_pods(left)
+    if reclaimable != wl.reclaimable:
+        return GroupStep(RECLAIM, remove=remove, reclaimable=reclaimable)
     running = tuple(p for p in left if _running(p))
     if wl.evicted:
         evicted = wl.condition("Evicted")
@@ -221,11 +236,52 @@ def _without_workload(pods: list[ManagedPod], first: ManagedPod, total: int) -> 
 
 
 def _excess_by_role(pods: list[ManagedPod], wl: WorkloadInfo) -> tuple[ManagedPod, ...]:
-    """The runnable Pods of each of the Workload's roles beyond its pod set's count."""
+    """The runnable Pods of each of the Workload's roles beyond its pod set's count (the spec's: reclaimable Pods
+    are still the group's)."""
     out: list[ManagedPod] = []
-    for ps in wl.pod_sets:
+    for ps in wl.spec_sets:
         out += excess([p for p in pods if role_of(p) == ps.name], ps.count)
     return tuple(out)
+
+
+def _keep_inactive_first(pods: list[ManagedPod]) -> list[ManagedPod]:
+    """Failed (or never placed and deleted) Pods, those to keep first: with Kueue's finalizer, then the last to
+    have been active (deleted last, or not deleted), then the oldest (Kueue's ``sortInactivePods``, its times
+    read from the deletion only)."""
+    out = sorted(pods, key=lambda p: (p.metadata.creation_timestamp or "", p.metadata.name))
+    out.sort(key=lambda p: p.metadata.deletion_timestamp or "~", reverse=True)
+    out.sort(key=lambda p: not finalizable(p))
+    return out
+
+
+def _replaced_by_role(pods: list[ManagedPod], wl: WorkloadInfo) -> tuple[ManagedPod, ...]:
+    """The inactive Pods of each role that runnable ones replace (as many as the role's runnable Pods and
+    inactive ones together exceed its pod set's count, the last by :func:`_keep_inactive_first`): they lose
+    Kueue's finalizer."""
+    out: list[ManagedPod] = []
+    for ps in wl.spec_sets:
+        role = [p for p in pods if role_of(p) == ps.name]
+        inactive = [p for p in role if not runnable_or_succeeded(p)]
+        replaced = min(len(inactive), len(role) - ps.count)
+        if replaced > 0:
+            out += [p for p in _keep_inactive_first(inactive)[-replaced:] if finalizable(p)]
+    return tuple(out)
+
+
+def is_serving(first: ManagedPod) -> bool:
+    """A serving group (``kueue.x-k8s.io/pod-group-serving: "true"`` on the Pod standing for it): it never
+    finishes, however many of its Pods succeeded, and none of its Pods is reclaimable."""
+    return first.metadata.annotations.get(SERVING_ANNOTATION) == "true"
+
+
+def reclaimable_pods(pods: list[ManagedPod]) -> tuple[tuple[str, int], ...]:
+    """The succeeded Pods of each role, (role, count) by role: what a group that is not serving no longer needs
+    quota for (Kueue's ``ReclaimablePods`` of a pod group)."""
+    counts: dict[str, int] = {}
+    for p in pods:
+        if p.status.phase == "Succeeded":
+            counts[role_of(p)] = counts.get(role_of(p), 0) + 1
+    return tuple(sorted(counts.items()))
 
 
 def pods_ready(pods: list[ManagedPod]) -> bool:

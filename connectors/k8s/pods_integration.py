@@ -564,6 +564,11 @@ class PodIntegration:
             case pod_group.FINALIZE:
                 for pod in step.pods:
                     await self._once(pod, "finalize", self._finalize(pod, group))
+            case pod_group.RECLAIM:
+                assert wl is not None
+                await self._append_once(wl, ev.ReclaimablePodsChanged(
+                    time=_now(), key=wl.key, uid=wl.uid,
+                    reclaimable_pods=[o.ReclaimablePod(name=n, count=c) for n, c in step.reclaimable]))
             case pod_group.WAIT | pod_group.INVALID:
                 if self._acted.get(GROUP_PREFIX + group) != (step.action, step.message):
                     self._acted[GROUP_PREFIX + group] = (step.action, step.message)

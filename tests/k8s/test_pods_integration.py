@@ -329,6 +329,29 @@ async def test_a_finished_pod_group_finishes_its_workload_and_its_records_mark_t
         "Succeeded", "Pods succeeded: 2/2.")
 
 
+@pytest.mark.asyncio
+async def test_a_fast_admission_group_gets_its_workload_from_its_first_pod() -> None:
+    raw = _group_raw("a")
+    raw["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-fast-admission"] = "true"
+    pods, _, appended, client = integration(client=GroupClient({"a": raw}))
+    _watch(pods, raw)
+    await pods.reconcile("group/ns/g")
+    (_, _, body), = [c for c in client.calls if c[0] == "create"]
+    assert [(ps["name"], ps["count"]) for ps in body["spec"]["podSets"]] == [("7aa6c7b8", 2)]
+
+
+@pytest.mark.asyncio
+async def test_the_succeeded_pods_of_a_running_group_become_reclaimable_through_the_log() -> None:
+    pods, mirror, appended, _ = integration(group_workload_obs())
+    mirror.state.workloads["ns/g"].phase = ADMITTED
+    _watch(pods, _group_raw("a", gated=False, phase="Succeeded"))
+    _watch(pods, _group_raw("b", gated=False, phase="Running"))
+    await pods.reconcile("group/ns/g")
+    (changed,) = appended
+    assert isinstance(changed, ev.ReclaimablePodsChanged) and changed.key == "ns/g"
+    assert changed.reclaimable_pods == [o.ReclaimablePod(name="7aa6c7b8", count=1)]
+
+
 def _ready(raw: dict[str, Any], ready: bool) -> dict[str, Any]:
     raw["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
     return raw
