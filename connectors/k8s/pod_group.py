@@ -268,6 +268,20 @@ def _replaced_by_role(pods: list[ManagedPod], wl: WorkloadInfo) -> tuple[Managed
     return tuple(out)
 
 
+def absent_pods(pods: list[ManagedPod], wl: WorkloadInfo) -> int:
+    """How many Pods the group's Workload misses: per role, its pod set's count less its runnable (or succeeded)
+    Pods; under fast admission, one per role that has none at all (its Pods are still to come)."""
+    fast = bool(pods) and fast_admission(pods[0].metadata.annotations)
+    absent = 0
+    for ps in wl.spec_sets:
+        active = sum(1 for p in pods if role_of(p) == ps.name and runnable_or_succeeded(p))
+        if fast:
+            absent += 1 if ps.count > 0 and active == 0 else 0
+        else:
+            absent += max(0, ps.count - active)
+    return absent
+
+
 def is_serving(first: ManagedPod) -> bool:
     """A serving group (``kueue.x-k8s.io/pod-group-serving: "true"`` on the Pod standing for it): it never
     finishes, however many of its Pods succeeded, and none of its Pods is reclaimable."""

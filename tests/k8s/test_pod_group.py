@@ -245,3 +245,13 @@ def test_a_failed_pod_with_a_replacement_loses_the_finalizer() -> None:
     assert names(next_step(four, wl, managed=True, admission_shown=True).finalize) == ["a", "d"]
     step = next_step(four, group_workload(ADMITTED, counts={"r1": 3}), managed=True, admission_shown=True)
     assert names(step.finalize) == ["d"], "the one active less lately (deleted before) goes first"
+
+
+def test_absent_pods_count_per_role_and_under_fast_admission_only_roles_with_none() -> None:
+    wl = group_workload(ADMITTED, counts={"r1": 2, "r2": 1})
+    pods = [member("a", gated=False, phase="Failed"), member("b", gated=False, phase="Succeeded"),
+            member("c", role="r2", deleting=True)]
+    assert pod_group.absent_pods(pods, wl) == 2
+    fast = [member("a", annotations=FAST, total="3"), member("c", role="r2", annotations=FAST, total="3")]
+    assert pod_group.absent_pods(fast, group_workload(ADMITTED, counts={"r1": 3})) == 0, "the rest are to come"
+    assert pod_group.absent_pods(fast[1:], group_workload(ADMITTED, counts={"r1": 3})) == 1

@@ -352,6 +352,18 @@ async def test_the_succeeded_pods_of_a_running_group_become_reclaimable_through_
     assert changed.reclaimable_pods == [o.ReclaimablePod(name="7aa6c7b8", count=1)]
 
 
+@pytest.mark.asyncio
+async def test_a_group_missing_a_pod_says_it_waits_for_replacement_pods_through_the_log() -> None:
+    pods, mirror, appended, client = integration(group_workload_obs())
+    mirror.state.workloads["ns/g"].phase = ADMITTED
+    _watch(pods, _group_raw("a", gated=False, phase="Failed"))
+    _watch(pods, _group_raw("b", gated=False, phase="Running"))
+    await pods.reconcile("group/ns/g")
+    (waiting,) = appended
+    assert isinstance(waiting, ev.ReplacementPodsChanged) and (waiting.key, waiting.waiting) == ("ns/g", True)
+    assert client.calls == [], "the rest waits for the Workload that shows the condition"
+
+
 def _ready(raw: dict[str, Any], ready: bool) -> dict[str, Any]:
     raw["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
     return raw
