@@ -111,7 +111,8 @@ class JobActed(Event, tag="JobActed"):
 
     action: str
     """``CreatedWorkload``, ``Started``, ``Stopped``, ``UpdatedWorkload``, ``DeletedWorkload``,
-    ``WorkloadPriorityClassNotFound``, (a pod group's Pod beyond its count, deleted) ``ExcessPodDeleted`` or (a Pod
+    ``WorkloadPriorityClassNotFound``, (a pod group's Pod beyond its count, deleted) ``ExcessPodDeleted``, (a pod
+    group too small for its Workload, on its first Pod) ``ErrWorkloadCompose`` or (a Pod
     whose Workload finished, once finalized) ``FinishedWorkload`` (a
     reader that does not know an action records nothing for it)."""
     kind: str = "Job"

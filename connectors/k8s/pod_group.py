@@ -64,6 +64,8 @@ NO_RUNNABLE_POD = "failed to find a runnable pod in the group"
 MAX_ROLES = 8
 TOO_MANY_ROLES = "pod group can't include more than 8 roles"
 EXCESS_POD_DELETED = "ExcessPodDeleted"
+ERR_WORKLOAD_COMPOSE = "ErrWorkloadCompose"
+"""The Warning Event Kueue records on the Pod standing for a group too small to make its Workload."""
 
 
 def fast_admission(annotations: dict[str, str]) -> bool:
@@ -131,7 +133,8 @@ NOTHING, WAIT, INVALID, CREATE, FINALIZE, FINISH, START, STOP, RELEASE, RECLAIM 
 @dataclass(frozen=True)
 class GroupStep:
     """What to do next with a group: ``remove`` (excess Pods: finalize and delete) first, ``finalize`` (Pods that
-    only lose the finalizer), then ``action`` on ``pods``."""
+    only lose the finalizer), then ``action`` on ``pods`` (WAIT with reason ``ErrWorkloadCompose``: the Pod its
+    Warning Event is recorded on)."""
 
     action: str = NOTHING
     pods: tuple[ManagedPod, ...] = ()
@@ -223,7 +226,7 @@ def _without_workload(pods: list[ManagedPod], first: ManagedPod, total: int) -> 
     active = [p for p in pods if runnable_or_succeeded(p)]
     fast = fast_admission(first.metadata.annotations)
     if len(active) < total and not fast:
-        return GroupStep(WAIT, finalize=dead,
+        return GroupStep(WAIT, (first,), finalize=dead, reason=ERR_WORKLOAD_COMPOSE,
                          message=f"'{group_name(first.metadata.labels)}' group has fewer runnable pods than expected")
     complaint = _mismatch(pods, first, total)
     if complaint:

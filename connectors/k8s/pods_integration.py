@@ -591,6 +591,8 @@ class PodIntegration:
                 if self._acted.get(GROUP_PREFIX + group) != (step.action, step.message):
                     self._acted[GROUP_PREFIX + group] = (step.action, step.message)
                     log.info("pod group gets no workload yet", group=group, reason=step.message)
+                    if step.reason == pod_group.ERR_WORKLOAD_COMPOSE and step.pods:
+                        await self._report(step.pods[0], pod_group.ERR_WORKLOAD_COMPOSE, message=step.message)
             case _:
                 pass
 

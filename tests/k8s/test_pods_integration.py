@@ -285,7 +285,17 @@ async def test_a_pod_group_gets_one_workload_once_all_its_pods_are_there() -> No
     pods, _, appended, client = integration(client=GroupClient(raws))
     _watch(pods, raws["a"])
     await pods.reconcile("ns/a")
-    assert client.calls == [] and appended == [], "one of two Pods: no Workload yet"
+    assert client.calls == [], "one of two Pods: no Workload yet"
+    (compose,) = appended
+    assert isinstance(compose, ev.JobActed) and (compose.key, compose.action, compose.message) == (
+        "ns/a", "ErrWorkloadCompose", "'g' group has fewer runnable pods than expected")
+    await pods.reconcile("ns/a")
+    assert len(appended) == 1, "recorded once while nothing changed"
+    ledger = EventLedger()
+    ledger.fold(ev.Record(9, compose), Mirror().state, {})
+    (event,) = job_events(compose, ledger.ready[9].before)  # type: ignore[arg-type]
+    assert (event.type, event.reason, event.involved.name) == ("Warning", "ErrWorkloadCompose", "a")
+    appended.clear()
     _watch(pods, raws["b"])
     await pods.reconcile("ns/b")
     await pods.reconcile("group/ns/g")
