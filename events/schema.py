@@ -93,6 +93,15 @@ class ReclaimablePodsChanged(Event, tag="ReclaimablePodsChanged"):
     reclaimable_pods: list[ReclaimablePod] = []
 
 
+class ReplacementPodsChanged(Event, tag="ReplacementPodsChanged"):
+    """Whether a pod group's Workload waits for Pods to replace ones that failed or were stopped, as the pod
+    integration counts them (fewer runnable Pods of a role than its pod set's count): Kueue's
+    ``WaitingForReplacementPods`` condition, written from here (its reason and message follow from the
+    Workload's state when folded). While it is True the Workload is not queued."""
+
+    waiting: bool = False
+
+
 class JobActed(Event, tag="JobActed"):
     """The job integration acted on a batch/v1 Job (``key``/``uid``): created its Workload, started it, or stopped
     it, updated or deleted a Workload it no longer matched, or gave it no Workload for want of its
@@ -102,7 +111,8 @@ class JobActed(Event, tag="JobActed"):
 
     action: str
     """``CreatedWorkload``, ``Started``, ``Stopped``, ``UpdatedWorkload``, ``DeletedWorkload``,
-    ``WorkloadPriorityClassNotFound``, (a pod group's Pod beyond its count, deleted) ``ExcessPodDeleted`` or (a Pod
+    ``WorkloadPriorityClassNotFound``, (a pod group's Pod beyond its count, deleted) ``ExcessPodDeleted``, (a pod
+    group too small for its Workload, on its first Pod) ``ErrWorkloadCompose`` or (a Pod
     whose Workload finished, once finalized) ``FinishedWorkload`` (a
     reader that does not know an action records nothing for it)."""
     kind: str = "Job"
@@ -344,6 +354,7 @@ AnyEvent = Union[  # noqa: UP007 - one tagged union, a member per line
     WorkloadFinished,
     JobStopped,
     ReclaimablePodsChanged,
+    ReplacementPodsChanged,
     AdmissionCheckStateChanged,
     JobActed,
     ClockTicked,

@@ -56,6 +56,7 @@ from projections.workloads import (
     FINISHED,
     PENDING,
     RESERVED,
+    WAITING_FOR_REPLACEMENT_PODS,
     WORKLOAD_ANNOTATION,
     PodSetInfo,
     WorkloadInfo,
@@ -73,6 +74,8 @@ from projections.workloads import (
     provreq_parameters,
     readjusted,
     reclaimable_of,
+    replacement_pods_condition,
+    waits_for_replacement_pods,
 )
 
 WPC_GROUP = "kueue.x-k8s.io"
@@ -679,6 +682,20 @@ class ClusterState:
         if reclaimable != wl.reclaimable:
             wl.reclaimable = reclaimable
             self._reclaim(wl)
+
+    def _on_replacement_pods(self, e: ev.ReplacementPodsChanged) -> None:
+        """A pod group's Pods are missing (or no longer): its ``WaitingForReplacementPods`` condition, and a
+        pending Workload leaves its queue while it waits (and comes back once it does not)."""
+        wl = self.workloads.get(e.key)
+        if wl is None or wl.phase == FINISHED or (e.uid and e.uid != wl.uid):
+            return
+        condition = replacement_pods_condition(wl, e.waiting)
+        if condition is None:
+            return
+        wl.set_condition(WAITING_FOR_REPLACEMENT_PODS, *condition, e.time)
+        if wl.phase == PENDING:
+            self._dequeue(wl)
+            self._enqueue(wl)
 
     def _reclaim(self, wl: WorkloadInfo) -> None:
         """``wl``'s reclaimable pods (or whether they count) changed: a pending workload counts its pod sets
@@ -1398,7 +1415,8 @@ class ClusterState:
         return lq.spec.cluster_queue or None
 
     def _enqueue(self, wl: WorkloadInfo) -> None:
-        if wl.phase != PENDING or not wl.active or (wl.admission_gate and self.admission_gated_by):
+        if (wl.phase != PENDING or not wl.active or (wl.admission_gate and self.admission_gated_by)
+                or waits_for_replacement_pods(wl)):
             self._dequeue(wl)
             if wl.phase == PENDING:
                 self._sync_checks(wl, self.target_cluster_queue(wl))
@@ -1717,6 +1735,7 @@ _HANDLERS: dict[type, Any] = {
     ev.JobStopped: ClusterState._on_job_stopped,
     ev.PodsReadyChanged: ClusterState._on_pods_ready,
     ev.ReclaimablePodsChanged: ClusterState._on_reclaimable,
+    ev.ReplacementPodsChanged: ClusterState._on_replacement_pods,
     ev.AdmissionCheckStateChanged: ClusterState._on_check_state,
     ev.AdmissionCheckUpdated: ClusterState._on_check_state,
     ev.ProvisioningRequestCreated: ClusterState._on_request_created,
@@ -1794,6 +1813,7 @@ _ABOUT_WORKLOADS = frozenset({
     ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadPreempted, ev.WorkloadEvicted, ev.WorkloadRequeued,
     ev.WorkloadDeactivated, ev.TopologyAssigned, ev.WorkloadFinished, ev.JobStopped, ev.PodsReadyChanged,
     ev.AdmissionCheckStateChanged, ev.AdmissionCheckUpdated, ev.UnhealthyNodesChanged, ev.ReclaimablePodsChanged,
+    ev.ReplacementPodsChanged,
 })
 """Event types about one workload (by ``key``) that may change a workload holding quota (WorkloadPending never
 concerns one); Workload upserts and deletions are told apart by their object or kind."""

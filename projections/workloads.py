@@ -448,6 +448,36 @@ def after_reclaim(spec_sets: tuple[PodSetInfo, ...], reclaimable: tuple[tuple[st
     return spec_sets if all(a is b for a, b in zip(out, spec_sets, strict=True)) else tuple(out)
 
 
+WAITING_FOR_REPLACEMENT_PODS = "WaitingForReplacementPods"
+
+
+def replacement_pods_condition(wl: WorkloadInfo, waiting: bool) -> tuple[str, str, str] | None:
+    """Kueue's ``WaitingForReplacementPods`` on a pod group's Workload as (status, reason, message), given
+    whether Pods are missing; None: the condition is not shown and need not be. Waiting: True, with the
+    eviction's reason and message while the Workload is evicted, else (when it turns True) ``PodsFailed``
+    "Some Failed pods need replacement", else as it was. Not waiting: False ``PodsReady`` "No pods need
+    replacement"."""
+    current = wl.condition(WAITING_FOR_REPLACEMENT_PODS)
+    if current is None and not waiting:
+        return None
+    if not waiting:
+        if current is not None and current.status == "False":
+            return current.status, current.reason, current.message
+        return "False", "PodsReady", "No pods need replacement"
+    evicted = wl.condition("Evicted")
+    if evicted is not None and evicted.status == "True":
+        return "True", evicted.reason, evicted.message
+    if current is not None and current.status == "True":
+        return current.status, current.reason, current.message
+    return "True", "PodsFailed", "Some Failed pods need replacement"
+
+
+def waits_for_replacement_pods(wl: WorkloadInfo) -> bool:
+    """``WaitingForReplacementPods`` is True: the Workload may not be queued (Kueue's ``IsAdmissible``)."""
+    c = wl.condition(WAITING_FOR_REPLACEMENT_PODS)
+    return c is not None and c.status == "True"
+
+
 def reclaimable_of(pods: list[o.ReclaimablePod] | tuple[o.ReclaimablePod, ...]) -> tuple[tuple[str, int], ...]:
     """``status.reclaimablePods`` as a workload keeps it: (pod set, count) by name, the shared empty tuple
     when there are none (Kueue compares the lists as maps: their order means nothing)."""

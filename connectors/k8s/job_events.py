@@ -123,6 +123,8 @@ def job_events(e: ev.AnyEvent, job: Involved | PendingChecks) -> tuple[KubeEvent
             return (make_event(job, NORMAL, STARTED, f"Admitted by clusterQueue {e.cluster_queue}", by),)
         case ev.JobActed(action="Stopped"):
             return (make_event(job, NORMAL, STOPPED, e.message, by),)
+        case ev.JobActed(action="ErrWorkloadCompose"):
+            return (make_event(job, WARNING, e.action, e.message, by),)
         case ev.JobActed(action="WorkloadPriorityClassNotFound"):
             return (make_event(job, WARNING, NOT_FOUND_REASON, e.message, by),)
         case ev.JobActed(action="UpdatedWorkload" | "DeletedWorkload" | "ExcessPodDeleted"):

@@ -38,7 +38,7 @@ from projections.cluster import ClusterState
 from projections.in_use import KINDS as FINALIZED
 
 WORKLOAD_EVENTS = (ev.Decision, ev.WorkloadFinished, ev.PodsReadyChanged, ev.AdmissionCheckStateChanged,
-                   ev.JobStopped, ev.ReclaimablePodsChanged)
+                   ev.JobStopped, ev.ReclaimablePodsChanged, ev.ReplacementPodsChanged)
 LEDGER_EVENTS = (ev.Decision, ev.DecisionApplied, ev.DecisionRejected, ev.JobActed, ev.WorkloadFinished)
 OUTCOMES = (ev.DecisionApplied, ev.DecisionRejected)
 QUEUE_INPUTS = frozenset({"ResourceFlavor", "AdmissionCheck", "Topology", "Cohort"})

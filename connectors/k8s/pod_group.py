@@ -12,7 +12,10 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
   wait; Pods that disagree on the queue name or the total count get none; runnable Pods beyond the total (the
   newest, gated ones first) are finalized and deleted (``ExcessPodDeleted``); the rest make the Workload —
   every Pod an owner (not the controller), ``kueue.x-k8s.io/is-group-workload: "true"``, at most 8 roles;
-* a Workload: runnable Pods of a role beyond its pod set's count are excess too, removed the same way;
+* a Workload: runnable Pods of a role beyond its pod set's count are excess too, removed the same way; failed
+  Pods a runnable one replaces lose the finalizer; a group's succeeded Pods are its reclaimable pods (per role,
+  ``ReclaimablePodsChanged``), none for a serving group (``kueue.x-k8s.io/pod-group-serving: "true"``), which
+  never finishes either;
 * the group has finished once as many Pods succeeded as the total (or, with a Pod annotated
   ``kueue.x-k8s.io/retriable-in-group: "false"``, once none is still running): the Workload finishes
   ``Succeeded``, "Pods succeeded: <n>/<total>.", and then every Pod loses the finalizer;
@@ -23,7 +26,7 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from connectors.k8s.job_events import MISSING_WORKLOAD, NOT_ADMITTED, QUEUE_LABEL
@@ -54,9 +57,20 @@ from projections.workloads import FINISHED, PROVREQ_ANNOTATION_PREFIX, WorkloadI
 
 IS_GROUP_ANNOTATION = "kueue.x-k8s.io/is-group-workload"
 RETRIABLE_ANNOTATION = "kueue.x-k8s.io/retriable-in-group"
+FAST_ADMISSION_ANNOTATION = "kueue.x-k8s.io/pod-group-fast-admission"
+SERVING_ANNOTATION = "kueue.x-k8s.io/pod-group-serving"
+NO_RUNNABLE_POD = "failed to find a runnable pod in the group"
 MAX_ROLES = 8
 TOO_MANY_ROLES = "pod group can't include more than 8 roles"
 EXCESS_POD_DELETED = "ExcessPodDeleted"
+ERR_WORKLOAD_COMPOSE = "ErrWorkloadCompose"
+"""The Warning Event Kueue records on the Pod standing for a group too small to make its Workload."""
+
+
+def fast_admission(annotations: dict[str, str]) -> bool:
+    """The group's Workload is made from its first runnable Pod, without waiting for the rest: Kueue looks only
+    at whether the first Pod carries ``kueue.x-k8s.io/pod-group-fast-admission`` (any value)."""
+    return FAST_ADMISSION_ANNOTATION in annotations
 
 
 def group_key(pod: ManagedPod) -> str:
@@ -111,14 +125,15 @@ def _running(pod: ManagedPod) -> bool:
 
 # --- the next step ---------------------------------------------------------------------------------------------
 
-NOTHING, WAIT, INVALID, CREATE, FINALIZE, FINISH, START, STOP, RELEASE = (
-    "nothing", "wait", "invalid", "create", "finalize", "finish", "start", "stop", "release")
+NOTHING, WAIT, INVALID, CREATE, FINALIZE, FINISH, START, STOP, RELEASE, RECLAIM = (
+    "nothing", "wait", "invalid", "create", "finalize", "finish", "start", "stop", "release", "reclaim")
 
 
 @dataclass(frozen=True)
 class GroupStep:
     """What to do next with a group: ``remove`` (excess Pods: finalize and delete) first, ``finalize`` (Pods that
-    only lose the finalizer), then ``action`` on ``pods``."""
+    only lose the finalizer), then ``action`` on ``pods`` (WAIT with reason ``ErrWorkloadCompose``: the Pod its
+    Warning Event is recorded on)."""
 
     action: str = NOTHING
     pods: tuple[ManagedPod, ...] = ()
@@ -129,6 +144,8 @@ class GroupStep:
     release: bool = False
     kept: tuple[ManagedPod, ...] = field(default=())
     """CREATE: the Pods the Workload is made of."""
+    reclaimable: tuple[tuple[str, int], ...] = ()
+    """RECLAIM: the Workload's ``status.reclaimablePods`` as they should be, (role, count) by role."""
 
 
 def _mismatch(pods: list[ManagedPod], first: ManagedPod, total: int) -> str:
@@ -163,13 +180,23 @@ def next_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool,
         return GroupStep(INVALID, message=str(exc))
     if wl is None:
         return _without_workload(pods, first, total)
-    remove = _excess_by_role(pods, wl)
-    left = [p for p in pods if p not in remove]
     if wl.phase == FINISHED:
         return GroupStep(FINALIZE, tuple(p for p in pods if finalizable(p)))
-    message = finished(left, total)
+    step = _with_workload(pods, first, total, wl, admission_shown)
+    return replace(step, finalize=_replaced_by_role(pods, wl)) if step.action != FINALIZE else step
+
+
+def _with_workload(pods: list[ManagedPod], first: ManagedPod, total: int, wl: WorkloadInfo,
+                   admission_shown: bool) -> GroupStep:
+    remove = _excess_by_role(pods, wl)
+    left = [p for p in pods if p not in remove]
+    serving = is_serving(first)
+    message = None if serving else finished(left, total)
     if message is not None:
         return GroupStep(FINISH, remove=remove, reason="Succeeded", message=message)
+    reclaimable = () if serving else reclaimable_pods(left)
+    if reclaimable != wl.reclaimable:
+        return GroupStep(RECLAIM, remove=remove, reclaimable=reclaimable)
     running = tuple(p for p in left if _running(p))
     if wl.evicted:
         evicted = wl.condition("Evicted")
@@ -196,23 +223,81 @@ def _without_workload(pods: list[ManagedPod], first: ManagedPod, total: int) -> 
         running = tuple(p for p in pods if _running(p))
         return GroupStep(STOP, running, finalize=dead, reason=NO_MATCHING_WORKLOAD_REASON, message=MISSING_WORKLOAD)
     active = [p for p in pods if runnable_or_succeeded(p)]
-    if len(active) < total:
-        return GroupStep(WAIT, finalize=dead,
+    fast = fast_admission(first.metadata.annotations)
+    if len(active) < total and not fast:
+        return GroupStep(WAIT, (first,), finalize=dead, reason=ERR_WORKLOAD_COMPOSE,
                          message=f"'{group_name(first.metadata.labels)}' group has fewer runnable pods than expected")
     complaint = _mismatch(pods, first, total)
     if complaint:
         return GroupStep(INVALID, finalize=dead, message=complaint)
+    if not active:
+        return GroupStep(WAIT, finalize=dead, message=NO_RUNNABLE_POD)
     remove = tuple(excess(pods, total))
     kept = tuple(p for p in active if p not in remove)
     return GroupStep(CREATE, remove=remove, finalize=dead, kept=kept)
 
 
 def _excess_by_role(pods: list[ManagedPod], wl: WorkloadInfo) -> tuple[ManagedPod, ...]:
-    """The runnable Pods of each of the Workload's roles beyond its pod set's count."""
+    """The runnable Pods of each of the Workload's roles beyond its pod set's count (the spec's: reclaimable Pods
+    are still the group's)."""
     out: list[ManagedPod] = []
-    for ps in wl.pod_sets:
+    for ps in wl.spec_sets:
         out += excess([p for p in pods if role_of(p) == ps.name], ps.count)
     return tuple(out)
+
+
+def _keep_inactive_first(pods: list[ManagedPod]) -> list[ManagedPod]:
+    """Failed (or never placed and deleted) Pods, those to keep first: with Kueue's finalizer, then the last to
+    have been active (deleted last, or not deleted), then the oldest (Kueue's ``sortInactivePods``, its times
+    read from the deletion only)."""
+    out = sorted(pods, key=lambda p: (p.metadata.creation_timestamp or "", p.metadata.name))
+    out.sort(key=lambda p: p.metadata.deletion_timestamp or "~", reverse=True)
+    out.sort(key=lambda p: not finalizable(p))
+    return out
+
+
+def _replaced_by_role(pods: list[ManagedPod], wl: WorkloadInfo) -> tuple[ManagedPod, ...]:
+    """The inactive Pods of each role that runnable ones replace (as many as the role's runnable Pods and
+    inactive ones together exceed its pod set's count, the last by :func:`_keep_inactive_first`): they lose
+    Kueue's finalizer."""
+    out: list[ManagedPod] = []
+    for ps in wl.spec_sets:
+        role = [p for p in pods if role_of(p) == ps.name]
+        inactive = [p for p in role if not runnable_or_succeeded(p)]
+        replaced = min(len(inactive), len(role) - ps.count)
+        if replaced > 0:
+            out += [p for p in _keep_inactive_first(inactive)[-replaced:] if finalizable(p)]
+    return tuple(out)
+
+
+def absent_pods(pods: list[ManagedPod], wl: WorkloadInfo) -> int:
+    """How many Pods the group's Workload misses: per role, its pod set's count less its runnable (or succeeded)
+    Pods; under fast admission, one per role that has none at all (its Pods are still to come)."""
+    fast = bool(pods) and fast_admission(pods[0].metadata.annotations)
+    absent = 0
+    for ps in wl.spec_sets:
+        active = sum(1 for p in pods if role_of(p) == ps.name and runnable_or_succeeded(p))
+        if fast:
+            absent += 1 if ps.count > 0 and active == 0 else 0
+        else:
+            absent += max(0, ps.count - active)
+    return absent
+
+
+def is_serving(first: ManagedPod) -> bool:
+    """A serving group (``kueue.x-k8s.io/pod-group-serving: "true"`` on the Pod standing for it): it never
+    finishes, however many of its Pods succeeded, and none of its Pods is reclaimable."""
+    return first.metadata.annotations.get(SERVING_ANNOTATION) == "true"
+
+
+def reclaimable_pods(pods: list[ManagedPod]) -> tuple[tuple[str, int], ...]:
+    """The succeeded Pods of each role, (role, count) by role: what a group that is not serving no longer needs
+    quota for (Kueue's ``ReclaimablePods`` of a pod group)."""
+    counts: dict[str, int] = {}
+    for p in pods:
+        if p.status.phase == "Succeeded":
+            counts[role_of(p)] = counts.get(role_of(p), 0) + 1
+    return tuple(sorted(counts.items()))
 
 
 def pods_ready(pods: list[ManagedPod]) -> bool:
@@ -222,9 +307,15 @@ def pods_ready(pods: list[ManagedPod]) -> bool:
 
 # --- the Workload ----------------------------------------------------------------------------------------------
 
-def pod_sets(state: ClusterState, raw_pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def pod_sets(state: ClusterState, raw_pods: list[dict[str, Any]], fast_total: int | None = None
+             ) -> list[dict[str, Any]]:
     """One pod set per role, named by its hash, of as many Pods as have that role, made from the first of them
-    (:func:`connectors.k8s.pod_sync.pod_set`: its spec, its topology request under TAS); sorted by name."""
+    (:func:`connectors.k8s.pod_sync.pod_set`: its spec, its topology request under TAS); sorted by name.
+    ``fast_total`` (fast admission): the one pod set of the first Pod's role, of the group's whole total, whatever
+    the roles of the Pods still to come."""
+    if fast_total is not None:
+        first = raw_pods[0]
+        return [pod_set(state, first, raw_role(first), fast_total)]
     by_role: dict[str, dict[str, Any]] = {}
     for raw in raw_pods:
         role = raw_role(raw)
@@ -248,12 +339,14 @@ def owner_ref(raw: dict[str, Any]) -> dict[str, Any]:
 
 def workload_for(state: ClusterState, raw_pods: list[dict[str, Any]]) -> dict[str, Any]:
     """The group's Workload, made of ``raw_pods`` (as stored; the first stands for the group): named after the
-    group, a pod set per role, the queue name, priority and ``maximumExecutionTimeSeconds`` of the first Pod, its
+    group, a pod set per role (under fast admission one, :func:`pod_sets`), the queue name, priority and
+    ``maximumExecutionTimeSeconds`` of the first Pod, its
     ProvisioningRequest annotations and ``kueue.x-k8s.io/is-group-workload: "true"``, every Pod an owner. Raises
     ValueError with more than 8 roles, and what :func:`connectors.k8s.pod_sync.workload_for` raises."""
     first = raw_pods[0]["metadata"]
     labels, annotations = first.get("labels") or {}, first.get("annotations") or {}
-    sets = pod_sets(state, raw_pods)
+    fast_total = total_count(annotations) if fast_admission(annotations) else None
+    sets = pod_sets(state, raw_pods, fast_total)
     if len(sets) > MAX_ROLES:
         raise ValueError(TOO_MANY_ROLES)
     spec: dict[str, Any] = {"queueName": labels[QUEUE_LABEL], "podSets": sets}

@@ -77,7 +77,12 @@ from events.errors import InvalidInput
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 from kueue_es.scheduler.config_record import in_force
 from projections import gates
-from projections.workloads import FINISHED, WorkloadInfo
+from projections.workloads import (
+    FINISHED,
+    WAITING_FOR_REPLACEMENT_PODS,
+    WorkloadInfo,
+    replacement_pods_condition,
+)
 
 log = structlog.get_logger("kueue_es.k8s.pods")
 
@@ -524,6 +529,8 @@ class PodIntegration:
             if change is not None:
                 await self._append_once(wl, ev.PodsReadyChanged(time=_now(), key=wl.key, uid=wl.uid,
                                                                 ready=change[0], reason=change[1]))
+        if wl is not None and managed and wl.phase != FINISHED and await self._replacement_pods(wl, pods):
+            return  # as Kueue's reconciler: the rest waits for the Workload that shows the condition
         shown = wl is not None and obs is not None and admission_shown(wl, obs)
         step = pod_group.next_step(pods, wl, managed=managed, admission_shown=shown)
         for pod in step.finalize:
@@ -535,6 +542,17 @@ class PodIntegration:
             for pod in deleting:  # not Kueue's to hold: let it go
                 if pod_sync.finalizable(pod):
                     await self._once(pod, "finalize", self._finalize(pod, ""))
+
+    async def _replacement_pods(self, wl: WorkloadInfo, pods: list[ManagedPod]) -> bool:
+        """Put in the log that the group's Workload waits for replacement Pods (or no longer does) when its
+        ``WaitingForReplacementPods`` condition is to change; whether it did."""
+        waiting = pod_group.absent_pods(pods, wl) > 0
+        wanted = replacement_pods_condition(wl, waiting)
+        current = wl.condition(WAITING_FOR_REPLACEMENT_PODS)
+        if wanted is None or (current is not None and (current.status, current.reason, current.message) == wanted):
+            return False
+        await self._append_once(wl, ev.ReplacementPodsChanged(time=_now(), key=wl.key, uid=wl.uid, waiting=waiting))
+        return True
 
     async def _carry_out_group(self, group: str, step: pod_group.GroupStep, wl: WorkloadInfo | None) -> None:
         match step.action:
@@ -567,10 +585,17 @@ class PodIntegration:
             case pod_group.FINALIZE:
                 for pod in step.pods:
                     await self._once(pod, "finalize", self._finalize(pod, group))
+            case pod_group.RECLAIM:
+                assert wl is not None
+                await self._append_once(wl, ev.ReclaimablePodsChanged(
+                    time=_now(), key=wl.key, uid=wl.uid,
+                    reclaimable_pods=[o.ReclaimablePod(name=n, count=c) for n, c in step.reclaimable]))
             case pod_group.WAIT | pod_group.INVALID:
                 if self._acted.get(GROUP_PREFIX + group) != (step.action, step.message):
                     self._acted[GROUP_PREFIX + group] = (step.action, step.message)
                     log.info("pod group gets no workload yet", group=group, reason=step.message)
+                    if step.reason == pod_group.ERR_WORKLOAD_COMPOSE and step.pods:
+                        await self._report(step.pods[0], pod_group.ERR_WORKLOAD_COMPOSE, message=step.message)
             case _:
                 pass
 

@@ -65,13 +65,14 @@ def member(name: str, *, role: str = "r1", gated: bool = True, phase: str = "Pen
 
 
 def group_workload(phase: str = PENDING, *, counts: dict[str, int] | None = None, evicted: str = "",
-                   reserving: bool = False) -> WorkloadInfo:
+                   reserving: bool = False, reclaimable: tuple[tuple[str, int], ...] = ()) -> WorkloadInfo:
     sets = tuple(PodSetInfo(name=n, count=c, min_count=None, requests=()) for n, c in (counts or {"r1": 2}).items())
     conditions = (o.Condition(type="Evicted", status="True", reason=evicted, message="Preempted by x"),) if evicted else ()
     if reserving:
         conditions += (o.Condition(type="QuotaReserved", status="True", reason="QuotaReserved"),)
     return WorkloadInfo(key="ns/g", uid="wl", namespace="ns", name="g", queue_name="lq", created=0, priority=0,
-                        priority_class="", pod_sets=sets, phase=phase, evicted=evicted, conditions=conditions)
+                        priority_class="", pod_sets=sets, phase=phase, evicted=evicted, conditions=conditions,
+                        reclaimable=reclaimable)
 
 
 def names(pods: tuple[ManagedPod, ...]) -> list[str]:
@@ -116,7 +117,7 @@ def test_an_admitted_group_starts_every_gated_pod_once_the_apiserver_shows_it() 
 
 
 def test_the_group_finishes_when_as_many_pods_succeeded_as_its_total() -> None:
-    wl = group_workload(ADMITTED)
+    wl = group_workload(ADMITTED, reclaimable=(("r1", 1),))
     running = [member("a", gated=False, phase="Succeeded"), member("b", gated=False, phase="Running")]
     assert next_step(running, wl, managed=True, admission_shown=True).action == "nothing"
     failed = [member("a", gated=False, phase="Succeeded"), member("b", gated=False, phase="Failed")]
@@ -174,3 +175,83 @@ def test_the_group_workload_has_a_pod_set_per_role_and_every_pod_as_owner() -> N
 def test_more_than_eight_roles_get_no_workload() -> None:
     with pytest.raises(ValueError, match="can't include more than 8 roles"):
         pod_group.workload_for(ClusterState(), [raw(f"p{i}", str(i + 1)) for i in range(9)])
+
+
+FAST = {"kueue.x-k8s.io/pod-group-fast-admission": "true"}
+
+
+def test_fast_admission_makes_the_workload_from_the_first_runnable_pod() -> None:
+    """Kueue skips the wait for the whole group when its first Pod asks for fast admission (the key alone)."""
+    step = next_step([member("a", annotations=FAST, total="3")], None, managed=True, admission_shown=False)
+    assert step.action == CREATE and names(step.kept) == ["a"]
+    step = next_step([member("a", annotations={"kueue.x-k8s.io/pod-group-fast-admission": ""}, total="3")], None,
+                     managed=True, admission_shown=False)
+    assert step.action == CREATE, "only the key counts"
+    step = next_step([member("a", total="3"), member("b", annotations=FAST, total="3")], None, managed=True,
+                     admission_shown=False)
+    assert step.action == WAIT, "the first Pod stands for the group"
+    failed = member("b", gated=False, phase="Failed", total="3", annotations=FAST)
+    step = next_step([member("a", total="3", annotations=FAST, deleting=True), failed], None, managed=True,
+                     admission_shown=False)
+    assert (step.action, step.message) == (WAIT, "failed to find a runnable pod in the group")
+    step = next_step([member("a", annotations=FAST), member("b", queue="other")], None, managed=True,
+                     admission_shown=False)
+    assert step.action == INVALID, "Pods that disagree still get none"
+
+
+def test_a_fast_admission_workload_has_one_pod_set_of_the_whole_total() -> None:
+    first, other = raw("a", "1"), raw("b", "2")
+    first["metadata"]["annotations"].update(FAST)
+    body = pod_group.workload_for(ClusterState(), [first, other])
+    assert [(ps["name"], ps["count"]) for ps in body["spec"]["podSets"]] == [(role_hash(first["spec"]), 3)]
+    assert body["spec"]["podSets"][0]["template"] == {"spec": first["spec"]}
+
+
+SERVING = {"kueue.x-k8s.io/pod-group-serving": "true"}
+
+
+def test_succeeded_pods_of_a_group_are_reclaimable_unless_it_is_serving() -> None:
+    wl = group_workload(ADMITTED, counts={"r1": 2, "r2": 1})
+    pods = [member("a", gated=False, phase="Succeeded", total="3"), member("b", gated=False, phase="Running", total="3"),
+            member("c", role="r2", gated=False, phase="Succeeded", total="3")]
+    step = next_step(pods, wl, managed=True, admission_shown=True)
+    assert (step.action, step.reclaimable) == (pod_group.RECLAIM, (("r1", 1), ("r2", 1)))
+    shown = group_workload(ADMITTED, counts={"r1": 2, "r2": 1}, reclaimable=(("r1", 1), ("r2", 1)))
+    assert next_step(pods, shown, managed=True, admission_shown=True).action == "nothing"
+    serving = [member(p.metadata.name, role=role_of, gated=False, phase=p.status.phase, total="3", annotations=SERVING)
+               for p, role_of in zip(pods, ("r1", "r1", "r2"), strict=True)]
+    assert next_step(serving, wl, managed=True, admission_shown=True).action == "nothing"
+    step = next_step(serving, shown, managed=True, admission_shown=True)
+    assert (step.action, step.reclaimable) == (pod_group.RECLAIM, ()), "a serving group has none"
+
+
+def test_a_serving_group_never_finishes() -> None:
+    done = [member(n, gated=False, phase="Succeeded", annotations=SERVING) for n in "ab"]
+    assert next_step(done, group_workload(ADMITTED), managed=True, admission_shown=True).action == "nothing"
+    unretriable = {**SERVING, "kueue.x-k8s.io/retriable-in-group": "false"}
+    failed = [member(n, gated=False, phase="Failed", annotations=unretriable) for n in "ab"]
+    assert next_step(failed, group_workload(ADMITTED), managed=True, admission_shown=True).action == "nothing"
+
+
+def test_a_failed_pod_with_a_replacement_loses_the_finalizer() -> None:
+    wl = group_workload(ADMITTED)
+    failed = member("a", gated=False, phase="Failed", annotations=SERVING)
+    pods = [failed, member("b", gated=False, phase="Running", annotations=SERVING)]
+    assert next_step(pods, wl, managed=True, admission_shown=True).finalize == (), "no replacement yet"
+    step = next_step([*pods, member("c", annotations=SERVING)], wl, managed=True, admission_shown=True)
+    assert names(step.finalize) == ["a"] and step.action == START and names(step.pods) == ["c"]
+    older = member("d", gated=False, phase="Failed", deleting=True, node="n1", annotations=SERVING)
+    four = [failed, older, *pods[1:], member("c", annotations=SERVING)]
+    assert names(next_step(four, wl, managed=True, admission_shown=True).finalize) == ["a", "d"]
+    step = next_step(four, group_workload(ADMITTED, counts={"r1": 3}), managed=True, admission_shown=True)
+    assert names(step.finalize) == ["d"], "the one active less lately (deleted before) goes first"
+
+
+def test_absent_pods_count_per_role_and_under_fast_admission_only_roles_with_none() -> None:
+    wl = group_workload(ADMITTED, counts={"r1": 2, "r2": 1})
+    pods = [member("a", gated=False, phase="Failed"), member("b", gated=False, phase="Succeeded"),
+            member("c", role="r2", deleting=True)]
+    assert pod_group.absent_pods(pods, wl) == 2
+    fast = [member("a", annotations=FAST, total="3"), member("c", role="r2", annotations=FAST, total="3")]
+    assert pod_group.absent_pods(fast, group_workload(ADMITTED, counts={"r1": 3})) == 0, "the rest are to come"
+    assert pod_group.absent_pods(fast[1:], group_workload(ADMITTED, counts={"r1": 3})) == 1

@@ -285,7 +285,17 @@ async def test_a_pod_group_gets_one_workload_once_all_its_pods_are_there() -> No
     pods, _, appended, client = integration(client=GroupClient(raws))
     _watch(pods, raws["a"])
     await pods.reconcile("ns/a")
-    assert client.calls == [] and appended == [], "one of two Pods: no Workload yet"
+    assert client.calls == [], "one of two Pods: no Workload yet"
+    (compose,) = appended
+    assert isinstance(compose, ev.JobActed) and (compose.key, compose.action, compose.message) == (
+        "ns/a", "ErrWorkloadCompose", "'g' group has fewer runnable pods than expected")
+    await pods.reconcile("ns/a")
+    assert len(appended) == 1, "recorded once while nothing changed"
+    ledger = EventLedger()
+    ledger.fold(ev.Record(9, compose), Mirror().state, {})
+    (event,) = job_events(compose, ledger.ready[9].before)  # type: ignore[arg-type]
+    assert (event.type, event.reason, event.involved.name) == ("Warning", "ErrWorkloadCompose", "a")
+    appended.clear()
     _watch(pods, raws["b"])
     await pods.reconcile("ns/b")
     await pods.reconcile("group/ns/g")
@@ -327,6 +337,41 @@ async def test_a_finished_pod_group_finishes_its_workload_and_its_records_mark_t
     (finished,) = appended
     assert isinstance(finished, ev.WorkloadFinished) and (finished.reason, finished.message) == (
         "Succeeded", "Pods succeeded: 2/2.")
+
+
+@pytest.mark.asyncio
+async def test_a_fast_admission_group_gets_its_workload_from_its_first_pod() -> None:
+    raw = _group_raw("a")
+    raw["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-fast-admission"] = "true"
+    pods, _, appended, client = integration(client=GroupClient({"a": raw}))
+    _watch(pods, raw)
+    await pods.reconcile("group/ns/g")
+    (_, _, body), = [c for c in client.calls if c[0] == "create"]
+    assert [(ps["name"], ps["count"]) for ps in body["spec"]["podSets"]] == [("7aa6c7b8", 2)]
+
+
+@pytest.mark.asyncio
+async def test_the_succeeded_pods_of_a_running_group_become_reclaimable_through_the_log() -> None:
+    pods, mirror, appended, _ = integration(group_workload_obs())
+    mirror.state.workloads["ns/g"].phase = ADMITTED
+    _watch(pods, _group_raw("a", gated=False, phase="Succeeded"))
+    _watch(pods, _group_raw("b", gated=False, phase="Running"))
+    await pods.reconcile("group/ns/g")
+    (changed,) = appended
+    assert isinstance(changed, ev.ReclaimablePodsChanged) and changed.key == "ns/g"
+    assert changed.reclaimable_pods == [o.ReclaimablePod(name="7aa6c7b8", count=1)]
+
+
+@pytest.mark.asyncio
+async def test_a_group_missing_a_pod_says_it_waits_for_replacement_pods_through_the_log() -> None:
+    pods, mirror, appended, client = integration(group_workload_obs())
+    mirror.state.workloads["ns/g"].phase = ADMITTED
+    _watch(pods, _group_raw("a", gated=False, phase="Failed"))
+    _watch(pods, _group_raw("b", gated=False, phase="Running"))
+    await pods.reconcile("group/ns/g")
+    (waiting,) = appended
+    assert isinstance(waiting, ev.ReplacementPodsChanged) and (waiting.key, waiting.waiting) == ("ns/g", True)
+    assert client.calls == [], "the rest waits for the Workload that shows the condition"
 
 
 def _ready(raw: dict[str, Any], ready: bool) -> dict[str, Any]:
