@@ -319,14 +319,15 @@ class _Layer(msgspec.Struct):
 _LAYERS = msgspec.json.Decoder(list[_Layer] | None)
 
 
-def topology_errors(annotations: Mapping[str, str], count: int, multi_layer: bool) -> list[str]:
+def topology_errors(annotations: Mapping[str, str], count: int | None, multi_layer: bool, *,
+                    path: str = _TEMPLATE_ANNOTATIONS) -> list[str]:
     """What Kueue refuses in a pod template's TAS annotations (under ``TopologyAwareScheduling``): more than one
     of required, preferred and unconstrained; a level that is not a label key; an unconstrained value that is not a
     boolean; a slice size that is not an int32 of at least 1, or without its slice topology (and the topology
     without a size); a ``podset-group-name`` that is a number, comes with a slice request, or without a required
     or preferred level; the slice layers (``multi_layer``: ``TASMultiLayerTopology``) as :func:`_layers_errors`
-    says. A request that passes may not ask for a slice (or an outer layer) larger than the ``count`` pods."""
-    path = _TEMPLATE_ANNOTATIONS
+    says. A request that passes may not ask for a slice (or an outer layer) larger than the ``count`` pods (no
+    bound when ``count`` is None: Kueue's Pod webhook has none). ``path``: where the annotations sit in the object."""
     found = {k for k in (REQUIRED, PREFERRED, UNCONSTRAINED, SLICE_REQUIRED, SLICE_SIZE, GROUP_NAME)
              if k in annotations}
     errors = []
@@ -337,7 +338,7 @@ def topology_errors(annotations: Mapping[str, str], count: int, multi_layer: boo
         if key in found:
             errors += _label_name(annotations[key], _key(path, key))
     if GROUP_NAME in found:
-        errors += _group_name_errors(annotations[GROUP_NAME], found)
+        errors += _group_name_errors(annotations[GROUP_NAME], found, path)
     if UNCONSTRAINED in found and _parse_bool(annotations[UNCONSTRAINED]) is None:
         errors.append(_invalid(_key(path, UNCONSTRAINED), annotations[UNCONSTRAINED], "must be a boolean value"))
     if SLICE_SIZE in found:
@@ -352,12 +353,14 @@ def topology_errors(annotations: Mapping[str, str], count: int, multi_layer: boo
     if SLICE_SIZE in found and SLICE_REQUIRED not in found:
         errors.append(_forbidden(_key(path, SLICE_SIZE), f"may not be set when '{SLICE_REQUIRED}' is not specified"))
     if SLICE_LAYERS in annotations:
-        errors += _layers_errors(annotations[SLICE_LAYERS], found, multi_layer)
-    return errors or _upper_bound_errors(annotations, count)
+        errors += _layers_errors(annotations[SLICE_LAYERS], found, multi_layer, path)
+    if errors or count is None:
+        return errors
+    return _upper_bound_errors(annotations, count, path)
 
 
-def _group_name_errors(name: str, found: set[str]) -> list[str]:
-    at = _key(_TEMPLATE_ANNOTATIONS, GROUP_NAME)
+def _group_name_errors(name: str, found: set[str], path: str) -> list[str]:
+    at = _key(path, GROUP_NAME)
     errors = []
     if _DIGITS.fullmatch(name) and int(name) < _UINT64:
         errors.append(_invalid(at, name, "must not be a number"))
@@ -369,19 +372,18 @@ def _group_name_errors(name: str, found: set[str]) -> list[str]:
     return errors
 
 
-def _layers_errors(text: str, found: set[str], multi_layer: bool) -> list[str]:
+def _layers_errors(text: str, found: set[str], multi_layer: bool, path: str) -> list[str]:
     """The slice layers annotation (a JSON list of ``{topology, size}``): only under ``TASMultiLayerTopology``,
     never with the single-slice annotations or a group name; 1 to 3 layers, each a label key and a size of at
     least 1, no level twice, each size dividing the one above it."""
-    at = _key(_TEMPLATE_ANNOTATIONS, SLICE_LAYERS)
+    at = _key(path, SLICE_LAYERS)
     if not multi_layer:
         return [_forbidden(at, f"the {gates.TAS_MULTI_LAYER_TOPOLOGY} feature gate must be enabled to use this "
                                "annotation")]
     errors = [_forbidden(at, f"may not be set when '{key}' is specified")
               for key in (SLICE_REQUIRED, SLICE_SIZE) if key in found]
     if GROUP_NAME in found:
-        errors.append(_forbidden(_key(_TEMPLATE_ANNOTATIONS, GROUP_NAME),
-                                 f"may not be set when '{SLICE_LAYERS}' is specified"))
+        errors.append(_forbidden(_key(path, GROUP_NAME), f"may not be set when '{SLICE_LAYERS}' is specified"))
     try:
         layers = _LAYERS.decode(text) or []
     except msgspec.DecodeError as exc:
@@ -407,12 +409,12 @@ def _layers_errors(text: str, found: set[str], multi_layer: bool) -> list[str]:
     return errors
 
 
-def _upper_bound_errors(annotations: Mapping[str, str], count: int) -> list[str]:
+def _upper_bound_errors(annotations: Mapping[str, str], count: int, path: str) -> list[str]:
     errors = []
     if SLICE_SIZE in annotations:
         size = parse_int(annotations[SLICE_SIZE], 32)
         if size is not None and size > count:
-            errors.append(_invalid(_key(_TEMPLATE_ANNOTATIONS, SLICE_SIZE), annotations[SLICE_SIZE],
+            errors.append(_invalid(_key(path, SLICE_SIZE), annotations[SLICE_SIZE],
                                    f"must not be greater than pod set count {count}"))
     if SLICE_LAYERS in annotations:
         try:
@@ -420,7 +422,7 @@ def _upper_bound_errors(annotations: Mapping[str, str], count: int) -> list[str]
         except msgspec.DecodeError:
             layers = []
         if layers and layers[0].size > count:
-            errors.append(_invalid(_key(_TEMPLATE_ANNOTATIONS, SLICE_LAYERS), layers[0].size,
+            errors.append(_invalid(_key(path, SLICE_LAYERS), layers[0].size,
                                    f"must not be greater than pod set count {count}"))
     return errors
 

@@ -9,6 +9,9 @@ ValidateUpdate, with ``pkg/controller/jobframework/validation.go``):
 * **on create, and again on every update**: the managed label ``kueue.x-k8s.io/managed``, when set, is ``"true"``;
   the pod group's label and ``kueue.x-k8s.io/pod-group-total-count`` annotation are both set or neither, the name
   a DNS-1123 subdomain and the total a whole number above 0 (:func:`connectors.k8s.pod_roles.metadata_errors`);
+  the Pod's TAS annotations as a Job template's (:func:`connectors.k8s.job_validation.topology_errors`, under
+  ``metadata.annotations``), whatever ``TopologyAwareScheduling`` says and with no bound from a pod count, as
+  Kueue's ``validateTopologyRequest`` (``ValidateTASPodSetRequest`` alone);
 * **on create**: the ``kueue.x-k8s.io/queue-name`` and ``kueue.x-k8s.io/prebuilt-workload-name`` labels are DNS-1123
   subdomains and ``kueue.x-k8s.io/max-exec-time-seconds`` an integer above 0, as for a Job;
 * **on update**: the rules Kueue holds every job it manages to (:func:`connectors.k8s.job_validation.generic_update_errors`),
@@ -18,10 +21,10 @@ ValidateUpdate, with ``pkg/controller/jobframework/validation.go``):
   once ungated, nor ever removed. The group name does not change once set, and a Pod of a group annotated
   ``kueue.x-k8s.io/retriable-in-group: "false"`` keeps that.
 
-The mutating Pod webhook (:mod:`connectors.k8s.pod_webhook`) refuses nothing, as Kueue's. Not done, unlike Kueue:
-the warning for a managed label on a Pod whose owner Kueue manages, the TAS annotations of a Pod (a malformed one
-is no topology request here) and the rule that a Pod's prebuilt Workload be its group's (kueue-es runs no
-prebuilt Workload for Pods).
+The mutating Pod webhook (:mod:`connectors.k8s.pod_webhook`) refuses nothing, as Kueue's. Neither webhook compares
+a group Pod's ``kueue.x-k8s.io/pod-group-pod-index`` with its total, as in Kueue. Not done, unlike Kueue: the
+warning for a managed label on a Pod whose owner Kueue manages and the rule that a Pod's prebuilt Workload be its
+group's (kueue-es runs no prebuilt Workload for Pods).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import msgspec
 from connectors.k8s import job_validation
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.pod_roles import GROUP_LABEL, group_name, metadata_errors
+from projections import gates
 
 PATH = "/validate--v1-pod"
 WEBHOOK_NAME = "vpod.kb.io"
@@ -62,19 +66,28 @@ def _as_job(pod: Mapping[str, Any]) -> dict[str, Any]:
     return {"metadata": pod.get("metadata") or {}, "spec": {"suspend": gated(pod)}}
 
 
-def _common(pod: Mapping[str, Any]) -> list[str]:
-    """What is checked on create and again on every update: the managed label, the group's metadata."""
+def _common(pod: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
+    """What is checked on create and again on every update: the managed label, the group's metadata, the TAS
+    annotations."""
     errors = []
-    labels = _meta(pod, "labels")
+    labels, annotations = _meta(pod, "labels"), _meta(pod, "annotations")
     if MANAGED_LABEL in labels and labels[MANAGED_LABEL] != "true":
         errors.append(job_validation.forbidden(f"metadata.labels[{MANAGED_LABEL}]",
                                                "managed label value can only be 'true'"))
-    return errors + metadata_errors(labels, _meta(pod, "annotations"))
+    return errors + metadata_errors(labels, annotations) + _topology(annotations, feature_gates)
 
 
-def create_errors(pod: Mapping[str, Any]) -> list[str]:
+def _topology(annotations: Mapping[str, str], feature_gates: Mapping[str, bool]) -> list[str]:
+    """A Pod's TAS annotations, held to a Job template's rules whatever ``TopologyAwareScheduling`` says and
+    whether Kueue manages the Pod or not (Kueue's Pod webhook checks them unconditionally), with no bound from a
+    pod count (it does not compare a slice size with the Pod's or its group's)."""
+    multi_layer = gates.enabled(feature_gates, gates.TAS_MULTI_LAYER_TOPOLOGY)
+    return job_validation.topology_errors(annotations, None, multi_layer, path="metadata.annotations")
+
+
+def create_errors(pod: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
     """What Kueue refuses in a Pod being created, in its order."""
-    return job_validation.generic_create_errors(pod) + _common(pod)
+    return job_validation.generic_create_errors(pod) + _common(pod, feature_gates)
 
 
 def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool], *,
@@ -83,7 +96,7 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates:
     namespace has a LocalQueue ``default``."""
     errors = job_validation.generic_update_errors(_as_job(old), _as_job(new), feature_gates,
                                                   default_queue=default_queue)
-    errors += _common(new)
+    errors += _common(new, feature_gates)
     errors += _retriable_update(old, new)
     old_group, new_group = group_name(_meta(old, "labels")), group_name(_meta(new, "labels"))
     if old_group and new_group != old_group:
@@ -116,7 +129,7 @@ async def review(body: bytes, feature_gates: Mapping[str, bool], has_default_que
     new, old, operation = req.get("object"), req.get("oldObject"), req.get("operation", "")
     errors: list[str] = []
     if operation == "CREATE" and isinstance(new, dict):
-        errors = create_errors(new)
+        errors = create_errors(new, feature_gates)
     elif operation == "UPDATE" and isinstance(new, dict) and isinstance(old, dict):
         namespace = req.get("namespace") or (old.get("metadata") or {}).get("namespace", "")
         default = _queue_removed(old, new) and bool(namespace) and await has_default_queue(namespace)

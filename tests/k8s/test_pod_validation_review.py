@@ -133,6 +133,58 @@ def test_an_update_is_checked_as_a_creation_for_the_group_and_managed_label() ->
         f"metadata.labels[{MANAGED}]: Forbidden: managed label value can only be 'true'")
 
 
+# --- TAS annotations ---------------------------------------------------------------------------------------------
+
+REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+SLICE = "kueue.x-k8s.io/podset-slice-required-topology"
+SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+LAYERS = "kueue.x-k8s.io/podset-slice-required-topology-constraints"
+MA = "metadata.annotations"
+TAS_OFF = {"TopologyAwareScheduling": False, "TASMultiLayerTopology": False}
+
+
+@pytest.mark.parametrize("gates", [{}, TAS_OFF], ids=["tas-on", "tas-off"])
+@pytest.mark.parametrize(("annotations", "want"), [
+    ({REQUIRED: "rack", PREFERRED: "block"},
+     f'{MA}: Invalid value: must not contain more than one topology annotation: ["{REQUIRED}", "{PREFERRED}", '
+     '"kueue.x-k8s.io/podset-unconstrained-topology"]'),
+    ({SLICE_SIZE: "2"}, f"{MA}[{SLICE_SIZE}]: Forbidden: may not be set when '{SLICE}' is not specified"),
+    ({REQUIRED: "rack", SLICE: "rack", SLICE_SIZE: "0"},
+     f'{MA}[{SLICE_SIZE}]: Invalid value: "0": must be greater than or equal to 1'),
+])
+def test_a_pods_tas_annotations_are_held_to_kueues_rules_whatever_the_tas_gate(
+        annotations: dict, want: str, gates: dict) -> None:
+    """Kueue's Pod webhook checks them on every Pod it sees, managed or not, TopologyAwareScheduling on or off."""
+    assert _message(_review(pod(annotations=annotations), gates=gates)) == want
+    unmanaged = pod(annotations=annotations, gated=False)
+    del unmanaged["metadata"]["labels"][Q]
+    assert _message(_review(unmanaged, gates=gates)) == want
+    assert _message(_review(unmanaged, unmanaged, gates=gates)) == want, "and again on every update"
+
+
+@pytest.mark.parametrize("gates", [{}, TAS_OFF], ids=["tas-on", "tas-off"])
+def test_a_pods_slice_may_exceed_its_pod_count(gates: dict) -> None:
+    """No upper bound from a pod count on a Pod: a single Pod, or a group's, may ask for a larger slice."""
+    assert _review(pod(annotations={REQUIRED: "rack", SLICE: "rack", SLICE_SIZE: "8"}), gates=gates)["allowed"]
+    grouped = pod({GROUP: "g"}, {TOTAL: "2", REQUIRED: "rack", SLICE: "rack", SLICE_SIZE: "4"})
+    assert _review(grouped, gates=gates)["allowed"] is True
+
+
+def test_a_pods_slice_layers_need_the_multi_layer_gate() -> None:
+    layers = '[{"topology": "block", "size": 8}, {"topology": "rack", "size": 3}]'
+    assert _message(_review(pod(annotations={REQUIRED: "block", LAYERS: layers}))) == (
+        f"{MA}[{LAYERS}][1].size: Invalid value: 3: must evenly divide the parent layer size 8")
+    assert _message(_review(pod(annotations={REQUIRED: "block", LAYERS: layers}), gates=TAS_OFF)) == (
+        f"{MA}[{LAYERS}]: Forbidden: the TASMultiLayerTopology feature gate must be enabled to use this annotation")
+
+
+def test_tas_errors_follow_the_group_metadata() -> None:
+    assert _message(_review(pod({GROUP: "g"}, {SLICE_SIZE: "2"}))) == (
+        f"[{MA}[{TOTAL}]: Required value: {BOTH}, "
+        f"{MA}[{SLICE_SIZE}]: Forbidden: may not be set when '{SLICE}' is not specified]")
+
+
 # --- the server: the integration on or off ------------------------------------------------------------------------
 
 class _Request:
