@@ -256,8 +256,10 @@ def registrations(namespace: str = DEFAULT_NAMESPACE) -> list[dict[str, Any]]:
     Pod webhooks (the Pod one changes nothing unless the Kueue Configuration turns the pod integration on),
     the ValidatingWebhookConfiguration of the Kueue kinds and Jobs, the visibility APIServices — installed with the
     rest so that deleting the manifests deletes them too: left behind, the webhooks (``failurePolicy: Fail``) would
-    refuse every Pod, Job and Kueue object, and the APIServices would break the apiserver's discovery. They go without a
-    ``caBundle``: the first replica that serves sets it, and a later ``kubectl apply`` leaves it."""
+    refuse every Job and Kueue object, and the APIServices would break the apiserver's discovery. They go without a
+    ``caBundle``: the first replica that serves sets it, and a later ``kubectl apply`` leaves it. The Pod webhooks
+    go with ``failurePolicy: Ignore``, as the Deployment runs Kueue's default frameworks (no ``pod``); a replica
+    whose Kueue Configuration turns the pod integration on registers them with ``Fail``."""
     service = (WEBHOOK_SERVICE, namespace, 443)
     return [webhook.configuration(b"", service=service, excluded_namespaces=("kube-system", namespace)),
             validating.configuration(b"", service=service, excluded_namespaces=("kube-system", namespace)),

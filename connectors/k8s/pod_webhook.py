@@ -144,7 +144,7 @@ def _gate_ops(present: list[Any] | None, wanted: list[str]) -> list[dict[str, An
 async def review(body: bytes, defaulting: PodDefaulting, namespace_labels: NamespaceLabels,
                  has_default_queue: HasDefaultQueue, queued_job_owner: QueuedJobOwner) -> dict[str, Any]:
     """Answer one AdmissionReview (v1) for a Pod (see the module docstring). A lookup that fails refuses the Pod
-    with Kueue's words for it (the webhook's ``failurePolicy`` is Fail either way)."""
+    with Kueue's words for it (the webhook's ``failurePolicy`` is Fail while the integration is on)."""
     req = msgspec.json.decode(body).get("request") or {}
     response: dict[str, Any] = {"uid": req.get("uid", ""), "allowed": True}
     pod = req.get("object") or {}
@@ -212,14 +212,23 @@ def job_owner_lookup(client: KubeClient) -> QueuedJobOwner:
     return queued_job_owner
 
 
-def registration(client_config: dict[str, Any], namespace_selector: dict[str, Any]) -> dict[str, Any]:
-    """The ``mpod.kb.io`` entry of the MutatingWebhookConfiguration: Pods, on creation, fail closed, in the
-    namespaces ``namespace_selector`` selects (as Kueue's manifests: all but kube-system and its own)."""
+def failure_policy(pods: bool) -> str:
+    """How the apiserver takes a Pod webhook it cannot reach, as Kueue's manifests register ``mpod``/``vpod``:
+    ``Fail`` while the pod integration is on, ``Ignore`` while it is off, when there is nothing to enforce and a
+    webhook down must not stop every Pod in the cluster."""
+    return "Fail" if pods else "Ignore"
+
+
+def registration(client_config: dict[str, Any], namespace_selector: dict[str, Any], *, pods: bool = False
+                 ) -> dict[str, Any]:
+    """The ``mpod.kb.io`` entry of the MutatingWebhookConfiguration: Pods, on creation, in the namespaces
+    ``namespace_selector`` selects (as Kueue's manifests: all but kube-system and its own); ``pods``: whether the
+    pod integration is on (:func:`failure_policy`)."""
     return {
         "name": WEBHOOK_NAME, "clientConfig": client_config,
         "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"],
                    "scope": "Namespaced"}],
-        "namespaceSelector": namespace_selector, "failurePolicy": "Fail", "sideEffects": "None",
+        "namespaceSelector": namespace_selector, "failurePolicy": failure_policy(pods), "sideEffects": "None",
         "admissionReviewVersions": ["v1"], "timeoutSeconds": 10, "reinvocationPolicy": "Never",
     }
 

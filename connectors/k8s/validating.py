@@ -32,7 +32,7 @@ from typing import Any
 
 import msgspec
 
-from connectors.k8s import job_validation, pod_validation
+from connectors.k8s import job_validation, pod_validation, pod_webhook
 from connectors.k8s.certs import ca_bundle
 from connectors.k8s.resources import Resource
 from events import objects as o
@@ -107,10 +107,12 @@ def review(body: bytes, kind: str, feature_gates: Mapping[str, bool]) -> dict[st
 
 def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int] | None = None,
                   name: str = CONFIGURATION_NAME, object_selector: dict[str, Any] | None = None,
-                  excluded_namespaces: tuple[str, ...] = ("kube-system", "kueue-system")) -> dict[str, Any]:
+                  excluded_namespaces: tuple[str, ...] = ("kube-system", "kueue-system"), pods: bool = False
+                  ) -> dict[str, Any]:
     """The ValidatingWebhookConfiguration for :data:`HOOKS` and for Jobs and Pods (not in ``excluded_namespaces``), at
     ``url`` or at ``service`` (name, namespace, port), trusting ``ca_pem``. ``object_selector``: only objects it
-    selects (for tests sharing a cluster)."""
+    selects (for tests sharing a cluster). ``pods``: whether the pod integration is on (the Pod webhook then fails
+    closed: :func:`connectors.k8s.pod_webhook.failure_policy`)."""
     if not url and service is None:
         raise ValueError("the webhook needs a url or a service")
     ca = ca_bundle(ca_pem)
@@ -135,13 +137,14 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
                 for hook in HOOKS]
     jobs = webhook(job_validation.WEBHOOK_NAME, job_validation.PATH,
                    {"apiGroups": ["batch"], "apiVersions": ["v1"], "resources": ["jobs"], "scope": "Namespaced"})
-    pods = webhook(pod_validation.WEBHOOK_NAME, pod_validation.PATH,
+    pod_hook = webhook(pod_validation.WEBHOOK_NAME, pod_validation.PATH,
                    {"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "scope": "Namespaced"})
-    for hook in (jobs, pods):
+    pod_hook["failurePolicy"] = pod_webhook.failure_policy(pods)
+    for hook in (jobs, pod_hook):
         hook["namespaceSelector"] = {"matchExpressions": [
             {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(excluded_namespaces)}]}
     return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-            "metadata": {"name": name}, "webhooks": [*webhooks, jobs, pods]}
+            "metadata": {"name": name}, "webhooks": [*webhooks, jobs, pod_hook]}
 
 
 def _view(doc: dict[str, Any]) -> o.KObject | None:

@@ -292,10 +292,12 @@ def _closing(resp: web.Response) -> web.Response:
 
 def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int] | None = None,
                   name: str = CONFIGURATION_NAME, namespace_selector: dict[str, Any] | None = None,
-                  excluded_namespaces: tuple[str, ...] = ("kube-system", "kueue-system")) -> dict[str, Any]:
+                  excluded_namespaces: tuple[str, ...] = ("kube-system", "kueue-system"), pods: bool = False
+                  ) -> dict[str, Any]:
     """The MutatingWebhookConfiguration for :data:`PATH` and the Pod webhook's path: at ``url``, or at ``service``
     (name, namespace, port), trusting ``ca_pem`` (none: as ``kueue-es manifests`` installs it, its CA set by the
-    first replica that serves)."""
+    first replica that serves). ``pods``: whether the pod integration is on (the Pod webhook then fails
+    closed)."""
     if not url and service is None:
         raise ValueError("the webhook needs a url or a service")
 
@@ -318,7 +320,7 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
                        "resources": ["jobs"], "scope": "Namespaced"}],
             "namespaceSelector": selector, "failurePolicy": "Fail", "sideEffects": "None",
             "admissionReviewVersions": ["v1"], "timeoutSeconds": 10, "reinvocationPolicy": "Never",
-        }, pod_webhook.registration(client_config(pod_webhook.PATH), selector)],
+        }, pod_webhook.registration(client_config(pod_webhook.PATH), selector, pods=pods)],
     }
 
 
@@ -387,9 +389,10 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     if k.webhook_register:
         service = None if k.webhook_url else (k.webhook_service, k.lease_namespace, 443)
         await register(client, configuration(bundle.ca_pem, url=k.webhook_url, service=service,
-                                             excluded_namespaces=("kube-system", k.lease_namespace)))
+                                             excluded_namespaces=("kube-system", k.lease_namespace), pods=pods_on))
         await register(client, validating.configuration(bundle.ca_pem, url=k.webhook_url, service=service,
-                                                        excluded_namespaces=("kube-system", k.lease_namespace)))
+                                                        excluded_namespaces=("kube-system", k.lease_namespace),
+                                                        pods=pods_on))
         await conversion.register(client, conversion_stanza(k, bundle.ca_pem))
     return server
 

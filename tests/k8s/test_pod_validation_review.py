@@ -216,15 +216,19 @@ def test_with_the_pod_integration_off_every_pod_is_allowed(on: bool) -> None:
 
 # --- registration ------------------------------------------------------------------------------------------------
 
-def test_registered_beside_the_job_webhook_for_pods_outside_the_excluded_namespaces() -> None:
+@pytest.mark.parametrize("pods", [True, False])
+def test_registered_beside_the_job_webhook_for_pods_outside_the_excluded_namespaces(pods: bool) -> None:
+    """Fail-closed only while the pod integration is on, as Kueue's manifests register it: off, a webhook that
+    cannot be reached must not stop every Pod in the cluster."""
     doc = configuration(self_signed(["127.0.0.1"]).ca_pem, service=("kueue-es-webhook", "kueue-system", 443),
-                        excluded_namespaces=("kube-system", "kueue-es"))
+                        excluded_namespaces=("kube-system", "kueue-es"), pods=pods)
     names = [h["name"] for h in doc["webhooks"]]
     assert names.index("vpod.kb.io") == names.index("vjob.kb.io") + 1
     hook = doc["webhooks"][names.index("vpod.kb.io")]
     assert hook["clientConfig"]["service"]["path"] == pod_validation.PATH == "/validate--v1-pod"
     assert hook["rules"] == [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
                               "resources": ["pods"], "scope": "Namespaced"}]
-    assert hook["failurePolicy"] == "Fail" and hook["sideEffects"] == "None"
+    assert hook["failurePolicy"] == ("Fail" if pods else "Ignore") and hook["sideEffects"] == "None"
+    assert doc["webhooks"][names.index("vjob.kb.io")]["failurePolicy"] == "Fail"
     assert hook["namespaceSelector"] == {"matchExpressions": [
         {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "kueue-es"]}]}

@@ -137,17 +137,19 @@ def test_only_creation_is_looked_at(operation: str) -> None:
     assert out["response"] == {"uid": "u", "allowed": True}
 
 
-def test_the_registration_carries_kueues_pod_webhook_beside_the_jobs() -> None:
+@pytest.mark.parametrize("on", [True, False])
+def test_the_registration_carries_kueues_pod_webhook_beside_the_jobs(on: bool) -> None:
     doc = configuration(self_signed(["127.0.0.1"]).ca_pem, service=("kueue-es-webhook", "kueue-system", 443),
-                        excluded_namespaces=("kube-system", "kueue-system"))
+                        excluded_namespaces=("kube-system", "kueue-system"), pods=on)
     pods = next(w for w in doc["webhooks"] if w["name"] == "mpod.kb.io")
     assert pods["clientConfig"]["service"]["path"] == "/mutate--v1-pod"
     assert pods["rules"] == [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
                               "resources": ["pods"], "scope": "Namespaced"}]
-    assert pods["failurePolicy"] == "Fail" and pods["namespaceSelector"] == {"matchExpressions": [
+    assert pods["failurePolicy"] == ("Fail" if on else "Ignore"), "fail-closed only while the integration is on"
+    assert pods["namespaceSelector"] == {"matchExpressions": [
         {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "kueue-system"]}]}
     jobs = next(w for w in doc["webhooks"] if w["name"] == "mjob.kb.io")
-    assert jobs["clientConfig"]["caBundle"] == pods["clientConfig"]["caBundle"]
+    assert jobs["clientConfig"]["caBundle"] == pods["clientConfig"]["caBundle"] and jobs["failurePolicy"] == "Fail"
 
 
 def test_a_group_pod_made_kueues_gets_its_role_and_the_mutating_webhook_refuses_nothing() -> None:
