@@ -67,7 +67,8 @@ async def _pod_webhook(kc, tmp_path, sfx: str, config):
     name = f"kueue-es-pod-test-{sfx}"
     try:
         await register(kc, configuration(bundle.ca_pem, url=f"https://127.0.0.1:{port}", name=name,
-                                         namespace_selector={"matchLabels": {"kueue-es-pod-test": sfx}}))
+                                         namespace_selector={"matchLabels": {"kueue-es-pod-test": sfx}},
+                                         pods=True))  # fail closed, as with the integration on
         yield server
     finally:
         with contextlib.suppress(Exception):
