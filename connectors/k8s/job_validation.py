@@ -550,16 +550,29 @@ def _running_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]
 async def review(body: bytes, feature_gates: Mapping[str, bool], has_default_queue: HasDefaultQueue
                  ) -> dict[str, Any]:
     """Answer one AdmissionReview (v1) for a Job: allowed, or refused (403) with Kueue's field errors."""
+    return await answer(body, has_default_queue, lambda new: create_errors(new, feature_gates),
+                        lambda old, new, default: update_errors(old, new, feature_gates, default_queue=default))
+
+
+CreateErrors = Callable[[Mapping[str, Any]], list[str]]
+UpdateErrors = Callable[[Mapping[str, Any], Mapping[str, Any], bool], list[str]]
+
+
+async def answer(body: bytes, has_default_queue: HasDefaultQueue, create: CreateErrors, update: UpdateErrors
+                 ) -> dict[str, Any]:
+    """Answer one AdmissionReview (v1) of a Job or a Pod with the field errors ``create`` or ``update`` finds
+    (``update`` told whether the namespace has a default LocalQueue when the update takes the queue name away):
+    allowed, or refused (403) with them joined as Kueue joins them."""
     req = msgspec.json.decode(body).get("request") or {}
     response: dict[str, Any] = {"uid": req.get("uid", ""), "allowed": True}
     new, old, operation = req.get("object"), req.get("oldObject"), req.get("operation", "")
     errors: list[str] = []
     if operation == "CREATE" and isinstance(new, dict):
-        errors = create_errors(new, feature_gates)
+        errors = create(new)
     elif operation == "UPDATE" and isinstance(new, dict) and isinstance(old, dict):
         namespace = req.get("namespace") or _meta_namespace(old)
         default = queue_removed(old, new) and bool(namespace) and await has_default_queue(namespace)
-        errors = update_errors(old, new, feature_gates, default_queue=default)
+        errors = update(old, new, default)
     message = aggregate(errors)
     if message is not None:
         response.update(allowed=False, status={"code": 403, "reason": "Forbidden", "message": message})

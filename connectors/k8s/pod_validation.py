@@ -32,10 +32,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-import msgspec
-
 from connectors.k8s import job_validation
-from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.pod_roles import GROUP_LABEL, group_name, metadata_errors
 from projections import gates
 
@@ -116,28 +113,13 @@ def _retriable_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[st
     return []
 
 
-def _queue_removed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    return bool(_meta(old, "labels").get(QUEUE_LABEL)) and not _meta(new, "labels").get(QUEUE_LABEL)
-
-
 async def review(body: bytes, feature_gates: Mapping[str, bool], has_default_queue: HasDefaultQueue
                  ) -> dict[str, Any]:
     """Answer one AdmissionReview (v1) for a Pod, the pod integration on: allowed, or refused (403) with Kueue's
     field errors."""
-    req = msgspec.json.decode(body).get("request") or {}
-    response: dict[str, Any] = {"uid": req.get("uid", ""), "allowed": True}
-    new, old, operation = req.get("object"), req.get("oldObject"), req.get("operation", "")
-    errors: list[str] = []
-    if operation == "CREATE" and isinstance(new, dict):
-        errors = create_errors(new, feature_gates)
-    elif operation == "UPDATE" and isinstance(new, dict) and isinstance(old, dict):
-        namespace = req.get("namespace") or (old.get("metadata") or {}).get("namespace", "")
-        default = _queue_removed(old, new) and bool(namespace) and await has_default_queue(namespace)
-        errors = update_errors(old, new, feature_gates, default_queue=default)
-    message = job_validation.aggregate(errors)
-    if message is not None:
-        response.update(allowed=False, status={"code": 403, "reason": "Forbidden", "message": message})
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+    return await job_validation.answer(body, has_default_queue, lambda new: create_errors(new, feature_gates),
+                                       lambda old, new, default: update_errors(old, new, feature_gates,
+                                                                               default_queue=default))
 
 
 Reviewer = Callable[[bytes], Awaitable[dict[str, Any]]]

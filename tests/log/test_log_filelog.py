@@ -155,15 +155,21 @@ def test_damaged_length_that_runs_past_the_end_is_not_taken_for_a_torn_tail(tmp_
     assert seg.read_bytes() == bytes(data)
 
 
-def test_segments_roll_and_damage_in_an_older_segment_names_it(tmp_path: Path) -> None:
-    log = FileLog.open(tmp_path, fsync="never", segment_bytes=400)
+def _several_segments(path: Path) -> tuple[int, list[tuple[int, Path]]]:
+    """A log of 18 events in 400-byte segments (at least three): the count, and its segments."""
+    log = FileLog.open(path, fsync="never", segment_bytes=400)
     n = 0
     for size in [3, 3, 3, 3, 3, 3]:
         anyio.run(log.append, ticks(n, size, pad=40))
         n += size
     log.close_sync()
-    segments = list_segments(tmp_path)
+    segments = list_segments(path)
     assert len(segments) >= 3
+    return n, segments
+
+
+def test_segments_roll_and_damage_in_an_older_segment_names_it(tmp_path: Path) -> None:
+    n, segments = _several_segments(tmp_path)
     assert [r.offset for r in read_all(tmp_path)] == list(range(n))
     info = FileLog.open(tmp_path, readonly=True).segments()
     assert [s.base for s in info] == [b for b, _ in segments]
@@ -181,14 +187,7 @@ def test_segments_roll_and_damage_in_an_older_segment_names_it(tmp_path: Path) -
 def test_a_missing_middle_segment_stops_the_read_naming_the_gap(tmp_path: Path) -> None:
     """Each segment is intact on its own: only where the next one starts tells that events went missing between
     them. A read that crosses the gap stops there; one that starts after it does not see it (``log verify`` does)."""
-    log = FileLog.open(tmp_path, fsync="never", segment_bytes=400)
-    n = 0
-    for size in [3, 3, 3, 3, 3, 3]:
-        anyio.run(log.append, ticks(n, size, pad=40))
-        n += size
-    log.close_sync()
-    segments = list_segments(tmp_path)
-    assert len(segments) >= 3
+    n, segments = _several_segments(tmp_path)
     (gone_base, gone), (after_base, after) = segments[1], segments[2]
     gone.unlink()
     with pytest.raises(CorruptRecord) as e:

@@ -22,9 +22,11 @@ from connectors.k8s.connector import Connector, schedule
 from connectors.k8s.errors import Forbidden
 from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
+from connectors.k8s.pod_webhook import PodDefaulting, reviewer
 from connectors.k8s.resources import BY_KIND
 from connectors.k8s.validating import VALIDATING_CONFIGS, configuration
-from connectors.k8s.webhook import WebhookServer, register
+from connectors.k8s.webhook import MUTATING_CONFIGS, WebhookServer, default_queue_lookup, register
+from connectors.k8s.webhook import configuration as mutating
 from events.filelog import FileLog
 from kueue_es.scheduler import DEFAULT, SchedulerConfig, config_record
 
@@ -98,6 +100,29 @@ async def validating_webhooks(kc: KubeClient, certs: Path, name: str, selector: 
     finally:
         with contextlib.suppress(Exception):
             await kc.delete(VALIDATING_CONFIGS, name)
+        await server.stop()
+
+
+@contextlib.asynccontextmanager
+async def pod_webhooks(kc: KubeClient, certs: Path, label: str, sfx: str, config: SchedulerConfig
+                       ) -> AsyncIterator[WebhookServer]:
+    """kueue-es's webhook server answering Pods as a replica with ``config`` does, its MutatingWebhookConfiguration
+    (Jobs and Pods) registered fail-closed, as with the pod integration on, for the namespaces labelled
+    ``label=<sfx>`` only (other tests sharing the cluster never reach it); deleted before the server stops."""
+    bundle = self_signed(["127.0.0.1"])
+    _, cert, key = bundle.write(certs)
+    queues_lookup = default_queue_lookup(kc)
+    server = WebhookServer(queues_lookup, None, {}, reviewer(kc, PodDefaulting.of(config), queues_lookup))
+    port = free_port()
+    await server.start("127.0.0.1", port, str(cert), str(key))
+    name = f"{label}-{sfx}"
+    try:
+        await register(kc, mutating(bundle.ca_pem, url=f"https://127.0.0.1:{port}", name=name,
+                                    namespace_selector={"matchLabels": {label: sfx}}, pods=True))
+        yield server
+    finally:
+        with contextlib.suppress(Exception):
+            await kc.delete(MUTATING_CONFIGS, name)
         await server.stop()
 
 

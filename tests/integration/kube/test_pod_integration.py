@@ -18,20 +18,21 @@ from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import connect, create, eventually, free_port, get, kueue_es, namespace, priority_class, queues
+from kubehelp import (
+    connect,
+    create,
+    eventually,
+    get,
+    kueue_es,
+    namespace,
+    pod_webhooks,
+    priority_class,
+    queues,
+)
 
 from connectors.k8s import crds, pod_sync
-from connectors.k8s.certs import self_signed
 from connectors.k8s.errors import NotFound
-from connectors.k8s.pod_webhook import PodDefaulting, reviewer
 from connectors.k8s.resources import BY_KIND
-from connectors.k8s.webhook import (
-    MUTATING_CONFIGS,
-    WebhookServer,
-    configuration,
-    default_queue_lookup,
-    register,
-)
 from kueue_es.scheduler.config import load_config
 
 pytestmark = pytest.mark.kube
@@ -55,25 +56,10 @@ def _gates(pod: dict[str, Any]) -> list[str]:
 
 @contextlib.asynccontextmanager
 async def _pod_webhook(kc, tmp_path, sfx: str, config):
-    """kueue-es's webhook server, its MutatingWebhookConfiguration (Jobs and Pods) registered for the namespaces
-    labelled ``kueue-es-pod-test=<sfx>`` only; deleted before the server stops (it fails closed)."""
+    """The Pod webhooks (:func:`kubehelp.pod_webhooks`) for the namespaces labelled ``kueue-es-pod-test=<sfx>``."""
     await crds.install(kc)
-    bundle = self_signed(["127.0.0.1"])
-    _, cert, key = bundle.write(tmp_path / "certs")
-    queues_lookup = default_queue_lookup(kc)
-    server = WebhookServer(queues_lookup, None, {}, reviewer(kc, PodDefaulting.of(config), queues_lookup))
-    port = free_port()
-    await server.start("127.0.0.1", port, str(cert), str(key))
-    name = f"kueue-es-pod-test-{sfx}"
-    try:
-        await register(kc, configuration(bundle.ca_pem, url=f"https://127.0.0.1:{port}", name=name,
-                                         namespace_selector={"matchLabels": {"kueue-es-pod-test": sfx}},
-                                         pods=True))  # fail closed, as with the integration on
+    async with pod_webhooks(kc, tmp_path / "certs", "kueue-es-pod-test", sfx, config) as server:
         yield server
-    finally:
-        with contextlib.suppress(Exception):
-            await kc.delete(MUTATING_CONFIGS, name)
-        await server.stop()
 
 
 async def _label(kc, ns: str, labels: dict[str, str]) -> None:
