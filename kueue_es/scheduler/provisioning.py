@@ -30,12 +30,15 @@ from events import schema as ev
 from events.quantity import parse_quantity
 from projections.admissionchecks import PROVISIONING_CONTROLLER, config_for
 from projections.cluster import ClusterState
-from projections.workloads import ADMITTED, FINISHED, WorkloadInfo
+from projections.workloads import ADMITTED, FINISHED, WORKLOAD_ANNOTATION, WorkloadInfo
 
 NOT_ACTIVE = "the check is not active"
 NOT_NEEDED = "the provisioning request is not needed"
 CONSUMES_ANNOTATION = "autoscaling.x-k8s.io/consume-provisioning-request"
 CLASS_ANNOTATION = "autoscaling.x-k8s.io/provisioning-class-name"
+STALE_ANNOTATIONS = frozenset((CONSUMES_ANNOTATION, CLASS_ANNOTATION, WORKLOAD_ANNOTATION,
+                               "kueue.x-k8s.io/workload-slice-name"))
+"""What an earlier admission may have left on a pod set's template, which a request's PodTemplate drops."""
 MANAGED_LABEL = "kueue.x-k8s.io/managed"
 TAS_LABEL = "kueue.x-k8s.io/tas"
 TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
@@ -177,7 +180,11 @@ def _limits_as_requests(containers: list[o.Container]) -> list[o.Container]:
 def pod_template(state: ClusterState, wl: WorkloadInfo, index: int, name: str) -> o.PodTemplate:
     """The PodTemplate of one request pod set: the pod set's template with what its admission adds (the
     flavors' node labels and tolerations; Kueue's TAS label and scheduling gate once it has a topology
-    assignment) and limits copied into missing requests. Owned by the Workload until the request exists."""
+    assignment) and limits copied into missing requests. Owned by the Workload until the request exists.
+
+    The template's own scheduling gates and the annotations of an earlier admission are dropped first, as
+    Kueue sanitizes it: the autoscaler ignores gated pods, and a template naming an earlier request or
+    Workload would describe pods that are not the ones to provision for."""
     template = _templates(state, wl)[index]
     spec, meta = template.spec, template.metadata
     ps_name = wl.pod_sets[index].name
@@ -196,11 +203,11 @@ def pod_template(state: ClusterState, wl: WorkloadInfo, index: int, name: str) -
         for k, v in sorted(flavor.spec.node_labels.items()):
             node_selector.setdefault(k, v)
         tolerations.extend(t for t in flavor.spec.tolerations if t not in tolerations)
-    labels, gates = dict(meta.labels), list(spec.scheduling_gates)
+    labels, gates = dict(meta.labels), []
+    annotations = {k: v for k, v in meta.annotations.items() if k not in STALE_ANNOTATIONS}
     if psa.topology_assignment is not None:
         labels.setdefault(TAS_LABEL, "true")
-        if not any(g.get("name") == TOPOLOGY_GATE for g in gates):
-            gates.append({"name": TOPOLOGY_GATE})
+        gates.append({"name": TOPOLOGY_GATE})
     merged_spec = msgspec.structs.replace(
         spec, node_selector=node_selector, tolerations=tolerations, scheduling_gates=gates,
         containers=_limits_as_requests(spec.containers), init_containers=_limits_as_requests(spec.init_containers))
@@ -208,7 +215,7 @@ def pod_template(state: ClusterState, wl: WorkloadInfo, index: int, name: str) -
         api_version="v1",
         metadata=o.ObjectMeta(name=name, namespace=wl.namespace, labels={MANAGED_LABEL: "true"},
                               owner_references=[_owner(wl)]),
-        template=o.PodTemplateSpec(metadata=o.TemplateMeta(labels=labels, annotations=dict(meta.annotations)),
+        template=o.PodTemplateSpec(metadata=o.TemplateMeta(labels=labels, annotations=annotations),
                                    spec=merged_spec),
     )
 

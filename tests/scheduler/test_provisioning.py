@@ -148,6 +148,21 @@ def test_a_pod_template_carries_the_tas_label_and_gate_once_the_pod_set_has_a_to
     assert prov.merged_pod_sets(f.state, wl, cfg) == [(0, 2)]
 
 
+def test_a_pod_template_drops_the_templates_gates_and_an_earlier_admissions_annotations() -> None:
+    f = Flow("provisioning-happy-path.yaml")
+    wl = f.state.workloads["default/job-a"]
+    (template,) = f.state.pod_templates[wl.key]
+    left = {"autoscaling.x-k8s.io/consume-provisioning-request": "job-a-prov-1",
+            "autoscaling.x-k8s.io/provisioning-class-name": "old-class", "kueue.x-k8s.io/workload": "job-a",
+            "kueue.x-k8s.io/workload-slice-name": "job-a-1", "team": "ml"}
+    f.state.pod_templates[wl.key] = (msgspec.structs.replace(
+        template, metadata=o.TemplateMeta(annotations=left),
+        spec=msgspec.structs.replace(template.spec, scheduling_gates=[{"name": "example.com/held"}])),)
+    made = prov.pod_template(f.state, wl, 0, "t")
+    assert made.template.metadata.annotations == {"team": "ml"}
+    assert made.template.spec.scheduling_gates == []
+
+
 # --- snapshots and replay -----------------------------------------------------------------------------------------
 
 
