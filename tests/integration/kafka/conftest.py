@@ -27,6 +27,7 @@ them, any failure to install or start the broker is an error, never a skip.
 
 from __future__ import annotations
 
+import gc
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -48,6 +49,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if _HERE in Path(str(item.path)).resolve().parents:
             item.add_marker(pytest.mark.kafka)
+
+
+@pytest.fixture(autouse=True)
+def _collect_leaked_clients() -> Iterator[None]:
+    """A Kafka client left unclosed warns from ``__del__`` (an error here) whenever the collector reaches it,
+    which may be during a later test: collecting at each teardown names the test that leaked it."""
+    yield
+    gc.collect()
 
 
 @pytest.fixture(scope="session")
