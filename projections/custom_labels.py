@@ -124,6 +124,21 @@ def _entry(raw: object) -> CustomLabel | None:
                        frozenset(v for v in tracked if isinstance(v, str)))
 
 
+def workload_sources(entries: Sequence[Entry]) -> tuple[frozenset[str], frozenset[str]]:
+    """The (label keys, annotation keys) the ``sourceKind: Workload`` entries read: under the gate, Kueue's job
+    integrations copy those from the job onto the Workload they make, so that its metrics see the job's values."""
+    labels: set[str] = set()
+    annotations: set[str] = set()
+    for entry in entries:
+        if entry.source_kind != WORKLOAD:
+            continue
+        if entry.source_annotation_key:
+            annotations.add(entry.source_annotation_key)
+        else:
+            labels.add(entry.source_label_key or entry.name)
+    return frozenset(labels), frozenset(annotations)
+
+
 def problem(entries: Sequence[Entry]) -> tuple[str, str] | None:
     """The first fault of ``metrics.customLabels``, as (field path, what is wrong), in Kueue's order of checks."""
     at = "metrics.customLabels"
