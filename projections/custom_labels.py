@@ -12,7 +12,9 @@ orders the kinds (ClusterQueue, Cohort, LocalQueue, Workload).
 
 The checks are Kueue's (``pkg/config/validation.go``), run whatever the gate, as Kueue runs them at start-up:
 :func:`problem`. The fold reads the entries from the recorded Configuration (:func:`of_document`); the metrics
-append the values when they are exposed (:mod:`projections.metrics`).
+append the values when they are exposed (:mod:`projections.metrics`). Under the gate the Job and Pod integrations
+copy what the ``Workload`` entries read from the job onto the Workload they make (:func:`workload_sources`,
+:mod:`connectors.k8s.copied_metadata`).
 """
 
 from __future__ import annotations
