@@ -12,7 +12,9 @@ orders the kinds (ClusterQueue, Cohort, LocalQueue, Workload).
 
 The checks are Kueue's (``pkg/config/validation.go``), run whatever the gate, as Kueue runs them at start-up:
 :func:`problem`. The fold reads the entries from the recorded Configuration (:func:`of_document`); the metrics
-append the values when they are exposed (:mod:`projections.metrics`).
+append the values when they are exposed (:mod:`projections.metrics`). Under the gate the Job and Pod integrations
+copy what the ``Workload`` entries read from the job onto the Workload they make (:func:`workload_sources`,
+:mod:`connectors.k8s.copied_metadata`).
 """
 
 from __future__ import annotations
@@ -122,6 +124,21 @@ def _entry(raw: object) -> CustomLabel | None:
         return None
     return CustomLabel(PREFIX + name, kind, bool(annotation_key), annotation_key or label_key or name,
                        frozenset(v for v in tracked if isinstance(v, str)))
+
+
+def workload_sources(entries: Sequence[Entry]) -> tuple[frozenset[str], frozenset[str]]:
+    """The (label keys, annotation keys) the ``sourceKind: Workload`` entries read: under the gate, Kueue's job
+    integrations copy those from the job onto the Workload they make, so that its metrics see the job's values."""
+    labels: set[str] = set()
+    annotations: set[str] = set()
+    for entry in entries:
+        if entry.source_kind != WORKLOAD:
+            continue
+        if entry.source_annotation_key:
+            annotations.add(entry.source_annotation_key)
+        else:
+            labels.add(entry.source_label_key or entry.name)
+    return frozenset(labels), frozenset(annotations)
 
 
 def problem(entries: Sequence[Entry]) -> tuple[str, str] | None:

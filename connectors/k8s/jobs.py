@@ -26,8 +26,10 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   is the Job's without the labels the job controller adds, and whose ``topologyRequest`` comes from the template's TAS
   annotations, with the completion index as the pods' rank (none while the recorded Configuration turns
   ``TopologyAwareScheduling`` off), and the Job's ``kueue.x-k8s.io/admission-gated-by`` annotation when it is not
-  empty (under the ``AdmissionGatedBy`` gate; the workload is then not admitted until the annotation is gone). A
-  Job created unsuspended is suspended first. A
+  empty (under the ``AdmissionGatedBy`` gate; the workload is then not admitted until the annotation is gone),
+  and the Job's labels and annotations the Configuration says to copy (:mod:`connectors.k8s.copied_metadata`:
+  ``integrations.labelKeysToCopy``, and under ``CustomMetricLabels`` what its ``sourceKind: Workload`` entries
+  read; copied once, not kept in step). A Job created unsuspended is suspended first. A
   label naming a WorkloadPriorityClass the log does not hold gets the Job no Workload, and a ``JobActed``
   ``WorkloadPriorityClassNotFound`` (Kueue's Warning Event) once per version of the Job; the Workload is
   created when the class appears in the log (the mirror marks the Jobs naming it dirty). So is a pod template's
@@ -104,6 +106,7 @@ import structlog
 from connectors.k8s import job_selection, job_sync, podsetinfo, prebuilt
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import KubeClient
+from connectors.k8s.copied_metadata import copied
 from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
 from connectors.k8s.integration_log import IntegrationLog
 from connectors.k8s.job_events import (
@@ -599,13 +602,15 @@ class JobIntegration:
         if max_exec is not None:
             wl_spec["maximumExecutionTimeSeconds"] = max_exec
         job_annotations = meta.get("annotations") or {}
-        annotations = {k: v for k, v in job_annotations.items() if k.startswith("provreq.kueue.x-k8s.io/")}
+        keys = self._config().keys_to_copy  # Kueue's own labels and annotations win over the copied ones
+        annotations = copied(keys.annotations, job_annotations)
+        annotations.update((k, v) for k, v in job_annotations.items() if k.startswith("provreq.kueue.x-k8s.io/"))
         gate = job_annotations.get(ADMISSION_GATED_BY_ANNOTATION)
         if gate and self.state.gate(gates.ADMISSION_GATED_BY):
             annotations[ADMISSION_GATED_BY_ANNOTATION] = gate
         wl_meta: dict[str, Any] = {
             "name": name, "namespace": meta["namespace"],
-            "labels": {JOB_UID_LABEL: meta["uid"]},
+            "labels": {**copied(keys.labels, labels), JOB_UID_LABEL: meta["uid"]},
             "finalizers": [FINALIZER],
             "ownerReferences": [prebuilt.controller_ref(meta["name"], meta["uid"])],
         }

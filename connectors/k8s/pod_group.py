@@ -29,6 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from connectors.k8s import copied_metadata
+from connectors.k8s.copied_metadata import ANNOTATIONS_MISMATCH, LABELS_MISMATCH, agreed
 from connectors.k8s.job_events import MISSING_WORKLOAD, NOT_ADMITTED, QUEUE_LABEL
 from connectors.k8s.job_priority import workload_priority
 from connectors.k8s.jobs import max_execution_seconds
@@ -341,8 +343,10 @@ def workload_for(state: ClusterState, raw_pods: list[dict[str, Any]]) -> dict[st
     """The group's Workload, made of ``raw_pods`` (as stored; the first stands for the group): named after the
     group, a pod set per role (under fast admission one, :func:`pod_sets`), the queue name, priority and
     ``maximumExecutionTimeSeconds`` of the first Pod, its
-    ProvisioningRequest annotations and ``kueue.x-k8s.io/is-group-workload: "true"``, every Pod an owner. Raises
-    ValueError with more than 8 roles, and what :func:`connectors.k8s.pod_sync.workload_for` raises."""
+    ProvisioningRequest annotations and ``kueue.x-k8s.io/is-group-workload: "true"``, every Pod an owner, and the
+    labels and annotations to copy that the Pods carry (:mod:`connectors.k8s.copied_metadata`). Raises ValueError
+    with more than 8 roles or Pods disagreeing on a value to copy, and what
+    :func:`connectors.k8s.pod_sync.workload_for` raises."""
     first = raw_pods[0]["metadata"]
     labels, annotations = first.get("labels") or {}, first.get("annotations") or {}
     fast_total = total_count(annotations) if fast_admission(annotations) else None
@@ -358,6 +362,21 @@ def workload_for(state: ClusterState, raw_pods: list[dict[str, Any]]) -> dict[st
         spec["maximumExecutionTimeSeconds"] = max_exec
     wl_annotations = {k: v for k, v in annotations.items() if k.startswith(PROVREQ_ANNOTATION_PREFIX)}
     wl_annotations[IS_GROUP_ANNOTATION] = "true"
-    meta = {"name": labels[GROUP_LABEL], "namespace": first["namespace"], "annotations": wl_annotations,
-            "ownerReferences": [owner_ref(r) for r in raw_pods]}
+    meta: dict[str, Any] = {"name": labels[GROUP_LABEL], "namespace": first["namespace"],
+                            "annotations": wl_annotations, "ownerReferences": [owner_ref(r) for r in raw_pods]}
+    _copy_agreed(state, raw_pods, meta)
     return {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "kind": "Workload", "metadata": meta, "spec": spec}
+
+
+def _copy_agreed(state: ClusterState, raw_pods: list[dict[str, Any]], meta: dict[str, Any]) -> None:
+    """Give the group's Workload (``meta``) the labels and annotations to copy that its Pods carry, over its own
+    (Kueue copies them last); ValueError, Kueue's words, when two Pods carry one with different values."""
+    keys = copied_metadata.keys(state)
+    if not keys.labels and not keys.annotations:
+        return
+    pod_metas = [r["metadata"] for r in raw_pods]
+    labels = agreed(keys.labels, [m.get("labels") or {} for m in pod_metas], LABELS_MISMATCH)
+    annotations = agreed(keys.annotations, [m.get("annotations") or {} for m in pod_metas], ANNOTATIONS_MISMATCH)
+    if labels:
+        meta["labels"] = labels
+    meta["annotations"].update(annotations)

@@ -32,6 +32,8 @@ from typing import Any
 
 import msgspec
 
+from connectors.k8s import copied_metadata
+from connectors.k8s.copied_metadata import copied
 from connectors.k8s.job_events import MISSING_WORKLOAD, NOT_ADMITTED, QUEUE_LABEL
 from connectors.k8s.job_priority import workload_priority
 from connectors.k8s.jobs import MAX_PREFIX, SHORT_PREFIX, max_execution_seconds, topology_request
@@ -214,7 +216,8 @@ def workload_for(state: ClusterState, raw_pod: dict[str, Any], name: str) -> dic
     """The Workload Kueue makes for a single Pod as stored (``raw_pod``): one pod set ``main`` of one pod whose
     template is the Pod's spec, the queue name, the priority (the Pod's ``kueue.x-k8s.io/priority-class``, else
     its ``priorityClassName``), ``maximumExecutionTimeSeconds`` from ``kueue.x-k8s.io/max-exec-time-seconds``, the
-    ProvisioningRequest annotations, the Pod's uid label and the Pod as controller owner; under TAS, the pod set's
+    ProvisioningRequest annotations, the Pod's uid label, the labels and annotations the Configuration says to copy
+    (:mod:`connectors.k8s.copied_metadata`) and the Pod as controller owner; under TAS, the pod set's
     topology request (:func:`pod_set`). Raises what
     :func:`connectors.k8s.job_priority.workload_priority` and :func:`connectors.k8s.jobs.max_execution_seconds`
     raise."""
@@ -229,11 +232,14 @@ def workload_for(state: ClusterState, raw_pod: dict[str, Any], name: str) -> dic
     max_exec = max_execution_seconds(labels)
     if max_exec is not None:
         wl_spec["maximumExecutionTimeSeconds"] = max_exec
-    wl_meta: dict[str, Any] = {"name": name, "namespace": meta["namespace"], "labels": {JOB_UID_LABEL: meta["uid"]},
+    keys = copied_metadata.keys(state)  # Kueue's own labels and annotations win over the copied ones
+    wl_meta: dict[str, Any] = {"name": name, "namespace": meta["namespace"],
+                               "labels": {**copied(keys.labels, labels), JOB_UID_LABEL: meta["uid"]},
                                "ownerReferences": [controller_ref(meta["name"], meta["uid"])]}
-    provreq = {k: v for k, v in annotations.items() if k.startswith(PROVREQ_ANNOTATION_PREFIX)}
-    if provreq:
-        wl_meta["annotations"] = provreq
+    wl_annotations = copied(keys.annotations, annotations)
+    wl_annotations.update((k, v) for k, v in annotations.items() if k.startswith(PROVREQ_ANNOTATION_PREFIX))
+    if wl_annotations:
+        wl_meta["annotations"] = wl_annotations
     return {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "kind": "Workload", "metadata": wl_meta, "spec": wl_spec}
 
 

@@ -7,7 +7,7 @@ fields it uses are type-checked, and defaults are Kueue's.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -93,6 +93,21 @@ class CustomLabelConfig(_Cfg):
 class IntegrationsConfig(_Cfg):
     frameworks: list[str] = []
     """Kueue's ``integrations.frameworks``: the job frameworks it manages (empty: its default, batch/job only)."""
+    label_keys_to_copy: list[str] | None = None
+    """Kueue's ``integrations.labelKeysToCopy``: the labels of a Job (of a Pod, of every Pod of a group) its
+    Workload gets when it is made, and keeps whatever becomes of the Job's (:attr:`SchedulerConfig.keys_to_copy`)."""
+
+
+class KeysToCopy(NamedTuple):
+    """What a job integration copies from the job onto the Workload it makes: the label and annotation keys."""
+
+    labels: tuple[str, ...] = ()
+    annotations: tuple[str, ...] = ()
+
+
+NO_KEYS = KeysToCopy()
+MULTIKUEUE_ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
+"""A label Kueue's controllers write on a Workload: Kueue refuses it among ``labelKeysToCopy``."""
 
 
 JOB_FRAMEWORK = "batch/job"
@@ -143,6 +158,22 @@ class SchedulerConfig(_Cfg):
         """The job frameworks managed (``integrations.frameworks``), Kueue's default when none are listed."""
         listed = self.integrations.frameworks if self.integrations is not None else []
         return tuple(listed) or DEFAULT_FRAMEWORKS
+
+    @property
+    def keys_to_copy(self) -> KeysToCopy:
+        """The labels and annotations a job integration copies from the job onto the Workload it makes, as
+        Kueue's start-up gathers them: ``integrations.labelKeysToCopy`` and, under the ``CustomMetricLabels``
+        gate, the labels and annotations its ``sourceKind: Workload`` custom metric labels read
+        (:func:`projections.custom_labels.workload_sources`). Sorted, each once."""
+        labels = set(self.integrations.label_keys_to_copy or ()) if self.integrations is not None else set()
+        annotations: set[str] = set()
+        if self.metrics is not None and self.gate(gates.CUSTOM_METRIC_LABELS):
+            read_labels, read_annotations = custom_labels.workload_sources(self.metrics.custom_labels)
+            labels.update(read_labels)
+            annotations.update(read_annotations)
+        if not labels and not annotations:
+            return NO_KEYS
+        return KeysToCopy(tuple(sorted(labels)), tuple(sorted(annotations)))
 
     @property
     def manages_jobs(self) -> bool:
@@ -263,6 +294,7 @@ def load_config(doc: dict[str, Any], source: str = "<config>") -> SchedulerConfi
                                        f"must not be negative (got {value!r})")
                 parse_duration(value, f"{source}: field `objectRetentionPolicies.workloads.{name}`")
     _validate_resources(cfg, source)
+    _validate_label_keys_to_copy(cfg, source)
     bad_label = custom_labels.problem(cfg.metrics.custom_labels) if cfg.metrics is not None else None
     if bad_label is not None:
         raise InvalidInput(f"{source}: Configuration: field `{bad_label[0]}`: {bad_label[1]}")
@@ -280,6 +312,16 @@ def load_config(doc: dict[str, Any], source: str = "<config>") -> SchedulerConfi
             raise InvalidInput(f"{source}: field `fairSharing.preemptionStrategies`: unsupported list "
                                f"{cfg.fair_sharing.preemption_strategies}")
     return cfg
+
+
+def _validate_label_keys_to_copy(cfg: SchedulerConfig, source: str) -> None:
+    """Kueue checks no key's syntax (a key no job carries copies nothing), but refuses a label its own controllers
+    write on a Workload."""
+    keys = cfg.integrations.label_keys_to_copy if cfg.integrations is not None else None
+    for i, key in enumerate(keys or ()):
+        if key == MULTIKUEUE_ORIGIN_LABEL:
+            raise InvalidInput(f"{source}: Configuration: field `integrations.labelKeysToCopy[{i}]`: {key!r} is "
+                               "written by a Kueue controller and must not be copied onto a Workload")
 
 
 def _validate_selector(selector: o.LabelSelector, at: str) -> None:
