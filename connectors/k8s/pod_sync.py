@@ -38,6 +38,7 @@ from connectors.k8s.jobs import MAX_PREFIX, SHORT_PREFIX, max_execution_seconds,
 from connectors.k8s.pod_roles import POD_INDEX_LABEL
 from connectors.k8s.pod_webhook import ADMISSION_GATE, FINALIZER, MANAGED, MANAGED_LABEL
 from connectors.k8s.podsetinfo import TAS_LABEL, TOPOLOGY_GATE, PodSetInfo, merge
+from connectors.k8s.prebuilt import MISSING as PREBUILT_MISSING
 from connectors.k8s.resources import JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION
 from events import objects as o
 from projections.cluster import ClusterState
@@ -63,6 +64,9 @@ class ManagedPodSpec(msgspec.Struct, frozen=True, rename="camel", forbid_unknown
     tolerations: list[o.Toleration] = []
     node_name: str = ""
     priority_class_name: str = ""
+    containers: list[o.Container] = []
+    init_containers: list[o.Container] = []
+    """What a prebuilt Workload is compared with (:mod:`connectors.k8s.pod_prebuilt`)."""
 
 
 class ManagedPodStatus(msgspec.Struct, frozen=True, rename="camel", forbid_unknown_fields=False):
@@ -132,11 +136,14 @@ def is_admitted(wl: WorkloadInfo) -> bool:
     return wl.phase == ADMITTED and not wl.evicted and wl.active
 
 
-def next_step(pod: ManagedPod, wl: WorkloadInfo | None, *, managed: bool, admission_shown: bool) -> Step:
+def next_step(pod: ManagedPod, wl: WorkloadInfo | None, *, managed: bool, admission_shown: bool,
+              prebuilt: bool = False) -> Step:
     """What Kueue's reconciler does next (see the module docstring). ``wl``: the Pod's Workload in the log (None:
-    none yet); ``managed``: the integration is on and the Pod Kueue's to queue — its namespace one it manages, and
-    a queue name or ``manageJobsWithoutQueueName`` (:func:`connectors.k8s.job_selection.is_managed`);
-    ``admission_shown``: the apiserver shows ``wl`` admitted as the log decided."""
+    none yet, or none usable); ``managed``: the integration is on and the Pod Kueue's to queue — its namespace one
+    it manages, and a queue name or ``manageJobsWithoutQueueName`` (:func:`connectors.k8s.job_selection.is_managed`);
+    ``admission_shown``: the apiserver shows ``wl`` admitted as the log decided; ``prebuilt``: the Pod names its
+    Workload (:mod:`connectors.k8s.pod_prebuilt`), so none is created for it and a running one without it is
+    stopped as Kueue words it ("missing workload")."""
     if pod.metadata.deletion_timestamp:
         return Step(FINALIZE) if finalizable(pod) else Step()
     if not managed:
@@ -146,8 +153,8 @@ def next_step(pod: ManagedPod, wl: WorkloadInfo | None, *, managed: bool, admiss
         if finish is not None:
             return Step(FINALIZE) if finalizable(pod) else Step()
         if not is_gated(pod):
-            return Step(STOP, NO_MATCHING_WORKLOAD_REASON, MISSING_WORKLOAD)
-        return Step(CREATE)
+            return Step(STOP, NO_MATCHING_WORKLOAD_REASON, PREBUILT_MISSING if prebuilt else MISSING_WORKLOAD)
+        return Step() if prebuilt else Step(CREATE)
     if wl.phase == FINISHED:
         return Step(FINALIZE, finished_workload=True) if finalizable(pod) else Step()
     if finish is not None:
