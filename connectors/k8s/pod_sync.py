@@ -9,7 +9,8 @@ says, one a pass, in Kueue's order (``pkg/controller/jobframework/reconciler.go`
 2. a Pod in a namespace Kueue does not manage, or without a queue name, is left alone;
 3. no Workload yet: one that has ended is only finalized; one already running (its gate lifted by someone else)
    is stopped ("Missing Workload; unable to restore pod templates"); a gated one gets its Workload
-   (:func:`workload_for`);
+   (:func:`workload_for`) — unless it names a prebuilt one (:mod:`connectors.k8s.pod_prebuilt`): then none is
+   made, and a running one is stopped with "missing workload";
 4. a finished Workload: the Pod is finalized (``FinishedWorkload`` on it);
 5. the Pod ended (``Succeeded``/``Failed``): its Workload is finished, with the Pod's ``status.message``;
 6. an evicted Workload: a running Pod is stopped — marked with the condition ``TerminationTarget``

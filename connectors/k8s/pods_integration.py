@@ -39,8 +39,9 @@ Pod groups (``kueue.x-k8s.io/pod-group-name``) are reconciled as one (key ``grou
 :mod:`connectors.k8s.pod_group` decides, one Workload named after the group, every Pod started, stopped, finished
 and finalized with it. Under TopologyAwareScheduling a Pod's pod set carries the topology request of its TAS
 annotations (:func:`connectors.k8s.pod_sync.pod_set`) and, placed by topology, it starts still behind the
-topology gate its webhook added, which the ungater (:mod:`connectors.k8s.ungater`) lifts onto its domain. Not
-done: prebuilt Workloads, keeping the Workload in step with a changed Pod (its queue name, its priority class),
+topology gate its webhook added, which the ungater (:mod:`connectors.k8s.ungater`) lifts onto its domain. A Pod or
+group naming a prebuilt Workload runs on that one, adopted, never created (:mod:`connectors.k8s.pod_prebuilt`). Not
+done: keeping the Workload in step with a changed Pod (its queue name, its priority class),
 the Workload's
 ``resource-in-use`` finalizer, ``UpdatedAdmissionCheck`` and ``WorkloadPriorityClassNotFound`` Events.
 """
