@@ -170,11 +170,12 @@ def _mismatch(pods: list[ManagedPod], first: ManagedPod, total: int) -> str:
 
 
 def next_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool, admission_shown: bool,
-              prebuilt: bool = False) -> GroupStep:
+              prebuilt: bool = False, fast_quota_release: bool = False) -> GroupStep:
     """What Kueue's reconciler does next with the group's Pods (sorted by name; the first stands for the group, as
     Kueue's first listed Pod does) and its Workload in the log (None: none yet, or none usable). ``prebuilt``: the
     group names its Workload (:mod:`connectors.k8s.pod_prebuilt`): none is made for it, and Kueue, finding it by
-    name rather than matching it with its Pods, removes no excess Pods and lets go of no replaced ones."""
+    name rather than matching it with its Pods, removes no excess Pods and lets go of no replaced ones.
+    ``fast_quota_release``: Kueue's ``FastQuotaReleaseInPodIntegration`` gate (:func:`holds_quota`)."""
     if not pods or not managed:
         return GroupStep()
     first = pods[0]
@@ -186,7 +187,7 @@ def next_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool,
         return _missing_prebuilt(pods, total) if prebuilt else _without_workload(pods, first, total)
     if wl.phase == FINISHED:
         return GroupStep(FINALIZE, tuple(p for p in pods if finalizable(p)))
-    step = _with_workload(pods, first, total, wl, admission_shown, prebuilt)
+    step = _with_workload(pods, first, total, wl, admission_shown, prebuilt, fast_quota_release)
     if step.action == FINALIZE or prebuilt:
         return step
     return replace(step, finalize=_replaced_by_role(pods, wl))
@@ -204,7 +205,7 @@ def _missing_prebuilt(pods: list[ManagedPod], total: int) -> GroupStep:
 
 
 def _with_workload(pods: list[ManagedPod], first: ManagedPod, total: int, wl: WorkloadInfo,
-                   admission_shown: bool, prebuilt: bool = False) -> GroupStep:
+                   admission_shown: bool, prebuilt: bool = False, fast_quota_release: bool = False) -> GroupStep:
     remove = () if prebuilt else _excess_by_role(pods, wl)
     left = [p for p in pods if p not in remove]
     serving = is_serving(first)
@@ -221,7 +222,7 @@ def _with_workload(pods: list[ManagedPod], first: ManagedPod, total: int, wl: Wo
         if running:
             return GroupStep(STOP, running, remove, reason=f"{EVICTED_REASON}DueTo{wl.evicted}",
                              message=evicted.message if evicted else "", release=release)
-        if release and not any(p.status.phase == "Running" for p in pods):
+        if release and not any(holds_quota(p, fast_quota_release) for p in pods):
             return GroupStep(RELEASE, remove=remove)
         return GroupStep(remove=remove)
     gated = tuple(p for p in left if is_gated(p) and runnable_or_succeeded(p))
@@ -252,6 +253,15 @@ def _without_workload(pods: list[ManagedPod], first: ManagedPod, total: int) -> 
     remove = tuple(excess(pods, total))
     kept = tuple(p for p in active if p not in remove)
     return GroupStep(CREATE, remove=remove, finalize=dead, kept=kept)
+
+
+def holds_quota(pod: ManagedPod, fast_quota_release: bool) -> bool:
+    """Whether the Pod keeps its evicted group's quota held (Kueue's ``IsActive``): it is ``Running`` — and, under
+    ``FastQuotaReleaseInPodIntegration`` (alpha, off), not being deleted, so that the quota goes as soon as every
+    stopped Pod is terminating rather than once each has stopped running."""
+    if pod.status.phase != "Running":
+        return False
+    return not (fast_quota_release and pod.metadata.deletion_timestamp)
 
 
 def _excess_by_role(pods: list[ManagedPod], wl: WorkloadInfo) -> tuple[ManagedPod, ...]:

@@ -573,7 +573,8 @@ class PodIntegration:
                 wl, pods, counted=not prebuilt_name):
             return  # as Kueue's reconciler: the rest waits for the Workload that shows the condition
         shown = wl is not None and obs is not None and admission_shown(wl, obs)
-        step = pod_group.next_step(pods, wl, managed=managed, admission_shown=shown, prebuilt=bool(prebuilt_name))
+        step = pod_group.next_step(pods, wl, managed=managed, admission_shown=shown, prebuilt=bool(prebuilt_name),
+                                   fast_quota_release=self.state.gate(gates.FAST_QUOTA_RELEASE_IN_POD_INTEGRATION))
         for pod in step.finalize:
             await self._once(pod, "finalize", self._finalize(pod, ""))
         for pod in step.remove:

@@ -528,3 +528,22 @@ async def test_a_pod_group_makes_its_pods_owners_of_its_prebuilt_workload_and_ru
     assert [c[2] for c in client.calls if c[0] == "patch"] == ["a", "b"]
     assert not any(c[0] == "create" for c in client.calls) and [
         e.action for e in appended if isinstance(e, ev.JobActed)] == ["Started", "Started"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("fast", [False, True], ids=["gate-off", "FastQuotaReleaseInPodIntegration"])
+async def test_the_configurations_gate_says_whether_terminating_pods_hold_an_evicted_groups_quota(fast: bool) -> None:
+    config = {**POD_ON, "featureGates": {"FastQuotaReleaseInPodIntegration": fast}}
+    pods, mirror, appended, _ = integration(group_workload_obs(), config=config)
+    wl = mirror.state.workloads["ns/g"]
+    wl.phase, wl.evicted = ADMITTED, "Preempted"
+    wl.conditions = (o.Condition(type="Evicted", status="True", reason="Preempted", message="Preempted by x"),
+                     o.Condition(type="QuotaReserved", status="True", reason="QuotaReserved"))
+    for n in "ab":
+        raw = _group_raw(n, gated=False, phase="Running")
+        raw["metadata"]["deletionTimestamp"] = "2026-01-02T00:00:00Z"
+        raw["spec"]["nodeName"] = "n1"
+        _watch(pods, raw)
+    await pods.reconcile("group/ns/g")
+    assert [type(e).__name__ for e in appended if not isinstance(e, ev.JobActed)] == (
+        ["JobStopped"] if fast else [])
