@@ -199,12 +199,20 @@ def equivalent(state: ClusterState, job: o.Job, obs: o.Workload, wl: WorkloadInf
     if obs.spec.maximum_execution_time_seconds != max_exec:
         return False
     mine = [_job_pod_set(job, state.gate(gates.PARTIAL_ADMISSION), generated)]
+    return pod_sets_match(state, mine, obs, wl, suspended=job.spec.suspend)
+
+
+def pod_sets_match(state: ClusterState, mine: list[o.PodSet], obs: o.Workload, wl: WorkloadInfo, *,
+                   suspended: bool) -> bool:
+    """Whether the pod sets a job (or Pod) makes are alike the Workload's, as :func:`equivalent` compares them:
+    with what running them under its admission makes while it holds quota (``suspended``: the job is held back,
+    and may match the Workload's spec instead), else with its spec."""
     admitted = _true(wl.condition("Admitted"))
     running = _running_pod_sets(state, obs, wl)
     if running is not None:
         if _same_pod_sets(mine, running, admitted):
             return True
-        return job.spec.suspend and _same_pod_sets(mine, obs.spec.pod_sets, admitted)
+        return suspended and _same_pod_sets(mine, obs.spec.pod_sets, admitted)
     return _same_pod_sets(mine, obs.spec.pod_sets, admitted)
 
 

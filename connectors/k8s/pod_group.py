@@ -53,6 +53,7 @@ from connectors.k8s.pod_sync import (
     is_ready,
     pod_set,
 )
+from connectors.k8s.prebuilt import MISSING as PREBUILT_MISSING
 from connectors.k8s.resources import KUEUE_GROUP, KUEUE_VERSION
 from projections.cluster import ClusterState
 from projections.workloads import FINISHED, PROVREQ_ANNOTATION_PREFIX, WorkloadInfo
@@ -170,9 +171,13 @@ def _mismatch(pods: list[ManagedPod], first: ManagedPod, total: int) -> str:
     return ""
 
 
-def next_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool, admission_shown: bool) -> GroupStep:
+def next_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool, admission_shown: bool,
+              prebuilt: bool = False, fast_quota_release: bool = False) -> GroupStep:
     """What Kueue's reconciler does next with the group's Pods (sorted by name; the first stands for the group, as
-    Kueue's first listed Pod does) and its Workload in the log (None: none yet)."""
+    Kueue's first listed Pod does) and its Workload in the log (None: none yet, or none usable). ``prebuilt``: the
+    group names its Workload (:mod:`connectors.k8s.pod_prebuilt`): none is made for it, and Kueue, finding it by
+    name rather than matching it with its Pods, removes no excess Pods and lets go of no replaced ones.
+    ``fast_quota_release``: Kueue's ``FastQuotaReleaseInPodIntegration`` gate (:func:`holds_quota`)."""
     if not pods or not managed:
         return GroupStep()
     first = pods[0]
@@ -181,16 +186,29 @@ def next_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool,
     except ValueError as exc:
         return GroupStep(INVALID, message=str(exc))
     if wl is None:
-        return _without_workload(pods, first, total)
+        return _missing_prebuilt(pods, total) if prebuilt else _without_workload(pods, first, total)
     if wl.phase == FINISHED:
         return GroupStep(FINALIZE, tuple(p for p in pods if finalizable(p)))
-    step = _with_workload(pods, first, total, wl, admission_shown)
-    return replace(step, finalize=_replaced_by_role(pods, wl)) if step.action != FINALIZE else step
+    step = _with_workload(pods, first, total, wl, admission_shown, prebuilt, fast_quota_release)
+    if step.action == FINALIZE or prebuilt:
+        return step
+    return replace(step, finalize=_replaced_by_role(pods, wl))
+
+
+def _missing_prebuilt(pods: list[ManagedPod], total: int) -> GroupStep:
+    """A group whose prebuilt Workload is missing (or not usable): finished, its Pods are let go; else its running
+    Pods are stopped ("missing workload") and the rest wait."""
+    if finished(pods, total) is not None:
+        return GroupStep(FINALIZE, tuple(p for p in pods if finalizable(p)))
+    running = tuple(p for p in pods if _running(p))
+    if running:
+        return GroupStep(STOP, running, reason=NO_MATCHING_WORKLOAD_REASON, message=PREBUILT_MISSING)
+    return GroupStep()
 
 
 def _with_workload(pods: list[ManagedPod], first: ManagedPod, total: int, wl: WorkloadInfo,
-                   admission_shown: bool) -> GroupStep:
-    remove = _excess_by_role(pods, wl)
+                   admission_shown: bool, prebuilt: bool = False, fast_quota_release: bool = False) -> GroupStep:
+    remove = () if prebuilt else _excess_by_role(pods, wl)
     left = [p for p in pods if p not in remove]
     serving = is_serving(first)
     message = None if serving else finished(left, total)
@@ -206,7 +224,7 @@ def _with_workload(pods: list[ManagedPod], first: ManagedPod, total: int, wl: Wo
         if running:
             return GroupStep(STOP, running, remove, reason=f"{EVICTED_REASON}DueTo{wl.evicted}",
                              message=evicted.message if evicted else "", release=release)
-        if release and not any(p.status.phase == "Running" for p in pods):
+        if release and not any(holds_quota(p, fast_quota_release) for p in pods):
             return GroupStep(RELEASE, remove=remove)
         return GroupStep(remove=remove)
     gated = tuple(p for p in left if is_gated(p) and runnable_or_succeeded(p))
@@ -237,6 +255,15 @@ def _without_workload(pods: list[ManagedPod], first: ManagedPod, total: int) -> 
     remove = tuple(excess(pods, total))
     kept = tuple(p for p in active if p not in remove)
     return GroupStep(CREATE, remove=remove, finalize=dead, kept=kept)
+
+
+def holds_quota(pod: ManagedPod, fast_quota_release: bool) -> bool:
+    """Whether the Pod keeps its evicted group's quota held (Kueue's ``IsActive``): it is ``Running`` — and, under
+    ``FastQuotaReleaseInPodIntegration`` (alpha, off), not being deleted, so that the quota goes as soon as every
+    stopped Pod is terminating rather than once each has stopped running."""
+    if pod.status.phase != "Running":
+        return False
+    return not (fast_quota_release and pod.metadata.deletion_timestamp)
 
 
 def _excess_by_role(pods: list[ManagedPod], wl: WorkloadInfo) -> tuple[ManagedPod, ...]:

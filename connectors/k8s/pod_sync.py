@@ -9,7 +9,8 @@ says, one a pass, in Kueue's order (``pkg/controller/jobframework/reconciler.go`
 2. a Pod in a namespace Kueue does not manage, or without a queue name, is left alone;
 3. no Workload yet: one that has ended is only finalized; one already running (its gate lifted by someone else)
    is stopped ("Missing Workload; unable to restore pod templates"); a gated one gets its Workload
-   (:func:`workload_for`);
+   (:func:`workload_for`) — unless it names a prebuilt one (:mod:`connectors.k8s.pod_prebuilt`): then none is
+   made, and a running one is stopped with "missing workload";
 4. a finished Workload: the Pod is finalized (``FinishedWorkload`` on it);
 5. the Pod ended (``Succeeded``/``Failed``): its Workload is finished, with the Pod's ``status.message``;
 6. an evicted Workload: a running Pod is stopped — marked with the condition ``TerminationTarget``
@@ -40,6 +41,7 @@ from connectors.k8s.jobs import MAX_PREFIX, SHORT_PREFIX, max_execution_seconds,
 from connectors.k8s.pod_roles import POD_INDEX_LABEL
 from connectors.k8s.pod_webhook import ADMISSION_GATE, FINALIZER, MANAGED, MANAGED_LABEL
 from connectors.k8s.podsetinfo import TAS_LABEL, TOPOLOGY_GATE, PodSetInfo, merge
+from connectors.k8s.prebuilt import MISSING as PREBUILT_MISSING
 from connectors.k8s.resources import JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION
 from events import objects as o
 from projections.cluster import ClusterState
@@ -65,6 +67,9 @@ class ManagedPodSpec(msgspec.Struct, frozen=True, rename="camel", forbid_unknown
     tolerations: list[o.Toleration] = []
     node_name: str = ""
     priority_class_name: str = ""
+    containers: list[o.Container] = []
+    init_containers: list[o.Container] = []
+    """What a prebuilt Workload is compared with (:mod:`connectors.k8s.pod_prebuilt`)."""
 
 
 class ManagedPodStatus(msgspec.Struct, frozen=True, rename="camel", forbid_unknown_fields=False):
@@ -134,11 +139,14 @@ def is_admitted(wl: WorkloadInfo) -> bool:
     return wl.phase == ADMITTED and not wl.evicted and wl.active
 
 
-def next_step(pod: ManagedPod, wl: WorkloadInfo | None, *, managed: bool, admission_shown: bool) -> Step:
+def next_step(pod: ManagedPod, wl: WorkloadInfo | None, *, managed: bool, admission_shown: bool,
+              prebuilt: bool = False) -> Step:
     """What Kueue's reconciler does next (see the module docstring). ``wl``: the Pod's Workload in the log (None:
-    none yet); ``managed``: the integration is on and the Pod Kueue's to queue — its namespace one it manages, and
-    a queue name or ``manageJobsWithoutQueueName`` (:func:`connectors.k8s.job_selection.is_managed`);
-    ``admission_shown``: the apiserver shows ``wl`` admitted as the log decided."""
+    none yet, or none usable); ``managed``: the integration is on and the Pod Kueue's to queue — its namespace one
+    it manages, and a queue name or ``manageJobsWithoutQueueName`` (:func:`connectors.k8s.job_selection.is_managed`);
+    ``admission_shown``: the apiserver shows ``wl`` admitted as the log decided; ``prebuilt``: the Pod names its
+    Workload (:mod:`connectors.k8s.pod_prebuilt`), so none is created for it and a running one without it is
+    stopped as Kueue words it ("missing workload")."""
     if pod.metadata.deletion_timestamp:
         return Step(FINALIZE) if finalizable(pod) else Step()
     if not managed:
@@ -148,8 +156,8 @@ def next_step(pod: ManagedPod, wl: WorkloadInfo | None, *, managed: bool, admiss
         if finish is not None:
             return Step(FINALIZE) if finalizable(pod) else Step()
         if not is_gated(pod):
-            return Step(STOP, NO_MATCHING_WORKLOAD_REASON, MISSING_WORKLOAD)
-        return Step(CREATE)
+            return Step(STOP, NO_MATCHING_WORKLOAD_REASON, PREBUILT_MISSING if prebuilt else MISSING_WORKLOAD)
+        return Step() if prebuilt else Step(CREATE)
     if wl.phase == FINISHED:
         return Step(FINALIZE, finished_workload=True) if finalizable(pod) else Step()
     if finish is not None:

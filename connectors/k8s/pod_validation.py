@@ -24,7 +24,7 @@ ValidateUpdate, with ``pkg/controller/jobframework/validation.go``):
 The mutating Pod webhook (:mod:`connectors.k8s.pod_webhook`) refuses nothing, as Kueue's. Neither webhook compares
 a group Pod's ``kueue.x-k8s.io/pod-group-pod-index`` with its total, as in Kueue. Not done, unlike Kueue: the
 warning for a managed label on a Pod whose owner Kueue manages and the rule that a Pod's prebuilt Workload be its
-group's (kueue-es runs no prebuilt Workload for Pods).
+group's.
 """
 
 from __future__ import annotations

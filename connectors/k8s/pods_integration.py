@@ -39,8 +39,9 @@ Pod groups (``kueue.x-k8s.io/pod-group-name``) are reconciled as one (key ``grou
 :mod:`connectors.k8s.pod_group` decides, one Workload named after the group, every Pod started, stopped, finished
 and finalized with it. Under TopologyAwareScheduling a Pod's pod set carries the topology request of its TAS
 annotations (:func:`connectors.k8s.pod_sync.pod_set`) and, placed by topology, it starts still behind the
-topology gate its webhook added, which the ungater (:mod:`connectors.k8s.ungater`) lifts onto its domain. Not
-done: prebuilt Workloads, keeping the Workload in step with a changed Pod (its queue name, its priority class),
+topology gate its webhook added, which the ungater (:mod:`connectors.k8s.ungater`) lifts onto its domain. A Pod or
+group naming a prebuilt Workload runs on that one, adopted, never created (:mod:`connectors.k8s.pod_prebuilt`). Not
+done: keeping the Workload in step with a changed Pod (its queue name, its priority class),
 the Workload's
 ``resource-in-use`` finalizer, ``UpdatedAdmissionCheck`` and ``WorkloadPriorityClassNotFound`` Events.
 """
@@ -58,7 +59,7 @@ from typing import Any
 import msgspec
 import structlog
 
-from connectors.k8s import job_selection, pod_group, pod_sync, podsetinfo
+from connectors.k8s import job_selection, pod_group, pod_prebuilt, pod_sync, podsetinfo, prebuilt
 from connectors.k8s.client import KubeClient, resource_version_of
 from connectors.k8s.errors import AlreadyExists, Conflict, Gone, KubeError, NotFound
 from connectors.k8s.integration_log import IntegrationLog
@@ -105,12 +106,16 @@ class PodStats:
     released: int = 0
     orphans: int = 0
     excess: int = 0
+    adopted: int = 0
+    """Prebuilt Workloads a Pod was made the controller of, or a group's Pods the owners of."""
     conflicts: int = 0
     errors: int = 0
     relists: int = 0
     invalid: list[str] = field(default_factory=list)
     """Pods given no Workload: a label Kueue's webhook refuses (``max-exec-time-seconds``)."""
     failed_to_start: list[str] = field(default_factory=list)
+    out_of_sync: list[str] = field(default_factory=list)
+    """Prebuilt Workloads finished for no longer matching their Pod or group."""
 
 
 class PodIntegration:
@@ -145,6 +150,9 @@ class PodIntegration:
         """Group key (``<namespace>/<group>``, also its Workload's key) -> keys of the managed Pods in it."""
         self.group_of: dict[str, str] = {}
         """Pod key -> its group's key."""
+        self.named_by: dict[str, set[str]] = {}
+        """Workload key -> reconcile keys (a single Pod's, a group's ``group/...``) of the Pods naming it as their
+        prebuilt Workload (label or annotation, whichever the gate reads), so its arrival wakes them."""
         self._stopped: dict[str, str] = {}
         """Pod key -> uid of the Pod stopped (marked and deleted) under it: its versions in between (the condition
         written, the deletion not seen yet) are not stopped again."""
@@ -228,6 +236,7 @@ class PodIntegration:
                     continue
                 if event.type == "DELETED":
                     self.pods.pop(pod.key, None)
+                    self._unname(pod)
                 else:
                     self.pods[pod.key] = pod
                 self._mark({pod.key})
@@ -250,7 +259,20 @@ class PodIntegration:
         if group:
             self.group_of[pod.key] = group
             self.members.setdefault(group, set()).add(pod.key)
+        for wl_key in _names_carried(pod):
+            self.named_by.setdefault(wl_key, set()).add(GROUP_PREFIX + group if group else pod.key)
         return pod
+
+    def _unname(self, pod: ManagedPod) -> None:
+        """Forget a single Pod gone as one naming a prebuilt Workload (a group's stays: its group is still to
+        reconcile)."""
+        if pod_group.group_key(pod):
+            return
+        for wl_key in _names_carried(pod):
+            named = self.named_by.get(wl_key, set())
+            named.discard(pod.key)
+            if not named:
+                self.named_by.pop(wl_key, None)
 
     def _mark(self, keys: set[str]) -> None:
         if keys:
@@ -287,6 +309,7 @@ class PodIntegration:
                     found = self._index(e.key, obj)
                     if found is not None:
                         keys.add(found)
+                    keys |= self.named_by.get(e.key, set())
                 elif isinstance(obj, o.Namespace):
                     prefix = f"{obj.metadata.name}/"
                     keys.update(k for k in self.pods if k.startswith(prefix))
@@ -297,6 +320,7 @@ class PodIntegration:
                 found = self._unindex(e.key)
                 if found is not None:
                     keys.add(found)
+                keys |= self.named_by.get(e.key, set())
             elif isinstance(e, ev.ConfigRecorded):
                 keys.update(self.pods)
             if e.key in self.members:  # the group's Workload (named after it) or its namespace's group
@@ -337,19 +361,26 @@ class PodIntegration:
             return
         if not pod_sync.is_managed(pod):
             return
-        wl_key = f"{pod.metadata.namespace}/{self._workload_name(pod)}"
+        prebuilt_name = pod_prebuilt.name_for(pod, self.state.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS))
+        wl_key = f"{pod.metadata.namespace}/{prebuilt_name or self._workload_name(pod)}"
         wl, obs = self.state.workloads.get(wl_key), self.mirror.workloads.get(wl_key)
         if wl is None or obs is None or (obs.metadata.uid and wl.uid and obs.metadata.uid != wl.uid):
             wl = obs = None
         managed = job_selection.is_managed(pod.metadata.labels, job_selection.controller(pod.metadata.owner_references),
                                            self.state.namespaces.get(pod.metadata.namespace), config)
+        if prebuilt_name and wl is not None and obs is not None and managed and not pod.metadata.deletion_timestamp:
+            usable = await self._prebuilt_usable(pod, wl, obs)
+            if usable is None:
+                return  # adopted just now: the rest waits for the Workload that shows it
+            if not usable:
+                wl = obs = None
         if wl is not None and managed and not pod.metadata.deletion_timestamp and self.state.waits_for_pods_ready:
             change = pod_sync.pods_ready_change(pod, wl)
             if change is not None:
                 await self._append_once(wl, ev.PodsReadyChanged(time=_now(), key=wl.key, uid=wl.uid,
                                                                 ready=change[0], reason=change[1]))
         shown = wl is not None and obs is not None and admission_shown(wl, obs)
-        step = pod_sync.next_step(pod, wl, managed=managed, admission_shown=shown)
+        step = pod_sync.next_step(pod, wl, managed=managed, admission_shown=shown, prebuilt=bool(prebuilt_name))
         await self._carry_out(pod, step, wl, obs, wl_key)
 
     async def _carry_out(self, pod: ManagedPod, step: Step, wl: WorkloadInfo | None, obs: o.Workload | None,
@@ -516,23 +547,34 @@ class PodIntegration:
             return
         pods = [p for p in pods if pod_sync.is_managed(p)]
         deleting = [p for p in pods if p.metadata.deletion_timestamp and not pod_group.runnable_or_succeeded(p)]
-        wl, obs = self.state.workloads.get(group), self.mirror.workloads.get(group)
+        first = pods[0] if pods else None
+        prebuilt_name = "" if first is None else pod_prebuilt.name_for(
+            first, self.state.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS))
+        wl_key = f"{group.partition('/')[0]}/{prebuilt_name}" if prebuilt_name else group
+        wl, obs = self.state.workloads.get(wl_key), self.mirror.workloads.get(wl_key)
         if wl is None or obs is None or (obs.metadata.uid and wl.uid and obs.metadata.uid != wl.uid):
             wl = obs = None
-        first = pods[0] if pods else None
         managed = first is not None and job_selection.is_managed(
             first.metadata.labels, job_selection.controller(first.metadata.owner_references),
             self.state.namespaces.get(first.metadata.namespace), config)
+        if prebuilt_name and wl is not None and obs is not None and managed:
+            usable = await self._group_prebuilt_usable(group, pods, wl, obs)
+            if usable is None:
+                return  # owners added just now: the rest waits for the Workload that shows them
+            if not usable:
+                wl = obs = None
         if wl is not None and managed and self.state.waits_for_pods_ready:
             change = pod_sync.pods_ready_transition(wl, running=any(pod_sync.is_running(p) for p in pods),
                                                     ready=pod_group.pods_ready(pods))
             if change is not None:
                 await self._append_once(wl, ev.PodsReadyChanged(time=_now(), key=wl.key, uid=wl.uid,
                                                                 ready=change[0], reason=change[1]))
-        if wl is not None and managed and wl.phase != FINISHED and await self._replacement_pods(wl, pods):
+        if wl is not None and managed and wl.phase != FINISHED and await self._replacement_pods(
+                wl, pods, counted=not prebuilt_name):
             return  # as Kueue's reconciler: the rest waits for the Workload that shows the condition
         shown = wl is not None and obs is not None and admission_shown(wl, obs)
-        step = pod_group.next_step(pods, wl, managed=managed, admission_shown=shown)
+        step = pod_group.next_step(pods, wl, managed=managed, admission_shown=shown, prebuilt=bool(prebuilt_name),
+                                   fast_quota_release=self.state.gate(gates.FAST_QUOTA_RELEASE_IN_POD_INTEGRATION))
         for pod in step.finalize:
             await self._once(pod, "finalize", self._finalize(pod, ""))
         for pod in step.remove:
@@ -543,10 +585,11 @@ class PodIntegration:
                 if pod_sync.finalizable(pod):
                     await self._once(pod, "finalize", self._finalize(pod, ""))
 
-    async def _replacement_pods(self, wl: WorkloadInfo, pods: list[ManagedPod]) -> bool:
+    async def _replacement_pods(self, wl: WorkloadInfo, pods: list[ManagedPod], counted: bool = True) -> bool:
         """Put in the log that the group's Workload waits for replacement Pods (or no longer does) when its
-        ``WaitingForReplacementPods`` condition is to change; whether it did."""
-        waiting = pod_group.absent_pods(pods, wl) > 0
+        ``WaitingForReplacementPods`` condition is to change; whether it did. ``counted``: Kueue counted the
+        absent Pods (not for a prebuilt Workload, which it finds by name: none are)."""
+        waiting = counted and pod_group.absent_pods(pods, wl) > 0
         wanted = replacement_pods_condition(wl, waiting)
         current = wl.condition(WAITING_FOR_REPLACEMENT_PODS)
         if wanted is None or (current is not None and (current.status, current.reason, current.message) == wanted):
@@ -583,8 +626,8 @@ class PodIntegration:
                 await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl.key, uid=wl.uid,
                                                                 reason=step.reason, message=step.message))
             case pod_group.FINALIZE:
-                for pod in step.pods:
-                    await self._once(pod, "finalize", self._finalize(pod, group))
+                for pod in step.pods:  # none finished without a Workload (a prebuilt one missing): no Event
+                    await self._once(pod, "finalize", self._finalize(pod, wl.key if wl is not None else ""))
             case pod_group.RECLAIM:
                 assert wl is not None
                 await self._append_once(wl, ev.ReclaimablePodsChanged(
@@ -629,6 +672,56 @@ class PodIntegration:
         log.info("created workload", group=group, workload=group)
         await self._report(kept[0], CREATED_WORKLOAD, workload=group)
 
+    # --- prebuilt Workloads --------------------------------------------------------------------------------------
+
+    async def _prebuilt_usable(self, pod: ManagedPod, wl: WorkloadInfo, obs: o.Workload) -> bool | None:
+        """Whether the single Pod runs on the prebuilt Workload it names (:mod:`connectors.k8s.pod_prebuilt`):
+        True once it controls it and the two match; False when another object controls it or it is out of sync
+        (then finished ``OutOfSync``) — the Pod then waits as for a missing one; None once it was just adopted."""
+        verdict = pod_prebuilt.single_verdict(self.state, pod, obs, wl)
+        if verdict == pod_prebuilt.ADOPT:
+            await self._once(pod, "adopt", self._patch_prebuilt(obs, pod_prebuilt.adoption_patch(pod, obs), pod.key))
+            return None
+        if verdict == pod_prebuilt.OUT_OF_SYNC:
+            await self._out_of_sync(wl, pod.key)
+        return verdict == pod_prebuilt.USABLE
+
+    async def _group_prebuilt_usable(self, group: str, pods: list[ManagedPod], wl: WorkloadInfo,
+                                     obs: o.Workload) -> bool | None:
+        """:meth:`_prebuilt_usable` for a pod group: its Pods are made owners of the Workload first."""
+        verdict = pod_prebuilt.group_verdict(pods, obs, wl)
+        if verdict == pod_prebuilt.ADD_OWNERS:
+            marker = ("owners", obs.metadata.resource_version)
+            if self._acted.get(GROUP_PREFIX + group) != marker:
+                self._acted[GROUP_PREFIX + group] = marker
+                patch = pod_prebuilt.owners_patch(pods, obs)
+                assert patch is not None
+                try:
+                    await self._patch_prebuilt(obs, patch, group)
+                except BaseException:
+                    self._acted.pop(GROUP_PREFIX + group, None)
+                    raise
+            return None
+        if verdict == pod_prebuilt.OUT_OF_SYNC:
+            await self._out_of_sync(wl, group)
+        return verdict == pod_prebuilt.USABLE
+
+    async def _patch_prebuilt(self, obs: o.Workload, patch: dict[str, Any], whose: str) -> None:
+        """Write a prebuilt Workload's new owners, conditioned on its resourceVersion (gone meanwhile: its deletion
+        comes with the watch)."""
+        try:
+            await self.client.patch(WORKLOADS, obs.metadata.name, patch, obs.metadata.namespace)
+        except NotFound:
+            return
+        self.stats.adopted += 1
+        log.info("adopted a prebuilt workload", pod=whose, workload=obs.key)
+
+    async def _out_of_sync(self, wl: WorkloadInfo, whose: str) -> None:
+        if wl.phase != FINISHED and await self._append_once(wl, ev.WorkloadFinished(
+                time=_now(), key=wl.key, uid=wl.uid, reason=prebuilt.OUT_OF_SYNC, message=prebuilt.OUT_OF_SYNC_MESSAGE)):
+            self.stats.out_of_sync.append(wl.key)
+            log.warning("prebuilt workload out of sync with its pods: finished", pod=whose, workload=wl.key)
+
     async def _remove_excess(self, pod: ManagedPod) -> None:
         """Finalize and delete a Pod beyond its group's count (``ExcessPodDeleted``)."""
         try:
@@ -641,6 +734,12 @@ class PodIntegration:
         self.stats.excess += 1
         log.info("deleted an excess pod of its group", pod=pod.key)
         await self._report(pod, pod_group.EXCESS_POD_DELETED, message="Excess pod deleted")
+
+
+def _names_carried(pod: ManagedPod) -> list[str]:
+    """Keys of the Workloads the Pod's prebuilt label or annotation names, whichever the gate reads."""
+    names = {pod.metadata.labels.get(prebuilt.KEY, ""), pod.metadata.annotations.get(prebuilt.KEY, "")} - {""}
+    return [f"{pod.metadata.namespace}/{n}" for n in sorted(names)]
 
 
 def _now() -> int:

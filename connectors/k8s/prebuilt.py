@@ -43,8 +43,13 @@ MISSING = "missing workload"
 def name_of(job: o.Job, annotation_first: bool) -> str:
     """The name of the Job's prebuilt Workload (empty: it has none). ``annotation_first``: the
     ``WorkloadIdentifierAnnotations`` gate."""
-    label = job.metadata.labels.get(KEY, "")
-    annotation = job.metadata.annotations.get(KEY, "")
+    return name_in(job.metadata, annotation_first)
+
+
+def name_in(meta: o.ObjectMeta, annotation_first: bool) -> str:
+    """:func:`name_of` for any object's metadata (a Job's, a Pod's: Kueue reads both alike)."""
+    label = meta.labels.get(KEY, "")
+    annotation = meta.annotations.get(KEY, "")
     if annotation_first:
         return annotation or label
     if label:

@@ -255,3 +255,16 @@ def test_absent_pods_count_per_role_and_under_fast_admission_only_roles_with_non
     fast = [member("a", annotations=FAST, total="3"), member("c", role="r2", annotations=FAST, total="3")]
     assert pod_group.absent_pods(fast, group_workload(ADMITTED, counts={"r1": 3})) == 0, "the rest are to come"
     assert pod_group.absent_pods(fast[1:], group_workload(ADMITTED, counts={"r1": 3})) == 1
+
+
+@pytest.mark.parametrize("fast", [False, True], ids=["gate-off", "FastQuotaReleaseInPodIntegration"])
+def test_an_evicted_groups_quota_goes_once_no_pod_runs_or_under_the_gate_once_every_one_is_terminating(
+        fast: bool) -> None:
+    wl = group_workload(ADMITTED, evicted="Preempted", reserving=True)
+    stopping = [member(n, gated=False, phase="Running", deleting=True, node="n1") for n in "ab"]
+    step = next_step(stopping, wl, managed=True, admission_shown=True, fast_quota_release=fast)
+    assert step.action == (RELEASE if fast else "nothing"), "terminating Pods hold the quota only with the gate off"
+    one_left = [stopping[0], member("b", gated=False, phase="Running", node="n1")]
+    assert next_step(one_left, wl, managed=True, admission_shown=True, fast_quota_release=fast).action == STOP
+    gone = [member(n, gated=False, phase="Failed", deleting=True, node="n1") for n in "ab"]
+    assert next_step(gone, wl, managed=True, admission_shown=True, fast_quota_release=fast).action == RELEASE

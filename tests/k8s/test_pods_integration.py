@@ -421,3 +421,129 @@ async def test_a_managed_pod_naming_no_queue_gets_a_workload_in_no_queue_under_t
     assert bool(made) == created
     if created:
         assert made[0]["metadata"]["name"] == NAME and "queueName" not in made[0]["spec"]
+
+
+# --- prebuilt Workloads --------------------------------------------------------------------------------------------
+
+PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"
+
+
+def _prebuilt_raw(name: str = "p", *, group: bool = False) -> dict[str, Any]:
+    raw = _group_raw(name) if group else {
+        "metadata": {"name": name, "namespace": "ns", "uid": UID, "resourceVersion": "5",
+                     "labels": {"kueue.x-k8s.io/managed": "true", "kueue.x-k8s.io/queue-name": "lq"},
+                     "finalizers": ["kueue.x-k8s.io/managed"]},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+                 "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]}}
+    raw["metadata"]["labels"][PREBUILT] = "pre"
+    return raw
+
+
+def _prebuilt_workload(owner_uid: str = "", *, cpu: str = "1", role: str = "") -> o.Workload:
+    refs = [o.OwnerReference(api_version="v1", kind="Pod", name="p", uid=owner_uid, controller=True)] if owner_uid else []
+    ps = o.PodSet(name=role or "main", count=2 if role else 1, template=o.PodTemplateSpec(spec=o.PodSpec(
+        containers=[o.Container(name="c", resources=o.ResourceRequirements(requests={"cpu": cpu}))])))
+    return o.Workload(metadata=o.ObjectMeta(name="pre", namespace="ns", uid="pre-uid", resource_version="7",
+                                            owner_references=refs),
+                      spec=o.WorkloadSpec(queue_name="lq", pod_sets=[ps]))
+
+
+@pytest.mark.asyncio
+async def test_a_pod_naming_a_prebuilt_workload_waits_for_it_then_adopts_it() -> None:
+    pods, mirror, appended, client = integration()
+    mirror.listeners.append(pods._on_applied)
+    _watch(pods, _prebuilt_raw())
+    await pods.reconcile("ns/p")
+    assert client.calls == [] and appended == [], "no Workload made for it: it waits, gated"
+    pods.dirty.clear()
+    obs = _prebuilt_workload()
+    mirror.apply_batch([ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=2, key="ns/pre", uid="pre-uid", obj=obs))])
+    assert pods.dirty == {"ns/p"}, "the Workload it names arriving wakes it"
+    await pods.reconcile("ns/p")
+    (call,) = client.calls
+    assert call[:3] == ("patch", "Workload", "pre")
+    assert call[5]["metadata"]["ownerReferences"] == [pod_sync.controller_ref("p", UID)]
+    assert call[5]["metadata"]["labels"] == {"kueue.x-k8s.io/job-uid": UID} and pods.stats.adopted == 1
+    adopted = _prebuilt_workload(UID)
+    mirror.apply_batch([ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=3, key="ns/pre", uid="pre-uid",
+                                                                        obj=adopted))])
+    client.calls.clear()
+    await pods.reconcile("ns/p")
+    assert client.calls == [] and appended == [], "its own now: it waits for its admission"
+
+
+@pytest.mark.asyncio
+async def test_a_running_pod_whose_prebuilt_workload_is_out_of_sync_finishes_it_and_is_stopped() -> None:
+    pods, _, appended, client = integration(_prebuilt_workload(UID, cpu="2"))
+    raw = _prebuilt_raw()
+    raw["spec"]["schedulingGates"] = []
+    _watch(pods, raw)
+    await pods.reconcile("ns/p")
+    finished = [e for e in appended if isinstance(e, ev.WorkloadFinished)]
+    assert [(e.key, e.reason, e.message) for e in finished] == [
+        ("ns/pre", "OutOfSync", "The prebuilt workload is out of sync with its user job")]
+    assert [c[:4] for c in client.calls] == [("patch", "Pod", "p", "status"), ("delete", "Pod", "p", UID)]
+    (stopped,) = [e for e in appended if isinstance(e, ev.JobActed)]
+    assert (stopped.action, stopped.message) == ("Stopped", "missing workload")
+    assert not any(c[0] == "create" for c in client.calls)
+
+
+@pytest.mark.asyncio
+async def test_a_pod_leaves_a_prebuilt_workload_another_object_controls() -> None:
+    foreign = _prebuilt_workload()
+    foreign = msgspec.structs.replace(foreign, metadata=msgspec.structs.replace(foreign.metadata, owner_references=[
+        o.OwnerReference(api_version="batch/v1", kind="Job", name="j", uid="job-uid", controller=True)]))
+    pods, _, appended, client = integration(foreign)
+    _watch(pods, _prebuilt_raw())
+    await pods.reconcile("ns/p")
+    assert client.calls == [] and appended == []
+
+
+@pytest.mark.asyncio
+async def test_a_pod_group_makes_its_pods_owners_of_its_prebuilt_workload_and_runs_on_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    pods, mirror, appended, client = integration(_prebuilt_workload(role="7aa6c7b8"))
+    mirror.listeners.append(pods._on_applied)
+    for n in "ab":
+        _watch(pods, _prebuilt_raw(n, group=True))
+    await pods.reconcile("group/ns/g")
+    (call,) = client.calls
+    assert call[:3] == ("patch", "Workload", "pre")
+    assert [(r["name"], r.get("controller")) for r in call[5]["metadata"]["ownerReferences"]] == [
+        ("a", None), ("b", None)]
+    owned = msgspec.structs.replace(_prebuilt_workload(role="7aa6c7b8"), metadata=o.ObjectMeta(
+        name="pre", namespace="ns", uid="pre-uid", resource_version="8",
+        owner_references=[o.OwnerReference(api_version="v1", kind="Pod", name=n, uid=f"uid-{n}") for n in "ab"]))
+    pods.dirty.clear()
+    mirror.apply_batch([ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=3, key="ns/pre", uid="pre-uid",
+                                                                        obj=owned))])
+    assert pods.dirty == {"group/ns/g"}, "the group's prebuilt Workload, not named after it, wakes the group"
+    wl = mirror.state.workloads["ns/pre"]
+    wl.phase = ADMITTED
+    wl.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[
+        o.PodSetAssignment(name="7aa6c7b8", flavors={}, count=2)])
+    monkeypatch.setattr("connectors.k8s.pods_integration.admission_shown", lambda wl, obs: True)
+    client.calls.clear()
+    await pods.reconcile("group/ns/g")
+    assert [c[2] for c in client.calls if c[0] == "patch"] == ["a", "b"]
+    assert not any(c[0] == "create" for c in client.calls) and [
+        e.action for e in appended if isinstance(e, ev.JobActed)] == ["Started", "Started"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("fast", [False, True], ids=["gate-off", "FastQuotaReleaseInPodIntegration"])
+async def test_the_configurations_gate_says_whether_terminating_pods_hold_an_evicted_groups_quota(fast: bool) -> None:
+    config = {**POD_ON, "featureGates": {"FastQuotaReleaseInPodIntegration": fast}}
+    pods, mirror, appended, _ = integration(group_workload_obs(), config=config)
+    wl = mirror.state.workloads["ns/g"]
+    wl.phase, wl.evicted = ADMITTED, "Preempted"
+    wl.conditions = (o.Condition(type="Evicted", status="True", reason="Preempted", message="Preempted by x"),
+                     o.Condition(type="QuotaReserved", status="True", reason="QuotaReserved"))
+    for n in "ab":
+        raw = _group_raw(n, gated=False, phase="Running")
+        raw["metadata"]["deletionTimestamp"] = "2026-01-02T00:00:00Z"
+        raw["spec"]["nodeName"] = "n1"
+        _watch(pods, raw)
+    await pods.reconcile("group/ns/g")
+    assert [type(e).__name__ for e in appended if not isinstance(e, ev.JobActed)] == (
+        ["JobStopped"] if fast else [])

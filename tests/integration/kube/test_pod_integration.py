@@ -232,3 +232,88 @@ async def test_a_pod_group_is_held_until_complete_then_admitted_as_one_workload_
             assert wl["metadata"]["annotations"]["kueue.x-k8s.io/is-group-workload"] == "true"
             assert sorted(ps["count"] for ps in wl["spec"]["podSets"]) == [1, 2]
             assert sorted(r["name"] for r in wl["metadata"]["ownerReferences"]) == ["a", "b", "c"]
+
+
+PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"
+
+
+def _prebuilt(ns: str, name: str, pod_sets: list[tuple[str, int, str]]) -> dict[str, Any]:
+    """A Workload as a user prebuilds it for Pods like :func:`_pod`: (pod set, count, cpu per pod)."""
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": {"name": name, "namespace": ns},
+            "spec": {"queueName": "user-queue", "podSets": [
+                {"name": ps, "count": count, "template": {"spec": {"restartPolicy": "Never", "containers": [
+                    {"name": "c", "image": "busybox:1.36", "resources": {"requests": {"cpu": cpu}}}]}}}
+                for ps, count, cpu in pod_sets]}}
+
+
+async def _workload_names(kc, ns: str) -> list[str]:
+    raw = await kc.request("GET", f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{ns}/workloads")
+    return sorted(w["metadata"]["name"] for w in msgspec.json.decode(raw)["items"])
+
+
+@pytest.mark.asyncio
+async def test_pods_and_a_pod_group_run_on_the_prebuilt_workloads_they_name(kube_apiserver, tmp_path) -> None:
+    """A Pod naming a Workload not there yet stays gated with none made; once it is created the Pod adopts it (its
+    controller owner, the uid label) and starts on it. A Pod naming one its spec does not match finishes it
+    ``OutOfSync`` and stays gated. A pod group's Pods become owners of the Workload they name and start on it."""
+    sfx = secrets.token_hex(3)
+    config = load_config({"integrations": {"frameworks": ["pod"]}})
+    async with await connect(kube_apiserver) as kc, _pod_webhook(kc, tmp_path, sfx, config):
+        q = await queues(kc, "pods-prebuilt", {"cpu": 3}, sfx=sfx, flavor_labels={"pool": "a"})
+        await _label(kc, q.ns, {"kueue-es-pod-test": sfx})
+
+        async def effective() -> bool:
+            with contextlib.suppress(Exception):
+                out = await kc.request("POST", PODS.collection_path(q.ns), query=[("dryRun", "All")],
+                                       body=_pod(q.ns, "probe", {Q: "user-queue"}))
+                return GATE in _gates(msgspec.json.decode(out))
+            return False
+
+        await eventually(effective, what="the pod webhook in effect")
+        group = {Q: "user-queue", "kueue.x-k8s.io/pod-group-name": "duo", PREBUILT: "pre-duo"}
+
+        def member(name: str) -> dict[str, Any]:
+            pod = _pod(q.ns, name, group)
+            pod["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": "2"}
+            return pod
+
+        async with kueue_es(kc, tmp_path / "log", config=config) as (connector, _journal):
+            single = await create(kc, _pod(q.ns, "single", {Q: "user-queue", PREBUILT: "pre-single"}))
+            await create(kc, _prebuilt(q.ns, "too-big", [("main", 1, "5")]))
+            await create(kc, _pod(q.ns, "mismatched", {Q: "user-queue", PREBUILT: "too-big"}))
+            members = [await create(kc, member(n)) for n in "ab"]
+
+            async def out_of_sync() -> dict[str, Any] | None:
+                got = await get(kc, "Workload", "too-big", q.ns)
+                cond = next((c for c in (got.get("status") or {}).get("conditions", []) if c["type"] == "Finished"),
+                            None)
+                return cond if cond and cond["status"] == "True" else None
+
+            cond = await eventually(out_of_sync, what="the mismatched prebuilt workload finished")
+            assert (cond["reason"], cond["message"]) == (
+                "OutOfSync", "The prebuilt workload is out of sync with its user job")
+            assert await _workload_names(kc, q.ns) == ["too-big"], "none made for the Pods naming theirs"
+            assert _gates(await get(kc, "Pod", "single", q.ns)) == GATES
+
+            await create(kc, _prebuilt(q.ns, "pre-single", [("main", 1, "1")]))
+            role = members[0]["metadata"]["annotations"]["kueue.x-k8s.io/role-hash"]
+            await create(kc, _prebuilt(q.ns, "pre-duo", [(role, 2, "1")]))
+
+            async def started(name: str) -> dict[str, Any] | None:
+                pod = await get(kc, "Pod", name, q.ns)
+                return pod if not _gates(pod) else None
+
+            for name in ("single", "a", "b"):
+                pod = await eventually(lambda name=name: started(name), what=f"pod {name} started on its workload")
+                assert pod["spec"]["nodeSelector"] == {"pool": "a"}
+            wl = await get(kc, "Workload", "pre-single", q.ns)
+            assert [(r["kind"], r["name"], r["uid"], r.get("controller")) for r in wl["metadata"]["ownerReferences"]] \
+                == [("Pod", "single", single["metadata"]["uid"], True)]
+            assert wl["metadata"]["labels"]["kueue.x-k8s.io/job-uid"] == single["metadata"]["uid"]
+            duo = await get(kc, "Workload", "pre-duo", q.ns)
+            assert sorted((r["name"], r.get("controller", False)) for r in duo["metadata"]["ownerReferences"]) == [
+                ("a", False), ("b", False)]
+            assert duo["status"]["admission"]["clusterQueue"] == q.cq
+            assert _gates(await get(kc, "Pod", "mismatched", q.ns)) == GATES
+            assert await _workload_names(kc, q.ns) == ["pre-duo", "pre-single", "too-big"]
+            assert connector.pods is not None and connector.pods.stats.created == 0
