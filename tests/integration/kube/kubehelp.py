@@ -16,13 +16,14 @@ from typing import Any, NamedTuple, TypeVar
 import msgspec
 from kubernetes_asyncio import config
 
-from connectors.k8s.certs import self_signed
+from connectors.k8s import deployment_webhook
+from connectors.k8s.certs import ca_bundle, self_signed
 from connectors.k8s.client import KubeClient
 from connectors.k8s.connector import Connector, schedule
 from connectors.k8s.errors import Forbidden
 from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
-from connectors.k8s.pod_webhook import PodDefaulting, reviewer
+from connectors.k8s.pod_webhook import PodDefaulting, namespace_lookup, reviewer
 from connectors.k8s.resources import BY_KIND
 from connectors.k8s.validating import VALIDATING_CONFIGS, configuration
 from connectors.k8s.webhook import MUTATING_CONFIGS, WebhookServer, default_queue_lookup, register
@@ -106,23 +107,39 @@ async def validating_webhooks(kc: KubeClient, certs: Path, name: str, selector: 
 @contextlib.asynccontextmanager
 async def pod_webhooks(kc: KubeClient, certs: Path, label: str, sfx: str, config: SchedulerConfig
                        ) -> AsyncIterator[WebhookServer]:
-    """kueue-es's webhook server answering Pods as a replica with ``config`` does, its MutatingWebhookConfiguration
-    (Jobs and Pods) registered fail-closed, as with the pod integration on, for the namespaces labelled
-    ``label=<sfx>`` only (other tests sharing the cluster never reach it); deleted before the server stops."""
+    """kueue-es's webhook server answering Pods (and, with ``deployment`` among the frameworks, Deployments) as a
+    replica with ``config`` does, its MutatingWebhookConfiguration (Jobs, Pods, Deployments) registered fail-closed,
+    as with the pod integration on, and the validating Deployment webhook in a configuration of its own, for the
+    namespaces labelled ``label=<sfx>`` only (other tests sharing the cluster never reach them); deleted before
+    the server stops."""
     bundle = self_signed(["127.0.0.1"])
     _, cert, key = bundle.write(certs)
     queues_lookup = default_queue_lookup(kc)
-    server = WebhookServer(queues_lookup, None, {}, reviewer(kc, PodDefaulting.of(config), queues_lookup))
+    deployments = deployment_webhook.ParentDefaulting.of(config, "deployment")
+    parents = deployment_webhook.reviewers(deployments, namespace_lookup(kc), queues_lookup)
+    server = WebhookServer(queues_lookup, None, {}, reviewer(kc, PodDefaulting.of(config), queues_lookup),
+                           parents=parents)
     port = free_port()
     await server.start("127.0.0.1", port, str(cert), str(key))
-    name = f"{label}-{sfx}"
+    name, url, selector = f"{label}-{sfx}", f"https://127.0.0.1:{port}", {"matchLabels": {label: sfx}}
     try:
-        await register(kc, mutating(bundle.ca_pem, url=f"https://127.0.0.1:{port}", name=name,
-                                    namespace_selector={"matchLabels": {label: sfx}}, pods=True))
+        await register(kc, mutating(bundle.ca_pem, url=url, name=name, namespace_selector=selector, pods=True,
+                                    deployments=deployments.enabled))
+        if deployments.enabled:
+            hook = deployment_webhook.registration(
+                deployment_webhook.VALIDATING_NAME, {**ca_bundle(bundle.ca_pem),
+                                                     "url": url + deployment_webhook.VALIDATING_PATH},
+                selector, "deployments", on=True, mutating=False)
+            await register(kc, {"apiVersion": "admissionregistration.k8s.io/v1",
+                                "kind": "ValidatingWebhookConfiguration", "metadata": {"name": name},
+                                "webhooks": [hook]})
         yield server
     finally:
         with contextlib.suppress(Exception):
             await kc.delete(MUTATING_CONFIGS, name)
+        if deployments.enabled:
+            with contextlib.suppress(Exception):
+                await kc.delete(VALIDATING_CONFIGS, name)
         await server.stop()
 
 
