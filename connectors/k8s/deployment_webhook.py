@@ -97,10 +97,16 @@ def map_ops(path: str, present: Mapping[str, Any] | None, wanted: Mapping[str, s
     return [{"op": "add", "path": f"{path}/{_escape(k)}", "value": v} for k, v in changed.items()]
 
 
-def template_patch(obj: Mapping[str, Any], queue: str, framework: str) -> list[dict[str, Any]]:
+TemplateMarks = Callable[[Mapping[str, Any], str], tuple[dict[str, str], dict[str, str]]]
+"""A framework's own template labels and annotations for a held parent with that queue name (the StatefulSet's
+pod group)."""
+
+
+def template_patch(obj: Mapping[str, Any], queue: str, framework: str, marks: TemplateMarks | None = None
+                   ) -> list[dict[str, Any]]:
     """The JSON patch that marks the pod template (``spec.template``) of a parent Kueue holds: the managed label,
-    the parent's queue name (when it has one) and WorkloadPriorityClass as labels, and the annotation naming
-    ``framework`` as the parent that suspends its pods."""
+    the parent's queue name (when it has one) and WorkloadPriorityClass as labels, the annotation naming
+    ``framework`` as the parent that suspends its pods, and what ``marks`` adds."""
     template = (obj.get("spec") or {}).get("template") or {}
     meta = template.get("metadata")
     labels: dict[str, str] = {MANAGED_LABEL: MANAGED}
@@ -110,6 +116,10 @@ def template_patch(obj: Mapping[str, Any], queue: str, framework: str) -> list[d
     if priority:
         labels[PRIORITY_LABEL] = priority
     annotations = {SUSPENDING_PARENT: framework}
+    if marks is not None:
+        more_labels, more_annotations = marks(obj, queue)
+        labels.update(more_labels)
+        annotations.update(more_annotations)
     if not isinstance(meta, dict):
         return [{"op": "add", "path": "/spec/template/metadata", "value": {"labels": labels,
                                                                            "annotations": annotations}}]
@@ -122,8 +132,8 @@ class LookupFailed(Exception):
 
 
 async def parent_patch(obj: Mapping[str, Any], namespace: str, defaulting: ParentDefaulting, framework: str,
-                       namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue
-                       ) -> list[dict[str, Any]]:
+                       namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,
+                       marks: TemplateMarks | None = None) -> list[dict[str, Any]]:
     """The JSON patch Kueue's webhook makes to a parent (see the module docstring): the default queue name, then,
     when Kueue holds it, its template's marks (:func:`template_patch`)."""
     labels = _meta(obj, "labels")
@@ -138,7 +148,7 @@ async def parent_patch(obj: Mapping[str, Any], namespace: str, defaulting: Paren
     if defaulting.without_queue and kueue_parent:
         return ops
     if queue or (defaulting.without_queue and await _managed(namespace, defaulting, namespace_labels)):
-        ops += template_patch(obj, queue, framework)
+        ops += template_patch(obj, queue, framework, marks)
     return ops
 
 
@@ -151,7 +161,8 @@ async def _managed(namespace: str, defaulting: ParentDefaulting, namespace_label
 
 
 async def mutating_review(body: bytes, defaulting: ParentDefaulting, framework: str,
-                          namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue) -> dict[str, Any]:
+                          namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,
+                          marks: TemplateMarks | None = None) -> dict[str, Any]:
     """Answer one AdmissionReview (v1) of a parent being created or updated: allowed, with :func:`parent_patch`;
     refused when a lookup fails."""
     req = msgspec.json.decode(body).get("request") or {}
@@ -160,7 +171,8 @@ async def mutating_review(body: bytes, defaulting: ParentDefaulting, framework: 
     if defaulting.enabled and req.get("operation") in ("CREATE", "UPDATE") and isinstance(obj, dict) and obj:
         namespace = req.get("namespace") or (obj.get("metadata") or {}).get("namespace", "")
         try:
-            ops = await parent_patch(obj, namespace, defaulting, framework, namespace_labels, has_default_queue)
+            ops = await parent_patch(obj, namespace, defaulting, framework, namespace_labels, has_default_queue,
+                                     marks)
         except LookupFailed as exc:
             response.update(allowed=False, status={"code": 500, "reason": "InternalError", "message": str(exc)})
             ops = []
@@ -200,17 +212,23 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     return errors
 
 
-def validating_review(body: bytes) -> dict[str, Any]:
-    """Answer one AdmissionReview (v1) of a Deployment, the integration on: allowed, or refused (403) with
-    Kueue's field errors."""
+CreateErrors = Callable[[Mapping[str, Any]], list[str]]
+UpdateErrors = Callable[[Mapping[str, Any], Mapping[str, Any]], list[str]]
+
+
+def validating_review(body: bytes, create: CreateErrors | None = None, update: UpdateErrors | None = None
+                      ) -> dict[str, Any]:
+    """Answer one AdmissionReview (v1) of a Deployment (or, with its rules ``create`` and ``update``, another
+    parent), the integration on: allowed, or refused (403) with Kueue's field errors."""
+    create, update = create or create_errors, update or update_errors
     req = msgspec.json.decode(body).get("request") or {}
     response: dict[str, Any] = {"uid": req.get("uid", ""), "allowed": True}
     new, old, operation = req.get("object"), req.get("oldObject"), req.get("operation", "")
     errors: list[str] = []
     if operation == "CREATE" and isinstance(new, dict):
-        errors = create_errors(new)
+        errors = create(new)
     elif operation == "UPDATE" and isinstance(new, dict) and isinstance(old, dict):
-        errors = update_errors(old, new)
+        errors = update(old, new)
     message = job_validation.aggregate(errors)
     if message is not None:
         response.update(allowed=False, status={"code": 403, "reason": "Forbidden", "message": message})

@@ -26,7 +26,8 @@ answers the CRDs' ConversionReviews (:mod:`connectors.k8s.conversion`) and Kueue
 kinds (:mod:`connectors.k8s.validating`) and for Jobs, all registered with the same CA. The same configuration
 registers Kueue's Pod webhook (:mod:`connectors.k8s.pod_webhook`), which changes nothing while the Kueue
 Configuration leaves the pod integration off, and Kueue's Deployment webhook
-(:mod:`connectors.k8s.deployment_webhook`), which changes nothing while its ``deployment`` integration is off.
+(:mod:`connectors.k8s.deployment_webhook`) and StatefulSet webhook (:mod:`connectors.k8s.statefulset_webhook`),
+which change nothing while their ``deployment`` and ``statefulset`` integrations are off.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from connectors.k8s import (
     job_validation,
     pod_validation,
     pod_webhook,
+    statefulset_webhook,
     validating,
 )
 from connectors.k8s.certs import CertBundle, ca_bundle, self_signed
@@ -60,14 +62,15 @@ from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import PRIORITY_LABEL
 from connectors.k8s.resources import BY_KIND, Resource
 from connectors.k8s.settings import KubeSettings
-from kueue_es.scheduler.config import DEPLOYMENT_FRAMEWORK, SchedulerConfig
+from kueue_es.scheduler.config import DEFAULT, DEPLOYMENT_FRAMEWORK, STATEFULSET_FRAMEWORK, SchedulerConfig
 from projections import gates
 
 log = structlog.get_logger("kueue_es.k8s.webhook")
 
 PATH = "/mutate-batch-v1-job"
-PARENT_PATHS = (deployment_webhook.MUTATING_PATH, deployment_webhook.VALIDATING_PATH)
-"""The paths of the webhooks for the parents of Pods Kueue holds (Deployments)."""
+PARENT_PATHS = (deployment_webhook.MUTATING_PATH, deployment_webhook.VALIDATING_PATH,
+                statefulset_webhook.MUTATING_PATH, statefulset_webhook.VALIDATING_PATH)
+"""The paths of the webhooks for the parents of Pods Kueue holds (Deployments, StatefulSets)."""
 DEFAULT_QUEUE = "default"
 CONFIGURATION_NAME = "kueue-es-mutating-webhook-configuration"
 WEBHOOK_NAME = "mjob.kb.io"
@@ -208,7 +211,8 @@ class WebhookServer:
         """Answers the validating Pod webhook's reviews (:mod:`connectors.k8s.pod_validation`; the pod integration
         off, every Pod is allowed)."""
         self.parents = dict(parents or {})
-        """Path -> the review of the Deployment webhooks there (:mod:`connectors.k8s.deployment_webhook`); a path
+        """Path -> the review of the Deployment or StatefulSet webhooks there (:mod:`connectors.k8s.deployment_webhook`,
+        :mod:`connectors.k8s.statefulset_webhook`); a path
         not given allows every object as it is, as with the integration off."""
         self.has_default_priority_class = has_default_priority_class
         self.feature_gates = dict(feature_gates or {})
@@ -306,11 +310,11 @@ def _closing(resp: web.Response) -> web.Response:
 def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int] | None = None,
                   name: str = CONFIGURATION_NAME, namespace_selector: dict[str, Any] | None = None,
                   excluded_namespaces: tuple[str, ...] = ("kube-system", "kueue-system"), pods: bool = False,
-                  deployments: bool = False) -> dict[str, Any]:
-    """The MutatingWebhookConfiguration for :data:`PATH`, the Pod webhook's path and the Deployment webhook's: at
-    ``url``, or at ``service`` (name, namespace, port), trusting ``ca_pem`` (none: as ``kueue-es manifests``
-    installs it, its CA set by the first replica that serves). ``pods``, ``deployments``: whether the pod and
-    deployment integrations are on (each webhook then fails closed)."""
+                  deployments: bool = False, statefulsets: bool = False) -> dict[str, Any]:
+    """The MutatingWebhookConfiguration for :data:`PATH`, the Pod webhook's path and the Deployment and StatefulSet
+    webhooks': at ``url``, or at ``service`` (name, namespace, port), trusting ``ca_pem`` (none: as ``kueue-es
+    manifests`` installs it, its CA set by the first replica that serves). ``pods``, ``deployments``,
+    ``statefulsets``: whether those integrations are on (each webhook then fails closed)."""
     if not url and service is None:
         raise ValueError("the webhook needs a url or a service")
 
@@ -336,7 +340,10 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
         }, pod_webhook.registration(client_config(pod_webhook.PATH), selector, pods=pods),
             deployment_webhook.registration(deployment_webhook.MUTATING_NAME,
                                             client_config(deployment_webhook.MUTATING_PATH), selector,
-                                            "deployments", on=deployments, mutating=True)],
+                                            "deployments", on=deployments, mutating=True),
+            deployment_webhook.registration(statefulset_webhook.MUTATING_NAME,
+                                            client_config(statefulset_webhook.MUTATING_PATH), selector,
+                                            "statefulsets", on=statefulsets, mutating=True)],
     }
 
 
@@ -398,9 +405,12 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     pod_reviews = pod_webhook.reviewer(client, pods, queues) if pods is not None and pods_on else pod_webhook.allowed_as_is
     pod_validations = (pod_validation.reviewer(feature_gates or {}, queues) if pods_on
                        else pod_webhook.allowed_as_is)
-    deployments = deployment_webhook.ParentDefaulting.of(config, DEPLOYMENT_FRAMEWORK) if config is not None else (
-        deployment_webhook.ParentDefaulting())
-    parents = deployment_webhook.reviewers(deployments, pod_webhook.namespace_lookup(client), queues)
+    config_in_force = config if config is not None else DEFAULT
+    deployments = deployment_webhook.ParentDefaulting.of(config_in_force, DEPLOYMENT_FRAMEWORK)
+    statefulsets = deployment_webhook.ParentDefaulting.of(config_in_force, STATEFULSET_FRAMEWORK)
+    namespace_labels = pod_webhook.namespace_lookup(client)
+    parents = {**deployment_webhook.reviewers(deployments, namespace_labels, queues),
+               **statefulset_webhook.reviewers(statefulsets, namespace_labels, queues)}
     server = WebhookServer(queues, default_priority_class_lookup(client) if defaulting else None,
                            feature_gates, pod_reviews, config.manages_jobs if config is not None else True,
                            unqueued_lookup(client, config) if config is not None else None, pod_validations, parents)
@@ -409,10 +419,11 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
         service = None if k.webhook_url else (k.webhook_service, k.lease_namespace, 443)
         await register(client, configuration(bundle.ca_pem, url=k.webhook_url, service=service,
                                              excluded_namespaces=("kube-system", k.lease_namespace), pods=pods_on,
-                                             deployments=deployments.enabled))
+                                             deployments=deployments.enabled, statefulsets=statefulsets.enabled))
         await register(client, validating.configuration(bundle.ca_pem, url=k.webhook_url, service=service,
                                                         excluded_namespaces=("kube-system", k.lease_namespace),
-                                                        pods=pods_on, deployments=deployments.enabled))
+                                                        pods=pods_on, deployments=deployments.enabled,
+                                                        statefulsets=statefulsets.enabled))
         await conversion.register(client, conversion_stanza(k, bundle.ca_pem))
     return server
 
