@@ -23,7 +23,7 @@ registered fail-closed only while it is on.
 
 Not done, unlike Kueue: its StatefulSet reconciler (newer Kueue makes the group's Workload itself, prebuilt,
 names it with the StatefulSet's uid, labels the pods from a pod reconciler and puts the Workload on hold while
-scaled to zero; kueue-es runs no prebuilt Workload for Pods): scaling to zero and back is handled no further
+scaled to zero): scaling to zero and back is handled no further
 than the validating rule above, the group's Workload being left to the pod-group rules.
 """
 
