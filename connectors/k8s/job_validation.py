@@ -194,6 +194,11 @@ def _name_label(labels: Mapping[str, str], key: str) -> list[str]:
     return [_invalid(_key(_LABELS, key), labels[key], ",".join(problems))] if problems else []
 
 
+def name_label_errors(labels: Mapping[str, str], key: str) -> list[str]:
+    """Kueue's error for a label ``key`` that names a Kueue object (a queue, say) and is no DNS-1123 subdomain."""
+    return _name_label(labels, key)
+
+
 def _label_name(value: str, path: str) -> list[str]:
     return [_invalid(path, value, p) for p in label_key_problems(value)]
 

@@ -23,9 +23,15 @@ gate at creation: a Pod cannot gain a gate later) and, when it names its index l
 (``kueue.x-k8s.io/pod-group-pod-index-label``), the label ``kueue.x-k8s.io/pod-group-pod-index`` with that
 label's value, its rank for the ungater. Like Kueue's, this webhook refuses
 nothing but a Pod whose lookups fail: what Kueue refuses in a Pod (a malformed pod group, say) its validating Pod
-webhook refuses, served here too (:mod:`connectors.k8s.pod_validation`, ``vpod.kb.io``). Not done, unlike Kueue:
-the pods of Kueue's other integrations (Deployments, StatefulSets,
-LeaderWorkerSets: their ReplicaSets and parents are not looked through).
+webhook refuses, served here too (:mod:`connectors.k8s.pod_validation`, ``vpod.kb.io``).
+
+A Pod annotated ``kueue.x-k8s.io/pod-suspending-parent`` (which the Deployment and StatefulSet webhooks put in
+the pod templates of the parents Kueue holds: :mod:`connectors.k8s.deployment_webhook`,
+:mod:`connectors.k8s.statefulset_webhook`) is held as its parent decided, with no namespace, owner or queue check:
+it gets the finalizer and the gates (and a group Pod its role), not the managed label or a queue name, which its
+template carries already (as in Kueue, a Pod that carries the annotation without them is gated all the same).
+Not done, unlike Kueue: looking through a Pod's ReplicaSet to a Deployment Kueue holds, or to a LeaderWorkerSet,
+for a Pod without that annotation.
 """
 
 from __future__ import annotations
@@ -59,6 +65,8 @@ FINALIZER = MANAGED_LABEL
 """Kueue's pod finalizer has the managed label's name."""
 ADMISSION_GATE = "kueue.x-k8s.io/admission"
 DEFAULT_QUEUE = "default"
+SUSPENDING_PARENT = "kueue.x-k8s.io/pod-suspending-parent"
+"""On a Pod (from its parent's template): the framework (``deployment``, ``statefulset``) that holds it."""
 
 NamespaceLabels = Callable[[str], Awaitable[dict[str, str]]]
 """The labels of a namespace, read from the apiserver."""
@@ -94,30 +102,38 @@ def owned_by_job(ref: dict[str, Any] | None) -> bool:
     return ref is not None and ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith("batch/")
 
 
+def suspended_by_parent(pod: dict[str, Any]) -> bool:
+    """The Pod carries ``kueue.x-k8s.io/pod-suspending-parent`` (any value, as Kueue reads the key alone)."""
+    return SUSPENDING_PARENT in ((pod.get("metadata") or {}).get("annotations") or {})
+
+
 def pod_patch(pod: dict[str, Any], *, default_queue: bool, without_queue: bool = False,
-              tas: bool = False) -> list[dict[str, Any]]:
+              tas: bool = False, by_parent: bool = False) -> list[dict[str, Any]]:
     """The JSON patch that makes a Pod Kueue's (empty: not Kueue's): with a queue name, or ``default_queue`` (its
     namespace has a LocalQueue ``default``, whose name it gets), or none under ``without_queue``
     (``manageJobsWithoutQueueName``), the managed label, the finalizer and the admission gate, each once; under
     ``tas`` (Kueue's TopologyAwareScheduling gate) also the topology gate, which its start lifts unless placed by
     topology (then the ungater does), and, when ``kueue.x-k8s.io/pod-group-pod-index-label`` names a label, that
     label's value (empty when absent, as Kueue copies it) as the Pod's ``kueue.x-k8s.io/pod-group-pod-index``.
+    ``by_parent``: the Pod is held because its parent's template says so (:func:`suspended_by_parent`): queue name
+    or not, and without the managed label, which is the template's to carry, as in Kueue.
     The namespace and owner checks are the caller's."""
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
     added: dict[str, str] = {}
-    if not labels.get(QUEUE_LABEL):
-        if default_queue:
-            added[QUEUE_LABEL] = DEFAULT_QUEUE
-        elif not without_queue:
-            return []
-    if labels.get(MANAGED_LABEL) != MANAGED:
-        added[MANAGED_LABEL] = MANAGED
+    if not by_parent:
+        if not labels.get(QUEUE_LABEL):
+            if not default_queue and not without_queue:
+                return []
+            if default_queue:
+                added[QUEUE_LABEL] = DEFAULT_QUEUE
+        if labels.get(MANAGED_LABEL) != MANAGED:
+            added[MANAGED_LABEL] = MANAGED
     index_label = (meta.get("annotations") or {}).get(POD_INDEX_LABEL_ANNOTATION)
     if tas and index_label is not None and labels.get(POD_INDEX_LABEL) != labels.get(index_label, ""):
         added[POD_INDEX_LABEL] = labels.get(index_label, "")
     ops: list[dict[str, Any]] = []
-    if meta.get("labels") is None:
+    if added and meta.get("labels") is None:
         ops.append({"op": "add", "path": "/metadata/labels", "value": added})
     else:
         ops += [{"op": "add", "path": "/metadata/labels/" + _escape(k), "value": v} for k, v in added.items()]
@@ -167,7 +183,9 @@ class _LookupFailed(Exception):
 
 async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulting, namespace_labels: NamespaceLabels,
                     has_default_queue: HasDefaultQueue, queued_job_owner: QueuedJobOwner) -> list[dict[str, Any]]:
-    """In Kueue's order: the namespace, the owner, then the queue name."""
+    """In Kueue's order: the parent's word, the namespace, the owner, then the queue name."""
+    if suspended_by_parent(pod):
+        return pod_patch(pod, default_queue=False, tas=defaulting.tas, by_parent=True) + role_annotation_patch(pod)
     try:
         labels = await namespace_labels(namespace)
     except KubeError as exc:

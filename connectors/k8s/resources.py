@@ -86,3 +86,8 @@ WATCHED: tuple[str, ...] = tuple(r.kind for r in ALL)
 LEASES = Resource("Lease", "coordination.k8s.io", "v1", "leases", True)
 POD_TEMPLATES = Resource("PodTemplate", "", "v1", "podtemplates", True)
 """Written (a ProvisioningRequest's pod templates), never watched."""
+DEPLOYMENTS = Resource("Deployment", "apps", "v1", "deployments", True, status_subresource=True)
+REPLICA_SETS = Resource("ReplicaSet", "apps", "v1", "replicasets", True, status_subresource=True)
+STATEFUL_SETS = Resource("StatefulSet", "apps", "v1", "statefulsets", True, status_subresource=True)
+"""The parents of the Pods Kueue's ``deployment`` and ``statefulset`` integrations hold: not watched (their Pods
+are), named for the tests and the StatefulSet scaling."""

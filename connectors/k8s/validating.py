@@ -32,7 +32,13 @@ from typing import Any
 
 import msgspec
 
-from connectors.k8s import job_validation, pod_validation, pod_webhook
+from connectors.k8s import (
+    deployment_webhook,
+    job_validation,
+    pod_validation,
+    pod_webhook,
+    statefulset_webhook,
+)
 from connectors.k8s.certs import ca_bundle
 from connectors.k8s.resources import Resource
 from events import objects as o
@@ -107,12 +113,14 @@ def review(body: bytes, kind: str, feature_gates: Mapping[str, bool]) -> dict[st
 
 def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int] | None = None,
                   name: str = CONFIGURATION_NAME, object_selector: dict[str, Any] | None = None,
-                  excluded_namespaces: tuple[str, ...] = ("kube-system", "kueue-system"), pods: bool = False
-                  ) -> dict[str, Any]:
+                  excluded_namespaces: tuple[str, ...] = ("kube-system", "kueue-system"), pods: bool = False,
+                  deployments: bool = False, statefulsets: bool = False) -> dict[str, Any]:
     """The ValidatingWebhookConfiguration for :data:`HOOKS` and for Jobs and Pods (not in ``excluded_namespaces``), at
     ``url`` or at ``service`` (name, namespace, port), trusting ``ca_pem``. ``object_selector``: only objects it
     selects (for tests sharing a cluster). ``pods``: whether the pod integration is on (the Pod webhook then fails
-    closed: :func:`connectors.k8s.pod_webhook.failure_policy`)."""
+    closed: :func:`connectors.k8s.pod_webhook.failure_policy`); ``deployments``, ``statefulsets``: the same for the
+    Deployment and StatefulSet webhooks (:mod:`connectors.k8s.deployment_webhook`,
+    :mod:`connectors.k8s.statefulset_webhook`)."""
     if not url and service is None:
         raise ValueError("the webhook needs a url or a service")
     ca = ca_bundle(ca_pem)
@@ -140,11 +148,19 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
     pod_hook = webhook(pod_validation.WEBHOOK_NAME, pod_validation.PATH,
                    {"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "scope": "Namespaced"})
     pod_hook["failurePolicy"] = pod_webhook.failure_policy(pods)
-    for hook in (jobs, pod_hook):
+    deployment_hook = webhook(deployment_webhook.VALIDATING_NAME, deployment_webhook.VALIDATING_PATH,
+                              {"apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments"],
+                               "scope": "Namespaced"})
+    deployment_hook["failurePolicy"] = pod_webhook.failure_policy(deployments)
+    statefulset_hook = webhook(statefulset_webhook.VALIDATING_NAME, statefulset_webhook.VALIDATING_PATH,
+                               {"apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["statefulsets"],
+                                "scope": "Namespaced"})
+    statefulset_hook["failurePolicy"] = pod_webhook.failure_policy(statefulsets)
+    for hook in (jobs, pod_hook, deployment_hook, statefulset_hook):
         hook["namespaceSelector"] = {"matchExpressions": [
             {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(excluded_namespaces)}]}
     return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-            "metadata": {"name": name}, "webhooks": [*webhooks, jobs, pod_hook]}
+            "metadata": {"name": name}, "webhooks": [*webhooks, jobs, pod_hook, deployment_hook, statefulset_hook]}
 
 
 def _view(doc: dict[str, Any]) -> o.KObject | None:

@@ -25,7 +25,9 @@ signed the serving certificate as its ``caBundle``; :func:`register` creates or 
 answers the CRDs' ConversionReviews (:mod:`connectors.k8s.conversion`) and Kueue's validating webhooks for its own
 kinds (:mod:`connectors.k8s.validating`) and for Jobs, all registered with the same CA. The same configuration
 registers Kueue's Pod webhook (:mod:`connectors.k8s.pod_webhook`), which changes nothing while the Kueue
-Configuration leaves the pod integration off.
+Configuration leaves the pod integration off, and Kueue's Deployment webhook
+(:mod:`connectors.k8s.deployment_webhook`) and StatefulSet webhook (:mod:`connectors.k8s.statefulset_webhook`),
+which change nothing while their ``deployment`` and ``statefulset`` integrations are off.
 """
 
 from __future__ import annotations
@@ -44,11 +46,13 @@ from aiohttp import web
 from connectors.k8s import (
     conversion,
     crds,
+    deployment_webhook,
     https,
     job_selection,
     job_validation,
     pod_validation,
     pod_webhook,
+    statefulset_webhook,
     validating,
 )
 from connectors.k8s.certs import CertBundle, ca_bundle, self_signed
@@ -58,12 +62,15 @@ from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import PRIORITY_LABEL
 from connectors.k8s.resources import BY_KIND, Resource
 from connectors.k8s.settings import KubeSettings
-from kueue_es.scheduler.config import SchedulerConfig
+from kueue_es.scheduler.config import DEFAULT, DEPLOYMENT_FRAMEWORK, STATEFULSET_FRAMEWORK, SchedulerConfig
 from projections import gates
 
 log = structlog.get_logger("kueue_es.k8s.webhook")
 
 PATH = "/mutate-batch-v1-job"
+PARENT_PATHS = (deployment_webhook.MUTATING_PATH, deployment_webhook.VALIDATING_PATH,
+                statefulset_webhook.MUTATING_PATH, statefulset_webhook.VALIDATING_PATH)
+"""The paths of the webhooks for the parents of Pods Kueue holds (Deployments, StatefulSets)."""
 DEFAULT_QUEUE = "default"
 CONFIGURATION_NAME = "kueue-es-mutating-webhook-configuration"
 WEBHOOK_NAME = "mjob.kb.io"
@@ -190,7 +197,8 @@ class WebhookServer:
                  feature_gates: Mapping[str, bool] | None = None,
                  pods: pod_webhook.Reviewer = pod_webhook.allowed_as_is, jobs: bool = True,
                  suspends_unqueued: SuspendsUnqueued | None = None,
-                 pod_validations: pod_webhook.Reviewer = pod_webhook.allowed_as_is) -> None:
+                 pod_validations: pod_webhook.Reviewer = pod_webhook.allowed_as_is,
+                 parents: Mapping[str, pod_webhook.Reviewer] | None = None) -> None:
         self.has_default_queue = has_default_queue
         self.jobs = jobs
         """The Job integration is on (``batch/job`` among the Configuration's frameworks): off, the Job webhooks
@@ -202,6 +210,10 @@ class WebhookServer:
         self.pod_validations = pod_validations
         """Answers the validating Pod webhook's reviews (:mod:`connectors.k8s.pod_validation`; the pod integration
         off, every Pod is allowed)."""
+        self.parents = dict(parents or {})
+        """Path -> the review of the Deployment or StatefulSet webhooks there (:mod:`connectors.k8s.deployment_webhook`,
+        :mod:`connectors.k8s.statefulset_webhook`); a path
+        not given allows every object as it is, as with the integration off."""
         self.has_default_priority_class = has_default_priority_class
         self.feature_gates = dict(feature_gates or {})
         self.reviews = 0
@@ -221,10 +233,12 @@ class WebhookServer:
             app.router.add_post(path, partial(self._validate, kind))
         app.router.add_post(job_validation.PATH, partial(self._validate, "Job"))
         app.router.add_post(pod_validation.PATH, partial(self._validate, "Pod"))
+        for path in PARENT_PATHS:
+            app.router.add_post(path, partial(self._parent, path))
         self._runner = await https.serve(app, address, port, https.server_tls(certfile, keyfile))
         log.info("webhook serving", address=address, port=port,
                  paths=[PATH, pod_webhook.PATH, conversion.PATH, *validating.PATHS, job_validation.PATH,
-                        pod_validation.PATH])
+                        pod_validation.PATH, *PARENT_PATHS])
 
     async def stop(self) -> None:
         if self._runner is not None:
@@ -236,6 +250,9 @@ class WebhookServer:
 
     async def _pod(self, request: web.Request) -> web.Response:
         return await self._mutate(request, self.pods)
+
+    async def _parent(self, path: str, request: web.Request) -> web.Response:
+        return await self._mutate(request, self.parents.get(path, pod_webhook.allowed_as_is))
 
     async def _review_job(self, body: bytes) -> dict[str, Any]:
         return await review(body, self.has_default_queue, self.has_default_priority_class, self.suspends_unqueued)
@@ -292,12 +309,12 @@ def _closing(resp: web.Response) -> web.Response:
 
 def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int] | None = None,
                   name: str = CONFIGURATION_NAME, namespace_selector: dict[str, Any] | None = None,
-                  excluded_namespaces: tuple[str, ...] = ("kube-system", "kueue-system"), pods: bool = False
-                  ) -> dict[str, Any]:
-    """The MutatingWebhookConfiguration for :data:`PATH` and the Pod webhook's path: at ``url``, or at ``service``
-    (name, namespace, port), trusting ``ca_pem`` (none: as ``kueue-es manifests`` installs it, its CA set by the
-    first replica that serves). ``pods``: whether the pod integration is on (the Pod webhook then fails
-    closed)."""
+                  excluded_namespaces: tuple[str, ...] = ("kube-system", "kueue-system"), pods: bool = False,
+                  deployments: bool = False, statefulsets: bool = False) -> dict[str, Any]:
+    """The MutatingWebhookConfiguration for :data:`PATH`, the Pod webhook's path and the Deployment and StatefulSet
+    webhooks': at ``url``, or at ``service`` (name, namespace, port), trusting ``ca_pem`` (none: as ``kueue-es
+    manifests`` installs it, its CA set by the first replica that serves). ``pods``, ``deployments``,
+    ``statefulsets``: whether those integrations are on (each webhook then fails closed)."""
     if not url and service is None:
         raise ValueError("the webhook needs a url or a service")
 
@@ -320,7 +337,13 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
                        "resources": ["jobs"], "scope": "Namespaced"}],
             "namespaceSelector": selector, "failurePolicy": "Fail", "sideEffects": "None",
             "admissionReviewVersions": ["v1"], "timeoutSeconds": 10, "reinvocationPolicy": "Never",
-        }, pod_webhook.registration(client_config(pod_webhook.PATH), selector, pods=pods)],
+        }, pod_webhook.registration(client_config(pod_webhook.PATH), selector, pods=pods),
+            deployment_webhook.registration(deployment_webhook.MUTATING_NAME,
+                                            client_config(deployment_webhook.MUTATING_PATH), selector,
+                                            "deployments", on=deployments, mutating=True),
+            deployment_webhook.registration(statefulset_webhook.MUTATING_NAME,
+                                            client_config(statefulset_webhook.MUTATING_PATH), selector,
+                                            "statefulsets", on=statefulsets, mutating=True)],
     }
 
 
@@ -382,17 +405,25 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     pod_reviews = pod_webhook.reviewer(client, pods, queues) if pods is not None and pods_on else pod_webhook.allowed_as_is
     pod_validations = (pod_validation.reviewer(feature_gates or {}, queues) if pods_on
                        else pod_webhook.allowed_as_is)
+    config_in_force = config if config is not None else DEFAULT
+    deployments = deployment_webhook.ParentDefaulting.of(config_in_force, DEPLOYMENT_FRAMEWORK)
+    statefulsets = deployment_webhook.ParentDefaulting.of(config_in_force, STATEFULSET_FRAMEWORK)
+    namespace_labels = pod_webhook.namespace_lookup(client)
+    parents = {**deployment_webhook.reviewers(deployments, namespace_labels, queues),
+               **statefulset_webhook.reviewers(statefulsets, namespace_labels, queues)}
     server = WebhookServer(queues, default_priority_class_lookup(client) if defaulting else None,
                            feature_gates, pod_reviews, config.manages_jobs if config is not None else True,
-                           unqueued_lookup(client, config) if config is not None else None, pod_validations)
+                           unqueued_lookup(client, config) if config is not None else None, pod_validations, parents)
     await server.start(k.webhook_address, k.webhook_port, str(cert), str(key))
     if k.webhook_register:
         service = None if k.webhook_url else (k.webhook_service, k.lease_namespace, 443)
         await register(client, configuration(bundle.ca_pem, url=k.webhook_url, service=service,
-                                             excluded_namespaces=("kube-system", k.lease_namespace), pods=pods_on))
+                                             excluded_namespaces=("kube-system", k.lease_namespace), pods=pods_on,
+                                             deployments=deployments.enabled, statefulsets=statefulsets.enabled))
         await register(client, validating.configuration(bundle.ca_pem, url=k.webhook_url, service=service,
                                                         excluded_namespaces=("kube-system", k.lease_namespace),
-                                                        pods=pods_on))
+                                                        pods=pods_on, deployments=deployments.enabled,
+                                                        statefulsets=statefulsets.enabled))
         await conversion.register(client, conversion_stanza(k, bundle.ca_pem))
     return server
 

@@ -112,8 +112,13 @@ MULTIKUEUE_ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
 
 JOB_FRAMEWORK = "batch/job"
 POD_FRAMEWORK = "pod"
+DEPLOYMENT_FRAMEWORK = "deployment"
+STATEFULSET_FRAMEWORK = "statefulset"
 DEFAULT_FRAMEWORKS = (JOB_FRAMEWORK,)
 """The frameworks Kueue manages when the Configuration lists none: the plain-Pod integration (``pod``) is off."""
+FRAMEWORK_NEEDS = {DEPLOYMENT_FRAMEWORK: POD_FRAMEWORK, STATEFULSET_FRAMEWORK: POD_FRAMEWORK}
+"""Framework -> the framework it runs on: a Deployment's or StatefulSet's pods are run by the pod integration, so
+Kueue refuses to start with either listed without ``pod`` (its integration ``DependencyList``)."""
 
 
 class ControllerMetrics(_Cfg):
@@ -185,6 +190,18 @@ class SchedulerConfig(_Cfg):
     def manages_pods(self) -> bool:
         """Kueue's plain-Pod integration is on (``pod`` among the frameworks; off by default)."""
         return POD_FRAMEWORK in self.frameworks
+
+    @property
+    def manages_deployments(self) -> bool:
+        """Kueue's ``deployment`` integration is on (off by default; needs ``pod``): a Deployment naming a queue has
+        its pod template marked so that its pods are held as single Pods (:mod:`connectors.k8s.deployment_webhook`)."""
+        return DEPLOYMENT_FRAMEWORK in self.frameworks
+
+    @property
+    def manages_statefulsets(self) -> bool:
+        """Kueue's ``statefulset`` integration is on (off by default; needs ``pod``): a StatefulSet naming a queue has
+        its pods held as one serving pod group (:mod:`connectors.k8s.statefulset_webhook`)."""
+        return STATEFULSET_FRAMEWORK in self.frameworks
 
     @property
     def managed_jobs_selector(self) -> o.LabelSelector:
@@ -295,6 +312,7 @@ def load_config(doc: dict[str, Any], source: str = "<config>") -> SchedulerConfi
                 parse_duration(value, f"{source}: field `objectRetentionPolicies.workloads.{name}`")
     _validate_resources(cfg, source)
     _validate_label_keys_to_copy(cfg, source)
+    _validate_framework_needs(cfg.frameworks, source)
     bad_label = custom_labels.problem(cfg.metrics.custom_labels) if cfg.metrics is not None else None
     if bad_label is not None:
         raise InvalidInput(f"{source}: Configuration: field `{bad_label[0]}`: {bad_label[1]}")
@@ -322,6 +340,16 @@ def _validate_label_keys_to_copy(cfg: SchedulerConfig, source: str) -> None:
         if key == MULTIKUEUE_ORIGIN_LABEL:
             raise InvalidInput(f"{source}: Configuration: field `integrations.labelKeysToCopy[{i}]`: {key!r} is "
                                "written by a Kueue controller and must not be copied onto a Workload")
+
+
+def _validate_framework_needs(frameworks: tuple[str, ...], source: str) -> None:
+    """A framework listed without the one it runs on (:data:`FRAMEWORK_NEEDS`) is refused, as Kueue refuses to
+    start (``"deployment" integration not enabled "pod"``)."""
+    for i, name in enumerate(frameworks):
+        needed = FRAMEWORK_NEEDS.get(name)
+        if needed is not None and needed not in frameworks:
+            raise InvalidInput(f'{source}: field `integrations.frameworks[{i}]`: "{name}" runs on "{needed}", which '
+                               f'`integrations.frameworks` must list too ("{name}" integration not enabled "{needed}")')
 
 
 def _validate_selector(selector: o.LabelSelector, at: str) -> None:

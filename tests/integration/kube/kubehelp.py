@@ -16,13 +16,14 @@ from typing import Any, NamedTuple, TypeVar
 import msgspec
 from kubernetes_asyncio import config
 
-from connectors.k8s.certs import self_signed
+from connectors.k8s import deployment_webhook, statefulset_webhook
+from connectors.k8s.certs import ca_bundle, self_signed
 from connectors.k8s.client import KubeClient
 from connectors.k8s.connector import Connector, schedule
 from connectors.k8s.errors import Forbidden
 from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
-from connectors.k8s.pod_webhook import PodDefaulting, reviewer
+from connectors.k8s.pod_webhook import PodDefaulting, namespace_lookup, reviewer
 from connectors.k8s.resources import BY_KIND
 from connectors.k8s.validating import VALIDATING_CONFIGS, configuration
 from connectors.k8s.webhook import MUTATING_CONFIGS, WebhookServer, default_queue_lookup, register
@@ -106,23 +107,44 @@ async def validating_webhooks(kc: KubeClient, certs: Path, name: str, selector: 
 @contextlib.asynccontextmanager
 async def pod_webhooks(kc: KubeClient, certs: Path, label: str, sfx: str, config: SchedulerConfig
                        ) -> AsyncIterator[WebhookServer]:
-    """kueue-es's webhook server answering Pods as a replica with ``config`` does, its MutatingWebhookConfiguration
-    (Jobs and Pods) registered fail-closed, as with the pod integration on, for the namespaces labelled
-    ``label=<sfx>`` only (other tests sharing the cluster never reach it); deleted before the server stops."""
+    """kueue-es's webhook server answering Pods (and, with ``deployment`` or ``statefulset`` among the frameworks,
+    Deployments or StatefulSets) as a replica with ``config`` does, its MutatingWebhookConfiguration (Jobs, Pods,
+    Deployments, StatefulSets) registered fail-closed, as with the pod integration on, and the validating webhooks
+    of the frameworks on in a configuration of their own, for the namespaces labelled ``label=<sfx>`` only (other
+    tests sharing the cluster never reach them); deleted before the server stops."""
     bundle = self_signed(["127.0.0.1"])
     _, cert, key = bundle.write(certs)
     queues_lookup = default_queue_lookup(kc)
-    server = WebhookServer(queues_lookup, None, {}, reviewer(kc, PodDefaulting.of(config), queues_lookup))
+    deployments = deployment_webhook.ParentDefaulting.of(config, "deployment")
+    statefulsets = deployment_webhook.ParentDefaulting.of(config, "statefulset")
+    parents = {**deployment_webhook.reviewers(deployments, namespace_lookup(kc), queues_lookup),
+               **statefulset_webhook.reviewers(statefulsets, namespace_lookup(kc), queues_lookup)}
+    server = WebhookServer(queues_lookup, None, {}, reviewer(kc, PodDefaulting.of(config), queues_lookup),
+                           parents=parents)
     port = free_port()
     await server.start("127.0.0.1", port, str(cert), str(key))
-    name = f"{label}-{sfx}"
+    name, url, selector = f"{label}-{sfx}", f"https://127.0.0.1:{port}", {"matchLabels": {label: sfx}}
     try:
-        await register(kc, mutating(bundle.ca_pem, url=f"https://127.0.0.1:{port}", name=name,
-                                    namespace_selector={"matchLabels": {label: sfx}}, pods=True))
+        await register(kc, mutating(bundle.ca_pem, url=url, name=name, namespace_selector=selector, pods=True,
+                                    deployments=deployments.enabled, statefulsets=statefulsets.enabled))
+        hooks = [deployment_webhook.registration(hook_name, {**ca_bundle(bundle.ca_pem), "url": url + path},
+                                                 selector, resource, on=True, mutating=False)
+                 for on, hook_name, path, resource in (
+                     (deployments.enabled, deployment_webhook.VALIDATING_NAME, deployment_webhook.VALIDATING_PATH,
+                      "deployments"),
+                     (statefulsets.enabled, statefulset_webhook.VALIDATING_NAME, statefulset_webhook.VALIDATING_PATH,
+                      "statefulsets")) if on]
+        if hooks:
+            await register(kc, {"apiVersion": "admissionregistration.k8s.io/v1",
+                                "kind": "ValidatingWebhookConfiguration", "metadata": {"name": name},
+                                "webhooks": hooks})
         yield server
     finally:
         with contextlib.suppress(Exception):
             await kc.delete(MUTATING_CONFIGS, name)
+        if deployments.enabled or statefulsets.enabled:
+            with contextlib.suppress(Exception):
+                await kc.delete(VALIDATING_CONFIGS, name)
         await server.stop()
 
 

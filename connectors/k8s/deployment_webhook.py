@@ -1,0 +1,269 @@
+"""Kueue's webhooks for apps/v1 Deployments: its ``deployment`` integration, which runs on the pod one.
+
+Kueue gives a Deployment no Workload of its own: each of its pods is a single Pod the pod integration holds
+(:mod:`connectors.k8s.pods_integration`), one Workload per pod. The Deployment's part is its pod template, which
+Kueue's mutating webhook (``mdeployment.kb.io`` at ``/mutate-apps-v1-deployment``, on create and update) marks
+when it holds the Deployment (``pkg/controller/jobs/deployment/deployment_webhook.go``):
+
+* a Deployment naming no queue, in a namespace ``managedJobsNamespaceSelector`` selects (read from the apiserver)
+  that has a LocalQueue ``default``, is given ``kueue.x-k8s.io/queue-name: default`` (Kueue's LocalQueue
+  defaulting), unless its controller is of a kind Kueue runs;
+* Kueue holds it when it names a queue, or, under ``manageJobsWithoutQueueName``, when its namespace is one the
+  selector selects — not when its controller is of a kind Kueue runs then (Kueue queues that parent);
+* held, its pod template gets ``kueue.x-k8s.io/managed: "true"``, the Deployment's queue name and
+  WorkloadPriorityClass (``kueue.x-k8s.io/priority-class``) as labels, and the annotation
+  ``kueue.x-k8s.io/pod-suspending-parent: deployment``, from which the Pod webhook gates every pod the
+  ReplicaSets make (:func:`connectors.k8s.pod_webhook.suspended_by_parent`).
+
+Its validating webhook (``vdeployment.kb.io`` at ``/validate-apps-v1-deployment``, create and update) refuses, in
+Kueue's words, a queue name that is not a DNS-1123 subdomain, a changed or removed WorkloadPriorityClass label,
+and a queue name changed while a replica is ready (``status.readyReplicas`` of the stored Deployment above 0) or
+removed. Kueue's message for the queue name shows the old value (it passes the two names the other way round).
+
+While the integration is off both answer every review unchanged (:func:`connectors.k8s.pod_webhook.allowed_as_is`)
+and are registered with ``failurePolicy: Ignore``, ``Fail`` while it is on, as the Pod webhooks
+(:func:`connectors.k8s.pod_webhook.failure_policy`). Kueue's ``deployment`` reconciler does nothing here (a no-op
+one for the owner index); not done, unlike newer Kueue: pausing a Deployment (its ``DeploymentParentSuspension``
+gate, not in the gate table kueue-es follows).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import msgspec
+
+from connectors.k8s import job_selection, job_validation
+from connectors.k8s.errors import KubeError
+from connectors.k8s.job_events import QUEUE_LABEL
+from connectors.k8s.job_priority import PRIORITY_LABEL
+from connectors.k8s.pod_webhook import (
+    DEFAULT_QUEUE,
+    MANAGED,
+    MANAGED_LABEL,
+    SUSPENDING_PARENT,
+    HasDefaultQueue,
+    NamespaceLabels,
+    allowed_as_is,
+    failure_policy,
+)
+from events import objects as o
+from kueue_es.scheduler.config import DEPLOYMENT_FRAMEWORK, SchedulerConfig
+from projections.clusterqueues import selector_matches
+
+MUTATING_PATH = "/mutate-apps-v1-deployment"
+MUTATING_NAME = "mdeployment.kb.io"
+VALIDATING_PATH = "/validate-apps-v1-deployment"
+VALIDATING_NAME = "vdeployment.kb.io"
+
+Reviewer = Callable[[bytes], Awaitable[dict[str, Any]]]
+
+
+class ParentDefaulting(msgspec.Struct, frozen=True):
+    """What a parent's (Deployment's, StatefulSet's) mutating webhook reads of the Kueue Configuration."""
+
+    enabled: bool = False
+    """Its framework is on (``integrations.frameworks``)."""
+    managed_namespaces: o.LabelSelector = o.LabelSelector()
+    without_queue: bool = False
+    """``manageJobsWithoutQueueName``."""
+
+    @classmethod
+    def of(cls, config: SchedulerConfig, framework: str) -> ParentDefaulting:
+        return cls(framework in config.frameworks, config.managed_jobs_selector, config.manage_jobs_without_queue_name)
+
+
+def _meta(obj: Mapping[str, Any], field: str) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    value = meta.get(field) if isinstance(meta, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def _escape(key: str) -> str:
+    """A JSON-pointer token (RFC 6901)."""
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def map_ops(path: str, present: Mapping[str, Any] | None, wanted: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The JSON patch that sets each ``wanted`` key of the map at ``path`` (``present``: the map there, None when
+    absent), leaving those already so."""
+    changed = {k: v for k, v in wanted.items() if (present or {}).get(k) != v}
+    if not changed:
+        return []
+    if present is None:
+        return [{"op": "add", "path": path, "value": changed}]
+    return [{"op": "add", "path": f"{path}/{_escape(k)}", "value": v} for k, v in changed.items()]
+
+
+TemplateMarks = Callable[[Mapping[str, Any], str], tuple[dict[str, str], dict[str, str]]]
+"""A framework's own template labels and annotations for a held parent with that queue name (the StatefulSet's
+pod group)."""
+
+
+def template_patch(obj: Mapping[str, Any], queue: str, framework: str, marks: TemplateMarks | None = None
+                   ) -> list[dict[str, Any]]:
+    """The JSON patch that marks the pod template (``spec.template``) of a parent Kueue holds: the managed label,
+    the parent's queue name (when it has one) and WorkloadPriorityClass as labels, the annotation naming
+    ``framework`` as the parent that suspends its pods, and what ``marks`` adds."""
+    template = (obj.get("spec") or {}).get("template") or {}
+    meta = template.get("metadata")
+    labels: dict[str, str] = {MANAGED_LABEL: MANAGED}
+    if queue:
+        labels[QUEUE_LABEL] = queue
+    priority = _meta(obj, "labels").get(PRIORITY_LABEL, "")
+    if priority:
+        labels[PRIORITY_LABEL] = priority
+    annotations = {SUSPENDING_PARENT: framework}
+    if marks is not None:
+        more_labels, more_annotations = marks(obj, queue)
+        labels.update(more_labels)
+        annotations.update(more_annotations)
+    if not isinstance(meta, dict):
+        return [{"op": "add", "path": "/spec/template/metadata", "value": {"labels": labels,
+                                                                           "annotations": annotations}}]
+    return (map_ops("/spec/template/metadata/labels", meta.get("labels"), labels)
+            + map_ops("/spec/template/metadata/annotations", meta.get("annotations"), annotations))
+
+
+class LookupFailed(Exception):
+    """A lookup the webhook needs failed: the object is refused (the webhook fails closed, as Kueue's)."""
+
+
+async def parent_patch(obj: Mapping[str, Any], namespace: str, defaulting: ParentDefaulting, framework: str,
+                       namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,
+                       marks: TemplateMarks | None = None) -> list[dict[str, Any]]:
+    """The JSON patch Kueue's webhook makes to a parent (see the module docstring): the default queue name, then,
+    when Kueue holds it, its template's marks (:func:`template_patch`)."""
+    labels = _meta(obj, "labels")
+    queue = labels.get(QUEUE_LABEL, "")
+    kueue_parent = job_selection.kueue_owner(job_selection.raw_controller(obj.get("metadata") or {}), pods_on=True)
+    ops: list[dict[str, Any]] = []
+    if not queue and not kueue_parent and await has_default_queue(namespace) and await _managed(namespace,
+                                                                                                 defaulting,
+                                                                                                 namespace_labels):
+        queue = DEFAULT_QUEUE
+        ops += map_ops("/metadata/labels", (obj.get("metadata") or {}).get("labels"), {QUEUE_LABEL: queue})
+    if defaulting.without_queue and kueue_parent:
+        return ops
+    if queue or (defaulting.without_queue and await _managed(namespace, defaulting, namespace_labels)):
+        ops += template_patch(obj, queue, framework, marks)
+    return ops
+
+
+async def _managed(namespace: str, defaulting: ParentDefaulting, namespace_labels: NamespaceLabels) -> bool:
+    try:
+        labels = await namespace_labels(namespace)
+    except KubeError as exc:
+        raise LookupFailed(f"failed to get namespace: {exc}") from exc
+    return selector_matches(defaulting.managed_namespaces, labels)
+
+
+async def mutating_review(body: bytes, defaulting: ParentDefaulting, framework: str,
+                          namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,
+                          marks: TemplateMarks | None = None) -> dict[str, Any]:
+    """Answer one AdmissionReview (v1) of a parent being created or updated: allowed, with :func:`parent_patch`;
+    refused when a lookup fails."""
+    req = msgspec.json.decode(body).get("request") or {}
+    response: dict[str, Any] = {"uid": req.get("uid", ""), "allowed": True}
+    obj = req.get("object")
+    if defaulting.enabled and req.get("operation") in ("CREATE", "UPDATE") and isinstance(obj, dict) and obj:
+        namespace = req.get("namespace") or (obj.get("metadata") or {}).get("namespace", "")
+        try:
+            ops = await parent_patch(obj, namespace, defaulting, framework, namespace_labels, has_default_queue,
+                                     marks)
+        except LookupFailed as exc:
+            response.update(allowed=False, status={"code": 500, "reason": "InternalError", "message": str(exc)})
+            ops = []
+        if ops:
+            response["patchType"] = "JSONPatch"
+            response["patch"] = base64.b64encode(msgspec.json.encode(ops)).decode()
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+
+
+_QUEUE_PATH = f"metadata.labels[{QUEUE_LABEL}]"
+_PRIORITY_PATH = f"metadata.labels[{PRIORITY_LABEL}]"
+
+
+def create_errors(deployment: Mapping[str, Any]) -> list[str]:
+    """What Kueue refuses in a Deployment being created: a queue name that is not a DNS-1123 subdomain."""
+    return job_validation.name_label_errors(_meta(deployment, "labels"), QUEUE_LABEL)
+
+
+def ready_replicas(obj: Mapping[str, Any]) -> int:
+    status = obj.get("status")
+    value = status.get("readyReplicas") if isinstance(status, dict) else None
+    return value if isinstance(value, int) else 0
+
+
+def update_errors(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """What Kueue refuses in the update of Deployment ``old`` into ``new``, in its order: the new queue name's form,
+    a WorkloadPriorityClass label changed (added or removed included), and the queue name changed while a replica
+    of ``old`` is ready, or removed."""
+    errors = create_errors(new)
+    old_labels, new_labels = _meta(old, "labels"), _meta(new, "labels")
+    old_class, new_class = old_labels.get(PRIORITY_LABEL, ""), new_labels.get(PRIORITY_LABEL, "")
+    if new_class != old_class:
+        errors.append(job_validation.invalid(_PRIORITY_PATH, new_class, job_validation.IMMUTABLE))
+    old_queue, new_queue = old_labels.get(QUEUE_LABEL, ""), new_labels.get(QUEUE_LABEL, "")
+    if (ready_replicas(old) > 0 or not new_queue) and new_queue != old_queue:
+        errors.append(job_validation.invalid(_QUEUE_PATH, old_queue, job_validation.IMMUTABLE))
+    return errors
+
+
+CreateErrors = Callable[[Mapping[str, Any]], list[str]]
+UpdateErrors = Callable[[Mapping[str, Any], Mapping[str, Any]], list[str]]
+
+
+def validating_review(body: bytes, create: CreateErrors | None = None, update: UpdateErrors | None = None
+                      ) -> dict[str, Any]:
+    """Answer one AdmissionReview (v1) of a Deployment (or, with its rules ``create`` and ``update``, another
+    parent), the integration on: allowed, or refused (403) with Kueue's field errors."""
+    create, update = create or create_errors, update or update_errors
+    req = msgspec.json.decode(body).get("request") or {}
+    response: dict[str, Any] = {"uid": req.get("uid", ""), "allowed": True}
+    new, old, operation = req.get("object"), req.get("oldObject"), req.get("operation", "")
+    errors: list[str] = []
+    if operation == "CREATE" and isinstance(new, dict):
+        errors = create(new)
+    elif operation == "UPDATE" and isinstance(new, dict) and isinstance(old, dict):
+        errors = update(old, new)
+    message = job_validation.aggregate(errors)
+    if message is not None:
+        response.update(allowed=False, status={"code": 403, "reason": "Forbidden", "message": message})
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+
+
+def reviewers(defaulting: ParentDefaulting, namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue
+              ) -> dict[str, Reviewer]:
+    """Path -> the review that answers it: both webhooks, or, the integration off, reviews that allow every
+    Deployment as it is."""
+    if not defaulting.enabled:
+        return {MUTATING_PATH: allowed_as_is, VALIDATING_PATH: allowed_as_is}
+
+    async def mutate(body: bytes) -> dict[str, Any]:
+        return await mutating_review(body, defaulting, DEPLOYMENT_FRAMEWORK, namespace_labels, has_default_queue)
+
+    async def validate(body: bytes) -> dict[str, Any]:
+        return validating_review(body)
+
+    return {MUTATING_PATH: mutate, VALIDATING_PATH: validate}
+
+
+def apps_rule(resource: str) -> dict[str, Any]:
+    return {"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+            "resources": [resource], "scope": "Namespaced"}
+
+
+def registration(name: str, client_config: dict[str, Any], namespace_selector: dict[str, Any], resource: str, *,
+                 on: bool, mutating: bool) -> dict[str, Any]:
+    """One webhook entry for apps/v1 ``resource`` on create and update (Kueue's ``deployments`` and
+    ``statefulsets`` webhooks), failing closed only while its framework is ``on``
+    (:func:`connectors.k8s.pod_webhook.failure_policy`)."""
+    out = {"name": name, "clientConfig": client_config, "rules": [apps_rule(resource)],
+           "namespaceSelector": namespace_selector, "failurePolicy": failure_policy(on), "sideEffects": "None",
+           "admissionReviewVersions": ["v1"], "timeoutSeconds": 10}
+    if mutating:
+        out["reinvocationPolicy"] = "Never"
+    return out

@@ -1,0 +1,135 @@
+"""Kueue's webhooks for apps/v1 StatefulSets: its ``statefulset`` integration, which runs on the pod one.
+
+A StatefulSet Kueue holds runs as one serving pod group (:mod:`connectors.k8s.pod_group`): its mutating webhook
+(``mstatefulset.kb.io`` at ``/mutate-apps-v1-statefulset``, on create and update) marks the pod template as the
+Deployment's does (:mod:`connectors.k8s.deployment_webhook`: the same queue defaulting and holding rules, the
+managed label, queue name, WorkloadPriorityClass and ``kueue.x-k8s.io/pod-suspending-parent: statefulset``) and,
+when the StatefulSet names a queue, makes its pods one group, as Kueue's webhook did before its StatefulSet
+reconciler took the group over (``pkg/controller/jobs/statefulset/statefulset_webhook.go``):
+
+* ``kueue.x-k8s.io/pod-group-name``: the Workload name Kueue gives the StatefulSet, ``statefulset-<name>-<hash>``
+  (the hash over the kind, the group ``apps``, the name and no uid, which a new object lacks);
+* ``kueue.x-k8s.io/pod-group-total-count``: its ``spec.replicas`` (1 when unset);
+* ``kueue.x-k8s.io/pod-group-fast-admission`` and ``kueue.x-k8s.io/pod-group-serving``: ``"true"`` (the group is
+  admitted as soon as its first pod exists, and, serving, never finishes however its pods end);
+* ``kueue.x-k8s.io/pod-group-pod-index-label``: ``apps.kubernetes.io/pod-index``, each pod's rank for TAS.
+
+Its validating webhook (``vstatefulset.kb.io`` at ``/validate-apps-v1-statefulset``, create and update) refuses a
+queue name that is not a DNS-1123 subdomain and, on update, a changed queue name (of the StatefulSet or its
+template), a changed ``kueue.x-k8s.io/pod-group-name`` label, and any resize but to zero or from zero (a group's
+total is fixed), from zero only once the scale-down is over (``status.replicas`` 0: ``scaling down is still in
+progress``). As the Deployment webhooks, both allow everything unchanged while the integration is off and are
+registered fail-closed only while it is on.
+
+Not done, unlike Kueue: its StatefulSet reconciler (newer Kueue makes the group's Workload itself, prebuilt,
+names it with the StatefulSet's uid, labels the pods from a pod reconciler and puts the Workload on hold while
+scaled to zero): scaling to zero and back is handled no further
+than the validating rule above, the group's Workload being left to the pod-group rules.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+from connectors.k8s import deployment_webhook as parents
+from connectors.k8s import job_validation
+from connectors.k8s.job_events import QUEUE_LABEL
+from connectors.k8s.jobs import MAX_PREFIX
+from connectors.k8s.pod_roles import GROUP_LABEL, POD_INDEX_LABEL_ANNOTATION, TOTAL_COUNT_ANNOTATION
+from connectors.k8s.pod_webhook import HasDefaultQueue, NamespaceLabels, allowed_as_is
+from kueue_es.scheduler.config import STATEFULSET_FRAMEWORK
+
+MUTATING_PATH = "/mutate-apps-v1-statefulset"
+MUTATING_NAME = "mstatefulset.kb.io"
+VALIDATING_PATH = "/validate-apps-v1-statefulset"
+VALIDATING_NAME = "vstatefulset.kb.io"
+FAST_ADMISSION = "kueue.x-k8s.io/pod-group-fast-admission"
+SERVING = "kueue.x-k8s.io/pod-group-serving"
+POD_INDEX = "apps.kubernetes.io/pod-index"
+"""The label the StatefulSet controller gives each pod: its ordinal."""
+
+
+def workload_name(name: str, uid: str = "") -> str:
+    """Kueue's Workload name for a StatefulSet (``statefulset-<name>-<hash>``), its pod group's name; the webhook
+    knows no uid yet, so it hashes none."""
+    digest = hashlib.sha1(f"StatefulSet\napps\n{name}\n{uid}".encode()).hexdigest()
+    return f"{f'statefulset-{name}'[:MAX_PREFIX]}-{digest[:5]}"
+
+
+def replicas(obj: Mapping[str, Any]) -> int:
+    value = (obj.get("spec") or {}).get("replicas")
+    return value if isinstance(value, int) else 1
+
+
+def group_marks(obj: Mapping[str, Any], queue: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The template labels and annotations that make a queued StatefulSet's pods one serving group (none without a
+    queue name, as in Kueue)."""
+    if not queue:
+        return {}, {}
+    name = str((obj.get("metadata") or {}).get("name", ""))
+    return ({GROUP_LABEL: workload_name(name)},
+            {TOTAL_COUNT_ANNOTATION: str(replicas(obj)), FAST_ADMISSION: "true", SERVING: "true",
+             POD_INDEX_LABEL_ANNOTATION: POD_INDEX})
+
+
+def _labels(obj: Mapping[str, Any]) -> dict[str, str]:
+    meta = obj.get("metadata")
+    labels = meta.get("labels") if isinstance(meta, dict) else None
+    return labels if isinstance(labels, dict) else {}
+
+
+def _template_labels(obj: Mapping[str, Any]) -> dict[str, str]:
+    template = (obj.get("spec") or {}).get("template") or {}
+    return _labels(template) if isinstance(template, dict) else {}
+
+
+def _status_replicas(obj: Mapping[str, Any]) -> int:
+    status = obj.get("status")
+    value = status.get("replicas") if isinstance(status, dict) else None
+    return value if isinstance(value, int) else 0
+
+
+def create_errors(sts: Mapping[str, Any]) -> list[str]:
+    """What Kueue refuses in a StatefulSet being created: a queue name that is not a DNS-1123 subdomain."""
+    return job_validation.name_label_errors(_labels(sts), QUEUE_LABEL)
+
+
+def update_errors(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """What Kueue refuses in the update of StatefulSet ``old`` into ``new``, in its order (values shown as Kueue
+    shows them: the old queue name, the new template queue name and group name)."""
+    errors = []
+    old_queue, new_queue = _labels(old).get(QUEUE_LABEL, ""), _labels(new).get(QUEUE_LABEL, "")
+    if old_queue != new_queue:
+        errors.append(job_validation.invalid(f"metadata.labels[{QUEUE_LABEL}]", old_queue, job_validation.IMMUTABLE))
+    old_template, new_template = _template_labels(old).get(QUEUE_LABEL, ""), _template_labels(new).get(QUEUE_LABEL, "")
+    if old_template != new_template:
+        errors.append(job_validation.invalid(f"spec.template.metadata.labels[{QUEUE_LABEL}]", new_template,
+                                             job_validation.IMMUTABLE))
+    old_group, new_group = _labels(old).get(GROUP_LABEL, ""), _labels(new).get(GROUP_LABEL, "")
+    if old_group != new_group:
+        errors.append(job_validation.invalid(f"metadata.labels[{GROUP_LABEL}]", new_group, job_validation.IMMUTABLE))
+    old_count, new_count = replicas(old), replicas(new)
+    if old_count != 0 and new_count != 0 and old_count != new_count:
+        errors.append(job_validation.invalid("spec.replicas", new_count, job_validation.IMMUTABLE))
+    if old_count == 0 and new_count > 0 and _status_replicas(new) > 0:
+        errors.append(job_validation.forbidden("spec.replicas", "scaling down is still in progress"))
+    return errors
+
+
+def reviewers(defaulting: parents.ParentDefaulting, namespace_labels: NamespaceLabels,
+              has_default_queue: HasDefaultQueue) -> dict[str, parents.Reviewer]:
+    """Path -> the review that answers it: both webhooks, or, the integration off, reviews that allow every
+    StatefulSet as it is."""
+    if not defaulting.enabled:
+        return {MUTATING_PATH: allowed_as_is, VALIDATING_PATH: allowed_as_is}
+
+    async def mutate(body: bytes) -> dict[str, Any]:
+        return await parents.mutating_review(body, defaulting, STATEFULSET_FRAMEWORK, namespace_labels,
+                                             has_default_queue, group_marks)
+
+    async def validate(body: bytes) -> dict[str, Any]:
+        return parents.validating_review(body, create_errors, update_errors)
+
+    return {MUTATING_PATH: mutate, VALIDATING_PATH: validate}

@@ -1,0 +1,117 @@
+"""Kueue's ``statefulset`` integration against the real apiserver: kueue-es's StatefulSet and Pod webhooks (for this
+test's namespaces only) and the connector with ``pod`` and ``statefulset`` among the frameworks.
+
+A StatefulSet naming a queue is stored with its pod template making its pods one serving pod group (group name
+``statefulset-<name>-<hash>``, total = replicas, fast admission); its pods are gated by the Pod webhook, the group
+gets one Workload of all its replicas as soon as its first pod exists, and once that is admitted every pod is
+ungated. The test cluster runs no kube-controller-manager: the test makes the pods as the StatefulSet controller
+would (ordinal names, ``apps.kubernetes.io/pod-index``, the StatefulSet their controller). The validating webhook
+refuses a resize other than to or from zero.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from typing import Any
+
+import msgspec
+import pytest
+from kubehelp import connect, create, eventually, get, kueue_es, pod_webhooks, queues
+
+from connectors.k8s import crds
+from connectors.k8s.errors import Forbidden
+from connectors.k8s.resources import BY_KIND, STATEFUL_SETS
+from connectors.k8s.statefulset_webhook import workload_name
+from kueue_es.scheduler.config import load_config
+
+pytestmark = pytest.mark.kube
+NAMESPACES = BY_KIND["Namespace"]
+Q = "kueue.x-k8s.io/queue-name"
+GATE = "kueue.x-k8s.io/admission"
+
+
+def _statefulset(ns: str, name: str, labels: dict[str, str] | None = None, replicas: int = 2) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": name, "namespace": ns, "labels": labels or {}},
+            "spec": {"replicas": replicas, "serviceName": name, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "c", "image": "busybox:1.36",
+                                                           "command": ["sleep", "3600"],
+                                                           "resources": {"requests": {"cpu": "1"}}}]}}}}
+
+
+def _replica(sts: dict[str, Any], ordinal: int) -> dict[str, Any]:
+    """A pod as the StatefulSet controller makes one: its template, its ordinal as name suffix and label."""
+    meta, name = sts["spec"]["template"]["metadata"], sts["metadata"]["name"]
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"{name}-{ordinal}", "namespace": sts["metadata"]["namespace"],
+                         "labels": {**meta["labels"], "apps.kubernetes.io/pod-index": str(ordinal),
+                                    "statefulset.kubernetes.io/pod-name": f"{name}-{ordinal}"},
+                         "annotations": dict(meta.get("annotations") or {}),
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": name,
+                                              "uid": sts["metadata"]["uid"], "controller": True,
+                                              "blockOwnerDeletion": True}]},
+            "spec": {**sts["spec"]["template"]["spec"], "hostname": f"{name}-{ordinal}", "subdomain": name}}
+
+
+def _gates(pod: dict[str, Any]) -> list[str]:
+    return [g["name"] for g in pod["spec"].get("schedulingGates") or []]
+
+
+@pytest.mark.asyncio
+async def test_a_queued_statefulsets_pods_are_one_serving_group_admitted_together(kube_apiserver, tmp_path) -> None:
+    sfx = secrets.token_hex(3)
+    config = load_config({"integrations": {"frameworks": ["batch/job", "pod", "statefulset"]}})
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        async with pod_webhooks(kc, tmp_path / "certs", "kueue-es-sts-test", sfx, config):
+            q = await queues(kc, "sts", {"cpu": 2}, sfx=sfx, flavor_labels={"pool": "a"})
+            await kc.patch(NAMESPACES, q.ns, {"metadata": {"labels": {"kueue-es-sts-test": sfx}}})
+
+            async def effective() -> bool:  # the apiserver picks the configurations up asynchronously
+                with contextlib.suppress(Exception):
+                    out = msgspec.json.decode(await kc.request(
+                        "POST", STATEFUL_SETS.collection_path(q.ns), query=[("dryRun", "All")],
+                        body=_statefulset(q.ns, "probe", {Q: "user-queue"})))
+                    return "kueue.x-k8s.io/pod-group-name" in out["spec"]["template"]["metadata"]["labels"]
+                return False
+
+            await eventually(effective, what="the mutating StatefulSet webhook in effect")
+            sts = msgspec.json.decode(await kc.create(STATEFUL_SETS, _statefulset(q.ns, "web", {Q: "user-queue"}),
+                                                      q.ns))
+            group = workload_name("web")
+            template = sts["spec"]["template"]["metadata"]
+            assert template["labels"]["kueue.x-k8s.io/pod-group-name"] == group
+            assert template["annotations"]["kueue.x-k8s.io/pod-group-total-count"] == "2"
+            assert template["annotations"]["kueue.x-k8s.io/pod-group-serving"] == "true"
+
+            # no kube-controller-manager: make the pods as the StatefulSet controller would, one at a time
+            first = await create(kc, _replica(sts, 0))
+            assert GATE in _gates(first) and first["metadata"]["labels"]["kueue.x-k8s.io/managed"] == "true"
+            async with kueue_es(kc, tmp_path / "log", config=config):
+                async def admitted() -> dict[str, Any] | None:
+                    with contextlib.suppress(Exception):
+                        wl = await get(kc, "Workload", group, q.ns)
+                        return wl if wl.get("status", {}).get("admission") else None
+                    return None
+
+                wl = await eventually(admitted, what="the group's workload (fast admission) admitted")
+                assert [ps["count"] for ps in wl["spec"]["podSets"]] == [2], "the whole group counted"
+                second = await create(kc, _replica(sts, 1))
+                assert GATE in _gates(second)
+
+                async def all_ungated() -> bool:
+                    return all([not _gates(await get(kc, "Pod", f"web-{i}", q.ns)) for i in (0, 1)])
+
+                await eventually(all_ungated, what="both pods of the admitted group ungated")
+                assert (await get(kc, "Pod", "web-1", q.ns))["spec"]["nodeSelector"] == {"pool": "a"}
+
+            async def validating() -> bool:
+                try:
+                    await kc.patch(STATEFUL_SETS, "web", {"spec": {"replicas": 3}}, q.ns)
+                except Forbidden as exc:
+                    return "spec.replicas: Invalid value: 3: field is immutable" in str(exc)
+                return False
+
+            await eventually(validating, what="a resize of the group refused")

@@ -1,0 +1,129 @@
+"""Kueue's ``statefulset`` integration (on the pod one): the StatefulSet webhooks (``mstatefulset.kb.io``,
+``vstatefulset.kb.io``): a queued StatefulSet's pods made one serving pod group by its template, and the updates
+Kueue refuses (a changed queue or group name, a resize but to or from zero)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import re
+from typing import Any
+
+import msgspec
+import pytest
+
+from connectors.k8s import deployment_webhook as dw
+from connectors.k8s import statefulset_webhook as sw
+from connectors.k8s.certs import self_signed
+from connectors.k8s.validating import configuration as validating_configuration
+from connectors.k8s.webhook import configuration as mutating_configuration
+from kueue_es.scheduler.config import load_config
+
+Q = "kueue.x-k8s.io/queue-name"
+GROUP = "kueue.x-k8s.io/pod-group-name"
+ON = dw.ParentDefaulting.of(load_config({"integrations": {"frameworks": ["pod", "statefulset"]}}), "statefulset")
+
+
+def _sts(labels: dict | None = None, replicas: int | None = 3, status_replicas: int = 0,
+         template_labels: dict | None = None) -> dict:
+    spec: dict = {"serviceName": "web", "selector": {"matchLabels": {"app": "web"}},
+                  "template": {"metadata": {"labels": {"app": "web", **(template_labels or {})}},
+                               "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}
+    if replicas is not None:
+        spec["replicas"] = replicas
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "web", "namespace": "team", "labels": labels or {}},
+            "spec": spec, "status": {"replicas": status_replicas}}
+
+
+def _mutate(obj: dict, defaulting: dw.ParentDefaulting = ON) -> list[dict]:
+    async def namespace_labels(name: str) -> dict[str, str]:
+        return {"kubernetes.io/metadata.name": name}
+
+    async def has_default_queue(name: str) -> bool:
+        return False
+
+    reviews = sw.reviewers(defaulting, namespace_labels, has_default_queue)
+    body = msgspec.json.encode({"request": {"uid": "u", "operation": "CREATE", "namespace": "team", "object": obj}})
+    response = asyncio.run(reviews[sw.MUTATING_PATH](body))["response"]
+    assert response["allowed"]
+    return msgspec.json.decode(base64.b64decode(response["patch"])) if "patch" in response else []
+
+
+def _template_after(obj: dict, ops: list[dict]) -> dict:
+    meta = obj["spec"]["template"]["metadata"]
+    labels, annotations = dict(meta.get("labels") or {}), dict(meta.get("annotations") or {})
+    for op in ops:
+        parts = op["path"].split("/")
+        key = parts[-1].replace("~1", "/").replace("~0", "~")
+        if parts[-2] == "labels":
+            labels[key] = op["value"]
+        elif parts[-2] == "annotations":
+            annotations[key] = op["value"]
+        elif key == "annotations":
+            annotations.update(op["value"])
+    return {"labels": labels, "annotations": annotations}
+
+
+def test_a_queued_statefulset_makes_its_pods_one_serving_group_of_its_replicas() -> None:
+    obj = _sts({Q: "lq"})
+    template = _template_after(obj, _mutate(obj))
+    group = template["labels"].pop(GROUP)
+    assert re.fullmatch(r"statefulset-web-[0-9a-f]{5}", group) and group == sw.workload_name("web")
+    assert template["labels"] == {"app": "web", "kueue.x-k8s.io/managed": "true", Q: "lq"}
+    assert template["annotations"] == {
+        "kueue.x-k8s.io/pod-suspending-parent": "statefulset", "kueue.x-k8s.io/pod-group-total-count": "3",
+        "kueue.x-k8s.io/pod-group-fast-admission": "true", "kueue.x-k8s.io/pod-group-serving": "true",
+        "kueue.x-k8s.io/pod-group-pod-index-label": "apps.kubernetes.io/pod-index"}
+
+
+def test_an_unset_replica_count_is_one_and_an_unqueued_statefulset_is_left_alone() -> None:
+    obj = _sts({Q: "lq"}, replicas=None)
+    assert _template_after(obj, _mutate(obj))["annotations"]["kueue.x-k8s.io/pod-group-total-count"] == "1"
+    assert _mutate(_sts()) == []
+    off = dw.ParentDefaulting.of(load_config({"integrations": {"frameworks": ["pod", "deployment"]}}), "statefulset")
+    assert _mutate(_sts({Q: "lq"}), off) == []
+
+
+def _validate(new: dict, old: dict | None = None) -> dict:
+    reviews = sw.reviewers(ON, None, None)  # type: ignore[arg-type]  # the validating review asks nothing
+    request: dict[str, Any] = {"uid": "u", "operation": "UPDATE" if old else "CREATE", "object": new}
+    if old is not None:
+        request["oldObject"] = old
+    return asyncio.run(reviews[sw.VALIDATING_PATH](msgspec.json.encode({"request": request})))["response"]
+
+
+@pytest.mark.parametrize(("old", "new", "error"), [
+    (_sts({Q: "a"}), _sts({Q: "a"}), None),
+    (_sts({Q: "a"}), _sts({Q: "b"}), f'metadata.labels[{Q}]: Invalid value: "a": field is immutable'),
+    (_sts({Q: "a"}, template_labels={Q: "a"}), _sts({Q: "a"}, template_labels={Q: "b"}),
+     f'spec.template.metadata.labels[{Q}]: Invalid value: "b": field is immutable'),
+    (_sts({GROUP: "g"}), _sts({GROUP: "h"}), f'metadata.labels[{GROUP}]: Invalid value: "h": field is immutable'),
+    (_sts(replicas=3), _sts(replicas=4), "spec.replicas: Invalid value: 4: field is immutable"),
+    (_sts(replicas=3), _sts(replicas=0), None),
+    (_sts(replicas=0), _sts(replicas=5), None),
+    (_sts(replicas=0), _sts(replicas=5, status_replicas=2),
+     "spec.replicas: Forbidden: scaling down is still in progress"),
+])
+def test_what_an_update_may_change(old: dict, new: dict, error: str | None) -> None:
+    response = _validate(new, old)
+    assert response["allowed"] is (error is None)
+    assert error is None or response["status"]["message"] == error
+
+
+def test_a_queue_name_must_be_a_dns_subdomain() -> None:
+    assert not _validate(_sts({Q: "Bad_Queue"}))["allowed"]
+    assert _validate(_sts({Q: "lq"}))["allowed"]
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_the_statefulset_webhooks_fail_closed_only_while_the_framework_is_on(on: bool) -> None:
+    ca = self_signed(["127.0.0.1"]).ca_pem
+    mhook = next(w for w in mutating_configuration(ca, url="https://h", statefulsets=on)["webhooks"]
+                 if w["name"] == "mstatefulset.kb.io")
+    vhook = next(w for w in validating_configuration(ca, url="https://h", statefulsets=on)["webhooks"]
+                 if w["name"] == "vstatefulset.kb.io")
+    for hook, path in ((mhook, "/mutate-apps-v1-statefulset"), (vhook, "/validate-apps-v1-statefulset")):
+        assert hook["failurePolicy"] == ("Fail" if on else "Ignore") and hook["clientConfig"]["url"] == "https://h" + path
+        assert hook["rules"][0]["resources"] == ["statefulsets"]
+        assert hook["rules"][0]["operations"] == ["CREATE", "UPDATE"]
