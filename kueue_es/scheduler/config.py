@@ -348,8 +348,9 @@ def _validate_framework_needs(frameworks: tuple[str, ...], source: str) -> None:
     for i, name in enumerate(frameworks):
         needed = FRAMEWORK_NEEDS.get(name)
         if needed is not None and needed not in frameworks:
-            raise InvalidInput(f'{source}: field `integrations.frameworks[{i}]`: "{name}" runs on "{needed}", which '
-                               f'`integrations.frameworks` must list too ("{name}" integration not enabled "{needed}")')
+            raise InvalidInput(f'{source}: Configuration: field `integrations.frameworks[{i}]`: "{name}" runs on '
+                               f'"{needed}", which `integrations.frameworks` must list too ("{name}" integration '
+                               f'not enabled "{needed}")')
 
 
 def _validate_selector(selector: o.LabelSelector, at: str) -> None:
