@@ -30,7 +30,12 @@ it in, each pass does the one :class:`connectors.k8s.pod_sync.Step` Kueue's reco
 * **finalize**: drop Kueue's finalizer from a Pod being deleted, an ended one without a Workload, or one whose
   Workload finished (``FinishedWorkload`` on the Pod then);
 * the Pod **gone** (or a new Pod of the same name): its Workload is finished (``OwnerNotFound``, under
-  ``FinishOrphanedWorkloads``) and deleted, as the garbage collector would delete it.
+  ``FinishOrphanedWorkloads``) and deleted, as the garbage collector would delete it;
+* the Workload's ``kueue.x-k8s.io/resource-in-use`` **finalizer** (given at creation) is taken off as a Job's
+  (:mod:`connectors.k8s.workload_finalizer`): once the apiserver shows the Workload finished, after its Pods are
+  finalized; once it is being deleted, after its Pods are stopped (``WorkloadDeleted``, "Workload is deleted");
+  when its Pod is being deleted (finished ``OwnerNotFound`` first) or gone, or no Pod of its group is left; and
+  before kueue-es deletes it.
 
 Under waitForPodsReady the Workload's PodsReady follows the Pod's ``Ready`` condition, as for Jobs (a group's:
 every Pod of the group ``Ready``, as Kueue's ``PodsReady`` for a group). The Events
@@ -42,8 +47,7 @@ annotations (:func:`connectors.k8s.pod_sync.pod_set`) and, placed by topology, i
 topology gate its webhook added, which the ungater (:mod:`connectors.k8s.ungater`) lifts onto its domain. A Pod or
 group naming a prebuilt Workload runs on that one, adopted, never created (:mod:`connectors.k8s.pod_prebuilt`). Not
 done: keeping the Workload in step with a changed Pod (its queue name, its priority class),
-the Workload's
-``resource-in-use`` finalizer, ``UpdatedAdmissionCheck`` and ``WorkloadPriorityClassNotFound`` Events.
+``UpdatedAdmissionCheck`` and ``WorkloadPriorityClassNotFound`` Events.
 """
 
 from __future__ import annotations
@@ -60,12 +64,13 @@ import msgspec
 import structlog
 
 from connectors.k8s import job_selection, pod_group, pod_prebuilt, pod_sync, podsetinfo, prebuilt
+from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import KubeClient, resource_version_of
 from connectors.k8s.errors import AlreadyExists, Conflict, Gone, KubeError, NotFound
 from connectors.k8s.integration_log import IntegrationLog
 from connectors.k8s.job_events import CREATED_WORKLOAD, STARTED, STOPPED
 from connectors.k8s.job_priority import PriorityClassNotFound, WorkloadPriorityClassNotFound
-from connectors.k8s.jobs import admission_shown
+from connectors.k8s.jobs import OWNER_NOT_FOUND, OWNER_NOT_FOUND_MESSAGE, admission_shown
 from connectors.k8s.journal import Journal
 from connectors.k8s.pod_roles import ROLE_HASH_ANNOTATION, role_hash
 from connectors.k8s.pod_sync import ManagedPod, Step
@@ -105,6 +110,8 @@ class PodStats:
     finalized: int = 0
     released: int = 0
     orphans: int = 0
+    finalizers_removed: int = 0
+    """Workloads the resource-in-use finalizer was taken off."""
     excess: int = 0
     adopted: int = 0
     """Prebuilt Workloads a Pod was made the controller of, or a group's Pods the owners of."""
@@ -169,6 +176,8 @@ class PodIntegration:
                 tg.create_task(self._inform(), name="k8s-pods-watch")
                 await self.synced.wait()
                 self.dirty |= self.workloads_of.keys()  # Pods gone while no one watched
+                self.dirty |= {GROUP_PREFIX + k for k, obs in self.mirror.workloads.items()
+                               if pod_group.is_group_workload(obs) and k not in self.members}
                 await KeyedWorkers(self.reconcile_guarded, self.concurrency).run(
                     self._take, self._signal, self._retry.timeout)
         finally:
@@ -366,6 +375,8 @@ class PodIntegration:
         wl, obs = self.state.workloads.get(wl_key), self.mirror.workloads.get(wl_key)
         if wl is None or obs is None or (obs.metadata.uid and wl.uid and obs.metadata.uid != wl.uid):
             wl = obs = None
+        if pod.metadata.deletion_timestamp and obs is not None and pod_sync.owner_pod(obs) == (pod.key, pod.metadata.uid):
+            await self._let_go(wl_key, obs)  # as Kueue's reconciler, first thing: its Workload's finalizer goes
         managed = job_selection.is_managed(pod.metadata.labels, job_selection.controller(pod.metadata.owner_references),
                                            self.state.namespaces.get(pod.metadata.namespace), config)
         if prebuilt_name and wl is not None and obs is not None and managed and not pod.metadata.deletion_timestamp:
@@ -380,8 +391,36 @@ class PodIntegration:
                 await self._append_once(wl, ev.PodsReadyChanged(time=_now(), key=wl.key, uid=wl.uid,
                                                                 ready=change[0], reason=change[1]))
         shown = wl is not None and obs is not None and admission_shown(wl, obs)
-        step = pod_sync.next_step(pod, wl, managed=managed, admission_shown=shown, prebuilt=bool(prebuilt_name))
+        step = pod_sync.next_step(pod, wl, managed=managed, admission_shown=shown, prebuilt=bool(prebuilt_name),
+                                  wl_deleting=obs is not None and wf.deleting(obs))
         await self._carry_out(pod, step, wl, obs, wl_key)
+        if managed:
+            await self._release(wl, obs)
+
+    async def _release(self, wl: WorkloadInfo | None, obs: o.Workload | None) -> None:
+        """Take the finalizer off a Workload that finished (once the apiserver shows it) or is being deleted, once
+        this pass did what Kueue does with its Pods then (finalized them; stopped them)."""
+        if wl is not None and obs is not None and (wl.phase == FINISHED or wf.deleting(obs)):
+            if wf.release(obs, wl, job_running=False) == wf.REMOVE:
+                await self._unfinalize(obs)
+
+    async def _let_go(self, wl_key: str, obs: o.Workload) -> str | None:
+        """The Workload of a Pod that is gone or being deleted (or of a pod group none of whose Pods is left), as a
+        Job's (:func:`connectors.k8s.workload_finalizer.orphan_steps`): finished ``OwnerNotFound`` (under
+        ``FinishOrphanedWorkloads``), then its finalizer taken off. Its resourceVersion after that (None: gone)."""
+        wl = self.state.workloads.get(wl_key)
+        finish, remove = wf.orphan_steps(obs, wl, finish_orphaned=self.state.gate(gates.FINISH_ORPHANED_WORKLOADS))
+        if finish and wl is not None:
+            await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl_key, uid=wl.uid, reason=OWNER_NOT_FOUND,
+                                                            message=OWNER_NOT_FOUND_MESSAGE))
+        return await self._unfinalize(obs) if remove else obs.metadata.resource_version
+
+    async def _unfinalize(self, obs: o.Workload) -> str | None:
+        rv = await wf.unfinalize(self.client, obs)
+        if wf.holds(obs) and rv is not None:
+            self.stats.finalizers_removed += 1
+            log.info("took the finalizer off the workload", workload=obs.key, deleting=wf.deleting(obs))
+        return rv
 
     async def _carry_out(self, pod: ManagedPod, step: Step, wl: WorkloadInfo | None, obs: o.Workload | None,
                          wl_key: str) -> None:
@@ -512,7 +551,7 @@ class PodIntegration:
 
     async def _orphaned(self, pod_key: str, wl_key: str, obs: o.Workload, owner_uid: str) -> None:
         """The Pod that controls Workload ``wl_key`` is gone (the apiserver says so): finish the Workload (under
-        ``FinishOrphanedWorkloads``) and delete it, as the garbage collector would."""
+        ``FinishOrphanedWorkloads``), take its finalizer off and delete it, as the garbage collector would."""
         marker = ("orphan", obs.metadata.resource_version)
         if self._acted.get(wl_key) == marker:
             return  # done: the watch brings the Workload's deletion
@@ -524,15 +563,13 @@ class PodIntegration:
                 raw = None
             if raw is not None and raw["metadata"].get("uid") == owner_uid:
                 return
-        wl = self.state.workloads.get(wl_key)
-        if wl is not None and wl.phase != FINISHED and self.state.gate(gates.FINISH_ORPHANED_WORKLOADS):
-            await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl_key, uid=wl.uid, reason="OwnerNotFound",
-                                                            message="The workload's owner no longer exists"))
         self._acted[wl_key] = marker
         try:
-            await self.client.delete(WORKLOADS, obs.metadata.name, obs.metadata.namespace, uid=obs.metadata.uid)
-        except (NotFound, Conflict):
-            return
+            if not await wf.delete_unfinalized(self.client, obs, await self._let_go(wl_key, obs)):
+                return
+        except Conflict:
+            self._acted.pop(wl_key, None)
+            return  # changed meanwhile: the watch brings the newer Workload
         self.stats.orphans += 1
         log.info("deleted the workload of a pod that is gone", pod=pod_key, workload=wl_key)
 
@@ -544,6 +581,7 @@ class PodIntegration:
                       key=lambda p: p.metadata.name)
         if not pods:
             self.members.pop(group, None)
+            await self._group_gone(group)
             return
         pods = [p for p in pods if pod_sync.is_managed(p)]
         deleting = [p for p in pods if p.metadata.deletion_timestamp and not pod_group.runnable_or_succeeded(p)]
@@ -574,16 +612,49 @@ class PodIntegration:
             return  # as Kueue's reconciler: the rest waits for the Workload that shows the condition
         shown = wl is not None and obs is not None and admission_shown(wl, obs)
         step = pod_group.next_step(pods, wl, managed=managed, admission_shown=shown, prebuilt=bool(prebuilt_name),
-                                   fast_quota_release=self.state.gate(gates.FAST_QUOTA_RELEASE_IN_POD_INTEGRATION))
+                                   fast_quota_release=self.state.gate(gates.FAST_QUOTA_RELEASE_IN_POD_INTEGRATION),
+                                   wl_deleting=obs is not None and wf.deleting(obs))
         for pod in step.finalize:
             await self._once(pod, "finalize", self._finalize(pod, ""))
         for pod in step.remove:
             await self._once(pod, "excess", self._remove_excess(pod))
         await self._carry_out_group(group, step, wl)
+        if managed:
+            await self._release(wl, obs)
         if wl is None and not managed:
             for pod in deleting:  # not Kueue's to hold: let it go
                 if pod_sync.finalizable(pod):
                     await self._once(pod, "finalize", self._finalize(pod, ""))
+
+    async def _group_gone(self, group: str) -> None:
+        """No Pod of the group is left in the watch: once the apiserver has none of the Pods its Workload names as
+        owners, the Workload is let go (:meth:`_let_go`) and deleted, as the garbage collector would."""
+        obs = self.mirror.workloads.get(group)
+        if obs is None or not pod_group.is_group_workload(obs):
+            return
+        marker = ("orphan", obs.metadata.resource_version)
+        if self._acted.get(GROUP_PREFIX + group) == marker:
+            return  # done: the watch brings the Workload's deletion
+        for ref in obs.metadata.owner_references:
+            if ref.kind == "Pod" and await self._exists(obs.metadata.namespace, ref.name, ref.uid):
+                return  # out of the watch's selection is not gone
+        self._acted[GROUP_PREFIX + group] = marker
+        try:
+            if not await wf.delete_unfinalized(self.client, obs, await self._let_go(group, obs)):
+                return
+        except Conflict:
+            self._acted.pop(GROUP_PREFIX + group, None)
+            return
+        self.stats.orphans += 1
+        log.info("deleted the workload of a pod group that is gone", group=group)
+
+    async def _exists(self, namespace: str, name: str, uid: str) -> bool:
+        """Whether the apiserver has Pod ``name`` of that ``uid``."""
+        try:
+            raw = msgspec.json.decode(await self.client.get(PODS, name, namespace))
+        except NotFound:
+            return False
+        return raw["metadata"].get("uid") == uid
 
     async def _replacement_pods(self, wl: WorkloadInfo, pods: list[ManagedPod], counted: bool = True) -> bool:
         """Put in the log that the group's Workload waits for replacement Pods (or no longer does) when its

@@ -45,14 +45,19 @@ def managed_pod(*, gated: bool = True, phase: str = "Pending", uid: str = UID) -
         status=ManagedPodStatus(phase=phase))
 
 
-def pod_workload(owner_uid: str = UID) -> o.Workload:
+def pod_workload(owner_uid: str = UID, *, finalizer: bool = False, deleting: bool = False,
+                 finished: bool = False) -> o.Workload:
     return o.Workload(
         metadata=o.ObjectMeta(name=NAME, namespace="ns", uid="wl-uid", resource_version="3",
+                              finalizers=["kueue.x-k8s.io/resource-in-use"] if finalizer else [],
+                              deletion_timestamp="2026-01-01T00:00:00Z" if deleting else None,
                               owner_references=[o.OwnerReference(api_version="v1", kind="Pod", name="p",
                                                                  uid=owner_uid, controller=True)]),
         spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name="main", count=1, template=o.PodTemplateSpec(
             spec=o.PodSpec(containers=[o.Container(name="c",
-                                                   resources=o.ResourceRequirements(requests={"cpu": "1"}))])))]))
+                                                   resources=o.ResourceRequirements(requests={"cpu": "1"}))])))]),
+        status=o.WorkloadStatus(conditions=[o.Condition(type="Finished", status="True", reason="Succeeded")]
+                                if finished else []))
 
 
 class Client:
@@ -547,3 +552,79 @@ async def test_the_configurations_gate_says_whether_terminating_pods_hold_an_evi
     await pods.reconcile("group/ns/g")
     assert [type(e).__name__ for e in appended if not isinstance(e, ev.JobActed)] == (
         ["JobStopped"] if fast else [])
+
+
+UNFINALIZE = ("patch", "Workload", NAME, "", "", {"metadata": {"uid": "wl-uid", "resourceVersion": "3",
+                                                               "finalizers": None}})
+
+
+@pytest.mark.asyncio
+async def test_a_finished_workload_loses_its_finalizer_with_its_pods() -> None:
+    """As for a Job's: once the apiserver shows it finished, the Pod is finalized and then the Workload's
+    ``resource-in-use`` finalizer goes."""
+    pods, mirror, _, client = integration(pod_workload(finalizer=True, finished=True))
+    mirror.state.workloads[KEY].phase = "Finished"
+    pods.pods["ns/p"] = managed_pod(gated=False, phase="Succeeded")
+    await pods.reconcile("ns/p")
+    assert [c[:3] for c in client.calls] == [("patch", "Pod", "p"), ("patch", "Workload", NAME)]
+    assert client.calls[1] == UNFINALIZE and pods.stats.finalizers_removed == 1
+
+
+@pytest.mark.asyncio
+async def test_a_workload_being_deleted_has_its_pod_stopped_then_loses_its_finalizer() -> None:
+    pods, mirror, appended, client = integration(pod_workload(finalizer=True, deleting=True))
+    mirror.state.workloads[KEY].phase = ADMITTED
+    pods.pods["ns/p"] = managed_pod(gated=False, phase="Running")
+    await pods.reconcile("ns/p")
+    status, delete, unfinalize = client.calls
+    (cond,) = status[5]["status"]["conditions"]
+    assert (cond["reason"], cond["message"]) == ("WorkloadDeleted", "Workload is deleted")
+    assert delete == ("delete", "Pod", "p", UID) and unfinalize == UNFINALIZE
+    assert [(e.action, e.message) for e in appended if isinstance(e, ev.JobActed)] == [("Stopped", "Workload is deleted")]
+
+
+@pytest.mark.asyncio
+async def test_a_pod_being_deleted_lets_its_workload_go() -> None:
+    """Kueue's reconciler, first thing for a Pod being deleted: its Workload is finished ``OwnerNotFound`` and loses
+    its finalizer; the Pod loses Kueue's."""
+    pods, mirror, appended, client = integration(pod_workload(finalizer=True))
+    mirror.state.workloads[KEY].phase = ADMITTED
+    pod = managed_pod(gated=False, phase="Running")
+    pods.pods["ns/p"] = msgspec.structs.replace(pod, metadata=msgspec.structs.replace(
+        pod.metadata, deletion_timestamp="2026-01-01T00:00:00Z"))
+    await pods.reconcile("ns/p")
+    assert [(e.reason, e.key) for e in appended if isinstance(e, ev.WorkloadFinished)] == [("OwnerNotFound", KEY)]
+    assert client.calls == [UNFINALIZE, ("patch", "Pod", "p", "", "", {"metadata": {"resourceVersion": "5",
+                                                                                    "finalizers": None}})]
+
+
+@pytest.mark.asyncio
+async def test_the_workload_of_a_pod_that_is_gone_loses_its_finalizer_before_it_is_deleted() -> None:
+    pods, _, _, client = integration(pod_workload(finalizer=True))
+    await pods.reconcile("ns/p")
+    assert client.calls == [("get", "Pod", "p"), UNFINALIZE, ("delete", "Workload", NAME, "wl-uid")]
+
+
+@pytest.mark.asyncio
+async def test_the_workload_of_a_pod_group_none_of_whose_pods_is_left_is_let_go_and_deleted() -> None:
+    obs = group_workload_obs()
+    obs = msgspec.structs.replace(obs, metadata=msgspec.structs.replace(
+        obs.metadata, finalizers=["kueue.x-k8s.io/resource-in-use"]))
+    pods, _, appended, client = integration(obs, client=Client(None))
+    pods.members["ns/g"] = set()
+    await pods.reconcile("group/ns/g")
+    assert [c[:3] for c in client.calls] == [("get", "Pod", "a"), ("get", "Pod", "b"), ("patch", "Workload", "g"),
+                                             ("delete", "Workload", "g")]
+    assert [(e.reason, e.key) for e in appended if isinstance(e, ev.WorkloadFinished)] == [("OwnerNotFound", "ns/g")]
+    client.calls.clear()
+    await pods.reconcile("group/ns/g")
+    assert client.calls == [], "once, until the watch brings the Workload's deletion"
+
+
+@pytest.mark.asyncio
+async def test_a_pod_group_with_a_pod_still_there_out_of_the_watch_keeps_its_workload() -> None:
+    pods, _, appended, client = integration(group_workload_obs(), client=GroupClient(
+        {"a": {"metadata": {"uid": "uid-a"}}}))
+    pods.members["ns/g"] = set()
+    await pods.reconcile("group/ns/g")
+    assert client.calls == [("get", "Pod", "a")] and appended == []

@@ -111,6 +111,7 @@ async def test_a_queued_pod_is_gated_gets_its_workload_starts_once_admitted_and_
                 "apiVersion": "v1", "kind": "Pod", "name": "single", "uid": "", "controller": True,
                 "blockOwnerDeletion": True}
             assert [ps["count"] for ps in wl["spec"]["podSets"]] == [1]
+            assert wl["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]
             assert wl["status"]["admission"]["clusterQueue"] == q.cq
             assert connector.pods is not None and connector.pods.stats.created == 1
             ours = {k for k in journal.mirror.state.workloads if k.partition("/")[0] in (q.ns, outside)}
@@ -132,6 +133,11 @@ async def test_a_queued_pod_is_gated_gets_its_workload_starts_once_admitted_and_
                 return not (await get(kc, "Pod", "single", q.ns))["metadata"].get("finalizers")
 
             await eventually(finalized, what="Kueue's finalizer gone from the pod")
+
+            async def released() -> bool:
+                return not (await get(kc, "Workload", wl_name, q.ns))["metadata"].get("finalizers")
+
+            await eventually(released, what="the finished workload's resource-in-use finalizer gone")
             for untouched in ("unqueued",):
                 assert not (await get(kc, "Pod", untouched, q.ns))["metadata"].get("finalizers")
 
@@ -317,3 +323,46 @@ async def test_pods_and_a_pod_group_run_on_the_prebuilt_workloads_they_name(kube
             assert _gates(await get(kc, "Pod", "mismatched", q.ns)) == GATES
             assert await _workload_names(kc, q.ns) == ["pre-duo", "pre-single", "too-big"]
             assert connector.pods is not None and connector.pods.stats.created == 0
+
+
+@pytest.mark.asyncio
+async def test_a_deleted_workload_has_its_pod_stopped_before_its_finalizer_lets_it_go(kube_apiserver, tmp_path) -> None:
+    """The Workload's ``resource-in-use`` finalizer holds it once deleted until its running Pod is stopped
+    (``TerminationTarget`` ``WorkloadDeleted``, deleted); then the Workload goes."""
+    sfx = secrets.token_hex(3)
+    config = load_config({"integrations": {"frameworks": ["pod"]}})
+    async with await connect(kube_apiserver) as kc, _pod_webhook(kc, tmp_path, sfx, config):
+        q = await queues(kc, "pods-del", {"cpu": 1}, sfx=sfx)
+        await _label(kc, q.ns, {"kueue-es-pod-test": sfx})
+
+        async def effective() -> bool:
+            with contextlib.suppress(Exception):
+                out = await kc.request("POST", PODS.collection_path(q.ns), query=[("dryRun", "All")],
+                                       body=_pod(q.ns, "probe", {Q: "user-queue"}))
+                return GATE in _gates(msgspec.json.decode(out))
+            return False
+
+        await eventually(effective, what="the pod webhook in effect")
+        async with kueue_es(kc, tmp_path / "log", config=config) as (connector, _journal):
+            pod = await create(kc, _pod(q.ns, "doomed", {Q: "user-queue"}))
+            wl_name = pod_sync.workload_name("doomed", pod["metadata"]["uid"])
+
+            async def ungated() -> bool:
+                return not _gates(await get(kc, "Pod", "doomed", q.ns))
+
+            await eventually(ungated, what="the pod started")
+            await kc.delete(BY_KIND["Workload"], wl_name, q.ns)
+
+            async def pod_gone() -> bool:
+                try:
+                    await get(kc, "Pod", "doomed", q.ns)
+                except NotFound:
+                    return True
+                return False
+
+            await eventually(pod_gone, what="the pod of the deleted workload stopped and gone")
+            await eventually(lambda: gone_workload(kc, q.ns, wl_name), what="the workload let go")
+            events = msgspec.json.decode(await kc.request("GET", f"/api/v1/namespaces/{q.ns}/events"))["items"]
+            assert [e["message"] for e in events if e["involvedObject"]["kind"] == "Pod" and e["reason"] == "Stopped"
+                    ] == ["Workload is deleted"]
+            assert connector.pods is not None and connector.pods.stats.finalizers_removed == 1
