@@ -43,8 +43,9 @@ the recorder creates them under names derived from the record, so a restart crea
 finishing a stop (restoring the template once the pods are gone), records nothing, as in Kueue.
 
 The pod integration (:mod:`connectors.k8s.pods_integration`) appends ``JobActed`` of kind Pod for what it did to a
-plain Pod: the same ``CreatedWorkload``, ``Started`` and ``Stopped``, and ``FinishedWorkload`` once it finalized a
-Pod whose Workload finished, recorded on the Pod from ``pod-kueue-controller``, as Kueue's pod reconciler does.
+plain Pod: the same ``CreatedWorkload``, ``Started``, ``Stopped``, ``UpdatedWorkload`` (the priority class) and
+``WorkloadPriorityClassNotFound``, and ``FinishedWorkload`` once it finalized a Pod whose Workload finished,
+recorded on the Pod from ``pod-kueue-controller``, as Kueue's pod reconciler does.
 
 Kueue's other Job Events report what kueue-es's job integration does not do: ``Suspended`` (a child Job of a
 Kueue-managed parent), ``ErrWorkloadCompose`` (pod groups) and ``JobNestingTooDeep``.

@@ -31,6 +31,11 @@ it in, each pass does the one :class:`connectors.k8s.pod_sync.Step` Kueue's reco
   Workload finished (``FinishedWorkload`` on the Pod then);
 * the Pod **gone** (or a new Pod of the same name): its Workload is finished (``OwnerNotFound``, under
   ``FinishOrphanedWorkloads``) and deleted, as the garbage collector would delete it;
+* **in step** with the Pod (a group's first Pod; :mod:`connectors.k8s.job_sync`, as for a Job): the
+  WorkloadPriorityClass its label names now (``UpdatedWorkload``), and, while it is gated and the Workload neither
+  evicted nor holding quota, the queue its label names now; a label naming a WorkloadPriorityClass the log does not
+  hold gets the Pod no Workload and a ``JobActed`` ``WorkloadPriorityClassNotFound`` (Kueue's Warning) once per
+  version of the Pod, and its Workload once the class is there;
 * the Workload's ``kueue.x-k8s.io/resource-in-use`` **finalizer** (given at creation) is taken off as a Job's
   (:mod:`connectors.k8s.workload_finalizer`): once the apiserver shows the Workload finished, after its Pods are
   finalized; once it is being deleted, after its Pods are stopped (``WorkloadDeleted``, "Workload is deleted");
@@ -46,8 +51,7 @@ and finalized with it. Under TopologyAwareScheduling a Pod's pod set carries the
 annotations (:func:`connectors.k8s.pod_sync.pod_set`) and, placed by topology, it starts still behind the
 topology gate its webhook added, which the ungater (:mod:`connectors.k8s.ungater`) lifts onto its domain. A Pod or
 group naming a prebuilt Workload runs on that one, adopted, never created (:mod:`connectors.k8s.pod_prebuilt`). Not
-done: keeping the Workload in step with a changed Pod (its queue name, its priority class),
-``UpdatedAdmissionCheck`` and ``WorkloadPriorityClassNotFound`` Events.
+done: rewriting a Workload whose pod sets no longer match its Pod, the ``UpdatedAdmissionCheck`` Event.
 """
 
 from __future__ import annotations
@@ -63,14 +67,22 @@ from typing import Any
 import msgspec
 import structlog
 
-from connectors.k8s import job_selection, pod_group, pod_prebuilt, pod_sync, podsetinfo, prebuilt
+from connectors.k8s import job_selection, job_sync, pod_group, pod_prebuilt, pod_sync, podsetinfo, prebuilt
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import KubeClient, resource_version_of
 from connectors.k8s.errors import AlreadyExists, Conflict, Gone, KubeError, NotFound
 from connectors.k8s.integration_log import IntegrationLog
 from connectors.k8s.job_events import CREATED_WORKLOAD, STARTED, STOPPED
-from connectors.k8s.job_priority import PriorityClassNotFound, WorkloadPriorityClassNotFound
-from connectors.k8s.jobs import OWNER_NOT_FOUND, OWNER_NOT_FOUND_MESSAGE, admission_shown
+from connectors.k8s.job_priority import (
+    NOT_FOUND_REASON,
+    PRIORITY_LABEL,
+    PriorityClassNotFound,
+    WorkloadPriorityClassNotFound,
+    missing_class,
+    not_found_message,
+)
+from connectors.k8s.job_sync import UPDATED_WORKLOAD
+from connectors.k8s.jobs import CLASS_MISSING, OWNER_NOT_FOUND, OWNER_NOT_FOUND_MESSAGE, admission_shown
 from connectors.k8s.journal import Journal
 from connectors.k8s.pod_roles import ROLE_HASH_ANNOTATION, role_hash
 from connectors.k8s.pod_sync import ManagedPod, Step
@@ -112,6 +124,12 @@ class PodStats:
     orphans: int = 0
     finalizers_removed: int = 0
     """Workloads the resource-in-use finalizer was taken off."""
+    class_missing: int = 0
+    """Times a Pod (a group) was given no Workload because its WorkloadPriorityClass is not there (yet)."""
+    reprioritised: int = 0
+    """Workloads given the priority class their Pod's label names now."""
+    requeued: int = 0
+    """Workloads given the queue name their gated Pod's label names now."""
     excess: int = 0
     adopted: int = 0
     """Prebuilt Workloads a Pod was made the controller of, or a group's Pods the owners of."""
@@ -323,7 +341,9 @@ class PodIntegration:
                     prefix = f"{obj.metadata.name}/"
                     keys.update(k for k in self.pods if k.startswith(prefix))
                 elif isinstance(obj, (o.WorkloadPriorityClass, o.PriorityClass)):
-                    keys.update(k for k in self.pods if k not in self.workloads_of)
+                    named = obj.metadata.name if isinstance(obj, o.WorkloadPriorityClass) else None
+                    keys.update(k for k, p in self.pods.items()
+                                if k not in self.workloads_of or p.metadata.labels.get(PRIORITY_LABEL) == named)
             elif isinstance(e, ev.ObjectDeleted) and e.kind == "Workload":
                 self._acted.pop(e.key, None)
                 found = self._unindex(e.key)
@@ -390,12 +410,71 @@ class PodIntegration:
             if change is not None:
                 await self._append_once(wl, ev.PodsReadyChanged(time=_now(), key=wl.key, uid=wl.uid,
                                                                 ready=change[0], reason=change[1]))
+        if (wl is not None and obs is not None and managed and not pod.metadata.deletion_timestamp
+                and pod_sync.ended(pod) is None
+                and await self._sync_workload(pod, wl, obs, running=not pod_sync.is_gated(pod),
+                                              generated=not prebuilt_name)):
+            return  # as Kueue's reconciler: the rest waits for the Workload that shows it
         shown = wl is not None and obs is not None and admission_shown(wl, obs)
         step = pod_sync.next_step(pod, wl, managed=managed, admission_shown=shown, prebuilt=bool(prebuilt_name),
                                   wl_deleting=obs is not None and wf.deleting(obs))
         await self._carry_out(pod, step, wl, obs, wl_key)
         if managed:
             await self._release(wl, obs)
+
+    async def _sync_workload(self, anchor: ManagedPod, wl: WorkloadInfo, obs: o.Workload, *, running: bool,
+                             generated: bool) -> bool:
+        """Keep the Workload in step with its Pod (a group's: with the Pod standing for it, ``anchor``), as Kueue's
+        reconciler does for any job it runs (:mod:`connectors.k8s.job_sync`): a ``generated`` one (not prebuilt)
+        the WorkloadPriorityClass the Pod's label names now (``UpdatedWorkload``), and any one, while the Pod is held back (not ``running``: gated) and the
+        Workload neither evicted nor holding quota, the queue its label names (no Event). Not for a Workload
+        finished or being deleted, nor while a decision about it waits to be written. Whether the pass ends here
+        (something was written, or the class is awaited)."""
+        if wl.phase == FINISHED or wf.deleting(obs) or wl.key in self.mirror.pending:
+            return False
+        labels, rv = anchor.metadata.labels, obs.metadata.resource_version
+        try:
+            priority = job_sync.priority_change(self.state, labels, anchor.spec.priority_class_name or None, obs,
+                                                wl) if generated else None
+        except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
+            await self._once(anchor, f"priority-missing@{rv}", self._priority_missing(anchor, obs, str(exc)))
+            return True  # as Kueue's reconcile, which fails on the lookup: the rest waits for the class
+        if priority is not None:
+            await self._once(anchor, f"priority@{rv}", self._set_priority(anchor, obs, *priority))
+            return True
+        queue = job_sync.queue_change(labels, obs, wl, running=running)
+        if queue is not None:
+            await self._once(anchor, f"queue@{rv}", self._set_queue(anchor, obs, queue))
+            return True
+        return False
+
+    async def _set_priority(self, pod: ManagedPod, obs: o.Workload, ref: dict[str, str] | None,
+                            priority: int | None) -> None:
+        await self.client.patch(WORKLOADS, obs.metadata.name, job_sync.priority_patch(obs, ref, priority),
+                                obs.metadata.namespace)
+        self.stats.reprioritised += 1
+        log.info("gave the workload its pod's priority class", pod=pod.key, workload=obs.key,
+                 priority_class=ref["name"] if ref else None, priority=priority)
+        await self._report(pod, UPDATED_WORKLOAD, workload=obs.key, message=job_sync.priority_updated_message(obs.key))
+
+    async def _priority_missing(self, pod: ManagedPod, obs: o.Workload, error: str) -> None:
+        """As for a Job: Kueue's reconcile fails on the lookup (no Event) and is retried; the Workload keeps its
+        priority until the class is in the log (which marks the Pod dirty)."""
+        log.warning("the pod's priority class is not there: its workload keeps its priority", pod=pod.key,
+                    workload=obs.key, error=error)
+
+    async def _set_queue(self, pod: ManagedPod, obs: o.Workload, queue: str) -> None:
+        await self.client.patch(WORKLOADS, obs.metadata.name, job_sync.queue_patch(obs, queue), obs.metadata.namespace)
+        self.stats.requeued += 1
+        log.info("moved the workload to its pod's queue", pod=pod.key, workload=obs.key, queue=queue,
+                 previous=obs.spec.queue_name)
+
+    async def _class_missing(self, pod: ManagedPod, wpc_name: str) -> None:
+        """As for a Job: no Workload for a Pod (a group, ``pod`` the Pod standing for it) whose
+        WorkloadPriorityClass is missing, and the Warning ``WorkloadPriorityClassNotFound`` on the Pod."""
+        self.stats.class_missing += 1
+        log.warning("WorkloadPriorityClass not found: no workload created", pod=pod.key, priority_class=wpc_name)
+        await self._report(pod, NOT_FOUND_REASON, message=not_found_message(wpc_name))
 
     async def _release(self, wl: WorkloadInfo | None, obs: o.Workload | None) -> None:
         """Take the finalizer off a Workload that finished (once the apiserver shows it) or is being deleted, once
@@ -426,7 +505,11 @@ class PodIntegration:
                          wl_key: str) -> None:
         match step.action:
             case pod_sync.CREATE:
-                await self._once(pod, "create", self._create(pod, wl_key.partition("/")[2]))
+                missing = missing_class(self.state, pod.metadata.labels)
+                if missing is not None:
+                    await self._once(pod, CLASS_MISSING, self._class_missing(pod, missing))
+                else:
+                    await self._once(pod, "create", self._create(pod, wl_key.partition("/")[2]))
             case pod_sync.START:
                 assert wl is not None and obs is not None
                 await self._once(pod, "start", self._start(pod, wl))
@@ -488,6 +571,7 @@ class PodIntegration:
         try:
             body = pod_sync.workload_for(self.state, raw, name)
         except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
+            self._acted.pop(pod.key, None)  # the same version of the Pod gets its Workload once the class is there
             log.warning("the pod's priority class is not there: no workload created yet", pod=pod.key, error=str(exc))
             return
         except InvalidInput as exc:
@@ -610,6 +694,10 @@ class PodIntegration:
         if wl is not None and managed and wl.phase != FINISHED and await self._replacement_pods(
                 wl, pods, counted=not prebuilt_name):
             return  # as Kueue's reconciler: the rest waits for the Workload that shows the condition
+        held = any(pod_sync.is_gated(p) or pod_sync.ended(p) is not None for p in pods)  # Kueue's IsSuspended
+        if wl is not None and obs is not None and managed and await self._sync_workload(
+                pods[0], wl, obs, running=not held, generated=not prebuilt_name):
+            return  # as Kueue's reconciler: the rest waits for the Workload that shows it
         shown = wl is not None and obs is not None and admission_shown(wl, obs)
         step = pod_group.next_step(pods, wl, managed=managed, admission_shown=shown, prebuilt=bool(prebuilt_name),
                                    fast_quota_release=self.state.gate(gates.FAST_QUOTA_RELEASE_IN_POD_INTEGRATION),
@@ -671,6 +759,13 @@ class PodIntegration:
     async def _carry_out_group(self, group: str, step: pod_group.GroupStep, wl: WorkloadInfo | None) -> None:
         match step.action:
             case pod_group.CREATE:
+                missing = missing_class(self.state, step.kept[0].metadata.labels) if step.kept else None
+                if missing is not None:
+                    marker = (CLASS_MISSING, tuple(p.metadata.resource_version for p in step.kept))
+                    if self._acted.get(GROUP_PREFIX + group) != marker:
+                        self._acted[GROUP_PREFIX + group] = marker
+                        await self._class_missing(step.kept[0], missing)
+                    return
                 marker = ("create", tuple(p.metadata.resource_version for p in step.kept))
                 if self._acted.get(GROUP_PREFIX + group) != marker:
                     self._acted[GROUP_PREFIX + group] = marker
@@ -728,6 +823,7 @@ class PodIntegration:
         try:
             body = pod_group.workload_for(self.state, raws)
         except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
+            self._acted.pop(GROUP_PREFIX + group, None)  # created once the class is there
             log.warning("the pod group's priority class is not there: no workload created yet", group=group,
                         error=str(exc))
             return

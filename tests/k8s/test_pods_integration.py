@@ -628,3 +628,84 @@ async def test_a_pod_group_with_a_pod_still_there_out_of_the_watch_keeps_its_wor
     pods.members["ns/g"] = set()
     await pods.reconcile("group/ns/g")
     assert client.calls == [("get", "Pod", "a")] and appended == []
+
+
+def _labelled(pod: ManagedPod, **labels: str) -> ManagedPod:
+    return msgspec.structs.replace(pod, metadata=msgspec.structs.replace(
+        pod.metadata, labels={**pod.metadata.labels, **labels}))
+
+
+def wpc(name: str, value: int) -> o.WorkloadPriorityClass:
+    return o.WorkloadPriorityClass(metadata=o.ObjectMeta(name=name, uid=f"wpc-{name}"), value=value)
+
+
+@pytest.mark.asyncio
+async def test_a_gated_pod_whose_queue_name_changed_moves_its_workload() -> None:
+    """As Kueue's reconciler for a suspended job (a Pod: gated) whose Workload is neither evicted nor holding quota:
+    the Workload takes the queue its label names now; no Event."""
+    pods, _, appended, client = integration(pod_workload())
+    pods.pods["ns/p"] = _labelled(managed_pod(), **{"kueue.x-k8s.io/queue-name": "other"})
+    await pods.reconcile("ns/p")
+    assert client.calls == [("patch", "Workload", NAME, "", "", {"metadata": {"resourceVersion": "3"},
+                                                                 "spec": {"queueName": "other"}})]
+    assert appended == [] and pods.stats.requeued == 1
+    await pods.reconcile("ns/p")
+    assert len(client.calls) == 1, "once for this version of the Workload"
+    pods, mirror, _, client = integration(pod_workload())
+    pods.pods["ns/p"] = _labelled(managed_pod(gated=False, phase="Running"), **{"kueue.x-k8s.io/queue-name": "other"})
+    mirror.state.workloads[KEY].phase = ADMITTED
+    await pods.reconcile("ns/p")
+    assert not [c for c in client.calls if c[1] == "Workload"], "a running Pod's admitted Workload keeps its queue"
+
+
+@pytest.mark.asyncio
+async def test_a_pods_changed_priority_class_label_reprioritises_its_workload() -> None:
+    pods, _, appended, client = integration(wpc("high", 1000), pod_workload())
+    pods.pods["ns/p"] = _labelled(managed_pod(), **{"kueue.x-k8s.io/priority-class": "high"})
+    await pods.reconcile("ns/p")
+    assert client.calls == [("patch", "Workload", NAME, "", "", {
+        "metadata": {"resourceVersion": "3"},
+        "spec": {"priorityClassRef": {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"},
+                 "priority": 1000}})]
+    (acted,) = appended
+    assert isinstance(acted, ev.JobActed) and (acted.key, acted.kind, acted.action, acted.message) == (
+        "ns/p", "Pod", "UpdatedWorkload", f"Updated workload priority class: {KEY}")
+
+
+@pytest.mark.asyncio
+async def test_a_pods_missing_workload_priority_class_is_reported_and_its_workload_waits_for_it() -> None:
+    raw = {"metadata": {"name": "p", "namespace": "ns", "uid": UID,
+                        "labels": {"kueue.x-k8s.io/queue-name": "lq", "kueue.x-k8s.io/priority-class": "high"}},
+           "spec": {"containers": [{"name": "c"}]}}
+    pods, mirror, appended, client = integration(client=Client(raw))
+    pods.pods["ns/p"] = _labelled(managed_pod(), **{"kueue.x-k8s.io/priority-class": "high"})
+    await pods.reconcile("ns/p")
+    await pods.reconcile("ns/p")
+    (acted,) = appended
+    assert isinstance(acted, ev.JobActed) and (acted.kind, acted.action, acted.message) == (
+        "Pod", "WorkloadPriorityClassNotFound", 'WorkloadPriorityClass "high" not found')
+    assert client.calls == [], "no Workload; reported once for this version of the Pod"
+    ledger = EventLedger()
+    ledger.fold(ev.Record(9, acted), Mirror().state, {})
+    (event,) = job_events(acted, ledger.ready[9].before)  # type: ignore[arg-type]
+    assert (event.type, event.reason, event.involved.kind, event.component) == (
+        "Warning", "WorkloadPriorityClassNotFound", "Pod", "pod-kueue-controller")
+    mirror.listeners.append(pods._on_applied)
+    cls = wpc("high", 1000)
+    mirror.apply_batch([ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=2, key=cls.key, uid="wpc-high", obj=cls))])
+    assert "ns/p" in pods.dirty
+    await pods.reconcile("ns/p")
+    (_, _, body), = [c for c in client.calls if c[0] == "create"]
+    assert body["spec"]["priority"] == 1000, "the same version of the Pod gets its Workload once the class is there"
+
+
+@pytest.mark.asyncio
+async def test_a_gated_pod_groups_queue_name_change_moves_its_workload() -> None:
+    pods, _, _, client = integration(group_workload_obs())
+    for n in "ab":
+        raw = _group_raw(n)
+        raw["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "other"
+        _watch(pods, raw)
+    await pods.reconcile("group/ns/g")
+    assert client.calls == [("patch", "Workload", "g", "", "", {"metadata": {"resourceVersion": "3"},
+                                                                "spec": {"queueName": "other"}})]

@@ -366,3 +366,77 @@ async def test_a_deleted_workload_has_its_pod_stopped_before_its_finalizer_lets_
             assert [e["message"] for e in events if e["involvedObject"]["kind"] == "Pod" and e["reason"] == "Stopped"
                     ] == ["Workload is deleted"]
             assert connector.pods is not None and connector.pods.stats.finalizers_removed == 1
+
+
+def _wpc(name: str, value: int) -> dict[str, Any]:
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass", "metadata": {"name": name},
+            "value": value}
+
+
+@pytest.mark.asyncio
+async def test_a_gated_pods_workload_follows_its_priority_class_and_queue_labels(kube_apiserver, tmp_path) -> None:
+    """As Kueue's reconciler for any job it runs: a changed ``kueue.x-k8s.io/priority-class`` gives the Pod's Workload
+    the class and its value (``UpdatedWorkload`` on the Pod); a changed queue name moves the Workload of a gated Pod
+    (here out of a LocalQueue that does not exist, into one that admits it). A class that does not exist gets the
+    Pod no Workload and the Warning ``WorkloadPriorityClassNotFound``, until the class is there."""
+    sfx = secrets.token_hex(3)
+    config = load_config({"integrations": {"frameworks": ["pod"]}})
+    async with await connect(kube_apiserver) as kc, _pod_webhook(kc, tmp_path, sfx, config):
+        q = await queues(kc, "pods-sync", {"cpu": 1}, sfx=sfx)
+        await _label(kc, q.ns, {"kueue-es-pod-test": sfx})
+        await create(kc, _wpc(f"low-{sfx}", 10))
+        await create(kc, _wpc(f"high-{sfx}", 1000))
+
+        async def effective() -> bool:
+            with contextlib.suppress(Exception):
+                out = await kc.request("POST", PODS.collection_path(q.ns), query=[("dryRun", "All")],
+                                       body=_pod(q.ns, "probe", {Q: "user-queue"}))
+                return GATE in _gates(msgspec.json.decode(out))
+            return False
+
+        await eventually(effective, what="the pod webhook in effect")
+        async with kueue_es(kc, tmp_path / "log", config=config) as (connector, _journal):
+            pc = "kueue.x-k8s.io/priority-class"
+            mover = await create(kc, _pod(q.ns, "mover", {Q: "nowhere", pc: f"low-{sfx}"}))
+            waiter = await create(kc, _pod(q.ns, "waiter", {Q: "user-queue", pc: f"later-{sfx}"}))
+            wl_name = pod_sync.workload_name("mover", mover["metadata"]["uid"])
+
+            async def workload(name: str, want: Any) -> dict[str, Any] | None:
+                with contextlib.suppress(NotFound):
+                    got = await get(kc, "Workload", name, q.ns)
+                    return got if want(got) else None
+                return None
+
+            await eventually(lambda: workload(wl_name, lambda w: w["spec"].get("priority") == 10),
+                             what="the gated pod's workload, in a queue that does not exist")
+            await kc.patch(PODS, "mover", {"metadata": {"labels": {pc: f"high-{sfx}"}}}, q.ns)
+            got = await eventually(lambda: workload(wl_name, lambda w: w["spec"].get("priority") == 1000),
+                                   what="the workload given the pod's new priority class")
+            assert got["spec"]["priorityClassRef"]["name"] == f"high-{sfx}" and got["spec"]["queueName"] == "nowhere"
+            await kc.patch(PODS, "mover", {"metadata": {"labels": {Q: "user-queue"}}}, q.ns)
+
+            async def ungated() -> bool:
+                return not _gates(await get(kc, "Pod", "mover", q.ns))
+
+            await eventually(ungated, what="the pod started from the queue it names now")
+            assert (await get(kc, "Workload", wl_name, q.ns))["spec"]["queueName"] == "user-queue"
+
+            async def pod_events(reason: str) -> list[dict[str, Any]] | None:
+                items = msgspec.json.decode(await kc.request("GET", f"/api/v1/namespaces/{q.ns}/events"))["items"]
+                out = [e for e in items if e["involvedObject"]["kind"] == "Pod" and e["reason"] == reason]
+                return out or None
+
+            (updated,) = await eventually(lambda: pod_events("UpdatedWorkload"), what="UpdatedWorkload on the pod")
+            assert (updated["involvedObject"]["name"], updated["message"]) == (
+                "mover", f"Updated workload priority class: {q.ns}/{wl_name}")
+            (missing,) = await eventually(lambda: pod_events("WorkloadPriorityClassNotFound"),
+                                          what="the missing class reported on the pod")
+            assert (missing["type"], missing["involvedObject"]["name"], missing["message"]) == (
+                "Warning", "waiter", f'WorkloadPriorityClass "later-{sfx}" not found')
+            waiter_wl = pod_sync.workload_name("waiter", waiter["metadata"]["uid"])
+            with pytest.raises(NotFound):
+                await get(kc, "Workload", waiter_wl, q.ns)
+            await create(kc, _wpc(f"later-{sfx}", 5))
+            await eventually(lambda: workload(waiter_wl, lambda w: w["spec"].get("priority") == 5),
+                             what="the waiting pod's workload, once its class is there")
+            assert connector.pods is not None and connector.pods.stats.requeued == 1
