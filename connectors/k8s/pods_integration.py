@@ -36,6 +36,8 @@ it in, each pass does the one :class:`connectors.k8s.pod_sync.Step` Kueue's reco
   evicted nor holding quota, the queue its label names now; a label naming a WorkloadPriorityClass the log does not
   hold gets the Pod no Workload and a ``JobActed`` ``WorkloadPriorityClassNotFound`` (Kueue's Warning) once per
   version of the Pod, and its Workload once the class is there;
+* ``UpdatedAdmissionCheck`` on each Pod while some is gated and the Workload holds quota without being admitted,
+  whenever its Pending checks' messages change (:func:`connectors.k8s.job_events.checks_message`);
 * the Workload's ``kueue.x-k8s.io/resource-in-use`` **finalizer** (given at creation) is taken off as a Job's
   (:mod:`connectors.k8s.workload_finalizer`): once the apiserver shows the Workload finished, after its Pods are
   finalized; once it is being deleted, after its Pods are stopped (``WorkloadDeleted``, "Workload is deleted");
@@ -51,7 +53,7 @@ and finalized with it. Under TopologyAwareScheduling a Pod's pod set carries the
 annotations (:func:`connectors.k8s.pod_sync.pod_set`) and, placed by topology, it starts still behind the
 topology gate its webhook added, which the ungater (:mod:`connectors.k8s.ungater`) lifts onto its domain. A Pod or
 group naming a prebuilt Workload runs on that one, adopted, never created (:mod:`connectors.k8s.pod_prebuilt`). Not
-done: rewriting a Workload whose pod sets no longer match its Pod, the ``UpdatedAdmissionCheck`` Event.
+done: rewriting a Workload whose pod sets no longer match its Pod.
 """
 
 from __future__ import annotations
@@ -72,7 +74,13 @@ from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import KubeClient, resource_version_of
 from connectors.k8s.errors import AlreadyExists, Conflict, Gone, KubeError, NotFound
 from connectors.k8s.integration_log import IntegrationLog
-from connectors.k8s.job_events import CREATED_WORKLOAD, STARTED, STOPPED
+from connectors.k8s.job_events import (
+    CREATED_WORKLOAD,
+    STARTED,
+    STOPPED,
+    UPDATED_ADMISSION_CHECK,
+    checks_message,
+)
 from connectors.k8s.job_priority import (
     NOT_FOUND_REASON,
     PRIORITY_LABEL,
@@ -178,6 +186,8 @@ class PodIntegration:
         self.named_by: dict[str, set[str]] = {}
         """Workload key -> reconcile keys (a single Pod's, a group's ``group/...``) of the Pods naming it as their
         prebuilt Workload (label or annotation, whichever the gate reads), so its arrival wakes them."""
+        self._checks: dict[str, tuple[str, str]] = {}
+        """Pod key -> (Workload uid, ``UpdatedAdmissionCheck`` message) last recorded on it."""
         self._stopped: dict[str, str] = {}
         """Pod key -> uid of the Pod stopped (marked and deleted) under it: its versions in between (the condition
         written, the deletion not seen yet) are not stopped again."""
@@ -387,6 +397,7 @@ class PodIntegration:
         if pod is None:
             self._acted.pop(key, None)
             self._stopped.pop(key, None)
+            self._checks.pop(key, None)
             return
         if not pod_sync.is_managed(pod):
             return
@@ -415,6 +426,8 @@ class PodIntegration:
                 and await self._sync_workload(pod, wl, obs, running=not pod_sync.is_gated(pod),
                                               generated=not prebuilt_name)):
             return  # as Kueue's reconciler: the rest waits for the Workload that shows it
+        if wl is not None and obs is not None and managed and not wf.deleting(obs):
+            await self._admission_checks([pod], wl, held=pod_sync.is_gated(pod) and pod_sync.ended(pod) is None)
         shown = wl is not None and obs is not None and admission_shown(wl, obs)
         step = pod_sync.next_step(pod, wl, managed=managed, admission_shown=shown, prebuilt=bool(prebuilt_name),
                                   wl_deleting=obs is not None and wf.deleting(obs))
@@ -447,6 +460,21 @@ class PodIntegration:
             await self._once(anchor, f"queue@{rv}", self._set_queue(anchor, obs, queue))
             return True
         return False
+
+    async def _admission_checks(self, pods: Sequence[ManagedPod], wl: WorkloadInfo, *, held: bool) -> None:
+        """Kueue's ``UpdatedAdmissionCheck`` on each of the Pods (a group's: all of them) while some is held back
+        (``held``: gated) and the Workload holds quota but is not admitted: its Pending checks' messages
+        (:func:`connectors.k8s.job_events.checks_message`), from the status last written (not while a decision
+        about it waits to be written), recorded again only when they change (Kueue's recorder folds repeats)."""
+        if wl.key in self.mirror.pending:
+            return
+        message = checks_message(wl) if held else ""
+        for pod in pods:
+            if not message:
+                self._checks.pop(pod.key, None)
+            elif self._checks.get(pod.key) != (wl.uid, message):
+                self._checks[pod.key] = (wl.uid, message)
+                await self._report(pod, UPDATED_ADMISSION_CHECK, workload=wl.key, message=message)
 
     async def _set_priority(self, pod: ManagedPod, obs: o.Workload, ref: dict[str, str] | None,
                             priority: int | None) -> None:
@@ -698,6 +726,8 @@ class PodIntegration:
         if wl is not None and obs is not None and managed and await self._sync_workload(
                 pods[0], wl, obs, running=not held, generated=not prebuilt_name):
             return  # as Kueue's reconciler: the rest waits for the Workload that shows it
+        if wl is not None and obs is not None and managed and not wf.deleting(obs):
+            await self._admission_checks(pods, wl, held=held)
         shown = wl is not None and obs is not None and admission_shown(wl, obs)
         step = pod_group.next_step(pods, wl, managed=managed, admission_shown=shown, prebuilt=bool(prebuilt_name),
                                    fast_quota_release=self.state.gate(gates.FAST_QUOTA_RELEASE_IN_POD_INTEGRATION),

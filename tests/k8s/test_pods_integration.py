@@ -709,3 +709,49 @@ async def test_a_gated_pod_groups_queue_name_change_moves_its_workload() -> None
     await pods.reconcile("group/ns/g")
     assert client.calls == [("patch", "Workload", "g", "", "", {"metadata": {"resourceVersion": "3"},
                                                                 "spec": {"queueName": "other"}})]
+
+
+def _waiting_on_check(wl: Any, message: str) -> None:
+    wl.phase = "QuotaReserved"
+    wl.check_states = {"prov": o.AdmissionCheckState(name="prov", state="Pending", message=message),
+                       "other": o.AdmissionCheckState(name="other", state="Ready", message="fine")}
+
+
+@pytest.mark.asyncio
+async def test_a_gated_pod_is_told_what_its_workloads_admission_checks_wait_for_each_new_message_once() -> None:
+    """Kueue's ``UpdatedAdmissionCheck`` for a Pod: held back (gated) while its Workload holds quota but is not
+    admitted, the Pending checks' messages, on the Pod from ``pod-kueue-controller``."""
+    pods, mirror, appended, _ = integration(pod_workload())
+    wl = mirror.state.workloads[KEY]
+    _waiting_on_check(wl, "capacity in 10m")
+    pods.pods["ns/p"] = managed_pod()
+    await pods.reconcile("ns/p")
+    await pods.reconcile("ns/p")
+    (told,) = appended
+    assert isinstance(told, ev.JobActed) and (told.key, told.kind, told.action, told.message) == (
+        "ns/p", "Pod", "UpdatedAdmissionCheck", "prov: capacity in 10m")
+    ledger = EventLedger()
+    ledger.fold(ev.Record(9, told), Mirror().state, {})
+    (event,) = job_events(told, ledger.ready[9].before)  # type: ignore[arg-type]
+    assert (event.type, event.reason, event.message, event.component) == (
+        "Normal", "UpdatedAdmissionCheck", "prov: capacity in 10m", "pod-kueue-controller")
+    _waiting_on_check(wl, "capacity in 5m")
+    await pods.reconcile("ns/p")
+    assert [e.message for e in appended if isinstance(e, ev.JobActed)] == [
+        "prov: capacity in 10m", "prov: capacity in 5m"]
+    mirror.pending[KEY] = {}  # a decision about it still to be written: Kueue sees the status written before
+    _waiting_on_check(wl, "capacity in 1m")
+    await pods.reconcile("ns/p")
+    assert len(appended) == 2
+
+
+@pytest.mark.asyncio
+async def test_every_pod_of_a_group_is_told_what_its_workloads_admission_checks_wait_for() -> None:
+    pods, mirror, appended, _ = integration(group_workload_obs())
+    _waiting_on_check(mirror.state.workloads["ns/g"], "capacity in 10m")
+    for n in "ab":
+        _watch(pods, _group_raw(n))
+    await pods.reconcile("group/ns/g")
+    assert [(e.key, e.action, e.message) for e in appended if isinstance(e, ev.JobActed)] == [
+        ("ns/a", "UpdatedAdmissionCheck", "prov: capacity in 10m"),
+        ("ns/b", "UpdatedAdmissionCheck", "prov: capacity in 10m")]

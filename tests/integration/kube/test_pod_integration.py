@@ -6,7 +6,9 @@ A queued Pod in a managed namespace is stored gated (``kueue.x-k8s.io/admission`
 it) and, once that is admitted, is ungated with the flavor's node labels as its nodeSelector. A Pod in a namespace
 the ``managedJobsNamespaceSelector`` leaves out, or without a queue name, is left alone. There is no kubelet: the
 test plays it, and the Pod that succeeds finishes its Workload and loses the finalizer. A Pod whose Workload is
-preempted is marked ``TerminationTarget`` and deleted, and the Pod that preempted it starts.
+preempted is marked ``TerminationTarget`` and deleted, and the Pod that preempted it starts. A Pod's Workload
+carries the ``resource-in-use`` finalizer: deleted, it holds until its Pod is stopped. A gated Pod's Workload
+follows its priority-class and queue labels; a Pod behind an admission check is told what it waits for.
 """
 
 from __future__ import annotations
@@ -27,12 +29,13 @@ from kubehelp import (
     namespace,
     pod_webhooks,
     priority_class,
+    provisioning_check,
     queues,
 )
 
 from connectors.k8s import crds, pod_sync
 from connectors.k8s.errors import NotFound
-from connectors.k8s.resources import BY_KIND
+from connectors.k8s.resources import BY_KIND, PROVISIONING_REQUESTS
 from kueue_es.scheduler.config import load_config
 
 pytestmark = pytest.mark.kube
@@ -440,3 +443,69 @@ async def test_a_gated_pods_workload_follows_its_priority_class_and_queue_labels
             await eventually(lambda: workload(waiter_wl, lambda w: w["spec"].get("priority") == 5),
                              what="the waiting pod's workload, once its class is there")
             assert connector.pods is not None and connector.pods.stats.requeued == 1
+
+
+def _provisioning(provisioned: str, message: str) -> dict[str, Any]:
+    """What the cluster autoscaler writes on a ProvisioningRequest: accepted, capacity there or on its way."""
+    now = "2026-01-01T00:00:00Z"
+    return {"status": {"conditions": [
+        {"type": "Accepted", "status": "True", "reason": "Accepted", "message": "accepted", "lastTransitionTime": now},
+        {"type": "Provisioned", "status": provisioned, "reason": "Provisioned" if provisioned == "True" else "Waiting",
+         "message": message, "lastTransitionTime": now}]}}
+
+
+@pytest.mark.asyncio
+async def test_a_gated_pod_is_told_what_its_admission_check_waits_for(kube_apiserver, tmp_path) -> None:
+    """Kueue's ``UpdatedAdmissionCheck`` on a Pod whose Workload holds quota behind a ProvisioningRequest check, once
+    per new message, from ``pod-kueue-controller``; the Pod starts once the capacity is provisioned."""
+    sfx = secrets.token_hex(3)
+    config = load_config({"integrations": {"frameworks": ["pod"]}})
+    async with await connect(kube_apiserver) as kc, _pod_webhook(kc, tmp_path, sfx, config):
+        await crds.install(kc, docs=[crds.provisioning_request_crd()])
+        check = await provisioning_check(kc, sfx)
+        q = await queues(kc, "pods-checks", {"cpu": 1}, sfx=sfx,
+                         admissionChecksStrategy={"admissionChecks": [{"name": check}]})
+        await _label(kc, q.ns, {"kueue-es-pod-test": sfx})
+
+        async def effective() -> bool:
+            with contextlib.suppress(Exception):
+                out = await kc.request("POST", PODS.collection_path(q.ns), query=[("dryRun", "All")],
+                                       body=_pod(q.ns, "probe", {Q: "user-queue"}))
+                return GATE in _gates(msgspec.json.decode(out))
+            return False
+
+        await eventually(effective, what="the pod webhook in effect")
+        async with kueue_es(kc, tmp_path / "log", config=config):
+            pod = await create(kc, _pod(q.ns, "checked", {Q: "user-queue"}))
+            pr_name = f"{pod_sync.workload_name('checked', pod['metadata']['uid'])}-{check}-1"
+
+            async def request() -> bool:
+                with contextlib.suppress(NotFound):
+                    await kc.get(PROVISIONING_REQUESTS, pr_name, q.ns)
+                    return True
+                return False
+
+            async def told(n: int) -> list[dict[str, Any]] | None:
+                items = msgspec.json.decode(await kc.request("GET", f"/api/v1/namespaces/{q.ns}/events"))["items"]
+                found = sorted((e for e in items if e["involvedObject"]["kind"] == "Pod"
+                                and e["reason"] == "UpdatedAdmissionCheck"), key=lambda e: e["eventTime"])
+                return found if len(found) == n else None
+
+            await eventually(request, what="the ProvisioningRequest")
+            await kc.patch(PROVISIONING_REQUESTS, pr_name, _provisioning("False", "capacity in 10m"), q.ns,
+                           subresource="status")
+            (first,) = await eventually(lambda: told(1), what="UpdatedAdmissionCheck on the gated pod")
+            assert (first["involvedObject"]["name"], first["reportingComponent"], first["message"]) == (
+                "checked", "pod-kueue-controller", f"{check}: capacity in 10m")
+            await kc.patch(PROVISIONING_REQUESTS, pr_name, _provisioning("False", "capacity in 5m"), q.ns,
+                           subresource="status")
+            found = await eventually(lambda: told(2), what="the new message on the gated pod")
+            assert found[1]["message"] == f"{check}: capacity in 5m"
+            await kc.patch(PROVISIONING_REQUESTS, pr_name, _provisioning("True", "capacity is ready"), q.ns,
+                           subresource="status")
+
+            async def ungated() -> bool:
+                return not _gates(await get(kc, "Pod", "checked", q.ns))
+
+            await eventually(ungated, what="the pod started once provisioned")
+            assert await told(2) is not None, "nothing more once admitted"
