@@ -241,6 +241,17 @@ async def test_a_pod_group_is_held_until_complete_then_admitted_as_one_workload_
             assert wl["metadata"]["annotations"]["kueue.x-k8s.io/is-group-workload"] == "true"
             assert sorted(ps["count"] for ps in wl["spec"]["podSets"]) == [1, 2]
             assert sorted(r["name"] for r in wl["metadata"]["ownerReferences"]) == ["a", "b", "c"]
+            assert wl["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]
+            for n in "abc":  # no kubelet here: play it — every pod of the group succeeded
+                await kc.patch(PODS, n, {"status": {"phase": "Succeeded"}}, q.ns, subresource="status")
+
+            async def released() -> dict[str, Any] | None:
+                got = await get(kc, "Workload", "trio", q.ns)
+                return None if got["metadata"].get("finalizers") else got
+
+            done = await eventually(released, what="the finished group workload's resource-in-use finalizer gone")
+            (cond,) = [c for c in done["status"]["conditions"] if c["type"] == "Finished"]
+            assert (cond["status"], cond["message"]) == ("True", "Pods succeeded: 3/3.")
 
 
 PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"
