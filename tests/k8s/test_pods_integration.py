@@ -755,3 +755,36 @@ async def test_every_pod_of_a_group_is_told_what_its_workloads_admission_checks_
     assert [(e.key, e.action, e.message) for e in appended if isinstance(e, ev.JobActed)] == [
         ("ns/a", "UpdatedAdmissionCheck", "prov: capacity in 10m"),
         ("ns/b", "UpdatedAdmissionCheck", "prov: capacity in 10m")]
+
+
+@pytest.mark.asyncio
+async def test_a_pod_being_deleted_lets_go_only_the_prebuilt_workload_it_controls() -> None:
+    """Kueue lets go of the Workloads a Pod being deleted owns: a prebuilt one another object controls is not the
+    Pod's to finish."""
+    other = _prebuilt_workload()
+    other = msgspec.structs.replace(other, metadata=msgspec.structs.replace(other.metadata, owner_references=[
+        o.OwnerReference(api_version="batch/v1", kind="Job", name="j", uid="j-uid", controller=True)]))
+    pods, mirror, appended, client = integration(other)
+    raw = _prebuilt_raw()
+    raw["metadata"]["deletionTimestamp"] = "2026-01-02T00:00:00Z"
+    _watch(pods, raw)
+    await pods.reconcile("ns/p")
+    assert not [e for e in appended if isinstance(e, ev.WorkloadFinished)]
+    assert not [c for c in client.calls if c[1] == "Workload"]
+    pods, mirror, appended, client = integration(_prebuilt_workload(UID))
+    _watch(pods, raw)
+    await pods.reconcile("ns/p")
+    assert [(e.reason, e.key) for e in appended if isinstance(e, ev.WorkloadFinished)] == [("OwnerNotFound", "ns/pre")]
+
+
+@pytest.mark.asyncio
+async def test_a_prebuilt_workload_follows_its_pods_queue_but_not_its_priority_class() -> None:
+    """As Kueue's ``ensureOneWorkload``, which re-resolves the priority of a matched generated Workload only; the
+    queue name of a suspended job's Workload follows it either way."""
+    pods, _, _, client = integration(wpc("high", 1000), _prebuilt_workload(UID))
+    raw = _prebuilt_raw()
+    raw["metadata"]["labels"] |= {"kueue.x-k8s.io/priority-class": "high", "kueue.x-k8s.io/queue-name": "other"}
+    _watch(pods, raw)
+    await pods.reconcile("ns/p")
+    assert [c for c in client.calls if c[0] == "patch"] == [
+        ("patch", "Workload", "pre", "", "", {"metadata": {"resourceVersion": "7"}, "spec": {"queueName": "other"}})]
