@@ -43,8 +43,12 @@ the recorder creates them under names derived from the record, so a restart crea
 finishing a stop (restoring the template once the pods are gone), records nothing, as in Kueue.
 
 The pod integration (:mod:`connectors.k8s.pods_integration`) appends ``JobActed`` of kind Pod for what it did to a
-plain Pod: the same ``CreatedWorkload``, ``Started`` and ``Stopped``, and ``FinishedWorkload`` once it finalized a
-Pod whose Workload finished, recorded on the Pod from ``pod-kueue-controller``, as Kueue's pod reconciler does.
+plain Pod: the same ``CreatedWorkload``, ``Started``, ``Stopped``, ``UpdatedWorkload`` (the priority class) and
+``WorkloadPriorityClassNotFound``, and ``FinishedWorkload`` once it finalized a Pod whose Workload finished,
+recorded on the Pod from ``pod-kueue-controller``, as Kueue's pod reconciler does; and ``UpdatedAdmissionCheck``
+(:func:`checks_message`) on each Pod of a Workload that holds quota but is not admitted while some Pod is held
+back (gated), whenever the message changes (the Pods are not the log's, so the integration appends it, and after
+a restart may record the current message once more, as Kueue's every reconcile would).
 
 Kueue's other Job Events report what kueue-es's job integration does not do: ``Suspended`` (a child Job of a
 Kueue-managed parent), ``ErrWorkloadCompose`` (pod groups) and ``JobNestingTooDeep``.
@@ -93,7 +97,16 @@ def pending_checks_message(job: o.Job | None, wl: WorkloadInfo | None) -> str:
         return ""
     if job.metadata.deletion_timestamp or wl.labels.get(JOB_UID_LABEL, job.metadata.uid) != job.metadata.uid:
         return ""
-    if wl.phase != RESERVED or wl.evicted or job_finished(job) is not None:
+    if job_finished(job) is not None:
+        return ""
+    return checks_message(wl)
+
+
+def checks_message(wl: WorkloadInfo) -> str:
+    """The ``UpdatedAdmissionCheck`` message of a Workload that holds quota but is neither admitted, evicted nor
+    finished: its Pending checks with a message, by name, as ``<check>: <message>`` joined with "; " (empty:
+    none, or not such a Workload). The caller says whether its job is suspended."""
+    if wl.phase != RESERVED or wl.evicted:
         return ""
     return "; ".join(f"{name}: {check.message}" for name, check in sorted(wl.check_states.items())
                      if check.state == "Pending" and check.message)
@@ -127,7 +140,7 @@ def job_events(e: ev.AnyEvent, job: Involved | PendingChecks) -> tuple[KubeEvent
             return (make_event(job, WARNING, e.action, e.message, by),)
         case ev.JobActed(action="WorkloadPriorityClassNotFound"):
             return (make_event(job, WARNING, NOT_FOUND_REASON, e.message, by),)
-        case ev.JobActed(action="UpdatedWorkload" | "DeletedWorkload" | "ExcessPodDeleted"):
+        case ev.JobActed(action="UpdatedWorkload" | "DeletedWorkload" | "ExcessPodDeleted" | "UpdatedAdmissionCheck"):
             return (make_event(job, NORMAL, e.action, e.message, by),)
         case ev.JobActed(action="FinishedWorkload"):
             return (make_event(job, NORMAL, "FinishedWorkload", f"Workload '{e.workload}' is declared finished", by),)

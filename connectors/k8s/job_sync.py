@@ -55,7 +55,7 @@ from the Workload as stored, and the log and the apiserver then agree on it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -125,7 +125,13 @@ def queue_to_set(job: o.Job, obs: o.Workload, wl: WorkloadInfo, *, running: bool
     none to give — the same, the Job running, the Workload finished, evicted or holding quota; ``""``: none, the
     label gone from a Job managed without one under ``manageJobsWithoutQueueName``, as Kueue writes it — a Job
     without the label that is not managed that way never gets here)."""
-    queue = job.metadata.labels.get(QUEUE_LABEL, "")
+    return queue_change(job.metadata.labels, obs, wl, running=running)
+
+
+def queue_change(labels: Mapping[str, str], obs: o.Workload, wl: WorkloadInfo, *, running: bool) -> str | None:
+    """:func:`queue_to_set` for any object Kueue's job reconciler runs (a Job, a Pod, a pod group's first Pod)
+    with these ``labels``; ``running``: not suspended (a Pod: neither gated nor ended)."""
+    queue = labels.get(QUEUE_LABEL, "")
     if queue == obs.spec.queue_name or running:
         return None
     if wl.phase == FINISHED or wl.evicted or wl.reserving:
@@ -139,12 +145,19 @@ def priority_to_set(state: ClusterState, job: o.Job, obs: o.Workload, wl: Worklo
     another class than the Workload's (None for a field: none; None: nothing to change). Raises
     :class:`~connectors.k8s.job_priority.WorkloadPriorityClassNotFound` or
     :class:`~connectors.k8s.job_priority.PriorityClassNotFound` when the class the Job names is not in the log."""
+    return priority_change(state, job.metadata.labels, job.spec.template.spec.priority_class_name, obs, wl)
+
+
+def priority_change(state: ClusterState, labels: Mapping[str, str], pod_priority_class: str | None,
+                    obs: o.Workload, wl: WorkloadInfo) -> tuple[dict[str, str] | None, int | None] | None:
+    """:func:`priority_to_set` for any object Kueue's job reconciler runs, with these ``labels`` and pods naming
+    ``pod_priority_class`` (Kueue's ``UpdateWorkloadPriority``)."""
     ref = obs.spec.priority_class_ref
     if wl.phase == FINISHED or (ref is not None and (ref.group, ref.kind) != WORKLOAD_PRIORITY_CLASS):
         return None
-    if job.metadata.labels.get(PRIORITY_LABEL, "") == (ref.name if ref is not None else ""):
+    if labels.get(PRIORITY_LABEL, "") == (ref.name if ref is not None else ""):
         return None
-    resolved = workload_priority(state, job.metadata.labels, job.spec.template.spec.priority_class_name)
+    resolved = workload_priority(state, labels, pod_priority_class)
     new_ref, priority = resolved if resolved is not None else (None, None)
     if wl.reserving and not _same_kind(ref, new_ref):
         return None  # the apiserver refuses to set, remove or re-kind the class of a Workload holding quota

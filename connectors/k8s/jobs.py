@@ -842,31 +842,18 @@ class JobIntegration:
             await self._unfinalize(obs)
 
     async def _unfinalize(self, obs: o.Workload) -> str | None:
-        """Take the finalizer off ``obs``, conditioned on its uid and resourceVersion: the Workload's
-        resourceVersion after it (None: the Workload is gone). A conflict (:class:`Conflict`) waits for the newer
-        Workload the watch brings."""
-        if not wf.holds(obs):
-            return obs.metadata.resource_version
-        try:
-            out = await self.client.patch(WORKLOADS, obs.metadata.name, wf.removal_patch(obs), obs.metadata.namespace)
-        except NotFound:
-            return None
-        self.stats.finalizers_removed += 1
-        log.info("took the finalizer off the workload", workload=obs.key, deleting=wf.deleting(obs))
-        return msgspec.json.decode(out, type=_Meta).metadata.resource_version or obs.metadata.resource_version
+        """Take the finalizer off ``obs`` (:func:`connectors.k8s.workload_finalizer.unfinalize`): the Workload's
+        resourceVersion after it (None: the Workload is gone)."""
+        rv = await wf.unfinalize(self.client, obs)
+        if wf.holds(obs) and rv is not None:
+            self.stats.finalizers_removed += 1
+            log.info("took the finalizer off the workload", workload=obs.key, deleting=wf.deleting(obs))
+        return rv
 
     async def _unfinalize_and_delete(self, obs: o.Workload) -> bool:
-        """Take the finalizer off ``obs``, then delete it, each conditioned on its uid and resourceVersion: whether
-        this deleted it (not when it is gone, or was already being deleted: then it only loses the finalizer)."""
-        rv = await self._unfinalize(obs)
-        if rv is None or wf.deleting(obs):
-            return False
-        try:
-            await self.client.delete(WORKLOADS, obs.metadata.name, obs.metadata.namespace, uid=obs.metadata.uid,
-                                     resource_version=rv)
-        except NotFound:
-            return False
-        return True
+        """Take the finalizer off ``obs``, then delete it: whether this deleted it
+        (:func:`connectors.k8s.workload_finalizer.delete_unfinalized`)."""
+        return await wf.delete_unfinalized(self.client, obs, await self._unfinalize(obs))
 
     async def _delete_extras(self, job: o.Job, extras: list[o.Workload]) -> None:
         """Delete the Workloads of the Job beyond the one it keeps (:func:`connectors.k8s.job_sync.one_workload`),
@@ -878,14 +865,6 @@ class JobIntegration:
             self.stats.extras_deleted += 1
             log.info("deleted a workload the job does not keep", job=job.key, workload=obs.key)
             await self._report(job, DELETED_WORKLOAD, workload=obs.key, message=job_sync.deleted_message(obs.key))
-
-
-class _RV(msgspec.Struct, rename="camel"):
-    resource_version: str = ""
-
-
-class _Meta(msgspec.Struct):
-    metadata: _RV = msgspec.field(default_factory=_RV)
 
 
 def topology_request(annotations: dict[str, str], index_label: str) -> dict[str, Any]:

@@ -20,6 +20,9 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
   ``kueue.x-k8s.io/retriable-in-group: "false"``, once none is still running): the Workload finishes
   ``Succeeded``, "Pods succeeded: <n>/<total>.", and then every Pod loses the finalizer;
 * admitted (and shown so by the apiserver): every gated Pod is started with its role's pod set's admission;
+* the Workload being deleted (Kueue's ``resource-in-use`` finalizer holds it): every Pod not being deleted yet is
+  stopped, whatever its state (``WorkloadDeleted``, "Workload is deleted"), and every Pod loses Kueue's finalizer;
+  the integration then takes the finalizer off the Workload;
 * evicted, or running while not admitted: every running Pod is stopped (``TerminationTarget``, then deleted); an
   evicted Workload's quota goes once no Pod of the group is ``Running``.
 """
@@ -46,6 +49,7 @@ from connectors.k8s.pod_sync import (
     EVICTED_REASON,
     NO_MATCHING_WORKLOAD_REASON,
     NOT_ADMITTED_REASON,
+    WORKLOAD_DELETED_REASON,
     ManagedPod,
     finalizable,
     is_admitted,
@@ -55,7 +59,10 @@ from connectors.k8s.pod_sync import (
 )
 from connectors.k8s.prebuilt import MISSING as PREBUILT_MISSING
 from connectors.k8s.resources import KUEUE_GROUP, KUEUE_VERSION
+from connectors.k8s.workload_finalizer import WORKLOAD_DELETED
+from events import objects as o
 from projections.cluster import ClusterState
+from projections.in_use import FINALIZER as IN_USE_FINALIZER
 from projections.workloads import FINISHED, PROVREQ_ANNOTATION_PREFIX, WorkloadInfo
 
 IS_GROUP_ANNOTATION = "kueue.x-k8s.io/is-group-workload"
@@ -74,6 +81,11 @@ def fast_admission(annotations: dict[str, str]) -> bool:
     """The group's Workload is made from its first runnable Pod, without waiting for the rest: Kueue looks only
     at whether the first Pod carries ``kueue.x-k8s.io/pod-group-fast-admission`` (any value)."""
     return FAST_ADMISSION_ANNOTATION in annotations
+
+
+def is_group_workload(obs: o.Workload) -> bool:
+    """A pod group's Workload, as Kueue marks it."""
+    return obs.metadata.annotations.get(IS_GROUP_ANNOTATION) == "true"
 
 
 def group_key(pod: ManagedPod) -> str:
@@ -172,12 +184,13 @@ def _mismatch(pods: list[ManagedPod], first: ManagedPod, total: int) -> str:
 
 
 def next_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool, admission_shown: bool,
-              prebuilt: bool = False, fast_quota_release: bool = False) -> GroupStep:
+              prebuilt: bool = False, fast_quota_release: bool = False, wl_deleting: bool = False) -> GroupStep:
     """What Kueue's reconciler does next with the group's Pods (sorted by name; the first stands for the group, as
     Kueue's first listed Pod does) and its Workload in the log (None: none yet, or none usable). ``prebuilt``: the
     group names its Workload (:mod:`connectors.k8s.pod_prebuilt`): none is made for it, and Kueue, finding it by
     name rather than matching it with its Pods, removes no excess Pods and lets go of no replaced ones.
-    ``fast_quota_release``: Kueue's ``FastQuotaReleaseInPodIntegration`` gate (:func:`holds_quota`)."""
+    ``fast_quota_release``: Kueue's ``FastQuotaReleaseInPodIntegration`` gate (:func:`holds_quota`).
+    ``wl_deleting``: the apiserver shows the Workload being deleted."""
     if not pods or not managed:
         return GroupStep()
     first = pods[0]
@@ -189,6 +202,10 @@ def next_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool,
         return _missing_prebuilt(pods, total) if prebuilt else _without_workload(pods, first, total)
     if wl.phase == FINISHED:
         return GroupStep(FINALIZE, tuple(p for p in pods if finalizable(p)))
+    if wl_deleting:
+        return GroupStep(STOP, tuple(p for p in pods if not p.metadata.deletion_timestamp),
+                         finalize=tuple(p for p in pods if finalizable(p)), reason=WORKLOAD_DELETED_REASON,
+                         message=WORKLOAD_DELETED)
     step = _with_workload(pods, first, total, wl, admission_shown, prebuilt, fast_quota_release)
     if step.action == FINALIZE or prebuilt:
         return step
@@ -370,10 +387,10 @@ def workload_for(state: ClusterState, raw_pods: list[dict[str, Any]]) -> dict[st
     """The group's Workload, made of ``raw_pods`` (as stored; the first stands for the group): named after the
     group, a pod set per role (under fast admission one, :func:`pod_sets`), the queue name, priority and
     ``maximumExecutionTimeSeconds`` of the first Pod, its
-    ProvisioningRequest annotations and ``kueue.x-k8s.io/is-group-workload: "true"``, every Pod an owner, and the
-    labels and annotations to copy that the Pods carry (:mod:`connectors.k8s.copied_metadata`). Raises ValueError
-    with more than 8 roles or Pods disagreeing on a value to copy, and what
-    :func:`connectors.k8s.pod_sync.workload_for` raises."""
+    ProvisioningRequest annotations and ``kueue.x-k8s.io/is-group-workload: "true"``, every Pod an owner, Kueue's
+    ``resource-in-use`` finalizer, and the labels and annotations to copy that the Pods carry
+    (:mod:`connectors.k8s.copied_metadata`). Raises ValueError with more than 8 roles or Pods disagreeing on a
+    value to copy, and what :func:`connectors.k8s.pod_sync.workload_for` raises."""
     first = raw_pods[0]["metadata"]
     labels, annotations = first.get("labels") or {}, first.get("annotations") or {}
     fast_total = total_count(annotations) if fast_admission(annotations) else None
@@ -390,7 +407,8 @@ def workload_for(state: ClusterState, raw_pods: list[dict[str, Any]]) -> dict[st
     wl_annotations = {k: v for k, v in annotations.items() if k.startswith(PROVREQ_ANNOTATION_PREFIX)}
     wl_annotations[IS_GROUP_ANNOTATION] = "true"
     meta: dict[str, Any] = {"name": labels[GROUP_LABEL], "namespace": first["namespace"],
-                            "annotations": wl_annotations, "ownerReferences": [owner_ref(r) for r in raw_pods]}
+                            "annotations": wl_annotations, "finalizers": [IN_USE_FINALIZER],
+                            "ownerReferences": [owner_ref(r) for r in raw_pods]}
     _copy_agreed(state, raw_pods, meta)
     return {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "kind": "Workload", "metadata": meta, "spec": spec}
 

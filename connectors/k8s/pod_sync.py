@@ -12,14 +12,17 @@ says, one a pass, in Kueue's order (``pkg/controller/jobframework/reconciler.go`
    (:func:`workload_for`) — unless it names a prebuilt one (:mod:`connectors.k8s.pod_prebuilt`): then none is
    made, and a running one is stopped with "missing workload";
 4. a finished Workload: the Pod is finalized (``FinishedWorkload`` on it);
-5. the Pod ended (``Succeeded``/``Failed``): its Workload is finished, with the Pod's ``status.message``;
-6. an evicted Workload: a running Pod is stopped — marked with the condition ``TerminationTarget``
+5. a Workload being deleted (Kueue's ``resource-in-use`` finalizer holds it): the Pod is stopped, whatever its
+   state — condition ``TerminationTarget`` (``WorkloadDeleted``, "Workload is deleted") and deleted — and the
+   integration then takes the finalizer off the Workload (:mod:`connectors.k8s.workload_finalizer`);
+6. the Pod ended (``Succeeded``/``Failed``): its Workload is finished, with the Pod's ``status.message``;
+7. an evicted Workload: a running Pod is stopped — marked with the condition ``TerminationTarget``
    (``WorkloadEvictedDueTo<reason>``, the eviction's message) and deleted — and, as Kueue counts no pod of a
    single Pod active, the quota it held is given back at once (``JobStopped``), as it is for a Pod evicted
    before it ran (still gated: nothing to stop);
-7. a gated Pod whose Workload is admitted, as the apiserver shows it too, is started: the admission gate is
+8. a gated Pod whose Workload is admitted, as the apiserver shows it too, is started: the admission gate is
    lifted and what the admission adds merged in (:mod:`connectors.k8s.podsetinfo`);
-8. a running Pod whose Workload is not admitted is stopped ("Not admitted by cluster queue").
+9. a running Pod whose Workload is not admitted is stopped ("Not admitted by cluster queue").
 
 Under waitForPodsReady the Workload's PodsReady follows the Pod's ``Ready`` condition as Kueue's reconciler
 writes it (:func:`pods_ready_change`), as for Jobs.
@@ -43,14 +46,17 @@ from connectors.k8s.pod_webhook import ADMISSION_GATE, FINALIZER, MANAGED, MANAG
 from connectors.k8s.podsetinfo import TAS_LABEL, TOPOLOGY_GATE, PodSetInfo, merge
 from connectors.k8s.prebuilt import MISSING as PREBUILT_MISSING
 from connectors.k8s.resources import JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION
+from connectors.k8s.workload_finalizer import WORKLOAD_DELETED
 from events import objects as o
 from projections.cluster import ClusterState
+from projections.in_use import FINALIZER as IN_USE_FINALIZER
 from projections.pods_ready_condition import WAIT_FOR_START
 from projections.workloads import ADMITTED, FINISHED, PROVREQ_ANNOTATION_PREFIX, WorkloadInfo
 
 TERMINATION_TARGET = "TerminationTarget"
 """The Pod condition Kueue sets on a Pod it stops, before it deletes it."""
 NOT_ADMITTED_REASON, NO_MATCHING_WORKLOAD_REASON, EVICTED_REASON = "NotAdmitted", "NoMatchingWorkload", "WorkloadEvicted"
+WORKLOAD_DELETED_REASON = "WorkloadDeleted"
 
 NOTHING, FINALIZE, CREATE, STOP, RELEASE, FINISH, START = (
     "nothing", "finalize", "create", "stop", "release", "finish", "start")
@@ -140,13 +146,13 @@ def is_admitted(wl: WorkloadInfo) -> bool:
 
 
 def next_step(pod: ManagedPod, wl: WorkloadInfo | None, *, managed: bool, admission_shown: bool,
-              prebuilt: bool = False) -> Step:
+              prebuilt: bool = False, wl_deleting: bool = False) -> Step:
     """What Kueue's reconciler does next (see the module docstring). ``wl``: the Pod's Workload in the log (None:
     none yet, or none usable); ``managed``: the integration is on and the Pod Kueue's to queue — its namespace one
     it manages, and a queue name or ``manageJobsWithoutQueueName`` (:func:`connectors.k8s.job_selection.is_managed`);
     ``admission_shown``: the apiserver shows ``wl`` admitted as the log decided; ``prebuilt``: the Pod names its
     Workload (:mod:`connectors.k8s.pod_prebuilt`), so none is created for it and a running one without it is
-    stopped as Kueue words it ("missing workload")."""
+    stopped as Kueue words it ("missing workload"); ``wl_deleting``: the apiserver shows ``wl`` being deleted."""
     if pod.metadata.deletion_timestamp:
         return Step(FINALIZE) if finalizable(pod) else Step()
     if not managed:
@@ -160,6 +166,8 @@ def next_step(pod: ManagedPod, wl: WorkloadInfo | None, *, managed: bool, admiss
         return Step() if prebuilt else Step(CREATE)
     if wl.phase == FINISHED:
         return Step(FINALIZE, finished_workload=True) if finalizable(pod) else Step()
+    if wl_deleting:
+        return Step(STOP, WORKLOAD_DELETED_REASON, WORKLOAD_DELETED)
     if finish is not None:
         return Step(FINISH, *finish)
     if wl.evicted:
@@ -221,8 +229,8 @@ def owner_pod(wl: o.Workload) -> tuple[str, str] | None:
 
 
 def workload_for(state: ClusterState, raw_pod: dict[str, Any], name: str) -> dict[str, Any]:
-    """The Workload Kueue makes for a single Pod as stored (``raw_pod``): one pod set ``main`` of one pod whose
-    template is the Pod's spec, the queue name, the priority (the Pod's ``kueue.x-k8s.io/priority-class``, else
+    """The Workload Kueue makes for a single Pod as stored (``raw_pod``): Kueue's ``resource-in-use`` finalizer,
+    one pod set ``main`` of one pod whose template is the Pod's spec, the queue name, the priority (the Pod's ``kueue.x-k8s.io/priority-class``, else
     its ``priorityClassName``), ``maximumExecutionTimeSeconds`` from ``kueue.x-k8s.io/max-exec-time-seconds``, the
     ProvisioningRequest annotations, the Pod's uid label, the labels and annotations the Configuration says to copy
     (:mod:`connectors.k8s.copied_metadata`) and the Pod as controller owner; under TAS, the pod set's
@@ -243,6 +251,7 @@ def workload_for(state: ClusterState, raw_pod: dict[str, Any], name: str) -> dic
     keys = copied_metadata.keys(state)  # Kueue's own labels and annotations win over the copied ones
     wl_meta: dict[str, Any] = {"name": name, "namespace": meta["namespace"],
                                "labels": {**copied(keys.labels, labels), JOB_UID_LABEL: meta["uid"]},
+                               "finalizers": [IN_USE_FINALIZER],
                                "ownerReferences": [controller_ref(meta["name"], meta["uid"])]}
     wl_annotations = copied(keys.annotations, annotations)
     wl_annotations.update((k, v) for k, v in annotations.items() if k.startswith(PROVREQ_ANNOTATION_PREFIX))

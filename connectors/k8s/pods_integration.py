@@ -30,7 +30,19 @@ it in, each pass does the one :class:`connectors.k8s.pod_sync.Step` Kueue's reco
 * **finalize**: drop Kueue's finalizer from a Pod being deleted, an ended one without a Workload, or one whose
   Workload finished (``FinishedWorkload`` on the Pod then);
 * the Pod **gone** (or a new Pod of the same name): its Workload is finished (``OwnerNotFound``, under
-  ``FinishOrphanedWorkloads``) and deleted, as the garbage collector would delete it.
+  ``FinishOrphanedWorkloads``) and deleted, as the garbage collector would delete it;
+* **in step** with the Pod (a group's first Pod; :mod:`connectors.k8s.job_sync`, as for a Job): the
+  WorkloadPriorityClass its label names now (``UpdatedWorkload``), and, while it is gated and the Workload neither
+  evicted nor holding quota, the queue its label names now; a label naming a WorkloadPriorityClass the log does not
+  hold gets the Pod no Workload and a ``JobActed`` ``WorkloadPriorityClassNotFound`` (Kueue's Warning) once per
+  version of the Pod, and its Workload once the class is there;
+* ``UpdatedAdmissionCheck`` on each Pod while some is gated and the Workload holds quota without being admitted,
+  whenever its Pending checks' messages change (:func:`connectors.k8s.job_events.checks_message`);
+* the Workload's ``kueue.x-k8s.io/resource-in-use`` **finalizer** (given at creation) is taken off as a Job's
+  (:mod:`connectors.k8s.workload_finalizer`): once the apiserver shows the Workload finished, after its Pods are
+  finalized; once it is being deleted, after its Pods are stopped (``WorkloadDeleted``, "Workload is deleted");
+  when its Pod is being deleted (finished ``OwnerNotFound`` first) or gone, or no Pod of its group is left; and
+  before kueue-es deletes it.
 
 Under waitForPodsReady the Workload's PodsReady follows the Pod's ``Ready`` condition, as for Jobs (a group's:
 every Pod of the group ``Ready``, as Kueue's ``PodsReady`` for a group). The Events
@@ -41,9 +53,7 @@ and finalized with it. Under TopologyAwareScheduling a Pod's pod set carries the
 annotations (:func:`connectors.k8s.pod_sync.pod_set`) and, placed by topology, it starts still behind the
 topology gate its webhook added, which the ungater (:mod:`connectors.k8s.ungater`) lifts onto its domain. A Pod or
 group naming a prebuilt Workload runs on that one, adopted, never created (:mod:`connectors.k8s.pod_prebuilt`). Not
-done: keeping the Workload in step with a changed Pod (its queue name, its priority class),
-the Workload's
-``resource-in-use`` finalizer, ``UpdatedAdmissionCheck`` and ``WorkloadPriorityClassNotFound`` Events.
+done: rewriting a Workload whose pod sets no longer match its Pod.
 """
 
 from __future__ import annotations
@@ -59,13 +69,28 @@ from typing import Any
 import msgspec
 import structlog
 
-from connectors.k8s import job_selection, pod_group, pod_prebuilt, pod_sync, podsetinfo, prebuilt
+from connectors.k8s import job_selection, job_sync, pod_group, pod_prebuilt, pod_sync, podsetinfo, prebuilt
+from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import KubeClient, resource_version_of
 from connectors.k8s.errors import AlreadyExists, Conflict, Gone, KubeError, NotFound
 from connectors.k8s.integration_log import IntegrationLog
-from connectors.k8s.job_events import CREATED_WORKLOAD, STARTED, STOPPED
-from connectors.k8s.job_priority import PriorityClassNotFound, WorkloadPriorityClassNotFound
-from connectors.k8s.jobs import admission_shown
+from connectors.k8s.job_events import (
+    CREATED_WORKLOAD,
+    STARTED,
+    STOPPED,
+    UPDATED_ADMISSION_CHECK,
+    checks_message,
+)
+from connectors.k8s.job_priority import (
+    NOT_FOUND_REASON,
+    PRIORITY_LABEL,
+    PriorityClassNotFound,
+    WorkloadPriorityClassNotFound,
+    missing_class,
+    not_found_message,
+)
+from connectors.k8s.job_sync import UPDATED_WORKLOAD
+from connectors.k8s.jobs import CLASS_MISSING, OWNER_NOT_FOUND, OWNER_NOT_FOUND_MESSAGE, admission_shown
 from connectors.k8s.journal import Journal
 from connectors.k8s.pod_roles import ROLE_HASH_ANNOTATION, role_hash
 from connectors.k8s.pod_sync import ManagedPod, Step
@@ -105,6 +130,14 @@ class PodStats:
     finalized: int = 0
     released: int = 0
     orphans: int = 0
+    finalizers_removed: int = 0
+    """Workloads the resource-in-use finalizer was taken off."""
+    class_missing: int = 0
+    """Times a Pod (a group) was given no Workload because its WorkloadPriorityClass is not there (yet)."""
+    reprioritised: int = 0
+    """Workloads given the priority class their Pod's label names now."""
+    requeued: int = 0
+    """Workloads given the queue name their gated Pod's label names now."""
     excess: int = 0
     adopted: int = 0
     """Prebuilt Workloads a Pod was made the controller of, or a group's Pods the owners of."""
@@ -153,6 +186,8 @@ class PodIntegration:
         self.named_by: dict[str, set[str]] = {}
         """Workload key -> reconcile keys (a single Pod's, a group's ``group/...``) of the Pods naming it as their
         prebuilt Workload (label or annotation, whichever the gate reads), so its arrival wakes them."""
+        self._checks: dict[str, tuple[str, str]] = {}
+        """Pod key -> (Workload uid, ``UpdatedAdmissionCheck`` message) last recorded on it."""
         self._stopped: dict[str, str] = {}
         """Pod key -> uid of the Pod stopped (marked and deleted) under it: its versions in between (the condition
         written, the deletion not seen yet) are not stopped again."""
@@ -169,6 +204,8 @@ class PodIntegration:
                 tg.create_task(self._inform(), name="k8s-pods-watch")
                 await self.synced.wait()
                 self.dirty |= self.workloads_of.keys()  # Pods gone while no one watched
+                self.dirty |= {GROUP_PREFIX + k for k, obs in self.mirror.workloads.items()
+                               if pod_group.is_group_workload(obs) and k not in self.members}
                 await KeyedWorkers(self.reconcile_guarded, self.concurrency).run(
                     self._take, self._signal, self._retry.timeout)
         finally:
@@ -314,7 +351,9 @@ class PodIntegration:
                     prefix = f"{obj.metadata.name}/"
                     keys.update(k for k in self.pods if k.startswith(prefix))
                 elif isinstance(obj, (o.WorkloadPriorityClass, o.PriorityClass)):
-                    keys.update(k for k in self.pods if k not in self.workloads_of)
+                    named = obj.metadata.name if isinstance(obj, o.WorkloadPriorityClass) else None
+                    keys.update(k for k, p in self.pods.items()
+                                if k not in self.workloads_of or p.metadata.labels.get(PRIORITY_LABEL) == named)
             elif isinstance(e, ev.ObjectDeleted) and e.kind == "Workload":
                 self._acted.pop(e.key, None)
                 found = self._unindex(e.key)
@@ -358,6 +397,7 @@ class PodIntegration:
         if pod is None:
             self._acted.pop(key, None)
             self._stopped.pop(key, None)
+            self._checks.pop(key, None)
             return
         if not pod_sync.is_managed(pod):
             return
@@ -366,6 +406,8 @@ class PodIntegration:
         wl, obs = self.state.workloads.get(wl_key), self.mirror.workloads.get(wl_key)
         if wl is None or obs is None or (obs.metadata.uid and wl.uid and obs.metadata.uid != wl.uid):
             wl = obs = None
+        if pod.metadata.deletion_timestamp and obs is not None and pod_sync.owner_pod(obs) == (pod.key, pod.metadata.uid):
+            await self._let_go(wl_key, obs)  # as Kueue's reconciler, first thing: its Workload's finalizer goes
         managed = job_selection.is_managed(pod.metadata.labels, job_selection.controller(pod.metadata.owner_references),
                                            self.state.namespaces.get(pod.metadata.namespace), config)
         if prebuilt_name and wl is not None and obs is not None and managed and not pod.metadata.deletion_timestamp:
@@ -379,15 +421,123 @@ class PodIntegration:
             if change is not None:
                 await self._append_once(wl, ev.PodsReadyChanged(time=_now(), key=wl.key, uid=wl.uid,
                                                                 ready=change[0], reason=change[1]))
+        if (wl is not None and obs is not None and managed and not pod.metadata.deletion_timestamp
+                and pod_sync.ended(pod) is None
+                and await self._sync_workload(pod, wl, obs, running=not pod_sync.is_gated(pod),
+                                              generated=not prebuilt_name)):
+            return  # as Kueue's reconciler: the rest waits for the Workload that shows it
+        if wl is not None and obs is not None and managed and not wf.deleting(obs):
+            await self._admission_checks([pod], wl, held=pod_sync.is_gated(pod) and pod_sync.ended(pod) is None)
         shown = wl is not None and obs is not None and admission_shown(wl, obs)
-        step = pod_sync.next_step(pod, wl, managed=managed, admission_shown=shown, prebuilt=bool(prebuilt_name))
+        step = pod_sync.next_step(pod, wl, managed=managed, admission_shown=shown, prebuilt=bool(prebuilt_name),
+                                  wl_deleting=obs is not None and wf.deleting(obs))
         await self._carry_out(pod, step, wl, obs, wl_key)
+        if managed:
+            await self._release(wl, obs)
+
+    async def _sync_workload(self, anchor: ManagedPod, wl: WorkloadInfo, obs: o.Workload, *, running: bool,
+                             generated: bool) -> bool:
+        """Keep the Workload in step with its Pod (a group's: with the Pod standing for it, ``anchor``), as Kueue's
+        reconciler does for any job it runs (:mod:`connectors.k8s.job_sync`): a ``generated`` one (not prebuilt)
+        the WorkloadPriorityClass the Pod's label names now (``UpdatedWorkload``), and any one, while the Pod is held back (not ``running``: gated) and the
+        Workload neither evicted nor holding quota, the queue its label names (no Event). Not for a Workload
+        finished or being deleted, nor while a decision about it waits to be written. Whether the pass ends here
+        (something was written, or the class is awaited)."""
+        if wl.phase == FINISHED or wf.deleting(obs) or wl.key in self.mirror.pending:
+            return False
+        labels, rv = anchor.metadata.labels, obs.metadata.resource_version
+        try:
+            priority = job_sync.priority_change(self.state, labels, anchor.spec.priority_class_name or None, obs,
+                                                wl) if generated else None
+        except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
+            await self._once(anchor, f"priority-missing@{rv}", self._priority_missing(anchor, obs, str(exc)))
+            return True  # as Kueue's reconcile, which fails on the lookup: the rest waits for the class
+        if priority is not None:
+            await self._once(anchor, f"priority@{rv}", self._set_priority(anchor, obs, *priority))
+            return True
+        queue = job_sync.queue_change(labels, obs, wl, running=running)
+        if queue is not None:
+            await self._once(anchor, f"queue@{rv}", self._set_queue(anchor, obs, queue))
+            return True
+        return False
+
+    async def _admission_checks(self, pods: Sequence[ManagedPod], wl: WorkloadInfo, *, held: bool) -> None:
+        """Kueue's ``UpdatedAdmissionCheck`` on each of the Pods (a group's: all of them) while some is held back
+        (``held``: gated) and the Workload holds quota but is not admitted: its Pending checks' messages
+        (:func:`connectors.k8s.job_events.checks_message`), from the status last written (not while a decision
+        about it waits to be written), recorded again only when they change (Kueue's recorder folds repeats)."""
+        if wl.key in self.mirror.pending:
+            return
+        message = checks_message(wl) if held else ""
+        for pod in pods:
+            if not message:
+                self._checks.pop(pod.key, None)
+            elif self._checks.get(pod.key) != (wl.uid, message):
+                self._checks[pod.key] = (wl.uid, message)
+                await self._report(pod, UPDATED_ADMISSION_CHECK, workload=wl.key, message=message)
+
+    async def _set_priority(self, pod: ManagedPod, obs: o.Workload, ref: dict[str, str] | None,
+                            priority: int | None) -> None:
+        await self.client.patch(WORKLOADS, obs.metadata.name, job_sync.priority_patch(obs, ref, priority),
+                                obs.metadata.namespace)
+        self.stats.reprioritised += 1
+        log.info("gave the workload its pod's priority class", pod=pod.key, workload=obs.key,
+                 priority_class=ref["name"] if ref else None, priority=priority)
+        await self._report(pod, UPDATED_WORKLOAD, workload=obs.key, message=job_sync.priority_updated_message(obs.key))
+
+    async def _priority_missing(self, pod: ManagedPod, obs: o.Workload, error: str) -> None:
+        """As for a Job: Kueue's reconcile fails on the lookup (no Event) and is retried; the Workload keeps its
+        priority until the class is in the log (which marks the Pod dirty)."""
+        log.warning("the pod's priority class is not there: its workload keeps its priority", pod=pod.key,
+                    workload=obs.key, error=error)
+
+    async def _set_queue(self, pod: ManagedPod, obs: o.Workload, queue: str) -> None:
+        await self.client.patch(WORKLOADS, obs.metadata.name, job_sync.queue_patch(obs, queue), obs.metadata.namespace)
+        self.stats.requeued += 1
+        log.info("moved the workload to its pod's queue", pod=pod.key, workload=obs.key, queue=queue,
+                 previous=obs.spec.queue_name)
+
+    async def _class_missing(self, pod: ManagedPod, wpc_name: str) -> None:
+        """As for a Job: no Workload for a Pod (a group, ``pod`` the Pod standing for it) whose
+        WorkloadPriorityClass is missing, and the Warning ``WorkloadPriorityClassNotFound`` on the Pod."""
+        self.stats.class_missing += 1
+        log.warning("WorkloadPriorityClass not found: no workload created", pod=pod.key, priority_class=wpc_name)
+        await self._report(pod, NOT_FOUND_REASON, message=not_found_message(wpc_name))
+
+    async def _release(self, wl: WorkloadInfo | None, obs: o.Workload | None) -> None:
+        """Take the finalizer off a Workload that finished (once the apiserver shows it) or is being deleted, once
+        this pass did what Kueue does with its Pods then (finalized them; stopped them)."""
+        if wl is not None and obs is not None and (wl.phase == FINISHED or wf.deleting(obs)):
+            if wf.release(obs, wl, job_running=False) == wf.REMOVE:
+                await self._unfinalize(obs)
+
+    async def _let_go(self, wl_key: str, obs: o.Workload) -> str | None:
+        """The Workload of a Pod that is gone or being deleted (or of a pod group none of whose Pods is left), as a
+        Job's (:func:`connectors.k8s.workload_finalizer.orphan_steps`): finished ``OwnerNotFound`` (under
+        ``FinishOrphanedWorkloads``), then its finalizer taken off. Its resourceVersion after that (None: gone)."""
+        wl = self.state.workloads.get(wl_key)
+        finish, remove = wf.orphan_steps(obs, wl, finish_orphaned=self.state.gate(gates.FINISH_ORPHANED_WORKLOADS))
+        if finish and wl is not None:
+            await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl_key, uid=wl.uid, reason=OWNER_NOT_FOUND,
+                                                            message=OWNER_NOT_FOUND_MESSAGE))
+        return await self._unfinalize(obs) if remove else obs.metadata.resource_version
+
+    async def _unfinalize(self, obs: o.Workload) -> str | None:
+        rv = await wf.unfinalize(self.client, obs)
+        if wf.holds(obs) and rv is not None:
+            self.stats.finalizers_removed += 1
+            log.info("took the finalizer off the workload", workload=obs.key, deleting=wf.deleting(obs))
+        return rv
 
     async def _carry_out(self, pod: ManagedPod, step: Step, wl: WorkloadInfo | None, obs: o.Workload | None,
                          wl_key: str) -> None:
         match step.action:
             case pod_sync.CREATE:
-                await self._once(pod, "create", self._create(pod, wl_key.partition("/")[2]))
+                missing = missing_class(self.state, pod.metadata.labels)
+                if missing is not None:
+                    await self._once(pod, CLASS_MISSING, self._class_missing(pod, missing))
+                else:
+                    await self._once(pod, "create", self._create(pod, wl_key.partition("/")[2]))
             case pod_sync.START:
                 assert wl is not None and obs is not None
                 await self._once(pod, "start", self._start(pod, wl))
@@ -449,6 +599,7 @@ class PodIntegration:
         try:
             body = pod_sync.workload_for(self.state, raw, name)
         except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
+            self._acted.pop(pod.key, None)  # the same version of the Pod gets its Workload once the class is there
             log.warning("the pod's priority class is not there: no workload created yet", pod=pod.key, error=str(exc))
             return
         except InvalidInput as exc:
@@ -512,7 +663,7 @@ class PodIntegration:
 
     async def _orphaned(self, pod_key: str, wl_key: str, obs: o.Workload, owner_uid: str) -> None:
         """The Pod that controls Workload ``wl_key`` is gone (the apiserver says so): finish the Workload (under
-        ``FinishOrphanedWorkloads``) and delete it, as the garbage collector would."""
+        ``FinishOrphanedWorkloads``), take its finalizer off and delete it, as the garbage collector would."""
         marker = ("orphan", obs.metadata.resource_version)
         if self._acted.get(wl_key) == marker:
             return  # done: the watch brings the Workload's deletion
@@ -524,15 +675,13 @@ class PodIntegration:
                 raw = None
             if raw is not None and raw["metadata"].get("uid") == owner_uid:
                 return
-        wl = self.state.workloads.get(wl_key)
-        if wl is not None and wl.phase != FINISHED and self.state.gate(gates.FINISH_ORPHANED_WORKLOADS):
-            await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl_key, uid=wl.uid, reason="OwnerNotFound",
-                                                            message="The workload's owner no longer exists"))
         self._acted[wl_key] = marker
         try:
-            await self.client.delete(WORKLOADS, obs.metadata.name, obs.metadata.namespace, uid=obs.metadata.uid)
-        except (NotFound, Conflict):
-            return
+            if not await wf.delete_unfinalized(self.client, obs, await self._let_go(wl_key, obs)):
+                return
+        except Conflict:
+            self._acted.pop(wl_key, None)
+            return  # changed meanwhile: the watch brings the newer Workload
         self.stats.orphans += 1
         log.info("deleted the workload of a pod that is gone", pod=pod_key, workload=wl_key)
 
@@ -544,6 +693,7 @@ class PodIntegration:
                       key=lambda p: p.metadata.name)
         if not pods:
             self.members.pop(group, None)
+            await self._group_gone(group)
             return
         pods = [p for p in pods if pod_sync.is_managed(p)]
         deleting = [p for p in pods if p.metadata.deletion_timestamp and not pod_group.runnable_or_succeeded(p)]
@@ -572,18 +722,57 @@ class PodIntegration:
         if wl is not None and managed and wl.phase != FINISHED and await self._replacement_pods(
                 wl, pods, counted=not prebuilt_name):
             return  # as Kueue's reconciler: the rest waits for the Workload that shows the condition
+        held = any(pod_sync.is_gated(p) or pod_sync.ended(p) is not None for p in pods)  # Kueue's IsSuspended
+        if wl is not None and obs is not None and managed and await self._sync_workload(
+                pods[0], wl, obs, running=not held, generated=not prebuilt_name):
+            return  # as Kueue's reconciler: the rest waits for the Workload that shows it
+        if wl is not None and obs is not None and managed and not wf.deleting(obs):
+            await self._admission_checks(pods, wl, held=held)
         shown = wl is not None and obs is not None and admission_shown(wl, obs)
         step = pod_group.next_step(pods, wl, managed=managed, admission_shown=shown, prebuilt=bool(prebuilt_name),
-                                   fast_quota_release=self.state.gate(gates.FAST_QUOTA_RELEASE_IN_POD_INTEGRATION))
+                                   fast_quota_release=self.state.gate(gates.FAST_QUOTA_RELEASE_IN_POD_INTEGRATION),
+                                   wl_deleting=obs is not None and wf.deleting(obs))
         for pod in step.finalize:
             await self._once(pod, "finalize", self._finalize(pod, ""))
         for pod in step.remove:
             await self._once(pod, "excess", self._remove_excess(pod))
         await self._carry_out_group(group, step, wl)
+        if managed:
+            await self._release(wl, obs)
         if wl is None and not managed:
             for pod in deleting:  # not Kueue's to hold: let it go
                 if pod_sync.finalizable(pod):
                     await self._once(pod, "finalize", self._finalize(pod, ""))
+
+    async def _group_gone(self, group: str) -> None:
+        """No Pod of the group is left in the watch: once the apiserver has none of the Pods its Workload names as
+        owners, the Workload is let go (:meth:`_let_go`) and deleted, as the garbage collector would."""
+        obs = self.mirror.workloads.get(group)
+        if obs is None or not pod_group.is_group_workload(obs):
+            return
+        marker = ("orphan", obs.metadata.resource_version)
+        if self._acted.get(GROUP_PREFIX + group) == marker:
+            return  # done: the watch brings the Workload's deletion
+        for ref in obs.metadata.owner_references:
+            if ref.kind == "Pod" and await self._exists(obs.metadata.namespace, ref.name, ref.uid):
+                return  # out of the watch's selection is not gone
+        self._acted[GROUP_PREFIX + group] = marker
+        try:
+            if not await wf.delete_unfinalized(self.client, obs, await self._let_go(group, obs)):
+                return
+        except Conflict:
+            self._acted.pop(GROUP_PREFIX + group, None)
+            return
+        self.stats.orphans += 1
+        log.info("deleted the workload of a pod group that is gone", group=group)
+
+    async def _exists(self, namespace: str, name: str, uid: str) -> bool:
+        """Whether the apiserver has Pod ``name`` of that ``uid``."""
+        try:
+            raw = msgspec.json.decode(await self.client.get(PODS, name, namespace))
+        except NotFound:
+            return False
+        return raw["metadata"].get("uid") == uid
 
     async def _replacement_pods(self, wl: WorkloadInfo, pods: list[ManagedPod], counted: bool = True) -> bool:
         """Put in the log that the group's Workload waits for replacement Pods (or no longer does) when its
@@ -600,6 +789,13 @@ class PodIntegration:
     async def _carry_out_group(self, group: str, step: pod_group.GroupStep, wl: WorkloadInfo | None) -> None:
         match step.action:
             case pod_group.CREATE:
+                missing = missing_class(self.state, step.kept[0].metadata.labels) if step.kept else None
+                if missing is not None:
+                    marker = (CLASS_MISSING, tuple(p.metadata.resource_version for p in step.kept))
+                    if self._acted.get(GROUP_PREFIX + group) != marker:
+                        self._acted[GROUP_PREFIX + group] = marker
+                        await self._class_missing(step.kept[0], missing)
+                    return
                 marker = ("create", tuple(p.metadata.resource_version for p in step.kept))
                 if self._acted.get(GROUP_PREFIX + group) != marker:
                     self._acted[GROUP_PREFIX + group] = marker
@@ -657,6 +853,7 @@ class PodIntegration:
         try:
             body = pod_group.workload_for(self.state, raws)
         except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
+            self._acted.pop(GROUP_PREFIX + group, None)  # created once the class is there
             log.warning("the pod group's priority class is not there: no workload created yet", group=group,
                         error=str(exc))
             return

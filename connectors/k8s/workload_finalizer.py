@@ -2,10 +2,14 @@
 workload controller keep it (``pkg/controller/jobframework/reconciler.go``, ``pkg/workload/workload.go``
 ``RemoveFinalizer`` and ``FinalizeOrphanedWorkload``, ``pkg/controller/core/workload_controller.go``).
 
-Pure: what to do, from the Workload as the apiserver stores it and the log's view of it; the Job integration
-(:mod:`connectors.k8s.jobs`) and the retention deletions (:mod:`connectors.k8s.retention`) do the writes.
+What to do is decided purely, from the Workload as the apiserver stores it and the log's view of it; the Job
+integration (:mod:`connectors.k8s.jobs`), the Pod integration (:mod:`connectors.k8s.pods_integration`) and the
+retention deletions (:mod:`connectors.k8s.retention`) do the writes, the two integrations through
+:func:`unfinalize` and :func:`delete_unfinalized`.
 
-* A Workload the Job integration creates carries the finalizer from its creation (a prebuilt one is given none).
+* A Workload the Job or the Pod integration creates carries the finalizer from its creation (a prebuilt one is
+  given none). For the Pod integration "the Job" below is the Pod, or every Pod of a pod group, whose Workload is
+  let go once none of its Pods is left (Kueue's pod reconciler: ``pkg/controller/jobs/pod/pod_controller.go``).
 * It is taken off, in one merge patch of ``metadata.finalizers`` conditioned on the Workload's uid and
   resourceVersion (:func:`removal_patch`), when
   - the Workload is finished (:func:`release`: once the apiserver shows ``Finished``);
@@ -32,7 +36,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from connectors.k8s.resources import JOB_UID_LABEL
+import msgspec
+
+from connectors.k8s.client import KubeClient
+from connectors.k8s.errors import NotFound
+from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL
 from events import objects as o
 from projections.in_use import FINALIZER
 from projections.workloads import FINISHED, WorkloadInfo
@@ -96,3 +104,38 @@ def ownerless(obs: o.Workload, *, finish_orphaned: bool) -> bool:
 def maybe_ownerless(obs: o.Workload) -> bool:
     """Whether :func:`ownerless` could hold whatever the gate (what the mirror marks for the Job integration)."""
     return not obs.metadata.owner_references and (deleting(obs) or bool(obs.metadata.labels.get(JOB_UID_LABEL)))
+
+
+class _RV(msgspec.Struct, rename="camel"):
+    resource_version: str = ""
+
+
+class _Meta(msgspec.Struct):
+    metadata: _RV = msgspec.field(default_factory=_RV)
+
+
+async def unfinalize(client: KubeClient, obs: o.Workload) -> str | None:
+    """Take the finalizer off ``obs`` (:func:`removal_patch`): the Workload's resourceVersion after it (its own when
+    it held none; None: the Workload is gone). A conflict (:class:`connectors.k8s.errors.Conflict`) is raised, to
+    wait for the newer Workload the watch brings."""
+    if not holds(obs):
+        return obs.metadata.resource_version
+    try:
+        out = await client.patch(BY_KIND["Workload"], obs.metadata.name, removal_patch(obs), obs.metadata.namespace)
+    except NotFound:
+        return None
+    return msgspec.json.decode(out, type=_Meta).metadata.resource_version or obs.metadata.resource_version
+
+
+async def delete_unfinalized(client: KubeClient, obs: o.Workload, rv: str | None) -> bool:
+    """Delete ``obs`` once :func:`unfinalize` left it at resourceVersion ``rv``, conditioned on its uid and ``rv``:
+    whether this deleted it (not when it is gone, ``rv`` None, or was already being deleted: then it only lost
+    the finalizer)."""
+    if rv is None or deleting(obs):
+        return False
+    try:
+        await client.delete(BY_KIND["Workload"], obs.metadata.name, obs.metadata.namespace, uid=obs.metadata.uid,
+                            resource_version=rv)
+    except NotFound:
+        return False
+    return True

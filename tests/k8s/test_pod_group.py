@@ -268,3 +268,20 @@ def test_an_evicted_groups_quota_goes_once_no_pod_runs_or_under_the_gate_once_ev
     assert next_step(one_left, wl, managed=True, admission_shown=True, fast_quota_release=fast).action == STOP
     gone = [member(n, gated=False, phase="Failed", deleting=True, node="n1") for n in "ab"]
     assert next_step(gone, wl, managed=True, admission_shown=True, fast_quota_release=fast).action == RELEASE
+
+
+def test_a_group_whose_workload_is_being_deleted_has_every_pod_stopped_and_finalized() -> None:
+    """As Kueue's pod reconciler with a Workload being deleted: every Pod not already going is stopped, whatever
+    its state (``WorkloadDeleted``), and every Pod loses Kueue's finalizer."""
+    pods = [member("a", gated=False, phase="Running"), member("b"), member("c", gated=False, phase="Failed"),
+            member("d", deleting=True, finalizer=False)]
+    step = next_step(pods, group_workload(ADMITTED), managed=True, admission_shown=True, wl_deleting=True)
+    assert (step.action, step.reason, step.message) == (STOP, "WorkloadDeleted", "Workload is deleted")
+    assert names(step.pods) == ["a", "b", "c"] and names(step.finalize) == ["a", "b", "c"]
+    finished = next_step(pods, group_workload(FINISHED), managed=True, admission_shown=True, wl_deleting=True)
+    assert finished.action == FINALIZE
+
+
+def test_the_group_workload_carries_kueues_resource_in_use_finalizer() -> None:
+    body = pod_group.workload_for(ClusterState(), [raw("a", "1"), raw("b", "1")])
+    assert body["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]

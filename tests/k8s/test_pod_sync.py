@@ -156,7 +156,7 @@ def test_the_workload_of_a_pod_has_one_pod_set_of_its_spec_owned_by_it() -> None
                                  "pod-p-abcde")
     assert body["metadata"] == {
         "name": "pod-p-abcde", "namespace": "ns", "labels": {"kueue.x-k8s.io/job-uid": "pod-uid"},
-        "annotations": {"provreq.kueue.x-k8s.io/x": "1"},
+        "finalizers": ["kueue.x-k8s.io/resource-in-use"], "annotations": {"provreq.kueue.x-k8s.io/x": "1"},
         "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "pod-uid", "controller": True,
                              "blockOwnerDeletion": True}]}
     assert body["spec"] == {"queueName": "lq", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
@@ -202,3 +202,21 @@ def test_finalizing_keeps_the_other_finalizers() -> None:
                                          finalizers=["a", "kueue.x-k8s.io/managed"]))
     assert pod_sync.finalize_patch(p) == {"metadata": {"resourceVersion": "5", "finalizers": ["a"]}}
     assert pod_sync.finalize_patch(pod()) == {"metadata": {"resourceVersion": "5", "finalizers": None}}
+
+
+@pytest.mark.parametrize("p", [pod(gated=False, phase="Running"), pod(), pod(gated=False, phase="Succeeded")],
+                         ids=["running", "gated", "ended"])
+def test_a_pod_whose_workload_is_being_deleted_is_stopped_whatever_its_state(p: ManagedPod) -> None:
+    """Kueue stops the Pod of a Workload being deleted (its ``resource-in-use`` finalizer holds it) before the
+    finalizer goes, even one still gated or ended: ``TerminationTarget`` ``WorkloadDeleted``, then deleted."""
+    got = next_step(p, workload(ADMITTED), managed=True, admission_shown=True, wl_deleting=True)
+    assert (got.action, got.reason, got.message, got.release) == (STOP, "WorkloadDeleted", "Workload is deleted", False)
+    assert next_step(pod(deleting=True), workload(), managed=True, admission_shown=True,
+                     wl_deleting=True).action == FINALIZE, "a Pod already going only loses Kueue's finalizer"
+    assert next_step(p, workload(FINISHED), managed=True, admission_shown=True,
+                     wl_deleting=True).action != STOP, "a finished Workload: its Pod is finalized, not stopped"
+
+
+def test_the_workload_of_a_pod_carries_kueues_resource_in_use_finalizer() -> None:
+    body = pod_sync.workload_for(ClusterState(), _raw(), "pod-p-abcde")
+    assert body["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]

@@ -45,14 +45,19 @@ def managed_pod(*, gated: bool = True, phase: str = "Pending", uid: str = UID) -
         status=ManagedPodStatus(phase=phase))
 
 
-def pod_workload(owner_uid: str = UID) -> o.Workload:
+def pod_workload(owner_uid: str = UID, *, finalizer: bool = False, deleting: bool = False,
+                 finished: bool = False) -> o.Workload:
     return o.Workload(
         metadata=o.ObjectMeta(name=NAME, namespace="ns", uid="wl-uid", resource_version="3",
+                              finalizers=["kueue.x-k8s.io/resource-in-use"] if finalizer else [],
+                              deletion_timestamp="2026-01-01T00:00:00Z" if deleting else None,
                               owner_references=[o.OwnerReference(api_version="v1", kind="Pod", name="p",
                                                                  uid=owner_uid, controller=True)]),
         spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name="main", count=1, template=o.PodTemplateSpec(
             spec=o.PodSpec(containers=[o.Container(name="c",
-                                                   resources=o.ResourceRequirements(requests={"cpu": "1"}))])))]))
+                                                   resources=o.ResourceRequirements(requests={"cpu": "1"}))])))]),
+        status=o.WorkloadStatus(conditions=[o.Condition(type="Finished", status="True", reason="Succeeded")]
+                                if finished else []))
 
 
 class Client:
@@ -547,3 +552,239 @@ async def test_the_configurations_gate_says_whether_terminating_pods_hold_an_evi
     await pods.reconcile("group/ns/g")
     assert [type(e).__name__ for e in appended if not isinstance(e, ev.JobActed)] == (
         ["JobStopped"] if fast else [])
+
+
+UNFINALIZE = ("patch", "Workload", NAME, "", "", {"metadata": {"uid": "wl-uid", "resourceVersion": "3",
+                                                               "finalizers": None}})
+
+
+@pytest.mark.asyncio
+async def test_a_finished_workload_loses_its_finalizer_with_its_pods() -> None:
+    """As for a Job's: once the apiserver shows it finished, the Pod is finalized and then the Workload's
+    ``resource-in-use`` finalizer goes."""
+    pods, mirror, _, client = integration(pod_workload(finalizer=True, finished=True))
+    mirror.state.workloads[KEY].phase = "Finished"
+    pods.pods["ns/p"] = managed_pod(gated=False, phase="Succeeded")
+    await pods.reconcile("ns/p")
+    assert [c[:3] for c in client.calls] == [("patch", "Pod", "p"), ("patch", "Workload", NAME)]
+    assert client.calls[1] == UNFINALIZE and pods.stats.finalizers_removed == 1
+
+
+@pytest.mark.asyncio
+async def test_a_workload_being_deleted_has_its_pod_stopped_then_loses_its_finalizer() -> None:
+    pods, mirror, appended, client = integration(pod_workload(finalizer=True, deleting=True))
+    mirror.state.workloads[KEY].phase = ADMITTED
+    pods.pods["ns/p"] = managed_pod(gated=False, phase="Running")
+    await pods.reconcile("ns/p")
+    status, delete, unfinalize = client.calls
+    (cond,) = status[5]["status"]["conditions"]
+    assert (cond["reason"], cond["message"]) == ("WorkloadDeleted", "Workload is deleted")
+    assert delete == ("delete", "Pod", "p", UID) and unfinalize == UNFINALIZE
+    assert [(e.action, e.message) for e in appended if isinstance(e, ev.JobActed)] == [("Stopped", "Workload is deleted")]
+
+
+@pytest.mark.asyncio
+async def test_a_pod_being_deleted_lets_its_workload_go() -> None:
+    """Kueue's reconciler, first thing for a Pod being deleted: its Workload is finished ``OwnerNotFound`` and loses
+    its finalizer; the Pod loses Kueue's."""
+    pods, mirror, appended, client = integration(pod_workload(finalizer=True))
+    mirror.state.workloads[KEY].phase = ADMITTED
+    pod = managed_pod(gated=False, phase="Running")
+    pods.pods["ns/p"] = msgspec.structs.replace(pod, metadata=msgspec.structs.replace(
+        pod.metadata, deletion_timestamp="2026-01-01T00:00:00Z"))
+    await pods.reconcile("ns/p")
+    assert [(e.reason, e.key) for e in appended if isinstance(e, ev.WorkloadFinished)] == [("OwnerNotFound", KEY)]
+    assert client.calls == [UNFINALIZE, ("patch", "Pod", "p", "", "", {"metadata": {"resourceVersion": "5",
+                                                                                    "finalizers": None}})]
+
+
+@pytest.mark.asyncio
+async def test_the_workload_of_a_pod_that_is_gone_loses_its_finalizer_before_it_is_deleted() -> None:
+    pods, _, _, client = integration(pod_workload(finalizer=True))
+    await pods.reconcile("ns/p")
+    assert client.calls == [("get", "Pod", "p"), UNFINALIZE, ("delete", "Workload", NAME, "wl-uid")]
+
+
+@pytest.mark.asyncio
+async def test_the_workload_of_a_pod_group_none_of_whose_pods_is_left_is_let_go_and_deleted() -> None:
+    obs = group_workload_obs()
+    obs = msgspec.structs.replace(obs, metadata=msgspec.structs.replace(
+        obs.metadata, finalizers=["kueue.x-k8s.io/resource-in-use"]))
+    pods, _, appended, client = integration(obs, client=Client(None))
+    pods.members["ns/g"] = set()
+    await pods.reconcile("group/ns/g")
+    assert [c[:3] for c in client.calls] == [("get", "Pod", "a"), ("get", "Pod", "b"), ("patch", "Workload", "g"),
+                                             ("delete", "Workload", "g")]
+    assert [(e.reason, e.key) for e in appended if isinstance(e, ev.WorkloadFinished)] == [("OwnerNotFound", "ns/g")]
+    client.calls.clear()
+    await pods.reconcile("group/ns/g")
+    assert client.calls == [], "once, until the watch brings the Workload's deletion"
+
+
+@pytest.mark.asyncio
+async def test_a_pod_group_with_a_pod_still_there_out_of_the_watch_keeps_its_workload() -> None:
+    pods, _, appended, client = integration(group_workload_obs(), client=GroupClient(
+        {"a": {"metadata": {"uid": "uid-a"}}}))
+    pods.members["ns/g"] = set()
+    await pods.reconcile("group/ns/g")
+    assert client.calls == [("get", "Pod", "a")] and appended == []
+
+
+def _labelled(pod: ManagedPod, **labels: str) -> ManagedPod:
+    return msgspec.structs.replace(pod, metadata=msgspec.structs.replace(
+        pod.metadata, labels={**pod.metadata.labels, **labels}))
+
+
+def wpc(name: str, value: int) -> o.WorkloadPriorityClass:
+    return o.WorkloadPriorityClass(metadata=o.ObjectMeta(name=name, uid=f"wpc-{name}"), value=value)
+
+
+@pytest.mark.asyncio
+async def test_a_gated_pod_whose_queue_name_changed_moves_its_workload() -> None:
+    """As Kueue's reconciler for a suspended job (a Pod: gated) whose Workload is neither evicted nor holding quota:
+    the Workload takes the queue its label names now; no Event."""
+    pods, _, appended, client = integration(pod_workload())
+    pods.pods["ns/p"] = _labelled(managed_pod(), **{"kueue.x-k8s.io/queue-name": "other"})
+    await pods.reconcile("ns/p")
+    assert client.calls == [("patch", "Workload", NAME, "", "", {"metadata": {"resourceVersion": "3"},
+                                                                 "spec": {"queueName": "other"}})]
+    assert appended == [] and pods.stats.requeued == 1
+    await pods.reconcile("ns/p")
+    assert len(client.calls) == 1, "once for this version of the Workload"
+    pods, mirror, _, client = integration(pod_workload())
+    pods.pods["ns/p"] = _labelled(managed_pod(gated=False, phase="Running"), **{"kueue.x-k8s.io/queue-name": "other"})
+    mirror.state.workloads[KEY].phase = ADMITTED
+    await pods.reconcile("ns/p")
+    assert not [c for c in client.calls if c[1] == "Workload"], "a running Pod's admitted Workload keeps its queue"
+
+
+@pytest.mark.asyncio
+async def test_a_pods_changed_priority_class_label_reprioritises_its_workload() -> None:
+    pods, _, appended, client = integration(wpc("high", 1000), pod_workload())
+    pods.pods["ns/p"] = _labelled(managed_pod(), **{"kueue.x-k8s.io/priority-class": "high"})
+    await pods.reconcile("ns/p")
+    assert client.calls == [("patch", "Workload", NAME, "", "", {
+        "metadata": {"resourceVersion": "3"},
+        "spec": {"priorityClassRef": {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"},
+                 "priority": 1000}})]
+    (acted,) = appended
+    assert isinstance(acted, ev.JobActed) and (acted.key, acted.kind, acted.action, acted.message) == (
+        "ns/p", "Pod", "UpdatedWorkload", f"Updated workload priority class: {KEY}")
+
+
+@pytest.mark.asyncio
+async def test_a_pods_missing_workload_priority_class_is_reported_and_its_workload_waits_for_it() -> None:
+    raw = {"metadata": {"name": "p", "namespace": "ns", "uid": UID,
+                        "labels": {"kueue.x-k8s.io/queue-name": "lq", "kueue.x-k8s.io/priority-class": "high"}},
+           "spec": {"containers": [{"name": "c"}]}}
+    pods, mirror, appended, client = integration(client=Client(raw))
+    pods.pods["ns/p"] = _labelled(managed_pod(), **{"kueue.x-k8s.io/priority-class": "high"})
+    await pods.reconcile("ns/p")
+    await pods.reconcile("ns/p")
+    (acted,) = appended
+    assert isinstance(acted, ev.JobActed) and (acted.kind, acted.action, acted.message) == (
+        "Pod", "WorkloadPriorityClassNotFound", 'WorkloadPriorityClass "high" not found')
+    assert client.calls == [], "no Workload; reported once for this version of the Pod"
+    ledger = EventLedger()
+    ledger.fold(ev.Record(9, acted), Mirror().state, {})
+    (event,) = job_events(acted, ledger.ready[9].before)  # type: ignore[arg-type]
+    assert (event.type, event.reason, event.involved.kind, event.component) == (
+        "Warning", "WorkloadPriorityClassNotFound", "Pod", "pod-kueue-controller")
+    mirror.listeners.append(pods._on_applied)
+    cls = wpc("high", 1000)
+    mirror.apply_batch([ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=2, key=cls.key, uid="wpc-high", obj=cls))])
+    assert "ns/p" in pods.dirty
+    await pods.reconcile("ns/p")
+    (_, _, body), = [c for c in client.calls if c[0] == "create"]
+    assert body["spec"]["priority"] == 1000, "the same version of the Pod gets its Workload once the class is there"
+
+
+@pytest.mark.asyncio
+async def test_a_gated_pod_groups_queue_name_change_moves_its_workload() -> None:
+    pods, _, _, client = integration(group_workload_obs())
+    for n in "ab":
+        raw = _group_raw(n)
+        raw["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "other"
+        _watch(pods, raw)
+    await pods.reconcile("group/ns/g")
+    assert client.calls == [("patch", "Workload", "g", "", "", {"metadata": {"resourceVersion": "3"},
+                                                                "spec": {"queueName": "other"}})]
+
+
+def _waiting_on_check(wl: Any, message: str) -> None:
+    wl.phase = "QuotaReserved"
+    wl.check_states = {"prov": o.AdmissionCheckState(name="prov", state="Pending", message=message),
+                       "other": o.AdmissionCheckState(name="other", state="Ready", message="fine")}
+
+
+@pytest.mark.asyncio
+async def test_a_gated_pod_is_told_what_its_workloads_admission_checks_wait_for_each_new_message_once() -> None:
+    """Kueue's ``UpdatedAdmissionCheck`` for a Pod: held back (gated) while its Workload holds quota but is not
+    admitted, the Pending checks' messages, on the Pod from ``pod-kueue-controller``."""
+    pods, mirror, appended, _ = integration(pod_workload())
+    wl = mirror.state.workloads[KEY]
+    _waiting_on_check(wl, "capacity in 10m")
+    pods.pods["ns/p"] = managed_pod()
+    await pods.reconcile("ns/p")
+    await pods.reconcile("ns/p")
+    (told,) = appended
+    assert isinstance(told, ev.JobActed) and (told.key, told.kind, told.action, told.message) == (
+        "ns/p", "Pod", "UpdatedAdmissionCheck", "prov: capacity in 10m")
+    ledger = EventLedger()
+    ledger.fold(ev.Record(9, told), Mirror().state, {})
+    (event,) = job_events(told, ledger.ready[9].before)  # type: ignore[arg-type]
+    assert (event.type, event.reason, event.message, event.component) == (
+        "Normal", "UpdatedAdmissionCheck", "prov: capacity in 10m", "pod-kueue-controller")
+    _waiting_on_check(wl, "capacity in 5m")
+    await pods.reconcile("ns/p")
+    assert [e.message for e in appended if isinstance(e, ev.JobActed)] == [
+        "prov: capacity in 10m", "prov: capacity in 5m"]
+    mirror.pending[KEY] = {}  # a decision about it still to be written: Kueue sees the status written before
+    _waiting_on_check(wl, "capacity in 1m")
+    await pods.reconcile("ns/p")
+    assert len(appended) == 2
+
+
+@pytest.mark.asyncio
+async def test_every_pod_of_a_group_is_told_what_its_workloads_admission_checks_wait_for() -> None:
+    pods, mirror, appended, _ = integration(group_workload_obs())
+    _waiting_on_check(mirror.state.workloads["ns/g"], "capacity in 10m")
+    for n in "ab":
+        _watch(pods, _group_raw(n))
+    await pods.reconcile("group/ns/g")
+    assert [(e.key, e.action, e.message) for e in appended if isinstance(e, ev.JobActed)] == [
+        ("ns/a", "UpdatedAdmissionCheck", "prov: capacity in 10m"),
+        ("ns/b", "UpdatedAdmissionCheck", "prov: capacity in 10m")]
+
+
+@pytest.mark.asyncio
+async def test_a_pod_being_deleted_lets_go_only_the_prebuilt_workload_it_controls() -> None:
+    """Kueue lets go of the Workloads a Pod being deleted owns: a prebuilt one another object controls is not the
+    Pod's to finish."""
+    other = _prebuilt_workload()
+    other = msgspec.structs.replace(other, metadata=msgspec.structs.replace(other.metadata, owner_references=[
+        o.OwnerReference(api_version="batch/v1", kind="Job", name="j", uid="j-uid", controller=True)]))
+    pods, mirror, appended, client = integration(other)
+    raw = _prebuilt_raw()
+    raw["metadata"]["deletionTimestamp"] = "2026-01-02T00:00:00Z"
+    _watch(pods, raw)
+    await pods.reconcile("ns/p")
+    assert not [e for e in appended if isinstance(e, ev.WorkloadFinished)]
+    assert not [c for c in client.calls if c[1] == "Workload"]
+    pods, mirror, appended, client = integration(_prebuilt_workload(UID))
+    _watch(pods, raw)
+    await pods.reconcile("ns/p")
+    assert [(e.reason, e.key) for e in appended if isinstance(e, ev.WorkloadFinished)] == [("OwnerNotFound", "ns/pre")]
+
+
+@pytest.mark.asyncio
+async def test_a_prebuilt_workload_follows_its_pods_queue_but_not_its_priority_class() -> None:
+    """As Kueue's ``ensureOneWorkload``, which re-resolves the priority of a matched generated Workload only; the
+    queue name of a suspended job's Workload follows it either way."""
+    pods, _, _, client = integration(wpc("high", 1000), _prebuilt_workload(UID))
+    raw = _prebuilt_raw()
+    raw["metadata"]["labels"] |= {"kueue.x-k8s.io/priority-class": "high", "kueue.x-k8s.io/queue-name": "other"}
+    _watch(pods, raw)
+    await pods.reconcile("ns/p")
+    assert [c for c in client.calls if c[0] == "patch"] == [
+        ("patch", "Workload", "pre", "", "", {"metadata": {"resourceVersion": "7"}, "spec": {"queueName": "other"}})]

@@ -6,7 +6,9 @@ A queued Pod in a managed namespace is stored gated (``kueue.x-k8s.io/admission`
 it) and, once that is admitted, is ungated with the flavor's node labels as its nodeSelector. A Pod in a namespace
 the ``managedJobsNamespaceSelector`` leaves out, or without a queue name, is left alone. There is no kubelet: the
 test plays it, and the Pod that succeeds finishes its Workload and loses the finalizer. A Pod whose Workload is
-preempted is marked ``TerminationTarget`` and deleted, and the Pod that preempted it starts.
+preempted is marked ``TerminationTarget`` and deleted, and the Pod that preempted it starts. A Pod's Workload
+carries the ``resource-in-use`` finalizer: deleted, it holds until its Pod is stopped. A gated Pod's Workload
+follows its priority-class and queue labels; a Pod behind an admission check is told what it waits for.
 """
 
 from __future__ import annotations
@@ -27,12 +29,13 @@ from kubehelp import (
     namespace,
     pod_webhooks,
     priority_class,
+    provisioning_check,
     queues,
 )
 
 from connectors.k8s import crds, pod_sync
 from connectors.k8s.errors import NotFound
-from connectors.k8s.resources import BY_KIND
+from connectors.k8s.resources import BY_KIND, PROVISIONING_REQUESTS
 from kueue_es.scheduler.config import load_config
 
 pytestmark = pytest.mark.kube
@@ -111,6 +114,7 @@ async def test_a_queued_pod_is_gated_gets_its_workload_starts_once_admitted_and_
                 "apiVersion": "v1", "kind": "Pod", "name": "single", "uid": "", "controller": True,
                 "blockOwnerDeletion": True}
             assert [ps["count"] for ps in wl["spec"]["podSets"]] == [1]
+            assert wl["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]
             assert wl["status"]["admission"]["clusterQueue"] == q.cq
             assert connector.pods is not None and connector.pods.stats.created == 1
             ours = {k for k in journal.mirror.state.workloads if k.partition("/")[0] in (q.ns, outside)}
@@ -132,6 +136,11 @@ async def test_a_queued_pod_is_gated_gets_its_workload_starts_once_admitted_and_
                 return not (await get(kc, "Pod", "single", q.ns))["metadata"].get("finalizers")
 
             await eventually(finalized, what="Kueue's finalizer gone from the pod")
+
+            async def released() -> bool:
+                return not (await get(kc, "Workload", wl_name, q.ns))["metadata"].get("finalizers")
+
+            await eventually(released, what="the finished workload's resource-in-use finalizer gone")
             for untouched in ("unqueued",):
                 assert not (await get(kc, "Pod", untouched, q.ns))["metadata"].get("finalizers")
 
@@ -232,6 +241,17 @@ async def test_a_pod_group_is_held_until_complete_then_admitted_as_one_workload_
             assert wl["metadata"]["annotations"]["kueue.x-k8s.io/is-group-workload"] == "true"
             assert sorted(ps["count"] for ps in wl["spec"]["podSets"]) == [1, 2]
             assert sorted(r["name"] for r in wl["metadata"]["ownerReferences"]) == ["a", "b", "c"]
+            assert wl["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]
+            for n in "abc":  # no kubelet here: play it — every pod of the group succeeded
+                await kc.patch(PODS, n, {"status": {"phase": "Succeeded"}}, q.ns, subresource="status")
+
+            async def released() -> dict[str, Any] | None:
+                got = await get(kc, "Workload", "trio", q.ns)
+                return None if got["metadata"].get("finalizers") else got
+
+            done = await eventually(released, what="the finished group workload's resource-in-use finalizer gone")
+            (cond,) = [c for c in done["status"]["conditions"] if c["type"] == "Finished"]
+            assert (cond["status"], cond["message"]) == ("True", "Pods succeeded: 3/3.")
 
 
 PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"
@@ -317,3 +337,186 @@ async def test_pods_and_a_pod_group_run_on_the_prebuilt_workloads_they_name(kube
             assert _gates(await get(kc, "Pod", "mismatched", q.ns)) == GATES
             assert await _workload_names(kc, q.ns) == ["pre-duo", "pre-single", "too-big"]
             assert connector.pods is not None and connector.pods.stats.created == 0
+
+
+@pytest.mark.asyncio
+async def test_a_deleted_workload_has_its_pod_stopped_before_its_finalizer_lets_it_go(kube_apiserver, tmp_path) -> None:
+    """The Workload's ``resource-in-use`` finalizer holds it once deleted until its running Pod is stopped
+    (``TerminationTarget`` ``WorkloadDeleted``, deleted); then the Workload goes."""
+    sfx = secrets.token_hex(3)
+    config = load_config({"integrations": {"frameworks": ["pod"]}})
+    async with await connect(kube_apiserver) as kc, _pod_webhook(kc, tmp_path, sfx, config):
+        q = await queues(kc, "pods-del", {"cpu": 1}, sfx=sfx)
+        await _label(kc, q.ns, {"kueue-es-pod-test": sfx})
+
+        async def effective() -> bool:
+            with contextlib.suppress(Exception):
+                out = await kc.request("POST", PODS.collection_path(q.ns), query=[("dryRun", "All")],
+                                       body=_pod(q.ns, "probe", {Q: "user-queue"}))
+                return GATE in _gates(msgspec.json.decode(out))
+            return False
+
+        await eventually(effective, what="the pod webhook in effect")
+        async with kueue_es(kc, tmp_path / "log", config=config) as (connector, _journal):
+            pod = await create(kc, _pod(q.ns, "doomed", {Q: "user-queue"}))
+            wl_name = pod_sync.workload_name("doomed", pod["metadata"]["uid"])
+
+            async def ungated() -> bool:
+                return not _gates(await get(kc, "Pod", "doomed", q.ns))
+
+            await eventually(ungated, what="the pod started")
+            await kc.delete(BY_KIND["Workload"], wl_name, q.ns)
+
+            async def pod_gone() -> bool:
+                try:
+                    await get(kc, "Pod", "doomed", q.ns)
+                except NotFound:
+                    return True
+                return False
+
+            await eventually(pod_gone, what="the pod of the deleted workload stopped and gone")
+            await eventually(lambda: gone_workload(kc, q.ns, wl_name), what="the workload let go")
+            events = msgspec.json.decode(await kc.request("GET", f"/api/v1/namespaces/{q.ns}/events"))["items"]
+            assert [e["message"] for e in events if e["involvedObject"]["kind"] == "Pod" and e["reason"] == "Stopped"
+                    ] == ["Workload is deleted"]
+            assert connector.pods is not None and connector.pods.stats.finalizers_removed == 1
+
+
+def _wpc(name: str, value: int) -> dict[str, Any]:
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass", "metadata": {"name": name},
+            "value": value}
+
+
+@pytest.mark.asyncio
+async def test_a_gated_pods_workload_follows_its_priority_class_and_queue_labels(kube_apiserver, tmp_path) -> None:
+    """As Kueue's reconciler for any job it runs: a changed ``kueue.x-k8s.io/priority-class`` gives the Pod's Workload
+    the class and its value (``UpdatedWorkload`` on the Pod); a changed queue name moves the Workload of a gated Pod
+    (here out of a LocalQueue that does not exist, into one that admits it). A class that does not exist gets the
+    Pod no Workload and the Warning ``WorkloadPriorityClassNotFound``, until the class is there."""
+    sfx = secrets.token_hex(3)
+    config = load_config({"integrations": {"frameworks": ["pod"]}})
+    async with await connect(kube_apiserver) as kc, _pod_webhook(kc, tmp_path, sfx, config):
+        q = await queues(kc, "pods-sync", {"cpu": 1}, sfx=sfx)
+        await _label(kc, q.ns, {"kueue-es-pod-test": sfx})
+        await create(kc, _wpc(f"low-{sfx}", 10))
+        await create(kc, _wpc(f"high-{sfx}", 1000))
+
+        async def effective() -> bool:
+            with contextlib.suppress(Exception):
+                out = await kc.request("POST", PODS.collection_path(q.ns), query=[("dryRun", "All")],
+                                       body=_pod(q.ns, "probe", {Q: "user-queue"}))
+                return GATE in _gates(msgspec.json.decode(out))
+            return False
+
+        await eventually(effective, what="the pod webhook in effect")
+        async with kueue_es(kc, tmp_path / "log", config=config) as (connector, _journal):
+            pc = "kueue.x-k8s.io/priority-class"
+            mover = await create(kc, _pod(q.ns, "mover", {Q: "nowhere", pc: f"low-{sfx}"}))
+            waiter = await create(kc, _pod(q.ns, "waiter", {Q: "user-queue", pc: f"later-{sfx}"}))
+            wl_name = pod_sync.workload_name("mover", mover["metadata"]["uid"])
+
+            async def workload(name: str, want: Any) -> dict[str, Any] | None:
+                with contextlib.suppress(NotFound):
+                    got = await get(kc, "Workload", name, q.ns)
+                    return got if want(got) else None
+                return None
+
+            await eventually(lambda: workload(wl_name, lambda w: w["spec"].get("priority") == 10),
+                             what="the gated pod's workload, in a queue that does not exist")
+            await kc.patch(PODS, "mover", {"metadata": {"labels": {pc: f"high-{sfx}"}}}, q.ns)
+            got = await eventually(lambda: workload(wl_name, lambda w: w["spec"].get("priority") == 1000),
+                                   what="the workload given the pod's new priority class")
+            assert got["spec"]["priorityClassRef"]["name"] == f"high-{sfx}" and got["spec"]["queueName"] == "nowhere"
+            await kc.patch(PODS, "mover", {"metadata": {"labels": {Q: "user-queue"}}}, q.ns)
+
+            async def ungated() -> bool:
+                return not _gates(await get(kc, "Pod", "mover", q.ns))
+
+            await eventually(ungated, what="the pod started from the queue it names now")
+            assert (await get(kc, "Workload", wl_name, q.ns))["spec"]["queueName"] == "user-queue"
+
+            async def pod_events(reason: str) -> list[dict[str, Any]] | None:
+                items = msgspec.json.decode(await kc.request("GET", f"/api/v1/namespaces/{q.ns}/events"))["items"]
+                out = [e for e in items if e["involvedObject"]["kind"] == "Pod" and e["reason"] == reason]
+                return out or None
+
+            (updated,) = await eventually(lambda: pod_events("UpdatedWorkload"), what="UpdatedWorkload on the pod")
+            assert (updated["involvedObject"]["name"], updated["message"]) == (
+                "mover", f"Updated workload priority class: {q.ns}/{wl_name}")
+            (missing,) = await eventually(lambda: pod_events("WorkloadPriorityClassNotFound"),
+                                          what="the missing class reported on the pod")
+            assert (missing["type"], missing["involvedObject"]["name"], missing["message"]) == (
+                "Warning", "waiter", f'WorkloadPriorityClass "later-{sfx}" not found')
+            waiter_wl = pod_sync.workload_name("waiter", waiter["metadata"]["uid"])
+            with pytest.raises(NotFound):
+                await get(kc, "Workload", waiter_wl, q.ns)
+            await create(kc, _wpc(f"later-{sfx}", 5))
+            await eventually(lambda: workload(waiter_wl, lambda w: w["spec"].get("priority") == 5),
+                             what="the waiting pod's workload, once its class is there")
+            assert connector.pods is not None and connector.pods.stats.requeued == 1
+
+
+def _provisioning(provisioned: str, message: str) -> dict[str, Any]:
+    """What the cluster autoscaler writes on a ProvisioningRequest: accepted, capacity there or on its way."""
+    now = "2026-01-01T00:00:00Z"
+    return {"status": {"conditions": [
+        {"type": "Accepted", "status": "True", "reason": "Accepted", "message": "accepted", "lastTransitionTime": now},
+        {"type": "Provisioned", "status": provisioned, "reason": "Provisioned" if provisioned == "True" else "Waiting",
+         "message": message, "lastTransitionTime": now}]}}
+
+
+@pytest.mark.asyncio
+async def test_a_gated_pod_is_told_what_its_admission_check_waits_for(kube_apiserver, tmp_path) -> None:
+    """Kueue's ``UpdatedAdmissionCheck`` on a Pod whose Workload holds quota behind a ProvisioningRequest check, once
+    per new message, from ``pod-kueue-controller``; the Pod starts once the capacity is provisioned."""
+    sfx = secrets.token_hex(3)
+    config = load_config({"integrations": {"frameworks": ["pod"]}})
+    async with await connect(kube_apiserver) as kc, _pod_webhook(kc, tmp_path, sfx, config):
+        await crds.install(kc, docs=[crds.provisioning_request_crd()])
+        check = await provisioning_check(kc, sfx)
+        q = await queues(kc, "pods-checks", {"cpu": 1}, sfx=sfx,
+                         admissionChecksStrategy={"admissionChecks": [{"name": check}]})
+        await _label(kc, q.ns, {"kueue-es-pod-test": sfx})
+
+        async def effective() -> bool:
+            with contextlib.suppress(Exception):
+                out = await kc.request("POST", PODS.collection_path(q.ns), query=[("dryRun", "All")],
+                                       body=_pod(q.ns, "probe", {Q: "user-queue"}))
+                return GATE in _gates(msgspec.json.decode(out))
+            return False
+
+        await eventually(effective, what="the pod webhook in effect")
+        async with kueue_es(kc, tmp_path / "log", config=config):
+            pod = await create(kc, _pod(q.ns, "checked", {Q: "user-queue"}))
+            pr_name = f"{pod_sync.workload_name('checked', pod['metadata']['uid'])}-{check}-1"
+
+            async def request() -> bool:
+                with contextlib.suppress(NotFound):
+                    await kc.get(PROVISIONING_REQUESTS, pr_name, q.ns)
+                    return True
+                return False
+
+            async def told(n: int) -> list[dict[str, Any]] | None:
+                items = msgspec.json.decode(await kc.request("GET", f"/api/v1/namespaces/{q.ns}/events"))["items"]
+                found = sorted((e for e in items if e["involvedObject"]["kind"] == "Pod"
+                                and e["reason"] == "UpdatedAdmissionCheck"), key=lambda e: e["eventTime"])
+                return found if len(found) == n else None
+
+            await eventually(request, what="the ProvisioningRequest")
+            await kc.patch(PROVISIONING_REQUESTS, pr_name, _provisioning("False", "capacity in 10m"), q.ns,
+                           subresource="status")
+            (first,) = await eventually(lambda: told(1), what="UpdatedAdmissionCheck on the gated pod")
+            assert (first["involvedObject"]["name"], first["reportingComponent"], first["message"]) == (
+                "checked", "pod-kueue-controller", f"{check}: capacity in 10m")
+            await kc.patch(PROVISIONING_REQUESTS, pr_name, _provisioning("False", "capacity in 5m"), q.ns,
+                           subresource="status")
+            found = await eventually(lambda: told(2), what="the new message on the gated pod")
+            assert found[1]["message"] == f"{check}: capacity in 5m"
+            await kc.patch(PROVISIONING_REQUESTS, pr_name, _provisioning("True", "capacity is ready"), q.ns,
+                           subresource="status")
+
+            async def ungated() -> bool:
+                return not _gates(await get(kc, "Pod", "checked", q.ns))
+
+            await eventually(ungated, what="the pod started once provisioned")
+            assert await told(2) is not None, "nothing more once admitted"
