@@ -98,6 +98,24 @@ class MisfiledObject(ValueError):
 class ClusterState:
     """Everything the scheduler needs, rebuilt from the log."""
 
+    # Slots, not an instance dict: the fold reads these attributes on every event, and a slot is cheaper to reach
+    # (2.6% of the fold's instructions). Every attribute :meth:`__init__` sets is listed here, in its order; one
+    # missing there fails at the first ``ClusterState()``. Consumers keep their own memos in :attr:`derived`.
+    __slots__ = (
+        "offset", "time", "namespaces", "flavors", "cluster_queues", "cohorts", "local_queues",
+        "workload_priority_classes", "priority_classes", "topologies", "admission_checks",
+        "provisioning_configs", "provisioning_requests", "deleted_requests", "requests_of", "pod_templates",
+        "limit_ranges", "runtime_classes", "_limit_summaries", "_limit_range_keys", "nodes", "pods", "jobs",
+        "workloads", "queues", "parked_queues", "usage", "reserving", "lq_members", "awaiting_release",
+        "backoff", "second_pass", "last_cycle", "config", "config_offset", "_rules_of", "_rules",
+        "_pods_ready_of", "_pods_ready", "_gates_of", "_gates", "_custom_labels_of", "_custom_labels",
+        "queue_order", "_forest", "_quota", "spec_generation", "_cq_infos", "_cq_infos_generation",
+        "_cq_infos_tas", "spec_inputs_generation", "_from_spec", "afs_history", "flagged", "retained",
+        "derived", "tas", "quota_epoch", "generations", "changes", "touched", "touched_all", "backoff_due",
+        "second_pass_due", "pods_ready_clock", "not_ready", "held", "finished_clock", "deactivated_clock",
+        "max_execution_clock", "keeping", "node_waits", "metrics",
+    )
+
     def __init__(self) -> None:
         self.offset = -1
         """Offset of the last applied record."""
