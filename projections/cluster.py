@@ -489,6 +489,9 @@ class ClusterState:
             if self.node_waits.at:
                 self._node_waits_ended()
         t = type(e)
+        if t in _UPSERTS and e.obj.__class__ in _WORKLOAD_VIEWS:  # type: ignore[union-attr]
+            self._fold_workload_upsert(e, record.offset)  # type: ignore[arg-type]  # half of a busy log
+            return
         plan = _PLANS.get(t)
         if plan is None:
             plan = _PLANS[t] = _plan_of(t)
@@ -497,13 +500,8 @@ class ClusterState:
             self.last_cycle = e.cycle  # type: ignore[union-attr]
         if handler is None:
             return  # ticks and connector outcomes carry only time
-        if about_workload is None:  # an upsert or a deletion: about a workload when its object is one
-            if t is ev.ObjectDeleted:
-                about_workload = e.kind == "Workload"  # type: ignore[union-attr]
-            elif e.obj.__class__ in _WORKLOAD_VIEWS:  # type: ignore[union-attr]
-                about_workload, handler = True, ClusterState._on_workload_upserted  # half of a busy log
-            else:
-                about_workload = False
+        if about_workload is None:  # a deletion, about a workload when it is of one, or the upsert of another kind
+            about_workload = t is ev.ObjectDeleted and e.kind == "Workload"  # type: ignore[union-attr]
             second_pass = second_pass and about_workload
             reindexed = about_workload
         seen = wl = None
@@ -517,7 +515,7 @@ class ClusterState:
                 before = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
                 if wl is not None and needs_before:  # what the metrics see change (projections.metrics)
                     seen = (wl, wl.phase, wl.evicted, wl.admission, wl.pods_ready, wl.conditions)
-                quiet = handler(self, e)
+                handler(self, e)
                 wl = workloads.get(key)
                 after = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
                 generations = self.generations
@@ -526,7 +524,7 @@ class ClusterState:
                 if after and after != before:
                     generations[after] = generations.get(after, 0) + 1
             else:
-                quiet = handler(self, e)
+                handler(self, e)
         except UndecodablePart as exc:  # a part of a lazily decoded event, read only now
             raise UndecodableRecord(record.offset, str(exc)) from exc
         except (QuantityError, MisfiledObject) as exc:
@@ -539,15 +537,41 @@ class ClusterState:
         # pass needs no check: the common case (pending, finished, or admitted on healthy nodes).
         if second_pass and (wl is None or wl.second_pass is not None or wl.phase == RESERVED
                             or (wl.unhealthy_nodes and wl.phase == ADMITTED)):
-            if self._sync_second_pass(e.key, wl, e.time):
-                quiet = False  # the second-pass table changed: it is indexed
+            self._sync_second_pass(e.key, wl, e.time)
         if reindexed:
-            if quiet:  # a Workload upsert that changed nothing the clocks read (:meth:`_on_workload_upserted`)
-                self.touched[e.key] = None  # type: ignore[union-attr]
-            else:
-                self.reindex(e.key)  # type: ignore[union-attr]
+            self.reindex(e.key)  # type: ignore[union-attr]
         if t is not ev.WorkloadPending:
             self.changes += 1
+
+    def _fold_workload_upsert(self, e: ev.ObjectUpserted | LazyObjectUpserted, offset: int) -> None:
+        """:meth:`apply` for a Workload upsert, decoded in full or lazily: the steps it takes for any event about a
+        workload, less those that never concern an upsert (no metrics hook, no decision), on a lane of its own
+        because these are half of a busy log. An upsert that changed nothing the clocks read (the watcher's
+        echo of a status write, :meth:`_on_workload_upserted`) only marks the workload touched."""
+        key, workloads = e.key, self.workloads
+        wl = workloads.get(key)
+        before = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
+        try:
+            quiet = self._on_workload_upserted(e)
+        except UndecodablePart as exc:  # a part of a lazily decoded event, read only now
+            raise UndecodableRecord(offset, str(exc)) from exc
+        except (QuantityError, MisfiledObject) as exc:
+            raise InvalidRecord(offset, str(exc)) from exc
+        wl = workloads.get(key)
+        after = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
+        generations = self.generations  # as in apply: an update of a workload holding quota grows the generation
+        if before:
+            generations[before] = generations.get(before, 0) + 1
+        if after and after != before:
+            generations[after] = generations.get(after, 0) + 1
+        if (wl is None or wl.second_pass is not None or wl.phase == RESERVED
+                or (wl.unhealthy_nodes and wl.phase == ADMITTED)) and self._sync_second_pass(key, wl, e.time):
+            quiet = False  # the second-pass table changed: it is indexed
+        if quiet:
+            self.touched[key] = None
+        else:
+            self.reindex(key)
+        self.changes += 1
 
     # --- what the controller rules look at ------------------------------------------------------------------
 
@@ -635,14 +659,11 @@ class ClusterState:
             self.touched[f"{pod.metadata.namespace}/{name}"] = None  # type: ignore[union-attr]
 
     def _on_upserted(self, e: ev.ObjectUpserted | LazyObjectUpserted) -> None:
-        """An object upserted. (:meth:`apply` sends a Workload's straight to :meth:`_on_workload_upserted`: half of
-        a busy log, so it saves this call.)"""
-        if e.obj.__class__ in _WORKLOAD_VIEWS:
-            self._on_workload_upserted(e)
-        else:
-            if e.obj.key != e.key:
-                raise MisfiledObject(e.key, e.obj)
-            self._upsert_object(e.obj)
+        """An object upserted, of any kind but a Workload (:meth:`apply` folds those with
+        :meth:`_fold_workload_upsert`)."""
+        if e.obj.key != e.key:
+            raise MisfiledObject(e.key, e.obj)
+        self._upsert_object(e.obj)
 
     def _on_deleted(self, e: ev.ObjectDeleted) -> None:
         if e.kind == "ProvisioningRequest":
@@ -1182,7 +1203,7 @@ class ClusterState:
     def _on_workload_upserted(self, e: ev.ObjectUpserted | LazyObjectUpserted) -> bool:
         """A Workload upserted (decoded in full or lazily): a new one is taken with its status, a known one takes
         what its metadata and spec now say. True when it was known and nothing :meth:`reindex` reads changed —
-        most upserts, the watcher's echo of a status write: :meth:`apply` then only marks it touched."""
+        most upserts, the watcher's echo of a status write: :meth:`_fold_workload_upsert` then only marks it touched."""
         w: o.Workload | LazyWorkload = e.obj  # type: ignore[assignment]
         key = w.key
         if key != e.key:
