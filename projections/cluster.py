@@ -1320,6 +1320,8 @@ class ClusterState:
     def _take_observed_status(self, wl: WorkloadInfo, w: o.Workload | LazyWorkload) -> None:
         """A workload first seen with status (admitted before kueue-es started) keeps what it shows."""
         st = w.status
+        if st == _NO_STATUS:
+            return  # shown as created, with no status (most new workloads): its defaults are what it shows
         wl.conditions = tuple(st.conditions)
         wl.check_states = {c.name: c for c in sorted(st.admission_checks, key=lambda c: c.name)}
         if st.requeue_state is not None:
@@ -1794,6 +1796,9 @@ _SECOND_PASS_TRIGGERS = frozenset({
     ev.TopologyAssigned, ev.UnhealthyNodesChanged,
 })
 """Events after which a workload's need for a second pass is re-checked (Kueue re-checks on every update)."""
+
+_NO_STATUS = o.WorkloadStatus()
+"""A Workload's status as created: nothing observed."""
 
 _HOLDING = (RESERVED, ADMITTED)
 """Phases of a workload holding quota (``WorkloadInfo.reserving``, without a call on the fold's hot path)."""
