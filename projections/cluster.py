@@ -98,6 +98,24 @@ class MisfiledObject(ValueError):
 class ClusterState:
     """Everything the scheduler needs, rebuilt from the log."""
 
+    # Slots, not an instance dict: the fold reads these attributes on every event, and a slot is cheaper to reach
+    # (2.6% of the fold's instructions). Every attribute :meth:`__init__` sets is listed here, in its order; one
+    # missing there fails at the first ``ClusterState()``. Consumers keep their own memos in :attr:`derived`.
+    __slots__ = (
+        "offset", "time", "namespaces", "flavors", "cluster_queues", "cohorts", "local_queues",
+        "workload_priority_classes", "priority_classes", "topologies", "admission_checks",
+        "provisioning_configs", "provisioning_requests", "deleted_requests", "requests_of", "pod_templates",
+        "limit_ranges", "runtime_classes", "_limit_summaries", "_limit_range_keys", "nodes", "pods", "jobs",
+        "workloads", "queues", "parked_queues", "usage", "reserving", "lq_members", "awaiting_release",
+        "backoff", "second_pass", "last_cycle", "config", "config_offset", "_rules_of", "_rules",
+        "_pods_ready_of", "_pods_ready", "_gates_of", "_gates", "_custom_labels_of", "_custom_labels",
+        "queue_order", "_forest", "_quota", "spec_generation", "_cq_infos", "_cq_infos_generation",
+        "_cq_infos_tas", "spec_inputs_generation", "_from_spec", "afs_history", "flagged", "retained",
+        "derived", "tas", "quota_epoch", "generations", "changes", "touched", "touched_all", "backoff_due",
+        "second_pass_due", "pods_ready_clock", "not_ready", "held", "finished_clock", "deactivated_clock",
+        "max_execution_clock", "keeping", "node_waits", "metrics",
+    )
+
     def __init__(self) -> None:
         self.offset = -1
         """Offset of the last applied record."""
@@ -471,6 +489,9 @@ class ClusterState:
             if self.node_waits.at:
                 self._node_waits_ended()
         t = type(e)
+        if t in _UPSERTS and e.obj.__class__ in _WORKLOAD_VIEWS:  # type: ignore[union-attr]
+            self._fold_workload_upsert(e, record.offset)  # type: ignore[arg-type]  # half of a busy log
+            return
         plan = _PLANS.get(t)
         if plan is None:
             plan = _PLANS[t] = _plan_of(t)
@@ -479,13 +500,8 @@ class ClusterState:
             self.last_cycle = e.cycle  # type: ignore[union-attr]
         if handler is None:
             return  # ticks and connector outcomes carry only time
-        if about_workload is None:  # an upsert or a deletion: about a workload when its object is one
-            if t is ev.ObjectDeleted:
-                about_workload = e.kind == "Workload"  # type: ignore[union-attr]
-            elif e.obj.__class__ in _WORKLOAD_VIEWS:  # type: ignore[union-attr]
-                about_workload, handler = True, ClusterState._on_workload_upserted  # half of a busy log
-            else:
-                about_workload = False
+        if about_workload is None:  # a deletion, about a workload when it is of one, or the upsert of another kind
+            about_workload = t is ev.ObjectDeleted and e.kind == "Workload"  # type: ignore[union-attr]
             second_pass = second_pass and about_workload
             reindexed = about_workload
         seen = wl = None
@@ -499,7 +515,7 @@ class ClusterState:
                 before = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
                 if wl is not None and needs_before:  # what the metrics see change (projections.metrics)
                     seen = (wl, wl.phase, wl.evicted, wl.admission, wl.pods_ready, wl.conditions)
-                quiet = handler(self, e)
+                handler(self, e)
                 wl = workloads.get(key)
                 after = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
                 generations = self.generations
@@ -508,7 +524,7 @@ class ClusterState:
                 if after and after != before:
                     generations[after] = generations.get(after, 0) + 1
             else:
-                quiet = handler(self, e)
+                handler(self, e)
         except UndecodablePart as exc:  # a part of a lazily decoded event, read only now
             raise UndecodableRecord(record.offset, str(exc)) from exc
         except (QuantityError, MisfiledObject) as exc:
@@ -521,15 +537,41 @@ class ClusterState:
         # pass needs no check: the common case (pending, finished, or admitted on healthy nodes).
         if second_pass and (wl is None or wl.second_pass is not None or wl.phase == RESERVED
                             or (wl.unhealthy_nodes and wl.phase == ADMITTED)):
-            if self._sync_second_pass(e.key, wl, e.time):
-                quiet = False  # the second-pass table changed: it is indexed
+            self._sync_second_pass(e.key, wl, e.time)
         if reindexed:
-            if quiet:  # a Workload upsert that changed nothing the clocks read (:meth:`_on_workload_upserted`)
-                self.touched[e.key] = None  # type: ignore[union-attr]
-            else:
-                self.reindex(e.key)  # type: ignore[union-attr]
+            self.reindex(e.key)  # type: ignore[union-attr]
         if t is not ev.WorkloadPending:
             self.changes += 1
+
+    def _fold_workload_upsert(self, e: ev.ObjectUpserted | LazyObjectUpserted, offset: int) -> None:
+        """:meth:`apply` for a Workload upsert, decoded in full or lazily: the steps it takes for any event about a
+        workload, less those that never concern an upsert (no metrics hook, no decision), on a lane of its own
+        because these are half of a busy log. An upsert that changed nothing the clocks read (the watcher's
+        echo of a status write, :meth:`_on_workload_upserted`) only marks the workload touched."""
+        key, workloads = e.key, self.workloads
+        wl = workloads.get(key)
+        before = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
+        try:
+            quiet = self._on_workload_upserted(e)
+        except UndecodablePart as exc:  # a part of a lazily decoded event, read only now
+            raise UndecodableRecord(offset, str(exc)) from exc
+        except (QuantityError, MisfiledObject) as exc:
+            raise InvalidRecord(offset, str(exc)) from exc
+        wl = workloads.get(key)
+        after = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
+        generations = self.generations  # as in apply: an update of a workload holding quota grows the generation
+        if before:
+            generations[before] = generations.get(before, 0) + 1
+        if after and after != before:
+            generations[after] = generations.get(after, 0) + 1
+        if (wl is None or wl.second_pass is not None or wl.phase == RESERVED
+                or (wl.unhealthy_nodes and wl.phase == ADMITTED)) and self._sync_second_pass(key, wl, e.time):
+            quiet = False  # the second-pass table changed: it is indexed
+        if quiet:
+            self.touched[key] = None
+        else:
+            self.reindex(key)
+        self.changes += 1
 
     # --- what the controller rules look at ------------------------------------------------------------------
 
@@ -617,14 +659,11 @@ class ClusterState:
             self.touched[f"{pod.metadata.namespace}/{name}"] = None  # type: ignore[union-attr]
 
     def _on_upserted(self, e: ev.ObjectUpserted | LazyObjectUpserted) -> None:
-        """An object upserted. (:meth:`apply` sends a Workload's straight to :meth:`_on_workload_upserted`: half of
-        a busy log, so it saves this call.)"""
-        if e.obj.__class__ in _WORKLOAD_VIEWS:
-            self._on_workload_upserted(e)
-        else:
-            if e.obj.key != e.key:
-                raise MisfiledObject(e.key, e.obj)
-            self._upsert_object(e.obj)
+        """An object upserted, of any kind but a Workload (:meth:`apply` folds those with
+        :meth:`_fold_workload_upsert`)."""
+        if e.obj.key != e.key:
+            raise MisfiledObject(e.key, e.obj)
+        self._upsert_object(e.obj)
 
     def _on_deleted(self, e: ev.ObjectDeleted) -> None:
         if e.kind == "ProvisioningRequest":
@@ -1164,7 +1203,7 @@ class ClusterState:
     def _on_workload_upserted(self, e: ev.ObjectUpserted | LazyObjectUpserted) -> bool:
         """A Workload upserted (decoded in full or lazily): a new one is taken with its status, a known one takes
         what its metadata and spec now say. True when it was known and nothing :meth:`reindex` reads changed —
-        most upserts, the watcher's echo of a status write: :meth:`apply` then only marks it touched."""
+        most upserts, the watcher's echo of a status write: :meth:`_fold_workload_upsert` then only marks it touched."""
         w: o.Workload | LazyWorkload = e.obj  # type: ignore[assignment]
         key = w.key
         if key != e.key:
@@ -1281,6 +1320,8 @@ class ClusterState:
     def _take_observed_status(self, wl: WorkloadInfo, w: o.Workload | LazyWorkload) -> None:
         """A workload first seen with status (admitted before kueue-es started) keeps what it shows."""
         st = w.status
+        if st == _NO_STATUS:
+            return  # shown as created, with no status (most new workloads): its defaults are what it shows
         wl.conditions = tuple(st.conditions)
         wl.check_states = {c.name: c for c in sorted(st.admission_checks, key=lambda c: c.name)}
         if st.requeue_state is not None:
@@ -1755,6 +1796,9 @@ _SECOND_PASS_TRIGGERS = frozenset({
     ev.TopologyAssigned, ev.UnhealthyNodesChanged,
 })
 """Events after which a workload's need for a second pass is re-checked (Kueue re-checks on every update)."""
+
+_NO_STATUS = o.WorkloadStatus()
+"""A Workload's status as created: nothing observed."""
 
 _HOLDING = (RESERVED, ADMITTED)
 """Phases of a workload holding quota (``WorkloadInfo.reserving``, without a call on the fold's hot path)."""

@@ -11,6 +11,8 @@ must end in the state (digest and derived indexes) a full decode gives, where ev
 
 from __future__ import annotations
 
+from unittest import mock
+
 import msgspec
 import pytest
 from fixtures.eventgen import (
@@ -91,9 +93,14 @@ def folded(batches: list[list[ev.AnyEvent]]) -> tuple[ClusterState, ClusterState
     first_round = sum(len(b) for b in batches[:3])
     lazy = fold(lazy_recs[:first_round])
     computed = []
-    anew = lazy._from_spec_anew
-    lazy._from_spec_anew = lambda spec, ns: computed.append(ns) or anew(spec, ns)  # type: ignore[method-assign]
-    fold(lazy_recs[first_round:], lazy)
+    anew = ClusterState._from_spec_anew
+
+    def counted(state: ClusterState, spec: o.WorkloadSpec, limits: object) -> object:
+        computed.append(limits)
+        return anew(state, spec, limits)  # type: ignore[arg-type]
+
+    with mock.patch.object(ClusterState, "_from_spec_anew", counted):  # a slotted instance takes no attribute
+        fold(lazy_recs[first_round:], lazy)
     return lazy, fold(decoded(batches, lazy=False)), len(computed)
 
 
