@@ -16,10 +16,11 @@ reconciler took the group over (``pkg/controller/jobs/statefulset/statefulset_we
 
 Its validating webhook (``vstatefulset.kb.io`` at ``/validate-apps-v1-statefulset``, create and update) refuses a
 queue name that is not a DNS-1123 subdomain and, on update, a changed queue name (of the StatefulSet or its
-template), a changed ``kueue.x-k8s.io/pod-group-name`` label, and any resize but to zero or from zero (a group's
-total is fixed), from zero only once the scale-down is over (``status.replicas`` 0: ``scaling down is still in
-progress``). As the Deployment webhooks, both allow everything unchanged while the integration is off and are
-registered fail-closed only while it is on.
+template), a changed ``kueue.x-k8s.io/pod-group-name`` label and, for a StatefulSet naming a queue, any resize but
+to zero or from zero (a group's total is fixed), from zero only once the scale-down is over (``status.replicas``
+0: ``scaling down is still in progress``); one naming none resizes freely (Kueue's fix, kubernetes-sigs/kueue#3996).
+As the Deployment webhooks, both allow everything unchanged while the integration is off and are registered
+fail-closed only while it is on.
 
 Not done, unlike Kueue: its StatefulSet reconciler (newer Kueue makes the group's Workload itself, prebuilt,
 names it with the StatefulSet's uid, labels the pods from a pod reconciler and puts the Workload on hold while
@@ -110,6 +111,16 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     old_group, new_group = _labels(old).get(GROUP_LABEL, ""), _labels(new).get(GROUP_LABEL, "")
     if old_group != new_group:
         errors.append(job_validation.invalid(f"metadata.labels[{GROUP_LABEL}]", new_group, job_validation.IMMUTABLE))
+    if old_queue or new_queue:
+        errors += _resize_errors(old, new)
+    return errors
+
+
+def _resize_errors(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """A queued StatefulSet's resize but to or from zero (its group's total is fixed), and one from zero before the
+    scale-down is over. Only for a StatefulSet naming a queue: one Kueue does not hold resizes freely, as Kueue
+    fixed it (kubernetes-sigs/kueue#3996)."""
+    errors = []
     old_count, new_count = replicas(old), replicas(new)
     if old_count != 0 and new_count != 0 and old_count != new_count:
         errors.append(job_validation.invalid("spec.replicas", new_count, job_validation.IMMUTABLE))
