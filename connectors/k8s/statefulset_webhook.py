@@ -32,12 +32,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from connectors.k8s import deployment_webhook as parents
 from connectors.k8s import job_validation
 from connectors.k8s.job_events import QUEUE_LABEL
-from connectors.k8s.jobs import MAX_PREFIX
+from connectors.k8s.jobs import MAX_PREFIX, SHORT_PREFIX
 from connectors.k8s.pod_roles import GROUP_LABEL, POD_INDEX_LABEL_ANNOTATION, TOTAL_COUNT_ANNOTATION
 from connectors.k8s.pod_webhook import HasDefaultQueue, NamespaceLabels, allowed_as_is
 from kueue_es.scheduler.config import STATEFULSET_FRAMEWORK
@@ -52,11 +53,11 @@ POD_INDEX = "apps.kubernetes.io/pod-index"
 """The label the StatefulSet controller gives each pod: its ordinal."""
 
 
-def workload_name(name: str, uid: str = "") -> str:
+def workload_name(name: str, uid: str = "", short: bool = False) -> str:
     """Kueue's Workload name for a StatefulSet (``statefulset-<name>-<hash>``), its pod group's name; the webhook
-    knows no uid yet, so it hashes none."""
+    knows no uid yet, so it hashes none. ``short``: the ``ShortWorkloadNames`` gate (a prefix of 57, not 247)."""
     digest = hashlib.sha1(f"StatefulSet\napps\n{name}\n{uid}".encode()).hexdigest()
-    return f"{f'statefulset-{name}'[:MAX_PREFIX]}-{digest[:5]}"
+    return f"{f'statefulset-{name}'[:SHORT_PREFIX if short else MAX_PREFIX]}-{digest[:5]}"
 
 
 def replicas(obj: Mapping[str, Any]) -> int:
@@ -64,13 +65,13 @@ def replicas(obj: Mapping[str, Any]) -> int:
     return value if isinstance(value, int) else 1
 
 
-def group_marks(obj: Mapping[str, Any], queue: str) -> tuple[dict[str, str], dict[str, str]]:
+def group_marks(obj: Mapping[str, Any], queue: str, short: bool = False) -> tuple[dict[str, str], dict[str, str]]:
     """The template labels and annotations that make a queued StatefulSet's pods one serving group (none without a
-    queue name, as in Kueue)."""
+    queue name, as in Kueue). ``short``: the ``ShortWorkloadNames`` gate (:func:`workload_name`)."""
     if not queue:
         return {}, {}
     name = str((obj.get("metadata") or {}).get("name", ""))
-    return ({GROUP_LABEL: workload_name(name)},
+    return ({GROUP_LABEL: workload_name(name, short=short)},
             {TOTAL_COUNT_ANNOTATION: str(replicas(obj)), FAST_ADMISSION: "true", SERVING: "true",
              POD_INDEX_LABEL_ANNOTATION: POD_INDEX})
 
@@ -138,7 +139,7 @@ def reviewers(defaulting: parents.ParentDefaulting, namespace_labels: NamespaceL
 
     async def mutate(body: bytes) -> dict[str, Any]:
         return await parents.mutating_review(body, defaulting, STATEFULSET_FRAMEWORK, namespace_labels,
-                                             has_default_queue, group_marks)
+                                             has_default_queue, partial(group_marks, short=defaulting.short_names))
 
     async def validate(body: bytes) -> dict[str, Any]:
         return parents.validating_review(body, create_errors, update_errors)

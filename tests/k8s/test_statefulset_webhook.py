@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import re
 from typing import Any
 
@@ -75,6 +76,22 @@ def test_a_queued_statefulset_makes_its_pods_one_serving_group_of_its_replicas()
         "kueue.x-k8s.io/pod-suspending-parent": "statefulset", "kueue.x-k8s.io/pod-group-total-count": "3",
         "kueue.x-k8s.io/pod-group-fast-admission": "true", "kueue.x-k8s.io/pod-group-serving": "true",
         "kueue.x-k8s.io/pod-group-pod-index-label": "apps.kubernetes.io/pod-index"}
+
+
+@pytest.mark.parametrize("short", [False, True])
+def test_a_long_named_statefulsets_group_name_follows_short_workload_names(short: bool) -> None:
+    """Kueue names the group as any Workload it makes: under ``ShortWorkloadNames`` the prefix is cut to 57
+    characters, so that the name (a label value here) stays within 63."""
+    name = "inference-" + "x" * 50
+    config = load_config({"integrations": {"frameworks": ["pod", "statefulset"]},
+                          "featureGates": {"ShortWorkloadNames": short}})
+    obj = _sts({Q: "lq"})
+    obj["metadata"]["name"] = name
+    group = _template_after(obj, _mutate(obj, dw.ParentDefaulting.of(config, "statefulset")))["labels"][GROUP]
+    digest = hashlib.sha1(f"StatefulSet\napps\n{name}\n".encode()).hexdigest()[:5]
+    prefix = f"statefulset-{name}"
+    assert group == f"{prefix[:57] if short else prefix}-{digest}"
+    assert (len(group) <= 63) is short
 
 
 def test_an_unset_replica_count_is_one_and_an_unqueued_statefulset_is_left_alone() -> None:
