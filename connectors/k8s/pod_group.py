@@ -23,8 +23,9 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
 * evicted, or running while not admitted: every running Pod is stopped (``TerminationTarget``, then deleted); an
   evicted Workload's quota goes once no Pod of the group is ``Running``;
 * whatever the Workload, a Pod its StatefulSet holds (``kueue.x-k8s.io/pod-suspending-parent: statefulset``) that
-  has ended (``Succeeded``, ``Failed``) loses the finalizer, as Kueue's StatefulSet reconciler lets it go: so a
-  StatefulSet scaled to zero gets rid of its pods, and one remakes a pod that ended under the same name.
+  has ended (``Succeeded``, ``Failed``), or is deleted before reaching a node, loses the finalizer, as Kueue's
+  StatefulSet reconciler lets it go: so a StatefulSet scaled to zero or deleted gets rid of its pods, and one
+  remakes a pod under the same name.
 """
 
 from __future__ import annotations
@@ -191,11 +192,14 @@ def next_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool,
 
 
 def released_by_statefulset(pods: list[ManagedPod]) -> tuple[ManagedPod, ...]:
-    """The group's Pods a StatefulSet holds that have ended and still carry the finalizer: Kueue's StatefulSet
-    reconciler removes it whatever the Workload (a serving group never finishes, and a StatefulSet remakes an
-    ended pod, or scales to zero, only once the old one is gone)."""
+    """The group's Pods a StatefulSet holds that have ended, or are being deleted without ever reaching a node (so
+    will never end), and still carry the finalizer: Kueue's StatefulSet reconciler removes it whatever the
+    Workload (a serving group never finishes, and a StatefulSet remakes a pod, or scales to zero, or is deleted,
+    only once the old one is gone)."""
     return tuple(p for p in pods if p.metadata.annotations.get(SUSPENDING_PARENT) == "statefulset"
-                 and p.status.phase in ("Succeeded", "Failed") and finalizable(p))
+                 and (p.status.phase in ("Succeeded", "Failed") or (p.metadata.deletion_timestamp
+                                                                   and not p.spec.node_name))
+                 and finalizable(p))
 
 
 def _group_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool, admission_shown: bool,

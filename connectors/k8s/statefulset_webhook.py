@@ -24,10 +24,10 @@ fail-closed only while it is on.
 
 Not done, unlike Kueue: its StatefulSet reconciler (newer Kueue makes the group's Workload itself, prebuilt,
 names it with the StatefulSet's uid, labels the pods from a pod reconciler and puts the Workload on hold while
-scaled to zero): scaling to zero and back is handled no further than the validating rule above and the ended pods
-losing Kueue's finalizer (:func:`connectors.k8s.pod_group.released_by_statefulset`), the group's Workload being
-left to the pod-group rules; nor are an older revision's pods let go in a rolling update, or a deleted
-StatefulSet's, as Kueue's first StatefulSet reconciler did.
+scaled to zero): scaling to zero and back is handled no further than the validating rule above and the pods, once
+ended or deleted before reaching a node, losing Kueue's finalizer (:func:`connectors.k8s.pod_group.released_by_statefulset`),
+the group's Workload being left to the pod-group rules; nor are an older revision's pods let go in a rolling
+update, as Kueue's first StatefulSet reconciler did.
 """
 
 from __future__ import annotations

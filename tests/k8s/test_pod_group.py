@@ -264,6 +264,19 @@ def test_a_statefulsets_ended_pods_lose_the_finalizer_so_that_it_can_scale_to_ze
     assert next_step(plain, wl, managed=True, admission_shown=True).finalize == ()
 
 
+def test_a_statefulsets_pods_deleted_before_reaching_a_node_lose_the_finalizer() -> None:
+    """Scaled to zero, or deleted, while still queued: its gated pods never run, so never end; Kueue's StatefulSet
+    reconciler lets them go all the same (all of them at zero replicas, or once the StatefulSet is gone)."""
+    pending = group_workload(PENDING)
+    gated = [member(f"web-{i}", deleting=True, annotations=STATEFULSET_POD) for i in (0, 1)]
+    assert names(next_step(gated, pending, managed=True, admission_shown=False).finalize) == ["web-0", "web-1"]
+    waiting = [member(f"web-{i}", annotations=STATEFULSET_POD) for i in (0, 1)]
+    assert next_step(waiting, pending, managed=True, admission_shown=False).finalize == (), "not deleted: kept"
+    placed = [member("web-0", gated=False, phase="Running", deleting=True, node="n1", annotations=STATEFULSET_POD)]
+    assert next_step(placed, group_workload(ADMITTED), managed=True, admission_shown=True).finalize == (), (
+        "placed on a node: kept until it has ended")
+
+
 def test_absent_pods_count_per_role_and_under_fast_admission_only_roles_with_none() -> None:
     wl = group_workload(ADMITTED, counts={"r1": 2, "r2": 1})
     pods = [member("a", gated=False, phase="Failed"), member("b", gated=False, phase="Succeeded"),
