@@ -38,12 +38,13 @@ def copied(keys: Sequence[str], found: Mapping[str, str]) -> dict[str, str]:
 
 def agreed(keys: Sequence[str], each: Sequence[Mapping[str, str]], mismatch: str) -> dict[str, str]:
     """The entries under ``keys`` of several objects (a group's Pods) taken together: a key's value from those
-    that carry it. Raises ValueError(``mismatch``) when two of them carry it with different values."""
+    that carry it. Raises ValueError when two of them carry it with different values: ``mismatch`` (Kueue's words),
+    then the key and the two values, so that the log says which."""
     out: dict[str, str] = {}
     for found in each:
         for key in keys:
             if key not in found:
                 continue
             if out.setdefault(key, found[key]) != found[key]:
-                raise ValueError(mismatch)
+                raise ValueError(f"{mismatch}: {key!r}: {out[key]!r} != {found[key]!r}")
     return out

@@ -51,6 +51,7 @@ from connectors.k8s.pod_webhook import (
 )
 from events import objects as o
 from kueue_es.scheduler.config import DEPLOYMENT_FRAMEWORK, SchedulerConfig
+from projections import gates
 from projections.clusterqueues import selector_matches
 
 MUTATING_PATH = "/mutate-apps-v1-deployment"
@@ -69,10 +70,13 @@ class ParentDefaulting(msgspec.Struct, frozen=True):
     managed_namespaces: o.LabelSelector = o.LabelSelector()
     without_queue: bool = False
     """``manageJobsWithoutQueueName``."""
+    short_names: bool = False
+    """Kueue's ``ShortWorkloadNames`` gate: the names it gives Workloads (a StatefulSet's group) stay within 63."""
 
     @classmethod
     def of(cls, config: SchedulerConfig, framework: str) -> ParentDefaulting:
-        return cls(framework in config.frameworks, config.managed_jobs_selector, config.manage_jobs_without_queue_name)
+        return cls(framework in config.frameworks, config.managed_jobs_selector, config.manage_jobs_without_queue_name,
+                   config.gate(gates.SHORT_WORKLOAD_NAMES))
 
 
 def _meta(obj: Mapping[str, Any], field: str) -> dict[str, Any]:

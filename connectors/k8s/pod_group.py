@@ -24,7 +24,11 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
   stopped, whatever its state (``WorkloadDeleted``, "Workload is deleted"), and every Pod loses Kueue's finalizer;
   the integration then takes the finalizer off the Workload;
 * evicted, or running while not admitted: every running Pod is stopped (``TerminationTarget``, then deleted); an
-  evicted Workload's quota goes once no Pod of the group is ``Running``.
+  evicted Workload's quota goes once no Pod of the group is ``Running``;
+* whatever the Workload, a Pod its StatefulSet holds (``kueue.x-k8s.io/pod-suspending-parent: statefulset``) that
+  has ended (``Succeeded``, ``Failed``), or is deleted before reaching a node, loses the finalizer, as Kueue's
+  StatefulSet reconciler lets it go: so a StatefulSet scaled to zero or deleted gets rid of its pods, and one
+  remakes a pod under the same name.
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ from connectors.k8s.pod_sync import (
     is_ready,
     pod_set,
 )
+from connectors.k8s.pod_webhook import SUSPENDING_PARENT
 from connectors.k8s.prebuilt import MISSING as PREBUILT_MISSING
 from connectors.k8s.resources import KUEUE_GROUP, KUEUE_VERSION
 from connectors.k8s.workload_finalizer import WORKLOAD_DELETED
@@ -190,7 +195,28 @@ def next_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool,
     group names its Workload (:mod:`connectors.k8s.pod_prebuilt`): none is made for it, and Kueue, finding it by
     name rather than matching it with its Pods, removes no excess Pods and lets go of no replaced ones.
     ``fast_quota_release``: Kueue's ``FastQuotaReleaseInPodIntegration`` gate (:func:`holds_quota`).
-    ``wl_deleting``: the apiserver shows the Workload being deleted."""
+    ``wl_deleting``: the apiserver shows the Workload being deleted. Ended Pods a StatefulSet holds are let go
+    besides (:func:`released_by_statefulset`)."""
+    step = _group_step(pods, wl, managed=managed, admission_shown=admission_shown, prebuilt=prebuilt,
+                       fast_quota_release=fast_quota_release, wl_deleting=wl_deleting)
+    released = released_by_statefulset(pods) if managed else ()
+    more = tuple(p for p in released if p not in step.finalize and not (step.action == FINALIZE and p in step.pods))
+    return replace(step, finalize=step.finalize + more) if more else step
+
+
+def released_by_statefulset(pods: list[ManagedPod]) -> tuple[ManagedPod, ...]:
+    """The group's Pods a StatefulSet holds that have ended, or are being deleted without ever reaching a node (so
+    will never end), and still carry the finalizer: Kueue's StatefulSet reconciler removes it whatever the
+    Workload (a serving group never finishes, and a StatefulSet remakes a pod, or scales to zero, or is deleted,
+    only once the old one is gone)."""
+    return tuple(p for p in pods if p.metadata.annotations.get(SUSPENDING_PARENT) == "statefulset"
+                 and (p.status.phase in ("Succeeded", "Failed") or (p.metadata.deletion_timestamp
+                                                                   and not p.spec.node_name))
+                 and finalizable(p))
+
+
+def _group_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool, admission_shown: bool,
+                prebuilt: bool, fast_quota_release: bool, wl_deleting: bool) -> GroupStep:
     if not pods or not managed:
         return GroupStep()
     first = pods[0]

@@ -16,27 +16,31 @@ reconciler took the group over (``pkg/controller/jobs/statefulset/statefulset_we
 
 Its validating webhook (``vstatefulset.kb.io`` at ``/validate-apps-v1-statefulset``, create and update) refuses a
 queue name that is not a DNS-1123 subdomain and, on update, a changed queue name (of the StatefulSet or its
-template), a changed ``kueue.x-k8s.io/pod-group-name`` label, and any resize but to zero or from zero (a group's
-total is fixed), from zero only once the scale-down is over (``status.replicas`` 0: ``scaling down is still in
-progress``). As the Deployment webhooks, both allow everything unchanged while the integration is off and are
-registered fail-closed only while it is on.
+template), a changed ``kueue.x-k8s.io/pod-group-name`` label and, for a StatefulSet naming a queue, any resize but
+to zero or from zero (a group's total is fixed), from zero only once the scale-down is over (``status.replicas``
+0: ``scaling down is still in progress``); one naming none resizes freely (Kueue's fix, kubernetes-sigs/kueue#3996).
+As the Deployment webhooks, both allow everything unchanged while the integration is off and are registered
+fail-closed only while it is on.
 
 Not done, unlike Kueue: its StatefulSet reconciler (newer Kueue makes the group's Workload itself, prebuilt,
 names it with the StatefulSet's uid, labels the pods from a pod reconciler and puts the Workload on hold while
-scaled to zero): scaling to zero and back is handled no further
-than the validating rule above, the group's Workload being left to the pod-group rules.
+scaled to zero): scaling to zero and back is handled no further than the validating rule above and the pods, once
+ended or deleted before reaching a node, losing Kueue's finalizer (:func:`connectors.k8s.pod_group.released_by_statefulset`),
+the group's Workload being left to the pod-group rules; nor are an older revision's pods let go in a rolling
+update, as Kueue's first StatefulSet reconciler did.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from connectors.k8s import deployment_webhook as parents
 from connectors.k8s import job_validation
 from connectors.k8s.job_events import QUEUE_LABEL
-from connectors.k8s.jobs import MAX_PREFIX
+from connectors.k8s.jobs import MAX_PREFIX, SHORT_PREFIX
 from connectors.k8s.pod_roles import GROUP_LABEL, POD_INDEX_LABEL_ANNOTATION, TOTAL_COUNT_ANNOTATION
 from connectors.k8s.pod_webhook import HasDefaultQueue, NamespaceLabels, allowed_as_is
 from kueue_es.scheduler.config import STATEFULSET_FRAMEWORK
@@ -51,11 +55,11 @@ POD_INDEX = "apps.kubernetes.io/pod-index"
 """The label the StatefulSet controller gives each pod: its ordinal."""
 
 
-def workload_name(name: str, uid: str = "") -> str:
+def workload_name(name: str, uid: str = "", short: bool = False) -> str:
     """Kueue's Workload name for a StatefulSet (``statefulset-<name>-<hash>``), its pod group's name; the webhook
-    knows no uid yet, so it hashes none."""
+    knows no uid yet, so it hashes none. ``short``: the ``ShortWorkloadNames`` gate (a prefix of 57, not 247)."""
     digest = hashlib.sha1(f"StatefulSet\napps\n{name}\n{uid}".encode()).hexdigest()
-    return f"{f'statefulset-{name}'[:MAX_PREFIX]}-{digest[:5]}"
+    return f"{f'statefulset-{name}'[:SHORT_PREFIX if short else MAX_PREFIX]}-{digest[:5]}"
 
 
 def replicas(obj: Mapping[str, Any]) -> int:
@@ -63,13 +67,13 @@ def replicas(obj: Mapping[str, Any]) -> int:
     return value if isinstance(value, int) else 1
 
 
-def group_marks(obj: Mapping[str, Any], queue: str) -> tuple[dict[str, str], dict[str, str]]:
+def group_marks(obj: Mapping[str, Any], queue: str, short: bool = False) -> tuple[dict[str, str], dict[str, str]]:
     """The template labels and annotations that make a queued StatefulSet's pods one serving group (none without a
-    queue name, as in Kueue)."""
+    queue name, as in Kueue). ``short``: the ``ShortWorkloadNames`` gate (:func:`workload_name`)."""
     if not queue:
         return {}, {}
     name = str((obj.get("metadata") or {}).get("name", ""))
-    return ({GROUP_LABEL: workload_name(name)},
+    return ({GROUP_LABEL: workload_name(name, short=short)},
             {TOTAL_COUNT_ANNOTATION: str(replicas(obj)), FAST_ADMISSION: "true", SERVING: "true",
              POD_INDEX_LABEL_ANNOTATION: POD_INDEX})
 
@@ -110,6 +114,16 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     old_group, new_group = _labels(old).get(GROUP_LABEL, ""), _labels(new).get(GROUP_LABEL, "")
     if old_group != new_group:
         errors.append(job_validation.invalid(f"metadata.labels[{GROUP_LABEL}]", new_group, job_validation.IMMUTABLE))
+    if old_queue or new_queue:
+        errors += _resize_errors(old, new)
+    return errors
+
+
+def _resize_errors(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """A queued StatefulSet's resize but to or from zero (its group's total is fixed), and one from zero before the
+    scale-down is over. Only for a StatefulSet naming a queue: one Kueue does not hold resizes freely, as Kueue
+    fixed it (kubernetes-sigs/kueue#3996)."""
+    errors = []
     old_count, new_count = replicas(old), replicas(new)
     if old_count != 0 and new_count != 0 and old_count != new_count:
         errors.append(job_validation.invalid("spec.replicas", new_count, job_validation.IMMUTABLE))
@@ -127,7 +141,7 @@ def reviewers(defaulting: parents.ParentDefaulting, namespace_labels: NamespaceL
 
     async def mutate(body: bytes) -> dict[str, Any]:
         return await parents.mutating_review(body, defaulting, STATEFULSET_FRAMEWORK, namespace_labels,
-                                             has_default_queue, group_marks)
+                                             has_default_queue, partial(group_marks, short=defaulting.short_names))
 
     async def validate(body: bytes) -> dict[str, Any]:
         return parents.validating_review(body, create_errors, update_errors)

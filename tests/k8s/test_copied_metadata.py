@@ -80,8 +80,9 @@ def test_custom_metric_labels_of_workloads_add_their_sources_under_the_gate_only
 def test_copied_and_agreed() -> None:
     assert copied(("a", "b"), {"a": "1", "c": "3"}) == {"a": "1"}
     assert agreed(("a", "b"), [{"a": "1"}, {"b": "2", "c": "3"}, {"a": "1"}], LABELS_MISMATCH) == {"a": "1", "b": "2"}
-    with pytest.raises(ValueError, match=LABELS_MISMATCH):
+    with pytest.raises(ValueError, match=LABELS_MISMATCH) as exc:
         agreed(("a",), [{"a": "1"}, {}, {"a": "2"}], LABELS_MISMATCH)
+    assert str(exc.value) == f"{LABELS_MISMATCH}: 'a': '1' != '2'", "Kueue's words, then the key and the values"
 
 
 # --- a Job -------------------------------------------------------------------------------------------------------

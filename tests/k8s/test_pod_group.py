@@ -247,6 +247,36 @@ def test_a_failed_pod_with_a_replacement_loses_the_finalizer() -> None:
     assert names(step.finalize) == ["d"], "the one active less lately (deleted before) goes first"
 
 
+STATEFULSET_POD = {**SERVING, "kueue.x-k8s.io/pod-suspending-parent": "statefulset"}
+
+
+def test_a_statefulsets_ended_pods_lose_the_finalizer_so_that_it_can_scale_to_zero_or_replace_them() -> None:
+    """As Kueue's StatefulSet reconciler finalizes them: scaled to zero (its pods deleted and ended), the
+    StatefulSet's pods go, so that ``status.replicas`` reaches 0 and it may scale up again; one that ended is let go
+    so that the StatefulSet controller can make it anew under the same name. A plain serving group's are kept."""
+    wl = group_workload(ADMITTED)
+    ended = [member("web-0", gated=False, phase="Failed", deleting=True, node="n1", annotations=STATEFULSET_POD),
+             member("web-1", gated=False, phase="Succeeded", deleting=True, node="n1", annotations=STATEFULSET_POD)]
+    assert names(next_step(ended, wl, managed=True, admission_shown=True).finalize) == ["web-0", "web-1"]
+    one = [ended[0], member("web-1", gated=False, phase="Running", node="n1", annotations=STATEFULSET_POD)]
+    assert names(next_step(one, wl, managed=True, admission_shown=True).finalize) == ["web-0"]
+    plain = [member(n, gated=False, phase="Failed", deleting=True, node="n1", annotations=SERVING) for n in "ab"]
+    assert next_step(plain, wl, managed=True, admission_shown=True).finalize == ()
+
+
+def test_a_statefulsets_pods_deleted_before_reaching_a_node_lose_the_finalizer() -> None:
+    """Scaled to zero, or deleted, while still queued: its gated pods never run, so never end; Kueue's StatefulSet
+    reconciler lets them go all the same (all of them at zero replicas, or once the StatefulSet is gone)."""
+    pending = group_workload(PENDING)
+    gated = [member(f"web-{i}", deleting=True, annotations=STATEFULSET_POD) for i in (0, 1)]
+    assert names(next_step(gated, pending, managed=True, admission_shown=False).finalize) == ["web-0", "web-1"]
+    waiting = [member(f"web-{i}", annotations=STATEFULSET_POD) for i in (0, 1)]
+    assert next_step(waiting, pending, managed=True, admission_shown=False).finalize == (), "not deleted: kept"
+    placed = [member("web-0", gated=False, phase="Running", deleting=True, node="n1", annotations=STATEFULSET_POD)]
+    assert next_step(placed, group_workload(ADMITTED), managed=True, admission_shown=True).finalize == (), (
+        "placed on a node: kept until it has ended")
+
+
 def test_absent_pods_count_per_role_and_under_fast_admission_only_roles_with_none() -> None:
     wl = group_workload(ADMITTED, counts={"r1": 2, "r2": 1})
     pods = [member("a", gated=False, phase="Failed"), member("b", gated=False, phase="Succeeded"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import re
 from typing import Any
 
@@ -77,6 +78,22 @@ def test_a_queued_statefulset_makes_its_pods_one_serving_group_of_its_replicas()
         "kueue.x-k8s.io/pod-group-pod-index-label": "apps.kubernetes.io/pod-index"}
 
 
+@pytest.mark.parametrize("short", [False, True])
+def test_a_long_named_statefulsets_group_name_follows_short_workload_names(short: bool) -> None:
+    """Kueue names the group as any Workload it makes: under ``ShortWorkloadNames`` the prefix is cut to 57
+    characters, so that the name (a label value here) stays within 63."""
+    name = "inference-" + "x" * 50
+    config = load_config({"integrations": {"frameworks": ["pod", "statefulset"]},
+                          "featureGates": {"ShortWorkloadNames": short}})
+    obj = _sts({Q: "lq"})
+    obj["metadata"]["name"] = name
+    group = _template_after(obj, _mutate(obj, dw.ParentDefaulting.of(config, "statefulset")))["labels"][GROUP]
+    digest = hashlib.sha1(f"StatefulSet\napps\n{name}\n".encode()).hexdigest()[:5]
+    prefix = f"statefulset-{name}"
+    assert group == f"{prefix[:57] if short else prefix}-{digest}"
+    assert (len(group) <= 63) is short
+
+
 def test_an_unset_replica_count_is_one_and_an_unqueued_statefulset_is_left_alone() -> None:
     obj = _sts({Q: "lq"}, replicas=None)
     assert _template_after(obj, _mutate(obj))["annotations"]["kueue.x-k8s.io/pod-group-total-count"] == "1"
@@ -99,16 +116,26 @@ def _validate(new: dict, old: dict | None = None) -> dict:
     (_sts({Q: "a"}, template_labels={Q: "a"}), _sts({Q: "a"}, template_labels={Q: "b"}),
      f'spec.template.metadata.labels[{Q}]: Invalid value: "b": field is immutable'),
     (_sts({GROUP: "g"}), _sts({GROUP: "h"}), f'metadata.labels[{GROUP}]: Invalid value: "h": field is immutable'),
-    (_sts(replicas=3), _sts(replicas=4), "spec.replicas: Invalid value: 4: field is immutable"),
-    (_sts(replicas=3), _sts(replicas=0), None),
-    (_sts(replicas=0), _sts(replicas=5), None),
-    (_sts(replicas=0), _sts(replicas=5, status_replicas=2),
+    (_sts({Q: "a"}, replicas=3), _sts({Q: "a"}, replicas=4), "spec.replicas: Invalid value: 4: field is immutable"),
+    (_sts({Q: "a"}, replicas=3), _sts({Q: "a"}, replicas=0), None),
+    (_sts({Q: "a"}, replicas=0), _sts({Q: "a"}, replicas=5), None),
+    (_sts({Q: "a"}, replicas=0), _sts({Q: "a"}, replicas=5, status_replicas=2),
      "spec.replicas: Forbidden: scaling down is still in progress"),
 ])
 def test_what_an_update_may_change(old: dict, new: dict, error: str | None) -> None:
     response = _validate(new, old)
     assert response["allowed"] is (error is None)
     assert error is None or response["status"]["message"] == error
+
+
+@pytest.mark.parametrize(("old_replicas", "new_replicas", "status_replicas"), [(3, 4, 3), (0, 2, 1), (5, 1, 5)])
+def test_a_statefulset_naming_no_queue_may_be_resized(old_replicas: int, new_replicas: int,
+                                                       status_replicas: int) -> None:
+    """Not Kueue's: its pods form no group whose total is fixed, so any resize goes (Kueue's fix for scaling
+    StatefulSets it does not manage, kubernetes-sigs/kueue#3996)."""
+    old = _sts({"app": "web"}, replicas=old_replicas, status_replicas=status_replicas)
+    new = _sts({"app": "web"}, replicas=new_replicas, status_replicas=status_replicas)
+    assert _validate(new, old)["allowed"]
 
 
 def test_a_queue_name_must_be_a_dns_subdomain() -> None:

@@ -6,7 +6,7 @@ A StatefulSet naming a queue is stored with its pod template making its pods one
 gets one Workload of all its replicas as soon as its first pod exists, and once that is admitted every pod is
 ungated. The test cluster runs no kube-controller-manager: the test makes the pods as the StatefulSet controller
 would (ordinal names, ``apps.kubernetes.io/pod-index``, the StatefulSet their controller). The validating webhook
-refuses a resize other than to or from zero.
+refuses a resize other than to or from zero; scaled to zero, its pods, once ended, lose Kueue's finalizer and go.
 """
 
 from __future__ import annotations
@@ -20,13 +20,14 @@ import pytest
 from kubehelp import connect, create, eventually, get, kueue_es, pod_webhooks, queues
 
 from connectors.k8s import crds
-from connectors.k8s.errors import Forbidden
+from connectors.k8s.errors import Forbidden, NotFound
 from connectors.k8s.resources import BY_KIND, STATEFUL_SETS
 from connectors.k8s.statefulset_webhook import workload_name
 from kueue_es.scheduler.config import load_config
 
 pytestmark = pytest.mark.kube
 NAMESPACES = BY_KIND["Namespace"]
+PODS = BY_KIND["Pod"]
 Q = "kueue.x-k8s.io/queue-name"
 GATE = "kueue.x-k8s.io/admission"
 
@@ -115,3 +116,20 @@ async def test_a_queued_statefulsets_pods_are_one_serving_group_admitted_togethe
                 return False
 
             await eventually(validating, what="a resize of the group refused")
+
+            # scaled to zero (allowed), its pods deleted and ended as its controller and the kubelets would end them:
+            # they lose Kueue's finalizer and go, so that the StatefulSet may scale up again
+            await kc.patch(STATEFUL_SETS, "web", {"spec": {"replicas": 0}}, q.ns)
+            async with kueue_es(kc, tmp_path / "log", config=config):
+                for i in (0, 1):
+                    await kc.patch(PODS, f"web-{i}", {"status": {"phase": "Failed"}}, q.ns, subresource="status")
+                    await kc.delete(PODS, f"web-{i}", q.ns)
+
+                async def pods_gone() -> bool:
+                    for i in (0, 1):
+                        with contextlib.suppress(NotFound):
+                            await get(kc, "Pod", f"web-{i}", q.ns)
+                            return False
+                    return True
+
+                await eventually(pods_gone, what="the ended pods of the StatefulSet scaled to zero let go")
