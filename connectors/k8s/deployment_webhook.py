@@ -29,8 +29,8 @@ gate, not in the gate table kueue-es follows).
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -45,9 +45,11 @@ from connectors.k8s.pod_webhook import (
     MANAGED_LABEL,
     SUSPENDING_PARENT,
     HasDefaultQueue,
+    LookupFailed,
     NamespaceLabels,
     allowed_as_is,
     failure_policy,
+    patch_answer,
 )
 from events import objects as o
 from kueue_es.scheduler.config import DEPLOYMENT_FRAMEWORK, SchedulerConfig
@@ -131,10 +133,6 @@ def template_patch(obj: Mapping[str, Any], queue: str, framework: str, marks: Te
             + map_ops("/spec/template/metadata/annotations", meta.get("annotations"), annotations))
 
 
-class LookupFailed(Exception):
-    """A lookup the webhook needs failed: the object is refused (the webhook fails closed, as Kueue's)."""
-
-
 async def parent_patch(obj: Mapping[str, Any], namespace: str, defaulting: ParentDefaulting, framework: str,
                        namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,
                        marks: TemplateMarks | None = None) -> list[dict[str, Any]]:
@@ -170,20 +168,13 @@ async def mutating_review(body: bytes, defaulting: ParentDefaulting, framework: 
     """Answer one AdmissionReview (v1) of a parent being created or updated: allowed, with :func:`parent_patch`;
     refused when a lookup fails."""
     req = msgspec.json.decode(body).get("request") or {}
-    response: dict[str, Any] = {"uid": req.get("uid", ""), "allowed": True}
     obj = req.get("object")
+    patch = None
     if defaulting.enabled and req.get("operation") in ("CREATE", "UPDATE") and isinstance(obj, dict) and obj:
         namespace = req.get("namespace") or (obj.get("metadata") or {}).get("namespace", "")
-        try:
-            ops = await parent_patch(obj, namespace, defaulting, framework, namespace_labels, has_default_queue,
-                                     marks)
-        except LookupFailed as exc:
-            response.update(allowed=False, status={"code": 500, "reason": "InternalError", "message": str(exc)})
-            ops = []
-        if ops:
-            response["patchType"] = "JSONPatch"
-            response["patch"] = base64.b64encode(msgspec.json.encode(ops)).decode()
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+        patch = partial(parent_patch, obj, namespace, defaulting, framework, namespace_labels, has_default_queue,
+                        marks)
+    return await patch_answer(req, patch)
 
 
 _QUEUE_PATH = f"metadata.labels[{QUEUE_LABEL}]"
@@ -220,23 +211,17 @@ CreateErrors = Callable[[Mapping[str, Any]], list[str]]
 UpdateErrors = Callable[[Mapping[str, Any], Mapping[str, Any]], list[str]]
 
 
-def validating_review(body: bytes, create: CreateErrors | None = None, update: UpdateErrors | None = None
-                      ) -> dict[str, Any]:
+async def validating_review(body: bytes, create: CreateErrors | None = None, update: UpdateErrors | None = None
+                            ) -> dict[str, Any]:
     """Answer one AdmissionReview (v1) of a Deployment (or, with its rules ``create`` and ``update``, another
-    parent), the integration on: allowed, or refused (403) with Kueue's field errors."""
+    parent), the integration on: allowed, or refused (403) with Kueue's field errors. (A parent's rules ask
+    nothing of a default LocalQueue, unlike a Job's.)"""
     create, update = create or create_errors, update or update_errors
-    req = msgspec.json.decode(body).get("request") or {}
-    response: dict[str, Any] = {"uid": req.get("uid", ""), "allowed": True}
-    new, old, operation = req.get("object"), req.get("oldObject"), req.get("operation", "")
-    errors: list[str] = []
-    if operation == "CREATE" and isinstance(new, dict):
-        errors = create(new)
-    elif operation == "UPDATE" and isinstance(new, dict) and isinstance(old, dict):
-        errors = update(old, new)
-    message = job_validation.aggregate(errors)
-    if message is not None:
-        response.update(allowed=False, status={"code": 403, "reason": "Forbidden", "message": message})
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+    return await job_validation.answer(body, _no_default_queue, create, lambda old, new, _default: update(old, new))
+
+
+async def _no_default_queue(namespace: str) -> bool:
+    return False
 
 
 def reviewers(defaulting: ParentDefaulting, namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue
@@ -250,7 +235,7 @@ def reviewers(defaulting: ParentDefaulting, namespace_labels: NamespaceLabels, h
         return await mutating_review(body, defaulting, DEPLOYMENT_FRAMEWORK, namespace_labels, has_default_queue)
 
     async def validate(body: bytes) -> dict[str, Any]:
-        return validating_review(body)
+        return await validating_review(body)
 
     return {MUTATING_PATH: mutate, VALIDATING_PATH: validate}
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -162,23 +163,34 @@ async def review(body: bytes, defaulting: PodDefaulting, namespace_labels: Names
     """Answer one AdmissionReview (v1) for a Pod (see the module docstring). A lookup that fails refuses the Pod
     with Kueue's words for it (the webhook's ``failurePolicy`` is Fail while the integration is on)."""
     req = msgspec.json.decode(body).get("request") or {}
-    response: dict[str, Any] = {"uid": req.get("uid", ""), "allowed": True}
     pod = req.get("object") or {}
+    patch = None
     if defaulting.enabled and req.get("operation", "CREATE") == "CREATE" and isinstance(pod, dict) and pod:
         namespace = req.get("namespace") or (pod.get("metadata") or {}).get("namespace", "")
+        patch = partial(_defaults, pod, namespace, defaulting, namespace_labels, has_default_queue, queued_job_owner)
+    return await patch_answer(req, patch)
+
+
+async def patch_answer(req: dict[str, Any], patch: Callable[[], Awaitable[list[dict[str, Any]]]] | None
+                       ) -> dict[str, Any]:
+    """The AdmissionReview (v1) answering a mutating webhook's request ``req``: allowed, with the JSON patch
+    ``patch`` makes (None: nothing to change), or refused (500) with the message of the :class:`LookupFailed` it
+    raises."""
+    response: dict[str, Any] = {"uid": req.get("uid", ""), "allowed": True}
+    ops: list[dict[str, Any]] = []
+    if patch is not None:
         try:
-            ops = await _defaults(pod, namespace, defaulting, namespace_labels, has_default_queue, queued_job_owner)
-        except _LookupFailed as exc:
+            ops = await patch()
+        except LookupFailed as exc:
             response.update(allowed=False, status={"code": 500, "reason": "InternalError", "message": str(exc)})
-            ops = []
-        if ops:
-            response["patchType"] = "JSONPatch"
-            response["patch"] = base64.b64encode(msgspec.json.encode(ops)).decode()
+    if ops:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(msgspec.json.encode(ops)).decode()
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
 
 
-class _LookupFailed(Exception):
-    pass
+class LookupFailed(Exception):
+    """A lookup a mutating webhook needs failed: the object is refused (the webhook fails closed, as Kueue's)."""
 
 
 async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulting, namespace_labels: NamespaceLabels,
@@ -189,7 +201,7 @@ async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulti
     try:
         labels = await namespace_labels(namespace)
     except KubeError as exc:
-        raise _LookupFailed(f"failed to get namespace: {exc}") from exc
+        raise LookupFailed(f"failed to get namespace: {exc}") from exc
     if not selector_matches(defaulting.managed_namespaces, labels):
         return []
     owner = controller_of(pod)
@@ -202,7 +214,7 @@ async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulti
             if await queued_job_owner(namespace, owner):
                 return []
         except KubeError as exc:
-            raise _LookupFailed(f"workload owner not found: {exc}") from exc
+            raise LookupFailed(f"workload owner not found: {exc}") from exc
     queue = ((pod.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL)
     default = not queue and await has_default_queue(namespace)
     ops = pod_patch(pod, default_queue=default, without_queue=defaulting.without_queue, tas=defaulting.tas)

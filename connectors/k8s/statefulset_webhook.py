@@ -144,6 +144,6 @@ def reviewers(defaulting: parents.ParentDefaulting, namespace_labels: NamespaceL
                                              has_default_queue, partial(group_marks, short=defaulting.short_names))
 
     async def validate(body: bytes) -> dict[str, Any]:
-        return parents.validating_review(body, create_errors, update_errors)
+        return await parents.validating_review(body, create_errors, update_errors)
 
     return {MUTATING_PATH: mutate, VALIDATING_PATH: validate}

@@ -107,7 +107,7 @@ def _validate(new: dict, old: dict | None = None) -> dict:
     request: dict[str, Any] = {"uid": "u", "operation": "UPDATE" if old else "CREATE", "object": new}
     if old is not None:
         request["oldObject"] = old
-    return dw.validating_review(msgspec.json.encode({"request": request}))["response"]
+    return asyncio.run(dw.validating_review(msgspec.json.encode({"request": request})))["response"]
 
 
 def test_a_queue_name_must_be_a_dns_subdomain() -> None:
