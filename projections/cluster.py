@@ -62,7 +62,6 @@ from projections.workloads import (
     WorkloadInfo,
     admission_usage,
     after_reclaim,
-    counts_left,
     failed_attempt,
     held_for_pods_ready,
     intern_scan,
@@ -759,9 +758,9 @@ class ClusterState:
             self._flush_tree(wl.cluster_queue)
 
     def _rescale_usage(self, wl: WorkloadInfo) -> bool:
-        """A reserving ``wl`` holds its admission scaled by the pods left (:func:`counts_left`): re-charge it when
+        """A reserving ``wl`` holds its admission scaled by the pods left (:func:`admission_usage`): re-charge it when
         that changed; returns whether it did."""
-        usage = admission_usage(wl.admission, counts_left(wl))  # type: ignore[arg-type]
+        usage = admission_usage(wl.admission, wl)  # type: ignore[arg-type]
         if usage == wl.usage:
             return False
         admitted = wl.phase == ADMITTED
@@ -1348,7 +1347,7 @@ class ClusterState:
         if st.admission is not None and _true(qr):
             wl.admission = st.admission
             wl.cluster_queue = st.admission.cluster_queue
-            wl.usage = admission_usage(st.admission, counts_left(wl))
+            wl.usage = admission_usage(st.admission, wl)
             wl.reserved_at = _ms(qr)
             wl.phase = RESERVED
             self._sync_checks(wl)
@@ -1580,7 +1579,7 @@ class ClusterState:
         self._dequeue(wl)
         wl.admission = e.admission
         wl.cluster_queue = e.admission.cluster_queue
-        wl.usage = admission_usage(e.admission, counts_left(wl))
+        wl.usage = admission_usage(e.admission, wl)
         wl.phase = RESERVED
         wl.scan = None
         wl.shows_requests = False  # the admission's resourceUsage supersedes them: Kueue empties them in that write

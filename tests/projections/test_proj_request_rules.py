@@ -35,9 +35,10 @@ from projections.cluster import ClusterState
 from projections.request_rules import ResourceTransformation, compile_rules, reclaims, rules_of
 from projections.workloads import (
     PENDING,
+    PodSetInfo,
+    WorkloadInfo,
     admission_usage,
     after_reclaim,
-    counts_left,
     pod_set_info,
     pod_set_infos,
     readjusted,
@@ -228,12 +229,20 @@ def test_a_reserving_workload_whose_spec_loses_pods_without_reclaimable_ones_hol
     _pending_counted_now(state)
 
 
+def _main_pod_set(spec_count: int, left: int) -> WorkloadInfo:
+    """A workload whose pod set ``main`` has ``spec_count`` pods in its spec and ``left`` once reclaimed."""
+    return WorkloadInfo(key="ns0/w0", uid="u0", namespace="ns0", name="w0", queue_name="lq0", created=0, priority=0,
+                        priority_class="", pod_sets=(PodSetInfo("main", left, None, ()),),
+                        spec_pod_sets=(PodSetInfo("main", spec_count, None, ()),))
+
+
 def test_admission_usage_scales_by_the_pods_left_and_keeps_a_partial_admission() -> None:
     adm = admission("cq0", "f0", 4001, count=4)
-    assert admission_usage(adm, {"main": (4, 1)}) == {"f0/cpu": 1000}  # 4001 // 4 * 1
-    assert admission_usage(adm, {"main": (6, 5)}) == {"f0/cpu": 4001}  # partially admitted with 4: kept
+    assert admission_usage(adm, _main_pod_set(4, 1)) == {"f0/cpu": 1000}  # 4001 // 4 * 1
+    assert admission_usage(adm, _main_pod_set(6, 5)) == {"f0/cpu": 4001}  # partially admitted with 4: kept
+    assert admission_usage(adm, _main_pod_set(3, 3)) == {"f0/cpu": 3000}  # the spec lost a pod: 4001 // 4 * 3
     assert admission_usage(o.Admission(cluster_queue="cq0", pod_set_assignments=[o.PodSetAssignment(
-        name="main", flavors={"cpu": "f0"}, resource_usage={"cpu": "3"})]), {"main": (3, 0)}) == {"f0/cpu": 0}
+        name="main", flavors={"cpu": "f0"}, resource_usage={"cpu": "3"})]), _main_pod_set(3, 0)) == {"f0/cpu": 0}
 
 
 def _pending_counted_now(state: ClusterState) -> None:
@@ -248,7 +257,7 @@ def _pending_counted_now(state: ClusterState) -> None:
             reclaimable = wl.reclaimable if state.reclaim_enabled else ()
             assert wl.pod_sets == after_reclaim(now, reclaimable), f"{key}: {wl.pod_sets}, reclaimable {reclaimable}"
         elif wl.reserving and wl.admission is not None:
-            assert wl.usage == admission_usage(wl.admission, counts_left(wl)), key
+            assert wl.usage == admission_usage(wl.admission, wl), key
 
 
 def _held(state: ClusterState) -> dict[str, dict[str, int]]:
