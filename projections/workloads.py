@@ -565,8 +565,7 @@ def admission_usage(admission: o.Admission, wl: WorkloadInfo | None = None) -> d
     (its ``pod_sets`` entry; integer division; the admitted count is the assignment's, else the spec's). Kueue
     takes the counts from the spec as it is now, so a spec with fewer pods than were admitted (changed while
     reserving, as no webhook stops in a log) holds less too. A count left above the admitted one (a partial
-    admission) changes nothing. (It reads the pod sets in place: building a mapping of them first was a third of
-    a reservation's cost here.)"""
+    admission) changes nothing. (It reads the pod sets in place: a reservation is on the fold's hot path.)"""
     usage: dict[str, int] = {}
     for psa in admission.pod_set_assignments:
         admitted = left = 0
