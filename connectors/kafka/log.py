@@ -280,20 +280,26 @@ class KafkaLog(EventLog):
     # --- closing -------------------------------------------------------------------------------------------
 
     async def close(self) -> None:
+        """Finish the appends already accepted, then stop every client. Cancelled meanwhile (a timeout around the
+        caller), it still stops them all: a client left running would be collected unclosed."""
         if self._closed:
             return
         self._closed = True
-        if self._writer is not None and not self._writer.done():
-            await asyncio.wait([self._writer])  # appends already accepted are finished, not dropped
-        clients: list[Any] = [self._producer, self._meta, *self._readers]
-        self._producer = self._meta = None
-        for client in clients:
-            if client is None:
-                continue
-            try:
-                await client.stop()
-            except (KafkaError, RuntimeError):  # pragma: no cover - best effort
-                pass
+        try:
+            if self._writer is not None and not self._writer.done():
+                await asyncio.wait([self._writer])  # appends already accepted are finished, not dropped
+        finally:
+            clients: list[Any] = [c for c in (self._producer, self._meta, *self._readers) if c is not None]
+            self._producer = self._meta = None
+            self._readers = set()
+            await asyncio.shield(asyncio.gather(*(_stop(c) for c in clients)))
+
+
+async def _stop(client: Any) -> None:
+    try:
+        await client.stop()
+    except (KafkaError, RuntimeError):  # pragma: no cover - best effort
+        pass
 
 
 __all__ = ["STRIDE", "KafkaLog", "KafkaLogError", "to_kafka", "to_offset"]
