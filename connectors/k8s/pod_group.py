@@ -12,10 +12,12 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
   wait; Pods that disagree on the queue name or the total count get none; runnable Pods beyond the total (the
   newest, gated ones first) are finalized and deleted (``ExcessPodDeleted``); the rest make the Workload —
   every Pod an owner (not the controller), ``kueue.x-k8s.io/is-group-workload: "true"``, at most 8 roles;
-* a Workload: runnable Pods of a role beyond its pod set's count are excess too, removed the same way; failed
-  Pods a runnable one replaces lose the finalizer; a group's succeeded Pods are its reclaimable pods (per role,
-  ``ReclaimablePodsChanged``), none for a serving group (``kueue.x-k8s.io/pod-group-serving: "true"``), which
-  never finishes either;
+* a Workload: only the Pods of a role it has a pod set for are its own (:func:`of_its_roles`; others, such as a
+  StatefulSet's pods of a new revision whose template changed what admission looks at, are neither started,
+  stopped, removed nor counted: they stay gated); runnable Pods of a role beyond its pod set's count are excess
+  too, removed the same way; failed Pods a runnable one replaces lose the finalizer; a group's succeeded Pods
+  are its reclaimable pods (per role, ``ReclaimablePodsChanged``), none for a serving group
+  (``kueue.x-k8s.io/pod-group-serving: "true"``), which never finishes either;
 * the group has finished once as many Pods succeeded as the total (or, with a Pod annotated
   ``kueue.x-k8s.io/retriable-in-group: "false"``, once none is still running): the Workload finishes
   ``Succeeded``, "Pods succeeded: <n>/<total>.", and then every Pod loses the finalizer;
@@ -251,6 +253,8 @@ def _missing_prebuilt(pods: list[ManagedPod], total: int) -> GroupStep:
 
 def _with_workload(pods: list[ManagedPod], first: ManagedPod, total: int, wl: WorkloadInfo,
                    admission_shown: bool, prebuilt: bool = False, fast_quota_release: bool = False) -> GroupStep:
+    if not prebuilt:
+        pods = of_its_roles(pods, wl)
     remove = () if prebuilt else _excess_by_role(pods, wl)
     left = [p for p in pods if p not in remove]
     serving = is_serving(first)
@@ -278,6 +282,14 @@ def _with_workload(pods: list[ManagedPod], first: ManagedPod, total: int, wl: Wo
     if running:
         return GroupStep(STOP, running, remove, reason=NOT_ADMITTED_REASON, message=NOT_ADMITTED)
     return GroupStep(remove=remove)
+
+
+def of_its_roles(pods: list[ManagedPod], wl: WorkloadInfo) -> list[ManagedPod]:
+    """The group's Pods of a role the Workload has a pod set for: the only ones Kueue counts, starts, stops or
+    removes as excess. Pods of another role (a StatefulSet's new revision, its template changed in what admission
+    looks at) are left as they are: gated ones stay gated."""
+    roles = {ps.name for ps in wl.spec_sets}
+    return [p for p in pods if role_of(p) in roles]
 
 
 def _without_workload(pods: list[ManagedPod], first: ManagedPod, total: int) -> GroupStep:

@@ -27,7 +27,9 @@ names it with the StatefulSet's uid, labels the pods from a pod reconciler and p
 scaled to zero): scaling to zero and back is handled no further than the validating rule above and the pods, once
 ended or deleted before reaching a node, losing Kueue's finalizer (:func:`connectors.k8s.pod_group.released_by_statefulset`),
 the group's Workload being left to the pod-group rules; nor are an older revision's pods let go in a rolling
-update, as Kueue's first StatefulSet reconciler did.
+update, as Kueue's first StatefulSet reconciler did (that needs the StatefulSet's ``status.currentRevision`` and
+``updateRevision``, so a StatefulSet watch). The new revision's pods, when the template change gives them another
+role, are left gated by the group (:func:`connectors.k8s.pod_group.of_its_roles`), as Kueue's pod reconciler does.
 """
 
 from __future__ import annotations

@@ -315,3 +315,28 @@ def test_a_group_whose_workload_is_being_deleted_has_every_pod_stopped_and_final
 def test_the_group_workload_carries_kueues_resource_in_use_finalizer() -> None:
     body = pod_group.workload_for(ClusterState(), [raw("a", "1"), raw("b", "1")])
     assert body["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]
+
+
+def test_pods_of_a_role_the_workload_has_no_pod_set_for_are_left_out() -> None:
+    """A StatefulSet rolling update whose template changes what admission looks at: its new pods have another role.
+    As Kueue's pod reconciler keeps only the Pods of the Workload's roles: those are neither started (admitted)
+    nor stopped (not admitted, or evicted), nor removed as excess, nor counted as the group's."""
+    fast = {**STATEFULSET_POD, "kueue.x-k8s.io/pod-group-fast-admission": "true"}
+    wl = group_workload(ADMITTED, counts={"r1": 2})
+    old = member("web-0", gated=False, phase="Running", node="n1", annotations=fast)
+    new = member("web-1", role="r2", annotations=fast)
+    step = next_step([old, new], wl, managed=True, admission_shown=True)
+    assert step.action == "nothing" and step.remove == () and step.finalize == (), "web-1 stays gated"
+    new_running = member("web-1", role="r2", gated=False, phase="Running", node="n1", annotations=fast)
+    step = next_step([old, new_running], group_workload(PENDING, counts={"r1": 2}), managed=True,
+                     admission_shown=False)
+    assert step.action == STOP and names(step.pods) == ["web-0"]
+    evicted = group_workload(ADMITTED, counts={"r1": 2}, evicted="Preempted", reserving=True)
+    gone = member("web-0", gated=False, phase="Failed", deleting=True, node="n1", finalizer=False, annotations=fast)
+    assert next_step([gone, new_running], evicted, managed=True, admission_shown=True).action == RELEASE, (
+        "only the Workload's own Pods hold its quota")
+    done = member("web-0", gated=False, phase="Succeeded", node="n1", finalizer=False)
+    other = member("web-1", role="r2", gated=False, phase="Succeeded", node="n1")
+    one_reclaimable = group_workload(ADMITTED, counts={"r1": 2}, reclaimable=(("r1", 1),))
+    assert next_step([done, other], one_reclaimable, managed=True, admission_shown=True).action == "nothing", (
+        "1 of 2 succeeded in the Workload's role: not finished, and only that one reclaimable")

@@ -11,6 +11,7 @@ refuses a resize other than to or from zero; scaled to zero, its pods, once ende
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import secrets
 from typing import Any
@@ -107,6 +108,29 @@ async def test_a_queued_statefulsets_pods_are_one_serving_group_admitted_togethe
 
                 await eventually(all_ungated, what="both pods of the admitted group ungated")
                 assert (await get(kc, "Pod", "web-1", q.ns))["spec"]["nodeSelector"] == {"pool": "a"}
+
+                # a rolling update that changes what admission looks at: the controller deletes web-1 (never placed
+                # here, so let go) and makes it anew from the new template, another role than the Workload's; as
+                # Kueue, the group leaves it gated rather than starting it with an admission made for another role
+                containers = [{**sts["spec"]["template"]["spec"]["containers"][0],
+                               "resources": {"requests": {"cpu": "500m"}}}]
+                updated = msgspec.json.decode(await kc.patch(
+                    STATEFUL_SETS, "web", {"spec": {"template": {"spec": {"containers": containers}}}}, q.ns))
+                await kc.delete(PODS, "web-1", q.ns)
+
+                async def old_web_1_gone() -> bool:
+                    with contextlib.suppress(NotFound):
+                        await get(kc, "Pod", "web-1", q.ns)
+                        return False
+                    return True
+
+                await eventually(old_web_1_gone, what="the old revision's web-1 let go")
+                renewed = await create(kc, _replica(updated, 1))
+                role = "kueue.x-k8s.io/role-hash"
+                assert renewed["metadata"]["annotations"][role] != first["metadata"]["annotations"][role]
+                await asyncio.sleep(2.0)  # the connector's turns over the group, were it to start the new pod
+                assert GATE in _gates(await get(kc, "Pod", "web-1", q.ns)), "another role than the Workload's"
+                assert await get(kc, "Workload", group, q.ns), "the Workload stays while web-0 is its own"
 
             async def validating() -> bool:
                 try:
