@@ -713,16 +713,17 @@ class PodIntegration:
                 return  # owners added just now: the rest waits for the Workload that shows them
             if not usable:
                 wl = obs = None
+        own = pod_group.of_its_roles(pods, wl) if wl is not None and not prebuilt_name else pods  # what Kueue keeps
         if wl is not None and managed and self.state.waits_for_pods_ready:
-            change = pod_sync.pods_ready_transition(wl, running=any(pod_sync.is_running(p) for p in pods),
-                                                    ready=pod_group.pods_ready(pods))
+            change = pod_sync.pods_ready_transition(wl, running=any(pod_sync.is_running(p) for p in own),
+                                                    ready=pod_group.pods_ready(own))
             if change is not None:
                 await self._append_once(wl, ev.PodsReadyChanged(time=_now(), key=wl.key, uid=wl.uid,
                                                                 ready=change[0], reason=change[1]))
         if wl is not None and managed and wl.phase != FINISHED and await self._replacement_pods(
                 wl, pods, counted=not prebuilt_name):
             return  # as Kueue's reconciler: the rest waits for the Workload that shows the condition
-        held = any(pod_sync.is_gated(p) or pod_sync.ended(p) is not None for p in pods)  # Kueue's IsSuspended
+        held = any(pod_sync.is_gated(p) or pod_sync.ended(p) is not None for p in own)  # Kueue's IsSuspended
         if wl is not None and obs is not None and managed and await self._sync_workload(
                 pods[0], wl, obs, running=not held, generated=not prebuilt_name):
             return  # as Kueue's reconciler: the rest waits for the Workload that shows it

@@ -402,6 +402,25 @@ async def test_an_admitted_groups_pods_ready_is_every_pod_ready_under_wait_for_p
     assert (ready.key, ready.ready, ready.reason) == ("ns/g", True, "Started")
 
 
+@pytest.mark.asyncio
+async def test_a_groups_pods_of_another_role_do_not_count_for_its_pods_ready() -> None:
+    """A StatefulSet's pod of a new revision (its template changed what admission looks at: another role) stays
+    gated and is none of the Workload's: Kueue reads PodsReady, and whether the group is held back, over the Pods
+    it keeps (those of the Workload's roles)."""
+    pods, mirror, appended, _ = integration(group_workload_obs(), config={**POD_ON, "waitForPodsReady": {}})
+    wl = mirror.state.workloads["ns/g"]
+    wl.phase = ADMITTED
+    wl.conditions = (o.Condition(type="PodsReady", status="False", reason="WaitForStart"),)
+    _watch(pods, _ready(_group_raw("a", gated=False), True))
+    _watch(pods, _ready(_group_raw("b", gated=False), True))
+    other = _group_raw("c")
+    other["spec"]["containers"] = [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]
+    _watch(pods, other)
+    await pods.reconcile("group/ns/g")
+    (ready,) = [e for e in appended if isinstance(e, ev.PodsReadyChanged)]
+    assert (ready.key, ready.ready, ready.reason) == ("ns/g", True, "Started")
+
+
 def _unqueued_pod(owner: o.OwnerReference | None = None) -> ManagedPod:
     pod = managed_pod()
     return msgspec.structs.replace(pod, metadata=msgspec.structs.replace(
