@@ -546,16 +546,23 @@ class PodIntegration:
                     await self._once(pod, "stop", self._stop(pod, step, wl))
             case pod_sync.RELEASE:
                 assert wl is not None
-                if await self._append_once(wl, ev.JobStopped(time=_now(), key=wl.key, uid=wl.uid)):
-                    self.stats.released += 1
+                await self._give_back_quota(wl)
             case pod_sync.FINISH:
                 assert wl is not None
-                await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl.key, uid=wl.uid,
-                                                                reason=step.reason, message=step.message))
+                await self._finish(wl, step.reason, step.message)
             case pod_sync.FINALIZE:
                 await self._once(pod, "finalize", self._finalize(pod, wl_key if step.finished_workload else ""))
             case _:
                 pass
+
+    async def _give_back_quota(self, wl: WorkloadInfo) -> None:
+        """Give back the quota of ``wl``, whose Pods no longer run (``JobStopped``)."""
+        if await self._append_once(wl, ev.JobStopped(time=_now(), key=wl.key, uid=wl.uid)):
+            self.stats.released += 1
+
+    async def _finish(self, wl: WorkloadInfo, reason: str, message: str) -> None:
+        await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl.key, uid=wl.uid, reason=reason,
+                                                        message=message))
 
     def _workload_name(self, pod: ManagedPod) -> str:
         """The Workload the Pod (this uid) controls, whatever its name, else the name to create it under."""
@@ -816,12 +823,10 @@ class PodIntegration:
                         await self._once(pod, "stop", self._stop(pod, stop, wl))
             case pod_group.RELEASE:
                 assert wl is not None
-                if await self._append_once(wl, ev.JobStopped(time=_now(), key=wl.key, uid=wl.uid)):
-                    self.stats.released += 1
+                await self._give_back_quota(wl)
             case pod_group.FINISH:
                 assert wl is not None
-                await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl.key, uid=wl.uid,
-                                                                reason=step.reason, message=step.message))
+                await self._finish(wl, step.reason, step.message)
             case pod_group.FINALIZE:
                 for pod in step.pods:  # none finished without a Workload (a prebuilt one missing): no Event
                     await self._once(pod, "finalize", self._finalize(pod, wl.key if wl is not None else ""))

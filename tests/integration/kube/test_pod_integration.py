@@ -69,6 +69,20 @@ async def _label(kc, ns: str, labels: dict[str, str]) -> None:
     await kc.patch(NAMESPACES, ns, {"metadata": {"labels": labels}})
 
 
+async def _webhook_in_effect(kc, ns: str) -> None:
+    """Wait until a queued Pod created in ``ns`` would be gated: the apiserver picks the configuration up
+    asynchronously."""
+
+    async def effective() -> bool:
+        with contextlib.suppress(Exception):
+            out = await kc.request("POST", PODS.collection_path(ns), query=[("dryRun", "All")],
+                                   body=_pod(ns, "probe", {Q: "user-queue"}))
+            return GATE in _gates(msgspec.json.decode(out))
+        return False
+
+    await eventually(effective, what="the pod webhook in effect")
+
+
 @pytest.mark.asyncio
 async def test_a_queued_pod_is_gated_gets_its_workload_starts_once_admitted_and_finishes_it(
         kube_apiserver, tmp_path) -> None:
@@ -80,14 +94,7 @@ async def test_a_queued_pod_is_gated_gets_its_workload_starts_once_admitted_and_
         await _label(kc, q.ns, {"kueue-es-pod-test": sfx, f"managed-{sfx}": "yes"})
         outside = await namespace(kc, "pods-out", labels={"kueue-es-pod-test": sfx})
 
-        async def effective() -> bool:  # the apiserver picks the configuration up asynchronously
-            with contextlib.suppress(Exception):
-                out = await kc.request("POST", PODS.collection_path(q.ns), query=[("dryRun", "All")],
-                                       body=_pod(q.ns, "probe", {Q: "user-queue"}))
-                return GATE in _gates(msgspec.json.decode(out))
-            return False
-
-        await eventually(effective, what="the pod webhook in effect")
+        await _webhook_in_effect(kc, q.ns)
 
         created = await create(kc, _pod(q.ns, "single", {Q: "user-queue"}))
         assert _gates(created) == GATES
@@ -156,14 +163,7 @@ async def test_a_preempted_pod_is_marked_and_deleted_and_its_workload_goes_with_
         await create(kc, priority_class(f"low-{sfx}", 10))
         await create(kc, priority_class(f"high-{sfx}", 1000))
 
-        async def effective() -> bool:
-            with contextlib.suppress(Exception):
-                out = await kc.request("POST", PODS.collection_path(q.ns), query=[("dryRun", "All")],
-                                       body=_pod(q.ns, "probe", {Q: "user-queue"}))
-                return GATE in _gates(msgspec.json.decode(out))
-            return False
-
-        await eventually(effective, what="the pod webhook in effect")
+        await _webhook_in_effect(kc, q.ns)
         async with kueue_es(kc, tmp_path / "log", config=config) as (connector, _journal):
             low = await create(kc, _pod(q.ns, "low", {Q: "user-queue", "kueue.x-k8s.io/priority-class": f"low-{sfx}"}))
 
@@ -214,14 +214,7 @@ async def test_a_pod_group_is_held_until_complete_then_admitted_as_one_workload_
             pod["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": "3"}
             return pod
 
-        async def effective() -> bool:
-            with contextlib.suppress(Exception):
-                out = await kc.request("POST", PODS.collection_path(q.ns), query=[("dryRun", "All")],
-                                       body=member("probe", "1"))
-                return GATE in _gates(msgspec.json.decode(out))
-            return False
-
-        await eventually(effective, what="the pod webhook in effect")
+        await _webhook_in_effect(kc, q.ns)
         async with kueue_es(kc, tmp_path / "log", config=config):
             first = await create(kc, member("a", "1"))
             assert _gates(first) == GATES and "kueue.x-k8s.io/role-hash" in first["metadata"]["annotations"]
@@ -282,14 +275,7 @@ async def test_pods_and_a_pod_group_run_on_the_prebuilt_workloads_they_name(kube
         q = await queues(kc, "pods-prebuilt", {"cpu": 3}, sfx=sfx, flavor_labels={"pool": "a"})
         await _label(kc, q.ns, {"kueue-es-pod-test": sfx})
 
-        async def effective() -> bool:
-            with contextlib.suppress(Exception):
-                out = await kc.request("POST", PODS.collection_path(q.ns), query=[("dryRun", "All")],
-                                       body=_pod(q.ns, "probe", {Q: "user-queue"}))
-                return GATE in _gates(msgspec.json.decode(out))
-            return False
-
-        await eventually(effective, what="the pod webhook in effect")
+        await _webhook_in_effect(kc, q.ns)
         group = {Q: "user-queue", "kueue.x-k8s.io/pod-group-name": "duo", PREBUILT: "pre-duo"}
 
         def member(name: str) -> dict[str, Any]:
@@ -349,14 +335,7 @@ async def test_a_deleted_workload_has_its_pod_stopped_before_its_finalizer_lets_
         q = await queues(kc, "pods-del", {"cpu": 1}, sfx=sfx)
         await _label(kc, q.ns, {"kueue-es-pod-test": sfx})
 
-        async def effective() -> bool:
-            with contextlib.suppress(Exception):
-                out = await kc.request("POST", PODS.collection_path(q.ns), query=[("dryRun", "All")],
-                                       body=_pod(q.ns, "probe", {Q: "user-queue"}))
-                return GATE in _gates(msgspec.json.decode(out))
-            return False
-
-        await eventually(effective, what="the pod webhook in effect")
+        await _webhook_in_effect(kc, q.ns)
         async with kueue_es(kc, tmp_path / "log", config=config) as (connector, _journal):
             pod = await create(kc, _pod(q.ns, "doomed", {Q: "user-queue"}))
             wl_name = pod_sync.workload_name("doomed", pod["metadata"]["uid"])
@@ -401,14 +380,7 @@ async def test_a_gated_pods_workload_follows_its_priority_class_and_queue_labels
         await create(kc, _wpc(f"low-{sfx}", 10))
         await create(kc, _wpc(f"high-{sfx}", 1000))
 
-        async def effective() -> bool:
-            with contextlib.suppress(Exception):
-                out = await kc.request("POST", PODS.collection_path(q.ns), query=[("dryRun", "All")],
-                                       body=_pod(q.ns, "probe", {Q: "user-queue"}))
-                return GATE in _gates(msgspec.json.decode(out))
-            return False
-
-        await eventually(effective, what="the pod webhook in effect")
+        await _webhook_in_effect(kc, q.ns)
         async with kueue_es(kc, tmp_path / "log", config=config) as (connector, _journal):
             pc = "kueue.x-k8s.io/priority-class"
             mover = await create(kc, _pod(q.ns, "mover", {Q: "nowhere", pc: f"low-{sfx}"}))
@@ -478,14 +450,7 @@ async def test_a_gated_pod_is_told_what_its_admission_check_waits_for(kube_apise
                          admissionChecksStrategy={"admissionChecks": [{"name": check}]})
         await _label(kc, q.ns, {"kueue-es-pod-test": sfx})
 
-        async def effective() -> bool:
-            with contextlib.suppress(Exception):
-                out = await kc.request("POST", PODS.collection_path(q.ns), query=[("dryRun", "All")],
-                                       body=_pod(q.ns, "probe", {Q: "user-queue"}))
-                return GATE in _gates(msgspec.json.decode(out))
-            return False
-
-        await eventually(effective, what="the pod webhook in effect")
+        await _webhook_in_effect(kc, q.ns)
         async with kueue_es(kc, tmp_path / "log", config=config):
             pod = await create(kc, _pod(q.ns, "checked", {Q: "user-queue"}))
             pr_name = f"{pod_sync.workload_name('checked', pod['metadata']['uid'])}-{check}-1"
