@@ -104,6 +104,11 @@ async def validating_webhooks(kc: KubeClient, certs: Path, name: str, selector: 
         await server.stop()
 
 
+def scheduling_gates(pod: dict[str, Any]) -> list[str]:
+    """The names of a Pod's (as the apiserver returns it) scheduling gates, in order."""
+    return [g["name"] for g in pod["spec"].get("schedulingGates") or []]
+
+
 @contextlib.asynccontextmanager
 async def pod_webhooks(kc: KubeClient, certs: Path, label: str, sfx: str, config: SchedulerConfig
                        ) -> AsyncIterator[WebhookServer]:

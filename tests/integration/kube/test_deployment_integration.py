@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import connect, create, eventually, get, kueue_es, pod_webhooks, queues
+from kubehelp import connect, create, eventually, get, kueue_es, pod_webhooks, queues, scheduling_gates
 
 from connectors.k8s import crds, pod_sync
 from connectors.k8s.errors import Forbidden
@@ -73,10 +73,6 @@ def _replica(rs: dict[str, Any], suffix: str) -> dict[str, Any]:
             "spec": {**template["spec"], "restartPolicy": "Always"}}
 
 
-def _gates(pod: dict[str, Any]) -> list[str]:
-    return [g["name"] for g in pod["spec"].get("schedulingGates") or []]
-
-
 @pytest.mark.asyncio
 async def test_a_queued_deployments_pods_are_gated_admitted_one_by_one_and_ungated(kube_apiserver, tmp_path) -> None:
     sfx = secrets.token_hex(3)
@@ -119,13 +115,13 @@ async def test_a_queued_deployments_pods_are_gated_admitted_one_by_one_and_ungat
             rs = msgspec.json.decode(await kc.create(REPLICA_SETS, _replica_set(web, "5d8f"), q.ns))
             pods = [await create(kc, _replica(rs, s)) for s in ("a", "b", "c")]
             for pod in pods:
-                assert GATE in _gates(pod) and pod["metadata"]["finalizers"] == ["kueue.x-k8s.io/managed"]
+                assert GATE in scheduling_gates(pod) and pod["metadata"]["finalizers"] == ["kueue.x-k8s.io/managed"]
                 assert pod["metadata"]["labels"][MANAGED] == "true"
 
             async with kueue_es(kc, tmp_path / "log", config=config) as (connector, journal):
                 async def ungated() -> list[str] | None:
                     names = [p["metadata"]["name"] for p in pods
-                             if not _gates(await get(kc, "Pod", p["metadata"]["name"], q.ns))]
+                             if not scheduling_gates(await get(kc, "Pod", p["metadata"]["name"], q.ns))]
                     return names if len(names) == 2 else None
 
                 started = await eventually(ungated, what="two of the three pods admitted (2 cpu of quota)")
@@ -137,7 +133,7 @@ async def test_a_queued_deployments_pods_are_gated_admitted_one_by_one_and_ungat
                     assert [ps["count"] for ps in wl["spec"]["podSets"]] == [1], "each pod a single Pod"
                     assert wl["status"]["admission"]["clusterQueue"] == q.cq
                 waiting = next(p for p in pods if p["metadata"]["name"] not in started)
-                assert GATE in _gates(await get(kc, "Pod", waiting["metadata"]["name"], q.ns))
+                assert GATE in scheduling_gates(await get(kc, "Pod", waiting["metadata"]["name"], q.ns))
                 ours = {k for k in journal.mirror.state.workloads if k.startswith(f"{q.ns}/")}
                 assert len(ours) == 3 and connector.pods is not None and connector.pods.stats.created == 3
 

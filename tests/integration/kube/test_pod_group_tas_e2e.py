@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import connect, create, eventually, get, kueue_es, pod_webhooks, queues
+from kubehelp import connect, create, eventually, get, kueue_es, pod_webhooks, queues, scheduling_gates
 
 from connectors.k8s import crds
 from connectors.k8s.pod_webhook import PodDefaulting
@@ -48,10 +48,6 @@ async def _pod_webhook(kc, tmp_path, sfx: str, config):
     """The Pod webhooks (:func:`kubehelp.pod_webhooks`) for the namespaces labelled ``kueue-es-pod-tas-test=<sfx>``."""
     async with pod_webhooks(kc, tmp_path / "certs", "kueue-es-pod-tas-test", sfx, config) as server:
         yield server
-
-
-def _gates(pod: dict[str, Any]) -> list[str]:
-    return [g["name"] for g in pod["spec"].get("schedulingGates") or []]
 
 
 @pytest.mark.asyncio
@@ -90,20 +86,20 @@ async def test_a_pod_group_under_a_required_topology_is_ungated_onto_the_nodes_o
                 with contextlib.suppress(Exception):
                     out = await kc.request("POST", PODS.collection_path(q.ns), query=[("dryRun", "All")],
                                            body=member("probe", 0))
-                    return ADMISSION in _gates(msgspec.json.decode(out))
+                    return ADMISSION in scheduling_gates(msgspec.json.decode(out))
                 return False
 
             await eventually(effective, what="the pod webhook in effect")
             names = ["p-z", "p-x", "p-y"]  # index order differs from name order: ranks, not names, place them
             for i, name in enumerate(names):
                 created = await create(kc, member(name, i))
-                assert _gates(created) == [ADMISSION, TOPOLOGY]
+                assert scheduling_gates(created) == [ADMISSION, TOPOLOGY]
                 assert created["metadata"]["labels"][INDEX] == str(i)
 
             async with kueue_es(kc, tmp_path / "log", config=config):
                 async def ungated() -> list[dict[str, Any]] | None:
                     pods = [await get(kc, "Pod", n, q.ns) for n in names]
-                    return pods if not any(_gates(p) for p in pods) else None
+                    return pods if not any(scheduling_gates(p) for p in pods) else None
 
                 pods = await eventually(ungated, WAIT, what="every pod of the group ungated by topology")
                 wl = await get(kc, "Workload", "trio", q.ns)

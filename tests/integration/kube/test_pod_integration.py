@@ -31,6 +31,7 @@ from kubehelp import (
     priority_class,
     provisioning_check,
     queues,
+    scheduling_gates,
 )
 
 from connectors.k8s import crds, pod_sync
@@ -53,10 +54,6 @@ def _pod(ns: str, name: str, labels: dict[str, str] | None = None, cpu: str = "1
                                      "resources": {"requests": {"cpu": cpu}}}]}}
 
 
-def _gates(pod: dict[str, Any]) -> list[str]:
-    return [g["name"] for g in pod["spec"].get("schedulingGates") or []]
-
-
 @contextlib.asynccontextmanager
 async def _pod_webhook(kc, tmp_path, sfx: str, config):
     """The Pod webhooks (:func:`kubehelp.pod_webhooks`) for the namespaces labelled ``kueue-es-pod-test=<sfx>``."""
@@ -77,7 +74,7 @@ async def _webhook_in_effect(kc, ns: str) -> None:
         with contextlib.suppress(Exception):
             out = await kc.request("POST", PODS.collection_path(ns), query=[("dryRun", "All")],
                                    body=_pod(ns, "probe", {Q: "user-queue"}))
-            return GATE in _gates(msgspec.json.decode(out))
+            return GATE in scheduling_gates(msgspec.json.decode(out))
         return False
 
     await eventually(effective, what="the pod webhook in effect")
@@ -97,13 +94,13 @@ async def test_a_queued_pod_is_gated_gets_its_workload_starts_once_admitted_and_
         await _webhook_in_effect(kc, q.ns)
 
         created = await create(kc, _pod(q.ns, "single", {Q: "user-queue"}))
-        assert _gates(created) == GATES
+        assert scheduling_gates(created) == GATES
         assert created["metadata"]["labels"]["kueue.x-k8s.io/managed"] == "true"
         assert created["metadata"]["finalizers"] == ["kueue.x-k8s.io/managed"]
         unqueued = await create(kc, _pod(q.ns, "unqueued"))
         elsewhere = await create(kc, _pod(outside, "elsewhere", {Q: "user-queue"}))
         for untouched in (unqueued, elsewhere):
-            assert not _gates(untouched) and "finalizers" not in untouched["metadata"]
+            assert not scheduling_gates(untouched) and "finalizers" not in untouched["metadata"]
             assert "kueue.x-k8s.io/managed" not in untouched["metadata"].get("labels", {})
 
         async with kueue_es(kc, tmp_path / "log", config=config) as (connector, journal):
@@ -111,7 +108,7 @@ async def test_a_queued_pod_is_gated_gets_its_workload_starts_once_admitted_and_
 
             async def started() -> dict[str, Any] | None:
                 pod = await get(kc, "Pod", "single", q.ns)
-                return pod if not _gates(pod) else None
+                return pod if not scheduling_gates(pod) else None
 
             pod = await eventually(started, what="the pod ungated once its workload is admitted")
             assert pod["spec"]["nodeSelector"] == {"pool": "a"}
@@ -168,7 +165,7 @@ async def test_a_preempted_pod_is_marked_and_deleted_and_its_workload_goes_with_
             low = await create(kc, _pod(q.ns, "low", {Q: "user-queue", "kueue.x-k8s.io/priority-class": f"low-{sfx}"}))
 
             async def ungated(name: str) -> bool:
-                return not _gates(await get(kc, "Pod", name, q.ns))
+                return not scheduling_gates(await get(kc, "Pod", name, q.ns))
 
             await eventually(lambda: ungated("low"), what="the low-priority pod started")
             await create(kc, _pod(q.ns, "high", {Q: "user-queue", "kueue.x-k8s.io/priority-class": f"high-{sfx}"}))
@@ -217,7 +214,7 @@ async def test_a_pod_group_is_held_until_complete_then_admitted_as_one_workload_
         await _webhook_in_effect(kc, q.ns)
         async with kueue_es(kc, tmp_path / "log", config=config):
             first = await create(kc, member("a", "1"))
-            assert _gates(first) == GATES and "kueue.x-k8s.io/role-hash" in first["metadata"]["annotations"]
+            assert scheduling_gates(first) == GATES and "kueue.x-k8s.io/role-hash" in first["metadata"]["annotations"]
             await create(kc, member("b", "1"))
             await asyncio.sleep(2)
             with pytest.raises(NotFound):  # two of three: no Workload yet
@@ -226,7 +223,7 @@ async def test_a_pod_group_is_held_until_complete_then_admitted_as_one_workload_
 
             async def all_started() -> list[dict[str, Any]] | None:
                 pods = [await get(kc, "Pod", n, q.ns) for n in "abc"]
-                return pods if not any(_gates(p) for p in pods) else None
+                return pods if not any(scheduling_gates(p) for p in pods) else None
 
             pods = await eventually(all_started, what="every pod of the group ungated")
             assert {p["spec"]["nodeSelector"]["pool"] for p in pods} == {"a"}
@@ -299,7 +296,7 @@ async def test_pods_and_a_pod_group_run_on_the_prebuilt_workloads_they_name(kube
             assert (cond["reason"], cond["message"]) == (
                 "OutOfSync", "The prebuilt workload is out of sync with its user job")
             assert await _workload_names(kc, q.ns) == ["too-big"], "none made for the Pods naming theirs"
-            assert _gates(await get(kc, "Pod", "single", q.ns)) == GATES
+            assert scheduling_gates(await get(kc, "Pod", "single", q.ns)) == GATES
 
             await create(kc, _prebuilt(q.ns, "pre-single", [("main", 1, "1")]))
             role = members[0]["metadata"]["annotations"]["kueue.x-k8s.io/role-hash"]
@@ -307,7 +304,7 @@ async def test_pods_and_a_pod_group_run_on_the_prebuilt_workloads_they_name(kube
 
             async def started(name: str) -> dict[str, Any] | None:
                 pod = await get(kc, "Pod", name, q.ns)
-                return pod if not _gates(pod) else None
+                return pod if not scheduling_gates(pod) else None
 
             for name in ("single", "a", "b"):
                 pod = await eventually(lambda name=name: started(name), what=f"pod {name} started on its workload")
@@ -320,7 +317,7 @@ async def test_pods_and_a_pod_group_run_on_the_prebuilt_workloads_they_name(kube
             assert sorted((r["name"], r.get("controller", False)) for r in duo["metadata"]["ownerReferences"]) == [
                 ("a", False), ("b", False)]
             assert duo["status"]["admission"]["clusterQueue"] == q.cq
-            assert _gates(await get(kc, "Pod", "mismatched", q.ns)) == GATES
+            assert scheduling_gates(await get(kc, "Pod", "mismatched", q.ns)) == GATES
             assert await _workload_names(kc, q.ns) == ["pre-duo", "pre-single", "too-big"]
             assert connector.pods is not None and connector.pods.stats.created == 0
 
@@ -341,7 +338,7 @@ async def test_a_deleted_workload_has_its_pod_stopped_before_its_finalizer_lets_
             wl_name = pod_sync.workload_name("doomed", pod["metadata"]["uid"])
 
             async def ungated() -> bool:
-                return not _gates(await get(kc, "Pod", "doomed", q.ns))
+                return not scheduling_gates(await get(kc, "Pod", "doomed", q.ns))
 
             await eventually(ungated, what="the pod started")
             await kc.delete(BY_KIND["Workload"], wl_name, q.ns)
@@ -402,7 +399,7 @@ async def test_a_gated_pods_workload_follows_its_priority_class_and_queue_labels
             await kc.patch(PODS, "mover", {"metadata": {"labels": {Q: "user-queue"}}}, q.ns)
 
             async def ungated() -> bool:
-                return not _gates(await get(kc, "Pod", "mover", q.ns))
+                return not scheduling_gates(await get(kc, "Pod", "mover", q.ns))
 
             await eventually(ungated, what="the pod started from the queue it names now")
             assert (await get(kc, "Workload", wl_name, q.ns))["spec"]["queueName"] == "user-queue"
@@ -481,7 +478,7 @@ async def test_a_gated_pod_is_told_what_its_admission_check_waits_for(kube_apise
                            subresource="status")
 
             async def ungated() -> bool:
-                return not _gates(await get(kc, "Pod", "checked", q.ns))
+                return not scheduling_gates(await get(kc, "Pod", "checked", q.ns))
 
             await eventually(ungated, what="the pod started once provisioned")
             assert await told(2) is not None, "nothing more once admitted"

@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import connect, create, eventually, get, kueue_es, pod_webhooks, queues
+from kubehelp import connect, create, eventually, get, kueue_es, pod_webhooks, queues, scheduling_gates
 
 from connectors.k8s import crds
 from connectors.k8s.errors import Forbidden, NotFound
@@ -57,10 +57,6 @@ def _replica(sts: dict[str, Any], ordinal: int) -> dict[str, Any]:
             "spec": {**sts["spec"]["template"]["spec"], "hostname": f"{name}-{ordinal}", "subdomain": name}}
 
 
-def _gates(pod: dict[str, Any]) -> list[str]:
-    return [g["name"] for g in pod["spec"].get("schedulingGates") or []]
-
-
 @pytest.mark.asyncio
 async def test_a_queued_statefulsets_pods_are_one_serving_group_admitted_together(kube_apiserver, tmp_path) -> None:
     sfx = secrets.token_hex(3)
@@ -90,7 +86,7 @@ async def test_a_queued_statefulsets_pods_are_one_serving_group_admitted_togethe
 
             # no kube-controller-manager: make the pods as the StatefulSet controller would, one at a time
             first = await create(kc, _replica(sts, 0))
-            assert GATE in _gates(first) and first["metadata"]["labels"]["kueue.x-k8s.io/managed"] == "true"
+            assert GATE in scheduling_gates(first) and first["metadata"]["labels"]["kueue.x-k8s.io/managed"] == "true"
             async with kueue_es(kc, tmp_path / "log", config=config):
                 async def admitted() -> dict[str, Any] | None:
                     with contextlib.suppress(Exception):
@@ -101,10 +97,10 @@ async def test_a_queued_statefulsets_pods_are_one_serving_group_admitted_togethe
                 wl = await eventually(admitted, what="the group's workload (fast admission) admitted")
                 assert [ps["count"] for ps in wl["spec"]["podSets"]] == [2], "the whole group counted"
                 second = await create(kc, _replica(sts, 1))
-                assert GATE in _gates(second)
+                assert GATE in scheduling_gates(second)
 
                 async def all_ungated() -> bool:
-                    return all([not _gates(await get(kc, "Pod", f"web-{i}", q.ns)) for i in (0, 1)])
+                    return all([not scheduling_gates(await get(kc, "Pod", f"web-{i}", q.ns)) for i in (0, 1)])
 
                 await eventually(all_ungated, what="both pods of the admitted group ungated")
                 assert (await get(kc, "Pod", "web-1", q.ns))["spec"]["nodeSelector"] == {"pool": "a"}
@@ -129,7 +125,7 @@ async def test_a_queued_statefulsets_pods_are_one_serving_group_admitted_togethe
                 role = "kueue.x-k8s.io/role-hash"
                 assert renewed["metadata"]["annotations"][role] != first["metadata"]["annotations"][role]
                 await asyncio.sleep(2.0)  # the connector's turns over the group, were it to start the new pod
-                assert GATE in _gates(await get(kc, "Pod", "web-1", q.ns)), "another role than the Workload's"
+                assert GATE in scheduling_gates(await get(kc, "Pod", "web-1", q.ns)), "another role than the Workload's"
                 assert await get(kc, "Workload", group, q.ns), "the Workload stays while web-0 is its own"
 
             async def validating() -> bool:
