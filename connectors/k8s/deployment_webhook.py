@@ -39,6 +39,7 @@ from connectors.k8s import job_selection, job_validation
 from connectors.k8s.errors import KubeError
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import PRIORITY_LABEL
+from connectors.k8s.json_patch import map_ops
 from connectors.k8s.pod_webhook import (
     DEFAULT_QUEUE,
     MANAGED,
@@ -85,22 +86,6 @@ def _meta(obj: Mapping[str, Any], field: str) -> dict[str, Any]:
     meta = obj.get("metadata")
     value = meta.get(field) if isinstance(meta, dict) else None
     return value if isinstance(value, dict) else {}
-
-
-def _escape(key: str) -> str:
-    """A JSON-pointer token (RFC 6901)."""
-    return key.replace("~", "~0").replace("/", "~1")
-
-
-def map_ops(path: str, present: Mapping[str, Any] | None, wanted: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The JSON patch that sets each ``wanted`` key of the map at ``path`` (``present``: the map there, None when
-    absent), leaving those already so."""
-    changed = {k: v for k, v in wanted.items() if (present or {}).get(k) != v}
-    if not changed:
-        return []
-    if present is None:
-        return [{"op": "add", "path": path, "value": changed}]
-    return [{"op": "add", "path": f"{path}/{_escape(k)}", "value": v} for k, v in changed.items()]
 
 
 TemplateMarks = Callable[[Mapping[str, Any], str], tuple[dict[str, str], dict[str, str]]]

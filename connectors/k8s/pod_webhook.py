@@ -48,6 +48,7 @@ from connectors.k8s import job_selection
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import KubeError
 from connectors.k8s.job_events import QUEUE_LABEL
+from connectors.k8s.json_patch import map_ops
 from connectors.k8s.pod_roles import POD_INDEX_LABEL, POD_INDEX_LABEL_ANNOTATION, role_annotation_patch
 from connectors.k8s.podsetinfo import TOPOLOGY_GATE
 from connectors.k8s.resources import BY_KIND
@@ -133,11 +134,7 @@ def pod_patch(pod: dict[str, Any], *, default_queue: bool, without_queue: bool =
     index_label = (meta.get("annotations") or {}).get(POD_INDEX_LABEL_ANNOTATION)
     if tas and index_label is not None and labels.get(POD_INDEX_LABEL) != labels.get(index_label, ""):
         added[POD_INDEX_LABEL] = labels.get(index_label, "")
-    ops: list[dict[str, Any]] = []
-    if added and meta.get("labels") is None:
-        ops.append({"op": "add", "path": "/metadata/labels", "value": added})
-    else:
-        ops += [{"op": "add", "path": "/metadata/labels/" + _escape(k), "value": v} for k, v in added.items()]
+    ops = map_ops("/metadata/labels", meta.get("labels"), added)
     finalizers = meta.get("finalizers")
     if finalizers is None:
         ops.append({"op": "add", "path": "/metadata/finalizers", "value": [FINALIZER]})
@@ -262,10 +259,6 @@ def registration(client_config: dict[str, Any], namespace_selector: dict[str, An
         "admissionReviewVersions": ["v1"], "timeoutSeconds": 10, "reinvocationPolicy": "Never",
     }
 
-
-def _escape(key: str) -> str:
-    """A JSON-pointer token (RFC 6901)."""
-    return key.replace("~", "~0").replace("/", "~1")
 
 
 

@@ -60,6 +60,7 @@ from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, KubeError, NotFound
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import PRIORITY_LABEL
+from connectors.k8s.json_patch import map_ops
 from connectors.k8s.resources import BY_KIND, Resource
 from connectors.k8s.settings import KubeSettings
 from kueue_es.scheduler.config import DEFAULT, DEPLOYMENT_FRAMEWORK, STATEFULSET_FRAMEWORK, SchedulerConfig
@@ -100,11 +101,7 @@ def job_patch(job: dict[str, Any], has_default_queue: bool, has_default_priority
         queue = added[QUEUE_LABEL] = DEFAULT_QUEUE
     if not labels.get(PRIORITY_LABEL) and has_default_priority_class:
         added[PRIORITY_LABEL] = DEFAULT_PRIORITY_CLASS
-    ops: list[dict[str, Any]] = []
-    if added and meta.get("labels") is None:
-        ops.append({"op": "add", "path": "/metadata/labels", "value": added})
-    else:
-        ops += [{"op": "add", "path": "/metadata/labels/" + _escape(k), "value": v} for k, v in added.items()]
+    ops = map_ops("/metadata/labels", meta.get("labels"), added)
     if (queue or suspend_unqueued) and (job.get("spec") or {}).get("suspend") is not True:
         ops.append({"op": "add", "path": "/spec/suspend", "value": True})
     return ops
@@ -427,7 +424,3 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
         await conversion.register(client, conversion_stanza(k, bundle.ca_pem))
     return server
 
-
-def _escape(key: str) -> str:
-    """A JSON-pointer token (RFC 6901)."""
-    return key.replace("~", "~0").replace("/", "~1")

@@ -1,0 +1,22 @@
+"""JSON patches (RFC 6902) the mutating webhooks answer with: the few operations they need."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def escape(key: str) -> str:
+    """A map key as a JSON-pointer token (RFC 6901): label and annotation keys hold ``/``."""
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def map_ops(path: str, present: Mapping[str, Any] | None, wanted: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The JSON patch that sets each ``wanted`` key of the map at ``path`` (``present``: the map there, None when
+    absent), leaving those already so."""
+    changed = {k: v for k, v in wanted.items() if (present or {}).get(k) != v}
+    if not changed:
+        return []
+    if present is None:
+        return [{"op": "add", "path": path, "value": changed}]
+    return [{"op": "add", "path": f"{path}/{escape(k)}", "value": v} for k, v in changed.items()]
