@@ -21,10 +21,10 @@ from __future__ import annotations
 import msgspec
 
 from events import objects as o
+from projections.workloads import WORKLOAD_ANNOTATION
 
 KUEUE_PREFIX = "kueue.x-k8s.io/"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
-WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
 TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
 TERMINAL = ("Succeeded", "Failed")
 DEDUPLICATED = ("Pod", "Node")

@@ -26,11 +26,10 @@ from connectors.k8s.ungating import TOPOLOGY_GATE, plan
 from connectors.k8s.workers import KeyedWorkers, Retries
 from events import objects as o
 from events import schema as ev
-from projections.workloads import ADMITTED, WorkloadInfo
+from projections.workloads import ADMITTED, WORKLOAD_ANNOTATION, WorkloadInfo
 
 log = structlog.get_logger("kueue_es.k8s.ungater")
 PODS = BY_KIND["Pod"]
-WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
 PODSET_LABEL = "kueue.x-k8s.io/podset"
 
 
