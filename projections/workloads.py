@@ -41,6 +41,11 @@ PODS_READY_WAIT_MESSAGE = "waiting for all admitted workloads to be in PodsReady
 UnadmittedWorkloadsObservability is off): the scheduler waits with it, its attempt did not fail."""
 WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
 """On a pod Kueue placed: the name of its Workload (in the pod's namespace)."""
+MANAGED_LABEL = "kueue.x-k8s.io/managed"
+"""On what Kueue made or holds (a Pod, a PodTemplate of a ProvisioningRequest): ``"true"``."""
+TAS_LABEL = "kueue.x-k8s.io/tas"
+TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
+"""The label and scheduling gate of a pod placed by topology: the ungater lifts the gate onto its domain."""
 ADMISSION_GATED_BY_ANNOTATION = "kueue.x-k8s.io/admission-gated-by"
 """On a Workload (copied from its Job): the controllers that must clear it before the workload may be admitted.
 Under Kueue's ``AdmissionGatedBy`` gate a non-empty value keeps the workload out of its queue."""

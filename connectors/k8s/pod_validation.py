@@ -35,10 +35,10 @@ from typing import Any
 from connectors.k8s import job_validation
 from connectors.k8s.pod_roles import GROUP_LABEL, group_name, metadata_errors
 from projections import gates
+from projections.workloads import MANAGED_LABEL
 
 PATH = "/validate--v1-pod"
 WEBHOOK_NAME = "vpod.kb.io"
-MANAGED_LABEL = "kueue.x-k8s.io/managed"
 ADMISSION_GATE = "kueue.x-k8s.io/admission"
 RETRIABLE_IN_GROUP = "kueue.x-k8s.io/retriable-in-group"
 

@@ -56,12 +56,12 @@ from events import objects as o
 from kueue_es.scheduler.config import SchedulerConfig
 from projections import gates
 from projections.clusterqueues import selector_matches
+from projections.workloads import MANAGED_LABEL
 
 log = structlog.get_logger("kueue_es.k8s.pod_webhook")
 
 PATH = "/mutate--v1-pod"
 WEBHOOK_NAME = "mpod.kb.io"
-MANAGED_LABEL = "kueue.x-k8s.io/managed"
 MANAGED = "true"
 FINALIZER = MANAGED_LABEL
 """Kueue's pod finalizer has the managed label's name."""

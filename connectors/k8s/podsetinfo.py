@@ -21,10 +21,8 @@ from events import objects as o
 from events.labels import is_dns_label
 from projections import gates
 from projections.cluster import ClusterState
-from projections.workloads import WORKLOAD_ANNOTATION, WorkloadInfo
+from projections.workloads import TAS_LABEL, TOPOLOGY_GATE, WORKLOAD_ANNOTATION, WorkloadInfo
 
-TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
-TAS_LABEL = "kueue.x-k8s.io/tas"
 UNCONSTRAINED_ANNOTATION = "kueue.x-k8s.io/podset-unconstrained-topology"
 PODSET_LABEL = "kueue.x-k8s.io/podset"
 LQ_LABEL = "kueue.x-k8s.io/local-queue-name"

@@ -21,11 +21,10 @@ from __future__ import annotations
 import msgspec
 
 from events import objects as o
-from projections.workloads import WORKLOAD_ANNOTATION
+from projections.workloads import TOPOLOGY_GATE, WORKLOAD_ANNOTATION
 
 KUEUE_PREFIX = "kueue.x-k8s.io/"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
-TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
 TERMINAL = ("Succeeded", "Failed")
 DEDUPLICATED = ("Pod", "Node")
 """Kinds whose updates are dropped when the kept view did not change."""

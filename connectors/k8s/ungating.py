@@ -22,8 +22,8 @@ from typing import NamedTuple
 
 from events import objects as o
 from events.tas_assignment import decode
+from projections.workloads import TOPOLOGY_GATE
 
-TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
 HOSTNAME = "kubernetes.io/hostname"
 TERMINAL = ("Succeeded", "Failed")
 

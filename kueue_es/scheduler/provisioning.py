@@ -30,7 +30,15 @@ from events import schema as ev
 from events.quantity import parse_quantity
 from projections.admissionchecks import PROVISIONING_CONTROLLER, config_for
 from projections.cluster import ClusterState
-from projections.workloads import ADMITTED, FINISHED, WORKLOAD_ANNOTATION, WorkloadInfo
+from projections.workloads import (
+    ADMITTED,
+    FINISHED,
+    MANAGED_LABEL,
+    TAS_LABEL,
+    TOPOLOGY_GATE,
+    WORKLOAD_ANNOTATION,
+    WorkloadInfo,
+)
 
 NOT_ACTIVE = "the check is not active"
 NOT_NEEDED = "the provisioning request is not needed"
@@ -39,9 +47,6 @@ CLASS_ANNOTATION = "autoscaling.x-k8s.io/provisioning-class-name"
 STALE_ANNOTATIONS = frozenset((CONSUMES_ANNOTATION, CLASS_ANNOTATION, WORKLOAD_ANNOTATION,
                                "kueue.x-k8s.io/workload-slice-name"))
 """What an earlier admission may have left on a pod set's template, which a request's PodTemplate drops."""
-MANAGED_LABEL = "kueue.x-k8s.io/managed"
-TAS_LABEL = "kueue.x-k8s.io/tas"
-TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
 REQUEST_API_VERSION = "autoscaling.x-k8s.io/v1"
 WORKLOAD_API_VERSION = "kueue.x-k8s.io/v1beta2"
 NAME_PREFIX_MAX = 247
