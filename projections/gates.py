@@ -68,6 +68,7 @@ ASSIGN_QUEUE_LABELS_FOR_PODS = "AssignQueueLabelsForPods"
 FINISH_ORPHANED_WORKLOADS = "FinishOrphanedWorkloads"
 FAST_QUOTA_RELEASE_IN_POD_INTEGRATION = "FastQuotaReleaseInPodIntegration"
 TAS_HANDLE_OVERLAPPING_FLAVORS = "TASHandleOverlappingFlavors"
+TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE = "TASRecomputeAssignmentWithinSchedulingCycle"
 ADMISSION_GATED_BY = "AdmissionGatedBy"
 SCHEDULING_EQUIVALENCE_HASHING = "SchedulingEquivalenceHashing"
 SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME = "SchedulingEquivalenceHashingIgnorePodSetName"
@@ -152,7 +153,7 @@ GATES: dict[str, tuple[str, bool]] = {
     CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION: (BETA, True),
     TAS_HANDLE_OVERLAPPING_FLAVORS: (BETA, True),
     UNADMITTED_WORKLOADS_OBSERVABILITY: (BETA, True),
-    "TASRecomputeAssignmentWithinSchedulingCycle": (BETA, True),
+    TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE: (BETA, True),
     UNADMITTED_WORKLOADS_EXPLICIT_STATUS: (BETA, False),
     "DeferRayServiceFinalizationForRedisCleanup": (BETA, True),
     "TASCacheNodeMatchResults": (BETA, True),
@@ -193,7 +194,7 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
     UNADMITTED_WORKLOADS_EXPLICIT_STATUS: (UNADMITTED_WORKLOADS_OBSERVABILITY,),
     TAS_HANDLE_OVERLAPPING_FLAVORS: ("TopologyAwareScheduling",),
     TAS_PROFILE_MIXED: ("TopologyAwareScheduling",),
-    "TASRecomputeAssignmentWithinSchedulingCycle": ("TopologyAwareScheduling",),
+    TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE: ("TopologyAwareScheduling",),
     "ElasticJobsViaWorkloadSlicesWithTAS": ("ElasticJobsViaWorkloadSlices", "TopologyAwareScheduling"),
     "KueueDRAIntegrationExtendedResource": ("KueueDRAIntegration",),
     "KueueDRAIntegrationPartitionableDevices": ("KueueDRAIntegration",),
@@ -216,8 +217,8 @@ MODELLED = frozenset({
     SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME, SHORT_WORKLOAD_NAMES,
     SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS, TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX, TAS_BALANCED_PLACEMENT,
     TAS_FAILED_NODE_REPLACEMENT, TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST, TAS_HANDLE_OVERLAPPING_FLAVORS,
-    TAS_MULTI_LAYER_TOPOLOGY, TAS_PROFILE_MIXED, TAS_REPLACE_NODE_ON_NODE_TAINTS,
-    TAS_REPLACE_NODE_ON_POD_TERMINATION, TAS_RESPECT_NODE_AFFINITY_PREFERRED, TAS_VALIDATE_WORKLOAD_SLICE_SIZE,
+    TAS_MULTI_LAYER_TOPOLOGY, TAS_PROFILE_MIXED, TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE,
+    TAS_REPLACE_NODE_ON_NODE_TAINTS, TAS_REPLACE_NODE_ON_POD_TERMINATION, TAS_RESPECT_NODE_AFFINITY_PREFERRED, TAS_VALIDATE_WORKLOAD_SLICE_SIZE,
     TOPOLOGY_AWARE_SCHEDULING, UNADMITTED_WORKLOADS_EXPLICIT_STATUS, UNADMITTED_WORKLOADS_OBSERVABILITY,
     VISIBILITY_ON_DEMAND, WORKLOAD_IDENTIFIER_ANNOTATIONS, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
     WORKLOAD_VALIDATE_RESOURCES_ARE_NON_NEGATIVE, WORKLOAD_VALIDATION_FOR_POD_SET_METADATA,
@@ -237,8 +238,7 @@ def ignored(gates: Mapping[str, bool]) -> list[str]:
     """The gates ``gates`` turns away from their default although kueue-es models only the default, in name
     order: what a user should be told, since the setting changes nothing here. A gate turned off along with a
     modelled gate it depends on is not one of them: Kueue gives a gate no effect while a dependency is off, so
-    the dependency's setting already says it (TopologyAwareScheduling off needs
-    TASRecomputeAssignmentWithinSchedulingCycle off, say)."""
+    the dependency's setting already says it (a TAS gate turned off with TopologyAwareScheduling, say)."""
     return [name for name in sorted(GATES) if name not in MODELLED and enabled(gates, name) != GATES[name][1]
             and not _moot(gates, name)]
 
