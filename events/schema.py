@@ -112,7 +112,8 @@ class JobActed(Event, tag="JobActed"):
     action: str
     """``CreatedWorkload``, ``Started``, ``Stopped``, ``UpdatedWorkload``, ``DeletedWorkload``,
     ``WorkloadPriorityClassNotFound``, (a pod group's Pod beyond its count, deleted) ``ExcessPodDeleted``, (a pod
-    group too small for its Workload, on its first Pod) ``ErrWorkloadCompose`` or (a Pod
+    group too small for its Workload, on its first Pod) ``ErrWorkloadCompose``, (a pod group whose name a Workload
+    not made for a group has, on its first Pod) ``WorkloadNameConflict`` or (a Pod
     whose Workload finished, once finalized) ``FinishedWorkload`` (a
     reader that does not know an action records nothing for it)."""
     kind: str = "Job"
@@ -123,7 +124,7 @@ class JobActed(Event, tag="JobActed"):
     """Started: the ClusterQueue that admitted it."""
     message: str = ""
     """Stopped: why (the eviction message, or that it was not admitted, or had no Workload, or no matching one);
-    UpdatedWorkload, DeletedWorkload, WorkloadPriorityClassNotFound: the Event's message."""
+    UpdatedWorkload, DeletedWorkload, WorkloadPriorityClassNotFound, WorkloadNameConflict: the Event's message."""
 
 
 class AdmissionCheckStateChanged(Event, tag="AdmissionCheckStateChanged"):

@@ -68,6 +68,7 @@ ASSIGN_QUEUE_LABELS_FOR_PODS = "AssignQueueLabelsForPods"
 FINISH_ORPHANED_WORKLOADS = "FinishOrphanedWorkloads"
 FAST_QUOTA_RELEASE_IN_POD_INTEGRATION = "FastQuotaReleaseInPodIntegration"
 TAS_HANDLE_OVERLAPPING_FLAVORS = "TASHandleOverlappingFlavors"
+TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE = "TASRecomputeAssignmentWithinSchedulingCycle"
 ADMISSION_GATED_BY = "AdmissionGatedBy"
 SCHEDULING_EQUIVALENCE_HASHING = "SchedulingEquivalenceHashing"
 SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME = "SchedulingEquivalenceHashingIgnorePodSetName"
@@ -85,6 +86,7 @@ CUSTOM_METRIC_LABELS = "CustomMetricLabels"
 RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP = "RecomputeAssignmentUponPreemptionTargetsOverlap"
 PRIORITIZE_PREEMPTOR_WORKLOADS = "PrioritizePreemptorWorkloads"
 FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES = "FairSharingReevaluatePreemptionCandidates"
+POD_INTEGRATION_VALIDATE_GROUP_OWNER = "PodIntegrationValidateGroupOwner"
 
 GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
@@ -152,7 +154,7 @@ GATES: dict[str, tuple[str, bool]] = {
     CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION: (BETA, True),
     TAS_HANDLE_OVERLAPPING_FLAVORS: (BETA, True),
     UNADMITTED_WORKLOADS_OBSERVABILITY: (BETA, True),
-    "TASRecomputeAssignmentWithinSchedulingCycle": (BETA, True),
+    TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE: (BETA, True),
     UNADMITTED_WORKLOADS_EXPLICIT_STATUS: (BETA, False),
     "DeferRayServiceFinalizationForRedisCleanup": (BETA, True),
     "TASCacheNodeMatchResults": (BETA, True),
@@ -169,7 +171,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "SkipAncestorCheckForDeletedWorkloads": (BETA, True),
     "MultiKueueRemoteSpecSync": (BETA, True),
     RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP: (BETA, True),
-    "PodIntegrationValidateGroupOwner": (BETA, True),
+    POD_INTEGRATION_VALIDATE_GROUP_OWNER: (BETA, True),
     "ValidateRayAndSparkJobUpdates": (BETA, True),
     FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES: (ALPHA, False),
     "DynamicQuotaOrchestration": (ALPHA, False),
@@ -193,7 +195,7 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
     UNADMITTED_WORKLOADS_EXPLICIT_STATUS: (UNADMITTED_WORKLOADS_OBSERVABILITY,),
     TAS_HANDLE_OVERLAPPING_FLAVORS: ("TopologyAwareScheduling",),
     TAS_PROFILE_MIXED: ("TopologyAwareScheduling",),
-    "TASRecomputeAssignmentWithinSchedulingCycle": ("TopologyAwareScheduling",),
+    TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE: ("TopologyAwareScheduling",),
     "ElasticJobsViaWorkloadSlicesWithTAS": ("ElasticJobsViaWorkloadSlices", "TopologyAwareScheduling"),
     "KueueDRAIntegrationExtendedResource": ("KueueDRAIntegration",),
     "KueueDRAIntegrationPartitionableDevices": ("KueueDRAIntegration",),
@@ -210,14 +212,14 @@ MODELLED = frozenset({
     FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES, FAST_QUOTA_RELEASE_IN_POD_INTEGRATION, FINISH_ORPHANED_WORKLOADS,
     FLAVOR_FUNGIBILITY,
     FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, METRICS_FOR_COHORTS, PARTIAL_ADMISSION,
-    PRIORITIZE_PREEMPTOR_WORKLOADS, PRIORITY_BOOST, "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY,
+    POD_INTEGRATION_VALIDATE_GROUP_OWNER, PRIORITIZE_PREEMPTOR_WORKLOADS, PRIORITY_BOOST, "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY,
     "ReclaimablePods", RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP,
     REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS, RESERVED_RESOURCE_NAME_VALIDATION, SCHEDULING_EQUIVALENCE_HASHING,
     SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME, SHORT_WORKLOAD_NAMES,
     SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS, TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX, TAS_BALANCED_PLACEMENT,
     TAS_FAILED_NODE_REPLACEMENT, TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST, TAS_HANDLE_OVERLAPPING_FLAVORS,
-    TAS_MULTI_LAYER_TOPOLOGY, TAS_PROFILE_MIXED, TAS_REPLACE_NODE_ON_NODE_TAINTS,
-    TAS_REPLACE_NODE_ON_POD_TERMINATION, TAS_RESPECT_NODE_AFFINITY_PREFERRED, TAS_VALIDATE_WORKLOAD_SLICE_SIZE,
+    TAS_MULTI_LAYER_TOPOLOGY, TAS_PROFILE_MIXED, TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE,
+    TAS_REPLACE_NODE_ON_NODE_TAINTS, TAS_REPLACE_NODE_ON_POD_TERMINATION, TAS_RESPECT_NODE_AFFINITY_PREFERRED, TAS_VALIDATE_WORKLOAD_SLICE_SIZE,
     TOPOLOGY_AWARE_SCHEDULING, UNADMITTED_WORKLOADS_EXPLICIT_STATUS, UNADMITTED_WORKLOADS_OBSERVABILITY,
     VISIBILITY_ON_DEMAND, WORKLOAD_IDENTIFIER_ANNOTATIONS, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
     WORKLOAD_VALIDATE_RESOURCES_ARE_NON_NEGATIVE, WORKLOAD_VALIDATION_FOR_POD_SET_METADATA,
@@ -237,8 +239,7 @@ def ignored(gates: Mapping[str, bool]) -> list[str]:
     """The gates ``gates`` turns away from their default although kueue-es models only the default, in name
     order: what a user should be told, since the setting changes nothing here. A gate turned off along with a
     modelled gate it depends on is not one of them: Kueue gives a gate no effect while a dependency is off, so
-    the dependency's setting already says it (TopologyAwareScheduling off needs
-    TASRecomputeAssignmentWithinSchedulingCycle off, say)."""
+    the dependency's setting already says it (a TAS gate turned off with TopologyAwareScheduling, say)."""
     return [name for name in sorted(GATES) if name not in MODELLED and enabled(gates, name) != GATES[name][1]
             and not _moot(gates, name)]
 

@@ -44,7 +44,8 @@ finishing a stop (restoring the template once the pods are gone), records nothin
 
 The pod integration (:mod:`connectors.k8s.pods_integration`) appends ``JobActed`` of kind Pod for what it did to a
 plain Pod: the same ``CreatedWorkload``, ``Started``, ``Stopped``, ``UpdatedWorkload`` (the priority class) and
-``WorkloadPriorityClassNotFound``, and ``FinishedWorkload`` once it finalized a Pod whose Workload finished,
+``WorkloadPriorityClassNotFound``, the Warnings ``ErrWorkloadCompose`` and ``WorkloadNameConflict`` (action
+``Admission``) of pod groups, and ``FinishedWorkload`` once it finalized a Pod whose Workload finished,
 recorded on the Pod from ``pod-kueue-controller``, as Kueue's pod reconciler does; and ``UpdatedAdmissionCheck``
 (:func:`checks_message`) on each Pod of a Workload that holds quota but is not admitted while some Pod is held
 back (gated), whenever the message changes (the Pods are not the log's, so the integration appends it, and after
@@ -138,6 +139,8 @@ def job_events(e: ev.AnyEvent, job: Involved | PendingChecks) -> tuple[KubeEvent
             return (make_event(job, NORMAL, STOPPED, e.message, by),)
         case ev.JobActed(action="ErrWorkloadCompose"):
             return (make_event(job, WARNING, e.action, e.message, by),)
+        case ev.JobActed(action="WorkloadNameConflict"):
+            return (make_event(job, WARNING, e.action, e.message, by, action="Admission"),)
         case ev.JobActed(action="WorkloadPriorityClassNotFound"):
             return (make_event(job, WARNING, NOT_FOUND_REASON, e.message, by),)
         case ev.JobActed(action="UpdatedWorkload" | "DeletedWorkload" | "ExcessPodDeleted" | "UpdatedAdmissionCheck"):

@@ -12,6 +12,8 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
   wait; Pods that disagree on the queue name or the total count get none; runnable Pods beyond the total (the
   newest, gated ones first) are finalized and deleted (``ExcessPodDeleted``); the rest make the Workload —
   every Pod an owner (not the controller), ``kueue.x-k8s.io/is-group-workload: "true"``, at most 8 roles;
+* a Workload of the group's name without that annotation, made for something else, is not the group's under
+  ``PodIntegrationValidateGroupOwner`` (:func:`refuses_adoption`): the group gets none while it is there;
 * a Workload: only the Pods of a role it has a pod set for are its own (:func:`of_its_roles`; others, such as a
   StatefulSet's pods of a new revision whose template changed what admission looks at, are neither started,
   stopped, removed nor counted: they stay gated); runnable Pods of a role beyond its pod set's count are excess
@@ -82,6 +84,9 @@ TOO_MANY_ROLES = "pod group can't include more than 8 roles"
 EXCESS_POD_DELETED = "ExcessPodDeleted"
 ERR_WORKLOAD_COMPOSE = "ErrWorkloadCompose"
 """The Warning Event Kueue records on the Pod standing for a group too small to make its Workload."""
+WORKLOAD_NAME_CONFLICT = "WorkloadNameConflict"
+"""The Warning Event Kueue records on the Pod standing for a group whose name a Workload it did not make for a
+group already has (:func:`refuses_adoption`)."""
 
 
 def fast_admission(annotations: dict[str, str]) -> bool:
@@ -93,6 +98,20 @@ def fast_admission(annotations: dict[str, str]) -> bool:
 def is_group_workload(obs: o.Workload) -> bool:
     """A pod group's Workload, as Kueue marks it."""
     return obs.metadata.annotations.get(IS_GROUP_ANNOTATION) == "true"
+
+
+def refuses_adoption(obs: o.Workload | None, validate_owner: bool) -> bool:
+    """Whether the Workload ``obs`` named after a group is not the group's to take: under Kueue's
+    ``PodIntegrationValidateGroupOwner`` (beta, on) one without ``kueue.x-k8s.io/is-group-workload: "true"`` was
+    made by something else (a Job's, another integration's, a user's), and taking it would run the group on that
+    Workload's quota. Off, the group takes the Workload of its name whatever made it."""
+    return validate_owner and obs is not None and not is_group_workload(obs)
+
+
+def name_conflict_message(group: str) -> str:
+    """Kueue's words for a group whose name another kind of Workload has (``group``: the group's name)."""
+    return (f'A Workload named "{group}" already exists but is not a pod group workload; this pod group cannot '
+            "be admitted")
 
 
 def group_key(pod: ManagedPod) -> str:

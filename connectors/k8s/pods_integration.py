@@ -49,7 +49,8 @@ every Pod of the group ``Ready``, as Kueue's ``PodsReady`` for a group). The Eve
 go through the log (``JobActed`` of kind Pod, from ``pod-kueue-controller``), so a restart records none twice.
 Pod groups (``kueue.x-k8s.io/pod-group-name``) are reconciled as one (key ``group/<namespace>/<group>``):
 :mod:`connectors.k8s.pod_group` decides, one Workload named after the group, every Pod started, stopped, finished
-and finalized with it. Under TopologyAwareScheduling a Pod's pod set carries the topology request of its TAS
+and finalized with it; under ``PodIntegrationValidateGroupOwner`` a Workload of its name not made for a group is not
+taken (nothing is done to the group then but the Warning ``WorkloadNameConflict`` on its first Pod). Under TopologyAwareScheduling a Pod's pod set carries the topology request of its TAS
 annotations (:func:`connectors.k8s.pod_sync.pod_set`) and, placed by topology, it starts still behind the
 topology gate its webhook added, which the ungater (:mod:`connectors.k8s.ungater`) lifts onto its domain. A Pod or
 group naming a prebuilt Workload runs on that one, adopted, never created (:mod:`connectors.k8s.pod_prebuilt`). Not
@@ -141,6 +142,8 @@ class PodStats:
     excess: int = 0
     adopted: int = 0
     """Prebuilt Workloads a Pod was made the controller of, or a group's Pods the owners of."""
+    name_conflicts: int = 0
+    """Times a group was refused the Workload of its name, not made for a group (``PodIntegrationValidateGroupOwner``)."""
     conflicts: int = 0
     errors: int = 0
     relists: int = 0
@@ -714,6 +717,8 @@ class PodIntegration:
         managed = first is not None and job_selection.is_managed(
             first.metadata.labels, job_selection.controller(first.metadata.owner_references),
             self.state.namespaces.get(first.metadata.namespace), config)
+        if managed and first is not None and not prebuilt_name and await self._refused_adoption(group, first):
+            return  # as Kueue's reconciler: nothing more, to the Pods or to that Workload
         if prebuilt_name and wl is not None and obs is not None and managed:
             usable = await self._group_prebuilt_usable(group, pods, wl, obs)
             if usable is None:
@@ -751,6 +756,26 @@ class PodIntegration:
             for pod in deleting:  # not Kueue's to hold: let it go
                 if pod_sync.finalizable(pod):
                     await self._once(pod, "finalize", self._finalize(pod, ""))
+
+    async def _refused_adoption(self, group: str, first: ManagedPod) -> bool:
+        """Whether the group's name is taken by a Workload not made for a group, which it does not take under
+        ``PodIntegrationValidateGroupOwner`` (:func:`connectors.k8s.pod_group.refuses_adoption`): it then gets no
+        Workload while that one is there, and the Warning ``WorkloadNameConflict`` on ``first`` (the Pod standing
+        for it), once per version of that Pod and of the Workload (Kueue records it at every reconcile and its
+        recorder folds the repeats). The Workload's deletion marks the group dirty, so it then gets its own."""
+        obs = self.mirror.workloads.get(group)
+        if not pod_group.refuses_adoption(obs, self.state.gate(gates.POD_INTEGRATION_VALIDATE_GROUP_OWNER)):
+            return False
+        assert obs is not None
+        marker = (pod_group.WORKLOAD_NAME_CONFLICT, obs.metadata.uid, obs.metadata.resource_version,
+                  first.metadata.resource_version)
+        if self._acted.get(GROUP_PREFIX + group) != marker:
+            self._acted[GROUP_PREFIX + group] = marker
+            self.stats.name_conflicts += 1
+            log.warning("a workload not made for a pod group has the group's name: not taken", group=group)
+            await self._report(first, pod_group.WORKLOAD_NAME_CONFLICT,
+                               message=pod_group.name_conflict_message(group.partition("/")[2]))
+        return True
 
     async def _group_gone(self, group: str) -> None:
         """No Pod of the group is left in the watch: once the apiserver has none of the Pods its Workload names as

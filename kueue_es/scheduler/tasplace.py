@@ -7,7 +7,8 @@ ProvisioningRequest check gets no placement yet (``delayedTopologyRequest: Pendi
 once the checks are Ready, and also replaces a failed node in place.
 
 The cycle's TAS snapshots are forked once per cycle and charged as entries are admitted, so later entries see
-the domains earlier ones took; a nomination is re-placed at admission if it no longer fits.
+the domains earlier ones took; a nomination is re-placed at admission if it no longer fits (skipped instead with
+``TASRecomputeAssignmentWithinSchedulingCycle`` off).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from projections.gates import (
     TAS_HANDLE_OVERLAPPING_FLAVORS,
     TAS_MULTI_LAYER_TOPOLOGY,
     TAS_PROFILE_MIXED,
+    TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE,
     TAS_RESPECT_NODE_AFFINITY_PREFERRED,
 )
 from projections.queue_order import QueueOrder
@@ -55,12 +57,15 @@ class CycleTopology:
     """The TAS snapshots one cycle works on, built on first use (cycles without TAS never build them), and the
     feature gates placement reads."""
 
-    __slots__ = ("_snaps", "_state", "options")
+    __slots__ = ("_snaps", "_state", "options", "recompute")
 
     def __init__(self, state, config=None) -> None:
         self._state = state
         self._snaps: TASSnapshots | None = None
         self.options = tas_options(config)
+        self.recompute = config is None or config.gate(TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE)
+        """``TASRecomputeAssignmentWithinSchedulingCycle``: a nomination an earlier admission of the cycle made
+        stale is placed again (:func:`place_at_admission`); off, the entry is skipped until the next cycle."""
 
     @property
     def snapshots(self) -> TASSnapshots:
@@ -234,7 +239,8 @@ def reserve_placement(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInf
 
 def place_at_admission(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, a: Assignment) -> str:
     """Re-check the nominated placements against what this cycle admitted before (re-placing, with the nominated
-    flavors, what no longer fits) and charge them; returns a failure message, or "" when placed."""
+    flavors, what no longer fits, unless ``TASRecomputeAssignmentWithinSchedulingCycle`` is off) and charge them;
+    returns a failure message, or "" when placed."""
     placed = [(ps, res) for ps, res in zip(wl.pod_sets, a.pod_sets, strict=False) if res.topology is not None]
     if not placed:
         return ""
@@ -242,6 +248,8 @@ def place_at_admission(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueIn
     requests = [(res.tas_flavor, _request(ps, res.count, info)) for ps, res in placed]
     if not all(snaps[f].fits(res.topology.domains, req.per_pod())  # type: ignore[union-attr]
                for (f, req), (_, res) in zip(requests, placed, strict=True)):
+        if not ctx.topology.recompute:
+            return "the nominated topology assignment no longer fits"
         found = place_workload(snaps, requests, options=ctx.topology.options)
         if not found.ok:
             return found.message

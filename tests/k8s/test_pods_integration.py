@@ -344,6 +344,66 @@ async def test_a_finished_pod_group_finishes_its_workload_and_its_records_mark_t
         "Succeeded", "Pods succeeded: 2/2.")
 
 
+def foreign_workload_obs() -> o.Workload:
+    """A Workload named as group ``g`` but not made for a group (a Job's: no ``is-group-workload``), whose pod set
+    happens to be named as the group's role."""
+    obs = group_workload_obs()
+    return msgspec.structs.replace(obs, metadata=msgspec.structs.replace(
+        obs.metadata, annotations={}, owner_references=[
+            o.OwnerReference(api_version="batch/v1", kind="Job", name="train", uid="job-uid", controller=True)]))
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("validate_owner", [True, False])
+async def test_a_pod_group_takes_the_workload_of_its_name_made_for_something_else_only_without_the_gate(
+        validate_owner: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PodIntegrationValidateGroupOwner (beta, on): the admitted Workload of a Job named as the group is not the
+    group's, so its gated Pods are not started on that Workload's quota; the group is told why, once. Off, the
+    group takes it and its Pods start."""
+    config = {**POD_ON, "featureGates": {"PodIntegrationValidateGroupOwner": validate_owner}}
+    pods, mirror, appended, client = integration(foreign_workload_obs(), config=config)
+    wl = mirror.state.workloads["ns/g"]
+    wl.phase = ADMITTED
+    wl.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[
+        o.PodSetAssignment(name="7aa6c7b8", flavors={}, count=2)])
+    for n in "ab":
+        _watch(pods, _group_raw(n))
+    monkeypatch.setattr("connectors.k8s.pods_integration.admission_shown", lambda wl, obs: True)
+    await pods.reconcile("group/ns/g")
+    await pods.reconcile("group/ns/g")
+    if not validate_owner:
+        assert [c[2] for c in client.calls if c[0] == "patch"] == ["a", "b"]
+        assert [e.action for e in appended if isinstance(e, ev.JobActed)] == ["Started", "Started"]
+        return
+    assert client.calls == [], "neither started, nor given a Workload of their own, nor that one touched"
+    (conflict,) = appended
+    assert isinstance(conflict, ev.JobActed) and (conflict.key, conflict.action, conflict.message) == (
+        "ns/a", "WorkloadNameConflict",
+        'A Workload named "g" already exists but is not a pod group workload; this pod group cannot be admitted')
+    ledger = EventLedger()
+    ledger.fold(ev.Record(9, conflict), Mirror().state, {})
+    (event,) = job_events(conflict, ledger.ready[9].before)  # type: ignore[arg-type]
+    assert (event.type, event.reason, event.action, event.involved.name, event.component) == (
+        "Warning", "WorkloadNameConflict", "Admission", "a", "pod-kueue-controller")
+
+
+@pytest.mark.asyncio
+async def test_a_pod_group_gets_its_own_workload_once_the_one_of_its_name_made_for_something_else_is_gone() -> None:
+    raws = {n: _group_raw(n) for n in "ab"}
+    pods, mirror, appended, client = integration(foreign_workload_obs(), client=GroupClient(raws))
+    for n in "ab":
+        _watch(pods, raws[n])
+    await pods.reconcile("group/ns/g")
+    assert client.calls == [] and [e.action for e in appended] == ["WorkloadNameConflict"]
+    mirror.listeners.append(pods._on_applied)
+    mirror.apply_batch([ev.Record(mirror.offset + 1, ev.ObjectDeleted(time=4, key="ns/g", uid="wl-uid",
+                                                                      kind="Workload"))])
+    assert "group/ns/g" in pods.dirty
+    await pods.reconcile("group/ns/g")
+    (_, kind, body), = [c for c in client.calls if c[0] == "create"]
+    assert kind == "Workload" and body["metadata"]["annotations"]["kueue.x-k8s.io/is-group-workload"] == "true"
+
+
 @pytest.mark.asyncio
 async def test_a_fast_admission_group_gets_its_workload_from_its_first_pod() -> None:
     raw = _group_raw("a")
