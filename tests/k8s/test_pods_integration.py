@@ -310,10 +310,9 @@ async def test_a_pod_group_gets_one_workload_once_all_its_pods_are_there() -> No
     assert [e.action for e in appended if isinstance(e, ev.JobActed)] == ["CreatedWorkload"]
 
 
-@pytest.mark.asyncio
-async def test_an_admitted_pod_group_has_every_pod_started_with_its_roles_admission(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    pods, mirror, appended, client = integration(group_workload_obs())
+def _admitted_group_of_two(pods: PodIntegration, mirror: Mirror, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Group ``g``'s Workload admitted for its one role, both its gated Pods ``a`` and ``b`` watched, and the
+    admission shown in the Workload's stored status."""
     wl = mirror.state.workloads["ns/g"]
     wl.phase = ADMITTED
     wl.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[
@@ -321,6 +320,13 @@ async def test_an_admitted_pod_group_has_every_pod_started_with_its_roles_admiss
     for n in "ab":
         _watch(pods, _group_raw(n))
     monkeypatch.setattr("connectors.k8s.pods_integration.admission_shown", lambda wl, obs: True)
+
+
+@pytest.mark.asyncio
+async def test_an_admitted_pod_group_has_every_pod_started_with_its_roles_admission(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    pods, mirror, appended, client = integration(group_workload_obs())
+    _admitted_group_of_two(pods, mirror, monkeypatch)
     await pods.reconcile("group/ns/g")
     patched = [c for c in client.calls if c[0] == "patch"]
     assert [c[2] for c in patched] == ["a", "b"]
@@ -362,13 +368,7 @@ async def test_a_pod_group_takes_the_workload_of_its_name_made_for_something_els
     group takes it and its Pods start."""
     config = {**POD_ON, "featureGates": {"PodIntegrationValidateGroupOwner": validate_owner}}
     pods, mirror, appended, client = integration(foreign_workload_obs(), config=config)
-    wl = mirror.state.workloads["ns/g"]
-    wl.phase = ADMITTED
-    wl.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[
-        o.PodSetAssignment(name="7aa6c7b8", flavors={}, count=2)])
-    for n in "ab":
-        _watch(pods, _group_raw(n))
-    monkeypatch.setattr("connectors.k8s.pods_integration.admission_shown", lambda wl, obs: True)
+    _admitted_group_of_two(pods, mirror, monkeypatch)
     await pods.reconcile("group/ns/g")
     await pods.reconcile("group/ns/g")
     if not validate_owner:
