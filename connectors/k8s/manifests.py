@@ -62,6 +62,7 @@ from connectors.k8s.resources import (
     LEASES,
     POD_TEMPLATES,
     PROVISIONING_REQUESTS,
+    STATEFUL_SETS,
 )
 from connectors.k8s.validating import CONFIGURATION_NAME as VALIDATING_CONFIGURATION_NAME
 from connectors.k8s.visibility import (
@@ -120,6 +121,7 @@ def cluster_role(name: str = DEFAULT_NAME) -> dict[str, Any]:
         {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingwebhookconfigurations"],
          "resourceNames": [VALIDATING_CONFIGURATION_NAME], "verbs": ["get", "update"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["patch", "delete"]},
+        {"apiGroups": [STATEFUL_SETS.group], "resources": [STATEFUL_SETS.plural], "verbs": READ},
         {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch"]},
         {"apiGroups": [""], "resources": ["pods/finalizers"], "verbs": ["update"]},
         {"apiGroups": [""], "resources": [POD_TEMPLATES.plural], "verbs": ["get", "create", "patch"]},

@@ -29,10 +29,17 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
   the integration then takes the finalizer off the Workload;
 * evicted, or running while not admitted: every running Pod is stopped (``TerminationTarget``, then deleted); an
   evicted Workload's quota goes once no Pod of the group is ``Running``;
+* a Workload none of the group's Pods has a role of (:func:`no_longer_matching`; not a prebuilt one): it no longer
+  matches the group and is deleted (``DeletedWorkload``), its running Pods stopped first (``NoMatchingWorkload``)
+  unless one is gated or ended; the group then gets a new Workload, made from its Pods, as any group without one;
 * whatever the Workload, a Pod its StatefulSet holds (``kueue.x-k8s.io/pod-suspending-parent: statefulset``) that
   has ended (``Succeeded``, ``Failed``), or is deleted before reaching a node, loses the finalizer, as Kueue's
   StatefulSet reconciler lets it go: so a StatefulSet scaled to zero or deleted gets rid of its pods, and one
-  remakes a pod under the same name.
+  remakes a pod under the same name. That reconciler (of the template design,
+  ``pkg/controller/jobs/statefulset/statefulset_reconciler.go``) also lets go of — lifts the admission gate from
+  and takes the finalizer off — the pods of the older revision during a rolling update (``status.currentRevision``
+  differs from ``status.updateRevision`` and the pod's ``controller-revision-hash`` is the current one), and every
+  pod once the StatefulSet is gone (:func:`let_go_by_statefulset`).
 """
 
 from __future__ import annotations
@@ -166,8 +173,25 @@ def _running(pod: ManagedPod) -> bool:
 
 # --- the next step ---------------------------------------------------------------------------------------------
 
-NOTHING, WAIT, INVALID, CREATE, FINALIZE, FINISH, START, STOP, RELEASE, RECLAIM = (
-    "nothing", "wait", "invalid", "create", "finalize", "finish", "start", "stop", "release", "reclaim")
+NOTHING, WAIT, INVALID, CREATE, FINALIZE, FINISH, START, STOP, RELEASE, RECLAIM, DELETE = (
+    "nothing", "wait", "invalid", "create", "finalize", "finish", "start", "stop", "release", "reclaim", "delete")
+NO_MATCHING_WORKLOAD = "No matching Workload; restoring pod templates according to existent Workload"
+"""The ``Stopped`` message of a group's running Pods when its Workload no longer matches it (as for a Job)."""
+REVISION_LABEL = "controller-revision-hash"
+"""The label the StatefulSet controller gives each pod: the revision of the template it was made from."""
+
+
+@dataclass(frozen=True)
+class StatefulSetView:
+    """What Kueue's StatefulSet reconciler reads of the StatefulSet holding a group: its status revisions, or
+    that it is gone."""
+
+    current_revision: str = ""
+    update_revision: str = ""
+    gone: bool = False
+
+
+STATEFULSET_GONE = StatefulSetView(gone=True)
 
 
 @dataclass(frozen=True)
@@ -187,6 +211,9 @@ class GroupStep:
     """CREATE: the Pods the Workload is made of."""
     reclaimable: tuple[tuple[str, int], ...] = ()
     """RECLAIM: the Workload's ``status.reclaimablePods`` as they should be, (role, count) by role."""
+    let_go: tuple[ManagedPod, ...] = ()
+    """Pods the StatefulSet reconciler ungates and finalizes (:func:`let_go_by_statefulset`), after ``action``
+    (Kueue's pod reconciler acts on a new pod before that one does)."""
 
 
 def _mismatch(pods: list[ManagedPod], first: ManagedPod, total: int) -> str:
@@ -210,19 +237,42 @@ def _mismatch(pods: list[ManagedPod], first: ManagedPod, total: int) -> str:
 
 
 def next_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool, admission_shown: bool,
-              prebuilt: bool = False, fast_quota_release: bool = False, wl_deleting: bool = False) -> GroupStep:
+              prebuilt: bool = False, fast_quota_release: bool = False, wl_deleting: bool = False,
+              statefulset: StatefulSetView | None = None) -> GroupStep:
     """What Kueue's reconciler does next with the group's Pods (sorted by name; the first stands for the group, as
     Kueue's first listed Pod does) and its Workload in the log (None: none yet, or none usable). ``prebuilt``: the
     group names its Workload (:mod:`connectors.k8s.pod_prebuilt`): none is made for it, and Kueue, finding it by
     name rather than matching it with its Pods, removes no excess Pods and lets go of no replaced ones.
     ``fast_quota_release``: Kueue's ``FastQuotaReleaseInPodIntegration`` gate (:func:`holds_quota`).
     ``wl_deleting``: the apiserver shows the Workload being deleted. Ended Pods a StatefulSet holds are let go
-    besides (:func:`released_by_statefulset`)."""
+    besides (:func:`released_by_statefulset`), and, with ``statefulset`` (the StatefulSet holding the group, when
+    known and its integration on), those :func:`let_go_by_statefulset` names."""
     step = _group_step(pods, wl, managed=managed, admission_shown=admission_shown, prebuilt=prebuilt,
                        fast_quota_release=fast_quota_release, wl_deleting=wl_deleting)
+    let_go = let_go_by_statefulset(pods, statefulset) if managed and statefulset is not None else ()
+    if let_go:  # its patch takes the finalizer off too
+        step = replace(step, let_go=let_go, finalize=tuple(p for p in step.finalize if p not in let_go))
     released = released_by_statefulset(pods) if managed else ()
-    more = tuple(p for p in released if p not in step.finalize and not (step.action == FINALIZE and p in step.pods))
+    more = tuple(p for p in released if p not in step.finalize and p not in let_go
+                 and not (step.action == FINALIZE and p in step.pods))
     return replace(step, finalize=step.finalize + more) if more else step
+
+
+def let_go_by_statefulset(pods: list[ManagedPod], statefulset: StatefulSetView) -> tuple[ManagedPod, ...]:
+    """The group's Pods a StatefulSet holds that Kueue's StatefulSet reconciler ungates and finalizes, those still
+    gated or carrying the finalizer: every one once the StatefulSet is gone; during a rolling update (its current
+    revision not the update one yet), those of the current revision, which the controller is to replace."""
+    updating = statefulset.current_revision != statefulset.update_revision
+
+    def let_go(p: ManagedPod) -> bool:
+        return statefulset.gone or (updating and p.metadata.labels.get(REVISION_LABEL) == statefulset.current_revision)
+
+    return tuple(p for p in pods if held_by_statefulset(p) and (is_gated(p) or finalizable(p)) and let_go(p))
+
+
+def held_by_statefulset(pod: ManagedPod) -> bool:
+    """A pod made from a StatefulSet's template that Kueue's webhook marked."""
+    return pod.metadata.annotations.get(SUSPENDING_PARENT) == "statefulset"
 
 
 def released_by_statefulset(pods: list[ManagedPod]) -> tuple[ManagedPod, ...]:
@@ -230,7 +280,7 @@ def released_by_statefulset(pods: list[ManagedPod]) -> tuple[ManagedPod, ...]:
     will never end), and still carry the finalizer: Kueue's StatefulSet reconciler removes it whatever the
     Workload (a serving group never finishes, and a StatefulSet remakes a pod, or scales to zero, or is deleted,
     only once the old one is gone)."""
-    return tuple(p for p in pods if p.metadata.annotations.get(SUSPENDING_PARENT) == "statefulset"
+    return tuple(p for p in pods if held_by_statefulset(p)
                  and (p.status.phase in ("Succeeded", "Failed") or (p.metadata.deletion_timestamp
                                                                    and not p.spec.node_name))
                  and finalizable(p))
@@ -247,6 +297,8 @@ def _group_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: boo
         return GroupStep(INVALID, message=str(exc))
     if wl is None:
         return _missing_prebuilt(pods, total) if prebuilt else _without_workload(pods, first, total)
+    if not prebuilt and no_longer_matching(pods, wl):
+        return _not_matching(pods, total)
     if wl.phase == FINISHED:
         return GroupStep(FINALIZE, tuple(p for p in pods if finalizable(p)))
     if wl_deleting:
@@ -257,6 +309,21 @@ def _group_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: boo
     if step.action == FINALIZE or prebuilt:
         return step
     return replace(step, finalize=_replaced_by_role(pods, wl))
+
+
+def no_longer_matching(pods: list[ManagedPod], wl: WorkloadInfo) -> bool:
+    """The Workload keeps none of the group's Pods: none has a role it has a pod set for (Kueue's pod reconciler
+    then finds it not matching, whatever its state)."""
+    return bool(pods) and not of_its_roles(pods, wl)
+
+
+def _not_matching(pods: list[ManagedPod], total: int) -> GroupStep:
+    """Delete the Workload that no longer matches the group, its running Pods stopped first unless one is held
+    back (gated or ended: Kueue's group is suspended then) or the group has finished."""
+    held = any(is_gated(p) or p.status.phase in ("Succeeded", "Failed") for p in pods)
+    done = not is_serving(pods[0]) and finished(pods, total) is not None
+    running = () if held or done else tuple(p for p in pods if _running(p))
+    return GroupStep(DELETE, running, reason=NO_MATCHING_WORKLOAD_REASON, message=NO_MATCHING_WORKLOAD)
 
 
 def _missing_prebuilt(pods: list[ManagedPod], total: int) -> GroupStep:

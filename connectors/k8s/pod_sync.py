@@ -296,6 +296,15 @@ def finalize_patch(pod: ManagedPod) -> dict[str, Any]:
     return {"metadata": {"resourceVersion": pod.metadata.resource_version, "finalizers": rest or None}}
 
 
+def let_go_patch(pod: ManagedPod) -> dict[str, Any]:
+    """The merge patch that lifts Kueue's admission gate from the Pod and drops Kueue's finalizer (as Kueue's
+    StatefulSet reconciler lets a pod go), conditioned on its resourceVersion."""
+    gates = [g for g in pod.spec.scheduling_gates if g.get("name") != ADMISSION_GATE]
+    patch = finalize_patch(pod)
+    patch["spec"] = {"schedulingGates": gates or None}
+    return patch
+
+
 def termination_condition(reason: str, message: str, now: str) -> dict[str, Any]:
     """The strategic merge patch of ``pods/status`` that marks the Pod as one Kueue stops (its conditions merge by
     type)."""

@@ -53,8 +53,14 @@ and finalized with it; under ``PodIntegrationValidateGroupOwner`` a Workload of 
 taken (nothing is done to the group then but the Warning ``WorkloadNameConflict`` on its first Pod). Under TopologyAwareScheduling a Pod's pod set carries the topology request of its TAS
 annotations (:func:`connectors.k8s.pod_sync.pod_set`) and, placed by topology, it starts still behind the
 topology gate its webhook added, which the ungater (:mod:`connectors.k8s.ungater`) lifts onto its domain. A Pod or
-group naming a prebuilt Workload runs on that one, adopted, never created (:mod:`connectors.k8s.pod_prebuilt`). Not
-done: rewriting a Workload whose pod sets no longer match its Pod.
+group naming a prebuilt Workload runs on that one, adopted, never created (:mod:`connectors.k8s.pod_prebuilt`). A
+group's Workload none of whose Pods has its roles any more is deleted (``DeletedWorkload``) before anything else is
+done with it, and the group gets a new one. With the ``statefulset`` framework on, a group a StatefulSet holds is
+also looked at again when the StatefulSet's status revisions change or it goes
+(:mod:`connectors.k8s.statefulsets`), and its pods are let go as Kueue's StatefulSet reconciler lets them go
+(:func:`connectors.k8s.pod_group.let_go_by_statefulset`: ungated and finalized). Not done: rewriting a Workload
+whose pod sets no longer match its Pod (a single Pod's), or, as newer Kueue does, a group's not holding quota
+rather than deleting it.
 """
 
 from __future__ import annotations
@@ -70,7 +76,16 @@ from typing import Any
 import msgspec
 import structlog
 
-from connectors.k8s import job_selection, job_sync, pod_group, pod_prebuilt, pod_sync, podsetinfo, prebuilt
+from connectors.k8s import (
+    job_selection,
+    job_sync,
+    pod_group,
+    pod_prebuilt,
+    pod_sync,
+    podsetinfo,
+    prebuilt,
+    statefulsets,
+)
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import KubeClient, resource_version_of
 from connectors.k8s.errors import AlreadyExists, Conflict, Gone, KubeError, NotFound
@@ -90,13 +105,14 @@ from connectors.k8s.job_priority import (
     missing_class,
     not_found_message,
 )
-from connectors.k8s.job_sync import UPDATED_WORKLOAD
+from connectors.k8s.job_sync import DELETED_WORKLOAD, UPDATED_WORKLOAD
 from connectors.k8s.jobs import CLASS_MISSING, OWNER_NOT_FOUND, OWNER_NOT_FOUND_MESSAGE, admission_shown
 from connectors.k8s.journal import Journal
 from connectors.k8s.pod_roles import ROLE_HASH_ANNOTATION, role_hash
 from connectors.k8s.pod_sync import ManagedPod, Step
 from connectors.k8s.pod_webhook import MANAGED, MANAGED_LABEL
-from connectors.k8s.resources import BY_KIND
+from connectors.k8s.resources import BY_KIND, STATEFUL_SETS
+from connectors.k8s.statefulsets import StatefulSetRevisions
 from connectors.k8s.workers import KeyedWorkers, Retries
 from events import objects as o
 from events import schema as ev
@@ -152,6 +168,10 @@ class PodStats:
     failed_to_start: list[str] = field(default_factory=list)
     out_of_sync: list[str] = field(default_factory=list)
     """Prebuilt Workloads finished for no longer matching their Pod or group."""
+    deleted: int = 0
+    """Group Workloads deleted for no longer matching their group (none of its Pods has their roles)."""
+    let_go: int = 0
+    """Pods of a StatefulSet ungated and finalized (its older revision's in a rolling update; all once it is gone)."""
 
 
 class PodIntegration:
@@ -194,6 +214,8 @@ class PodIntegration:
         self._stopped: dict[str, str] = {}
         """Pod key -> uid of the Pod stopped (marked and deleted) under it: its versions in between (the condition
         written, the deletion not seen yet) are not stopped again."""
+        self.statefulsets = StatefulSetRevisions(client, self._on_statefulsets, watch_timeout_s, backoff_s)
+        """The StatefulSets' status revisions, for the groups they hold (Kueue's StatefulSet reconciler)."""
 
     # --- running -------------------------------------------------------------------------------------------
 
@@ -205,6 +227,7 @@ class PodIntegration:
         try:
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(self._inform(), name="k8s-pods-watch")
+                tg.create_task(self.statefulsets.run(), name="k8s-statefulsets-watch")
                 await self.synced.wait()
                 self.dirty |= self.workloads_of.keys()  # Pods gone while no one watched
                 self.dirty |= {GROUP_PREFIX + k for k, obs in self.mirror.workloads.items()
@@ -318,6 +341,15 @@ class PodIntegration:
         if keys:
             self.dirty |= keys
             self._signal.set()
+
+    def _on_statefulsets(self, keys: set[str]) -> None:
+        """StatefulSets whose revisions changed, or that came or went: the groups of their pods are dirty."""
+        groups = set()
+        for pod_key, pod in self.pods.items():
+            owner = _statefulset_owner(pod)
+            if owner is not None and f"{pod.metadata.namespace}/{owner.name}" in keys and pod_key in self.group_of:
+                groups.add(GROUP_PREFIX + self.group_of[pod_key])
+        self._mark(groups)
 
     # --- what the log says about their Workloads --------------------------------------------------------------
 
@@ -726,6 +758,33 @@ class PodIntegration:
             if not usable:
                 wl = obs = None
         own = pod_group.of_its_roles(pods, wl) if wl is not None and not prebuilt_name else pods  # what Kueue keeps
+        matching = wl is None or bool(prebuilt_name) or not pod_group.no_longer_matching(pods, wl)
+        if matching:  # else, as Kueue's reconciler, the Workload goes first
+            if await self._keep_in_step(pods, own, wl, obs, managed=managed, generated=not prebuilt_name):
+                return
+        shown = wl is not None and obs is not None and admission_shown(wl, obs)
+        step = pod_group.next_step(pods, wl, managed=managed, admission_shown=shown, prebuilt=bool(prebuilt_name),
+                                   fast_quota_release=self.state.gate(gates.FAST_QUOTA_RELEASE_IN_POD_INTEGRATION),
+                                   wl_deleting=obs is not None and wf.deleting(obs),
+                                   statefulset=await self._statefulset_of(config, pods))
+        for pod in step.finalize:
+            await self._once(pod, "finalize", self._finalize(pod, ""))
+        for pod in step.remove:
+            await self._once(pod, "excess", self._remove_excess(pod))
+        await self._carry_out_group(group, step, wl, first)
+        for pod in step.let_go:
+            await self._once(pod, "let-go", self._let_go_pod(pod))
+        if managed:
+            await self._release(wl, obs)
+        if wl is None and not managed:
+            for pod in deleting:  # not Kueue's to hold: let it go
+                if pod_sync.finalizable(pod):
+                    await self._once(pod, "finalize", self._finalize(pod, ""))
+
+    async def _keep_in_step(self, pods: list[ManagedPod], own: list[ManagedPod], wl: WorkloadInfo | None,
+                            obs: o.Workload | None, *, managed: bool, generated: bool) -> bool:
+        """The group's Workload kept in step with its Pods before anything else (PodsReady, waiting for replacement
+        Pods, priority and queue, admission checks' messages); whether the pass ends here, as Kueue's does."""
         if wl is not None and managed and self.state.waits_for_pods_ready:
             change = pod_sync.pods_ready_transition(wl, running=any(pod_sync.is_running(p) for p in own),
                                                     ready=pod_group.pods_ready(own))
@@ -733,29 +792,39 @@ class PodIntegration:
                 await self._append_once(wl, ev.PodsReadyChanged(time=_now(), key=wl.key, uid=wl.uid,
                                                                 ready=change[0], reason=change[1]))
         if wl is not None and managed and wl.phase != FINISHED and await self._replacement_pods(
-                wl, pods, counted=not prebuilt_name):
-            return  # as Kueue's reconciler: the rest waits for the Workload that shows the condition
+                wl, pods, counted=generated):
+            return True  # as Kueue's reconciler: the rest waits for the Workload that shows the condition
         held = any(pod_sync.is_gated(p) or pod_sync.ended(p) is not None for p in own)  # Kueue's IsSuspended
         if wl is not None and obs is not None and managed and await self._sync_workload(
-                pods[0], wl, obs, running=not held, generated=not prebuilt_name):
-            return  # as Kueue's reconciler: the rest waits for the Workload that shows it
+                pods[0], wl, obs, running=not held, generated=generated):
+            return True  # as Kueue's reconciler: the rest waits for the Workload that shows it
         if wl is not None and obs is not None and managed and not wf.deleting(obs):
             await self._admission_checks(pods, wl, held=held)
-        shown = wl is not None and obs is not None and admission_shown(wl, obs)
-        step = pod_group.next_step(pods, wl, managed=managed, admission_shown=shown, prebuilt=bool(prebuilt_name),
-                                   fast_quota_release=self.state.gate(gates.FAST_QUOTA_RELEASE_IN_POD_INTEGRATION),
-                                   wl_deleting=obs is not None and wf.deleting(obs))
-        for pod in step.finalize:
-            await self._once(pod, "finalize", self._finalize(pod, ""))
-        for pod in step.remove:
-            await self._once(pod, "excess", self._remove_excess(pod))
-        await self._carry_out_group(group, step, wl)
-        if managed:
-            await self._release(wl, obs)
-        if wl is None and not managed:
-            for pod in deleting:  # not Kueue's to hold: let it go
-                if pod_sync.finalizable(pod):
-                    await self._once(pod, "finalize", self._finalize(pod, ""))
+        return False
+
+    async def _statefulset_of(self, config: SchedulerConfig, pods: list[ManagedPod]) -> pod_group.StatefulSetView | None:
+        """The StatefulSet holding the group (its pods' controller), for Kueue's StatefulSet reconciler: its
+        revisions, or gone (the apiserver has none of that uid); None while its integration is off, for a group no
+        StatefulSet holds, or before the StatefulSets are first listed. One the watch has not seen (yet) is asked
+        for, as the pods' watch may run ahead of the StatefulSets'."""
+        if not config.manages_statefulsets or not self.statefulsets.synced.is_set():
+            return None
+        pod = next((p for p in pods if pod_group.held_by_statefulset(p) and _statefulset_owner(p) is not None), None)
+        if pod is None:
+            return None
+        owner = _statefulset_owner(pod)
+        assert owner is not None
+        namespace = pod.metadata.namespace
+        seen = self.statefulsets.get(f"{namespace}/{owner.name}", owner.uid)
+        if seen is not None:
+            return seen.view
+        try:
+            stored = statefulsets.decode(await self.client.get(STATEFUL_SETS, owner.name, namespace))
+        except NotFound:
+            return pod_group.STATEFULSET_GONE
+        if stored is None:
+            return None
+        return stored.view if stored.metadata.uid == owner.uid else pod_group.STATEFULSET_GONE
 
     async def _refused_adoption(self, group: str, first: ManagedPod) -> bool:
         """Whether the group's name is taken by a Workload not made for a group, which it does not take under
@@ -819,7 +888,8 @@ class PodIntegration:
         await self._append_once(wl, ev.ReplacementPodsChanged(time=_now(), key=wl.key, uid=wl.uid, waiting=waiting))
         return True
 
-    async def _carry_out_group(self, group: str, step: pod_group.GroupStep, wl: WorkloadInfo | None) -> None:
+    async def _carry_out_group(self, group: str, step: pod_group.GroupStep, wl: WorkloadInfo | None,
+                               first: ManagedPod | None) -> None:
         match step.action:
             case pod_group.CREATE:
                 missing = missing_class(self.state, step.kept[0].metadata.labels) if step.kept else None
@@ -849,6 +919,13 @@ class PodIntegration:
             case pod_group.RELEASE:
                 assert wl is not None
                 await self._give_back_quota(wl)
+            case pod_group.DELETE:
+                assert wl is not None and first is not None
+                stop = Step(pod_sync.STOP, step.reason, step.message)
+                for pod in step.pods:
+                    if self._stopped.get(pod.key) != pod.metadata.uid:
+                        await self._once(pod, "stop", self._stop(pod, stop, wl))
+                await self._delete_not_matching(group, wl, first)
             case pod_group.FINISH:
                 assert wl is not None
                 await self._finish(wl, step.reason, step.message)
@@ -868,6 +945,36 @@ class PodIntegration:
                         await self._report(step.pods[0], pod_group.ERR_WORKLOAD_COMPOSE, message=step.message)
             case _:
                 pass
+
+    async def _delete_not_matching(self, group: str, wl: WorkloadInfo, first: ManagedPod) -> None:
+        """Delete the group's Workload, which none of its Pods has a role of any more, its finalizer first,
+        conditioned on its uid and resourceVersion; ``DeletedWorkload`` on the Pod standing for the group. The
+        group then gets a new one as any group without one."""
+        obs = self.mirror.workloads.get(wl.key)
+        if obs is None:
+            return
+        marker = ("delete", obs.metadata.resource_version)
+        if self._acted.get(GROUP_PREFIX + group) == marker:
+            return  # done: the watch brings the Workload's deletion
+        self._acted[GROUP_PREFIX + group] = marker
+        try:
+            if not await wf.delete_unfinalized(self.client, obs, await self._unfinalize(obs)):
+                return
+        except Conflict:
+            self._acted.pop(GROUP_PREFIX + group, None)
+            return  # changed meanwhile: the watch brings the newer Workload
+        self.stats.deleted += 1
+        log.info("deleted the workload its pod group no longer matches", group=group, workload=obs.key)
+        await self._report(first, DELETED_WORKLOAD, workload=obs.key, message=job_sync.deleted_message(obs.key))
+
+    async def _let_go_pod(self, pod: ManagedPod) -> None:
+        """Lift the admission gate and drop Kueue's finalizer, as Kueue's StatefulSet reconciler lets a pod go."""
+        try:
+            await self.client.patch(PODS, pod.metadata.name, pod_sync.let_go_patch(pod), pod.metadata.namespace)
+        except NotFound:
+            return
+        self.stats.let_go += 1
+        log.info("let go of a statefulset's pod", pod=pod.key)
 
     async def _create_group(self, group: str, kept: list[ManagedPod]) -> None:
         """Create the group's Workload from its Pods as stored (any gone or made anew meanwhile: not yet)."""
@@ -962,6 +1069,12 @@ class PodIntegration:
         self.stats.excess += 1
         log.info("deleted an excess pod of its group", pod=pod.key)
         await self._report(pod, pod_group.EXCESS_POD_DELETED, message="Excess pod deleted")
+
+
+def _statefulset_owner(pod: ManagedPod) -> o.OwnerReference | None:
+    """The apps/v1 StatefulSet controlling the Pod, if one does."""
+    return next((r for r in pod.metadata.owner_references
+                 if r.controller and r.kind == STATEFUL_SETS.kind and r.api_version == STATEFUL_SETS.api_version), None)
 
 
 def _names_carried(pod: ManagedPod) -> list[str]:

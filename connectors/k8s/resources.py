@@ -89,5 +89,5 @@ POD_TEMPLATES = Resource("PodTemplate", "", "v1", "podtemplates", True)
 DEPLOYMENTS = Resource("Deployment", "apps", "v1", "deployments", True, status_subresource=True)
 REPLICA_SETS = Resource("ReplicaSet", "apps", "v1", "replicasets", True, status_subresource=True)
 STATEFUL_SETS = Resource("StatefulSet", "apps", "v1", "statefulsets", True, status_subresource=True)
-"""The parents of the Pods Kueue's ``deployment`` and ``statefulset`` integrations hold: not watched (their Pods
-are), named for the tests and the StatefulSet scaling."""
+"""The parents of the Pods Kueue's ``deployment`` and ``statefulset`` integrations hold: not watched into the log
+(their Pods are); the pod integration watches the StatefulSets' status revisions (:mod:`connectors.k8s.statefulsets`)."""

@@ -22,14 +22,18 @@ to zero or from zero (a group's total is fixed), from zero only once the scale-d
 As the Deployment webhooks, both allow everything unchanged while the integration is off and are registered
 fail-closed only while it is on.
 
-Not done, unlike Kueue: its StatefulSet reconciler (newer Kueue makes the group's Workload itself, prebuilt,
-names it with the StatefulSet's uid, labels the pods from a pod reconciler and puts the Workload on hold while
-scaled to zero): scaling to zero and back is handled no further than the validating rule above and the pods, once
-ended or deleted before reaching a node, losing Kueue's finalizer (:func:`connectors.k8s.pod_group.released_by_statefulset`),
-the group's Workload being left to the pod-group rules; nor are an older revision's pods let go in a rolling
-update, as Kueue's first StatefulSet reconciler did (that needs the StatefulSet's ``status.currentRevision`` and
-``updateRevision``, so a StatefulSet watch). The new revision's pods, when the template change gives them another
-role, are left gated by the group (:func:`connectors.k8s.pod_group.of_its_roles`), as Kueue's pod reconciler does.
+Kueue's first StatefulSet reconciler, which went with this webhook, is modelled in the pod integration: the pods,
+once ended or deleted before reaching a node, lose Kueue's finalizer
+(:func:`connectors.k8s.pod_group.released_by_statefulset`); in a rolling update, the older revision's pods are
+ungated and lose it, and once the StatefulSet is gone every pod does
+(:func:`connectors.k8s.pod_group.let_go_by_statefulset`, from the StatefulSet's status revisions that
+:mod:`connectors.k8s.statefulsets` watches). The new revision's pods, when the template change gives them another
+role, are left gated by the group (:func:`connectors.k8s.pod_group.of_its_roles`), as Kueue's pod reconciler does,
+until none of the group's pods has the Workload's role: then the Workload is deleted as no longer matching and
+the group gets a new one from its pods. Not done, unlike newer Kueue: its later StatefulSet reconciler, which
+makes the group's Workload itself (prebuilt, named with the StatefulSet's uid), labels the pods from a pod
+reconciler and puts the Workload on hold while scaled to zero; scaling to zero and back is handled no further than
+the validating rule above and the pods let go, the group's Workload being left to the pod-group rules.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@ group metadata the Pod webhook refuses, and what the reconciler does next with a
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from connectors.k8s import pod_group
@@ -247,7 +248,8 @@ def test_a_failed_pod_with_a_replacement_loses_the_finalizer() -> None:
     assert names(step.finalize) == ["d"], "the one active less lately (deleted before) goes first"
 
 
-STATEFULSET_POD = {**SERVING, "kueue.x-k8s.io/pod-suspending-parent": "statefulset"}
+SUSPENDING = "kueue.x-k8s.io/pod-suspending-parent"
+STATEFULSET_POD = {**SERVING, SUSPENDING: "statefulset"}
 
 
 def test_a_statefulsets_ended_pods_lose_the_finalizer_so_that_it_can_scale_to_zero_or_replace_them() -> None:
@@ -340,3 +342,70 @@ def test_pods_of_a_role_the_workload_has_no_pod_set_for_are_left_out() -> None:
     one_reclaimable = group_workload(ADMITTED, counts={"r1": 2}, reclaimable=(("r1", 1),))
     assert next_step([done, other], one_reclaimable, managed=True, admission_shown=True).action == "nothing", (
         "1 of 2 succeeded in the Workload's role: not finished, and only that one reclaimable")
+
+
+REVISION = "controller-revision-hash"
+
+
+def sts_member(name: str, revision: str, **kwargs) -> ManagedPod:
+    """A StatefulSet's pod of ``revision`` (its controller's ``controller-revision-hash`` label)."""
+    pod = member(name, annotations={**STATEFULSET_POD, **kwargs.pop("annotations", {})}, **kwargs)
+    labels = {**pod.metadata.labels, REVISION: revision}
+    return msgspec.structs.replace(pod, metadata=msgspec.structs.replace(pod.metadata, labels=labels))
+
+
+def test_during_a_rolling_update_the_current_revisions_pods_are_ungated_and_let_go() -> None:
+    """As Kueue's StatefulSet reconciler (of the template design): while ``status.currentRevision`` differs from
+    ``status.updateRevision``, the pods of the current (older) revision lose the admission gate and Kueue's
+    finalizer, so that the StatefulSet controller can replace them; the new revision's pods are the group's."""
+    wl = group_workload(ADMITTED, counts={"r1": 3})
+    updating = pod_group.StatefulSetView(current_revision="web-old", update_revision="web-new")
+    pods = [sts_member("web-0", "web-old", gated=False, phase="Running", node="n1"),
+            sts_member("web-1", "web-new", gated=False, phase="Running", node="n1"),
+            sts_member("web-2", "web-old")]
+    step = next_step(pods, wl, managed=True, admission_shown=True, statefulset=updating)
+    assert names(step.let_go) == ["web-0", "web-2"]
+    assert step.action == START and names(step.pods) == ["web-2"], "the group's start comes first, as in Kueue"
+    settled = pod_group.StatefulSetView(current_revision="web-new", update_revision="web-new")
+    assert next_step(pods, wl, managed=True, admission_shown=True, statefulset=settled).let_go == ()
+    assert next_step(pods, wl, managed=True, admission_shown=True).let_go == (), "the StatefulSet not known (yet)"
+    assert next_step(pods, wl, managed=False, admission_shown=True, statefulset=updating).let_go == ()
+    done = sts_member("web-0", "web-old", gated=False, phase="Running", node="n1", finalizer=False)
+    assert next_step([done], wl, managed=True, admission_shown=True, statefulset=updating).let_go == (), (
+        "nothing left to let go of")
+    plain = [msgspec.structs.replace(p, metadata=msgspec.structs.replace(
+        p.metadata, annotations={k: v for k, v in p.metadata.annotations.items() if k != SUSPENDING})) for p in pods]
+    assert next_step(plain, wl, managed=True, admission_shown=True, statefulset=updating).let_go == (), (
+        "not a StatefulSet's")
+
+
+def test_once_the_statefulset_is_gone_every_pod_is_ungated_and_let_go() -> None:
+    ended = sts_member("web-0", "web-old", gated=False, phase="Failed", node="n1")
+    pods = [ended, sts_member("web-1", "web-old", gated=False, phase="Running", node="n1"),
+            sts_member("web-2", "web-new")]
+    step = next_step(pods, group_workload(ADMITTED, counts={"r1": 3}), managed=True, admission_shown=True,
+                     statefulset=pod_group.STATEFULSET_GONE)
+    assert names(step.let_go) == ["web-0", "web-1", "web-2"]
+    assert step.finalize == (), "let go once: the ended one is not finalized besides"
+
+
+def test_a_group_workload_none_of_whose_pods_has_its_roles_is_deleted_as_no_longer_matching() -> None:
+    """As Kueue's pod reconciler: the Workload keeps none of the group's Pods (all of another role, as a
+    StatefulSet's pods remade from a template changed in what admission looks at): it is deleted, and the group
+    gets a new one made from its Pods. Running Pods, none held back, are stopped first."""
+    wl = group_workload(ADMITTED, counts={"r1": 2})
+    new = [member("web-0", role="r2", annotations=STATEFULSET_POD), member("web-1", role="r2", annotations=STATEFULSET_POD)]
+    step = next_step(new, wl, managed=True, admission_shown=True)
+    assert (step.action, step.pods) == (pod_group.DELETE, ()), "gated: nothing to stop"
+    running = [member(n, role="r2", gated=False, phase="Running", node="n1") for n in ("web-0", "web-1")]
+    step = next_step(running, wl, managed=True, admission_shown=True)
+    assert step.action == pod_group.DELETE and names(step.pods) == ["web-0", "web-1"]
+    assert (step.reason, step.message) == (
+        "NoMatchingWorkload", "No matching Workload; restoring pod templates according to existent Workload")
+    assert next_step(new, group_workload(FINISHED), managed=True, admission_shown=True).action == pod_group.DELETE
+    old = member("web-0", gated=False, phase="Failed", node="n1", annotations=STATEFULSET_POD)
+    assert next_step([old, new[1]], wl, managed=True, admission_shown=True).action != pod_group.DELETE, (
+        "a Pod of its roles, even failed, is still its own")
+    assert next_step(new, wl, managed=True, admission_shown=True, prebuilt=True).action != pod_group.DELETE
+    assert next_step(new, wl, managed=False, admission_shown=True).action != pod_group.DELETE
+    assert pod_group.no_longer_matching(new, wl) and not pod_group.no_longer_matching([old], wl)

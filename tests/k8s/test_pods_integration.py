@@ -867,3 +867,22 @@ async def test_a_prebuilt_workload_follows_its_pods_queue_but_not_its_priority_c
     await pods.reconcile("ns/p")
     assert [c for c in client.calls if c[0] == "patch"] == [
         ("patch", "Workload", "pre", "", "", {"metadata": {"resourceVersion": "7"}, "spec": {"queueName": "other"}})]
+
+
+@pytest.mark.asyncio
+async def test_a_group_workload_none_of_whose_pods_has_its_roles_is_deleted_before_anything_else() -> None:
+    """As Kueue's reconciler, which finds the Workload not matching before keeping it in step: no replacement
+    Pods are waited for (none of its role is left), it is deleted (``DeletedWorkload`` on the group's first Pod),
+    and the group then gets a new one as any group without one."""
+    pods, mirror, appended, client = integration(group_workload_obs())
+    mirror.state.workloads["ns/g"].phase = ADMITTED
+    for n in "ab":
+        raw = _group_raw(n)
+        raw["spec"]["containers"] = [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}]  # another role
+        _watch(pods, raw)
+    await pods.reconcile("group/ns/g")
+    assert [c[:3] for c in client.calls] == [("delete", "Workload", "g")]
+    (deleted,) = appended
+    assert isinstance(deleted, ev.JobActed) and (deleted.key, deleted.action, deleted.message) == (
+        "ns/a", "DeletedWorkload", "Deleted not matching Workload: ns/g")
+    assert pods.stats.deleted == 1

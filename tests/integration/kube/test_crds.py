@@ -234,6 +234,9 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert await ok("delete", "", "pods", "team-a")  # the pod integration stops a Pod so
         assert await ok("patch", "", "pods", "team-a", "status")  # marked TerminationTarget first
         assert await ok("update", "", "pods", "team-a", "finalizers")  # a Workload owned by its Pod
+        for verb in ("get", "list", "watch"):  # the revisions of the StatefulSets holding pod groups
+            assert await ok(verb, "apps", "statefulsets"), verb
+        assert not await ok("patch", "apps", "statefulsets", "team-a")
         # what else kueue-es creates with blockOwnerDeletion: a Job's Workload, a Workload's ProvisioningRequest,
         # a request's PodTemplates (OwnerReferencesPermissionEnforcement asks for update on the owner's finalizers)
         assert await ok("update", "batch", "jobs", "team-a", "finalizers")

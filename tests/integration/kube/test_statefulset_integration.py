@@ -7,6 +7,9 @@ gets one Workload of all its replicas as soon as its first pod exists, and once 
 ungated. The test cluster runs no kube-controller-manager: the test makes the pods as the StatefulSet controller
 would (ordinal names, ``apps.kubernetes.io/pod-index``, the StatefulSet their controller). The validating webhook
 refuses a resize other than to or from zero; scaled to zero, its pods, once ended, lose Kueue's finalizer and go.
+With the StatefulSet's status revisions (set by the test through the status subresource, as the controller would),
+the older revision's pods are let go during a rolling update, the group's Workload is deleted and made anew once
+none of its pods has its role, and every pod is let go once the StatefulSet is gone.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import pytest
 from kubehelp import connect, create, eventually, get, kueue_es, pod_webhooks, queues, scheduling_gates
 
 from connectors.k8s import crds
+from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import Forbidden, NotFound
 from connectors.k8s.resources import BY_KIND, STATEFUL_SETS
 from connectors.k8s.statefulset_webhook import workload_name
@@ -31,6 +35,8 @@ NAMESPACES = BY_KIND["Namespace"]
 PODS = BY_KIND["Pod"]
 Q = "kueue.x-k8s.io/queue-name"
 GATE = "kueue.x-k8s.io/admission"
+FINALIZER = "kueue.x-k8s.io/managed"
+REVISION = "controller-revision-hash"
 
 
 def _statefulset(ns: str, name: str, labels: dict[str, str] | None = None, replicas: int = 2) -> dict[str, Any]:
@@ -43,13 +49,15 @@ def _statefulset(ns: str, name: str, labels: dict[str, str] | None = None, repli
                                                            "resources": {"requests": {"cpu": "1"}}}]}}}}
 
 
-def _replica(sts: dict[str, Any], ordinal: int) -> dict[str, Any]:
-    """A pod as the StatefulSet controller makes one: its template, its ordinal as name suffix and label."""
+def _replica(sts: dict[str, Any], ordinal: int, revision: str = "") -> dict[str, Any]:
+    """A pod as the StatefulSet controller makes one: its template, its ordinal as name suffix and label, and
+    ``revision`` (when given) as its ``controller-revision-hash``."""
     meta, name = sts["spec"]["template"]["metadata"], sts["metadata"]["name"]
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": f"{name}-{ordinal}", "namespace": sts["metadata"]["namespace"],
                          "labels": {**meta["labels"], "apps.kubernetes.io/pod-index": str(ordinal),
-                                    "statefulset.kubernetes.io/pod-name": f"{name}-{ordinal}"},
+                                    "statefulset.kubernetes.io/pod-name": f"{name}-{ordinal}",
+                                    **({REVISION: revision} if revision else {})},
                          "annotations": dict(meta.get("annotations") or {}),
                          "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": name,
                                               "uid": sts["metadata"]["uid"], "controller": True,
@@ -153,3 +161,98 @@ async def test_a_queued_statefulsets_pods_are_one_serving_group_admitted_togethe
                     return True
 
                 await eventually(pods_gone, what="the ended pods of the StatefulSet scaled to zero let go")
+
+
+async def _revisions(kc: KubeClient, ns: str, name: str, current: str, update: str) -> None:
+    """Set the StatefulSet's status revisions, as its controller would in a rolling update."""
+    await kc.patch(STATEFUL_SETS, name, {"status": {"replicas": 2, "currentRevision": current,
+                                                     "updateRevision": update}}, ns, subresource="status")
+
+
+async def _gone(kc: KubeClient, ns: str, name: str) -> bool:
+    with contextlib.suppress(NotFound):
+        await get(kc, "Pod", name, ns)
+        return False
+    return True
+
+
+@pytest.mark.asyncio
+async def test_the_statefulset_reconciler_lets_go_of_the_older_revision_and_the_group_gets_a_new_workload(
+        kube_apiserver, tmp_path) -> None:
+    sfx = secrets.token_hex(3)
+    config = load_config({"integrations": {"frameworks": ["batch/job", "pod", "statefulset"]}})
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        async with pod_webhooks(kc, tmp_path / "certs", "kueue-es-sts-test", sfx, config):
+            q = await queues(kc, "sts-rev", {"cpu": 2}, sfx=sfx, flavor_labels={"pool": "a"})
+            await kc.patch(NAMESPACES, q.ns, {"metadata": {"labels": {"kueue-es-sts-test": sfx}}})
+
+            async def effective() -> bool:
+                with contextlib.suppress(Exception):
+                    out = msgspec.json.decode(await kc.request(
+                        "POST", STATEFUL_SETS.collection_path(q.ns), query=[("dryRun", "All")],
+                        body=_statefulset(q.ns, "probe", {Q: "user-queue"})))
+                    return "kueue.x-k8s.io/pod-group-name" in out["spec"]["template"]["metadata"]["labels"]
+                return False
+
+            await eventually(effective, what="the mutating StatefulSet webhook in effect")
+            sts = msgspec.json.decode(await kc.create(STATEFUL_SETS, _statefulset(q.ns, "db", {Q: "user-queue"}),
+                                                      q.ns))
+            group = workload_name("db")
+            await _revisions(kc, q.ns, "db", "db-v1", "db-v1")
+            for i in (0, 1):
+                await create(kc, _replica(sts, i, "db-v1"))
+            async with kueue_es(kc, tmp_path / "log", config=config):
+                async def started(names: tuple[str, ...]) -> bool:
+                    return all([not scheduling_gates(await get(kc, "Pod", n, q.ns)) for n in names])
+
+                await eventually(lambda: started(("db-0", "db-1")), what="the admitted group's pods ungated")
+                first = await get(kc, "Workload", group, q.ns)
+                assert all([FINALIZER in (await get(kc, "Pod", f"db-{i}", q.ns))["metadata"]["finalizers"]
+                            for i in (0, 1)]), "one revision: the StatefulSet's pods are the group's"
+
+                # a rolling update that changes what admission looks at: the older revision's pods are let go, so
+                # that the controller can replace them
+                containers = [{**sts["spec"]["template"]["spec"]["containers"][0],
+                               "resources": {"requests": {"cpu": "500m"}}}]
+                updated = msgspec.json.decode(await kc.patch(
+                    STATEFUL_SETS, "db", {"spec": {"template": {"spec": {"containers": containers}}}}, q.ns))
+                await _revisions(kc, q.ns, "db", "db-v1", "db-v2")
+
+                async def let_go(names: tuple[str, ...]) -> bool:
+                    pods = [await get(kc, "Pod", n, q.ns) for n in names]
+                    return all(FINALIZER not in (p["metadata"].get("finalizers") or []) for p in pods)
+
+                await eventually(lambda: let_go(("db-0", "db-1")), what="the current revision's pods let go")
+                await kc.delete(PODS, "db-1", q.ns)
+                await eventually(lambda: _gone(kc, q.ns, "db-1"), what="the old db-1 gone at once")
+                renewed = await create(kc, _replica(updated, 1, "db-v2"))
+                assert GATE in scheduling_gates(renewed) and FINALIZER in renewed["metadata"]["finalizers"]
+                await asyncio.sleep(2.0)  # the connector's turns over the group, were it to let the new pod go
+                assert GATE in scheduling_gates(await get(kc, "Pod", "db-1", q.ns)), "the update revision's: kept"
+                assert (await get(kc, "Workload", group, q.ns))["metadata"]["uid"] == first["metadata"]["uid"]
+
+                # the last pod of the Workload's role goes: the Workload no longer matches the group and is
+                # deleted; a new one, made from the new pods, is admitted and starts them
+                await kc.delete(PODS, "db-0", q.ns)
+                await eventually(lambda: _gone(kc, q.ns, "db-0"), what="the old db-0 gone at once")
+
+                async def renewed_admitted() -> dict[str, Any] | None:
+                    with contextlib.suppress(NotFound):
+                        wl = await get(kc, "Workload", group, q.ns)
+                        if wl["metadata"]["uid"] != first["metadata"]["uid"] and wl.get("status", {}).get("admission"):
+                            return wl
+                    return None
+
+                second = await eventually(renewed_admitted, what="a new workload for the new revision admitted")
+                role = renewed["metadata"]["annotations"]["kueue.x-k8s.io/role-hash"]
+                assert [(ps["name"], ps["count"]) for ps in second["spec"]["podSets"]] == [(role, 2)]
+                await create(kc, _replica(updated, 0, "db-v2"))
+                await eventually(lambda: started(("db-0", "db-1")), what="the new revision's pods started")
+                await _revisions(kc, q.ns, "db", "db-v2", "db-v2")
+                await asyncio.sleep(1.0)
+                assert not await let_go(("db-0",)) and not await let_go(("db-1",)), "the update is over: kept"
+
+                # the StatefulSet deleted (no garbage collector here to delete its pods): every pod is let go
+                await kc.delete(STATEFUL_SETS, "db", q.ns)
+                await eventually(lambda: let_go(("db-0", "db-1")), what="the pods of a StatefulSet gone let go")
