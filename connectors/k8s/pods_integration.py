@@ -88,7 +88,7 @@ from connectors.k8s import (
 )
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import KubeClient, resource_version_of
-from connectors.k8s.errors import AlreadyExists, Conflict, Gone, KubeError, NotFound
+from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
 from connectors.k8s.integration_log import IntegrationLog
 from connectors.k8s.job_events import (
     CREATED_WORKLOAD,
@@ -108,6 +108,7 @@ from connectors.k8s.job_priority import (
 from connectors.k8s.job_sync import DELETED_WORKLOAD, UPDATED_WORKLOAD
 from connectors.k8s.jobs import CLASS_MISSING, OWNER_NOT_FOUND, OWNER_NOT_FOUND_MESSAGE, admission_shown
 from connectors.k8s.journal import Journal
+from connectors.k8s.list_watch import list_then_watch
 from connectors.k8s.pod_roles import ROLE_HASH_ANNOTATION, role_hash
 from connectors.k8s.pod_sync import ManagedPod, Step
 from connectors.k8s.pod_webhook import MANAGED, MANAGED_LABEL
@@ -255,22 +256,11 @@ class PodIntegration:
     # --- the managed Pods, listed and watched --------------------------------------------------------------
 
     async def _inform(self) -> None:
-        rv: str | None = None
-        failures = 0
-        while True:
-            try:
-                if rv is None:
-                    rv = await self.relist()
-                rv = await self._watch(rv)
-                failures = 0
-            except Gone:
-                self.stats.relists += 1
-                rv = None
-            except KubeError as exc:
-                failures += 1
-                delay = min(self.backoff_s * 2 ** min(failures - 1, 5), 30.0)
-                log.warning("managed pods watch failed, retrying", error=str(exc), retry_in_s=delay)
-                await asyncio.sleep(delay)
+        def gone() -> None:
+            self.stats.relists += 1
+
+        await list_then_watch(self.relist, self._watch, log=log, what="managed pods", backoff_s=self.backoff_s,
+                              on_gone=gone)
 
     async def relist(self) -> str:
         """List the managed Pods afresh; every one that changed, came or went is dirty. Returns the list's

@@ -20,7 +20,7 @@ import msgspec
 import structlog
 
 from connectors.k8s.client import KubeClient, resource_version_of
-from connectors.k8s.errors import Gone, KubeError
+from connectors.k8s.list_watch import list_then_watch
 from connectors.k8s.pod_group import StatefulSetView
 from connectors.k8s.resources import STATEFUL_SETS
 
@@ -78,22 +78,11 @@ class StatefulSetRevisions:
         self.relists = 0
 
     async def run(self) -> None:
-        rv: str | None = None
-        failures = 0
-        while True:
-            try:
-                if rv is None:
-                    rv = await self.relist()
-                rv = await self._watch(rv)
-                failures = 0
-            except Gone:
-                self.relists += 1
-                rv = None
-            except KubeError as exc:
-                failures += 1
-                delay = min(self.backoff_s * 2 ** min(failures - 1, 5), 30.0)
-                log.warning("statefulsets watch failed, retrying", error=str(exc), retry_in_s=delay)
-                await asyncio.sleep(delay)
+        def gone() -> None:
+            self.relists += 1
+
+        await list_then_watch(self.relist, self._watch, log=log, what="statefulsets", backoff_s=self.backoff_s,
+                              on_gone=gone)
 
     async def relist(self) -> str:
         listed = await self.client.list(STATEFUL_SETS)

@@ -41,7 +41,8 @@ import structlog
 
 from connectors.k8s import trim
 from connectors.k8s.client import KubeClient, resource_version_of
-from connectors.k8s.errors import Gone, KubeError, NotFound
+from connectors.k8s.errors import NotFound
+from connectors.k8s.list_watch import list_then_watch
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.resources import BY_KIND, WATCHED, Resource
 from events import objects as o
@@ -119,27 +120,18 @@ class Watcher:
     # --- one resource --------------------------------------------------------------------------------------
 
     async def run_resource(self, r: Resource, resume_from: str | None = None) -> None:
-        rv: str | None = resume_from
-        failures = 0
-        while True:
-            try:
-                if rv is None:
-                    rv = await self.relist(r)
-                    self.synced[r.kind].set()
-                    if rv is None:  # not served (yet): look again later
-                        await asyncio.sleep(self.absent_retry_s)
-                        continue
-                rv = await self.watch_once(r, rv)
-                failures = 0
-            except Gone:
-                log.info("watch expired, relisting", kind=r.kind, resource_version=rv)
-                self.stats.relists[r.kind] = self.stats.relists.get(r.kind, 0) + 1
-                rv = None
-            except KubeError as exc:
-                failures += 1
-                delay = min(self.backoff_s * 2 ** min(failures - 1, 5), 30.0)
-                log.warning("watch failed, retrying", kind=r.kind, error=str(exc), retry_in_s=delay)
-                await asyncio.sleep(delay)
+        async def relist() -> str | None:
+            rv = await self.relist(r)
+            self.synced[r.kind].set()
+            return rv
+
+        def gone() -> None:
+            log.info("watch expired, relisting", kind=r.kind)
+            self.stats.relists[r.kind] = self.stats.relists.get(r.kind, 0) + 1
+
+        await list_then_watch(relist, lambda rv: self.watch_once(r, rv), log=log.bind(kind=r.kind), what=r.kind,
+                              backoff_s=self.backoff_s, on_gone=gone, resume_from=resume_from,
+                              absent_retry_s=self.absent_retry_s)
 
     async def relist(self, r: Resource) -> str | None:
         """List ``r`` and emit exactly what differs from the log; returns the list's resourceVersion (None: the

@@ -1,0 +1,80 @@
+"""The list-then-watch loop every informer of the connector runs: what it does after a watch ends, expires or
+fails, told by the calls it makes."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from connectors.k8s.errors import Gone, KubeError
+from connectors.k8s.list_watch import list_then_watch, retry_delay
+
+
+class _Log:
+    def __init__(self) -> None:
+        self.warnings: list[tuple[str, float]] = []
+
+    def warning(self, message: str, *, error: str, retry_in_s: float) -> None:
+        self.warnings.append((message, retry_in_s))
+
+
+class _Script:
+    """A relist and a watch that do, call by call, what the test says, then stop the loop."""
+
+    def __init__(self, lists: list[str | None | Exception], watches: list[str | Exception]) -> None:
+        self.lists, self.watches = lists, watches
+        self.calls: list[str] = []
+
+    async def relist(self) -> str | None:
+        self.calls.append("list")
+        return self._next(self.lists)
+
+    async def watch(self, rv: str) -> str:
+        self.calls.append(f"watch@{rv}")
+        return self._next(self.watches)  # type: ignore[return-value]
+
+    def _next(self, steps: list) -> str | None:
+        if not steps:
+            raise asyncio.CancelledError
+        step = steps.pop(0)
+        if isinstance(step, Exception):
+            raise step
+        return step
+
+
+async def _run(script: _Script, log: _Log, gone: list[int], **kw: object) -> None:
+    with pytest.raises(asyncio.CancelledError):
+        await list_then_watch(script.relist, script.watch, log=log, what="things", backoff_s=0.001,
+                              on_gone=lambda: gone.append(1), **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.asyncio
+async def test_a_watch_that_ends_resumes_where_it_stopped_and_one_that_expires_relists() -> None:
+    script, log, gone = _Script(["10", "30"], ["20", Gone("expired")]), _Log(), []
+    await _run(script, log, gone)
+    assert script.calls == ["list", "watch@10", "watch@20", "list", "watch@30"]
+    assert gone == [1] and log.warnings == []
+
+
+@pytest.mark.asyncio
+async def test_a_failed_watch_is_retried_from_the_same_point_after_a_growing_delay() -> None:
+    script, log, gone = _Script(["10"], [KubeError("boom", 500), KubeError("boom", 500), "20"]), _Log(), []
+    await _run(script, log, gone)
+    assert script.calls == ["list", "watch@10", "watch@10", "watch@10", "watch@20"]
+    assert log.warnings == [("things watch failed, retrying", 0.001), ("things watch failed, retrying", 0.002)]
+    assert gone == []
+
+
+@pytest.mark.asyncio
+async def test_a_kind_not_served_is_listed_again_and_a_resume_point_skips_the_first_list() -> None:
+    script, log, gone = _Script([None, "10"], ["20"]), _Log(), []
+    await _run(script, log, gone, absent_retry_s=0)
+    assert script.calls == ["list", "list", "watch@10", "watch@20"]
+    resumed = _Script([], ["7"])
+    await _run(resumed, log, gone, resume_from="5")
+    assert resumed.calls == ["watch@5", "watch@7"]
+
+
+def test_the_delay_doubles_and_is_capped_at_thirty_seconds() -> None:
+    assert [retry_delay(1.0, n) for n in (1, 2, 3, 6, 7, 50)] == [1.0, 2.0, 4.0, 30.0, 30.0, 30.0]
