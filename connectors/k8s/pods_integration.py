@@ -682,11 +682,17 @@ class PodIntegration:
                 wl, ev.JobStopped(time=_now(), key=wl.key, uid=wl.uid)):
             self.stats.released += 1
 
+    async def _patch_pod(self, pod: ManagedPod, patch: dict[str, Any]) -> bool:
+        """Merge-patch the Pod; False when it is gone meanwhile (nothing left to do for it)."""
+        try:
+            await self.client.patch(PODS, pod.metadata.name, patch, pod.metadata.namespace)
+        except NotFound:
+            return False
+        return True
+
     async def _finalize(self, pod: ManagedPod, finished_workload: str) -> None:
         """Drop Kueue's finalizer; ``finished_workload``: the Workload whose finish Kueue reports on the Pod."""
-        try:
-            await self.client.patch(PODS, pod.metadata.name, pod_sync.finalize_patch(pod), pod.metadata.namespace)
-        except NotFound:
+        if not await self._patch_pod(pod, pod_sync.finalize_patch(pod)):
             return
         self.stats.finalized += 1
         log.info("finalized pod", pod=pod.key)
@@ -959,9 +965,7 @@ class PodIntegration:
 
     async def _let_go_pod(self, pod: ManagedPod) -> None:
         """Lift the admission gate and drop Kueue's finalizer, as Kueue's StatefulSet reconciler lets a pod go."""
-        try:
-            await self.client.patch(PODS, pod.metadata.name, pod_sync.let_go_patch(pod), pod.metadata.namespace)
-        except NotFound:
+        if not await self._patch_pod(pod, pod_sync.let_go_patch(pod)):
             return
         self.stats.let_go += 1
         log.info("let go of a statefulset's pod", pod=pod.key)

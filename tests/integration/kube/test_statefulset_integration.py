@@ -75,15 +75,7 @@ async def test_a_queued_statefulsets_pods_are_one_serving_group_admitted_togethe
             q = await queues(kc, "sts", {"cpu": 2}, sfx=sfx, flavor_labels={"pool": "a"})
             await kc.patch(NAMESPACES, q.ns, {"metadata": {"labels": {"kueue-es-sts-test": sfx}}})
 
-            async def effective() -> bool:  # the apiserver picks the configurations up asynchronously
-                with contextlib.suppress(Exception):
-                    out = msgspec.json.decode(await kc.request(
-                        "POST", STATEFUL_SETS.collection_path(q.ns), query=[("dryRun", "All")],
-                        body=_statefulset(q.ns, "probe", {Q: "user-queue"})))
-                    return "kueue.x-k8s.io/pod-group-name" in out["spec"]["template"]["metadata"]["labels"]
-                return False
-
-            await eventually(effective, what="the mutating StatefulSet webhook in effect")
+            await _webhook_in_effect(kc, q.ns)
             sts = msgspec.json.decode(await kc.create(STATEFUL_SETS, _statefulset(q.ns, "web", {Q: "user-queue"}),
                                                       q.ns))
             group = workload_name("web")
@@ -169,6 +161,20 @@ async def _revisions(kc: KubeClient, ns: str, name: str, current: str, update: s
                                                      "updateRevision": update}}, ns, subresource="status")
 
 
+async def _webhook_in_effect(kc: KubeClient, ns: str) -> None:
+    """Wait until the mutating StatefulSet webhook answers (the apiserver picks configurations up asynchronously):
+    a dry-run StatefulSet comes back with its pod group label."""
+    async def effective() -> bool:
+        with contextlib.suppress(Exception):
+            out = msgspec.json.decode(await kc.request(
+                "POST", STATEFUL_SETS.collection_path(ns), query=[("dryRun", "All")],
+                body=_statefulset(ns, "probe", {Q: "user-queue"})))
+            return "kueue.x-k8s.io/pod-group-name" in out["spec"]["template"]["metadata"]["labels"]
+        return False
+
+    await eventually(effective, what="the mutating StatefulSet webhook in effect")
+
+
 async def _gone(kc: KubeClient, ns: str, name: str) -> bool:
     with contextlib.suppress(NotFound):
         await get(kc, "Pod", name, ns)
@@ -187,15 +193,7 @@ async def test_the_statefulset_reconciler_lets_go_of_the_older_revision_and_the_
             q = await queues(kc, "sts-rev", {"cpu": 2}, sfx=sfx, flavor_labels={"pool": "a"})
             await kc.patch(NAMESPACES, q.ns, {"metadata": {"labels": {"kueue-es-sts-test": sfx}}})
 
-            async def effective() -> bool:
-                with contextlib.suppress(Exception):
-                    out = msgspec.json.decode(await kc.request(
-                        "POST", STATEFUL_SETS.collection_path(q.ns), query=[("dryRun", "All")],
-                        body=_statefulset(q.ns, "probe", {Q: "user-queue"})))
-                    return "kueue.x-k8s.io/pod-group-name" in out["spec"]["template"]["metadata"]["labels"]
-                return False
-
-            await eventually(effective, what="the mutating StatefulSet webhook in effect")
+            await _webhook_in_effect(kc, q.ns)
             sts = msgspec.json.decode(await kc.create(STATEFUL_SETS, _statefulset(q.ns, "db", {Q: "user-queue"}),
                                                       q.ns))
             group = workload_name("db")
