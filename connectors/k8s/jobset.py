@@ -147,6 +147,12 @@ def pod_priority_class(raw_jobset: dict[str, Any]) -> str | None:
     return None
 
 
+def pods_priority_class(jobset: JobSet) -> str | None:
+    """:func:`pod_priority_class` of the JobSet as the integration holds it."""
+    return next((rj.template.spec.template.spec.priority_class_name for rj in jobset.spec.replicated_jobs
+                 if rj.template.spec.template.spec.priority_class_name), None)
+
+
 def workload_for(state: ClusterState, keys: KeysToCopy, raw_jobset: dict[str, Any], name: str) -> dict[str, Any]:
     """The Workload to create for ``raw_jobset`` (as stored) under ``name``, copying ``keys``. Raises
     :class:`~events.errors.InvalidInput` for a ``max-exec-time-seconds`` Kueue refuses,
