@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from connectors.k8s import job_selection
 from connectors.k8s import jobset as js
 from connectors.k8s.job_priority import PriorityClassNotFound, WorkloadPriorityClassNotFound
 from events import objects as o
@@ -57,6 +58,16 @@ def test_jobsets_are_managed_only_when_the_frameworks_list_them(frameworks: list
     """Kueue's defaulting lists ``batch/job`` alone when none are listed."""
     assert load_config({"integrations": {"frameworks": frameworks}}).manages_jobsets is on
     assert not DEFAULT.manages_jobsets
+
+
+@pytest.mark.parametrize(("frameworks", "child_managed"), [(["batch/job"], True),
+                                                           (["batch/job", "jobset.x-k8s.io/jobset"], False)])
+def test_under_manage_jobs_without_queue_name_a_jobsets_jobs_are_left_to_it(frameworks: list[str],
+                                                                            child_managed: bool) -> None:
+    """Kueue leaves the child of a parent one of its enabled integrations runs to that parent."""
+    config = load_config({"manageJobsWithoutQueueName": True, "integrations": {"frameworks": frameworks}})
+    owner = ("jobset.x-k8s.io/v1alpha2", "JobSet")
+    assert job_selection.is_managed({}, owner, {"kubernetes.io/metadata.name": "ns"}, config) is child_managed
 
 
 # --- the Workload ---------------------------------------------------------------------------------------------
