@@ -142,3 +142,18 @@ async def test_the_workload_of_a_jobset_gone_is_finished_let_go_and_deleted() ->
     assert [(type(e).__name__, e.reason) for e in appended] == [("WorkloadFinished", "OwnerNotFound")]  # type: ignore[attr-defined]
     assert [(kind, body["metadata"]["finalizers"]) for kind, _, body in client.patches] == [("Workload", None)]
     assert client.deleted == [("Workload", NAME)]
+
+
+@pytest.mark.asyncio
+async def test_a_running_jobset_whose_workload_is_not_admitted_is_suspended_and_its_templates_restored() -> None:
+    raw = raw_jobset(suspend=False)
+    raw["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]["nodeSelector"] = {"pool": "a"}
+    integ, client, appended = integration(raw, workload())
+    await integ.reconcile("ns/train")
+    (kind, name, patch), = client.patches
+    assert (kind, name, patch["spec"]["suspend"], patch["metadata"]) == ("JobSet", "train", True,
+                                                                         {"resourceVersion": "5"})
+    assert "nodeSelector" not in patch["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"], \
+        "restored as the Workload recorded it"
+    assert [(e.kind, e.action, e.message) for e in appended if isinstance(e, ev.JobActed)] == [
+        ("JobSet", "Stopped", "Not admitted by cluster queue")]
