@@ -157,3 +157,13 @@ async def test_a_running_jobset_whose_workload_is_not_admitted_is_suspended_and_
         "restored as the Workload recorded it"
     assert [(e.kind, e.action, e.message) for e in appended if isinstance(e, ev.JobActed)] == [
         ("JobSet", "Stopped", "Not admitted by cluster queue")]
+
+
+def test_what_was_done_to_a_jobset_is_recorded_as_an_event_on_the_jobset() -> None:
+    """The ``JobActed`` of kind JobSet names the JobSet's API as the Event's involved object."""
+    mirror = Mirror()
+    mirror.apply(ev.Record(1, ev.JobActed(time=1, key="ns/train", uid=UID, kind="JobSet", action="CreatedWorkload",
+                                          workload=f"ns/{NAME}")))
+    involved = mirror.kube_events.ready[1].before
+    assert (involved.api_version, involved.kind, involved.namespace, involved.name, involved.uid) == (  # type: ignore[union-attr]
+        "jobset.x-k8s.io/v1alpha2", "JobSet", "ns", "train", UID)
