@@ -39,7 +39,7 @@ import msgspec
 
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, KubeError
-from connectors.k8s.resources import KUEUE_RESOURCES, PROVISIONING_REQUESTS, Resource
+from connectors.k8s.resources import JOBSETS, KUEUE_RESOURCES, PROVISIONING_REQUESTS, Resource
 from events import conversion
 from events import objects as o
 
@@ -352,6 +352,44 @@ def provisioning_request_crd() -> dict[str, Any]:
             "versions": [{"name": r.version, "served": True, "storage": True,
                           "schema": {"openAPIV3Schema": schema}, "subresources": {"status": {}},
                           "additionalPrinterColumns": _columns(r.kind)}],
+        },
+    }
+
+
+def jobset_crd() -> dict[str, Any]:
+    """A minimal structural CRD for jobset.x-k8s.io/v1alpha2 JobSets, for tests against an apiserver without the
+    JobSet project installed: the fields the JobSet integration reads and writes are typed (``spec.suspend``, each
+    replicated Job's ``name``, ``replicas`` and ``template``, the status's ``conditions`` and
+    ``replicatedJobsStatus``), the rest of the spec and each Job template are kept as written. Not the JobSet
+    project's CRD: none of its validation or defaulting."""
+    r = JOBSETS
+    replicated_job = {"type": "object", "required": ["name", "template"], "properties": {
+        "name": {"type": "string", "maxLength": 63},
+        "replicas": {"type": "integer", "format": "int32", "minimum": 0, "default": 1},
+        "template": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
+    spec = {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {
+        "suspend": {"type": "boolean"},
+        "replicatedJobs": {"type": "array", "items": replicated_job}}}
+    counts = {name: {"type": "integer", "format": "int32"} for name in ("ready", "succeeded", "failed", "active",
+                                                                        "suspended")}
+    status = {"type": "object", "properties": {
+        "conditions": {"type": "array", "items": _condition_schema(), "x-kubernetes-list-type": "map",
+                       "x-kubernetes-list-map-keys": ["type"]},
+        "replicatedJobsStatus": {"type": "array", "items": {"type": "object", "required": ["name"], "properties": {
+            "name": {"type": "string"}, **counts}}}}}
+    schema = {"type": "object", "properties": {
+        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+        "spec": spec, "status": status}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{r.plural}.{r.group}"},
+        "spec": {
+            "group": r.group,
+            "names": {"kind": r.kind, "listKind": f"{r.kind}List", "plural": r.plural, "singular": r.kind.lower()},
+            "scope": "Namespaced",
+            "versions": [{"name": r.version, "served": True, "storage": True,
+                          "schema": {"openAPIV3Schema": schema}, "subresources": {"status": {}}}],
         },
     }
 

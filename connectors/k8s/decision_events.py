@@ -59,7 +59,7 @@ from typing import NamedTuple
 import msgspec
 
 from connectors.k8s.prebuilt import OUT_OF_SYNC
-from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL
+from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL, JOBSETS
 from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
@@ -85,6 +85,8 @@ reconciler's is named after its integration and manager (``<integration>-kueue-c
 
 NORMAL, WARNING = "Normal", "Warning"
 WORKLOAD_API, JOB_API, POD_API = (BY_KIND[k].api_version for k in ("Workload", "Job", "Pod"))
+ACTED_ON_API = {"Job": JOB_API, "Pod": POD_API, JOBSETS.kind: JOBSETS.api_version}
+"""The apiVersion of what a ``JobActed`` names, by its ``kind``."""
 MAX_MESSAGE_BYTES = 1024
 MICROS_PER_DECISION = 4
 """A decision records at most three Events."""
@@ -447,7 +449,7 @@ class EventLedger:
             return
         if kind is ev.JobActed:
             namespace, _, name = e.key.partition("/")
-            kind_api = POD_API if e.kind == "Pod" else JOB_API  # type: ignore[union-attr]
+            kind_api = ACTED_ON_API.get(e.kind, JOB_API)  # type: ignore[union-attr]
             self._ready(record.offset, e.time, e, Involved(kind_api, e.kind, namespace, name, e.uid))  # type: ignore[union-attr]
             return
         if kind is ev.WorkloadFinished:

@@ -4,8 +4,9 @@ Kueue manages an object that names a queue (``kueue.x-k8s.io/queue-name``). With
 on it also manages one that names none, in a namespace its ``managedJobsNamespaceSelector`` selects
 (``jobframework/defaults.go`` ``WorkloadShouldBeSuspended``, ``reconciler.go``), unless the object's controller
 is of a kind one of its enabled integrations runs (``IsOwnerManagedByKueue``): that parent is the one Kueue
-queues, its children follow it. kueue-es runs batch/v1 Jobs always and v1 Pods when the pod integration is on,
-so those are the parents that count here; under the option any such parent is managed, queue name or not
+queues, its children follow it. kueue-es runs batch/v1 Jobs always, v1 Pods when the pod integration is on
+and JobSets when the JobSet integration is on, so those are the parents that count here (a JobSet's Jobs are
+left to it); under the option any such parent is managed, queue name or not
 (``FindAncestorJobManagedByKueue``).
 
 Such a Job is suspended at creation (by the mutating webhook, else by the Job integration after the fact) and
@@ -21,20 +22,23 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from connectors.k8s.job_events import QUEUE_LABEL
+from connectors.k8s.resources import JOBSETS
 from events import objects as o
 from kueue_es.scheduler.config import SchedulerConfig
 from projections.clusterqueues import selector_matches
 
 JOB_OWNER = ("batch/v1", "Job")
 POD_OWNER = ("v1", "Pod")
+JOBSET_OWNER = (JOBSETS.api_version, JOBSETS.kind)
 
 
-def kueue_owner(owner: tuple[str, str] | None, pods_on: bool) -> bool:
+def kueue_owner(owner: tuple[str, str] | None, pods_on: bool, jobsets_on: bool = False) -> bool:
     """Whether the controller ``(apiVersion, kind)`` is of a kind Kueue's enabled integrations run (a batch/v1 Job;
-    a v1 Pod with the pod integration on, ``pods_on``): Kueue leaves the child to that parent."""
+    a v1 Pod with the pod integration on, ``pods_on``; a JobSet with the JobSet integration on, ``jobsets_on``):
+    Kueue leaves the child to that parent."""
     if owner is None:
         return False
-    return owner == JOB_OWNER or (owner == POD_OWNER and pods_on)
+    return owner == JOB_OWNER or (owner == POD_OWNER and pods_on) or (owner == JOBSET_OWNER and jobsets_on)
 
 
 def controller(refs: Iterable[o.OwnerReference]) -> tuple[str, str] | None:
@@ -54,7 +58,8 @@ def raw_controller(meta: Mapping[str, object]) -> tuple[str, str] | None:
 def manages_unqueued(owner: tuple[str, str] | None, config: SchedulerConfig) -> bool:
     """Whether an object that names no queue is Kueue's, its namespace aside (that is :func:`namespace_managed`):
     only under ``manageJobsWithoutQueueName``, and not for the child of a Kueue-run parent."""
-    return config.manage_jobs_without_queue_name and not kueue_owner(owner, config.manages_pods)
+    return config.manage_jobs_without_queue_name and not kueue_owner(owner, config.manages_pods,
+                                                                     config.manages_jobsets)
 
 
 def namespace_managed(namespace_labels: Mapping[str, str] | None, config: SchedulerConfig) -> bool:

@@ -94,7 +94,6 @@ conditioned on the Workload's resourceVersion), so that nothing it deletes is le
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -131,6 +130,7 @@ from connectors.k8s.job_sync import DELETE, DELETED_WORKLOAD, STOP, UPDATED_WORK
 from connectors.k8s.journal import Journal
 from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION
 from connectors.k8s.workers import KeyedWorkers, Retries
+from connectors.k8s.workload_names import owner_workload_name
 from connectors.k8s.writer import desired_status, observed_status
 from events import objects as o
 from events import schema as ev
@@ -161,8 +161,6 @@ COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 JOB_CONTROLLER_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name",
                          "batch.kubernetes.io/job-name")
 DROPPED_FROM_TEMPLATE = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name")
-MAX_PREFIX, SHORT_PREFIX = 252 - 5, 62 - 5
-"""How much of ``job-<name>`` a Workload's name keeps (Kueue's ``ShortWorkloadNames`` gate: the short one)."""
 CLASS_MISSING = "class-missing"
 POD_CLASS_MISSING = "pod-class-missing"
 """The action marker of a Job reported for a missing WorkloadPriorityClass (not "create": once the class is
@@ -214,9 +212,7 @@ def only_removes_gates(obs: o.Workload, gate: str | None) -> bool:
 def workload_name(job_name: str, job_uid: str, short: bool = False) -> str:
     """Kueue's name for the Workload of a batch/v1 Job; ``short``: its ``ShortWorkloadNames`` gate (alpha, off),
     which keeps the name a valid label value."""
-    prefix = f"job-{job_name}"[:SHORT_PREFIX if short else MAX_PREFIX]
-    digest = hashlib.sha1(f"Job\nbatch\n{job_name}\n{job_uid}".encode()).hexdigest()
-    return f"{prefix}-{digest[:5]}"
+    return owner_workload_name("Job", "batch", job_name, job_uid, short=short)
 
 
 def admission_shown(wl: WorkloadInfo, obs: o.Workload) -> bool:

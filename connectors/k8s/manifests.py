@@ -12,8 +12,10 @@ RBAC grants exactly what the connector does:
   their ``status``: patch;
 * Jobs: patch (suspend/unsuspend, inject and restore the template), delete (``afterDeactivatedByKueue``
   retention), ``jobs/status``: patch (clear startTime);
+* JobSets (jobset.x-k8s.io): get/list/watch (the JobSet integration's own watch), patch (suspend/unsuspend,
+  inject and restore the replicated Jobs' pod templates), whichever frameworks a replica's Configuration lists;
 * the ``finalizers`` subresource (update) of each kind kueue-es makes the owner of what it creates with
-  ``blockOwnerDeletion``: Jobs (their Workloads), Workloads (their ProvisioningRequests), ProvisioningRequests
+  ``blockOwnerDeletion``: Jobs and JobSets (their Workloads), Workloads (their ProvisioningRequests), ProvisioningRequests
   (their PodTemplates) and Pods (below), which the ``OwnerReferencesPermissionEnforcement`` admission plugin
   requires, as Kueue's role grants it;
 * ClusterQueues' and LocalQueues' ``status``: patch (Kueue's queue status);
@@ -57,6 +59,7 @@ from connectors.k8s import validating, webhook
 from connectors.k8s.crds import CRD_RESOURCE, all_crds, webhook_conversion
 from connectors.k8s.resources import (
     ALL,
+    JOBSETS,
     KUEUE_GROUP,
     KUEUE_RESOURCES,
     LEASES,
@@ -110,6 +113,8 @@ def cluster_role(name: str = DEFAULT_NAME) -> dict[str, Any]:
         {"apiGroups": ["batch"], "resources": ["jobs/status"], "verbs": ["get", "patch"]},
         {"apiGroups": ["batch"], "resources": ["jobs/finalizers"], "verbs": ["update"]},
         {"apiGroups": [KUEUE_GROUP], "resources": ["workloads/finalizers"], "verbs": ["update"]},
+        {"apiGroups": [JOBSETS.group], "resources": [JOBSETS.plural], "verbs": [*READ, "patch"]},
+        {"apiGroups": [JOBSETS.group], "resources": [f"{JOBSETS.plural}/finalizers"], "verbs": ["update"]},
         {"apiGroups": [PROVISIONING_REQUESTS.group], "resources": [f"{PROVISIONING_REQUESTS.plural}/finalizers"],
          "verbs": ["update"]},
         {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["mutatingwebhookconfigurations"],

@@ -30,7 +30,6 @@ writes it (:func:`pods_ready_change`), as for Jobs.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,13 +39,14 @@ from connectors.k8s import copied_metadata
 from connectors.k8s.copied_metadata import copied
 from connectors.k8s.job_events import MISSING_WORKLOAD, NOT_ADMITTED, QUEUE_LABEL
 from connectors.k8s.job_priority import workload_priority
-from connectors.k8s.jobs import MAX_PREFIX, SHORT_PREFIX, max_execution_seconds, topology_request
+from connectors.k8s.jobs import max_execution_seconds, topology_request
 from connectors.k8s.pod_roles import POD_INDEX_LABEL
 from connectors.k8s.pod_webhook import ADMISSION_GATE, FINALIZER, MANAGED, MANAGED_LABEL
 from connectors.k8s.podsetinfo import TAS_LABEL, TOPOLOGY_GATE, PodSetInfo, merge
 from connectors.k8s.prebuilt import MISSING as PREBUILT_MISSING
 from connectors.k8s.resources import JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION
 from connectors.k8s.workload_finalizer import WORKLOAD_DELETED
+from connectors.k8s.workload_names import owner_workload_name
 from events import objects as o
 from projections.cluster import ClusterState
 from projections.in_use import FINALIZER as IN_USE_FINALIZER
@@ -210,9 +210,7 @@ def pods_ready_transition(wl: WorkloadInfo, *, running: bool, ready: bool) -> tu
 def workload_name(pod_name: str, pod_uid: str, short: bool = False) -> str:
     """Kueue's name for the Workload of a Pod: ``pod-<name>-<hash>`` (the hash over the kind, the empty core group,
     the name and the uid); ``short``: its ``ShortWorkloadNames`` gate."""
-    prefix = f"pod-{pod_name}"[:SHORT_PREFIX if short else MAX_PREFIX]
-    digest = hashlib.sha1(f"Pod\n\n{pod_name}\n{pod_uid}".encode()).hexdigest()
-    return f"{prefix}-{digest[:5]}"
+    return owner_workload_name("Pod", "", pod_name, pod_uid, short=short)
 
 
 def controller_ref(pod_name: str, pod_uid: str) -> dict[str, Any]:

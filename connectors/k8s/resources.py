@@ -91,3 +91,7 @@ REPLICA_SETS = Resource("ReplicaSet", "apps", "v1", "replicasets", True, status_
 STATEFUL_SETS = Resource("StatefulSet", "apps", "v1", "statefulsets", True, status_subresource=True)
 """The parents of the Pods Kueue's ``deployment`` and ``statefulset`` integrations hold: not watched into the log
 (their Pods are); the pod integration watches the StatefulSets' status revisions (:mod:`connectors.k8s.statefulsets`)."""
+JOBSET_GROUP = "jobset.x-k8s.io"
+JOBSETS = Resource("JobSet", JOBSET_GROUP, "v1alpha2", "jobsets", True, status_subresource=True, optional=True)
+"""Kueue's ``jobset.x-k8s.io/jobset`` framework (another project's API, served where its CRD is installed): listed
+and watched by the JobSet integration itself (:mod:`connectors.k8s.jobset_integration`), not put in the log."""

@@ -38,7 +38,6 @@ the validating rule above and the pods let go, the group's Workload being left t
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from functools import partial
 from typing import Any
@@ -46,9 +45,9 @@ from typing import Any
 from connectors.k8s import deployment_webhook as parents
 from connectors.k8s import job_validation
 from connectors.k8s.job_events import QUEUE_LABEL
-from connectors.k8s.jobs import MAX_PREFIX, SHORT_PREFIX
 from connectors.k8s.pod_roles import GROUP_LABEL, POD_INDEX_LABEL_ANNOTATION, TOTAL_COUNT_ANNOTATION
 from connectors.k8s.pod_webhook import HasDefaultQueue, NamespaceLabels, allowed_as_is
+from connectors.k8s.workload_names import owner_workload_name
 from kueue_es.scheduler.config import STATEFULSET_FRAMEWORK
 
 MUTATING_PATH = "/mutate-apps-v1-statefulset"
@@ -64,8 +63,7 @@ POD_INDEX = "apps.kubernetes.io/pod-index"
 def workload_name(name: str, uid: str = "", short: bool = False) -> str:
     """Kueue's Workload name for a StatefulSet (``statefulset-<name>-<hash>``), its pod group's name; the webhook
     knows no uid yet, so it hashes none. ``short``: the ``ShortWorkloadNames`` gate (a prefix of 57, not 247)."""
-    digest = hashlib.sha1(f"StatefulSet\napps\n{name}\n{uid}".encode()).hexdigest()
-    return f"{f'statefulset-{name}'[:SHORT_PREFIX if short else MAX_PREFIX]}-{digest[:5]}"
+    return owner_workload_name("StatefulSet", "apps", name, uid, short=short)
 
 
 def replicas(obj: Mapping[str, Any]) -> int:

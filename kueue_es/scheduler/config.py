@@ -114,8 +114,10 @@ JOB_FRAMEWORK = "batch/job"
 POD_FRAMEWORK = "pod"
 DEPLOYMENT_FRAMEWORK = "deployment"
 STATEFULSET_FRAMEWORK = "statefulset"
+JOBSET_FRAMEWORK = "jobset.x-k8s.io/jobset"
 DEFAULT_FRAMEWORKS = (JOB_FRAMEWORK,)
-"""The frameworks Kueue manages when the Configuration lists none: the plain-Pod integration (``pod``) is off."""
+"""The frameworks Kueue manages when the Configuration lists none (its defaulting, not the manifest it ships, which
+lists more): the plain-Pod integration (``pod``) and JobSets are off."""
 FRAMEWORK_NEEDS = {DEPLOYMENT_FRAMEWORK: POD_FRAMEWORK, STATEFULSET_FRAMEWORK: POD_FRAMEWORK}
 """Framework -> the framework it runs on: a Deployment's or StatefulSet's pods are run by the pod integration, so
 Kueue refuses to start with either listed without ``pod`` (its integration ``DependencyList``)."""
@@ -202,6 +204,12 @@ class SchedulerConfig(_Cfg):
         """Kueue's ``statefulset`` integration is on (off by default; needs ``pod``): a StatefulSet naming a queue has
         its pods held as one serving pod group (:mod:`connectors.k8s.statefulset_webhook`)."""
         return STATEFULSET_FRAMEWORK in self.frameworks
+
+    @property
+    def manages_jobsets(self) -> bool:
+        """Kueue's JobSet integration is on (``jobset.x-k8s.io/jobset`` among the frameworks; off unless listed): a
+        JobSet naming a queue runs only while its Workload is admitted (:mod:`connectors.k8s.jobset_integration`)."""
+        return JOBSET_FRAMEWORK in self.frameworks
 
     @property
     def managed_jobs_selector(self) -> o.LabelSelector:

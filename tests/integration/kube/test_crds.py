@@ -242,6 +242,11 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert await ok("update", "batch", "jobs", "team-a", "finalizers")
         assert await ok("update", "kueue.x-k8s.io", "workloads", "team-a", "finalizers")
         assert await ok("update", "autoscaling.x-k8s.io", "provisioningrequests", "team-a", "finalizers")
+        assert await ok("watch", "jobset.x-k8s.io", "jobsets")  # the JobSet integration's own watch
+        assert await ok("patch", "jobset.x-k8s.io", "jobsets", "team-a")  # suspend, templates in and out
+        assert await ok("update", "jobset.x-k8s.io", "jobsets", "team-a", "finalizers")  # a Workload it owns
+        assert not await ok("create", "jobset.x-k8s.io", "jobsets", "team-a")
+        assert not await ok("patch", "jobset.x-k8s.io", "jobsets", "team-a", "status")
         assert await ok("patch", "kueue.x-k8s.io", "admissionchecks", "", "status")
         assert await ok("create", "", "events", "team-a")  # Kueue's Events: decisions carried out, Job actions
         # the visibility API: its APIServices, and the Service and endpoints routing them to the leader

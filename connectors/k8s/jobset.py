@@ -1,0 +1,286 @@
+"""What Kueue's JobSet integration (``jobset.x-k8s.io/jobset``) decides about one JobSet, as pure data.
+
+Kueue runs a JobSet through the same generic job reconciler as a batch/v1 Job; only these pieces are the JobSet's
+(Kueue's ``pkg/controller/jobs/jobset``), and :mod:`connectors.k8s.jobset_integration` does the I/O around them:
+
+* **its Workload** (:func:`workload_for`): named ``jobset-<name>-<hash>`` (:mod:`connectors.k8s.workload_names`,
+  kind ``JobSet``, group ``jobset.x-k8s.io``), one pod set per replicated Job, in their order, named after it, of
+  ``replicas × min(parallelism, completions)`` pods (a Job template's parallelism defaults to 1, its completions to
+  its parallelism), its template the replicated Job's pod template as written; with the recorded Configuration's
+  ``TopologyAwareScheduling`` on, a topology request from that template's TAS annotations, the completion index as
+  the pods' rank and the ``jobset.sigs.k8s.io/job-index`` label as that of their Job among ``replicas``. The queue,
+  priority (``kueue.x-k8s.io/priority-class``, else the first pod template naming a ``priorityClassName``), maximum
+  execution time, copied labels and ``provreq.kueue.x-k8s.io/`` annotations are taken as for a Job;
+* **starting it** (:func:`start_patch`): every replicated Job's pod template gets its pod set's
+  :class:`~connectors.k8s.podsetinfo.PodSetInfo` merged in (the JobSet controller carries it to the child Jobs it
+  makes), and ``spec.suspend: false``; one merge patch holding the whole ``replicatedJobs`` list (a merge patch
+  replaces a list), conditioned on the JobSet's resourceVersion, so nothing written meanwhile is overwritten;
+* **stopping it** (:func:`stop_patch`): ``spec.suspend: true`` and every pod template restored as its Workload
+  recorded it (labels, annotations, node selector, tolerations, scheduling gates), in the same write — unlike a
+  Job, a JobSet's templates may change while suspended pods are still going: the JobSet controller suspends its
+  Jobs itself;
+* **finished** (:func:`finished`): its ``Completed`` condition ``True`` → ``Succeeded``, ``Failed`` → ``Failed``,
+  with the condition's message;
+* **reclaimable pods** (:func:`reclaimable_pods`) and **pods ready** (:func:`pods_ready`), Kueue's counts from
+  ``status.replicatedJobsStatus``.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import msgspec
+
+from connectors.k8s import podsetinfo
+from connectors.k8s.copied_metadata import copied
+from connectors.k8s.job_events import QUEUE_LABEL
+from connectors.k8s.job_priority import workload_priority
+from connectors.k8s.jobs import COMPLETION_INDEX, max_execution_seconds, topology_request
+from connectors.k8s.resources import JOB_UID_LABEL, JOBSETS, KUEUE_GROUP, KUEUE_VERSION
+from connectors.k8s.workload_names import owner_workload_name
+from events import objects as o
+from kueue_es.scheduler.config import KeysToCopy
+from projections.cluster import ClusterState
+from projections.in_use import FINALIZER
+
+KIND = "JobSet"
+JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
+"""The label the JobSet controller gives each pod: the index of its Job among its replicated Job's replicas."""
+PROVREQ_PREFIX = "provreq.kueue.x-k8s.io/"
+
+
+class ReplicatedJobStatus(o.View):
+    name: str = ""
+    ready: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    active: int = 0
+
+
+class JobTemplate(o.View):
+    metadata: o.TemplateMeta = o.TemplateMeta()
+    spec: o.JobSpec = o.JobSpec()
+
+
+class ReplicatedJob(o.View):
+    name: str = ""
+    replicas: int = 1
+    template: JobTemplate = JobTemplate()
+
+
+class JobSetSpec(o.View):
+    suspend: bool = False
+    replicated_jobs: list[ReplicatedJob] = []
+
+
+class JobSetStatus(o.View):
+    conditions: list[o.Condition] = []
+    replicated_jobs_status: list[ReplicatedJobStatus] = []
+
+
+class JobSet(o.View):
+    """What the integration reads of a JobSet; the Workload's templates are built from the JobSet as stored."""
+
+    metadata: o.ObjectMeta
+    spec: JobSetSpec = JobSetSpec()
+    status: JobSetStatus = JobSetStatus()
+
+    @property
+    def key(self) -> str:
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+
+def workload_name(name: str, uid: str, short: bool = False) -> str:
+    """Kueue's name for a JobSet's Workload; ``short``: its ``ShortWorkloadNames`` gate."""
+    return owner_workload_name(KIND, JOBSETS.group, name, uid, short=short)
+
+
+def controller_ref(name: str, uid: str) -> dict[str, Any]:
+    """The controller ownerReference of a JobSet's Workload."""
+    return {"apiVersion": JOBSETS.api_version, "kind": KIND, "name": name, "uid": uid, "controller": True,
+            "blockOwnerDeletion": True}
+
+
+def owner_of(obs: o.Workload) -> tuple[str, str] | None:
+    """``(name, uid)`` of the JobSet that controls Workload ``obs`` (None: no JobSet does)."""
+    for ref in obs.metadata.owner_references:
+        if ref.controller and ref.kind == KIND and ref.api_version.startswith(f"{JOBSETS.group}/"):
+            return ref.name, ref.uid
+    return None
+
+
+# --- the Workload ---------------------------------------------------------------------------------------------
+
+
+def pods_per_replica(job_spec: dict[str, Any]) -> int:
+    """The pods one Job of a replicated Job runs at once: its parallelism (default 1), at most its completions."""
+    parallelism = job_spec.get("parallelism", 1)
+    completions = job_spec.get("completions")
+    return min(parallelism, completions) if completions is not None else parallelism
+
+
+def pod_sets(raw_jobset: dict[str, Any], *, tas: bool) -> list[dict[str, Any]]:
+    """The Workload's pod sets for the JobSet as stored (``tas``: the recorded Configuration's
+    ``TopologyAwareScheduling`` gate, without which Kueue builds no topology request)."""
+    out: list[dict[str, Any]] = []
+    for rj in (raw_jobset.get("spec") or {}).get("replicatedJobs") or []:
+        job_spec = (rj.get("template") or {}).get("spec") or {}
+        template = copy.deepcopy(job_spec.get("template") or {})
+        replicas = rj.get("replicas", 1)
+        pod_set: dict[str, Any] = {"name": rj["name"], "count": replicas * pods_per_replica(job_spec),
+                                   "template": template}
+        if tas:
+            request = topology_request((template.get("metadata") or {}).get("annotations") or {}, COMPLETION_INDEX)
+            request.update(subGroupIndexLabel=JOB_INDEX_LABEL, subGroupCount=replicas)
+            pod_set["topologyRequest"] = request
+        out.append(pod_set)
+    return out
+
+
+def pod_priority_class(raw_jobset: dict[str, Any]) -> str | None:
+    """The PriorityClass the JobSet's pods name: the first pod template, in replicated Job order, that names one."""
+    for ps in pod_sets(raw_jobset, tas=False):
+        name = ((ps["template"].get("spec") or {}).get("priorityClassName"))
+        if name:
+            return str(name)
+    return None
+
+
+def pods_priority_class(jobset: JobSet) -> str | None:
+    """:func:`pod_priority_class` of the JobSet as the integration holds it."""
+    return next((rj.template.spec.template.spec.priority_class_name for rj in jobset.spec.replicated_jobs
+                 if rj.template.spec.template.spec.priority_class_name), None)
+
+
+def workload_for(state: ClusterState, keys: KeysToCopy, raw_jobset: dict[str, Any], name: str) -> dict[str, Any]:
+    """The Workload to create for ``raw_jobset`` (as stored) under ``name``, copying ``keys``. Raises
+    :class:`~events.errors.InvalidInput` for a ``max-exec-time-seconds`` Kueue refuses,
+    :class:`~connectors.k8s.job_priority.WorkloadPriorityClassNotFound` or
+    :class:`~connectors.k8s.job_priority.PriorityClassNotFound` for a class the log does not hold."""
+    meta = raw_jobset["metadata"]
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    spec: dict[str, Any] = {"podSets": pod_sets(raw_jobset, tas=state.tas_enabled)}
+    if labels.get(QUEUE_LABEL):
+        spec = {"queueName": labels[QUEUE_LABEL], **spec}
+    priority = workload_priority(state, labels, pod_priority_class(raw_jobset))
+    if priority is not None:
+        spec["priorityClassRef"], spec["priority"] = priority
+    max_exec = max_execution_seconds(labels)
+    if max_exec is not None:
+        spec["maximumExecutionTimeSeconds"] = max_exec
+    wl_annotations = copied(keys.annotations, annotations)
+    wl_annotations.update((k, v) for k, v in annotations.items() if k.startswith(PROVREQ_PREFIX))
+    wl_meta: dict[str, Any] = {
+        "name": name, "namespace": meta["namespace"],
+        "labels": {**copied(keys.labels, labels), JOB_UID_LABEL: meta["uid"]},
+        "finalizers": [FINALIZER],
+        "ownerReferences": [controller_ref(meta["name"], meta["uid"])],
+    }
+    if wl_annotations:
+        wl_meta["annotations"] = wl_annotations
+    return {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "kind": "Workload", "metadata": wl_meta, "spec": spec}
+
+
+# --- starting and stopping ------------------------------------------------------------------------------------
+
+
+class BadPodSets(Exception):
+    """The admission does not name a pod set for every replicated Job (Kueue's ``BadPodSetsInfoLenError``)."""
+
+
+def start_infos(state: ClusterState, wl: Any, jobset: JobSet) -> list[podsetinfo.PodSetInfo]:
+    """What starting each replicated Job adds to its pod template, in replicated Job order, from the Workload's
+    admission (``wl``: its :class:`~projections.workloads.WorkloadInfo`). Raises :class:`BadPodSets` when a
+    replicated Job has no pod set assignment, :class:`~connectors.k8s.podsetinfo.MergeConflict` for conflicting
+    checks' updates."""
+    by_name = {a.name: a for a in (wl.admission.pod_set_assignments if wl.admission is not None else ())}
+    out: list[podsetinfo.PodSetInfo] = []
+    for rj in jobset.spec.replicated_jobs:
+        psa = by_name.get(rj.name)
+        if psa is None:
+            raise BadPodSets(f"expecting {len(jobset.spec.replicated_jobs)} podset, got {len(by_name)}")
+        out.append(podsetinfo.start_info(state, wl, psa))
+    return out
+
+
+def start_patch(raw_jobset: dict[str, Any], infos: list[podsetinfo.PodSetInfo]) -> dict[str, Any]:
+    """The merge patch that starts the JobSet: each replicated Job's pod template with its info merged in, and
+    ``suspend: false``, conditioned on the resourceVersion read. Raises
+    :class:`~connectors.k8s.podsetinfo.MergeConflict` (Kueue then fails the start for good)."""
+    replicated = copy.deepcopy((raw_jobset.get("spec") or {}).get("replicatedJobs") or [])
+    for rj, info in zip(replicated, infos, strict=True):
+        template = rj.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {})
+        view = msgspec.convert(template, o.PodTemplateSpec)
+        _write(template, podsetinfo.onto_template(view, info))
+    return {"metadata": {"resourceVersion": raw_jobset["metadata"]["resourceVersion"]},
+            "spec": {"suspend": False, "replicatedJobs": replicated}}
+
+
+def stop_patch(raw_jobset: dict[str, Any], saved: list[o.PodSet]) -> dict[str, Any]:
+    """The merge patch that suspends the JobSet and gives each replicated Job's pod template back what its
+    Workload's pod set of the same name recorded (``saved``; a replicated Job without one is left as it is),
+    conditioned on the resourceVersion read."""
+    by_name = {ps.name: ps for ps in saved}
+    replicated = copy.deepcopy((raw_jobset.get("spec") or {}).get("replicatedJobs") or [])
+    for rj in replicated:
+        ps = by_name.get(rj.get("name", ""))
+        if ps is None:
+            continue
+        template = rj.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {})
+        t = ps.template
+        _write(template, podsetinfo.PodSetInfo(
+            labels=dict(t.metadata.labels), annotations=dict(t.metadata.annotations),
+            node_selector=dict(t.spec.node_selector), tolerations=list(t.spec.tolerations),
+            scheduling_gates=list(t.spec.scheduling_gates)))
+    return {"metadata": {"resourceVersion": raw_jobset["metadata"]["resourceVersion"]},
+            "spec": {"suspend": True, "replicatedJobs": replicated}}
+
+
+def _write(template: dict[str, Any], info: podsetinfo.PodSetInfo) -> None:
+    """Set the raw pod ``template``'s labels, annotations, node selector, tolerations and gates to exactly
+    ``info``'s (an empty one removed)."""
+    meta, spec = template.setdefault("metadata", {}), template.setdefault("spec", {})
+    for holder, field, value in ((meta, "labels", info.labels), (meta, "annotations", info.annotations),
+                                 (spec, "nodeSelector", info.node_selector),
+                                 (spec, "tolerations", [msgspec.to_builtins(t) for t in info.tolerations]),
+                                 (spec, "schedulingGates", info.scheduling_gates)):
+        if value:
+            holder[field] = value
+        else:
+            holder.pop(field, None)
+
+
+# --- what its status says ---------------------------------------------------------------------------------------
+
+
+def finished(jobset: JobSet) -> tuple[str, str] | None:
+    """``(reason, message)`` of a JobSet that completed (``Succeeded``) or failed (``Failed``); None: neither."""
+    for kind, reason in (("Completed", "Succeeded"), ("Failed", "Failed")):
+        for c in jobset.status.conditions:
+            if c.type == kind and c.status == "True":
+                return reason, c.message
+    return None
+
+
+def is_active(jobset: JobSet) -> bool:
+    """Some replicated Job has active pods (Kueue's ``IsActive``)."""
+    return any(s.active > 0 for s in jobset.status.replicated_jobs_status)
+
+
+def pods_ready(jobset: JobSet) -> bool:
+    """Every Job of every replicated Job ready or succeeded (Kueue counts Jobs here, not pods)."""
+    replicas = sum(rj.replicas for rj in jobset.spec.replicated_jobs)
+    return replicas == sum(s.ready + s.succeeded for s in jobset.status.replicated_jobs_status)
+
+
+def reclaimable_pods(jobset: JobSet) -> tuple[tuple[str, int], ...]:
+    """Kueue's reclaimable pods of a JobSet: for each replicated Job with succeeded Jobs (no more than its
+    replicas), those Jobs' pods."""
+    statuses = {s.name: s for s in jobset.status.replicated_jobs_status}
+    out: list[tuple[str, int]] = []
+    for rj in jobset.spec.replicated_jobs:
+        status = statuses.get(rj.name)
+        if status is not None and 0 < status.succeeded <= rj.replicas:
+            out.append((rj.name, status.succeeded * pods_per_replica(msgspec.to_builtins(rj.template.spec))))
+    return tuple(out)

@@ -1,0 +1,23 @@
+"""Kueue's name for the Workload it makes for an object of any kind it runs, one rule for every integration.
+
+``<kind in lower case>-<name>`` cut to what leaves room for the hash, then ``-`` and the first 5 hex digits of
+SHA-1 over ``<Kind>\\n<group>\\n<name>\\n<uid>`` (the group empty for core kinds). The name is the same for the
+same object whichever replica computes it, and differs between kinds and between objects of one name made anew.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+HASH_LENGTH = 5
+MAX_PREFIX, SHORT_PREFIX = 252 - HASH_LENGTH, 62 - HASH_LENGTH
+"""How much of ``<kind>-<name>`` a Workload's name keeps (Kueue's ``ShortWorkloadNames`` gate: the short one,
+which keeps the name a valid label value)."""
+
+
+def owner_workload_name(kind: str, group: str, name: str, uid: str, *, short: bool = False) -> str:
+    """The Workload name for object ``name`` (``uid``) of ``kind`` in API ``group``; ``short``: the
+    ``ShortWorkloadNames`` gate."""
+    prefix = f"{kind.lower()}-{name}"[:SHORT_PREFIX if short else MAX_PREFIX]
+    digest = hashlib.sha1(f"{kind}\n{group}\n{name}\n{uid}".encode()).hexdigest()
+    return f"{prefix}-{digest[:HASH_LENGTH]}"

@@ -1,0 +1,114 @@
+"""Kueue's JobSet integration against the real apiserver, with ``jobset.x-k8s.io/jobset`` among the frameworks.
+
+The JobSet project is not installed: its API is served from the minimal CRD of :func:`connectors.k8s.crds.jobset_crd`
+and no JobSet controller runs, so the test plays it (sets the ``Completed`` condition through the status
+subresource). Two JobSets each fill the ClusterQueue: the first gets its Workload, is admitted and unsuspended with
+the flavor's node labels in every replicated Job's pod template; the second, created unsuspended, is suspended,
+gets its Workload and stays suspended while the first holds the quota; once the first completes its Workload
+finishes, the quota goes back and the second starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import msgspec
+import pytest
+from kubehelp import connect, eventually, get, kueue_es, queues
+
+from connectors.k8s import crds
+from connectors.k8s.jobset import workload_name
+from connectors.k8s.resources import JOBSETS
+from kueue_es.scheduler.config import load_config
+
+pytestmark = pytest.mark.kube
+NOW = "2026-01-01T00:00:00Z"
+
+
+def _jobset(ns: str, name: str, *, suspend: bool) -> dict[str, Any]:
+    def template(cpu: str) -> dict[str, Any]:
+        return {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.36",
+                                                                   "resources": {"requests": {"cpu": cpu}}}]}}
+    return {"apiVersion": JOBSETS.api_version, "kind": "JobSet",
+            "metadata": {"name": name, "namespace": ns, "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+            "spec": {"suspend": suspend, "replicatedJobs": [
+                {"name": "leader", "replicas": 1, "template": {"spec": {"template": template("1")}}},
+                {"name": "workers", "replicas": 2,
+                 "template": {"spec": {"parallelism": 1, "completions": 1, "template": template("1")}}}]}}
+
+
+async def _jobset_now(kc: Any, ns: str, name: str) -> dict[str, Any]:
+    return msgspec.json.decode(await kc.get(JOBSETS, name, ns))
+
+
+def _pod_template(jobset: dict[str, Any], i: int) -> dict[str, Any]:
+    return jobset["spec"]["replicatedJobs"][i]["template"]["spec"]["template"]
+
+
+@pytest.mark.asyncio
+async def test_a_queued_jobset_runs_only_while_its_workload_is_admitted(kube_apiserver, tmp_path) -> None:
+    config = load_config({"integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]}})
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        await crds.install(kc, docs=[crds.jobset_crd()])
+        q = await queues(kc, "jobset", {"cpu": 3}, flavor_labels={"pool": "a"})
+        first = msgspec.json.decode(await kc.create(JOBSETS, _jobset(q.ns, "first", suspend=True), q.ns))
+        async with kueue_es(kc, tmp_path / "log", config=config):
+            wl_first = workload_name("first", first["metadata"]["uid"])
+
+            async def admitted(name: str) -> dict[str, Any] | None:
+                with contextlib.suppress(Exception):
+                    wl = await get(kc, "Workload", name, q.ns)
+                    return wl if wl.get("status", {}).get("admission") else None
+                return None
+
+            wl = await eventually(lambda: admitted(wl_first), what="the first JobSet's workload admitted")
+            assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [("leader", 1), ("workers", 2)]
+            assert wl["metadata"]["ownerReferences"][0]["kind"] == "JobSet"
+
+            async def started(name: str) -> dict[str, Any] | None:
+                js = await _jobset_now(kc, q.ns, name)
+                return js if js["spec"].get("suspend") is False else None
+
+            js_first = await eventually(lambda: started("first"), what="the first JobSet unsuspended")
+            for i, rj in enumerate(("leader", "workers")):
+                template = _pod_template(js_first, i)
+                assert template["spec"]["nodeSelector"] == {"pool": "a"}, rj
+                assert template["metadata"]["labels"]["kueue.x-k8s.io/podset"] == rj
+
+            # the second is created running (no JobSet webhook here): suspended, queued, held back
+            second = msgspec.json.decode(await kc.create(JOBSETS, _jobset(q.ns, "second", suspend=False), q.ns))
+            wl_second = workload_name("second", second["metadata"]["uid"])
+
+            async def pending() -> dict[str, Any] | None:
+                with contextlib.suppress(Exception):
+                    wl = await get(kc, "Workload", wl_second, q.ns)
+                    js = await _jobset_now(kc, q.ns, "second")
+                    return wl if js["spec"]["suspend"] and "admission" not in wl.get("status", {}) else None
+                return None
+
+            await eventually(pending, what="the second JobSet suspended, with a pending workload")
+            assert await admitted(wl_second) is None and (await _jobset_now(kc, q.ns, "second"))["spec"]["suspend"]
+            assert "nodeSelector" not in _pod_template(await _jobset_now(kc, q.ns, "second"), 0)["spec"]
+
+            # play the JobSet controller: the first completed
+            done = {"type": "Completed", "status": "True", "reason": "AllJobsCompleted",
+                    "message": "jobset completed successfully", "lastTransitionTime": NOW}
+            await kc.patch(JOBSETS, "first", {"status": {"conditions": [done]}}, q.ns, subresource="status")
+
+            async def finished() -> dict[str, Any] | None:
+                wl = await get(kc, "Workload", wl_first, q.ns)
+                cond = next((c for c in wl.get("status", {}).get("conditions", []) if c["type"] == "Finished"), None)
+                return cond if cond is not None and cond["status"] == "True" else None
+
+            cond = await eventually(finished, what="the first JobSet's workload finished")
+            assert (cond["reason"], cond["message"]) == ("Succeeded", "jobset completed successfully")
+            js_second = await eventually(lambda: started("second"), what="the second JobSet started in its turn")
+            assert _pod_template(js_second, 1)["spec"]["nodeSelector"] == {"pool": "a"}
+
+            async def let_go() -> bool:
+                wl = await get(kc, "Workload", wl_first, q.ns)
+                return "kueue.x-k8s.io/resource-in-use" not in wl["metadata"].get("finalizers", [])
+
+            await eventually(let_go, what="the finished workload's finalizer taken off")

@@ -1,0 +1,169 @@
+"""The JobSet integration's reconcile (:mod:`connectors.k8s.jobset_integration`) over a mirror and a fake client:
+off unless the framework is listed, a queued JobSet suspended then given its Workload, a finished JobSet's
+Workload finished, and the Workloads of a JobSet gone finished, let go and deleted (no cluster needed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+from fixtures.jobs import namespace
+
+from connectors.k8s import jobset as js
+from connectors.k8s.jobset_integration import JobSetIntegration
+from connectors.k8s.journal import LocalJournal
+from connectors.k8s.mirror import Mirror
+from events import objects as o
+from events import schema as ev
+from events.log import MemoryLog
+
+UID = "js-uid"
+NAME = js.workload_name("train", UID)
+ON = {"integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]}}
+
+
+def raw_jobset(suspend: bool = True, conditions: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    template = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": "train", "namespace": "ns", "uid": UID, "resourceVersion": "5",
+                         "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+            "spec": {"suspend": suspend, "replicatedJobs": [
+                {"name": "leader", "replicas": 1, "template": {"spec": {"template": template}}},
+                {"name": "workers", "replicas": 2, "template": {"spec": {"parallelism": 2, "template": template}}}]},
+            "status": {"conditions": conditions or []}}
+
+
+def workload(finalizers: tuple[str, ...] = ("kueue.x-k8s.io/resource-in-use",)) -> o.Workload:
+    return o.Workload(
+        metadata=o.ObjectMeta(name=NAME, namespace="ns", uid="wl-uid", resource_version="3",
+                              finalizers=list(finalizers),
+                              owner_references=[o.OwnerReference(api_version="jobset.x-k8s.io/v1alpha2",
+                                                                 kind="JobSet", name="train", uid=UID,
+                                                                 controller=True)]),
+        spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name="leader", count=1),
+                                                       o.PodSet(name="workers", count=4)]))
+
+
+class Client:
+    """Serves the JobSet as stored; records what is created, patched and deleted."""
+
+    def __init__(self, stored: dict[str, Any]) -> None:
+        self.stored = stored
+        self.created: list[dict[str, Any]] = []
+        self.patches: list[tuple[str, str, dict[str, Any]]] = []
+        self.deleted: list[tuple[str, str]] = []
+
+    async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
+        assert resource.kind == "JobSet"
+        return msgspec.json.encode(self.stored)
+
+    async def create(self, resource: Any, body: dict[str, Any], namespace: str = "") -> bytes:
+        self.created.append(body)
+        return msgspec.json.encode(body)
+
+    async def patch(self, resource: Any, name: str, body: dict[str, Any], namespace: str = "",
+                    subresource: str = "") -> bytes:
+        self.patches.append((resource.kind, name, body))
+        return msgspec.json.encode({"metadata": {"resourceVersion": "9"}})
+
+    async def delete(self, resource: Any, name: str, namespace: str = "", **_: Any) -> bytes:
+        self.deleted.append((resource.kind, name))
+        return b"{}"
+
+
+def integration(raw: dict[str, Any] | None, *objs: o.KObject, config: dict[str, Any] | None = None
+                ) -> tuple[JobSetIntegration, Client, list[ev.AnyEvent]]:
+    mirror = Mirror()
+    mirror.apply(ev.Record(1, ev.ConfigRecorded(time=1, writer="test", id="c", document={
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", **(ON if config is None else config)})))
+    for obj in (namespace(), *objs):
+        mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=1, key=obj.key, uid=obj.metadata.uid,
+                                                                    obj=obj)))
+    appended: list[ev.AnyEvent] = []
+
+    async def append(events: list[ev.AnyEvent]) -> list[int]:
+        appended.extend(events)
+        return [mirror.offset + i + 1 for i in range(len(events))]
+
+    client = Client(raw or {})
+    integ = JobSetIntegration(client, LocalJournal(MemoryLog(), mirror), append=append)  # type: ignore[arg-type]
+    for key, obs in mirror.workloads.items():
+        integ._index(key, obs)
+    if raw is not None:
+        integ.jobsets["ns/train"] = msgspec.convert(raw, js.JobSet)
+    return integ, client, appended
+
+
+@pytest.mark.asyncio
+async def test_nothing_is_done_while_the_framework_is_not_listed() -> None:
+    integ, client, appended = integration(raw_jobset(suspend=False), config={})
+    await integ.reconcile("ns/train")
+    assert (client.created, client.patches, appended) == ([], [], [])
+
+
+@pytest.mark.asyncio
+async def test_a_running_jobset_without_a_workload_is_suspended_first() -> None:
+    integ, client, appended = integration(raw_jobset(suspend=False))
+    await integ.reconcile("ns/train")
+    assert client.patches == [("JobSet", "train", {"metadata": {"resourceVersion": "5"}, "spec": {"suspend": True}})]
+    assert [(e.kind, e.action, e.message) for e in appended] == [("JobSet", "Stopped", "Missing Workload; unable to restore pod templates")]  # type: ignore[attr-defined]
+    assert client.created == []
+
+
+@pytest.mark.asyncio
+async def test_a_suspended_queued_jobset_gets_its_workload() -> None:
+    integ, client, appended = integration(raw_jobset())
+    await integ.reconcile("ns/train")
+    (body,) = client.created
+    assert body["metadata"]["name"] == NAME and body["spec"]["queueName"] == "lq"
+    assert [(ps["name"], ps["count"]) for ps in body["spec"]["podSets"]] == [("leader", 1), ("workers", 4)]
+    assert [(e.kind, e.action, e.workload) for e in appended] == [("JobSet", "CreatedWorkload", f"ns/{NAME}")]  # type: ignore[attr-defined]
+    await integ.reconcile("ns/train")
+    assert len(client.created) == 1, "not created twice from the same version"
+
+
+@pytest.mark.asyncio
+async def test_a_completed_jobset_finishes_its_workload() -> None:
+    raw = raw_jobset(suspend=False, conditions=[{"type": "Completed", "status": "True",
+                                                 "message": "jobset completed successfully"}])
+    integ, _, appended = integration(raw, workload())
+    await integ.reconcile("ns/train")
+    (finished,) = appended
+    assert isinstance(finished, ev.WorkloadFinished)
+    assert (finished.key, finished.reason, finished.message) == (f"ns/{NAME}", "Succeeded",
+                                                                 "jobset completed successfully")
+
+
+@pytest.mark.asyncio
+async def test_the_workload_of_a_jobset_gone_is_finished_let_go_and_deleted() -> None:
+    integ, client, appended = integration(None, workload())
+    await integ.reconcile("ns/train")
+    assert [(type(e).__name__, e.reason) for e in appended] == [("WorkloadFinished", "OwnerNotFound")]  # type: ignore[attr-defined]
+    assert [(kind, body["metadata"]["finalizers"]) for kind, _, body in client.patches] == [("Workload", None)]
+    assert client.deleted == [("Workload", NAME)]
+
+
+@pytest.mark.asyncio
+async def test_a_running_jobset_whose_workload_is_not_admitted_is_suspended_and_its_templates_restored() -> None:
+    raw = raw_jobset(suspend=False)
+    raw["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]["nodeSelector"] = {"pool": "a"}
+    integ, client, appended = integration(raw, workload())
+    await integ.reconcile("ns/train")
+    (kind, name, patch), = client.patches
+    assert (kind, name, patch["spec"]["suspend"], patch["metadata"]) == ("JobSet", "train", True,
+                                                                         {"resourceVersion": "5"})
+    assert "nodeSelector" not in patch["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"], \
+        "restored as the Workload recorded it"
+    assert [(e.kind, e.action, e.message) for e in appended if isinstance(e, ev.JobActed)] == [
+        ("JobSet", "Stopped", "Not admitted by cluster queue")]
+
+
+def test_what_was_done_to_a_jobset_is_recorded_as_an_event_on_the_jobset() -> None:
+    """The ``JobActed`` of kind JobSet names the JobSet's API as the Event's involved object."""
+    mirror = Mirror()
+    mirror.apply(ev.Record(1, ev.JobActed(time=1, key="ns/train", uid=UID, kind="JobSet", action="CreatedWorkload",
+                                          workload=f"ns/{NAME}")))
+    involved = mirror.kube_events.ready[1].before
+    assert (involved.api_version, involved.kind, involved.namespace, involved.name, involved.uid) == (  # type: ignore[union-attr]
+        "jobset.x-k8s.io/v1alpha2", "JobSet", "ns", "train", UID)
