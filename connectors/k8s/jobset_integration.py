@@ -59,7 +59,7 @@ from connectors.k8s import job_selection, job_sync, podsetinfo
 from connectors.k8s import jobset as js
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import KubeClient, resource_version_of
-from connectors.k8s.errors import AlreadyExists, Conflict, Gone, KubeError, NotFound
+from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
 from connectors.k8s.integration_log import IntegrationLog
 from connectors.k8s.job_events import CREATED_WORKLOAD, MISSING_WORKLOAD, STARTED, STOPPED, stop_message
 from connectors.k8s.job_priority import (
@@ -74,6 +74,7 @@ from connectors.k8s.job_priority import (
 from connectors.k8s.job_sync import UPDATED_WORKLOAD
 from connectors.k8s.jobs import OWNER_NOT_FOUND, OWNER_NOT_FOUND_MESSAGE, admission_shown
 from connectors.k8s.journal import Journal
+from connectors.k8s.list_watch import list_then_watch
 from connectors.k8s.pod_sync import pods_ready_transition
 from connectors.k8s.resources import BY_KIND, JOBSETS
 from connectors.k8s.workers import KeyedWorkers, Retries
@@ -176,33 +177,22 @@ class JobSetIntegration:
     # --- the JobSets, listed and watched -------------------------------------------------------------------
 
     async def _inform(self) -> None:
-        rv: str | None = None
-        failures = 0
-        while True:
-            if not self._config().manages_jobsets:
-                self.synced.set()  # off: nothing to list (the RBAC may not even allow it)
-                await self._wait_for_framework()
-                continue
-            try:
-                if rv is None:
-                    rv = await self.relist()
-                if rv is None:
-                    await asyncio.sleep(self.absent_retry_s)  # not served: list again later
-                    continue
-                rv = await self._watch(rv)
-                failures = 0
-            except Gone:
-                self.stats.relists += 1
-                rv = None
-            except KubeError as exc:
-                failures += 1
-                delay = min(self.backoff_s * 2 ** min(failures - 1, 5), 30.0)
-                log.warning("jobsets watch failed, retrying", error=str(exc), retry_in_s=delay)
-                await asyncio.sleep(delay)
-                rv = None
+        def gone() -> None:
+            self.stats.relists += 1
+
+        await list_then_watch(self._relist_if_on, self._watch, log=log, what="jobsets", backoff_s=self.backoff_s,
+                              on_gone=gone, absent=self._wait_for_framework)
+
+    async def _relist_if_on(self) -> str | None:
+        """:meth:`relist` while the framework is on; off, nothing is listed (the RBAC may not even allow it)."""
+        if self._config().manages_jobsets:
+            return await self.relist()
+        self.synced.set()
+        return None
 
     async def _wait_for_framework(self) -> None:
-        """Until a Configuration is recorded (it may turn the framework on), or ``absent_retry_s`` passed."""
+        """Until a Configuration is recorded (it may turn the framework on), or ``absent_retry_s`` passed (the
+        JobSet CRD may be installed meanwhile)."""
         self._config_recorded.clear()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._config_recorded.wait(), self.absent_retry_s)

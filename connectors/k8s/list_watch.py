@@ -21,10 +21,12 @@ def retry_delay(backoff_s: float, failures: int) -> float:
 
 async def list_then_watch(relist: Callable[[], Awaitable[str | None]], watch: Callable[[str], Awaitable[str]], *,
                           log: Any, what: str, backoff_s: float, on_gone: Callable[[], None],
-                          resume_from: str | None = None, absent_retry_s: float = 1.0) -> None:
-    """Until cancelled: list (``relist`` returns the list's resourceVersion, None when the kind is not served:
-    listed again after ``absent_retry_s``), then watch from there (``watch`` returns where it stopped, to resume
-    from); ``resume_from`` watches first without listing. ``what`` names it in the warnings ``log`` gets."""
+                          resume_from: str | None = None, absent_retry_s: float = 1.0,
+                          absent: Callable[[], Awaitable[None]] | None = None) -> None:
+    """Until cancelled: list (``relist`` returns the list's resourceVersion, None when there is nothing to list —
+    the kind not served, say: listed again after ``absent()``, by default a sleep of ``absent_retry_s``), then
+    watch from there (``watch`` returns where it stopped, to resume from); ``resume_from`` watches first without
+    listing. ``what`` names it in the warnings ``log`` gets."""
     rv = resume_from
     failures = 0
     while True:
@@ -32,7 +34,7 @@ async def list_then_watch(relist: Callable[[], Awaitable[str | None]], watch: Ca
             if rv is None:
                 rv = await relist()
                 if rv is None:
-                    await asyncio.sleep(absent_retry_s)
+                    await (absent() if absent is not None else asyncio.sleep(absent_retry_s))
                     continue
             rv = await watch(rv)
             failures = 0

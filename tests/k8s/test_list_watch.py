@@ -78,3 +78,14 @@ async def test_a_kind_not_served_is_listed_again_and_a_resume_point_skips_the_fi
 
 def test_the_delay_doubles_and_is_capped_at_thirty_seconds() -> None:
     assert [retry_delay(1.0, n) for n in (1, 2, 3, 6, 7, 50)] == [1.0, 2.0, 4.0, 30.0, 30.0, 30.0]
+
+
+@pytest.mark.asyncio
+async def test_nothing_to_list_waits_on_the_callers_own_signal_when_given_one() -> None:
+    script, log, gone, waited = _Script([None, None, "10"], []), _Log(), [], []
+
+    async def absent() -> None:
+        waited.append(len(script.calls))
+
+    await _run(script, log, gone, absent=absent, absent_retry_s=3600)
+    assert script.calls == ["list", "list", "list", "watch@10"] and waited == [1, 2]
