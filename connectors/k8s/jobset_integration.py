@@ -165,14 +165,8 @@ class JobSetIntegration:
         return keys
 
     async def reconcile_guarded(self, key: str) -> None:
-        await self._retry.attempt(self._reconcile_or_wait, key, what="jobset reconcile", stats=self.stats, log=log,
-                                  jobset=key)
-
-    async def _reconcile_or_wait(self, key: str) -> None:
-        try:
-            await self.reconcile(key)
-        except Conflict:
-            self.stats.conflicts += 1  # the watch brings the newer object, which makes the key dirty again
+        await self._retry.attempt(self.reconcile, key, what="jobset reconcile", stats=self.stats, log=log,
+                                  jobset=key, conflict_waits=True)
 
     # --- the JobSets, listed and watched -------------------------------------------------------------------
 

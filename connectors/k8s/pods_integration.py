@@ -244,14 +244,8 @@ class PodIntegration:
         return keys
 
     async def reconcile_guarded(self, key: str) -> None:
-        await self._retry.attempt(self._reconcile_or_wait, key, what="pod reconcile", stats=self.stats, log=log,
-                                  pod=key)
-
-    async def _reconcile_or_wait(self, key: str) -> None:
-        try:
-            await self.reconcile(key)
-        except Conflict:
-            self.stats.conflicts += 1  # the watch brings the newer object, which makes the key dirty again
+        await self._retry.attempt(self.reconcile, key, what="pod reconcile", stats=self.stats, log=log,
+                                  pod=key, conflict_waits=True)
 
     # --- the managed Pods, listed and watched --------------------------------------------------------------
 

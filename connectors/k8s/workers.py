@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from connectors.k8s.errors import KubeError
+from connectors.k8s.errors import Conflict, KubeError
 from connectors.k8s.journal import Signal
 
 
@@ -32,12 +32,17 @@ class Retries:
         return keys
 
     async def attempt(self, handle: Callable[[str], Awaitable[None]], key: str, *, what: str, stats: Any,
-                      log: Any, **fields: Any) -> None:
+                      log: Any, conflict_waits: bool = False, **fields: Any) -> None:
         """Run ``handle(key)``; an API error retries it after the delay, a crash after ten (one key never
-        stops the others). ``stats.errors`` counts both."""
+        stops the others). ``stats.errors`` counts both. ``conflict_waits``: a write refused for a stale
+        resourceVersion is not retried but counted in ``stats.conflicts`` — the watch brings the newer object,
+        which makes the key dirty again."""
         try:
             await handle(key)
         except KubeError as exc:
+            if conflict_waits and isinstance(exc, Conflict):
+                stats.conflicts += 1
+                return
             stats.errors += 1
             log.warning(f"{what} failed, will retry", error=str(exc), **fields)
             self.later(key)
