@@ -58,7 +58,7 @@ import structlog
 from connectors.k8s import job_selection, job_sync, podsetinfo
 from connectors.k8s import jobset as js
 from connectors.k8s import workload_finalizer as wf
-from connectors.k8s.client import KubeClient, resource_version_of
+from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
 from connectors.k8s.integration_log import IntegrationLog
 from connectors.k8s.job_events import CREATED_WORKLOAD, MISSING_WORKLOAD, STARTED, STOPPED, stop_message
@@ -74,7 +74,7 @@ from connectors.k8s.job_priority import (
 from connectors.k8s.job_sync import UPDATED_WORKLOAD
 from connectors.k8s.jobs import OWNER_NOT_FOUND, OWNER_NOT_FOUND_MESSAGE, admission_shown
 from connectors.k8s.journal import Journal
-from connectors.k8s.list_watch import list_then_watch
+from connectors.k8s.list_watch import Informer
 from connectors.k8s.pod_sync import pods_ready_transition
 from connectors.k8s.resources import BY_KIND, JOBSETS
 from connectors.k8s.workers import KeyedWorkers, Retries
@@ -105,10 +105,23 @@ class JobSetStats:
     requeued: int = 0
     conflicts: int = 0
     errors: int = 0
-    relists: int = 0
     invalid: list[str] = field(default_factory=list)
     """JobSets given no Workload: a label Kueue's webhook refuses (``max-exec-time-seconds``)."""
     failed_to_start: list[str] = field(default_factory=list)
+
+
+class _JobSets(Informer[js.JobSet]):
+    """The JobSets, listed only while ``listing()`` (the framework on): off, the RBAC may not even allow it."""
+
+    def __init__(self, listing: Callable[[], bool], *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.listing = listing
+
+    async def relist(self) -> str | None:
+        if self.listing():
+            return await super().relist()
+        self.synced.set()
+        return None
 
 
 class JobSetIntegration:
@@ -122,13 +135,14 @@ class JobSetIntegration:
         self.mirror = journal.mirror
         self.state = journal.mirror.state
         self.concurrency = concurrency
-        self.watch_timeout_s = watch_timeout_s
-        self.backoff_s = backoff_s
         self.absent_retry_s = absent_retry_s
         self.stats = JobSetStats()
-        self.jobsets: dict[str, js.JobSet] = {}
+        self.informer = _JobSets(lambda: self._config().manages_jobsets, client, JOBSETS, self._decode, self._mark,
+                                 what="jobsets", log=log, watch_timeout_s=watch_timeout_s, backoff_s=backoff_s,
+                                 optional=True)
+        self.jobsets: dict[str, js.JobSet] = self.informer.known
         """The JobSets, as last listed or watched."""
-        self.synced = asyncio.Event()
+        self.synced = self.informer.synced
         self._config_recorded = asyncio.Event()
         self.dirty: set[str] = set()
         self.jobset_of: dict[str, str] = {}
@@ -151,7 +165,7 @@ class JobSetIntegration:
         self.mirror.listeners.append(self._on_applied)
         try:
             async with asyncio.TaskGroup() as tg:
-                tg.create_task(self._inform(), name="k8s-jobsets-watch")
+                tg.create_task(self.informer.run(absent=self._wait_for_framework), name="k8s-jobsets-watch")
                 await self.synced.wait()
                 self.dirty |= self.workloads_of.keys()  # JobSets gone while no one watched
                 await KeyedWorkers(self.reconcile_guarded, self.concurrency).run(
@@ -170,61 +184,12 @@ class JobSetIntegration:
 
     # --- the JobSets, listed and watched -------------------------------------------------------------------
 
-    async def _inform(self) -> None:
-        def gone() -> None:
-            self.stats.relists += 1
-
-        await list_then_watch(self._relist_if_on, self._watch, log=log, what="jobsets", backoff_s=self.backoff_s,
-                              on_gone=gone, absent=self._wait_for_framework)
-
-    async def _relist_if_on(self) -> str | None:
-        """:meth:`relist` while the framework is on; off, nothing is listed (the RBAC may not even allow it)."""
-        if self._config().manages_jobsets:
-            return await self.relist()
-        self.synced.set()
-        return None
-
     async def _wait_for_framework(self) -> None:
         """Until a Configuration is recorded (it may turn the framework on), or ``absent_retry_s`` passed (the
         JobSet CRD may be installed meanwhile)."""
         self._config_recorded.clear()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._config_recorded.wait(), self.absent_retry_s)
-
-    async def relist(self) -> str | None:
-        """List the JobSets afresh; every one that changed, came or went is dirty. Returns the list's
-        resourceVersion (None: the JobSet CRD is not served, so none exist)."""
-        try:
-            listed = await self.client.list(JOBSETS)
-        except NotFound:
-            listed = None
-        jobsets: dict[str, js.JobSet] = {}
-        for raw in listed.items if listed is not None else ():
-            jobset = self._decode(raw)
-            if jobset is not None:
-                jobsets[jobset.key] = jobset
-        changed = {k for k in jobsets.keys() | self.jobsets.keys() if jobsets.get(k) != self.jobsets.get(k)}
-        self.jobsets = jobsets
-        self._mark(changed)
-        self.synced.set()
-        return listed.metadata.resource_version if listed is not None else None
-
-    async def _watch(self, rv: str) -> str:
-        stream = self.client.watch(JOBSETS, rv, timeout_seconds=self.watch_timeout_s)
-        async with contextlib.aclosing(stream):
-            async for event in stream:
-                rv = resource_version_of(event.object) or rv
-                if event.type == "BOOKMARK":
-                    continue
-                jobset = self._decode(event.object)
-                if jobset is None:
-                    continue
-                if event.type == "DELETED":
-                    self.jobsets.pop(jobset.key, None)
-                else:
-                    self.jobsets[jobset.key] = jobset
-                self._mark({jobset.key})
-        return rv
 
     def _decode(self, raw: msgspec.Raw | bytes) -> js.JobSet | None:
         try:

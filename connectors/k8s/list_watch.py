@@ -1,17 +1,24 @@
 """Kubernetes' list-then-watch loop, shared by everything the connector keeps in step with the apiserver (the
-watcher's kinds, the managed Pods, the StatefulSets' revisions): each brings its own list and watch, this brings
-the order and the recovery — a relist after 410 Gone, a capped exponential backoff after any other failure.
+watcher's kinds into the log; the managed Pods, the JobSets and the StatefulSets' revisions, which the
+integrations keep for themselves in an :class:`Informer`): :func:`list_then_watch` brings the order and the
+recovery — a relist after 410 Gone, a capped exponential backoff after any other failure.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
-from connectors.k8s.errors import Gone, KubeError
+import msgspec
+
+from connectors.k8s.client import KubeClient, resource_version_of
+from connectors.k8s.errors import Gone, KubeError, NotFound
+from connectors.k8s.resources import Resource
 
 BACKOFF_CAP_S = 30.0
+W = TypeVar("W", bound="Watched")
 
 
 def retry_delay(backoff_s: float, failures: int) -> float:
@@ -46,3 +53,90 @@ async def list_then_watch(relist: Callable[[], Awaitable[str | None]], watch: Ca
             delay = retry_delay(backoff_s, failures)
             log.warning(f"{what} watch failed, retrying", error=str(exc), retry_in_s=delay)
             await asyncio.sleep(delay)
+
+
+class Watched(Protocol):
+    """An object as an informer keeps it: keyed ``<namespace>/<name>``, told apart from a namesake by its uid."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def metadata(self) -> Any: ...
+
+
+class Informer(Generic[W]):
+    """The objects of one resource as last listed or watched (:attr:`known`, key -> object), for the integrations
+    that keep their own (the log does not hold them): ``decode`` reads one (None: skipped), ``on_change`` gets the
+    keys of those that changed, came or went, ``on_deleted`` each one the watch saw deleted. ``known`` is one
+    dict for the informer's life, so a holder may keep it. Until the first list is in (:attr:`synced`), nothing
+    is known, and nothing may be taken as gone. ``optional``: a resource whose CRD may not be served, which then
+    lists as empty and is listed again later."""
+
+    def __init__(self, client: KubeClient, resource: Resource, decode: Callable[[msgspec.Raw | bytes], W | None],
+                 on_change: Callable[[set[str]], None], *, what: str, log: Any, label_selector: str = "",
+                 watch_timeout_s: int = 300, backoff_s: float = 1.0, optional: bool = False,
+                 on_deleted: Callable[[W], None] | None = None) -> None:
+        self.client, self.resource, self.decode, self.on_change = client, resource, decode, on_change
+        self.what, self.log, self.label_selector = what, log, label_selector
+        self.watch_timeout_s, self.backoff_s, self.optional, self.on_deleted = (
+            watch_timeout_s, backoff_s, optional, on_deleted)
+        self.known: dict[str, W] = {}
+        self.synced = asyncio.Event()
+        self.relists = 0
+
+    async def run(self, absent: Callable[[], Awaitable[None]] | None = None, absent_retry_s: float = 10.0) -> None:
+        """List and watch until cancelled; ``absent`` (else a sleep of ``absent_retry_s``) while there is nothing
+        to list: the CRD not served, or :meth:`relist` overridden to list nothing."""
+        def gone() -> None:
+            self.relists += 1
+
+        await list_then_watch(self.relist, self._watch, log=self.log, what=self.what, backoff_s=self.backoff_s,
+                              on_gone=gone, absent=absent, absent_retry_s=absent_retry_s)
+
+    async def relist(self) -> str | None:
+        """List afresh; returns the list's resourceVersion (None: an optional resource not served)."""
+        try:
+            listed = await self.client.list(self.resource, label_selector=self.label_selector)
+        except NotFound:
+            if not self.optional:
+                raise
+            listed = None
+        fresh: dict[str, W] = {}
+        for raw in listed.items if listed is not None else ():
+            obj = self.decode(raw)
+            if obj is not None:
+                fresh[obj.key] = obj
+        changed = {k for k in fresh.keys() | self.known.keys() if fresh.get(k) != self.known.get(k)}
+        self.known.clear()
+        self.known.update(fresh)
+        self.synced.set()
+        self._changed(changed)
+        return listed.metadata.resource_version if listed is not None else None
+
+    async def _watch(self, rv: str) -> str:
+        stream = self.client.watch(self.resource, rv, timeout_seconds=self.watch_timeout_s,
+                                   label_selector=self.label_selector)
+        async with contextlib.aclosing(stream):
+            async for event in stream:
+                rv = resource_version_of(event.object) or rv
+                if event.type == "BOOKMARK":
+                    continue
+                obj = self.decode(event.object)
+                if obj is None:
+                    continue
+                before = self.known.get(obj.key)
+                if event.type == "DELETED":
+                    if before is not None and before.metadata.uid == obj.metadata.uid:
+                        del self.known[obj.key]
+                    if self.on_deleted is not None:
+                        self.on_deleted(obj)
+                    self._changed({obj.key})
+                elif before != obj:
+                    self.known[obj.key] = obj
+                    self._changed({obj.key})
+        return rv
+
+    def _changed(self, keys: set[str]) -> None:
+        if keys:
+            self.on_change(keys)

@@ -66,7 +66,6 @@ rather than deleting it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -87,7 +86,7 @@ from connectors.k8s import (
     statefulsets,
 )
 from connectors.k8s import workload_finalizer as wf
-from connectors.k8s.client import KubeClient, resource_version_of
+from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
 from connectors.k8s.integration_log import IntegrationLog
 from connectors.k8s.job_events import (
@@ -108,7 +107,7 @@ from connectors.k8s.job_priority import (
 from connectors.k8s.job_sync import DELETED_WORKLOAD, UPDATED_WORKLOAD
 from connectors.k8s.jobs import CLASS_MISSING, OWNER_NOT_FOUND, OWNER_NOT_FOUND_MESSAGE, admission_shown
 from connectors.k8s.journal import Journal
-from connectors.k8s.list_watch import list_then_watch
+from connectors.k8s.list_watch import Informer
 from connectors.k8s.pod_roles import ROLE_HASH_ANNOTATION, role_hash
 from connectors.k8s.pod_sync import ManagedPod, Step
 from connectors.k8s.pod_webhook import MANAGED, MANAGED_LABEL
@@ -163,7 +162,6 @@ class PodStats:
     """Times a group was refused the Workload of its name, not made for a group (``PodIntegrationValidateGroupOwner``)."""
     conflicts: int = 0
     errors: int = 0
-    relists: int = 0
     invalid: list[str] = field(default_factory=list)
     """Pods given no Workload: a label Kueue's webhook refuses (``max-exec-time-seconds``)."""
     failed_to_start: list[str] = field(default_factory=list)
@@ -185,12 +183,13 @@ class PodIntegration:
         self.mirror = journal.mirror
         self.state = journal.mirror.state
         self.concurrency = concurrency
-        self.watch_timeout_s = watch_timeout_s
-        self.backoff_s = backoff_s
         self.stats = PodStats()
-        self.pods: dict[str, ManagedPod] = {}
+        self.informer = Informer(client, PODS, self._decode, self._mark, what="managed pods", log=log,
+                                 label_selector=SELECTOR, watch_timeout_s=watch_timeout_s, backoff_s=backoff_s,
+                                 on_deleted=self._unname)
+        self.pods: dict[str, ManagedPod] = self.informer.known
         """The managed Pods, as last listed or watched."""
-        self.synced = asyncio.Event()
+        self.synced = self.informer.synced
         self.dirty: set[str] = set()
         self.pod_of: dict[str, str] = {}
         """Workload key -> key of the Pod that controls it."""
@@ -227,7 +226,7 @@ class PodIntegration:
         self.mirror.listeners.append(self._on_applied)
         try:
             async with asyncio.TaskGroup() as tg:
-                tg.create_task(self._inform(), name="k8s-pods-watch")
+                tg.create_task(self.informer.run(), name="k8s-pods-watch")
                 tg.create_task(self.statefulsets.run(), name="k8s-statefulsets-watch")
                 await self.synced.wait()
                 self.dirty |= self.workloads_of.keys()  # Pods gone while no one watched
@@ -248,46 +247,6 @@ class PodIntegration:
                                   pod=key, conflict_waits=True)
 
     # --- the managed Pods, listed and watched --------------------------------------------------------------
-
-    async def _inform(self) -> None:
-        def gone() -> None:
-            self.stats.relists += 1
-
-        await list_then_watch(self.relist, self._watch, log=log, what="managed pods", backoff_s=self.backoff_s,
-                              on_gone=gone)
-
-    async def relist(self) -> str:
-        """List the managed Pods afresh; every one that changed, came or went is dirty. Returns the list's
-        resourceVersion."""
-        listed = await self.client.list(PODS, label_selector=SELECTOR)
-        pods: dict[str, ManagedPod] = {}
-        for raw in listed.items:
-            pod = self._decode(raw)
-            if pod is not None:
-                pods[pod.key] = pod
-        changed = {k for k in pods.keys() | self.pods.keys() if pods.get(k) != self.pods.get(k)}
-        self.pods = pods
-        self._mark(changed)
-        self.synced.set()
-        return listed.metadata.resource_version
-
-    async def _watch(self, rv: str) -> str:
-        stream = self.client.watch(PODS, rv, timeout_seconds=self.watch_timeout_s, label_selector=SELECTOR)
-        async with contextlib.aclosing(stream):
-            async for event in stream:
-                rv = resource_version_of(event.object) or rv
-                if event.type == "BOOKMARK":
-                    continue
-                pod = self._decode(event.object)
-                if pod is None:
-                    continue
-                if event.type == "DELETED":
-                    self.pods.pop(pod.key, None)
-                    self._unname(pod)
-                else:
-                    self.pods[pod.key] = pod
-                self._mark({pod.key})
-        return rv
 
     def _decode(self, raw: msgspec.Raw | bytes) -> ManagedPod | None:
         """The Pod as the integration reads it; a group's Pod without the webhook's role annotation is given its

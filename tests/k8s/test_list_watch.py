@@ -1,14 +1,18 @@
-"""The list-then-watch loop every informer of the connector runs: what it does after a watch ends, expires or
-fails, told by the calls it makes."""
+"""The list-then-watch loop every informer of the connector runs (what it does after a watch ends, expires or
+fails, told by the calls it makes), and the informer the integrations keep their own objects in."""
 
 from __future__ import annotations
 
 import asyncio
 
+import msgspec
 import pytest
 
-from connectors.k8s.errors import Gone, KubeError
-from connectors.k8s.list_watch import list_then_watch, retry_delay
+from connectors.k8s.client import ListMeta, RawList, WatchEvent
+from connectors.k8s.errors import Gone, KubeError, NotFound
+from connectors.k8s.list_watch import Informer, list_then_watch, retry_delay
+from connectors.k8s.resources import Resource
+from events import objects as o
 
 
 class _Log:
@@ -89,3 +93,70 @@ async def test_nothing_to_list_waits_on_the_callers_own_signal_when_given_one() 
 
     await _run(script, log, gone, absent=absent, absent_retry_s=3600)
     assert script.calls == ["list", "list", "list", "watch@10"] and waited == [1, 2]
+
+
+# --- the informer -------------------------------------------------------------------------------------------------
+
+class _Thing(msgspec.Struct, frozen=True):
+    metadata: o.ObjectMeta
+
+    @property
+    def key(self) -> str:
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+
+def _raw(name: str, uid: str, rv: str, **labels: str) -> msgspec.Raw:
+    return msgspec.Raw(msgspec.json.encode({"metadata": {"name": name, "namespace": "ns", "uid": uid,
+                                                         "resourceVersion": rv, "labels": labels}}))
+
+
+class _Cluster:
+    """A list and a watch of what the test says (NotFound for a list when ``served`` is False)."""
+
+    def __init__(self, items: list[msgspec.Raw], events: list[tuple[str, msgspec.Raw]], served: bool = True) -> None:
+        self.items, self.events, self.served = items, events, served
+
+    async def list(self, resource: Resource, *, label_selector: str = "") -> RawList:
+        if not self.served:
+            raise NotFound("no such kind", 404)
+        return RawList(metadata=ListMeta(resource_version="10"), items=self.items)
+
+    async def watch(self, resource: Resource, rv: str, *, timeout_seconds: int, label_selector: str = ""):
+        for kind, raw in self.events:
+            yield WatchEvent(type=kind, object=raw)
+
+
+def _informer(cluster: _Cluster, changes: list[set[str]], deleted: list[str], **kw: object) -> Informer[_Thing]:
+    return Informer(cluster, Resource("Thing", "", "v1", "things", True), msgspec.json.Decoder(_Thing).decode,
+                    changes.append, what="things", log=_Log(), on_deleted=lambda t: deleted.append(t.metadata.uid),
+                    **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.asyncio
+async def test_the_informer_keeps_what_it_lists_and_watches_and_says_what_changed() -> None:
+    a1, b1 = _raw("a", "u-a", "1"), _raw("b", "u-b", "2")
+    cluster = _Cluster([a1, b1], [("MODIFIED", _raw("a", "u-a", "11", x="y")), ("MODIFIED", b1),
+                                  ("DELETED", _raw("a", "u-old", "12")), ("DELETED", _raw("b", "u-b", "13")),
+                                  ("ADDED", _raw("c", "u-c", "14"))])
+    changes: list[set[str]] = []
+    deleted: list[str] = []
+    informer = _informer(cluster, changes, deleted)
+    known = informer.known
+    assert await informer.relist() == "10" and informer.synced.is_set()
+    assert changes == [{"ns/a", "ns/b"}]
+    assert await informer._watch("10") == "14"
+    assert changes[1:] == [{"ns/a"}, {"ns/a"}, {"ns/b"}, {"ns/c"}], "b's unchanged MODIFIED is no change"
+    assert sorted(known) == ["ns/a", "ns/c"], "a deletion of another uid leaves the one known"
+    assert known["ns/a"].metadata.labels == {"x": "y"} and deleted == ["u-old", "u-b"]
+    assert informer.known is known, "one dict for the informer's life"
+    cluster.items = [b1]
+    await informer.relist()
+    assert changes[-1] == {"ns/a", "ns/b", "ns/c"} and sorted(known) == ["ns/b"]
+
+
+@pytest.mark.asyncio
+async def test_an_optional_kind_not_served_lists_as_empty_and_a_required_one_fails() -> None:
+    informer = _informer(_Cluster([], [], served=False), [], [], optional=True)
+    assert await informer.relist() is None and informer.synced.is_set() and informer.known == {}
+    with pytest.raises(NotFound):
+        await _informer(_Cluster([], [], served=False), [], []).relist()
