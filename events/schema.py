@@ -261,6 +261,16 @@ class WorkloadDeactivated(Decision, tag="WorkloadDeactivated"):
     message: str
 
 
+class WorkloadSliceReplaced(Decision, tag="WorkloadSliceReplaced"):
+    """The scheduler admits the slice that replaces this one (an elastic Job scaled up): Finished=True with reason
+    ``WorkloadSliceReplaced``, its quota released. Appended in the batch that admits the replacement, before it."""
+
+    replacement: str
+    """Key of the slice that replaces it."""
+    message: str
+    reason: str = "WorkloadSliceReplaced"
+
+
 class RetentionExpired(Decision, tag="RetentionExpired"):
     """A retention period of Kueue's ``objectRetentionPolicies.workloads`` ran out: delete ``target`` —
     ``Workload`` (finished ``afterFinished`` ago) or ``Job`` (its owner, deactivated by Kueue
@@ -367,6 +377,7 @@ AnyEvent = Union[  # noqa: UP007 - one tagged union, a member per line
     WorkloadEvicted,
     WorkloadRequeued,
     WorkloadDeactivated,
+    WorkloadSliceReplaced,
     TopologyAssigned,
     AdmissionCheckUpdated,
     ProvisioningRequestCreated,

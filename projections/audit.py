@@ -355,6 +355,12 @@ class AuditTrail:
                     if reserving:
                         t.phase, t.reserved_in = PENDING, ""
                     t.queued_in = ""
+            case ev.WorkloadSliceReplaced():
+                ignored = t is None or phase == FINISHED
+                self._add(off, e, key, "Finished", t, cycle=e.cycle, reason=e.reason, message=e.message,
+                          ignored=ignored, cluster_queue=self._cq_before(t))
+                if not ignored:
+                    t.phase, t.reserved_in, t.queued_in = FINISHED, "", ""  # type: ignore[union-attr]
             case ev.AdmissionCheckUpdated():
                 self._add(off, e, key, "AdmissionCheck", t, cycle=e.cycle, reason=f"{e.check}={e.state}",
                           message=e.message, ignored=t is None)

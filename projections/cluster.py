@@ -56,6 +56,7 @@ from projections.workloads import (
     FINISHED,
     PENDING,
     RESERVED,
+    SLICE_REPLACEMENT_FOR_ANNOTATION,
     WAITING_FOR_REPLACEMENT_PODS,
     WORKLOAD_ANNOTATION,
     PodSetInfo,
@@ -1230,8 +1231,9 @@ class ClusterState:
             gate = annotations.get(ADMISSION_GATED_BY_ANNOTATION, "")
             parameters = provreq_parameters(annotations)
             metric_annotations = self._metric_annotations(annotations)
+            replaces = annotations.get(SLICE_REPLACEMENT_FOR_ANNOTATION, "")
         else:  # most Workloads carry none: no lookups
-            boost_annotation = gate = ""
+            boost_annotation = gate = replaces = ""
             parameters = metric_annotations = ()
         boost = 0
         if boost_annotation and self.priority_boost:
@@ -1250,6 +1252,7 @@ class ClusterState:
                 admission_gate=gate,
                 pod_owned=bool(meta.owner_references) and owned_by_single_pod(meta),
                 boost=boost, boost_annotation=boost_annotation, metric_annotations=metric_annotations,
+                replaces=replaces,
             )
             self.pod_templates[key] = pod_templates(spec)
             self._take_observed_status(wl, w)
@@ -1265,6 +1268,7 @@ class ClusterState:
         wl.provreq_parameters = parameters
         if metric_annotations or wl.metric_annotations:
             wl.metric_annotations = metric_annotations
+        wl.replaces = replaces
         if meta.owner_references or wl.pod_owned:
             wl.pod_owned = owned_by_single_pod(meta)
         regated = gate != wl.admission_gate
@@ -1735,7 +1739,7 @@ class ClusterState:
             self.tas.charge(wl)
             return
 
-    def _finished(self, e: ev.WorkloadFinished) -> None:
+    def _finished(self, e: ev.WorkloadFinished | ev.WorkloadSliceReplaced) -> None:
         wl = self.workloads.get(e.key)
         if wl is None or wl.phase == FINISHED:
             return
@@ -1771,6 +1775,7 @@ _HANDLERS: dict[type, Any] = {
     ev.WorkloadRequeued: ClusterState._requeued,
     ev.WorkloadDeactivated: ClusterState._deactivated,
     ev.WorkloadFinished: ClusterState._finished,
+    ev.WorkloadSliceReplaced: ClusterState._finished,
     ev.TopologyAssigned: ClusterState._topology_assigned,
     ev.JobStopped: ClusterState._on_job_stopped,
     ev.PodsReadyChanged: ClusterState._on_pods_ready,
@@ -1792,7 +1797,7 @@ _SECOND_PASS_TRIGGERS = frozenset({
     ev.ObjectUpserted, LazyObjectUpserted, ev.AdmissionCheckStateChanged, ev.AdmissionCheckUpdated, ev.QuotaReserved,
     ev.WorkloadAdmitted,
     ev.WorkloadPreempted, ev.WorkloadEvicted, ev.WorkloadRequeued, ev.WorkloadDeactivated, ev.WorkloadFinished,
-    ev.TopologyAssigned, ev.UnhealthyNodesChanged,
+    ev.WorkloadSliceReplaced, ev.TopologyAssigned, ev.UnhealthyNodesChanged,
 })
 """Events after which a workload's need for a second pass is re-checked (Kueue re-checks on every update)."""
 
@@ -1854,7 +1859,8 @@ _ALSO_ABOUT_WORKLOADS = frozenset({
 
 _ABOUT_WORKLOADS = frozenset({
     ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadPreempted, ev.WorkloadEvicted, ev.WorkloadRequeued,
-    ev.WorkloadDeactivated, ev.TopologyAssigned, ev.WorkloadFinished, ev.JobStopped, ev.PodsReadyChanged,
+    ev.WorkloadDeactivated, ev.TopologyAssigned, ev.WorkloadFinished, ev.WorkloadSliceReplaced, ev.JobStopped,
+    ev.PodsReadyChanged,
     ev.AdmissionCheckStateChanged, ev.AdmissionCheckUpdated, ev.UnhealthyNodesChanged, ev.ReclaimablePodsChanged,
     ev.ReplacementPodsChanged,
 })

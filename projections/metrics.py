@@ -725,11 +725,13 @@ METERED: dict[type, Any] = {
     ev.WorkloadDeactivated: _deactivated,
     ev.WorkloadRequeued: _requeued,
     ev.WorkloadFinished: _finished,
+    ev.WorkloadSliceReplaced: _finished,
     ev.PodsReadyChanged: _pods_ready,
 }
 """Event type -> its hook (every decision has one, for the admission attempts)."""
 NEEDS_BEFORE = frozenset({ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadPreempted, ev.WorkloadEvicted,
-                          ev.WorkloadDeactivated, ev.WorkloadRequeued, ev.WorkloadFinished, ev.PodsReadyChanged})
+                          ev.WorkloadDeactivated, ev.WorkloadRequeued, ev.WorkloadFinished, ev.WorkloadSliceReplaced,
+                          ev.PodsReadyChanged})
 """The event types whose hook needs the workload as it was before (:data:`_Seen`): events about one workload,
 which ``ClusterState.apply`` looks the workload up for anyway."""
 

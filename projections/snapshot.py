@@ -22,7 +22,7 @@ from projections.queue_order import order_of
 from projections.queues import ClusterQueueQueue
 from projections.workloads import WorkloadInfo, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 13
+SNAPSHOT_VERSION = 14
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -37,8 +37,9 @@ per cohort (``cohort_subtree_admitted_workloads_total``), in ``metrics`` beside 
 9's. 11: each queue's preemptor workload in either queueing strategy (``QueueSnapshot.preemptor``), for
 PrioritizePreemptorWorkloads. 12: each pod set's preferred node affinity (``PodSetInfo.preferred_terms``, which TAS
 placement weighs under TASRespectNodeAffinityPreferred), and pod sets' shapes that hold it. 13: each workload's
-annotations that ``sourceKind: Workload`` custom metric labels read (``WorkloadInfo.metric_annotations``)."""
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)
+annotations that ``sourceKind: Workload`` custom metric labels read (``WorkloadInfo.metric_annotations``). 14: the
+elastic Job slice each workload replaces (``WorkloadInfo.replaces``, under ElasticJobsViaWorkloadSlices)."""
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -58,7 +59,8 @@ preemption. Versions up to 11 predate preferred node affinity (their writers did
 a pod set has none, so weighs none in a placement, until its workload's next upsert; the shapes parked then match
 no workload until the next flush forgets them. Versions up to 12 predate Workload custom metric labels (their
 writers kept no annotation for them): restored from one, a workload's annotation-sourced values are "" (reported
-untracked) until its next upsert."""
+untracked) until its next upsert. Versions up to 13 predate workload slices (their writers kept no replacement
+link): restored from one, a replacement slice is scheduled as a workload of its own until its next upsert."""
 
 Shape = tuple[int, bytes]
 

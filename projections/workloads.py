@@ -55,6 +55,10 @@ ADMISSION_GATE_CLEARED = "AdmissionGatedBy cleared, waiting for quota reservatio
 """The workload controller's QuotaReserved=False reason and message prefix while a workload is gated, and its
 PendingEvaluation message once the gate is cleared."""
 IS_GROUP_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/is-group-workload"
+SLICE_REPLACEMENT_FOR_ANNOTATION = "kueue.x-k8s.io/workload-slice-replacement-for"
+"""Set on a new slice of an elastic Job's Workload: the ``namespace/name`` of the slice it replaces."""
+WORKLOAD_SLICE_REPLACED = "WorkloadSliceReplaced"
+"""The Finished reason of a slice whose replacement was admitted."""
 """On the Workload of a pod group (``"true"``): pods of the group may be created into it, so it is not owned by
 one Pod for good even when it names only one."""
 
@@ -164,6 +168,10 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     metric_annotations: tuple[tuple[str, str], ...] = ()
     """Its annotations that ``sourceKind: Workload`` custom metric labels read (CustomMetricLabels on), sorted;
     the empty tuple, shared, whenever none is configured or it has none of them."""
+    replaces: str = ""
+    """Its ``kueue.x-k8s.io/workload-slice-replacement-for`` annotation (empty: none, as for most workloads): the key
+    of the elastic Job's slice it replaces. Kept whatever the gate; the scheduler reads it only under
+    ``ElasticJobsViaWorkloadSlices``."""
 
     @property
     def base_priority(self) -> int:
@@ -575,13 +583,7 @@ def admission_usage(admission: o.Admission, wl: WorkloadInfo | None = None) -> d
     for psa in admission.pod_set_assignments:
         admitted = left = 0
         if wl is not None:
-            name = psa.name
-            for spec_set, now in zip(wl.spec_sets, wl.pod_sets, strict=True):
-                if spec_set.name == name:  # no break: of two pod sets of one name, the last counts, as it did
-                    left = now.count
-                    admitted = psa.count if psa.count is not None else spec_set.count
-                    if left >= admitted:
-                        admitted = 0
+            admitted, left = _scaled_from(psa, wl)
         for resource, flavor in psa.flavors.items():
             q = psa.resource_usage.get(resource)
             if q is None:
@@ -592,6 +594,40 @@ def admission_usage(admission: o.Admission, wl: WorkloadInfo | None = None) -> d
             k = f"{flavor}/{resource}"
             usage[k] = usage.get(k, 0) + v
     return usage
+
+
+def _scaled_from(psa: o.PodSetAssignment, wl: WorkloadInfo) -> tuple[int, int]:
+    """(admitted count, count left) when the pod set of ``psa`` holds fewer pods than it was admitted with, else
+    (0, 0): its usage is then scaled by left / admitted (:func:`admission_usage`)."""
+    admitted = left = 0
+    name = psa.name
+    for spec_set, now in zip(wl.spec_sets, wl.pod_sets, strict=True):
+        if spec_set.name == name:  # no break: of two pod sets of one name, the last counts, as it did
+            left = now.count
+            admitted = psa.count if psa.count is not None else spec_set.count
+            if left >= admitted:
+                admitted = 0
+    return admitted, left
+
+
+def pod_set_usage(wl: WorkloadInfo) -> dict[str, tuple[dict[str, str], dict[str, int]]]:
+    """Per pod set of a reserving ``wl``'s admission (by name): its flavors (resource -> flavor) and the quota it
+    holds (resource -> amount, scaled as :func:`admission_usage` scales it). What a replacement slice is
+    measured against (Kueue's ``TotalRequests`` of the replaced slice)."""
+    out: dict[str, tuple[dict[str, str], dict[str, int]]] = {}
+    if wl.admission is None:
+        return out
+    for psa in wl.admission.pod_set_assignments:
+        admitted, left = _scaled_from(psa, wl)
+        held: dict[str, int] = {}
+        for resource in psa.flavors:
+            q = psa.resource_usage.get(resource)
+            if q is None:
+                continue
+            v = to_int(resource, q)
+            held[resource] = v // admitted * left if admitted else v
+        out[psa.name] = (dict(psa.flavors), held)
+    return out
 
 
 _NOT_ADMISSIBLE = (INVALID_RESOURCES + ": ", OUTSIDE_LIMIT_RANGES + ": ")

@@ -58,7 +58,8 @@ PARK_ALWAYS_HEAP = frozenset({"FailedAfterNomination", "PendingPreemption", "Pen
 
 
 class Entry:
-    __slots__ = ("assignment", "cq", "info", "message", "preemptor", "requeue_reason", "status", "targets", "wl")
+    __slots__ = ("assignment", "cq", "info", "message", "preemptor", "replaced", "requeue_reason", "status",
+                 "targets", "wl")
 
     def __init__(self, wl: WorkloadInfo, cq: str, assignment: Assignment | None = None,
                  targets: list[Target] | None = None, info: ClusterQueueInfo | None = None) -> None:
@@ -74,6 +75,8 @@ class Entry:
         self.requeue_reason = ""
         self.preemptor = False
         """Its ClusterQueue's preemptor workload, counted only under ``PrioritizePreemptorWorkloads``."""
+        self.replaced: WorkloadInfo | None = None
+        """The elastic Job slice it replaces, holding quota in its ClusterQueue (:func:`replaced_slice`)."""
 
     def __repr__(self) -> str:
         mode = Mode.NAMES[self.assignment.mode] if self.assignment is not None else ""
@@ -133,6 +136,9 @@ class CycleContext:
         ready (:mod:`kueue_es.scheduler.blockadmission`)."""
         self.order = state.queue_order
         """Queue-order time and whether priority orders the heads (the configuration in force)."""
+        self.workload_slices = gates.enabled(config.feature_gates, gates.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)
+        """``ElasticJobsViaWorkloadSlices``: a workload naming the slice it replaces is measured against it
+        (:func:`replaced_slice`); off, the annotation means nothing."""
         self.recompute_overlap = gates.enabled(config.feature_gates,
                                                gates.RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP)
         """``RecomputeAssignmentUponPreemptionTargetsOverlap``: off, an entry whose victims overlap those chosen
@@ -209,22 +215,39 @@ def nominate(ctx: CycleContext, e: Entry) -> None:
         e.status = MISCONFIGURED
         e.message, e.requeue_reason = blocked
         return
-    e.assignment = _assign(ctx, wl, e.cq, info=info)
+    e.replaced = replaced_slice(ctx, wl, e.cq)
+    e.assignment = _assign(ctx, wl, e.cq, info=info, replaced=e.replaced)
     if e.assignment.mode == Mode.PREEMPT:
         e.targets = _targets(ctx, e)
     if (e.assignment.mode == Mode.NO_FIT or (e.assignment.mode == Mode.PREEMPT and not e.targets)) \
             and ctx.partial_admission:
         _try_partial(ctx, e)
+    if e.replaced is not None and (e.assignment.mode == Mode.FIT or e.targets):
+        # the old slice goes first among the targets: what it holds is released for the new one (Kueue's
+        # ReplacedWorkloadSlice), though it is finished, not preempted
+        e.targets = [Target(e.replaced, ""), *e.targets]
     if e.assignment.mode == Mode.PREEMPT and info.tas_levels:
         place_preempting(ctx, wl, info, e.assignment, [t.workload for t in e.targets])
 
 
+def replaced_slice(ctx: CycleContext, wl: WorkloadInfo, cq: str) -> WorkloadInfo | None:
+    """The slice ``wl`` replaces (its ``kueue.x-k8s.io/workload-slice-replacement-for``), under
+    ElasticJobsViaWorkloadSlices and only while that slice holds quota in ``cq``, the ClusterQueue ``wl`` is
+    tried in (Kueue looks it up among that ClusterQueue's workloads); else None, and ``wl`` is a workload like
+    any other."""
+    key = wl.replaces
+    if not key or not ctx.workload_slices or key not in ctx.state.reserving.get(cq, ()):
+        return None
+    return ctx.state.workloads.get(key)
+
+
 def _assign(ctx: CycleContext, wl: WorkloadInfo, cq: str, counts: list[int] | None = None,
-            only: dict[str, dict[str, str]] | None = None, info: ClusterQueueInfo | None = None) -> Assignment:
+            only: dict[str, dict[str, str]] | None = None, info: ClusterQueueInfo | None = None,
+            replaced: WorkloadInfo | None = None) -> Assignment:
     """Flavor assignment, then the TAS placement of the chosen flavors (which may turn the mode)."""
     if info is None:
         info = ctx.info(cq)
-    a = assign_flavors(ctx, wl, cq, counts, only, info)
+    a = assign_flavors(ctx, wl, cq, counts, only, info, replaced)
     if info.tas_levels:
         place_nominated(ctx, wl, info, a)
     return a
@@ -251,11 +274,12 @@ def _try_partial(ctx: CycleContext, e: Entry) -> None:
     lo, hi, found = 1, total, None
     while lo <= hi:
         mid = (lo + hi) // 2
-        a = _assign(ctx, e.wl, e.cq, counts_for(mid), info=e.info)
+        a = _assign(ctx, e.wl, e.cq, counts_for(mid), info=e.info, replaced=e.replaced)
         targets: list[Target] = []
         ok = a.mode == Mode.FIT
         if a.mode == Mode.PREEMPT:
             probe = Entry(e.wl, e.cq, a)
+            probe.replaced = e.replaced
             targets = _targets(ctx, probe)
             ok = bool(targets)
         if ok:
@@ -398,7 +422,7 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
         for fr, v in a.usage.items():
             if v:
                 node.add_usage(fr, v)
-        if removed:
+        if a.mode == _PREEMPT:
             _preempt(out, ctx, e, base)
             continue
         if block and (admitted or blockadmission.holds_admission(state)):
@@ -406,6 +430,8 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
             # scheduler waits here, so this cycle admits nothing more, and none runs until it is let go
             _wait_for_pods_ready(out, ctx, e, base)
             break
+        if e.replaced is not None:
+            out.append(_slice_replaced(e, base))
         _admit(out, state, e, base)
         admitted = True
     return out
@@ -552,11 +578,13 @@ def _scan_after(ctx: CycleContext, e: Entry, requeue_reason: str) -> ev.FlavorSc
 
 
 def _preempt(out: list[ev.Decision], ctx: CycleContext, e: Entry, base: dict) -> None:
+    """Preempt the entry's targets but the slice it replaces (which keeps running until it is admitted)."""
     state, wl = ctx.state, e.wl
     a = e.assignment
     assert a is not None
+    targets = [t for t in e.targets if t.workload is not e.replaced] if e.replaced is not None else e.targets
     issued = 0
-    for t in e.targets:
+    for t in targets:
         victim = t.workload
         if victim.evicted:
             continue
@@ -564,8 +592,19 @@ def _preempt(out: list[ev.Decision], ctx: CycleContext, e: Entry, base: dict) ->
         out.append(ev.WorkloadPreempted(
             key=victim.key, uid=victim.uid, reason=t.reason, preemptor=wl.key,
             message=_preemption_message(state, wl, victim, t.reason), **base))
-    msg = (a.message + ". " if a.message else "") + f"Pending the preemption of {len(e.targets)} workload(s)"
+    msg = (a.message + ". " if a.message else "") + f"Pending the preemption of {len(targets)} workload(s)"
     _pending(out, ctx, e, "WaitingForPreemptedWorkloads", msg, "PendingPreemption", base)
+
+
+def _slice_replaced(e: Entry, base: dict) -> ev.WorkloadSliceReplaced:
+    """The old slice finishes as its replacement is admitted (Kueue's ``replaceWorkloadSlice``, message and all)."""
+    old, wl = e.replaced, e.wl
+    assert old is not None
+    job_uid = wl.labels.get("kueue.x-k8s.io/job-uid", "")
+    return ev.WorkloadSliceReplaced(
+        key=old.key, uid=old.uid, replacement=wl.key,
+        message=f"Replaced to accommodate a workload (UID: {wl.uid}, JobUID: {job_uid}) due to workload slice "
+                "aggregation", **base)
 
 
 _REASON_TEXT = {

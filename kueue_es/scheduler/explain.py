@@ -120,9 +120,14 @@ def explain(state: ClusterState, config: SchedulerConfig, key: str, now: int) ->
                             "observed": False}
         if e.assignment is not None:
             out["quota"] = _quota(ctx, e)
-            if e.assignment.mode == Mode.PREEMPT or e.targets:
+            if e.assignment.mode == Mode.PREEMPT or _victims(e):
                 out["preemption"] = _preemption(ctx, e)
     return out
+
+
+def _victims(e: Entry) -> list:
+    """The entry's preemption targets but the slice it replaces (finished on admission, not preempted)."""
+    return [t for t in e.targets if t.workload is not e.replaced] if e.replaced is not None else e.targets
 
 
 def _max_execution(wl: WorkloadInfo, now: int) -> dict[str, Any]:
@@ -252,13 +257,16 @@ def _attempt(e: Entry) -> dict[str, Any]:
         return {"outcome": "NotNominated", "reason": e.status, "message": e.message}
     assert a is not None
     outcome = {Mode.FIT: "Fit", Mode.PREEMPT: "Preempt", Mode.NO_FIT: "NoFit"}.get(a.mode, "NoFit")
-    if a.mode == Mode.PREEMPT and not e.targets:
+    victims = _victims(e)
+    if a.mode == Mode.PREEMPT and not victims:
         outcome = "PreemptNoCandidates"
     if a.mode == Mode.FIT:
         message = "fits: it would be admitted"
+        if e.replaced is not None:
+            message += f", replacing slice {e.replaced.key}"
         reason = ""
-    elif a.mode == Mode.PREEMPT and e.targets:
-        message = (a.message + ". " if a.message else "") + f"Pending the preemption of {len(e.targets)} workload(s)"
+    elif a.mode == Mode.PREEMPT and victims:
+        message = (a.message + ". " if a.message else "") + f"Pending the preemption of {len(victims)} workload(s)"
         reason = "WaitingForPreemptedWorkloads"
     else:
         message, reason = a.message, a.reason
@@ -402,13 +410,14 @@ def _preemption(ctx: CycleContext, e: Entry) -> dict[str, Any]:
     out: dict[str, Any] = {"policies": policies, "contested": sorted(needed)}
     fmt = {"within": p.within_cluster_queue, "reclaim": p.reclaim_within_cohort,
            "bwc": policies["borrowWithinCohort"]}
-    if e.targets:
+    victims = _victims(e)
+    if victims:
         out["targets"] = [{
             "workload": t.workload.key, "clusterQueue": t.workload.cluster_queue, "priority": t.workload.priority,
             "reason": t.reason,
             "why": _REASON_WHY.get(t.reason, t.reason).format(cq=t.workload.cluster_queue,
                                                                frs=", ".join(sorted(needed)), **fmt),
-        } for t in e.targets]
+        } for t in victims]
         return out
     node = ctx.tree.cluster_queues[e.cq]
     rows, candidates = _candidates(ctx, wl, node, needed)

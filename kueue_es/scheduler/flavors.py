@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from events import objects as o
 from kueue_es.scheduler.quota_messages import over_capacity, unused_quota
 from kueue_es.scheduler.tasflavor import tas_ineligible
-from projections.workloads import PodSetInfo, WorkloadInfo
+from projections.workloads import PodSetInfo, WorkloadInfo, pod_set_usage
 
 if TYPE_CHECKING:
     from events.schema import FlavorScan
@@ -294,11 +294,17 @@ def scan_length(a: Assignment) -> int:
 
 
 def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: list[int] | None = None,
-                   only: dict[str, dict[str, str]] | None = None, info: ClusterQueueInfo | None = None) -> Assignment:
+                   only: dict[str, dict[str, str]] | None = None, info: ClusterQueueInfo | None = None,
+                   replaced: WorkloadInfo | None = None) -> Assignment:
     """Assign flavors to every pod set of ``wl`` in ClusterQueue ``cq_name`` (counts override for partial admission).
 
     ``only`` pins each pod set's resources to the flavors nominated earlier in the cycle (pod set -> resource ->
     flavor), as Kueue does when it recomputes an entry whose preemption targets overlap another's.
+
+    ``replaced`` is the elastic Job slice ``wl`` replaces (ElasticJobsViaWorkloadSlices), holding quota in
+    ``cq_name``: a pod set it also has keeps that pod set's flavors (any other flavor is NoFit, "could not assign
+    <flavor> flavor since the original workload is assigned: <flavor>") and asks only for what it holds beyond the
+    old slice's, so the assignment's ``usage`` is that difference while its pod sets' requests stay whole.
 
     Resources are taken in name order within a pod set, pod sets in spec order; as in Kueue, the first resource
     group that gets no flavor ends the attempt (its pod set's reasons are the message). Each group's scan starts
@@ -310,6 +316,7 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
         if wl.scan is not None and only is None and ctx.fungibility else None
     node = ctx.tree.cluster_queues[cq_name]
     ignore_undeclared = ctx.ignore_undeclared
+    held_before = pod_set_usage(replaced) if replaced is not None else None
     assumed: dict[str, int] = {}
     results: list[PodSetResult] = []
     for i, ps in enumerate(wl.pod_sets):
@@ -321,6 +328,7 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
         results.append(res)
         if count == 0:
             continue
+        before = held_before.get(ps.name) if held_before is not None else None
         for r, group, wanted in plan.steps:
             if r in res.flavors:
                 continue
@@ -333,13 +341,13 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
             start = 0
             if resume is not None and i < len(resume.tried):
                 start = dict(resume.tried[i]).get(r, -1) + 1
-            _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res, pinned, start)
+            _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res, pinned, start, before)
             if res.mode == _NO_FIT:
                 break  # as Kueue: the first resource group without a flavor fails the pod set
         if res.mode == _NO_FIT:
             break  # ... and the workload: later pod sets are not tried
         for r, fr in res.frs.items():
-            assumed[fr] = assumed.get(fr, 0) + requests[r]
+            assumed[fr] = assumed.get(fr, 0) + requests[r] - (before[1].get(r, 0) if before is not None else 0)
     if len(results) == 1:
         r0 = results[0]
         mode, borrow = _EXTERNAL[r0.mode], r0.borrow
@@ -381,7 +389,10 @@ def _eligible(info, slot, ps: PodSetInfo, multi_layer: bool) -> str | None:
 
 
 def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res: PodSetResult,
-                  pinned: str | None = None, start: int = 0) -> None:
+                  pinned: str | None = None, start: int = 0,
+                  before: tuple[dict[str, str], dict[str, int]] | None = None) -> None:
+    """Pick the group's flavor for pod set ``ps``. ``before``: the flavors and quota the replaced slice's pod set
+    of that name holds (see :func:`assign_flavors`)."""
     ff = info.spec.flavor_fungibility
     fungible = ctx.fungibility
     best: tuple[int, int, str, dict[str, str]] | None = None
@@ -410,7 +421,20 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
         frs = slot.frs
         for r in wanted:
             fr = frs[r]
-            m, b, msg, nf = _fits(ctx, wl, node, spec, name, fr, r, assumed.get(fr, 0), requests[r])
+            request = requests[r]
+            if before is not None:
+                held_on = before[0].get(r, "")
+                if held_on != name:  # a slice keeps its flavors; the quota check below still speaks (Kueue's)
+                    mode = _NO_FIT
+                    sticky = f"could not assign {name} flavor since the original workload is assigned: {held_on}"
+                    if flavor_reasons is None:
+                        flavor_reasons = [sticky]
+                    else:
+                        flavor_reasons.append(sticky)
+                    flavor_no_fit = _worse(flavor_no_fit, NO_MATCHING_FLAVOR)
+                else:
+                    request -= before[1].get(r, 0)
+            m, b, msg, nf = _fits(ctx, wl, node, spec, name, fr, r, assumed.get(fr, 0), request)
             if m < mode:
                 mode = m
             if b > borrow:

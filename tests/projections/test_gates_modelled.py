@@ -34,6 +34,7 @@ def test_only_gates_away_from_their_default_and_not_modelled_are_ignored() -> No
     assert gates.ignored({}) == []
     assert gates.ignored({"PartialAdmission": False, "MetricForWorkloadCreationLatency": True}) == []
     assert gates.ignored({"WorkloadValidateResourcesAreNonNegative": False}) == []
+    assert gates.ignored({"ElasticJobsViaWorkloadSlices": False}) == [], "modelled: the scheduler reads it"
     assert gates.ignored({"MetricForWorkloadCreationLatency": False}) == ["MetricForWorkloadCreationLatency"]
     assert "ConcurrentAdmission" in gates.ignored({"AllAlpha": True})
 

@@ -31,8 +31,8 @@ written}, delayedTopology: {podSet: Pending|Ready|null}}``,
 ``pending: REASON`` (QuotaReserved=False reason; ``message``/``notInMessage`` optional substrings), ``preempted:
 REASON`` (Preempted condition reason, with Evicted=True/Preempted), ``evicted: REASON`` (Evicted=True),
 ``requeued: {status, reason}``, ``requeueCount: N``, ``requeueAt: TIME|null``, ``finished: true``,
-``active: false``, ``reservingQuota: bool``, ``admittedCondition: {status, reason}``, ``messages: {condition
-type: exact message}``, ``checks: {name: {state,
+``active: false``, ``reservingQuota: bool``, ``admittedCondition: {status, reason}``, ``reasons: {condition type:
+reason}``, ``messages: {condition type: exact message}``, ``checks: {name: {state,
 message (substring), requeueAfterSeconds, retryCount, podSetUpdates, lastTransitionTime}}``, ``retention:
 Workload|Job|null`` (what a RetentionExpired decision deleted, null while the retention runs), ``resourceRequests:
 [{name, resources}]|null`` (exactly ``status.resourceRequests``; null: not shown), ``accumulated: N|null``
@@ -195,6 +195,11 @@ def check_status(case: str, key: str, status: dict, want: dict, wl=None, state=N
         checked = True
         adm, w = _cond(status, "Admitted"), want["admittedCondition"]
         assert adm is not None and adm["status"] == w["status"] and adm["reason"] == w["reason"], f"{key}: {adm}"
+    if "reasons" in want:
+        checked = True
+        for type_, reason in want["reasons"].items():
+            c = _cond(status, type_)
+            assert c is not None and c["reason"] == reason, f"{key}: {type_} reason {c and c['reason']!r}"
     if "messages" in want:
         checked = True
         for type_, text in want["messages"].items():
