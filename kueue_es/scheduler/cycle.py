@@ -400,7 +400,9 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
                          base)
                 continue
             a = e.assignment
-        removed = [t.workload for t in e.targets]
+        # A replaced slice's quota stays charged: the assignment's usage is only what the new slice adds to it
+        # (so a later entry of the cycle sees the new slice's whole request held, not the old one's released too).
+        removed = [t.workload for t in e.targets if t.workload is not e.replaced]
         for w in removed:
             tree.charge(w.cluster_queue, w.usage, -1)
         fits = True
@@ -419,6 +421,8 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
         for w in removed:
             victims.add(w.key)
             tree.charge(w.cluster_queue, w.usage, -1)
+        if e.replaced is not None:
+            victims.add(e.replaced.key)  # finished with this admission: no other entry of the cycle takes it
         for fr, v in a.usage.items():
             if v:
                 node.add_usage(fr, v)
