@@ -55,12 +55,12 @@ ADMISSION_GATE_CLEARED = "AdmissionGatedBy cleared, waiting for quota reservatio
 """The workload controller's QuotaReserved=False reason and message prefix while a workload is gated, and its
 PendingEvaluation message once the gate is cleared."""
 IS_GROUP_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/is-group-workload"
+"""On the Workload of a pod group (``"true"``): pods of the group may be created into it, so it is not owned by
+one Pod for good even when it names only one."""
 SLICE_REPLACEMENT_FOR_ANNOTATION = "kueue.x-k8s.io/workload-slice-replacement-for"
 """Set on a new slice of an elastic Job's Workload: the ``namespace/name`` of the slice it replaces."""
 WORKLOAD_SLICE_REPLACED = "WorkloadSliceReplaced"
 """The Finished reason of a slice whose replacement was admitted."""
-"""On the Workload of a pod group (``"true"``): pods of the group may be created into it, so it is not owned by
-one Pod for good even when it names only one."""
 
 
 class PodSetInfo(msgspec.Struct, frozen=True, gc=False, array_like=True):
