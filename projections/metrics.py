@@ -151,6 +151,10 @@ EVICTION_LATENCY = Spec(
     "Time from a workload's eviction (Evicted=True) until its quota was released and it was pending again, by the "
     "ClusterQueue it held quota in and the Evicted condition's reason (not observed for a workload that finished "
     "or was deleted instead).", ("cluster_queue", "reason"), WAIT_BUCKETS)
+REPLACED_SLICES = Spec(
+    "kueue_replaced_workload_slices_total", "counter",
+    "Elastic Job slices finished because their replacement was admitted (ElasticJobsViaWorkloadSlices), per "
+    "ClusterQueue the replaced slice held quota in.", ("cluster_queue",))
 PREEMPTED = Spec(
     "kueue_preempted_workloads_total", "counter",
     "Workloads preempted, per ClusterQueue of the preempting workload, by reason: InClusterQueue, "
@@ -303,7 +307,7 @@ LOCAL_QUEUE_SPECS: tuple[Spec, ...] = (
 SPECS: tuple[Spec, ...] = (
     ADMISSION_ATTEMPTS, PENDING_WORKLOADS, PENDING_SCHEDULING_HASHES, QUOTA_RESERVED, QUOTA_RESERVED_WAIT, ADMITTED_WORKLOADS,
     ADMISSION_WAIT, ADMISSION_CHECKS_WAIT, READY_WAIT, ADMITTED_UNTIL_READY, FINISHED_TOTAL, EXECUTION_TIME,
-    EVICTED, EVICTED_ONCE, PODS_READY_TO_EVICTED, EVICTION_LATENCY, PREEMPTED,
+    EVICTED, EVICTED_ONCE, PODS_READY_TO_EVICTED, EVICTION_LATENCY, PREEMPTED, REPLACED_SLICES,
     RESERVING_ACTIVE, ADMITTED_ACTIVE, FINISHED_WORKLOADS, CQ_STATUS, CQ_RESERVATION, CQ_USAGE, CQ_NOMINAL,
     CQ_BORROWING, CQ_LENDING, CQ_INFO, COHORT_INFO, CQ_WEIGHTED_SHARE, COHORT_WEIGHTED_SHARE, COHORT_SUBTREE_QUOTA,
     COHORT_SUBTREE_ADMITTED, COHORT_SUBTREE_RESERVATIONS, COHORT_SUBTREE_ADMITTED_ACTIVE, *LOCAL_QUEUE_SPECS,
@@ -401,7 +405,7 @@ reason, its admission, whether its pods were ready and its conditions (the event
 an eviction is timed from). ``ClusterState.apply`` takes it for the events of :data:`NEEDS_BEFORE`."""
 
 _QR_WAIT, _ADM_WAIT, _CHECKS_WAIT = QUOTA_RESERVED_WAIT.name, ADMISSION_WAIT.name, ADMISSION_CHECKS_WAIT.name
-_FIN, _EXEC = FINISHED_TOTAL.name, EXECUTION_TIME.name
+_FIN, _EXEC, _REPLACED = FINISHED_TOTAL.name, EXECUTION_TIME.name, REPLACED_SLICES.name
 _READY_WAIT, _UNTIL_READY, _READY_TO_EVICTED = READY_WAIT.name, ADMITTED_UNTIL_READY.name, PODS_READY_TO_EVICTED.name
 _EVICTED, _EVICTED_ONCE, _EVICTION_LATENCY = EVICTED.name, EVICTED_ONCE.name, EVICTION_LATENCY.name
 _LQ_QR_WAIT, _LQ_ADM_WAIT, _LQ_CHECKS_WAIT = (
@@ -706,6 +710,16 @@ def _finished(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -
     h[-1] += ms
 
 
+def _slice_replaced(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
+    """An elastic Job's slice finished for its replacement: counted as replaced, in the ClusterQueue it held quota
+    in, and as finished."""
+    if seen is not None and seen[1] != FINISHED and seen[3] is not None and seen[0].phase == FINISHED:
+        series = m.counters[_REPLACED]
+        labels = (seen[3].cluster_queue,)
+        series[labels] = series.get(labels, 0) + 1
+    _finished(m, state, e, seen)
+
+
 def _observe(series: dict[tuple[str, ...], Observed], bounds: list[int], labels: tuple[str, ...], ms: int) -> None:
     h = series.get(labels)
     if h is None:
@@ -725,7 +739,7 @@ METERED: dict[type, Any] = {
     ev.WorkloadDeactivated: _deactivated,
     ev.WorkloadRequeued: _requeued,
     ev.WorkloadFinished: _finished,
-    ev.WorkloadSliceReplaced: _finished,
+    ev.WorkloadSliceReplaced: _slice_replaced,
     ev.PodsReadyChanged: _pods_ready,
 }
 """Event type -> its hook (every decision has one, for the admission attempts)."""

@@ -10,7 +10,7 @@ from events import objects as o
 from events import schema as ev
 from projections import snapshot
 from projections.cluster import ClusterState
-from projections.metrics import FINISHED_TOTAL
+from projections.metrics import FINISHED_TOTAL, REPLACED_SLICES
 from projections.workloads import FINISHED
 
 OLD, NEW = "team/old", "team/new"
@@ -56,3 +56,7 @@ def test_a_replaced_slice_is_finished_and_gives_its_quota_back() -> None:
         "True", "WorkloadSliceReplaced", "Replaced to accommodate a workload")
     assert state.quota.cluster_queues["cq"].usage.get("f0/cpu", 0) == 0
     assert state.metrics.counters[FINISHED_TOTAL.name] == {("cq", ""): 1}
+    assert state.metrics.counters[REPLACED_SLICES.name] == {("cq",): 1}, "kueue_replaced_workload_slices_total"
+    state.apply(ev.Record(state.offset + 1, ev.WorkloadSliceReplaced(
+        time=T0 + 6, key=OLD, uid="uid-old", replacement=NEW, message="again", cycle=3, input=state.offset)))
+    assert state.metrics.counters[REPLACED_SLICES.name] == {("cq",): 1}, "a finished slice is not replaced twice"
