@@ -26,6 +26,8 @@ type (Normal/Warning), reason, action, message and reporting component, and the 
   time (<n>s) exceeded" (the workload's ``maximumExecutionTimeSeconds``), as Kueue records them when it sets the
   DeactivationTarget;
 * ``SecondPassFailed`` → Warning ``SecondPassFailed``;
+* ``WorkloadSliceReplaced`` → on the old slice Normal ``WorkloadSliceReplaced`` (its Finished message), from
+  ``kueue-admission``, as Kueue's scheduler records it when it finishes the slice;
 * ``AdmissionCheckUpdated`` whose state changed → Normal ``AdmissionCheckUpdated`` "Admission check <c> updated
   state from <a> to <b>[ with message: <m>]"; ``ProvisioningRequestCreated`` → Normal
   ``ProvisioningRequestCreated`` 'Created ProvisioningRequest: "<name>"' (``kueue-provisioning-request-controller``);
@@ -70,6 +72,7 @@ from projections.workloads import (
     ADMISSION_GATED,
     ADMISSION_GATED_PREFIX,
     FINISHED,
+    WORKLOAD_SLICE_REPLACED,
     WorkloadInfo,
     failed_attempt,
 )
@@ -210,6 +213,9 @@ def before(d: ev.Decision, wl: WorkloadInfo | None, *, preemptor: WorkloadInfo |
         case ev.WorkloadPreempted():
             if preemptor is not None:
                 other, other_priority, other_boost = _workload(preemptor), preemptor.priority, preemptor.boost
+        case ev.WorkloadSliceReplaced():
+            if wl.phase == FINISHED:
+                return None  # finished already: Kueue's scheduler leaves it and records nothing
         case ev.RetentionExpired():
             if d.target == "Job":
                 if job is None:
@@ -297,6 +303,8 @@ def kueue_events(d: ev.Decision, b: Before | None) -> tuple[KubeEvent, ...]:
             return (evicted,)
         case ev.SecondPassFailed():
             return (make_event(me, WARNING, "SecondPassFailed", d.message, ADMISSION),)
+        case ev.WorkloadSliceReplaced():
+            return (make_event(me, NORMAL, WORKLOAD_SLICE_REPLACED, d.message, ADMISSION),)
         case ev.AdmissionCheckUpdated():
             message = f"Admission check {d.check} updated state from {b.check_state} to {d.state}"
             if d.message:
@@ -318,7 +326,7 @@ def kueue_events(d: ev.Decision, b: Before | None) -> tuple[KubeEvent, ...]:
 
 _EVENTFUL = frozenset({ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadPending, ev.WorkloadPreempted,
                        ev.WorkloadEvicted, ev.WorkloadDeactivated, ev.SecondPassFailed, ev.AdmissionCheckUpdated,
-                       ev.ProvisioningRequestCreated, ev.RetentionExpired})
+                       ev.ProvisioningRequestCreated, ev.RetentionExpired, ev.WorkloadSliceReplaced})
 """The decisions Kueue records Events for (when :func:`before` says so)."""
 
 

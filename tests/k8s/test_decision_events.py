@@ -2,7 +2,7 @@
 formats, and the fold that holds them until the decision is carried out.
 
 Expected messages are Kueue's own: ``pkg/scheduler/scheduler.go`` (QuotaReserved, Admitted, the Pending Warning,
-SecondPassFailed), ``pkg/scheduler/preemption/preemption.go`` (Preempted, PreemptedWorkload; the TAS preemption
+SecondPassFailed, WorkloadSliceReplaced), ``pkg/scheduler/preemption/preemption.go`` (Preempted, PreemptedWorkload; the TAS preemption
 case of ``scheduler_test.go`` is reproduced word for word), ``pkg/workload/evict`` (EvictedDueTo...),
 ``pkg/controller/core/workload_controller.go`` (Admitted after checks, AdmissionCheckRejected,
 MaximumExecutionTimeExceeded, Deleted, AdmissionGated, AdmissionGateCleared) and the ProvisioningRequest controller (AdmissionCheckUpdated,
@@ -32,11 +32,12 @@ from connectors.k8s.mirror import Mirror
 from events import objects as o
 from events import schema as ev
 from events.timefmt import format_time, parse_time
-from projections.workloads import ADMITTED, PENDING, RESERVED, WorkloadInfo
+from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, WorkloadInfo
 
 T0 = parse_time("2026-01-01T00:00:00Z")
 BASE: dict[str, Any] = {"cycle": 7, "input": 3}
 WL_API = "kueue.x-k8s.io/v1beta2"
+SLICE_MESSAGE = "Replaced to accommodate a workload (UID: foo-2-uid, JobUID: job-uid) due to workload slice aggregation"
 
 
 def cond(type_: str, at: int, status: str = "True", reason: str = "R") -> o.Condition:
@@ -285,6 +286,13 @@ CASES: list[tuple[str, ev.Decision, WorkloadInfo, dict[str, Any], list[tuple]]] 
      ev.RetentionExpired(time=T0, key="default/foo", target="Job", **BASE), PENDING_WL, {"job": JOB},
      [(JOB, "Normal", "Deleted", "Deleted", "Deleted job: deactivation retention period expired",
        JOB_CONTROLLER)]),
+    ("an elastic Job's slice replaced: the scheduler's Normal Event on the old slice",
+     ev.WorkloadSliceReplaced(time=T0, key="default/foo", replacement="default/foo-2", message=SLICE_MESSAGE, **BASE),
+     ADMITTED_WL, {},
+     [(on(ADMITTED_WL), "Normal", "WorkloadSliceReplaced", "WorkloadSliceReplaced", SLICE_MESSAGE, ADMISSION)]),
+    ("a slice finished already: the scheduler leaves it, recording nothing",
+     ev.WorkloadSliceReplaced(time=T0, key="default/foo", replacement="default/foo-2", message=SLICE_MESSAGE, **BASE),
+     wl(phase=FINISHED), {}, []),
     ("requeued: Kueue records nothing",
      ev.WorkloadRequeued(time=T0, key="default/foo", status=True, reason="Preempted", release=True, **BASE),
      RESERVED_WL, {}, []),
