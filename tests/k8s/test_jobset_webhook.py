@@ -84,6 +84,7 @@ def test_a_queued_jobset_created_running_is_stored_suspended(suspend: bool | Non
 def test_a_suspended_or_unqueued_jobset_is_left_as_it_is() -> None:
     assert _mutate(_jobset({Q: "lq"}, suspend=True))[1] == []
     assert _mutate(_jobset({"app": "x"}, suspend=False))[1] == []
+    assert _mutate(_jobset({"app": "x", Q: "lq"}, suspend=False))[1] == [SUSPEND]
 
 
 def test_the_default_local_queue_is_named_in_a_managed_namespace_only() -> None:
@@ -97,6 +98,8 @@ def test_a_jobset_whose_controller_kueue_runs_is_left_to_that_parent() -> None:
     owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "parent", "uid": "p", "controller": True}
     assert _mutate(_jobset({Q: "lq"}, owner=owner), default_queue=True)[1] == []
     assert _mutate(_jobset(owner=owner), WITHOUT_QUEUE)[1] == []
+    other = {**owner, "apiVersion": "example.com/v1", "kind": "Trainer"}
+    assert _mutate(_jobset({Q: "lq"}, owner=other))[1] == [SUSPEND], "a parent Kueue does not run counts for nothing"
 
 
 def test_under_manage_jobs_without_queue_name_a_jobset_of_a_managed_namespace_is_suspended() -> None:
@@ -116,6 +119,7 @@ def test_the_default_workload_priority_class_is_named_under_its_gate() -> None:
 
 def test_an_update_and_the_framework_off_change_nothing() -> None:
     assert _mutate(_jobset({Q: "lq"}, suspend=False), operation="UPDATE")[1] == []
+    assert _mutate(_jobset({Q: "lq"}, suspend=False), operation="CREATE")[1] == [SUSPEND]
     off = jw.JobSetWebhooks.of(load_config({}))
     response, ops = _mutate(_jobset({Q: "lq"}, suspend=False), off)
     assert response["allowed"] and ops == []
@@ -201,6 +205,7 @@ def test_a_slice_is_no_larger_than_its_replicated_jobs_pod_set() -> None:
 def test_the_framework_off_refuses_nothing() -> None:
     off = jw.JobSetWebhooks.of(load_config({}))
     assert _refusal(_jobset({Q: "Bad_Queue"}), settings=off) is None
+    assert _refusal(_jobset({Q: "Bad_Queue"})) is not None
 
 
 @pytest.mark.parametrize("on", [True, False])
