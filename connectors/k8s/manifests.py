@@ -38,7 +38,8 @@ RBAC grants exactly what the connector does:
   ``extension-apiserver-authentication-reader``, as Kueue binds it);
 
 The Deployment runs ``kueue-es run --kube`` as a non-root user with a read-only root filesystem, serving the
-batch/v1 Job, Pod, Deployment and StatefulSet mutating webhooks, the validating webhooks for Jobs and the Kueue kinds and the CRDs' conversion
+batch/v1 Job, Pod, Deployment, StatefulSet and JobSet mutating webhooks, the validating webhooks for Jobs, the Kueue kinds
+and the others and the CRDs' conversion
 webhook (the CRDs call it for v1beta1 <-> v1beta2) on port 9443 behind the Service ``kueue-es-webhook`` (it makes a
 self-signed CA, keeps it in the Secret ``kueue-es-webhook-server-cert``, registers the Mutating- and
 ValidatingWebhookConfigurations and sets the CRDs' conversion ``caBundle``: until a replica has started, only
@@ -265,9 +266,9 @@ def registrations(namespace: str = DEFAULT_NAMESPACE) -> list[dict[str, Any]]:
     rest so that deleting the manifests deletes them too: left behind, the webhooks (``failurePolicy: Fail``) would
     refuse every Job and Kueue object, and the APIServices would break the apiserver's discovery. They go without a
     ``caBundle``: the first replica that serves sets it, and a later ``kubectl apply`` leaves it. The Pod,
-    Deployment and StatefulSet webhooks go with ``failurePolicy: Ignore``, as the Deployment runs Kueue's default
-    frameworks (no ``pod``, ``deployment`` or ``statefulset``); a replica whose Kueue Configuration turns one of
-    those integrations on registers its webhooks with ``Fail``."""
+    Deployment, StatefulSet and JobSet webhooks go with ``failurePolicy: Ignore``, as the Deployment runs Kueue's
+    default frameworks (no ``pod``, ``deployment``, ``statefulset`` or ``jobset.x-k8s.io/jobset``); a replica whose
+    Kueue Configuration turns one of those integrations on registers its webhooks with ``Fail``."""
     service = (WEBHOOK_SERVICE, namespace, 443)
     return [webhook.configuration(b"", service=service, excluded_namespaces=("kube-system", namespace)),
             validating.configuration(b"", service=service, excluded_namespaces=("kube-system", namespace)),

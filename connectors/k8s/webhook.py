@@ -27,7 +27,8 @@ kinds (:mod:`connectors.k8s.validating`) and for Jobs, all registered with the s
 registers Kueue's Pod webhook (:mod:`connectors.k8s.pod_webhook`), which changes nothing while the Kueue
 Configuration leaves the pod integration off, and Kueue's Deployment webhook
 (:mod:`connectors.k8s.deployment_webhook`) and StatefulSet webhook (:mod:`connectors.k8s.statefulset_webhook`),
-which change nothing while their ``deployment`` and ``statefulset`` integrations are off.
+which change nothing while their ``deployment`` and ``statefulset`` integrations are off, and Kueue's JobSet webhooks
+(:mod:`connectors.k8s.jobset_webhook`), which change and refuse nothing while the JobSet integration is off.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from connectors.k8s import (
     https,
     job_selection,
     job_validation,
+    jobset_webhook,
     pod_validation,
     pod_webhook,
     statefulset_webhook,
@@ -72,6 +74,9 @@ PATH = "/mutate-batch-v1-job"
 PARENT_PATHS = (deployment_webhook.MUTATING_PATH, deployment_webhook.VALIDATING_PATH,
                 statefulset_webhook.MUTATING_PATH, statefulset_webhook.VALIDATING_PATH)
 """The paths of the webhooks for the parents of Pods Kueue holds (Deployments, StatefulSets)."""
+FRAMEWORK_PATHS = (*PARENT_PATHS, *jobset_webhook.PATHS)
+"""The paths of the webhooks of the frameworks answered by a review given to :class:`WebhookServer` (its
+``parents``): the parents' and the JobSet ones (:mod:`connectors.k8s.jobset_webhook`)."""
 DEFAULT_QUEUE = "default"
 CONFIGURATION_NAME = "kueue-es-mutating-webhook-configuration"
 WEBHOOK_NAME = "mjob.kb.io"
@@ -208,9 +213,10 @@ class WebhookServer:
         """Answers the validating Pod webhook's reviews (:mod:`connectors.k8s.pod_validation`; the pod integration
         off, every Pod is allowed)."""
         self.parents = dict(parents or {})
-        """Path -> the review of the Deployment or StatefulSet webhooks there (:mod:`connectors.k8s.deployment_webhook`,
-        :mod:`connectors.k8s.statefulset_webhook`); a path
-        not given allows every object as it is, as with the integration off."""
+        """Path -> the review of the Deployment, StatefulSet or JobSet webhooks there
+        (:mod:`connectors.k8s.deployment_webhook`, :mod:`connectors.k8s.statefulset_webhook`,
+        :mod:`connectors.k8s.jobset_webhook`); a path not given allows every object as it is, as with the integration
+        off."""
         self.has_default_priority_class = has_default_priority_class
         self.feature_gates = dict(feature_gates or {})
         self.reviews = 0
@@ -230,12 +236,12 @@ class WebhookServer:
             app.router.add_post(path, partial(self._validate, kind))
         app.router.add_post(job_validation.PATH, partial(self._validate, "Job"))
         app.router.add_post(pod_validation.PATH, partial(self._validate, "Pod"))
-        for path in PARENT_PATHS:
+        for path in FRAMEWORK_PATHS:
             app.router.add_post(path, partial(self._parent, path))
         self._runner = await https.serve(app, address, port, https.server_tls(certfile, keyfile))
         log.info("webhook serving", address=address, port=port,
                  paths=[PATH, pod_webhook.PATH, conversion.PATH, *validating.PATHS, job_validation.PATH,
-                        pod_validation.PATH, *PARENT_PATHS])
+                        pod_validation.PATH, *FRAMEWORK_PATHS])
 
     async def stop(self) -> None:
         if self._runner is not None:
@@ -307,11 +313,11 @@ def _closing(resp: web.Response) -> web.Response:
 def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int] | None = None,
                   name: str = CONFIGURATION_NAME, namespace_selector: dict[str, Any] | None = None,
                   excluded_namespaces: tuple[str, ...] = ("kube-system", "kueue-system"), pods: bool = False,
-                  deployments: bool = False, statefulsets: bool = False) -> dict[str, Any]:
-    """The MutatingWebhookConfiguration for :data:`PATH`, the Pod webhook's path and the Deployment and StatefulSet
-    webhooks': at ``url``, or at ``service`` (name, namespace, port), trusting ``ca_pem`` (none: as ``kueue-es
-    manifests`` installs it, its CA set by the first replica that serves). ``pods``, ``deployments``,
-    ``statefulsets``: whether those integrations are on (each webhook then fails closed)."""
+                  deployments: bool = False, statefulsets: bool = False, jobsets: bool = False) -> dict[str, Any]:
+    """The MutatingWebhookConfiguration for :data:`PATH`, the Pod webhook's path and the Deployment, StatefulSet
+    and JobSet webhooks': at ``url``, or at ``service`` (name, namespace, port), trusting ``ca_pem`` (none: as
+    ``kueue-es manifests`` installs it, its CA set by the first replica that serves). ``pods``, ``deployments``,
+    ``statefulsets``, ``jobsets``: whether those integrations are on (each webhook then fails closed)."""
     if not url and service is None:
         raise ValueError("the webhook needs a url or a service")
 
@@ -340,7 +346,9 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
                                             "deployments", on=deployments, mutating=True),
             deployment_webhook.registration(statefulset_webhook.MUTATING_NAME,
                                             client_config(statefulset_webhook.MUTATING_PATH), selector,
-                                            "statefulsets", on=statefulsets, mutating=True)],
+                                            "statefulsets", on=statefulsets, mutating=True),
+            jobset_webhook.registration(client_config(jobset_webhook.MUTATING_PATH), selector, on=jobsets,
+                                        mutating=True)],
     }
 
 
@@ -405,10 +413,13 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     config_in_force = config if config is not None else DEFAULT
     deployments = deployment_webhook.ParentDefaulting.of(config_in_force, DEPLOYMENT_FRAMEWORK)
     statefulsets = deployment_webhook.ParentDefaulting.of(config_in_force, STATEFULSET_FRAMEWORK)
+    jobsets = jobset_webhook.JobSetWebhooks.of(config_in_force)
     namespace_labels = pod_webhook.namespace_lookup(client)
+    priority_classes = default_priority_class_lookup(client) if defaulting else None
     parents = {**deployment_webhook.reviewers(deployments, namespace_labels, queues),
-               **statefulset_webhook.reviewers(statefulsets, namespace_labels, queues)}
-    server = WebhookServer(queues, default_priority_class_lookup(client) if defaulting else None,
+               **statefulset_webhook.reviewers(statefulsets, namespace_labels, queues),
+               **jobset_webhook.reviewers(jobsets, namespace_labels, queues, priority_classes)}
+    server = WebhookServer(queues, priority_classes,
                            feature_gates, pod_reviews, config.manages_jobs if config is not None else True,
                            unqueued_lookup(client, config) if config is not None else None, pod_validations, parents)
     await server.start(k.webhook_address, k.webhook_port, str(cert), str(key))
@@ -416,11 +427,12 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
         service = None if k.webhook_url else (k.webhook_service, k.lease_namespace, 443)
         await register(client, configuration(bundle.ca_pem, url=k.webhook_url, service=service,
                                              excluded_namespaces=("kube-system", k.lease_namespace), pods=pods_on,
-                                             deployments=deployments.enabled, statefulsets=statefulsets.enabled))
+                                             deployments=deployments.enabled, statefulsets=statefulsets.enabled,
+                                             jobsets=jobsets.enabled))
         await register(client, validating.configuration(bundle.ca_pem, url=k.webhook_url, service=service,
                                                         excluded_namespaces=("kube-system", k.lease_namespace),
                                                         pods=pods_on, deployments=deployments.enabled,
-                                                        statefulsets=statefulsets.enabled))
+                                                        statefulsets=statefulsets.enabled, jobsets=jobsets.enabled))
         await conversion.register(client, conversion_stanza(k, bundle.ca_pem))
     return server
 

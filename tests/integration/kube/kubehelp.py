@@ -16,7 +16,7 @@ from typing import Any, NamedTuple, TypeVar
 import msgspec
 from kubernetes_asyncio import config
 
-from connectors.k8s import deployment_webhook, statefulset_webhook
+from connectors.k8s import deployment_webhook, jobset_webhook, statefulset_webhook
 from connectors.k8s.certs import ca_bundle, self_signed
 from connectors.k8s.client import KubeClient
 from connectors.k8s.connector import Connector, schedule
@@ -150,6 +150,36 @@ async def pod_webhooks(kc: KubeClient, certs: Path, label: str, sfx: str, config
         if deployments.enabled or statefulsets.enabled:
             with contextlib.suppress(Exception):
                 await kc.delete(VALIDATING_CONFIGS, name)
+        await server.stop()
+
+
+@contextlib.asynccontextmanager
+async def jobset_webhooks(kc: KubeClient, certs: Path, label: str, sfx: str, config: SchedulerConfig
+                          ) -> AsyncIterator[WebhookServer]:
+    """kueue-es's webhook server answering JobSets as a replica with ``config`` does, the JobSet webhooks alone
+    registered fail-closed (``mjobset.kb.io`` and ``vjobset.kb.io``, each in a configuration named
+    ``<label>-<sfx>``) for the namespaces labelled ``label=<sfx>`` only; deleted before the server stops."""
+    bundle = self_signed(["127.0.0.1"])
+    _, cert, key = bundle.write(certs)
+    queues_lookup = default_queue_lookup(kc)
+    hooks = jobset_webhook.reviewers(jobset_webhook.JobSetWebhooks.of(config), namespace_lookup(kc), queues_lookup)
+    server = WebhookServer(queues_lookup, None, {}, parents=hooks)
+    port = free_port()
+    await server.start("127.0.0.1", port, str(cert), str(key))
+    name, url, selector = f"{label}-{sfx}", f"https://127.0.0.1:{port}", {"matchLabels": {label: sfx}}
+    configs = ((MUTATING_CONFIGS, "MutatingWebhookConfiguration", jobset_webhook.MUTATING_PATH, True),
+               (VALIDATING_CONFIGS, "ValidatingWebhookConfiguration", jobset_webhook.VALIDATING_PATH, False))
+    try:
+        for _, kind, path, is_mutating in configs:
+            hook = jobset_webhook.registration({**ca_bundle(bundle.ca_pem), "url": url + path}, selector, on=True,
+                                               mutating=is_mutating)
+            await register(kc, {"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+                                "metadata": {"name": name}, "webhooks": [hook]})
+        yield server
+    finally:
+        for resource, *_ in configs:
+            with contextlib.suppress(Exception):
+                await kc.delete(resource, name)
         await server.stop()
 
 

@@ -159,10 +159,14 @@ def test_manifests_render_as_multi_document_yaml() -> None:
     mutating = docs[kinds.index("MutatingWebhookConfiguration")]
     assert [(w["name"], w["clientConfig"]["service"]["path"]) for w in mutating["webhooks"]] == [
         ("mjob.kb.io", "/mutate-batch-v1-job"), ("mpod.kb.io", "/mutate--v1-pod"),
-        ("mdeployment.kb.io", "/mutate-apps-v1-deployment"), ("mstatefulset.kb.io", "/mutate-apps-v1-statefulset")]
+        ("mdeployment.kb.io", "/mutate-apps-v1-deployment"), ("mstatefulset.kb.io", "/mutate-apps-v1-statefulset"),
+        ("mjobset.kb.io", "/mutate-jobset-x-k8s-io-v1alpha2-jobset")]
     # the integrations Kueue leaves off by default go fail-open, so a webhook down stops no Pod or workload controller
     assert {w["name"]: w["failurePolicy"] for w in mutating["webhooks"]} == {
-        "mjob.kb.io": "Fail", "mpod.kb.io": "Ignore", "mdeployment.kb.io": "Ignore", "mstatefulset.kb.io": "Ignore"}
+        "mjob.kb.io": "Fail", "mpod.kb.io": "Ignore", "mdeployment.kb.io": "Ignore", "mstatefulset.kb.io": "Ignore",
+        "mjobset.kb.io": "Ignore"}
+    validating = docs[kinds.index("ValidatingWebhookConfiguration")]
+    assert next(w for w in validating["webhooks"] if w["name"] == "vjobset.kb.io")["failurePolicy"] == "Ignore"
     dep = docs[kinds.index("Deployment")]
     pod = dep["spec"]["template"]["spec"]
     assert pod["securityContext"]["runAsNonRoot"] is True
