@@ -89,15 +89,18 @@ DEFAULT_PRIORITY_CLASS = "default"
 
 HasDefaultQueue = Callable[[str], Awaitable[bool]]
 HasDefaultPriorityClass = Callable[[], Awaitable[bool]]
+ParentRuns = Callable[[tuple[str, str] | None], bool]
+"""Whether a controller ``(apiVersion, kind)`` is of a kind Kueue's enabled integrations run."""
 SuspendsUnqueued = Callable[[str, dict[str, Any]], Awaitable[bool]]
 """Whether a Job being created (namespace, raw Job) that names no queue is suspended all the same
 (``manageJobsWithoutQueueName``); raises :class:`KubeError` when the namespace cannot be read."""
 
 
 def job_patch(job: dict[str, Any], has_default_queue: bool, has_default_priority_class: bool = False, *,
-              suspend_unqueued: bool = False) -> list[dict[str, Any]]:
+              suspend_unqueued: bool = False, child: bool = False) -> list[dict[str, Any]]:
     """The JSON patch Kueue's defaulting makes to a Job being created (empty: nothing to change).
-    ``suspend_unqueued``: a Job left without a queue name is Kueue's all the same (``manageJobsWithoutQueueName``)."""
+    ``suspend_unqueued``: a Job left without a queue name is Kueue's all the same (``manageJobsWithoutQueueName``);
+    ``child``: its controller is of a kind Kueue runs, so it is not suspended, whatever queue it names."""
     meta = job.get("metadata") or {}
     labels = meta.get("labels") or {}
     added: dict[str, str] = {}
@@ -107,24 +110,36 @@ def job_patch(job: dict[str, Any], has_default_queue: bool, has_default_priority
     if not labels.get(PRIORITY_LABEL) and has_default_priority_class:
         added[PRIORITY_LABEL] = DEFAULT_PRIORITY_CLASS
     ops = map_ops("/metadata/labels", meta.get("labels"), added)
-    if (queue or suspend_unqueued) and (job.get("spec") or {}).get("suspend") is not True:
+    if (queue or suspend_unqueued) and not child and (job.get("spec") or {}).get("suspend") is not True:
         ops.append({"op": "add", "path": "/spec/suspend", "value": True})
     return ops
 
 
+def kueue_parents(pods_on: bool = False, jobsets_on: bool = False) -> ParentRuns:
+    """Whether a Job's controller is of a kind Kueue's enabled integrations run
+    (:func:`connectors.k8s.job_selection.kueue_owner`)."""
+    return partial(job_selection.kueue_owner, pods_on=pods_on, jobsets_on=jobsets_on)
+
+
 async def review(body: bytes, has_default_queue: HasDefaultQueue,
                  has_default_priority_class: HasDefaultPriorityClass | None = None,
-                 suspends_unqueued: SuspendsUnqueued | None = None) -> dict[str, Any]:
+                 suspends_unqueued: SuspendsUnqueued | None = None,
+                 parent_runs: ParentRuns | None = None) -> dict[str, Any]:
     """Answer one AdmissionReview (v1) for a Job. ``has_default_priority_class``: None when the
     ``WorkloadPriorityClassDefaulting`` gate is off; ``suspends_unqueued``: None unless the Kueue Configuration
-    turns ``manageJobsWithoutQueueName`` on (a failed namespace lookup refuses the Job, in Kueue's words)."""
+    turns ``manageJobsWithoutQueueName`` on (a failed namespace lookup refuses the Job, in Kueue's words).
+    ``parent_runs``: whether the Job's controller is of a kind Kueue runs (by default a batch/v1 Job): such a
+    child is given no queue and not suspended (reference §7.1 item 2: that parent is the one queued; a JobSet's
+    Jobs, say)."""
     req = msgspec.json.decode(body).get("request") or {}
     response: dict[str, Any] = {"uid": req.get("uid", ""), "allowed": True}
     job = req.get("object") or {}
     if req.get("operation", "CREATE") == "CREATE" and job:
-        namespace = req.get("namespace") or (job.get("metadata") or {}).get("namespace", "")
-        labels = (job.get("metadata") or {}).get("labels") or {}
-        default = not labels.get(QUEUE_LABEL) and bool(namespace) and await has_default_queue(namespace)
+        meta = job.get("metadata") or {}
+        namespace = req.get("namespace") or meta.get("namespace", "")
+        labels = meta.get("labels") or {}
+        child = (parent_runs or kueue_parents())(job_selection.raw_controller(meta))
+        default = not child and not labels.get(QUEUE_LABEL) and bool(namespace) and await has_default_queue(namespace)
         default_class = (has_default_priority_class is not None and not labels.get(PRIORITY_LABEL)
                          and await has_default_priority_class())
         unqueued = False
@@ -135,7 +150,7 @@ async def review(body: bytes, has_default_queue: HasDefaultQueue,
                 response.update(allowed=False, status={"code": 500, "reason": "InternalError",
                                                        "message": f"failed to get namespace: {exc}"})
                 return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
-        ops = job_patch(job, default, default_class, suspend_unqueued=unqueued)
+        ops = job_patch(job, default, default_class, suspend_unqueued=unqueued, child=child)
         if ops:
             response["patchType"] = "JSONPatch"
             response["patch"] = base64.b64encode(msgspec.json.encode(ops)).decode()
@@ -200,8 +215,11 @@ class WebhookServer:
                  pods: pod_webhook.Reviewer = pod_webhook.allowed_as_is, jobs: bool = True,
                  suspends_unqueued: SuspendsUnqueued | None = None,
                  pod_validations: pod_webhook.Reviewer = pod_webhook.allowed_as_is,
-                 parents: Mapping[str, pod_webhook.Reviewer] | None = None) -> None:
+                 parents: Mapping[str, pod_webhook.Reviewer] | None = None,
+                 parent_runs: ParentRuns | None = None) -> None:
         self.has_default_queue = has_default_queue
+        self.parent_runs = parent_runs or kueue_parents()
+        """Whether a Job's controller is of a kind Kueue runs: the Job webhook leaves such a child as it is."""
         self.jobs = jobs
         """The Job integration is on (``batch/job`` among the Configuration's frameworks): off, the Job webhooks
         allow every Job as it is."""
@@ -258,7 +276,8 @@ class WebhookServer:
         return await self._mutate(request, self.parents.get(path, pod_webhook.allowed_as_is))
 
     async def _review_job(self, body: bytes) -> dict[str, Any]:
-        return await review(body, self.has_default_queue, self.has_default_priority_class, self.suspends_unqueued)
+        return await review(body, self.has_default_queue, self.has_default_priority_class, self.suspends_unqueued,
+                            self.parent_runs)
 
     async def _mutate(self, request: web.Request, reviewer: pod_webhook.Reviewer) -> web.Response:
         """A mutating review (a Job's or a Pod's), answered by ``reviewer``."""
@@ -421,7 +440,8 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
                **jobset_webhook.reviewers(jobsets, namespace_labels, queues, priority_classes)}
     server = WebhookServer(queues, priority_classes,
                            feature_gates, pod_reviews, config.manages_jobs if config is not None else True,
-                           unqueued_lookup(client, config) if config is not None else None, pod_validations, parents)
+                           unqueued_lookup(client, config) if config is not None else None, pod_validations, parents,
+                           kueue_parents(pods_on, jobsets.enabled))
     await server.start(k.webhook_address, k.webhook_port, str(cert), str(key))
     if k.webhook_register:
         service = None if k.webhook_url else (k.webhook_service, k.lease_namespace, 443)

@@ -10,7 +10,14 @@ import pytest
 
 from connectors.k8s.certs import self_signed
 from connectors.k8s.errors import KubeError
-from connectors.k8s.webhook import WebhookServer, configuration, job_patch, review, unqueued_lookup
+from connectors.k8s.webhook import (
+    WebhookServer,
+    configuration,
+    job_patch,
+    kueue_parents,
+    review,
+    unqueued_lookup,
+)
 from kueue_es.scheduler.config import load_config
 
 Q = "kueue.x-k8s.io/queue-name"
@@ -213,3 +220,34 @@ def test_review_refuses_a_job_whose_namespace_cannot_be_read_under_the_option() 
     resp = _unqueued_review(_job(None, suspend=False), ON, None)
     assert resp["allowed"] is False and resp["status"]["message"].startswith("failed to get namespace: ")
     assert _unqueued_review(_job({Q: "lq"}, suspend=False), ON, None)["allowed"], "a queue name needs no lookup"
+
+
+def _child_of(api_version: str, kind: str, labels: dict | None = None) -> dict:
+    job = _job(labels, suspend=False)
+    job["metadata"]["ownerReferences"] = [{"apiVersion": api_version, "kind": kind, "name": "parent", "uid": "p",
+                                           "controller": True}]
+    return job
+
+
+def _patch_of(job: dict, parent_runs=None) -> list:
+    async def has_default_queue(ns: str) -> bool:
+        return True
+
+    body = msgspec.json.encode({"request": {"uid": "u", "operation": "CREATE", "namespace": "team", "object": job}})
+    resp = asyncio.run(review(body, has_default_queue, parent_runs=parent_runs))["response"]
+    return msgspec.json.decode(base64.b64decode(resp["patch"])) if "patch" in resp else []
+
+
+def test_a_child_of_a_kind_kueue_runs_gets_no_default_queue_and_is_not_suspended() -> None:
+    """Reference §7.1 item 2 (Kueue's ApplyDefaultLocalQueue / WorkloadShouldBeSuspended): the parent is the one
+    queued. A JobSet's Jobs, with the JobSet integration on, are left as the JobSet controller made them — before,
+    in a namespace with a LocalQueue ``default``, they were given it and suspended under the running JobSet."""
+    jobsets_on = kueue_parents(jobsets_on=True)
+    for labels in (None, {Q: "lq"}):
+        assert _patch_of(_child_of("jobset.x-k8s.io/v1alpha2", "JobSet", labels), jobsets_on) == []
+    assert _patch_of(_child_of("batch/v1", "Job")) == [], "a Job's Job: Kueue runs batch/v1 Jobs"
+    suspend = {"op": "add", "path": "/spec/suspend", "value": True}
+    assert _patch_of(_child_of("jobset.x-k8s.io/v1alpha2", "JobSet", {Q: "lq"})) == [suspend], \
+        "the JobSet integration off: its Jobs are Jobs like any"
+    assert _patch_of(_child_of("apps/v1", "Foo")) == [
+        {"op": "add", "path": "/metadata/labels", "value": {Q: "default"}}, suspend], "a parent Kueue does not run"
