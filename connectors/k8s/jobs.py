@@ -128,6 +128,7 @@ from connectors.k8s.job_priority import (
 )
 from connectors.k8s.job_sync import DELETE, DELETED_WORKLOAD, STOP, UPDATED_WORKLOAD
 from connectors.k8s.journal import Journal
+from connectors.k8s.owner_index import once
 from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION
 from connectors.k8s.workers import KeyedWorkers, Retries
 from connectors.k8s.workload_names import owner_workload_name
@@ -410,16 +411,7 @@ class JobIntegration:
 
     async def _once(self, key: str, action: str, job: o.Job, work: Any) -> None:
         """Run ``work`` unless the same action already ran on this very version of the Job."""
-        marker = (action, job.metadata.resource_version)
-        if self._acted.get(key) == marker:
-            work.close()
-            return
-        self._acted[key] = marker
-        try:
-            await work
-        except BaseException:
-            self._acted.pop(key, None)
-            raise
+        await once(self._acted, key, (action, job.metadata.resource_version), work)
 
     async def _append_once(self, wl: WorkloadInfo, event: ev.AnyEvent) -> bool:
         return await self._log.append_once(wl, event)

@@ -64,7 +64,6 @@ from connectors.k8s.integration_log import IntegrationLog
 from connectors.k8s.job_events import CREATED_WORKLOAD, MISSING_WORKLOAD, STARTED, STOPPED, stop_message
 from connectors.k8s.job_priority import (
     NOT_FOUND_REASON,
-    PRIORITY_LABEL,
     PriorityClassNotFound,
     WorkloadPriorityClassNotFound,
     missing_class,
@@ -75,6 +74,7 @@ from connectors.k8s.job_sync import UPDATED_WORKLOAD
 from connectors.k8s.jobs import OWNER_NOT_FOUND, OWNER_NOT_FOUND_MESSAGE, admission_shown
 from connectors.k8s.journal import Journal
 from connectors.k8s.list_watch import Informer
+from connectors.k8s.owner_index import OwnerIndex, once
 from connectors.k8s.pod_sync import pods_ready_transition
 from connectors.k8s.resources import BY_KIND, JOBSETS
 from connectors.k8s.workers import KeyedWorkers, Retries
@@ -145,10 +145,9 @@ class JobSetIntegration:
         self.synced = self.informer.synced
         self._config_recorded = asyncio.Event()
         self.dirty: set[str] = set()
-        self.jobset_of: dict[str, str] = {}
-        """Workload key -> key of the JobSet that controls it."""
-        self.workloads_of: dict[str, set[str]] = {}
-        """JobSet key -> the Workloads a JobSet of that name controls (any uid)."""
+        self.owners = OwnerIndex(_jobset_key)
+        """Which JobSet controls which Workloads (any uid)."""
+        self.workloads_of = self.owners.owned
         self._decoder = msgspec.json.Decoder(js.JobSet)
         self._signal = journal.subscribe()
         self._retry = Retries(retry_s)
@@ -161,7 +160,7 @@ class JobSetIntegration:
     async def run(self) -> None:
         """Watch the JobSets and reconcile every dirty one, up to ``concurrency`` at a time."""
         for key, obs in self.mirror.workloads.items():
-            self._index(key, obs)
+            self.owners.add(key, obs)
         self.mirror.listeners.append(self._on_applied)
         try:
             async with asyncio.TaskGroup() as tg:
@@ -205,52 +204,13 @@ class JobSetIntegration:
 
     # --- what the log says about their Workloads -----------------------------------------------------------
 
-    def _index(self, wl_key: str, obs: o.Workload) -> str | None:
-        owner = js.owner_of(obs)
-        if owner is None:
-            return None
-        jobset_key = f"{obs.metadata.namespace}/{owner[0]}"
-        self.jobset_of[wl_key] = jobset_key
-        self.workloads_of.setdefault(jobset_key, set()).add(wl_key)
-        return jobset_key
-
-    def _unindex(self, wl_key: str) -> str | None:
-        jobset_key = self.jobset_of.pop(wl_key, None)
-        if jobset_key is not None:
-            owned = self.workloads_of.get(jobset_key, set())
-            owned.discard(wl_key)
-            if not owned:
-                self.workloads_of.pop(jobset_key, None)
-        return jobset_key
-
     def _on_applied(self, records: list[ev.Record]) -> None:
         """Mark the JobSets the records touch (see the module docstring)."""
         keys: set[str] = set()
         for r in records:
-            e = r.event
-            if isinstance(e, ev.ObjectUpserted):
-                obj = e.obj
-                if isinstance(obj, o.Workload):
-                    found = self._index(e.key, obj)
-                    if found is not None:
-                        keys.add(found)
-                elif isinstance(obj, o.Namespace):
-                    prefix = f"{obj.metadata.name}/"
-                    keys.update(k for k in self.jobsets if k.startswith(prefix))
-                elif isinstance(obj, (o.WorkloadPriorityClass, o.PriorityClass)):
-                    named = obj.metadata.name if isinstance(obj, o.WorkloadPriorityClass) else None
-                    keys.update(k for k, j in self.jobsets.items()
-                                if k not in self.workloads_of or j.metadata.labels.get(PRIORITY_LABEL) == named)
-            elif isinstance(e, ev.ObjectDeleted) and e.kind == "Workload":
-                found = self._unindex(e.key)
-                if found is not None:
-                    keys.add(found)
-            elif isinstance(e, ev.ConfigRecorded):
-                keys.update(self.jobsets)
+            keys |= self.owners.touched(r.event, self.jobsets)
+            if isinstance(r.event, ev.ConfigRecorded):
                 self._config_recorded.set()
-            jobset_key = self.jobset_of.get(e.key)
-            if jobset_key is not None:
-                keys.add(jobset_key)
         self._mark(keys)
 
     # --- one JobSet ----------------------------------------------------------------------------------------
@@ -375,16 +335,7 @@ class JobSetIntegration:
 
     async def _once(self, key: str, action: str, jobset: js.JobSet, work: Any) -> None:
         """Run ``work`` unless the same action already ran on this very version of the JobSet."""
-        marker = (action, jobset.metadata.resource_version)
-        if self._acted.get(key) == marker:
-            work.close()
-            return
-        self._acted[key] = marker
-        try:
-            await work
-        except BaseException:
-            self._acted.pop(key, None)
-            raise
+        await once(self._acted, key, (action, jobset.metadata.resource_version), work)
 
     async def _append_once(self, wl: WorkloadInfo, event: ev.AnyEvent) -> bool:
         return await self._log.append_once(wl, event)
@@ -503,6 +454,12 @@ class JobSetIntegration:
             self.stats.finalizers_removed += 1
             log.info("took the finalizer off the workload", workload=obs.key, deleting=wf.deleting(obs))
         return rv
+
+
+def _jobset_key(obs: o.Workload) -> str | None:
+    """The key of the JobSet that controls ``obs`` (None: no JobSet does)."""
+    owner = js.owner_of(obs)
+    return f"{obs.metadata.namespace}/{owner[0]}" if owner is not None else None
 
 
 def _now() -> int:
