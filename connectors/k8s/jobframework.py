@@ -17,7 +17,7 @@ What a pass does once the kind has found the job's Workload (:meth:`JobReconcile
   suspended job, neither evicted nor holding quota, the queue its label names now; one write a pass;
 * **reclaimable pods** → ``ReclaimablePodsChanged`` when the kind's count differs from the Workload's;
 * **PodsReady** → ``PodsReadyChanged`` as the job's pods become ready or not, ``WaitForStart`` first under
-  waitForPodsReady (:func:`connectors.k8s.pod_sync.pods_ready_transition`);
+  waitForPodsReady (:func:`connectors.k8s.pods_ready.pods_ready_transition`);
 * **admitted** (in the log and as the apiserver stores it) and not running → start; **not admitted** and
   running → stop (``Stopped`` with the eviction's message); **evicted**, suspended, no active pods and still
   holding quota → ``JobStopped``.
@@ -54,7 +54,7 @@ from connectors.k8s.job_priority import (
 from connectors.k8s.job_sync import UPDATED_WORKLOAD
 from connectors.k8s.journal import Journal
 from connectors.k8s.owner_index import once
-from connectors.k8s.pod_sync import is_admitted, pods_ready_transition
+from connectors.k8s.pods_ready import is_admitted, pods_ready_transition
 from connectors.k8s.resources import BY_KIND, Resource
 from connectors.k8s.workers import Retries
 from connectors.k8s.writer import desired_status, observed_status
@@ -354,11 +354,7 @@ class JobReconciler(Generic[J]):
         """The Workload of a job that is gone (``gone``) or being deleted: finished ``OwnerNotFound`` and its
         finalizer taken off (:func:`connectors.k8s.workload_finalizer.orphan_steps`); once the job is gone it is
         deleted too, as the garbage collector would through its ownerReference."""
-        finish, remove = wf.orphan_steps(obs, wl, finish_orphaned=self.state.gate(gates.FINISH_ORPHANED_WORKLOADS))
-        if finish and wl is not None:
-            await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl.key, uid=wl.uid, reason=OWNER_NOT_FOUND,
-                                                            message=OWNER_NOT_FOUND_MESSAGE))
-        rv = await self._unfinalize(obs) if remove else obs.metadata.resource_version
+        rv = await self._let_go(obs, wl)
         if not gone or rv is None or wf.deleting(obs):
             return
         try:
@@ -367,6 +363,16 @@ class JobReconciler(Generic[J]):
             return
         self.stats.orphans += 1
         self.log.info(f"deleted the workload of a deleted {self.NOUN}", workload=obs.key)
+
+    async def _let_go(self, obs: o.Workload, wl: WorkloadInfo | None) -> str | None:
+        """A Workload whose owner is gone or going: finished ``OwnerNotFound`` (under ``FinishOrphanedWorkloads``)
+        and its finalizer taken off (:func:`connectors.k8s.workload_finalizer.orphan_steps`). Its resourceVersion
+        after that (None: gone)."""
+        finish, remove = wf.orphan_steps(obs, wl, finish_orphaned=self.state.gate(gates.FINISH_ORPHANED_WORKLOADS))
+        if finish and wl is not None:
+            await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl.key, uid=wl.uid, reason=OWNER_NOT_FOUND,
+                                                            message=OWNER_NOT_FOUND_MESSAGE))
+        return await self._unfinalize(obs) if remove else obs.metadata.resource_version
 
     # --- actions -------------------------------------------------------------------------------------------
 

@@ -104,7 +104,12 @@ from connectors.k8s.job_priority import (
     not_found_message,
 )
 from connectors.k8s.job_sync import DELETED_WORKLOAD, UPDATED_WORKLOAD
-from connectors.k8s.jobs import CLASS_MISSING, OWNER_NOT_FOUND, OWNER_NOT_FOUND_MESSAGE, admission_shown
+from connectors.k8s.jobframework import (
+    CLASS_MISSING,
+    OWNER_NOT_FOUND,
+    OWNER_NOT_FOUND_MESSAGE,
+    admission_shown,
+)
 from connectors.k8s.journal import Journal
 from connectors.k8s.list_watch import Informer
 from connectors.k8s.owner_index import OwnerIndex, once
