@@ -116,6 +116,7 @@ from connectors.k8s.owner_index import OwnerIndex, once
 from connectors.k8s.pod_roles import ROLE_HASH_ANNOTATION, role_hash
 from connectors.k8s.pod_sync import ManagedPod, Step
 from connectors.k8s.pod_webhook import MANAGED, MANAGED_LABEL
+from connectors.k8s.pods_ready import pods_ready_transition
 from connectors.k8s.resources import BY_KIND, STATEFUL_SETS
 from connectors.k8s.statefulsets import StatefulSetRevisions
 from connectors.k8s.workers import KeyedWorkers, Retries
@@ -694,8 +695,8 @@ class PodIntegration:
         """The group's Workload kept in step with its Pods before anything else (PodsReady, waiting for replacement
         Pods, priority and queue, admission checks' messages); whether the pass ends here, as Kueue's does."""
         if wl is not None and managed and self.state.waits_for_pods_ready:
-            change = pod_sync.pods_ready_transition(wl, running=any(pod_sync.is_running(p) for p in own),
-                                                    ready=pod_group.pods_ready(own))
+            change = pods_ready_transition(wl, running=any(pod_sync.is_running(p) for p in own),
+                                           ready=pod_group.pods_ready(own))
             if change is not None:
                 await self._append_once(wl, ev.PodsReadyChanged(time=_now(), key=wl.key, uid=wl.uid,
                                                                 ready=change[0], reason=change[1]))
