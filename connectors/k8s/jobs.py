@@ -3,6 +3,13 @@
 Under the Kueue Configuration's ``manageJobsWithoutQueueName`` so does a Job naming no queue, its Workload in no
 queue until the Job names one (:mod:`connectors.k8s.job_selection` says which Jobs are Kueue's).
 
+The steps a Job shares with every kind Kueue's one job reconciler runs (no Workload yet; the Workload finished
+or being deleted; the Job finished; priority class and queue in step; reclaimable pods; PodsReady; start, stop,
+``JobStopped``; a gone Job's Workloads) are :mod:`connectors.k8s.jobframework`'s; this module is the Job's adapter
+to them (what a Job's state means, how it is started and stopped) and holds the steps only Jobs take here
+(prebuilt Workloads, one Workload per Job, rewriting a Workload the Job no longer matches, the admission gate,
+Workloads left with no owner).
+
 Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or its Workload changed):
 
 * **prebuilt** (the Job names its Workload in ``kueue.x-k8s.io/prebuilt-workload-name``, a label or an
@@ -102,49 +109,37 @@ from typing import Any
 import msgspec
 import structlog
 
-from connectors.k8s import job_selection, job_sync, podsetinfo, prebuilt
+from connectors.k8s import job_sync, podsetinfo, prebuilt
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import KubeClient
 from connectors.k8s.copied_metadata import copied
-from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
-from connectors.k8s.integration_log import IntegrationLog
+from connectors.k8s.errors import NotFound
 from connectors.k8s.job_events import (
-    CREATED_WORKLOAD,
     MISSING_WORKLOAD,
     QUEUE_LABEL,
-    STARTED,
     STOPPED,
     job_finished,
-    stop_message,
 )
 from connectors.k8s.job_priority import (
-    NOT_FOUND_REASON,
     PriorityClassNotFound,
     WorkloadPriorityClassNotFound,
-    missing_class,
-    missing_pod_class,
-    not_found_message,
     workload_priority,
 )
 from connectors.k8s.job_sync import DELETE, DELETED_WORKLOAD, STOP, UPDATED_WORKLOAD
+from connectors.k8s.jobframework import JobFrameworkStats, JobReconciler, stored_workloads
 from connectors.k8s.journal import Journal
 from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION
-from connectors.k8s.workers import KeyedWorkers, Retries
+from connectors.k8s.workers import KeyedWorkers
 from connectors.k8s.workload_names import owner_workload_name
-from connectors.k8s.writer import desired_status, observed_status
 from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
 from events.goint import is_go_int
 from events.update_rules import admission_gate_errors
-from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
-from kueue_es.scheduler.config_record import in_force
 from projections import gates
 from projections.in_use import FINALIZER
-from projections.pods_ready_condition import WAIT_FOR_START
 from projections.workloads import (
     ADMISSION_GATED_BY_ANNOTATION,
-    ADMITTED,
     FINISHED,
     WorkloadInfo,
     topology_request_from_annotations,
@@ -161,14 +156,8 @@ COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 JOB_CONTROLLER_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name",
                          "batch.kubernetes.io/job-name")
 DROPPED_FROM_TEMPLATE = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name")
-CLASS_MISSING = "class-missing"
-POD_CLASS_MISSING = "pod-class-missing"
-"""The action marker of a Job reported for a missing WorkloadPriorityClass (not "create": once the class is
-there, the same version of the Job is given its Workload)."""
 ORPHAN = "Workload:"
 """Prefixes the key of a Workload with no owner among the Job keys the workers take (:meth:`JobIntegration._ownerless`)."""
-OWNER_NOT_FOUND = "OwnerNotFound"
-OWNER_NOT_FOUND_MESSAGE = "The workload's owner no longer exists"
 
 
 _INT32_MAX, _INT64_MAX = 2**31 - 1, 2**63 - 1
@@ -215,16 +204,6 @@ def workload_name(job_name: str, job_uid: str, short: bool = False) -> str:
     return owner_workload_name("Job", "batch", job_name, job_uid, short=short)
 
 
-def admission_shown(wl: WorkloadInfo, obs: o.Workload) -> bool:
-    """Whether the apiserver shows the Workload admitted as the log decided (``Admitted=True``, the same admission
-    and check states): a Job starts from its Workload as stored, like Kueue's, never from a decision whose
-    status write may still fail or be lost with a crash."""
-    if not any(c.type == "Admitted" and c.status == "True" for c in obs.status.conditions):
-        return False
-    desired, current = desired_status(wl), observed_status(obs)
-    return all(desired.get(k) == current.get(k) for k in ("admission", "admissionChecks"))
-
-
 def reclaimable_pods(job: o.Job) -> tuple[tuple[str, int], ...]:
     """Kueue's reclaimable pods of a Job's one pod set ``main``: with parallelism above 1 and pods succeeded,
     the parallelism less the completions still to come, when that leaves any (as a workload keeps them:
@@ -244,21 +223,7 @@ def is_running(job: o.Job) -> bool:
 
 
 @dataclass
-class JobStats:
-    created: int = 0
-    started: int = 0
-    stopped: int = 0
-    finished: int = 0
-    orphans: int = 0
-    conflicts: int = 0
-    errors: int = 0
-    failed_to_start: list[str] = field(default_factory=list)
-    invalid: list[str] = field(default_factory=list)
-    """Jobs given no Workload: labels Kueue's job webhook refuses (:func:`max_execution_seconds`)."""
-    class_missing: int = 0
-    """Times a Job was given no Workload because its WorkloadPriorityClass is not there (yet)."""
-    pod_class_missing: int = 0
-    """Times a Job was given no Workload because its pod template's PriorityClass is not there (yet)."""
+class JobStats(JobFrameworkStats):
     adopted: int = 0
     """Prebuilt Workloads a Job was made the controller of."""
     out_of_sync: list[str] = field(default_factory=list)
@@ -267,32 +232,27 @@ class JobStats:
     """Generated Workloads rewritten to match their suspended Job again."""
     deleted: int = 0
     """Generated Workloads deleted for no longer matching their Job (a new one follows)."""
-    reprioritised: int = 0
-    """Generated Workloads given the priority class their Job's label names now."""
-    requeued: int = 0
-    """Workloads given the queue name their suspended Job's label names now."""
-    finalizers_removed: int = 0
-    """Workloads the resource-in-use finalizer was taken off."""
     extras_deleted: int = 0
     """Workloads deleted for being one too many for their Job."""
 
 
-class JobIntegration:
+class JobIntegration(JobReconciler[o.Job]):
+    """The batch/v1 Job adapter of the shared job reconciler (:mod:`connectors.k8s.jobframework`), with the
+    Job's own steps: prebuilt Workloads, one Workload per Job, a Workload rewritten when the Job no longer
+    matches it, the admission gate, and Workloads left with no owner."""
+
+    KIND = "Job"
+    NOUN = "job"
+    RESOURCE = JOBS
+    PODS_READY_WITHOUT_WAITING = True
+
     def __init__(self, client: KubeClient, journal: Journal, *, retry_s: float = 1.0,
                  append: Callable[[Sequence[ev.AnyEvent]], Awaitable[list[int]]] | None = None,
                  concurrency: int = 16) -> None:
-        self.client = client
-        self.journal = journal
-        self.append = append or journal.append
+        super().__init__(client, journal, JobStats(), log, retry_s=retry_s, append=append)
+        self.stats: JobStats
         self.concurrency = concurrency
-        self.mirror = journal.mirror
-        self.state = journal.mirror.state
         self.retry_s = retry_s
-        self.stats = JobStats()
-        self._log = IntegrationLog(self.append, self.mirror, self.stats, kind="Job", log=log)
-        self._acted: dict[str, tuple[str, str]] = {}
-        """Job key -> (action, Job resourceVersion) last done, so a stale mirror does not repeat it."""
-        self._retry = Retries(self.retry_s)
 
     async def run(self) -> None:
         """Reconcile every dirty Job, up to ``concurrency`` at a time (one at a time per Job)."""
@@ -305,26 +265,21 @@ class JobIntegration:
         self.mirror.dirty_orphans = set()
         return keys
 
-    async def reconcile_guarded(self, key: str) -> None:
-        await self._retry.attempt(self.reconcile, key, what="job reconcile", stats=self.stats, log=log,
-                                  job=key, conflict_waits=True)
-
     # --- one Job -------------------------------------------------------------------------------------------
 
     async def reconcile(self, key: str) -> None:
         if key.startswith(ORPHAN):
             await self._ownerless(key[len(ORPHAN):])
             return
-        if not (in_force(self.state) or DEFAULT).manages_jobs:
+        if not self._config().manages_jobs:
             return  # batch/job is not among the Configuration's frameworks: Kueue runs no Job reconciler
         job = self.state.jobs.get(key)
         if job is None or job.metadata.deletion_timestamp:
             # as Kueue's reconciler, first thing, whatever the Job's labels: its Workloads' finalizers go
             for obs, wl in self._owned(key):
-                await self._orphaned(wl, obs, job_gone=job is None)
+                await self._orphaned(obs, wl, gone=job is None)
             return
-        if not job_selection.is_managed(job.metadata.labels, job_selection.controller(job.metadata.owner_references),
-                                        self.state.namespaces.get(job.metadata.namespace), self._config()):
+        if not self._managed(job, self._config()):
             return  # not Kueue's: no queue name (unless manageJobsWithoutQueueName), or a namespace left out
         prebuilt_name = prebuilt.name_of(job, self.state.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS))
         if prebuilt_name:
@@ -347,193 +302,77 @@ class JobIntegration:
             if not usable:
                 wl = obs = None
         if wl is None or obs is None:
-            if job_finished(job) is not None:
-                return
-            if not job.spec.suspend:
-                why = prebuilt.MISSING if prebuilt_name else MISSING_WORKLOAD
-                await self._once(key, "suspend", job, self._suspend_only(job, name, why))
-                return
-            if prebuilt_name:
-                return  # Kueue creates no Workload for it: the Job waits until the one it names is there
-            if job.status.active == 0:
-                missing = missing_class(self.state, job.metadata.labels)
-                missing_pc = missing_pod_class(self.state, job.metadata.labels,
-                                               job.spec.template.spec.priority_class_name)
-                if missing is not None:
-                    await self._once(key, CLASS_MISSING, job, self._class_missing(job, missing))
-                elif missing_pc is not None:
-                    await self._once(key, POD_CLASS_MISSING, job, self._pod_class_missing(job, missing_pc))
-                else:
-                    await self._once(key, "create", job, self._create_workload(job, name))
+            # Kueue creates no Workload for a Job naming a prebuilt one: the Job waits until that one is there
+            await self._without_workload(job, name, why=prebuilt.MISSING if prebuilt_name else MISSING_WORKLOAD,
+                                         create=not prebuilt_name)
             return
-        if self._acted.get(key, ("",))[0] == "create":
-            del self._acted[key]  # seen: if it is ever deleted, it is created again
-        if wl.phase == FINISHED or wf.deleting(obs):
-            await self._release(job, wl, obs)
-            return  # as Kueue's reconciler: nothing else is done with a finished Workload, or one going
-        finished = job_finished(job)
-        if finished is not None:
-            if wl.phase != FINISHED:
-                reason, message = finished
-                await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl_key, uid=wl.uid, reason=reason,
-                                                                message=message or f"Job {reason.lower()}"))
-            return
-        if wl.phase != FINISHED and await self._sync_spec(job, wl, obs, generated=not prebuilt_name):
-            return  # as Kueue's reconciler: the rest waits for the Workload that shows it (or the one after it)
-        if wl.phase != FINISHED and self.state.gate(gates.ADMISSION_GATED_BY):
-            gate = job.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION) or None
-            if obs.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION) != gate and only_removes_gates(obs, gate):
-                await self._once(key, "admission-gate", job, self._sync_admission_gate(job, obs, gate))
-                return  # as Kueue's reconciler: the rest waits for the Workload that shows it
-        if wl.phase != FINISHED:
-            reclaimable = reclaimable_pods(job)
-            if reclaimable != wl.reclaimable:
-                await self._append_once(wl, ev.ReclaimablePodsChanged(
-                    time=_now(), key=wl_key, uid=wl.uid,
-                    reclaimable_pods=[o.ReclaimablePod(name=n, count=c) for n, c in reclaimable]))
-                return  # as Kueue's reconciler: the rest waits for the Workload that shows them
-        admitted = wl.phase == ADMITTED and not wl.evicted and wl.active
-        if admitted and not job.spec.suspend and STOPPING not in job.metadata.annotations:
-            await self._pods_ready(job, wl)
-        elif wl.phase != FINISHED and not wl.pods_ready and self._keeps_no_pods_ready(wl):
-            await self._append_once(wl, ev.PodsReadyChanged(time=_now(), key=wl.key, uid=wl.uid, ready=False,
-                                                            reason=WAIT_FOR_START))
-        if admitted and not is_running(job):
-            if admission_shown(wl, obs):
-                await self._once(key, "start", job, self._start(job, wl, obs))
-        elif not admitted and is_running(job):
-            await self._once(key, "stop", job, self._stop(job, obs, stop_message(wl)))
-        elif admitted and STOPPING in job.metadata.annotations:
-            await self._once(key, "stop", job, self._stop(job, obs, stop_message(wl)))  # finish restoring first
-        elif wl.evicted and wl.reserving and not wl.job_stopped and job.status.active == 0:
-            await self._append_once(wl, ev.JobStopped(time=_now(), key=wl_key, uid=wl.uid))
+        await self._with_workload(job, obs, wl, generated=not prebuilt_name)
 
-    async def _once(self, key: str, action: str, job: o.Job, work: Any) -> None:
-        """Run ``work`` unless the same action already ran on this very version of the Job."""
-        marker = (action, job.metadata.resource_version)
-        if self._acted.get(key) == marker:
-            work.close()
-            return
-        self._acted[key] = marker
-        try:
-            await work
-        except BaseException:
-            self._acted.pop(key, None)
-            raise
+    # --- what the shared reconciler reads of a Job ------------------------------------------------------------
 
-    async def _append_once(self, wl: WorkloadInfo, event: ev.AnyEvent) -> bool:
-        return await self._log.append_once(wl, event)
+    def finished(self, job: o.Job) -> tuple[str, str] | None:
+        return job_finished(job)
 
-    async def _report(self, job: o.Job, action: str, **what: str) -> None:
-        await self._log.report(job.key, job.metadata.uid, action, **what)
+    def is_running(self, job: o.Job) -> bool:
+        return is_running(job)
 
-    async def _pods_ready(self, job: o.Job, wl: WorkloadInfo) -> None:
-        """PodsReady as Kueue's Job reconciler sees it: ready + succeeded pods reach the admitted count."""
+    def restoring(self, job: o.Job) -> bool:
+        return STOPPING in job.metadata.annotations
+
+    def is_active(self, job: o.Job) -> bool:
+        return job.status.active != 0
+
+    def pods_running(self, job: o.Job) -> bool:
+        return not job.spec.suspend and STOPPING not in job.metadata.annotations
+
+    def pods_ready(self, job: o.Job, wl: WorkloadInfo) -> bool:
+        """Kueue's Job reconciler: ready + succeeded pods reach the admitted count."""
         count = sum(ps.count for ps in wl.pod_sets)
         if wl.admission is not None:
             counts = [p.count for p in wl.admission.pod_set_assignments if p.count is not None]
             if counts:
                 count = sum(counts)
-        ready = (job.status.ready or 0) + job.status.succeeded >= count
-        if ready == wl.pods_ready:
-            if not ready and self._keeps_no_pods_ready(wl):
-                await self._append_once(wl, ev.PodsReadyChanged(time=_now(), key=wl.key, uid=wl.uid, ready=False,
-                                                                reason=WAIT_FOR_START))
-            return
-        if ready:
-            prior = wl.condition("PodsReady")
-            reason = "Recovered" if prior is not None and prior.reason in ("WaitForRecovery", "Recovered") else "Started"
-            await self._append_once(wl, ev.PodsReadyChanged(time=_now(), key=wl.key, uid=wl.uid, ready=True,
-                                                            reason=reason))
-        else:
-            await self._append_once(wl, ev.PodsReadyChanged(time=_now(), key=wl.key, uid=wl.uid, ready=False,
-                                                            reason="WaitForRecovery"))
+        return (job.status.ready or 0) + job.status.succeeded >= count
 
-    def _keeps_no_pods_ready(self, wl: WorkloadInfo) -> bool:
-        """Under waitForPodsReady Kueue's reconciler writes PodsReady on its first pass over a Workload, admitted
-        or not (WaitForStart); the fold keeps it from there (:mod:`projections.pods_ready_condition`). One not
-        written yet is this pass's to write."""
-        return self.state.waits_for_pods_ready and wl.condition("PodsReady") is None
+    def reclaimable_pods(self, job: o.Job) -> tuple[tuple[str, int], ...]:
+        return reclaimable_pods(job)
 
-    async def _sync_spec(self, job: o.Job, wl: WorkloadInfo, obs: o.Workload, *, generated: bool) -> bool:
+    def pod_priority_class(self, job: o.Job) -> str | None:
+        return job.spec.template.spec.priority_class_name
+
+    async def _read_to_create(self, job: o.Job) -> dict[str, Any] | None:
+        raw = msgspec.json.decode(await self.client.get(JOBS, job.metadata.name, job.metadata.namespace))
+        return raw if raw["metadata"]["uid"] == job.metadata.uid else None  # else recreated: the watch brings it
+
+    async def _sync_workload(self, job: o.Job, obs: o.Workload, wl: WorkloadInfo, *, generated: bool) -> bool:
         """Bring the Workload in step with the Job as Kueue's reconciler does (:mod:`connectors.k8s.job_sync`): a
-        ``generated`` one the Job no longer matches is stopped with, rewritten or deleted, and given the priority
-        class the Job names now; any one the queue name. Whether the pass ends here (something was written, or
+        ``generated`` one the Job no longer matches is stopped with, rewritten or deleted, then the shared steps
+        (priority class, queue), then the admission gate. Whether the pass ends here (something was written, or
         is awaited)."""
-        key, running = job.key, is_running(job)
-        waiting = wl.key in self.mirror.pending  # decided from the Workload as stored: wait until it shows all
-        rv = obs.metadata.resource_version
-        if generated:
-            action = job_sync.out_of_step(self.state, job, obs, wl, running=running,
-                                          max_exec=compared_max_execution_seconds(job.metadata.labels))
-            if action == STOP:
-                await self._once(key, "stop", job, self._stop(job, obs, job_sync.NO_MATCHING_WORKLOAD))
-            elif action and not waiting:
-                work = self._delete_workload(job, obs) if action == DELETE else self._update_workload(job, obs)
-                await self._once(key, f"{action}@{rv}", job, work)
-            if action:
-                return True
-        if waiting:
-            return False
-        if generated:
-            try:
-                priority = job_sync.priority_to_set(self.state, job, obs, wl)
-            except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
-                await self._once(key, f"priority-missing@{rv}", job, self._priority_missing(job, obs, str(exc)))
-                return True  # as Kueue's reconcile, which fails on the lookup: the rest waits for the class
-            if priority is not None:
-                await self._once(key, f"priority@{rv}", job, self._set_priority(job, obs, *priority))
-                return True
-        queue = job_sync.queue_to_set(job, obs, wl, running=running)
-        if queue is not None:
-            await self._once(key, f"queue@{rv}", job, self._set_queue(job, obs, queue))
+        if generated and await self._out_of_step(job, obs, wl):
             return True
+        if await self._in_step(job, obs, wl, running=is_running(job), generated=generated):
+            return True
+        if self.state.gate(gates.ADMISSION_GATED_BY):
+            gate = job.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION) or None
+            if obs.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION) != gate and only_removes_gates(obs, gate):
+                await self._once(job.key, "admission-gate", job, self._sync_admission_gate(job, obs, gate))
+                return True
         return False
 
+    async def _out_of_step(self, job: o.Job, obs: o.Workload, wl: WorkloadInfo) -> bool:
+        """A generated Workload the Job no longer matches: the running Job stopped first, then the Workload
+        rewritten or deleted (not while a decision about it is still to be written); whether it does not match."""
+        action = job_sync.out_of_step(self.state, job, obs, wl, running=is_running(job),
+                                      max_exec=compared_max_execution_seconds(job.metadata.labels))
+        if action == STOP:
+            await self._once(job.key, "stop", job, self._stop(job, obs, job_sync.NO_MATCHING_WORKLOAD))
+        elif action and wl.key not in self.mirror.pending:
+            work = self._delete_workload(job, obs) if action == DELETE else self._update_workload(job, obs)
+            await self._once(job.key, f"{action}@{obs.metadata.resource_version}", job, work)
+        return bool(action)
+
     # --- actions -------------------------------------------------------------------------------------------
-
-    async def _create_workload(self, job: o.Job, name: str) -> None:
-        raw = msgspec.json.decode(await self.client.get(JOBS, job.metadata.name, job.metadata.namespace))
-        if raw["metadata"]["uid"] != job.metadata.uid:
-            return  # recreated meanwhile; the watch brings the new one
-        try:
-            body = self.workload_for(raw, name)
-        except WorkloadPriorityClassNotFound as exc:
-            # the Job changed since the log saw it, or the class went meanwhile: reported on what the log holds
-            if raw["metadata"]["resourceVersion"] == job.metadata.resource_version:
-                self._acted[job.key] = (CLASS_MISSING, job.metadata.resource_version)
-                await self._class_missing(job, exc.name)
-            return
-        except PriorityClassNotFound as exc:
-            if raw["metadata"]["resourceVersion"] == job.metadata.resource_version:
-                self._acted[job.key] = (POD_CLASS_MISSING, job.metadata.resource_version)
-            await self._pod_class_missing(job, exc.name)
-            return
-        except InvalidInput as exc:
-            # Kueue's job webhook refuses such a Job at creation; created without the webhook, it gets no
-            # Workload (and so never runs) until its labels are fixed
-            self.stats.invalid.append(job.key)
-            log.error("job refused: no workload created", job=job.key, error=str(exc))
-            return
-        try:
-            await self.client.create(WORKLOADS, body, job.metadata.namespace)
-        except AlreadyExists:
-            return
-        self.stats.created += 1
-        log.info("created workload", job=job.key, workload=name)
-        await self._report(job, CREATED_WORKLOAD, workload=f"{job.metadata.namespace}/{name}")
-
-    async def _class_missing(self, job: o.Job, wpc_name: str) -> None:
-        """Kueue creates no Workload for a Job whose WorkloadPriorityClass is missing, and warns on the Job."""
-        self.stats.class_missing += 1
-        log.warning("WorkloadPriorityClass not found: no workload created", job=job.key, priority_class=wpc_name)
-        await self._report(job, NOT_FOUND_REASON, message=not_found_message(wpc_name))
-
-    async def _pod_class_missing(self, job: o.Job, pc_name: str) -> None:
-        """Kueue creates no Workload for a Job whose pod template's PriorityClass is missing; it records no Event
-        (its reconcile fails on the lookup and is retried), so neither does kueue-es."""
-        self.stats.pod_class_missing += 1
-        log.warning("PriorityClass not found: no workload created", job=job.key, priority_class=pc_name)
 
     def _new_name(self, job: o.Job) -> str:
         """The name to create the Job's Workload under. (One the Job already has is found by its owner, whatever
@@ -542,18 +381,8 @@ class JobIntegration:
 
     def _owned(self, job_key: str) -> list[tuple[o.Workload, WorkloadInfo]]:
         """The Workloads a Job of this name controls, as stored and in the log, by key."""
-        out: list[tuple[o.Workload, WorkloadInfo]] = []
-        for wl_key in sorted(self.mirror.owned_by.get(job_key, ())):
-            obs, wl = self.mirror.workloads.get(wl_key), self.state.workloads.get(wl_key)
-            if obs is not None and wl is not None:
-                out.append((obs, wl))
-        return out
-
-    def _config(self) -> SchedulerConfig:
-        """The Kueue Configuration recorded in the log. Kueue manages a Job only in a namespace its
-        ``managedJobsNamespaceSelector`` selects, and skips one in a namespace it cannot find; here that is one not
-        in the log yet, whose arrival marks its Jobs dirty (:mod:`connectors.k8s.job_selection`)."""
-        return in_force(self.state) or DEFAULT
+        return [(obs, wl) for obs, wl in stored_workloads(self.mirror, self.mirror.owned_by.get(job_key, set()))
+                if wl is not None]
 
     def _partial_admission(self) -> bool:
         """Kueue's PartialAdmission gate under the Configuration recorded in the log: without it, Kueue drops a
@@ -651,35 +480,6 @@ class JobIntegration:
         log.info("deleted the workload its job no longer matches", job=job.key, workload=obs.key)
         await self._report(job, DELETED_WORKLOAD, workload=obs.key, message=job_sync.deleted_message(obs.key))
 
-    async def _set_priority(self, job: o.Job, obs: o.Workload, ref: dict[str, str] | None,
-                            priority: int | None) -> None:
-        await self.client.patch(WORKLOADS, obs.metadata.name, job_sync.priority_patch(obs, ref, priority),
-                                obs.metadata.namespace)
-        self.stats.reprioritised += 1
-        log.info("gave the workload its job's priority class", job=job.key, workload=obs.key,
-                 priority_class=ref["name"] if ref else None, priority=priority)
-        await self._report(job, UPDATED_WORKLOAD, workload=obs.key,
-                           message=job_sync.priority_updated_message(obs.key))
-
-    async def _priority_missing(self, job: o.Job, obs: o.Workload, error: str) -> None:
-        """Kueue cannot resolve the priority class the Job names now: its reconcile fails (no Event) and is
-        retried; here the Job waits until the class is in the log (the mirror then marks it dirty)."""
-        log.warning("the job's priority class is not there: its workload keeps its priority", job=job.key,
-                    workload=obs.key, error=error)
-
-    async def _set_queue(self, job: o.Job, obs: o.Workload, queue: str) -> None:
-        """Give the Workload of a suspended Job the queue its label names now (Kueue records no Event)."""
-        await self.client.patch(WORKLOADS, obs.metadata.name, job_sync.queue_patch(obs, queue), obs.metadata.namespace)
-        self.stats.requeued += 1
-        log.info("moved the workload to its job's queue", job=job.key, workload=obs.key,
-                 queue=queue, previous=obs.spec.queue_name)
-
-    async def _suspend_only(self, job: o.Job, name: str, why: str) -> None:
-        await self.client.patch(JOBS, job.metadata.name, {"metadata": {"resourceVersion": job.metadata.resource_version},
-                                                         "spec": {"suspend": True}}, job.metadata.namespace)
-        log.info("suspended a job that has no workload yet", job=job.key)
-        await self._report(job, STOPPED, workload=f"{job.metadata.namespace}/{name}", message=why)
-
     async def _prebuilt_usable(self, job: o.Job, wl: WorkloadInfo, obs: o.Workload) -> bool | None:
         """Whether the Job runs on its prebuilt Workload (:mod:`connectors.k8s.prebuilt`): True once it controls
         it and the two are equivalent; False when another object controls it, or it is out of sync (then
@@ -719,9 +519,7 @@ class JobIntegration:
                 labels={PODSET_LABEL: "main", **podsetinfo.queue_labels(self.state, wl)})
             merged = podsetinfo.onto_template(job.spec.template, info)
         except podsetinfo.MergeConflict as exc:
-            self.stats.failed_to_start.append(job.key)
-            await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl.key, uid=wl.uid, reason="FailedToStart",
-                                                            message=f"Failed to start the job: {exc}"))
+            await self._failed_to_start(job, wl, exc)
             return
         template = {"metadata": {"labels": merged.labels or None, "annotations": merged.annotations or None},
                     "spec": {"nodeSelector": merged.node_selector or None,
@@ -736,10 +534,7 @@ class JobIntegration:
                 and psa.count < saved.count):
             patch["spec"]["parallelism"] = psa.count  # partial admission (an admission less reclaimable pods keeps it)
         await self.client.patch(JOBS, job.metadata.name, patch, job.metadata.namespace)
-        self.stats.started += 1
-        log.info("started job", job=job.key, workload=wl.key, cluster_queue=wl.admission.cluster_queue,
-                 node_selector=merged.node_selector, gated=bool(merged.scheduling_gates))
-        await self._report(job, STARTED, workload=wl.key, cluster_queue=wl.admission.cluster_queue)
+        await self._started(job, wl, node_selector=merged.node_selector, gated=bool(merged.scheduling_gates))
 
     async def _stop(self, job: o.Job, obs: o.Workload, why: str) -> None:
         """Suspend (recorded as ``Stopped`` with ``why``), reset the start time, and once no pod is active
@@ -786,24 +581,6 @@ class JobIntegration:
         self.stats.stopped += 1
         log.info("stopped job and restored its template", job=job.key)
 
-    async def _orphaned(self, wl: WorkloadInfo | None, obs: o.Workload, *, job_gone: bool) -> None:
-        """The Workload of a Job that is gone (``job_gone``) or being deleted: finished ``OwnerNotFound`` and its
-        finalizer taken off (:func:`connectors.k8s.workload_finalizer.orphan_steps`); once the Job is gone it is
-        deleted too, as the garbage collector would through its ownerReference."""
-        finish, remove = wf.orphan_steps(obs, wl, finish_orphaned=self.state.gate(gates.FINISH_ORPHANED_WORKLOADS))
-        if finish and wl is not None:
-            await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl.key, uid=wl.uid, reason=OWNER_NOT_FOUND,
-                                                            message=OWNER_NOT_FOUND_MESSAGE))
-        rv = await self._unfinalize(obs) if remove else obs.metadata.resource_version
-        if not job_gone or rv is None or wf.deleting(obs):
-            return
-        try:
-            await self.client.delete(WORKLOADS, obs.metadata.name, obs.metadata.namespace, uid=obs.metadata.uid)
-        except (NotFound, Conflict):
-            return
-        self.stats.orphans += 1
-        log.info("deleted the workload of a deleted job", workload=obs.key)
-
     async def _ownerless(self, wl_key: str) -> None:
         """A Workload left with no owner at all (its Job deleted with ``--cascade=orphan``), or being deleted
         with none: Kueue's workload controller finishes it ``OwnerNotFound`` and takes its finalizer off
@@ -812,33 +589,7 @@ class JobIntegration:
         gate = self.state.gate(gates.FINISH_ORPHANED_WORKLOADS)
         if obs is None or not wf.ownerless(obs, finish_orphaned=gate):
             return
-        wl = self.state.workloads.get(wl_key)
-        finish, remove = wf.orphan_steps(obs, wl, finish_orphaned=gate)
-        if finish and wl is not None:
-            await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl_key, uid=wl.uid, reason=OWNER_NOT_FOUND,
-                                                            message=OWNER_NOT_FOUND_MESSAGE))
-        if remove:
-            await self._unfinalize(obs)
-
-    async def _release(self, job: o.Job, wl: WorkloadInfo, obs: o.Workload) -> None:
-        """The finalizer of the Job's Workload once it is finished, or being deleted — then the running Job is
-        stopped and its template restored first (:func:`connectors.k8s.workload_finalizer.release`; a Job that
-        finished is not stopped)."""
-        running = is_running(job) and job_finished(job) is None
-        action = wf.release(obs, wl, job_running=running)
-        if action == wf.STOP:
-            await self._once(job.key, "stop", job, self._stop(job, obs, wf.WORKLOAD_DELETED))
-        elif action == wf.REMOVE:
-            await self._unfinalize(obs)
-
-    async def _unfinalize(self, obs: o.Workload) -> str | None:
-        """Take the finalizer off ``obs`` (:func:`connectors.k8s.workload_finalizer.unfinalize`): the Workload's
-        resourceVersion after it (None: the Workload is gone)."""
-        rv = await wf.unfinalize(self.client, obs)
-        if wf.holds(obs) and rv is not None:
-            self.stats.finalizers_removed += 1
-            log.info("took the finalizer off the workload", workload=obs.key, deleting=wf.deleting(obs))
-        return rv
+        await self._let_go(obs, self.state.workloads.get(wl_key))
 
     async def _unfinalize_and_delete(self, obs: o.Workload) -> bool:
         """Take the finalizer off ``obs``, then delete it: whether this deleted it

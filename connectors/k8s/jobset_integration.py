@@ -8,8 +8,9 @@ records touches a Workload a JobSet controls (found by its controller ownerRefer
 class (a JobSet still without a Workload may wait for it) or the Configuration. Nothing is done while the
 Configuration in force leaves ``jobset.x-k8s.io/jobset`` out of ``integrations.frameworks``.
 
-Each pass does what Kueue's generic job reconciler does next (``jobframework/reconciler.go``), with the JobSet's
-own pieces from :mod:`connectors.k8s.jobset`:
+Each pass does what Kueue's generic job reconciler does next (``jobframework/reconciler.go``): the steps are
+:mod:`connectors.k8s.jobframework`'s, shared with the Job integration; this module is the JobSet's adapter,
+with its own pieces from :mod:`connectors.k8s.jobset`:
 
 * the JobSet **gone or being deleted**: each Workload a JobSet of that name controls is finished ``OwnerNotFound``
   (under ``FinishOrphanedWorkloads``) and loses its finalizer; once the JobSet is gone it is deleted, as the
@@ -47,67 +48,35 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 import structlog
 
-from connectors.k8s import job_selection, job_sync, podsetinfo
 from connectors.k8s import jobset as js
-from connectors.k8s import workload_finalizer as wf
+from connectors.k8s import podsetinfo
 from connectors.k8s.client import KubeClient
-from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
-from connectors.k8s.integration_log import IntegrationLog
-from connectors.k8s.job_events import CREATED_WORKLOAD, MISSING_WORKLOAD, STARTED, STOPPED, stop_message
-from connectors.k8s.job_priority import (
-    NOT_FOUND_REASON,
-    PRIORITY_LABEL,
-    PriorityClassNotFound,
-    WorkloadPriorityClassNotFound,
-    missing_class,
-    missing_pod_class,
-    not_found_message,
-)
-from connectors.k8s.job_sync import UPDATED_WORKLOAD
-from connectors.k8s.jobs import OWNER_NOT_FOUND, OWNER_NOT_FOUND_MESSAGE, admission_shown
+from connectors.k8s.errors import NotFound
+from connectors.k8s.job_events import STOPPED
+from connectors.k8s.jobframework import JobFrameworkStats, JobReconciler, stored_workloads
 from connectors.k8s.journal import Journal
 from connectors.k8s.list_watch import Informer
-from connectors.k8s.pod_sync import pods_ready_transition
-from connectors.k8s.resources import BY_KIND, JOBSETS
-from connectors.k8s.workers import KeyedWorkers, Retries
+from connectors.k8s.owner_index import OwnerIndex
+from connectors.k8s.resources import JOBSETS
+from connectors.k8s.workers import KeyedWorkers
 from events import objects as o
 from events import schema as ev
-from events.errors import InvalidInput
-from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
-from kueue_es.scheduler.config_record import in_force
 from projections import gates
-from projections.workloads import ADMITTED, FINISHED, WorkloadInfo
+from projections.workloads import WorkloadInfo
 
 log = structlog.get_logger("kueue_es.k8s.jobsets")
 
-WORKLOADS = BY_KIND["Workload"]
-FAILED_TO_START = "FailedToStart"
-
 
 @dataclass
-class JobSetStats:
-    created: int = 0
-    started: int = 0
-    stopped: int = 0
-    finished: int = 0
-    orphans: int = 0
-    finalizers_removed: int = 0
-    class_missing: int = 0
-    reprioritised: int = 0
-    requeued: int = 0
-    conflicts: int = 0
-    errors: int = 0
-    invalid: list[str] = field(default_factory=list)
-    """JobSets given no Workload: a label Kueue's webhook refuses (``max-exec-time-seconds``)."""
-    failed_to_start: list[str] = field(default_factory=list)
+class JobSetStats(JobFrameworkStats):
+    """A JobSet's integration counts only what the shared steps count."""
 
 
 class _JobSets(Informer[js.JobSet]):
@@ -124,19 +93,21 @@ class _JobSets(Informer[js.JobSet]):
         return None
 
 
-class JobSetIntegration:
+class JobSetIntegration(JobReconciler[js.JobSet]):
+    """The JobSet adapter of the shared job reconciler (:mod:`connectors.k8s.jobframework`), with its own
+    list+watch of JobSets."""
+
+    KIND = js.KIND
+    NOUN = "jobset"
+    RESOURCE = JOBSETS
+
     def __init__(self, client: KubeClient, journal: Journal, *, retry_s: float = 1.0,
                  append: Callable[[Sequence[ev.AnyEvent]], Awaitable[list[int]]] | None = None,
                  concurrency: int = 16, watch_timeout_s: int = 300, backoff_s: float = 1.0,
                  absent_retry_s: float = 10.0) -> None:
-        self.client = client
-        self.journal = journal
-        self.append = append or journal.append
-        self.mirror = journal.mirror
-        self.state = journal.mirror.state
+        super().__init__(client, journal, JobSetStats(), log, retry_s=retry_s, append=append)
         self.concurrency = concurrency
         self.absent_retry_s = absent_retry_s
-        self.stats = JobSetStats()
         self.informer = _JobSets(lambda: self._config().manages_jobsets, client, JOBSETS, self._decode, self._mark,
                                  what="jobsets", log=log, watch_timeout_s=watch_timeout_s, backoff_s=backoff_s,
                                  optional=True)
@@ -145,23 +116,18 @@ class JobSetIntegration:
         self.synced = self.informer.synced
         self._config_recorded = asyncio.Event()
         self.dirty: set[str] = set()
-        self.jobset_of: dict[str, str] = {}
-        """Workload key -> key of the JobSet that controls it."""
-        self.workloads_of: dict[str, set[str]] = {}
-        """JobSet key -> the Workloads a JobSet of that name controls (any uid)."""
+        self.owners = OwnerIndex(_jobset_key)
+        """Which JobSet controls which Workloads (any uid)."""
+        self.workloads_of = self.owners.owned
         self._decoder = msgspec.json.Decoder(js.JobSet)
         self._signal = journal.subscribe()
-        self._retry = Retries(retry_s)
-        self._acted: dict[str, tuple[str, str]] = {}
-        """JobSet key -> (action, JobSet resourceVersion) last done, so a stale view does not repeat it."""
-        self._log = IntegrationLog(self.append, self.mirror, self.stats, kind=js.KIND, log=log)
 
     # --- running -------------------------------------------------------------------------------------------
 
     async def run(self) -> None:
         """Watch the JobSets and reconcile every dirty one, up to ``concurrency`` at a time."""
         for key, obs in self.mirror.workloads.items():
-            self._index(key, obs)
+            self.owners.add(key, obs)
         self.mirror.listeners.append(self._on_applied)
         try:
             async with asyncio.TaskGroup() as tg:
@@ -177,10 +143,6 @@ class JobSetIntegration:
         keys = self.dirty | self._retry.due()
         self.dirty = set()
         return keys
-
-    async def reconcile_guarded(self, key: str) -> None:
-        await self._retry.attempt(self.reconcile, key, what="jobset reconcile", stats=self.stats, log=log,
-                                  jobset=key, conflict_waits=True)
 
     # --- the JobSets, listed and watched -------------------------------------------------------------------
 
@@ -205,67 +167,20 @@ class JobSetIntegration:
 
     # --- what the log says about their Workloads -----------------------------------------------------------
 
-    def _index(self, wl_key: str, obs: o.Workload) -> str | None:
-        owner = js.owner_of(obs)
-        if owner is None:
-            return None
-        jobset_key = f"{obs.metadata.namespace}/{owner[0]}"
-        self.jobset_of[wl_key] = jobset_key
-        self.workloads_of.setdefault(jobset_key, set()).add(wl_key)
-        return jobset_key
-
-    def _unindex(self, wl_key: str) -> str | None:
-        jobset_key = self.jobset_of.pop(wl_key, None)
-        if jobset_key is not None:
-            owned = self.workloads_of.get(jobset_key, set())
-            owned.discard(wl_key)
-            if not owned:
-                self.workloads_of.pop(jobset_key, None)
-        return jobset_key
-
     def _on_applied(self, records: list[ev.Record]) -> None:
         """Mark the JobSets the records touch (see the module docstring)."""
         keys: set[str] = set()
         for r in records:
-            e = r.event
-            if isinstance(e, ev.ObjectUpserted):
-                obj = e.obj
-                if isinstance(obj, o.Workload):
-                    found = self._index(e.key, obj)
-                    if found is not None:
-                        keys.add(found)
-                elif isinstance(obj, o.Namespace):
-                    prefix = f"{obj.metadata.name}/"
-                    keys.update(k for k in self.jobsets if k.startswith(prefix))
-                elif isinstance(obj, (o.WorkloadPriorityClass, o.PriorityClass)):
-                    named = obj.metadata.name if isinstance(obj, o.WorkloadPriorityClass) else None
-                    keys.update(k for k, j in self.jobsets.items()
-                                if k not in self.workloads_of or j.metadata.labels.get(PRIORITY_LABEL) == named)
-            elif isinstance(e, ev.ObjectDeleted) and e.kind == "Workload":
-                found = self._unindex(e.key)
-                if found is not None:
-                    keys.add(found)
-            elif isinstance(e, ev.ConfigRecorded):
-                keys.update(self.jobsets)
+            keys |= self.owners.touched(r.event, self.jobsets)
+            if isinstance(r.event, ev.ConfigRecorded):
                 self._config_recorded.set()
-            jobset_key = self.jobset_of.get(e.key)
-            if jobset_key is not None:
-                keys.add(jobset_key)
         self._mark(keys)
 
     # --- one JobSet ----------------------------------------------------------------------------------------
 
-    def _config(self) -> SchedulerConfig:
-        return in_force(self.state) or DEFAULT
-
     def _owned(self, key: str) -> list[tuple[o.Workload, WorkloadInfo | None]]:
         """The Workloads a JobSet of this name controls, as stored (and in the log, when it has them), by key."""
-        out: list[tuple[o.Workload, WorkloadInfo | None]] = []
-        for wl_key in sorted(self.workloads_of.get(key, ())):
-            obs = self.mirror.workloads.get(wl_key)
-            if obs is not None:
-                out.append((obs, self.state.workloads.get(wl_key)))
-        return out
+        return stored_workloads(self.mirror, self.workloads_of.get(key, set()))
 
     async def reconcile(self, key: str) -> None:
         config = self._config()
@@ -282,115 +197,36 @@ class JobSetIntegration:
                 await self._orphaned(obs, wl, gone=jobset is None or owner[1] != jobset.metadata.uid)
         if jobset is None or uid is None:
             return
-        if not job_selection.is_managed(jobset.metadata.labels, job_selection.controller(
-                jobset.metadata.owner_references), self.state.namespaces.get(jobset.metadata.namespace), config):
+        if not self._managed(jobset, config):
             return  # not Kueue's: no queue name (unless manageJobsWithoutQueueName), or a namespace left out
         if not own:
-            await self._without_workload(jobset)
+            await self._without_workload(jobset, js.workload_name(jobset.metadata.name, jobset.metadata.uid,
+                                                                  short=self.state.gate(gates.SHORT_WORKLOAD_NAMES)))
             return
         obs, wl = min(own, key=lambda p: (p[0].metadata.creation_timestamp or "", p[0].metadata.name))
         if wl is None:
             return  # stored, not in the log yet: the mirror marks the JobSet again once it is
-        if self._acted.get(key, ("",))[0] == "create":
-            del self._acted[key]  # seen: if it is ever deleted, it is created again
-        running = not jobset.spec.suspend
-        done = js.finished(jobset)
-        if wl.phase == FINISHED or wf.deleting(obs):
-            action = wf.release(obs, wl, job_running=running and done is None)
-            if action == wf.STOP:
-                await self._once(key, "stop", jobset, self._stop(jobset, obs, wf.WORKLOAD_DELETED))
-            elif action == wf.REMOVE:
-                await self._unfinalize(obs)
-            return
-        if done is not None:
-            reason, message = done
-            await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl.key, uid=wl.uid, reason=reason,
-                                                            message=message or f"Job {reason.lower()}"))
-            return
-        if await self._in_step(jobset, obs, wl, running=running):
-            return  # as Kueue's reconciler: the rest waits for the Workload that shows it
-        reclaimable = js.reclaimable_pods(jobset)
-        if reclaimable != wl.reclaimable:
-            await self._append_once(wl, ev.ReclaimablePodsChanged(
-                time=_now(), key=wl.key, uid=wl.uid,
-                reclaimable_pods=[o.ReclaimablePod(name=n, count=c) for n, c in reclaimable]))
-            return  # as Kueue's reconciler: the rest waits for the Workload that shows them
-        if self.state.waits_for_pods_ready:
-            change = pods_ready_transition(wl, running=running, ready=js.pods_ready(jobset))
-            if change is not None:
-                await self._append_once(wl, ev.PodsReadyChanged(time=_now(), key=wl.key, uid=wl.uid,
-                                                                ready=change[0], reason=change[1]))
-        admitted = wl.phase == ADMITTED and not wl.evicted and wl.active
-        if admitted and not running:
-            if admission_shown(wl, obs):
-                await self._once(key, "start", jobset, self._start(jobset, wl))
-        elif not admitted and running:
-            await self._once(key, "stop", jobset, self._stop(jobset, obs, stop_message(wl)))
-        elif wl.evicted and wl.reserving and not wl.job_stopped and not js.is_active(jobset):
-            await self._append_once(wl, ev.JobStopped(time=_now(), key=wl.key, uid=wl.uid))
+        await self._with_workload(jobset, obs, wl)
 
-    async def _without_workload(self, jobset: js.JobSet) -> None:
-        """A managed JobSet with no Workload of its own: suspend it, then make it one (module docstring)."""
-        if js.finished(jobset) is not None:
-            return
-        key = jobset.key
-        name = js.workload_name(jobset.metadata.name, jobset.metadata.uid,
-                                short=self.state.gate(gates.SHORT_WORKLOAD_NAMES))
-        if not jobset.spec.suspend:
-            await self._once(key, "suspend", jobset, self._suspend_only(jobset, name))
-            return
-        if js.is_active(jobset):
-            return  # Kueue waits for the pods of a suspended JobSet to go first
-        labels = jobset.metadata.labels
-        pod_class = js.pods_priority_class(jobset)
-        missing = missing_class(self.state, labels)
-        if missing is not None:
-            await self._once(key, "class-missing", jobset, self._class_missing(jobset, missing))
-        elif missing_pod_class(self.state, labels, pod_class) is not None:
-            log.warning("PriorityClass not found: no workload created", jobset=key, priority_class=pod_class)
-        else:
-            await self._once(key, "create", jobset, self._create_workload(jobset, name))
+    # --- what the shared reconciler reads of a JobSet -------------------------------------------------------
 
-    async def _in_step(self, jobset: js.JobSet, obs: o.Workload, wl: WorkloadInfo, *, running: bool) -> bool:
-        """Give the Workload the priority class and queue the JobSet's labels name now, as for a Job
-        (:mod:`connectors.k8s.job_sync`); whether the pass ends here."""
-        if wl.key in self.mirror.pending:
-            return False  # decided from the Workload as stored: wait until it shows every decision
-        key, rv = jobset.key, obs.metadata.resource_version
-        pod_class = js.pods_priority_class(jobset)
-        try:
-            priority = job_sync.priority_change(self.state, jobset.metadata.labels, pod_class, obs, wl)
-        except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
-            log.warning("the jobset's priority class is not there: its workload keeps its priority", jobset=key,
-                        workload=obs.key, error=str(exc))
-            return True  # as Kueue's reconcile, which fails on the lookup: the rest waits for the class
-        if priority is not None:
-            await self._once(key, f"priority@{rv}", jobset, self._set_priority(jobset, obs, *priority))
-            return True
-        queue = job_sync.queue_change(jobset.metadata.labels, obs, wl, running=running)
-        if queue is not None:
-            await self._once(key, f"queue@{rv}", jobset, self._set_queue(jobset, obs, queue))
-            return True
-        return False
+    def finished(self, job: js.JobSet) -> tuple[str, str] | None:
+        return js.finished(job)
 
-    async def _once(self, key: str, action: str, jobset: js.JobSet, work: Any) -> None:
-        """Run ``work`` unless the same action already ran on this very version of the JobSet."""
-        marker = (action, jobset.metadata.resource_version)
-        if self._acted.get(key) == marker:
-            work.close()
-            return
-        self._acted[key] = marker
-        try:
-            await work
-        except BaseException:
-            self._acted.pop(key, None)
-            raise
+    def is_active(self, job: js.JobSet) -> bool:
+        return js.is_active(job)
 
-    async def _append_once(self, wl: WorkloadInfo, event: ev.AnyEvent) -> bool:
-        return await self._log.append_once(wl, event)
+    def pods_ready(self, job: js.JobSet, wl: WorkloadInfo) -> bool:
+        return js.pods_ready(job)
 
-    async def _report(self, jobset: js.JobSet, action: str, **what: str) -> None:
-        await self._log.report(jobset.key, jobset.metadata.uid, action, **what)
+    def reclaimable_pods(self, job: js.JobSet) -> tuple[tuple[str, int], ...]:
+        return js.reclaimable_pods(job)
+
+    def pod_priority_class(self, job: js.JobSet) -> str | None:
+        return js.pods_priority_class(job)
+
+    def workload_for(self, raw: dict[str, Any], name: str) -> dict[str, Any]:
+        return js.workload_for(self.state, self._config().keys_to_copy, raw, name)
 
     # --- actions -------------------------------------------------------------------------------------------
 
@@ -403,107 +239,35 @@ class JobSetIntegration:
             return None
         return raw if raw["metadata"]["resourceVersion"] == jobset.metadata.resource_version else None
 
-    async def _create_workload(self, jobset: js.JobSet, name: str) -> None:
-        raw = await self._read(jobset)
+    async def _read_to_create(self, job: js.JobSet) -> dict[str, Any] | None:
+        return await self._read(job)
+
+    async def _start(self, job: js.JobSet, wl: WorkloadInfo, obs: o.Workload) -> None:
+        raw = await self._read(job)
         if raw is None:
             return
         try:
-            body = js.workload_for(self.state, self._config().keys_to_copy, raw, name)
-        except WorkloadPriorityClassNotFound as exc:
-            await self._class_missing(jobset, exc.name)
-            return
-        except PriorityClassNotFound as exc:
-            log.warning("PriorityClass not found: no workload created", jobset=jobset.key, priority_class=exc.name)
-            return
-        except InvalidInput as exc:
-            self.stats.invalid.append(jobset.key)
-            log.error("jobset refused: no workload created", jobset=jobset.key, error=str(exc))
-            return
-        try:
-            await self.client.create(WORKLOADS, body, jobset.metadata.namespace)
-        except AlreadyExists:
-            return
-        self.stats.created += 1
-        log.info("created workload", jobset=jobset.key, workload=name)
-        await self._report(jobset, CREATED_WORKLOAD, workload=f"{jobset.metadata.namespace}/{name}")
-
-    async def _class_missing(self, jobset: js.JobSet, wpc_name: str) -> None:
-        self.stats.class_missing += 1
-        log.warning("WorkloadPriorityClass not found: no workload created", jobset=jobset.key, priority_class=wpc_name)
-        await self._report(jobset, NOT_FOUND_REASON, message=not_found_message(wpc_name))
-
-    async def _suspend_only(self, jobset: js.JobSet, name: str) -> None:
-        await self.client.patch(JOBSETS, jobset.metadata.name, {
-            "metadata": {"resourceVersion": jobset.metadata.resource_version}, "spec": {"suspend": True}},
-            jobset.metadata.namespace)
-        log.info("suspended a jobset that has no workload yet", jobset=jobset.key)
-        await self._report(jobset, STOPPED, workload=f"{jobset.metadata.namespace}/{name}", message=MISSING_WORKLOAD)
-
-    async def _start(self, jobset: js.JobSet, wl: WorkloadInfo) -> None:
-        assert wl.admission is not None
-        raw = await self._read(jobset)
-        if raw is None:
-            return
-        try:
-            patch = js.start_patch(raw, js.start_infos(self.state, wl, jobset))
+            patch = js.start_patch(raw, js.start_infos(self.state, wl, job))
         except (podsetinfo.MergeConflict, js.BadPodSets) as exc:
-            self.stats.failed_to_start.append(jobset.key)
-            await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl.key, uid=wl.uid, reason=FAILED_TO_START,
-                                                            message=f"Failed to start the job: {exc}"))
+            await self._failed_to_start(job, wl, exc)
             return
-        await self.client.patch(JOBSETS, jobset.metadata.name, patch, jobset.metadata.namespace)
-        self.stats.started += 1
-        log.info("started jobset", jobset=jobset.key, workload=wl.key, cluster_queue=wl.admission.cluster_queue)
-        await self._report(jobset, STARTED, workload=wl.key, cluster_queue=wl.admission.cluster_queue)
+        await self.client.patch(JOBSETS, job.metadata.name, patch, job.metadata.namespace)
+        await self._started(job, wl)
 
-    async def _stop(self, jobset: js.JobSet, obs: o.Workload, why: str) -> None:
+    async def _stop(self, job: js.JobSet, obs: o.Workload, why: str) -> None:
         """Suspend the JobSet and restore its templates as its Workload recorded them, in one write."""
-        raw = await self._read(jobset)
+        raw = await self._read(job)
         if raw is None:
             return
-        await self.client.patch(JOBSETS, jobset.metadata.name, js.stop_patch(raw, list(obs.spec.pod_sets)),
-                                jobset.metadata.namespace)
+        await self.client.patch(JOBSETS, job.metadata.name, js.stop_patch(raw, list(obs.spec.pod_sets)),
+                                job.metadata.namespace)
         self.stats.stopped += 1
-        log.info("stopped jobset and restored its templates", jobset=jobset.key, why=why)
-        await self._report(jobset, STOPPED, workload=obs.key, message=why)
-
-    async def _set_priority(self, jobset: js.JobSet, obs: o.Workload, ref: dict[str, str] | None,
-                            priority: int | None) -> None:
-        await self.client.patch(WORKLOADS, obs.metadata.name, job_sync.priority_patch(obs, ref, priority),
-                                obs.metadata.namespace)
-        self.stats.reprioritised += 1
-        await self._report(jobset, UPDATED_WORKLOAD, workload=obs.key,
-                           message=job_sync.priority_updated_message(obs.key))
-
-    async def _set_queue(self, jobset: js.JobSet, obs: o.Workload, queue: str) -> None:
-        await self.client.patch(WORKLOADS, obs.metadata.name, job_sync.queue_patch(obs, queue), obs.metadata.namespace)
-        self.stats.requeued += 1
-        log.info("moved the workload to its jobset's queue", jobset=jobset.key, workload=obs.key, queue=queue)
-
-    async def _orphaned(self, obs: o.Workload, wl: WorkloadInfo | None, *, gone: bool) -> None:
-        """A Workload whose JobSet is gone (``gone``: also one of an earlier JobSet of the same name) or being
-        deleted: finished ``OwnerNotFound``, its finalizer taken off, and — once its JobSet is gone — deleted."""
-        finish, remove = wf.orphan_steps(obs, wl, finish_orphaned=self.state.gate(gates.FINISH_ORPHANED_WORKLOADS))
-        if finish and wl is not None:
-            await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl.key, uid=wl.uid, reason=OWNER_NOT_FOUND,
-                                                            message=OWNER_NOT_FOUND_MESSAGE))
-        rv = await self._unfinalize(obs) if remove else obs.metadata.resource_version
-        if not gone or rv is None or wf.deleting(obs):
-            return
-        try:
-            await self.client.delete(WORKLOADS, obs.metadata.name, obs.metadata.namespace, uid=obs.metadata.uid)
-        except (NotFound, Conflict):
-            return
-        self.stats.orphans += 1
-        log.info("deleted the workload of a deleted jobset", workload=obs.key)
-
-    async def _unfinalize(self, obs: o.Workload) -> str | None:
-        rv = await wf.unfinalize(self.client, obs)
-        if wf.holds(obs) and rv is not None:
-            self.stats.finalizers_removed += 1
-            log.info("took the finalizer off the workload", workload=obs.key, deleting=wf.deleting(obs))
-        return rv
+        log.info("stopped jobset and restored its templates", jobset=job.key, why=why)
+        await self._report(job, STOPPED, workload=obs.key, message=why)
 
 
-def _now() -> int:
-    return int(time.time() * 1000)
+def _jobset_key(obs: o.Workload) -> str | None:
+    """The key of the JobSet that controls ``obs`` (None: no JobSet does)."""
+    owner = js.owner_of(obs)
+    return f"{obs.metadata.namespace}/{owner[0]}" if owner is not None else None
+

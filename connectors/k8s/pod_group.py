@@ -67,12 +67,12 @@ from connectors.k8s.pod_sync import (
     WORKLOAD_DELETED_REASON,
     ManagedPod,
     finalizable,
-    is_admitted,
     is_gated,
     is_ready,
     pod_set,
 )
 from connectors.k8s.pod_webhook import SUSPENDING_PARENT
+from connectors.k8s.pods_ready import is_admitted
 from connectors.k8s.prebuilt import MISSING as PREBUILT_MISSING
 from connectors.k8s.resources import KUEUE_GROUP, KUEUE_VERSION
 from connectors.k8s.workload_finalizer import WORKLOAD_DELETED

@@ -42,6 +42,7 @@ from connectors.k8s.job_priority import workload_priority
 from connectors.k8s.jobs import max_execution_seconds, topology_request
 from connectors.k8s.pod_roles import POD_INDEX_LABEL
 from connectors.k8s.pod_webhook import ADMISSION_GATE, FINALIZER, MANAGED, MANAGED_LABEL
+from connectors.k8s.pods_ready import is_admitted, pods_ready_transition
 from connectors.k8s.podsetinfo import TAS_LABEL, TOPOLOGY_GATE, PodSetInfo, merge
 from connectors.k8s.prebuilt import MISSING as PREBUILT_MISSING
 from connectors.k8s.resources import JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION
@@ -50,8 +51,7 @@ from connectors.k8s.workload_names import owner_workload_name
 from events import objects as o
 from projections.cluster import ClusterState
 from projections.in_use import FINALIZER as IN_USE_FINALIZER
-from projections.pods_ready_condition import WAIT_FOR_START
-from projections.workloads import ADMITTED, FINISHED, PROVREQ_ANNOTATION_PREFIX, WorkloadInfo
+from projections.workloads import FINISHED, PROVREQ_ANNOTATION_PREFIX, WorkloadInfo
 
 TERMINATION_TARGET = "TerminationTarget"
 """The Pod condition Kueue sets on a Pod it stops, before it deletes it."""
@@ -141,10 +141,6 @@ def finalizable(pod: ManagedPod) -> bool:
     return FINALIZER in pod.metadata.finalizers
 
 
-def is_admitted(wl: WorkloadInfo) -> bool:
-    return wl.phase == ADMITTED and not wl.evicted and wl.active
-
-
 def next_step(pod: ManagedPod, wl: WorkloadInfo | None, *, managed: bool, admission_shown: bool,
               prebuilt: bool = False, wl_deleting: bool = False) -> Step:
     """What Kueue's reconciler does next (see the module docstring). ``wl``: the Pod's Workload in the log (None:
@@ -189,22 +185,6 @@ def pods_ready_change(pod: ManagedPod, wl: WorkloadInfo) -> tuple[bool, str] | N
     ``WaitForRecovery``); otherwise, or before the Pod is ready, Kueue's first write (``WaitForStart``) when none
     is shown yet. None: nothing to change."""
     return pods_ready_transition(wl, running=is_running(pod), ready=is_ready(pod))
-
-
-def pods_ready_transition(wl: WorkloadInfo, *, running: bool, ready: bool) -> tuple[bool, str] | None:
-    """:func:`pods_ready_change` for what the Workload's pods show: ``running`` (some pod neither held back nor
-    ended) and ``ready`` (Kueue's ``PodsReady``: the Pod's, or every Pod of a group)."""
-    if wl.phase == FINISHED:
-        return None
-    first = None if wl.condition("PodsReady") is not None else (False, WAIT_FOR_START)
-    if not (is_admitted(wl) and running):
-        return first if not wl.pods_ready else None
-    if ready == wl.pods_ready:
-        return first if not ready else None
-    if ready:
-        prior = wl.condition("PodsReady")
-        return True, "Recovered" if prior is not None and prior.reason in ("WaitForRecovery", "Recovered") else "Started"
-    return False, "WaitForRecovery"
 
 
 def workload_name(pod_name: str, pod_uid: str, short: bool = False) -> str:

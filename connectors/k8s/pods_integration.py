@@ -98,19 +98,25 @@ from connectors.k8s.job_events import (
 )
 from connectors.k8s.job_priority import (
     NOT_FOUND_REASON,
-    PRIORITY_LABEL,
     PriorityClassNotFound,
     WorkloadPriorityClassNotFound,
     missing_class,
     not_found_message,
 )
 from connectors.k8s.job_sync import DELETED_WORKLOAD, UPDATED_WORKLOAD
-from connectors.k8s.jobs import CLASS_MISSING, OWNER_NOT_FOUND, OWNER_NOT_FOUND_MESSAGE, admission_shown
+from connectors.k8s.jobframework import (
+    CLASS_MISSING,
+    OWNER_NOT_FOUND,
+    OWNER_NOT_FOUND_MESSAGE,
+    admission_shown,
+)
 from connectors.k8s.journal import Journal
 from connectors.k8s.list_watch import Informer
+from connectors.k8s.owner_index import OwnerIndex, once
 from connectors.k8s.pod_roles import ROLE_HASH_ANNOTATION, role_hash
 from connectors.k8s.pod_sync import ManagedPod, Step
 from connectors.k8s.pod_webhook import MANAGED, MANAGED_LABEL
+from connectors.k8s.pods_ready import pods_ready_transition
 from connectors.k8s.resources import BY_KIND, STATEFUL_SETS
 from connectors.k8s.statefulsets import StatefulSetRevisions
 from connectors.k8s.workers import KeyedWorkers, Retries
@@ -191,10 +197,9 @@ class PodIntegration:
         """The managed Pods, as last listed or watched."""
         self.synced = self.informer.synced
         self.dirty: set[str] = set()
-        self.pod_of: dict[str, str] = {}
-        """Workload key -> key of the Pod that controls it."""
-        self.workloads_of: dict[str, set[str]] = {}
-        """Pod key -> the Workloads a Pod of that name controls (or controlled: a Pod made anew under one name)."""
+        self.owners = OwnerIndex(_pod_key)
+        """Which Pod controls which Workloads (any uid: a Pod made anew under one name)."""
+        self.workloads_of = self.owners.owned
         self._decoder = msgspec.json.Decoder(ManagedPod)
         self._signal = journal.subscribe()
         self._retry = Retries(retry_s)
@@ -222,7 +227,7 @@ class PodIntegration:
     async def run(self) -> None:
         """Watch the managed Pods and reconcile every dirty one, up to ``concurrency`` at a time."""
         for key, obs in self.mirror.workloads.items():
-            self._index(key, obs)
+            self.owners.add(key, obs)
         self.mirror.listeners.append(self._on_applied)
         try:
             async with asyncio.TaskGroup() as tg:
@@ -296,55 +301,19 @@ class PodIntegration:
 
     # --- what the log says about their Workloads --------------------------------------------------------------
 
-    def _index(self, wl_key: str, obs: o.Workload) -> str | None:
-        owner = pod_sync.owner_pod(obs)
-        if owner is None:
-            return None
-        self.pod_of[wl_key] = owner[0]
-        self.workloads_of.setdefault(owner[0], set()).add(wl_key)
-        return owner[0]
-
-    def _unindex(self, wl_key: str) -> str | None:
-        pod_key = self.pod_of.pop(wl_key, None)
-        if pod_key is not None:
-            owned = self.workloads_of.get(pod_key, set())
-            owned.discard(wl_key)
-            if not owned:
-                self.workloads_of.pop(pod_key, None)
-        return pod_key
-
     def _on_applied(self, records: list[ev.Record]) -> None:
         """Mark the Pods the records touch (see the module docstring)."""
         keys: set[str] = set()
         for r in records:
             e = r.event
-            if isinstance(e, ev.ObjectUpserted):
-                obj = e.obj
-                if isinstance(obj, o.Workload):
-                    found = self._index(e.key, obj)
-                    if found is not None:
-                        keys.add(found)
-                    keys |= self.named_by.get(e.key, set())
-                elif isinstance(obj, o.Namespace):
-                    prefix = f"{obj.metadata.name}/"
-                    keys.update(k for k in self.pods if k.startswith(prefix))
-                elif isinstance(obj, (o.WorkloadPriorityClass, o.PriorityClass)):
-                    named = obj.metadata.name if isinstance(obj, o.WorkloadPriorityClass) else None
-                    keys.update(k for k, p in self.pods.items()
-                                if k not in self.workloads_of or p.metadata.labels.get(PRIORITY_LABEL) == named)
-            elif isinstance(e, ev.ObjectDeleted) and e.kind == "Workload":
+            keys |= self.owners.touched(e, self.pods)
+            if isinstance(e, ev.ObjectDeleted) and e.kind == "Workload":
                 self._acted.pop(e.key, None)
-                found = self._unindex(e.key)
-                if found is not None:
-                    keys.add(found)
+            if (isinstance(e, ev.ObjectUpserted) and isinstance(e.obj, o.Workload)
+                    or isinstance(e, ev.ObjectDeleted) and e.kind == "Workload"):
                 keys |= self.named_by.get(e.key, set())
-            elif isinstance(e, ev.ConfigRecorded):
-                keys.update(self.pods)
             if e.key in self.members:  # the group's Workload (named after it) or its namespace's group
                 keys.add(GROUP_PREFIX + e.key)
-            pod_key = self.pod_of.get(e.key)
-            if pod_key is not None:
-                keys.add(pod_key)
         self._mark(keys)
 
     # --- one Pod -------------------------------------------------------------------------------------------
@@ -554,16 +523,7 @@ class PodIntegration:
 
     async def _once(self, pod: ManagedPod, action: str, work: Any) -> None:
         """Run ``work`` unless the same action already ran on this very version of the Pod."""
-        marker = (action, pod.metadata.resource_version)
-        if self._acted.get(pod.key) == marker:
-            work.close()
-            return
-        self._acted[pod.key] = marker
-        try:
-            await work
-        except BaseException:
-            self._acted.pop(pod.key, None)
-            raise
+        await once(self._acted, pod.key, (action, pod.metadata.resource_version), work)
 
     async def _append_once(self, wl: WorkloadInfo, event: ev.AnyEvent) -> bool:
         return await self._log.append_once(wl, event)
@@ -735,8 +695,8 @@ class PodIntegration:
         """The group's Workload kept in step with its Pods before anything else (PodsReady, waiting for replacement
         Pods, priority and queue, admission checks' messages); whether the pass ends here, as Kueue's does."""
         if wl is not None and managed and self.state.waits_for_pods_ready:
-            change = pod_sync.pods_ready_transition(wl, running=any(pod_sync.is_running(p) for p in own),
-                                                    ready=pod_group.pods_ready(own))
+            change = pods_ready_transition(wl, running=any(pod_sync.is_running(p) for p in own),
+                                           ready=pod_group.pods_ready(own))
             if change is not None:
                 await self._append_once(wl, ev.PodsReadyChanged(time=_now(), key=wl.key, uid=wl.uid,
                                                                 ready=change[0], reason=change[1]))
@@ -1016,6 +976,12 @@ class PodIntegration:
         self.stats.excess += 1
         log.info("deleted an excess pod of its group", pod=pod.key)
         await self._report(pod, pod_group.EXCESS_POD_DELETED, message="Excess pod deleted")
+
+
+def _pod_key(obs: o.Workload) -> str | None:
+    """The key of the Pod that controls ``obs`` (None: no Pod does)."""
+    owner = pod_sync.owner_pod(obs)
+    return owner[0] if owner is not None else None
 
 
 def _statefulset_owner(pod: ManagedPod) -> o.OwnerReference | None:

@@ -89,7 +89,7 @@ def integration(raw: dict[str, Any] | None, *objs: o.KObject, config: dict[str, 
     client = Client(raw or {})
     integ = JobSetIntegration(client, LocalJournal(MemoryLog(), mirror), append=append)  # type: ignore[arg-type]
     for key, obs in mirror.workloads.items():
-        integ._index(key, obs)
+        integ.owners.add(key, obs)
     if raw is not None:
         integ.jobsets["ns/train"] = msgspec.convert(raw, js.JobSet)
     return integ, client, appended

@@ -105,7 +105,7 @@ def integration(*objs: o.KObject, config: dict[str, Any] | None = POD_ON, client
     client = client or Client()
     pods = PodIntegration(client, LocalJournal(MemoryLog(), mirror), append=append)  # type: ignore[arg-type]
     for key, obs in mirror.workloads.items():
-        pods._index(key, obs)
+        pods.owners.add(key, obs)
     return pods, mirror, appended, client
 
 
@@ -218,7 +218,7 @@ def test_the_records_that_move_a_pods_workload_make_the_pod_dirty() -> None:
     mirror.listeners.append(pods._on_applied)
     obs = pod_workload()
     mirror.apply_batch([ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=2, key=KEY, uid="wl-uid", obj=obs))])
-    assert pods.dirty == {"ns/p"} and pods.pod_of == {KEY: "ns/p"}
+    assert pods.dirty == {"ns/p"} and pods.owners.owner_of == {KEY: "ns/p"}
     pods.dirty.clear()
     mirror.apply_batch([ev.Record(mirror.offset + 1, ev.WorkloadFinished(time=3, key=KEY, uid="wl-uid"))])
     assert pods.dirty == {"ns/p"}

@@ -1,0 +1,481 @@
+"""The steps Kueue's one job reconciler (``jobframework/reconciler.go``) takes for every kind of job it runs.
+
+Kueue writes that reconciler once, over an interface each kind implements (suspended, active, finished, pods
+ready, reclaimable pods, run and stop with the admission's pod-set information). Here :class:`JobReconciler`
+holds the steps and each kind is a subclass naming only its own reads and writes — the batch/v1 Job
+(:mod:`connectors.k8s.jobs`) and the JobSet (:mod:`connectors.k8s.jobset_integration`). So a step changed for
+one kind is changed for all, as in Kueue. The Pod integration is a reconciler of its own, as Kueue's is; it
+shares with these only the small pieces of :mod:`connectors.k8s.owner_index`.
+
+What a pass does once the kind has found the job's Workload (:meth:`JobReconciler._with_workload`):
+
+* the Workload **finished or being deleted**: its finalizer goes once the apiserver shows it finished; one
+  being deleted first has its running job stopped ("Workload is deleted");
+* the job **finished** → ``WorkloadFinished`` (the kind's reason and message);
+* **in step** (:meth:`JobReconciler._sync_workload`; a kind may add steps of its own): a generated Workload
+  takes the WorkloadPriorityClass the job's label names now (``UpdatedWorkload``), and the Workload of a
+  suspended job, neither evicted nor holding quota, the queue its label names now; one write a pass;
+* **reclaimable pods** → ``ReclaimablePodsChanged`` when the kind's count differs from the Workload's;
+* **PodsReady** → ``PodsReadyChanged`` as the job's pods become ready or not, ``WaitForStart`` first under
+  waitForPodsReady (:func:`connectors.k8s.pods_ready.pods_ready_transition`);
+* **admitted** (in the log and as the apiserver stores it) and not running → start; **not admitted** and
+  running → stop (``Stopped`` with the eviction's message); **evicted**, suspended, no active pods and still
+  holding quota → ``JobStopped``.
+
+And with no Workload yet (:meth:`JobReconciler._without_workload`): a running job is suspended first
+("Missing Workload"), then one with no active pods is given one — unless a priority class it names is not in
+the log (``WorkloadPriorityClassNotFound`` for a WorkloadPriorityClass, once per version of the job).
+
+Every write is conditioned on the resourceVersion read; an action is not repeated on the same version of the
+job (:func:`connectors.k8s.owner_index.once`); the Events go through the log (``JobActed`` of the kind).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
+
+from connectors.k8s import job_selection, job_sync
+from connectors.k8s import workload_finalizer as wf
+from connectors.k8s.client import KubeClient
+from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
+from connectors.k8s.integration_log import IntegrationLog
+from connectors.k8s.job_events import CREATED_WORKLOAD, MISSING_WORKLOAD, STARTED, STOPPED, stop_message
+from connectors.k8s.job_priority import (
+    NOT_FOUND_REASON,
+    PriorityClassNotFound,
+    WorkloadPriorityClassNotFound,
+    missing_class,
+    missing_pod_class,
+    not_found_message,
+)
+from connectors.k8s.job_sync import UPDATED_WORKLOAD
+from connectors.k8s.journal import Journal
+from connectors.k8s.owner_index import once
+from connectors.k8s.pods_ready import is_admitted, pods_ready_transition
+from connectors.k8s.resources import BY_KIND, Resource
+from connectors.k8s.workers import Retries
+from connectors.k8s.writer import desired_status, observed_status
+from events import objects as o
+from events import schema as ev
+from events.errors import InvalidInput
+from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
+from kueue_es.scheduler.config_record import in_force
+from projections import gates
+from projections.pods_ready_condition import WAIT_FOR_START
+from projections.workloads import FINISHED, WorkloadInfo
+
+WORKLOADS = BY_KIND["Workload"]
+FAILED_TO_START = "FailedToStart"
+CLASS_MISSING = "class-missing"
+POD_CLASS_MISSING = "pod-class-missing"
+"""The action marker of a job reported for a missing WorkloadPriorityClass (not "create": once the class is
+there, the same version of the job is given its Workload)."""
+OWNER_NOT_FOUND = "OwnerNotFound"
+OWNER_NOT_FOUND_MESSAGE = "The workload's owner no longer exists"
+
+
+class KubeJob(Protocol):
+    """What the steps read of any kind of job: its key and metadata, and ``spec.suspend``."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def metadata(self) -> o.ObjectMeta: ...
+
+    @property
+    def spec(self) -> Any: ...
+
+
+J = TypeVar("J", bound=KubeJob)
+
+
+@dataclass
+class JobFrameworkStats:
+    """What the shared steps count; a kind's stats add its own."""
+
+    created: int = 0
+    started: int = 0
+    stopped: int = 0
+    finished: int = 0
+    orphans: int = 0
+    conflicts: int = 0
+    errors: int = 0
+    failed_to_start: list[str] = field(default_factory=list)
+    invalid: list[str] = field(default_factory=list)
+    """Jobs given no Workload: labels Kueue's job webhook refuses (``max-exec-time-seconds``)."""
+    class_missing: int = 0
+    """Times a job was given no Workload because its WorkloadPriorityClass is not there (yet)."""
+    pod_class_missing: int = 0
+    """Times a job was given no Workload because its pods' PriorityClass is not there (yet)."""
+    reprioritised: int = 0
+    """Generated Workloads given the priority class their job's label names now."""
+    requeued: int = 0
+    """Workloads given the queue name their suspended job's label names now."""
+    finalizers_removed: int = 0
+    """Workloads the resource-in-use finalizer was taken off."""
+
+
+def admission_shown(wl: WorkloadInfo, obs: o.Workload) -> bool:
+    """Whether the apiserver shows the Workload admitted as the log decided (``Admitted=True``, the same admission
+    and check states): a job starts from its Workload as stored, like Kueue's, never from a decision whose
+    status write may still fail or be lost with a crash."""
+    if not any(c.type == "Admitted" and c.status == "True" for c in obs.status.conditions):
+        return False
+    desired, current = desired_status(wl), observed_status(obs)
+    return all(desired.get(k) == current.get(k) for k in ("admission", "admissionChecks"))
+
+
+def stored_workloads(mirror: Any, wl_keys: Sequence[str] | set[str]) -> list[tuple[o.Workload, WorkloadInfo | None]]:
+    """The Workloads of ``wl_keys`` the apiserver stores (and the log's view of each, when it has them), by key."""
+    out: list[tuple[o.Workload, WorkloadInfo | None]] = []
+    for wl_key in sorted(wl_keys):
+        obs = mirror.workloads.get(wl_key)
+        if obs is not None:
+            out.append((obs, mirror.state.workloads.get(wl_key)))
+    return out
+
+
+class JobReconciler(Generic[J]):
+    """The shared steps; a subclass names its kind and implements the reads and writes marked below."""
+
+    KIND: str
+    """The kind the Events of ``JobActed`` are recorded on."""
+    NOUN: str
+    """How log lines name one such job (also their key's name)."""
+    RESOURCE: Resource
+    """Where such jobs are read and patched."""
+    PODS_READY_WITHOUT_WAITING = False
+    """Whether ``PodsReady`` is tracked (past ``WaitForStart``) also while waitForPodsReady is off."""
+
+    def __init__(self, client: KubeClient, journal: Journal, stats: JobFrameworkStats, logger: Any, *,
+                 retry_s: float, append: Callable[[Sequence[ev.AnyEvent]], Awaitable[list[int]]] | None) -> None:
+        self.client = client
+        self.journal = journal
+        self.append = append or journal.append
+        self.mirror = journal.mirror
+        self.state = journal.mirror.state
+        self.stats = stats
+        self.log = logger
+        self._retry = Retries(retry_s)
+        self._acted: dict[str, tuple[str, str]] = {}
+        """Job key -> (action, job resourceVersion) last done, so a stale view does not repeat it."""
+        self._log = IntegrationLog(self.append, self.mirror, stats, kind=self.KIND, log=logger)
+
+    # --- what a kind tells -------------------------------------------------------------------------------------
+
+    def finished(self, job: J) -> tuple[str, str] | None:
+        """``(reason, message)`` once the job completed or failed (None: not finished)."""
+        raise NotImplementedError
+
+    def is_running(self, job: J) -> bool:
+        """Whether the job runs, as far as starting and stopping it goes."""
+        return not job.spec.suspend
+
+    def restoring(self, job: J) -> bool:
+        """Whether an admitted job was stopped and is not restored yet (its stop is to be finished first)."""
+        return False
+
+    def is_active(self, job: J) -> bool:
+        """Whether any of its pods is active."""
+        raise NotImplementedError
+
+    def pods_running(self, job: J) -> bool:
+        """Whether its pods run, as PodsReady counts them."""
+        return not job.spec.suspend
+
+    def pods_ready(self, job: J, wl: WorkloadInfo) -> bool:
+        """Kueue's ``PodsReady`` of the job under its Workload's admission."""
+        raise NotImplementedError
+
+    def reclaimable_pods(self, job: J) -> tuple[tuple[str, int], ...]:
+        """``(pod set, count)`` of the pods the job no longer needs."""
+        raise NotImplementedError
+
+    def pod_priority_class(self, job: J) -> str | None:
+        """The PriorityClass its pods name."""
+        raise NotImplementedError
+
+    def workload_for(self, raw: dict[str, Any], name: str) -> dict[str, Any]:
+        """The Workload to create for the job as stored; raises as :meth:`_create_workload` handles."""
+        raise NotImplementedError
+
+    async def _read_to_create(self, job: J) -> dict[str, Any] | None:
+        """The job as stored, to build its Workload from (None: not the job the view holds any more)."""
+        raise NotImplementedError
+
+    async def _start(self, job: J, wl: WorkloadInfo, obs: o.Workload) -> None:
+        raise NotImplementedError
+
+    async def _stop(self, job: J, obs: o.Workload, why: str) -> None:
+        raise NotImplementedError
+
+    async def _sync_workload(self, job: J, obs: o.Workload, wl: WorkloadInfo, *, generated: bool) -> bool:
+        """Bring the Workload in step with the job; whether the pass ends here. A kind may do more first."""
+        return await self._in_step(job, obs, wl, running=self.is_running(job), generated=generated)
+
+    # --- running -----------------------------------------------------------------------------------------------
+
+    async def reconcile(self, key: str) -> None:
+        raise NotImplementedError
+
+    async def reconcile_guarded(self, key: str) -> None:
+        await self._retry.attempt(self.reconcile, key, what=f"{self.NOUN} reconcile", stats=self.stats,
+                                  log=self.log, conflict_waits=True, **{self.NOUN: key})
+
+    def _config(self) -> SchedulerConfig:
+        """The Kueue Configuration recorded in the log. Kueue manages a job only in a namespace its
+        ``managedJobsNamespaceSelector`` selects, and skips one in a namespace it cannot find; here that is one not
+        in the log yet, whose arrival marks its jobs dirty (:mod:`connectors.k8s.job_selection`)."""
+        return in_force(self.state) or DEFAULT
+
+    def _managed(self, job: J, config: SchedulerConfig) -> bool:
+        """Whether the job is Kueue's: a queue name (or ``manageJobsWithoutQueueName``) in a managed namespace."""
+        meta = job.metadata
+        return job_selection.is_managed(meta.labels, job_selection.controller(meta.owner_references),
+                                        self.state.namespaces.get(meta.namespace), config)
+
+    async def _once(self, key: str, action: str, job: J, work: Any) -> None:
+        """Run ``work`` unless the same action already ran on this very version of the job."""
+        await once(self._acted, key, (action, job.metadata.resource_version), work)
+
+    async def _append_once(self, wl: WorkloadInfo, event: ev.AnyEvent) -> bool:
+        return await self._log.append_once(wl, event)
+
+    async def _report(self, job: J, action: str, **what: str) -> None:
+        await self._log.report(job.key, job.metadata.uid, action, **what)
+
+    # --- the steps ---------------------------------------------------------------------------------------------
+
+    async def _without_workload(self, job: J, name: str, *, why: str = MISSING_WORKLOAD, create: bool = True) -> None:
+        """A managed job with none of its own Workload (to be ``name``): suspend it (``Stopped`` with ``why``),
+        then — when the kind may ``create`` one and no pod is active — create it (module docstring)."""
+        if self.finished(job) is not None:
+            return
+        key = job.key
+        if not job.spec.suspend:
+            await self._once(key, "suspend", job, self._suspend_only(job, name, why))
+            return
+        if not create or self.is_active(job):
+            return  # Kueue waits for the pods of a suspended job to go first
+        labels = job.metadata.labels
+        missing = missing_class(self.state, labels)
+        missing_pc = missing_pod_class(self.state, labels, self.pod_priority_class(job))
+        if missing is not None:
+            await self._once(key, CLASS_MISSING, job, self._class_missing(job, missing))
+        elif missing_pc is not None:
+            await self._once(key, POD_CLASS_MISSING, job, self._pod_class_missing(job, missing_pc))
+        else:
+            await self._once(key, "create", job, self._create_workload(job, name))
+
+    async def _with_workload(self, job: J, obs: o.Workload, wl: WorkloadInfo, *, generated: bool = True) -> None:
+        """One step with the job's Workload, as stored (``obs``) and in the log (``wl``) (module docstring);
+        ``generated``: the Workload was made for the job, not named by it."""
+        key = job.key
+        if self._acted.get(key, ("",))[0] == "create":
+            del self._acted[key]  # seen: if it is ever deleted, it is created again
+        if wl.phase == FINISHED or wf.deleting(obs):
+            await self._release(job, wl, obs)
+            return  # as Kueue's reconciler: nothing else is done with a finished Workload, or one going
+        done = self.finished(job)
+        if done is not None:
+            reason, message = done
+            await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl.key, uid=wl.uid, reason=reason,
+                                                            message=message or f"Job {reason.lower()}"))
+            return
+        if await self._sync_workload(job, obs, wl, generated=generated):
+            return  # as Kueue's reconciler: the rest waits for the Workload that shows it
+        reclaimable = self.reclaimable_pods(job)
+        if reclaimable != wl.reclaimable:
+            await self._append_once(wl, ev.ReclaimablePodsChanged(
+                time=_now(), key=wl.key, uid=wl.uid,
+                reclaimable_pods=[o.ReclaimablePod(name=n, count=c) for n, c in reclaimable]))
+            return  # as Kueue's reconciler: the rest waits for the Workload that shows them
+        await self._track_pods_ready(job, wl)
+        admitted, running = is_admitted(wl), self.is_running(job)
+        if admitted and not running:
+            if admission_shown(wl, obs):
+                await self._once(key, "start", job, self._start(job, wl, obs))
+        elif not admitted and running:
+            await self._once(key, "stop", job, self._stop(job, obs, stop_message(wl)))
+        elif admitted and self.restoring(job):
+            await self._once(key, "stop", job, self._stop(job, obs, stop_message(wl)))  # finish restoring first
+        elif wl.evicted and wl.reserving and not wl.job_stopped and not self.is_active(job):
+            await self._append_once(wl, ev.JobStopped(time=_now(), key=wl.key, uid=wl.uid))
+
+    async def _track_pods_ready(self, job: J, wl: WorkloadInfo) -> None:
+        """``PodsReadyChanged`` as the job's pods become ready or not; under waitForPodsReady, Kueue's first write
+        (``WaitForStart``) to a Workload that shows no PodsReady condition yet — what the condition shows after
+        that the fold derives (:mod:`projections.pods_ready_condition`)."""
+        change = pods_ready_transition(wl, running=self.pods_running(job), ready=self.pods_ready(job, wl))
+        if change is None:
+            return
+        if not self.state.waits_for_pods_ready and (not self.PODS_READY_WITHOUT_WAITING or change[1] == WAIT_FOR_START):
+            return
+        await self._append_once(wl, ev.PodsReadyChanged(time=_now(), key=wl.key, uid=wl.uid, ready=change[0],
+                                                        reason=change[1]))
+
+    async def _in_step(self, job: J, obs: o.Workload, wl: WorkloadInfo, *, running: bool, generated: bool) -> bool:
+        """Give a ``generated`` Workload the priority class the job's label names now, and any the queue
+        (:mod:`connectors.k8s.job_sync`); whether the pass ends here (something was written, or is awaited)."""
+        if wl.key in self.mirror.pending:
+            return False  # decided from the Workload as stored: wait until it shows every decision
+        key, rv, labels = job.key, obs.metadata.resource_version, job.metadata.labels
+        if generated:
+            try:
+                priority = job_sync.priority_change(self.state, labels, self.pod_priority_class(job), obs, wl)
+            except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
+                await self._once(key, f"priority-missing@{rv}", job, self._priority_missing(job, obs, str(exc)))
+                return True  # as Kueue's reconcile, which fails on the lookup: the rest waits for the class
+            if priority is not None:
+                await self._once(key, f"priority@{rv}", job, self._set_priority(job, obs, *priority))
+                return True
+        queue = job_sync.queue_change(labels, obs, wl, running=running)
+        if queue is not None:
+            await self._once(key, f"queue@{rv}", job, self._set_queue(job, obs, queue))
+            return True
+        return False
+
+    async def _release(self, job: J, wl: WorkloadInfo, obs: o.Workload) -> None:
+        """The finalizer of the job's Workload once it is finished, or being deleted — then the running job is
+        stopped and its templates restored first (:func:`connectors.k8s.workload_finalizer.release`; a job that
+        finished is not stopped)."""
+        running = self.is_running(job) and self.finished(job) is None
+        action = wf.release(obs, wl, job_running=running)
+        if action == wf.STOP:
+            await self._once(job.key, "stop", job, self._stop(job, obs, wf.WORKLOAD_DELETED))
+        elif action == wf.REMOVE:
+            await self._unfinalize(obs)
+
+    async def _orphaned(self, obs: o.Workload, wl: WorkloadInfo | None, *, gone: bool) -> None:
+        """The Workload of a job that is gone (``gone``) or being deleted: finished ``OwnerNotFound`` and its
+        finalizer taken off (:func:`connectors.k8s.workload_finalizer.orphan_steps`); once the job is gone it is
+        deleted too, as the garbage collector would through its ownerReference."""
+        rv = await self._let_go(obs, wl)
+        if not gone or rv is None or wf.deleting(obs):
+            return
+        try:
+            await self.client.delete(WORKLOADS, obs.metadata.name, obs.metadata.namespace, uid=obs.metadata.uid)
+        except (NotFound, Conflict):
+            return
+        self.stats.orphans += 1
+        self.log.info(f"deleted the workload of a deleted {self.NOUN}", workload=obs.key)
+
+    async def _let_go(self, obs: o.Workload, wl: WorkloadInfo | None) -> str | None:
+        """A Workload whose owner is gone or going: finished ``OwnerNotFound`` (under ``FinishOrphanedWorkloads``)
+        and its finalizer taken off (:func:`connectors.k8s.workload_finalizer.orphan_steps`). Its resourceVersion
+        after that (None: gone)."""
+        finish, remove = wf.orphan_steps(obs, wl, finish_orphaned=self.state.gate(gates.FINISH_ORPHANED_WORKLOADS))
+        if finish and wl is not None:
+            await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl.key, uid=wl.uid, reason=OWNER_NOT_FOUND,
+                                                            message=OWNER_NOT_FOUND_MESSAGE))
+        return await self._unfinalize(obs) if remove else obs.metadata.resource_version
+
+    # --- actions -------------------------------------------------------------------------------------------
+
+    async def _create_workload(self, job: J, name: str) -> None:
+        raw = await self._read_to_create(job)
+        if raw is None:
+            return
+        key, rv = job.key, job.metadata.resource_version
+        try:
+            body = self.workload_for(raw, name)
+        except WorkloadPriorityClassNotFound as exc:
+            # the job changed since the log saw it, or the class went meanwhile: reported on what the log holds
+            if raw["metadata"]["resourceVersion"] == rv:
+                self._acted[key] = (CLASS_MISSING, rv)
+                await self._class_missing(job, exc.name)
+            return
+        except PriorityClassNotFound as exc:
+            if raw["metadata"]["resourceVersion"] == rv:
+                self._acted[key] = (POD_CLASS_MISSING, rv)
+            await self._pod_class_missing(job, exc.name)
+            return
+        except InvalidInput as exc:
+            # Kueue's job webhook refuses such a job at creation; created without the webhook, it gets no
+            # Workload (and so never runs) until its labels are fixed
+            self.stats.invalid.append(key)
+            self.log.error(f"{self.NOUN} refused: no workload created", error=str(exc), **{self.NOUN: key})
+            return
+        try:
+            await self.client.create(WORKLOADS, body, job.metadata.namespace)
+        except AlreadyExists:
+            return
+        self.stats.created += 1
+        self.log.info("created workload", workload=name, **{self.NOUN: key})
+        await self._report(job, CREATED_WORKLOAD, workload=f"{job.metadata.namespace}/{name}")
+
+    async def _class_missing(self, job: J, wpc_name: str) -> None:
+        """Kueue creates no Workload for a job whose WorkloadPriorityClass is missing, and warns on the job."""
+        self.stats.class_missing += 1
+        self.log.warning("WorkloadPriorityClass not found: no workload created", priority_class=wpc_name,
+                         **{self.NOUN: job.key})
+        await self._report(job, NOT_FOUND_REASON, message=not_found_message(wpc_name))
+
+    async def _pod_class_missing(self, job: J, pc_name: str) -> None:
+        """Kueue creates no Workload for a job whose pods' PriorityClass is missing; it records no Event (its
+        reconcile fails on the lookup and is retried), so neither does kueue-es."""
+        self.stats.pod_class_missing += 1
+        self.log.warning("PriorityClass not found: no workload created", priority_class=pc_name,
+                         **{self.NOUN: job.key})
+
+    async def _suspend_only(self, job: J, name: str, why: str) -> None:
+        await self.client.patch(self.RESOURCE, job.metadata.name, {
+            "metadata": {"resourceVersion": job.metadata.resource_version}, "spec": {"suspend": True}},
+            job.metadata.namespace)
+        self.log.info(f"suspended a {self.NOUN} that has no workload yet", **{self.NOUN: job.key})
+        await self._report(job, STOPPED, workload=f"{job.metadata.namespace}/{name}", message=why)
+
+    async def _started(self, job: J, wl: WorkloadInfo, **what: Any) -> None:
+        """Count, log and report a job just started on ``wl``."""
+        assert wl.admission is not None
+        self.stats.started += 1
+        self.log.info(f"started {self.NOUN}", workload=wl.key, cluster_queue=wl.admission.cluster_queue,
+                      **what, **{self.NOUN: job.key})
+        await self._report(job, STARTED, workload=wl.key, cluster_queue=wl.admission.cluster_queue)
+
+    async def _failed_to_start(self, job: J, wl: WorkloadInfo, error: Exception) -> None:
+        """The admission cannot be merged into the job's templates: its Workload is finished ``FailedToStart``."""
+        self.stats.failed_to_start.append(job.key)
+        await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl.key, uid=wl.uid, reason=FAILED_TO_START,
+                                                        message=f"Failed to start the job: {error}"))
+
+    async def _set_priority(self, job: J, obs: o.Workload, ref: dict[str, str] | None,
+                            priority: int | None) -> None:
+        await self.client.patch(WORKLOADS, obs.metadata.name, job_sync.priority_patch(obs, ref, priority),
+                                obs.metadata.namespace)
+        self.stats.reprioritised += 1
+        self.log.info(f"gave the workload its {self.NOUN}'s priority class", workload=obs.key,
+                      priority_class=ref["name"] if ref else None, priority=priority, **{self.NOUN: job.key})
+        await self._report(job, UPDATED_WORKLOAD, workload=obs.key,
+                           message=job_sync.priority_updated_message(obs.key))
+
+    async def _priority_missing(self, job: J, obs: o.Workload, error: str) -> None:
+        """Kueue cannot resolve the priority class the job names now: its reconcile fails (no Event) and is
+        retried; here the job waits until the class is in the log (which marks it dirty)."""
+        self.log.warning(f"the {self.NOUN}'s priority class is not there: its workload keeps its priority",
+                         workload=obs.key, error=error, **{self.NOUN: job.key})
+
+    async def _set_queue(self, job: J, obs: o.Workload, queue: str) -> None:
+        """Give the Workload of a suspended job the queue its label names now (Kueue records no Event)."""
+        await self.client.patch(WORKLOADS, obs.metadata.name, job_sync.queue_patch(obs, queue), obs.metadata.namespace)
+        self.stats.requeued += 1
+        self.log.info(f"moved the workload to its {self.NOUN}'s queue", workload=obs.key, queue=queue,
+                      previous=obs.spec.queue_name, **{self.NOUN: job.key})
+
+    async def _unfinalize(self, obs: o.Workload) -> str | None:
+        """Take the finalizer off ``obs`` (:func:`connectors.k8s.workload_finalizer.unfinalize`): the Workload's
+        resourceVersion after it (None: the Workload is gone)."""
+        rv = await wf.unfinalize(self.client, obs)
+        if wf.holds(obs) and rv is not None:
+            self.stats.finalizers_removed += 1
+            self.log.info("took the finalizer off the workload", workload=obs.key, deleting=wf.deleting(obs))
+        return rv
+
+
+def _now() -> int:
+    return int(time.time() * 1000)
+
