@@ -143,7 +143,8 @@ def job_events(e: ev.AnyEvent, job: Involved | PendingChecks) -> tuple[KubeEvent
             return (make_event(job, WARNING, e.action, e.message, by, action="Admission"),)
         case ev.JobActed(action="WorkloadPriorityClassNotFound"):
             return (make_event(job, WARNING, NOT_FOUND_REASON, e.message, by),)
-        case ev.JobActed(action="UpdatedWorkload" | "DeletedWorkload" | "ExcessPodDeleted" | "UpdatedAdmissionCheck"):
+        case ev.JobActed(action="UpdatedWorkload" | "DeletedWorkload" | "ExcessPodDeleted" | "UpdatedAdmissionCheck"
+                         | "Suspended"):
             return (make_event(job, NORMAL, e.action, e.message, by),)
         case ev.JobActed(action="FinishedWorkload"):
             return (make_event(job, NORMAL, "FinishedWorkload", f"Workload '{e.workload}' is declared finished", by),)

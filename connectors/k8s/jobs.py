@@ -109,7 +109,7 @@ from typing import Any
 import msgspec
 import structlog
 
-from connectors.k8s import job_sync, podsetinfo, prebuilt
+from connectors.k8s import child_jobs, job_selection, job_sync, podsetinfo, prebuilt
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import KubeClient
 from connectors.k8s.copied_metadata import copied
@@ -136,6 +136,7 @@ from events import schema as ev
 from events.errors import InvalidInput
 from events.goint import is_go_int
 from events.update_rules import admission_gate_errors
+from kueue_es.scheduler.config import SchedulerConfig
 from projections import gates
 from projections.in_use import FINALIZER
 from projections.workloads import (
@@ -279,7 +280,12 @@ class JobIntegration(JobReconciler[o.Job]):
             for obs, wl in self._owned(key):
                 await self._orphaned(obs, wl, gone=job is None)
             return
-        if not self._managed(job, self._config()):
+        config = self._config()
+        if job_selection.kueue_owner(job_selection.controller(job.metadata.owner_references), config.manages_pods,
+                                     config.manages_jobsets):
+            await self._child(job, config)
+            return  # its parent's Workload is the one queued
+        if not self._managed(job, config):
             return  # not Kueue's: no queue name (unless manageJobsWithoutQueueName), or a namespace left out
         prebuilt_name = prebuilt.name_of(job, self.state.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS))
         if prebuilt_name:
@@ -307,6 +313,27 @@ class JobIntegration(JobReconciler[o.Job]):
                                          create=not prebuilt_name)
             return
         await self._with_workload(job, obs, wl, generated=not prebuilt_name)
+
+    async def _child(self, job: o.Job, config: SchedulerConfig) -> None:
+        """A Job whose controller is of a kind Kueue runs (a JobSet's Job, say): Kueue's reconciler gives it no
+        Workload of its own; it keeps it suspended while the parent's Workload is missing or not admitted
+        (reference §7.1 item 3; Normal ``Suspended`` "Kueue managed child job suspended"). One naming no queue is
+        looked at only under ``manageJobsWithoutQueueName`` or when its parent is Kueue's (has a Workload here)."""
+        meta = job.metadata
+        if not job_selection.namespace_managed(self.state.namespaces.get(meta.namespace), config):
+            return
+        parent = child_jobs.parent_workload(job, self.mirror.workloads.values(), self.state.workloads)
+        if not meta.labels.get(QUEUE_LABEL) and not config.manage_jobs_without_queue_name and parent is None:
+            return  # the parent is not Kueue's: neither is the child
+        if child_jobs.held(job, parent, finished=job_finished(job) is not None):
+            await self._once(job.key, "suspend-child", job, self._suspend_child(job))
+
+    async def _suspend_child(self, job: o.Job) -> None:
+        await self.client.patch(self.RESOURCE, job.metadata.name, {
+            "metadata": {"resourceVersion": job.metadata.resource_version}, "spec": {"suspend": True}},
+            job.metadata.namespace)
+        self.log.info("suspended a child job whose parent's workload is not admitted", job=job.key)
+        await self._report(job, child_jobs.SUSPENDED, message=child_jobs.SUSPENDED_MESSAGE)
 
     # --- what the shared reconciler reads of a Job ------------------------------------------------------------
 

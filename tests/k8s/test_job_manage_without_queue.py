@@ -17,6 +17,7 @@ from connectors.k8s.mirror import Mirror
 from events import objects as o
 from events import schema as ev
 from kueue_es.scheduler.config import load_config
+from projections.workloads import ADMITTED
 
 QUEUE = "kueue.x-k8s.io/queue-name"
 
@@ -120,9 +121,45 @@ OWNED_BY_CRONJOB = o.OwnerReference(api_version="batch/v1", kind="CronJob", name
 async def test_the_child_of_a_parent_kueue_runs_is_left_to_the_parent(owner: o.OwnerReference,
                                                                       frameworks: list[str], managed: bool) -> None:
     config = _config(manageJobsWithoutQueueName=True, integrations={"frameworks": frameworks})
-    jobs, _, client = _setup(_unqueued(job(suspend=False), owner), before=(config,))
+    jobs, _, client = _setup(_unqueued(job(), owner), before=(config,))
     await jobs.reconcile("ns/train")
-    assert bool(client.patches) == managed
+    assert bool(client.created) == managed, "a child gets no Workload of its own"
+
+
+JOBSET_PARENT = o.OwnerReference(api_version="jobset.x-k8s.io/v1alpha2", kind="JobSet", name="js", uid="js-uid",
+                                 controller=True)
+
+
+def _parent_workload() -> o.Workload:
+    """The JobSet's Workload (pending until the test admits it)."""
+    wl = workload()
+    return msgspec.structs.replace(wl, metadata=msgspec.structs.replace(
+        wl.metadata, name="jobset-js-12345", owner_references=[JOBSET_PARENT]))
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("parent", "labels", "suspended"), [
+    (None, {QUEUE: "lq"}, True),
+    ("pending", {QUEUE: "lq"}, True),
+    ("admitted", {QUEUE: "lq"}, False),
+    ("pending", {}, True),  # naming no queue: its parent is Kueue's all the same
+    (None, {}, False),  # naming no queue, its parent not Kueue's: neither is it
+], ids=["no-parent-workload", "parent-pending", "parent-admitted", "unqueued-parent-pending", "unqueued-no-parent"])
+async def test_a_running_child_job_is_kept_suspended_until_its_parents_workload_is_admitted(
+        parent: str | None, labels: dict[str, str], suspended: bool) -> None:
+    """Reference §7.1 item 3: a JobSet's Job (the JobSet integration on) gets no Workload of its own and is
+    suspended ("Kueue managed child job suspended") while the JobSet's Workload is missing or not admitted."""
+    config = _config(integrations={"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]})
+    child = msgspec.structs.replace(job(suspend=False), metadata=msgspec.structs.replace(
+        job().metadata, labels=labels, owner_references=[JOBSET_PARENT]))
+    objs = () if parent is None else (_parent_workload(),)
+    jobs, mirror, client = _setup(child, *objs, before=(config,))
+    if parent == "admitted":
+        mirror.state.workloads["ns/jobset-js-12345"].phase = ADMITTED
+    await jobs.reconcile("ns/train")
+    assert client.created == []
+    assert client.patches == ([("Job", {"metadata": {"resourceVersion": "7"}, "spec": {"suspend": True}})]
+                              if suspended else [])
 
 
 @pytest.mark.asyncio
@@ -155,3 +192,14 @@ def test_the_selection_rule() -> None:
     assert job_selection.raw_controller({"ownerReferences": [
         {"apiVersion": "batch/v1", "kind": "Job", "name": "p", "uid": UID},
         {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": UID, "controller": True}]}) == ("v1", "Pod")
+
+
+@pytest.mark.asyncio
+async def test_a_suspended_child_job_naming_a_queue_gets_no_workload_of_its_own() -> None:
+    """Its JobSet's Workload is the one queued: the child, whatever queue its template gave it, is not one more."""
+    config = _config(integrations={"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]})
+    child = msgspec.structs.replace(job(), metadata=msgspec.structs.replace(
+        job().metadata, labels={QUEUE: "lq"}, owner_references=[JOBSET_PARENT]))
+    jobs, _, client = _setup(child, before=(config,))
+    await jobs.reconcile("ns/train")
+    assert client.created == [] and client.patches == []
