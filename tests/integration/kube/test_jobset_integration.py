@@ -4,8 +4,9 @@ The JobSet project is not installed: its API is served from the minimal CRD of :
 and no JobSet controller runs, so the test plays it (sets the ``Completed`` condition through the status
 subresource). Two JobSets each fill the ClusterQueue: the first gets its Workload, is admitted and unsuspended with
 the flavor's node labels in every replicated Job's pod template; the second, created unsuspended, is suspended,
-gets its Workload and stays suspended while the first holds the quota; once the first completes its Workload
-finishes, the quota goes back and the second starts.
+gets its Workload and stays suspended while the first holds the quota; the Jobs the JobSet controller makes get
+no Workload of their own, and one of the pending JobSet, made running, is suspended; once the first completes its
+Workload finishes, the quota goes back and the second starts.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import connect, eventually, get, kueue_es, queues
+from kubehelp import connect, create, eventually, get, kueue_es, queues
 
 from connectors.k8s import crds
 from connectors.k8s.jobset import workload_name
-from connectors.k8s.resources import JOBSETS
+from connectors.k8s.resources import BY_KIND, JOBSETS
 from kueue_es.scheduler.config import load_config
 
 pytestmark = pytest.mark.kube
@@ -40,6 +41,22 @@ def _jobset(ns: str, name: str, *, suspend: bool) -> dict[str, Any]:
 
 async def _jobset_now(kc: Any, ns: str, name: str) -> dict[str, Any]:
     return msgspec.json.decode(await kc.get(JOBSETS, name, ns))
+
+
+def _child_job(ns: str, jobset: dict[str, Any]) -> dict[str, Any]:
+    """The first Job the JobSet controller makes for ``jobset``'s leader, running, with its queue label."""
+    meta = jobset["metadata"]
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+        "name": f"{meta['name']}-leader-0", "namespace": ns, "labels": {"kueue.x-k8s.io/queue-name": "user-queue"},
+        "ownerReferences": [{"apiVersion": JOBSETS.api_version, "kind": "JobSet", "name": meta["name"],
+                             "uid": meta["uid"], "controller": True}]},
+        "spec": {"suspend": False, "template": {"spec": {"restartPolicy": "Never", "containers": [
+            {"name": "c", "image": "busybox:1.36", "resources": {"requests": {"cpu": "1"}}}]}}}}
+
+
+async def _workloads(kc: Any, ns: str) -> list[dict[str, Any]]:
+    listed = await kc.list(BY_KIND["Workload"])
+    return [w for w in map(msgspec.json.decode, listed.items) if w["metadata"]["namespace"] == ns]
 
 
 def _pod_template(jobset: dict[str, Any], i: int) -> dict[str, Any]:
@@ -91,6 +108,20 @@ async def test_a_queued_jobset_runs_only_while_its_workload_is_admitted(kube_api
             await eventually(pending, what="the second JobSet suspended, with a pending workload")
             assert await admitted(wl_second) is None and (await _jobset_now(kc, q.ns, "second"))["spec"]["suspend"]
             assert "nodeSelector" not in _pod_template(await _jobset_now(kc, q.ns, "second"), 0)["spec"]
+
+            # play the JobSet controller: a Job of each, made running, the queue label copied from the JobSet
+            for parent in (js_first, second):
+                await create(kc, _child_job(q.ns, parent))
+
+            async def child_suspended() -> bool:
+                job = await get(kc, "Job", "second-leader-0", q.ns)
+                return job["spec"].get("suspend") is True
+
+            await eventually(child_suspended, what="the pending JobSet's Job suspended (its parent not admitted)")
+            assert (await get(kc, "Job", "first-leader-0", q.ns))["spec"].get("suspend") is False, (
+                "the admitted JobSet's Job runs")
+            owned = [w["metadata"]["ownerReferences"][0]["kind"] for w in await _workloads(kc, q.ns)]
+            assert owned == ["JobSet", "JobSet"], "no Workload of a child Job's own"
 
             # play the JobSet controller: the first completed
             done = {"type": "Completed", "status": "True", "reason": "AllJobsCompleted",
