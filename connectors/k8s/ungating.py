@@ -6,7 +6,9 @@ selector each gets: the assignment's level labels with the domain's values (for 
 hostname alone, since such an assignment lists only that level).
 
 * **Rank mode** when the pod set has a ``podIndexLabel`` and every live pod carries a valid, distinct index
-  below the pod count, and every pod already ungated sits in the domain its rank implies: rank r goes to the
+  below the pod count (with a ``subGroupIndexLabel``, as a JobSet's pod sets have, the rank is the index within
+  the pod's Job plus the Job's index times the Job's size, as Kueue's ungater reads it), and every pod already
+  ungated sits in the domain its rank implies: rank r goes to the
   domain whose cumulative range, in assignment order, contains r. (After a node replacement the re-sorted
   assignment often breaks that last condition; greedy mode then fills the freed slot.)
 * **Greedy mode** otherwise: count the ungated pods per domain (by their node selector) and fill each domain's
@@ -45,13 +47,23 @@ def _index(pod: o.Pod, label: str, bound: int) -> int | None:
     return value if value < bound else None
 
 
-def _ranks(pods: list[o.Pod], label: str | None, count: int) -> dict[int, o.Pod] | None:
+def _ranks(pods: list[o.Pod], request: o.PodSetTopologyRequest | None, count: int) -> dict[int, o.Pod] | None:
+    """Rank -> pod, when every pod's rank can be read (None: it cannot, or two share one). With a sub-group label
+    (a JobSet's ``jobset.sigs.k8s.io/job-index``, among ``subGroupCount`` Jobs of ``count / subGroupCount`` pods
+    each), a pod's rank is its index within its Job plus its Job's index times that size."""
+    label = request.pod_index_label if request is not None else None
     if not label:
         return None
+    assert request is not None
+    group_label, groups = request.sub_group_index_label, request.sub_group_count
+    size = count // groups if group_label and groups else count
     out: dict[int, o.Pod] = {}
     for pod in pods:
-        rank = _index(pod, label, count)
-        if rank is None or rank in out:
+        rank = _index(pod, label, size)
+        if rank is not None and group_label and groups:
+            group = _index(pod, group_label, groups)
+            rank = None if group is None else rank + group * size
+        if rank is None or rank >= count or rank in out:
             return None
         out[rank] = pod
     return out
@@ -76,7 +88,7 @@ def plan(psa: o.PodSetAssignment, request: o.PodSetTopologyRequest | None, pods:
         return tuple(pod.spec.node_selector.get(level) for level in levels)
 
     by_rank: list[tuple[str, ...]] = [values for values, c in domains for _ in range(c)]
-    ranks = _ranks(live, request.pod_index_label if request is not None else None, min(count, len(by_rank)))
+    ranks = _ranks(live, request, min(count, len(by_rank)))
     if ranks is not None and all(gated(p) or placed(p) == by_rank[r] for r, p in ranks.items()):
         return [Ungate(p, selector(by_rank[r])) for r, p in sorted(ranks.items())
                 if gated(p) and by_rank[r][-1] not in down]

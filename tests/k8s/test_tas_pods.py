@@ -107,6 +107,23 @@ def test_rank_mode_ungates_only_the_gated_pods() -> None:
     assert placements(plan(THREE, RANKED, pods)) == {"b": "n1", "c": "n2"}
 
 
+JOB_INDEX = "jobset.sigs.k8s.io/job-index"
+BY_JOB = o.PodSetTopologyRequest(required=RACK, pod_index_label=INDEX, sub_group_index_label=JOB_INDEX,
+                                 sub_group_count=2)
+
+
+def test_a_jobsets_pods_are_ranked_by_job_then_by_index_within_it() -> None:
+    """Kueue's ungater for a pod set with sub-groups (a JobSet's replicated Job: 2 Jobs of 2 pods): rank = index
+    within the Job + the Job's index × 2; the names, in the reverse order, do not decide."""
+    four = assignment([HOST], [(["n1"], 1), (["n2"], 1), (["n3"], 2)])
+    pods = [pod(f"{'zyxw'[2 * j + i]}", index=i, labels={JOB_INDEX: str(j)}) for j in (1, 0) for i in (1, 0)]
+    assert placements(plan(four, BY_JOB, pods)) == {"z": "n1", "y": "n2", "x": "n3", "w": "n3"}
+    mixed = [pod("a", index=0, labels={JOB_INDEX: "0"}), pod("b", index=0, labels={JOB_INDEX: "0"})]
+    assert placements(plan(four, BY_JOB, mixed)) == {"a": "n1", "b": "n2"}, "a shared rank: greedy, by name"
+    beyond = [pod("a", index=2, labels={JOB_INDEX: "0"})]
+    assert placements(plan(four, BY_JOB, beyond)) == {"a": "n1"}, "an index beyond its Job's size: greedy"
+
+
 def test_greedy_mode_without_valid_ranks_fills_domains_in_order_with_pods_in_name_order() -> None:
     for pods in ([pod("z"), pod("y"), pod("x")],  # no index at all
                  [pod("z", index=0), pod("y", index=0), pod("x", index=1)],  # a duplicate rank
