@@ -583,7 +583,13 @@ def admission_usage(admission: o.Admission, wl: WorkloadInfo | None = None) -> d
     for psa in admission.pod_set_assignments:
         admitted = left = 0
         if wl is not None:
-            admitted, left = _scaled_from(psa, wl)
+            name = psa.name
+            for spec_set, now in zip(wl.spec_sets, wl.pod_sets, strict=True):
+                if spec_set.name == name:  # no break: of two pod sets of one name, the last counts, as it did
+                    left = now.count
+                    admitted = psa.count if psa.count is not None else spec_set.count
+                    if left >= admitted:
+                        admitted = 0
         for resource, flavor in psa.flavors.items():
             q = psa.resource_usage.get(resource)
             if q is None:
@@ -596,20 +602,6 @@ def admission_usage(admission: o.Admission, wl: WorkloadInfo | None = None) -> d
     return usage
 
 
-def _scaled_from(psa: o.PodSetAssignment, wl: WorkloadInfo) -> tuple[int, int]:
-    """(admitted count, count left) when the pod set of ``psa`` holds fewer pods than it was admitted with, else
-    (0, 0): its usage is then scaled by left / admitted (:func:`admission_usage`)."""
-    admitted = left = 0
-    name = psa.name
-    for spec_set, now in zip(wl.spec_sets, wl.pod_sets, strict=True):
-        if spec_set.name == name:  # no break: of two pod sets of one name, the last counts, as it did
-            left = now.count
-            admitted = psa.count if psa.count is not None else spec_set.count
-            if left >= admitted:
-                admitted = 0
-    return admitted, left
-
-
 def pod_set_usage(wl: WorkloadInfo) -> dict[str, tuple[dict[str, str], dict[str, int]]]:
     """Per pod set of a reserving ``wl``'s admission (by name): its flavors (resource -> flavor) and the quota it
     holds (resource -> amount, scaled as :func:`admission_usage` scales it). What a replacement slice is
@@ -618,14 +610,8 @@ def pod_set_usage(wl: WorkloadInfo) -> dict[str, tuple[dict[str, str], dict[str,
     if wl.admission is None:
         return out
     for psa in wl.admission.pod_set_assignments:
-        admitted, left = _scaled_from(psa, wl)
-        held: dict[str, int] = {}
-        for resource in psa.flavors:
-            q = psa.resource_usage.get(resource)
-            if q is None:
-                continue
-            v = to_int(resource, q)
-            held[resource] = v // admitted * left if admitted else v
+        one = admission_usage(o.Admission(cluster_queue=wl.admission.cluster_queue, pod_set_assignments=[psa]), wl)
+        held = {r: one[f"{f}/{r}"] for r, f in psa.flavors.items() if f"{f}/{r}" in one}
         out[psa.name] = (dict(psa.flavors), held)
     return out
 
