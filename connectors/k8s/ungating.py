@@ -6,7 +6,8 @@ selector each gets: the assignment's level labels with the domain's values (for 
 hostname alone, since such an assignment lists only that level).
 
 * **Rank mode** when the pod set has a ``podIndexLabel`` and every live pod carries a valid, distinct index
-  below the pod count, and every pod already ungated sits in the domain its rank implies: rank r goes to the
+  below the pod count (with a ``subGroupIndexLabel``, a JobSet's, the index within its Job plus its Job's index
+  times the Job's size), and every pod already ungated sits in the domain its rank implies: rank r goes to the
   domain whose cumulative range, in assignment order, contains r. (After a node replacement the re-sorted
   assignment often breaks that last condition; greedy mode then fills the freed slot.)
 * **Greedy mode** otherwise: count the ungated pods per domain (by their node selector) and fill each domain's
@@ -45,12 +46,24 @@ def _index(pod: o.Pod, label: str, bound: int) -> int | None:
     return value if value < bound else None
 
 
-def _ranks(pods: list[o.Pod], label: str | None, count: int) -> dict[int, o.Pod] | None:
-    if not label:
+def _ranks(pods: list[o.Pod], request: o.PodSetTopologyRequest | None, size: int, count: int
+           ) -> dict[int, o.Pod] | None:
+    """Each pod's rank (None: not every pod has a valid, distinct one) among the ``size`` pods of the pod set, below
+    ``count``. With a sub-group (a JobSet's replicated Job: its Jobs, each of ``size / subGroupCount`` pods), the rank
+    is the pod's index within its Job plus its Job's index times that Job size, as Kueue's ungater ranks them."""
+    if request is None or not request.pod_index_label:
         return None
+    sub_label, sub_count = request.sub_group_index_label, request.sub_group_count
+    job_size = size // sub_count if sub_label and sub_count else 0
     out: dict[int, o.Pod] = {}
     for pod in pods:
-        rank = _index(pod, label, count)
+        if job_size:
+            index, job = _index(pod, request.pod_index_label, job_size), _index(pod, sub_label, sub_count)
+            rank = index + job * job_size if index is not None and job is not None else None
+            if rank is not None and rank >= count:
+                rank = None
+        else:
+            rank = _index(pod, request.pod_index_label, count)
         if rank is None or rank in out:
             return None
         out[rank] = pod
@@ -76,7 +89,7 @@ def plan(psa: o.PodSetAssignment, request: o.PodSetTopologyRequest | None, pods:
         return tuple(pod.spec.node_selector.get(level) for level in levels)
 
     by_rank: list[tuple[str, ...]] = [values for values, c in domains for _ in range(c)]
-    ranks = _ranks(live, request.pod_index_label if request is not None else None, min(count, len(by_rank)))
+    ranks = _ranks(live, request, count, min(count, len(by_rank)))
     if ranks is not None and all(gated(p) or placed(p) == by_rank[r] for r, p in ranks.items()):
         return [Ungate(p, selector(by_rank[r])) for r, p in sorted(ranks.items())
                 if gated(p) and by_rank[r][-1] not in down]
