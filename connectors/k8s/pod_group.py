@@ -36,8 +36,8 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
   has ended (``Succeeded``, ``Failed``), or is deleted before reaching a node, loses the finalizer, as Kueue's
   StatefulSet reconciler lets it go: so a StatefulSet scaled to zero or deleted gets rid of its pods, and one
   remakes a pod under the same name. That reconciler (of the template design,
-  ``pkg/controller/jobs/statefulset/statefulset_reconciler.go``) also lets go of — lifts the admission gate from
-  and takes the finalizer off — the pods of the older revision during a rolling update (``status.currentRevision``
+  ``pkg/controller/jobs/statefulset/statefulset_reconciler.go``) also lets go of — lifts Kueue's scheduling gates
+  (admission and topology) from and takes the finalizer off — the pods of the older revision during a rolling update (``status.currentRevision``
   differs from ``status.updateRevision`` and the pod's ``controller-revision-hash`` is the current one), and every
   pod once the StatefulSet is gone (:func:`let_go_by_statefulset`).
 """
@@ -69,6 +69,7 @@ from connectors.k8s.pod_sync import (
     finalizable,
     is_gated,
     is_ready,
+    kueue_gated,
     pod_set,
 )
 from connectors.k8s.pod_webhook import SUSPENDING_PARENT
@@ -260,14 +261,15 @@ def next_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool,
 
 def let_go_by_statefulset(pods: list[ManagedPod], statefulset: StatefulSetView) -> tuple[ManagedPod, ...]:
     """The group's Pods a StatefulSet holds that Kueue's StatefulSet reconciler ungates and finalizes, those still
-    gated or carrying the finalizer: every one once the StatefulSet is gone; during a rolling update (its current
-    revision not the update one yet), those of the current revision, which the controller is to replace."""
+    gated (by either of Kueue's gates) or carrying the finalizer: every one once the StatefulSet is gone; during a
+    rolling update (its current revision not the update one yet), those of the current revision, which the
+    controller is to replace."""
     updating = statefulset.current_revision != statefulset.update_revision
 
     def let_go(p: ManagedPod) -> bool:
         return statefulset.gone or (updating and p.metadata.labels.get(REVISION_LABEL) == statefulset.current_revision)
 
-    return tuple(p for p in pods if held_by_statefulset(p) and (is_gated(p) or finalizable(p)) and let_go(p))
+    return tuple(p for p in pods if held_by_statefulset(p) and (kueue_gated(p) or finalizable(p)) and let_go(p))
 
 
 def held_by_statefulset(pod: ManagedPod) -> bool:

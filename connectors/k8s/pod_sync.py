@@ -121,6 +121,11 @@ def is_gated(pod: ManagedPod) -> bool:
     return any(g.get("name") == ADMISSION_GATE for g in pod.spec.scheduling_gates)
 
 
+def kueue_gated(pod: ManagedPod) -> bool:
+    """Held by either of Kueue's scheduling gates: admission, or topology (a TAS pod the ungater has not placed)."""
+    return any(g.get("name") in (ADMISSION_GATE, TOPOLOGY_GATE) for g in pod.spec.scheduling_gates)
+
+
 def ended(pod: ManagedPod) -> tuple[str, str] | None:
     """``(reason, message)`` of a Pod that succeeded or failed: its Workload's finish."""
     if pod.status.phase not in ("Succeeded", "Failed"):
@@ -275,9 +280,10 @@ def finalize_patch(pod: ManagedPod) -> dict[str, Any]:
 
 
 def let_go_patch(pod: ManagedPod) -> dict[str, Any]:
-    """The merge patch that lifts Kueue's admission gate from the Pod and drops Kueue's finalizer (as Kueue's
-    StatefulSet reconciler lets a pod go), conditioned on its resourceVersion."""
-    gates = [g for g in pod.spec.scheduling_gates if g.get("name") != ADMISSION_GATE]
+    """The merge patch that lifts Kueue's scheduling gates (admission and topology) from the Pod and drops Kueue's
+    finalizer (as Kueue's StatefulSet reconciler lets a pod go: Kueue no longer places it), conditioned on its
+    resourceVersion."""
+    gates = [g for g in pod.spec.scheduling_gates if g.get("name") not in (ADMISSION_GATE, TOPOLOGY_GATE)]
     patch = finalize_patch(pod)
     patch["spec"] = {"schedulingGates": gates or None}
     return patch

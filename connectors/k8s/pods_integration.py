@@ -877,7 +877,7 @@ class PodIntegration:
         await self._report(first, DELETED_WORKLOAD, workload=obs.key, message=job_sync.deleted_message(obs.key))
 
     async def _let_go_pod(self, pod: ManagedPod) -> None:
-        """Lift the admission gate and drop Kueue's finalizer, as Kueue's StatefulSet reconciler lets a pod go."""
+        """Lift Kueue's scheduling gates and drop its finalizer, as Kueue's StatefulSet reconciler lets a pod go."""
         if not await self._patch_pod(pod, pod_sync.let_go_patch(pod)):
             return
         self.stats.let_go += 1

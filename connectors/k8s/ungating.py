@@ -47,23 +47,25 @@ def _index(pod: o.Pod, label: str, bound: int) -> int | None:
     return value if value < bound else None
 
 
-def _ranks(pods: list[o.Pod], request: o.PodSetTopologyRequest | None, count: int) -> dict[int, o.Pod] | None:
-    """Rank -> pod, when every pod's rank can be read (None: it cannot, or two share one). With a sub-group label
-    (a JobSet's ``jobset.sigs.k8s.io/job-index``, among ``subGroupCount`` Jobs of ``count / subGroupCount`` pods
-    each), a pod's rank is its index within its Job plus its Job's index times that size."""
-    label = request.pod_index_label if request is not None else None
-    if not label:
+def _ranks(pods: list[o.Pod], request: o.PodSetTopologyRequest | None, size: int, count: int
+           ) -> dict[int, o.Pod] | None:
+    """Each pod's rank (None: not every pod has a valid, distinct one) among the ``size`` pods of the pod set, below
+    ``count``. With a sub-group (a JobSet's replicated Job: its Jobs, each of ``size / subGroupCount`` pods), the rank
+    is the pod's index within its Job plus its Job's index times that Job size, as Kueue's ungater ranks them."""
+    if request is None or not request.pod_index_label:
         return None
-    assert request is not None
-    group_label, groups = request.sub_group_index_label, request.sub_group_count
-    size = count // groups if group_label and groups else count
+    sub_label, sub_count = request.sub_group_index_label, request.sub_group_count
+    job_size = size // sub_count if sub_label and sub_count else 0
     out: dict[int, o.Pod] = {}
     for pod in pods:
-        rank = _index(pod, label, size)
-        if rank is not None and group_label and groups:
-            group = _index(pod, group_label, groups)
-            rank = None if group is None else rank + group * size
-        if rank is None or rank >= count or rank in out:
+        if job_size:
+            index, job = _index(pod, request.pod_index_label, job_size), _index(pod, sub_label, sub_count)
+            rank = index + job * job_size if index is not None and job is not None else None
+            if rank is not None and rank >= count:
+                rank = None
+        else:
+            rank = _index(pod, request.pod_index_label, count)
+        if rank is None or rank in out:
             return None
         out[rank] = pod
     return out
@@ -88,7 +90,7 @@ def plan(psa: o.PodSetAssignment, request: o.PodSetTopologyRequest | None, pods:
         return tuple(pod.spec.node_selector.get(level) for level in levels)
 
     by_rank: list[tuple[str, ...]] = [values for values, c in domains for _ in range(c)]
-    ranks = _ranks(live, request, min(count, len(by_rank)))
+    ranks = _ranks(live, request, count, min(count, len(by_rank)))
     if ranks is not None and all(gated(p) or placed(p) == by_rank[r] for r, p in ranks.items()):
         return [Ungate(p, selector(by_rank[r])) for r, p in sorted(ranks.items())
                 if gated(p) and by_rank[r][-1] not in down]

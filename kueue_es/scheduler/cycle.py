@@ -233,12 +233,13 @@ def nominate(ctx: CycleContext, e: Entry) -> None:
 def replaced_slice(ctx: CycleContext, wl: WorkloadInfo, cq: str) -> WorkloadInfo | None:
     """The slice ``wl`` replaces (its ``kueue.x-k8s.io/workload-slice-replacement-for``), under
     ElasticJobsViaWorkloadSlices and only while that slice holds quota in ``cq``, the ClusterQueue ``wl`` is
-    tried in (Kueue looks it up among that ClusterQueue's workloads); else None, and ``wl`` is a workload like
-    any other."""
+    tried in (Kueue looks it up among that ClusterQueue's workloads), and is of ``wl``'s namespace (a workload
+    cannot replace, and so finish, another namespace's); else None, and ``wl`` is a workload like any other."""
     key = wl.replaces
     if not key or not ctx.workload_slices or key not in ctx.state.reserving.get(cq, ()):
         return None
-    return ctx.state.workloads.get(key)
+    replaced = ctx.state.workloads.get(key)
+    return replaced if replaced is not None and replaced.namespace == wl.namespace else None
 
 
 def _assign(ctx: CycleContext, wl: WorkloadInfo, cq: str, counts: list[int] | None = None,

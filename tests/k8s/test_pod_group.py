@@ -6,7 +6,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from connectors.k8s import pod_group
+from connectors.k8s import pod_group, pod_sync
 from connectors.k8s.pod_group import CREATE, FINALIZE, FINISH, INVALID, RELEASE, START, STOP, WAIT, next_step
 from connectors.k8s.pod_roles import metadata_errors, role_annotation_patch, role_hash
 from connectors.k8s.pod_sync import ManagedPod, ManagedPodSpec, ManagedPodStatus
@@ -387,6 +387,24 @@ def test_once_the_statefulset_is_gone_every_pod_is_ungated_and_let_go() -> None:
                      statefulset=pod_group.STATEFULSET_GONE)
     assert names(step.let_go) == ["web-0", "web-1", "web-2"]
     assert step.finalize == (), "let go once: the ended one is not finalized besides"
+
+
+def test_a_tas_pod_let_go_loses_the_topology_gate_too() -> None:
+    """Kueue's StatefulSet reconciler lifts both of Kueue's scheduling gates from a pod it lets go (a pod of a TAS
+    group keeps the topology gate until the ungater places it): one left topology-gated would never schedule, and
+    a rolling update would wait on it. A pod held by that gate alone is let go as well."""
+    tas_gates = [{"name": "kueue.x-k8s.io/admission"}, {"name": "kueue.x-k8s.io/topology"}, {"name": "other.io/x"}]
+    both = sts_member("web-0", "web-old")
+    both = msgspec.structs.replace(both, spec=msgspec.structs.replace(both.spec, scheduling_gates=tas_gates))
+    patch = pod_sync.let_go_patch(both)
+    assert patch["spec"] == {"schedulingGates": [{"name": "other.io/x"}]}
+    only_tas = sts_member("web-1", "web-old", gated=False, finalizer=False)
+    only_tas = msgspec.structs.replace(only_tas, spec=msgspec.structs.replace(
+        only_tas.spec, scheduling_gates=[{"name": "kueue.x-k8s.io/topology"}]))
+    step = next_step([only_tas], group_workload(ADMITTED, counts={"r1": 1}), managed=True, admission_shown=True,
+                     statefulset=pod_group.STATEFULSET_GONE)
+    assert names(step.let_go) == ["web-1"]
+    assert pod_sync.let_go_patch(only_tas)["spec"] == {"schedulingGates": None}
 
 
 def test_a_group_workload_none_of_whose_pods_has_its_roles_is_deleted_as_no_longer_matching() -> None:

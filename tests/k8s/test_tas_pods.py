@@ -45,6 +45,12 @@ def test_a_pod_keeps_only_what_tas_reads() -> None:
     assert kept.spec.scheduling_gates == [GATE] and kept.metadata.uid == "uid-p"
 
 
+def test_a_jobset_pod_keeps_its_job_index_for_the_ungaters_ranks() -> None:
+    kept = trim.pod_view(pod("p", index=0, labels={"jobset.sigs.k8s.io/job-index": "1", "app": "x"}))
+    assert kept is not None
+    assert kept.metadata.labels == {"kueue.x-k8s.io/podset": "main", INDEX: "0", "jobset.sigs.k8s.io/job-index": "1"}
+
+
 @pytest.mark.parametrize(("case", "p", "kept"), [
     ("a bound pod of anyone", o.Pod(metadata=o.ObjectMeta(name="x", namespace="ns"),
                                     spec=o.PodSpec(node_name="n1")), True),
@@ -107,23 +113,6 @@ def test_rank_mode_ungates_only_the_gated_pods() -> None:
     assert placements(plan(THREE, RANKED, pods)) == {"b": "n1", "c": "n2"}
 
 
-JOB_INDEX = "jobset.sigs.k8s.io/job-index"
-BY_JOB = o.PodSetTopologyRequest(required=RACK, pod_index_label=INDEX, sub_group_index_label=JOB_INDEX,
-                                 sub_group_count=2)
-
-
-def test_a_jobsets_pods_are_ranked_by_job_then_by_index_within_it() -> None:
-    """Kueue's ungater for a pod set with sub-groups (a JobSet's replicated Job: 2 Jobs of 2 pods): rank = index
-    within the Job + the Job's index × 2; the names, in the reverse order, do not decide."""
-    four = assignment([HOST], [(["n1"], 1), (["n2"], 1), (["n3"], 2)])
-    pods = [pod(f"{'zyxw'[2 * j + i]}", index=i, labels={JOB_INDEX: str(j)}) for j in (1, 0) for i in (1, 0)]
-    assert placements(plan(four, BY_JOB, pods)) == {"z": "n1", "y": "n2", "x": "n3", "w": "n3"}
-    mixed = [pod("a", index=0, labels={JOB_INDEX: "0"}), pod("b", index=0, labels={JOB_INDEX: "0"})]
-    assert placements(plan(four, BY_JOB, mixed)) == {"a": "n1", "b": "n2"}, "a shared rank: greedy, by name"
-    beyond = [pod("a", index=2, labels={JOB_INDEX: "0"})]
-    assert placements(plan(four, BY_JOB, beyond)) == {"a": "n1"}, "an index beyond its Job's size: greedy"
-
-
 def test_greedy_mode_without_valid_ranks_fills_domains_in_order_with_pods_in_name_order() -> None:
     for pods in ([pod("z"), pod("y"), pod("x")],  # no index at all
                  [pod("z", index=0), pod("y", index=0), pod("x", index=1)],  # a duplicate rank
@@ -164,3 +153,27 @@ def test_a_topology_without_hostname_selects_every_level() -> None:
 def test_nothing_to_do_without_a_topology_assignment_or_gated_pods() -> None:
     assert plan(o.PodSetAssignment(name="main", count=1), None, [pod("a")]) == []
     assert plan(THREE, RANKED, [pod("a", index=0, gated=False, selector={HOST: "n1"})]) == []
+
+
+JOB_INDEX = "jobset.sigs.k8s.io/job-index"
+SUBGROUPED = o.PodSetTopologyRequest(required=RACK, pod_index_label=INDEX, sub_group_index_label=JOB_INDEX,
+                                     sub_group_count=2)
+
+
+def test_a_jobsets_pods_are_ranked_by_job_index_then_completion_index() -> None:
+    # a replicated Job of 2 Jobs x 2 pods: every Job has completion indexes 0 and 1, so the rank is
+    # completion index + job index x 2 (Kueue's topology ungater); names deliberately out of rank order
+    four = assignment([HOST], [(["n1"], 1), (["n2"], 1), (["n3"], 1), (["n4"], 1)])
+    pods = [pod("a", index=1, labels={JOB_INDEX: "1"}), pod("b", index=0, labels={JOB_INDEX: "1"}),
+            pod("c", index=1, labels={JOB_INDEX: "0"}), pod("d", index=0, labels={JOB_INDEX: "0"})]
+    assert placements(plan(four, SUBGROUPED, pods)) == {"d": "n1", "c": "n2", "b": "n3", "a": "n4"}
+
+
+def test_a_jobset_pod_without_a_valid_job_index_falls_back_to_greedy() -> None:
+    four = assignment([HOST], [(["n1"], 2), (["n2"], 2)])
+    for job_index in ("2", "x"):  # beyond the Jobs' count, not a number
+        pods = [pod("a", index=0, labels={JOB_INDEX: "1"}), pod("b", index=0, labels={JOB_INDEX: job_index}),
+                pod("c", index=1, labels={JOB_INDEX: "0"})]
+        assert placements(plan(four, SUBGROUPED, pods)) == {"a": "n1", "b": "n1", "c": "n2"}
+    pods = [pod("a", index=2, labels={JOB_INDEX: "0"}), pod("b", index=0, labels={JOB_INDEX: "1"})]
+    assert placements(plan(four, SUBGROUPED, pods)) == {"a": "n1", "b": "n1"}, "a completion index beyond a Job's size"
