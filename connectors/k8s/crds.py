@@ -39,7 +39,7 @@ import msgspec
 
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, KubeError
-from connectors.k8s.resources import JOBSETS, KUEUE_RESOURCES, PROVISIONING_REQUESTS, Resource
+from connectors.k8s.resources import JOBSETS, KUEUE_RESOURCES, MPIJOBS, PROVISIONING_REQUESTS, Resource
 from events import conversion
 from events import objects as o
 
@@ -380,6 +380,42 @@ def jobset_crd() -> dict[str, Any]:
     schema = {"type": "object", "properties": {
         "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
         "spec": spec, "status": status}}
+    return _foreign_crd(r, schema)
+
+
+def mpijob_crd() -> dict[str, Any]:
+    """A minimal structural CRD for kubeflow.org/v2beta1 MPIJobs, for tests against an apiserver without the MPI
+    operator installed: the fields the MPIJob integration reads and writes are typed (``spec.runPolicy.suspend`` and
+    ``schedulingPolicy.priorityClass``, each replica spec's ``replicas`` and ``template``, the status's
+    ``conditions`` and ``replicaStatuses``), the rest is kept as written. Not the MPI operator's CRD: none of its
+    validation or defaulting."""
+    replica_spec = {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {
+        "replicas": {"type": "integer", "format": "int32", "minimum": 0},
+        "template": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
+    run_policy = {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {
+        "suspend": {"type": "boolean"},
+        "schedulingPolicy": {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {
+            "priorityClass": {"type": "string"}}}}}
+    spec = {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {
+        "runPolicy": run_policy, "runLauncherAsWorker": {"type": "boolean"},
+        "mpiReplicaSpecs": {"type": "object", "additionalProperties": replica_spec}}}
+    counts = {name: {"type": "integer", "format": "int32"} for name in ("active", "succeeded", "failed")}
+    condition = {"type": "object", "required": ["type", "status"], "properties": {
+        "type": {"type": "string"}, "status": {"type": "string"}, "reason": {"type": "string"},
+        "message": {"type": "string"}, "lastTransitionTime": {"type": "string", "format": "date-time"},
+        "lastUpdateTime": {"type": "string", "format": "date-time"}}}
+    status = {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {
+        "conditions": {"type": "array", "items": condition},
+        "replicaStatuses": {"type": "object", "additionalProperties": {
+            "type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": counts}}}}
+    schema = {"type": "object", "properties": {
+        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+        "spec": spec, "status": status}}
+    return _foreign_crd(MPIJOBS, schema)
+
+
+def _foreign_crd(r: Resource, schema: dict[str, Any]) -> dict[str, Any]:
+    """The CRD serving another project's kind ``r`` (one version, a status subresource) with ``schema``."""
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",

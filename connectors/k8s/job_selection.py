@@ -4,9 +4,10 @@ Kueue manages an object that names a queue (``kueue.x-k8s.io/queue-name``). With
 on it also manages one that names none, in a namespace its ``managedJobsNamespaceSelector`` selects
 (``jobframework/defaults.go`` ``WorkloadShouldBeSuspended``, ``reconciler.go``), unless the object's controller
 is of a kind one of its enabled integrations runs (``IsOwnerManagedByKueue``): that parent is the one Kueue
-queues, its children follow it. kueue-es runs batch/v1 Jobs always, v1 Pods when the pod integration is on
-and JobSets when the JobSet integration is on, so those are the parents that count here (a JobSet's Jobs are
-left to it); under the option any such parent is managed, queue name or not
+queues, its children follow it. kueue-es runs batch/v1 Jobs always, v1 Pods when the pod integration is on,
+JobSets when the JobSet integration is on and MPIJobs (any ``kubeflow.org`` version, as Kueue's ``isMPIJob``)
+when the MPIJob integration is on, so those are the parents that count here (a JobSet's Jobs, an MPIJob's
+launcher Job are left to it); under the option any such parent is managed, queue name or not
 (``FindAncestorJobManagedByKueue``).
 
 Such a Job is suspended at creation (by the mutating webhook, else by the Job integration after the fact) and
@@ -22,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from connectors.k8s.job_events import QUEUE_LABEL
-from connectors.k8s.resources import JOBSETS
+from connectors.k8s.resources import JOBSETS, MPIJOBS
 from events import objects as o
 from kueue_es.scheduler.config import SchedulerConfig
 from projections.clusterqueues import selector_matches
@@ -32,13 +33,22 @@ POD_OWNER = ("v1", "Pod")
 JOBSET_OWNER = (JOBSETS.api_version, JOBSETS.kind)
 
 
-def kueue_owner(owner: tuple[str, str] | None, pods_on: bool, jobsets_on: bool = False) -> bool:
+def kueue_owner(owner: tuple[str, str] | None, pods_on: bool, jobsets_on: bool = False,
+                mpijobs_on: bool = False) -> bool:
     """Whether the controller ``(apiVersion, kind)`` is of a kind Kueue's enabled integrations run (a batch/v1 Job;
-    a v1 Pod with the pod integration on, ``pods_on``; a JobSet with the JobSet integration on, ``jobsets_on``):
-    Kueue leaves the child to that parent."""
+    a v1 Pod with the pod integration on, ``pods_on``; a JobSet with the JobSet integration on, ``jobsets_on``; an
+    MPIJob of any ``kubeflow.org`` version with the MPIJob integration on, ``mpijobs_on``): Kueue leaves the child
+    to that parent."""
     if owner is None:
         return False
-    return owner == JOB_OWNER or (owner == POD_OWNER and pods_on) or (owner == JOBSET_OWNER and jobsets_on)
+    return (owner == JOB_OWNER or (owner == POD_OWNER and pods_on) or (owner == JOBSET_OWNER and jobsets_on)
+            or (mpijobs_on and _is_mpijob(owner)))
+
+
+def _is_mpijob(owner: tuple[str, str]) -> bool:
+    """Kueue's ``isMPIJob``: kind ``MPIJob`` and an apiVersion in the ``kubeflow.org`` group."""
+    api_version, kind = owner
+    return kind == MPIJOBS.kind and api_version.startswith(f"{MPIJOBS.group}/")
 
 
 def controller(refs: Iterable[o.OwnerReference]) -> tuple[str, str] | None:
@@ -59,7 +69,7 @@ def manages_unqueued(owner: tuple[str, str] | None, config: SchedulerConfig) -> 
     """Whether an object that names no queue is Kueue's, its namespace aside (that is :func:`namespace_managed`):
     only under ``manageJobsWithoutQueueName``, and not for the child of a Kueue-run parent."""
     return config.manage_jobs_without_queue_name and not kueue_owner(owner, config.manages_pods,
-                                                                     config.manages_jobsets)
+                                                                     config.manages_jobsets, config.manages_mpijobs)
 
 
 def namespace_managed(namespace_labels: Mapping[str, str] | None, config: SchedulerConfig) -> bool:

@@ -3,7 +3,8 @@
 Kueue writes that reconciler once, over an interface each kind implements (suspended, active, finished, pods
 ready, reclaimable pods, run and stop with the admission's pod-set information). Here :class:`JobReconciler`
 holds the steps and each kind is a subclass naming only its own reads and writes — the batch/v1 Job
-(:mod:`connectors.k8s.jobs`) and the JobSet (:mod:`connectors.k8s.jobset_integration`). So a step changed for
+(:mod:`connectors.k8s.jobs`), the JobSet (:mod:`connectors.k8s.jobset_integration`) and the MPIJob
+(:mod:`connectors.k8s.mpijob_integration`). So a step changed for
 one kind is changed for all, as in Kueue. The Pod integration is a reconciler of its own, as Kueue's is; it
 shares with these only the small pieces of :mod:`connectors.k8s.owner_index`.
 
@@ -202,6 +203,10 @@ class JobReconciler(Generic[J]):
     def workload_for(self, raw: dict[str, Any], name: str) -> dict[str, Any]:
         """The Workload to create for the job as stored; raises as :meth:`_create_workload` handles."""
         raise NotImplementedError
+
+    def suspend_spec(self) -> dict[str, Any]:
+        """The part of the job's spec a merge patch sets to suspend it (an MPIJob keeps it in its run policy)."""
+        return {"suspend": True}
 
     async def _read_to_create(self, job: J) -> dict[str, Any] | None:
         """The job as stored, to build its Workload from (None: not the job the view holds any more)."""
@@ -424,7 +429,7 @@ class JobReconciler(Generic[J]):
 
     async def _suspend_only(self, job: J, name: str, why: str) -> None:
         await self.client.patch(self.RESOURCE, job.metadata.name, {
-            "metadata": {"resourceVersion": job.metadata.resource_version}, "spec": {"suspend": True}},
+            "metadata": {"resourceVersion": job.metadata.resource_version}, "spec": self.suspend_spec()},
             job.metadata.namespace)
         self.log.info(f"suspended a {self.NOUN} that has no workload yet", **{self.NOUN: job.key})
         await self._report(job, STOPPED, workload=f"{job.metadata.namespace}/{name}", message=why)

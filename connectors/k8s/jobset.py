@@ -212,7 +212,7 @@ def start_patch(raw_jobset: dict[str, Any], infos: list[podsetinfo.PodSetInfo]) 
     for rj, info in zip(replicated, infos, strict=True):
         template = rj.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {})
         view = msgspec.convert(template, o.PodTemplateSpec)
-        _write(template, podsetinfo.onto_template(view, info))
+        write_template(template, podsetinfo.onto_template(view, info))
     return {"metadata": {"resourceVersion": raw_jobset["metadata"]["resourceVersion"]},
             "spec": {"suspend": False, "replicatedJobs": replicated}}
 
@@ -228,16 +228,20 @@ def stop_patch(raw_jobset: dict[str, Any], saved: list[o.PodSet]) -> dict[str, A
         if ps is None:
             continue
         template = rj.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {})
-        t = ps.template
-        _write(template, podsetinfo.PodSetInfo(
-            labels=dict(t.metadata.labels), annotations=dict(t.metadata.annotations),
-            node_selector=dict(t.spec.node_selector), tolerations=list(t.spec.tolerations),
-            scheduling_gates=list(t.spec.scheduling_gates)))
+        write_template(template, recorded_info(ps))
     return {"metadata": {"resourceVersion": raw_jobset["metadata"]["resourceVersion"]},
             "spec": {"suspend": True, "replicatedJobs": replicated}}
 
 
-def _write(template: dict[str, Any], info: podsetinfo.PodSetInfo) -> None:
+def recorded_info(ps: o.PodSet) -> podsetinfo.PodSetInfo:
+    """What a Workload's pod set recorded of its job's pod template: what stopping the job gives the template back."""
+    t = ps.template
+    return podsetinfo.PodSetInfo(labels=dict(t.metadata.labels), annotations=dict(t.metadata.annotations),
+                                 node_selector=dict(t.spec.node_selector), tolerations=list(t.spec.tolerations),
+                                 scheduling_gates=list(t.spec.scheduling_gates))
+
+
+def write_template(template: dict[str, Any], info: podsetinfo.PodSetInfo) -> None:
     """Set the raw pod ``template``'s labels, annotations, node selector, tolerations and gates to exactly
     ``info``'s (an empty one removed)."""
     meta, spec = template.setdefault("metadata", {}), template.setdefault("spec", {})

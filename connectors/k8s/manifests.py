@@ -14,8 +14,9 @@ RBAC grants exactly what the connector does:
   retention), ``jobs/status``: patch (clear startTime);
 * JobSets (jobset.x-k8s.io): get/list/watch (the JobSet integration's own watch), patch (suspend/unsuspend,
   inject and restore the replicated Jobs' pod templates), whichever frameworks a replica's Configuration lists;
+* MPIJobs (kubeflow.org): the same, for the MPIJob integration (its replicas' pod templates);
 * the ``finalizers`` subresource (update) of each kind kueue-es makes the owner of what it creates with
-  ``blockOwnerDeletion``: Jobs and JobSets (their Workloads), Workloads (their ProvisioningRequests), ProvisioningRequests
+  ``blockOwnerDeletion``: Jobs, JobSets and MPIJobs (their Workloads), Workloads (their ProvisioningRequests), ProvisioningRequests
   (their PodTemplates) and Pods (below), which the ``OwnerReferencesPermissionEnforcement`` admission plugin
   requires, as Kueue's role grants it;
 * ClusterQueues' and LocalQueues' ``status``: patch (Kueue's queue status);
@@ -64,6 +65,7 @@ from connectors.k8s.resources import (
     KUEUE_GROUP,
     KUEUE_RESOURCES,
     LEASES,
+    MPIJOBS,
     POD_TEMPLATES,
     PROVISIONING_REQUESTS,
     STATEFUL_SETS,
@@ -116,6 +118,8 @@ def cluster_role(name: str = DEFAULT_NAME) -> dict[str, Any]:
         {"apiGroups": [KUEUE_GROUP], "resources": ["workloads/finalizers"], "verbs": ["update"]},
         {"apiGroups": [JOBSETS.group], "resources": [JOBSETS.plural], "verbs": [*READ, "patch"]},
         {"apiGroups": [JOBSETS.group], "resources": [f"{JOBSETS.plural}/finalizers"], "verbs": ["update"]},
+        {"apiGroups": [MPIJOBS.group], "resources": [MPIJOBS.plural], "verbs": [*READ, "patch"]},
+        {"apiGroups": [MPIJOBS.group], "resources": [f"{MPIJOBS.plural}/finalizers"], "verbs": ["update"]},
         {"apiGroups": [PROVISIONING_REQUESTS.group], "resources": [f"{PROVISIONING_REQUESTS.plural}/finalizers"],
          "verbs": ["update"]},
         {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["mutatingwebhookconfigurations"],

@@ -95,3 +95,7 @@ JOBSET_GROUP = "jobset.x-k8s.io"
 JOBSETS = Resource("JobSet", JOBSET_GROUP, "v1alpha2", "jobsets", True, status_subresource=True, optional=True)
 """Kueue's ``jobset.x-k8s.io/jobset`` framework (another project's API, served where its CRD is installed): listed
 and watched by the JobSet integration itself (:mod:`connectors.k8s.jobset_integration`), not put in the log."""
+KUBEFLOW_GROUP = "kubeflow.org"
+MPIJOBS = Resource("MPIJob", KUBEFLOW_GROUP, "v2beta1", "mpijobs", True, status_subresource=True, optional=True)
+"""Kueue's ``kubeflow.org/mpijob`` framework (the MPI operator's API, served where its CRD is installed): listed and
+watched by the MPIJob integration itself (:mod:`connectors.k8s.mpijob_integration`), not put in the log."""

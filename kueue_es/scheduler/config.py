@@ -115,9 +115,10 @@ POD_FRAMEWORK = "pod"
 DEPLOYMENT_FRAMEWORK = "deployment"
 STATEFULSET_FRAMEWORK = "statefulset"
 JOBSET_FRAMEWORK = "jobset.x-k8s.io/jobset"
+MPIJOB_FRAMEWORK = "kubeflow.org/mpijob"
 DEFAULT_FRAMEWORKS = (JOB_FRAMEWORK,)
 """The frameworks Kueue manages when the Configuration lists none (its defaulting, not the manifest it ships, which
-lists more): the plain-Pod integration (``pod``) and JobSets are off."""
+lists more): the plain-Pod integration (``pod``), JobSets and MPIJobs are off."""
 FRAMEWORK_NEEDS = {DEPLOYMENT_FRAMEWORK: POD_FRAMEWORK, STATEFULSET_FRAMEWORK: POD_FRAMEWORK}
 """Framework -> the framework it runs on: a Deployment's or StatefulSet's pods are run by the pod integration, so
 Kueue refuses to start with either listed without ``pod`` (its integration ``DependencyList``)."""
@@ -210,6 +211,12 @@ class SchedulerConfig(_Cfg):
         """Kueue's JobSet integration is on (``jobset.x-k8s.io/jobset`` among the frameworks; off unless listed): a
         JobSet naming a queue runs only while its Workload is admitted (:mod:`connectors.k8s.jobset_integration`)."""
         return JOBSET_FRAMEWORK in self.frameworks
+
+    @property
+    def manages_mpijobs(self) -> bool:
+        """Kueue's MPIJob integration is on (``kubeflow.org/mpijob`` among the frameworks; off unless listed): an
+        MPIJob naming a queue runs only while its Workload is admitted (:mod:`connectors.k8s.mpijob_integration`)."""
+        return MPIJOB_FRAMEWORK in self.frameworks
 
     @property
     def managed_jobs_selector(self) -> o.LabelSelector:

@@ -251,6 +251,11 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert await ok("update", "jobset.x-k8s.io", "jobsets", "team-a", "finalizers")  # a Workload it owns
         assert not await ok("create", "jobset.x-k8s.io", "jobsets", "team-a")
         assert not await ok("patch", "jobset.x-k8s.io", "jobsets", "team-a", "status")
+        assert await ok("watch", "kubeflow.org", "mpijobs")  # the MPIJob integration's own watch
+        assert await ok("patch", "kubeflow.org", "mpijobs", "team-a")  # suspend, templates in and out
+        assert await ok("update", "kubeflow.org", "mpijobs", "team-a", "finalizers")  # a Workload it owns
+        assert not await ok("create", "kubeflow.org", "mpijobs", "team-a")
+        assert not await ok("patch", "kubeflow.org", "mpijobs", "team-a", "status")
         assert await ok("patch", "kueue.x-k8s.io", "admissionchecks", "", "status")
         assert await ok("create", "", "events", "team-a")  # Kueue's Events: decisions carried out, Job actions
         # the visibility API: its APIServices, and the Service and endpoints routing them to the leader
