@@ -1,6 +1,7 @@
-"""Jobs whose controller is of a kind Kueue runs — a JobSet's Jobs with the JobSet integration on, a Job's Jobs:
-Kueue's job reconciler calls them not standalone and gives them no Workload, since the parent's Workload is the
-one queued and admitted. All it does is keep such a Job suspended while that Workload is missing or not admitted
+"""Jobs whose controller is of a kind Kueue runs and queues — a queued JobSet's Jobs with the JobSet integration on,
+a Job's Jobs: Kueue's job reconciler calls them not standalone and gives them no Workload, since the parent's
+Workload is the one queued and admitted (a parent is taken as queued when it has a Workload, or under
+``manageJobsWithoutQueueName``). All it does is keep such a Job suspended while that Workload is missing or not admitted
 (reference §7.1 item 3), so a child made early never runs on quota its parent does not hold.
 """
 

@@ -45,6 +45,11 @@ def kueue_owner(owner: tuple[str, str] | None, pods_on: bool, jobsets_on: bool =
             or (mpijobs_on and _is_mpijob(owner)))
 
 
+def runs_parent(owner: tuple[str, str] | None, config: SchedulerConfig) -> bool:
+    """:func:`kueue_owner` under the integrations the Configuration ``config`` turns on."""
+    return kueue_owner(owner, config.manages_pods, config.manages_jobsets, config.manages_mpijobs)
+
+
 def _is_mpijob(owner: tuple[str, str]) -> bool:
     """Kueue's ``isMPIJob``: kind ``MPIJob`` and an apiVersion in the ``kubeflow.org`` group."""
     api_version, kind = owner
@@ -68,8 +73,7 @@ def raw_controller(meta: Mapping[str, object]) -> tuple[str, str] | None:
 def manages_unqueued(owner: tuple[str, str] | None, config: SchedulerConfig) -> bool:
     """Whether an object that names no queue is Kueue's, its namespace aside (that is :func:`namespace_managed`):
     only under ``manageJobsWithoutQueueName``, and not for the child of a Kueue-run parent."""
-    return config.manage_jobs_without_queue_name and not kueue_owner(owner, config.manages_pods,
-                                                                     config.manages_jobsets, config.manages_mpijobs)
+    return config.manage_jobs_without_queue_name and not runs_parent(owner, config)
 
 
 def namespace_managed(namespace_labels: Mapping[str, str] | None, config: SchedulerConfig) -> bool:

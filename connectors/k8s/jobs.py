@@ -281,9 +281,8 @@ class JobIntegration(JobReconciler[o.Job]):
                 await self._orphaned(obs, wl, gone=job is None)
             return
         config = self._config()
-        if job_selection.kueue_owner(job_selection.controller(job.metadata.owner_references), config.manages_pods,
-                                     config.manages_jobsets):
-            await self._child(job, config)
+        if job_selection.runs_parent(job_selection.controller(job.metadata.owner_references), config) \
+                and await self._child(job, config):
             return  # its parent's Workload is the one queued
         if not self._managed(job, config):
             return  # not Kueue's: no queue name (unless manageJobsWithoutQueueName), or a namespace left out
@@ -314,19 +313,20 @@ class JobIntegration(JobReconciler[o.Job]):
             return
         await self._with_workload(job, obs, wl, generated=not prebuilt_name)
 
-    async def _child(self, job: o.Job, config: SchedulerConfig) -> None:
-        """A Job whose controller is of a kind Kueue runs (a JobSet's Job, say): Kueue's reconciler gives it no
-        Workload of its own; it keeps it suspended while the parent's Workload is missing or not admitted
-        (reference §7.1 item 3; Normal ``Suspended`` "Kueue managed child job suspended"). One naming no queue is
-        looked at only under ``manageJobsWithoutQueueName`` or when its parent is Kueue's (has a Workload here)."""
-        meta = job.metadata
-        if not job_selection.namespace_managed(self.state.namespaces.get(meta.namespace), config):
-            return
+    async def _child(self, job: o.Job, config: SchedulerConfig) -> bool:
+        """A Job whose controller is of a kind Kueue runs (a JobSet's Job, say), when that parent is Kueue's — it has
+        a Workload here, or ``manageJobsWithoutQueueName`` makes every job Kueue's: Kueue's reconciler gives it no
+        Workload of its own, and keeps it suspended while the parent's Workload is missing or not admitted
+        (reference §7.1 item 3; Normal ``Suspended`` "Kueue managed child job suspended"). Whether it was such a
+        child; if not (a parent Kueue does not queue), it is a Job like any other."""
         parent = child_jobs.parent_workload(job, self.mirror.workloads.values(), self.state.workloads)
-        if not meta.labels.get(QUEUE_LABEL) and not config.manage_jobs_without_queue_name and parent is None:
-            return  # the parent is not Kueue's: neither is the child
-        if child_jobs.held(job, parent, finished=job_finished(job) is not None):
+        if parent is None and not config.manage_jobs_without_queue_name:
+            return False
+        namespace = self.state.namespaces.get(job.metadata.namespace)
+        if job_selection.namespace_managed(namespace, config) and child_jobs.held(
+                job, parent, finished=job_finished(job) is not None):
             await self._once(job.key, "suspend-child", job, self._suspend_child(job))
+        return True
 
     async def _suspend_child(self, job: o.Job) -> None:
         await self.client.patch(self.RESOURCE, job.metadata.name, {

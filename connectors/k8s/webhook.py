@@ -115,10 +115,10 @@ def job_patch(job: dict[str, Any], has_default_queue: bool, has_default_priority
     return ops
 
 
-def kueue_parents(pods_on: bool = False, jobsets_on: bool = False) -> ParentRuns:
+def kueue_parents(pods_on: bool = False, jobsets_on: bool = False, mpijobs_on: bool = False) -> ParentRuns:
     """Whether a Job's controller is of a kind Kueue's enabled integrations run
     (:func:`connectors.k8s.job_selection.kueue_owner`)."""
-    return partial(job_selection.kueue_owner, pods_on=pods_on, jobsets_on=jobsets_on)
+    return partial(job_selection.kueue_owner, pods_on=pods_on, jobsets_on=jobsets_on, mpijobs_on=mpijobs_on)
 
 
 async def review(body: bytes, has_default_queue: HasDefaultQueue,
@@ -441,7 +441,7 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     server = WebhookServer(queues, priority_classes,
                            feature_gates, pod_reviews, config.manages_jobs if config is not None else True,
                            unqueued_lookup(client, config) if config is not None else None, pod_validations, parents,
-                           kueue_parents(pods_on, jobsets.enabled))
+                           kueue_parents(pods_on, jobsets.enabled, config_in_force.manages_mpijobs))
     await server.start(k.webhook_address, k.webhook_port, str(cert), str(key))
     if k.webhook_register:
         service = None if k.webhook_url else (k.webhook_service, k.lease_namespace, 443)

@@ -139,7 +139,7 @@ def _parent_workload() -> o.Workload:
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize(("parent", "labels", "suspended"), [
-    (None, {QUEUE: "lq"}, True),
+    (None, {QUEUE: "lq"}, True),  # its parent not Kueue's: a queued Job like any, suspended to get its Workload
     ("pending", {QUEUE: "lq"}, True),
     ("admitted", {QUEUE: "lq"}, False),
     ("pending", {}, True),  # naming no queue: its parent is Kueue's all the same
@@ -195,11 +195,14 @@ def test_the_selection_rule() -> None:
 
 
 @pytest.mark.asyncio
-async def test_a_suspended_child_job_naming_a_queue_gets_no_workload_of_its_own() -> None:
-    """Its JobSet's Workload is the one queued: the child, whatever queue its template gave it, is not one more."""
+@pytest.mark.parametrize("parent_queued", [True, False])
+async def test_a_suspended_job_naming_a_queue_gets_a_workload_of_its_own_only_when_its_parent_is_not_kueues(
+        parent_queued: bool) -> None:
+    """A queued JobSet's Workload is the one queued: its Job, whatever queue its template gave it, is not one more.
+    Under a JobSet Kueue does not queue (no Workload), the Job is a Job like any (Kueue finds no managed ancestor)."""
     config = _config(integrations={"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]})
     child = msgspec.structs.replace(job(), metadata=msgspec.structs.replace(
         job().metadata, labels={QUEUE: "lq"}, owner_references=[JOBSET_PARENT]))
-    jobs, _, client = _setup(child, before=(config,))
+    jobs, _, client = _setup(child, *((_parent_workload(),) if parent_queued else ()), before=(config,))
     await jobs.reconcile("ns/train")
-    assert client.created == [] and client.patches == []
+    assert client.patches == [] and bool(client.created) == (not parent_queued)
