@@ -1,0 +1,232 @@
+"""The job kinds of other projects' APIs (JobSets, MPIJobs): what their integrations share beyond the shared
+reconciler's steps (:mod:`connectors.k8s.jobframework`).
+
+Such objects are none of admission's inputs, so the log does not hold them: each integration keeps its own
+list+watch of its kind (an :class:`~connectors.k8s.list_watch.Informer`; a relist after 410 Gone; while the CRD is
+not served, none exist and the list is tried again now and then; nothing is listed while the Configuration leaves
+the framework out), and reads their Workloads from the mirror — the log's state, and the Workload as the apiserver
+stores it. An object is looked at again when it changes, and when anything the log records touches a Workload it
+controls (its controller ownerReference), its namespace, a priority class (one still without a Workload may wait
+for it) or the Configuration.
+
+:class:`WatchedJobIntegration` is that integration, given the kind's pure decisions as a module (``K``:
+:mod:`connectors.k8s.jobset`, :mod:`connectors.k8s.mpijob`) with the same names in each: ``KIND``, ``owner_of``,
+``workload_name``, ``finished``, ``is_active``, ``pods_ready``, ``workload_for``, ``start_infos``,
+``start_patch``, ``stop_patch`` and ``BadPodSets``. A subclass names the kind, its resource and framework, and
+what differs (its pods' priority class, reclaimable pods, where suspend is written).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Sequence
+from types import ModuleType
+from typing import Any, TypeVar
+
+import msgspec
+
+from connectors.k8s import podsetinfo
+from connectors.k8s.client import KubeClient
+from connectors.k8s.errors import NotFound
+from connectors.k8s.job_events import STOPPED
+from connectors.k8s.jobframework import JobFrameworkStats, JobReconciler, stored_workloads
+from connectors.k8s.journal import Journal
+from connectors.k8s.list_watch import Informer
+from connectors.k8s.owner_index import OwnerIndex
+from connectors.k8s.workers import KeyedWorkers
+from events import objects as o
+from events import schema as ev
+from kueue_es.scheduler.config import SchedulerConfig
+from projections import gates
+from projections.workloads import WorkloadInfo
+
+J = TypeVar("J")
+
+
+class _Listed(Informer[J]):
+    """Objects listed only while ``listing()`` (the framework on): off, the RBAC may not even allow it."""
+
+    def __init__(self, listing: Callable[[], bool], *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.listing = listing
+
+    async def relist(self) -> str | None:
+        if self.listing():
+            return await super().relist()
+        self.synced.set()
+        return None
+
+
+class WatchedJobIntegration(JobReconciler[J]):
+    """A job kind of another project's API, with its own list+watch (module docstring)."""
+
+    K: ModuleType
+    """The kind's pure decisions."""
+    LOG: Any
+    """The kind's logger."""
+    ITEM: type
+    """What is read of one object (a msgspec Struct with ``key`` and ``metadata``)."""
+
+    def __init__(self, client: KubeClient, journal: Journal, *, retry_s: float = 1.0,
+                 append: Callable[[Sequence[ev.AnyEvent]], Awaitable[list[int]]] | None = None,
+                 concurrency: int = 16, watch_timeout_s: int = 300, backoff_s: float = 1.0,
+                 absent_retry_s: float = 10.0) -> None:
+        super().__init__(client, journal, JobFrameworkStats(), self.LOG, retry_s=retry_s, append=append)
+        self.concurrency = concurrency
+        self.absent_retry_s = absent_retry_s
+        self.informer: Informer[J] = _Listed(lambda: self.framework_on(self._config()), client, self.RESOURCE,
+                                             self._decode, self._mark, what=f"{self.NOUN}s", log=self.log,
+                                             watch_timeout_s=watch_timeout_s, backoff_s=backoff_s, optional=True)
+        self.known: dict[str, J] = self.informer.known
+        """The objects, as last listed or watched."""
+        self.synced = self.informer.synced
+        self._config_recorded = asyncio.Event()
+        self.dirty: set[str] = set()
+        self.owners = OwnerIndex(self._owner_key)
+        """Which object controls which Workloads (any uid)."""
+        self.workloads_of = self.owners.owned
+        self._decoder = msgspec.json.Decoder(self.ITEM)
+        self._signal = journal.subscribe()
+
+    def framework_on(self, config: SchedulerConfig) -> bool:
+        """Whether the Configuration lists the kind's framework."""
+        raise NotImplementedError
+
+    # --- running -------------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Watch the kind and reconcile every dirty object, up to ``concurrency`` at a time."""
+        for key, obs in self.mirror.workloads.items():
+            self.owners.add(key, obs)
+        self.mirror.listeners.append(self._on_applied)
+        try:
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(self.informer.run(absent=self._wait_for_framework), name=f"k8s-{self.NOUN}s-watch")
+                await self.synced.wait()
+                self.dirty |= self.workloads_of.keys()  # objects gone while no one watched
+                await KeyedWorkers(self.reconcile_guarded, self.concurrency).run(
+                    self._take, self._signal, self._retry.timeout)
+        finally:
+            self.mirror.listeners.remove(self._on_applied)
+
+    def _take(self) -> set[str]:
+        keys = self.dirty | self._retry.due()
+        self.dirty = set()
+        return keys
+
+    async def _wait_for_framework(self) -> None:
+        """Until a Configuration is recorded (it may turn the framework on), or ``absent_retry_s`` passed (the
+        CRD may be installed meanwhile)."""
+        self._config_recorded.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._config_recorded.wait(), self.absent_retry_s)
+
+    def _decode(self, raw: msgspec.Raw | bytes) -> J | None:
+        try:
+            return self._decoder.decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            self.log.warning(f"{self.NOUN} skipped: cannot decode", error=str(exc))
+            return None
+
+    def _mark(self, keys: set[str]) -> None:
+        if keys:
+            self.dirty |= keys
+            self._signal.set()
+
+    def _on_applied(self, records: list[ev.Record]) -> None:
+        """Mark the objects the records touch (see the module docstring)."""
+        keys: set[str] = set()
+        for r in records:
+            keys |= self.owners.touched(r.event, self.known)
+            if isinstance(r.event, ev.ConfigRecorded):
+                self._config_recorded.set()
+        self._mark(keys)
+
+    def _owner_key(self, obs: o.Workload) -> str | None:
+        """The key of the object of this kind that controls ``obs`` (None: none does)."""
+        owner = self.K.owner_of(obs)
+        return f"{obs.metadata.namespace}/{owner[0]}" if owner is not None else None
+
+    # --- one object ----------------------------------------------------------------------------------------
+
+    def _owned(self, key: str) -> list[tuple[o.Workload, WorkloadInfo | None]]:
+        """The Workloads an object of this name controls, as stored (and in the log, when it has them), by key."""
+        return stored_workloads(self.mirror, self.workloads_of.get(key, set()))
+
+    async def reconcile(self, key: str) -> None:
+        config = self._config()
+        if not self.framework_on(config):
+            return
+        job: Any = self.known.get(key)
+        uid = job.metadata.uid if job is not None and not job.metadata.deletion_timestamp else None
+        own: list[tuple[o.Workload, WorkloadInfo | None]] = []
+        for obs, wl in self._owned(key):
+            owner = self.K.owner_of(obs)
+            if owner is not None and owner[1] == uid:
+                own.append((obs, wl))
+            elif owner is not None:
+                await self._orphaned(obs, wl, gone=job is None or owner[1] != job.metadata.uid)
+        if job is None or uid is None:
+            return
+        if not self._managed(job, config):
+            return  # not Kueue's: no queue name (unless manageJobsWithoutQueueName), or a namespace left out
+        if not own:
+            await self._without_workload(job, self.K.workload_name(
+                job.metadata.name, job.metadata.uid, short=self.state.gate(gates.SHORT_WORKLOAD_NAMES)))
+            return
+        obs, wl = min(own, key=lambda p: (p[0].metadata.creation_timestamp or "", p[0].metadata.name))
+        if wl is None:
+            return  # stored, not in the log yet: the mirror marks the object again once it is
+        await self._with_workload(job, obs, wl)
+
+    # --- what the shared reconciler reads of one -----------------------------------------------------------
+
+    def finished(self, job: J) -> tuple[str, str] | None:
+        return self.K.finished(job)
+
+    def is_active(self, job: J) -> bool:
+        return self.K.is_active(job)
+
+    def pods_ready(self, job: J, wl: WorkloadInfo) -> bool:
+        return self.K.pods_ready(job)
+
+    def workload_for(self, raw: dict[str, Any], name: str) -> dict[str, Any]:
+        return self.K.workload_for(self.state, self._config().keys_to_copy, raw, name)
+
+    # --- actions -------------------------------------------------------------------------------------------
+
+    async def _read(self, job: Any) -> dict[str, Any] | None:
+        """The object as stored, when it is still the version the view holds (None: changed or gone meanwhile;
+        the watch brings what it is now)."""
+        try:
+            raw = msgspec.json.decode(await self.client.get(self.RESOURCE, job.metadata.name, job.metadata.namespace))
+        except NotFound:
+            return None
+        return raw if raw["metadata"]["resourceVersion"] == job.metadata.resource_version else None
+
+    async def _read_to_create(self, job: J) -> dict[str, Any] | None:
+        return await self._read(job)
+
+    async def _start(self, job: Any, wl: WorkloadInfo, obs: o.Workload) -> None:
+        raw = await self._read(job)
+        if raw is None:
+            return
+        try:
+            patch = self.K.start_patch(raw, self.K.start_infos(self.state, wl, job))
+        except (podsetinfo.MergeConflict, self.K.BadPodSets) as exc:
+            await self._failed_to_start(job, wl, exc)
+            return
+        await self.client.patch(self.RESOURCE, job.metadata.name, patch, job.metadata.namespace)
+        await self._started(job, wl)
+
+    async def _stop(self, job: Any, obs: o.Workload, why: str) -> None:
+        """Suspend it and restore its templates as its Workload recorded them, in one write."""
+        raw = await self._read(job)
+        if raw is None:
+            return
+        await self.client.patch(self.RESOURCE, job.metadata.name, self.K.stop_patch(raw, list(obs.spec.pod_sets)),
+                                job.metadata.namespace)
+        self.stats.stopped += 1
+        self.log.info(f"stopped {self.NOUN} and restored its templates", why=why, **{self.NOUN: job.key})
+        await self._report(job, STOPPED, workload=obs.key, message=why)
