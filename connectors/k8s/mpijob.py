@@ -33,7 +33,7 @@ from typing import Any
 
 import msgspec
 
-from connectors.k8s import podsetinfo
+from connectors.k8s import podsetinfo, workload_names
 from connectors.k8s.copied_metadata import copied
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import workload_priority
@@ -109,16 +109,12 @@ def workload_name(name: str, uid: str, short: bool = False) -> str:
 
 def controller_ref(name: str, uid: str) -> dict[str, Any]:
     """The controller ownerReference of an MPIJob's Workload."""
-    return {"apiVersion": MPIJOBS.api_version, "kind": KIND, "name": name, "uid": uid, "controller": True,
-            "blockOwnerDeletion": True}
+    return workload_names.controller_ref(MPIJOBS, name, uid)
 
 
 def owner_of(obs: o.Workload) -> tuple[str, str] | None:
     """``(name, uid)`` of the MPIJob that controls Workload ``obs`` (None: no MPIJob does)."""
-    for ref in obs.metadata.owner_references:
-        if ref.controller and ref.kind == KIND and ref.api_version.startswith(f"{MPIJOBS.group}/"):
-            return ref.name, ref.uid
-    return None
+    return workload_names.controlled_by(obs, MPIJOBS)
 
 
 # --- the Workload ---------------------------------------------------------------------------------------------

@@ -8,6 +8,10 @@ same object whichever replica computes it, and differs between kinds and between
 from __future__ import annotations
 
 import hashlib
+from typing import Any
+
+from connectors.k8s.resources import Resource
+from events import objects as o
 
 HASH_LENGTH = 5
 MAX_PREFIX, SHORT_PREFIX = 252 - HASH_LENGTH, 62 - HASH_LENGTH
@@ -21,3 +25,18 @@ def owner_workload_name(kind: str, group: str, name: str, uid: str, *, short: bo
     prefix = f"{kind.lower()}-{name}"[:SHORT_PREFIX if short else MAX_PREFIX]
     digest = hashlib.sha1(f"{kind}\n{group}\n{name}\n{uid}".encode()).hexdigest()
     return f"{prefix}-{digest[:HASH_LENGTH]}"
+
+
+def controller_ref(resource: Resource, name: str, uid: str) -> dict[str, Any]:
+    """The controller ownerReference of the Workload Kueue makes for object ``name`` (``uid``) of ``resource``."""
+    return {"apiVersion": resource.api_version, "kind": resource.kind, "name": name, "uid": uid, "controller": True,
+            "blockOwnerDeletion": True}
+
+
+def controlled_by(obs: o.Workload, resource: Resource) -> tuple[str, str] | None:
+    """``(name, uid)`` of the object of ``resource``'s kind (any version of its group) that controls Workload
+    ``obs`` (None: none does)."""
+    for ref in obs.metadata.owner_references:
+        if ref.controller and ref.kind == resource.kind and ref.api_version.startswith(f"{resource.group}/"):
+            return ref.name, ref.uid
+    return None
