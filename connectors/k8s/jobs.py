@@ -21,6 +21,13 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
 * **one Workload per Job** (generated ones; :func:`connectors.k8s.job_sync.one_workload`): of the Workloads a
   Job of that name controls, the Job keeps the first of its own that matches it, else the first of its own; the
   others are deleted (``DeletedWorkload``) and the pass ends there;
+* **elastic** (``kueue.x-k8s.io/elastic-job: "true"`` under ``ElasticJobsViaWorkloadSlices``): instead of one
+  Workload per Job, the Job's not-finished workload slices say which one it runs on
+  (:mod:`connectors.k8s.workload_slices`): a count changed in place (a scale-down, or a slice holding no quota),
+  a new slice for a scale-up of one holding quota (made while the Job runs on), an old slice that lost its quota
+  finished ``OutOfSync``; a finished slice loses its finalizer; the slice kept is then used as a generated
+  Workload is, below, but neither rewritten nor re-prioritised, and a running Job is stopped only when it is
+  evicted;
 * **no Workload yet** (and the Job has not finished, and no pod is active): create ``job-<name>-<hash>`` (the
   hash is the first 5 hex digits of SHA-1 over ``Job\\nbatch\\n<name>\\n<uid>``, like Kueue) with a controller
   ownerReference to the Job, the ``kueue.x-k8s.io/resource-in-use`` finalizer, the ``kueue.x-k8s.io/job-uid``
