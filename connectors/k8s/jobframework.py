@@ -312,6 +312,12 @@ class JobReconciler(Generic[J]):
             await self._once(key, "stop", job, self._stop(job, obs, stop_message(wl)))  # finish restoring first
         elif wl.evicted and wl.reserving and not wl.job_stopped and not self.is_active(job):
             await self._append_once(wl, ev.JobStopped(time=_now(), key=wl.key, uid=wl.uid))
+        elif admitted:
+            await self._running_admitted(job, wl)
+
+    async def _running_admitted(self, job: J, wl: WorkloadInfo) -> None:
+        """A running job on its admitted Workload: nothing to do, unless the kind has pods to release (the Job's
+        elastic pods)."""
 
     async def _track_pods_ready(self, job: J, wl: WorkloadInfo) -> None:
         """``PodsReadyChanged`` as the job's pods become ready or not; under waitForPodsReady, Kueue's first write

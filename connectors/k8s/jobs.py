@@ -27,7 +27,8 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   a new slice for a scale-up of one holding quota (made while the Job runs on), an old slice that lost its quota
   finished ``OutOfSync``; a finished slice loses its finalizer; the slice kept is then used as a generated
   Workload is, below, but neither rewritten nor re-prioritised, and a running Job is stopped only when it is
-  evicted;
+  evicted; running on an admitted slice, its pods lose the ``kueue.x-k8s.io/elastic-job`` scheduling gate the
+  Job webhook gave its template;
 * **no Workload yet** (and the Job has not finished, and no pod is active): create ``job-<name>-<hash>`` (the
   hash is the first 5 hex digits of SHA-1 over ``Job\\nbatch\\n<name>\\n<uid>``, like Kueue) with a controller
   ownerReference to the Job, the ``kueue.x-k8s.io/resource-in-use`` finalizer, the ``kueue.x-k8s.io/job-uid``
@@ -120,7 +121,7 @@ from connectors.k8s import job_sync, podsetinfo, prebuilt, workload_slices
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import JSON_PATCH, KubeClient
 from connectors.k8s.copied_metadata import copied
-from connectors.k8s.errors import NotFound
+from connectors.k8s.errors import Conflict, Invalid, NotFound
 from connectors.k8s.job_events import (
     MISSING_WORKLOAD,
     QUEUE_LABEL,
@@ -155,6 +156,7 @@ from projections.workloads import (
 log = structlog.get_logger("kueue_es.k8s.jobs")
 
 JOBS = BY_KIND["Job"]
+PODS = BY_KIND["Pod"]
 WORKLOADS = BY_KIND["Workload"]
 MAX_EXEC_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
 STOPPING = "kueue.x-k8s.io/stopping"
@@ -249,6 +251,8 @@ class JobStats(JobFrameworkStats):
     """Workloads deleted for being one too many for their Job."""
     slice_counts: int = 0
     """Workload slices given their elastic Job's pod count in place."""
+    pods_ungated: int = 0
+    """Pods of elastic Jobs whose elastic-job scheduling gate was lifted."""
 
 
 class JobIntegration(JobReconciler[o.Job]):
@@ -427,6 +431,29 @@ class JobIntegration(JobReconciler[o.Job]):
                 await self._unfinalize(old_obs)  # a slice finished (replaced, out of sync): its finalizer goes
         await self._with_workload(job, obs, wl, generated=False)  # as Kueue: neither rewritten nor re-prioritised
         return True
+
+    async def _running_admitted(self, job: o.Job, wl: WorkloadInfo) -> None:
+        """An elastic Job running on its admitted slice: its pods' elastic-job gate is lifted (Kueue's
+        ``StartWorkloadSlicePods``), once per slice and version of the Job (whose status counts new pods)."""
+        if workload_slices.elastic(self.state, job.metadata.annotations) and self.is_active(job):
+            await self._once(job.key, f"ungate@{wl.uid}", job, self._ungate_pods(job, wl))
+
+    async def _ungate_pods(self, job: o.Job, wl: WorkloadInfo) -> None:
+        """Lift the elastic-job gate of every pod of the Job (by the job controller's ``controller-uid`` label),
+        each patch applied only to the pod as read (a pod changed or gone meanwhile is left to the next pass)."""
+        ns = job.metadata.namespace
+        raw = await self.client.request("GET", PODS.collection_path(ns), query=[
+            ("labelSelector", f"batch.kubernetes.io/controller-uid={job.metadata.uid}")])
+        for pod in msgspec.json.decode(raw).get("items") or []:
+            ops = workload_slices.ungate_ops(pod)
+            if ops is None:
+                continue
+            try:
+                await self.client.patch(PODS, pod["metadata"]["name"], ops, ns, content_type=JSON_PATCH)
+            except (NotFound, Conflict, Invalid):
+                continue
+            self.stats.pods_ungated += 1
+            log.info("lifted the elastic-job gate of a pod", job=job.key, workload=wl.key, pod=pod["metadata"]["name"])
 
     def _slice_name(self, job: o.Job) -> str:
         meta = job.metadata

@@ -20,9 +20,10 @@ not finished (oldest first), :func:`ensure` decides, comparing their pod counts 
   error (it never admits a new slice before finishing the old one) and does nothing;
 * **more**: an error, nothing done.
 
-Not modelled: lifting the ``kueue.x-k8s.io/elastic-job`` scheduling gate of the Job's new pods (Kueue's webhook
-gates an elastic Job's pod template and its job reconciler, or later its elastic-job ungater, lifts the gate of
-an admitted slice's pods); here an elastic Job's pods are not gated.
+The pods: the Job webhook gives an elastic Job's pod template the ``kueue.x-k8s.io/elastic-job`` scheduling gate
+(:func:`connectors.k8s.webhook.elastic_gate_ops`), so the pods a scale-up adds wait for their slice; while the Job
+runs on an admitted slice, the Job integration lifts the gate from the Job's pods (:func:`ungate_ops`; Kueue's
+``StartWorkloadSlicePods``, which finds them by their owner).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from projections.workloads import FINISHED, SLICE_REPLACEMENT_FOR_ANNOTATION, Wo
 
 ELASTIC_JOB_ANNOTATION = "kueue.x-k8s.io/elastic-job"
 """On a Job (and its slices): the Job scales through workload slices (value ``"true"``)."""
+ELASTIC_JOB_GATE = "kueue.x-k8s.io/elastic-job"
+"""The scheduling gate an elastic Job's pods carry until a slice counting them is admitted."""
 SLICE_NAME_ANNOTATION = "kueue.x-k8s.io/workload-slice-name"
 """On a slice: the name of the first slice of its chain."""
 REPLACEMENT_FOR = SLICE_REPLACEMENT_FOR_ANNOTATION
@@ -145,3 +148,16 @@ def counts_patch(obs: o.Workload, job_counts: dict[str, int]) -> list[dict]:
         if job_counts[ps.name] != ps.count:
             ops.append({"op": "replace", "path": f"/spec/podSets/{i}/count", "value": job_counts[ps.name]})
     return ops
+
+
+def ungate_ops(pod: dict) -> list[dict] | None:
+    """A JSON patch lifting the elastic-job gate from ``pod`` (as the apiserver returns it), applied only to the
+    version read; None when the pod does not carry the gate."""
+    present = (pod.get("spec") or {}).get("schedulingGates") or []
+    left = [g for g in present if g.get("name") != ELASTIC_JOB_GATE]
+    if len(left) == len(present):
+        return None
+    ops: list[dict] = [{"op": "test", "path": "/metadata/resourceVersion", "value": pod["metadata"]["resourceVersion"]}]
+    if left:
+        return [*ops, {"op": "replace", "path": "/spec/schedulingGates", "value": left}]
+    return [*ops, {"op": "remove", "path": "/spec/schedulingGates"}]

@@ -1,7 +1,8 @@
 """An elastic batch/v1 Job's workload slices, as Kueue's ``pkg/workloadslicing`` keeps them
 (connectors/k8s/workload_slices.py and the Job integration's slice pass): which slice the Job runs on, a scale-down
 in place, a scale-up as a new slice naming the old one, the old slice finished ``OutOfSync``, the running Job not
-stopped while its new slice waits, and the Job webhook's rules for elastic Jobs. No cluster needed."""
+stopped while its new slice waits, its pods ungated once their slice is admitted, and the Job webhooks' rules
+for elastic Jobs (the pod template gated; the annotation immutable). No cluster needed."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from fixtures.jobs import UID, integration, job, template
 from connectors.k8s import job_validation, workload_slices
 from connectors.k8s.jobs import JobIntegration
 from connectors.k8s.mirror import Mirror
+from connectors.k8s.webhook import job_patch
 from events import objects as o
 from events import schema as ev
 from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED
@@ -70,6 +72,13 @@ class Client:
         self.job_doc = job_doc
         self.patches: list[tuple[str, str, Any, str]] = []
         self.created: list[dict[str, Any]] = []
+        self.pods: list[dict[str, Any]] = []
+        self.listed: list[tuple[str, Any]] = []
+
+    async def request(self, method: str, path: str, *, query: Any = None, **kw: Any) -> bytes:
+        assert method == "GET" and path == "/api/v1/namespaces/ns/pods"
+        self.listed.append((path, query))
+        return msgspec.json.encode({"items": self.pods})
 
     async def get(self, resource: Any, name: str, namespace: str = "", subresource: str = "") -> bytes:
         assert resource.kind == "Job"
@@ -237,6 +246,57 @@ async def test_an_evicted_old_slice_beside_a_new_one_is_finished_out_of_sync() -
     (finished,) = [e for e in appended if isinstance(e, ev.WorkloadFinished)]
     assert (finished.key, finished.reason, finished.message) == (
         "ns/a", "OutOfSync", "The workload slice is out of sync with its parent job")
+
+
+def _pod(name: str, *gates: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": f"rv-{name}"},
+            "spec": {"schedulingGates": [{"name": g} for g in gates]} if gates else {"spec": {}}}
+
+
+def test_ungating_a_pod_lifts_only_the_elastic_gate() -> None:
+    gate, tas = "kueue.x-k8s.io/elastic-job", "kueue.x-k8s.io/topology"
+    test = {"op": "test", "path": "/metadata/resourceVersion", "value": "rv-a"}
+    assert workload_slices.ungate_ops(_pod("a", gate)) == [test, {"op": "remove", "path": "/spec/schedulingGates"}]
+    assert workload_slices.ungate_ops(_pod("a", tas, gate)) == [
+        test, {"op": "replace", "path": "/spec/schedulingGates", "value": [{"name": tas}]}]
+    assert workload_slices.ungate_ops(_pod("a", tas)) is None
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("phase", [ADMITTED, PENDING])
+async def test_the_pods_of_a_job_running_on_an_admitted_slice_are_ungated(phase: str) -> None:
+    jobs, mirror, _, client = _setup(_elastic_job(4), _slice("a", 4))
+    _phase(mirror, "a", phase)
+    client.pods = [_pod("p1", "kueue.x-k8s.io/elastic-job"), _pod("p2")]
+    await jobs.reconcile("ns/train")
+    pod_patches = [(name, body) for kind, name, body, _ in client.patches if kind == "Pod"]
+    if phase == PENDING:  # the slice waits: its pods too (and the running Job is not stopped)
+        assert pod_patches == [] and client.patches == []
+        return
+    assert client.listed == [("/api/v1/namespaces/ns/pods",
+                              [("labelSelector", f"batch.kubernetes.io/controller-uid={UID}")])]
+    assert pod_patches == [("p1", [{"op": "test", "path": "/metadata/resourceVersion", "value": "rv-p1"},
+                                   {"op": "remove", "path": "/spec/schedulingGates"}])]
+    await jobs.reconcile("ns/train")
+    assert len(client.listed) == 1, "once per version of the Job"
+
+
+def test_the_job_webhook_gates_an_elastic_jobs_pods() -> None:
+    doc = {"metadata": {"name": "train", "namespace": "ns", "annotations": ELASTIC,
+                        "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+           "spec": {"suspend": True, "template": {"spec": {"containers": []}}}}
+    gate = {"name": "kueue.x-k8s.io/elastic-job"}
+    assert job_patch(doc, False, elastic_jobs=True) == [
+        {"op": "add", "path": "/spec/template/spec/schedulingGates", "value": [gate]}]
+    assert job_patch(doc, False, elastic_jobs=False) == []
+    doc["spec"]["template"]["spec"]["schedulingGates"] = [{"name": "other"}]
+    assert job_patch(doc, False, elastic_jobs=True) == [
+        {"op": "add", "path": "/spec/template/spec/schedulingGates/-", "value": gate}]
+    doc["spec"]["template"]["spec"]["schedulingGates"] = [gate]
+    assert job_patch(doc, False, elastic_jobs=True) == []
+    doc["metadata"]["annotations"] = {}
+    doc["spec"]["template"]["spec"] = {}
+    assert job_patch(doc, False, elastic_jobs=True) == [], "not elastic"
 
 
 # --- the Job webhook --------------------------------------------------------------------------------------------

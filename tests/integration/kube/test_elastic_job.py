@@ -5,7 +5,8 @@ a first slice named with its generation in the hash, is admitted and runs (there
 test plays it, setting ``status.active``). Its parallelism raised beyond the quota, it gets a new slice naming the
 old one in ``kueue.x-k8s.io/workload-slice-replacement-for``, which waits while the Job runs on the old one; once
 the quota grows the scheduler admits the new slice and finishes the old one ``WorkloadSliceReplaced``, and the Job runs on the new slice — never suspended meanwhile, no ``Stopped`` Event, no
-Workload deleted. Its parallelism then lowered, the admitted slice takes the smaller count in place.
+Workload deleted. The pods (made by the test, gated by the ``kueue.x-k8s.io/elastic-job`` gate the Job webhook
+puts on the template) are ungated once the slice counting them is admitted, not before. Its parallelism then lowered, the admitted slice takes the smaller count in place.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ async def test_an_elastic_job_scales_up_through_a_new_slice_without_stopping(kub
         async with kueue_es(kc, tmp_path / "log"):
             doc = job(q.ns, "el", "user-queue", parallelism=2)
             doc["metadata"]["annotations"] = {ELASTIC: "true"}
+            doc["spec"]["template"]["spec"]["schedulingGates"] = [{"name": ELASTIC}]  # as Kueue's webhook gates it
             del doc["spec"]["completions"]  # the pod count follows parallelism alone
             created = await create(kc, doc)
             uid = created["metadata"]["uid"]
@@ -76,7 +78,10 @@ async def test_an_elastic_job_scales_up_through_a_new_slice_without_stopping(kub
             await eventually(lambda: running(kc, q.ns, "el"), what="the Job started on its first slice")
             first_wl = await _admitted(kc, q.ns, first)
             assert first_wl is not None and first_wl["metadata"]["annotations"][ELASTIC] == "true"
+            for i in range(2):
+                await create(kc, _pod(q.ns, f"el-{i}", created))
             await kc.patch(JOBS, "el", {"status": {"active": 2}}, q.ns, subresource="status")
+            await eventually(lambda: _ungated(kc, q.ns, "el-0", "el-1"), what="the first slice's pods ungated")
 
             seen_suspended: list[bool] = []
             watcher = asyncio.create_task(_watch_suspended(kc, q.ns, "el", seen_suspended))
@@ -86,7 +91,11 @@ async def test_an_elastic_job_scales_up_through_a_new_slice_without_stopping(kub
                 second = slice_name("Job", "batch", "el", uid, scaled["metadata"]["generation"])
                 assert second != first
                 await eventually(lambda: _pending(kc, q.ns, second), what="the new slice pending")
+                for i in range(2, 6):  # the job controller adds the pods, gated by the template
+                    await create(kc, _pod(q.ns, f"el-{i}", created))
+                await kc.patch(JOBS, "el", {"status": {"active": 6}}, q.ns, subresource="status")
                 await asyncio.sleep(1.0)
+                assert not await _ungated(kc, q.ns, "el-2"), "a pod of the waiting slice stays gated"
                 assert await _admitted(kc, q.ns, first) is not None, "the old slice keeps its admission"
                 assert await running(kc, q.ns, "el")
 
@@ -96,6 +105,8 @@ async def test_an_elastic_job_scales_up_through_a_new_slice_without_stopping(kub
                 new = await eventually(lambda: _admitted(kc, q.ns, second), what="the new slice admitted")
                 assert new["metadata"]["annotations"][REPLACES] == f"{q.ns}/{first}"
                 assert new["spec"]["podSets"][0]["count"] == 6
+                await eventually(lambda: _ungated(kc, q.ns, *(f"el-{i}" for i in range(6))),
+                                 what="the new slice's pods ungated")
                 old = await get(kc, "Workload", first, q.ns)
                 finished = _condition(old, "Finished")
                 assert finished is not None and finished["status"] == "True"
@@ -117,6 +128,26 @@ async def test_an_elastic_job_scales_up_through_a_new_slice_without_stopping(kub
             names = {w["metadata"]["name"] for w in msgspec.json.decode(await kc.request(
                 "GET", f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{q.ns}/workloads"))["items"]}
             assert names == {first, second}, "no third slice, none deleted"
+
+
+def _pod(ns: str, name: str, owner: dict[str, Any]) -> dict[str, Any]:
+    """A pod of Job ``owner`` as its job controller makes it: controlled by it, labelled with its uid, gated as
+    its template is."""
+    uid = owner["metadata"]["uid"]
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": ns, "labels": {"batch.kubernetes.io/controller-uid": uid},
+                         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": owner["metadata"]["name"],
+                                              "uid": uid, "controller": True}]},
+            "spec": {"schedulingGates": [{"name": ELASTIC}],
+                     "containers": [{"name": "main", "image": "busybox:1.36", "resources": {"requests": {"cpu": "1"}}}]}}
+
+
+async def _ungated(kc: KubeClient, ns: str, *names: str) -> bool:
+    for name in names:
+        pod = await get(kc, "Pod", name, ns)
+        if pod["spec"].get("schedulingGates"):
+            return False
+    return True
 
 
 async def _pending(kc: KubeClient, ns: str, name: str) -> bool:
