@@ -25,10 +25,14 @@ validation.go`` and ``tas_validation.go``):
   none after a creation without one), as Kueue holds every job it manages — so a gate only ever leaves the Job's
   Workload too.
 
-Not modelled: Kueue's rules for elastic Jobs (``kueue.x-k8s.io/elastic-job`` under
-``ElasticJobsViaWorkloadSlices``: the annotation's immutability, a prebuilt name such a Job may change), as
-kueue-es runs no elastic Job. Where Kueue's text comes from Go's JSON decoder (a malformed slice-layers
-annotation) or is not in its source as read, the detail is kueue-es's.
+* **elastic Jobs** (``kueue.x-k8s.io/elastic-job: "true"`` under ``ElasticJobsViaWorkloadSlices``,
+  :mod:`connectors.k8s.workload_slices`): whether a Job is elastic does not change on update (Kueue's error names
+  the annotation under ``metadata.labels``); an elastic Job's prebuilt Workload name may change while it runs
+  (checked as on create). A Job is not refused for being elastic with a ``job-min-parallelism``: Kueue's Workload
+  webhook then refuses its Workload ("partial admission and elastic job cannot be used together").
+
+Where Kueue's text comes from Go's JSON decoder (a malformed slice-layers annotation) or is not in its source as
+read, the detail is kueue-es's.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import PRIORITY_LABEL
 from connectors.k8s.jobs import MAX_EXEC_LABEL, max_execution_seconds
 from connectors.k8s.resources import MIN_PARALLELISM
+from connectors.k8s.workload_slices import ELASTIC_JOB_ANNOTATION
 from events import objects as o
 from events.errors import InvalidInput
 from events.goint import is_go_int, parse_int
@@ -104,6 +109,8 @@ def _shown(value: Any) -> str:
     """A field error's value: a string Go-quoted, a number as is, nothing as ``null``."""
     if value is None:
         return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, str):
         return _go_quote(value)
     return str(value)
@@ -485,9 +492,10 @@ def generic_create_errors(job: Mapping[str, Any]) -> list[str]:
 def generic_update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool], *,
                           default_queue: bool = False) -> list[str]:
     """What Kueue refuses in the update of any job it manages (a Pod too, seen as suspended while gated), in its
-    order: the queue name, the prebuilt Workload's name, the maximum execution time, the WorkloadPriorityClass."""
+    order: the queue name, the prebuilt Workload's name, the maximum execution time, the WorkloadPriorityClass,
+    whether it is elastic."""
     return (_queue_name_update(old, new, default_queue) + _prebuilt_update(old, new, feature_gates)
-            + _max_exec_update(old, new) + _priority_class_update(old, new))
+            + _max_exec_update(old, new) + _priority_class_update(old, new) + _elastic_update(old, new, feature_gates))
 
 
 def invalid(path: str, value: Any, detail: str) -> str:
@@ -511,9 +519,22 @@ def _queue_name_update(old: Mapping[str, Any], new: Mapping[str, Any], default_q
     return errors
 
 
+def _elastic(job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> bool:
+    """Whether the job is elastic: ``ElasticJobsViaWorkloadSlices`` on and ``kueue.x-k8s.io/elastic-job: "true"``."""
+    return (gates.enabled(feature_gates, gates.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)
+            and _meta(job, "annotations").get(ELASTIC_JOB_ANNOTATION) == "true")
+
+
+def _elastic_update(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
+    """A job does not become elastic, nor stop being so. (Kueue names the annotation under ``metadata.labels``.)"""
+    was, now = _elastic(old, feature_gates), _elastic(new, feature_gates)
+    return [] if was == now else [_invalid(_key(_LABELS, ELASTIC_JOB_ANNOTATION), now, IMMUTABLE)]
+
+
 def _prebuilt_update(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
-    """Suspended, the prebuilt Workload's label is checked as on creation; running, its name does not change."""
-    if _suspended(new):
+    """Suspended, or elastic before, the prebuilt Workload's label is checked as on creation; otherwise, running,
+    its name does not change."""
+    if _suspended(new) or _elastic(old, feature_gates):
         return _name_label(_meta(new, "labels"), prebuilt.KEY)
     new_name, old_name = _prebuilt_name(new, feature_gates), _prebuilt_name(old, feature_gates)
     return [] if new_name == old_name else [_invalid(_key(_LABELS, prebuilt.KEY), new_name, IMMUTABLE)]

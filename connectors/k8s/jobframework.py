@@ -20,7 +20,8 @@ What a pass does once the kind has found the job's Workload (:meth:`JobReconcile
 * **PodsReady** → ``PodsReadyChanged`` as the job's pods become ready or not, ``WaitForStart`` first under
   waitForPodsReady (:func:`connectors.k8s.pods_ready.pods_ready_transition`);
 * **admitted** (in the log and as the apiserver stores it) and not running → start; **not admitted** and
-  running → stop (``Stopped`` with the eviction's message); **evicted**, suspended, no active pods and still
+  running → stop (``Stopped`` with the eviction's message; a kind may keep such a job running, as the Job does
+  an elastic one whose new slice waits); **evicted**, suspended, no active pods and still
   holding quota → ``JobStopped``.
 
 And with no Workload yet (:meth:`JobReconciler._without_workload`): a running job is suspended first
@@ -184,6 +185,11 @@ class JobReconciler(Generic[J]):
         """Whether any of its pods is active."""
         raise NotImplementedError
 
+    def stops_unadmitted(self, job: J, wl: WorkloadInfo) -> bool:
+        """Whether a running job whose Workload is not admitted is stopped (an elastic Job is only when evicted:
+        it runs on while its new slice waits, :mod:`connectors.k8s.workload_slices`)."""
+        return True
+
     def pods_running(self, job: J) -> bool:
         """Whether its pods run, as PodsReady counts them."""
         return not job.spec.suspend
@@ -305,11 +311,18 @@ class JobReconciler(Generic[J]):
             if admission_shown(wl, obs):
                 await self._once(key, "start", job, self._start(job, wl, obs))
         elif not admitted and running:
-            await self._once(key, "stop", job, self._stop(job, obs, stop_message(wl)))
+            if self.stops_unadmitted(job, wl):
+                await self._once(key, "stop", job, self._stop(job, obs, stop_message(wl)))
         elif admitted and self.restoring(job):
             await self._once(key, "stop", job, self._stop(job, obs, stop_message(wl)))  # finish restoring first
         elif wl.evicted and wl.reserving and not wl.job_stopped and not self.is_active(job):
             await self._append_once(wl, ev.JobStopped(time=_now(), key=wl.key, uid=wl.uid))
+        elif admitted:
+            await self._running_admitted(job, wl)
+
+    async def _running_admitted(self, job: J, wl: WorkloadInfo) -> None:
+        """A running job on its admitted Workload: nothing to do, unless the kind has pods to release (the Job's
+        elastic pods)."""
 
     async def _track_pods_ready(self, job: J, wl: WorkloadInfo) -> None:
         """``PodsReadyChanged`` as the job's pods become ready or not; under waitForPodsReady, Kueue's first write

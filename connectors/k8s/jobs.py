@@ -21,6 +21,14 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
 * **one Workload per Job** (generated ones; :func:`connectors.k8s.job_sync.one_workload`): of the Workloads a
   Job of that name controls, the Job keeps the first of its own that matches it, else the first of its own; the
   others are deleted (``DeletedWorkload``) and the pass ends there;
+* **elastic** (``kueue.x-k8s.io/elastic-job: "true"`` under ``ElasticJobsViaWorkloadSlices``): instead of one
+  Workload per Job, the Job's not-finished workload slices say which one it runs on
+  (:mod:`connectors.k8s.workload_slices`): a count changed in place (a scale-down, or a slice holding no quota),
+  a new slice for a scale-up of one holding quota (made while the Job runs on), an old slice that lost its quota
+  finished ``OutOfSync``; a finished slice loses its finalizer; the slice kept is then used as a generated
+  Workload is, below, but neither rewritten nor re-prioritised, and a running Job is stopped only when it is
+  evicted; running on an admitted slice, its pods lose the ``kueue.x-k8s.io/elastic-job`` scheduling gate the
+  Job webhook gave its template;
 * **no Workload yet** (and the Job has not finished, and no pod is active): create ``job-<name>-<hash>`` (the
   hash is the first 5 hex digits of SHA-1 over ``Job\\nbatch\\n<name>\\n<uid>``, like Kueue) with a controller
   ownerReference to the Job, the ``kueue.x-k8s.io/resource-in-use`` finalizer, the ``kueue.x-k8s.io/job-uid``
@@ -109,11 +117,11 @@ from typing import Any
 import msgspec
 import structlog
 
-from connectors.k8s import child_jobs, job_selection, job_sync, podsetinfo, prebuilt
+from connectors.k8s import child_jobs, job_selection, job_sync, podsetinfo, prebuilt, workload_slices
 from connectors.k8s import workload_finalizer as wf
-from connectors.k8s.client import KubeClient
+from connectors.k8s.client import JSON_PATCH, KubeClient
 from connectors.k8s.copied_metadata import copied
-from connectors.k8s.errors import NotFound
+from connectors.k8s.errors import Conflict, Invalid, NotFound
 from connectors.k8s.job_events import (
     MISSING_WORKLOAD,
     QUEUE_LABEL,
@@ -149,6 +157,7 @@ from projections.workloads import (
 log = structlog.get_logger("kueue_es.k8s.jobs")
 
 JOBS = BY_KIND["Job"]
+PODS = BY_KIND["Pod"]
 WORKLOADS = BY_KIND["Workload"]
 MAX_EXEC_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
 STOPPING = "kueue.x-k8s.io/stopping"
@@ -218,6 +227,12 @@ def reclaimable_pods(job: o.Job) -> tuple[tuple[str, int], ...]:
     return (("main", parallelism - remaining),)
 
 
+def job_pod_count(job: o.Job) -> int:
+    """The pods a Job runs at once: ``min(parallelism, completions)`` (its Workload's count)."""
+    spec = job.spec
+    return min(spec.parallelism, spec.completions) if spec.completions is not None else spec.parallelism
+
+
 def is_running(job: o.Job) -> bool:
     """Unsuspended, or suspended by us but not restored yet."""
     return not job.spec.suspend or STOPPING in job.metadata.annotations
@@ -235,6 +250,10 @@ class JobStats(JobFrameworkStats):
     """Generated Workloads deleted for no longer matching their Job (a new one follows)."""
     extras_deleted: int = 0
     """Workloads deleted for being one too many for their Job."""
+    slice_counts: int = 0
+    """Workload slices given their elastic Job's pod count in place."""
+    pods_ungated: int = 0
+    """Pods of elastic Jobs whose elastic-job scheduling gate was lifted."""
 
 
 class JobIntegration(JobReconciler[o.Job]):
@@ -290,6 +309,8 @@ class JobIntegration(JobReconciler[o.Job]):
         if prebuilt_name:
             name = prebuilt_name
         else:
+            if workload_slices.elastic(self.state, job.metadata.annotations) and await self._sliced(job):
+                return  # an elastic Job's pass, on its workload slices
             keep, extras = job_sync.one_workload(self.state, job, self._owned(key),
                                                  compared_max_execution_seconds(job.metadata.labels))
             if extras:
@@ -342,6 +363,11 @@ class JobIntegration(JobReconciler[o.Job]):
 
     def is_running(self, job: o.Job) -> bool:
         return is_running(job)
+
+    def stops_unadmitted(self, job: o.Job, wl: WorkloadInfo) -> bool:
+        """An elastic Job runs on while its new slice waits: it is stopped only once evicted (Kueue's
+        reconciler, whose eviction step comes before)."""
+        return bool(wl.evicted) or not workload_slices.elastic(self.state, job.metadata.annotations)
 
     def restoring(self, job: o.Job) -> bool:
         return STOPPING in job.metadata.annotations
@@ -398,6 +424,88 @@ class JobIntegration(JobReconciler[o.Job]):
             work = self._delete_workload(job, obs) if action == DELETE else self._update_workload(job, obs)
             await self._once(job.key, f"{action}@{obs.metadata.resource_version}", job, work)
         return bool(action)
+
+    # --- elastic Jobs (workload slices) ---------------------------------------------------------------------
+
+    async def _sliced(self, job: o.Job) -> bool:
+        """One pass of an elastic Job on its workload slices (:func:`connectors.k8s.workload_slices.ensure`):
+        whether it was done here (False: the slices do not apply, the Job's Workload is found as any Job's)."""
+        owned = self._owned(job.key)
+        step = workload_slices.ensure({"main": job_pod_count(job)}, owned)
+        if step.finish_old is not None:
+            await self._finish_out_of_sync(job, step.finish_old[1])
+        if step.error:
+            log.error("elastic job: workload slices left as they are", job=job.key, error=step.error)
+            return True
+        if not step.applies:
+            return False
+        if step.keep is None:
+            live = workload_slices.not_finished(owned)
+            name = self._slice_name(job)
+            if not live:  # the first slice: as any Job's first Workload (its pods are not gated here)
+                await self._without_workload(job, name)
+            else:  # a scale-up: the Job runs on while the new slice waits
+                await self._once(job.key, "create", job, self._create_workload(job, name))
+            return True
+        obs, wl = step.keep
+        if step.set_counts:
+            if wl.key not in self.mirror.pending:
+                rv = obs.metadata.resource_version
+                await self._once(job.key, f"counts@{rv}", job, self._set_counts(job, obs))
+            return True  # the rest waits for the Workload that shows the counts
+        for old_obs, old_wl in owned:
+            if old_obs.key != obs.key and wf.release(old_obs, old_wl, job_running=False) == wf.REMOVE:
+                await self._unfinalize(old_obs)  # a slice finished (replaced, out of sync): its finalizer goes
+        await self._with_workload(job, obs, wl, generated=False)  # as Kueue: neither rewritten nor re-prioritised
+        return True
+
+    async def _running_admitted(self, job: o.Job, wl: WorkloadInfo) -> None:
+        """An elastic Job running on its admitted slice: its pods' elastic-job gate is lifted (Kueue's
+        ``StartWorkloadSlicePods``), once per slice and version of the Job (whose status counts new pods)."""
+        if workload_slices.elastic(self.state, job.metadata.annotations) and self.is_active(job):
+            await self._once(job.key, f"ungate@{wl.uid}", job, self._ungate_pods(job, wl))
+
+    async def _ungate_pods(self, job: o.Job, wl: WorkloadInfo) -> None:
+        """Lift the elastic-job gate of every pod of the Job (by the job controller's ``controller-uid`` label),
+        each patch applied only to the pod as read (a pod changed or gone meanwhile is left to the next pass)."""
+        ns = job.metadata.namespace
+        raw = await self.client.request("GET", PODS.collection_path(ns), query=[
+            ("labelSelector", f"batch.kubernetes.io/controller-uid={job.metadata.uid}")])
+        for pod in msgspec.json.decode(raw).get("items") or []:
+            ops = workload_slices.ungate_ops(pod)
+            if ops is None:
+                continue
+            try:
+                await self.client.patch(PODS, pod["metadata"]["name"], ops, ns, content_type=JSON_PATCH)
+            except (NotFound, Conflict, Invalid):
+                continue
+            self.stats.pods_ungated += 1
+            log.info("lifted the elastic-job gate of a pod", job=job.key, workload=wl.key, pod=pod["metadata"]["name"])
+
+    def _slice_name(self, job: o.Job) -> str:
+        meta = job.metadata
+        return workload_slices.slice_name("Job", "batch", meta.name, meta.uid, meta.generation,
+                                          short=self.state.gate(gates.SHORT_WORKLOAD_NAMES))
+
+    async def _finish_out_of_sync(self, job: o.Job, wl: WorkloadInfo) -> None:
+        """An old slice that lost its quota, or was evicted, while a new one waits: finished ``OutOfSync``."""
+        if await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl.key, uid=wl.uid,
+                                                            reason=workload_slices.OUT_OF_SYNC,
+                                                            message=workload_slices.OUT_OF_SYNC_MESSAGE)):
+            log.info("finished an out-of-sync workload slice", job=job.key, workload=wl.key)
+
+    async def _set_counts(self, job: o.Job, obs: o.Workload) -> None:
+        """Give the slice the Job's pod count in place (a scale-down, or a slice holding no quota), conditioned
+        on its resourceVersion; Kueue records no Event for it."""
+        try:
+            await self.client.patch(WORKLOADS, obs.metadata.name,
+                                    workload_slices.counts_patch(obs, {"main": job_pod_count(job)}),
+                                    obs.metadata.namespace, content_type=JSON_PATCH)
+        except NotFound:
+            return
+        self.stats.slice_counts += 1
+        log.info("gave the workload slice its job's pod count", job=job.key, workload=obs.key,
+                 count=job_pod_count(job))
 
     # --- actions -------------------------------------------------------------------------------------------
 
@@ -460,6 +568,9 @@ class JobIntegration(JobReconciler[o.Job]):
             "finalizers": [FINALIZER],
             "ownerReferences": [prebuilt.controller_ref(meta["name"], meta["uid"])],
         }
+        if workload_slices.elastic(self.state, job_annotations):
+            live = workload_slices.not_finished(self._owned(f"{meta['namespace']}/{meta['name']}"))
+            annotations.update(workload_slices.slice_annotations(name, live))
         if annotations:
             wl_meta["annotations"] = annotations
         return {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "kind": "Workload", "metadata": wl_meta,

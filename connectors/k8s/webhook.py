@@ -12,7 +12,10 @@ On **create** (Kueue's webhook is registered for creation only: unsuspending an 
 * no queue name, under the Kueue Configuration's ``manageJobsWithoutQueueName``, no controller of a kind Kueue
   runs (a Job; a Pod with the pod integration on) and a namespace its ``managedJobsNamespaceSelector`` selects
   (read from the apiserver; one that cannot be read refuses the Job, as Kueue's webhook fails) → suspended too
-  (:mod:`connectors.k8s.job_selection`).
+  (:mod:`connectors.k8s.job_selection`);
+* ``kueue.x-k8s.io/elastic-job: "true"`` under ``ElasticJobsViaWorkloadSlices`` → the pod template gets the
+  ``kueue.x-k8s.io/elastic-job`` scheduling gate (:mod:`connectors.k8s.workload_slices`: the Job integration
+  lifts it from the pods of an admitted slice).
 
 It refuses nothing: what Kueue refuses in a Job (a ``kueue.x-k8s.io/max-exec-time-seconds`` that is not an
 integer above 0, say, or a running Job's queue name changed) its validating Job webhook refuses, served here too
@@ -56,6 +59,7 @@ from connectors.k8s import (
     pod_webhook,
     statefulset_webhook,
     validating,
+    workload_slices,
 )
 from connectors.k8s.certs import CertBundle, ca_bundle, self_signed
 from connectors.k8s.client import KubeClient
@@ -97,10 +101,11 @@ SuspendsUnqueued = Callable[[str, dict[str, Any]], Awaitable[bool]]
 
 
 def job_patch(job: dict[str, Any], has_default_queue: bool, has_default_priority_class: bool = False, *,
-              suspend_unqueued: bool = False, child: bool = False) -> list[dict[str, Any]]:
+              suspend_unqueued: bool = False, child: bool = False, elastic_jobs: bool = False) -> list[dict[str, Any]]:
     """The JSON patch Kueue's defaulting makes to a Job being created (empty: nothing to change).
     ``suspend_unqueued``: a Job left without a queue name is Kueue's all the same (``manageJobsWithoutQueueName``);
-    ``child``: its controller is of a kind Kueue runs, so it is not suspended, whatever queue it names."""
+    ``child``: its controller is of a kind Kueue runs, so it is not suspended, whatever queue it names;
+    ``elastic_jobs``: the ``ElasticJobsViaWorkloadSlices`` gate (an elastic Job's pods are gated)."""
     meta = job.get("metadata") or {}
     labels = meta.get("labels") or {}
     added: dict[str, str] = {}
@@ -112,7 +117,26 @@ def job_patch(job: dict[str, Any], has_default_queue: bool, has_default_priority
     ops = map_ops("/metadata/labels", meta.get("labels"), added)
     if (queue or suspend_unqueued) and not child and (job.get("spec") or {}).get("suspend") is not True:
         ops.append({"op": "add", "path": "/spec/suspend", "value": True})
+    if elastic_jobs and (meta.get("annotations") or {}).get(workload_slices.ELASTIC_JOB_ANNOTATION) == "true":
+        ops += elastic_gate_ops(job)
     return ops
+
+
+def elastic_gate_ops(job: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``kueue.x-k8s.io/elastic-job`` scheduling gate added to an elastic Job's pod template (unless there),
+    so that no pod of it is scheduled before the slice counting it is admitted (Kueue's
+    ``applyWorkloadSliceSchedulingGate``; the Job integration lifts it)."""
+    template = (job.get("spec") or {}).get("template") or {}
+    tspec = template.get("spec")
+    gate = {"name": workload_slices.ELASTIC_JOB_GATE}
+    present = (tspec or {}).get("schedulingGates")
+    if present and gate in present:
+        return []
+    if present:
+        return [{"op": "add", "path": "/spec/template/spec/schedulingGates/-", "value": gate}]
+    if tspec is None:
+        return [{"op": "add", "path": "/spec/template/spec", "value": {"schedulingGates": [gate]}}]
+    return [{"op": "add", "path": "/spec/template/spec/schedulingGates", "value": [gate]}]
 
 
 def kueue_parents(pods_on: bool = False, jobsets_on: bool = False, mpijobs_on: bool = False) -> ParentRuns:
@@ -124,8 +148,8 @@ def kueue_parents(pods_on: bool = False, jobsets_on: bool = False, mpijobs_on: b
 async def review(body: bytes, has_default_queue: HasDefaultQueue,
                  has_default_priority_class: HasDefaultPriorityClass | None = None,
                  suspends_unqueued: SuspendsUnqueued | None = None,
-                 parent_runs: ParentRuns | None = None) -> dict[str, Any]:
-    """Answer one AdmissionReview (v1) for a Job. ``has_default_priority_class``: None when the
+                 parent_runs: ParentRuns | None = None, *, elastic_jobs: bool = False) -> dict[str, Any]:
+    """Answer one AdmissionReview (v1) for a Job (``elastic_jobs``: the ``ElasticJobsViaWorkloadSlices`` gate). ``has_default_priority_class``: None when the
     ``WorkloadPriorityClassDefaulting`` gate is off; ``suspends_unqueued``: None unless the Kueue Configuration
     turns ``manageJobsWithoutQueueName`` on (a failed namespace lookup refuses the Job, in Kueue's words).
     ``parent_runs``: whether the Job's controller is of a kind Kueue runs (by default a batch/v1 Job): such a
@@ -150,7 +174,8 @@ async def review(body: bytes, has_default_queue: HasDefaultQueue,
                 response.update(allowed=False, status={"code": 500, "reason": "InternalError",
                                                        "message": f"failed to get namespace: {exc}"})
                 return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
-        ops = job_patch(job, default, default_class, suspend_unqueued=unqueued, child=child)
+        ops = job_patch(job, default, default_class, suspend_unqueued=unqueued, child=child,
+                        elastic_jobs=elastic_jobs)
         if ops:
             response["patchType"] = "JSONPatch"
             response["patch"] = base64.b64encode(msgspec.json.encode(ops)).decode()
@@ -277,7 +302,8 @@ class WebhookServer:
 
     async def _review_job(self, body: bytes) -> dict[str, Any]:
         return await review(body, self.has_default_queue, self.has_default_priority_class, self.suspends_unqueued,
-                            self.parent_runs)
+                            self.parent_runs,
+                            elastic_jobs=gates.enabled(self.feature_gates, gates.ELASTIC_JOBS_VIA_WORKLOAD_SLICES))
 
     async def _mutate(self, request: web.Request, reviewer: pod_webhook.Reviewer) -> web.Response:
         """A mutating review (a Job's or a Pod's), answered by ``reviewer``."""

@@ -19,11 +19,14 @@ MAX_PREFIX, SHORT_PREFIX = 252 - HASH_LENGTH, 62 - HASH_LENGTH
 which keeps the name a valid label value)."""
 
 
-def owner_workload_name(kind: str, group: str, name: str, uid: str, *, short: bool = False) -> str:
+def owner_workload_name(kind: str, group: str, name: str, uid: str, *, short: bool = False,
+                        extra: str | None = None) -> str:
     """The Workload name for object ``name`` (``uid``) of ``kind`` in API ``group``; ``short``: the
-    ``ShortWorkloadNames`` gate."""
+    ``ShortWorkloadNames`` gate; ``extra``: hashed too, after one more ``\\n`` (an elastic job's slice: its
+    generation)."""
     prefix = f"{kind.lower()}-{name}"[:SHORT_PREFIX if short else MAX_PREFIX]
-    digest = hashlib.sha1(f"{kind}\n{group}\n{name}\n{uid}".encode()).hexdigest()
+    hashed = f"{kind}\n{group}\n{name}\n{uid}" + (f"\n{extra}" if extra is not None else "")
+    digest = hashlib.sha1(hashed.encode()).hexdigest()
     return f"{prefix}-{digest[:HASH_LENGTH]}"
 
 

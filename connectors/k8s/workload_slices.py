@@ -1,0 +1,163 @@
+"""Which Workload an elastic Job runs on, and what its Job integration writes for it (Kueue's
+``pkg/workloadslicing``, ``EnsureWorkloadSlices``, as its job reconciler calls it).
+
+A Job is elastic when the ``ElasticJobsViaWorkloadSlices`` gate is on and it carries the annotation
+``kueue.x-k8s.io/elastic-job: "true"``. Its Workloads are then slices: each named with the Job's generation in its
+hash (so a scale-up, which bumps the generation, gets a new name), annotated elastic, and carrying the
+``kueue.x-k8s.io/workload-slice-name`` of the first slice of the chain. Of the slices the Job controls that are
+not finished (oldest first), :func:`ensure` decides, comparing their pod counts with the Job's:
+
+* **none**: a new slice is made (the Job is not suspended for it, nor does it wait for its pods to go);
+* **one**: with other pod set names, the slices do not apply (the Job's Workload is found as for any Job); with
+  the same counts it is the Job's; with other counts it takes the Job's counts in place when it holds no quota,
+  or when the Job scaled down (no count grows, one shrinks) — Kueue's scale-down, which keeps the Job running;
+  otherwise (a scale-up of an admitted slice) a new slice is made, whose
+  ``kueue.x-k8s.io/workload-slice-replacement-for`` names the old one (``namespace/name``): the scheduler admits
+  it in the old one's place (it finishes that one ``WorkloadSliceReplaced``) while the Job runs on;
+* **two** (a new slice waiting to replace the old): the old one is finished ``OutOfSync`` when it no longer holds
+  quota or has an ``Evicted`` condition; the new one is the Job's (other pod set names: the slices do not apply),
+  taking the Job's counts in place when they differ — unless it holds quota already, which Kueue reports as an
+  error (it never admits a new slice before finishing the old one) and does nothing;
+* **more**: an error, nothing done.
+
+The pods: the Job webhook gives an elastic Job's pod template the ``kueue.x-k8s.io/elastic-job`` scheduling gate
+(:func:`connectors.k8s.webhook.elastic_gate_ops`), so the pods a scale-up adds wait for their slice; while the Job
+runs on an admitted slice, the Job integration lifts the gate from the Job's pods (:func:`ungate_ops`; Kueue's
+``StartWorkloadSlicePods``, which finds them by their owner).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from connectors.k8s.workload_names import owner_workload_name
+from events import objects as o
+from projections import gates
+from projections.workloads import FINISHED, SLICE_REPLACEMENT_FOR_ANNOTATION, WorkloadInfo
+
+ELASTIC_JOB_ANNOTATION = "kueue.x-k8s.io/elastic-job"
+"""On a Job (and its slices): the Job scales through workload slices (value ``"true"``)."""
+ELASTIC_JOB_GATE = "kueue.x-k8s.io/elastic-job"
+"""The scheduling gate an elastic Job's pods carry until a slice counting them is admitted."""
+SLICE_NAME_ANNOTATION = "kueue.x-k8s.io/workload-slice-name"
+"""On a slice: the name of the first slice of its chain."""
+REPLACEMENT_FOR = SLICE_REPLACEMENT_FOR_ANNOTATION
+OUT_OF_SYNC = "OutOfSync"
+OUT_OF_SYNC_MESSAGE = "The workload slice is out of sync with its parent job"
+
+Slice = tuple[o.Workload, WorkloadInfo]
+
+
+def elastic(state: object, annotations: dict[str, str]) -> bool:
+    """Whether a job with these annotations is elastic under the Configuration recorded in the log."""
+    return state.gate(gates.ELASTIC_JOBS_VIA_WORKLOAD_SLICES) and annotations.get(ELASTIC_JOB_ANNOTATION) == "true"  # type: ignore[attr-defined]
+
+
+def slice_name(kind: str, group: str, name: str, uid: str, generation: int, *, short: bool = False) -> str:
+    """Kueue's name for a slice of object ``name``: the usual name, its hash taken over the generation too."""
+    return owner_workload_name(kind, group, name, uid, short=short, extra=str(generation))
+
+
+def not_finished(owned: Sequence[Slice]) -> list[Slice]:
+    """The slices not finished, oldest first: by creation time, and (within one second) a slice before the one
+    that replaces it."""
+    keys = {obs.key for obs, _ in owned}
+
+    def order(item: Slice) -> tuple[str, int, str]:
+        obs = item[0]
+        replaces = obs.metadata.annotations.get(REPLACEMENT_FOR, "")
+        return (obs.metadata.creation_timestamp or "", 1 if replaces in keys else 0, obs.metadata.name)
+
+    return sorted(((obs, wl) for obs, wl in owned if wl.phase != FINISHED), key=order)
+
+
+def counts(obs: o.Workload) -> dict[str, int]:
+    """A Workload's pod counts by pod set."""
+    return {ps.name: ps.count for ps in obs.spec.pod_sets}
+
+
+def scaled_down(old: dict[str, int], new: dict[str, int]) -> bool:
+    """Some pod set shrinks and none grows."""
+    return any(new[k] < old[k] for k in old) and not any(new[k] > old[k] for k in old)
+
+
+@dataclass(frozen=True)
+class SliceStep:
+    """What :func:`ensure` decided."""
+
+    applies: bool = True
+    """False: the slices do not apply (other pod set names); the Job's Workload is found as any Job's."""
+    keep: Slice | None = None
+    """The slice the Job runs on (None with ``applies``: a new slice is to be made)."""
+    set_counts: bool = False
+    """``keep`` is to take the Job's pod counts first."""
+    finish_old: Slice | None = None
+    """An old slice to finish ``OutOfSync``."""
+    error: str = ""
+    """Kueue reports an error and does nothing else."""
+
+
+def ensure(job_counts: dict[str, int], owned: Sequence[Slice]) -> SliceStep:
+    """Kueue's ``EnsureWorkloadSlices`` over the Workloads the Job controls (module docstring)."""
+    live = not_finished(owned)
+    if not live:
+        return SliceStep()
+    if len(live) == 1:
+        obs, wl = current = live[0]
+        have = counts(obs)
+        if set(have) != set(job_counts):
+            return SliceStep(applies=False)
+        if have == job_counts:
+            return SliceStep(keep=current)
+        if not wl.reserving or scaled_down(have, job_counts):
+            return SliceStep(keep=current, set_counts=True)
+        return SliceStep()  # a scale-up of a slice that holds quota: a new slice
+    if len(live) == 2:
+        old, new = live
+        finish_old = old if (not old[1].reserving or old[1].condition("Evicted") is not None) else None
+        have = counts(new[0])
+        if set(have) != set(job_counts):
+            return SliceStep(applies=False, finish_old=finish_old)
+        if new[1].reserving:
+            return SliceStep(finish_old=finish_old,
+                             error="unexpected combination of old and new workload slices with reserved quota")
+        return SliceStep(keep=new, set_counts=have != job_counts, finish_old=finish_old)
+    return SliceStep(error=f"unexpected number of matching workload slices: {len(live)}")
+
+
+def slice_annotations(name: str, live: Sequence[Slice]) -> dict[str, str]:
+    """The annotations of a new slice ``name``, given the Job's slices not finished (:func:`not_finished`): the
+    first of a chain names itself; a scale-up's names the slice it replaces and carries that one's chain name.
+    Raises ValueError with more than one (Kueue waits for the old one to go)."""
+    out = {ELASTIC_JOB_ANNOTATION: "true"}
+    if not live:
+        return {**out, SLICE_NAME_ANNOTATION: name}
+    if len(live) > 1:
+        raise ValueError(f"unexpected workload-slices count: {len(live)}")
+    old = live[0][0]
+    origin = old.metadata.annotations.get(SLICE_NAME_ANNOTATION) or old.metadata.name
+    return {**out, REPLACEMENT_FOR: old.key, SLICE_NAME_ANNOTATION: origin}
+
+
+def counts_patch(obs: o.Workload, job_counts: dict[str, int]) -> list[dict]:
+    """A JSON patch (RFC 6902) giving ``obs`` the Job's pod counts, and nothing else of its pod sets, applied only to
+    the version read (its resourceVersion tested first)."""
+    ops: list[dict] = [{"op": "test", "path": "/metadata/resourceVersion", "value": obs.metadata.resource_version}]
+    for i, ps in enumerate(obs.spec.pod_sets):
+        if job_counts[ps.name] != ps.count:
+            ops.append({"op": "replace", "path": f"/spec/podSets/{i}/count", "value": job_counts[ps.name]})
+    return ops
+
+
+def ungate_ops(pod: dict) -> list[dict] | None:
+    """A JSON patch lifting the elastic-job gate from ``pod`` (as the apiserver returns it), applied only to the
+    version read; None when the pod does not carry the gate."""
+    present = (pod.get("spec") or {}).get("schedulingGates") or []
+    left = [g for g in present if g.get("name") != ELASTIC_JOB_GATE]
+    if len(left) == len(present):
+        return None
+    ops: list[dict] = [{"op": "test", "path": "/metadata/resourceVersion", "value": pod["metadata"]["resourceVersion"]}]
+    if left:
+        return [*ops, {"op": "replace", "path": "/spec/schedulingGates", "value": left}]
+    return [*ops, {"op": "remove", "path": "/spec/schedulingGates"}]

@@ -1,0 +1,166 @@
+"""An elastic batch/v1 Job scaled up and down against the real apiserver, as Kueue runs it through workload slices.
+
+A Job annotated ``kueue.x-k8s.io/elastic-job: "true"`` (``ElasticJobsViaWorkloadSlices`` on, Kueue's default) gets
+a first slice named with its generation in the hash, is admitted and runs (there is no job controller here: the
+test plays it, setting ``status.active``). Its parallelism raised beyond the quota, it gets a new slice naming the
+old one in ``kueue.x-k8s.io/workload-slice-replacement-for``, which waits while the Job runs on the old one; once
+the quota grows the scheduler admits the new slice and finishes the old one ``WorkloadSliceReplaced``, and the Job runs on the new slice — never suspended meanwhile, no ``Stopped`` Event, no
+Workload deleted. The pods (made by the test, gated by the ``kueue.x-k8s.io/elastic-job`` gate the Job webhook
+puts on the template) are ungated once the slice counting them is admitted, not before. Its parallelism then lowered, the admitted slice takes the smaller count in place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import msgspec
+import pytest
+from kubehelp import connect, create, eventually, get, job, kueue_es, queues, running
+
+from connectors.k8s import crds
+from connectors.k8s.client import KubeClient
+from connectors.k8s.jobs import JOBS
+from connectors.k8s.recorder import EVENTS
+from connectors.k8s.resources import BY_KIND
+from connectors.k8s.workload_slices import slice_name
+
+pytestmark = pytest.mark.kube
+ELASTIC = "kueue.x-k8s.io/elastic-job"
+REPLACES = "kueue.x-k8s.io/workload-slice-replacement-for"
+CLUSTER_QUEUES = BY_KIND["ClusterQueue"]
+
+
+def _condition(wl: dict[str, Any], type_: str) -> dict[str, Any] | None:
+    return next((c for c in (wl.get("status") or {}).get("conditions") or [] if c["type"] == type_), None)
+
+
+async def _workload(kc: KubeClient, ns: str, name: str) -> dict[str, Any] | None:
+    with contextlib.suppress(Exception):
+        return await get(kc, "Workload", name, ns)
+    return None
+
+
+async def _admitted(kc: KubeClient, ns: str, name: str) -> dict[str, Any] | None:
+    wl = await _workload(kc, ns, name)
+    admitted = _condition(wl, "Admitted") if wl else None
+    return wl if admitted is not None and admitted["status"] == "True" else None
+
+
+async def _job_events(kc: KubeClient, ns: str, name: str) -> list[tuple[str, str]]:
+    selector = f"involvedObject.name={name},involvedObject.namespace={ns},involvedObject.kind=Job"
+    raw = await kc.request("GET", EVENTS.collection_path(ns), query=[("fieldSelector", selector)])
+    return [(e["reason"], e["message"]) for e in msgspec.json.decode(raw)["items"]]
+
+
+async def _watch_suspended(kc: KubeClient, ns: str, name: str, seen: list[bool]) -> None:
+    """Record every time the Job is seen suspended (polled)."""
+    while True:
+        if not await running(kc, ns, name):
+            seen.append(True)
+        await asyncio.sleep(0.05)
+
+
+@pytest.mark.asyncio
+async def test_an_elastic_job_scales_up_through_a_new_slice_without_stopping(kube_apiserver, tmp_path) -> None:
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        q = await queues(kc, "elastic", {"cpu": 4})
+        async with kueue_es(kc, tmp_path / "log"):
+            doc = job(q.ns, "el", "user-queue", parallelism=2)
+            doc["metadata"]["annotations"] = {ELASTIC: "true"}
+            doc["spec"]["template"]["spec"]["schedulingGates"] = [{"name": ELASTIC}]  # as Kueue's webhook gates it
+            del doc["spec"]["completions"]  # the pod count follows parallelism alone
+            created = await create(kc, doc)
+            uid = created["metadata"]["uid"]
+            first = slice_name("Job", "batch", "el", uid, created["metadata"]["generation"])
+            await eventually(lambda: running(kc, q.ns, "el"), what="the Job started on its first slice")
+            first_wl = await _admitted(kc, q.ns, first)
+            assert first_wl is not None and first_wl["metadata"]["annotations"][ELASTIC] == "true"
+            for i in range(2):
+                await create(kc, _pod(q.ns, f"el-{i}", created))
+            await kc.patch(JOBS, "el", {"status": {"active": 2}}, q.ns, subresource="status")
+            await eventually(lambda: _ungated(kc, q.ns, "el-0", "el-1"), what="the first slice's pods ungated")
+
+            seen_suspended: list[bool] = []
+            watcher = asyncio.create_task(_watch_suspended(kc, q.ns, "el", seen_suspended))
+            try:
+                # 6 pods do not fit in 4 cpu: the new slice waits, the Job runs on its old one
+                scaled = msgspec.json.decode(await kc.patch(JOBS, "el", {"spec": {"parallelism": 6}}, q.ns))
+                second = slice_name("Job", "batch", "el", uid, scaled["metadata"]["generation"])
+                assert second != first
+                await eventually(lambda: _pending(kc, q.ns, second), what="the new slice pending")
+                for i in range(2, 6):  # the job controller adds the pods, gated by the template
+                    await create(kc, _pod(q.ns, f"el-{i}", created))
+                await kc.patch(JOBS, "el", {"status": {"active": 6}}, q.ns, subresource="status")
+                await asyncio.sleep(1.0)
+                assert not await _ungated(kc, q.ns, "el-2"), "a pod of the waiting slice stays gated"
+                assert await _admitted(kc, q.ns, first) is not None, "the old slice keeps its admission"
+                assert await running(kc, q.ns, "el")
+
+                cq = await get(kc, "ClusterQueue", q.cq)
+                cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = 6
+                await kc.replace(CLUSTER_QUEUES, q.cq, cq)
+                new = await eventually(lambda: _admitted(kc, q.ns, second), what="the new slice admitted")
+                assert new["metadata"]["annotations"][REPLACES] == f"{q.ns}/{first}"
+                assert new["spec"]["podSets"][0]["count"] == 6
+                await eventually(lambda: _ungated(kc, q.ns, *(f"el-{i}" for i in range(6))),
+                                 what="the new slice's pods ungated")
+                old = await get(kc, "Workload", first, q.ns)
+                finished = _condition(old, "Finished")
+                assert finished is not None and finished["status"] == "True"
+                assert finished["reason"] == "WorkloadSliceReplaced"
+                await eventually(lambda: _no_finalizer(kc, q.ns, first), what="the replaced slice let go")
+
+                # scale down: the admitted slice takes the count in place, no new slice
+                await kc.patch(JOBS, "el", {"spec": {"parallelism": 3}}, q.ns)
+                await eventually(lambda: _count_is(kc, q.ns, second, 3), what="the slice's count lowered")
+                await asyncio.sleep(0.5)
+            finally:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+            assert seen_suspended == [], "the Job was never suspended"
+            assert await _admitted(kc, q.ns, second) is not None, "still admitted after the scale-down"
+            reasons = [r for r, _ in await _job_events(kc, q.ns, "el")]
+            assert "Stopped" not in reasons and "DeletedWorkload" not in reasons
+            names = {w["metadata"]["name"] for w in msgspec.json.decode(await kc.request(
+                "GET", f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{q.ns}/workloads"))["items"]}
+            assert names == {first, second}, "no third slice, none deleted"
+
+
+def _pod(ns: str, name: str, owner: dict[str, Any]) -> dict[str, Any]:
+    """A pod of Job ``owner`` as its job controller makes it: controlled by it, labelled with its uid, gated as
+    its template is."""
+    uid = owner["metadata"]["uid"]
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": ns, "labels": {"batch.kubernetes.io/controller-uid": uid},
+                         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": owner["metadata"]["name"],
+                                              "uid": uid, "controller": True}]},
+            "spec": {"schedulingGates": [{"name": ELASTIC}],
+                     "containers": [{"name": "main", "image": "busybox:1.36", "resources": {"requests": {"cpu": "1"}}}]}}
+
+
+async def _ungated(kc: KubeClient, ns: str, *names: str) -> bool:
+    for name in names:
+        pod = await get(kc, "Pod", name, ns)
+        if pod["spec"].get("schedulingGates"):
+            return False
+    return True
+
+
+async def _pending(kc: KubeClient, ns: str, name: str) -> bool:
+    wl = await _workload(kc, ns, name)
+    reserved = _condition(wl, "QuotaReserved") if wl else None
+    return reserved is not None and reserved["status"] == "False"
+
+
+async def _no_finalizer(kc: KubeClient, ns: str, name: str) -> bool:
+    wl = await _workload(kc, ns, name)
+    return wl is not None and not wl["metadata"].get("finalizers")
+
+
+async def _count_is(kc: KubeClient, ns: str, name: str, count: int) -> bool:
+    wl = await _workload(kc, ns, name)
+    return wl is not None and wl["spec"]["podSets"][0]["count"] == count

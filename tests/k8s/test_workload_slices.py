@@ -1,0 +1,323 @@
+"""An elastic batch/v1 Job's workload slices, as Kueue's ``pkg/workloadslicing`` keeps them
+(connectors/k8s/workload_slices.py and the Job integration's slice pass): which slice the Job runs on, a scale-down
+in place, a scale-up as a new slice naming the old one, the old slice finished ``OutOfSync``, the running Job not
+stopped while its new slice waits, its pods ungated once their slice is admitted, and the Job webhooks' rules
+for elastic Jobs (the pod template gated; the annotation immutable). No cluster needed."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import msgspec
+import pytest
+from fixtures.jobs import UID, integration, job, template
+
+from connectors.k8s import job_validation, workload_slices
+from connectors.k8s.jobs import JobIntegration
+from connectors.k8s.mirror import Mirror
+from connectors.k8s.webhook import job_patch
+from events import objects as o
+from events import schema as ev
+from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED
+
+ELASTIC = {"kueue.x-k8s.io/elastic-job": "true"}
+REPLACES = "kueue.x-k8s.io/workload-slice-replacement-for"
+SLICE_NAME = "kueue.x-k8s.io/workload-slice-name"
+GATE_ON = {"ElasticJobsViaWorkloadSlices": True}
+GATE_OFF = {"ElasticJobsViaWorkloadSlices": False}
+
+
+def _slice_name(generation: int) -> str:
+    digest = hashlib.sha1(f"Job\nbatch\ntrain\n{UID}\n{generation}".encode()).hexdigest()[:5]
+    return f"job-train-{digest}"
+
+
+def _slice(name: str, count: int, *, created: str = "2026-01-01T00:00:00Z", replaces: str = "") -> o.Workload:
+    annotations = {**ELASTIC, SLICE_NAME: _slice_name(1)}
+    if replaces:
+        annotations[REPLACES] = replaces
+    return o.Workload(
+        metadata=o.ObjectMeta(name=name, namespace="ns", uid=f"{name}-uid", resource_version="3",
+                              creation_timestamp=created, annotations=annotations,
+                              owner_references=[o.OwnerReference(api_version="batch/v1", kind="Job", name="train",
+                                                                 uid=UID, controller=True)]),
+        spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name="main", count=count, template=template())]))
+
+
+def _elastic_job(parallelism: int, *, suspend: bool = False, generation: int = 1) -> o.Job:
+    j = job(parallelism=parallelism, completions=None, suspend=suspend, annotations=ELASTIC)
+    return msgspec.structs.replace(j, metadata=msgspec.structs.replace(j.metadata, generation=generation))
+
+
+def _phase(mirror: Mirror, name: str, phase: str, *, evicted: bool = False) -> None:
+    info = mirror.state.workloads[f"ns/{name}"]
+    info.phase = phase
+    if phase in (RESERVED, ADMITTED):
+        count = mirror.workloads[f"ns/{name}"].spec.pod_sets[0].count
+        info.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[o.PodSetAssignment(
+            name="main", flavors={"cpu": "default"}, resource_usage={"cpu": str(count)}, count=count)])
+        info.set_condition("QuotaReserved", "True", "QuotaReserved", "reserved", 5)
+    if phase == ADMITTED:
+        info.set_condition("Admitted", "True", "Admitted", "The workload is admitted", 5)
+    if evicted:
+        info.evicted = "Preempted"
+        info.set_condition("Evicted", "True", "Preempted", "Preempted to accommodate a workload", 6)
+
+
+class Client:
+    """Serves the Job as the log holds it; records every write, each of which succeeds."""
+
+    def __init__(self, job_doc: dict[str, Any]) -> None:
+        self.job_doc = job_doc
+        self.patches: list[tuple[str, str, Any, str]] = []
+        self.created: list[dict[str, Any]] = []
+        self.pods: list[dict[str, Any]] = []
+        self.listed: list[tuple[str, Any]] = []
+
+    async def request(self, method: str, path: str, *, query: Any = None, **kw: Any) -> bytes:
+        assert method == "GET" and path == "/api/v1/namespaces/ns/pods"
+        self.listed.append((path, query))
+        return msgspec.json.encode({"items": self.pods})
+
+    async def get(self, resource: Any, name: str, namespace: str = "", subresource: str = "") -> bytes:
+        assert resource.kind == "Job"
+        return msgspec.json.encode(self.job_doc)
+
+    async def patch(self, resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "",
+                    content_type: str = "application/merge-patch+json") -> bytes:
+        self.patches.append((resource.kind, name, body, content_type))
+        return msgspec.json.encode({**self.job_doc, "metadata": {**self.job_doc["metadata"], "resourceVersion": "9"}})
+
+    async def create(self, resource: Any, body: dict[str, Any], namespace: str = "") -> bytes:
+        self.created.append(body)
+        return msgspec.json.encode(body)
+
+
+def _setup(j: o.Job, *slices: o.Workload, gate: bool = True) -> tuple[JobIntegration, Mirror, list[ev.AnyEvent], Client]:
+    before: tuple[ev.AnyEvent, ...] = ()
+    if not gate:
+        before = (ev.ConfigRecorded(time=1, writer="test", id="off", document={
+            "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "featureGates": GATE_OFF}),)
+    jobs, mirror, appended = integration(*slices, j, before=before)
+    client = jobs.client = Client(msgspec.to_builtins(j))  # type: ignore[assignment]
+    return jobs, mirror, appended, client
+
+
+# --- the decision -----------------------------------------------------------------------------------------------
+
+
+def _pairs(mirror: Mirror, *names: str) -> list[tuple[o.Workload, Any]]:
+    return [(mirror.workloads[f"ns/{n}"], mirror.state.workloads[f"ns/{n}"]) for n in names]
+
+
+def test_slice_names_hash_the_generation_too() -> None:
+    assert workload_slices.slice_name("Job", "batch", "train", UID, 1) == _slice_name(1)
+    assert _slice_name(1) != _slice_name(2)
+
+
+@pytest.mark.parametrize(("phase", "job_count", "want"), [
+    (ADMITTED, 4, "keep"),
+    (ADMITTED, 2, "counts"),  # a scale-down of an admitted slice: in place
+    (ADMITTED, 6, "new"),  # a scale-up of an admitted slice: a new slice
+    (RESERVED, 6, "new"),
+    (PENDING, 6, "counts"),  # no quota held: in place
+    (PENDING, 2, "counts"),
+])
+def test_one_live_slice(phase: str, job_count: int, want: str) -> None:
+    _, mirror, _, _ = _setup(_elastic_job(job_count), _slice("a", 4))
+    _phase(mirror, "a", phase)
+    step = workload_slices.ensure({"main": job_count}, _pairs(mirror, "a"))
+    got = "new" if step.keep is None else "counts" if step.set_counts else "keep"
+    assert (got, step.applies, step.finish_old, step.error) == (want, True, None, "")
+
+
+def test_other_pod_set_names_leave_the_slices_aside() -> None:
+    _, mirror, _, _ = _setup(_elastic_job(4), _slice("a", 4))
+    assert not workload_slices.ensure({"workers": 4}, _pairs(mirror, "a")).applies
+
+
+def test_finished_slices_do_not_count() -> None:
+    _, mirror, _, _ = _setup(_elastic_job(6), _slice("a", 4), _slice("b", 6, replaces="ns/a"))
+    _phase(mirror, "a", FINISHED)
+    _phase(mirror, "b", ADMITTED)
+    step = workload_slices.ensure({"main": 6}, _pairs(mirror, "a", "b"))
+    assert step.keep is not None and step.keep[0].metadata.name == "b" and not step.set_counts
+
+
+@pytest.mark.parametrize(("old_phase", "evicted", "finished"), [
+    (ADMITTED, False, False), (PENDING, False, True), (ADMITTED, True, True)])
+def test_two_live_slices_the_new_one_is_the_jobs(old_phase: str, evicted: bool, finished: bool) -> None:
+    # one second apart or in the same second: the replacing slice is the newer either way
+    _, mirror, _, _ = _setup(_elastic_job(8), _slice("b", 6, replaces="ns/a"), _slice("a", 4))
+    _phase(mirror, "a", old_phase, evicted=evicted)
+    step = workload_slices.ensure({"main": 8}, _pairs(mirror, "b", "a"))
+    assert step.keep is not None and step.keep[0].metadata.name == "b" and step.set_counts
+    assert (step.finish_old is not None and step.finish_old[0].metadata.name == "a") is finished
+
+
+def test_a_new_slice_holding_quota_beside_the_old_one_is_an_error() -> None:
+    _, mirror, _, _ = _setup(_elastic_job(6), _slice("a", 4), _slice("b", 6, replaces="ns/a"))
+    _phase(mirror, "a", ADMITTED)
+    _phase(mirror, "b", ADMITTED)
+    step = workload_slices.ensure({"main": 6}, _pairs(mirror, "a", "b"))
+    assert step.keep is None and "reserved quota" in step.error
+
+
+def test_slice_annotations() -> None:
+    assert workload_slices.slice_annotations("first", []) == {**ELASTIC, SLICE_NAME: "first"}
+    _, mirror, _, _ = _setup(_elastic_job(4), _slice("a", 4))
+    assert workload_slices.slice_annotations("second", _pairs(mirror, "a")) == {
+        **ELASTIC, REPLACES: "ns/a", SLICE_NAME: _slice_name(1)}
+
+
+# --- the Job integration --------------------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_a_new_elastic_job_gets_its_first_slice() -> None:
+    jobs, _, _, client = _setup(_elastic_job(4, suspend=True))
+    await jobs.reconcile("ns/train")
+    (body,) = client.created
+    assert body["metadata"]["name"] == _slice_name(1)
+    assert body["metadata"]["annotations"] == {**ELASTIC, SLICE_NAME: _slice_name(1)}
+
+
+@pytest.mark.asyncio
+async def test_without_the_gate_an_annotated_job_gets_a_plain_workload() -> None:
+    jobs, _, _, client = _setup(_elastic_job(4, suspend=True), gate=False)
+    await jobs.reconcile("ns/train")
+    (body,) = client.created
+    assert body["metadata"]["name"] != _slice_name(1) and "annotations" not in body["metadata"]
+
+
+@pytest.mark.asyncio
+async def test_an_admitted_slice_scaled_down_takes_the_count_in_place() -> None:
+    jobs, mirror, appended, client = _setup(_elastic_job(2, generation=2), _slice("a", 4))
+    _phase(mirror, "a", ADMITTED)
+    await jobs.reconcile("ns/train")
+    assert client.created == [] and appended == []
+    assert client.patches == [("Workload", "a", [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": "3"},
+        {"op": "replace", "path": "/spec/podSets/0/count", "value": 2}], "application/json-patch+json")]
+
+
+@pytest.mark.asyncio
+async def test_an_admitted_slice_scaled_up_gets_a_new_slice_and_the_job_runs_on() -> None:
+    jobs, mirror, appended, client = _setup(_elastic_job(6, generation=2), _slice("a", 4))
+    _phase(mirror, "a", ADMITTED)
+    await jobs.reconcile("ns/train")
+    (body,) = client.created
+    assert body["metadata"]["name"] == _slice_name(2)
+    assert body["metadata"]["annotations"] == {**ELASTIC, REPLACES: "ns/a", SLICE_NAME: _slice_name(1)}
+    assert body["spec"]["podSets"][0]["count"] == 6
+    assert client.patches == [], "neither the Job nor the old slice is touched"
+    assert [e.action for e in appended if isinstance(e, ev.JobActed)] == ["CreatedWorkload"]
+
+
+@pytest.mark.asyncio
+async def test_the_running_job_is_not_stopped_while_its_new_slice_waits() -> None:
+    jobs, mirror, appended, client = _setup(_elastic_job(6, generation=2), _slice("a", 4),
+                                            _slice(_slice_name(2), 6, replaces="ns/a", created="2026-01-01T00:00:09Z"))
+    _phase(mirror, "a", ADMITTED)
+    await jobs.reconcile("ns/train")
+    assert [p for p in client.patches if p[0] == "Job"] == [], "no stop"
+    assert client.created == [] and [e for e in appended if isinstance(e, ev.WorkloadFinished)] == []
+
+
+@pytest.mark.asyncio
+async def test_once_the_new_slice_replaced_the_old_the_job_runs_on_it_and_nothing_is_deleted() -> None:
+    new = _slice_name(2)
+    jobs, mirror, appended, client = _setup(_elastic_job(6, generation=2), _slice("a", 4),
+                                            _slice(new, 6, replaces="ns/a", created="2026-01-01T00:00:09Z"))
+    _phase(mirror, "a", FINISHED)
+    _phase(mirror, new, ADMITTED)
+    await jobs.reconcile("ns/train")
+    assert [p for p in client.patches if p[0] == "Job"] == [] and client.created == []
+    assert not [e for e in appended if isinstance(e, ev.WorkloadFinished)]
+
+
+@pytest.mark.asyncio
+async def test_an_evicted_old_slice_beside_a_new_one_is_finished_out_of_sync() -> None:
+    jobs, mirror, appended, _ = _setup(_elastic_job(6, generation=2), _slice("a", 4),
+                                       _slice(_slice_name(2), 6, replaces="ns/a", created="2026-01-01T00:00:09Z"))
+    _phase(mirror, "a", ADMITTED, evicted=True)
+    await jobs.reconcile("ns/train")
+    (finished,) = [e for e in appended if isinstance(e, ev.WorkloadFinished)]
+    assert (finished.key, finished.reason, finished.message) == (
+        "ns/a", "OutOfSync", "The workload slice is out of sync with its parent job")
+
+
+def _pod(name: str, *gates: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": f"rv-{name}"},
+            "spec": {"schedulingGates": [{"name": g} for g in gates]} if gates else {"spec": {}}}
+
+
+def test_ungating_a_pod_lifts_only_the_elastic_gate() -> None:
+    gate, tas = "kueue.x-k8s.io/elastic-job", "kueue.x-k8s.io/topology"
+    test = {"op": "test", "path": "/metadata/resourceVersion", "value": "rv-a"}
+    assert workload_slices.ungate_ops(_pod("a", gate)) == [test, {"op": "remove", "path": "/spec/schedulingGates"}]
+    assert workload_slices.ungate_ops(_pod("a", tas, gate)) == [
+        test, {"op": "replace", "path": "/spec/schedulingGates", "value": [{"name": tas}]}]
+    assert workload_slices.ungate_ops(_pod("a", tas)) is None
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("phase", [ADMITTED, PENDING])
+async def test_the_pods_of_a_job_running_on_an_admitted_slice_are_ungated(phase: str) -> None:
+    jobs, mirror, _, client = _setup(_elastic_job(4), _slice("a", 4))
+    _phase(mirror, "a", phase)
+    client.pods = [_pod("p1", "kueue.x-k8s.io/elastic-job"), _pod("p2")]
+    await jobs.reconcile("ns/train")
+    pod_patches = [(name, body) for kind, name, body, _ in client.patches if kind == "Pod"]
+    if phase == PENDING:  # the slice waits: its pods too (and the running Job is not stopped)
+        assert pod_patches == [] and client.patches == []
+        return
+    assert client.listed == [("/api/v1/namespaces/ns/pods",
+                              [("labelSelector", f"batch.kubernetes.io/controller-uid={UID}")])]
+    assert pod_patches == [("p1", [{"op": "test", "path": "/metadata/resourceVersion", "value": "rv-p1"},
+                                   {"op": "remove", "path": "/spec/schedulingGates"}])]
+    await jobs.reconcile("ns/train")
+    assert len(client.listed) == 1, "once per version of the Job"
+
+
+def test_the_job_webhook_gates_an_elastic_jobs_pods() -> None:
+    doc = {"metadata": {"name": "train", "namespace": "ns", "annotations": ELASTIC,
+                        "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+           "spec": {"suspend": True, "template": {"spec": {"containers": []}}}}
+    gate = {"name": "kueue.x-k8s.io/elastic-job"}
+    assert job_patch(doc, False, elastic_jobs=True) == [
+        {"op": "add", "path": "/spec/template/spec/schedulingGates", "value": [gate]}]
+    assert job_patch(doc, False, elastic_jobs=False) == []
+    doc["spec"]["template"]["spec"]["schedulingGates"] = [{"name": "other"}]
+    assert job_patch(doc, False, elastic_jobs=True) == [
+        {"op": "add", "path": "/spec/template/spec/schedulingGates/-", "value": gate}]
+    doc["spec"]["template"]["spec"]["schedulingGates"] = [gate]
+    assert job_patch(doc, False, elastic_jobs=True) == []
+    doc["metadata"]["annotations"] = {}
+    doc["spec"]["template"]["spec"] = {}
+    assert job_patch(doc, False, elastic_jobs=True) == [], "not elastic"
+
+
+# --- the Job webhook --------------------------------------------------------------------------------------------
+
+
+def _doc(annotations: dict[str, str], *, suspend: bool = False, labels: dict[str, str] | None = None) -> dict:
+    return {"metadata": {"name": "train", "namespace": "ns", "annotations": annotations,
+                         "labels": {"kueue.x-k8s.io/queue-name": "lq", **(labels or {})}},
+            "spec": {"parallelism": 2, "suspend": suspend, "template": {"spec": {"containers": []}}}}
+
+
+@pytest.mark.parametrize(("old", "new", "now"), [({}, ELASTIC, "true"), (ELASTIC, {}, "false")])
+def test_whether_a_job_is_elastic_does_not_change(old: dict, new: dict, now: str) -> None:
+    errors = job_validation.update_errors(_doc(old), _doc(new), GATE_ON)
+    assert errors == [f"metadata.labels[kueue.x-k8s.io/elastic-job]: Invalid value: {now}: field is immutable"]
+    assert job_validation.update_errors(_doc(old), _doc(new), GATE_OFF) == [], "the annotation means nothing"
+
+
+def test_a_running_elastic_job_may_change_its_prebuilt_workload() -> None:
+    prebuilt = "kueue.x-k8s.io/prebuilt-workload-name"
+    old, new = _doc(ELASTIC, labels={prebuilt: "a"}), _doc(ELASTIC, labels={prebuilt: "b"})
+    assert job_validation.update_errors(old, new, GATE_ON) == []
+    assert job_validation.update_errors(old, new, GATE_OFF) == [
+        f'metadata.labels[{prebuilt}]: Invalid value: "b": field is immutable']
