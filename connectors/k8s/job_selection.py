@@ -42,7 +42,7 @@ def kueue_owner(owner: tuple[str, str] | None, pods_on: bool, jobsets_on: bool =
     if owner is None:
         return False
     return (owner == JOB_OWNER or (owner == POD_OWNER and pods_on) or (owner == JOBSET_OWNER and jobsets_on)
-            or (mpijobs_on and _is_mpijob(owner)))
+            or (mpijobs_on and is_mpijob(owner)))
 
 
 def runs_parent(owner: tuple[str, str] | None, config: SchedulerConfig) -> bool:
@@ -50,7 +50,7 @@ def runs_parent(owner: tuple[str, str] | None, config: SchedulerConfig) -> bool:
     return kueue_owner(owner, config.manages_pods, config.manages_jobsets, config.manages_mpijobs)
 
 
-def _is_mpijob(owner: tuple[str, str]) -> bool:
+def is_mpijob(owner: tuple[str, str]) -> bool:
     """Kueue's ``isMPIJob``: kind ``MPIJob`` and an apiVersion in the ``kubeflow.org`` group."""
     api_version, kind = owner
     return kind == MPIJOBS.kind and api_version.startswith(f"{MPIJOBS.group}/")

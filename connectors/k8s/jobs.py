@@ -121,7 +121,7 @@ from connectors.k8s import child_jobs, job_selection, job_sync, podsetinfo, preb
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import JSON_PATCH, KubeClient
 from connectors.k8s.copied_metadata import copied
-from connectors.k8s.errors import Conflict, Invalid, NotFound
+from connectors.k8s.errors import Conflict, Invalid, KubeError, NotFound
 from connectors.k8s.job_events import (
     MISSING_WORKLOAD,
     QUEUE_LABEL,
@@ -467,20 +467,29 @@ class JobIntegration(JobReconciler[o.Job]):
 
     async def _ungate_pods(self, job: o.Job, wl: WorkloadInfo) -> None:
         """Lift the elastic-job gate of every pod of the Job (by the job controller's ``controller-uid`` label),
-        each patch applied only to the pod as read (a pod changed or gone meanwhile is left to the next pass)."""
+        each patch applied only to the pod as read. A pod gone meanwhile is skipped; one changed meanwhile (the
+        topology ungater, say) fails the pass once the others are done, so that it is retried: a pod left gated
+        changes nothing the Job's version counts, so no later pass of that version would come (Kueue requeues)."""
         ns = job.metadata.namespace
         raw = await self.client.request("GET", PODS.collection_path(ns), query=[
             ("labelSelector", f"batch.kubernetes.io/controller-uid={job.metadata.uid}")])
+        stale: list[str] = []
         for pod in msgspec.json.decode(raw).get("items") or []:
             ops = workload_slices.ungate_ops(pod)
             if ops is None:
                 continue
             try:
                 await self.client.patch(PODS, pod["metadata"]["name"], ops, ns, content_type=JSON_PATCH)
-            except (NotFound, Conflict, Invalid):
+            except (NotFound, Invalid):
+                continue
+            except Conflict:
+                stale.append(pod["metadata"]["name"])
                 continue
             self.stats.pods_ungated += 1
             log.info("lifted the elastic-job gate of a pod", job=job.key, workload=wl.key, pod=pod["metadata"]["name"])
+        if stale:  # a KubeError, not a Conflict: the worker retries it rather than wait for a watch event
+            raise KubeError(f"pods {', '.join(f'{ns}/{n}' for n in stale)}: changed while their elastic-job gate "
+                            "was being lifted", 409, "Conflict")
 
     def _slice_name(self, job: o.Job) -> str:
         meta = job.metadata

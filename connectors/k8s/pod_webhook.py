@@ -8,7 +8,8 @@ With it on, a Pod being created is Kueue's to hold back when:
   the apiserver, as Kueue reads it; one that cannot be read refuses the Pod, as Kueue's webhook fails);
 * its controller is not a batch/v1 Job that names a queue (that Job's Workload admits its pods: the Job
   integration's, not this one's) — under ``manageJobsWithoutQueueName`` not a batch/v1 Job or a Pod at all, each
-  being Kueue's then, queue name or not (:mod:`connectors.k8s.job_selection`);
+  being Kueue's then, queue name or not (:mod:`connectors.k8s.job_selection`); with the MPIJob integration on,
+  not an MPIJob, queue name or not (its workers' Pods: that MPIJob's Workload admits them);
 * it names a queue (``kueue.x-k8s.io/queue-name``), or its namespace has a LocalQueue ``default``, whose name it
   is then given (Kueue's LocalQueue defaulting), or ``manageJobsWithoutQueueName`` is on (its Workload then
   waits in no queue until the Pod names one — which, the queue name being fixed for a Pod, is never).
@@ -87,11 +88,13 @@ class PodDefaulting(msgspec.Struct, frozen=True):
     """``manageJobsWithoutQueueName``: a Pod naming no queue is Kueue's too, and so is any Job or Pod parent."""
     tas: bool = False
     """Kueue's ``TopologyAwareScheduling`` gate: a Pod made Kueue's is also held for topology placement."""
+    mpijobs: bool = False
+    """The MPIJob integration is on: a Pod whose controller is an MPIJob (a worker's) is that MPIJob's."""
 
     @classmethod
     def of(cls, config: SchedulerConfig) -> PodDefaulting:
         return cls(config.manages_pods, config.managed_jobs_selector, config.manage_jobs_without_queue_name,
-                   config.gate(gates.TOPOLOGY_AWARE_SCHEDULING))
+                   config.gate(gates.TOPOLOGY_AWARE_SCHEDULING), config.manages_mpijobs)
 
 
 def controller_of(pod: dict[str, Any]) -> dict[str, Any] | None:
@@ -202,6 +205,9 @@ async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulti
     if not selector_matches(defaulting.managed_namespaces, labels):
         return []
     owner = controller_of(pod)
+    controller = job_selection.raw_controller(pod.get("metadata") or {})
+    if defaulting.mpijobs and controller is not None and job_selection.is_mpijob(controller):
+        return []  # as Kueue, a Pod whose owner an enabled integration runs, queue or not: its Workload admits it
     if defaulting.without_queue:  # every Job (and Pod) parent is Kueue's then: no need to read it
         if job_selection.kueue_owner(job_selection.raw_controller(pod.get("metadata") or {}), pods_on=True):
             return []

@@ -192,3 +192,23 @@ def test_under_the_option_a_namespace_left_out_keeps_its_pods() -> None:
                                               "manageJobsWithoutQueueName": True,
                                               "managedJobsNamespaceSelector": {"matchLabels": {"kueue": "on"}}}))
     assert _ops(_review(_pod({"app": "x"}), selective)[0]) == []
+
+
+# --- the MPIJob integration ------------------------------------------------------------------------------------
+
+MPIJOB_OWNER = {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "name": "pi", "uid": "m", "controller": True}
+
+
+@pytest.mark.parametrize("without_queue", [False, True])
+def test_with_the_mpijob_integration_on_an_mpijobs_worker_pods_are_its_own(without_queue: bool) -> None:
+    """The MPI operator makes the workers' Pods with the MPIJob as their controller: Kueue's pod webhook leaves a
+    Pod whose owner an enabled integration runs (the MPIJob's Workload admits them); gated here, no integration
+    would ever lift the gate."""
+    config = {"integrations": {"frameworks": ["batch/job", "pod", "kubeflow.org/mpijob"]},
+              "manageJobsWithoutQueueName": without_queue}
+    labels = {"app": "x"} if without_queue else {Q: "lq"}
+    response, _ = _review(_pod(labels, MPIJOB_OWNER), PodDefaulting.of(load_config(config)))
+    assert _ops(response) == []
+    config["integrations"] = {"frameworks": ["batch/job", "pod"]}
+    response, _ = _review(_pod(labels, MPIJOB_OWNER), PodDefaulting.of(load_config(config)))
+    assert _ops(response)[-2:] == TAS_GATED, "the MPIJob integration off: a Pod like any other"

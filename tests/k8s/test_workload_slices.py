@@ -14,6 +14,7 @@ import pytest
 from fixtures.jobs import UID, integration, job, template
 
 from connectors.k8s import job_validation, workload_slices
+from connectors.k8s.errors import Conflict
 from connectors.k8s.jobs import JobIntegration
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.webhook import job_patch
@@ -279,6 +280,32 @@ async def test_the_pods_of_a_job_running_on_an_admitted_slice_are_ungated(phase:
                                    {"op": "remove", "path": "/spec/schedulingGates"}])]
     await jobs.reconcile("ns/train")
     assert len(client.listed) == 1, "once per version of the Job"
+
+
+@pytest.mark.asyncio
+async def test_a_pod_changed_while_its_gate_is_lifted_is_tried_again_for_the_same_job_version() -> None:
+    """The TAS ungater (or anyone) may change a pod between the list and the patch: Kueue requeues on that error;
+    the Job's version does not change for a pod that stays gated, so the pass must not count as done."""
+    jobs, mirror, _, client = _setup(_elastic_job(4), _slice("a", 4))
+    _phase(mirror, "a", ADMITTED)
+    client.pods = [_pod("p1", "kueue.x-k8s.io/elastic-job")]
+    conflicted: list[str] = []
+    patch = client.patch
+
+    async def patch_once_stale(resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "",
+                               content_type: str = "application/merge-patch+json") -> bytes:
+        if resource.kind == "Pod" and not conflicted:
+            conflicted.append(name)
+            raise Conflict("the object has been modified", 409, "Conflict")
+        return await patch(resource, name, body, namespace, subresource, content_type)
+
+    client.patch = patch_once_stale  # type: ignore[method-assign]
+    await jobs.reconcile_guarded("ns/train")
+    assert conflicted == ["p1"] and jobs.stats.pods_ungated == 0
+    assert jobs._retry._at, "a retry is due"
+    await jobs.reconcile("ns/train")
+    assert [name for kind, name, _, _ in client.patches if kind == "Pod"] == ["p1"]
+    assert jobs.stats.pods_ungated == 1
 
 
 def test_the_job_webhook_gates_an_elastic_jobs_pods() -> None:
