@@ -6,17 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 import pytest
-from fixtures.jobs import namespace
+from fixtures import watched_jobs
+from fixtures.watched_jobs import Client
 
 from connectors.k8s import jobset as js
 from connectors.k8s.jobset_integration import JobSetIntegration
-from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
 from events import objects as o
 from events import schema as ev
-from events.log import MemoryLog
 
 UID = "js-uid"
 NAME = js.workload_name("train", UID)
@@ -45,54 +43,9 @@ def workload(finalizers: tuple[str, ...] = ("kueue.x-k8s.io/resource-in-use",)) 
                                                        o.PodSet(name="workers", count=4)]))
 
 
-class Client:
-    """Serves the JobSet as stored; records what is created, patched and deleted."""
-
-    def __init__(self, stored: dict[str, Any]) -> None:
-        self.stored = stored
-        self.created: list[dict[str, Any]] = []
-        self.patches: list[tuple[str, str, dict[str, Any]]] = []
-        self.deleted: list[tuple[str, str]] = []
-
-    async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
-        assert resource.kind == "JobSet"
-        return msgspec.json.encode(self.stored)
-
-    async def create(self, resource: Any, body: dict[str, Any], namespace: str = "") -> bytes:
-        self.created.append(body)
-        return msgspec.json.encode(body)
-
-    async def patch(self, resource: Any, name: str, body: dict[str, Any], namespace: str = "",
-                    subresource: str = "") -> bytes:
-        self.patches.append((resource.kind, name, body))
-        return msgspec.json.encode({"metadata": {"resourceVersion": "9"}})
-
-    async def delete(self, resource: Any, name: str, namespace: str = "", **_: Any) -> bytes:
-        self.deleted.append((resource.kind, name))
-        return b"{}"
-
-
 def integration(raw: dict[str, Any] | None, *objs: o.KObject, config: dict[str, Any] | None = None
                 ) -> tuple[JobSetIntegration, Client, list[ev.AnyEvent]]:
-    mirror = Mirror()
-    mirror.apply(ev.Record(1, ev.ConfigRecorded(time=1, writer="test", id="c", document={
-        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", **(ON if config is None else config)})))
-    for obj in (namespace(), *objs):
-        mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=1, key=obj.key, uid=obj.metadata.uid,
-                                                                    obj=obj)))
-    appended: list[ev.AnyEvent] = []
-
-    async def append(events: list[ev.AnyEvent]) -> list[int]:
-        appended.extend(events)
-        return [mirror.offset + i + 1 for i in range(len(events))]
-
-    client = Client(raw or {})
-    integ = JobSetIntegration(client, LocalJournal(MemoryLog(), mirror), append=append)  # type: ignore[arg-type]
-    for key, obs in mirror.workloads.items():
-        integ.owners.add(key, obs)
-    if raw is not None:
-        integ.jobsets["ns/train"] = msgspec.convert(raw, js.JobSet)
-    return integ, client, appended
+    return watched_jobs.integration(JobSetIntegration, raw, *objs, config=ON if config is None else config)
 
 
 @pytest.mark.asyncio
