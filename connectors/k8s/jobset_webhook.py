@@ -30,138 +30,41 @@ Kueue freezes nothing else of a JobSet: its replicated Jobs are the JobSet proje
 
 Both are registered whatever the Configuration says and, while the integration is off, answer every review
 unchanged (:func:`connectors.k8s.pod_webhook.allowed_as_is`), ``failurePolicy: Ignore``; ``Fail`` while it is on
-(:func:`connectors.k8s.pod_webhook.failure_policy`), as the Deployment and StatefulSet webhooks. Not done, unlike
+(:func:`connectors.k8s.pod_webhook.failure_policy`), as the Deployment and StatefulSet webhooks. The defaulting,
+serving and registering are :mod:`connectors.k8s.framework_webhook`'s, shared with the MPIJob webhooks. Not done, unlike
 Kueue: ``spec.managedBy`` defaulted for MultiKueue (kueue-es runs no MultiKueue), the ``admission-gated-by``
 annotation's rules.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-import msgspec
-
-from connectors.k8s import job_selection, job_validation
-from connectors.k8s.errors import KubeError
-from connectors.k8s.job_events import QUEUE_LABEL
-from connectors.k8s.job_priority import PRIORITY_LABEL
+from connectors.k8s import framework_webhook, job_validation
+from connectors.k8s.framework_webhook import FrameworkWebhooks, HasDefaultPriorityClass, Reviewer
 from connectors.k8s.jobset import pods_per_replica
-from connectors.k8s.json_patch import map_ops
-from connectors.k8s.pod_webhook import (
-    DEFAULT_QUEUE,
-    HasDefaultQueue,
-    LookupFailed,
-    NamespaceLabels,
-    allowed_as_is,
-    failure_policy,
-    patch_answer,
-)
+from connectors.k8s.pod_webhook import HasDefaultQueue, NamespaceLabels
 from connectors.k8s.resources import JOBSETS
-from events import objects as o
 from kueue_es.scheduler.config import SchedulerConfig
 from projections import gates
-from projections.clusterqueues import selector_matches
 
 MUTATING_PATH = "/mutate-jobset-x-k8s-io-v1alpha2-jobset"
 MUTATING_NAME = "mjobset.kb.io"
 VALIDATING_PATH = "/validate-jobset-x-k8s-io-v1alpha2-jobset"
 VALIDATING_NAME = "vjobset.kb.io"
 PATHS = (MUTATING_PATH, VALIDATING_PATH)
-DEFAULT_PRIORITY_CLASS = "default"
-
-Reviewer = Callable[[bytes], Awaitable[dict[str, Any]]]
-HasDefaultPriorityClass = Callable[[], Awaitable[bool]]
 
 
-class JobSetWebhooks(msgspec.Struct, frozen=True):
+class JobSetWebhooks(FrameworkWebhooks, frozen=True):
     """What the JobSet webhooks read of the Kueue Configuration."""
-
-    enabled: bool = False
-    """The JobSet framework is on (``integrations.frameworks``)."""
-    managed_namespaces: o.LabelSelector = o.LabelSelector()
-    without_queue: bool = False
-    """``manageJobsWithoutQueueName``."""
-    pods_on: bool = False
-    """The pod integration is on: a Pod controller is then a parent Kueue runs."""
-    feature_gates: dict[str, bool] = {}
 
     @classmethod
     def of(cls, config: SchedulerConfig) -> JobSetWebhooks:
         return cls(config.manages_jobsets, config.managed_jobs_selector, config.manage_jobs_without_queue_name,
-                   config.manages_pods, dict(config.feature_gates))
-
-
-# --- the mutating webhook ---------------------------------------------------------------------------------------
-
-
-def _labels(obj: Mapping[str, Any]) -> dict[str, str]:
-    meta = obj.get("metadata")
-    labels = meta.get("labels") if isinstance(meta, dict) else None
-    return labels if isinstance(labels, dict) else {}
-
-
-def default_patch(jobset: Mapping[str, Any], *, default_queue: bool, default_priority_class: bool,
-                  suspend: bool) -> list[dict[str, Any]]:
-    """The JSON patch of Kueue's defaulting of a JobSet being created, as decided (empty: nothing to change): the
-    ``default`` queue and WorkloadPriorityClass labels, then ``spec.suspend: true`` unless it is already."""
-    added: dict[str, str] = {}
-    if default_queue:
-        added[QUEUE_LABEL] = DEFAULT_QUEUE
-    if default_priority_class:
-        added[PRIORITY_LABEL] = DEFAULT_PRIORITY_CLASS
-    ops = map_ops("/metadata/labels", (jobset.get("metadata") or {}).get("labels"), added)
-    spec = jobset.get("spec")
-    if suspend and not isinstance(spec, dict):
-        ops.append({"op": "add", "path": "/spec", "value": {"suspend": True}})
-    elif suspend and spec.get("suspend") is not True:
-        ops.append({"op": "add", "path": "/spec/suspend", "value": True})
-    return ops
-
-
-async def defaults(jobset: dict[str, Any], namespace: str, settings: JobSetWebhooks,
-                   namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,
-                   has_default_priority_class: HasDefaultPriorityClass | None) -> list[dict[str, Any]]:
-    """Decide Kueue's defaulting of ``jobset`` (see the module docstring) with the lookups it needs, and patch it
-    (:func:`default_patch`). Raises :class:`~connectors.k8s.pod_webhook.LookupFailed` when the namespace cannot be
-    read."""
-    labels = _labels(jobset)
-    owner = job_selection.raw_controller(jobset.get("metadata") or {})
-    kueue_parent = job_selection.kueue_owner(owner, settings.pods_on, jobsets_on=True)
-    managed = partial(_namespace_managed, namespace, settings, namespace_labels)
-    queued = bool(labels.get(QUEUE_LABEL))
-    default_queue = (not queued and not kueue_parent and bool(namespace) and await has_default_queue(namespace)
-                     and await managed())
-    default_class = (has_default_priority_class is not None and not labels.get(PRIORITY_LABEL)
-                     and await has_default_priority_class())
-    suspend = not kueue_parent and (queued or default_queue or (settings.without_queue and await managed()))
-    return default_patch(jobset, default_queue=default_queue, default_priority_class=default_class,
-                         suspend=suspend)
-
-
-async def _namespace_managed(namespace: str, settings: JobSetWebhooks, namespace_labels: NamespaceLabels) -> bool:
-    try:
-        labels = await namespace_labels(namespace)
-    except KubeError as exc:
-        raise LookupFailed(f"failed to get namespace: {exc}") from exc
-    return selector_matches(settings.managed_namespaces, labels)
-
-
-async def mutating_review(body: bytes, settings: JobSetWebhooks, namespace_labels: NamespaceLabels,
-                          has_default_queue: HasDefaultQueue,
-                          has_default_priority_class: HasDefaultPriorityClass | None = None) -> dict[str, Any]:
-    """Answer one AdmissionReview (v1) of a JobSet being created: allowed, with :func:`defaults`' patch; refused
-    (500) when the namespace cannot be read. ``has_default_priority_class``: None while
-    ``WorkloadPriorityClassDefaulting`` is off."""
-    req = msgspec.json.decode(body).get("request") or {}
-    obj = req.get("object")
-    patch = None
-    if settings.enabled and req.get("operation", "CREATE") == "CREATE" and isinstance(obj, dict) and obj:
-        namespace = req.get("namespace") or (obj.get("metadata") or {}).get("namespace", "")
-        patch = partial(defaults, obj, namespace, settings, namespace_labels, has_default_queue,
-                        has_default_priority_class)
-    return await patch_answer(req, patch)
+                   config.manages_pods, dict(config.feature_gates), jobsets_on=config.manages_jobsets,
+                   mpijobs_on=config.manages_mpijobs)
 
 
 # --- the validating webhook -------------------------------------------------------------------------------------
@@ -222,45 +125,25 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates:
             + create_errors(new, feature_gates))
 
 
-async def validating_review(body: bytes, feature_gates: Mapping[str, bool], has_default_queue: HasDefaultQueue
-                            ) -> dict[str, Any]:
-    """Answer one AdmissionReview (v1) of a JobSet, the integration on: allowed, or refused (403) with Kueue's field
-    errors."""
-    return await job_validation.answer(
-        body, has_default_queue, lambda new: create_errors(new, feature_gates),
-        lambda old, new, default: update_errors(old, new, feature_gates, default_queue=default))
+def _update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],
+                   default_queue: bool) -> list[str]:
+    return update_errors(old, new, feature_gates, default_queue=default_queue)
 
 
-# --- serving and registering ------------------------------------------------------------------------------------
+KIND = framework_webhook.Kind(JOBSETS, MUTATING_PATH, MUTATING_NAME, VALIDATING_PATH, VALIDATING_NAME,
+                              ("spec", "suspend"), create_errors, _update_errors)
 
 
-def reviewers(settings: JobSetWebhooks, namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,
+def reviewers(settings: FrameworkWebhooks, namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,
               has_default_priority_class: HasDefaultPriorityClass | None = None) -> dict[str, Reviewer]:
     """Path -> the review that answers it: both webhooks, or, the integration off, reviews that allow every JobSet
     as it is."""
-    if not settings.enabled:
-        return {MUTATING_PATH: allowed_as_is, VALIDATING_PATH: allowed_as_is}
-
-    async def mutate(body: bytes) -> dict[str, Any]:
-        return await mutating_review(body, settings, namespace_labels, has_default_queue, has_default_priority_class)
-
-    async def validate(body: bytes) -> dict[str, Any]:
-        return await validating_review(body, settings.feature_gates, has_default_queue)
-
-    return {MUTATING_PATH: mutate, VALIDATING_PATH: validate}
+    return framework_webhook.reviewers(KIND, settings, namespace_labels, has_default_queue,
+                                       has_default_priority_class)
 
 
 def registration(client_config: dict[str, Any], namespace_selector: dict[str, Any], *, on: bool, mutating: bool
                  ) -> dict[str, Any]:
     """The ``mjobset.kb.io`` (``mutating``: on create) or ``vjobset.kb.io`` (create and update) webhook entry,
     failing closed only while the JobSet framework is ``on``."""
-    out: dict[str, Any] = {
-        "name": MUTATING_NAME if mutating else VALIDATING_NAME, "clientConfig": client_config,
-        "rules": [{"apiGroups": [JOBSETS.group], "apiVersions": [JOBSETS.version],
-                   "operations": ["CREATE"] if mutating else ["CREATE", "UPDATE"], "resources": [JOBSETS.plural],
-                   "scope": "Namespaced"}],
-        "namespaceSelector": namespace_selector, "failurePolicy": failure_policy(on), "sideEffects": "None",
-        "admissionReviewVersions": ["v1"], "timeoutSeconds": 10}
-    if mutating:
-        out["reinvocationPolicy"] = "Never"
-    return out
+    return framework_webhook.registration(KIND, client_config, namespace_selector, on=on, mutating=mutating)

@@ -36,12 +36,13 @@ from connectors.k8s import (
     deployment_webhook,
     job_validation,
     jobset_webhook,
+    mpijob_webhook,
     pod_validation,
     pod_webhook,
     statefulset_webhook,
 )
 from connectors.k8s.certs import ca_bundle
-from connectors.k8s.resources import JOBSETS, Resource
+from connectors.k8s.resources import JOBSETS, MPIJOBS, Resource
 from events import objects as o
 from events.errors import InvalidInput
 from events.manifests import Checks, decode_object
@@ -115,13 +116,15 @@ def review(body: bytes, kind: str, feature_gates: Mapping[str, bool]) -> dict[st
 def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int] | None = None,
                   name: str = CONFIGURATION_NAME, object_selector: dict[str, Any] | None = None,
                   excluded_namespaces: tuple[str, ...] = ("kube-system", "kueue-system"), pods: bool = False,
-                  deployments: bool = False, statefulsets: bool = False, jobsets: bool = False) -> dict[str, Any]:
+                  deployments: bool = False, statefulsets: bool = False, jobsets: bool = False,
+                  mpijobs: bool = False) -> dict[str, Any]:
     """The ValidatingWebhookConfiguration for :data:`HOOKS` and for Jobs and Pods (not in ``excluded_namespaces``), at
     ``url`` or at ``service`` (name, namespace, port), trusting ``ca_pem``. ``object_selector``: only objects it
     selects (for tests sharing a cluster). ``pods``: whether the pod integration is on (the Pod webhook then fails
-    closed: :func:`connectors.k8s.pod_webhook.failure_policy`); ``deployments``, ``statefulsets``, ``jobsets``: the
-    same for the Deployment, StatefulSet and JobSet webhooks (:mod:`connectors.k8s.deployment_webhook`,
-    :mod:`connectors.k8s.statefulset_webhook`, :mod:`connectors.k8s.jobset_webhook`)."""
+    closed: :func:`connectors.k8s.pod_webhook.failure_policy`); ``deployments``, ``statefulsets``, ``jobsets``,
+    ``mpijobs``: the same for the Deployment, StatefulSet, JobSet and MPIJob webhooks
+    (:mod:`connectors.k8s.deployment_webhook`, :mod:`connectors.k8s.statefulset_webhook`,
+    :mod:`connectors.k8s.jobset_webhook`, :mod:`connectors.k8s.mpijob_webhook`)."""
     if not url and service is None:
         raise ValueError("the webhook needs a url or a service")
     ca = ca_bundle(ca_pem)
@@ -161,12 +164,16 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
                           {"apiGroups": [JOBSETS.group], "apiVersions": [JOBSETS.version],
                            "resources": [JOBSETS.plural], "scope": "Namespaced"})
     jobset_hook["failurePolicy"] = pod_webhook.failure_policy(jobsets)
-    for hook in (jobs, pod_hook, deployment_hook, statefulset_hook, jobset_hook):
+    mpijob_hook = webhook(mpijob_webhook.VALIDATING_NAME, mpijob_webhook.VALIDATING_PATH,
+                          {"apiGroups": [MPIJOBS.group], "apiVersions": [MPIJOBS.version],
+                           "resources": [MPIJOBS.plural], "scope": "Namespaced"})
+    mpijob_hook["failurePolicy"] = pod_webhook.failure_policy(mpijobs)
+    for hook in (jobs, pod_hook, deployment_hook, statefulset_hook, jobset_hook, mpijob_hook):
         hook["namespaceSelector"] = {"matchExpressions": [
             {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(excluded_namespaces)}]}
     return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
             "metadata": {"name": name}, "webhooks": [*webhooks, jobs, pod_hook, deployment_hook, statefulset_hook,
-                                                          jobset_hook]}
+                                                          jobset_hook, mpijob_hook]}
 
 
 def _view(doc: dict[str, Any]) -> o.KObject | None:

@@ -31,7 +31,8 @@ registers Kueue's Pod webhook (:mod:`connectors.k8s.pod_webhook`), which changes
 Configuration leaves the pod integration off, and Kueue's Deployment webhook
 (:mod:`connectors.k8s.deployment_webhook`) and StatefulSet webhook (:mod:`connectors.k8s.statefulset_webhook`),
 which change nothing while their ``deployment`` and ``statefulset`` integrations are off, and Kueue's JobSet webhooks
-(:mod:`connectors.k8s.jobset_webhook`), which change and refuse nothing while the JobSet integration is off.
+(:mod:`connectors.k8s.jobset_webhook`) and MPIJob webhooks (:mod:`connectors.k8s.mpijob_webhook`), which change and
+refuse nothing while their integrations are off.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from connectors.k8s import (
     job_selection,
     job_validation,
     jobset_webhook,
+    mpijob_webhook,
     pod_validation,
     pod_webhook,
     statefulset_webhook,
@@ -78,9 +80,10 @@ PATH = "/mutate-batch-v1-job"
 PARENT_PATHS = (deployment_webhook.MUTATING_PATH, deployment_webhook.VALIDATING_PATH,
                 statefulset_webhook.MUTATING_PATH, statefulset_webhook.VALIDATING_PATH)
 """The paths of the webhooks for the parents of Pods Kueue holds (Deployments, StatefulSets)."""
-FRAMEWORK_PATHS = (*PARENT_PATHS, *jobset_webhook.PATHS)
+FRAMEWORK_PATHS = (*PARENT_PATHS, *jobset_webhook.PATHS, *mpijob_webhook.PATHS)
 """The paths of the webhooks of the frameworks answered by a review given to :class:`WebhookServer` (its
-``parents``): the parents' and the JobSet ones (:mod:`connectors.k8s.jobset_webhook`)."""
+``parents``): the parents', the JobSet and the MPIJob ones (:mod:`connectors.k8s.jobset_webhook`,
+:mod:`connectors.k8s.mpijob_webhook`)."""
 DEFAULT_QUEUE = "default"
 CONFIGURATION_NAME = "kueue-es-mutating-webhook-configuration"
 WEBHOOK_NAME = "mjob.kb.io"
@@ -256,9 +259,9 @@ class WebhookServer:
         """Answers the validating Pod webhook's reviews (:mod:`connectors.k8s.pod_validation`; the pod integration
         off, every Pod is allowed)."""
         self.parents = dict(parents or {})
-        """Path -> the review of the Deployment, StatefulSet or JobSet webhooks there
+        """Path -> the review of the Deployment, StatefulSet, JobSet or MPIJob webhooks there
         (:mod:`connectors.k8s.deployment_webhook`, :mod:`connectors.k8s.statefulset_webhook`,
-        :mod:`connectors.k8s.jobset_webhook`); a path not given allows every object as it is, as with the integration
+        :mod:`connectors.k8s.jobset_webhook`, :mod:`connectors.k8s.mpijob_webhook`); a path not given allows every object as it is, as with the integration
         off."""
         self.has_default_priority_class = has_default_priority_class
         self.feature_gates = dict(feature_gates or {})
@@ -358,11 +361,13 @@ def _closing(resp: web.Response) -> web.Response:
 def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int] | None = None,
                   name: str = CONFIGURATION_NAME, namespace_selector: dict[str, Any] | None = None,
                   excluded_namespaces: tuple[str, ...] = ("kube-system", "kueue-system"), pods: bool = False,
-                  deployments: bool = False, statefulsets: bool = False, jobsets: bool = False) -> dict[str, Any]:
-    """The MutatingWebhookConfiguration for :data:`PATH`, the Pod webhook's path and the Deployment, StatefulSet
-    and JobSet webhooks': at ``url``, or at ``service`` (name, namespace, port), trusting ``ca_pem`` (none: as
+                  deployments: bool = False, statefulsets: bool = False, jobsets: bool = False,
+                  mpijobs: bool = False) -> dict[str, Any]:
+    """The MutatingWebhookConfiguration for :data:`PATH`, the Pod webhook's path and the Deployment, StatefulSet,
+    JobSet and MPIJob webhooks': at ``url``, or at ``service`` (name, namespace, port), trusting ``ca_pem`` (none: as
     ``kueue-es manifests`` installs it, its CA set by the first replica that serves). ``pods``, ``deployments``,
-    ``statefulsets``, ``jobsets``: whether those integrations are on (each webhook then fails closed)."""
+    ``statefulsets``, ``jobsets``, ``mpijobs``: whether those integrations are on (each webhook then fails
+    closed)."""
     if not url and service is None:
         raise ValueError("the webhook needs a url or a service")
 
@@ -393,6 +398,8 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
                                             client_config(statefulset_webhook.MUTATING_PATH), selector,
                                             "statefulsets", on=statefulsets, mutating=True),
             jobset_webhook.registration(client_config(jobset_webhook.MUTATING_PATH), selector, on=jobsets,
+                                        mutating=True),
+            mpijob_webhook.registration(client_config(mpijob_webhook.MUTATING_PATH), selector, on=mpijobs,
                                         mutating=True)],
     }
 
@@ -459,26 +466,29 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     deployments = deployment_webhook.ParentDefaulting.of(config_in_force, DEPLOYMENT_FRAMEWORK)
     statefulsets = deployment_webhook.ParentDefaulting.of(config_in_force, STATEFULSET_FRAMEWORK)
     jobsets = jobset_webhook.JobSetWebhooks.of(config_in_force)
+    mpijobs = mpijob_webhook.MPIJobWebhooks.of(config_in_force)
     namespace_labels = pod_webhook.namespace_lookup(client)
     priority_classes = default_priority_class_lookup(client) if defaulting else None
     parents = {**deployment_webhook.reviewers(deployments, namespace_labels, queues),
                **statefulset_webhook.reviewers(statefulsets, namespace_labels, queues),
-               **jobset_webhook.reviewers(jobsets, namespace_labels, queues, priority_classes)}
+               **jobset_webhook.reviewers(jobsets, namespace_labels, queues, priority_classes),
+               **mpijob_webhook.reviewers(mpijobs, namespace_labels, queues, priority_classes)}
     server = WebhookServer(queues, priority_classes,
                            feature_gates, pod_reviews, config.manages_jobs if config is not None else True,
                            unqueued_lookup(client, config) if config is not None else None, pod_validations, parents,
-                           kueue_parents(pods_on, jobsets.enabled, config_in_force.manages_mpijobs))
+                           kueue_parents(pods_on, jobsets.enabled, mpijobs.enabled))
     await server.start(k.webhook_address, k.webhook_port, str(cert), str(key))
     if k.webhook_register:
         service = None if k.webhook_url else (k.webhook_service, k.lease_namespace, 443)
         await register(client, configuration(bundle.ca_pem, url=k.webhook_url, service=service,
                                              excluded_namespaces=("kube-system", k.lease_namespace), pods=pods_on,
                                              deployments=deployments.enabled, statefulsets=statefulsets.enabled,
-                                             jobsets=jobsets.enabled))
+                                             jobsets=jobsets.enabled, mpijobs=mpijobs.enabled))
         await register(client, validating.configuration(bundle.ca_pem, url=k.webhook_url, service=service,
                                                         excluded_namespaces=("kube-system", k.lease_namespace),
                                                         pods=pods_on, deployments=deployments.enabled,
-                                                        statefulsets=statefulsets.enabled, jobsets=jobsets.enabled))
+                                                        statefulsets=statefulsets.enabled, jobsets=jobsets.enabled,
+                                                        mpijobs=mpijobs.enabled))
         await conversion.register(client, conversion_stanza(k, bundle.ca_pem))
     return server
 

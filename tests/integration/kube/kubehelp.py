@@ -16,7 +16,13 @@ from typing import Any, NamedTuple, TypeVar
 import msgspec
 from kubernetes_asyncio import config
 
-from connectors.k8s import deployment_webhook, jobset_webhook, statefulset_webhook
+from connectors.k8s import (
+    deployment_webhook,
+    framework_webhook,
+    jobset_webhook,
+    mpijob_webhook,
+    statefulset_webhook,
+)
 from connectors.k8s.certs import ca_bundle, self_signed
 from connectors.k8s.client import KubeClient
 from connectors.k8s.connector import Connector, schedule
@@ -159,21 +165,41 @@ async def jobset_webhooks(kc: KubeClient, certs: Path, label: str, sfx: str, con
     """kueue-es's webhook server answering JobSets as a replica with ``config`` does, the JobSet webhooks alone
     registered fail-closed (``mjobset.kb.io`` and ``vjobset.kb.io``, each in a configuration named
     ``<label>-<sfx>``) for the namespaces labelled ``label=<sfx>`` only; deleted before the server stops."""
+    async with framework_webhooks(kc, certs, label, sfx, jobset_webhook.KIND,
+                                  jobset_webhook.JobSetWebhooks.of(config)) as server:
+        yield server
+
+
+@contextlib.asynccontextmanager
+async def mpijob_webhooks(kc: KubeClient, certs: Path, label: str, sfx: str, config: SchedulerConfig
+                          ) -> AsyncIterator[WebhookServer]:
+    """As :func:`jobset_webhooks`, for MPIJobs (``mmpijob.kb.io`` and ``vmpijob.kb.io``)."""
+    async with framework_webhooks(kc, certs, label, sfx, mpijob_webhook.KIND,
+                                  mpijob_webhook.MPIJobWebhooks.of(config)) as server:
+        yield server
+
+
+@contextlib.asynccontextmanager
+async def framework_webhooks(kc: KubeClient, certs: Path, label: str, sfx: str, kind: framework_webhook.Kind,
+                             settings: framework_webhook.FrameworkWebhooks) -> AsyncIterator[WebhookServer]:
+    """kueue-es's webhook server answering ``kind`` with ``settings``, its two webhooks alone registered fail-closed
+    (each in a configuration named ``<label>-<sfx>``) for the namespaces labelled ``label=<sfx>`` only; deleted
+    before the server stops."""
     bundle = self_signed(["127.0.0.1"])
     _, cert, key = bundle.write(certs)
     queues_lookup = default_queue_lookup(kc)
-    hooks = jobset_webhook.reviewers(jobset_webhook.JobSetWebhooks.of(config), namespace_lookup(kc), queues_lookup)
+    hooks = framework_webhook.reviewers(kind, settings, namespace_lookup(kc), queues_lookup)
     server = WebhookServer(queues_lookup, None, {}, parents=hooks)
     port = free_port()
     await server.start("127.0.0.1", port, str(cert), str(key))
     name, url, selector = f"{label}-{sfx}", f"https://127.0.0.1:{port}", {"matchLabels": {label: sfx}}
-    configs = ((MUTATING_CONFIGS, "MutatingWebhookConfiguration", jobset_webhook.MUTATING_PATH, True),
-               (VALIDATING_CONFIGS, "ValidatingWebhookConfiguration", jobset_webhook.VALIDATING_PATH, False))
+    configs = ((MUTATING_CONFIGS, "MutatingWebhookConfiguration", kind.mutating_path, True),
+               (VALIDATING_CONFIGS, "ValidatingWebhookConfiguration", kind.validating_path, False))
     try:
-        for _, kind, path, is_mutating in configs:
-            hook = jobset_webhook.registration({**ca_bundle(bundle.ca_pem), "url": url + path}, selector, on=True,
-                                               mutating=is_mutating)
-            await register(kc, {"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+        for _, config_kind, path, is_mutating in configs:
+            hook = framework_webhook.registration(kind, {**ca_bundle(bundle.ca_pem), "url": url + path}, selector,
+                                                  on=True, mutating=is_mutating)
+            await register(kc, {"apiVersion": "admissionregistration.k8s.io/v1", "kind": config_kind,
                                 "metadata": {"name": name}, "webhooks": [hook]})
         yield server
     finally:

@@ -1,0 +1,217 @@
+"""What Kueue's webhooks for a job framework's custom resource share (JobSets, MPIJobs): the defaulting of one being
+created, the answer to a review, the serving while the framework is off, the registration.
+
+Each framework module (:mod:`connectors.k8s.jobset_webhook`, :mod:`connectors.k8s.mpijob_webhook`) says what is its
+own in a :class:`Kind` — where the resource keeps its suspend flag, its webhooks' paths and names, and what its
+validating webhook refuses — and this module does the rest as Kueue's generic job defaulting does
+(``pkg/controller/jobframework/defaults.go``): the ``default`` queue, the ``default`` WorkloadPriorityClass, then
+suspended when queued or managed without a queue name; never when its controller is of a kind Kueue runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
+from typing import Any
+
+import msgspec
+
+from connectors.k8s import job_selection, job_validation
+from connectors.k8s.errors import KubeError
+from connectors.k8s.job_events import QUEUE_LABEL
+from connectors.k8s.job_priority import PRIORITY_LABEL
+from connectors.k8s.json_patch import map_ops
+from connectors.k8s.pod_webhook import (
+    DEFAULT_QUEUE,
+    HasDefaultQueue,
+    LookupFailed,
+    NamespaceLabels,
+    allowed_as_is,
+    failure_policy,
+    patch_answer,
+)
+from connectors.k8s.resources import Resource
+from events import objects as o
+from projections.clusterqueues import selector_matches
+
+DEFAULT_PRIORITY_CLASS = "default"
+
+Reviewer = Callable[[bytes], Awaitable[dict[str, Any]]]
+HasDefaultPriorityClass = Callable[[], Awaitable[bool]]
+CreateErrors = Callable[[Mapping[str, Any], Mapping[str, bool]], list[str]]
+UpdateErrors = Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, bool], bool], list[str]]
+
+
+class Kind(msgspec.Struct, frozen=True):
+    """One framework's resource as its webhooks see it."""
+
+    resource: Resource
+    mutating_path: str
+    mutating_name: str
+    validating_path: str
+    validating_name: str
+    suspend_at: tuple[str, ...]
+    """The keys down to the resource's suspend flag (``spec.suspend``, ``spec.runPolicy.suspend``)."""
+    create_errors: CreateErrors
+    update_errors: UpdateErrors
+    """Given the old and new object, the gates and whether the namespace has a LocalQueue ``default``."""
+
+
+class FrameworkWebhooks(msgspec.Struct, frozen=True):
+    """What a framework's webhooks read of the Kueue Configuration."""
+
+    enabled: bool = False
+    """The framework is on (``integrations.frameworks``)."""
+    managed_namespaces: o.LabelSelector = o.LabelSelector()
+    without_queue: bool = False
+    """``manageJobsWithoutQueueName``."""
+    pods_on: bool = False
+    """The pod integration is on: a Pod controller is then a parent Kueue runs."""
+    feature_gates: dict[str, bool] = {}
+    jobsets_on: bool = False
+    mpijobs_on: bool = False
+    """The JobSet and MPIJob integrations are on: such a controller is then a parent Kueue runs."""
+
+
+# --- the mutating webhook ---------------------------------------------------------------------------------------
+
+
+def _labels(obj: Mapping[str, Any]) -> dict[str, str]:
+    meta = obj.get("metadata")
+    labels = meta.get("labels") if isinstance(meta, dict) else None
+    return labels if isinstance(labels, dict) else {}
+
+
+def suspended(obj: Mapping[str, Any], suspend_at: tuple[str, ...]) -> bool:
+    """Whether the flag at ``suspend_at`` is ``true``."""
+    value: Any = obj
+    for key in suspend_at:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value is True
+
+
+def suspend_op(obj: Mapping[str, Any], suspend_at: tuple[str, ...]) -> dict[str, Any] | None:
+    """The JSON patch operation setting the flag at ``suspend_at`` to ``true`` (adding the maps missing on the
+    way), or None when it is already."""
+    if suspended(obj, suspend_at):
+        return None
+    node: Any = obj
+    for depth, key in enumerate(suspend_at[:-1]):
+        child = node.get(key)
+        if not isinstance(child, dict):
+            value: Any = True
+            for inner in reversed(suspend_at[depth + 1:]):
+                value = {inner: value}
+            return {"op": "add", "path": "/" + "/".join(suspend_at[:depth + 1]), "value": value}
+        node = child
+    return {"op": "add", "path": "/" + "/".join(suspend_at), "value": True}
+
+
+def default_patch(obj: Mapping[str, Any], suspend_at: tuple[str, ...], *, default_queue: bool,
+                  default_priority_class: bool, suspend: bool) -> list[dict[str, Any]]:
+    """The JSON patch of Kueue's defaulting of an object being created, as decided (empty: nothing to change): the
+    ``default`` queue and WorkloadPriorityClass labels, then suspended unless it is already."""
+    added: dict[str, str] = {}
+    if default_queue:
+        added[QUEUE_LABEL] = DEFAULT_QUEUE
+    if default_priority_class:
+        added[PRIORITY_LABEL] = DEFAULT_PRIORITY_CLASS
+    ops = map_ops("/metadata/labels", (obj.get("metadata") or {}).get("labels"), added)
+    op = suspend_op(obj, suspend_at) if suspend else None
+    return [*ops, op] if op else ops
+
+
+async def defaults(obj: dict[str, Any], namespace: str, kind: Kind, settings: FrameworkWebhooks,
+                   namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,
+                   has_default_priority_class: HasDefaultPriorityClass | None) -> list[dict[str, Any]]:
+    """Decide Kueue's defaulting of ``obj`` (see the module docstring) with the lookups it needs, and patch it
+    (:func:`default_patch`). Raises :class:`~connectors.k8s.pod_webhook.LookupFailed` when the namespace cannot be
+    read."""
+    labels = _labels(obj)
+    owner = job_selection.raw_controller(obj.get("metadata") or {})
+    kueue_parent = job_selection.kueue_owner(owner, settings.pods_on, jobsets_on=settings.jobsets_on,
+                                             mpijobs_on=settings.mpijobs_on)
+    managed = partial(_namespace_managed, namespace, settings, namespace_labels)
+    queued = bool(labels.get(QUEUE_LABEL))
+    default_queue = (not queued and not kueue_parent and bool(namespace) and await has_default_queue(namespace)
+                     and await managed())
+    default_class = (has_default_priority_class is not None and not labels.get(PRIORITY_LABEL)
+                     and await has_default_priority_class())
+    suspend = not kueue_parent and (queued or default_queue or (settings.without_queue and await managed()))
+    return default_patch(obj, kind.suspend_at, default_queue=default_queue, default_priority_class=default_class,
+                         suspend=suspend)
+
+
+async def _namespace_managed(namespace: str, settings: FrameworkWebhooks, namespace_labels: NamespaceLabels
+                             ) -> bool:
+    try:
+        labels = await namespace_labels(namespace)
+    except KubeError as exc:
+        raise LookupFailed(f"failed to get namespace: {exc}") from exc
+    return selector_matches(settings.managed_namespaces, labels)
+
+
+async def mutating_review(body: bytes, kind: Kind, settings: FrameworkWebhooks, namespace_labels: NamespaceLabels,
+                          has_default_queue: HasDefaultQueue,
+                          has_default_priority_class: HasDefaultPriorityClass | None = None) -> dict[str, Any]:
+    """Answer one AdmissionReview (v1) of an object being created: allowed, with :func:`defaults`' patch; refused
+    (500) when the namespace cannot be read. ``has_default_priority_class``: None while
+    ``WorkloadPriorityClassDefaulting`` is off."""
+    req = msgspec.json.decode(body).get("request") or {}
+    obj = req.get("object")
+    patch = None
+    if settings.enabled and req.get("operation", "CREATE") == "CREATE" and isinstance(obj, dict) and obj:
+        namespace = req.get("namespace") or (obj.get("metadata") or {}).get("namespace", "")
+        patch = partial(defaults, obj, namespace, kind, settings, namespace_labels, has_default_queue,
+                        has_default_priority_class)
+    return await patch_answer(req, patch)
+
+
+# --- the validating webhook -------------------------------------------------------------------------------------
+
+
+async def validating_review(body: bytes, kind: Kind, feature_gates: Mapping[str, bool],
+                            has_default_queue: HasDefaultQueue) -> dict[str, Any]:
+    """Answer one AdmissionReview (v1) of an object, the framework on: allowed, or refused (403) with Kueue's field
+    errors."""
+    return await job_validation.answer(
+        body, has_default_queue, lambda new: kind.create_errors(new, feature_gates),
+        lambda old, new, default: kind.update_errors(old, new, feature_gates, default))
+
+
+# --- serving and registering ------------------------------------------------------------------------------------
+
+
+def reviewers(kind: Kind, settings: FrameworkWebhooks, namespace_labels: NamespaceLabels,
+              has_default_queue: HasDefaultQueue, has_default_priority_class: HasDefaultPriorityClass | None = None
+              ) -> dict[str, Reviewer]:
+    """Path -> the review that answers it: both webhooks, or, the framework off, reviews that allow every object as
+    it is."""
+    if not settings.enabled:
+        return {kind.mutating_path: allowed_as_is, kind.validating_path: allowed_as_is}
+
+    async def mutate(body: bytes) -> dict[str, Any]:
+        return await mutating_review(body, kind, settings, namespace_labels, has_default_queue,
+                                     has_default_priority_class)
+
+    async def validate(body: bytes) -> dict[str, Any]:
+        return await validating_review(body, kind, settings.feature_gates, has_default_queue)
+
+    return {kind.mutating_path: mutate, kind.validating_path: validate}
+
+
+def registration(kind: Kind, client_config: dict[str, Any], namespace_selector: dict[str, Any], *, on: bool,
+                 mutating: bool) -> dict[str, Any]:
+    """The mutating (on create) or validating (create and update) webhook entry, failing closed only while the
+    framework is ``on``."""
+    resource = kind.resource
+    out: dict[str, Any] = {
+        "name": kind.mutating_name if mutating else kind.validating_name, "clientConfig": client_config,
+        "rules": [{"apiGroups": [resource.group], "apiVersions": [resource.version],
+                   "operations": ["CREATE"] if mutating else ["CREATE", "UPDATE"], "resources": [resource.plural],
+                   "scope": "Namespaced"}],
+        "namespaceSelector": namespace_selector, "failurePolicy": failure_policy(on), "sideEffects": "None",
+        "admissionReviewVersions": ["v1"], "timeoutSeconds": 10}
+    if mutating:
+        out["reinvocationPolicy"] = "Never"
+    return out

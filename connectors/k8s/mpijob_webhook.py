@@ -1,0 +1,133 @@
+"""Kueue's webhooks for MPIJobs (``kubeflow.org/v2beta1``): its ``kubeflow.org/mpijob`` integration's.
+
+Without them an MPIJob created running starts its launcher and workers until the integration
+(:mod:`connectors.k8s.mpijob_integration`) suspends it after the fact. Kueue's mutating webhook (``mmpijob.kb.io`` at
+``/mutate-kubeflow-org-v2beta1-mpijob``, on create only) defaults an MPIJob as any job
+(``pkg/controller/jobs/mpijob/mpijob_webhook.go``, ``Default``; :mod:`connectors.k8s.framework_webhook`): the
+``default`` queue, the ``default`` WorkloadPriorityClass, then ``spec.runPolicy.suspend: true`` when it names a queue
+or is managed without one — never when its controller is of a kind Kueue runs.
+
+Its validating webhook (``vmpijob.kb.io`` at ``/validate-kubeflow-org-v2beta1-mpijob``, create and update) refuses
+what Kueue's generic job validation refuses (:mod:`connectors.k8s.job_validation`), an MPIJob being suspended when
+``spec.runPolicy.suspend`` is; on update the update rules first, then the create rules on the new MPIJob. Under
+``TopologyAwareScheduling`` each replica type's pod template's TAS annotations are checked as a Job's are, at
+``spec.mpiReplicaSpecs[<type>].template.metadata.annotations`` (Kueue's path), in the order of those paths (Kueue
+sorts them), a slice no larger than the replica type's ``replicas`` (default 1).
+
+Registered and failing as the JobSet webhooks (:mod:`connectors.k8s.jobset_webhook`): whatever the Configuration
+says, answering every review unchanged while the integration is off (``failurePolicy: Ignore``), ``Fail`` while it is
+on. Not done, unlike Kueue: ``spec.runPolicy.managedBy`` defaulted for MultiKueue (kueue-es runs no MultiKueue); under
+``runLauncherAsWorker`` Kueue's webhook also gives the Worker template a pod-index offset for TAS rank ordering,
+which needs the launcher counted among the ranks in the Workload's topology request too — not modelled
+(:mod:`connectors.k8s.mpijob` builds the pod sets without it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+from typing import Any
+
+from connectors.k8s import framework_webhook, job_validation
+from connectors.k8s.framework_webhook import FrameworkWebhooks, HasDefaultPriorityClass, Reviewer
+from connectors.k8s.pod_webhook import HasDefaultQueue, NamespaceLabels
+from connectors.k8s.resources import MPIJOBS
+from kueue_es.scheduler.config import SchedulerConfig
+from projections import gates
+
+MUTATING_PATH = "/mutate-kubeflow-org-v2beta1-mpijob"
+MUTATING_NAME = "mmpijob.kb.io"
+VALIDATING_PATH = "/validate-kubeflow-org-v2beta1-mpijob"
+VALIDATING_NAME = "vmpijob.kb.io"
+PATHS = (MUTATING_PATH, VALIDATING_PATH)
+SUSPEND_AT = ("spec", "runPolicy", "suspend")
+
+
+class MPIJobWebhooks(FrameworkWebhooks, frozen=True):
+    """What the MPIJob webhooks read of the Kueue Configuration."""
+
+    @classmethod
+    def of(cls, config: SchedulerConfig) -> MPIJobWebhooks:
+        return cls(config.manages_mpijobs, config.managed_jobs_selector, config.manage_jobs_without_queue_name,
+                   config.manages_pods, dict(config.feature_gates), jobsets_on=config.manages_jobsets,
+                   mpijobs_on=config.manages_mpijobs)
+
+
+# --- the validating webhook -------------------------------------------------------------------------------------
+
+
+def _replica_specs(mpijob: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    spec = mpijob.get("spec")
+    specs = spec.get("mpiReplicaSpecs") if isinstance(spec, dict) else None
+    if not isinstance(specs, dict):
+        return {}
+    return {str(t): rs for t, rs in specs.items() if isinstance(rs, dict)}
+
+
+def _pod_annotations(replica_spec: Mapping[str, Any]) -> dict[str, str]:
+    template = replica_spec.get("template")
+    meta = template.get("metadata") if isinstance(template, dict) else None
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    return annotations if isinstance(annotations, dict) else {}
+
+
+def _pod_count(replica_spec: Mapping[str, Any]) -> int | None:
+    replicas = replica_spec.get("replicas", 1)
+    return 1 if replicas is None else replicas if isinstance(replicas, int) else None
+
+
+def topology_errors(mpijob: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
+    """Under ``TopologyAwareScheduling``: each replica type's pod template's TAS annotations, by replica type."""
+    gate = partial(gates.enabled, feature_gates)
+    if not gate(gates.TOPOLOGY_AWARE_SCHEDULING):
+        return []
+    errors: list[str] = []
+    specs = _replica_specs(mpijob)
+    for replica_type in sorted(specs):
+        replica_spec = specs[replica_type]
+        errors += job_validation.topology_errors(
+            _pod_annotations(replica_spec), _pod_count(replica_spec), gate(gates.TAS_MULTI_LAYER_TOPOLOGY),
+            path=f"spec.mpiReplicaSpecs[{replica_type}].template.metadata.annotations")
+    return errors
+
+
+def _as_job(mpijob: Mapping[str, Any]) -> dict[str, Any]:
+    """The MPIJob as the generic job rules read a job: its metadata, suspended at ``spec.suspend``."""
+    return {"metadata": mpijob.get("metadata") or {},
+            "spec": {"suspend": framework_webhook.suspended(mpijob, SUSPEND_AT)}}
+
+
+def create_errors(mpijob: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
+    """What Kueue refuses in an MPIJob being created, in its order."""
+    return job_validation.generic_create_errors(_as_job(mpijob)) + topology_errors(mpijob, feature_gates)
+
+
+def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],
+                  default_queue: bool = False) -> list[str]:
+    """What Kueue refuses in the update of MPIJob ``old`` into ``new``, in its order: the update rules, then the
+    create rules on ``new``. ``default_queue``: the namespace has a LocalQueue ``default``."""
+    return (job_validation.generic_update_errors(_as_job(old), _as_job(new), feature_gates,
+                                                 default_queue=default_queue)
+            + create_errors(new, feature_gates))
+
+
+KIND = framework_webhook.Kind(MPIJOBS, MUTATING_PATH, MUTATING_NAME, VALIDATING_PATH, VALIDATING_NAME, SUSPEND_AT,
+                              create_errors, update_errors)
+
+
+# --- serving and registering ------------------------------------------------------------------------------------
+
+
+def reviewers(settings: FrameworkWebhooks, namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,
+              has_default_priority_class: HasDefaultPriorityClass | None = None) -> dict[str, Reviewer]:
+    """Path -> the review that answers it: both webhooks, or, the integration off, reviews that allow every MPIJob
+    as it is."""
+    return framework_webhook.reviewers(KIND, settings, namespace_labels, has_default_queue,
+                                       has_default_priority_class)
+
+
+def registration(client_config: dict[str, Any], namespace_selector: dict[str, Any], *, on: bool, mutating: bool
+                 ) -> dict[str, Any]:
+    """The ``mmpijob.kb.io`` (``mutating``: on create) or ``vmpijob.kb.io`` (create and update) webhook entry,
+    failing closed only while the MPIJob framework is ``on``."""
+    return framework_webhook.registration(KIND, client_config, namespace_selector, on=on, mutating=mutating)

@@ -1,0 +1,146 @@
+"""Kueue's MPIJob webhooks (``mmpijob.kb.io``, ``vmpijob.kb.io``) as its ``mpijob_webhook.go``: a queued MPIJob stored
+with ``spec.runPolicy.suspend: true``, the generic job rules read against that flag, the TAS annotations of each
+replica type at Kueue's paths, and the registration (fail-closed only while the framework is on)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from typing import Any
+
+import msgspec
+import pytest
+
+from connectors.k8s import mpijob_webhook as mw
+from connectors.k8s.certs import self_signed
+from connectors.k8s.validating import configuration as validating_configuration
+from connectors.k8s.webhook import FRAMEWORK_PATHS
+from connectors.k8s.webhook import configuration as mutating_configuration
+from kueue_es.scheduler.config import load_config
+
+Q = "kueue.x-k8s.io/queue-name"
+MAX_EXEC = "kueue.x-k8s.io/max-exec-time-seconds"
+REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+SLICE_REQUIRED = "kueue.x-k8s.io/podset-slice-required-topology"
+SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+FRAMEWORKS = ["batch/job", "kubeflow.org/mpijob"]
+ON = mw.MPIJobWebhooks.of(load_config({"integrations": {"frameworks": FRAMEWORKS}}))
+WITHOUT_QUEUE = mw.MPIJobWebhooks.of(load_config({"integrations": {"frameworks": FRAMEWORKS},
+                                                  "manageJobsWithoutQueueName": True}))
+OFF = mw.MPIJobWebhooks.of(load_config({}))
+
+
+def _mpijob(labels: dict | None = None, *, run_policy: dict | None = None, worker_annotations: dict | None = None,
+            launcher_annotations: dict | None = None, workers: int = 4) -> dict:
+    meta: dict = {"name": "pi", "namespace": "team", "labels": labels or {}}
+
+    def template(annotations: dict | None) -> dict:
+        pod: dict = {"spec": {"containers": [{"name": "c", "image": "mpi"}]}}
+        return {**pod, "metadata": {"annotations": annotations}} if annotations else pod
+
+    spec: dict = {"mpiReplicaSpecs": {"Worker": {"replicas": workers, "template": template(worker_annotations)},
+                                      "Launcher": {"replicas": 1, "template": template(launcher_annotations)}}}
+    if run_policy is not None:
+        spec["runPolicy"] = run_policy
+    return {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": meta, "spec": spec}
+
+
+def _mutate(obj: dict, settings: mw.MPIJobWebhooks = ON, *, default_queue: bool = False) -> tuple[dict, list[dict]]:
+    async def namespace_labels(name: str) -> dict[str, str]:
+        return {"kubernetes.io/metadata.name": name}
+
+    async def has_default_queue(name: str) -> bool:
+        return default_queue
+
+    reviews = mw.reviewers(settings, namespace_labels, has_default_queue)
+    body = msgspec.json.encode({"request": {"uid": "u", "operation": "CREATE", "namespace": "team", "object": obj}})
+    response = asyncio.run(reviews[mw.MUTATING_PATH](body))["response"]
+    return response, msgspec.json.decode(base64.b64decode(response["patch"])) if "patch" in response else []
+
+
+def test_a_queued_mpijob_created_running_is_suspended_in_its_run_policy() -> None:
+    assert _mutate(_mpijob({Q: "lq"}))[1] == [{"op": "add", "path": "/spec/runPolicy", "value": {"suspend": True}}]
+    assert _mutate(_mpijob({Q: "lq"}, run_policy={"cleanPodPolicy": "Running", "suspend": False}))[1] == [
+        {"op": "add", "path": "/spec/runPolicy/suspend", "value": True}]
+    assert _mutate(_mpijob({Q: "lq"}, run_policy={"suspend": True}))[1] == []
+    assert _mutate(_mpijob({"app": "x"}))[1] == []
+
+
+def test_defaults_the_local_queue_and_suspends_without_a_queue_name_when_managed() -> None:
+    assert _mutate(_mpijob(), default_queue=True)[1] == [
+        {"op": "add", "path": "/metadata/labels/kueue.x-k8s.io~1queue-name", "value": "default"},
+        {"op": "add", "path": "/spec/runPolicy", "value": {"suspend": True}}]
+    assert _mutate(_mpijob(), WITHOUT_QUEUE)[1] == [
+        {"op": "add", "path": "/spec/runPolicy", "value": {"suspend": True}}]
+
+
+def test_the_framework_off_changes_nothing() -> None:
+    response, ops = _mutate(_mpijob({Q: "lq"}), OFF)
+    assert response["allowed"] and ops == []
+
+
+def _refusal(new: dict, old: dict | None = None, settings: mw.MPIJobWebhooks = ON) -> str | None:
+    async def has_default_queue(name: str) -> bool:
+        return False
+
+    reviews = mw.reviewers(settings, None, has_default_queue)  # type: ignore[arg-type]  # no namespace asked
+    request: dict[str, Any] = {"uid": "u", "operation": "UPDATE" if old else "CREATE", "namespace": "team",
+                               "object": new}
+    if old is not None:
+        request["oldObject"] = old
+    response = asyncio.run(reviews[mw.VALIDATING_PATH](msgspec.json.encode({"request": request})))["response"]
+    assert response["allowed"] is ("status" not in response)
+    return response["status"]["message"] if "status" in response else None
+
+
+def test_a_created_mpijobs_labels_are_checked() -> None:
+    assert _refusal(_mpijob({Q: "lq", MAX_EXEC: "60"})) is None
+    assert _refusal(_mpijob({MAX_EXEC: "0"})) == f"metadata.labels[{MAX_EXEC}]: Invalid value: 0: should be greater than 0"
+    assert _refusal(_mpijob({Q: "Bad_Queue"}), settings=OFF) is None
+
+
+@pytest.mark.parametrize(("suspend", "error"), [
+    (True, None), (False, f'metadata.labels[{Q}]: Invalid value: "b": field is immutable')])
+def test_the_queue_name_may_change_only_while_the_run_policy_suspends_it(suspend: bool, error: str | None) -> None:
+    old = _mpijob({Q: "a"}, run_policy={"suspend": suspend})
+    new = _mpijob({Q: "b"}, run_policy={"suspend": suspend})
+    assert _refusal(new, old) == error
+
+
+def test_each_replica_types_tas_annotations_are_checked_in_the_order_of_their_paths() -> None:
+    both = {REQUIRED: "rack", PREFERRED: "block"}
+    job = _mpijob({Q: "lq"}, worker_annotations=both, launcher_annotations=both)
+    detail = (f'Invalid value: must not contain more than one topology annotation: ["{REQUIRED}", "{PREFERRED}", '
+              '"kueue.x-k8s.io/podset-unconstrained-topology"]')
+    assert _refusal(job) == (f"[spec.mpiReplicaSpecs[Launcher].template.metadata.annotations: {detail}, "
+                             f"spec.mpiReplicaSpecs[Worker].template.metadata.annotations: {detail}]")
+
+
+def test_a_slice_is_no_larger_than_its_replica_types_pods() -> None:
+    def sliced(size: str) -> dict:
+        return _mpijob({Q: "lq"}, worker_annotations={REQUIRED: "block", SLICE_REQUIRED: "rack", SLICE_SIZE: size})
+
+    assert _refusal(sliced("4")) is None
+    assert _refusal(sliced("5")) == (
+        f'spec.mpiReplicaSpecs[Worker].template.metadata.annotations[{SLICE_SIZE}]: Invalid value: "5": must not be '
+        "greater than pod set count 4")
+
+
+def test_the_webhook_server_serves_the_mpijob_paths() -> None:
+    assert {mw.MUTATING_PATH, mw.VALIDATING_PATH} <= set(FRAMEWORK_PATHS)
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_the_mpijob_webhooks_fail_closed_only_while_the_framework_is_on(on: bool) -> None:
+    ca = self_signed(["127.0.0.1"]).ca_pem
+    mhook = next(w for w in mutating_configuration(ca, url="https://h", mpijobs=on)["webhooks"]
+                 if w["name"] == "mmpijob.kb.io")
+    vhook = next(w for w in validating_configuration(ca, url="https://h", mpijobs=on)["webhooks"]
+                 if w["name"] == "vmpijob.kb.io")
+    for hook, path, operations in ((mhook, "/mutate-kubeflow-org-v2beta1-mpijob", ["CREATE"]),
+                                   (vhook, "/validate-kubeflow-org-v2beta1-mpijob", ["CREATE", "UPDATE"])):
+        assert hook["failurePolicy"] == ("Fail" if on else "Ignore")
+        assert hook["clientConfig"]["url"] == "https://h" + path
+        assert hook["rules"] == [{"apiGroups": ["kubeflow.org"], "apiVersions": ["v2beta1"],
+                                  "operations": operations, "resources": ["mpijobs"], "scope": "Namespaced"}]
