@@ -117,7 +117,7 @@ def create_errors(jobset: Mapping[str, Any], feature_gates: Mapping[str, bool]) 
     return job_validation.generic_create_errors(jobset) + topology_errors(jobset, feature_gates)
 
 
-def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool], *,
+def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],
                   default_queue: bool = False) -> list[str]:
     """What Kueue refuses in the update of JobSet ``old`` into ``new``, in its order: the update rules, then the
     create rules on ``new``. ``default_queue``: the namespace has a LocalQueue ``default``."""
@@ -125,13 +125,8 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates:
             + create_errors(new, feature_gates))
 
 
-def _update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],
-                   default_queue: bool) -> list[str]:
-    return update_errors(old, new, feature_gates, default_queue=default_queue)
-
-
 KIND = framework_webhook.Kind(JOBSETS, MUTATING_PATH, MUTATING_NAME, VALIDATING_PATH, VALIDATING_NAME,
-                              ("spec", "suspend"), create_errors, _update_errors)
+                              ("spec", "suspend"), create_errors, update_errors)
 
 
 def reviewers(settings: FrameworkWebhooks, namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,
@@ -140,10 +135,3 @@ def reviewers(settings: FrameworkWebhooks, namespace_labels: NamespaceLabels, ha
     as it is."""
     return framework_webhook.reviewers(KIND, settings, namespace_labels, has_default_queue,
                                        has_default_priority_class)
-
-
-def registration(client_config: dict[str, Any], namespace_selector: dict[str, Any], *, on: bool, mutating: bool
-                 ) -> dict[str, Any]:
-    """The ``mjobset.kb.io`` (``mutating``: on create) or ``vjobset.kb.io`` (create and update) webhook entry,
-    failing closed only while the JobSet framework is ``on``."""
-    return framework_webhook.registration(KIND, client_config, namespace_selector, on=on, mutating=mutating)

@@ -124,10 +124,3 @@ def reviewers(settings: FrameworkWebhooks, namespace_labels: NamespaceLabels, ha
     as it is."""
     return framework_webhook.reviewers(KIND, settings, namespace_labels, has_default_queue,
                                        has_default_priority_class)
-
-
-def registration(client_config: dict[str, Any], namespace_selector: dict[str, Any], *, on: bool, mutating: bool
-                 ) -> dict[str, Any]:
-    """The ``mmpijob.kb.io`` (``mutating``: on create) or ``vmpijob.kb.io`` (create and update) webhook entry,
-    failing closed only while the MPIJob framework is ``on``."""
-    return framework_webhook.registration(KIND, client_config, namespace_selector, on=on, mutating=mutating)

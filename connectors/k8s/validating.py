@@ -34,6 +34,7 @@ import msgspec
 
 from connectors.k8s import (
     deployment_webhook,
+    framework_webhook,
     job_validation,
     jobset_webhook,
     mpijob_webhook,
@@ -42,7 +43,7 @@ from connectors.k8s import (
     statefulset_webhook,
 )
 from connectors.k8s.certs import ca_bundle
-from connectors.k8s.resources import JOBSETS, MPIJOBS, Resource
+from connectors.k8s.resources import Resource
 from events import objects as o
 from events.errors import InvalidInput
 from events.manifests import Checks, decode_object
@@ -129,15 +130,16 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
         raise ValueError("the webhook needs a url or a service")
     ca = ca_bundle(ca_pem)
 
-    def webhook(hook_name: str, path: str, rule: dict[str, Any]) -> dict[str, Any]:
+    def client_config(path: str) -> dict[str, Any]:
         if url:
-            client_config: dict[str, Any] = {**ca, "url": url.rstrip("/") + path}
-        else:
-            assert service is not None
-            client_config = {**ca, "service": {"name": service[0], "namespace": service[1], "port": service[2],
-                                               "path": path}}
+            return {**ca, "url": url.rstrip("/") + path}
+        assert service is not None
+        return {**ca, "service": {"name": service[0], "namespace": service[1], "port": service[2], "path": path}}
+
+    def webhook(hook_name: str, path: str, rule: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "name": hook_name, "clientConfig": client_config, "rules": [{"operations": ["CREATE", "UPDATE"], **rule}],
+            "name": hook_name, "clientConfig": client_config(path),
+            "rules": [{"operations": ["CREATE", "UPDATE"], **rule}],
             "failurePolicy": "Fail", "sideEffects": "None", "admissionReviewVersions": ["v1"], "timeoutSeconds": 10,
         }
         if object_selector is not None:
@@ -160,20 +162,19 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
                                {"apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["statefulsets"],
                                 "scope": "Namespaced"})
     statefulset_hook["failurePolicy"] = pod_webhook.failure_policy(statefulsets)
-    jobset_hook = webhook(jobset_webhook.VALIDATING_NAME, jobset_webhook.VALIDATING_PATH,
-                          {"apiGroups": [JOBSETS.group], "apiVersions": [JOBSETS.version],
-                           "resources": [JOBSETS.plural], "scope": "Namespaced"})
-    jobset_hook["failurePolicy"] = pod_webhook.failure_policy(jobsets)
-    mpijob_hook = webhook(mpijob_webhook.VALIDATING_NAME, mpijob_webhook.VALIDATING_PATH,
-                          {"apiGroups": [MPIJOBS.group], "apiVersions": [MPIJOBS.version],
-                           "resources": [MPIJOBS.plural], "scope": "Namespaced"})
-    mpijob_hook["failurePolicy"] = pod_webhook.failure_policy(mpijobs)
-    for hook in (jobs, pod_hook, deployment_hook, statefulset_hook, jobset_hook, mpijob_hook):
-        hook["namespaceSelector"] = {"matchExpressions": [
-            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(excluded_namespaces)}]}
+    selector = {"matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(excluded_namespaces)}]}
+    for hook in (jobs, pod_hook, deployment_hook, statefulset_hook):
+        hook["namespaceSelector"] = selector
+    frameworks = [framework_webhook.registration(kind, client_config(kind.validating_path), selector, on=on,
+                                                 mutating=False)
+                  for kind, on in ((jobset_webhook.KIND, jobsets), (mpijob_webhook.KIND, mpijobs))]
+    if object_selector is not None:
+        for hook in frameworks:
+            hook["objectSelector"] = object_selector
     return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
             "metadata": {"name": name}, "webhooks": [*webhooks, jobs, pod_hook, deployment_hook, statefulset_hook,
-                                                          jobset_hook, mpijob_hook]}
+                                                          *frameworks]}
 
 
 def _view(doc: dict[str, Any]) -> o.KObject | None:

@@ -52,6 +52,7 @@ from connectors.k8s import (
     conversion,
     crds,
     deployment_webhook,
+    framework_webhook,
     https,
     job_selection,
     job_validation,
@@ -397,10 +398,8 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
             deployment_webhook.registration(statefulset_webhook.MUTATING_NAME,
                                             client_config(statefulset_webhook.MUTATING_PATH), selector,
                                             "statefulsets", on=statefulsets, mutating=True),
-            jobset_webhook.registration(client_config(jobset_webhook.MUTATING_PATH), selector, on=jobsets,
-                                        mutating=True),
-            mpijob_webhook.registration(client_config(mpijob_webhook.MUTATING_PATH), selector, on=mpijobs,
-                                        mutating=True)],
+            *(framework_webhook.registration(kind, client_config(kind.mutating_path), selector, on=on, mutating=True)
+              for kind, on in ((jobset_webhook.KIND, jobsets), (mpijob_webhook.KIND, mpijobs)))],
     }
 
 
