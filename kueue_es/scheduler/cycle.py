@@ -222,10 +222,6 @@ def nominate(ctx: CycleContext, e: Entry) -> None:
     if (e.assignment.mode == Mode.NO_FIT or (e.assignment.mode == Mode.PREEMPT and not e.targets)) \
             and ctx.partial_admission:
         _try_partial(ctx, e)
-    if e.replaced is not None and (e.assignment.mode == Mode.FIT or e.targets):
-        # the old slice goes first among the targets: what it holds is released for the new one (Kueue's
-        # ReplacedWorkloadSlice), though it is finished, not preempted
-        e.targets = [Target(e.replaced, ""), *e.targets]
     if e.assignment.mode == Mode.PREEMPT and info.tas_levels:
         place_preempting(ctx, wl, info, e.assignment, [t.workload for t in e.targets])
 
@@ -384,7 +380,9 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
                     reserve_placement(ctx, e.wl, info, a)
             continue
         node = tree.cluster_queues[e.cq]
-        if any(t.workload.key in victims for t in e.targets):
+        # the slice it replaces is as good as a target: another entry's victim, it is no longer there to replace
+        if any(t.workload.key in victims for t in e.targets) or (e.replaced is not None
+                                                                  and e.replaced.key in victims):
             outcome = _recompute_after_overlap(ctx, e) if ctx.recompute_overlap else ""
             if outcome == "deferred":
                 a = e.assignment
@@ -401,9 +399,9 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
                          base)
                 continue
             a = e.assignment
-        # A replaced slice's quota stays charged: the assignment's usage is only what the new slice adds to it
-        # (so a later entry of the cycle sees the new slice's whole request held, not the old one's released too).
-        removed = [t.workload for t in e.targets if t.workload is not e.replaced]
+        # A replaced slice is no target: its quota stays charged, the assignment's usage being only what the new
+        # slice adds to it (so a later entry of the cycle sees the new slice's whole request held).
+        removed = [t.workload for t in e.targets]
         for w in removed:
             tree.charge(w.cluster_queue, w.usage, -1)
         fits = True
@@ -427,7 +425,7 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
         for fr, v in a.usage.items():
             if v:
                 node.add_usage(fr, v)
-        if a.mode == _PREEMPT:
+        if removed:
             _preempt(out, ctx, e, base)
             continue
         if block and (admitted or blockadmission.holds_admission(state)):
@@ -583,13 +581,12 @@ def _scan_after(ctx: CycleContext, e: Entry, requeue_reason: str) -> ev.FlavorSc
 
 
 def _preempt(out: list[ev.Decision], ctx: CycleContext, e: Entry, base: dict) -> None:
-    """Preempt the entry's targets but the slice it replaces (which keeps running until it is admitted)."""
+    """Preempt the entry's targets (never the slice it replaces, which keeps running until it is admitted)."""
     state, wl = ctx.state, e.wl
     a = e.assignment
     assert a is not None
-    targets = [t for t in e.targets if t.workload is not e.replaced] if e.replaced is not None else e.targets
     issued = 0
-    for t in targets:
+    for t in e.targets:
         victim = t.workload
         if victim.evicted:
             continue
@@ -597,7 +594,7 @@ def _preempt(out: list[ev.Decision], ctx: CycleContext, e: Entry, base: dict) ->
         out.append(ev.WorkloadPreempted(
             key=victim.key, uid=victim.uid, reason=t.reason, preemptor=wl.key,
             message=_preemption_message(state, wl, victim, t.reason), **base))
-    msg = (a.message + ". " if a.message else "") + f"Pending the preemption of {len(targets)} workload(s)"
+    msg = (a.message + ". " if a.message else "") + f"Pending the preemption of {len(e.targets)} workload(s)"
     _pending(out, ctx, e, "WaitingForPreemptedWorkloads", msg, "PendingPreemption", base)
 
 

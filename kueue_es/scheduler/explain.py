@@ -120,14 +120,9 @@ def explain(state: ClusterState, config: SchedulerConfig, key: str, now: int) ->
                             "observed": False}
         if e.assignment is not None:
             out["quota"] = _quota(ctx, e)
-            if e.assignment.mode == Mode.PREEMPT or _victims(e):
+            if e.assignment.mode == Mode.PREEMPT or e.targets:
                 out["preemption"] = _preemption(ctx, e)
     return out
-
-
-def _victims(e: Entry) -> list:
-    """The entry's preemption targets but the slice it replaces (finished on admission, not preempted)."""
-    return [t for t in e.targets if t.workload is not e.replaced] if e.replaced is not None else e.targets
 
 
 def _max_execution(wl: WorkloadInfo, now: int) -> dict[str, Any]:
@@ -257,16 +252,15 @@ def _attempt(e: Entry) -> dict[str, Any]:
         return {"outcome": "NotNominated", "reason": e.status, "message": e.message}
     assert a is not None
     outcome = {Mode.FIT: "Fit", Mode.PREEMPT: "Preempt", Mode.NO_FIT: "NoFit"}.get(a.mode, "NoFit")
-    victims = _victims(e)
-    if a.mode == Mode.PREEMPT and not victims:
+    if a.mode == Mode.PREEMPT and not e.targets:
         outcome = "PreemptNoCandidates"
     if a.mode == Mode.FIT:
         message = "fits: it would be admitted"
         if e.replaced is not None:
             message += f", replacing slice {e.replaced.key}"
         reason = ""
-    elif a.mode == Mode.PREEMPT and victims:
-        message = (a.message + ". " if a.message else "") + f"Pending the preemption of {len(victims)} workload(s)"
+    elif a.mode == Mode.PREEMPT and e.targets:
+        message = (a.message + ". " if a.message else "") + f"Pending the preemption of {len(e.targets)} workload(s)"
         reason = "WaitingForPreemptedWorkloads"
     else:
         message, reason = a.message, a.reason
@@ -410,7 +404,7 @@ def _preemption(ctx: CycleContext, e: Entry) -> dict[str, Any]:
     out: dict[str, Any] = {"policies": policies, "contested": sorted(needed)}
     fmt = {"within": p.within_cluster_queue, "reclaim": p.reclaim_within_cohort,
            "bwc": policies["borrowWithinCohort"]}
-    victims = _victims(e)
+    victims = e.targets
     if victims:
         out["targets"] = [{
             "workload": t.workload.key, "clusterQueue": t.workload.cluster_queue, "priority": t.workload.priority,
