@@ -99,3 +99,8 @@ KUBEFLOW_GROUP = "kubeflow.org"
 MPIJOBS = Resource("MPIJob", KUBEFLOW_GROUP, "v2beta1", "mpijobs", True, status_subresource=True, optional=True)
 """Kueue's ``kubeflow.org/mpijob`` framework (the MPI operator's API, served where its CRD is installed): listed and
 watched by the MPIJob integration itself (:mod:`connectors.k8s.mpijob_integration`), not put in the log."""
+LWS_GROUP = "leaderworkerset.x-k8s.io"
+LEADER_WORKER_SETS = Resource("LeaderWorkerSet", LWS_GROUP, "v1", "leaderworkersets", True, status_subresource=True,
+                              optional=True)
+"""Kueue's ``leaderworkerset.x-k8s.io/leaderworkerset`` framework (served where the LWS CRD is installed): listed and
+watched by the LeaderWorkerSet integration itself (:mod:`connectors.k8s.lws_integration`), not put in the log."""
