@@ -258,6 +258,11 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert await ok("update", "kubeflow.org", "mpijobs", "team-a", "finalizers")  # a Workload it owns
         assert not await ok("create", "kubeflow.org", "mpijobs", "team-a")
         assert not await ok("patch", "kubeflow.org", "mpijobs", "team-a", "status")
+        lws = ("leaderworkerset.x-k8s.io", "leaderworkersets")
+        assert await ok("watch", *lws)  # the LeaderWorkerSet integration's own watch
+        assert await ok("update", *lws, "team-a", "finalizers")  # the group Workloads it owns
+        assert not await ok("patch", *lws, "team-a")  # it never writes a LeaderWorkerSet
+        assert not await ok("create", *lws, "team-a")
         assert await ok("patch", "kueue.x-k8s.io", "admissionchecks", "", "status")
         assert await ok("create", "", "events", "team-a")  # Kueue's Events: decisions carried out, Job actions
         # the visibility API: its APIServices, and the Service and endpoints routing them to the leader
