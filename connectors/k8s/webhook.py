@@ -57,6 +57,7 @@ from connectors.k8s import (
     job_selection,
     job_validation,
     jobset_webhook,
+    lws_webhook,
     mpijob_webhook,
     pod_validation,
     pod_webhook,
@@ -81,10 +82,10 @@ PATH = "/mutate-batch-v1-job"
 PARENT_PATHS = (deployment_webhook.MUTATING_PATH, deployment_webhook.VALIDATING_PATH,
                 statefulset_webhook.MUTATING_PATH, statefulset_webhook.VALIDATING_PATH)
 """The paths of the webhooks for the parents of Pods Kueue holds (Deployments, StatefulSets)."""
-FRAMEWORK_PATHS = (*PARENT_PATHS, *jobset_webhook.PATHS, *mpijob_webhook.PATHS)
+FRAMEWORK_PATHS = (*PARENT_PATHS, *jobset_webhook.PATHS, *mpijob_webhook.PATHS, *lws_webhook.PATHS)
 """The paths of the webhooks of the frameworks answered by a review given to :class:`WebhookServer` (its
-``parents``): the parents', the JobSet and the MPIJob ones (:mod:`connectors.k8s.jobset_webhook`,
-:mod:`connectors.k8s.mpijob_webhook`)."""
+``parents``): the parents', the JobSet, MPIJob and LeaderWorkerSet ones (:mod:`connectors.k8s.jobset_webhook`,
+:mod:`connectors.k8s.mpijob_webhook`, :mod:`connectors.k8s.lws_webhook`)."""
 DEFAULT_QUEUE = "default"
 CONFIGURATION_NAME = "kueue-es-mutating-webhook-configuration"
 WEBHOOK_NAME = "mjob.kb.io"
@@ -363,12 +364,12 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
                   name: str = CONFIGURATION_NAME, namespace_selector: dict[str, Any] | None = None,
                   excluded_namespaces: tuple[str, ...] = ("kube-system", "kueue-system"), pods: bool = False,
                   deployments: bool = False, statefulsets: bool = False, jobsets: bool = False,
-                  mpijobs: bool = False) -> dict[str, Any]:
+                  mpijobs: bool = False, leaderworkersets: bool = False) -> dict[str, Any]:
     """The MutatingWebhookConfiguration for :data:`PATH`, the Pod webhook's path and the Deployment, StatefulSet,
     JobSet and MPIJob webhooks': at ``url``, or at ``service`` (name, namespace, port), trusting ``ca_pem`` (none: as
     ``kueue-es manifests`` installs it, its CA set by the first replica that serves). ``pods``, ``deployments``,
     ``statefulsets``, ``jobsets``, ``mpijobs``: whether those integrations are on (each webhook then fails
-    closed)."""
+    closed); ``leaderworkersets`` the same for the LeaderWorkerSet webhook (:mod:`connectors.k8s.lws_webhook`)."""
     if not url and service is None:
         raise ValueError("the webhook needs a url or a service")
 
@@ -399,7 +400,9 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
                                             client_config(statefulset_webhook.MUTATING_PATH), selector,
                                             "statefulsets", on=statefulsets, mutating=True),
             *(framework_webhook.registration(kind, client_config(kind.mutating_path), selector, on=on, mutating=True)
-              for kind, on in ((jobset_webhook.KIND, jobsets), (mpijob_webhook.KIND, mpijobs)))],
+              for kind, on in ((jobset_webhook.KIND, jobsets), (mpijob_webhook.KIND, mpijobs))),
+            lws_webhook.registration(client_config(lws_webhook.MUTATING_PATH), selector, on=leaderworkersets,
+                                     mutating=True)],
     }
 
 
@@ -466,12 +469,14 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     statefulsets = deployment_webhook.ParentDefaulting.of(config_in_force, STATEFULSET_FRAMEWORK)
     jobsets = jobset_webhook.JobSetWebhooks.of(config_in_force)
     mpijobs = mpijob_webhook.MPIJobWebhooks.of(config_in_force)
+    leaderworkersets = lws_webhook.LeaderWorkerSetWebhooks.of(config_in_force)
     namespace_labels = pod_webhook.namespace_lookup(client)
     priority_classes = default_priority_class_lookup(client) if defaulting else None
     parents = {**deployment_webhook.reviewers(deployments, namespace_labels, queues),
                **statefulset_webhook.reviewers(statefulsets, namespace_labels, queues),
                **jobset_webhook.reviewers(jobsets, namespace_labels, queues, priority_classes),
-               **mpijob_webhook.reviewers(mpijobs, namespace_labels, queues, priority_classes)}
+               **mpijob_webhook.reviewers(mpijobs, namespace_labels, queues, priority_classes),
+               **lws_webhook.reviewers(leaderworkersets, namespace_labels, queues)}
     server = WebhookServer(queues, priority_classes,
                            feature_gates, pod_reviews, config.manages_jobs if config is not None else True,
                            unqueued_lookup(client, config) if config is not None else None, pod_validations, parents,
@@ -482,12 +487,14 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
         await register(client, configuration(bundle.ca_pem, url=k.webhook_url, service=service,
                                              excluded_namespaces=("kube-system", k.lease_namespace), pods=pods_on,
                                              deployments=deployments.enabled, statefulsets=statefulsets.enabled,
-                                             jobsets=jobsets.enabled, mpijobs=mpijobs.enabled))
+                                             jobsets=jobsets.enabled, mpijobs=mpijobs.enabled,
+                                             leaderworkersets=leaderworkersets.enabled))
         await register(client, validating.configuration(bundle.ca_pem, url=k.webhook_url, service=service,
                                                         excluded_namespaces=("kube-system", k.lease_namespace),
                                                         pods=pods_on, deployments=deployments.enabled,
                                                         statefulsets=statefulsets.enabled, jobsets=jobsets.enabled,
-                                                        mpijobs=mpijobs.enabled))
+                                                        mpijobs=mpijobs.enabled,
+                                                        leaderworkersets=leaderworkersets.enabled))
         await conversion.register(client, conversion_stanza(k, bundle.ca_pem))
     return server
 

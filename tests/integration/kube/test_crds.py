@@ -161,14 +161,17 @@ def test_manifests_render_as_multi_document_yaml() -> None:
         ("mjob.kb.io", "/mutate-batch-v1-job"), ("mpod.kb.io", "/mutate--v1-pod"),
         ("mdeployment.kb.io", "/mutate-apps-v1-deployment"), ("mstatefulset.kb.io", "/mutate-apps-v1-statefulset"),
         ("mjobset.kb.io", "/mutate-jobset-x-k8s-io-v1alpha2-jobset"),
-        ("mmpijob.kb.io", "/mutate-kubeflow-org-v2beta1-mpijob")]
+        ("mmpijob.kb.io", "/mutate-kubeflow-org-v2beta1-mpijob"),
+        ("mleaderworkerset.kb.io", "/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset")]
     # the integrations Kueue leaves off by default go fail-open, so a webhook down stops no Pod or workload controller
     assert {w["name"]: w["failurePolicy"] for w in mutating["webhooks"]} == {
         "mjob.kb.io": "Fail", "mpod.kb.io": "Ignore", "mdeployment.kb.io": "Ignore", "mstatefulset.kb.io": "Ignore",
-        "mjobset.kb.io": "Ignore", "mmpijob.kb.io": "Ignore"}
+        "mjobset.kb.io": "Ignore", "mmpijob.kb.io": "Ignore", "mleaderworkerset.kb.io": "Ignore"}
     validating = docs[kinds.index("ValidatingWebhookConfiguration")]
     assert next(w for w in validating["webhooks"] if w["name"] == "vjobset.kb.io")["failurePolicy"] == "Ignore"
     assert next(w for w in validating["webhooks"] if w["name"] == "vmpijob.kb.io")["failurePolicy"] == "Ignore"
+    assert next(w for w in validating["webhooks"]
+                if w["name"] == "vleaderworkerset.kb.io")["failurePolicy"] == "Ignore"
     dep = docs[kinds.index("Deployment")]
     pod = dep["spec"]["template"]["spec"]
     assert pod["securityContext"]["runAsNonRoot"] is True

@@ -3,8 +3,9 @@
 
 The LWS project is not installed: leaderworkerset.x-k8s.io/v1 is served from the minimal CRD of
 :func:`connectors.k8s.crds.leaderworkerset_crd` and no LWS controller runs, so the test plays it: it makes each
-group's leader and workers (their set name, group index, worker index, a worker's leader name; the templates as
-Kueue's LeaderWorkerSet webhook leaves them, ``kueue.x-k8s.io/pod-suspending-parent: leaderworkerset``). A queued
+group's leader and workers (their set name, group index, worker index, a worker's leader name) from the templates
+as stored — which kueue-es's LeaderWorkerSet webhook (registered for this test's namespace) marked
+``kueue.x-k8s.io/pod-suspending-parent: leaderworkerset``. A queued
 LeaderWorkerSet of 2 groups of 3 pods gets 2 Workloads (``leader`` 1 + ``worker`` 2, owned by it); the Pod webhook
 gates its pods, the LeaderWorkerSet integration makes each pod a member of its group's prebuilt pod group; both
 Workloads are admitted and every pod is ungated with the flavor's node labels. Scaled down to one group, the second
@@ -15,17 +16,34 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import connect, create, eventually, get, kueue_es, pod_webhooks, queues, scheduling_gates
+from kubehelp import (
+    connect,
+    create,
+    eventually,
+    free_port,
+    get,
+    kueue_es,
+    pod_webhooks,
+    queues,
+    scheduling_gates,
+)
 
-from connectors.k8s import crds
+from connectors.k8s import crds, lws_webhook
 from connectors.k8s import leaderworkerset as lw
-from connectors.k8s.errors import NotFound
+from connectors.k8s.certs import ca_bundle, self_signed
+from connectors.k8s.client import KubeClient
+from connectors.k8s.errors import Forbidden, NotFound
+from connectors.k8s.pod_webhook import namespace_lookup
 from connectors.k8s.resources import BY_KIND, LEADER_WORKER_SETS
-from kueue_es.scheduler.config import LWS_FRAMEWORK, load_config
+from connectors.k8s.validating import VALIDATING_CONFIGS
+from connectors.k8s.webhook import MUTATING_CONFIGS, WebhookServer, default_queue_lookup, register
+from kueue_es.scheduler.config import LWS_FRAMEWORK, SchedulerConfig, load_config
 
 pytestmark = pytest.mark.kube
 NAMESPACES = BY_KIND["Namespace"]
@@ -36,7 +54,7 @@ MARKED = {lw.SUSPENDING_PARENT: lw.FRAMEWORK_NAME, lw.SERVING: "true"}
 
 
 def _template(role: str) -> dict[str, Any]:
-    return {"metadata": {"labels": {"role": role}, "annotations": dict(MARKED)},
+    return {"metadata": {"labels": {"role": role}},
             "spec": {"containers": [{"name": "c", "image": "busybox:1.36", "command": ["sleep", "3600"],
                                      "resources": {"requests": {"cpu": "1"}}}]}}
 
@@ -55,7 +73,7 @@ def _pod(lws: dict[str, Any], group: int, worker: int) -> dict[str, Any]:
     lwt = lws["spec"]["leaderWorkerTemplate"]
     template = lwt["leaderTemplate"] if worker == 0 else lwt["workerTemplate"]
     leader = f"{name}-{group}"
-    annotations = dict(template["metadata"]["annotations"])
+    annotations = dict(template["metadata"].get("annotations") or {})
     if worker:
         annotations[lw.LEADER_NAME_ANNOTATION] = leader
     return {"apiVersion": "v1", "kind": "Pod",
@@ -66,6 +84,47 @@ def _pod(lws: dict[str, Any], group: int, worker: int) -> dict[str, Any]:
             "spec": template["spec"]}
 
 
+@contextlib.asynccontextmanager
+async def _lws_webhooks(kc: KubeClient, certs: Path, label: str, sfx: str, config: SchedulerConfig
+                        ) -> AsyncIterator[WebhookServer]:
+    """kueue-es's LeaderWorkerSet webhooks served as a replica with ``config`` serves them, registered fail-closed
+    (each in a configuration ``<label>-lws-<sfx>``) for the namespaces labelled ``label=<sfx>`` only."""
+    bundle = self_signed(["127.0.0.1"])
+    _, cert, key = bundle.write(certs)
+    queues_lookup = default_queue_lookup(kc)
+    hooks = lws_webhook.reviewers(lws_webhook.LeaderWorkerSetWebhooks.of(config), namespace_lookup(kc), queues_lookup)
+    server = WebhookServer(queues_lookup, None, {}, parents=hooks)
+    port = free_port()
+    await server.start("127.0.0.1", port, str(cert), str(key))
+    name, url, selector = f"{label}-lws-{sfx}", f"https://127.0.0.1:{port}", {"matchLabels": {label: sfx}}
+    configs = ((MUTATING_CONFIGS, "MutatingWebhookConfiguration", lws_webhook.MUTATING_PATH, True),
+               (VALIDATING_CONFIGS, "ValidatingWebhookConfiguration", lws_webhook.VALIDATING_PATH, False))
+    try:
+        for _, config_kind, path, is_mutating in configs:
+            hook = lws_webhook.registration({**ca_bundle(bundle.ca_pem), "url": url + path}, selector, on=True,
+                                            mutating=is_mutating)
+            await register(kc, {"apiVersion": "admissionregistration.k8s.io/v1", "kind": config_kind,
+                                "metadata": {"name": name}, "webhooks": [hook]})
+        yield server
+    finally:
+        for resource, *_ in configs:
+            with contextlib.suppress(Exception):
+                await kc.delete(resource, name)
+        await server.stop()
+
+
+async def _created_marked(kc: KubeClient, doc: dict[str, Any]) -> dict[str, Any] | None:
+    """Create ``doc`` once the mutating webhook marks it (the apiserver picks configurations up asynchronously: an
+    unmarked dry run means not yet)."""
+    ns = doc["metadata"]["namespace"]
+    with contextlib.suppress(Exception):
+        probe = msgspec.json.decode(await kc.request("POST", LEADER_WORKER_SETS.collection_path(ns),
+                                                     query=[("dryRun", "All")], body=doc))
+        if probe["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"].get("annotations") == MARKED:
+            return msgspec.json.decode(await kc.create(LEADER_WORKER_SETS, doc, ns))
+    return None
+
+
 @pytest.mark.asyncio
 async def test_each_group_of_a_queued_leaderworkerset_is_admitted_on_its_own_workload(kube_apiserver, tmp_path) -> None:
     sfx = secrets.token_hex(3)
@@ -73,10 +132,16 @@ async def test_each_group_of_a_queued_leaderworkerset_is_admitted_on_its_own_wor
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
         await crds.install(kc, docs=[crds.leaderworkerset_crd()])
-        async with pod_webhooks(kc, tmp_path / "certs", "kueue-es-lws-test", sfx, config):
+        async with pod_webhooks(kc, tmp_path / "certs", "kueue-es-lws-test", sfx, config), \
+                _lws_webhooks(kc, tmp_path / "lws-certs", "kueue-es-lws-test", sfx, config):
             q = await queues(kc, "lws", {"cpu": 6}, sfx=sfx, flavor_labels={"pool": "a"})
             await kc.patch(NAMESPACES, q.ns, {"metadata": {"labels": {"kueue-es-lws-test": sfx}}})
-            lws = msgspec.json.decode(await kc.create(LEADER_WORKER_SETS, _lws(q.ns, "serve", 2, 3), q.ns))
+            lws = await eventually(lambda: _created_marked(kc, _lws(q.ns, "serve", 2, 3)),
+                                   what="the LeaderWorkerSet stored with its templates marked by the webhook")
+            refused = _lws(q.ns, "ready", 1, 2)
+            refused["spec"]["startupPolicy"] = "LeaderReady"
+            with pytest.raises(Forbidden, match="only the LeaderCreated startup policy is allowed"):
+                await kc.create(LEADER_WORKER_SETS, refused, q.ns)
             uid = lws["metadata"]["uid"]
             names = [lw.workload_name("serve", uid, g) for g in (0, 1)]
             async with kueue_es(kc, tmp_path / "log", config=config):
