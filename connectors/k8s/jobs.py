@@ -23,7 +23,9 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   others are deleted (``DeletedWorkload``) and the pass ends there;
 * **elastic** (``kueue.x-k8s.io/elastic-job: "true"`` under ``ElasticJobsViaWorkloadSlices``): instead of one
   Workload per Job, the Job's not-finished workload slices say which one it runs on
-  (:mod:`connectors.k8s.workload_slices`): a count changed in place (a scale-down, or a slice holding no quota),
+  (:mod:`connectors.k8s.workload_slices`): the first slice made at once, whether the Job runs and its pods are
+  active or not (Kueue's reconciler lets a workload-slice Job stay active: its pods wait at their gate); a count
+  changed in place (a scale-down, or a slice holding no quota),
   a new slice for a scale-up of one holding quota (made while the Job runs on), an old slice that lost its quota
   finished ``OutOfSync``; a finished slice loses its finalizer; the slice kept is then used as a generated
   Workload is, below, but neither rewritten nor re-prioritised, and a running Job is stopped only when it is
@@ -442,8 +444,8 @@ class JobIntegration(JobReconciler[o.Job]):
         if step.keep is None:
             live = workload_slices.not_finished(owned)
             name = self._slice_name(job)
-            if not live:  # the first slice: as any Job's first Workload (its pods are not gated here)
-                await self._without_workload(job, name)
+            if not live:  # the first slice: made whether the Job runs or not (its pods wait at their gate)
+                await self._without_workload(job, name, elastic=True)
             else:  # a scale-up: the Job runs on while the new slice waits
                 await self._once(job.key, "create", job, self._create_workload(job, name))
             return True

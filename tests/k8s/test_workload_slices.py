@@ -348,3 +348,23 @@ def test_a_running_elastic_job_may_change_its_prebuilt_workload() -> None:
     assert job_validation.update_errors(old, new, GATE_ON) == []
     assert job_validation.update_errors(old, new, GATE_OFF) == [
         f'metadata.labels[{prebuilt}]: Invalid value: "b": field is immutable']
+
+
+# --- the first slice, the pods' chain name, how many pods are released -------------------------------------------
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("suspend", [False, True])
+async def test_an_elastic_job_with_active_pods_and_no_slice_gets_its_first_slice_and_runs_on(suspend: bool) -> None:
+    """Kueue's reconciler neither suspends a workload-slice Job for its missing Workload nor waits for its pods to
+    go: the first slice is made at once, and the pods wait at their elastic-job gate."""
+    j = _elastic_job(4, suspend=suspend)
+    j = msgspec.structs.replace(j, status=msgspec.structs.replace(j.status, active=2))
+    jobs, _, appended, client = _setup(j)
+    await jobs.reconcile("ns/train")
+    (body,) = client.created
+    assert body["metadata"]["name"] == _slice_name(1)
+    assert body["metadata"]["annotations"] == {**ELASTIC, SLICE_NAME: _slice_name(1)}
+    assert client.patches == [], "the Job is not suspended"
+    assert [e.action for e in appended if isinstance(e, ev.JobActed)] == ["CreatedWorkload"]
+
