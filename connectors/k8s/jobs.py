@@ -71,7 +71,8 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
 * **admitted** (in the log, and in the Workload's stored status: a Job never starts on a decision whose status
   write is still to come, or lost with a crash) and suspended → start: what :mod:`connectors.k8s.podsetinfo`
   says the admission adds (the flavors' ``nodeLabels`` and tolerations, the pod-set and queue labels, the
-  workload annotation, with a topology assignment the TAS scheduling gate, and the Ready checks'
+  workload annotation, an elastic slice's ``kueue.x-k8s.io/workload-slice-name``, with a topology assignment the
+  TAS scheduling gate, and the Ready checks'
   ``podSetUpdates``) is merged into the template (a conflicting key finishes the Workload with
   ``FailedToStart``), partial admission (a ``minCount``) sets ``parallelism``; then ``suspend: false`` — one patch, conditioned
   on the Job's resourceVersion. A Workload that only holds quota (checks pending, topology delayed) is not
@@ -663,8 +664,9 @@ class JobIntegration(JobReconciler[o.Job]):
         assert wl.admission is not None
         psa = next((p for p in wl.admission.pod_set_assignments if p.name == "main"),
                    wl.admission.pod_set_assignments[0] if wl.admission.pod_set_assignments else None)
+        slice_chain = workload_slices.pod_slice_name(self.state, obs)
         try:
-            info = podsetinfo.start_info(self.state, wl, psa) if psa is not None else podsetinfo.PodSetInfo(
+            info = podsetinfo.start_info(self.state, wl, psa, slice_chain) if psa is not None else podsetinfo.PodSetInfo(
                 labels={PODSET_LABEL: "main", **podsetinfo.queue_labels(self.state, wl)})
             merged = podsetinfo.onto_template(job.spec.template, info)
         except podsetinfo.MergeConflict as exc:

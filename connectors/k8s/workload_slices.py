@@ -23,7 +23,8 @@ not finished (oldest first), :func:`ensure` decides, comparing their pod counts 
 The pods: the Job webhook gives an elastic Job's pod template the ``kueue.x-k8s.io/elastic-job`` scheduling gate
 (:func:`connectors.k8s.webhook.elastic_gate_ops`), so the pods a scale-up adds wait for their slice; while the Job
 runs on an admitted slice, the Job integration lifts the gate from the Job's pods (:func:`ungate_ops`; Kueue's
-``StartWorkloadSlicePods``, which finds them by their owner).
+``StartWorkloadSlicePods``, which finds them by their owner). A Job started on a slice
+gives its pods the chain's ``kueue.x-k8s.io/workload-slice-name`` (:func:`pod_slice_name`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from connectors.k8s import podsetinfo
 from connectors.k8s.workload_names import owner_workload_name
 from events import objects as o
 from projections import gates
@@ -40,8 +42,8 @@ ELASTIC_JOB_ANNOTATION = "kueue.x-k8s.io/elastic-job"
 """On a Job (and its slices): the Job scales through workload slices (value ``"true"``)."""
 ELASTIC_JOB_GATE = "kueue.x-k8s.io/elastic-job"
 """The scheduling gate an elastic Job's pods carry until a slice counting them is admitted."""
-SLICE_NAME_ANNOTATION = "kueue.x-k8s.io/workload-slice-name"
-"""On a slice: the name of the first slice of its chain."""
+SLICE_NAME_ANNOTATION = podsetinfo.SLICE_NAME_ANNOTATION
+"""On a slice, and on the pods of a Job started on one: the name of the first slice of its chain."""
 REPLACEMENT_FOR = SLICE_REPLACEMENT_FOR_ANNOTATION
 OUT_OF_SYNC = "OutOfSync"
 OUT_OF_SYNC_MESSAGE = "The workload slice is out of sync with its parent job"
@@ -52,6 +54,15 @@ Slice = tuple[o.Workload, WorkloadInfo]
 def elastic(state: object, annotations: dict[str, str]) -> bool:
     """Whether a job with these annotations is elastic under the Configuration recorded in the log."""
     return state.gate(gates.ELASTIC_JOBS_VIA_WORKLOAD_SLICES) and annotations.get(ELASTIC_JOB_ANNOTATION) == "true"  # type: ignore[attr-defined]
+
+
+def pod_slice_name(state: object, obs: o.Workload) -> str | None:
+    """The chain name a Job started on ``obs`` gives its pods (Kueue's ``SliceName``: the slice's
+    ``workload-slice-name``, else its own name); None when ``obs`` is not an elastic slice under the recorded
+    Configuration (reference §7.2 rule 8: the annotation is for elastic workloads)."""
+    if not elastic(state, obs.metadata.annotations):
+        return None
+    return obs.metadata.annotations.get(SLICE_NAME_ANNOTATION) or obs.metadata.name
 
 
 def slice_name(kind: str, group: str, name: str, uid: str, generation: int, *, short: bool = False) -> str:

@@ -368,3 +368,26 @@ async def test_an_elastic_job_with_active_pods_and_no_slice_gets_its_first_slice
     assert client.patches == [], "the Job is not suspended"
     assert [e.action for e in appended if isinstance(e, ev.JobActed)] == ["CreatedWorkload"]
 
+@pytest.mark.asyncio
+async def test_a_job_started_on_its_slice_gives_its_pods_the_chain_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    jobs, mirror, _, client = _setup(_elastic_job(4, suspend=True), _slice("a", 4))
+    _phase(mirror, "a", ADMITTED)
+    monkeypatch.setattr("connectors.k8s.jobframework.admission_shown", lambda wl, obs: True)  # stored as decided
+    await jobs.reconcile("ns/train")
+    (start,) = [body for kind, _, body, _ in client.patches if kind == "Job"]
+    assert start["spec"]["suspend"] is False
+    assert start["spec"]["template"]["metadata"]["annotations"] == {
+        SLICE_NAME: _slice_name(1), "kueue.x-k8s.io/workload": "a"}, "the chain's name beside the slice's own"
+
+
+def test_the_chain_name_on_the_pods_is_the_slices_or_its_own_name() -> None:
+    jobs, mirror, _, _ = _setup(_elastic_job(4), _slice("a", 4))
+    obs = mirror.workloads["ns/a"]
+    assert workload_slices.pod_slice_name(mirror.state, obs) == _slice_name(1)
+    unnamed = msgspec.structs.replace(obs, metadata=msgspec.structs.replace(obs.metadata, annotations=ELASTIC))
+    assert workload_slices.pod_slice_name(mirror.state, unnamed) == "a"
+    plain = msgspec.structs.replace(obs, metadata=msgspec.structs.replace(obs.metadata, annotations={}))
+    assert workload_slices.pod_slice_name(mirror.state, plain) is None
+    _, off, _, _ = _setup(_elastic_job(4), _slice("a", 4), gate=False)
+    assert workload_slices.pod_slice_name(off.state, obs) is None, "gate off: not an elastic slice"
+
