@@ -30,7 +30,7 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   finished ``OutOfSync``; a finished slice loses its finalizer; the slice kept is then used as a generated
   Workload is, below, but neither rewritten nor re-prioritised, and a running Job is stopped only when it is
   evicted; running on an admitted slice, its pods lose the ``kueue.x-k8s.io/elastic-job`` scheduling gate the
-  Job webhook gave its template;
+  Job webhook gave its template — as many as the slice counts beyond the pods already released;
 * **no Workload yet** (and the Job has not finished, and no pod is active): create ``job-<name>-<hash>`` (the
   hash is the first 5 hex digits of SHA-1 over ``Job\\nbatch\\n<name>\\n<uid>``, like Kueue) with a controller
   ownerReference to the Job, the ``kueue.x-k8s.io/resource-in-use`` finalizer, the ``kueue.x-k8s.io/job-uid``
@@ -469,15 +469,17 @@ class JobIntegration(JobReconciler[o.Job]):
             await self._once(job.key, f"ungate@{wl.uid}", job, self._ungate_pods(job, wl))
 
     async def _ungate_pods(self, job: o.Job, wl: WorkloadInfo) -> None:
-        """Lift the elastic-job gate of every pod of the Job (by the job controller's ``controller-uid`` label),
-        each patch applied only to the pod as read. A pod gone meanwhile is skipped; one changed meanwhile (the
+        """Lift the elastic-job gate of the Job's pods (by the job controller's ``controller-uid`` label) that the
+        slice counts (:func:`connectors.k8s.workload_slices.pods_to_ungate`), each patch applied only to the pod
+        as read. A pod gone meanwhile is skipped; one changed meanwhile (the
         topology ungater, say) fails the pass once the others are done, so that it is retried: a pod left gated
         changes nothing the Job's version counts, so no later pass of that version would come (Kueue requeues)."""
         ns = job.metadata.namespace
         raw = await self.client.request("GET", PODS.collection_path(ns), query=[
             ("labelSelector", f"batch.kubernetes.io/controller-uid={job.metadata.uid}")])
+        granted = sum(ps.count for ps in wl.spec_sets)  # the spec's counts, as Kueue's ungater reads them
         stale: list[str] = []
-        for pod in msgspec.json.decode(raw).get("items") or []:
+        for pod in workload_slices.pods_to_ungate(msgspec.json.decode(raw).get("items") or [], granted):
             ops = workload_slices.ungate_ops(pod)
             if ops is None:
                 continue

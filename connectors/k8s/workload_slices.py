@@ -23,7 +23,8 @@ not finished (oldest first), :func:`ensure` decides, comparing their pod counts 
 The pods: the Job webhook gives an elastic Job's pod template the ``kueue.x-k8s.io/elastic-job`` scheduling gate
 (:func:`connectors.k8s.webhook.elastic_gate_ops`), so the pods a scale-up adds wait for their slice; while the Job
 runs on an admitted slice, the Job integration lifts the gate from the Job's pods (:func:`ungate_ops`; Kueue's
-``StartWorkloadSlicePods``, which finds them by their owner). A Job started on a slice
+``StartWorkloadSlicePods``, which finds them by their owner) — only from as many as the slice counts beyond the
+pods already running (:func:`pods_to_ungate`, as Kueue's later elastic-job ungater). A Job started on a slice
 gives its pods the chain's ``kueue.x-k8s.io/workload-slice-name`` (:func:`pod_slice_name`).
 """
 
@@ -159,6 +160,21 @@ def counts_patch(obs: o.Workload, job_counts: dict[str, int]) -> list[dict]:
         if job_counts[ps.name] != ps.count:
             ops.append({"op": "replace", "path": f"/spec/podSets/{i}/count", "value": job_counts[ps.name]})
     return ops
+
+
+def has_gate(pod: dict) -> bool:
+    """Whether ``pod`` (as the apiserver returns it) carries the elastic-job gate."""
+    return any(g.get("name") == ELASTIC_JOB_GATE for g in (pod.get("spec") or {}).get("schedulingGates") or [])
+
+
+def pods_to_ungate(pods: Sequence[dict], granted: int) -> list[dict]:
+    """Of a Job's pods, the gated ones to release under a slice that counts ``granted`` pods: as many as it
+    counts beyond the pods already released, lowest name first (Kueue's elastic-job ungater). A terminated pod
+    (``Succeeded``, ``Failed``) counts for neither; a Job has one pod set, so every pod counts against it."""
+    live = [p for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+    gated = sorted((p for p in live if has_gate(p)), key=lambda p: p["metadata"]["name"])
+    room = granted - (len(live) - len(gated))
+    return gated[:max(room, 0)]
 
 
 def ungate_ops(pod: dict) -> list[dict] | None:
