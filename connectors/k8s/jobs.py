@@ -23,12 +23,14 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   others are deleted (``DeletedWorkload``) and the pass ends there;
 * **elastic** (``kueue.x-k8s.io/elastic-job: "true"`` under ``ElasticJobsViaWorkloadSlices``): instead of one
   Workload per Job, the Job's not-finished workload slices say which one it runs on
-  (:mod:`connectors.k8s.workload_slices`): a count changed in place (a scale-down, or a slice holding no quota),
+  (:mod:`connectors.k8s.workload_slices`): the first slice made at once, whether the Job runs and its pods are
+  active or not (Kueue's reconciler lets a workload-slice Job stay active: its pods wait at their gate); a count
+  changed in place (a scale-down, or a slice holding no quota),
   a new slice for a scale-up of one holding quota (made while the Job runs on), an old slice that lost its quota
   finished ``OutOfSync``; a finished slice loses its finalizer; the slice kept is then used as a generated
   Workload is, below, but neither rewritten nor re-prioritised, and a running Job is stopped only when it is
   evicted; running on an admitted slice, its pods lose the ``kueue.x-k8s.io/elastic-job`` scheduling gate the
-  Job webhook gave its template;
+  Job webhook gave its template — as many as the slice counts beyond the pods already released;
 * **no Workload yet** (and the Job has not finished, and no pod is active): create ``job-<name>-<hash>`` (the
   hash is the first 5 hex digits of SHA-1 over ``Job\\nbatch\\n<name>\\n<uid>``, like Kueue) with a controller
   ownerReference to the Job, the ``kueue.x-k8s.io/resource-in-use`` finalizer, the ``kueue.x-k8s.io/job-uid``
@@ -69,7 +71,8 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
 * **admitted** (in the log, and in the Workload's stored status: a Job never starts on a decision whose status
   write is still to come, or lost with a crash) and suspended → start: what :mod:`connectors.k8s.podsetinfo`
   says the admission adds (the flavors' ``nodeLabels`` and tolerations, the pod-set and queue labels, the
-  workload annotation, with a topology assignment the TAS scheduling gate, and the Ready checks'
+  workload annotation, an elastic slice's ``kueue.x-k8s.io/workload-slice-name``, with a topology assignment the
+  TAS scheduling gate, and the Ready checks'
   ``podSetUpdates``) is merged into the template (a conflicting key finishes the Workload with
   ``FailedToStart``), partial admission (a ``minCount``) sets ``parallelism``; then ``suspend: false`` — one patch, conditioned
   on the Job's resourceVersion. A Workload that only holds quota (checks pending, topology delayed) is not
@@ -442,8 +445,8 @@ class JobIntegration(JobReconciler[o.Job]):
         if step.keep is None:
             live = workload_slices.not_finished(owned)
             name = self._slice_name(job)
-            if not live:  # the first slice: as any Job's first Workload (its pods are not gated here)
-                await self._without_workload(job, name)
+            if not live:  # the first slice: made whether the Job runs or not (its pods wait at their gate)
+                await self._without_workload(job, name, elastic=True)
             else:  # a scale-up: the Job runs on while the new slice waits
                 await self._once(job.key, "create", job, self._create_workload(job, name))
             return True
@@ -466,15 +469,17 @@ class JobIntegration(JobReconciler[o.Job]):
             await self._once(job.key, f"ungate@{wl.uid}", job, self._ungate_pods(job, wl))
 
     async def _ungate_pods(self, job: o.Job, wl: WorkloadInfo) -> None:
-        """Lift the elastic-job gate of every pod of the Job (by the job controller's ``controller-uid`` label),
-        each patch applied only to the pod as read. A pod gone meanwhile is skipped; one changed meanwhile (the
+        """Lift the elastic-job gate of the Job's pods (by the job controller's ``controller-uid`` label) that the
+        slice counts (:func:`connectors.k8s.workload_slices.pods_to_ungate`), each patch applied only to the pod
+        as read. A pod gone meanwhile is skipped; one changed meanwhile (the
         topology ungater, say) fails the pass once the others are done, so that it is retried: a pod left gated
         changes nothing the Job's version counts, so no later pass of that version would come (Kueue requeues)."""
         ns = job.metadata.namespace
         raw = await self.client.request("GET", PODS.collection_path(ns), query=[
             ("labelSelector", f"batch.kubernetes.io/controller-uid={job.metadata.uid}")])
+        granted = sum(ps.count for ps in wl.spec_sets)  # the spec's counts, as Kueue's ungater reads them
         stale: list[str] = []
-        for pod in msgspec.json.decode(raw).get("items") or []:
+        for pod in workload_slices.pods_to_ungate(msgspec.json.decode(raw).get("items") or [], granted):
             ops = workload_slices.ungate_ops(pod)
             if ops is None:
                 continue
@@ -661,8 +666,9 @@ class JobIntegration(JobReconciler[o.Job]):
         assert wl.admission is not None
         psa = next((p for p in wl.admission.pod_set_assignments if p.name == "main"),
                    wl.admission.pod_set_assignments[0] if wl.admission.pod_set_assignments else None)
+        slice_chain = workload_slices.pod_slice_name(self.state, obs)
         try:
-            info = podsetinfo.start_info(self.state, wl, psa) if psa is not None else podsetinfo.PodSetInfo(
+            info = podsetinfo.start_info(self.state, wl, psa, slice_chain) if psa is not None else podsetinfo.PodSetInfo(
                 labels={PODSET_LABEL: "main", **podsetinfo.queue_labels(self.state, wl)})
             merged = podsetinfo.onto_template(job.spec.template, info)
         except podsetinfo.MergeConflict as exc:
