@@ -22,7 +22,9 @@ under ``SkipReassignmentForPodOwnedWorkloads``: :mod:`projections.cluster`), ``P
 ``PartialAdmission``'s (an object failing a check is refused only while its gate is on); the validating webhook
 and a STATE.yaml read them from the loaded configuration, as the conversion webhook reads
 ``TASAssignmentsEncodingByHostnamePrefix`` (how it writes a topology assignment in v1beta2, as the scheduler does)
-and ``kueue-es run --kube`` ``VisibilityOnDemand`` (whether it serves the visibility API). The configuration
+and ``kueue-es run --kube`` ``VisibilityOnDemand`` (whether it serves the visibility API); the connector reads
+``FailureRecoveryPolicy`` there (whether it forces pods stuck terminating on an unreachable node to Failed,
+:mod:`connectors.k8s.failure_recovery`). The configuration
 loader reads ``ReservedResourceNameValidation`` (:func:`projections.request_rules.compile_rules`). Every other gate
 is known so that a user's existing configuration is accepted as Kueue accepts it; one set away from its
 default is named in a warning (:func:`ignored`).
@@ -89,6 +91,7 @@ PRIORITIZE_PREEMPTOR_WORKLOADS = "PrioritizePreemptorWorkloads"
 FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES = "FairSharingReevaluatePreemptionCandidates"
 POD_INTEGRATION_VALIDATE_GROUP_OWNER = "PodIntegrationValidateGroupOwner"
 ELASTIC_JOBS_VIA_WORKLOAD_SLICES = "ElasticJobsViaWorkloadSlices"
+FAILURE_RECOVERY_POLICY = "FailureRecoveryPolicy"
 
 GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
@@ -126,7 +129,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "MultiKueueKubeConfigPathValidation": (BETA, True),
     "ReclaimablePods": (BETA, True),
     "MultiKueueClusterProfile": (ALPHA, False),
-    "FailureRecoveryPolicy": (ALPHA, False),
+    FAILURE_RECOVERY_POLICY: (ALPHA, False),
     "TLSOptions": (BETA, True),
     "RemoveFinalizersWithStrictPatch": (BETA, True),
     TAS_REPLACE_NODE_ON_NODE_TAINTS: (BETA, True),
@@ -210,7 +213,7 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
 MODELLED = frozenset({
     ADMISSION_FAIR_SHARING, ADMISSION_GATED_BY, ASSIGN_QUEUE_LABELS_FOR_PODS,
     CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION, CUSTOM_METRIC_LABELS, DISABLE_WAIT_FOR_PODS_READY,
-    ELASTIC_JOBS_VIA_WORKLOAD_SLICES, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING,
+    ELASTIC_JOBS_VIA_WORKLOAD_SLICES, FAILURE_RECOVERY_POLICY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING,
     FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES, FAST_QUOTA_RELEASE_IN_POD_INTEGRATION, FINISH_ORPHANED_WORKLOADS,
     FLAVOR_FUNGIBILITY,
     FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, METRICS_FOR_COHORTS, PARTIAL_ADMISSION,
