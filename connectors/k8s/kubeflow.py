@@ -40,13 +40,19 @@ from projections.cluster import ClusterState
 __all__ = ["KINDS", "BadPodSets", "TrainingKind"]
 
 
+def _suspend(spec: Any) -> bool:
+    """Kueue's ``IsSuspended``: ``runPolicy.suspend`` set and true."""
+    return bool(spec.run_policy.suspend)
+
+
 def _view(kind: str, specs_field: str) -> type:
     """The view of one kind's jobs: metadata, ``runPolicy``, the replica specs (read from ``specs_field``) and
     status."""
     view_type = type(o.View)
     spec = view_type(f"{kind}Spec", (o.View,), {
         "__annotations__": {"run_policy": RunPolicy, "replica_specs": dict[str, ReplicaSpec]},
-        "run_policy": RunPolicy(), "replica_specs": msgspec.field(default_factory=dict, name=specs_field)})
+        "run_policy": RunPolicy(), "replica_specs": msgspec.field(default_factory=dict, name=specs_field),
+        "suspend": property(_suspend)})
 
     def key(self: Any) -> str:
         return f"{self.metadata.namespace}/{self.metadata.name}"

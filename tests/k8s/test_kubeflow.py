@@ -145,9 +145,9 @@ def test_the_priority_class_is_the_run_policys_then_the_first_replica_types_in_o
 
 def test_suspended_is_the_run_policys_suspend_absent_meaning_running() -> None:
     specs = {"Worker": replica(1)}
-    assert view(PYTORCH, raw_job(PYTORCH, specs, suspend=True)).spec.run_policy.suspend
-    assert not view(PYTORCH, raw_job(PYTORCH, specs, suspend=False)).spec.run_policy.suspend
-    assert not view(PYTORCH, raw_job(PYTORCH, specs, suspend=None)).spec.run_policy.suspend
+    assert view(PYTORCH, raw_job(PYTORCH, specs, suspend=True)).spec.suspend
+    assert not view(PYTORCH, raw_job(PYTORCH, specs, suspend=False)).spec.suspend
+    assert not view(PYTORCH, raw_job(PYTORCH, specs, suspend=None)).spec.suspend
 
 
 # --- starting and stopping ----------------------------------------------------------------------------------------
