@@ -264,6 +264,12 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert await ok("update", "kubeflow.org", "mpijobs", "team-a", "finalizers")  # a Workload it owns
         assert not await ok("create", "kubeflow.org", "mpijobs", "team-a")
         assert not await ok("patch", "kubeflow.org", "mpijobs", "team-a", "status")
+        for plural in (f"{k}s" for k in KUBEFLOW_NOUNS):  # the training operator's jobs: the same
+            assert await ok("watch", "kubeflow.org", plural)
+            assert await ok("patch", "kubeflow.org", plural, "team-a")
+            assert await ok("update", "kubeflow.org", plural, "team-a", "finalizers")
+            assert not await ok("create", "kubeflow.org", plural, "team-a")
+            assert not await ok("patch", "kubeflow.org", plural, "team-a", "status")
         assert await ok("patch", "kueue.x-k8s.io", "admissionchecks", "", "status")
         assert await ok("create", "", "events", "team-a")  # Kueue's Events: decisions carried out, Job actions
         # the visibility API: its APIServices, and the Service and endpoints routing them to the leader
