@@ -3,8 +3,8 @@
 Kueue writes that reconciler once, over an interface each kind implements (suspended, active, finished, pods
 ready, reclaimable pods, run and stop with the admission's pod-set information). Here :class:`JobReconciler`
 holds the steps and each kind is a subclass naming only its own reads and writes — the batch/v1 Job
-(:mod:`connectors.k8s.jobs`), the JobSet (:mod:`connectors.k8s.jobset_integration`) and the MPIJob
-(:mod:`connectors.k8s.mpijob_integration`). So a step changed for
+(:mod:`connectors.k8s.jobs`), the JobSet (:mod:`connectors.k8s.jobset_integration`), the MPIJob
+(:mod:`connectors.k8s.mpijob_integration`) and the training operator's jobs (:mod:`connectors.k8s.kubeflow_integration`). So a step changed for
 one kind is changed for all, as in Kueue. The Pod integration is a reconciler of its own, as Kueue's is; it
 shares with these only the small pieces of :mod:`connectors.k8s.owner_index`.
 

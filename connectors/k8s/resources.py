@@ -99,3 +99,11 @@ KUBEFLOW_GROUP = "kubeflow.org"
 MPIJOBS = Resource("MPIJob", KUBEFLOW_GROUP, "v2beta1", "mpijobs", True, status_subresource=True, optional=True)
 """Kueue's ``kubeflow.org/mpijob`` framework (the MPI operator's API, served where its CRD is installed): listed and
 watched by the MPIJob integration itself (:mod:`connectors.k8s.mpijob_integration`), not put in the log."""
+
+KUBEFLOW_JOBS = {kind: Resource(kind, KUBEFLOW_GROUP, "v1", f"{kind.lower()}s", True, status_subresource=True,
+                                optional=True)
+                 for kind in ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob")}
+"""Kind -> the Kubeflow training operator's kubeflow.org/v1 jobs (Kueue's ``kubeflow.org/pytorchjob``, ...
+frameworks): listed and watched by their integrations (:mod:`connectors.k8s.kubeflow_integration`), not put in the
+log."""
+
