@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from connectors.k8s.pods_ready import is_admitted
+from connectors.k8s.workload_finalizer import shows_finished
 from events import objects as o
 from projections.workloads import WorkloadInfo
 
@@ -18,16 +19,16 @@ SUSPENDED_MESSAGE = "Kueue managed child job suspended"
 """The Normal Event Kueue's job reconciler records on a child Job it suspends."""
 
 
-def parent_workload(job: o.Job, stored: Iterable[o.Workload],
+def parent_workload(keys: Iterable[str], stored: Mapping[str, o.Workload],
                     folded: Mapping[str, WorkloadInfo]) -> WorkloadInfo | None:
-    """The Workload (as the log holds it) of the Job's controller: one whose ownerReferences name the controller's
-    uid, the first by key as Kueue takes the first listed; None when there is none (yet)."""
-    controller = next((r for r in job.metadata.owner_references if r.controller), None)
-    if controller is None or not controller.uid:
+    """Of the Workloads the parent controls (``keys``: the mirror's index by controller uid), the newest the
+    apiserver does not show finished, as the log holds it: Kueue lists them oldest first (creation time, then uid)
+    and takes the last; None when there is none, or the log does not hold it yet."""
+    live = [stored[k] for k in keys if k in stored and not shows_finished(stored[k])]
+    if not live:
         return None
-    keys = sorted(w.key for w in stored if w.metadata.namespace == job.metadata.namespace
-                  and any(r.uid == controller.uid for r in w.metadata.owner_references))
-    return next((folded[k] for k in keys if k in folded), None)
+    newest = max(live, key=lambda w: (w.metadata.creation_timestamp or "", w.metadata.uid))
+    return folded.get(newest.key)
 
 
 def held(job: o.Job, parent: WorkloadInfo | None, *, finished: bool) -> bool:

@@ -340,7 +340,9 @@ class JobIntegration(JobReconciler[o.Job]):
         Workload of its own, and keeps it suspended while the parent's Workload is missing or not admitted
         (reference §7.1 item 3; Normal ``Suspended`` "Kueue managed child job suspended"). Whether it was such a
         child; if not (a parent Kueue does not queue), it is a Job like any other."""
-        parent = child_jobs.parent_workload(job, self.mirror.workloads.values(), self.state.workloads)
+        controller = next((r for r in job.metadata.owner_references if r.controller), None)
+        owned = self.mirror.controlled.get(controller.uid, set()) if controller is not None else set()
+        parent = child_jobs.parent_workload(owned, self.mirror.workloads, self.state.workloads)
         if parent is None and not config.manage_jobs_without_queue_name:
             return False
         namespace = self.state.namespaces.get(job.metadata.namespace)

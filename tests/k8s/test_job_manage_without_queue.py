@@ -206,3 +206,30 @@ async def test_a_suspended_job_naming_a_queue_gets_a_workload_of_its_own_only_wh
     jobs, _, client = _setup(child, *((_parent_workload(),) if parent_queued else ()), before=(config,))
     await jobs.reconcile("ns/train")
     assert client.patches == [] and bool(client.created) == (not parent_queued)
+
+
+def _parent_workload_named(name: str, created: str, *, admitted: bool = False, finished: bool = False
+                           ) -> o.Workload:
+    wl = _parent_workload()
+    status = o.WorkloadStatus(conditions=[o.Condition(type="Finished", status="True", reason="Succeeded")]
+                              if finished else [])
+    return msgspec.structs.replace(wl, metadata=msgspec.structs.replace(
+        wl.metadata, name=name, uid=f"uid-{name}", creation_timestamp=created), status=status)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("newer_finished", "suspended"), [(False, True), (True, False)],
+                         ids=["newest-pending", "newest-finished"])
+async def test_the_parents_workload_is_its_newest_not_finished_one(newer_finished: bool, suspended: bool) -> None:
+    """Kueue's job reconciler takes the parent's newest Workload not finished (by creation time), whatever the
+    names: an admitted older one does not let the child run while a newer one waits."""
+    config = _config(integrations={"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]})
+    child = msgspec.structs.replace(job(suspend=False), metadata=msgspec.structs.replace(
+        job().metadata, labels={QUEUE: "lq"}, owner_references=[JOBSET_PARENT]))
+    older = _parent_workload_named("jobset-js-aaaaa", "2026-01-01T00:00:00Z")
+    newer = _parent_workload_named("jobset-js-bbbbb", "2026-01-01T00:00:05Z", finished=newer_finished)
+    jobs, mirror, client = _setup(child, older, newer, before=(config,))
+    mirror.state.workloads["ns/jobset-js-aaaaa"].phase = ADMITTED
+    await jobs.reconcile("ns/train")
+    assert client.created == []
+    assert bool(client.patches) == suspended
