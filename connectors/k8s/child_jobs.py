@@ -52,10 +52,15 @@ def parent_workload(keys: Iterable[str], stored: Mapping[str, o.Workload],
     return folded.get(newest.key)
 
 
-def held(job: o.Job, parent: WorkloadInfo | None, *, finished: bool) -> bool:
+def held(job: o.Job, parent: WorkloadInfo | None, *, finished: bool, sliced: bool = False) -> bool:
     """Whether the child Job is to be suspended: running, not finished, its parent's Workload missing or not
-    admitted."""
-    return not finished and not job.spec.suspend and (parent is None or not is_admitted(parent))
+    admitted. ``sliced``: the Job or its ancestor is elastic (workload slices): while a scale-up's new slice waits
+    there is no admitted one, so Kueue then holds the child only once that Workload is evicted."""
+    if finished or job.spec.suspend:
+        return False
+    if parent is None:
+        return True
+    return bool(parent.evicted) if sliced else not is_admitted(parent)
 
 
 ParentOf = Callable[[str, o.OwnerReference], o.ObjectMeta | None]

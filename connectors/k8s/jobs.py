@@ -353,8 +353,9 @@ class JobIntegration(JobReconciler[o.Job]):
         owned = self.mirror.controlled.get(ancestor.uid, set())
         parent = child_jobs.parent_workload(owned, self.mirror.workloads, self.state.workloads)
         namespace = self.state.namespaces.get(job.metadata.namespace)
+        sliced = any(workload_slices.elastic(self.state, meta.annotations) for meta in (job.metadata, ancestor))
         if job_selection.namespace_managed(namespace, config) and child_jobs.held(
-                job, parent, finished=job_finished(job) is not None):
+                job, parent, finished=job_finished(job) is not None, sliced=sliced):
             await self._once(job.key, "suspend-child", job, self._suspend_child(job))
 
     async def _ancestry_failed(self, job: o.Job, exc: child_jobs.AncestryError) -> None:

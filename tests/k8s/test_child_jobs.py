@@ -164,3 +164,27 @@ async def test_a_job_with_too_many_parents_is_left_alone_with_a_warning_once_per
     assert (event.type, event.reason, event.message) == (
         "Warning", "JobNestingTooDeep",
         "Terminated search for Kueue-managed Job because ancestor depth exceeded limit of 10")
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("evicted", "suspended"), [(False, False), (True, True)])
+async def test_under_an_elastic_ancestor_a_child_is_held_only_once_its_workload_is_evicted(
+        evicted: bool, suspended: bool) -> None:
+    """With workload slices (``ElasticJobsViaWorkloadSlices``, the ancestor elastic) a scale-up leaves a new slice
+    pending with no admitted one: Kueue then suspends the child only when the ancestor's Workload is evicted."""
+    child, jobset, mpijob = _deep_child()
+    mpijob = msgspec.structs.replace(mpijob, annotations={"kueue.x-k8s.io/elastic-job": "true"})
+    wl = workload()
+    mpi_wl = msgspec.structs.replace(wl, metadata=msgspec.structs.replace(
+        wl.metadata, name="mpijob-m-12345", uid="wl-m", owner_references=[o.OwnerReference(
+            api_version=KINDS["MPIJob"], kind="MPIJob", name="m", uid="uid-m", controller=True)]))
+    config = _config(integrations={"frameworks": ["batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/mpijob"]},
+                     featureGates={"ElasticJobsViaWorkloadSlices": True})
+    jobs, mirror, _ = integration(mpi_wl, child, before=(config,))
+    client = jobs.client = RecordingClient()  # type: ignore[assignment]
+    jobs.parents.hold("JobSet", {"ns/js": _Object(jobset)})
+    jobs.parents.hold("MPIJob", {"ns/m": _Object(mpijob)})
+    if evicted:
+        mirror.state.workloads[MPIJOB_PARENT_WL].evicted = "Preempted"
+    await jobs.reconcile("ns/train")
+    assert bool(client.patches) == suspended
