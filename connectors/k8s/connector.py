@@ -72,6 +72,10 @@ class Connector:
         self.kubeflow = ([cls(client, journal, append=self.appender.emit, watch_timeout_s=watch_timeout_s)
                           for cls in KUBEFLOW_INTEGRATIONS.values()] if jobs else [])
         """One integration per Kubeflow training-operator kind (PyTorchJob, TFJob, ...)."""
+        if self.jobs is not None:  # a Job's parents, as the other integrations hold them (child_jobs.Parents)
+            self.jobs.parents.hold("JobSet", self.jobsets.known)  # type: ignore[union-attr]
+            self.jobs.parents.hold("MPIJob", self.mpijobs.known)  # type: ignore[union-attr]
+            self.jobs.parents.hold("Pod", self.pods.pods, complete=False)  # type: ignore[union-attr]
         self.queues = QueueStatusWriter(client, journal) if queue_status else None
         self.finalizers = Finalizers(client, journal) if finalizers else None
         self.retention = RetentionEnforcer(client, journal, append=self.appender.emit)
