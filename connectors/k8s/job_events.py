@@ -74,6 +74,10 @@ from events import schema as ev
 from projections.workloads import RESERVED, WorkloadInfo
 
 CREATED_WORKLOAD, STARTED, STOPPED = "CreatedWorkload", "Started", "Stopped"
+FINISHED_WORKLOAD = "FinishedWorkload"
+CONTROLLER_OF = {"JobSet": "jobset.x-k8s.io/jobset-kueue-controller", "MPIJob": "kubeflow.org/mpijob-kueue-controller"}
+"""The recorder Kueue's job reconciler records a kind's Events with (``<integration>-kueue-controller``), where
+not the Job's (``batch/job-kueue-controller``) or the Pod's."""
 ACTIONS = (CREATED_WORKLOAD, STARTED, STOPPED)
 NOT_ADMITTED = "Not admitted by cluster queue"
 MISSING_WORKLOAD = "Missing Workload; unable to restore pod templates"
@@ -129,7 +133,7 @@ def job_events(e: ev.AnyEvent, job: Involved | PendingChecks) -> tuple[KubeEvent
     ``UpdatedAdmissionCheck`` of :class:`PendingChecks` (whatever record ``e`` made them ready)."""
     if isinstance(job, PendingChecks):
         return (make_event(job.job, NORMAL, UPDATED_ADMISSION_CHECK, job.message, JOB_CONTROLLER),)
-    by = POD_CONTROLLER if job.kind == "Pod" else JOB_CONTROLLER
+    by = POD_CONTROLLER if job.kind == "Pod" else CONTROLLER_OF.get(job.kind, JOB_CONTROLLER)
     match e:
         case ev.JobActed(action="CreatedWorkload"):
             return (make_event(job, NORMAL, CREATED_WORKLOAD, f"Created Workload: {e.workload}", by),)
