@@ -21,7 +21,7 @@ from test_mpijob_reconcile import integration as mpijob_integration
 from test_mpijob_reconcile import raw_mpijob
 from test_mpijob_reconcile import workload as mpijob_workload
 
-from connectors.k8s import job_events
+from connectors.k8s import job_events, jobset_webhook, mpijob_webhook
 from connectors.k8s.decision_events import Involved
 from connectors.k8s.mirror import Mirror
 from events import objects as o
@@ -222,3 +222,25 @@ def integration_js(raw: dict[str, Any] | None, *objs: o.KObject) -> tuple[Any, C
 
 def integration_mpi(raw: dict[str, Any] | None, *objs: o.KObject) -> tuple[Any, Client, list[ev.AnyEvent]]:
     return mpijob_integration(raw, *objs)
+
+
+# --- the webhooks' admission-gate rule -------------------------------------------------------------------------
+
+
+def _gated(obj: dict[str, Any], gate: str | None) -> dict[str, Any]:
+    out = msgspec.json.decode(msgspec.json.encode(obj))
+    if gate is not None:
+        out["metadata"]["annotations"] = {ADMISSION_GATED_BY_ANNOTATION: gate}
+    return out
+
+
+@pytest.mark.parametrize("update_errors, obj", [(jobset_webhook.update_errors, raw_jobset()),
+                                                (mpijob_webhook.update_errors, raw_mpijob())])
+def test_a_jobsets_or_mpijobs_update_may_only_remove_admission_gates(update_errors: Any, obj: dict[str, Any]) -> None:
+    path = f"metadata.annotations[{ADMISSION_GATED_BY_ANNOTATION}]"
+    assert update_errors(_gated(obj, "example.com/a,example.com/b"), _gated(obj, "example.com/a"), {}) == []
+    assert update_errors(_gated(obj, "example.com/a"), _gated(obj, "example.com/a,example.com/c"), {}) == [
+        f"{path}: Forbidden: can only remove gates, not add new ones"]
+    assert update_errors(_gated(obj, None), _gated(obj, "example.com/a"), {}) == [
+        f"{path}: Forbidden: cannot add admission gate after creation"]
+    assert update_errors(_gated(obj, None), _gated(obj, "example.com/a"), {"AdmissionGatedBy": False}) == []
