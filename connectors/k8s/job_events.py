@@ -51,6 +51,11 @@ recorded on the Pod from ``pod-kueue-controller``, as Kueue's pod reconciler doe
 back (gated), whenever the message changes (the Pods are not the log's, so the integration appends it, and after
 a restart may record the current message once more, as Kueue's every reconcile would).
 
+The JobSet and MPIJob integrations (:mod:`connectors.k8s.watched_jobs`) append ``JobActed`` of their kind for the
+same Events, recorded on that object by the kind's recorder (:data:`CONTROLLER_OF`:
+``<integration>-kueue-controller``); as the log does not hold those objects, they also append ``FinishedWorkload``
+(once per finished Workload) and ``UpdatedAdmissionCheck`` (whenever the message changes) themselves.
+
 Kueue's other Job Events report what kueue-es's job integration does not do: ``Suspended`` (a child Job of a
 Kueue-managed parent), ``ErrWorkloadCompose`` (pod groups) and ``JobNestingTooDeep``.
 """

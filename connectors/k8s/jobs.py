@@ -6,9 +6,10 @@ queue until the Job names one (:mod:`connectors.k8s.job_selection` says which Jo
 The steps a Job shares with every kind Kueue's one job reconciler runs (no Workload yet; the Workload finished
 or being deleted; the Job finished; priority class and queue in step; reclaimable pods; PodsReady; start, stop,
 ``JobStopped``; a gone Job's Workloads) are :mod:`connectors.k8s.jobframework`'s; this module is the Job's adapter
-to them (what a Job's state means, how it is started and stopped) and holds the steps only Jobs take here
-(prebuilt Workloads, one Workload per Job, rewriting a Workload the Job no longer matches, the admission gate,
-Workloads left with no owner).
+to them (what a Job's state means, how it is started and stopped, its pod set as its Workload is compared with)
+and holds the steps only Jobs take here (one Workload per Job, elastic Jobs, Workloads left with no owner); the
+prebuilt Workloads, the rewriting of a Workload the Job no longer matches and the admission gate below are the
+shared reconciler's, taken by JobSets and MPIJobs too.
 
 Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or its Workload changed):
 
@@ -239,8 +240,7 @@ class JobStats(JobFrameworkStats):
 
 class JobIntegration(JobReconciler[o.Job]):
     """The batch/v1 Job adapter of the shared job reconciler (:mod:`connectors.k8s.jobframework`), with the
-    Job's own steps: prebuilt Workloads, one Workload per Job, a Workload rewritten when the Job no longer
-    matches it, the admission gate, and Workloads left with no owner."""
+    Job's own steps: one Workload per Job, elastic Jobs, and Workloads left with no owner."""
 
     KIND = "Job"
     NOUN = "job"

@@ -1,4 +1,6 @@
-"""Prebuilt Workloads: a batch/v1 Job that names the Workload it runs on instead of being given one.
+"""Prebuilt Workloads: a batch/v1 Job (or a JobSet, an MPIJob: the shared reconciler's step,
+:meth:`connectors.k8s.jobframework.JobReconciler._with_prebuilt`) that names the Workload it runs on instead of
+being given one.
 
 A Job carrying ``kueue.x-k8s.io/prebuilt-workload-name: <name>`` (a label, or an annotation of the same key) runs
 on the Workload ``<name>`` of its namespace, created beforehand — by a user, or by MultiKueue on a worker —
