@@ -121,9 +121,18 @@ def one_workload(state: ClusterState, job: o.Job, owned: Sequence[tuple[o.Worklo
     """The Workload a Job with generated Workloads keeps among ``owned`` (those a Job of its name controls, as
     stored and in the log), and the others, to delete (see the module docstring). ``max_exec``: the Job's maximum
     execution time, as Kueue reads it."""
+    mine = [job_pod_set(job, state.gate(gates.PARTIAL_ADMISSION), True)]
+    return one_workload_of(state, mine, owned, uid=job.metadata.uid, suspended=job.spec.suspend, max_exec=max_exec)
+
+
+def one_workload_of(state: ClusterState, mine: list[o.PodSet], owned: Sequence[tuple[o.Workload, WorkloadInfo]], *,
+                    uid: str, suspended: bool, max_exec: int | None
+                    ) -> tuple[tuple[o.Workload, WorkloadInfo] | None, list[o.Workload]]:
+    """:func:`one_workload` for any kind Kueue's job reconciler runs, given the pod sets the job makes now
+    (``mine``), its ``uid`` and whether it is ``suspended``."""
     ordered = sorted(owned, key=lambda p: (p[0].metadata.creation_timestamp or "", p[0].metadata.name))
-    own = [p for p in ordered if prebuilt.controller_uid(p[0]) == job.metadata.uid]
-    keep = next((p for p in own if equivalent(state, job, p[0], p[1], max_exec, generated=True)),
+    own = [p for p in ordered if prebuilt.controller_uid(p[0]) == uid]
+    keep = next((p for p in own if equivalent_sets(state, mine, p[0], p[1], max_exec, suspended=suspended)),
                 own[0] if own else None)
     return keep, [obs for obs, _ in ordered if keep is None or obs.metadata.uid != keep[0].metadata.uid]
 

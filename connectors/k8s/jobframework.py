@@ -137,6 +137,8 @@ class JobFrameworkStats:
     """Prebuilt Workloads a job was made the controller of."""
     out_of_sync: list[str] = field(default_factory=list)
     """Prebuilt Workloads finished for no longer matching their job."""
+    extras_deleted: int = 0
+    """Workloads deleted for being one too many for their job."""
 
 
 def admission_shown(wl: WorkloadInfo, obs: o.Workload) -> bool:
@@ -656,6 +658,17 @@ class JobReconciler(Generic[J]):
         self.log.info(f"deleted the workload its {self.NOUN} no longer matches", workload=obs.key,
                       **{self.NOUN: job.key})
         await self._report(job, DELETED_WORKLOAD, workload=obs.key, message=job_sync.deleted_message(obs.key))
+
+    async def _delete_extras(self, job: J, extras: list[o.Workload]) -> None:
+        """Delete the Workloads of the job beyond the one it keeps (:func:`connectors.k8s.job_sync.one_workload_of`),
+        each finalizer first, conditioned on its uid and resourceVersion; ``DeletedWorkload`` for each one deleted
+        (one already being deleted only loses its finalizer)."""
+        for obs in extras:
+            if not await self._unfinalize_and_delete(obs):
+                continue
+            self.stats.extras_deleted += 1
+            self.log.info(f"deleted a workload the {self.NOUN} does not keep", workload=obs.key, **{self.NOUN: job.key})
+            await self._report(job, DELETED_WORKLOAD, workload=obs.key, message=job_sync.deleted_message(obs.key))
 
     async def _unfinalize_and_delete(self, obs: o.Workload) -> bool:
         """Take the finalizer off ``obs``, then delete it: whether this deleted it

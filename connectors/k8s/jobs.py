@@ -132,7 +132,6 @@ from connectors.k8s.job_events import (
 from connectors.k8s.job_priority import (
     workload_priority,
 )
-from connectors.k8s.job_sync import DELETED_WORKLOAD
 from connectors.k8s.jobframework import JobFrameworkStats, JobReconciler, stored_workloads
 from connectors.k8s.journal import Journal
 from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION
@@ -230,8 +229,6 @@ def is_running(job: o.Job) -> bool:
 
 @dataclass
 class JobStats(JobFrameworkStats):
-    extras_deleted: int = 0
-    """Workloads deleted for being one too many for their Job."""
     slice_counts: int = 0
     """Workload slices given their elastic Job's pod count in place."""
     pods_ungated: int = 0
@@ -626,17 +623,6 @@ class JobIntegration(JobReconciler[o.Job]):
         if obs is None or not wf.ownerless(obs, finish_orphaned=gate):
             return
         await self._let_go(obs, self.state.workloads.get(wl_key))
-
-    async def _delete_extras(self, job: o.Job, extras: list[o.Workload]) -> None:
-        """Delete the Workloads of the Job beyond the one it keeps (:func:`connectors.k8s.job_sync.one_workload`),
-        each finalizer first, conditioned on its uid and resourceVersion; ``DeletedWorkload`` for each one deleted
-        (one already being deleted only loses its finalizer)."""
-        for obs in extras:
-            if not await self._unfinalize_and_delete(obs):
-                continue
-            self.stats.extras_deleted += 1
-            log.info("deleted a workload the job does not keep", job=job.key, workload=obs.key)
-            await self._report(job, DELETED_WORKLOAD, workload=obs.key, message=job_sync.deleted_message(obs.key))
 
 
 def topology_request(annotations: dict[str, str], index_label: str) -> dict[str, Any]:

@@ -24,7 +24,8 @@ adopted and used — the objects are indexed by the Workloads they name, so one 
 Job's come from the log for (:mod:`connectors.k8s.job_events`) are reported here, as the log does not hold these
 objects: ``FinishedWorkload`` once per finished Workload seen while the object is there (again after a restart,
 as Kueue's reconcile of it would), and ``UpdatedAdmissionCheck`` whenever the pending checks' message of a
-suspended queued object's Workload that holds quota changes.
+suspended queued object's Workload that holds quota changes. Of several Workloads an object controls it keeps one,
+as a Job does, and deletes the others (``DeletedWorkload``).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from connectors.k8s import podsetinfo, prebuilt
+from connectors.k8s import job_sync, podsetinfo, prebuilt
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import NotFound
 from connectors.k8s.job_events import (
@@ -224,10 +225,26 @@ class WatchedJobIntegration(JobReconciler[J]):
             await self._without_workload(job, self.K.workload_name(
                 job.metadata.name, job.metadata.uid, short=self.state.gate(gates.SHORT_WORKLOAD_NAMES)))
             return
-        obs, wl = min(own, key=lambda p: (p[0].metadata.creation_timestamp or "", p[0].metadata.name))
-        if wl is None:
+        if any(wl is None for _, wl in own):
             return  # stored, not in the log yet: the mirror marks the object again once it is
-        await self._with_workload(job, obs, wl)
+        keep, extras = self._one_workload(job, [(obs, wl) for obs, wl in own if wl is not None])
+        if extras:
+            marker = ",".join(f"{w.metadata.uid}@{w.metadata.resource_version}" for w in extras)
+            await self._once(key, f"extras:{marker}", job, self._delete_extras(job, extras))
+            return  # as Kueue's reconciler: the rest waits for the Workloads that are left
+        if keep is not None:
+            await self._with_workload(job, *keep)
+
+    def _one_workload(self, job: Any, own: list[tuple[o.Workload, WorkloadInfo]]
+                      ) -> tuple[tuple[o.Workload, WorkloadInfo] | None, list[o.Workload]]:
+        """The Workload the object keeps among its own, and the others, to delete (Kueue's ``ensureOneWorkload``:
+        the oldest that matches it, else the oldest; :func:`connectors.k8s.job_sync.one_workload_of`). A kind
+        whose pod sets are not compared keeps the oldest and deletes none."""
+        mine = self.job_pod_sets(job, generated=True)
+        if mine is None:
+            return min(own, key=lambda p: (p[0].metadata.creation_timestamp or "", p[0].metadata.name)), []
+        return job_sync.one_workload_of(self.state, mine, own, uid=job.metadata.uid, suspended=bool(job.spec.suspend),
+                                        max_exec=self.max_exec(job))
 
     # --- what the shared reconciler reads of one -----------------------------------------------------------
 

@@ -80,6 +80,22 @@ async def test_a_running_mpijob_that_no_longer_matches_is_stopped_first() -> Non
                                                       "existent Workload")]
 
 
+@pytest.mark.asyncio
+async def test_of_two_workloads_a_jobset_keeps_the_one_that_matches_it_and_deletes_the_other() -> None:
+    """Kueue's ``ensureOneWorkload``: the oldest matching Workload is kept, every other one deleted."""
+    matching = jobset_workload()
+    matching = msgspec.structs.replace(matching, metadata=msgspec.structs.replace(
+        matching.metadata, creation_timestamp="2026-01-01T00:00:02Z"))
+    stale = msgspec.structs.replace(jobset_workload(), metadata=msgspec.structs.replace(
+        matching.metadata, name="jobset-train-old", uid="old-uid", creation_timestamp="2026-01-01T00:00:01Z"))
+    stale = msgspec.structs.replace(stale, spec=msgspec.structs.replace(
+        stale.spec, pod_sets=[stale.spec.pod_sets[0], msgspec.structs.replace(stale.spec.pod_sets[1], count=2)]))
+    integ, client, appended = integration_js(raw_jobset(), matching, stale)
+    await integ.reconcile("ns/train")
+    assert client.deleted == [("Workload", "jobset-train-old")]
+    assert _acted(appended) == [("JobSet", "DeletedWorkload", "Deleted not matching Workload: ns/jobset-train-old")]
+
+
 # --- prebuilt Workloads ----------------------------------------------------------------------------------------
 
 
