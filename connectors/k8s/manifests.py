@@ -15,6 +15,8 @@ RBAC grants exactly what the connector does:
 * JobSets (jobset.x-k8s.io): get/list/watch (the JobSet integration's own watch), patch (suspend/unsuspend,
   inject and restore the replicated Jobs' pod templates), whichever frameworks a replica's Configuration lists;
 * MPIJobs (kubeflow.org): the same, for the MPIJob integration (its replicas' pod templates);
+* the training operator's PyTorchJobs, TFJobs, XGBoostJobs, PaddleJobs and JAXJobs (kubeflow.org): the same, for
+  their integrations, and their ``finalizers`` (update: they own their Workloads);
 * the ``finalizers`` subresource (update) of each kind kueue-es makes the owner of what it creates with
   ``blockOwnerDeletion``: Jobs, JobSets and MPIJobs (their Workloads), Workloads (their ProvisioningRequests), ProvisioningRequests
   (their PodTemplates) and Pods (below), which the ``OwnerReferencesPermissionEnforcement`` admission plugin
@@ -62,6 +64,8 @@ from connectors.k8s.crds import CRD_RESOURCE, all_crds, webhook_conversion
 from connectors.k8s.resources import (
     ALL,
     JOBSETS,
+    KUBEFLOW_GROUP,
+    KUBEFLOW_JOBS,
     KUEUE_GROUP,
     KUEUE_RESOURCES,
     LEADER_WORKER_SETS,
@@ -121,6 +125,10 @@ def cluster_role(name: str = DEFAULT_NAME) -> dict[str, Any]:
         {"apiGroups": [JOBSETS.group], "resources": [f"{JOBSETS.plural}/finalizers"], "verbs": ["update"]},
         {"apiGroups": [MPIJOBS.group], "resources": [MPIJOBS.plural], "verbs": [*READ, "patch"]},
         {"apiGroups": [MPIJOBS.group], "resources": [f"{MPIJOBS.plural}/finalizers"], "verbs": ["update"]},
+        {"apiGroups": [KUBEFLOW_GROUP], "resources": [r.plural for r in KUBEFLOW_JOBS.values()],
+         "verbs": [*READ, "patch"]},
+        {"apiGroups": [KUBEFLOW_GROUP], "resources": [f"{r.plural}/finalizers" for r in KUBEFLOW_JOBS.values()],
+         "verbs": ["update"]},
         {"apiGroups": [LEADER_WORKER_SETS.group], "resources": [LEADER_WORKER_SETS.plural], "verbs": [*READ]},
         {"apiGroups": [LEADER_WORKER_SETS.group], "resources": [f"{LEADER_WORKER_SETS.plural}/finalizers"],
          "verbs": ["update"]},

@@ -104,3 +104,11 @@ LEADER_WORKER_SETS = Resource("LeaderWorkerSet", LWS_GROUP, "v1", "leaderworkers
                               optional=True)
 """Kueue's ``leaderworkerset.x-k8s.io/leaderworkerset`` framework (served where the LWS CRD is installed): listed and
 watched by the LeaderWorkerSet integration itself (:mod:`connectors.k8s.lws_integration`), not put in the log."""
+
+KUBEFLOW_JOBS = {kind: Resource(kind, KUBEFLOW_GROUP, "v1", f"{kind.lower()}s", True, status_subresource=True,
+                                optional=True)
+                 for kind in ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob")}
+"""Kind -> the Kubeflow training operator's kubeflow.org/v1 jobs (Kueue's ``kubeflow.org/pytorchjob``, ...
+frameworks): listed and watched by their integrations (:mod:`connectors.k8s.kubeflow_integration`), not put in the
+log."""
+

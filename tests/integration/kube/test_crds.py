@@ -147,6 +147,9 @@ async def test_workload_status_takes_kueues_topology_assignment_in_each_version(
                 {"name": "main", "topologyAssignment": {"levels": ["x"], "domains": [{"values": ["a"], "count": "one"}]}}]}}},
                 ns, subresource="status")
 
+KUBEFLOW_NOUNS = ("pytorchjob", "tfjob", "xgboostjob", "paddlejob", "jaxjob")
+"""The training operator's kinds Kueue integrates, as its webhooks' paths name them."""
+
 
 def test_manifests_render_as_multi_document_yaml() -> None:
     docs = list(yaml.safe_load_all(render(documents("all"))))
@@ -162,14 +165,18 @@ def test_manifests_render_as_multi_document_yaml() -> None:
         ("mdeployment.kb.io", "/mutate-apps-v1-deployment"), ("mstatefulset.kb.io", "/mutate-apps-v1-statefulset"),
         ("mjobset.kb.io", "/mutate-jobset-x-k8s-io-v1alpha2-jobset"),
         ("mmpijob.kb.io", "/mutate-kubeflow-org-v2beta1-mpijob"),
+        *((f"m{k}.kb.io", f"/mutate-kubeflow-org-v1-{k}") for k in KUBEFLOW_NOUNS),
         ("mleaderworkerset.kb.io", "/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset")]
     # the integrations Kueue leaves off by default go fail-open, so a webhook down stops no Pod or workload controller
     assert {w["name"]: w["failurePolicy"] for w in mutating["webhooks"]} == {
         "mjob.kb.io": "Fail", "mpod.kb.io": "Ignore", "mdeployment.kb.io": "Ignore", "mstatefulset.kb.io": "Ignore",
-        "mjobset.kb.io": "Ignore", "mmpijob.kb.io": "Ignore", "mleaderworkerset.kb.io": "Ignore"}
+        "mjobset.kb.io": "Ignore", "mmpijob.kb.io": "Ignore", **{f"m{k}.kb.io": "Ignore" for k in KUBEFLOW_NOUNS},
+        "mleaderworkerset.kb.io": "Ignore"}
     validating = docs[kinds.index("ValidatingWebhookConfiguration")]
     assert next(w for w in validating["webhooks"] if w["name"] == "vjobset.kb.io")["failurePolicy"] == "Ignore"
     assert next(w for w in validating["webhooks"] if w["name"] == "vmpijob.kb.io")["failurePolicy"] == "Ignore"
+    assert all(next(w for w in validating["webhooks"] if w["name"] == f"v{k}.kb.io")["failurePolicy"] == "Ignore"
+               for k in KUBEFLOW_NOUNS)
     assert next(w for w in validating["webhooks"]
                 if w["name"] == "vleaderworkerset.kb.io")["failurePolicy"] == "Ignore"
     dep = docs[kinds.index("Deployment")]
@@ -266,6 +273,12 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert await ok("update", *lws, "team-a", "finalizers")  # the group Workloads it owns
         assert not await ok("patch", *lws, "team-a")  # it never writes a LeaderWorkerSet
         assert not await ok("create", *lws, "team-a")
+        for plural in (f"{k}s" for k in KUBEFLOW_NOUNS):  # the training operator's jobs: the same
+            assert await ok("watch", "kubeflow.org", plural)
+            assert await ok("patch", "kubeflow.org", plural, "team-a")
+            assert await ok("update", "kubeflow.org", plural, "team-a", "finalizers")
+            assert not await ok("create", "kubeflow.org", plural, "team-a")
+            assert not await ok("patch", "kubeflow.org", plural, "team-a", "status")
         assert await ok("patch", "kueue.x-k8s.io", "admissionchecks", "", "status")
         assert await ok("create", "", "events", "team-a")  # Kueue's Events: decisions carried out, Job actions
         # the visibility API: its APIServices, and the Service and endpoints routing them to the leader
