@@ -148,11 +148,11 @@ def elastic_gate_ops(job: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def kueue_parents(pods_on: bool = False, jobsets_on: bool = False, mpijobs_on: bool = False,
-                  kubeflow_on: frozenset[str] = frozenset()) -> ParentRuns:
+                  kubeflow_on: frozenset[str] = frozenset(), lws_on: bool = False) -> ParentRuns:
     """Whether a Job's controller is of a kind Kueue's enabled integrations run
     (:func:`connectors.k8s.job_selection.kueue_owner`)."""
     return partial(job_selection.kueue_owner, pods_on=pods_on, jobsets_on=jobsets_on, mpijobs_on=mpijobs_on,
-                   kubeflow_on=kubeflow_on)
+                   kubeflow_on=kubeflow_on, lws_on=lws_on)
 
 
 async def review(body: bytes, has_default_queue: HasDefaultQueue,
@@ -490,7 +490,8 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     server = WebhookServer(queues, priority_classes,
                            feature_gates, pod_reviews, config.manages_jobs if config is not None else True,
                            unqueued_lookup(client, config) if config is not None else None, pod_validations, parents,
-                           kueue_parents(pods_on, jobsets.enabled, mpijobs.enabled, config_in_force.kubeflow_kinds))
+                           kueue_parents(pods_on, jobsets.enabled, mpijobs.enabled, config_in_force.kubeflow_kinds,
+                                         leaderworkersets.enabled))
     await server.start(k.webhook_address, k.webhook_port, str(cert), str(key))
     if k.webhook_register:
         service = None if k.webhook_url else (k.webhook_service, k.lease_namespace, 443)

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from connectors.k8s import job_selection, pod_prebuilt
 from connectors.k8s import leaderworkerset as lw
-from connectors.k8s import pod_prebuilt
 from connectors.k8s.pod_sync import ManagedPod
 from events import objects as o
 from kueue_es.scheduler.config import NO_KEYS, KeysToCopy, load_config
@@ -223,3 +223,16 @@ def test_the_framework_runs_on_the_pod_integration(frameworks: list[str]) -> Non
     config = load_config({"integrations": {"frameworks": ["pod", *frameworks]}})
     assert config.manages_leaderworkersets
     assert not load_config({}).manages_leaderworkersets
+
+
+@pytest.mark.parametrize(("frameworks", "child_managed"), [(["pod", "statefulset"], True),
+                                                           (["pod", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset"], False)])
+def test_under_manage_jobs_without_queue_name_a_leaderworkersets_children_are_left_to_it(
+        frameworks: list[str], child_managed: bool) -> None:
+    """Kueue's ``IsOwnerManagedByKueue``: a LeaderWorkerSet is a parent Kueue runs, its integration on (its
+    StatefulSets are its own, not queued apart)."""
+    config = load_config({"manageJobsWithoutQueueName": True, "integrations": {"frameworks": frameworks}})
+    ns = {"kubernetes.io/metadata.name": "ns"}
+    owner = ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")
+    assert job_selection.is_managed({}, owner, ns, config) is child_managed
+    assert job_selection.runs_parent(owner, config) is not child_managed
