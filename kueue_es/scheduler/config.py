@@ -116,6 +116,8 @@ DEPLOYMENT_FRAMEWORK = "deployment"
 STATEFULSET_FRAMEWORK = "statefulset"
 JOBSET_FRAMEWORK = "jobset.x-k8s.io/jobset"
 MPIJOB_FRAMEWORK = "kubeflow.org/mpijob"
+RAYJOB_FRAMEWORK = "ray.io/rayjob"
+RAYCLUSTER_FRAMEWORK = "ray.io/raycluster"
 DEFAULT_FRAMEWORKS = (JOB_FRAMEWORK,)
 """The frameworks Kueue manages when the Configuration lists none (its defaulting, not the manifest it ships, which
 lists more): the plain-Pod integration (``pod``), JobSets and MPIJobs are off."""
@@ -217,6 +219,18 @@ class SchedulerConfig(_Cfg):
         """Kueue's MPIJob integration is on (``kubeflow.org/mpijob`` among the frameworks; off unless listed): an
         MPIJob naming a queue runs only while its Workload is admitted (:mod:`connectors.k8s.mpijob_integration`)."""
         return MPIJOB_FRAMEWORK in self.frameworks
+
+    @property
+    def manages_rayjobs(self) -> bool:
+        """Kueue's RayJob integration is on (``ray.io/rayjob`` among the frameworks; off unless listed): a RayJob
+        naming a queue runs only while its Workload is admitted (:mod:`connectors.k8s.ray_integration`)."""
+        return RAYJOB_FRAMEWORK in self.frameworks
+
+    @property
+    def manages_rayclusters(self) -> bool:
+        """Kueue's RayCluster integration is on (``ray.io/raycluster`` among the frameworks; off unless listed): a
+        RayCluster naming a queue runs only while its Workload is admitted (:mod:`connectors.k8s.ray_integration`)."""
+        return RAYCLUSTER_FRAMEWORK in self.frameworks
 
     @property
     def managed_jobs_selector(self) -> o.LabelSelector:
