@@ -2,7 +2,7 @@
 the log, the scheduler loop beside it.
 
 :class:`Connector` runs, as one task group, the appender and the watcher, and — once every watched kind has
-been listed (``ready``) — the Workload status writer, the Job, Pod, JobSet and MPIJob integrations, the queue status writer, the
+been listed (``ready``) — the Workload status writer, the Job, Pod, JobSet, MPIJob, RayJob and RayCluster integrations, the queue status writer, the
 resource-in-use finalizers, the retention deletions, the ProvisioningRequest applier, the topology ungater, the
 provisioning checks' Active condition and the recorder of Kueue's Kubernetes Events, so nothing is written to the
 cluster before the log has caught up with it.
@@ -31,6 +31,7 @@ from connectors.k8s.mpijob_integration import MPIJobIntegration
 from connectors.k8s.pods_integration import PodIntegration
 from connectors.k8s.provreqs import RequestApplier
 from connectors.k8s.queues import QueueStatusWriter
+from connectors.k8s.ray_integration import RayClusterIntegration, RayJobIntegration
 from connectors.k8s.recorder import EventRecorder
 from connectors.k8s.resources import WATCHED
 from connectors.k8s.retention import RetentionEnforcer
@@ -64,6 +65,10 @@ class Connector:
                         if jobs else None)
         self.mpijobs = (MPIJobIntegration(client, journal, append=self.appender.emit, watch_timeout_s=watch_timeout_s)
                         if jobs else None)
+        self.rayjobs = (RayJobIntegration(client, journal, append=self.appender.emit, watch_timeout_s=watch_timeout_s)
+                        if jobs else None)
+        self.rayclusters = (RayClusterIntegration(client, journal, append=self.appender.emit,
+                                                  watch_timeout_s=watch_timeout_s) if jobs else None)
         self.queues = QueueStatusWriter(client, journal) if queue_status else None
         self.finalizers = Finalizers(client, journal) if finalizers else None
         self.retention = RetentionEnforcer(client, journal, append=self.appender.emit)
@@ -91,6 +96,10 @@ class Connector:
                 tg.create_task(self.jobsets.run(), name="k8s-jobsets")
             if self.mpijobs is not None:
                 tg.create_task(self.mpijobs.run(), name="k8s-mpijobs")
+            if self.rayjobs is not None:
+                tg.create_task(self.rayjobs.run(), name="k8s-rayjobs")
+            if self.rayclusters is not None:
+                tg.create_task(self.rayclusters.run(), name="k8s-rayclusters")
             if self.queues is not None:
                 tg.create_task(self.queues.run(), name="k8s-queue-status")
             if self.finalizers is not None:
