@@ -258,6 +258,12 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert await ok("update", "kubeflow.org", "mpijobs", "team-a", "finalizers")  # a Workload it owns
         assert not await ok("create", "kubeflow.org", "mpijobs", "team-a")
         assert not await ok("patch", "kubeflow.org", "mpijobs", "team-a", "status")
+        for plural in ("rayjobs", "rayclusters"):  # the Ray integrations' own watches, writes and Workloads
+            assert await ok("watch", "ray.io", plural), plural
+            assert await ok("patch", "ray.io", plural, "team-a"), plural
+            assert await ok("update", "ray.io", plural, "team-a", "finalizers"), plural
+            assert not await ok("create", "ray.io", plural, "team-a"), plural
+            assert not await ok("patch", "ray.io", plural, "team-a", "status"), plural
         assert await ok("patch", "kueue.x-k8s.io", "admissionchecks", "", "status")
         assert await ok("create", "", "events", "team-a")  # Kueue's Events: decisions carried out, Job actions
         # the visibility API: its APIServices, and the Service and endpoints routing them to the leader
