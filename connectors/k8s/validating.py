@@ -40,6 +40,7 @@ from connectors.k8s import (
     mpijob_webhook,
     pod_validation,
     pod_webhook,
+    ray_webhook,
     statefulset_webhook,
 )
 from connectors.k8s.certs import ca_bundle
@@ -118,7 +119,7 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
                   name: str = CONFIGURATION_NAME, object_selector: dict[str, Any] | None = None,
                   excluded_namespaces: tuple[str, ...] = ("kube-system", "kueue-system"), pods: bool = False,
                   deployments: bool = False, statefulsets: bool = False, jobsets: bool = False,
-                  mpijobs: bool = False) -> dict[str, Any]:
+                  mpijobs: bool = False, rayjobs: bool = False, rayclusters: bool = False) -> dict[str, Any]:
     """The ValidatingWebhookConfiguration for :data:`HOOKS` and for Jobs and Pods (not in ``excluded_namespaces``), at
     ``url`` or at ``service`` (name, namespace, port), trusting ``ca_pem``. ``object_selector``: only objects it
     selects (for tests sharing a cluster). ``pods``: whether the pod integration is on (the Pod webhook then fails
@@ -168,7 +169,8 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
         hook["namespaceSelector"] = selector
     frameworks = [framework_webhook.registration(kind, client_config(kind.validating_path), selector, on=on,
                                                  mutating=False)
-                  for kind, on in ((jobset_webhook.KIND, jobsets), (mpijob_webhook.KIND, mpijobs))]
+                  for kind, on in ((jobset_webhook.KIND, jobsets), (mpijob_webhook.KIND, mpijobs),
+                                   (ray_webhook.RAYJOB_KIND, rayjobs), (ray_webhook.RAYCLUSTER_KIND, rayclusters))]
     if object_selector is not None:
         for hook in frameworks:
             hook["objectSelector"] = object_selector

@@ -161,14 +161,17 @@ def test_manifests_render_as_multi_document_yaml() -> None:
         ("mjob.kb.io", "/mutate-batch-v1-job"), ("mpod.kb.io", "/mutate--v1-pod"),
         ("mdeployment.kb.io", "/mutate-apps-v1-deployment"), ("mstatefulset.kb.io", "/mutate-apps-v1-statefulset"),
         ("mjobset.kb.io", "/mutate-jobset-x-k8s-io-v1alpha2-jobset"),
-        ("mmpijob.kb.io", "/mutate-kubeflow-org-v2beta1-mpijob")]
+        ("mmpijob.kb.io", "/mutate-kubeflow-org-v2beta1-mpijob"), ("mrayjob.kb.io", "/mutate-ray-io-v1-rayjob"),
+        ("mraycluster.kb.io", "/mutate-ray-io-v1-raycluster")]
     # the integrations Kueue leaves off by default go fail-open, so a webhook down stops no Pod or workload controller
     assert {w["name"]: w["failurePolicy"] for w in mutating["webhooks"]} == {
         "mjob.kb.io": "Fail", "mpod.kb.io": "Ignore", "mdeployment.kb.io": "Ignore", "mstatefulset.kb.io": "Ignore",
-        "mjobset.kb.io": "Ignore", "mmpijob.kb.io": "Ignore"}
+        "mjobset.kb.io": "Ignore", "mmpijob.kb.io": "Ignore", "mrayjob.kb.io": "Ignore", "mraycluster.kb.io": "Ignore"}
     validating = docs[kinds.index("ValidatingWebhookConfiguration")]
     assert next(w for w in validating["webhooks"] if w["name"] == "vjobset.kb.io")["failurePolicy"] == "Ignore"
     assert next(w for w in validating["webhooks"] if w["name"] == "vmpijob.kb.io")["failurePolicy"] == "Ignore"
+    for name in ("vrayjob.kb.io", "vraycluster.kb.io"):
+        assert next(w for w in validating["webhooks"] if w["name"] == name)["failurePolicy"] == "Ignore"
     dep = docs[kinds.index("Deployment")]
     pod = dep["spec"]["template"]["spec"]
     assert pod["securityContext"]["runAsNonRoot"] is True
