@@ -22,7 +22,9 @@ under ``SkipReassignmentForPodOwnedWorkloads``: :mod:`projections.cluster`), ``P
 ``PartialAdmission``'s (an object failing a check is refused only while its gate is on); the validating webhook
 and a STATE.yaml read them from the loaded configuration, as the conversion webhook reads
 ``TASAssignmentsEncodingByHostnamePrefix`` (how it writes a topology assignment in v1beta2, as the scheduler does)
-and ``kueue-es run --kube`` ``VisibilityOnDemand`` (whether it serves the visibility API). The configuration
+and ``kueue-es run --kube`` ``VisibilityOnDemand`` (whether it serves the visibility API); the connector reads
+``FailureRecoveryPolicy`` there (whether it forces pods stuck terminating on an unreachable node to Failed,
+:mod:`connectors.k8s.failure_recovery`). The configuration
 loader reads ``ReservedResourceNameValidation`` (:func:`projections.request_rules.compile_rules`). Every other gate
 is known so that a user's existing configuration is accepted as Kueue accepts it; one set away from its
 default is named in a warning (:func:`ignored`).
@@ -63,6 +65,7 @@ FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS = "FlavorFungibilityPreserveScanProgre
 TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST = "TASFailedNodeReplacementFailFast"
 TAS_REPLACE_NODE_ON_NODE_TAINTS = "TASReplaceNodeOnNodeTaints"
 TAS_REPLACE_NODE_ON_POD_TERMINATION = "TASReplaceNodeOnPodTermination"
+TAS_REPLACE_NODE_DUE_TO_NOT_READY_OVER_FIXED_TIME = "TASReplaceNodeDueToNotReadyOverFixedTime"
 CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION = "CleanupProvisioningRequestsOnEviction"
 ASSIGN_QUEUE_LABELS_FOR_PODS = "AssignQueueLabelsForPods"
 FINISH_ORPHANED_WORKLOADS = "FinishOrphanedWorkloads"
@@ -88,6 +91,7 @@ PRIORITIZE_PREEMPTOR_WORKLOADS = "PrioritizePreemptorWorkloads"
 FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES = "FairSharingReevaluatePreemptionCandidates"
 POD_INTEGRATION_VALIDATE_GROUP_OWNER = "PodIntegrationValidateGroupOwner"
 ELASTIC_JOBS_VIA_WORKLOAD_SLICES = "ElasticJobsViaWorkloadSlices"
+FAILURE_RECOVERY_POLICY = "FailureRecoveryPolicy"
 
 GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
@@ -110,7 +114,7 @@ GATES: dict[str, tuple[str, bool]] = {
     TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST: (BETA, True),
     TAS_REPLACE_NODE_ON_POD_TERMINATION: (BETA, True),
     SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS: (BETA, True),
-    "TASReplaceNodeDueToNotReadyOverFixedTime": (DEPRECATED, False),
+    TAS_REPLACE_NODE_DUE_TO_NOT_READY_OVER_FIXED_TIME: (DEPRECATED, False),
     "ManagedJobsNamespaceSelectorAlwaysRespected": (GA, True),
     TAS_BALANCED_PLACEMENT: (ALPHA, False),
     TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX: (BETA, True),
@@ -125,7 +129,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "MultiKueueKubeConfigPathValidation": (BETA, True),
     "ReclaimablePods": (BETA, True),
     "MultiKueueClusterProfile": (ALPHA, False),
-    "FailureRecoveryPolicy": (ALPHA, False),
+    FAILURE_RECOVERY_POLICY: (ALPHA, False),
     "TLSOptions": (BETA, True),
     "RemoveFinalizersWithStrictPatch": (BETA, True),
     TAS_REPLACE_NODE_ON_NODE_TAINTS: (BETA, True),
@@ -188,7 +192,7 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
     "TASFailedNodeReplacement": ("TopologyAwareScheduling",),
     TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST: ("TASFailedNodeReplacement", "TopologyAwareScheduling"),
     TAS_REPLACE_NODE_ON_POD_TERMINATION: ("TASFailedNodeReplacement", "TopologyAwareScheduling"),
-    "TASReplaceNodeDueToNotReadyOverFixedTime": ("TASFailedNodeReplacement", "TopologyAwareScheduling"),
+    TAS_REPLACE_NODE_DUE_TO_NOT_READY_OVER_FIXED_TIME: ("TASFailedNodeReplacement", "TopologyAwareScheduling"),
     TAS_BALANCED_PLACEMENT: ("TopologyAwareScheduling",),
     TAS_REPLACE_NODE_ON_NODE_TAINTS: ("TopologyAwareScheduling",),
     TAS_MULTI_LAYER_TOPOLOGY: ("TopologyAwareScheduling",),
@@ -209,7 +213,7 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
 MODELLED = frozenset({
     ADMISSION_FAIR_SHARING, ADMISSION_GATED_BY, ASSIGN_QUEUE_LABELS_FOR_PODS,
     CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION, CUSTOM_METRIC_LABELS, DISABLE_WAIT_FOR_PODS_READY,
-    ELASTIC_JOBS_VIA_WORKLOAD_SLICES, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING,
+    ELASTIC_JOBS_VIA_WORKLOAD_SLICES, FAILURE_RECOVERY_POLICY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING,
     FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES, FAST_QUOTA_RELEASE_IN_POD_INTEGRATION, FINISH_ORPHANED_WORKLOADS,
     FLAVOR_FUNGIBILITY,
     FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, METRICS_FOR_COHORTS, PARTIAL_ADMISSION,
@@ -220,17 +224,20 @@ MODELLED = frozenset({
     SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS, TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX, TAS_BALANCED_PLACEMENT,
     TAS_FAILED_NODE_REPLACEMENT, TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST, TAS_HANDLE_OVERLAPPING_FLAVORS,
     TAS_MULTI_LAYER_TOPOLOGY, TAS_PROFILE_MIXED, TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE,
-    TAS_REPLACE_NODE_ON_NODE_TAINTS, TAS_REPLACE_NODE_ON_POD_TERMINATION, TAS_RESPECT_NODE_AFFINITY_PREFERRED, TAS_VALIDATE_WORKLOAD_SLICE_SIZE,
+    TAS_REPLACE_NODE_DUE_TO_NOT_READY_OVER_FIXED_TIME, TAS_REPLACE_NODE_ON_NODE_TAINTS,
+    TAS_REPLACE_NODE_ON_POD_TERMINATION, TAS_RESPECT_NODE_AFFINITY_PREFERRED, TAS_VALIDATE_WORKLOAD_SLICE_SIZE,
     TOPOLOGY_AWARE_SCHEDULING, UNADMITTED_WORKLOADS_EXPLICIT_STATUS, UNADMITTED_WORKLOADS_OBSERVABILITY,
     VISIBILITY_ON_DEMAND, WORKLOAD_IDENTIFIER_ANNOTATIONS, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
     WORKLOAD_VALIDATE_RESOURCES_ARE_NON_NEGATIVE, WORKLOAD_VALIDATION_FOR_POD_SET_METADATA,
 })
 """The gates whose both settings kueue-es models. Every other one is accepted, as Kueue accepts it, and kueue-es
-behaves as under its default (:func:`ignored`). Not TASReplaceNodeDueToNotReadyOverFixedTime (deprecated): with
-TASReplaceNodeOnPodTermination off it changes nothing (that gate's 30 s wait already fails the node), and with it on
-Kueue's node controller applies the 30 s rule only when something else makes it look at the node again (it sets
-no timer then), which rules over the state, looked at whenever what they read changes, cannot follow. Not
-SkipAncestorCheckForDeletedWorkloads either: it lets Kueue's defaulting webhooks skip the suspend and owner checks
+behaves as under its default (:func:`ignored`). TASReplaceNodeDueToNotReadyOverFixedTime (deprecated) is modelled
+as the shared reference states it (§4.3): a node not Ready for 30 s fails whatever its pods do. With
+TASReplaceNodeOnPodTermination off it changes nothing (that gate's 30 s wait already fails the node); with it on,
+Kueue's node controller sets no timer and applies the 30 s rule at its next look at the node (a pod on it ending
+or being deleted, a taint change, a restart), while kueue-es, whose rules look whenever what they read changes,
+wakes at the end of the 30 s (:func:`kueue_es.scheduler.nodefailure.next_wait_end`). Not
+SkipAncestorCheckForDeletedWorkloads: it lets Kueue's defaulting webhooks skip the suspend and owner checks
 for an object already being deleted, and the one kind kueue-es defaults, a batch/v1 Job, is defaulted (by Kueue's
 webhook and by kueue-es's) at creation only, when nothing is being deleted: no setting of it changes anything
 here."""

@@ -1,8 +1,8 @@
 """A node's Ready condition, and how long Kueue's TAS node controller waits on a node that is not Ready.
 
-With TASReplaceNodeOnPodTermination off, the controller leaves a node whose Ready condition is not True alone
-until it has been so for NodeFailureDelay (30 s from the condition's lastTransitionTime), then treats it as
-failed for every workload placed on it (the rule is in ``kueue_es.scheduler.nodefailure``). The projection
+With TASReplaceNodeOnPodTermination off (or TASReplaceNodeDueToNotReadyOverFixedTime on), the controller treats a
+node whose Ready condition is not True as failed for every workload placed on it once it has been so for
+NodeFailureDelay (30 s from the condition's lastTransitionTime) (the rule is in ``kueue_es.scheduler.nodefailure``). The projection
 indexes the nodes still inside that wait by when it ends, so the scheduler can be woken then and its rules look
 again once the log's time reaches it; the fold needs the rule too and may not import the scheduler, so it lives
 here.

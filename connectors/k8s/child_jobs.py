@@ -1,36 +1,140 @@
-"""Jobs whose controller is of a kind Kueue runs and queues — a queued JobSet's Jobs with the JobSet integration on,
-a Job's Jobs: Kueue's job reconciler calls them not standalone and gives them no Workload, since the parent's
-Workload is the one queued and admitted (a parent is taken as queued when it has a Workload, or under
-``manageJobsWithoutQueueName``). All it does is keep such a Job suspended while that Workload is missing or not admitted
-(reference §7.1 item 3), so a child made early never runs on quota its parent does not hold.
+"""Jobs with a Kueue-managed ancestor — a queued JobSet's Jobs with the JobSet integration on, an MPIJob's launcher,
+a Job's Jobs: Kueue's job reconciler calls them not top-level and gives them no Workload, since the ancestor's
+Workload is the one queued and admitted. All it does is keep such a Job suspended while that Workload is missing
+or not admitted (reference §7.1 item 3), so a child made early never runs on quota its ancestor does not hold.
+
+Which ancestor (Kueue's ``FindAncestorJobManagedByKueue``, ``jobframework/reconciler.go``): up the controller
+ownerReferences, the topmost object of a kind an enabled integration runs that names a queue in its
+``kueue.x-k8s.io/queue-name`` label — or any such object under ``manageJobsWithoutQueueName``. Its Workload plays
+no part in it: a Job made under a queued JobSet before the JobSet's Workload exists is that JobSet's child. The
+walk stops at an object with no controller, or one of a kind it does not follow: kueue-es follows only the kinds
+of the integrations it runs, while they are on (Kueue also walks on through objects of its other integrations'
+kinds, and of disabled ones, without taking them as the ancestor). A parent of a kind it follows that is not
+there (yet) is an error (:class:`OwnerMissing`: the Job waits), so are cyclic ownership and a chain of more than
+:data:`CHAIN_LIMIT` parents (Warning ``JobNestingTooDeep`` on the Job). Where the parents are read, the caller's
+``parent_of`` says (:class:`Parents`). Pure: no I/O, only what is held in memory.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
+from connectors.k8s import job_selection
+from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.pods_ready import is_admitted
+from connectors.k8s.workload_finalizer import shows_finished
 from events import objects as o
+from kueue_es.scheduler.config import SchedulerConfig
 from projections.workloads import WorkloadInfo
+
+CHAIN_LIMIT = 10
+"""Kueue's ``managedOwnersChainLimit``: more parents than this above a Job end the walk in an error."""
+NESTING_TOO_DEEP = "JobNestingTooDeep"
+NESTING_TOO_DEEP_MESSAGE = ("Terminated search for Kueue-managed Job because ancestor depth exceeded limit of "
+                            f"{CHAIN_LIMIT}")
+"""The Warning Event Kueue's job reconciler records on a Job whose ancestors it stopped counting."""
 
 SUSPENDED = "Suspended"
 SUSPENDED_MESSAGE = "Kueue managed child job suspended"
 """The Normal Event Kueue's job reconciler records on a child Job it suspends."""
 
 
-def parent_workload(job: o.Job, stored: Iterable[o.Workload],
+def parent_workload(keys: Iterable[str], stored: Mapping[str, o.Workload],
                     folded: Mapping[str, WorkloadInfo]) -> WorkloadInfo | None:
-    """The Workload (as the log holds it) of the Job's controller: one whose ownerReferences name the controller's
-    uid, the first by key as Kueue takes the first listed; None when there is none (yet)."""
-    controller = next((r for r in job.metadata.owner_references if r.controller), None)
-    if controller is None or not controller.uid:
+    """Of the Workloads the parent controls (``keys``: the mirror's index by controller uid), the newest the
+    apiserver does not show finished, as the log holds it: Kueue lists them oldest first (creation time, then uid)
+    and takes the last; None when there is none, or the log does not hold it yet."""
+    live = [stored[k] for k in keys if k in stored and not shows_finished(stored[k])]
+    if not live:
         return None
-    keys = sorted(w.key for w in stored if w.metadata.namespace == job.metadata.namespace
-                  and any(r.uid == controller.uid for r in w.metadata.owner_references))
-    return next((folded[k] for k in keys if k in folded), None)
+    newest = max(live, key=lambda w: (w.metadata.creation_timestamp or "", w.metadata.uid))
+    return folded.get(newest.key)
 
 
-def held(job: o.Job, parent: WorkloadInfo | None, *, finished: bool) -> bool:
+def held(job: o.Job, parent: WorkloadInfo | None, *, finished: bool, sliced: bool = False) -> bool:
     """Whether the child Job is to be suspended: running, not finished, its parent's Workload missing or not
-    admitted."""
-    return not finished and not job.spec.suspend and (parent is None or not is_admitted(parent))
+    admitted. ``sliced``: the Job or its ancestor is elastic (workload slices): while a scale-up's new slice waits
+    there is no admitted one, so Kueue then holds the child only once that Workload is evicted."""
+    if finished or job.spec.suspend:
+        return False
+    if parent is None:
+        return True
+    return bool(parent.evicted) if sliced else not is_admitted(parent)
+
+
+ParentOf = Callable[[str, o.OwnerReference], o.ObjectMeta | None]
+"""The metadata of the parent a controller ownerReference names in a namespace, one of a kind an enabled
+integration runs; None: of a kind the walk does not follow. Raises :class:`OwnerMissing` for one of a kind it
+follows that is not there."""
+
+
+class AncestryError(Exception):
+    """The walk up a Job's owners ended without an answer: the Job is left alone (Kueue's reconcile fails)."""
+
+
+class OwnerMissing(AncestryError):
+    """A parent of a kind the walk follows is not there (yet)."""
+
+
+class CyclicOwnership(AncestryError):
+    """The walk came back to an object it had passed."""
+
+
+class ChainTooLong(AncestryError):
+    """More than :data:`CHAIN_LIMIT` parents above the Job."""
+
+
+def managed_ancestor(job: o.ObjectMeta, parent_of: ParentOf, manage_unqueued: bool) -> o.ObjectMeta | None:
+    """The topmost Kueue-managed ancestor of the object ``job`` describes (module docstring); None: it is
+    top-level. ``manage_unqueued``: ``manageJobsWithoutQueueName``."""
+    seen: set[str] = set()
+    current, top = job, None
+    while True:
+        if current.uid in seen:
+            raise CyclicOwnership(f"{job.namespace}/{job.name}: cyclic ownership at {current.name}")
+        seen.add(current.uid)
+        ref = next((r for r in current.owner_references if r.controller), None)
+        if ref is None:
+            return top
+        parent = parent_of(job.namespace, ref)
+        if parent is None:
+            return top
+        if manage_unqueued or parent.labels.get(QUEUE_LABEL):
+            top = parent
+        current = parent
+        if len(seen) > CHAIN_LIMIT:
+            raise ChainTooLong(f"{job.namespace}/{job.name}: {NESTING_TOO_DEEP_MESSAGE}")
+
+
+class Parents:
+    """Where the Job integration reads a Job's parents, by kind: the log's Jobs, and what other integrations
+    already hold in memory (the JobSets and MPIJobs their informers list, the managed Pods), registered with
+    :meth:`hold` (the connector does). A kind is followed while its integration is on and its objects are held."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, tuple[Mapping[str, Any], bool]] = {}
+
+    def hold(self, kind: str, objects: Mapping[str, Any], *, complete: bool = True) -> None:
+        """Read parents of ``kind`` from ``objects`` (key -> object with ``metadata``). ``complete``: every
+        object of the kind is there, so one missing is not there yet; else (the managed Pods only) one missing
+        is not Kueue's and ends the walk."""
+        self._held[kind] = (objects, complete)
+
+    def parent_of(self, config: SchedulerConfig, jobs: Mapping[str, o.Job]) -> ParentOf:
+        """The lookup :func:`managed_ancestor` walks with, under the integrations ``config`` turns on, reading
+        Jobs from ``jobs`` (the log's)."""
+        held = {**self._held, "Job": (jobs, True)}
+
+        def lookup(namespace: str, ref: o.OwnerReference) -> o.ObjectMeta | None:
+            if not job_selection.runs_parent((ref.api_version, ref.kind), config) or ref.kind not in held:
+                return None
+            objects, complete = held[ref.kind]
+            found = objects.get(f"{namespace}/{ref.name}")
+            if found is None:
+                if complete:
+                    raise OwnerMissing(f"{ref.kind} {namespace}/{ref.name}, controller of a job, not found")
+                return None
+            meta: o.ObjectMeta = found.metadata
+            return meta
+        return lookup

@@ -2,8 +2,9 @@
 the log, the scheduler loop beside it.
 
 :class:`Connector` runs, as one task group, the appender and the watcher, and — once every watched kind has
-been listed (``ready``) — the Workload status writer, the Job, Pod, JobSet, MPIJob, RayJob and RayCluster integrations, the queue status writer, the
-resource-in-use finalizers, the retention deletions, the ProvisioningRequest applier, the topology ungater, the
+been listed (``ready``) — the Workload status writer, the Job, Pod, JobSet, MPIJob, Kubeflow training-job, RayJob
+and RayCluster integrations, the queue status writer, the resource-in-use finalizers, the retention deletions, the
+ProvisioningRequest applier, the topology ungater, the terminating-pod controller (FailureRecoveryPolicy), the
 provisioning checks' Active condition and the recorder of Kueue's Kubernetes Events, so nothing is written to the
 cluster before the log has caught up with it.
 :func:`schedule` is the scheduler for a :class:`LocalJournal`: decide on the mirror's state, append the batch
@@ -23,10 +24,13 @@ import structlog
 
 from connectors.k8s.checkstatus import CheckStatusWriter
 from connectors.k8s.client import KubeClient
+from connectors.k8s.failure_recovery import FailureRecovery
 from connectors.k8s.finalizers import Finalizers
+from connectors.k8s.forceful_termination import GRACE_MS as FORCEFUL_TERMINATION_GRACE_MS
 from connectors.k8s.jobs import JobIntegration
 from connectors.k8s.jobset_integration import JobSetIntegration
 from connectors.k8s.journal import Journal, LocalJournal
+from connectors.k8s.kubeflow_integration import INTEGRATIONS as KUBEFLOW_INTEGRATIONS
 from connectors.k8s.mpijob_integration import MPIJobIntegration
 from connectors.k8s.pods_integration import PodIntegration
 from connectors.k8s.provreqs import RequestApplier
@@ -51,7 +55,8 @@ RecordConfig = Callable[[ClusterState], list[ev.AnyEvent]]
 class Connector:
     def __init__(self, client: KubeClient, journal: Journal, *, kinds: Sequence[str] = WATCHED,
                  watch_timeout_s: int = 300, jobs: bool = True, queue_status: bool = True,
-                 finalizers: bool = True, events: bool = True, instance: str = "") -> None:
+                 finalizers: bool = True, events: bool = True, instance: str = "",
+                 forceful_termination_grace_ms: int = FORCEFUL_TERMINATION_GRACE_MS) -> None:
         self.client = client
         self.journal = journal
         self.appender = Appender(journal.append)
@@ -65,15 +70,23 @@ class Connector:
                         if jobs else None)
         self.mpijobs = (MPIJobIntegration(client, journal, append=self.appender.emit, watch_timeout_s=watch_timeout_s)
                         if jobs else None)
+        self.kubeflow = ([cls(client, journal, append=self.appender.emit, watch_timeout_s=watch_timeout_s)
+                          for cls in KUBEFLOW_INTEGRATIONS.values()] if jobs else [])
+        """One integration per Kubeflow training-operator kind (PyTorchJob, TFJob, ...)."""
         self.rayjobs = (RayJobIntegration(client, journal, append=self.appender.emit, watch_timeout_s=watch_timeout_s)
                         if jobs else None)
         self.rayclusters = (RayClusterIntegration(client, journal, append=self.appender.emit,
                                                   watch_timeout_s=watch_timeout_s) if jobs else None)
+        if self.jobs is not None:  # a Job's parents, as the other integrations hold them (child_jobs.Parents)
+            self.jobs.parents.hold("JobSet", self.jobsets.known)  # type: ignore[union-attr]
+            self.jobs.parents.hold("MPIJob", self.mpijobs.known)  # type: ignore[union-attr]
+            self.jobs.parents.hold("Pod", self.pods.pods, complete=False)  # type: ignore[union-attr]
         self.queues = QueueStatusWriter(client, journal) if queue_status else None
         self.finalizers = Finalizers(client, journal) if finalizers else None
         self.retention = RetentionEnforcer(client, journal, append=self.appender.emit)
         self.requests = RequestApplier(client, journal, append=self.appender.emit)
         self.ungater = Ungater(client, journal)
+        self.failure_recovery = FailureRecovery(client, journal, grace_ms=forceful_termination_grace_ms)
         self.checks = CheckStatusWriter(client, journal)
         self.recorder = EventRecorder(client, journal, instance=instance) if events else None
 
@@ -96,6 +109,8 @@ class Connector:
                 tg.create_task(self.jobsets.run(), name="k8s-jobsets")
             if self.mpijobs is not None:
                 tg.create_task(self.mpijobs.run(), name="k8s-mpijobs")
+            for integ in self.kubeflow:
+                tg.create_task(integ.run(), name=f"k8s-{integ.NOUN}s")
             if self.rayjobs is not None:
                 tg.create_task(self.rayjobs.run(), name="k8s-rayjobs")
             if self.rayclusters is not None:
@@ -107,6 +122,7 @@ class Connector:
             tg.create_task(self.retention.run(), name="k8s-retention")
             tg.create_task(self.requests.run(), name="k8s-provisioning-requests")
             tg.create_task(self.ungater.run(), name="k8s-ungater")
+            tg.create_task(self.failure_recovery.run(), name="k8s-failure-recovery")
             tg.create_task(self.checks.run(), name="k8s-admission-check-status")
             if self.recorder is not None:
                 tg.create_task(self.recorder.run(), name="k8s-events")

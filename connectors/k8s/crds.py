@@ -41,6 +41,7 @@ from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, KubeError
 from connectors.k8s.resources import (
     JOBSETS,
+    KUBEFLOW_JOBS,
     KUEUE_RESOURCES,
     MPIJOBS,
     PROVISIONING_REQUESTS,
@@ -470,6 +471,16 @@ def rayjob_crd() -> dict[str, Any]:
         "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
         "spec": spec, "status": status}}
     return _foreign_crd(RAYJOBS, schema)
+def kubeflow_crd(kind: str, specs_field: str) -> dict[str, Any]:
+    """A minimal structural CRD for the training operator's kubeflow.org/v1 ``kind`` (PyTorchJob, TFJob, ...), its
+    replica specs at ``spec.<specs_field>``, for tests against an apiserver without the operator installed: the
+    MPIJob's test CRD (:func:`mpijob_crd`; both keep a ``runPolicy`` and the same status) with the kind's replica
+    specs field in place of ``mpiReplicaSpecs``. Not the operator's CRD: none of its validation or defaulting."""
+    schema = mpijob_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    spec = schema["properties"]["spec"]["properties"]
+    del spec["runLauncherAsWorker"]
+    spec[specs_field] = spec.pop("mpiReplicaSpecs")
+    return _foreign_crd(KUBEFLOW_JOBS[kind], schema)
 
 
 def _foreign_crd(r: Resource, schema: dict[str, Any]) -> dict[str, Any]:

@@ -51,8 +51,10 @@ recorded on the Pod from ``pod-kueue-controller``, as Kueue's pod reconciler doe
 back (gated), whenever the message changes (the Pods are not the log's, so the integration appends it, and after
 a restart may record the current message once more, as Kueue's every reconcile would).
 
-Kueue's other Job Events report what kueue-es's job integration does not do: ``Suspended`` (a child Job of a
-Kueue-managed parent), ``ErrWorkloadCompose`` (pod groups) and ``JobNestingTooDeep``.
+On a Job with a Kueue-managed ancestor (:mod:`connectors.k8s.child_jobs`) it records ``Suspended`` "Kueue managed
+child job suspended" once it suspended it, and Warning ``JobNestingTooDeep`` "Terminated search for Kueue-managed
+Job because ancestor depth exceeded limit of 10" when the Job has more parents than that (Kueue at every retry,
+kueue-es once per version of the Job). Kueue's other Job Event, ``ErrWorkloadCompose``, is for pod groups.
 """
 
 from __future__ import annotations
@@ -137,7 +139,7 @@ def job_events(e: ev.AnyEvent, job: Involved | PendingChecks) -> tuple[KubeEvent
             return (make_event(job, NORMAL, STARTED, f"Admitted by clusterQueue {e.cluster_queue}", by),)
         case ev.JobActed(action="Stopped"):
             return (make_event(job, NORMAL, STOPPED, e.message, by),)
-        case ev.JobActed(action="ErrWorkloadCompose"):
+        case ev.JobActed(action="ErrWorkloadCompose" | "JobNestingTooDeep"):
             return (make_event(job, WARNING, e.action, e.message, by),)
         case ev.JobActed(action="WorkloadNameConflict"):
             return (make_event(job, WARNING, e.action, e.message, by, action="Admission"),)

@@ -3,8 +3,8 @@
 Kueue writes that reconciler once, over an interface each kind implements (suspended, active, finished, pods
 ready, reclaimable pods, run and stop with the admission's pod-set information). Here :class:`JobReconciler`
 holds the steps and each kind is a subclass naming only its own reads and writes — the batch/v1 Job
-(:mod:`connectors.k8s.jobs`), the JobSet (:mod:`connectors.k8s.jobset_integration`) and the MPIJob
-(:mod:`connectors.k8s.mpijob_integration`). So a step changed for
+(:mod:`connectors.k8s.jobs`), the JobSet (:mod:`connectors.k8s.jobset_integration`), the MPIJob
+(:mod:`connectors.k8s.mpijob_integration`) and the training operator's jobs (:mod:`connectors.k8s.kubeflow_integration`). So a step changed for
 one kind is changed for all, as in Kueue. The Pod integration is a reconciler of its own, as Kueue's is; it
 shares with these only the small pieces of :mod:`connectors.k8s.owner_index`.
 
@@ -261,16 +261,19 @@ class JobReconciler(Generic[J]):
 
     # --- the steps ---------------------------------------------------------------------------------------------
 
-    async def _without_workload(self, job: J, name: str, *, why: str = MISSING_WORKLOAD, create: bool = True) -> None:
+    async def _without_workload(self, job: J, name: str, *, why: str = MISSING_WORKLOAD, create: bool = True,
+                                elastic: bool = False) -> None:
         """A managed job with none of its own Workload (to be ``name``): suspend it (``Stopped`` with ``why``),
-        then — when the kind may ``create`` one and no pod is active — create it (module docstring)."""
+        then — when the kind may ``create`` one and no pod is active — create it (module docstring). An
+        ``elastic`` job's first slice is created as it runs, pods active or not: its pods wait at their
+        scheduling gate instead (Kueue's reconciler lets a workload-slice job stay active)."""
         if self.finished(job) is not None:
             return
         key = job.key
-        if not job.spec.suspend:
+        if not job.spec.suspend and not elastic:
             await self._once(key, "suspend", job, self._suspend_only(job, name, why))
             return
-        if not create or self.is_active(job):
+        if not create or (self.is_active(job) and not elastic):
             return  # Kueue waits for the pods of a suspended job to go first
         labels = job.metadata.labels
         missing = missing_class(self.state, labels)

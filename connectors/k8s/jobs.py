@@ -23,12 +23,14 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   others are deleted (``DeletedWorkload``) and the pass ends there;
 * **elastic** (``kueue.x-k8s.io/elastic-job: "true"`` under ``ElasticJobsViaWorkloadSlices``): instead of one
   Workload per Job, the Job's not-finished workload slices say which one it runs on
-  (:mod:`connectors.k8s.workload_slices`): a count changed in place (a scale-down, or a slice holding no quota),
+  (:mod:`connectors.k8s.workload_slices`): the first slice made at once, whether the Job runs and its pods are
+  active or not (Kueue's reconciler lets a workload-slice Job stay active: its pods wait at their gate); a count
+  changed in place (a scale-down, or a slice holding no quota),
   a new slice for a scale-up of one holding quota (made while the Job runs on), an old slice that lost its quota
   finished ``OutOfSync``; a finished slice loses its finalizer; the slice kept is then used as a generated
   Workload is, below, but neither rewritten nor re-prioritised, and a running Job is stopped only when it is
   evicted; running on an admitted slice, its pods lose the ``kueue.x-k8s.io/elastic-job`` scheduling gate the
-  Job webhook gave its template;
+  Job webhook gave its template — as many as the slice counts beyond the pods already released;
 * **no Workload yet** (and the Job has not finished, and no pod is active): create ``job-<name>-<hash>`` (the
   hash is the first 5 hex digits of SHA-1 over ``Job\\nbatch\\n<name>\\n<uid>``, like Kueue) with a controller
   ownerReference to the Job, the ``kueue.x-k8s.io/resource-in-use`` finalizer, the ``kueue.x-k8s.io/job-uid``
@@ -69,7 +71,8 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
 * **admitted** (in the log, and in the Workload's stored status: a Job never starts on a decision whose status
   write is still to come, or lost with a crash) and suspended → start: what :mod:`connectors.k8s.podsetinfo`
   says the admission adds (the flavors' ``nodeLabels`` and tolerations, the pod-set and queue labels, the
-  workload annotation, with a topology assignment the TAS scheduling gate, and the Ready checks'
+  workload annotation, an elastic slice's ``kueue.x-k8s.io/workload-slice-name``, with a topology assignment the
+  TAS scheduling gate, and the Ready checks'
   ``podSetUpdates``) is merged into the template (a conflicting key finishes the Workload with
   ``FailedToStart``), partial admission (a ``minCount``) sets ``parallelism``; then ``suspend: false`` — one patch, conditioned
   on the Job's resourceVersion. A Workload that only holds quota (checks pending, topology delayed) is not
@@ -166,6 +169,8 @@ COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 JOB_CONTROLLER_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name",
                          "batch.kubernetes.io/job-name")
 DROPPED_FROM_TEMPLATE = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name")
+ANCESTRY_RETRY_FACTOR = 30.0
+"""Retry delays (the integration's ``retry_s``) before a Job whose ancestry is cyclic or too deep is looked at again."""
 ORPHAN = "Workload:"
 """Prefixes the key of a Workload with no owner among the Job keys the workers take (:meth:`JobIntegration._ownerless`)."""
 
@@ -272,6 +277,9 @@ class JobIntegration(JobReconciler[o.Job]):
         super().__init__(client, journal, JobStats(), log, retry_s=retry_s, append=append)
         self.stats: JobStats
         self.concurrency = concurrency
+        self.parents = child_jobs.Parents()
+        """Where a Job's parents are read (:func:`child_jobs.managed_ancestor`): the connector registers what the
+        other integrations hold."""
         self.retry_s = retry_s
 
     async def run(self) -> None:
@@ -300,9 +308,15 @@ class JobIntegration(JobReconciler[o.Job]):
                 await self._orphaned(obs, wl, gone=job is None)
             return
         config = self._config()
-        if job_selection.runs_parent(job_selection.controller(job.metadata.owner_references), config) \
-                and await self._child(job, config):
-            return  # its parent's Workload is the one queued
+        try:
+            ancestor = child_jobs.managed_ancestor(job.metadata, self.parents.parent_of(config, self.state.jobs),
+                                                   config.manage_jobs_without_queue_name)
+        except child_jobs.AncestryError as exc:
+            await self._ancestry_failed(job, exc)
+            return
+        if ancestor is not None:
+            await self._child(job, ancestor, config)
+            return  # its ancestor's Workload is the one queued
         if not self._managed(job, config):
             return  # not Kueue's: no queue name (unless manageJobsWithoutQueueName), or a namespace left out
         prebuilt_name = prebuilt.name_of(job, self.state.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS))
@@ -334,20 +348,32 @@ class JobIntegration(JobReconciler[o.Job]):
             return
         await self._with_workload(job, obs, wl, generated=not prebuilt_name)
 
-    async def _child(self, job: o.Job, config: SchedulerConfig) -> bool:
-        """A Job whose controller is of a kind Kueue runs (a JobSet's Job, say), when that parent is Kueue's — it has
-        a Workload here, or ``manageJobsWithoutQueueName`` makes every job Kueue's: Kueue's reconciler gives it no
-        Workload of its own, and keeps it suspended while the parent's Workload is missing or not admitted
-        (reference §7.1 item 3; Normal ``Suspended`` "Kueue managed child job suspended"). Whether it was such a
-        child; if not (a parent Kueue does not queue), it is a Job like any other."""
-        parent = child_jobs.parent_workload(job, self.mirror.workloads.values(), self.state.workloads)
-        if parent is None and not config.manage_jobs_without_queue_name:
-            return False
+    async def _child(self, job: o.Job, ancestor: o.ObjectMeta, config: SchedulerConfig) -> None:
+        """A Job with a Kueue-managed ancestor (a queued JobSet's Job, say; :func:`child_jobs.managed_ancestor`):
+        Kueue's reconciler gives it no Workload of its own, and keeps it suspended while the ancestor's Workload
+        is missing or not admitted (reference §7.1 item 3; Normal ``Suspended`` "Kueue managed child job
+        suspended")."""
+        owned = self.mirror.controlled.get(ancestor.uid, set())
+        parent = child_jobs.parent_workload(owned, self.mirror.workloads, self.state.workloads)
         namespace = self.state.namespaces.get(job.metadata.namespace)
+        sliced = any(workload_slices.elastic(self.state, meta.annotations) for meta in (job.metadata, ancestor))
         if job_selection.namespace_managed(namespace, config) and child_jobs.held(
-                job, parent, finished=job_finished(job) is not None):
+                job, parent, finished=job_finished(job) is not None, sliced=sliced):
             await self._once(job.key, "suspend-child", job, self._suspend_child(job))
-        return True
+
+    async def _ancestry_failed(self, job: o.Job, exc: child_jobs.AncestryError) -> None:
+        """Kueue's reconcile fails, and is retried: the Job is left alone and looked at again later — soon for a
+        parent not there yet (the lists other integrations keep may lag the log), after a while otherwise. Too
+        many parents get the Job a Warning ``JobNestingTooDeep``, once per version of the Job."""
+        missing = isinstance(exc, child_jobs.OwnerMissing)
+        self._retry.later(job.key, 1.0 if missing else ANCESTRY_RETRY_FACTOR)
+        if missing:
+            self.log.debug("job waits for its controller", job=job.key, error=str(exc))
+            return
+        self.log.warning("cannot tell the job's Kueue-managed ancestor", job=job.key, error=str(exc))
+        if isinstance(exc, child_jobs.ChainTooLong):
+            await self._once(job.key, "nesting-too-deep", job, self._report(
+                job, child_jobs.NESTING_TOO_DEEP, message=child_jobs.NESTING_TOO_DEEP_MESSAGE))
 
     async def _suspend_child(self, job: o.Job) -> None:
         await self.client.patch(self.RESOURCE, job.metadata.name, {
@@ -442,8 +468,8 @@ class JobIntegration(JobReconciler[o.Job]):
         if step.keep is None:
             live = workload_slices.not_finished(owned)
             name = self._slice_name(job)
-            if not live:  # the first slice: as any Job's first Workload (its pods are not gated here)
-                await self._without_workload(job, name)
+            if not live:  # the first slice: made whether the Job runs or not (its pods wait at their gate)
+                await self._without_workload(job, name, elastic=True)
             else:  # a scale-up: the Job runs on while the new slice waits
                 await self._once(job.key, "create", job, self._create_workload(job, name))
             return True
@@ -466,15 +492,17 @@ class JobIntegration(JobReconciler[o.Job]):
             await self._once(job.key, f"ungate@{wl.uid}", job, self._ungate_pods(job, wl))
 
     async def _ungate_pods(self, job: o.Job, wl: WorkloadInfo) -> None:
-        """Lift the elastic-job gate of every pod of the Job (by the job controller's ``controller-uid`` label),
-        each patch applied only to the pod as read. A pod gone meanwhile is skipped; one changed meanwhile (the
+        """Lift the elastic-job gate of the Job's pods (by the job controller's ``controller-uid`` label) that the
+        slice counts (:func:`connectors.k8s.workload_slices.pods_to_ungate`), each patch applied only to the pod
+        as read. A pod gone meanwhile is skipped; one changed meanwhile (the
         topology ungater, say) fails the pass once the others are done, so that it is retried: a pod left gated
         changes nothing the Job's version counts, so no later pass of that version would come (Kueue requeues)."""
         ns = job.metadata.namespace
         raw = await self.client.request("GET", PODS.collection_path(ns), query=[
             ("labelSelector", f"batch.kubernetes.io/controller-uid={job.metadata.uid}")])
+        granted = sum(ps.count for ps in wl.spec_sets)  # the spec's counts, as Kueue's ungater reads them
         stale: list[str] = []
-        for pod in msgspec.json.decode(raw).get("items") or []:
+        for pod in workload_slices.pods_to_ungate(msgspec.json.decode(raw).get("items") or [], granted):
             ops = workload_slices.ungate_ops(pod)
             if ops is None:
                 continue
@@ -661,8 +689,9 @@ class JobIntegration(JobReconciler[o.Job]):
         assert wl.admission is not None
         psa = next((p for p in wl.admission.pod_set_assignments if p.name == "main"),
                    wl.admission.pod_set_assignments[0] if wl.admission.pod_set_assignments else None)
+        slice_chain = workload_slices.pod_slice_name(self.state, obs)
         try:
-            info = podsetinfo.start_info(self.state, wl, psa) if psa is not None else podsetinfo.PodSetInfo(
+            info = podsetinfo.start_info(self.state, wl, psa, slice_chain) if psa is not None else podsetinfo.PodSetInfo(
                 labels={PODSET_LABEL: "main", **podsetinfo.queue_labels(self.state, wl)})
             merged = podsetinfo.onto_template(job.spec.template, info)
         except podsetinfo.MergeConflict as exc:

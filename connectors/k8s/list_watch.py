@@ -68,8 +68,9 @@ class Watched(Protocol):
 class Informer(Generic[W]):
     """The objects of one resource as last listed or watched (:attr:`known`, key -> object), for the integrations
     that keep their own (the log does not hold them): ``decode`` reads one (None: skipped), ``on_change`` gets the
-    keys of those that changed, came or went, ``on_deleted`` each one the watch saw deleted. ``known`` is one
-    dict for the informer's life, so a holder may keep it. Until the first list is in (:attr:`synced`), nothing
+    keys of those that changed, came or went, ``on_deleted`` each one the watch saw deleted (maybe one never
+    known) or a relist no longer found under its uid (deleted while a 410 Gone left no watch running). ``known``
+    is one dict for the informer's life, so a holder may keep it. Until the first list is in (:attr:`synced`), nothing
     is known, and nothing may be taken as gone. ``optional``: a resource whose CRD may not be served, which then
     lists as empty and is listed again later."""
 
@@ -108,9 +109,13 @@ class Informer(Generic[W]):
             if obj is not None:
                 fresh[obj.key] = obj
         changed = {k for k in fresh.keys() | self.known.keys() if fresh.get(k) != self.known.get(k)}
+        vanished = [old for k, old in self.known.items() if _gone(old, fresh.get(k))]
         self.known.clear()
         self.known.update(fresh)
         self.synced.set()
+        if self.on_deleted is not None:
+            for old in vanished:  # deleted while no watch ran (a 410 Gone): the list is all that tells
+                self.on_deleted(old)
         self._changed(changed)
         return listed.metadata.resource_version if listed is not None else None
 
@@ -140,3 +145,9 @@ class Informer(Generic[W]):
     def _changed(self, keys: set[str]) -> None:
         if keys:
             self.on_change(keys)
+
+
+def _gone(known: Watched, listed: Watched | None) -> bool:
+    """Whether an object known before a relist was deleted meanwhile: not listed, or listed under another uid (a
+    namesake made anew)."""
+    return listed is None or listed.metadata.uid != known.metadata.uid

@@ -15,6 +15,8 @@ RBAC grants exactly what the connector does:
 * JobSets (jobset.x-k8s.io): get/list/watch (the JobSet integration's own watch), patch (suspend/unsuspend,
   inject and restore the replicated Jobs' pod templates), whichever frameworks a replica's Configuration lists;
 * MPIJobs (kubeflow.org): the same, for the MPIJob integration (its replicas' pod templates);
+* the training operator's PyTorchJobs, TFJobs, XGBoostJobs, PaddleJobs and JAXJobs (kubeflow.org): the same, for
+  their integrations, and their ``finalizers`` (update: they own their Workloads);
 * RayJobs and RayClusters (ray.io): the same, for the Ray integrations (their head's and worker groups' pod
   templates, a RayJob's submitter template);
 * the ``finalizers`` subresource (update) of each kind kueue-es makes the owner of what it creates with
@@ -64,6 +66,8 @@ from connectors.k8s.crds import CRD_RESOURCE, all_crds, webhook_conversion
 from connectors.k8s.resources import (
     ALL,
     JOBSETS,
+    KUBEFLOW_GROUP,
+    KUBEFLOW_JOBS,
     KUEUE_GROUP,
     KUEUE_RESOURCES,
     LEASES,
@@ -125,6 +129,10 @@ def cluster_role(name: str = DEFAULT_NAME) -> dict[str, Any]:
         {"apiGroups": [JOBSETS.group], "resources": [f"{JOBSETS.plural}/finalizers"], "verbs": ["update"]},
         {"apiGroups": [MPIJOBS.group], "resources": [MPIJOBS.plural], "verbs": [*READ, "patch"]},
         {"apiGroups": [MPIJOBS.group], "resources": [f"{MPIJOBS.plural}/finalizers"], "verbs": ["update"]},
+        {"apiGroups": [KUBEFLOW_GROUP], "resources": [r.plural for r in KUBEFLOW_JOBS.values()],
+         "verbs": [*READ, "patch"]},
+        {"apiGroups": [KUBEFLOW_GROUP], "resources": [f"{r.plural}/finalizers" for r in KUBEFLOW_JOBS.values()],
+         "verbs": ["update"]},
         {"apiGroups": [RAY_GROUP], "resources": [RAYCLUSTERS.plural, RAYJOBS.plural], "verbs": [*READ, "patch"]},
         {"apiGroups": [RAY_GROUP], "resources": [f"{RAYCLUSTERS.plural}/finalizers", f"{RAYJOBS.plural}/finalizers"],
          "verbs": ["update"]},

@@ -18,9 +18,10 @@ It is a fold like every projection: applying the same records gives the same mir
 to look at (a WorkloadPriorityClass or PriorityClass touches the Jobs without a Workload that name it; a Workload
 touches the Jobs that name it as their prebuilt one, indexed in ``named_by``, which is derived from the Jobs alone
 and so rebuilt, not checkpointed). ``owned_by`` indexes the Workloads each Job (by name) controls, all of them
-(a Job may have more than one: :func:`connectors.k8s.job_sync.one_workload`), and ``dirty_orphans`` collects the
-Workloads left with no owner at all that Kueue would finish or let go of
-(:func:`connectors.k8s.workload_finalizer.ownerless`); both are derived from the observed Workloads, so rebuilt.
+(a Job may have more than one: :func:`connectors.k8s.job_sync.one_workload`), ``controlled`` those each object of
+any kind (by uid) controls, and ``dirty_orphans`` collects the Workloads left with no owner at all that Kueue
+would finish or let go of (:func:`connectors.k8s.workload_finalizer.ownerless`); all are derived from the observed
+Workloads, so rebuilt.
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ class Mirror:
         """Job key -> key of its Workload (the latest one seen)."""
         self.owned_by: dict[str, set[str]] = {}
         """Job key -> keys of every Workload a Job of that name controls (any uid), as last observed."""
+        self.controlled: dict[str, set[str]] = {}
+        """Controller uid -> keys of the Workloads that object (of any kind) controls, as last observed: a child
+        Job's parent's Workloads (:func:`connectors.k8s.child_jobs.parent_workload`)."""
         self.dirty_workloads: set[str] = set()
         self.dirty_jobs: set[str] = set()
         self.dirty_queues: set[str] = set()
@@ -206,13 +210,16 @@ class Mirror:
                                         pending_checks_message(job, wl))
 
     def reindex_owned(self) -> None:
-        """``owned_by`` anew from the observed Workloads (a mirror restored from a checkpoint)."""
+        """``owned_by`` and ``controlled`` anew from the observed Workloads (a mirror restored from a checkpoint)."""
         self.owned_by = {}
+        self.controlled = {}
         for key, w in self.workloads.items():
             self._index_owned(key, None, w)
 
     def _index_owned(self, key: str, before: o.Workload | None, after: o.Workload | None) -> None:
-        """Keep ``owned_by`` up to date as Workload ``key`` goes from ``before`` to ``after`` (None: not there)."""
+        """Keep ``owned_by`` and ``controlled`` up to date as Workload ``key`` goes from ``before`` to ``after``
+        (None: not there)."""
+        _move(self.controlled, key, _controller_uid(before), _controller_uid(after))
         old = _controller_job(before) if before is not None else None
         new = _controller_job(after) if after is not None else None
         if old == new:
@@ -314,6 +321,24 @@ def _job_before(state: ClusterState, e: ev.AnyEvent) -> o.Job | None:
             isinstance(e, ev.ObjectDeleted) and e.kind == "Job"):
         return state.jobs.get(e.key)
     return None
+
+
+def _controller_uid(w: o.Workload | None) -> str | None:
+    return next((r.uid for r in w.metadata.owner_references if r.controller and r.uid), None) if w else None
+
+
+def _move(index: dict[str, set[str]], key: str, old: str | None, new: str | None) -> None:
+    """``key`` from under ``old`` to under ``new`` in ``index`` (None: under none); an emptied entry goes."""
+    if old == new:
+        return
+    if old is not None:
+        keys = index.get(old)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del index[old]
+    if new is not None:
+        index.setdefault(new, set()).add(key)
 
 
 def _controller_job(w: o.Workload) -> str | None:

@@ -7,9 +7,9 @@ mirror then folds the rest of the log and equals the mirror a fold of the whole 
 
 What is *not* kept is what the workers take as they go, the ``dirty_*`` sets, and what the Jobs alone give, the
 index of the prebuilt Workloads they name (``named_by``, rebuilt from the restored state), and what the observed
-Workloads give, the Workloads each Job controls (``owned_by``, rebuilt from them). A fold from the log's first
-event marks every key it meets; a restored mirror marks every key it holds (:meth:`Mirror.mark_all_dirty`),
-so the workers look at each of them once, as they do after a full fold. Keys of objects long deleted, which a
+Workloads give, the Workloads each Job controls (``owned_by``) and each controller uid controls (``controlled``),
+rebuilt from them. A fold from the log's first event marks every key it meets; a restored mirror marks every key
+it holds (:meth:`Mirror.mark_all_dirty`), so the workers look at each of them once, as they do after a full fold. Keys of objects long deleted, which a
 full fold also marks, find nothing to do either way.
 """
 

@@ -166,11 +166,23 @@ def workload_for(state: ClusterState, keys: KeysToCopy, raw_mpijob: dict[str, An
     :class:`~connectors.k8s.job_priority.WorkloadPriorityClassNotFound` or
     :class:`~connectors.k8s.job_priority.PriorityClassNotFound` for a class the log does not hold."""
     meta = raw_mpijob["metadata"]
+    return job_workload(state, keys, raw_mpijob, name, pod_sets(raw_mpijob, tas=state.tas_enabled),
+                        priority_class(msgspec.convert(raw_mpijob, MPIJob)), controller_ref(meta["name"], meta["uid"]))
+
+
+def job_workload(state: ClusterState, keys: KeysToCopy, raw: dict[str, Any], name: str,
+                 pod_sets: list[dict[str, Any]], pods_priority_class: str | None, owner: dict[str, Any]
+                 ) -> dict[str, Any]:
+    """The Workload of a job with a ``runPolicy`` (an MPIJob, a training operator's job: :mod:`connectors.k8s.kubeflow`)
+    as stored, ``raw``, given its ``pod_sets``, the priority class its pods name and its controller reference
+    ``owner``: the queue, priority, maximum execution time, copied labels and ``provreq.kueue.x-k8s.io/``
+    annotations from its metadata; raises as :func:`workload_for`."""
+    meta = raw["metadata"]
     labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
-    spec: dict[str, Any] = {"podSets": pod_sets(raw_mpijob, tas=state.tas_enabled)}
+    spec: dict[str, Any] = {"podSets": pod_sets}
     if labels.get(QUEUE_LABEL):
         spec = {"queueName": labels[QUEUE_LABEL], **spec}
-    priority = workload_priority(state, labels, priority_class(msgspec.convert(raw_mpijob, MPIJob)))
+    priority = workload_priority(state, labels, pods_priority_class)
     if priority is not None:
         spec["priorityClassRef"], spec["priority"] = priority
     max_exec = max_execution_seconds(labels)
@@ -182,7 +194,7 @@ def workload_for(state: ClusterState, keys: KeysToCopy, raw_mpijob: dict[str, An
         "name": name, "namespace": meta["namespace"],
         "labels": {**copied(keys.labels, labels), JOB_UID_LABEL: meta["uid"]},
         "finalizers": [FINALIZER],
-        "ownerReferences": [controller_ref(meta["name"], meta["uid"])],
+        "ownerReferences": [owner],
     }
     if wl_annotations:
         wl_meta["annotations"] = wl_annotations
@@ -238,11 +250,11 @@ def stop_patch(raw_mpijob: dict[str, Any], saved: list[o.PodSet]) -> dict[str, A
     for replica_type, template in templates.items():
         before = copy.deepcopy(template)
         write_template(template, recorded_info(by_name[replica_type.lower()]))
-        _null_removed(before, template)
+        null_removed(before, template)
     return _patch(raw_mpijob, True, templates)
 
 
-def _null_removed(before: dict[str, Any], after: dict[str, Any]) -> None:
+def null_removed(before: dict[str, Any], after: dict[str, Any]) -> None:
     """Mark with ``null`` what ``after`` (a raw pod template about to be merge-patched) dropped of ``before``'s
     labels, annotations, node selector, tolerations and scheduling gates."""
     for part, fields in (("metadata", ("labels", "annotations")),

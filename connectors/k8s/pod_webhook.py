@@ -9,8 +9,9 @@ With it on, a Pod being created is Kueue's to hold back when:
 * its controller is not a batch/v1 Job that names a queue (that Job's Workload admits its pods: the Job
   integration's, not this one's) — under ``manageJobsWithoutQueueName`` not a batch/v1 Job or a Pod at all, each
   being Kueue's then, queue name or not (:mod:`connectors.k8s.job_selection`); with the MPIJob integration on,
-  not an MPIJob, queue name or not (its workers' Pods: that MPIJob's Workload admits them), nor, with the
-  RayCluster integration on, a RayCluster (its head's and workers' Pods);
+  not an MPIJob, queue name or not (its workers' Pods: that MPIJob's Workload admits them); nor, with a training
+  operator kind's integration on, a job of that kind (a PyTorchJob's Pods); nor, with the RayCluster integration
+  on, a RayCluster (its head's and workers' Pods);
 * it names a queue (``kueue.x-k8s.io/queue-name``), or its namespace has a LocalQueue ``default``, whose name it
   is then given (Kueue's LocalQueue defaulting), or ``manageJobsWithoutQueueName`` is on (its Workload then
   waits in no queue until the Pod names one — which, the queue name being fixed for a Pod, is never).
@@ -91,6 +92,8 @@ class PodDefaulting(msgspec.Struct, frozen=True):
     """Kueue's ``TopologyAwareScheduling`` gate: a Pod made Kueue's is also held for topology placement."""
     mpijobs: bool = False
     """The MPIJob integration is on: a Pod whose controller is an MPIJob (a worker's) is that MPIJob's."""
+    kubeflow: frozenset[str] = frozenset()
+    """The training operator's kinds whose integration is on: a Pod such a job controls is that job's."""
     rayclusters: bool = False
     """The RayCluster integration is on: a Pod whose controller is a RayCluster (its head's, a worker's) is that
     RayCluster's."""
@@ -98,7 +101,7 @@ class PodDefaulting(msgspec.Struct, frozen=True):
     @classmethod
     def of(cls, config: SchedulerConfig) -> PodDefaulting:
         return cls(config.manages_pods, config.managed_jobs_selector, config.manage_jobs_without_queue_name,
-                   config.gate(gates.TOPOLOGY_AWARE_SCHEDULING), config.manages_mpijobs,
+                   config.gate(gates.TOPOLOGY_AWARE_SCHEDULING), config.manages_mpijobs, config.kubeflow_kinds,
                    rayclusters=config.manages_rayclusters)
 
 
@@ -213,6 +216,8 @@ async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulti
     controller = job_selection.raw_controller(pod.get("metadata") or {})
     if defaulting.mpijobs and controller is not None and job_selection.is_mpijob(controller):
         return []  # as Kueue, a Pod whose owner an enabled integration runs, queue or not: its Workload admits it
+    if controller is not None and job_selection.is_kubeflow_job(controller, defaulting.kubeflow):
+        return []  # the same for a training operator's job (a PyTorchJob's Pods)
     if defaulting.rayclusters and controller == job_selection.RAYCLUSTER_OWNER:
         return []  # a RayCluster's Pod, the same way
     if defaulting.without_queue:  # every Job (and Pod) parent is Kueue's then: no need to read it

@@ -276,10 +276,16 @@ class PodIntegration:
 
     def _unname(self, pod: ManagedPod) -> None:
         """Forget a single Pod gone as one naming a prebuilt Workload (a group's stays: its group is still to
-        reconcile)."""
+        reconcile). A namesake made anew that names the same Workload keeps it named: a relist reports the old Pod
+        gone after reading the new one."""
         if pod_group.group_key(pod):
             return
+        current = self.pods.get(pod.key)
+        still = set(_names_carried(current)) if current is not None and current.metadata.uid != pod.metadata.uid \
+            else set()
         for wl_key in _names_carried(pod):
+            if wl_key in still:
+                continue
             named = self.named_by.get(wl_key, set())
             named.discard(pod.key)
             if not named:

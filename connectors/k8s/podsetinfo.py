@@ -7,7 +7,9 @@ While Kueue's TopologyAwareScheduling gate is on (in the recorded Configuration;
 annotation ``kueue.x-k8s.io/workload`` (how the ungater and the node-failure rules find a workload's pods) and,
 with a ``topologyAssignment``, the scheduling gate ``kueue.x-k8s.io/topology`` that the ungater lifts pod by pod,
 the label ``kueue.x-k8s.io/tas``, and, when TAS is only implied (no required, preferred or unconstrained
-request), the annotation ``kueue.x-k8s.io/podset-unconstrained-topology: "true"``. Then every Ready check's
+request), the annotation ``kueue.x-k8s.io/podset-unconstrained-topology: "true"``. For an elastic Job's slice
+(``ElasticJobsViaWorkloadSlices``), the annotation ``kueue.x-k8s.io/workload-slice-name`` naming its chain
+(:func:`connectors.k8s.workload_slices.pod_slice_name`), by which every slice's pods are the Job's. Then every Ready check's
 ``podSetUpdates`` for the pod set, in check-name order. Labels, annotations and the node selector merge only
 without conflict (one key, two values): a conflict is a :class:`MergeConflict`, which fails the start for good;
 tolerations and gates are deduplicated.
@@ -27,6 +29,7 @@ UNCONSTRAINED_ANNOTATION = "kueue.x-k8s.io/podset-unconstrained-topology"
 PODSET_LABEL = "kueue.x-k8s.io/podset"
 LQ_LABEL = "kueue.x-k8s.io/local-queue-name"
 CQ_LABEL = "kueue.x-k8s.io/cluster-queue-name"
+SLICE_NAME_ANNOTATION = "kueue.x-k8s.io/workload-slice-name"
 
 
 class MergeConflict(Exception):
@@ -80,8 +83,9 @@ def _implied_tas(req: o.PodSetTopologyRequest | None) -> bool:
     return req is None or not (req.required or req.preferred or req.unconstrained is not None)
 
 
-def from_assignment(state: ClusterState, wl: WorkloadInfo, psa: o.PodSetAssignment) -> PodSetInfo:
-    """What the assignment itself adds (before the checks' updates)."""
+def from_assignment(state: ClusterState, wl: WorkloadInfo, psa: o.PodSetAssignment,
+                    slice_name: str | None = None) -> PodSetInfo:
+    """What the assignment itself adds (before the checks' updates); ``slice_name``: an elastic slice's chain."""
     node_selector: dict[str, str] = {}
     tolerations: list[o.Toleration] = []
     for name in sorted(set(psa.flavors.values())):
@@ -94,6 +98,8 @@ def from_assignment(state: ClusterState, wl: WorkloadInfo, psa: o.PodSetAssignme
     labels = {PODSET_LABEL: psa.name, **queue_labels(state, wl)}
     tas = state.tas_enabled  # Kueue adds nothing of TAS while its TopologyAwareScheduling gate is off
     annotations = {WORKLOAD_ANNOTATION: wl.name} if tas else {}
+    if slice_name:
+        annotations[SLICE_NAME_ANNOTATION] = slice_name
     pod_gates: list[dict[str, str]] = []
     if tas and psa.topology_assignment is not None:
         labels[TAS_LABEL] = "true"
@@ -105,9 +111,10 @@ def from_assignment(state: ClusterState, wl: WorkloadInfo, psa: o.PodSetAssignme
                       tolerations=tolerations, scheduling_gates=pod_gates)
 
 
-def start_info(state: ClusterState, wl: WorkloadInfo, psa: o.PodSetAssignment) -> PodSetInfo:
+def start_info(state: ClusterState, wl: WorkloadInfo, psa: o.PodSetAssignment,
+               slice_name: str | None = None) -> PodSetInfo:
     """Everything starting the pod set adds: the assignment's, then the checks' updates (in name order)."""
-    info = from_assignment(state, wl, psa)
+    info = from_assignment(state, wl, psa, slice_name)
     for name in sorted(wl.check_states):
         if wl.check_states[name].state != "Ready":
             continue

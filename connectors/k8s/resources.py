@@ -105,3 +105,11 @@ RAYCLUSTERS = Resource("RayCluster", RAY_GROUP, "v1", "rayclusters", True, statu
 """Kueue's ``ray.io/rayjob`` and ``ray.io/raycluster`` frameworks (KubeRay's API, served where its CRDs are
 installed): listed and watched by the Ray integrations themselves (:mod:`connectors.k8s.ray_integration`), not put
 in the log."""
+
+KUBEFLOW_JOBS = {kind: Resource(kind, KUBEFLOW_GROUP, "v1", f"{kind.lower()}s", True, status_subresource=True,
+                                optional=True)
+                 for kind in ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob")}
+"""Kind -> the Kubeflow training operator's kubeflow.org/v1 jobs (Kueue's ``kubeflow.org/pytorchjob``, ...
+frameworks): listed and watched by their integrations (:mod:`connectors.k8s.kubeflow_integration`), not put in the
+log."""
+

@@ -62,7 +62,8 @@ class WatchedJobIntegration(JobReconciler[J]):
     """A job kind of another project's API, with its own list+watch (module docstring)."""
 
     K: ModuleType
-    """The kind's pure decisions."""
+    """The kind's pure decisions (a module, or an object with the same names: a
+    :class:`~connectors.k8s.kubeflow.TrainingKind`)."""
     LOG: Any
     """The kind's logger."""
     ITEM: type

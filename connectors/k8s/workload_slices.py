@@ -23,7 +23,9 @@ not finished (oldest first), :func:`ensure` decides, comparing their pod counts 
 The pods: the Job webhook gives an elastic Job's pod template the ``kueue.x-k8s.io/elastic-job`` scheduling gate
 (:func:`connectors.k8s.webhook.elastic_gate_ops`), so the pods a scale-up adds wait for their slice; while the Job
 runs on an admitted slice, the Job integration lifts the gate from the Job's pods (:func:`ungate_ops`; Kueue's
-``StartWorkloadSlicePods``, which finds them by their owner).
+``StartWorkloadSlicePods``, which finds them by their owner) — only from as many as the slice counts beyond the
+pods already running (:func:`pods_to_ungate`, as Kueue's later elastic-job ungater). A Job started on a slice
+gives its pods the chain's ``kueue.x-k8s.io/workload-slice-name`` (:func:`pod_slice_name`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from connectors.k8s import podsetinfo
 from connectors.k8s.workload_names import owner_workload_name
 from events import objects as o
 from projections import gates
@@ -40,8 +43,8 @@ ELASTIC_JOB_ANNOTATION = "kueue.x-k8s.io/elastic-job"
 """On a Job (and its slices): the Job scales through workload slices (value ``"true"``)."""
 ELASTIC_JOB_GATE = "kueue.x-k8s.io/elastic-job"
 """The scheduling gate an elastic Job's pods carry until a slice counting them is admitted."""
-SLICE_NAME_ANNOTATION = "kueue.x-k8s.io/workload-slice-name"
-"""On a slice: the name of the first slice of its chain."""
+SLICE_NAME_ANNOTATION = podsetinfo.SLICE_NAME_ANNOTATION
+"""On a slice, and on the pods of a Job started on one: the name of the first slice of its chain."""
 REPLACEMENT_FOR = SLICE_REPLACEMENT_FOR_ANNOTATION
 OUT_OF_SYNC = "OutOfSync"
 OUT_OF_SYNC_MESSAGE = "The workload slice is out of sync with its parent job"
@@ -52,6 +55,15 @@ Slice = tuple[o.Workload, WorkloadInfo]
 def elastic(state: object, annotations: dict[str, str]) -> bool:
     """Whether a job with these annotations is elastic under the Configuration recorded in the log."""
     return state.gate(gates.ELASTIC_JOBS_VIA_WORKLOAD_SLICES) and annotations.get(ELASTIC_JOB_ANNOTATION) == "true"  # type: ignore[attr-defined]
+
+
+def pod_slice_name(state: object, obs: o.Workload) -> str | None:
+    """The chain name a Job started on ``obs`` gives its pods (Kueue's ``SliceName``: the slice's
+    ``workload-slice-name``, else its own name); None when ``obs`` is not an elastic slice under the recorded
+    Configuration (reference §7.2 rule 8: the annotation is for elastic workloads)."""
+    if not elastic(state, obs.metadata.annotations):
+        return None
+    return obs.metadata.annotations.get(SLICE_NAME_ANNOTATION) or obs.metadata.name
 
 
 def slice_name(kind: str, group: str, name: str, uid: str, generation: int, *, short: bool = False) -> str:
@@ -148,6 +160,21 @@ def counts_patch(obs: o.Workload, job_counts: dict[str, int]) -> list[dict]:
         if job_counts[ps.name] != ps.count:
             ops.append({"op": "replace", "path": f"/spec/podSets/{i}/count", "value": job_counts[ps.name]})
     return ops
+
+
+def has_gate(pod: dict) -> bool:
+    """Whether ``pod`` (as the apiserver returns it) carries the elastic-job gate."""
+    return any(g.get("name") == ELASTIC_JOB_GATE for g in (pod.get("spec") or {}).get("schedulingGates") or [])
+
+
+def pods_to_ungate(pods: Sequence[dict], granted: int) -> list[dict]:
+    """Of a Job's pods, the gated ones to release under a slice that counts ``granted`` pods: as many as it
+    counts beyond the pods already released, lowest name first (Kueue's elastic-job ungater). A terminated pod
+    (``Succeeded``, ``Failed``) counts for neither; a Job has one pod set, so every pod counts against it."""
+    live = [p for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+    gated = sorted((p for p in live if has_gate(p)), key=lambda p: p["metadata"]["name"])
+    room = granted - (len(live) - len(gated))
+    return gated[:max(room, 0)]
 
 
 def ungate_ops(pod: dict) -> list[dict] | None:

@@ -118,6 +118,10 @@ JOBSET_FRAMEWORK = "jobset.x-k8s.io/jobset"
 MPIJOB_FRAMEWORK = "kubeflow.org/mpijob"
 RAYJOB_FRAMEWORK = "ray.io/rayjob"
 RAYCLUSTER_FRAMEWORK = "ray.io/raycluster"
+KUBEFLOW_FRAMEWORKS = {"PyTorchJob": "kubeflow.org/pytorchjob", "TFJob": "kubeflow.org/tfjob",
+                       "XGBoostJob": "kubeflow.org/xgboostjob", "PaddleJob": "kubeflow.org/paddlejob",
+                       "JAXJob": "kubeflow.org/jaxjob"}
+"""Kind -> Kueue's framework name for the Kubeflow training operator's kubeflow.org/v1 jobs (each off unless listed)."""
 DEFAULT_FRAMEWORKS = (JOB_FRAMEWORK,)
 """The frameworks Kueue manages when the Configuration lists none (its defaulting, not the manifest it ships, which
 lists more): the plain-Pod integration (``pod``), JobSets and MPIJobs are off."""
@@ -219,6 +223,16 @@ class SchedulerConfig(_Cfg):
         """Kueue's MPIJob integration is on (``kubeflow.org/mpijob`` among the frameworks; off unless listed): an
         MPIJob naming a queue runs only while its Workload is admitted (:mod:`connectors.k8s.mpijob_integration`)."""
         return MPIJOB_FRAMEWORK in self.frameworks
+
+    def manages_kubeflow(self, kind: str) -> bool:
+        """Kueue's integration for the training operator's ``kind`` (``PyTorchJob``, ``TFJob``, ...) is on: its
+        framework (:data:`KUBEFLOW_FRAMEWORKS`) is listed (:mod:`connectors.k8s.kubeflow_integration`)."""
+        return KUBEFLOW_FRAMEWORKS.get(kind) in self.frameworks
+
+    @property
+    def kubeflow_kinds(self) -> frozenset[str]:
+        """The training operator's kinds whose integration is on (:meth:`manages_kubeflow`)."""
+        return frozenset(k for k in KUBEFLOW_FRAMEWORKS if self.manages_kubeflow(k))
 
     @property
     def manages_rayjobs(self) -> bool:

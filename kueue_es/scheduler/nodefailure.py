@@ -6,7 +6,11 @@ taint the workload does not tolerate for good (only under TASReplaceNodeOnNodeTa
 only once none of the workload's pods is still progressing on it. With that gate off, Kueue does not look at the
 pods: a node that is not Ready is left alone until it has been so for 30 s (:mod:`projections.node_ready`), then
 fails whatever runs on it, and an untolerated taint fails it at once (a taint tolerated for a while only still
-waits for the pods).
+waits for the pods). The deprecated TASReplaceNodeDueToNotReadyOverFixedTime adds that 30 s rule to the pods rule:
+a node not Ready fails once no pod of the workload progresses on it or once it has been not Ready for 30 s,
+whichever comes first (the shared reference's §4.3; Kueue's controller sets no timer for it while
+TASReplaceNodeOnPodTermination is on and applies it at its next look at the node, which kueue-es does not follow:
+the 30 s end wakes the rules as it does with that gate off).
 The first failed node goes to ``status.unhealthyNodes`` and is replaced in place by a second pass; a second,
 different failure evicts the workload (NodeFailures); a node that recovers leaves the list. Under
 SkipReassignmentForPodOwnedWorkloads the second pass keeps the placement of a workload owned by a single Pod and
@@ -107,10 +111,11 @@ def _progressing(state: ClusterState, wl: WorkloadInfo, node: str) -> bool:
 
 
 def verdict(state: ClusterState, wl: WorkloadInfo, node: str, pod_sets: list[str], now: int, *,
-            taints: bool = True, on_pod_termination: bool = True) -> str:
+            taints: bool = True, on_pod_termination: bool = True, fixed_time: bool = False) -> str:
     """What ``node`` is for ``wl`` (whose ``pod_sets`` are placed on it) at ``now``: FAILED, HEALTHY or WAITING.
     ``taints`` is Kueue's TASReplaceNodeOnNodeTaints gate (off, a Ready node is healthy whatever its taints),
-    ``on_pod_termination`` its TASReplaceNodeOnPodTermination gate (see the module docstring)."""
+    ``on_pod_termination`` its TASReplaceNodeOnPodTermination gate and ``fixed_time`` its
+    TASReplaceNodeDueToNotReadyOverFixedTime gate (see the module docstring)."""
     obj = state.nodes.get(node)
     if obj is None:
         return FAILED
@@ -118,10 +123,11 @@ def verdict(state: ClusterState, wl: WorkloadInfo, node: str, pod_sets: list[str
     if ready is None:
         return FAILED
     if ready.status != "True":
-        if on_pod_termination:
-            return _once_no_pod_progresses(state, wl, node)
         ends = not_ready_wait_ends(obj)
-        return FAILED if ends is None or ends <= now else WAITING
+        waited = ends is None or ends <= now
+        if on_pod_termination:
+            return FAILED if fixed_time and waited else _once_no_pod_progresses(state, wl, node)
+        return FAILED if waited else WAITING
     if not taints:
         return HEALTHY
     taken = _taint_verdict(obj, _tolerations(state, wl, pod_sets))
@@ -137,15 +143,16 @@ def _once_no_pod_progresses(state: ClusterState, wl: WorkloadInfo, node: str) ->
 
 
 def node_failure_decisions(state: ClusterState, wl: WorkloadInfo, base: dict, now: int, *, taints: bool = True,
-                           on_pod_termination: bool = True, kept: tuple[str, ...] = ()) -> list[ev.Decision]:
+                           on_pod_termination: bool = True, fixed_time: bool = False,
+                           kept: tuple[str, ...] = ()) -> list[ev.Decision]:
     """What the node controller does for one admitted workload at ``now`` (nothing when all its nodes are
     healthy); the gates as for :func:`verdict`. ``kept``: failed nodes the workload's placement was kept on, which
     the controller has not looked at since (not listed again)."""
     nodes = assigned_nodes(state, wl)
     if not nodes:
         return []
-    verdicts = {n: verdict(state, wl, n, nodes[n], now, taints=taints, on_pod_termination=on_pod_termination)
-                for n in sorted(nodes)}
+    verdicts = {n: verdict(state, wl, n, nodes[n], now, taints=taints, on_pod_termination=on_pod_termination,
+                           fixed_time=fixed_time) for n in sorted(nodes)}
     failed = [n for n, v in verdicts.items() if v == FAILED and n not in kept]
     listed = list(wl.unhealthy_nodes)
     kept = [n for n in listed if verdicts.get(n) in (FAILED, WAITING)]
@@ -164,8 +171,8 @@ def node_failure_decisions(state: ClusterState, wl: WorkloadInfo, base: dict, no
 
 def next_wait_end(state: ClusterState) -> int | None:
     """When the first wait on a node that is not Ready ends, among the nodes an admitted workload (not evicted)
-    is placed on and does not list yet: the time at which, with TASReplaceNodeOnPodTermination off, the rules act
-    without any new event."""
+    is placed on and does not list yet: the time at which, with TASReplaceNodeOnPodTermination off or
+    TASReplaceNodeDueToNotReadyOverFixedTime on, the rules act without any new event."""
     if not len(state.node_waits):
         return None
     waited_on: set[str] = set()

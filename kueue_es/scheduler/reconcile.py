@@ -131,6 +131,7 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
     replaces_nodes = config.gate(gates.TAS_FAILED_NODE_REPLACEMENT)  # Kueue runs no node controller without it
     node_taints = config.gate(gates.TAS_REPLACE_NODE_ON_NODE_TAINTS)
     on_pod_termination = config.gate(gates.TAS_REPLACE_NODE_ON_POD_TERMINATION)
+    fixed_time = config.gate(gates.TAS_REPLACE_NODE_DUE_TO_NOT_READY_OVER_FIXED_TIME)
     skip_reassignment = config.gate(gates.SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS)
     everything = full or state.touched_all or _node_wait_ended(state, now) or _new_configuration(state, config)
     touched = None if everything else state.touched
@@ -197,7 +198,8 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
             if state.nodes and wl.phase == ADMITTED and replaces_nodes:
                 kept = wl.kept_nodes if skip_reassignment and wl.pod_owned else ()
                 failures = node_failure_decisions(state, wl, base, now, taints=node_taints,
-                                                  on_pod_termination=on_pod_termination, kept=kept)
+                                                  on_pod_termination=on_pod_termination,
+                                                  fixed_time=fixed_time, kept=kept)
                 if failures:
                     out.extend(failures)
                     continue
@@ -471,7 +473,8 @@ def next_deadline(state: ClusterState, config: SchedulerConfig) -> int | None:
     limit = state.max_execution_clock.first()
     if limit is not None:
         times.append(limit)
-    waits_on_nodes = not config.gate(gates.TAS_REPLACE_NODE_ON_POD_TERMINATION)
+    waits_on_nodes = (not config.gate(gates.TAS_REPLACE_NODE_ON_POD_TERMINATION)
+                      or config.gate(gates.TAS_REPLACE_NODE_DUE_TO_NOT_READY_OVER_FIXED_TIME))
     if waits_on_nodes and config.gate(gates.TAS_FAILED_NODE_REPLACEMENT):
         wait = next_wait_end(state)
         if wait is not None:

@@ -13,6 +13,7 @@ from fixtures.jobs import NAME, UID, integration, job, namespace, workload
 
 from connectors.k8s import job_selection
 from connectors.k8s.jobs import JobIntegration
+from connectors.k8s.jobset import JobSet
 from connectors.k8s.mirror import Mirror
 from events import objects as o
 from events import schema as ev
@@ -137,23 +138,42 @@ def _parent_workload() -> o.Workload:
         wl.metadata, name="jobset-js-12345", owner_references=[JOBSET_PARENT]))
 
 
-@pytest.mark.asyncio
-@pytest.mark.parametrize(("parent", "labels", "suspended"), [
-    (None, {QUEUE: "lq"}, True),  # its parent not Kueue's: a queued Job like any, suspended to get its Workload
-    ("pending", {QUEUE: "lq"}, True),
-    ("admitted", {QUEUE: "lq"}, False),
-    ("pending", {}, True),  # naming no queue: its parent is Kueue's all the same
-    (None, {}, False),  # naming no queue, its parent not Kueue's: neither is it
-], ids=["no-parent-workload", "parent-pending", "parent-admitted", "unqueued-parent-pending", "unqueued-no-parent"])
-async def test_a_running_child_job_is_kept_suspended_until_its_parents_workload_is_admitted(
-        parent: str | None, labels: dict[str, str], suspended: bool) -> None:
-    """Reference §7.1 item 3: a JobSet's Job (the JobSet integration on) gets no Workload of its own and is
-    suspended ("Kueue managed child job suspended") while the JobSet's Workload is missing or not admitted."""
-    config = _config(integrations={"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]})
-    child = msgspec.structs.replace(job(suspend=False), metadata=msgspec.structs.replace(
+def _jobset(*, queued: bool) -> JobSet:
+    """The JobSet ``ns/js`` the child Jobs belong to, naming LocalQueue ``lq`` when ``queued``."""
+    return JobSet(metadata=o.ObjectMeta(name="js", namespace="ns", uid="js-uid",
+                                        labels={QUEUE: "lq"} if queued else {}))
+
+
+def _held(jobs: JobIntegration, *jobsets: JobSet) -> None:
+    """The JobSets as the JobSet integration's informer would hold them."""
+    jobs.parents.hold("JobSet", {js.key: js for js in jobsets})
+
+
+JOBSETS_ON = _config(integrations={"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]})
+
+
+def _child(*, labels: dict[str, str], suspend: bool = False) -> o.Job:
+    return msgspec.structs.replace(job(suspend=suspend), metadata=msgspec.structs.replace(
         job().metadata, labels=labels, owner_references=[JOBSET_PARENT]))
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("queued", "parent", "labels", "suspended"), [
+    (True, None, {QUEUE: "lq"}, True),  # the JobSet's Workload not made yet: the Job is its child all the same
+    (True, "pending", {QUEUE: "lq"}, True),
+    (True, "admitted", {QUEUE: "lq"}, False),
+    (True, "pending", {}, True),  # naming no queue: its parent is Kueue's all the same
+    (False, None, {QUEUE: "lq"}, True),  # its parent not Kueue's: a queued Job like any, suspended to get its own
+    (False, None, {}, False),  # naming no queue, its parent not Kueue's: neither is it
+], ids=["parent-workload-missing", "parent-pending", "parent-admitted", "unqueued-parent-pending",
+        "unqueued-parent-queued-job", "unqueued-parent-unqueued-job"])
+async def test_a_running_child_job_is_kept_suspended_until_its_parents_workload_is_admitted(
+        queued: bool, parent: str | None, labels: dict[str, str], suspended: bool) -> None:
+    """Reference §7.1 item 3: a queued JobSet's Job (the JobSet integration on) gets no Workload of its own and is
+    suspended ("Kueue managed child job suspended") while the JobSet's Workload is missing or not admitted."""
     objs = () if parent is None else (_parent_workload(),)
-    jobs, mirror, client = _setup(child, *objs, before=(config,))
+    jobs, mirror, client = _setup(_child(labels=labels), *objs, before=(JOBSETS_ON,))
+    _held(jobs, _jobset(queued=queued))
     if parent == "admitted":
         mirror.state.workloads["ns/jobset-js-12345"].phase = ADMITTED
     await jobs.reconcile("ns/train")
@@ -198,11 +218,46 @@ def test_the_selection_rule() -> None:
 @pytest.mark.parametrize("parent_queued", [True, False])
 async def test_a_suspended_job_naming_a_queue_gets_a_workload_of_its_own_only_when_its_parent_is_not_kueues(
         parent_queued: bool) -> None:
-    """A queued JobSet's Workload is the one queued: its Job, whatever queue its template gave it, is not one more.
-    Under a JobSet Kueue does not queue (no Workload), the Job is a Job like any (Kueue finds no managed ancestor)."""
-    config = _config(integrations={"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]})
-    child = msgspec.structs.replace(job(), metadata=msgspec.structs.replace(
-        job().metadata, labels={QUEUE: "lq"}, owner_references=[JOBSET_PARENT]))
-    jobs, _, client = _setup(child, *((_parent_workload(),) if parent_queued else ()), before=(config,))
+    """A queued JobSet's Workload is the one queued: its Job, whatever queue its template gave it, is not one more,
+    also before the JobSet's Workload is made (Kueue reads the JobSet's queue-name label, not its Workload). Under
+    a JobSet naming no queue, the Job is a Job like any (Kueue finds no managed ancestor)."""
+    jobs, _, client = _setup(_child(labels={QUEUE: "lq"}, suspend=True), before=(JOBSETS_ON,))
+    _held(jobs, _jobset(queued=parent_queued))
     await jobs.reconcile("ns/train")
     assert client.patches == [] and bool(client.created) == (not parent_queued)
+
+
+@pytest.mark.asyncio
+async def test_a_job_whose_parent_is_not_held_yet_is_left_alone_and_looked_at_again() -> None:
+    """Kueue's reconcile fails when the controller it walks to is not there: the Job is left as it is (no Workload
+    of its own) until the JobSet integration's list holds the JobSet."""
+    jobs, _, client = _setup(_child(labels={QUEUE: "lq"}), before=(JOBSETS_ON,))
+    _held(jobs)
+    await jobs.reconcile("ns/train")
+    assert client.patches == [] and client.created == []
+    assert "ns/train" in jobs._retry._at, "looked at again after the retry delay"
+
+
+def _parent_workload_named(name: str, created: str, *, admitted: bool = False, finished: bool = False
+                           ) -> o.Workload:
+    wl = _parent_workload()
+    status = o.WorkloadStatus(conditions=[o.Condition(type="Finished", status="True", reason="Succeeded")]
+                              if finished else [])
+    return msgspec.structs.replace(wl, metadata=msgspec.structs.replace(
+        wl.metadata, name=name, uid=f"uid-{name}", creation_timestamp=created), status=status)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("newer_finished", "suspended"), [(False, True), (True, False)],
+                         ids=["newest-pending", "newest-finished"])
+async def test_the_parents_workload_is_its_newest_not_finished_one(newer_finished: bool, suspended: bool) -> None:
+    """Kueue's job reconciler takes the parent's newest Workload not finished (by creation time), whatever the
+    names: an admitted older one does not let the child run while a newer one waits."""
+    older = _parent_workload_named("jobset-js-aaaaa", "2026-01-01T00:00:00Z")
+    newer = _parent_workload_named("jobset-js-bbbbb", "2026-01-01T00:00:05Z", finished=newer_finished)
+    jobs, mirror, client = _setup(_child(labels={QUEUE: "lq"}), older, newer, before=(JOBSETS_ON,))
+    _held(jobs, _jobset(queued=True))
+    mirror.state.workloads["ns/jobset-js-aaaaa"].phase = ADMITTED
+    await jobs.reconcile("ns/train")
+    assert client.created == []
+    assert bool(client.patches) == suspended

@@ -160,3 +160,19 @@ async def test_an_optional_kind_not_served_lists_as_empty_and_a_required_one_fai
     assert await informer.relist() is None and informer.synced.is_set() and informer.known == {}
     with pytest.raises(NotFound):
         await _informer(_Cluster([], [], served=False), [], []).relist()
+
+
+@pytest.mark.asyncio
+async def test_a_relist_tells_of_each_object_deleted_while_no_watch_ran() -> None:
+    """After a 410 Gone the watch that would have brought the deletions is lost: the relist is all that shows them,
+    so the informer reports each known object it no longer lists (or lists under a new uid) as deleted."""
+    cluster = _Cluster([_raw("a", "u-a", "1"), _raw("b", "u-b", "2"), _raw("c", "u-c", "3")], [])
+    changes: list[set[str]] = []
+    deleted: list[str] = []
+    informer = _informer(cluster, changes, deleted)
+    await informer.relist()
+    assert deleted == []
+    cluster.items = [_raw("a", "u-a", "1"), _raw("c", "u-c2", "4")]
+    await informer.relist()
+    assert sorted(deleted) == ["u-b", "u-c"], "b gone, c made anew under another uid"
+    assert changes[-1] == {"ns/b", "ns/c"} and sorted(informer.known) == ["ns/a", "ns/c"]

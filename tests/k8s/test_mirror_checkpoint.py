@@ -33,7 +33,7 @@ RESTORED = {"state", "inventory", "workloads", "pending", "request_decisions", "
             "kube_events"}
 """The mirror's fields a checkpoint holds; the others are rebuilt (``dirty_*``) or the process's own."""
 REBUILT = {"dirty_workloads", "dirty_jobs", "dirty_queues", "dirty_retention", "dirty_finalizers", "dirty_orphans",
-           "listeners", "named_by", "owned_by"}
+           "listeners", "named_by", "owned_by", "controlled"}
 
 
 def _job(ns: str, name: str) -> o.Job:
@@ -120,6 +120,7 @@ def assert_same(full: Mirror, restored: Mirror) -> None:
         assert getattr(restored, name) == getattr(full, name), name
     assert restored.named_by == full.named_by, "the prebuilt-name index is rebuilt from the Jobs"
     assert restored.owned_by == full.owned_by, "the index of the Workloads each Job controls, from the Workloads"
+    assert restored.controlled == full.controlled, "the index of the Workloads by controller uid, from the Workloads"
     assert _ledger(restored) == _ledger(full)
     # every key of what is there is the workers' to look at, as after the full fold
     present_workloads = full.state.workloads.keys() | full.workloads.keys() | full.pending.keys()

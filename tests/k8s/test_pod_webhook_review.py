@@ -214,6 +214,26 @@ def test_with_the_mpijob_integration_on_an_mpijobs_worker_pods_are_its_own(witho
     assert _ops(response)[-2:] == TAS_GATED, "the MPIJob integration off: a Pod like any other"
 
 
+# --- the Kubeflow training-job integrations ---------------------------------------------------------------------
+
+PYTORCHJOB_OWNER = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "pt", "uid": "p",
+                    "controller": True}
+
+
+@pytest.mark.parametrize("without_queue", [False, True])
+def test_with_the_pytorchjob_integration_on_a_pytorchjobs_pods_are_its_own(without_queue: bool) -> None:
+    """The training operator makes a PyTorchJob's Pods with the job as their controller: left to it while its
+    integration is on (its Workload admits them), a Pod like any other while it is off."""
+    config = {"integrations": {"frameworks": ["batch/job", "pod", "kubeflow.org/pytorchjob"]},
+              "manageJobsWithoutQueueName": without_queue}
+    labels = {"app": "x"} if without_queue else {Q: "lq"}
+    response, _ = _review(_pod(labels, PYTORCHJOB_OWNER), PodDefaulting.of(load_config(config)))
+    assert _ops(response) == []
+    config["integrations"] = {"frameworks": ["batch/job", "pod", "kubeflow.org/tfjob"]}
+    response, _ = _review(_pod(labels, PYTORCHJOB_OWNER), PodDefaulting.of(load_config(config)))
+    assert _ops(response)[-2:] == TAS_GATED, "the PyTorchJob integration off: a Pod like any other"
+
+
 # --- the RayCluster integration --------------------------------------------------------------------------------
 
 RAYCLUSTER_OWNER = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "name": "rc", "uid": "r", "controller": True}

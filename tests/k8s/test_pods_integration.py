@@ -886,3 +886,29 @@ async def test_a_group_workload_none_of_whose_pods_has_its_roles_is_deleted_befo
     assert isinstance(deleted, ev.JobActed) and (deleted.key, deleted.action, deleted.message) == (
         "ns/a", "DeletedWorkload", "Deleted not matching Workload: ns/g")
     assert pods.stats.deleted == 1
+
+
+@pytest.mark.asyncio
+async def test_a_relist_forgets_a_pod_deleted_unseen_but_not_its_namesake_naming_the_same_workload() -> None:
+    """After a 410 Gone the relist reports the Pods deleted meanwhile: one that named a prebuilt Workload stops
+    naming it, unless a Pod made anew under its name names it too."""
+    def raw(name: str, uid: str) -> msgspec.Raw:
+        return msgspec.Raw(msgspec.json.encode({"metadata": {
+            "name": name, "namespace": "ns", "uid": uid, "resourceVersion": "1",
+            "labels": {"kueue.x-k8s.io/managed": "true", "kueue.x-k8s.io/prebuilt-workload-name": f"pre-{name}"}}}))
+
+    class Listing(Client):
+        items: list[msgspec.Raw] = []
+
+        async def list(self, resource: Any, *, label_selector: str = "") -> Any:
+            from connectors.k8s.client import ListMeta, RawList
+            return RawList(metadata=ListMeta(resource_version="10"), items=self.items)
+
+    client = Listing()
+    pods, *_ = integration(client=client)
+    client.items = [raw("p", "u1"), raw("q", "u2")]
+    await pods.informer.relist()
+    assert set(pods.named_by) == {"ns/pre-p", "ns/pre-q"}
+    client.items = [raw("p", "u3")]
+    await pods.informer.relist()
+    assert pods.named_by == {"ns/pre-p": {"ns/p"}}, "q forgotten, p's namesake still names pre-p"

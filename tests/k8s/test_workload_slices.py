@@ -348,3 +348,71 @@ def test_a_running_elastic_job_may_change_its_prebuilt_workload() -> None:
     assert job_validation.update_errors(old, new, GATE_ON) == []
     assert job_validation.update_errors(old, new, GATE_OFF) == [
         f'metadata.labels[{prebuilt}]: Invalid value: "b": field is immutable']
+
+
+# --- the first slice, the pods' chain name, how many pods are released -------------------------------------------
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("suspend", [False, True])
+async def test_an_elastic_job_with_active_pods_and_no_slice_gets_its_first_slice_and_runs_on(suspend: bool) -> None:
+    """Kueue's reconciler neither suspends a workload-slice Job for its missing Workload nor waits for its pods to
+    go: the first slice is made at once, and the pods wait at their elastic-job gate."""
+    j = _elastic_job(4, suspend=suspend)
+    j = msgspec.structs.replace(j, status=msgspec.structs.replace(j.status, active=2))
+    jobs, _, appended, client = _setup(j)
+    await jobs.reconcile("ns/train")
+    (body,) = client.created
+    assert body["metadata"]["name"] == _slice_name(1)
+    assert body["metadata"]["annotations"] == {**ELASTIC, SLICE_NAME: _slice_name(1)}
+    assert client.patches == [], "the Job is not suspended"
+    assert [e.action for e in appended if isinstance(e, ev.JobActed)] == ["CreatedWorkload"]
+
+
+@pytest.mark.asyncio
+async def test_a_job_started_on_its_slice_gives_its_pods_the_chain_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    jobs, mirror, _, client = _setup(_elastic_job(4, suspend=True), _slice("a", 4))
+    _phase(mirror, "a", ADMITTED)
+    monkeypatch.setattr("connectors.k8s.jobframework.admission_shown", lambda wl, obs: True)  # stored as decided
+    await jobs.reconcile("ns/train")
+    (start,) = [body for kind, _, body, _ in client.patches if kind == "Job"]
+    assert start["spec"]["suspend"] is False
+    assert start["spec"]["template"]["metadata"]["annotations"] == {
+        SLICE_NAME: _slice_name(1), "kueue.x-k8s.io/workload": "a"}, "the chain's name beside the slice's own"
+
+
+def test_the_chain_name_on_the_pods_is_the_slices_or_its_own_name() -> None:
+    jobs, mirror, _, _ = _setup(_elastic_job(4), _slice("a", 4))
+    obs = mirror.workloads["ns/a"]
+    assert workload_slices.pod_slice_name(mirror.state, obs) == _slice_name(1)
+    unnamed = msgspec.structs.replace(obs, metadata=msgspec.structs.replace(obs.metadata, annotations=ELASTIC))
+    assert workload_slices.pod_slice_name(mirror.state, unnamed) == "a"
+    plain = msgspec.structs.replace(obs, metadata=msgspec.structs.replace(obs.metadata, annotations={}))
+    assert workload_slices.pod_slice_name(mirror.state, plain) is None
+    _, off, _, _ = _setup(_elastic_job(4), _slice("a", 4), gate=False)
+    assert workload_slices.pod_slice_name(off.state, obs) is None, "gate off: not an elastic slice"
+
+
+def _phased(name: str, phase: str, *gates: str) -> dict[str, Any]:
+    return {**_pod(name, *gates), "status": {"phase": phase}}
+
+
+def test_only_as_many_gated_pods_as_the_slice_counts_are_released() -> None:
+    gate = "kueue.x-k8s.io/elastic-job"
+    pods = [_phased("p5", "Pending", gate), _phased("p1", "Running"), _phased("p2", "Succeeded"),
+            _phased("p3", "Pending", gate), _phased("p4", "Pending", gate), _phased("p6", "Failed", gate)]
+    names = [p["metadata"]["name"] for p in workload_slices.pods_to_ungate(pods, 3)]
+    assert names == ["p3", "p4"], "room for 3 - 1 running; the terminated ones count for nothing; lowest name first"
+    assert workload_slices.pods_to_ungate(pods, 1) == []
+    assert workload_slices.pods_to_ungate([_phased("p1", "Running")] * 3, 2) == []
+
+
+@pytest.mark.asyncio
+async def test_the_job_integration_releases_only_the_pods_its_slice_counts() -> None:
+    gate = "kueue.x-k8s.io/elastic-job"
+    jobs, mirror, _, client = _setup(_elastic_job(2), _slice("a", 2))
+    _phase(mirror, "a", ADMITTED)
+    client.pods = [_phased("p3", "Pending", gate), _phased("p1", "Running"), _phased("p2", "Pending", gate)]
+    await jobs.reconcile("ns/train")
+    assert [name for kind, name, _, _ in client.patches if kind == "Pod"] == ["p2"]
+    assert jobs.stats.pods_ungated == 1

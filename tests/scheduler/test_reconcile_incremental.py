@@ -6,7 +6,8 @@ looks at every workload. Over random logs — workloads queued, admitted, evicte
 deleted, some with a maximum execution time that runs out, across admissions too; admission checks of another
 controller and of the ProvisioningRequest controller, with requests failing, expiring, provisioned and going
 away; TAS workloads on nodes that fail and recover, with pods that run and end, and nodes whose 30 s NotReady wait
-(TASReplaceNodeOnPodTermination off) runs out in time or has long run out; workloads owned by a single Pod, whose
+(TASReplaceNodeOnPodTermination off, or TASReplaceNodeDueToNotReadyOverFixedTime on) runs out in time or has long
+run out; workloads owned by a single Pod, whose
 placement is kept on a failed node and who are not requeued after a preemption (SkipReassignmentForPodOwnedWorkloads,
 switched off too); LocalQueues and
 ClusterQueues stopped, drained and deleted; checks and configs changing; time passing in steps from 1 ms to
@@ -66,6 +67,7 @@ CONFIGS = (
     _config({"featureGates": {"UnadmittedWorkloadsExplicitStatus": True}}),
     _config({"featureGates": {"TASReplaceNodeOnNodeTaints": False}}),
     _config({"featureGates": {"SkipReassignmentForPodOwnedWorkloads": False}}),
+    _config({"featureGates": {"TASReplaceNodeDueToNotReadyOverFixedTime": True}}),
     _config({"featureGates": {"TASReplaceNodeOnPodTermination": False}}),
 )
 
@@ -178,7 +180,7 @@ def next_deadline_by_scan(state: ClusterState, config) -> int | None:
                 d = max_execution_deadline(wl)
                 if d is not None:
                     times.append(d)
-    if not config.gate("TASReplaceNodeOnPodTermination"):
+    if not config.gate("TASReplaceNodeOnPodTermination") or config.gate("TASReplaceNodeDueToNotReadyOverFixedTime"):
         for cq in state.reserving:
             for key in state.reserving[cq]:
                 wl = state.workloads[key]
@@ -457,14 +459,18 @@ def test_a_pod_that_stops_under_a_failed_node_is_looked_at_again(stops: str) -> 
     assert [(type(d).__name__, d.nodes) for d in r.decide()] == [("UnhealthyNodesChanged", [first])]
 
 
+@pytest.mark.parametrize("gate", ["TASReplaceNodeOnPodTermination=false",
+                                  "TASReplaceNodeDueToNotReadyOverFixedTime=true"])
 @pytest.mark.parametrize("fold_sees_the_time", [True, False])
-def test_the_end_of_a_not_ready_nodes_wait_is_looked_at_again(fold_sees_the_time: bool) -> None:
-    """With TASReplaceNodeOnPodTermination off, a NotReady node fails 30 s after its Ready condition turned, with
-    the pod still running: no event about the workload, pod or node marks that, so the fold takes the node out
-    of its waits once the log's time reaches the end (and every workload counts as touched), and a pass asked
-    about a later time than the log's looks at every workload. Either way, the incremental pass decides."""
+def test_the_end_of_a_not_ready_nodes_wait_is_looked_at_again(fold_sees_the_time: bool, gate: str) -> None:
+    """With TASReplaceNodeOnPodTermination off, or TASReplaceNodeDueToNotReadyOverFixedTime on, a NotReady node
+    fails 30 s after its Ready condition turned, with the pod still running: no event about the workload, pod or
+    node marks that, so the fold takes the node out of its waits once the log's time reaches the end (and every
+    workload counts as touched), and a pass asked about a later time than the log's looks at every workload.
+    Either way, the incremental pass decides."""
     r = Run()
-    r.config = CONFIGS[-1]
+    name, value = gate.split("=")
+    r.config = _config({"featureGates": {name: value == "true"}})
     r.observe(workload("ns0", "w0", "u0", "lq-tas", 3, 2, True))
     r.op("settle", 0, 0, 0)
     first = sorted(assigned_nodes(r.state, r.state.workloads["ns0/w0"]))[0]

@@ -59,11 +59,13 @@ async def _pump(stream: asyncio.StreamReader, into: list, parse: bool) -> None:
 async def run(cluster, name: str, log_dir: Path, lease_ns: str, *, script: str | None = None,
               extra_env: dict[str, str] | None = None) -> AsyncIterator[Proc]:
     """``kueue-es run --kube`` over ``log_dir`` (its Lease in ``lease_ns``, short election timings); ``script``: a
-    file in this directory run instead of ``-m kueue_es`` (e.g. ``crashing_kube_run.py``)."""
+    file in this directory run instead of ``-m kueue_es`` (e.g. ``crashing_kube_run.py``). The renew deadline
+    leaves room for an apiserver slowed by a loaded machine: a leader that misses it exits, and a test then sees
+    its servers vanish. When the block fails, the process's last log lines go to stderr, for pytest to show."""
     port, metrics_port = free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUEUE_ES_")}
-    env.update({"KUEUE_ES_KUBE_LEASE_NAMESPACE": lease_ns, "KUEUE_ES_KUBE_LEASE_DURATION_S": "3",
-                "KUEUE_ES_KUBE_RENEW_DEADLINE_S": "2", "KUEUE_ES_KUBE_RETRY_PERIOD_S": "0.5",
+    env.update({"KUEUE_ES_KUBE_LEASE_NAMESPACE": lease_ns, "KUEUE_ES_KUBE_LEASE_DURATION_S": "6",
+                "KUEUE_ES_KUBE_RENEW_DEADLINE_S": "4", "KUEUE_ES_KUBE_RETRY_PERIOD_S": "0.5",
                 "KUEUE_ES_KUBE_WATCH_TIMEOUT_S": "30", **(extra_env or {})})
     entry = [str(HERE / script)] if script else ["-m", "kueue_es"]
     proc = await asyncio.create_subprocess_exec(
@@ -76,6 +78,9 @@ async def run(cluster, name: str, log_dir: Path, lease_ns: str, *, script: str |
                asyncio.create_task(_pump(proc.stderr, p.logs, False))]
     try:
         yield p
+    except BaseException:
+        sys.stderr.write(f"--- {name}: exit code {proc.returncode}, last log lines ---\n" + "\n".join(p.logs[-40:]) + "\n")
+        raise
     finally:
         if proc.returncode is None:
             proc.kill()

@@ -6,7 +6,10 @@ test plays it, setting ``status.active``). Its parallelism raised beyond the quo
 old one in ``kueue.x-k8s.io/workload-slice-replacement-for``, which waits while the Job runs on the old one; once
 the quota grows the scheduler admits the new slice and finishes the old one ``WorkloadSliceReplaced``, and the Job runs on the new slice — never suspended meanwhile, no ``Stopped`` Event, no
 Workload deleted. The pods (made by the test, gated by the ``kueue.x-k8s.io/elastic-job`` gate the Job webhook
-puts on the template) are ungated once the slice counting them is admitted, not before. Its parallelism then lowered, the admitted slice takes the smaller count in place.
+puts on the template) are ungated once the slice counting them is admitted, not before, and the started Job's
+template carries the chain's ``kueue.x-k8s.io/workload-slice-name``. Its parallelism then lowered, the admitted
+slice takes the smaller count in place. An elastic Job already running without a Workload is not suspended: its
+first slice is made, and once it is admitted only as many gated pods as it counts are ungated.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from connectors.k8s.workload_slices import slice_name
 pytestmark = pytest.mark.kube
 ELASTIC = "kueue.x-k8s.io/elastic-job"
 REPLACES = "kueue.x-k8s.io/workload-slice-replacement-for"
+SLICE_NAME = "kueue.x-k8s.io/workload-slice-name"
 CLUSTER_QUEUES = BY_KIND["ClusterQueue"]
 
 
@@ -78,6 +82,9 @@ async def test_an_elastic_job_scales_up_through_a_new_slice_without_stopping(kub
             await eventually(lambda: running(kc, q.ns, "el"), what="the Job started on its first slice")
             first_wl = await _admitted(kc, q.ns, first)
             assert first_wl is not None and first_wl["metadata"]["annotations"][ELASTIC] == "true"
+            started = await get(kc, "Job", "el", q.ns)
+            assert started["spec"]["template"]["metadata"]["annotations"][SLICE_NAME] == first, \
+                "the pods carry the chain's name"
             for i in range(2):
                 await create(kc, _pod(q.ns, f"el-{i}", created))
             await kc.patch(JOBS, "el", {"status": {"active": 2}}, q.ns, subresource="status")
@@ -128,6 +135,40 @@ async def test_an_elastic_job_scales_up_through_a_new_slice_without_stopping(kub
             names = {w["metadata"]["name"] for w in msgspec.json.decode(await kc.request(
                 "GET", f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{q.ns}/workloads"))["items"]}
             assert names == {first, second}, "no third slice, none deleted"
+
+
+@pytest.mark.asyncio
+async def test_a_running_elastic_job_gets_its_first_slice_and_only_the_pods_it_counts_run(kube_apiserver,
+                                                                                       tmp_path) -> None:
+    """An elastic Job already running, with no Workload (made while no webhook suspended it), is not suspended: its
+    first slice is made at once; once admitted, only as many of its gated pods as the slice counts are ungated,
+    lowest name first."""
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        q = await queues(kc, "elastic-running", {"cpu": 4})
+        doc = job(q.ns, "er", "user-queue", parallelism=2, suspend=False)
+        doc["metadata"]["annotations"] = {ELASTIC: "true"}
+        doc["spec"]["template"]["spec"]["schedulingGates"] = [{"name": ELASTIC}]
+        del doc["spec"]["completions"]
+        created = await create(kc, doc)
+        for i in range(3):  # one pod too many, as while a scale-down takes effect
+            await create(kc, _pod(q.ns, f"er-{i}", created))
+        await kc.patch(JOBS, "er", {"status": {"active": 3}}, q.ns, subresource="status")
+        seen_suspended: list[bool] = []
+        watcher = asyncio.create_task(_watch_suspended(kc, q.ns, "er", seen_suspended))
+        try:
+            async with kueue_es(kc, tmp_path / "log"):
+                first = slice_name("Job", "batch", "er", created["metadata"]["uid"], created["metadata"]["generation"])
+                await eventually(lambda: _admitted(kc, q.ns, first), what="the first slice admitted")
+                await eventually(lambda: _ungated(kc, q.ns, "er-0", "er-1"), what="the pods the slice counts ungated")
+                await asyncio.sleep(1.0)
+                assert not await _ungated(kc, q.ns, "er-2"), "the pod beyond the slice's count stays gated"
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+        assert seen_suspended == [], "the Job was never suspended"
+        assert "Stopped" not in [r for r, _ in await _job_events(kc, q.ns, "er")]
 
 
 def _pod(ns: str, name: str, owner: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ Workload finishes, the quota goes back and the second starts.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from typing import Any
 
@@ -143,3 +144,28 @@ async def test_a_queued_jobset_runs_only_while_its_workload_is_admitted(kube_api
                 return "kueue.x-k8s.io/resource-in-use" not in wl["metadata"].get("finalizers", [])
 
             await eventually(let_go, what="the finished workload's finalizer taken off")
+
+
+@pytest.mark.asyncio
+async def test_a_job_of_a_queued_jobset_without_a_workload_yet_is_its_child(kube_apiserver, tmp_path) -> None:
+    """Kueue takes a JobSet naming a queue as its Jobs' managed ancestor from its label, not its Workload: a Job
+    made while the JobSet has none yet (here its WorkloadPriorityClass does not exist, so it gets none) is suspended
+    and gets no Workload of its own. The Job integration reads the JobSet from the JobSet integration's list."""
+    config = load_config({"integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]}})
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        await crds.install(kc, docs=[crds.jobset_crd()])
+        q = await queues(kc, "jobset-child", {"cpu": 3})
+        doc = _jobset(q.ns, "early", suspend=True)
+        doc["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "not-there"
+        parent = msgspec.json.decode(await kc.create(JOBSETS, doc, q.ns))
+        async with kueue_es(kc, tmp_path / "log", config=config):
+            await create(kc, _child_job(q.ns, parent))
+
+            async def child_suspended() -> bool:
+                job = await get(kc, "Job", "early-leader-0", q.ns)
+                return job["spec"].get("suspend") is True
+
+            await eventually(child_suspended, what="the queued JobSet's Job suspended (its parent has no Workload)")
+            await asyncio.sleep(3)  # what a Job of its own would have got by now
+            assert await _workloads(kc, q.ns) == [], "neither the JobSet (no priority class) nor its Job has one"

@@ -1,0 +1,157 @@
+"""Kueue's terminating-pod controller (FailureRecoveryPolicy, alpha, off): force pods stuck terminating on an
+unreachable node to ``Failed``.
+
+Which pod and when is :mod:`connectors.k8s.forceful_termination`; here it is carried out. The pods looked at are
+those in the log that opted in and are being deleted (the log keeps every bound pod that is not terminal, with
+its ``kueue.x-k8s.io/`` annotations and its deletion), each time it or the node it is bound to changes, and again
+once its grace period ends (this process's clock, as Kueue's controller requeues on its own). Under the
+Configuration recorded in the log: with the gate off nothing is written. The write reads the live pod first (for
+its ``deletionGracePeriodSeconds``, which the log leaves out, and its current version), then patches its status
+conditioned on that version; a conflict or a pod gone counts as done, since the pod's newer version in the log
+brings it back if it still matters. The pod then leaves the log (it is terminal), which is what TAS node failure
+and a Job waiting for its replacement read. Kueue's Warning Event is not recorded.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import msgspec
+import structlog
+
+from connectors.k8s import forceful_termination as ft
+from connectors.k8s.client import KubeClient
+from connectors.k8s.errors import Conflict, NotFound
+from connectors.k8s.journal import Journal
+from connectors.k8s.resources import BY_KIND
+from connectors.k8s.workers import KeyedWorkers, Retries
+from events import objects as o
+from events import schema as ev
+from events.timefmt import format_time
+from projections import gates
+
+log = structlog.get_logger("kueue_es.k8s.failure_recovery")
+PODS = BY_KIND["Pod"]
+
+
+@dataclass
+class RecoveryStats:
+    failed: int = 0
+    conflicts: int = 0
+    errors: int = 0
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class FailureRecovery:
+    def __init__(self, client: KubeClient, journal: Journal, *, grace_ms: int = ft.GRACE_MS,
+                 retry_s: float = 1.0, concurrency: int = 4) -> None:
+        self.client = client
+        self.journal = journal
+        self.state = journal.mirror.state
+        self.grace_ms = grace_ms
+        self.concurrency = concurrency
+        self.stats = RecoveryStats()
+        self._retry = Retries(retry_s)
+        self._on_node: dict[str, set[str]] = {}
+        """Node name -> keys of the opted-in, deleting pods bound to it."""
+        self._node_of: dict[str, str] = {}
+        """Pod key -> the node it is indexed under."""
+        self._due: dict[str, int] = {}
+        """Pod key -> when (ms, wall clock) its grace period ends."""
+        self._dirty: set[str] = set()
+        self._gate_was: bool | None = None
+        for key, pod in self.state.pods.items():
+            self._index(key, pod)
+        journal.mirror.listeners.append(self._on_applied)
+
+    # --- what changed --------------------------------------------------------------------------------------
+
+    def _index(self, key: str, pod: o.Pod | None) -> None:
+        old = self._node_of.pop(key, None)
+        if old is not None:
+            self._on_node.get(old, set()).discard(key)
+        if pod is None or not ft.opted_in(pod):
+            self._due.pop(key, None)
+            return
+        self._node_of[key] = pod.spec.node_name
+        self._on_node.setdefault(pod.spec.node_name, set()).add(key)
+        self._dirty.add(key)
+
+    def _on_applied(self, records: list[ev.Record]) -> None:
+        for r in records:
+            e = r.event
+            if isinstance(e, ev.ObjectUpserted):
+                if isinstance(e.obj, o.Pod):
+                    self._index(e.key, e.obj)
+                elif isinstance(e.obj, o.Node):
+                    self._dirty.update(self._on_node.get(e.key, ()))
+            elif isinstance(e, ev.ObjectDeleted) and e.kind == "Pod":
+                self._index(e.key, None)
+
+    def _take(self) -> set[str]:
+        gate = self.state.gate(gates.FAILURE_RECOVERY_POLICY)
+        if gate and not self._gate_was:  # turned on: every followed pod counts anew
+            self._dirty.update(self._node_of)
+        self._gate_was = gate
+        now = _now_ms()
+        due = {k for k, at in self._due.items() if at <= now}
+        for k in due:
+            del self._due[k]
+        keys = self._dirty | due | self._retry.due()
+        self._dirty = set()
+        return keys if gate else set()
+
+    def _timeout(self) -> float | None:
+        """Until the next grace period ends or the next retry is due (at most a second: the gate may turn on)."""
+        waits = [1.0]
+        if self._due:
+            waits.append(max(0.0, (min(self._due.values()) - _now_ms()) / 1000))
+        retry = self._retry.timeout()
+        if retry is not None:
+            waits.append(retry)
+        return min(waits)
+
+    async def run(self) -> None:
+        await KeyedWorkers(self.sync_guarded, self.concurrency).run(
+            self._take, self.journal.subscribe(), self._timeout)
+
+    async def sync_guarded(self, key: str) -> None:
+        await self._retry.attempt(self.sync, key, what="forceful termination", stats=self.stats, log=log, pod=key)
+
+    # --- one pod -------------------------------------------------------------------------------------------
+
+    async def sync(self, key: str) -> None:
+        pod = self.state.pods.get(key)
+        if pod is None:
+            return
+        found = ft.verdict(pod, self.state.nodes.get(pod.spec.node_name), _now_ms(), self.grace_ms)
+        if found.action == ft.WAIT:
+            assert found.at is not None
+            self._due[key] = found.at
+        elif found.action == ft.FAIL:
+            await self._fail(key, pod)
+
+    async def _fail(self, key: str, pod: o.Pod) -> None:
+        m = pod.metadata
+        try:
+            live = msgspec.json.decode(await self.client.get(PODS, m.name, m.namespace))
+        except NotFound:
+            return
+        live_meta = live.get("metadata") or {}
+        if live_meta.get("uid") != m.uid:
+            return  # another pod of that name: the log will show it
+        text = ft.message(pod.spec.node_name, int(live_meta.get("deletionGracePeriodSeconds") or 0), self.grace_ms)
+        body = ft.status_patch(live, text, format_time(_now_ms()))
+        try:
+            await self.client.patch(PODS, m.name, body, m.namespace, subresource="status")
+        except Conflict:
+            self.stats.conflicts += 1  # it changed: its newer version in the log brings it back
+            return
+        except NotFound:
+            return
+        self.stats.failed += 1
+        log.info("forcefully terminated pod on unreachable node", pod=key, node=pod.spec.node_name)

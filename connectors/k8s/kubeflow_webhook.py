@@ -1,0 +1,138 @@
+"""Kueue's webhooks for the Kubeflow training operator's kubeflow.org/v1 jobs (PyTorchJob, TFJob, XGBoostJob,
+PaddleJob, JAXJob): their ``kubeflow.org/<kind>`` integrations'.
+
+Kueue serves one pair per kind from one implementation (``pkg/controller/jobs/kubeflow/jobs/*/*_webhook.go`` over
+the generic job webhook): ``m<kind>.kb.io`` at ``/mutate-kubeflow-org-v1-<kind>`` (create only) defaults a job as
+any job (:mod:`connectors.k8s.framework_webhook`): the ``default`` queue, the ``default`` WorkloadPriorityClass,
+then ``spec.runPolicy.suspend: true`` when it names a queue or is managed without one — never when its controller
+is of a kind Kueue runs. ``v<kind>.kb.io`` at ``/validate-kubeflow-org-v1-<kind>`` (create and update) refuses what
+Kueue's generic job validation refuses, the job suspended when ``spec.runPolicy.suspend`` is; on update the update
+rules, then the create rules on the new job. Under ``TopologyAwareScheduling`` each replica type's pod template's
+TAS annotations are checked at ``spec.<replicaSpecs>[<type>].template.metadata.annotations`` (Kueue's path; for the
+replica types Kueue makes pod sets of), in the order of those paths, a slice no larger than ``replicas`` (default 1).
+
+Registered and failing as the MPIJob webhooks (:mod:`connectors.k8s.mpijob_webhook`): whatever the Configuration
+says, answering every review unchanged while the kind's integration is off (``failurePolicy: Ignore``), ``Fail``
+while it is on. Not done, unlike Kueue: ``spec.runPolicy.managedBy`` defaulted for MultiKueue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+from typing import Any
+
+from connectors.k8s import framework_webhook, job_validation
+from connectors.k8s.framework_webhook import FrameworkWebhooks, HasDefaultPriorityClass, Reviewer
+from connectors.k8s.kubeflow import KINDS, TrainingKind
+from connectors.k8s.pod_webhook import HasDefaultQueue, NamespaceLabels
+from kueue_es.scheduler.config import SchedulerConfig
+from projections import gates
+
+SUSPEND_AT = ("spec", "runPolicy", "suspend")
+
+
+class KubeflowWebhooks(FrameworkWebhooks, frozen=True):
+    """What one kind's webhooks read of the Kueue Configuration."""
+
+    @classmethod
+    def of(cls, config: SchedulerConfig, kind: str) -> KubeflowWebhooks:
+        return cls(config.manages_kubeflow(kind), config.managed_jobs_selector,
+                   config.manage_jobs_without_queue_name, config.manages_pods, dict(config.feature_gates),
+                   jobsets_on=config.manages_jobsets, mpijobs_on=config.manages_mpijobs,
+                   kubeflow_on=config.kubeflow_kinds, rayjobs_on=config.manages_rayjobs,
+                   rayclusters_on=config.manages_rayclusters)
+
+
+# --- the validating webhook -------------------------------------------------------------------------------------
+
+
+def _replica_specs(job: Mapping[str, Any], training: TrainingKind) -> dict[str, dict[str, Any]]:
+    spec = job.get("spec")
+    specs = spec.get(training.specs_field) if isinstance(spec, dict) else None
+    if not isinstance(specs, dict):
+        return {}
+    return {t: specs[t] for t in training.replica_types if isinstance(specs.get(t), dict)}
+
+
+def _pod_annotations(replica_spec: Mapping[str, Any]) -> dict[str, str]:
+    template = replica_spec.get("template")
+    meta = template.get("metadata") if isinstance(template, dict) else None
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    return annotations if isinstance(annotations, dict) else {}
+
+
+def _pod_count(replica_spec: Mapping[str, Any]) -> int | None:
+    replicas = replica_spec.get("replicas", 1)
+    return 1 if replicas is None else replicas if isinstance(replicas, int) else None
+
+
+def topology_errors(job: Mapping[str, Any], training: TrainingKind, feature_gates: Mapping[str, bool]) -> list[str]:
+    """Under ``TopologyAwareScheduling``: each replica type's pod template's TAS annotations, by path."""
+    gate = partial(gates.enabled, feature_gates)
+    if not gate(gates.TOPOLOGY_AWARE_SCHEDULING):
+        return []
+    errors: list[str] = []
+    specs = _replica_specs(job, training)
+    for replica_type in sorted(specs):
+        errors += job_validation.topology_errors(
+            _pod_annotations(specs[replica_type]), _pod_count(specs[replica_type]),
+            gate(gates.TAS_MULTI_LAYER_TOPOLOGY),
+            path=f"spec.{training.specs_field}[{replica_type}].template.metadata.annotations")
+    return errors
+
+
+def _as_job(job: Mapping[str, Any]) -> dict[str, Any]:
+    """The job as the generic job rules read one: its metadata, suspended at ``spec.suspend``."""
+    return {"metadata": job.get("metadata") or {}, "spec": {"suspend": framework_webhook.suspended(job, SUSPEND_AT)}}
+
+
+def create_errors(training: TrainingKind, job: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
+    """What Kueue refuses in a job of ``training``'s kind being created, in its order."""
+    return job_validation.generic_create_errors(_as_job(job)) + topology_errors(job, training, feature_gates)
+
+
+def update_errors(training: TrainingKind, old: Mapping[str, Any], new: Mapping[str, Any],
+                  feature_gates: Mapping[str, bool], default_queue: bool = False) -> list[str]:
+    """What Kueue refuses in the update of ``old`` into ``new``: the update rules, then the create rules on
+    ``new``. ``default_queue``: the namespace has a LocalQueue ``default``."""
+    return (job_validation.generic_update_errors(_as_job(old), _as_job(new), feature_gates,
+                                                 default_queue=default_queue)
+            + create_errors(training, new, feature_gates))
+
+
+def webhook_kind(training: TrainingKind) -> framework_webhook.Kind:
+    """The kind's webhooks: Kueue's paths and names (``/mutate-kubeflow-org-v1-pytorchjob``,
+    ``mpytorchjob.kb.io``, ...)."""
+    noun = training.KIND.lower()
+    return framework_webhook.Kind(
+        training.resource, f"/mutate-kubeflow-org-v1-{noun}", f"m{noun}.kb.io", f"/validate-kubeflow-org-v1-{noun}",
+        f"v{noun}.kb.io", SUSPEND_AT, partial(create_errors, training), partial(update_errors, training))
+
+
+WEBHOOK_KINDS = {name: webhook_kind(training) for name, training in KINDS.items()}
+"""Kind -> its webhooks."""
+PATHS = tuple(p for k in WEBHOOK_KINDS.values() for p in (k.mutating_path, k.validating_path))
+
+
+# --- serving and registering ------------------------------------------------------------------------------------
+
+
+def reviewers(config: SchedulerConfig, namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,
+              has_default_priority_class: HasDefaultPriorityClass | None = None) -> dict[str, Reviewer]:
+    """Path -> the review that answers it, for every kind: both webhooks, or, the kind's integration off, reviews
+    that allow every job as it is."""
+    out: dict[str, Reviewer] = {}
+    for name, kind in WEBHOOK_KINDS.items():
+        out.update(framework_webhook.reviewers(kind, KubeflowWebhooks.of(config, name), namespace_labels,
+                                               has_default_queue, has_default_priority_class))
+    return out
+
+
+def registrations(client_config: Any, namespace_selector: dict[str, Any], config_kinds: frozenset[str], *,
+                  mutating: bool) -> list[dict[str, Any]]:
+    """Every kind's mutating or validating webhook entry, failing closed only for the kinds in ``config_kinds``
+    (their integration on). ``client_config``: path -> the entry's clientConfig."""
+    return [framework_webhook.registration(
+        kind, client_config(kind.mutating_path if mutating else kind.validating_path), namespace_selector,
+        on=name in config_kinds, mutating=mutating) for name, kind in WEBHOOK_KINDS.items()]

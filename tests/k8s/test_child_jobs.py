@@ -1,0 +1,190 @@
+"""Which ancestor a child Job belongs to (:func:`connectors.k8s.child_jobs.managed_ancestor`, Kueue's
+``FindAncestorJobManagedByKueue``): the topmost queued one of a kind Kueue runs, however many levels up, read from
+what the integrations hold (:class:`connectors.k8s.child_jobs.Parents`); a missing parent, a cycle and a chain of
+more than ten parents are errors. No cluster needed."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+from fixtures.jobs import RecordingClient, integration, job, workload
+
+from connectors.k8s import child_jobs
+from connectors.k8s.child_jobs import ChainTooLong, CyclicOwnership, OwnerMissing, Parents, managed_ancestor
+from connectors.k8s.decision_events import Involved
+from connectors.k8s.job_events import job_events
+from events import objects as o
+from events import schema as ev
+from kueue_es.scheduler.config import load_config
+from projections.workloads import ADMITTED
+
+QUEUE = "kueue.x-k8s.io/queue-name"
+ALL_ON = load_config({"integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/mpijob"]}})
+KINDS = {"Job": "batch/v1", "JobSet": "jobset.x-k8s.io/v1alpha2", "MPIJob": "kubeflow.org/v2beta1",
+         "AppWrapper": "workload.codeflare.dev/v1beta2"}
+
+
+def _meta(name: str, owner: str | None = None, *, queued: bool = False) -> o.ObjectMeta:
+    """``name`` is ``<Kind>-<n>``; ``owner`` (same form) its controller."""
+    refs = [] if owner is None else [o.OwnerReference(api_version=KINDS[owner.split("-")[0]],
+                                                      kind=owner.split("-")[0], name=owner, uid=f"uid-{owner}",
+                                                      controller=True)]
+    return o.ObjectMeta(name=name, namespace="ns", uid=f"uid-{name}", owner_references=refs,
+                        labels={QUEUE: "lq"} if queued else {})
+
+
+class _Object(msgspec.Struct, frozen=True):
+    metadata: o.ObjectMeta
+
+
+def _parents(*metas: o.ObjectMeta) -> Parents:
+    parents = Parents()
+    for kind in ("JobSet", "MPIJob"):
+        parents.hold(kind, {f"ns/{m.name}": _Object(m) for m in metas if m.name.startswith(kind + "-")})
+    return parents
+
+
+def _walk(chain: list[o.ObjectMeta], *, manage: bool = False, config=ALL_ON) -> str | None:
+    """The ancestor's name for ``chain[0]`` (a Job), its parents the rest."""
+    jobs = {f"ns/{m.name}": o.Job(metadata=m) for m in chain if m.name.startswith("Job-")}
+    found = managed_ancestor(chain[0], _parents(*chain[1:]).parent_of(config, jobs), manage)
+    return found.name if found is not None else None
+
+
+@pytest.mark.parametrize(("js_queued", "mpi_queued", "manage", "ancestor"), [
+    (False, False, False, None),
+    (True, False, False, "JobSet-1"),
+    (False, True, False, "MPIJob-1"),
+    (True, True, False, "MPIJob-1"),  # the topmost queued one
+    (False, False, True, "MPIJob-1"),  # manageJobsWithoutQueueName: the topmost one of a kind Kueue runs
+])
+def test_the_ancestor_is_the_topmost_queued_one_of_a_kind_kueue_runs(js_queued: bool, mpi_queued: bool,
+                                                                     manage: bool, ancestor: str | None) -> None:
+    """Kueue's own examples (Job -> JobSet -> AppWrapper), with an MPIJob on top of the JobSet."""
+    chain = [_meta("Job-1", "JobSet-1"), _meta("JobSet-1", "MPIJob-1", queued=js_queued),
+             _meta("MPIJob-1", queued=mpi_queued)]
+    assert _walk(chain, manage=manage) == ancestor
+
+
+def test_the_walk_stops_at_a_kind_it_does_not_follow() -> None:
+    chain = [_meta("Job-1", "JobSet-1"), _meta("JobSet-1", "AppWrapper-1", queued=True)]
+    assert _walk(chain) == "JobSet-1", "an AppWrapper (no integration here) ends the walk"
+    jobsets_off = load_config({"integrations": {"frameworks": ["batch/job"]}})
+    assert _walk(chain, config=jobsets_off) is None, "the JobSet integration off: a JobSet is not followed"
+    pods = Parents()
+    pods.hold("Pod", {}, complete=False)
+    owned_by_pod = msgspec.structs.replace(chain[0], owner_references=[o.OwnerReference(
+        api_version="v1", kind="Pod", name="p", uid="uid-p", controller=True)])
+    pods_on = load_config({"integrations": {"frameworks": ["batch/job", "pod"]}})
+    assert managed_ancestor(owned_by_pod, pods.parent_of(pods_on, {}), False) is None, "a Pod not managed: not Kueue's"
+
+
+def test_a_parent_not_there_yet_is_an_error() -> None:
+    with pytest.raises(OwnerMissing):
+        _walk([_meta("Job-1", "JobSet-1")])
+    with pytest.raises(OwnerMissing):  # a parent Job the log does not hold yet
+        _walk([_meta("Job-1", "Job-2")])
+
+
+@pytest.mark.parametrize(("parents", "error"), [(10, None), (11, ChainTooLong)])
+def test_more_than_ten_parents_is_an_error(parents: int, error: type[Exception] | None) -> None:
+    """Kueue's ``managedOwnersChainLimit``: a Job may have ten parents above it, not eleven."""
+    chain = [_meta(f"Job-{i}", f"Job-{i + 1}" if i < parents else None, queued=i == parents)
+             for i in range(parents + 1)]
+    if error is None:
+        assert _walk(chain) == f"Job-{parents}"
+    else:
+        with pytest.raises(error, match="ancestor depth exceeded limit of 10"):
+            _walk(chain)
+
+
+def test_cyclic_ownership_is_an_error() -> None:
+    chain = [_meta("Job-1", "Job-2"), _meta("Job-2", "Job-3", queued=True), _meta("Job-3", "Job-2")]
+    with pytest.raises(CyclicOwnership):
+        _walk(chain)
+
+
+def _config(**fields: object) -> ev.ConfigRecorded:
+    return ev.ConfigRecorded(time=1, writer="test", id="c", document={
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", **fields})
+
+
+# --- the Job integration walking up --------------------------------------------------------------------------
+
+MPIJOB_PARENT_WL = "ns/mpijob-m-12345"
+
+
+def _deep_child() -> tuple[o.Job, o.ObjectMeta, o.ObjectMeta]:
+    """A running Job of JobSet ``js`` (no queue), itself the MPIJob ``m``'s (queued)."""
+    child = msgspec.structs.replace(job(suspend=False), metadata=msgspec.structs.replace(
+        job().metadata, labels={}, owner_references=[o.OwnerReference(
+            api_version=KINDS["JobSet"], kind="JobSet", name="js", uid="uid-js", controller=True)]))
+    jobset = o.ObjectMeta(name="js", namespace="ns", uid="uid-js", owner_references=[o.OwnerReference(
+        api_version=KINDS["MPIJob"], kind="MPIJob", name="m", uid="uid-m", controller=True)])
+    mpijob = o.ObjectMeta(name="m", namespace="ns", uid="uid-m", labels={QUEUE: "lq"})
+    return child, jobset, mpijob
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("admitted", "suspended"), [(False, True), (True, False)])
+async def test_a_job_two_levels_below_its_queued_ancestor_follows_that_ancestors_workload(
+        admitted: bool, suspended: bool) -> None:
+    child, jobset, mpijob = _deep_child()
+    wl = workload()
+    mpi_wl = msgspec.structs.replace(wl, metadata=msgspec.structs.replace(
+        wl.metadata, name="mpijob-m-12345", uid="wl-m", owner_references=[o.OwnerReference(
+            api_version=KINDS["MPIJob"], kind="MPIJob", name="m", uid="uid-m", controller=True)]))
+    config = _config(integrations={"frameworks": ["batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/mpijob"]})
+    jobs, mirror, _ = integration(mpi_wl, child, before=(config,))
+    client = jobs.client = RecordingClient()  # type: ignore[assignment]
+    jobs.parents.hold("JobSet", {"ns/js": _Object(jobset)})
+    jobs.parents.hold("MPIJob", {"ns/m": _Object(mpijob)})
+    if admitted:
+        mirror.state.workloads[MPIJOB_PARENT_WL].phase = ADMITTED
+    await jobs.reconcile("ns/train")
+    assert [(kind, body["spec"]) for kind, _, body in client.patches] == (
+        [("Job", {"suspend": True})] if suspended else []), "no Workload of its own either way"
+
+
+@pytest.mark.asyncio
+async def test_a_job_with_too_many_parents_is_left_alone_with_a_warning_once_per_version() -> None:
+    parents = [o.Job(metadata=_meta(f"Job-{i}", f"Job-{i + 1}" if i < 11 else None, queued=True))
+               for i in range(1, 12)]
+    child = msgspec.structs.replace(job(suspend=False), metadata=msgspec.structs.replace(
+        job().metadata, owner_references=[o.OwnerReference(api_version="batch/v1", kind="Job", name="Job-1",
+                                                           uid="uid-Job-1", controller=True)]))
+    jobs, _, appended = integration(*parents, child, before=(_config(),))
+    client = jobs.client = RecordingClient()  # type: ignore[assignment]
+    await jobs.reconcile("ns/train")
+    await jobs.reconcile("ns/train")
+    assert client.patches == [], "neither suspended nor given a Workload"
+    (acted,) = appended
+    assert isinstance(acted, ev.JobActed) and acted.action == child_jobs.NESTING_TOO_DEEP
+    (event,) = job_events(acted, Involved("batch/v1", "Job", "ns", "train", acted.uid))
+    assert (event.type, event.reason, event.message) == (
+        "Warning", "JobNestingTooDeep",
+        "Terminated search for Kueue-managed Job because ancestor depth exceeded limit of 10")
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("evicted", "suspended"), [(False, False), (True, True)])
+async def test_under_an_elastic_ancestor_a_child_is_held_only_once_its_workload_is_evicted(
+        evicted: bool, suspended: bool) -> None:
+    """With workload slices (``ElasticJobsViaWorkloadSlices``, the ancestor elastic) a scale-up leaves a new slice
+    pending with no admitted one: Kueue then suspends the child only when the ancestor's Workload is evicted."""
+    child, jobset, mpijob = _deep_child()
+    mpijob = msgspec.structs.replace(mpijob, annotations={"kueue.x-k8s.io/elastic-job": "true"})
+    wl = workload()
+    mpi_wl = msgspec.structs.replace(wl, metadata=msgspec.structs.replace(
+        wl.metadata, name="mpijob-m-12345", uid="wl-m", owner_references=[o.OwnerReference(
+            api_version=KINDS["MPIJob"], kind="MPIJob", name="m", uid="uid-m", controller=True)]))
+    config = _config(integrations={"frameworks": ["batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/mpijob"]},
+                     featureGates={"ElasticJobsViaWorkloadSlices": True})
+    jobs, mirror, _ = integration(mpi_wl, child, before=(config,))
+    client = jobs.client = RecordingClient()  # type: ignore[assignment]
+    jobs.parents.hold("JobSet", {"ns/js": _Object(jobset)})
+    jobs.parents.hold("MPIJob", {"ns/m": _Object(mpijob)})
+    if evicted:
+        mirror.state.workloads[MPIJOB_PARENT_WL].evicted = "Preempted"
+    await jobs.reconcile("ns/train")
+    assert bool(client.patches) == suspended
