@@ -81,6 +81,9 @@ class Connector:
             self.jobs.parents.hold("JobSet", self.jobsets.known)  # type: ignore[union-attr]
             self.jobs.parents.hold("MPIJob", self.mpijobs.known)  # type: ignore[union-attr]
             self.jobs.parents.hold("Pod", self.pods.pods, complete=False)  # type: ignore[union-attr]
+            self.jobs.parents.hold("RayJob", self.rayjobs.known)  # type: ignore[union-attr]  # its submitter Job
+        if self.rayclusters is not None:  # a RayJob's RayCluster
+            self.rayclusters.parents.hold("RayJob", self.rayjobs.known)  # type: ignore[union-attr]
         self.queues = QueueStatusWriter(client, journal) if queue_status else None
         self.finalizers = Finalizers(client, journal) if finalizers else None
         self.retention = RetentionEnforcer(client, journal, append=self.appender.emit)

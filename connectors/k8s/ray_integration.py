@@ -10,21 +10,21 @@ RayJob's submitter template) get the admission and it is unsuspended; not admitt
 templates restored in one write; a RayJob's ``Complete``/``Failed`` deployment finishes its Workload (a RayCluster
 never finishes); PodsReady follows the cluster's ``ready`` state. Kueue counts no reclaimable pods for either.
 
-A RayJob with a ``clusterSelector`` is not Kueue's (its ``Skip``). A RayCluster whose controller is a RayJob, with
-the RayJob integration on, is that RayJob's child (Kueue finds a managed ancestor): when the RayJob is queued (it
-has a Workload, or ``manageJobsWithoutQueueName``) the RayCluster gets no Workload of its own and is kept suspended
-while the RayJob's Workload is missing or not admitted (Normal ``Suspended`` "Kueue managed child job suspended",
-as for a child Job, :mod:`connectors.k8s.child_jobs`). Not done (see the README): rewriting a Workload whose pod sets
+A RayJob with a ``clusterSelector`` is not Kueue's (its ``Skip``). A RayCluster with a Kueue-managed ancestor —
+with the RayJob integration on, a RayJob up its controller chain that names a queue, or any under
+``manageJobsWithoutQueueName`` (:func:`connectors.k8s.child_jobs.managed_ancestor`, over the RayJobs the RayJob
+integration holds) — is that ancestor's child, as a child Job is (:meth:`JobReconciler._child
+<connectors.k8s.jobframework.JobReconciler._child>`): no Workload of its own, kept suspended while the ancestor's
+newest unfinished Workload is missing or not admitted (Normal ``Suspended`` "Kueue managed child job suspended").
+The RayJob's submitter Job is found the RayJob's child the same way by the Job integration. Not done (see the README): rewriting a Workload whose pod sets
 no longer match, prebuilt Workloads, MultiKueue's ``managedBy``, elastic autoscaling.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import structlog
 
-from connectors.k8s import child_jobs, job_selection
+from connectors.k8s import child_jobs
 from connectors.k8s import raycluster as rc
 from connectors.k8s import rayjob as rj
 from connectors.k8s.resources import RAYCLUSTERS, RAYJOBS
@@ -80,28 +80,13 @@ class RayClusterIntegration(WatchedJobIntegration[rc.RayCluster]):
     async def reconcile(self, key: str) -> None:
         config = self._config()
         cluster = self.known.get(key)
-        if (cluster is not None and self.framework_on(config) and not cluster.metadata.deletion_timestamp
-                and job_selection.runs_parent(job_selection.controller(cluster.metadata.owner_references), config)
-                and await self._child(cluster, config)):
-            return
+        if cluster is not None and self.framework_on(config) and not cluster.metadata.deletion_timestamp:
+            try:
+                ancestor = self._ancestor(cluster, config)
+            except child_jobs.AncestryError as exc:
+                await self._ancestry_failed(cluster, exc)
+                return
+            if ancestor is not None:
+                await self._child(cluster, ancestor, config)
+                return  # its ancestor's Workload is the one queued
         await super().reconcile(key)
-
-    async def _child(self, cluster: rc.RayCluster, config: SchedulerConfig) -> bool:
-        """A RayCluster under a Kueue-run parent that Kueue queues: no Workload of its own, and suspended while the
-        parent's Workload is missing or not admitted. Whether it was such a child."""
-        parent = child_jobs.parent_workload(cluster, self.mirror.workloads.values(),  # type: ignore[arg-type]
-                                            self.state.workloads)
-        if parent is None and not config.manage_jobs_without_queue_name:
-            return False
-        namespace = self.state.namespaces.get(cluster.metadata.namespace)
-        if job_selection.namespace_managed(namespace, config) and child_jobs.held(
-                cluster, parent, finished=False):  # type: ignore[arg-type]
-            await self._once(cluster.key, "suspend-child", cluster, self._suspend_child(cluster))
-        return True
-
-    async def _suspend_child(self, cluster: Any) -> None:
-        await self.client.patch(self.RESOURCE, cluster.metadata.name, {
-            "metadata": {"resourceVersion": cluster.metadata.resource_version}, "spec": {"suspend": True}},
-            cluster.metadata.namespace)
-        self.log.info("suspended a child raycluster whose parent's workload is not admitted", raycluster=cluster.key)
-        await self._report(cluster, child_jobs.SUSPENDED, message=child_jobs.SUSPENDED_MESSAGE)
