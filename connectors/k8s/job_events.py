@@ -51,10 +51,15 @@ recorded on the Pod from ``pod-kueue-controller``, as Kueue's pod reconciler doe
 back (gated), whenever the message changes (the Pods are not the log's, so the integration appends it, and after
 a restart may record the current message once more, as Kueue's every reconcile would).
 
-On a Job with a Kueue-managed ancestor (:mod:`connectors.k8s.child_jobs`) it records ``Suspended`` "Kueue managed
-child job suspended" once it suspended it, and Warning ``JobNestingTooDeep`` "Terminated search for Kueue-managed
-Job because ancestor depth exceeded limit of 10" when the Job has more parents than that (Kueue at every retry,
-kueue-es once per version of the Job). Kueue's other Job Event, ``ErrWorkloadCompose``, is for pod groups.
+The JobSet, MPIJob and training-job integrations (:mod:`connectors.k8s.watched_jobs`) append ``JobActed`` of their kind for the
+same Events, recorded on that object by the kind's recorder (:data:`CONTROLLER_OF`:
+``<integration>-kueue-controller``); as the log does not hold those objects, they also append ``FinishedWorkload``
+(once per finished Workload) and ``UpdatedAdmissionCheck`` (whenever the message changes) themselves.
+
+On a Job with a Kueue-managed ancestor (:mod:`connectors.k8s.child_jobs`) the Job integration records
+``Suspended`` "Kueue managed child job suspended" once it suspended it, and Warning ``JobNestingTooDeep``
+"Terminated search for Kueue-managed Job because ancestor depth exceeded limit of 10" when the Job has more parents
+than that (Kueue at every retry, kueue-es once per version of the Job). Kueue's other Job Event, ``ErrWorkloadCompose``, is for pod groups.
 """
 
 from __future__ import annotations
@@ -70,12 +75,17 @@ from connectors.k8s.decision_events import (
     make_event,
 )
 from connectors.k8s.job_priority import NOT_FOUND_REASON
-from connectors.k8s.resources import JOB_UID_LABEL
+from connectors.k8s.resources import JOB_UID_LABEL, KUBEFLOW_JOBS
 from events import objects as o
 from events import schema as ev
 from projections.workloads import RESERVED, WorkloadInfo
 
 CREATED_WORKLOAD, STARTED, STOPPED = "CreatedWorkload", "Started", "Stopped"
+FINISHED_WORKLOAD = "FinishedWorkload"
+CONTROLLER_OF = {"JobSet": "jobset.x-k8s.io/jobset-kueue-controller", "MPIJob": "kubeflow.org/mpijob-kueue-controller",
+                 **{kind: f"kubeflow.org/{kind.lower()}-kueue-controller" for kind in KUBEFLOW_JOBS}}
+"""The recorder Kueue's job reconciler records a kind's Events with (``<integration>-kueue-controller``), where
+not the Job's (``batch/job-kueue-controller``) or the Pod's."""
 ACTIONS = (CREATED_WORKLOAD, STARTED, STOPPED)
 NOT_ADMITTED = "Not admitted by cluster queue"
 MISSING_WORKLOAD = "Missing Workload; unable to restore pod templates"
@@ -131,7 +141,7 @@ def job_events(e: ev.AnyEvent, job: Involved | PendingChecks) -> tuple[KubeEvent
     ``UpdatedAdmissionCheck`` of :class:`PendingChecks` (whatever record ``e`` made them ready)."""
     if isinstance(job, PendingChecks):
         return (make_event(job.job, NORMAL, UPDATED_ADMISSION_CHECK, job.message, JOB_CONTROLLER),)
-    by = POD_CONTROLLER if job.kind == "Pod" else JOB_CONTROLLER
+    by = POD_CONTROLLER if job.kind == "Pod" else CONTROLLER_OF.get(job.kind, JOB_CONTROLLER)
     match e:
         case ev.JobActed(action="CreatedWorkload"):
             return (make_event(job, NORMAL, CREATED_WORKLOAD, f"Created Workload: {e.workload}", by),)

@@ -101,7 +101,15 @@ def out_of_step(state: ClusterState, job: o.Job, obs: o.Workload, wl: WorkloadIn
     """What Kueue does with the Job's generated Workload ``obs`` (``wl`` in the log): ``""`` when it still matches
     the Job (``max_exec``: the Job's maximum execution time, as Kueue reads it); :data:`STOP` the Job first when
     it is ``running``; else :data:`UPDATE` it in place when it holds no quota, :data:`DELETE` it when it does."""
-    if wl.phase == FINISHED or equivalent(state, job, obs, wl, max_exec, generated=True):
+    mine = [job_pod_set(job, state.gate(gates.PARTIAL_ADMISSION), True)]
+    return out_of_step_sets(state, mine, obs, wl, running=running, suspended=job.spec.suspend, max_exec=max_exec)
+
+
+def out_of_step_sets(state: ClusterState, mine: list[o.PodSet], obs: o.Workload, wl: WorkloadInfo, *,
+                     running: bool, suspended: bool, max_exec: int | None) -> str:
+    """:func:`out_of_step` for any kind Kueue's job reconciler runs, given the pod sets the job makes now
+    (``mine``) and whether it is ``suspended``."""
+    if wl.phase == FINISHED or equivalent_sets(state, mine, obs, wl, max_exec, suspended=suspended):
         return ""
     if running:
         return STOP
@@ -113,9 +121,18 @@ def one_workload(state: ClusterState, job: o.Job, owned: Sequence[tuple[o.Worklo
     """The Workload a Job with generated Workloads keeps among ``owned`` (those a Job of its name controls, as
     stored and in the log), and the others, to delete (see the module docstring). ``max_exec``: the Job's maximum
     execution time, as Kueue reads it."""
+    mine = [job_pod_set(job, state.gate(gates.PARTIAL_ADMISSION), True)]
+    return one_workload_of(state, mine, owned, uid=job.metadata.uid, suspended=job.spec.suspend, max_exec=max_exec)
+
+
+def one_workload_of(state: ClusterState, mine: list[o.PodSet], owned: Sequence[tuple[o.Workload, WorkloadInfo]], *,
+                    uid: str, suspended: bool, max_exec: int | None
+                    ) -> tuple[tuple[o.Workload, WorkloadInfo] | None, list[o.Workload]]:
+    """:func:`one_workload` for any kind Kueue's job reconciler runs, given the pod sets the job makes now
+    (``mine``), its ``uid`` and whether it is ``suspended``."""
     ordered = sorted(owned, key=lambda p: (p[0].metadata.creation_timestamp or "", p[0].metadata.name))
-    own = [p for p in ordered if prebuilt.controller_uid(p[0]) == job.metadata.uid]
-    keep = next((p for p in own if equivalent(state, job, p[0], p[1], max_exec, generated=True)),
+    own = [p for p in ordered if prebuilt.controller_uid(p[0]) == uid]
+    keep = next((p for p in own if equivalent_sets(state, mine, p[0], p[1], max_exec, suspended=suspended)),
                 own[0] if own else None)
     return keep, [obs for obs, _ in ordered if keep is None or obs.metadata.uid != keep[0].metadata.uid]
 
@@ -209,10 +226,17 @@ def equivalent(state: ClusterState, job: o.Job, obs: o.Workload, wl: WorkloadInf
     under partial admission, the flavors' tolerations); a suspended Job may match the Workload's spec instead.
     ``generated``: the Workload was built from the Job, its minimum count as :func:`generated_min_count` gives it
     (a prebuilt one: any whole number the Job's annotation holds)."""
+    mine = [job_pod_set(job, state.gate(gates.PARTIAL_ADMISSION), generated)]
+    return equivalent_sets(state, mine, obs, wl, max_exec, suspended=job.spec.suspend)
+
+
+def equivalent_sets(state: ClusterState, mine: list[o.PodSet], obs: o.Workload, wl: WorkloadInfo,
+                    max_exec: int | None, *, suspended: bool) -> bool:
+    """:func:`equivalent` for any kind Kueue's job reconciler runs (Kueue's ``EquivalentToWorkload``), given the
+    pod sets the job makes now (``mine``, in the Workload's order) and whether it is ``suspended``."""
     if obs.spec.maximum_execution_time_seconds != max_exec:
         return False
-    mine = [_job_pod_set(job, state.gate(gates.PARTIAL_ADMISSION), generated)]
-    return pod_sets_match(state, mine, obs, wl, suspended=job.spec.suspend)
+    return pod_sets_match(state, mine, obs, wl, suspended=suspended)
 
 
 def pod_sets_match(state: ClusterState, mine: list[o.PodSet], obs: o.Workload, wl: WorkloadInfo, *,
@@ -240,7 +264,8 @@ def _min_count(annotations: dict[str, str], partial_admission: bool) -> int | No
     return int(text)
 
 
-def _job_pod_set(job: o.Job, partial_admission: bool, generated: bool) -> o.PodSet:
+def job_pod_set(job: o.Job, partial_admission: bool, generated: bool) -> o.PodSet:
+    """The one pod set ``main`` a Job makes now, as Kueue compares it with its Workload's."""
     spec, annotations = job.spec, job.metadata.annotations
     count = min(spec.parallelism, spec.completions) if spec.completions is not None else spec.parallelism
     min_count = (generated_min_count(annotations, count, partial_admission) if generated

@@ -4,8 +4,9 @@ Kueue writes that reconciler once, over an interface each kind implements (suspe
 ready, reclaimable pods, run and stop with the admission's pod-set information). Here :class:`JobReconciler`
 holds the steps and each kind is a subclass naming only its own reads and writes — the batch/v1 Job
 (:mod:`connectors.k8s.jobs`), the JobSet (:mod:`connectors.k8s.jobset_integration`), the MPIJob
-(:mod:`connectors.k8s.mpijob_integration`) and the training operator's jobs (:mod:`connectors.k8s.kubeflow_integration`). So a step changed for
-one kind is changed for all, as in Kueue. The Pod integration is a reconciler of its own, as Kueue's is; it
+(:mod:`connectors.k8s.mpijob_integration`), the training operator's jobs (:mod:`connectors.k8s.kubeflow_integration`)
+and the RayJob and RayCluster (:mod:`connectors.k8s.ray_integration`). So a step changed for one kind is changed for
+all, as in Kueue. The Pod integration is a reconciler of its own, as Kueue's is; it
 shares with these only the small pieces of :mod:`connectors.k8s.owner_index`.
 
 What a pass does once the kind has found the job's Workload (:meth:`JobReconciler._with_workload`):
@@ -14,8 +15,13 @@ What a pass does once the kind has found the job's Workload (:meth:`JobReconcile
   being deleted first has its running job stopped ("Workload is deleted");
 * the job **finished** → ``WorkloadFinished`` (the kind's reason and message);
 * **in step** (:meth:`JobReconciler._sync_workload`; a kind may add steps of its own): a generated Workload
-  takes the WorkloadPriorityClass the job's label names now (``UpdatedWorkload``), and the Workload of a
-  suspended job, neither evicted nor holding quota, the queue its label names now; one write a pass;
+  whose pod sets or maximum execution time the job no longer matches (:meth:`JobReconciler.job_pod_sets`,
+  Kueue's ``EquivalentToWorkload``) is rewritten from the suspended job while it holds no quota
+  (``UpdatedWorkload``), else deleted (``DeletedWorkload``) and made anew, a running job stopped first
+  (:mod:`connectors.k8s.job_sync`); a generated Workload takes the WorkloadPriorityClass the job's label names
+  now (``UpdatedWorkload``), and the Workload of a suspended job, neither evicted nor holding quota, the queue
+  its label names now; under ``AdmissionGatedBy`` the Workload loses the ``kueue.x-k8s.io/admission-gated-by``
+  gates the job no longer carries (never gains one); one write a pass;
 * **reclaimable pods** → ``ReclaimablePodsChanged`` when the kind's count differs from the Workload's;
 * **PodsReady** → ``PodsReadyChanged`` as the job's pods become ready or not, ``WaitForStart`` first under
   waitForPodsReady (:func:`connectors.k8s.pods_ready.pods_ready_transition`);
@@ -23,6 +29,10 @@ What a pass does once the kind has found the job's Workload (:meth:`JobReconcile
   running → stop (``Stopped`` with the eviction's message; a kind may keep such a job running, as the Job does
   an elastic one whose new slice waits); **evicted**, suspended, no active pods and still
   holding quota → ``JobStopped``.
+
+A job naming a **prebuilt** Workload (``kueue.x-k8s.io/prebuilt-workload-name``, :mod:`connectors.k8s.prebuilt`;
+:meth:`JobReconciler._with_prebuilt`) runs on that one once it controls it — adopted when nothing does, finished
+``OutOfSync`` when it no longer matches the job — and never gets one made for it: it waits, suspended, meanwhile.
 
 And with no Workload yet (:meth:`JobReconciler._without_workload`): a running job is suspended first
 ("Missing Workload"), then one with no active pods is given one — unless a priority class it names is not in
@@ -44,7 +54,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
-from connectors.k8s import child_jobs, job_selection, job_sync, workload_slices
+from connectors.k8s import child_jobs, job_selection, job_sync, prebuilt, workload_slices
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
@@ -58,7 +68,7 @@ from connectors.k8s.job_priority import (
     missing_pod_class,
     not_found_message,
 )
-from connectors.k8s.job_sync import UPDATED_WORKLOAD
+from connectors.k8s.job_sync import DELETE, DELETED_WORKLOAD, STOP, UPDATED_WORKLOAD
 from connectors.k8s.journal import Journal
 from connectors.k8s.owner_index import once
 from connectors.k8s.pods_ready import is_admitted, pods_ready_transition
@@ -68,11 +78,12 @@ from connectors.k8s.writer import desired_status, observed_status
 from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
+from events.update_rules import admission_gate_errors
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 from kueue_es.scheduler.config_record import in_force
 from projections import gates
 from projections.pods_ready_condition import WAIT_FOR_START
-from projections.workloads import FINISHED, WorkloadInfo
+from projections.workloads import ADMISSION_GATED_BY_ANNOTATION, FINISHED, WorkloadInfo
 
 WORKLOADS = BY_KIND["Workload"]
 FAILED_TO_START = "FailedToStart"
@@ -126,6 +137,16 @@ class JobFrameworkStats:
     """Workloads given the queue name their suspended job's label names now."""
     finalizers_removed: int = 0
     """Workloads the resource-in-use finalizer was taken off."""
+    updated: int = 0
+    """Generated Workloads rewritten to match their suspended job again."""
+    deleted: int = 0
+    """Generated Workloads deleted for no longer matching their job (a new one follows)."""
+    adopted: int = 0
+    """Prebuilt Workloads a job was made the controller of."""
+    out_of_sync: list[str] = field(default_factory=list)
+    """Prebuilt Workloads finished for no longer matching their job."""
+    extras_deleted: int = 0
+    """Workloads deleted for being one too many for their job."""
 
 
 def admission_shown(wl: WorkloadInfo, obs: o.Workload) -> bool:
@@ -136,6 +157,13 @@ def admission_shown(wl: WorkloadInfo, obs: o.Workload) -> bool:
         return False
     desired, current = desired_status(wl), observed_status(obs)
     return all(desired.get(k) == current.get(k) for k in ("admission", "admissionChecks"))
+
+
+def only_removes_gates(obs: o.Workload, gate: str | None) -> bool:
+    """Whether giving the Workload ``gate`` (None: none) as its admission gates only removes some: what Kueue's
+    Workload webhook lets an update do under ``AdmissionGatedBy``."""
+    old = {"annotations": obs.metadata.annotations}
+    return not admission_gate_errors(old, {"annotations": {ADMISSION_GATED_BY_ANNOTATION: gate or ""}})
 
 
 def stored_workloads(mirror: Any, wl_keys: Sequence[str] | set[str]) -> list[tuple[o.Workload, WorkloadInfo | None]]:
@@ -224,6 +252,23 @@ class JobReconciler(Generic[J]):
         """The part of the job's spec a merge patch sets to suspend it (an MPIJob keeps it in its run policy)."""
         return {"suspend": True}
 
+    def job_pod_sets(self, job: J, *, generated: bool) -> list[o.PodSet] | None:
+        """The pod sets the job makes now, in its Workload's order, as Kueue compares them with the Workload's
+        (``generated``: against a Workload built from the job; None: the kind's are not compared)."""
+        return None
+
+    def max_exec(self, job: J) -> int | None:
+        """The job's maximum execution time as Kueue reads it when comparing the job with its Workload."""
+        return None
+
+    def controller_ref(self, job: J) -> dict[str, Any]:
+        """The controller ownerReference the job's Workloads carry (a prebuilt one once adopted)."""
+        raise NotImplementedError
+
+    async def _read_current(self, job: J) -> dict[str, Any] | None:
+        """The job as stored, when it is still the version the view holds (None: changed or gone meanwhile)."""
+        raise NotImplementedError
+
     async def _read_to_create(self, job: J) -> dict[str, Any] | None:
         """The job as stored, to build its Workload from (None: not the job the view holds any more)."""
         raise NotImplementedError
@@ -235,8 +280,14 @@ class JobReconciler(Generic[J]):
         raise NotImplementedError
 
     async def _sync_workload(self, job: J, obs: o.Workload, wl: WorkloadInfo, *, generated: bool) -> bool:
-        """Bring the Workload in step with the job; whether the pass ends here. A kind may do more first."""
-        return await self._in_step(job, obs, wl, running=self.is_running(job), generated=generated)
+        """Bring the Workload in step with the job (module docstring): a ``generated`` one the job no longer
+        matches, then priority class and queue, then the admission gate; whether the pass ends here (something
+        was written, or is awaited)."""
+        if generated and await self._out_of_step(job, obs, wl):
+            return True
+        if await self._in_step(job, obs, wl, running=self.is_running(job), generated=generated):
+            return True
+        return await self._admission_gate(job, obs)
 
     # --- running -----------------------------------------------------------------------------------------------
 
@@ -360,6 +411,7 @@ class JobReconciler(Generic[J]):
                 reclaimable_pods=[o.ReclaimablePod(name=n, count=c) for n, c in reclaimable]))
             return  # as Kueue's reconciler: the rest waits for the Workload that shows them
         await self._track_pods_ready(job, wl)
+        await self._checks_pending(job, wl)
         admitted, running = is_admitted(wl), self.is_running(job)
         if admitted and not running:
             if admission_shown(wl, obs):
@@ -377,6 +429,10 @@ class JobReconciler(Generic[J]):
     async def _running_admitted(self, job: J, wl: WorkloadInfo) -> None:
         """A running job on its admitted Workload: nothing to do, unless the kind has pods to release (the Job's
         elastic pods)."""
+
+    async def _checks_pending(self, job: J, wl: WorkloadInfo) -> None:
+        """Report the Workload's pending admission checks on the job (``UpdatedAdmissionCheck``), when the kind
+        does it itself (a Job's come from the log: :mod:`connectors.k8s.job_events`)."""
 
     async def _track_pods_ready(self, job: J, wl: WorkloadInfo) -> None:
         """``PodsReadyChanged`` as the job's pods become ready or not; under waitForPodsReady, Kueue's first write
@@ -409,6 +465,70 @@ class JobReconciler(Generic[J]):
         if queue is not None:
             await self._once(key, f"queue@{rv}", job, self._set_queue(job, obs, queue))
             return True
+        return False
+
+    async def _out_of_step(self, job: J, obs: o.Workload, wl: WorkloadInfo) -> bool:
+        """A generated Workload the job no longer matches (:func:`connectors.k8s.job_sync.out_of_step_sets`): the
+        running job stopped first, then the Workload rewritten or deleted (not while a decision about it is still
+        to be written); whether it does not match."""
+        mine = self.job_pod_sets(job, generated=True)
+        if mine is None:
+            return False
+        action = job_sync.out_of_step_sets(self.state, mine, obs, wl, running=self.is_running(job),
+                                           suspended=bool(job.spec.suspend), max_exec=self.max_exec(job))
+        if action == STOP:
+            await self._once(job.key, "stop", job, self._stop(job, obs, job_sync.NO_MATCHING_WORKLOAD))
+        elif action and wl.key not in self.mirror.pending:
+            work = self._delete_workload(job, obs) if action == DELETE else self._update_workload(job, obs)
+            await self._once(job.key, f"{action}@{obs.metadata.resource_version}", job, work)
+        return bool(action)
+
+    async def _admission_gate(self, job: J, obs: o.Workload) -> bool:
+        """Under ``AdmissionGatedBy``: the Workload's ``kueue.x-k8s.io/admission-gated-by`` set to the job's when
+        that only removes gates (a Workload never gains one: Kueue's Workload webhook refuses it); whether it was
+        written."""
+        if not self.state.gate(gates.ADMISSION_GATED_BY):
+            return False
+        gate = job.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION) or None
+        if obs.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION) == gate or not only_removes_gates(obs, gate):
+            return False
+        await self._once(job.key, "admission-gate", job, self._sync_admission_gate(job, obs, gate))
+        return True
+
+    async def _with_prebuilt(self, job: J, name: str) -> None:
+        """A job naming prebuilt Workload ``name`` (module docstring): the step with it once it is usable, else
+        the job waits without one (suspended; none is created)."""
+        wl_key = f"{job.metadata.namespace}/{name}"
+        wl, obs = self.state.workloads.get(wl_key), self.mirror.workloads.get(wl_key)
+        if wl is not None and obs is not None:
+            usable = await self._prebuilt_usable(job, wl, obs)
+            if usable is None:
+                return  # adopted just now: the rest waits for the Workload that shows it
+            if usable:
+                await self._with_workload(job, obs, wl, generated=False)
+                return
+        await self._without_workload(job, name, why=prebuilt.MISSING, create=False)
+
+    async def _prebuilt_usable(self, job: J, wl: WorkloadInfo, obs: o.Workload) -> bool | None:
+        """Whether the job runs on its prebuilt Workload (:mod:`connectors.k8s.prebuilt`): True once it controls
+        it and the two are equivalent; False when another object controls it, or it is out of sync (then
+        finished ``OutOfSync``) — the job then waits as for a missing one; None once an uncontrolled one was
+        just adopted."""
+        controller = prebuilt.controller_uid(obs)
+        if controller is None:
+            await self._once(job.key, "adopt", job, self._adopt(job, obs))
+            return None
+        if controller != job.metadata.uid:
+            return False
+        mine = self.job_pod_sets(job, generated=False)
+        if mine is None or job_sync.equivalent_sets(self.state, mine, obs, wl, self.max_exec(job),
+                                                    suspended=bool(job.spec.suspend)):
+            return True
+        if wl.phase != FINISHED and await self._append_once(wl, ev.WorkloadFinished(
+                time=_now(), key=wl.key, uid=wl.uid, reason=prebuilt.OUT_OF_SYNC, message=prebuilt.OUT_OF_SYNC_MESSAGE)):
+            self.stats.out_of_sync.append(wl.key)
+            self.log.warning(f"prebuilt workload out of sync with its {self.NOUN}: finished", workload=wl.key,
+                             **{self.NOUN: job.key})
         return False
 
     async def _release(self, job: J, wl: WorkloadInfo, obs: o.Workload) -> None:
@@ -537,6 +657,78 @@ class JobReconciler(Generic[J]):
         self.stats.requeued += 1
         self.log.info(f"moved the workload to its {self.NOUN}'s queue", workload=obs.key, queue=queue,
                       previous=obs.spec.queue_name, **{self.NOUN: job.key})
+
+    async def _adopt(self, job: J, obs: o.Workload) -> None:
+        """Make the job the controller owner of its prebuilt Workload, conditioned on the Workload's
+        resourceVersion (a Workload gone meanwhile: its deletion comes with the watch)."""
+        try:
+            await self.client.patch(WORKLOADS, obs.metadata.name,
+                                    prebuilt.adoption_patch(job, obs, self.controller_ref(job)), obs.metadata.namespace)
+        except NotFound:
+            return
+        self.stats.adopted += 1
+        self.log.info("adopted a prebuilt workload", workload=obs.key, **{self.NOUN: job.key})
+
+    async def _sync_admission_gate(self, job: J, obs: o.Workload, gate: str | None) -> None:
+        """Give the Workload the job's admission gate (None: remove it), conditioned on the Workload's
+        resourceVersion."""
+        await self.client.patch(WORKLOADS, obs.metadata.name, {"metadata": {
+            "resourceVersion": obs.metadata.resource_version,
+            "annotations": {ADMISSION_GATED_BY_ANNOTATION: gate}}}, obs.metadata.namespace)
+        self.log.info(f"synced the workload's admission gate with its {self.NOUN}'s", workload=obs.key, gate=gate,
+                      **{self.NOUN: job.key})
+
+    async def _update_workload(self, job: J, obs: o.Workload) -> None:
+        """Rewrite the Workload's spec from the suspended job it no longer matches (built as at creation, from the
+        job as stored), conditioned on the Workload's resourceVersion; ``UpdatedWorkload``."""
+        raw = await self._read_current(job)
+        if raw is None:
+            return  # changed since the log saw it: the watch brings the newer one
+        try:
+            spec = self.workload_for(raw, obs.metadata.name)["spec"]
+        except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
+            self.log.warning(f"the {self.NOUN}'s priority class is not there: its workload is not updated",
+                             workload=obs.key, error=str(exc), **{self.NOUN: job.key})
+            return
+        except InvalidInput as exc:
+            self.stats.invalid.append(job.key)
+            self.log.error(f"{self.NOUN} refused: its workload is not updated", workload=obs.key, error=str(exc),
+                           **{self.NOUN: job.key})
+            return
+        try:
+            await self.client.patch(WORKLOADS, obs.metadata.name, job_sync.spec_patch(obs, spec),
+                                    obs.metadata.namespace)
+        except NotFound:
+            return
+        self.stats.updated += 1
+        self.log.info(f"updated the workload to match its {self.NOUN}", workload=obs.key, **{self.NOUN: job.key})
+        await self._report(job, UPDATED_WORKLOAD, workload=obs.key, message=job_sync.updated_message(obs.key))
+
+    async def _delete_workload(self, job: J, obs: o.Workload) -> None:
+        """Delete the Workload the job no longer matches, its finalizer first, conditioned on its uid and
+        resourceVersion; ``DeletedWorkload``. The job is then given a new one as any job without a Workload is."""
+        if not await self._unfinalize_and_delete(obs):
+            return
+        self.stats.deleted += 1
+        self.log.info(f"deleted the workload its {self.NOUN} no longer matches", workload=obs.key,
+                      **{self.NOUN: job.key})
+        await self._report(job, DELETED_WORKLOAD, workload=obs.key, message=job_sync.deleted_message(obs.key))
+
+    async def _delete_extras(self, job: J, extras: list[o.Workload]) -> None:
+        """Delete the Workloads of the job beyond the one it keeps (:func:`connectors.k8s.job_sync.one_workload_of`),
+        each finalizer first, conditioned on its uid and resourceVersion; ``DeletedWorkload`` for each one deleted
+        (one already being deleted only loses its finalizer)."""
+        for obs in extras:
+            if not await self._unfinalize_and_delete(obs):
+                continue
+            self.stats.extras_deleted += 1
+            self.log.info(f"deleted a workload the {self.NOUN} does not keep", workload=obs.key, **{self.NOUN: job.key})
+            await self._report(job, DELETED_WORKLOAD, workload=obs.key, message=job_sync.deleted_message(obs.key))
+
+    async def _unfinalize_and_delete(self, obs: o.Workload) -> bool:
+        """Take the finalizer off ``obs``, then delete it: whether this deleted it
+        (:func:`connectors.k8s.workload_finalizer.delete_unfinalized`)."""
+        return await wf.delete_unfinalized(self.client, obs, await self._unfinalize(obs))
 
     async def _unfinalize(self, obs: o.Workload) -> str | None:
         """Take the finalizer off ``obs`` (:func:`connectors.k8s.workload_finalizer.unfinalize`): the Workload's

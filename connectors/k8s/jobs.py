@@ -6,9 +6,10 @@ queue until the Job names one (:mod:`connectors.k8s.job_selection` says which Jo
 The steps a Job shares with every kind Kueue's one job reconciler runs (no Workload yet; the Workload finished
 or being deleted; the Job finished; priority class and queue in step; reclaimable pods; PodsReady; start, stop,
 ``JobStopped``; a gone Job's Workloads) are :mod:`connectors.k8s.jobframework`'s; this module is the Job's adapter
-to them (what a Job's state means, how it is started and stopped) and holds the steps only Jobs take here
-(prebuilt Workloads, one Workload per Job, rewriting a Workload the Job no longer matches, the admission gate,
-Workloads left with no owner).
+to them (what a Job's state means, how it is started and stopped, its pod set as its Workload is compared with)
+and holds the steps only Jobs take here (one Workload per Job, elastic Jobs, Workloads left with no owner); the
+prebuilt Workloads, the rewriting of a Workload the Job no longer matches and the admission gate below are the
+shared reconciler's, taken by JobSets and MPIJobs too.
 
 Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or its Workload changed):
 
@@ -67,7 +68,7 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   ``kueue.x-k8s.io/admission-gated-by`` differs from its Workload's, the Workload's is set to it — removed when
   the Job's is removed or empty — in one patch conditioned on the Workload's resourceVersion; the rest waits for
   the Workload that shows it. Only gates leave: a Workload is never given a gate it lacks (Kueue's Workload webhook
-  refuses that, :func:`only_removes_gates`), as when the Job was made while the gate was off;
+  refuses that, :func:`connectors.k8s.jobframework.only_removes_gates`), as when the Job was made while the gate was off;
 * **admitted** (in the log, and in the Workload's stored status: a Job never starts on a decision whose status
   write is still to come, or lost with a crash) and suspended → start: what :mod:`connectors.k8s.podsetinfo`
   says the admission adds (the flavors' ``nodeLabels`` and tolerations, the pod-set and queue labels, the
@@ -114,7 +115,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -132,11 +133,8 @@ from connectors.k8s.job_events import (
     job_finished,
 )
 from connectors.k8s.job_priority import (
-    PriorityClassNotFound,
-    WorkloadPriorityClassNotFound,
     workload_priority,
 )
-from connectors.k8s.job_sync import DELETE, DELETED_WORKLOAD, STOP, UPDATED_WORKLOAD
 from connectors.k8s.jobframework import JobFrameworkStats, JobReconciler, stored_workloads
 from connectors.k8s.journal import Journal
 from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION
@@ -146,12 +144,10 @@ from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
 from events.goint import is_go_int
-from events.update_rules import admission_gate_errors
 from projections import gates
 from projections.in_use import FINALIZER
 from projections.workloads import (
     ADMISSION_GATED_BY_ANNOTATION,
-    FINISHED,
     WorkloadInfo,
     topology_request_from_annotations,
 )
@@ -203,13 +199,6 @@ def compared_max_execution_seconds(labels: dict[str, str]) -> int | None:
         return None
 
 
-def only_removes_gates(obs: o.Workload, gate: str | None) -> bool:
-    """Whether giving the Workload ``gate`` (None: none) as its admission gates only removes some: what Kueue's
-    Workload webhook lets an update do under ``AdmissionGatedBy``."""
-    old = {"annotations": obs.metadata.annotations}
-    return not admission_gate_errors(old, {"annotations": {ADMISSION_GATED_BY_ANNOTATION: gate or ""}})
-
-
 def workload_name(job_name: str, job_uid: str, short: bool = False) -> str:
     """Kueue's name for the Workload of a batch/v1 Job; ``short``: its ``ShortWorkloadNames`` gate (alpha, off),
     which keeps the name a valid label value."""
@@ -242,16 +231,6 @@ def is_running(job: o.Job) -> bool:
 
 @dataclass
 class JobStats(JobFrameworkStats):
-    adopted: int = 0
-    """Prebuilt Workloads a Job was made the controller of."""
-    out_of_sync: list[str] = field(default_factory=list)
-    """Prebuilt Workloads finished for no longer matching their Job."""
-    updated: int = 0
-    """Generated Workloads rewritten to match their suspended Job again."""
-    deleted: int = 0
-    """Generated Workloads deleted for no longer matching their Job (a new one follows)."""
-    extras_deleted: int = 0
-    """Workloads deleted for being one too many for their Job."""
     slice_counts: int = 0
     """Workload slices given their elastic Job's pod count in place."""
     pods_ungated: int = 0
@@ -260,8 +239,7 @@ class JobStats(JobFrameworkStats):
 
 class JobIntegration(JobReconciler[o.Job]):
     """The batch/v1 Job adapter of the shared job reconciler (:mod:`connectors.k8s.jobframework`), with the
-    Job's own steps: prebuilt Workloads, one Workload per Job, a Workload rewritten when the Job no longer
-    matches it, the admission gate, and Workloads left with no owner."""
+    Job's own steps: one Workload per Job, elastic Jobs, and Workloads left with no owner."""
 
     KIND = "Job"
     NOUN = "job"
@@ -314,32 +292,24 @@ class JobIntegration(JobReconciler[o.Job]):
             return  # not Kueue's: no queue name (unless manageJobsWithoutQueueName), or a namespace left out
         prebuilt_name = prebuilt.name_of(job, self.state.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS))
         if prebuilt_name:
-            name = prebuilt_name
-        else:
-            if workload_slices.elastic(self.state, job.metadata.annotations) and await self._sliced(job):
-                return  # an elastic Job's pass, on its workload slices
-            keep, extras = job_sync.one_workload(self.state, job, self._owned(key),
-                                                 compared_max_execution_seconds(job.metadata.labels))
-            if extras:
-                marker = ",".join(f"{w.metadata.uid}@{w.metadata.resource_version}" for w in extras)
-                await self._once(key, f"extras:{marker}", job, self._delete_extras(job, extras))
-                return  # as Kueue's reconciler: the rest waits for the Workloads that are left
-            name = keep[0].metadata.name if keep is not None else self._new_name(job)
+            await self._with_prebuilt(job, prebuilt_name)
+            return
+        if workload_slices.elastic(self.state, job.metadata.annotations) and await self._sliced(job):
+            return  # an elastic Job's pass, on its workload slices
+        keep, extras = job_sync.one_workload(self.state, job, self._owned(key),
+                                             compared_max_execution_seconds(job.metadata.labels))
+        if extras:
+            marker = ",".join(f"{w.metadata.uid}@{w.metadata.resource_version}" for w in extras)
+            await self._once(key, f"extras:{marker}", job, self._delete_extras(job, extras))
+            return  # as Kueue's reconciler: the rest waits for the Workloads that are left
+        name = keep[0].metadata.name if keep is not None else self._new_name(job)
         wl_key = f"{job.metadata.namespace}/{name}"
         wl = self.state.workloads.get(wl_key)
         obs = self.mirror.workloads.get(wl_key)
-        if prebuilt_name and wl is not None and obs is not None:
-            usable = await self._prebuilt_usable(job, wl, obs)
-            if usable is None:
-                return  # adopted just now: the rest waits for the Workload that shows it
-            if not usable:
-                wl = obs = None
         if wl is None or obs is None:
-            # Kueue creates no Workload for a Job naming a prebuilt one: the Job waits until that one is there
-            await self._without_workload(job, name, why=prebuilt.MISSING if prebuilt_name else MISSING_WORKLOAD,
-                                         create=not prebuilt_name)
+            await self._without_workload(job, name, why=MISSING_WORKLOAD)
             return
-        await self._with_workload(job, obs, wl, generated=not prebuilt_name)
+        await self._with_workload(job, obs, wl)
 
     # --- what the shared reconciler reads of a Job ------------------------------------------------------------
 
@@ -378,37 +348,25 @@ class JobIntegration(JobReconciler[o.Job]):
     def pod_priority_class(self, job: o.Job) -> str | None:
         return job.spec.template.spec.priority_class_name
 
+    def job_pod_sets(self, job: o.Job, *, generated: bool) -> list[o.PodSet]:
+        return [job_sync.job_pod_set(job, self.state.gate(gates.PARTIAL_ADMISSION), generated)]
+
+    def max_exec(self, job: o.Job) -> int | None:
+        return compared_max_execution_seconds(job.metadata.labels)
+
+    def controller_ref(self, job: o.Job) -> dict[str, Any]:
+        return prebuilt.controller_ref(job.metadata.name, job.metadata.uid)
+
+    async def _read_current(self, job: o.Job) -> dict[str, Any] | None:
+        try:
+            raw = msgspec.json.decode(await self.client.get(JOBS, job.metadata.name, job.metadata.namespace))
+        except NotFound:
+            return None
+        return raw if raw["metadata"]["resourceVersion"] == job.metadata.resource_version else None
+
     async def _read_to_create(self, job: o.Job) -> dict[str, Any] | None:
         raw = msgspec.json.decode(await self.client.get(JOBS, job.metadata.name, job.metadata.namespace))
         return raw if raw["metadata"]["uid"] == job.metadata.uid else None  # else recreated: the watch brings it
-
-    async def _sync_workload(self, job: o.Job, obs: o.Workload, wl: WorkloadInfo, *, generated: bool) -> bool:
-        """Bring the Workload in step with the Job as Kueue's reconciler does (:mod:`connectors.k8s.job_sync`): a
-        ``generated`` one the Job no longer matches is stopped with, rewritten or deleted, then the shared steps
-        (priority class, queue), then the admission gate. Whether the pass ends here (something was written, or
-        is awaited)."""
-        if generated and await self._out_of_step(job, obs, wl):
-            return True
-        if await self._in_step(job, obs, wl, running=is_running(job), generated=generated):
-            return True
-        if self.state.gate(gates.ADMISSION_GATED_BY):
-            gate = job.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION) or None
-            if obs.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION) != gate and only_removes_gates(obs, gate):
-                await self._once(job.key, "admission-gate", job, self._sync_admission_gate(job, obs, gate))
-                return True
-        return False
-
-    async def _out_of_step(self, job: o.Job, obs: o.Workload, wl: WorkloadInfo) -> bool:
-        """A generated Workload the Job no longer matches: the running Job stopped first, then the Workload
-        rewritten or deleted (not while a decision about it is still to be written); whether it does not match."""
-        action = job_sync.out_of_step(self.state, job, obs, wl, running=is_running(job),
-                                      max_exec=compared_max_execution_seconds(job.metadata.labels))
-        if action == STOP:
-            await self._once(job.key, "stop", job, self._stop(job, obs, job_sync.NO_MATCHING_WORKLOAD))
-        elif action and wl.key not in self.mirror.pending:
-            work = self._delete_workload(job, obs) if action == DELETE else self._update_workload(job, obs)
-            await self._once(job.key, f"{action}@{obs.metadata.resource_version}", job, work)
-        return bool(action)
 
     # --- elastic Jobs (workload slices) ---------------------------------------------------------------------
 
@@ -572,78 +530,6 @@ class JobIntegration(JobReconciler[o.Job]):
         return {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "kind": "Workload", "metadata": wl_meta,
                 "spec": wl_spec}
 
-    async def _sync_admission_gate(self, job: o.Job, obs: o.Workload, gate: str | None) -> None:
-        """Give the Workload the Job's admission gate (None: remove it), conditioned on the Workload's
-        resourceVersion."""
-        await self.client.patch(WORKLOADS, obs.metadata.name, {"metadata": {
-            "resourceVersion": obs.metadata.resource_version,
-            "annotations": {ADMISSION_GATED_BY_ANNOTATION: gate}}}, obs.metadata.namespace)
-        log.info("synced the workload's admission gate with its job's", job=job.key, workload=obs.key, gate=gate)
-
-    async def _update_workload(self, job: o.Job, obs: o.Workload) -> None:
-        """Rewrite the Workload's spec from the suspended Job it no longer matches (built as at creation, from the
-        Job as stored), conditioned on the Workload's resourceVersion; ``UpdatedWorkload``."""
-        raw = msgspec.json.decode(await self.client.get(JOBS, job.metadata.name, job.metadata.namespace))
-        if raw["metadata"]["resourceVersion"] != job.metadata.resource_version:
-            return  # changed since the log saw it: the watch brings the newer one
-        try:
-            spec = self.workload_for(raw, obs.metadata.name)["spec"]
-        except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
-            log.warning("the job's priority class is not there: its workload is not updated", job=job.key,
-                        workload=obs.key, error=str(exc))
-            return
-        except InvalidInput as exc:
-            self.stats.invalid.append(job.key)
-            log.error("job refused: its workload is not updated", job=job.key, workload=obs.key, error=str(exc))
-            return
-        try:
-            await self.client.patch(WORKLOADS, obs.metadata.name, job_sync.spec_patch(obs, spec),
-                                    obs.metadata.namespace)
-        except NotFound:
-            return
-        self.stats.updated += 1
-        log.info("updated the workload to match its job", job=job.key, workload=obs.key)
-        await self._report(job, UPDATED_WORKLOAD, workload=obs.key, message=job_sync.updated_message(obs.key))
-
-    async def _delete_workload(self, job: o.Job, obs: o.Workload) -> None:
-        """Delete the Workload the Job no longer matches, its finalizer first, conditioned on its uid and
-        resourceVersion; ``DeletedWorkload``. The Job is then given a new one as any Job without a Workload is."""
-        if not await self._unfinalize_and_delete(obs):
-            return
-        self.stats.deleted += 1
-        log.info("deleted the workload its job no longer matches", job=job.key, workload=obs.key)
-        await self._report(job, DELETED_WORKLOAD, workload=obs.key, message=job_sync.deleted_message(obs.key))
-
-    async def _prebuilt_usable(self, job: o.Job, wl: WorkloadInfo, obs: o.Workload) -> bool | None:
-        """Whether the Job runs on its prebuilt Workload (:mod:`connectors.k8s.prebuilt`): True once it controls
-        it and the two are equivalent; False when another object controls it, or it is out of sync (then
-        finished ``OutOfSync``) — the Job then waits as for a missing one; None once an uncontrolled one was
-        just adopted."""
-        controller = prebuilt.controller_uid(obs)
-        if controller is None:
-            await self._once(job.key, "adopt", job, self._adopt(job, obs))
-            return None
-        if controller != job.metadata.uid:
-            return False
-        if job_sync.equivalent(self.state, job, obs, wl, compared_max_execution_seconds(job.metadata.labels)):
-            return True
-        if wl.phase != FINISHED and await self._append_once(wl, ev.WorkloadFinished(
-                time=_now(), key=wl.key, uid=wl.uid, reason=prebuilt.OUT_OF_SYNC, message=prebuilt.OUT_OF_SYNC_MESSAGE)):
-            self.stats.out_of_sync.append(wl.key)
-            log.warning("prebuilt workload out of sync with its job: finished", job=job.key, workload=wl.key)
-        return False
-
-    async def _adopt(self, job: o.Job, obs: o.Workload) -> None:
-        """Make the Job the controller owner of its prebuilt Workload, conditioned on the Workload's
-        resourceVersion (a Workload gone meanwhile: its deletion comes with the watch)."""
-        try:
-            await self.client.patch(WORKLOADS, obs.metadata.name, prebuilt.adoption_patch(job, obs),
-                                    obs.metadata.namespace)
-        except NotFound:
-            return
-        self.stats.adopted += 1
-        log.info("adopted a prebuilt workload", job=job.key, workload=obs.key)
-
     async def _start(self, job: o.Job, wl: WorkloadInfo, obs: o.Workload) -> None:
         assert wl.admission is not None
         psa = next((p for p in wl.admission.pod_set_assignments if p.name == "main"),
@@ -725,22 +611,6 @@ class JobIntegration(JobReconciler[o.Job]):
         if obs is None or not wf.ownerless(obs, finish_orphaned=gate):
             return
         await self._let_go(obs, self.state.workloads.get(wl_key))
-
-    async def _unfinalize_and_delete(self, obs: o.Workload) -> bool:
-        """Take the finalizer off ``obs``, then delete it: whether this deleted it
-        (:func:`connectors.k8s.workload_finalizer.delete_unfinalized`)."""
-        return await wf.delete_unfinalized(self.client, obs, await self._unfinalize(obs))
-
-    async def _delete_extras(self, job: o.Job, extras: list[o.Workload]) -> None:
-        """Delete the Workloads of the Job beyond the one it keeps (:func:`connectors.k8s.job_sync.one_workload`),
-        each finalizer first, conditioned on its uid and resourceVersion; ``DeletedWorkload`` for each one deleted
-        (one already being deleted only loses its finalizer)."""
-        for obs in extras:
-            if not await self._unfinalize_and_delete(obs):
-                continue
-            self.stats.extras_deleted += 1
-            log.info("deleted a workload the job does not keep", job=job.key, workload=obs.key)
-            await self._report(job, DELETED_WORKLOAD, workload=obs.key, message=job_sync.deleted_message(obs.key))
 
 
 def topology_request(annotations: dict[str, str], index_label: str) -> dict[str, Any]:

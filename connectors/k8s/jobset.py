@@ -41,8 +41,10 @@ from connectors.k8s.resources import JOB_UID_LABEL, JOBSETS, KUEUE_GROUP, KUEUE_
 from connectors.k8s.workload_names import owner_workload_name
 from events import objects as o
 from kueue_es.scheduler.config import KeysToCopy
+from projections import gates
 from projections.cluster import ClusterState
 from projections.in_use import FINALIZER
+from projections.workloads import ADMISSION_GATED_BY_ANNOTATION
 
 KIND = "JobSet"
 JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
@@ -149,6 +151,29 @@ def pods_priority_class(jobset: JobSet) -> str | None:
                  if rj.template.spec.template.spec.priority_class_name), None)
 
 
+def workload_annotations(state: ClusterState, keys: KeysToCopy, annotations: dict[str, str]) -> dict[str, str]:
+    """The annotations a job's new Workload takes of the job's ``annotations``: those the Configuration copies
+    (``keys``), the ``provreq.kueue.x-k8s.io/`` ones, and, under ``AdmissionGatedBy``, a non-empty
+    ``kueue.x-k8s.io/admission-gated-by`` (the Workload is then not admitted until its gates are gone)."""
+    out = copied(keys.annotations, annotations)
+    out.update((k, v) for k, v in annotations.items() if k.startswith(PROVREQ_PREFIX))
+    gate = annotations.get(ADMISSION_GATED_BY_ANNOTATION)
+    if gate and state.gate(gates.ADMISSION_GATED_BY):
+        out[ADMISSION_GATED_BY_ANNOTATION] = gate
+    return out
+
+
+def job_pod_sets(jobset: JobSet) -> list[o.PodSet]:
+    """The pod sets the JobSet makes now, as Kueue compares them with its Workload's: per replicated Job, in
+    order, ``replicas × min(parallelism, completions)`` pods of its pod template (no minimum count)."""
+    out: list[o.PodSet] = []
+    for rj in jobset.spec.replicated_jobs:
+        spec = rj.template.spec
+        per_job = min(spec.parallelism, spec.completions) if spec.completions is not None else spec.parallelism
+        out.append(o.PodSet(name=rj.name, count=rj.replicas * per_job, template=spec.template))
+    return out
+
+
 def workload_for(state: ClusterState, keys: KeysToCopy, raw_jobset: dict[str, Any], name: str) -> dict[str, Any]:
     """The Workload to create for ``raw_jobset`` (as stored) under ``name``, copying ``keys``. Raises
     :class:`~events.errors.InvalidInput` for a ``max-exec-time-seconds`` Kueue refuses,
@@ -165,8 +190,7 @@ def workload_for(state: ClusterState, keys: KeysToCopy, raw_jobset: dict[str, An
     max_exec = max_execution_seconds(labels)
     if max_exec is not None:
         spec["maximumExecutionTimeSeconds"] = max_exec
-    wl_annotations = copied(keys.annotations, annotations)
-    wl_annotations.update((k, v) for k, v in annotations.items() if k.startswith(PROVREQ_PREFIX))
+    wl_annotations = workload_annotations(state, keys, annotations)
     wl_meta: dict[str, Any] = {
         "name": name, "namespace": meta["namespace"],
         "labels": {**copied(keys.labels, labels), JOB_UID_LABEL: meta["uid"]},

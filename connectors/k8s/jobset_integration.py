@@ -39,9 +39,10 @@ with its own pieces from :mod:`connectors.k8s.jobset`:
 * **evicted**, suspended, no active pods and still holding quota → ``JobStopped``.
 
 Every write is conditioned on the resourceVersion read; a conflict waits for the watch. The Events go through
-the log (``JobActed`` of kind JobSet). Not done here (see the README): rewriting a Workload whose pod sets no
-longer match the JobSet, prebuilt Workloads, the admission gate annotation, ``UpdatedAdmissionCheck`` and
-``FinishedWorkload`` Events on the JobSet, JobSet webhooks, MultiKueue and elastic JobSets.
+the log (``JobActed`` of kind JobSet). As for a Job, a Workload whose pod sets no longer match the JobSet is
+rewritten or made anew, a prebuilt Workload is adopted and run on, the admission gate annotation followed, and
+``FinishedWorkload``/``UpdatedAdmissionCheck`` reported on the JobSet (:mod:`connectors.k8s.watched_jobs`). Not
+done here (see the README): MultiKueue and elastic JobSets.
 """
 
 from __future__ import annotations

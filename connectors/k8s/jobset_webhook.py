@@ -22,7 +22,9 @@ create, a queue name or prebuilt Workload name that is not a DNS-1123 subdomain 
 that is not an integer above 0; on update, first the update rules — the queue name changed while the JobSet is not
 suspended (or removed in a namespace with a LocalQueue ``default``), the prebuilt Workload's name changed while
 running, the maximum execution time changed unless suspended before and after, a WorkloadPriorityClass added to a
-running JobSet or removed — then the create rules on the new JobSet. Under ``TopologyAwareScheduling`` each
+running JobSet or removed, and under ``AdmissionGatedBy`` a ``kueue.x-k8s.io/admission-gated-by`` gate added (gates
+are only removed: :func:`connectors.k8s.job_validation.gate_update`, as for a Job) — then the create rules on the
+new JobSet. Under ``TopologyAwareScheduling`` each
 replicated Job's pod template's TAS annotations are checked as a Job's are
 (:func:`connectors.k8s.job_validation.topology_errors`, at ``spec.replicatedJobs[i].template.metadata.annotations``,
 Kueue's path), a slice no larger than that replicated Job's pod set (``replicas × min(parallelism, completions)``).
@@ -32,8 +34,7 @@ Both are registered whatever the Configuration says and, while the integration i
 unchanged (:func:`connectors.k8s.pod_webhook.allowed_as_is`), ``failurePolicy: Ignore``; ``Fail`` while it is on
 (:func:`connectors.k8s.pod_webhook.failure_policy`), as the Deployment and StatefulSet webhooks. The defaulting,
 serving and registering are :mod:`connectors.k8s.framework_webhook`'s, shared with the MPIJob webhooks. Not done, unlike
-Kueue: ``spec.managedBy`` defaulted for MultiKueue (kueue-es runs no MultiKueue), the ``admission-gated-by``
-annotation's rules.
+Kueue: ``spec.managedBy`` defaulted for MultiKueue (kueue-es runs no MultiKueue).
 """
 
 from __future__ import annotations
@@ -122,7 +123,7 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates:
     """What Kueue refuses in the update of JobSet ``old`` into ``new``, in its order: the update rules, then the
     create rules on ``new``. ``default_queue``: the namespace has a LocalQueue ``default``."""
     return (job_validation.generic_update_errors(old, new, feature_gates, default_queue=default_queue)
-            + create_errors(new, feature_gates))
+            + job_validation.gate_update(old, new, feature_gates) + create_errors(new, feature_gates))
 
 
 KIND = framework_webhook.Kind(JOBSETS, MUTATING_PATH, MUTATING_NAME, VALIDATING_PATH, VALIDATING_NAME,

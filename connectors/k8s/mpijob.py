@@ -38,7 +38,7 @@ from connectors.k8s.copied_metadata import copied
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import workload_priority
 from connectors.k8s.jobs import max_execution_seconds, topology_request
-from connectors.k8s.jobset import PROVREQ_PREFIX, BadPodSets, recorded_info, write_template
+from connectors.k8s.jobset import BadPodSets, recorded_info, workload_annotations, write_template
 from connectors.k8s.resources import JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION, MPIJOBS
 from connectors.k8s.workload_names import owner_workload_name
 from events import objects as o
@@ -160,6 +160,14 @@ def priority_class(job: MPIJob) -> str | None:
     return None
 
 
+def job_pod_sets(job: MPIJob) -> list[o.PodSet]:
+    """The pod sets the MPIJob makes now, as Kueue compares them with its Workload's: per replica type, in
+    Kueue's order, ``replicas`` pods (default 1) of its pod template (no minimum count)."""
+    specs = job.spec.mpi_replica_specs
+    return [o.PodSet(name=t.lower(), count=1 if specs[t].replicas is None else specs[t].replicas,
+                     template=specs[t].template) for t in replica_types(specs)]
+
+
 def workload_for(state: ClusterState, keys: KeysToCopy, raw_mpijob: dict[str, Any], name: str) -> dict[str, Any]:
     """The Workload to create for ``raw_mpijob`` (as stored) under ``name``, copying ``keys``. Raises
     :class:`~events.errors.InvalidInput` for a ``max-exec-time-seconds`` Kueue refuses,
@@ -188,8 +196,7 @@ def job_workload(state: ClusterState, keys: KeysToCopy, raw: dict[str, Any], nam
     max_exec = max_execution_seconds(labels)
     if max_exec is not None:
         spec["maximumExecutionTimeSeconds"] = max_exec
-    wl_annotations = copied(keys.annotations, annotations)
-    wl_annotations.update((k, v) for k, v in annotations.items() if k.startswith(PROVREQ_PREFIX))
+    wl_annotations = workload_annotations(state, keys, annotations)
     wl_meta: dict[str, Any] = {
         "name": name, "namespace": meta["namespace"],
         "labels": {**copied(keys.labels, labels), JOB_UID_LABEL: meta["uid"]},

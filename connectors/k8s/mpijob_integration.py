@@ -14,9 +14,10 @@ MPIJob without a Workload is suspended (``spec.runPolicy.suspend``) and a suspen
 ``mpijob-<name>-<hash>``; admitted, each replica's template gets its pod set's admission and the MPIJob is
 unsuspended; not admitted, it is suspended with its templates restored in one write; ``Succeeded``/``Failed``
 finish its Workload; PodsReady follows its ``Running`` condition; orphaned Workloads are finished and deleted.
-Kueue counts no reclaimable pods for an MPIJob, so none are written. Not done here (see the README): MPIJob
-webhooks (the default queue and suspend at creation, validation, the Worker's pod-index offset under
-``runLauncherAsWorker``), rewriting a Workload whose pod sets no longer match, prebuilt Workloads and MultiKueue.
+Kueue counts no reclaimable pods for an MPIJob, so none are written. A Workload whose pod sets no longer match is
+rewritten or made anew, prebuilt Workloads are adopted and run on, the admission gate followed, as for a Job
+(:mod:`connectors.k8s.watched_jobs`). Not done here (see the README): the Worker's pod-index offset under
+``runLauncherAsWorker`` and MultiKueue.
 """
 
 from __future__ import annotations

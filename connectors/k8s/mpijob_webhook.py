@@ -9,7 +9,8 @@ or is managed without one — never when its controller is of a kind Kueue runs.
 
 Its validating webhook (``vmpijob.kb.io`` at ``/validate-kubeflow-org-v2beta1-mpijob``, create and update) refuses
 what Kueue's generic job validation refuses (:mod:`connectors.k8s.job_validation`), an MPIJob being suspended when
-``spec.runPolicy.suspend`` is; on update the update rules first, then the create rules on the new MPIJob. Under
+``spec.runPolicy.suspend`` is; on update the update rules first (with the JobSet's admission-gate rule: gates only
+removed), then the create rules on the new MPIJob. Under
 ``TopologyAwareScheduling`` each replica type's pod template's TAS annotations are checked as a Job's are, at
 ``spec.mpiReplicaSpecs[<type>].template.metadata.annotations`` (Kueue's path), in the order of those paths (Kueue
 sorts them), a slice no larger than the replica type's ``replicas`` (default 1).
@@ -108,7 +109,7 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates:
     create rules on ``new``. ``default_queue``: the namespace has a LocalQueue ``default``."""
     return (job_validation.generic_update_errors(_as_job(old), _as_job(new), feature_gates,
                                                  default_queue=default_queue)
-            + create_errors(new, feature_gates))
+            + job_validation.gate_update(old, new, feature_gates) + create_errors(new, feature_gates))
 
 
 KIND = framework_webhook.Kind(MPIJOBS, MUTATING_PATH, MUTATING_NAME, VALIDATING_PATH, VALIDATING_NAME, SUSPEND_AT,

@@ -1,4 +1,6 @@
-"""Prebuilt Workloads: a batch/v1 Job that names the Workload it runs on instead of being given one.
+"""Prebuilt Workloads: a batch/v1 Job (or a JobSet, an MPIJob: the shared reconciler's step,
+:meth:`connectors.k8s.jobframework.JobReconciler._with_prebuilt`) that names the Workload it runs on instead of
+being given one.
 
 A Job carrying ``kueue.x-k8s.io/prebuilt-workload-name: <name>`` (a label, or an annotation of the same key) runs
 on the Workload ``<name>`` of its namespace, created beforehand — by a user, or by MultiKueue on a worker —
@@ -69,13 +71,14 @@ def controller_ref(job_name: str, job_uid: str) -> dict[str, Any]:
             "blockOwnerDeletion": True}
 
 
-def adoption_patch(job: o.Job, obs: o.Workload) -> dict[str, Any]:
-    """The merge patch that makes ``job`` the controller of Workload ``obs``: its owner references with the Job's
-    (in place of any earlier reference to the same Job), the Job's uid label, conditioned on the Workload's
-    resourceVersion."""
+def adoption_patch(job: Any, obs: o.Workload, ref: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The merge patch that makes ``job`` (a Job, or any kind's: then ``ref``, its controller ownerReference) the
+    controller of Workload ``obs``: its owner references with the job's (in place of any earlier reference to the
+    same job), the job's uid label, conditioned on the Workload's resourceVersion."""
     refs = [msgspec.to_builtins(r) for r in obs.metadata.owner_references if r.uid != job.metadata.uid]
+    ref = ref if ref is not None else controller_ref(job.metadata.name, job.metadata.uid)
     return {"metadata": {"resourceVersion": obs.metadata.resource_version,
-                         "ownerReferences": [*refs, controller_ref(job.metadata.name, job.metadata.uid)],
+                         "ownerReferences": [*refs, ref],
                          "labels": {JOB_UID_LABEL: job.metadata.uid}}}
 
 

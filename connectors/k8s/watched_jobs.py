@@ -11,9 +11,21 @@ for it) or the Configuration.
 
 :class:`WatchedJobIntegration` is that integration, given the kind's pure decisions as a module (``K``:
 :mod:`connectors.k8s.jobset`, :mod:`connectors.k8s.mpijob`) with the same names in each: ``KIND``, ``owner_of``,
-``workload_name``, ``finished``, ``is_active``, ``pods_ready``, ``workload_for``, ``start_infos``,
-``start_patch``, ``stop_patch`` and ``BadPodSets``. A subclass names the kind, its resource and framework, and
-what differs (its pods' priority class, reclaimable pods, where suspend is written).
+``workload_name``, ``controller_ref``, ``finished``, ``is_active``, ``pods_ready``, ``workload_for``,
+``start_infos``, ``start_patch``, ``stop_patch`` and ``BadPodSets``, and ``job_pod_sets`` (the pod sets the
+object makes now, which its Workload is compared with; a kind without it has its Workload never rewritten and a
+prebuilt one never found out of sync). A subclass names the kind, its resource and framework, and what differs
+(its pods' priority class, reclaimable pods, where suspend is written).
+
+What the shared reconciler does (:mod:`connectors.k8s.jobframework`) it does for these kinds too: a Workload the
+object no longer matches rewritten or made anew, a prebuilt Workload (``kueue.x-k8s.io/prebuilt-workload-name``)
+adopted and used — the objects are indexed by the Workloads they name, so one arriving marks them —, the
+``kueue.x-k8s.io/admission-gated-by`` gates followed. The Events Kueue's reconciler records on the object that a
+Job's come from the log for (:mod:`connectors.k8s.job_events`) are reported here, as the log does not hold these
+objects: ``FinishedWorkload`` once per finished Workload seen while the object is there (again after a restart,
+as Kueue's reconcile of it would), and ``UpdatedAdmissionCheck`` whenever the pending checks' message of a
+suspended queued object's Workload that holds quota changes. Of several Workloads an object controls it keeps one,
+as a Job does, and deletes the others (``DeletedWorkload``).
 """
 
 from __future__ import annotations
@@ -26,11 +38,18 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from connectors.k8s import podsetinfo
+from connectors.k8s import job_sync, podsetinfo, prebuilt
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import NotFound
-from connectors.k8s.job_events import STOPPED
+from connectors.k8s.job_events import (
+    FINISHED_WORKLOAD,
+    QUEUE_LABEL,
+    STOPPED,
+    UPDATED_ADMISSION_CHECK,
+    checks_message,
+)
 from connectors.k8s.jobframework import JobFrameworkStats, JobReconciler, stored_workloads
+from connectors.k8s.jobs import compared_max_execution_seconds
 from connectors.k8s.journal import Journal
 from connectors.k8s.list_watch import Informer
 from connectors.k8s.owner_index import OwnerIndex
@@ -39,7 +58,7 @@ from events import objects as o
 from events import schema as ev
 from kueue_es.scheduler.config import SchedulerConfig
 from projections import gates
-from projections.workloads import WorkloadInfo
+from projections.workloads import FINISHED, WorkloadInfo
 
 J = TypeVar("J")
 
@@ -88,6 +107,13 @@ class WatchedJobIntegration(JobReconciler[J]):
         """Which object controls which Workloads (any uid)."""
         self.workloads_of = self.owners.owned
         self._decoder = msgspec.json.Decoder(self.ITEM)
+        self.named_by: dict[str, set[str]] = {}
+        """Workload key -> the objects naming it as their prebuilt Workload (label or annotation)."""
+        self._names: dict[str, tuple[str, ...]] = {}
+        self._finished_told: set[str] = set()
+        """Uids of the finished Workloads whose ``FinishedWorkload`` was reported."""
+        self._checks_told: dict[str, str] = {}
+        """Object key -> the ``UpdatedAdmissionCheck`` message last reported on it."""
         self._signal = journal.subscribe()
 
     def framework_on(self, config: SchedulerConfig) -> bool:
@@ -131,6 +157,7 @@ class WatchedJobIntegration(JobReconciler[J]):
             return None
 
     def _mark(self, keys: set[str]) -> None:
+        self._index_prebuilt(keys)
         if keys:
             self.dirty |= keys
             self._signal.set()
@@ -140,9 +167,28 @@ class WatchedJobIntegration(JobReconciler[J]):
         keys: set[str] = set()
         for r in records:
             keys |= self.owners.touched(r.event, self.known)
+            if isinstance(r.event, (ev.ObjectUpserted, ev.ObjectDeleted)):
+                keys |= self.named_by.get(r.event.key, set())
             if isinstance(r.event, ev.ConfigRecorded):
                 self._config_recorded.set()
         self._mark(keys)
+
+    def _index_prebuilt(self, keys: set[str]) -> None:
+        """Index the objects of ``keys``, as they are now, by the prebuilt Workloads they name."""
+        for key in keys:
+            for wl_key in self._names.pop(key, ()):
+                named = self.named_by.get(wl_key, set())
+                named.discard(key)
+                if not named:
+                    self.named_by.pop(wl_key, None)
+            job: Any = self.known.get(key)
+            if job is None:
+                continue
+            names = tuple(f"{job.metadata.namespace}/{n}" for n in prebuilt.names_carried(job))
+            if names:
+                self._names[key] = names
+                for wl_key in names:
+                    self.named_by.setdefault(wl_key, set()).add(key)
 
     def _owner_key(self, obs: o.Workload) -> str | None:
         """The key of the object of this kind that controls ``obs`` (None: none does)."""
@@ -172,14 +218,34 @@ class WatchedJobIntegration(JobReconciler[J]):
             return
         if not self._managed(job, config):
             return  # not Kueue's: no queue name (unless manageJobsWithoutQueueName), or a namespace left out
+        prebuilt_name = prebuilt.name_in(job.metadata, self.state.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS))
+        if prebuilt_name:
+            await self._with_prebuilt(job, prebuilt_name)
+            return
         if not own:
             await self._without_workload(job, self.K.workload_name(
                 job.metadata.name, job.metadata.uid, short=self.state.gate(gates.SHORT_WORKLOAD_NAMES)))
             return
-        obs, wl = min(own, key=lambda p: (p[0].metadata.creation_timestamp or "", p[0].metadata.name))
-        if wl is None:
+        if any(wl is None for _, wl in own):
             return  # stored, not in the log yet: the mirror marks the object again once it is
-        await self._with_workload(job, obs, wl)
+        keep, extras = self._one_workload(job, [(obs, wl) for obs, wl in own if wl is not None])
+        if extras:
+            marker = ",".join(f"{w.metadata.uid}@{w.metadata.resource_version}" for w in extras)
+            await self._once(key, f"extras:{marker}", job, self._delete_extras(job, extras))
+            return  # as Kueue's reconciler: the rest waits for the Workloads that are left
+        if keep is not None:
+            await self._with_workload(job, *keep)
+
+    def _one_workload(self, job: Any, own: list[tuple[o.Workload, WorkloadInfo]]
+                      ) -> tuple[tuple[o.Workload, WorkloadInfo] | None, list[o.Workload]]:
+        """The Workload the object keeps among its own, and the others, to delete (Kueue's ``ensureOneWorkload``:
+        the oldest that matches it, else the oldest; :func:`connectors.k8s.job_sync.one_workload_of`). A kind
+        whose pod sets are not compared keeps the oldest and deletes none."""
+        mine = self.job_pod_sets(job, generated=True)
+        if mine is None:
+            return min(own, key=lambda p: (p[0].metadata.creation_timestamp or "", p[0].metadata.name)), []
+        return job_sync.one_workload_of(self.state, mine, own, uid=job.metadata.uid, suspended=bool(job.spec.suspend),
+                                        max_exec=self.max_exec(job))
 
     # --- what the shared reconciler reads of one -----------------------------------------------------------
 
@@ -195,6 +261,39 @@ class WatchedJobIntegration(JobReconciler[J]):
     def workload_for(self, raw: dict[str, Any], name: str) -> dict[str, Any]:
         return self.K.workload_for(self.state, self._config().keys_to_copy, raw, name)
 
+    def job_pod_sets(self, job: J, *, generated: bool) -> list[o.PodSet] | None:
+        pod_sets = getattr(self.K, "job_pod_sets", None)
+        return pod_sets(job) if pod_sets is not None else None
+
+    def max_exec(self, job: Any) -> int | None:
+        return compared_max_execution_seconds(job.metadata.labels)
+
+    def controller_ref(self, job: Any) -> dict[str, Any]:
+        return self.K.controller_ref(job.metadata.name, job.metadata.uid)
+
+    # --- the Events a Job's come from the log for --------------------------------------------------------------
+
+    async def _release(self, job: J, wl: WorkloadInfo, obs: o.Workload) -> None:
+        """``FinishedWorkload`` on the object, once per finished Workload, then the shared step."""
+        if wl.phase == FINISHED and wl.uid not in self._finished_told:
+            self._finished_told.add(wl.uid)
+            await self._report(job, FINISHED_WORKLOAD, workload=wl.key)
+        await super()._release(job, wl, obs)
+
+    async def _checks_pending(self, job: Any, wl: WorkloadInfo) -> None:
+        """``UpdatedAdmissionCheck`` on a suspended queued object whenever its Workload's pending checks' message
+        changes (:func:`connectors.k8s.job_events.checks_message`), from the Workload as stored."""
+        if wl.key in self.mirror.pending:
+            return
+        message = checks_message(wl) if job.spec.suspend and job.metadata.labels.get(QUEUE_LABEL) else ""
+        if message == self._checks_told.get(job.key, ""):
+            return
+        if not message:
+            self._checks_told.pop(job.key, None)
+            return
+        self._checks_told[job.key] = message
+        await self._report(job, UPDATED_ADMISSION_CHECK, message=message)
+
     # --- actions -------------------------------------------------------------------------------------------
 
     async def _read(self, job: Any) -> dict[str, Any] | None:
@@ -207,6 +306,9 @@ class WatchedJobIntegration(JobReconciler[J]):
         return raw if raw["metadata"]["resourceVersion"] == job.metadata.resource_version else None
 
     async def _read_to_create(self, job: J) -> dict[str, Any] | None:
+        return await self._read(job)
+
+    async def _read_current(self, job: J) -> dict[str, Any] | None:
         return await self._read(job)
 
     async def _start(self, job: Any, wl: WorkloadInfo, obs: o.Workload) -> None:

@@ -4,8 +4,10 @@ Workload finished, and the Workloads of a JobSet gone finished, let go and delet
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
+import msgspec
 import pytest
 from fixtures import watched_jobs
 from fixtures.watched_jobs import Client
@@ -21,8 +23,13 @@ NAME = js.workload_name("train", UID)
 ON = {"integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]}}
 
 
+RAW_TEMPLATE = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+TEMPLATE = msgspec.convert(RAW_TEMPLATE, o.PodTemplateSpec)
+"""The pod template of every replicated Job (so the Workload below matches the JobSet)."""
+
+
 def raw_jobset(suspend: bool = True, conditions: list[dict[str, str]] | None = None) -> dict[str, Any]:
-    template = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+    template = copy.deepcopy(RAW_TEMPLATE)
     return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
             "metadata": {"name": "train", "namespace": "ns", "uid": UID, "resourceVersion": "5",
                          "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
@@ -39,8 +46,8 @@ def workload(finalizers: tuple[str, ...] = ("kueue.x-k8s.io/resource-in-use",)) 
                               owner_references=[o.OwnerReference(api_version="jobset.x-k8s.io/v1alpha2",
                                                                  kind="JobSet", name="train", uid=UID,
                                                                  controller=True)]),
-        spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name="leader", count=1),
-                                                       o.PodSet(name="workers", count=4)]))
+        spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name="leader", count=1, template=TEMPLATE),
+                                                       o.PodSet(name="workers", count=4, template=TEMPLATE)]))
 
 
 def integration(raw: dict[str, Any] | None, *objs: o.KObject, config: dict[str, Any] | None = None

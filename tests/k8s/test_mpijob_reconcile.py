@@ -6,8 +6,10 @@ deleted (no cluster needed)."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
+import msgspec
 import pytest
 from fixtures import watched_jobs
 from fixtures.watched_jobs import Client
@@ -23,8 +25,13 @@ NAME = mj.workload_name("pi", UID)
 ON = {"integrations": {"frameworks": ["batch/job", "kubeflow.org/mpijob"]}}
 
 
+RAW_TEMPLATE = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+TEMPLATE = msgspec.convert(RAW_TEMPLATE, o.PodTemplateSpec)
+"""The pod template of both replica types (so the Workload below matches the MPIJob)."""
+
+
 def raw_mpijob(suspend: bool | None = True, conditions: list[dict[str, str]] | None = None) -> dict[str, Any]:
-    template = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+    template = copy.deepcopy(RAW_TEMPLATE)
     return {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
             "metadata": {"name": "pi", "namespace": "ns", "uid": UID, "resourceVersion": "5",
                          "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
@@ -41,8 +48,8 @@ def workload(finalizers: tuple[str, ...] = ("kueue.x-k8s.io/resource-in-use",)) 
                               owner_references=[o.OwnerReference(api_version="kubeflow.org/v2beta1",
                                                                  kind="MPIJob", name="pi", uid=UID,
                                                                  controller=True)]),
-        spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name="launcher", count=1),
-                                                       o.PodSet(name="worker", count=2)]))
+        spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name="launcher", count=1, template=TEMPLATE),
+                                                       o.PodSet(name="worker", count=2, template=TEMPLATE)]))
 
 
 def integration(raw: dict[str, Any] | None, *objs: o.KObject, config: dict[str, Any] | None = None

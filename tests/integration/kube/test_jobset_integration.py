@@ -21,6 +21,7 @@ from kubehelp import connect, create, eventually, get, kueue_es, queues
 
 from connectors.k8s import crds
 from connectors.k8s.jobset import workload_name
+from connectors.k8s.recorder import EVENTS
 from connectors.k8s.resources import BY_KIND, JOBSETS
 from kueue_es.scheduler.config import load_config
 
@@ -169,3 +170,52 @@ async def test_a_job_of_a_queued_jobset_without_a_workload_yet_is_its_child(kube
             await eventually(child_suspended, what="the queued JobSet's Job suspended (its parent has no Workload)")
             await asyncio.sleep(3)  # what a Job of its own would have got by now
             assert await _workloads(kc, q.ns) == [], "neither the JobSet (no priority class) nor its Job has one"
+
+
+async def _events_on(kc: Any, ns: str, kind: str, name: str) -> list[tuple[str, str, str]]:
+    """(reason, message, reporting component) of the Events on the ``kind`` object ``ns/name``."""
+    selector = f"involvedObject.name={name},involvedObject.namespace={ns},involvedObject.kind={kind}"
+    raw = await kc.request("GET", EVENTS.collection_path(ns), query=[("fieldSelector", selector)])
+    return [(e["reason"], e["message"], e.get("reportingComponent", "")) for e in msgspec.json.decode(raw)["items"]]
+
+
+@pytest.mark.asyncio
+async def test_a_jobset_runs_on_the_prebuilt_workload_it_names(kube_apiserver, tmp_path) -> None:
+    """A JobSet naming a Workload made beforehand (``kueue.x-k8s.io/prebuilt-workload-name``) adopts it, runs on it
+    once it is admitted and gets none of its own; its Workload finished, ``FinishedWorkload`` is recorded on it by
+    the JobSet integration's recorder (fails without the JobSet's prebuilt step: a ``jobset-...`` Workload is made)."""
+    config = load_config({"integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]}})
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        await crds.install(kc, docs=[crds.jobset_crd()])
+        q = await queues(kc, "jobset-pre", {"cpu": 3})
+        doc = _jobset(q.ns, "pre-js", suspend=True)
+        doc["metadata"]["labels"]["kueue.x-k8s.io/prebuilt-workload-name"] = "pre"
+        pod_sets = [{"name": rj["name"], "count": rj["replicas"], "template": rj["template"]["spec"]["template"]}
+                    for rj in doc["spec"]["replicatedJobs"]]
+        await create(kc, {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                          "metadata": {"name": "pre", "namespace": q.ns},
+                          "spec": {"queueName": "user-queue", "podSets": pod_sets}})
+        js = msgspec.json.decode(await kc.create(JOBSETS, doc, q.ns))
+        async with kueue_es(kc, tmp_path / "log", config=config):
+
+            async def started() -> dict[str, Any] | None:
+                now = await _jobset_now(kc, q.ns, "pre-js")
+                return now if now["spec"].get("suspend") is False else None
+
+            await eventually(started, what="the JobSet started on its prebuilt workload")
+            wl = await get(kc, "Workload", "pre", q.ns)
+            assert [(r["kind"], r["uid"], r.get("controller")) for r in wl["metadata"]["ownerReferences"]] == [
+                ("JobSet", js["metadata"]["uid"], True)]
+            assert [w["metadata"]["name"] for w in await _workloads(kc, q.ns)] == ["pre"]
+
+            done = {"type": "Completed", "status": "True", "reason": "AllJobsCompleted",
+                    "message": "jobset completed successfully", "lastTransitionTime": NOW}
+            await kc.patch(JOBSETS, "pre-js", {"status": {"conditions": [done]}}, q.ns, subresource="status")
+            want = ("FinishedWorkload", f"Workload '{q.ns}/pre' is declared finished",
+                    "jobset.x-k8s.io/jobset-kueue-controller")
+
+            async def recorded() -> bool:
+                return want in await _events_on(kc, q.ns, "JobSet", "pre-js")
+
+            await eventually(recorded, what="FinishedWorkload recorded on the JobSet")

@@ -20,6 +20,7 @@ from kubehelp import connect, eventually, get, kueue_es, queues
 
 from connectors.k8s import crds
 from connectors.k8s.mpijob import workload_name
+from connectors.k8s.recorder import EVENTS
 from connectors.k8s.resources import MPIJOBS
 from kueue_es.scheduler.config import load_config
 
@@ -112,3 +113,57 @@ async def test_a_queued_mpijob_runs_only_while_its_workload_is_admitted(kube_api
                 return "kueue.x-k8s.io/resource-in-use" not in wl["metadata"].get("finalizers", [])
 
             await eventually(let_go, what="the finished workload's finalizer taken off")
+
+
+async def _events_on(kc: Any, ns: str, name: str) -> list[tuple[str, str, str]]:
+    """(reason, message, reporting component) of the Events on MPIJob ``ns/name``."""
+    selector = f"involvedObject.name={name},involvedObject.namespace={ns},involvedObject.kind=MPIJob"
+    raw = await kc.request("GET", EVENTS.collection_path(ns), query=[("fieldSelector", selector)])
+    return [(e["reason"], e["message"], e.get("reportingComponent", "")) for e in msgspec.json.decode(raw)["items"]]
+
+
+@pytest.mark.asyncio
+async def test_an_mpijobs_workload_follows_its_workers_and_admission_gate(kube_apiserver, tmp_path) -> None:
+    """An MPIJob created with an admission gate gets a gated Workload; its workers scaled while it is suspended
+    and pending, the Workload is rewritten (``UpdatedWorkload`` on the MPIJob, from the MPIJob integration's
+    recorder); its gate removed, the Workload's goes too and it is admitted and started (fails without the shared
+    steps: the Workload keeps its old count and its gate, and is never admitted)."""
+    config = load_config({"integrations": {"frameworks": ["batch/job", "kubeflow.org/mpijob"]}})
+    gate = "kueue.x-k8s.io/admission-gated-by"
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        await crds.install(kc, docs=[crds.mpijob_crd()])
+        q = await queues(kc, "mpijob-sync", {"cpu": 3})
+        doc = _mpijob(q.ns, "pi", suspend=True)
+        doc["metadata"]["annotations"] = {gate: "example.com/budget"}
+        mpi = msgspec.json.decode(await kc.create(MPIJOBS, doc, q.ns))
+        name = workload_name("pi", mpi["metadata"]["uid"])
+        async with kueue_es(kc, tmp_path / "log", config=config):
+
+            async def workload(count: int, gated: bool) -> dict[str, Any] | None:
+                with contextlib.suppress(Exception):
+                    wl = await get(kc, "Workload", name, q.ns)
+                    counts = [ps["count"] for ps in wl["spec"]["podSets"]]
+                    has_gate = gate in (wl["metadata"].get("annotations") or {})
+                    return wl if counts == [1, count] and has_gate == gated else None
+                return None
+
+            wl = await eventually(lambda: workload(2, True), what="the gated MPIJob's workload")
+            assert "admission" not in wl.get("status", {})
+            await kc.patch(MPIJOBS, "pi", {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 1}}}}, q.ns)
+            await eventually(lambda: workload(1, True), what="the workload rewritten with one worker")
+            await kc.patch(MPIJOBS, "pi", {"metadata": {"annotations": {gate: None}}}, q.ns)
+
+            async def started() -> dict[str, Any] | None:
+                now = await _mpijob_now(kc, q.ns, "pi")
+                return now if now["spec"]["runPolicy"].get("suspend") is False else None
+
+            await eventually(started, what="the MPIJob started once its gate is gone")
+            assert await workload(1, False) is not None
+            updated = ("UpdatedWorkload", f"Updated not matching Workload for suspended job: {q.ns}/{name}",
+                       "kubeflow.org/mpijob-kueue-controller")
+
+            async def recorded() -> bool:
+                return updated in await _events_on(kc, q.ns, "pi")
+
+            await eventually(recorded, what="UpdatedWorkload recorded on the MPIJob")
