@@ -52,8 +52,9 @@ def parent_workload(keys: Iterable[str], stored: Mapping[str, o.Workload],
     return folded.get(newest.key)
 
 
-def held(job: o.Job, parent: WorkloadInfo | None, *, finished: bool, sliced: bool = False) -> bool:
-    """Whether the child Job is to be suspended: running, not finished, its parent's Workload missing or not
+def held(job: Any, parent: WorkloadInfo | None, *, finished: bool, sliced: bool = False) -> bool:
+    """Whether the child (a Job, a RayCluster: its ``spec.suspend``) is to be suspended: running, not finished,
+    its parent's Workload missing or not
     admitted. ``sliced``: the Job or its ancestor is elastic (workload slices): while a scale-up's new slice waits
     there is no admitted one, so Kueue then holds the child only once that Workload is evicted."""
     if finished or job.spec.suspend:

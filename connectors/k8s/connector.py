@@ -2,11 +2,11 @@
 the log, the scheduler loop beside it.
 
 :class:`Connector` runs, as one task group, the appender and the watcher, and — once every watched kind has
-been listed (``ready``) — the Workload status writer, the Job, Pod, JobSet, MPIJob, Kubeflow training-job and
-LeaderWorkerSet integrations, the queue status writer, the resource-in-use finalizers, the retention deletions, the
-ProvisioningRequest applier, the topology ungater, the terminating-pod controller (FailureRecoveryPolicy), the
-provisioning checks' Active condition and the recorder of Kueue's Kubernetes Events, so nothing is written to the
-cluster before the log has caught up with it.
+been listed (``ready``) — the Workload status writer, the Job, Pod, JobSet, MPIJob, Kubeflow training-job, RayJob,
+RayCluster and LeaderWorkerSet integrations, the queue status writer, the resource-in-use finalizers, the retention
+deletions, the ProvisioningRequest applier, the topology ungater, the terminating-pod controller
+(FailureRecoveryPolicy), the provisioning checks' Active condition and the recorder of Kueue's Kubernetes Events, so
+nothing is written to the cluster before the log has caught up with it.
 :func:`schedule` is the scheduler for a :class:`LocalJournal`: decide on the mirror's state, append the batch
 (which applies it), repeat until quiet, then wait for the log to move or a controller deadline to pass (it then
 appends a clock tick). Like Kueue, which starts its scheduler only once its informers' caches are synced, it
@@ -36,6 +36,7 @@ from connectors.k8s.mpijob_integration import MPIJobIntegration
 from connectors.k8s.pods_integration import PodIntegration
 from connectors.k8s.provreqs import RequestApplier
 from connectors.k8s.queues import QueueStatusWriter
+from connectors.k8s.ray_integration import RayClusterIntegration, RayJobIntegration
 from connectors.k8s.recorder import EventRecorder
 from connectors.k8s.resources import WATCHED
 from connectors.k8s.retention import RetentionEnforcer
@@ -75,10 +76,17 @@ class Connector:
         self.kubeflow = ([cls(client, journal, append=self.appender.emit, watch_timeout_s=watch_timeout_s)
                           for cls in KUBEFLOW_INTEGRATIONS.values()] if jobs else [])
         """One integration per Kubeflow training-operator kind (PyTorchJob, TFJob, ...)."""
+        self.rayjobs = (RayJobIntegration(client, journal, append=self.appender.emit, watch_timeout_s=watch_timeout_s)
+                        if jobs else None)
+        self.rayclusters = (RayClusterIntegration(client, journal, append=self.appender.emit,
+                                                  watch_timeout_s=watch_timeout_s) if jobs else None)
         if self.jobs is not None:  # a Job's parents, as the other integrations hold them (child_jobs.Parents)
             self.jobs.parents.hold("JobSet", self.jobsets.known)  # type: ignore[union-attr]
             self.jobs.parents.hold("MPIJob", self.mpijobs.known)  # type: ignore[union-attr]
             self.jobs.parents.hold("Pod", self.pods.pods, complete=False)  # type: ignore[union-attr]
+            self.jobs.parents.hold("RayJob", self.rayjobs.known)  # type: ignore[union-attr]  # its submitter Job
+        if self.rayclusters is not None:  # a RayJob's RayCluster
+            self.rayclusters.parents.hold("RayJob", self.rayjobs.known)  # type: ignore[union-attr]
         self.queues = QueueStatusWriter(client, journal) if queue_status else None
         self.finalizers = Finalizers(client, journal) if finalizers else None
         self.retention = RetentionEnforcer(client, journal, append=self.appender.emit)
@@ -111,6 +119,10 @@ class Connector:
                 tg.create_task(self.leaderworkersets.run(), name="k8s-leaderworkersets")
             for integ in self.kubeflow:
                 tg.create_task(integ.run(), name=f"k8s-{integ.NOUN}s")
+            if self.rayjobs is not None:
+                tg.create_task(self.rayjobs.run(), name="k8s-rayjobs")
+            if self.rayclusters is not None:
+                tg.create_task(self.rayclusters.run(), name="k8s-rayclusters")
             if self.queues is not None:
                 tg.create_task(self.queues.run(), name="k8s-queue-status")
             if self.finalizers is not None:

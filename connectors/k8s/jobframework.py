@@ -4,8 +4,9 @@ Kueue writes that reconciler once, over an interface each kind implements (suspe
 ready, reclaimable pods, run and stop with the admission's pod-set information). Here :class:`JobReconciler`
 holds the steps and each kind is a subclass naming only its own reads and writes — the batch/v1 Job
 (:mod:`connectors.k8s.jobs`), the JobSet (:mod:`connectors.k8s.jobset_integration`), the MPIJob
-(:mod:`connectors.k8s.mpijob_integration`) and the training operator's jobs (:mod:`connectors.k8s.kubeflow_integration`). So a step changed for
-one kind is changed for all, as in Kueue. The Pod integration is a reconciler of its own, as Kueue's is; it
+(:mod:`connectors.k8s.mpijob_integration`), the training operator's jobs (:mod:`connectors.k8s.kubeflow_integration`)
+and the RayJob and RayCluster (:mod:`connectors.k8s.ray_integration`). So a step changed for one kind is changed for
+all, as in Kueue. The Pod integration is a reconciler of its own, as Kueue's is; it
 shares with these only the small pieces of :mod:`connectors.k8s.owner_index`.
 
 What a pass does once the kind has found the job's Workload (:meth:`JobReconciler._with_workload`):
@@ -37,6 +38,11 @@ And with no Workload yet (:meth:`JobReconciler._without_workload`): a running jo
 ("Missing Workload"), then one with no active pods is given one — unless a priority class it names is not in
 the log (``WorkloadPriorityClassNotFound`` for a WorkloadPriorityClass, once per version of the job).
 
+A job with a Kueue-managed ancestor (:func:`connectors.k8s.child_jobs.managed_ancestor`, read through the
+reconciler's ``parents``) is a child: no Workload of its own, kept suspended while the ancestor's newest unfinished
+Workload is missing or not admitted (:meth:`JobReconciler._child`); the batch/v1 Job and the RayCluster take this
+step first.
+
 Every write is conditioned on the resourceVersion read; an action is not repeated on the same version of the
 job (:func:`connectors.k8s.owner_index.once`); the Events go through the log (``JobActed`` of the kind).
 """
@@ -48,7 +54,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
-from connectors.k8s import job_selection, job_sync, prebuilt
+from connectors.k8s import child_jobs, job_selection, job_sync, prebuilt, workload_slices
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
@@ -85,6 +91,8 @@ CLASS_MISSING = "class-missing"
 POD_CLASS_MISSING = "pod-class-missing"
 """The action marker of a job reported for a missing WorkloadPriorityClass (not "create": once the class is
 there, the same version of the job is given its Workload)."""
+ANCESTRY_RETRY_FACTOR = 30.0
+"""Retry delays (the integration's ``retry_s``) before a job whose ancestry is cyclic or too deep is looked at again."""
 OWNER_NOT_FOUND = "OwnerNotFound"
 OWNER_NOT_FOUND_MESSAGE = "The workload's owner no longer exists"
 
@@ -193,6 +201,9 @@ class JobReconciler(Generic[J]):
         self._acted: dict[str, tuple[str, str]] = {}
         """Job key -> (action, job resourceVersion) last done, so a stale view does not repeat it."""
         self._log = IntegrationLog(self.append, self.mirror, stats, kind=self.KIND, log=logger)
+        self.parents = child_jobs.Parents()
+        """Where a job's parents are read (:func:`child_jobs.managed_ancestor`): the connector registers what the
+        other integrations hold."""
 
     # --- what a kind tells -------------------------------------------------------------------------------------
 
@@ -308,6 +319,47 @@ class JobReconciler(Generic[J]):
 
     async def _report(self, job: J, action: str, **what: str) -> None:
         await self._log.report(job.key, job.metadata.uid, action, **what)
+
+    # --- a child of a Kueue-managed ancestor ---------------------------------------------------------------------
+
+    def _ancestor(self, job: J, config: SchedulerConfig) -> o.ObjectMeta | None:
+        """The job's topmost Kueue-managed ancestor (None: it is top-level); raises
+        :class:`child_jobs.AncestryError` as :func:`child_jobs.managed_ancestor` does."""
+        return child_jobs.managed_ancestor(job.metadata, self.parents.parent_of(config, self.state.jobs),
+                                           config.manage_jobs_without_queue_name)
+
+    async def _child(self, job: J, ancestor: o.ObjectMeta, config: SchedulerConfig) -> None:
+        """A job with a Kueue-managed ancestor (a queued JobSet's Job, a queued RayJob's RayCluster): Kueue's
+        reconciler gives it no Workload of its own, and keeps it suspended while the ancestor's Workload is missing
+        or not admitted (reference §7.1 item 3; Normal ``Suspended`` "Kueue managed child job suspended")."""
+        owned = self.mirror.controlled.get(ancestor.uid, set())
+        parent = child_jobs.parent_workload(owned, self.mirror.workloads, self.state.workloads)
+        namespace = self.state.namespaces.get(job.metadata.namespace)
+        sliced = any(workload_slices.elastic(self.state, meta.annotations) for meta in (job.metadata, ancestor))
+        if job_selection.namespace_managed(namespace, config) and child_jobs.held(
+                job, parent, finished=self.finished(job) is not None, sliced=sliced):
+            await self._once(job.key, "suspend-child", job, self._suspend_child(job))
+
+    async def _ancestry_failed(self, job: J, exc: child_jobs.AncestryError) -> None:
+        """Kueue's reconcile fails, and is retried: the job is left alone and looked at again later — soon for a
+        parent not there yet (the lists other integrations keep may lag the log), after a while otherwise. Too
+        many parents get the job a Warning ``JobNestingTooDeep``, once per version of the job."""
+        missing = isinstance(exc, child_jobs.OwnerMissing)
+        self._retry.later(job.key, 1.0 if missing else ANCESTRY_RETRY_FACTOR)
+        if missing:
+            self.log.debug(f"{self.NOUN} waits for its controller", **{self.NOUN: job.key}, error=str(exc))
+            return
+        self.log.warning("cannot tell the job's Kueue-managed ancestor", **{self.NOUN: job.key}, error=str(exc))
+        if isinstance(exc, child_jobs.ChainTooLong):
+            await self._once(job.key, "nesting-too-deep", job, self._report(
+                job, child_jobs.NESTING_TOO_DEEP, message=child_jobs.NESTING_TOO_DEEP_MESSAGE))
+
+    async def _suspend_child(self, job: J) -> None:
+        await self.client.patch(self.RESOURCE, job.metadata.name, {
+            "metadata": {"resourceVersion": job.metadata.resource_version}, "spec": self.suspend_spec()},
+            job.metadata.namespace)
+        self.log.info(f"suspended a child {self.NOUN} whose parent's workload is not admitted", **{self.NOUN: job.key})
+        await self._report(job, child_jobs.SUSPENDED, message=child_jobs.SUSPENDED_MESSAGE)
 
     # --- the steps ---------------------------------------------------------------------------------------------
 

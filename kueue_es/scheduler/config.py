@@ -116,6 +116,8 @@ DEPLOYMENT_FRAMEWORK = "deployment"
 STATEFULSET_FRAMEWORK = "statefulset"
 JOBSET_FRAMEWORK = "jobset.x-k8s.io/jobset"
 MPIJOB_FRAMEWORK = "kubeflow.org/mpijob"
+RAYJOB_FRAMEWORK = "ray.io/rayjob"
+RAYCLUSTER_FRAMEWORK = "ray.io/raycluster"
 LWS_FRAMEWORK = "leaderworkerset.x-k8s.io/leaderworkerset"
 KUBEFLOW_FRAMEWORKS = {"PyTorchJob": "kubeflow.org/pytorchjob", "TFJob": "kubeflow.org/tfjob",
                        "XGBoostJob": "kubeflow.org/xgboostjob", "PaddleJob": "kubeflow.org/paddlejob",
@@ -233,6 +235,18 @@ class SchedulerConfig(_Cfg):
     def kubeflow_kinds(self) -> frozenset[str]:
         """The training operator's kinds whose integration is on (:meth:`manages_kubeflow`)."""
         return frozenset(k for k in KUBEFLOW_FRAMEWORKS if self.manages_kubeflow(k))
+
+    @property
+    def manages_rayjobs(self) -> bool:
+        """Kueue's RayJob integration is on (``ray.io/rayjob`` among the frameworks; off unless listed): a RayJob
+        naming a queue runs only while its Workload is admitted (:mod:`connectors.k8s.ray_integration`)."""
+        return RAYJOB_FRAMEWORK in self.frameworks
+
+    @property
+    def manages_rayclusters(self) -> bool:
+        """Kueue's RayCluster integration is on (``ray.io/raycluster`` among the frameworks; off unless listed): a
+        RayCluster naming a queue runs only while its Workload is admitted (:mod:`connectors.k8s.ray_integration`)."""
+        return RAYCLUSTER_FRAMEWORK in self.frameworks
 
     @property
     def manages_leaderworkersets(self) -> bool:
