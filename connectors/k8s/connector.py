@@ -2,11 +2,11 @@
 the log, the scheduler loop beside it.
 
 :class:`Connector` runs, as one task group, the appender and the watcher, and — once every watched kind has
-been listed (``ready``) — the Workload status writer, the Job, Pod, JobSet, MPIJob, Kubeflow training-job, RayJob
-and RayCluster integrations, the queue status writer, the resource-in-use finalizers, the retention deletions, the
-ProvisioningRequest applier, the topology ungater, the terminating-pod controller (FailureRecoveryPolicy), the
-provisioning checks' Active condition and the recorder of Kueue's Kubernetes Events, so nothing is written to the
-cluster before the log has caught up with it.
+been listed (``ready``) — the Workload status writer, the Job, Pod, JobSet, MPIJob, Kubeflow training-job, RayJob,
+RayCluster and LeaderWorkerSet integrations, the queue status writer, the resource-in-use finalizers, the retention
+deletions, the ProvisioningRequest applier, the topology ungater, the terminating-pod controller
+(FailureRecoveryPolicy), the provisioning checks' Active condition and the recorder of Kueue's Kubernetes Events, so
+nothing is written to the cluster before the log has caught up with it.
 :func:`schedule` is the scheduler for a :class:`LocalJournal`: decide on the mirror's state, append the batch
 (which applies it), repeat until quiet, then wait for the log to move or a controller deadline to pass (it then
 appends a clock tick). Like Kueue, which starts its scheduler only once its informers' caches are synced, it
@@ -31,6 +31,7 @@ from connectors.k8s.jobs import JobIntegration
 from connectors.k8s.jobset_integration import JobSetIntegration
 from connectors.k8s.journal import Journal, LocalJournal
 from connectors.k8s.kubeflow_integration import INTEGRATIONS as KUBEFLOW_INTEGRATIONS
+from connectors.k8s.lws_integration import LeaderWorkerSetIntegration
 from connectors.k8s.mpijob_integration import MPIJobIntegration
 from connectors.k8s.pods_integration import PodIntegration
 from connectors.k8s.provreqs import RequestApplier
@@ -70,6 +71,8 @@ class Connector:
                         if jobs else None)
         self.mpijobs = (MPIJobIntegration(client, journal, append=self.appender.emit, watch_timeout_s=watch_timeout_s)
                         if jobs else None)
+        self.leaderworkersets = (LeaderWorkerSetIntegration(client, journal, append=self.appender.emit,
+                                                            watch_timeout_s=watch_timeout_s) if jobs else None)
         self.kubeflow = ([cls(client, journal, append=self.appender.emit, watch_timeout_s=watch_timeout_s)
                           for cls in KUBEFLOW_INTEGRATIONS.values()] if jobs else [])
         """One integration per Kubeflow training-operator kind (PyTorchJob, TFJob, ...)."""
@@ -112,6 +115,8 @@ class Connector:
                 tg.create_task(self.jobsets.run(), name="k8s-jobsets")
             if self.mpijobs is not None:
                 tg.create_task(self.mpijobs.run(), name="k8s-mpijobs")
+            if self.leaderworkersets is not None:
+                tg.create_task(self.leaderworkersets.run(), name="k8s-leaderworkersets")
             for integ in self.kubeflow:
                 tg.create_task(integ.run(), name=f"k8s-{integ.NOUN}s")
             if self.rayjobs is not None:

@@ -43,6 +43,7 @@ from connectors.k8s.resources import (
     JOBSETS,
     KUBEFLOW_JOBS,
     KUEUE_RESOURCES,
+    LEADER_WORKER_SETS,
     MPIJOBS,
     PROVISIONING_REQUESTS,
     RAYCLUSTERS,
@@ -471,6 +472,29 @@ def rayjob_crd() -> dict[str, Any]:
         "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
         "spec": spec, "status": status}}
     return _foreign_crd(RAYJOBS, schema)
+
+
+def leaderworkerset_crd() -> dict[str, Any]:
+    """A minimal structural CRD for leaderworkerset.x-k8s.io/v1 LeaderWorkerSets, for tests against an apiserver
+    without the LWS project installed: the fields the LeaderWorkerSet integration reads are typed
+    (``spec.replicas``, ``spec.startupPolicy``, ``leaderWorkerTemplate.size`` and its two templates,
+    ``status.replicas`` and ``updatedReplicas``), the rest is kept as written. Not the LWS project's CRD: none of its
+    validation or defaulting."""
+    template = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    lwt = {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {
+        "size": {"type": "integer", "format": "int32", "minimum": 1},
+        "leaderTemplate": template, "workerTemplate": template}}
+    spec = {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {
+        "replicas": {"type": "integer", "format": "int32", "minimum": 0},
+        "startupPolicy": {"type": "string"}, "leaderWorkerTemplate": lwt}}
+    status = {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {
+        "replicas": {"type": "integer", "format": "int32"}, "updatedReplicas": {"type": "integer", "format": "int32"}}}
+    schema = {"type": "object", "properties": {
+        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+        "spec": spec, "status": status}}
+    return _foreign_crd(LEADER_WORKER_SETS, schema)
+
+
 def kubeflow_crd(kind: str, specs_field: str) -> dict[str, Any]:
     """A minimal structural CRD for the training operator's kubeflow.org/v1 ``kind`` (PyTorchJob, TFJob, ...), its
     replica specs at ``spec.<specs_field>``, for tests against an apiserver without the operator installed: the

@@ -59,7 +59,7 @@ class RayWebhooks(FrameworkWebhooks, frozen=True):
                    config.managed_jobs_selector, config.manage_jobs_without_queue_name, config.manages_pods,
                    dict(config.feature_gates), jobsets_on=config.manages_jobsets, mpijobs_on=config.manages_mpijobs,
                    kubeflow_on=config.kubeflow_kinds, rayjobs_on=config.manages_rayjobs,
-                   rayclusters_on=config.manages_rayclusters)
+                   rayclusters_on=config.manages_rayclusters, lws_on=config.manages_leaderworkersets)
 
 
 # --- the validating webhook -------------------------------------------------------------------------------------

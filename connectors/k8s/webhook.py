@@ -59,6 +59,7 @@ from connectors.k8s import (
     job_validation,
     jobset_webhook,
     kubeflow_webhook,
+    lws_webhook,
     mpijob_webhook,
     pod_validation,
     pod_webhook,
@@ -85,10 +86,11 @@ PARENT_PATHS = (deployment_webhook.MUTATING_PATH, deployment_webhook.VALIDATING_
                 statefulset_webhook.MUTATING_PATH, statefulset_webhook.VALIDATING_PATH)
 """The paths of the webhooks for the parents of Pods Kueue holds (Deployments, StatefulSets)."""
 FRAMEWORK_PATHS = (*PARENT_PATHS, *jobset_webhook.PATHS, *mpijob_webhook.PATHS, *kubeflow_webhook.PATHS,
-                   *ray_webhook.PATHS)
+                   *ray_webhook.PATHS, *lws_webhook.PATHS)
 """The paths of the webhooks of the frameworks answered by a review given to :class:`WebhookServer` (its
-``parents``): the parents', the JobSet, MPIJob, training operator and Ray ones (:mod:`connectors.k8s.jobset_webhook`,
-:mod:`connectors.k8s.mpijob_webhook`, :mod:`connectors.k8s.kubeflow_webhook`, :mod:`connectors.k8s.ray_webhook`)."""
+``parents``): the parents', the JobSet, MPIJob, training operator, Ray and LeaderWorkerSet ones
+(:mod:`connectors.k8s.jobset_webhook`, :mod:`connectors.k8s.mpijob_webhook`, :mod:`connectors.k8s.kubeflow_webhook`,
+:mod:`connectors.k8s.ray_webhook`, :mod:`connectors.k8s.lws_webhook`)."""
 DEFAULT_QUEUE = "default"
 CONFIGURATION_NAME = "kueue-es-mutating-webhook-configuration"
 WEBHOOK_NAME = "mjob.kb.io"
@@ -149,11 +151,11 @@ def elastic_gate_ops(job: dict[str, Any]) -> list[dict[str, Any]]:
 
 def kueue_parents(pods_on: bool = False, jobsets_on: bool = False, mpijobs_on: bool = False,
                   kubeflow_on: frozenset[str] = frozenset(), *, rayjobs_on: bool = False,
-                  rayclusters_on: bool = False) -> ParentRuns:
+                  rayclusters_on: bool = False, lws_on: bool = False) -> ParentRuns:
     """Whether a Job's controller is of a kind Kueue's enabled integrations run
     (:func:`connectors.k8s.job_selection.kueue_owner`)."""
     return partial(job_selection.kueue_owner, pods_on=pods_on, jobsets_on=jobsets_on, mpijobs_on=mpijobs_on,
-                   kubeflow_on=kubeflow_on, rayjobs_on=rayjobs_on, rayclusters_on=rayclusters_on)
+                   kubeflow_on=kubeflow_on, rayjobs_on=rayjobs_on, rayclusters_on=rayclusters_on, lws_on=lws_on)
 
 
 async def review(body: bytes, has_default_queue: HasDefaultQueue,
@@ -371,14 +373,15 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
                   excluded_namespaces: tuple[str, ...] = ("kube-system", "kueue-system"), pods: bool = False,
                   deployments: bool = False, statefulsets: bool = False, jobsets: bool = False,
                   mpijobs: bool = False, kubeflow: frozenset[str] = frozenset(), rayjobs: bool = False,
-                  rayclusters: bool = False) -> dict[str, Any]:
+                  rayclusters: bool = False, leaderworkersets: bool = False) -> dict[str, Any]:
     """The MutatingWebhookConfiguration for :data:`PATH`, the Pod webhook's path and the Deployment, StatefulSet,
     JobSet and MPIJob webhooks': at ``url``, or at ``service`` (name, namespace, port), trusting ``ca_pem`` (none: as
     ``kueue-es manifests`` installs it, its CA set by the first replica that serves). ``pods``, ``deployments``,
     ``statefulsets``, ``jobsets``, ``mpijobs``: whether those integrations are on (each webhook then fails
     closed); ``kubeflow``: the training operator's kinds whose integration is on
     (:mod:`connectors.k8s.kubeflow_webhook`); ``rayjobs``, ``rayclusters``: the Ray integrations
-    (:mod:`connectors.k8s.ray_webhook`)."""
+    (:mod:`connectors.k8s.ray_webhook`); ``leaderworkersets`` whether the LeaderWorkerSet one is
+    (:mod:`connectors.k8s.lws_webhook`)."""
     if not url and service is None:
         raise ValueError("the webhook needs a url or a service")
 
@@ -411,7 +414,9 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
             *(framework_webhook.registration(kind, client_config(kind.mutating_path), selector, on=on, mutating=True)
               for kind, on in ((jobset_webhook.KIND, jobsets), (mpijob_webhook.KIND, mpijobs),
                                (ray_webhook.RAYJOB_KIND, rayjobs), (ray_webhook.RAYCLUSTER_KIND, rayclusters))),
-            *kubeflow_webhook.registrations(client_config, selector, kubeflow, mutating=True)],
+            *kubeflow_webhook.registrations(client_config, selector, kubeflow, mutating=True),
+            lws_webhook.registration(client_config(lws_webhook.MUTATING_PATH), selector, on=leaderworkersets,
+                                     mutating=True)],
     }
 
 
@@ -480,6 +485,7 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     mpijobs = mpijob_webhook.MPIJobWebhooks.of(config_in_force)
     rayjobs = ray_webhook.RayWebhooks.of(config_in_force, clusters=False)
     rayclusters = ray_webhook.RayWebhooks.of(config_in_force, clusters=True)
+    leaderworkersets = lws_webhook.LeaderWorkerSetWebhooks.of(config_in_force)
     namespace_labels = pod_webhook.namespace_lookup(client)
     priority_classes = default_priority_class_lookup(client) if defaulting else None
     parents = {**deployment_webhook.reviewers(deployments, namespace_labels, queues),
@@ -487,12 +493,14 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
                **jobset_webhook.reviewers(jobsets, namespace_labels, queues, priority_classes),
                **mpijob_webhook.reviewers(mpijobs, namespace_labels, queues, priority_classes),
                **kubeflow_webhook.reviewers(config_in_force, namespace_labels, queues, priority_classes),
-               **ray_webhook.reviewers(rayjobs, rayclusters, namespace_labels, queues, priority_classes)}
+               **ray_webhook.reviewers(rayjobs, rayclusters, namespace_labels, queues, priority_classes),
+               **lws_webhook.reviewers(leaderworkersets, namespace_labels, queues)}
     server = WebhookServer(queues, priority_classes,
                            feature_gates, pod_reviews, config.manages_jobs if config is not None else True,
                            unqueued_lookup(client, config) if config is not None else None, pod_validations, parents,
                            kueue_parents(pods_on, jobsets.enabled, mpijobs.enabled, config_in_force.kubeflow_kinds,
-                                         rayjobs_on=rayjobs.enabled, rayclusters_on=rayclusters.enabled))
+                                         rayjobs_on=rayjobs.enabled, rayclusters_on=rayclusters.enabled,
+                                         lws_on=leaderworkersets.enabled))
     await server.start(k.webhook_address, k.webhook_port, str(cert), str(key))
     if k.webhook_register:
         service = None if k.webhook_url else (k.webhook_service, k.lease_namespace, 443)
@@ -501,14 +509,15 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
                                              deployments=deployments.enabled, statefulsets=statefulsets.enabled,
                                              jobsets=jobsets.enabled, mpijobs=mpijobs.enabled,
                                              kubeflow=config_in_force.kubeflow_kinds, rayjobs=rayjobs.enabled,
-                                             rayclusters=rayclusters.enabled))
+                                             rayclusters=rayclusters.enabled, leaderworkersets=leaderworkersets.enabled))
         await register(client, validating.configuration(bundle.ca_pem, url=k.webhook_url, service=service,
                                                         excluded_namespaces=("kube-system", k.lease_namespace),
                                                         pods=pods_on, deployments=deployments.enabled,
                                                         statefulsets=statefulsets.enabled, jobsets=jobsets.enabled,
                                                         mpijobs=mpijobs.enabled,
                                                         kubeflow=config_in_force.kubeflow_kinds,
-                                                        rayjobs=rayjobs.enabled, rayclusters=rayclusters.enabled))
+                                                        rayjobs=rayjobs.enabled, rayclusters=rayclusters.enabled,
+                                                        leaderworkersets=leaderworkersets.enabled))
         await conversion.register(client, conversion_stanza(k, bundle.ca_pem))
     return server
 
