@@ -76,6 +76,8 @@ class Connector:
             self.jobs.parents.hold("JobSet", self.jobsets.known)  # type: ignore[union-attr]
             self.jobs.parents.hold("MPIJob", self.mpijobs.known)  # type: ignore[union-attr]
             self.jobs.parents.hold("Pod", self.pods.pods, complete=False)  # type: ignore[union-attr]
+            for training in self.kubeflow:  # a training job is a parent Kueue runs too (job_selection)
+                self.jobs.parents.hold(training.KIND, training.known)
         self.queues = QueueStatusWriter(client, journal) if queue_status else None
         self.finalizers = Finalizers(client, journal) if finalizers else None
         self.retention = RetentionEnforcer(client, journal, append=self.appender.emit)
