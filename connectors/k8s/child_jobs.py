@@ -110,7 +110,7 @@ def managed_ancestor(job: o.ObjectMeta, parent_of: ParentOf, manage_unqueued: bo
 
 class Parents:
     """Where the Job integration reads a Job's parents, by kind: the log's Jobs, and what other integrations
-    already hold in memory (the JobSets and MPIJobs their informers list, the managed Pods), registered with
+    already hold in memory (the JobSets, MPIJobs and training jobs their informers list, the managed Pods), registered with
     :meth:`hold` (the connector does). A kind is followed while its integration is on and its objects are held."""
 
     def __init__(self) -> None:

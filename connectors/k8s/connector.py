@@ -85,6 +85,8 @@ class Connector:
             self.jobs.parents.hold("MPIJob", self.mpijobs.known)  # type: ignore[union-attr]
             self.jobs.parents.hold("Pod", self.pods.pods, complete=False)  # type: ignore[union-attr]
             self.jobs.parents.hold("RayJob", self.rayjobs.known)  # type: ignore[union-attr]  # its submitter Job
+            for training in self.kubeflow:  # a training job is a parent Kueue runs too (job_selection)
+                self.jobs.parents.hold(training.KIND, training.known)
         if self.rayclusters is not None:  # a RayJob's RayCluster
             self.rayclusters.parents.hold("RayJob", self.rayjobs.known)  # type: ignore[union-attr]
         self.queues = QueueStatusWriter(client, journal) if queue_status else None
