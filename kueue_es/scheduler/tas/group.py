@@ -16,7 +16,8 @@ differences, all where Kueue's own run would lose the leader or assign more work
 error and writes an empty or oversized assignment): best fit swaps only among domains that can take the
 leader; LeastFreeCapacity takes the first domain holding the leader and every slice with it (Kueue checks the
 slices without the leader); a domain taking the leader and only part of the pods keeps its with-leader count
-(Kueue keeps the leader only in slice units). Balanced placement and preferred node affinity do not apply to
+(Kueue keeps the leader only in slice units); and where the descent would strand pods, the leader moves to the
+domain the with-leader counts assumed (:func:`trim_with_leader`). Balanced placement and preferred node affinity do not apply to
 groups here.
 """
 
@@ -165,7 +166,27 @@ def trim_with_leader(domains: Sequence[int], need: int, leaders: int, value: Seq
                      out: dict[int, int], out_leader: dict[int, int]) -> list[int]:
     """Kueue's ``updateCountsToMinimumGeneric`` with a leader: in order, the first domains take the leader
     (with their with-leader counts) until it is placed, the others their plain counts, until ``need`` units
-    (slices of ``unit`` pods) are covered; BestFit swaps in the tightest domain that covers the rest."""
+    (slices of ``unit`` pods) are covered; BestFit swaps in the tightest domain that covers the rest. Where that
+    walk strands units (the leader taken by a domain that then holds too few workers, which Kueue answers with
+    an empty assignment), the leader goes instead to the leader-capable domain losing the fewest units to it —
+    the one the with-leader counts assumed — and the workers fill the domains in the same order."""
+    pods: dict[int, int] = {}
+    leads: dict[int, int] = {}
+    taken = _walk(domains, need, leaders, value, value_wl, lead, unit, bestfit, pods, leads)
+    if taken is None and leaders > 0:
+        pods, leads = {}, {}
+        taken = _walk_min_loss(domains, need, leaders, value, value_wl, lead, unit, bestfit, pods, leads)
+    if taken is None:
+        raise AssertionError(f"TAS group descent: {need} unit(s), {leaders} leader(s) do not fit (counts are "
+                             "inconsistent)")
+    out.update(pods)
+    out_leader.update(leads)
+    return taken
+
+
+def _walk(domains: Sequence[int], need: int, leaders: int, value: Sequence[int], value_wl: Sequence[int],
+          lead: Sequence[int], unit: int, bestfit: bool, out: dict[int, int],
+          out_leader: dict[int, int]) -> list[int] | None:
     taken: list[int] = []
     remaining = need
     for k, d in enumerate(domains):
@@ -191,10 +212,34 @@ def trim_with_leader(domains: Sequence[int], need: int, leaders: int, value: Seq
         taken.append(d)
         if remaining <= 0:
             return taken
-    if remaining > 0 or leaders > 0:
-        raise AssertionError(f"TAS group descent: {remaining} unit(s), {leaders} leader(s) left (counts are "
-                             "inconsistent)")
-    return taken
+    return taken if remaining <= 0 and leaders <= 0 else None
+
+
+def _walk_min_loss(domains: Sequence[int], need: int, leaders: int, value: Sequence[int],
+                   value_wl: Sequence[int], lead: Sequence[int], unit: int, bestfit: bool, out: dict[int, int],
+                   out_leader: dict[int, int]) -> list[int] | None:
+    capable = [d for d in domains if lead[d] >= leaders]
+    if not capable:
+        return None
+    home = min(capable, key=lambda d: value[d] - value_wl[d])  # the first of the least losses, in order
+    room = {d: value_wl[d] if d == home else value[d] for d in domains}
+    out_leader[home] = leaders
+    out[home] = 0
+    taken = [home]
+    remaining = need
+    for k, d in enumerate(domains):
+        if remaining <= 0:
+            break
+        if bestfit and room[d] >= remaining:
+            d = tightest(domains[k:], remaining, room)
+        got = min(room[d], remaining)
+        if got:
+            out[d] = out.get(d, 0) + got * unit
+            if d not in taken:
+                taken.append(d)
+        remaining -= got
+        room[d] -= got
+    return taken if remaining <= 0 else None
 
 
 def descend_group(tree: TopologyTree, gc: GroupCounts, fit_level: int, chosen: list[int], *, count: int,
