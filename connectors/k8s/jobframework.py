@@ -21,7 +21,8 @@ What a pass does once the kind has found the job's Workload (:meth:`JobReconcile
   now (``UpdatedWorkload``), and the Workload of a suspended job, neither evicted nor holding quota, the queue
   its label names now; under ``AdmissionGatedBy`` the Workload loses the ``kueue.x-k8s.io/admission-gated-by``
   gates the job no longer carries (never gains one); one write a pass;
-* **reclaimable pods** → ``ReclaimablePodsChanged`` when the kind's count differs from the Workload's;
+* **reclaimable pods** → ``ReclaimablePodsChanged`` when the kind's count (each at most its pod set's:
+  :func:`within_pod_sets`) differs from the Workload's;
 * **PodsReady** → ``PodsReadyChanged`` as the job's pods become ready or not, ``WaitForStart`` first under
   waitForPodsReady (:func:`connectors.k8s.pods_ready.pods_ready_transition`);
 * **admitted** (in the log and as the apiserver stores it) and not running → start; **not admitted** and
@@ -149,6 +150,13 @@ def admission_shown(wl: WorkloadInfo, obs: o.Workload) -> bool:
         return False
     desired, current = desired_status(wl), observed_status(obs)
     return all(desired.get(k) == current.get(k) for k in ("admission", "admissionChecks"))
+
+
+def within_pod_sets(reclaimable: tuple[tuple[str, int], ...], obs: o.Workload) -> tuple[tuple[str, int], ...]:
+    """The kind's reclaimable pods, each at most its pod set's count in ``obs`` (Kueue #12670: an elastic Job
+    scaled below the pods it reclaimed would otherwise be given a count its Workload's webhook refuses)."""
+    counts = {ps.name: ps.count for ps in obs.spec.pod_sets}
+    return tuple((name, min(count, counts.get(name, count))) for name, count in reclaimable)
 
 
 def only_removes_gates(obs: o.Workload, gate: str | None) -> bool:
@@ -352,7 +360,7 @@ class JobReconciler(Generic[J]):
             return
         if await self._sync_workload(job, obs, wl, generated=generated):
             return  # as Kueue's reconciler: the rest waits for the Workload that shows it
-        reclaimable = self.reclaimable_pods(job)
+        reclaimable = within_pod_sets(self.reclaimable_pods(job), obs)
         if reclaimable != wl.reclaimable:
             await self._append_once(wl, ev.ReclaimablePodsChanged(
                 time=_now(), key=wl.key, uid=wl.uid,
