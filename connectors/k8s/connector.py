@@ -76,6 +76,8 @@ class Connector:
             self.jobs.parents.hold("JobSet", self.jobsets.known)  # type: ignore[union-attr]
             self.jobs.parents.hold("MPIJob", self.mpijobs.known)  # type: ignore[union-attr]
             self.jobs.parents.hold("Pod", self.pods.pods, complete=False)  # type: ignore[union-attr]
+            for watched in (self.jobsets, self.mpijobs, *self.kubeflow):  # one registry: their parents too
+                watched.parents = self.jobs.parents  # type: ignore[union-attr]
         self.queues = QueueStatusWriter(client, journal) if queue_status else None
         self.finalizers = Finalizers(client, journal) if finalizers else None
         self.retention = RetentionEnforcer(client, journal, append=self.appender.emit)

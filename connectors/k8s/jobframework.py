@@ -49,7 +49,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
-from connectors.k8s import job_selection, job_sync, prebuilt
+from connectors.k8s import child_jobs, job_selection, job_sync, prebuilt, workload_slices
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
@@ -142,6 +142,11 @@ class JobFrameworkStats:
     """Workloads deleted for being one too many for their job."""
 
 
+ANCESTRY_RETRY_FACTOR = 30.0
+"""Retry delays (the integration's ``retry_s``) before a job whose ancestry is cyclic or too deep is looked at
+again (one whose parent is not there yet: one)."""
+
+
 def admission_shown(wl: WorkloadInfo, obs: o.Workload) -> bool:
     """Whether the apiserver shows the Workload admitted as the log decided (``Admitted=True``, the same admission
     and check states): a job starts from its Workload as stored, like Kueue's, never from a decision whose
@@ -201,6 +206,9 @@ class JobReconciler(Generic[J]):
         self._acted: dict[str, tuple[str, str]] = {}
         """Job key -> (action, job resourceVersion) last done, so a stale view does not repeat it."""
         self._log = IntegrationLog(self.append, self.mirror, stats, kind=self.KIND, log=logger)
+        self.parents = child_jobs.Parents()
+        """Where a job's parents are read (:func:`child_jobs.managed_ancestor`): the connector registers what the
+        integrations hold, one registry for all."""
 
     # --- what a kind tells -------------------------------------------------------------------------------------
 
@@ -316,6 +324,59 @@ class JobReconciler(Generic[J]):
 
     async def _report(self, job: J, action: str, **what: str) -> None:
         await self._log.report(job.key, job.metadata.uid, action, **what)
+
+    # --- a job with a Kueue-managed ancestor ------------------------------------------------------------------
+
+    async def _as_child(self, job: J, config: SchedulerConfig) -> bool:
+        """Kueue's reconciler is generic: a job of any kind with a Kueue-managed ancestor
+        (:func:`child_jobs.managed_ancestor`; a JobSet under a queued MPIJob, a queued JobSet's Job) gets no
+        Workload of its own and is held suspended while the ancestor's is missing or not admitted (:meth:`_child`).
+        True when the job is such a child, or its ancestry cannot be told (:meth:`_ancestry_failed`): either way
+        nothing else is done with it."""
+        try:
+            ancestor = child_jobs.managed_ancestor(job.metadata, self.parents.parent_of(config, self.state.jobs),
+                                                   config.manage_jobs_without_queue_name)
+        except child_jobs.AncestryError as exc:
+            await self._ancestry_failed(job, exc)
+            return True
+        if ancestor is None:
+            return False
+        await self._child(job, ancestor, config)
+        return True
+
+    async def _child(self, job: J, ancestor: o.ObjectMeta, config: SchedulerConfig) -> None:
+        """A job with a Kueue-managed ancestor: suspended while the ancestor's Workload is missing or not admitted
+        (reference §7.1 item 3; Normal ``Suspended`` "Kueue managed child job suspended")."""
+        owned = self.mirror.controlled.get(ancestor.uid, set())
+        parent = child_jobs.parent_workload(owned, self.mirror.workloads, self.state.workloads)
+        namespace = self.state.namespaces.get(job.metadata.namespace)
+        sliced = any(workload_slices.elastic(self.state, meta.annotations) for meta in (job.metadata, ancestor))
+        if job_selection.namespace_managed(namespace, config) and child_jobs.held(
+                job, parent, finished=self.finished(job) is not None, sliced=sliced):  # type: ignore[arg-type]
+            await self._once(job.key, "suspend-child", job, self._suspend_child(job))
+
+    async def _ancestry_failed(self, job: J, exc: child_jobs.AncestryError) -> None:
+        """Kueue's reconcile fails, and is retried: the job is left alone and looked at again later — soon for a
+        parent not there yet (the lists other integrations keep may lag the log), after a while otherwise. Too
+        many parents get the job a Warning ``JobNestingTooDeep``, once per version of the job."""
+        missing = isinstance(exc, child_jobs.OwnerMissing)
+        self._retry.later(job.key, 1.0 if missing else ANCESTRY_RETRY_FACTOR)
+        if missing:
+            self.log.debug(f"{self.NOUN} waits for its controller", error=str(exc), **{self.NOUN: job.key})
+            return
+        self.log.warning(f"cannot tell the {self.NOUN}'s Kueue-managed ancestor", error=str(exc),
+                         **{self.NOUN: job.key})
+        if isinstance(exc, child_jobs.ChainTooLong):
+            await self._once(job.key, "nesting-too-deep", job, self._report(
+                job, child_jobs.NESTING_TOO_DEEP, message=child_jobs.NESTING_TOO_DEEP_MESSAGE))
+
+    async def _suspend_child(self, job: J) -> None:
+        await self.client.patch(self.RESOURCE, job.metadata.name, {
+            "metadata": {"resourceVersion": job.metadata.resource_version}, "spec": self.suspend_spec()},
+            job.metadata.namespace)
+        self.log.info(f"suspended a child {self.NOUN} whose parent's workload is not admitted",
+                      **{self.NOUN: job.key})
+        await self._report(job, child_jobs.SUSPENDED, message=child_jobs.SUSPENDED_MESSAGE)
 
     # --- the steps ---------------------------------------------------------------------------------------------
 

@@ -121,7 +121,7 @@ from typing import Any
 import msgspec
 import structlog
 
-from connectors.k8s import child_jobs, job_selection, job_sync, podsetinfo, prebuilt, workload_slices
+from connectors.k8s import job_sync, podsetinfo, prebuilt, workload_slices
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import JSON_PATCH, KubeClient
 from connectors.k8s.copied_metadata import copied
@@ -144,7 +144,6 @@ from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
 from events.goint import is_go_int
-from kueue_es.scheduler.config import SchedulerConfig
 from projections import gates
 from projections.in_use import FINALIZER
 from projections.workloads import (
@@ -165,8 +164,6 @@ COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 JOB_CONTROLLER_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name",
                          "batch.kubernetes.io/job-name")
 DROPPED_FROM_TEMPLATE = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name")
-ANCESTRY_RETRY_FACTOR = 30.0
-"""Retry delays (the integration's ``retry_s``) before a Job whose ancestry is cyclic or too deep is looked at again."""
 ORPHAN = "Workload:"
 """Prefixes the key of a Workload with no owner among the Job keys the workers take (:meth:`JobIntegration._ownerless`)."""
 
@@ -255,9 +252,6 @@ class JobIntegration(JobReconciler[o.Job]):
         super().__init__(client, journal, JobStats(), log, retry_s=retry_s, append=append)
         self.stats: JobStats
         self.concurrency = concurrency
-        self.parents = child_jobs.Parents()
-        """Where a Job's parents are read (:func:`child_jobs.managed_ancestor`): the connector registers what the
-        other integrations hold."""
         self.retry_s = retry_s
 
     async def run(self) -> None:
@@ -286,14 +280,7 @@ class JobIntegration(JobReconciler[o.Job]):
                 await self._orphaned(obs, wl, gone=job is None)
             return
         config = self._config()
-        try:
-            ancestor = child_jobs.managed_ancestor(job.metadata, self.parents.parent_of(config, self.state.jobs),
-                                                   config.manage_jobs_without_queue_name)
-        except child_jobs.AncestryError as exc:
-            await self._ancestry_failed(job, exc)
-            return
-        if ancestor is not None:
-            await self._child(job, ancestor, config)
+        if await self._as_child(job, config):
             return  # its ancestor's Workload is the one queued
         if not self._managed(job, config):
             return  # not Kueue's: no queue name (unless manageJobsWithoutQueueName), or a namespace left out
@@ -317,40 +304,6 @@ class JobIntegration(JobReconciler[o.Job]):
             await self._without_workload(job, name, why=MISSING_WORKLOAD)
             return
         await self._with_workload(job, obs, wl)
-
-    async def _child(self, job: o.Job, ancestor: o.ObjectMeta, config: SchedulerConfig) -> None:
-        """A Job with a Kueue-managed ancestor (a queued JobSet's Job, say; :func:`child_jobs.managed_ancestor`):
-        Kueue's reconciler gives it no Workload of its own, and keeps it suspended while the ancestor's Workload
-        is missing or not admitted (reference §7.1 item 3; Normal ``Suspended`` "Kueue managed child job
-        suspended")."""
-        owned = self.mirror.controlled.get(ancestor.uid, set())
-        parent = child_jobs.parent_workload(owned, self.mirror.workloads, self.state.workloads)
-        namespace = self.state.namespaces.get(job.metadata.namespace)
-        sliced = any(workload_slices.elastic(self.state, meta.annotations) for meta in (job.metadata, ancestor))
-        if job_selection.namespace_managed(namespace, config) and child_jobs.held(
-                job, parent, finished=job_finished(job) is not None, sliced=sliced):
-            await self._once(job.key, "suspend-child", job, self._suspend_child(job))
-
-    async def _ancestry_failed(self, job: o.Job, exc: child_jobs.AncestryError) -> None:
-        """Kueue's reconcile fails, and is retried: the Job is left alone and looked at again later — soon for a
-        parent not there yet (the lists other integrations keep may lag the log), after a while otherwise. Too
-        many parents get the Job a Warning ``JobNestingTooDeep``, once per version of the Job."""
-        missing = isinstance(exc, child_jobs.OwnerMissing)
-        self._retry.later(job.key, 1.0 if missing else ANCESTRY_RETRY_FACTOR)
-        if missing:
-            self.log.debug("job waits for its controller", job=job.key, error=str(exc))
-            return
-        self.log.warning("cannot tell the job's Kueue-managed ancestor", job=job.key, error=str(exc))
-        if isinstance(exc, child_jobs.ChainTooLong):
-            await self._once(job.key, "nesting-too-deep", job, self._report(
-                job, child_jobs.NESTING_TOO_DEEP, message=child_jobs.NESTING_TOO_DEEP_MESSAGE))
-
-    async def _suspend_child(self, job: o.Job) -> None:
-        await self.client.patch(self.RESOURCE, job.metadata.name, {
-            "metadata": {"resourceVersion": job.metadata.resource_version}, "spec": {"suspend": True}},
-            job.metadata.namespace)
-        self.log.info("suspended a child job whose parent's workload is not admitted", job=job.key)
-        await self._report(job, child_jobs.SUSPENDED, message=child_jobs.SUSPENDED_MESSAGE)
 
     # --- what the shared reconciler reads of a Job ------------------------------------------------------------
 
