@@ -52,8 +52,9 @@ def parent_workload(keys: Iterable[str], stored: Mapping[str, o.Workload],
     return folded.get(newest.key)
 
 
-def held(job: o.Job, parent: WorkloadInfo | None, *, finished: bool, sliced: bool = False) -> bool:
-    """Whether the child Job is to be suspended: running, not finished, its parent's Workload missing or not
+def held(job: Any, parent: WorkloadInfo | None, *, finished: bool, sliced: bool = False) -> bool:
+    """Whether the child (a Job, a RayCluster: its ``spec.suspend``) is to be suspended: running, not finished,
+    its parent's Workload missing or not
     admitted. ``sliced``: the Job or its ancestor is elastic (workload slices): while a scale-up's new slice waits
     there is no admitted one, so Kueue then holds the child only once that Workload is evicted."""
     if finished or job.spec.suspend:
@@ -108,9 +109,11 @@ def managed_ancestor(job: o.ObjectMeta, parent_of: ParentOf, manage_unqueued: bo
 
 
 class Parents:
-    """Where the Job integration reads a Job's parents, by kind: the log's Jobs, and what other integrations
-    already hold in memory (the JobSets and MPIJobs their informers list, the managed Pods), registered with
-    :meth:`hold` (the connector does). A kind is followed while its integration is on and its objects are held."""
+    """Where the job reconcilers read a job's parents, by kind: the log's Jobs, and what the integrations already
+    hold in memory (the JobSets, MPIJobs, RayJobs and training jobs their informers list, the managed Pods),
+    registered with :meth:`hold` — the connector does, once, and shares the registry among the Job, JobSet, MPIJob,
+    training-job, RayJob and RayCluster reconcilers. A kind is followed while its integration is on and its
+    objects are held."""
 
     def __init__(self) -> None:
         self._held: dict[str, tuple[Mapping[str, Any], bool]] = {}

@@ -2,11 +2,11 @@
 the log, the scheduler loop beside it.
 
 :class:`Connector` runs, as one task group, the appender and the watcher, and — once every watched kind has
-been listed (``ready``) — the Workload status writer, the Job, Pod, JobSet, MPIJob and Kubeflow training-job
-integrations, the queue status writer, the resource-in-use finalizers, the retention deletions, the
-ProvisioningRequest applier, the topology ungater, the terminating-pod controller (FailureRecoveryPolicy), the
-provisioning checks' Active condition and the recorder of Kueue's Kubernetes Events, so nothing is written to the
-cluster before the log has caught up with it.
+been listed (``ready``) — the Workload status writer, the Job, Pod, JobSet, MPIJob, Kubeflow training-job, RayJob,
+RayCluster and LeaderWorkerSet integrations, the queue status writer, the resource-in-use finalizers, the retention
+deletions, the ProvisioningRequest applier, the topology ungater, the terminating-pod controller
+(FailureRecoveryPolicy), the provisioning checks' Active condition and the recorder of Kueue's Kubernetes Events, so
+nothing is written to the cluster before the log has caught up with it.
 :func:`schedule` is the scheduler for a :class:`LocalJournal`: decide on the mirror's state, append the batch
 (which applies it), repeat until quiet, then wait for the log to move or a controller deadline to pass (it then
 appends a clock tick). Like Kueue, which starts its scheduler only once its informers' caches are synced, it
@@ -31,10 +31,12 @@ from connectors.k8s.jobs import JobIntegration
 from connectors.k8s.jobset_integration import JobSetIntegration
 from connectors.k8s.journal import Journal, LocalJournal
 from connectors.k8s.kubeflow_integration import INTEGRATIONS as KUBEFLOW_INTEGRATIONS
+from connectors.k8s.lws_integration import LeaderWorkerSetIntegration
 from connectors.k8s.mpijob_integration import MPIJobIntegration
 from connectors.k8s.pods_integration import PodIntegration
 from connectors.k8s.provreqs import RequestApplier
 from connectors.k8s.queues import QueueStatusWriter
+from connectors.k8s.ray_integration import RayClusterIntegration, RayJobIntegration
 from connectors.k8s.recorder import EventRecorder
 from connectors.k8s.resources import WATCHED
 from connectors.k8s.retention import RetentionEnforcer
@@ -69,15 +71,25 @@ class Connector:
                         if jobs else None)
         self.mpijobs = (MPIJobIntegration(client, journal, append=self.appender.emit, watch_timeout_s=watch_timeout_s)
                         if jobs else None)
+        self.leaderworkersets = (LeaderWorkerSetIntegration(client, journal, append=self.appender.emit,
+                                                            watch_timeout_s=watch_timeout_s) if jobs else None)
         self.kubeflow = ([cls(client, journal, append=self.appender.emit, watch_timeout_s=watch_timeout_s)
                           for cls in KUBEFLOW_INTEGRATIONS.values()] if jobs else [])
         """One integration per Kubeflow training-operator kind (PyTorchJob, TFJob, ...)."""
-        if self.jobs is not None:  # a Job's parents, as the other integrations hold them (child_jobs.Parents)
-            self.jobs.parents.hold("JobSet", self.jobsets.known)  # type: ignore[union-attr]
-            self.jobs.parents.hold("MPIJob", self.mpijobs.known)  # type: ignore[union-attr]
-            self.jobs.parents.hold("Pod", self.pods.pods, complete=False)  # type: ignore[union-attr]
-            for watched in (self.jobsets, self.mpijobs, *self.kubeflow):  # one registry: their parents too
-                watched.parents = self.jobs.parents  # type: ignore[union-attr]
+        self.rayjobs = (RayJobIntegration(client, journal, append=self.appender.emit, watch_timeout_s=watch_timeout_s)
+                        if jobs else None)
+        self.rayclusters = (RayClusterIntegration(client, journal, append=self.appender.emit,
+                                                  watch_timeout_s=watch_timeout_s) if jobs else None)
+        if self.jobs is not None:  # one parents registry (child_jobs.Parents) every job reconciler walks up
+            parents = self.jobs.parents
+            parents.hold("JobSet", self.jobsets.known)  # type: ignore[union-attr]
+            parents.hold("MPIJob", self.mpijobs.known)  # type: ignore[union-attr]
+            parents.hold("Pod", self.pods.pods, complete=False)  # type: ignore[union-attr]
+            parents.hold("RayJob", self.rayjobs.known)  # type: ignore[union-attr]  # its submitter Job, RayCluster
+            for training in self.kubeflow:  # a training job is a parent Kueue runs too (job_selection)
+                parents.hold(training.KIND, training.known)
+            for watched in (self.jobsets, self.mpijobs, *self.kubeflow, self.rayjobs, self.rayclusters):
+                watched.parents = parents  # type: ignore[union-attr]
         self.queues = QueueStatusWriter(client, journal) if queue_status else None
         self.finalizers = Finalizers(client, journal) if finalizers else None
         self.retention = RetentionEnforcer(client, journal, append=self.appender.emit)
@@ -106,8 +118,14 @@ class Connector:
                 tg.create_task(self.jobsets.run(), name="k8s-jobsets")
             if self.mpijobs is not None:
                 tg.create_task(self.mpijobs.run(), name="k8s-mpijobs")
+            if self.leaderworkersets is not None:
+                tg.create_task(self.leaderworkersets.run(), name="k8s-leaderworkersets")
             for integ in self.kubeflow:
                 tg.create_task(integ.run(), name=f"k8s-{integ.NOUN}s")
+            if self.rayjobs is not None:
+                tg.create_task(self.rayjobs.run(), name="k8s-rayjobs")
+            if self.rayclusters is not None:
+                tg.create_task(self.rayclusters.run(), name="k8s-rayclusters")
             if self.queues is not None:
                 tg.create_task(self.queues.run(), name="k8s-queue-status")
             if self.finalizers is not None:

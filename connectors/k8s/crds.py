@@ -43,8 +43,11 @@ from connectors.k8s.resources import (
     JOBSETS,
     KUBEFLOW_JOBS,
     KUEUE_RESOURCES,
+    LEADER_WORKER_SETS,
     MPIJOBS,
     PROVISIONING_REQUESTS,
+    RAYCLUSTERS,
+    RAYJOBS,
     Resource,
 )
 from events import conversion
@@ -419,6 +422,77 @@ def mpijob_crd() -> dict[str, Any]:
         "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
         "spec": spec, "status": status}}
     return _foreign_crd(MPIJOBS, schema)
+
+
+def _ray_cluster_spec() -> dict[str, Any]:
+    """The schema of a Ray cluster spec (a RayCluster's, a RayJob's ``rayClusterSpec``): the fields the Ray
+    integrations read and write typed, the rest kept as written."""
+    template = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    integer = {"type": "integer", "format": "int32"}
+    worker_group = {"type": "object", "required": ["groupName"], "x-kubernetes-preserve-unknown-fields": True,
+                    "properties": {"groupName": {"type": "string"}, "replicas": integer, "minReplicas": integer,
+                                   "maxReplicas": integer, "numOfHosts": integer, "template": template}}
+    return {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {
+        "suspend": {"type": "boolean"}, "enableInTreeAutoscaling": {"type": "boolean"},
+        "headGroupSpec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+                          "properties": {"template": template}},
+        "workerGroupSpecs": {"type": "array", "items": worker_group}}}
+
+
+def raycluster_crd() -> dict[str, Any]:
+    """A minimal structural CRD for ray.io/v1 RayClusters, for tests against an apiserver without KubeRay
+    installed: ``spec.suspend``, ``enableInTreeAutoscaling``, the head's and worker groups' templates and counts,
+    the status's ``state`` and ``reason`` typed, the rest kept as written. Not KubeRay's CRD: none of its
+    validation or defaulting."""
+    status = {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {
+        "state": {"type": "string"}, "reason": {"type": "string"}}}
+    schema = {"type": "object", "properties": {
+        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+        "spec": _ray_cluster_spec(), "status": status}}
+    return _foreign_crd(RAYCLUSTERS, schema)
+
+
+def rayjob_crd() -> dict[str, Any]:
+    """A minimal structural CRD for ray.io/v1 RayJobs, as :func:`raycluster_crd`: ``spec.suspend``,
+    ``shutdownAfterJobFinishes``, ``clusterSelector``, ``submissionMode`` (defaulted ``K8sJobMode`` as KubeRay's CRD
+    does), ``submitterPodTemplate`` and ``rayClusterSpec``; the status's deployment and job status, message and
+    cluster state typed."""
+    spec = {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {
+        "suspend": {"type": "boolean"}, "shutdownAfterJobFinishes": {"type": "boolean"},
+        "clusterSelector": {"type": "object", "additionalProperties": {"type": "string"}},
+        "submissionMode": {"type": "string", "default": "K8sJobMode"},
+        "submitterPodTemplate": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        "rayClusterSpec": _ray_cluster_spec()}}
+    status = {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {
+        "jobDeploymentStatus": {"type": "string"}, "jobStatus": {"type": "string"}, "message": {"type": "string"},
+        "rayClusterName": {"type": "string"},
+        "rayClusterStatus": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+                             "properties": {"state": {"type": "string"}}}}}
+    schema = {"type": "object", "properties": {
+        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+        "spec": spec, "status": status}}
+    return _foreign_crd(RAYJOBS, schema)
+
+
+def leaderworkerset_crd() -> dict[str, Any]:
+    """A minimal structural CRD for leaderworkerset.x-k8s.io/v1 LeaderWorkerSets, for tests against an apiserver
+    without the LWS project installed: the fields the LeaderWorkerSet integration reads are typed
+    (``spec.replicas``, ``spec.startupPolicy``, ``leaderWorkerTemplate.size`` and its two templates,
+    ``status.replicas`` and ``updatedReplicas``), the rest is kept as written. Not the LWS project's CRD: none of its
+    validation or defaulting."""
+    template = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    lwt = {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {
+        "size": {"type": "integer", "format": "int32", "minimum": 1},
+        "leaderTemplate": template, "workerTemplate": template}}
+    spec = {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {
+        "replicas": {"type": "integer", "format": "int32", "minimum": 0},
+        "startupPolicy": {"type": "string"}, "leaderWorkerTemplate": lwt}}
+    status = {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {
+        "replicas": {"type": "integer", "format": "int32"}, "updatedReplicas": {"type": "integer", "format": "int32"}}}
+    schema = {"type": "object", "properties": {
+        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+        "spec": spec, "status": status}}
+    return _foreign_crd(LEADER_WORKER_SETS, schema)
 
 
 def kubeflow_crd(kind: str, specs_field: str) -> dict[str, Any]:

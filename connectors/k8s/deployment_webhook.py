@@ -75,11 +75,13 @@ class ParentDefaulting(msgspec.Struct, frozen=True):
     """``manageJobsWithoutQueueName``."""
     short_names: bool = False
     """Kueue's ``ShortWorkloadNames`` gate: the names it gives Workloads (a StatefulSet's group) stay within 63."""
+    lws_on: bool = False
+    """The LeaderWorkerSet integration is on: a StatefulSet a LeaderWorkerSet controls is then that set's."""
 
     @classmethod
     def of(cls, config: SchedulerConfig, framework: str) -> ParentDefaulting:
         return cls(framework in config.frameworks, config.managed_jobs_selector, config.manage_jobs_without_queue_name,
-                   config.gate(gates.SHORT_WORKLOAD_NAMES))
+                   config.gate(gates.SHORT_WORKLOAD_NAMES), config.manages_leaderworkersets)
 
 
 def _meta(obj: Mapping[str, Any], field: str) -> dict[str, Any]:
@@ -125,7 +127,8 @@ async def parent_patch(obj: Mapping[str, Any], namespace: str, defaulting: Paren
     when Kueue holds it, its template's marks (:func:`template_patch`)."""
     labels = _meta(obj, "labels")
     queue = labels.get(QUEUE_LABEL, "")
-    kueue_parent = job_selection.kueue_owner(job_selection.raw_controller(obj.get("metadata") or {}), pods_on=True)
+    kueue_parent = job_selection.kueue_owner(job_selection.raw_controller(obj.get("metadata") or {}), pods_on=True,
+                                             lws_on=defaulting.lws_on)
     ops: list[dict[str, Any]] = []
     if not queue and not kueue_parent and await has_default_queue(namespace) and await _managed(namespace,
                                                                                                  defaulting,

@@ -6,8 +6,8 @@ those in the log that opted in and are being deleted (the log keeps every bound 
 its ``kueue.x-k8s.io/`` annotations and its deletion), each time it or the node it is bound to changes, and again
 once its grace period ends (this process's clock, as Kueue's controller requeues on its own). Under the
 Configuration recorded in the log: with the gate off nothing is written. The write reads the live pod first (for
-its ``deletionGracePeriodSeconds``, which the log leaves out, and its current version), then patches its status
-conditioned on that version; a conflict or a pod gone counts as done, since the pod's newer version in the log
+its ``deletionGracePeriodSeconds``, which the log leaves out, its current version, and whether it is still opted
+in, deleting and not terminal: the log may lag), then patches its status conditioned on that version; a conflict or a pod gone counts as done, since the pod's newer version in the log
 brings it back if it still matters. The pod then leaves the log (it is terminal), which is what TAS node failure
 and a Job waiting for its replacement read. Kueue's Warning Event is not recorded.
 """
@@ -144,6 +144,8 @@ class FailureRecovery:
         live_meta = live.get("metadata") or {}
         if live_meta.get("uid") != m.uid:
             return  # another pod of that name: the log will show it
+        if not ft.still_stuck(live):
+            return  # terminal (or no longer opted in) since the log's view: its newer version brings it back
         text = ft.message(pod.spec.node_name, int(live_meta.get("deletionGracePeriodSeconds") or 0), self.grace_ms)
         body = ft.status_patch(live, text, format_time(_now_ms()))
         try:

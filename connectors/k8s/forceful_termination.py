@@ -46,6 +46,14 @@ def opted_in(pod: o.Pod) -> bool:
     return pod.metadata.annotations.get(ANNOTATION) == "true" and pod.metadata.deletion_timestamp is not None
 
 
+def still_stuck(live: dict[str, Any]) -> bool:
+    """Whether the pod as the apiserver returns it still opted in, is being deleted and is not terminal: the log's
+    view may lag (a kubelet back in time to report the pod Succeeded), and Kueue decides on the pod it just read."""
+    meta, status = live.get("metadata") or {}, live.get("status") or {}
+    return ((meta.get("annotations") or {}).get(ANNOTATION) == "true" and bool(meta.get("deletionTimestamp"))
+            and status.get("phase") not in _TERMINAL)
+
+
 def verdict(pod: o.Pod, node: o.Node | None, now: int, grace_ms: int = GRACE_MS) -> Verdict:
     """What to do with ``pod`` at ``now`` (ms), bound to ``node`` (None: no such node)."""
     if not opted_in(pod) or pod.status.phase in _TERMINAL:

@@ -75,6 +75,11 @@ class FrameworkWebhooks(msgspec.Struct, frozen=True):
     """The JobSet and MPIJob integrations are on: such a controller is then a parent Kueue runs."""
     kubeflow_on: frozenset[str] = frozenset()
     """The training operator's kinds whose integration is on (their jobs are parents Kueue runs)."""
+    rayjobs_on: bool = False
+    rayclusters_on: bool = False
+    """The RayJob and RayCluster integrations are on: such a controller is then a parent Kueue runs."""
+    lws_on: bool = False
+    """The LeaderWorkerSet integration is on: a LeaderWorkerSet is then a parent Kueue runs."""
 
 
 # --- the mutating webhook ---------------------------------------------------------------------------------------
@@ -134,7 +139,9 @@ async def defaults(obj: dict[str, Any], namespace: str, kind: Kind, settings: Fr
     labels = _labels(obj)
     owner = job_selection.raw_controller(obj.get("metadata") or {})
     kueue_parent = job_selection.kueue_owner(owner, settings.pods_on, jobsets_on=settings.jobsets_on,
-                                             mpijobs_on=settings.mpijobs_on, kubeflow_on=settings.kubeflow_on)
+                                             mpijobs_on=settings.mpijobs_on, kubeflow_on=settings.kubeflow_on,
+                                             rayjobs_on=settings.rayjobs_on, rayclusters_on=settings.rayclusters_on,
+                                             lws_on=settings.lws_on)
     managed = partial(_namespace_managed, namespace, settings, namespace_labels)
     queued = bool(labels.get(QUEUE_LABEL))
     default_queue = (not queued and not kueue_parent and bool(namespace) and await has_default_queue(namespace)

@@ -6,9 +6,11 @@ on it also manages one that names none, in a namespace its ``managedJobsNamespac
 is of a kind one of its enabled integrations runs (``IsOwnerManagedByKueue``): that parent is the one Kueue
 queues, its children follow it. kueue-es runs batch/v1 Jobs always, v1 Pods when the pod integration is on,
 JobSets when the JobSet integration is on and MPIJobs (any ``kubeflow.org`` version, as Kueue's ``isMPIJob``)
-when the MPIJob integration is on, and the training operator's kubeflow.org/v1 jobs (PyTorchJob, TFJob, ...)
-whose integration is on, so those are the parents that count here (a JobSet's Jobs, an MPIJob's launcher Job, a
-PyTorchJob's Pods are left to it); under the option any such parent is managed, queue name or not
+when the MPIJob integration is on, the training operator's kubeflow.org/v1 jobs (PyTorchJob, TFJob, ...) whose
+integration is on, ray.io/v1 RayJobs and RayClusters when theirs are, and LeaderWorkerSets whose integration is on,
+so those are the parents that count here (a JobSet's Jobs, an MPIJob's launcher Job, a PyTorchJob's Pods, a
+RayJob's RayCluster and submitter Job, a RayCluster's Pods, a LeaderWorkerSet's StatefulSets are left to it); under
+the option any such parent is managed, queue name or not
 (``FindAncestorJobManagedByKueue``).
 
 Such a Job is suspended at creation (by the mutating webhook, else by the Job integration after the fact) and
@@ -24,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from connectors.k8s.job_events import QUEUE_LABEL
-from connectors.k8s.resources import JOBSETS, KUBEFLOW_JOBS, MPIJOBS
+from connectors.k8s.resources import JOBSETS, KUBEFLOW_JOBS, LEADER_WORKER_SETS, MPIJOBS, RAYCLUSTERS, RAYJOBS
 from events import objects as o
 from kueue_es.scheduler.config import SchedulerConfig
 from projections.clusterqueues import selector_matches
@@ -32,24 +34,33 @@ from projections.clusterqueues import selector_matches
 JOB_OWNER = ("batch/v1", "Job")
 POD_OWNER = ("v1", "Pod")
 JOBSET_OWNER = (JOBSETS.api_version, JOBSETS.kind)
+RAYJOB_OWNER = (RAYJOBS.api_version, RAYJOBS.kind)
+RAYCLUSTER_OWNER = (RAYCLUSTERS.api_version, RAYCLUSTERS.kind)
+LWS_OWNER = (LEADER_WORKER_SETS.api_version, LEADER_WORKER_SETS.kind)
 
 
 def kueue_owner(owner: tuple[str, str] | None, pods_on: bool, jobsets_on: bool = False,
-                mpijobs_on: bool = False, kubeflow_on: frozenset[str] = frozenset()) -> bool:
+                mpijobs_on: bool = False, kubeflow_on: frozenset[str] = frozenset(), *, rayjobs_on: bool = False,
+                rayclusters_on: bool = False, lws_on: bool = False) -> bool:
     """Whether the controller ``(apiVersion, kind)`` is of a kind Kueue's enabled integrations run (a batch/v1 Job;
     a v1 Pod with the pod integration on, ``pods_on``; a JobSet with the JobSet integration on, ``jobsets_on``; an
     MPIJob of any ``kubeflow.org`` version with the MPIJob integration on, ``mpijobs_on``; a training operator's
-    kubeflow.org/v1 job of a kind in ``kubeflow_on``): Kueue leaves the child to that parent."""
+    kubeflow.org/v1 job of a kind in ``kubeflow_on``; a ray.io/v1 RayJob or RayCluster with its integration on,
+    ``rayjobs_on``, ``rayclusters_on``; a leaderworkerset.x-k8s.io/v1 LeaderWorkerSet with its integration on,
+    ``lws_on``): Kueue leaves the child to that parent."""
     if owner is None:
         return False
     return (owner == JOB_OWNER or (owner == POD_OWNER and pods_on) or (owner == JOBSET_OWNER and jobsets_on)
-            or (mpijobs_on and is_mpijob(owner)) or is_kubeflow_job(owner, kubeflow_on))
+            or (mpijobs_on and is_mpijob(owner)) or is_kubeflow_job(owner, kubeflow_on)
+            or (owner == RAYJOB_OWNER and rayjobs_on) or (owner == RAYCLUSTER_OWNER and rayclusters_on)
+            or (owner == LWS_OWNER and lws_on))
 
 
 def runs_parent(owner: tuple[str, str] | None, config: SchedulerConfig) -> bool:
     """:func:`kueue_owner` under the integrations the Configuration ``config`` turns on."""
     return kueue_owner(owner, config.manages_pods, config.manages_jobsets, config.manages_mpijobs,
-                       config.kubeflow_kinds)
+                       config.kubeflow_kinds, rayjobs_on=config.manages_rayjobs,
+                       rayclusters_on=config.manages_rayclusters, lws_on=config.manages_leaderworkersets)
 
 
 def is_kubeflow_job(owner: tuple[str, str], kinds: frozenset[str]) -> bool:

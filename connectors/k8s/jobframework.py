@@ -4,8 +4,9 @@ Kueue writes that reconciler once, over an interface each kind implements (suspe
 ready, reclaimable pods, run and stop with the admission's pod-set information). Here :class:`JobReconciler`
 holds the steps and each kind is a subclass naming only its own reads and writes — the batch/v1 Job
 (:mod:`connectors.k8s.jobs`), the JobSet (:mod:`connectors.k8s.jobset_integration`), the MPIJob
-(:mod:`connectors.k8s.mpijob_integration`) and the training operator's jobs (:mod:`connectors.k8s.kubeflow_integration`). So a step changed for
-one kind is changed for all, as in Kueue. The Pod integration is a reconciler of its own, as Kueue's is; it
+(:mod:`connectors.k8s.mpijob_integration`), the training operator's jobs (:mod:`connectors.k8s.kubeflow_integration`)
+and the RayJob and RayCluster (:mod:`connectors.k8s.ray_integration`). So a step changed for one kind is changed for
+all, as in Kueue. The Pod integration is a reconciler of its own, as Kueue's is; it
 shares with these only the small pieces of :mod:`connectors.k8s.owner_index`.
 
 What a pass does once the kind has found the job's Workload (:meth:`JobReconciler._with_workload`):
@@ -37,6 +38,11 @@ A job naming a **prebuilt** Workload (``kueue.x-k8s.io/prebuilt-workload-name``,
 And with no Workload yet (:meth:`JobReconciler._without_workload`): a running job is suspended first
 ("Missing Workload"), then one with no active pods is given one — unless a priority class it names is not in
 the log (``WorkloadPriorityClassNotFound`` for a WorkloadPriorityClass, once per version of the job).
+
+A job with a Kueue-managed ancestor (:func:`connectors.k8s.child_jobs.managed_ancestor`, read through the
+reconciler's ``parents``) is a child: no Workload of its own, kept suspended while the ancestor's newest unfinished
+Workload is missing or not admitted (:meth:`JobReconciler._child`); the batch/v1 Job and the RayCluster take this
+step first.
 
 Every write is conditioned on the resourceVersion read; an action is not repeated on the same version of the
 job (:func:`connectors.k8s.owner_index.once`); the Events go through the log (``JobActed`` of the kind).
@@ -86,6 +92,8 @@ CLASS_MISSING = "class-missing"
 POD_CLASS_MISSING = "pod-class-missing"
 """The action marker of a job reported for a missing WorkloadPriorityClass (not "create": once the class is
 there, the same version of the job is given its Workload)."""
+ANCESTRY_RETRY_FACTOR = 30.0
+"""Retry delays (the integration's ``retry_s``) before a job whose ancestry is cyclic or too deep is looked at again."""
 OWNER_NOT_FOUND = "OwnerNotFound"
 OWNER_NOT_FOUND_MESSAGE = "The workload's owner no longer exists"
 
@@ -208,7 +216,7 @@ class JobReconciler(Generic[J]):
         self._log = IntegrationLog(self.append, self.mirror, stats, kind=self.KIND, log=logger)
         self.parents = child_jobs.Parents()
         """Where a job's parents are read (:func:`child_jobs.managed_ancestor`): the connector registers what the
-        integrations hold, one registry for all."""
+        integrations hold, one registry for all kinds."""
 
     # --- what a kind tells -------------------------------------------------------------------------------------
 
@@ -329,10 +337,10 @@ class JobReconciler(Generic[J]):
 
     async def _as_child(self, job: J, config: SchedulerConfig) -> bool:
         """Kueue's reconciler is generic: a job of any kind with a Kueue-managed ancestor
-        (:func:`child_jobs.managed_ancestor`; a JobSet under a queued MPIJob, a queued JobSet's Job) gets no
-        Workload of its own and is held suspended while the ancestor's is missing or not admitted (:meth:`_child`).
-        True when the job is such a child, or its ancestry cannot be told (:meth:`_ancestry_failed`): either way
-        nothing else is done with it."""
+        (:func:`child_jobs.managed_ancestor`; a queued JobSet's Job, a queued RayJob's RayCluster, a JobSet under
+        a queued MPIJob) gets no Workload of its own and is held suspended while the ancestor's is missing or not
+        admitted (:meth:`_child`). True when the job is such a child, or its ancestry cannot be told
+        (:meth:`_ancestry_failed`): either way nothing else is done with it."""
         try:
             ancestor = child_jobs.managed_ancestor(job.metadata, self.parents.parent_of(config, self.state.jobs),
                                                    config.manage_jobs_without_queue_name)
@@ -352,7 +360,7 @@ class JobReconciler(Generic[J]):
         namespace = self.state.namespaces.get(job.metadata.namespace)
         sliced = any(workload_slices.elastic(self.state, meta.annotations) for meta in (job.metadata, ancestor))
         if job_selection.namespace_managed(namespace, config) and child_jobs.held(
-                job, parent, finished=self.finished(job) is not None, sliced=sliced):  # type: ignore[arg-type]
+                job, parent, finished=self.finished(job) is not None, sliced=sliced):
             await self._once(job.key, "suspend-child", job, self._suspend_child(job))
 
     async def _ancestry_failed(self, job: J, exc: child_jobs.AncestryError) -> None:

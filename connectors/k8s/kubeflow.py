@@ -120,6 +120,13 @@ class TrainingKind:
             out.append(pod_set)
         return out
 
+    def job_pod_sets(self, job: Any) -> list[o.PodSet]:
+        """The pod sets the job makes now, as Kueue compares them with its Workload's: per replica type, in the
+        kind's order, ``replicas`` pods (default 1) of its pod template."""
+        specs = job.spec.replica_specs
+        return [o.PodSet(name=t.lower(), count=1 if specs[t].replicas is None else specs[t].replicas,
+                         template=specs[t].template) for t in self.ordered(specs)]
+
     def priority_class(self, job: Any) -> str | None:
         """``runPolicy.schedulingPolicy.priorityClass``, else the first replica template in the kind's order naming
         a ``priorityClassName`` (None: none does)."""

@@ -9,8 +9,9 @@ One adapter for the five kinds, as Kueue has one (``kubeflowjob``): :class:`Kube
 (:mod:`connectors.k8s.jobframework`) as for an MPIJob: a running job without a Workload is suspended
 (``spec.runPolicy.suspend``), a suspended one gets ``<kind>-<name>-<hash>``; admitted, each replica's template gets
 its pod set's admission and the job is unsuspended; not admitted, it is suspended with its templates restored;
-``Succeeded``/``Failed`` finish its Workload; PodsReady follows ``Running``; no reclaimable pods. Not done (see the
-README): rewriting a Workload whose pod sets no longer match, prebuilt Workloads and MultiKueue.
+``Succeeded``/``Failed`` finish its Workload; PodsReady follows ``Running``; no reclaimable pods; a Workload whose pod
+sets the job no longer matches is rewritten or made anew (:meth:`~connectors.k8s.kubeflow.TrainingKind.job_pod_sets`),
+prebuilt Workloads are used. Not done (see the README): MultiKueue.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ any job (:mod:`connectors.k8s.framework_webhook`): the ``default`` queue, the ``
 then ``spec.runPolicy.suspend: true`` when it names a queue or is managed without one — never when its controller
 is of a kind Kueue runs. ``v<kind>.kb.io`` at ``/validate-kubeflow-org-v1-<kind>`` (create and update) refuses what
 Kueue's generic job validation refuses, the job suspended when ``spec.runPolicy.suspend`` is; on update the update
-rules, then the create rules on the new job. Under ``TopologyAwareScheduling`` each replica type's pod template's
+rules (with the MPIJob's admission-gate rule: gates only removed), then the create rules on the new job. Under ``TopologyAwareScheduling`` each replica type's pod template's
 TAS annotations are checked at ``spec.<replicaSpecs>[<type>].template.metadata.annotations`` (Kueue's path; for the
 replica types Kueue makes pod sets of), in the order of those paths, a slice no larger than ``replicas`` (default 1).
 
@@ -40,7 +40,8 @@ class KubeflowWebhooks(FrameworkWebhooks, frozen=True):
         return cls(config.manages_kubeflow(kind), config.managed_jobs_selector,
                    config.manage_jobs_without_queue_name, config.manages_pods, dict(config.feature_gates),
                    jobsets_on=config.manages_jobsets, mpijobs_on=config.manages_mpijobs,
-                   kubeflow_on=config.kubeflow_kinds)
+                   kubeflow_on=config.kubeflow_kinds, rayjobs_on=config.manages_rayjobs,
+                   rayclusters_on=config.manages_rayclusters, lws_on=config.manages_leaderworkersets)
 
 
 # --- the validating webhook -------------------------------------------------------------------------------------
@@ -97,7 +98,7 @@ def update_errors(training: TrainingKind, old: Mapping[str, Any], new: Mapping[s
     ``new``. ``default_queue``: the namespace has a LocalQueue ``default``."""
     return (job_validation.generic_update_errors(_as_job(old), _as_job(new), feature_gates,
                                                  default_queue=default_queue)
-            + create_errors(training, new, feature_gates))
+            + job_validation.gate_update(old, new, feature_gates) + create_errors(training, new, feature_gates))
 
 
 def webhook_kind(training: TrainingKind) -> framework_webhook.Kind:

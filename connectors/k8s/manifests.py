@@ -17,8 +17,10 @@ RBAC grants exactly what the connector does:
 * MPIJobs (kubeflow.org): the same, for the MPIJob integration (its replicas' pod templates);
 * the training operator's PyTorchJobs, TFJobs, XGBoostJobs, PaddleJobs and JAXJobs (kubeflow.org): the same, for
   their integrations, and their ``finalizers`` (update: they own their Workloads);
+* RayJobs and RayClusters (ray.io): the same, for the Ray integrations (their head's and worker groups' pod
+  templates, a RayJob's submitter template);
 * the ``finalizers`` subresource (update) of each kind kueue-es makes the owner of what it creates with
-  ``blockOwnerDeletion``: Jobs, JobSets and MPIJobs (their Workloads), Workloads (their ProvisioningRequests), ProvisioningRequests
+  ``blockOwnerDeletion``: Jobs, JobSets, MPIJobs, RayJobs and RayClusters (their Workloads), Workloads (their ProvisioningRequests), ProvisioningRequests
   (their PodTemplates) and Pods (below), which the ``OwnerReferencesPermissionEnforcement`` admission plugin
   requires, as Kueue's role grants it;
 * ClusterQueues' and LocalQueues' ``status``: patch (Kueue's queue status);
@@ -68,10 +70,14 @@ from connectors.k8s.resources import (
     KUBEFLOW_JOBS,
     KUEUE_GROUP,
     KUEUE_RESOURCES,
+    LEADER_WORKER_SETS,
     LEASES,
     MPIJOBS,
     POD_TEMPLATES,
     PROVISIONING_REQUESTS,
+    RAY_GROUP,
+    RAYCLUSTERS,
+    RAYJOBS,
     STATEFUL_SETS,
 )
 from connectors.k8s.validating import CONFIGURATION_NAME as VALIDATING_CONFIGURATION_NAME
@@ -127,6 +133,12 @@ def cluster_role(name: str = DEFAULT_NAME) -> dict[str, Any]:
         {"apiGroups": [KUBEFLOW_GROUP], "resources": [r.plural for r in KUBEFLOW_JOBS.values()],
          "verbs": [*READ, "patch"]},
         {"apiGroups": [KUBEFLOW_GROUP], "resources": [f"{r.plural}/finalizers" for r in KUBEFLOW_JOBS.values()],
+         "verbs": ["update"]},
+        {"apiGroups": [RAY_GROUP], "resources": [RAYCLUSTERS.plural, RAYJOBS.plural], "verbs": [*READ, "patch"]},
+        {"apiGroups": [RAY_GROUP], "resources": [f"{RAYCLUSTERS.plural}/finalizers", f"{RAYJOBS.plural}/finalizers"],
+         "verbs": ["update"]},
+        {"apiGroups": [LEADER_WORKER_SETS.group], "resources": [LEADER_WORKER_SETS.plural], "verbs": [*READ]},
+        {"apiGroups": [LEADER_WORKER_SETS.group], "resources": [f"{LEADER_WORKER_SETS.plural}/finalizers"],
          "verbs": ["update"]},
         {"apiGroups": [PROVISIONING_REQUESTS.group], "resources": [f"{PROVISIONING_REQUESTS.plural}/finalizers"],
          "verbs": ["update"]},

@@ -8,7 +8,8 @@ the group). As Kueue's reconciler (``pkg/controller/jobframework/reconciler.go``
 
 * none is ever created: while the Workload is missing a gated Pod waits, and a running one is stopped (``Stopped``
   "missing workload", the ``TerminationTarget`` reason ``NoMatchingWorkload``);
-* a Workload another object controls is not the Pod's: it waits as for a missing one (:data:`FOREIGN`);
+* a Workload another object controls is not the Pod's: it waits as for a missing one (:data:`FOREIGN`) — but for
+  a group's Workload its LeaderWorkerSet made (:mod:`connectors.k8s.leaderworkerset`);
 * a single Pod adopts one nothing controls: it becomes its controller owner and its ``kueue.x-k8s.io/job-uid``
   label the Pod's uid (:data:`ADOPT`, :func:`adoption_patch`); a group makes every one of its Pods an owner (not
   the controller) of it, as for a Workload it made (:data:`ADD_OWNERS`, :func:`owners_patch`);
@@ -25,7 +26,7 @@ from typing import Any
 
 import msgspec
 
-from connectors.k8s import job_sync, prebuilt
+from connectors.k8s import job_sync, leaderworkerset, prebuilt
 from connectors.k8s.jobs import compared_max_execution_seconds
 from connectors.k8s.pod_group import fast_admission, role_of, runnable_or_succeeded
 from connectors.k8s.pod_roles import total_count
@@ -87,11 +88,19 @@ def group_verdict(pods: list[ManagedPod], obs: o.Workload, wl: WorkloadInfo) -> 
     """What a group (its Pods sorted by name, the first standing for it) does with the prebuilt Workload it
     names."""
     controller = prebuilt.controller_uid(obs)
-    if controller is not None and controller != pods[0].metadata.uid:
+    if controller is not None and controller != pods[0].metadata.uid and not _made_by_its_set(pods[0], obs):
         return FOREIGN
     if owners_patch(pods, obs) is not None:
         return ADD_OWNERS
     return USABLE if group_matches(pods, obs, wl) else OUT_OF_SYNC
+
+
+def _made_by_its_set(first: ManagedPod, obs: o.Workload) -> bool:
+    """Whether the LeaderWorkerSet the group's pods belong to controls the Workload: it made it for the group
+    (:mod:`connectors.k8s.leaderworkerset`), and Kueue, which checks no controller of a group's prebuilt Workload,
+    runs the group on it."""
+    owner = leaderworkerset.owner_of(obs)
+    return owner is not None and owner[0] == first.metadata.labels.get(leaderworkerset.SET_NAME_LABEL)
 
 
 def owners_patch(pods: list[ManagedPod], obs: o.Workload) -> dict[str, Any] | None:

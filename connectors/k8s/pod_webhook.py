@@ -10,7 +10,8 @@ With it on, a Pod being created is Kueue's to hold back when:
   integration's, not this one's) — under ``manageJobsWithoutQueueName`` not a batch/v1 Job or a Pod at all, each
   being Kueue's then, queue name or not (:mod:`connectors.k8s.job_selection`); with the MPIJob integration on,
   not an MPIJob, queue name or not (its workers' Pods: that MPIJob's Workload admits them); nor, with a training
-  operator kind's integration on, a job of that kind (a PyTorchJob's Pods);
+  operator kind's integration on, a job of that kind (a PyTorchJob's Pods); nor, with the RayCluster integration
+  on, a RayCluster (its head's and workers' Pods);
 * it names a queue (``kueue.x-k8s.io/queue-name``), or its namespace has a LocalQueue ``default``, whose name it
   is then given (Kueue's LocalQueue defaulting), or ``manageJobsWithoutQueueName`` is on (its Workload then
   waits in no queue until the Pod names one — which, the queue name being fixed for a Pod, is never).
@@ -93,11 +94,15 @@ class PodDefaulting(msgspec.Struct, frozen=True):
     """The MPIJob integration is on: a Pod whose controller is an MPIJob (a worker's) is that MPIJob's."""
     kubeflow: frozenset[str] = frozenset()
     """The training operator's kinds whose integration is on: a Pod such a job controls is that job's."""
+    rayclusters: bool = False
+    """The RayCluster integration is on: a Pod whose controller is a RayCluster (its head's, a worker's) is that
+    RayCluster's."""
 
     @classmethod
     def of(cls, config: SchedulerConfig) -> PodDefaulting:
         return cls(config.manages_pods, config.managed_jobs_selector, config.manage_jobs_without_queue_name,
-                   config.gate(gates.TOPOLOGY_AWARE_SCHEDULING), config.manages_mpijobs, config.kubeflow_kinds)
+                   config.gate(gates.TOPOLOGY_AWARE_SCHEDULING), config.manages_mpijobs, config.kubeflow_kinds,
+                   rayclusters=config.manages_rayclusters)
 
 
 def controller_of(pod: dict[str, Any]) -> dict[str, Any] | None:
@@ -213,6 +218,8 @@ async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulti
         return []  # as Kueue, a Pod whose owner an enabled integration runs, queue or not: its Workload admits it
     if controller is not None and job_selection.is_kubeflow_job(controller, defaulting.kubeflow):
         return []  # the same for a training operator's job (a PyTorchJob's Pods)
+    if defaulting.rayclusters and controller == job_selection.RAYCLUSTER_OWNER:
+        return []  # a RayCluster's Pod, the same way
     if defaulting.without_queue:  # every Job (and Pod) parent is Kueue's then: no need to read it
         if job_selection.kueue_owner(job_selection.raw_controller(pod.get("metadata") or {}), pods_on=True):
             return []

@@ -99,6 +99,17 @@ KUBEFLOW_GROUP = "kubeflow.org"
 MPIJOBS = Resource("MPIJob", KUBEFLOW_GROUP, "v2beta1", "mpijobs", True, status_subresource=True, optional=True)
 """Kueue's ``kubeflow.org/mpijob`` framework (the MPI operator's API, served where its CRD is installed): listed and
 watched by the MPIJob integration itself (:mod:`connectors.k8s.mpijob_integration`), not put in the log."""
+RAY_GROUP = "ray.io"
+RAYJOBS = Resource("RayJob", RAY_GROUP, "v1", "rayjobs", True, status_subresource=True, optional=True)
+RAYCLUSTERS = Resource("RayCluster", RAY_GROUP, "v1", "rayclusters", True, status_subresource=True, optional=True)
+"""Kueue's ``ray.io/rayjob`` and ``ray.io/raycluster`` frameworks (KubeRay's API, served where its CRDs are
+installed): listed and watched by the Ray integrations themselves (:mod:`connectors.k8s.ray_integration`), not put
+in the log."""
+LWS_GROUP = "leaderworkerset.x-k8s.io"
+LEADER_WORKER_SETS = Resource("LeaderWorkerSet", LWS_GROUP, "v1", "leaderworkersets", True, status_subresource=True,
+                              optional=True)
+"""Kueue's ``leaderworkerset.x-k8s.io/leaderworkerset`` framework (served where the LWS CRD is installed): listed and
+watched by the LeaderWorkerSet integration itself (:mod:`connectors.k8s.lws_integration`), not put in the log."""
 
 KUBEFLOW_JOBS = {kind: Resource(kind, KUBEFLOW_GROUP, "v1", f"{kind.lower()}s", True, status_subresource=True,
                                 optional=True)

@@ -38,9 +38,11 @@ from connectors.k8s import (
     job_validation,
     jobset_webhook,
     kubeflow_webhook,
+    lws_webhook,
     mpijob_webhook,
     pod_validation,
     pod_webhook,
+    ray_webhook,
     statefulset_webhook,
 )
 from connectors.k8s.certs import ca_bundle
@@ -122,15 +124,17 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
                   name: str = CONFIGURATION_NAME, object_selector: dict[str, Any] | None = None,
                   excluded_namespaces: tuple[str, ...] = ("kube-system", "kueue-system"), pods: bool = False,
                   deployments: bool = False, statefulsets: bool = False, jobsets: bool = False,
-                  mpijobs: bool = False, kubeflow: frozenset[str] = frozenset()) -> dict[str, Any]:
+                  mpijobs: bool = False, kubeflow: frozenset[str] = frozenset(), rayjobs: bool = False,
+                  rayclusters: bool = False, leaderworkersets: bool = False) -> dict[str, Any]:
     """The ValidatingWebhookConfiguration for :data:`HOOKS` and for Jobs and Pods (not in ``excluded_namespaces``), at
     ``url`` or at ``service`` (name, namespace, port), trusting ``ca_pem``. ``object_selector``: only objects it
     selects (for tests sharing a cluster). ``pods``: whether the pod integration is on (the Pod webhook then fails
     closed: :func:`connectors.k8s.pod_webhook.failure_policy`); ``deployments``, ``statefulsets``, ``jobsets``,
-    ``mpijobs``: the same for the Deployment, StatefulSet, JobSet and MPIJob webhooks
-    (:mod:`connectors.k8s.deployment_webhook`, :mod:`connectors.k8s.statefulset_webhook`,
-    :mod:`connectors.k8s.jobset_webhook`, :mod:`connectors.k8s.mpijob_webhook`); ``kubeflow``: the training
-    operator's kinds whose integration is on (:mod:`connectors.k8s.kubeflow_webhook`)."""
+    ``mpijobs``, ``leaderworkersets``: the same for the Deployment, StatefulSet, JobSet, MPIJob and LeaderWorkerSet
+    webhooks (:mod:`connectors.k8s.deployment_webhook`, :mod:`connectors.k8s.statefulset_webhook`,
+    :mod:`connectors.k8s.jobset_webhook`, :mod:`connectors.k8s.mpijob_webhook`, :mod:`connectors.k8s.lws_webhook`);
+    ``kubeflow``: the training operator's kinds whose integration is on (:mod:`connectors.k8s.kubeflow_webhook`);
+    ``rayjobs``, ``rayclusters``: the Ray integrations (:mod:`connectors.k8s.ray_webhook`)."""
     if not url and service is None:
         raise ValueError("the webhook needs a url or a service")
     ca = ca_bundle(ca_pem)
@@ -173,7 +177,10 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
         hook["namespaceSelector"] = selector
     frameworks = [framework_webhook.registration(kind, client_config(kind.validating_path), selector, on=on,
                                                  mutating=False)
-                  for kind, on in ((jobset_webhook.KIND, jobsets), (mpijob_webhook.KIND, mpijobs))]
+                  for kind, on in ((jobset_webhook.KIND, jobsets), (mpijob_webhook.KIND, mpijobs),
+                                   (ray_webhook.RAYJOB_KIND, rayjobs), (ray_webhook.RAYCLUSTER_KIND, rayclusters))]
+    frameworks.append(lws_webhook.registration(client_config(lws_webhook.VALIDATING_PATH), selector,
+                                               on=leaderworkersets, mutating=False))
     frameworks += kubeflow_webhook.registrations(client_config, selector, kubeflow, mutating=False)
     if object_selector is not None:
         for hook in frameworks:

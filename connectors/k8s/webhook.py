@@ -37,8 +37,9 @@ registers Kueue's Pod webhook (:mod:`connectors.k8s.pod_webhook`), which changes
 Configuration leaves the pod integration off, and Kueue's Deployment webhook
 (:mod:`connectors.k8s.deployment_webhook`) and StatefulSet webhook (:mod:`connectors.k8s.statefulset_webhook`),
 which change nothing while their ``deployment`` and ``statefulset`` integrations are off, and Kueue's JobSet webhooks
-(:mod:`connectors.k8s.jobset_webhook`) and MPIJob webhooks (:mod:`connectors.k8s.mpijob_webhook`), which change and
-refuse nothing while their integrations are off.
+(:mod:`connectors.k8s.jobset_webhook`), MPIJob webhooks (:mod:`connectors.k8s.mpijob_webhook`) and RayJob and
+RayCluster webhooks (:mod:`connectors.k8s.ray_webhook`), which change and refuse nothing while their integrations are
+off.
 """
 
 from __future__ import annotations
@@ -65,9 +66,11 @@ from connectors.k8s import (
     job_validation,
     jobset_webhook,
     kubeflow_webhook,
+    lws_webhook,
     mpijob_webhook,
     pod_validation,
     pod_webhook,
+    ray_webhook,
     statefulset_webhook,
     validating,
     workload_slices,
@@ -78,7 +81,16 @@ from connectors.k8s.errors import AlreadyExists, KubeError, NotFound
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import PRIORITY_LABEL
 from connectors.k8s.json_patch import map_ops
-from connectors.k8s.resources import BY_KIND, JOBSETS, KUBEFLOW_JOBS, MPIJOBS, Resource
+from connectors.k8s.resources import (
+    BY_KIND,
+    JOBSETS,
+    KUBEFLOW_JOBS,
+    LEADER_WORKER_SETS,
+    MPIJOBS,
+    RAYCLUSTERS,
+    RAYJOBS,
+    Resource,
+)
 from connectors.k8s.settings import KubeSettings
 from events import objects as o
 from kueue_es.scheduler.config import DEFAULT, DEPLOYMENT_FRAMEWORK, STATEFULSET_FRAMEWORK, SchedulerConfig
@@ -90,10 +102,12 @@ PATH = "/mutate-batch-v1-job"
 PARENT_PATHS = (deployment_webhook.MUTATING_PATH, deployment_webhook.VALIDATING_PATH,
                 statefulset_webhook.MUTATING_PATH, statefulset_webhook.VALIDATING_PATH)
 """The paths of the webhooks for the parents of Pods Kueue holds (Deployments, StatefulSets)."""
-FRAMEWORK_PATHS = (*PARENT_PATHS, *jobset_webhook.PATHS, *mpijob_webhook.PATHS, *kubeflow_webhook.PATHS)
+FRAMEWORK_PATHS = (*PARENT_PATHS, *jobset_webhook.PATHS, *mpijob_webhook.PATHS, *kubeflow_webhook.PATHS,
+                   *ray_webhook.PATHS, *lws_webhook.PATHS)
 """The paths of the webhooks of the frameworks answered by a review given to :class:`WebhookServer` (its
-``parents``): the parents', the JobSet and the MPIJob ones (:mod:`connectors.k8s.jobset_webhook`,
-:mod:`connectors.k8s.mpijob_webhook`)."""
+``parents``): the parents', the JobSet, MPIJob, training operator, Ray and LeaderWorkerSet ones
+(:mod:`connectors.k8s.jobset_webhook`, :mod:`connectors.k8s.mpijob_webhook`, :mod:`connectors.k8s.kubeflow_webhook`,
+:mod:`connectors.k8s.ray_webhook`, :mod:`connectors.k8s.lws_webhook`)."""
 DEFAULT_QUEUE = "default"
 CONFIGURATION_NAME = "kueue-es-mutating-webhook-configuration"
 WEBHOOK_NAME = "mjob.kb.io"
@@ -157,11 +171,12 @@ def elastic_gate_ops(job: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def kueue_parents(pods_on: bool = False, jobsets_on: bool = False, mpijobs_on: bool = False,
-                  kubeflow_on: frozenset[str] = frozenset()) -> ParentRuns:
+                  kubeflow_on: frozenset[str] = frozenset(), *, rayjobs_on: bool = False,
+                  rayclusters_on: bool = False, lws_on: bool = False) -> ParentRuns:
     """Whether a Job's controller is of a kind Kueue's enabled integrations run
     (:func:`connectors.k8s.job_selection.kueue_owner`)."""
     return partial(job_selection.kueue_owner, pods_on=pods_on, jobsets_on=jobsets_on, mpijobs_on=mpijobs_on,
-                   kubeflow_on=kubeflow_on)
+                   kubeflow_on=kubeflow_on, rayjobs_on=rayjobs_on, rayclusters_on=rayclusters_on, lws_on=lws_on)
 
 
 async def review(body: bytes, has_default_queue: HasDefaultQueue,
@@ -225,7 +240,8 @@ def _refused(response: dict[str, Any], exc: Exception) -> dict[str, Any]:
 
 def _parent_resource(ref: o.OwnerReference) -> Resource | None:
     """Where a parent of a kind an integration runs is read from the apiserver."""
-    by_kind = {"Job": BY_KIND["Job"], "Pod": BY_KIND["Pod"], "JobSet": JOBSETS, "MPIJob": MPIJOBS, **KUBEFLOW_JOBS}
+    by_kind = {"Job": BY_KIND["Job"], "Pod": BY_KIND["Pod"], "JobSet": JOBSETS, "MPIJob": MPIJOBS, **KUBEFLOW_JOBS,
+               "RayJob": RAYJOBS, "RayCluster": RAYCLUSTERS, "LeaderWorkerSet": LEADER_WORKER_SETS}
     return by_kind.get(ref.kind)
 
 
@@ -447,13 +463,16 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
                   name: str = CONFIGURATION_NAME, namespace_selector: dict[str, Any] | None = None,
                   excluded_namespaces: tuple[str, ...] = ("kube-system", "kueue-system"), pods: bool = False,
                   deployments: bool = False, statefulsets: bool = False, jobsets: bool = False,
-                  mpijobs: bool = False, kubeflow: frozenset[str] = frozenset()) -> dict[str, Any]:
+                  mpijobs: bool = False, kubeflow: frozenset[str] = frozenset(), rayjobs: bool = False,
+                  rayclusters: bool = False, leaderworkersets: bool = False) -> dict[str, Any]:
     """The MutatingWebhookConfiguration for :data:`PATH`, the Pod webhook's path and the Deployment, StatefulSet,
     JobSet and MPIJob webhooks': at ``url``, or at ``service`` (name, namespace, port), trusting ``ca_pem`` (none: as
     ``kueue-es manifests`` installs it, its CA set by the first replica that serves). ``pods``, ``deployments``,
     ``statefulsets``, ``jobsets``, ``mpijobs``: whether those integrations are on (each webhook then fails
     closed); ``kubeflow``: the training operator's kinds whose integration is on
-    (:mod:`connectors.k8s.kubeflow_webhook`)."""
+    (:mod:`connectors.k8s.kubeflow_webhook`); ``rayjobs``, ``rayclusters``: the Ray integrations
+    (:mod:`connectors.k8s.ray_webhook`); ``leaderworkersets`` whether the LeaderWorkerSet one is
+    (:mod:`connectors.k8s.lws_webhook`)."""
     if not url and service is None:
         raise ValueError("the webhook needs a url or a service")
 
@@ -484,8 +503,11 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
                                             client_config(statefulset_webhook.MUTATING_PATH), selector,
                                             "statefulsets", on=statefulsets, mutating=True),
             *(framework_webhook.registration(kind, client_config(kind.mutating_path), selector, on=on, mutating=True)
-              for kind, on in ((jobset_webhook.KIND, jobsets), (mpijob_webhook.KIND, mpijobs))),
-            *kubeflow_webhook.registrations(client_config, selector, kubeflow, mutating=True)],
+              for kind, on in ((jobset_webhook.KIND, jobsets), (mpijob_webhook.KIND, mpijobs),
+                               (ray_webhook.RAYJOB_KIND, rayjobs), (ray_webhook.RAYCLUSTER_KIND, rayclusters))),
+            *kubeflow_webhook.registrations(client_config, selector, kubeflow, mutating=True),
+            lws_webhook.registration(client_config(lws_webhook.MUTATING_PATH), selector, on=leaderworkersets,
+                                     mutating=True)],
     }
 
 
@@ -552,17 +574,24 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     statefulsets = deployment_webhook.ParentDefaulting.of(config_in_force, STATEFULSET_FRAMEWORK)
     jobsets = jobset_webhook.JobSetWebhooks.of(config_in_force)
     mpijobs = mpijob_webhook.MPIJobWebhooks.of(config_in_force)
+    rayjobs = ray_webhook.RayWebhooks.of(config_in_force, clusters=False)
+    rayclusters = ray_webhook.RayWebhooks.of(config_in_force, clusters=True)
+    leaderworkersets = lws_webhook.LeaderWorkerSetWebhooks.of(config_in_force)
     namespace_labels = pod_webhook.namespace_lookup(client)
     priority_classes = default_priority_class_lookup(client) if defaulting else None
     parents = {**deployment_webhook.reviewers(deployments, namespace_labels, queues),
                **statefulset_webhook.reviewers(statefulsets, namespace_labels, queues),
                **jobset_webhook.reviewers(jobsets, namespace_labels, queues, priority_classes),
                **mpijob_webhook.reviewers(mpijobs, namespace_labels, queues, priority_classes),
-               **kubeflow_webhook.reviewers(config_in_force, namespace_labels, queues, priority_classes)}
+               **kubeflow_webhook.reviewers(config_in_force, namespace_labels, queues, priority_classes),
+               **ray_webhook.reviewers(rayjobs, rayclusters, namespace_labels, queues, priority_classes),
+               **lws_webhook.reviewers(leaderworkersets, namespace_labels, queues)}
     server = WebhookServer(queues, priority_classes,
                            feature_gates, pod_reviews, config.manages_jobs if config is not None else True,
                            unqueued_lookup(client, config) if config is not None else None, pod_validations, parents,
-                           kueue_parents(pods_on, jobsets.enabled, mpijobs.enabled, config_in_force.kubeflow_kinds),
+                           kueue_parents(pods_on, jobsets.enabled, mpijobs.enabled, config_in_force.kubeflow_kinds,
+                                         rayjobs_on=rayjobs.enabled, rayclusters_on=rayclusters.enabled,
+                                         lws_on=leaderworkersets.enabled),
                            ancestry_lookup(client, config_in_force))
     await server.start(k.webhook_address, k.webhook_port, str(cert), str(key))
     if k.webhook_register:
@@ -571,13 +600,16 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
                                              excluded_namespaces=("kube-system", k.lease_namespace), pods=pods_on,
                                              deployments=deployments.enabled, statefulsets=statefulsets.enabled,
                                              jobsets=jobsets.enabled, mpijobs=mpijobs.enabled,
-                                             kubeflow=config_in_force.kubeflow_kinds))
+                                             kubeflow=config_in_force.kubeflow_kinds, rayjobs=rayjobs.enabled,
+                                             rayclusters=rayclusters.enabled, leaderworkersets=leaderworkersets.enabled))
         await register(client, validating.configuration(bundle.ca_pem, url=k.webhook_url, service=service,
                                                         excluded_namespaces=("kube-system", k.lease_namespace),
                                                         pods=pods_on, deployments=deployments.enabled,
                                                         statefulsets=statefulsets.enabled, jobsets=jobsets.enabled,
                                                         mpijobs=mpijobs.enabled,
-                                                        kubeflow=config_in_force.kubeflow_kinds))
+                                                        kubeflow=config_in_force.kubeflow_kinds,
+                                                        rayjobs=rayjobs.enabled, rayclusters=rayclusters.enabled,
+                                                        leaderworkersets=leaderworkersets.enabled))
         await conversion.register(client, conversion_stanza(k, bundle.ca_pem))
     return server
 

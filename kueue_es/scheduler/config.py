@@ -116,6 +116,9 @@ DEPLOYMENT_FRAMEWORK = "deployment"
 STATEFULSET_FRAMEWORK = "statefulset"
 JOBSET_FRAMEWORK = "jobset.x-k8s.io/jobset"
 MPIJOB_FRAMEWORK = "kubeflow.org/mpijob"
+RAYJOB_FRAMEWORK = "ray.io/rayjob"
+RAYCLUSTER_FRAMEWORK = "ray.io/raycluster"
+LWS_FRAMEWORK = "leaderworkerset.x-k8s.io/leaderworkerset"
 KUBEFLOW_FRAMEWORKS = {"PyTorchJob": "kubeflow.org/pytorchjob", "TFJob": "kubeflow.org/tfjob",
                        "XGBoostJob": "kubeflow.org/xgboostjob", "PaddleJob": "kubeflow.org/paddlejob",
                        "JAXJob": "kubeflow.org/jaxjob"}
@@ -123,9 +126,10 @@ KUBEFLOW_FRAMEWORKS = {"PyTorchJob": "kubeflow.org/pytorchjob", "TFJob": "kubefl
 DEFAULT_FRAMEWORKS = (JOB_FRAMEWORK,)
 """The frameworks Kueue manages when the Configuration lists none (its defaulting, not the manifest it ships, which
 lists more): the plain-Pod integration (``pod``), JobSets and MPIJobs are off."""
-FRAMEWORK_NEEDS = {DEPLOYMENT_FRAMEWORK: POD_FRAMEWORK, STATEFULSET_FRAMEWORK: POD_FRAMEWORK}
-"""Framework -> the framework it runs on: a Deployment's or StatefulSet's pods are run by the pod integration, so
-Kueue refuses to start with either listed without ``pod`` (its integration ``DependencyList``)."""
+FRAMEWORK_NEEDS = {DEPLOYMENT_FRAMEWORK: POD_FRAMEWORK, STATEFULSET_FRAMEWORK: POD_FRAMEWORK,
+                   LWS_FRAMEWORK: POD_FRAMEWORK}
+"""Framework -> the framework it runs on: a Deployment's, StatefulSet's or LeaderWorkerSet's pods are run by the pod
+integration, so Kueue refuses to start with one listed without ``pod`` (its integration ``DependencyList``)."""
 
 
 class ControllerMetrics(_Cfg):
@@ -231,6 +235,25 @@ class SchedulerConfig(_Cfg):
     def kubeflow_kinds(self) -> frozenset[str]:
         """The training operator's kinds whose integration is on (:meth:`manages_kubeflow`)."""
         return frozenset(k for k in KUBEFLOW_FRAMEWORKS if self.manages_kubeflow(k))
+
+    @property
+    def manages_rayjobs(self) -> bool:
+        """Kueue's RayJob integration is on (``ray.io/rayjob`` among the frameworks; off unless listed): a RayJob
+        naming a queue runs only while its Workload is admitted (:mod:`connectors.k8s.ray_integration`)."""
+        return RAYJOB_FRAMEWORK in self.frameworks
+
+    @property
+    def manages_rayclusters(self) -> bool:
+        """Kueue's RayCluster integration is on (``ray.io/raycluster`` among the frameworks; off unless listed): a
+        RayCluster naming a queue runs only while its Workload is admitted (:mod:`connectors.k8s.ray_integration`)."""
+        return RAYCLUSTER_FRAMEWORK in self.frameworks
+
+    @property
+    def manages_leaderworkersets(self) -> bool:
+        """Kueue's LeaderWorkerSet integration is on (``leaderworkerset.x-k8s.io/leaderworkerset`` among the
+        frameworks; off unless listed): each group of a queued LeaderWorkerSet runs on a Workload made for it
+        (:mod:`connectors.k8s.lws_integration`)."""
+        return LWS_FRAMEWORK in self.frameworks
 
     @property
     def managed_jobs_selector(self) -> o.LabelSelector:

@@ -639,7 +639,7 @@ def _pod_set_assignment(ps: PodSetResult) -> o.PodSetAssignment:
     return o.PodSetAssignment(
         name=ps.name,
         flavors={r: ps.flavors[r] for r in names},
-        resource_usage={r: _format(r, ps.requests[r]) for r in names},
+        resource_usage={r: _format(r, ps.requests[r]) for r in names if r in ps.requests},  # not an inherited one
         count=ps.count,
         **topology_fields(ps),
     )

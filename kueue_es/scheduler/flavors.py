@@ -224,19 +224,24 @@ class _Plan:
             requests["pods"] = count
         self.requests = requests
         """resource -> total for the pod set (shared by every result of this plan: read-only)."""
-        steps: list[tuple[str, object, list[str]]] = []
-        for r in sorted(requests):
-            group = info.group_of.get(r)
-            if group is None:
-                if requests[r] == 0 or ignore_undeclared:
-                    continue
-                steps.append((r, None, []))
-                continue
-            steps.append((r, group, [x for x in group.covered if x in requests]))
-        self.steps = steps
+        self.steps = _steps(info, requests, ignore_undeclared)
         self.admissions: dict[tuple, o.PodSetAssignment | o.Admission] = {}
         """chosen flavors -> the PodSetAssignment written for them; (None, *chosen flavors) -> the whole Admission
         of a one-pod-set workload. Both are immutable, so they are shared."""
+
+
+def _steps(info, requests: dict[str, int], ignore_undeclared: bool) -> list[tuple[str, object, list[str]]]:
+    """Per requested resource (in name order) the resource group covering it and the group's resources asked."""
+    steps: list[tuple[str, object, list[str]]] = []
+    for r in sorted(requests):
+        group = info.group_of.get(r)
+        if group is None:
+            if requests[r] == 0 or ignore_undeclared:
+                continue
+            steps.append((r, None, []))
+            continue
+        steps.append((r, group, [x for x in group.covered if x in requests]))
+    return steps
 
 
 def _plan(info, ps: PodSetInfo, count: int, ignore_undeclared: bool) -> _Plan:
@@ -319,35 +324,56 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
     held_before = pod_set_usage(replaced) if replaced is not None else None
     assumed: dict[str, int] = {}
     results: list[PodSetResult] = []
+    group_flavors: dict[str, dict[str, str]] = {}
+    groups = _group_members(wl, counts)
     for i, ps in enumerate(wl.pod_sets):
         count = counts[i] if counts is not None else ps.count
-        plan = _plan(info, ps, count, ignore_undeclared)
-        requests = plan.requests
-        res = PodSetResult(ps.name, count, requests)
-        res.plan = plan
+        res = PodSetResult(ps.name, count, {})
+        res.plan = _plan(info, ps, count, ignore_undeclared)
+        res.requests = res.plan.requests
         results.append(res)
+    for i, ps in enumerate(wl.pod_sets):
+        res = results[i]
+        count, plan, requests = res.count, res.plan, res.requests
+        assert plan is not None
         if count == 0:
             continue
+        gname = group_name(ps)
+        members = groups.get(gname, [i]) if gname is not None else [i]
+        if members[0] != i:
+            continue  # placed with its group's first member
+        steps, gres = plan.steps, res
+        if len(members) > 1:  # the group shares one flavor assignment over its members' summed requests
+            requests = dict(requests)
+            for k in members[1:]:
+                for r, v in results[k].requests.items():
+                    requests[r] = requests.get(r, 0) + v
+            steps = _steps(info, requests, ignore_undeclared)
+            gres = PodSetResult(ps.name, count, requests)
         before = held_before.get(ps.name) if held_before is not None else None
-        for r, group, wanted in plan.steps:
-            if r in res.flavors:
+        for r, group, wanted in steps:
+            if r in gres.flavors:
                 continue
             if group is None:
-                res.mode = _NO_FIT
-                res.reasons.append(f"resource {r} unavailable in ClusterQueue")
-                res.no_fit_reason = _worse(res.no_fit_reason, NO_MATCHING_FLAVOR)
+                gres.mode = _NO_FIT
+                gres.reasons.append(f"resource {r} unavailable in ClusterQueue")
+                gres.no_fit_reason = _worse(gres.no_fit_reason, NO_MATCHING_FLAVOR)
                 break
             pinned = only.get(ps.name, {}).get(r) if only is not None else None
             start = 0
             if resume is not None and i < len(resume.tried):
                 start = dict(resume.tried[i]).get(r, -1) + 1
-            _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res, pinned, start, before)
-            if res.mode == _NO_FIT:
+            _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, gres, pinned, start, before)
+            if gres.mode == _NO_FIT:
                 break  # as Kueue: the first resource group without a flavor fails the pod set
+        if gname is not None and len(members) > 1:
+            group_flavors[gname] = _share(gres, [results[k] for k in members[1:]], res)
         if res.mode == _NO_FIT:
-            break  # ... and the workload: later pod sets are not tried
-        for r, fr in res.frs.items():
+            del results[max(members) + 1:]  # ... and the workload: later pod sets (but its group's) are not tried
+            break
+        for r, fr in gres.frs.items():
             assumed[fr] = assumed.get(fr, 0) + requests[r] - (before[1].get(r, 0) if before is not None else 0)
+    _inherit_group_flavors(wl, results, group_flavors, info)
     if len(results) == 1:
         r0 = results[0]
         mode, borrow = _EXTERNAL[r0.mode], r0.borrow
@@ -363,6 +389,47 @@ def assign_flavors(ctx: CycleContext, wl: WorkloadInfo, cq_name: str, counts: li
         if r.mode == _NO_FIT:
             reason = _worse(reason, r.no_fit_reason or NO_MATCHING_FLAVOR)
     return Assignment(results, mode, borrow, assumed, "; ".join(messages), reason or WAITING_FOR_QUOTA)
+
+
+def group_name(ps: PodSetInfo) -> str | None:
+    """The pod set's pod-set group (``topologyRequest.podSetGroupName``), if any."""
+    return ps.topology.pod_set_group_name if ps.topology is not None else None
+
+
+def _group_members(wl: WorkloadInfo, counts: list[int] | None) -> dict[str, list[int]]:
+    """Pod-set group name -> the indices of its members with pods, in pod-set order."""
+    out: dict[str, list[int]] = {}
+    for i, ps in enumerate(wl.pod_sets):
+        name = group_name(ps)
+        if name is not None and (counts[i] if counts is not None else ps.count) > 0:
+            out.setdefault(name, []).append(i)
+    return out
+
+
+def _share(gres: PodSetResult, others: list[PodSetResult], first: PodSetResult) -> dict[str, str]:
+    """Give every member of a group the group's outcome, each keeping the flavors of the resources it asks for
+    (Kueue's ``resolvePodSetFlavors``); the group's flavors are returned for members asking for nothing."""
+    for res in [first, *others]:
+        res.flavors = {r: f for r, f in gres.flavors.items() if r in res.requests}
+        res.frs = {r: fr for r, fr in gres.frs.items() if r in res.requests}
+        res.mode, res.borrow, res.no_fit_reason = gres.mode, gres.borrow, gres.no_fit_reason
+        res.reasons = list(gres.reasons)
+        res.tried = gres.tried
+        res.last_tried = ({r: v for r, v in gres.last_tried.items() if r in res.requests}
+                          if gres.last_tried is not None else None)
+    return dict(gres.flavors)
+
+
+def _inherit_group_flavors(wl: WorkloadInfo, results: list[PodSetResult], group_flavors: dict[str, dict[str, str]],
+                           info) -> None:
+    """A group member with no requests gets its group's TAS flavors (Kueue's ``resolvePodSetFlavors``): an LWS
+    leader asking for nothing is still placed with its workers."""
+    for ps, res in zip(wl.pod_sets, results, strict=False):
+        name = group_name(ps)
+        if name is None or res.requests or res.flavors:
+            continue
+        tas = {r: f for r, f in sorted(group_flavors.get(name, {}).items()) if f in info.tas_levels}
+        res.flavors.update(tas)
 
 
 def _worse(a: str, b: str) -> str:

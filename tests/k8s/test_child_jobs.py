@@ -188,3 +188,28 @@ async def test_under_an_elastic_ancestor_a_child_is_held_only_once_its_workload_
         mirror.state.workloads[MPIJOB_PARENT_WL].evicted = "Preempted"
     await jobs.reconcile("ns/train")
     assert bool(client.patches) == suspended
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("kind", ["PyTorchJob", "TFJob", "JAXJob"])
+async def test_the_connector_lets_a_job_find_a_training_job_ancestor(kind: str) -> None:
+    """With a training operator kind's integration on, Kueue's walk takes a queued job of that kind as a Job's
+    ancestor: the connector gives the Job integration that kind's objects, so a queued Job under a queued
+    PyTorchJob is a child held for the PyTorchJob's Workload, not given a Workload of its own (double quota)."""
+    from connectors.k8s.connector import Connector
+
+    noun = kind.lower()
+    config = _config(integrations={"frameworks": ["batch/job", f"kubeflow.org/{noun}"]})
+    child = msgspec.structs.replace(job(suspend=False), metadata=msgspec.structs.replace(
+        job().metadata, owner_references=[o.OwnerReference(
+            api_version="kubeflow.org/v1", kind=kind, name="pt", uid="uid-pt", controller=True)]))
+    jobs, mirror, appended = integration(child, before=(config,))
+    connector = Connector(RecordingClient(), jobs.journal)  # type: ignore[arg-type]
+    (training,) = [i for i in connector.kubeflow if i.KIND == kind]
+    training.known["ns/pt"] = _Object(o.ObjectMeta(name="pt", namespace="ns", uid="uid-pt", labels={QUEUE: "lq"}))
+    jobs.parents = connector.jobs.parents  # type: ignore[union-attr]  # what the connector registered
+    client = jobs.client = RecordingClient()  # type: ignore[assignment]
+    await jobs.reconcile("ns/train")
+    assert [(k, body["spec"]) for k, _, body in client.patches] == [("Job", {"suspend": True})]
+    (acted,) = appended
+    assert isinstance(acted, ev.JobActed) and acted.action == child_jobs.SUSPENDED, "held as a child"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 from fixtures import watched_jobs
 from fixtures.watched_jobs import Client
@@ -23,6 +24,8 @@ PYTORCH = kf.KINDS["PyTorchJob"]
 NAME = PYTORCH.workload_name("pt", UID)
 ON = {"integrations": {"frameworks": ["batch/job", "kubeflow.org/pytorchjob", "kubeflow.org/tfjob"]}}
 TEMPLATE = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+POD_TEMPLATE = msgspec.convert(TEMPLATE, o.PodTemplateSpec)
+"""The replicas' pod template (so the Workload below matches the job)."""
 
 
 def raw_job(kind: str = "PyTorchJob", suspend: bool | None = True, conditions: list[dict[str, str]] | None = None,
@@ -42,8 +45,8 @@ def workload() -> o.Workload:
                               finalizers=["kueue.x-k8s.io/resource-in-use"],
                               owner_references=[o.OwnerReference(api_version="kubeflow.org/v1", kind="PyTorchJob",
                                                                  name="pt", uid=UID, controller=True)]),
-        spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name="master", count=1),
-                                                       o.PodSet(name="worker", count=2)]))
+        spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name="master", count=1, template=POD_TEMPLATE),
+                                                       o.PodSet(name="worker", count=2, template=POD_TEMPLATE)]))
 
 
 def integration(raw: dict[str, Any] | None, *objs: o.KObject, kind: str = "PyTorchJob",
@@ -144,3 +147,17 @@ def test_what_was_done_to_a_pytorchjob_is_recorded_as_an_event_on_it() -> None:
     involved = mirror.kube_events.ready[1].before
     assert (involved.api_version, involved.kind, involved.name) == (  # type: ignore[union-attr]
         "kubeflow.org/v1", "PyTorchJob", "pt")
+
+
+@pytest.mark.asyncio
+async def test_a_suspended_pytorchjob_with_more_workers_has_its_workload_rewritten() -> None:
+    """The shared reconciler's step (Kueue's EquivalentToWorkload/updateWorkloadToMatchJob) for the training kinds
+    too: they give it the pod sets they make now."""
+    raw = raw_job()
+    raw["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = 3
+    integ, client, appended = integration(raw, workload())
+    await integ.reconcile("ns/pt")
+    (kind, name, patch), = client.patches
+    assert (kind, name) == ("Workload", NAME)
+    assert [(ps["name"], ps["count"]) for ps in patch["spec"]["podSets"]] == [("master", 1), ("worker", 3)]
+    assert [(e.kind, e.action) for e in appended if isinstance(e, ev.JobActed)] == [("PyTorchJob", "UpdatedWorkload")]

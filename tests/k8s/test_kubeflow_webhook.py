@@ -143,3 +143,23 @@ def test_each_kinds_webhooks_fail_closed_only_while_its_framework_is_on() -> Non
             assert hook["clientConfig"]["url"] == "https://h" + path
             assert hook["rules"] == [{"apiGroups": ["kubeflow.org"], "apiVersions": ["v1"], "operations": operations,
                                       "resources": [f"{noun}s"], "scope": "Namespaced"}]
+
+
+def test_an_update_may_only_remove_admission_gates() -> None:
+    """As for a Job, a JobSet or an MPIJob (the shared reconciler follows the gate's removal for these kinds too)."""
+    gate = "kueue.x-k8s.io/admission-gated-by"
+    path = f"metadata.annotations[{gate}]"
+    training = kw.KINDS["PyTorchJob"]
+
+    def gated(value: str | None) -> dict:
+        job = _pytorchjob({Q: "lq"}, run_policy={"suspend": True})
+        if value is not None:
+            job["metadata"]["annotations"] = {gate: value}
+        return job
+
+    assert kw.update_errors(training, gated("example.com/a,example.com/b"), gated("example.com/a"), {}) == []
+    assert kw.update_errors(training, gated("example.com/a"), gated("example.com/a,example.com/c"), {}) == [
+        f"{path}: Forbidden: can only remove gates, not add new ones"]
+    assert kw.update_errors(training, gated(None), gated("example.com/a"), {}) == [
+        f"{path}: Forbidden: cannot add admission gate after creation"]
+    assert kw.update_errors(training, gated(None), gated("example.com/a"), {"AdmissionGatedBy": False}) == []

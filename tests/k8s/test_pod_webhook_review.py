@@ -232,3 +232,22 @@ def test_with_the_pytorchjob_integration_on_a_pytorchjobs_pods_are_its_own(witho
     config["integrations"] = {"frameworks": ["batch/job", "pod", "kubeflow.org/tfjob"]}
     response, _ = _review(_pod(labels, PYTORCHJOB_OWNER), PodDefaulting.of(load_config(config)))
     assert _ops(response)[-2:] == TAS_GATED, "the PyTorchJob integration off: a Pod like any other"
+
+
+# --- the RayCluster integration --------------------------------------------------------------------------------
+
+RAYCLUSTER_OWNER = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "name": "rc", "uid": "r", "controller": True}
+
+
+@pytest.mark.parametrize("without_queue", [False, True])
+def test_with_the_raycluster_integration_on_a_rayclusters_pods_are_its_own(without_queue: bool) -> None:
+    """KubeRay makes the head's and workers' Pods with the RayCluster as their controller: left to it, as Kueue's
+    pod webhook leaves a Pod whose owner an enabled integration runs; the integration off, a Pod like any other."""
+    config = {"integrations": {"frameworks": ["batch/job", "pod", "ray.io/raycluster"]},
+              "manageJobsWithoutQueueName": without_queue}
+    labels = {"app": "x"} if without_queue else {Q: "lq"}
+    response, _ = _review(_pod(labels, RAYCLUSTER_OWNER), PodDefaulting.of(load_config(config)))
+    assert _ops(response) == []
+    config["integrations"] = {"frameworks": ["batch/job", "pod", "ray.io/rayjob"]}
+    response, _ = _review(_pod(labels, RAYCLUSTER_OWNER), PodDefaulting.of(load_config(config)))
+    assert _ops(response)[-2:] == TAS_GATED, "the RayCluster integration off: a Pod like any other"

@@ -94,6 +94,19 @@ def test_a_long_named_statefulsets_group_name_follows_short_workload_names(short
     assert (len(group) <= 63) is short
 
 
+@pytest.mark.parametrize("lws_on", [False, True])
+def test_a_statefulset_its_leaderworkerset_controls_is_left_to_the_set(lws_on: bool) -> None:
+    """Kueue's ``IsOwnerManagedByKueue``: with the LeaderWorkerSet integration on, an LWS's StatefulSet is not
+    queued under ``manageJobsWithoutQueueName`` (its pods are the set's groups', marked by the LWS webhook)."""
+    frameworks = ["pod", "statefulset", *(["leaderworkerset.x-k8s.io/leaderworkerset"] if lws_on else [])]
+    without = dw.ParentDefaulting.of(load_config({"integrations": {"frameworks": frameworks},
+                                                  "manageJobsWithoutQueueName": True}), "statefulset")
+    obj = _sts()
+    obj["metadata"]["ownerReferences"] = [{"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+                                           "name": "lws", "uid": "u", "controller": True}]
+    assert (_mutate(obj, without) == []) is lws_on
+
+
 def test_an_unset_replica_count_is_one_and_an_unqueued_statefulset_is_left_alone() -> None:
     obj = _sts({Q: "lq"}, replicas=None)
     assert _template_after(obj, _mutate(obj))["annotations"]["kueue.x-k8s.io/pod-group-total-count"] == "1"

@@ -303,6 +303,17 @@ def test_the_job_webhook_walks_the_ancestors_as_kueues_does() -> None:
                                      _Parents(("Job", "parent", {"uid": "p", "labels": {Q: "lq"}})))) == []
 
 
+def test_the_job_webhook_walks_up_to_a_queued_rayjob() -> None:
+    """With the RayJob integration on, a queued RayJob's submitter Job has it as Kueue-managed ancestor: the walk
+    reads the RayJob from the apiserver and leaves the Job running (before, the walk did not follow the kind and
+    the submitter was suspended, though main's flags take the RayJob as a parent Kueue runs)."""
+    config = {"integrations": {"frameworks": ["batch/job", "ray.io/rayjob"]}}
+    submitter = _child_of("ray.io/v1", "RayJob", {Q: "lq"})
+    rayjob = _Parents(("RayJob", "parent", {"uid": "uid-parent", "labels": {Q: "lq"}}))
+    assert _patched(_ancestry_review(submitter, rayjob, config)) == []
+    assert rayjob.reads == [("RayJob", "parent")]
+
+
 def test_the_job_webhook_refuses_a_job_whose_ancestors_cannot_be_walked() -> None:
     """A parent Kueue follows that is not there, or cyclic ownership: Kueue's webhook fails the defaulting."""
     missing = _ancestry_review(_child_of("batch/v1", "Job", {Q: "lq"}), _Parents())

@@ -21,8 +21,8 @@ order without a slice, as Kueue's does (without scores those all come last). The
 scores, as Kueue's do.
 
 Any step that finds nothing hands the request back to the normal search. Every order ends on level values, so
-no result depends on iteration order. Pod-set groups (leaders) are not modelled, so neither are Kueue's leader
-terms. Deliberate differences, all where Kueue's own result would break the slicing: recounting a pruned group
+no result depends on iteration order. A pod-set group (a leader with its workers) is never balanced here
+(:mod:`.group`), so Kueue's leader terms are left out. Deliberate differences, all where Kueue's own result would break the slicing: recounting a pruned group
 keeps the inner slice layers' rounding (Kueue recounts without it); slices handed down from a fit level above the
 slice level are counted as the slice level counts them, not as pods divided by the slice size; and a spread that
 would give a domain more slices than it holds falls back instead.

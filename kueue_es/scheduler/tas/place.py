@@ -7,8 +7,8 @@ off, BestFit. Being unconstrained matters beyond the profile, gate or not: such 
 and is never balanced. Slices and their inner layers are resolved by :mod:`.layers`; with TASBalancedPlacement a
 request that is neither required nor unconstrained is first tried by :mod:`.balanced`, falling back to the search
 below when that finds nothing. Under TASRespectNodeAffinityPreferred (alpha) the nodes a pod set's preferred
-node affinity favours rank their domains first (:mod:`.search`). Pod-set groups (LeaderWorkerSet leader/workers)
-are not modelled: no request has a leader.
+node affinity favours rank their domains first (:mod:`.search`). A pod-set group (LeaderWorkerSet leader and
+workers) is placed in one run by :func:`place_group`, the workers' request governing it (:mod:`.group`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from events import objects as o
 from kueue_es.scheduler.tas.balanced import place_balanced
 from kueue_es.scheduler.tas.counts import Counts, exclusions, fill_counts
 from kueue_es.scheduler.tas.descent import descend
+from kueue_es.scheduler.tas.group import descend_group, fill_group_counts, find_group_fit_level
 from kueue_es.scheduler.tas.layers import (
     inner_sizes,
     layers_of,
@@ -39,7 +40,7 @@ from kueue_es.scheduler.tas.request import (
 from kueue_es.scheduler.tas.search import find_fit_level
 from projections.topology import HOSTNAME, FlavorSnapshot, TopologyTree
 
-__all__ = ["build", "is_unconstrained", "level_key", "place", "slice_size", "slices_requested"]
+__all__ = ["build", "is_unconstrained", "level_key", "place", "place_group", "slice_size", "slices_requested"]
 
 
 def level_key(levels: Sequence[str], topo: o.PodSetTopologyRequest | None, implied: bool) -> str | None:
@@ -60,6 +61,14 @@ def is_unconstrained(topo: o.PodSetTopologyRequest | None, implied: bool) -> boo
     return bool(topo is not None and topo.unconstrained) or implied or slice_only(topo)
 
 
+def place_group(snap: FlavorSnapshot, workers: PodSetRequest, leader: PodSetRequest, *,
+                assumed: Mapping[str, Mapping[str, int]] | None = None, simulate_empty: bool = False,
+                options: TASOptions = DEFAULT_OPTIONS) -> tuple[Placement, Placement] | NoPlacement:
+    """(leader's placement, workers' placement) of a pod-set group placed jointly, or why it cannot be."""
+    return _place(snap, workers, leader, assumed=assumed, simulate_empty=simulate_empty, within=None,
+                  options=options)
+
+
 def place(snap: FlavorSnapshot, req: PodSetRequest, *, assumed: Mapping[str, Mapping[str, int]] | None = None,
           simulate_empty: bool = False, within: Sequence[str] | None = None,
           options: TASOptions = DEFAULT_OPTIONS) -> Result:
@@ -70,6 +79,14 @@ def place(snap: FlavorSnapshot, req: PodSetRequest, *, assumed: Mapping[str, Map
     ``within``: the level values of a domain every pod must stay in (node replacement).
     ``options``: the feature gates placement reads.
     """
+    res = _place(snap, req, None, assumed=assumed, simulate_empty=simulate_empty, within=within, options=options)
+    assert not isinstance(res, tuple)
+    return res
+
+
+def _place(snap: FlavorSnapshot, req: PodSetRequest, leader: PodSetRequest | None, *,
+           assumed: Mapping[str, Mapping[str, int]] | None, simulate_empty: bool, within: Sequence[str] | None,
+           options: TASOptions) -> Result | tuple[Placement, Placement]:
     tree = snap.tree
     levels = tree.levels
     topo = req.topology
@@ -103,6 +120,11 @@ def place(snap: FlavorSnapshot, req: PodSetRequest, *, assumed: Mapping[str, Map
     excluded = excluded_leaves(snap, req)
     scores = preferred_scores(snap, req) if options.node_affinity_preferred else None
     per_pod = tuple(sorted(req.per_pod().items()))
+    if leader is not None:
+        return _place_group(snap, req, leader, per_pod, assumed=assumed, simulate_empty=simulate_empty,
+                            excluded=excluded, within_at=within_at, size=size, slice_level=slice_level,
+                            inner=inner, layers=layers, requested=requested, required=required,
+                            unconstrained=unconstrained, lfc=lfc, options=options)
     counts = fill_counts(snap, per_pod, assumed=assumed, simulate_empty=simulate_empty, excluded=excluded,
                          within=within_at, slice_size=size, slice_level=slice_level, inner=inner, scores=scores)
     slices = req.count // size
@@ -116,16 +138,7 @@ def place(snap: FlavorSnapshot, req: PodSetRequest, *, assumed: Mapping[str, Map
                              slice_level=slice_level, lfc=lfc, inner=inner, shares=shares)
             return build(snap, leaves, options)
 
-    def not_fit(fit: int, total: int, level: int) -> str:
-        suffix = exclusions(snap, counts, per_pod, assumed, simulate_empty).suffix()
-        if layers:
-            return layered_not_fit(snap, counts, level, req.count, layers) + suffix
-        unit = "pod" if size == 1 else "slice"
-        name = go_quote(snap.topology)
-        head = (f"topology {name} doesn't allow to fit any of {total} {unit}(s)" if fit == 0
-                else f"topology {name} allows to fit only {fit} out of {total} {unit}(s)")
-        return head + suffix
-
+    not_fit = _not_fit(snap, counts, per_pod, assumed, simulate_empty, layers, req.count, size)
     found_level = find_fit_level(counts, requested, slices=slices, required=required, unconstrained=unconstrained,
                                  lfc=lfc, not_fit=not_fit,
                                  no_domains=lambda lvl: f"no topology domains at level: {levels[lvl]}")
@@ -135,6 +148,45 @@ def place(snap: FlavorSnapshot, req: PodSetRequest, *, assumed: Mapping[str, Map
     leaves = descend(tree, counts, fit_level, chosen, count=req.count, slice_size=size, slice_level=slice_level,
                      lfc=lfc, inner=inner)
     return build(snap, leaves, options)
+
+
+def _not_fit(snap: FlavorSnapshot, counts: Counts, per_pod: tuple[tuple[str, int], ...],
+             assumed: Mapping[str, Mapping[str, int]] | None, simulate_empty: bool,
+             layers: Sequence[o.PodSetSliceRequiredTopologyConstraint], count: int, size: int):
+    """Kueue's not-fit message maker: (slices that fit, slices requested, level searched) -> message."""
+    def not_fit(fit: int, total: int, level: int) -> str:
+        suffix = exclusions(snap, counts, per_pod, assumed, simulate_empty).suffix()
+        if layers:
+            return layered_not_fit(snap, counts, level, count, layers) + suffix
+        unit = "pod" if size == 1 else "slice"
+        name = go_quote(snap.topology)
+        head = (f"topology {name} doesn't allow to fit any of {total} {unit}(s)" if fit == 0
+                else f"topology {name} allows to fit only {fit} out of {total} {unit}(s)")
+        return head + suffix
+    return not_fit
+
+
+def _place_group(snap: FlavorSnapshot, req: PodSetRequest, leader: PodSetRequest,
+                 per_pod: tuple[tuple[str, int], ...], *, assumed: Mapping[str, Mapping[str, int]] | None,
+                 simulate_empty: bool, excluded, within_at: tuple[int, int] | None, size: int, slice_level: int,
+                 inner, layers, requested: int, required: bool, unconstrained: bool, lfc: bool,
+                 options: TASOptions) -> tuple[Placement, Placement] | NoPlacement:
+    """The joint run of a group whose workers are ``req`` (:mod:`.group`)."""
+    tree = snap.tree
+    leader_per_pod = tuple(sorted(leader.per_pod().items()))
+    gc = fill_group_counts(snap, per_pod, leader_per_pod, assumed=assumed, simulate_empty=simulate_empty,
+                           excluded=excluded, within=within_at, slice_size=size, slice_level=slice_level,
+                           inner=inner)
+    not_fit = _not_fit(snap, gc.base, per_pod, assumed, simulate_empty, layers, req.count, size)
+    found = find_group_fit_level(gc, requested, slices=req.count // size, required=required,
+                                 unconstrained=unconstrained, lfc=lfc, not_fit=not_fit,
+                                 no_domains=lambda lvl: f"no topology domains at level: {tree.levels[lvl]}")
+    if isinstance(found, str):
+        return NoPlacement(found)
+    fit_level, chosen = found
+    workers, leaders = descend_group(tree, gc, fit_level, chosen, count=req.count, slice_size=size,
+                                     slice_level=slice_level, lfc=lfc, inner=inner)
+    return build(snap, leaders, options), build(snap, workers, options)
 
 
 def layered_not_fit(snap: FlavorSnapshot, counts: Counts, level: int, count: int,

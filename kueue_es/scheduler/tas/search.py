@@ -1,6 +1,7 @@
 """Phase 2a: the level to place at and the domains there that hold the request (§2.5 rules 14–19).
 
-Domain order (Kueue's, without pod-set groups every "with leader" count equals the plain one): slice count
+Domain order (Kueue's for a pod set without a leader, where every "with leader" count equals the plain one;
+a pod-set group's leader-aware search is :mod:`.group`'s): slice count
 descending for BestFit, ascending for LeastFreeCapacity; then pod count ascending; then level values (the
 domain's index). BestFit takes the tightest domain that holds every slice; LeastFreeCapacity the first one that
 does in its order — both are the domain minimising (slices, pods, values) among those that hold the request, so

@@ -3,7 +3,9 @@
 Flavors run in name order and, within a flavor, pod sets in the order given (their index in the workload). Each
 placed pod set's usage is assumed for the ones after it — across all flavors whose lowest level is the hostname,
 which may share nodes, under TASHandleOverlappingFlavors (``options.overlapping_flavors``); per flavor otherwise.
-The first failure stops the run.
+The first failure stops the run. The pod sets of a pod-set group (``podSetGroupName``) run together, at the
+place of the group's first member: the one with the smaller count (the second on a tie) is the leader, the
+other the workers (:func:`~kueue_es.scheduler.tas.place.place_group`); a failure names the group's first member.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Mapping, Sequence
 import msgspec
 
 from kueue_es.scheduler.tas.nodes import go_quote
-from kueue_es.scheduler.tas.place import place
+from kueue_es.scheduler.tas.place import place, place_group
 from kueue_es.scheduler.tas.request import (
     DEFAULT_OPTIONS,
     AssumedUsage,
@@ -53,12 +55,48 @@ def place_workload(snapshots: Mapping[str, FlavorSnapshot], requests: Sequence[t
             return WorkloadPlacement(placements, by_flavor[flavor][0].name,
                                      f"Flavor {go_quote(flavor)} information missing in TAS cache")
         assumed: AssumedUsage = shared if options.overlapping_flavors and snap.tree.hostname_lowest else {}
-        for req in by_flavor[flavor]:
-            if req.count <= 0:
-                continue
-            res = place(snap, req, assumed=assumed, simulate_empty=simulate_empty, options=options)
-            if isinstance(res, NoPlacement):
-                return WorkloadPlacement(placements, req.name, res.message)
-            placements[req.name] = res
-            add_assumed(assumed, res, req.per_pod())
+        for group in _groups([r for r in by_flavor[flavor] if r.count > 0]):
+            if len(group) == 1:
+                req = group[0]
+                res = place(snap, req, assumed=assumed, simulate_empty=simulate_empty, options=options)
+                if isinstance(res, NoPlacement):
+                    return WorkloadPlacement(placements, req.name, res.message)
+                placed = [(req, res)]
+            else:
+                leader, workers = leader_and_workers(group)
+                pair = place_group(snap, workers, leader, assumed=assumed, simulate_empty=simulate_empty,
+                                   options=options)
+                if isinstance(pair, NoPlacement):
+                    return WorkloadPlacement(placements, group[0].name, pair.message)
+                placed = [(leader, pair[0]), (workers, pair[1])]
+            for req, res in placed:
+                placements[req.name] = res
+                add_assumed(assumed, res, req.per_pod())
     return WorkloadPlacement(placements)
+
+
+def group_name(req: PodSetRequest) -> str | None:
+    return req.topology.pod_set_group_name if req.topology is not None else None
+
+
+def _groups(requests: Sequence[PodSetRequest]) -> list[list[PodSetRequest]]:
+    """The requests grouped by pod-set group, each group at its first member's place; ungrouped ones alone."""
+    out: list[list[PodSetRequest]] = []
+    by_name: dict[str, list[PodSetRequest]] = {}
+    for req in requests:
+        name = group_name(req)
+        if name is None:
+            out.append([req])
+        elif name in by_name:
+            by_name[name].append(req)
+        else:
+            by_name[name] = [req]
+            out.append(by_name[name])
+    return out
+
+
+def leader_and_workers(group: Sequence[PodSetRequest]) -> tuple[PodSetRequest, PodSetRequest]:
+    """Kueue's pick: the second member leads unless its count is larger than the first's (validation keeps a
+    group to two pod sets)."""
+    first, second = group[0], group[1]
+    return (first, second) if second.count > first.count else (second, first)

@@ -21,6 +21,7 @@ from connectors.k8s import (
     framework_webhook,
     jobset_webhook,
     mpijob_webhook,
+    ray_webhook,
     statefulset_webhook,
 )
 from connectors.k8s.certs import ca_bundle, self_signed
@@ -176,6 +177,16 @@ async def mpijob_webhooks(kc: KubeClient, certs: Path, label: str, sfx: str, con
     """As :func:`jobset_webhooks`, for MPIJobs (``mmpijob.kb.io`` and ``vmpijob.kb.io``)."""
     async with framework_webhooks(kc, certs, label, sfx, mpijob_webhook.KIND,
                                   mpijob_webhook.MPIJobWebhooks.of(config)) as server:
+        yield server
+
+
+@contextlib.asynccontextmanager
+async def rayjob_webhooks(kc: KubeClient, certs: Path, label: str, sfx: str, config: SchedulerConfig
+                          ) -> AsyncIterator[WebhookServer]:
+    """As :func:`jobset_webhooks`, for RayJobs (``mrayjob.kb.io`` and ``vrayjob.kb.io``)."""
+    settings = ray_webhook.RayWebhooks.of(config, clusters=False)
+    async with framework_webhooks(kc, certs, label, sfx, ray_webhook.rayjob_kind(settings.without_queue),
+                                  settings) as server:
         yield server
 
 

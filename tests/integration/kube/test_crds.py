@@ -165,16 +165,21 @@ def test_manifests_render_as_multi_document_yaml() -> None:
         ("mdeployment.kb.io", "/mutate-apps-v1-deployment"), ("mstatefulset.kb.io", "/mutate-apps-v1-statefulset"),
         ("mjobset.kb.io", "/mutate-jobset-x-k8s-io-v1alpha2-jobset"),
         ("mmpijob.kb.io", "/mutate-kubeflow-org-v2beta1-mpijob"),
-        *((f"m{k}.kb.io", f"/mutate-kubeflow-org-v1-{k}") for k in KUBEFLOW_NOUNS)]
+        ("mrayjob.kb.io", "/mutate-ray-io-v1-rayjob"), ("mraycluster.kb.io", "/mutate-ray-io-v1-raycluster"),
+        *((f"m{k}.kb.io", f"/mutate-kubeflow-org-v1-{k}") for k in KUBEFLOW_NOUNS),
+        ("mleaderworkerset.kb.io", "/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset")]
     # the integrations Kueue leaves off by default go fail-open, so a webhook down stops no Pod or workload controller
     assert {w["name"]: w["failurePolicy"] for w in mutating["webhooks"]} == {
         "mjob.kb.io": "Fail", "mpod.kb.io": "Ignore", "mdeployment.kb.io": "Ignore", "mstatefulset.kb.io": "Ignore",
-        "mjobset.kb.io": "Ignore", "mmpijob.kb.io": "Ignore", **{f"m{k}.kb.io": "Ignore" for k in KUBEFLOW_NOUNS}}
+        "mjobset.kb.io": "Ignore", "mmpijob.kb.io": "Ignore", **{f"m{k}.kb.io": "Ignore" for k in KUBEFLOW_NOUNS},
+        "mrayjob.kb.io": "Ignore", "mraycluster.kb.io": "Ignore", "mleaderworkerset.kb.io": "Ignore"}
     validating = docs[kinds.index("ValidatingWebhookConfiguration")]
     assert next(w for w in validating["webhooks"] if w["name"] == "vjobset.kb.io")["failurePolicy"] == "Ignore"
     assert next(w for w in validating["webhooks"] if w["name"] == "vmpijob.kb.io")["failurePolicy"] == "Ignore"
     assert all(next(w for w in validating["webhooks"] if w["name"] == f"v{k}.kb.io")["failurePolicy"] == "Ignore"
                for k in KUBEFLOW_NOUNS)
+    for name in ("vrayjob.kb.io", "vraycluster.kb.io", "vleaderworkerset.kb.io"):
+        assert next(w for w in validating["webhooks"] if w["name"] == name)["failurePolicy"] == "Ignore"
     dep = docs[kinds.index("Deployment")]
     pod = dep["spec"]["template"]["spec"]
     assert pod["securityContext"]["runAsNonRoot"] is True
@@ -264,12 +269,23 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert await ok("update", "kubeflow.org", "mpijobs", "team-a", "finalizers")  # a Workload it owns
         assert not await ok("create", "kubeflow.org", "mpijobs", "team-a")
         assert not await ok("patch", "kubeflow.org", "mpijobs", "team-a", "status")
+        lws = ("leaderworkerset.x-k8s.io", "leaderworkersets")
+        assert await ok("watch", *lws)  # the LeaderWorkerSet integration's own watch
+        assert await ok("update", *lws, "team-a", "finalizers")  # the group Workloads it owns
+        assert not await ok("patch", *lws, "team-a")  # it never writes a LeaderWorkerSet
+        assert not await ok("create", *lws, "team-a")
         for plural in (f"{k}s" for k in KUBEFLOW_NOUNS):  # the training operator's jobs: the same
             assert await ok("watch", "kubeflow.org", plural)
             assert await ok("patch", "kubeflow.org", plural, "team-a")
             assert await ok("update", "kubeflow.org", plural, "team-a", "finalizers")
             assert not await ok("create", "kubeflow.org", plural, "team-a")
             assert not await ok("patch", "kubeflow.org", plural, "team-a", "status")
+        for plural in ("rayjobs", "rayclusters"):  # the Ray integrations' own watches, writes and Workloads
+            assert await ok("watch", "ray.io", plural), plural
+            assert await ok("patch", "ray.io", plural, "team-a"), plural
+            assert await ok("update", "ray.io", plural, "team-a", "finalizers"), plural
+            assert not await ok("create", "ray.io", plural, "team-a"), plural
+            assert not await ok("patch", "ray.io", plural, "team-a", "status"), plural
         assert await ok("patch", "kueue.x-k8s.io", "admissionchecks", "", "status")
         assert await ok("create", "", "events", "team-a")  # Kueue's Events: decisions carried out, Job actions
         # the visibility API: its APIServices, and the Service and endpoints routing them to the leader

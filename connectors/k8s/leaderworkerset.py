@@ -1,0 +1,307 @@
+"""What Kueue's LeaderWorkerSet integration (``leaderworkerset.x-k8s.io/leaderworkerset``) decides, as pure data.
+
+A LeaderWorkerSet (leaderworkerset.x-k8s.io/v1) runs ``spec.replicas`` groups of ``leaderWorkerTemplate.size``
+pods each: a leader (from ``leaderTemplate``, when given) and workers (from ``workerTemplate``). Kueue admits each
+group on its own Workload, which its LeaderWorkerSet reconciler makes beforehand and the group's pods then run on
+as a prebuilt pod group (Kueue's ``pkg/controller/jobs/leaderworkerset``); :mod:`connectors.k8s.lws_integration`
+does the I/O around these decisions:
+
+* **the Workloads** (:func:`plan`): one per group index ``0 .. replicas-1`` (``replicas`` default 1; during a
+  rolling update with a surge, ``status.replicas`` when larger and not every group is updated yet), named by
+  Kueue's rule over ``<name>-<index>`` (:func:`workload_name`); those missing are made, those of an index beyond
+  the count are deleted (a scale-down), the rest kept;
+* **one Workload** (:func:`workload_for`): pod sets ``leader`` (1 pod, from ``leaderTemplate``) and ``worker``
+  (``size - 1``), or a single ``main`` pod set of ``size`` pods without a leader template; each pod set's template
+  its template's spec; under TopologyAwareScheduling a topology request from the template's TAS annotations (a
+  ``kueue.x-k8s.io/podset-group-name`` on both makes them one PodSet group, reference §2.7 rule 25), the workers
+  ranked by ``leaderworkerset.sigs.k8s.io/worker-index``; the LeaderWorkerSet its controller owner,
+  ``kueue.x-k8s.io/is-group-workload: "true"``, its owner's kind, name and the group index in annotations, the
+  queue name, priority (the WorkloadPriorityClass label, else the leader's then the worker's PriorityClass) and
+  the labels to copy;
+* **its pods** (:func:`pod_marks`, Kueue's LeaderWorkerSet pod reconciler): a pod the LeaderWorkerSet controller
+  made from a template Kueue's webhook marked (``kueue.x-k8s.io/pod-suspending-parent: leaderworkerset``), once it
+  carries its group index and while it has no queue name, is made a member of its group's pod group: managed,
+  the queue name, the group's Workload as its group name and prebuilt Workload, the group's size as its total,
+  and its role (``leader``, ``worker`` or ``main``) as its role hash, so that its role is a pod set's name;
+* **the webhooks** (:func:`default_marks`, :func:`create_errors`, :func:`update_errors`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from connectors.k8s import job_validation, workload_names
+from connectors.k8s.copied_metadata import copied
+from connectors.k8s.job_events import QUEUE_LABEL
+from connectors.k8s.job_priority import PRIORITY_LABEL, workload_priority
+from connectors.k8s.jobs import max_execution_seconds, topology_request
+from connectors.k8s.pod_group import IS_GROUP_ANNOTATION
+from connectors.k8s.pod_roles import GROUP_LABEL, ROLE_HASH_ANNOTATION, TOTAL_COUNT_ANNOTATION
+from connectors.k8s.prebuilt import KEY as PREBUILT_KEY
+from connectors.k8s.resources import KUEUE_GROUP, KUEUE_VERSION, LEADER_WORKER_SETS
+from events import objects as o
+from kueue_es.scheduler.config import KeysToCopy
+from projections.cluster import ClusterState
+from projections.in_use import FINALIZER
+from projections.workloads import MANAGED_LABEL
+
+KIND = "LeaderWorkerSet"
+FRAMEWORK_NAME = "leaderworkerset"
+"""What Kueue's webhook writes in ``kueue.x-k8s.io/pod-suspending-parent`` of the pod templates it marks."""
+SUSPENDING_PARENT = "kueue.x-k8s.io/pod-suspending-parent"
+SERVING = "kueue.x-k8s.io/pod-group-serving"
+SET_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
+WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
+LEADER_NAME_ANNOTATION = "leaderworkerset.sigs.k8s.io/leader-name"
+"""On a worker pod: its leader's name (a leader has none)."""
+LEADER, WORKER, MAIN = "leader", "worker", "main"
+OWNER_GVK_ANNOTATION = "kueue.x-k8s.io/job-owner-gvk"
+OWNER_NAME_ANNOTATION = "kueue.x-k8s.io/job-owner-name"
+INDEX_ANNOTATION = "kueue.x-k8s.io/component-workload-index"
+GVK = f"{LEADER_WORKER_SETS.api_version}, Kind={KIND}"
+"""The owner's kind as Kueue writes it (a Go GroupVersionKind printed)."""
+LEADER_READY = "LeaderReady"
+STARTUP_POLICY_MESSAGE = ("only the LeaderCreated startup policy is allowed when using the kueue.x-k8s.io/queue-name "
+                          "label or annotation")
+
+
+def workload_name(name: str, uid: str, index: int | str, short: bool = False) -> str:
+    """Kueue's name for the Workload of group ``index`` of LeaderWorkerSet ``name`` (``uid``): the owner rule over
+    ``<name>-<index>``; ``short``: the ``ShortWorkloadNames`` gate."""
+    return workload_names.owner_workload_name(KIND, LEADER_WORKER_SETS.group, f"{name}-{index}", uid, short=short)
+
+
+def owner_of(obs: o.Workload) -> tuple[str, str] | None:
+    """``(name, uid)`` of the LeaderWorkerSet that controls Workload ``obs`` (None: none does)."""
+    return workload_names.controlled_by(obs, LEADER_WORKER_SETS)
+
+
+# --- reading one --------------------------------------------------------------------------------------------
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _lwt(lws: dict[str, Any]) -> dict[str, Any]:
+    return _dict(_dict(lws.get("spec")).get("leaderWorkerTemplate"))
+
+
+def size(lws: dict[str, Any]) -> int:
+    """Pods per group (``leaderWorkerTemplate.size``, default 1)."""
+    return _int(_lwt(lws).get("size"), 1)
+
+
+def has_leader(lws: dict[str, Any]) -> bool:
+    return isinstance(_lwt(lws).get("leaderTemplate"), dict)
+
+
+def queue_name(lws: dict[str, Any]) -> str:
+    return str(_dict(_dict(lws.get("metadata")).get("labels")).get(QUEUE_LABEL, ""))
+
+
+def group_count(lws: dict[str, Any]) -> int:
+    """How many groups get a Workload: ``spec.replicas`` (default 1), or ``status.replicas`` when larger during a
+    rolling update with a surge that has not updated every group yet (Kueue's ``filterWorkloads``)."""
+    spec, status = _dict(lws.get("spec")), _dict(lws.get("status"))
+    replicas = _int(spec.get("replicas"), 1)
+    current = _int(status.get("replicas"), 0)
+    if current > replicas and _surging(spec, status, replicas):
+        return current
+    return replicas
+
+
+def _surging(spec: dict[str, Any], status: dict[str, Any], replicas: int) -> bool:
+    rolling = _dict(_dict(spec.get("rolloutStrategy")).get("rollingUpdateConfiguration"))
+    surge = rolling.get("maxSurge")
+    surge_count = _int(surge, 0) if not isinstance(surge, str) else _int(_digits(surge), 0)
+    return surge_count > 0 and _int(status.get("updatedReplicas"), 0) < replicas
+
+
+def _digits(value: str) -> int | None:
+    """A Go IntOrString's IntValue of a string: its integer, 0 when it is none (a percentage reads as 0)."""
+    return int(value) if value.isdigit() else 0
+
+
+def plan(lws: dict[str, Any], existing: list[str], *, short: bool = False) -> tuple[list[tuple[str, int]], list[str],
+                                                                                   list[str]]:
+    """``(to create as (name, index), to keep, to delete)`` given the names of the Workloads the LeaderWorkerSet
+    controls now (Kueue's ``filterWorkloads``); each list sorted."""
+    meta = _dict(lws.get("metadata"))
+    name, uid = str(meta.get("name", "")), str(meta.get("uid", ""))
+    left = set(existing)
+    create, keep = [], []
+    for index in range(group_count(lws)):
+        wl_name = workload_name(name, uid, index, short=short)
+        if wl_name in left:
+            keep.append(wl_name)
+            left.discard(wl_name)
+        else:
+            create.append((wl_name, index))
+    return create, sorted(keep), sorted(left)
+
+
+# --- one Workload -------------------------------------------------------------------------------------------
+
+
+def _pod_set(name: str, count: int, template: dict[str, Any], tas: bool, index_label: str | None) -> dict[str, Any]:
+    pod_set: dict[str, Any] = {"name": name, "count": count, "template": {"spec": _dict(template.get("spec"))}}
+    if tas:
+        annotations = _dict(_dict(template.get("metadata")).get("annotations"))
+        request = topology_request(annotations, index_label or "")
+        if index_label is None:
+            request.pop("podIndexLabel", None)
+        if annotations.get(job_validation.GROUP_NAME):
+            request["podSetGroupName"] = annotations[job_validation.GROUP_NAME]
+        pod_set["topologyRequest"] = request
+    return pod_set
+
+
+def pod_sets(lws: dict[str, Any], *, tas: bool) -> list[dict[str, Any]]:
+    """The pod sets of each group's Workload: ``leader`` and ``worker``, or ``main`` alone (module docstring)."""
+    lwt, total = _lwt(lws), size(lws)
+    out = []
+    worker_name, worker_count = MAIN, total
+    if has_leader(lws):
+        out.append(_pod_set(LEADER, 1, lwt["leaderTemplate"], tas, None))
+        worker_name, worker_count = WORKER, total - 1
+    out.append(_pod_set(worker_name, worker_count, _dict(lwt.get("workerTemplate")), tas, WORKER_INDEX_LABEL))
+    return out
+
+
+def pod_priority_class(lws: dict[str, Any]) -> str | None:
+    """The PriorityClass Kueue reads from a group's pod sets: the first that names one (leader, then workers)."""
+    for pod_set in pod_sets(lws, tas=False):
+        name = pod_set["template"]["spec"].get("priorityClassName")
+        if name:
+            return str(name)
+    return None
+
+
+def workload_for(state: ClusterState, keys: KeysToCopy, lws: dict[str, Any], name: str, index: int) -> dict[str, Any]:
+    """The Workload of group ``index`` under ``name`` (module docstring). Raises
+    :class:`~connectors.k8s.job_priority.WorkloadPriorityClassNotFound` or
+    :class:`~connectors.k8s.job_priority.PriorityClassNotFound` for a class the log does not hold, and
+    :class:`~events.errors.InvalidInput` for a ``max-exec-time-seconds`` Kueue refuses."""
+    meta = _dict(lws.get("metadata"))
+    labels = _dict(meta.get("labels"))
+    spec: dict[str, Any] = {"podSets": pod_sets(lws, tas=state.tas_enabled)}
+    if labels.get(QUEUE_LABEL):
+        spec = {"queueName": labels[QUEUE_LABEL], **spec}
+    priority = workload_priority(state, labels, pod_priority_class(lws))
+    if priority is not None:
+        spec["priorityClassRef"], spec["priority"] = priority
+    max_exec = max_execution_seconds(labels)
+    if max_exec is not None:
+        spec["maximumExecutionTimeSeconds"] = max_exec
+    annotations = {**copied(keys.annotations, _dict(meta.get("annotations"))), IS_GROUP_ANNOTATION: "true",
+                   OWNER_GVK_ANNOTATION: GVK, OWNER_NAME_ANNOTATION: str(meta.get("name", "")),
+                   INDEX_ANNOTATION: str(index)}
+    wl_meta: dict[str, Any] = {
+        "name": name, "namespace": meta.get("namespace", ""), "annotations": annotations, "finalizers": [FINALIZER],
+        "ownerReferences": [workload_names.controller_ref(LEADER_WORKER_SETS, str(meta.get("name", "")),
+                                                          str(meta.get("uid", "")))]}
+    wl_labels = copied(keys.labels, labels)
+    if wl_labels:
+        wl_meta["labels"] = wl_labels
+    return {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "kind": "Workload", "metadata": wl_meta, "spec": spec}
+
+
+# --- its pods -----------------------------------------------------------------------------------------------
+
+
+def pod_marks(pod_meta: o.ObjectMeta, lws: dict[str, Any] | None, *, short: bool = False) -> dict[str, Any] | None:
+    """The metadata merge patch that makes a pod of a queued LeaderWorkerSet a member of its group's pod group
+    (module docstring); None when there is nothing to do: not a pod Kueue's webhook marked, one that has a queue
+    name already, one without its group index yet, or a LeaderWorkerSet gone or naming no queue."""
+    labels, annotations = pod_meta.labels, pod_meta.annotations
+    if annotations.get(SUSPENDING_PARENT) != FRAMEWORK_NAME or QUEUE_LABEL in labels:
+        return None
+    index = labels.get(GROUP_INDEX_LABEL)
+    if index is None or lws is None or not queue_name(lws):
+        return None
+    meta = _dict(lws.get("metadata"))
+    wl_name = workload_name(str(meta.get("name", "")), str(meta.get("uid", "")), index, short=short)
+    role = MAIN
+    if has_leader(lws):
+        role = WORKER if LEADER_NAME_ANNOTATION in annotations else LEADER
+    return {"metadata": {
+        "labels": {MANAGED_LABEL: "true", QUEUE_LABEL: queue_name(lws), GROUP_LABEL: wl_name,
+                   PREBUILT_KEY: wl_name},
+        "annotations": {TOTAL_COUNT_ANNOTATION: str(size(lws)), ROLE_HASH_ANNOTATION: role}}}
+
+
+# --- the webhooks -------------------------------------------------------------------------------------------
+
+
+def default_marks(lws: dict[str, Any]) -> list[tuple[str, dict[str, str], dict[str, str]]]:
+    """What Kueue's mutating webhook adds to each pod template of a LeaderWorkerSet it holds: ``(template field,
+    labels, annotations)`` — the WorkloadPriorityClass label the LeaderWorkerSet names, and the annotations that
+    make its pods held by their parent and their group a serving one."""
+    wpc = _dict(_dict(lws.get("metadata")).get("labels")).get(PRIORITY_LABEL)
+    labels = {PRIORITY_LABEL: wpc} if wpc else {}
+    annotations = {SUSPENDING_PARENT: FRAMEWORK_NAME, SERVING: "true"}
+    fields = ["leaderTemplate"] if has_leader(lws) else []
+    return [(f, labels, annotations) for f in [*fields, "workerTemplate"]]
+
+
+def _startup_errors(lws: dict[str, Any]) -> list[str]:
+    policy = _dict(lws.get("spec")).get("startupPolicy")
+    if queue_name(lws) and policy == LEADER_READY:
+        return [job_validation.invalid("spec.startupPolicy", policy, STARTUP_POLICY_MESSAGE)]
+    return []
+
+
+def create_errors(lws: dict[str, Any]) -> list[str]:
+    """What Kueue refuses in a LeaderWorkerSet being created: a queue name that is not a DNS-1123 subdomain, and
+    the ``LeaderReady`` startup policy with a queue name."""
+    labels = _dict(_dict(lws.get("metadata")).get("labels"))
+    return job_validation.name_label_errors(labels, QUEUE_LABEL) + _startup_errors(lws)
+
+
+def update_errors(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """What Kueue refuses in an update: a changed queue name, the ``LeaderReady`` startup policy with a queue name,
+    and, for one that named a queue, a leader template added or removed or a pod spec changed beyond what a
+    suspended pod's may (:func:`connectors.k8s.job_validation.pod_spec_errors`)."""
+    errors = []
+    if queue_name(old) != queue_name(new):
+        errors.append(job_validation.invalid(f"metadata.labels[{QUEUE_LABEL}]", queue_name(new),
+                                             job_validation.IMMUTABLE))
+    errors += _startup_errors(new)
+    if queue_name(old):
+        errors += _template_errors(old, new)
+    return errors
+
+
+def _template_errors(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """A leader template added or removed, or a template's pod spec changed in more than its containers' images
+    (Kueue's ``ValidateImmutablePodSpec``: a serving group may roll to a new image, nothing else)."""
+    errors = []
+    path = "spec.leaderWorkerTemplate"
+    old_leader, new_leader = _lwt(old).get("leaderTemplate"), _lwt(new).get("leaderTemplate")
+    if (old_leader is None) != (new_leader is None):
+        errors.append(job_validation.invalid(f"{path}.leaderTemplate", new_leader, job_validation.IMMUTABLE))
+    elif isinstance(old_leader, dict) and isinstance(new_leader, dict):
+        errors += _pod_spec_errors(old_leader, new_leader, f"{path}.leaderTemplate.spec")
+    errors += _pod_spec_errors(_dict(_lwt(old).get("workerTemplate")), _dict(_lwt(new).get("workerTemplate")),
+                               f"{path}.workerTemplate.spec")
+    return errors
+
+
+def _pod_spec_errors(old_template: dict[str, Any], new_template: dict[str, Any], path: str) -> list[str]:
+    old_spec, new_spec = _dict(old_template.get("spec")), _dict(new_template.get("spec"))
+    munged = dict(new_spec)
+    for field in ("containers", "initContainers"):
+        old_list, new_list = old_spec.get(field) or [], new_spec.get(field) or []
+        if isinstance(old_list, list) and isinstance(new_list, list) and len(old_list) == len(new_list):
+            munged[field] = [{**_dict(n), "image": _dict(o_).get("image")} if "image" in _dict(o_) else
+                             {k: v for k, v in _dict(n).items() if k != "image"}
+                             for n, o_ in zip(new_list, old_list, strict=True)] or new_spec.get(field)
+    if {k: v for k, v in munged.items() if v is not None} != {k: v for k, v in old_spec.items() if v is not None}:
+        return [job_validation.invalid(path, "the pod spec", job_validation.IMMUTABLE)]
+    return []

@@ -1,0 +1,327 @@
+"""Kueue's LeaderWorkerSet integration (``leaderworkerset.x-k8s.io/leaderworkerset``): each group of a queued
+LeaderWorkerSet runs on a Workload made for it, its pods held by the pod integration until that is admitted.
+
+LeaderWorkerSets are another project's API and none of admission's inputs, so the log does not hold them: as the
+JobSet and MPIJob integrations do (:mod:`connectors.k8s.watched_jobs`), this keeps its own list+watch of them
+(nothing listed while the Configuration leaves the framework out; while the CRD is not served none exist), reads
+their Workloads from the mirror, and looks at one again when it changes or anything the log records touches a
+Workload it controls, its namespace or the Configuration. It takes the two parts of Kueue's LeaderWorkerSet
+reconcilers (``pkg/controller/jobs/leaderworkerset``), with the decisions of :mod:`connectors.k8s.leaderworkerset`:
+
+* **the LeaderWorkerSet reconciler**: for one Kueue holds (a queue name, or ``manageJobsWithoutQueueName``, in a
+  managed namespace), one Workload per group index is created (``CreatedWorkload``), those of indexes beyond the
+  group count are deleted — the finalizer taken off first, as Kueue does (its pods, being deleted with the
+  group, are stopped and let go by the pod integration); the Workloads of a LeaderWorkerSet that is gone are
+  deleted the same way, as the garbage collector would through their ownerReference;
+* **its pod reconciler**: the pods the LeaderWorkerSet controller makes (label ``leaderworkerset.sigs.k8s.io/name``;
+  held at creation by the Pod webhook through ``kueue.x-k8s.io/pod-suspending-parent``) are watched too, and
+  each, once it carries its group index, made a member of its group's prebuilt pod group
+  (:func:`connectors.k8s.leaderworkerset.pod_marks`); from then on the pod integration runs the group on its
+  Workload (:mod:`connectors.k8s.pod_prebuilt`: the group's pods made its owners, ungated once it is admitted,
+  never finishing, being a serving group). A pod of such a set that ended, or is being deleted, before that loses
+  Kueue's finalizer, as Kueue's pod reconciler lets it go.
+
+Not done here (see the README): a Workload's priority following the LeaderWorkerSet's priority class after it is
+made, MultiKueue, and the Events of the pod reconciler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import structlog
+
+from connectors.k8s import job_selection
+from connectors.k8s import leaderworkerset as lw
+from connectors.k8s import workload_finalizer as wf
+from connectors.k8s.client import KubeClient
+from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
+from connectors.k8s.job_priority import PriorityClassNotFound, WorkloadPriorityClassNotFound
+from connectors.k8s.journal import Journal
+from connectors.k8s.list_watch import Informer
+from connectors.k8s.owner_index import OwnerIndex
+from connectors.k8s.pod_roles import GROUP_LABEL
+from connectors.k8s.pod_webhook import FINALIZER as POD_FINALIZER
+from connectors.k8s.resources import BY_KIND, LEADER_WORKER_SETS
+from connectors.k8s.workers import KeyedWorkers, Retries
+from events import objects as o
+from events import schema as ev
+from events.errors import InvalidInput
+from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
+from kueue_es.scheduler.config_record import in_force
+from projections import gates
+
+log = structlog.get_logger("kueue_es.k8s.leaderworkersets")
+
+WORKLOADS = BY_KIND["Workload"]
+PODS = BY_KIND["Pod"]
+SET_PREFIX, POD_PREFIX = "lws/", "pod/"
+"""The work keys: a LeaderWorkerSet's, a pod's."""
+
+
+class LeaderWorkerSet(o.View):
+    """A LeaderWorkerSet as listed: its metadata, spec and status kept as read (the Workloads are built from
+    them)."""
+
+    metadata: o.ObjectMeta
+    spec: dict[str, Any] = {}
+    status: dict[str, Any] = {}
+
+    @property
+    def key(self) -> str:
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+    def raw(self) -> dict[str, Any]:
+        return {"metadata": msgspec.to_builtins(self.metadata), "spec": self.spec, "status": self.status}
+
+
+class _PodStatus(o.View):
+    phase: str = ""
+
+
+class SetPod(o.View):
+    """What is read of a pod of a LeaderWorkerSet."""
+
+    metadata: o.ObjectMeta
+    status: _PodStatus = _PodStatus()
+
+    @property
+    def key(self) -> str:
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+
+@dataclass
+class LwsStats:
+    created: int = 0
+    deleted: int = 0
+    pods_marked: int = 0
+    pods_released: int = 0
+    conflicts: int = 0
+    errors: int = 0
+    invalid: int = 0
+    class_missing: int = 0
+
+
+class _Listed(Informer[Any]):
+    """Listed only while ``listing()`` (the framework on): off, the RBAC may not even allow it."""
+
+    def __init__(self, listing: Callable[[], bool], *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.listing = listing
+
+    async def relist(self) -> str | None:
+        if self.listing():
+            return await super().relist()
+        self.synced.set()
+        return None
+
+
+class LeaderWorkerSetIntegration:
+    """The LeaderWorkerSet reconciler and its pod reconciler (module docstring)."""
+
+    KIND = lw.KIND
+    ITEM = LeaderWorkerSet
+
+    def __init__(self, client: KubeClient, journal: Journal, *, retry_s: float = 1.0,
+                 append: Callable[[Sequence[ev.AnyEvent]], Awaitable[list[int]]] | None = None,
+                 concurrency: int = 16, watch_timeout_s: int = 300, backoff_s: float = 1.0,
+                 absent_retry_s: float = 10.0) -> None:
+        self.client = client
+        self.mirror = journal.mirror
+        self.state = journal.mirror.state
+        self.append = append or journal.append
+        self.stats = LwsStats()
+        self.concurrency = concurrency
+        self.absent_retry_s = absent_retry_s
+        on = lambda: self._config().manages_leaderworkersets  # noqa: E731
+        self.sets: Informer[LeaderWorkerSet] = _Listed(
+            on, client, LEADER_WORKER_SETS, self._decoder(LeaderWorkerSet), self._sets_changed, what="leaderworkersets",
+            log=log, watch_timeout_s=watch_timeout_s, backoff_s=backoff_s, optional=True)
+        self.pods: Informer[SetPod] = _Listed(
+            on, client, PODS, self._decoder(SetPod), self._pods_changed, what="leaderworkerset pods", log=log,
+            label_selector=lw.SET_NAME_LABEL, watch_timeout_s=watch_timeout_s, backoff_s=backoff_s)
+        self.known = self.sets.known
+        """The LeaderWorkerSets, as last listed or watched."""
+        self.owners = OwnerIndex(self._owner_key)
+        self.dirty: set[str] = set()
+        self._retry = Retries(retry_s)
+        self._signal = journal.subscribe()
+        self._config_recorded = asyncio.Event()
+
+    def _config(self) -> SchedulerConfig:
+        return in_force(self.state) or DEFAULT
+
+    # --- running -------------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        for key, obs in self.mirror.workloads.items():
+            self.owners.add(key, obs)
+        self.mirror.listeners.append(self._on_applied)
+        try:
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(self.sets.run(absent=self._wait_for_framework), name="k8s-leaderworkersets-watch")
+                tg.create_task(self.pods.run(absent=self._wait_for_framework), name="k8s-lws-pods-watch")
+                await self.sets.synced.wait()
+                self.dirty |= {SET_PREFIX + k for k in self.owners.owned}  # sets gone while no one watched
+                await KeyedWorkers(self._guarded, self.concurrency).run(self._take, self._signal, self._retry.timeout)
+        finally:
+            self.mirror.listeners.remove(self._on_applied)
+
+    async def _wait_for_framework(self) -> None:
+        self._config_recorded.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._config_recorded.wait(), self.absent_retry_s)
+
+    def _take(self) -> set[str]:
+        keys = self.dirty | self._retry.due()
+        self.dirty = set()
+        return keys
+
+    @staticmethod
+    def _decoder(kind: type) -> Callable[[msgspec.Raw | bytes], Any]:
+        decoder = msgspec.json.Decoder(kind)
+
+        def decode(raw: msgspec.Raw | bytes) -> Any:
+            try:
+                return decoder.decode(raw)
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                log.warning("skipped: cannot decode", kind=kind.__name__, error=str(exc))
+                return None
+        return decode
+
+    def _mark(self, keys: set[str]) -> None:
+        if keys:
+            self.dirty |= keys
+            self._signal.set()
+
+    def _sets_changed(self, keys: set[str]) -> None:
+        """A set changed: it, and its pods (which may now be marked)."""
+        names = {(k.partition("/")[0], k.partition("/")[2]) for k in keys}
+        pods = {k for k, p in self.pods.known.items()
+                if (p.metadata.namespace, p.metadata.labels.get(lw.SET_NAME_LABEL, "")) in names}
+        self._mark({SET_PREFIX + k for k in keys} | {POD_PREFIX + k for k in pods})
+
+    def _pods_changed(self, keys: set[str]) -> None:
+        self._mark({POD_PREFIX + k for k in keys})
+
+    def _on_applied(self, records: list[ev.Record]) -> None:
+        keys: set[str] = set()
+        for r in records:
+            keys |= self.owners.touched(r.event, self.known)
+            if isinstance(r.event, ev.ConfigRecorded):
+                self._config_recorded.set()
+        self._mark({SET_PREFIX + k for k in keys})
+
+    def _owner_key(self, obs: o.Workload) -> str | None:
+        owner = lw.owner_of(obs)
+        return f"{obs.metadata.namespace}/{owner[0]}" if owner is not None else None
+
+    async def _guarded(self, key: str) -> None:
+        await self._retry.attempt(self.reconcile, key, what="leaderworkerset reconcile", stats=self.stats, log=log,
+                                  conflict_waits=True, work=key)
+
+    async def reconcile(self, key: str) -> None:
+        if not self._config().manages_leaderworkersets:
+            return
+        if key.startswith(SET_PREFIX):
+            await self.reconcile_set(key.removeprefix(SET_PREFIX))
+        elif key.startswith(POD_PREFIX):
+            await self.reconcile_pod(key.removeprefix(POD_PREFIX))
+
+    # --- the LeaderWorkerSet reconciler --------------------------------------------------------------------
+
+    async def reconcile_set(self, key: str) -> None:
+        """Create the missing group Workloads of the set, delete those of no group (module docstring)."""
+        lws = self.known.get(key)
+        alive = lws is not None and not lws.metadata.deletion_timestamp
+        own: list[o.Workload] = []
+        for wl_key in sorted(self.owners.owned.get(key, set())):
+            obs = self.mirror.workloads.get(wl_key)
+            owner = lw.owner_of(obs) if obs is not None else None
+            if obs is None or owner is None:
+                continue
+            if lws is not None and owner[1] == lws.metadata.uid:
+                own.append(obs)
+            elif lws is None or owner[1] != lws.metadata.uid:
+                await self._delete(obs, why="its leaderworkerset is gone")
+        if lws is None or not alive or not self._managed(lws):
+            return
+        raw = lws.raw()
+        short = self.state.gate(gates.SHORT_WORKLOAD_NAMES)
+        create, _, delete = lw.plan(raw, [w.metadata.name for w in own], short=short)
+        by_name = {w.metadata.name: w for w in own}
+        for name in delete:
+            await self._delete(by_name[name], why="its group is gone (scaled down)")
+        for name, index in create:
+            await self._create(lws, raw, name, index)
+
+    def _managed(self, lws: LeaderWorkerSet) -> bool:
+        meta = lws.metadata
+        return job_selection.is_managed(meta.labels, job_selection.controller(meta.owner_references),
+                                        self.state.namespaces.get(meta.namespace), self._config())
+
+    async def _create(self, lws: LeaderWorkerSet, raw: dict[str, Any], name: str, index: int) -> None:
+        try:
+            body = lw.workload_for(self.state, self._config().keys_to_copy, raw, name, index)
+        except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
+            self.stats.class_missing += 1
+            log.warning("priority class not found: no workload created yet", leaderworkerset=lws.key, error=str(exc))
+            return  # the class arriving in the log marks the set again
+        except InvalidInput as exc:
+            self.stats.invalid += 1
+            log.error("leaderworkerset refused: no workload created", leaderworkerset=lws.key, error=str(exc))
+            return
+        try:
+            await self.client.create(WORKLOADS, body, lws.metadata.namespace)
+        except AlreadyExists:
+            return
+        self.stats.created += 1
+        log.info("created workload", workload=name, group=index, leaderworkerset=lws.key)
+
+    async def _delete(self, obs: o.Workload, *, why: str) -> None:
+        """Take Kueue's finalizer off and delete the Workload, as Kueue's reconciler does with one of no group."""
+        if wf.holds(obs):
+            if await wf.unfinalize(self.client, obs) is None:
+                return
+        if wf.deleting(obs):
+            return
+        try:
+            await self.client.delete(WORKLOADS, obs.metadata.name, obs.metadata.namespace, uid=obs.metadata.uid)
+        except (NotFound, Conflict):
+            return
+        self.stats.deleted += 1
+        log.info("deleted workload", workload=obs.key, why=why)
+
+    # --- its pod reconciler --------------------------------------------------------------------------------
+
+    async def reconcile_pod(self, key: str) -> None:
+        pod = self.pods.known.get(key)
+        if pod is None or pod.metadata.annotations.get(lw.SUSPENDING_PARENT) != lw.FRAMEWORK_NAME:
+            return
+        meta = pod.metadata
+        if pod.status.phase in ("Succeeded", "Failed") or meta.deletion_timestamp:
+            if POD_FINALIZER in meta.finalizers:
+                await self._release_pod(pod)
+            return
+        lws = self.known.get(f"{meta.namespace}/{meta.labels.get(lw.SET_NAME_LABEL, '')}")
+        patch = lw.pod_marks(meta, lws.raw() if lws is not None else None,
+                             short=self.state.gate(gates.SHORT_WORKLOAD_NAMES))
+        if patch is None:
+            return
+        patch["metadata"]["resourceVersion"] = meta.resource_version
+        await self.client.patch(PODS, meta.name, patch, meta.namespace)
+        self.stats.pods_marked += 1
+        log.info("made the pod a member of its group", pod=key, group=patch["metadata"]["labels"][GROUP_LABEL])
+
+    async def _release_pod(self, pod: SetPod) -> None:
+        meta = pod.metadata
+        kept = [f for f in meta.finalizers if f != POD_FINALIZER]
+        with contextlib.suppress(NotFound):
+            await self.client.patch(PODS, meta.name, {"metadata": {"resourceVersion": meta.resource_version,
+                                                                   "finalizers": kept}}, meta.namespace)
+            self.stats.pods_released += 1

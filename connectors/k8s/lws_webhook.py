@@ -1,0 +1,175 @@
+"""Kueue's webhooks for LeaderWorkerSets (``leaderworkerset.x-k8s.io/v1``): its
+``leaderworkerset.x-k8s.io/leaderworkerset`` integration's (``pkg/controller/jobs/leaderworkerset/
+leaderworkerset_webhook.go``).
+
+A LeaderWorkerSet has no suspend flag: Kueue holds it through its pods. Its mutating webhook
+(``mleaderworkerset.kb.io`` at ``/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset``, on create and update)
+gives one the ``default`` queue when its namespace has a LocalQueue ``default`` (and is managed), then, when it
+names a queue or is managed without one, marks its pod templates (the leader's, when it has one, and the
+workers'): ``kueue.x-k8s.io/pod-suspending-parent: leaderworkerset`` — so the Pod webhook gates its pods — and
+``kueue.x-k8s.io/pod-group-serving: "true"``, plus the WorkloadPriorityClass label the set names
+(:func:`connectors.k8s.leaderworkerset.default_marks`).
+
+Its validating webhook (``vleaderworkerset.kb.io`` at ``/validate-leaderworkerset-x-k8s-io-v1-leaderworkerset``,
+create and update) refuses a queue name that is not a DNS-1123 subdomain, the ``LeaderReady`` startup policy with a
+queue name, and on update a changed queue name and, for a set that named a queue, a leader template added or
+removed or a pod spec changed but for its images (:mod:`connectors.k8s.leaderworkerset`).
+
+Both are registered as the JobSet and MPIJob webhooks are (:mod:`connectors.k8s.framework_webhook`): whatever the
+Configuration says, answering every review unchanged while the integration is off (``failurePolicy: Ignore``),
+``Fail`` while it is on. Not done, unlike Kueue: its webhook for the StatefulSets a LeaderWorkerSet makes
+(``leaderworkerset_statefulset_webhook.go``) and the WorkloadPriorityClass defaulting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from connectors.k8s import framework_webhook, job_selection
+from connectors.k8s import leaderworkerset as lw
+from connectors.k8s.errors import KubeError
+from connectors.k8s.framework_webhook import FrameworkWebhooks, Reviewer
+from connectors.k8s.job_events import QUEUE_LABEL
+from connectors.k8s.json_patch import escape, map_ops
+from connectors.k8s.pod_webhook import (
+    DEFAULT_QUEUE,
+    HasDefaultQueue,
+    LookupFailed,
+    NamespaceLabels,
+    allowed_as_is,
+    patch_answer,
+)
+from connectors.k8s.resources import LEADER_WORKER_SETS
+from kueue_es.scheduler.config import SchedulerConfig
+from projections.clusterqueues import selector_matches
+
+MUTATING_PATH = "/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset"
+MUTATING_NAME = "mleaderworkerset.kb.io"
+VALIDATING_PATH = "/validate-leaderworkerset-x-k8s-io-v1-leaderworkerset"
+VALIDATING_NAME = "vleaderworkerset.kb.io"
+PATHS = (MUTATING_PATH, VALIDATING_PATH)
+TEMPLATES = "/spec/leaderWorkerTemplate"
+
+
+class LeaderWorkerSetWebhooks(FrameworkWebhooks, frozen=True):
+    """What the LeaderWorkerSet webhooks read of the Kueue Configuration."""
+
+    @classmethod
+    def of(cls, config: SchedulerConfig) -> LeaderWorkerSetWebhooks:
+        return cls(config.manages_leaderworkersets, config.managed_jobs_selector,
+                   config.manage_jobs_without_queue_name, config.manages_pods, dict(config.feature_gates),
+                   jobsets_on=config.manages_jobsets, mpijobs_on=config.manages_mpijobs,
+                   kubeflow_on=config.kubeflow_kinds, rayjobs_on=config.manages_rayjobs,
+                   rayclusters_on=config.manages_rayclusters, lws_on=config.manages_leaderworkersets)
+
+
+# --- the mutating webhook ---------------------------------------------------------------------------------------
+
+
+def marks_patch(lws: Mapping[str, Any], *, default_queue: bool, hold: bool) -> list[dict[str, Any]]:
+    """The JSON patch of Kueue's defaulting, as decided: the ``default`` queue label, then (``hold``) the marks of
+    each pod template (:func:`connectors.k8s.leaderworkerset.default_marks`)."""
+    meta = lws.get("metadata") or {}
+    ops = map_ops("/metadata/labels", meta.get("labels"), {QUEUE_LABEL: DEFAULT_QUEUE}) if default_queue else []
+    if not hold:
+        return ops
+    lwt = (lws.get("spec") or {}).get("leaderWorkerTemplate") or {}
+    for field, labels, notes in lw.default_marks(dict(lws)):
+        template = lwt.get(field) if isinstance(lwt.get(field), dict) else {}
+        path = f"{TEMPLATES}/{escape(field)}"
+        if not isinstance(lwt.get(field), dict):
+            ops.append({"op": "add", "path": path, "value": {}})
+        tmeta = template.get("metadata")
+        if not isinstance(tmeta, dict):
+            value = {"annotations": notes, **({"labels": labels} if labels else {})}
+            ops.append({"op": "add", "path": f"{path}/metadata", "value": value})
+            continue
+        ops += map_ops(f"{path}/metadata/labels", tmeta.get("labels"), labels) if labels else []
+        ops += map_ops(f"{path}/metadata/annotations", tmeta.get("annotations"), notes)
+    return ops
+
+
+async def defaults(lws: dict[str, Any], namespace: str, settings: FrameworkWebhooks,
+                   namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue) -> list[dict[str, Any]]:
+    """Decide Kueue's defaulting of ``lws`` with the lookups it needs (module docstring). Raises
+    :class:`~connectors.k8s.pod_webhook.LookupFailed` when the namespace cannot be read."""
+    meta = lws.get("metadata") or {}
+    queued = bool((meta.get("labels") or {}).get(QUEUE_LABEL))
+    kueue_parent = job_selection.kueue_owner(job_selection.raw_controller(meta), settings.pods_on,
+                                             jobsets_on=settings.jobsets_on, mpijobs_on=settings.mpijobs_on,
+                                             kubeflow_on=settings.kubeflow_on, rayjobs_on=settings.rayjobs_on,
+                                             rayclusters_on=settings.rayclusters_on, lws_on=settings.lws_on)
+
+    async def managed() -> bool:
+        try:
+            labels = await namespace_labels(namespace)
+        except KubeError as exc:
+            raise LookupFailed(f"failed to get namespace: {exc}") from exc
+        return selector_matches(settings.managed_namespaces, labels)
+
+    default_queue = (not queued and not kueue_parent and bool(namespace) and await has_default_queue(namespace)
+                     and await managed())
+    hold = not kueue_parent and (queued or default_queue or (settings.without_queue and await managed()))
+    return marks_patch(lws, default_queue=default_queue, hold=hold)
+
+
+async def mutating_review(body: bytes, settings: FrameworkWebhooks, namespace_labels: NamespaceLabels,
+                          has_default_queue: HasDefaultQueue) -> dict[str, Any]:
+    """Answer one AdmissionReview (v1) of a LeaderWorkerSet being created or updated: allowed, with
+    :func:`defaults`' patch; refused (500) when the namespace cannot be read."""
+    req = msgspec.json.decode(body).get("request") or {}
+    obj = req.get("object")
+    patch = None
+    if settings.enabled and isinstance(obj, dict) and obj:
+        namespace = req.get("namespace") or (obj.get("metadata") or {}).get("namespace", "")
+
+        async def patch() -> list[dict[str, Any]]:
+            return await defaults(obj, namespace, settings, namespace_labels, has_default_queue)
+    return await patch_answer(req, patch)
+
+
+# --- the validating webhook -------------------------------------------------------------------------------------
+
+
+def create_errors(lws: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
+    return lw.create_errors(dict(lws))
+
+
+def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],
+                  default_queue: bool = False) -> list[str]:
+    return lw.update_errors(dict(old), dict(new))
+
+
+KIND = framework_webhook.Kind(LEADER_WORKER_SETS, MUTATING_PATH, MUTATING_NAME, VALIDATING_PATH, VALIDATING_NAME,
+                              (), create_errors, update_errors)
+
+
+# --- serving and registering ------------------------------------------------------------------------------------
+
+
+def reviewers(settings: FrameworkWebhooks, namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue
+              ) -> dict[str, Reviewer]:
+    """Path -> the review that answers it: both webhooks, or, the integration off, reviews that allow every
+    LeaderWorkerSet as it is."""
+    if not settings.enabled:
+        return {MUTATING_PATH: allowed_as_is, VALIDATING_PATH: allowed_as_is}
+
+    async def mutate(body: bytes) -> dict[str, Any]:
+        return await mutating_review(body, settings, namespace_labels, has_default_queue)
+
+    async def validate(body: bytes) -> dict[str, Any]:
+        return await framework_webhook.validating_review(body, KIND, settings.feature_gates, has_default_queue)
+
+    return {MUTATING_PATH: mutate, VALIDATING_PATH: validate}
+
+
+def registration(client_config: dict[str, Any], namespace_selector: dict[str, Any], *, on: bool,
+                 mutating: bool) -> dict[str, Any]:
+    """The webhook entry as :func:`connectors.k8s.framework_webhook.registration` makes it, the mutating one on
+    update too (Kueue defaults a LeaderWorkerSet being updated as well)."""
+    out = framework_webhook.registration(KIND, client_config, namespace_selector, on=on, mutating=mutating)
+    out["rules"][0]["operations"] = ["CREATE", "UPDATE"]
+    return out

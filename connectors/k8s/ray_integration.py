@@ -1,0 +1,78 @@
+"""Kueue's Ray integrations (``ray.io/rayjob``, ``ray.io/raycluster``): a queued ray.io/v1 RayJob or RayCluster runs
+only while its Workload is admitted.
+
+KubeRay's objects are none of admission's inputs: as for JobSets and MPIJobs, each integration keeps its own
+list+watch of its kind (:mod:`connectors.k8s.watched_jobs`) and takes the steps of Kueue's generic job reconciler
+(:mod:`connectors.k8s.jobframework`) with its kind's pieces (:mod:`connectors.k8s.rayjob`,
+:mod:`connectors.k8s.raycluster`): a running one without a Workload is suspended (``spec.suspend``) and a suspended
+one given ``rayjob-``/``raycluster-<name>-<hash>``; admitted, the head's and worker groups' templates (and a
+RayJob's submitter template) get the admission and it is unsuspended; not admitted, it is suspended with its
+templates restored in one write; a RayJob's ``Complete``/``Failed`` deployment finishes its Workload (a RayCluster
+never finishes); PodsReady follows the cluster's ``ready`` state. Kueue counts no reclaimable pods for either.
+
+A RayJob with a ``clusterSelector`` is not Kueue's (its ``Skip``). A RayCluster with a Kueue-managed ancestor —
+with the RayJob integration on, a RayJob up its controller chain that names a queue, or any under
+``manageJobsWithoutQueueName`` (:func:`connectors.k8s.child_jobs.managed_ancestor`, over the parents registry the
+connector shares among the job reconcilers) — is that ancestor's child, as a child Job is
+(:meth:`JobReconciler._as_child <connectors.k8s.jobframework.JobReconciler._as_child>`, a step of the shared
+reconciler): no Workload of its own, kept suspended while the ancestor's newest unfinished Workload is missing or
+not admitted (Normal ``Suspended`` "Kueue managed child job suspended"). The RayJob's submitter Job is found the
+RayJob's child the same way by the Job integration. Not done (see the README): rewriting a Workload whose pod sets
+no longer match, prebuilt Workloads, MultiKueue's ``managedBy``, elastic autoscaling.
+"""
+
+from __future__ import annotations
+
+import structlog
+
+from connectors.k8s import raycluster as rc
+from connectors.k8s import rayjob as rj
+from connectors.k8s.resources import RAYCLUSTERS, RAYJOBS
+from connectors.k8s.watched_jobs import WatchedJobIntegration
+from kueue_es.scheduler.config import SchedulerConfig
+
+log = structlog.get_logger("kueue_es.k8s.ray")
+
+
+class RayJobIntegration(WatchedJobIntegration[rj.RayJob]):
+    """The RayJob adapter of the shared job reconciler, with its own list+watch of RayJobs."""
+
+    KIND = rj.KIND
+    NOUN = "rayjob"
+    RESOURCE = RAYJOBS
+    LOG = log
+    K = rj
+    ITEM = rj.RayJob
+
+    def framework_on(self, config: SchedulerConfig) -> bool:
+        return config.manages_rayjobs
+
+    def _managed(self, job: rj.RayJob, config: SchedulerConfig) -> bool:
+        return not rj.skipped(job) and super()._managed(job, config)
+
+    def reclaimable_pods(self, job: rj.RayJob) -> tuple[tuple[str, int], ...]:
+        return ()
+
+    def pod_priority_class(self, job: rj.RayJob) -> str | None:
+        return rj.priority_class(job)
+
+
+class RayClusterIntegration(WatchedJobIntegration[rc.RayCluster]):
+    """The RayCluster adapter of the shared job reconciler, with its own list+watch of RayClusters; one a queued
+    RayJob controls is that RayJob's child (module docstring)."""
+
+    KIND = rc.KIND
+    NOUN = "raycluster"
+    RESOURCE = RAYCLUSTERS
+    LOG = log
+    K = rc
+    ITEM = rc.RayCluster
+
+    def framework_on(self, config: SchedulerConfig) -> bool:
+        return config.manages_rayclusters
+
+    def reclaimable_pods(self, job: rc.RayCluster) -> tuple[tuple[str, int], ...]:
+        return ()
+
+    def pod_priority_class(self, job: rc.RayCluster) -> str | None:
+        return rc.priority_class(job)

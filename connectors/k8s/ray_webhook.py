@@ -1,0 +1,208 @@
+"""Kueue's webhooks for RayJobs and RayClusters (``ray.io/v1``): its ``ray.io/rayjob`` and ``ray.io/raycluster``
+integrations'.
+
+Each kind's mutating webhook (``mrayjob.kb.io`` at ``/mutate-ray-io-v1-rayjob``, ``mraycluster.kb.io`` at
+``/mutate-ray-io-v1-raycluster``, on create) defaults it as any job (Kueue's ``rayjob_webhook.go`` and
+``raycluster_webhook.go`` ``Default``; :mod:`connectors.k8s.framework_webhook`): the ``default`` queue, the
+``default`` WorkloadPriorityClass, then ``spec.suspend: true`` when it names a queue or is managed without one — never
+when its controller is of a kind Kueue runs (a RayJob's RayCluster, with the RayJob integration on).
+
+Each validating webhook (``vrayjob.kb.io``, ``vraycluster.kb.io``, create and update) refuses, in Kueue's words and
+order, when the object is Kueue's (a queue name, or ``manageJobsWithoutQueueName``):
+
+* a RayJob with both a ``clusterSelector`` and a ``rayClusterSpec`` ("a kueue managed job should not use an existing
+  cluster", nothing else checked), with neither ("rayClusterSpec is required for Kueue-managed jobs that don't use
+  clusterSelector"); one with a ``clusterSelector`` alone is not Kueue's and passes as it is; one that does not
+  ``shutdownAfterJobFinishes`` ("a kueue managed job should delete the cluster after finishing");
+* in the cluster spec (Kueue's ``common.go`` ``ValidateCreate``): ``enableInTreeAutoscaling`` unless the object is
+  elastic (``ElasticJobsViaWorkloadSlices`` and ``kueue.x-k8s.io/elastic-job: "true"``), more than 7 worker groups
+  (8 pod sets with the head), a worker group named ``head``;
+
+then the generic job rules (suspended at ``spec.suspend``) and, under ``TopologyAwareScheduling``, each template's
+TAS annotations (head, then each worker group, a slice no larger than its pod set). On update, the update rules
+first, then the create rules on the new object. Registered and failing as the JobSet and MPIJob webhooks: answering
+every review unchanged while the integration is off (``failurePolicy: Ignore``), ``Fail`` while it is on. Not done,
+unlike Kueue: ``spec.managedBy`` defaulted for MultiKueue, the pod-set grouping rules across pod sets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+from typing import Any
+
+from connectors.k8s import framework_webhook, job_validation
+from connectors.k8s.framework_webhook import FrameworkWebhooks, HasDefaultPriorityClass, Kind, Reviewer
+from connectors.k8s.job_events import QUEUE_LABEL
+from connectors.k8s.pod_webhook import HasDefaultQueue, NamespaceLabels
+from connectors.k8s.raycluster import HEAD, worker_count
+from connectors.k8s.resources import RAYCLUSTERS, RAYJOBS, Resource
+from connectors.k8s.workload_slices import ELASTIC_JOB_ANNOTATION
+from kueue_es.scheduler.config import SchedulerConfig
+from projections import gates
+
+SUSPEND_AT = ("spec", "suspend")
+MAX_WORKER_GROUPS = 7
+EXISTING_CLUSTER = "a kueue managed job should not use an existing cluster"
+CLUSTER_SPEC_REQUIRED = "rayClusterSpec is required for Kueue-managed jobs that don't use clusterSelector"
+SHUTDOWN = "a kueue managed job should delete the cluster after finishing"
+AUTOSCALING = "a kueue managed job should only use autoscaling when workload slicing is enabled"
+
+
+class RayWebhooks(FrameworkWebhooks, frozen=True):
+    """What the Ray webhooks read of the Kueue Configuration (``enabled``: the kind's integration)."""
+
+    @classmethod
+    def of(cls, config: SchedulerConfig, *, clusters: bool) -> RayWebhooks:
+        """The RayJob webhooks' settings (``clusters``: the RayCluster webhooks')."""
+        return cls(config.manages_rayclusters if clusters else config.manages_rayjobs,
+                   config.managed_jobs_selector, config.manage_jobs_without_queue_name, config.manages_pods,
+                   dict(config.feature_gates), jobsets_on=config.manages_jobsets, mpijobs_on=config.manages_mpijobs,
+                   kubeflow_on=config.kubeflow_kinds, rayjobs_on=config.manages_rayjobs,
+                   rayclusters_on=config.manages_rayclusters, lws_on=config.manages_leaderworkersets)
+
+
+# --- the validating webhook -------------------------------------------------------------------------------------
+
+
+def _map(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _go_map(value: Mapping[str, Any]) -> str:
+    """A ``map[string]string`` as Go prints one in a field error."""
+    return "map[string]string{" + ",".join(f'"{k}":"{v}"' for k, v in sorted(value.items())) + "}"
+
+
+def _managed(obj: Mapping[str, Any], without_queue: bool) -> bool:
+    return without_queue or bool(_map(_map(obj.get("metadata")).get("labels")).get(QUEUE_LABEL))
+
+
+def _elastic(obj: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> bool:
+    return (gates.enabled(feature_gates, gates.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)
+            and _map(_map(obj.get("metadata")).get("annotations")).get(ELASTIC_JOB_ANNOTATION) == "true")
+
+
+def _worker_groups(cluster_spec: Mapping[str, Any]) -> list[dict[str, Any]]:
+    groups = cluster_spec.get("workerGroupSpecs")
+    return [g if isinstance(g, dict) else {} for g in groups] if isinstance(groups, list) else []
+
+
+def cluster_spec_errors(obj: Mapping[str, Any], cluster_spec: Mapping[str, Any], path: str,
+                        feature_gates: Mapping[str, bool]) -> list[str]:
+    """Kueue's rules for a Kueue-run cluster spec at ``path``: autoscaling, the worker groups' number and names."""
+    errors: list[str] = []
+    if cluster_spec.get("enableInTreeAutoscaling") is True and not _elastic(obj, feature_gates):
+        errors.append(job_validation.invalid(f"{path}.enableInTreeAutoscaling", True, AUTOSCALING))
+    groups = _worker_groups(cluster_spec)
+    if len(groups) > MAX_WORKER_GROUPS:
+        errors.append(f"{path}.workerGroupSpecs: Too many: {len(groups)}: must have at most {MAX_WORKER_GROUPS} items")
+    errors += [job_validation.forbidden(f"{path}.workerGroupSpecs[{i}].groupName", f'"{HEAD}" is reserved for the '
+                                        "head group") for i, g in enumerate(groups) if g.get("groupName") == HEAD]
+    return errors
+
+
+def _annotations(template: Any) -> dict[str, str]:
+    return _map(_map(_map(template).get("metadata")).get("annotations"))
+
+
+def topology_errors(cluster_spec: Mapping[str, Any], path: str, feature_gates: Mapping[str, bool]) -> list[str]:
+    """Under ``TopologyAwareScheduling``: the head's, then each worker group's template's TAS annotations."""
+    gate = partial(gates.enabled, feature_gates)
+    if not gate(gates.TOPOLOGY_AWARE_SCHEDULING):
+        return []
+    multi = gate(gates.TAS_MULTI_LAYER_TOPOLOGY)
+    head = _map(cluster_spec.get("headGroupSpec")).get("template")
+    errors = job_validation.topology_errors(_annotations(head), 1, multi,
+                                            path=f"{path}.headGroupSpec.template.metadata.annotations")
+    for i, group in enumerate(_worker_groups(cluster_spec)):
+        count = worker_count(group) if isinstance(group.get("replicas", 1), int | None) else None
+        errors += job_validation.topology_errors(_annotations(group.get("template")), count, multi,
+                                                 path=f"{path}.workerGroupSpecs[{i}].template.metadata.annotations")
+    return errors
+
+
+def _as_job(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The object as the generic job rules read a job: its metadata, suspended at ``spec.suspend``."""
+    return {"metadata": obj.get("metadata") or {}, "spec": {"suspend": framework_webhook.suspended(obj, SUSPEND_AT)}}
+
+
+def rayjob_create_errors(job: Mapping[str, Any], feature_gates: Mapping[str, bool], without_queue: bool = False
+                         ) -> list[str]:
+    """What Kueue refuses in a RayJob being created, in its order (module docstring)."""
+    errors: list[str] = []
+    spec = _map(job.get("spec"))
+    cluster_spec = spec.get("rayClusterSpec")
+    if _managed(job, without_queue):
+        selector = _map(spec.get("clusterSelector"))
+        if selector and isinstance(cluster_spec, dict):
+            return [f"spec.clusterSelector: Invalid value: {_go_map(selector)}: {EXISTING_CLUSTER}"]
+        if selector:
+            return []
+        if not isinstance(cluster_spec, dict):
+            return [f"spec.rayClusterSpec: Required value: {CLUSTER_SPEC_REQUIRED}"]
+        if spec.get("shutdownAfterJobFinishes") is not True:
+            errors.append(job_validation.invalid("spec.shutdownAfterJobFinishes", False, SHUTDOWN))
+        errors += cluster_spec_errors(job, cluster_spec, "spec.rayClusterSpec", feature_gates)
+    errors += job_validation.generic_create_errors(_as_job(job))
+    if isinstance(cluster_spec, dict):
+        errors += topology_errors(cluster_spec, "spec.rayClusterSpec", feature_gates)
+    return errors
+
+
+def raycluster_create_errors(cluster: Mapping[str, Any], feature_gates: Mapping[str, bool],
+                             without_queue: bool = False) -> list[str]:
+    """What Kueue refuses in a RayCluster being created, in its order (module docstring)."""
+    spec = _map(cluster.get("spec"))
+    errors = cluster_spec_errors(cluster, spec, "spec", feature_gates) if _managed(cluster, without_queue) else []
+    return errors + job_validation.generic_create_errors(_as_job(cluster)) + topology_errors(spec, "spec",
+                                                                                              feature_gates)
+
+
+def _update_errors(create: Any, old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],
+                   default_queue: bool = False, without_queue: bool = False) -> list[str]:
+    """Kueue checks an update only of an object that is Kueue's: the update rules, then the create rules on
+    ``new``."""
+    if not _managed(new, without_queue):
+        return []
+    return (job_validation.generic_update_errors(_as_job(old), _as_job(new), feature_gates,
+                                                 default_queue=default_queue)
+            + create(new, feature_gates, without_queue))
+
+
+def _kind(resource: Resource, create: Any, without_queue: bool) -> Kind:
+    singular = resource.kind.lower()
+    return Kind(resource, f"/mutate-ray-io-v1-{singular}", f"m{singular}.kb.io", f"/validate-ray-io-v1-{singular}",
+                f"v{singular}.kb.io", SUSPEND_AT, lambda new, fg: create(new, fg, without_queue),
+                lambda old, new, fg, default: _update_errors(create, old, new, fg, default, without_queue))
+
+
+def rayjob_kind(without_queue: bool = False) -> Kind:
+    """The RayJob's :class:`~connectors.k8s.framework_webhook.Kind` (``without_queue``: ``manageJobsWithoutQueueName``,
+    under which every RayJob is checked)."""
+    return _kind(RAYJOBS, rayjob_create_errors, without_queue)
+
+
+def raycluster_kind(without_queue: bool = False) -> Kind:
+    """The RayCluster's :class:`~connectors.k8s.framework_webhook.Kind` (see :func:`rayjob_kind`)."""
+    return _kind(RAYCLUSTERS, raycluster_create_errors, without_queue)
+
+
+RAYJOB_KIND, RAYCLUSTER_KIND = rayjob_kind(), raycluster_kind()
+"""What registering the webhooks reads (paths, names, resource)."""
+PATHS = (RAYJOB_KIND.mutating_path, RAYJOB_KIND.validating_path, RAYCLUSTER_KIND.mutating_path,
+         RAYCLUSTER_KIND.validating_path)
+
+
+# --- serving ----------------------------------------------------------------------------------------------------
+
+
+def reviewers(jobs: RayWebhooks, clusters: RayWebhooks, namespace_labels: NamespaceLabels,
+              has_default_queue: HasDefaultQueue, has_default_priority_class: HasDefaultPriorityClass | None = None
+              ) -> dict[str, Reviewer]:
+    """Path -> the review that answers it, for both kinds: each kind's pair, or, its integration off, reviews that
+    allow every object as it is."""
+    return {**framework_webhook.reviewers(rayjob_kind(jobs.without_queue), jobs, namespace_labels, has_default_queue,
+                                          has_default_priority_class),
+            **framework_webhook.reviewers(raycluster_kind(clusters.without_queue), clusters, namespace_labels,
+                                          has_default_queue, has_default_priority_class)}

@@ -1,0 +1,295 @@
+"""What Kueue's RayCluster integration (``ray.io/raycluster``) decides about one ray.io/v1 RayCluster, as pure data,
+and the Ray cluster spec pieces its RayJob integration (:mod:`connectors.k8s.rayjob`) shares.
+
+Kueue runs a RayCluster through its generic job reconciler; these are the RayCluster's own pieces (Kueue's
+``pkg/controller/jobs/raycluster``, ``common.go`` for what RayJobs share), and
+:mod:`connectors.k8s.ray_integration` does the I/O around them:
+
+* **a cluster spec's pod sets** (:func:`cluster_pod_sets`): ``head`` (one pod) first, then one per worker group in
+  the order written, named by its ``groupName`` and counting ``replicas`` (default 1) times ``numOfHosts`` when
+  that is above 1 — ``minReplicas`` and ``maxReplicas`` are not read; with the recorded Configuration's
+  ``TopologyAwareScheduling`` on, a topology request from each template's TAS annotations (no rank label);
+* **its Workload** (:func:`workload_for`): ``raycluster-<name>-<hash>``, those pod sets, the priority class of the
+  first pod template that names one (a WorkloadPriorityClass label first), queue, maximum execution time, copied
+  labels and ``provreq.kueue.x-k8s.io/`` annotations as for any job;
+* **suspended** is ``spec.suspend`` (absent: running); **starting** merges each pod set's
+  :class:`~connectors.k8s.podsetinfo.PodSetInfo` into the head's and each worker group's template and sets
+  ``suspend: false``; **stopping** sets ``suspend: true`` with each template restored as its Workload's pod set
+  recorded it — one merge patch each (:func:`merge_diff`: the worker groups are a list, written whole),
+  conditioned on the resourceVersion read;
+* a RayCluster **never finishes**; **active** and **pods ready**: its ``status.state`` is ``ready``.
+
+Kueue counts no reclaimable pods for a Ray cluster. Not modelled: under ``ElasticJobsViaWorkloadSlices`` with
+``enableInTreeAutoscaling`` Kueue reads the worker counts from the live RayCluster (``UpdatePodSets``).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import msgspec
+
+from connectors.k8s import podsetinfo, workload_names
+from connectors.k8s.copied_metadata import copied
+from connectors.k8s.job_events import QUEUE_LABEL
+from connectors.k8s.job_priority import workload_priority
+from connectors.k8s.jobs import max_execution_seconds
+from connectors.k8s.jobset import PROVREQ_PREFIX, BadPodSets, recorded_info, write_template
+from connectors.k8s.resources import JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION, RAYCLUSTERS
+from connectors.k8s.workload_names import owner_workload_name
+from events import objects as o
+from kueue_es.scheduler.config import KeysToCopy
+from projections.cluster import ClusterState
+from projections.in_use import FINALIZER
+from projections.workloads import topology_request_from_annotations
+
+__all__ = ["BadPodSets"]
+
+KIND = "RayCluster"
+HEAD = "head"
+"""The head group's pod set (a worker group may not take the name: the webhooks refuse it)."""
+READY = "ready"
+"""KubeRay's ``ready`` cluster state."""
+
+
+class WorkerGroupSpec(o.View):
+    group_name: str = ""
+    replicas: int | None = None
+    num_of_hosts: int = 0
+    template: o.PodTemplateSpec = o.PodTemplateSpec()
+
+
+class HeadGroupSpec(o.View):
+    template: o.PodTemplateSpec = o.PodTemplateSpec()
+
+
+class RayClusterSpec(o.View):
+    suspend: bool | None = None
+    enable_in_tree_autoscaling: bool | None = None
+    head_group_spec: HeadGroupSpec = HeadGroupSpec()
+    worker_group_specs: list[WorkerGroupSpec] = []
+
+
+class RayClusterStatus(o.View):
+    state: str = ""
+    reason: str = ""
+
+
+class RayCluster(o.View):
+    """What the integration reads of a RayCluster; the Workload's templates are built from it as stored."""
+
+    metadata: o.ObjectMeta
+    spec: RayClusterSpec = RayClusterSpec()
+    status: RayClusterStatus = RayClusterStatus()
+
+    @property
+    def key(self) -> str:
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+
+def workload_name(name: str, uid: str, short: bool = False) -> str:
+    """Kueue's name for a RayCluster's Workload; ``short``: its ``ShortWorkloadNames`` gate."""
+    return owner_workload_name(KIND, RAYCLUSTERS.group, name, uid, short=short)
+
+
+def controller_ref(name: str, uid: str) -> dict[str, Any]:
+    """The controller ownerReference of a RayCluster's Workload."""
+    return workload_names.controller_ref(RAYCLUSTERS, name, uid)
+
+
+def owner_of(obs: o.Workload) -> tuple[str, str] | None:
+    """``(name, uid)`` of the RayCluster that controls Workload ``obs`` (None: none does)."""
+    return workload_names.controlled_by(obs, RAYCLUSTERS)
+
+
+# --- a cluster spec's pod sets (shared with RayJobs) ---------------------------------------------------------------
+
+
+def _templates(cluster_spec: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """``(pod set name, raw template)`` of the head then each worker group, the templates as written (not copied)."""
+    head_spec = cluster_spec.get("headGroupSpec")
+    out = [(HEAD, head_spec.setdefault("template", {}) if isinstance(head_spec, dict) else {})]
+    for group in cluster_spec.get("workerGroupSpecs") or []:
+        out.append((str(group.get("groupName", "")).lower(), group.setdefault("template", {})))
+    return out
+
+
+def worker_count(group: dict[str, Any]) -> int:
+    """The pods of a worker group: ``replicas`` (default 1) times ``numOfHosts`` when that is above 1."""
+    replicas = group.get("replicas")
+    count = 1 if replicas is None else int(replicas)
+    hosts = group.get("numOfHosts") or 0
+    return count * hosts if hosts > 1 else count
+
+
+def pod_set(name: str, count: int, template: dict[str, Any], *, tas: bool) -> dict[str, Any]:
+    """One pod set of ``count`` pods of a copy of raw ``template``; ``tas``: with its topology request."""
+    out: dict[str, Any] = {"name": name, "count": count, "template": copy.deepcopy(template)}
+    if tas:
+        annotations = (template.get("metadata") or {}).get("annotations") or {}
+        request = topology_request_from_annotations(annotations) or o.PodSetTopologyRequest()
+        out["topologyRequest"] = msgspec.to_builtins(request)
+    return out
+
+
+def cluster_pod_sets(cluster_spec: dict[str, Any], *, tas: bool) -> list[dict[str, Any]]:
+    """The pod sets of a raw Ray cluster spec: the head's, then each worker group's (module docstring)."""
+    cluster_spec = copy.deepcopy(cluster_spec)
+    groups = cluster_spec.get("workerGroupSpecs") or []
+    counts = [1, *(worker_count(g) for g in groups)]
+    return [pod_set(name, count, template, tas=tas)
+            for (name, template), count in zip(_templates(cluster_spec), counts, strict=True)]
+
+
+def first_priority_class(pod_sets: list[dict[str, Any]]) -> str | None:
+    """The PriorityClass of the first pod set whose template names one."""
+    for ps in pod_sets:
+        name = (ps["template"].get("spec") or {}).get("priorityClassName")
+        if name:
+            return str(name)
+    return None
+
+
+def workload(state: ClusterState, keys: KeysToCopy, raw: dict[str, Any], name: str, pod_sets: list[dict[str, Any]],
+             owner: dict[str, Any]) -> dict[str, Any]:
+    """The Workload of Ray object ``raw`` (as stored) under ``name`` with ``pod_sets``, owned by ``owner``; raises
+    as :func:`workload_for` says."""
+    meta = raw["metadata"]
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    spec: dict[str, Any] = {"podSets": pod_sets}
+    if labels.get(QUEUE_LABEL):
+        spec = {"queueName": labels[QUEUE_LABEL], **spec}
+    priority = workload_priority(state, labels, first_priority_class(pod_sets))
+    if priority is not None:
+        spec["priorityClassRef"], spec["priority"] = priority
+    max_exec = max_execution_seconds(labels)
+    if max_exec is not None:
+        spec["maximumExecutionTimeSeconds"] = max_exec
+    wl_annotations = copied(keys.annotations, annotations)
+    wl_annotations.update((k, v) for k, v in annotations.items() if k.startswith(PROVREQ_PREFIX))
+    wl_meta: dict[str, Any] = {
+        "name": name, "namespace": meta["namespace"],
+        "labels": {**copied(keys.labels, labels), JOB_UID_LABEL: meta["uid"]},
+        "finalizers": [FINALIZER], "ownerReferences": [owner]}
+    if wl_annotations:
+        wl_meta["annotations"] = wl_annotations
+    return {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "kind": "Workload", "metadata": wl_meta, "spec": spec}
+
+
+def pod_sets(raw_cluster: dict[str, Any], *, tas: bool) -> list[dict[str, Any]]:
+    """The Workload's pod sets for the RayCluster as stored."""
+    return cluster_pod_sets(raw_cluster.get("spec") or {}, tas=tas)
+
+
+def priority_class(cluster: RayCluster) -> str | None:
+    """The PriorityClass the RayCluster's pods name: the head's, else the first worker group's that names one."""
+    templates = [cluster.spec.head_group_spec.template, *(g.template for g in cluster.spec.worker_group_specs)]
+    return next((t.spec.priority_class_name for t in templates if t.spec.priority_class_name), None)
+
+
+def workload_for(state: ClusterState, keys: KeysToCopy, raw_cluster: dict[str, Any], name: str) -> dict[str, Any]:
+    """The Workload to create for ``raw_cluster`` (as stored) under ``name``, copying ``keys``. Raises
+    :class:`~events.errors.InvalidInput` for a ``max-exec-time-seconds`` Kueue refuses,
+    :class:`~connectors.k8s.job_priority.WorkloadPriorityClassNotFound` or
+    :class:`~connectors.k8s.job_priority.PriorityClassNotFound` for a class the log does not hold."""
+    meta = raw_cluster["metadata"]
+    return workload(state, keys, raw_cluster, name, pod_sets(raw_cluster, tas=state.tas_enabled),
+                    controller_ref(meta["name"], meta["uid"]))
+
+
+# --- starting and stopping -----------------------------------------------------------------------------------------
+
+
+def pod_set_names(spec: RayClusterSpec) -> list[str]:
+    """The names of a cluster spec's pod sets, in Kueue's order."""
+    return [HEAD, *(g.group_name.lower() for g in spec.worker_group_specs)]
+
+
+def infos_for(state: ClusterState, wl: Any, names: list[str]) -> list[podsetinfo.PodSetInfo]:
+    """What starting adds to the template of each pod set in ``names``, from the Workload's admission (``wl``: its
+    :class:`~projections.workloads.WorkloadInfo`). Raises :class:`BadPodSets` when one has no assignment (Kueue's
+    ``BadPodSetsInfoLenError``), :class:`~connectors.k8s.podsetinfo.MergeConflict` for conflicting checks'
+    updates."""
+    by_name = {a.name: a for a in (wl.admission.pod_set_assignments if wl.admission is not None else ())}
+    assignments = [by_name.get(n) for n in names]
+    if None in assignments:
+        raise BadPodSets(f"expecting {len(names)} podset, got {len(by_name)}")
+    return [podsetinfo.start_info(state, wl, psa) for psa in assignments if psa is not None]
+
+
+def start_infos(state: ClusterState, wl: Any, cluster: RayCluster) -> list[podsetinfo.PodSetInfo]:
+    """What starting the RayCluster adds to each template, head first (see :func:`infos_for`)."""
+    return infos_for(state, wl, pod_set_names(cluster.spec))
+
+
+def merge_diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """The merge patch that turns map ``before`` into ``after``: a key gone is written ``null``, a map changed is
+    patched key by key, anything else changed (a list: whole) is written as ``after`` has it."""
+    out: dict[str, Any] = {k: None for k in before if k not in after}
+    for key, value in after.items():
+        old = before.get(key)
+        if isinstance(value, dict) and isinstance(old, dict):
+            inner = merge_diff(old, value)
+            if inner:
+                out[key] = inner
+        elif key not in before or old != value:
+            out[key] = value
+    return out
+
+
+def start_templates(cluster_spec: dict[str, Any], infos: list[podsetinfo.PodSetInfo]) -> dict[str, Any]:
+    """A copy of raw ``cluster_spec`` with each pod set's info merged into its template (head first). Raises
+    :class:`~connectors.k8s.podsetinfo.MergeConflict`."""
+    spec = copy.deepcopy(cluster_spec)
+    for (_, template), info in zip(_templates(spec), infos, strict=True):
+        write_template(template, podsetinfo.onto_template(msgspec.convert(template, o.PodTemplateSpec), info))
+    return spec
+
+
+def restored_templates(cluster_spec: dict[str, Any], saved: list[o.PodSet]) -> dict[str, Any]:
+    """A copy of raw ``cluster_spec`` with each template given back what its Workload's pod set of the same name
+    recorded (one without such a pod set left as it is)."""
+    spec = copy.deepcopy(cluster_spec)
+    by_name = {ps.name: ps for ps in saved}
+    for name, template in _templates(spec):
+        if name in by_name:
+            write_template(template, recorded_info(by_name[name]))
+    return spec
+
+
+def _patch(raw_cluster: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {"resourceVersion": raw_cluster["metadata"]["resourceVersion"]},
+            "spec": merge_diff(raw_cluster.get("spec") or {}, spec)}
+
+
+def start_patch(raw_cluster: dict[str, Any], infos: list[podsetinfo.PodSetInfo]) -> dict[str, Any]:
+    """The merge patch that starts the RayCluster: each template with its info, ``suspend: false``."""
+    spec = start_templates(raw_cluster.get("spec") or {}, infos)
+    spec["suspend"] = False
+    return _patch(raw_cluster, spec)
+
+
+def stop_patch(raw_cluster: dict[str, Any], saved: list[o.PodSet]) -> dict[str, Any]:
+    """The merge patch that suspends the RayCluster with its templates restored from ``saved``."""
+    spec = restored_templates(raw_cluster.get("spec") or {}, saved)
+    spec["suspend"] = True
+    return _patch(raw_cluster, spec)
+
+
+# --- what its status says -------------------------------------------------------------------------------------------
+
+
+def finished(cluster: RayCluster) -> tuple[str, str] | None:
+    """Never: a RayCluster does not finish (Kueue's ``Finished`` says so whatever its state)."""
+    return None
+
+
+def is_active(cluster: RayCluster) -> bool:
+    """Kueue's ``IsActive``: the cluster's state is ``ready``."""
+    return cluster.status.state == READY
+
+
+def pods_ready(cluster: RayCluster) -> bool:
+    """Kueue's ``PodsReady``: the cluster's state is ``ready``."""
+    return cluster.status.state == READY

@@ -1,0 +1,280 @@
+"""Place a pod-set group (a leader and its workers, e.g. a LeaderWorkerSet) in one joint run (§2.7 rule 25).
+
+Kueue places the two pod sets of a group together: the one with the smaller count is the leader (always one
+pod, whatever its count says), the other holds the workers, and the workers' topology request, node selection
+and slices govern the run. Every domain carries, besides the workers' pods and slices, whether the leader fits
+(``leader``) and how many workers still fit once it is there (``pods_wl``/``slices_wl``): a leaf subtracts the
+leader's requests before counting workers again; a parent takes its children's counts less the smallest loss any
+leader-capable child suffers (0 when none can take the leader), and the largest ``leader``. The search orders
+domains by ``leader`` first, then the with-leader slices and pods, and needs a domain taking the leader and
+every slice; a preferred request climbs as a single pod set does, and the top level's greedy run takes the first
+leader-capable domain (with-leader slices) before the rest in the plain order. The descent gives the leader to
+the first domain in each order that can take it, with the with-leader counts, and the workers the rest.
+
+The leader's assignment is the leaves holding the leader; the workers' the leaves holding workers. Deliberate
+differences, all where Kueue's own run would lose the leader or assign more workers than asked (it then logs an
+error and writes an empty or oversized assignment): best fit swaps only among domains that can take the
+leader; LeastFreeCapacity takes the first domain holding the leader and every slice with it (Kueue checks the
+slices without the leader); a domain taking the leader and only part of the pods keeps its with-leader count
+(Kueue keeps the leader only in slice units); and where the descent would strand pods, the leader moves to the
+domain the with-leader counts assumed (:func:`trim_with_leader`). Balanced placement and preferred node affinity do not apply to
+groups here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from kueue_es.scheduler.tas.counts import Counts, fill_counts
+from kueue_es.scheduler.tas.search import order, tightest
+from projections.topology import FlavorSnapshot, TopologyTree, fit_in_leaf
+
+
+class GroupCounts:
+    """Per-level counts of a group: the plain ones (``base``, what the workers alone fit) and the leader-aware
+    ones."""
+
+    __slots__ = ("base", "pods_wl", "slices_wl", "leader")
+
+    def __init__(self, base: Counts, pods_wl: list[list[int]], slices_wl: list[list[int]],
+                 leader: list[list[int]]) -> None:
+        self.base = base
+        self.pods_wl = pods_wl
+        self.slices_wl = slices_wl
+        self.leader = leader
+
+
+def fill_group_counts(snap: FlavorSnapshot, per_pod: tuple[tuple[str, int], ...],
+                      leader_per_pod: tuple[tuple[str, int], ...], *,
+                      assumed: Mapping[str, Mapping[str, int]] | None, simulate_empty: bool,
+                      excluded: Mapping, within: tuple[int, int] | None, slice_size: int, slice_level: int,
+                      inner: Mapping[int, int] | None) -> GroupCounts:
+    tree = snap.tree
+    base = fill_counts(snap, per_pod, assumed=assumed, simulate_empty=simulate_empty, excluded=excluded,
+                       within=within, slice_size=slice_size, slice_level=slice_level, inner=inner)
+    columns = snap.free if simulate_empty else snap.remaining
+    ids = tree.ids[-1]
+    leaves = base.pods[-1]
+    leader_leaf = [0] * tree.leaf_count
+    wl_leaf = list(leaves)
+    for i in range(tree.leaf_count):
+        if i in base.leaf_why:
+            continue
+        minus = dict(assumed.get(ids[i], {})) if assumed else {}
+        if fit_in_leaf(columns, i, leader_per_pod, minus) > 0:
+            leader_leaf[i] = 1
+            for r, q in leader_per_pod:
+                minus[r] = minus.get(r, 0) + q
+            wl_leaf[i] = fit_in_leaf(columns, i, per_pod, minus)
+    return _roll_up(tree, base, wl_leaf, leader_leaf, slice_size, slice_level, inner)
+
+
+def _roll_up(tree: TopologyTree, base: Counts, wl_leaf: list[int], leader_leaf: list[int], size: int,
+             slice_level: int, inner: Mapping[int, int] | None) -> GroupCounts:
+    depth = tree.depth
+    pods, slices = base.pods, base.slices
+    pods_wl: list[list[int]] = [[] for _ in range(depth)]
+    slices_wl: list[list[int]] = [[] for _ in range(depth)]
+    leader: list[list[int]] = [[] for _ in range(depth)]
+    pods_wl[-1], leader[-1] = wl_leaf, leader_leaf
+    slices_wl[-1] = [p // size for p in wl_leaf] if slice_level == depth - 1 else [0] * len(wl_leaf)
+    for lvl in range(depth - 2, -1, -1):
+        unit = inner.get(lvl + 1, 1) if inner else 1
+        cp, cpw, cs, csw, cl = pods[lvl + 1], pods_wl[lvl + 1], slices[lvl + 1], slices_wl[lvl + 1], leader[lvl + 1]
+        row_wl, row_swl, row_l = [], [], []
+        for d, (a, b) in enumerate(zip(tree.child_start[lvl], tree.child_end[lvl], strict=True)):
+            capable = [c for c in range(a, b) if cl[c] > 0]
+            if capable:
+                loss = min((cp[c] - cp[c] % unit) - (cpw[c] - cpw[c] % unit) for c in capable)
+                slice_loss = min(cs[c] - csw[c] for c in capable)
+                with_leader = pods[lvl][d] - loss
+                swl = with_leader // size if lvl == slice_level else sum(cs[a:b]) - slice_loss
+            else:
+                with_leader = swl = 0
+            row_wl.append(with_leader)
+            row_swl.append(swl if lvl <= slice_level else 0)
+            row_l.append(max(cl[a:b], default=0))
+        pods_wl[lvl], slices_wl[lvl], leader[lvl] = row_wl, row_swl, row_l
+    return GroupCounts(base, pods_wl, slices_wl, leader)
+
+
+def leader_order(gc: GroupCounts, level: int, lfc: bool) -> list[int]:
+    """Kueue's order with a leader: leader capacity descending, with-leader slices (descending for BestFit,
+    ascending for LeastFreeCapacity), with-leader pods ascending, level values."""
+    lead, swl, pwl = gc.leader[level], gc.slices_wl[level], gc.pods_wl[level]
+    sign = 1 if lfc else -1
+    return sorted(range(len(lead)), key=lambda i: (-lead[i], sign * swl[i], pwl[i], i))
+
+
+def _tightest_with_leader(domains: Sequence[int], need: int, value_wl: Sequence[int], lead: Sequence[int],
+                          leaders: int) -> int:
+    """Among ``domains`` able to take ``leaders``, the first with the smallest with-leader value of at least
+    ``need``; ``domains[0]`` is known to qualify."""
+    best = domains[0]
+    for d in domains:
+        if lead[d] >= leaders and need <= value_wl[d] < value_wl[best]:
+            best = d
+    return best
+
+
+NotFit = Callable[[int, int, int], str]
+
+
+def find_group_fit_level(gc: GroupCounts, level: int, *, slices: int, required: bool, unconstrained: bool,
+                         lfc: bool, not_fit: NotFit, no_domains: Callable[[int], str]) -> tuple[int, list[int]] | str:
+    """(fit level, domains chosen there) for the group, or the failure message (§2.5 with a leader)."""
+    base = gc.base
+    while True:
+        sc, pc = base.slices[level], base.pods[level]
+        if not sc:
+            return no_domains(level)
+        lead, swl = gc.leader[level], gc.slices_wl[level]
+        ordered = leader_order(gc, level, lfc)
+        top = ordered[0]
+        if lfc:
+            hit = next((d for d in ordered if lead[d] >= 1 and swl[d] >= slices), None)
+            if hit is not None:
+                return level, [hit]
+            if required:
+                return not_fit(pc[ordered[-1]], slices, level)
+        elif lead[top] >= 1 and swl[top] >= slices:
+            return level, [_tightest_with_leader(ordered, slices, swl, lead, 1)]
+        if required:
+            return not_fit(sc[top], slices, level)
+        if level > 0 and not unconstrained:
+            level -= 1
+            continue
+        if lead[top] == 0:
+            return not_fit(0, slices, level)
+        remaining = slices - swl[top]
+        chosen = [top]
+        rest = order(base, level, [d for d in ordered[1:] if sc[d] > 0], lfc)
+        for k, d in enumerate(rest):
+            if remaining <= 0:
+                break
+            if not lfc and sc[d] >= remaining:
+                d = tightest(rest[k:], remaining, sc)
+            chosen.append(d)
+            remaining -= sc[d]
+        if remaining > 0:
+            return not_fit(slices - remaining, slices, level)
+        return level, chosen
+
+
+def trim_with_leader(domains: Sequence[int], need: int, leaders: int, value: Sequence[int],
+                     value_wl: Sequence[int], lead: Sequence[int], unit: int, bestfit: bool,
+                     out: dict[int, int], out_leader: dict[int, int]) -> list[int]:
+    """Kueue's ``updateCountsToMinimumGeneric`` with a leader: in order, the first domains take the leader
+    (with their with-leader counts) until it is placed, the others their plain counts, until ``need`` units
+    (slices of ``unit`` pods) are covered; BestFit swaps in the tightest domain that covers the rest. Where that
+    walk strands units (the leader taken by a domain that then holds too few workers, which Kueue answers with
+    an empty assignment), the leader goes instead to the leader-capable domain losing the fewest units to it —
+    the one the with-leader counts assumed — and the workers fill the domains in the same order."""
+    pods: dict[int, int] = {}
+    leads: dict[int, int] = {}
+    taken = _walk(domains, need, leaders, value, value_wl, lead, unit, bestfit, pods, leads)
+    if taken is None and leaders > 0:
+        pods, leads = {}, {}
+        taken = _walk_min_loss(domains, need, leaders, value, value_wl, lead, unit, bestfit, pods, leads)
+    if taken is None:
+        raise AssertionError(f"TAS group descent: {need} unit(s), {leaders} leader(s) do not fit (counts are "
+                             "inconsistent)")
+    out.update(pods)
+    out_leader.update(leads)
+    return taken
+
+
+def _walk(domains: Sequence[int], need: int, leaders: int, value: Sequence[int], value_wl: Sequence[int],
+          lead: Sequence[int], unit: int, bestfit: bool, out: dict[int, int],
+          out_leader: dict[int, int]) -> list[int] | None:
+    taken: list[int] = []
+    remaining = need
+    for k, d in enumerate(domains):
+        if leaders > 0:
+            if bestfit and value_wl[d] >= remaining and lead[d] >= leaders:
+                d = _tightest_with_leader(domains[k:], remaining, value_wl, lead, leaders)
+            if value_wl[d] >= remaining and lead[d] >= leaders:
+                out[d], out_leader[d] = remaining * unit, leaders
+                taken.append(d)
+                return taken
+            take, lead_here = min(value_wl[d], remaining), min(lead[d], leaders)
+            out[d], out_leader[d] = take * unit, lead_here
+            remaining -= take
+            leaders -= lead_here
+            taken.append(d)
+            continue
+        if remaining <= 0:
+            return taken
+        if bestfit and value[d] >= remaining:
+            d = tightest(domains[k:], remaining, value)
+        out[d] = min(value[d], remaining) * unit
+        remaining -= min(value[d], remaining)
+        taken.append(d)
+        if remaining <= 0:
+            return taken
+    return taken if remaining <= 0 and leaders <= 0 else None
+
+
+def _walk_min_loss(domains: Sequence[int], need: int, leaders: int, value: Sequence[int],
+                   value_wl: Sequence[int], lead: Sequence[int], unit: int, bestfit: bool, out: dict[int, int],
+                   out_leader: dict[int, int]) -> list[int] | None:
+    capable = [d for d in domains if lead[d] >= leaders]
+    if not capable:
+        return None
+    home = min(capable, key=lambda d: value[d] - value_wl[d])  # the first of the least losses, in order
+    room = {d: value_wl[d] if d == home else value[d] for d in domains}
+    out_leader[home] = leaders
+    out[home] = 0
+    taken = [home]
+    remaining = need
+    for k, d in enumerate(domains):
+        if remaining <= 0:
+            break
+        if bestfit and room[d] >= remaining:
+            d = tightest(domains[k:], remaining, room)
+        got = min(room[d], remaining)
+        if got:
+            out[d] = out.get(d, 0) + got * unit
+            if d not in taken:
+                taken.append(d)
+        remaining -= got
+        room[d] -= got
+    return taken if remaining <= 0 else None
+
+
+def descend_group(tree: TopologyTree, gc: GroupCounts, fit_level: int, chosen: list[int], *, count: int,
+                  slice_size: int, slice_level: int, lfc: bool,
+                  inner: Mapping[int, int] | None) -> tuple[dict[int, int], dict[int, int]]:
+    """(leaf -> worker pods, leaf -> leaders) for the domains ``chosen`` at ``fit_level`` (§2.6 with a leader)."""
+    bestfit = not lfc
+    last = tree.depth - 1
+    base = gc.base
+    assigned: dict[int, int] = {}
+    leaders: dict[int, int] = {}
+    level = fit_level
+    chosen = trim_with_leader(chosen, count // slice_size, 1, base.slices[level], gc.slices_wl[level],
+                              gc.leader[level], slice_size, bestfit, assigned, leaders)
+    while level < min(last, slice_level):
+        starts, ends = tree.child_start[level], tree.child_end[level]
+        pooled = [c for d in chosen for c in range(starts[d], ends[d])]
+        level += 1
+        assigned, leaders = {}, {}
+        chosen = trim_with_leader(order(base, level, pooled, lfc), count // slice_size, 1, base.slices[level],
+                                  gc.slices_wl[level], gc.leader[level], slice_size, bestfit, assigned, leaders)
+    while level < last:
+        starts, ends = tree.child_start[level], tree.child_end[level]
+        child = level + 1
+        unit = inner.get(child, 1) if inner else 1
+        pods, pods_wl = base.pods[child], gc.pods_wl[child]
+        value = pods if unit == 1 else [p // unit for p in pods]
+        value_wl = pods_wl if unit == 1 else [p // unit for p in pods_wl]
+        parents, parent_leaders = assigned, leaders
+        assigned, leaders = {}, {}
+        next_chosen: list[int] = []
+        for d in chosen:
+            kids = order(base, child, range(starts[d], ends[d]), lfc)
+            next_chosen += trim_with_leader(kids, parents[d] // unit, parent_leaders.get(d, 0), value, value_wl,
+                                            gc.leader[child], unit, bestfit, assigned, leaders)
+        chosen = next_chosen
+        level = child
+    return assigned, leaders

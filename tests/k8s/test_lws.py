@@ -1,0 +1,238 @@
+"""Kueue's LeaderWorkerSet integration, the pure part (:mod:`connectors.k8s.leaderworkerset`): the group Workloads
+a LeaderWorkerSet gets, which are made, kept and deleted, the marks its pods get and what its webhooks add and
+refuse — cases after Kueue's ``leaderworkerset_reconciler_test.go``, ``leaderworkerset_pod_reconciler_test.go`` and
+``leaderworkerset_webhook_test.go`` (no cluster needed)."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from typing import Any
+
+import pytest
+
+from connectors.k8s import job_selection, pod_prebuilt
+from connectors.k8s import leaderworkerset as lw
+from connectors.k8s.pod_sync import ManagedPod
+from events import objects as o
+from kueue_es.scheduler.config import NO_KEYS, KeysToCopy, load_config
+from projections.cluster import ClusterState
+from projections.workloads import WorkloadInfo
+
+UID = "lws-uid"
+Q = "kueue.x-k8s.io/queue-name"
+GROUP_NAME = "kueue.x-k8s.io/podset-group-name"
+
+
+def template(cpu: str = "1", image: str = "img:1", annotations: dict[str, str] | None = None,
+             priority_class: str = "") -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": image, "resources": {"requests": {"cpu": cpu}}}]}
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    return {"metadata": {"annotations": annotations or {}}, "spec": spec}
+
+
+def lws(*, replicas: int | None = 2, size: int | None = 3, leader: bool = True, labels: dict[str, str] | None = None,
+        status: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
+    lwt: dict[str, Any] = {"workerTemplate": template()}
+    if size is not None:
+        lwt["size"] = size
+    if leader:
+        lwt["leaderTemplate"] = template(cpu="2")
+    body: dict[str, Any] = {"leaderWorkerTemplate": lwt, **spec}
+    if replicas is not None:
+        body["replicas"] = replicas
+    return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+            "metadata": {"name": "lws", "namespace": "ns", "uid": UID, "labels": {Q: "lq", **(labels or {})}},
+            "spec": body, "status": status or {}}
+
+
+# --- names and which Workloads --------------------------------------------------------------------------------
+
+
+def test_a_groups_workload_name_is_kueues_owner_rule_over_name_and_group_index() -> None:
+    digest = hashlib.sha1(f"LeaderWorkerSet\nleaderworkerset.x-k8s.io\nlws-1\n{UID}".encode()).hexdigest()[:5]
+    assert lw.workload_name("lws", UID, 1) == f"leaderworkerset-lws-1-{digest}"
+    assert lw.workload_name("lws", UID, 0) != lw.workload_name("lws", UID, 1)
+    assert len(lw.workload_name("x" * 100, UID, 0, short=True)) == 63
+
+
+def test_one_workload_is_made_per_group_index() -> None:
+    create, keep, delete = lw.plan(lws(replicas=2), [])
+    assert create == [(lw.workload_name("lws", UID, 0), 0), (lw.workload_name("lws", UID, 1), 1)]
+    assert (keep, delete) == ([], [])
+    assert lw.plan(lws(replicas=None), [])[0] == [(lw.workload_name("lws", UID, 0), 0)], "replicas default 1"
+
+
+def test_existing_workloads_are_kept_and_those_beyond_the_group_count_deleted() -> None:
+    names = [lw.workload_name("lws", UID, i) for i in range(3)]
+    create, keep, delete = lw.plan(lws(replicas=2), [names[0], names[2], "stale"])
+    assert create == [(names[1], 1)]
+    assert keep == [names[0]]
+    assert delete == sorted([names[2], "stale"])
+
+
+def test_a_rolling_update_with_a_surge_keeps_the_surge_groups_workloads() -> None:
+    surge = {"rolloutStrategy": {"rollingUpdateConfiguration": {"maxSurge": 1}}}
+    names = [lw.workload_name("lws", UID, i) for i in range(3)]
+    updating = lws(replicas=2, status={"replicas": 3, "updatedReplicas": 1}, **surge)
+    assert lw.plan(updating, names) == ([], names, [])
+    done = lws(replicas=2, status={"replicas": 3, "updatedReplicas": 2}, **surge)
+    assert lw.plan(done, names)[2] == [names[2]], "the surge group's Workload goes once every group is updated"
+    no_surge = lws(replicas=2, status={"replicas": 3, "updatedReplicas": 1})
+    assert lw.plan(no_surge, names)[2] == [names[2]], "a plain scale-down: status lags, spec counts"
+
+
+# --- one Workload ---------------------------------------------------------------------------------------------
+
+
+def test_a_groups_workload_has_a_leader_and_a_worker_pod_set() -> None:
+    wl = lw.workload_for(ClusterState(), NO_KEYS, lws(size=3), "wl", 1)
+    assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [("leader", 1), ("worker", 2)]
+    assert wl["spec"]["podSets"][0]["template"] == {"spec": template(cpu="2")["spec"]}, "the spec alone"
+    assert wl["spec"]["queueName"] == "lq"
+    meta = wl["metadata"]
+    assert meta["ownerReferences"] == [{"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+                                        "name": "lws", "uid": UID, "controller": True, "blockOwnerDeletion": True}]
+    assert meta["annotations"] == {"kueue.x-k8s.io/is-group-workload": "true",
+                                   "kueue.x-k8s.io/job-owner-gvk": "leaderworkerset.x-k8s.io/v1, Kind=LeaderWorkerSet",
+                                   "kueue.x-k8s.io/job-owner-name": "lws",
+                                   "kueue.x-k8s.io/component-workload-index": "1"}
+    assert meta["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]
+
+
+def test_without_a_leader_template_a_group_is_one_main_pod_set_of_its_size() -> None:
+    wl = lw.workload_for(ClusterState(), NO_KEYS, lws(size=4, leader=False), "wl", 0)
+    assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [("main", 4)]
+    assert [(ps["name"], ps["count"]) for ps in lw.pod_sets(lws(size=None, leader=False), tas=False)] == [("main", 1)]
+
+
+def test_under_tas_the_workers_are_ranked_by_worker_index_and_a_podset_group_joins_both() -> None:
+    raw = lws()
+    for name in ("leaderTemplate", "workerTemplate"):
+        raw["spec"]["leaderWorkerTemplate"][name]["metadata"]["annotations"] = {
+            "kueue.x-k8s.io/podset-required-topology": "rack", GROUP_NAME: "g"}
+    leader, worker = lw.pod_sets(raw, tas=True)
+    assert worker["topologyRequest"]["podIndexLabel"] == lw.WORKER_INDEX_LABEL
+    assert "podIndexLabel" not in leader["topologyRequest"]
+    assert leader["topologyRequest"]["podSetGroupName"] == worker["topologyRequest"]["podSetGroupName"] == "g"
+    assert "topologyRequest" not in lw.pod_sets(raw, tas=False)[0]
+
+
+def test_priority_from_the_leaders_then_the_workers_priority_class_and_labels_copied() -> None:
+    raw = lws(labels={"team": "a", "other": "b"})
+    raw["spec"]["leaderWorkerTemplate"]["workerTemplate"] = template(priority_class="high")
+    assert lw.pod_priority_class(raw) == "high"
+    raw["spec"]["leaderWorkerTemplate"]["leaderTemplate"] = template(priority_class="low")
+    assert lw.pod_priority_class(raw) == "low"
+    wl = lw.workload_for(ClusterState(), KeysToCopy(labels=("team",)), lws(labels={"team": "a"}), "wl", 0)
+    assert wl["metadata"]["labels"] == {"team": "a"}
+
+
+# --- its pods -------------------------------------------------------------------------------------------------
+
+
+def pod_meta(*, labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None,
+             group: str | None = "1", worker: bool = False) -> o.ObjectMeta:
+    base = {lw.SET_NAME_LABEL: "lws", **({lw.GROUP_INDEX_LABEL: group} if group is not None else {})}
+    notes = {lw.SUSPENDING_PARENT: lw.FRAMEWORK_NAME, **({lw.LEADER_NAME_ANNOTATION: "lws-1"} if worker else {})}
+    return o.ObjectMeta(name="p", namespace="ns", labels={**base, **(labels or {})},
+                        annotations={**notes, **(annotations or {})})
+
+
+def test_a_leader_and_a_worker_pod_are_made_members_of_their_groups_prebuilt_pod_group() -> None:
+    name = lw.workload_name("lws", UID, "1")
+    for worker, role in ((False, "leader"), (True, "worker")):
+        assert lw.pod_marks(pod_meta(worker=worker), lws(size=3)) == {"metadata": {
+            "labels": {"kueue.x-k8s.io/managed": "true", Q: "lq", "kueue.x-k8s.io/pod-group-name": name,
+                       "kueue.x-k8s.io/prebuilt-workload-name": name},
+            "annotations": {"kueue.x-k8s.io/pod-group-total-count": "3", "kueue.x-k8s.io/role-hash": role}}}
+    marks = lw.pod_marks(pod_meta(worker=True), lws(leader=False))
+    assert marks is not None and marks["metadata"]["annotations"]["kueue.x-k8s.io/role-hash"] == "main"
+
+
+def test_a_pod_is_left_alone_without_its_group_index_with_a_queue_name_or_unmarked() -> None:
+    assert lw.pod_marks(pod_meta(group=None), lws()) is None, "waits for its group index"
+    assert lw.pod_marks(pod_meta(labels={Q: "other"}), lws()) is None, "has its queue already"
+    assert lw.pod_marks(o.ObjectMeta(name="p", labels={lw.GROUP_INDEX_LABEL: "0"}), lws()) is None, "not a held pod"
+    assert lw.pod_marks(pod_meta(), None) is None, "its set is gone"
+    unqueued = lws()
+    del unqueued["metadata"]["labels"][Q]
+    assert lw.pod_marks(pod_meta(), unqueued) is None, "its set names no queue"
+
+
+def test_a_groups_prebuilt_workload_its_set_controls_is_the_groups() -> None:
+    raw = lw.workload_for(ClusterState(), NO_KEYS, lws(), lw.workload_name("lws", UID, 0), 0)
+    obs = o.Workload(metadata=o.ObjectMeta(name=raw["metadata"]["name"], namespace="ns", owner_references=[
+        o.OwnerReference(api_version="leaderworkerset.x-k8s.io/v1", kind="LeaderWorkerSet", name="lws", uid=UID,
+                         controller=True)]))
+    pod = ManagedPod(metadata=o.ObjectMeta(name="lws-0", namespace="ns", uid="p0",
+                                           labels={lw.SET_NAME_LABEL: "lws"}))
+    wl = WorkloadInfo(key="ns/wl", uid="w", namespace="ns", name="wl", queue_name="lq", created=0,
+                      priority=0, priority_class="", pod_sets=())
+    assert pod_prebuilt.group_verdict([pod], obs, wl) == pod_prebuilt.ADD_OWNERS
+    other = ManagedPod(metadata=o.ObjectMeta(name="x-0", namespace="ns", uid="p1", labels={lw.SET_NAME_LABEL: "x"}))
+    assert pod_prebuilt.group_verdict([other], obs, wl) == pod_prebuilt.FOREIGN, "another set's Workload"
+
+
+# --- the webhooks ---------------------------------------------------------------------------------------------
+
+
+def test_the_mutating_webhook_marks_both_templates_and_copies_the_priority_class_label() -> None:
+    marks = lw.default_marks(lws(labels={"kueue.x-k8s.io/priority-class": "high"}))
+    held = {lw.SUSPENDING_PARENT: "leaderworkerset", "kueue.x-k8s.io/pod-group-serving": "true"}
+    assert marks == [("leaderTemplate", {"kueue.x-k8s.io/priority-class": "high"}, held),
+                     ("workerTemplate", {"kueue.x-k8s.io/priority-class": "high"}, held)]
+    assert lw.default_marks(lws(leader=False)) == [("workerTemplate", {}, held)]
+
+
+def test_creation_refuses_a_bad_queue_name_and_leader_ready_with_a_queue() -> None:
+    assert lw.create_errors(lws()) == []
+    assert lw.create_errors(lws(labels={Q: "Bad_Name"})), "not a DNS-1123 subdomain"
+    assert lw.create_errors(lws(startupPolicy="LeaderReady")) == [
+        'spec.startupPolicy: Invalid value: "LeaderReady": only the LeaderCreated startup policy is allowed when '
+        "using the kueue.x-k8s.io/queue-name label or annotation"]
+    unqueued = lws(startupPolicy="LeaderReady")
+    del unqueued["metadata"]["labels"][Q]
+    assert lw.create_errors(unqueued) == []
+
+
+def test_an_update_may_roll_images_but_not_change_the_queue_or_what_a_group_needs() -> None:
+    old = lws()
+    rolled = copy.deepcopy(old)
+    rolled["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["image"] = "img:2"
+    rolled["spec"]["replicas"] = 5
+    assert lw.update_errors(old, rolled) == []
+    requeued = lws(labels={Q: "other"})
+    assert lw.update_errors(old, requeued) == ['metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "other": '
+                                               "field is immutable"]
+    resized = copy.deepcopy(old)
+    resized["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["resources"] = {}
+    assert [e.split(":")[0] for e in lw.update_errors(old, resized)] == ["spec.leaderWorkerTemplate.workerTemplate.spec"]
+    assert [e.split(":")[0] for e in lw.update_errors(old, lws(leader=False))] == [
+        "spec.leaderWorkerTemplate.leaderTemplate"]
+    unqueued = lws(leader=False)
+    del unqueued["metadata"]["labels"][Q]
+    assert lw.update_errors(unqueued, {**unqueued, "spec": lws()["spec"]}) == [], "one naming no queue changes freely"
+
+
+@pytest.mark.parametrize("frameworks", [["leaderworkerset.x-k8s.io/leaderworkerset"]])
+def test_the_framework_runs_on_the_pod_integration(frameworks: list[str]) -> None:
+    with pytest.raises(Exception, match="runs on"):
+        load_config({"integrations": {"frameworks": frameworks}})
+    config = load_config({"integrations": {"frameworks": ["pod", *frameworks]}})
+    assert config.manages_leaderworkersets
+    assert not load_config({}).manages_leaderworkersets
+
+
+@pytest.mark.parametrize(("frameworks", "child_managed"), [(["pod", "statefulset"], True),
+                                                           (["pod", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset"], False)])
+def test_under_manage_jobs_without_queue_name_a_leaderworkersets_children_are_left_to_it(
+        frameworks: list[str], child_managed: bool) -> None:
+    """Kueue's ``IsOwnerManagedByKueue``: a LeaderWorkerSet is a parent Kueue runs, its integration on (its
+    StatefulSets are its own, not queued apart)."""
+    config = load_config({"manageJobsWithoutQueueName": True, "integrations": {"frameworks": frameworks}})
+    ns = {"kubernetes.io/metadata.name": "ns"}
+    owner = ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")
+    assert job_selection.is_managed({}, owner, ns, config) is child_managed
+    assert job_selection.runs_parent(owner, config) is not child_managed

@@ -1,0 +1,116 @@
+"""The LeaderWorkerSet integration's reconcile (:mod:`connectors.k8s.lws_integration`) over a mirror and a fake
+client: off unless the framework is listed, a Workload made per group of a queued set (none for one naming no
+queue), those of groups scaled away and of a set that is gone let go and deleted, and the set's pods made members
+of their group's pod group, or let go once ended (no cluster needed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+from fixtures import watched_jobs
+from fixtures.watched_jobs import Client
+
+from connectors.k8s import leaderworkerset as lw
+from connectors.k8s.lws_integration import POD_PREFIX, SET_PREFIX, LeaderWorkerSetIntegration, SetPod
+from events import objects as o
+from events import schema as ev
+
+UID = "lws-uid"
+ON = {"integrations": {"frameworks": ["batch/job", "pod", "leaderworkerset.x-k8s.io/leaderworkerset"]}}
+Q = "kueue.x-k8s.io/queue-name"
+IN_USE = "kueue.x-k8s.io/resource-in-use"
+
+
+def raw_lws(replicas: int = 2, queue: str = "lq") -> dict[str, Any]:
+    template = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+    return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+            "metadata": {"name": "lws", "namespace": "ns", "uid": UID, "resourceVersion": "5",
+                         "labels": {Q: queue} if queue else {}},
+            "spec": {"replicas": replicas, "leaderWorkerTemplate": {"size": 3, "leaderTemplate": template,
+                                                                    "workerTemplate": template}}}
+
+
+def workload(index: int, uid: str = UID) -> o.Workload:
+    return o.Workload(
+        metadata=o.ObjectMeta(name=lw.workload_name("lws", uid, index), namespace="ns", uid=f"wl-{index}",
+                              resource_version="3", finalizers=[IN_USE],
+                              owner_references=[o.OwnerReference(api_version="leaderworkerset.x-k8s.io/v1",
+                                                                 kind="LeaderWorkerSet", name="lws", uid=uid,
+                                                                 controller=True)]),
+        spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name="leader", count=1),
+                                                       o.PodSet(name="worker", count=2)]))
+
+
+def integration(raw: dict[str, Any] | None, *objs: o.KObject, config: dict[str, Any] | None = None
+                ) -> tuple[LeaderWorkerSetIntegration, Client, list[ev.AnyEvent]]:
+    return watched_jobs.integration(LeaderWorkerSetIntegration, raw, *objs, config=ON if config is None else config)
+
+
+@pytest.mark.asyncio
+async def test_nothing_is_done_while_the_framework_is_not_listed() -> None:
+    integ, client, _ = integration(raw_lws(), config={"integrations": {"frameworks": ["batch/job", "pod"]}})
+    await integ.reconcile(SET_PREFIX + "ns/lws")
+    assert (client.created, client.patches, client.deleted) == ([], [], [])
+
+
+@pytest.mark.asyncio
+async def test_a_queued_set_gets_a_workload_per_group() -> None:
+    integ, client, _ = integration(raw_lws(replicas=2))
+    await integ.reconcile(SET_PREFIX + "ns/lws")
+    assert [b["metadata"]["name"] for b in client.created] == [lw.workload_name("lws", UID, i) for i in (0, 1)]
+    assert [b["metadata"]["annotations"][lw.INDEX_ANNOTATION] for b in client.created] == ["0", "1"]
+
+
+@pytest.mark.asyncio
+async def test_a_set_naming_no_queue_gets_none() -> None:
+    integ, client, _ = integration(raw_lws(queue=""))
+    await integ.reconcile(SET_PREFIX + "ns/lws")
+    assert client.created == []
+
+
+@pytest.mark.asyncio
+async def test_a_scaled_down_groups_workload_is_let_go_and_deleted_and_the_rest_kept() -> None:
+    integ, client, _ = integration(raw_lws(replicas=1), workload(0), workload(1))
+    await integ.reconcile(SET_PREFIX + "ns/lws")
+    assert client.created == []
+    assert client.deleted == [("Workload", lw.workload_name("lws", UID, 1))]
+    assert [(kind, name) for kind, name, _ in client.patches] == [("Workload", lw.workload_name("lws", UID, 1))]
+
+
+@pytest.mark.asyncio
+async def test_the_workloads_of_a_set_that_is_gone_are_deleted() -> None:
+    integ, client, _ = integration(None, workload(0, uid="old-uid"))
+    await integ.reconcile(SET_PREFIX + "ns/lws")
+    assert client.deleted == [("Workload", lw.workload_name("lws", "old-uid", 0))]
+
+
+def set_pod(name: str, *, phase: str = "", labels: dict[str, str] | None = None,
+            finalizers: tuple[str, ...] = ()) -> SetPod:
+    return msgspec.convert({"metadata": {
+        "name": name, "namespace": "ns", "uid": f"{name}-uid", "resourceVersion": "7",
+        "labels": {lw.SET_NAME_LABEL: "lws", lw.GROUP_INDEX_LABEL: "1", **(labels or {})},
+        "annotations": {lw.SUSPENDING_PARENT: lw.FRAMEWORK_NAME}, "finalizers": list(finalizers)},
+        "status": {"phase": phase}}, SetPod)
+
+
+@pytest.mark.asyncio
+async def test_a_pod_of_the_set_is_made_a_member_of_its_groups_pod_group() -> None:
+    integ, client, _ = integration(raw_lws())
+    integ.pods.known["ns/lws-1"] = set_pod("lws-1")
+    await integ.reconcile(POD_PREFIX + "ns/lws-1")
+    (kind, name, patch), = client.patches
+    assert (kind, name, patch["metadata"]["resourceVersion"]) == ("Pod", "lws-1", "7")
+    assert patch["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] == lw.workload_name("lws", UID, 1)
+    integ.pods.known["ns/lws-1"] = set_pod("lws-1", labels={Q: "lq"})
+    await integ.reconcile(POD_PREFIX + "ns/lws-1")
+    assert len(client.patches) == 1, "marked once"
+
+
+@pytest.mark.asyncio
+async def test_an_ended_pod_of_the_set_loses_kueues_finalizer() -> None:
+    integ, client, _ = integration(raw_lws())
+    integ.pods.known["ns/lws-1"] = set_pod("lws-1", phase="Failed", finalizers=("kueue.x-k8s.io/managed", "x"))
+    await integ.reconcile(POD_PREFIX + "ns/lws-1")
+    assert client.patches == [("Pod", "lws-1", {"metadata": {"resourceVersion": "7", "finalizers": ["x"]}})]

@@ -1,0 +1,137 @@
+"""Kueue's LeaderWorkerSet webhooks (``mleaderworkerset.kb.io``, ``vleaderworkerset.kb.io``) as its
+``leaderworkerset_webhook.go``: a queued set's pod templates marked held by their parent and serving, the
+``default`` queue, its refusals in Kueue's words, and the registration (fail-closed only while the framework is
+on)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from typing import Any
+
+import msgspec
+
+from connectors.k8s import lws_webhook as lwh
+from connectors.k8s.certs import self_signed
+from connectors.k8s.validating import configuration as validating_configuration
+from connectors.k8s.webhook import FRAMEWORK_PATHS
+from connectors.k8s.webhook import configuration as mutating_configuration
+from kueue_es.scheduler.config import load_config
+
+Q = "kueue.x-k8s.io/queue-name"
+FRAMEWORKS = ["batch/job", "pod", "leaderworkerset.x-k8s.io/leaderworkerset"]
+ON = lwh.LeaderWorkerSetWebhooks.of(load_config({"integrations": {"frameworks": FRAMEWORKS}}))
+WITHOUT_QUEUE = lwh.LeaderWorkerSetWebhooks.of(load_config({"integrations": {"frameworks": FRAMEWORKS},
+                                                            "manageJobsWithoutQueueName": True}))
+OFF = lwh.LeaderWorkerSetWebhooks.of(load_config({}))
+HELD = {"kueue.x-k8s.io/pod-suspending-parent": "leaderworkerset", "kueue.x-k8s.io/pod-group-serving": "true"}
+
+
+def _lws(labels: dict[str, str] | None = None, *, leader: bool = True, worker_meta: bool = True,
+         **spec: Any) -> dict[str, Any]:
+    pod = {"spec": {"containers": [{"name": "c", "image": "img:1"}]}}
+    lwt: dict[str, Any] = {"size": 3, "workerTemplate": {**pod, **({"metadata": {"labels": {"a": "b"}}}
+                                                                   if worker_meta else {})}}
+    if leader:
+        lwt["leaderTemplate"] = dict(pod)
+    return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+            "metadata": {"name": "lws", "namespace": "team", "labels": labels or {}},
+            "spec": {"leaderWorkerTemplate": lwt, **spec}}
+
+
+def _apply(doc: Any, ops: list[dict[str, Any]]) -> Any:
+    """The JSON patch's ``add`` operations applied (what the webhook writes)."""
+    doc = msgspec.json.decode(msgspec.json.encode(doc))
+    for op in ops:
+        assert op["op"] == "add"
+        *parents, last = [t.replace("~1", "/").replace("~0", "~") for t in op["path"].split("/")[1:]]
+        node = doc
+        for token in parents:
+            node = node[token]
+        node[last] = op["value"]
+    return doc
+
+
+def _review(path: str, obj: dict[str, Any], settings: lwh.LeaderWorkerSetWebhooks = ON, *, operation: str = "CREATE",
+            old: dict[str, Any] | None = None, default_queue: bool = False) -> dict[str, Any]:
+    async def namespace_labels(name: str) -> dict[str, str]:
+        return {"kubernetes.io/metadata.name": name}
+
+    async def has_default_queue(name: str) -> bool:
+        return default_queue
+
+    reviews = lwh.reviewers(settings, namespace_labels, has_default_queue)
+    body = msgspec.json.encode({"request": {"uid": "u", "operation": operation, "namespace": "team", "object": obj,
+                                            "oldObject": old}})
+    return asyncio.run(reviews[path](body))["response"]
+
+
+def _mutated(obj: dict[str, Any], settings: lwh.LeaderWorkerSetWebhooks = ON, **kw: Any) -> dict[str, Any]:
+    response = _review(lwh.MUTATING_PATH, obj, settings, **kw)
+    assert response["allowed"]
+    ops = msgspec.json.decode(base64.b64decode(response["patch"])) if "patch" in response else []
+    return _apply(obj, ops)
+
+
+def test_a_queued_sets_templates_are_marked_held_by_their_parent_and_serving() -> None:
+    out = _mutated(_lws({Q: "lq", "kueue.x-k8s.io/priority-class": "high"}))
+    lwt = out["spec"]["leaderWorkerTemplate"]
+    for name in ("leaderTemplate", "workerTemplate"):
+        assert lwt[name]["metadata"]["annotations"] == HELD, name
+        assert lwt[name]["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "high", name
+    assert lwt["workerTemplate"]["metadata"]["labels"]["a"] == "b", "the template's own labels kept"
+
+
+def test_without_a_leader_template_the_workers_alone_are_marked() -> None:
+    lwt = _mutated(_lws({Q: "lq"}, leader=False, worker_meta=False))["spec"]["leaderWorkerTemplate"]
+    assert "leaderTemplate" not in lwt
+    assert lwt["workerTemplate"]["metadata"] == {"annotations": HELD}
+
+
+def test_a_set_naming_no_queue_is_left_alone_unless_a_default_queue_or_manage_without_queue() -> None:
+    plain = _lws()
+    assert _mutated(plain) == plain
+    defaulted = _mutated(_lws(), default_queue=True)
+    assert defaulted["metadata"]["labels"][Q] == "default"
+    assert defaulted["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"]["annotations"] == HELD
+    assert _mutated(_lws(), WITHOUT_QUEUE)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["metadata"][
+        "annotations"] == HELD
+
+
+def test_the_framework_off_every_set_is_allowed_as_it_is() -> None:
+    assert _mutated(_lws({Q: "lq"}), OFF) == _lws({Q: "lq"})
+    assert _review(lwh.VALIDATING_PATH, _lws({Q: "lq"}, startupPolicy="LeaderReady"), OFF)["allowed"]
+
+
+def test_the_validating_webhook_refuses_in_kueues_words() -> None:
+    refused = _review(lwh.VALIDATING_PATH, _lws({Q: "lq"}, startupPolicy="LeaderReady"))
+    assert not refused["allowed"]
+    assert refused["status"]["message"] == (
+        'spec.startupPolicy: Invalid value: "LeaderReady": only the LeaderCreated startup policy is allowed when '
+        "using the kueue.x-k8s.io/queue-name label or annotation")
+    changed = _review(lwh.VALIDATING_PATH, _lws({Q: "other"}), operation="UPDATE", old=_lws({Q: "lq"}))
+    assert changed["status"]["message"] == ('metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "other": '
+                                            "field is immutable")
+    assert _review(lwh.VALIDATING_PATH, _lws({Q: "lq"}, replicas=4), operation="UPDATE",
+                   old=_lws({Q: "lq"}))["allowed"]
+
+
+def test_registered_fail_closed_only_while_on_the_mutating_one_on_update_too() -> None:
+    on = lwh.registration({"url": "https://h/m"}, {}, on=True, mutating=True)
+    assert (on["name"], on["failurePolicy"], on["rules"][0]["operations"]) == (
+        "mleaderworkerset.kb.io", "Fail", ["CREATE", "UPDATE"])
+    assert on["rules"][0]["apiGroups"] == ["leaderworkerset.x-k8s.io"]
+    off = lwh.registration({"url": "https://h/v"}, {}, on=False, mutating=False)
+    assert (off["name"], off["failurePolicy"]) == ("vleaderworkerset.kb.io", "Ignore")
+
+
+def test_the_configurations_carry_both_webhooks_and_the_server_answers_their_paths() -> None:
+    ca = self_signed(["127.0.0.1"]).ca_pem
+    for on in (True, False):
+        mhook = next(w for w in mutating_configuration(ca, url="https://h", leaderworkersets=on)["webhooks"]
+                     if w["name"] == lwh.MUTATING_NAME)
+        vhook = next(w for w in validating_configuration(ca, url="https://h", leaderworkersets=on)["webhooks"]
+                     if w["name"] == lwh.VALIDATING_NAME)
+        assert (mhook["failurePolicy"], vhook["failurePolicy"]) == (("Fail", "Fail") if on else ("Ignore", "Ignore"))
+        assert mhook["clientConfig"]["url"] == "https://h" + lwh.MUTATING_PATH
+    assert set(lwh.PATHS) <= set(FRAMEWORK_PATHS)

@@ -1,0 +1,197 @@
+"""Kueue's RayJob and RayCluster webhooks (``mrayjob``/``vrayjob``, ``mraycluster``/``vraycluster``) as its
+``rayjob_webhook.go``, ``raycluster_webhook.go`` and ``common.go``: a queued one stored with ``spec.suspend: true``
+(a RayJob's RayCluster left to it), the Ray rules in Kueue's words, the TAS annotations at Kueue's paths, the
+registration; and the Pod webhook leaving a RayCluster's Pods to it."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from typing import Any
+
+import msgspec
+import pytest
+
+from connectors.k8s import ray_webhook as rw
+from connectors.k8s.certs import self_signed
+from connectors.k8s.validating import configuration as validating_configuration
+from connectors.k8s.webhook import FRAMEWORK_PATHS
+from connectors.k8s.webhook import configuration as mutating_configuration
+from kueue_es.scheduler.config import load_config
+
+Q = "kueue.x-k8s.io/queue-name"
+REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+SLICE_REQUIRED = "kueue.x-k8s.io/podset-slice-required-topology"
+SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+FRAMEWORKS = ["batch/job", "ray.io/rayjob", "ray.io/raycluster"]
+CONFIG = load_config({"integrations": {"frameworks": FRAMEWORKS}})
+JOBS, CLUSTERS = rw.RayWebhooks.of(CONFIG, clusters=False), rw.RayWebhooks.of(CONFIG, clusters=True)
+ALL = load_config({"integrations": {"frameworks": FRAMEWORKS}, "manageJobsWithoutQueueName": True})
+ALL_JOBS, ALL_CLUSTERS = rw.RayWebhooks.of(ALL, clusters=False), rw.RayWebhooks.of(ALL, clusters=True)
+TAS = load_config({"integrations": {"frameworks": FRAMEWORKS}, "featureGates": {"TopologyAwareScheduling": True}})
+
+
+def _cluster_spec(groups: int = 1, *, names: tuple[str, ...] = (), annotations: dict | None = None,
+                  replicas: int = 2, autoscaling: bool | None = None) -> dict:
+    template: dict = {"spec": {"containers": [{"name": "ray", "image": "ray"}]}}
+    worker = {**template, "metadata": {"annotations": annotations}} if annotations else template
+    spec: dict = {"headGroupSpec": {"template": template},
+                  "workerGroupSpecs": [{"groupName": (names[i] if i < len(names) else f"g{i}"), "replicas": replicas,
+                                        "template": worker} for i in range(groups)]}
+    if autoscaling is not None:
+        spec["enableInTreeAutoscaling"] = autoscaling
+    return spec
+
+
+def _rayjob(labels: dict | None = None, *, shutdown: bool = True, selector: dict | None = None,
+            cluster: dict | None | bool = True, annotations: dict | None = None, suspend: bool | None = None) -> dict:
+    meta: dict = {"name": "job", "namespace": "team", "labels": labels or {}}
+    if annotations:
+        meta["annotations"] = annotations
+    spec: dict = {"shutdownAfterJobFinishes": shutdown}
+    if cluster is True:
+        spec["rayClusterSpec"] = _cluster_spec()
+    elif isinstance(cluster, dict):
+        spec["rayClusterSpec"] = cluster
+    if selector:
+        spec["clusterSelector"] = selector
+    if suspend is not None:
+        spec["suspend"] = suspend
+    return {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": meta, "spec": spec}
+
+
+def _raycluster(labels: dict | None = None, owner: dict | None = None, **kw: Any) -> dict:
+    meta: dict = {"name": "rc", "namespace": "team", "labels": labels or {}}
+    if owner:
+        meta["ownerReferences"] = [owner]
+    return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": meta, "spec": _cluster_spec(**kw)}
+
+
+def _mutate(obj: dict, settings: rw.RayWebhooks, path: str) -> list[dict]:
+    async def namespace_labels(name: str) -> dict[str, str]:
+        return {"kubernetes.io/metadata.name": name}
+
+    async def has_default_queue(name: str) -> bool:
+        return False
+
+    reviews = rw.reviewers(settings, settings, namespace_labels, has_default_queue)
+    body = msgspec.json.encode({"request": {"uid": "u", "operation": "CREATE", "namespace": "team", "object": obj}})
+    response = asyncio.run(reviews[path](body))["response"]
+    return msgspec.json.decode(base64.b64decode(response["patch"])) if "patch" in response else []
+
+
+def _refusal(new: dict, old: dict | None = None, settings: rw.RayWebhooks = JOBS) -> str | None:
+    async def has_default_queue(name: str) -> bool:
+        return False
+
+    reviews = rw.reviewers(settings, settings, None, has_default_queue)  # type: ignore[arg-type]
+    request: dict[str, Any] = {"uid": "u", "operation": "UPDATE" if old else "CREATE", "namespace": "team",
+                               "object": new}
+    if old is not None:
+        request["oldObject"] = old
+    path = rw.RAYJOB_KIND.validating_path if new["kind"] == "RayJob" else rw.RAYCLUSTER_KIND.validating_path
+    response = asyncio.run(reviews[path](msgspec.json.encode({"request": request})))["response"]
+    return response["status"]["message"] if "status" in response else None
+
+
+# --- defaulting -------------------------------------------------------------------------------------------------
+
+
+def test_a_queued_rayjob_or_raycluster_created_running_is_suspended() -> None:
+    suspend = [{"op": "add", "path": "/spec/suspend", "value": True}]
+    assert _mutate(_rayjob({Q: "lq"}), JOBS, rw.RAYJOB_KIND.mutating_path) == suspend
+    assert _mutate(_rayjob({Q: "lq"}, suspend=False), JOBS, rw.RAYJOB_KIND.mutating_path) == [
+        {"op": "add", "path": "/spec/suspend", "value": True}]
+    assert _mutate(_rayjob({"app": "x"}), JOBS, rw.RAYJOB_KIND.mutating_path) == []
+    assert _mutate(_raycluster({Q: "lq"}), CLUSTERS, rw.RAYCLUSTER_KIND.mutating_path) == suspend
+
+
+def test_a_rayjobs_raycluster_is_left_to_the_rayjob_with_its_integration_on() -> None:
+    owner = {"apiVersion": "ray.io/v1", "kind": "RayJob", "name": "job", "uid": "u", "controller": True}
+    assert _mutate(_raycluster({Q: "lq"}, owner), CLUSTERS, rw.RAYCLUSTER_KIND.mutating_path) == []
+    assert _mutate(_raycluster(owner=owner), ALL_CLUSTERS, rw.RAYCLUSTER_KIND.mutating_path) == []
+    only = rw.RayWebhooks.of(load_config({"integrations": {"frameworks": ["ray.io/raycluster"]}}), clusters=True)
+    assert _mutate(_raycluster({Q: "lq"}, owner), only, rw.RAYCLUSTER_KIND.mutating_path) != []
+
+
+# --- validation -------------------------------------------------------------------------------------------------
+
+
+def test_an_unmanaged_rayjob_is_not_checked_and_a_managed_one_must_delete_its_cluster() -> None:
+    """Kueue's "invalid unmanaged" / "invalid managed - by queue" / "- by config" cases."""
+    assert _refusal(_rayjob(shutdown=False)) is None
+    want = "spec.shutdownAfterJobFinishes: Invalid value: false: a kueue managed job should delete the cluster after " \
+           "finishing"
+    assert _refusal(_rayjob({Q: "lq"}, shutdown=False)) == want
+    assert _refusal(_rayjob(shutdown=False), settings=ALL_JOBS) == want
+
+
+def test_a_managed_rayjobs_cluster_selector_and_cluster_spec() -> None:
+    """Both: refused (nothing else checked); the selector alone: not Kueue's, allowed; neither: required."""
+    assert _refusal(_rayjob({Q: "lq"}, selector={"k1": "v1"}, shutdown=False)) == (
+        'spec.clusterSelector: Invalid value: map[string]string{"k1":"v1"}: a kueue managed job should not use an '
+        "existing cluster")
+    assert _refusal(_rayjob({Q: "lq"}, selector={"k1": "v1"}, cluster=None, shutdown=False)) is None
+    assert _refusal(_rayjob({Q: "lq"}, cluster=None)) == (
+        "spec.rayClusterSpec: Required value: rayClusterSpec is required for Kueue-managed jobs that don't use "
+        "clusterSelector")
+
+
+def test_autoscaling_only_for_an_elastic_job_at_most_seven_worker_groups_none_named_head() -> None:
+    assert _refusal(_rayjob({Q: "lq"}, cluster=_cluster_spec(autoscaling=True))) == (
+        "spec.rayClusterSpec.enableInTreeAutoscaling: Invalid value: true: a kueue managed job should only use "
+        "autoscaling when workload slicing is enabled")
+    elastic = rw.RayWebhooks.of(load_config({"integrations": {"frameworks": FRAMEWORKS},
+                                             "featureGates": {"ElasticJobsViaWorkloadSlices": True}}), clusters=False)
+    assert _refusal(_rayjob({Q: "lq"}, cluster=_cluster_spec(autoscaling=True),
+                            annotations={"kueue.x-k8s.io/elastic-job": "true"}), settings=elastic) is None
+    assert _refusal(_rayjob({Q: "lq"}, cluster=_cluster_spec(8))) == (
+        "spec.rayClusterSpec.workerGroupSpecs: Too many: 8: must have at most 7 items")
+    assert _refusal(_raycluster({Q: "lq"}, names=("x", "head"), groups=2), settings=CLUSTERS) == (
+        'spec.workerGroupSpecs[1].groupName: Forbidden: "head" is reserved for the head group')
+    assert _refusal(_raycluster({Q: "lq"}, autoscaling=True), settings=CLUSTERS) == (
+        "spec.enableInTreeAutoscaling: Invalid value: true: a kueue managed job should only use autoscaling when "
+        "workload slicing is enabled")
+    assert _refusal(_raycluster(autoscaling=True), settings=CLUSTERS) is None, "not Kueue's: not checked"
+
+
+def test_a_running_rayjobs_queue_name_is_immutable() -> None:
+    old = _rayjob({Q: "lq"}, suspend=False)
+    assert _refusal(_rayjob({Q: "other"}, suspend=False), old) == (
+        'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "other": field is immutable')
+    assert _refusal(_rayjob({Q: "other"}, suspend=True), old) is None
+
+
+def test_under_tas_each_groups_annotations_are_checked_at_kueues_paths() -> None:
+    tas = rw.RayWebhooks.of(TAS, clusters=False)
+    sliced = _cluster_spec(annotations={REQUIRED: "block", SLICE_REQUIRED: "rack", SLICE_SIZE: "3"})
+    assert _refusal(_rayjob({Q: "lq"}, cluster=sliced), settings=tas) == (
+        f'spec.rayClusterSpec.workerGroupSpecs[0].template.metadata.annotations[{SLICE_SIZE}]: Invalid value: "3": '
+        "must not be greater than pod set count 2")
+    off = msgspec.structs.replace(JOBS, feature_gates={"TopologyAwareScheduling": False})
+    assert _refusal(_rayjob({Q: "lq"}, cluster=sliced), settings=off) is None, "TopologyAwareScheduling off"
+
+
+# --- serving and registering ------------------------------------------------------------------------------------
+
+
+def test_the_webhook_server_serves_the_ray_paths() -> None:
+    assert set(rw.PATHS) <= set(FRAMEWORK_PATHS)
+    assert rw.PATHS == ("/mutate-ray-io-v1-rayjob", "/validate-ray-io-v1-rayjob", "/mutate-ray-io-v1-raycluster",
+                        "/validate-ray-io-v1-raycluster")
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_the_ray_webhooks_fail_closed_only_while_their_framework_is_on(on: bool) -> None:
+    ca = self_signed(["127.0.0.1"]).ca_pem
+    mutating = mutating_configuration(ca, url="https://h", rayjobs=on, rayclusters=on)["webhooks"]
+    validating = validating_configuration(ca, url="https://h", rayjobs=on, rayclusters=on)["webhooks"]
+    for plural, singular in (("rayjobs", "rayjob"), ("rayclusters", "raycluster")):
+        mhook = next(w for w in mutating if w["name"] == f"m{singular}.kb.io")
+        vhook = next(w for w in validating if w["name"] == f"v{singular}.kb.io")
+        for hook, path, operations in ((mhook, f"/mutate-ray-io-v1-{singular}", ["CREATE"]),
+                                       (vhook, f"/validate-ray-io-v1-{singular}", ["CREATE", "UPDATE"])):
+            assert hook["failurePolicy"] == ("Fail" if on else "Ignore")
+            assert hook["clientConfig"]["url"] == "https://h" + path
+            assert hook["rules"] == [{"apiGroups": ["ray.io"], "apiVersions": ["v1"], "operations": operations,
+                                      "resources": [plural], "scope": "Namespaced"}]

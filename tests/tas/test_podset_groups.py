@@ -1,0 +1,124 @@
+"""Pod-set groups (a LeaderWorkerSet's leader and workers) placed in one joint TAS run (§2.7 rule 25).
+
+Fixed cases pin Kueue's choices (which member leads, which domain takes the leader, the failure's pod set); a property checks on random clusters that a group placement, when there is one,
+holds exactly one leader and every worker, within the nodes' room and the required domain.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fixtures.tasbuild import flavor_obj, label, node_obj, topology_obj, upsert
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from events import objects as o
+from events import schema as ev
+from kueue_es.scheduler.tas import PodSetRequest, place_workload
+from kueue_es.scheduler.tas.group import fill_group_counts
+from kueue_es.scheduler.tas.workload import leader_and_workers
+from projections.cluster import ClusterState
+from projections.topology import tas_snapshots
+
+LEVELS = ["rack", "hostname"]
+RACK = label("rack")
+
+
+def snapshots(cpus: dict[str, list[int]]):
+    """rack -> per-host CPUs (hosts named h<rack index><host index>)."""
+    events: list[ev.Event] = [upsert(topology_obj("default", LEVELS)), upsert(flavor_obj("tas", "default"))]
+    for r, (rack, hosts) in enumerate(sorted(cpus.items())):
+        for h, cpu in enumerate(hosts):
+            name = f"h{r}{h}"
+            events.append(upsert(node_obj({"name": name, "labels": {"rack": rack, "hostname": name},
+                                           "allocatable": {"cpu": cpu, "pods": 110}})))
+    state = ClusterState()
+    for i, e in enumerate(events):
+        state.apply(ev.Record(i, e))
+    return tas_snapshots(state)
+
+
+def member(name: str, count: int, cpu: int, *, required: str | None = RACK, preferred: str | None = None,
+           unconstrained: bool | None = None, group: str | None = "g") -> PodSetRequest:
+    return PodSetRequest(name=name, count=count, requests=(("cpu", cpu * 1000),) if cpu else (),
+                         topology=o.PodSetTopologyRequest(required=required, preferred=preferred,
+                                                          unconstrained=unconstrained, pod_set_group_name=group))
+
+
+def domains(placement: Any) -> list[tuple[str, int]]:
+    return [(v[-1], c) for v, c in placement.domains]
+
+
+def test_the_smaller_count_leads_and_the_second_member_on_a_tie() -> None:
+    a, b = member("a", 1, 1), member("b", 4, 1)
+    assert leader_and_workers([a, b]) == (a, b)
+    assert leader_and_workers([b, a]) == (a, b)
+    c = member("c", 1, 1)
+    assert leader_and_workers([a, c]) == (c, a), "equal counts: the second member leads, as Kueue picks"
+
+
+def test_with_leader_counts_ignore_children_that_cannot_take_the_leader() -> None:
+    """A rack's room for workers beside the leader is lost only where the leader can go: a full host that cannot
+    take the leader loses nothing, yet does not make the rack lose nothing (Kueue's fixed aggregation)."""
+    snaps = snapshots({"r1": [2, 0]})
+    snap = snaps["tas"]
+    per_pod = (("cpu", 1000), ("pods", 1))
+    gc = fill_group_counts(snap, per_pod, per_pod, assumed=None, simulate_empty=False, excluded={}, within=None,
+                           slice_size=1, slice_level=1, inner=None)
+    assert gc.leader[1] == [1, 0] and gc.pods_wl[1] == [1, 0]
+    assert gc.base.pods[0] == [2] and gc.pods_wl[0] == [1] and gc.leader[0] == [1]
+
+
+def test_leader_goes_where_the_joint_run_puts_it() -> None:
+    snaps = snapshots({"r1": [4, 4], "r2": [4, 2]})
+    found = place_workload(snaps, [("tas", member("leader", 1, 1)), ("tas", member("worker", 3, 1))])
+    assert found.ok
+    assert domains(found.placements["leader"]) == [("h10", 1)]
+    assert domains(found.placements["worker"]) == [("h10", 3)]
+
+
+def test_the_leader_moves_where_the_with_leader_counts_assumed_it() -> None:
+    """Kueue's walk gives the leader to the roomiest host (h01), which then holds no worker beside it, and strands
+    the worker; the rack's with-leader count assumed the leader on h00, where it costs no worker."""
+    snaps = snapshots({"r1": [1, 2]})
+    found = place_workload(snaps, [("tas", member("worker", 1, 2)), ("tas", member("leader", 1, 1))])
+    assert found.ok
+    assert domains(found.placements["leader"]) == [("h00", 1)]
+    assert domains(found.placements["worker"]) == [("h01", 1)]
+
+
+def test_a_group_failure_names_its_first_member() -> None:
+    snaps = snapshots({"r1": [4, 4], "r2": [4, 2]})
+    found = place_workload(snaps, [("tas", member("worker", 8, 1)), ("tas", member("leader", 1, 1))])
+    assert found.failed == "worker"
+    assert found.message == 'topology "default" allows to fit only 8 out of 8 pod(s)'
+    assert found.placements == {}
+
+
+clusters = st.dictionaries(st.sampled_from(["r1", "r2", "r3"]), st.lists(st.integers(0, 5), min_size=1, max_size=3),
+                           min_size=1)
+
+
+@settings(max_examples=150, deadline=None)
+@given(cpus=clusters, workers=st.integers(1, 12), worker_cpu=st.integers(0, 2), leader_cpu=st.integers(0, 3),
+       mode=st.sampled_from(["required", "preferred", "unconstrained"]))
+def test_a_group_placement_holds_one_leader_and_every_worker(cpus: dict[str, list[int]], workers: int,
+                                                             worker_cpu: int, leader_cpu: int, mode: str) -> None:
+    snaps = snapshots(cpus)
+    level: dict[str, Any] = {"required": {"required": RACK}, "preferred": {"required": None, "preferred": RACK},
+                             "unconstrained": {"required": None, "unconstrained": True}}[mode]
+    leader, worker = member("leader", 1, leader_cpu, **level), member("worker", workers, worker_cpu, **level)
+    found = place_workload(snaps, [("tas", leader), ("tas", worker)])
+    if not found.ok:
+        assert found.failed == "leader" and found.message
+        return
+    lead, work = domains(found.placements["leader"]), domains(found.placements["worker"])
+    assert len(lead) == 1 and lead[0][1] == 1
+    assert sum(c for _, c in work) == workers
+    room = {f"h{r}{h}": cpu for r, (_, hosts) in enumerate(sorted(cpus.items())) for h, cpu in enumerate(hosts)}
+    used = {host: c * worker_cpu for host, c in work}
+    used[lead[0][0]] = used.get(lead[0][0], 0) + leader_cpu
+    assert all(used[h] <= room[h] for h in used), (used, room)
+    if mode == "required":
+        racks = {h[:2] for h in used}
+        assert len(racks) == 1, f"a required rack holds the whole group: {sorted(used)}"
