@@ -68,6 +68,10 @@ class Checks:
     """``PartialAdmission`` (beta, on): ``minCount`` at most its pod set's count, in one pod set, not on an elastic
     job. (Off, Kueue's defaulting webhook drops ``minCount`` before any check; kueue-es, which does not rewrite
     objects, takes it and does not use it.)"""
+    reclaimable_bounds: bool = True
+    """Not a gate's: a reclaimable count at most its pod set's count (:func:`check_reclaimable_bounds`). An
+    update turns it off here and holds it against the old object instead (:mod:`events.update_rules`:
+    ``ElasticJobsViaWorkloadSlices`` lets a workload slice keep an unchanged count above a lowered pod set)."""
 
     @classmethod
     def under(cls, gate: Callable[[str], bool]) -> Checks:
@@ -264,6 +268,8 @@ def validate_gated(obj: o.KObject, where: str, checks: Checks) -> None:
                 object_rules.check_min_counts(obj, where)
             if checks.admission_gate:
                 object_rules.check_admission_gate(obj.metadata.annotations, where)
+            if checks.reclaimable_bounds:
+                check_reclaimable_bounds(obj, where)
         case o.ClusterQueue():
             if checks.on_flavors:
                 check_on_flavors(obj, where)
@@ -461,7 +467,8 @@ def _validate_topology_request(req: o.PodSetTopologyRequest, where: str, at: str
 
 
 def _validate_reclaimable_pods(wl: o.Workload, where: str) -> None:
-    """Kueue's checks of ``status.reclaimablePods``: each names a pod set, once, with at most its count."""
+    """Kueue's checks of ``status.reclaimablePods`` a stored object is held to: each names a pod set, once, with
+    a count not below 0 (its upper bound: :func:`check_reclaimable_bounds`)."""
     counts = {ps.name: ps.count for ps in wl.spec.pod_sets}
     seen: set[str] = set()
     for rp in wl.status.reclaimable_pods:
@@ -471,9 +478,21 @@ def _validate_reclaimable_pods(wl: o.Workload, where: str) -> None:
         if rp.name in seen:
             raise InvalidInput(f"{where}: field `{at}.name`: given more than once")
         seen.add(rp.name)
-        if not 0 <= rp.count <= counts[rp.name]:
+        if rp.count < 0:
             raise InvalidInput(f"{where}: field `{at}.count`: must be between 0 and the pod set's count "
                                f"({counts[rp.name]}), got {rp.count}")
+
+
+def check_reclaimable_bounds(wl: o.Workload, where: str, *, kept: Callable[[str, int], bool] | None = None) -> None:
+    """A reclaimable count is at most its pod set's count, unless ``kept(name, count)`` (an update of an elastic
+    workload leaving an entry unchanged above a pod set its Job scaled down: :mod:`events.update_rules`). Not
+    held to a stored object: Kueue lets such an entry be stored, and the fold floors a count at 0."""
+    counts = {ps.name: ps.count for ps in wl.spec.pod_sets}
+    for rp in wl.status.reclaimable_pods:
+        limit = counts.get(rp.name)
+        if limit is not None and rp.count > limit and not (kept is not None and kept(rp.name, rp.count)):
+            raise InvalidInput(f"{where}: field `status.reclaimablePods[{rp.name}].count`: must be between 0 and "
+                               f"the pod set's count ({limit}), got {rp.count}")
 
 
 def _validate_workload_tas(wl: o.Workload, where: str) -> None:

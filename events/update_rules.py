@@ -10,7 +10,10 @@ kueue-es does not model (a container's image) count too. Each names the object a
   compared by value), but for a pod set's count going down (``ElasticJobsViaWorkloadSlices``, on by default);
   ``priorityClassRef`` is neither set nor removed, keeps its group and kind, and a PriorityClass one keeps its
   name. While both hold quota:
-  ``spec.queueName`` does not change, nor does a reclaimable pod count go down or disappear. While both are
+  ``spec.queueName`` does not change, nor does a reclaimable pod count go down or disappear — but for a workload
+  slice (``ElasticJobsViaWorkloadSlices``, an elastic-job Workload) whose pod set now counts fewer pods than the
+  old reclaimable count (Kueue #12670: a Job scaled below the pods it reclaimed). Whatever it holds, a reclaimable
+  count is at most its pod set's count, unless a workload slice leaves it unchanged. While both are
   admitted: ``maximumExecutionTimeSeconds`` does not change. While both have one: ``status.admission`` does not
   change, but for each pod set assignment's ``topologyAssignment`` and ``delayedTopologyRequest`` under
   ``TopologyAwareScheduling``. An admission check Ready before and after keeps its ``podSetUpdates``.
@@ -24,7 +27,7 @@ kueue-es does not model (a container's image) count too. Each names the object a
 * Topology: ``spec.levels`` do not change, unless ``kubernetes.io/hostname`` is the lowest level before and after.
 * AdmissionCheck: ``spec.controllerName`` does not change.
 
-Not modelled: what Kueue allows for elastic workloads (slices) beyond a smaller count, the MultiKueue
+Not modelled: the MultiKueue
 ``clusterName`` rule and a ClusterQueue's ``concurrentAdmissionPolicy`` (``ConcurrentAdmission``, alpha).
 """
 
@@ -34,8 +37,8 @@ from typing import Any
 
 from events import objects as o
 from events.errors import InvalidInput
-from events.manifests import check_on_flavors
-from events.object_rules import ADMISSION_GATED_BY, HOSTNAME
+from events.manifests import check_on_flavors, check_reclaimable_bounds
+from events.object_rules import ADMISSION_GATED_BY, ELASTIC_JOB, HOSTNAME
 from events.quantity import QuantityError, parse_quantity
 
 IMMUTABLE = "field is immutable"
@@ -44,14 +47,19 @@ _QUANTITY_MAPS = frozenset({"requests", "limits", "overhead"})
 
 
 def validate_update(old_doc: dict[str, Any], new_doc: dict[str, Any], old: o.KObject | None, new: o.KObject,
-                    where: str, *, on_flavors_gate: bool = True, tas: bool = True, gated_by: bool = True) -> None:
+                    where: str, *, on_flavors_gate: bool = True, tas: bool = True, gated_by: bool = True,
+                    elastic: bool = True) -> None:
     """Refuse the update of ``old`` into ``new`` (views of ``old_doc`` and ``new_doc``; ``old`` None when it
-    does not decode) if Kueue does; the new object was checked on its own already. ``on_flavors_gate``, ``tas``,
-    ``gated_by``: the gates ``RejectUpdatesToCQWithInvalidOnFlavors``, ``TopologyAwareScheduling`` and
-    ``AdmissionGatedBy``."""
+    does not decode) if Kueue does; the new object was checked on its own already, but for its reclaimable
+    counts' bound (``Checks.reclaimable_bounds`` off). ``on_flavors_gate``, ``tas``, ``gated_by``, ``elastic``:
+    the gates ``RejectUpdatesToCQWithInvalidOnFlavors``, ``TopologyAwareScheduling``, ``AdmissionGatedBy`` and
+    ``ElasticJobsViaWorkloadSlices``."""
     match new:
         case o.Workload():
-            _workload(old_doc, new_doc, where, tas)
+            is_slice = elastic and new.metadata.annotations.get(ELASTIC_JOB) == "true"
+            before = _reclaimable_counts(old_doc)
+            check_reclaimable_bounds(new, where, kept=lambda name, count: is_slice and before.get(name) == count)
+            _workload(old_doc, new_doc, where, tas, is_slice)
             if gated_by:
                 problems = admission_gate_errors(_get(old_doc, "metadata"), _get(new_doc, "metadata"))
                 if problems:
@@ -99,7 +107,7 @@ def admission_gate_errors(old_meta: Any, new_meta: Any) -> list[str]:
     return []
 
 
-def _workload(old: dict[str, Any], new: dict[str, Any], where: str, tas: bool) -> None:
+def _workload(old: dict[str, Any], new: dict[str, Any], where: str, tas: bool, is_slice: bool) -> None:
     old_spec, new_spec = _get(old, "spec"), _get(new, "spec")
     old_reserved, new_reserved = _has_condition(old, "QuotaReserved"), _has_condition(new, "QuotaReserved")
     if old_reserved:
@@ -109,8 +117,8 @@ def _workload(old: dict[str, Any], new: dict[str, Any], where: str, tas: bool) -
         if "queueName" in old_spec and "queueName" in new_spec and old_spec["queueName"] != new_spec["queueName"]:
             raise InvalidInput(f"{where}: field `spec.queueName`: queueName is immutable while workload quota "
                                "reserved")
-        _reclaimable_pods(_get(old, "status").get("reclaimablePods") or [],
-                          _get(new, "status").get("reclaimablePods") or [], where)
+        _reclaimable_pods(_reclaimable_counts(old), _reclaimable_counts(new),
+                          _scaled_below(old, new) if is_slice else set(), where)
     if _has_condition(old, "Admitted") and _has_condition(new, "Admitted") and (
             old_spec.get("maximumExecutionTimeSeconds", 0) != new_spec.get("maximumExecutionTimeSeconds", 0)):
         raise InvalidInput(f"{where}: field `spec.maximumExecutionTimeSeconds`: maximumExecutionTimeSeconds is "
@@ -166,16 +174,29 @@ def _priority_class_ref(old: Any, new: Any, where: str) -> None:
                            "while workload quota reserved")
 
 
-def _reclaimable_pods(old: list[Any], new: list[Any], where: str) -> None:
-    """While the workload holds quota, a reclaimable pod count only grows, and stays listed."""
-    before = {rp.get("name"): rp.get("count", 0) for rp in old if isinstance(rp, dict)}
-    after = {rp.get("name"): rp.get("count", 0) for rp in new if isinstance(rp, dict)}
+def _reclaimable_counts(doc: dict[str, Any]) -> dict[Any, Any]:
+    """A Workload's ``status.reclaimablePods`` (plain data) by pod set name."""
+    return {rp.get("name"): rp.get("count", 0) for rp in _get(doc, "status").get("reclaimablePods") or []
+            if isinstance(rp, dict)}
+
+
+def _scaled_below(old: dict[str, Any], new: dict[str, Any]) -> set[Any]:
+    """The pod sets of a workload slice now counting fewer pods than their old reclaimable count: their Job
+    scaled down below the pods it had reclaimed, so that count is recomputed, not taken back."""
+    before = _reclaimable_counts(old)
+    return {ps.get("name") for ps in _get(new, "spec").get("podSets") or [] if isinstance(ps, dict)
+            and ps.get("name") in before and ps.get("count", 1) < before[ps.get("name")]}
+
+
+def _reclaimable_pods(before: dict[Any, Any], after: dict[Any, Any], lowered: set[Any], where: str) -> None:
+    """While the workload holds quota, a reclaimable pod count only grows, and stays listed (but for the pod
+    sets in ``lowered``: :func:`_scaled_below`)."""
     for name in sorted(after, key=str):
-        if name in before and after[name] < before[name]:
+        if name in before and after[name] < before[name] and name not in lowered:
             raise InvalidInput(f"{where}: field `status.reclaimablePods[{name}].count`: cannot be less than "
                                f"{before[name]}")
     for name in sorted(before, key=str):
-        if name not in after:
+        if name not in after and name not in lowered:
             raise InvalidInput(f"{where}: field `status.reclaimablePods[{name}]`: cannot be removed")
 
 

@@ -109,9 +109,11 @@ def managed_ancestor(job: o.ObjectMeta, parent_of: ParentOf, manage_unqueued: bo
 
 
 class Parents:
-    """Where the Job integration reads a Job's parents, by kind: the log's Jobs, and what other integrations
-    already hold in memory (the JobSets, MPIJobs and training jobs their informers list, the managed Pods), registered with
-    :meth:`hold` (the connector does). A kind is followed while its integration is on and its objects are held."""
+    """Where the job reconcilers read a job's parents, by kind: the log's Jobs, and what the integrations already
+    hold in memory (the JobSets, MPIJobs, RayJobs and training jobs their informers list, the managed Pods),
+    registered with :meth:`hold` — the connector does, once, and shares the registry among the Job, JobSet, MPIJob,
+    training-job, RayJob and RayCluster reconcilers. A kind is followed while its integration is on and its
+    objects are held."""
 
     def __init__(self) -> None:
         self._held: dict[str, tuple[Mapping[str, Any], bool]] = {}

@@ -80,15 +80,16 @@ class Connector:
                         if jobs else None)
         self.rayclusters = (RayClusterIntegration(client, journal, append=self.appender.emit,
                                                   watch_timeout_s=watch_timeout_s) if jobs else None)
-        if self.jobs is not None:  # a Job's parents, as the other integrations hold them (child_jobs.Parents)
-            self.jobs.parents.hold("JobSet", self.jobsets.known)  # type: ignore[union-attr]
-            self.jobs.parents.hold("MPIJob", self.mpijobs.known)  # type: ignore[union-attr]
-            self.jobs.parents.hold("Pod", self.pods.pods, complete=False)  # type: ignore[union-attr]
-            self.jobs.parents.hold("RayJob", self.rayjobs.known)  # type: ignore[union-attr]  # its submitter Job
+        if self.jobs is not None:  # one parents registry (child_jobs.Parents) every job reconciler walks up
+            parents = self.jobs.parents
+            parents.hold("JobSet", self.jobsets.known)  # type: ignore[union-attr]
+            parents.hold("MPIJob", self.mpijobs.known)  # type: ignore[union-attr]
+            parents.hold("Pod", self.pods.pods, complete=False)  # type: ignore[union-attr]
+            parents.hold("RayJob", self.rayjobs.known)  # type: ignore[union-attr]  # its submitter Job, RayCluster
             for training in self.kubeflow:  # a training job is a parent Kueue runs too (job_selection)
-                self.jobs.parents.hold(training.KIND, training.known)
-        if self.rayclusters is not None:  # a RayJob's RayCluster
-            self.rayclusters.parents.hold("RayJob", self.rayjobs.known)  # type: ignore[union-attr]
+                parents.hold(training.KIND, training.known)
+            for watched in (self.jobsets, self.mpijobs, *self.kubeflow, self.rayjobs, self.rayclusters):
+                watched.parents = parents  # type: ignore[union-attr]
         self.queues = QueueStatusWriter(client, journal) if queue_status else None
         self.finalizers = Finalizers(client, journal) if finalizers else None
         self.retention = RetentionEnforcer(client, journal, append=self.appender.emit)

@@ -55,6 +55,8 @@ class Kind(msgspec.Struct, frozen=True):
     create_errors: CreateErrors
     update_errors: UpdateErrors
     """Given the old and new object, the gates and whether the namespace has a LocalQueue ``default``."""
+    kind_defaults: Callable[[Mapping[str, Any], Mapping[str, bool]], list[dict[str, Any]]] | None = None
+    """The kind's own defaulting after the common one, given the object and the gates (a JSON patch)."""
 
 
 class FrameworkWebhooks(msgspec.Struct, frozen=True):
@@ -147,8 +149,9 @@ async def defaults(obj: dict[str, Any], namespace: str, kind: Kind, settings: Fr
     default_class = (has_default_priority_class is not None and not labels.get(PRIORITY_LABEL)
                      and await has_default_priority_class())
     suspend = not kueue_parent and (queued or default_queue or (settings.without_queue and await managed()))
-    return default_patch(obj, kind.suspend_at, default_queue=default_queue, default_priority_class=default_class,
-                         suspend=suspend)
+    ops = default_patch(obj, kind.suspend_at, default_queue=default_queue, default_priority_class=default_class,
+                        suspend=suspend)
+    return ops + kind.kind_defaults(obj, settings.feature_gates) if kind.kind_defaults is not None else ops
 
 
 async def _namespace_managed(namespace: str, settings: FrameworkWebhooks, namespace_labels: NamespaceLabels

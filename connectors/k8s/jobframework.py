@@ -22,7 +22,8 @@ What a pass does once the kind has found the job's Workload (:meth:`JobReconcile
   now (``UpdatedWorkload``), and the Workload of a suspended job, neither evicted nor holding quota, the queue
   its label names now; under ``AdmissionGatedBy`` the Workload loses the ``kueue.x-k8s.io/admission-gated-by``
   gates the job no longer carries (never gains one); one write a pass;
-* **reclaimable pods** → ``ReclaimablePodsChanged`` when the kind's count differs from the Workload's;
+* **reclaimable pods** → ``ReclaimablePodsChanged`` when the kind's count (each at most its pod set's:
+  :func:`within_pod_sets`) differs from the Workload's;
 * **PodsReady** → ``PodsReadyChanged`` as the job's pods become ready or not, ``WaitForStart`` first under
   waitForPodsReady (:func:`connectors.k8s.pods_ready.pods_ready_transition`);
 * **admitted** (in the log and as the apiserver stores it) and not running → start; **not admitted** and
@@ -149,6 +150,11 @@ class JobFrameworkStats:
     """Workloads deleted for being one too many for their job."""
 
 
+ANCESTRY_RETRY_FACTOR = 30.0
+"""Retry delays (the integration's ``retry_s``) before a job whose ancestry is cyclic or too deep is looked at
+again (one whose parent is not there yet: one)."""
+
+
 def admission_shown(wl: WorkloadInfo, obs: o.Workload) -> bool:
     """Whether the apiserver shows the Workload admitted as the log decided (``Admitted=True``, the same admission
     and check states): a job starts from its Workload as stored, like Kueue's, never from a decision whose
@@ -157,6 +163,13 @@ def admission_shown(wl: WorkloadInfo, obs: o.Workload) -> bool:
         return False
     desired, current = desired_status(wl), observed_status(obs)
     return all(desired.get(k) == current.get(k) for k in ("admission", "admissionChecks"))
+
+
+def within_pod_sets(reclaimable: tuple[tuple[str, int], ...], obs: o.Workload) -> tuple[tuple[str, int], ...]:
+    """The kind's reclaimable pods, each at most its pod set's count in ``obs`` (Kueue #12670: an elastic Job
+    scaled below the pods it reclaimed would otherwise be given a count its Workload's webhook refuses)."""
+    counts = {ps.name: ps.count for ps in obs.spec.pod_sets}
+    return tuple((name, min(count, counts.get(name, count))) for name, count in reclaimable)
 
 
 def only_removes_gates(obs: o.Workload, gate: str | None) -> bool:
@@ -203,7 +216,7 @@ class JobReconciler(Generic[J]):
         self._log = IntegrationLog(self.append, self.mirror, stats, kind=self.KIND, log=logger)
         self.parents = child_jobs.Parents()
         """Where a job's parents are read (:func:`child_jobs.managed_ancestor`): the connector registers what the
-        other integrations hold."""
+        integrations hold, one registry for all kinds."""
 
     # --- what a kind tells -------------------------------------------------------------------------------------
 
@@ -320,18 +333,28 @@ class JobReconciler(Generic[J]):
     async def _report(self, job: J, action: str, **what: str) -> None:
         await self._log.report(job.key, job.metadata.uid, action, **what)
 
-    # --- a child of a Kueue-managed ancestor ---------------------------------------------------------------------
+    # --- a job with a Kueue-managed ancestor ------------------------------------------------------------------
 
-    def _ancestor(self, job: J, config: SchedulerConfig) -> o.ObjectMeta | None:
-        """The job's topmost Kueue-managed ancestor (None: it is top-level); raises
-        :class:`child_jobs.AncestryError` as :func:`child_jobs.managed_ancestor` does."""
-        return child_jobs.managed_ancestor(job.metadata, self.parents.parent_of(config, self.state.jobs),
-                                           config.manage_jobs_without_queue_name)
+    async def _as_child(self, job: J, config: SchedulerConfig) -> bool:
+        """Kueue's reconciler is generic: a job of any kind with a Kueue-managed ancestor
+        (:func:`child_jobs.managed_ancestor`; a queued JobSet's Job, a queued RayJob's RayCluster, a JobSet under
+        a queued MPIJob) gets no Workload of its own and is held suspended while the ancestor's is missing or not
+        admitted (:meth:`_child`). True when the job is such a child, or its ancestry cannot be told
+        (:meth:`_ancestry_failed`): either way nothing else is done with it."""
+        try:
+            ancestor = child_jobs.managed_ancestor(job.metadata, self.parents.parent_of(config, self.state.jobs),
+                                                   config.manage_jobs_without_queue_name)
+        except child_jobs.AncestryError as exc:
+            await self._ancestry_failed(job, exc)
+            return True
+        if ancestor is None:
+            return False
+        await self._child(job, ancestor, config)
+        return True
 
     async def _child(self, job: J, ancestor: o.ObjectMeta, config: SchedulerConfig) -> None:
-        """A job with a Kueue-managed ancestor (a queued JobSet's Job, a queued RayJob's RayCluster): Kueue's
-        reconciler gives it no Workload of its own, and keeps it suspended while the ancestor's Workload is missing
-        or not admitted (reference §7.1 item 3; Normal ``Suspended`` "Kueue managed child job suspended")."""
+        """A job with a Kueue-managed ancestor: suspended while the ancestor's Workload is missing or not admitted
+        (reference §7.1 item 3; Normal ``Suspended`` "Kueue managed child job suspended")."""
         owned = self.mirror.controlled.get(ancestor.uid, set())
         parent = child_jobs.parent_workload(owned, self.mirror.workloads, self.state.workloads)
         namespace = self.state.namespaces.get(job.metadata.namespace)
@@ -347,9 +370,10 @@ class JobReconciler(Generic[J]):
         missing = isinstance(exc, child_jobs.OwnerMissing)
         self._retry.later(job.key, 1.0 if missing else ANCESTRY_RETRY_FACTOR)
         if missing:
-            self.log.debug(f"{self.NOUN} waits for its controller", **{self.NOUN: job.key}, error=str(exc))
+            self.log.debug(f"{self.NOUN} waits for its controller", error=str(exc), **{self.NOUN: job.key})
             return
-        self.log.warning("cannot tell the job's Kueue-managed ancestor", **{self.NOUN: job.key}, error=str(exc))
+        self.log.warning(f"cannot tell the {self.NOUN}'s Kueue-managed ancestor", error=str(exc),
+                         **{self.NOUN: job.key})
         if isinstance(exc, child_jobs.ChainTooLong):
             await self._once(job.key, "nesting-too-deep", job, self._report(
                 job, child_jobs.NESTING_TOO_DEEP, message=child_jobs.NESTING_TOO_DEEP_MESSAGE))
@@ -358,7 +382,8 @@ class JobReconciler(Generic[J]):
         await self.client.patch(self.RESOURCE, job.metadata.name, {
             "metadata": {"resourceVersion": job.metadata.resource_version}, "spec": self.suspend_spec()},
             job.metadata.namespace)
-        self.log.info(f"suspended a child {self.NOUN} whose parent's workload is not admitted", **{self.NOUN: job.key})
+        self.log.info(f"suspended a child {self.NOUN} whose parent's workload is not admitted",
+                      **{self.NOUN: job.key})
         await self._report(job, child_jobs.SUSPENDED, message=child_jobs.SUSPENDED_MESSAGE)
 
     # --- the steps ---------------------------------------------------------------------------------------------
@@ -404,7 +429,7 @@ class JobReconciler(Generic[J]):
             return
         if await self._sync_workload(job, obs, wl, generated=generated):
             return  # as Kueue's reconciler: the rest waits for the Workload that shows it
-        reclaimable = self.reclaimable_pods(job)
+        reclaimable = within_pod_sets(self.reclaimable_pods(job), obs)
         if reclaimable != wl.reclaimable:
             await self._append_once(wl, ev.ReclaimablePodsChanged(
                 time=_now(), key=wl.key, uid=wl.uid,

@@ -121,7 +121,7 @@ from typing import Any
 import msgspec
 import structlog
 
-from connectors.k8s import child_jobs, job_sync, podsetinfo, prebuilt, workload_slices
+from connectors.k8s import job_sync, podsetinfo, prebuilt, workload_slices
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import JSON_PATCH, KubeClient
 from connectors.k8s.copied_metadata import copied
@@ -280,13 +280,7 @@ class JobIntegration(JobReconciler[o.Job]):
                 await self._orphaned(obs, wl, gone=job is None)
             return
         config = self._config()
-        try:
-            ancestor = self._ancestor(job, config)
-        except child_jobs.AncestryError as exc:
-            await self._ancestry_failed(job, exc)
-            return
-        if ancestor is not None:
-            await self._child(job, ancestor, config)
+        if await self._as_child(job, config):
             return  # its ancestor's Workload is the one queued
         if not self._managed(job, config):
             return  # not Kueue's: no queue name (unless manageJobsWithoutQueueName), or a namespace left out

@@ -22,8 +22,9 @@ Kueue runs an MPIJob through the same generic job reconciler as a batch/v1 Job; 
 * **pods ready** (:func:`pods_ready`): its ``Running`` condition ``True``; **active**: a replica status with
   active pods. Kueue counts no reclaimable pods for an MPIJob.
 
-``runLauncherAsWorker`` changes none of this in Kueue's reconciler: only its webhook reads it (the Worker
-template's pod-index offset under TAS), which kueue-es does not serve.
+``runLauncherAsWorker`` changes none of this in Kueue's reconciler: only its webhook reads it, giving the Worker
+template a pod-index offset under TAS (:func:`connectors.k8s.mpijob_webhook.worker_offset_ops`), which the Worker
+pod set's template, and so its pods, carry to the topology ungater (:mod:`connectors.k8s.ungating`).
 """
 
 from __future__ import annotations

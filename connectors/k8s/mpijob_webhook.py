@@ -15,12 +15,17 @@ removed), then the create rules on the new MPIJob. Under
 ``spec.mpiReplicaSpecs[<type>].template.metadata.annotations`` (Kueue's path), in the order of those paths (Kueue
 sorts them), a slice no larger than the replica type's ``replicas`` (default 1).
 
+Under ``TopologyAwareScheduling`` the mutating webhook also gives an MPIJob that runs its launcher as a worker
+(``spec.runLauncherAsWorker: true``, with a Launcher and a Worker) the Worker template annotation
+``kueue.x-k8s.io/pod-index-offset: "1"`` (:func:`worker_offset_ops`), unless the Launcher's template is in a pod-set
+group (``kueue.x-k8s.io/podset-group-name``: the group ranks the two together). The launcher is rank 0, so the
+Worker pod set's pods, which the Workload's pod set template and so the pods carry it, rank from 1: the topology
+ungater takes the offset off their index (:mod:`connectors.k8s.ungating`).
+
 Registered and failing as the JobSet webhooks (:mod:`connectors.k8s.jobset_webhook`): whatever the Configuration
 says, answering every review unchanged while the integration is off (``failurePolicy: Ignore``), ``Fail`` while it is
-on. Not done, unlike Kueue: ``spec.runPolicy.managedBy`` defaulted for MultiKueue (kueue-es runs no MultiKueue); under
-``runLauncherAsWorker`` Kueue's webhook also gives the Worker template a pod-index offset for TAS rank ordering,
-which needs the launcher counted among the ranks in the Workload's topology request too — not modelled
-(:mod:`connectors.k8s.mpijob` builds the pod sets without it).
+on. Not done, unlike Kueue: ``spec.runPolicy.managedBy`` defaulted for MultiKueue (kueue-es runs no MultiKueue), and
+newer Kueue's update rule that the Worker's offset stays what this defaulting sets.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from typing import Any
 
 from connectors.k8s import framework_webhook, job_validation
 from connectors.k8s.framework_webhook import FrameworkWebhooks, HasDefaultPriorityClass, Reviewer
+from connectors.k8s.json_patch import map_ops
 from connectors.k8s.pod_webhook import HasDefaultQueue, NamespaceLabels
 from connectors.k8s.resources import MPIJOBS
 from kueue_es.scheduler.config import SchedulerConfig
@@ -112,8 +118,34 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates:
             + job_validation.gate_update(old, new, feature_gates) + create_errors(new, feature_gates))
 
 
+POD_INDEX_OFFSET = "kueue.x-k8s.io/pod-index-offset"
+"""On a pod template (and so its pods): what the topology ungater subtracts from a pod's index to rank it."""
+
+
+def worker_offset_ops(mpijob: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[dict[str, Any]]:
+    """Kueue's defaulting of the Worker's pod-index offset (module docstring), as a JSON patch."""
+    spec = mpijob.get("spec")
+    if not gates.enabled(feature_gates, gates.TOPOLOGY_AWARE_SCHEDULING) or not isinstance(spec, dict) or (
+            spec.get("runLauncherAsWorker") is not True):
+        return []
+    specs = _replica_specs(mpijob)
+    launcher, worker = specs.get("Launcher"), specs.get("Worker")
+    if launcher is None or worker is None or job_validation.GROUP_NAME in _pod_annotations(launcher):
+        return []
+    at = "/spec/mpiReplicaSpecs/Worker/template"
+    template = worker.get("template")
+    if not isinstance(template, dict):
+        return [{"op": "add", "path": at, "value": {"metadata": {"annotations": {POD_INDEX_OFFSET: "1"}}}}]
+    meta = template.get("metadata")
+    if not isinstance(meta, dict):
+        return [{"op": "add", "path": f"{at}/metadata", "value": {"annotations": {POD_INDEX_OFFSET: "1"}}}]
+    present = meta.get("annotations")
+    return map_ops(f"{at}/metadata/annotations", present if isinstance(present, dict) else None,
+                   {POD_INDEX_OFFSET: "1"})
+
+
 KIND = framework_webhook.Kind(MPIJOBS, MUTATING_PATH, MUTATING_NAME, VALIDATING_PATH, VALIDATING_NAME, SUSPEND_AT,
-                              create_errors, update_errors)
+                              create_errors, update_errors, worker_offset_ops)
 
 
 # --- serving and registering ------------------------------------------------------------------------------------

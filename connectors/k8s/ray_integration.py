@@ -12,11 +12,12 @@ never finishes); PodsReady follows the cluster's ``ready`` state. Kueue counts n
 
 A RayJob with a ``clusterSelector`` is not Kueue's (its ``Skip``). A RayCluster with a Kueue-managed ancestor —
 with the RayJob integration on, a RayJob up its controller chain that names a queue, or any under
-``manageJobsWithoutQueueName`` (:func:`connectors.k8s.child_jobs.managed_ancestor`, over the RayJobs the RayJob
-integration holds) — is that ancestor's child, as a child Job is (:meth:`JobReconciler._child
-<connectors.k8s.jobframework.JobReconciler._child>`): no Workload of its own, kept suspended while the ancestor's
-newest unfinished Workload is missing or not admitted (Normal ``Suspended`` "Kueue managed child job suspended").
-The RayJob's submitter Job is found the RayJob's child the same way by the Job integration. Not done (see the README): rewriting a Workload whose pod sets
+``manageJobsWithoutQueueName`` (:func:`connectors.k8s.child_jobs.managed_ancestor`, over the parents registry the
+connector shares among the job reconcilers) — is that ancestor's child, as a child Job is
+(:meth:`JobReconciler._as_child <connectors.k8s.jobframework.JobReconciler._as_child>`, a step of the shared
+reconciler): no Workload of its own, kept suspended while the ancestor's newest unfinished Workload is missing or
+not admitted (Normal ``Suspended`` "Kueue managed child job suspended"). The RayJob's submitter Job is found the
+RayJob's child the same way by the Job integration. Not done (see the README): rewriting a Workload whose pod sets
 no longer match, prebuilt Workloads, MultiKueue's ``managedBy``, elastic autoscaling.
 """
 
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import structlog
 
-from connectors.k8s import child_jobs
 from connectors.k8s import raycluster as rc
 from connectors.k8s import rayjob as rj
 from connectors.k8s.resources import RAYCLUSTERS, RAYJOBS
@@ -76,17 +76,3 @@ class RayClusterIntegration(WatchedJobIntegration[rc.RayCluster]):
 
     def pod_priority_class(self, job: rc.RayCluster) -> str | None:
         return rc.priority_class(job)
-
-    async def reconcile(self, key: str) -> None:
-        config = self._config()
-        cluster = self.known.get(key)
-        if cluster is not None and self.framework_on(config) and not cluster.metadata.deletion_timestamp:
-            try:
-                ancestor = self._ancestor(cluster, config)
-            except child_jobs.AncestryError as exc:
-                await self._ancestry_failed(cluster, exc)
-                return
-            if ancestor is not None:
-                await self._child(cluster, ancestor, config)
-                return  # its ancestor's Workload is the one queued
-        await super().reconcile(key)

@@ -8,7 +8,10 @@ hostname alone, since such an assignment lists only that level).
 * **Rank mode** when the pod set has a ``podIndexLabel`` and every live pod carries a valid, distinct index
   below the pod count (with a ``subGroupIndexLabel``, as a JobSet's pod sets have, the rank is the index within
   the pod's Job plus the Job's index times the Job's size, as Kueue's ungater reads it), and every pod already
-  ungated sits in the domain its rank implies: rank r goes to the
+  ungated sits in the domain its rank implies (a ``kueue.x-k8s.io/pod-index-offset`` on the pods, as an MPIJob's
+  Workers carry when its launcher runs as a worker, is taken off each index: rank = index − offset; Kueue reads it
+  off one pod, here the first by name; one that is not a number leaves the pod set gated, as Kueue's ungater then
+  ungates nothing): rank r goes to the
   domain whose cumulative range, in assignment order, contains r. (After a node replacement the re-sorted
   assignment often breaks that last condition; greedy mode then fills the freed slot.)
 * **Greedy mode** otherwise: count the ungated pods per domain (by their node selector) and fill each domain's
@@ -47,11 +50,24 @@ def _index(pod: o.Pod, label: str, bound: int) -> int | None:
     return value if value < bound else None
 
 
-def _ranks(pods: list[o.Pod], request: o.PodSetTopologyRequest | None, size: int, count: int
+POD_INDEX_OFFSET = "kueue.x-k8s.io/pod-index-offset"
+
+
+def index_offset(pods: list[o.Pod]) -> int | None:
+    """The pod-index offset of a pod set's pods, read off the first (its pods share their template's): 0 without
+    one, None when it is not a number."""
+    text = pods[0].metadata.annotations.get(POD_INDEX_OFFSET) if pods else None
+    if text is None:
+        return 0
+    return int(text) if text.isdigit() else None
+
+
+def _ranks(pods: list[o.Pod], request: o.PodSetTopologyRequest | None, size: int, count: int, offset: int = 0
            ) -> dict[int, o.Pod] | None:
     """Each pod's rank (None: not every pod has a valid, distinct one) among the ``size`` pods of the pod set, below
-    ``count``. With a sub-group (a JobSet's replicated Job: its Jobs, each of ``size / subGroupCount`` pods), the rank
-    is the pod's index within its Job plus its Job's index times that Job size, as Kueue's ungater ranks them."""
+    ``count``: its index less ``offset``. With a sub-group (a JobSet's replicated Job: its Jobs, each of
+    ``size / subGroupCount`` pods), the index is the pod's within its Job plus its Job's index times that Job size,
+    as Kueue's ungater ranks them."""
     if request is None or not request.pod_index_label:
         return None
     sub_label, sub_count = request.sub_group_index_label, request.sub_group_count
@@ -60,12 +76,11 @@ def _ranks(pods: list[o.Pod], request: o.PodSetTopologyRequest | None, size: int
     for pod in pods:
         if job_size:
             index, job = _index(pod, request.pod_index_label, job_size), _index(pod, sub_label, sub_count)
-            rank = index + job * job_size if index is not None and job is not None else None
-            if rank is not None and rank >= count:
-                rank = None
+            rank = index + job * job_size - offset if index is not None and job is not None else None
         else:
-            rank = _index(pod, request.pod_index_label, count)
-        if rank is None or rank in out:
+            index = _index(pod, request.pod_index_label, count + offset)
+            rank = index - offset if index is not None else None
+        if rank is None or not 0 <= rank < count or rank in out:
             return None
         out[rank] = pod
     return out
@@ -89,8 +104,11 @@ def plan(psa: o.PodSetAssignment, request: o.PodSetTopologyRequest | None, pods:
     def placed(pod: o.Pod) -> tuple[str | None, ...]:
         return tuple(pod.spec.node_selector.get(level) for level in levels)
 
+    offset = index_offset(live)
+    if offset is None:
+        return []
     by_rank: list[tuple[str, ...]] = [values for values, c in domains for _ in range(c)]
-    ranks = _ranks(live, request, count, min(count, len(by_rank)))
+    ranks = _ranks(live, request, count, min(count, len(by_rank)), offset)
     if ranks is not None and all(gated(p) or placed(p) == by_rank[r] for r, p in ranks.items()):
         return [Ungate(p, selector(by_rank[r])) for r, p in sorted(ranks.items())
                 if gated(p) and by_rank[r][-1] not in down]

@@ -94,6 +94,8 @@ def refusal(kind: str, operation: str, new_doc: Any, old_doc: Any, feature_gates
     updating = operation == "UPDATE" and isinstance(old_doc, dict)
     if not updating:
         checks = dataclasses.replace(checks, on_flavors=True)  # a new ClusterQueue: whatever the gate
+    else:
+        checks = dataclasses.replace(checks, reclaimable_bounds=False)  # held against the old object (below)
     new_doc = {**new_doc, "kind": kind}
     where = f"{kind} {_key(new_doc)}"
     try:
@@ -101,7 +103,8 @@ def refusal(kind: str, operation: str, new_doc: Any, old_doc: Any, feature_gates
         if updating:
             validate_update(old_doc, new_doc, _view({**old_doc, "kind": kind}), new, where,
                             on_flavors_gate=checks.on_flavors, tas=gate(gates.TOPOLOGY_AWARE_SCHEDULING),
-                            gated_by=gate(gates.ADMISSION_GATED_BY))
+                            gated_by=gate(gates.ADMISSION_GATED_BY),
+                            elastic=gate(gates.ELASTIC_JOBS_VIA_WORKLOAD_SLICES))
     except InvalidInput as exc:
         return str(exc)
     return None

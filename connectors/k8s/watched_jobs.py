@@ -25,7 +25,9 @@ Job's come from the log for (:mod:`connectors.k8s.job_events`) are reported here
 objects: ``FinishedWorkload`` once per finished Workload seen while the object is there (again after a restart,
 as Kueue's reconcile of it would), and ``UpdatedAdmissionCheck`` whenever the pending checks' message of a
 suspended queued object's Workload that holds quota changes. Of several Workloads an object controls it keeps one,
-as a Job does, and deletes the others (``DeletedWorkload``).
+as a Job does, and deletes the others (``DeletedWorkload``). An object with a Kueue-managed ancestor (a JobSet
+under a queued MPIJob, say) is a child, as a Job is (:meth:`~connectors.k8s.jobframework.JobReconciler._as_child`):
+no Workload of its own, held suspended while the ancestor's is missing or not admitted.
 """
 
 from __future__ import annotations
@@ -216,6 +218,8 @@ class WatchedJobIntegration(JobReconciler[J]):
                 await self._orphaned(obs, wl, gone=job is None or owner[1] != job.metadata.uid)
         if job is None or uid is None:
             return
+        if await self._as_child(job, config):
+            return  # a Kueue-managed ancestor's Workload is the one queued (a JobSet under a queued MPIJob)
         if not self._managed(job, config):
             return  # not Kueue's: no queue name (unless manageJobsWithoutQueueName), or a namespace left out
         prebuilt_name = prebuilt.name_in(job.metadata, self.state.gate(gates.WORKLOAD_IDENTIFIER_ANNOTATIONS))

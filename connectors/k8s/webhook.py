@@ -8,7 +8,13 @@ On **create** (Kueue's webhook is registered for creation only: unsuspending an 
   set to ``default``, whatever the pod template's ``priorityClassName`` (Kueue's WorkloadPriorityClass
   defaulting, under its ``WorkloadPriorityClassDefaulting`` gate, beta and on by default; like Kueue, for every
   Job created, with a queue name or not);
-* a queue name and ``spec.suspend`` not true → ``spec.suspend: true``, so no pod starts before admission;
+* a queue name and ``spec.suspend`` not true → ``spec.suspend: true``, so no pod starts before admission — unless
+  the Job has a Kueue-managed ancestor (Kueue's ``WorkloadShouldBeSuspended``: the walk up its controllers of
+  :func:`connectors.k8s.child_jobs.managed_ancestor`, the parents read from the apiserver by
+  :func:`ancestry_lookup`; a parent it follows that is not there, cyclic ownership or too deep a chain refuses
+  the Job, as Kueue's webhook fails): that ancestor's Workload is the one queued. Without the lookup (tests), a
+  controller of a kind Kueue runs stands for it. The default queue is left to a Job whose own controller is of such
+  a kind, as in Kueue;
 * no queue name, under the Kueue Configuration's ``manageJobsWithoutQueueName``, no controller of a kind Kueue
   runs (a Job; a Pod with the pod integration on) and a namespace its ``managedJobsNamespaceSelector`` selects
   (read from the apiserver; one that cannot be read refuses the Job, as Kueue's webhook fails) → suspended too
@@ -50,6 +56,7 @@ import structlog
 from aiohttp import web
 
 from connectors.k8s import (
+    child_jobs,
     conversion,
     crds,
     deployment_webhook,
@@ -74,8 +81,18 @@ from connectors.k8s.errors import AlreadyExists, KubeError, NotFound
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import PRIORITY_LABEL
 from connectors.k8s.json_patch import map_ops
-from connectors.k8s.resources import BY_KIND, Resource
+from connectors.k8s.resources import (
+    BY_KIND,
+    JOBSETS,
+    KUBEFLOW_JOBS,
+    LEADER_WORKER_SETS,
+    MPIJOBS,
+    RAYCLUSTERS,
+    RAYJOBS,
+    Resource,
+)
 from connectors.k8s.settings import KubeSettings
+from events import objects as o
 from kueue_es.scheduler.config import DEFAULT, DEPLOYMENT_FRAMEWORK, STATEFULSET_FRAMEWORK, SchedulerConfig
 from projections import gates
 
@@ -105,6 +122,10 @@ HasDefaultQueue = Callable[[str], Awaitable[bool]]
 HasDefaultPriorityClass = Callable[[], Awaitable[bool]]
 ParentRuns = Callable[[tuple[str, str] | None], bool]
 """Whether a controller ``(apiVersion, kind)`` is of a kind Kueue's enabled integrations run."""
+ManagedAncestry = Callable[[str, dict[str, Any]], Awaitable[bool]]
+"""Whether a Job being created (namespace, raw Job) has a Kueue-managed ancestor; raises
+:class:`~connectors.k8s.child_jobs.AncestryError` when the walk fails, :class:`KubeError` when a parent cannot be
+read."""
 SuspendsUnqueued = Callable[[str, dict[str, Any]], Awaitable[bool]]
 """Whether a Job being created (namespace, raw Job) that names no queue is suspended all the same
 (``manageJobsWithoutQueueName``); raises :class:`KubeError` when the namespace cannot be read."""
@@ -161,13 +182,15 @@ def kueue_parents(pods_on: bool = False, jobsets_on: bool = False, mpijobs_on: b
 async def review(body: bytes, has_default_queue: HasDefaultQueue,
                  has_default_priority_class: HasDefaultPriorityClass | None = None,
                  suspends_unqueued: SuspendsUnqueued | None = None,
-                 parent_runs: ParentRuns | None = None, *, elastic_jobs: bool = False) -> dict[str, Any]:
+                 parent_runs: ParentRuns | None = None, *, elastic_jobs: bool = False,
+                 managed_ancestry: ManagedAncestry | None = None) -> dict[str, Any]:
     """Answer one AdmissionReview (v1) for a Job (``elastic_jobs``: the ``ElasticJobsViaWorkloadSlices`` gate). ``has_default_priority_class``: None when the
     ``WorkloadPriorityClassDefaulting`` gate is off; ``suspends_unqueued``: None unless the Kueue Configuration
     turns ``manageJobsWithoutQueueName`` on (a failed namespace lookup refuses the Job, in Kueue's words).
     ``parent_runs``: whether the Job's controller is of a kind Kueue runs (by default a batch/v1 Job): such a
     child is given no queue and not suspended (reference §7.1 item 2: that parent is the one queued; a JobSet's
-    Jobs, say)."""
+    Jobs, say). ``managed_ancestry``: whether the Job has a Kueue-managed ancestor, which alone keeps it from being
+    suspended (None: ``parent_runs`` decides that too)."""
     req = msgspec.json.decode(body).get("request") or {}
     response: dict[str, Any] = {"uid": req.get("uid", ""), "allowed": True}
     job = req.get("object") or {}
@@ -176,6 +199,13 @@ async def review(body: bytes, has_default_queue: HasDefaultQueue,
         namespace = req.get("namespace") or meta.get("namespace", "")
         labels = meta.get("labels") or {}
         child = (parent_runs or kueue_parents())(job_selection.raw_controller(meta))
+        if managed_ancestry is not None:
+            try:
+                managed_above = await managed_ancestry(namespace, job)
+            except (child_jobs.AncestryError, KubeError) as exc:
+                return _refused(response, exc)
+        else:
+            managed_above = child
         default = not child and not labels.get(QUEUE_LABEL) and bool(namespace) and await has_default_queue(namespace)
         default_class = (has_default_priority_class is not None and not labels.get(PRIORITY_LABEL)
                          and await has_default_priority_class())
@@ -187,12 +217,70 @@ async def review(body: bytes, has_default_queue: HasDefaultQueue,
                 response.update(allowed=False, status={"code": 500, "reason": "InternalError",
                                                        "message": f"failed to get namespace: {exc}"})
                 return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
-        ops = job_patch(job, default, default_class, suspend_unqueued=unqueued, child=child,
+        ops = job_patch(job, default, default_class, suspend_unqueued=unqueued, child=managed_above,
                         elastic_jobs=elastic_jobs)
         if ops:
             response["patchType"] = "JSONPatch"
             response["patch"] = base64.b64encode(msgspec.json.encode(ops)).decode()
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+
+
+def _refused(response: dict[str, Any], exc: Exception) -> dict[str, Any]:
+    """The review refusing a Job whose ancestors could not be walked: a parent not found as the apiserver says it
+    (404), the rest forbidden (Kueue's webhook fails the defaulting with the walk's error)."""
+    if isinstance(exc, child_jobs.OwnerMissing):
+        status = {"code": 404, "reason": "NotFound", "message": str(exc)}
+    elif isinstance(exc, KubeError):
+        status = {"code": 500, "reason": "InternalError", "message": f"failed to get the job's owner: {exc}"}
+    else:
+        status = {"code": 403, "reason": "Forbidden", "message": str(exc)}
+    response.update(allowed=False, status=status)
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+
+
+def _parent_resource(ref: o.OwnerReference) -> Resource | None:
+    """Where a parent of a kind an integration runs is read from the apiserver."""
+    by_kind = {"Job": BY_KIND["Job"], "Pod": BY_KIND["Pod"], "JobSet": JOBSETS, "MPIJob": MPIJOBS, **KUBEFLOW_JOBS,
+               "RayJob": RAYJOBS, "RayCluster": RAYCLUSTERS, "LeaderWorkerSet": LEADER_WORKER_SETS}
+    return by_kind.get(ref.kind)
+
+
+def ancestry_lookup(client: KubeClient, config: SchedulerConfig) -> ManagedAncestry:
+    """Kueue's walk for a Job being created (:func:`connectors.k8s.child_jobs.managed_ancestor`, under the
+    integrations ``config`` turns on and its ``manageJobsWithoutQueueName``), its parents read from the apiserver
+    first — at most one past :data:`~connectors.k8s.child_jobs.CHAIN_LIMIT`, so the walk can tell a chain too
+    long."""
+
+    async def has_managed_ancestor(namespace: str, job: dict[str, Any]) -> bool:
+        meta = msgspec.convert(job.get("metadata") or {}, o.ObjectMeta, strict=False)
+        read: dict[tuple[str, str], o.ObjectMeta] = {}
+        missing: set[tuple[str, str]] = set()
+        current = meta
+        for _ in range(child_jobs.CHAIN_LIMIT + 1):
+            ref = next((r for r in current.owner_references if r.controller), None)
+            resource = _parent_resource(ref) if ref is not None else None
+            if ref is None or resource is None or (ref.kind, ref.name) in read or not job_selection.runs_parent(
+                    (ref.api_version, ref.kind), config):
+                break
+            try:
+                raw = await client.get(resource, ref.name, namespace)
+            except NotFound:
+                missing.add((ref.kind, ref.name))
+                break
+            current = read[(ref.kind, ref.name)] = msgspec.convert(raw.get("metadata") or {}, o.ObjectMeta,
+                                                                   strict=False)
+
+        def parent_of(ns: str, ref: o.OwnerReference) -> o.ObjectMeta | None:
+            if not job_selection.runs_parent((ref.api_version, ref.kind), config):
+                return None
+            if (ref.kind, ref.name) in missing:
+                raise child_jobs.OwnerMissing(f"{ref.kind} {ns}/{ref.name}, controller of a job, not found")
+            return read.get((ref.kind, ref.name))
+
+        found = child_jobs.managed_ancestor(meta, parent_of, config.manage_jobs_without_queue_name)
+        return found is not None
+
+    return has_managed_ancestor
 
 
 def default_queue_lookup(client: KubeClient) -> HasDefaultQueue:
@@ -254,8 +342,10 @@ class WebhookServer:
                  suspends_unqueued: SuspendsUnqueued | None = None,
                  pod_validations: pod_webhook.Reviewer = pod_webhook.allowed_as_is,
                  parents: Mapping[str, pod_webhook.Reviewer] | None = None,
-                 parent_runs: ParentRuns | None = None) -> None:
+                 parent_runs: ParentRuns | None = None, managed_ancestry: ManagedAncestry | None = None) -> None:
         self.has_default_queue = has_default_queue
+        self.managed_ancestry = managed_ancestry
+        """Whether a Job has a Kueue-managed ancestor (:func:`ancestry_lookup`; None: ``parent_runs`` says)."""
         self.parent_runs = parent_runs or kueue_parents()
         """Whether a Job's controller is of a kind Kueue runs: the Job webhook leaves such a child as it is."""
         self.jobs = jobs
@@ -316,7 +406,8 @@ class WebhookServer:
     async def _review_job(self, body: bytes) -> dict[str, Any]:
         return await review(body, self.has_default_queue, self.has_default_priority_class, self.suspends_unqueued,
                             self.parent_runs,
-                            elastic_jobs=gates.enabled(self.feature_gates, gates.ELASTIC_JOBS_VIA_WORKLOAD_SLICES))
+                            elastic_jobs=gates.enabled(self.feature_gates, gates.ELASTIC_JOBS_VIA_WORKLOAD_SLICES),
+                            managed_ancestry=self.managed_ancestry)
 
     async def _mutate(self, request: web.Request, reviewer: pod_webhook.Reviewer) -> web.Response:
         """A mutating review (a Job's or a Pod's), answered by ``reviewer``."""
@@ -500,7 +591,8 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
                            unqueued_lookup(client, config) if config is not None else None, pod_validations, parents,
                            kueue_parents(pods_on, jobsets.enabled, mpijobs.enabled, config_in_force.kubeflow_kinds,
                                          rayjobs_on=rayjobs.enabled, rayclusters_on=rayclusters.enabled,
-                                         lws_on=leaderworkersets.enabled))
+                                         lws_on=leaderworkersets.enabled),
+                           ancestry_lookup(client, config_in_force))
     await server.start(k.webhook_address, k.webhook_port, str(cert), str(key))
     if k.webhook_register:
         service = None if k.webhook_url else (k.webhook_service, k.lease_namespace, 443)

@@ -57,3 +57,14 @@ async def test_an_admission_without_the_reclaimable_pods_does_not_shrink_the_job
         await jobs._start(mirror.state.jobs["ns/train"], wl, mirror.workloads[KEY])
         (patch,) = jobs.client.patches  # type: ignore[attr-defined]
         assert patch["spec"]["suspend"] is False and patch["spec"].get("parallelism") == want
+
+
+@pytest.mark.asyncio
+async def test_reclaimable_pods_are_at_most_the_pod_sets_count() -> None:
+    """Kueue #12670: a Job scaled below the pods it already reclaimed (an elastic Job's scale-down in place)
+    reports at most its pod set's count, which the Workload's webhook accepts."""
+    jobs, _, appended = integration(workload(2), job(parallelism=2, completions=None, succeeded=4))
+    await jobs.reconcile("ns/train")
+    (e,) = appended
+    assert isinstance(e, ev.ReclaimablePodsChanged)
+    assert [(p.name, p.count) for p in e.reclaimable_pods] == [("main", 2)]

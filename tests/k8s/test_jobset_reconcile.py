@@ -127,3 +127,38 @@ def test_what_was_done_to_a_jobset_is_recorded_as_an_event_on_the_jobset() -> No
     involved = mirror.kube_events.ready[1].before
     assert (involved.api_version, involved.kind, involved.namespace, involved.name, involved.uid) == (  # type: ignore[union-attr]
         "jobset.x-k8s.io/v1alpha2", "JobSet", "ns", "train", UID)
+
+
+class _Held:
+    """An object as another integration's informer holds it (what the ancestry walk reads: its metadata)."""
+
+    def __init__(self, metadata: o.ObjectMeta) -> None:
+        self.metadata = metadata
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("admitted", "suspended"), [(False, True), (True, False)])
+async def test_a_jobset_under_a_queued_mpijob_is_that_mpijobs_child(admitted: bool, suspended: bool) -> None:
+    """Kueue's reconciler is generic: a JobSet whose controller is a queued MPIJob (both integrations on) gets no
+    Workload of its own, whatever queue it names, and is held suspended while the MPIJob's Workload is not admitted
+    (Normal ``Suspended``)."""
+    from projections.workloads import ADMITTED
+    raw = raw_jobset(suspend=False)
+    raw["metadata"]["ownerReferences"] = [{"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "name": "pi",
+                                           "uid": "uid-pi", "controller": True}]
+    wl = workload()
+    mpi_wl = msgspec.structs.replace(wl, metadata=msgspec.structs.replace(
+        wl.metadata, name="mpijob-pi-00000", uid="wl-pi", owner_references=[o.OwnerReference(
+            api_version="kubeflow.org/v2beta1", kind="MPIJob", name="pi", uid="uid-pi", controller=True)]))
+    frameworks = ["batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/mpijob"]
+    integ, client, appended = integration(raw, mpi_wl, config={"integrations": {"frameworks": frameworks}})
+    integ.parents.hold("MPIJob", {"ns/pi": _Held(o.ObjectMeta(name="pi", namespace="ns", uid="uid-pi",
+                                                              labels={"kueue.x-k8s.io/queue-name": "lq"}))})
+    if admitted:
+        integ.state.workloads["ns/mpijob-pi-00000"].phase = ADMITTED
+    await integ.reconcile("ns/train")
+    assert client.created == [], "no Workload of its own"
+    assert client.patches == ([("JobSet", "train", {"metadata": {"resourceVersion": "5"}, "spec": {"suspend": True}})]
+                              if suspended else [])
+    assert [(e.kind, e.action, e.message) for e in appended] == (  # type: ignore[attr-defined]
+        [("JobSet", "Suspended", "Kueue managed child job suspended")] if suspended else [])

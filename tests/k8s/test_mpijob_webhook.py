@@ -144,3 +144,30 @@ def test_the_mpijob_webhooks_fail_closed_only_while_the_framework_is_on(on: bool
         assert hook["clientConfig"]["url"] == "https://h" + path
         assert hook["rules"] == [{"apiGroups": ["kubeflow.org"], "apiVersions": ["v2beta1"],
                                   "operations": operations, "resources": ["mpijobs"], "scope": "Namespaced"}]
+
+
+OFFSET = "kueue.x-k8s.io/pod-index-offset"
+SUSPEND_OP = {"op": "add", "path": "/spec/runPolicy", "value": {"suspend": True}}
+
+
+def test_a_launcher_run_as_a_worker_offsets_the_workers_pod_indexes_under_tas() -> None:
+    """Kueue's MPIJob defaulting: the launcher is rank 0, so the Worker template gets a pod-index offset of 1
+    for the topology ungater's rank ordering."""
+    mpijob = _mpijob({Q: "lq"})
+    mpijob["spec"]["runLauncherAsWorker"] = True
+    assert _mutate(mpijob)[1] == [SUSPEND_OP, {"op": "add", "path": "/spec/mpiReplicaSpecs/Worker/template/metadata",
+                                               "value": {"annotations": {OFFSET: "1"}}}]
+    annotated = _mpijob({Q: "lq"}, worker_annotations={REQUIRED: "rack"})
+    annotated["spec"]["runLauncherAsWorker"] = True
+    assert _mutate(annotated)[1][1:] == [{"op": "add", "value": "1",
+                                          "path": "/spec/mpiReplicaSpecs/Worker/template/metadata/annotations/"
+                                                  "kueue.x-k8s.io~1pod-index-offset"}]
+    grouped = _mpijob({Q: "lq"}, launcher_annotations={"kueue.x-k8s.io/podset-group-name": "g"})
+    grouped["spec"]["runLauncherAsWorker"] = True
+    no_launcher = _mpijob({Q: "lq"})
+    no_launcher["spec"]["runLauncherAsWorker"] = True
+    del no_launcher["spec"]["mpiReplicaSpecs"]["Launcher"]
+    tas_off = mw.MPIJobWebhooks(**{**msgspec.structs.asdict(ON),
+                                   "feature_gates": {**ON.feature_gates, "TopologyAwareScheduling": False}})
+    for unchanged, settings in ((_mpijob({Q: "lq"}), ON), (grouped, ON), (no_launcher, ON), (mpijob, tas_off)):
+        assert _mutate(unchanged, settings)[1] == [SUSPEND_OP]

@@ -15,6 +15,7 @@ from fixtures import watched_jobs
 from fixtures.jobs import RecordingClient
 from fixtures.watched_jobs import Client
 
+from connectors.k8s import child_jobs
 from connectors.k8s import raycluster as rc
 from connectors.k8s import rayjob as rj
 from connectors.k8s.connector import Connector
@@ -233,9 +234,12 @@ def test_the_connector_reads_a_jobs_and_a_rayclusters_rayjob_parent_from_the_ray
     owner = [o.OwnerReference(api_version="ray.io/v1", kind="RayJob", name="job", uid="job-uid", controller=True)]
     submitter = o.Job(metadata=o.ObjectMeta(name="job-submitter", namespace="ns", uid="s", owner_references=owner))
     config = load_config(BOTH_ON)
-    assert connector.jobs._ancestor(submitter, config) == rayjob.metadata  # type: ignore[union-attr]
+    parents = connector.jobs.parents  # type: ignore[union-attr]
+    assert connector.rayclusters.parents is parents  # type: ignore[union-attr]  # one registry for all kinds
     cluster = msgspec.convert(raw_cluster(owner=RAYJOB_OWNER), rc.RayCluster)
-    assert connector.rayclusters._ancestor(cluster, config) == rayjob.metadata  # type: ignore[union-attr]
+    for child in (submitter, cluster):
+        found = child_jobs.managed_ancestor(child.metadata, parents.parent_of(config, {}), False)
+        assert found == rayjob.metadata
 
 
 def test_what_was_done_to_a_rayjob_is_recorded_as_an_event_on_the_rayjob() -> None:

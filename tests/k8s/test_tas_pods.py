@@ -177,3 +177,19 @@ def test_a_jobset_pod_without_a_valid_job_index_falls_back_to_greedy() -> None:
         assert placements(plan(four, SUBGROUPED, pods)) == {"a": "n1", "b": "n1", "c": "n2"}
     pods = [pod("a", index=2, labels={JOB_INDEX: "0"}), pod("b", index=0, labels={JOB_INDEX: "1"})]
     assert placements(plan(four, SUBGROUPED, pods)) == {"a": "n1", "b": "n1"}, "a completion index beyond a Job's size"
+
+
+OFFSET = {"kueue.x-k8s.io/pod-index-offset": "1"}
+
+
+def test_a_pod_index_offset_is_taken_off_each_index_before_ranking() -> None:
+    """An MPIJob's Workers under ``runLauncherAsWorker`` (indexes from 1, the launcher being rank 0) rank from 0 in
+    their own pod set: index i goes where rank i − 1 falls. Without the offset their indexes overrun the pod set
+    and the ungater falls back to name order."""
+    pods = [pod("w-a", index=3, annotations=OFFSET), pod("w-b", index=2, annotations=OFFSET),
+            pod("w-c", index=1, annotations=OFFSET)]
+    assert placements(plan(THREE, RANKED, pods)) == {"w-c": "n1", "w-b": "n1", "w-a": "n2"}
+    below = [pod("w-a", index=0, annotations=OFFSET), pod("w-b", index=1, annotations=OFFSET)]
+    assert placements(plan(THREE, RANKED, below)) == {"w-a": "n1", "w-b": "n1"}, "rank -1: greedy"
+    bad = {"kueue.x-k8s.io/pod-index-offset": "one"}
+    assert plan(THREE, RANKED, [pod("a", index=0, annotations=bad), pod("b", index=1, annotations=bad)]) == []

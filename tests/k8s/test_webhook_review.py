@@ -251,3 +251,76 @@ def test_a_child_of_a_kind_kueue_runs_gets_no_default_queue_and_is_not_suspended
         "the JobSet integration off: its Jobs are Jobs like any"
     assert _patch_of(_child_of("apps/v1", "Foo")) == [
         {"op": "add", "path": "/metadata/labels", "value": {Q: "default"}}, suspend], "a parent Kueue does not run"
+
+
+class _Parents:
+    """The apiserver as the ancestry lookup reads it: objects by (kind, name), with their metadata."""
+
+    def __init__(self, *objects: tuple[str, str, dict]) -> None:
+        self.objects = {(kind, name): {"metadata": {"name": name, "namespace": "team", **meta}}
+                        for kind, name, meta in objects}
+        self.reads: list[tuple[str, str]] = []
+
+    async def get(self, resource, name: str, namespace: str) -> dict:
+        from connectors.k8s.errors import NotFound
+        self.reads.append((resource.kind, name))
+        if (resource.kind, name) not in self.objects:
+            raise NotFound(f"{resource.kind} {name} not found", 404, "NotFound")
+        return self.objects[(resource.kind, name)]
+
+
+def _owned_by(kind: str, name: str, api_version: str = "batch/v1") -> dict:
+    return {"ownerReferences": [{"apiVersion": api_version, "kind": kind, "name": name, "uid": f"uid-{name}",
+                                 "controller": True}]}
+
+
+def _ancestry_review(job: dict, parents: _Parents, config: dict | None = None) -> dict:
+    from connectors.k8s.webhook import ancestry_lookup
+
+    async def has_default_queue(ns: str) -> bool:
+        return False
+
+    cfg = load_config(config or {"integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]}})
+    body = msgspec.json.encode({"request": {"uid": "u", "operation": "CREATE", "namespace": "team", "object": job}})
+    return asyncio.run(review(body, has_default_queue, parent_runs=kueue_parents(jobsets_on=True),
+                              managed_ancestry=ancestry_lookup(parents, cfg)))["response"]  # type: ignore[arg-type]
+
+
+def test_the_job_webhook_walks_the_ancestors_as_kueues_does() -> None:
+    """Kueue's ``WorkloadShouldBeSuspended`` walks the controllers up (``FindAncestorJobManagedByKueue``): a queued
+    Job under a Job that names no queue is top-level, so suspended; one under a queued JobSet two levels up is that
+    JobSet's, so left running."""
+    suspend = [{"op": "add", "path": "/spec/suspend", "value": True}]
+    queued = _child_of("batch/v1", "Job", {Q: "lq"})
+    queued["metadata"]["ownerReferences"][0]["name"] = "driver"
+    unqueued_parent = _Parents(("Job", "driver", {"uid": "uid-driver", "labels": {}}))
+    assert _patched(_ancestry_review(queued, unqueued_parent)) == suspend
+    assert unqueued_parent.reads == [("Job", "driver")]
+    driver = {"uid": "uid-driver", **_owned_by("JobSet", "js", "jobset.x-k8s.io/v1alpha2")}
+    under_jobset = _Parents(("Job", "driver", driver), ("JobSet", "js", {"uid": "uid-js", "labels": {Q: "lq"}}))
+    assert _patched(_ancestry_review(queued, under_jobset)) == []
+    assert _patched(_ancestry_review(_child_of("batch/v1", "Job", {Q: "lq"}),
+                                     _Parents(("Job", "parent", {"uid": "p", "labels": {Q: "lq"}})))) == []
+
+
+def test_the_job_webhook_walks_up_to_a_queued_rayjob() -> None:
+    """With the RayJob integration on, a queued RayJob's submitter Job has it as Kueue-managed ancestor: the walk
+    reads the RayJob from the apiserver and leaves the Job running (before, the walk did not follow the kind and
+    the submitter was suspended, though main's flags take the RayJob as a parent Kueue runs)."""
+    config = {"integrations": {"frameworks": ["batch/job", "ray.io/rayjob"]}}
+    submitter = _child_of("ray.io/v1", "RayJob", {Q: "lq"})
+    rayjob = _Parents(("RayJob", "parent", {"uid": "uid-parent", "labels": {Q: "lq"}}))
+    assert _patched(_ancestry_review(submitter, rayjob, config)) == []
+    assert rayjob.reads == [("RayJob", "parent")]
+
+
+def test_the_job_webhook_refuses_a_job_whose_ancestors_cannot_be_walked() -> None:
+    """A parent Kueue follows that is not there, or cyclic ownership: Kueue's webhook fails the defaulting."""
+    missing = _ancestry_review(_child_of("batch/v1", "Job", {Q: "lq"}), _Parents())
+    assert missing["allowed"] is False and missing["status"]["code"] == 404
+    assert "Job team/parent, controller of a job, not found" in missing["status"]["message"]
+    cycle = _Parents(("Job", "parent", {"uid": "p", **_owned_by("Job", "other")}),
+                     ("Job", "other", {"uid": "uid-other", **_owned_by("Job", "parent")}))
+    cyclic = _ancestry_review(_child_of("batch/v1", "Job", {Q: "lq"}), cycle)
+    assert cyclic["allowed"] is False and "cyclic ownership" in cyclic["status"]["message"]
+    assert _ancestry_review(_child_of("apps/v1", "Foo", {Q: "lq"}), _Parents())["allowed"], "a kind not followed"

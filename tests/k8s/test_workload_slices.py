@@ -416,3 +416,78 @@ async def test_the_job_integration_releases_only_the_pods_its_slice_counts() -> 
     await jobs.reconcile("ns/train")
     assert [name for kind, name, _, _ in client.patches if kind == "Pod"] == ["p2"]
     assert jobs.stats.pods_ungated == 1
+
+
+def _reserved_doc(count: int, reclaimable: int, annotations: dict[str, str]) -> dict[str, Any]:
+    """A Workload holding quota for ``count`` pods of ``main``, ``reclaimable`` of them reclaimable, as the
+    apiserver hands it to the validating webhook."""
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": {"name": "w", "namespace": "ns", "resourceVersion": "3", "annotations": annotations},
+        "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": count, "template": {"spec": {
+            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}]},
+        "status": {"conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
+                                   "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+                   "admission": {"clusterQueue": "cq", "podSetAssignments": [
+                       {"name": "main", "flavors": {"cpu": "a"}, "resourceUsage": {"cpu": str(count)},
+                        "count": count}]},
+                   "reclaimablePods": [{"name": "main", "count": reclaimable}]}}
+
+
+def _patched(doc: dict[str, Any], ops: list[dict]) -> dict[str, Any]:
+    """``doc`` after a JSON patch of ``test`` and ``replace`` operations (what :func:`counts_patch` writes)."""
+    out = msgspec.json.decode(msgspec.json.encode(doc))
+    for op in ops:
+        *parents, last = op["path"].strip("/").split("/")
+        node = out
+        for part in parents:
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        key = int(last) if isinstance(node, list) else last
+        if op["op"] == "test":
+            assert node[key] == op["value"]
+        else:
+            node[key] = op["value"]
+    return out
+
+
+def _refused(new: dict[str, Any], old: dict[str, Any], gates: dict[str, bool] | None = None) -> str | None:
+    from connectors.k8s.validating import refusal
+    return refusal("Workload", "UPDATE", new, old, gates or {})
+
+
+def test_a_scale_down_below_the_reclaimable_pods_is_not_refused() -> None:
+    """Kueue (#12670): an elastic Job scaled below the pods it already reclaimed must not wedge its slice. The
+    counts patch leaves ``reclaimablePods`` as it was, above the lowered count; the Job integration's next write
+    lowers it, or drops it."""
+    before = _reserved_doc(8, 4, {**ELASTIC, SLICE_NAME: "w"})
+    obs = msgspec.convert(before, o.Workload, strict=False)
+    scaled = _patched(before, workload_slices.counts_patch(obs, {"main": 2}))
+    assert scaled["spec"]["podSets"][0]["count"] == 2
+    assert _refused(scaled, before) is None
+    from events.manifests import check_foldable
+    check_foldable(msgspec.convert(scaled, o.Workload, strict=False), "stored")  # the watch takes it
+    lowered = _patched(scaled, [{"op": "replace", "path": "/status/reclaimablePods/0/count", "value": 1}])
+    assert _refused(lowered, scaled) is None
+    dropped = msgspec.json.decode(msgspec.json.encode(scaled))
+    dropped["status"]["reclaimablePods"] = []
+    assert _refused(dropped, scaled) is None
+    # the scale-down and the lower count in one write
+    assert _refused(_patched(scaled, [{"op": "replace", "path": "/status/reclaimablePods/0/count", "value": 1}]),
+                    before) is None
+
+
+def test_the_scale_down_leniency_is_for_workload_slices_only() -> None:
+    """Another Workload, a slice that did not scale down, a count raised above the pod set, or the gate off: the
+    reclaimable pods are checked as before."""
+    plain = _reserved_doc(8, 4, {})
+    scaled = _patched(plain, [{"op": "replace", "path": "/spec/podSets/0/count", "value": 2}])
+    assert "status.reclaimablePods[main].count" in (_refused(scaled, plain) or "")
+    elastic = _reserved_doc(8, 4, {**ELASTIC, SLICE_NAME: "w"})
+    assert "status.reclaimablePods[main].count" in (
+        _refused(_patched(elastic, [{"op": "replace", "path": "/spec/podSets/0/count", "value": 2}]), elastic,
+                 GATE_OFF) or "")
+    fewer = _patched(elastic, [{"op": "replace", "path": "/status/reclaimablePods/0/count", "value": 3}])
+    assert "cannot be less than 4" in (_refused(fewer, elastic) or "")
+    stale = _patched(elastic, [{"op": "replace", "path": "/spec/podSets/0/count", "value": 2}])
+    raised = _patched(stale, [{"op": "replace", "path": "/status/reclaimablePods/0/count", "value": 5}])
+    assert "status.reclaimablePods[main].count" in (_refused(raised, stale) or "")
