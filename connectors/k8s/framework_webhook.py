@@ -81,6 +81,19 @@ class FrameworkWebhooks(msgspec.Struct, frozen=True):
     lws_on: bool = False
     """The LeaderWorkerSet integration is on: a LeaderWorkerSet is then a parent Kueue runs."""
 
+def replica_pod_annotations(replica_spec: Mapping[str, Any]) -> dict[str, str]:
+    """The annotations of a replica spec's pod template (MPIJob, training jobs), ``{}`` for any missing part."""
+    template = replica_spec.get("template")
+    meta = template.get("metadata") if isinstance(template, dict) else None
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    return annotations if isinstance(annotations, dict) else {}
+
+
+def replica_pod_count(replica_spec: Mapping[str, Any]) -> int | None:
+    """A replica spec's ``replicas`` (default 1); None when it is not a number."""
+    replicas = replica_spec.get("replicas", 1)
+    return 1 if replicas is None else replicas if isinstance(replicas, int) else None
+
 
 # --- the mutating webhook ---------------------------------------------------------------------------------------
 

@@ -55,18 +55,6 @@ def _replica_specs(job: Mapping[str, Any], training: TrainingKind) -> dict[str, 
     return {t: specs[t] for t in training.replica_types if isinstance(specs.get(t), dict)}
 
 
-def _pod_annotations(replica_spec: Mapping[str, Any]) -> dict[str, str]:
-    template = replica_spec.get("template")
-    meta = template.get("metadata") if isinstance(template, dict) else None
-    annotations = meta.get("annotations") if isinstance(meta, dict) else None
-    return annotations if isinstance(annotations, dict) else {}
-
-
-def _pod_count(replica_spec: Mapping[str, Any]) -> int | None:
-    replicas = replica_spec.get("replicas", 1)
-    return 1 if replicas is None else replicas if isinstance(replicas, int) else None
-
-
 def topology_errors(job: Mapping[str, Any], training: TrainingKind, feature_gates: Mapping[str, bool]) -> list[str]:
     """Under ``TopologyAwareScheduling``: each replica type's pod template's TAS annotations, by path."""
     gate = partial(gates.enabled, feature_gates)
@@ -76,7 +64,7 @@ def topology_errors(job: Mapping[str, Any], training: TrainingKind, feature_gate
     specs = _replica_specs(job, training)
     for replica_type in sorted(specs):
         errors += job_validation.topology_errors(
-            _pod_annotations(specs[replica_type]), _pod_count(specs[replica_type]),
+            framework_webhook.replica_pod_annotations(specs[replica_type]), framework_webhook.replica_pod_count(specs[replica_type]),
             gate(gates.TAS_MULTI_LAYER_TOPOLOGY),
             path=f"spec.{training.specs_field}[{replica_type}].template.metadata.annotations")
     return errors

@@ -71,18 +71,6 @@ def _replica_specs(mpijob: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return {str(t): rs for t, rs in specs.items() if isinstance(rs, dict)}
 
 
-def _pod_annotations(replica_spec: Mapping[str, Any]) -> dict[str, str]:
-    template = replica_spec.get("template")
-    meta = template.get("metadata") if isinstance(template, dict) else None
-    annotations = meta.get("annotations") if isinstance(meta, dict) else None
-    return annotations if isinstance(annotations, dict) else {}
-
-
-def _pod_count(replica_spec: Mapping[str, Any]) -> int | None:
-    replicas = replica_spec.get("replicas", 1)
-    return 1 if replicas is None else replicas if isinstance(replicas, int) else None
-
-
 def topology_errors(mpijob: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[str]:
     """Under ``TopologyAwareScheduling``: each replica type's pod template's TAS annotations, by replica type."""
     gate = partial(gates.enabled, feature_gates)
@@ -93,7 +81,7 @@ def topology_errors(mpijob: Mapping[str, Any], feature_gates: Mapping[str, bool]
     for replica_type in sorted(specs):
         replica_spec = specs[replica_type]
         errors += job_validation.topology_errors(
-            _pod_annotations(replica_spec), _pod_count(replica_spec), gate(gates.TAS_MULTI_LAYER_TOPOLOGY),
+            framework_webhook.replica_pod_annotations(replica_spec), framework_webhook.replica_pod_count(replica_spec), gate(gates.TAS_MULTI_LAYER_TOPOLOGY),
             path=f"spec.mpiReplicaSpecs[{replica_type}].template.metadata.annotations")
     return errors
 
@@ -130,7 +118,7 @@ def worker_offset_ops(mpijob: Mapping[str, Any], feature_gates: Mapping[str, boo
         return []
     specs = _replica_specs(mpijob)
     launcher, worker = specs.get("Launcher"), specs.get("Worker")
-    if launcher is None or worker is None or job_validation.GROUP_NAME in _pod_annotations(launcher):
+    if launcher is None or worker is None or job_validation.GROUP_NAME in framework_webhook.replica_pod_annotations(launcher):
         return []
     at = "/spec/mpiReplicaSpecs/Worker/template"
     template = worker.get("template")
