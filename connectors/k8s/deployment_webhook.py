@@ -75,13 +75,14 @@ class ParentDefaulting(msgspec.Struct, frozen=True):
     """``manageJobsWithoutQueueName``."""
     short_names: bool = False
     """Kueue's ``ShortWorkloadNames`` gate: the names it gives Workloads (a StatefulSet's group) stay within 63."""
-    lws_on: bool = False
-    """The LeaderWorkerSet integration is on: a StatefulSet a LeaderWorkerSet controls is then that set's."""
+    frameworks: frozenset[str] = frozenset()
+    """The Configuration's ``integrations.frameworks``: a parent a controller one of them runs is that controller's
+    (a StatefulSet a LeaderWorkerSet controls, say: :func:`connectors.k8s.job_selection.kueue_owner`)."""
 
     @classmethod
     def of(cls, config: SchedulerConfig, framework: str) -> ParentDefaulting:
         return cls(framework in config.frameworks, config.managed_jobs_selector, config.manage_jobs_without_queue_name,
-                   config.gate(gates.SHORT_WORKLOAD_NAMES), config.manages_leaderworkersets)
+                   config.gate(gates.SHORT_WORKLOAD_NAMES), frozenset(config.frameworks))
 
 
 def _meta(obj: Mapping[str, Any], field: str) -> dict[str, Any]:
@@ -127,8 +128,8 @@ async def parent_patch(obj: Mapping[str, Any], namespace: str, defaulting: Paren
     when Kueue holds it, its template's marks (:func:`template_patch`)."""
     labels = _meta(obj, "labels")
     queue = labels.get(QUEUE_LABEL, "")
-    kueue_parent = job_selection.kueue_owner(job_selection.raw_controller(obj.get("metadata") or {}), pods_on=True,
-                                             lws_on=defaulting.lws_on)
+    kueue_parent = job_selection.kueue_owner(job_selection.raw_controller(obj.get("metadata") or {}),
+                                             defaulting.frameworks)
     ops: list[dict[str, Any]] = []
     if not queue and not kueue_parent and await has_default_queue(namespace) and await _managed(namespace,
                                                                                                  defaulting,

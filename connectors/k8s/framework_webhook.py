@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
-from typing import Any
+from typing import Any, Self
 
 import msgspec
 
@@ -32,6 +32,7 @@ from connectors.k8s.pod_webhook import (
 )
 from connectors.k8s.resources import Resource
 from events import objects as o
+from kueue_es.scheduler.config import SchedulerConfig
 from projections.clusterqueues import selector_matches
 
 DEFAULT_PRIORITY_CLASS = "default"
@@ -67,19 +68,17 @@ class FrameworkWebhooks(msgspec.Struct, frozen=True):
     managed_namespaces: o.LabelSelector = o.LabelSelector()
     without_queue: bool = False
     """``manageJobsWithoutQueueName``."""
-    pods_on: bool = False
-    """The pod integration is on: a Pod controller is then a parent Kueue runs."""
+    frameworks: frozenset[str] = frozenset()
+    """The Configuration's ``integrations.frameworks``: a controller one of them runs is a parent Kueue runs
+    (:func:`connectors.k8s.job_selection.kueue_owner`)."""
     feature_gates: dict[str, bool] = {}
-    jobsets_on: bool = False
-    mpijobs_on: bool = False
-    """The JobSet and MPIJob integrations are on: such a controller is then a parent Kueue runs."""
-    kubeflow_on: frozenset[str] = frozenset()
-    """The training operator's kinds whose integration is on (their jobs are parents Kueue runs)."""
-    rayjobs_on: bool = False
-    rayclusters_on: bool = False
-    """The RayJob and RayCluster integrations are on: such a controller is then a parent Kueue runs."""
-    lws_on: bool = False
-    """The LeaderWorkerSet integration is on: a LeaderWorkerSet is then a parent Kueue runs."""
+
+    @classmethod
+    def reading(cls, config: SchedulerConfig, enabled: bool) -> Self:
+        """The settings under ``config``, the kind's own integration ``enabled`` or not."""
+        return cls(enabled, config.managed_jobs_selector, config.manage_jobs_without_queue_name,
+                   frozenset(config.frameworks), dict(config.feature_gates))
+
 
 def replica_pod_annotations(replica_spec: Mapping[str, Any]) -> dict[str, str]:
     """The annotations of a replica spec's pod template (MPIJob, training jobs), ``{}`` for any missing part."""
@@ -151,10 +150,7 @@ async def defaults(obj: dict[str, Any], namespace: str, kind: Kind, settings: Fr
     read."""
     labels = _labels(obj)
     owner = job_selection.raw_controller(obj.get("metadata") or {})
-    kueue_parent = job_selection.kueue_owner(owner, settings.pods_on, jobsets_on=settings.jobsets_on,
-                                             mpijobs_on=settings.mpijobs_on, kubeflow_on=settings.kubeflow_on,
-                                             rayjobs_on=settings.rayjobs_on, rayclusters_on=settings.rayclusters_on,
-                                             lws_on=settings.lws_on)
+    kueue_parent = job_selection.kueue_owner(owner, settings.frameworks)
     managed = partial(_namespace_managed, namespace, settings, namespace_labels)
     queued = bool(labels.get(QUEUE_LABEL))
     default_queue = (not queued and not kueue_parent and bool(namespace) and await has_default_queue(namespace)

@@ -23,12 +23,22 @@ Pure: decisions from the object's labels and owner references, the namespace's l
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.resources import JOBSETS, KUBEFLOW_JOBS, LEADER_WORKER_SETS, MPIJOBS, RAYCLUSTERS, RAYJOBS
 from events import objects as o
-from kueue_es.scheduler.config import SchedulerConfig
+from kueue_es.scheduler.config import (
+    JOB_FRAMEWORK,
+    JOBSET_FRAMEWORK,
+    KUBEFLOW_FRAMEWORKS,
+    LWS_FRAMEWORK,
+    MPIJOB_FRAMEWORK,
+    POD_FRAMEWORK,
+    RAYCLUSTER_FRAMEWORK,
+    RAYJOB_FRAMEWORK,
+    SchedulerConfig,
+)
 from projections.clusterqueues import selector_matches
 
 JOB_OWNER = ("batch/v1", "Job")
@@ -39,34 +49,33 @@ RAYCLUSTER_OWNER = (RAYCLUSTERS.api_version, RAYCLUSTERS.kind)
 LWS_OWNER = (LEADER_WORKER_SETS.api_version, LEADER_WORKER_SETS.kind)
 
 
-def kueue_owner(owner: tuple[str, str] | None, pods_on: bool, jobsets_on: bool = False,
-                mpijobs_on: bool = False, kubeflow_on: frozenset[str] = frozenset(), *, rayjobs_on: bool = False,
-                rayclusters_on: bool = False, lws_on: bool = False) -> bool:
-    """Whether the controller ``(apiVersion, kind)`` is of a kind Kueue's enabled integrations run (a batch/v1 Job;
-    a v1 Pod with the pod integration on, ``pods_on``; a JobSet with the JobSet integration on, ``jobsets_on``; an
-    MPIJob of any ``kubeflow.org`` version with the MPIJob integration on, ``mpijobs_on``; a training operator's
-    kubeflow.org/v1 job of a kind in ``kubeflow_on``; a ray.io/v1 RayJob or RayCluster with its integration on,
-    ``rayjobs_on``, ``rayclusters_on``; a leaderworkerset.x-k8s.io/v1 LeaderWorkerSet with its integration on,
-    ``lws_on``): Kueue leaves the child to that parent."""
+OWNER_FRAMEWORKS: Mapping[tuple[str, str], str] = {
+    JOB_OWNER: JOB_FRAMEWORK, POD_OWNER: POD_FRAMEWORK, JOBSET_OWNER: JOBSET_FRAMEWORK,
+    RAYJOB_OWNER: RAYJOB_FRAMEWORK, RAYCLUSTER_OWNER: RAYCLUSTER_FRAMEWORK, LWS_OWNER: LWS_FRAMEWORK,
+    **{(KUBEFLOW_JOBS[kind].api_version, kind): name for kind, name in KUBEFLOW_FRAMEWORKS.items()}}
+"""Controller ``(apiVersion, kind)`` -> the name of the integration that runs it, as ``integrations.frameworks``
+lists it (an MPIJob of any ``kubeflow.org`` version aside: :func:`framework_of`)."""
+
+
+def framework_of(owner: tuple[str, str] | None) -> str | None:
+    """The framework that runs a controller ``(apiVersion, kind)`` (:data:`OWNER_FRAMEWORKS`; ``kubeflow.org/mpijob``
+    for an MPIJob of any version, as Kueue's ``isMPIJob``), None for a kind no integration runs."""
     if owner is None:
-        return False
-    return (owner == JOB_OWNER or (owner == POD_OWNER and pods_on) or (owner == JOBSET_OWNER and jobsets_on)
-            or (mpijobs_on and is_mpijob(owner)) or is_kubeflow_job(owner, kubeflow_on)
-            or (owner == RAYJOB_OWNER and rayjobs_on) or (owner == RAYCLUSTER_OWNER and rayclusters_on)
-            or (owner == LWS_OWNER and lws_on))
+        return None
+    return MPIJOB_FRAMEWORK if is_mpijob(owner) else OWNER_FRAMEWORKS.get(owner)
+
+
+def kueue_owner(owner: tuple[str, str] | None, frameworks: Collection[str]) -> bool:
+    """Whether the controller ``(apiVersion, kind)`` is of a kind Kueue's enabled integrations run: a batch/v1 Job
+    always, else one whose framework (:func:`framework_of`) is among ``frameworks`` (the Configuration's
+    ``integrations.frameworks``). Kueue leaves the child to that parent."""
+    framework = framework_of(owner)
+    return owner == JOB_OWNER or (framework is not None and framework in frameworks)
 
 
 def runs_parent(owner: tuple[str, str] | None, config: SchedulerConfig) -> bool:
     """:func:`kueue_owner` under the integrations the Configuration ``config`` turns on."""
-    return kueue_owner(owner, config.manages_pods, config.manages_jobsets, config.manages_mpijobs,
-                       config.kubeflow_kinds, rayjobs_on=config.manages_rayjobs,
-                       rayclusters_on=config.manages_rayclusters, lws_on=config.manages_leaderworkersets)
-
-
-def is_kubeflow_job(owner: tuple[str, str], kinds: frozenset[str]) -> bool:
-    """Whether ``(apiVersion, kind)`` is a kubeflow.org/v1 training job of one of ``kinds``."""
-    api_version, kind = owner
-    return kind in kinds and kind in KUBEFLOW_JOBS and api_version == KUBEFLOW_JOBS[kind].api_version
+    return kueue_owner(owner, config.frameworks)
 
 
 def is_mpijob(owner: tuple[str, str]) -> bool:

@@ -63,9 +63,7 @@ class JobSetWebhooks(FrameworkWebhooks, frozen=True):
 
     @classmethod
     def of(cls, config: SchedulerConfig) -> JobSetWebhooks:
-        return cls(config.manages_jobsets, config.managed_jobs_selector, config.manage_jobs_without_queue_name,
-                   config.manages_pods, dict(config.feature_gates), jobsets_on=config.manages_jobsets,
-                   mpijobs_on=config.manages_mpijobs)
+        return cls.reading(config, config.manages_jobsets)
 
 
 # --- the validating webhook -------------------------------------------------------------------------------------

@@ -37,11 +37,7 @@ class KubeflowWebhooks(FrameworkWebhooks, frozen=True):
 
     @classmethod
     def of(cls, config: SchedulerConfig, kind: str) -> KubeflowWebhooks:
-        return cls(config.manages_kubeflow(kind), config.managed_jobs_selector,
-                   config.manage_jobs_without_queue_name, config.manages_pods, dict(config.feature_gates),
-                   jobsets_on=config.manages_jobsets, mpijobs_on=config.manages_mpijobs,
-                   kubeflow_on=config.kubeflow_kinds, rayjobs_on=config.manages_rayjobs,
-                   rayclusters_on=config.manages_rayclusters, lws_on=config.manages_leaderworkersets)
+        return cls.reading(config, config.manages_kubeflow(kind))
 
 
 # --- the validating webhook -------------------------------------------------------------------------------------

@@ -59,11 +59,7 @@ class LeaderWorkerSetWebhooks(FrameworkWebhooks, frozen=True):
 
     @classmethod
     def of(cls, config: SchedulerConfig) -> LeaderWorkerSetWebhooks:
-        return cls(config.manages_leaderworkersets, config.managed_jobs_selector,
-                   config.manage_jobs_without_queue_name, config.manages_pods, dict(config.feature_gates),
-                   jobsets_on=config.manages_jobsets, mpijobs_on=config.manages_mpijobs,
-                   kubeflow_on=config.kubeflow_kinds, rayjobs_on=config.manages_rayjobs,
-                   rayclusters_on=config.manages_rayclusters, lws_on=config.manages_leaderworkersets)
+        return cls.reading(config, config.manages_leaderworkersets)
 
 
 # --- the mutating webhook ---------------------------------------------------------------------------------------
@@ -98,10 +94,7 @@ async def defaults(lws: dict[str, Any], namespace: str, settings: FrameworkWebho
     :class:`~connectors.k8s.pod_webhook.LookupFailed` when the namespace cannot be read."""
     meta = lws.get("metadata") or {}
     queued = bool((meta.get("labels") or {}).get(QUEUE_LABEL))
-    kueue_parent = job_selection.kueue_owner(job_selection.raw_controller(meta), settings.pods_on,
-                                             jobsets_on=settings.jobsets_on, mpijobs_on=settings.mpijobs_on,
-                                             kubeflow_on=settings.kubeflow_on, rayjobs_on=settings.rayjobs_on,
-                                             rayclusters_on=settings.rayclusters_on, lws_on=settings.lws_on)
+    kueue_parent = job_selection.kueue_owner(job_selection.raw_controller(meta), settings.frameworks)
 
     async def managed() -> bool:
         try:

@@ -55,9 +55,7 @@ class MPIJobWebhooks(FrameworkWebhooks, frozen=True):
 
     @classmethod
     def of(cls, config: SchedulerConfig) -> MPIJobWebhooks:
-        return cls(config.manages_mpijobs, config.managed_jobs_selector, config.manage_jobs_without_queue_name,
-                   config.manages_pods, dict(config.feature_gates), jobsets_on=config.manages_jobsets,
-                   mpijobs_on=config.manages_mpijobs)
+        return cls.reading(config, config.manages_mpijobs)
 
 
 # --- the validating webhook -------------------------------------------------------------------------------------

@@ -56,7 +56,12 @@ from connectors.k8s.pod_roles import POD_INDEX_LABEL, POD_INDEX_LABEL_ANNOTATION
 from connectors.k8s.podsetinfo import TOPOLOGY_GATE
 from connectors.k8s.resources import BY_KIND
 from events import objects as o
-from kueue_es.scheduler.config import SchedulerConfig
+from kueue_es.scheduler.config import (
+    KUBEFLOW_FRAMEWORKS,
+    MPIJOB_FRAMEWORK,
+    RAYCLUSTER_FRAMEWORK,
+    SchedulerConfig,
+)
 from projections import gates
 from projections.clusterqueues import selector_matches
 from projections.workloads import MANAGED_LABEL
@@ -90,19 +95,19 @@ class PodDefaulting(msgspec.Struct, frozen=True):
     """``manageJobsWithoutQueueName``: a Pod naming no queue is Kueue's too, and so is any Job or Pod parent."""
     tas: bool = False
     """Kueue's ``TopologyAwareScheduling`` gate: a Pod made Kueue's is also held for topology placement."""
-    mpijobs: bool = False
-    """The MPIJob integration is on: a Pod whose controller is an MPIJob (a worker's) is that MPIJob's."""
-    kubeflow: frozenset[str] = frozenset()
-    """The training operator's kinds whose integration is on: a Pod such a job controls is that job's."""
-    rayclusters: bool = False
-    """The RayCluster integration is on: a Pod whose controller is a RayCluster (its head's, a worker's) is that
-    RayCluster's."""
+    frameworks: frozenset[str] = frozenset()
+    """The Configuration's ``integrations.frameworks``: a Pod that an MPIJob, a training operator's job or a
+    RayCluster controls (:data:`POD_PARENTS`) is that parent's when its integration is listed."""
 
     @classmethod
     def of(cls, config: SchedulerConfig) -> PodDefaulting:
         return cls(config.manages_pods, config.managed_jobs_selector, config.manage_jobs_without_queue_name,
-                   config.gate(gates.TOPOLOGY_AWARE_SCHEDULING), config.manages_mpijobs, config.kubeflow_kinds,
-                   rayclusters=config.manages_rayclusters)
+                   config.gate(gates.TOPOLOGY_AWARE_SCHEDULING), frozenset(config.frameworks))
+
+
+POD_PARENTS = frozenset({MPIJOB_FRAMEWORK, *KUBEFLOW_FRAMEWORKS.values(), RAYCLUSTER_FRAMEWORK})
+"""The frameworks whose controllers make their Pods themselves (an MPIJob's workers, a PyTorchJob's replicas, a
+RayCluster's head and workers): such a Pod is left to its parent, queue name or not."""
 
 
 def controller_of(pod: dict[str, Any]) -> dict[str, Any] | None:
@@ -214,14 +219,10 @@ async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulti
         return []
     owner = controller_of(pod)
     controller = job_selection.raw_controller(pod.get("metadata") or {})
-    if defaulting.mpijobs and controller is not None and job_selection.is_mpijob(controller):
+    if job_selection.framework_of(controller) in defaulting.frameworks & POD_PARENTS:
         return []  # as Kueue, a Pod whose owner an enabled integration runs, queue or not: its Workload admits it
-    if controller is not None and job_selection.is_kubeflow_job(controller, defaulting.kubeflow):
-        return []  # the same for a training operator's job (a PyTorchJob's Pods)
-    if defaulting.rayclusters and controller == job_selection.RAYCLUSTER_OWNER:
-        return []  # a RayCluster's Pod, the same way
     if defaulting.without_queue:  # every Job (and Pod) parent is Kueue's then: no need to read it
-        if job_selection.kueue_owner(job_selection.raw_controller(pod.get("metadata") or {}), pods_on=True):
+        if controller in (job_selection.JOB_OWNER, job_selection.POD_OWNER):
             return []
     elif owned_by_job(owner):
         assert owner is not None

@@ -55,11 +55,7 @@ class RayWebhooks(FrameworkWebhooks, frozen=True):
     @classmethod
     def of(cls, config: SchedulerConfig, *, clusters: bool) -> RayWebhooks:
         """The RayJob webhooks' settings (``clusters``: the RayCluster webhooks')."""
-        return cls(config.manages_rayclusters if clusters else config.manages_rayjobs,
-                   config.managed_jobs_selector, config.manage_jobs_without_queue_name, config.manages_pods,
-                   dict(config.feature_gates), jobsets_on=config.manages_jobsets, mpijobs_on=config.manages_mpijobs,
-                   kubeflow_on=config.kubeflow_kinds, rayjobs_on=config.manages_rayjobs,
-                   rayclusters_on=config.manages_rayclusters, lws_on=config.manages_leaderworkersets)
+        return cls.reading(config, config.manages_rayclusters if clusters else config.manages_rayjobs)
 
 
 # --- the validating webhook -------------------------------------------------------------------------------------

@@ -170,13 +170,10 @@ def elastic_gate_ops(job: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"op": "add", "path": "/spec/template/spec/schedulingGates", "value": [gate]}]
 
 
-def kueue_parents(pods_on: bool = False, jobsets_on: bool = False, mpijobs_on: bool = False,
-                  kubeflow_on: frozenset[str] = frozenset(), *, rayjobs_on: bool = False,
-                  rayclusters_on: bool = False, lws_on: bool = False) -> ParentRuns:
-    """Whether a Job's controller is of a kind Kueue's enabled integrations run
+def kueue_parents(frameworks: frozenset[str] = frozenset()) -> ParentRuns:
+    """Whether a Job's controller is of a kind Kueue's enabled integrations, ``frameworks``, run
     (:func:`connectors.k8s.job_selection.kueue_owner`)."""
-    return partial(job_selection.kueue_owner, pods_on=pods_on, jobsets_on=jobsets_on, mpijobs_on=mpijobs_on,
-                   kubeflow_on=kubeflow_on, rayjobs_on=rayjobs_on, rayclusters_on=rayclusters_on, lws_on=lws_on)
+    return partial(job_selection.kueue_owner, frameworks=frameworks)
 
 
 async def review(body: bytes, has_default_queue: HasDefaultQueue,
@@ -589,9 +586,7 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     server = WebhookServer(queues, priority_classes,
                            feature_gates, pod_reviews, config.manages_jobs if config is not None else True,
                            unqueued_lookup(client, config) if config is not None else None, pod_validations, parents,
-                           kueue_parents(pods_on, jobsets.enabled, mpijobs.enabled, config_in_force.kubeflow_kinds,
-                                         rayjobs_on=rayjobs.enabled, rayclusters_on=rayclusters.enabled,
-                                         lws_on=leaderworkersets.enabled),
+                           kueue_parents(frozenset(config_in_force.frameworks)),
                            ancestry_lookup(client, config_in_force))
     await server.start(k.webhook_address, k.webhook_port, str(cert), str(key))
     if k.webhook_register:

@@ -102,6 +102,22 @@ def test_a_jobset_whose_controller_kueue_runs_is_left_to_that_parent() -> None:
     assert _mutate(_jobset({Q: "lq"}, owner=other))[1] == [SUSPEND], "a parent Kueue does not run counts for nothing"
 
 
+PARENTS_ELSEWHERE = [("kubeflow.org/v1", "PyTorchJob", "kubeflow.org/pytorchjob"),
+                     ("ray.io/v1", "RayJob", "ray.io/rayjob"),
+                     ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "leaderworkerset.x-k8s.io/leaderworkerset")]
+
+
+@pytest.mark.parametrize(("api_version", "kind", "framework"), PARENTS_ELSEWHERE)
+def test_a_jobset_a_training_job_ray_or_lws_controls_is_left_to_it_when_its_integration_is_on(
+        api_version: str, kind: str, framework: str) -> None:
+    """Kueue's ``IsOwnerManagedByKueue`` counts every enabled integration's kind: such a parent is the one queued
+    (before, the JobSet webhook counted only Jobs, Pods, JobSets and MPIJobs, and suspended this child)."""
+    owner = {"apiVersion": api_version, "kind": kind, "name": "parent", "uid": "p", "controller": True}
+    on = jw.JobSetWebhooks.of(load_config({"integrations": {"frameworks": [*FRAMEWORKS, "pod", framework]}}))
+    assert _mutate(_jobset({Q: "lq"}, owner=owner), on, default_queue=True)[1] == []
+    assert _mutate(_jobset({Q: "lq"}, owner=owner))[1] == [SUSPEND], "its integration off: a parent like any"
+
+
 def test_under_manage_jobs_without_queue_name_a_jobset_of_a_managed_namespace_is_suspended() -> None:
     assert _mutate(_jobset(), WITHOUT_QUEUE)[1] == [SUSPEND]
     assert _mutate(_jobset(), WITHOUT_QUEUE, ns_labels={"kubernetes.io/metadata.name": "kube-system"})[1] == []

@@ -75,6 +75,22 @@ def test_defaults_the_local_queue_and_suspends_without_a_queue_name_when_managed
         {"op": "add", "path": "/spec/runPolicy", "value": {"suspend": True}}]
 
 
+@pytest.mark.parametrize(("api_version", "kind", "framework"), [
+    ("kubeflow.org/v1", "PyTorchJob", "kubeflow.org/pytorchjob"), ("ray.io/v1", "RayJob", "ray.io/rayjob"),
+    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "leaderworkerset.x-k8s.io/leaderworkerset")])
+def test_an_mpijob_a_training_job_ray_or_lws_controls_is_left_to_it_when_its_integration_is_on(
+        api_version: str, kind: str, framework: str) -> None:
+    """Kueue's ``IsOwnerManagedByKueue`` counts every enabled integration's kind: such a parent is the one queued
+    (before, the MPIJob webhook counted only Jobs, Pods, JobSets and MPIJobs, and suspended this child)."""
+    mpijob = _mpijob({Q: "lq"})
+    mpijob["metadata"]["ownerReferences"] = [{"apiVersion": api_version, "kind": kind, "name": "parent", "uid": "p",
+                                              "controller": True}]
+    on = mw.MPIJobWebhooks.of(load_config({"integrations": {"frameworks": [*FRAMEWORKS, "pod", framework]}}))
+    assert _mutate(mpijob, on, default_queue=True)[1] == []
+    assert _mutate(mpijob)[1] == [{"op": "add", "path": "/spec/runPolicy", "value": {"suspend": True}}], \
+        "its integration off: a parent like any"
+
+
 def test_the_framework_off_changes_nothing() -> None:
     response, ops = _mutate(_mpijob({Q: "lq"}), OFF)
     assert response["allowed"] and ops == []

@@ -242,7 +242,7 @@ def test_a_child_of_a_kind_kueue_runs_gets_no_default_queue_and_is_not_suspended
     """Reference §7.1 item 2 (Kueue's ApplyDefaultLocalQueue / WorkloadShouldBeSuspended): the parent is the one
     queued. A JobSet's Jobs, with the JobSet integration on, are left as the JobSet controller made them — before,
     in a namespace with a LocalQueue ``default``, they were given it and suspended under the running JobSet."""
-    jobsets_on = kueue_parents(jobsets_on=True)
+    jobsets_on = kueue_parents(frozenset({"batch/job", "jobset.x-k8s.io/jobset"}))
     for labels in (None, {Q: "lq"}):
         assert _patch_of(_child_of("jobset.x-k8s.io/v1alpha2", "JobSet", labels), jobsets_on) == []
     assert _patch_of(_child_of("batch/v1", "Job")) == [], "a Job's Job: Kueue runs batch/v1 Jobs"
@@ -282,7 +282,7 @@ def _ancestry_review(job: dict, parents: _Parents, config: dict | None = None) -
 
     cfg = load_config(config or {"integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]}})
     body = msgspec.json.encode({"request": {"uid": "u", "operation": "CREATE", "namespace": "team", "object": job}})
-    return asyncio.run(review(body, has_default_queue, parent_runs=kueue_parents(jobsets_on=True),
+    return asyncio.run(review(body, has_default_queue, parent_runs=kueue_parents(frozenset(cfg.frameworks)),
                               managed_ancestry=ancestry_lookup(parents, cfg)))["response"]  # type: ignore[arg-type]
 
 
