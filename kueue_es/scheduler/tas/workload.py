@@ -55,7 +55,7 @@ def place_workload(snapshots: Mapping[str, FlavorSnapshot], requests: Sequence[t
             return WorkloadPlacement(placements, by_flavor[flavor][0].name,
                                      f"Flavor {go_quote(flavor)} information missing in TAS cache")
         assumed: AssumedUsage = shared if options.overlapping_flavors and snap.tree.hostname_lowest else {}
-        for group in _groups([r for r in by_flavor[flavor] if r.count > 0]):
+        for group in groups([r for r in by_flavor[flavor] if r.count > 0]):
             if len(group) == 1:
                 req = group[0]
                 res = place(snap, req, assumed=assumed, simulate_empty=simulate_empty, options=options)
@@ -79,7 +79,7 @@ def group_name(req: PodSetRequest) -> str | None:
     return req.topology.pod_set_group_name if req.topology is not None else None
 
 
-def _groups(requests: Sequence[PodSetRequest]) -> list[list[PodSetRequest]]:
+def groups(requests: Sequence[PodSetRequest]) -> list[list[PodSetRequest]]:
     """The requests grouped by pod-set group, each group at its first member's place; ungrouped ones alone."""
     out: list[list[PodSetRequest]] = []
     by_name: dict[str, list[PodSetRequest]] = {}
