@@ -17,8 +17,9 @@ error and writes an empty or oversized assignment): best fit swaps only among do
 leader; LeastFreeCapacity takes the first domain holding the leader and every slice with it (Kueue checks the
 slices without the leader); a domain taking the leader and only part of the pods keeps its with-leader count
 (Kueue keeps the leader only in slice units); and where the descent would strand pods, the leader moves to the
-domain the with-leader counts assumed (:func:`trim_with_leader`). Balanced placement does not apply to groups
-here.
+domain the with-leader counts assumed (:func:`trim_with_leader`). Balanced placement (alpha) does not apply to
+groups here: Kueue's leader-aware variant (leader slots in its greedy estimate, threshold, pruning and dynamic
+program) is not modelled, so a group under TASBalancedPlacement is placed by the search below.
 
 Under TASRespectNodeAffinityPreferred the workers' preferred node affinity ranks the domains as for a single pod
 set (:mod:`.search`), but below the leader: the order with a leader is leader capacity, then the score, then the

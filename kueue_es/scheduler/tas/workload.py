@@ -6,6 +6,11 @@ which may share nodes, under TASHandleOverlappingFlavors (``options.overlapping_
 The first failure stops the run. The pod sets of a pod-set group (``podSetGroupName``) run together, at the
 place of the group's first member: the one with the smaller count (the second on a tie) is the leader, the
 other the workers (:func:`~kueue_es.scheduler.tas.place.place_group`); a failure names the group's first member.
+Kueue gives every member of a failed group the failure and the flavor assigner marks only the one its result map
+yields first (Go map order), so one member, not the whole group, turns Preempt or NoFit and is named in the
+message; kueue-es names the first. (Kueue's ``downgradeTASFlavorMode``, which marks the whole group, belongs to a
+retry of flavor assignment after a TAS failure that the reference snapshot does not have: §2 rule 2.) The marking
+does not change the preemption: once the simulate-empty run fits, every TAS pod set turns Preempt anyway.
 """
 
 from __future__ import annotations
