@@ -21,13 +21,11 @@ from events import objects as o
 from events import schema as ev
 from kueue_es.scheduler.flavors import Assignment, Granular, Mode, PodSetResult
 from kueue_es.scheduler.tas import (
-    NoPlacement,
     Placement,
     PodSetRequest,
-    Replacement,
     TASOptions,
     place_workload,
-    replace_node,
+    replace_in_workload,
 )
 from kueue_es.scheduler.tasflavor import explicit, wants_tas
 from projections.clusterqueues import ClusterQueueInfo
@@ -342,26 +340,24 @@ def _place_delayed(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, 
 def _replace(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, adm: o.Admission,
              base: dict) -> list[ev.Decision]:
     node = wl.unhealthy_nodes[0]
-    snaps = ctx.topology.snapshots
-    out: list[ev.Decision] = []
-    charged: list[tuple[str, PodSetRequest, Placement]] = []
+    requests: list[tuple[str, PodSetRequest, Placement]] = []
     names = set(pod_sets_on_node(adm, node))
     for psa in adm.pod_set_assignments:
         if psa.name not in names:
             continue
         ps = _pod_set(wl, psa.name)
         flavor, error = _tas_flavor(info, psa.flavors)
-        result: Replacement | NoPlacement = NoPlacement(error or f"pod set {psa.name} not found")
-        if ps is not None and flavor is not None and psa.topology_assignment is not None:
-            req = _request(ps, psa.count if psa.count is not None else ps.count, info, _updates(wl, psa.name))
-            result = replace_node(snaps[flavor], req, Placement.decode(psa.topology_assignment), node,
-                                  options=ctx.topology.options)
-        if isinstance(result, NoPlacement):
-            return _no_replacement(ctx, wl, psa.name, result.message, base)
-        charged.append((flavor, req, result.added))  # type: ignore[arg-type]
-        out.append(ev.TopologyAssigned(key=wl.key, uid=wl.uid, pod_set=psa.name,
-                                       assignment=result.placement.encode(), **base))
-    ctx.topology.charge(charged)
+        if ps is None or flavor is None or psa.topology_assignment is None:
+            return _no_replacement(ctx, wl, psa.name, error or f"pod set {psa.name} not found", base)
+        req = _request(ps, psa.count if psa.count is not None else ps.count, info, _updates(wl, psa.name))
+        requests.append((flavor, req, Placement.decode(psa.topology_assignment)))
+    found = replace_in_workload(ctx.topology.snapshots, requests, node, options=ctx.topology.options)
+    if isinstance(found, tuple):
+        return _no_replacement(ctx, wl, found[0], found[1].message, base)
+    ctx.topology.charge([(f, req, found[req.name].added) for f, req, _ in requests])
+    out: list[ev.Decision] = [ev.TopologyAssigned(key=wl.key, uid=wl.uid, pod_set=req.name,
+                                                  assignment=found[req.name].placement.encode(), **base)
+                              for _, req, _ in requests]
     out.append(ev.UnhealthyNodesChanged(key=wl.key, uid=wl.uid, nodes=list(wl.unhealthy_nodes[1:]), **base))
     return out
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from events import objects as o
 from events import schema as ev
-from kueue_es.scheduler.tas import PodSetRequest, place_workload
+from kueue_es.scheduler.tas import PodSetRequest, TASOptions, place_workload
 from kueue_es.scheduler.tas.group import fill_group_counts
 from kueue_es.scheduler.tas.workload import leader_and_workers
 from projections.cluster import ClusterState
@@ -93,6 +93,40 @@ def test_a_group_failure_names_its_first_member() -> None:
     assert found.failed == "worker"
     assert found.message == 'topology "default" allows to fit only 8 out of 8 pod(s)'
     assert found.placements == {}
+
+
+AFFINITY = TASOptions(node_affinity_preferred=True)
+
+
+def preferring(req: PodSetRequest, host: str) -> PodSetRequest:
+    """``req`` preferring (weight 10) the node named ``host``."""
+    term = o.PreferredSchedulingTerm(weight=10, preference=o.NodeSelectorTerm(match_expressions=(
+        o.NodeSelectorRequirement(key=label("hostname"), operator="In", values=(host,)),)))
+    return PodSetRequest(name=req.name, count=req.count, requests=req.requests, topology=req.topology,
+                         preferred_terms=(term,))
+
+
+def test_preferred_affinity_keeps_a_group_best_fit_in_the_first_score_tier() -> None:
+    """The workers prefer h00: it comes first below the rack, and best fit looks no further than its score tier,
+    so the group stays on h00 although h01 is the tighter host (where it goes with the gate off)."""
+    snaps = snapshots({"r1": [8, 4]})
+    reqs = [("tas", member("leader", 1, 1)), ("tas", preferring(member("worker", 3, 1), "h00"))]
+    found = place_workload(snaps, reqs, options=AFFINITY)
+    assert domains(found.placements["leader"]) == [("h00", 1)]
+    assert domains(found.placements["worker"]) == [("h00", 3)]
+    off = place_workload(snaps, reqs)
+    assert domains(off.placements["worker"]) == [("h01", 3)]
+
+
+def test_a_required_group_scans_past_a_preferred_rack_too_small_for_it() -> None:
+    """Rack r1 holds the preferred node and so leads the order, but takes only the leader and one worker; a
+    required request then takes the first rack after it that holds the whole group, as Kueue's scan does."""
+    snaps = snapshots({"r1": [2], "r2": [4]})
+    reqs = [("tas", member("leader", 1, 1)), ("tas", preferring(member("worker", 3, 1), "h00"))]
+    found = place_workload(snaps, reqs, options=AFFINITY)
+    assert found.ok, found.message
+    assert domains(found.placements["leader"]) == [("h10", 1)]
+    assert domains(found.placements["worker"]) == [("h10", 3)]
 
 
 clusters = st.dictionaries(st.sampled_from(["r1", "r2", "r3"]), st.lists(st.integers(0, 5), min_size=1, max_size=3),

@@ -2,7 +2,8 @@
 
 * :func:`place` — one pod set in one flavor's topology -> :class:`Placement` or :class:`NoPlacement`;
 * :func:`place_workload` — every TAS pod set of a workload, with usage assumed between them;
-* :func:`replace_node` — repair an assignment after one node became unhealthy;
+* :func:`replace_node` — repair an assignment after one node became unhealthy (:func:`replace_in_workload`:
+  every pod set of a workload on that node);
 * :func:`net_domains` — what an admission newly charges.
 
 Snapshots come from :func:`projections.topology.tas_snapshots` (one fork per call; charge a fork in a cycle
@@ -11,7 +12,7 @@ reads (balanced placement, slice layers), as the Configuration sets them.
 """
 
 from kueue_es.scheduler.tas.place import place
-from kueue_es.scheduler.tas.replace import Replacement, replace_node
+from kueue_es.scheduler.tas.replace import Replacement, replace_in_workload, replace_node
 from kueue_es.scheduler.tas.request import (
     DEFAULT_OPTIONS,
     NoPlacement,
@@ -35,5 +36,6 @@ __all__ = [
     "net_domains",
     "place",
     "place_workload",
+    "replace_in_workload",
     "replace_node",
 ]

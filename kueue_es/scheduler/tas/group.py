@@ -17,8 +17,14 @@ error and writes an empty or oversized assignment): best fit swaps only among do
 leader; LeastFreeCapacity takes the first domain holding the leader and every slice with it (Kueue checks the
 slices without the leader); a domain taking the leader and only part of the pods keeps its with-leader count
 (Kueue keeps the leader only in slice units); and where the descent would strand pods, the leader moves to the
-domain the with-leader counts assumed (:func:`trim_with_leader`). Balanced placement and preferred node affinity do not apply to
-groups here.
+domain the with-leader counts assumed (:func:`trim_with_leader`). Balanced placement (alpha) does not apply to
+groups here: Kueue's leader-aware variant (leader slots in its greedy estimate, threshold, pruning and dynamic
+program) is not modelled, so a group under TASBalancedPlacement is placed by the search below.
+
+Under TASRespectNodeAffinityPreferred the workers' preferred node affinity ranks the domains as for a single pod
+set (:mod:`.search`), but below the leader: the order with a leader is leader capacity, then the score, then the
+with-leader counts; every best-fit pick keeps to the first domain's score tier; and a required request whose first
+domain cannot take the group takes, as Kueue's scan does, the tightest of the first tier after it that can.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from kueue_es.scheduler.tas.counts import Counts, fill_counts
-from kueue_es.scheduler.tas.search import order, tightest
+from kueue_es.scheduler.tas.search import order, tier, tightest
 from projections.topology import FlavorSnapshot, TopologyTree, fit_in_leaf
 
 
@@ -48,10 +54,11 @@ def fill_group_counts(snap: FlavorSnapshot, per_pod: tuple[tuple[str, int], ...]
                       leader_per_pod: tuple[tuple[str, int], ...], *,
                       assumed: Mapping[str, Mapping[str, int]] | None, simulate_empty: bool,
                       excluded: Mapping, within: tuple[int, int] | None, slice_size: int, slice_level: int,
-                      inner: Mapping[int, int] | None) -> GroupCounts:
+                      inner: Mapping[int, int] | None, scores: Sequence[int] | None = None) -> GroupCounts:
+    """``scores``: each leaf's preferred-affinity score for the workers (None with the gate off)."""
     tree = snap.tree
     base = fill_counts(snap, per_pod, assumed=assumed, simulate_empty=simulate_empty, excluded=excluded,
-                       within=within, slice_size=slice_size, slice_level=slice_level, inner=inner)
+                       within=within, slice_size=slice_size, slice_level=slice_level, inner=inner, scores=scores)
     columns = snap.free if simulate_empty else snap.remaining
     ids = tree.ids[-1]
     leaves = base.pods[-1]
@@ -99,17 +106,24 @@ def _roll_up(tree: TopologyTree, base: Counts, wl_leaf: list[int], leader_leaf: 
 
 
 def leader_order(gc: GroupCounts, level: int, lfc: bool) -> list[int]:
-    """Kueue's order with a leader: leader capacity descending, with-leader slices (descending for BestFit,
-    ascending for LeastFreeCapacity), with-leader pods ascending, level values."""
+    """Kueue's order with a leader: leader capacity descending, preferred-affinity score descending (when domains
+    score), with-leader slices (descending for BestFit, ascending for LeastFreeCapacity), with-leader pods
+    ascending, level values."""
     lead, swl, pwl = gc.leader[level], gc.slices_wl[level], gc.pods_wl[level]
+    aff = _scores(gc.base, level) or [0] * len(lead)
     sign = 1 if lfc else -1
-    return sorted(range(len(lead)), key=lambda i: (-lead[i], sign * swl[i], pwl[i], i))
+    return sorted(range(len(lead)), key=lambda i: (-lead[i], -aff[i], sign * swl[i], pwl[i], i))
+
+
+def _scores(counts: Counts, level: int) -> list[int] | None:
+    return counts.affinity[level] if counts.affinity is not None else None
 
 
 def _tightest_with_leader(domains: Sequence[int], need: int, value_wl: Sequence[int], lead: Sequence[int],
-                          leaders: int) -> int:
-    """Among ``domains`` able to take ``leaders``, the first with the smallest with-leader value of at least
-    ``need``; ``domains[0]`` is known to qualify."""
+                          leaders: int, scores: Sequence[int] | None = None) -> int:
+    """Among ``domains`` able to take ``leaders`` (only the first's affinity :func:`tier` when ``scores``), the
+    first with the smallest with-leader value of at least ``need``; ``domains[0]`` is known to qualify."""
+    domains = tier(domains, scores)
     best = domains[0]
     for d in domains:
         if lead[d] >= leaders and need <= value_wl[d] < value_wl[best]:
@@ -128,7 +142,7 @@ def find_group_fit_level(gc: GroupCounts, level: int, *, slices: int, required: 
         sc, pc = base.slices[level], base.pods[level]
         if not sc:
             return no_domains(level)
-        lead, swl = gc.leader[level], gc.slices_wl[level]
+        lead, swl, aff = gc.leader[level], gc.slices_wl[level], _scores(base, level)
         ordered = leader_order(gc, level, lfc)
         top = ordered[0]
         if lfc:
@@ -138,8 +152,12 @@ def find_group_fit_level(gc: GroupCounts, level: int, *, slices: int, required: 
             if required:
                 return not_fit(pc[ordered[-1]], slices, level)
         elif lead[top] >= 1 and swl[top] >= slices:
-            return level, [_tightest_with_leader(ordered, slices, swl, lead, 1)]
+            return level, [_tightest_with_leader(ordered, slices, swl, lead, 1, aff)]
         if required:
+            k = next((k for k, d in enumerate(ordered) if lead[d] >= 1 and swl[d] >= slices), None) \
+                if aff is not None and not lfc else None
+            if k is not None:
+                return level, [_tightest_with_leader(ordered[k:], slices, swl, lead, 1, aff)]
             return not_fit(sc[top], slices, level)
         if level > 0 and not unconstrained:
             level -= 1
@@ -153,7 +171,7 @@ def find_group_fit_level(gc: GroupCounts, level: int, *, slices: int, required: 
             if remaining <= 0:
                 break
             if not lfc and sc[d] >= remaining:
-                d = tightest(rest[k:], remaining, sc)
+                d = tightest(rest[k:], remaining, sc, aff)
             chosen.append(d)
             remaining -= sc[d]
         if remaining > 0:
@@ -163,19 +181,20 @@ def find_group_fit_level(gc: GroupCounts, level: int, *, slices: int, required: 
 
 def trim_with_leader(domains: Sequence[int], need: int, leaders: int, value: Sequence[int],
                      value_wl: Sequence[int], lead: Sequence[int], unit: int, bestfit: bool,
-                     out: dict[int, int], out_leader: dict[int, int]) -> list[int]:
+                     out: dict[int, int], out_leader: dict[int, int], scores: Sequence[int] | None = None) -> list[int]:
     """Kueue's ``updateCountsToMinimumGeneric`` with a leader: in order, the first domains take the leader
     (with their with-leader counts) until it is placed, the others their plain counts, until ``need`` units
     (slices of ``unit`` pods) are covered; BestFit swaps in the tightest domain that covers the rest. Where that
     walk strands units (the leader taken by a domain that then holds too few workers, which Kueue answers with
     an empty assignment), the leader goes instead to the leader-capable domain losing the fewest units to it —
-    the one the with-leader counts assumed — and the workers fill the domains in the same order."""
+    the one the with-leader counts assumed — and the workers fill the domains in the same order. ``scores``: the
+    domains' preferred-affinity scores, when they score (best fit keeps to the first domain's tier)."""
     pods: dict[int, int] = {}
     leads: dict[int, int] = {}
-    taken = _walk(domains, need, leaders, value, value_wl, lead, unit, bestfit, pods, leads)
+    taken = _walk(domains, need, leaders, value, value_wl, lead, unit, bestfit, pods, leads, scores)
     if taken is None and leaders > 0:
         pods, leads = {}, {}
-        taken = _walk_min_loss(domains, need, leaders, value, value_wl, lead, unit, bestfit, pods, leads)
+        taken = _walk_min_loss(domains, need, leaders, value, value_wl, lead, unit, bestfit, pods, leads, scores)
     if taken is None:
         raise AssertionError(f"TAS group descent: {need} unit(s), {leaders} leader(s) do not fit (counts are "
                              "inconsistent)")
@@ -186,13 +205,13 @@ def trim_with_leader(domains: Sequence[int], need: int, leaders: int, value: Seq
 
 def _walk(domains: Sequence[int], need: int, leaders: int, value: Sequence[int], value_wl: Sequence[int],
           lead: Sequence[int], unit: int, bestfit: bool, out: dict[int, int],
-          out_leader: dict[int, int]) -> list[int] | None:
+          out_leader: dict[int, int], scores: Sequence[int] | None) -> list[int] | None:
     taken: list[int] = []
     remaining = need
     for k, d in enumerate(domains):
         if leaders > 0:
             if bestfit and value_wl[d] >= remaining and lead[d] >= leaders:
-                d = _tightest_with_leader(domains[k:], remaining, value_wl, lead, leaders)
+                d = _tightest_with_leader(domains[k:], remaining, value_wl, lead, leaders, scores)
             if value_wl[d] >= remaining and lead[d] >= leaders:
                 out[d], out_leader[d] = remaining * unit, leaders
                 taken.append(d)
@@ -206,7 +225,7 @@ def _walk(domains: Sequence[int], need: int, leaders: int, value: Sequence[int],
         if remaining <= 0:
             return taken
         if bestfit and value[d] >= remaining:
-            d = tightest(domains[k:], remaining, value)
+            d = tightest(domains[k:], remaining, value, scores)
         out[d] = min(value[d], remaining) * unit
         remaining -= min(value[d], remaining)
         taken.append(d)
@@ -217,7 +236,7 @@ def _walk(domains: Sequence[int], need: int, leaders: int, value: Sequence[int],
 
 def _walk_min_loss(domains: Sequence[int], need: int, leaders: int, value: Sequence[int],
                    value_wl: Sequence[int], lead: Sequence[int], unit: int, bestfit: bool, out: dict[int, int],
-                   out_leader: dict[int, int]) -> list[int] | None:
+                   out_leader: dict[int, int], scores: Sequence[int] | None) -> list[int] | None:
     capable = [d for d in domains if lead[d] >= leaders]
     if not capable:
         return None
@@ -231,7 +250,7 @@ def _walk_min_loss(domains: Sequence[int], need: int, leaders: int, value: Seque
         if remaining <= 0:
             break
         if bestfit and room[d] >= remaining:
-            d = tightest(domains[k:], remaining, room)
+            d = tightest(domains[k:], remaining, room, scores)
         got = min(room[d], remaining)
         if got:
             out[d] = out.get(d, 0) + got * unit
@@ -253,14 +272,15 @@ def descend_group(tree: TopologyTree, gc: GroupCounts, fit_level: int, chosen: l
     leaders: dict[int, int] = {}
     level = fit_level
     chosen = trim_with_leader(chosen, count // slice_size, 1, base.slices[level], gc.slices_wl[level],
-                              gc.leader[level], slice_size, bestfit, assigned, leaders)
+                              gc.leader[level], slice_size, bestfit, assigned, leaders, _scores(base, level))
     while level < min(last, slice_level):
         starts, ends = tree.child_start[level], tree.child_end[level]
         pooled = [c for d in chosen for c in range(starts[d], ends[d])]
         level += 1
         assigned, leaders = {}, {}
         chosen = trim_with_leader(order(base, level, pooled, lfc), count // slice_size, 1, base.slices[level],
-                                  gc.slices_wl[level], gc.leader[level], slice_size, bestfit, assigned, leaders)
+                                  gc.slices_wl[level], gc.leader[level], slice_size, bestfit, assigned, leaders,
+                                  _scores(base, level))
     while level < last:
         starts, ends = tree.child_start[level], tree.child_end[level]
         child = level + 1
@@ -274,7 +294,7 @@ def descend_group(tree: TopologyTree, gc: GroupCounts, fit_level: int, chosen: l
         for d in chosen:
             kids = order(base, child, range(starts[d], ends[d]), lfc)
             next_chosen += trim_with_leader(kids, parents[d] // unit, parent_leaders.get(d, 0), value, value_wl,
-                                            gc.leader[child], unit, bestfit, assigned, leaders)
+                                            gc.leader[child], unit, bestfit, assigned, leaders, _scores(base, child))
         chosen = next_chosen
         level = child
     return assigned, leaders

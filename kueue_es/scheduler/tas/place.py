@@ -8,7 +8,8 @@ and is never balanced. Slices and their inner layers are resolved by :mod:`.laye
 request that is neither required nor unconstrained is first tried by :mod:`.balanced`, falling back to the search
 below when that finds nothing. Under TASRespectNodeAffinityPreferred (alpha) the nodes a pod set's preferred
 node affinity favours rank their domains first (:mod:`.search`). A pod-set group (LeaderWorkerSet leader and
-workers) is placed in one run by :func:`place_group`, the workers' request governing it (:mod:`.group`).
+workers) is placed in one run by :func:`place_group`, the workers' request (and preferred affinity) governing it
+(:mod:`.group`).
 """
 
 from __future__ import annotations
@@ -124,7 +125,7 @@ def _place(snap: FlavorSnapshot, req: PodSetRequest, leader: PodSetRequest | Non
         return _place_group(snap, req, leader, per_pod, assumed=assumed, simulate_empty=simulate_empty,
                             excluded=excluded, within_at=within_at, size=size, slice_level=slice_level,
                             inner=inner, layers=layers, requested=requested, required=required,
-                            unconstrained=unconstrained, lfc=lfc, options=options)
+                            unconstrained=unconstrained, lfc=lfc, options=options, scores=scores)
     counts = fill_counts(snap, per_pod, assumed=assumed, simulate_empty=simulate_empty, excluded=excluded,
                          within=within_at, slice_size=size, slice_level=slice_level, inner=inner, scores=scores)
     slices = req.count // size
@@ -170,13 +171,14 @@ def _place_group(snap: FlavorSnapshot, req: PodSetRequest, leader: PodSetRequest
                  per_pod: tuple[tuple[str, int], ...], *, assumed: Mapping[str, Mapping[str, int]] | None,
                  simulate_empty: bool, excluded, within_at: tuple[int, int] | None, size: int, slice_level: int,
                  inner, layers, requested: int, required: bool, unconstrained: bool, lfc: bool,
-                 options: TASOptions) -> tuple[Placement, Placement] | NoPlacement:
-    """The joint run of a group whose workers are ``req`` (:mod:`.group`)."""
+                 options: TASOptions, scores) -> tuple[Placement, Placement] | NoPlacement:
+    """The joint run of a group whose workers are ``req`` (:mod:`.group`), ranked by the workers' preferred node
+    affinity (``scores``) under TASRespectNodeAffinityPreferred."""
     tree = snap.tree
     leader_per_pod = tuple(sorted(leader.per_pod().items()))
     gc = fill_group_counts(snap, per_pod, leader_per_pod, assumed=assumed, simulate_empty=simulate_empty,
                            excluded=excluded, within=within_at, slice_size=size, slice_level=slice_level,
-                           inner=inner)
+                           inner=inner, scores=scores)
     not_fit = _not_fit(snap, gc.base, per_pod, assumed, simulate_empty, layers, req.count, size)
     found = find_group_fit_level(gc, requested, slices=req.count // size, required=required,
                                  unconstrained=unconstrained, lfc=lfc, not_fit=not_fit,

@@ -10,17 +10,33 @@ domains summed).
 Two deliberate differences from Kueue: "within a domain" compares level values, not a string prefix of the
 joined domain id (Kueue's prefix test lets rack ``r1`` match ``r10``); and when several slice-level domains
 could take the broken slice, the first in level-value order is used (Kueue iterates a Go map).
+
+:func:`replace_in_workload` repairs every pod set on the node as Kueue's replacement pass does: flavors in name
+order, within a flavor the pod sets in the order the placement runs them (a pod-set group's members together, at
+its first member's place), each replaced alone — a group's leader and workers are not placed jointly again — with
+the pods already re-placed for the ones before it assumed, shared across overlapping hostname flavors under
+TASHandleOverlappingFlavors as in :func:`~kueue_es.scheduler.tas.workload.place_workload`. Without that, two pod
+sets on the failed node (an LWS leader and a worker sharing it) could both be given the last free slot.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import msgspec
 
 from kueue_es.scheduler.tas.layers import layers_of, slice_key, slice_size, slices_requested
 from kueue_es.scheduler.tas.place import level_key, place
-from kueue_es.scheduler.tas.request import DEFAULT_OPTIONS, NoPlacement, Placement, PodSetRequest, TASOptions
+from kueue_es.scheduler.tas.request import (
+    DEFAULT_OPTIONS,
+    AssumedUsage,
+    NoPlacement,
+    Placement,
+    PodSetRequest,
+    TASOptions,
+    add_assumed,
+)
+from kueue_es.scheduler.tas.workload import groups
 from projections.topology import FlavorSnapshot, domain_id
 
 
@@ -69,6 +85,29 @@ def replace_node(snap: FlavorSnapshot, req: PodSetRequest, current: Placement, n
         order[v] = (at[1],) if at is not None else (-1,)
     domains = tuple((v, merged[v]) for v in sorted(merged, key=lambda v: (order[v], v)))
     return Replacement(Placement(res.levels, domains, res.hostname_prefix_encoding), res)
+
+
+def replace_in_workload(snapshots: Mapping[str, FlavorSnapshot],
+                        requests: Sequence[tuple[str, PodSetRequest, Placement]], node: str, *,
+                        options: TASOptions = DEFAULT_OPTIONS) -> dict[str, Replacement] | tuple[str, NoPlacement]:
+    """The replacements of ``node`` for ``requests`` ((TAS flavor, request, current placement) per pod set on the
+    node, in pod-set order), by pod-set name; or (pod set, why) for the first that has none."""
+    current = {req.name: placement for _, req, placement in requests}
+    by_flavor: dict[str, list[PodSetRequest]] = {}
+    for flavor, req, _ in requests:
+        by_flavor.setdefault(flavor, []).append(req)
+    shared: AssumedUsage = {}
+    out: dict[str, Replacement] = {}
+    for flavor in sorted(by_flavor):
+        snap = snapshots[flavor]
+        assumed: AssumedUsage = shared if options.overlapping_flavors and snap.tree.hostname_lowest else {}
+        for req in (r for group in groups(by_flavor[flavor]) for r in group):
+            result = replace_node(snap, req, current[req.name], node, assumed=assumed, options=options)
+            if isinstance(result, NoPlacement):
+                return req.name, result
+            out[req.name] = result
+            add_assumed(assumed, result.added, req.per_pod())
+    return out
 
 
 def _required_domain(snap: FlavorSnapshot, req: PodSetRequest, remaining: list[tuple[tuple[str, ...], int]],

@@ -6,6 +6,11 @@ which may share nodes, under TASHandleOverlappingFlavors (``options.overlapping_
 The first failure stops the run. The pod sets of a pod-set group (``podSetGroupName``) run together, at the
 place of the group's first member: the one with the smaller count (the second on a tie) is the leader, the
 other the workers (:func:`~kueue_es.scheduler.tas.place.place_group`); a failure names the group's first member.
+Kueue gives every member of a failed group the failure and the flavor assigner marks only the one its result map
+yields first (Go map order), so one member, not the whole group, turns Preempt or NoFit and is named in the
+message; kueue-es names the first. (Kueue's ``downgradeTASFlavorMode``, which marks the whole group, belongs to a
+retry of flavor assignment after a TAS failure that the reference snapshot does not have: §2 rule 2.) The marking
+does not change the preemption: once the simulate-empty run fits, every TAS pod set turns Preempt anyway.
 """
 
 from __future__ import annotations
@@ -55,7 +60,7 @@ def place_workload(snapshots: Mapping[str, FlavorSnapshot], requests: Sequence[t
             return WorkloadPlacement(placements, by_flavor[flavor][0].name,
                                      f"Flavor {go_quote(flavor)} information missing in TAS cache")
         assumed: AssumedUsage = shared if options.overlapping_flavors and snap.tree.hostname_lowest else {}
-        for group in _groups([r for r in by_flavor[flavor] if r.count > 0]):
+        for group in groups([r for r in by_flavor[flavor] if r.count > 0]):
             if len(group) == 1:
                 req = group[0]
                 res = place(snap, req, assumed=assumed, simulate_empty=simulate_empty, options=options)
@@ -79,7 +84,7 @@ def group_name(req: PodSetRequest) -> str | None:
     return req.topology.pod_set_group_name if req.topology is not None else None
 
 
-def _groups(requests: Sequence[PodSetRequest]) -> list[list[PodSetRequest]]:
+def groups(requests: Sequence[PodSetRequest]) -> list[list[PodSetRequest]]:
     """The requests grouped by pod-set group, each group at its first member's place; ungrouped ones alone."""
     out: list[list[PodSetRequest]] = []
     by_name: dict[str, list[PodSetRequest]] = {}
