@@ -55,11 +55,12 @@ POD_INDEX_OFFSET = "kueue.x-k8s.io/pod-index-offset"
 
 def index_offset(pods: list[o.Pod]) -> int | None:
     """The pod-index offset of a pod set's pods, read off the first (its pods share their template's): 0 without
-    one, None when it is not a number."""
+    one, None when it is not a number in ASCII digits (an annotation is free text: ``str.isdigit`` also takes
+    ``"²"``, which ``int`` refuses, and Kueue's ``strconv.Atoi`` reads no other digits)."""
     text = pods[0].metadata.annotations.get(POD_INDEX_OFFSET) if pods else None
     if text is None:
         return 0
-    return int(text) if text.isdigit() else None
+    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def _ranks(pods: list[o.Pod], request: o.PodSetTopologyRequest | None, size: int, count: int, offset: int = 0

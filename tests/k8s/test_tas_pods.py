@@ -193,3 +193,11 @@ def test_a_pod_index_offset_is_taken_off_each_index_before_ranking() -> None:
     assert placements(plan(THREE, RANKED, below)) == {"w-a": "n1", "w-b": "n1"}, "rank -1: greedy"
     bad = {"kueue.x-k8s.io/pod-index-offset": "one"}
     assert plan(THREE, RANKED, [pod("a", index=0, annotations=bad), pod("b", index=1, annotations=bad)]) == []
+
+
+def test_an_offset_of_other_digits_than_ascii_leaves_the_pod_set_gated() -> None:
+    """An annotation is free text: ``"²"`` and ``"٣"`` pass ``str.isdigit`` (the first then crashed ``int``), yet
+    Kueue's ``strconv.Atoi`` reads neither, so its ungater ungates nothing — here too, without raising."""
+    for text in ("²", "٣"):
+        odd = {"kueue.x-k8s.io/pod-index-offset": text}
+        assert plan(THREE, RANKED, [pod("a", index=3, annotations=odd), pod("b", index=1, annotations=odd)]) == []
