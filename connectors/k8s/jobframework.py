@@ -92,8 +92,6 @@ CLASS_MISSING = "class-missing"
 POD_CLASS_MISSING = "pod-class-missing"
 """The action marker of a job reported for a missing WorkloadPriorityClass (not "create": once the class is
 there, the same version of the job is given its Workload)."""
-ANCESTRY_RETRY_FACTOR = 30.0
-"""Retry delays (the integration's ``retry_s``) before a job whose ancestry is cyclic or too deep is looked at again."""
 OWNER_NOT_FOUND = "OwnerNotFound"
 OWNER_NOT_FOUND_MESSAGE = "The workload's owner no longer exists"
 

@@ -124,8 +124,9 @@ def _surging(spec: dict[str, Any], status: dict[str, Any], replicas: int) -> boo
 
 
 def _digits(value: str) -> int | None:
-    """A Go IntOrString's IntValue of a string: its integer, 0 when it is none (a percentage reads as 0)."""
-    return int(value) if value.isdigit() else 0
+    """A Go IntOrString's IntValue of a string: its integer, 0 when it is none (a percentage reads as 0; so do
+    digits other than ASCII ones, which ``str.isdigit`` takes and Go's ``strconv.Atoi`` does not)."""
+    return int(value) if value.isascii() and value.isdigit() else 0
 
 
 def plan(lws: dict[str, Any], existing: list[str], *, short: bool = False) -> tuple[list[tuple[str, int]], list[str],

@@ -9,9 +9,10 @@ hostname alone, since such an assignment lists only that level).
   below the pod count (with a ``subGroupIndexLabel``, as a JobSet's pod sets have, the rank is the index within
   the pod's Job plus the Job's index times the Job's size, as Kueue's ungater reads it), and every pod already
   ungated sits in the domain its rank implies (a ``kueue.x-k8s.io/pod-index-offset`` on the pods, as an MPIJob's
-  Workers carry when its launcher runs as a worker, is taken off each index: rank = index − offset; Kueue reads it
-  off one pod, here the first by name; one that is not a number leaves the pod set gated, as Kueue's ungater then
-  ungates nothing): rank r goes to the
+  Workers carry when its launcher runs as a worker, is taken off each index: rank = index − offset — and so is,
+  in a pod-set group of two, the leader's count from the workers' indexes (:func:`group_offsets`); Kueue reads
+  the annotation off one pod, here the first by name; one that is not a number leaves the pod set gated, as
+  Kueue's ungater then ungates nothing): rank r goes to the
   domain whose cumulative range, in assignment order, contains r. (After a node replacement the re-sorted
   assignment often breaks that last condition; greedy mode then fills the freed slot.)
 * **Greedy mode** otherwise: count the ungated pods per domain (by their node selector) and fill each domain's
@@ -23,6 +24,7 @@ A pod whose domain's node is listed in ``status.unhealthyNodes`` stays gated unt
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from events import objects as o
@@ -55,11 +57,34 @@ POD_INDEX_OFFSET = "kueue.x-k8s.io/pod-index-offset"
 
 def index_offset(pods: list[o.Pod]) -> int | None:
     """The pod-index offset of a pod set's pods, read off the first (its pods share their template's): 0 without
-    one, None when it is not a number."""
+    one, None when it is not a number in ASCII digits (an annotation is free text: ``str.isdigit`` also takes
+    ``"²"``, which ``int`` refuses, and Kueue's ``strconv.Atoi`` reads no other digits)."""
     text = pods[0].metadata.annotations.get(POD_INDEX_OFFSET) if pods else None
     if text is None:
         return 0
-    return int(text) if text.isdigit() else None
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
+def group_offsets(assignments: Sequence[o.PodSetAssignment],
+                  requests: Mapping[str, o.PodSetTopologyRequest | None]) -> dict[str, int]:
+    """Pod set name -> the rank offset its pod-set group gives it (Kueue's ungater): in a group of two, the
+    workers (the larger count; the second member on a tie) rank after the leader, so their pod indexes start at
+    the leader's count (an LWS's workers from 1) and that count is taken off them; none for the rest."""
+    groups: dict[str, list[o.PodSetAssignment]] = {}
+    for psa in assignments:
+        request = requests.get(psa.name)
+        name = request.pod_set_group_name if request is not None else None
+        if name is not None:
+            groups.setdefault(name, []).append(psa)
+    out: dict[str, int] = {}
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        leader, workers = members[0], members[1]
+        if (leader.count or 0) > (workers.count or 0):
+            leader, workers = workers, leader
+        out[workers.name] = leader.count or 0
+    return out
 
 
 def _ranks(pods: list[o.Pod], request: o.PodSetTopologyRequest | None, size: int, count: int, offset: int = 0
@@ -87,8 +112,9 @@ def _ranks(pods: list[o.Pod], request: o.PodSetTopologyRequest | None, size: int
 
 
 def plan(psa: o.PodSetAssignment, request: o.PodSetTopologyRequest | None, pods: list[o.Pod],
-         unhealthy: tuple[str, ...] = ()) -> list[Ungate]:
-    """The pods of one pod set to ungate now (see the module docstring)."""
+         unhealthy: tuple[str, ...] = (), group_offset: int = 0) -> list[Ungate]:
+    """The pods of one pod set to ungate now (see the module docstring); ``group_offset``: the rank offset its
+    pod-set group gives it (:func:`group_offsets`), added to the pods' own."""
     ta = psa.topology_assignment
     if ta is None:
         return []
@@ -107,6 +133,7 @@ def plan(psa: o.PodSetAssignment, request: o.PodSetTopologyRequest | None, pods:
     offset = index_offset(live)
     if offset is None:
         return []
+    offset += group_offset
     by_rank: list[tuple[str, ...]] = [values for values, c in domains for _ in range(c)]
     ranks = _ranks(live, request, count, min(count, len(by_rank)), offset)
     if ranks is not None and all(gated(p) or placed(p) == by_rank[r] for r, p in ranks.items()):

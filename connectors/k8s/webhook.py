@@ -260,12 +260,12 @@ def ancestry_lookup(client: KubeClient, config: SchedulerConfig) -> ManagedAnces
                     (ref.api_version, ref.kind), config):
                 break
             try:
-                raw = await client.get(resource, ref.name, namespace)
+                raw = msgspec.json.decode(await client.get(resource, ref.name, namespace))  # the body's bytes
             except NotFound:
                 missing.add((ref.kind, ref.name))
                 break
-            current = read[(ref.kind, ref.name)] = msgspec.convert(raw.get("metadata") or {}, o.ObjectMeta,
-                                                                   strict=False)
+            parent_meta = raw.get("metadata") if isinstance(raw, dict) else None
+            current = read[(ref.kind, ref.name)] = msgspec.convert(parent_meta or {}, o.ObjectMeta, strict=False)
 
         def parent_of(ns: str, ref: o.OwnerReference) -> o.ObjectMeta | None:
             if not job_selection.runs_parent((ref.api_version, ref.kind), config):

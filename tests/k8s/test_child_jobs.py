@@ -213,3 +213,31 @@ async def test_the_connector_lets_a_job_find_a_training_job_ancestor(kind: str) 
     assert [(k, body["spec"]) for k, _, body in client.patches] == [("Job", {"suspend": True})]
     (acted,) = appended
     assert isinstance(acted, ev.JobActed) and acted.action == child_jobs.SUSPENDED, "held as a child"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("kind", "api_version", "frameworks"), [
+    ("RayCluster", "ray.io/v1", ["ray.io/raycluster"]),
+    ("LeaderWorkerSet", "leaderworkerset.x-k8s.io/v1", ["pod", "leaderworkerset.x-k8s.io/leaderworkerset"])])
+async def test_the_connector_lets_a_job_find_every_ancestor_kind_the_webhook_reads(kind: str, api_version: str,
+                                                                                  frameworks: list[str]) -> None:
+    """The Job webhook walks up through every kind Kueue runs (RayClusters and LeaderWorkerSets too) and leaves a
+    queued such object's Job running as its child; the reconciler must walk the same kinds, else it takes that
+    Job for a top-level one and gives it a Workload of its own (double quota) where Kueue holds it as a child."""
+    from connectors.k8s.connector import Connector
+
+    config = _config(integrations={"frameworks": ["batch/job", *frameworks]})
+    child = msgspec.structs.replace(job(suspend=False), metadata=msgspec.structs.replace(
+        job().metadata, owner_references=[o.OwnerReference(
+            api_version=api_version, kind=kind, name="p", uid="uid-p", controller=True)]))
+    jobs, mirror, appended = integration(child, before=(config,))
+    connector = Connector(RecordingClient(), jobs.journal)  # type: ignore[arg-type]
+    held = connector.rayclusters if kind == "RayCluster" else connector.leaderworkersets
+    held.known["ns/p"] = _Object(o.ObjectMeta(name="p", namespace="ns", uid="uid-p",  # type: ignore[union-attr]
+                                              labels={QUEUE: "lq"}))
+    jobs.parents = connector.jobs.parents  # type: ignore[union-attr]  # what the connector registered
+    client = jobs.client = RecordingClient()  # type: ignore[assignment]
+    await jobs.reconcile("ns/train")
+    assert [(k, body["spec"]) for k, _, body in client.patches] == [("Job", {"suspend": True})]
+    (acted,) = appended
+    assert isinstance(acted, ev.JobActed) and acted.action == child_jobs.SUSPENDED, "held as a child"

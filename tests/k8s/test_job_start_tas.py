@@ -201,3 +201,53 @@ async def test_with_tas_off_the_ungater_lifts_no_gate() -> None:
     ungater = Ungater(_NoClient(), journal)  # type: ignore[arg-type]
     await ungater.sync("ns/wl")
     assert ungater.stats.ungated == 0
+
+
+class _PatchRecorder:
+    def __init__(self) -> None:
+        self.patched: dict[str, dict[str, str]] = {}
+
+    async def patch(self, resource, name: str, body: dict, namespace: str = "", *args, **kwargs) -> bytes:
+        import msgspec
+        self.patched[name] = body["spec"]["nodeSelector"]
+        return msgspec.json.encode({"metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}",
+                                                 "resourceVersion": "9"}})
+
+
+@pytest.mark.asyncio
+async def test_the_ungater_ranks_a_pod_set_groups_workers_after_its_leader() -> None:
+    """A LeaderWorkerSet group (leader and workers one pod-set group): the workers' worker-index runs from 1, the
+    leader being 0; Kueue's ungater takes the leader's count off it, so worker-index 1 is rank 0. Without it the
+    indexes overran the worker pod set and the pods went in name order."""
+    worker_index = "leaderworkerset.sigs.k8s.io/worker-index"
+    journal = LocalJournal(MemoryLog(), Mirror())
+    hosts = ["kubernetes.io/hostname"]
+    leader_req = o.PodSetTopologyRequest(required=hosts[0], pod_set_group_name="g")
+    worker_req = o.PodSetTopologyRequest(required=hosts[0], pod_set_group_name="g", pod_index_label=worker_index)
+    wl = o.Workload(metadata=o.ObjectMeta(name="wl", namespace="ns", uid="u", resource_version="1"),
+                    spec=o.WorkloadSpec(queue_name="lq", pod_sets=[
+                        o.PodSet(name="leader", count=1, topology_request=leader_req),
+                        o.PodSet(name="worker", count=2, topology_request=worker_req)]))
+
+    def member(name: str, pod_set: str, index: str) -> o.Pod:
+        return o.Pod(metadata=o.ObjectMeta(name=name, namespace="ns", uid=f"uid-{name}", resource_version="1",
+                                           labels={"kueue.x-k8s.io/podset": pod_set, worker_index: index},
+                                           annotations={"kueue.x-k8s.io/workload": "wl"}),
+                     spec=o.PodSpec(scheduling_gates=[{"name": "kueue.x-k8s.io/topology"}]))
+
+    pods = [member("lead", "leader", "0"), member("w-a", "worker", "2"), member("w-b", "worker", "1")]
+    await journal.append([ev.ObjectUpserted(time=1, key="ns/wl", uid="u", obj=wl),
+                          *(ev.ObjectUpserted(time=1, key=f"ns/{p.metadata.name}", uid=p.metadata.uid, obj=p)
+                            for p in pods)])
+    info = journal.mirror.state.workloads["ns/wl"]
+
+    def assigned(name: str, domains: list[tuple[str, int]]) -> o.PodSetAssignment:
+        return o.PodSetAssignment(name=name, count=sum(c for _, c in domains), topology_assignment=encode(
+            hosts, [o.TopologyDomainAssignment(values=[v], count=c) for v, c in domains]))
+
+    info.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[
+        assigned("leader", [("n0", 1)]), assigned("worker", [("n1", 1), ("n2", 1)])])
+    info.phase = ADMITTED
+    client = _PatchRecorder()
+    await Ungater(client, journal).sync("ns/wl")  # type: ignore[arg-type]
+    assert client.patched == {"lead": {hosts[0]: "n0"}, "w-b": {hosts[0]: "n1"}, "w-a": {hosts[0]: "n2"}}

@@ -83,6 +83,16 @@ def test_a_rolling_update_with_a_surge_keeps_the_surge_groups_workloads() -> Non
     assert lw.plan(no_surge, names)[2] == [names[2]], "a plain scale-down: status lags, spec counts"
 
 
+def test_a_surge_of_other_digits_than_ascii_reads_as_none() -> None:
+    """``maxSurge`` may be a string: Kueue reads it as Go's ``IntValue`` does, 0 unless ``strconv.Atoi`` takes it,
+    and that takes ASCII digits only; ``"²"`` passes ``str.isdigit`` yet made ``int`` raise, crashing the plan."""
+    names = [lw.workload_name("lws", UID, i) for i in range(3)]
+    for text in ("²", "50%"):
+        odd = {"rolloutStrategy": {"rollingUpdateConfiguration": {"maxSurge": text}}}
+        updating = lws(replicas=2, status={"replicas": 3, "updatedReplicas": 1}, **odd)
+        assert lw.plan(updating, names)[2] == [names[2]], text
+
+
 # --- one Workload ---------------------------------------------------------------------------------------------
 
 

@@ -193,3 +193,30 @@ def test_a_pod_index_offset_is_taken_off_each_index_before_ranking() -> None:
     assert placements(plan(THREE, RANKED, below)) == {"w-a": "n1", "w-b": "n1"}, "rank -1: greedy"
     bad = {"kueue.x-k8s.io/pod-index-offset": "one"}
     assert plan(THREE, RANKED, [pod("a", index=0, annotations=bad), pod("b", index=1, annotations=bad)]) == []
+
+
+def test_an_offset_of_other_digits_than_ascii_leaves_the_pod_set_gated() -> None:
+    """An annotation is free text: ``"²"`` and ``"٣"`` pass ``str.isdigit`` (the first then crashed ``int``), yet
+    Kueue's ``strconv.Atoi`` reads neither, so its ungater ungates nothing — here too, without raising."""
+    for text in ("²", "٣"):
+        odd = {"kueue.x-k8s.io/pod-index-offset": text}
+        assert plan(THREE, RANKED, [pod("a", index=3, annotations=odd), pod("b", index=1, annotations=odd)]) == []
+
+
+def test_a_pod_set_groups_workers_take_the_leaders_count_as_rank_offset() -> None:
+    """Kueue's ungater: in a group of two the larger pod set (the second on a tie) ranks after the smaller."""
+    from connectors.k8s.ungating import group_offsets
+
+    def psa(name: str, count: int) -> o.PodSetAssignment:
+        return o.PodSetAssignment(name=name, count=count)
+
+    grouped = o.PodSetTopologyRequest(required=RACK, pod_set_group_name="g")
+    requests = {"leader": grouped, "worker": grouped, "alone": RANKED, "solo": o.PodSetTopologyRequest(
+        required=RACK, pod_set_group_name="h")}
+    assert group_offsets([psa("leader", 1), psa("worker", 4), psa("alone", 3), psa("solo", 2)], requests) == {
+        "worker": 1}
+    assert group_offsets([psa("worker", 4), psa("leader", 1)], requests) == {"worker": 1}, "the smaller leads"
+    assert group_offsets([psa("leader", 2), psa("worker", 2)], requests) == {"worker": 2}, "a tie: the second"
+    workers = [pod("w-a", index=2), pod("w-b", index=1)]
+    assert placements(plan(assignment([HOST], [(["n1"], 1), (["n2"], 1)]), RANKED, workers, group_offset=1)) == {
+        "w-b": "n1", "w-a": "n2"}

@@ -254,19 +254,21 @@ def test_a_child_of_a_kind_kueue_runs_gets_no_default_queue_and_is_not_suspended
 
 
 class _Parents:
-    """The apiserver as the ancestry lookup reads it: objects by (kind, name), with their metadata."""
+    """The apiserver as the ancestry lookup reads it: objects by (kind, name), with their metadata, each answered
+    as :meth:`connectors.k8s.client.KubeClient.get` answers, as the body's bytes (a dict here hid a lookup that
+    called ``.get`` on them, refusing every child Job in a cluster)."""
 
     def __init__(self, *objects: tuple[str, str, dict]) -> None:
         self.objects = {(kind, name): {"metadata": {"name": name, "namespace": "team", **meta}}
                         for kind, name, meta in objects}
         self.reads: list[tuple[str, str]] = []
 
-    async def get(self, resource, name: str, namespace: str) -> dict:
+    async def get(self, resource, name: str, namespace: str = "", subresource: str = "") -> bytes:
         from connectors.k8s.errors import NotFound
         self.reads.append((resource.kind, name))
         if (resource.kind, name) not in self.objects:
             raise NotFound(f"{resource.kind} {name} not found", 404, "NotFound")
-        return self.objects[(resource.kind, name)]
+        return msgspec.json.encode(self.objects[(resource.kind, name)])
 
 
 def _owned_by(kind: str, name: str, api_version: str = "batch/v1") -> dict:

@@ -162,7 +162,8 @@ async def test_jobs_are_suspended_and_defaulted_at_creation(kube_apiserver, tmp_
 @pytest.mark.asyncio
 async def test_served_and_registered_from_the_kube_settings(kube_apiserver, tmp_path) -> None:
     """What ``kueue-es run --kube`` does with ``webhook_port`` and ``webhook_register``: one configuration for
-    every namespace but kube-system and its own; the validating webhooks for the Kueue kinds and the CRDs'
+    every namespace but kube-system and its own (a queued Job's child Job, its parent read from the apiserver, left
+    running); the validating webhooks for the Kueue kinds and the CRDs'
     conversion go through the same server, trusting its CA."""
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
@@ -178,7 +179,13 @@ async def test_served_and_registered_from_the_kube_settings(kube_apiserver, tmp_
                 return False
 
             await eventually(effective, what="the registered webhook in effect")
-            assert (await create(kc, job(other, "j", "q", suspend=False)))["spec"]["suspend"] is True
+            parent = await create(kc, job(other, "j", "q", suspend=False))
+            assert parent["spec"]["suspend"] is True
+            # a queued Job's child: the webhook reads the parent from the apiserver and leaves the child running
+            child = job(other, "j-child", "q", suspend=False)
+            child["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": "j",
+                                                     "uid": parent["metadata"]["uid"], "controller": True}]
+            assert (await create(kc, child))["spec"]["suspend"] is False, "its Kueue-managed ancestor is queued"
             assert (await create(kc, job(own, "j", "q", suspend=False)))["spec"]["suspend"] is False, \
                 "its own namespace is left out"
 
