@@ -22,7 +22,7 @@ from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import Conflict, Invalid, NotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.resources import BY_KIND
-from connectors.k8s.ungating import TOPOLOGY_GATE, plan
+from connectors.k8s.ungating import TOPOLOGY_GATE, group_offsets, plan
 from connectors.k8s.workers import KeyedWorkers, Retries
 from events import objects as o
 from events import schema as ev
@@ -145,11 +145,13 @@ class Ungater:
             return
         pods = [self.state.pods[k] for k in sorted(self._pods_of.get(key, ())) if k in self.state.pods]
         requests = {ps.name: ps.topology for ps in wl.pod_sets}
+        offsets = group_offsets(wl.admission.pod_set_assignments, requests)
         for psa in wl.admission.pod_set_assignments:
             if psa.topology_assignment is None:
                 continue
             mine = [p for p in pods if p.metadata.labels.get(PODSET_LABEL) == psa.name]
-            for ungate in plan(psa, requests.get(psa.name), mine, wl.unhealthy_nodes):
+            for ungate in plan(psa, requests.get(psa.name), mine, wl.unhealthy_nodes,
+                               offsets.get(psa.name, 0)):
                 await self._ungate(key, ungate.pod, ungate.node_selector)
 
     async def _ungate(self, key: str, pod: o.Pod, node_selector: dict[str, str]) -> None:

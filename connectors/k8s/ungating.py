@@ -11,7 +11,9 @@ hostname alone, since such an assignment lists only that level).
   ungated sits in the domain its rank implies (a ``kueue.x-k8s.io/pod-index-offset`` on the pods, as an MPIJob's
   Workers carry when its launcher runs as a worker, is taken off each index: rank = index − offset; Kueue reads it
   off one pod, here the first by name; one that is not a number leaves the pod set gated, as Kueue's ungater then
-  ungates nothing): rank r goes to the
+  ungates nothing; the larger pod set of a PodSet group — a LeaderWorkerSet's workers, whose
+  ``leaderworkerset.sigs.k8s.io/worker-index`` runs 1 .. size-1 after the leader's 0 — also has the smaller's count
+  taken off, :func:`group_offsets`): rank r goes to the
   domain whose cumulative range, in assignment order, contains r. (After a node replacement the re-sorted
   assignment often breaks that last condition; greedy mode then fills the freed slot.)
 * **Greedy mode** otherwise: count the ungated pods per domain (by their node selector) and fill each domain's
@@ -62,6 +64,29 @@ def index_offset(pods: list[o.Pod]) -> int | None:
     return int(text) if text.isdigit() else None
 
 
+def group_offsets(assignments: list[o.PodSetAssignment] | tuple[o.PodSetAssignment, ...],
+                  requests: dict[str, o.PodSetTopologyRequest | None]) -> dict[str, int]:
+    """Pod set name -> the index offset its PodSet group implies: in a group of two or more pod sets sharing a
+    ``podSetGroupName`` (in assignment order), the first two are a leader (the smaller count, the first on a tie)
+    and its workers, whose indexes start after the leader's pods; the workers' offset is the leader's count, every
+    other pod set's 0 (Kueue's topology ungater)."""
+    groups: dict[str, list[o.PodSetAssignment]] = {}
+    for psa in assignments:
+        request = requests.get(psa.name)
+        group = request.pod_set_group_name if request is not None else None
+        if group:
+            groups.setdefault(group, []).append(psa)
+    out: dict[str, int] = {}
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        smaller, larger = members[0], members[1]
+        if (smaller.count or 0) > (larger.count or 0):
+            smaller, larger = larger, smaller
+        out[larger.name] = smaller.count or 0
+    return out
+
+
 def _ranks(pods: list[o.Pod], request: o.PodSetTopologyRequest | None, size: int, count: int, offset: int = 0
            ) -> dict[int, o.Pod] | None:
     """Each pod's rank (None: not every pod has a valid, distinct one) among the ``size`` pods of the pod set, below
@@ -87,8 +112,9 @@ def _ranks(pods: list[o.Pod], request: o.PodSetTopologyRequest | None, size: int
 
 
 def plan(psa: o.PodSetAssignment, request: o.PodSetTopologyRequest | None, pods: list[o.Pod],
-         unhealthy: tuple[str, ...] = ()) -> list[Ungate]:
-    """The pods of one pod set to ungate now (see the module docstring)."""
+         unhealthy: tuple[str, ...] = (), group_offset: int = 0) -> list[Ungate]:
+    """The pods of one pod set to ungate now (see the module docstring); ``group_offset``: the pod set's
+    :func:`group_offsets` entry."""
     ta = psa.topology_assignment
     if ta is None:
         return []
@@ -107,6 +133,7 @@ def plan(psa: o.PodSetAssignment, request: o.PodSetTopologyRequest | None, pods:
     offset = index_offset(live)
     if offset is None:
         return []
+    offset += group_offset
     by_rank: list[tuple[str, ...]] = [values for values, c in domains for _ in range(c)]
     ranks = _ranks(live, request, count, min(count, len(by_rank)), offset)
     if ranks is not None and all(gated(p) or placed(p) == by_rank[r] for r, p in ranks.items()):
