@@ -55,6 +55,9 @@ The JobSet, MPIJob and training-job integrations (:mod:`connectors.k8s.watched_j
 same Events, recorded on that object by the kind's recorder (:data:`CONTROLLER_OF`:
 ``<integration>-kueue-controller``); as the log does not hold those objects, they also append ``FinishedWorkload``
 (once per finished Workload) and ``UpdatedAdmissionCheck`` (whenever the message changes) themselves.
+The LeaderWorkerSet integration (:mod:`connectors.k8s.lws_integration`) appends ``JobActed`` of kind LeaderWorkerSet
+for what its set reconciler records on the set: ``CreatedWorkload`` per group Workload and ``UpdatedWorkload``
+when a Workload follows the set's priority class.
 
 On a Job with a Kueue-managed ancestor (:mod:`connectors.k8s.child_jobs`) the Job integration records
 ``Suspended`` "Kueue managed child job suspended" once it suspended it, and Warning ``JobNestingTooDeep``
@@ -75,7 +78,7 @@ from connectors.k8s.decision_events import (
     make_event,
 )
 from connectors.k8s.job_priority import NOT_FOUND_REASON
-from connectors.k8s.resources import JOB_UID_LABEL, KUBEFLOW_JOBS
+from connectors.k8s.resources import JOB_UID_LABEL, KUBEFLOW_JOBS, LEADER_WORKER_SETS
 from events import objects as o
 from events import schema as ev
 from projections.workloads import RESERVED, WorkloadInfo
@@ -83,6 +86,7 @@ from projections.workloads import RESERVED, WorkloadInfo
 CREATED_WORKLOAD, STARTED, STOPPED = "CreatedWorkload", "Started", "Stopped"
 FINISHED_WORKLOAD = "FinishedWorkload"
 CONTROLLER_OF = {"JobSet": "jobset.x-k8s.io/jobset-kueue-controller", "MPIJob": "kubeflow.org/mpijob-kueue-controller",
+                 LEADER_WORKER_SETS.kind: "leaderworkerset.x-k8s.io/leaderworkerset-kueue-controller",
                  **{kind: f"kubeflow.org/{kind.lower()}-kueue-controller" for kind in KUBEFLOW_JOBS}}
 """The recorder Kueue's job reconciler records a kind's Events with (``<integration>-kueue-controller``), where
 not the Job's (``batch/job-kueue-controller``) or the Pod's."""

@@ -9,7 +9,8 @@ Workload it controls, its namespace or the Configuration. It takes the two parts
 reconcilers (``pkg/controller/jobs/leaderworkerset``), with the decisions of :mod:`connectors.k8s.leaderworkerset`:
 
 * **the LeaderWorkerSet reconciler**: for one Kueue holds (a queue name, or ``manageJobsWithoutQueueName``, in a
-  managed namespace), one Workload per group index is created (``CreatedWorkload``), those of indexes beyond the
+  managed namespace), one Workload per group index is created (``CreatedWorkload``), those kept follow the set's
+  WorkloadPriorityClass label (Kueue's ``UpdateWorkloadPriority``: ``UpdatedWorkload``), those of indexes beyond the
   group count are deleted — the finalizer taken off first, as Kueue does (its pods, being deleted with the
   group, are stopped and let go by the pod integration); the Workloads of a LeaderWorkerSet that is gone are
   deleted the same way, as the garbage collector would through their ownerReference;
@@ -21,8 +22,9 @@ reconcilers (``pkg/controller/jobs/leaderworkerset``), with the decisions of :mo
   never finishing, being a serving group). A pod of such a set that ended, or is being deleted, before that loses
   Kueue's finalizer, as Kueue's pod reconciler lets it go.
 
-Not done here (see the README): a Workload's priority following the LeaderWorkerSet's priority class after it is
-made, MultiKueue, and the Events of the pod reconciler.
+The reconciler's Events go through the log (``JobActed`` of kind LeaderWorkerSet), recorded on the set from
+Kueue's recorder ``leaderworkerset.x-k8s.io/leaderworkerset-kueue-controller``. Not done here (see the README):
+MultiKueue, and the Events of the pod reconciler.
 """
 
 from __future__ import annotations
@@ -36,11 +38,13 @@ from typing import Any
 import msgspec
 import structlog
 
-from connectors.k8s import job_selection
+from connectors.k8s import job_selection, job_sync
 from connectors.k8s import leaderworkerset as lw
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
+from connectors.k8s.integration_log import IntegrationLog
+from connectors.k8s.job_events import CREATED_WORKLOAD
 from connectors.k8s.job_priority import PriorityClassNotFound, WorkloadPriorityClassNotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.list_watch import Informer
@@ -105,6 +109,9 @@ class LwsStats:
     errors: int = 0
     invalid: int = 0
     class_missing: int = 0
+    reprioritised: int = 0
+    finished: int = 0
+    """Never counted: what :class:`~connectors.k8s.integration_log.IntegrationLog` counts for the job kinds."""
 
 
 class _Listed(Informer[Any]):
@@ -136,6 +143,7 @@ class LeaderWorkerSetIntegration:
         self.state = journal.mirror.state
         self.append = append or journal.append
         self.stats = LwsStats()
+        self._log = IntegrationLog(self.append, self.mirror, self.stats, kind=lw.KIND, log=log)
         self.concurrency = concurrency
         self.absent_retry_s = absent_retry_s
         on = lambda: self._config().manages_leaderworkersets  # noqa: E731
@@ -253,12 +261,14 @@ class LeaderWorkerSetIntegration:
             return
         raw = lws.raw()
         short = self.state.gate(gates.SHORT_WORKLOAD_NAMES)
-        create, _, delete = lw.plan(raw, [w.metadata.name for w in own], short=short)
+        create, keep, delete = lw.plan(raw, [w.metadata.name for w in own], short=short)
         by_name = {w.metadata.name: w for w in own}
         for name in delete:
             await self._delete(by_name[name], why="its group is gone (scaled down)")
         for name, index in create:
             await self._create(lws, raw, name, index)
+        for name in keep:
+            await self._follow_priority(lws, raw, by_name[name])
 
     def _managed(self, lws: LeaderWorkerSet) -> bool:
         meta = lws.metadata
@@ -282,6 +292,30 @@ class LeaderWorkerSetIntegration:
             return
         self.stats.created += 1
         log.info("created workload", workload=name, group=index, leaderworkerset=lws.key)
+        await self._log.report(lws.key, lws.metadata.uid, CREATED_WORKLOAD,
+                               workload=f"{lws.metadata.namespace}/{name}")
+
+    async def _follow_priority(self, lws: LeaderWorkerSet, raw: dict[str, Any], obs: o.Workload) -> None:
+        """Give a group's Workload the WorkloadPriorityClass the set's label names now, as Kueue's reconciler does
+        with the Workloads it keeps (:func:`connectors.k8s.job_sync.priority_change`); a class the log does not
+        hold leaves the Workload as it is until it arrives (which marks the set again)."""
+        wl = self.state.workloads.get(obs.key)
+        if wl is None:
+            return
+        try:
+            change = job_sync.priority_change(self.state, lws.metadata.labels, lw.pod_priority_class(raw), obs, wl)
+        except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
+            log.warning("priority class not found: the workload keeps its priority", workload=obs.key,
+                        leaderworkerset=lws.key, error=str(exc))
+            return
+        if change is None:
+            return
+        await self.client.patch(WORKLOADS, obs.metadata.name, job_sync.priority_patch(obs, *change),
+                                obs.metadata.namespace)
+        self.stats.reprioritised += 1
+        log.info("gave the workload its leaderworkerset's priority class", workload=obs.key, leaderworkerset=lws.key)
+        await self._log.report(lws.key, lws.metadata.uid, job_sync.UPDATED_WORKLOAD, workload=obs.key,
+                               message=job_sync.priority_updated_message(obs.key))
 
     async def _delete(self, obs: o.Workload, *, why: str) -> None:
         """Take Kueue's finalizer off and delete the Workload, as Kueue's reconciler does with one of no group."""

@@ -18,7 +18,9 @@ removed or a pod spec changed but for its images (:mod:`connectors.k8s.leaderwor
 Both are registered as the JobSet and MPIJob webhooks are (:mod:`connectors.k8s.framework_webhook`): whatever the
 Configuration says, answering every review unchanged while the integration is off (``failurePolicy: Ignore``),
 ``Fail`` while it is on. Not done, unlike Kueue: its webhook for the StatefulSets a LeaderWorkerSet makes
-(``leaderworkerset_statefulset_webhook.go``) and the WorkloadPriorityClass defaulting.
+(``leaderworkerset_statefulset_webhook.go``). Kueue's LeaderWorkerSet webhook neither defaults the
+WorkloadPriorityClass (``WorkloadPriorityClassDefaulting``) nor checks pod-set grouping
+(``ValidatePodSetGroupingTopology``), as its job webhooks do, so neither is done here.
 """
 
 from __future__ import annotations

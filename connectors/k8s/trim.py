@@ -9,8 +9,8 @@ pods of a TAS workload still run on a node (node failure), and the gated pods th
 * of the rest, a pod is kept only while it is bound to a node or belongs to a Kueue workload (its
   ``kueue.x-k8s.io/workload`` annotation or TAS scheduling gate); other pending pods are not in the log;
 * a kept pod carries only what those rules read (:func:`pod_view`): Kueue's labels and annotations, the
-  completion index and a JobSet's Job index, the node, node selector and scheduling gates, the containers'
-  resources, the phase and deletion;
+  ranks (the completion index, a JobSet's Job index, a LeaderWorkerSet pod's worker index), the node, node
+  selector and scheduling gates, the containers' resources, the phase and deletion;
 * a Node loses its annotations (agents keep rewriting them; nothing reads them);
 * an update that changes none of that (a status heartbeat, a container restart count, a Node's
   lastHeartbeatTime) is not appended at all (:func:`same_content`).
@@ -27,13 +27,16 @@ KUEUE_PREFIX = "kueue.x-k8s.io/"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 JOB_INDEX = "jobset.sigs.k8s.io/job-index"
 """A JobSet's pods: the index of their Job, which the ungater ranks them by with the completion index."""
+WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
+"""A LeaderWorkerSet's pods: their index in their group, which the ungater ranks the workers by."""
+RANK_LABELS = (COMPLETION_INDEX, JOB_INDEX, WORKER_INDEX)
 TERMINAL = ("Succeeded", "Failed")
 DEDUPLICATED = ("Pod", "Node")
 """Kinds whose updates are dropped when the kept view did not change."""
 
 
 def _kept_labels(labels: dict[str, str]) -> dict[str, str]:
-    return {k: v for k, v in labels.items() if k.startswith(KUEUE_PREFIX) or k in (COMPLETION_INDEX, JOB_INDEX)}
+    return {k: v for k, v in labels.items() if k.startswith(KUEUE_PREFIX) or k in RANK_LABELS}
 
 
 def _kept_annotations(annotations: dict[str, str]) -> dict[str, str]:

@@ -13,6 +13,8 @@ from fixtures import watched_jobs
 from fixtures.watched_jobs import Client
 
 from connectors.k8s import leaderworkerset as lw
+from connectors.k8s.decision_events import ACTED_ON_API, Involved
+from connectors.k8s.job_events import job_events
 from connectors.k8s.lws_integration import POD_PREFIX, SET_PREFIX, LeaderWorkerSetIntegration, SetPod
 from events import objects as o
 from events import schema as ev
@@ -114,3 +116,58 @@ async def test_an_ended_pod_of_the_set_loses_kueues_finalizer() -> None:
     integ.pods.known["ns/lws-1"] = set_pod("lws-1", phase="Failed", finalizers=("kueue.x-k8s.io/managed", "x"))
     await integ.reconcile(POD_PREFIX + "ns/lws-1")
     assert client.patches == [("Pod", "lws-1", {"metadata": {"resourceVersion": "7", "finalizers": ["x"]}})]
+
+
+# --- what the set reconciler records, and a Workload following the set's priority class ---------------------------
+
+CONTROLLER = "leaderworkerset.x-k8s.io/leaderworkerset-kueue-controller"
+
+
+@pytest.mark.asyncio
+async def test_each_workload_made_is_a_created_workload_event_on_the_set() -> None:
+    """Kueue's LeaderWorkerSet reconciler records ``CreatedWorkload`` on the set per Workload it creates, with its
+    integration's recorder."""
+    integ, _, appended = integration(raw_lws(replicas=2))
+    await integ.reconcile(SET_PREFIX + "ns/lws")
+    acted = [e for e in appended if isinstance(e, ev.JobActed)]
+    assert [(e.kind, e.key, e.uid, e.action, e.workload) for e in acted] == [
+        ("LeaderWorkerSet", "ns/lws", UID, "CreatedWorkload", f"ns/{lw.workload_name('lws', UID, i)}") for i in (0, 1)]
+    involved = Involved("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "ns", "lws", UID)
+    (event,) = job_events(acted[0], involved)
+    assert (event.reason, event.component) == ("CreatedWorkload", CONTROLLER)
+    assert event.message == f"Created Workload: ns/{lw.workload_name('lws', UID, 0)}"
+
+
+def test_a_created_workload_event_is_about_the_leaderworkerset() -> None:
+    assert ACTED_ON_API["LeaderWorkerSet"] == "leaderworkerset.x-k8s.io/v1"
+
+
+def _with_class(name: str) -> dict[str, Any]:
+    raw = raw_lws(replicas=1)
+    raw["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = name
+    return raw
+
+
+def _wpc(name: str, value: int) -> o.WorkloadPriorityClass:
+    return o.WorkloadPriorityClass(metadata=o.ObjectMeta(name=name, uid=f"wpc-{name}"), value=value)
+
+
+@pytest.mark.asyncio
+async def test_a_kept_workload_follows_the_sets_workload_priority_class() -> None:
+    """Kueue's reconciler updates the priority of the Workloads it keeps once the set's WorkloadPriorityClass label
+    names another class (``UpdateWorkloadPriority``) and records ``UpdatedWorkload`` on the set."""
+    integ, client, appended = integration(_with_class("high"), workload(0), _wpc("high", 1000))
+    await integ.reconcile(SET_PREFIX + "ns/lws")
+    name = lw.workload_name("lws", UID, 0)
+    assert client.patches == [("Workload", name, {"metadata": {"resourceVersion": "3"}, "spec": {
+        "priorityClassRef": {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"},
+        "priority": 1000}})]
+    assert [(e.action, e.message) for e in appended if isinstance(e, ev.JobActed)] == [
+        ("UpdatedWorkload", f"Updated workload priority class: ns/{name}")]
+
+
+@pytest.mark.asyncio
+async def test_a_kept_workload_waits_for_a_class_the_log_does_not_hold() -> None:
+    integ, client, appended = integration(_with_class("high"), workload(0))
+    await integ.reconcile(SET_PREFIX + "ns/lws")
+    assert client.patches == [] and appended == []

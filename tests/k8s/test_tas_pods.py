@@ -6,7 +6,7 @@ import msgspec
 import pytest
 
 from connectors.k8s import trim
-from connectors.k8s.ungating import plan
+from connectors.k8s.ungating import group_offsets, plan
 from events import objects as o
 from events.tas_assignment import encode
 
@@ -205,7 +205,6 @@ def test_an_offset_of_other_digits_than_ascii_leaves_the_pod_set_gated() -> None
 
 def test_a_pod_set_groups_workers_take_the_leaders_count_as_rank_offset() -> None:
     """Kueue's ungater: in a group of two the larger pod set (the second on a tie) ranks after the smaller."""
-    from connectors.k8s.ungating import group_offsets
 
     def psa(name: str, count: int) -> o.PodSetAssignment:
         return o.PodSetAssignment(name=name, count=count)
@@ -220,3 +219,36 @@ def test_a_pod_set_groups_workers_take_the_leaders_count_as_rank_offset() -> Non
     workers = [pod("w-a", index=2), pod("w-b", index=1)]
     assert placements(plan(assignment([HOST], [(["n1"], 1), (["n2"], 1)]), RANKED, workers, group_offset=1)) == {
         "w-b": "n1", "w-a": "n2"}
+
+
+# --- a LeaderWorkerSet's group ----------------------------------------------------------------------------------
+
+WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
+
+
+def test_a_leaderworkerset_pod_keeps_its_worker_index_for_the_ungaters_ranks() -> None:
+    kept = trim.pod_view(pod("p", labels={WORKER_INDEX: "2", "leaderworkerset.sigs.k8s.io/name": "x"}))
+    assert kept is not None
+    assert kept.metadata.labels == {"kueue.x-k8s.io/podset": "main", WORKER_INDEX: "2"}
+
+
+def _grouped(name: str, count: int) -> o.PodSetAssignment:
+    return msgspec.structs.replace(assignment([HOST], [(["n1"], count)]), name=name, count=count)
+
+
+def test_the_workers_of_a_pod_set_group_rank_after_the_leader() -> None:
+    """A LeaderWorkerSet's workers carry worker indexes 1 .. size-1 against a pod set of size-1: in a PodSet group
+    the larger pod set's indexes start after the smaller's count (Kueue's topology ungater), so index i is rank
+    i − 1; outside a group index size-1 overruns the pod set and the ungater falls back to name order."""
+    grouped = o.PodSetTopologyRequest(required=RACK, pod_set_group_name="g", pod_index_label=WORKER_INDEX)
+    leader = o.PodSetTopologyRequest(required=RACK, pod_set_group_name="g")
+    psas = [_grouped("leader", 1), _grouped("worker", 3)]
+    offsets = group_offsets(psas, {"leader": leader, "worker": grouped})
+    assert offsets == {"worker": 1}
+    assert group_offsets(psas, {"leader": None, "worker": RANKED}) == {}, "no group: no offset"
+    workers = assignment([HOST], [(["n1"], 1), (["n2"], 2)])
+    pods = [pod("w-a", labels={WORKER_INDEX: "3"}), pod("w-b", labels={WORKER_INDEX: "1"}),
+            pod("w-c", labels={WORKER_INDEX: "2"})]
+    assert placements(plan(workers, grouped, pods, group_offset=offsets["worker"])) == {
+        "w-b": "n1", "w-c": "n2", "w-a": "n2"}
+    assert placements(plan(workers, grouped, pods)) == {"w-a": "n1", "w-b": "n2", "w-c": "n2"}, "name order"
