@@ -78,16 +78,24 @@ from connectors.k8s.decision_events import (
     make_event,
 )
 from connectors.k8s.job_priority import NOT_FOUND_REASON
-from connectors.k8s.resources import JOB_UID_LABEL, KUBEFLOW_JOBS, LEADER_WORKER_SETS
+from connectors.k8s.resources import JOB_UID_LABEL, LEADER_WORKER_SETS
 from events import objects as o
 from events import schema as ev
+from kueue_es.scheduler.config import (
+    JOBSET_FRAMEWORK,
+    KUBEFLOW_FRAMEWORKS,
+    LWS_FRAMEWORK,
+    MPIJOB_FRAMEWORK,
+    RAYCLUSTER_FRAMEWORK,
+    RAYJOB_FRAMEWORK,
+)
 from projections.workloads import RESERVED, WorkloadInfo
 
 CREATED_WORKLOAD, STARTED, STOPPED = "CreatedWorkload", "Started", "Stopped"
 FINISHED_WORKLOAD = "FinishedWorkload"
-CONTROLLER_OF = {"JobSet": "jobset.x-k8s.io/jobset-kueue-controller", "MPIJob": "kubeflow.org/mpijob-kueue-controller",
-                 LEADER_WORKER_SETS.kind: "leaderworkerset.x-k8s.io/leaderworkerset-kueue-controller",
-                 **{kind: f"kubeflow.org/{kind.lower()}-kueue-controller" for kind in KUBEFLOW_JOBS}}
+CONTROLLER_OF = {kind: f"{framework}-kueue-controller" for kind, framework in (
+    ("JobSet", JOBSET_FRAMEWORK), ("MPIJob", MPIJOB_FRAMEWORK), ("RayJob", RAYJOB_FRAMEWORK),
+    ("RayCluster", RAYCLUSTER_FRAMEWORK), (LEADER_WORKER_SETS.kind, LWS_FRAMEWORK), *KUBEFLOW_FRAMEWORKS.items())}
 """The recorder Kueue's job reconciler records a kind's Events with (``<integration>-kueue-controller``), where
 not the Job's (``batch/job-kueue-controller``) or the Pod's."""
 ACTIONS = (CREATED_WORKLOAD, STARTED, STOPPED)

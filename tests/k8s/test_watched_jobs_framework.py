@@ -219,9 +219,12 @@ async def test_pending_checks_are_reported_on_a_suspended_mpijob_when_their_mess
     assert _acted(appended) == [("MPIJob", "UpdatedAdmissionCheck", "prov: waiting")]
 
 
-def test_a_jobsets_and_an_mpijobs_events_are_recorded_by_their_integrations_recorders() -> None:
+def test_each_kinds_events_are_recorded_by_its_integrations_recorder() -> None:
     for kind, component in (("JobSet", "jobset.x-k8s.io/jobset-kueue-controller"),
-                            ("MPIJob", "kubeflow.org/mpijob-kueue-controller"), ("Job", "batch/job-kueue-controller")):
+                            ("MPIJob", "kubeflow.org/mpijob-kueue-controller"), ("Job", "batch/job-kueue-controller"),
+                            ("RayJob", "ray.io/rayjob-kueue-controller"),
+                            ("RayCluster", "ray.io/raycluster-kueue-controller"),
+                            ("PyTorchJob", "kubeflow.org/pytorchjob-kueue-controller")):
         acted = ev.JobActed(time=1, key="ns/x", uid="u", kind=kind, action="FinishedWorkload", workload="ns/w")
         (event,) = job_events.job_events(acted, Involved("v", kind, "ns", "x", "u"))
         assert (event.reason, event.message, event.component) == (
