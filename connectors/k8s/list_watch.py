@@ -151,3 +151,18 @@ def _gone(known: Watched, listed: Watched | None) -> bool:
     """Whether an object known before a relist was deleted meanwhile: not listed, or listed under another uid (a
     namesake made anew)."""
     return listed is None or listed.metadata.uid != known.metadata.uid
+
+
+class ListedWhile(Informer[W]):
+    """An informer that lists only while ``listing()`` (an integration's framework on): off, the RBAC may not even
+    allow the list, and none of the objects is wanted."""
+
+    def __init__(self, listing: Callable[[], bool], *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.listing = listing
+
+    async def relist(self) -> str | None:
+        if self.listing():
+            return await super().relist()
+        self.synced.set()
+        return None

@@ -47,7 +47,7 @@ from connectors.k8s.integration_log import IntegrationLog
 from connectors.k8s.job_events import CREATED_WORKLOAD
 from connectors.k8s.job_priority import PriorityClassNotFound, WorkloadPriorityClassNotFound
 from connectors.k8s.journal import Journal
-from connectors.k8s.list_watch import Informer
+from connectors.k8s.list_watch import Informer, ListedWhile
 from connectors.k8s.owner_index import OwnerIndex
 from connectors.k8s.pod_roles import GROUP_LABEL
 from connectors.k8s.pod_webhook import FINALIZER as POD_FINALIZER
@@ -114,20 +114,6 @@ class LwsStats:
     """Never counted: what :class:`~connectors.k8s.integration_log.IntegrationLog` counts for the job kinds."""
 
 
-class _Listed(Informer[Any]):
-    """Listed only while ``listing()`` (the framework on): off, the RBAC may not even allow it."""
-
-    def __init__(self, listing: Callable[[], bool], *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.listing = listing
-
-    async def relist(self) -> str | None:
-        if self.listing():
-            return await super().relist()
-        self.synced.set()
-        return None
-
-
 class LeaderWorkerSetIntegration:
     """The LeaderWorkerSet reconciler and its pod reconciler (module docstring)."""
 
@@ -147,10 +133,10 @@ class LeaderWorkerSetIntegration:
         self.concurrency = concurrency
         self.absent_retry_s = absent_retry_s
         on = lambda: self._config().manages_leaderworkersets  # noqa: E731
-        self.sets: Informer[LeaderWorkerSet] = _Listed(
+        self.sets: Informer[LeaderWorkerSet] = ListedWhile(
             on, client, LEADER_WORKER_SETS, self._decoder(LeaderWorkerSet), self._sets_changed, what="leaderworkersets",
             log=log, watch_timeout_s=watch_timeout_s, backoff_s=backoff_s, optional=True)
-        self.pods: Informer[SetPod] = _Listed(
+        self.pods: Informer[SetPod] = ListedWhile(
             on, client, PODS, self._decoder(SetPod), self._pods_changed, what="leaderworkerset pods", log=log,
             label_selector=lw.SET_NAME_LABEL, watch_timeout_s=watch_timeout_s, backoff_s=backoff_s)
         self.known = self.sets.known

@@ -53,7 +53,7 @@ from connectors.k8s.job_events import (
 from connectors.k8s.jobframework import JobFrameworkStats, JobReconciler, stored_workloads
 from connectors.k8s.jobs import compared_max_execution_seconds
 from connectors.k8s.journal import Journal
-from connectors.k8s.list_watch import Informer
+from connectors.k8s.list_watch import Informer, ListedWhile
 from connectors.k8s.owner_index import OwnerIndex
 from connectors.k8s.workers import KeyedWorkers
 from events import objects as o
@@ -63,20 +63,6 @@ from projections import gates
 from projections.workloads import FINISHED, WorkloadInfo
 
 J = TypeVar("J")
-
-
-class _Listed(Informer[J]):
-    """Objects listed only while ``listing()`` (the framework on): off, the RBAC may not even allow it."""
-
-    def __init__(self, listing: Callable[[], bool], *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.listing = listing
-
-    async def relist(self) -> str | None:
-        if self.listing():
-            return await super().relist()
-        self.synced.set()
-        return None
 
 
 class WatchedJobIntegration(JobReconciler[J]):
@@ -97,7 +83,7 @@ class WatchedJobIntegration(JobReconciler[J]):
         super().__init__(client, journal, JobFrameworkStats(), self.LOG, retry_s=retry_s, append=append)
         self.concurrency = concurrency
         self.absent_retry_s = absent_retry_s
-        self.informer: Informer[J] = _Listed(lambda: self.framework_on(self._config()), client, self.RESOURCE,
+        self.informer: Informer[J] = ListedWhile(lambda: self.framework_on(self._config()), client, self.RESOURCE,
                                              self._decode, self._mark, what=f"{self.NOUN}s", log=self.log,
                                              watch_timeout_s=watch_timeout_s, backoff_s=backoff_s, optional=True)
         self.known: dict[str, J] = self.informer.known
