@@ -99,7 +99,7 @@ class WatchedJobIntegration(JobReconciler[J]):
         """Workload key -> the objects naming it as their prebuilt Workload (label or annotation)."""
         self._names: dict[str, tuple[str, ...]] = {}
         self._finished_told: set[str] = set()
-        """Uids of the finished Workloads whose ``FinishedWorkload`` was reported."""
+        """Uids of the finished Workloads whose ``FinishedWorkload`` was reported, until they leave the log."""
         self._checks_told: dict[str, str] = {}
         """Object key -> the ``UpdatedAdmissionCheck`` message last reported on it."""
         self._signal = journal.subscribe()
@@ -157,6 +157,8 @@ class WatchedJobIntegration(JobReconciler[J]):
             keys |= self.owners.touched(r.event, self.known)
             if isinstance(r.event, (ev.ObjectUpserted, ev.ObjectDeleted)):
                 keys |= self.named_by.get(r.event.key, set())
+            if isinstance(r.event, ev.ObjectDeleted) and r.event.kind == "Workload":
+                self._finished_told.discard(r.event.uid)  # gone: nothing more to tell of it
             if isinstance(r.event, ev.ConfigRecorded):
                 self._config_recorded.set()
         self._mark(keys)

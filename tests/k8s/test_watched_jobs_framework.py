@@ -210,6 +210,20 @@ async def test_a_finished_workload_is_reported_on_its_jobset_once() -> None:
 
 
 @pytest.mark.asyncio
+async def test_what_was_told_of_a_finished_workload_goes_with_it() -> None:
+    """The uids of finished Workloads already reported are kept only while the log holds the Workload, so a
+    long-running connector does not keep one per Workload it ever saw."""
+    integ, _, _ = integration_js(raw_jobset(), jobset_workload())
+    key = f"ns/{JS_NAME}"
+    _set(integ, key, phase=FINISHED)
+    await integ.reconcile("ns/train")
+    uid = integ.state.workloads[key].uid
+    assert uid in integ._finished_told
+    integ._on_applied([ev.Record(1, ev.ObjectDeleted(time=1, key=key, uid=uid, kind="Workload"))])
+    assert uid not in integ._finished_told
+
+
+@pytest.mark.asyncio
 async def test_pending_checks_are_reported_on_a_suspended_mpijob_when_their_message_changes() -> None:
     integ, _, appended = integration_mpi(raw_mpijob(), mpijob_workload())
     check = o.AdmissionCheckState(name="prov", state="Pending", message="waiting")
