@@ -29,9 +29,8 @@ from typing import Any
 import msgspec
 
 from connectors.k8s import mpijob, podsetinfo, workload_names
-from connectors.k8s.jobs import topology_request
 from connectors.k8s.jobset import BadPodSets, recorded_info, write_template
-from connectors.k8s.mpijob import REPLICA_INDEX_LABEL, MPIJobStatus, ReplicaSpec, RunPolicy
+from connectors.k8s.mpijob import MPIJobStatus, ReplicaSpec, RunPolicy
 from connectors.k8s.resources import KUBEFLOW_JOBS, Resource
 from events import objects as o
 from kueue_es.scheduler.config import KeysToCopy
@@ -108,17 +107,7 @@ class TrainingKind:
     def pod_sets(self, raw: dict[str, Any], *, tas: bool) -> list[dict[str, Any]]:
         """The Workload's pod sets for the job as stored (``tas``: the recorded ``TopologyAwareScheduling`` gate)."""
         specs = self._raw_specs(raw)
-        out: list[dict[str, Any]] = []
-        for replica_type in self.ordered(specs):
-            template = copy.deepcopy(specs[replica_type].get("template") or {})
-            replicas = specs[replica_type].get("replicas")
-            pod_set: dict[str, Any] = {"name": replica_type.lower(), "count": 1 if replicas is None else replicas,
-                                       "template": template}
-            if tas:
-                annotations = (template.get("metadata") or {}).get("annotations") or {}
-                pod_set["topologyRequest"] = topology_request(annotations, REPLICA_INDEX_LABEL)
-            out.append(pod_set)
-        return out
+        return [mpijob.replica_pod_set(t, specs[t], tas=tas) for t in self.ordered(specs)]
 
     def job_pod_sets(self, job: Any) -> list[o.PodSet]:
         """The pod sets the job makes now, as Kueue compares them with its Workload's: per replica type, in the

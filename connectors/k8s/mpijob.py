@@ -134,18 +134,21 @@ def pod_sets(raw_mpijob: dict[str, Any], *, tas: bool) -> list[dict[str, Any]]:
     """The Workload's pod sets for the MPIJob as stored (``tas``: the recorded Configuration's
     ``TopologyAwareScheduling`` gate, without which Kueue builds no topology request)."""
     specs = _raw_specs(raw_mpijob)
-    out: list[dict[str, Any]] = []
-    for replica_type in replica_types(specs):
-        spec = specs[replica_type] or {}
-        template = copy.deepcopy(spec.get("template") or {})
-        replicas = spec.get("replicas")
-        pod_set: dict[str, Any] = {"name": replica_type.lower(), "count": 1 if replicas is None else replicas,
-                                   "template": template}
-        if tas:
-            annotations = (template.get("metadata") or {}).get("annotations") or {}
-            pod_set["topologyRequest"] = topology_request(annotations, REPLICA_INDEX_LABEL)
-        out.append(pod_set)
-    return out
+    return [replica_pod_set(replica_type, specs[replica_type] or {}, tas=tas) for replica_type in replica_types(specs)]
+
+
+def replica_pod_set(replica_type: str, spec: dict[str, Any], *, tas: bool) -> dict[str, Any]:
+    """The pod set of one replica spec (as stored) of a kubeflow.org job (an MPIJob's, a training job's): named
+    after its type lowercased, of ``replicas`` pods (default 1), its template as written, and under ``tas`` a
+    topology request from the template's TAS annotations ranked by the replica index."""
+    template = copy.deepcopy(spec.get("template") or {})
+    replicas = spec.get("replicas")
+    pod_set: dict[str, Any] = {"name": replica_type.lower(), "count": 1 if replicas is None else replicas,
+                               "template": template}
+    if tas:
+        annotations = (template.get("metadata") or {}).get("annotations") or {}
+        pod_set["topologyRequest"] = topology_request(annotations, REPLICA_INDEX_LABEL)
+    return pod_set
 
 
 def priority_class(job: MPIJob) -> str | None:
