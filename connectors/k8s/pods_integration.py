@@ -585,15 +585,22 @@ class PodIntegration:
         await self._report(pod, STARTED, workload=wl.key, cluster_queue=wl.admission.cluster_queue)
 
     async def _stop(self, pod: ManagedPod, step: Step, wl: WorkloadInfo | None) -> None:
-        """Mark the Pod ``TerminationTarget`` and delete it (``Stopped``); an evicted Workload's quota then goes."""
+        """Mark the Pod ``TerminationTarget`` and delete it (``Stopped``); an evicted Workload's quota then goes.
+        The Pod counts as stopped from the first write: a pass running meanwhile under another key (a group's Pod
+        is reconciled under its own and its group's) may read it marked but not deleted, and must not stop it
+        again; a failed write gives it back."""
         name, ns = pod.metadata.name, pod.metadata.namespace
+        self._stopped[pod.key] = pod.metadata.uid
         try:
             await self.client.patch(PODS, name, pod_sync.termination_condition(step.reason, step.message, _rfc3339()),
                                     ns, subresource="status", content_type=STRATEGIC_MERGE)
             await self.client.delete(PODS, name, ns, uid=pod.metadata.uid)
         except NotFound:
             return
-        self._stopped[pod.key] = pod.metadata.uid
+        except BaseException:
+            if self._stopped.get(pod.key) == pod.metadata.uid:
+                del self._stopped[pod.key]
+            raise
         self.stats.stopped += 1
         log.info("stopped pod", pod=pod.key, reason=step.reason)
         await self._report(pod, STOPPED, workload=wl.key if wl is not None else "", message=step.message)

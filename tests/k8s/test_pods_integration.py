@@ -14,7 +14,7 @@ from fixtures.jobs import namespace
 
 from connectors.k8s import pod_sync
 from connectors.k8s.decision_events import EventLedger
-from connectors.k8s.errors import NotFound
+from connectors.k8s.errors import Conflict, NotFound
 from connectors.k8s.job_events import job_events
 from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
@@ -912,3 +912,48 @@ async def test_a_relist_forgets_a_pod_deleted_unseen_but_not_its_namesake_naming
     client.items = [raw("p", "u3")]
     await pods.informer.relist()
     assert pods.named_by == {"ns/pre-p": {"ns/p"}}, "q forgotten, p's namesake still names pre-p"
+
+
+@pytest.mark.asyncio
+async def test_a_pod_is_stopped_once_though_another_pass_sees_the_condition_before_the_deletion_returns() -> None:
+    """A group's Pods are reconciled under their own keys and their group's at once: a pass that reads the Pod
+    with the condition written while the first pass still waits for its deletion does not stop it again."""
+    pods, mirror, appended, client = integration(pod_workload())
+    mirror.state.workloads[KEY].phase = "Pending"
+    running = managed_pod(gated=False, phase="Running")
+    pods.pods["ns/p"] = running
+    marked = msgspec.structs.replace(running, metadata=msgspec.structs.replace(running.metadata,
+                                                                               resource_version="6"))
+    status_patch = client.patch
+
+    async def patch_then_another_pass(*args: Any, **kw: Any) -> bytes:
+        answer = await status_patch(*args, **kw)
+        if pods.pods["ns/p"] is running:  # the watch brings the marked Pod; another key's pass reads it
+            pods.pods["ns/p"] = marked
+            await pods.reconcile("ns/p")
+        return answer
+
+    client.patch = patch_then_another_pass  # type: ignore[method-assign]
+    await pods.reconcile("ns/p")
+    assert [c[0] for c in client.calls] == ["patch", "delete"]
+    assert [e.action for e in appended if isinstance(e, ev.JobActed)] == ["Stopped"]
+    assert pods.stats.stopped == 1
+
+
+@pytest.mark.asyncio
+async def test_a_pod_whose_stop_was_refused_is_stopped_by_the_next_pass() -> None:
+    pods, mirror, appended, client = integration(pod_workload())
+    mirror.state.workloads[KEY].phase = "Pending"
+    pods.pods["ns/p"] = managed_pod(gated=False, phase="Running")
+    status_patch = client.patch
+
+    async def refused_once(*args: Any, **kw: Any) -> bytes:
+        client.patch = status_patch  # type: ignore[method-assign]
+        raise Conflict("pods p: the object has been modified")
+
+    client.patch = refused_once  # type: ignore[method-assign]
+    with pytest.raises(Conflict):
+        await pods.reconcile("ns/p")
+    await pods.reconcile("ns/p")
+    assert [c[0] for c in client.calls] == ["patch", "delete"]
+    assert [e.action for e in appended if isinstance(e, ev.JobActed)] == ["Stopped"] and pods.stats.stopped == 1
