@@ -195,7 +195,8 @@ async def patch_answer(req: dict[str, Any], patch: Callable[[], Awaitable[list[d
         try:
             ops = await patch()
         except LookupFailed as exc:
-            response.update(allowed=False, status={"code": 500, "reason": "InternalError", "message": str(exc)})
+            response.update(allowed=False, status=exc.status or {"code": 500, "reason": "InternalError",
+                                                                 "message": str(exc)})
     if ops:
         response["patchType"] = "JSONPatch"
         response["patch"] = base64.b64encode(msgspec.json.encode(ops)).decode()
@@ -203,7 +204,12 @@ async def patch_answer(req: dict[str, Any], patch: Callable[[], Awaitable[list[d
 
 
 class LookupFailed(Exception):
-    """A lookup a mutating webhook needs failed: the object is refused (the webhook fails closed, as Kueue's)."""
+    """A lookup a mutating webhook needs failed: the object is refused (the webhook fails closed, as Kueue's),
+    with ``status`` when given, else as an internal error (500)."""
+
+    def __init__(self, message: str, status: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulting, namespace_labels: NamespaceLabels,

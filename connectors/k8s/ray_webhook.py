@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-from connectors.k8s import framework_webhook, job_validation
+from connectors.k8s import child_jobs, framework_webhook, job_validation
 from connectors.k8s.framework_webhook import FrameworkWebhooks, HasDefaultPriorityClass, Kind, Reviewer
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.pod_webhook import HasDefaultQueue, NamespaceLabels
@@ -194,11 +194,11 @@ PATHS = (RAYJOB_KIND.mutating_path, RAYJOB_KIND.validating_path, RAYCLUSTER_KIND
 
 
 def reviewers(jobs: RayWebhooks, clusters: RayWebhooks, namespace_labels: NamespaceLabels,
-              has_default_queue: HasDefaultQueue, has_default_priority_class: HasDefaultPriorityClass | None = None
-              ) -> dict[str, Reviewer]:
+              has_default_queue: HasDefaultQueue, has_default_priority_class: HasDefaultPriorityClass | None = None,
+              managed_ancestry: child_jobs.ManagedAncestry | None = None) -> dict[str, Reviewer]:
     """Path -> the review that answers it, for both kinds: each kind's pair, or, its integration off, reviews that
-    allow every object as it is."""
+    allow every object as it is (``managed_ancestry``: :func:`connectors.k8s.framework_webhook.reviewers`)."""
     return {**framework_webhook.reviewers(rayjob_kind(jobs.without_queue), jobs, namespace_labels, has_default_queue,
-                                          has_default_priority_class),
+                                          has_default_priority_class, managed_ancestry),
             **framework_webhook.reviewers(raycluster_kind(clusters.without_queue), clusters, namespace_labels,
-                                          has_default_queue, has_default_priority_class)}
+                                          has_default_queue, has_default_priority_class, managed_ancestry)}
