@@ -167,9 +167,9 @@ def elastic_gate_ops(job: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"op": "add", "path": "/spec/template/spec/schedulingGates", "value": [gate]}]
 
 
-def kueue_parents(frameworks: frozenset[str] = frozenset()) -> ParentRuns:
-    """Whether a Job's controller is of a kind Kueue's enabled integrations, ``frameworks``, run
-    (:func:`connectors.k8s.job_selection.kueue_owner`)."""
+def kueue_parents(frameworks: frozenset[str] = frozenset(DEFAULT.frameworks)) -> ParentRuns:
+    """Whether a Job's controller is of a kind Kueue's enabled integrations, ``frameworks`` (by default Kueue's
+    default, ``batch/job`` alone), run (:func:`connectors.k8s.job_selection.kueue_owner`)."""
     return partial(job_selection.kueue_owner, frameworks=frameworks)
 
 
