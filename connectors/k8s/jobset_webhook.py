@@ -12,9 +12,9 @@ JobSet as its job webhooks default any job (``pkg/controller/jobs/jobset/jobset_
 * under ``WorkloadPriorityClassDefaulting``, naming no WorkloadPriorityClass while one named ``default`` exists:
   given ``kueue.x-k8s.io/priority-class: default``, as a Job is;
 * ``spec.suspend: true`` when it names a queue (given or defaulted) or, naming none, under
-  ``manageJobsWithoutQueueName`` in a namespace the selector selects — never when its controller is of a kind
-  Kueue runs (that parent is the one queued). A namespace that cannot be read refuses the JobSet, as Kueue's
-  webhook fails.
+  ``manageJobsWithoutQueueName`` in a namespace the selector selects — never when it has a Kueue-managed ancestor
+  (the Job webhook's walk, :func:`connectors.k8s.framework_webhook.managed_above`: that ancestor is the one
+  queued). A namespace that cannot be read, or a walk that fails, refuses the JobSet, as Kueue's webhook fails.
 
 Its validating webhook (``vjobset.kb.io`` at ``/validate-jobset-x-k8s-io-v1alpha2-jobset``, create and update)
 refuses what Kueue's generic job validation refuses (:mod:`connectors.k8s.job_validation`, in Kueue's words): on

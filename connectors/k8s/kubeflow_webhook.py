@@ -4,8 +4,8 @@ PaddleJob, JAXJob): their ``kubeflow.org/<kind>`` integrations'.
 Kueue serves one pair per kind from one implementation (``pkg/controller/jobs/kubeflow/jobs/*/*_webhook.go`` over
 the generic job webhook): ``m<kind>.kb.io`` at ``/mutate-kubeflow-org-v1-<kind>`` (create only) defaults a job as
 any job (:mod:`connectors.k8s.framework_webhook`): the ``default`` queue, the ``default`` WorkloadPriorityClass,
-then ``spec.runPolicy.suspend: true`` when it names a queue or is managed without one — never when its controller
-is of a kind Kueue runs. ``v<kind>.kb.io`` at ``/validate-kubeflow-org-v1-<kind>`` (create and update) refuses what
+then ``spec.runPolicy.suspend: true`` when it names a queue or is managed without one — never when it has a
+Kueue-managed ancestor (the Job webhook's walk). ``v<kind>.kb.io`` at ``/validate-kubeflow-org-v1-<kind>`` (create and update) refuses what
 Kueue's generic job validation refuses, the job suspended when ``spec.runPolicy.suspend`` is; on update the update
 rules (with the MPIJob's admission-gate rule: gates only removed), then the create rules on the new job. Under ``TopologyAwareScheduling`` each replica type's pod template's
 TAS annotations are checked at ``spec.<replicaSpecs>[<type>].template.metadata.annotations`` (Kueue's path; for the

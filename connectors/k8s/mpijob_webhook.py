@@ -5,7 +5,7 @@ Without them an MPIJob created running starts its launcher and workers until the
 ``/mutate-kubeflow-org-v2beta1-mpijob``, on create only) defaults an MPIJob as any job
 (``pkg/controller/jobs/mpijob/mpijob_webhook.go``, ``Default``; :mod:`connectors.k8s.framework_webhook`): the
 ``default`` queue, the ``default`` WorkloadPriorityClass, then ``spec.runPolicy.suspend: true`` when it names a queue
-or is managed without one — never when its controller is of a kind Kueue runs.
+or is managed without one — never when it has a Kueue-managed ancestor (the Job webhook's walk).
 
 Its validating webhook (``vmpijob.kb.io`` at ``/validate-kubeflow-org-v2beta1-mpijob``, create and update) refuses
 what Kueue's generic job validation refuses (:mod:`connectors.k8s.job_validation`), an MPIJob being suspended when

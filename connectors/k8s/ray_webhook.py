@@ -5,7 +5,8 @@ Each kind's mutating webhook (``mrayjob.kb.io`` at ``/mutate-ray-io-v1-rayjob``,
 ``/mutate-ray-io-v1-raycluster``, on create) defaults it as any job (Kueue's ``rayjob_webhook.go`` and
 ``raycluster_webhook.go`` ``Default``; :mod:`connectors.k8s.framework_webhook`): the ``default`` queue, the
 ``default`` WorkloadPriorityClass, then ``spec.suspend: true`` when it names a queue or is managed without one — never
-when its controller is of a kind Kueue runs (a RayJob's RayCluster, with the RayJob integration on).
+when it has a Kueue-managed ancestor (the Job webhook's walk: a queued RayJob's RayCluster, with the RayJob
+integration on).
 
 Each validating webhook (``vrayjob.kb.io``, ``vraycluster.kb.io``, create and update) refuses, in Kueue's words and
 order, when the object is Kueue's (a queue name, or ``manageJobsWithoutQueueName``):

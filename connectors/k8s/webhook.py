@@ -15,8 +15,8 @@ On **create** (Kueue's webhook is registered for creation only: unsuspending an 
   the Job, as Kueue's webhook fails): that ancestor's Workload is the one queued. Without the lookup (tests), a
   controller of a kind Kueue runs stands for it. The default queue is left to a Job whose own controller is of such
   a kind, as in Kueue;
-* no queue name, under the Kueue Configuration's ``manageJobsWithoutQueueName``, no controller of a kind Kueue
-  runs (a Job; a Pod with the pod integration on) and a namespace its ``managedJobsNamespaceSelector`` selects
+* no queue name, under the Kueue Configuration's ``manageJobsWithoutQueueName``, no controller of a kind an
+  enabled integration runs (a Job with ``batch/job`` on; a Pod with the pod integration on; ...) and a namespace its ``managedJobsNamespaceSelector`` selects
   (read from the apiserver; one that cannot be read refuses the Job, as Kueue's webhook fails) → suspended too
   (:mod:`connectors.k8s.job_selection`);
 * ``kueue.x-k8s.io/elastic-job: "true"`` under ``ElasticJobsViaWorkloadSlices`` → the pod template gets the
