@@ -17,7 +17,7 @@ there (yet) is an error (:class:`OwnerMissing`: the Job waits), so are cyclic ow
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from connectors.k8s import job_selection
@@ -76,6 +76,23 @@ class AncestryError(Exception):
 
 class OwnerMissing(AncestryError):
     """A parent of a kind the walk follows is not there (yet)."""
+
+
+ManagedAncestry = Callable[[str, dict[str, Any]], Awaitable[bool]]
+"""Whether an object being created (namespace, raw object) has a Kueue-managed ancestor, as a webhook asks it
+(:func:`connectors.k8s.webhook.ancestry_lookup`); raises :class:`AncestryError` when the walk fails,
+:class:`~connectors.k8s.errors.KubeError` when a parent cannot be read."""
+
+
+def refusal_status(exc: Exception) -> dict[str, Any]:
+    """The status a webhook refuses an object with when its ancestors could not be walked: a parent not found as
+    the apiserver says it (404), a parent that cannot be read an internal error (500), the rest forbidden (403) —
+    Kueue's webhooks fail the defaulting with the walk's error."""
+    if isinstance(exc, OwnerMissing):
+        return {"code": 404, "reason": "NotFound", "message": str(exc)}
+    if not isinstance(exc, AncestryError):
+        return {"code": 500, "reason": "InternalError", "message": f"failed to get the object's owner: {exc}"}
+    return {"code": 403, "reason": "Forbidden", "message": str(exc)}
 
 
 class CyclicOwnership(AncestryError):

@@ -4,8 +4,11 @@ created, the answer to a review, the serving while the framework is off, the reg
 Each framework module (:mod:`connectors.k8s.jobset_webhook`, :mod:`connectors.k8s.mpijob_webhook`) says what is its
 own in a :class:`Kind` — where the resource keeps its suspend flag, its webhooks' paths and names, and what its
 validating webhook refuses — and this module does the rest as Kueue's generic job defaulting does
-(``pkg/controller/jobframework/defaults.go``): the ``default`` queue, the ``default`` WorkloadPriorityClass, then
-suspended when queued or managed without a queue name; never when its controller is of a kind Kueue runs.
+(``pkg/controller/jobframework/defaults.go``): the ``default`` queue, unless its controller is of a kind Kueue runs;
+the ``default`` WorkloadPriorityClass; then suspended when queued or managed without a queue name — never when it has
+a Kueue-managed ancestor (``WorkloadShouldBeSuspended``: the walk up its controllers the Job webhook does too,
+:func:`connectors.k8s.webhook.ancestry_lookup`; a controller of a kind Kueue runs whose ancestors name no queue,
+``manageJobsWithoutQueueName`` off, makes no child). A walk that fails refuses the object, as the Job webhook does.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any, Self
 
 import msgspec
 
-from connectors.k8s import job_selection, job_validation
+from connectors.k8s import child_jobs, job_selection, job_validation
 from connectors.k8s.errors import KubeError
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import PRIORITY_LABEL
@@ -142,22 +145,40 @@ def default_patch(obj: Mapping[str, Any], suspend_at: tuple[str, ...], *, defaul
     return [*ops, op] if op else ops
 
 
+async def managed_above(obj: dict[str, Any], namespace: str, kueue_parent: bool,
+                        managed_ancestry: child_jobs.ManagedAncestry | None) -> bool:
+    """Whether ``obj`` has a Kueue-managed ancestor, which keeps it from being suspended (Kueue's
+    ``WorkloadShouldBeSuspended``): the walk ``managed_ancestry`` does, or, without one (tests), ``kueue_parent``
+    (its controller is of a kind Kueue runs). Raises :class:`~connectors.k8s.pod_webhook.LookupFailed` with the
+    walk's refusal (:func:`connectors.k8s.child_jobs.refusal_status`) when it fails."""
+    if managed_ancestry is None:
+        return kueue_parent
+    try:
+        return await managed_ancestry(namespace, obj)
+    except (child_jobs.AncestryError, KubeError) as exc:
+        status = child_jobs.refusal_status(exc)
+        raise LookupFailed(status["message"], status) from exc
+
+
 async def defaults(obj: dict[str, Any], namespace: str, kind: Kind, settings: FrameworkWebhooks,
                    namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,
-                   has_default_priority_class: HasDefaultPriorityClass | None) -> list[dict[str, Any]]:
+                   has_default_priority_class: HasDefaultPriorityClass | None,
+                   managed_ancestry: child_jobs.ManagedAncestry | None = None) -> list[dict[str, Any]]:
     """Decide Kueue's defaulting of ``obj`` (see the module docstring) with the lookups it needs, and patch it
-    (:func:`default_patch`). Raises :class:`~connectors.k8s.pod_webhook.LookupFailed` when the namespace cannot be
-    read."""
+    (:func:`default_patch`). The default queue is left to an object whose controller is of a kind Kueue runs;
+    suspending, to one with no Kueue-managed ancestor (:func:`managed_above`), as in Kueue. Raises
+    :class:`~connectors.k8s.pod_webhook.LookupFailed` when the namespace cannot be read or the walk fails."""
     labels = _labels(obj)
     owner = job_selection.raw_controller(obj.get("metadata") or {})
     kueue_parent = job_selection.kueue_owner(owner, settings.frameworks)
+    child = await managed_above(obj, namespace, kueue_parent, managed_ancestry)
     managed = partial(_namespace_managed, namespace, settings, namespace_labels)
     queued = bool(labels.get(QUEUE_LABEL))
     default_queue = (not queued and not kueue_parent and bool(namespace) and await has_default_queue(namespace)
                      and await managed())
     default_class = (has_default_priority_class is not None and not labels.get(PRIORITY_LABEL)
                      and await has_default_priority_class())
-    suspend = not kueue_parent and (queued or default_queue or (settings.without_queue and await managed()))
+    suspend = not child and (queued or default_queue or (settings.without_queue and await managed()))
     ops = default_patch(obj, kind.suspend_at, default_queue=default_queue, default_priority_class=default_class,
                         suspend=suspend)
     return ops + kind.kind_defaults(obj, settings.feature_gates) if kind.kind_defaults is not None else ops
@@ -174,17 +195,18 @@ async def _namespace_managed(namespace: str, settings: FrameworkWebhooks, namesp
 
 async def mutating_review(body: bytes, kind: Kind, settings: FrameworkWebhooks, namespace_labels: NamespaceLabels,
                           has_default_queue: HasDefaultQueue,
-                          has_default_priority_class: HasDefaultPriorityClass | None = None) -> dict[str, Any]:
+                          has_default_priority_class: HasDefaultPriorityClass | None = None,
+                          managed_ancestry: child_jobs.ManagedAncestry | None = None) -> dict[str, Any]:
     """Answer one AdmissionReview (v1) of an object being created: allowed, with :func:`defaults`' patch; refused
-    (500) when the namespace cannot be read. ``has_default_priority_class``: None while
-    ``WorkloadPriorityClassDefaulting`` is off."""
+    when the namespace cannot be read (500) or its ancestors cannot be walked. ``has_default_priority_class``: None
+    while ``WorkloadPriorityClassDefaulting`` is off."""
     req = msgspec.json.decode(body).get("request") or {}
     obj = req.get("object")
     patch = None
     if settings.enabled and req.get("operation", "CREATE") == "CREATE" and isinstance(obj, dict) and obj:
         namespace = req.get("namespace") or (obj.get("metadata") or {}).get("namespace", "")
         patch = partial(defaults, obj, namespace, kind, settings, namespace_labels, has_default_queue,
-                        has_default_priority_class)
+                        has_default_priority_class, managed_ancestry)
     return await patch_answer(req, patch)
 
 
@@ -204,16 +226,17 @@ async def validating_review(body: bytes, kind: Kind, feature_gates: Mapping[str,
 
 
 def reviewers(kind: Kind, settings: FrameworkWebhooks, namespace_labels: NamespaceLabels,
-              has_default_queue: HasDefaultQueue, has_default_priority_class: HasDefaultPriorityClass | None = None
-              ) -> dict[str, Reviewer]:
+              has_default_queue: HasDefaultQueue, has_default_priority_class: HasDefaultPriorityClass | None = None,
+              managed_ancestry: child_jobs.ManagedAncestry | None = None) -> dict[str, Reviewer]:
     """Path -> the review that answers it: both webhooks, or, the framework off, reviews that allow every object as
-    it is."""
+    it is. ``managed_ancestry``: the walk up an object's controllers (:func:`connectors.k8s.webhook.ancestry_lookup`;
+    None: its controller's kind decides)."""
     if not settings.enabled:
         return {kind.mutating_path: allowed_as_is, kind.validating_path: allowed_as_is}
 
     async def mutate(body: bytes) -> dict[str, Any]:
         return await mutating_review(body, kind, settings, namespace_labels, has_default_queue,
-                                     has_default_priority_class)
+                                     has_default_priority_class, managed_ancestry)
 
     async def validate(body: bytes) -> dict[str, Any]:
         return await validating_review(body, kind, settings.feature_gates, has_default_queue)

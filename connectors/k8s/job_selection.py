@@ -4,7 +4,8 @@ Kueue manages an object that names a queue (``kueue.x-k8s.io/queue-name``). With
 on it also manages one that names none, in a namespace its ``managedJobsNamespaceSelector`` selects
 (``jobframework/defaults.go`` ``WorkloadShouldBeSuspended``, ``reconciler.go``), unless the object's controller
 is of a kind one of its enabled integrations runs (``IsOwnerManagedByKueue``): that parent is the one Kueue
-queues, its children follow it. kueue-es runs batch/v1 Jobs always, v1 Pods when the pod integration is on,
+queues, its children follow it. kueue-es runs batch/v1 Jobs when the Job integration is on (``batch/job``, the
+default), v1 Pods when the pod integration is on,
 JobSets when the JobSet integration is on and MPIJobs (any ``kubeflow.org`` version, as Kueue's ``isMPIJob``)
 when the MPIJob integration is on, the training operator's kubeflow.org/v1 jobs (PyTorchJob, TFJob, ...) whose
 integration is on, ray.io/v1 RayJobs and RayClusters when theirs are, and LeaderWorkerSets whose integration is on,
@@ -66,11 +67,12 @@ def framework_of(owner: tuple[str, str] | None) -> str | None:
 
 
 def kueue_owner(owner: tuple[str, str] | None, frameworks: Collection[str]) -> bool:
-    """Whether the controller ``(apiVersion, kind)`` is of a kind Kueue's enabled integrations run: a batch/v1 Job
-    always, else one whose framework (:func:`framework_of`) is among ``frameworks`` (the Configuration's
-    ``integrations.frameworks``). Kueue leaves the child to that parent."""
+    """Whether the controller ``(apiVersion, kind)`` is of a kind Kueue's enabled integrations run: one whose
+    framework (:func:`framework_of`) is among ``frameworks`` (the Configuration's ``integrations.frameworks``) — a
+    batch/v1 Job only while ``batch/job`` is, as Kueue's ``IsOwnerManagedByKueue`` asks its enabled integrations
+    alone. Kueue leaves the child to that parent."""
     framework = framework_of(owner)
-    return owner == JOB_OWNER or (framework is not None and framework in frameworks)
+    return framework is not None and framework in frameworks
 
 
 def runs_parent(owner: tuple[str, str] | None, config: SchedulerConfig) -> bool:

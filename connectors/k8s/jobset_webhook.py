@@ -12,9 +12,9 @@ JobSet as its job webhooks default any job (``pkg/controller/jobs/jobset/jobset_
 * under ``WorkloadPriorityClassDefaulting``, naming no WorkloadPriorityClass while one named ``default`` exists:
   given ``kueue.x-k8s.io/priority-class: default``, as a Job is;
 * ``spec.suspend: true`` when it names a queue (given or defaulted) or, naming none, under
-  ``manageJobsWithoutQueueName`` in a namespace the selector selects — never when its controller is of a kind
-  Kueue runs (that parent is the one queued). A namespace that cannot be read refuses the JobSet, as Kueue's
-  webhook fails.
+  ``manageJobsWithoutQueueName`` in a namespace the selector selects — never when it has a Kueue-managed ancestor
+  (the Job webhook's walk, :func:`connectors.k8s.framework_webhook.managed_above`: that ancestor is the one
+  queued). A namespace that cannot be read, or a walk that fails, refuses the JobSet, as Kueue's webhook fails.
 
 Its validating webhook (``vjobset.kb.io`` at ``/validate-jobset-x-k8s-io-v1alpha2-jobset``, create and update)
 refuses what Kueue's generic job validation refuses (:mod:`connectors.k8s.job_validation`, in Kueue's words): on
@@ -43,7 +43,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-from connectors.k8s import framework_webhook, job_validation
+from connectors.k8s import child_jobs, framework_webhook, job_validation
 from connectors.k8s.framework_webhook import FrameworkWebhooks, HasDefaultPriorityClass, Reviewer
 from connectors.k8s.jobset import pods_per_replica
 from connectors.k8s.pod_webhook import HasDefaultQueue, NamespaceLabels
@@ -129,8 +129,9 @@ KIND = framework_webhook.Kind(JOBSETS, MUTATING_PATH, MUTATING_NAME, VALIDATING_
 
 
 def reviewers(settings: FrameworkWebhooks, namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,
-              has_default_priority_class: HasDefaultPriorityClass | None = None) -> dict[str, Reviewer]:
+              has_default_priority_class: HasDefaultPriorityClass | None = None,
+              managed_ancestry: child_jobs.ManagedAncestry | None = None) -> dict[str, Reviewer]:
     """Path -> the review that answers it: both webhooks, or, the integration off, reviews that allow every JobSet
-    as it is."""
+    as it is (``managed_ancestry``: :func:`connectors.k8s.framework_webhook.reviewers`)."""
     return framework_webhook.reviewers(KIND, settings, namespace_labels, has_default_queue,
-                                       has_default_priority_class)
+                                       has_default_priority_class, managed_ancestry)

@@ -4,8 +4,8 @@ PaddleJob, JAXJob): their ``kubeflow.org/<kind>`` integrations'.
 Kueue serves one pair per kind from one implementation (``pkg/controller/jobs/kubeflow/jobs/*/*_webhook.go`` over
 the generic job webhook): ``m<kind>.kb.io`` at ``/mutate-kubeflow-org-v1-<kind>`` (create only) defaults a job as
 any job (:mod:`connectors.k8s.framework_webhook`): the ``default`` queue, the ``default`` WorkloadPriorityClass,
-then ``spec.runPolicy.suspend: true`` when it names a queue or is managed without one — never when its controller
-is of a kind Kueue runs. ``v<kind>.kb.io`` at ``/validate-kubeflow-org-v1-<kind>`` (create and update) refuses what
+then ``spec.runPolicy.suspend: true`` when it names a queue or is managed without one — never when it has a
+Kueue-managed ancestor (the Job webhook's walk). ``v<kind>.kb.io`` at ``/validate-kubeflow-org-v1-<kind>`` (create and update) refuses what
 Kueue's generic job validation refuses, the job suspended when ``spec.runPolicy.suspend`` is; on update the update
 rules (with the MPIJob's admission-gate rule: gates only removed), then the create rules on the new job. Under ``TopologyAwareScheduling`` each replica type's pod template's
 TAS annotations are checked at ``spec.<replicaSpecs>[<type>].template.metadata.annotations`` (Kueue's path; for the
@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-from connectors.k8s import framework_webhook, job_validation
+from connectors.k8s import child_jobs, framework_webhook, job_validation
 from connectors.k8s.framework_webhook import FrameworkWebhooks, HasDefaultPriorityClass, Reviewer
 from connectors.k8s.kubeflow import KINDS, TrainingKind
 from connectors.k8s.pod_webhook import HasDefaultQueue, NamespaceLabels
@@ -103,13 +103,14 @@ PATHS = tuple(p for k in WEBHOOK_KINDS.values() for p in (k.mutating_path, k.val
 
 
 def reviewers(config: SchedulerConfig, namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,
-              has_default_priority_class: HasDefaultPriorityClass | None = None) -> dict[str, Reviewer]:
+              has_default_priority_class: HasDefaultPriorityClass | None = None,
+              managed_ancestry: child_jobs.ManagedAncestry | None = None) -> dict[str, Reviewer]:
     """Path -> the review that answers it, for every kind: both webhooks, or, the kind's integration off, reviews
-    that allow every job as it is."""
+    that allow every job as it is (``managed_ancestry``: :func:`connectors.k8s.framework_webhook.reviewers`)."""
     out: dict[str, Reviewer] = {}
     for name, kind in WEBHOOK_KINDS.items():
         out.update(framework_webhook.reviewers(kind, KubeflowWebhooks.of(config, name), namespace_labels,
-                                               has_default_queue, has_default_priority_class))
+                                               has_default_queue, has_default_priority_class, managed_ancestry))
     return out
 
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import msgspec
 
-from connectors.k8s import framework_webhook, job_selection
+from connectors.k8s import child_jobs, framework_webhook, job_selection
 from connectors.k8s import leaderworkerset as lw
 from connectors.k8s.errors import KubeError
 from connectors.k8s.framework_webhook import FrameworkWebhooks, Reviewer
@@ -91,12 +91,15 @@ def marks_patch(lws: Mapping[str, Any], *, default_queue: bool, hold: bool) -> l
 
 
 async def defaults(lws: dict[str, Any], namespace: str, settings: FrameworkWebhooks,
-                   namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue) -> list[dict[str, Any]]:
-    """Decide Kueue's defaulting of ``lws`` with the lookups it needs (module docstring). Raises
-    :class:`~connectors.k8s.pod_webhook.LookupFailed` when the namespace cannot be read."""
+                   namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,
+                   managed_ancestry: child_jobs.ManagedAncestry | None = None) -> list[dict[str, Any]]:
+    """Decide Kueue's defaulting of ``lws`` with the lookups it needs (module docstring): held unless it has a
+    Kueue-managed ancestor (:func:`connectors.k8s.framework_webhook.managed_above`). Raises
+    :class:`~connectors.k8s.pod_webhook.LookupFailed` when the namespace cannot be read or the walk fails."""
     meta = lws.get("metadata") or {}
     queued = bool((meta.get("labels") or {}).get(QUEUE_LABEL))
     kueue_parent = job_selection.kueue_owner(job_selection.raw_controller(meta), settings.frameworks)
+    child = await framework_webhook.managed_above(lws, namespace, kueue_parent, managed_ancestry)
 
     async def managed() -> bool:
         try:
@@ -107,14 +110,15 @@ async def defaults(lws: dict[str, Any], namespace: str, settings: FrameworkWebho
 
     default_queue = (not queued and not kueue_parent and bool(namespace) and await has_default_queue(namespace)
                      and await managed())
-    hold = not kueue_parent and (queued or default_queue or (settings.without_queue and await managed()))
+    hold = not child and (queued or default_queue or (settings.without_queue and await managed()))
     return marks_patch(lws, default_queue=default_queue, hold=hold)
 
 
 async def mutating_review(body: bytes, settings: FrameworkWebhooks, namespace_labels: NamespaceLabels,
-                          has_default_queue: HasDefaultQueue) -> dict[str, Any]:
+                          has_default_queue: HasDefaultQueue,
+                          managed_ancestry: child_jobs.ManagedAncestry | None = None) -> dict[str, Any]:
     """Answer one AdmissionReview (v1) of a LeaderWorkerSet being created or updated: allowed, with
-    :func:`defaults`' patch; refused (500) when the namespace cannot be read."""
+    :func:`defaults`' patch; refused when the namespace cannot be read (500) or its ancestors cannot be walked."""
     req = msgspec.json.decode(body).get("request") or {}
     obj = req.get("object")
     patch = None
@@ -122,7 +126,7 @@ async def mutating_review(body: bytes, settings: FrameworkWebhooks, namespace_la
         namespace = req.get("namespace") or (obj.get("metadata") or {}).get("namespace", "")
 
         async def patch() -> list[dict[str, Any]]:
-            return await defaults(obj, namespace, settings, namespace_labels, has_default_queue)
+            return await defaults(obj, namespace, settings, namespace_labels, has_default_queue, managed_ancestry)
     return await patch_answer(req, patch)
 
 
@@ -145,15 +149,15 @@ KIND = framework_webhook.Kind(LEADER_WORKER_SETS, MUTATING_PATH, MUTATING_NAME, 
 # --- serving and registering ------------------------------------------------------------------------------------
 
 
-def reviewers(settings: FrameworkWebhooks, namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue
-              ) -> dict[str, Reviewer]:
+def reviewers(settings: FrameworkWebhooks, namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,
+              managed_ancestry: child_jobs.ManagedAncestry | None = None) -> dict[str, Reviewer]:
     """Path -> the review that answers it: both webhooks, or, the integration off, reviews that allow every
-    LeaderWorkerSet as it is."""
+    LeaderWorkerSet as it is (``managed_ancestry``: :func:`connectors.k8s.framework_webhook.reviewers`)."""
     if not settings.enabled:
         return {MUTATING_PATH: allowed_as_is, VALIDATING_PATH: allowed_as_is}
 
     async def mutate(body: bytes) -> dict[str, Any]:
-        return await mutating_review(body, settings, namespace_labels, has_default_queue)
+        return await mutating_review(body, settings, namespace_labels, has_default_queue, managed_ancestry)
 
     async def validate(body: bytes) -> dict[str, Any]:
         return await framework_webhook.validating_review(body, KIND, settings.feature_gates, has_default_queue)

@@ -5,7 +5,7 @@ Without them an MPIJob created running starts its launcher and workers until the
 ``/mutate-kubeflow-org-v2beta1-mpijob``, on create only) defaults an MPIJob as any job
 (``pkg/controller/jobs/mpijob/mpijob_webhook.go``, ``Default``; :mod:`connectors.k8s.framework_webhook`): the
 ``default`` queue, the ``default`` WorkloadPriorityClass, then ``spec.runPolicy.suspend: true`` when it names a queue
-or is managed without one — never when its controller is of a kind Kueue runs.
+or is managed without one — never when it has a Kueue-managed ancestor (the Job webhook's walk).
 
 Its validating webhook (``vmpijob.kb.io`` at ``/validate-kubeflow-org-v2beta1-mpijob``, create and update) refuses
 what Kueue's generic job validation refuses (:mod:`connectors.k8s.job_validation`), an MPIJob being suspended when
@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-from connectors.k8s import framework_webhook, job_validation
+from connectors.k8s import child_jobs, framework_webhook, job_validation
 from connectors.k8s.framework_webhook import FrameworkWebhooks, HasDefaultPriorityClass, Reviewer
 from connectors.k8s.json_patch import map_ops
 from connectors.k8s.pod_webhook import HasDefaultQueue, NamespaceLabels
@@ -138,8 +138,9 @@ KIND = framework_webhook.Kind(MPIJOBS, MUTATING_PATH, MUTATING_NAME, VALIDATING_
 
 
 def reviewers(settings: FrameworkWebhooks, namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,
-              has_default_priority_class: HasDefaultPriorityClass | None = None) -> dict[str, Reviewer]:
+              has_default_priority_class: HasDefaultPriorityClass | None = None,
+              managed_ancestry: child_jobs.ManagedAncestry | None = None) -> dict[str, Reviewer]:
     """Path -> the review that answers it: both webhooks, or, the integration off, reviews that allow every MPIJob
-    as it is."""
+    as it is (``managed_ancestry``: :func:`connectors.k8s.framework_webhook.reviewers`)."""
     return framework_webhook.reviewers(KIND, settings, namespace_labels, has_default_queue,
-                                       has_default_priority_class)
+                                       has_default_priority_class, managed_ancestry)

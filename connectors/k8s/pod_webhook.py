@@ -7,8 +7,9 @@ With it on, a Pod being created is Kueue's to hold back when:
 * its namespace is one the Configuration's ``managedJobsNamespaceSelector`` selects (the Namespace is read from
   the apiserver, as Kueue reads it; one that cannot be read refuses the Pod, as Kueue's webhook fails);
 * its controller is not a batch/v1 Job that names a queue (that Job's Workload admits its pods: the Job
-  integration's, not this one's) — under ``manageJobsWithoutQueueName`` not a batch/v1 Job or a Pod at all, each
-  being Kueue's then, queue name or not (:mod:`connectors.k8s.job_selection`); with the MPIJob integration on,
+  integration's, not this one's) — under ``manageJobsWithoutQueueName`` not of any kind an enabled integration
+  runs (a Job with ``batch/job`` on, a Pod, a JobSet, a RayJob, ...), each being Kueue's then, queue name or not,
+  as Kueue's ancestor walk takes it (:func:`connectors.k8s.job_selection.kueue_owner`); with the MPIJob integration on,
   not an MPIJob, queue name or not (its workers' Pods: that MPIJob's Workload admits them); nor, with a training
   operator kind's integration on, a job of that kind (a PyTorchJob's Pods); nor, with the RayCluster integration
   on, a RayCluster (its head's and workers' Pods);
@@ -92,7 +93,8 @@ class PodDefaulting(msgspec.Struct, frozen=True):
     enabled: bool = False
     managed_namespaces: o.LabelSelector = o.LabelSelector()
     without_queue: bool = False
-    """``manageJobsWithoutQueueName``: a Pod naming no queue is Kueue's too, and so is any Job or Pod parent."""
+    """``manageJobsWithoutQueueName``: a Pod naming no queue is Kueue's too, and so is any parent of a kind an
+    enabled integration runs."""
     tas: bool = False
     """Kueue's ``TopologyAwareScheduling`` gate: a Pod made Kueue's is also held for topology placement."""
     frameworks: frozenset[str] = frozenset()
@@ -195,7 +197,8 @@ async def patch_answer(req: dict[str, Any], patch: Callable[[], Awaitable[list[d
         try:
             ops = await patch()
         except LookupFailed as exc:
-            response.update(allowed=False, status={"code": 500, "reason": "InternalError", "message": str(exc)})
+            response.update(allowed=False, status=exc.status or {"code": 500, "reason": "InternalError",
+                                                                 "message": str(exc)})
     if ops:
         response["patchType"] = "JSONPatch"
         response["patch"] = base64.b64encode(msgspec.json.encode(ops)).decode()
@@ -203,7 +206,12 @@ async def patch_answer(req: dict[str, Any], patch: Callable[[], Awaitable[list[d
 
 
 class LookupFailed(Exception):
-    """A lookup a mutating webhook needs failed: the object is refused (the webhook fails closed, as Kueue's)."""
+    """A lookup a mutating webhook needs failed: the object is refused (the webhook fails closed, as Kueue's),
+    with ``status`` when given, else as an internal error (500)."""
+
+    def __init__(self, message: str, status: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulting, namespace_labels: NamespaceLabels,
@@ -221,10 +229,10 @@ async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulti
     controller = job_selection.raw_controller(pod.get("metadata") or {})
     if job_selection.framework_of(controller) in defaulting.frameworks & POD_PARENTS:
         return []  # as Kueue, a Pod whose owner an enabled integration runs, queue or not: its Workload admits it
-    if defaulting.without_queue:  # every Job (and Pod) parent is Kueue's then: no need to read it
-        if controller in (job_selection.JOB_OWNER, job_selection.POD_OWNER):
+    if defaulting.without_queue:  # every parent of a kind an enabled integration runs is Kueue's then: none read
+        if job_selection.kueue_owner(controller, defaulting.frameworks):
             return []
-    elif owned_by_job(owner):
+    elif owned_by_job(owner) and job_selection.kueue_owner(controller, defaulting.frameworks):
         assert owner is not None
         try:
             if await queued_job_owner(namespace, owner):

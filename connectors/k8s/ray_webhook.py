@@ -5,7 +5,8 @@ Each kind's mutating webhook (``mrayjob.kb.io`` at ``/mutate-ray-io-v1-rayjob``,
 ``/mutate-ray-io-v1-raycluster``, on create) defaults it as any job (Kueue's ``rayjob_webhook.go`` and
 ``raycluster_webhook.go`` ``Default``; :mod:`connectors.k8s.framework_webhook`): the ``default`` queue, the
 ``default`` WorkloadPriorityClass, then ``spec.suspend: true`` when it names a queue or is managed without one — never
-when its controller is of a kind Kueue runs (a RayJob's RayCluster, with the RayJob integration on).
+when it has a Kueue-managed ancestor (the Job webhook's walk: a queued RayJob's RayCluster, with the RayJob
+integration on).
 
 Each validating webhook (``vrayjob.kb.io``, ``vraycluster.kb.io``, create and update) refuses, in Kueue's words and
 order, when the object is Kueue's (a queue name, or ``manageJobsWithoutQueueName``):
@@ -31,7 +32,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-from connectors.k8s import framework_webhook, job_validation
+from connectors.k8s import child_jobs, framework_webhook, job_validation
 from connectors.k8s.framework_webhook import FrameworkWebhooks, HasDefaultPriorityClass, Kind, Reviewer
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.pod_webhook import HasDefaultQueue, NamespaceLabels
@@ -194,11 +195,11 @@ PATHS = (RAYJOB_KIND.mutating_path, RAYJOB_KIND.validating_path, RAYCLUSTER_KIND
 
 
 def reviewers(jobs: RayWebhooks, clusters: RayWebhooks, namespace_labels: NamespaceLabels,
-              has_default_queue: HasDefaultQueue, has_default_priority_class: HasDefaultPriorityClass | None = None
-              ) -> dict[str, Reviewer]:
+              has_default_queue: HasDefaultQueue, has_default_priority_class: HasDefaultPriorityClass | None = None,
+              managed_ancestry: child_jobs.ManagedAncestry | None = None) -> dict[str, Reviewer]:
     """Path -> the review that answers it, for both kinds: each kind's pair, or, its integration off, reviews that
-    allow every object as it is."""
+    allow every object as it is (``managed_ancestry``: :func:`connectors.k8s.framework_webhook.reviewers`)."""
     return {**framework_webhook.reviewers(rayjob_kind(jobs.without_queue), jobs, namespace_labels, has_default_queue,
-                                          has_default_priority_class),
+                                          has_default_priority_class, managed_ancestry),
             **framework_webhook.reviewers(raycluster_kind(clusters.without_queue), clusters, namespace_labels,
-                                          has_default_queue, has_default_priority_class)}
+                                          has_default_queue, has_default_priority_class, managed_ancestry)}

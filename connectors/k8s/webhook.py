@@ -15,8 +15,8 @@ On **create** (Kueue's webhook is registered for creation only: unsuspending an 
   the Job, as Kueue's webhook fails): that ancestor's Workload is the one queued. Without the lookup (tests), a
   controller of a kind Kueue runs stands for it. The default queue is left to a Job whose own controller is of such
   a kind, as in Kueue;
-* no queue name, under the Kueue Configuration's ``manageJobsWithoutQueueName``, no controller of a kind Kueue
-  runs (a Job; a Pod with the pod integration on) and a namespace its ``managedJobsNamespaceSelector`` selects
+* no queue name, under the Kueue Configuration's ``manageJobsWithoutQueueName``, no controller of a kind an
+  enabled integration runs (a Job with ``batch/job`` on; a Pod with the pod integration on; ...) and a namespace its ``managedJobsNamespaceSelector`` selects
   (read from the apiserver; one that cannot be read refuses the Job, as Kueue's webhook fails) → suspended too
   (:mod:`connectors.k8s.job_selection`);
 * ``kueue.x-k8s.io/elastic-job: "true"`` under ``ElasticJobsViaWorkloadSlices`` → the pod template gets the
@@ -122,10 +122,7 @@ HasDefaultQueue = Callable[[str], Awaitable[bool]]
 HasDefaultPriorityClass = Callable[[], Awaitable[bool]]
 ParentRuns = Callable[[tuple[str, str] | None], bool]
 """Whether a controller ``(apiVersion, kind)`` is of a kind Kueue's enabled integrations run."""
-ManagedAncestry = Callable[[str, dict[str, Any]], Awaitable[bool]]
-"""Whether a Job being created (namespace, raw Job) has a Kueue-managed ancestor; raises
-:class:`~connectors.k8s.child_jobs.AncestryError` when the walk fails, :class:`KubeError` when a parent cannot be
-read."""
+ManagedAncestry = child_jobs.ManagedAncestry
 SuspendsUnqueued = Callable[[str, dict[str, Any]], Awaitable[bool]]
 """Whether a Job being created (namespace, raw Job) that names no queue is suspended all the same
 (``manageJobsWithoutQueueName``); raises :class:`KubeError` when the namespace cannot be read."""
@@ -170,9 +167,9 @@ def elastic_gate_ops(job: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"op": "add", "path": "/spec/template/spec/schedulingGates", "value": [gate]}]
 
 
-def kueue_parents(frameworks: frozenset[str] = frozenset()) -> ParentRuns:
-    """Whether a Job's controller is of a kind Kueue's enabled integrations, ``frameworks``, run
-    (:func:`connectors.k8s.job_selection.kueue_owner`)."""
+def kueue_parents(frameworks: frozenset[str] = frozenset(DEFAULT.frameworks)) -> ParentRuns:
+    """Whether a Job's controller is of a kind Kueue's enabled integrations, ``frameworks`` (by default Kueue's
+    default, ``batch/job`` alone), run (:func:`connectors.k8s.job_selection.kueue_owner`)."""
     return partial(job_selection.kueue_owner, frameworks=frameworks)
 
 
@@ -223,15 +220,8 @@ async def review(body: bytes, has_default_queue: HasDefaultQueue,
 
 
 def _refused(response: dict[str, Any], exc: Exception) -> dict[str, Any]:
-    """The review refusing a Job whose ancestors could not be walked: a parent not found as the apiserver says it
-    (404), the rest forbidden (Kueue's webhook fails the defaulting with the walk's error)."""
-    if isinstance(exc, child_jobs.OwnerMissing):
-        status = {"code": 404, "reason": "NotFound", "message": str(exc)}
-    elif isinstance(exc, KubeError):
-        status = {"code": 500, "reason": "InternalError", "message": f"failed to get the job's owner: {exc}"}
-    else:
-        status = {"code": 403, "reason": "Forbidden", "message": str(exc)}
-    response.update(allowed=False, status=status)
+    """The review refusing a Job whose ancestors could not be walked (:func:`connectors.k8s.child_jobs.refusal_status`)."""
+    response.update(allowed=False, status=child_jobs.refusal_status(exc))
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
 
 
@@ -576,18 +566,18 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     leaderworkersets = lws_webhook.LeaderWorkerSetWebhooks.of(config_in_force)
     namespace_labels = pod_webhook.namespace_lookup(client)
     priority_classes = default_priority_class_lookup(client) if defaulting else None
+    ancestry = ancestry_lookup(client, config_in_force)
     parents = {**deployment_webhook.reviewers(deployments, namespace_labels, queues),
                **statefulset_webhook.reviewers(statefulsets, namespace_labels, queues),
-               **jobset_webhook.reviewers(jobsets, namespace_labels, queues, priority_classes),
-               **mpijob_webhook.reviewers(mpijobs, namespace_labels, queues, priority_classes),
-               **kubeflow_webhook.reviewers(config_in_force, namespace_labels, queues, priority_classes),
-               **ray_webhook.reviewers(rayjobs, rayclusters, namespace_labels, queues, priority_classes),
-               **lws_webhook.reviewers(leaderworkersets, namespace_labels, queues)}
+               **jobset_webhook.reviewers(jobsets, namespace_labels, queues, priority_classes, ancestry),
+               **mpijob_webhook.reviewers(mpijobs, namespace_labels, queues, priority_classes, ancestry),
+               **kubeflow_webhook.reviewers(config_in_force, namespace_labels, queues, priority_classes, ancestry),
+               **ray_webhook.reviewers(rayjobs, rayclusters, namespace_labels, queues, priority_classes, ancestry),
+               **lws_webhook.reviewers(leaderworkersets, namespace_labels, queues, ancestry)}
     server = WebhookServer(queues, priority_classes,
                            feature_gates, pod_reviews, config.manages_jobs if config is not None else True,
                            unqueued_lookup(client, config) if config is not None else None, pod_validations, parents,
-                           kueue_parents(frozenset(config_in_force.frameworks)),
-                           ancestry_lookup(client, config_in_force))
+                           kueue_parents(frozenset(config_in_force.frameworks)), ancestry)
     await server.start(k.webhook_address, k.webhook_port, str(cert), str(key))
     if k.webhook_register:
         service = None if k.webhook_url else (k.webhook_service, k.lease_namespace, 443)

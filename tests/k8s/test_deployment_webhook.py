@@ -86,7 +86,7 @@ def test_a_deployment_naming_no_queue_is_left_alone_unless_a_default_queue_names
 
 
 def test_under_manage_jobs_without_queue_name_a_deployment_in_a_managed_namespace_is_held() -> None:
-    without = dw.ParentDefaulting.of(load_config({"integrations": {"frameworks": ["pod", "deployment"]},
+    without = dw.ParentDefaulting.of(load_config({"integrations": {"frameworks": ["batch/job", "pod", "deployment"]},
                                                   "manageJobsWithoutQueueName": True}), "deployment")
     _, ops = _mutate(_deployment(), without)
     assert ops[0]["value"] == {"labels": {MANAGED: "true"}, "annotations": {PARENT: "deployment"}}

@@ -214,6 +214,17 @@ def test_the_selection_rule() -> None:
         {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": UID, "controller": True}]}) == ("v1", "Pod")
 
 
+def test_a_job_parent_counts_only_while_the_job_integration_is_on() -> None:
+    """Kueue's ``IsOwnerManagedByKueue`` asks its enabled integrations only: with ``batch/job`` not among the
+    frameworks a batch/v1 Job is no parent Kueue runs, so its children are not left to it (before, a Job parent
+    counted always)."""
+    without_jobs = load_config({"integrations": {"frameworks": ["jobset.x-k8s.io/jobset"]},
+                                "manageJobsWithoutQueueName": True})
+    assert not job_selection.runs_parent(("batch/v1", "Job"), without_jobs)
+    assert job_selection.manages_unqueued(("batch/v1", "Job"), without_jobs)
+    assert job_selection.runs_parent(("batch/v1", "Job"), load_config({"manageJobsWithoutQueueName": True}))
+
+
 @pytest.mark.asyncio
 @pytest.mark.parametrize("parent_queued", [True, False])
 async def test_a_suspended_job_naming_a_queue_gets_a_workload_of_its_own_only_when_its_parent_is_not_kueues(

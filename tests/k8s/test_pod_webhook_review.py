@@ -251,3 +251,40 @@ def test_with_the_raycluster_integration_on_a_rayclusters_pods_are_its_own(witho
     config["integrations"] = {"frameworks": ["batch/job", "pod", "ray.io/rayjob"]}
     response, _ = _review(_pod(labels, RAYCLUSTER_OWNER), PodDefaulting.of(load_config(config)))
     assert _ops(response)[-2:] == TAS_GATED, "the RayCluster integration off: a Pod like any other"
+
+
+# --- manageJobsWithoutQueueName: any parent an enabled integration runs -------------------------------------------
+
+JOBSET_OWNER = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "js", "uid": "j",
+                "controller": True}
+RAYJOB_OWNER = {"apiVersion": "ray.io/v1", "kind": "RayJob", "name": "rj", "uid": "r", "controller": True}
+
+
+@pytest.mark.parametrize("owner", [JOBSET_OWNER, RAYJOB_OWNER])
+def test_under_manage_jobs_without_queue_name_a_pod_of_any_enabled_kind_is_its_parents(owner: dict) -> None:
+    """Under ``manageJobsWithoutQueueName`` Kueue's pod webhook leaves a Pod whose controller is of any kind an
+    enabled integration runs (its ancestor walk takes that parent as managed, queue name or not), not only a Job's
+    or a Pod's (before, a JobSet's or a RayJob's Pod was gated, and no integration would lift the gate); a Pod like
+    any other while that integration is off, and a Job's Pod is gated while ``batch/job`` is off."""
+    frameworks = ["batch/job", "pod", "jobset.x-k8s.io/jobset", "ray.io/rayjob"]
+    config = {"integrations": {"frameworks": frameworks}, "manageJobsWithoutQueueName": True}
+    response, _ = _review(_pod({"app": "x"}, owner), PodDefaulting.of(load_config(config)))
+    assert _ops(response) == []
+    config["integrations"] = {"frameworks": ["batch/job", "pod"]}
+    response, _ = _review(_pod({"app": "x"}, owner), PodDefaulting.of(load_config(config)))
+    assert _ops(response)[-2:] == TAS_GATED, "its integration off: a Pod like any other"
+    job_owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "jj", "controller": True}
+    config["integrations"] = {"frameworks": ["pod"]}
+    response, _ = _review(_pod({"app": "x"}, job_owner), PodDefaulting.of(load_config(config)))
+    assert _ops(response)[-2:] == TAS_GATED, "batch/job off: a Job is no parent Kueue runs"
+
+
+def test_a_queued_jobs_pod_is_gated_while_the_job_integration_is_off() -> None:
+    """Kueue's walk follows a Job only while ``batch/job`` is enabled: with it off, a Pod naming a queue under a
+    queued Job is a Pod like any other, and the Job is not read."""
+    job_owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "jj", "controller": True}
+    response, asked = _review(_pod({Q: "lq"}, job_owner), PodDefaulting.of(load_config(
+        {"integrations": {"frameworks": ["pod"]}})), job_queued=True)
+    assert _ops(response)[-2:] == TAS_GATED and "job j" not in asked
+    response, _ = _review(_pod({Q: "lq"}, job_owner), ON, job_queued=True)
+    assert _ops(response) == [], "batch/job on: the queued Job's Workload admits it"

@@ -33,7 +33,13 @@ from connectors.k8s.mirror import Mirror
 from connectors.k8s.pod_webhook import PodDefaulting, namespace_lookup, reviewer
 from connectors.k8s.resources import BY_KIND
 from connectors.k8s.validating import VALIDATING_CONFIGS, configuration
-from connectors.k8s.webhook import MUTATING_CONFIGS, WebhookServer, default_queue_lookup, register
+from connectors.k8s.webhook import (
+    MUTATING_CONFIGS,
+    WebhookServer,
+    ancestry_lookup,
+    default_queue_lookup,
+    register,
+)
 from connectors.k8s.webhook import configuration as mutating
 from events.filelog import FileLog
 from kueue_es.scheduler import DEFAULT, SchedulerConfig, config_record
@@ -167,7 +173,7 @@ async def jobset_webhooks(kc: KubeClient, certs: Path, label: str, sfx: str, con
     registered fail-closed (``mjobset.kb.io`` and ``vjobset.kb.io``, each in a configuration named
     ``<label>-<sfx>``) for the namespaces labelled ``label=<sfx>`` only; deleted before the server stops."""
     async with framework_webhooks(kc, certs, label, sfx, jobset_webhook.KIND,
-                                  jobset_webhook.JobSetWebhooks.of(config)) as server:
+                                  jobset_webhook.JobSetWebhooks.of(config), config) as server:
         yield server
 
 
@@ -192,14 +198,16 @@ async def rayjob_webhooks(kc: KubeClient, certs: Path, label: str, sfx: str, con
 
 @contextlib.asynccontextmanager
 async def framework_webhooks(kc: KubeClient, certs: Path, label: str, sfx: str, kind: framework_webhook.Kind,
-                             settings: framework_webhook.FrameworkWebhooks) -> AsyncIterator[WebhookServer]:
+                             settings: framework_webhook.FrameworkWebhooks, walk_config: SchedulerConfig | None = None
+                             ) -> AsyncIterator[WebhookServer]:
     """kueue-es's webhook server answering ``kind`` with ``settings``, its two webhooks alone registered fail-closed
     (each in a configuration named ``<label>-<sfx>``) for the namespaces labelled ``label=<sfx>`` only; deleted
     before the server stops."""
     bundle = self_signed(["127.0.0.1"])
     _, cert, key = bundle.write(certs)
     queues_lookup = default_queue_lookup(kc)
-    hooks = framework_webhook.reviewers(kind, settings, namespace_lookup(kc), queues_lookup)
+    walk = ancestry_lookup(kc, walk_config) if walk_config is not None else None  # the walk serve() gives them
+    hooks = framework_webhook.reviewers(kind, settings, namespace_lookup(kc), queues_lookup, None, walk)
     server = WebhookServer(queues_lookup, None, {}, parents=hooks)
     port = free_port()
     await server.start("127.0.0.1", port, str(cert), str(key))

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import connect, create, eventually, jobset_webhooks, local_queue, namespace
+from kubehelp import connect, create, eventually, job, jobset_webhooks, local_queue, namespace
 
 from connectors.k8s import crds
 from connectors.k8s.errors import Forbidden
@@ -54,6 +54,18 @@ async def test_a_queued_jobset_created_running_is_stored_suspended(kube_apiserve
             stored = msgspec.json.decode(await kc.create(JOBSETS, _jobset(ns, "queued", {Q: "user-queue"}), ns))
             assert stored["spec"]["suspend"] is True
             assert stored["spec"]["replicatedJobs"][0]["replicas"] == 2, "nothing else changed"
+
+            # under a Job (an enabled kind): suspended unless the walk, reading the Job, finds it queued
+            for parent_name, queue in (("unqueued-parent", ""), ("queued-parent", "user-queue")):
+                parent = job(ns, parent_name, queue)
+                if not queue:
+                    del parent["metadata"]["labels"][Q]
+                made = await create(kc, parent)
+                child = _jobset(ns, f"under-{parent_name}", {Q: "user-queue"})
+                child["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": parent_name,
+                                                         "uid": made["metadata"]["uid"], "controller": True}]
+                stored_child = msgspec.json.decode(await kc.create(JOBSETS, child, ns))
+                assert stored_child["spec"]["suspend"] is (not queue), parent_name
 
             await create(kc, local_queue(ns, "default", f"cq-{sfx}"))
             defaulted = msgspec.json.decode(await kc.create(JOBSETS, _jobset(ns, "unnamed", {}), ns))
