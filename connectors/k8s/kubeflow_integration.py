@@ -37,9 +37,6 @@ class KubeflowJobIntegration(WatchedJobIntegration[Any]):
     def framework_on(self, config: SchedulerConfig) -> bool:
         return config.manages_kubeflow(self.KIND)
 
-    def reclaimable_pods(self, job: Any) -> tuple[tuple[str, int], ...]:
-        return ()  # Kueue's kubeflow jobs report none
-
     def pod_priority_class(self, job: Any) -> str | None:
         return self.K.priority_class(job)
 

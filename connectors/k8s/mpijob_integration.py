@@ -53,9 +53,6 @@ class MPIJobIntegration(WatchedJobIntegration[mj.MPIJob]):
     def framework_on(self, config: SchedulerConfig) -> bool:
         return config.manages_mpijobs
 
-    def reclaimable_pods(self, job: mj.MPIJob) -> tuple[tuple[str, int], ...]:
-        return ()  # Kueue's MPIJob reports none
-
     def pod_priority_class(self, job: mj.MPIJob) -> str | None:
         return mj.priority_class(job)
 

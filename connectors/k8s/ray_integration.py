@@ -50,9 +50,6 @@ class RayJobIntegration(WatchedJobIntegration[rj.RayJob]):
     def _managed(self, job: rj.RayJob, config: SchedulerConfig) -> bool:
         return not rj.skipped(job) and super()._managed(job, config)
 
-    def reclaimable_pods(self, job: rj.RayJob) -> tuple[tuple[str, int], ...]:
-        return ()
-
     def pod_priority_class(self, job: rj.RayJob) -> str | None:
         return rj.priority_class(job)
 
@@ -70,9 +67,6 @@ class RayClusterIntegration(WatchedJobIntegration[rc.RayCluster]):
 
     def framework_on(self, config: SchedulerConfig) -> bool:
         return config.manages_rayclusters
-
-    def reclaimable_pods(self, job: rc.RayCluster) -> tuple[tuple[str, int], ...]:
-        return ()
 
     def pod_priority_class(self, job: rc.RayCluster) -> str | None:
         return rc.priority_class(job)

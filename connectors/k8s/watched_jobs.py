@@ -104,6 +104,11 @@ class WatchedJobIntegration(JobReconciler[J]):
         """Object key -> the ``UpdatedAdmissionCheck`` message last reported on it."""
         self._signal = journal.subscribe()
 
+    def reclaimable_pods(self, job: J) -> tuple[tuple[str, int], ...]:
+        """None, unless the kind says otherwise: Kueue counts reclaimable pods for JobSets only among these kinds
+        (MPIJobs, training jobs and Ray objects report none)."""
+        return ()
+
     def framework_on(self, config: SchedulerConfig) -> bool:
         """Whether the Configuration lists the kind's framework."""
         raise NotImplementedError
