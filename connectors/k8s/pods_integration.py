@@ -47,7 +47,9 @@ it in, each pass does the one :class:`connectors.k8s.pod_sync.Step` Kueue's reco
 Under waitForPodsReady the Workload's PodsReady follows the Pod's ``Ready`` condition, as for Jobs (a group's:
 every Pod of the group ``Ready``, as Kueue's ``PodsReady`` for a group). The Events
 go through the log (``JobActed`` of kind Pod, from ``pod-kueue-controller``), so a restart records none twice.
-Pod groups (``kueue.x-k8s.io/pod-group-name``) are reconciled as one (key ``group/<namespace>/<group>``):
+Pod groups (``kueue.x-k8s.io/pod-group-name``) are reconciled as one, under one key (``group/<namespace>/<group>``,
+to which a group's Pod's own key is mapped, as Kueue's Pod event handler maps it, so no two passes of one group
+ever run at once):
 :mod:`connectors.k8s.pod_group` decides, one Workload named after the group, every Pod started, stopped, finished
 and finalized with it; under ``PodIntegrationValidateGroupOwner`` a Workload of its name not made for a group is not
 taken (nothing is done to the group then but the Warning ``WorkloadNameConflict`` on its first Pod). Under TopologyAwareScheduling a Pod's pod set carries the topology request of its TAS
@@ -234,7 +236,7 @@ class PodIntegration:
                 tg.create_task(self.informer.run(), name="k8s-pods-watch")
                 tg.create_task(self.statefulsets.run(), name="k8s-statefulsets-watch")
                 await self.synced.wait()
-                self.dirty |= self.workloads_of.keys()  # Pods gone while no one watched
+                self.dirty |= {self._request(k) for k in self.workloads_of}  # Pods gone while no one watched
                 self.dirty |= {GROUP_PREFIX + k for k, obs in self.mirror.workloads.items()
                                if pod_group.is_group_workload(obs) and k not in self.members}
                 await KeyedWorkers(self.reconcile_guarded, self.concurrency).run(
@@ -291,9 +293,15 @@ class PodIntegration:
             if not named:
                 self.named_by.pop(wl_key, None)
 
+    def _request(self, key: str) -> str:
+        """The reconcile key for a Pod's key: its group's (``group/<namespace>/<group>``) for a group's Pod, as
+        Kueue's Pod event handler maps it, so one group is never reconciled by two passes at once."""
+        group = self.group_of.get(key)
+        return GROUP_PREFIX + group if group is not None else key
+
     def _mark(self, keys: set[str]) -> None:
         if keys:
-            self.dirty |= keys
+            self.dirty |= {self._request(k) for k in keys}
             self._signal.set()
 
     def _on_statefulsets(self, keys: set[str]) -> None:
@@ -331,15 +339,9 @@ class PodIntegration:
         config = self._config()
         if not config.manages_pods:
             return
+        key = self._request(key)
         if key.startswith(GROUP_PREFIX):
             await self._reconcile_group(config, key.removeprefix(GROUP_PREFIX))
-            return
-        if key in self.group_of:  # a group's Pod is reconciled with its group
-            group = self.group_of[key]
-            if key not in self.pods:
-                self.group_of.pop(key, None)
-                self.members.get(group, set()).discard(key)
-            await self._reconcile_group(config, group)
             return
         pod = self.pods.get(key)
         for wl_key in sorted(self.workloads_of.get(key, ())):
@@ -348,9 +350,7 @@ class PodIntegration:
             if owner is not None and (pod is None or owner[1] != pod.metadata.uid):
                 await self._orphaned(key, wl_key, obs, owner[1])  # type: ignore[arg-type]
         if pod is None:
-            self._acted.pop(key, None)
-            self._stopped.pop(key, None)
-            self._checks.pop(key, None)
+            self._forget_pod(key)
             return
         if not pod_sync.is_managed(pod):
             return
@@ -586,8 +586,7 @@ class PodIntegration:
 
     async def _stop(self, pod: ManagedPod, step: Step, wl: WorkloadInfo | None) -> None:
         """Mark the Pod ``TerminationTarget`` and delete it (``Stopped``); an evicted Workload's quota then goes.
-        The Pod counts as stopped from the first write: a pass running meanwhile under another key (a group's Pod
-        is reconciled under its own and its group's) may read it marked but not deleted, and must not stop it
+        The Pod counts as stopped from the first write, so no later view of it (marked, not yet deleted) stops it
         again; a failed write gives it back."""
         name, ns = pod.metadata.name, pod.metadata.namespace
         self._stopped[pod.key] = pod.metadata.uid
@@ -653,8 +652,8 @@ class PodIntegration:
 
     async def _reconcile_group(self, config: SchedulerConfig, group: str) -> None:
         """Do what Kueue's reconciler does next with a pod group (:func:`connectors.k8s.pod_group.next_step`)."""
-        pods = sorted((self.pods[k] for k in self.members.get(group, ()) if k in self.pods),
-                      key=lambda p: p.metadata.name)
+        self._forget_gone_members(group)
+        pods = sorted((self.pods[k] for k in self.members.get(group, ())), key=lambda p: p.metadata.name)
         if not pods:
             self.members.pop(group, None)
             await self._group_gone(group)
@@ -702,6 +701,19 @@ class PodIntegration:
             for pod in deleting:  # not Kueue's to hold: let it go
                 if pod_sync.finalizable(pod):
                     await self._once(pod, "finalize", self._finalize(pod, ""))
+
+    def _forget_gone_members(self, group: str) -> None:
+        """Forget the group's Pods the watch saw go."""
+        members = self.members.get(group, set())
+        for key in sorted(members - self.pods.keys()):
+            members.discard(key)
+            self.group_of.pop(key, None)
+
+    def _forget_pod(self, key: str) -> None:
+        """Forget what was done to the Pod of ``key``, which is gone: a namesake made anew starts afresh."""
+        self._acted.pop(key, None)
+        self._stopped.pop(key, None)
+        self._checks.pop(key, None)
 
     async def _keep_in_step(self, pods: list[ManagedPod], own: list[ManagedPod], wl: WorkloadInfo | None,
                             obs: o.Workload | None, *, managed: bool, generated: bool) -> bool:

@@ -916,8 +916,8 @@ async def test_a_relist_forgets_a_pod_deleted_unseen_but_not_its_namesake_naming
 
 @pytest.mark.asyncio
 async def test_a_pod_is_stopped_once_though_another_pass_sees_the_condition_before_the_deletion_returns() -> None:
-    """A group's Pods are reconciled under their own keys and their group's at once: a pass that reads the Pod
-    with the condition written while the first pass still waits for its deletion does not stop it again."""
+    """A pass that reads the Pod with the condition written while the stop still waits for its deletion does not
+    stop it again."""
     pods, mirror, appended, client = integration(pod_workload())
     mirror.state.workloads[KEY].phase = "Pending"
     running = managed_pod(gated=False, phase="Running")
@@ -957,3 +957,50 @@ async def test_a_pod_whose_stop_was_refused_is_stopped_by_the_next_pass() -> Non
     await pods.reconcile("ns/p")
     assert [c[0] for c in client.calls] == ["patch", "delete"]
     assert [e.action for e in appended if isinstance(e, ev.JobActed)] == ["Stopped"] and pods.stats.stopped == 1
+
+
+async def _work_until_idle(pods: PodIntegration, *keys: str) -> None:
+    """Run the integration's workers on ``keys`` marked dirty (as its watch marks them) until they are idle."""
+    import asyncio
+
+    from connectors.k8s.workers import KeyedWorkers
+    workers = KeyedWorkers(pods.reconcile_guarded)
+    pods._mark(set(keys))
+    task = asyncio.create_task(workers.run(pods._take, pods._signal, pods._retry.timeout))
+    for _ in range(200):
+        await asyncio.sleep(0.005)
+        if workers.idle and not pods.dirty:
+            break
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+@pytest.mark.asyncio
+async def test_a_groups_pod_is_reconciled_under_its_groups_key_so_two_passes_never_create_its_workload_twice(
+) -> None:
+    """As Kueue's Pod event handler, a group's Pod is reconciled under its group's key: a change to another of its
+    Pods while the group's Workload is being created waits for that pass, which sees the Workload then."""
+    import asyncio
+    raws = {n: _group_raw(n) for n in "ab"}
+    client = GroupClient(raws)
+    pods, mirror, _, _ = integration(client=client)
+    for n in "ab":
+        _watch(pods, raws[n])
+    creating = client.create
+
+    async def create_then_the_watch_brings_b_anew(resource: Any, body: dict[str, Any], namespace: str = "") -> bytes:
+        if len([c for c in client.calls if c[0] == "create"]) == 0:
+            raws["b"] = {**raws["b"], "metadata": {**raws["b"]["metadata"], "resourceVersion": "2"}}
+            _watch(pods, raws["b"])
+            pods._mark({"ns/b"})
+            await asyncio.sleep(0.05)  # another pass, if one may run, creates meanwhile
+        answer = await creating(resource, body, namespace)
+        obs = group_workload_obs()
+        mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=2, key=obs.key, uid="wl-uid", obj=obs)))
+        return answer
+
+    client.create = create_then_the_watch_brings_b_anew  # type: ignore[method-assign]
+    await _work_until_idle(pods, "ns/a")
+    assert len([c for c in client.calls if c[0] == "create"]) == 1
+
