@@ -49,7 +49,7 @@ every Pod of the group ``Ready``, as Kueue's ``PodsReady`` for a group). The Eve
 go through the log (``JobActed`` of kind Pod, from ``pod-kueue-controller``), so a restart records none twice.
 Pod groups (``kueue.x-k8s.io/pod-group-name``) are reconciled as one, under one key (``group/<namespace>/<group>``,
 to which a group's Pod's own key is mapped, as Kueue's Pod event handler maps it, so no two passes of one group
-ever run at once):
+ever run at once; what was done to a Pod is forgotten once the watch sees it go):
 :mod:`connectors.k8s.pod_group` decides, one Workload named after the group, every Pod started, stopped, finished
 and finalized with it; under ``PodIntegrationValidateGroupOwner`` a Workload of its name not made for a group is not
 taken (nothing is done to the group then but the Warning ``WorkloadNameConflict`` on its first Pod). Under TopologyAwareScheduling a Pod's pod set carries the topology request of its TAS
@@ -220,7 +220,7 @@ class PodIntegration:
         """Pod key -> (Workload uid, ``UpdatedAdmissionCheck`` message) last recorded on it."""
         self._stopped: dict[str, str] = {}
         """Pod key -> uid of the Pod stopped (marked and deleted) under it: its versions in between (the condition
-        written, the deletion not seen yet) are not stopped again."""
+        written, the deletion not seen yet) are not stopped again. Forgotten once the watch sees the Pod go."""
         self.statefulsets = StatefulSetRevisions(client, self._on_statefulsets, watch_timeout_s, backoff_s)
         """The StatefulSets' status revisions, for the groups they hold (Kueue's StatefulSet reconciler)."""
 
@@ -703,11 +703,12 @@ class PodIntegration:
                     await self._once(pod, "finalize", self._finalize(pod, ""))
 
     def _forget_gone_members(self, group: str) -> None:
-        """Forget the group's Pods the watch saw go."""
+        """Forget the group's Pods the watch saw go: their membership and what was recorded as done to them."""
         members = self.members.get(group, set())
         for key in sorted(members - self.pods.keys()):
             members.discard(key)
             self.group_of.pop(key, None)
+            self._forget_pod(key)
 
     def _forget_pod(self, key: str) -> None:
         """Forget what was done to the Pod of ``key``, which is gone: a namesake made anew starts afresh."""

@@ -1004,3 +1004,52 @@ async def test_a_groups_pod_is_reconciled_under_its_groups_key_so_two_passes_nev
     await _work_until_idle(pods, "ns/a")
     assert len([c for c in client.calls if c[0] == "create"]) == 1
 
+
+class GoneClient(GroupClient):
+    """A GET of a Pod no longer in ``raws`` answers 404."""
+
+    async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
+        if name not in self.raws:
+            self.calls.append(("get", resource.kind, name))
+            raise NotFound(f"{resource.kind} {name} not found")
+        return await super().get(resource, name, namespace)
+
+
+def _evicted_running_group() -> tuple[PodIntegration, Mirror, GoneClient]:
+    """Group ``g``'s Workload admitted then preempted, its Pods ``a`` and ``b`` running and stopped by one pass."""
+    raws = {n: _group_raw(n, gated=False, phase="Running") for n in "ab"}
+    client = GoneClient(raws)
+    pods, mirror, _, _ = integration(group_workload_obs(), client=client)
+    wl = mirror.state.workloads["ns/g"]
+    wl.phase, wl.evicted = ADMITTED, "Preempted"
+    wl.conditions = (o.Condition(type="Evicted", status="True", reason="Preempted", message="Preempted by x"),
+                     o.Condition(type="QuotaReserved", status="True", reason="QuotaReserved"))
+    for n in "ab":
+        _watch(pods, raws[n])
+    return pods, mirror, client
+
+
+def _watch_delete(pods: PodIntegration, client: GoneClient, name: str) -> None:
+    """The watch sees Pod ``name`` deleted (as the informer reports it) and the apiserver no longer has it."""
+    raw = client.raws.pop(name)
+    pod = pods._decode(msgspec.json.encode(raw))
+    assert pod is not None
+    del pods.pods[pod.key]
+    pods._unname(pod)
+    pods._mark({pod.key})
+
+
+@pytest.mark.asyncio
+async def test_a_groups_stopped_pods_are_forgotten_once_the_watch_sees_them_go() -> None:
+    pods, _, client = _evicted_running_group()
+    await pods.reconcile("group/ns/g")
+    assert [c[:3] for c in client.calls if c[0] == "delete"] == [("delete", "Pod", "a"), ("delete", "Pod", "b")]
+    assert pods._stopped == {"ns/a": "uid-a", "ns/b": "uid-b"}
+    _watch_delete(pods, client, "a")
+    assert pods.dirty == {"group/ns/g"}, "a group's Pod is its group's to reconcile"
+    await pods.reconcile("group/ns/g")
+    assert pods._stopped == {"ns/b": "uid-b"} and "ns/a" not in pods._acted and pods.group_of == {"ns/b": "ns/g"}
+    _watch_delete(pods, client, "b")
+    await pods.reconcile("group/ns/g")
+    assert pods._stopped == {} and pods.group_of == {} and pods.members == {}
+    assert not {"ns/a", "ns/b"} & pods._acted.keys()
