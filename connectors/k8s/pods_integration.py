@@ -323,6 +323,8 @@ class PodIntegration:
             keys |= self.owners.touched(e, self.pods)
             if isinstance(e, ev.ObjectDeleted) and e.kind == "Workload":
                 self._acted.pop(e.key, None)
+                if e.key not in self.members:  # the Workload of a group that is gone: nothing left to do for it
+                    self._acted.pop(GROUP_PREFIX + e.key, None)
             if (isinstance(e, ev.ObjectUpserted) and isinstance(e.obj, o.Workload)
                     or isinstance(e, ev.ObjectDeleted) and e.kind == "Workload"):
                 keys |= self.named_by.get(e.key, set())
@@ -786,6 +788,7 @@ class PodIntegration:
         owners, the Workload is let go (:meth:`_let_go`) and deleted, as the garbage collector would."""
         obs = self.mirror.workloads.get(group)
         if obs is None or not pod_group.is_group_workload(obs):
+            self._acted.pop(GROUP_PREFIX + group, None)  # nothing left to do for the group
             return
         marker = ("orphan", obs.metadata.resource_version)
         if self._acted.get(GROUP_PREFIX + group) == marker:

@@ -1053,3 +1053,24 @@ async def test_a_groups_stopped_pods_are_forgotten_once_the_watch_sees_them_go()
     await pods.reconcile("group/ns/g")
     assert pods._stopped == {} and pods.group_of == {} and pods.members == {}
     assert not {"ns/a", "ns/b"} & pods._acted.keys()
+
+
+@pytest.mark.asyncio
+async def test_what_was_done_for_a_group_is_forgotten_once_it_and_its_workload_are_gone() -> None:
+    pods, mirror, client = _evicted_running_group()
+    mirror.listeners.append(pods._on_applied)
+    await pods.reconcile("group/ns/g")
+    for n in "ab":
+        _watch_delete(pods, client, n)
+    await pods.reconcile("group/ns/g")
+    assert ("delete", "Workload", "g", "wl-uid") in client.calls and "group/ns/g" in pods._acted
+    mirror.apply_batch([ev.Record(mirror.offset + 1, ev.ObjectDeleted(time=3, key="ns/g", uid="wl-uid",
+                                                                      kind="Workload"))])
+    assert pods._acted == {}, "the group's Workload deleted after its Pods"
+    waiting, *_ = integration(client=GroupClient({"a": _group_raw("a")}))
+    _watch(waiting, _group_raw("a"))
+    await waiting.reconcile("group/ns/g")
+    assert "group/ns/g" in waiting._acted, "one of two Pods: the group waits"
+    del waiting.pods["ns/a"]
+    await waiting.reconcile("group/ns/g")
+    assert waiting._acted == {}, "a group gone without a Workload"
