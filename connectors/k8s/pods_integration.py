@@ -273,23 +273,24 @@ class PodIntegration:
             self.group_of[pod.key] = group
             self.members.setdefault(group, set()).add(pod.key)
         for wl_key in _names_carried(pod):
-            self.named_by.setdefault(wl_key, set()).add(GROUP_PREFIX + group if group else pod.key)
+            self.named_by.setdefault(wl_key, set()).add(_request_of(pod))
         return pod
 
     def _unname(self, pod: ManagedPod) -> None:
-        """Forget a single Pod gone as one naming a prebuilt Workload (a group's stays: its group is still to
-        reconcile). A namesake made anew that names the same Workload keeps it named: a relist reports the old Pod
-        gone after reading the new one."""
-        if pod_group.group_key(pod):
-            return
-        current = self.pods.get(pod.key)
-        still = set(_names_carried(current)) if current is not None and current.metadata.uid != pod.metadata.uid \
-            else set()
+        """Forget a Pod gone as one naming a prebuilt Workload: its reconcile key (a group's Pod: its group's) stops
+        naming it, unless another Pod under that key still does — a namesake made anew (a relist reports the old
+        Pod gone after reading the new one), or another Pod of the group."""
+        group, request = pod_group.group_key(pod), _request_of(pod)
+        still: set[str] = set()
+        for key in sorted({pod.key, *(self.members.get(group, ()) if group else ())}):
+            current = self.pods.get(key)
+            if current is not None and current.metadata.uid != pod.metadata.uid and _request_of(current) == request:
+                still.update(_names_carried(current))
         for wl_key in _names_carried(pod):
             if wl_key in still:
                 continue
             named = self.named_by.get(wl_key, set())
-            named.discard(pod.key)
+            named.discard(request)
             if not named:
                 self.named_by.pop(wl_key, None)
 
@@ -1011,6 +1012,12 @@ def _pod_key(obs: o.Workload) -> str | None:
     """The key of the Pod that controls ``obs`` (None: no Pod does)."""
     owner = pod_sync.owner_pod(obs)
     return owner[0] if owner is not None else None
+
+
+def _request_of(pod: ManagedPod) -> str:
+    """The Pod's reconcile key: its group's (``group/<namespace>/<group>``) for a group's Pod, else its own."""
+    group = pod_group.group_key(pod)
+    return GROUP_PREFIX + group if group else pod.key
 
 
 def _statefulset_owner(pod: ManagedPod) -> o.OwnerReference | None:

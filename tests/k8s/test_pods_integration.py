@@ -1074,3 +1074,17 @@ async def test_what_was_done_for_a_group_is_forgotten_once_it_and_its_workload_a
     del waiting.pods["ns/a"]
     await waiting.reconcile("group/ns/g")
     assert waiting._acted == {}, "a group gone without a Workload"
+
+
+@pytest.mark.asyncio
+async def test_a_group_stops_naming_its_prebuilt_workload_once_none_of_its_pods_names_it() -> None:
+    raws = {n: _prebuilt_raw(n, group=True) for n in "ab"}
+    client = GoneClient(raws)
+    pods, *_ = integration(client=client)
+    for n in "ab":
+        _watch(pods, raws[n])
+    assert pods.named_by == {"ns/pre": {"group/ns/g"}}
+    _watch_delete(pods, client, "a")
+    assert pods.named_by == {"ns/pre": {"group/ns/g"}}, "b still names it"
+    _watch_delete(pods, client, "b")
+    assert pods.named_by == {}
