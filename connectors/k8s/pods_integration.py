@@ -269,12 +269,25 @@ class PodIntegration:
             log.warning("managed pod skipped: cannot decode", error=str(exc))
             return None
         group = pod_group.group_key(pod)
+        self._leave_former_group(pod.key, group)
         if group:
             self.group_of[pod.key] = group
             self.members.setdefault(group, set()).add(pod.key)
         for wl_key in _names_carried(pod):
             self.named_by.setdefault(wl_key, set()).add(_request_of(pod))
         return pod
+
+    def _leave_former_group(self, key: str, group: str) -> None:
+        """A Pod of ``key`` read in another group than the one recorded, or in none: a namesake made anew, so the
+        Pod of that group is gone (a relist reads the new one before it reports the old one gone). Its group forgets
+        it and is looked at again; the key is the new Pod's to reconcile."""
+        former = self.group_of.get(key)
+        if former is None or former == group:
+            return
+        del self.group_of[key]
+        self.members.get(former, set()).discard(key)
+        self._forget_pod(key)
+        self._mark({GROUP_PREFIX + former})
 
     def _unname(self, pod: ManagedPod) -> None:
         """Forget a Pod gone as one naming a prebuilt Workload: its reconcile key (a group's Pod: its group's) stops

@@ -1088,3 +1088,21 @@ async def test_a_group_stops_naming_its_prebuilt_workload_once_none_of_its_pods_
     assert pods.named_by == {"ns/pre": {"group/ns/g"}}, "b still names it"
     _watch_delete(pods, client, "b")
     assert pods.named_by == {}
+
+
+@pytest.mark.asyncio
+async def test_a_single_pod_made_anew_under_a_group_pods_name_is_its_own_and_the_group_lets_the_old_one_go() -> None:
+    """A relist reads the namesake before it reports the group's Pod gone: the name is the new Pod's from then on."""
+    raws = {n: _group_raw(n) for n in "ab"}
+    pods, *_ = integration(client=GoneClient(raws))
+    for n in "ab":
+        _watch(pods, raws[n])
+    single = _group_raw("a")
+    del single["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"]
+    single["metadata"]["uid"] = "uid-a2"
+    pods.dirty.clear()
+    _watch(pods, single)
+    assert pods.group_of == {"ns/b": "ns/g"} and pods.members == {"ns/g": {"ns/b"}}
+    assert pods.dirty == {"group/ns/g"}, "the group is looked at again"
+    pods._mark({"ns/a"})
+    assert pods.dirty == {"group/ns/g", "ns/a"}, "the new Pod is reconciled under its own key"
