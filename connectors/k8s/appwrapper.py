@@ -19,7 +19,8 @@ An AppWrapper wraps other objects (its ``spec.components``, each a raw ``templat
   and sub-group count from the pod set's ``workload.codeflare.dev.appwrapper/tas-*`` annotations;
 * **its Workload** (:func:`workload_for`): ``appwrapper-<name>-<hash>``, those pod sets, the priority class of the
   first template that names one, queue, maximum execution time, copied labels and ``provreq.kueue.x-k8s.io/``
-  annotations, as for any job;
+  annotations, as for any job; the shared reconciler compares it with the pod sets the AppWrapper makes now
+  (:func:`job_pod_sets`) and rewrites or replaces it as for any job;
 * **suspended** is ``spec.suspend``; **starting** writes each pod set's
   :class:`~connectors.k8s.podsetinfo.PodSetInfo` into its component's ``podSetInfos`` (the AppWrapper controller
   applies them to the objects it creates; the templates are left as written) and sets ``suspend: false`` — the
@@ -309,6 +310,17 @@ def workload_for(state: ClusterState, keys: KeysToCopy, raw_aw: dict[str, Any], 
     meta = raw_aw["metadata"]
     return workload(state, keys, raw_aw, name, pod_sets(raw_aw, tas=state.tas_enabled),
                     controller_ref(meta["name"], meta["uid"]))
+
+
+def job_pod_sets(aw: AppWrapper) -> list[o.PodSet]:
+    """The pod sets the AppWrapper makes now, as Kueue compares them with its Workload's (``EquivalentToWorkload``):
+    :func:`pod_sets`' names, counts and templates (none while its pod sets cannot be inferred)."""
+    try:
+        found = templated_pod_sets(aw)
+    except BadPath:
+        return []
+    return [o.PodSet(name=name, count=replicas(ps), template=msgspec.convert(template, o.PodTemplateSpec))
+            for (ps, template), name in zip(found, pod_set_names(aw), strict=True)]
 
 
 def priority_class(aw: AppWrapper) -> str | None:

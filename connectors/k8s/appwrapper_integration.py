@@ -13,8 +13,9 @@ resources deleted, finishes its Workload; PodsReady follows its ``PodsReady`` co
 What an AppWrapper wraps (a batch/v1 Job, a PyTorchJob, ...) its own controller creates under the AppWrapper's
 controller reference: with this integration on, such an object is the AppWrapper's child
 (:func:`connectors.k8s.job_selection.kueue_owner`, the parents registry the connector shares among the job
-reconcilers), never queued on a Workload of its own, as Kueue's ``IsOwnerManagedByKueue``. Not done (see the
-README): rewriting a Workload whose pod sets no longer match, MultiKueue's ``spec.managedBy``.
+reconcilers), never queued on a Workload of its own, as Kueue's ``IsOwnerManagedByKueue``. A Workload whose pod sets
+the AppWrapper no longer matches is rewritten or made anew (:func:`connectors.k8s.appwrapper.job_pod_sets`), prebuilt
+Workloads are used. Not done (see the README): MultiKueue's ``spec.managedBy``.
 """
 
 from __future__ import annotations

@@ -50,7 +50,8 @@ def workload(uid: str = UID) -> o.Workload:
                               owner_references=[o.OwnerReference(api_version="workload.codeflare.dev/v1beta2",
                                                                  kind="AppWrapper", name="aw", uid=uid,
                                                                  controller=True)]),
-        spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name="aw-0", count=2)]))
+        spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name="aw-0", count=2, template=msgspec.convert(
+            POD, o.PodTemplateSpec))]))
 
 
 def integration(raw: dict[str, Any] | None, *objs: o.KObject, config: dict[str, Any] | None = None
@@ -119,6 +120,22 @@ async def test_a_finished_appwrapper_finishes_its_workload(phase: str, reason: s
     await integ.reconcile("ns/aw")
     (finished,) = [e for e in appended if isinstance(e, ev.WorkloadFinished)]
     assert (finished.key, finished.reason, finished.message) == (f"ns/{WL}", reason, message)
+
+
+@pytest.mark.asyncio
+async def test_a_suspended_appwrapper_with_more_replicas_has_its_workload_rewritten() -> None:
+    """The shared reconciler's step (Kueue's EquivalentToWorkload/updateWorkloadToMatchJob) for AppWrappers too:
+    the pod sets it makes now; one that still matches is left alone."""
+    integ, client, appended = integration(raw_aw(), workload())
+    await integ.reconcile("ns/aw")
+    assert (client.patches, client.created) == ([], []), "it matches its Workload"
+    integ, client, appended = integration(raw_aw(podSets=[{"path": "template.spec.template", "replicas": 3}]),
+                                          workload())
+    await integ.reconcile("ns/aw")
+    (kind, name, patch), = client.patches
+    assert (kind, name) == ("Workload", WL)
+    assert [(ps["name"], ps["count"]) for ps in patch["spec"]["podSets"]] == [("aw-0", 3)]
+    assert actions(appended) == [("AppWrapper", "UpdatedWorkload")]
 
 
 # --- what it wraps ------------------------------------------------------------------------------------------------
