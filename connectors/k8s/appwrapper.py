@@ -312,13 +312,14 @@ def workload_for(state: ClusterState, keys: KeysToCopy, raw_aw: dict[str, Any], 
                     controller_ref(meta["name"], meta["uid"]))
 
 
-def job_pod_sets(aw: AppWrapper) -> list[o.PodSet]:
+def job_pod_sets(aw: AppWrapper) -> list[o.PodSet] | None:
     """The pod sets the AppWrapper makes now, as Kueue compares them with its Workload's (``EquivalentToWorkload``):
-    :func:`pod_sets`' names, counts and templates (none while its pod sets cannot be inferred)."""
+    :func:`pod_sets`' names, counts and templates. None while they cannot be inferred: its Workload is then left as
+    it is (Kueue's reconcile fails on them)."""
     try:
         found = templated_pod_sets(aw)
     except BadPath:
-        return []
+        return None
     return [o.PodSet(name=name, count=replicas(ps), template=msgspec.convert(template, o.PodTemplateSpec))
             for (ps, template), name in zip(found, pod_set_names(aw), strict=True)]
 

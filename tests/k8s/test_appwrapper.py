@@ -132,6 +132,9 @@ def test_a_replica_count_that_is_no_number_refuses_the_workload() -> None:
     job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = "four"
     with pytest.raises(InvalidInput, match="non-int value four"):
         aw.workload_for(ClusterState(), NO_KEYS, raw_aw({"template": job}), "wl")
+    assert aw.job_pod_sets(view(raw_aw({"template": job}))) is None, "nothing to compare its Workload with"
+    assert [(ps.name, ps.count) for ps in aw.job_pod_sets(view(raw_aw({"template": job, "podSets": [  # type: ignore[union-attr]
+        {"path": "template.spec.pytorchReplicaSpecs.Worker.template", "replicas": 4}]})))] == [("aw-0", 4)]
 
 
 def test_under_tas_a_pod_set_asks_for_its_templates_topology_with_the_inferred_rank_label() -> None:
