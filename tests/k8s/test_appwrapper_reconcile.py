@@ -85,6 +85,24 @@ async def test_a_running_appwrapper_without_a_workload_is_suspended_then_given_o
 
 
 @pytest.mark.asyncio
+async def test_no_workload_for_an_unqueued_or_a_completed_appwrapper() -> None:
+    """Kueue's "workload isn't created due to manageJobsWithoutQueueName=false" and "workload shouldn't be
+    recreated for completed job" cases; with manageJobsWithoutQueueName an unqueued one gets its Workload."""
+    unqueued = raw_aw()
+    unqueued["metadata"]["labels"] = {}
+    integ, client, appended = integration(unqueued)
+    await integ.reconcile("ns/aw")
+    assert (client.created, client.patches, appended) == ([], [], [])
+    integ, client, appended = integration(raw_aw(suspend=False, status={"phase": "Succeeded"}))
+    await integ.reconcile("ns/aw")
+    assert (client.created, client.patches) == ([], [])
+    integ, client, _ = integration(unqueued, config={**ON, "manageJobsWithoutQueueName": True})
+    await integ.reconcile("ns/aw")
+    (body,) = client.created
+    assert "queueName" not in body["spec"]
+
+
+@pytest.mark.asyncio
 async def test_an_admitted_appwrapper_is_started_with_its_components_pod_set_infos() -> None:
     integ, client, appended = integration(raw_aw(), workload())
     wl = integ.state.workloads[f"ns/{WL}"]
