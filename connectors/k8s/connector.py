@@ -3,7 +3,7 @@ the log, the scheduler loop beside it.
 
 :class:`Connector` runs, as one task group, the appender and the watcher, and — once every watched kind has
 been listed (``ready``) — the Workload status writer, the Job, Pod, JobSet, MPIJob, Kubeflow training-job, RayJob,
-RayCluster and LeaderWorkerSet integrations, the queue status writer, the resource-in-use finalizers, the retention
+RayCluster, LeaderWorkerSet and AppWrapper integrations, the queue status writer, the resource-in-use finalizers, the retention
 deletions, the ProvisioningRequest applier, the topology ungater, the terminating-pod controller
 (FailureRecoveryPolicy), the provisioning checks' Active condition and the recorder of Kueue's Kubernetes Events, so
 nothing is written to the cluster before the log has caught up with it.
@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import structlog
 
+from connectors.k8s.appwrapper_integration import AppWrapperIntegration
 from connectors.k8s.checkstatus import CheckStatusWriter
 from connectors.k8s.client import KubeClient
 from connectors.k8s.failure_recovery import FailureRecovery
@@ -80,6 +81,8 @@ class Connector:
                         if jobs else None)
         self.rayclusters = (RayClusterIntegration(client, journal, append=self.appender.emit,
                                                   watch_timeout_s=watch_timeout_s) if jobs else None)
+        self.appwrappers = (AppWrapperIntegration(client, journal, append=self.appender.emit,
+                                                  watch_timeout_s=watch_timeout_s) if jobs else None)
         if self.jobs is not None:  # one parents registry (child_jobs.Parents) every job reconciler walks up
             parents = self.jobs.parents
             parents.hold("JobSet", self.jobsets.known)  # type: ignore[union-attr]
@@ -90,9 +93,11 @@ class Connector:
             # not would leave a Job the webhook let run as a child to be queued on a Workload of its own
             parents.hold("RayCluster", self.rayclusters.known)  # type: ignore[union-attr]
             parents.hold("LeaderWorkerSet", self.leaderworkersets.known)  # type: ignore[union-attr]
+            parents.hold("AppWrapper", self.appwrappers.known)  # type: ignore[union-attr]  # what it wraps
             for training in self.kubeflow:  # a training job is a parent Kueue runs too (job_selection)
                 parents.hold(training.KIND, training.known)
-            for watched in (self.jobsets, self.mpijobs, *self.kubeflow, self.rayjobs, self.rayclusters):
+            for watched in (self.jobsets, self.mpijobs, *self.kubeflow, self.rayjobs, self.rayclusters,
+                            self.appwrappers):
                 watched.parents = parents  # type: ignore[union-attr]
         self.queues = QueueStatusWriter(client, journal) if queue_status else None
         self.finalizers = Finalizers(client, journal) if finalizers else None
@@ -130,6 +135,8 @@ class Connector:
                 tg.create_task(self.rayjobs.run(), name="k8s-rayjobs")
             if self.rayclusters is not None:
                 tg.create_task(self.rayclusters.run(), name="k8s-rayclusters")
+            if self.appwrappers is not None:
+                tg.create_task(self.appwrappers.run(), name="k8s-appwrappers")
             if self.queues is not None:
                 tg.create_task(self.queues.run(), name="k8s-queue-status")
             if self.finalizers is not None:

@@ -19,6 +19,8 @@ RBAC grants exactly what the connector does:
   their integrations, and their ``finalizers`` (update: they own their Workloads);
 * RayJobs and RayClusters (ray.io): the same, for the Ray integrations (their head's and worker groups' pod
   templates, a RayJob's submitter template);
+* AppWrappers (workload.codeflare.dev): the same, for the AppWrapper integration (its components' ``podSetInfos``),
+  and their ``finalizers`` (update: they own their Workloads);
 * the ``finalizers`` subresource (update) of each kind kueue-es makes the owner of what it creates with
   ``blockOwnerDeletion``: Jobs, JobSets, MPIJobs, RayJobs and RayClusters (their Workloads), Workloads (their ProvisioningRequests), ProvisioningRequests
   (their PodTemplates) and Pods (below), which the ``OwnerReferencesPermissionEnforcement`` admission plugin
@@ -65,6 +67,7 @@ from connectors.k8s import validating, webhook
 from connectors.k8s.crds import CRD_RESOURCE, all_crds, webhook_conversion
 from connectors.k8s.resources import (
     ALL,
+    APPWRAPPERS,
     JOBSETS,
     KUBEFLOW_GROUP,
     KUBEFLOW_JOBS,
@@ -138,6 +141,8 @@ def cluster_role(name: str = DEFAULT_NAME) -> dict[str, Any]:
         {"apiGroups": [RAY_GROUP], "resources": [f"{RAYCLUSTERS.plural}/finalizers", f"{RAYJOBS.plural}/finalizers"],
          "verbs": ["update"]},
         {"apiGroups": [LEADER_WORKER_SETS.group], "resources": [LEADER_WORKER_SETS.plural], "verbs": [*READ]},
+        {"apiGroups": [APPWRAPPERS.group], "resources": [APPWRAPPERS.plural], "verbs": [*READ, "patch"]},
+        {"apiGroups": [APPWRAPPERS.group], "resources": [f"{APPWRAPPERS.plural}/finalizers"], "verbs": ["update"]},
         {"apiGroups": [LEADER_WORKER_SETS.group], "resources": [f"{LEADER_WORKER_SETS.plural}/finalizers"],
          "verbs": ["update"]},
         {"apiGroups": [PROVISIONING_REQUESTS.group], "resources": [f"{PROVISIONING_REQUESTS.plural}/finalizers"],

@@ -12,7 +12,8 @@ With it on, a Pod being created is Kueue's to hold back when:
   as Kueue's ancestor walk takes it (:func:`connectors.k8s.job_selection.kueue_owner`); with the MPIJob integration on,
   not an MPIJob, queue name or not (its workers' Pods: that MPIJob's Workload admits them); nor, with a training
   operator kind's integration on, a job of that kind (a PyTorchJob's Pods); nor, with the RayCluster integration
-  on, a RayCluster (its head's and workers' Pods);
+  on, a RayCluster (its head's and workers' Pods); nor, with the AppWrapper integration on, an AppWrapper (a Pod
+  it wraps);
 * it names a queue (``kueue.x-k8s.io/queue-name``), or its namespace has a LocalQueue ``default``, whose name it
   is then given (Kueue's LocalQueue defaulting), or ``manageJobsWithoutQueueName`` is on (its Workload then
   waits in no queue until the Pod names one — which, the queue name being fixed for a Pod, is never).
@@ -58,6 +59,7 @@ from connectors.k8s.podsetinfo import TOPOLOGY_GATE
 from connectors.k8s.resources import BY_KIND
 from events import objects as o
 from kueue_es.scheduler.config import (
+    APPWRAPPER_FRAMEWORK,
     KUBEFLOW_FRAMEWORKS,
     MPIJOB_FRAMEWORK,
     RAYCLUSTER_FRAMEWORK,
@@ -98,8 +100,8 @@ class PodDefaulting(msgspec.Struct, frozen=True):
     tas: bool = False
     """Kueue's ``TopologyAwareScheduling`` gate: a Pod made Kueue's is also held for topology placement."""
     frameworks: frozenset[str] = frozenset()
-    """The Configuration's ``integrations.frameworks``: a Pod that an MPIJob, a training operator's job or a
-    RayCluster controls (:data:`POD_PARENTS`) is that parent's when its integration is listed."""
+    """The Configuration's ``integrations.frameworks``: a Pod that an MPIJob, a training operator's job, a
+    RayCluster or an AppWrapper controls (:data:`POD_PARENTS`) is that parent's when its integration is listed."""
 
     @classmethod
     def of(cls, config: SchedulerConfig) -> PodDefaulting:
@@ -107,9 +109,9 @@ class PodDefaulting(msgspec.Struct, frozen=True):
                    config.gate(gates.TOPOLOGY_AWARE_SCHEDULING), frozenset(config.frameworks))
 
 
-POD_PARENTS = frozenset({MPIJOB_FRAMEWORK, *KUBEFLOW_FRAMEWORKS.values(), RAYCLUSTER_FRAMEWORK})
+POD_PARENTS = frozenset({MPIJOB_FRAMEWORK, *KUBEFLOW_FRAMEWORKS.values(), RAYCLUSTER_FRAMEWORK, APPWRAPPER_FRAMEWORK})
 """The frameworks whose controllers make their Pods themselves (an MPIJob's workers, a PyTorchJob's replicas, a
-RayCluster's head and workers): such a Pod is left to its parent, queue name or not."""
+RayCluster's head and workers, the Pod an AppWrapper wraps): such a Pod is left to its parent, queue name or not."""
 
 
 def controller_of(pod: dict[str, Any]) -> dict[str, Any] | None:
