@@ -248,6 +248,8 @@ class HeldParents:
     def __init__(self) -> None:
         self._parents: child_jobs.Parents | None = None
         self._jobs: Callable[[], Mapping[str, o.Job]] = dict
+        self.hits = 0
+        """Parents answered from memory (the rest were read from the apiserver)."""
 
     def attach(self, parents: child_jobs.Parents, jobs: Callable[[], Mapping[str, o.Job]]) -> None:
         """Read from ``parents`` and the Jobs ``jobs`` gives (the mirror's, as they are at each read)."""
@@ -263,6 +265,7 @@ class HeldParents:
         found = self._parents.held_meta(ref.kind, namespace, ref.name, self._jobs())
         if found is None or (ref.uid and found.uid and found.uid != ref.uid):
             return None
+        self.hits += 1
         return found
 
 

@@ -35,6 +35,7 @@ from connectors.k8s.resources import BY_KIND
 from connectors.k8s.validating import VALIDATING_CONFIGS, configuration
 from connectors.k8s.webhook import (
     MUTATING_CONFIGS,
+    HeldParents,
     WebhookServer,
     ancestry_lookup,
     default_queue_lookup,
@@ -206,9 +207,10 @@ async def framework_webhooks(kc: KubeClient, certs: Path, label: str, sfx: str, 
     bundle = self_signed(["127.0.0.1"])
     _, cert, key = bundle.write(certs)
     queues_lookup = default_queue_lookup(kc)
-    walk = ancestry_lookup(kc, walk_config) if walk_config is not None else None  # the walk serve() gives them
+    held = HeldParents()  # empty (a standby's) until a test attaches what a leader's connector would hold
+    walk = ancestry_lookup(kc, walk_config, held) if walk_config is not None else None  # the walk serve() gives them
     hooks = framework_webhook.reviewers(kind, settings, namespace_lookup(kc), queues_lookup, None, walk)
-    server = WebhookServer(queues_lookup, None, {}, parents=hooks)
+    server = WebhookServer(queues_lookup, None, {}, parents=hooks, held_parents=held)
     port = free_port()
     await server.start("127.0.0.1", port, str(cert), str(key))
     name, url, selector = f"{label}-{sfx}", f"https://127.0.0.1:{port}", {"matchLabels": {label: sfx}}
