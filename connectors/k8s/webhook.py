@@ -604,7 +604,7 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     defaulting = gates.enabled(feature_gates or {}, gates.WORKLOAD_PRIORITY_CLASS_DEFAULTING)
     queues = default_queue_lookup(client)
     pods_on = pods is not None and pods.enabled
-    pod_reviews = pod_webhook.reviewer(client, pods, queues) if pods is not None and pods_on else pod_webhook.allowed_as_is
+
     pod_validations = (pod_validation.reviewer(feature_gates or {}, queues) if pods_on
                        else pod_webhook.allowed_as_is)
     config_in_force = config if config is not None else DEFAULT
@@ -619,6 +619,8 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     priority_classes = default_priority_class_lookup(client) if defaulting else None
     held = HeldParents()
     ancestry = ancestry_lookup(client, config_in_force, held)
+    pod_reviews = (pod_webhook.reviewer(client, pods, queues, ancestry) if pods is not None and pods_on
+                   else pod_webhook.allowed_as_is)
     parents = {**deployment_webhook.reviewers(deployments, namespace_labels, queues),
                **statefulset_webhook.reviewers(statefulsets, namespace_labels, queues),
                **jobset_webhook.reviewers(jobsets, namespace_labels, queues, priority_classes, ancestry),

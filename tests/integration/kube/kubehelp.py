@@ -138,7 +138,8 @@ async def pod_webhooks(kc: KubeClient, certs: Path, label: str, sfx: str, config
     statefulsets = deployment_webhook.ParentDefaulting.of(config, "statefulset")
     parents = {**deployment_webhook.reviewers(deployments, namespace_lookup(kc), queues_lookup),
                **statefulset_webhook.reviewers(statefulsets, namespace_lookup(kc), queues_lookup)}
-    server = WebhookServer(queues_lookup, None, {}, reviewer(kc, PodDefaulting.of(config), queues_lookup),
+    server = WebhookServer(queues_lookup, None, {}, reviewer(kc, PodDefaulting.of(config), queues_lookup,
+                                                            ancestry_lookup(kc, config)),
                            parents=parents)
     port = free_port()
     await server.start("127.0.0.1", port, str(cert), str(key))
