@@ -621,8 +621,8 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     ancestry = ancestry_lookup(client, config_in_force, held)
     pod_reviews = (pod_webhook.reviewer(client, pods, queues, ancestry) if pods is not None and pods_on
                    else pod_webhook.allowed_as_is)
-    parents = {**deployment_webhook.reviewers(deployments, namespace_labels, queues),
-               **statefulset_webhook.reviewers(statefulsets, namespace_labels, queues),
+    parents = {**deployment_webhook.reviewers(deployments, namespace_labels, queues, ancestry),
+               **statefulset_webhook.reviewers(statefulsets, namespace_labels, queues, ancestry),
                **jobset_webhook.reviewers(jobsets, namespace_labels, queues, priority_classes, ancestry),
                **mpijob_webhook.reviewers(mpijobs, namespace_labels, queues, priority_classes, ancestry),
                **kubeflow_webhook.reviewers(config_in_force, namespace_labels, queues, priority_classes, ancestry),
