@@ -80,11 +80,13 @@ class ParentDefaulting(msgspec.Struct, frozen=True):
     frameworks: frozenset[str] = frozenset()
     """The Configuration's ``integrations.frameworks``: a parent a controller one of them runs is that controller's
     (a StatefulSet a LeaderWorkerSet controls, say: :func:`connectors.k8s.job_selection.kueue_owner`)."""
+    feature_gates: dict[str, bool] = {}
+    """The Configuration's gates (``SkipAncestorCheckForDeletedWorkloads``)."""
 
     @classmethod
     def of(cls, config: SchedulerConfig, framework: str) -> ParentDefaulting:
         return cls(framework in config.frameworks, config.managed_jobs_selector, config.manage_jobs_without_queue_name,
-                   config.gate(gates.SHORT_WORKLOAD_NAMES), frozenset(config.frameworks))
+                   config.gate(gates.SHORT_WORKLOAD_NAMES), frozenset(config.frameworks), dict(config.feature_gates))
 
 
 def _meta(obj: Mapping[str, Any], field: str) -> dict[str, Any]:
@@ -142,7 +144,8 @@ async def parent_patch(obj: dict[str, Any], namespace: str, defaulting: ParentDe
                                                                                                  namespace_labels):
         queue = DEFAULT_QUEUE
         ops += map_ops("/metadata/labels", (obj.get("metadata") or {}).get("labels"), {QUEUE_LABEL: queue})
-    if await framework_webhook.managed_above(obj, namespace, kueue_parent, managed_ancestry):
+    if await framework_webhook.managed_above(obj, namespace, kueue_parent, managed_ancestry,
+                                             defaulting.feature_gates):
         return ops
     if queue or (defaulting.without_queue and await _managed(namespace, defaulting, namespace_labels)):
         ops += template_patch(obj, queue, framework, marks)

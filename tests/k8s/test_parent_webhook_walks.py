@@ -102,3 +102,32 @@ def test_a_deployment_under_a_kind_not_followed_is_decided_on_its_own_labels() -
     assert _held(_mutate(reviews, dw.MUTATING_PATH, _obj("Deployment", {Q: "lq"}, ("example.com/v1", "Foo", "f"))))
     assert not _held(_mutate(reviews, dw.MUTATING_PATH, _obj("Deployment", {}, None)))
     assert api.reads == []
+
+
+def test_a_statefulset_being_deleted_is_not_walked_under_skip_ancestor_check_for_deleted_workloads() -> None:
+    """The garbage collector's update of a StatefulSet being deleted whose LeaderWorkerSet is gone already: under
+    ``SkipAncestorCheckForDeletedWorkloads`` (beta, on) Kueue neither walks nor holds it, so the update is allowed
+    and nothing is read; off, the walk runs and refuses it for the missing owner, as before the gate."""
+    sts = _obj("StatefulSet", {Q: "lq"}, (LWS, "LeaderWorkerSet", "gone"))
+    sts["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    body = msgspec.json.encode({"request": {"uid": "u", "operation": "UPDATE", "namespace": "team", "object": sts,
+                                            "oldObject": sts}})
+    for gate_on in (True, False):
+        api = _Apiserver()
+        config = load_config({"integrations": {"frameworks": ["pod", "statefulset",
+                                                              "leaderworkerset.x-k8s.io/leaderworkerset"]},
+                              "featureGates": {"SkipAncestorCheckForDeletedWorkloads": gate_on}})
+        reviews = sw.reviewers(dw.ParentDefaulting.of(config, "statefulset"), _namespace_labels, _no_default_queue,
+                               ancestry_lookup(api, config))  # type: ignore[arg-type]
+        response = asyncio.run(reviews[sw.MUTATING_PATH](body))["response"]
+        if gate_on:
+            assert response["allowed"] and not _held(response) and api.reads == []
+        else:
+            assert response["allowed"] is False and response["status"]["code"] == 404
+            assert api.reads == [("LeaderWorkerSet", "gone")]
+    sts["metadata"].pop("deletionTimestamp")
+    on = load_config({"integrations": {"frameworks": ["pod", "statefulset",
+                                                      "leaderworkerset.x-k8s.io/leaderworkerset"]}})
+    reviews = sw.reviewers(dw.ParentDefaulting.of(on, "statefulset"), _namespace_labels, _no_default_queue,
+                           ancestry_lookup(_Apiserver(), on))  # type: ignore[arg-type]
+    assert _mutate(reviews, sw.MUTATING_PATH, sts)["allowed"] is False, "not being deleted: walked, refused"
