@@ -184,7 +184,7 @@ async def mpijob_webhooks(kc: KubeClient, certs: Path, label: str, sfx: str, con
                           ) -> AsyncIterator[WebhookServer]:
     """As :func:`jobset_webhooks`, for MPIJobs (``mmpijob.kb.io`` and ``vmpijob.kb.io``)."""
     async with framework_webhooks(kc, certs, label, sfx, mpijob_webhook.KIND,
-                                  mpijob_webhook.MPIJobWebhooks.of(config)) as server:
+                                  mpijob_webhook.MPIJobWebhooks.of(config), config) as server:
         yield server
 
 
@@ -194,7 +194,7 @@ async def rayjob_webhooks(kc: KubeClient, certs: Path, label: str, sfx: str, con
     """As :func:`jobset_webhooks`, for RayJobs (``mrayjob.kb.io`` and ``vrayjob.kb.io``)."""
     settings = ray_webhook.RayWebhooks.of(config, clusters=False)
     async with framework_webhooks(kc, certs, label, sfx, ray_webhook.rayjob_kind(settings.without_queue),
-                                  settings) as server:
+                                  settings, config) as server:
         yield server
 
 
