@@ -142,6 +142,13 @@ class Parents:
         is not Kueue's and ends the walk."""
         self._held[kind] = (objects, complete)
 
+    def held_meta(self, kind: str, namespace: str, name: str, jobs: Mapping[str, o.Job]) -> o.ObjectMeta | None:
+        """The metadata of the ``kind`` object ``namespace/name`` as held in memory (Jobs from ``jobs``); None when
+        the kind is not held or the object is not there (yet): the caller reads it elsewhere."""
+        objects = jobs if kind == "Job" else self._held.get(kind, ({}, False))[0]
+        found = objects.get(f"{namespace}/{name}")
+        return None if found is None else found.metadata
+
     def parent_of(self, config: SchedulerConfig, jobs: Mapping[str, o.Job]) -> ParentOf:
         """The lookup :func:`managed_ancestor` walks with, under the integrations ``config`` turns on, reading
         Jobs from ``jobs`` (the log's)."""
