@@ -6,7 +6,7 @@ whose dependency is disabled. ``AllAlpha`` / ``AllBeta`` set every alpha / beta 
 names, stages and defaults below are Kueue's (``pkg/features/kube_features.go``, main after v0.19).
 
 Only the gates in :data:`MODELLED` change what kueue-es does, each read where its rule is (README lists what
-each one does). Twelve of them the fold reads from the recorded document: ``ReclaimablePods``,
+each one does). Thirteen of them the fold reads from the recorded document: ``ReclaimablePods``,
 ``PrioritySortingWithinCohort`` (:mod:`projections.queue_order`), ``LocalQueueMetrics`` and ``MetricsForCohorts``
 (:mod:`projections.metrics`), ``TopologyAwareScheduling`` (:mod:`projections.clusterqueues`),
 ``AdmissionGatedBy`` (a gated workload is not queued: :mod:`projections.cluster`),
@@ -15,7 +15,9 @@ workloads together, :mod:`projections.queues`), ``TASReplaceNodeOnNodeTaints`` (
 node controller look at a node anew, which lists again a failed node a pod-owned workload's placement was kept on
 under ``SkipReassignmentForPodOwnedWorkloads``: :mod:`projections.cluster`), ``PriorityBoost`` (a workload's
 ``kueue.x-k8s.io/priority-boost`` annotation is added to its priority: :mod:`projections.cluster`),
-``CustomMetricLabels`` (``metrics.customLabels`` on the metrics: :mod:`projections.custom_labels`).
+``CustomMetricLabels`` (``metrics.customLabels`` on the metrics: :mod:`projections.custom_labels`),
+``MetricForWorkloadCreationLatency`` (whether a job integration's record of a Workload it created is observed:
+:mod:`projections.metrics`).
 ``kueue-es import`` also reads there the gates of the checks Kueue's webhooks make only under a gate
 (:meth:`events.manifests.Checks.under`): ``TASValidateWorkloadSliceSize``, ``WorkloadValidationForPodSetMetadata``,
 ``RejectUpdatesToCQWithInvalidOnFlavors``, ``WorkloadValidateResourcesAreNonNegative``, ``AdmissionGatedBy``'s and
@@ -92,6 +94,7 @@ FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES = "FairSharingReevaluatePreemption
 POD_INTEGRATION_VALIDATE_GROUP_OWNER = "PodIntegrationValidateGroupOwner"
 ELASTIC_JOBS_VIA_WORKLOAD_SLICES = "ElasticJobsViaWorkloadSlices"
 FAILURE_RECOVERY_POLICY = "FailureRecoveryPolicy"
+METRIC_FOR_WORKLOAD_CREATION_LATENCY = "MetricForWorkloadCreationLatency"
 
 GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
@@ -150,7 +153,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "MultiKueueIncrementalDispatcherRespectConfigOrder": (BETA, True),
     "ConcurrentAdmission": (ALPHA, False),
     QUOTA_CHECK_STRATEGY: (BETA, True),
-    "MetricForWorkloadCreationLatency": (BETA, True),
+    METRIC_FOR_WORKLOAD_CREATION_LATENCY: (BETA, True),
     TAS_RESPECT_NODE_AFFINITY_PREFERRED: (ALPHA, False),
     "MultiKueueManagerQuotaAutomation": (ALPHA, False),
     WORKLOAD_IDENTIFIER_ANNOTATIONS: (BETA, True),
@@ -216,7 +219,8 @@ MODELLED = frozenset({
     ELASTIC_JOBS_VIA_WORKLOAD_SLICES, FAILURE_RECOVERY_POLICY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING,
     FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES, FAST_QUOTA_RELEASE_IN_POD_INTEGRATION, FINISH_ORPHANED_WORKLOADS,
     FLAVOR_FUNGIBILITY,
-    FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, METRICS_FOR_COHORTS, PARTIAL_ADMISSION,
+    FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, METRIC_FOR_WORKLOAD_CREATION_LATENCY,
+    METRICS_FOR_COHORTS, PARTIAL_ADMISSION,
     POD_INTEGRATION_VALIDATE_GROUP_OWNER, PRIORITIZE_PREEMPTOR_WORKLOADS, PRIORITY_BOOST, "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY,
     "ReclaimablePods", RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP,
     REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS, RESERVED_RESOURCE_NAME_VALIDATION, SCHEDULING_EQUIVALENCE_HASHING,

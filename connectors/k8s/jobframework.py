@@ -59,7 +59,7 @@ from connectors.k8s import child_jobs, job_selection, job_sync, prebuilt, worklo
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
-from connectors.k8s.integration_log import IntegrationLog
+from connectors.k8s.integration_log import IntegrationLog, creation_latency_ms
 from connectors.k8s.job_events import CREATED_WORKLOAD, MISSING_WORKLOAD, STARTED, STOPPED, stop_message
 from connectors.k8s.job_priority import (
     NOT_FOUND_REASON,
@@ -616,12 +616,14 @@ class JobReconciler(Generic[J]):
             self.log.error(f"{self.NOUN} refused: no workload created", error=str(exc), **{self.NOUN: key})
             return
         try:
-            await self.client.create(WORKLOADS, body, job.metadata.namespace)
+            created = await self.client.create(WORKLOADS, body, job.metadata.namespace)
         except AlreadyExists:
             return
         self.stats.created += 1
         self.log.info("created workload", workload=name, **{self.NOUN: key})
-        await self._report(job, CREATED_WORKLOAD, workload=f"{job.metadata.namespace}/{name}")
+        await self._log.report(job.key, job.metadata.uid, CREATED_WORKLOAD,
+                               workload=f"{job.metadata.namespace}/{name}",
+                               creation_latency_ms=creation_latency_ms(job.metadata, created))
 
     async def _class_missing(self, job: J, wpc_name: str) -> None:
         """Kueue creates no Workload for a job whose WorkloadPriorityClass is missing, and warns on the job."""

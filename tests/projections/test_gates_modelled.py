@@ -32,10 +32,10 @@ def test_modelled_gates_are_the_ones_the_code_reads() -> None:
 
 def test_only_gates_away_from_their_default_and_not_modelled_are_ignored() -> None:
     assert gates.ignored({}) == []
-    assert gates.ignored({"PartialAdmission": False, "MetricForWorkloadCreationLatency": True}) == []
+    assert gates.ignored({"PartialAdmission": False, "DynamicQuotaOrchestration": False}) == []
     assert gates.ignored({"WorkloadValidateResourcesAreNonNegative": False}) == []
     assert gates.ignored({"ElasticJobsViaWorkloadSlices": False}) == [], "modelled: the scheduler reads it"
-    assert gates.ignored({"MetricForWorkloadCreationLatency": False}) == ["MetricForWorkloadCreationLatency"]
+    assert gates.ignored({"DynamicQuotaOrchestration": True}) == ["DynamicQuotaOrchestration"]
     assert "ConcurrentAdmission" in gates.ignored({"AllAlpha": True})
 
 
