@@ -21,7 +21,8 @@ under ``SkipReassignmentForPodOwnedWorkloads``: :mod:`projections.cluster`), ``P
 ``kueue-es import`` also reads there the gates of the checks Kueue's webhooks make only under a gate
 (:meth:`events.manifests.Checks.under`): ``TASValidateWorkloadSliceSize``, ``WorkloadValidationForPodSetMetadata``,
 ``RejectUpdatesToCQWithInvalidOnFlavors``, ``WorkloadValidateResourcesAreNonNegative``, ``AdmissionGatedBy``'s and
-``PartialAdmission``'s (an object failing a check is refused only while its gate is on); the validating webhook
+``PartialAdmission``'s (an object failing a check is refused only while its gate is on); the LeaderWorkerSet and
+Ray validating webhooks read ``LWSImmutableGroupSize`` and ``ValidateRayAndSparkJobUpdates``; the validating webhook
 and a STATE.yaml read them from the loaded configuration, as the conversion webhook reads
 ``TASAssignmentsEncodingByHostnamePrefix`` (how it writes a topology assignment in v1beta2, as the scheduler does)
 and ``kueue-es run --kube`` ``VisibilityOnDemand`` (whether it serves the visibility API); the connector reads
@@ -95,6 +96,8 @@ POD_INTEGRATION_VALIDATE_GROUP_OWNER = "PodIntegrationValidateGroupOwner"
 ELASTIC_JOBS_VIA_WORKLOAD_SLICES = "ElasticJobsViaWorkloadSlices"
 FAILURE_RECOVERY_POLICY = "FailureRecoveryPolicy"
 METRIC_FOR_WORKLOAD_CREATION_LATENCY = "MetricForWorkloadCreationLatency"
+LWS_IMMUTABLE_GROUP_SIZE = "LWSImmutableGroupSize"
+VALIDATE_RAY_AND_SPARK_JOB_UPDATES = "ValidateRayAndSparkJobUpdates"
 
 GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
@@ -174,13 +177,13 @@ GATES: dict[str, tuple[str, bool]] = {
     TAS_VALIDATE_WORKLOAD_SLICE_SIZE: (BETA, True),
     WORKLOAD_VALIDATION_FOR_POD_SET_METADATA: (BETA, True),
     PRIORITIZE_PREEMPTOR_WORKLOADS: (ALPHA, False),
-    "LWSImmutableGroupSize": (BETA, True),
+    LWS_IMMUTABLE_GROUP_SIZE: (BETA, True),
     FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS: (BETA, True),
     "SkipAncestorCheckForDeletedWorkloads": (BETA, True),
     "MultiKueueRemoteSpecSync": (BETA, True),
     RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP: (BETA, True),
     POD_INTEGRATION_VALIDATE_GROUP_OWNER: (BETA, True),
-    "ValidateRayAndSparkJobUpdates": (BETA, True),
+    VALIDATE_RAY_AND_SPARK_JOB_UPDATES: (BETA, True),
     FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES: (ALPHA, False),
     "DynamicQuotaOrchestration": (ALPHA, False),
 }
@@ -219,7 +222,8 @@ MODELLED = frozenset({
     ELASTIC_JOBS_VIA_WORKLOAD_SLICES, FAILURE_RECOVERY_POLICY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING,
     FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES, FAST_QUOTA_RELEASE_IN_POD_INTEGRATION, FINISH_ORPHANED_WORKLOADS,
     FLAVOR_FUNGIBILITY,
-    FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, METRIC_FOR_WORKLOAD_CREATION_LATENCY,
+    FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, LWS_IMMUTABLE_GROUP_SIZE,
+    METRIC_FOR_WORKLOAD_CREATION_LATENCY,
     METRICS_FOR_COHORTS, PARTIAL_ADMISSION,
     POD_INTEGRATION_VALIDATE_GROUP_OWNER, PRIORITIZE_PREEMPTOR_WORKLOADS, PRIORITY_BOOST, "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY,
     "ReclaimablePods", RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP,
@@ -231,6 +235,7 @@ MODELLED = frozenset({
     TAS_REPLACE_NODE_DUE_TO_NOT_READY_OVER_FIXED_TIME, TAS_REPLACE_NODE_ON_NODE_TAINTS,
     TAS_REPLACE_NODE_ON_POD_TERMINATION, TAS_RESPECT_NODE_AFFINITY_PREFERRED, TAS_VALIDATE_WORKLOAD_SLICE_SIZE,
     TOPOLOGY_AWARE_SCHEDULING, UNADMITTED_WORKLOADS_EXPLICIT_STATUS, UNADMITTED_WORKLOADS_OBSERVABILITY,
+    VALIDATE_RAY_AND_SPARK_JOB_UPDATES,
     VISIBILITY_ON_DEMAND, WORKLOAD_IDENTIFIER_ANNOTATIONS, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
     WORKLOAD_VALIDATE_RESOURCES_ARE_NON_NEGATIVE, WORKLOAD_VALIDATION_FOR_POD_SET_METADATA,
 })
