@@ -97,6 +97,7 @@ ELASTIC_JOBS_VIA_WORKLOAD_SLICES = "ElasticJobsViaWorkloadSlices"
 FAILURE_RECOVERY_POLICY = "FailureRecoveryPolicy"
 METRIC_FOR_WORKLOAD_CREATION_LATENCY = "MetricForWorkloadCreationLatency"
 LWS_IMMUTABLE_GROUP_SIZE = "LWSImmutableGroupSize"
+MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED = "ManagedJobsNamespaceSelectorAlwaysRespected"
 VALIDATE_RAY_AND_SPARK_JOB_UPDATES = "ValidateRayAndSparkJobUpdates"
 
 GATES: dict[str, tuple[str, bool]] = {
@@ -121,7 +122,7 @@ GATES: dict[str, tuple[str, bool]] = {
     TAS_REPLACE_NODE_ON_POD_TERMINATION: (BETA, True),
     SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS: (BETA, True),
     TAS_REPLACE_NODE_DUE_TO_NOT_READY_OVER_FIXED_TIME: (DEPRECATED, False),
-    "ManagedJobsNamespaceSelectorAlwaysRespected": (GA, True),
+    MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED: (GA, True),
     TAS_BALANCED_PLACEMENT: (ALPHA, False),
     TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX: (BETA, True),
     "KueueDRAIntegration": (BETA, True),
@@ -189,8 +190,9 @@ GATES: dict[str, tuple[str, bool]] = {
 }
 """Name -> (stage, default)."""
 
-LOCKED = frozenset({"ManagedJobsNamespaceSelectorAlwaysRespected"})
-"""GA gates locked to their default."""
+LOCKED = frozenset({MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED})
+"""GA gates locked to their default: a configuration setting one otherwise is refused (:func:`errors`), so only the
+default is ever in force, and the code that implements it reads no gate."""
 
 ALL_ALPHA, ALL_BETA = "AllAlpha", "AllBeta"
 
@@ -223,7 +225,7 @@ MODELLED = frozenset({
     FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES, FAST_QUOTA_RELEASE_IN_POD_INTEGRATION, FINISH_ORPHANED_WORKLOADS,
     FLAVOR_FUNGIBILITY,
     FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, LWS_IMMUTABLE_GROUP_SIZE,
-    METRIC_FOR_WORKLOAD_CREATION_LATENCY,
+    MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED, METRIC_FOR_WORKLOAD_CREATION_LATENCY,
     METRICS_FOR_COHORTS, PARTIAL_ADMISSION,
     POD_INTEGRATION_VALIDATE_GROUP_OWNER, PRIORITIZE_PREEMPTOR_WORKLOADS, PRIORITY_BOOST, "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY,
     "ReclaimablePods", RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP,
@@ -239,7 +241,7 @@ MODELLED = frozenset({
     VISIBILITY_ON_DEMAND, WORKLOAD_IDENTIFIER_ANNOTATIONS, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
     WORKLOAD_VALIDATE_RESOURCES_ARE_NON_NEGATIVE, WORKLOAD_VALIDATION_FOR_POD_SET_METADATA,
 })
-"""The gates whose both settings kueue-es models. Every other one is accepted, as Kueue accepts it, and kueue-es
+"""The gates whose both settings kueue-es models (a :data:`LOCKED` one's only setting). Every other one is accepted, as Kueue accepts it, and kueue-es
 behaves as under its default (:func:`ignored`). TASReplaceNodeDueToNotReadyOverFixedTime (deprecated) is modelled
 as the shared reference states it (§4.3): a node not Ready for 30 s fails whatever its pods do. With
 TASReplaceNodeOnPodTermination off it changes nothing (that gate's 30 s wait already fails the node); with it on,

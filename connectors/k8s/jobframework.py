@@ -315,6 +315,12 @@ class JobReconciler(Generic[J]):
         in the log yet, whose arrival marks its jobs dirty (:mod:`connectors.k8s.job_selection`)."""
         return in_force(self.state) or DEFAULT
 
+    def _namespace_left_out(self, job: J, config: SchedulerConfig) -> bool:
+        """Kueue's reconciler, under its locked ``ManagedJobsNamespaceSelectorAlwaysRespected``, leaves a live job
+        alone, first thing, unless ``managedJobsNamespaceSelector`` selects its namespace: no ancestor walk (so no
+        ``JobNestingTooDeep``), no child held, no Workload, whatever its queue name."""
+        return not job_selection.namespace_managed(self.state.namespaces.get(job.metadata.namespace), config)
+
     def _managed(self, job: J, config: SchedulerConfig) -> bool:
         """Whether the job is Kueue's: a queue name (or ``manageJobsWithoutQueueName``) in a managed namespace."""
         meta = job.metadata
@@ -347,18 +353,16 @@ class JobReconciler(Generic[J]):
             return True
         if ancestor is None:
             return False
-        await self._child(job, ancestor, config)
+        await self._child(job, ancestor)
         return True
 
-    async def _child(self, job: J, ancestor: o.ObjectMeta, config: SchedulerConfig) -> None:
+    async def _child(self, job: J, ancestor: o.ObjectMeta) -> None:
         """A job with a Kueue-managed ancestor: suspended while the ancestor's Workload is missing or not admitted
         (reference §7.1 item 3; Normal ``Suspended`` "Kueue managed child job suspended")."""
         owned = self.mirror.controlled.get(ancestor.uid, set())
         parent = child_jobs.parent_workload(owned, self.mirror.workloads, self.state.workloads)
-        namespace = self.state.namespaces.get(job.metadata.namespace)
         sliced = any(workload_slices.elastic(self.state, meta.annotations) for meta in (job.metadata, ancestor))
-        if job_selection.namespace_managed(namespace, config) and child_jobs.held(
-                job, parent, finished=self.finished(job) is not None, sliced=sliced):
+        if child_jobs.held(job, parent, finished=self.finished(job) is not None, sliced=sliced):
             await self._once(job.key, "suspend-child", job, self._suspend_child(job))
 
     async def _ancestry_failed(self, job: J, exc: child_jobs.AncestryError) -> None:
