@@ -25,7 +25,8 @@ under ``SkipReassignmentForPodOwnedWorkloads``: :mod:`projections.cluster`), ``P
 Ray validating webhooks read ``LWSImmutableGroupSize`` and ``ValidateRayAndSparkJobUpdates``; the validating webhook
 and a STATE.yaml read them from the loaded configuration, as the conversion webhook reads
 ``TASAssignmentsEncodingByHostnamePrefix`` (how it writes a topology assignment in v1beta2, as the scheduler does)
-and ``kueue-es run --kube`` ``VisibilityOnDemand`` (whether it serves the visibility API); the connector reads
+and ``kueue-es run --kube`` ``VisibilityOnDemand`` (whether it serves the visibility API) and ``TLSOptions`` (what its
+HTTPS servers accept: :mod:`kueue_es.scheduler.tls_options`); the connector reads
 ``FailureRecoveryPolicy`` there (whether it forces pods stuck terminating on an unreachable node to Failed,
 :mod:`connectors.k8s.failure_recovery`). The configuration
 loader reads ``ReservedResourceNameValidation`` (:func:`projections.request_rules.compile_rules`). Every other gate
@@ -99,6 +100,7 @@ METRIC_FOR_WORKLOAD_CREATION_LATENCY = "MetricForWorkloadCreationLatency"
 LWS_IMMUTABLE_GROUP_SIZE = "LWSImmutableGroupSize"
 MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED = "ManagedJobsNamespaceSelectorAlwaysRespected"
 VALIDATE_RAY_AND_SPARK_JOB_UPDATES = "ValidateRayAndSparkJobUpdates"
+TLS_OPTIONS = "TLSOptions"
 
 GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
@@ -137,7 +139,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "ReclaimablePods": (BETA, True),
     "MultiKueueClusterProfile": (ALPHA, False),
     FAILURE_RECOVERY_POLICY: (ALPHA, False),
-    "TLSOptions": (BETA, True),
+    TLS_OPTIONS: (BETA, True),
     "RemoveFinalizersWithStrictPatch": (BETA, True),
     TAS_REPLACE_NODE_ON_NODE_TAINTS: (BETA, True),
     ASSIGN_QUEUE_LABELS_FOR_PODS: (BETA, True),
@@ -236,6 +238,7 @@ MODELLED = frozenset({
     TAS_MULTI_LAYER_TOPOLOGY, TAS_PROFILE_MIXED, TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE,
     TAS_REPLACE_NODE_DUE_TO_NOT_READY_OVER_FIXED_TIME, TAS_REPLACE_NODE_ON_NODE_TAINTS,
     TAS_REPLACE_NODE_ON_POD_TERMINATION, TAS_RESPECT_NODE_AFFINITY_PREFERRED, TAS_VALIDATE_WORKLOAD_SLICE_SIZE,
+    TLS_OPTIONS,
     TOPOLOGY_AWARE_SCHEDULING, UNADMITTED_WORKLOADS_EXPLICIT_STATUS, UNADMITTED_WORKLOADS_OBSERVABILITY,
     VALIDATE_RAY_AND_SPARK_JOB_UPDATES,
     VISIBILITY_ON_DEMAND, WORKLOAD_IDENTIFIER_ANNOTATIONS, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
