@@ -28,7 +28,8 @@ and a STATE.yaml read them from the loaded configuration, as the conversion webh
 and ``kueue-es run --kube`` ``VisibilityOnDemand`` (whether it serves the visibility API) and ``TLSOptions`` (what its
 HTTPS servers accept: :mod:`kueue_es.scheduler.tls_options`); the connector reads
 ``FailureRecoveryPolicy`` there (whether it forces pods stuck terminating on an unreachable node to Failed,
-:mod:`connectors.k8s.failure_recovery`). The configuration
+:mod:`connectors.k8s.failure_recovery`) and ``RemoveFinalizersWithStrictPatch`` (whether a Pod's finalizer goes in a patch
+conditioned on its resourceVersion). The configuration
 loader reads ``ReservedResourceNameValidation`` (:func:`projections.request_rules.compile_rules`). Every other gate
 is known so that a user's existing configuration is accepted as Kueue accepts it; one set away from its
 default is named in a warning (:func:`ignored`).
@@ -101,6 +102,7 @@ LWS_IMMUTABLE_GROUP_SIZE = "LWSImmutableGroupSize"
 MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED = "ManagedJobsNamespaceSelectorAlwaysRespected"
 VALIDATE_RAY_AND_SPARK_JOB_UPDATES = "ValidateRayAndSparkJobUpdates"
 TLS_OPTIONS = "TLSOptions"
+REMOVE_FINALIZERS_WITH_STRICT_PATCH = "RemoveFinalizersWithStrictPatch"
 
 GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
@@ -140,7 +142,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "MultiKueueClusterProfile": (ALPHA, False),
     FAILURE_RECOVERY_POLICY: (ALPHA, False),
     TLS_OPTIONS: (BETA, True),
-    "RemoveFinalizersWithStrictPatch": (BETA, True),
+    REMOVE_FINALIZERS_WITH_STRICT_PATCH: (BETA, True),
     TAS_REPLACE_NODE_ON_NODE_TAINTS: (BETA, True),
     ASSIGN_QUEUE_LABELS_FOR_PODS: (BETA, True),
     TAS_MULTI_LAYER_TOPOLOGY: (BETA, True),
@@ -196,6 +198,13 @@ LOCKED = frozenset({MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED})
 """GA gates locked to their default: a configuration setting one otherwise is refused (:func:`errors`), so only the
 default is ever in force, and the code that implements it reads no gate."""
 
+CACHE_ONLY = frozenset({"TASCacheNodeMatchResults", "TASCachingRemainingResources", "TASCacheTopologyTree",
+                        "VectorizedResourceRequests"})
+"""Gates that switch a cache or a faster representation in Kueue's TAS snapshot and scheduler (node matches kept
+per pod set within a cycle, remaining capacity kept instead of cloned, the topology tree shared across cycles,
+resource requests indexed by slice instead of map): Kueue decides and writes the same either way, and so does
+kueue-es, which keeps none of them: both settings are modelled by reading neither."""
+
 ALL_ALPHA, ALL_BETA = "AllAlpha", "AllBeta"
 
 DEPENDENCIES: dict[str, tuple[str, ...]] = {
@@ -220,7 +229,7 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
 }
 
 
-MODELLED = frozenset({
+MODELLED = CACHE_ONLY | frozenset({
     ADMISSION_FAIR_SHARING, ADMISSION_GATED_BY, ASSIGN_QUEUE_LABELS_FOR_PODS,
     CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION, CUSTOM_METRIC_LABELS, DISABLE_WAIT_FOR_PODS_READY,
     ELASTIC_JOBS_VIA_WORKLOAD_SLICES, FAILURE_RECOVERY_POLICY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING,
@@ -231,7 +240,8 @@ MODELLED = frozenset({
     METRICS_FOR_COHORTS, PARTIAL_ADMISSION,
     POD_INTEGRATION_VALIDATE_GROUP_OWNER, PRIORITIZE_PREEMPTOR_WORKLOADS, PRIORITY_BOOST, "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY,
     "ReclaimablePods", RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP,
-    REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS, RESERVED_RESOURCE_NAME_VALIDATION, SCHEDULING_EQUIVALENCE_HASHING,
+    REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS, REMOVE_FINALIZERS_WITH_STRICT_PATCH, RESERVED_RESOURCE_NAME_VALIDATION,
+    SCHEDULING_EQUIVALENCE_HASHING,
     SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME, SHORT_WORKLOAD_NAMES,
     SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS, TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX, TAS_BALANCED_PLACEMENT,
     TAS_FAILED_NODE_REPLACEMENT, TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST, TAS_HANDLE_OVERLAPPING_FLAVORS,
@@ -244,7 +254,8 @@ MODELLED = frozenset({
     VISIBILITY_ON_DEMAND, WORKLOAD_IDENTIFIER_ANNOTATIONS, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
     WORKLOAD_VALIDATE_RESOURCES_ARE_NON_NEGATIVE, WORKLOAD_VALIDATION_FOR_POD_SET_METADATA,
 })
-"""The gates whose both settings kueue-es models (a :data:`LOCKED` one's only setting). Every other one is accepted, as Kueue accepts it, and kueue-es
+"""The gates whose both settings kueue-es models (a :data:`LOCKED` one's only setting; a :data:`CACHE_ONLY` one's
+by changing nothing). Every other one is accepted, as Kueue accepts it, and kueue-es
 behaves as under its default (:func:`ignored`). TASReplaceNodeDueToNotReadyOverFixedTime (deprecated) is modelled
 as the shared reference states it (§4.3): a node not Ready for 30 s fails whatever its pods do. With
 TASReplaceNodeOnPodTermination off it changes nothing (that gate's 30 s wait already fails the node); with it on,

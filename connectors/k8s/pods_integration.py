@@ -619,7 +619,8 @@ class PodIntegration:
 
     async def _finalize(self, pod: ManagedPod, finished_workload: str) -> None:
         """Drop Kueue's finalizer; ``finished_workload``: the Workload whose finish Kueue reports on the Pod."""
-        if not await self._patch_pod(pod, pod_sync.finalize_patch(pod)):
+        strict = self.state.gate(gates.REMOVE_FINALIZERS_WITH_STRICT_PATCH)
+        if not await self._patch_pod(pod, pod_sync.finalize_patch(pod, strict=strict)):
             return
         self.stats.finalized += 1
         log.info("finalized pod", pod=pod.key)
