@@ -177,7 +177,7 @@ async def _visibility_server(client: KubeClient, k: KubeSettings,
     if not config.gate(VISIBILITY_ON_DEMAND):
         log.info("visibility API not served: the VisibilityOnDemand feature gate is off", port=k.visibility_port)
         return None
-    return await visibility_api.serve(client, k)
+    return await visibility_api.serve(client, k, tls=config.server_tls)
 
 
 def _replica_role(health: Health, k: KubeSettings) -> str:

@@ -498,8 +498,10 @@ class ClusterState:
         handler, about_workload, metered, needs_before, second_pass, reindexed, decision = plan
         if decision and e.cycle > self.last_cycle:  # type: ignore[union-attr]
             self.last_cycle = e.cycle  # type: ignore[union-attr]
-        if handler is None:
-            return  # ticks and connector outcomes carry only time
+        if handler is None:  # ticks and connector outcomes carry only time, but a job's action may be metered
+            if metered is not None:
+                metered(self.metrics, self, e, None)
+            return
         if about_workload is None:  # a deletion, about a workload when it is of one, or the upsert of another kind
             about_workload = t is ev.ObjectDeleted and e.kind == "Workload"  # type: ignore[union-attr]
             second_pass = second_pass and about_workload

@@ -96,6 +96,7 @@ from connectors.k8s.resources import (
 from connectors.k8s.settings import KubeSettings
 from events import objects as o
 from kueue_es.scheduler.config import DEFAULT, DEPLOYMENT_FRAMEWORK, STATEFULSET_FRAMEWORK, SchedulerConfig
+from kueue_es.scheduler.tls_options import TLSSettings
 from projections import gates
 
 log = structlog.get_logger("kueue_es.k8s.webhook")
@@ -414,7 +415,10 @@ class WebhookServer:
         self.validations_refused = 0
         self._runner: web.AppRunner | None = None
 
-    async def start(self, address: str, port: int, certfile: str, keyfile: str) -> None:
+    async def start(self, address: str, port: int, certfile: str, keyfile: str,
+                    tls: TLSSettings | None = None) -> None:
+        """Serve on ``address:port`` with ``tls`` (the Configuration's ``tls`` stanza, :attr:`SchedulerConfig.server_tls`;
+        None: the library's defaults)."""
         app = web.Application()
         app.router.add_post(PATH, self._handle)
         app.router.add_post(pod_webhook.PATH, self._pod)
@@ -425,7 +429,7 @@ class WebhookServer:
         app.router.add_post(pod_validation.PATH, partial(self._validate, "Pod"))
         for path in FRAMEWORK_PATHS:
             app.router.add_post(path, partial(self._parent, path))
-        self._runner = await https.serve(app, address, port, https.server_tls(certfile, keyfile))
+        self._runner = await https.serve(app, address, port, https.server_tls(certfile, keyfile, options=tls))
         log.info("webhook serving", address=address, port=port,
                  paths=[PATH, pod_webhook.PATH, conversion.PATH, *validating.PATHS, job_validation.PATH,
                         pod_validation.PATH, *FRAMEWORK_PATHS])
@@ -640,7 +644,7 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
                            feature_gates, pod_reviews, config.manages_jobs if config is not None else True,
                            unqueued_lookup(client, config) if config is not None else None, pod_validations, parents,
                            kueue_parents(frozenset(config_in_force.frameworks)), ancestry, held)
-    await server.start(k.webhook_address, k.webhook_port, str(cert), str(key))
+    await server.start(k.webhook_address, k.webhook_port, str(cert), str(key), config_in_force.server_tls)
     if k.webhook_register:
         service = None if k.webhook_url else (k.webhook_service, k.lease_namespace, 443)
         await register(client, configuration(bundle.ca_pem, url=k.webhook_url, service=service,

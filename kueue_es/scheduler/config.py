@@ -13,6 +13,7 @@ import msgspec
 
 from events import objects as o
 from events.errors import InvalidInput
+from kueue_es.scheduler import tls_options
 from projections import custom_labels, gates
 from projections.queue_order import REQUEUING_TIMESTAMPS
 from projections.request_rules import ResourceTransformation, compile_rules
@@ -147,6 +148,13 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
+class TLSConfig(_Cfg):
+    """Kueue's ``tls`` stanza (:mod:`kueue_es.scheduler.tls_options`)."""
+
+    min_version: str = ""
+    cipher_suites: list[str] = []
+
+
 class SchedulerConfig(_Cfg):
     """Decoded from a Kueue Configuration document; every field defaults as Kueue defaults it."""
 
@@ -165,6 +173,8 @@ class SchedulerConfig(_Cfg):
     """Kueue's own namespace (only what the default :attr:`managed_jobs_selector` leaves out)."""
     managed_jobs_namespace_selector: o.LabelSelector | None = None
     integrations: IntegrationsConfig | None = None
+    tls: TLSConfig | None = None
+    """Kueue's ``tls``: read only under the ``TLSOptions`` gate (:attr:`server_tls`)."""
     manage_jobs_without_queue_name: bool = False
     """Kueue's ``manageJobsWithoutQueueName``: Jobs (and, with the pod integration, Pods) without a queue name
     in the namespaces :attr:`managed_jobs_selector` selects are Kueue's too, held until a queue admits them
@@ -276,6 +286,15 @@ class SchedulerConfig(_Cfg):
         return gates.enabled(self.feature_gates, name)
 
     @property
+    def server_tls(self) -> tls_options.TLSSettings | None:
+        """What the ``tls`` stanza sets on the HTTPS servers (webhooks, visibility API) under the ``TLSOptions``
+        gate; None (the TLS library's defaults) with the gate off, no stanza, or one Kueue cannot parse (which
+        :func:`load_config` refuses while the visibility API is served, as Kueue then exits)."""
+        if self.tls is None or not self.gate(gates.TLS_OPTIONS):
+            return None
+        return tls_options.parse(self.tls.min_version, self.tls.cipher_suites)[0]
+
+    @property
     def ignore_undeclared(self) -> bool:
         """``resources.quotaCheckStrategy: IgnoreUndeclared`` is in force (only under the ``QuotaCheckStrategy``
         gate, on by default): a resource no resource group covers is left out of the quota check."""
@@ -378,6 +397,11 @@ def load_config(doc: dict[str, Any], source: str = "<config>") -> SchedulerConfi
         raise InvalidInput(f"{source}: Configuration: field `{bad_label[0]}`: {bad_label[1]}")
     if cfg.managed_jobs_namespace_selector is not None:
         _validate_selector(cfg.managed_jobs_namespace_selector, f"{source}: field `managedJobsNamespaceSelector")
+    if cfg.tls is not None and cfg.gate(gates.TLS_OPTIONS) and cfg.gate(gates.VISIBILITY_ON_DEMAND):
+        problem = tls_options.parse(cfg.tls.min_version, cfg.tls.cipher_suites)[1]
+        if problem is not None:  # Kueue's visibility server cannot start on it, and Kueue exits
+            field, _, detail = problem.partition(": ")
+            raise InvalidInput(f"{source}: Configuration: field `{field}`: {detail}")
     if cfg.admission_fair_sharing is not None:
         _validate_admission_fair_sharing(cfg.admission_fair_sharing, source)
         if not gates.enabled(cfg.feature_gates, gates.ADMISSION_FAIR_SHARING):

@@ -309,7 +309,7 @@ async def test_the_server_starts_only_under_visibility_on_demand(monkeypatch: py
     async def connect(cls, kubeconfig: str = "", context: str = "") -> Client:
         return Client()
 
-    async def serve(client, k, bundle=None) -> Server:
+    async def serve(client, k, bundle=None, tls=None) -> Server:
         started.append(k.visibility_port)
         return Server()
 

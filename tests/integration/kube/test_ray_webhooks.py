@@ -3,7 +3,8 @@
 The ray.io/v1 API is served from the minimal CRD of :func:`connectors.k8s.crds.rayjob_crd`; kueue-es's webhook
 server answers ``mrayjob.kb.io`` and ``vrayjob.kb.io`` for this test's namespace only. A RayJob naming a queue
 created with ``spec.suspend: false`` is stored suspended, so KubeRay would make no cluster before admission; one
-that would keep its cluster after finishing is refused in Kueue's words.
+that would keep its cluster after finishing is refused in Kueue's words, and one running may not drop its queue
+name (``ValidateRayAndSparkJobUpdates``).
 """
 
 from __future__ import annotations
@@ -71,3 +72,10 @@ async def test_a_queued_rayjob_created_running_is_stored_suspended(kube_apiserve
                 await kc.create(RAYJOBS, _rayjob(ns, "kept", shutdown=False), ns)
             assert ("spec.shutdownAfterJobFinishes: Invalid value: false: a kueue managed job should delete the "
                     "cluster after finishing") in str(refused.value)
+
+            # ValidateRayAndSparkJobUpdates (on by default): a running RayJob may not drop its queue name
+            await kc.patch(RAYJOBS, "queued", {"spec": {"suspend": False}}, ns)
+            with pytest.raises(Forbidden) as dropped:
+                await kc.patch(RAYJOBS, "queued", {"metadata": {"labels": {Q: None}}}, ns)
+            assert 'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "": field is immutable' in str(
+                dropped.value)
