@@ -109,7 +109,8 @@ class ClusterState:
         "offset", "time", "namespaces", "flavors", "cluster_queues", "cohorts", "local_queues",
         "workload_priority_classes", "priority_classes", "topologies", "admission_checks",
         "provisioning_configs", "provisioning_requests", "deleted_requests", "requests_of", "pod_templates",
-        "limit_ranges", "runtime_classes", "claim_templates", "_dra_views", "_dra_of", "_dra", "_limit_summaries", "_limit_range_keys", "nodes", "pods", "jobs",
+        "limit_ranges", "runtime_classes", "claim_templates", "_dra_views", "_dra_of", "_dra", "_limit_summaries",
+        "_limit_range_keys", "nodes", "pods", "jobs",
         "workloads", "queues", "parked_queues", "usage", "reserving", "lq_members", "awaiting_release",
         "backoff", "second_pass", "last_cycle", "config", "config_offset", "_rules_of", "_rules",
         "_pods_ready_of", "_pods_ready", "_gates_of", "_gates", "_custom_labels_of", "_custom_labels",
@@ -225,8 +226,8 @@ class ClusterState:
         """``id(spec)`` of a lazily decoded Workload spec (one object for the upserts carrying the same bytes) ->
         (spec, :attr:`spec_inputs_generation`, its namespace's LimitRange summary, priority, priority class, pod
         sets, the DRA view its claims were charged under or None) as computed then: status-only upserts reuse them,
-        as do workloads of an equal spec under equal limits (and the same DRA view) (derived; a cache, never part of a snapshot). The entry holds the spec, so its ``id`` cannot be
-        reused while remembered."""
+        as do workloads of an equal spec under equal limits and DRA view (derived; a cache, never part of a
+        snapshot). The entry holds the spec, so its ``id`` cannot be reused while remembered."""
         self.afs_history: list[tuple[int, str, int, tuple[tuple[str, int], ...]]] = []
         """Admission Fair Sharing facts: (time, LocalQueue key, +1 admitted / -1 no longer admitted, usage per
         resource name), for workloads of ClusterQueues with ``admissionScope.admissionMode:
