@@ -8,6 +8,7 @@ import pytest
 
 from events import objects as o
 from events.errors import InvalidInput
+from events.manifests import load_text
 from kueue_es.scheduler.config import load_config
 from projections.dra import (
     CLAIMS_BY_NAME,
@@ -168,3 +169,28 @@ def test_configuration_takes_good_device_class_mappings() -> None:
     cfg = load_config({"resources": {"deviceClassMappings": [{"name": "example.com/gpu",
                                                               "deviceClassNames": ["gpu.example.com"]}]}})
     assert cfg.resources.device_class_mappings[0].device_class_names == ["gpu.example.com"]
+
+
+def _template_yaml(request: str) -> str:
+    return ("apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: t, namespace: team}\n"
+            f"spec:\n  spec:\n    devices:\n      requests:\n      - {request}\n")
+
+
+@pytest.mark.parametrize(("request_", "error"), [
+    ("{exactly: {deviceClassName: gpu}}", "`spec.spec.devices.requests[0].name` is required"),
+    ("{name: r}", "`spec.spec.devices.requests[0]`: exactly one of `exactly` or `firstAvailable` is required"),
+    ("{name: r, exactly: {count: 1}}", "`spec.spec.devices.requests[0].exactly.deviceClassName` is required"),
+    ("{name: r, exactly: {deviceClassName: gpu, allocationMode: Some}}",
+     "`spec.spec.devices.requests[0].exactly.allocationMode`: must be ExactCount or All, not 'Some'"),
+    ("{name: r, exactly: {deviceClassName: gpu, count: 0}}",
+     "`spec.spec.devices.requests[0].exactly.count`: must be greater than zero"),
+])
+def test_a_malformed_claim_template_is_refused_naming_the_field(request_: str, error: str) -> None:
+    with pytest.raises(InvalidInput, match=error.replace("[", r"\[").replace("]", r"\]")):
+        load_text(_template_yaml(request_), "t.yaml")
+
+
+def test_a_claim_template_loads_as_its_view() -> None:
+    (t,) = load_text(_template_yaml("{name: r, exactly: {deviceClassName: gpu, count: 2}}"), "t.yaml").objects
+    assert isinstance(t, o.ResourceClaimTemplate)
+    assert t.spec.spec.devices.requests[0].exactly == o.ExactDeviceRequest(device_class_name="gpu", count=2)
