@@ -6,7 +6,7 @@ whose dependency is disabled. ``AllAlpha`` / ``AllBeta`` set every alpha / beta 
 names, stages and defaults below are Kueue's (``pkg/features/kube_features.go``, main after v0.19).
 
 Only the gates in :data:`MODELLED` change what kueue-es does, each read where its rule is (README lists what
-each one does). Thirteen of them the fold reads from the recorded document: ``ReclaimablePods``,
+each one does). Fifteen of them the fold reads from the recorded document: ``ReclaimablePods``,
 ``PrioritySortingWithinCohort`` (:mod:`projections.queue_order`), ``LocalQueueMetrics`` and ``MetricsForCohorts``
 (:mod:`projections.metrics`), ``TopologyAwareScheduling`` (:mod:`projections.clusterqueues`),
 ``AdmissionGatedBy`` (a gated workload is not queued: :mod:`projections.cluster`),
@@ -17,7 +17,9 @@ under ``SkipReassignmentForPodOwnedWorkloads``: :mod:`projections.cluster`), ``P
 ``kueue.x-k8s.io/priority-boost`` annotation is added to its priority: :mod:`projections.cluster`),
 ``CustomMetricLabels`` (``metrics.customLabels`` on the metrics: :mod:`projections.custom_labels`),
 ``MetricForWorkloadCreationLatency`` (whether a job integration's record of a Workload it created is observed:
-:mod:`projections.metrics`).
+:mod:`projections.metrics`),
+``KueueDRAIntegration`` and ``KueueDRARejectWorkloadsWhenDRADisabled`` (what a pod's DRA claims cost, or whether
+they make its workload inadmissible: :mod:`projections.dra`).
 ``kueue-es import`` also reads there the gates of the checks Kueue's webhooks make only under a gate
 (:meth:`events.manifests.Checks.under`): ``TASValidateWorkloadSliceSize``, ``WorkloadValidationForPodSetMetadata``,
 ``RejectUpdatesToCQWithInvalidOnFlavors``, ``WorkloadValidateResourcesAreNonNegative``, ``AdmissionGatedBy``'s and
@@ -84,6 +86,8 @@ UNADMITTED_WORKLOADS_EXPLICIT_STATUS = "UnadmittedWorkloadsExplicitStatus"
 SHORT_WORKLOAD_NAMES = "ShortWorkloadNames"
 SKIP_ANCESTOR_CHECK_FOR_DELETED_WORKLOADS = "SkipAncestorCheckForDeletedWorkloads"
 SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS = "SkipReassignmentForPodOwnedWorkloads"
+KUEUE_DRA_INTEGRATION = "KueueDRAIntegration"
+KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED = "KueueDRARejectWorkloadsWhenDRADisabled"
 PRIORITY_BOOST = "PriorityBoost"
 WORKLOAD_IDENTIFIER_ANNOTATIONS = "WorkloadIdentifierAnnotations"
 TAS_VALIDATE_WORKLOAD_SLICE_SIZE = "TASValidateWorkloadSliceSize"
@@ -130,10 +134,10 @@ GATES: dict[str, tuple[str, bool]] = {
     MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED: (GA, True),
     TAS_BALANCED_PLACEMENT: (ALPHA, False),
     TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX: (BETA, True),
-    "KueueDRAIntegration": (BETA, True),
+    KUEUE_DRA_INTEGRATION: (BETA, True),
     "KueueDRAIntegrationExtendedResource": (BETA, True),
     RESERVED_RESOURCE_NAME_VALIDATION: (BETA, True),
-    "KueueDRARejectWorkloadsWhenDRADisabled": (BETA, True),
+    KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED: (BETA, True),
     "KueueDRAIntegrationPartitionableDevices": (BETA, True),
     "KueueDRAIntegrationConsumableCapacity": (ALPHA, False),
     "MultiKueueAdaptersForCustomJobs": (BETA, True),
@@ -222,9 +226,9 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
     TAS_PROFILE_MIXED: ("TopologyAwareScheduling",),
     TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE: ("TopologyAwareScheduling",),
     "ElasticJobsViaWorkloadSlicesWithTAS": ("ElasticJobsViaWorkloadSlices", "TopologyAwareScheduling"),
-    "KueueDRAIntegrationExtendedResource": ("KueueDRAIntegration",),
-    "KueueDRAIntegrationPartitionableDevices": ("KueueDRAIntegration",),
-    "KueueDRAIntegrationConsumableCapacity": ("KueueDRAIntegration",),
+    "KueueDRAIntegrationExtendedResource": (KUEUE_DRA_INTEGRATION,),
+    "KueueDRAIntegrationPartitionableDevices": (KUEUE_DRA_INTEGRATION,),
+    "KueueDRAIntegrationConsumableCapacity": (KUEUE_DRA_INTEGRATION,),
     FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS: (FLAVOR_FUNGIBILITY,),
     SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME: (SCHEDULING_EQUIVALENCE_HASHING,),
 }
@@ -235,7 +239,7 @@ MODELLED = CACHE_ONLY | frozenset({
     CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION, CUSTOM_METRIC_LABELS, DISABLE_WAIT_FOR_PODS_READY,
     ELASTIC_JOBS_VIA_WORKLOAD_SLICES, FAILURE_RECOVERY_POLICY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING,
     FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES, FAST_QUOTA_RELEASE_IN_POD_INTEGRATION, FINISH_ORPHANED_WORKLOADS,
-    FLAVOR_FUNGIBILITY,
+    FLAVOR_FUNGIBILITY, KUEUE_DRA_INTEGRATION, KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED,
     FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, LWS_IMMUTABLE_GROUP_SIZE,
     MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED, METRIC_FOR_WORKLOAD_CREATION_LATENCY,
     METRICS_FOR_COHORTS, PARTIAL_ADMISSION,

@@ -70,6 +70,7 @@ CORE_RESOURCES: tuple[Resource, ...] = (
     Resource("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False),
     Resource("LimitRange", "", "v1", "limitranges", True),
     Resource("RuntimeClass", "node.k8s.io", "v1", "runtimeclasses", False),
+    Resource("ResourceClaimTemplate", "resource.k8s.io", "v1", "resourceclaimtemplates", True, optional=True),
 )
 
 AUTOSCALING_GROUP = "autoscaling.x-k8s.io"

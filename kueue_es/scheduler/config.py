@@ -13,6 +13,7 @@ import msgspec
 
 from events import objects as o
 from events.errors import InvalidInput
+from events.labels import qualified_name_problem
 from kueue_es.scheduler import tls_options
 from projections import custom_labels, gates
 from projections.queue_order import REQUEUING_TIMESTAMPS
@@ -59,12 +60,21 @@ _PODS_READY_DEFAULT = WaitForPodsReadyConfig()
 _PODS_READY_OFF = WaitForPodsReadyConfig(enable=False)
 
 
+class DeviceClassMapping(_Cfg):
+    """One ``resources.deviceClassMappings`` entry: the logical resource the devices of these DeviceClasses are
+    charged to quota as (:mod:`projections.dra`, which reads them from the recorded document)."""
+
+    name: str = ""
+    device_class_names: list[str] = []
+
+
 class ResourcesConfig(_Cfg):
     exclude_resource_prefixes: list[str] = []
     transformations: list[ResourceTransformation] = []
     """What they do to requests: :mod:`projections.request_rules` (the projection reads them from the recorded
     document)."""
     quota_check_strategy: str = "BlockUndeclared"
+    device_class_mappings: list[DeviceClassMapping] = []
 
 
 QUOTA_CHECK_STRATEGIES = ("BlockUndeclared", "IgnoreUndeclared")
@@ -461,12 +471,51 @@ def _validate_admission_fair_sharing(afs: AdmissionFairSharingConfig, source: st
                                f"got {afs.resource_weights[resource]}")
 
 
+MAX_DEVICE_CLASS_MAPPINGS, MAX_DEVICE_CLASSES_PER_MAPPING = 16, 8
+
+
+def _validate_device_class_mappings(mappings: list[DeviceClassMapping], at: str) -> None:
+    """Kueue's checks of ``resources.deviceClassMappings``: at most 16 entries, each a qualified resource name
+    given once with one to eight qualified DeviceClass names, none of them given twice nor mapped to two
+    resources. ``at`` is the field's opening, closed here with the entry's path."""
+    if len(mappings) > MAX_DEVICE_CLASS_MAPPINGS:
+        raise InvalidInput(f"{at}`: must have at most {MAX_DEVICE_CLASS_MAPPINGS} items, got {len(mappings)}")
+    names: set[str] = set()
+    mapped_to: dict[str, str] = {}
+    for i, m in enumerate(mappings):
+        if not m.name:
+            raise InvalidInput(f"{at}[{i}].name` is required")
+        problem = qualified_name_problem(m.name)
+        if problem:
+            raise InvalidInput(f"{at}[{i}].name`: invalid value {m.name!r}: {problem}")
+        if m.name in names:
+            raise InvalidInput(f"{at}[{i}].name`: duplicate value {m.name!r}")
+        names.add(m.name)
+        if not m.device_class_names:
+            raise InvalidInput(f"{at}[{i}].deviceClassNames`: at least one device class name is required")
+        if len(m.device_class_names) > MAX_DEVICE_CLASSES_PER_MAPPING:
+            raise InvalidInput(f"{at}[{i}].deviceClassNames`: must have at most {MAX_DEVICE_CLASSES_PER_MAPPING} "
+                               f"items, got {len(m.device_class_names)}")
+        for j, dc in enumerate(m.device_class_names):
+            where = f"{at}[{i}].deviceClassNames[{j}]`"
+            problem = qualified_name_problem(dc) if dc else "a device class name must not be empty"
+            if problem:
+                raise InvalidInput(f"{where}: invalid value {dc!r}: {problem}")
+            if m.device_class_names.index(dc) != j:
+                raise InvalidInput(f"{where}: duplicate value {dc!r}")
+            if dc in mapped_to and mapped_to[dc] != m.name:
+                raise InvalidInput(f"{where}: device class already mapped to resource {mapped_to[dc]}")
+            mapped_to[dc] = m.name
+
+
 def _validate_resources(cfg: SchedulerConfig, source: str) -> None:
     """Kueue's checks of ``resources``: the transformations (always; ``pods`` in one under
-    ``ReservedResourceNameValidation``), the quota check strategy (under its gate)."""
+    ``ReservedResourceNameValidation``), the device class mappings, the quota check strategy (under its gate)."""
     r = cfg.resources
     compile_rules(r.exclude_resource_prefixes, r.transformations, f"{source}: Configuration",
                   reserved_names=gates.enabled(cfg.feature_gates, gates.RESERVED_RESOURCE_NAME_VALIDATION))
+    _validate_device_class_mappings(r.device_class_mappings, f"{source}: Configuration: field "
+                                                             "`resources.deviceClassMappings")
     if not gates.enabled(cfg.feature_gates, gates.QUOTA_CHECK_STRATEGY):
         return
     where = f"{source}: Configuration: field `resources.quotaCheckStrategy`"
