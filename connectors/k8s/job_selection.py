@@ -8,9 +8,10 @@ queues, its children follow it. kueue-es runs batch/v1 Jobs when the Job integra
 default), v1 Pods when the pod integration is on,
 JobSets when the JobSet integration is on and MPIJobs (any ``kubeflow.org`` version, as Kueue's ``isMPIJob``)
 when the MPIJob integration is on, the training operator's kubeflow.org/v1 jobs (PyTorchJob, TFJob, ...) whose
-integration is on, ray.io/v1 RayJobs and RayClusters when theirs are, and LeaderWorkerSets whose integration is on,
-so those are the parents that count here (a JobSet's Jobs, an MPIJob's launcher Job, a PyTorchJob's Pods, a
-RayJob's RayCluster and submitter Job, a RayCluster's Pods, a LeaderWorkerSet's StatefulSets are left to it); under
+integration is on, ray.io/v1 RayJobs and RayClusters when theirs are, LeaderWorkerSets and TrainJobs whose
+integration is on, so those are the parents that count here (a JobSet's Jobs, an MPIJob's launcher Job, a
+PyTorchJob's Pods, a RayJob's RayCluster and submitter Job, a RayCluster's Pods, a LeaderWorkerSet's StatefulSets,
+a TrainJob's JobSet are left to it); under
 the option any such parent is managed, queue name or not
 (``FindAncestorJobManagedByKueue``).
 
@@ -27,7 +28,15 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 
 from connectors.k8s.job_events import QUEUE_LABEL
-from connectors.k8s.resources import JOBSETS, KUBEFLOW_JOBS, LEADER_WORKER_SETS, MPIJOBS, RAYCLUSTERS, RAYJOBS
+from connectors.k8s.resources import (
+    JOBSETS,
+    KUBEFLOW_JOBS,
+    LEADER_WORKER_SETS,
+    MPIJOBS,
+    RAYCLUSTERS,
+    RAYJOBS,
+    TRAINJOBS,
+)
 from events import objects as o
 from kueue_es.scheduler.config import (
     JOB_FRAMEWORK,
@@ -38,6 +47,7 @@ from kueue_es.scheduler.config import (
     POD_FRAMEWORK,
     RAYCLUSTER_FRAMEWORK,
     RAYJOB_FRAMEWORK,
+    TRAINJOB_FRAMEWORK,
     SchedulerConfig,
 )
 from projections.clusterqueues import selector_matches
@@ -48,11 +58,13 @@ JOBSET_OWNER = (JOBSETS.api_version, JOBSETS.kind)
 RAYJOB_OWNER = (RAYJOBS.api_version, RAYJOBS.kind)
 RAYCLUSTER_OWNER = (RAYCLUSTERS.api_version, RAYCLUSTERS.kind)
 LWS_OWNER = (LEADER_WORKER_SETS.api_version, LEADER_WORKER_SETS.kind)
+TRAINJOB_OWNER = (TRAINJOBS.api_version, TRAINJOBS.kind)
 
 
 OWNER_FRAMEWORKS: Mapping[tuple[str, str], str] = {
     JOB_OWNER: JOB_FRAMEWORK, POD_OWNER: POD_FRAMEWORK, JOBSET_OWNER: JOBSET_FRAMEWORK,
     RAYJOB_OWNER: RAYJOB_FRAMEWORK, RAYCLUSTER_OWNER: RAYCLUSTER_FRAMEWORK, LWS_OWNER: LWS_FRAMEWORK,
+    TRAINJOB_OWNER: TRAINJOB_FRAMEWORK,
     **{(KUBEFLOW_JOBS[kind].api_version, kind): name for kind, name in KUBEFLOW_FRAMEWORKS.items()}}
 """Controller ``(apiVersion, kind)`` -> the name of the integration that runs it, as ``integrations.frameworks``
 lists it (an MPIJob of any ``kubeflow.org`` version aside: :func:`framework_of`)."""

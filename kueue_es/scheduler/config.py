@@ -119,6 +119,7 @@ MPIJOB_FRAMEWORK = "kubeflow.org/mpijob"
 RAYJOB_FRAMEWORK = "ray.io/rayjob"
 RAYCLUSTER_FRAMEWORK = "ray.io/raycluster"
 LWS_FRAMEWORK = "leaderworkerset.x-k8s.io/leaderworkerset"
+TRAINJOB_FRAMEWORK = "trainer.kubeflow.org/trainjob"
 KUBEFLOW_FRAMEWORKS = {"PyTorchJob": "kubeflow.org/pytorchjob", "TFJob": "kubeflow.org/tfjob",
                        "XGBoostJob": "kubeflow.org/xgboostjob", "PaddleJob": "kubeflow.org/paddlejob",
                        "JAXJob": "kubeflow.org/jaxjob"}
@@ -254,6 +255,13 @@ class SchedulerConfig(_Cfg):
         frameworks; off unless listed): each group of a queued LeaderWorkerSet runs on a Workload made for it
         (:mod:`connectors.k8s.lws_integration`)."""
         return LWS_FRAMEWORK in self.frameworks
+
+    @property
+    def manages_trainjobs(self) -> bool:
+        """Kueue's Kubeflow Trainer integration is on (``trainer.kubeflow.org/trainjob`` among the frameworks; off
+        unless listed): a queued TrainJob runs only while its Workload is admitted
+        (:mod:`connectors.k8s.trainjob_integration`)."""
+        return TRAINJOB_FRAMEWORK in self.frameworks
 
     @property
     def managed_jobs_selector(self) -> o.LabelSelector:
