@@ -72,6 +72,7 @@ from connectors.k8s import (
     pod_webhook,
     ray_webhook,
     statefulset_webhook,
+    trainjob_webhook,
     validating,
     workload_slices,
 )
@@ -104,11 +105,11 @@ PARENT_PATHS = (deployment_webhook.MUTATING_PATH, deployment_webhook.VALIDATING_
                 statefulset_webhook.MUTATING_PATH, statefulset_webhook.VALIDATING_PATH)
 """The paths of the webhooks for the parents of Pods Kueue holds (Deployments, StatefulSets)."""
 FRAMEWORK_PATHS = (*PARENT_PATHS, *jobset_webhook.PATHS, *mpijob_webhook.PATHS, *kubeflow_webhook.PATHS,
-                   *ray_webhook.PATHS, *lws_webhook.PATHS)
+                   *ray_webhook.PATHS, *lws_webhook.PATHS, *trainjob_webhook.PATHS)
 """The paths of the webhooks of the frameworks answered by a review given to :class:`WebhookServer` (its
-``parents``): the parents', the JobSet, MPIJob, training operator, Ray and LeaderWorkerSet ones
+``parents``): the parents', the JobSet, MPIJob, training operator, Ray, LeaderWorkerSet and TrainJob ones
 (:mod:`connectors.k8s.jobset_webhook`, :mod:`connectors.k8s.mpijob_webhook`, :mod:`connectors.k8s.kubeflow_webhook`,
-:mod:`connectors.k8s.ray_webhook`, :mod:`connectors.k8s.lws_webhook`)."""
+:mod:`connectors.k8s.ray_webhook`, :mod:`connectors.k8s.lws_webhook`, :mod:`connectors.k8s.trainjob_webhook`)."""
 DEFAULT_QUEUE = "default"
 CONFIGURATION_NAME = "kueue-es-mutating-webhook-configuration"
 WEBHOOK_NAME = "mjob.kb.io"
@@ -453,7 +454,8 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
                   excluded_namespaces: tuple[str, ...] = ("kube-system", "kueue-system"), pods: bool = False,
                   deployments: bool = False, statefulsets: bool = False, jobsets: bool = False,
                   mpijobs: bool = False, kubeflow: frozenset[str] = frozenset(), rayjobs: bool = False,
-                  rayclusters: bool = False, leaderworkersets: bool = False) -> dict[str, Any]:
+                  rayclusters: bool = False, leaderworkersets: bool = False, trainjobs: bool = False
+                  ) -> dict[str, Any]:
     """The MutatingWebhookConfiguration for :data:`PATH`, the Pod webhook's path and the Deployment, StatefulSet,
     JobSet and MPIJob webhooks': at ``url``, or at ``service`` (name, namespace, port), trusting ``ca_pem`` (none: as
     ``kueue-es manifests`` installs it, its CA set by the first replica that serves). ``pods``, ``deployments``,
@@ -461,7 +463,7 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
     closed); ``kubeflow``: the training operator's kinds whose integration is on
     (:mod:`connectors.k8s.kubeflow_webhook`); ``rayjobs``, ``rayclusters``: the Ray integrations
     (:mod:`connectors.k8s.ray_webhook`); ``leaderworkersets`` whether the LeaderWorkerSet one is
-    (:mod:`connectors.k8s.lws_webhook`)."""
+    (:mod:`connectors.k8s.lws_webhook`); ``trainjobs`` the TrainJob one (:mod:`connectors.k8s.trainjob_webhook`)."""
     if not url and service is None:
         raise ValueError("the webhook needs a url or a service")
 
@@ -496,7 +498,9 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
                                (ray_webhook.RAYJOB_KIND, rayjobs), (ray_webhook.RAYCLUSTER_KIND, rayclusters))),
             *kubeflow_webhook.registrations(client_config, selector, kubeflow, mutating=True),
             lws_webhook.registration(client_config(lws_webhook.MUTATING_PATH), selector, on=leaderworkersets,
-                                     mutating=True)],
+                                     mutating=True),
+            framework_webhook.registration(trainjob_webhook.KIND, client_config(trainjob_webhook.KIND.mutating_path),
+                                           selector, on=trainjobs, mutating=True)],
     }
 
 
@@ -566,6 +570,7 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     rayjobs = ray_webhook.RayWebhooks.of(config_in_force, clusters=False)
     rayclusters = ray_webhook.RayWebhooks.of(config_in_force, clusters=True)
     leaderworkersets = lws_webhook.LeaderWorkerSetWebhooks.of(config_in_force)
+    trainjobs = trainjob_webhook.TrainJobWebhooks.of(config_in_force)
     namespace_labels = pod_webhook.namespace_lookup(client)
     priority_classes = default_priority_class_lookup(client) if defaulting else None
     ancestry = ancestry_lookup(client, config_in_force)
@@ -575,7 +580,8 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
                **mpijob_webhook.reviewers(mpijobs, namespace_labels, queues, priority_classes, ancestry),
                **kubeflow_webhook.reviewers(config_in_force, namespace_labels, queues, priority_classes, ancestry),
                **ray_webhook.reviewers(rayjobs, rayclusters, namespace_labels, queues, priority_classes, ancestry),
-               **lws_webhook.reviewers(leaderworkersets, namespace_labels, queues, ancestry)}
+               **lws_webhook.reviewers(leaderworkersets, namespace_labels, queues, ancestry),
+               **trainjob_webhook.reviewers(trainjobs, namespace_labels, queues, priority_classes, ancestry)}
     server = WebhookServer(queues, priority_classes,
                            feature_gates, pod_reviews, config.manages_jobs if config is not None else True,
                            unqueued_lookup(client, config) if config is not None else None, pod_validations, parents,
@@ -588,7 +594,8 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
                                              deployments=deployments.enabled, statefulsets=statefulsets.enabled,
                                              jobsets=jobsets.enabled, mpijobs=mpijobs.enabled,
                                              kubeflow=config_in_force.kubeflow_kinds, rayjobs=rayjobs.enabled,
-                                             rayclusters=rayclusters.enabled, leaderworkersets=leaderworkersets.enabled))
+                                             rayclusters=rayclusters.enabled, leaderworkersets=leaderworkersets.enabled,
+                                             trainjobs=trainjobs.enabled))
         await register(client, validating.configuration(bundle.ca_pem, url=k.webhook_url, service=service,
                                                         excluded_namespaces=("kube-system", k.lease_namespace),
                                                         pods=pods_on, deployments=deployments.enabled,
@@ -596,7 +603,8 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
                                                         mpijobs=mpijobs.enabled,
                                                         kubeflow=config_in_force.kubeflow_kinds,
                                                         rayjobs=rayjobs.enabled, rayclusters=rayclusters.enabled,
-                                                        leaderworkersets=leaderworkersets.enabled))
+                                                        leaderworkersets=leaderworkersets.enabled,
+                                                        trainjobs=trainjobs.enabled))
         await conversion.register(client, conversion_stanza(k, bundle.ca_pem))
     return server
 
