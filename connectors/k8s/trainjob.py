@@ -115,15 +115,21 @@ def runtime_key(namespace: str, name: str) -> str:
     return f"{namespace}/{name}"
 
 
-def runtime_wanted(job: TrainJob) -> tuple[bool, str] | None:
-    """``(cluster, key)`` of the runtime the TrainJob names (a ClusterTrainingRuntime unless its kind says
-    ``TrainingRuntime``), None for a kind the Trainer has no runtime of (Kueue: "unsupported runtime")."""
-    ref = job.spec.runtime_ref
+def runtime_named(ref: RuntimeRef, namespace: str) -> tuple[bool, str, str] | None:
+    """``(cluster, namespace, name)`` of the runtime ``ref`` names from a TrainJob in ``namespace`` (a
+    ClusterTrainingRuntime unless its kind says ``TrainingRuntime``), None for a kind the Trainer has no runtime of
+    (Kueue: "unsupported runtime")."""
     kind = ref.kind or CLUSTER_TRAINING_RUNTIME
     if ref.api_group not in ("", TRAINJOBS.group) or kind not in (TRAINING_RUNTIME, CLUSTER_TRAINING_RUNTIME):
         return None
     cluster = kind == CLUSTER_TRAINING_RUNTIME
-    return cluster, runtime_key("" if cluster else job.metadata.namespace, ref.name)
+    return cluster, "" if cluster else namespace, ref.name
+
+
+def runtime_wanted(job: TrainJob) -> tuple[bool, str] | None:
+    """``(cluster, key)`` of the runtime the TrainJob names (:func:`runtime_named`)."""
+    named = runtime_named(job.spec.runtime_ref, job.metadata.namespace)
+    return (named[0], runtime_key(named[1], named[2])) if named is not None else None
 
 
 def workload_name(name: str, uid: str, short: bool = False) -> str:

@@ -581,7 +581,8 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
                **kubeflow_webhook.reviewers(config_in_force, namespace_labels, queues, priority_classes, ancestry),
                **ray_webhook.reviewers(rayjobs, rayclusters, namespace_labels, queues, priority_classes, ancestry),
                **lws_webhook.reviewers(leaderworkersets, namespace_labels, queues, ancestry),
-               **trainjob_webhook.reviewers(trainjobs, namespace_labels, queues, priority_classes, ancestry)}
+               **trainjob_webhook.reviewers(trainjobs, namespace_labels, queues, priority_classes, ancestry,
+                                            trainjob_webhook.runtime_lookup(client))}
     server = WebhookServer(queues, priority_classes,
                            feature_gates, pod_reviews, config.manages_jobs if config is not None else True,
                            unqueued_lookup(client, config) if config is not None else None, pod_validations, parents,

@@ -48,11 +48,16 @@ def _mutate(obj: dict, settings: tw.TrainJobWebhooks = ON, default_queue: bool =
     return msgspec.json.decode(base64.b64decode(response["patch"])) if "patch" in response else []
 
 
-def _refusal(new: dict, old: dict | None = None) -> str | None:
+def _refusal(new: dict, old: dict | None = None, settings: tw.TrainJobWebhooks = ON,
+             runtimes: dict[str, dict] | None = None) -> str | None:
     async def has_default_queue(name: str) -> bool:
         return False
 
-    reviews = tw.reviewers(ON, None, has_default_queue)  # type: ignore[arg-type]
+    async def runtime_of(namespace: str, job: dict) -> dict | None:
+        assert namespace == "team"
+        return (runtimes or {}).get(job["spec"]["runtimeRef"]["name"])
+
+    reviews = tw.reviewers(settings, None, has_default_queue, runtime_of=runtime_of)  # type: ignore[arg-type]
     request: dict[str, Any] = {"uid": "u", "operation": "UPDATE" if old else "CREATE", "namespace": "team",
                                "object": new}
     if old is not None:
@@ -90,12 +95,56 @@ def test_an_unqueued_trainjob_is_left_alone_unless_managed_without_a_queue_name(
 
 
 def test_the_generic_job_rules_refuse_a_bad_queue_name_and_a_running_ones_queue_change() -> None:
-    assert _refusal(_trainjob({Q: "lq"})) is None
-    assert "metadata.labels[kueue.x-k8s.io/queue-name]" in (_refusal(_trainjob({Q: "queue_name"})) or "")
+    there = {"torch": _runtime()}
+    assert _refusal(_trainjob({Q: "lq"}), runtimes=there) is None
+    assert "metadata.labels[kueue.x-k8s.io/queue-name]" in (_refusal(_trainjob({Q: "queue_name"}), runtimes=there)
+                                                           or "")
     old = _trainjob({Q: "lq"}, suspend=False)
-    assert _refusal(_trainjob({Q: "other"}, suspend=False), old) == (
+    assert _refusal(_trainjob({Q: "other"}, suspend=False), old, runtimes=there) == (
         'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "other": field is immutable')
-    assert _refusal(_trainjob({Q: "other"}, suspend=True), old) is None
+    assert _refusal(_trainjob({Q: "other"}, suspend=True), old, runtimes=there) is None
+
+
+TAS = tw.TrainJobWebhooks.of(load_config({"integrations": {"frameworks": ["trainer.kubeflow.org/trainjob"]},
+                                          "featureGates": {"TopologyAwareScheduling": True}}))
+NO_TAS = msgspec.structs.replace(TAS, feature_gates={"TopologyAwareScheduling": False})
+REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+SLICE_REQUIRED = "kueue.x-k8s.io/podset-slice-required-topology"
+SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+
+
+def _runtime(annotations: dict | None = None) -> dict:
+    template: dict = {"spec": {"containers": [{"name": "node"}]}}
+    if annotations:
+        template["metadata"] = {"annotations": annotations}
+    return {"mlPolicy": {"numNodes": 2}, "template": {"spec": {"replicatedJobs": [{
+        "name": "node", "template": {"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                                     "spec": {"template": template}}}]}}}
+
+
+def test_under_tas_the_derived_pod_sets_annotations_are_checked_at_kueues_path() -> None:
+    """Kueue's "valid topology request in TrainingRuntime" / "invalid topology request in TrainJob" cases."""
+    assert _refusal(_trainjob({Q: "lq"}), settings=TAS, runtimes={"torch": _runtime({REQUIRED: "cloud.com/block"})}) \
+        is None
+    job = _trainjob({Q: "lq"})
+    job["spec"]["podTemplateOverrides"] = [{"targetJobs": [{"name": "node"}], "metadata": {"annotations": {
+        REQUIRED: "cloud.com/block", PREFERRED: "cloud.com/rack"}}}]
+    message = _refusal(job, settings=TAS, runtimes={"torch": _runtime()})
+    assert message is not None and message.startswith("job[node].annotations: Invalid value: ")
+    assert message.endswith('. Adjust either the "TrainJob.spec.podTemplateOverrides" or the "TrainingRuntime.Template" '
+                            "annotations for the corresponding Job")
+    sliced = _runtime({REQUIRED: "block", SLICE_REQUIRED: "rack", SLICE_SIZE: "3"})
+    assert _refusal(_trainjob({Q: "lq"}), settings=TAS, runtimes={"torch": sliced}) == (
+        f'job[node].annotations[{SLICE_SIZE}]: Invalid value: "3": must not be greater than pod set count 2'
+        '. Adjust either the "TrainJob.spec.podTemplateOverrides" or the "TrainingRuntime.Template" annotations for '
+        "the corresponding Job")
+    assert _refusal(job, settings=NO_TAS, runtimes={"torch": _runtime()}) is None, "TopologyAwareScheduling off"
+
+
+def test_under_tas_a_trainjob_whose_runtime_is_missing_is_refused_with_that_alone() -> None:
+    assert _refusal(_trainjob({Q: "queue_name"}), settings=TAS) == "runtime 'torch' not found"
+    assert _refusal(_trainjob({Q: "lq"}), settings=NO_TAS) is None
 
 
 # --- serving and registering ------------------------------------------------------------------------------------
