@@ -77,6 +77,7 @@ SCHEDULING_EQUIVALENCE_HASHING = "SchedulingEquivalenceHashing"
 SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME = "SchedulingEquivalenceHashingIgnorePodSetName"
 UNADMITTED_WORKLOADS_EXPLICIT_STATUS = "UnadmittedWorkloadsExplicitStatus"
 SHORT_WORKLOAD_NAMES = "ShortWorkloadNames"
+SKIP_ANCESTOR_CHECK_FOR_DELETED_WORKLOADS = "SkipAncestorCheckForDeletedWorkloads"
 SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS = "SkipReassignmentForPodOwnedWorkloads"
 PRIORITY_BOOST = "PriorityBoost"
 WORKLOAD_IDENTIFIER_ANNOTATIONS = "WorkloadIdentifierAnnotations"
@@ -173,7 +174,7 @@ GATES: dict[str, tuple[str, bool]] = {
     PRIORITIZE_PREEMPTOR_WORKLOADS: (ALPHA, False),
     "LWSImmutableGroupSize": (BETA, True),
     FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS: (BETA, True),
-    "SkipAncestorCheckForDeletedWorkloads": (BETA, True),
+    SKIP_ANCESTOR_CHECK_FOR_DELETED_WORKLOADS: (BETA, True),
     "MultiKueueRemoteSpecSync": (BETA, True),
     RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP: (BETA, True),
     POD_INTEGRATION_VALIDATE_GROUP_OWNER: (BETA, True),
@@ -221,7 +222,7 @@ MODELLED = frozenset({
     "ReclaimablePods", RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP,
     REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS, RESERVED_RESOURCE_NAME_VALIDATION, SCHEDULING_EQUIVALENCE_HASHING,
     SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME, SHORT_WORKLOAD_NAMES,
-    SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS, TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX, TAS_BALANCED_PLACEMENT,
+    SKIP_ANCESTOR_CHECK_FOR_DELETED_WORKLOADS, SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS, TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX, TAS_BALANCED_PLACEMENT,
     TAS_FAILED_NODE_REPLACEMENT, TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST, TAS_HANDLE_OVERLAPPING_FLAVORS,
     TAS_MULTI_LAYER_TOPOLOGY, TAS_PROFILE_MIXED, TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE,
     TAS_REPLACE_NODE_DUE_TO_NOT_READY_OVER_FIXED_TIME, TAS_REPLACE_NODE_ON_NODE_TAINTS,
@@ -236,11 +237,10 @@ as the shared reference states it (§4.3): a node not Ready for 30 s fails whate
 TASReplaceNodeOnPodTermination off it changes nothing (that gate's 30 s wait already fails the node); with it on,
 Kueue's node controller sets no timer and applies the 30 s rule at its next look at the node (a pod on it ending
 or being deleted, a taint change, a restart), while kueue-es, whose rules look whenever what they read changes,
-wakes at the end of the 30 s (:func:`kueue_es.scheduler.nodefailure.next_wait_end`). Not
-SkipAncestorCheckForDeletedWorkloads: it lets Kueue's defaulting webhooks skip the suspend and owner checks
-for an object already being deleted, and the one kind kueue-es defaults, a batch/v1 Job, is defaulted (by Kueue's
-webhook and by kueue-es's) at creation only, when nothing is being deleted: no setting of it changes anything
-here."""
+wakes at the end of the 30 s (:func:`kueue_es.scheduler.nodefailure.next_wait_end`).
+SkipAncestorCheckForDeletedWorkloads is read by the webhooks that default on update too (LeaderWorkerSets,
+Deployments, StatefulSets: :func:`connectors.k8s.framework_webhook.managed_above`); the others default at creation
+only, when nothing is being deleted."""
 
 
 def ignored(gates: Mapping[str, bool]) -> list[str]:

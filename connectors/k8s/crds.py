@@ -40,6 +40,7 @@ import msgspec
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, KubeError
 from connectors.k8s.resources import (
+    APPWRAPPERS,
     CLUSTER_TRAINING_RUNTIMES,
     JOBSETS,
     KUBEFLOW_JOBS,
@@ -549,6 +550,35 @@ def kubeflow_crd(kind: str, specs_field: str) -> dict[str, Any]:
     del spec["runLauncherAsWorker"]
     spec[specs_field] = spec.pop("mpiReplicaSpecs")
     return _foreign_crd(KUBEFLOW_JOBS[kind], schema)
+
+
+def appwrapper_crd() -> dict[str, Any]:
+    """A minimal structural CRD for workload.codeflare.dev/v1beta2 AppWrappers, for tests against an apiserver
+    without the AppWrapper project installed: ``spec.suspend``, each component's ``podSets`` (``replicas``, ``path``,
+    ``annotations``) and ``podSetInfos`` typed, its ``template`` an embedded object kept as written (the AppWrapper
+    API's raw template); the status's ``phase``, conditions and ``componentStatus`` pod sets. Not the AppWrapper
+    project's CRD: none of its validation or defaulting."""
+    pod_set = {"type": "object", "required": ["path"], "properties": {
+        "replicas": {"type": "integer", "format": "int32"}, "path": {"type": "string"},
+        "annotations": {"type": "object", "additionalProperties": {"type": "string"}}}}
+    component = {"type": "object", "required": ["template"], "properties": {
+        "annotations": {"type": "object", "additionalProperties": {"type": "string"}},
+        "podSets": {"type": "array", "items": pod_set},
+        "podSetInfos": {"type": "array", "items": {"type": "object", _PRESERVE: True}},
+        "template": {"type": "object", _PRESERVE: True, "x-kubernetes-embedded-resource": True}}}
+    spec = {"type": "object", "required": ["components"], "properties": {
+        "suspend": {"type": "boolean"}, "managedBy": {"type": "string"},
+        "components": {"type": "array", "items": component}}}
+    status = {"type": "object", _PRESERVE: True, "properties": {
+        "phase": {"type": "string"},
+        "conditions": {"type": "array", "items": _condition_schema(), "x-kubernetes-list-type": "map",
+                       "x-kubernetes-list-map-keys": ["type"]},
+        "componentStatus": {"type": "array", "items": {"type": "object", _PRESERVE: True, "properties": {
+            "podSets": {"type": "array", "items": pod_set}}}}}}
+    schema = {"type": "object", "properties": {
+        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+        "spec": spec, "status": status}}
+    return _foreign_crd(APPWRAPPERS, schema)
 
 
 def _foreign_crd(r: Resource, schema: dict[str, Any]) -> dict[str, Any]:

@@ -26,13 +26,16 @@ class IntegrationLog:
         self._append, self._mirror, self._stats = append, mirror, stats
         self._kind, self._log = kind, log
         self._appended: dict[tuple[str, str], int] = {}
-        """(workload key, event type) -> offset of the event appended, until the mirror applied it."""
+        """(workload key, event type) -> offset of the event appended, until the mirror applied it (then it holds
+        nothing back, and is dropped at the next append: this holds only what is in flight)."""
 
     async def append_once(self, wl: WorkloadInfo, event: ev.AnyEvent) -> bool:
         """Append ``event`` unless one of its kind for ``wl`` is still to be applied; whether it was appended."""
         tag = type(event).__struct_config__.tag  # type: ignore[attr-defined]
-        at = self._appended.get((wl.key, tag))
-        if at is not None and self._mirror.offset < at:
+        applied = [k for k, at in self._appended.items() if at <= self._mirror.offset]
+        for k in applied:
+            del self._appended[k]
+        if (wl.key, tag) in self._appended:
             return False
         (offset,) = await self._append([event])
         self._appended[(wl.key, tag)] = offset

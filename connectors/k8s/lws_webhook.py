@@ -99,7 +99,8 @@ async def defaults(lws: dict[str, Any], namespace: str, settings: FrameworkWebho
     meta = lws.get("metadata") or {}
     queued = bool((meta.get("labels") or {}).get(QUEUE_LABEL))
     kueue_parent = job_selection.kueue_owner(job_selection.raw_controller(meta), settings.frameworks)
-    child = await framework_webhook.managed_above(lws, namespace, kueue_parent, managed_ancestry)
+    child = await framework_webhook.managed_above(lws, namespace, kueue_parent, managed_ancestry,
+                                                  settings.feature_gates)
 
     async def managed() -> bool:
         try:

@@ -19,6 +19,8 @@ RBAC grants exactly what the connector does:
   their integrations, and their ``finalizers`` (update: they own their Workloads);
 * RayJobs and RayClusters (ray.io): the same, for the Ray integrations (their head's and worker groups' pod
   templates, a RayJob's submitter template);
+* AppWrappers (workload.codeflare.dev): the same, for the AppWrapper integration (its components' ``podSetInfos``),
+  and their ``finalizers`` (update: they own their Workloads);
 * TrainJobs (trainer.kubeflow.org): the same, for the TrainJob integration (their ``podTemplateOverrides``), and
   TrainingRuntimes and ClusterTrainingRuntimes: read (get, list, watch), a TrainJob's pod sets being its runtime's;
 * the ``finalizers`` subresource (update) of each kind kueue-es makes the owner of what it creates with
@@ -67,6 +69,7 @@ from connectors.k8s import validating, webhook
 from connectors.k8s.crds import CRD_RESOURCE, all_crds, webhook_conversion
 from connectors.k8s.resources import (
     ALL,
+    APPWRAPPERS,
     CLUSTER_TRAINING_RUNTIMES,
     JOBSETS,
     KUBEFLOW_GROUP,
@@ -143,6 +146,8 @@ def cluster_role(name: str = DEFAULT_NAME) -> dict[str, Any]:
         {"apiGroups": [RAY_GROUP], "resources": [f"{RAYCLUSTERS.plural}/finalizers", f"{RAYJOBS.plural}/finalizers"],
          "verbs": ["update"]},
         {"apiGroups": [LEADER_WORKER_SETS.group], "resources": [LEADER_WORKER_SETS.plural], "verbs": [*READ]},
+        {"apiGroups": [APPWRAPPERS.group], "resources": [APPWRAPPERS.plural], "verbs": [*READ, "patch"]},
+        {"apiGroups": [APPWRAPPERS.group], "resources": [f"{APPWRAPPERS.plural}/finalizers"], "verbs": ["update"]},
         {"apiGroups": [LEADER_WORKER_SETS.group], "resources": [f"{LEADER_WORKER_SETS.plural}/finalizers"],
          "verbs": ["update"]},
         {"apiGroups": [TRAINJOBS.group], "resources": [TRAINJOBS.plural], "verbs": [*READ, "patch"]},

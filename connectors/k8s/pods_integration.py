@@ -47,7 +47,9 @@ it in, each pass does the one :class:`connectors.k8s.pod_sync.Step` Kueue's reco
 Under waitForPodsReady the Workload's PodsReady follows the Pod's ``Ready`` condition, as for Jobs (a group's:
 every Pod of the group ``Ready``, as Kueue's ``PodsReady`` for a group). The Events
 go through the log (``JobActed`` of kind Pod, from ``pod-kueue-controller``), so a restart records none twice.
-Pod groups (``kueue.x-k8s.io/pod-group-name``) are reconciled as one (key ``group/<namespace>/<group>``):
+Pod groups (``kueue.x-k8s.io/pod-group-name``) are reconciled as one, under one key (``group/<namespace>/<group>``,
+to which a group's Pod's own key is mapped, as Kueue's Pod event handler maps it, so no two passes of one group
+ever run at once; what was done to a Pod is forgotten once the watch sees it go):
 :mod:`connectors.k8s.pod_group` decides, one Workload named after the group, every Pod started, stopped, finished
 and finalized with it; under ``PodIntegrationValidateGroupOwner`` a Workload of its name not made for a group is not
 taken (nothing is done to the group then but the Warning ``WorkloadNameConflict`` on its first Pod). Under TopologyAwareScheduling a Pod's pod set carries the topology request of its TAS
@@ -218,7 +220,7 @@ class PodIntegration:
         """Pod key -> (Workload uid, ``UpdatedAdmissionCheck`` message) last recorded on it."""
         self._stopped: dict[str, str] = {}
         """Pod key -> uid of the Pod stopped (marked and deleted) under it: its versions in between (the condition
-        written, the deletion not seen yet) are not stopped again."""
+        written, the deletion not seen yet) are not stopped again. Forgotten once the watch sees the Pod go."""
         self.statefulsets = StatefulSetRevisions(client, self._on_statefulsets, watch_timeout_s, backoff_s)
         """The StatefulSets' status revisions, for the groups they hold (Kueue's StatefulSet reconciler)."""
 
@@ -234,7 +236,7 @@ class PodIntegration:
                 tg.create_task(self.informer.run(), name="k8s-pods-watch")
                 tg.create_task(self.statefulsets.run(), name="k8s-statefulsets-watch")
                 await self.synced.wait()
-                self.dirty |= self.workloads_of.keys()  # Pods gone while no one watched
+                self.dirty |= {self._request(k) for k in self.workloads_of}  # Pods gone while no one watched
                 self.dirty |= {GROUP_PREFIX + k for k, obs in self.mirror.workloads.items()
                                if pod_group.is_group_workload(obs) and k not in self.members}
                 await KeyedWorkers(self.reconcile_guarded, self.concurrency).run(
@@ -267,33 +269,53 @@ class PodIntegration:
             log.warning("managed pod skipped: cannot decode", error=str(exc))
             return None
         group = pod_group.group_key(pod)
+        self._leave_former_group(pod.key, group)
         if group:
             self.group_of[pod.key] = group
             self.members.setdefault(group, set()).add(pod.key)
         for wl_key in _names_carried(pod):
-            self.named_by.setdefault(wl_key, set()).add(GROUP_PREFIX + group if group else pod.key)
+            self.named_by.setdefault(wl_key, set()).add(_request_of(pod))
         return pod
 
-    def _unname(self, pod: ManagedPod) -> None:
-        """Forget a single Pod gone as one naming a prebuilt Workload (a group's stays: its group is still to
-        reconcile). A namesake made anew that names the same Workload keeps it named: a relist reports the old Pod
-        gone after reading the new one."""
-        if pod_group.group_key(pod):
+    def _leave_former_group(self, key: str, group: str) -> None:
+        """A Pod of ``key`` read in another group than the one recorded, or in none: a namesake made anew, so the
+        Pod of that group is gone (a relist reads the new one before it reports the old one gone). Its group forgets
+        it and is looked at again; the key is the new Pod's to reconcile."""
+        former = self.group_of.get(key)
+        if former is None or former == group:
             return
-        current = self.pods.get(pod.key)
-        still = set(_names_carried(current)) if current is not None and current.metadata.uid != pod.metadata.uid \
-            else set()
+        del self.group_of[key]
+        self.members.get(former, set()).discard(key)
+        self._forget_pod(key)
+        self._mark({GROUP_PREFIX + former})
+
+    def _unname(self, pod: ManagedPod) -> None:
+        """Forget a Pod gone as one naming a prebuilt Workload: its reconcile key (a group's Pod: its group's) stops
+        naming it, unless another Pod under that key still does — a namesake made anew (a relist reports the old
+        Pod gone after reading the new one), or another Pod of the group."""
+        group, request = pod_group.group_key(pod), _request_of(pod)
+        still: set[str] = set()
+        for key in sorted({pod.key, *(self.members.get(group, ()) if group else ())}):
+            current = self.pods.get(key)
+            if current is not None and current.metadata.uid != pod.metadata.uid and _request_of(current) == request:
+                still.update(_names_carried(current))
         for wl_key in _names_carried(pod):
             if wl_key in still:
                 continue
             named = self.named_by.get(wl_key, set())
-            named.discard(pod.key)
+            named.discard(request)
             if not named:
                 self.named_by.pop(wl_key, None)
 
+    def _request(self, key: str) -> str:
+        """The reconcile key for a Pod's key: its group's (``group/<namespace>/<group>``) for a group's Pod, as
+        Kueue's Pod event handler maps it, so one group is never reconciled by two passes at once."""
+        group = self.group_of.get(key)
+        return GROUP_PREFIX + group if group is not None else key
+
     def _mark(self, keys: set[str]) -> None:
         if keys:
-            self.dirty |= keys
+            self.dirty |= {self._request(k) for k in keys}
             self._signal.set()
 
     def _on_statefulsets(self, keys: set[str]) -> None:
@@ -315,6 +337,8 @@ class PodIntegration:
             keys |= self.owners.touched(e, self.pods)
             if isinstance(e, ev.ObjectDeleted) and e.kind == "Workload":
                 self._acted.pop(e.key, None)
+                if e.key not in self.members:  # the Workload of a group that is gone: nothing left to do for it
+                    self._acted.pop(GROUP_PREFIX + e.key, None)
             if (isinstance(e, ev.ObjectUpserted) and isinstance(e.obj, o.Workload)
                     or isinstance(e, ev.ObjectDeleted) and e.kind == "Workload"):
                 keys |= self.named_by.get(e.key, set())
@@ -331,15 +355,9 @@ class PodIntegration:
         config = self._config()
         if not config.manages_pods:
             return
+        key = self._request(key)
         if key.startswith(GROUP_PREFIX):
             await self._reconcile_group(config, key.removeprefix(GROUP_PREFIX))
-            return
-        if key in self.group_of:  # a group's Pod is reconciled with its group
-            group = self.group_of[key]
-            if key not in self.pods:
-                self.group_of.pop(key, None)
-                self.members.get(group, set()).discard(key)
-            await self._reconcile_group(config, group)
             return
         pod = self.pods.get(key)
         for wl_key in sorted(self.workloads_of.get(key, ())):
@@ -348,9 +366,7 @@ class PodIntegration:
             if owner is not None and (pod is None or owner[1] != pod.metadata.uid):
                 await self._orphaned(key, wl_key, obs, owner[1])  # type: ignore[arg-type]
         if pod is None:
-            self._acted.pop(key, None)
-            self._stopped.pop(key, None)
-            self._checks.pop(key, None)
+            self._forget_pod(key)
             return
         if not pod_sync.is_managed(pod):
             return
@@ -586,8 +602,7 @@ class PodIntegration:
 
     async def _stop(self, pod: ManagedPod, step: Step, wl: WorkloadInfo | None) -> None:
         """Mark the Pod ``TerminationTarget`` and delete it (``Stopped``); an evicted Workload's quota then goes.
-        The Pod counts as stopped from the first write: a pass running meanwhile under another key (a group's Pod
-        is reconciled under its own and its group's) may read it marked but not deleted, and must not stop it
+        The Pod counts as stopped from the first write, so no later view of it (marked, not yet deleted) stops it
         again; a failed write gives it back."""
         name, ns = pod.metadata.name, pod.metadata.namespace
         self._stopped[pod.key] = pod.metadata.uid
@@ -653,8 +668,8 @@ class PodIntegration:
 
     async def _reconcile_group(self, config: SchedulerConfig, group: str) -> None:
         """Do what Kueue's reconciler does next with a pod group (:func:`connectors.k8s.pod_group.next_step`)."""
-        pods = sorted((self.pods[k] for k in self.members.get(group, ()) if k in self.pods),
-                      key=lambda p: p.metadata.name)
+        self._forget_gone_members(group)
+        pods = sorted((self.pods[k] for k in self.members.get(group, ())), key=lambda p: p.metadata.name)
         if not pods:
             self.members.pop(group, None)
             await self._group_gone(group)
@@ -702,6 +717,20 @@ class PodIntegration:
             for pod in deleting:  # not Kueue's to hold: let it go
                 if pod_sync.finalizable(pod):
                     await self._once(pod, "finalize", self._finalize(pod, ""))
+
+    def _forget_gone_members(self, group: str) -> None:
+        """Forget the group's Pods the watch saw go: their membership and what was recorded as done to them."""
+        members = self.members.get(group, set())
+        for key in sorted(members - self.pods.keys()):
+            members.discard(key)
+            self.group_of.pop(key, None)
+            self._forget_pod(key)
+
+    def _forget_pod(self, key: str) -> None:
+        """Forget what was done to the Pod of ``key``, which is gone: a namesake made anew starts afresh."""
+        self._acted.pop(key, None)
+        self._stopped.pop(key, None)
+        self._checks.pop(key, None)
 
     async def _keep_in_step(self, pods: list[ManagedPod], own: list[ManagedPod], wl: WorkloadInfo | None,
                             obs: o.Workload | None, *, managed: bool, generated: bool) -> bool:
@@ -773,6 +802,7 @@ class PodIntegration:
         owners, the Workload is let go (:meth:`_let_go`) and deleted, as the garbage collector would."""
         obs = self.mirror.workloads.get(group)
         if obs is None or not pod_group.is_group_workload(obs):
+            self._acted.pop(GROUP_PREFIX + group, None)  # nothing left to do for the group
             return
         marker = ("orphan", obs.metadata.resource_version)
         if self._acted.get(GROUP_PREFIX + group) == marker:
@@ -995,6 +1025,12 @@ def _pod_key(obs: o.Workload) -> str | None:
     """The key of the Pod that controls ``obs`` (None: no Pod does)."""
     owner = pod_sync.owner_pod(obs)
     return owner[0] if owner is not None else None
+
+
+def _request_of(pod: ManagedPod) -> str:
+    """The Pod's reconcile key: its group's (``group/<namespace>/<group>``) for a group's Pod, else its own."""
+    group = pod_group.group_key(pod)
+    return GROUP_PREFIX + group if group else pod.key
 
 
 def _statefulset_owner(pod: ManagedPod) -> o.OwnerReference | None:

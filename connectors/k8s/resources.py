@@ -111,6 +111,13 @@ LEADER_WORKER_SETS = Resource("LeaderWorkerSet", LWS_GROUP, "v1", "leaderworkers
 """Kueue's ``leaderworkerset.x-k8s.io/leaderworkerset`` framework (served where the LWS CRD is installed): listed and
 watched by the LeaderWorkerSet integration itself (:mod:`connectors.k8s.lws_integration`), not put in the log."""
 
+APPWRAPPER_GROUP = "workload.codeflare.dev"
+APPWRAPPERS = Resource("AppWrapper", APPWRAPPER_GROUP, "v1beta2", "appwrappers", True, status_subresource=True,
+                       optional=True)
+"""Kueue's ``workload.codeflare.dev/appwrapper`` framework (the AppWrapper project's API, served where its CRD is
+installed): listed and watched by the AppWrapper integration itself (:mod:`connectors.k8s.appwrapper_integration`),
+not put in the log."""
+
 TRAINER_GROUP = "trainer.kubeflow.org"
 TRAINJOBS = Resource("TrainJob", TRAINER_GROUP, "v1alpha1", "trainjobs", True, status_subresource=True, optional=True)
 TRAINING_RUNTIMES = Resource("TrainingRuntime", TRAINER_GROUP, "v1alpha1", "trainingruntimes", True, optional=True)

@@ -119,6 +119,7 @@ MPIJOB_FRAMEWORK = "kubeflow.org/mpijob"
 RAYJOB_FRAMEWORK = "ray.io/rayjob"
 RAYCLUSTER_FRAMEWORK = "ray.io/raycluster"
 LWS_FRAMEWORK = "leaderworkerset.x-k8s.io/leaderworkerset"
+APPWRAPPER_FRAMEWORK = "workload.codeflare.dev/appwrapper"
 TRAINJOB_FRAMEWORK = "trainer.kubeflow.org/trainjob"
 KUBEFLOW_FRAMEWORKS = {"PyTorchJob": "kubeflow.org/pytorchjob", "TFJob": "kubeflow.org/tfjob",
                        "XGBoostJob": "kubeflow.org/xgboostjob", "PaddleJob": "kubeflow.org/paddlejob",
@@ -255,6 +256,13 @@ class SchedulerConfig(_Cfg):
         frameworks; off unless listed): each group of a queued LeaderWorkerSet runs on a Workload made for it
         (:mod:`connectors.k8s.lws_integration`)."""
         return LWS_FRAMEWORK in self.frameworks
+
+    @property
+    def manages_appwrappers(self) -> bool:
+        """Kueue's AppWrapper integration is on (``workload.codeflare.dev/appwrapper`` among the frameworks; off
+        unless listed): a queued AppWrapper runs only while its Workload is admitted, what it wraps being its
+        children (:mod:`connectors.k8s.appwrapper_integration`)."""
+        return APPWRAPPER_FRAMEWORK in self.frameworks
 
     @property
     def manages_trainjobs(self) -> bool:

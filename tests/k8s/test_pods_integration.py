@@ -916,8 +916,8 @@ async def test_a_relist_forgets_a_pod_deleted_unseen_but_not_its_namesake_naming
 
 @pytest.mark.asyncio
 async def test_a_pod_is_stopped_once_though_another_pass_sees_the_condition_before_the_deletion_returns() -> None:
-    """A group's Pods are reconciled under their own keys and their group's at once: a pass that reads the Pod
-    with the condition written while the first pass still waits for its deletion does not stop it again."""
+    """A pass that reads the Pod with the condition written while the stop still waits for its deletion does not
+    stop it again."""
     pods, mirror, appended, client = integration(pod_workload())
     mirror.state.workloads[KEY].phase = "Pending"
     running = managed_pod(gated=False, phase="Running")
@@ -957,3 +957,152 @@ async def test_a_pod_whose_stop_was_refused_is_stopped_by_the_next_pass() -> Non
     await pods.reconcile("ns/p")
     assert [c[0] for c in client.calls] == ["patch", "delete"]
     assert [e.action for e in appended if isinstance(e, ev.JobActed)] == ["Stopped"] and pods.stats.stopped == 1
+
+
+async def _work_until_idle(pods: PodIntegration, *keys: str) -> None:
+    """Run the integration's workers on ``keys`` marked dirty (as its watch marks them) until they are idle."""
+    import asyncio
+
+    from connectors.k8s.workers import KeyedWorkers
+    workers = KeyedWorkers(pods.reconcile_guarded)
+    pods._mark(set(keys))
+    task = asyncio.create_task(workers.run(pods._take, pods._signal, pods._retry.timeout))
+    for _ in range(200):
+        await asyncio.sleep(0.005)
+        if workers.idle and not pods.dirty:
+            break
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+@pytest.mark.asyncio
+async def test_a_groups_pod_is_reconciled_under_its_groups_key_so_two_passes_never_create_its_workload_twice(
+) -> None:
+    """As Kueue's Pod event handler, a group's Pod is reconciled under its group's key: a change to another of its
+    Pods while the group's Workload is being created waits for that pass, which sees the Workload then."""
+    import asyncio
+    raws = {n: _group_raw(n) for n in "ab"}
+    client = GroupClient(raws)
+    pods, mirror, _, _ = integration(client=client)
+    for n in "ab":
+        _watch(pods, raws[n])
+    creating = client.create
+
+    async def create_then_the_watch_brings_b_anew(resource: Any, body: dict[str, Any], namespace: str = "") -> bytes:
+        if len([c for c in client.calls if c[0] == "create"]) == 0:
+            raws["b"] = {**raws["b"], "metadata": {**raws["b"]["metadata"], "resourceVersion": "2"}}
+            _watch(pods, raws["b"])
+            pods._mark({"ns/b"})
+            await asyncio.sleep(0.05)  # another pass, if one may run, creates meanwhile
+        answer = await creating(resource, body, namespace)
+        obs = group_workload_obs()
+        mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=2, key=obs.key, uid="wl-uid", obj=obs)))
+        return answer
+
+    client.create = create_then_the_watch_brings_b_anew  # type: ignore[method-assign]
+    await _work_until_idle(pods, "ns/a")
+    assert len([c for c in client.calls if c[0] == "create"]) == 1
+
+
+class GoneClient(GroupClient):
+    """A GET of a Pod no longer in ``raws`` answers 404."""
+
+    async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
+        if name not in self.raws:
+            self.calls.append(("get", resource.kind, name))
+            raise NotFound(f"{resource.kind} {name} not found")
+        return await super().get(resource, name, namespace)
+
+
+def _evicted_running_group() -> tuple[PodIntegration, Mirror, GoneClient]:
+    """Group ``g``'s Workload admitted then preempted, its Pods ``a`` and ``b`` running and stopped by one pass."""
+    raws = {n: _group_raw(n, gated=False, phase="Running") for n in "ab"}
+    client = GoneClient(raws)
+    pods, mirror, _, _ = integration(group_workload_obs(), client=client)
+    wl = mirror.state.workloads["ns/g"]
+    wl.phase, wl.evicted = ADMITTED, "Preempted"
+    wl.conditions = (o.Condition(type="Evicted", status="True", reason="Preempted", message="Preempted by x"),
+                     o.Condition(type="QuotaReserved", status="True", reason="QuotaReserved"))
+    for n in "ab":
+        _watch(pods, raws[n])
+    return pods, mirror, client
+
+
+def _watch_delete(pods: PodIntegration, client: GoneClient, name: str) -> None:
+    """The watch sees Pod ``name`` deleted (as the informer reports it) and the apiserver no longer has it."""
+    raw = client.raws.pop(name)
+    pod = pods._decode(msgspec.json.encode(raw))
+    assert pod is not None
+    del pods.pods[pod.key]
+    pods._unname(pod)
+    pods._mark({pod.key})
+
+
+@pytest.mark.asyncio
+async def test_a_groups_stopped_pods_are_forgotten_once_the_watch_sees_them_go() -> None:
+    pods, _, client = _evicted_running_group()
+    await pods.reconcile("group/ns/g")
+    assert [c[:3] for c in client.calls if c[0] == "delete"] == [("delete", "Pod", "a"), ("delete", "Pod", "b")]
+    assert pods._stopped == {"ns/a": "uid-a", "ns/b": "uid-b"}
+    _watch_delete(pods, client, "a")
+    assert pods.dirty == {"group/ns/g"}, "a group's Pod is its group's to reconcile"
+    await pods.reconcile("group/ns/g")
+    assert pods._stopped == {"ns/b": "uid-b"} and "ns/a" not in pods._acted and pods.group_of == {"ns/b": "ns/g"}
+    _watch_delete(pods, client, "b")
+    await pods.reconcile("group/ns/g")
+    assert pods._stopped == {} and pods.group_of == {} and pods.members == {}
+    assert not {"ns/a", "ns/b"} & pods._acted.keys()
+
+
+@pytest.mark.asyncio
+async def test_what_was_done_for_a_group_is_forgotten_once_it_and_its_workload_are_gone() -> None:
+    pods, mirror, client = _evicted_running_group()
+    mirror.listeners.append(pods._on_applied)
+    await pods.reconcile("group/ns/g")
+    for n in "ab":
+        _watch_delete(pods, client, n)
+    await pods.reconcile("group/ns/g")
+    assert ("delete", "Workload", "g", "wl-uid") in client.calls and "group/ns/g" in pods._acted
+    mirror.apply_batch([ev.Record(mirror.offset + 1, ev.ObjectDeleted(time=3, key="ns/g", uid="wl-uid",
+                                                                      kind="Workload"))])
+    assert pods._acted == {}, "the group's Workload deleted after its Pods"
+    waiting, *_ = integration(client=GroupClient({"a": _group_raw("a")}))
+    _watch(waiting, _group_raw("a"))
+    await waiting.reconcile("group/ns/g")
+    assert "group/ns/g" in waiting._acted, "one of two Pods: the group waits"
+    del waiting.pods["ns/a"]
+    await waiting.reconcile("group/ns/g")
+    assert waiting._acted == {}, "a group gone without a Workload"
+
+
+@pytest.mark.asyncio
+async def test_a_group_stops_naming_its_prebuilt_workload_once_none_of_its_pods_names_it() -> None:
+    raws = {n: _prebuilt_raw(n, group=True) for n in "ab"}
+    client = GoneClient(raws)
+    pods, *_ = integration(client=client)
+    for n in "ab":
+        _watch(pods, raws[n])
+    assert pods.named_by == {"ns/pre": {"group/ns/g"}}
+    _watch_delete(pods, client, "a")
+    assert pods.named_by == {"ns/pre": {"group/ns/g"}}, "b still names it"
+    _watch_delete(pods, client, "b")
+    assert pods.named_by == {}
+
+
+@pytest.mark.asyncio
+async def test_a_single_pod_made_anew_under_a_group_pods_name_is_its_own_and_the_group_lets_the_old_one_go() -> None:
+    """A relist reads the namesake before it reports the group's Pod gone: the name is the new Pod's from then on."""
+    raws = {n: _group_raw(n) for n in "ab"}
+    pods, *_ = integration(client=GoneClient(raws))
+    for n in "ab":
+        _watch(pods, raws[n])
+    single = _group_raw("a")
+    del single["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"]
+    single["metadata"]["uid"] = "uid-a2"
+    pods.dirty.clear()
+    _watch(pods, single)
+    assert pods.group_of == {"ns/b": "ns/g"} and pods.members == {"ns/g": {"ns/b"}}
+    assert pods.dirty == {"group/ns/g"}, "the group is looked at again"
+    pods._mark({"ns/a"})
+    assert pods.dirty == {"group/ns/g", "ns/a"}, "the new Pod is reconciled under its own key"

@@ -313,7 +313,7 @@ async def test_the_server_starts_only_under_visibility_on_demand(monkeypatch: py
         started.append(k.visibility_port)
         return Server()
 
-    async def lead(settings, opts, path, client, health, elector, stop, report, visibility=None) -> None:
+    async def lead(settings, opts, path, client, health, elector, stop, report, visibility=None, webhook=None) -> None:
         handed.append(visibility)
 
     monkeypatch.setattr(kube_service.KubeClient, "connect", classmethod(connect))

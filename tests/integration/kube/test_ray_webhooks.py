@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import connect, eventually, namespace, rayjob_webhooks
+from kubehelp import connect, create, eventually, job, namespace, rayjob_webhooks
 
 from connectors.k8s import crds
 from connectors.k8s.errors import Forbidden
@@ -53,6 +53,20 @@ async def test_a_queued_rayjob_created_running_is_stored_suspended(kube_apiserve
             stored = msgspec.json.decode(await kc.create(RAYJOBS, _rayjob(ns, "queued"), ns))
             assert stored["spec"]["suspend"] is True
             assert stored["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["replicas"] == 2, "nothing else changed"
+
+            # under a Job (an enabled kind), as Kueue's walk decides: a child of a queued Job is left running (its
+            # Workload is the Job's), of a Job naming no queue suspended (without the walk, a Job controller alone
+            # left both running)
+            for parent_name, queue in (("unqueued-parent", ""), ("queued-parent", "user-queue")):
+                parent = job(ns, parent_name, queue)
+                if not queue:
+                    del parent["metadata"]["labels"][Q]
+                made = await create(kc, parent)
+                child = _rayjob(ns, f"under-{parent_name}")
+                child["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": parent_name,
+                                                         "uid": made["metadata"]["uid"], "controller": True}]
+                stored_child = msgspec.json.decode(await kc.create(RAYJOBS, child, ns))
+                assert stored_child["spec"].get("suspend", False) is (not queue), parent_name
             with pytest.raises(Forbidden) as refused:
                 await kc.create(RAYJOBS, _rayjob(ns, "kept", shutdown=False), ns)
             assert ("spec.shutdownAfterJobFinishes: Invalid value: false: a kueue managed job should delete the "
