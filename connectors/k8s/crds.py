@@ -41,6 +41,7 @@ from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, KubeError
 from connectors.k8s.resources import (
     APPWRAPPERS,
+    CLUSTER_TRAINING_RUNTIMES,
     JOBSETS,
     KUBEFLOW_JOBS,
     KUEUE_RESOURCES,
@@ -49,6 +50,8 @@ from connectors.k8s.resources import (
     PROVISIONING_REQUESTS,
     RAYCLUSTERS,
     RAYJOBS,
+    TRAINING_RUNTIMES,
+    TRAINJOBS,
     Resource,
 )
 from events import conversion
@@ -494,6 +497,47 @@ def leaderworkerset_crd() -> dict[str, Any]:
         "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
         "spec": spec, "status": status}}
     return _foreign_crd(LEADER_WORKER_SETS, schema)
+
+
+def trainjob_crd() -> dict[str, Any]:
+    """A minimal structural CRD for Kubeflow Trainer's trainer.kubeflow.org/v1alpha1 TrainJobs, for tests against an
+    apiserver without the Trainer installed: ``spec.suspend``, ``runtimeRef``, ``trainer.numNodes``,
+    ``podTemplateOverrides`` and ``labels``, the status's ``conditions`` and ``jobsStatus`` typed, the rest kept as
+    written. Not the Trainer's CRD: none of its validation or defaulting."""
+    kept = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    integer = {"type": "integer", "format": "int32"}
+    spec = {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {
+        "suspend": {"type": "boolean"},
+        "runtimeRef": {"type": "object", "required": ["name"], "properties": {
+            "apiGroup": {"type": "string"}, "kind": {"type": "string"}, "name": {"type": "string"}}},
+        "trainer": {**kept, "properties": {"numNodes": integer}},
+        "podTemplateOverrides": {"type": "array", "items": kept},
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}}}}
+    condition = {"type": "object", "required": ["type", "status"], "x-kubernetes-preserve-unknown-fields": True,
+                 "properties": {"type": {"type": "string"}, "status": {"type": "string"},
+                                "reason": {"type": "string"}, "message": {"type": "string"}}}
+    job_status = {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {
+        "name": {"type": "string"}, **{k: integer for k in ("ready", "succeeded", "failed", "active", "suspended")}}}
+    status = {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {
+        "conditions": {"type": "array", "items": condition}, "jobsStatus": {"type": "array", "items": job_status}}}
+    schema = {"type": "object", "properties": {
+        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+        "spec": spec, "status": status}}
+    return _foreign_crd(TRAINJOBS, schema)
+
+
+def training_runtime_crd(cluster: bool = False) -> dict[str, Any]:
+    """A minimal structural CRD for trainer.kubeflow.org/v1alpha1 TrainingRuntimes (``cluster``:
+    ClusterTrainingRuntimes, cluster-scoped), as :func:`trainjob_crd`: the spec's ``mlPolicy`` and ``template`` (a
+    JobSet template) kept as written."""
+    kept = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    schema = {"type": "object", "properties": {
+        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+        "spec": {**kept, "properties": {"mlPolicy": kept, "template": kept}}}}
+    crd = _foreign_crd(CLUSTER_TRAINING_RUNTIMES if cluster else TRAINING_RUNTIMES, schema)
+    if cluster:
+        crd["spec"]["scope"] = "Cluster"
+    return crd
 
 
 def kubeflow_crd(kind: str, specs_field: str) -> dict[str, Any]:

@@ -21,8 +21,10 @@ RBAC grants exactly what the connector does:
   templates, a RayJob's submitter template);
 * AppWrappers (workload.codeflare.dev): the same, for the AppWrapper integration (its components' ``podSetInfos``),
   and their ``finalizers`` (update: they own their Workloads);
+* TrainJobs (trainer.kubeflow.org): the same, for the TrainJob integration (their ``podTemplateOverrides``), and
+  TrainingRuntimes and ClusterTrainingRuntimes: read (get, list, watch), a TrainJob's pod sets being its runtime's;
 * the ``finalizers`` subresource (update) of each kind kueue-es makes the owner of what it creates with
-  ``blockOwnerDeletion``: Jobs, JobSets, MPIJobs, RayJobs and RayClusters (their Workloads), Workloads (their ProvisioningRequests), ProvisioningRequests
+  ``blockOwnerDeletion``: Jobs, JobSets, MPIJobs, RayJobs, RayClusters and TrainJobs (their Workloads), Workloads (their ProvisioningRequests), ProvisioningRequests
   (their PodTemplates) and Pods (below), which the ``OwnerReferencesPermissionEnforcement`` admission plugin
   requires, as Kueue's role grants it;
 * ClusterQueues' and LocalQueues' ``status``: patch (Kueue's queue status);
@@ -68,6 +70,7 @@ from connectors.k8s.crds import CRD_RESOURCE, all_crds, webhook_conversion
 from connectors.k8s.resources import (
     ALL,
     APPWRAPPERS,
+    CLUSTER_TRAINING_RUNTIMES,
     JOBSETS,
     KUBEFLOW_GROUP,
     KUBEFLOW_JOBS,
@@ -82,6 +85,8 @@ from connectors.k8s.resources import (
     RAYCLUSTERS,
     RAYJOBS,
     STATEFUL_SETS,
+    TRAINING_RUNTIMES,
+    TRAINJOBS,
 )
 from connectors.k8s.validating import CONFIGURATION_NAME as VALIDATING_CONFIGURATION_NAME
 from connectors.k8s.visibility import (
@@ -145,6 +150,10 @@ def cluster_role(name: str = DEFAULT_NAME) -> dict[str, Any]:
         {"apiGroups": [APPWRAPPERS.group], "resources": [f"{APPWRAPPERS.plural}/finalizers"], "verbs": ["update"]},
         {"apiGroups": [LEADER_WORKER_SETS.group], "resources": [f"{LEADER_WORKER_SETS.plural}/finalizers"],
          "verbs": ["update"]},
+        {"apiGroups": [TRAINJOBS.group], "resources": [TRAINJOBS.plural], "verbs": [*READ, "patch"]},
+        {"apiGroups": [TRAINJOBS.group], "resources": [f"{TRAINJOBS.plural}/finalizers"], "verbs": ["update"]},
+        {"apiGroups": [TRAINJOBS.group], "resources": [TRAINING_RUNTIMES.plural, CLUSTER_TRAINING_RUNTIMES.plural],
+         "verbs": [*READ]},
         {"apiGroups": [PROVISIONING_REQUESTS.group], "resources": [f"{PROVISIONING_REQUESTS.plural}/finalizers"],
          "verbs": ["update"]},
         {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["mutatingwebhookconfigurations"],

@@ -119,6 +119,15 @@ APPWRAPPERS = Resource("AppWrapper", APPWRAPPER_GROUP, "v1beta2", "appwrappers",
 installed): listed and watched by the AppWrapper integration itself (:mod:`connectors.k8s.appwrapper_integration`),
 not put in the log."""
 
+TRAINER_GROUP = "trainer.kubeflow.org"
+TRAINJOBS = Resource("TrainJob", TRAINER_GROUP, "v1alpha1", "trainjobs", True, status_subresource=True, optional=True)
+TRAINING_RUNTIMES = Resource("TrainingRuntime", TRAINER_GROUP, "v1alpha1", "trainingruntimes", True, optional=True)
+CLUSTER_TRAINING_RUNTIMES = Resource("ClusterTrainingRuntime", TRAINER_GROUP, "v1alpha1", "clustertrainingruntimes",
+                                     False, optional=True)
+"""Kueue's ``trainer.kubeflow.org/trainjob`` framework (Kubeflow Trainer v2's API, served where its CRDs are
+installed): TrainJobs and the runtimes they name, listed and watched by the TrainJob integration itself
+(:mod:`connectors.k8s.trainjob_integration`), not put in the log."""
+
 KUBEFLOW_JOBS = {kind: Resource(kind, KUBEFLOW_GROUP, "v1", f"{kind.lower()}s", True, status_subresource=True,
                                 optional=True)
                  for kind in ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob")}

@@ -73,6 +73,7 @@ from connectors.k8s import (
     pod_webhook,
     ray_webhook,
     statefulset_webhook,
+    trainjob_webhook,
     validating,
     workload_slices,
 )
@@ -91,6 +92,7 @@ from connectors.k8s.resources import (
     MPIJOBS,
     RAYCLUSTERS,
     RAYJOBS,
+    TRAINJOBS,
     Resource,
 )
 from connectors.k8s.settings import KubeSettings
@@ -106,11 +108,12 @@ PARENT_PATHS = (deployment_webhook.MUTATING_PATH, deployment_webhook.VALIDATING_
                 statefulset_webhook.MUTATING_PATH, statefulset_webhook.VALIDATING_PATH)
 """The paths of the webhooks for the parents of Pods Kueue holds (Deployments, StatefulSets)."""
 FRAMEWORK_PATHS = (*PARENT_PATHS, *jobset_webhook.PATHS, *mpijob_webhook.PATHS, *kubeflow_webhook.PATHS,
-                   *ray_webhook.PATHS, *lws_webhook.PATHS, *appwrapper_webhook.PATHS)
+                   *ray_webhook.PATHS, *lws_webhook.PATHS, *appwrapper_webhook.PATHS, *trainjob_webhook.PATHS)
 """The paths of the webhooks of the frameworks answered by a review given to :class:`WebhookServer` (its
-``parents``): the parents', the JobSet, MPIJob, training operator, Ray, LeaderWorkerSet and AppWrapper ones
+``parents``): the parents', the JobSet, MPIJob, training operator, Ray, LeaderWorkerSet, AppWrapper and TrainJob ones
 (:mod:`connectors.k8s.jobset_webhook`, :mod:`connectors.k8s.mpijob_webhook`, :mod:`connectors.k8s.kubeflow_webhook`,
-:mod:`connectors.k8s.ray_webhook`, :mod:`connectors.k8s.lws_webhook`, :mod:`connectors.k8s.appwrapper_webhook`)."""
+:mod:`connectors.k8s.ray_webhook`, :mod:`connectors.k8s.lws_webhook`, :mod:`connectors.k8s.appwrapper_webhook`,
+:mod:`connectors.k8s.trainjob_webhook`)."""
 DEFAULT_QUEUE = "default"
 CONFIGURATION_NAME = "kueue-es-mutating-webhook-configuration"
 WEBHOOK_NAME = "mjob.kb.io"
@@ -232,14 +235,15 @@ def _parent_resource(ref: o.OwnerReference) -> Resource | None:
     """Where a parent of a kind an integration runs is read from the apiserver."""
     by_kind = {"Job": BY_KIND["Job"], "Pod": BY_KIND["Pod"], "JobSet": JOBSETS, "MPIJob": MPIJOBS, **KUBEFLOW_JOBS,
                "RayJob": RAYJOBS, "RayCluster": RAYCLUSTERS, "LeaderWorkerSet": LEADER_WORKER_SETS,
-               "AppWrapper": APPWRAPPERS}
+               "AppWrapper": APPWRAPPERS, "TrainJob": TRAINJOBS}
     return by_kind.get(ref.kind)
 
 
 class HeldParents:
     """What this kueue-es process already holds of the parents a webhook's walk reads: once the connector runs
     beside the webhook server (this replica leads), its parents registry (:class:`connectors.k8s.child_jobs.Parents`:
-    the JobSets, MPIJobs, training jobs, RayJobs, RayClusters, LeaderWorkerSets the integrations' informers list,
+    the JobSets, MPIJobs, training jobs, RayJobs, RayClusters, LeaderWorkerSets, AppWrappers and TrainJobs the
+    integrations' informers list,
     the managed Pods) and the log's Jobs. Kueue's webhooks read parents from the manager's informer cache, never
     from the apiserver: an admission request has the apiserver's timeout to answer in, and one GET per parent inside
     it is what the cache spares. Where nothing is held — a standby (it runs no connector), an informer not listed
@@ -509,7 +513,8 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
                   excluded_namespaces: tuple[str, ...] = ("kube-system", "kueue-system"), pods: bool = False,
                   deployments: bool = False, statefulsets: bool = False, jobsets: bool = False,
                   mpijobs: bool = False, kubeflow: frozenset[str] = frozenset(), rayjobs: bool = False,
-                  rayclusters: bool = False, leaderworkersets: bool = False, appwrappers: bool = False
+                  rayclusters: bool = False, leaderworkersets: bool = False, appwrappers: bool = False,
+                  trainjobs: bool = False
                   ) -> dict[str, Any]:
     """The MutatingWebhookConfiguration for :data:`PATH`, the Pod webhook's path and the Deployment, StatefulSet,
     JobSet and MPIJob webhooks': at ``url``, or at ``service`` (name, namespace, port), trusting ``ca_pem`` (none: as
@@ -519,7 +524,7 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
     (:mod:`connectors.k8s.kubeflow_webhook`); ``rayjobs``, ``rayclusters``: the Ray integrations
     (:mod:`connectors.k8s.ray_webhook`); ``leaderworkersets`` whether the LeaderWorkerSet one is
     (:mod:`connectors.k8s.lws_webhook`); ``appwrappers`` whether the AppWrapper one is
-    (:mod:`connectors.k8s.appwrapper_webhook`)."""
+    (:mod:`connectors.k8s.appwrapper_webhook`); ``trainjobs`` the TrainJob one (:mod:`connectors.k8s.trainjob_webhook`)."""
     if not url and service is None:
         raise ValueError("the webhook needs a url or a service")
 
@@ -555,7 +560,9 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
                                (appwrapper_webhook.KIND, appwrappers))),
             *kubeflow_webhook.registrations(client_config, selector, kubeflow, mutating=True),
             lws_webhook.registration(client_config(lws_webhook.MUTATING_PATH), selector, on=leaderworkersets,
-                                     mutating=True)],
+                                     mutating=True),
+            framework_webhook.registration(trainjob_webhook.KIND, client_config(trainjob_webhook.KIND.mutating_path),
+                                           selector, on=trainjobs, mutating=True)],
     }
 
 
@@ -626,6 +633,7 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     rayclusters = ray_webhook.RayWebhooks.of(config_in_force, clusters=True)
     leaderworkersets = lws_webhook.LeaderWorkerSetWebhooks.of(config_in_force)
     appwrappers = appwrapper_webhook.AppWrapperWebhooks.of(config_in_force)
+    trainjobs = trainjob_webhook.TrainJobWebhooks.of(config_in_force)
     namespace_labels = pod_webhook.namespace_lookup(client)
     priority_classes = default_priority_class_lookup(client) if defaulting else None
     held = HeldParents()
@@ -639,7 +647,9 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
                **kubeflow_webhook.reviewers(config_in_force, namespace_labels, queues, priority_classes, ancestry),
                **ray_webhook.reviewers(rayjobs, rayclusters, namespace_labels, queues, priority_classes, ancestry),
                **lws_webhook.reviewers(leaderworkersets, namespace_labels, queues, ancestry),
-               **appwrapper_webhook.reviewers(appwrappers, namespace_labels, queues, priority_classes, ancestry)}
+               **appwrapper_webhook.reviewers(appwrappers, namespace_labels, queues, priority_classes, ancestry),
+               **trainjob_webhook.reviewers(trainjobs, namespace_labels, queues, priority_classes, ancestry,
+                                            trainjob_webhook.runtime_lookup(client))}
     server = WebhookServer(queues, priority_classes,
                            feature_gates, pod_reviews, config.manages_jobs if config is not None else True,
                            unqueued_lookup(client, config) if config is not None else None, pod_validations, parents,
@@ -653,7 +663,7 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
                                              jobsets=jobsets.enabled, mpijobs=mpijobs.enabled,
                                              kubeflow=config_in_force.kubeflow_kinds, rayjobs=rayjobs.enabled,
                                              rayclusters=rayclusters.enabled, leaderworkersets=leaderworkersets.enabled,
-                                             appwrappers=appwrappers.enabled))
+                                             appwrappers=appwrappers.enabled, trainjobs=trainjobs.enabled))
         await register(client, validating.configuration(bundle.ca_pem, url=k.webhook_url, service=service,
                                                         excluded_namespaces=("kube-system", k.lease_namespace),
                                                         pods=pods_on, deployments=deployments.enabled,
@@ -662,7 +672,7 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
                                                         kubeflow=config_in_force.kubeflow_kinds,
                                                         rayjobs=rayjobs.enabled, rayclusters=rayclusters.enabled,
                                                         leaderworkersets=leaderworkersets.enabled,
-                                                        appwrappers=appwrappers.enabled))
+                                                        appwrappers=appwrappers.enabled, trainjobs=trainjobs.enabled))
         await conversion.register(client, conversion_stanza(k, bundle.ca_pem))
     return server
 

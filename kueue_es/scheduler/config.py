@@ -131,6 +131,7 @@ RAYJOB_FRAMEWORK = "ray.io/rayjob"
 RAYCLUSTER_FRAMEWORK = "ray.io/raycluster"
 LWS_FRAMEWORK = "leaderworkerset.x-k8s.io/leaderworkerset"
 APPWRAPPER_FRAMEWORK = "workload.codeflare.dev/appwrapper"
+TRAINJOB_FRAMEWORK = "trainer.kubeflow.org/trainjob"
 KUBEFLOW_FRAMEWORKS = {"PyTorchJob": "kubeflow.org/pytorchjob", "TFJob": "kubeflow.org/tfjob",
                        "XGBoostJob": "kubeflow.org/xgboostjob", "PaddleJob": "kubeflow.org/paddlejob",
                        "JAXJob": "kubeflow.org/jaxjob"}
@@ -282,6 +283,13 @@ class SchedulerConfig(_Cfg):
         unless listed): a queued AppWrapper runs only while its Workload is admitted, what it wraps being its
         children (:mod:`connectors.k8s.appwrapper_integration`)."""
         return APPWRAPPER_FRAMEWORK in self.frameworks
+
+    @property
+    def manages_trainjobs(self) -> bool:
+        """Kueue's Kubeflow Trainer integration is on (``trainer.kubeflow.org/trainjob`` among the frameworks; off
+        unless listed): a queued TrainJob runs only while its Workload is admitted
+        (:mod:`connectors.k8s.trainjob_integration`)."""
+        return TRAINJOB_FRAMEWORK in self.frameworks
 
     @property
     def managed_jobs_selector(self) -> o.LabelSelector:

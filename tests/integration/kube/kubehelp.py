@@ -200,17 +200,18 @@ async def rayjob_webhooks(kc: KubeClient, certs: Path, label: str, sfx: str, con
 
 @contextlib.asynccontextmanager
 async def framework_webhooks(kc: KubeClient, certs: Path, label: str, sfx: str, kind: framework_webhook.Kind,
-                             settings: framework_webhook.FrameworkWebhooks, walk_config: SchedulerConfig | None = None
-                             ) -> AsyncIterator[WebhookServer]:
+                             settings: framework_webhook.FrameworkWebhooks, walk_config: SchedulerConfig | None = None,
+                             reviewers: dict[str, Any] | None = None) -> AsyncIterator[WebhookServer]:
     """kueue-es's webhook server answering ``kind`` with ``settings``, its two webhooks alone registered fail-closed
     (each in a configuration named ``<label>-<sfx>``) for the namespaces labelled ``label=<sfx>`` only; deleted
-    before the server stops."""
+    before the server stops. ``reviewers``: the kind's own (path -> review), when not the generic ones."""
     bundle = self_signed(["127.0.0.1"])
     _, cert, key = bundle.write(certs)
     queues_lookup = default_queue_lookup(kc)
     held = HeldParents()  # empty (a standby's) until a test attaches what a leader's connector would hold
     walk = ancestry_lookup(kc, walk_config, held) if walk_config is not None else None  # the walk serve() gives them
-    hooks = framework_webhook.reviewers(kind, settings, namespace_lookup(kc), queues_lookup, None, walk)
+    hooks = reviewers if reviewers is not None else framework_webhook.reviewers(
+        kind, settings, namespace_lookup(kc), queues_lookup, None, walk)
     server = WebhookServer(queues_lookup, None, {}, parents=hooks, held_parents=held)
     port = free_port()
     await server.start("127.0.0.1", port, str(cert), str(key))
