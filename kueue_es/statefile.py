@@ -24,7 +24,8 @@ from kueue_es.scheduler.config import DEFAULT, SchedulerConfig, load_config
 from projections.cluster import ClusterState
 
 _FIRST = ("Namespace", "PriorityClass", "WorkloadPriorityClass", "LimitRange", "RuntimeClass", "ResourceFlavor",
-          "Topology", "AdmissionCheck", "ProvisioningRequestConfig", "Cohort", "ClusterQueue", "LocalQueue", "Node",
+          "Topology", "AdmissionCheck", "ProvisioningRequestConfig", "MultiKueueConfig", "MultiKueueCluster", "Cohort",
+          "ClusterQueue", "LocalQueue", "Node",
           "Pod", "Job")
 
 

@@ -60,6 +60,9 @@ KUEUE_RESOURCES: tuple[Resource, ...] = (
     Resource("Topology", KUEUE_GROUP, KUEUE_VERSION, "topologies", False, ("topo",)),
     Resource("AdmissionCheck", KUEUE_GROUP, KUEUE_VERSION, "admissionchecks", False, (), status_subresource=True),
     Resource("ProvisioningRequestConfig", KUEUE_GROUP, KUEUE_VERSION, "provisioningrequestconfigs", False),
+    Resource("MultiKueueConfig", KUEUE_GROUP, KUEUE_VERSION, "multikueueconfigs", False),
+    Resource("MultiKueueCluster", KUEUE_GROUP, KUEUE_VERSION, "multikueueclusters", False, (),
+             status_subresource=True),
 )
 
 CORE_RESOURCES: tuple[Resource, ...] = (
