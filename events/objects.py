@@ -212,6 +212,8 @@ class JobSpec(View):
     parallelism: int = 1
     completions: int | None = None
     template: PodTemplateSpec = PodTemplateSpec()
+    managed_by: str | None = None
+    """``kueue.x-k8s.io/multikueue`` on a MultiKueue manager: the Job runs on a worker, not here."""
 
 
 class JobStatus(View):

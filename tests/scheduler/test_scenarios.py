@@ -331,7 +331,10 @@ def run_timeline(name: str, spec: dict, tmp_path: Path) -> None:
             events.append(ev.MultiKueueClusterObserved(time=t, key=c["name"], connected=c["connected"],
                                                        reason=c.get("reason", ""), message=c.get("message", "")))
         for r in step.get("remotes", []):
-            conditions = [o.Condition(type=k, status=v, reason=k if v == "True" else "", last_transition_time=format_time(t))
+            conditions = [o.Condition(type=k, status=v, reason=k, last_transition_time=format_time(t))
+                          if isinstance(v, str) else o.Condition(type=k, status=v["status"],
+                                                                 reason=v.get("reason", k), message=v.get("message", ""),
+                                                                 last_transition_time=format_time(t))
                           for k, v in sorted(r.get("conditions", {}).items())]
             events.append(ev.RemoteWorkloadObserved(time=t, key=r["workload"], cluster=r["cluster"],
                                                     exists=not r.get("gone", False), conditions=conditions))
