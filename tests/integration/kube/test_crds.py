@@ -287,6 +287,8 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
             assert not await ok("create", "ray.io", plural, "team-a"), plural
             assert not await ok("patch", "ray.io", plural, "team-a", "status"), plural
         assert await ok("patch", "kueue.x-k8s.io", "admissionchecks", "", "status")
+        assert await ok("patch", "kueue.x-k8s.io", "multikueueclusters", "", "status")  # their Active condition
+        assert await ok("get", "", "secrets", ns_name)  # MultiKueue workers' kubeconfigs, in its own namespace only
         assert await ok("create", "", "events", "team-a")  # Kueue's Events: decisions carried out, Job actions
         # the visibility API: its APIServices, and the Service and endpoints routing them to the leader
         apiservices = ("apiregistration.k8s.io", "apiservices")
