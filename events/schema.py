@@ -158,6 +158,8 @@ class RemoteWorkloadObserved(Event, tag="RemoteWorkloadObserved"):
     cluster: str
     exists: bool = True
     conditions: list[Condition] = []
+    topology_pod_sets: list[str] = []
+    """The copy's pod sets whose admission there has a topology assignment (placed by the worker's TAS)."""
 
 
 # --- time --------------------------------------------------------------------------------------------------------
@@ -380,6 +382,9 @@ class WorkerClusterAssigned(Decision, tag="WorkerClusterAssigned"):
     and the nominations are cleared. The connector deletes the other copies and creates the job's copy there."""
 
     cluster: str
+    topology_ready: list[str] = []
+    """Pod sets whose delayed topology request is Pending here and was placed on the worker: now Ready (the
+    topology itself is the worker's, never placed on a manager)."""
 
 
 class RemoteWorkloadFinished(Decision, tag="RemoteWorkloadFinished"):

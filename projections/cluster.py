@@ -60,6 +60,7 @@ from projections.workloads import (
     WAITING_FOR_REPLACEMENT_PODS,
     WORKLOAD_ANNOTATION,
     PodSetInfo,
+    RemoteCopy,
     WorkloadInfo,
     admission_usage,
     after_reclaim,
@@ -1808,7 +1809,7 @@ class ClusterState:
             return
         remotes = {k: v for k, v in wl.remotes.items() if k != e.cluster}
         if e.exists:
-            remotes[e.cluster] = tuple(e.conditions)
+            remotes[e.cluster] = RemoteCopy(tuple(e.conditions), tuple(e.topology_pod_sets))
         wl.remotes = remotes
 
     def _on_nominated(self, e: ev.ClustersNominated) -> None:
@@ -1817,9 +1818,18 @@ class ClusterState:
             wl.nominated = tuple(e.clusters)
 
     def _on_cluster_assigned(self, e: ev.WorkerClusterAssigned) -> None:
+        """The worker runs it: its pod sets placed there no longer wait for a topology here (Kueue's
+        ``updateDelayedTopologyRequest``: Ready, the manager never placing them)."""
         wl = self.workloads.get(e.key)
-        if wl is not None and wl.reserving and not wl.cluster_name:
-            wl.cluster_name, wl.nominated = e.cluster, ()
+        if wl is None or not wl.reserving or wl.cluster_name:
+            return
+        wl.cluster_name, wl.nominated = e.cluster, ()
+        if e.topology_ready and wl.admission is not None:
+            ready = set(e.topology_ready)
+            wl.admission = msgspec.structs.replace(wl.admission, pod_set_assignments=[
+                msgspec.structs.replace(psa, delayed_topology_request="Ready")
+                if psa.name in ready and psa.delayed_topology_request == "Pending" else psa
+                for psa in wl.admission.pod_set_assignments])
 
     def _retention_expired(self, e: ev.RetentionExpired) -> None:
         wl = self.workloads.get(e.key)

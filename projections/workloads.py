@@ -84,6 +84,15 @@ class PodSetInfo(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """The template's preferred node affinity, which TAS placement weighs under TASRespectNodeAffinityPreferred."""
 
 
+class RemoteCopy(msgspec.Struct, frozen=True, gc=False, array_like=True):
+    """What a MultiKueue manager last observed of a workload's copy on a worker."""
+
+    conditions: tuple[o.Condition, ...] = ()
+    """Its QuotaReserved, Admitted, Evicted and Finished conditions."""
+    topology_pod_sets: tuple[str, ...] = ()
+    """Its pod sets placed by the worker's TAS (a topology assignment in its admission)."""
+
+
 class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     """Mutable projected state of one Workload. Field order is the snapshot's wire order.
 
@@ -179,8 +188,8 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     """MultiKueue's ``status.clusterName``: the worker that admitted it (empty: none yet, or evicted since)."""
     nominated: tuple[str, ...] = ()
     """MultiKueue's ``status.nominatedClusterNames``."""
-    remotes: dict[str, tuple[o.Condition, ...]] = {}
-    """MultiKueue: worker -> the conditions of the workload's copy there, as last observed (no entry: none)."""
+    remotes: dict[str, RemoteCopy] = {}
+    """MultiKueue: worker -> the workload's copy there, as last observed (no entry: none)."""
 
     @property
     def base_priority(self) -> int:

@@ -10,8 +10,8 @@ the worker that runs a workload, Retry, the local finish); this module only obse
   as ``MultiKueueClusterObserved`` (connected, or ``BadConfig`` / ``ClientConnectionFailed`` with the error)
   whenever it changes, and the MultiKueueCluster's ``Active`` condition is written from the log
   (:func:`projections.admissionchecks.cluster_active`), as are the MultiKueue checks' (``checkstatus``).
-* **observations.** The conditions MultiKueue reads of each copy (QuotaReserved, Admitted, Evicted, Finished), or
-  its absence, are appended as ``RemoteWorkloadObserved`` for the manager's Workload of the same namespace and
+* **observations.** The conditions MultiKueue reads of each copy (QuotaReserved, Admitted, Evicted, Finished) and
+  which of its pod sets the worker placed by topology, or its absence, are appended as ``RemoteWorkloadObserved`` for the manager's Workload of the same namespace and
   name whenever they differ from what the log holds.
 * **copies.** For every manager Workload with a MultiKueue check: while it holds quota, is not evicted and not
   finished, a copy (labels, annotations and spec of the manager's Workload, the origin label added) exists on each
@@ -102,6 +102,13 @@ def remote_conditions(raw: dict[str, Any]) -> list[o.Condition]:
     return [o.Condition(type=c["type"], status=c.get("status", ""), reason=c.get("reason", ""),
                         message=c.get("message", ""), last_transition_time=c.get("lastTransitionTime"))
             for c in sorted(conds, key=lambda c: c["type"])]
+
+
+def topology_pod_sets(raw: dict[str, Any]) -> list[str]:
+    """The copy's pod sets the worker placed by topology (an assignment with a ``topologyAssignment``), sorted."""
+    admission = (raw.get("status") or {}).get("admission") or {}
+    return sorted(psa.get("name", "") for psa in admission.get("podSetAssignments") or []
+                  if psa.get("topologyAssignment"))
 
 
 def workload_copy(manager_wl: dict[str, Any], origin: str) -> dict[str, Any]:
@@ -337,10 +344,10 @@ class MultiKueueConnector:
                         events.append(ev.RemoteWorkloadObserved(time=now, key=key, uid=wl.uid, cluster=name,
                                                                 exists=False))
                     continue
-                conds = remote_conditions(raw)
-                if known is None or list(known) != conds:
+                conds, placed = remote_conditions(raw), topology_pod_sets(raw)
+                if known is None or list(known.conditions) != conds or list(known.topology_pod_sets) != placed:
                     events.append(ev.RemoteWorkloadObserved(time=now, key=key, uid=wl.uid, cluster=name,
-                                                            conditions=conds))
+                                                            conditions=conds, topology_pod_sets=placed))
         if events:
             self.stats.observed += len(events)
             await self.append(events)

@@ -14,6 +14,8 @@ ClusterQueue has a MultiKueue check, in Kueue's order:
 4. the first copy admitted on a worker (the earliest Admitted) while the check is not yet Ready: that worker runs
    it — ``WorkerClusterAssigned`` (``status.clusterName``, nominations cleared) and the check ``Ready``, "The
    workload was admitted on <worker>" (the connector then deletes the other copies and copies the Job there);
+   its pod sets whose topology the manager delayed (always, with a MultiKueue check) and the worker placed are
+   no longer delayed here (``delayedTopologyRequest: Ready``, no topology: Kueue's ``updateDelayedTopologyRequest``);
 5. the check Ready but no copy admitted any more: ``Retry`` at once ("Reserving remote no longer exists or is
    not admitted") if the worker is reachable, else once it has been unreachable for ``workerLostTimeout``
    ("Reserving remote lost"), counted from the log's time of the observation that it was lost;
@@ -62,7 +64,7 @@ def first_with(state: ClusterState, wl: WorkloadInfo, type_: str) -> tuple[str, 
         link = links.get(cluster)
         if link is None or not link.connected:
             continue
-        for c in wl.remotes[cluster]:
+        for c in wl.remotes[cluster].conditions:
             if c.type == type_ and c.status == "True" and (best is None or _since(c) < best[0]):
                 best = (_since(c), cluster, c)
     return None if best is None else (best[1], best[2])
@@ -129,7 +131,11 @@ def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict, now: i
         cluster = admitted[0]
         out: list[ev.Decision] = []
         if not wl.cluster_name:
-            out.append(ev.WorkerClusterAssigned(key=wl.key, uid=wl.uid, cluster=cluster, **base))
+            placed = wl.remotes[cluster].topology_pod_sets
+            ready = [psa.name for psa in (wl.admission.pod_set_assignments if wl.admission is not None else ())
+                     if psa.delayed_topology_request == "Pending" and psa.name in placed]
+            out.append(ev.WorkerClusterAssigned(key=wl.key, uid=wl.uid, cluster=cluster, topology_ready=ready,
+                                                **base))
         out.append(_update(wl, check, "Ready", f'The workload was admitted on "{cluster}"', base))
         return out
     if check.state == "Ready":

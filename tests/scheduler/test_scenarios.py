@@ -14,8 +14,8 @@ A case file holds ``objects`` (what a user would kubectl-apply), an optional Kue
   (``{workload, check, state, message, requeueAfterSeconds}``) and ``provisioning`` (``{request: namespace/name, condition: Provisioned,
   status: "True", message, details: {...}}`` — the ProvisioningRequest as kueue-es created it, as the watch would
   bring it back with that condition set), ``clusters`` (``{name, connected, reason, message}``: what the
-  MultiKueue connector observed of a worker) and ``remotes`` (``{workload, cluster, conditions: {type: status},
-  gone}``: a worker's copy of a workload as the connector's watch shows it) as observed events at that
+  MultiKueue connector observed of a worker) and ``remotes`` (``{workload, cluster, conditions: {type: status or
+  {status, reason, message}}, topologyPodSets, gone}``: a worker's copy of a workload as the connector's watch shows it) as observed events at that
   time, then lets the scheduler settle exactly as the service does (``decide`` — controller rules, then a cycle
   — until it has nothing to say), or with ``cycles: N`` lets it decide only N batches (to look between cycles),
   then asserts its ``expect`` (only the workloads it names) and, when given,
@@ -337,7 +337,8 @@ def run_timeline(name: str, spec: dict, tmp_path: Path) -> None:
                                                                  last_transition_time=format_time(t))
                           for k, v in sorted(r.get("conditions", {}).items())]
             events.append(ev.RemoteWorkloadObserved(time=t, key=r["workload"], cluster=r["cluster"],
-                                                    exists=not r.get("gone", False), conditions=conditions))
+                                                    exists=not r.get("gone", False), conditions=conditions,
+                                                    topology_pod_sets=r.get("topologyPodSets", [])))
         for c in step.get("checks", []):
             events.append(ev.AdmissionCheckStateChanged(time=t, key=c["workload"], check=c["check"], state=c["state"],
                                                         message=c.get("message", ""),
