@@ -124,6 +124,9 @@ def to_v1beta2(doc: dict[str, Any], where: str = "v1beta1 object", *,
     elif kind == "Cohort" and spec is not None and "parent" in spec:
         parent = _optional_str(spec.pop("parent"), where, "spec.parent")
         spec.setdefault("parentName", parent)
+    elif kind == "MultiKueueCluster" and spec is not None and "kubeConfig" in spec:
+        # v1beta1 names the kubeconfig at the top of the spec; v1beta2 under clusterSource
+        spec["clusterSource"] = {"kubeConfig": _object(spec.pop("kubeConfig"), where, "spec.kubeConfig")}
     _put(out, "spec", spec)
     _put(out, "status", status)
     out["apiVersion"] = V1BETA2
@@ -192,6 +195,11 @@ def to_v1beta1(doc: dict[str, Any], where: str = "v1beta2 object") -> dict[str, 
             _each_assignment(status, where, _assignment_to_v1beta1)
     elif kind == "LocalQueue" and status is not None:
         _rename(status, "flavorsUsage", "flavorUsage")
+    elif kind == "MultiKueueCluster" and spec is not None and "clusterSource" in spec:
+        source = _object(spec["clusterSource"], where, "spec.clusterSource")
+        if "kubeConfig" in source and "clusterProfileRef" not in source:  # a ClusterProfile has no v1beta1 form
+            del spec["clusterSource"]
+            spec["kubeConfig"] = source["kubeConfig"]
     _put(out, "spec", spec)
     _put(out, "status", status)
     out["apiVersion"] = V1BETA1

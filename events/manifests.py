@@ -362,6 +362,10 @@ def _validate_shape(obj: o.KObject, where: str) -> None:
                     raise InvalidInput(f"{where}: field `spec.stopPolicy`: must be None, Hold or HoldAndDrain")
         case o.ProvisioningRequestConfig():
             validate_provisioning_config(obj.spec, where)
+        case o.MultiKueueCluster():
+            validate_multikueue_cluster(obj.spec, where)
+        case o.MultiKueueConfig():
+            validate_multikueue_config(obj.spec, where)
         case _:
             pass
 
@@ -558,6 +562,40 @@ def validate_provisioning_config(spec: o.ProvisioningRequestConfigSpec, where: s
                 raise InvalidInput(f"{where}: field `spec.retryStrategy.{_camel(fname)}` must be >= 0")
     if spec.pod_set_updates is not None and len(spec.pod_set_updates.node_selector) > 8:
         raise InvalidInput(f"{where}: field `spec.podSetUpdates.nodeSelector` must have at most 8 items")
+
+
+def validate_multikueue_cluster(spec: o.MultiKueueClusterSpec, where: str) -> None:
+    """Kueue's CRD: exactly one cluster source; a kubeconfig location of 1-256 characters, of type Secret or Path;
+    a ClusterProfile name of 1-256 characters."""
+    source = spec.cluster_source
+    if (source.kube_config is None) == (source.cluster_profile_ref is None):
+        raise InvalidInput(f"{where}: field `spec.clusterSource`: exactly one of kubeConfig or clusterProfileRef "
+                           "must be set")
+    kc = source.kube_config
+    if kc is not None:
+        if not 1 <= len(kc.location) <= 256:
+            raise InvalidInput(f"{where}: field `spec.clusterSource.kubeConfig.location` must be 1 to 256 characters")
+        if kc.location_type not in o.MULTIKUEUE_LOCATION_TYPES:
+            raise InvalidInput(f"{where}: field `spec.clusterSource.kubeConfig.locationType`: must be Secret or Path, "
+                               f"not {kc.location_type!r}")
+    ref = source.cluster_profile_ref
+    if ref is not None and not 1 <= len(ref.name) <= 256:
+        raise InvalidInput(f"{where}: field `spec.clusterSource.clusterProfileRef.name` must be 1 to 256 characters")
+
+
+def validate_multikueue_config(spec: o.MultiKueueConfigSpec, where: str) -> None:
+    """Kueue's CRD: 1-20 distinct cluster names of at most 256 characters; quotaManagement Manual or Automated."""
+    clusters = spec.clusters
+    if not 1 <= len(clusters) <= 20:
+        raise InvalidInput(f"{where}: field `spec.clusters` must have 1 to 20 items, has {len(clusters)}")
+    for i, name in enumerate(clusters):
+        if not name or len(name) > 256:
+            raise InvalidInput(f"{where}: field `spec.clusters[{i}]` must be 1 to 256 characters")
+        if name in clusters[:i]:
+            raise InvalidInput(f"{where}: field `spec.clusters[{i}]`: duplicate value {name!r}")
+    if spec.quota_management is not None and spec.quota_management not in ("Manual", "Automated"):
+        raise InvalidInput(f"{where}: field `spec.quotaManagement`: must be Manual or Automated, "
+                           f"not {spec.quota_management!r}")
 
 
 def check_time(text: str | None, where: str, field_: str) -> None:

@@ -223,6 +223,8 @@ class JobSpec(View):
     parallelism: int = 1
     completions: int | None = None
     template: PodTemplateSpec = PodTemplateSpec()
+    managed_by: str | None = None
+    """``kueue.x-k8s.io/multikueue`` on a MultiKueue manager: the Job runs on a worker, not here."""
 
 
 class JobStatus(View):
@@ -511,6 +513,56 @@ class ProvisioningRequestConfig(KObject, tag="ProvisioningRequestConfig"):
     spec: ProvisioningRequestConfigSpec = ProvisioningRequestConfigSpec()
 
 
+# --- MultiKueue -------------------------------------------------------------------------------------------------
+
+MULTIKUEUE_LOCATION_TYPES = ("Secret", "Path")
+
+
+class MultiKueueKubeConfig(View):
+    """Where a worker cluster's kubeconfig is: a Secret in Kueue's namespace (key ``kubeconfig``) or a file path."""
+
+    location: str = ""
+    location_type: str = "Secret"
+
+
+class ClusterProfileReference(View):
+    name: str = ""
+
+
+class MultiKueueClusterSource(View):
+    """Exactly one of ``kubeConfig`` or ``clusterProfileRef``."""
+
+    kube_config: MultiKueueKubeConfig | None = None
+    cluster_profile_ref: ClusterProfileReference | None = None
+
+
+class MultiKueueClusterSpec(View):
+    cluster_source: MultiKueueClusterSource = MultiKueueClusterSource()
+
+
+class MultiKueueClusterStatus(View):
+    conditions: list[Condition] = []
+
+
+class MultiKueueCluster(KObject, tag="MultiKueueCluster"):
+    """A worker cluster of a MultiKueue manager. Its ``Active`` condition is written by kueue-es from what the
+    connector observed of the cluster (``MultiKueueClusterObserved``), never read back."""
+
+    spec: MultiKueueClusterSpec = MultiKueueClusterSpec()
+    status: MultiKueueClusterStatus = MultiKueueClusterStatus()
+
+
+class MultiKueueConfigSpec(View):
+    clusters: list[str] = []
+    """The MultiKueueClusters a MultiKueue check dispatches to, in order."""
+    quota_management: str | None = None
+    """``Manual`` or ``Automated`` (the latter not modelled)."""
+
+
+class MultiKueueConfig(KObject, tag="MultiKueueConfig"):
+    spec: MultiKueueConfigSpec = MultiKueueConfigSpec()
+
+
 # --- autoscaling.x-k8s.io/v1 ProvisioningRequest and its core/v1 PodTemplates --------------------------------------
 
 
@@ -714,6 +766,10 @@ class WorkloadStatus(View):
     accumulated_past_execution_time_seconds: int | None = None
     unhealthy_nodes: list[UnhealthyNode] = []
     """Failed nodes under a TAS workload that Kueue is looking to replace; written by Kueue only."""
+    cluster_name: str | None = None
+    """MultiKueue: the worker cluster the workload was admitted on (immutable once set); written by Kueue only."""
+    nominated_cluster_names: list[str] = []
+    """MultiKueue: the worker clusters the workload is dispatched to while none admitted it."""
 
 
 class Workload(KObject, tag="Workload"):
@@ -739,6 +795,8 @@ KueueObject = Union[  # noqa: UP007 - one tagged union, a member per line
     AdmissionCheck,
     ProvisioningRequestConfig,
     ProvisioningRequest,
+    MultiKueueCluster,
+    MultiKueueConfig,
     Workload,
 ]
 """Every object kind the log carries, as one tagged union."""
@@ -775,6 +833,8 @@ CLUSTER_SCOPED = frozenset(
         "Topology",
         "AdmissionCheck",
         "ProvisioningRequestConfig",
+        "MultiKueueCluster",
+        "MultiKueueConfig",
     }
 )
 

@@ -20,6 +20,7 @@ import msgspec
 
 from events.objects import (
     Admission,
+    Condition,
     KueueObject,
     PodSetUpdate,
     PodTemplate,
@@ -141,6 +142,28 @@ class AdmissionCheckStateChanged(Event, tag="AdmissionCheckStateChanged"):
     message: str = ""
     requeue_after_seconds: int | None = None
     pod_set_updates: list[PodSetUpdate] = []
+
+
+class MultiKueueClusterObserved(Event, tag="MultiKueueClusterObserved"):
+    """What the MultiKueue connector found when it last tried to reach a worker cluster (``key``: its
+    MultiKueueCluster): connected, or why not (``BadConfig``: its kubeconfig could not be read;
+    ``ClientConnectionFailed``: the cluster did not answer). Appended when that changes."""
+
+    connected: bool
+    reason: str = ""
+    message: str = ""
+
+
+class RemoteWorkloadObserved(Event, tag="RemoteWorkloadObserved"):
+    """A worker cluster's copy of a manager's Workload (``key``/``uid``: the manager's one) as the MultiKueue
+    connector's watch of that worker last showed it: gone (``exists`` false), or with these conditions (the ones
+    MultiKueue reads: QuotaReserved, Admitted, Evicted, Finished). Appended when they change."""
+
+    cluster: str
+    exists: bool = True
+    conditions: list[Condition] = []
+    topology_pod_sets: list[str] = []
+    """The copy's pod sets whose admission there has a topology assignment (placed by the worker's TAS)."""
 
 
 # --- time --------------------------------------------------------------------------------------------------------
@@ -350,6 +373,33 @@ class SecondPassFailed(Decision, tag="SecondPassFailed"):
     message: str = ""
 
 
+class ClustersNominated(Decision, tag="ClustersNominated"):
+    """MultiKueue's dispatcher: ``status.nominatedClusterNames`` of a workload holding quota on the manager (the
+    all-at-once dispatcher nominates every connected worker of the check's MultiKueueConfig); the connector
+    creates the Workload's copy on each and deletes it from the others."""
+
+    clusters: list[str] = []
+
+
+class WorkerClusterAssigned(Decision, tag="WorkerClusterAssigned"):
+    """MultiKueue: the first worker to admit the workload's copy runs it: ``status.clusterName`` is set (for good)
+    and the nominations are cleared. The connector deletes the other copies and creates the job's copy there."""
+
+    cluster: str
+    topology_ready: list[str] = []
+    """Pod sets whose delayed topology request is Pending here and was placed on the worker: now Ready (the
+    topology itself is the worker's, never placed on a manager)."""
+
+
+class RemoteWorkloadFinished(Decision, tag="RemoteWorkloadFinished"):
+    """MultiKueue: the workload's copy finished on its worker: the manager's Workload finishes with the same
+    reason and message (Finished=True, quota released)."""
+
+    cluster: str
+    reason: str = "Succeeded"
+    message: str = ""
+
+
 # --- connector outcomes ------------------------------------------------------------------------------------------
 
 
@@ -373,6 +423,8 @@ AnyEvent = Union[  # noqa: UP007 - one tagged union, a member per line
     ReclaimablePodsChanged,
     ReplacementPodsChanged,
     AdmissionCheckStateChanged,
+    MultiKueueClusterObserved,
+    RemoteWorkloadObserved,
     JobActed,
     ClockTicked,
     ConfigRecorded,
@@ -391,6 +443,9 @@ AnyEvent = Union[  # noqa: UP007 - one tagged union, a member per line
     UnhealthyNodesChanged,
     SecondPassFailed,
     RetentionExpired,
+    ClustersNominated,
+    WorkerClusterAssigned,
+    RemoteWorkloadFinished,
     DecisionApplied,
     DecisionRejected,
 ]

@@ -24,8 +24,8 @@ from kueue_es.scheduler.config import DEFAULT, SchedulerConfig, load_config
 from projections.cluster import ClusterState
 
 _FIRST = ("Namespace", "PriorityClass", "WorkloadPriorityClass", "LimitRange", "RuntimeClass", "ResourceClaimTemplate",
-          "ResourceFlavor", "Topology", "AdmissionCheck", "ProvisioningRequestConfig", "Cohort", "ClusterQueue",
-          "LocalQueue", "Node", "Pod", "Job")
+          "ResourceFlavor", "Topology", "AdmissionCheck", "ProvisioningRequestConfig", "MultiKueueConfig",
+          "MultiKueueCluster", "Cohort", "ClusterQueue", "LocalQueue", "Node", "Pod", "Job")
 
 
 @dataclass

@@ -8,12 +8,35 @@ here, so they never disagree.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from typing import NamedTuple
 
 from events import objects as o
 
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 KUEUE_GROUP = "kueue.x-k8s.io"
 CONFIG_KIND = "ProvisioningRequestConfig"
+MULTIKUEUE_CONFIG_KIND = "MultiKueueConfig"
+_PLURALS = {CONFIG_KIND: "provisioningrequestconfigs", MULTIKUEUE_CONFIG_KIND: "multikueueconfigs"}
+
+
+class ClusterLink(NamedTuple):
+    """What the MultiKueue connector last observed of a worker cluster (``MultiKueueClusterObserved``)."""
+
+    connected: bool
+    reason: str
+    message: str
+    since: int
+    """Log time (ms) of the observation that last changed ``connected``: a worker lost counts from there."""
+
+
+class MultiKueueWorld(NamedTuple):
+    """What a MultiKueue check's activity is read from; None in place of one means the MultiKueue gate is off
+    (Kueue then runs no MultiKueue controller: the check is as its status says, like any other controller's)."""
+
+    configs: Mapping[str, o.MultiKueueConfig]
+    clusters: Mapping[str, o.MultiKueueCluster]
+    links: Mapping[str, ClusterLink]
 
 
 def applicable_checks(spec: o.ClusterQueueSpec, admitted_flavors: Collection[str] | None) -> list[str]:
@@ -43,6 +66,17 @@ def applicable_checks(spec: o.ClusterQueueSpec, admitted_flavors: Collection[str
 def config_for(ac: o.AdmissionCheck, configs: Mapping[str, o.ProvisioningRequestConfig]
                ) -> tuple[o.ProvisioningRequestConfig | None, str]:
     """The ProvisioningRequestConfig a check's ``spec.parameters`` names, or None and Kueue's error text."""
+    return _config_of(ac, configs, CONFIG_KIND)
+
+
+def multikueue_config_for(ac: o.AdmissionCheck, configs: Mapping[str, o.MultiKueueConfig]
+                          ) -> tuple[o.MultiKueueConfig | None, str]:
+    """The MultiKueueConfig a MultiKueue check's ``spec.parameters`` names, or None and Kueue's error text."""
+    return _config_of(ac, configs, MULTIKUEUE_CONFIG_KIND)
+
+
+def _config_of(ac: o.AdmissionCheck, configs: Mapping, kind: str):  # noqa: ANN202 - either config kind
+    """Kueue's parameters-reference helper, the same for both of its check controllers."""
     ref = ac.spec.parameters
     if ref is None:
         return None, "missing parameters reference"
@@ -50,19 +84,21 @@ def config_for(ac: o.AdmissionCheck, configs: Mapping[str, o.ProvisioningRequest
         return None, "empty name: bad parameters reference"
     if ref.api_group != KUEUE_GROUP:
         return None, f'wrong group "{ref.api_group}", expecting "{KUEUE_GROUP}": bad parameters reference'
-    if ref.kind != CONFIG_KIND:
-        return None, f'wrong kind "{ref.kind}", expecting "{CONFIG_KIND}": bad parameters reference'
+    if ref.kind != kind:
+        return None, f'wrong kind "{ref.kind}", expecting "{kind}": bad parameters reference'
     config = configs.get(ref.name)
     if config is None:
-        return None, f'provisioningrequestconfigs.kueue.x-k8s.io "{ref.name}" not found'
+        return None, f'{_PLURALS[kind]}.kueue.x-k8s.io "{ref.name}" not found'
     return config, ""
 
 
-def check_active(ac: o.AdmissionCheck, configs: Mapping[str, o.ProvisioningRequestConfig]) -> tuple[bool, str, str]:
+def check_active(ac: o.AdmissionCheck, configs: Mapping[str, o.ProvisioningRequestConfig],
+                 multikueue: MultiKueueWorld | None = None) -> tuple[bool, str, str]:
     """(active, reason, message) of an AdmissionCheck's ``Active`` condition.
 
     For the ProvisioningRequest controller, which kueue-es is, the condition is computed as Kueue's controller
-    computes it: Active while the referenced config exists, else ``BadParametersRef`` with the error. For any
+    computes it: Active while the referenced config exists, else ``BadParametersRef`` with the error. So for the
+    MultiKueue controller while ``multikueue`` is given (the gate is on): :func:`multikueue_check_active`. For any
     other controller, it is whatever that controller last wrote in the check's status (absent means inactive).
     """
     if ac.spec.controller_name == PROVISIONING_CONTROLLER:
@@ -70,7 +106,41 @@ def check_active(ac: o.AdmissionCheck, configs: Mapping[str, o.ProvisioningReque
         if config is None:
             return False, "BadParametersRef", error
         return True, "Active", "The admission check is active"
+    if multikueue is not None and ac.spec.controller_name == MULTIKUEUE_CONTROLLER:
+        return multikueue_check_active(ac, multikueue)
     for c in ac.status.conditions:
         if c.type == "Active":
             return c.status == "True", c.reason, c.message
     return False, "", ""
+
+
+def cluster_active(name: str, world: MultiKueueWorld) -> tuple[str, str, str] | None:
+    """A MultiKueueCluster's ``Active`` condition (status, reason, message) as Kueue's cluster controller writes it,
+    from what the connector last observed of it; None while nothing was observed (no condition yet)."""
+    link = world.links.get(name)
+    if link is None:
+        return None
+    if link.connected:
+        return "True", "Active", "Connected"
+    return "False", link.reason, link.message
+
+
+def multikueue_check_active(ac: o.AdmissionCheck, world: MultiKueueWorld) -> tuple[bool, str, str]:
+    """Kueue's MultiKueue check controller: ``BadConfig`` when its MultiKueueConfig cannot be read; else active
+    unless some of its clusters are missing or not Active — ``SomeActiveClusters`` (still active) while others are,
+    ``NoUsableClusters`` (inactive) when none is."""
+    config, error = multikueue_config_for(ac, world.configs)
+    if config is None:
+        return False, "BadConfig", f"Cannot load the AdmissionChecks parameters: {error}"
+    missing = [c for c in config.spec.clusters if c not in world.clusters]
+    inactive = [c for c in config.spec.clusters
+                if c in world.clusters and (cluster_active(c, world) or ("",))[0] != "True"]
+    if not missing and not inactive:
+        return True, "Active", "The admission check is active"
+    parts = []
+    if missing:
+        parts.append(f"Missing clusters: [{' '.join(missing)}]")
+    if inactive:
+        parts.append(f"Inactive clusters: [{' '.join(inactive)}]")
+    usable = len(missing) + len(inactive) < len(config.spec.clusters)
+    return usable, "SomeActiveClusters" if usable else "NoUsableClusters", ", ".join(parts)

@@ -32,7 +32,7 @@ from events.priority_boost import boost_of
 from events.quantity import QuantityError
 from events.timefmt import format_time, parse_time
 from projections import gates
-from projections.admissionchecks import applicable_checks
+from projections.admissionchecks import ClusterLink, MultiKueueWorld, applicable_checks
 from projections.clusterqueues import ClusterQueueInfo, selector_matches
 from projections.cohorts import CohortForest, build_forest
 from projections.custom_labels import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, CustomLabels
@@ -64,6 +64,7 @@ from projections.workloads import (
     WAITING_FOR_REPLACEMENT_PODS,
     WORKLOAD_ANNOTATION,
     PodSetInfo,
+    RemoteCopy,
     WorkloadInfo,
     admission_usage,
     after_reclaim,
@@ -72,6 +73,7 @@ from projections.workloads import (
     intern_scan,
     keeps_queued,
     owned_by_single_pod,
+    owner_of,
     pod_set_info,
     pod_set_infos,
     pod_templates,
@@ -108,7 +110,8 @@ class ClusterState:
     __slots__ = (
         "offset", "time", "namespaces", "flavors", "cluster_queues", "cohorts", "local_queues",
         "workload_priority_classes", "priority_classes", "topologies", "admission_checks",
-        "provisioning_configs", "provisioning_requests", "deleted_requests", "requests_of", "pod_templates",
+        "provisioning_configs", "multikueue_configs", "multikueue_clusters", "cluster_links",
+        "provisioning_requests", "deleted_requests", "requests_of", "pod_templates",
         "limit_ranges", "runtime_classes", "claim_templates", "_dra_views", "_dra_of", "_dra", "_limit_summaries",
         "_limit_range_keys", "nodes", "pods", "jobs",
         "workloads", "queues", "parked_queues", "usage", "reserving", "lq_members", "awaiting_release",
@@ -136,6 +139,10 @@ class ClusterState:
         self.topologies: dict[str, o.Topology] = {}
         self.admission_checks: dict[str, o.AdmissionCheck] = {}
         self.provisioning_configs: dict[str, o.ProvisioningRequestConfig] = {}
+        self.multikueue_configs: dict[str, o.MultiKueueConfig] = {}
+        self.multikueue_clusters: dict[str, o.MultiKueueCluster] = {}
+        self.cluster_links: dict[str, ClusterLink] = {}
+        """MultiKueueCluster name -> what the MultiKueue connector last observed of that worker."""
         self.provisioning_requests: dict[str, o.ProvisioningRequest] = {}
         """ProvisioningRequests by ``namespace/name``: the observed ones, and those kueue-es decided to create (uid
         empty until the watch brings them back), so that one is never created twice."""
@@ -215,7 +222,8 @@ class ClusterState:
         consumers that memoise what blocks which queue."""
         self._cq_infos: dict[str, ClusterQueueInfo] = {}
         self._cq_infos_generation = 0
-        self._cq_infos_tas = gates.enabled({}, gates.TOPOLOGY_AWARE_SCHEDULING)
+        self._cq_infos_tas: tuple[bool, bool] = (gates.enabled({}, gates.TOPOLOGY_AWARE_SCHEDULING),
+                                                 gates.enabled({}, gates.MULTIKUEUE))
         self.spec_inputs_generation = 0
         """Bumped whenever something a Workload's values derived from its spec depend on may have changed:
         PriorityClasses and WorkloadPriorityClasses (:meth:`_reprioritise`, and their deletion), and what adjusts
@@ -315,9 +323,10 @@ class ClusterState:
     def cq_info(self, cq: str) -> ClusterQueueInfo | None:
         """The compiled spec of ClusterQueue ``cq`` (None when it does not exist)."""
         tas = self.tas_enabled
-        if self._cq_infos_generation != self.spec_generation or self._cq_infos_tas != tas:
+        gated = (tas, self.gate(gates.MULTIKUEUE))
+        if self._cq_infos_generation != self.spec_generation or self._cq_infos_tas != gated:
             self._cq_infos.clear()
-            self._cq_infos_generation, self._cq_infos_tas = self.spec_generation, tas
+            self._cq_infos_generation, self._cq_infos_tas = self.spec_generation, gated
         info = self._cq_infos.get(cq)
         if info is None:
             obj = self.cluster_queues.get(cq)
@@ -325,8 +334,15 @@ class ClusterState:
                 return None
             info = self._cq_infos[cq] = ClusterQueueInfo(cq, obj, self.flavors, self.admission_checks,
                                                          self.topologies, self.forest, self.provisioning_configs,
-                                                         tas)
+                                                         tas, self.multikueue)
         return info
+
+    @property
+    def multikueue(self) -> MultiKueueWorld | None:
+        """What MultiKueue checks' activity is read from; None while Kueue's ``MultiKueue`` gate is off."""
+        if not self.gate(gates.MULTIKUEUE):
+            return None
+        return MultiKueueWorld(self.multikueue_configs, self.multikueue_clusters, self.cluster_links)
 
     def allocatable_generation(self, cq: str) -> int:
         """Kueue's AllocatableResourceGeneration of ClusterQueue ``cq``: grows whenever the quota it may use could
@@ -1060,6 +1076,18 @@ class ClusterState:
                 if old is None or old.spec != obj.spec:
                     self._specs_changed()  # a provisioning check's activity follows its config
                     self._flush_all()
+            case o.MultiKueueConfig():
+                old_mkc = self.multikueue_configs.get(name)
+                self.multikueue_configs[name] = obj
+                if old_mkc is None or old_mkc.spec != obj.spec:
+                    self._specs_changed()  # a MultiKueue check's activity follows its config's clusters
+                    self._flush_all()
+            case o.MultiKueueCluster():
+                known = name in self.multikueue_clusters
+                self.multikueue_clusters[name] = obj
+                if not known:
+                    self._specs_changed()
+                    self._flush_all()
             case o.ProvisioningRequest():
                 self._upsert_request(obj)
             case o.LimitRange():
@@ -1127,6 +1155,8 @@ class ClusterState:
             "Topology": self.topologies,
             "AdmissionCheck": self.admission_checks,
             "ProvisioningRequestConfig": self.provisioning_configs,
+            "MultiKueueConfig": self.multikueue_configs,
+            "MultiKueueCluster": self.multikueue_clusters,
             "Node": self.nodes,
             "Pod": self.pods,
             "Job": self.jobs,
@@ -1167,7 +1197,8 @@ class ClusterState:
             self._specs_changed(quota=True)
             if kind == "ClusterQueue":
                 self.metrics.forget(key)
-        elif kind in ("Namespace", "ResourceFlavor", "AdmissionCheck", "Topology", "ProvisioningRequestConfig"):
+        elif kind in ("Namespace", "ResourceFlavor", "AdmissionCheck", "Topology", "ProvisioningRequestConfig",
+                      "MultiKueueConfig", "MultiKueueCluster"):
             self._specs_changed()
         if kind == "LocalQueue":
             self.spec_generation += 1
@@ -1325,6 +1356,7 @@ class ClusterState:
                 generation=meta.generation,
                 admission_gate=gate,
                 pod_owned=bool(meta.owner_references) and owned_by_single_pod(meta),
+                owner=owner_of(meta),
                 boost=boost, boost_annotation=boost_annotation, metric_annotations=metric_annotations,
                 replaces=replaces,
             )
@@ -1345,6 +1377,8 @@ class ClusterState:
         wl.replaces = replaces
         if meta.owner_references or wl.pod_owned:
             wl.pod_owned = owned_by_single_pod(meta)
+        if meta.owner_references or wl.owner:
+            wl.owner = owner_of(meta)
         regated = gate != wl.admission_gate
         if regated:
             wl.admission_gate = gate
@@ -1723,6 +1757,7 @@ class ClusterState:
         wl.set_condition("Evicted", "True", reason, e.message, e.time)
         wl.evicted = reason
         wl.unhealthy_nodes = ()
+        wl.cluster_name, wl.nominated = "", ()
         if isinstance(e, ev.WorkloadEvicted) and e.requeue_at is not None:
             wl.requeue_at = max(e.requeue_at, wl.requeue_at or 0)
             wl.requeue_count = e.requeue_count if e.requeue_count is not None else wl.requeue_count + 1
@@ -1775,6 +1810,7 @@ class ClusterState:
         if wl.reserving:
             wl.set_condition("Evicted", "True", e.reason, e.message, e.time)
             wl.evicted = e.reason
+            wl.cluster_name, wl.nominated = "", ()
             _reset_checks(wl, e.time)
             self._release(wl)
             self.awaiting_release.discard(wl.key)
@@ -1830,6 +1866,45 @@ class ClusterState:
             self._flush_tree(wl.cluster_queue)
 
 
+    # --- MultiKueue -------------------------------------------------------------------------------------------
+
+    def _on_cluster_observed(self, e: ev.MultiKueueClusterObserved) -> None:
+        """A worker cluster reached or lost: MultiKueue checks' activity and the worker-lost rule follow it."""
+        old = self.cluster_links.get(e.key)
+        since = old.since if old is not None and old.connected == e.connected else e.time
+        self.cluster_links[e.key] = ClusterLink(e.connected, e.reason, e.message, since)
+        if old is None or old.connected != e.connected:
+            self._specs_changed()
+            self._flush_all()
+
+    def _on_remote_workload(self, e: ev.RemoteWorkloadObserved) -> None:
+        wl = self.workloads.get(e.key)
+        if wl is None or (e.uid and e.uid != wl.uid):
+            return
+        remotes = {k: v for k, v in wl.remotes.items() if k != e.cluster}
+        if e.exists:
+            remotes[e.cluster] = RemoteCopy(tuple(e.conditions), tuple(e.topology_pod_sets))
+        wl.remotes = remotes
+
+    def _on_nominated(self, e: ev.ClustersNominated) -> None:
+        wl = self.workloads.get(e.key)
+        if wl is not None and wl.reserving and not wl.cluster_name:
+            wl.nominated = tuple(e.clusters)
+
+    def _on_cluster_assigned(self, e: ev.WorkerClusterAssigned) -> None:
+        """The worker runs it: its pod sets placed there no longer wait for a topology here (Kueue's
+        ``updateDelayedTopologyRequest``: Ready, the manager never placing them)."""
+        wl = self.workloads.get(e.key)
+        if wl is None or not wl.reserving or wl.cluster_name:
+            return
+        wl.cluster_name, wl.nominated = e.cluster, ()
+        if e.topology_ready and wl.admission is not None:
+            ready = set(e.topology_ready)
+            wl.admission = msgspec.structs.replace(wl.admission, pod_set_assignments=[
+                msgspec.structs.replace(psa, delayed_topology_request="Ready")
+                if psa.name in ready and psa.delayed_topology_request == "Pending" else psa
+                for psa in wl.admission.pod_set_assignments])
+
     def _retention_expired(self, e: ev.RetentionExpired) -> None:
         wl = self.workloads.get(e.key)
         if wl is not None:
@@ -1863,6 +1938,11 @@ _HANDLERS: dict[type, Any] = {
     ev.SecondPassFailed: ClusterState._on_second_pass_failed,
     ev.RetentionExpired: ClusterState._retention_expired,
     ev.ConfigRecorded: ClusterState._on_config_recorded,
+    ev.MultiKueueClusterObserved: ClusterState._on_cluster_observed,
+    ev.RemoteWorkloadObserved: ClusterState._on_remote_workload,
+    ev.ClustersNominated: ClusterState._on_nominated,
+    ev.WorkerClusterAssigned: ClusterState._on_cluster_assigned,
+    ev.RemoteWorkloadFinished: ClusterState._finished,
 }
 """Event type -> what applying it does (a dict lookup instead of a chain of isinstance checks)."""
 
@@ -1871,7 +1951,7 @@ _SECOND_PASS_TRIGGERS = frozenset({
     ev.ObjectUpserted, LazyObjectUpserted, ev.AdmissionCheckStateChanged, ev.AdmissionCheckUpdated, ev.QuotaReserved,
     ev.WorkloadAdmitted,
     ev.WorkloadPreempted, ev.WorkloadEvicted, ev.WorkloadRequeued, ev.WorkloadDeactivated, ev.WorkloadFinished,
-    ev.WorkloadSliceReplaced, ev.TopologyAssigned, ev.UnhealthyNodesChanged,
+    ev.WorkloadSliceReplaced, ev.TopologyAssigned, ev.UnhealthyNodesChanged, ev.RemoteWorkloadFinished,
 })
 """Events after which a workload's need for a second pass is re-checked (Kueue re-checks on every update)."""
 
@@ -1927,7 +2007,7 @@ def _handler_of(t: type) -> Any:
 
 _ALSO_ABOUT_WORKLOADS = frozenset({
     ev.WorkloadPending, ev.SecondPassFailed, ev.RetentionExpired, ev.ProvisioningRequestCreated,
-    ev.ProvisioningRequestDeleted,
+    ev.ProvisioningRequestDeleted, ev.RemoteWorkloadObserved, ev.ClustersNominated, ev.WorkerClusterAssigned,
 })
 """The other event types about one workload (by ``key``): after any of these, the workload is reindexed."""
 
@@ -1936,7 +2016,7 @@ _ABOUT_WORKLOADS = frozenset({
     ev.WorkloadDeactivated, ev.TopologyAssigned, ev.WorkloadFinished, ev.WorkloadSliceReplaced, ev.JobStopped,
     ev.PodsReadyChanged,
     ev.AdmissionCheckStateChanged, ev.AdmissionCheckUpdated, ev.UnhealthyNodesChanged, ev.ReclaimablePodsChanged,
-    ev.ReplacementPodsChanged,
+    ev.ReplacementPodsChanged, ev.RemoteWorkloadFinished,
 })
 """Event types about one workload (by ``key``) that may change a workload holding quota (WorkloadPending never
 concerns one); Workload upserts and deletions are told apart by their object or kind."""

@@ -13,7 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from events import objects as o
-from projections.admissionchecks import PROVISIONING_CONTROLLER, check_active
+from projections.admissionchecks import (
+    MULTIKUEUE_CONTROLLER,
+    PROVISIONING_CONTROLLER,
+    MultiKueueWorld,
+    check_active,
+)
 from projections.cohorts import CohortForest
 
 
@@ -46,13 +51,13 @@ class GroupInfo:
 
 class ClusterQueueInfo:
     __slots__ = ("check_rules", "covers_pods", "eligibility", "group_of", "groups", "inactive", "inactive_reasons",
-                 "name", "obj", "plans", "provisioning_checks", "spec", "strict_fifo", "tas", "tas_levels",
-                 "tas_only", "_namespaces")
+                 "multikueue_checks", "name", "obj", "plans", "provisioning_checks", "spec", "strict_fifo", "tas",
+                 "tas_levels", "tas_only", "_namespaces")
 
     def __init__(self, name: str, obj: o.ClusterQueue, flavors: Mapping[str, o.ResourceFlavor],
                  admission_checks: Mapping[str, o.AdmissionCheck], topologies: Mapping[str, o.Topology],
                  forest: CohortForest, provisioning_configs: Mapping[str, o.ProvisioningRequestConfig] | None = None,
-                 tas: bool = True) -> None:
+                 tas: bool = True, multikueue: MultiKueueWorld | None = None) -> None:
         spec = obj.spec
         self.name = name
         self.obj = obj
@@ -75,6 +80,9 @@ class ClusterQueueInfo:
             (n, on) for n, on in self.check_rules
             if (ac := admission_checks.get(n)) is not None and ac.spec.controller_name == PROVISIONING_CONTROLLER]
         """The ProvisioningRequest checks (name, onFlavors): they delay the topology of the flavors they cover."""
+        self.multikueue_checks: list[str] = multikueue_checks(self.check_rules, admission_checks)
+        """The MultiKueue checks (one, on a queue that may admit): on a manager, topology is always delayed, since
+        it is placed on the worker."""
         self.tas_levels: dict[str, tuple[str, ...] | None] = {}
         """TAS flavor -> its Topology's level keys, highest first (None while the Topology is not known); empty
         while TAS is off."""
@@ -91,7 +99,7 @@ class ClusterQueueInfo:
         self.tas_only = all_tas
         """Every flavor of every resource group is a TAS flavor: pod sets without a topology request get one implied."""
         self.inactive_reasons = inactive_reasons(obj, flavors, admission_checks, topologies, forest,
-                                                 provisioning_configs or {}, tas)
+                                                 provisioning_configs or {}, tas, multikueue)
         """Every reason the queue cannot admit, in Kueue's order, each with the part of the message it adds."""
         self.inactive = self.inactive_reasons[0][0] if self.inactive_reasons else None
         """Kueue's first Active=False reason, or None when the queue can admit."""
@@ -118,10 +126,17 @@ class ClusterQueueInfo:
 TERMINATING = "Terminating"
 
 
+def multikueue_checks(rules: list[tuple[str, frozenset[str]]], admission_checks: Mapping[str, o.AdmissionCheck]
+                      ) -> list[str]:
+    """The names of a queue's checks of the MultiKueue controller, sorted."""
+    return sorted({n for n, _ in rules
+                   if (ac := admission_checks.get(n)) is not None and ac.spec.controller_name == MULTIKUEUE_CONTROLLER})
+
+
 def inactive_reasons(obj: o.ClusterQueue, flavors: Mapping[str, o.ResourceFlavor],
                      admission_checks: Mapping[str, o.AdmissionCheck], topologies: Mapping[str, o.Topology],
                      forest: CohortForest, configs: Mapping[str, o.ProvisioningRequestConfig],
-                     tas: bool = True) -> list[tuple[str, str]]:
+                     tas: bool = True, multikueue: MultiKueueWorld | None = None) -> list[tuple[str, str]]:
     """Why the ClusterQueue cannot admit: (reason, what Kueue's Active message says of it), first reason first.
 
     A ClusterQueue being deleted (held by its finalizer) is only ``Terminating``. The message of a cohort cycle
@@ -144,16 +159,44 @@ def inactive_reasons(obj: o.ClusterQueue, flavors: Mapping[str, o.ResourceFlavor
         reasons.append(("AdmissionCheckNotFound",
                         f"references missing AdmissionCheck(s): {','.join(missing_checks)}"))
     inactive_checks = sorted({c.name for c in checks if c.name in admission_checks
-                              and not check_active(admission_checks[c.name], configs)[0]})
+                              and not check_active(admission_checks[c.name], configs, multikueue)[0]})
     if inactive_checks:
         reasons.append(("AdmissionCheckInactive",
                         f"references inactive AdmissionCheck(s): {','.join(inactive_checks)}"))
-    for rg in spec.resource_groups if tas else ():
+    reasons.extend(_multikueue_reasons(checks, admission_checks))
+    with_multikueue = any((ac := admission_checks.get(c.name)) is not None
+                          and ac.spec.controller_name == MULTIKUEUE_CONTROLLER for c in checks)
+    for rg in spec.resource_groups if tas and not with_multikueue else ():
         for fq in rg.flavors:
             f = flavors.get(fq.name)
             if f is not None and f.spec.topology_name and f.spec.topology_name not in topologies:
                 reasons.append(("TopologyNotFound",
                                 f'there is no Topology "{f.spec.topology_name}" for TAS flavor "{fq.name}"'))
+    return reasons
+
+
+def _multikueue_reasons(checks: list[o.AdmissionCheckStrategyRule], admission_checks: Mapping[str, o.AdmissionCheck]
+                        ) -> list[tuple[str, str]]:
+    """Kueue's rules for MultiKueue checks on a ClusterQueue: one at most, on every flavor, and never with a
+    ProvisioningRequest check."""
+    def controller(name: str) -> str:
+        ac = admission_checks.get(name)
+        return ac.spec.controller_name if ac is not None else ""
+
+    mk = sorted({c.name for c in checks if controller(c.name) == MULTIKUEUE_CONTROLLER})
+    per_flavor = sorted({c.name for c in checks if controller(c.name) == MULTIKUEUE_CONTROLLER and c.on_flavors})
+    provisioning = sorted({c.name for c in checks if controller(c.name) == PROVISIONING_CONTROLLER})
+    reasons = []
+    if len(mk) > 1:
+        reasons.append(("MultipleMultiKueueAdmissionChecks",
+                        f"Cannot use multiple MultiKueue AdmissionChecks on the same ClusterQueue, found: {','.join(mk)}"))
+    if per_flavor:
+        reasons.append(("MultiKueueAdmissionCheckAppliedPerFlavor",
+                        f"Cannot specify MultiKueue AdmissionCheck per flavor, found: {','.join(per_flavor)}"))
+    if mk and provisioning:
+        reasons.append(("MultiKueueWithProvisioningRequest",
+                        "Cannot use both MultiKueue and ProvisioningRequest AdmissionChecks together, found: "
+                        f"{','.join(mk)}, {','.join(provisioning)}"))
     return reasons
 
 

@@ -16,13 +16,14 @@ import msgspec
 from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
+from projections.admissionchecks import ClusterLink
 from projections.cluster import ClusterState
 from projections.metrics import MetricsFold, MetricsSnapshot
 from projections.queue_order import order_of
 from projections.queues import ClusterQueueQueue
 from projections.workloads import WorkloadInfo, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 14
+SNAPSHOT_VERSION = 15
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -38,8 +39,11 @@ per cohort (``cohort_subtree_admitted_workloads_total``), in ``metrics`` beside 
 PrioritizePreemptorWorkloads. 12: each pod set's preferred node affinity (``PodSetInfo.preferred_terms``, which TAS
 placement weighs under TASRespectNodeAffinityPreferred), and pod sets' shapes that hold it. 13: each workload's
 annotations that ``sourceKind: Workload`` custom metric labels read (``WorkloadInfo.metric_annotations``). 14: the
-elastic Job slice each workload replaces (``WorkloadInfo.replaces``, under ElasticJobsViaWorkloadSlices)."""
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14)
+elastic Job slice each workload replaces (``WorkloadInfo.replaces``, under ElasticJobsViaWorkloadSlices). 15:
+MultiKueue: its objects, what was observed of worker clusters (``links``), each workload's owner, worker,
+nominations and remote copies (``WorkloadInfo.owner``, ``cluster_name``, ``nominated``, ``remotes``); DRA: the
+ResourceClaimTemplates and each pod set's DRA charge or error (``PodSetInfo.dra_requests``, ``dra_error``)."""
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -60,7 +64,9 @@ a pod set has none, so weighs none in a placement, until its workload's next ups
 no workload until the next flush forgets them. Versions up to 12 predate Workload custom metric labels (their
 writers kept no annotation for them): restored from one, a workload's annotation-sourced values are "" (reported
 untracked) until its next upsert. Versions up to 13 predate workload slices (their writers kept no replacement
-link): restored from one, a replacement slice is scheduled as a workload of its own until its next upsert."""
+link): restored from one, a replacement slice is scheduled as a workload of its own until its next upsert.
+Versions up to 14 predate MultiKueue (their writers ran none): restored from one, nothing MultiKueue is known;
+those of writers before DRA charged no claims: their pod sets count none until their workloads' next upsert."""
 
 Shape = tuple[int, bytes]
 
@@ -107,6 +113,8 @@ class Snapshot(msgspec.Struct, array_like=True):
     """The Kueue Configuration in force and its offset (``ClusterState.config``); from version 2 on."""
     metrics: MetricsSnapshot | None = None
     """``ClusterState.metrics``; from version 3 on."""
+    links: list[tuple[str, bool, str, str, int]] = []
+    """``ClusterState.cluster_links`` (name, connected, reason, message, since); from version 15 on."""
 
 
 _encoder = msgspec.msgpack.Encoder(order="sorted")
@@ -118,7 +126,7 @@ def _object_tables(state: ClusterState) -> list[dict[str, o.KObject]]:
         state.flavors, state.cluster_queues, state.cohorts, state.local_queues, state.workload_priority_classes,
         state.priority_classes, state.topologies, state.admission_checks, state.provisioning_configs,
         state.nodes, state.pods, state.jobs, state.provisioning_requests, state.limit_ranges, state.runtime_classes,
-        state.claim_templates,
+        state.claim_templates, state.multikueue_configs, state.multikueue_clusters,
     ]
 
 
@@ -181,6 +189,7 @@ def take(state: ClusterState) -> Snapshot:
         config=state.config,
         config_offset=state.config_offset,
         metrics=state.metrics.snapshot(),
+        links=[(k, *state.cluster_links[k]) for k in sorted(state.cluster_links)],
     )
 
 
@@ -199,6 +208,7 @@ def restore(snap: Snapshot) -> ClusterState:
         "AdmissionCheck": state.admission_checks, "ProvisioningRequestConfig": state.provisioning_configs,
         "Node": state.nodes, "Pod": state.pods, "Job": state.jobs, "LimitRange": state.limit_ranges,
         "RuntimeClass": state.runtime_classes, "ResourceClaimTemplate": state.claim_templates,
+        "MultiKueueConfig": state.multikueue_configs, "MultiKueueCluster": state.multikueue_clusters,
     }
     for obj in snap.objects:
         if isinstance(obj, o.ProvisioningRequest):
@@ -249,6 +259,7 @@ def restore(snap: Snapshot) -> ClusterState:
     pool = [intern_templates(tuple(t)) for t in snap.template_pool]
     state.pod_templates = {key: pool[index] for key, index in snap.templates}
     state.deleted_requests = dict.fromkeys(snap.deleted_requests)
+    state.cluster_links = {name: ClusterLink(*rest) for name, *rest in snap.links}
     state.quota_epoch, state.changes = snap.quota_epoch, snap.changes
     state.generations = dict(snap.generations)
     state.queue_order = order_of(snap.config.document if snap.config is not None else None)

@@ -101,6 +101,15 @@ class PodSetInfo(msgspec.Struct, frozen=True, gc=False, array_like=True):
         return tuple((r, v) for r, v in out if v > 0 or r not in dra)
 
 
+class RemoteCopy(msgspec.Struct, frozen=True, gc=False, array_like=True):
+    """What a MultiKueue manager last observed of a workload's copy on a worker."""
+
+    conditions: tuple[o.Condition, ...] = ()
+    """Its QuotaReserved, Admitted, Evicted and Finished conditions."""
+    topology_pod_sets: tuple[str, ...] = ()
+    """Its pod sets placed by the worker's TAS (a topology assignment in its admission)."""
+
+
 class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     """Mutable projected state of one Workload. Field order is the snapshot's wire order.
 
@@ -189,6 +198,15 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     """Its ``kueue.x-k8s.io/workload-slice-replacement-for`` annotation (empty: none, as for most workloads): the key
     of the elastic Job's slice it replaces. Kept whatever the gate; the scheduler reads it only under
     ``ElasticJobsViaWorkloadSlices``."""
+    owner: tuple[str, ...] = ()
+    """(apiVersion, kind, name) of its controller owner (else its first owner; empty: none): which MultiKueue
+    adapter, if any, can run it on a worker."""
+    cluster_name: str = ""
+    """MultiKueue's ``status.clusterName``: the worker that admitted it (empty: none yet, or evicted since)."""
+    nominated: tuple[str, ...] = ()
+    """MultiKueue's ``status.nominatedClusterNames``."""
+    remotes: dict[str, RemoteCopy] = {}
+    """MultiKueue: worker -> the workload's copy there, as last observed (no entry: none)."""
 
     @property
     def base_priority(self) -> int:
@@ -241,6 +259,15 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
             for r, v in ps.requests:
                 total[r] = total.get(r, 0) + v * ps.count
         return total
+
+
+def owner_of(meta: o.ObjectMeta) -> tuple[str, ...]:
+    """(apiVersion, kind, name) of the controller owner, else of the first owner; empty without owners."""
+    refs = meta.owner_references
+    if not refs:
+        return ()
+    ref = next((r for r in refs if r.controller), refs[0])
+    return (ref.api_version, ref.kind, ref.name)
 
 
 def owned_by_single_pod(meta: o.ObjectMeta) -> bool:
@@ -710,4 +737,8 @@ def status_of(wl: WorkloadInfo) -> dict[str, Any]:
         status["reclaimablePods"] = [{"name": n, "count": c} for n, c in wl.reclaimable]
     if wl.accumulated_seconds:
         status["accumulatedPastExecutionTimeSeconds"] = wl.accumulated_seconds
+    if wl.cluster_name:
+        status["clusterName"] = wl.cluster_name
+    if wl.nominated:
+        status["nominatedClusterNames"] = list(wl.nominated)
     return status

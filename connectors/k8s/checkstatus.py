@@ -1,7 +1,8 @@
 """The ``Active`` condition of the AdmissionChecks kueue-es controls, written as Kueue's controller writes it.
 
 kueue-es is the controller of every AdmissionCheck whose ``controllerName`` is
-``kueue.x-k8s.io/provisioning-request``: such a check is ``Active=True`` (reason ``Active``) while the
+``kueue.x-k8s.io/provisioning-request`` (and, under the MultiKueue gate, ``kueue.x-k8s.io/multikueue``, whose
+condition is :func:`projections.admissionchecks.multikueue_check_active`): such a check is ``Active=True`` (reason ``Active``) while the
 ProvisioningRequestConfig its parameters name exists, else ``Active=False`` with reason ``BadParametersRef`` and
 the error (:func:`projections.admissionchecks.check_active`, the same answer the scheduler acts on). Whenever a
 check or a config changes, the checks whose condition differs get one status patch — the other conditions kept,
@@ -26,7 +27,12 @@ from connectors.k8s.workers import KeyedWorkers, Retries
 from events import objects as o
 from events import schema as ev
 from events.timefmt import format_time
-from projections.admissionchecks import PROVISIONING_CONTROLLER, check_active
+from projections.admissionchecks import (
+    MULTIKUEUE_CONTROLLER,
+    PROVISIONING_CONTROLLER,
+    MultiKueueWorld,
+    check_active,
+)
 
 log = structlog.get_logger("kueue_es.k8s.checkstatus")
 ADMISSION_CHECKS = BY_KIND["AdmissionCheck"]
@@ -39,12 +45,15 @@ class CheckStatusStats:
     errors: int = 0
 
 
-def desired_active(ac: o.AdmissionCheck, configs: dict[str, o.ProvisioningRequestConfig], now_ms: int
-                   ) -> list[dict[str, Any]] | None:
-    """The check's conditions with ``Active`` as it should be, or None when it already is (or is not ours)."""
-    if ac.spec.controller_name != PROVISIONING_CONTROLLER:
+def desired_active(ac: o.AdmissionCheck, configs: dict[str, o.ProvisioningRequestConfig], now_ms: int,
+                   multikueue: MultiKueueWorld | None = None) -> list[dict[str, Any]] | None:
+    """The check's conditions with ``Active`` as it should be, or None when it already is (or is not ours: a
+    MultiKueue check is ours only while ``multikueue`` is given, the gate on)."""
+    ours = ac.spec.controller_name == PROVISIONING_CONTROLLER or (
+        multikueue is not None and ac.spec.controller_name == MULTIKUEUE_CONTROLLER)
+    if not ours:
         return None
-    active, reason, message = check_active(ac, configs)
+    active, reason, message = check_active(ac, configs, multikueue)
     status = "True" if active else "False"
     current = next((c for c in ac.status.conditions if c.type == "Active"), None)
     if current is not None and (current.status, current.reason, current.message) == (status, reason, message):
@@ -72,9 +81,12 @@ class CheckStatusWriter:
             if isinstance(e, ev.ObjectUpserted):
                 if isinstance(e.obj, o.AdmissionCheck):
                     self._dirty.add(e.key)
-                elif isinstance(e.obj, o.ProvisioningRequestConfig):
+                elif isinstance(e.obj, o.ProvisioningRequestConfig | o.MultiKueueConfig | o.MultiKueueCluster):
                     self._dirty.update(self.state.admission_checks)
-            elif isinstance(e, ev.ObjectDeleted) and e.kind == "ProvisioningRequestConfig":
+            elif isinstance(e, ev.ObjectDeleted) and e.kind in ("ProvisioningRequestConfig", "MultiKueueConfig",
+                                                                "MultiKueueCluster"):
+                self._dirty.update(self.state.admission_checks)
+            elif isinstance(e, ev.MultiKueueClusterObserved | ev.ConfigRecorded):
                 self._dirty.update(self.state.admission_checks)
 
     def _take(self) -> set[str]:
@@ -94,7 +106,7 @@ class CheckStatusWriter:
         if ac is None:
             return
         conditions = desired_active(ac, self.state.provisioning_configs,
-                                    int(time.time() * 1000) if now_ms is None else now_ms)
+                                    int(time.time() * 1000) if now_ms is None else now_ms, self.state.multikueue)
         if conditions is None:
             return
         body = {"metadata": {"resourceVersion": ac.metadata.resource_version}, "status": {"conditions": conditions}}

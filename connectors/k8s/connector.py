@@ -5,7 +5,8 @@ the log, the scheduler loop beside it.
 been listed (``ready``) — the Workload status writer, the Job, Pod, JobSet, MPIJob, Kubeflow training-job, RayJob,
 RayCluster, LeaderWorkerSet, AppWrapper and TrainJob integrations, the queue status writer, the resource-in-use
 finalizers, the retention deletions, the ProvisioningRequest applier, the topology ungater, the terminating-pod controller
-(FailureRecoveryPolicy), the provisioning checks' Active condition and the recorder of Kueue's Kubernetes Events, so
+(FailureRecoveryPolicy), the provisioning and MultiKueue checks' Active condition, the MultiKueue worker clusters and
+the recorder of Kueue's Kubernetes Events, so
 nothing is written to the cluster before the log has caught up with it.
 :func:`schedule` is the scheduler for a :class:`LocalJournal`: decide on the mirror's state, append the batch
 (which applies it), repeat until quiet, then wait for the log to move or a controller deadline to pass (it then
@@ -34,6 +35,7 @@ from connectors.k8s.journal import Journal, LocalJournal
 from connectors.k8s.kubeflow_integration import INTEGRATIONS as KUBEFLOW_INTEGRATIONS
 from connectors.k8s.lws_integration import LeaderWorkerSetIntegration
 from connectors.k8s.mpijob_integration import MPIJobIntegration
+from connectors.k8s.multikueue import MultiKueueConnector
 from connectors.k8s.pods_integration import PodIntegration
 from connectors.k8s.provreqs import RequestApplier
 from connectors.k8s.queues import QueueStatusWriter
@@ -110,6 +112,8 @@ class Connector:
         self.ungater = Ungater(client, journal)
         self.failure_recovery = FailureRecovery(client, journal, grace_ms=forceful_termination_grace_ms)
         self.checks = CheckStatusWriter(client, journal)
+        self.multikueue = MultiKueueConnector(client, journal, append=self.appender.emit,
+                                              watch_timeout_s=watch_timeout_s)
         self.recorder = EventRecorder(client, journal, instance=instance) if events else None
 
     @property
@@ -152,6 +156,7 @@ class Connector:
             tg.create_task(self.ungater.run(), name="k8s-ungater")
             tg.create_task(self.failure_recovery.run(), name="k8s-failure-recovery")
             tg.create_task(self.checks.run(), name="k8s-admission-check-status")
+            tg.create_task(self.multikueue.run(), name="k8s-multikueue")
             if self.recorder is not None:
                 tg.create_task(self.recorder.run(), name="k8s-events")
 

@@ -171,7 +171,8 @@ def cluster_role(name: str = DEFAULT_NAME) -> dict[str, Any]:
         {"apiGroups": [""], "resources": [POD_TEMPLATES.plural], "verbs": ["get", "create", "patch"]},
         {"apiGroups": [PROVISIONING_REQUESTS.group], "resources": [PROVISIONING_REQUESTS.plural],
          "verbs": ["create", "delete"]},
-        {"apiGroups": [KUEUE_GROUP], "resources": ["admissionchecks/status"], "verbs": ["patch"]},
+        {"apiGroups": [KUEUE_GROUP], "resources": ["admissionchecks/status", "multikueueclusters/status"],
+         "verbs": ["patch"]},
         {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
         {"apiGroups": [CRD_RESOURCE.group], "resources": [CRD_RESOURCE.plural],
          "resourceNames": sorted(f"{r.plural}.{r.group}" for r in KUEUE_RESOURCES), "verbs": ["get", "patch"]},
@@ -204,6 +205,8 @@ def rbac(namespace: str = DEFAULT_NAMESPACE, name: str = DEFAULT_NAME) -> list[d
                    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
                    {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [WEBHOOK_SECRET],
                     "verbs": ["get"]},
+                   # MultiKueue workers' kubeconfigs: Secrets in Kueue's namespace, named by MultiKueueClusters
+                   {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
                    {"apiGroups": ["", ENDPOINT_SLICES.group],
                     "resources": [SERVICES.plural, ENDPOINTS.plural, ENDPOINT_SLICES.plural], "verbs": ["create"]},
                    {"apiGroups": ["", ENDPOINT_SLICES.group],

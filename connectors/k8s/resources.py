@@ -60,6 +60,9 @@ KUEUE_RESOURCES: tuple[Resource, ...] = (
     Resource("Topology", KUEUE_GROUP, KUEUE_VERSION, "topologies", False, ("topo",)),
     Resource("AdmissionCheck", KUEUE_GROUP, KUEUE_VERSION, "admissionchecks", False, (), status_subresource=True),
     Resource("ProvisioningRequestConfig", KUEUE_GROUP, KUEUE_VERSION, "provisioningrequestconfigs", False),
+    Resource("MultiKueueConfig", KUEUE_GROUP, KUEUE_VERSION, "multikueueconfigs", False),
+    Resource("MultiKueueCluster", KUEUE_GROUP, KUEUE_VERSION, "multikueueclusters", False, (),
+             status_subresource=True),
 )
 
 CORE_RESOURCES: tuple[Resource, ...] = (
@@ -85,6 +88,8 @@ WATCHED: tuple[str, ...] = tuple(r.kind for r in ALL)
 """Every kind the watcher lists and watches, in the order it starts them (queues before workloads)."""
 
 LEASES = Resource("Lease", "coordination.k8s.io", "v1", "leases", True)
+SECRETS = Resource("Secret", "", "v1", "secrets", True)
+"""Read (a MultiKueue worker's kubeconfig, in Kueue's namespace), never watched."""
 POD_TEMPLATES = Resource("PodTemplate", "", "v1", "podtemplates", True)
 """Written (a ProvisioningRequest's pod templates), never watched."""
 DEPLOYMENTS = Resource("Deployment", "apps", "v1", "deployments", True, status_subresource=True)

@@ -19,6 +19,10 @@ On **create** (Kueue's webhook is registered for creation only: unsuspending an 
   enabled integration runs (a Job with ``batch/job`` on; a Pod with the pod integration on; ...) and a namespace its ``managedJobsNamespaceSelector`` selects
   (read from the apiserver; one that cannot be read refuses the Job, as Kueue's webhook fails) → suspended too
   (:mod:`connectors.k8s.job_selection`);
+* a queue whose ClusterQueue has a MultiKueue check (controller ``kueue.x-k8s.io/multikueue``), under the
+  ``MultiKueue`` gate, and no ``spec.managedBy`` → ``spec.managedBy: kueue.x-k8s.io/multikueue``: on a manager the
+  Job runs on a worker, its status mirrored back (:mod:`connectors.k8s.multikueue`); the LocalQueue, its
+  ClusterQueue and their checks are read from the apiserver (:func:`multikueue_lookup`; one missing sets nothing);
 * ``kueue.x-k8s.io/elastic-job: "true"`` under ``ElasticJobsViaWorkloadSlices`` → the pod template gets the
   ``kueue.x-k8s.io/elastic-job`` scheduling gate (:mod:`connectors.k8s.workload_slices`: the Job integration
   lifts it from the pods of an admitted slice).
@@ -129,17 +133,22 @@ HasDefaultPriorityClass = Callable[[], Awaitable[bool]]
 ParentRuns = Callable[[tuple[str, str] | None], bool]
 """Whether a controller ``(apiVersion, kind)`` is of a kind Kueue's enabled integrations run."""
 ManagedAncestry = child_jobs.ManagedAncestry
+MultiKueueLookup = Callable[[str, str], Awaitable[bool]]
+"""Whether LocalQueue ``namespace/name``'s ClusterQueue has a MultiKueue check."""
+MULTIKUEUE_MANAGER = "kueue.x-k8s.io/multikueue"
 SuspendsUnqueued = Callable[[str, dict[str, Any]], Awaitable[bool]]
 """Whether a Job being created (namespace, raw Job) that names no queue is suspended all the same
 (``manageJobsWithoutQueueName``); raises :class:`KubeError` when the namespace cannot be read."""
 
 
 def job_patch(job: dict[str, Any], has_default_queue: bool, has_default_priority_class: bool = False, *,
-              suspend_unqueued: bool = False, child: bool = False, elastic_jobs: bool = False) -> list[dict[str, Any]]:
+              suspend_unqueued: bool = False, child: bool = False, elastic_jobs: bool = False,
+              multikueue: bool = False) -> list[dict[str, Any]]:
     """The JSON patch Kueue's defaulting makes to a Job being created (empty: nothing to change).
     ``suspend_unqueued``: a Job left without a queue name is Kueue's all the same (``manageJobsWithoutQueueName``);
     ``child``: its controller is of a kind Kueue runs, so it is not suspended, whatever queue it names;
-    ``elastic_jobs``: the ``ElasticJobsViaWorkloadSlices`` gate (an elastic Job's pods are gated)."""
+    ``elastic_jobs``: the ``ElasticJobsViaWorkloadSlices`` gate (an elastic Job's pods are gated); ``multikueue``:
+    its queue's ClusterQueue has a MultiKueue check (the Job is handed to MultiKueue unless it names a manager)."""
     meta = job.get("metadata") or {}
     labels = meta.get("labels") or {}
     added: dict[str, str] = {}
@@ -151,6 +160,8 @@ def job_patch(job: dict[str, Any], has_default_queue: bool, has_default_priority
     ops = map_ops("/metadata/labels", meta.get("labels"), added)
     if (queue or suspend_unqueued) and not child and (job.get("spec") or {}).get("suspend") is not True:
         ops.append({"op": "add", "path": "/spec/suspend", "value": True})
+    if multikueue and not child and (job.get("spec") or {}).get("managedBy") is None:
+        ops.append({"op": "add", "path": "/spec/managedBy", "value": MULTIKUEUE_MANAGER})
     if elastic_jobs and (meta.get("annotations") or {}).get(workload_slices.ELASTIC_JOB_ANNOTATION) == "true":
         ops += elastic_gate_ops(job)
     return ops
@@ -183,14 +194,16 @@ async def review(body: bytes, has_default_queue: HasDefaultQueue,
                  has_default_priority_class: HasDefaultPriorityClass | None = None,
                  suspends_unqueued: SuspendsUnqueued | None = None,
                  parent_runs: ParentRuns | None = None, *, elastic_jobs: bool = False,
-                 managed_ancestry: ManagedAncestry | None = None) -> dict[str, Any]:
+                 managed_ancestry: ManagedAncestry | None = None,
+                 multikueue: MultiKueueLookup | None = None) -> dict[str, Any]:
     """Answer one AdmissionReview (v1) for a Job (``elastic_jobs``: the ``ElasticJobsViaWorkloadSlices`` gate). ``has_default_priority_class``: None when the
     ``WorkloadPriorityClassDefaulting`` gate is off; ``suspends_unqueued``: None unless the Kueue Configuration
     turns ``manageJobsWithoutQueueName`` on (a failed namespace lookup refuses the Job, in Kueue's words).
     ``parent_runs``: whether the Job's controller is of a kind Kueue runs (by default a batch/v1 Job): such a
     child is given no queue and not suspended (reference §7.1 item 2: that parent is the one queued; a JobSet's
     Jobs, say). ``managed_ancestry``: whether the Job has a Kueue-managed ancestor, which alone keeps it from being
-    suspended (None: ``parent_runs`` decides that too)."""
+    suspended (None: ``parent_runs`` decides that too). ``multikueue``: :func:`multikueue_lookup`, None while the
+    ``MultiKueue`` gate is off."""
     req = msgspec.json.decode(body).get("request") or {}
     response: dict[str, Any] = {"uid": req.get("uid", ""), "allowed": True}
     job = req.get("object") or {}
@@ -217,8 +230,11 @@ async def review(body: bytes, has_default_queue: HasDefaultQueue,
                 response.update(allowed=False, status={"code": 500, "reason": "InternalError",
                                                        "message": f"failed to get namespace: {exc}"})
                 return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+        queue = labels.get(QUEUE_LABEL) or (DEFAULT_QUEUE if default else "")
+        handed = bool(multikueue is not None and queue and namespace and not managed_above
+                      and await multikueue(namespace, queue))
         ops = job_patch(job, default, default_class, suspend_unqueued=unqueued, child=managed_above,
-                        elastic_jobs=elastic_jobs)
+                        elastic_jobs=elastic_jobs, multikueue=handed)
         if ops:
             response["patchType"] = "JSONPatch"
             response["patch"] = base64.b64encode(msgspec.json.encode(ops)).decode()
@@ -339,6 +355,29 @@ def default_queue_lookup(client: KubeClient) -> HasDefaultQueue:
     return has_default_queue
 
 
+def multikueue_lookup(client: KubeClient) -> MultiKueueLookup:
+    """Whether a LocalQueue's ClusterQueue has a MultiKueue check, asked of the apiserver (the LocalQueue, its
+    ClusterQueue, its checks). Anything missing or unreadable answers no, and the Job is left as it is."""
+
+    async def has_multikueue_check(namespace: str, queue: str) -> bool:
+        try:
+            lq = msgspec.json.decode(await client.get(BY_KIND["LocalQueue"], queue, namespace))
+            cq_name = (lq.get("spec") or {}).get("clusterQueue") or ""
+            if not cq_name:
+                return False
+            cq = msgspec.json.decode(await client.get(BY_KIND["ClusterQueue"], cq_name))
+            strategy = (cq.get("spec") or {}).get("admissionChecksStrategy") or {}
+            for rule in strategy.get("admissionChecks") or []:
+                ac = msgspec.json.decode(await client.get(BY_KIND["AdmissionCheck"], rule.get("name", "")))
+                if (ac.get("spec") or {}).get("controllerName") == MULTIKUEUE_MANAGER:
+                    return True
+        except KubeError as exc:
+            log.info("no MultiKueue check found for a Job's queue", namespace=namespace, queue=queue, error=str(exc))
+        return False
+
+    return has_multikueue_check
+
+
 def unqueued_lookup(client: KubeClient, config: SchedulerConfig) -> SuspendsUnqueued | None:
     """Kueue's rule for a Job naming no queue (:mod:`connectors.k8s.job_selection`), its namespace's labels asked
     of the apiserver — only when the owner does not already decide it; None while ``manageJobsWithoutQueueName``
@@ -386,10 +425,12 @@ class WebhookServer:
                  pod_validations: pod_webhook.Reviewer = pod_webhook.allowed_as_is,
                  parents: Mapping[str, pod_webhook.Reviewer] | None = None,
                  parent_runs: ParentRuns | None = None, managed_ancestry: ManagedAncestry | None = None,
-                 held_parents: HeldParents | None = None) -> None:
+                 held_parents: HeldParents | None = None, multikueue: MultiKueueLookup | None = None) -> None:
         self.has_default_queue = has_default_queue
         self.held_parents = held_parents or HeldParents()
         """What the walks read parents from before the apiserver: the leader attaches its connector's registry."""
+        self.multikueue = multikueue
+        """Whether a Job's queue is a MultiKueue one (:func:`multikueue_lookup`; None: the gate is off)."""
         self.managed_ancestry = managed_ancestry
         """Whether a Job has a Kueue-managed ancestor (:func:`ancestry_lookup`; None: ``parent_runs`` says)."""
         self.parent_runs = parent_runs or kueue_parents()
@@ -456,7 +497,7 @@ class WebhookServer:
         return await review(body, self.has_default_queue, self.has_default_priority_class, self.suspends_unqueued,
                             self.parent_runs,
                             elastic_jobs=gates.enabled(self.feature_gates, gates.ELASTIC_JOBS_VIA_WORKLOAD_SLICES),
-                            managed_ancestry=self.managed_ancestry)
+                            managed_ancestry=self.managed_ancestry, multikueue=self.multikueue)
 
     async def _mutate(self, request: web.Request, reviewer: pod_webhook.Reviewer) -> web.Response:
         """A mutating review (a Job's or a Pod's), answered by ``reviewer``."""
@@ -653,7 +694,8 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     server = WebhookServer(queues, priority_classes,
                            feature_gates, pod_reviews, config.manages_jobs if config is not None else True,
                            unqueued_lookup(client, config) if config is not None else None, pod_validations, parents,
-                           kueue_parents(frozenset(config_in_force.frameworks)), ancestry, held)
+                           kueue_parents(frozenset(config_in_force.frameworks)), ancestry, held,
+                           multikueue_lookup(client) if config_in_force.gate(gates.MULTIKUEUE) else None)
     await server.start(k.webhook_address, k.webhook_port, str(cert), str(key), config_in_force.server_tls)
     if k.webhook_register:
         service = None if k.webhook_url else (k.webhook_service, k.lease_namespace, 443)

@@ -41,6 +41,7 @@ from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import NotFound
 from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL
 from events import objects as o
+from kueue_es.scheduler.config import MULTIKUEUE_ORIGIN_LABEL
 from projections.in_use import FINALIZER
 from projections.workloads import FINISHED, WorkloadInfo
 
@@ -94,10 +95,13 @@ def orphan_steps(obs: o.Workload, wl: WorkloadInfo | None, *, finish_orphaned: b
 
 def ownerless(obs: o.Workload, *, finish_orphaned: bool) -> bool:
     """Kueue's workload controller's orphan: no owner reference at all, and being deleted or — under
-    ``finish_orphaned`` — still carrying the ``kueue.x-k8s.io/job-uid`` label of the Job it was made for."""
+    ``finish_orphaned`` — still carrying the ``kueue.x-k8s.io/job-uid`` label of the Job it was made for. A
+    MultiKueue manager's copy on a worker (``kueue.x-k8s.io/multikueue-origin``) carries the manager Job's label
+    and no owner until the Job's copy adopts it as its prebuilt Workload: it is no orphan."""
     if obs.metadata.owner_references:
         return False
-    return deleting(obs) or (finish_orphaned and bool(obs.metadata.labels.get(JOB_UID_LABEL)))
+    return deleting(obs) or (finish_orphaned and bool(obs.metadata.labels.get(JOB_UID_LABEL))
+                             and MULTIKUEUE_ORIGIN_LABEL not in obs.metadata.labels)
 
 
 def maybe_ownerless(obs: o.Workload) -> bool:

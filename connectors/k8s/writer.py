@@ -2,7 +2,8 @@
 
 Level-triggered: for every workload the mirror marks dirty, the **desired** status is what the projection says
 (:func:`projections.workloads.status_of` — admission, conditions, requeueState, admissionChecks, unhealthyNodes,
-resourceRequests, reclaimablePods, accumulatedPastExecutionTimeSeconds) and the **current** one is what the
+resourceRequests, reclaimablePods, accumulatedPastExecutionTimeSeconds, and MultiKueue's clusterName and
+nominatedClusterNames) and the **current** one is what the
 apiserver last showed (the observed Workload, or our own last write if that is newer). When they differ, one JSON
 merge patch of the ``status`` subresource sets every one of those fields
 (``null`` clears one), conditioned on the observed ``uid`` and ``resourceVersion`` (optimistic concurrency):
@@ -49,7 +50,7 @@ from projections.workloads import FINISHED, WorkloadInfo, status_of
 log = structlog.get_logger("kueue_es.k8s.writer")
 WORKLOADS = BY_KIND["Workload"]
 STATUS_FIELDS = ("admission", "conditions", "requeueState", "admissionChecks", "unhealthyNodes", "resourceRequests",
-                 "reclaimablePods", "accumulatedPastExecutionTimeSeconds")
+                 "reclaimablePods", "accumulatedPastExecutionTimeSeconds", "clusterName", "nominatedClusterNames")
 """The status fields kueue-es writes. ``resourceRequests`` goes out with the QuotaReserved=False of a failed
 admission attempt and is cleared (``null``) by the write that sets the admission, as in Kueue's two writes;
 ``reclaimablePods`` is what the job integration counted (``ReclaimablePodsChanged``), as Kueue's job reconciler

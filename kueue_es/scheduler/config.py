@@ -91,6 +91,22 @@ class ObjectRetentionPolicies(_Cfg):
     workloads: WorkloadRetentionPolicy | None = None
 
 
+ALL_AT_ONCE_DISPATCHER = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
+
+
+class MultiKueueSettings(_Cfg):
+    """Kueue's ``multiKueue`` section, with Kueue's defaults."""
+
+    gc_interval: str = "1m"
+    """How often remote objects no manager Workload owns are collected (the connector's sweep)."""
+    origin: str = "multikueue"
+    """The value of the ``kueue.x-k8s.io/multikueue-origin`` label on what this manager creates on workers."""
+    worker_lost_timeout: str = "15m"
+    """How long a workload's worker may stay unreachable before its MultiKueue check is set to Retry."""
+    dispatcher_name: str = ALL_AT_ONCE_DISPATCHER
+    """Only the all-at-once dispatcher is modelled: every connected worker is nominated at once."""
+
+
 class CustomLabelConfig(_Cfg):
     """One ``metrics.customLabels`` entry (:mod:`projections.custom_labels`)."""
 
@@ -186,6 +202,7 @@ class SchedulerConfig(_Cfg):
     integrations: IntegrationsConfig | None = None
     tls: TLSConfig | None = None
     """Kueue's ``tls``: read only under the ``TLSOptions`` gate (:attr:`server_tls`)."""
+    multi_kueue: MultiKueueSettings = MultiKueueSettings()
     manage_jobs_without_queue_name: bool = False
     """Kueue's ``manageJobsWithoutQueueName``: Jobs (and, with the pod integration, Pods) without a queue name
     in the namespaces :attr:`managed_jobs_selector` selects are Kueue's too, held until a queue admits them
@@ -380,6 +397,16 @@ def parse_duration(text: str, where: str = "duration") -> int:
     return total
 
 
+def _validate_multikueue(mk: MultiKueueSettings, source: str) -> None:
+    for name, value in (("gcInterval", mk.gc_interval), ("workerLostTimeout", mk.worker_lost_timeout)):
+        parse_duration(value, f"{source}: field `multiKueue.{name}`")
+    if not mk.origin:
+        raise InvalidInput(f"{source}: field `multiKueue.origin` must not be empty")
+    if mk.dispatcher_name != ALL_AT_ONCE_DISPATCHER:
+        raise InvalidInput(f"{source}: field `multiKueue.dispatcherName`: only {ALL_AT_ONCE_DISPATCHER} is modelled "
+                           f"by kueue-es, not {mk.dispatcher_name!r}")
+
+
 def load_config(doc: dict[str, Any], source: str = "<config>") -> SchedulerConfig:
     try:
         cfg = msgspec.convert(doc, SchedulerConfig, strict=False)
@@ -407,6 +434,7 @@ def load_config(doc: dict[str, Any], source: str = "<config>") -> SchedulerConfi
                     raise InvalidInput(f"{source}: field `objectRetentionPolicies.workloads.{name}`: "
                                        f"must not be negative (got {value!r})")
                 parse_duration(value, f"{source}: field `objectRetentionPolicies.workloads.{name}`")
+    _validate_multikueue(cfg.multi_kueue, source)
     _validate_resources(cfg, source)
     _validate_label_keys_to_copy(cfg, source)
     _validate_framework_needs(cfg.frameworks, source)

@@ -12,6 +12,9 @@
   writes; here the intent and its outcome are one decision, with Kueue's final reason and message;
 * the ProvisioningRequest check controller (:mod:`kueue_es.scheduler.provisioning`) for the workloads holding
   quota, and the clean-up of the requests of finished ones and (CleanupProvisioningRequestsOnEviction) evicted ones;
+* under the MultiKueue gate, the MultiKueue check controller of a manager (:mod:`kueue_es.scheduler.multikueue`):
+  nominations, the worker that runs the workload, Retry on a remote eviction or a lost worker (its clock: the
+  ``workerLostTimeout`` after the worker was observed unreachable), the local finish when the remote one finishes;
 * a failed node under a TAS placement is listed for replacement, or evicts the workload (NodeFailures); with
   TASReplaceNodeOnPodTermination off, a node that is not Ready fails once it has been so for 30 s;
 * an admitted workload whose ``maximumExecutionTimeSeconds`` has run out — the time it was admitted before
@@ -59,7 +62,7 @@ from collections.abc import Iterable
 from events import objects as o
 from events import schema as ev
 from events.timefmt import parse_time
-from kueue_es.scheduler import provisioning
+from kueue_es.scheduler import multikueue, provisioning
 from kueue_es.scheduler.admissibility import MISCONFIGURED, inadmissible
 from kueue_es.scheduler.config import SchedulerConfig, parse_duration
 from kueue_es.scheduler.nodefailure import next_wait_end, node_failure_decisions
@@ -137,6 +140,12 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
     skip_reassignment = config.gate(gates.SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS)
     everything = full or state.touched_all or _node_wait_ended(state, now) or _new_configuration(state, config)
     touched = None if everything else state.touched
+    runs_multikueue = config.gate(gates.MULTIKUEUE)
+    worker_lost_ms = parse_duration(config.multi_kueue.worker_lost_timeout)
+    if touched is not None and runs_multikueue:
+        lost = [key for t, key in multikueue.lost_deadlines(state, worker_lost_ms) if t <= now]
+        if lost:
+            touched = {**touched, **dict.fromkeys(lost)}
     for key in sorted(state.awaiting_release):
         wl = wls[key]
         evicted = wl.condition("Evicted")
@@ -169,6 +178,11 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                 checked = provisioning.reconcile_workload(state, wl, base)
                 if checked:  # one controller at a time acts on a workload; the rest waits for the next pass
                     out.extend(checked)
+                    continue
+            if runs_multikueue and wl.check_states:
+                dispatched = multikueue.reconcile_workload(state, wl, base, now, worker_lost_ms)
+                if dispatched:
+                    out.extend(dispatched)
                     continue
             lq = state.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
             if lq is not None and lq.spec.stop_policy == "HoldAndDrain" and wl.phase == ADMITTED:
@@ -483,6 +497,10 @@ def next_deadline(state: ClusterState, config: SchedulerConfig) -> int | None:
     limit = state.max_execution_clock.first()
     if limit is not None:
         times.append(limit)
+    if config.gate(gates.MULTIKUEUE) and state.cluster_links:
+        lost = multikueue.lost_deadlines(state, parse_duration(config.multi_kueue.worker_lost_timeout))
+        if lost:
+            times.append(lost[0][0])
     waits_on_nodes = (not config.gate(gates.TAS_REPLACE_NODE_ON_POD_TERMINATION)
                       or config.gate(gates.TAS_REPLACE_NODE_DUE_TO_NOT_READY_OVER_FIXED_TIME))
     if waits_on_nodes and config.gate(gates.TAS_FAILED_NODE_REPLACEMENT):

@@ -100,8 +100,9 @@ def _tas_flavor(info: ClusterQueueInfo, flavors: dict[str, str]) -> tuple[str | 
 
 
 def _delayed(info: ClusterQueueInfo, flavor: str) -> bool:
-    """A ProvisioningRequest check covers the flavor: its topology waits for the check (Kueue's delay rule)."""
-    return any(not on or flavor in on for _, on in info.provisioning_checks)
+    """A ProvisioningRequest check covers the flavor, or the queue has a MultiKueue check (a manager, where the
+    topology is placed on the worker and never here): its topology waits (Kueue's delay rule)."""
+    return bool(info.multikueue_checks) or any(not on or flavor in on for _, on in info.provisioning_checks)
 
 
 def _request(ps: PodSetInfo, count: int, info: ClusterQueueInfo,

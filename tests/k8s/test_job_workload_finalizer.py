@@ -149,6 +149,14 @@ def test_a_workload_with_no_owner_is_an_orphan_when_deleted_or_labelled_with_its
     assert not wf.ownerless(_meta(workload(), labels={JOB_UID_LABEL: UID}), finish_orphaned=True), "it has an owner"
 
 
+def test_a_multikueue_copy_on_a_worker_is_no_orphan() -> None:
+    """A manager's copy carries the manager Job's uid label and no owner until the Job's copy adopts it."""
+    copy = _meta(workload(), owner_references=[],
+                 labels={JOB_UID_LABEL: UID, "kueue.x-k8s.io/multikueue-origin": "multikueue"})
+    assert not wf.ownerless(copy, finish_orphaned=True)
+    assert wf.ownerless(_meta(copy, deletion_timestamp="2026-01-01T00:00:00Z"), finish_orphaned=True)
+
+
 def _copy(name: str, *, created: str, count: int = 4, uid: str = UID) -> o.Workload:
     w = _meta(workload(count), name=name, uid=f"{name}-uid", creation_timestamp=created)
     ref = msgspec.structs.replace(w.metadata.owner_references[0], uid=uid)

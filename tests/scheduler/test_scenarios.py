@@ -13,7 +13,9 @@ A case file holds ``objects`` (what a user would kubectl-apply), an optional Kue
   (``{workload: {podSet: count}}``, what the job integration reports as ``status.reclaimablePods``), ``checks``
   (``{workload, check, state, message, requeueAfterSeconds}``) and ``provisioning`` (``{request: namespace/name, condition: Provisioned,
   status: "True", message, details: {...}}`` — the ProvisioningRequest as kueue-es created it, as the watch would
-  bring it back with that condition set) as observed events at that
+  bring it back with that condition set), ``clusters`` (``{name, connected, reason, message}``: what the
+  MultiKueue connector observed of a worker) and ``remotes`` (``{workload, cluster, conditions: {type: status or
+  {status, reason, message}}, topologyPodSets, gone}``: a worker's copy of a workload as the connector's watch shows it) as observed events at that
   time, then lets the scheduler settle exactly as the service does (``decide`` — controller rules, then a cycle
   — until it has nothing to say), or with ``cycles: N`` lets it decide only N batches (to look between cycles),
   then asserts its ``expect`` (only the workloads it names) and, when given,
@@ -21,7 +23,10 @@ A case file holds ``objects`` (what a user would kubectl-apply), an optional Kue
   ``parameters``, ``podSets`` as ``[template, count]`` pairs, ``templates`` by name with ``nodeSelector``,
   ``requests`` (of the first container), ``labels``, ``gates``), ``decisions`` (the types decided in the
   step, per workload, in order) and ``nextDeadline`` (an offset from ``start``, or null: when the service would
-  wake the scheduler with a clock tick if nothing else happened — :func:`kueue_es.scheduler.next_deadline`).
+  wake the scheduler with a clock tick if nothing else happened — :func:`kueue_es.scheduler.next_deadline`),
+  ``clusterQueues`` (``{name: {reason, message}}``: the ClusterQueue's Active condition, reason ``Ready`` when
+  active), ``admissionChecks`` (``{name: {active, reason, message}}``: the check's Active condition as
+  kueue-es computes it) and ``multiKueueClusters`` (``{name: {status, reason, message}}``).
 
 Expectations per workload: ``admitted: {clusterQueue, flavors: {podSet: {resource: flavor}}, counts: {podSet: n}, usage: {podSet: {resource: quantity}},
 checksPending, topology: {podSet: [[value..., count], ...]}, topologyAssignment: {podSet: the v1beta2 object exactly as
@@ -36,7 +41,8 @@ reason}``, ``messages: {condition type: exact message}``, ``checks: {name: {stat
 message (substring), requeueAfterSeconds, retryCount, podSetUpdates, lastTransitionTime}}``, ``retention:
 Workload|Job|null`` (what a RetentionExpired decision deleted, null while the retention runs), ``resourceRequests:
 [{name, resources}]|null`` (exactly ``status.resourceRequests``; null: not shown), ``accumulated: N|null``
-(``status.accumulatedPastExecutionTimeSeconds``; null: not shown), or ``unchanged:
+(``status.accumulatedPastExecutionTimeSeconds``; null: not shown), ``clusterName: NAME|null`` and
+``nominatedClusterNames: [NAME, ...]`` (MultiKueue's status fields; [] when not shown), or ``unchanged:
 true`` (``want`` only); in timelines also ``queue: active|parked|none`` (where it waits in its ClusterQueue's
 queue) and ``resumesAt: {podSet: {resource: flavor}}|null`` (where its next attempt's flavor scan starts, from the
 progress it keeps; null: it keeps none).
@@ -63,6 +69,8 @@ from kueue_es.scheduler.config import parse_duration
 from kueue_es.scheduler.flavors import resume_scan
 from kueue_es.statefile import load_state
 from projections import gates
+from projections.admissionchecks import check_active, cluster_active
+from projections.clusterqueues import active_condition
 from projections.workloads import status_of
 
 CASES = sorted((Path(__file__).parent / "scenarios").glob("*.yaml"))
@@ -96,6 +104,13 @@ def _queued(state, wl) -> str:
 def check_status(case: str, key: str, status: dict, want: dict, wl=None, state=None, config=None) -> None:
     """Assert one workload's status (as Kueue would show it) against an expectation."""
     checked = False
+    if "clusterName" in want:
+        checked = True
+        assert status.get("clusterName") == want["clusterName"], f"{key}: clusterName {status.get('clusterName')}"
+    if "nominatedClusterNames" in want:
+        checked = True
+        got_nominated = status.get("nominatedClusterNames", [])
+        assert got_nominated == want["nominatedClusterNames"], f"{key}: nominatedClusterNames {got_nominated}"
     if "queue" in want:
         checked = True
         assert state is not None and wl is not None, f"{case}: queue is only known in a timeline"
@@ -312,6 +327,18 @@ def run_timeline(name: str, spec: dict, tmp_path: Path) -> None:
             stop = sorted(k for k, w in state.workloads.items() if w.evicted and w.reserving)
         for key in stop:
             events.append(ev.JobStopped(time=t, key=key))
+        for c in step.get("clusters", []):
+            events.append(ev.MultiKueueClusterObserved(time=t, key=c["name"], connected=c["connected"],
+                                                       reason=c.get("reason", ""), message=c.get("message", "")))
+        for r in step.get("remotes", []):
+            conditions = [o.Condition(type=k, status=v, reason=k, last_transition_time=format_time(t))
+                          if isinstance(v, str) else o.Condition(type=k, status=v["status"],
+                                                                 reason=v.get("reason", k), message=v.get("message", ""),
+                                                                 last_transition_time=format_time(t))
+                          for k, v in sorted(r.get("conditions", {}).items())]
+            events.append(ev.RemoteWorkloadObserved(time=t, key=r["workload"], cluster=r["cluster"],
+                                                    exists=not r.get("gone", False), conditions=conditions,
+                                                    topology_pod_sets=r.get("topologyPodSets", [])))
         for c in step.get("checks", []):
             events.append(ev.AdmissionCheckStateChanged(time=t, key=c["workload"], check=c["check"], state=c["state"],
                                                         message=c.get("message", ""),
@@ -340,6 +367,21 @@ def run_timeline(name: str, spec: dict, tmp_path: Path) -> None:
             want_wake = None if step["nextDeadline"] is None else start + parse_duration(str(step["nextDeadline"]))
             assert wake == want_wake, (f"{name}: step {i} (at {format_time(t)}): next deadline "
                                        f"{None if wake is None else format_time(wake)}")
+        where = f"{name}: step {i} (at {format_time(t)})"
+        for cq, want in step.get("clusterQueues", {}).items():
+            info = state.cq_info(cq)
+            assert info is not None, f"{where}: no ClusterQueue {cq}"
+            _, reason, message = active_condition(info.inactive_reasons)
+            assert {"reason": reason, "message": message} == {"reason": want["reason"], "message": want.get(
+                "message", message)}, f"{where}: ClusterQueue {cq}: {reason}: {message}"
+        for ac_name, want in step.get("admissionChecks", {}).items():
+            got = check_active(state.admission_checks[ac_name], state.provisioning_configs, state.multikueue)
+            assert got == (want["active"], want["reason"], want.get("message", got[2])), f"{where}: {ac_name}: {got}"
+        for cluster, want in step.get("multiKueueClusters", {}).items():
+            world = state.multikueue
+            got_c = cluster_active(cluster, world) if world is not None else None
+            assert got_c == (None if want is None else (want["status"], want["reason"], want.get("message", ""))), (
+                f"{where}: MultiKueueCluster {cluster}: {got_c}")
         if "requests" in step:
             check_requests(f"{name}: step {i} (at {format_time(t)})", state, step["requests"], created)
         for key, want in step.get("expect", {}).items():

@@ -297,6 +297,8 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert not await ok("create", *appwrappers, "team-a")
         assert not await ok("patch", *appwrappers, "team-a", "status")
         assert await ok("patch", "kueue.x-k8s.io", "admissionchecks", "", "status")
+        assert await ok("patch", "kueue.x-k8s.io", "multikueueclusters", "", "status")  # their Active condition
+        assert await ok("get", "", "secrets", ns_name)  # MultiKueue workers' kubeconfigs, in its own namespace only
         assert await ok("create", "", "events", "team-a")  # Kueue's Events: decisions carried out, Job actions
         # the visibility API: its APIServices, and the Service and endpoints routing them to the leader
         apiservices = ("apiregistration.k8s.io", "apiservices")

@@ -1,0 +1,486 @@
+"""MultiKueue on a manager: the worker clusters' side of Kueue's MultiKueue controllers (batch/v1 Jobs).
+
+Everything decided is decided by the pure side from the log (:mod:`kueue_es.scheduler.multikueue`: nominations,
+the worker that runs a workload, Retry, the local finish); this module only observes and applies:
+
+* **clients.** One client per MultiKueueCluster, built from its kubeconfig: the key ``kubeconfig`` of the Secret
+  ``spec.clusterSource.kubeConfig.location`` in Kueue's namespace (the Configuration's ``namespace``), or a file
+  for ``locationType: Path``; a ClusterProfile is not supported (``BadConfig``). Each worker's Workloads and Jobs
+  carrying ``kueue.x-k8s.io/multikueue-origin=<origin>`` are listed and watched; whether that works is appended
+  as ``MultiKueueClusterObserved`` (connected, or ``BadConfig`` / ``ClientConnectionFailed`` with the error)
+  whenever it changes, and the MultiKueueCluster's ``Active`` condition is written from the log
+  (:func:`projections.admissionchecks.cluster_active`), as are the MultiKueue checks' (``checkstatus``).
+* **observations.** The conditions MultiKueue reads of each copy (QuotaReserved, Admitted, Evicted, Finished) and
+  which of its pod sets the worker placed by topology, or its absence, are appended as ``RemoteWorkloadObserved`` for the manager's Workload of the same namespace and
+  name whenever they differ from what the log holds.
+* **copies.** For every manager Workload with a MultiKueue check: while it holds quota, is not evicted and not
+  finished, a copy (labels, annotations and spec of the manager's Workload, the origin label added) exists on each
+  nominated worker, or on its worker once ``status.clusterName`` is set — and there, a copy of its Job (the
+  manager Job's metadata and spec, the origin label and ``kueue.x-k8s.io/prebuilt-workload-name`` added,
+  ``managedBy``, the selector and the generated labels dropped, suspended: the worker's Kueue runs it on the
+  copied Workload). Every other copy this origin made is deleted (its Job first, then the Workload, its
+  finalizers removed), which also collects the copies of Workloads gone from the manager.
+* **status.** Once the manager's Job has been started (its Workload admitted) its status follows the copy's on
+  the worker, written to the status subresource (Kueue's batch/v1 MultiKueue adapter).
+
+Level-triggered: every move of the log and every change a worker's watch brings wakes one pass over all of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import copy
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import structlog
+import yaml
+from kubernetes_asyncio import client as kclient
+from kubernetes_asyncio import config as kconfig
+
+from connectors.k8s.client import KubeClient
+from connectors.k8s.errors import AlreadyExists, Conflict, KubeError, NotFound
+from connectors.k8s.journal import Journal
+from connectors.k8s.prebuilt import KEY as PREBUILT_WORKLOAD
+from connectors.k8s.resources import BY_KIND, SECRETS
+from events import objects as o
+from events import schema as ev
+from events.timefmt import format_time
+from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
+from kueue_es.scheduler.config_record import in_force
+from kueue_es.scheduler.multikueue import check_of
+from projections import gates
+from projections.admissionchecks import MultiKueueWorld, cluster_active
+from projections.cluster import ClusterState
+from projections.workloads import FINISHED, WorkloadInfo
+
+log = structlog.get_logger("kueue_es.k8s.multikueue")
+WORKLOADS = BY_KIND["Workload"]
+JOBS = BY_KIND["Job"]
+SECRETS_KEY = "kubeconfig"
+ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
+READ_CONDITIONS = ("QuotaReserved", "Admitted", "Evicted", "Finished")
+"""The conditions of a worker's copy MultiKueue acts on."""
+GENERATED_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name")
+"""Labels the apiserver puts on a Job's pod template: a copy gets its own."""
+
+
+@dataclass
+class MultiKueueStats:
+    observed: int = 0
+    copies_created: int = 0
+    copies_deleted: int = 0
+    jobs_created: int = 0
+    statuses_mirrored: int = 0
+    errors: int = 0
+
+
+@dataclass
+class Worker:
+    """One worker cluster: its client, and what its watches show of the copies this origin made there."""
+
+    name: str
+    source: bytes
+    """The kubeconfig the client was built from (a new one replaces the client)."""
+    client: KubeClient | None = None
+    connected: bool = False
+    reason: str = ""
+    message: str = ""
+    workloads: dict[str, dict[str, Any]] = field(default_factory=dict)
+    jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    task: asyncio.Task | None = None
+
+
+def remote_conditions(raw: dict[str, Any]) -> list[o.Condition]:
+    """The conditions MultiKueue reads of a worker's copy, by type."""
+    conds = [c for c in (raw.get("status") or {}).get("conditions") or [] if c.get("type") in READ_CONDITIONS]
+    return [o.Condition(type=c["type"], status=c.get("status", ""), reason=c.get("reason", ""),
+                        message=c.get("message", ""), last_transition_time=c.get("lastTransitionTime"))
+            for c in sorted(conds, key=lambda c: c["type"])]
+
+
+def topology_pod_sets(raw: dict[str, Any]) -> list[str]:
+    """The copy's pod sets the worker placed by topology (an assignment with a ``topologyAssignment``), sorted."""
+    admission = (raw.get("status") or {}).get("admission") or {}
+    return sorted(psa.get("name", "") for psa in admission.get("podSetAssignments") or []
+                  if psa.get("topologyAssignment"))
+
+
+def workload_copy(manager_wl: dict[str, Any], origin: str) -> dict[str, Any]:
+    """The copy of a manager's Workload created on a worker (Kueue's ``cloneForCreate``)."""
+    meta = manager_wl.get("metadata") or {}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": {"name": meta["name"], "namespace": meta["namespace"],
+                     "labels": {**(meta.get("labels") or {}), ORIGIN_LABEL: origin},
+                     "annotations": dict(meta.get("annotations") or {})},
+        "spec": copy.deepcopy(manager_wl.get("spec") or {}),
+    }
+
+
+def job_copy(manager_job: dict[str, Any], manager_wl: dict[str, Any], origin: str) -> dict[str, Any]:
+    """The copy of a manager's Job created on the worker that runs it: suspended, on the prebuilt copy of its
+    Workload, with the pod template the Workload was made from (what the manager's Job integration added when it
+    started the Job there is not copied)."""
+    meta = manager_job.get("metadata") or {}
+    spec = copy.deepcopy(manager_job.get("spec") or {})
+    for key in ("managedBy", "selector", "manualSelector"):
+        spec.pop(key, None)
+    pod_sets = (manager_wl.get("spec") or {}).get("podSets") or []
+    template = copy.deepcopy(pod_sets[0].get("template") if pod_sets else spec.get("template") or {})
+    labels = {k: v for k, v in ((template.get("metadata") or {}).get("labels") or {}).items()
+              if k not in GENERATED_LABELS}
+    template.setdefault("metadata", {})["labels"] = labels
+    spec["template"] = template
+    spec["suspend"] = True
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                   if k != "kubectl.kubernetes.io/last-applied-configuration"}
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": meta["name"], "namespace": meta["namespace"],
+                     "labels": {**(meta.get("labels") or {}), ORIGIN_LABEL: origin,
+                                PREBUILT_WORKLOAD: manager_wl["metadata"]["name"]},
+                     "annotations": annotations},
+        "spec": spec,
+    }
+
+
+def desired_on(state: ClusterState, wl: WorkloadInfo) -> tuple[str, ...]:
+    """The workers a copy of ``wl`` should be on: its worker, else its nominations; none once it no longer holds
+    quota, is evicted or finished (or has no MultiKueue check)."""
+    if wl.phase == FINISHED or not wl.reserving or wl.evicted or check_of(state, wl) is None:
+        return ()
+    return (wl.cluster_name,) if wl.cluster_name else wl.nominated
+
+
+async def client_from(kubeconfig: bytes) -> KubeClient:
+    cfg = kclient.Configuration()
+    doc = yaml.safe_load(kubeconfig.decode())
+    if not isinstance(doc, dict):
+        raise ValueError("not a kubeconfig")
+    await kconfig.load_kube_config_from_dict(config_dict=doc, client_configuration=cfg)
+    return KubeClient(kclient.ApiClient(configuration=cfg))
+
+
+class MultiKueueConnector:
+    def __init__(self, client: KubeClient, journal: Journal, *, append: Any, retry_s: float = 1.0,
+                 watch_timeout_s: int = 300) -> None:
+        self.client = client
+        self.journal = journal
+        self.state = journal.mirror.state
+        self.append = append
+        self.retry_s = retry_s
+        self.watch_timeout_s = watch_timeout_s
+        self.stats = MultiKueueStats()
+        self.workers: dict[str, Worker] = {}
+        self._wake = asyncio.Event()
+        self._mirrored: dict[str, str] = {}
+        """Manager Job key -> resourceVersion of the worker's copy whose status was last written to it."""
+        self._written_active: dict[str, tuple[str, str, str]] = {}
+        """MultiKueueCluster -> the Active condition last written (status, reason, message)."""
+
+    def _config(self) -> SchedulerConfig:
+        return in_force(self.state) or DEFAULT
+
+    async def run(self) -> None:
+        signal = self.journal.subscribe()
+        waker = asyncio.create_task(self._forward(signal))
+        try:
+            while True:
+                try:
+                    await self.sync()
+                except KubeError as exc:
+                    self.stats.errors += 1
+                    log.warning("MultiKueue pass failed, will retry", error=str(exc))
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.retry_s):
+                        await self._wake.wait()
+                self._wake.clear()
+        finally:
+            waker.cancel()
+            for w in self.workers.values():
+                await self._stop(w)
+
+    async def _forward(self, signal: Any) -> None:
+        while True:
+            await signal.wait()
+            self._wake.set()
+
+    # --- one pass ------------------------------------------------------------------------------------------------
+
+    async def sync(self) -> None:
+        config = self._config()
+        if not config.gate(gates.MULTIKUEUE):
+            return
+        await self._sync_workers(config)
+        await self._observe()
+        await self._write_cluster_status()
+        for name in sorted(self.workers):
+            w = self.workers[name]
+            if w.connected and w.client is not None:
+                await self._sync_copies(w, config.multi_kueue.origin)
+
+    async def _sync_workers(self, config: SchedulerConfig) -> None:
+        clusters = self.state.multikueue_clusters
+        for name in sorted(set(self.workers) - set(clusters)):
+            await self._stop(self.workers.pop(name))
+        for name in sorted(clusters):
+            source, error = await self._kubeconfig(clusters[name], config)
+            w = self.workers.get(name)
+            if w is not None and w.source == source and source:
+                continue
+            if w is not None:
+                await self._stop(w)
+            w = self.workers[name] = Worker(name, source)
+            if error:
+                w.reason, w.message = "BadConfig", error
+                continue
+            try:
+                w.client = await client_from(source)
+            except Exception as exc:  # noqa: BLE001 - whatever the kubeconfig held, it is a bad config
+                w.reason, w.message = "BadConfig", f"{type(exc).__name__}: {exc}"
+                continue
+            w.reason, w.message = "ClientConnectionFailed", "connecting"
+            w.task = asyncio.create_task(self._watch_worker(w, config.multi_kueue.origin), name=f"mk-{name}")
+
+    async def _kubeconfig(self, cluster: o.MultiKueueCluster, config: SchedulerConfig) -> tuple[bytes, str]:
+        """The worker's kubeconfig, or the error Kueue's cluster controller reports (BadConfig)."""
+        kc = cluster.spec.cluster_source.kube_config
+        if kc is None:
+            return b"", "ClusterProfile is not supported by kueue-es"
+        if kc.location_type == "Path":
+            try:
+                return Path(kc.location).read_bytes(), ""
+            except OSError as exc:
+                return b"", str(exc)
+        try:
+            secret = msgspec.json.decode(await self.client.get(SECRETS, kc.location, config.namespace))
+        except NotFound:
+            return b"", f'secrets "{kc.location}" not found'
+        data = (secret.get("data") or {}).get(SECRETS_KEY)
+        if not data:
+            return b"", f'key "{SECRETS_KEY}" not found in secret "{kc.location}"'
+        return base64.b64decode(data), ""
+
+    async def _stop(self, w: Worker) -> None:
+        if w.task is not None:
+            w.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await w.task
+        if w.client is not None:
+            with contextlib.suppress(Exception):
+                await w.client.close()
+
+    async def _watch_worker(self, w: Worker, origin: str) -> None:
+        """List and watch the worker's Workloads and Jobs of this origin; mark it connected while that works."""
+        selector = f"{ORIGIN_LABEL}={origin}"
+        assert w.client is not None
+        while True:
+            try:
+                listed = {}
+                for r, cache in ((WORKLOADS, w.workloads), (JOBS, w.jobs)):
+                    page = await w.client.list(r, label_selector=selector)
+                    listed[r.kind] = page.metadata.resource_version
+                    cache.clear()
+                    for raw in page.items:
+                        obj = msgspec.json.decode(raw)
+                        cache[_key(obj)] = obj
+                w.connected, w.reason, w.message = True, "", ""
+                self._wake.set()
+                await asyncio.gather(*(self._follow(w, r, cache, listed[r.kind], selector)
+                                       for r, cache in ((WORKLOADS, w.workloads), (JOBS, w.jobs))))
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - any failure to reach the worker is a lost connection
+                w.connected, w.reason, w.message = False, "ClientConnectionFailed", str(exc) or type(exc).__name__
+                self._wake.set()
+                await asyncio.sleep(self.retry_s)
+
+    async def _follow(self, w: Worker, r: Any, cache: dict[str, dict[str, Any]], rv: str, selector: str) -> None:
+        assert w.client is not None
+        while True:
+            async for e in w.client.watch(r, rv, timeout_seconds=self.watch_timeout_s, label_selector=selector):
+                obj = msgspec.json.decode(e.object)
+                rv = (obj.get("metadata") or {}).get("resourceVersion", rv)
+                if e.type == "BOOKMARK":
+                    continue
+                if e.type == "DELETED":
+                    cache.pop(_key(obj), None)
+                else:
+                    cache[_key(obj)] = obj
+                self._wake.set()
+
+    # --- observations --------------------------------------------------------------------------------------------
+
+    async def _observe(self) -> None:
+        """Append what changed: a worker reached or lost, a copy's conditions."""
+        events: list[ev.AnyEvent] = []
+        now = _now()
+        links = self.state.cluster_links
+        for name in sorted(self.workers):
+            w = self.workers[name]
+            link = links.get(name)
+            seen = (w.connected, w.reason if not w.connected else "", w.message if not w.connected else "")
+            if w.reason == "ClientConnectionFailed" and w.message == "connecting":
+                continue  # not tried yet
+            if link is None or (link.connected, link.reason, link.message) != seen:
+                events.append(ev.MultiKueueClusterObserved(time=now, key=name, connected=seen[0], reason=seen[1],
+                                                           message=seen[2]))
+        for name in sorted(self.workers):
+            w = self.workers[name]
+            if not w.connected:
+                continue  # what a worker not reached holds is not known: nothing is said of it
+            for key in sorted(self.state.workloads):
+                wl = self.state.workloads[key]
+                raw = w.workloads.get(key)
+                known = wl.remotes.get(name)
+                if raw is None:
+                    if known is not None:
+                        events.append(ev.RemoteWorkloadObserved(time=now, key=key, uid=wl.uid, cluster=name,
+                                                                exists=False))
+                    continue
+                conds, placed = remote_conditions(raw), topology_pod_sets(raw)
+                if known is None or list(known.conditions) != conds or list(known.topology_pod_sets) != placed:
+                    events.append(ev.RemoteWorkloadObserved(time=now, key=key, uid=wl.uid, cluster=name,
+                                                            conditions=conds, topology_pod_sets=placed))
+        if events:
+            self.stats.observed += len(events)
+            await self.append(events)
+
+    async def _write_cluster_status(self) -> None:
+        """Each MultiKueueCluster's Active condition as the log says (:func:`cluster_active`)."""
+        world = MultiKueueWorld(self.state.multikueue_configs, self.state.multikueue_clusters,
+                                self.state.cluster_links)
+        for name in sorted(self.state.multikueue_clusters):
+            want = cluster_active(name, world)
+            if want is None or self._written_active.get(name) == want:
+                continue
+            cluster = self.state.multikueue_clusters[name]
+            current = next((c for c in cluster.status.conditions if c.type == "Active"), None)
+            if current is not None and (current.status, current.reason, current.message) == want:
+                self._written_active[name] = want
+                continue
+            ltt = (current.last_transition_time if current is not None and current.status == want[0]
+                   else format_time(_now()))
+            others = [msgspec.to_builtins(c) for c in cluster.status.conditions if c.type != "Active"]
+            cond = {"type": "Active", "status": want[0], "reason": want[1], "message": want[2],
+                    "lastTransitionTime": ltt, "observedGeneration": cluster.metadata.generation}
+            try:
+                await self.client.patch(BY_KIND["MultiKueueCluster"], name,
+                                        {"status": {"conditions": [*others, cond]}}, subresource="status")
+            except NotFound:
+                continue
+            self._written_active[name] = want
+
+    # --- copies ----------------------------------------------------------------------------------------------------
+
+    async def _sync_copies(self, w: Worker, origin: str) -> None:
+        assert w.client is not None
+        state = self.state
+        wanted: set[str] = set()
+        for key in sorted(state.workloads):
+            wl = state.workloads[key]
+            if w.name not in desired_on(state, wl):
+                continue
+            wanted.add(key)
+            if key not in w.workloads:
+                await self._create_copy(w, wl, origin)
+            if wl.cluster_name == w.name:
+                await self._run_there(w, wl, origin)
+        for key in sorted(set(w.workloads) - wanted):
+            await self._delete_copy(w, key)
+
+    async def _create_copy(self, w: Worker, wl: WorkloadInfo, origin: str) -> None:
+        assert w.client is not None
+        try:
+            manager_wl = msgspec.json.decode(await self.client.get(WORKLOADS, wl.name, wl.namespace))
+        except NotFound:
+            return
+        try:
+            created = msgspec.json.decode(await w.client.create(WORKLOADS, workload_copy(manager_wl, origin),
+                                                                wl.namespace))
+        except AlreadyExists:
+            return
+        w.workloads[wl.key] = created
+        self.stats.copies_created += 1
+        log.info("MultiKueue copy created", workload=wl.key, cluster=w.name)
+
+    async def _run_there(self, w: Worker, wl: WorkloadInfo, origin: str) -> None:
+        """The Job's copy on the workload's worker, and its status mirrored to the manager's Job."""
+        assert w.client is not None
+        if not wl.owner or tuple(wl.owner[:2]) != ("batch/v1", "Job"):
+            return
+        job_key = f"{wl.namespace}/{wl.owner[2]}"
+        remote = w.jobs.get(job_key)
+        if remote is None:
+            try:
+                manager_job = msgspec.json.decode(await self.client.get(JOBS, wl.owner[2], wl.namespace))
+                manager_wl = msgspec.json.decode(await self.client.get(WORKLOADS, wl.name, wl.namespace))
+            except NotFound:
+                return
+            try:
+                remote = msgspec.json.decode(await w.client.create(JOBS, job_copy(manager_job, manager_wl, origin),
+                                                                   wl.namespace))
+            except AlreadyExists:
+                return
+            w.jobs[job_key] = remote
+            self.stats.jobs_created += 1
+            log.info("MultiKueue job copy created", job=job_key, cluster=w.name)
+        await self._mirror_status(job_key, remote)
+
+    async def _mirror_status(self, job_key: str, remote: dict[str, Any]) -> None:
+        """The manager's Job shows the status of its copy once it has been started (Kueue defers the sync while
+        the manager's Job is suspended)."""
+        local = self.state.jobs.get(job_key)
+        rv = (remote.get("metadata") or {}).get("resourceVersion", "")
+        if local is None or local.spec.suspend or self._mirrored.get(job_key) == rv:
+            return
+        status = remote.get("status") or {}
+        if not status:
+            return
+        namespace, _, name = job_key.partition("/")
+        try:
+            await self.client.patch(JOBS, name, {"status": status}, namespace, subresource="status")
+        except (NotFound, Conflict):
+            return
+        self._mirrored[job_key] = rv
+        self.stats.statuses_mirrored += 1
+
+    async def _delete_copy(self, w: Worker, key: str) -> None:
+        """Delete a copy this origin made: its Job first (the worker's Workload may already be gone), then the
+        Workload, its finalizers removed (Kueue's ``RemoveRemoteObjects``)."""
+        assert w.client is not None
+        raw = w.workloads.get(key) or {}
+        namespace, _, name = key.partition("/")
+        owner = next((r for r in (raw.get("metadata") or {}).get("ownerReferences") or []
+                      if r.get("kind") == "Job"), None)
+        job_names = {owner["name"]} if owner else set()
+        job_names.update(k.partition("/")[2] for k, j in w.jobs.items()
+                         if k.partition("/")[0] == namespace
+                         and ((j.get("metadata") or {}).get("labels") or {}).get(PREBUILT_WORKLOAD) == name)
+        for job_name in sorted(job_names):
+            with contextlib.suppress(NotFound):
+                await w.client.delete(JOBS, job_name, namespace)
+            w.jobs.pop(f"{namespace}/{job_name}", None)
+        if (raw.get("metadata") or {}).get("finalizers"):
+            with contextlib.suppress(NotFound, Conflict):
+                await w.client.patch(WORKLOADS, name, {"metadata": {"finalizers": None}}, namespace)
+        with contextlib.suppress(NotFound):
+            await w.client.delete(WORKLOADS, name, namespace)
+        w.workloads.pop(key, None)
+        self.stats.copies_deleted += 1
+        log.info("MultiKueue copy deleted", workload=key, cluster=w.name)
+
+
+def _key(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def _now() -> int:
+    return int(time.time() * 1000)

@@ -1,0 +1,186 @@
+"""Kueue's MultiKueue check controller on a manager, as pure decisions (the all-at-once dispatcher, batch/v1 Jobs).
+
+What the workers did reaches the log as observed facts the MultiKueue connector appends
+(``RemoteWorkloadObserved``: a worker's copy of a workload and its conditions; ``MultiKueueClusterObserved``: a
+worker reached or lost); from those and the manager's own state this decides, for a workload holding quota whose
+ClusterQueue has a MultiKueue check, in Kueue's order:
+
+1. no adapter for its owner (only batch/v1 Jobs have one here): the check is ``Rejected``, "No multikueue
+   adapter found[ for owner kind ...]"; a Job whose ``spec.managedBy`` is not ``kueue.x-k8s.io/multikueue``:
+   ``Rejected``, "The owner is not managed by Kueue: Expecting spec.managedBy to be ...";
+2. a copy finished on a worker (the earliest to): the workload finishes with its reason and message
+   (``RemoteWorkloadFinished``);
+3. a copy evicted on a worker while the check is Ready: ``Retry``, "Workload evicted on worker cluster ...";
+4. the first copy admitted on a worker (the earliest Admitted) while the check is not yet Ready: that worker runs
+   it — ``WorkerClusterAssigned`` (``status.clusterName``, nominations cleared) and the check ``Ready``, "The
+   workload was admitted on <worker>" (the connector then deletes the other copies and copies the Job there);
+   its pod sets whose topology the manager delayed (always, with a MultiKueue check) and the worker placed are
+   no longer delayed here (``delayedTopologyRequest: Ready``, no topology: Kueue's ``updateDelayedTopologyRequest``);
+5. the check Ready but no copy admitted any more: ``Retry`` at once ("Reserving remote no longer exists or is
+   not admitted") if the worker is reachable, else once it has been unreachable for ``workerLostTimeout``
+   ("Reserving remote lost"), counted from the log's time of the observation that it was lost;
+6. otherwise, while the check is Pending and the workload is not yet on a worker, the all-at-once dispatcher
+   nominates every connected worker of the check's MultiKueueConfig (``ClustersNominated``, in the config's
+   order), and the connector creates the copies there.
+
+Retry and Rejected are then acted on by the workload controller's rules (:mod:`kueue_es.scheduler.reconcile`):
+eviction, which clears ``clusterName`` and the nominations (the connector then deletes every copy), or
+deactivation.
+"""
+
+from __future__ import annotations
+
+from events import objects as o
+from events import schema as ev
+from events.timefmt import parse_time
+from projections.admissionchecks import MULTIKUEUE_CONTROLLER, multikueue_config_for
+from projections.cluster import ClusterState
+from projections.workloads import WorkloadInfo
+
+MANAGED_BY = MULTIKUEUE_CONTROLLER
+"""A Job's ``spec.managedBy`` on a manager: the Job runs on a worker."""
+JOB_ADAPTER = ("batch/v1", "Job")
+
+
+def check_of(state: ClusterState, wl: WorkloadInfo) -> o.AdmissionCheckState | None:
+    """The workload's MultiKueue check (the first listed, by name), or None."""
+    for name in sorted(wl.check_states):
+        ac = state.admission_checks.get(name)
+        if ac is not None and ac.spec.controller_name == MULTIKUEUE_CONTROLLER:
+            return wl.check_states[name]
+    return None
+
+
+def _since(c: o.Condition) -> int:
+    return parse_time(c.last_transition_time) if c.last_transition_time else 0
+
+
+def first_with(state: ClusterState, wl: WorkloadInfo, type_: str) -> tuple[str, o.Condition] | None:
+    """The reachable worker whose copy turned ``type_`` True first (ties by worker name), with that condition. A
+    worker not connected is not read, as Kueue reads only the workers it has a client for."""
+    best: tuple[int, str, o.Condition] | None = None
+    links = state.cluster_links
+    for cluster in sorted(wl.remotes):
+        link = links.get(cluster)
+        if link is None or not link.connected:
+            continue
+        for c in wl.remotes[cluster].conditions:
+            if c.type == type_ and c.status == "True" and (best is None or _since(c) < best[0]):
+                best = (_since(c), cluster, c)
+    return None if best is None else (best[1], best[2])
+
+
+def _update(wl: WorkloadInfo, check: o.AdmissionCheckState, state: str, message: str, base: dict
+            ) -> ev.AdmissionCheckUpdated:
+    return ev.AdmissionCheckUpdated(key=wl.key, uid=wl.uid, check=check.name, state=state, message=message,
+                                    requeue_after_seconds=check.requeue_after_seconds, **base)
+
+
+def unmanaged_reason(state: ClusterState, wl: WorkloadInfo) -> str | None:
+    """Why Kueue rejects the workload on a manager (no adapter for its owner, or an owner not handed to
+    MultiKueue), or None."""
+    if not wl.owner:
+        return "No multikueue adapter found"
+    api_version, kind, name = wl.owner
+    if (api_version, kind) != JOB_ADAPTER:
+        group, _, version = api_version.rpartition("/")
+        gvk = f"{group}/{version}, Kind={kind}" if group else f"/{version}, Kind={kind}"
+        return f"No multikueue adapter found for owner kind {gvk!r}".replace("'", '"')
+    job = state.jobs.get(f"{wl.namespace}/{name}")
+    if job is None:
+        return None  # not observed yet: Kueue's read would fail and retry
+    managed_by = job.spec.managed_by or ""
+    if managed_by != MANAGED_BY:
+        return (f'The owner is not managed by Kueue: Expecting spec.managedBy to be "{MANAGED_BY}" '
+                f'not "{managed_by}"')
+    return None
+
+
+def lost_for(state: ClusterState, cluster: str, now: int) -> int | None:
+    """How long (ms) worker ``cluster`` has been unreachable by ``now``; None while it is reachable. A worker never
+    observed counts as lost since the log's first look at it could not happen (from 0)."""
+    link = state.cluster_links.get(cluster)
+    if link is not None and link.connected:
+        return None
+    return now - (link.since if link is not None else 0)
+
+
+def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict, now: int, worker_lost_ms: int
+                       ) -> list[ev.Decision]:
+    """The MultiKueue controller's decisions for a workload holding quota (none when it has no MultiKueue check,
+    or it is Rejected, or nothing changes)."""
+    check = check_of(state, wl)
+    if check is None or check.state == "Rejected" or wl.evicted:
+        return []
+    rejected = unmanaged_reason(state, wl)
+    if rejected is not None:
+        return [_update(wl, check, "Rejected", rejected, base)]
+    finished = first_with(state, wl, "Finished")
+    if finished is not None:
+        cluster, cond = finished
+        return [ev.RemoteWorkloadFinished(key=wl.key, uid=wl.uid, cluster=cluster, reason=cond.reason,
+                                          message=cond.message, **base)]
+    evicted = first_with(state, wl, "Evicted")
+    if evicted is not None and check.state == "Ready":
+        return [_update(wl, check, "Retry", f'Workload evicted on worker cluster: "{wl.cluster_name}", resetting '
+                        f'for re-admission. Previously: "{check.state}"', base)]
+    admitted = first_with(state, wl, "Admitted")
+    if admitted is not None:
+        if check.state != "Pending":
+            return []
+        cluster = admitted[0]
+        out: list[ev.Decision] = []
+        if not wl.cluster_name:
+            placed = wl.remotes[cluster].topology_pod_sets
+            ready = [psa.name for psa in (wl.admission.pod_set_assignments if wl.admission is not None else ())
+                     if psa.delayed_topology_request == "Pending" and psa.name in placed]
+            out.append(ev.WorkerClusterAssigned(key=wl.key, uid=wl.uid, cluster=cluster, topology_ready=ready,
+                                                **base))
+        out.append(_update(wl, check, "Ready", f'The workload was admitted on "{cluster}"', base))
+        return out
+    if check.state == "Ready":
+        lost = lost_for(state, wl.cluster_name, now) if wl.cluster_name else None
+        if lost is None:
+            return [_update(wl, check, "Retry", "Reserving remote no longer exists or is not admitted", base)]
+        if lost < worker_lost_ms:
+            return []  # woken when the timeout runs out (lost_deadlines)
+        return [_update(wl, check, "Retry", "Reserving remote lost", base)]
+    if check.state != "Pending" or wl.cluster_name:
+        return []
+    if any(s.state != "Ready" for n, s in wl.check_states.items() if n != check.name):
+        return []  # Kueue nominates only once every other check is Ready
+    nominated = nominees(state, check.name)
+    if nominated is None or list(wl.nominated) == nominated:
+        return []
+    return [ev.ClustersNominated(key=wl.key, uid=wl.uid, clusters=nominated, **base)]
+
+
+def nominees(state: ClusterState, check: str) -> list[str] | None:
+    """The all-at-once dispatcher's nominations: every worker of the check's MultiKueueConfig that is connected,
+    in the config's order (None when the config cannot be read)."""
+    ac = state.admission_checks.get(check)
+    if ac is None:
+        return None
+    config, _ = multikueue_config_for(ac, state.multikueue_configs)
+    if config is None:
+        return None
+    links = state.cluster_links
+    return [c for c in config.spec.clusters
+            if c in state.multikueue_clusters and (link := links.get(c)) is not None and link.connected]
+
+
+def lost_deadlines(state: ClusterState, worker_lost_ms: int) -> list[tuple[int, str]]:
+    """(when its worker counts as lost, key) of every workload whose MultiKueue check is Ready on a worker that is
+    unreachable now, in time order: the rule that sets such a check to Retry acts then. Empty at once while every
+    worker is reachable (the common case: no workload is looked at)."""
+    lost = {name: link.since + worker_lost_ms for name, link in state.cluster_links.items() if not link.connected}
+    if not lost:
+        return []
+    out = []
+    for key in sorted(state.workloads):
+        wl = state.workloads[key]
+        if wl.cluster_name in lost and wl.reserving and not wl.evicted:
+            check = check_of(state, wl)
+            if check is not None and check.state == "Ready":
+                out.append((lost[wl.cluster_name], key))
+    return sorted(out)

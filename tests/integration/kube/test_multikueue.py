@@ -1,0 +1,242 @@
+"""MultiKueue across two real apiservers: the session's as the manager, a second one (started for this module by
+``scripts/kube.sh start``) as the worker, a kueue-es process on each.
+
+On the manager a MultiKueueCluster names the worker through a Secret holding its kubeconfig, a MultiKueueConfig
+lists it and the ClusterQueue has a MultiKueue check. kueue-es's Job webhook, called by the manager's apiserver,
+hands a Job of that queue to MultiKueue (``spec.managedBy: kueue.x-k8s.io/multikueue``); it gets its Workload admitted on the manager only once the worker admitted the copy of
+it the manager dispatched there (``status.clusterName``, the check Ready "The workload was admitted on ..."); the
+Job's copy then runs on the worker, on that copy. The test plays the worker's job controller and completes it
+there: the manager's Job shows the worker's status and its Workload finishes with the worker's reason (from the
+worker's Workload or the mirrored Job, whichever reaches the manager's log first), and the copies on the worker are
+deleted. Along the way the MultiKueueCluster and the check show Kueue's Active
+conditions.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import secrets
+import subprocess
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import msgspec
+import pytest
+from kubehelp import KUEUE, complete_job, connect, create, eventually, free_port, get, job, kueue_es, queues
+
+from connectors.k8s import crds
+from connectors.k8s.errors import AlreadyExists, NotFound
+from connectors.k8s.jobs import workload_name
+from connectors.k8s.resources import BY_KIND, SECRETS
+from connectors.k8s.settings import KubeSettings
+from connectors.k8s.webhook import (
+    MUTATING_CONFIGS,
+    WebhookServer,
+    certificate,
+    configuration,
+    default_queue_lookup,
+    multikueue_lookup,
+)
+from connectors.k8s.webhook import register as register_webhook
+from events import schema as ev
+
+pytestmark = pytest.mark.kube
+KUBE_SH = Path(__file__).resolve().parents[3] / "scripts" / "kube.sh"
+KUEUE_NAMESPACE = "kueue-system"  # the Configuration's namespace, where the worker's kubeconfig Secret is
+
+
+def _kube_sh(*args: str) -> str:
+    proc = subprocess.run(["bash", str(KUBE_SH), *args], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          env=dict(os.environ, KUBE_OWNER_PID=str(os.getpid())))
+    if proc.returncode != 0:
+        raise RuntimeError(f"scripts/kube.sh {' '.join(args)}: {proc.returncode}\n{proc.stderr}")
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def worker_apiserver(kube_apiserver, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNamespace]:
+    """A second etcd + kube-apiserver, for this module only (the manager is the session's)."""
+    work = tmp_path_factory.mktemp("worker")
+    try:
+        env = dict(line.split("=", 1) for line in _kube_sh("start", str(work)).splitlines() if "=" in line)
+    except BaseException:
+        _kube_sh("stop", str(work))
+        raise
+    try:
+        yield SimpleNamespace(kubeconfig=env["KUBECONFIG"])
+    finally:
+        _kube_sh("stop", str(work))
+
+
+def _cond(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
+    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == type_), None)
+
+
+def _true(obj: dict[str, Any], type_: str) -> bool:
+    c = _cond(obj, type_)
+    return c is not None and c["status"] == "True"
+
+
+async def _maybe(kc, kind: str, name: str, ns: str = "") -> dict[str, Any] | None:
+    with contextlib.suppress(NotFound):
+        return await get(kc, kind, name, ns)
+    return None
+
+
+@pytest.mark.asyncio
+async def test_a_job_is_dispatched_to_the_worker_runs_there_and_finishes_on_the_manager(
+        kube_apiserver, worker_apiserver, tmp_path) -> None:
+    async with await connect(kube_apiserver) as kc, await connect(worker_apiserver) as wc:
+        await crds.install(kc)
+        await crds.install(wc)
+        sfx = secrets.token_hex(3)
+        # --- the manager: queues behind a MultiKueue check, the worker reached through a Secret -----------------
+        with contextlib.suppress(AlreadyExists):
+            await kc.create(BY_KIND["Namespace"], {"apiVersion": "v1", "kind": "Namespace",
+                                                   "metadata": {"name": KUEUE_NAMESPACE}})
+        kubeconfig = Path(worker_apiserver.kubeconfig).read_bytes()
+        await kc.create(SECRETS, {"apiVersion": "v1", "kind": "Secret",
+                                  "metadata": {"name": f"worker-{sfx}", "namespace": KUEUE_NAMESPACE},
+                                  "data": {"kubeconfig": base64.b64encode(kubeconfig).decode()}}, KUEUE_NAMESPACE)
+        worker, check = f"worker-{sfx}", f"mk-{sfx}"
+        await create(kc, {"apiVersion": KUEUE, "kind": "MultiKueueCluster", "metadata": {"name": worker},
+                          "spec": {"clusterSource": {"kubeConfig": {"location": f"worker-{sfx}",
+                                                                    "locationType": "Secret"}}}})
+        await create(kc, {"apiVersion": KUEUE, "kind": "MultiKueueConfig", "metadata": {"name": f"mkc-{sfx}"},
+                          "spec": {"clusters": [worker]}})
+        await create(kc, {"apiVersion": KUEUE, "kind": "AdmissionCheck", "metadata": {"name": check},
+                          "spec": {"controllerName": "kueue.x-k8s.io/multikueue",
+                                   "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig",
+                                                  "name": f"mkc-{sfx}"}}})
+        ns, _, cq, _ = await queues(kc, "mk", {"cpu": 4}, sfx=sfx,
+                                    admissionChecksStrategy={"admissionChecks": [{"name": check}]})
+        async with _job_webhook(kc, ns, sfx, tmp_path):
+            await _dispatch_run_and_finish(kc, wc, ns, cq, worker, check, sfx, tmp_path)
+
+
+@contextlib.asynccontextmanager
+async def _job_webhook(kc, ns: str, sfx: str, tmp_path: Path) -> AsyncIterator[None]:
+    """kueue-es's Job webhook, with the MultiKueue lookup, registered for namespace ``ns`` only."""
+    await kc.patch(BY_KIND["Namespace"], ns, {"metadata": {"labels": {"kueue-es-mk-test": sfx}}})
+    bundle = await certificate(kc, KubeSettings(webhook_hosts="127.0.0.1", webhook_secret=f"cert-{sfx}",
+                                                lease_namespace=KUEUE_NAMESPACE))
+    _, cert, key = bundle.write(tmp_path / "certs")
+    server = WebhookServer(default_queue_lookup(kc), multikueue=multikueue_lookup(kc))
+    port = free_port()
+    await server.start("127.0.0.1", port, str(cert), str(key))
+    hook = f"kueue-es-mk-test-{sfx}"
+    try:
+        await register_webhook(kc, configuration(bundle.ca_pem, url=f"https://127.0.0.1:{port}", name=hook,
+                                                 namespace_selector={"matchLabels": {"kueue-es-mk-test": sfx}}))
+
+        async def effective() -> bool:  # the apiserver picks the configuration up asynchronously
+            with contextlib.suppress(Exception):
+                out = await kc.request("POST", BY_KIND["Job"].collection_path(ns), query=[("dryRun", "All")],
+                                       body=job(ns, "probe", "user-queue"))
+                return msgspec.json.decode(out)["spec"].get("managedBy") == "kueue.x-k8s.io/multikueue"
+            return False
+
+        await eventually(effective, what="the Job webhook in effect")
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            await kc.delete(MUTATING_CONFIGS, hook)
+        await server.stop()
+
+
+async def _dispatch_run_and_finish(kc, wc, ns: str, cq: str, worker: str, check: str, sfx: str,
+                                   tmp_path: Path) -> None:
+    # --- the worker: the same namespace and LocalQueue, a ClusterQueue of its own ---------------------------
+    await wc.create(BY_KIND["Namespace"], {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    await create(wc, {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": f"wf-{sfx}"}})
+    await create(wc, {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": f"wcq-{sfx}"},
+                      "spec": {"namespaceSelector": {}, "resourceGroups": [{
+                          "coveredResources": ["cpu"],
+                          "flavors": [{"name": f"wf-{sfx}", "resources": [{"name": "cpu", "nominalQuota": 4}]}]}]}})
+    await create(wc, {"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": {"name": "user-queue", "namespace": ns},
+                      "spec": {"clusterQueue": f"wcq-{sfx}"}})
+
+    async with kueue_es(wc, tmp_path / "worker-log"), kueue_es(kc, tmp_path / "manager-log") as (_, journal):
+        async def cluster_active() -> dict[str, Any] | None:
+            c = _cond(await get(kc, "MultiKueueCluster", worker), "Active")
+            return c if c is not None and c["status"] == "True" else None
+
+        c = await eventually(cluster_active, what="the MultiKueueCluster to be Active")
+        assert (c["reason"], c["message"]) == ("Active", "Connected")
+
+        async def check_active() -> dict[str, Any] | None:
+            c = _cond(await get(kc, "AdmissionCheck", check), "Active")
+            return c if c is not None and c["status"] == "True" else None
+
+        c = await eventually(check_active, what="the MultiKueue check to be Active")
+        assert (c["reason"], c["message"]) == ("Active", "The admission check is active")
+
+        # --- a Job handed to MultiKueue by the webhook is admitted on the worker --------------------------
+        manager_job = await create(kc, job(ns, "mk-job", "user-queue", cpu="1"))
+        assert manager_job["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+        wl_name = workload_name("mk-job", manager_job["metadata"]["uid"])
+
+        async def admitted_on_manager() -> dict[str, Any] | None:
+            wl = await _maybe(kc, "Workload", wl_name, ns)
+            return wl if wl is not None and _true(wl, "Admitted") else None
+
+        wl = await eventually(admitted_on_manager, timeout=60, what="the manager's Workload to be admitted")
+        assert wl["status"]["clusterName"] == worker
+        assert not wl["status"].get("nominatedClusterNames")
+        assert wl["status"]["admission"]["clusterQueue"] == cq
+        [state] = wl["status"]["admissionChecks"]
+        assert (state["name"], state["state"]) == (check, "Ready")
+        assert state["message"] == f'The workload was admitted on "{worker}"'
+
+        remote_wl = await get(wc, "Workload", wl_name, ns)
+        assert remote_wl["metadata"]["labels"]["kueue.x-k8s.io/multikueue-origin"] == "multikueue"
+        assert _true(remote_wl, "Admitted")
+
+        async def running_on_worker() -> dict[str, Any] | None:
+            j = await _maybe(wc, "Job", "mk-job", ns)
+            return j if j is not None and not j["spec"].get("suspend") else None
+
+        remote_job = await eventually(running_on_worker, timeout=60, what="the Job's copy to run on the worker")
+        labels = remote_job["metadata"]["labels"]
+        assert labels["kueue.x-k8s.io/multikueue-origin"] == "multikueue"
+        assert labels["kueue.x-k8s.io/prebuilt-workload-name"] == wl_name
+        assert "managedBy" not in remote_job["spec"]
+        assert (await get(kc, "Job", "mk-job", ns))["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+
+        # --- completed on the worker: the manager's Job and Workload finish -------------------------------
+        await complete_job(wc, ns, "mk-job")
+
+        async def finished_on_manager() -> dict[str, Any] | None:
+            wl = await _maybe(kc, "Workload", wl_name, ns)
+            return wl if wl is not None and _true(wl, "Finished") else None
+
+        wl = await eventually(finished_on_manager, timeout=60, what="the manager's Workload to finish")
+        assert _cond(wl, "Finished")["reason"] == "Succeeded"
+
+        async def manager_job_complete() -> dict[str, Any] | None:
+            j = await get(kc, "Job", "mk-job", ns)
+            return j if _true(j, "Complete") else None
+
+        j = await eventually(manager_job_complete, timeout=60, what="the manager's Job to show Complete")
+        assert j["status"]["succeeded"] == 1
+
+        async def copies_gone() -> bool:
+            return (await _maybe(wc, "Workload", wl_name, ns) is None
+                    and await _maybe(wc, "Job", "mk-job", ns) is None)
+
+        await eventually(copies_gone, timeout=60, what="the copies on the worker to be deleted")
+
+        records = [r async for r in journal.log.read()]
+        kinds = [type(r.event).__name__ for r in records if r.event.key == f"{ns}/{wl_name}"
+                 and isinstance(r.event, ev.Decision) and not isinstance(r.event, ev.WorkloadPending)]
+        assert kinds[:5] == ["QuotaReserved", "ClustersNominated", "WorkerClusterAssigned",
+                             "AdmissionCheckUpdated", "WorkloadAdmitted"]
+        # finished by whichever reaches the manager's log first, with the same reason: the worker's Workload
+        # finishing (RemoteWorkloadFinished) or the manager's Job showing the copy's completion (WorkloadFinished)
+        finishes = [r.event for r in records if r.event.key == f"{ns}/{wl_name}"
+                    and isinstance(r.event, ev.RemoteWorkloadFinished | ev.WorkloadFinished)]
+        assert finishes and finishes[0].reason == "Succeeded"

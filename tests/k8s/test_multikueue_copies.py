@@ -1,0 +1,52 @@
+"""What the MultiKueue connector writes on a worker: the copies of a manager's Workload and Job, and the conditions
+of a copy it reads back."""
+
+from __future__ import annotations
+
+from connectors.k8s.multikueue import job_copy, remote_conditions, workload_copy
+
+MANAGER_WL = {
+    "metadata": {"name": "job-a-1", "namespace": "ns", "uid": "u", "resourceVersion": "7",
+                 "labels": {"kueue.x-k8s.io/job-uid": "j"}, "ownerReferences": [{"kind": "Job", "name": "a"}]},
+    "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1, "template": {
+        "metadata": {"labels": {"app": "a", "batch.kubernetes.io/job-name": "a"}},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}], "restartPolicy": "Never"}}}]},
+    "status": {"admission": {"clusterQueue": "cq"}},
+}
+MANAGER_JOB = {
+    "metadata": {"name": "a", "namespace": "ns", "uid": "j", "labels": {"kueue.x-k8s.io/queue-name": "lq"},
+                 "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}", "team": "x"}},
+    "spec": {"suspend": False, "managedBy": "kueue.x-k8s.io/multikueue", "selector": {"matchLabels": {"x": "y"}},
+             "parallelism": 1, "template": {"metadata": {"labels": {"kueue.x-k8s.io/podset": "main"}},
+                                            "spec": {"nodeSelector": {"added": "at-start"}}}},
+    "status": {"active": 1},
+}
+
+
+def test_the_workload_copy_is_the_manager_one_with_the_origin_label() -> None:
+    c = workload_copy(MANAGER_WL, "mk-origin")
+    assert c["metadata"] == {"name": "job-a-1", "namespace": "ns", "annotations": {},
+                             "labels": {"kueue.x-k8s.io/job-uid": "j", "kueue.x-k8s.io/multikueue-origin": "mk-origin"}}
+    assert c["spec"] == MANAGER_WL["spec"] and "status" not in c
+
+
+def test_the_job_copy_runs_on_the_prebuilt_workload_as_the_workload_was_made() -> None:
+    c = job_copy(MANAGER_JOB, MANAGER_WL, "mk-origin")
+    assert c["metadata"]["labels"] == {"kueue.x-k8s.io/queue-name": "lq",
+                                       "kueue.x-k8s.io/multikueue-origin": "mk-origin",
+                                       "kueue.x-k8s.io/prebuilt-workload-name": "job-a-1"}
+    assert c["metadata"]["annotations"] == {"team": "x"}
+    spec = c["spec"]
+    assert spec["suspend"] is True and "managedBy" not in spec and "selector" not in spec
+    assert spec["template"] == {"metadata": {"labels": {"app": "a"}},
+                                "spec": {"containers": [{"name": "c", "image": "busybox"}], "restartPolicy": "Never"}}
+    assert MANAGER_JOB["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"  # the manager's is left as it is
+
+
+def test_only_the_conditions_multikueue_reads_are_read() -> None:
+    got = remote_conditions({"status": {"conditions": [
+        {"type": "PodsReady", "status": "True"},
+        {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done",
+         "lastTransitionTime": "2026-01-01T00:00:00Z"},
+        {"type": "Admitted", "status": "True", "reason": "Admitted"}]}})
+    assert [(c.type, c.reason) for c in got] == [("Admitted", "Admitted"), ("Finished", "Succeeded")]

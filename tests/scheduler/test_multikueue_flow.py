@@ -1,0 +1,97 @@
+"""MultiKueue on a manager, driven by events as the connector appends them: the decisions of
+:mod:`kueue_es.scheduler.multikueue` through the whole flow, the state a snapshot keeps of it, and the rules that
+the timeline scenarios (``scenarios/multikueue-*.yaml``) do not show on their own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from events import objects as o
+from events import schema as ev
+from events.manifests import load_text
+from kueue_es.scheduler import decide, next_deadline, settle
+from kueue_es.scheduler.config import DEFAULT
+from kueue_es.scheduler.multikueue import unmanaged_reason
+from kueue_es.statefile import load_state
+from projections import snapshot
+from projections.workloads import status_of
+
+SCENARIO = Path(__file__).parent / "scenarios" / "multikueue-dispatch.yaml"
+START = 1_704_067_200_000
+KEY = "default/job-a"
+
+
+def _state(tmp_path: Path):
+    objects = yaml.safe_load(SCENARIO.read_text())["objects"]
+    path = tmp_path / "objects.yaml"
+    path.write_text(yaml.safe_dump_all(objects))
+    return load_state(str(path), None, START).state
+
+
+def _apply(state, *events) -> None:
+    for e in events:
+        state.apply(ev.Record(state.offset + 1, e))
+
+
+def _remote(t: int, cluster: str, **conditions: str) -> ev.RemoteWorkloadObserved:
+    return ev.RemoteWorkloadObserved(time=t, key=KEY, cluster=cluster, conditions=[
+        o.Condition(type=k, status=v, reason=k, last_transition_time="2024-01-01T00:00:00Z")
+        for k, v in sorted(conditions.items())])
+
+
+def test_nothing_is_nominated_on_a_worker_not_reached(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    _apply(state, ev.MultiKueueClusterObserved(time=START, key="worker2", connected=True),
+           ev.MultiKueueClusterObserved(time=START, key="worker1", connected=False, reason="BadConfig",
+                                        message="no kubeconfig"))
+    settle(state, DEFAULT, now=START)
+    assert status_of(state.workloads[KEY])["nominatedClusterNames"] == ["worker2"]
+    _apply(state, ev.MultiKueueClusterObserved(time=START + 1000, key="worker1", connected=True))
+    batch = decide(state, DEFAULT, now=START + 1000)
+    assert [type(d).__name__ for d in batch] == ["ClustersNominated"]
+    _apply(state, *batch)
+    assert state.workloads[KEY].nominated == ("worker1", "worker2")
+
+
+def test_a_copy_admitted_on_an_unreachable_worker_wins_nothing(tmp_path: Path) -> None:
+    """Kueue reads only the workers it has a client for: what was last seen of a worker now lost is not read."""
+    state = _state(tmp_path)
+    _apply(state, ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True))
+    settle(state, DEFAULT, now=START)
+    _apply(state, _remote(START + 1000, "worker1", Admitted="True"),
+           ev.MultiKueueClusterObserved(time=START + 1000, key="worker1", connected=False))
+    settle(state, DEFAULT, now=START + 1000)
+    wl = state.workloads[KEY]
+    assert wl.cluster_name == "" and wl.check_states["mk"].state == "Pending"
+
+
+def test_a_snapshot_keeps_what_multikueue_knows(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    _apply(state, ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True),
+           ev.MultiKueueClusterObserved(time=START, key="worker2", connected=False, reason="ClientConnectionFailed",
+                                        message="refused"))
+    settle(state, DEFAULT, now=START)
+    _apply(state, _remote(START + 1000, "worker1", Admitted="True"))
+    settle(state, DEFAULT, now=START + 1000)
+    restored = snapshot.decode(snapshot.encode(state))
+    assert snapshot.digest(restored) == snapshot.digest(state)
+    assert restored.cluster_links == state.cluster_links
+    wl = restored.workloads[KEY]
+    assert (wl.cluster_name, wl.owner) == ("worker1", ("batch/v1", "Job", "a"))
+    assert set(wl.remotes) == {"worker1"}
+    assert sorted(restored.multikueue_clusters) == ["worker1", "worker2"]
+    assert next_deadline(restored, DEFAULT) == next_deadline(state, DEFAULT)
+
+
+def test_the_job_must_be_handed_to_multikueue(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    wl = state.workloads[KEY]
+    assert unmanaged_reason(state, wl) is None
+    job = load_text(yaml.safe_dump({"apiVersion": "batch/v1", "kind": "Job",
+                                    "metadata": {"name": "a", "namespace": "default", "uid": "job-a-uid"},
+                                    "spec": {"managedBy": "example.com/other"}}), "job").objects[0]
+    _apply(state, ev.ObjectUpserted(time=START, key=job.key, obj=job))
+    assert unmanaged_reason(state, wl) == ('The owner is not managed by Kueue: Expecting spec.managedBy to be '
+                                           '"kueue.x-k8s.io/multikueue" not "example.com/other"')
