@@ -3,7 +3,7 @@ the log, the scheduler loop beside it.
 
 :class:`Connector` runs, as one task group, the appender and the watcher, and — once every watched kind has
 been listed (``ready``) — the Workload status writer, the Job, Pod, JobSet, MPIJob, Kubeflow training-job, RayJob,
-RayCluster and LeaderWorkerSet integrations, the queue status writer, the resource-in-use finalizers, the retention
+RayCluster, RayService and LeaderWorkerSet integrations, the queue status writer, the resource-in-use finalizers, the retention
 deletions, the ProvisioningRequest applier, the topology ungater, the terminating-pod controller
 (FailureRecoveryPolicy), the provisioning checks' Active condition and the recorder of Kueue's Kubernetes Events, so
 nothing is written to the cluster before the log has caught up with it.
@@ -36,7 +36,7 @@ from connectors.k8s.mpijob_integration import MPIJobIntegration
 from connectors.k8s.pods_integration import PodIntegration
 from connectors.k8s.provreqs import RequestApplier
 from connectors.k8s.queues import QueueStatusWriter
-from connectors.k8s.ray_integration import RayClusterIntegration, RayJobIntegration
+from connectors.k8s.ray_integration import RayClusterIntegration, RayJobIntegration, RayServiceIntegration
 from connectors.k8s.recorder import EventRecorder
 from connectors.k8s.resources import WATCHED
 from connectors.k8s.retention import RetentionEnforcer
@@ -80,6 +80,8 @@ class Connector:
                         if jobs else None)
         self.rayclusters = (RayClusterIntegration(client, journal, append=self.appender.emit,
                                                   watch_timeout_s=watch_timeout_s) if jobs else None)
+        self.rayservices = (RayServiceIntegration(client, journal, append=self.appender.emit,
+                                                  watch_timeout_s=watch_timeout_s) if jobs else None)
         if self.jobs is not None:  # one parents registry (child_jobs.Parents) every job reconciler walks up
             parents = self.jobs.parents
             parents.hold("JobSet", self.jobsets.known)  # type: ignore[union-attr]
@@ -90,9 +92,11 @@ class Connector:
             # not would leave a Job the webhook let run as a child to be queued on a Workload of its own
             parents.hold("RayCluster", self.rayclusters.known)  # type: ignore[union-attr]
             parents.hold("LeaderWorkerSet", self.leaderworkersets.known)  # type: ignore[union-attr]
+            parents.hold("RayService", self.rayservices.known)  # type: ignore[union-attr]  # its RayClusters
             for training in self.kubeflow:  # a training job is a parent Kueue runs too (job_selection)
                 parents.hold(training.KIND, training.known)
-            for watched in (self.jobsets, self.mpijobs, *self.kubeflow, self.rayjobs, self.rayclusters):
+            for watched in (self.jobsets, self.mpijobs, *self.kubeflow, self.rayjobs, self.rayclusters,
+                            self.rayservices):
                 watched.parents = parents  # type: ignore[union-attr]
         self.queues = QueueStatusWriter(client, journal) if queue_status else None
         self.finalizers = Finalizers(client, journal) if finalizers else None
@@ -130,6 +134,8 @@ class Connector:
                 tg.create_task(self.rayjobs.run(), name="k8s-rayjobs")
             if self.rayclusters is not None:
                 tg.create_task(self.rayclusters.run(), name="k8s-rayclusters")
+            if self.rayservices is not None:
+                tg.create_task(self.rayservices.run(), name="k8s-rayservices")
             if self.queues is not None:
                 tg.create_task(self.queues.run(), name="k8s-queue-status")
             if self.finalizers is not None:

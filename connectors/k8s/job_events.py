@@ -88,6 +88,7 @@ from kueue_es.scheduler.config import (
     MPIJOB_FRAMEWORK,
     RAYCLUSTER_FRAMEWORK,
     RAYJOB_FRAMEWORK,
+    RAYSERVICE_FRAMEWORK,
 )
 from projections.workloads import RESERVED, WorkloadInfo
 
@@ -95,7 +96,8 @@ CREATED_WORKLOAD, STARTED, STOPPED = "CreatedWorkload", "Started", "Stopped"
 FINISHED_WORKLOAD = "FinishedWorkload"
 CONTROLLER_OF = {kind: f"{framework}-kueue-controller" for kind, framework in (
     ("JobSet", JOBSET_FRAMEWORK), ("MPIJob", MPIJOB_FRAMEWORK), ("RayJob", RAYJOB_FRAMEWORK),
-    ("RayCluster", RAYCLUSTER_FRAMEWORK), (LEADER_WORKER_SETS.kind, LWS_FRAMEWORK), *KUBEFLOW_FRAMEWORKS.items())}
+    ("RayCluster", RAYCLUSTER_FRAMEWORK), (LEADER_WORKER_SETS.kind, LWS_FRAMEWORK), *KUBEFLOW_FRAMEWORKS.items(),
+    ("RayService", RAYSERVICE_FRAMEWORK))}
 """The recorder Kueue's job reconciler records a kind's Events with (``<integration>-kueue-controller``), where
 not the Job's (``batch/job-kueue-controller``) or the Pod's."""
 ACTIONS = (CREATED_WORKLOAD, STARTED, STOPPED)

@@ -27,7 +27,15 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 
 from connectors.k8s.job_events import QUEUE_LABEL
-from connectors.k8s.resources import JOBSETS, KUBEFLOW_JOBS, LEADER_WORKER_SETS, MPIJOBS, RAYCLUSTERS, RAYJOBS
+from connectors.k8s.resources import (
+    JOBSETS,
+    KUBEFLOW_JOBS,
+    LEADER_WORKER_SETS,
+    MPIJOBS,
+    RAYCLUSTERS,
+    RAYJOBS,
+    RAYSERVICES,
+)
 from events import objects as o
 from kueue_es.scheduler.config import (
     JOB_FRAMEWORK,
@@ -38,6 +46,7 @@ from kueue_es.scheduler.config import (
     POD_FRAMEWORK,
     RAYCLUSTER_FRAMEWORK,
     RAYJOB_FRAMEWORK,
+    RAYSERVICE_FRAMEWORK,
     SchedulerConfig,
 )
 from projections.clusterqueues import selector_matches
@@ -48,11 +57,13 @@ JOBSET_OWNER = (JOBSETS.api_version, JOBSETS.kind)
 RAYJOB_OWNER = (RAYJOBS.api_version, RAYJOBS.kind)
 RAYCLUSTER_OWNER = (RAYCLUSTERS.api_version, RAYCLUSTERS.kind)
 LWS_OWNER = (LEADER_WORKER_SETS.api_version, LEADER_WORKER_SETS.kind)
+RAYSERVICE_OWNER = (RAYSERVICES.api_version, RAYSERVICES.kind)
 
 
 OWNER_FRAMEWORKS: Mapping[tuple[str, str], str] = {
     JOB_OWNER: JOB_FRAMEWORK, POD_OWNER: POD_FRAMEWORK, JOBSET_OWNER: JOBSET_FRAMEWORK,
     RAYJOB_OWNER: RAYJOB_FRAMEWORK, RAYCLUSTER_OWNER: RAYCLUSTER_FRAMEWORK, LWS_OWNER: LWS_FRAMEWORK,
+    RAYSERVICE_OWNER: RAYSERVICE_FRAMEWORK,
     **{(KUBEFLOW_JOBS[kind].api_version, kind): name for kind, name in KUBEFLOW_FRAMEWORKS.items()}}
 """Controller ``(apiVersion, kind)`` -> the name of the integration that runs it, as ``integrations.frameworks``
 lists it (an MPIJob of any ``kubeflow.org`` version aside: :func:`framework_of`)."""

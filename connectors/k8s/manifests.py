@@ -18,7 +18,8 @@ RBAC grants exactly what the connector does:
 * the training operator's PyTorchJobs, TFJobs, XGBoostJobs, PaddleJobs and JAXJobs (kubeflow.org): the same, for
   their integrations, and their ``finalizers`` (update: they own their Workloads);
 * RayJobs and RayClusters (ray.io): the same, for the Ray integrations (their head's and worker groups' pod
-  templates, a RayJob's submitter template);
+  templates, a RayJob's submitter template); RayServices the same (their cluster config's templates) and their
+  ``finalizers`` (update: they own their Workloads);
 * the ``finalizers`` subresource (update) of each kind kueue-es makes the owner of what it creates with
   ``blockOwnerDeletion``: Jobs, JobSets, MPIJobs, RayJobs and RayClusters (their Workloads), Workloads (their ProvisioningRequests), ProvisioningRequests
   (their PodTemplates) and Pods (below), which the ``OwnerReferencesPermissionEnforcement`` admission plugin
@@ -78,6 +79,7 @@ from connectors.k8s.resources import (
     RAY_GROUP,
     RAYCLUSTERS,
     RAYJOBS,
+    RAYSERVICES,
     STATEFUL_SETS,
 )
 from connectors.k8s.validating import CONFIGURATION_NAME as VALIDATING_CONFIGURATION_NAME
@@ -137,6 +139,8 @@ def cluster_role(name: str = DEFAULT_NAME) -> dict[str, Any]:
         {"apiGroups": [RAY_GROUP], "resources": [RAYCLUSTERS.plural, RAYJOBS.plural], "verbs": [*READ, "patch"]},
         {"apiGroups": [RAY_GROUP], "resources": [f"{RAYCLUSTERS.plural}/finalizers", f"{RAYJOBS.plural}/finalizers"],
          "verbs": ["update"]},
+        {"apiGroups": [RAY_GROUP], "resources": [RAYSERVICES.plural], "verbs": [*READ, "patch"]},
+        {"apiGroups": [RAY_GROUP], "resources": [f"{RAYSERVICES.plural}/finalizers"], "verbs": ["update"]},
         {"apiGroups": [LEADER_WORKER_SETS.group], "resources": [LEADER_WORKER_SETS.plural], "verbs": [*READ]},
         {"apiGroups": [LEADER_WORKER_SETS.group], "resources": [f"{LEADER_WORKER_SETS.plural}/finalizers"],
          "verbs": ["update"]},

@@ -89,6 +89,7 @@ from connectors.k8s.resources import (
     MPIJOBS,
     RAYCLUSTERS,
     RAYJOBS,
+    RAYSERVICES,
     Resource,
 )
 from connectors.k8s.settings import KubeSettings
@@ -228,7 +229,8 @@ def _refused(response: dict[str, Any], exc: Exception) -> dict[str, Any]:
 def _parent_resource(ref: o.OwnerReference) -> Resource | None:
     """Where a parent of a kind an integration runs is read from the apiserver."""
     by_kind = {"Job": BY_KIND["Job"], "Pod": BY_KIND["Pod"], "JobSet": JOBSETS, "MPIJob": MPIJOBS, **KUBEFLOW_JOBS,
-               "RayJob": RAYJOBS, "RayCluster": RAYCLUSTERS, "LeaderWorkerSet": LEADER_WORKER_SETS}
+               "RayJob": RAYJOBS, "RayCluster": RAYCLUSTERS, "LeaderWorkerSet": LEADER_WORKER_SETS,
+               "RayService": RAYSERVICES}
     return by_kind.get(ref.kind)
 
 
