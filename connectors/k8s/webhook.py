@@ -104,7 +104,7 @@ PARENT_PATHS = (deployment_webhook.MUTATING_PATH, deployment_webhook.VALIDATING_
                 statefulset_webhook.MUTATING_PATH, statefulset_webhook.VALIDATING_PATH)
 """The paths of the webhooks for the parents of Pods Kueue holds (Deployments, StatefulSets)."""
 FRAMEWORK_PATHS = (*PARENT_PATHS, *jobset_webhook.PATHS, *mpijob_webhook.PATHS, *kubeflow_webhook.PATHS,
-                   *ray_webhook.PATHS, *lws_webhook.PATHS)
+                   *ray_webhook.PATHS, *lws_webhook.PATHS, *ray_webhook.SERVICE_PATHS)
 """The paths of the webhooks of the frameworks answered by a review given to :class:`WebhookServer` (its
 ``parents``): the parents', the JobSet, MPIJob, training operator, Ray and LeaderWorkerSet ones
 (:mod:`connectors.k8s.jobset_webhook`, :mod:`connectors.k8s.mpijob_webhook`, :mod:`connectors.k8s.kubeflow_webhook`,
@@ -453,13 +453,14 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
                   excluded_namespaces: tuple[str, ...] = ("kube-system", "kueue-system"), pods: bool = False,
                   deployments: bool = False, statefulsets: bool = False, jobsets: bool = False,
                   mpijobs: bool = False, kubeflow: frozenset[str] = frozenset(), rayjobs: bool = False,
-                  rayclusters: bool = False, leaderworkersets: bool = False) -> dict[str, Any]:
+                  rayclusters: bool = False, leaderworkersets: bool = False,
+                  rayservices: bool = False) -> dict[str, Any]:
     """The MutatingWebhookConfiguration for :data:`PATH`, the Pod webhook's path and the Deployment, StatefulSet,
     JobSet and MPIJob webhooks': at ``url``, or at ``service`` (name, namespace, port), trusting ``ca_pem`` (none: as
     ``kueue-es manifests`` installs it, its CA set by the first replica that serves). ``pods``, ``deployments``,
     ``statefulsets``, ``jobsets``, ``mpijobs``: whether those integrations are on (each webhook then fails
     closed); ``kubeflow``: the training operator's kinds whose integration is on
-    (:mod:`connectors.k8s.kubeflow_webhook`); ``rayjobs``, ``rayclusters``: the Ray integrations
+    (:mod:`connectors.k8s.kubeflow_webhook`); ``rayjobs``, ``rayclusters``, ``rayservices``: the Ray integrations
     (:mod:`connectors.k8s.ray_webhook`); ``leaderworkersets`` whether the LeaderWorkerSet one is
     (:mod:`connectors.k8s.lws_webhook`)."""
     if not url and service is None:
@@ -493,7 +494,8 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
                                             "statefulsets", on=statefulsets, mutating=True),
             *(framework_webhook.registration(kind, client_config(kind.mutating_path), selector, on=on, mutating=True)
               for kind, on in ((jobset_webhook.KIND, jobsets), (mpijob_webhook.KIND, mpijobs),
-                               (ray_webhook.RAYJOB_KIND, rayjobs), (ray_webhook.RAYCLUSTER_KIND, rayclusters))),
+                               (ray_webhook.RAYJOB_KIND, rayjobs), (ray_webhook.RAYCLUSTER_KIND, rayclusters),
+                               (ray_webhook.RAYSERVICE_KIND, rayservices))),
             *kubeflow_webhook.registrations(client_config, selector, kubeflow, mutating=True),
             lws_webhook.registration(client_config(lws_webhook.MUTATING_PATH), selector, on=leaderworkersets,
                                      mutating=True)],
@@ -565,6 +567,7 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     mpijobs = mpijob_webhook.MPIJobWebhooks.of(config_in_force)
     rayjobs = ray_webhook.RayWebhooks.of(config_in_force, clusters=False)
     rayclusters = ray_webhook.RayWebhooks.of(config_in_force, clusters=True)
+    rayservices = ray_webhook.RayWebhooks.for_services(config_in_force)
     leaderworkersets = lws_webhook.LeaderWorkerSetWebhooks.of(config_in_force)
     namespace_labels = pod_webhook.namespace_lookup(client)
     priority_classes = default_priority_class_lookup(client) if defaulting else None
@@ -575,6 +578,7 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
                **mpijob_webhook.reviewers(mpijobs, namespace_labels, queues, priority_classes, ancestry),
                **kubeflow_webhook.reviewers(config_in_force, namespace_labels, queues, priority_classes, ancestry),
                **ray_webhook.reviewers(rayjobs, rayclusters, namespace_labels, queues, priority_classes, ancestry),
+               **ray_webhook.service_reviewers(rayservices, namespace_labels, queues, priority_classes, ancestry),
                **lws_webhook.reviewers(leaderworkersets, namespace_labels, queues, ancestry)}
     server = WebhookServer(queues, priority_classes,
                            feature_gates, pod_reviews, config.manages_jobs if config is not None else True,
@@ -588,7 +592,8 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
                                              deployments=deployments.enabled, statefulsets=statefulsets.enabled,
                                              jobsets=jobsets.enabled, mpijobs=mpijobs.enabled,
                                              kubeflow=config_in_force.kubeflow_kinds, rayjobs=rayjobs.enabled,
-                                             rayclusters=rayclusters.enabled, leaderworkersets=leaderworkersets.enabled))
+                                             rayclusters=rayclusters.enabled, leaderworkersets=leaderworkersets.enabled,
+                                             rayservices=rayservices.enabled))
         await register(client, validating.configuration(bundle.ca_pem, url=k.webhook_url, service=service,
                                                         excluded_namespaces=("kube-system", k.lease_namespace),
                                                         pods=pods_on, deployments=deployments.enabled,
@@ -596,7 +601,8 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
                                                         mpijobs=mpijobs.enabled,
                                                         kubeflow=config_in_force.kubeflow_kinds,
                                                         rayjobs=rayjobs.enabled, rayclusters=rayclusters.enabled,
-                                                        leaderworkersets=leaderworkersets.enabled))
+                                                        leaderworkersets=leaderworkersets.enabled,
+                                                        rayservices=rayservices.enabled))
         await conversion.register(client, conversion_stanza(k, bundle.ca_pem))
     return server
 

@@ -166,19 +166,21 @@ def test_manifests_render_as_multi_document_yaml() -> None:
         ("mjobset.kb.io", "/mutate-jobset-x-k8s-io-v1alpha2-jobset"),
         ("mmpijob.kb.io", "/mutate-kubeflow-org-v2beta1-mpijob"),
         ("mrayjob.kb.io", "/mutate-ray-io-v1-rayjob"), ("mraycluster.kb.io", "/mutate-ray-io-v1-raycluster"),
+        ("mrayservice.kb.io", "/mutate-ray-io-v1-rayservice"),
         *((f"m{k}.kb.io", f"/mutate-kubeflow-org-v1-{k}") for k in KUBEFLOW_NOUNS),
         ("mleaderworkerset.kb.io", "/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset")]
     # the integrations Kueue leaves off by default go fail-open, so a webhook down stops no Pod or workload controller
     assert {w["name"]: w["failurePolicy"] for w in mutating["webhooks"]} == {
         "mjob.kb.io": "Fail", "mpod.kb.io": "Ignore", "mdeployment.kb.io": "Ignore", "mstatefulset.kb.io": "Ignore",
         "mjobset.kb.io": "Ignore", "mmpijob.kb.io": "Ignore", **{f"m{k}.kb.io": "Ignore" for k in KUBEFLOW_NOUNS},
-        "mrayjob.kb.io": "Ignore", "mraycluster.kb.io": "Ignore", "mleaderworkerset.kb.io": "Ignore"}
+        "mrayjob.kb.io": "Ignore", "mraycluster.kb.io": "Ignore", "mleaderworkerset.kb.io": "Ignore",
+        "mrayservice.kb.io": "Ignore"}
     validating = docs[kinds.index("ValidatingWebhookConfiguration")]
     assert next(w for w in validating["webhooks"] if w["name"] == "vjobset.kb.io")["failurePolicy"] == "Ignore"
     assert next(w for w in validating["webhooks"] if w["name"] == "vmpijob.kb.io")["failurePolicy"] == "Ignore"
     assert all(next(w for w in validating["webhooks"] if w["name"] == f"v{k}.kb.io")["failurePolicy"] == "Ignore"
                for k in KUBEFLOW_NOUNS)
-    for name in ("vrayjob.kb.io", "vraycluster.kb.io", "vleaderworkerset.kb.io"):
+    for name in ("vrayjob.kb.io", "vraycluster.kb.io", "vleaderworkerset.kb.io", "vrayservice.kb.io"):
         assert next(w for w in validating["webhooks"] if w["name"] == name)["failurePolicy"] == "Ignore"
     dep = docs[kinds.index("Deployment")]
     pod = dep["spec"]["template"]["spec"]
@@ -280,7 +282,7 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
             assert await ok("update", "kubeflow.org", plural, "team-a", "finalizers")
             assert not await ok("create", "kubeflow.org", plural, "team-a")
             assert not await ok("patch", "kubeflow.org", plural, "team-a", "status")
-        for plural in ("rayjobs", "rayclusters"):  # the Ray integrations' own watches, writes and Workloads
+        for plural in ("rayjobs", "rayclusters", "rayservices"):  # the Ray integrations' own watches, writes, Workloads
             assert await ok("watch", "ray.io", plural), plural
             assert await ok("patch", "ray.io", plural, "team-a"), plural
             assert await ok("update", "ray.io", plural, "team-a", "finalizers"), plural
