@@ -15,7 +15,7 @@ import pytest
 from connectors.k8s import ray_webhook as rw
 from connectors.k8s.certs import self_signed
 from connectors.k8s.validating import configuration as validating_configuration
-from connectors.k8s.webhook import FRAMEWORK_PATHS
+from connectors.k8s.webhook import FRAMEWORK_PATHS, ancestry_lookup
 from connectors.k8s.webhook import configuration as mutating_configuration
 from kueue_es.scheduler.config import load_config
 
@@ -97,6 +97,35 @@ def test_a_rayservices_raycluster_is_left_to_the_rayservice_with_its_integration
                                             "object": cluster}})
     response = asyncio.run(reviews[rw.RAYCLUSTER_KIND.mutating_path](body))["response"]
     assert "patch" not in response, "a queued RayService's cluster is not suspended apart"
+
+
+class _Apiserver:
+    """The one parent the Job webhook's walk reads: the RayService ``svc``, naming ``labels``."""
+
+    def __init__(self, labels: dict[str, str]) -> None:
+        self.labels = labels
+
+    async def get(self, resource: Any, name: str, namespace: str = "", subresource: str = "") -> bytes:
+        assert (resource.kind, name) == ("RayService", "svc")
+        return msgspec.json.encode({"metadata": {"name": name, "namespace": namespace, "uid": "u",
+                                                 "labels": self.labels}})
+
+
+@pytest.mark.parametrize(("service_labels", "held"), [({Q: "lq"}, False), ({}, True)])
+def test_the_walk_reads_a_rayclusters_rayservice_from_the_apiserver(service_labels: dict, held: bool) -> None:
+    """Kueue's ``WorkloadShouldBeSuspended``: the RayCluster's controller, a RayService, is read and is its managed
+    ancestor when queued; one naming no queue makes no child, so the queued RayCluster is suspended itself."""
+    config = load_config({"integrations": {"frameworks": FRAMEWORKS}})
+    owner = {"apiVersion": "ray.io/v1", "kind": "RayService", "name": "svc", "uid": "u", "controller": True}
+    cluster = {"apiVersion": "ray.io/v1", "kind": "RayCluster",
+               "metadata": {"name": "rc", "namespace": "team", "labels": {Q: "lq"}, "ownerReferences": [owner]},
+               "spec": _config()}
+    walk = ancestry_lookup(_Apiserver(service_labels), config)  # type: ignore[arg-type]
+    reviews = rw.reviewers(CLUSTERS, CLUSTERS, _namespace_labels, _no_default_queue, None, walk)
+    body = msgspec.json.encode({"request": {"uid": "u", "operation": "CREATE", "namespace": "team",
+                                            "object": cluster}})
+    response = asyncio.run(reviews[rw.RAYCLUSTER_KIND.mutating_path](body))["response"]
+    assert response["allowed"] and ("patch" in response) is held
 
 
 # --- validation -------------------------------------------------------------------------------------------------
