@@ -328,6 +328,8 @@ def _validate_shape(obj: o.KObject, where: str) -> None:
             fixed = obj.overhead.pod_fixed if obj.overhead is not None else {}
             for r in sorted(fixed):
                 check_quantity(fixed[r], where, f"overhead.podFixed.{r}")
+        case o.ResourceClaimTemplate():
+            _validate_claim_template(obj, where)
         case o.ClusterQueue() | o.Cohort():
             _check_weight(obj.spec.fair_sharing, where)
             seen_flavors: set[str] = set()
@@ -419,6 +421,27 @@ def check_priority_boost(wl: o.Workload, where: str) -> None:
     problem = priority_boost_error(wl.metadata.annotations.get(PRIORITY_BOOST_ANNOTATION, ""))
     if problem is not None:
         raise InvalidInput(f"{where}: {problem}")
+
+
+def _validate_claim_template(t: o.ResourceClaimTemplate, where: str) -> None:
+    """What the API server checks of a ResourceClaimTemplate's device requests that the quota charge relies on:
+    a named request is ``exactly`` or ``firstAvailable`` (not both), a known allocation mode, a positive count."""
+    for i, r in enumerate(t.spec.spec.devices.requests):
+        at = f"spec.spec.devices.requests[{i}]"
+        if not r.name:
+            raise InvalidInput(f"{where}: field `{at}.name` is required")
+        if (r.exactly is None) == (r.first_available is None):
+            raise InvalidInput(f"{where}: field `{at}`: exactly one of `exactly` or `firstAvailable` is required")
+        x = r.exactly
+        if x is None:
+            continue
+        if not x.device_class_name:
+            raise InvalidInput(f"{where}: field `{at}.exactly.deviceClassName` is required")
+        if x.allocation_mode and x.allocation_mode not in o.DEVICE_ALLOCATION_MODES:
+            raise InvalidInput(f"{where}: field `{at}.exactly.allocationMode`: must be ExactCount or All, not "
+                               f"{x.allocation_mode!r}")
+        if x.count is not None and x.count <= 0:
+            raise InvalidInput(f"{where}: field `{at}.exactly.count`: must be greater than zero")
 
 
 _LIMIT_LISTS = ("max", "min", "default", "default_request", "max_limit_request_ratio")

@@ -139,6 +139,14 @@ class Container(View):
     restart_policy: str | None = None
 
 
+class PodResourceClaim(View):
+    """One ``spec.resourceClaims[]`` entry: a claim by name, or one made per pod from a template."""
+
+    name: str = ""
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
 class PodSpec(View):
     containers: list[Container] = []
     init_containers: list[Container] = []
@@ -152,6 +160,9 @@ class PodSpec(View):
     resources: ResourceRequirements | None = None
     node_name: str = ""
     scheduling_gates: list[dict[str, Any]] = []
+    resource_claims: list[PodResourceClaim] = []
+    """Dynamic Resource Allocation claims: a claim made from a ResourceClaimTemplate is charged to quota under
+    Kueue's ``KueueDRAIntegration`` gate (:mod:`projections.dra`)."""
 
 
 class TemplateMeta(View):
@@ -268,6 +279,47 @@ class RuntimeClass(KObject, tag="RuntimeClass"):
 
     handler: str = ""
     overhead: Overhead | None = None
+
+
+# --- resource.k8s.io ---------------------------------------------------------------------------------------------
+
+DEVICE_ALLOCATION_MODES = ("ExactCount", "All")
+
+
+class ExactDeviceRequest(View):
+    """``devices.requests[].exactly``: so many devices of one DeviceClass. The API server defaults
+    ``allocationMode`` to ExactCount and, for it, ``count`` to 1; CEL ``selectors`` are not looked at."""
+
+    device_class_name: str = ""
+    allocation_mode: str = ""
+    count: int | None = None
+    admin_access: bool | None = None
+
+
+class DeviceRequest(View):
+    name: str = ""
+    exactly: ExactDeviceRequest | None = None
+    first_available: list[dict[str, Any]] | None = None
+    """Prioritized alternatives: Kueue does not charge them (kept only to refuse them)."""
+
+
+class DeviceClaim(View):
+    requests: list[DeviceRequest] = []
+
+
+class ResourceClaimSpec(View):
+    devices: DeviceClaim = DeviceClaim()
+
+
+class ResourceClaimTemplateSpec(View):
+    spec: ResourceClaimSpec = ResourceClaimSpec()
+
+
+class ResourceClaimTemplate(KObject, tag="ResourceClaimTemplate"):
+    """resource.k8s.io/v1 ResourceClaimTemplate (namespaced): the devices each pod naming it claims, which Kueue
+    charges to quota through the Configuration's ``resources.deviceClassMappings``."""
+
+    spec: ResourceClaimTemplateSpec = ResourceClaimTemplateSpec()
 
 
 # --- kueue.x-k8s.io --------------------------------------------------------------------------------------------
@@ -677,6 +729,7 @@ KueueObject = Union[  # noqa: UP007 - one tagged union, a member per line
     PriorityClass,
     LimitRange,
     RuntimeClass,
+    ResourceClaimTemplate,
     WorkloadPriorityClass,
     ResourceFlavor,
     ClusterQueue,
@@ -700,6 +753,7 @@ API_GROUPS: dict[str, tuple[str, ...]] = {
     "PriorityClass": ("scheduling.k8s.io/v1",),
     "LimitRange": ("v1",),
     "RuntimeClass": ("node.k8s.io/v1",),
+    "ResourceClaimTemplate": ("resource.k8s.io/v1",),
     "ProvisioningRequestConfig": ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1"),
     "ProvisioningRequest": ("autoscaling.x-k8s.io/v1",),
     "PodTemplate": ("v1",),

@@ -127,6 +127,10 @@ class JobActed(Event, tag="JobActed"):
     message: str = ""
     """Stopped: why (the eviction message, or that it was not admitted, or had no Workload, or no matching one);
     UpdatedWorkload, DeletedWorkload, WorkloadPriorityClassNotFound, WorkloadNameConflict: the Event's message."""
+    creation_latency_ms: int | None = None
+    """CreatedWorkload: the created Workload's creationTimestamp minus the job's, in ms, when the job's generation
+    was at most 1 (what Kueue's ``workload_creation_latency_seconds`` observes); None otherwise, and in logs
+    written before it was recorded."""
 
 
 class AdmissionCheckStateChanged(Event, tag="AdmissionCheckStateChanged"):

@@ -153,7 +153,7 @@ async def serve(settings: Any, opts: Any, stop: asyncio.Event, report: Any) -> N
                 report("stopped", {"instance": opts.instance_id, "role": "standby"})
                 return
         health.role = "leader"
-        await _lead(settings, opts, path, client, health, elector, stop, report, visibility)
+        await _lead(settings, opts, path, client, health, elector, stop, report, visibility, webhook=webhook)
     finally:
         if elector is not None:
             with contextlib.suppress(Exception):
@@ -177,7 +177,7 @@ async def _visibility_server(client: KubeClient, k: KubeSettings,
     if not config.gate(VISIBILITY_ON_DEMAND):
         log.info("visibility API not served: the VisibilityOnDemand feature gate is off", port=k.visibility_port)
         return None
-    return await visibility_api.serve(client, k)
+    return await visibility_api.serve(client, k, tls=config.server_tls)
 
 
 def _replica_role(health: Health, k: KubeSettings) -> str:
@@ -340,7 +340,8 @@ class _KafkaLog(_Backend):
 
 async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health: Health,
                 elector: LeaderElector | None, stop: asyncio.Event, report: Any,
-                visibility: visibility_api.VisibilityServer | None = None) -> None:
+                visibility: visibility_api.VisibilityServer | None = None,
+                webhook: job_webhook.WebhookServer | None = None) -> None:
     k: KubeSettings = settings.kube
     backend: _Backend = (_KafkaLog(settings, opts, report) if settings.uses_kafka
                          else _EmbeddedLog(path, opts, report, events=k.events))
@@ -351,6 +352,8 @@ async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health:
                               queue_status=k.queue_status, finalizers=k.finalizers, events=k.events,
                               instance=opts.instance_id)
         health.connector = connector
+        if webhook is not None and connector.jobs is not None:  # the webhooks' walks read what the connector holds
+            webhook.held_parents.attach(connector.jobs.parents, lambda: mirror.state.jobs)
         if visibility is not None:
             visibility.source = visibility_api.leader_source(mirror, opts.config, lambda: connector.ready)
             if k.visibility_register:
@@ -383,4 +386,6 @@ async def _lead(settings: Any, opts: Any, path: str, client: KubeClient, health:
                            "writes": connector.writer.stats.writes, "jobs_started": connector.jobs.stats.started
                            if connector.jobs else 0})
     finally:
+        if webhook is not None:
+            webhook.held_parents.detach()
         await backend.close()

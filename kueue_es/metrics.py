@@ -30,7 +30,7 @@ from prometheus_client.exposition import choose_encoder, generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from projections.cluster import ClusterState
-from projections.metrics import Family, Spec, batch_result, families, merged
+from projections.metrics import DEFAULT_BUCKETS, Family, Spec, batch_result, families, merged
 
 LEADER, FOLLOWER, STANDALONE = "leader", "follower", "standalone"
 
@@ -43,7 +43,7 @@ ATTEMPT_DURATION = Spec(
     "Wall time of a scheduling attempt (one run of the scheduler that tried to admit workloads), by the result "
     "admission_attempts_total counts the same attempt under: 'success' when at least one workload got quota, "
     "'inadmissible' otherwise. Measured live by the replica that decides; starts from zero when it starts.",
-    ("result",), (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0))
+    ("result",), DEFAULT_BUCKETS)
 """Kueue sets no buckets on it: the Prometheus client's defaults."""
 
 

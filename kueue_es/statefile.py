@@ -23,9 +23,9 @@ from kueue_es.scheduler import config_record
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig, load_config
 from projections.cluster import ClusterState
 
-_FIRST = ("Namespace", "PriorityClass", "WorkloadPriorityClass", "LimitRange", "RuntimeClass", "ResourceFlavor",
-          "Topology", "AdmissionCheck", "ProvisioningRequestConfig", "Cohort", "ClusterQueue", "LocalQueue", "Node",
-          "Pod", "Job")
+_FIRST = ("Namespace", "PriorityClass", "WorkloadPriorityClass", "LimitRange", "RuntimeClass", "ResourceClaimTemplate",
+          "ResourceFlavor", "Topology", "AdmissionCheck", "ProvisioningRequestConfig", "Cohort", "ClusterQueue",
+          "LocalQueue", "Node", "Pod", "Job")
 
 
 @dataclass

@@ -38,6 +38,10 @@ from projections.cohorts import CohortForest, build_forest
 from projections.custom_labels import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, CustomLabels
 from projections.custom_labels import of_document as custom_labels_of
 from projections.deadlines import DueIndex
+from projections.dra import INADMISSIBLE as DRA_INADMISSIBLE
+from projections.dra import DraView, has_claims, workload_problem
+from projections.dra import mapping_of as dra_mapping_of
+from projections.dra import mode_of as dra_mode_of
 from projections.metrics import METERED, NEEDS_BEFORE, MetricsFold
 from projections.node_ready import not_ready_wait_ends, ready_condition
 from projections.pod_adjustment import LimitSummary, summarize
@@ -105,7 +109,8 @@ class ClusterState:
         "offset", "time", "namespaces", "flavors", "cluster_queues", "cohorts", "local_queues",
         "workload_priority_classes", "priority_classes", "topologies", "admission_checks",
         "provisioning_configs", "provisioning_requests", "deleted_requests", "requests_of", "pod_templates",
-        "limit_ranges", "runtime_classes", "_limit_summaries", "_limit_range_keys", "nodes", "pods", "jobs",
+        "limit_ranges", "runtime_classes", "claim_templates", "_dra_views", "_dra_of", "_dra", "_limit_summaries",
+        "_limit_range_keys", "nodes", "pods", "jobs",
         "workloads", "queues", "parked_queues", "usage", "reserving", "lq_members", "awaiting_release",
         "backoff", "second_pass", "last_cycle", "config", "config_offset", "_rules_of", "_rules",
         "_pods_ready_of", "_pods_ready", "_gates_of", "_gates", "_custom_labels_of", "_custom_labels",
@@ -147,6 +152,15 @@ class ClusterState:
         self.runtime_classes: dict[str, o.RuntimeClass] = {}
         """RuntimeClasses by name. Replaced, never changed in place, when one changes: pod-set memos hold it by
         identity (``projections.workloads.pod_set_infos``)."""
+        self.claim_templates: dict[str, o.ResourceClaimTemplate] = {}
+        """ResourceClaimTemplates by ``namespace/name``: what the claims of their namespace's pods cost (DRA)."""
+        self._dra_views: dict[str, DraView] = {}
+        """Namespace -> its :class:`DraView` (derived, filled as asked for; dropped when a template of it or the
+        DRA configuration changes)."""
+        self._dra_of: ev.ConfigRecorded | None = None
+        self._dra: tuple[str, tuple[tuple[str, str], ...]] = ("charge", ())
+        """What :attr:`config` says about DRA (mode, mapping: :mod:`projections.dra`), and the configuration it
+        was read from (derived)."""
         self._limit_summaries: dict[str, LimitSummary | None] = {}
         """Namespace -> the summary of its LimitRanges (derived, filled as asked for)."""
         self._limit_range_keys: dict[str, list[str]] | None = None
@@ -205,14 +219,15 @@ class ClusterState:
         self.spec_inputs_generation = 0
         """Bumped whenever something a Workload's values derived from its spec depend on may have changed:
         PriorityClasses and WorkloadPriorityClasses (:meth:`_reprioritise`, and their deletion), and what adjusts
-        pod templates (:meth:`_readjust`: LimitRanges, RuntimeClasses, the configuration's request rules)."""
-        self._from_spec: dict[int, tuple[o.WorkloadSpec, int, LimitSummary | None, int, str,
-                                         tuple[PodSetInfo, ...]]] = {}
+        pod templates (:meth:`_readjust`: LimitRanges, RuntimeClasses, the configuration's request rules,
+        ResourceClaimTemplates and the DRA configuration)."""
+        self._from_spec: dict[int, tuple[o.WorkloadSpec, int, LimitSummary | None, int, str, tuple[PodSetInfo, ...],
+                                         DraView | None]] = {}
         """``id(spec)`` of a lazily decoded Workload spec (one object for the upserts carrying the same bytes) ->
         (spec, :attr:`spec_inputs_generation`, its namespace's LimitRange summary, priority, priority class, pod
-        sets) as computed then: status-only upserts reuse them, as do workloads of an equal spec under equal
-        limits (derived; a cache, never part of a snapshot). The entry holds the spec, so its ``id`` cannot be
-        reused while remembered."""
+        sets, the DRA view its claims were charged under or None) as computed then: status-only upserts reuse them,
+        as do workloads of an equal spec under equal limits and DRA view (derived; a cache, never part of a
+        snapshot). The entry holds the spec, so its ``id`` cannot be reused while remembered."""
         self.afs_history: list[tuple[int, str, int, tuple[tuple[str, int], ...]]] = []
         """Admission Fair Sharing facts: (time, LocalQueue key, +1 admitted / -1 no longer admitted, usage per
         resource name), for workloads of ClusterQueues with ``admissionScope.admissionMode:
@@ -220,8 +235,9 @@ class ClusterState:
         configured half-life and sampling interval into each LocalQueue's consumed usage."""
         self.flagged: dict[str, None] = {}
         """Workloads a controller rule may act on without any new event: inactive and not finished, with an
-        admission gate, or showing Requeued=False, or QuotaReserved=False for a queue blocker (Suspended,
-        Misconfigured, Deactivated) or the admission gate (AdmissionGated). Derived; rebuilt on restore."""
+        admission gate, pending with DRA claims Kueue does not charge, or showing Requeued=False, or
+        QuotaReserved=False for a queue blocker (Suspended, Misconfigured, Deactivated, Inadmissible) or the
+        admission gate (AdmissionGated). Derived; rebuilt on restore."""
         self.retained: dict[str, None] = {}
         """Workloads whose retention clock runs (Kueue's objectRetentionPolicies): finished, or inactive and
         evicted by a Kueue deactivation (``DeactivatedDueTo...``), until a RetentionExpired decision. Derived;
@@ -335,6 +351,32 @@ class ClusterState:
                 index.setdefault(k.partition("/")[0], []).append(k)
         found = summaries[namespace] = summarize(self.limit_ranges[k] for k in index.get(namespace, ()))
         return found
+
+    def dra_config(self) -> tuple[str, tuple[tuple[str, str], ...]]:
+        """The DRA mode and device-class mapping of the configuration in force (:mod:`projections.dra`)."""
+        config = self.config
+        if self._dra_of is not config:
+            doc = config.document if config is not None else None
+            self._dra_of, self._dra = config, (dra_mode_of(doc), dra_mapping_of(doc))
+        return self._dra
+
+    def dra_view(self, namespace: str) -> DraView | None:
+        """What decides the claims of ``namespace``'s pods (None: claims are ignored, both DRA gates off)."""
+        found = self._dra_views.get(namespace)
+        if found is not None:
+            return found
+        mode, mapping = self.dra_config()
+        if not mode:
+            return None
+        prefix = namespace + "/"
+        templates = tuple(sorted((k[len(prefix):], t.spec.spec) for k, t in self.claim_templates.items()
+                                 if k.startswith(prefix)))
+        found = self._dra_views[namespace] = DraView(reject=mode == "reject", mapping=mapping, templates=templates)
+        return found
+
+    def _dra_for(self, namespace: str, pod_sets: Any) -> DraView | None:
+        """:meth:`dra_view` for a workload whose pod templates have claims, else None (most: no look-up)."""
+        return self.dra_view(namespace) if has_claims(pod_sets) else None
 
     @property
     def request_rules(self) -> RequestRules | None:
@@ -498,8 +540,10 @@ class ClusterState:
         handler, about_workload, metered, needs_before, second_pass, reindexed, decision = plan
         if decision and e.cycle > self.last_cycle:  # type: ignore[union-attr]
             self.last_cycle = e.cycle  # type: ignore[union-attr]
-        if handler is None:
-            return  # ticks and connector outcomes carry only time
+        if handler is None:  # ticks and connector outcomes carry only time, but a job's action may be metered
+            if metered is not None:
+                metered(self.metrics, self, e, None)
+            return
         if about_workload is None:  # a deletion, about a workload when it is of one, or the upsert of another kind
             about_workload = t is ev.ObjectDeleted and e.kind == "Workload"  # type: ignore[union-attr]
             second_pass = second_pass and about_workload
@@ -682,6 +726,7 @@ class ClusterState:
         gated_before = self.admission_gated_by
         boost_before = self.priority_boost
         names_before = self.shapes_name_pod_sets
+        dra_before = self.dra_config()
         self.config, self.config_offset = e, self.offset
         if self.tas_enabled != tas_before:
             self._specs_changed()  # the compiled ClusterQueues say what TAS asks of them
@@ -694,6 +739,11 @@ class ClusterState:
         after = self._rules_in_force()
         if after[1] != before[1]:
             self._reclaim_everywhere()
+        if self.dra_config() != dra_before:
+            self._dra_views.clear()
+            if after[0] == before[0]:
+                self._readjust(claims=True)  # pending workloads with claims are charged under the new mapping
+            self.touched_all = True  # the controller rules look again at what DRA made inadmissible
         if after[0] != before[0]:
             self._readjust()  # pending workloads count their requests under the new rules
         elif after[0] is not before[0]:
@@ -1018,6 +1068,11 @@ class ClusterState:
                 self.limit_ranges[obj.key] = obj
                 if old_lr is None or old_lr.spec != obj.spec:
                     self._limits_changed(obj.metadata.namespace, before)
+            case o.ResourceClaimTemplate():
+                old_t = self.claim_templates.get(obj.key)
+                self.claim_templates[obj.key] = obj
+                if old_t is None or old_t.spec != obj.spec:
+                    self._claim_templates_changed(obj.metadata.namespace)
             case o.RuntimeClass():
                 old_rc = self.runtime_classes.get(name)
                 if old_rc is not None and old_rc.overhead == obj.overhead:
@@ -1077,6 +1132,10 @@ class ClusterState:
             "Job": self.jobs,
             "LimitRange": self.limit_ranges,
         }.get(kind)
+        if kind == "ResourceClaimTemplate":
+            if self.claim_templates.pop(key, None) is not None:
+                self._claim_templates_changed(key.partition("/")[0])
+            return
         if kind == "RuntimeClass":
             if key in self.runtime_classes:
                 self.runtime_classes = {k: v for k, v in self.runtime_classes.items() if k != key}
@@ -1126,9 +1185,18 @@ class ClusterState:
         if self.limit_summary(namespace) != before:
             self._readjust(namespace=namespace)
 
-    def _readjust(self, namespace: str | None = None, runtime_class: str | None = None) -> None:
+    def _claim_templates_changed(self, namespace: str) -> None:
+        """A ResourceClaimTemplate of ``namespace`` came, changed or went: its pending workloads with claims are
+        charged anew, and those whose DRA requests change go back to their queue's heap (reference §3.4: a
+        parked workload is unparked by a change of its DRA requests)."""
+        self._dra_views.pop(namespace, None)
+        self._readjust(namespace=namespace, claims=True)
+
+    def _readjust(self, namespace: str | None = None, runtime_class: str | None = None, claims: bool = False) -> None:
         """What adjusts pod templates changed — the LimitRanges of ``namespace``, the RuntimeClass
-        ``runtime_class``, or (neither given) the configuration's rules: the pending workloads it concerns take
+        ``runtime_class``, the ResourceClaimTemplates of ``namespace`` or the DRA configuration (``claims``: only
+        workloads whose templates have claims), or (none given) the configuration's rules: the pending workloads it
+        concerns take
         their pod sets anew (Kueue adjusts them again and
         re-adds them to their queues), and those whose pod sets change go back to their queue's heap, as on any
         change of their spec. Workloads holding quota keep theirs until they are upserted again: their admission
@@ -1143,9 +1211,12 @@ class ClusterState:
             if runtime_class is not None and (tpl is None or all(t.spec.runtime_class_name != runtime_class
                                                                  for t in tpl)):
                 continue
+            if claims and (tpl is None or not has_claims(tpl)):
+                continue
             if self._refresh_pod_sets(wl):
                 self._dequeue(wl)
                 self._enqueue(wl)
+                self.reflag(wl)  # its DRA claims may have become chargeable, or not
 
     def _refresh_pod_sets(self, wl: WorkloadInfo) -> bool:
         """Adjust ``wl``'s pod sets to the LimitRanges, RuntimeClasses and rules now in force; whether they
@@ -1154,7 +1225,8 @@ class ClusterState:
         spec_sets = wl.spec_sets
         if tpl is None or len(tpl) != len(spec_sets):
             return False
-        fresh = readjusted(spec_sets, tpl, self.limit_summary(wl.namespace), self.runtime_classes, self.request_rules)
+        fresh = readjusted(spec_sets, tpl, self.limit_summary(wl.namespace), self.runtime_classes, self.request_rules,
+                           self._dra_for(wl.namespace, tpl))
         if fresh == spec_sets:
             return False
         self._take_pod_sets(wl, fresh)
@@ -1187,17 +1259,18 @@ class ClusterState:
             return (spec.priority or 0), ref.name
         return (spec.priority or 0), ""
 
-    def _from_spec_anew(self, spec: o.WorkloadSpec, limits: LimitSummary | None
+    def _from_spec_anew(self, spec: o.WorkloadSpec, limits: LimitSummary | None, namespace: str
                         ) -> tuple[int, str, tuple[PodSetInfo, ...]]:
         """Priority, priority class and pod sets of a shared (lazily decoded) spec under its namespace's
-        LimitRanges ``limits``, computed and remembered until the spec, the limits or anything else they depend on
-        (:attr:`spec_inputs_generation`) changes."""
+        LimitRanges ``limits`` (and, when its templates have claims, its DRA view), computed and remembered until
+        the spec, the limits or anything else they depend on (:attr:`spec_inputs_generation`) changes."""
         priority, pclass = self._spec_priority(spec)
-        pod_sets = pod_set_infos(spec, limits, self.runtime_classes, self.request_rules)
+        dra = self._dra_for(namespace, spec.pod_sets)
+        pod_sets = pod_set_infos(spec, limits, self.runtime_classes, self.request_rules, dra)
         memos = self._from_spec
         if len(memos) >= 8192:
             memos.clear()
-        memos[id(spec)] = (spec, self.spec_inputs_generation, limits, priority, pclass, pod_sets)
+        memos[id(spec)] = (spec, self.spec_inputs_generation, limits, priority, pclass, pod_sets, dra)
         return priority, pclass, pod_sets
 
     def _on_workload_upserted(self, e: ev.ObjectUpserted | LazyObjectUpserted) -> bool:
@@ -1217,14 +1290,15 @@ class ClusterState:
         if type(w) is LazyWorkload:
             memo = self._from_spec.get(id(spec))
             if (memo is not None and memo[0] is spec and memo[1] == self.spec_inputs_generation
-                    and memo[2] == limits):
+                    and memo[2] == limits and (memo[6] is None or memo[6] is self.dra_view(meta.namespace))):
                 priority, pclass, pod_sets = memo[3], memo[4], memo[5]
             else:
-                priority, pclass, pod_sets = self._from_spec_anew(spec, limits)
+                priority, pclass, pod_sets = self._from_spec_anew(spec, limits, meta.namespace)
         else:  # decoded in full: its spec is its own object, so there is nothing to recognise
             priority, pclass = self._spec_priority(spec)
             rcs, rules = self.runtime_classes, self.request_rules
-            pod_sets = tuple([pod_set_info(ps, limits, rcs, rules) for ps in spec.pod_sets])
+            dra = self._dra_for(meta.namespace, spec.pod_sets)
+            pod_sets = tuple([pod_set_info(ps, limits, rcs, rules, dra) for ps in spec.pod_sets])
         annotations = meta.annotations
         if annotations:
             boost_annotation = annotations.get(PRIORITY_BOOST_ANNOTATION, "")
@@ -1460,7 +1534,7 @@ class ClusterState:
 
     def _enqueue(self, wl: WorkloadInfo) -> None:
         if (wl.phase != PENDING or not wl.active or (wl.admission_gate and self.admission_gated_by)
-                or waits_for_replacement_pods(wl)):
+                or waits_for_replacement_pods(wl) or workload_problem(wl.pod_sets)):
             self._dequeue(wl)
             if wl.phase == PENDING:
                 self._sync_checks(wl, self.target_cluster_queue(wl))
@@ -1867,7 +1941,7 @@ _ABOUT_WORKLOADS = frozenset({
 """Event types about one workload (by ``key``) that may change a workload holding quota (WorkloadPending never
 concerns one); Workload upserts and deletions are told apart by their object or kind."""
 
-BLOCKER_REASONS = frozenset({"Suspended", "Misconfigured", "Deactivated", ADMISSION_GATED})
+BLOCKER_REASONS = frozenset({"Suspended", "Misconfigured", "Deactivated", ADMISSION_GATED, DRA_INADMISSIBLE})
 
 
 def is_flagged(wl: WorkloadInfo) -> bool:
@@ -1876,6 +1950,8 @@ def is_flagged(wl: WorkloadInfo) -> bool:
         return False
     if not wl.active or wl.admission_gate:
         return True
+    if wl.phase == PENDING and workload_problem(wl.pod_sets):
+        return True  # DRA makes it inadmissible: the controller rules write why
     for c in wl.conditions:
         if c.status == "False" and (c.type == "Requeued" or (c.type == "QuotaReserved" and c.reason in BLOCKER_REASONS)):
             return True

@@ -6,7 +6,7 @@ whose dependency is disabled. ``AllAlpha`` / ``AllBeta`` set every alpha / beta 
 names, stages and defaults below are Kueue's (``pkg/features/kube_features.go``, main after v0.19).
 
 Only the gates in :data:`MODELLED` change what kueue-es does, each read where its rule is (README lists what
-each one does). Twelve of them the fold reads from the recorded document: ``ReclaimablePods``,
+each one does). Fifteen of them the fold reads from the recorded document: ``ReclaimablePods``,
 ``PrioritySortingWithinCohort`` (:mod:`projections.queue_order`), ``LocalQueueMetrics`` and ``MetricsForCohorts``
 (:mod:`projections.metrics`), ``TopologyAwareScheduling`` (:mod:`projections.clusterqueues`),
 ``AdmissionGatedBy`` (a gated workload is not queued: :mod:`projections.cluster`),
@@ -15,16 +15,23 @@ workloads together, :mod:`projections.queues`), ``TASReplaceNodeOnNodeTaints`` (
 node controller look at a node anew, which lists again a failed node a pod-owned workload's placement was kept on
 under ``SkipReassignmentForPodOwnedWorkloads``: :mod:`projections.cluster`), ``PriorityBoost`` (a workload's
 ``kueue.x-k8s.io/priority-boost`` annotation is added to its priority: :mod:`projections.cluster`),
-``CustomMetricLabels`` (``metrics.customLabels`` on the metrics: :mod:`projections.custom_labels`).
+``CustomMetricLabels`` (``metrics.customLabels`` on the metrics: :mod:`projections.custom_labels`),
+``MetricForWorkloadCreationLatency`` (whether a job integration's record of a Workload it created is observed:
+:mod:`projections.metrics`),
+``KueueDRAIntegration`` and ``KueueDRARejectWorkloadsWhenDRADisabled`` (what a pod's DRA claims cost, or whether
+they make its workload inadmissible: :mod:`projections.dra`).
 ``kueue-es import`` also reads there the gates of the checks Kueue's webhooks make only under a gate
 (:meth:`events.manifests.Checks.under`): ``TASValidateWorkloadSliceSize``, ``WorkloadValidationForPodSetMetadata``,
 ``RejectUpdatesToCQWithInvalidOnFlavors``, ``WorkloadValidateResourcesAreNonNegative``, ``AdmissionGatedBy``'s and
-``PartialAdmission``'s (an object failing a check is refused only while its gate is on); the validating webhook
+``PartialAdmission``'s (an object failing a check is refused only while its gate is on); the LeaderWorkerSet and
+Ray validating webhooks read ``LWSImmutableGroupSize`` and ``ValidateRayAndSparkJobUpdates``; the validating webhook
 and a STATE.yaml read them from the loaded configuration, as the conversion webhook reads
 ``TASAssignmentsEncodingByHostnamePrefix`` (how it writes a topology assignment in v1beta2, as the scheduler does)
-and ``kueue-es run --kube`` ``VisibilityOnDemand`` (whether it serves the visibility API); the connector reads
+and ``kueue-es run --kube`` ``VisibilityOnDemand`` (whether it serves the visibility API) and ``TLSOptions`` (what its
+HTTPS servers accept: :mod:`kueue_es.scheduler.tls_options`); the connector reads
 ``FailureRecoveryPolicy`` there (whether it forces pods stuck terminating on an unreachable node to Failed,
-:mod:`connectors.k8s.failure_recovery`). The configuration
+:mod:`connectors.k8s.failure_recovery`) and ``RemoveFinalizersWithStrictPatch`` (whether a Pod's finalizer goes in a patch
+conditioned on its resourceVersion). The configuration
 loader reads ``ReservedResourceNameValidation`` (:func:`projections.request_rules.compile_rules`). Every other gate
 is known so that a user's existing configuration is accepted as Kueue accepts it; one set away from its
 default is named in a warning (:func:`ignored`).
@@ -78,7 +85,10 @@ SCHEDULING_EQUIVALENCE_HASHING = "SchedulingEquivalenceHashing"
 SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME = "SchedulingEquivalenceHashingIgnorePodSetName"
 UNADMITTED_WORKLOADS_EXPLICIT_STATUS = "UnadmittedWorkloadsExplicitStatus"
 SHORT_WORKLOAD_NAMES = "ShortWorkloadNames"
+SKIP_ANCESTOR_CHECK_FOR_DELETED_WORKLOADS = "SkipAncestorCheckForDeletedWorkloads"
 SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS = "SkipReassignmentForPodOwnedWorkloads"
+KUEUE_DRA_INTEGRATION = "KueueDRAIntegration"
+KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED = "KueueDRARejectWorkloadsWhenDRADisabled"
 PRIORITY_BOOST = "PriorityBoost"
 WORKLOAD_IDENTIFIER_ANNOTATIONS = "WorkloadIdentifierAnnotations"
 TAS_VALIDATE_WORKLOAD_SLICE_SIZE = "TASValidateWorkloadSliceSize"
@@ -93,6 +103,12 @@ FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES = "FairSharingReevaluatePreemption
 POD_INTEGRATION_VALIDATE_GROUP_OWNER = "PodIntegrationValidateGroupOwner"
 ELASTIC_JOBS_VIA_WORKLOAD_SLICES = "ElasticJobsViaWorkloadSlices"
 FAILURE_RECOVERY_POLICY = "FailureRecoveryPolicy"
+METRIC_FOR_WORKLOAD_CREATION_LATENCY = "MetricForWorkloadCreationLatency"
+LWS_IMMUTABLE_GROUP_SIZE = "LWSImmutableGroupSize"
+MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED = "ManagedJobsNamespaceSelectorAlwaysRespected"
+VALIDATE_RAY_AND_SPARK_JOB_UPDATES = "ValidateRayAndSparkJobUpdates"
+TLS_OPTIONS = "TLSOptions"
+REMOVE_FINALIZERS_WITH_STRICT_PATCH = "RemoveFinalizersWithStrictPatch"
 
 GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
@@ -116,13 +132,13 @@ GATES: dict[str, tuple[str, bool]] = {
     TAS_REPLACE_NODE_ON_POD_TERMINATION: (BETA, True),
     SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS: (BETA, True),
     TAS_REPLACE_NODE_DUE_TO_NOT_READY_OVER_FIXED_TIME: (DEPRECATED, False),
-    "ManagedJobsNamespaceSelectorAlwaysRespected": (GA, True),
+    MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED: (GA, True),
     TAS_BALANCED_PLACEMENT: (ALPHA, False),
     TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX: (BETA, True),
-    "KueueDRAIntegration": (BETA, True),
+    KUEUE_DRA_INTEGRATION: (BETA, True),
     "KueueDRAIntegrationExtendedResource": (BETA, True),
     RESERVED_RESOURCE_NAME_VALIDATION: (BETA, True),
-    "KueueDRARejectWorkloadsWhenDRADisabled": (BETA, True),
+    KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED: (BETA, True),
     "KueueDRAIntegrationPartitionableDevices": (BETA, True),
     "KueueDRAIntegrationConsumableCapacity": (ALPHA, False),
     "MultiKueueAdaptersForCustomJobs": (BETA, True),
@@ -131,8 +147,8 @@ GATES: dict[str, tuple[str, bool]] = {
     "ReclaimablePods": (BETA, True),
     "MultiKueueClusterProfile": (ALPHA, False),
     FAILURE_RECOVERY_POLICY: (ALPHA, False),
-    "TLSOptions": (BETA, True),
-    "RemoveFinalizersWithStrictPatch": (BETA, True),
+    TLS_OPTIONS: (BETA, True),
+    REMOVE_FINALIZERS_WITH_STRICT_PATCH: (BETA, True),
     TAS_REPLACE_NODE_ON_NODE_TAINTS: (BETA, True),
     ASSIGN_QUEUE_LABELS_FOR_PODS: (BETA, True),
     TAS_MULTI_LAYER_TOPOLOGY: (BETA, True),
@@ -151,7 +167,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "MultiKueueIncrementalDispatcherRespectConfigOrder": (BETA, True),
     "ConcurrentAdmission": (ALPHA, False),
     QUOTA_CHECK_STRATEGY: (BETA, True),
-    "MetricForWorkloadCreationLatency": (BETA, True),
+    METRIC_FOR_WORKLOAD_CREATION_LATENCY: (BETA, True),
     TAS_RESPECT_NODE_AFFINITY_PREFERRED: (ALPHA, False),
     "MultiKueueManagerQuotaAutomation": (ALPHA, False),
     WORKLOAD_IDENTIFIER_ANNOTATIONS: (BETA, True),
@@ -172,20 +188,28 @@ GATES: dict[str, tuple[str, bool]] = {
     TAS_VALIDATE_WORKLOAD_SLICE_SIZE: (BETA, True),
     WORKLOAD_VALIDATION_FOR_POD_SET_METADATA: (BETA, True),
     PRIORITIZE_PREEMPTOR_WORKLOADS: (ALPHA, False),
-    "LWSImmutableGroupSize": (BETA, True),
+    LWS_IMMUTABLE_GROUP_SIZE: (BETA, True),
     FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS: (BETA, True),
-    "SkipAncestorCheckForDeletedWorkloads": (BETA, True),
+    SKIP_ANCESTOR_CHECK_FOR_DELETED_WORKLOADS: (BETA, True),
     "MultiKueueRemoteSpecSync": (BETA, True),
     RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP: (BETA, True),
     POD_INTEGRATION_VALIDATE_GROUP_OWNER: (BETA, True),
-    "ValidateRayAndSparkJobUpdates": (BETA, True),
+    VALIDATE_RAY_AND_SPARK_JOB_UPDATES: (BETA, True),
     FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES: (ALPHA, False),
     "DynamicQuotaOrchestration": (ALPHA, False),
 }
 """Name -> (stage, default)."""
 
-LOCKED = frozenset({"ManagedJobsNamespaceSelectorAlwaysRespected"})
-"""GA gates locked to their default."""
+LOCKED = frozenset({MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED})
+"""GA gates locked to their default: a configuration setting one otherwise is refused (:func:`errors`), so only the
+default is ever in force, and the code that implements it reads no gate."""
+
+CACHE_ONLY = frozenset({"TASCacheNodeMatchResults", "TASCachingRemainingResources", "TASCacheTopologyTree",
+                        "VectorizedResourceRequests"})
+"""Gates that switch a cache or a faster representation in Kueue's TAS snapshot and scheduler (node matches kept
+per pod set within a cycle, remaining capacity kept instead of cloned, the topology tree shared across cycles,
+resource requests indexed by slice instead of map): Kueue decides and writes the same either way, and so does
+kueue-es, which keeps none of them: both settings are modelled by reading neither."""
 
 ALL_ALPHA, ALL_BETA = "AllAlpha", "AllBeta"
 
@@ -203,46 +227,51 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
     TAS_PROFILE_MIXED: ("TopologyAwareScheduling",),
     TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE: ("TopologyAwareScheduling",),
     "ElasticJobsViaWorkloadSlicesWithTAS": ("ElasticJobsViaWorkloadSlices", "TopologyAwareScheduling"),
-    "KueueDRAIntegrationExtendedResource": ("KueueDRAIntegration",),
-    "KueueDRAIntegrationPartitionableDevices": ("KueueDRAIntegration",),
-    "KueueDRAIntegrationConsumableCapacity": ("KueueDRAIntegration",),
+    "KueueDRAIntegrationExtendedResource": (KUEUE_DRA_INTEGRATION,),
+    "KueueDRAIntegrationPartitionableDevices": (KUEUE_DRA_INTEGRATION,),
+    "KueueDRAIntegrationConsumableCapacity": (KUEUE_DRA_INTEGRATION,),
     FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS: (FLAVOR_FUNGIBILITY,),
     SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME: (SCHEDULING_EQUIVALENCE_HASHING,),
 }
 
 
-MODELLED = frozenset({
+MODELLED = CACHE_ONLY | frozenset({
     ADMISSION_FAIR_SHARING, ADMISSION_GATED_BY, ASSIGN_QUEUE_LABELS_FOR_PODS,
     CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION, CUSTOM_METRIC_LABELS, DEFER_RAY_SERVICE_FINALIZATION,
     DISABLE_WAIT_FOR_PODS_READY,
     ELASTIC_JOBS_VIA_WORKLOAD_SLICES, FAILURE_RECOVERY_POLICY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING,
     FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES, FAST_QUOTA_RELEASE_IN_POD_INTEGRATION, FINISH_ORPHANED_WORKLOADS,
-    FLAVOR_FUNGIBILITY,
-    FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, METRICS_FOR_COHORTS, PARTIAL_ADMISSION,
+    FLAVOR_FUNGIBILITY, KUEUE_DRA_INTEGRATION, KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED,
+    FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, LWS_IMMUTABLE_GROUP_SIZE,
+    MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED, METRIC_FOR_WORKLOAD_CREATION_LATENCY,
+    METRICS_FOR_COHORTS, PARTIAL_ADMISSION,
     POD_INTEGRATION_VALIDATE_GROUP_OWNER, PRIORITIZE_PREEMPTOR_WORKLOADS, PRIORITY_BOOST, "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY,
     "ReclaimablePods", RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP,
-    REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS, RESERVED_RESOURCE_NAME_VALIDATION, SCHEDULING_EQUIVALENCE_HASHING,
+    REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS, REMOVE_FINALIZERS_WITH_STRICT_PATCH, RESERVED_RESOURCE_NAME_VALIDATION,
+    SCHEDULING_EQUIVALENCE_HASHING,
     SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME, SHORT_WORKLOAD_NAMES,
-    SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS, TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX, TAS_BALANCED_PLACEMENT,
+    SKIP_ANCESTOR_CHECK_FOR_DELETED_WORKLOADS, SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS, TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX, TAS_BALANCED_PLACEMENT,
     TAS_FAILED_NODE_REPLACEMENT, TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST, TAS_HANDLE_OVERLAPPING_FLAVORS,
     TAS_MULTI_LAYER_TOPOLOGY, TAS_PROFILE_MIXED, TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE,
     TAS_REPLACE_NODE_DUE_TO_NOT_READY_OVER_FIXED_TIME, TAS_REPLACE_NODE_ON_NODE_TAINTS,
     TAS_REPLACE_NODE_ON_POD_TERMINATION, TAS_RESPECT_NODE_AFFINITY_PREFERRED, TAS_VALIDATE_WORKLOAD_SLICE_SIZE,
+    TLS_OPTIONS,
     TOPOLOGY_AWARE_SCHEDULING, UNADMITTED_WORKLOADS_EXPLICIT_STATUS, UNADMITTED_WORKLOADS_OBSERVABILITY,
+    VALIDATE_RAY_AND_SPARK_JOB_UPDATES,
     VISIBILITY_ON_DEMAND, WORKLOAD_IDENTIFIER_ANNOTATIONS, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
     WORKLOAD_VALIDATE_RESOURCES_ARE_NON_NEGATIVE, WORKLOAD_VALIDATION_FOR_POD_SET_METADATA,
 })
-"""The gates whose both settings kueue-es models. Every other one is accepted, as Kueue accepts it, and kueue-es
+"""The gates whose both settings kueue-es models (a :data:`LOCKED` one's only setting; a :data:`CACHE_ONLY` one's
+by changing nothing). Every other one is accepted, as Kueue accepts it, and kueue-es
 behaves as under its default (:func:`ignored`). TASReplaceNodeDueToNotReadyOverFixedTime (deprecated) is modelled
 as the shared reference states it (§4.3): a node not Ready for 30 s fails whatever its pods do. With
 TASReplaceNodeOnPodTermination off it changes nothing (that gate's 30 s wait already fails the node); with it on,
 Kueue's node controller sets no timer and applies the 30 s rule at its next look at the node (a pod on it ending
 or being deleted, a taint change, a restart), while kueue-es, whose rules look whenever what they read changes,
-wakes at the end of the 30 s (:func:`kueue_es.scheduler.nodefailure.next_wait_end`). Not
-SkipAncestorCheckForDeletedWorkloads: it lets Kueue's defaulting webhooks skip the suspend and owner checks
-for an object already being deleted, and the one kind kueue-es defaults, a batch/v1 Job, is defaulted (by Kueue's
-webhook and by kueue-es's) at creation only, when nothing is being deleted: no setting of it changes anything
-here."""
+wakes at the end of the 30 s (:func:`kueue_es.scheduler.nodefailure.next_wait_end`).
+SkipAncestorCheckForDeletedWorkloads is read by the webhooks that default on update too (LeaderWorkerSets,
+Deployments, StatefulSets: :func:`connectors.k8s.framework_webhook.managed_above`); the others default at creation
+only, when nothing is being deleted."""
 
 
 def ignored(gates: Mapping[str, bool]) -> list[str]:

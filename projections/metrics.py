@@ -76,6 +76,9 @@ class Spec(NamedTuple):
 
 
 _CQ_PC = ("cluster_queue", "priority_class")
+
+DEFAULT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+"""The Prometheus client's default buckets, for a histogram Kueue gives none."""
 _RESOURCE = ("cohort", "cluster_queue", "flavor", "resource")
 
 ADMISSION_ATTEMPTS = Spec(
@@ -304,13 +307,20 @@ LOCAL_QUEUE_SPECS: tuple[Spec, ...] = (
 )
 """Exposed only while the ``LocalQueueMetrics`` gate is on in the configuration in force, and folded only then."""
 
+WORKLOAD_CREATION_LATENCY = Spec(
+    "kueue_workload_creation_latency_seconds", "histogram",
+    "Time from a job's creation until the creation of the Workload a job integration made for it, per job kind; "
+    "observed only for jobs at generation 1 (or 0) when their Workload was created, and only while "
+    "MetricForWorkloadCreationLatency is on.", ("job_kind",), DEFAULT_BUCKETS)
+
 SPECS: tuple[Spec, ...] = (
     ADMISSION_ATTEMPTS, PENDING_WORKLOADS, PENDING_SCHEDULING_HASHES, QUOTA_RESERVED, QUOTA_RESERVED_WAIT, ADMITTED_WORKLOADS,
     ADMISSION_WAIT, ADMISSION_CHECKS_WAIT, READY_WAIT, ADMITTED_UNTIL_READY, FINISHED_TOTAL, EXECUTION_TIME,
     EVICTED, EVICTED_ONCE, PODS_READY_TO_EVICTED, EVICTION_LATENCY, PREEMPTED, REPLACED_SLICES,
     RESERVING_ACTIVE, ADMITTED_ACTIVE, FINISHED_WORKLOADS, CQ_STATUS, CQ_RESERVATION, CQ_USAGE, CQ_NOMINAL,
     CQ_BORROWING, CQ_LENDING, CQ_INFO, COHORT_INFO, CQ_WEIGHTED_SHARE, COHORT_WEIGHTED_SHARE, COHORT_SUBTREE_QUOTA,
-    COHORT_SUBTREE_ADMITTED, COHORT_SUBTREE_RESERVATIONS, COHORT_SUBTREE_ADMITTED_ACTIVE, *LOCAL_QUEUE_SPECS,
+    COHORT_SUBTREE_ADMITTED, COHORT_SUBTREE_RESERVATIONS, COHORT_SUBTREE_ADMITTED_ACTIVE, WORKLOAD_CREATION_LATENCY,
+    *LOCAL_QUEUE_SPECS,
 )
 """Every metric, in exposition order."""
 _LOCAL = frozenset(s.name for s in LOCAL_QUEUE_SPECS)
@@ -413,6 +423,7 @@ _LQ_QR_WAIT, _LQ_ADM_WAIT, _LQ_CHECKS_WAIT = (
 _LQ_READY_WAIT, _LQ_UNTIL_READY = LQ_READY_WAIT.name, LQ_ADMITTED_UNTIL_READY.name
 _LQ_FIN, _LQ_EVICTED = LQ_FINISHED_TOTAL.name, LQ_EVICTED.name
 _SUBTREE_ADMITTED = COHORT_SUBTREE_ADMITTED.name
+_CREATION_LATENCY = WORKLOAD_CREATION_LATENCY.name
 _BOUNDS_MS = {s.name: [round(b * 1000) for b in s.buckets] for s in FOLDED if s.kind == "histogram"}
 
 
@@ -720,6 +731,14 @@ def _slice_replaced(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | N
     _finished(m, state, e, seen)
 
 
+def _job_acted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
+    """A job integration created a Workload: how long after its job, under ``MetricForWorkloadCreationLatency``
+    (Kueue's reconciler observes it right after the creation, so the gate is read as the log stood then)."""
+    latency = e.creation_latency_ms
+    if latency is not None and e.action == "CreatedWorkload" and state.gate(gates.METRIC_FOR_WORKLOAD_CREATION_LATENCY):
+        _observe(m.histograms[_CREATION_LATENCY], _BOUNDS_MS[_CREATION_LATENCY], (e.kind,), latency)
+
+
 def _observe(series: dict[tuple[str, ...], Observed], bounds: list[int], labels: tuple[str, ...], ms: int) -> None:
     h = series.get(labels)
     if h is None:
@@ -741,6 +760,7 @@ METERED: dict[type, Any] = {
     ev.WorkloadFinished: _finished,
     ev.WorkloadSliceReplaced: _slice_replaced,
     ev.PodsReadyChanged: _pods_ready,
+    ev.JobActed: _job_acted,
 }
 """Event type -> its hook (every decision has one, for the admission attempts)."""
 NEEDS_BEFORE = frozenset({ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadPreempted, ev.WorkloadEvicted,

@@ -118,6 +118,7 @@ def _object_tables(state: ClusterState) -> list[dict[str, o.KObject]]:
         state.flavors, state.cluster_queues, state.cohorts, state.local_queues, state.workload_priority_classes,
         state.priority_classes, state.topologies, state.admission_checks, state.provisioning_configs,
         state.nodes, state.pods, state.jobs, state.provisioning_requests, state.limit_ranges, state.runtime_classes,
+        state.claim_templates,
     ]
 
 
@@ -197,7 +198,7 @@ def restore(snap: Snapshot) -> ClusterState:
         "PriorityClass": state.priority_classes, "Topology": state.topologies,
         "AdmissionCheck": state.admission_checks, "ProvisioningRequestConfig": state.provisioning_configs,
         "Node": state.nodes, "Pod": state.pods, "Job": state.jobs, "LimitRange": state.limit_ranges,
-        "RuntimeClass": state.runtime_classes,
+        "RuntimeClass": state.runtime_classes, "ResourceClaimTemplate": state.claim_templates,
     }
     for obj in snap.objects:
         if isinstance(obj, o.ProvisioningRequest):

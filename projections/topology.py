@@ -188,7 +188,7 @@ def _single_pod_requests(wl: WorkloadInfo, psa: o.PodSetAssignment) -> tuple[tup
     """Kueue takes a pod's requests from the pod-set template; lacking the pod set, resourceUsage / count."""
     for ps in wl.pod_sets:
         if ps.name == psa.name:
-            return ps.requests
+            return ps.placement_requests
     count = psa.count or 1
     try:
         return tuple(sorted((r, to_int(r, q) // count) for r, q in psa.resource_usage.items()))

@@ -16,6 +16,7 @@ from events import objects as o
 from events.quantity import MAX_INT64, canonical_quantity, to_int
 from events.schema import FlavorScan, WorkloadPending
 from events.timefmt import format_time
+from projections.dra import DraView, claim_charge
 from projections.pod_adjustment import (
     INVALID_RESOURCES,
     OUTSIDE_LIMIT_RANGES,
@@ -33,8 +34,9 @@ PENDING_EVALUATION = "Workload is pending evaluation in the scheduling queue"
 BYPASSED = "Bypassed scheduling evaluation because an equivalent workload recently failed"
 """The workload controller's QuotaReserved=False message for a workload parked because an equivalent one failed
 (SchedulingEquivalenceHashing); the reason is the one that workload's failure got."""
-QUEUE_BLOCKERS = frozenset({"Suspended", "Misconfigured", "Deactivated"})
-"""QuotaReserved=False reasons the workload controller writes for what blocks a pending workload's queue."""
+QUEUE_BLOCKERS = frozenset({"Suspended", "Misconfigured", "Deactivated", "Inadmissible"})
+"""QuotaReserved=False reasons the workload controller writes for what blocks a pending workload's queue
+(``Inadmissible``: its DRA claims, :mod:`projections.dra`)."""
 PODS_READY_WAIT_REASON, PODS_READY_WAIT_LEGACY_REASON = "WaitingForPodsReady", "Waiting"
 PODS_READY_WAIT_MESSAGE = "waiting for all admitted workloads to be in PodsReady condition"
 """QuotaReserved=False of an entry waitForPodsReady's blockAdmission holds back (the legacy reason while
@@ -82,6 +84,21 @@ class PodSetInfo(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """Where the adjusted template is outside its namespace's LimitRanges (field errors relative to the pod set)."""
     preferred_terms: tuple[o.PreferredSchedulingTerm, ...] = ()
     """The template's preferred node affinity, which TAS placement weighs under TASRespectNodeAffinityPreferred."""
+    dra_requests: tuple[tuple[str, int], ...] = ()
+    """The part of :attr:`requests` its DRA claims add (:mod:`projections.dra`): quota only, never placed."""
+    dra_error: str = ""
+    """Why Kueue does not charge its DRA claims (relative to the pod set, or workload-wide); the workload is then
+    inadmissible (:func:`projections.dra.workload_problem`)."""
+
+    @property
+    def placement_requests(self) -> tuple[tuple[str, int], ...]:
+        """Per-pod requests as topology placement counts them: without the DRA devices, which Kueue charges to
+        quota only."""
+        if not self.dra_requests:
+            return self.requests
+        dra = dict(self.dra_requests)
+        out = [(r, v - dra.get(r, 0)) for r, v in self.requests]
+        return tuple((r, v) for r, v in out if v > 0 or r not in dra)
 
 
 class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
@@ -386,59 +403,62 @@ _BY_SPEC: dict[bytes, PodSetInfo] = {}
 
 def pod_set_info(ps: o.PodSet, limits: LimitSummary | None = None,
                  runtime_classes: Mapping[str, o.RuntimeClass] | None = None,
-                 rules: RequestRules | None = None) -> PodSetInfo:
+                 rules: RequestRules | None = None, dra: DraView | None = None) -> PodSetInfo:
     """The interned :class:`PodSetInfo` of a pod set, its template adjusted by its namespace's LimitRange summary
     ``limits`` and the cluster's ``runtime_classes``, its requests then ruled by the Configuration's ``rules``.
 
     Memoised on what it is computed from (name, counts, pod spec, topology request and annotations, the summary,
-    the overhead the RuntimeClass adds and the rules — not the template's labels, which often differ per job),
-    since a workload is upserted again at every status change.
+    the overhead the RuntimeClass adds, the rules and, for a template with claims, the namespace's ``dra`` view
+    — not the template's labels, which often differ per job), since a workload is upserted again at every status
+    change.
     """
     annotations = ps.template.metadata.annotations
     topo = tuple(annotations.get(k) for k in _TOPOLOGY_ANNOTATIONS) if annotations else None
     spec = ps.template.spec
     overhead = overhead_for(spec, runtime_classes) if spec.runtime_class_name else None
-    key = _ENC.encode((ps.name, ps.count, ps.min_count, ps.topology_request, topo, spec, limits, overhead, rules))
+    if not spec.resource_claims:
+        dra = None
+    key = _ENC.encode((ps.name, ps.count, ps.min_count, ps.topology_request, topo, spec, limits, overhead, rules, dra))
     found = _BY_SPEC.get(key)
     if found is None:
         if len(_BY_SPEC) > 100_000:
             _BY_SPEC.clear()
-        found = _BY_SPEC[key] = _pod_set_info(ps, limits, overhead, rules)
+        found = _BY_SPEC[key] = _pod_set_info(ps, limits, overhead, rules, dra)
     return found
 
 
 _BY_SPEC_OBJECT: dict[int, tuple[o.WorkloadSpec, LimitSummary | None, Mapping | None, RequestRules | None,
-                                  tuple[PodSetInfo, ...]]] = {}
+                                  DraView | None, tuple[PodSetInfo, ...]]] = {}
 
 
 def pod_set_infos(spec: o.WorkloadSpec, limits: LimitSummary | None = None,
                   runtime_classes: Mapping[str, o.RuntimeClass] | None = None,
-                  rules: RequestRules | None = None) -> tuple[PodSetInfo, ...]:
+                  rules: RequestRules | None = None, dra: DraView | None = None) -> tuple[PodSetInfo, ...]:
     """The pod sets of a spec that is shared between upserts (a lazily decoded one: equal bytes, same object),
     memoised on the object itself and what adjusts it (``runtime_classes`` and ``rules`` by identity: the
     projection replaces the mapping whenever a RuntimeClass changes, and the rules whenever they change). The
     entry holds the spec, so its ``id`` cannot be reused while remembered."""
     found = _BY_SPEC_OBJECT.get(id(spec))
     if (found is not None and found[0] is spec and found[2] is runtime_classes and found[3] is rules
-            and found[1] == limits):
-        return found[4]
-    infos = tuple([pod_set_info(ps, limits, runtime_classes, rules) for ps in spec.pod_sets])
+            and found[4] is dra and found[1] == limits):
+        return found[5]
+    infos = tuple([pod_set_info(ps, limits, runtime_classes, rules, dra) for ps in spec.pod_sets])
     if len(_BY_SPEC_OBJECT) >= 8192:
         _BY_SPEC_OBJECT.clear()
-    _BY_SPEC_OBJECT[id(spec)] = (spec, limits, runtime_classes, rules, infos)
+    _BY_SPEC_OBJECT[id(spec)] = (spec, limits, runtime_classes, rules, dra, infos)
     return infos
 
 
 def readjusted(infos: tuple[PodSetInfo, ...], templates: tuple[o.PodTemplateSpec, ...], limits: LimitSummary | None,
                runtime_classes: Mapping[str, o.RuntimeClass] | None,
-               rules: RequestRules | None = None) -> tuple[PodSetInfo, ...]:
+               rules: RequestRules | None = None, dra: DraView | None = None) -> tuple[PodSetInfo, ...]:
     """A workload's pod sets once what adjusts them changed (a LimitRange of its namespace, a RuntimeClass, the
-    Configuration's rules): the same pod sets (``infos``, with the spec's counts, from its spec's ``templates``, in
-    order) with their resources adjusted anew — what :func:`pod_set_info` gives for the spec under the new
-    ``limits``, ``runtime_classes`` and ``rules``."""
+    Configuration's rules, a ResourceClaimTemplate or the DRA configuration): the same pod sets (``infos``, with
+    the spec's counts, from its spec's ``templates``, in order) with their resources adjusted anew — what
+    :func:`pod_set_info` gives for the spec under the new ``limits``, ``runtime_classes``, ``rules`` and ``dra``."""
     return tuple([
         pod_set_info(o.PodSet(name=ps.name, count=ps.count, min_count=ps.min_count, template=t,
-                              topology_request=ps.topology), limits, runtime_classes, rules)
+                              topology_request=ps.topology), limits, runtime_classes, rules, dra)
         for ps, t in zip(infos, templates, strict=True)
     ])
 
@@ -500,7 +520,7 @@ def reclaimable_of(pods: list[o.ReclaimablePod] | tuple[o.ReclaimablePod, ...]) 
 
 
 def _pod_set_info(ps: o.PodSet, limits: LimitSummary | None, overhead: tuple | None,
-                  rules: RequestRules | None) -> PodSetInfo:
+                  rules: RequestRules | None, dra: DraView | None) -> PodSetInfo:
     spec = ps.template.spec
     affinity = None
     na = spec.affinity.node_affinity if spec.affinity else None
@@ -515,6 +535,12 @@ def _pod_set_info(ps: o.PodSet, limits: LimitSummary | None, overhead: tuple | N
     requests = pod_requests(adjusted)
     if rules is not None:
         requests = rules.apply(requests)
+    dra_requests: tuple[tuple[str, int], ...] = ()
+    dra_error = ""
+    if dra is not None:
+        dra_requests, dra_error = claim_charge(ps.name, spec.resource_claims, dra)
+        for r, v in dra_requests:  # added after the rules, which Kueue does not apply to them
+            requests[r] = min(MAX_INT64, requests.get(r, 0) + v)
     return intern_pod_set(
         PodSetInfo(
             name=ps.name,
@@ -528,6 +554,8 @@ def _pod_set_info(ps: o.PodSet, limits: LimitSummary | None, overhead: tuple | N
             invalid_resources=resource_findings(adjusted),
             outside_limit_ranges=limit_findings(adjusted, limits),
             preferred_terms=preferred,
+            dra_requests=dra_requests,
+            dra_error=dra_error,
         )
     )
 

@@ -127,11 +127,11 @@ def managed_ancestor(job: o.ObjectMeta, parent_of: ParentOf, manage_unqueued: bo
 
 class Parents:
     """Where the job reconcilers read a job's parents, by kind: the log's Jobs, and what the integrations already
-    hold in memory (the JobSets, MPIJobs, RayJobs, RayClusters, LeaderWorkerSets and training jobs their informers
-    list, the managed Pods: every kind the Job webhook's walk reads),
+    hold in memory (the JobSets, MPIJobs, RayJobs, RayClusters, LeaderWorkerSets, AppWrappers, TrainJobs,
+    RayServices and training jobs their informers list, the managed Pods: every kind the Job webhook's walk reads),
     registered with :meth:`hold` — the connector does, once, and shares the registry among the Job, JobSet, MPIJob,
-    training-job, RayJob and RayCluster reconcilers. A kind is followed while its integration is on and its
-    objects are held."""
+    training-job, RayJob, RayCluster, AppWrapper, TrainJob and RayService reconcilers. A kind is followed while its
+    integration is on and its objects are held."""
 
     def __init__(self) -> None:
         self._held: dict[str, tuple[Mapping[str, Any], bool]] = {}
@@ -141,6 +141,13 @@ class Parents:
         object of the kind is there, so one missing is not there yet; else (the managed Pods only) one missing
         is not Kueue's and ends the walk."""
         self._held[kind] = (objects, complete)
+
+    def held_meta(self, kind: str, namespace: str, name: str, jobs: Mapping[str, o.Job]) -> o.ObjectMeta | None:
+        """The metadata of the ``kind`` object ``namespace/name`` as held in memory (Jobs from ``jobs``); None when
+        the kind is not held or the object is not there (yet): the caller reads it elsewhere."""
+        objects = jobs if kind == "Job" else self._held.get(kind, ({}, False))[0]
+        found = objects.get(f"{namespace}/{name}")
+        return None if found is None else found.metadata
 
     def parent_of(self, config: SchedulerConfig, jobs: Mapping[str, o.Job]) -> ParentOf:
         """The lookup :func:`managed_ancestor` walks with, under the integrations ``config`` turns on, reading

@@ -3,8 +3,9 @@ the log, the scheduler loop beside it.
 
 :class:`Connector` runs, as one task group, the appender and the watcher, and — once every watched kind has
 been listed (``ready``) — the Workload status writer, the Job, Pod, JobSet, MPIJob, Kubeflow training-job, RayJob,
-RayCluster, RayService and LeaderWorkerSet integrations, the queue status writer, the resource-in-use finalizers, the retention
-deletions, the ProvisioningRequest applier, the topology ungater, the terminating-pod controller
+RayCluster, LeaderWorkerSet, AppWrapper, TrainJob and RayService integrations, the queue status writer, the
+resource-in-use finalizers, the retention deletions, the ProvisioningRequest applier, the topology ungater, the
+terminating-pod controller
 (FailureRecoveryPolicy), the provisioning checks' Active condition and the recorder of Kueue's Kubernetes Events, so
 nothing is written to the cluster before the log has caught up with it.
 :func:`schedule` is the scheduler for a :class:`LocalJournal`: decide on the mirror's state, append the batch
@@ -22,6 +23,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import structlog
 
+from connectors.k8s.appwrapper_integration import AppWrapperIntegration
 from connectors.k8s.checkstatus import CheckStatusWriter
 from connectors.k8s.client import KubeClient
 from connectors.k8s.failure_recovery import FailureRecovery
@@ -40,6 +42,7 @@ from connectors.k8s.ray_integration import RayClusterIntegration, RayJobIntegrat
 from connectors.k8s.recorder import EventRecorder
 from connectors.k8s.resources import WATCHED
 from connectors.k8s.retention import RetentionEnforcer
+from connectors.k8s.trainjob_integration import TrainJobIntegration
 from connectors.k8s.ungater import Ungater
 from connectors.k8s.watch import Appender, Watcher
 from connectors.k8s.writer import StatusWriter
@@ -80,6 +83,10 @@ class Connector:
                         if jobs else None)
         self.rayclusters = (RayClusterIntegration(client, journal, append=self.appender.emit,
                                                   watch_timeout_s=watch_timeout_s) if jobs else None)
+        self.appwrappers = (AppWrapperIntegration(client, journal, append=self.appender.emit,
+                                                  watch_timeout_s=watch_timeout_s) if jobs else None)
+        self.trainjobs = (TrainJobIntegration(client, journal, append=self.appender.emit,
+                                              watch_timeout_s=watch_timeout_s) if jobs else None)
         self.rayservices = (RayServiceIntegration(client, journal, append=self.appender.emit,
                                                   watch_timeout_s=watch_timeout_s) if jobs else None)
         if self.jobs is not None:  # one parents registry (child_jobs.Parents) every job reconciler walks up
@@ -92,11 +99,13 @@ class Connector:
             # not would leave a Job the webhook let run as a child to be queued on a Workload of its own
             parents.hold("RayCluster", self.rayclusters.known)  # type: ignore[union-attr]
             parents.hold("LeaderWorkerSet", self.leaderworkersets.known)  # type: ignore[union-attr]
+            parents.hold("AppWrapper", self.appwrappers.known)  # type: ignore[union-attr]  # what it wraps
+            parents.hold("TrainJob", self.trainjobs.known)  # type: ignore[union-attr]  # its JobSet
             parents.hold("RayService", self.rayservices.known)  # type: ignore[union-attr]  # its RayClusters
             for training in self.kubeflow:  # a training job is a parent Kueue runs too (job_selection)
                 parents.hold(training.KIND, training.known)
             for watched in (self.jobsets, self.mpijobs, *self.kubeflow, self.rayjobs, self.rayclusters,
-                            self.rayservices):
+                            self.appwrappers, self.trainjobs, self.rayservices):
                 watched.parents = parents  # type: ignore[union-attr]
         self.queues = QueueStatusWriter(client, journal) if queue_status else None
         self.finalizers = Finalizers(client, journal) if finalizers else None
@@ -134,6 +143,10 @@ class Connector:
                 tg.create_task(self.rayjobs.run(), name="k8s-rayjobs")
             if self.rayclusters is not None:
                 tg.create_task(self.rayclusters.run(), name="k8s-rayclusters")
+            if self.appwrappers is not None:
+                tg.create_task(self.appwrappers.run(), name="k8s-appwrappers")
+            if self.trainjobs is not None:
+                tg.create_task(self.trainjobs.run(), name="k8s-trainjobs")
             if self.rayservices is not None:
                 tg.create_task(self.rayservices.run(), name="k8s-rayservices")
             if self.queues is not None:

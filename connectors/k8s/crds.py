@@ -40,6 +40,8 @@ import msgspec
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, KubeError
 from connectors.k8s.resources import (
+    APPWRAPPERS,
+    CLUSTER_TRAINING_RUNTIMES,
     JOBSETS,
     KUBEFLOW_JOBS,
     KUEUE_RESOURCES,
@@ -49,6 +51,8 @@ from connectors.k8s.resources import (
     RAYCLUSTERS,
     RAYJOBS,
     RAYSERVICES,
+    TRAINING_RUNTIMES,
+    TRAINJOBS,
     Resource,
 )
 from events import conversion
@@ -514,6 +518,47 @@ def leaderworkerset_crd() -> dict[str, Any]:
     return _foreign_crd(LEADER_WORKER_SETS, schema)
 
 
+def trainjob_crd() -> dict[str, Any]:
+    """A minimal structural CRD for Kubeflow Trainer's trainer.kubeflow.org/v1alpha1 TrainJobs, for tests against an
+    apiserver without the Trainer installed: ``spec.suspend``, ``runtimeRef``, ``trainer.numNodes``,
+    ``podTemplateOverrides`` and ``labels``, the status's ``conditions`` and ``jobsStatus`` typed, the rest kept as
+    written. Not the Trainer's CRD: none of its validation or defaulting."""
+    kept = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    integer = {"type": "integer", "format": "int32"}
+    spec = {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {
+        "suspend": {"type": "boolean"},
+        "runtimeRef": {"type": "object", "required": ["name"], "properties": {
+            "apiGroup": {"type": "string"}, "kind": {"type": "string"}, "name": {"type": "string"}}},
+        "trainer": {**kept, "properties": {"numNodes": integer}},
+        "podTemplateOverrides": {"type": "array", "items": kept},
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}}}}
+    condition = {"type": "object", "required": ["type", "status"], "x-kubernetes-preserve-unknown-fields": True,
+                 "properties": {"type": {"type": "string"}, "status": {"type": "string"},
+                                "reason": {"type": "string"}, "message": {"type": "string"}}}
+    job_status = {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {
+        "name": {"type": "string"}, **{k: integer for k in ("ready", "succeeded", "failed", "active", "suspended")}}}
+    status = {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {
+        "conditions": {"type": "array", "items": condition}, "jobsStatus": {"type": "array", "items": job_status}}}
+    schema = {"type": "object", "properties": {
+        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+        "spec": spec, "status": status}}
+    return _foreign_crd(TRAINJOBS, schema)
+
+
+def training_runtime_crd(cluster: bool = False) -> dict[str, Any]:
+    """A minimal structural CRD for trainer.kubeflow.org/v1alpha1 TrainingRuntimes (``cluster``:
+    ClusterTrainingRuntimes, cluster-scoped), as :func:`trainjob_crd`: the spec's ``mlPolicy`` and ``template`` (a
+    JobSet template) kept as written."""
+    kept = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    schema = {"type": "object", "properties": {
+        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+        "spec": {**kept, "properties": {"mlPolicy": kept, "template": kept}}}}
+    crd = _foreign_crd(CLUSTER_TRAINING_RUNTIMES if cluster else TRAINING_RUNTIMES, schema)
+    if cluster:
+        crd["spec"]["scope"] = "Cluster"
+    return crd
+
+
 def kubeflow_crd(kind: str, specs_field: str) -> dict[str, Any]:
     """A minimal structural CRD for the training operator's kubeflow.org/v1 ``kind`` (PyTorchJob, TFJob, ...), its
     replica specs at ``spec.<specs_field>``, for tests against an apiserver without the operator installed: the
@@ -524,6 +569,35 @@ def kubeflow_crd(kind: str, specs_field: str) -> dict[str, Any]:
     del spec["runLauncherAsWorker"]
     spec[specs_field] = spec.pop("mpiReplicaSpecs")
     return _foreign_crd(KUBEFLOW_JOBS[kind], schema)
+
+
+def appwrapper_crd() -> dict[str, Any]:
+    """A minimal structural CRD for workload.codeflare.dev/v1beta2 AppWrappers, for tests against an apiserver
+    without the AppWrapper project installed: ``spec.suspend``, each component's ``podSets`` (``replicas``, ``path``,
+    ``annotations``) and ``podSetInfos`` typed, its ``template`` an embedded object kept as written (the AppWrapper
+    API's raw template); the status's ``phase``, conditions and ``componentStatus`` pod sets. Not the AppWrapper
+    project's CRD: none of its validation or defaulting."""
+    pod_set = {"type": "object", "required": ["path"], "properties": {
+        "replicas": {"type": "integer", "format": "int32"}, "path": {"type": "string"},
+        "annotations": {"type": "object", "additionalProperties": {"type": "string"}}}}
+    component = {"type": "object", "required": ["template"], "properties": {
+        "annotations": {"type": "object", "additionalProperties": {"type": "string"}},
+        "podSets": {"type": "array", "items": pod_set},
+        "podSetInfos": {"type": "array", "items": {"type": "object", _PRESERVE: True}},
+        "template": {"type": "object", _PRESERVE: True, "x-kubernetes-embedded-resource": True}}}
+    spec = {"type": "object", "required": ["components"], "properties": {
+        "suspend": {"type": "boolean"}, "managedBy": {"type": "string"},
+        "components": {"type": "array", "items": component}}}
+    status = {"type": "object", _PRESERVE: True, "properties": {
+        "phase": {"type": "string"},
+        "conditions": {"type": "array", "items": _condition_schema(), "x-kubernetes-list-type": "map",
+                       "x-kubernetes-list-map-keys": ["type"]},
+        "componentStatus": {"type": "array", "items": {"type": "object", _PRESERVE: True, "properties": {
+            "podSets": {"type": "array", "items": pod_set}}}}}}
+    schema = {"type": "object", "properties": {
+        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+        "spec": spec, "status": status}}
+    return _foreign_crd(APPWRAPPERS, schema)
 
 
 def _foreign_crd(r: Resource, schema: dict[str, Any]) -> dict[str, Any]:

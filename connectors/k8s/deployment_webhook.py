@@ -9,7 +9,9 @@ when it holds the Deployment (``pkg/controller/jobs/deployment/deployment_webhoo
   that has a LocalQueue ``default``, is given ``kueue.x-k8s.io/queue-name: default`` (Kueue's LocalQueue
   defaulting), unless its controller is of a kind Kueue runs;
 * Kueue holds it when it names a queue, or, under ``manageJobsWithoutQueueName``, when its namespace is one the
-  selector selects — not when its controller is of a kind Kueue runs then (Kueue queues that parent);
+  selector selects — not when it has a Kueue-managed ancestor (Kueue's ``WorkloadShouldBeSuspended``: the walk
+  up its controllers the other webhooks do, :func:`connectors.k8s.webhook.ancestry_lookup`; a StatefulSet a
+  queued LeaderWorkerSet made, say; Kueue queues that ancestor), and a walk that fails refuses it;
 * held, its pod template gets ``kueue.x-k8s.io/managed: "true"``, the Deployment's queue name and
   WorkloadPriorityClass (``kueue.x-k8s.io/priority-class``) as labels, and the annotation
   ``kueue.x-k8s.io/pod-suspending-parent: deployment``, from which the Pod webhook gates every pod the
@@ -35,7 +37,7 @@ from typing import Any
 
 import msgspec
 
-from connectors.k8s import job_selection, job_validation
+from connectors.k8s import child_jobs, framework_webhook, job_selection, job_validation
 from connectors.k8s.errors import KubeError
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import PRIORITY_LABEL
@@ -78,11 +80,13 @@ class ParentDefaulting(msgspec.Struct, frozen=True):
     frameworks: frozenset[str] = frozenset()
     """The Configuration's ``integrations.frameworks``: a parent a controller one of them runs is that controller's
     (a StatefulSet a LeaderWorkerSet controls, say: :func:`connectors.k8s.job_selection.kueue_owner`)."""
+    feature_gates: dict[str, bool] = {}
+    """The Configuration's gates (``SkipAncestorCheckForDeletedWorkloads``)."""
 
     @classmethod
     def of(cls, config: SchedulerConfig, framework: str) -> ParentDefaulting:
         return cls(framework in config.frameworks, config.managed_jobs_selector, config.manage_jobs_without_queue_name,
-                   config.gate(gates.SHORT_WORKLOAD_NAMES), frozenset(config.frameworks))
+                   config.gate(gates.SHORT_WORKLOAD_NAMES), frozenset(config.frameworks), dict(config.feature_gates))
 
 
 def _meta(obj: Mapping[str, Any], field: str) -> dict[str, Any]:
@@ -121,11 +125,15 @@ def template_patch(obj: Mapping[str, Any], queue: str, framework: str, marks: Te
             + map_ops("/spec/template/metadata/annotations", meta.get("annotations"), annotations))
 
 
-async def parent_patch(obj: Mapping[str, Any], namespace: str, defaulting: ParentDefaulting, framework: str,
+async def parent_patch(obj: dict[str, Any], namespace: str, defaulting: ParentDefaulting, framework: str,
                        namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,
-                       marks: TemplateMarks | None = None) -> list[dict[str, Any]]:
+                       marks: TemplateMarks | None = None,
+                       managed_ancestry: child_jobs.ManagedAncestry | None = None) -> list[dict[str, Any]]:
     """The JSON patch Kueue's webhook makes to a parent (see the module docstring): the default queue name, then,
-    when Kueue holds it, its template's marks (:func:`template_patch`)."""
+    when Kueue holds it, its template's marks (:func:`template_patch`). Whether it holds it is Kueue's
+    ``WorkloadShouldBeSuspended``: not when the walk ``managed_ancestry`` finds a Kueue-managed ancestor
+    (:func:`connectors.k8s.framework_webhook.managed_above`; without one, a controller of a kind Kueue runs stands
+    for it)."""
     labels = _meta(obj, "labels")
     queue = labels.get(QUEUE_LABEL, "")
     kueue_parent = job_selection.kueue_owner(job_selection.raw_controller(obj.get("metadata") or {}),
@@ -136,7 +144,8 @@ async def parent_patch(obj: Mapping[str, Any], namespace: str, defaulting: Paren
                                                                                                  namespace_labels):
         queue = DEFAULT_QUEUE
         ops += map_ops("/metadata/labels", (obj.get("metadata") or {}).get("labels"), {QUEUE_LABEL: queue})
-    if defaulting.without_queue and kueue_parent:
+    if await framework_webhook.managed_above(obj, namespace, kueue_parent, managed_ancestry,
+                                             defaulting.feature_gates):
         return ops
     if queue or (defaulting.without_queue and await _managed(namespace, defaulting, namespace_labels)):
         ops += template_patch(obj, queue, framework, marks)
@@ -153,7 +162,8 @@ async def _managed(namespace: str, defaulting: ParentDefaulting, namespace_label
 
 async def mutating_review(body: bytes, defaulting: ParentDefaulting, framework: str,
                           namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,
-                          marks: TemplateMarks | None = None) -> dict[str, Any]:
+                          marks: TemplateMarks | None = None,
+                          managed_ancestry: child_jobs.ManagedAncestry | None = None) -> dict[str, Any]:
     """Answer one AdmissionReview (v1) of a parent being created or updated: allowed, with :func:`parent_patch`;
     refused when a lookup fails."""
     req = msgspec.json.decode(body).get("request") or {}
@@ -162,7 +172,7 @@ async def mutating_review(body: bytes, defaulting: ParentDefaulting, framework: 
     if defaulting.enabled and req.get("operation") in ("CREATE", "UPDATE") and isinstance(obj, dict) and obj:
         namespace = req.get("namespace") or (obj.get("metadata") or {}).get("namespace", "")
         patch = partial(parent_patch, obj, namespace, defaulting, framework, namespace_labels, has_default_queue,
-                        marks)
+                        marks, managed_ancestry)
     return await patch_answer(req, patch)
 
 
@@ -213,15 +223,17 @@ async def _no_default_queue(namespace: str) -> bool:
     return False
 
 
-def reviewers(defaulting: ParentDefaulting, namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue
-              ) -> dict[str, Reviewer]:
+def reviewers(defaulting: ParentDefaulting, namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,
+              managed_ancestry: child_jobs.ManagedAncestry | None = None) -> dict[str, Reviewer]:
     """Path -> the review that answers it: both webhooks, or, the integration off, reviews that allow every
-    Deployment as it is."""
+    Deployment as it is. ``managed_ancestry``: the walk up a Deployment's controllers
+    (:func:`connectors.k8s.webhook.ancestry_lookup`)."""
     if not defaulting.enabled:
         return {MUTATING_PATH: allowed_as_is, VALIDATING_PATH: allowed_as_is}
 
     async def mutate(body: bytes) -> dict[str, Any]:
-        return await mutating_review(body, defaulting, DEPLOYMENT_FRAMEWORK, namespace_labels, has_default_queue)
+        return await mutating_review(body, defaulting, DEPLOYMENT_FRAMEWORK, namespace_labels, has_default_queue,
+                                     managed_ancestry=managed_ancestry)
 
     async def validate(body: bytes) -> dict[str, Any]:
         return await validating_review(body)

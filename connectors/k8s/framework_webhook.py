@@ -36,6 +36,7 @@ from connectors.k8s.pod_webhook import (
 from connectors.k8s.resources import Resource
 from events import objects as o
 from kueue_es.scheduler.config import SchedulerConfig
+from projections import gates
 from projections.clusterqueues import selector_matches
 
 DEFAULT_PRIORITY_CLASS = "default"
@@ -145,12 +146,28 @@ def default_patch(obj: Mapping[str, Any], suspend_at: tuple[str, ...], *, defaul
     return [*ops, op] if op else ops
 
 
+def deleting_skips_walk(obj: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> bool:
+    """Kueue's ``SkipAncestorCheckForDeletedWorkloads`` (beta, on): an object already being deleted (a
+    ``metadata.deletionTimestamp``) is neither walked nor suspended by a defaulting webhook, so the update that
+    takes a finalizer off a child whose owner is gone (the garbage collector's, in a namespace's teardown) is not
+    refused for that missing owner, leaving the child Terminating for good. Off, the walk is done and fails as
+    before. No creation carries a deletion timestamp: only the webhooks that default on update meet one."""
+    meta = obj.get("metadata")
+    deleting = isinstance(meta, dict) and bool(meta.get("deletionTimestamp"))
+    return deleting and gates.enabled(feature_gates, gates.SKIP_ANCESTOR_CHECK_FOR_DELETED_WORKLOADS)
+
+
 async def managed_above(obj: dict[str, Any], namespace: str, kueue_parent: bool,
-                        managed_ancestry: child_jobs.ManagedAncestry | None) -> bool:
-    """Whether ``obj`` has a Kueue-managed ancestor, which keeps it from being suspended (Kueue's
-    ``WorkloadShouldBeSuspended``): the walk ``managed_ancestry`` does, or, without one (tests), ``kueue_parent``
-    (its controller is of a kind Kueue runs). Raises :class:`~connectors.k8s.pod_webhook.LookupFailed` with the
-    walk's refusal (:func:`connectors.k8s.child_jobs.refusal_status`) when it fails."""
+                        managed_ancestry: child_jobs.ManagedAncestry | None,
+                        feature_gates: Mapping[str, bool] | None = None) -> bool:
+    """Whether ``obj`` is kept from being suspended by its ancestry (Kueue's ``WorkloadShouldBeSuspended``): it
+    has a Kueue-managed ancestor, which the walk ``managed_ancestry`` finds, or, without one (tests),
+    ``kueue_parent`` (its controller is of a kind Kueue runs) stands for; or it is being deleted and not walked
+    at all under ``feature_gates`` (:func:`deleting_skips_walk`). Raises
+    :class:`~connectors.k8s.pod_webhook.LookupFailed` with the walk's refusal
+    (:func:`connectors.k8s.child_jobs.refusal_status`) when it fails."""
+    if deleting_skips_walk(obj, feature_gates or {}):
+        return True
     if managed_ancestry is None:
         return kueue_parent
     try:
@@ -171,7 +188,7 @@ async def defaults(obj: dict[str, Any], namespace: str, kind: Kind, settings: Fr
     labels = _labels(obj)
     owner = job_selection.raw_controller(obj.get("metadata") or {})
     kueue_parent = job_selection.kueue_owner(owner, settings.frameworks)
-    child = await managed_above(obj, namespace, kueue_parent, managed_ancestry)
+    child = await managed_above(obj, namespace, kueue_parent, managed_ancestry, settings.feature_gates)
     managed = partial(_namespace_managed, namespace, settings, namespace_labels)
     queued = bool(labels.get(QUEUE_LABEL))
     default_queue = (not queued and not kueue_parent and bool(namespace) and await has_default_queue(namespace)

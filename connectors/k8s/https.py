@@ -7,11 +7,22 @@ import ssl
 
 from aiohttp import web
 
+from kueue_es.scheduler.tls_options import TLSSettings
 
-def server_tls(certfile: str, keyfile: str, client_ca: bytes = b"") -> ssl.SSLContext:
+_VERSIONS = {(1, 2): ssl.TLSVersion.TLSv1_2, (1, 3): ssl.TLSVersion.TLSv1_3}
+
+
+def server_tls(certfile: str, keyfile: str, client_ca: bytes = b"", options: TLSSettings | None = None
+               ) -> ssl.SSLContext:
     """A serving context for ``certfile``/``keyfile``; with ``client_ca``, client certificates it signed are
-    verified when offered (the front proxy's, for an aggregated API server), and the handler decides."""
+    verified when offered (the front proxy's, for an aggregated API server), and the handler decides. ``options``:
+    the Kueue Configuration's ``tls`` stanza under ``TLSOptions`` (the lowest version a client may use, the TLS 1.2
+    suites it may choose); None: the library's defaults."""
     tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    if options is not None:
+        tls.minimum_version = _VERSIONS[options.min_version]
+        if options.ciphers:
+            tls.set_ciphers(":".join(options.ciphers))
     tls.load_cert_chain(certfile, keyfile)
     if client_ca:
         tls.verify_mode = ssl.CERT_OPTIONAL

@@ -5,12 +5,15 @@ them (a reconcile that runs again before the mirror catches up must not say the 
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 from connectors.k8s.mirror import Mirror
+from events import objects as o
 from events import schema as ev
+from events.timefmt import parse_time
 from projections.workloads import WorkloadInfo
 
 Append = Callable[[Sequence[ev.AnyEvent]], Awaitable[list[int]]]
@@ -45,12 +48,13 @@ class IntegrationLog:
         return True
 
     async def report(self, key: str, uid: str, action: str, *, workload: str = "", cluster_queue: str = "",
-                     message: str = "") -> None:
+                     message: str = "", creation_latency_ms: int | None = None) -> None:
         """Put in the log what was just done to the object ``key`` (its Event is recorded from there). The write
         is done: a failure here loses only the Event."""
         try:
             await self._append([ev.JobActed(time=_now(), key=key, uid=uid, kind=self._kind, action=action,
-                                            workload=workload, cluster_queue=cluster_queue, message=message)])
+                                            workload=workload, cluster_queue=cluster_queue, message=message,
+                                            creation_latency_ms=creation_latency_ms)])
         except Exception as exc:  # noqa: BLE001 - the action stands; only its Event is lost
             self._stats.errors += 1
             self._log.warning(f"could not record a {self._kind.lower()} action, its Event is lost", key=key,
@@ -59,3 +63,16 @@ class IntegrationLog:
 
 def _now() -> int:
     return int(time.time() * 1000)
+
+
+def creation_latency_ms(job: o.ObjectMeta, created: bytes) -> int | None:
+    """How long after ``job`` its Workload (the apiserver's answer to its creation, ``created``) was created, in
+    ms: what Kueue's job reconciler observes in ``workload_creation_latency_seconds`` after creating a Workload.
+    None when there is nothing to observe: Kueue skips a job whose generation is above 1 (changed since it was
+    created, so the Workload may be late for another reason), or a timestamp is missing."""
+    if job.generation > 1 or not job.creation_timestamp:
+        return None
+    try:
+        return parse_time(json.loads(created)["metadata"]["creationTimestamp"]) - parse_time(job.creation_timestamp)
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None

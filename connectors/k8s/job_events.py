@@ -82,6 +82,7 @@ from connectors.k8s.resources import JOB_UID_LABEL, LEADER_WORKER_SETS
 from events import objects as o
 from events import schema as ev
 from kueue_es.scheduler.config import (
+    APPWRAPPER_FRAMEWORK,
     JOBSET_FRAMEWORK,
     KUBEFLOW_FRAMEWORKS,
     LWS_FRAMEWORK,
@@ -89,6 +90,7 @@ from kueue_es.scheduler.config import (
     RAYCLUSTER_FRAMEWORK,
     RAYJOB_FRAMEWORK,
     RAYSERVICE_FRAMEWORK,
+    TRAINJOB_FRAMEWORK,
 )
 from projections.workloads import RESERVED, WorkloadInfo
 
@@ -96,8 +98,9 @@ CREATED_WORKLOAD, STARTED, STOPPED = "CreatedWorkload", "Started", "Stopped"
 FINISHED_WORKLOAD = "FinishedWorkload"
 CONTROLLER_OF = {kind: f"{framework}-kueue-controller" for kind, framework in (
     ("JobSet", JOBSET_FRAMEWORK), ("MPIJob", MPIJOB_FRAMEWORK), ("RayJob", RAYJOB_FRAMEWORK),
-    ("RayCluster", RAYCLUSTER_FRAMEWORK), (LEADER_WORKER_SETS.kind, LWS_FRAMEWORK), *KUBEFLOW_FRAMEWORKS.items(),
-    ("RayService", RAYSERVICE_FRAMEWORK))}
+    ("RayCluster", RAYCLUSTER_FRAMEWORK), (LEADER_WORKER_SETS.kind, LWS_FRAMEWORK), ("AppWrapper", APPWRAPPER_FRAMEWORK),
+    ("TrainJob", TRAINJOB_FRAMEWORK), ("RayService", RAYSERVICE_FRAMEWORK),
+    *KUBEFLOW_FRAMEWORKS.items())}
 """The recorder Kueue's job reconciler records a kind's Events with (``<integration>-kueue-controller``), where
 not the Job's (``batch/job-kueue-controller``) or the Pod's."""
 ACTIONS = (CREATED_WORKLOAD, STARTED, STOPPED)

@@ -59,7 +59,7 @@ from connectors.k8s import child_jobs, job_selection, job_sync, prebuilt, worklo
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
-from connectors.k8s.integration_log import IntegrationLog
+from connectors.k8s.integration_log import IntegrationLog, creation_latency_ms
 from connectors.k8s.job_events import CREATED_WORKLOAD, MISSING_WORKLOAD, STARTED, STOPPED, stop_message
 from connectors.k8s.job_priority import (
     NOT_FOUND_REASON,
@@ -315,6 +315,12 @@ class JobReconciler(Generic[J]):
         in the log yet, whose arrival marks its jobs dirty (:mod:`connectors.k8s.job_selection`)."""
         return in_force(self.state) or DEFAULT
 
+    def _namespace_left_out(self, job: J, config: SchedulerConfig) -> bool:
+        """Kueue's reconciler, under its locked ``ManagedJobsNamespaceSelectorAlwaysRespected``, leaves a live job
+        alone, first thing, unless ``managedJobsNamespaceSelector`` selects its namespace: no ancestor walk (so no
+        ``JobNestingTooDeep``), no child held, no Workload, whatever its queue name."""
+        return not job_selection.namespace_managed(self.state.namespaces.get(job.metadata.namespace), config)
+
     def _managed(self, job: J, config: SchedulerConfig) -> bool:
         """Whether the job is Kueue's: a queue name (or ``manageJobsWithoutQueueName``) in a managed namespace."""
         meta = job.metadata
@@ -347,18 +353,16 @@ class JobReconciler(Generic[J]):
             return True
         if ancestor is None:
             return False
-        await self._child(job, ancestor, config)
+        await self._child(job, ancestor)
         return True
 
-    async def _child(self, job: J, ancestor: o.ObjectMeta, config: SchedulerConfig) -> None:
+    async def _child(self, job: J, ancestor: o.ObjectMeta) -> None:
         """A job with a Kueue-managed ancestor: suspended while the ancestor's Workload is missing or not admitted
         (reference §7.1 item 3; Normal ``Suspended`` "Kueue managed child job suspended")."""
         owned = self.mirror.controlled.get(ancestor.uid, set())
         parent = child_jobs.parent_workload(owned, self.mirror.workloads, self.state.workloads)
-        namespace = self.state.namespaces.get(job.metadata.namespace)
         sliced = any(workload_slices.elastic(self.state, meta.annotations) for meta in (job.metadata, ancestor))
-        if job_selection.namespace_managed(namespace, config) and child_jobs.held(
-                job, parent, finished=self.finished(job) is not None, sliced=sliced):
+        if child_jobs.held(job, parent, finished=self.finished(job) is not None, sliced=sliced):
             await self._once(job.key, "suspend-child", job, self._suspend_child(job))
 
     async def _ancestry_failed(self, job: J, exc: child_jobs.AncestryError) -> None:
@@ -616,12 +620,14 @@ class JobReconciler(Generic[J]):
             self.log.error(f"{self.NOUN} refused: no workload created", error=str(exc), **{self.NOUN: key})
             return
         try:
-            await self.client.create(WORKLOADS, body, job.metadata.namespace)
+            created = await self.client.create(WORKLOADS, body, job.metadata.namespace)
         except AlreadyExists:
             return
         self.stats.created += 1
         self.log.info("created workload", workload=name, **{self.NOUN: key})
-        await self._report(job, CREATED_WORKLOAD, workload=f"{job.metadata.namespace}/{name}")
+        await self._log.report(job.key, job.metadata.uid, CREATED_WORKLOAD,
+                               workload=f"{job.metadata.namespace}/{name}",
+                               creation_latency_ms=creation_latency_ms(job.metadata, created))
 
     async def _class_missing(self, job: J, wpc_name: str) -> None:
         """Kueue creates no Workload for a job whose WorkloadPriorityClass is missing, and warns on the job."""

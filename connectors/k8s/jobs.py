@@ -280,6 +280,8 @@ class JobIntegration(JobReconciler[o.Job]):
                 await self._orphaned(obs, wl, gone=job is None)
             return
         config = self._config()
+        if self._namespace_left_out(job, config):
+            return
         if await self._as_child(job, config):
             return  # its ancestor's Workload is the one queued
         if not self._managed(job, config):

@@ -265,10 +265,12 @@ def create_errors(lws: dict[str, Any]) -> list[str]:
     return job_validation.name_label_errors(labels, QUEUE_LABEL) + _startup_errors(lws)
 
 
-def update_errors(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+def update_errors(old: dict[str, Any], new: dict[str, Any], *, immutable_size: bool = True) -> list[str]:
     """What Kueue refuses in an update: a changed queue name, the ``LeaderReady`` startup policy with a queue name,
     and, for one that named a queue, a leader template added or removed or a pod spec changed beyond what a
-    suspended pod's may (:func:`connectors.k8s.job_validation.pod_spec_errors`)."""
+    suspended pod's may (:func:`connectors.k8s.job_validation.pod_spec_errors`) and, ``immutable_size`` (Kueue's
+    ``LWSImmutableGroupSize``), a changed group size: a group's Workload keeps the pod counts it was made with, so
+    a larger group would run pods its quota does not cover."""
     errors = []
     if queue_name(old) != queue_name(new):
         errors.append(job_validation.invalid(f"metadata.labels[{QUEUE_LABEL}]", queue_name(new),
@@ -276,6 +278,9 @@ def update_errors(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     errors += _startup_errors(new)
     if queue_name(old):
         errors += _template_errors(old, new)
+        if immutable_size and size(new) != size(old):
+            errors.append(job_validation.invalid("spec.leaderWorkerTemplate.size", size(new),
+                                                 job_validation.IMMUTABLE))
     return errors
 
 

@@ -43,7 +43,7 @@ from connectors.k8s import leaderworkerset as lw
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
-from connectors.k8s.integration_log import IntegrationLog
+from connectors.k8s.integration_log import IntegrationLog, creation_latency_ms
 from connectors.k8s.job_events import CREATED_WORKLOAD
 from connectors.k8s.job_priority import PriorityClassNotFound, WorkloadPriorityClassNotFound
 from connectors.k8s.journal import Journal
@@ -273,13 +273,14 @@ class LeaderWorkerSetIntegration:
             log.error("leaderworkerset refused: no workload created", leaderworkerset=lws.key, error=str(exc))
             return
         try:
-            await self.client.create(WORKLOADS, body, lws.metadata.namespace)
+            created = await self.client.create(WORKLOADS, body, lws.metadata.namespace)
         except AlreadyExists:
             return
         self.stats.created += 1
         log.info("created workload", workload=name, group=index, leaderworkerset=lws.key)
         await self._log.report(lws.key, lws.metadata.uid, CREATED_WORKLOAD,
-                               workload=f"{lws.metadata.namespace}/{name}")
+                               workload=f"{lws.metadata.namespace}/{name}",
+                               creation_latency_ms=creation_latency_ms(lws.metadata, created))
 
     async def _follow_priority(self, lws: LeaderWorkerSet, raw: dict[str, Any], obs: o.Workload) -> None:
         """Give a group's Workload the WorkloadPriorityClass the set's label names now, as Kueue's reconciler does

@@ -13,7 +13,8 @@ workers'): ``kueue.x-k8s.io/pod-suspending-parent: leaderworkerset`` — so the 
 Its validating webhook (``vleaderworkerset.kb.io`` at ``/validate-leaderworkerset-x-k8s-io-v1-leaderworkerset``,
 create and update) refuses a queue name that is not a DNS-1123 subdomain, the ``LeaderReady`` startup policy with a
 queue name, and on update a changed queue name and, for a set that named a queue, a leader template added or
-removed or a pod spec changed but for its images (:mod:`connectors.k8s.leaderworkerset`).
+removed, a pod spec changed but for its images, and (under ``LWSImmutableGroupSize``) a changed
+``leaderWorkerTemplate.size`` (:mod:`connectors.k8s.leaderworkerset`).
 
 Both are registered as the JobSet and MPIJob webhooks are (:mod:`connectors.k8s.framework_webhook`): whatever the
 Configuration says, answering every review unchanged while the integration is off (``failurePolicy: Ignore``),
@@ -46,6 +47,7 @@ from connectors.k8s.pod_webhook import (
 )
 from connectors.k8s.resources import LEADER_WORKER_SETS
 from kueue_es.scheduler.config import SchedulerConfig
+from projections import gates
 from projections.clusterqueues import selector_matches
 
 MUTATING_PATH = "/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset"
@@ -99,7 +101,8 @@ async def defaults(lws: dict[str, Any], namespace: str, settings: FrameworkWebho
     meta = lws.get("metadata") or {}
     queued = bool((meta.get("labels") or {}).get(QUEUE_LABEL))
     kueue_parent = job_selection.kueue_owner(job_selection.raw_controller(meta), settings.frameworks)
-    child = await framework_webhook.managed_above(lws, namespace, kueue_parent, managed_ancestry)
+    child = await framework_webhook.managed_above(lws, namespace, kueue_parent, managed_ancestry,
+                                                  settings.feature_gates)
 
     async def managed() -> bool:
         try:
@@ -139,7 +142,8 @@ def create_errors(lws: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> 
 
 def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],
                   default_queue: bool = False) -> list[str]:
-    return lw.update_errors(dict(old), dict(new))
+    return lw.update_errors(dict(old), dict(new),
+                            immutable_size=gates.enabled(feature_gates, gates.LWS_IMMUTABLE_GROUP_SIZE))
 
 
 KIND = framework_webhook.Kind(LEADER_WORKER_SETS, MUTATING_PATH, MUTATING_NAME, VALIDATING_PATH, VALIDATING_NAME,

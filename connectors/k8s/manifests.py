@@ -5,7 +5,7 @@ uninstalls all of it.
 RBAC grants exactly what the connector does:
 
 * read (get/list/watch) every kind it watches: Namespaces, Nodes, Pods, PriorityClasses, LimitRanges,
-  RuntimeClasses, Jobs and the Kueue kinds;
+  RuntimeClasses, ResourceClaimTemplates (DRA), Jobs and the Kueue kinds;
 * Workloads: create (the Job integration), patch (the ``kueue.x-k8s.io/resource-in-use`` finalizer taken off;
   ``spec.active``, the queue name, priority and pod sets kept in step with the Job; a prebuilt one adopted), delete
   (orphans whose Job is gone, Workloads a Job no longer matches or has too many of, ``afterFinished`` retention);
@@ -20,9 +20,13 @@ RBAC grants exactly what the connector does:
 * RayJobs and RayClusters (ray.io): the same, for the Ray integrations (their head's and worker groups' pod
   templates, a RayJob's submitter template); RayServices the same (their cluster config's templates) and their
   ``finalizers`` (update: they own their Workloads);
+* AppWrappers (workload.codeflare.dev): the same, for the AppWrapper integration (its components' ``podSetInfos``),
+  and their ``finalizers`` (update: they own their Workloads);
+* TrainJobs (trainer.kubeflow.org): the same, for the TrainJob integration (their ``podTemplateOverrides``), and
+  TrainingRuntimes and ClusterTrainingRuntimes: read (get, list, watch), a TrainJob's pod sets being its runtime's;
 * the ``finalizers`` subresource (update) of each kind kueue-es makes the owner of what it creates with
-  ``blockOwnerDeletion``: Jobs, JobSets, MPIJobs, RayJobs and RayClusters (their Workloads), Workloads (their ProvisioningRequests), ProvisioningRequests
-  (their PodTemplates) and Pods (below), which the ``OwnerReferencesPermissionEnforcement`` admission plugin
+  ``blockOwnerDeletion``: Jobs, JobSets, MPIJobs, RayJobs, RayClusters, RayServices, AppWrappers and TrainJobs (their
+  Workloads), Workloads (their ProvisioningRequests), ProvisioningRequests (their PodTemplates) and Pods (below), which the ``OwnerReferencesPermissionEnforcement`` admission plugin
   requires, as Kueue's role grants it;
 * ClusterQueues' and LocalQueues' ``status``: patch (Kueue's queue status);
 * ClusterQueues, ResourceFlavors, AdmissionChecks, Topologies: patch (the resource-in-use finalizer);
@@ -66,6 +70,8 @@ from connectors.k8s import validating, webhook
 from connectors.k8s.crds import CRD_RESOURCE, all_crds, webhook_conversion
 from connectors.k8s.resources import (
     ALL,
+    APPWRAPPERS,
+    CLUSTER_TRAINING_RUNTIMES,
     JOBSETS,
     KUBEFLOW_GROUP,
     KUBEFLOW_JOBS,
@@ -81,6 +87,8 @@ from connectors.k8s.resources import (
     RAYJOBS,
     RAYSERVICES,
     STATEFUL_SETS,
+    TRAINING_RUNTIMES,
+    TRAINJOBS,
 )
 from connectors.k8s.validating import CONFIGURATION_NAME as VALIDATING_CONFIGURATION_NAME
 from connectors.k8s.visibility import (
@@ -142,8 +150,14 @@ def cluster_role(name: str = DEFAULT_NAME) -> dict[str, Any]:
         {"apiGroups": [RAY_GROUP], "resources": [RAYSERVICES.plural], "verbs": [*READ, "patch"]},
         {"apiGroups": [RAY_GROUP], "resources": [f"{RAYSERVICES.plural}/finalizers"], "verbs": ["update"]},
         {"apiGroups": [LEADER_WORKER_SETS.group], "resources": [LEADER_WORKER_SETS.plural], "verbs": [*READ]},
+        {"apiGroups": [APPWRAPPERS.group], "resources": [APPWRAPPERS.plural], "verbs": [*READ, "patch"]},
+        {"apiGroups": [APPWRAPPERS.group], "resources": [f"{APPWRAPPERS.plural}/finalizers"], "verbs": ["update"]},
         {"apiGroups": [LEADER_WORKER_SETS.group], "resources": [f"{LEADER_WORKER_SETS.plural}/finalizers"],
          "verbs": ["update"]},
+        {"apiGroups": [TRAINJOBS.group], "resources": [TRAINJOBS.plural], "verbs": [*READ, "patch"]},
+        {"apiGroups": [TRAINJOBS.group], "resources": [f"{TRAINJOBS.plural}/finalizers"], "verbs": ["update"]},
+        {"apiGroups": [TRAINJOBS.group], "resources": [TRAINING_RUNTIMES.plural, CLUSTER_TRAINING_RUNTIMES.plural],
+         "verbs": [*READ]},
         {"apiGroups": [PROVISIONING_REQUESTS.group], "resources": [f"{PROVISIONING_REQUESTS.plural}/finalizers"],
          "verbs": ["update"]},
         {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["mutatingwebhookconfigurations"],

@@ -273,9 +273,14 @@ def start_patch(pod: ManagedPod, info: PodSetInfo) -> dict[str, Any]:
                      "schedulingGates": gates or None}}
 
 
-def finalize_patch(pod: ManagedPod) -> dict[str, Any]:
-    """The merge patch that drops Kueue's finalizer from the Pod, conditioned on its resourceVersion."""
+def finalize_patch(pod: ManagedPod, *, strict: bool = True) -> dict[str, Any]:
+    """The merge patch that drops Kueue's finalizer from the Pod: ``strict`` (Kueue's
+    ``RemoveFinalizersWithStrictPatch``), conditioned on its resourceVersion, so a finalizer someone added since is
+    never dropped (a conflict waits for the newer Pod); else the list as last seen, written over whatever the Pod
+    holds now."""
     rest = [f for f in pod.metadata.finalizers if f != FINALIZER]
+    if not strict:
+        return {"metadata": {"finalizers": rest or None}}
     return {"metadata": {"resourceVersion": pod.metadata.resource_version, "finalizers": rest or None}}
 
 

@@ -6,13 +6,15 @@ With it on, a Pod being created is Kueue's to hold back when:
 
 * its namespace is one the Configuration's ``managedJobsNamespaceSelector`` selects (the Namespace is read from
   the apiserver, as Kueue reads it; one that cannot be read refuses the Pod, as Kueue's webhook fails);
-* its controller is not a batch/v1 Job that names a queue (that Job's Workload admits its pods: the Job
-  integration's, not this one's) — under ``manageJobsWithoutQueueName`` not of any kind an enabled integration
+* it has no Kueue-managed ancestor: Kueue's walk up its controllers (``FindAncestorJobManagedByKueue``,
+  :func:`connectors.k8s.webhook.ancestry_lookup`: a queued Job, or a Job naming no queue under a queued JobSet,
+  say; that ancestor's Workload admits its pods; a walk that fails refuses the Pod, as the other webhooks do) — under ``manageJobsWithoutQueueName`` not of any kind an enabled integration
   runs (a Job with ``batch/job`` on, a Pod, a JobSet, a RayJob, ...), each being Kueue's then, queue name or not,
   as Kueue's ancestor walk takes it (:func:`connectors.k8s.job_selection.kueue_owner`); with the MPIJob integration on,
   not an MPIJob, queue name or not (its workers' Pods: that MPIJob's Workload admits them); nor, with a training
   operator kind's integration on, a job of that kind (a PyTorchJob's Pods); nor, with the RayCluster integration
-  on, a RayCluster (its head's and workers' Pods);
+  on, a RayCluster (its head's and workers' Pods); nor, with the AppWrapper integration on, an AppWrapper (a Pod
+  it wraps);
 * it names a queue (``kueue.x-k8s.io/queue-name``), or its namespace has a LocalQueue ``default``, whose name it
   is then given (Kueue's LocalQueue defaulting), or ``manageJobsWithoutQueueName`` is on (its Workload then
   waits in no queue until the Pod names one — which, the queue name being fixed for a Pod, is never).
@@ -48,7 +50,7 @@ from typing import Any
 import msgspec
 import structlog
 
-from connectors.k8s import job_selection
+from connectors.k8s import child_jobs, job_selection
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import KubeError
 from connectors.k8s.job_events import QUEUE_LABEL
@@ -58,6 +60,7 @@ from connectors.k8s.podsetinfo import TOPOLOGY_GATE
 from connectors.k8s.resources import BY_KIND
 from events import objects as o
 from kueue_es.scheduler.config import (
+    APPWRAPPER_FRAMEWORK,
     KUBEFLOW_FRAMEWORKS,
     MPIJOB_FRAMEWORK,
     RAYCLUSTER_FRAMEWORK,
@@ -82,8 +85,10 @@ SUSPENDING_PARENT = "kueue.x-k8s.io/pod-suspending-parent"
 NamespaceLabels = Callable[[str], Awaitable[dict[str, str]]]
 """The labels of a namespace, read from the apiserver."""
 HasDefaultQueue = Callable[[str], Awaitable[bool]]
-QueuedJobOwner = Callable[[str, dict[str, Any]], Awaitable[bool]]
-"""Whether the Pod's controller (an ownerReference, in the Pod's namespace) is a Job that names a queue."""
+ManagedAncestry = Callable[[str, dict[str, Any]], Awaitable[bool]]
+"""Whether the Pod (namespace, raw Pod) has a Kueue-managed ancestor: Kueue's walk up its controllers
+(:func:`connectors.k8s.webhook.ancestry_lookup`), which raises
+:class:`~connectors.k8s.child_jobs.AncestryError` or :class:`~connectors.k8s.errors.KubeError` when it fails."""
 
 
 class PodDefaulting(msgspec.Struct, frozen=True):
@@ -98,8 +103,8 @@ class PodDefaulting(msgspec.Struct, frozen=True):
     tas: bool = False
     """Kueue's ``TopologyAwareScheduling`` gate: a Pod made Kueue's is also held for topology placement."""
     frameworks: frozenset[str] = frozenset()
-    """The Configuration's ``integrations.frameworks``: a Pod that an MPIJob, a training operator's job or a
-    RayCluster controls (:data:`POD_PARENTS`) is that parent's when its integration is listed."""
+    """The Configuration's ``integrations.frameworks``: a Pod that an MPIJob, a training operator's job, a
+    RayCluster or an AppWrapper controls (:data:`POD_PARENTS`) is that parent's when its integration is listed."""
 
     @classmethod
     def of(cls, config: SchedulerConfig) -> PodDefaulting:
@@ -107,19 +112,15 @@ class PodDefaulting(msgspec.Struct, frozen=True):
                    config.gate(gates.TOPOLOGY_AWARE_SCHEDULING), frozenset(config.frameworks))
 
 
-POD_PARENTS = frozenset({MPIJOB_FRAMEWORK, *KUBEFLOW_FRAMEWORKS.values(), RAYCLUSTER_FRAMEWORK})
+POD_PARENTS = frozenset({MPIJOB_FRAMEWORK, *KUBEFLOW_FRAMEWORKS.values(), RAYCLUSTER_FRAMEWORK, APPWRAPPER_FRAMEWORK})
 """The frameworks whose controllers make their Pods themselves (an MPIJob's workers, a PyTorchJob's replicas, a
-RayCluster's head and workers): such a Pod is left to its parent, queue name or not."""
+RayCluster's head and workers, the Pod an AppWrapper wraps): such a Pod is left to its parent, queue name or not."""
 
 
 def controller_of(pod: dict[str, Any]) -> dict[str, Any] | None:
     """The Pod's controller ownerReference, if any."""
     refs = (pod.get("metadata") or {}).get("ownerReferences") or []
     return next((r for r in refs if isinstance(r, dict) and r.get("controller")), None)
-
-
-def owned_by_job(ref: dict[str, Any] | None) -> bool:
-    return ref is not None and ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith("batch/")
 
 
 def suspended_by_parent(pod: dict[str, Any]) -> bool:
@@ -174,7 +175,7 @@ def _gate_ops(present: list[Any] | None, wanted: list[str]) -> list[dict[str, An
 
 
 async def review(body: bytes, defaulting: PodDefaulting, namespace_labels: NamespaceLabels,
-                 has_default_queue: HasDefaultQueue, queued_job_owner: QueuedJobOwner) -> dict[str, Any]:
+                 has_default_queue: HasDefaultQueue, managed_ancestry: ManagedAncestry) -> dict[str, Any]:
     """Answer one AdmissionReview (v1) for a Pod (see the module docstring). A lookup that fails refuses the Pod
     with Kueue's words for it (the webhook's ``failurePolicy`` is Fail while the integration is on)."""
     req = msgspec.json.decode(body).get("request") or {}
@@ -182,7 +183,7 @@ async def review(body: bytes, defaulting: PodDefaulting, namespace_labels: Names
     patch = None
     if defaulting.enabled and req.get("operation", "CREATE") == "CREATE" and isinstance(pod, dict) and pod:
         namespace = req.get("namespace") or (pod.get("metadata") or {}).get("namespace", "")
-        patch = partial(_defaults, pod, namespace, defaulting, namespace_labels, has_default_queue, queued_job_owner)
+        patch = partial(_defaults, pod, namespace, defaulting, namespace_labels, has_default_queue, managed_ancestry)
     return await patch_answer(req, patch)
 
 
@@ -215,7 +216,7 @@ class LookupFailed(Exception):
 
 
 async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulting, namespace_labels: NamespaceLabels,
-                    has_default_queue: HasDefaultQueue, queued_job_owner: QueuedJobOwner) -> list[dict[str, Any]]:
+                    has_default_queue: HasDefaultQueue, managed_ancestry: ManagedAncestry) -> list[dict[str, Any]]:
     """In Kueue's order: the parent's word, the namespace, the owner, then the queue name."""
     if suspended_by_parent(pod):
         return pod_patch(pod, default_queue=False, tas=defaulting.tas, by_parent=True) + role_annotation_patch(pod)
@@ -225,20 +226,19 @@ async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulti
         raise LookupFailed(f"failed to get namespace: {exc}") from exc
     if not selector_matches(defaulting.managed_namespaces, labels):
         return []
-    owner = controller_of(pod)
     controller = job_selection.raw_controller(pod.get("metadata") or {})
     if job_selection.framework_of(controller) in defaulting.frameworks & POD_PARENTS:
         return []  # as Kueue, a Pod whose owner an enabled integration runs, queue or not: its Workload admits it
     if defaulting.without_queue:  # every parent of a kind an enabled integration runs is Kueue's then: none read
         if job_selection.kueue_owner(controller, defaulting.frameworks):
             return []
-    elif owned_by_job(owner) and job_selection.kueue_owner(controller, defaulting.frameworks):
-        assert owner is not None
-        try:
-            if await queued_job_owner(namespace, owner):
+    elif job_selection.kueue_owner(controller, defaulting.frameworks):
+        try:  # Kueue's walk, all the way up: a Job naming no queue under a queued JobSet leaves its Pods too
+            if await managed_ancestry(namespace, pod):
                 return []
-        except KubeError as exc:
-            raise LookupFailed(f"workload owner not found: {exc}") from exc
+        except (child_jobs.AncestryError, KubeError) as exc:
+            status = child_jobs.refusal_status(exc)
+            raise LookupFailed(status["message"], status) from exc
     queue = ((pod.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL)
     default = not queue and await has_default_queue(namespace)
     ops = pod_patch(pod, default_queue=default, without_queue=defaulting.without_queue, tas=defaulting.tas)
@@ -253,17 +253,6 @@ def namespace_lookup(client: KubeClient) -> NamespaceLabels:
         return dict((raw.get("metadata") or {}).get("labels") or {})
 
     return namespace_labels
-
-
-def job_owner_lookup(client: KubeClient) -> QueuedJobOwner:
-    """Whether the Job a Pod's controller reference names has a queue name (a Job gone refuses the Pod, as Kueue's
-    webhook does when it cannot find the owner)."""
-
-    async def queued_job_owner(namespace: str, ref: dict[str, Any]) -> bool:
-        raw = msgspec.json.decode(await client.get(BY_KIND["Job"], str(ref.get("name", "")), namespace))
-        return bool(((raw.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL))
-
-    return queued_job_owner
 
 
 def failure_policy(pods: bool) -> str:
@@ -292,12 +281,13 @@ def registration(client_config: dict[str, Any], namespace_selector: dict[str, An
 Reviewer = Callable[[bytes], Awaitable[dict[str, Any]]]
 
 
-def reviewer(client: KubeClient, defaulting: PodDefaulting, has_default_queue: HasDefaultQueue) -> Reviewer:
-    """:func:`review` with its lookups asked of the apiserver."""
-    namespace_labels, queued_job_owner = namespace_lookup(client), job_owner_lookup(client)
+def reviewer(client: KubeClient, defaulting: PodDefaulting, has_default_queue: HasDefaultQueue,
+             managed_ancestry: ManagedAncestry) -> Reviewer:
+    """:func:`review` with the namespace asked of the apiserver and the ancestors walked by ``managed_ancestry``."""
+    namespace_labels = namespace_lookup(client)
 
     async def answer(body: bytes) -> dict[str, Any]:
-        return await review(body, defaulting, namespace_labels, has_default_queue, queued_job_owner)
+        return await review(body, defaulting, namespace_labels, has_default_queue, managed_ancestry)
 
     return answer
 

@@ -90,7 +90,7 @@ from connectors.k8s import (
 from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
-from connectors.k8s.integration_log import IntegrationLog
+from connectors.k8s.integration_log import IntegrationLog, creation_latency_ms
 from connectors.k8s.job_events import (
     CREATED_WORKLOAD,
     STARTED,
@@ -574,12 +574,13 @@ class PodIntegration:
             log.error("pod refused: no workload created", pod=pod.key, error=str(exc))
             return
         try:
-            await self.client.create(WORKLOADS, body, ns)
+            created = await self.client.create(WORKLOADS, body, ns)
         except AlreadyExists:
             return
         self.stats.created += 1
         log.info("created workload", pod=pod.key, workload=name)
-        await self._report(pod, CREATED_WORKLOAD, workload=f"{ns}/{name}")
+        await self._log.report(pod.key, pod.metadata.uid, CREATED_WORKLOAD, workload=f"{ns}/{name}",
+                               creation_latency_ms=creation_latency_ms(pod.metadata, created))
 
     async def _start(self, pod: ManagedPod, wl: WorkloadInfo, pod_set: str = "main") -> None:
         """Start the Pod with what the admission of its pod set (``main``; a group's Pod: its role's) adds."""
@@ -633,7 +634,8 @@ class PodIntegration:
 
     async def _finalize(self, pod: ManagedPod, finished_workload: str) -> None:
         """Drop Kueue's finalizer; ``finished_workload``: the Workload whose finish Kueue reports on the Pod."""
-        if not await self._patch_pod(pod, pod_sync.finalize_patch(pod)):
+        strict = self.state.gate(gates.REMOVE_FINALIZERS_WITH_STRICT_PATCH)
+        if not await self._patch_pod(pod, pod_sync.finalize_patch(pod, strict=strict)):
             return
         self.stats.finalized += 1
         log.info("finalized pod", pod=pod.key)
@@ -950,12 +952,13 @@ class PodIntegration:
             log.error("pod group refused: no workload created", group=group, error=str(exc))
             return
         try:
-            await self.client.create(WORKLOADS, body, namespace)
+            created = await self.client.create(WORKLOADS, body, namespace)
         except AlreadyExists:
             return
         self.stats.created += 1
         log.info("created workload", group=group, workload=group)
-        await self._report(kept[0], CREATED_WORKLOAD, workload=group)
+        await self._log.report(kept[0].key, kept[0].metadata.uid, CREATED_WORKLOAD, workload=group,
+                               creation_latency_ms=creation_latency_ms(kept[0].metadata, created))
 
     # --- prebuilt Workloads --------------------------------------------------------------------------------------
 

@@ -21,7 +21,9 @@ order, when the object is Kueue's (a queue name, or ``manageJobsWithoutQueueName
 
 then the generic job rules (suspended at ``spec.suspend``) and, under ``TopologyAwareScheduling``, each template's
 TAS annotations (head, then each worker group, a slice no larger than its pod set). On update, the update rules
-first, then the create rules on the new object. Registered and failing as the JobSet and MPIJob webhooks: answering
+first, then the create rules on the new object; under ``ValidateRayAndSparkJobUpdates`` an update is checked also
+when only the old object named a queue, so a running one cannot drop its queue name (nor a suspended one, in a
+namespace with a ``default`` LocalQueue). Registered and failing as the JobSet and MPIJob webhooks: answering
 every review unchanged while the integration is off (``failurePolicy: Ignore``), ``Fail`` while it is on. Not done,
 unlike Kueue: ``spec.managedBy`` defaulted for MultiKueue, the pod-set grouping rules across pod sets.
 
@@ -198,9 +200,11 @@ def _service_update_errors(old: Mapping[str, Any], new: Mapping[str, Any], featu
 
 def _update_errors(create: Any, old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],
                    default_queue: bool = False, without_queue: bool = False) -> list[str]:
-    """Kueue checks an update only of an object that is Kueue's: the update rules, then the create rules on
-    ``new``."""
-    if not _managed(new, without_queue):
+    """Kueue checks an update only of an object that is Kueue's (or, under ``ValidateRayAndSparkJobUpdates``, was
+    before it: a queue name dropped from a running object would leave its pods running outside any quota): the
+    update rules, then the create rules on ``new``."""
+    if not (_managed(new, without_queue) or (gates.enabled(feature_gates, gates.VALIDATE_RAY_AND_SPARK_JOB_UPDATES)
+                                             and _managed(old, False))):
         return []
     return (job_validation.generic_update_errors(_as_job(old), _as_job(new), feature_gates,
                                                  default_queue=default_queue)

@@ -70,6 +70,7 @@ CORE_RESOURCES: tuple[Resource, ...] = (
     Resource("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False),
     Resource("LimitRange", "", "v1", "limitranges", True),
     Resource("RuntimeClass", "node.k8s.io", "v1", "runtimeclasses", False),
+    Resource("ResourceClaimTemplate", "resource.k8s.io", "v1", "resourceclaimtemplates", True, optional=True),
 )
 
 AUTOSCALING_GROUP = "autoscaling.x-k8s.io"
@@ -112,6 +113,22 @@ LEADER_WORKER_SETS = Resource("LeaderWorkerSet", LWS_GROUP, "v1", "leaderworkers
                               optional=True)
 """Kueue's ``leaderworkerset.x-k8s.io/leaderworkerset`` framework (served where the LWS CRD is installed): listed and
 watched by the LeaderWorkerSet integration itself (:mod:`connectors.k8s.lws_integration`), not put in the log."""
+
+APPWRAPPER_GROUP = "workload.codeflare.dev"
+APPWRAPPERS = Resource("AppWrapper", APPWRAPPER_GROUP, "v1beta2", "appwrappers", True, status_subresource=True,
+                       optional=True)
+"""Kueue's ``workload.codeflare.dev/appwrapper`` framework (the AppWrapper project's API, served where its CRD is
+installed): listed and watched by the AppWrapper integration itself (:mod:`connectors.k8s.appwrapper_integration`),
+not put in the log."""
+
+TRAINER_GROUP = "trainer.kubeflow.org"
+TRAINJOBS = Resource("TrainJob", TRAINER_GROUP, "v1alpha1", "trainjobs", True, status_subresource=True, optional=True)
+TRAINING_RUNTIMES = Resource("TrainingRuntime", TRAINER_GROUP, "v1alpha1", "trainingruntimes", True, optional=True)
+CLUSTER_TRAINING_RUNTIMES = Resource("ClusterTrainingRuntime", TRAINER_GROUP, "v1alpha1", "clustertrainingruntimes",
+                                     False, optional=True)
+"""Kueue's ``trainer.kubeflow.org/trainjob`` framework (Kubeflow Trainer v2's API, served where its CRDs are
+installed): TrainJobs and the runtimes they name, listed and watched by the TrainJob integration itself
+(:mod:`connectors.k8s.trainjob_integration`), not put in the log."""
 
 KUBEFLOW_JOBS = {kind: Resource(kind, KUBEFLOW_GROUP, "v1", f"{kind.lower()}s", True, status_subresource=True,
                                 optional=True)

@@ -44,6 +44,7 @@ from typing import Any
 
 from connectors.k8s import deployment_webhook as parents
 from connectors.k8s import job_validation
+from connectors.k8s.child_jobs import ManagedAncestry
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.pod_roles import GROUP_LABEL, POD_INDEX_LABEL_ANNOTATION, TOTAL_COUNT_ANNOTATION
 from connectors.k8s.pod_webhook import HasDefaultQueue, NamespaceLabels, allowed_as_is
@@ -137,15 +138,18 @@ def _resize_errors(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
 
 
 def reviewers(defaulting: parents.ParentDefaulting, namespace_labels: NamespaceLabels,
-              has_default_queue: HasDefaultQueue) -> dict[str, parents.Reviewer]:
+              has_default_queue: HasDefaultQueue, managed_ancestry: ManagedAncestry | None = None
+              ) -> dict[str, parents.Reviewer]:
     """Path -> the review that answers it: both webhooks, or, the integration off, reviews that allow every
-    StatefulSet as it is."""
+    StatefulSet as it is. ``managed_ancestry``: the walk up a StatefulSet's controllers (a LeaderWorkerSet's
+    StatefulSets: :func:`connectors.k8s.webhook.ancestry_lookup`)."""
     if not defaulting.enabled:
         return {MUTATING_PATH: allowed_as_is, VALIDATING_PATH: allowed_as_is}
 
     async def mutate(body: bytes) -> dict[str, Any]:
         return await parents.mutating_review(body, defaulting, STATEFULSET_FRAMEWORK, namespace_labels,
-                                             has_default_queue, partial(group_marks, short=defaulting.short_names))
+                                             has_default_queue, partial(group_marks, short=defaulting.short_names),
+                                             managed_ancestry)
 
     async def validate(body: bytes) -> dict[str, Any]:
         return await parents.validating_review(body, create_errors, update_errors)

@@ -47,6 +47,7 @@ from connectors.k8s.settings import KubeSettings
 from events import objects as o
 from kueue_es.scheduler import visibility as vis
 from kueue_es.scheduler.config import SchedulerConfig
+from kueue_es.scheduler.tls_options import TLSSettings
 from projections.cluster import ClusterState
 
 log = structlog.get_logger("kueue_es.k8s.visibility")
@@ -227,10 +228,13 @@ class VisibilityServer:
         self.refused = 0
         self._runner: web.AppRunner | None = None
 
-    async def start(self, address: str, port: int, certfile: str, keyfile: str) -> None:
+    async def start(self, address: str, port: int, certfile: str, keyfile: str,
+                    options: TLSSettings | None = None) -> None:
+        """Serve on ``address:port`` with ``options`` (the Configuration's ``tls`` stanza; None: the library's
+        defaults)."""
         app = web.Application()
         app.router.add_route("*", "/{path:.*}", self._handle)
-        tls = https.server_tls(certfile, keyfile, self.front_proxy.client_ca)
+        tls = https.server_tls(certfile, keyfile, self.front_proxy.client_ca, options)
         self._runner = await https.serve(app, address, port, tls)
         log.info("visibility serving", address=address, port=port, group=GROUP, versions=list(vis.VERSIONS))
 
@@ -359,14 +363,15 @@ async def register(client: KubeClient, docs: list[tuple[Resource, dict[str, Any]
     log.info("visibility registered", objects=[f"{r.kind}/{d['metadata']['name']}" for r, d in docs])
 
 
-async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None = None) -> VisibilityServer:
-    """Start the server as ``k`` says (answering 503 until :attr:`VisibilityServer.source` is set). Stop it when
-    done."""
+async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None = None,
+                tls: TLSSettings | None = None) -> VisibilityServer:
+    """Start the server as ``k`` says (answering 503 until :attr:`VisibilityServer.source` is set), with ``tls``
+    (:attr:`SchedulerConfig.server_tls`). Stop it when done."""
     front_proxy = await FrontProxy.from_cluster(client)
     bundle = bundle or certificate(k)
     _, cert, key = bundle.write(tempfile.mkdtemp(prefix="kueue-es-visibility-"))
     server = VisibilityServer(front_proxy, ca_pem=bundle.ca_pem)
-    await server.start(k.visibility_address, k.visibility_port, str(cert), str(key))
+    await server.start(k.visibility_address, k.visibility_port, str(cert), str(key), tls)
     return server
 
 

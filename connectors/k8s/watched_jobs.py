@@ -209,7 +209,7 @@ class WatchedJobIntegration(JobReconciler[J]):
                 own.append((obs, wl))
             elif owner is not None:
                 await self._orphaned(obs, wl, gone=job is None or owner[1] != job.metadata.uid)
-        if job is None or uid is None:
+        if job is None or uid is None or self._namespace_left_out(job, config):
             return
         if await self._as_child(job, config):
             return  # a Kueue-managed ancestor's Workload is the one queued (a JobSet under a queued MPIJob)

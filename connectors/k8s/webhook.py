@@ -10,8 +10,8 @@ On **create** (Kueue's webhook is registered for creation only: unsuspending an 
   Job created, with a queue name or not);
 * a queue name and ``spec.suspend`` not true → ``spec.suspend: true``, so no pod starts before admission — unless
   the Job has a Kueue-managed ancestor (Kueue's ``WorkloadShouldBeSuspended``: the walk up its controllers of
-  :func:`connectors.k8s.child_jobs.managed_ancestor`, the parents read from the apiserver by
-  :func:`ancestry_lookup`; a parent it follows that is not there, cyclic ownership or too deep a chain refuses
+  :func:`connectors.k8s.child_jobs.managed_ancestor`, the parents read by :func:`ancestry_lookup` from what
+  the connector beside it holds, else from the apiserver (:class:`HeldParents`); a parent it follows that is not there, cyclic ownership or too deep a chain refuses
   the Job, as Kueue's webhook fails): that ancestor's Workload is the one queued. Without the lookup (tests), a
   controller of a kind Kueue runs stands for it. The default queue is left to a Job whose own controller is of such
   a kind, as in Kueue;
@@ -56,6 +56,7 @@ import structlog
 from aiohttp import web
 
 from connectors.k8s import (
+    appwrapper_webhook,
     child_jobs,
     conversion,
     crds,
@@ -72,6 +73,7 @@ from connectors.k8s import (
     pod_webhook,
     ray_webhook,
     statefulset_webhook,
+    trainjob_webhook,
     validating,
     workload_slices,
 )
@@ -82,6 +84,7 @@ from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import PRIORITY_LABEL
 from connectors.k8s.json_patch import map_ops
 from connectors.k8s.resources import (
+    APPWRAPPERS,
     BY_KIND,
     JOBSETS,
     KUBEFLOW_JOBS,
@@ -90,11 +93,13 @@ from connectors.k8s.resources import (
     RAYCLUSTERS,
     RAYJOBS,
     RAYSERVICES,
+    TRAINJOBS,
     Resource,
 )
 from connectors.k8s.settings import KubeSettings
 from events import objects as o
 from kueue_es.scheduler.config import DEFAULT, DEPLOYMENT_FRAMEWORK, STATEFULSET_FRAMEWORK, SchedulerConfig
+from kueue_es.scheduler.tls_options import TLSSettings
 from projections import gates
 
 log = structlog.get_logger("kueue_es.k8s.webhook")
@@ -104,11 +109,13 @@ PARENT_PATHS = (deployment_webhook.MUTATING_PATH, deployment_webhook.VALIDATING_
                 statefulset_webhook.MUTATING_PATH, statefulset_webhook.VALIDATING_PATH)
 """The paths of the webhooks for the parents of Pods Kueue holds (Deployments, StatefulSets)."""
 FRAMEWORK_PATHS = (*PARENT_PATHS, *jobset_webhook.PATHS, *mpijob_webhook.PATHS, *kubeflow_webhook.PATHS,
-                   *ray_webhook.PATHS, *lws_webhook.PATHS, *ray_webhook.SERVICE_PATHS)
+                   *ray_webhook.PATHS, *lws_webhook.PATHS, *appwrapper_webhook.PATHS, *trainjob_webhook.PATHS,
+                   *ray_webhook.SERVICE_PATHS)
 """The paths of the webhooks of the frameworks answered by a review given to :class:`WebhookServer` (its
-``parents``): the parents', the JobSet, MPIJob, training operator, Ray and LeaderWorkerSet ones
+``parents``): the parents', the JobSet, MPIJob, training operator, Ray, LeaderWorkerSet, AppWrapper and TrainJob ones
 (:mod:`connectors.k8s.jobset_webhook`, :mod:`connectors.k8s.mpijob_webhook`, :mod:`connectors.k8s.kubeflow_webhook`,
-:mod:`connectors.k8s.ray_webhook`, :mod:`connectors.k8s.lws_webhook`)."""
+:mod:`connectors.k8s.ray_webhook`, :mod:`connectors.k8s.lws_webhook`, :mod:`connectors.k8s.appwrapper_webhook`,
+:mod:`connectors.k8s.trainjob_webhook`)."""
 DEFAULT_QUEUE = "default"
 CONFIGURATION_NAME = "kueue-es-mutating-webhook-configuration"
 WEBHOOK_NAME = "mjob.kb.io"
@@ -230,15 +237,65 @@ def _parent_resource(ref: o.OwnerReference) -> Resource | None:
     """Where a parent of a kind an integration runs is read from the apiserver."""
     by_kind = {"Job": BY_KIND["Job"], "Pod": BY_KIND["Pod"], "JobSet": JOBSETS, "MPIJob": MPIJOBS, **KUBEFLOW_JOBS,
                "RayJob": RAYJOBS, "RayCluster": RAYCLUSTERS, "LeaderWorkerSet": LEADER_WORKER_SETS,
-               "RayService": RAYSERVICES}
+               "AppWrapper": APPWRAPPERS, "TrainJob": TRAINJOBS, "RayService": RAYSERVICES}
     return by_kind.get(ref.kind)
 
 
-def ancestry_lookup(client: KubeClient, config: SchedulerConfig) -> ManagedAncestry:
-    """Kueue's walk for a Job being created (:func:`connectors.k8s.child_jobs.managed_ancestor`, under the
-    integrations ``config`` turns on and its ``manageJobsWithoutQueueName``), its parents read from the apiserver
-    first — at most one past :data:`~connectors.k8s.child_jobs.CHAIN_LIMIT`, so the walk can tell a chain too
-    long."""
+class HeldParents:
+    """What this kueue-es process already holds of the parents a webhook's walk reads: once the connector runs beside the
+    webhook server (this replica leads), its parents registry (:class:`connectors.k8s.child_jobs.Parents`: the JobSets,
+    MPIJobs, training jobs, RayJobs, RayClusters, LeaderWorkerSets, AppWrappers, TrainJobs and RayServices the
+    integrations' informers list, the managed Pods) and the log's Jobs. Kueue's webhooks read parents from the manager's
+    informer cache, never from the apiserver: an admission request has the apiserver's timeout to answer in, and one GET
+    per parent inside it is what the cache spares. Where nothing is held — a standby (it runs no connector), an informer
+    not listed yet, a parent made an instant ago that its watch has not brought, a held copy of another uid (deleted and
+    made again) — the parent is read from the apiserver instead. Kueue's cache answers such a miss "not found" and its
+    webhook then refuses the object (``ErrWorkloadOwnerNotFound``) for the client to retry; kueue-es reads the
+    apiserver, which can only know better, so an object Kueue would refuse and then take on retry is taken at once, as
+    decided on the parent's stored state."""
+
+    def __init__(self) -> None:
+        self._parents: child_jobs.Parents | None = None
+        self._jobs: Callable[[], Mapping[str, o.Job]] = dict
+        self.hits = 0
+        """Parents answered from memory (the rest were read from the apiserver)."""
+
+    def attach(self, parents: child_jobs.Parents, jobs: Callable[[], Mapping[str, o.Job]]) -> None:
+        """Read from ``parents`` and the Jobs ``jobs`` gives (the mirror's, as they are at each read)."""
+        self._parents, self._jobs = parents, jobs
+
+    def detach(self) -> None:
+        self._parents, self._jobs = None, dict
+
+    def meta(self, namespace: str, ref: o.OwnerReference) -> o.ObjectMeta | None:
+        """The held metadata of the parent ``ref`` names; None when not held (the caller reads the apiserver)."""
+        if self._parents is None:
+            return None
+        found = self._parents.held_meta(ref.kind, namespace, ref.name, self._jobs())
+        if found is None or (ref.uid and found.uid and found.uid != ref.uid):
+            return None
+        self.hits += 1
+        return found
+
+
+def ancestry_lookup(client: KubeClient, config: SchedulerConfig, held: HeldParents | None = None) -> ManagedAncestry:
+    """Kueue's walk for an object being created or updated (:func:`connectors.k8s.child_jobs.managed_ancestor`,
+    under the integrations ``config`` turns on and its ``manageJobsWithoutQueueName``), its parents read first —
+    from what ``held`` holds (:class:`HeldParents`), else from the apiserver — at most one past
+    :data:`~connectors.k8s.child_jobs.CHAIN_LIMIT`, so the walk can tell a chain too long. Where they are read
+    from changes nothing the walk decides on the same parents."""
+
+    async def read_parent(namespace: str, ref: o.OwnerReference, resource: Resource) -> o.ObjectMeta | None:
+        """The parent's metadata; None: not there (the apiserver says 404)."""
+        cached = held.meta(namespace, ref) if held is not None else None
+        if cached is not None:
+            return cached
+        try:
+            raw = msgspec.json.decode(await client.get(resource, ref.name, namespace))  # the body's bytes
+        except NotFound:
+            return None
+        parent_meta = raw.get("metadata") if isinstance(raw, dict) else None
+        return msgspec.convert(parent_meta or {}, o.ObjectMeta, strict=False)
 
     async def has_managed_ancestor(namespace: str, job: dict[str, Any]) -> bool:
         meta = msgspec.convert(job.get("metadata") or {}, o.ObjectMeta, strict=False)
@@ -251,13 +308,11 @@ def ancestry_lookup(client: KubeClient, config: SchedulerConfig) -> ManagedAnces
             if ref is None or resource is None or (ref.kind, ref.name) in read or not job_selection.runs_parent(
                     (ref.api_version, ref.kind), config):
                 break
-            try:
-                raw = msgspec.json.decode(await client.get(resource, ref.name, namespace))  # the body's bytes
-            except NotFound:
+            parent = await read_parent(namespace, ref, resource)
+            if parent is None:
                 missing.add((ref.kind, ref.name))
                 break
-            parent_meta = raw.get("metadata") if isinstance(raw, dict) else None
-            current = read[(ref.kind, ref.name)] = msgspec.convert(parent_meta or {}, o.ObjectMeta, strict=False)
+            current = read[(ref.kind, ref.name)] = parent
 
         def parent_of(ns: str, ref: o.OwnerReference) -> o.ObjectMeta | None:
             if not job_selection.runs_parent((ref.api_version, ref.kind), config):
@@ -331,8 +386,11 @@ class WebhookServer:
                  suspends_unqueued: SuspendsUnqueued | None = None,
                  pod_validations: pod_webhook.Reviewer = pod_webhook.allowed_as_is,
                  parents: Mapping[str, pod_webhook.Reviewer] | None = None,
-                 parent_runs: ParentRuns | None = None, managed_ancestry: ManagedAncestry | None = None) -> None:
+                 parent_runs: ParentRuns | None = None, managed_ancestry: ManagedAncestry | None = None,
+                 held_parents: HeldParents | None = None) -> None:
         self.has_default_queue = has_default_queue
+        self.held_parents = held_parents or HeldParents()
+        """What the walks read parents from before the apiserver: the leader attaches its connector's registry."""
         self.managed_ancestry = managed_ancestry
         """Whether a Job has a Kueue-managed ancestor (:func:`ancestry_lookup`; None: ``parent_runs`` says)."""
         self.parent_runs = parent_runs or kueue_parents()
@@ -362,7 +420,10 @@ class WebhookServer:
         self.validations_refused = 0
         self._runner: web.AppRunner | None = None
 
-    async def start(self, address: str, port: int, certfile: str, keyfile: str) -> None:
+    async def start(self, address: str, port: int, certfile: str, keyfile: str,
+                    tls: TLSSettings | None = None) -> None:
+        """Serve on ``address:port`` with ``tls`` (the Configuration's ``tls`` stanza, :attr:`SchedulerConfig.server_tls`;
+        None: the library's defaults)."""
         app = web.Application()
         app.router.add_post(PATH, self._handle)
         app.router.add_post(pod_webhook.PATH, self._pod)
@@ -373,7 +434,7 @@ class WebhookServer:
         app.router.add_post(pod_validation.PATH, partial(self._validate, "Pod"))
         for path in FRAMEWORK_PATHS:
             app.router.add_post(path, partial(self._parent, path))
-        self._runner = await https.serve(app, address, port, https.server_tls(certfile, keyfile))
+        self._runner = await https.serve(app, address, port, https.server_tls(certfile, keyfile, options=tls))
         log.info("webhook serving", address=address, port=port,
                  paths=[PATH, pod_webhook.PATH, conversion.PATH, *validating.PATHS, job_validation.PATH,
                         pod_validation.PATH, *FRAMEWORK_PATHS])
@@ -453,8 +514,8 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
                   excluded_namespaces: tuple[str, ...] = ("kube-system", "kueue-system"), pods: bool = False,
                   deployments: bool = False, statefulsets: bool = False, jobsets: bool = False,
                   mpijobs: bool = False, kubeflow: frozenset[str] = frozenset(), rayjobs: bool = False,
-                  rayclusters: bool = False, leaderworkersets: bool = False,
-                  rayservices: bool = False) -> dict[str, Any]:
+                  rayclusters: bool = False, leaderworkersets: bool = False, appwrappers: bool = False,
+                  trainjobs: bool = False, rayservices: bool = False) -> dict[str, Any]:
     """The MutatingWebhookConfiguration for :data:`PATH`, the Pod webhook's path and the Deployment, StatefulSet,
     JobSet and MPIJob webhooks': at ``url``, or at ``service`` (name, namespace, port), trusting ``ca_pem`` (none: as
     ``kueue-es manifests`` installs it, its CA set by the first replica that serves). ``pods``, ``deployments``,
@@ -462,7 +523,8 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
     closed); ``kubeflow``: the training operator's kinds whose integration is on
     (:mod:`connectors.k8s.kubeflow_webhook`); ``rayjobs``, ``rayclusters``, ``rayservices``: the Ray integrations
     (:mod:`connectors.k8s.ray_webhook`); ``leaderworkersets`` whether the LeaderWorkerSet one is
-    (:mod:`connectors.k8s.lws_webhook`)."""
+    (:mod:`connectors.k8s.lws_webhook`); ``appwrappers`` whether the AppWrapper one is
+    (:mod:`connectors.k8s.appwrapper_webhook`); ``trainjobs`` the TrainJob one (:mod:`connectors.k8s.trainjob_webhook`)."""
     if not url and service is None:
         raise ValueError("the webhook needs a url or a service")
 
@@ -495,10 +557,12 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
             *(framework_webhook.registration(kind, client_config(kind.mutating_path), selector, on=on, mutating=True)
               for kind, on in ((jobset_webhook.KIND, jobsets), (mpijob_webhook.KIND, mpijobs),
                                (ray_webhook.RAYJOB_KIND, rayjobs), (ray_webhook.RAYCLUSTER_KIND, rayclusters),
-                               (ray_webhook.RAYSERVICE_KIND, rayservices))),
+                               (appwrapper_webhook.KIND, appwrappers), (ray_webhook.RAYSERVICE_KIND, rayservices))),
             *kubeflow_webhook.registrations(client_config, selector, kubeflow, mutating=True),
             lws_webhook.registration(client_config(lws_webhook.MUTATING_PATH), selector, on=leaderworkersets,
-                                     mutating=True)],
+                                     mutating=True),
+            framework_webhook.registration(trainjob_webhook.KIND, client_config(trainjob_webhook.KIND.mutating_path),
+                                           selector, on=trainjobs, mutating=True)],
     }
 
 
@@ -557,7 +621,7 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     defaulting = gates.enabled(feature_gates or {}, gates.WORKLOAD_PRIORITY_CLASS_DEFAULTING)
     queues = default_queue_lookup(client)
     pods_on = pods is not None and pods.enabled
-    pod_reviews = pod_webhook.reviewer(client, pods, queues) if pods is not None and pods_on else pod_webhook.allowed_as_is
+
     pod_validations = (pod_validation.reviewer(feature_gates or {}, queues) if pods_on
                        else pod_webhook.allowed_as_is)
     config_in_force = config if config is not None else DEFAULT
@@ -569,22 +633,30 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     rayclusters = ray_webhook.RayWebhooks.of(config_in_force, clusters=True)
     rayservices = ray_webhook.RayWebhooks.for_services(config_in_force)
     leaderworkersets = lws_webhook.LeaderWorkerSetWebhooks.of(config_in_force)
+    appwrappers = appwrapper_webhook.AppWrapperWebhooks.of(config_in_force)
+    trainjobs = trainjob_webhook.TrainJobWebhooks.of(config_in_force)
     namespace_labels = pod_webhook.namespace_lookup(client)
     priority_classes = default_priority_class_lookup(client) if defaulting else None
-    ancestry = ancestry_lookup(client, config_in_force)
-    parents = {**deployment_webhook.reviewers(deployments, namespace_labels, queues),
-               **statefulset_webhook.reviewers(statefulsets, namespace_labels, queues),
+    held = HeldParents()
+    ancestry = ancestry_lookup(client, config_in_force, held)
+    pod_reviews = (pod_webhook.reviewer(client, pods, queues, ancestry) if pods is not None and pods_on
+                   else pod_webhook.allowed_as_is)
+    parents = {**deployment_webhook.reviewers(deployments, namespace_labels, queues, ancestry),
+               **statefulset_webhook.reviewers(statefulsets, namespace_labels, queues, ancestry),
                **jobset_webhook.reviewers(jobsets, namespace_labels, queues, priority_classes, ancestry),
                **mpijob_webhook.reviewers(mpijobs, namespace_labels, queues, priority_classes, ancestry),
                **kubeflow_webhook.reviewers(config_in_force, namespace_labels, queues, priority_classes, ancestry),
                **ray_webhook.reviewers(rayjobs, rayclusters, namespace_labels, queues, priority_classes, ancestry),
                **ray_webhook.service_reviewers(rayservices, namespace_labels, queues, priority_classes, ancestry),
-               **lws_webhook.reviewers(leaderworkersets, namespace_labels, queues, ancestry)}
+               **lws_webhook.reviewers(leaderworkersets, namespace_labels, queues, ancestry),
+               **appwrapper_webhook.reviewers(appwrappers, namespace_labels, queues, priority_classes, ancestry),
+               **trainjob_webhook.reviewers(trainjobs, namespace_labels, queues, priority_classes, ancestry,
+                                            trainjob_webhook.runtime_lookup(client))}
     server = WebhookServer(queues, priority_classes,
                            feature_gates, pod_reviews, config.manages_jobs if config is not None else True,
                            unqueued_lookup(client, config) if config is not None else None, pod_validations, parents,
-                           kueue_parents(frozenset(config_in_force.frameworks)), ancestry)
-    await server.start(k.webhook_address, k.webhook_port, str(cert), str(key))
+                           kueue_parents(frozenset(config_in_force.frameworks)), ancestry, held)
+    await server.start(k.webhook_address, k.webhook_port, str(cert), str(key), config_in_force.server_tls)
     if k.webhook_register:
         service = None if k.webhook_url else (k.webhook_service, k.lease_namespace, 443)
         await register(client, configuration(bundle.ca_pem, url=k.webhook_url, service=service,
@@ -593,6 +665,7 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
                                              jobsets=jobsets.enabled, mpijobs=mpijobs.enabled,
                                              kubeflow=config_in_force.kubeflow_kinds, rayjobs=rayjobs.enabled,
                                              rayclusters=rayclusters.enabled, leaderworkersets=leaderworkersets.enabled,
+                                             appwrappers=appwrappers.enabled, trainjobs=trainjobs.enabled,
                                              rayservices=rayservices.enabled))
         await register(client, validating.configuration(bundle.ca_pem, url=k.webhook_url, service=service,
                                                         excluded_namespaces=("kube-system", k.lease_namespace),
@@ -602,6 +675,7 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
                                                         kubeflow=config_in_force.kubeflow_kinds,
                                                         rayjobs=rayjobs.enabled, rayclusters=rayclusters.enabled,
                                                         leaderworkersets=leaderworkersets.enabled,
+                                                        appwrappers=appwrappers.enabled, trainjobs=trainjobs.enabled,
                                                         rayservices=rayservices.enabled))
         await conversion.register(client, conversion_stanza(k, bundle.ca_pem))
     return server

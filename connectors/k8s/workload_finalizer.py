@@ -28,8 +28,7 @@ retention deletions (:mod:`connectors.k8s.retention`) do the writes, the two int
 The patch carries the resourceVersion the decision was taken on, so it never drops a finalizer someone else
 added meanwhile (a conflict waits for the newer Workload the watch brings). That is always so here, as Kueue's
 own removal from a Workload (a full update) always is: its ``RemoveFinalizersWithStrictPatch`` gate only changes
-how its Pod integration takes ``kueue.x-k8s.io/managed`` off Pods, which kueue-es does not manage, and so is
-not modelled.
+how its Pod integration takes ``kueue.x-k8s.io/managed`` off Pods (:func:`connectors.k8s.pod_sync.finalize_patch`).
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ import msgspec
 
 from events import objects as o
 from events.errors import InvalidInput
+from events.labels import qualified_name_problem
+from kueue_es.scheduler import tls_options
 from projections import custom_labels, gates
 from projections.queue_order import REQUEUING_TIMESTAMPS
 from projections.request_rules import ResourceTransformation, compile_rules
@@ -58,12 +60,21 @@ _PODS_READY_DEFAULT = WaitForPodsReadyConfig()
 _PODS_READY_OFF = WaitForPodsReadyConfig(enable=False)
 
 
+class DeviceClassMapping(_Cfg):
+    """One ``resources.deviceClassMappings`` entry: the logical resource the devices of these DeviceClasses are
+    charged to quota as (:mod:`projections.dra`, which reads them from the recorded document)."""
+
+    name: str = ""
+    device_class_names: list[str] = []
+
+
 class ResourcesConfig(_Cfg):
     exclude_resource_prefixes: list[str] = []
     transformations: list[ResourceTransformation] = []
     """What they do to requests: :mod:`projections.request_rules` (the projection reads them from the recorded
     document)."""
     quota_check_strategy: str = "BlockUndeclared"
+    device_class_mappings: list[DeviceClassMapping] = []
 
 
 QUOTA_CHECK_STRATEGIES = ("BlockUndeclared", "IgnoreUndeclared")
@@ -120,6 +131,8 @@ RAYJOB_FRAMEWORK = "ray.io/rayjob"
 RAYCLUSTER_FRAMEWORK = "ray.io/raycluster"
 RAYSERVICE_FRAMEWORK = "ray.io/rayservice"
 LWS_FRAMEWORK = "leaderworkerset.x-k8s.io/leaderworkerset"
+APPWRAPPER_FRAMEWORK = "workload.codeflare.dev/appwrapper"
+TRAINJOB_FRAMEWORK = "trainer.kubeflow.org/trainjob"
 KUBEFLOW_FRAMEWORKS = {"PyTorchJob": "kubeflow.org/pytorchjob", "TFJob": "kubeflow.org/tfjob",
                        "XGBoostJob": "kubeflow.org/xgboostjob", "PaddleJob": "kubeflow.org/paddlejob",
                        "JAXJob": "kubeflow.org/jaxjob"}
@@ -147,6 +160,13 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
+class TLSConfig(_Cfg):
+    """Kueue's ``tls`` stanza (:mod:`kueue_es.scheduler.tls_options`)."""
+
+    min_version: str = ""
+    cipher_suites: list[str] = []
+
+
 class SchedulerConfig(_Cfg):
     """Decoded from a Kueue Configuration document; every field defaults as Kueue defaults it."""
 
@@ -165,6 +185,8 @@ class SchedulerConfig(_Cfg):
     """Kueue's own namespace (only what the default :attr:`managed_jobs_selector` leaves out)."""
     managed_jobs_namespace_selector: o.LabelSelector | None = None
     integrations: IntegrationsConfig | None = None
+    tls: TLSConfig | None = None
+    """Kueue's ``tls``: read only under the ``TLSOptions`` gate (:attr:`server_tls`)."""
     manage_jobs_without_queue_name: bool = False
     """Kueue's ``manageJobsWithoutQueueName``: Jobs (and, with the pod integration, Pods) without a queue name
     in the namespaces :attr:`managed_jobs_selector` selects are Kueue's too, held until a queue admits them
@@ -264,6 +286,20 @@ class SchedulerConfig(_Cfg):
         return LWS_FRAMEWORK in self.frameworks
 
     @property
+    def manages_appwrappers(self) -> bool:
+        """Kueue's AppWrapper integration is on (``workload.codeflare.dev/appwrapper`` among the frameworks; off
+        unless listed): a queued AppWrapper runs only while its Workload is admitted, what it wraps being its
+        children (:mod:`connectors.k8s.appwrapper_integration`)."""
+        return APPWRAPPER_FRAMEWORK in self.frameworks
+
+    @property
+    def manages_trainjobs(self) -> bool:
+        """Kueue's Kubeflow Trainer integration is on (``trainer.kubeflow.org/trainjob`` among the frameworks; off
+        unless listed): a queued TrainJob runs only while its Workload is admitted
+        (:mod:`connectors.k8s.trainjob_integration`)."""
+        return TRAINJOB_FRAMEWORK in self.frameworks
+
+    @property
     def managed_jobs_selector(self) -> o.LabelSelector:
         """The namespaces whose Jobs are managed (``managedJobsNamespaceSelector``), by default all but
         ``kube-system`` and Kueue's own, as Kueue defaults it."""
@@ -274,6 +310,15 @@ class SchedulerConfig(_Cfg):
     def gate(self, name: str) -> bool:
         """Whether feature gate ``name`` is on."""
         return gates.enabled(self.feature_gates, name)
+
+    @property
+    def server_tls(self) -> tls_options.TLSSettings | None:
+        """What the ``tls`` stanza sets on the HTTPS servers (webhooks, visibility API) under the ``TLSOptions``
+        gate; None (the TLS library's defaults) with the gate off, no stanza, or one Kueue cannot parse (which
+        :func:`load_config` refuses while the visibility API is served, as Kueue then exits)."""
+        if self.tls is None or not self.gate(gates.TLS_OPTIONS):
+            return None
+        return tls_options.parse(self.tls.min_version, self.tls.cipher_suites)[0]
 
     @property
     def ignore_undeclared(self) -> bool:
@@ -378,6 +423,11 @@ def load_config(doc: dict[str, Any], source: str = "<config>") -> SchedulerConfi
         raise InvalidInput(f"{source}: Configuration: field `{bad_label[0]}`: {bad_label[1]}")
     if cfg.managed_jobs_namespace_selector is not None:
         _validate_selector(cfg.managed_jobs_namespace_selector, f"{source}: field `managedJobsNamespaceSelector")
+    if cfg.tls is not None and cfg.gate(gates.TLS_OPTIONS) and cfg.gate(gates.VISIBILITY_ON_DEMAND):
+        problem = tls_options.parse(cfg.tls.min_version, cfg.tls.cipher_suites)[1]
+        if problem is not None:  # Kueue's visibility server cannot start on it, and Kueue exits
+            field, _, detail = problem.partition(": ")
+            raise InvalidInput(f"{source}: Configuration: field `{field}`: {detail}")
     if cfg.admission_fair_sharing is not None:
         _validate_admission_fair_sharing(cfg.admission_fair_sharing, source)
         if not gates.enabled(cfg.feature_gates, gates.ADMISSION_FAIR_SHARING):
@@ -437,12 +487,51 @@ def _validate_admission_fair_sharing(afs: AdmissionFairSharingConfig, source: st
                                f"got {afs.resource_weights[resource]}")
 
 
+MAX_DEVICE_CLASS_MAPPINGS, MAX_DEVICE_CLASSES_PER_MAPPING = 16, 8
+
+
+def _validate_device_class_mappings(mappings: list[DeviceClassMapping], at: str) -> None:
+    """Kueue's checks of ``resources.deviceClassMappings``: at most 16 entries, each a qualified resource name
+    given once with one to eight qualified DeviceClass names, none of them given twice nor mapped to two
+    resources. ``at`` is the field's opening, closed here with the entry's path."""
+    if len(mappings) > MAX_DEVICE_CLASS_MAPPINGS:
+        raise InvalidInput(f"{at}`: must have at most {MAX_DEVICE_CLASS_MAPPINGS} items, got {len(mappings)}")
+    names: set[str] = set()
+    mapped_to: dict[str, str] = {}
+    for i, m in enumerate(mappings):
+        if not m.name:
+            raise InvalidInput(f"{at}[{i}].name` is required")
+        problem = qualified_name_problem(m.name)
+        if problem:
+            raise InvalidInput(f"{at}[{i}].name`: invalid value {m.name!r}: {problem}")
+        if m.name in names:
+            raise InvalidInput(f"{at}[{i}].name`: duplicate value {m.name!r}")
+        names.add(m.name)
+        if not m.device_class_names:
+            raise InvalidInput(f"{at}[{i}].deviceClassNames`: at least one device class name is required")
+        if len(m.device_class_names) > MAX_DEVICE_CLASSES_PER_MAPPING:
+            raise InvalidInput(f"{at}[{i}].deviceClassNames`: must have at most {MAX_DEVICE_CLASSES_PER_MAPPING} "
+                               f"items, got {len(m.device_class_names)}")
+        for j, dc in enumerate(m.device_class_names):
+            where = f"{at}[{i}].deviceClassNames[{j}]`"
+            problem = qualified_name_problem(dc) if dc else "a device class name must not be empty"
+            if problem:
+                raise InvalidInput(f"{where}: invalid value {dc!r}: {problem}")
+            if m.device_class_names.index(dc) != j:
+                raise InvalidInput(f"{where}: duplicate value {dc!r}")
+            if dc in mapped_to and mapped_to[dc] != m.name:
+                raise InvalidInput(f"{where}: device class already mapped to resource {mapped_to[dc]}")
+            mapped_to[dc] = m.name
+
+
 def _validate_resources(cfg: SchedulerConfig, source: str) -> None:
     """Kueue's checks of ``resources``: the transformations (always; ``pods`` in one under
-    ``ReservedResourceNameValidation``), the quota check strategy (under its gate)."""
+    ``ReservedResourceNameValidation``), the device class mappings, the quota check strategy (under its gate)."""
     r = cfg.resources
     compile_rules(r.exclude_resource_prefixes, r.transformations, f"{source}: Configuration",
                   reserved_names=gates.enabled(cfg.feature_gates, gates.RESERVED_RESOURCE_NAME_VALIDATION))
+    _validate_device_class_mappings(r.device_class_mappings, f"{source}: Configuration: field "
+                                                             "`resources.deviceClassMappings")
     if not gates.enabled(cfg.feature_gates, gates.QUOTA_CHECK_STRATEGY):
         return
     where = f"{source}: Configuration: field `resources.quotaCheckStrategy`"

@@ -103,6 +103,8 @@ def describe(config: SchedulerConfig) -> str:
             bits.append(f"{len(r.transformations)} transformation(s)")
         if r.quota_check_strategy != ResourcesConfig().quota_check_strategy:
             bits.append(f"quotaCheckStrategy {r.quota_check_strategy}")
+        if r.device_class_mappings:
+            bits.append(f"{len(r.device_class_mappings)} device class mapping(s)")
         parts.append(f"resources ({'; '.join(bits)})")
     retention = config.object_retention_policies.workloads if config.object_retention_policies else None
     if retention is not None and (retention.after_finished or retention.after_deactivated_by_kueue):

@@ -65,6 +65,8 @@ from kueue_es.scheduler.config import SchedulerConfig, parse_duration
 from kueue_es.scheduler.nodefailure import next_wait_end, node_failure_decisions
 from projections import gates
 from projections.cluster import MAX_EXECUTION_EXCEEDED, ClusterState, max_execution_deadline
+from projections.dra import INADMISSIBLE as DRA_INADMISSIBLE
+from projections.dra import workload_problem
 from projections.secondpass import delayed_pod_sets
 from projections.workloads import (
     ADMISSION_GATE_CLEARED,
@@ -225,7 +227,8 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
     bypass = config.gate(gates.SCHEDULING_EQUIVALENCE_HASHING) and config.gate(
         gates.UNADMITTED_WORKLOADS_OBSERVABILITY)
     _pending_workloads(state, out, base, touched, gated_by=config.gate(gates.ADMISSION_GATED_BY), bypass=bypass,
-                       explicit=config.gate(gates.UNADMITTED_WORKLOADS_EXPLICIT_STATUS))
+                       explicit=config.gate(gates.UNADMITTED_WORKLOADS_EXPLICIT_STATUS),
+                       observability=config.gate(gates.UNADMITTED_WORKLOADS_OBSERVABILITY))
     if config.object_retention_policies is not None:
         for key in sorted(state.retained) if everything else _retention_due(state, config, now):
             wl = wls[key]
@@ -305,10 +308,16 @@ def retry_requeue_at(wl: WorkloadInfo, retry: list[o.AdmissionCheckState], now: 
     return latest
 
 
-def queue_blocker(state: ClusterState, wl: WorkloadInfo, gated_by: bool) -> tuple[str, str]:
+def queue_blocker(state: ClusterState, wl: WorkloadInfo, gated_by: bool, observability: bool = False
+                  ) -> tuple[str, str]:
     """What keeps a pending workload out of scheduling, as Kueue's workload controller words it ("" if nothing):
-    its activity, its queues, its admissibility (the scheduler's words for it, so the two agree), then its
-    admission gate while ``gated_by`` (the AdmissionGatedBy gate) is on."""
+    DRA claims it does not charge (:mod:`projections.dra`; ``Misconfigured`` under ``observability``, the
+    UnadmittedWorkloadsObservability gate, else ``Inadmissible``), its activity, its queues, its admissibility
+    (the scheduler's words for it, so the two agree), then its admission gate while ``gated_by`` (the
+    AdmissionGatedBy gate) is on."""
+    problem = workload_problem(wl.pod_sets)
+    if problem:  # Kueue's controller looks at a pending workload's claims first, and stops there
+        return (MISCONFIGURED if observability else DRA_INADMISSIBLE), problem
     if not wl.active:
         return "Deactivated", "The workload is deactivated"
     lq = state.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
@@ -331,7 +340,8 @@ def queue_blocker(state: ClusterState, wl: WorkloadInfo, gated_by: bool) -> tupl
 
 
 def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
-                       touched: dict[str, None] | None, *, gated_by: bool, bypass: bool, explicit: bool) -> None:
+                       touched: dict[str, None] | None, *, gated_by: bool, bypass: bool, explicit: bool,
+                       observability: bool = False) -> None:
     """Requeue workloads whose Requeued=False cause is gone; keep the queue-blocker condition current, and with
     ``bypass`` the equivalent failure a parked workload waits on. Looks at the flagged workloads, those in
     blocked queues and, with ``bypass``, those parked with a parked shape (only the ``touched`` ones, when
@@ -379,7 +389,7 @@ def _pending_workloads(state: ClusterState, out: list[ev.Decision], base: dict,
             out.append(ev.WorkloadPending(key=key, uid=wl.uid, reason="PendingEvaluation",
                                           message=ADMISSION_GATE_CLEARED, **base))
             continue
-        reason, message = queue_blocker(state, wl, gated_by)
+        reason, message = queue_blocker(state, wl, gated_by, observability)
         parked_for = _bypassed_for(state, wl, explicit) if bypass and not reason else None
         if parked_for:
             reason, message = parked_for, BYPASSED

@@ -241,3 +241,19 @@ async def test_the_connector_lets_a_job_find_every_ancestor_kind_the_webhook_rea
     assert [(k, body["spec"]) for k, _, body in client.patches] == [("Job", {"suspend": True})]
     (acted,) = appended
     assert isinstance(acted, ev.JobActed) and acted.action == child_jobs.SUSPENDED, "held as a child"
+
+
+@pytest.mark.asyncio
+async def test_a_job_in_a_namespace_the_selector_leaves_out_is_not_walked_up_nor_warned() -> None:
+    """Kueue's reconciler (ManagedJobsNamespaceSelectorAlwaysRespected, locked on) leaves a job in a namespace
+    ``managedJobsNamespaceSelector`` does not select before it looks for a managed ancestor: no JobNestingTooDeep."""
+    parents = [o.Job(metadata=_meta(f"Job-{i}", f"Job-{i + 1}" if i < 11 else None, queued=True))
+               for i in range(1, 12)]
+    child = msgspec.structs.replace(job(suspend=False), metadata=msgspec.structs.replace(
+        job().metadata, owner_references=[o.OwnerReference(api_version="batch/v1", kind="Job", name="Job-1",
+                                                           uid="uid-Job-1", controller=True)]))
+    jobs, _, appended = integration(*parents, child, before=(
+        _config(managedJobsNamespaceSelector={"matchLabels": {"kueue-managed": "true"}}),))
+    client = jobs.client = RecordingClient()  # type: ignore[assignment]
+    await jobs.reconcile("ns/train")
+    assert client.patches == [] and appended == []

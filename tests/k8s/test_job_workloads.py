@@ -363,3 +363,33 @@ def test_a_job_naming_a_missing_pod_priority_class_gets_its_workload_once_the_cl
                                                 "scheduling.k8s.io", 300)
 
     asyncio.run(scenario())
+
+
+class _StampingCluster(_Cluster):
+    """Creates the Workload as the apiserver does, stamping its creationTimestamp."""
+
+    async def create(self, resource, body, namespace=""):
+        self.created.append(body)
+        return msgspec.json.encode({**body, "metadata": {**body["metadata"],
+                                                         "creationTimestamp": "2026-01-01T00:00:07Z"}})
+
+
+@pytest.mark.parametrize(("generation", "latency"), [(1, 5000), (0, 5000), (2, None)])
+def test_created_workload_records_how_long_after_its_job_it_came(generation: int, latency: int | None) -> None:
+    """Kueue's reconciler observes workload_creation_latency_seconds for a job at generation 1 at most: the
+    record of the creation carries the Workload's creationTimestamp minus the Job's."""
+    async def scenario() -> None:
+        raw = _job()
+        raw["metadata"].update(resourceVersion="7", generation=generation, creationTimestamp="2026-01-01T00:00:02Z")
+        job = msgspec.convert(raw, o.Job)
+        log, mirror = MemoryLog(), Mirror()
+        journal = LocalJournal(log, mirror)
+        jobs = JobIntegration(_StampingCluster(raw), journal)  # type: ignore[arg-type]
+        team = namespace("team-a")
+        await journal.append([ev.ObjectUpserted(time=1, key=team.key, obj=team),
+                              ev.ObjectUpserted(time=1, key=job.key, uid=UID, obj=job)])
+        await jobs.reconcile(job.key)
+        (created,) = [r.event async for r in log.read(0) if isinstance(r.event, ev.JobActed)]
+        assert (created.action, created.kind, created.creation_latency_ms) == ("CreatedWorkload", "Job", latency)
+
+    asyncio.run(scenario())

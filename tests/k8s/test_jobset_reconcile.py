@@ -162,3 +162,22 @@ async def test_a_jobset_under_a_queued_mpijob_is_that_mpijobs_child(admitted: bo
                               if suspended else [])
     assert [(e.kind, e.action, e.message) for e in appended] == (  # type: ignore[attr-defined]
         [("JobSet", "Suspended", "Kueue managed child job suspended")] if suspended else [])
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("selected", "waits"), [(True, True), (False, False)])
+async def test_a_jobset_in_a_namespace_the_selector_leaves_out_does_not_wait_for_its_controller(
+        selected: bool, waits: bool) -> None:
+    """Kueue's reconciler (ManagedJobsNamespaceSelectorAlwaysRespected, locked on) leaves a job in a namespace
+    ``managedJobsNamespaceSelector`` does not select before it walks up to its controllers: a JobSet under an
+    MPIJob not listed yet waits for it (its reconcile is retried) only in a selected namespace."""
+    raw = raw_jobset(suspend=False)
+    raw["metadata"]["ownerReferences"] = [{"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "name": "pi",
+                                           "uid": "uid-pi", "controller": True}]
+    frameworks = ["batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/mpijob"]
+    selector = {} if selected else {"managedJobsNamespaceSelector": {"matchLabels": {"kueue-managed": "true"}}}
+    integ, client, appended = integration(raw, config={"integrations": {"frameworks": frameworks}, **selector})
+    integ.parents.hold("MPIJob", {})  # listed, and not there (yet)
+    await integ.reconcile("ns/train")
+    assert (client.created, client.patches, appended) == ([], [], [])
+    assert ("ns/train" in integ._retry._at) is waits

@@ -116,6 +116,30 @@ def test_the_validating_webhook_refuses_in_kueues_words() -> None:
                    old=_lws({Q: "lq"}))["allowed"]
 
 
+def _resized(size: int | None) -> dict[str, Any]:
+    obj = _lws({Q: "lq"})
+    if size is None:
+        del obj["spec"]["leaderWorkerTemplate"]["size"]
+    else:
+        obj["spec"]["leaderWorkerTemplate"]["size"] = size
+    return obj
+
+
+def test_a_queued_sets_group_size_is_immutable_under_lws_immutable_group_size() -> None:
+    """Kueue's LWSImmutableGroupSize (beta, on): a group's Workload keeps the counts it was made with, so the
+    validating webhook refuses another size (growing or shrinking; a missing size is 1) of a set naming a queue."""
+    grown = _review(lwh.VALIDATING_PATH, _resized(10), operation="UPDATE", old=_lws({Q: "lq"}))
+    assert grown["status"]["message"] == "spec.leaderWorkerTemplate.size: Invalid value: 10: field is immutable"
+    assert not _review(lwh.VALIDATING_PATH, _resized(None), operation="UPDATE", old=_lws({Q: "lq"}))["allowed"]
+    assert _review(lwh.VALIDATING_PATH, _resized(1), operation="UPDATE", old=_resized(None))["allowed"]
+    unqueued = _lws()
+    assert _review(lwh.VALIDATING_PATH, {**unqueued, "spec": _resized(10)["spec"]}, operation="UPDATE",
+                   old=unqueued)["allowed"], "a set naming no queue is not Kueue's"
+    gate_off = lwh.LeaderWorkerSetWebhooks.of(load_config({"integrations": {"frameworks": FRAMEWORKS},
+                                                           "featureGates": {"LWSImmutableGroupSize": False}}))
+    assert _review(lwh.VALIDATING_PATH, _resized(10), gate_off, operation="UPDATE", old=_lws({Q: "lq"}))["allowed"]
+
+
 def test_registered_fail_closed_only_while_on_the_mutating_one_on_update_too() -> None:
     on = lwh.registration({"url": "https://h/m"}, {}, on=True, mutating=True)
     assert (on["name"], on["failurePolicy"], on["rules"][0]["operations"]) == (

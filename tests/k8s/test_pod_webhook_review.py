@@ -12,8 +12,9 @@ import msgspec
 import pytest
 
 from connectors.k8s.certs import self_signed
-from connectors.k8s.errors import NotFound
-from connectors.k8s.pod_webhook import PodDefaulting, pod_patch, review
+from connectors.k8s.child_jobs import OwnerMissing
+from connectors.k8s.errors import KubeError, NotFound
+from connectors.k8s.pod_webhook import PodDefaulting, controller_of, pod_patch, review
 from connectors.k8s.webhook import configuration
 from kueue_es.scheduler.config import DEFAULT, load_config
 
@@ -68,14 +69,14 @@ def _review(pod: dict, defaulting: PodDefaulting = ON, *, ns_labels: dict | None
         asked.append(f"default queue {name}")
         return default_queue
 
-    async def queued_job_owner(namespace: str, ref: dict) -> bool:
-        asked.append(f"job {ref['name']}")
+    async def managed_ancestry(namespace: str, obj: dict) -> bool:  # the walk, its one parent a Job
+        asked.append(f"job {controller_of(obj)['name']}")  # type: ignore[index]
         if isinstance(job_queued, Exception):
             raise job_queued
         return job_queued
 
     body = msgspec.json.encode({"request": {"uid": "u1", "operation": "CREATE", "namespace": "team", "object": pod}})
-    out = asyncio.run(review(body, defaulting, namespace_labels, has_default_queue, queued_job_owner))
+    out = asyncio.run(review(body, defaulting, namespace_labels, has_default_queue, managed_ancestry))
     return out["response"], asked
 
 
@@ -114,11 +115,62 @@ def test_the_pods_of_a_queued_job_are_the_job_integrations() -> None:
     assert _review(_pod({Q: "lq"}, other))[1] == ["namespace team"], "not a Job: not looked up"
 
 
-def test_a_failed_lookup_refuses_the_pod() -> None:
+def test_a_failed_walk_refuses_the_pod() -> None:
+    """As the other webhooks refuse an object whose ancestors cannot be walked
+    (:func:`connectors.k8s.child_jobs.refusal_status`): a parent not there 404, one that cannot be read 500."""
     owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "gone", "uid": "j", "controller": True}
-    response, _ = _review(_pod({Q: "lq"}, owner), job_queued=NotFound("jobs gone not found"))
+    response, _ = _review(_pod({Q: "lq"}, owner), job_queued=OwnerMissing("Job team/gone, controller of a job, not found"))
+    assert response["allowed"] is False and response["status"]["code"] == 404
+    assert response["status"]["message"] == "Job team/gone, controller of a job, not found"
+    response, _ = _review(_pod({Q: "lq"}, owner), job_queued=KubeError("apiserver unreachable"))
     assert response["allowed"] is False and response["status"]["code"] == 500
-    assert response["status"]["message"].startswith("workload owner not found")
+    assert response["status"]["message"].startswith("failed to get the object's owner")
+
+
+def test_the_pod_webhook_walks_past_an_unqueued_job_to_a_queued_jobset() -> None:
+    """Kueue's pod webhook runs the whole ancestor walk (FindAncestorJobManagedByKueue), not a look at a Job owner
+    alone: a queued Pod under a Job naming no queue under a queued JobSet is the JobSet's, left as made (before,
+    the unqueued Job was read alone and the Pod gated, held by a gate no integration would lift); under an
+    unqueued JobSet it is gated."""
+    from connectors.k8s.webhook import ancestry_lookup
+
+    frameworks = {"integrations": {"frameworks": ["batch/job", "pod", "jobset.x-k8s.io/jobset"]}}
+    config = load_config(frameworks)
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "driver", "uid": "uid-driver", "controller": True}
+    pod = _pod({Q: "lq"}, owner)
+    for jobset_labels, gated in (({Q: "lq"}, False), ({}, True)):
+        api = _Apiserver(("Job", "driver", {"uid": "uid-driver", "labels": {}, "ownerReferences": [
+            {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "js", "uid": "uid-js",
+             "controller": True}]}), ("JobSet", "js", {"uid": "uid-js", "labels": jobset_labels}))
+
+        async def no(*_: object) -> bool:
+            return False
+
+        async def ns_labels(name: str) -> dict[str, str]:
+            return {}
+
+        body = msgspec.json.encode({"request": {"uid": "u1", "operation": "CREATE", "namespace": "team",
+                                                "object": pod}})
+        out = asyncio.run(review(body, PodDefaulting.of(config), ns_labels, no,
+                                 ancestry_lookup(api, config)))["response"]  # type: ignore[arg-type]
+        assert (_ops(out)[-2:] == TAS_GATED) is gated, jobset_labels
+        assert api.reads == [("Job", "driver"), ("JobSet", "js")]
+
+
+class _Apiserver:
+    """Answers GETs as the client does (the body's bytes), recording them."""
+
+    def __init__(self, *objects: tuple[str, str, dict]) -> None:
+        self.objects = {(kind, name): {"metadata": {"name": name, "namespace": "team", **meta}}
+                        for kind, name, meta in objects}
+        self.reads: list[tuple[str, str]] = []
+
+    async def get(self, resource: object, name: str, namespace: str = "", subresource: str = "") -> bytes:
+        kind = resource.kind  # type: ignore[attr-defined]
+        self.reads.append((kind, name))
+        if (kind, name) not in self.objects:
+            raise NotFound(f"{kind} {name} not found", 404, "NotFound")
+        return msgspec.json.encode(self.objects[(kind, name)])
 
 
 def test_an_unlabelled_pod_asks_for_the_default_queue() -> None:

@@ -167,8 +167,12 @@ async def test_a_pod_is_stopped_once_though_the_condition_shows_before_its_delet
 
 
 @pytest.mark.asyncio
-async def test_an_ended_pod_finishes_its_workload_then_loses_the_finalizer() -> None:
-    pods, mirror, appended, client = integration(pod_workload())
+@pytest.mark.parametrize(("strict", "precondition"), [(True, {"resourceVersion": "5"}), (False, {})])
+async def test_an_ended_pod_finishes_its_workload_then_loses_the_finalizer(strict: bool, precondition: dict) -> None:
+    """Kueue's RemoveFinalizersWithStrictPatch (beta, on): the finalizer goes in a patch conditioned on the Pod's
+    resourceVersion; off, the list last seen is written without one (a finalizer added meanwhile would go too)."""
+    pods, mirror, appended, client = integration(pod_workload(), config={
+        **POD_ON, "featureGates": {"RemoveFinalizersWithStrictPatch": strict}})
     mirror.state.workloads[KEY].phase = ADMITTED
     pods.pods["ns/p"] = managed_pod(gated=False, phase="Succeeded")
     await pods.reconcile("ns/p")
@@ -177,7 +181,7 @@ async def test_an_ended_pod_finishes_its_workload_then_loses_the_finalizer() -> 
     mirror.apply(ev.Record(mirror.offset + 1, finished))
     appended.clear()
     await pods.reconcile("ns/p")
-    assert client.calls == [("patch", "Pod", "p", "", "", {"metadata": {"resourceVersion": "5", "finalizers": None}})]
+    assert client.calls == [("patch", "Pod", "p", "", "", {"metadata": {**precondition, "finalizers": None}})]
     (acted,) = appended
     assert isinstance(acted, ev.JobActed) and (acted.action, acted.workload) == ("FinishedWorkload", KEY)
 

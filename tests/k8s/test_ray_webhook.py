@@ -80,9 +80,10 @@ def _mutate(obj: dict, settings: rw.RayWebhooks, path: str) -> list[dict]:
     return msgspec.json.decode(base64.b64decode(response["patch"])) if "patch" in response else []
 
 
-def _refusal(new: dict, old: dict | None = None, settings: rw.RayWebhooks = JOBS) -> str | None:
+def _refusal(new: dict, old: dict | None = None, settings: rw.RayWebhooks = JOBS, *,
+             default_queue: bool = False) -> str | None:
     async def has_default_queue(name: str) -> bool:
-        return False
+        return default_queue
 
     reviews = rw.reviewers(settings, settings, None, has_default_queue)  # type: ignore[arg-type]
     request: dict[str, Any] = {"uid": "u", "operation": "UPDATE" if old else "CREATE", "namespace": "team",
@@ -160,6 +161,28 @@ def test_a_running_rayjobs_queue_name_is_immutable() -> None:
     assert _refusal(_rayjob({Q: "other"}, suspend=False), old) == (
         'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "other": field is immutable')
     assert _refusal(_rayjob({Q: "other"}, suspend=True), old) is None
+
+
+def test_a_running_ray_object_may_not_drop_its_queue_name_under_validate_ray_and_spark_job_updates() -> None:
+    """Kueue's ValidateRayAndSparkJobUpdates (beta, on): an update is checked when the old object named a queue, so
+    one dropping its queue name while running (or, suspended, in a namespace with a default LocalQueue) is refused.
+    Off, only an update whose new object is Kueue's is checked, and dropping the name leaves the pods unaccounted."""
+    dropped = 'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "": field is immutable'
+    assert _refusal(_rayjob(suspend=False), _rayjob({Q: "lq"}, suspend=False)) == dropped
+    assert _refusal(_rayjob(suspend=True), _rayjob({Q: "lq"}, suspend=True)) is None
+    assert _refusal(_rayjob(suspend=True), _rayjob({Q: "lq"}, suspend=True), default_queue=True) == (
+        'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "": queue-name must not be empty in namespace '
+        "with default queue")
+    running = _raycluster()
+    running["spec"]["suspend"] = False
+    queued = _raycluster({Q: "lq"})
+    queued["spec"]["suspend"] = False
+    assert _refusal(running, queued, CLUSTERS) == dropped
+    off = load_config({"integrations": {"frameworks": FRAMEWORKS},
+                       "featureGates": {"ValidateRayAndSparkJobUpdates": False}})
+    assert _refusal(_rayjob(suspend=False), _rayjob({Q: "lq"}, suspend=False),
+                    rw.RayWebhooks.of(off, clusters=False)) is None
+    assert _refusal(running, queued, rw.RayWebhooks.of(off, clusters=True)) is None
 
 
 def test_under_tas_each_groups_annotations_are_checked_at_kueues_paths() -> None:

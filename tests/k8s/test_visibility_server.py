@@ -309,11 +309,11 @@ async def test_the_server_starts_only_under_visibility_on_demand(monkeypatch: py
     async def connect(cls, kubeconfig: str = "", context: str = "") -> Client:
         return Client()
 
-    async def serve(client, k, bundle=None) -> Server:
+    async def serve(client, k, bundle=None, tls=None) -> Server:
         started.append(k.visibility_port)
         return Server()
 
-    async def lead(settings, opts, path, client, health, elector, stop, report, visibility=None) -> None:
+    async def lead(settings, opts, path, client, health, elector, stop, report, visibility=None, webhook=None) -> None:
         handed.append(visibility)
 
     monkeypatch.setattr(kube_service.KubeClient, "connect", classmethod(connect))

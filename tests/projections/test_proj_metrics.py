@@ -1016,3 +1016,32 @@ def test_the_shards_of_a_replica_merge_their_local_queue_series() -> None:
         series(on.state, "kueue_local_queue_quota_reserved_workloads_total").items())
     twice = {f.spec.name: f.samples for f in merged([families(on.state), families(on.state)])}
     assert twice["kueue_local_queue_finished_workloads_total"] == [(("lq-b", "ns", ""), 2.0)]
+
+
+# --- workload creation latency ----------------------------------------------------------------------------------
+
+
+def created_workload(time: int, kind: str, latency_ms: int | None, action: str = "CreatedWorkload") -> ev.JobActed:
+    return ev.JobActed(time=time, key=f"{NS}/j", uid="u", kind=kind, action=action, workload=f"{NS}/w",
+                       creation_latency_ms=latency_ms)
+
+
+def test_workload_creation_latency_per_job_kind_under_its_gate() -> None:
+    """Kueue's job reconcilers observe, right after creating a Workload, how long after the job it came (the
+    connector measures it; a job past generation 1 carries none), while MetricForWorkloadCreationLatency is on."""
+    log = Log()
+    log.observe(created_workload(T0, "Job", 2000), created_workload(T0, "Job", 30_000),
+                created_workload(T0, "JobSet", 0), created_workload(T0, "Job", None),
+                created_workload(T0, "Job", 1000, action="Started"))
+    assert histogram(log.state, "kueue_workload_creation_latency_seconds", job_kind="Job") == (
+        {"0.005": 0, "0.01": 0, "0.025": 0, "0.05": 0, "0.1": 0, "0.25": 0, "0.5": 0, "1.0": 0, "2.5": 1,
+         "5.0": 1, "10.0": 1, "+Inf": 2}, 32.0)
+    assert histogram(log.state, "kueue_workload_creation_latency_seconds", job_kind="JobSet")[0]["0.005"] == 1
+    gates_config(log, T0 + 1000, MetricForWorkloadCreationLatency=False)
+    log.observe(created_workload(T0 + 2000, "LeaderWorkerSet", 1000))
+    assert set(series(log.state, "kueue_workload_creation_latency_seconds")) == {("Job",), ("JobSet",)}
+    gates_config(log, T0 + 3000, MetricForWorkloadCreationLatency=True)
+    log.observe(created_workload(T0 + 4000, "LeaderWorkerSet", 1000))
+    assert set(series(log.state, "kueue_workload_creation_latency_seconds")) == {
+        ("Job",), ("JobSet",), ("LeaderWorkerSet",)}
+    _restores_at_every_cut(log.records, log.state)

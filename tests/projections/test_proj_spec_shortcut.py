@@ -95,9 +95,9 @@ def folded(batches: list[list[ev.AnyEvent]]) -> tuple[ClusterState, ClusterState
     computed = []
     anew = ClusterState._from_spec_anew
 
-    def counted(state: ClusterState, spec: o.WorkloadSpec, limits: object) -> object:
+    def counted(state: ClusterState, spec: o.WorkloadSpec, limits: object, namespace: str) -> object:
         computed.append(limits)
-        return anew(state, spec, limits)  # type: ignore[arg-type]
+        return anew(state, spec, limits, namespace)  # type: ignore[arg-type]
 
     with mock.patch.object(ClusterState, "_from_spec_anew", counted):  # a slotted instance takes no attribute
         fold(lazy_recs[first_round:], lazy)
@@ -162,3 +162,40 @@ def test_equal_specs_in_other_namespaces_do_not_share_pod_sets() -> None:
     assert_same(lazy, full)
     assert lazy.workloads["ns0/same"].pod_sets != lazy.workloads["ns1/same"].pod_sets
     assert dict(lazy.workloads["ns1/same"].pod_sets[0].requests) == {"cpu": 250}
+
+
+def _claiming(ns: str) -> o.Workload:
+    """A workload whose pod claims devices from ResourceClaimTemplate ``gpus`` of its namespace."""
+    w = workload(ns, "claims", uid=f"uid-claims-{ns}", created=T0)
+    ps = w.spec.pod_sets[0]
+    spec = msgspec.structs.replace(ps.template.spec, resource_claims=[
+        o.PodResourceClaim(name="g", resource_claim_template_name="gpus")])
+    ps = msgspec.structs.replace(ps, template=msgspec.structs.replace(ps.template, spec=spec))
+    return msgspec.structs.replace(w, spec=msgspec.structs.replace(w.spec, pod_sets=[ps]))
+
+
+def _gpus(ns: str, count: int) -> o.ResourceClaimTemplate:
+    return msgspec.convert({"kind": "ResourceClaimTemplate", "metadata": {"name": "gpus", "namespace": ns},
+                            "spec": {"spec": {"devices": {"requests": [{"name": "g", "exactly": {
+                                "deviceClassName": "gpu.example.com", "count": count}}]}}}}, o.ResourceClaimTemplate)
+
+
+_MAPPED = {"resources": {"deviceClassMappings": [{"name": "example.com/gpu", "deviceClassNames": ["gpu.example.com"]}]}}
+
+
+def test_equal_specs_with_claims_in_other_namespaces_are_charged_by_their_own_templates() -> None:
+    """One spec with a claim in two namespaces, only one of which has the template; then the template changes.
+    Each workload is charged by its namespace's template (or refused without one), lazily as in full."""
+    t = T0
+    a, b = _claiming("ns0"), _claiming("ns1")
+    batches = [prelude(t), [ev.ConfigRecorded(time=t, document=_MAPPED), upsert(_gpus("ns1", 2), t)],
+               [upsert(a, t), upsert(b, t)],
+               [upsert(with_status(w, 1), t + 1) for w in (a, b)],
+               [upsert(_gpus("ns1", 3), t + 1)],
+               [upsert(with_status(w, 2), t + 2) for w in (a, b)]]
+    lazy, full, computed = folded(batches)
+    assert_same(lazy, full)
+    assert computed >= 1
+    refused, charged = lazy.workloads["ns0/claims"].pod_sets[0], lazy.workloads["ns1/claims"].pod_sets[0]
+    assert 'resourceclaimtemplates.resource.k8s.io "gpus" not found' in refused.dra_error
+    assert dict(charged.requests) == {"cpu": 1000, "example.com/gpu": 3} and not charged.dra_error

@@ -32,7 +32,7 @@ class PodSetRequest(msgspec.Struct, frozen=True, kw_only=True):
     @classmethod
     def of(cls, ps: PodSetInfo, count: int | None = None, *, implied: bool = False) -> PodSetRequest:
         """The request of pod set ``ps`` with ``count`` pods (default: its full count)."""
-        return cls(name=ps.name, count=ps.count if count is None else count, requests=ps.requests,
+        return cls(name=ps.name, count=ps.count if count is None else count, requests=ps.placement_requests,
                    topology=ps.topology, implied=implied, node_selector=ps.node_selector,
                    tolerations=ps.tolerations, affinity_terms=ps.affinity_terms, preferred_terms=ps.preferred_terms)
 

@@ -35,6 +35,7 @@ from connectors.k8s.resources import BY_KIND
 from connectors.k8s.validating import VALIDATING_CONFIGS, configuration
 from connectors.k8s.webhook import (
     MUTATING_CONFIGS,
+    HeldParents,
     WebhookServer,
     ancestry_lookup,
     default_queue_lookup,
@@ -137,7 +138,8 @@ async def pod_webhooks(kc: KubeClient, certs: Path, label: str, sfx: str, config
     statefulsets = deployment_webhook.ParentDefaulting.of(config, "statefulset")
     parents = {**deployment_webhook.reviewers(deployments, namespace_lookup(kc), queues_lookup),
                **statefulset_webhook.reviewers(statefulsets, namespace_lookup(kc), queues_lookup)}
-    server = WebhookServer(queues_lookup, None, {}, reviewer(kc, PodDefaulting.of(config), queues_lookup),
+    server = WebhookServer(queues_lookup, None, {}, reviewer(kc, PodDefaulting.of(config), queues_lookup,
+                                                            ancestry_lookup(kc, config)),
                            parents=parents)
     port = free_port()
     await server.start("127.0.0.1", port, str(cert), str(key))
@@ -182,7 +184,7 @@ async def mpijob_webhooks(kc: KubeClient, certs: Path, label: str, sfx: str, con
                           ) -> AsyncIterator[WebhookServer]:
     """As :func:`jobset_webhooks`, for MPIJobs (``mmpijob.kb.io`` and ``vmpijob.kb.io``)."""
     async with framework_webhooks(kc, certs, label, sfx, mpijob_webhook.KIND,
-                                  mpijob_webhook.MPIJobWebhooks.of(config)) as server:
+                                  mpijob_webhook.MPIJobWebhooks.of(config), config) as server:
         yield server
 
 
@@ -192,23 +194,25 @@ async def rayjob_webhooks(kc: KubeClient, certs: Path, label: str, sfx: str, con
     """As :func:`jobset_webhooks`, for RayJobs (``mrayjob.kb.io`` and ``vrayjob.kb.io``)."""
     settings = ray_webhook.RayWebhooks.of(config, clusters=False)
     async with framework_webhooks(kc, certs, label, sfx, ray_webhook.rayjob_kind(settings.without_queue),
-                                  settings) as server:
+                                  settings, config) as server:
         yield server
 
 
 @contextlib.asynccontextmanager
 async def framework_webhooks(kc: KubeClient, certs: Path, label: str, sfx: str, kind: framework_webhook.Kind,
-                             settings: framework_webhook.FrameworkWebhooks, walk_config: SchedulerConfig | None = None
-                             ) -> AsyncIterator[WebhookServer]:
+                             settings: framework_webhook.FrameworkWebhooks, walk_config: SchedulerConfig | None = None,
+                             reviewers: dict[str, Any] | None = None) -> AsyncIterator[WebhookServer]:
     """kueue-es's webhook server answering ``kind`` with ``settings``, its two webhooks alone registered fail-closed
     (each in a configuration named ``<label>-<sfx>``) for the namespaces labelled ``label=<sfx>`` only; deleted
-    before the server stops."""
+    before the server stops. ``reviewers``: the kind's own (path -> review), when not the generic ones."""
     bundle = self_signed(["127.0.0.1"])
     _, cert, key = bundle.write(certs)
     queues_lookup = default_queue_lookup(kc)
-    walk = ancestry_lookup(kc, walk_config) if walk_config is not None else None  # the walk serve() gives them
-    hooks = framework_webhook.reviewers(kind, settings, namespace_lookup(kc), queues_lookup, None, walk)
-    server = WebhookServer(queues_lookup, None, {}, parents=hooks)
+    held = HeldParents()  # empty (a standby's) until a test attaches what a leader's connector would hold
+    walk = ancestry_lookup(kc, walk_config, held) if walk_config is not None else None  # the walk serve() gives them
+    hooks = reviewers if reviewers is not None else framework_webhook.reviewers(
+        kind, settings, namespace_lookup(kc), queues_lookup, None, walk)
+    server = WebhookServer(queues_lookup, None, {}, parents=hooks, held_parents=held)
     port = free_port()
     await server.start("127.0.0.1", port, str(cert), str(key))
     name, url, selector = f"{label}-{sfx}", f"https://127.0.0.1:{port}", {"matchLabels": {label: sfx}}

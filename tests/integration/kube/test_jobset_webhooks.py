@@ -11,15 +11,17 @@ change of its queue name is refused in Kueue's words.
 from __future__ import annotations
 
 import secrets
+from types import SimpleNamespace
 from typing import Any
 
 import msgspec
 import pytest
 from kubehelp import connect, create, eventually, job, jobset_webhooks, local_queue, namespace
 
-from connectors.k8s import crds
+from connectors.k8s import child_jobs, crds
 from connectors.k8s.errors import Forbidden
 from connectors.k8s.resources import JOBSETS
+from events import objects as o
 from kueue_es.scheduler.config import load_config
 
 pytestmark = pytest.mark.kube
@@ -43,7 +45,7 @@ async def test_a_queued_jobset_created_running_is_stored_suspended(kube_apiserve
         await crds.install(kc)
         await crds.install(kc, docs=[crds.jobset_crd()])
         ns = await namespace(kc, "jobset-wh", {LABEL: sfx})
-        async with jobset_webhooks(kc, tmp_path / "certs", LABEL, sfx, config):
+        async with jobset_webhooks(kc, tmp_path / "certs", LABEL, sfx, config) as server:
             async def in_effect() -> bool:  # the apiserver picks the configurations up asynchronously
                 dry = msgspec.json.decode(await kc.request(
                     "POST", JOBSETS.collection_path(ns), query=[("dryRun", "All")],
@@ -66,6 +68,24 @@ async def test_a_queued_jobset_created_running_is_stored_suspended(kube_apiserve
                                                          "uid": made["metadata"]["uid"], "controller": True}]
                 stored_child = msgspec.json.decode(await kc.create(JOBSETS, child, ns))
                 assert stored_child["spec"]["suspend"] is (not queue), parent_name
+
+            # as a leader serves it: the parent Job read from what its connector holds (the log's Jobs), not the
+            # apiserver, and the walk deciding as on the stored one
+            assert server.held_parents.hits == 0, "nothing held yet: every parent above was read from the apiserver"
+            for parent_name, queue in (("held-unqueued", ""), ("held-queued", "user-queue")):
+                parent = job(ns, parent_name, queue)
+                if not queue:
+                    del parent["metadata"]["labels"][Q]
+                made = await create(kc, parent)
+                held_jobs = {f"{ns}/{parent_name}": SimpleNamespace(
+                    metadata=msgspec.convert(made["metadata"], o.ObjectMeta, strict=False))}
+                server.held_parents.attach(child_jobs.Parents(), lambda held=held_jobs: held)  # type: ignore[misc]
+                child = _jobset(ns, f"under-{parent_name}", {Q: "user-queue"})
+                child["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": parent_name,
+                                                         "uid": made["metadata"]["uid"], "controller": True}]
+                stored_child = msgspec.json.decode(await kc.create(JOBSETS, child, ns))
+                assert stored_child["spec"]["suspend"] is (not queue), parent_name
+            assert server.held_parents.hits == 2, "both parents were answered from memory"
 
             await create(kc, local_queue(ns, "default", f"cq-{sfx}"))
             defaulted = msgspec.json.decode(await kc.create(JOBSETS, _jobset(ns, "unnamed", {}), ns))

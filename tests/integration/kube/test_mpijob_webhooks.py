@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import connect, eventually, mpijob_webhooks, namespace
+from kubehelp import connect, create, eventually, job, mpijob_webhooks, namespace
 
 from connectors.k8s import crds
 from connectors.k8s.errors import Forbidden
@@ -55,6 +55,20 @@ async def test_a_queued_mpijob_created_running_is_stored_suspended(kube_apiserve
             stored = msgspec.json.decode(await kc.create(MPIJOBS, _mpijob(ns, "queued", {Q: "user-queue"}), ns))
             assert stored["spec"]["runPolicy"]["suspend"] is True
             assert stored["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 2, "nothing else changed"
+
+            # under a Job (an enabled kind), as Kueue's walk decides: a child of a queued Job is left running (its
+            # Workload is the Job's), of a Job naming no queue suspended (without the walk, a Job controller alone
+            # left both running)
+            for parent_name, queue in (("unqueued-parent", ""), ("queued-parent", "user-queue")):
+                parent = job(ns, parent_name, queue)
+                if not queue:
+                    del parent["metadata"]["labels"][Q]
+                made = await create(kc, parent)
+                child = _mpijob(ns, f"under-{parent_name}", {Q: "user-queue"})
+                child["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": parent_name,
+                                                         "uid": made["metadata"]["uid"], "controller": True}]
+                stored_child = msgspec.json.decode(await kc.create(MPIJOBS, child, ns))
+                assert stored_child["spec"]["runPolicy"].get("suspend", False) is (not queue), parent_name
 
             # suspended, its queue may change; running (as Kueue unsuspends it on admission), it may not
             await kc.patch(MPIJOBS, "queued", {"metadata": {"labels": {Q: "other-queue"}}}, ns)

@@ -1,0 +1,78 @@
+"""Kueue's ``tls`` Configuration stanza (``minVersion``, ``cipherSuites``), read as Kueue reads it under its
+``TLSOptions`` gate (beta, on) for the servers it runs: the webhooks and the visibility API (kueue-es serves its
+metrics over plain HTTP, so there is no third).
+
+Kueue parses the stanza with the Kubernetes flag helpers: ``minVersion`` is one of Go's ``VersionTLS1x`` names,
+TLS 1.0 and 1.1 refused, 1.2 when unset; ``cipherSuites`` are Go's (IANA) suite names, which constrain TLS 1.2
+only (TLS 1.3 suites are not configurable, in Go as in OpenSSL). A stanza it cannot parse stops its visibility
+server from starting (so Kueue exits while ``VisibilityOnDemand`` is on) and leaves its webhook server on Go's
+defaults. Gate off, or no stanza: the TLS library's defaults (here Python's and OpenSSL's, there Go's).
+
+Pure: names in, settings or a problem out; :mod:`connectors.k8s.https` applies them to a server's context.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+VERSIONS = {"VersionTLS12": (1, 2), "VersionTLS13": (1, 3)}
+"""The ``minVersion`` values Kueue takes."""
+REFUSED_VERSIONS = ("VersionTLS10", "VersionTLS11")
+"""Names Go knows and Kueue refuses."""
+
+_TLS13_SUITES = ("TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256")
+CIPHER_SUITES: dict[str, str | None] = {
+    "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256": "ECDHE-ECDSA-AES128-GCM-SHA256",
+    "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256": "ECDHE-RSA-AES128-GCM-SHA256",
+    "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384": "ECDHE-ECDSA-AES256-GCM-SHA384",
+    "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384": "ECDHE-RSA-AES256-GCM-SHA384",
+    "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256": "ECDHE-ECDSA-CHACHA20-POLY1305",
+    "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256": "ECDHE-RSA-CHACHA20-POLY1305",
+    "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305": "ECDHE-ECDSA-CHACHA20-POLY1305",
+    "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305": "ECDHE-RSA-CHACHA20-POLY1305",
+    "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA": "ECDHE-ECDSA-AES128-SHA",
+    "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA": "ECDHE-ECDSA-AES256-SHA",
+    "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA": "ECDHE-RSA-AES128-SHA",
+    "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA": "ECDHE-RSA-AES256-SHA",
+    "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256": "ECDHE-ECDSA-AES128-SHA256",
+    "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256": "ECDHE-RSA-AES128-SHA256",
+    "TLS_RSA_WITH_AES_128_GCM_SHA256": "AES128-GCM-SHA256",
+    "TLS_RSA_WITH_AES_256_GCM_SHA384": "AES256-GCM-SHA384",
+    "TLS_RSA_WITH_AES_128_CBC_SHA": "AES128-SHA",
+    "TLS_RSA_WITH_AES_256_CBC_SHA": "AES256-SHA",
+    "TLS_RSA_WITH_AES_128_CBC_SHA256": "AES128-SHA256",
+    "TLS_RSA_WITH_3DES_EDE_CBC_SHA": "DES-CBC3-SHA",
+    "TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA": "ECDHE-RSA-DES-CBC3-SHA",
+    "TLS_RSA_WITH_RC4_128_SHA": "RC4-SHA",
+    "TLS_ECDHE_RSA_WITH_RC4_128_SHA": "ECDHE-RSA-RC4-SHA",
+    "TLS_ECDHE_ECDSA_WITH_RC4_128_SHA": "ECDHE-ECDSA-RC4-SHA",
+    **dict.fromkeys(_TLS13_SUITES),
+}
+"""Go's cipher-suite names (secure and insecure, as the flag helper takes them) -> OpenSSL's name; None for a TLS
+1.3 suite, which is taken and changes nothing."""
+
+
+class TLSSettings(NamedTuple):
+    """What a server's TLS context is given."""
+
+    min_version: tuple[int, int]
+    """(1, 2) or (1, 3)."""
+    ciphers: tuple[str, ...]
+    """OpenSSL names of the TLS 1.2 suites allowed; empty: the library's default list."""
+
+
+def parse(min_version: str, cipher_suites: list[str]) -> tuple[TLSSettings | None, str | None]:
+    """The settings of a ``tls`` stanza, or the problem Kueue finds in it (naming the field)."""
+    if min_version in REFUSED_VERSIONS:
+        return None, "tls.minVersion: invalid minVersion. Please use VersionTLS12 or VersionTLS13"
+    if min_version and min_version not in VERSIONS:
+        return None, (f'tls.minVersion: invalid minVersion: unknown tls version "{min_version}". Please use '
+                      "VersionTLS12 or VersionTLS13")
+    unknown = [name for name in cipher_suites if name not in CIPHER_SUITES]
+    if unknown:
+        return None, f"tls.cipherSuites: invalid cipher suites: Cipher suite {unknown[0]} not supported or doesn't exist"
+    ciphers = tuple(dict.fromkeys(n for n in (CIPHER_SUITES[s] for s in cipher_suites) if n is not None))
+    version = VERSIONS.get(min_version, (1, 2))
+    if cipher_suites and not ciphers:  # TLS 1.3 suites alone: no TLS 1.2 suite is left, so TLS 1.2 cannot be had
+        version = (1, 3)
+    return TLSSettings(version, ciphers), None

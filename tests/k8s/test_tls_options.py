@@ -1,0 +1,99 @@
+"""Kueue's ``TLSOptions`` gate (beta, on): the Configuration's ``tls`` stanza (``minVersion``, ``cipherSuites``) on
+the HTTPS servers the connector runs, checked with real handshakes against the webhook server."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import ssl
+import tempfile
+
+import pytest
+
+from connectors.k8s.certs import self_signed
+from connectors.k8s.webhook import WebhookServer
+from events.errors import InvalidInput
+from kueue_es.scheduler.config import load_config
+from kueue_es.scheduler.tls_options import TLSSettings
+
+
+async def _no_default_queue(namespace: str) -> bool:
+    return False
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def _handshake(config: dict, *, max_version: ssl.TLSVersion | None = None, ciphers: str = "") -> str:
+    """Serve the webhook under ``config`` and connect with a client limited to ``max_version`` and ``ciphers``:
+    the protocol agreed, or the handshake's failure (``refused``)."""
+    bundle = self_signed(["127.0.0.1"])
+    _, cert, key = bundle.write(tempfile.mkdtemp(prefix="kueue-es-tls-test-"))
+    server, port = WebhookServer(_no_default_queue), _free_port()
+    await server.start("127.0.0.1", port, str(cert), str(key), load_config(config).server_tls)
+    client = ssl.create_default_context(cadata=bundle.ca_pem.decode())
+    if max_version is not None:
+        client.maximum_version = max_version
+    if ciphers:
+        client.set_ciphers(ciphers)
+    try:
+        _, writer = await asyncio.open_connection("127.0.0.1", port, ssl=client, server_hostname="127.0.0.1")
+        version = writer.get_extra_info("ssl_object").version()
+        writer.close()
+        await writer.wait_closed()
+        return version
+    except (ssl.SSLError, ConnectionResetError):
+        return "refused"
+    finally:
+        await server.stop()
+
+
+TLS13 = {"tls": {"minVersion": "VersionTLS13"}}
+
+
+@pytest.mark.asyncio
+async def test_a_client_offering_only_a_refused_version_fails_the_handshake() -> None:
+    """Under the gate, ``minVersion: VersionTLS13`` refuses a TLS 1.2 client; gate off, the stanza is not read."""
+    assert await _handshake(TLS13, max_version=ssl.TLSVersion.TLSv1_2) == "refused"
+    assert await _handshake(TLS13) == "TLSv1.3"
+    assert await _handshake({**TLS13, "featureGates": {"TLSOptions": False}},
+                            max_version=ssl.TLSVersion.TLSv1_2) == "TLSv1.2"
+
+
+@pytest.mark.asyncio
+async def test_cipher_suites_limit_what_a_tls_1_2_client_may_choose() -> None:
+    """The serving certificate's key is an ECDSA one: the ECDSA suites are the ones a handshake can agree on."""
+    only_256 = {"tls": {"cipherSuites": ["TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"]}}
+    tls12 = ssl.TLSVersion.TLSv1_2
+    assert await _handshake(only_256, max_version=tls12, ciphers="ECDHE-ECDSA-AES128-GCM-SHA256") == "refused"
+    assert await _handshake(only_256, max_version=tls12, ciphers="ECDHE-ECDSA-AES256-GCM-SHA384") == "TLSv1.2"
+    assert await _handshake({**only_256, "featureGates": {"TLSOptions": False}}, max_version=tls12,
+                            ciphers="ECDHE-ECDSA-AES128-GCM-SHA256") == "TLSv1.2"
+
+
+def test_the_stanza_as_kueue_reads_it() -> None:
+    assert load_config({}).server_tls is None, "no stanza: the library's defaults"
+    assert load_config({"tls": {}}).server_tls == TLSSettings((1, 2), ()), "a stanza: at least TLS 1.2"
+    assert load_config({"tls": {"cipherSuites": ["TLS_AES_128_GCM_SHA256"]}}).server_tls == TLSSettings((1, 3), ()), \
+        "TLS 1.3 suites alone leave no TLS 1.2 suite"
+
+
+@pytest.mark.parametrize(("stanza", "error"), [
+    ({"minVersion": "VersionTLS11"}, "field `tls.minVersion`: invalid minVersion. Please use VersionTLS12 or "
+                                     "VersionTLS13"),
+    ({"minVersion": "TLS1.3"}, 'field `tls.minVersion`: invalid minVersion: unknown tls version "TLS1.3". Please '
+                               "use VersionTLS12 or VersionTLS13"),
+    ({"cipherSuites": ["TLS_NOPE"]}, "field `tls.cipherSuites`: invalid cipher suites: Cipher suite TLS_NOPE not "
+                                     "supported or doesn't exist"),
+])
+def test_a_stanza_kueue_cannot_parse_is_refused_while_it_serves_the_visibility_api(stanza: dict, error: str) -> None:
+    """Kueue's visibility server exits on it; without that server (or the gate) Kueue runs on, its webhooks on the
+    library's defaults."""
+    with pytest.raises(InvalidInput) as refused:
+        load_config({"tls": stanza})
+    assert str(refused.value) == f"<config>: Configuration: {error}"
+    assert load_config({"tls": stanza, "featureGates": {"VisibilityOnDemand": False}}).server_tls is None
+    assert load_config({"tls": stanza, "featureGates": {"TLSOptions": False}}).server_tls is None

@@ -1,0 +1,244 @@
+"""The TrainJob integration's reconcile (:mod:`connectors.k8s.trainjob_integration`) over a mirror and a fake client:
+off unless the framework is listed, a running queued TrainJob suspended then given its Workload once its runtime is
+there (and marked again when the runtime comes), the admission written as overrides at start, a stop that suspends
+then restores the overrides once no Job is active, a finished TrainJob's Workload finished, its JobSet a child held
+while the TrainJob's Workload is not admitted, the connector reading a JobSet's TrainJob parent (no cluster
+needed)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import msgspec
+import pytest
+from fixtures import watched_jobs
+from fixtures.jobs import RecordingClient
+from fixtures.watched_jobs import Client
+
+from connectors.k8s import child_jobs
+from connectors.k8s import jobset as js
+from connectors.k8s import trainjob as tj
+from connectors.k8s.connector import Connector
+from connectors.k8s.errors import NotFound
+from connectors.k8s.jobset_integration import JobSetIntegration
+from connectors.k8s.journal import LocalJournal
+from connectors.k8s.mirror import Mirror
+from connectors.k8s.trainjob_integration import TrainJobIntegration
+from connectors.k8s.webhook import HeldParents, ancestry_lookup
+from events import objects as o
+from events import schema as ev
+from events.log import MemoryLog
+from kueue_es.scheduler.config import load_config
+from projections.workloads import ADMITTED
+
+UID = "tj-uid"
+WL = tj.workload_name("job", UID)
+ON = {"integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset", "trainer.kubeflow.org/trainjob"]}}
+PODSET = "kueue.x-k8s.io/podset"
+RUNTIME_SPEC = {"mlPolicy": {"numNodes": 2}, "template": {"spec": {"replicatedJobs": [{
+    "name": "node", "template": {"metadata": {"labels": {tj.ANCESTOR_LABEL: "trainer"}}, "spec": {"template": {
+        "spec": {"containers": [{"name": "node", "resources": {"requests": {"cpu": "1"}}}]}}}}}]}}}
+KUEUES = {"targetJobs": [{"name": "node"}], "metadata": {"labels": {PODSET: "node"}}}
+
+
+def raw_job(suspend: bool = True, overrides: list[dict[str, Any]] | None = None,
+            status: dict[str, Any] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"suspend": suspend, "runtimeRef": {"name": "torch", "kind": "ClusterTrainingRuntime"}}
+    if overrides is not None:
+        spec["podTemplateOverrides"] = overrides
+    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+            "metadata": {"name": "job", "namespace": "ns", "uid": UID, "resourceVersion": "5",
+                         "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+            "spec": spec, "status": status or {}}
+
+
+def workload(uid: str = UID) -> o.Workload:
+    return o.Workload(
+        metadata=o.ObjectMeta(name=WL, namespace="ns", uid="wl-uid", resource_version="3",
+                              finalizers=["kueue.x-k8s.io/resource-in-use"],
+                              owner_references=[o.OwnerReference(api_version="trainer.kubeflow.org/v1alpha1",
+                                                                 kind="TrainJob", name="job", uid=uid,
+                                                                 controller=True)]),
+        spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name="node", count=2)]))
+
+
+def runtime(name: str = "torch") -> tj.Runtime:
+    return msgspec.convert({"metadata": {"name": name, "uid": "rt"}, "spec": RUNTIME_SPEC}, tj.Runtime)
+
+
+def integration(raw: dict[str, Any] | None, *objs: o.KObject, config: dict[str, Any] | None = None,
+                with_runtime: bool = True) -> tuple[TrainJobIntegration, Client, list[ev.AnyEvent]]:
+    integ, client, appended = watched_jobs.integration(TrainJobIntegration, raw, *objs,
+                                                       config=ON if config is None else config)
+    if with_runtime:
+        integ.cluster_runtimes.known[runtime().key] = runtime()
+    return integ, client, appended
+
+
+def actions(appended: list[ev.AnyEvent]) -> list[tuple[str, str]]:
+    return [(e.kind, e.action) for e in appended if isinstance(e, ev.JobActed)]
+
+
+@pytest.mark.asyncio
+async def test_nothing_is_done_while_the_framework_is_not_listed() -> None:
+    integ, client, appended = integration(raw_job(suspend=False), config={})
+    await integ.reconcile("ns/job")
+    assert (client.created, client.patches, appended) == ([], [], [])
+
+
+@pytest.mark.asyncio
+async def test_a_running_trainjob_without_a_workload_is_suspended_first() -> None:
+    integ, client, appended = integration(raw_job(suspend=False), with_runtime=False)
+    await integ.reconcile("ns/job")
+    assert client.patches == [("TrainJob", "job", {"metadata": {"resourceVersion": "5"}, "spec": {"suspend": True}})]
+    assert actions(appended) == [("TrainJob", "Stopped")]
+
+
+@pytest.mark.asyncio
+async def test_a_trainjob_waits_for_its_runtime_then_gets_its_workload() -> None:
+    integ, client, appended = integration(raw_job(), with_runtime=False)
+    await integ.reconcile("ns/job")
+    assert (client.created, appended) == ([], []), "no runtime, no pod sets: no Workload yet"
+    integ.dirty.clear()
+    integ.cluster_runtimes.known[runtime().key] = runtime()
+    integ._runtimes_changed({runtime().key, "/other"})
+    assert integ.dirty == {"ns/job"}, "the runtime's arrival marks the TrainJob naming it"
+    await integ.reconcile("ns/job")
+    (body,) = client.created
+    assert body["metadata"]["name"] == WL and body["spec"]["queueName"] == "lq"
+    assert [(ps["name"], ps["count"]) for ps in body["spec"]["podSets"]] == [("node", 2)]
+    assert actions(appended) == [("TrainJob", "CreatedWorkload")]
+
+
+@pytest.mark.asyncio
+async def test_a_namespaced_runtime_is_read_from_the_trainjobs_namespace() -> None:
+    raw = raw_job()
+    raw["spec"]["runtimeRef"]["kind"] = "TrainingRuntime"
+    integ, client, _ = integration(raw, with_runtime=False)
+    integ.cluster_runtimes.known[runtime().key] = runtime()
+    await integ.reconcile("ns/job")
+    assert client.created == [], "a ClusterTrainingRuntime of that name is not it"
+    namespaced = msgspec.convert({"metadata": {"name": "torch", "namespace": "ns"}, "spec": RUNTIME_SPEC}, tj.Runtime)
+    integ.runtimes.known[namespaced.key] = namespaced
+    await integ.reconcile("ns/job")
+    assert [b["metadata"]["name"] for b in client.created] == [WL]
+
+
+@pytest.mark.asyncio
+async def test_start_writes_the_admission_as_overrides_and_unsuspends() -> None:
+    raw = raw_job()
+    integ, client, appended = integration(raw, workload())
+    wl = SimpleNamespace(key=f"ns/{WL}", name=WL, queue_name="lq", pod_sets=[], check_states={},
+                         admission=o.Admission(cluster_queue="cq", pod_set_assignments=[
+                             o.PodSetAssignment(name="node", flavors={"cpu": "f"}, count=2)]))
+    await integ._start(integ.known["ns/job"], wl, workload())  # type: ignore[arg-type]
+    ((kind, name, patch),) = client.patches
+    assert (kind, name, patch["spec"]["suspend"]) == ("TrainJob", "job", False)
+    (override,) = patch["spec"]["podTemplateOverrides"]
+    assert override["targetJobs"] == [{"name": "node"}] and override["metadata"]["labels"][PODSET] == "node"
+    assert actions(appended) == [("TrainJob", "Started")]
+
+
+@pytest.mark.asyncio
+async def test_a_running_trainjob_not_admitted_is_suspended_then_restored_once_no_job_is_active() -> None:
+    integ, client, appended = integration(raw_job(suspend=False, overrides=[KUEUES]), workload())
+    await integ.reconcile("ns/job")
+    assert client.patches == [("TrainJob", "job", {"metadata": {"resourceVersion": "5"}, "spec": {"suspend": True}})]
+    assert actions(appended) == [("TrainJob", "Stopped")]
+    active = raw_job(overrides=[KUEUES], status={"jobsStatus": [{"name": "node", "active": 1}]})
+    integ, client, appended = integration(active, workload())
+    await integ.reconcile("ns/job")
+    assert (client.patches, actions(appended)) == ([], []), "the overrides stay while a Job is active"
+    integ, client, appended = integration(raw_job(overrides=[KUEUES]), workload())
+    await integ.reconcile("ns/job")
+    assert client.patches == [("TrainJob", "job", {"metadata": {"resourceVersion": "5"},
+                                                   "spec": {"podTemplateOverrides": None}})]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("kind", "reason"), [("Complete", "Succeeded"), ("Failed", "Failed")])
+async def test_a_finished_trainjob_finishes_its_workload_with_its_message(kind: str, reason: str) -> None:
+    raw = raw_job(suspend=False, status={"conditions": [{"type": kind, "status": "True", "message": "m"}]})
+    integ, _, appended = integration(raw, workload())
+    await integ.reconcile("ns/job")
+    (finished,) = appended
+    assert isinstance(finished, ev.WorkloadFinished)
+    assert (finished.key, finished.reason, finished.message) == (f"ns/{WL}", reason, "m")
+
+
+TRAINJOB_OWNER = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": "job",
+                  "uid": "job-uid", "controller": True}
+
+
+def listed_trainjob() -> tj.TrainJob:
+    raw = raw_job()
+    raw["metadata"]["uid"] = "job-uid"
+    job: tj.TrainJob = msgspec.convert(raw, tj.TrainJob)
+    return job
+
+
+def raw_jobset(suspend: bool) -> dict[str, Any]:
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": "job", "namespace": "ns", "uid": "js-uid", "resourceVersion": "7",
+                         "labels": {"kueue.x-k8s.io/queue-name": "lq"}, "ownerReferences": [TRAINJOB_OWNER]},
+            "spec": {"suspend": suspend, "replicatedJobs": RUNTIME_SPEC["template"]["spec"]["replicatedJobs"]}}
+
+
+@pytest.mark.asyncio
+async def test_a_queued_trainjobs_jobset_gets_no_workload_and_is_held_while_the_trainjob_is_not_admitted() -> None:
+    parent = workload(uid="job-uid")
+    integ, client, appended = watched_jobs.integration(JobSetIntegration, raw_jobset(suspend=False), parent, config=ON)
+    integ.parents.hold("TrainJob", {"ns/job": listed_trainjob()})
+    await integ.reconcile("ns/job")
+    assert client.created == []
+    assert client.patches == [("JobSet", "job", {"metadata": {"resourceVersion": "7"}, "spec": {"suspend": True}})]
+    assert actions(appended) == [("JobSet", "Suspended")]
+    integ, client, appended = watched_jobs.integration(JobSetIntegration, raw_jobset(suspend=False), parent, config=ON)
+    integ.parents.hold("TrainJob", {"ns/job": listed_trainjob()})
+    integ.state.workloads[f"ns/{WL}"].phase = ADMITTED
+    await integ.reconcile("ns/job")
+    assert (client.created, client.patches, appended) == ([], [], [])
+
+
+def test_the_connector_reads_a_jobsets_trainjob_parent_from_the_trainjob_integration() -> None:
+    mirror = Mirror()
+    mirror.apply(ev.Record(1, ev.ConfigRecorded(time=1, writer="test", id="c", document={
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", **ON})))
+    connector = Connector(RecordingClient(), LocalJournal(MemoryLog(), mirror))  # type: ignore[arg-type]
+    job = listed_trainjob()
+    connector.trainjobs.known[job.key] = job  # type: ignore[union-attr]
+    parents = connector.jobs.parents  # type: ignore[union-attr]
+    assert connector.trainjobs.parents is parents and connector.jobsets.parents is parents  # type: ignore[union-attr]
+    jobset = msgspec.convert(raw_jobset(suspend=True), js.JobSet)
+    found = child_jobs.managed_ancestor(jobset.metadata, parents.parent_of(load_config(ON), {}), False)
+    assert found == job.metadata
+
+
+class _NoApiserver:
+    """A client whose every GET is counted and answered 404: what the webhook's walk reads there."""
+
+    def __init__(self) -> None:
+        self.reads: list[str] = []
+
+    async def get(self, resource: Any, name: str, namespace: str = "", subresource: str = "") -> bytes:
+        self.reads.append(f"{resource.kind} {name}")
+        raise NotFound(f"{resource.kind} {name} not found", 404, "NotFound")
+
+
+@pytest.mark.asyncio
+async def test_the_webhooks_walk_answers_a_trainjob_parent_from_what_the_leaders_connector_holds() -> None:
+    """A JobSet under a queued TrainJob the TrainJob integration lists: the webhook's walk (HeldParents attached to
+    the connector's parents registry, as a leader's) finds it without a GET to the apiserver."""
+    mirror = Mirror()
+    mirror.apply(ev.Record(1, ev.ConfigRecorded(time=1, writer="test", id="c", document={
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", **ON})))
+    connector = Connector(RecordingClient(), LocalJournal(MemoryLog(), mirror))  # type: ignore[arg-type]
+    job = listed_trainjob()
+    connector.trainjobs.known[job.key] = job  # type: ignore[union-attr]
+    held = HeldParents()
+    held.attach(connector.jobs.parents, dict)  # type: ignore[union-attr]
+    api = _NoApiserver()
+    walk = ancestry_lookup(api, load_config(ON), held)  # type: ignore[arg-type]
+    assert await walk("ns", raw_jobset(suspend=True)) is True
+    assert (api.reads, held.hits) == ([], 1)
