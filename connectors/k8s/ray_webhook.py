@@ -23,7 +23,7 @@ then the generic job rules (suspended at ``spec.suspend``) and, under ``Topology
 TAS annotations (head, then each worker group, a slice no larger than its pod set). On update, the update rules
 first, then the create rules on the new object; under ``ValidateRayAndSparkJobUpdates`` an update is checked also
 when only the old object named a queue, so a running one cannot drop its queue name (nor a suspended one, in a
-namespace with a ``default`` LocalQueue). Registered and failing as the JobSet and MPIJob webhooks: answering
+namespace with a ``default`` LocalQueue; a RayService's too). Registered and failing as the JobSet and MPIJob webhooks: answering
 every review unchanged while the integration is off (``failurePolicy: Ignore``), ``Fail`` while it is on. Not done,
 unlike Kueue: ``spec.managedBy`` defaulted for MultiKueue, the pod-set grouping rules across pod sets.
 
@@ -188,10 +188,18 @@ def rayservice_create_errors(service: Mapping[str, Any], feature_gates: Mapping[
             + topology_errors(config, SERVICE_PATH, feature_gates))
 
 
+def _checked_on_update(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],
+                       without_queue: bool) -> bool:
+    """Kueue checks an update of a Ray object that is Kueue's, or under ``ValidateRayAndSparkJobUpdates`` was."""
+    return _managed(new, without_queue) or (gates.enabled(feature_gates, gates.VALIDATE_RAY_AND_SPARK_JOB_UPDATES)
+                                            and _managed(old, False))
+
+
 def _service_update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],
                            default_queue: bool = False, without_queue: bool = False) -> list[str]:
-    """As :func:`_update_errors`, the RayService suspended at its cluster config."""
-    if not _managed(new, without_queue):
+    """As :func:`_update_errors` (``ValidateRayAndSparkJobUpdates`` included), the RayService suspended at its
+    cluster config."""
+    if not _checked_on_update(old, new, feature_gates, without_queue):
         return []
     return (job_validation.generic_update_errors(_service_as_job(old), _service_as_job(new), feature_gates,
                                                  default_queue=default_queue)
@@ -203,8 +211,7 @@ def _update_errors(create: Any, old: Mapping[str, Any], new: Mapping[str, Any], 
     """Kueue checks an update only of an object that is Kueue's (or, under ``ValidateRayAndSparkJobUpdates``, was
     before it: a queue name dropped from a running object would leave its pods running outside any quota): the
     update rules, then the create rules on ``new``."""
-    if not (_managed(new, without_queue) or (gates.enabled(feature_gates, gates.VALIDATE_RAY_AND_SPARK_JOB_UPDATES)
-                                             and _managed(old, False))):
+    if not _checked_on_update(old, new, feature_gates, without_queue):
         return []
     return (job_validation.generic_update_errors(_as_job(old), _as_job(new), feature_gates,
                                                  default_queue=default_queue)

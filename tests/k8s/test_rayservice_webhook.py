@@ -64,8 +64,13 @@ def _mutate(obj: dict, settings: rw.RayWebhooks = SERVICES) -> list[dict]:
     return msgspec.json.decode(base64.b64decode(response["patch"])) if "patch" in response else []
 
 
-def _refusal(new: dict, old: dict | None = None, settings: rw.RayWebhooks = SERVICES) -> str | None:
-    reviews = rw.service_reviewers(settings, _namespace_labels, _no_default_queue)
+async def _a_default_queue(name: str) -> bool:
+    return True
+
+
+def _refusal(new: dict, old: dict | None = None, settings: rw.RayWebhooks = SERVICES,
+             default_queue: bool = False) -> str | None:
+    reviews = rw.service_reviewers(settings, _namespace_labels, _a_default_queue if default_queue else _no_default_queue)
     request: dict[str, Any] = {"uid": "u", "operation": "UPDATE" if old else "CREATE", "namespace": "team",
                                "object": new}
     if old is not None:
@@ -149,6 +154,25 @@ def test_a_running_rayservices_queue_name_is_immutable() -> None:
     assert _refusal(_service({Q: "other"}, suspend=False), old) == (
         'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "other": field is immutable')
     assert _refusal(_service({Q: "other"}, suspend=True), old) is None, "suspended at its cluster config"
+
+
+def test_a_running_rayservice_may_not_drop_its_queue_name_under_validate_ray_and_spark_job_updates() -> None:
+    """Kueue's ValidateRayAndSparkJobUpdates (beta, on) covers RayServices: an update is checked when the old one
+    named a queue, so one dropping it while running (or, suspended, in a namespace with a default LocalQueue) is
+    refused. Off, only an update whose new RayService is Kueue's is checked."""
+    dropped = 'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "": field is immutable'
+    assert _refusal(_service(suspend=False), _service({Q: "lq"}, suspend=False)) == dropped
+    assert _refusal(_service(suspend=True), _service({Q: "lq"}, suspend=True)) is None
+    assert _refusal(_service(suspend=True), _service({Q: "default"}, suspend=True), default_queue=True) == (
+        'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "": queue-name must not be empty in namespace '
+        "with default queue")
+    unmanaged = {"kueue.x-k8s.io/prebuilt-workload-name": "wl1"}
+    assert _refusal(_service({"kueue.x-k8s.io/prebuilt-workload-name": "wl2"}, suspend=False),
+                    _service(unmanaged, suspend=False)) is None, "never Kueue's: not checked"
+    off = rw.RayWebhooks.for_services(load_config({"integrations": {"frameworks": FRAMEWORKS},
+                                                   "featureGates": {"ValidateRayAndSparkJobUpdates": False}}))
+    assert _refusal(_service(suspend=False), _service({Q: "lq"}, suspend=False), off) is None
+    assert _refusal(_service(suspend=True), _service({Q: "default"}, suspend=True), off, default_queue=True) is None
 
 
 def test_under_tas_each_groups_annotations_are_checked_at_kueues_paths() -> None:
