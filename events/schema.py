@@ -119,8 +119,8 @@ class JobActed(Event, tag="JobActed"):
     reader that does not know an action records nothing for it)."""
     kind: str = "Job"
     """What was acted on: ``Job`` (batch/v1), ``Pod`` (v1), ``JobSet`` (jobset.x-k8s.io/v1alpha2), ``MPIJob``
-    (kubeflow.org/v2beta1), a training operator's kubeflow.org/v1 job (``PyTorchJob``, ``TFJob``, ...), ``RayJob`` or
-    ``RayCluster`` (ray.io/v1)."""
+    (kubeflow.org/v2beta1), a training operator's kubeflow.org/v1 job (``PyTorchJob``, ``TFJob``, ...), ``RayJob``,
+    ``RayCluster`` or ``RayService`` (ray.io/v1)."""
     workload: str = ""
     """Key of the Job's Workload (the one created, updated or deleted, or the one it started under)."""
     cluster_queue: str = ""

@@ -3,10 +3,10 @@ the log, the scheduler loop beside it.
 
 :class:`Connector` runs, as one task group, the appender and the watcher, and — once every watched kind has
 been listed (``ready``) — the Workload status writer, the Job, Pod, JobSet, MPIJob, Kubeflow training-job, RayJob,
-RayCluster, LeaderWorkerSet, AppWrapper and TrainJob integrations, the queue status writer, the resource-in-use
-finalizers, the retention deletions, the ProvisioningRequest applier, the topology ungater, the terminating-pod controller
-(FailureRecoveryPolicy), the provisioning and MultiKueue checks' Active condition, the MultiKueue worker clusters and
-the recorder of Kueue's Kubernetes Events, so
+RayCluster, LeaderWorkerSet, AppWrapper, TrainJob and RayService integrations, the queue status writer, the
+resource-in-use finalizers, the retention deletions, the ProvisioningRequest applier, the topology ungater, the
+terminating-pod controller (FailureRecoveryPolicy), the provisioning and MultiKueue checks' Active condition, the
+MultiKueue worker clusters and the recorder of Kueue's Kubernetes Events, so
 nothing is written to the cluster before the log has caught up with it.
 :func:`schedule` is the scheduler for a :class:`LocalJournal`: decide on the mirror's state, append the batch
 (which applies it), repeat until quiet, then wait for the log to move or a controller deadline to pass (it then
@@ -39,7 +39,7 @@ from connectors.k8s.multikueue import MultiKueueConnector
 from connectors.k8s.pods_integration import PodIntegration
 from connectors.k8s.provreqs import RequestApplier
 from connectors.k8s.queues import QueueStatusWriter
-from connectors.k8s.ray_integration import RayClusterIntegration, RayJobIntegration
+from connectors.k8s.ray_integration import RayClusterIntegration, RayJobIntegration, RayServiceIntegration
 from connectors.k8s.recorder import EventRecorder
 from connectors.k8s.resources import WATCHED
 from connectors.k8s.retention import RetentionEnforcer
@@ -88,6 +88,8 @@ class Connector:
                                                   watch_timeout_s=watch_timeout_s) if jobs else None)
         self.trainjobs = (TrainJobIntegration(client, journal, append=self.appender.emit,
                                               watch_timeout_s=watch_timeout_s) if jobs else None)
+        self.rayservices = (RayServiceIntegration(client, journal, append=self.appender.emit,
+                                                  watch_timeout_s=watch_timeout_s) if jobs else None)
         if self.jobs is not None:  # one parents registry (child_jobs.Parents) every job reconciler walks up
             parents = self.jobs.parents
             parents.hold("JobSet", self.jobsets.known)  # type: ignore[union-attr]
@@ -100,10 +102,11 @@ class Connector:
             parents.hold("LeaderWorkerSet", self.leaderworkersets.known)  # type: ignore[union-attr]
             parents.hold("AppWrapper", self.appwrappers.known)  # type: ignore[union-attr]  # what it wraps
             parents.hold("TrainJob", self.trainjobs.known)  # type: ignore[union-attr]  # its JobSet
+            parents.hold("RayService", self.rayservices.known)  # type: ignore[union-attr]  # its RayClusters
             for training in self.kubeflow:  # a training job is a parent Kueue runs too (job_selection)
                 parents.hold(training.KIND, training.known)
             for watched in (self.jobsets, self.mpijobs, *self.kubeflow, self.rayjobs, self.rayclusters,
-                            self.appwrappers, self.trainjobs):
+                            self.appwrappers, self.trainjobs, self.rayservices):
                 watched.parents = parents  # type: ignore[union-attr]
         self.queues = QueueStatusWriter(client, journal) if queue_status else None
         self.finalizers = Finalizers(client, journal) if finalizers else None
@@ -147,6 +150,8 @@ class Connector:
                 tg.create_task(self.appwrappers.run(), name="k8s-appwrappers")
             if self.trainjobs is not None:
                 tg.create_task(self.trainjobs.run(), name="k8s-trainjobs")
+            if self.rayservices is not None:
+                tg.create_task(self.rayservices.run(), name="k8s-rayservices")
             if self.queues is not None:
                 tg.create_task(self.queues.run(), name="k8s-queue-status")
             if self.finalizers is not None:

@@ -50,6 +50,7 @@ from connectors.k8s.resources import (
     PROVISIONING_REQUESTS,
     RAYCLUSTERS,
     RAYJOBS,
+    RAYSERVICES,
     TRAINING_RUNTIMES,
     TRAINJOBS,
     Resource,
@@ -476,6 +477,24 @@ def rayjob_crd() -> dict[str, Any]:
         "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
         "spec": spec, "status": status}}
     return _foreign_crd(RAYJOBS, schema)
+
+
+def rayservice_crd() -> dict[str, Any]:
+    """A minimal structural CRD for ray.io/v1 RayServices, as :func:`raycluster_crd`: ``spec.rayClusterConfig`` (a
+    Ray cluster spec) typed, the rest of the spec kept as written; the status's conditions and the active service's
+    cluster name typed."""
+    spec = {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {
+        "rayClusterConfig": _ray_cluster_spec()}}
+    condition = {"type": "object", "required": ["type", "status"], "x-kubernetes-preserve-unknown-fields": True,
+                 "properties": {"type": {"type": "string"}, "status": {"type": "string"}}}
+    status = {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {
+        "conditions": {"type": "array", "items": condition},
+        "activeServiceStatus": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+                                "properties": {"rayClusterName": {"type": "string"}}}}}
+    schema = {"type": "object", "properties": {
+        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+        "spec": spec, "status": status}}
+    return _foreign_crd(RAYSERVICES, schema)
 
 
 def leaderworkerset_crd() -> dict[str, Any]:

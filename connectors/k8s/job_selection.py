@@ -8,12 +8,11 @@ queues, its children follow it. kueue-es runs batch/v1 Jobs when the Job integra
 default), v1 Pods when the pod integration is on,
 JobSets when the JobSet integration is on and MPIJobs (any ``kubeflow.org`` version, as Kueue's ``isMPIJob``)
 when the MPIJob integration is on, the training operator's kubeflow.org/v1 jobs (PyTorchJob, TFJob, ...) whose
-integration is on, ray.io/v1 RayJobs and RayClusters when theirs are, LeaderWorkerSets whose integration is on,
-workload.codeflare.dev/v1beta2 AppWrappers and trainer.kubeflow.org/v1alpha1 TrainJobs when theirs is, so those are
-the parents that count here (a JobSet's Jobs, an MPIJob's launcher Job, a PyTorchJob's Pods, a RayJob's RayCluster
-and submitter Job, a RayCluster's Pods, a LeaderWorkerSet's StatefulSets, what an AppWrapper wraps, a TrainJob's
-JobSet are left to it); under
-the option any such parent is managed, queue name or not
+integration is on, ray.io/v1 RayJobs, RayClusters and RayServices when theirs are, LeaderWorkerSets whose
+integration is on, workload.codeflare.dev/v1beta2 AppWrappers and trainer.kubeflow.org/v1alpha1 TrainJobs when theirs
+is, so those are the parents that count here (a JobSet's Jobs, an MPIJob's launcher Job, a PyTorchJob's Pods, a
+RayJob's RayCluster and submitter Job, a RayCluster's Pods, a RayService's RayClusters, a LeaderWorkerSet's
+StatefulSets, what an AppWrapper wraps, a TrainJob's JobSet are left to it); under the option any such parent is managed, queue name or not
 (``FindAncestorJobManagedByKueue``).
 
 Such a Job is suspended at creation (by the mutating webhook, else by the Job integration after the fact) and
@@ -37,6 +36,7 @@ from connectors.k8s.resources import (
     MPIJOBS,
     RAYCLUSTERS,
     RAYJOBS,
+    RAYSERVICES,
     TRAINJOBS,
 )
 from events import objects as o
@@ -50,6 +50,7 @@ from kueue_es.scheduler.config import (
     POD_FRAMEWORK,
     RAYCLUSTER_FRAMEWORK,
     RAYJOB_FRAMEWORK,
+    RAYSERVICE_FRAMEWORK,
     TRAINJOB_FRAMEWORK,
     SchedulerConfig,
 )
@@ -63,12 +64,13 @@ RAYCLUSTER_OWNER = (RAYCLUSTERS.api_version, RAYCLUSTERS.kind)
 LWS_OWNER = (LEADER_WORKER_SETS.api_version, LEADER_WORKER_SETS.kind)
 APPWRAPPER_OWNER = (APPWRAPPERS.api_version, APPWRAPPERS.kind)
 TRAINJOB_OWNER = (TRAINJOBS.api_version, TRAINJOBS.kind)
+RAYSERVICE_OWNER = (RAYSERVICES.api_version, RAYSERVICES.kind)
 
 
 OWNER_FRAMEWORKS: Mapping[tuple[str, str], str] = {
     JOB_OWNER: JOB_FRAMEWORK, POD_OWNER: POD_FRAMEWORK, JOBSET_OWNER: JOBSET_FRAMEWORK,
     RAYJOB_OWNER: RAYJOB_FRAMEWORK, RAYCLUSTER_OWNER: RAYCLUSTER_FRAMEWORK, LWS_OWNER: LWS_FRAMEWORK,
-    APPWRAPPER_OWNER: APPWRAPPER_FRAMEWORK, TRAINJOB_OWNER: TRAINJOB_FRAMEWORK,
+    APPWRAPPER_OWNER: APPWRAPPER_FRAMEWORK, TRAINJOB_OWNER: TRAINJOB_FRAMEWORK, RAYSERVICE_OWNER: RAYSERVICE_FRAMEWORK,
     **{(KUBEFLOW_JOBS[kind].api_version, kind): name for kind, name in KUBEFLOW_FRAMEWORKS.items()}}
 """Controller ``(apiVersion, kind)`` -> the name of the integration that runs it, as ``integrations.frameworks``
 lists it (an MPIJob of any ``kubeflow.org`` version aside: :func:`framework_of`)."""

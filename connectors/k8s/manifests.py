@@ -18,14 +18,15 @@ RBAC grants exactly what the connector does:
 * the training operator's PyTorchJobs, TFJobs, XGBoostJobs, PaddleJobs and JAXJobs (kubeflow.org): the same, for
   their integrations, and their ``finalizers`` (update: they own their Workloads);
 * RayJobs and RayClusters (ray.io): the same, for the Ray integrations (their head's and worker groups' pod
-  templates, a RayJob's submitter template);
+  templates, a RayJob's submitter template); RayServices the same (their cluster config's templates) and their
+  ``finalizers`` (update: they own their Workloads);
 * AppWrappers (workload.codeflare.dev): the same, for the AppWrapper integration (its components' ``podSetInfos``),
   and their ``finalizers`` (update: they own their Workloads);
 * TrainJobs (trainer.kubeflow.org): the same, for the TrainJob integration (their ``podTemplateOverrides``), and
   TrainingRuntimes and ClusterTrainingRuntimes: read (get, list, watch), a TrainJob's pod sets being its runtime's;
 * the ``finalizers`` subresource (update) of each kind kueue-es makes the owner of what it creates with
-  ``blockOwnerDeletion``: Jobs, JobSets, MPIJobs, RayJobs, RayClusters and TrainJobs (their Workloads), Workloads (their ProvisioningRequests), ProvisioningRequests
-  (their PodTemplates) and Pods (below), which the ``OwnerReferencesPermissionEnforcement`` admission plugin
+  ``blockOwnerDeletion``: Jobs, JobSets, MPIJobs, RayJobs, RayClusters, RayServices, AppWrappers and TrainJobs (their
+  Workloads), Workloads (their ProvisioningRequests), ProvisioningRequests (their PodTemplates) and Pods (below), which the ``OwnerReferencesPermissionEnforcement`` admission plugin
   requires, as Kueue's role grants it;
 * ClusterQueues' and LocalQueues' ``status``: patch (Kueue's queue status);
 * ClusterQueues, ResourceFlavors, AdmissionChecks, Topologies: patch (the resource-in-use finalizer);
@@ -84,6 +85,7 @@ from connectors.k8s.resources import (
     RAY_GROUP,
     RAYCLUSTERS,
     RAYJOBS,
+    RAYSERVICES,
     STATEFUL_SETS,
     TRAINING_RUNTIMES,
     TRAINJOBS,
@@ -145,6 +147,8 @@ def cluster_role(name: str = DEFAULT_NAME) -> dict[str, Any]:
         {"apiGroups": [RAY_GROUP], "resources": [RAYCLUSTERS.plural, RAYJOBS.plural], "verbs": [*READ, "patch"]},
         {"apiGroups": [RAY_GROUP], "resources": [f"{RAYCLUSTERS.plural}/finalizers", f"{RAYJOBS.plural}/finalizers"],
          "verbs": ["update"]},
+        {"apiGroups": [RAY_GROUP], "resources": [RAYSERVICES.plural], "verbs": [*READ, "patch"]},
+        {"apiGroups": [RAY_GROUP], "resources": [f"{RAYSERVICES.plural}/finalizers"], "verbs": ["update"]},
         {"apiGroups": [LEADER_WORKER_SETS.group], "resources": [LEADER_WORKER_SETS.plural], "verbs": [*READ]},
         {"apiGroups": [APPWRAPPERS.group], "resources": [APPWRAPPERS.plural], "verbs": [*READ, "patch"]},
         {"apiGroups": [APPWRAPPERS.group], "resources": [f"{APPWRAPPERS.plural}/finalizers"], "verbs": ["update"]},

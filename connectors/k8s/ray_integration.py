@@ -1,5 +1,5 @@
-"""Kueue's Ray integrations (``ray.io/rayjob``, ``ray.io/raycluster``): a queued ray.io/v1 RayJob or RayCluster runs
-only while its Workload is admitted.
+"""Kueue's Ray integrations (``ray.io/rayjob``, ``ray.io/raycluster``, ``ray.io/rayservice``): a queued ray.io/v1
+RayJob, RayCluster or RayService runs only while its Workload is admitted.
 
 KubeRay's objects are none of admission's inputs: as for JobSets and MPIJobs, each integration keeps its own
 list+watch of its kind (:mod:`connectors.k8s.watched_jobs`) and takes the steps of Kueue's generic job reconciler
@@ -19,17 +19,27 @@ reconciler): no Workload of its own, kept suspended while the ancestor's newest 
 not admitted (Normal ``Suspended`` "Kueue managed child job suspended"). The RayJob's submitter Job is found the
 RayJob's child the same way by the Job integration. Not done (see the README): rewriting a Workload whose pod sets
 no longer match, prebuilt Workloads, MultiKueue's ``managedBy``, elastic autoscaling.
+
+A RayService (:mod:`connectors.k8s.rayservice`) is run the same way, its suspend flag and templates those of its
+``spec.rayClusterConfig``: ``rayservice-<name>-<hash>``, never finished, active and PodsReady by its ``Ready``
+condition. The RayClusters KubeRay makes for a queued one are its children, as a RayJob's (the parents registry
+holds the RayServices listed). Under ``DeferRayServiceFinalizationForRedisCleanup`` a RayService being deleted with
+GCS fault tolerance is not reconciled (Kueue's ``Skip``): its Workload stays as it is until the RayService is gone.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import structlog
 
 from connectors.k8s import raycluster as rc
 from connectors.k8s import rayjob as rj
-from connectors.k8s.resources import RAYCLUSTERS, RAYJOBS
+from connectors.k8s import rayservice as rs
+from connectors.k8s.resources import RAYCLUSTERS, RAYJOBS, RAYSERVICES
 from connectors.k8s.watched_jobs import WatchedJobIntegration
 from kueue_es.scheduler.config import SchedulerConfig
+from projections import gates
 
 log = structlog.get_logger("kueue_es.k8s.ray")
 
@@ -70,3 +80,31 @@ class RayClusterIntegration(WatchedJobIntegration[rc.RayCluster]):
 
     def pod_priority_class(self, job: rc.RayCluster) -> str | None:
         return rc.priority_class(job)
+
+
+class RayServiceIntegration(WatchedJobIntegration[rs.RayService]):
+    """The RayService adapter of the shared job reconciler, with its own list+watch of RayServices; suspended and
+    started at ``spec.rayClusterConfig`` (module docstring)."""
+
+    KIND = rs.KIND
+    NOUN = "rayservice"
+    RESOURCE = RAYSERVICES
+    LOG = log
+    K = rs
+    ITEM = rs.RayService
+
+    def framework_on(self, config: SchedulerConfig) -> bool:
+        return config.manages_rayservices
+
+    def suspend_spec(self) -> dict[str, Any]:
+        return {rs.CLUSTER_CONFIG: {"suspend": True}}
+
+    def pod_priority_class(self, job: rs.RayService) -> str | None:
+        return rs.priority_class(job)
+
+    async def reconcile(self, key: str) -> None:
+        """Kueue's ``Skip`` first (:func:`connectors.k8s.rayservice.skipped`), then the shared steps."""
+        service = self.known.get(key)
+        if service is not None and rs.skipped(service, self.state.gate(gates.DEFER_RAY_SERVICE_FINALIZATION)):
+            return
+        await super().reconcile(key)

@@ -1,5 +1,5 @@
-"""Kueue's webhooks for RayJobs and RayClusters (``ray.io/v1``): its ``ray.io/rayjob`` and ``ray.io/raycluster``
-integrations'.
+"""Kueue's webhooks for RayJobs, RayClusters and RayServices (``ray.io/v1``): its ``ray.io/rayjob``,
+``ray.io/raycluster`` and ``ray.io/rayservice`` integrations'.
 
 Each kind's mutating webhook (``mrayjob.kb.io`` at ``/mutate-ray-io-v1-rayjob``, ``mraycluster.kb.io`` at
 ``/mutate-ray-io-v1-raycluster``, on create) defaults it as any job (Kueue's ``rayjob_webhook.go`` and
@@ -23,9 +23,14 @@ then the generic job rules (suspended at ``spec.suspend``) and, under ``Topology
 TAS annotations (head, then each worker group, a slice no larger than its pod set). On update, the update rules
 first, then the create rules on the new object; under ``ValidateRayAndSparkJobUpdates`` an update is checked also
 when only the old object named a queue, so a running one cannot drop its queue name (nor a suspended one, in a
-namespace with a ``default`` LocalQueue). Registered and failing as the JobSet and MPIJob webhooks: answering
+namespace with a ``default`` LocalQueue; a RayService's too). Registered and failing as the JobSet and MPIJob webhooks: answering
 every review unchanged while the integration is off (``failurePolicy: Ignore``), ``Fail`` while it is on. Not done,
 unlike Kueue: ``spec.managedBy`` defaulted for MultiKueue, the pod-set grouping rules across pod sets.
+
+A RayService's webhooks (``mrayservice.kb.io``, ``vrayservice.kb.io``; Kueue's ``rayservice_webhook.go``) are the
+RayCluster's applied to its ``spec.rayClusterConfig``: suspended there, its cluster rules and TAS annotations
+checked and named at ``spec.rayClusterSpec`` (the Go field's name, as Kueue's messages give it). Not done, unlike
+Kueue: an elastic RayService's templates given the elastic-job scheduling gate.
 """
 
 from __future__ import annotations
@@ -39,12 +44,15 @@ from connectors.k8s.framework_webhook import FrameworkWebhooks, HasDefaultPriori
 from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.pod_webhook import HasDefaultQueue, NamespaceLabels
 from connectors.k8s.raycluster import HEAD, worker_count
-from connectors.k8s.resources import RAYCLUSTERS, RAYJOBS, Resource
+from connectors.k8s.resources import RAYCLUSTERS, RAYJOBS, RAYSERVICES, Resource
 from connectors.k8s.workload_slices import ELASTIC_JOB_ANNOTATION
 from kueue_es.scheduler.config import SchedulerConfig
 from projections import gates
 
 SUSPEND_AT = ("spec", "suspend")
+SERVICE_SUSPEND_AT = ("spec", "rayClusterConfig", "suspend")
+SERVICE_PATH = "spec.rayClusterSpec"
+"""Where Kueue's messages place a RayService's cluster config (its Go field's name)."""
 MAX_WORKER_GROUPS = 7
 EXISTING_CLUSTER = "a kueue managed job should not use an existing cluster"
 CLUSTER_SPEC_REQUIRED = "rayClusterSpec is required for Kueue-managed jobs that don't use clusterSelector"
@@ -59,6 +67,11 @@ class RayWebhooks(FrameworkWebhooks, frozen=True):
     def of(cls, config: SchedulerConfig, *, clusters: bool) -> RayWebhooks:
         """The RayJob webhooks' settings (``clusters``: the RayCluster webhooks')."""
         return cls.reading(config, config.manages_rayclusters if clusters else config.manages_rayjobs)
+
+    @classmethod
+    def for_services(cls, config: SchedulerConfig) -> RayWebhooks:
+        """The RayService webhooks' settings."""
+        return cls.reading(config, config.manages_rayservices)
 
 
 # --- the validating webhook -------------------------------------------------------------------------------------
@@ -158,13 +171,47 @@ def raycluster_create_errors(cluster: Mapping[str, Any], feature_gates: Mapping[
                                                                                               feature_gates)
 
 
+def _service_as_job(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A RayService as the generic job rules read a job: suspended at its cluster config's flag."""
+    return {"metadata": obj.get("metadata") or {},
+            "spec": {"suspend": framework_webhook.suspended(obj, SERVICE_SUSPEND_AT)}}
+
+
+def rayservice_create_errors(service: Mapping[str, Any], feature_gates: Mapping[str, bool],
+                             without_queue: bool = False) -> list[str]:
+    """What Kueue refuses in a RayService being created: a Kueue-managed one's cluster rules, then the generic job
+    rules and the TAS annotations (module docstring)."""
+    config = _map(_map(service.get("spec")).get("rayClusterConfig"))
+    errors = (cluster_spec_errors(service, config, SERVICE_PATH, feature_gates)
+              if _managed(service, without_queue) else [])
+    return (errors + job_validation.generic_create_errors(_service_as_job(service))
+            + topology_errors(config, SERVICE_PATH, feature_gates))
+
+
+def _checked_on_update(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],
+                       without_queue: bool) -> bool:
+    """Kueue checks an update of a Ray object that is Kueue's, or under ``ValidateRayAndSparkJobUpdates`` was."""
+    return _managed(new, without_queue) or (gates.enabled(feature_gates, gates.VALIDATE_RAY_AND_SPARK_JOB_UPDATES)
+                                            and _managed(old, False))
+
+
+def _service_update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],
+                           default_queue: bool = False, without_queue: bool = False) -> list[str]:
+    """As :func:`_update_errors` (``ValidateRayAndSparkJobUpdates`` included), the RayService suspended at its
+    cluster config."""
+    if not _checked_on_update(old, new, feature_gates, without_queue):
+        return []
+    return (job_validation.generic_update_errors(_service_as_job(old), _service_as_job(new), feature_gates,
+                                                 default_queue=default_queue)
+            + rayservice_create_errors(new, feature_gates, without_queue))
+
+
 def _update_errors(create: Any, old: Mapping[str, Any], new: Mapping[str, Any], feature_gates: Mapping[str, bool],
                    default_queue: bool = False, without_queue: bool = False) -> list[str]:
     """Kueue checks an update only of an object that is Kueue's (or, under ``ValidateRayAndSparkJobUpdates``, was
     before it: a queue name dropped from a running object would leave its pods running outside any quota): the
     update rules, then the create rules on ``new``."""
-    if not (_managed(new, without_queue) or (gates.enabled(feature_gates, gates.VALIDATE_RAY_AND_SPARK_JOB_UPDATES)
-                                             and _managed(old, False))):
+    if not _checked_on_update(old, new, feature_gates, without_queue):
         return []
     return (job_validation.generic_update_errors(_as_job(old), _as_job(new), feature_gates,
                                                  default_queue=default_queue)
@@ -189,10 +236,20 @@ def raycluster_kind(without_queue: bool = False) -> Kind:
     return _kind(RAYCLUSTERS, raycluster_create_errors, without_queue)
 
 
+def rayservice_kind(without_queue: bool = False) -> Kind:
+    """The RayService's :class:`~connectors.k8s.framework_webhook.Kind` (see :func:`rayjob_kind`)."""
+    return Kind(RAYSERVICES, "/mutate-ray-io-v1-rayservice", "mrayservice.kb.io", "/validate-ray-io-v1-rayservice",
+                "vrayservice.kb.io", SERVICE_SUSPEND_AT,
+                lambda new, fg: rayservice_create_errors(new, fg, without_queue),
+                lambda old, new, fg, default: _service_update_errors(old, new, fg, default, without_queue))
+
+
 RAYJOB_KIND, RAYCLUSTER_KIND = rayjob_kind(), raycluster_kind()
+RAYSERVICE_KIND = rayservice_kind()
 """What registering the webhooks reads (paths, names, resource)."""
 PATHS = (RAYJOB_KIND.mutating_path, RAYJOB_KIND.validating_path, RAYCLUSTER_KIND.mutating_path,
          RAYCLUSTER_KIND.validating_path)
+SERVICE_PATHS = (RAYSERVICE_KIND.mutating_path, RAYSERVICE_KIND.validating_path)
 
 
 # --- serving ----------------------------------------------------------------------------------------------------
@@ -207,3 +264,11 @@ def reviewers(jobs: RayWebhooks, clusters: RayWebhooks, namespace_labels: Namesp
                                           has_default_priority_class, managed_ancestry),
             **framework_webhook.reviewers(raycluster_kind(clusters.without_queue), clusters, namespace_labels,
                                           has_default_queue, has_default_priority_class, managed_ancestry)}
+
+
+def service_reviewers(services: RayWebhooks, namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,
+                      has_default_priority_class: HasDefaultPriorityClass | None = None,
+                      managed_ancestry: child_jobs.ManagedAncestry | None = None) -> dict[str, Reviewer]:
+    """Path -> the review that answers it for RayServices (see :func:`reviewers`)."""
+    return framework_webhook.reviewers(rayservice_kind(services.without_queue), services, namespace_labels,
+                                       has_default_queue, has_default_priority_class, managed_ancestry)

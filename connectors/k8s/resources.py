@@ -111,6 +111,8 @@ RAYCLUSTERS = Resource("RayCluster", RAY_GROUP, "v1", "rayclusters", True, statu
 """Kueue's ``ray.io/rayjob`` and ``ray.io/raycluster`` frameworks (KubeRay's API, served where its CRDs are
 installed): listed and watched by the Ray integrations themselves (:mod:`connectors.k8s.ray_integration`), not put
 in the log."""
+RAYSERVICES = Resource("RayService", RAY_GROUP, "v1", "rayservices", True, status_subresource=True, optional=True)
+"""Kueue's ``ray.io/rayservice`` framework, as the other Ray kinds: watched by its own integration."""
 LWS_GROUP = "leaderworkerset.x-k8s.io"
 LEADER_WORKER_SETS = Resource("LeaderWorkerSet", LWS_GROUP, "v1", "leaderworkersets", True, status_subresource=True,
                               optional=True)

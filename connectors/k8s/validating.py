@@ -128,8 +128,7 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
                   deployments: bool = False, statefulsets: bool = False, jobsets: bool = False,
                   mpijobs: bool = False, kubeflow: frozenset[str] = frozenset(), rayjobs: bool = False,
                   rayclusters: bool = False, leaderworkersets: bool = False, appwrappers: bool = False,
-                  trainjobs: bool = False
-                  ) -> dict[str, Any]:
+                  trainjobs: bool = False, rayservices: bool = False) -> dict[str, Any]:
     """The ValidatingWebhookConfiguration for :data:`HOOKS` and for Jobs and Pods (not in ``excluded_namespaces``), at
     ``url`` or at ``service`` (name, namespace, port), trusting ``ca_pem``. ``object_selector``: only objects it
     selects (for tests sharing a cluster). ``pods``: whether the pod integration is on (the Pod webhook then fails
@@ -138,8 +137,8 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
     webhooks (:mod:`connectors.k8s.deployment_webhook`, :mod:`connectors.k8s.statefulset_webhook`,
     :mod:`connectors.k8s.jobset_webhook`, :mod:`connectors.k8s.mpijob_webhook`, :mod:`connectors.k8s.lws_webhook`);
     ``kubeflow``: the training operator's kinds whose integration is on (:mod:`connectors.k8s.kubeflow_webhook`);
-    ``rayjobs``, ``rayclusters``: the Ray integrations (:mod:`connectors.k8s.ray_webhook`); ``appwrappers``: the
-    AppWrapper one (:mod:`connectors.k8s.appwrapper_webhook`); ``trainjobs``: the TrainJob one
+    ``rayjobs``, ``rayclusters``, ``rayservices``: the Ray integrations (:mod:`connectors.k8s.ray_webhook`);
+    ``appwrappers``: the AppWrapper one (:mod:`connectors.k8s.appwrapper_webhook`); ``trainjobs``: the TrainJob one
     (:mod:`connectors.k8s.trainjob_webhook`)."""
     if not url and service is None:
         raise ValueError("the webhook needs a url or a service")
@@ -185,7 +184,7 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
                                                  mutating=False)
                   for kind, on in ((jobset_webhook.KIND, jobsets), (mpijob_webhook.KIND, mpijobs),
                                    (ray_webhook.RAYJOB_KIND, rayjobs), (ray_webhook.RAYCLUSTER_KIND, rayclusters),
-                                   (appwrapper_webhook.KIND, appwrappers))]
+                                   (appwrapper_webhook.KIND, appwrappers), (ray_webhook.RAYSERVICE_KIND, rayservices))]
     frameworks.append(lws_webhook.registration(client_config(lws_webhook.VALIDATING_PATH), selector,
                                                on=leaderworkersets, mutating=False))
     frameworks += kubeflow_webhook.registrations(client_config, selector, kubeflow, mutating=False)

@@ -96,6 +96,7 @@ from connectors.k8s.resources import (
     MPIJOBS,
     RAYCLUSTERS,
     RAYJOBS,
+    RAYSERVICES,
     TRAINJOBS,
     Resource,
 )
@@ -112,7 +113,8 @@ PARENT_PATHS = (deployment_webhook.MUTATING_PATH, deployment_webhook.VALIDATING_
                 statefulset_webhook.MUTATING_PATH, statefulset_webhook.VALIDATING_PATH)
 """The paths of the webhooks for the parents of Pods Kueue holds (Deployments, StatefulSets)."""
 FRAMEWORK_PATHS = (*PARENT_PATHS, *jobset_webhook.PATHS, *mpijob_webhook.PATHS, *kubeflow_webhook.PATHS,
-                   *ray_webhook.PATHS, *lws_webhook.PATHS, *appwrapper_webhook.PATHS, *trainjob_webhook.PATHS)
+                   *ray_webhook.PATHS, *lws_webhook.PATHS, *appwrapper_webhook.PATHS, *trainjob_webhook.PATHS,
+                   *ray_webhook.SERVICE_PATHS)
 """The paths of the webhooks of the frameworks answered by a review given to :class:`WebhookServer` (its
 ``parents``): the parents', the JobSet, MPIJob, training operator, Ray, LeaderWorkerSet, AppWrapper and TrainJob ones
 (:mod:`connectors.k8s.jobset_webhook`, :mod:`connectors.k8s.mpijob_webhook`, :mod:`connectors.k8s.kubeflow_webhook`,
@@ -251,23 +253,22 @@ def _parent_resource(ref: o.OwnerReference) -> Resource | None:
     """Where a parent of a kind an integration runs is read from the apiserver."""
     by_kind = {"Job": BY_KIND["Job"], "Pod": BY_KIND["Pod"], "JobSet": JOBSETS, "MPIJob": MPIJOBS, **KUBEFLOW_JOBS,
                "RayJob": RAYJOBS, "RayCluster": RAYCLUSTERS, "LeaderWorkerSet": LEADER_WORKER_SETS,
-               "AppWrapper": APPWRAPPERS, "TrainJob": TRAINJOBS}
+               "AppWrapper": APPWRAPPERS, "TrainJob": TRAINJOBS, "RayService": RAYSERVICES}
     return by_kind.get(ref.kind)
 
 
 class HeldParents:
-    """What this kueue-es process already holds of the parents a webhook's walk reads: once the connector runs
-    beside the webhook server (this replica leads), its parents registry (:class:`connectors.k8s.child_jobs.Parents`:
-    the JobSets, MPIJobs, training jobs, RayJobs, RayClusters, LeaderWorkerSets, AppWrappers and TrainJobs the
-    integrations' informers list,
-    the managed Pods) and the log's Jobs. Kueue's webhooks read parents from the manager's informer cache, never
-    from the apiserver: an admission request has the apiserver's timeout to answer in, and one GET per parent inside
-    it is what the cache spares. Where nothing is held — a standby (it runs no connector), an informer not listed
-    yet, a parent made an instant ago that its watch has not brought, a held copy of another uid (deleted and made
-    again) — the parent is read from the apiserver instead. Kueue's cache answers such a miss "not found" and its
+    """What this kueue-es process already holds of the parents a webhook's walk reads: once the connector runs beside the
+    webhook server (this replica leads), its parents registry (:class:`connectors.k8s.child_jobs.Parents`: the JobSets,
+    MPIJobs, training jobs, RayJobs, RayClusters, LeaderWorkerSets, AppWrappers, TrainJobs and RayServices the
+    integrations' informers list, the managed Pods) and the log's Jobs. Kueue's webhooks read parents from the manager's
+    informer cache, never from the apiserver: an admission request has the apiserver's timeout to answer in, and one GET
+    per parent inside it is what the cache spares. Where nothing is held — a standby (it runs no connector), an informer
+    not listed yet, a parent made an instant ago that its watch has not brought, a held copy of another uid (deleted and
+    made again) — the parent is read from the apiserver instead. Kueue's cache answers such a miss "not found" and its
     webhook then refuses the object (``ErrWorkloadOwnerNotFound``) for the client to retry; kueue-es reads the
-    apiserver, which can only know better, so an object Kueue would refuse and then take on retry is taken at once,
-    as decided on the parent's stored state."""
+    apiserver, which can only know better, so an object Kueue would refuse and then take on retry is taken at once, as
+    decided on the parent's stored state."""
 
     def __init__(self) -> None:
         self._parents: child_jobs.Parents | None = None
@@ -555,14 +556,13 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
                   deployments: bool = False, statefulsets: bool = False, jobsets: bool = False,
                   mpijobs: bool = False, kubeflow: frozenset[str] = frozenset(), rayjobs: bool = False,
                   rayclusters: bool = False, leaderworkersets: bool = False, appwrappers: bool = False,
-                  trainjobs: bool = False
-                  ) -> dict[str, Any]:
+                  trainjobs: bool = False, rayservices: bool = False) -> dict[str, Any]:
     """The MutatingWebhookConfiguration for :data:`PATH`, the Pod webhook's path and the Deployment, StatefulSet,
     JobSet and MPIJob webhooks': at ``url``, or at ``service`` (name, namespace, port), trusting ``ca_pem`` (none: as
     ``kueue-es manifests`` installs it, its CA set by the first replica that serves). ``pods``, ``deployments``,
     ``statefulsets``, ``jobsets``, ``mpijobs``: whether those integrations are on (each webhook then fails
     closed); ``kubeflow``: the training operator's kinds whose integration is on
-    (:mod:`connectors.k8s.kubeflow_webhook`); ``rayjobs``, ``rayclusters``: the Ray integrations
+    (:mod:`connectors.k8s.kubeflow_webhook`); ``rayjobs``, ``rayclusters``, ``rayservices``: the Ray integrations
     (:mod:`connectors.k8s.ray_webhook`); ``leaderworkersets`` whether the LeaderWorkerSet one is
     (:mod:`connectors.k8s.lws_webhook`); ``appwrappers`` whether the AppWrapper one is
     (:mod:`connectors.k8s.appwrapper_webhook`); ``trainjobs`` the TrainJob one (:mod:`connectors.k8s.trainjob_webhook`)."""
@@ -598,7 +598,7 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
             *(framework_webhook.registration(kind, client_config(kind.mutating_path), selector, on=on, mutating=True)
               for kind, on in ((jobset_webhook.KIND, jobsets), (mpijob_webhook.KIND, mpijobs),
                                (ray_webhook.RAYJOB_KIND, rayjobs), (ray_webhook.RAYCLUSTER_KIND, rayclusters),
-                               (appwrapper_webhook.KIND, appwrappers))),
+                               (appwrapper_webhook.KIND, appwrappers), (ray_webhook.RAYSERVICE_KIND, rayservices))),
             *kubeflow_webhook.registrations(client_config, selector, kubeflow, mutating=True),
             lws_webhook.registration(client_config(lws_webhook.MUTATING_PATH), selector, on=leaderworkersets,
                                      mutating=True),
@@ -672,6 +672,7 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     mpijobs = mpijob_webhook.MPIJobWebhooks.of(config_in_force)
     rayjobs = ray_webhook.RayWebhooks.of(config_in_force, clusters=False)
     rayclusters = ray_webhook.RayWebhooks.of(config_in_force, clusters=True)
+    rayservices = ray_webhook.RayWebhooks.for_services(config_in_force)
     leaderworkersets = lws_webhook.LeaderWorkerSetWebhooks.of(config_in_force)
     appwrappers = appwrapper_webhook.AppWrapperWebhooks.of(config_in_force)
     trainjobs = trainjob_webhook.TrainJobWebhooks.of(config_in_force)
@@ -687,6 +688,7 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
                **mpijob_webhook.reviewers(mpijobs, namespace_labels, queues, priority_classes, ancestry),
                **kubeflow_webhook.reviewers(config_in_force, namespace_labels, queues, priority_classes, ancestry),
                **ray_webhook.reviewers(rayjobs, rayclusters, namespace_labels, queues, priority_classes, ancestry),
+               **ray_webhook.service_reviewers(rayservices, namespace_labels, queues, priority_classes, ancestry),
                **lws_webhook.reviewers(leaderworkersets, namespace_labels, queues, ancestry),
                **appwrapper_webhook.reviewers(appwrappers, namespace_labels, queues, priority_classes, ancestry),
                **trainjob_webhook.reviewers(trainjobs, namespace_labels, queues, priority_classes, ancestry,
@@ -705,7 +707,8 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
                                              jobsets=jobsets.enabled, mpijobs=mpijobs.enabled,
                                              kubeflow=config_in_force.kubeflow_kinds, rayjobs=rayjobs.enabled,
                                              rayclusters=rayclusters.enabled, leaderworkersets=leaderworkersets.enabled,
-                                             appwrappers=appwrappers.enabled, trainjobs=trainjobs.enabled))
+                                             appwrappers=appwrappers.enabled, trainjobs=trainjobs.enabled,
+                                             rayservices=rayservices.enabled))
         await register(client, validating.configuration(bundle.ca_pem, url=k.webhook_url, service=service,
                                                         excluded_namespaces=("kube-system", k.lease_namespace),
                                                         pods=pods_on, deployments=deployments.enabled,
@@ -714,7 +717,8 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
                                                         kubeflow=config_in_force.kubeflow_kinds,
                                                         rayjobs=rayjobs.enabled, rayclusters=rayclusters.enabled,
                                                         leaderworkersets=leaderworkersets.enabled,
-                                                        appwrappers=appwrappers.enabled, trainjobs=trainjobs.enabled))
+                                                        appwrappers=appwrappers.enabled, trainjobs=trainjobs.enabled,
+                                                        rayservices=rayservices.enabled))
         await conversion.register(client, conversion_stanza(k, bundle.ca_pem))
     return server
 

@@ -145,6 +145,7 @@ JOBSET_FRAMEWORK = "jobset.x-k8s.io/jobset"
 MPIJOB_FRAMEWORK = "kubeflow.org/mpijob"
 RAYJOB_FRAMEWORK = "ray.io/rayjob"
 RAYCLUSTER_FRAMEWORK = "ray.io/raycluster"
+RAYSERVICE_FRAMEWORK = "ray.io/rayservice"
 LWS_FRAMEWORK = "leaderworkerset.x-k8s.io/leaderworkerset"
 APPWRAPPER_FRAMEWORK = "workload.codeflare.dev/appwrapper"
 TRAINJOB_FRAMEWORK = "trainer.kubeflow.org/trainjob"
@@ -286,6 +287,13 @@ class SchedulerConfig(_Cfg):
         """Kueue's RayCluster integration is on (``ray.io/raycluster`` among the frameworks; off unless listed): a
         RayCluster naming a queue runs only while its Workload is admitted (:mod:`connectors.k8s.ray_integration`)."""
         return RAYCLUSTER_FRAMEWORK in self.frameworks
+
+    @property
+    def manages_rayservices(self) -> bool:
+        """Kueue's RayService integration is on (``ray.io/rayservice`` among the frameworks; off unless listed): a
+        RayService naming a queue runs its cluster only while its Workload is admitted
+        (:mod:`connectors.k8s.ray_integration`)."""
+        return RAYSERVICE_FRAMEWORK in self.frameworks
 
     @property
     def manages_leaderworkersets(self) -> bool:

@@ -1,0 +1,245 @@
+"""The RayService integration's reconcile (:class:`connectors.k8s.ray_integration.RayServiceIntegration`) over a mirror
+and a fake client: off unless ``ray.io/rayservice`` is listed, a running queued RayService suspended at
+``spec.rayClusterConfig`` then given its Workload, one whose Workload is not admitted stopped with its templates
+restored, Kueue's ``Skip`` of a deleting fault-tolerant RayService under DeferRayServiceFinalizationForRedisCleanup,
+a queued RayService's RayCluster its child, and the connector's wiring (no cluster needed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+from fixtures import watched_jobs
+from fixtures.jobs import RecordingClient
+from fixtures.watched_jobs import Client
+
+from connectors.k8s import child_jobs, job_events
+from connectors.k8s import raycluster as rc
+from connectors.k8s import rayservice as rs
+from connectors.k8s.connector import Connector
+from connectors.k8s.errors import NotFound
+from connectors.k8s.journal import LocalJournal
+from connectors.k8s.mirror import Mirror
+from connectors.k8s.ray_integration import RayClusterIntegration, RayServiceIntegration
+from connectors.k8s.webhook import HeldParents, ancestry_lookup
+from events import objects as o
+from events import schema as ev
+from events.log import MemoryLog
+from kueue_es.scheduler.config import load_config
+from projections.workloads import ADMITTED
+
+UID = "svc-uid"
+SERVICE_WL = rs.workload_name("svc", UID)
+ON = {"integrations": {"frameworks": ["batch/job", "ray.io/rayservice", "ray.io/raycluster"]}}
+TEMPLATE = {"metadata": {}, "spec": {"containers": [{"name": "c", "image": "ray:2",
+                                                     "resources": {"requests": {"cpu": "1"}}}]}}
+FT = {"redisAddress": "redis:6379"}
+
+
+def cluster_config(suspend: bool | None, **extra: Any) -> dict[str, Any]:
+    config: dict[str, Any] = {"headGroupSpec": {"template": TEMPLATE},
+                              "workerGroupSpecs": [{"groupName": "workers", "replicas": 2, "template": TEMPLATE}],
+                              **extra}
+    if suspend is not None:
+        config["suspend"] = suspend
+    return config
+
+
+def raw_service(suspend: bool | None = True, ready: bool = False, deleting: bool = False,
+                **extra: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "svc", "namespace": "ns", "uid": UID, "resourceVersion": "5",
+                            "labels": {"kueue.x-k8s.io/queue-name": "lq"}}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    conditions = [{"type": "Ready", "status": "True", "reason": "r", "message": "",
+                   "lastTransitionTime": "2026-01-01T00:00:00Z"}] if ready else []
+    return {"apiVersion": "ray.io/v1", "kind": "RayService", "metadata": meta,
+            "spec": {"rayClusterConfig": cluster_config(suspend, **extra)}, "status": {"conditions": conditions}}
+
+
+def workload(owner_uid: str = UID) -> o.Workload:
+    return o.Workload(
+        metadata=o.ObjectMeta(name=SERVICE_WL, namespace="ns", uid="wl-uid", resource_version="3",
+                              finalizers=["kueue.x-k8s.io/resource-in-use"],
+                              owner_references=[o.OwnerReference(api_version="ray.io/v1", kind="RayService",
+                                                                 name="svc", uid=owner_uid, controller=True)]),
+        spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name="head", count=1),
+                                                       o.PodSet(name="workers", count=2)]))
+
+
+def integration(raw: dict[str, Any] | None, *objs: o.KObject, config: dict[str, Any] | None = None
+                ) -> tuple[RayServiceIntegration, Client, list[ev.AnyEvent]]:
+    return watched_jobs.integration(RayServiceIntegration, raw, *objs, config=ON if config is None else config)
+
+
+@pytest.mark.asyncio
+async def test_nothing_is_done_while_the_framework_is_not_listed() -> None:
+    integ, client, appended = integration(raw_service(suspend=False),
+                                          config={"integrations": {"frameworks": ["ray.io/raycluster"]}})
+    await integ.reconcile("ns/svc")
+    assert (client.created, client.patches, appended) == ([], [], [])
+
+
+@pytest.mark.asyncio
+async def test_a_running_rayservice_without_a_workload_is_suspended_at_its_cluster_config_first() -> None:
+    for suspend in (False, None):  # none written: running, as KubeRay reads it
+        integ, client, appended = integration(raw_service(suspend=suspend))
+        await integ.reconcile("ns/svc")
+        assert client.patches == [("RayService", "svc", {"metadata": {"resourceVersion": "5"},
+                                                         "spec": {"rayClusterConfig": {"suspend": True}}})]
+        assert [(e.kind, e.action) for e in appended] == [("RayService", "Stopped")]  # type: ignore[attr-defined]
+
+
+@pytest.mark.asyncio
+async def test_a_suspended_queued_rayservice_gets_its_workload_once_not_ready() -> None:
+    integ, client, _ = integration(raw_service(ready=True))
+    await integ.reconcile("ns/svc")
+    assert client.created == [], "Kueue waits while the service is active"
+    integ, client, appended = integration(raw_service())
+    await integ.reconcile("ns/svc")
+    (body,) = client.created
+    assert body["metadata"]["name"] == SERVICE_WL and body["spec"]["queueName"] == "lq"
+    assert body["metadata"]["ownerReferences"][0]["kind"] == "RayService"
+    assert [(ps["name"], ps["count"]) for ps in body["spec"]["podSets"]] == [("head", 1), ("workers", 2)]
+    assert [(e.kind, e.action) for e in appended] == [("RayService", "CreatedWorkload")]  # type: ignore[attr-defined]
+
+
+@pytest.mark.asyncio
+async def test_a_running_rayservice_whose_workload_is_not_admitted_is_suspended_and_restored() -> None:
+    raw = raw_service(suspend=False)
+    raw["spec"]["rayClusterConfig"]["headGroupSpec"]["template"] = {
+        **TEMPLATE, "spec": {**TEMPLATE["spec"], "nodeSelector": {"p": "a"}}}
+    integ, client, appended = integration(raw, workload())
+    await integ.reconcile("ns/svc")
+    (kind, name, patch), = client.patches
+    config = patch["spec"]["rayClusterConfig"]
+    assert (kind, name, config["suspend"]) == ("RayService", "svc", True)
+    assert config["headGroupSpec"]["template"]["spec"]["nodeSelector"] is None
+    assert [(e.kind, e.action) for e in appended if isinstance(e, ev.JobActed)] == [("RayService", "Stopped")]
+
+
+@pytest.mark.asyncio
+async def test_a_running_rayservice_is_never_finished() -> None:
+    integ, _, appended = integration(raw_service(suspend=False, ready=True), workload())
+    integ.state.workloads[f"ns/{SERVICE_WL}"].phase = ADMITTED
+    await integ.reconcile("ns/svc")
+    assert not any(isinstance(e, ev.WorkloadFinished) for e in appended)
+
+
+def _gate(on: bool) -> dict[str, Any]:
+    return {**ON, "featureGates": {"DeferRayServiceFinalizationForRedisCleanup": on}}
+
+
+@pytest.mark.asyncio
+async def test_a_deleting_fault_tolerant_rayservice_keeps_its_workload_under_the_gate() -> None:
+    """DeferRayServiceFinalizationForRedisCleanup (on by default): Kueue's ``Skip`` leaves a deleting RayService
+    with GCS fault tolerance alone, its Workload admitted while KubeRay's Redis cleanup Job runs; off, the Workload
+    is let go at once (finished ``OwnerNotFound``, its finalizer taken off) as any deleted job's."""
+    raw = raw_service(suspend=False, deleting=True, gcsFaultToleranceOptions=FT)
+    for config in (ON, _gate(True)):
+        integ, client, appended = integration(raw, workload(), config=config)
+        await integ.reconcile("ns/svc")
+        assert (client.patches, client.deleted, appended) == ([], [], [])
+    integ, client, appended = integration(raw, workload(), config=_gate(False))
+    await integ.reconcile("ns/svc")
+    assert [(e.reason) for e in appended if isinstance(e, ev.WorkloadFinished)] == ["OwnerNotFound"]
+    assert [(k, n) for k, n, _ in client.patches] == [("Workload", SERVICE_WL)]
+    without_ft = raw_service(suspend=False, deleting=True)
+    integ, client, appended = integration(without_ft, workload())
+    await integ.reconcile("ns/svc")
+    assert [k for k, _, _ in client.patches] == ["Workload"], "no fault tolerance: let go under the gate too"
+
+
+# --- its RayClusters --------------------------------------------------------------------------------------------
+
+SERVICE_OWNER = {"apiVersion": "ray.io/v1", "kind": "RayService", "name": "svc", "uid": UID, "controller": True}
+
+
+def raw_cluster(suspend: bool) -> dict[str, Any]:
+    """The RayCluster KubeRay makes for the RayService: its config, the service as its controller."""
+    return {"apiVersion": "ray.io/v1", "kind": "RayCluster",
+            "metadata": {"name": "svc-raycluster-x", "namespace": "ns", "uid": "rc-uid", "resourceVersion": "5",
+                         "labels": {"kueue.x-k8s.io/queue-name": "lq"}, "ownerReferences": [SERVICE_OWNER]},
+            "spec": cluster_config(suspend)}
+
+
+def listed_service() -> rs.RayService:
+    service: rs.RayService = msgspec.convert(raw_service(), rs.RayService)
+    return service
+
+
+def cluster_integration(raw: dict[str, Any], *objs: o.KObject
+                        ) -> tuple[RayClusterIntegration, Client, list[ev.AnyEvent]]:
+    integ, client, appended = watched_jobs.integration(RayClusterIntegration, raw, *objs, config=ON)
+    service = listed_service()
+    integ.parents.hold("RayService", {service.key: service})
+    return integ, client, appended
+
+
+@pytest.mark.asyncio
+async def test_a_queued_rayservices_raycluster_gets_no_workload_and_is_held_while_the_service_is_not_admitted() -> None:
+    integ, client, appended = cluster_integration(raw_cluster(suspend=False), workload())
+    await integ.reconcile("ns/svc-raycluster-x")
+    assert client.created == []
+    assert client.patches == [("RayCluster", "svc-raycluster-x",
+                               {"metadata": {"resourceVersion": "5"}, "spec": {"suspend": True}})]
+    assert [(e.kind, e.action) for e in appended] == [("RayCluster", "Suspended")]  # type: ignore[attr-defined]
+    integ, client, appended = cluster_integration(raw_cluster(suspend=False), workload())
+    integ.state.workloads[f"ns/{SERVICE_WL}"].phase = ADMITTED
+    await integ.reconcile("ns/svc-raycluster-x")
+    assert (client.created, client.patches, appended) == ([], [], []), "admitted: left running, queued apart never"
+
+
+def test_the_connector_reads_a_rayclusters_rayservice_parent_from_the_rayservice_integration() -> None:
+    mirror = Mirror()
+    mirror.apply(ev.Record(1, ev.ConfigRecorded(time=1, writer="test", id="c", document={
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", **ON})))
+    connector = Connector(RecordingClient(), LocalJournal(MemoryLog(), mirror))  # type: ignore[arg-type]
+    service = listed_service()
+    connector.rayservices.known[service.key] = service  # type: ignore[union-attr]
+    parents = connector.jobs.parents  # type: ignore[union-attr]
+    assert connector.rayservices.parents is parents  # type: ignore[union-attr]
+    cluster = msgspec.convert(raw_cluster(suspend=True), rc.RayCluster)
+    found = child_jobs.managed_ancestor(cluster.metadata, parents.parent_of(load_config(ON), {}), False)
+    assert found == service.metadata
+
+
+class _NoApiserver:
+    """A client whose every GET is counted and answered 404: what the webhook's walk reads there."""
+
+    def __init__(self) -> None:
+        self.reads: list[str] = []
+
+    async def get(self, resource: Any, name: str, namespace: str = "", subresource: str = "") -> bytes:
+        self.reads.append(f"{resource.kind} {name}")
+        raise NotFound(f"{resource.kind} {name} not found", 404, "NotFound")
+
+
+@pytest.mark.asyncio
+async def test_the_webhooks_walk_answers_a_rayservice_parent_from_what_the_leaders_connector_holds() -> None:
+    """A RayCluster under a queued RayService the RayService integration lists: the webhook's walk (HeldParents
+    attached to the connector's parents registry, as a leader's) finds it without a GET to the apiserver."""
+    mirror = Mirror()
+    mirror.apply(ev.Record(1, ev.ConfigRecorded(time=1, writer="test", id="c", document={
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", **ON})))
+    connector = Connector(RecordingClient(), LocalJournal(MemoryLog(), mirror))  # type: ignore[arg-type]
+    service = listed_service()
+    connector.rayservices.known[service.key] = service  # type: ignore[union-attr]
+    held = HeldParents()
+    held.attach(connector.jobs.parents, dict)  # type: ignore[union-attr]
+    api = _NoApiserver()
+    walk = ancestry_lookup(api, load_config(ON), held)  # type: ignore[arg-type]
+    assert await walk("ns", raw_cluster(suspend=True)) is True
+    assert (api.reads, held.hits) == ([], 1)
+
+
+def test_what_was_done_to_a_rayservice_is_recorded_as_an_event_on_the_rayservice() -> None:
+    mirror = Mirror()
+    mirror.apply(ev.Record(1, ev.JobActed(time=1, key="ns/svc", uid=UID, kind="RayService", action="CreatedWorkload",
+                                          workload=f"ns/{SERVICE_WL}")))
+    event = mirror.kube_events.ready[1]
+    involved = event.before
+    assert (involved.api_version, involved.kind, involved.name) == ("ray.io/v1", "RayService", "svc")  # type: ignore[union-attr]
+    (recorded,) = job_events.job_events(event.event, involved)  # type: ignore[arg-type]
+    assert recorded.component == "ray.io/rayservice-kueue-controller"
