@@ -10,7 +10,9 @@ An AppWrapper wraps other objects (its ``spec.components``, each a raw ``templat
   status has one entry per component (what the AppWrapper controller settled on); else a component's declared
   ``podSets``, else those inferred from its template's kind (a batch/v1 Job: ``parallelism``, lowered to
   ``completions``, default 1, at ``template.spec.template``; a kubeflow.org/v1 PyTorchJob's ``Master`` then
-  ``Worker``; a v1 Pod; an apps/v1 Deployment or StatefulSet; nothing for other kinds);
+  ``Worker``; a jobset.x-k8s.io/v1alpha2 JobSet's replicated Jobs, each its ``replicas`` times its Job's pods; a
+  ray.io/v1 RayCluster's or RayJob's head then worker groups; a v1 Pod; an apps/v1 Deployment or StatefulSet;
+  nothing for other kinds) — as the AppWrapper controller settles them, so its status changes none;
 * **the Workload's pod sets** (:func:`pod_sets`): each of those whose ``path`` (``template`` then ``.field`` and
   ``[index]`` steps) reaches a map with a ``spec`` map, in component order, named ``<AppWrapper name>-<i>`` by its
   place among them and counting ``replicas`` (default 1); its template is the labels and annotations and the spec
@@ -32,7 +34,7 @@ An AppWrapper wraps other objects (its ``spec.components``, each a raw ``templat
   objects are still being deleted and it is not finished yet; **active**: its ``QuotaReserved`` condition is true;
   **pods ready**: its ``PodsReady`` condition is true.
 
-Kueue counts no reclaimable pods for an AppWrapper. Not modelled: the inference for JobSets and Ray objects, the
+Kueue counts no reclaimable pods for an AppWrapper. Not modelled: the
 defaults Kueue's pod-set templates get from the AppWrapper utilities (restart policy, DNS policy, ...), MultiKueue's
 ``spec.managedBy``.
 """
@@ -64,6 +66,7 @@ TAS_POD_INDEX_LABEL = "workload.codeflare.dev.appwrapper/tas-pod-index-label"
 TAS_SUB_GROUP_INDEX_LABEL = "workload.codeflare.dev.appwrapper/tas-sub-group-index-label"
 TAS_SUB_GROUP_COUNT = "workload.codeflare.dev.appwrapper/tas-sub-group-count"
 JOB_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+JOBSET_JOB_INDEX = "jobset.sigs.k8s.io/job-index"
 REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 
 
@@ -205,7 +208,55 @@ def _replicated_pod_sets(template: Any) -> list[dict[str, Any]]:
     return [{"replicas": 1 if replicas is None else replicas, "path": "template.spec.template"}]
 
 
+def _jobset_pod_sets(template: Any) -> list[dict[str, Any]]:
+    """Each replicated Job with a template: its replicas times the pods one of its Jobs runs (parallelism lowered to
+    completions), ranked by completion index within a Job, the Jobs being the sub-groups."""
+    try:
+        jobs = value_at(template, "template.spec.replicatedJobs")
+    except BadPath:
+        return []
+    out = []
+    for i in range(len(jobs) if isinstance(jobs, list) else 0):
+        prefix = f"template.spec.replicatedJobs[{i}]."
+        try:
+            value_at(template, f"{prefix}template")
+        except BadPath:
+            continue
+        pods = _job_pod_sets(value_at(template, f"{prefix}template"))[0]["replicas"]  # its Job template's
+        replicas = _count(template, f"{prefix}replicas", strict=False)
+        replicas = 1 if replicas is None else replicas
+        out.append({"replicas": replicas * pods, "path": f"{prefix}template.spec.template", "annotations": {
+            TAS_POD_INDEX_LABEL: JOB_COMPLETION_INDEX, TAS_SUB_GROUP_INDEX_LABEL: JOBSET_JOB_INDEX,
+            TAS_SUB_GROUP_COUNT: str(replicas)}})
+    return out
+
+
+def _ray_pod_sets(cluster_spec: str) -> Any:
+    """A Ray cluster's pod sets under ``cluster_spec``: its head (one), then each worker group with a template."""
+
+    def infer(template: Any) -> list[dict[str, Any]]:
+        out = [{"replicas": 1, "path": f"{cluster_spec}headGroupSpec.template"}]
+        try:
+            groups = value_at(template, f"{cluster_spec}workerGroupSpecs")
+        except BadPath:
+            return out
+        for i in range(len(groups) if isinstance(groups, list) else 0):
+            prefix = f"{cluster_spec}workerGroupSpecs[{i}]."
+            try:
+                value_at(template, f"{prefix}template")
+            except BadPath:
+                continue
+            replicas = _count(template, f"{prefix}replicas")
+            out.append({"replicas": 1 if replicas is None else replicas, "path": f"{prefix}template"})
+        return out
+
+    return infer
+
+
 INFERRED = {("batch/v1", "Job"): _job_pod_sets, ("kubeflow.org/v1", "PyTorchJob"): _pytorchjob_pod_sets,
+            ("jobset.x-k8s.io/v1alpha2", "JobSet"): _jobset_pod_sets,
+            ("ray.io/v1", "RayCluster"): _ray_pod_sets("template.spec."),
+            ("ray.io/v1", "RayJob"): _ray_pod_sets("template.spec.rayClusterSpec."),
             ("v1", "Pod"): lambda _: [{"replicas": 1, "path": "template"}],
             ("apps/v1", "Deployment"): _replicated_pod_sets, ("apps/v1", "StatefulSet"): _replicated_pod_sets}
 """Template ``(apiVersion, kind)`` -> the pod sets the AppWrapper utilities infer for it."""

@@ -230,3 +230,39 @@ def test_active_and_ready_follow_its_conditions() -> None:
     assert not aw.is_active(_status("Suspended", QuotaReserved="False"))
     assert aw.pods_ready(_status("Running", PodsReady="True"))
     assert not aw.pods_ready(_status("Running", PodsReady="False"))
+
+
+def jobset(replicas: int = 2, parallelism: int = 3) -> dict[str, Any]:
+    job_spec = {"parallelism": parallelism, "template": pod_template()}
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "js"}, "spec": {
+        "replicatedJobs": [{"name": "w", "replicas": replicas, "template": {"spec": job_spec}}]}}
+
+
+def ray_cluster_spec(workers: int = 3) -> dict[str, Any]:
+    return {"headGroupSpec": {"template": pod_template()},
+            "workerGroupSpecs": [{"groupName": "g", "replicas": workers, "template": pod_template("2")}]}
+
+
+def test_jobsets_and_ray_objects_get_the_pod_sets_the_appwrapper_utilities_infer() -> None:
+    """A JobSet's replicated Jobs (replicas times pods per Job, with the JobSet's sub-group labels); a RayCluster's
+    and a RayJob's head then worker groups — as the AppWrapper utilities infer them (``InferPodSets``)."""
+    raw = raw_aw({"template": jobset()},
+                 {"template": {"apiVersion": "ray.io/v1", "kind": "RayCluster", "spec": ray_cluster_spec()}},
+                 {"template": {"apiVersion": "ray.io/v1", "kind": "RayJob", "spec": {
+                     "rayClusterSpec": ray_cluster_spec(workers=1)}}})
+    assert counts(raw) == [("aw-0", 6), ("aw-1", 1), ("aw-2", 3), ("aw-3", 1), ("aw-4", 1)]
+    request = aw.pod_sets(raw, tas=True)[0]["topologyRequest"]
+    assert (request["podIndexLabel"], request["subGroupIndexLabel"], request["subGroupCount"]) == (
+        "batch.kubernetes.io/job-completion-index", "jobset.sigs.k8s.io/job-index", 2)
+
+
+def test_the_pod_sets_do_not_change_when_the_appwrapper_controller_settles_them_in_its_status() -> None:
+    """The AppWrapper controller caches the declared or inferred pod sets in ``status.componentStatus``; Kueue reads
+    them from there once they are, and infers them alike before: a running AppWrapper's Workload stays in step."""
+    components = ({"template": batch_job()}, {"template": jobset()})
+    before = aw.job_pod_sets(view(raw_aw(*components)))
+    settled = [{"podSets": [{"path": "template.spec.template", "replicas": 2}]},
+               {"podSets": [{"path": "template.spec.replicatedJobs[0].template.spec.template", "replicas": 6}]}]
+    after = aw.job_pod_sets(view(raw_aw(*components, status={"componentStatus": settled})))
+    assert before is not None and [(ps.name, ps.count) for ps in before] == [("aw-0", 2), ("aw-1", 6)]
+    assert before == after
