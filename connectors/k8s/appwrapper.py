@@ -283,12 +283,29 @@ def _pod_set_list(value: Any) -> list[dict[str, Any]]:
 
 def component_pod_sets(spec: dict[str, Any], status: dict[str, Any]) -> list[list[dict[str, Any]]]:
     """Each component's pod sets (module docstring), from the raw ``spec`` and ``status``. Raises
-    :class:`BadPath` as :func:`inferred_pod_sets`."""
+    :class:`BadPath` as :func:`inferred_pod_sets`, or for a replica count that is no integer, naming the field."""
     components = [c if isinstance(c, dict) else {} for c in spec.get("components") or []]
     settled = status.get("componentStatus") or []
     if isinstance(settled, list) and len(settled) == len(components):
-        return [_pod_set_list(s.get("podSets") if isinstance(s, dict) else None) for s in settled]
-    return [_pod_set_list(c.get("podSets")) or inferred_pod_sets(c.get("template")) for c in components]
+        found = [_pod_set_list(s.get("podSets") if isinstance(s, dict) else None) for s in settled]
+        return _counted(found, "status.componentStatus")
+    found = []
+    for i, c in enumerate(components):
+        try:
+            found.append(_pod_set_list(c.get("podSets")) or inferred_pod_sets(c.get("template")))
+        except BadPath as exc:
+            raise BadPath(f"spec.components[{i}]: {exc}") from exc
+    return _counted(found, "spec.components")
+
+
+def _counted(found: list[list[dict[str, Any]]], where: str) -> list[list[dict[str, Any]]]:
+    """``found``, once every pod set's ``replicas`` is absent or an integer (the AppWrapper API's int32)."""
+    for i, pod_sets_of in enumerate(found):
+        for j, ps in enumerate(pod_sets_of):
+            value = ps.get("replicas")
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise BadPath(f"{where}[{i}].podSets[{j}].replicas: not an integer: {value!r}")
+    return found
 
 
 # --- the Workload ---------------------------------------------------------------------------------------------------
@@ -323,9 +340,10 @@ def templated_pod_sets(aw: AppWrapper | dict[str, Any]) -> list[tuple[dict[str, 
     _, spec, status = _raw(aw)
     out = []
     for component, found in zip(spec.get("components") or [], component_pod_sets(spec, status), strict=False):
+        template = component.get("template") if isinstance(component, dict) else None
         for ps in found:
             try:
-                out.append((ps, pod_template_at((component or {}).get("template"), str(ps.get("path", "")))))
+                out.append((ps, pod_template_at(template, str(ps.get("path", "")))))
             except BadPath:
                 continue  # as Kueue's GetComponentPodSpecs: left out
     return out
@@ -343,7 +361,7 @@ def pod_sets(raw_aw: dict[str, Any], *, tas: bool) -> list[dict[str, Any]]:
     try:
         found = templated_pod_sets(raw_aw)
     except BadPath as exc:
-        raise InvalidInput(f"AppWrapper {raw_aw['metadata']['name']}: spec.components: {exc}") from exc
+        raise InvalidInput(f"AppWrapper {raw_aw['metadata']['name']}: {exc}") from exc
     out = []
     for (ps, template), name in zip(found, pod_set_names(raw_aw), strict=True):
         pod_set: dict[str, Any] = {"name": name, "count": replicas(ps), "template": template}
@@ -416,7 +434,9 @@ def with_infos(spec: dict[str, Any], status: dict[str, Any], infos: list[podseti
         raise BadPodSets(f"expecting {total} podsets, got {len(infos)}")
     spec = copy.deepcopy(spec)
     given = iter(infos)
-    for component, pod_sets_of in zip(spec.get("components") or [], found, strict=False):
+    for i, (component, pod_sets_of) in enumerate(zip(spec.get("components") or [], found, strict=False)):
+        if not isinstance(component, dict):
+            raise BadPodSets(f"spec.components[{i}]: not an object, cannot hold podSetInfos")
         if not pod_sets_of:
             component.pop("podSetInfos", None)
             continue

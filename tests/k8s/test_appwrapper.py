@@ -266,3 +266,24 @@ def test_the_pod_sets_do_not_change_when_the_appwrapper_controller_settles_them_
     after = aw.job_pod_sets(view(raw_aw(*components, status={"componentStatus": settled})))
     assert before is not None and [(ps.name, ps.count) for ps in before] == [("aw-0", 2), ("aw-1", 6)]
     assert before == after
+
+
+@pytest.mark.parametrize("replicas", ["four", 1.5, True, [2]])
+def test_a_declared_replica_count_that_is_no_integer_refuses_the_workload_naming_the_field(replicas: Any) -> None:
+    """An AppWrapper stored without the AppWrapper project's schema: refused with the object and field named,
+    never a crash of the reconcile (nor a count read from a fraction or a boolean)."""
+    raw = raw_aw({"template": batch_job(), "podSets": [{"path": "template.spec.template", "replicas": replicas}]})
+    with pytest.raises(InvalidInput, match=r"AppWrapper aw: spec\.components\[0\]\.podSets\[0\]\.replicas"):
+        aw.workload_for(ClusterState(), NO_KEYS, raw, "wl")
+    assert aw.job_pod_sets(view(raw)) is None
+
+
+def test_a_component_that_is_no_object_is_refused_not_a_crash() -> None:
+    settled = {"componentStatus": [{"podSets": [{"path": "template.spec.template"}]}]}
+    for component in ("x", 1, None):
+        raw = raw_aw(component, status=settled)  # type: ignore[arg-type]
+        assert aw.pod_sets(raw, tas=False) == [], "no pod template there: left out, as Kueue's GetComponentPodSpecs"
+        with pytest.raises(aw.BadPodSets, match="expecting 1 podsets, got 0"):
+            aw.start_patch(raw, [])
+        with pytest.raises(aw.BadPodSets, match=r"spec\.components\[0\]"):
+            aw.start_patch(raw, [podsetinfo.PodSetInfo()])
