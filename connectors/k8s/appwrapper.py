@@ -145,7 +145,7 @@ def value_at(template: Any, path: str) -> Any:
 
 def pod_template_at(template: Any, path: str) -> dict[str, Any]:
     """The pod template at ``path``: the labels and annotations (string values) and the spec found there. Raises
-    :class:`BadPath` when it is no map with a ``spec`` map."""
+    :class:`BadPath` when it is no map with a ``spec`` map that reads as a pod spec."""
     found = value_at(template, path)
     spec = found.get("spec") if isinstance(found, dict) else None
     if not isinstance(spec, dict):
@@ -153,7 +153,12 @@ def pod_template_at(template: Any, path: str) -> dict[str, Any]:
     meta = found.get("metadata") if isinstance(found.get("metadata"), dict) else {}
     out_meta = {field: {k: v for k, v in meta[field].items() if isinstance(v, str)}
                 for field in ("labels", "annotations") if isinstance(meta.get(field), dict)}
-    return {"metadata": out_meta, "spec": copy.deepcopy(spec)}
+    out = {"metadata": out_meta, "spec": copy.deepcopy(spec)}
+    try:
+        msgspec.convert(out, o.PodTemplateSpec)
+    except msgspec.ValidationError as exc:
+        raise BadPath(f"content at {path}.spec not parseable as a v1.PodSpec: {exc}") from exc
+    return out
 
 
 # --- a component's pod sets -----------------------------------------------------------------------------------------

@@ -287,3 +287,19 @@ def test_a_component_that_is_no_object_is_refused_not_a_crash() -> None:
             aw.start_patch(raw, [])
         with pytest.raises(aw.BadPodSets, match=r"spec\.components\[0\]"):
             aw.start_patch(raw, [podsetinfo.PodSetInfo()])
+
+
+def test_a_declared_pod_set_whose_spec_is_no_pod_spec_is_left_out_and_an_inferred_one_refuses() -> None:
+    """As the AppWrapper utilities parse the spec at a path as a v1.PodSpec: a declared pod set there is left out
+    (Kueue's GetComponentPodSpecs), an inferred one refuses the AppWrapper; neither crashes the comparison."""
+    thing = {"apiVersion": "example.com/v1", "kind": "Thing", "spec": {"pods": [
+        {"spec": {"containers": "not a list"}}, pod_template()]}}
+    raw = raw_aw({"template": thing, "podSets": [{"path": "template.spec.pods[0]"}, {"path": "template.spec.pods[1]"}]})
+    assert counts(raw) == [("aw-0", 1)]
+    assert [ps.name for ps in aw.job_pod_sets(view(raw)) or []] == ["aw-0"]
+    job = batch_job()
+    job["spec"]["template"]["spec"]["containers"] = "not a list"
+    with pytest.raises(InvalidInput, match=r"spec\.components\[0\]: template\.spec\.template does not refer to a "
+                                           r"v1\.PodSpecTemplate: .*not parseable as a v1\.PodSpec"):
+        aw.workload_for(ClusterState(), NO_KEYS, raw_aw({"template": job}), "wl")
+    assert aw.job_pod_sets(view(raw_aw({"template": job}))) is None
