@@ -1135,3 +1135,19 @@ async def test_a_key_marked_before_its_pod_joined_a_group_does_not_run_a_second_
     client.create = slow_create  # type: ignore[method-assign]
     await _work_until_idle(pods, "ns/b")
     assert len([c for c in client.calls if c[0] == "create"]) == 1
+
+
+@pytest.mark.asyncio
+async def test_a_failed_action_on_a_gone_pod_does_not_forget_what_was_done_to_its_namesake() -> None:
+    """The old group's pass acts on the Pod it read; meanwhile the watch brings a namesake in another group, whose
+    pass records its own action. The old action failing forgets only its own record, not the namesake's."""
+    from connectors.k8s.owner_index import once
+    acted: dict[str, tuple[str, str]] = {}
+
+    async def fails_after_the_namesake_acted() -> None:
+        acted["ns/a"] = ("start", "7")  # the namesake's pass, under the same Pod key
+        raise Conflict("the Pod read is gone")
+
+    with pytest.raises(Conflict):
+        await once(acted, "ns/a", ("stop", "3"), fails_after_the_namesake_acted())
+    assert acted == {"ns/a": ("start", "7")}
