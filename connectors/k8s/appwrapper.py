@@ -10,7 +10,9 @@ An AppWrapper wraps other objects (its ``spec.components``, each a raw ``templat
   status has one entry per component (what the AppWrapper controller settled on); else a component's declared
   ``podSets``, else those inferred from its template's kind (a batch/v1 Job: ``parallelism``, lowered to
   ``completions``, default 1, at ``template.spec.template``; a kubeflow.org/v1 PyTorchJob's ``Master`` then
-  ``Worker``; a v1 Pod; an apps/v1 Deployment or StatefulSet; nothing for other kinds);
+  ``Worker``; a jobset.x-k8s.io/v1alpha2 JobSet's replicated Jobs, each its ``replicas`` times its Job's pods; a
+  ray.io/v1 RayCluster's or RayJob's head then worker groups; a v1 Pod; an apps/v1 Deployment or StatefulSet;
+  nothing for other kinds) — as the AppWrapper controller settles them, so its status changes none;
 * **the Workload's pod sets** (:func:`pod_sets`): each of those whose ``path`` (``template`` then ``.field`` and
   ``[index]`` steps) reaches a map with a ``spec`` map, in component order, named ``<AppWrapper name>-<i>`` by its
   place among them and counting ``replicas`` (default 1); its template is the labels and annotations and the spec
@@ -32,7 +34,7 @@ An AppWrapper wraps other objects (its ``spec.components``, each a raw ``templat
   objects are still being deleted and it is not finished yet; **active**: its ``QuotaReserved`` condition is true;
   **pods ready**: its ``PodsReady`` condition is true.
 
-Kueue counts no reclaimable pods for an AppWrapper. Not modelled: the inference for JobSets and Ray objects, the
+Kueue counts no reclaimable pods for an AppWrapper. Not modelled: the
 defaults Kueue's pod-set templates get from the AppWrapper utilities (restart policy, DNS policy, ...), MultiKueue's
 ``spec.managedBy``.
 """
@@ -64,6 +66,7 @@ TAS_POD_INDEX_LABEL = "workload.codeflare.dev.appwrapper/tas-pod-index-label"
 TAS_SUB_GROUP_INDEX_LABEL = "workload.codeflare.dev.appwrapper/tas-sub-group-index-label"
 TAS_SUB_GROUP_COUNT = "workload.codeflare.dev.appwrapper/tas-sub-group-count"
 JOB_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+JOBSET_JOB_INDEX = "jobset.sigs.k8s.io/job-index"
 REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 
 
@@ -142,7 +145,7 @@ def value_at(template: Any, path: str) -> Any:
 
 def pod_template_at(template: Any, path: str) -> dict[str, Any]:
     """The pod template at ``path``: the labels and annotations (string values) and the spec found there. Raises
-    :class:`BadPath` when it is no map with a ``spec`` map."""
+    :class:`BadPath` when it is no map with a ``spec`` map that reads as a pod spec."""
     found = value_at(template, path)
     spec = found.get("spec") if isinstance(found, dict) else None
     if not isinstance(spec, dict):
@@ -150,7 +153,12 @@ def pod_template_at(template: Any, path: str) -> dict[str, Any]:
     meta = found.get("metadata") if isinstance(found.get("metadata"), dict) else {}
     out_meta = {field: {k: v for k, v in meta[field].items() if isinstance(v, str)}
                 for field in ("labels", "annotations") if isinstance(meta.get(field), dict)}
-    return {"metadata": out_meta, "spec": copy.deepcopy(spec)}
+    out = {"metadata": out_meta, "spec": copy.deepcopy(spec)}
+    try:
+        msgspec.convert(out, o.PodTemplateSpec)
+    except msgspec.ValidationError as exc:
+        raise BadPath(f"content at {path}.spec not parseable as a v1.PodSpec: {exc}") from exc
+    return out
 
 
 # --- a component's pod sets -----------------------------------------------------------------------------------------
@@ -205,7 +213,55 @@ def _replicated_pod_sets(template: Any) -> list[dict[str, Any]]:
     return [{"replicas": 1 if replicas is None else replicas, "path": "template.spec.template"}]
 
 
+def _jobset_pod_sets(template: Any) -> list[dict[str, Any]]:
+    """Each replicated Job with a template: its replicas times the pods one of its Jobs runs (parallelism lowered to
+    completions), ranked by completion index within a Job, the Jobs being the sub-groups."""
+    try:
+        jobs = value_at(template, "template.spec.replicatedJobs")
+    except BadPath:
+        return []
+    out = []
+    for i in range(len(jobs) if isinstance(jobs, list) else 0):
+        prefix = f"template.spec.replicatedJobs[{i}]."
+        try:
+            value_at(template, f"{prefix}template")
+        except BadPath:
+            continue
+        pods = _job_pod_sets(value_at(template, f"{prefix}template"))[0]["replicas"]  # its Job template's
+        replicas = _count(template, f"{prefix}replicas", strict=False)
+        replicas = 1 if replicas is None else replicas
+        out.append({"replicas": replicas * pods, "path": f"{prefix}template.spec.template", "annotations": {
+            TAS_POD_INDEX_LABEL: JOB_COMPLETION_INDEX, TAS_SUB_GROUP_INDEX_LABEL: JOBSET_JOB_INDEX,
+            TAS_SUB_GROUP_COUNT: str(replicas)}})
+    return out
+
+
+def _ray_pod_sets(cluster_spec: str) -> Any:
+    """A Ray cluster's pod sets under ``cluster_spec``: its head (one), then each worker group with a template."""
+
+    def infer(template: Any) -> list[dict[str, Any]]:
+        out = [{"replicas": 1, "path": f"{cluster_spec}headGroupSpec.template"}]
+        try:
+            groups = value_at(template, f"{cluster_spec}workerGroupSpecs")
+        except BadPath:
+            return out
+        for i in range(len(groups) if isinstance(groups, list) else 0):
+            prefix = f"{cluster_spec}workerGroupSpecs[{i}]."
+            try:
+                value_at(template, f"{prefix}template")
+            except BadPath:
+                continue
+            replicas = _count(template, f"{prefix}replicas")
+            out.append({"replicas": 1 if replicas is None else replicas, "path": f"{prefix}template"})
+        return out
+
+    return infer
+
+
 INFERRED = {("batch/v1", "Job"): _job_pod_sets, ("kubeflow.org/v1", "PyTorchJob"): _pytorchjob_pod_sets,
+            ("jobset.x-k8s.io/v1alpha2", "JobSet"): _jobset_pod_sets,
+            ("ray.io/v1", "RayCluster"): _ray_pod_sets("template.spec."),
+            ("ray.io/v1", "RayJob"): _ray_pod_sets("template.spec.rayClusterSpec."),
             ("v1", "Pod"): lambda _: [{"replicas": 1, "path": "template"}],
             ("apps/v1", "Deployment"): _replicated_pod_sets, ("apps/v1", "StatefulSet"): _replicated_pod_sets}
 """Template ``(apiVersion, kind)`` -> the pod sets the AppWrapper utilities infer for it."""
@@ -232,12 +288,29 @@ def _pod_set_list(value: Any) -> list[dict[str, Any]]:
 
 def component_pod_sets(spec: dict[str, Any], status: dict[str, Any]) -> list[list[dict[str, Any]]]:
     """Each component's pod sets (module docstring), from the raw ``spec`` and ``status``. Raises
-    :class:`BadPath` as :func:`inferred_pod_sets`."""
+    :class:`BadPath` as :func:`inferred_pod_sets`, or for a replica count that is no integer, naming the field."""
     components = [c if isinstance(c, dict) else {} for c in spec.get("components") or []]
     settled = status.get("componentStatus") or []
     if isinstance(settled, list) and len(settled) == len(components):
-        return [_pod_set_list(s.get("podSets") if isinstance(s, dict) else None) for s in settled]
-    return [_pod_set_list(c.get("podSets")) or inferred_pod_sets(c.get("template")) for c in components]
+        found = [_pod_set_list(s.get("podSets") if isinstance(s, dict) else None) for s in settled]
+        return _counted(found, "status.componentStatus")
+    found = []
+    for i, c in enumerate(components):
+        try:
+            found.append(_pod_set_list(c.get("podSets")) or inferred_pod_sets(c.get("template")))
+        except BadPath as exc:
+            raise BadPath(f"spec.components[{i}]: {exc}") from exc
+    return _counted(found, "spec.components")
+
+
+def _counted(found: list[list[dict[str, Any]]], where: str) -> list[list[dict[str, Any]]]:
+    """``found``, once every pod set's ``replicas`` is absent or an integer (the AppWrapper API's int32)."""
+    for i, pod_sets_of in enumerate(found):
+        for j, ps in enumerate(pod_sets_of):
+            value = ps.get("replicas")
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise BadPath(f"{where}[{i}].podSets[{j}].replicas: not an integer: {value!r}")
+    return found
 
 
 # --- the Workload ---------------------------------------------------------------------------------------------------
@@ -272,9 +345,10 @@ def templated_pod_sets(aw: AppWrapper | dict[str, Any]) -> list[tuple[dict[str, 
     _, spec, status = _raw(aw)
     out = []
     for component, found in zip(spec.get("components") or [], component_pod_sets(spec, status), strict=False):
+        template = component.get("template") if isinstance(component, dict) else None
         for ps in found:
             try:
-                out.append((ps, pod_template_at((component or {}).get("template"), str(ps.get("path", "")))))
+                out.append((ps, pod_template_at(template, str(ps.get("path", "")))))
             except BadPath:
                 continue  # as Kueue's GetComponentPodSpecs: left out
     return out
@@ -292,7 +366,7 @@ def pod_sets(raw_aw: dict[str, Any], *, tas: bool) -> list[dict[str, Any]]:
     try:
         found = templated_pod_sets(raw_aw)
     except BadPath as exc:
-        raise InvalidInput(f"AppWrapper {raw_aw['metadata']['name']}: spec.components: {exc}") from exc
+        raise InvalidInput(f"AppWrapper {raw_aw['metadata']['name']}: {exc}") from exc
     out = []
     for (ps, template), name in zip(found, pod_set_names(raw_aw), strict=True):
         pod_set: dict[str, Any] = {"name": name, "count": replicas(ps), "template": template}
@@ -365,7 +439,9 @@ def with_infos(spec: dict[str, Any], status: dict[str, Any], infos: list[podseti
         raise BadPodSets(f"expecting {total} podsets, got {len(infos)}")
     spec = copy.deepcopy(spec)
     given = iter(infos)
-    for component, pod_sets_of in zip(spec.get("components") or [], found, strict=False):
+    for i, (component, pod_sets_of) in enumerate(zip(spec.get("components") or [], found, strict=False)):
+        if not isinstance(component, dict):
+            raise BadPodSets(f"spec.components[{i}]: not an object, cannot hold podSetInfos")
         if not pod_sets_of:
             component.pop("podSetInfos", None)
             continue

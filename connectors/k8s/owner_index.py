@@ -79,7 +79,7 @@ async def once(acted: dict[str, tuple[str, str]], key: str, marker: tuple[str, s
                work: Coroutine[Any, Any, Any]) -> None:
     """Run ``work`` unless ``marker`` (an action, the version of the object it acts on) is the last one recorded
     for ``key`` in ``acted``: a view that has not caught up with a write yet does not repeat it. A failed run
-    is forgotten, so the next pass tries again."""
+    is forgotten, so the next pass tries again — unless another run recorded its own meanwhile (a namesake's)."""
     if acted.get(key) == marker:
         work.close()
         return
@@ -87,5 +87,6 @@ async def once(acted: dict[str, tuple[str, str]], key: str, marker: tuple[str, s
     try:
         await work
     except BaseException:
-        acted.pop(key, None)
+        if acted.get(key) == marker:
+            del acted[key]
         raise

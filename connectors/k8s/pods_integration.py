@@ -355,7 +355,10 @@ class PodIntegration:
         config = self._config()
         if not config.manages_pods:
             return
-        key = self._request(key)
+        request = self._request(key)
+        if request != key:  # marked before its Pod joined a group: the group's own key runs its pass
+            self._mark({request})
+            return
         if key.startswith(GROUP_PREFIX):
             await self._reconcile_group(config, key.removeprefix(GROUP_PREFIX))
             return

@@ -230,3 +230,76 @@ def test_active_and_ready_follow_its_conditions() -> None:
     assert not aw.is_active(_status("Suspended", QuotaReserved="False"))
     assert aw.pods_ready(_status("Running", PodsReady="True"))
     assert not aw.pods_ready(_status("Running", PodsReady="False"))
+
+
+def jobset(replicas: int = 2, parallelism: int = 3) -> dict[str, Any]:
+    job_spec = {"parallelism": parallelism, "template": pod_template()}
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "js"}, "spec": {
+        "replicatedJobs": [{"name": "w", "replicas": replicas, "template": {"spec": job_spec}}]}}
+
+
+def ray_cluster_spec(workers: int = 3) -> dict[str, Any]:
+    return {"headGroupSpec": {"template": pod_template()},
+            "workerGroupSpecs": [{"groupName": "g", "replicas": workers, "template": pod_template("2")}]}
+
+
+def test_jobsets_and_ray_objects_get_the_pod_sets_the_appwrapper_utilities_infer() -> None:
+    """A JobSet's replicated Jobs (replicas times pods per Job, with the JobSet's sub-group labels); a RayCluster's
+    and a RayJob's head then worker groups — as the AppWrapper utilities infer them (``InferPodSets``)."""
+    raw = raw_aw({"template": jobset()},
+                 {"template": {"apiVersion": "ray.io/v1", "kind": "RayCluster", "spec": ray_cluster_spec()}},
+                 {"template": {"apiVersion": "ray.io/v1", "kind": "RayJob", "spec": {
+                     "rayClusterSpec": ray_cluster_spec(workers=1)}}})
+    assert counts(raw) == [("aw-0", 6), ("aw-1", 1), ("aw-2", 3), ("aw-3", 1), ("aw-4", 1)]
+    request = aw.pod_sets(raw, tas=True)[0]["topologyRequest"]
+    assert (request["podIndexLabel"], request["subGroupIndexLabel"], request["subGroupCount"]) == (
+        "batch.kubernetes.io/job-completion-index", "jobset.sigs.k8s.io/job-index", 2)
+
+
+def test_the_pod_sets_do_not_change_when_the_appwrapper_controller_settles_them_in_its_status() -> None:
+    """The AppWrapper controller caches the declared or inferred pod sets in ``status.componentStatus``; Kueue reads
+    them from there once they are, and infers them alike before: a running AppWrapper's Workload stays in step."""
+    components = ({"template": batch_job()}, {"template": jobset()})
+    before = aw.job_pod_sets(view(raw_aw(*components)))
+    settled = [{"podSets": [{"path": "template.spec.template", "replicas": 2}]},
+               {"podSets": [{"path": "template.spec.replicatedJobs[0].template.spec.template", "replicas": 6}]}]
+    after = aw.job_pod_sets(view(raw_aw(*components, status={"componentStatus": settled})))
+    assert before is not None and [(ps.name, ps.count) for ps in before] == [("aw-0", 2), ("aw-1", 6)]
+    assert before == after
+
+
+@pytest.mark.parametrize("replicas", ["four", 1.5, True, [2]])
+def test_a_declared_replica_count_that_is_no_integer_refuses_the_workload_naming_the_field(replicas: Any) -> None:
+    """An AppWrapper stored without the AppWrapper project's schema: refused with the object and field named,
+    never a crash of the reconcile (nor a count read from a fraction or a boolean)."""
+    raw = raw_aw({"template": batch_job(), "podSets": [{"path": "template.spec.template", "replicas": replicas}]})
+    with pytest.raises(InvalidInput, match=r"AppWrapper aw: spec\.components\[0\]\.podSets\[0\]\.replicas"):
+        aw.workload_for(ClusterState(), NO_KEYS, raw, "wl")
+    assert aw.job_pod_sets(view(raw)) is None
+
+
+def test_a_component_that_is_no_object_is_refused_not_a_crash() -> None:
+    settled = {"componentStatus": [{"podSets": [{"path": "template.spec.template"}]}]}
+    for component in ("x", 1, None):
+        raw = raw_aw(component, status=settled)  # type: ignore[arg-type]
+        assert aw.pod_sets(raw, tas=False) == [], "no pod template there: left out, as Kueue's GetComponentPodSpecs"
+        with pytest.raises(aw.BadPodSets, match="expecting 1 podsets, got 0"):
+            aw.start_patch(raw, [])
+        with pytest.raises(aw.BadPodSets, match=r"spec\.components\[0\]"):
+            aw.start_patch(raw, [podsetinfo.PodSetInfo()])
+
+
+def test_a_declared_pod_set_whose_spec_is_no_pod_spec_is_left_out_and_an_inferred_one_refuses() -> None:
+    """As the AppWrapper utilities parse the spec at a path as a v1.PodSpec: a declared pod set there is left out
+    (Kueue's GetComponentPodSpecs), an inferred one refuses the AppWrapper; neither crashes the comparison."""
+    thing = {"apiVersion": "example.com/v1", "kind": "Thing", "spec": {"pods": [
+        {"spec": {"containers": "not a list"}}, pod_template()]}}
+    raw = raw_aw({"template": thing, "podSets": [{"path": "template.spec.pods[0]"}, {"path": "template.spec.pods[1]"}]})
+    assert counts(raw) == [("aw-0", 1)]
+    assert [ps.name for ps in aw.job_pod_sets(view(raw)) or []] == ["aw-0"]
+    job = batch_job()
+    job["spec"]["template"]["spec"]["containers"] = "not a list"
+    with pytest.raises(InvalidInput, match=r"spec\.components\[0\]: template\.spec\.template does not refer to a "
+                                           r"v1\.PodSpecTemplate: .*not parseable as a v1\.PodSpec"):
+        aw.workload_for(ClusterState(), NO_KEYS, raw_aw({"template": job}), "wl")
+    assert aw.job_pod_sets(view(raw_aw({"template": job}))) is None

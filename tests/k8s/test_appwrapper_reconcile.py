@@ -196,5 +196,17 @@ async def test_the_pod_webhook_leaves_a_pod_an_appwrapper_wraps_to_it() -> None:
         "kueue.x-k8s.io/queue-name": "lq"}, "ownerReferences": [{
             "apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper", "name": "aw", "uid": UID,
             "controller": True}]}, "spec": POD["spec"]}
-    frameworks = frozenset({"pod", "workload.codeflare.dev/appwrapper"})
-    assert job_selection.framework_of(job_selection.raw_controller(pod["metadata"])) in frameworks & pod_webhook.POD_PARENTS
+    body = msgspec.json.encode({"request": {"uid": "r", "operation": "CREATE", "namespace": "ns", "object": pod}})
+
+    async def labels(namespace: str) -> dict[str, str]:
+        return {}
+
+    async def no(*_: Any) -> bool:
+        return False
+
+    async def review(frameworks: list[str]) -> dict[str, Any]:
+        defaulting = pod_webhook.PodDefaulting.of(load_config({"integrations": {"frameworks": frameworks}}))
+        return (await pod_webhook.review(body, defaulting, labels, no, no))["response"]
+
+    assert "patch" not in await review(["pod", "workload.codeflare.dev/appwrapper"]), "its AppWrapper's to run"
+    assert "patch" in await review(["pod"]), "the AppWrapper integration off: the Pod is Kueue's, queued apart"

@@ -293,12 +293,12 @@ async def test_a_pod_group_gets_one_workload_once_all_its_pods_are_there() -> No
     raws = {n: _group_raw(n) for n in "ab"}
     pods, _, appended, client = integration(client=GroupClient(raws))
     _watch(pods, raws["a"])
-    await pods.reconcile("ns/a")
+    await pods.reconcile("group/ns/g")
     assert client.calls == [], "one of two Pods: no Workload yet"
     (compose,) = appended
     assert isinstance(compose, ev.JobActed) and (compose.key, compose.action, compose.message) == (
         "ns/a", "ErrWorkloadCompose", "'g' group has fewer runnable pods than expected")
-    await pods.reconcile("ns/a")
+    await pods.reconcile("group/ns/g")
     assert len(appended) == 1, "recorded once while nothing changed"
     ledger = EventLedger()
     ledger.fold(ev.Record(9, compose), Mirror().state, {})
@@ -348,7 +348,7 @@ async def test_a_finished_pod_group_finishes_its_workload_and_its_records_mark_t
     mirror.listeners.append(pods._on_applied)
     mirror.apply_batch([ev.Record(mirror.offset + 1, ev.JobStopped(time=3, key="ns/g", uid="wl-uid"))])
     assert pods.dirty == {"group/ns/g"}
-    await pods.reconcile("ns/a")
+    await pods.reconcile("group/ns/g")
     (finished,) = appended
     assert isinstance(finished, ev.WorkloadFinished) and (finished.reason, finished.message) == (
         "Succeeded", "Pods succeeded: 2/2.")
@@ -1110,3 +1110,48 @@ async def test_a_single_pod_made_anew_under_a_group_pods_name_is_its_own_and_the
     assert pods.dirty == {"group/ns/g"}, "the group is looked at again"
     pods._mark({"ns/a"})
     assert pods.dirty == {"group/ns/g", "ns/a"}, "the new Pod is reconciled under its own key"
+
+
+@pytest.mark.asyncio
+async def test_a_key_marked_before_its_pod_joined_a_group_does_not_run_a_second_pass_of_the_group() -> None:
+    """A Pod's own key marked (or set to retry) while it was single, then the Pod is read in a group (made anew
+    under its name): that key is handed to the group's, so no pass runs beside the group's own and creates too."""
+    import asyncio
+    raws = {n: _group_raw(n) for n in "ab"}
+    client = GroupClient(raws)
+    pods, mirror, _, _ = integration(client=client)
+    for n in "ab":
+        _watch(pods, raws[n])
+    creating = client.create
+
+    async def slow_create(resource: Any, body: dict[str, Any], namespace: str = "") -> bytes:
+        if len([c for c in client.calls if c[0] == "create"]) == 0:
+            raws["b"] = {**raws["b"], "metadata": {**raws["b"]["metadata"], "resourceVersion": "2"}}
+            _watch(pods, raws["b"])
+            pods.dirty.add("ns/a")  # marked (or retried) under ns/a's own key while it was a single Pod
+            pods._signal.set()
+            await asyncio.sleep(0.05)  # another pass of the group, if one may run, creates meanwhile
+        answer = await creating(resource, body, namespace)
+        obs = group_workload_obs()
+        mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=2, key=obs.key, uid="wl-uid", obj=obs)))
+        return answer
+
+    client.create = slow_create  # type: ignore[method-assign]
+    await _work_until_idle(pods, "ns/b")
+    assert len([c for c in client.calls if c[0] == "create"]) == 1
+
+
+@pytest.mark.asyncio
+async def test_a_failed_action_on_a_gone_pod_does_not_forget_what_was_done_to_its_namesake() -> None:
+    """The old group's pass acts on the Pod it read; meanwhile the watch brings a namesake in another group, whose
+    pass records its own action. The old action failing forgets only its own record, not the namesake's."""
+    from connectors.k8s.owner_index import once
+    acted: dict[str, tuple[str, str]] = {}
+
+    async def fails_after_the_namesake_acted() -> None:
+        acted["ns/a"] = ("start", "7")  # the namesake's pass, under the same Pod key
+        raise Conflict("the Pod read is gone")
+
+    with pytest.raises(Conflict):
+        await once(acted, "ns/a", ("stop", "3"), fails_after_the_namesake_acted())
+    assert acted == {"ns/a": ("start", "7")}
