@@ -187,8 +187,16 @@ def decode_object(doc: dict[str, Any], where: str, *, checks: Checks = Checks())
         obj = msgspec.convert(doc, o.KueueObject, strict=False)
     except msgspec.ValidationError as exc:
         raise InvalidInput(f"{where}: {_field_message(str(exc))}") from None
+    try:  # a number written as a string is converted to an integer of any size: the log could not take it
+        _WIRE.encode(obj)
+    except OverflowError:
+        _check_integers(msgspec.to_builtins(obj), where, "")
+        raise
     validate_object(obj, where, checks=checks, doc=doc)
     return obj
+
+
+_WIRE = msgspec.msgpack.Encoder()
 
 
 def _reject_v1beta1_domains(doc: dict[str, Any], where: str, api_version: str) -> None:

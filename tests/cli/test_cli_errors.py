@@ -125,6 +125,13 @@ BAD_INPUTS = {
         "    template: {spec: {containers: [{name: c}]}}\n",
         ["document 2", "(Workload w)", "field `spec.priority`: 18446744073709551616 is out of range (at most 64 bits)"],
     ),
+    "integer-as-a-string-beyond-64-bits": (  # converted to an integer of any size: the log's codec could not take it
+        GOOD_DOC + "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata:\n  name: w\n  namespace: team\n"
+        "spec:\n  queueName: lq\n  podSets:\n  - name: main\n    count: '999999999999999999999999999999'\n"
+        "    template: {spec: {containers: [{name: c}]}}\n",
+        ["document 2", "(Workload w)",
+         "field `spec.podSets[0].count`: 999999999999999999999999999999 is out of range (at most 64 bits)"],
+    ),
     "bad-request-beside-a-limit": (
         GOOD_DOC + "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata:\n  name: w\n  namespace: team\n"
         "spec:\n  queueName: lq\n  podSets:\n  - name: main\n    count: 1\n    template: {spec: {containers: "
