@@ -297,6 +297,17 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert await ok("update", *appwrappers, "team-a", "finalizers")  # a Workload it owns
         assert not await ok("create", *appwrappers, "team-a")
         assert not await ok("patch", *appwrappers, "team-a", "status")
+        trainjobs = ("trainer.kubeflow.org", "trainjobs")  # the TrainJob integration's watch and writes
+        assert await ok("watch", *trainjobs)
+        assert await ok("patch", *trainjobs, "team-a")  # suspend, podTemplateOverrides in and out
+        assert await ok("update", *trainjobs, "team-a", "finalizers")  # a Workload it owns
+        assert not await ok("create", *trainjobs, "team-a")
+        assert not await ok("patch", *trainjobs, "team-a", "status")
+        for plural in ("trainingruntimes", "clustertrainingruntimes"):  # a TrainJob's pod sets are its runtime's
+            assert await ok("watch", "trainer.kubeflow.org", plural), plural
+            assert not await ok("patch", "trainer.kubeflow.org", plural, "team-a"), plural
+        assert await ok("watch", "resource.k8s.io", "resourceclaimtemplates")  # what DRA claims cost
+        assert not await ok("create", "resource.k8s.io", "resourceclaimtemplates", "team-a")
         assert await ok("patch", "kueue.x-k8s.io", "admissionchecks", "", "status")
         assert await ok("patch", "kueue.x-k8s.io", "multikueueclusters", "", "status")  # their Active condition
         assert await ok("get", "", "secrets", ns_name)  # MultiKueue workers' kubeconfigs, in its own namespace only
