@@ -11,8 +11,9 @@ ignore (for example an admission of a workload that holds no reservation) is sti
 Steps, each with the offset and time of the event that caused it:
 
 * ``Submitted`` — the workload was first seen (again, after being re-created with a new uid);
-* ``Queued`` — it entered a ClusterQueue's queue (its LocalQueue exists and points to one, and no
-  ``kueue.x-k8s.io/admission-gated-by`` annotation holds it back under the AdmissionGatedBy gate);
+* ``Queued`` — it entered a ClusterQueue's queue (its LocalQueue exists and points to one, no
+  ``kueue.x-k8s.io/admission-gated-by`` annotation holds it back under the AdmissionGatedBy gate, and Kueue
+  charges its DRA claims: :mod:`projections.dra`, under the ResourceClaimTemplates and configuration in force);
 * ``QuotaReserved`` — cluster queue, flavors per pod set and resource, pod counts;
 * ``Admitted``;
 * ``Pending`` — an admission attempt failed, with reason and message; consecutive identical attempts
@@ -41,7 +42,7 @@ import msgspec
 
 from events import objects as o
 from events import schema as ev
-from projections import gates
+from projections import dra, gates
 from projections.workloads import ADMISSION_GATED_BY_ANNOTATION
 
 PENDING, RESERVED, ADMITTED, FINISHED = "Pending", "QuotaReserved", "Admitted", "Finished"
@@ -102,6 +103,8 @@ class _Tracked(msgspec.Struct):
     queued_in: str = ""
     gate: str = ""
     """Its admission gate (the ``kueue.x-k8s.io/admission-gated-by`` annotation)."""
+    claims: tuple[tuple[str, tuple[o.PodResourceClaim, ...]], ...] = ()
+    """Its pod sets' DRA claims (pod set name, claims), only when some pod set has any."""
 
 
 class AuditTrail:
@@ -122,6 +125,11 @@ class AuditTrail:
         """The Kueue Configurations recorded in the log, with their offsets, in log order."""
         self.gated_by = gates.enabled({}, gates.ADMISSION_GATED_BY)
         """The AdmissionGatedBy gate of the configuration in force: a gated workload is not queued."""
+        self.dra_config = (dra.mode_of(None), dra.mapping_of(None))
+        """The DRA mode and device-class mapping of the configuration in force (:mod:`projections.dra`)."""
+        self.claim_templates: dict[str, dict[str, o.ResourceClaimSpec]] = {}
+        """Namespace -> its ResourceClaimTemplates' claim specs by name: a workload whose claims Kueue refuses is
+        not queued."""
 
     # --- reading the result ---------------------------------------------------------------------------------
 
@@ -154,6 +162,15 @@ class AuditTrail:
                 self._set_local_queue(off, e.time, lq.key, cq)
             case ev.ObjectDeleted(kind="LocalQueue"):
                 self._set_local_queue(off, e.time, e.key, None)
+            case ev.ObjectUpserted(obj=o.ResourceClaimTemplate() as rct):
+                ns = rct.metadata.namespace
+                if self.claim_templates.get(ns, {}).get(rct.metadata.name) != rct.spec.spec:
+                    self.claim_templates.setdefault(ns, {})[rct.metadata.name] = rct.spec.spec
+                    self._requeue_claiming(off, e, ns)
+            case ev.ObjectDeleted(kind="ResourceClaimTemplate"):
+                ns, _, name = e.key.partition("/")
+                if self.claim_templates.get(ns, {}).pop(name, None) is not None:
+                    self._requeue_claiming(off, e, ns)
             case ev.ObjectDeleted(kind="Workload"):
                 t = self.workloads.pop(e.key, None)
                 if t is not None:
@@ -195,6 +212,10 @@ class AuditTrail:
                     for key in sorted(self.workloads):
                         if self.workloads[key].gate:
                             self._queue(off, e, key, self.workloads[key])
+                dra_config = (dra.mode_of(e.document), dra.mapping_of(e.document))
+                if dra_config != self.dra_config:
+                    self.dra_config = dra_config
+                    self._requeue_claiming(off, e, None)
             case ev.DecisionRejected():
                 key = self._decisions.get(e.decision)
                 if key is not None:
@@ -230,8 +251,27 @@ class AuditTrail:
         return "" if t is None else (self._cq(t) or self.local_queues.get(f"{t.namespace}/{t.queue_name}", ""))
 
     def _admissible(self, t: _Tracked) -> bool:
-        """Active, and not held back by an admission gate: may be queued (Kueue's ``IsAdmissible``)."""
-        return t.active and not (t.gate and self.gated_by)
+        """Active, not held back by an admission gate, its DRA claims charged: may be queued (Kueue's
+        ``IsAdmissible``, and its workload controller's DRA check)."""
+        return t.active and not (t.gate and self.gated_by) and not self._claims_refused(t)
+
+    def _claims_refused(self, t: _Tracked) -> bool:
+        """Kueue refuses ``t``'s DRA claims under the templates and configuration in force."""
+        mode, mapping = self.dra_config
+        if not t.claims or not mode:
+            return False
+        templates = self.claim_templates.get(t.namespace, {})
+        view = dra.DraView(reject=mode == "reject", mapping=mapping,
+                           templates=tuple(sorted(templates.items())))
+        return any(dra.claim_charge(name, list(claims), view)[1] for name, claims in t.claims)
+
+    def _requeue_claiming(self, off: int, e: ev.Event, namespace: str | None) -> None:
+        """What decides DRA claims changed (in ``namespace``, or everywhere): the workloads with claims are queued
+        or taken out of their queue as that says."""
+        for key in sorted(self.workloads):
+            t = self.workloads[key]
+            if t.claims and (namespace is None or t.namespace == namespace):
+                self._queue(off, e, key, t)
 
     def _target(self, t: _Tracked) -> str:
         return self.local_queues.get(f"{t.namespace}/{t.queue_name}", "")
@@ -265,7 +305,8 @@ class AuditTrail:
             t = None
         if t is None:
             t = _Tracked(uid=w.metadata.uid, namespace=w.metadata.namespace, queue_name=w.spec.queue_name,
-                         active=w.spec.active, gate=w.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION, ""))
+                         active=w.spec.active, gate=w.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION, ""),
+                         claims=_claims_of(w))
             self.workloads[key] = t
             self.lq_members.setdefault(f"{t.namespace}/{t.queue_name}", {})[key] = None
             ref = w.spec.priority_class_ref
@@ -281,6 +322,7 @@ class AuditTrail:
             self.lq_members.setdefault(f"{t.namespace}/{t.queue_name}", {})[key] = None
         t.active = w.spec.active
         t.gate = w.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION, "")
+        t.claims = _claims_of(w)
         self._queue(off, e, key, t)
 
     def _observed_status(self, off: int, e: ev.Event, key: str, t: _Tracked, st: o.WorkloadStatus) -> None:
@@ -384,3 +426,10 @@ def _assignment(admission: o.Admission) -> dict[str, object]:
 
 def step_to_builtins(step: Step) -> dict[str, object]:
     return msgspec.to_builtins(step)
+
+
+def _claims_of(w: o.Workload) -> tuple[tuple[str, tuple[o.PodResourceClaim, ...]], ...]:
+    """The DRA claims of ``w``'s pod sets (pod set name, claims), or nothing when none has any."""
+    if not any(ps.template.spec.resource_claims for ps in w.spec.pod_sets):
+        return ()
+    return tuple((ps.name, tuple(ps.template.spec.resource_claims)) for ps in w.spec.pod_sets)

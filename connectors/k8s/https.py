@@ -12,6 +12,16 @@ from kueue_es.scheduler.tls_options import TLSSettings
 _VERSIONS = {(1, 2): ssl.TLSVersion.TLSv1_2, (1, 3): ssl.TLSVersion.TLSv1_3}
 
 
+def _limit_tls12_suites(tls: ssl.SSLContext, ciphers: tuple[str, ...]) -> None:
+    """Only ``ciphers`` for TLS 1.2. Kueue takes Go's insecure suite names too (3DES, RC4), which OpenSSL 3 does
+    not offer: the ones it has are kept and, none left, TLS 1.2 is not served at all (TLS 1.3, whose suites are
+    not configurable, still is) rather than the server failing to start, as for a list of TLS 1.3 suites alone."""
+    try:
+        tls.set_ciphers(":".join(ciphers))
+    except ssl.SSLError:  # "No cipher can be selected": not one of them is available here
+        tls.minimum_version = ssl.TLSVersion.TLSv1_3
+
+
 def server_tls(certfile: str, keyfile: str, client_ca: bytes = b"", options: TLSSettings | None = None
                ) -> ssl.SSLContext:
     """A serving context for ``certfile``/``keyfile``; with ``client_ca``, client certificates it signed are
@@ -22,7 +32,7 @@ def server_tls(certfile: str, keyfile: str, client_ca: bytes = b"", options: TLS
     if options is not None:
         tls.minimum_version = _VERSIONS[options.min_version]
         if options.ciphers:
-            tls.set_ciphers(":".join(options.ciphers))
+            _limit_tls12_suites(tls, options.ciphers)
     tls.load_cert_chain(certfile, keyfile)
     if client_ca:
         tls.verify_mode = ssl.CERT_OPTIONAL

@@ -97,3 +97,16 @@ def test_a_stanza_kueue_cannot_parse_is_refused_while_it_serves_the_visibility_a
     assert str(refused.value) == f"<config>: Configuration: {error}"
     assert load_config({"tls": stanza, "featureGates": {"VisibilityOnDemand": False}}).server_tls is None
     assert load_config({"tls": stanza, "featureGates": {"TLSOptions": False}}).server_tls is None
+
+
+@pytest.mark.asyncio
+async def test_tls_1_2_suites_openssl_cannot_offer_leave_tls_1_3_instead_of_a_server_that_cannot_start() -> None:
+    """Kueue takes Go's insecure suite names too (3DES, RC4), which this OpenSSL cannot offer: rather than fail to
+    start, the server is left with TLS 1.3 (whose suites are not configurable), as for TLS 1.3 suites alone; a
+    suite it can offer beside them is kept for TLS 1.2."""
+    only_3des = {"tls": {"cipherSuites": ["TLS_RSA_WITH_3DES_EDE_CBC_SHA"]}}
+    assert await _handshake(only_3des) == "TLSv1.3"
+    assert await _handshake(only_3des, max_version=ssl.TLSVersion.TLSv1_2) == "refused"
+    mixed = {"tls": {"cipherSuites": ["TLS_ECDHE_RSA_WITH_RC4_128_SHA", "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"]}}
+    assert await _handshake(mixed, max_version=ssl.TLSVersion.TLSv1_2,
+                            ciphers="ECDHE-ECDSA-AES256-GCM-SHA384") == "TLSv1.2"

@@ -8,6 +8,8 @@ import msgspec
 from fixtures.eventgen import (
     T0,
     admission,
+    claim_template,
+    claiming_workload,
     cluster_queue,
     delete,
     flavor,
@@ -133,6 +135,30 @@ def test_a_gated_workload_is_queued_once_its_gate_is_cleared_or_the_gate_turned_
     ]
     steps = trail_of(events).timeline("team/held")
     assert [(s.offset, s.step) for s in steps] == [(3, "Submitted"), (4, "Queued"), (6, "Queued"), (8, "Queued")]
+
+
+def test_a_workload_whose_dra_claims_kueue_refuses_is_queued_once_they_are_charged() -> None:
+    """KueueDRAIntegration: claims Kueue does not charge (a template not there, a DeviceClass no mapping names) keep
+    the workload out of its queue, as the state fold keeps it; the template made, or the mapping that charges it,
+    queues it; both DRA gates off, claims are ignored and it is queued."""
+    def config(doc: dict, n: int) -> ev.ConfigRecorded:
+        return ev.ConfigRecorded(time=T0, document={"apiVersion": "config.kueue.x-k8s.io/v1beta2",
+                                                    "kind": "Configuration", **doc}, writer="test", id=f"config-{n}")
+    mapped = {"resources": {"deviceClassMappings": [{"name": "example.com/gpu", "deviceClassNames": ["dc0"]}]}}
+    ignored = {"featureGates": {"KueueDRAIntegration": False, "KueueDRARejectWorkloadsWhenDRADisabled": False}}
+    w = claiming_workload("team", "dra", uid="u-dra", queue="lq", claims=[("template", "tmpl0")], created=T0)
+    events = setup() + [
+        upsert(w, T0 + S),                                           # 3: no template: not queued
+        upsert(claim_template("team", "tmpl0", "dc0", 2), T0 + 2 * S),  # 4: dc0 not mapped: still not
+        config(mapped, 1),                                           # 5: charged: queued
+        delete("ResourceClaimTemplate", "team/tmpl0", T0 + 3 * S),   # 6: gone: out of the queue
+        config(ignored, 2),                                          # 7: claims ignored: queued
+    ]
+    trail = trail_of(events)
+    assert [(s.offset, s.step) for s in trail.timeline("team/dra")] == [(3, "Submitted"), (5, "Queued"), (7, "Queued")]
+    for n in range(4, len(events) + 1):  # where the state fold has it, after each event
+        queued = any("team/dra" in q.shapes for q in fold(records([events[:n]])).queues.values())
+        assert trail_of(events[:n]).workloads["team/dra"].queued_in == ("cq-a" if queued else ""), n
 
 
 def test_decisions_that_do_not_apply_are_marked_ignored() -> None:
