@@ -118,7 +118,7 @@ class ClusterState:
         "backoff", "second_pass", "last_cycle", "config", "config_offset", "_rules_of", "_rules",
         "_pods_ready_of", "_pods_ready", "_gates_of", "_gates", "_custom_labels_of", "_custom_labels",
         "queue_order", "_forest", "_quota", "spec_generation", "_cq_infos", "_cq_infos_generation",
-        "_cq_infos_tas", "spec_inputs_generation", "_from_spec", "afs_history", "flagged", "retained",
+        "_cq_infos_config", "spec_inputs_generation", "_from_spec", "afs_history", "flagged", "retained",
         "derived", "tas", "quota_epoch", "generations", "changes", "touched", "touched_all", "backoff_due",
         "second_pass_due", "pods_ready_clock", "not_ready", "held", "finished_clock", "deactivated_clock",
         "max_execution_clock", "keeping", "node_waits", "metrics",
@@ -222,8 +222,8 @@ class ClusterState:
         consumers that memoise what blocks which queue."""
         self._cq_infos: dict[str, ClusterQueueInfo] = {}
         self._cq_infos_generation = 0
-        self._cq_infos_tas: tuple[bool, bool] = (gates.enabled({}, gates.TOPOLOGY_AWARE_SCHEDULING),
-                                                 gates.enabled({}, gates.MULTIKUEUE))
+        self._cq_infos_config: ev.ConfigRecorded | None = None
+        """The configuration the compiled ClusterQueues were compiled under (its TAS and MultiKueue gates)."""
         self.spec_inputs_generation = 0
         """Bumped whenever something a Workload's values derived from its spec depend on may have changed:
         PriorityClasses and WorkloadPriorityClasses (:meth:`_reprioritise`, and their deletion), and what adjusts
@@ -322,11 +322,9 @@ class ClusterState:
 
     def cq_info(self, cq: str) -> ClusterQueueInfo | None:
         """The compiled spec of ClusterQueue ``cq`` (None when it does not exist)."""
-        tas = self.tas_enabled
-        gated = (tas, self.gate(gates.MULTIKUEUE))
-        if self._cq_infos_generation != self.spec_generation or self._cq_infos_tas != gated:
-            self._cq_infos.clear()
-            self._cq_infos_generation, self._cq_infos_tas = self.spec_generation, gated
+        if self._cq_infos_generation != self.spec_generation or self._cq_infos_config is not self.config:
+            self._cq_infos.clear()  # the gates read below are the configuration's: a new one compiles anew
+            self._cq_infos_generation, self._cq_infos_config = self.spec_generation, self.config
         info = self._cq_infos.get(cq)
         if info is None:
             obj = self.cluster_queues.get(cq)
@@ -334,7 +332,7 @@ class ClusterState:
                 return None
             info = self._cq_infos[cq] = ClusterQueueInfo(cq, obj, self.flavors, self.admission_checks,
                                                          self.topologies, self.forest, self.provisioning_configs,
-                                                         tas, self.multikueue)
+                                                         self.tas_enabled, self.multikueue)
         return info
 
     @property
@@ -1881,7 +1879,7 @@ class ClusterState:
         wl = self.workloads.get(e.key)
         if wl is None or (e.uid and e.uid != wl.uid):
             return
-        remotes = {k: v for k, v in wl.remotes.items() if k != e.cluster}
+        remotes = {k: v for k, v in (wl.remotes or {}).items() if k != e.cluster}
         if e.exists:
             remotes[e.cluster] = RemoteCopy(tuple(e.conditions), tuple(e.topology_pod_sets))
         wl.remotes = remotes

@@ -205,8 +205,9 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     """MultiKueue's ``status.clusterName``: the worker that admitted it (empty: none yet, or evicted since)."""
     nominated: tuple[str, ...] = ()
     """MultiKueue's ``status.nominatedClusterNames``."""
-    remotes: dict[str, RemoteCopy] = {}
-    """MultiKueue: worker -> the workload's copy there, as last observed (no entry: none)."""
+    remotes: dict[str, RemoteCopy] | None = None
+    """MultiKueue: worker -> the workload's copy there, as last observed (no entry: none; None: no copy was ever
+    observed, as for every workload outside MultiKueue — an empty dict per workload would cost every one of them)."""
 
     @property
     def base_priority(self) -> int:
@@ -266,7 +267,11 @@ def owner_of(meta: o.ObjectMeta) -> tuple[str, ...]:
     refs = meta.owner_references
     if not refs:
         return ()
-    ref = next((r for r in refs if r.controller), refs[0])
+    for ref in refs:  # every upsert of an owned workload asks: no generator
+        if ref.controller:
+            break
+    else:
+        ref = refs[0]
     return (ref.api_version, ref.kind, ref.name)
 
 

@@ -338,7 +338,7 @@ class MultiKueueConnector:
             for key in sorted(self.state.workloads):
                 wl = self.state.workloads[key]
                 raw = w.workloads.get(key)
-                known = wl.remotes.get(name)
+                known = wl.remotes.get(name) if wl.remotes else None
                 if raw is None:
                     if known is not None:
                         events.append(ev.RemoteWorkloadObserved(time=now, key=key, uid=wl.uid, cluster=name,

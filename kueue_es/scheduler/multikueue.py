@@ -59,12 +59,12 @@ def first_with(state: ClusterState, wl: WorkloadInfo, type_: str) -> tuple[str, 
     """The reachable worker whose copy turned ``type_`` True first (ties by worker name), with that condition. A
     worker not connected is not read, as Kueue reads only the workers it has a client for."""
     best: tuple[int, str, o.Condition] | None = None
-    links = state.cluster_links
-    for cluster in sorted(wl.remotes):
+    links, remotes = state.cluster_links, wl.remotes or {}
+    for cluster in sorted(remotes):
         link = links.get(cluster)
         if link is None or not link.connected:
             continue
-        for c in wl.remotes[cluster].conditions:
+        for c in remotes[cluster].conditions:
             if c.type == type_ and c.status == "True" and (best is None or _since(c) < best[0]):
                 best = (_since(c), cluster, c)
     return None if best is None else (best[1], best[2])
@@ -131,7 +131,7 @@ def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict, now: i
         cluster = admitted[0]
         out: list[ev.Decision] = []
         if not wl.cluster_name:
-            placed = wl.remotes[cluster].topology_pod_sets
+            placed = wl.remotes[cluster].topology_pod_sets if wl.remotes else ()
             ready = [psa.name for psa in (wl.admission.pod_set_assignments if wl.admission is not None else ())
                      if psa.delayed_topology_request == "Pending" and psa.name in placed]
             out.append(ev.WorkerClusterAssigned(key=wl.key, uid=wl.uid, cluster=cluster, topology_ready=ready,
