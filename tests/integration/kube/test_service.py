@@ -129,8 +129,9 @@ async def test_sigkill_between_a_decision_and_its_write_converges_without_double
         assert p2.reported("checkpoint")
         kept = checkpoints.listed(log_dir)
         assert kept and kept[-1][0] == records[-1].offset
-        restored = checkpoints.restore(FileLog.open(log_dir, readonly=True)).state
-        assert restored is not None
+        _st = checkpoints.restore(FileLog.open(log_dir, readonly=True))
+        restored = _st.state
+        assert restored is not None, _st.passed_over
         full = ClusterState()
         for r in records:
             full.apply(r)
