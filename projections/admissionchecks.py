@@ -14,6 +14,10 @@ from events import objects as o
 
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+ALL_AT_ONCE_DISPATCHER = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
+INCREMENTAL_DISPATCHER = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
+BUILT_IN_DISPATCHERS = (ALL_AT_ONCE_DISPATCHER, INCREMENTAL_DISPATCHER)
+"""Kueue's own MultiKueue dispatchers."""
 KUEUE_GROUP = "kueue.x-k8s.io"
 CONFIG_KIND = "ProvisioningRequestConfig"
 MULTIKUEUE_CONFIG_KIND = "MultiKueueConfig"

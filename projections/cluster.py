@@ -1889,7 +1889,7 @@ class ClusterState:
     def _on_nominated(self, e: ev.ClustersNominated) -> None:
         wl = self.workloads.get(e.key)
         if wl is not None and wl.reserving and not wl.cluster_name:
-            wl.nominated = tuple(e.clusters)
+            wl.nominated, wl.nominated_at = tuple(e.clusters), self.time
 
     def _on_cluster_assigned(self, e: ev.WorkerClusterAssigned) -> None:
         """The worker runs it: its pod sets placed there no longer wait for a topology here (Kueue's

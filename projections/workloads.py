@@ -207,6 +207,8 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     """MultiKueue's ``status.nominatedClusterNames``."""
     remotes: dict[str, RemoteCopy] = {}
     """MultiKueue: worker -> the workload's copy there, as last observed (no entry: none)."""
+    nominated_at: int = 0
+    """MultiKueue: the log time its nominations last changed (the incremental dispatcher's round started then)."""
 
     @property
     def base_priority(self) -> int:
