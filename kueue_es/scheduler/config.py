@@ -16,7 +16,7 @@ from events.errors import InvalidInput
 from events.labels import qualified_name_problem
 from kueue_es.scheduler import tls_options
 from projections import custom_labels, gates
-from projections.admissionchecks import ALL_AT_ONCE_DISPATCHER, BUILT_IN_DISPATCHERS, INCREMENTAL_DISPATCHER
+from projections.admissionchecks import ALL_AT_ONCE_DISPATCHER, INCREMENTAL_DISPATCHER
 from projections.queue_order import REQUEUING_TIMESTAMPS
 from projections.request_rules import ResourceTransformation, compile_rules
 
@@ -111,8 +111,9 @@ class MultiKueueSettings(_Cfg):
     worker_lost_timeout: str = "15m"
     """How long a workload's worker may stay unreachable before its MultiKueue check is set to Retry."""
     dispatcher_name: str = ALL_AT_ONCE_DISPATCHER
-    """Who nominates workers: all at once (every connected worker) or incremental (rounds of ``stepSize`` workers
-    every 5 minutes) (:mod:`kueue_es.scheduler.multikueue`)."""
+    """Who nominates workers: all at once (every connected worker), incremental (rounds of ``stepSize`` workers
+    every 5 minutes) or, any other name, an external controller whose nominations are observed on the Workload
+    (:mod:`kueue_es.scheduler.multikueue`)."""
     incremental_dispatcher_config: IncrementalDispatcherConfig | None = None
 
 
@@ -419,9 +420,6 @@ def _validate_multikueue(mk: MultiKueueSettings, source: str) -> None:
         parse_duration(value, f"{source}: field `multiKueue.{name}`")
     if not mk.origin:
         raise InvalidInput(f"{source}: field `multiKueue.origin` must not be empty")
-    if mk.dispatcher_name not in BUILT_IN_DISPATCHERS:
-        raise InvalidInput(f"{source}: field `multiKueue.dispatcherName`: only Kueue's own dispatchers are modelled "
-                           f"by kueue-es, not {mk.dispatcher_name!r}")
     incremental = mk.incremental_dispatcher_config
     if incremental is None:
         return

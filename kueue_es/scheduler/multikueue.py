@@ -26,7 +26,9 @@ ClusterQueue has a MultiKueue check, in Kueue's order:
    time passed since the last (a deadline the scheduler wakes at, :func:`round_deadlines`), each adding up to
    ``stepSize`` (3) workers of the config not yet nominated — connected or not, as Kueue does — in the config's
    order (alphabetical with MultiKueueIncrementalDispatcherRespectConfigOrder off); once every worker is
-   nominated and none admitted the copy, nothing more happens until one does or the workload loses its quota.
+   nominated and none admitted the copy, nothing more happens until one does or the workload loses its quota;
+   any other name: an external dispatcher's, which kueue-es nominates nothing for — the nominations it writes on
+   the Workload are observed (``ClusterState._take_external_nominations``) and dispatched to.
 
 Retry and Rejected are then acted on by the workload controller's rules (:mod:`kueue_es.scheduler.reconcile`):
 eviction, which clears ``clusterName`` and the nominations (the connector then deletes every copy), or
@@ -181,7 +183,7 @@ def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict, now: i
     elif dispatcher.name == INCREMENTAL_DISPATCHER:
         nominated = next_round(state, wl, check.name, dispatcher, now)
     else:
-        return []
+        return []  # an external dispatcher's nominations are observed on the Workload
     if nominated is None or list(wl.nominated) == nominated:
         return []
     return [ev.ClustersNominated(key=wl.key, uid=wl.uid, clusters=nominated, **base)]

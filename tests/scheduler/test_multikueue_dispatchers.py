@@ -1,14 +1,16 @@
 """MultiKueue's incremental and external dispatchers: what the timeline scenarios (``scenarios/multikueue-
-incremental*.yaml``) cannot show — a round's exact end, the Configuration's checks and the round a
-snapshot keeps."""
+incremental*.yaml``, ``multikueue-external.yaml``) cannot show — a round's exact end, the Configuration's checks,
+nominations observed only under an external dispatcher, and the round a snapshot keeps."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 import yaml
 
+from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
 from kueue_es.scheduler import settle
@@ -76,13 +78,46 @@ def test_a_snapshot_keeps_the_round(tmp_path: Path) -> None:
     assert snapshot.digest(restored) == snapshot.digest(state)
 
 
+def _observed(state, nominated: list[str], t: int) -> ev.ObjectUpserted:
+    """The Workload as the apiserver shows it once a dispatcher wrote ``nominated``."""
+    doc = yaml.safe_load((SCENARIOS / "multikueue-dispatch.yaml").read_text())["objects"][-1]
+    meta = {**doc["metadata"], "uid": state.workloads[KEY].uid}
+    wl = msgspec.convert({**doc, "metadata": meta, "status": {"nominatedClusterNames": nominated}}, o.Workload,
+                         strict=False)
+    return ev.ObjectUpserted(time=t, key=KEY, uid=wl.metadata.uid, obj=wl)
+
+
+def test_nominations_on_the_workload_are_taken_only_from_an_external_dispatcher(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    settle(state, DEFAULT, now=START)
+    assert state.workloads[KEY].nominated == ("worker1", "worker2")
+    _apply(state, _observed(state, ["worker2"], START + 1))  # Kueue's own dispatcher in force: the log's nominations stay
+    assert state.workloads[KEY].nominated == ("worker1", "worker2")
+    document = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+                "multiKueue": {"dispatcherName": "example.com/dispatcher"}}
+    _apply(state, ev.ConfigRecorded(time=START + 2, document=document, writer="test", id="external"))
+    _apply(state, _observed(state, ["worker2"], START + 3))
+    assert state.workloads[KEY].nominated == ("worker2",)
+    assert state.workloads[KEY].nominated_at == START + 3
+
+
+def test_observed_nominations_of_a_workload_without_quota_are_not_taken(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    document = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+                "multiKueue": {"dispatcherName": "example.com/dispatcher"}}
+    _apply(state, ev.ConfigRecorded(time=START, document=document, writer="test", id="external"),
+           _observed(state, ["worker2"], START + 1))
+    assert state.workloads[KEY].nominated == ()
+
+
 def _config(multikueue: dict):
     return load_config({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
                         "multiKueue": multikueue}, "cfg.yaml")
 
 
-def test_the_configuration_names_the_incremental_dispatcher() -> None:
+def test_the_configuration_names_any_dispatcher() -> None:
     assert _config({"dispatcherName": INCREMENTAL_DISPATCHER}).multi_kueue.dispatcher_name == INCREMENTAL_DISPATCHER
+    assert _config({"dispatcherName": "example.com/d"}).multi_kueue.dispatcher_name == "example.com/d"
     step = _config({"dispatcherName": INCREMENTAL_DISPATCHER, "incrementalDispatcherConfig": {"stepSize": 1}})
     assert step.multi_kueue.incremental_dispatcher_config.step_size == 1
 
