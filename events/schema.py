@@ -375,7 +375,8 @@ class SecondPassFailed(Decision, tag="SecondPassFailed"):
 
 class ClustersNominated(Decision, tag="ClustersNominated"):
     """MultiKueue's dispatcher: ``status.nominatedClusterNames`` of a workload holding quota on the manager (the
-    all-at-once dispatcher nominates every connected worker of the check's MultiKueueConfig); the connector
+    all-at-once dispatcher nominates every connected worker of the check's MultiKueueConfig, the incremental one
+    adds a round of workers; an external dispatcher's are observed on the Workload instead); the connector
     creates the Workload's copy on each and deletes it from the others."""
 
     clusters: list[str] = []

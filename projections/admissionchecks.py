@@ -14,6 +14,17 @@ from events import objects as o
 
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+ALL_AT_ONCE_DISPATCHER = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
+INCREMENTAL_DISPATCHER = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
+BUILT_IN_DISPATCHERS = (ALL_AT_ONCE_DISPATCHER, INCREMENTAL_DISPATCHER)
+"""Kueue's own MultiKueue dispatchers; under any other ``multiKueue.dispatcherName`` an external controller writes
+the nominations (``status.nominatedClusterNames``) and Kueue runs none."""
+
+
+def external_dispatcher(document: dict | None) -> bool:
+    """Whether the Configuration ``document`` (None: Kueue's defaults) hands nominating to an external dispatcher."""
+    section = (document or {}).get("multiKueue") or {}
+    return section.get("dispatcherName", ALL_AT_ONCE_DISPATCHER) not in BUILT_IN_DISPATCHERS
 KUEUE_GROUP = "kueue.x-k8s.io"
 CONFIG_KIND = "ProvisioningRequestConfig"
 MULTIKUEUE_CONFIG_KIND = "MultiKueueConfig"

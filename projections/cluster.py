@@ -32,7 +32,7 @@ from events.priority_boost import boost_of
 from events.quantity import QuantityError
 from events.timefmt import format_time, parse_time
 from projections import gates
-from projections.admissionchecks import ClusterLink, MultiKueueWorld, applicable_checks
+from projections.admissionchecks import ClusterLink, MultiKueueWorld, applicable_checks, external_dispatcher
 from projections.clusterqueues import ClusterQueueInfo, selector_matches
 from projections.cohorts import CohortForest, build_forest
 from projections.custom_labels import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, CustomLabels
@@ -116,7 +116,8 @@ class ClusterState:
         "_limit_range_keys", "nodes", "pods", "jobs",
         "workloads", "queues", "parked_queues", "usage", "reserving", "lq_members", "awaiting_release",
         "backoff", "second_pass", "last_cycle", "config", "config_offset", "_rules_of", "_rules",
-        "_pods_ready_of", "_pods_ready", "_gates_of", "_gates", "_custom_labels_of", "_custom_labels",
+        "_pods_ready_of", "_pods_ready", "_gates_of", "_gates", "_dispatcher_of", "_external_dispatcher",
+        "_custom_labels_of", "_custom_labels",
         "queue_order", "_forest", "_quota", "spec_generation", "_cq_infos", "_cq_infos_generation",
         "_cq_infos_config", "spec_inputs_generation", "_from_spec", "afs_history", "flagged", "retained",
         "derived", "tas", "quota_epoch", "generations", "changes", "touched", "touched_all", "backoff_due",
@@ -209,6 +210,9 @@ class ClusterState:
         self._gates_of: ev.ConfigRecorded | None = None
         self._gates: dict[str, bool] = {}
         """Feature gates asked of :attr:`config` (:meth:`gate`), and the configuration they were read from (derived)."""
+        self._dispatcher_of: ev.ConfigRecorded | None = None
+        self._external_dispatcher = False
+        """Whether :attr:`config` names an external MultiKueue dispatcher, and the configuration read (derived)."""
         self._custom_labels_of: ev.ConfigRecorded | None = None
         self._custom_labels: CustomLabels | None = None
         """:attr:`custom_labels` and the configuration it was read from (derived)."""
@@ -422,6 +426,17 @@ class ClusterState:
             found = self._gates[name] = gates.enabled(
                 gates.of_document(config.document if config is not None else None), name)
         return found
+
+    @property
+    def external_dispatcher(self) -> bool:
+        """An external controller nominates MultiKueue workers under the recorded configuration (MultiKueue on, a
+        ``multiKueue.dispatcherName`` Kueue has no dispatcher for): the nominations are the Workload's, observed."""
+        config = self.config
+        if self._dispatcher_of is not config:
+            doc = config.document if config is not None else None
+            self._dispatcher_of = config
+            self._external_dispatcher = external_dispatcher(doc) and self.gate(gates.MULTIKUEUE)
+        return self._external_dispatcher
 
     @property
     def admission_gated_by(self) -> bool:
@@ -1367,6 +1382,8 @@ class ClusterState:
             return False
         wl = old
         wl.resource_version = meta.resource_version
+        if wl.reserving and not wl.cluster_name and self.external_dispatcher:
+            self._take_external_nominations(wl, w)
         if wl.labels != meta.labels:
             wl.labels = dict(meta.labels)
         wl.provreq_parameters = parameters
@@ -1884,10 +1901,17 @@ class ClusterState:
             remotes[e.cluster] = RemoteCopy(tuple(e.conditions), tuple(e.topology_pod_sets))
         wl.remotes = remotes
 
+    def _take_external_nominations(self, wl: WorkloadInfo, w: o.Workload | LazyWorkload) -> None:
+        """An external dispatcher's ``status.nominatedClusterNames`` on a workload holding quota and not yet on a
+        worker: the connector dispatches to them as to a built-in dispatcher's (kueue-es nominates nothing)."""
+        nominated = tuple(w.status.nominated_cluster_names or ())
+        if nominated != wl.nominated:
+            wl.nominated, wl.nominated_at = nominated, self.time
+
     def _on_nominated(self, e: ev.ClustersNominated) -> None:
         wl = self.workloads.get(e.key)
         if wl is not None and wl.reserving and not wl.cluster_name:
-            wl.nominated = tuple(e.clusters)
+            wl.nominated, wl.nominated_at = tuple(e.clusters), self.time
 
     def _on_cluster_assigned(self, e: ev.WorkerClusterAssigned) -> None:
         """The worker runs it: its pod sets placed there no longer wait for a topology here (Kueue's

@@ -208,6 +208,8 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     remotes: dict[str, RemoteCopy] | None = None
     """MultiKueue: worker -> the workload's copy there, as last observed (no entry: none; None: no copy was ever
     observed, as for every workload outside MultiKueue — an empty dict per workload would cost every one of them)."""
+    nominated_at: int = 0
+    """MultiKueue: the log time its nominations last changed (the incremental dispatcher's round started then)."""
 
     @property
     def base_priority(self) -> int:

@@ -16,6 +16,7 @@ from events.errors import InvalidInput
 from events.labels import qualified_name_problem
 from kueue_es.scheduler import tls_options
 from projections import custom_labels, gates
+from projections.admissionchecks import ALL_AT_ONCE_DISPATCHER, INCREMENTAL_DISPATCHER
 from projections.queue_order import REQUEUING_TIMESTAMPS
 from projections.request_rules import ResourceTransformation, compile_rules
 
@@ -91,7 +92,13 @@ class ObjectRetentionPolicies(_Cfg):
     workloads: WorkloadRetentionPolicy | None = None
 
 
-ALL_AT_ONCE_DISPATCHER = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
+DEFAULT_STEP_SIZE = 3
+"""How many workers the incremental dispatcher adds per round unless ``stepSize`` says otherwise."""
+
+
+class IncrementalDispatcherConfig(_Cfg):
+    step_size: int | None = None
+    """Workers added per round (at least 1; None: 3). Read only under MultiKueueIncrementalDispatcherConfig."""
 
 
 class MultiKueueSettings(_Cfg):
@@ -104,7 +111,10 @@ class MultiKueueSettings(_Cfg):
     worker_lost_timeout: str = "15m"
     """How long a workload's worker may stay unreachable before its MultiKueue check is set to Retry."""
     dispatcher_name: str = ALL_AT_ONCE_DISPATCHER
-    """Only the all-at-once dispatcher is modelled: every connected worker is nominated at once."""
+    """Who nominates workers: all at once (every connected worker), incremental (rounds of ``stepSize`` workers
+    every 5 minutes) or, any other name, an external controller whose nominations are observed on the Workload
+    (:mod:`kueue_es.scheduler.multikueue`)."""
+    incremental_dispatcher_config: IncrementalDispatcherConfig | None = None
 
 
 class CustomLabelConfig(_Cfg):
@@ -410,9 +420,15 @@ def _validate_multikueue(mk: MultiKueueSettings, source: str) -> None:
         parse_duration(value, f"{source}: field `multiKueue.{name}`")
     if not mk.origin:
         raise InvalidInput(f"{source}: field `multiKueue.origin` must not be empty")
-    if mk.dispatcher_name != ALL_AT_ONCE_DISPATCHER:
-        raise InvalidInput(f"{source}: field `multiKueue.dispatcherName`: only {ALL_AT_ONCE_DISPATCHER} is modelled "
-                           f"by kueue-es, not {mk.dispatcher_name!r}")
+    incremental = mk.incremental_dispatcher_config
+    if incremental is None:
+        return
+    if mk.dispatcher_name != INCREMENTAL_DISPATCHER:
+        raise InvalidInput(f"{source}: field `multiKueue.incrementalDispatcherConfig` is only valid with "
+                           f"dispatcherName {INCREMENTAL_DISPATCHER}, not {mk.dispatcher_name!r}")
+    if incremental.step_size is not None and incremental.step_size < 1:
+        raise InvalidInput(f"{source}: field `multiKueue.incrementalDispatcherConfig.stepSize` must be at least 1, "
+                           f"not {incremental.step_size}")
 
 
 def load_config(doc: dict[str, Any], source: str = "<config>") -> SchedulerConfig:

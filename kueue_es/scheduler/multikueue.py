@@ -1,4 +1,4 @@
-"""Kueue's MultiKueue check controller on a manager, as pure decisions (the all-at-once dispatcher, batch/v1 Jobs).
+"""Kueue's MultiKueue check controller on a manager, as pure decisions (its dispatchers, batch/v1 Jobs).
 
 What the workers did reaches the log as observed facts the MultiKueue connector appends
 (``RemoteWorkloadObserved``: a worker's copy of a workload and its conditions; ``MultiKueueClusterObserved``: a
@@ -19,9 +19,16 @@ ClusterQueue has a MultiKueue check, in Kueue's order:
 5. the check Ready but no copy admitted any more: ``Retry`` at once ("Reserving remote no longer exists or is
    not admitted") if the worker is reachable, else once it has been unreachable for ``workerLostTimeout``
    ("Reserving remote lost"), counted from the log's time of the observation that it was lost;
-6. otherwise, while the check is Pending and the workload is not yet on a worker, the all-at-once dispatcher
-   nominates every connected worker of the check's MultiKueueConfig (``ClustersNominated``, in the config's
-   order), and the connector creates the copies there.
+6. otherwise, while the check is Pending and the workload is not yet on a worker, the dispatcher the
+   Configuration names nominates (``ClustersNominated``), and the connector creates the copies there:
+   all at once, every connected worker of the check's MultiKueueConfig, in the config's order; incremental
+   (Kueue's ``workloaddispatcher``), rounds: the first at once, each next one once more than 5 minutes of log
+   time passed since the last (a deadline the scheduler wakes at, :func:`round_deadlines`), each adding up to
+   ``stepSize`` (3) workers of the config not yet nominated — connected or not, as Kueue does — in the config's
+   order (alphabetical with MultiKueueIncrementalDispatcherRespectConfigOrder off); once every worker is
+   nominated and none admitted the copy, nothing more happens until one does or the workload loses its quota;
+   any other name: an external dispatcher's, which kueue-es nominates nothing for — the nominations it writes on
+   the Workload are observed (``ClusterState._take_external_nominations``) and dispatched to.
 
 Retry and Rejected are then acted on by the workload controller's rules (:mod:`kueue_es.scheduler.reconcile`):
 eviction, which clears ``clusterName`` and the nominations (the connector then deletes every copy), or
@@ -30,16 +37,38 @@ deactivation.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from events import objects as o
 from events import schema as ev
 from events.timefmt import parse_time
-from projections.admissionchecks import MULTIKUEUE_CONTROLLER, multikueue_config_for
+from projections.admissionchecks import (
+    ALL_AT_ONCE_DISPATCHER,
+    INCREMENTAL_DISPATCHER,
+    MULTIKUEUE_CONTROLLER,
+    multikueue_config_for,
+)
 from projections.cluster import ClusterState
 from projections.workloads import WorkloadInfo
 
 MANAGED_BY = MULTIKUEUE_CONTROLLER
 """A Job's ``spec.managedBy`` on a manager: the Job runs on a worker."""
 JOB_ADAPTER = ("batch/v1", "Job")
+ROUND_MS = 5 * 60 * 1000
+"""How long a round of the incremental dispatcher lasts: the next one starts once more than this has passed."""
+
+
+class Dispatcher(NamedTuple):
+    """The dispatcher in force (from the Configuration: ``multiKueue.dispatcherName`` and the gates)."""
+
+    name: str = ALL_AT_ONCE_DISPATCHER
+    step: int = 3
+    """Workers the incremental dispatcher adds per round."""
+    config_order: bool = True
+    """The incremental dispatcher takes workers in the config's order (else alphabetically)."""
+
+
+DEFAULT_DISPATCHER = Dispatcher()
 
 
 def check_of(state: ClusterState, wl: WorkloadInfo) -> o.AdmissionCheckState | None:
@@ -105,8 +134,8 @@ def lost_for(state: ClusterState, cluster: str, now: int) -> int | None:
     return now - (link.since if link is not None else 0)
 
 
-def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict, now: int, worker_lost_ms: int
-                       ) -> list[ev.Decision]:
+def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict, now: int, worker_lost_ms: int,
+                       dispatcher: Dispatcher = DEFAULT_DISPATCHER) -> list[ev.Decision]:
     """The MultiKueue controller's decisions for a workload holding quota (none when it has no MultiKueue check,
     or it is Rejected, or nothing changes)."""
     check = check_of(state, wl)
@@ -149,7 +178,12 @@ def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict, now: i
         return []
     if any(s.state != "Ready" for n, s in wl.check_states.items() if n != check.name):
         return []  # Kueue nominates only once every other check is Ready
-    nominated = nominees(state, check.name)
+    if dispatcher.name == ALL_AT_ONCE_DISPATCHER:
+        nominated = nominees(state, check.name)
+    elif dispatcher.name == INCREMENTAL_DISPATCHER:
+        nominated = next_round(state, wl, check.name, dispatcher, now)
+    else:
+        return []  # an external dispatcher's nominations are observed on the Workload
     if nominated is None or list(wl.nominated) == nominated:
         return []
     return [ev.ClustersNominated(key=wl.key, uid=wl.uid, clusters=nominated, **base)]
@@ -167,6 +201,56 @@ def nominees(state: ClusterState, check: str) -> list[str] | None:
     links = state.cluster_links
     return [c for c in config.spec.clusters
             if c in state.multikueue_clusters and (link := links.get(c)) is not None and link.connected]
+
+
+def _config_clusters(state: ClusterState, check: str) -> list[str] | None:
+    ac = state.admission_checks.get(check)
+    if ac is None:
+        return None
+    config, _ = multikueue_config_for(ac, state.multikueue_configs)
+    return None if config is None else list(config.spec.clusters)
+
+
+def _not_nominated(wl: WorkloadInfo, clusters: list[str], dispatcher: Dispatcher) -> list[str]:
+    taken = set(wl.nominated)
+    rest = [c for c in clusters if c not in taken]
+    return rest if dispatcher.config_order else sorted(rest)
+
+
+def next_round(state: ClusterState, wl: WorkloadInfo, check: str, dispatcher: Dispatcher, now: int
+               ) -> list[str] | None:
+    """The incremental dispatcher's nominations now: those so far plus up to ``dispatcher.step`` workers of the
+    check's MultiKueueConfig not nominated yet, once the round in progress (if any) is over; None while it is not,
+    when every worker is nominated already, or when the config cannot be read."""
+    if wl.nominated and now - wl.nominated_at <= ROUND_MS:
+        return None  # woken when the round is over (round_deadlines)
+    clusters = _config_clusters(state, check)
+    if clusters is None:
+        return None
+    rest = _not_nominated(wl, clusters, dispatcher)
+    if not rest:
+        return None  # Kueue's "no more workers to nominate": the nominations stay as they are
+    return [*wl.nominated, *rest[:dispatcher.step]]
+
+
+def round_deadlines(state: ClusterState, dispatcher: Dispatcher) -> list[tuple[int, str]]:
+    """(when its round is over, key) of every workload the incremental dispatcher has a next round for, in time
+    order: one holding quota, not on a worker yet, its MultiKueue check Pending, with workers of its config not
+    nominated. Empty unless that dispatcher is in force."""
+    if dispatcher.name != INCREMENTAL_DISPATCHER:
+        return []
+    out = []
+    for key in sorted(state.workloads):
+        wl = state.workloads[key]
+        if not wl.nominated or wl.cluster_name or not wl.reserving or wl.evicted:
+            continue
+        check = check_of(state, wl)
+        if check is None or check.state != "Pending":
+            continue
+        clusters = _config_clusters(state, check.name)
+        if clusters and _not_nominated(wl, clusters, dispatcher):
+            out.append((wl.nominated_at + ROUND_MS + 1, key))
+    return sorted(out)
 
 
 def lost_deadlines(state: ClusterState, worker_lost_ms: int) -> list[tuple[int, str]]:

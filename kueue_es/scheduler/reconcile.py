@@ -64,7 +64,7 @@ from events import schema as ev
 from events.timefmt import parse_time
 from kueue_es.scheduler import multikueue, provisioning
 from kueue_es.scheduler.admissibility import MISCONFIGURED, inadmissible
-from kueue_es.scheduler.config import SchedulerConfig, parse_duration
+from kueue_es.scheduler.config import DEFAULT_STEP_SIZE, SchedulerConfig, parse_duration
 from kueue_es.scheduler.nodefailure import next_wait_end, node_failure_decisions
 from projections import gates
 from projections.cluster import MAX_EXECUTION_EXCEEDED, ClusterState, max_execution_deadline
@@ -125,6 +125,19 @@ def retention_deadline(config: SchedulerConfig, wl: WorkloadInfo) -> tuple[int, 
             "Deleted job: deactivation retention period expired")
 
 
+def dispatcher_of(config: SchedulerConfig) -> multikueue.Dispatcher:
+    """The MultiKueue dispatcher the configuration names, with its step (``stepSize`` read only under
+    MultiKueueIncrementalDispatcherConfig) and order (MultiKueueIncrementalDispatcherRespectConfigOrder)."""
+    mk = config.multi_kueue
+    incremental = mk.incremental_dispatcher_config
+    step = DEFAULT_STEP_SIZE
+    if (config.gate(gates.MULTIKUEUE_INCREMENTAL_DISPATCHER_CONFIG) and incremental is not None
+            and incremental.step_size is not None):
+        step = incremental.step_size
+    return multikueue.Dispatcher(mk.dispatcher_name, step,
+                                 config.gate(gates.MULTIKUEUE_INCREMENTAL_DISPATCHER_RESPECT_CONFIG_ORDER))
+
+
 def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int, *,
               full: bool = False) -> list[ev.Decision]:
     """The controller rules' decisions now. ``full`` looks at every workload and leaves the record of what
@@ -142,8 +155,10 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
     touched = None if everything else state.touched
     runs_multikueue = config.gate(gates.MULTIKUEUE)
     worker_lost_ms = parse_duration(config.multi_kueue.worker_lost_timeout)
+    dispatcher = dispatcher_of(config)
     if touched is not None and runs_multikueue:
         lost = [key for t, key in multikueue.lost_deadlines(state, worker_lost_ms) if t <= now]
+        lost += [key for t, key in multikueue.round_deadlines(state, dispatcher) if t <= now]
         if lost:
             touched = {**touched, **dict.fromkeys(lost)}
     for key in sorted(state.awaiting_release):
@@ -180,7 +195,7 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                     out.extend(checked)
                     continue
             if runs_multikueue and wl.check_states:
-                dispatched = multikueue.reconcile_workload(state, wl, base, now, worker_lost_ms)
+                dispatched = multikueue.reconcile_workload(state, wl, base, now, worker_lost_ms, dispatcher)
                 if dispatched:
                     out.extend(dispatched)
                     continue
@@ -501,6 +516,10 @@ def next_deadline(state: ClusterState, config: SchedulerConfig) -> int | None:
         lost = multikueue.lost_deadlines(state, parse_duration(config.multi_kueue.worker_lost_timeout))
         if lost:
             times.append(lost[0][0])
+    if config.gate(gates.MULTIKUEUE):
+        rounds = multikueue.round_deadlines(state, dispatcher_of(config))
+        if rounds:
+            times.append(rounds[0][0])
     waits_on_nodes = (not config.gate(gates.TAS_REPLACE_NODE_ON_POD_TERMINATION)
                       or config.gate(gates.TAS_REPLACE_NODE_DUE_TO_NOT_READY_OVER_FIXED_TIME))
     if waits_on_nodes and config.gate(gates.TAS_FAILED_NODE_REPLACEMENT):
