@@ -8,6 +8,7 @@ scheduling-equivalence hash is just ``WorkloadInfo.shape()``).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from sys import intern
 from typing import Any
 
 import msgspec
@@ -274,7 +275,7 @@ def owner_of(meta: o.ObjectMeta) -> tuple[str, ...]:
             break
     else:
         ref = refs[0]
-    return (ref.api_version, ref.kind, ref.name)
+    return (intern(ref.api_version), intern(ref.kind), ref.name)  # one copy of "batch/v1" for every workload
 
 
 def owned_by_single_pod(meta: o.ObjectMeta) -> bool:
