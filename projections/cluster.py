@@ -1382,7 +1382,9 @@ class ClusterState:
             return False
         wl = old
         wl.resource_version = meta.resource_version
-        if wl.reserving and not wl.cluster_name and self.external_dispatcher:
+        external = (self._external_dispatcher if self._dispatcher_of is self.config  # every upsert asks: no
+                    else self.external_dispatcher)                                  # property call when known
+        if external and wl.reserving and not wl.cluster_name:
             self._take_external_nominations(wl, w)
         if wl.labels != meta.labels:
             wl.labels = dict(meta.labels)
@@ -1393,7 +1395,7 @@ class ClusterState:
         if meta.owner_references or wl.pod_owned:
             wl.pod_owned = owned_by_single_pod(meta)
         if meta.owner_references or wl.owner:
-            wl.owner = owner_of(meta)
+            wl.owner = owner_of(meta, wl.owner)
         regated = gate != wl.admission_gate
         if regated:
             wl.admission_gate = gate
