@@ -220,10 +220,14 @@ class MultiKueueConnector:
         await self._sync_workers(config)
         await self._observe()
         await self._write_cluster_status()
+        await self.sync_copies(config.multi_kueue.origin)
+
+    async def sync_copies(self, origin: str) -> None:
+        """The copies on every worker reached."""
         for name in sorted(self.workers):
             w = self.workers[name]
             if w.connected and w.client is not None:
-                await self._sync_copies(w, config.multi_kueue.origin)
+                await self._sync_copies(w, origin)
 
     async def _sync_workers(self, config: SchedulerConfig) -> None:
         clusters = self.state.multikueue_clusters
@@ -388,12 +392,25 @@ class MultiKueueConnector:
             if w.name not in desired_on(state, wl):
                 continue
             wanted.add(key)
-            if key not in w.workloads:
-                await self._create_copy(w, wl, origin)
-            if wl.cluster_name == w.name:
-                await self._run_there(w, wl, origin)
+            try:
+                if key not in w.workloads:
+                    await self._create_copy(w, wl, origin)
+                if wl.cluster_name == w.name:
+                    await self._run_there(w, wl, origin)
+            except KubeError as exc:
+                self._failed("MultiKueue copy not written, will retry", key, w, exc)
         for key in sorted(set(w.workloads) - wanted):
-            await self._delete_copy(w, key)
+            try:
+                await self._delete_copy(w, key)
+            except KubeError as exc:
+                self._failed("MultiKueue copy not deleted, will retry", key, w, exc)
+
+    def _failed(self, what: str, key: str, w: Worker, exc: KubeError) -> None:
+        """One workload's write failed (a namespace missing on the worker, a forbidden write, the worker gone):
+        counted and retried on the next pass, the other workloads and workers served meanwhile, as Kueue
+        reconciles each workload and each of its workers apart."""
+        self.stats.errors += 1
+        log.warning(what, workload=key, cluster=w.name, error=str(exc))
 
     async def _create_copy(self, w: Worker, wl: WorkloadInfo, origin: str) -> None:
         assert w.client is not None

@@ -1,0 +1,79 @@
+"""The MultiKueue connector's pass over the worker clusters, against fake clients: what it creates and deletes
+where, and that one failed write does not hold back the others (Kueue reconciles each workload and worker apart)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import msgspec
+import pytest
+import yaml
+
+from connectors.k8s.errors import Forbidden
+from connectors.k8s.multikueue import MultiKueueConnector, Worker
+from events import schema as ev
+from kueue_es.scheduler import settle
+from kueue_es.scheduler.config import DEFAULT
+from kueue_es.statefile import load_state
+
+SCENARIO = Path(__file__).parents[1] / "scheduler" / "scenarios" / "multikueue-dispatch.yaml"
+START = 1_704_067_200_000
+KEY = "default/job-a"
+
+
+def _state(tmp_path: Path):
+    objects = yaml.safe_load(SCENARIO.read_text())["objects"]
+    path = tmp_path / "objects.yaml"
+    path.write_text(yaml.safe_dump_all(objects))
+    state = load_state(str(path), None, START).state
+    for name in ("worker1", "worker2"):
+        state.apply(ev.Record(state.offset + 1, ev.MultiKueueClusterObserved(time=START, key=name, connected=True)))
+    settle(state, DEFAULT, now=START)
+    return state
+
+
+class ManagerClient:
+    """The manager's apiserver: answers reads of its Workloads."""
+
+    def __init__(self, state) -> None:
+        self.state = state
+
+    async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
+        return msgspec.json.encode({"metadata": {"name": name, "namespace": namespace, "labels": {}},
+                                    "spec": {"queueName": "lq", "podSets": []}})
+
+
+class WorkerClient:
+    """A worker's apiserver: records the writes; ``refuse`` makes every create fail as a worker may (a namespace
+    missing there, a forbidden write)."""
+
+    def __init__(self, refuse: bool = False) -> None:
+        self.refuse = refuse
+        self.created: list[str] = []
+
+    async def create(self, resource: Any, body: dict[str, Any], namespace: str) -> bytes:
+        if self.refuse:
+            raise Forbidden(f'workloads "{body["metadata"]["name"]}" is forbidden', 403)
+        self.created.append(f"{resource.kind}:{namespace}/{body['metadata']['name']}")
+        return msgspec.json.encode(body)
+
+
+def _connector(state, workers: dict[str, WorkerClient]) -> MultiKueueConnector:
+    journal = SimpleNamespace(mirror=SimpleNamespace(state=state))
+    mk = MultiKueueConnector(ManagerClient(state), journal, append=None)  # type: ignore[arg-type]
+    for name, client in workers.items():
+        mk.workers[name] = Worker(name, b"kubeconfig", client=client, connected=True)  # type: ignore[arg-type]
+    return mk
+
+
+@pytest.mark.asyncio
+async def test_a_worker_refusing_a_copy_does_not_keep_the_others_from_theirs(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    assert state.workloads[KEY].nominated == ("worker1", "worker2")
+    refusing, taking = WorkerClient(refuse=True), WorkerClient()
+    mk = _connector(state, {"worker1": refusing, "worker2": taking})
+    await mk.sync_copies("multikueue")
+    assert taking.created == ["Workload:default/job-a"]
+    assert mk.stats.errors == 1 and mk.stats.copies_created == 1
