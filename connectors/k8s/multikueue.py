@@ -66,6 +66,9 @@ SECRETS_KEY = "kubeconfig"
 ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
 READ_CONDITIONS = ("QuotaReserved", "Admitted", "Evicted", "Finished")
 """The conditions of a worker's copy MultiKueue acts on."""
+JOB_STATUS_FIELDS = ("conditions", "startTime", "completionTime", "active", "succeeded", "failed", "terminating",
+                     "completedIndexes", "failedIndexes", "uncountedTerminatedPods", "ready")
+"""batch/v1 JobStatus's fields: a mirrored status sets each, to null where the copy has none."""
 GENERATED_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name")
 """Labels the apiserver puts on a Job's pod template: a copy gets its own."""
 
@@ -461,8 +464,11 @@ class MultiKueueConnector:
         if not status:
             return
         namespace, _, name = job_key.partition("/")
+        # the copy's status replaces the manager Job's (Kueue's adapter sets it whole): what the copy no longer has
+        # is cleared, or a merge would keep it (a Job omits ``active`` once no pod runs)
+        replacing = {**dict.fromkeys(JOB_STATUS_FIELDS), **status}
         try:
-            await self.client.patch(JOBS, name, {"status": status}, namespace, subresource="status")
+            await self.client.patch(JOBS, name, {"status": replacing}, namespace, subresource="status")
         except (NotFound, Conflict):
             return
         self._mirrored[job_key] = rv

@@ -77,3 +77,37 @@ async def test_a_worker_refusing_a_copy_does_not_keep_the_others_from_theirs(tmp
     await mk.sync_copies("multikueue")
     assert taking.created == ["Workload:default/job-a"]
     assert mk.stats.errors == 1 and mk.stats.copies_created == 1
+
+
+class RecordingManager(ManagerClient):
+    def __init__(self, state) -> None:
+        super().__init__(state)
+        self.patches: list[dict[str, Any]] = []
+
+    async def patch(self, resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "") -> bytes:
+        self.patches.append(body)
+        return b"{}"
+
+
+@pytest.mark.asyncio
+async def test_the_manager_job_shows_the_copy_status_as_it_is_not_merged_into_the_last_one(tmp_path: Path) -> None:
+    """Kueue's batch/v1 adapter replaces the manager Job's status with the copy's: a count the copy dropped (a Job
+    omits ``active`` once no pod runs) is dropped here too, or a finished Job would keep its running pods (which
+    the apiserver refuses for a finished Job)."""
+    state = _state(tmp_path)
+    job = state.jobs["default/a"]
+    started = msgspec.structs.replace(job, spec=msgspec.structs.replace(job.spec, suspend=False))
+    state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=START, key=started.key, obj=started)))
+    manager = RecordingManager(state)
+    mk = _connector(state, {})
+    mk.client = manager  # type: ignore[assignment]
+    running = {"metadata": {"resourceVersion": "1"}, "status": {"active": 1, "ready": 1, "startTime": "t0"}}
+    done = {"metadata": {"resourceVersion": "2"}, "status": {
+        "ready": 0, "succeeded": 1, "startTime": "t0", "completionTime": "t1",
+        "conditions": [{"type": "Complete", "status": "True"}]}}
+    await mk._mirror_status("default/a", running)
+    await mk._mirror_status("default/a", done)
+    assert {k: v for k, v in manager.patches[0]["status"].items() if v is not None} == running["status"]
+    status = manager.patches[1]["status"]
+    assert status["active"] is None and status["succeeded"] == 1 and status["completionTime"] == "t1"
+    assert {k: v for k, v in status.items() if v is not None} == done["status"]
