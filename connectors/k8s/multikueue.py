@@ -53,7 +53,7 @@ from events import schema as ev
 from events.timefmt import format_time
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 from kueue_es.scheduler.config_record import in_force
-from kueue_es.scheduler.multikueue import check_of
+from kueue_es.scheduler.multikueue import JOB_ADAPTER, check_of
 from projections import gates
 from projections.admissionchecks import MultiKueueWorld, cluster_active
 from projections.cluster import ClusterState
@@ -404,6 +404,7 @@ class MultiKueueConnector:
                 self._failed("MultiKueue copy not written, will retry", key, w, exc)
         for key in sorted(set(w.workloads) - wanted):
             try:
+                await self._final_status(w, key)
                 await self._delete_copy(w, key)
             except KubeError as exc:
                 self._failed("MultiKueue copy not deleted, will retry", key, w, exc)
@@ -433,7 +434,7 @@ class MultiKueueConnector:
     async def _run_there(self, w: Worker, wl: WorkloadInfo, origin: str) -> None:
         """The Job's copy on the workload's worker, and its status mirrored to the manager's Job."""
         assert w.client is not None
-        if not wl.owner or tuple(wl.owner[:2]) != ("batch/v1", "Job"):
+        if tuple(wl.owner[:2]) != JOB_ADAPTER:
             return
         job_key = f"{wl.namespace}/{wl.owner[2]}"
         remote = w.jobs.get(job_key)
@@ -452,6 +453,20 @@ class MultiKueueConnector:
             self.stats.jobs_created += 1
             log.info("MultiKueue job copy created", job=job_key, cluster=w.name)
         await self._mirror_status(job_key, remote)
+
+    async def _final_status(self, w: Worker, key: str) -> None:
+        """A workload finished on the worker that ran it: its Job copy's last status, read from the worker (the
+        watch may not have shown it yet), goes to the manager's Job before the copies are deleted (Kueue syncs the
+        Job, then finishes the workload and removes the remote objects)."""
+        assert w.client is not None
+        wl = self.state.workloads.get(key)
+        if wl is None or wl.phase != FINISHED or wl.cluster_name != w.name or tuple(wl.owner[:2]) != JOB_ADAPTER:
+            return
+        try:
+            remote = msgspec.json.decode(await w.client.get(JOBS, wl.owner[2], wl.namespace))
+        except NotFound:
+            return
+        await self._mirror_status(f"{wl.namespace}/{wl.owner[2]}", remote)
 
     async def _mirror_status(self, job_key: str, remote: dict[str, Any]) -> None:
         """The manager's Job shows the status of its copy once it has been started (Kueue defers the sync while

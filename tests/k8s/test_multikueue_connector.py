@@ -111,3 +111,48 @@ async def test_the_manager_job_shows_the_copy_status_as_it_is_not_merged_into_th
     status = manager.patches[1]["status"]
     assert status["active"] is None and status["succeeded"] == 1 and status["completionTime"] == "t1"
     assert {k: v for k, v in status.items() if v is not None} == done["status"]
+
+
+class RunningWorker(WorkerClient):
+    """A worker that ran the Job's copy to completion: reads of it answer its final status; deletions are
+    recorded."""
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        super().__init__()
+        self.job = job
+        self.deleted: list[str] = []
+
+    async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
+        return msgspec.json.encode(self.job)
+
+    async def delete(self, resource: Any, name: str, namespace: str = "") -> bytes:
+        self.deleted.append(f"{resource.kind}:{namespace}/{name}")
+        return b"{}"
+
+
+@pytest.mark.asyncio
+async def test_a_workload_finished_on_its_worker_gets_the_job_final_status_before_its_copies_go(
+        tmp_path: Path) -> None:
+    """Kueue copies the worker Job's status to the manager's before finishing the workload there, and deletes the
+    remote objects after: the final status must reach the manager's Job, whatever the watch had shown of it."""
+    state = _state(tmp_path)
+    job = state.jobs["default/a"]
+    started = msgspec.structs.replace(job, spec=msgspec.structs.replace(job.spec, suspend=False))
+    state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=START, key=started.key, obj=started)))
+    for e in (ev.WorkerClusterAssigned(time=START, cycle=1, input=0, key=KEY, cluster="worker1"),
+              ev.RemoteWorkloadFinished(time=START, cycle=2, input=0, key=KEY, cluster="worker1", reason="Succeeded")):
+        state.apply(ev.Record(state.offset + 1, e))
+    assert state.workloads[KEY].cluster_name == "worker1"
+    done = {"metadata": {"name": "a", "namespace": "default", "resourceVersion": "9",
+                         "labels": {"kueue.x-k8s.io/prebuilt-workload-name": "job-a"}},
+            "status": {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}}
+    worker = RunningWorker(done)
+    manager = RecordingManager(state)
+    mk = _connector(state, {"worker1": worker})
+    mk.client = manager  # type: ignore[assignment]
+    running = {**done, "metadata": {**done["metadata"], "resourceVersion": "5"}, "status": {"active": 1}}
+    mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}}
+    mk.workers["worker1"].jobs["default/a"] = running  # the watch had not shown the completion yet
+    await mk.sync_copies("multikueue")
+    assert [p["status"]["succeeded"] for p in manager.patches] == [1]
+    assert worker.deleted == ["Job:default/a", "Workload:default/job-a"]
