@@ -346,6 +346,8 @@ class MultiKueueConnector:
                 wl = self.state.workloads[key]
                 raw = w.workloads.get(key)
                 known = wl.remotes.get(name)
+                if known is None and name not in desired_on(self.state, wl):
+                    continue  # a copy the log forgot (evicted) or never wanted there: deleted, not reported
                 if raw is None:
                     if known is not None:
                         events.append(ev.RemoteWorkloadObserved(time=now, key=key, uid=wl.uid, cluster=name,

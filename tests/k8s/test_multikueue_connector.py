@@ -156,3 +156,24 @@ async def test_a_workload_finished_on_its_worker_gets_the_job_final_status_befor
     await mk.sync_copies("multikueue")
     assert [p["status"]["succeeded"] for p in manager.patches] == [1]
     assert worker.deleted == ["Job:default/a", "Workload:default/job-a"]
+
+
+@pytest.mark.asyncio
+async def test_a_copy_being_deleted_is_not_reported_again_for_the_evicted_workload(tmp_path: Path) -> None:
+    """The eviction made the log forget the copies; the one still on the worker until this pass deletes it must
+    not be reported as the workload's again (its next reservation would take it for a new admission)."""
+    state = _state(tmp_path)
+    wl = state.workloads[KEY]
+    state.apply(ev.Record(state.offset + 1, ev.WorkloadEvicted(time=START, cycle=9, input=0, key=KEY, uid=wl.uid,
+                                                               reason="AdmissionCheck", message="evicted")))
+    appended: list[ev.AnyEvent] = []
+
+    async def append(events: list[ev.AnyEvent]) -> None:
+        appended.extend(events)
+
+    mk = _connector(state, {"worker1": WorkerClient()})
+    mk.append = append
+    mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}, "status": {
+        "conditions": [{"type": "Admitted", "status": "True", "lastTransitionTime": "2024-01-01T00:00:00Z"}]}}
+    await mk._observe()
+    assert [e for e in appended if isinstance(e, ev.RemoteWorkloadObserved)] == []
