@@ -32,9 +32,10 @@ import asyncio
 import base64
 import contextlib
 import copy
+import os
+import stat
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -161,6 +162,20 @@ def desired_on(state: ClusterState, wl: WorkloadInfo) -> tuple[str, ...]:
     return (wl.cluster_name,) if wl.cluster_name else wl.nominated
 
 
+def read_kubeconfig_file(location: str) -> tuple[bytes, str]:
+    """A ``locationType: Path`` kubeconfig, opened as Kueue opens it: read only, never through a symbolic link,
+    without blocking; anything but a regular file (a FIFO would stall the connector) is a bad config."""
+    where = f"spec.clusterSource.kubeConfig.location {location!r}"
+    try:
+        fd = os.open(location, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError as exc:
+        return b"", f"{where}: {exc.strerror or exc}"
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return b"", f"{where}: not a regular file"
+        return f.read(), ""
+
+
 async def client_from(kubeconfig: bytes) -> KubeClient:
     cfg = kclient.Configuration()
     doc = yaml.safe_load(kubeconfig.decode())
@@ -261,10 +276,7 @@ class MultiKueueConnector:
         if kc is None:
             return b"", "ClusterProfile is not supported by kueue-es"
         if kc.location_type == "Path":
-            try:
-                return Path(kc.location).read_bytes(), ""
-            except OSError as exc:
-                return b"", str(exc)
+            return read_kubeconfig_file(kc.location)
         try:
             secret = msgspec.json.decode(await self.client.get(SECRETS, kc.location, config.namespace))
         except NotFound:

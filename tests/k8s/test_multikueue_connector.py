@@ -3,6 +3,7 @@ where, and that one failed write does not hold back the others (Kueue reconciles
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -177,3 +178,40 @@ async def test_a_copy_being_deleted_is_not_reported_again_for_the_evicted_worklo
         "conditions": [{"type": "Admitted", "status": "True", "lastTransitionTime": "2024-01-01T00:00:00Z"}]}}
     await mk._observe()
     assert [e for e in appended if isinstance(e, ev.RemoteWorkloadObserved)] == []
+
+
+def _path_cluster(location: str):
+    from events import objects as o
+
+    return o.MultiKueueCluster(metadata=o.ObjectMeta(name="w"), spec=o.MultiKueueClusterSpec(
+        cluster_source=o.MultiKueueClusterSource(kube_config=o.MultiKueueKubeConfig(location=location,
+                                                                                   location_type="Path"))))
+
+
+@pytest.mark.asyncio
+async def test_a_kubeconfig_path_is_read_only_from_a_regular_file_not_through_a_link(tmp_path: Path) -> None:
+    """Kueue opens a ``locationType: Path`` kubeconfig without following a link and without blocking: a link or
+    anything but a regular file is a bad config, never read (a FIFO would stall the whole connector)."""
+    import os
+    import threading
+
+    state = _state(tmp_path)
+    mk = _connector(state, {})
+    real = tmp_path / "kubeconfig"
+    real.write_bytes(b"apiVersion: v1\n")
+    assert await mk._kubeconfig(_path_cluster(str(real)), DEFAULT) == (b"apiVersion: v1\n", "")
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    source, error = await mk._kubeconfig(_path_cluster(str(link)), DEFAULT)
+    assert source == b"" and "spec.clusterSource.kubeConfig.location" in error
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got: list[tuple[bytes, str]] = []
+    reader = threading.Thread(target=lambda: got.append(asyncio.run(mk._kubeconfig(_path_cluster(str(fifo)),
+                                                                                   DEFAULT))), daemon=True)
+    reader.start()
+    reader.join(5)
+    if reader.is_alive():  # unblock the stalled read before failing
+        open(fifo, "wb").close()  # noqa: SIM115 - a writer lets the blocked open return
+        reader.join(5)
+    assert got and got[0][0] == b"" and "not a regular file" in got[0][1]
