@@ -418,7 +418,7 @@ class MultiKueueConnector:
                 self._failed("MultiKueue copy not written, will retry", key, w, exc)
         for key in sorted(set(w.workloads) - wanted):
             try:
-                await self._final_status(w, key)
+                await self._final_status(w, key, origin)
                 await self._delete_copy(w, key)
             except KubeError as exc:
                 self._failed("MultiKueue copy not deleted, will retry", key, w, exc)
@@ -468,7 +468,7 @@ class MultiKueueConnector:
             log.info("MultiKueue job copy created", job=job_key, cluster=w.name)
         await self._mirror_status(job_key, remote)
 
-    async def _final_status(self, w: Worker, key: str) -> None:
+    async def _final_status(self, w: Worker, key: str, origin: str) -> None:
         """A workload finished on the worker that ran it: its Job copy's last status, read from the worker (the
         watch may not have shown it yet), goes to the manager's Job before the copies are deleted (Kueue syncs the
         Job, then finishes the workload and removes the remote objects)."""
@@ -480,6 +480,8 @@ class MultiKueueConnector:
             remote = msgspec.json.decode(await w.client.get(JOBS, wl.owner[2], wl.namespace))
         except NotFound:
             return
+        if ((remote.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) != origin:
+            return  # not this manager's copy (Kueue validates a remote object's origin before reading it)
         await self._mirror_status(f"{wl.namespace}/{wl.owner[2]}", remote)
 
     async def _mirror_status(self, job_key: str, remote: dict[str, Any]) -> None:

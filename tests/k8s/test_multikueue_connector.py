@@ -145,7 +145,8 @@ async def test_a_workload_finished_on_its_worker_gets_the_job_final_status_befor
         state.apply(ev.Record(state.offset + 1, e))
     assert state.workloads[KEY].cluster_name == "worker1"
     done = {"metadata": {"name": "a", "namespace": "default", "resourceVersion": "9",
-                         "labels": {"kueue.x-k8s.io/prebuilt-workload-name": "job-a"}},
+                         "labels": {"kueue.x-k8s.io/prebuilt-workload-name": "job-a",
+                                    "kueue.x-k8s.io/multikueue-origin": "multikueue"}},
             "status": {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}}
     worker = RunningWorker(done)
     manager = RecordingManager(state)
@@ -157,6 +158,13 @@ async def test_a_workload_finished_on_its_worker_gets_the_job_final_status_befor
     await mk.sync_copies("multikueue")
     assert [p["status"]["succeeded"] for p in manager.patches] == [1]
     assert worker.deleted == ["Job:default/a", "Workload:default/job-a"]
+
+    # a Job of that name this manager did not make is never read for its status
+    manager.patches.clear()
+    worker.job = {**done, "metadata": {"name": "a", "namespace": "default", "resourceVersion": "11", "labels": {}}}
+    mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}}
+    await mk.sync_copies("multikueue")
+    assert manager.patches == []
 
 
 @pytest.mark.asyncio
