@@ -419,7 +419,7 @@ class MultiKueueConnector:
         for key in sorted(set(w.workloads) - wanted):
             try:
                 await self._final_status(w, key, origin)
-                await self._delete_copy(w, key)
+                await self._delete_copy(w, key, origin)
             except KubeError as exc:
                 self._failed("MultiKueue copy not deleted, will retry", key, w, exc)
 
@@ -505,7 +505,7 @@ class MultiKueueConnector:
         self._mirrored[job_key] = rv
         self.stats.statuses_mirrored += 1
 
-    async def _delete_copy(self, w: Worker, key: str) -> None:
+    async def _delete_copy(self, w: Worker, key: str, origin: str) -> None:
         """Delete a copy this origin made: its Job first (the worker's Workload may already be gone), then the
         Workload, its finalizers removed (Kueue's ``RemoveRemoteObjects``)."""
         assert w.client is not None
@@ -513,7 +513,7 @@ class MultiKueueConnector:
         namespace, _, name = key.partition("/")
         owner = next((r for r in (raw.get("metadata") or {}).get("ownerReferences") or []
                       if r.get("kind") == "Job"), None)
-        job_names = {owner["name"]} if owner else set()
+        job_names = {owner["name"]} if owner and await self._made_here(w, namespace, owner["name"], origin) else set()
         job_names.update(k.partition("/")[2] for k, j in w.jobs.items()
                          if k.partition("/")[0] == namespace
                          and ((j.get("metadata") or {}).get("labels") or {}).get(PREBUILT_WORKLOAD) == name)
@@ -529,6 +529,20 @@ class MultiKueueConnector:
         w.workloads.pop(key, None)
         self.stats.copies_deleted += 1
         log.info("MultiKueue copy deleted", workload=key, cluster=w.name)
+
+
+    @staticmethod
+    async def _made_here(w: Worker, namespace: str, job_name: str, origin: str) -> bool:
+        """Whether the worker's Job carries this manager's origin label (the watch's, else read): Kueue deletes a
+        remote object only once it has checked that."""
+        assert w.client is not None
+        raw = w.jobs.get(f"{namespace}/{job_name}")
+        if raw is None:
+            try:
+                raw = msgspec.json.decode(await w.client.get(JOBS, job_name, namespace))
+            except NotFound:
+                return False
+        return ((raw.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) == origin
 
 
 def _key(obj: dict[str, Any]) -> str:

@@ -223,3 +223,17 @@ async def test_a_kubeconfig_path_is_read_only_from_a_regular_file_not_through_a_
         open(fifo, "wb").close()  # noqa: SIM115 - a writer lets the blocked open return
         reader.join(5)
     assert got and got[0][0] == b"" and "not a regular file" in got[0][1]
+
+
+@pytest.mark.asyncio
+async def test_a_worker_job_this_manager_did_not_make_is_not_deleted_with_the_copy(tmp_path: Path) -> None:
+    """Kueue deletes a remote object only once it has checked it carries its origin label: the Job the copy's
+    owner reference names may be one of the worker's own."""
+    state = _state(tmp_path)
+    stranger = {"metadata": {"name": "theirs", "namespace": "default", "labels": {}}, "status": {}}
+    worker = RunningWorker(stranger)
+    mk = _connector(state, {"worker1": worker})
+    mk.workers["worker1"].workloads["default/gone"] = {"metadata": {
+        "name": "gone", "namespace": "default", "ownerReferences": [{"kind": "Job", "name": "theirs"}]}}
+    await mk.sync_copies("multikueue")
+    assert worker.deleted == ["Workload:default/gone"]
