@@ -115,3 +115,33 @@ def test_an_eviction_forgets_the_copies_so_a_new_reservation_waits_for_a_new_adm
     settle(state, DEFAULT, now=START + 3000)
     assert wl.reserving and wl.cluster_name == "" and wl.check_states["mk"].state == "Pending"
     assert wl.nominated == ("worker1",)
+
+
+def test_a_workload_finished_on_its_worker_is_counted_as_finished(tmp_path: Path) -> None:
+    """RemoteWorkloadFinished finishes the workload as WorkloadFinished does: Kueue's finished-workloads counter
+    counts it (the audit trail's Finished line: tests/projections/test_proj_audit.py)."""
+    from projections.metrics import FINISHED_TOTAL
+
+    state = _state(tmp_path)
+    records: list[ev.Record] = []
+
+    def apply(*events: ev.AnyEvent) -> None:
+        for e in events:
+            r = ev.Record(state.offset + 1, e)
+            state.apply(r)
+            records.append(r)
+
+    apply(ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True))
+    for t in (START, START + 1000, START + 2000):
+        if t == START + 1000:
+            apply(_remote(t, "worker1", QuotaReserved="True", Admitted="True"))
+        if t == START + 2000:
+            apply(_remote(t, "worker1", Admitted="True", Finished="True"))
+        for _ in range(4):
+            batch = decide(state, DEFAULT, now=t)
+            if not batch:
+                break
+            apply(*batch)
+    assert state.workloads[KEY].phase == "Finished"
+    assert any(isinstance(r.event, ev.RemoteWorkloadFinished) for r in records)
+    assert sum(state.metrics.counters[FINISHED_TOTAL.name].values()) == 1
