@@ -1774,7 +1774,7 @@ class ClusterState:
         wl.set_condition("Evicted", "True", reason, e.message, e.time)
         wl.evicted = reason
         wl.unhealthy_nodes = ()
-        wl.cluster_name, wl.nominated = "", ()
+        wl.cluster_name, wl.nominated, wl.remotes = "", (), None  # its copies go (connector): none speaks for it now
         if isinstance(e, ev.WorkloadEvicted) and e.requeue_at is not None:
             wl.requeue_at = max(e.requeue_at, wl.requeue_at or 0)
             wl.requeue_count = e.requeue_count if e.requeue_count is not None else wl.requeue_count + 1
@@ -1827,7 +1827,7 @@ class ClusterState:
         if wl.reserving:
             wl.set_condition("Evicted", "True", e.reason, e.message, e.time)
             wl.evicted = e.reason
-            wl.cluster_name, wl.nominated = "", ()
+            wl.cluster_name, wl.nominated, wl.remotes = "", (), None  # its copies go (connector): none speaks for it now
             _reset_checks(wl, e.time)
             self._release(wl)
             self.awaiting_release.discard(wl.key)

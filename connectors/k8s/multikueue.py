@@ -32,9 +32,10 @@ import asyncio
 import base64
 import contextlib
 import copy
+import os
+import stat
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -53,7 +54,7 @@ from events import schema as ev
 from events.timefmt import format_time
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 from kueue_es.scheduler.config_record import in_force
-from kueue_es.scheduler.multikueue import check_of
+from kueue_es.scheduler.multikueue import JOB_ADAPTER, check_of
 from projections import gates
 from projections.admissionchecks import MultiKueueWorld, cluster_active
 from projections.cluster import ClusterState
@@ -66,6 +67,9 @@ SECRETS_KEY = "kubeconfig"
 ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
 READ_CONDITIONS = ("QuotaReserved", "Admitted", "Evicted", "Finished")
 """The conditions of a worker's copy MultiKueue acts on."""
+JOB_STATUS_FIELDS = ("conditions", "startTime", "completionTime", "active", "succeeded", "failed", "terminating",
+                     "completedIndexes", "failedIndexes", "uncountedTerminatedPods", "ready")
+"""batch/v1 JobStatus's fields: a mirrored status sets each, to null where the copy has none."""
 GENERATED_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name")
 """Labels the apiserver puts on a Job's pod template: a copy gets its own."""
 
@@ -158,6 +162,20 @@ def desired_on(state: ClusterState, wl: WorkloadInfo) -> tuple[str, ...]:
     return (wl.cluster_name,) if wl.cluster_name else wl.nominated
 
 
+def read_kubeconfig_file(location: str) -> tuple[bytes, str]:
+    """A ``locationType: Path`` kubeconfig, opened as Kueue opens it: read only, never through a symbolic link,
+    without blocking; anything but a regular file (a FIFO would stall the connector) is a bad config."""
+    where = f"spec.clusterSource.kubeConfig.location {location!r}"
+    try:
+        fd = os.open(location, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError as exc:
+        return b"", f"{where}: {exc.strerror or exc}"
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return b"", f"{where}: not a regular file"
+        return f.read(), ""
+
+
 async def client_from(kubeconfig: bytes) -> KubeClient:
     cfg = kclient.Configuration()
     doc = yaml.safe_load(kubeconfig.decode())
@@ -220,10 +238,14 @@ class MultiKueueConnector:
         await self._sync_workers(config)
         await self._observe()
         await self._write_cluster_status()
+        await self.sync_copies(config.multi_kueue.origin)
+
+    async def sync_copies(self, origin: str) -> None:
+        """The copies on every worker reached."""
         for name in sorted(self.workers):
             w = self.workers[name]
             if w.connected and w.client is not None:
-                await self._sync_copies(w, config.multi_kueue.origin)
+                await self._sync_copies(w, origin)
 
     async def _sync_workers(self, config: SchedulerConfig) -> None:
         clusters = self.state.multikueue_clusters
@@ -254,10 +276,7 @@ class MultiKueueConnector:
         if kc is None:
             return b"", "ClusterProfile is not supported by kueue-es"
         if kc.location_type == "Path":
-            try:
-                return Path(kc.location).read_bytes(), ""
-            except OSError as exc:
-                return b"", str(exc)
+            return read_kubeconfig_file(kc.location)
         try:
             secret = msgspec.json.decode(await self.client.get(SECRETS, kc.location, config.namespace))
         except NotFound:
@@ -339,6 +358,8 @@ class MultiKueueConnector:
                 wl = self.state.workloads[key]
                 raw = w.workloads.get(key)
                 known = wl.remotes.get(name) if wl.remotes else None
+                if known is None and name not in desired_on(self.state, wl):
+                    continue  # a copy the log forgot (evicted) or never wanted there: deleted, not reported
                 if raw is None:
                     if known is not None:
                         events.append(ev.RemoteWorkloadObserved(time=now, key=key, uid=wl.uid, cluster=name,
@@ -388,12 +409,26 @@ class MultiKueueConnector:
             if w.name not in desired_on(state, wl):
                 continue
             wanted.add(key)
-            if key not in w.workloads:
-                await self._create_copy(w, wl, origin)
-            if wl.cluster_name == w.name:
-                await self._run_there(w, wl, origin)
+            try:
+                if key not in w.workloads:
+                    await self._create_copy(w, wl, origin)
+                if wl.cluster_name == w.name:
+                    await self._run_there(w, wl, origin)
+            except KubeError as exc:
+                self._failed("MultiKueue copy not written, will retry", key, w, exc)
         for key in sorted(set(w.workloads) - wanted):
-            await self._delete_copy(w, key)
+            try:
+                await self._final_status(w, key, origin)
+                await self._delete_copy(w, key, origin)
+            except KubeError as exc:
+                self._failed("MultiKueue copy not deleted, will retry", key, w, exc)
+
+    def _failed(self, what: str, key: str, w: Worker, exc: KubeError) -> None:
+        """One workload's write failed (a namespace missing on the worker, a forbidden write, the worker gone):
+        counted and retried on the next pass, the other workloads and workers served meanwhile, as Kueue
+        reconciles each workload and each of its workers apart."""
+        self.stats.errors += 1
+        log.warning(what, workload=key, cluster=w.name, error=str(exc))
 
     async def _create_copy(self, w: Worker, wl: WorkloadInfo, origin: str) -> None:
         assert w.client is not None
@@ -413,7 +448,7 @@ class MultiKueueConnector:
     async def _run_there(self, w: Worker, wl: WorkloadInfo, origin: str) -> None:
         """The Job's copy on the workload's worker, and its status mirrored to the manager's Job."""
         assert w.client is not None
-        if not wl.owner or tuple(wl.owner[:2]) != ("batch/v1", "Job"):
+        if tuple(wl.owner[:2]) != JOB_ADAPTER:
             return
         job_key = f"{wl.namespace}/{wl.owner[2]}"
         remote = w.jobs.get(job_key)
@@ -433,6 +468,22 @@ class MultiKueueConnector:
             log.info("MultiKueue job copy created", job=job_key, cluster=w.name)
         await self._mirror_status(job_key, remote)
 
+    async def _final_status(self, w: Worker, key: str, origin: str) -> None:
+        """A workload finished on the worker that ran it: its Job copy's last status, read from the worker (the
+        watch may not have shown it yet), goes to the manager's Job before the copies are deleted (Kueue syncs the
+        Job, then finishes the workload and removes the remote objects)."""
+        assert w.client is not None
+        wl = self.state.workloads.get(key)
+        if wl is None or wl.phase != FINISHED or wl.cluster_name != w.name or tuple(wl.owner[:2]) != JOB_ADAPTER:
+            return
+        try:
+            remote = msgspec.json.decode(await w.client.get(JOBS, wl.owner[2], wl.namespace))
+        except NotFound:
+            return
+        if ((remote.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) != origin:
+            return  # not this manager's copy (Kueue validates a remote object's origin before reading it)
+        await self._mirror_status(f"{wl.namespace}/{wl.owner[2]}", remote)
+
     async def _mirror_status(self, job_key: str, remote: dict[str, Any]) -> None:
         """The manager's Job shows the status of its copy once it has been started (Kueue defers the sync while
         the manager's Job is suspended)."""
@@ -444,14 +495,17 @@ class MultiKueueConnector:
         if not status:
             return
         namespace, _, name = job_key.partition("/")
+        # the copy's status replaces the manager Job's (Kueue's adapter sets it whole): what the copy no longer has
+        # is cleared, or a merge would keep it (a Job omits ``active`` once no pod runs)
+        replacing = {**dict.fromkeys(JOB_STATUS_FIELDS), **status}
         try:
-            await self.client.patch(JOBS, name, {"status": status}, namespace, subresource="status")
+            await self.client.patch(JOBS, name, {"status": replacing}, namespace, subresource="status")
         except (NotFound, Conflict):
             return
         self._mirrored[job_key] = rv
         self.stats.statuses_mirrored += 1
 
-    async def _delete_copy(self, w: Worker, key: str) -> None:
+    async def _delete_copy(self, w: Worker, key: str, origin: str) -> None:
         """Delete a copy this origin made: its Job first (the worker's Workload may already be gone), then the
         Workload, its finalizers removed (Kueue's ``RemoveRemoteObjects``)."""
         assert w.client is not None
@@ -459,7 +513,7 @@ class MultiKueueConnector:
         namespace, _, name = key.partition("/")
         owner = next((r for r in (raw.get("metadata") or {}).get("ownerReferences") or []
                       if r.get("kind") == "Job"), None)
-        job_names = {owner["name"]} if owner else set()
+        job_names = {owner["name"]} if owner and await self._made_here(w, namespace, owner["name"], origin) else set()
         job_names.update(k.partition("/")[2] for k, j in w.jobs.items()
                          if k.partition("/")[0] == namespace
                          and ((j.get("metadata") or {}).get("labels") or {}).get(PREBUILT_WORKLOAD) == name)
@@ -475,6 +529,20 @@ class MultiKueueConnector:
         w.workloads.pop(key, None)
         self.stats.copies_deleted += 1
         log.info("MultiKueue copy deleted", workload=key, cluster=w.name)
+
+
+    @staticmethod
+    async def _made_here(w: Worker, namespace: str, job_name: str, origin: str) -> bool:
+        """Whether the worker's Job carries this manager's origin label (the watch's, else read): Kueue deletes a
+        remote object only once it has checked that."""
+        assert w.client is not None
+        raw = w.jobs.get(f"{namespace}/{job_name}")
+        if raw is None:
+            try:
+                raw = msgspec.json.decode(await w.client.get(JOBS, job_name, namespace))
+            except NotFound:
+                return False
+        return ((raw.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) == origin
 
 
 def _key(obj: dict[str, Any]) -> str:

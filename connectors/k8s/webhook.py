@@ -20,7 +20,8 @@ On **create** (Kueue's webhook is registered for creation only: unsuspending an 
   (read from the apiserver; one that cannot be read refuses the Job, as Kueue's webhook fails) → suspended too
   (:mod:`connectors.k8s.job_selection`);
 * a queue whose ClusterQueue has a MultiKueue check (controller ``kueue.x-k8s.io/multikueue``), under the
-  ``MultiKueue`` gate, and no ``spec.managedBy`` → ``spec.managedBy: kueue.x-k8s.io/multikueue``: on a manager the
+  ``MultiKueue`` gate, and no ``spec.managedBy`` (or the built-in ``kubernetes.io/job-controller``) →
+  ``spec.managedBy: kueue.x-k8s.io/multikueue``: on a manager the
   Job runs on a worker, its status mirrored back (:mod:`connectors.k8s.multikueue`); the LocalQueue, its
   ClusterQueue and their checks are read from the apiserver (:func:`multikueue_lookup`; one missing sets nothing);
 * ``kueue.x-k8s.io/elastic-job: "true"`` under ``ElasticJobsViaWorkloadSlices`` → the pod template gets the
@@ -138,6 +139,8 @@ ManagedAncestry = child_jobs.ManagedAncestry
 MultiKueueLookup = Callable[[str, str], Awaitable[bool]]
 """Whether LocalQueue ``namespace/name``'s ClusterQueue has a MultiKueue check."""
 MULTIKUEUE_MANAGER = "kueue.x-k8s.io/multikueue"
+JOB_CONTROLLER = "kubernetes.io/job-controller"
+"""The built-in Job controller's ``managedBy``: a Job naming it is handed to MultiKueue as one naming none."""
 SuspendsUnqueued = Callable[[str, dict[str, Any]], Awaitable[bool]]
 """Whether a Job being created (namespace, raw Job) that names no queue is suspended all the same
 (``manageJobsWithoutQueueName``); raises :class:`KubeError` when the namespace cannot be read."""
@@ -162,7 +165,7 @@ def job_patch(job: dict[str, Any], has_default_queue: bool, has_default_priority
     ops = map_ops("/metadata/labels", meta.get("labels"), added)
     if (queue or suspend_unqueued) and not child and (job.get("spec") or {}).get("suspend") is not True:
         ops.append({"op": "add", "path": "/spec/suspend", "value": True})
-    if multikueue and not child and (job.get("spec") or {}).get("managedBy") is None:
+    if multikueue and not child and (job.get("spec") or {}).get("managedBy") in (None, JOB_CONTROLLER):
         ops.append({"op": "add", "path": "/spec/managedBy", "value": MULTIKUEUE_MANAGER})
     if elastic_jobs and (meta.get("annotations") or {}).get(workload_slices.ELASTIC_JOB_ANNOTATION) == "true":
         ops += elastic_gate_ops(job)
