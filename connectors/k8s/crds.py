@@ -514,7 +514,10 @@ def sparkapplication_crd() -> dict[str, Any]:
     schema = {"type": "object", "properties": {
         "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
         "spec": spec, "status": status}}
-    return _foreign_crd(SPARK_APPLICATIONS, schema)
+    crd = _foreign_crd(SPARK_APPLICATIONS, schema)
+    # a *.k8s.io group is protected: the apiserver wants its approval annotation (an unapproved one is served)
+    crd["metadata"]["annotations"] = {"api-approved.kubernetes.io": "unapproved, a minimal structural CRD for tests"}
+    return crd
 
 
 def leaderworkerset_crd() -> dict[str, Any]:
