@@ -1,19 +1,20 @@
-"""Kueue's MultiKueue check controller on a manager, as pure decisions (its dispatchers, batch/v1 Jobs).
+"""Kueue's MultiKueue check controller on a manager, as pure decisions (its dispatchers; batch/v1 Jobs, JobSets).
 
 What the workers did reaches the log as observed facts the MultiKueue connector appends
 (``RemoteWorkloadObserved``: a worker's copy of a workload and its conditions; ``MultiKueueClusterObserved``: a
 worker reached or lost); from those and the manager's own state this decides, for a workload holding quota whose
 ClusterQueue has a MultiKueue check, in Kueue's order:
 
-1. no adapter for its owner (only batch/v1 Jobs have one here): the check is ``Rejected``, "No multikueue
-   adapter found[ for owner kind ...]"; a Job whose ``spec.managedBy`` is not ``kueue.x-k8s.io/multikueue``:
-   ``Rejected``, "The owner is not managed by Kueue: Expecting spec.managedBy to be ...";
+1. no adapter for its owner (:data:`ADAPTERS`: batch/v1 Jobs and JobSets have one here): the check is
+   ``Rejected``, "No multikueue adapter found[ for owner kind ...]"; an owner whose ``spec.managedBy`` is not
+   ``kueue.x-k8s.io/multikueue`` (a Job's read of the log's Job, a JobSet's of ``OwnerObserved``): ``Rejected``,
+   "The owner is not managed by Kueue: Expecting spec.managedBy to be ...";
 2. a copy finished on a worker (the earliest to): the workload finishes with its reason and message
    (``RemoteWorkloadFinished``);
 3. a copy evicted on a worker while the check is Ready: ``Retry``, "Workload evicted on worker cluster ...";
 4. the first copy admitted on a worker (the earliest Admitted) while the check is not yet Ready: that worker runs
    it — ``WorkerClusterAssigned`` (``status.clusterName``, nominations cleared) and the check ``Ready``, "The
-   workload was admitted on <worker>" (the connector then deletes the other copies and copies the Job there);
+   workload was admitted on <worker>" (the connector then deletes the other copies and copies the owner there);
    its pod sets whose topology the manager delayed (always, with a MultiKueue check) and the worker placed are
    no longer delayed here (``delayedTopologyRequest: Ready``, no topology: Kueue's ``updateDelayedTopologyRequest``);
 5. the check Ready but no copy admitted any more: ``Retry`` at once ("Reserving remote no longer exists or is
@@ -52,8 +53,28 @@ from projections.cluster import ClusterState
 from projections.workloads import WorkloadInfo
 
 MANAGED_BY = MULTIKUEUE_CONTROLLER
-"""A Job's ``spec.managedBy`` on a manager: the Job runs on a worker."""
+"""An owner's ``spec.managedBy`` on a manager: it runs on a worker."""
+
+
+def _job_managed_by(state: ClusterState, wl: WorkloadInfo) -> str | None:
+    """A batch/v1 Job's managedBy, read of the Job the log holds (None: not observed yet)."""
+    job = state.jobs.get(f"{wl.namespace}/{wl.owner[2]}")
+    return None if job is None else job.spec.managed_by or ""
+
+
+def _observed_managed_by(state: ClusterState, wl: WorkloadInfo) -> str | None:
+    """The managedBy of an owner the log does not hold, as the connector observed it (``OwnerObserved``)."""
+    return wl.owner_managed_by
+
+
+ADAPTERS = {
+    ("batch/v1", "Job"): _job_managed_by,
+    ("jobset.x-k8s.io/v1alpha2", "JobSet"): _observed_managed_by,
+}
+"""(apiVersion, kind) of an owner MultiKueue can run on a worker -> how its ``spec.managedBy`` is read (Kueue's
+MultiKueue adapters; the connector's side of each is :data:`connectors.k8s.multikueue.ADAPTERS`)."""
 JOB_ADAPTER = ("batch/v1", "Job")
+JOBSET_ADAPTER = ("jobset.x-k8s.io/v1alpha2", "JobSet")
 ROUND_MS = 5 * 60 * 1000
 """How long a round of the incremental dispatcher lasts: the next one starts once more than this has passed."""
 
@@ -110,15 +131,15 @@ def unmanaged_reason(state: ClusterState, wl: WorkloadInfo) -> str | None:
     MultiKueue), or None."""
     if not wl.owner:
         return "No multikueue adapter found"
-    api_version, kind, name = wl.owner
-    if (api_version, kind) != JOB_ADAPTER:
+    api_version, kind = wl.owner[0], wl.owner[1]
+    managed_by_of = ADAPTERS.get((api_version, kind))
+    if managed_by_of is None:
         group, _, version = api_version.rpartition("/")
         gvk = f"{group}/{version}, Kind={kind}" if group else f"/{version}, Kind={kind}"
         return f"No multikueue adapter found for owner kind {gvk!r}".replace("'", '"')
-    job = state.jobs.get(f"{wl.namespace}/{name}")
-    if job is None:
+    managed_by = managed_by_of(state, wl)
+    if managed_by is None:
         return None  # not observed yet: Kueue's read would fail and retry
-    managed_by = job.spec.managed_by or ""
     if managed_by != MANAGED_BY:
         return (f'The owner is not managed by Kueue: Expecting spec.managedBy to be "{MANAGED_BY}" '
                 f'not "{managed_by}"')
