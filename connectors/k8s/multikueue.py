@@ -35,7 +35,7 @@ import copy
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 import structlog
@@ -47,7 +47,7 @@ from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, KubeError, NotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.prebuilt import KEY as PREBUILT_WORKLOAD
-from connectors.k8s.resources import BY_KIND, SECRETS
+from connectors.k8s.resources import BY_KIND, JOBSETS, SECRETS, Resource
 from events import objects as o
 from events import schema as ev
 from events.timefmt import format_time
@@ -92,7 +92,8 @@ class Worker:
     reason: str = ""
     message: str = ""
     workloads: dict[str, dict[str, Any]] = field(default_factory=dict)
-    jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    owners: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    """Owner kind (an adapter's) -> the copies of owners of that kind this origin made there, by key."""
     task: asyncio.Task | None = None
 
 
@@ -148,6 +149,49 @@ def job_copy(manager_job: dict[str, Any], manager_wl: dict[str, Any], origin: st
                      "annotations": annotations},
         "spec": spec,
     }
+
+
+def jobset_copy(manager_jobset: dict[str, Any], manager_wl: dict[str, Any], origin: str) -> dict[str, Any]:
+    """The copy of a manager's JobSet created on the worker that runs it (Kueue's JobSet adapter): its labels,
+    annotations and spec, the origin label and ``kueue.x-k8s.io/prebuilt-workload-name`` added and ``managedBy``
+    dropped, so that the worker's JobSet controller runs it, on the prebuilt copy of its Workload."""
+    meta = manager_jobset.get("metadata") or {}
+    spec = copy.deepcopy(manager_jobset.get("spec") or {})
+    spec.pop("managedBy", None)
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                   if k != "kubectl.kubernetes.io/last-applied-configuration"}
+    return {
+        "apiVersion": JOBSETS.api_version, "kind": JOBSETS.kind,
+        "metadata": {"name": meta["name"], "namespace": meta["namespace"],
+                     "labels": {**(meta.get("labels") or {}), ORIGIN_LABEL: origin,
+                                PREBUILT_WORKLOAD: manager_wl["metadata"]["name"]},
+                     "annotations": annotations},
+        "spec": spec,
+    }
+
+
+class Adapter(NamedTuple):
+    """The connector's side of one of Kueue's MultiKueue adapters (the pure side's is
+    :data:`kueue_es.scheduler.multikueue.ADAPTERS`, keyed alike)."""
+
+    resource: Resource
+    """Where owners of its kind are, on the manager and on the workers."""
+    make_copy: Any
+    """(manager owner, manager Workload, origin) -> the owner's copy created on the worker."""
+    in_log: bool
+    """The log holds owners of its kind (a Job): its managedBy and suspension are read there; else its managedBy
+    is read from the manager's apiserver and appended (``OwnerObserved``)."""
+
+
+ADAPTERS = {
+    ("batch/v1", "Job"): Adapter(JOBS, job_copy, in_log=True),
+    (JOBSETS.api_version, JOBSETS.kind): Adapter(JOBSETS, jobset_copy, in_log=False),
+}
+"""(apiVersion, kind) of an owner MultiKueue runs on a worker -> its adapter."""
+
+
+def adapter_of(wl: WorkloadInfo) -> Adapter | None:
+    return ADAPTERS.get((wl.owner[0], wl.owner[1])) if wl.owner else None
 
 
 def desired_on(state: ClusterState, wl: WorkloadInfo) -> tuple[str, ...]:
@@ -277,14 +321,26 @@ class MultiKueueConnector:
                 await w.client.close()
 
     async def _watch_worker(self, w: Worker, origin: str) -> None:
-        """List and watch the worker's Workloads and Jobs of this origin; mark it connected while that works."""
+        """List and watch the worker's Workloads and adapters' owners of this origin; mark it connected while that
+        works. A kind the worker does not serve (the JobSet CRD not installed there) is not watched on this
+        connection."""
         selector = f"{ORIGIN_LABEL}={origin}"
         assert w.client is not None
         while True:
             try:
                 listed = {}
-                for r, cache in ((WORKLOADS, w.workloads), (JOBS, w.jobs)):
-                    page = await w.client.list(r, label_selector=selector)
+                for a in ADAPTERS.values():
+                    w.owners.setdefault(a.resource.kind, {})
+                watched = [(WORKLOADS, w.workloads), *((a.resource, w.owners[a.resource.kind])
+                                                       for a in ADAPTERS.values())]
+                for r, cache in list(watched):
+                    try:
+                        page = await w.client.list(r, label_selector=selector)
+                    except NotFound:
+                        if r is WORKLOADS or not r.optional:
+                            raise
+                        watched.remove((r, cache))
+                        continue
                     listed[r.kind] = page.metadata.resource_version
                     cache.clear()
                     for raw in page.items:
@@ -293,7 +349,7 @@ class MultiKueueConnector:
                 w.connected, w.reason, w.message = True, "", ""
                 self._wake.set()
                 await asyncio.gather(*(self._follow(w, r, cache, listed[r.kind], selector)
-                                       for r, cache in ((WORKLOADS, w.workloads), (JOBS, w.jobs))))
+                                       for r, cache in watched))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure to reach the worker is a lost connection
@@ -348,9 +404,28 @@ class MultiKueueConnector:
                 if known is None or list(known.conditions) != conds or list(known.topology_pod_sets) != placed:
                     events.append(ev.RemoteWorkloadObserved(time=now, key=key, uid=wl.uid, cluster=name,
                                                             conditions=conds, topology_pod_sets=placed))
+        events += await self._observe_owners(now)
         if events:
             self.stats.observed += len(events)
             await self.append(events)
+
+    async def _observe_owners(self, now: int) -> list[ev.AnyEvent]:
+        """``OwnerObserved`` for each workload holding quota behind a MultiKueue check whose owner the log does not
+        hold and whose managedBy it does not know yet (read once: a JobSet's managedBy cannot change)."""
+        events: list[ev.AnyEvent] = []
+        for key in sorted(self.state.workloads):
+            wl = self.state.workloads[key]
+            adapter = adapter_of(wl)
+            if (adapter is None or adapter.in_log or wl.owner_managed_by is not None or not wl.reserving
+                    or check_of(self.state, wl) is None):
+                continue
+            try:
+                owner = msgspec.json.decode(await self.client.get(adapter.resource, wl.owner[2], wl.namespace))
+            except NotFound:
+                continue  # Kueue's read fails and is retried: nothing is decided meanwhile
+            managed_by = (owner.get("spec") or {}).get("managedBy") or ""
+            events.append(ev.OwnerObserved(time=now, key=key, uid=wl.uid, managed_by=managed_by))
+        return events
 
     async def _write_cluster_status(self) -> None:
         """Each MultiKueueCluster's Active condition as the log says (:func:`cluster_active`)."""
@@ -411,62 +486,72 @@ class MultiKueueConnector:
         log.info("MultiKueue copy created", workload=wl.key, cluster=w.name)
 
     async def _run_there(self, w: Worker, wl: WorkloadInfo, origin: str) -> None:
-        """The Job's copy on the workload's worker, and its status mirrored to the manager's Job."""
+        """The owner's copy on the workload's worker (its adapter's), and its status mirrored to the manager's."""
         assert w.client is not None
-        if not wl.owner or tuple(wl.owner[:2]) != ("batch/v1", "Job"):
+        adapter = adapter_of(wl)
+        if adapter is None:
             return
-        job_key = f"{wl.namespace}/{wl.owner[2]}"
-        remote = w.jobs.get(job_key)
+        r, owner_key = adapter.resource, f"{wl.namespace}/{wl.owner[2]}"
+        copies = w.owners.setdefault(r.kind, {})
+        remote = copies.get(owner_key)
         if remote is None:
             try:
-                manager_job = msgspec.json.decode(await self.client.get(JOBS, wl.owner[2], wl.namespace))
+                manager_owner = msgspec.json.decode(await self.client.get(r, wl.owner[2], wl.namespace))
                 manager_wl = msgspec.json.decode(await self.client.get(WORKLOADS, wl.name, wl.namespace))
             except NotFound:
                 return
             try:
-                remote = msgspec.json.decode(await w.client.create(JOBS, job_copy(manager_job, manager_wl, origin),
-                                                                   wl.namespace))
+                remote = msgspec.json.decode(await w.client.create(
+                    r, adapter.make_copy(manager_owner, manager_wl, origin), wl.namespace))
             except AlreadyExists:
                 return
-            w.jobs[job_key] = remote
+            copies[owner_key] = remote
             self.stats.jobs_created += 1
-            log.info("MultiKueue job copy created", job=job_key, cluster=w.name)
-        await self._mirror_status(job_key, remote)
+            log.info("MultiKueue owner copy created", kind=r.kind, owner=owner_key, cluster=w.name)
+        await self._mirror_status(adapter, owner_key, remote)
 
-    async def _mirror_status(self, job_key: str, remote: dict[str, Any]) -> None:
-        """The manager's Job shows the status of its copy once it has been started (Kueue defers the sync while
-        the manager's Job is suspended)."""
-        local = self.state.jobs.get(job_key)
+    async def _mirror_status(self, adapter: Adapter, owner_key: str, remote: dict[str, Any]) -> None:
+        """The manager's owner shows the status of its copy: a Job once it has been started (Kueue defers the
+        sync while the manager's Job is suspended), an owner the log does not hold (a JobSet) whenever the copy's
+        changes, as Kueue's JobSet adapter copies it."""
+        r = adapter.resource
+        mirrored = f"{r.kind}/{owner_key}"
         rv = (remote.get("metadata") or {}).get("resourceVersion", "")
-        if local is None or local.spec.suspend or self._mirrored.get(job_key) == rv:
+        if self._mirrored.get(mirrored) == rv:
             return
+        if adapter.in_log:
+            local = self.state.jobs.get(owner_key)
+            if local is None or local.spec.suspend:
+                return
         status = remote.get("status") or {}
         if not status:
             return
-        namespace, _, name = job_key.partition("/")
+        namespace, _, name = owner_key.partition("/")
         try:
-            await self.client.patch(JOBS, name, {"status": status}, namespace, subresource="status")
+            await self.client.patch(r, name, {"status": status}, namespace, subresource="status")
         except (NotFound, Conflict):
             return
-        self._mirrored[job_key] = rv
+        self._mirrored[mirrored] = rv
         self.stats.statuses_mirrored += 1
 
     async def _delete_copy(self, w: Worker, key: str) -> None:
-        """Delete a copy this origin made: its Job first (the worker's Workload may already be gone), then the
-        Workload, its finalizers removed (Kueue's ``RemoveRemoteObjects``)."""
+        """Delete a copy this origin made: its owner's copy first (the worker's Workload may already be gone), then
+        the Workload, its finalizers removed (Kueue's ``RemoveRemoteObjects``)."""
         assert w.client is not None
         raw = w.workloads.get(key) or {}
         namespace, _, name = key.partition("/")
-        owner = next((r for r in (raw.get("metadata") or {}).get("ownerReferences") or []
-                      if r.get("kind") == "Job"), None)
-        job_names = {owner["name"]} if owner else set()
-        job_names.update(k.partition("/")[2] for k, j in w.jobs.items()
-                         if k.partition("/")[0] == namespace
-                         and ((j.get("metadata") or {}).get("labels") or {}).get(PREBUILT_WORKLOAD) == name)
-        for job_name in sorted(job_names):
-            with contextlib.suppress(NotFound):
-                await w.client.delete(JOBS, job_name, namespace)
-            w.jobs.pop(f"{namespace}/{job_name}", None)
+        refs = (raw.get("metadata") or {}).get("ownerReferences") or []
+        for a in ADAPTERS.values():
+            r = a.resource
+            copies = w.owners.get(r.kind, {})
+            owner_names = {ref["name"] for ref in refs if ref.get("kind") == r.kind and ref.get("name")}
+            owner_names.update(k.partition("/")[2] for k, obj in copies.items()
+                               if k.partition("/")[0] == namespace
+                               and ((obj.get("metadata") or {}).get("labels") or {}).get(PREBUILT_WORKLOAD) == name)
+            for owner_name in sorted(owner_names):
+                with contextlib.suppress(NotFound):
+                    await w.client.delete(r, owner_name, namespace)
+                copies.pop(f"{namespace}/{owner_name}", None)
         if (raw.get("metadata") or {}).get("finalizers"):
             with contextlib.suppress(NotFound, Conflict):
                 await w.client.patch(WORKLOADS, name, {"metadata": {"finalizers": None}}, namespace)
