@@ -1,4 +1,4 @@
-"""MultiKueue on a manager: the worker clusters' side of Kueue's MultiKueue controllers (batch/v1 Jobs).
+"""MultiKueue on a manager: the worker clusters' side of Kueue's MultiKueue controllers (batch/v1 Jobs, JobSets).
 
 Everything decided is decided by the pure side from the log (:mod:`kueue_es.scheduler.multikueue`: nominations,
 the worker that runs a workload, Retry, the local finish); this module only observes and applies:
@@ -19,9 +19,12 @@ the worker that runs a workload, Retry, the local finish); this module only obse
   manager Job's metadata and spec, the origin label and ``kueue.x-k8s.io/prebuilt-workload-name`` added,
   ``managedBy``, the selector and the generated labels dropped, suspended: the worker's Kueue runs it on the
   copied Workload). Every other copy this origin made is deleted (its Job first, then the Workload, its
-  finalizers removed), which also collects the copies of Workloads gone from the manager.
+  finalizers removed), which also collects the copies of Workloads gone from the manager. A JobSet
+  (:data:`ADAPTERS`, by owner kind) is copied as Kueue's JobSet adapter does (:func:`jobset_copy`), and its
+  ``spec.managedBy`` read from the manager's apiserver and appended (``OwnerObserved``), as the log holds no JobSet.
 * **status.** Once the manager's Job has been started (its Workload admitted) its status follows the copy's on
-  the worker, written to the status subresource (Kueue's batch/v1 MultiKueue adapter).
+  the worker, written to the status subresource (Kueue's batch/v1 MultiKueue adapter); a JobSet's follows its
+  copy's whenever that changes (Kueue's JobSet adapter).
 
 Level-triggered: every move of the log and every change a worker's watch brings wakes one pass over all of it.
 """

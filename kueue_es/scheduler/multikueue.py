@@ -7,8 +7,9 @@ ClusterQueue has a MultiKueue check, in Kueue's order:
 
 1. no adapter for its owner (:data:`ADAPTERS`: batch/v1 Jobs and JobSets have one here): the check is
    ``Rejected``, "No multikueue adapter found[ for owner kind ...]"; an owner whose ``spec.managedBy`` is not
-   ``kueue.x-k8s.io/multikueue`` (a Job's read of the log's Job, a JobSet's of ``OwnerObserved``): ``Rejected``,
-   "The owner is not managed by Kueue: Expecting spec.managedBy to be ...";
+   ``kueue.x-k8s.io/multikueue`` (a Job's read of the log's Job, a JobSet's of ``OwnerObserved``, nothing being
+   decided on a JobSet until then): ``Rejected``, "The owner is not managed by Kueue: Expecting spec.managedBy to
+   be ...";
 2. a copy finished on a worker (the earliest to): the workload finishes with its reason and message
    (``RemoteWorkloadFinished``);
 3. a copy evicted on a worker while the check is Ready: ``Retry``, "Workload evicted on worker cluster ...";
@@ -146,6 +147,13 @@ def unmanaged_reason(state: ClusterState, wl: WorkloadInfo) -> str | None:
     return None
 
 
+def owner_unread(wl: WorkloadInfo) -> bool:
+    """Whether the workload's owner is of a kind the log does not hold (a JobSet) and its managedBy was not observed
+    yet: Kueue's read of it comes before any decision, so none is made until it is."""
+    return (bool(wl.owner) and ADAPTERS.get((wl.owner[0], wl.owner[1])) is _observed_managed_by
+            and wl.owner_managed_by is None)
+
+
 def lost_for(state: ClusterState, cluster: str, now: int) -> int | None:
     """How long (ms) worker ``cluster`` has been unreachable by ``now``; None while it is reachable. A worker never
     observed counts as lost since the log's first look at it could not happen (from 0)."""
@@ -162,6 +170,8 @@ def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict, now: i
     check = check_of(state, wl)
     if check is None or check.state == "Rejected" or wl.evicted:
         return []
+    if owner_unread(wl):
+        return []  # woken by the OwnerObserved that reads it
     rejected = unmanaged_reason(state, wl)
     if rejected is not None:
         return [_update(wl, check, "Rejected", rejected, base)]

@@ -116,6 +116,8 @@ def test_a_jobset_has_an_adapter_and_waits_for_its_managed_by(tmp_path: Path) ->
     wl = state.workloads[KEY]
     assert wl.owner == ("jobset.x-k8s.io/v1alpha2", "JobSet", "a")
     assert unmanaged_reason(state, wl) is None
+    settle(state, DEFAULT, now=START)
+    assert state.workloads[KEY].reserving and not state.workloads[KEY].nominated
     _apply(state, ev.OwnerObserved(time=START, key=KEY, managed_by="kueue.x-k8s.io/multikueue"))
     settle(state, DEFAULT, now=START)
     assert state.workloads[KEY].nominated == ("worker1",)
