@@ -103,7 +103,11 @@ async def test_a_job_is_dispatched_to_the_worker_runs_there_and_finishes_on_the_
 
 async def _manager_queues(kc, worker_apiserver, sfx: str) -> tuple[str, str, str, str]:
     """The manager: queues behind a MultiKueue check, the worker reached through a Secret; (namespace,
-    ClusterQueue, worker, check)."""
+    ClusterQueue, worker, check). An earlier test's MultiKueueClusters are deleted first: they name the same worker
+    apiserver, whose copies they would see too."""
+    for raw in (await kc.list(BY_KIND["MultiKueueCluster"])).items:
+        with contextlib.suppress(NotFound):
+            await kc.delete(BY_KIND["MultiKueueCluster"], msgspec.json.decode(raw)["metadata"]["name"])
     with contextlib.suppress(AlreadyExists):
         await kc.create(BY_KIND["Namespace"], {"apiVersion": "v1", "kind": "Namespace",
                                                "metadata": {"name": KUEUE_NAMESPACE}})
