@@ -124,9 +124,16 @@ def to_v1beta2(doc: dict[str, Any], where: str = "v1beta1 object", *,
     elif kind == "Cohort" and spec is not None and "parent" in spec:
         parent = _optional_str(spec.pop("parent"), where, "spec.parent")
         spec.setdefault("parentName", parent)
-    elif kind == "MultiKueueCluster" and spec is not None and "kubeConfig" in spec:
-        # v1beta1 names the kubeconfig at the top of the spec; v1beta2 under clusterSource
-        spec["clusterSource"] = {"kubeConfig": _object(spec.pop("kubeConfig"), where, "spec.kubeConfig")}
+    elif kind == "MultiKueueCluster" and spec is not None and ("kubeConfig" in spec or "clusterProfileRef" in spec):
+        # v1beta1 names the kubeconfig (and, only so that no data is lost, a ClusterProfile) at the top of the
+        # spec; v1beta2 under clusterSource; a kubeconfig with no location is none (Kueue's conversion)
+        source: dict[str, Any] = {}
+        kube_config = _object(spec.pop("kubeConfig", None) or {}, where, "spec.kubeConfig")
+        if kube_config.get("location"):
+            source["kubeConfig"] = kube_config
+        if "clusterProfileRef" in spec:
+            source["clusterProfileRef"] = _object(spec.pop("clusterProfileRef"), where, "spec.clusterProfileRef")
+        spec["clusterSource"] = source
     _put(out, "spec", spec)
     _put(out, "status", status)
     out["apiVersion"] = V1BETA2
@@ -196,10 +203,11 @@ def to_v1beta1(doc: dict[str, Any], where: str = "v1beta2 object") -> dict[str, 
     elif kind == "LocalQueue" and status is not None:
         _rename(status, "flavorsUsage", "flavorUsage")
     elif kind == "MultiKueueCluster" and spec is not None and "clusterSource" in spec:
-        source = _object(spec["clusterSource"], where, "spec.clusterSource")
-        if "kubeConfig" in source and "clusterProfileRef" not in source:  # a ClusterProfile has no v1beta1 form
-            del spec["clusterSource"]
+        source = _object(spec.pop("clusterSource"), where, "spec.clusterSource")
+        if "kubeConfig" in source:
             spec["kubeConfig"] = source["kubeConfig"]
+        if "clusterProfileRef" in source:  # kept in v1beta1 only so that it comes back (Kueue's conversion)
+            spec["clusterProfileRef"] = source["clusterProfileRef"]
     _put(out, "spec", spec)
     _put(out, "status", status)
     out["apiVersion"] = V1BETA1

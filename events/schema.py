@@ -120,7 +120,7 @@ class JobActed(Event, tag="JobActed"):
     kind: str = "Job"
     """What was acted on: ``Job`` (batch/v1), ``Pod`` (v1), ``JobSet`` (jobset.x-k8s.io/v1alpha2), ``MPIJob``
     (kubeflow.org/v2beta1), a training operator's kubeflow.org/v1 job (``PyTorchJob``, ``TFJob``, ...), ``RayJob``,
-    ``RayCluster`` or ``RayService`` (ray.io/v1)."""
+    ``RayCluster`` or ``RayService`` (ray.io/v1), ``SparkApplication`` (sparkoperator.k8s.io/v1beta2)."""
     workload: str = ""
     """Key of the Job's Workload (the one created, updated or deleted, or the one it started under)."""
     cluster_queue: str = ""

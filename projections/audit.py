@@ -397,7 +397,7 @@ class AuditTrail:
                     if reserving:
                         t.phase, t.reserved_in = PENDING, ""
                     t.queued_in = ""
-            case ev.WorkloadSliceReplaced():
+            case ev.WorkloadSliceReplaced() | ev.RemoteWorkloadFinished():
                 ignored = t is None or phase == FINISHED
                 self._add(off, e, key, "Finished", t, cycle=e.cycle, reason=e.reason, message=e.message,
                           ignored=ignored, cluster_queue=self._cq_before(t))

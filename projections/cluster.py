@@ -1382,7 +1382,9 @@ class ClusterState:
             return False
         wl = old
         wl.resource_version = meta.resource_version
-        if wl.reserving and not wl.cluster_name and self.external_dispatcher:
+        external = (self._external_dispatcher if self._dispatcher_of is self.config  # every upsert asks: no
+                    else self.external_dispatcher)                                  # property call when known
+        if external and wl.reserving and not wl.cluster_name:
             self._take_external_nominations(wl, w)
         if wl.labels != meta.labels:
             wl.labels = dict(meta.labels)
@@ -1393,7 +1395,7 @@ class ClusterState:
         if meta.owner_references or wl.pod_owned:
             wl.pod_owned = owned_by_single_pod(meta)
         if meta.owner_references or wl.owner:
-            wl.owner = owner_of(meta)
+            wl.owner = owner_of(meta, wl.owner)
         regated = gate != wl.admission_gate
         if regated:
             wl.admission_gate = gate
@@ -1772,7 +1774,7 @@ class ClusterState:
         wl.set_condition("Evicted", "True", reason, e.message, e.time)
         wl.evicted = reason
         wl.unhealthy_nodes = ()
-        wl.cluster_name, wl.nominated = "", ()
+        wl.cluster_name, wl.nominated, wl.remotes = "", (), None  # its copies go (connector): none speaks for it now
         if isinstance(e, ev.WorkloadEvicted) and e.requeue_at is not None:
             wl.requeue_at = max(e.requeue_at, wl.requeue_at or 0)
             wl.requeue_count = e.requeue_count if e.requeue_count is not None else wl.requeue_count + 1
@@ -1825,7 +1827,7 @@ class ClusterState:
         if wl.reserving:
             wl.set_condition("Evicted", "True", e.reason, e.message, e.time)
             wl.evicted = e.reason
-            wl.cluster_name, wl.nominated = "", ()
+            wl.cluster_name, wl.nominated, wl.remotes = "", (), None  # its copies go (connector): none speaks for it now
             _reset_checks(wl, e.time)
             self._release(wl)
             self.awaiting_release.discard(wl.key)

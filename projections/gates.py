@@ -32,7 +32,8 @@ HTTPS servers accept: :mod:`kueue_es.scheduler.tls_options`); the connector read
 ``FailureRecoveryPolicy`` there (whether it forces pods stuck terminating on an unreachable node to Failed,
 :mod:`connectors.k8s.failure_recovery`) and ``RemoveFinalizersWithStrictPatch`` (whether a Pod's finalizer goes in a patch
 conditioned on its resourceVersion). The configuration
-loader reads ``ReservedResourceNameValidation`` (:func:`projections.request_rules.compile_rules`). Every other gate
+loader reads ``ReservedResourceNameValidation`` (:func:`projections.request_rules.compile_rules`) and
+``SparkApplicationIntegration`` (without it a Configuration listing the SparkApplication framework is refused). Every other gate
 is known so that a user's existing configuration is accepted as Kueue accepts it; one set away from its
 default is named in a warning (:func:`ignored`).
 
@@ -110,6 +111,7 @@ METRIC_FOR_WORKLOAD_CREATION_LATENCY = "MetricForWorkloadCreationLatency"
 LWS_IMMUTABLE_GROUP_SIZE = "LWSImmutableGroupSize"
 MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED = "ManagedJobsNamespaceSelectorAlwaysRespected"
 VALIDATE_RAY_AND_SPARK_JOB_UPDATES = "ValidateRayAndSparkJobUpdates"
+SPARK_APPLICATION_INTEGRATION = "SparkApplicationIntegration"
 TLS_OPTIONS = "TLSOptions"
 REMOVE_FINALIZERS_WITH_STRICT_PATCH = "RemoveFinalizersWithStrictPatch"
 
@@ -158,7 +160,7 @@ GATES: dict[str, tuple[str, bool]] = {
     SCHEDULING_EQUIVALENCE_HASHING: (BETA, True),
     SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME: (BETA, True),
     CUSTOM_METRIC_LABELS: (ALPHA, False),
-    "SparkApplicationIntegration": (ALPHA, False),
+    SPARK_APPLICATION_INTEGRATION: (ALPHA, False),
     "MultiKueueOrchestratedPreemption": (ALPHA, False),
     PRIORITY_BOOST: (ALPHA, False),
     ADMISSION_GATED_BY: (BETA, True),
@@ -241,7 +243,7 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
 MODELLED = CACHE_ONLY | frozenset({
     ADMISSION_FAIR_SHARING, ADMISSION_GATED_BY, ASSIGN_QUEUE_LABELS_FOR_PODS,
     CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION, CUSTOM_METRIC_LABELS, DEFER_RAY_SERVICE_FINALIZATION,
-    DISABLE_WAIT_FOR_PODS_READY,
+    DISABLE_WAIT_FOR_PODS_READY, SPARK_APPLICATION_INTEGRATION,
     ELASTIC_JOBS_VIA_WORKLOAD_SLICES, FAILURE_RECOVERY_POLICY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING,
     FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES, FAST_QUOTA_RELEASE_IN_POD_INTEGRATION, FINISH_ORPHANED_WORKLOADS,
     FLAVOR_FUNGIBILITY, KUEUE_DRA_INTEGRATION, KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED,

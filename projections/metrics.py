@@ -758,6 +758,7 @@ METERED: dict[type, Any] = {
     ev.WorkloadDeactivated: _deactivated,
     ev.WorkloadRequeued: _requeued,
     ev.WorkloadFinished: _finished,
+    ev.RemoteWorkloadFinished: _finished,  # MultiKueue: finished on its worker, so finished here
     ev.WorkloadSliceReplaced: _slice_replaced,
     ev.PodsReadyChanged: _pods_ready,
     ev.JobActed: _job_acted,
@@ -765,7 +766,7 @@ METERED: dict[type, Any] = {
 """Event type -> its hook (every decision has one, for the admission attempts)."""
 NEEDS_BEFORE = frozenset({ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadPreempted, ev.WorkloadEvicted,
                           ev.WorkloadDeactivated, ev.WorkloadRequeued, ev.WorkloadFinished, ev.WorkloadSliceReplaced,
-                          ev.PodsReadyChanged})
+                          ev.PodsReadyChanged, ev.RemoteWorkloadFinished})
 """The event types whose hook needs the workload as it was before (:data:`_Seen`): events about one workload,
 which ``ClusterState.apply`` looks the workload up for anyway."""
 

@@ -268,16 +268,19 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
         return total
 
 
-def owner_of(meta: o.ObjectMeta) -> tuple[str, ...]:
-    """(apiVersion, kind, name) of the controller owner, else of the first owner; empty without owners."""
+def owner_of(meta: o.ObjectMeta, known: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """(apiVersion, kind, name) of the controller owner, else of the first owner; empty without owners. ``known``:
+    the workload's owner as last seen, returned as it is when unchanged (every upsert of an owned workload asks)."""
     refs = meta.owner_references
     if not refs:
         return ()
-    for ref in refs:  # every upsert of an owned workload asks: no generator
+    for ref in refs:  # no generator
         if ref.controller:
             break
     else:
         ref = refs[0]
+    if known and known[2] == ref.name and known[1] == ref.kind and known[0] == ref.api_version:
+        return known
     return (intern(ref.api_version), intern(ref.kind), ref.name)  # one copy of "batch/v1" for every workload
 
 

@@ -128,9 +128,9 @@ def managed_ancestor(job: o.ObjectMeta, parent_of: ParentOf, manage_unqueued: bo
 class Parents:
     """Where the job reconcilers read a job's parents, by kind: the log's Jobs, and what the integrations already
     hold in memory (the JobSets, MPIJobs, RayJobs, RayClusters, LeaderWorkerSets, AppWrappers, TrainJobs,
-    RayServices and training jobs their informers list, the managed Pods: every kind the Job webhook's walk reads),
+    RayServices, SparkApplications and training jobs their informers list, the managed Pods: every kind the Job webhook's walk reads),
     registered with :meth:`hold` — the connector does, once, and shares the registry among the Job, JobSet, MPIJob,
-    training-job, RayJob, RayCluster, AppWrapper, TrainJob and RayService reconcilers. A kind is followed while its
+    training-job, RayJob, RayCluster, AppWrapper, TrainJob, RayService and SparkApplication reconcilers. A kind is followed while its
     integration is on and its objects are held."""
 
     def __init__(self) -> None:

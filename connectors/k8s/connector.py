@@ -3,7 +3,7 @@ the log, the scheduler loop beside it.
 
 :class:`Connector` runs, as one task group, the appender and the watcher, and — once every watched kind has
 been listed (``ready``) — the Workload status writer, the Job, Pod, JobSet, MPIJob, Kubeflow training-job, RayJob,
-RayCluster, LeaderWorkerSet, AppWrapper, TrainJob and RayService integrations, the queue status writer, the
+RayCluster, LeaderWorkerSet, AppWrapper, TrainJob, RayService and SparkApplication integrations, the queue status writer, the
 resource-in-use finalizers, the retention deletions, the ProvisioningRequest applier, the topology ungater, the
 terminating-pod controller (FailureRecoveryPolicy), the provisioning and MultiKueue checks' Active condition, the
 MultiKueue worker clusters and the recorder of Kueue's Kubernetes Events, so
@@ -43,6 +43,7 @@ from connectors.k8s.ray_integration import RayClusterIntegration, RayJobIntegrat
 from connectors.k8s.recorder import EventRecorder
 from connectors.k8s.resources import WATCHED
 from connectors.k8s.retention import RetentionEnforcer
+from connectors.k8s.spark_integration import SparkApplicationIntegration
 from connectors.k8s.trainjob_integration import TrainJobIntegration
 from connectors.k8s.ungater import Ungater
 from connectors.k8s.watch import Appender, Watcher
@@ -90,6 +91,8 @@ class Connector:
                                               watch_timeout_s=watch_timeout_s) if jobs else None)
         self.rayservices = (RayServiceIntegration(client, journal, append=self.appender.emit,
                                                   watch_timeout_s=watch_timeout_s) if jobs else None)
+        self.sparkapplications = (SparkApplicationIntegration(client, journal, append=self.appender.emit,
+                                                              watch_timeout_s=watch_timeout_s) if jobs else None)
         if self.jobs is not None:  # one parents registry (child_jobs.Parents) every job reconciler walks up
             parents = self.jobs.parents
             parents.hold("JobSet", self.jobsets.known)  # type: ignore[union-attr]
@@ -103,10 +106,11 @@ class Connector:
             parents.hold("AppWrapper", self.appwrappers.known)  # type: ignore[union-attr]  # what it wraps
             parents.hold("TrainJob", self.trainjobs.known)  # type: ignore[union-attr]  # its JobSet
             parents.hold("RayService", self.rayservices.known)  # type: ignore[union-attr]  # its RayClusters
+            parents.hold("SparkApplication", self.sparkapplications.known)  # type: ignore[union-attr]  # its driver
             for training in self.kubeflow:  # a training job is a parent Kueue runs too (job_selection)
                 parents.hold(training.KIND, training.known)
             for watched in (self.jobsets, self.mpijobs, *self.kubeflow, self.rayjobs, self.rayclusters,
-                            self.appwrappers, self.trainjobs, self.rayservices):
+                            self.appwrappers, self.trainjobs, self.rayservices, self.sparkapplications):
                 watched.parents = parents  # type: ignore[union-attr]
         self.queues = QueueStatusWriter(client, journal) if queue_status else None
         self.finalizers = Finalizers(client, journal) if finalizers else None
@@ -152,6 +156,8 @@ class Connector:
                 tg.create_task(self.trainjobs.run(), name="k8s-trainjobs")
             if self.rayservices is not None:
                 tg.create_task(self.rayservices.run(), name="k8s-rayservices")
+            if self.sparkapplications is not None:
+                tg.create_task(self.sparkapplications.run(), name="k8s-sparkapplications")
             if self.queues is not None:
                 tg.create_task(self.queues.run(), name="k8s-queue-status")
             if self.finalizers is not None:

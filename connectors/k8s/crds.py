@@ -51,6 +51,7 @@ from connectors.k8s.resources import (
     RAYCLUSTERS,
     RAYJOBS,
     RAYSERVICES,
+    SPARK_APPLICATIONS,
     TRAINING_RUNTIMES,
     TRAINJOBS,
     Resource,
@@ -495,6 +496,28 @@ def rayservice_crd() -> dict[str, Any]:
         "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
         "spec": spec, "status": status}}
     return _foreign_crd(RAYSERVICES, schema)
+
+
+
+def sparkapplication_crd() -> dict[str, Any]:
+    """A minimal structural CRD for sparkoperator.k8s.io/v1beta2 SparkApplications: ``spec.suspend``, the driver's
+    and executor's specs (``executor.instances`` an integer) kept as written; the status's application state and
+    executor states typed."""
+    loose = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    spec = {**loose, "properties": {
+        "suspend": {"type": "boolean"}, "mode": {"type": "string"}, "driver": loose,
+        "executor": {**loose, "properties": {"instances": {"type": "integer", "format": "int32"}}}}}
+    status = {**loose, "properties": {
+        "applicationState": {**loose, "properties": {"state": {"type": "string"},
+                                                     "errorMessage": {"type": "string"}}},
+        "executorState": {"type": "object", "additionalProperties": {"type": "string"}}}}
+    schema = {"type": "object", "properties": {
+        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+        "spec": spec, "status": status}}
+    crd = _foreign_crd(SPARK_APPLICATIONS, schema)
+    # a *.k8s.io group is protected: the apiserver wants its approval annotation (an unapproved one is served)
+    crd["metadata"]["annotations"] = {"api-approved.kubernetes.io": "unapproved, a minimal structural CRD for tests"}
+    return crd
 
 
 def leaderworkerset_crd() -> dict[str, Any]:

@@ -72,6 +72,7 @@ from connectors.k8s.resources import (
     RAYCLUSTERS,
     RAYJOBS,
     RAYSERVICES,
+    SPARK_APPLICATIONS,
     TRAINJOBS,
 )
 from events import objects as o
@@ -103,7 +104,8 @@ WORKLOAD_API, JOB_API, POD_API = (BY_KIND[k].api_version for k in ("Workload", "
 ACTED_ON_API = {"Job": JOB_API, "Pod": POD_API, JOBSETS.kind: JOBSETS.api_version, MPIJOBS.kind: MPIJOBS.api_version,
                 RAYJOBS.kind: RAYJOBS.api_version, RAYCLUSTERS.kind: RAYCLUSTERS.api_version,
                 LEADER_WORKER_SETS.kind: LEADER_WORKER_SETS.api_version, APPWRAPPERS.kind: APPWRAPPERS.api_version,
-                TRAINJOBS.kind: TRAINJOBS.api_version, RAYSERVICES.kind: RAYSERVICES.api_version}
+                TRAINJOBS.kind: TRAINJOBS.api_version, RAYSERVICES.kind: RAYSERVICES.api_version,
+                SPARK_APPLICATIONS.kind: SPARK_APPLICATIONS.api_version}
 ACTED_ON_API.update((kind, r.api_version) for kind, r in KUBEFLOW_JOBS.items())
 """The apiVersion of what a ``JobActed`` names, by its ``kind``."""
 MAX_MESSAGE_BYTES = 1024

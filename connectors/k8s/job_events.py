@@ -90,6 +90,7 @@ from kueue_es.scheduler.config import (
     RAYCLUSTER_FRAMEWORK,
     RAYJOB_FRAMEWORK,
     RAYSERVICE_FRAMEWORK,
+    SPARK_FRAMEWORK,
     TRAINJOB_FRAMEWORK,
 )
 from projections.workloads import RESERVED, WorkloadInfo
@@ -100,6 +101,7 @@ CONTROLLER_OF = {kind: f"{framework}-kueue-controller" for kind, framework in (
     ("JobSet", JOBSET_FRAMEWORK), ("MPIJob", MPIJOB_FRAMEWORK), ("RayJob", RAYJOB_FRAMEWORK),
     ("RayCluster", RAYCLUSTER_FRAMEWORK), (LEADER_WORKER_SETS.kind, LWS_FRAMEWORK), ("AppWrapper", APPWRAPPER_FRAMEWORK),
     ("TrainJob", TRAINJOB_FRAMEWORK), ("RayService", RAYSERVICE_FRAMEWORK),
+    ("SparkApplication", SPARK_FRAMEWORK),
     *KUBEFLOW_FRAMEWORKS.items())}
 """The recorder Kueue's job reconciler records a kind's Events with (``<integration>-kueue-controller``), where
 not the Job's (``batch/job-kueue-controller``) or the Pod's."""

@@ -37,6 +37,7 @@ from connectors.k8s.resources import (
     RAYCLUSTERS,
     RAYJOBS,
     RAYSERVICES,
+    SPARK_APPLICATIONS,
     TRAINJOBS,
 )
 from events import objects as o
@@ -51,6 +52,7 @@ from kueue_es.scheduler.config import (
     RAYCLUSTER_FRAMEWORK,
     RAYJOB_FRAMEWORK,
     RAYSERVICE_FRAMEWORK,
+    SPARK_FRAMEWORK,
     TRAINJOB_FRAMEWORK,
     SchedulerConfig,
 )
@@ -65,12 +67,14 @@ LWS_OWNER = (LEADER_WORKER_SETS.api_version, LEADER_WORKER_SETS.kind)
 APPWRAPPER_OWNER = (APPWRAPPERS.api_version, APPWRAPPERS.kind)
 TRAINJOB_OWNER = (TRAINJOBS.api_version, TRAINJOBS.kind)
 RAYSERVICE_OWNER = (RAYSERVICES.api_version, RAYSERVICES.kind)
+SPARK_OWNER = (SPARK_APPLICATIONS.api_version, SPARK_APPLICATIONS.kind)
 
 
 OWNER_FRAMEWORKS: Mapping[tuple[str, str], str] = {
     JOB_OWNER: JOB_FRAMEWORK, POD_OWNER: POD_FRAMEWORK, JOBSET_OWNER: JOBSET_FRAMEWORK,
     RAYJOB_OWNER: RAYJOB_FRAMEWORK, RAYCLUSTER_OWNER: RAYCLUSTER_FRAMEWORK, LWS_OWNER: LWS_FRAMEWORK,
     APPWRAPPER_OWNER: APPWRAPPER_FRAMEWORK, TRAINJOB_OWNER: TRAINJOB_FRAMEWORK, RAYSERVICE_OWNER: RAYSERVICE_FRAMEWORK,
+    SPARK_OWNER: SPARK_FRAMEWORK,
     **{(KUBEFLOW_JOBS[kind].api_version, kind): name for kind, name in KUBEFLOW_FRAMEWORKS.items()}}
 """Controller ``(apiVersion, kind)`` -> the name of the integration that runs it, as ``integrations.frameworks``
 lists it (an MPIJob of any ``kubeflow.org`` version aside: :func:`framework_of`)."""

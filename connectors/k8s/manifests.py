@@ -22,10 +22,14 @@ RBAC grants exactly what the connector does:
   ``finalizers`` (update: they own their Workloads);
 * AppWrappers (workload.codeflare.dev): the same, for the AppWrapper integration (its components' ``podSetInfos``),
   and their ``finalizers`` (update: they own their Workloads);
+* SparkApplications (sparkoperator.k8s.io): the same, for the SparkApplication integration (its roles' labels,
+  annotations, node selector, tolerations and gates, its executors' count), and their ``finalizers`` (update: they
+  own their Workloads);
 * TrainJobs (trainer.kubeflow.org): the same, for the TrainJob integration (their ``podTemplateOverrides``), and
   TrainingRuntimes and ClusterTrainingRuntimes: read (get, list, watch), a TrainJob's pod sets being its runtime's;
 * the ``finalizers`` subresource (update) of each kind kueue-es makes the owner of what it creates with
-  ``blockOwnerDeletion``: Jobs, JobSets, MPIJobs, RayJobs, RayClusters, RayServices, AppWrappers and TrainJobs (their
+  ``blockOwnerDeletion``: Jobs, JobSets, MPIJobs, RayJobs, RayClusters, RayServices, AppWrappers, SparkApplications
+  and TrainJobs (their
   Workloads), Workloads (their ProvisioningRequests), ProvisioningRequests (their PodTemplates) and Pods (below), which the ``OwnerReferencesPermissionEnforcement`` admission plugin
   requires, as Kueue's role grants it;
 * ClusterQueues' and LocalQueues' ``status``: patch (Kueue's queue status);
@@ -86,6 +90,7 @@ from connectors.k8s.resources import (
     RAYCLUSTERS,
     RAYJOBS,
     RAYSERVICES,
+    SPARK_APPLICATIONS,
     STATEFUL_SETS,
     TRAINING_RUNTIMES,
     TRAINJOBS,
@@ -149,6 +154,9 @@ def cluster_role(name: str = DEFAULT_NAME) -> dict[str, Any]:
          "verbs": ["update"]},
         {"apiGroups": [RAY_GROUP], "resources": [RAYSERVICES.plural], "verbs": [*READ, "patch"]},
         {"apiGroups": [RAY_GROUP], "resources": [f"{RAYSERVICES.plural}/finalizers"], "verbs": ["update"]},
+        {"apiGroups": [SPARK_APPLICATIONS.group], "resources": [SPARK_APPLICATIONS.plural], "verbs": [*READ, "patch"]},
+        {"apiGroups": [SPARK_APPLICATIONS.group], "resources": [f"{SPARK_APPLICATIONS.plural}/finalizers"],
+         "verbs": ["update"]},
         {"apiGroups": [LEADER_WORKER_SETS.group], "resources": [LEADER_WORKER_SETS.plural], "verbs": [*READ]},
         {"apiGroups": [APPWRAPPERS.group], "resources": [APPWRAPPERS.plural], "verbs": [*READ, "patch"]},
         {"apiGroups": [APPWRAPPERS.group], "resources": [f"{APPWRAPPERS.plural}/finalizers"], "verbs": ["update"]},

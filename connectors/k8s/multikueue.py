@@ -35,9 +35,10 @@ import asyncio
 import base64
 import contextlib
 import copy
+import os
+import stat
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import msgspec
@@ -69,6 +70,9 @@ SECRETS_KEY = "kubeconfig"
 ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
 READ_CONDITIONS = ("QuotaReserved", "Admitted", "Evicted", "Finished")
 """The conditions of a worker's copy MultiKueue acts on."""
+JOB_STATUS_FIELDS = ("conditions", "startTime", "completionTime", "active", "succeeded", "failed", "terminating",
+                     "completedIndexes", "failedIndexes", "uncountedTerminatedPods", "ready")
+"""batch/v1 JobStatus's fields: a mirrored status sets each, to null where the copy has none."""
 GENERATED_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name")
 """Labels the apiserver puts on a Job's pod template: a copy gets its own."""
 
@@ -184,10 +188,13 @@ class Adapter(NamedTuple):
     in_log: bool
     """The log holds owners of its kind (a Job): its managedBy and suspension are read there; else its managedBy
     is read from the manager's apiserver and appended (``OwnerObserved``)."""
+    status_fields: tuple[str, ...] = ()
+    """Its status's fields, each set by a mirrored status (to null where the copy has none); empty: those the
+    manager's owner has when mirrored."""
 
 
 ADAPTERS = {
-    ("batch/v1", "Job"): Adapter(JOBS, job_copy, in_log=True),
+    ("batch/v1", "Job"): Adapter(JOBS, job_copy, in_log=True, status_fields=JOB_STATUS_FIELDS),
     (JOBSETS.api_version, JOBSETS.kind): Adapter(JOBSETS, jobset_copy, in_log=False),
 }
 """(apiVersion, kind) of an owner MultiKueue runs on a worker -> its adapter."""
@@ -203,6 +210,20 @@ def desired_on(state: ClusterState, wl: WorkloadInfo) -> tuple[str, ...]:
     if wl.phase == FINISHED or not wl.reserving or wl.evicted or check_of(state, wl) is None:
         return ()
     return (wl.cluster_name,) if wl.cluster_name else wl.nominated
+
+
+def read_kubeconfig_file(location: str) -> tuple[bytes, str]:
+    """A ``locationType: Path`` kubeconfig, opened as Kueue opens it: read only, never through a symbolic link,
+    without blocking; anything but a regular file (a FIFO would stall the connector) is a bad config."""
+    where = f"spec.clusterSource.kubeConfig.location {location!r}"
+    try:
+        fd = os.open(location, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError as exc:
+        return b"", f"{where}: {exc.strerror or exc}"
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return b"", f"{where}: not a regular file"
+        return f.read(), ""
 
 
 async def client_from(kubeconfig: bytes) -> KubeClient:
@@ -267,10 +288,14 @@ class MultiKueueConnector:
         await self._sync_workers(config)
         await self._observe()
         await self._write_cluster_status()
+        await self.sync_copies(config.multi_kueue.origin)
+
+    async def sync_copies(self, origin: str) -> None:
+        """The copies on every worker reached."""
         for name in sorted(self.workers):
             w = self.workers[name]
             if w.connected and w.client is not None:
-                await self._sync_copies(w, config.multi_kueue.origin)
+                await self._sync_copies(w, origin)
 
     async def _sync_workers(self, config: SchedulerConfig) -> None:
         clusters = self.state.multikueue_clusters
@@ -301,10 +326,7 @@ class MultiKueueConnector:
         if kc is None:
             return b"", "ClusterProfile is not supported by kueue-es"
         if kc.location_type == "Path":
-            try:
-                return Path(kc.location).read_bytes(), ""
-            except OSError as exc:
-                return b"", str(exc)
+            return read_kubeconfig_file(kc.location)
         try:
             secret = msgspec.json.decode(await self.client.get(SECRETS, kc.location, config.namespace))
         except NotFound:
@@ -398,6 +420,8 @@ class MultiKueueConnector:
                 wl = self.state.workloads[key]
                 raw = w.workloads.get(key)
                 known = wl.remotes.get(name) if wl.remotes else None
+                if known is None and name not in desired_on(self.state, wl):
+                    continue  # a copy the log forgot (evicted) or never wanted there: deleted, not reported
                 if raw is None:
                     if known is not None:
                         events.append(ev.RemoteWorkloadObserved(time=now, key=key, uid=wl.uid, cluster=name,
@@ -466,12 +490,26 @@ class MultiKueueConnector:
             if w.name not in desired_on(state, wl):
                 continue
             wanted.add(key)
-            if key not in w.workloads:
-                await self._create_copy(w, wl, origin)
-            if wl.cluster_name == w.name:
-                await self._run_there(w, wl, origin)
+            try:
+                if key not in w.workloads:
+                    await self._create_copy(w, wl, origin)
+                if wl.cluster_name == w.name:
+                    await self._run_there(w, wl, origin)
+            except KubeError as exc:
+                self._failed("MultiKueue copy not written, will retry", key, w, exc)
         for key in sorted(set(w.workloads) - wanted):
-            await self._delete_copy(w, key)
+            try:
+                await self._final_status(w, key, origin)
+                await self._delete_copy(w, key, origin)
+            except KubeError as exc:
+                self._failed("MultiKueue copy not deleted, will retry", key, w, exc)
+
+    def _failed(self, what: str, key: str, w: Worker, exc: KubeError) -> None:
+        """One workload's write failed (a namespace missing on the worker, a forbidden write, the worker gone):
+        counted and retried on the next pass, the other workloads and workers served meanwhile, as Kueue
+        reconciles each workload and each of its workers apart."""
+        self.stats.errors += 1
+        log.warning(what, workload=key, cluster=w.name, error=str(exc))
 
     async def _create_copy(self, w: Worker, wl: WorkloadInfo, origin: str) -> None:
         assert w.client is not None
@@ -513,6 +551,23 @@ class MultiKueueConnector:
             log.info("MultiKueue owner copy created", kind=r.kind, owner=owner_key, cluster=w.name)
         await self._mirror_status(adapter, owner_key, remote)
 
+    async def _final_status(self, w: Worker, key: str, origin: str) -> None:
+        """A workload finished on the worker that ran it: its owner's copy's last status, read from the worker (the
+        watch may not have shown it yet), goes to the manager's owner before the copies are deleted (Kueue syncs the
+        owner, then finishes the workload and removes the remote objects)."""
+        assert w.client is not None
+        wl = self.state.workloads.get(key)
+        adapter = adapter_of(wl) if wl is not None else None
+        if wl is None or adapter is None or wl.phase != FINISHED or wl.cluster_name != w.name:
+            return
+        try:
+            remote = msgspec.json.decode(await w.client.get(adapter.resource, wl.owner[2], wl.namespace))
+        except NotFound:
+            return
+        if ((remote.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) != origin:
+            return  # not this manager's copy (Kueue validates a remote object's origin before reading it)
+        await self._mirror_status(adapter, f"{wl.namespace}/{wl.owner[2]}", remote)
+
     async def _mirror_status(self, adapter: Adapter, owner_key: str, remote: dict[str, Any]) -> None:
         """The manager's owner shows the status of its copy: a Job once it has been started (Kueue defers the
         sync while the manager's Job is suspended), an owner the log does not hold (a JobSet) whenever the copy's
@@ -530,16 +585,32 @@ class MultiKueueConnector:
         if not status:
             return
         namespace, _, name = owner_key.partition("/")
+        # the copy's status replaces the manager owner's (Kueue's adapters set it whole): what the copy no longer
+        # has is cleared, or a merge would keep it (a Job omits ``active`` once no pod runs)
+        cleared = adapter.status_fields or await self._status_fields_of(r, name, namespace)
+        if cleared is None:
+            return
+        replacing = {**dict.fromkeys(cleared), **status}
         try:
-            await self.client.patch(r, name, {"status": status}, namespace, subresource="status")
+            await self.client.patch(r, name, {"status": replacing}, namespace, subresource="status")
         except (NotFound, Conflict):
             return
         self._mirrored[mirrored] = rv
         self.stats.statuses_mirrored += 1
 
-    async def _delete_copy(self, w: Worker, key: str) -> None:
+    async def _status_fields_of(self, r: Resource, name: str, namespace: str) -> tuple[str, ...] | None:
+        """The status fields the manager's owner has now (None: it is gone): an owner whose status fields vary
+        with its controller's version (a JobSet) has each of them replaced, as Kueue reads it before setting it."""
+        try:
+            local = msgspec.json.decode(await self.client.get(r, name, namespace))
+        except NotFound:
+            return None
+        return tuple(sorted(local.get("status") or {}))
+
+    async def _delete_copy(self, w: Worker, key: str, origin: str) -> None:
         """Delete a copy this origin made: its owner's copy first (the worker's Workload may already be gone), then
-        the Workload, its finalizers removed (Kueue's ``RemoveRemoteObjects``)."""
+        the Workload, its finalizers removed (Kueue's ``RemoveRemoteObjects``). The owner a copy's reference names
+        is deleted only when it carries this manager's origin label (a worker's own object of that name stays)."""
         assert w.client is not None
         raw = w.workloads.get(key) or {}
         namespace, _, name = key.partition("/")
@@ -547,7 +618,8 @@ class MultiKueueConnector:
         for a in ADAPTERS.values():
             r = a.resource
             copies = w.owners.get(r.kind, {})
-            owner_names = {ref["name"] for ref in refs if ref.get("kind") == r.kind and ref.get("name")}
+            owner_names = {ref["name"] for ref in refs if ref.get("kind") == r.kind and ref.get("name")
+                           and await self._made_here(w, r, namespace, ref["name"], origin)}
             owner_names.update(k.partition("/")[2] for k, obj in copies.items()
                                if k.partition("/")[0] == namespace
                                and ((obj.get("metadata") or {}).get("labels") or {}).get(PREBUILT_WORKLOAD) == name)
@@ -563,6 +635,19 @@ class MultiKueueConnector:
         w.workloads.pop(key, None)
         self.stats.copies_deleted += 1
         log.info("MultiKueue copy deleted", workload=key, cluster=w.name)
+
+    @staticmethod
+    async def _made_here(w: Worker, r: Resource, namespace: str, owner_name: str, origin: str) -> bool:
+        """Whether the worker's owner of kind ``r`` carries this manager's origin label (the watch's, else read):
+        Kueue deletes a remote object only once it has checked that."""
+        assert w.client is not None
+        raw = w.owners.get(r.kind, {}).get(f"{namespace}/{owner_name}")
+        if raw is None:
+            try:
+                raw = msgspec.json.decode(await w.client.get(r, owner_name, namespace))
+            except NotFound:
+                return False
+        return ((raw.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) == origin
 
 
 def _key(obj: dict[str, Any]) -> str:

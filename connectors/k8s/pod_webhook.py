@@ -64,6 +64,7 @@ from kueue_es.scheduler.config import (
     KUBEFLOW_FRAMEWORKS,
     MPIJOB_FRAMEWORK,
     RAYCLUSTER_FRAMEWORK,
+    SPARK_FRAMEWORK,
     SchedulerConfig,
 )
 from projections import gates
@@ -112,9 +113,11 @@ class PodDefaulting(msgspec.Struct, frozen=True):
                    config.gate(gates.TOPOLOGY_AWARE_SCHEDULING), frozenset(config.frameworks))
 
 
-POD_PARENTS = frozenset({MPIJOB_FRAMEWORK, *KUBEFLOW_FRAMEWORKS.values(), RAYCLUSTER_FRAMEWORK, APPWRAPPER_FRAMEWORK})
+POD_PARENTS = frozenset({MPIJOB_FRAMEWORK, *KUBEFLOW_FRAMEWORKS.values(), RAYCLUSTER_FRAMEWORK, APPWRAPPER_FRAMEWORK,
+                         SPARK_FRAMEWORK})
 """The frameworks whose controllers make their Pods themselves (an MPIJob's workers, a PyTorchJob's replicas, a
-RayCluster's head and workers, the Pod an AppWrapper wraps): such a Pod is left to its parent, queue name or not."""
+RayCluster's head and workers, the Pod an AppWrapper wraps, a SparkApplication's driver): such a Pod is left to its
+parent, queue name or not."""
 
 
 def controller_of(pod: dict[str, Any]) -> dict[str, Any] | None:

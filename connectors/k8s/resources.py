@@ -126,6 +126,11 @@ APPWRAPPERS = Resource("AppWrapper", APPWRAPPER_GROUP, "v1beta2", "appwrappers",
 installed): listed and watched by the AppWrapper integration itself (:mod:`connectors.k8s.appwrapper_integration`),
 not put in the log."""
 
+SPARK_GROUP = "sparkoperator.k8s.io"
+SPARK_APPLICATIONS = Resource("SparkApplication", SPARK_GROUP, "v1beta2", "sparkapplications", True,
+                              status_subresource=True, optional=True)
+"""Kueue's ``sparkoperator.k8s.io/sparkapplication`` framework (the Spark operator's API): watched by its own
+integration (:mod:`connectors.k8s.spark_integration`), not put in the log."""
 TRAINER_GROUP = "trainer.kubeflow.org"
 TRAINJOBS = Resource("TrainJob", TRAINER_GROUP, "v1alpha1", "trainjobs", True, status_subresource=True, optional=True)
 TRAINING_RUNTIMES = Resource("TrainingRuntime", TRAINER_GROUP, "v1alpha1", "trainingruntimes", True, optional=True)

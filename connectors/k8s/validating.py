@@ -44,6 +44,7 @@ from connectors.k8s import (
     pod_validation,
     pod_webhook,
     ray_webhook,
+    spark_webhook,
     statefulset_webhook,
     trainjob_webhook,
 )
@@ -128,7 +129,8 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
                   deployments: bool = False, statefulsets: bool = False, jobsets: bool = False,
                   mpijobs: bool = False, kubeflow: frozenset[str] = frozenset(), rayjobs: bool = False,
                   rayclusters: bool = False, leaderworkersets: bool = False, appwrappers: bool = False,
-                  trainjobs: bool = False, rayservices: bool = False) -> dict[str, Any]:
+                  trainjobs: bool = False, rayservices: bool = False,
+                  sparkapplications: bool = False) -> dict[str, Any]:
     """The ValidatingWebhookConfiguration for :data:`HOOKS` and for Jobs and Pods (not in ``excluded_namespaces``), at
     ``url`` or at ``service`` (name, namespace, port), trusting ``ca_pem``. ``object_selector``: only objects it
     selects (for tests sharing a cluster). ``pods``: whether the pod integration is on (the Pod webhook then fails
@@ -138,6 +140,7 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
     :mod:`connectors.k8s.jobset_webhook`, :mod:`connectors.k8s.mpijob_webhook`, :mod:`connectors.k8s.lws_webhook`);
     ``kubeflow``: the training operator's kinds whose integration is on (:mod:`connectors.k8s.kubeflow_webhook`);
     ``rayjobs``, ``rayclusters``, ``rayservices``: the Ray integrations (:mod:`connectors.k8s.ray_webhook`);
+    ``sparkapplications``: the SparkApplication one (:mod:`connectors.k8s.spark_webhook`);
     ``appwrappers``: the AppWrapper one (:mod:`connectors.k8s.appwrapper_webhook`); ``trainjobs``: the TrainJob one
     (:mod:`connectors.k8s.trainjob_webhook`)."""
     if not url and service is None:
@@ -184,7 +187,8 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
                                                  mutating=False)
                   for kind, on in ((jobset_webhook.KIND, jobsets), (mpijob_webhook.KIND, mpijobs),
                                    (ray_webhook.RAYJOB_KIND, rayjobs), (ray_webhook.RAYCLUSTER_KIND, rayclusters),
-                                   (appwrapper_webhook.KIND, appwrappers), (ray_webhook.RAYSERVICE_KIND, rayservices))]
+                                   (appwrapper_webhook.KIND, appwrappers), (ray_webhook.RAYSERVICE_KIND, rayservices),
+                                   (spark_webhook.KIND, sparkapplications))]
     frameworks.append(lws_webhook.registration(client_config(lws_webhook.VALIDATING_PATH), selector,
                                                on=leaderworkersets, mutating=False))
     frameworks += kubeflow_webhook.registrations(client_config, selector, kubeflow, mutating=False)

@@ -20,7 +20,8 @@ On **create** (Kueue's webhook is registered for creation only: unsuspending an 
   (read from the apiserver; one that cannot be read refuses the Job, as Kueue's webhook fails) → suspended too
   (:mod:`connectors.k8s.job_selection`);
 * a queue whose ClusterQueue has a MultiKueue check (controller ``kueue.x-k8s.io/multikueue``), under the
-  ``MultiKueue`` gate, and no ``spec.managedBy`` → ``spec.managedBy: kueue.x-k8s.io/multikueue``: on a manager the
+  ``MultiKueue`` gate, and no ``spec.managedBy`` (or the built-in ``kubernetes.io/job-controller``) →
+  ``spec.managedBy: kueue.x-k8s.io/multikueue``: on a manager the
   Job runs on a worker, its status mirrored back (:mod:`connectors.k8s.multikueue`); the LocalQueue, its
   ClusterQueue and their checks are read from the apiserver (:func:`multikueue_lookup`; one missing sets nothing);
 * ``kueue.x-k8s.io/elastic-job: "true"`` under ``ElasticJobsViaWorkloadSlices`` → the pod template gets the
@@ -76,6 +77,7 @@ from connectors.k8s import (
     pod_validation,
     pod_webhook,
     ray_webhook,
+    spark_webhook,
     statefulset_webhook,
     trainjob_webhook,
     validating,
@@ -97,6 +99,7 @@ from connectors.k8s.resources import (
     RAYCLUSTERS,
     RAYJOBS,
     RAYSERVICES,
+    SPARK_APPLICATIONS,
     TRAINJOBS,
     Resource,
 )
@@ -114,7 +117,7 @@ PARENT_PATHS = (deployment_webhook.MUTATING_PATH, deployment_webhook.VALIDATING_
 """The paths of the webhooks for the parents of Pods Kueue holds (Deployments, StatefulSets)."""
 FRAMEWORK_PATHS = (*PARENT_PATHS, *jobset_webhook.PATHS, *mpijob_webhook.PATHS, *kubeflow_webhook.PATHS,
                    *ray_webhook.PATHS, *lws_webhook.PATHS, *appwrapper_webhook.PATHS, *trainjob_webhook.PATHS,
-                   *ray_webhook.SERVICE_PATHS)
+                   *ray_webhook.SERVICE_PATHS, *spark_webhook.PATHS)
 """The paths of the webhooks of the frameworks answered by a review given to :class:`WebhookServer` (its
 ``parents``): the parents', the JobSet, MPIJob, training operator, Ray, LeaderWorkerSet, AppWrapper and TrainJob ones
 (:mod:`connectors.k8s.jobset_webhook`, :mod:`connectors.k8s.mpijob_webhook`, :mod:`connectors.k8s.kubeflow_webhook`,
@@ -138,6 +141,8 @@ ManagedAncestry = child_jobs.ManagedAncestry
 MultiKueueLookup = Callable[[str, str], Awaitable[bool]]
 """Whether LocalQueue ``namespace/name``'s ClusterQueue has a MultiKueue check."""
 MULTIKUEUE_MANAGER = "kueue.x-k8s.io/multikueue"
+JOB_CONTROLLER = "kubernetes.io/job-controller"
+"""The built-in Job controller's ``managedBy``: a Job naming it is handed to MultiKueue as one naming none."""
 SuspendsUnqueued = Callable[[str, dict[str, Any]], Awaitable[bool]]
 """Whether a Job being created (namespace, raw Job) that names no queue is suspended all the same
 (``manageJobsWithoutQueueName``); raises :class:`KubeError` when the namespace cannot be read."""
@@ -162,7 +167,7 @@ def job_patch(job: dict[str, Any], has_default_queue: bool, has_default_priority
     ops = map_ops("/metadata/labels", meta.get("labels"), added)
     if (queue or suspend_unqueued) and not child and (job.get("spec") or {}).get("suspend") is not True:
         ops.append({"op": "add", "path": "/spec/suspend", "value": True})
-    if multikueue and not child and (job.get("spec") or {}).get("managedBy") is None:
+    if multikueue and not child and (job.get("spec") or {}).get("managedBy") in (None, JOB_CONTROLLER):
         ops.append({"op": "add", "path": "/spec/managedBy", "value": MULTIKUEUE_MANAGER})
     if elastic_jobs and (meta.get("annotations") or {}).get(workload_slices.ELASTIC_JOB_ANNOTATION) == "true":
         ops += elastic_gate_ops(job)
@@ -253,7 +258,8 @@ def _parent_resource(ref: o.OwnerReference) -> Resource | None:
     """Where a parent of a kind an integration runs is read from the apiserver."""
     by_kind = {"Job": BY_KIND["Job"], "Pod": BY_KIND["Pod"], "JobSet": JOBSETS, "MPIJob": MPIJOBS, **KUBEFLOW_JOBS,
                "RayJob": RAYJOBS, "RayCluster": RAYCLUSTERS, "LeaderWorkerSet": LEADER_WORKER_SETS,
-               "AppWrapper": APPWRAPPERS, "TrainJob": TRAINJOBS, "RayService": RAYSERVICES}
+               "AppWrapper": APPWRAPPERS, "TrainJob": TRAINJOBS, "RayService": RAYSERVICES,
+               "SparkApplication": SPARK_APPLICATIONS}
     return by_kind.get(ref.kind)
 
 
@@ -556,13 +562,15 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
                   deployments: bool = False, statefulsets: bool = False, jobsets: bool = False,
                   mpijobs: bool = False, kubeflow: frozenset[str] = frozenset(), rayjobs: bool = False,
                   rayclusters: bool = False, leaderworkersets: bool = False, appwrappers: bool = False,
-                  trainjobs: bool = False, rayservices: bool = False) -> dict[str, Any]:
+                  trainjobs: bool = False, rayservices: bool = False,
+                  sparkapplications: bool = False) -> dict[str, Any]:
     """The MutatingWebhookConfiguration for :data:`PATH`, the Pod webhook's path and the Deployment, StatefulSet,
     JobSet and MPIJob webhooks': at ``url``, or at ``service`` (name, namespace, port), trusting ``ca_pem`` (none: as
     ``kueue-es manifests`` installs it, its CA set by the first replica that serves). ``pods``, ``deployments``,
     ``statefulsets``, ``jobsets``, ``mpijobs``: whether those integrations are on (each webhook then fails
     closed); ``kubeflow``: the training operator's kinds whose integration is on
-    (:mod:`connectors.k8s.kubeflow_webhook`); ``rayjobs``, ``rayclusters``, ``rayservices``: the Ray integrations
+    (:mod:`connectors.k8s.kubeflow_webhook`); ``sparkapplications``: the SparkApplication one
+    (:mod:`connectors.k8s.spark_webhook`); ``rayjobs``, ``rayclusters``, ``rayservices``: the Ray integrations
     (:mod:`connectors.k8s.ray_webhook`); ``leaderworkersets`` whether the LeaderWorkerSet one is
     (:mod:`connectors.k8s.lws_webhook`); ``appwrappers`` whether the AppWrapper one is
     (:mod:`connectors.k8s.appwrapper_webhook`); ``trainjobs`` the TrainJob one (:mod:`connectors.k8s.trainjob_webhook`)."""
@@ -598,7 +606,8 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
             *(framework_webhook.registration(kind, client_config(kind.mutating_path), selector, on=on, mutating=True)
               for kind, on in ((jobset_webhook.KIND, jobsets), (mpijob_webhook.KIND, mpijobs),
                                (ray_webhook.RAYJOB_KIND, rayjobs), (ray_webhook.RAYCLUSTER_KIND, rayclusters),
-                               (appwrapper_webhook.KIND, appwrappers), (ray_webhook.RAYSERVICE_KIND, rayservices))),
+                               (appwrapper_webhook.KIND, appwrappers), (ray_webhook.RAYSERVICE_KIND, rayservices),
+                               (spark_webhook.KIND, sparkapplications))),
             *kubeflow_webhook.registrations(client_config, selector, kubeflow, mutating=True),
             lws_webhook.registration(client_config(lws_webhook.MUTATING_PATH), selector, on=leaderworkersets,
                                      mutating=True),
@@ -673,6 +682,7 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     rayjobs = ray_webhook.RayWebhooks.of(config_in_force, clusters=False)
     rayclusters = ray_webhook.RayWebhooks.of(config_in_force, clusters=True)
     rayservices = ray_webhook.RayWebhooks.for_services(config_in_force)
+    sparkapplications = spark_webhook.SparkApplicationWebhooks.of(config_in_force)
     leaderworkersets = lws_webhook.LeaderWorkerSetWebhooks.of(config_in_force)
     appwrappers = appwrapper_webhook.AppWrapperWebhooks.of(config_in_force)
     trainjobs = trainjob_webhook.TrainJobWebhooks.of(config_in_force)
@@ -690,6 +700,7 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
                **kubeflow_webhook.reviewers(config_in_force, namespace_labels, queues, priority_classes, ancestry),
                **ray_webhook.reviewers(rayjobs, rayclusters, namespace_labels, queues, priority_classes, ancestry),
                **ray_webhook.service_reviewers(rayservices, namespace_labels, queues, priority_classes, ancestry),
+               **spark_webhook.reviewers(sparkapplications, namespace_labels, queues, priority_classes, ancestry),
                **lws_webhook.reviewers(leaderworkersets, namespace_labels, queues, ancestry),
                **appwrapper_webhook.reviewers(appwrappers, namespace_labels, queues, priority_classes, ancestry),
                **trainjob_webhook.reviewers(trainjobs, namespace_labels, queues, priority_classes, ancestry,
@@ -708,7 +719,8 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
                                              kubeflow=config_in_force.kubeflow_kinds, rayjobs=rayjobs.enabled,
                                              rayclusters=rayclusters.enabled, leaderworkersets=leaderworkersets.enabled,
                                              appwrappers=appwrappers.enabled, trainjobs=trainjobs.enabled,
-                                             rayservices=rayservices.enabled))
+                                             rayservices=rayservices.enabled,
+                                             sparkapplications=sparkapplications.enabled))
         await register(client, validating.configuration(bundle.ca_pem, url=k.webhook_url, service=service,
                                                         excluded_namespaces=("kube-system", k.lease_namespace),
                                                         pods=pods_on, deployments=deployments.enabled,
@@ -718,7 +730,8 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
                                                         rayjobs=rayjobs.enabled, rayclusters=rayclusters.enabled,
                                                         leaderworkersets=leaderworkersets.enabled,
                                                         appwrappers=appwrappers.enabled, trainjobs=trainjobs.enabled,
-                                                        rayservices=rayservices.enabled))
+                                                        rayservices=rayservices.enabled,
+                                                        sparkapplications=sparkapplications.enabled))
         await conversion.register(client, conversion_stanza(k, bundle.ca_pem))
     return server
 

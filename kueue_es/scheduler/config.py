@@ -159,6 +159,7 @@ RAYSERVICE_FRAMEWORK = "ray.io/rayservice"
 LWS_FRAMEWORK = "leaderworkerset.x-k8s.io/leaderworkerset"
 APPWRAPPER_FRAMEWORK = "workload.codeflare.dev/appwrapper"
 TRAINJOB_FRAMEWORK = "trainer.kubeflow.org/trainjob"
+SPARK_FRAMEWORK = "sparkoperator.k8s.io/sparkapplication"
 KUBEFLOW_FRAMEWORKS = {"PyTorchJob": "kubeflow.org/pytorchjob", "TFJob": "kubeflow.org/tfjob",
                        "XGBoostJob": "kubeflow.org/xgboostjob", "PaddleJob": "kubeflow.org/paddlejob",
                        "JAXJob": "kubeflow.org/jaxjob"}
@@ -327,6 +328,13 @@ class SchedulerConfig(_Cfg):
         return TRAINJOB_FRAMEWORK in self.frameworks
 
     @property
+    def manages_sparkapplications(self) -> bool:
+        """Kueue's SparkApplication integration is on (``sparkoperator.k8s.io/sparkapplication`` among the
+        frameworks, which the ``SparkApplicationIntegration`` gate must allow: :func:`load_config`): a queued
+        SparkApplication runs only while its Workload is admitted (:mod:`connectors.k8s.spark_integration`)."""
+        return SPARK_FRAMEWORK in self.frameworks
+
+    @property
     def managed_jobs_selector(self) -> o.LabelSelector:
         """The namespaces whose Jobs are managed (``managedJobsNamespaceSelector``), by default all but
         ``kube-system`` and Kueue's own, as Kueue defaults it."""
@@ -462,6 +470,7 @@ def load_config(doc: dict[str, Any], source: str = "<config>") -> SchedulerConfi
     _validate_resources(cfg, source)
     _validate_label_keys_to_copy(cfg, source)
     _validate_framework_needs(cfg.frameworks, source)
+    _validate_framework_gates(cfg, source)
     bad_label = custom_labels.problem(cfg.metrics.custom_labels) if cfg.metrics is not None else None
     if bad_label is not None:
         raise InvalidInput(f"{source}: Configuration: field `{bad_label[0]}`: {bad_label[1]}")
@@ -505,6 +514,20 @@ def _validate_framework_needs(frameworks: tuple[str, ...], source: str) -> None:
             raise InvalidInput(f'{source}: Configuration: field `integrations.frameworks[{i}]`: "{name}" runs on '
                                f'"{needed}", which `integrations.frameworks` must list too ("{name}" integration '
                                f'not enabled "{needed}")')
+
+
+FRAMEWORK_GATES = {SPARK_FRAMEWORK: gates.SPARK_APPLICATION_INTEGRATION}
+"""An alpha framework -> the gate without which Kueue will not run it (its ``CanSupportIntegration``)."""
+
+
+def _validate_framework_gates(cfg: SchedulerConfig, source: str) -> None:
+    """A framework listed while its gate is off is refused, as Kueue fails to set up its reconcilers and does not
+    start (``... integration is alpha feature. please enable ... featuregate``)."""
+    for i, name in enumerate(cfg.frameworks):
+        gate = FRAMEWORK_GATES.get(name)
+        if gate is not None and not cfg.gate(gate):
+            raise InvalidInput(f'{source}: Configuration: field `integrations.frameworks[{i}]`: "{name}" integration '
+                               f'is alpha feature. please enable {gate} featuregate')
 
 
 def _validate_selector(selector: o.LabelSelector, at: str) -> None:

@@ -59,3 +59,16 @@ def test_a_v1beta1_cluster_reads_as_v1beta2_and_back() -> None:
     v2 = conversion.convert(v1, conversion.V1BETA2)
     assert v2["spec"] == {"clusterSource": {"kubeConfig": {"location": "w1-secret", "locationType": "Secret"}}}
     assert conversion.convert(v2, conversion.V1BETA1)["spec"] == v1["spec"]
+
+
+def test_a_cluster_profile_cluster_keeps_its_reference_through_v1beta1() -> None:
+    """Kueue's v1beta1 MultiKueueCluster carries ``spec.clusterProfileRef`` beside ``spec.kubeConfig`` only so that no
+    data is lost between versions: v1beta2's ``clusterSource.clusterProfileRef`` goes there and comes back, and a
+    v1beta1 object with an empty kubeconfig location names no kubeconfig in v1beta2."""
+    v2 = _cluster({"clusterSource": {"clusterProfileRef": {"name": "p"}}})
+    v1 = conversion.convert(v2, conversion.V1BETA1)
+    assert v1["spec"]["clusterProfileRef"] == {"name": "p"} and "clusterSource" not in v1["spec"]
+    assert conversion.convert(v1, conversion.V1BETA2)["spec"] == v2["spec"]
+    both = _cluster({"kubeConfig": {"location": "", "locationType": "Secret"}, "clusterProfileRef": {"name": "p"}},
+                    "v1beta1")
+    assert conversion.convert(both, conversion.V1BETA2)["spec"] == {"clusterSource": {"clusterProfileRef": {"name": "p"}}}

@@ -1,6 +1,7 @@
 """The Job webhook hands a Job to MultiKueue (``spec.managedBy: kueue.x-k8s.io/multikueue``) when its queue's
-ClusterQueue has a MultiKueue check, as Kueue's job webhook defaults it; never a child Job, never over a
-``managedBy`` the Job names, never while the MultiKueue gate is off (no lookup)."""
+ClusterQueue has a MultiKueue check, as Kueue's job webhook defaults it (over none or the built-in Job
+controller's); never a child Job, never over another ``managedBy`` the Job names, never while the MultiKueue gate
+is off (no lookup)."""
 
 from __future__ import annotations
 
@@ -56,3 +57,11 @@ async def test_a_child_job_is_left_to_its_parent() -> None:
     job["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": "p", "uid": "p",
                                            "controller": True}]
     assert await _patch(job, _multikueue_queues) == []
+
+
+@pytest.mark.asyncio
+async def test_a_job_naming_the_job_controller_is_handed_to_multikueue_too() -> None:
+    """Kueue's job webhook defaults ``managedBy`` over the built-in Job controller's name as over none: naming the
+    default manager asks for nothing else, and left so the Job would be rejected by the MultiKueue check."""
+    assert await _patch(_job(managedBy="kubernetes.io/job-controller"), _multikueue_queues) == [
+        {"op": "add", "path": "/spec/managedBy", "value": "kueue.x-k8s.io/multikueue"}]

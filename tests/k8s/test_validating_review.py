@@ -317,7 +317,8 @@ def test_configuration_registers_kueues_kinds_on_create_and_update() -> None:
     assert sorted(hooks) == sorted(["vadmissioncheck.kb.io", "vappwrapper.kb.io", "vclusterqueue.kb.io", "vcohort.kb.io",
                                     "vdeployment.kb.io", "vjob.kb.io", "vjobset.kb.io", "vleaderworkerset.kb.io",
                                     "vlocalqueue.kb.io", "vmpijob.kb.io", "vpod.kb.io", "vraycluster.kb.io",
-                                    "vrayjob.kb.io", "vrayservice.kb.io", "vresourceflavor.kb.io", "vstatefulset.kb.io",
+                                    "vrayjob.kb.io", "vrayservice.kb.io", "vresourceflavor.kb.io", "vsparkapplication.kb.io",
+                                    "vstatefulset.kb.io",
                                     "vtopology.kb.io", "vtrainjob.kb.io", "vworkload.kb.io", *kubeflow])
     del hooks["vjob.kb.io"]  # Jobs': tests/k8s/test_job_validation_review.py
     del hooks["vpod.kb.io"]  # Pods': tests/k8s/test_pod_validation_review.py
@@ -327,6 +328,7 @@ def test_configuration_registers_kueues_kinds_on_create_and_update() -> None:
     del hooks["vmpijob.kb.io"]  # MPIJobs': tests/k8s/test_mpijob_webhook.py
     del hooks["vrayjob.kb.io"], hooks["vraycluster.kb.io"]  # Ray's: tests/k8s/test_ray_webhook.py
     del hooks["vrayservice.kb.io"]  # RayServices': tests/k8s/test_rayservice_webhook.py
+    del hooks["vsparkapplication.kb.io"]  # SparkApplications': tests/k8s/test_spark_webhook.py
     del hooks["vleaderworkerset.kb.io"]  # LeaderWorkerSets': tests/k8s/test_lws_webhook.py
     del hooks["vappwrapper.kb.io"]  # AppWrappers': tests/k8s/test_appwrapper_webhook.py
     del hooks["vtrainjob.kb.io"]  # TrainJobs': tests/k8s/test_trainjob_webhook.py

@@ -7,6 +7,7 @@ import random
 import msgspec
 from fixtures.eventgen import (
     T0,
+    Op,
     admission,
     claim_template,
     claiming_workload,
@@ -23,7 +24,7 @@ from fixtures.eventgen import (
     workload,
 )
 from fixtures.provflow import retry_then_provision
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 
 from events import schema as ev
 from projections.audit import AuditTrail
@@ -200,6 +201,7 @@ def test_steps_of_all_workloads_are_in_log_order() -> None:
 
 @settings(max_examples=100, deadline=None)
 @given(ops=op_lists())
+@example(ops=[Op("wl_adjusted", 0, 0, 0), Op("mk_remote_finished", 1, 0, 0)])  # MultiKueue's finish, found so
 def test_audit_agrees_with_cluster_state_on_where_each_workload_is(ops) -> None:
     recs = records(interpret(ops))
     state = fold(recs)

@@ -16,7 +16,7 @@ from events import objects as o
 from events import schema as ev
 from projections import snapshot
 from projections.cluster import ClusterState
-from projections.workloads import WorkloadInfo, owned_by_single_pod
+from projections.workloads import WorkloadInfo, owned_by_single_pod, owner_of
 
 KEY = "team/w"
 POD = o.OwnerReference(api_version="v1", kind="Pod", name="p", uid="uid-p", controller=True)
@@ -154,3 +154,15 @@ def test_a_version_7_snapshot_loads_with_no_workload_owned_by_a_pod() -> None:
     restored = snapshot.decode(msgspec.msgpack.encode(old))
     wl = restored.workloads[KEY]
     assert not wl.pod_owned and wl.kept_nodes == () and restored.keeping == {}
+
+
+def test_the_owner_multikueue_reads_follows_an_upsert_that_changes_it_and_is_kept_when_unchanged() -> None:
+    """A prebuilt Workload adopted by its Job gains an owner; an echo of an unchanged one keeps the same record."""
+    known = owner_of(meta("w", "team", owner_references=[JOB]))
+    assert known == ("batch/v1", "Job", "j")
+    assert owner_of(meta("w", "team", owner_references=[JOB]), known) is known
+    renamed = owner_of(meta("w", "team", owner_references=[msgspec.structs.replace(JOB, name="k")]), known)
+    assert renamed == ("batch/v1", "Job", "k")
+    other_kind = owner_of(meta("w", "team", owner_references=[POD]), known)
+    assert other_kind == ("v1", "Pod", "p")
+    assert owner_of(meta("w", "team"), known) == ()

@@ -152,3 +152,53 @@ def test_an_owner_kind_without_an_adapter_is_rejected_naming_it(tmp_path: Path) 
     state.workloads[KEY].owner = ("kubeflow.org/v1", "PyTorchJob", "a")
     assert unmanaged_reason(state, state.workloads[KEY]) == (
         'No multikueue adapter found for owner kind "kubeflow.org/v1, Kind=PyTorchJob"')
+
+
+def test_an_eviction_forgets_the_copies_so_a_new_reservation_waits_for_a_new_admission(tmp_path: Path) -> None:
+    """Evicted on the manager, the workload's copies are deleted (Kueue removes the remote objects): what was
+    observed of them no longer speaks for the workload, or its next reservation would be admitted at once on the
+    strength of the copy being deleted."""
+    state = _state(tmp_path)
+    _apply(state, ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True))
+    settle(state, DEFAULT, now=START)
+    _apply(state, _remote(START + 1000, "worker1", QuotaReserved="True", Admitted="True"))
+    settle(state, DEFAULT, now=START + 1000)
+    wl = state.workloads[KEY]
+    assert (wl.cluster_name, wl.check_states["mk"].state) == ("worker1", "Ready")
+    _apply(state, ev.WorkloadEvicted(time=START + 2000, cycle=90, input=0, key=KEY, uid=wl.uid,
+                                     reason="AdmissionCheck", message="evicted on the manager"),
+           ev.JobStopped(time=START + 2000, key=KEY))
+    assert not wl.remotes  # no copy speaks for it
+    settle(state, DEFAULT, now=START + 3000)
+    assert wl.reserving and wl.cluster_name == "" and wl.check_states["mk"].state == "Pending"
+    assert wl.nominated == ("worker1",)
+
+
+def test_a_workload_finished_on_its_worker_is_counted_as_finished(tmp_path: Path) -> None:
+    """RemoteWorkloadFinished finishes the workload as WorkloadFinished does: Kueue's finished-workloads counter
+    counts it (the audit trail's Finished line: tests/projections/test_proj_audit.py)."""
+    from projections.metrics import FINISHED_TOTAL
+
+    state = _state(tmp_path)
+    records: list[ev.Record] = []
+
+    def apply(*events: ev.AnyEvent) -> None:
+        for e in events:
+            r = ev.Record(state.offset + 1, e)
+            state.apply(r)
+            records.append(r)
+
+    apply(ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True))
+    for t in (START, START + 1000, START + 2000):
+        if t == START + 1000:
+            apply(_remote(t, "worker1", QuotaReserved="True", Admitted="True"))
+        if t == START + 2000:
+            apply(_remote(t, "worker1", Admitted="True", Finished="True"))
+        for _ in range(4):
+            batch = decide(state, DEFAULT, now=t)
+            if not batch:
+                break
+            apply(*batch)
+    assert state.workloads[KEY].phase == "Finished"
+    assert any(isinstance(r.event, ev.RemoteWorkloadFinished) for r in records)
+    assert sum(state.metrics.counters[FINISHED_TOTAL.name].values()) == 1

@@ -168,6 +168,7 @@ def test_manifests_render_as_multi_document_yaml() -> None:
         ("mrayjob.kb.io", "/mutate-ray-io-v1-rayjob"), ("mraycluster.kb.io", "/mutate-ray-io-v1-raycluster"),
         ("mappwrapper.kb.io", "/mutate-workload-codeflare-dev-v1beta2-appwrapper"),
         ("mrayservice.kb.io", "/mutate-ray-io-v1-rayservice"),
+        ("msparkapplication.kb.io", "/mutate-sparkoperator-k8s-io-v1beta2-sparkapplication"),
         *((f"m{k}.kb.io", f"/mutate-kubeflow-org-v1-{k}") for k in KUBEFLOW_NOUNS),
         ("mleaderworkerset.kb.io", "/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset"),
         ("mtrainjob.kb.io", "/mutate-trainer-kubeflow-org-v1alpha1-trainjob")]
@@ -176,14 +177,15 @@ def test_manifests_render_as_multi_document_yaml() -> None:
         "mjob.kb.io": "Fail", "mpod.kb.io": "Ignore", "mdeployment.kb.io": "Ignore", "mstatefulset.kb.io": "Ignore",
         "mjobset.kb.io": "Ignore", "mmpijob.kb.io": "Ignore", **{f"m{k}.kb.io": "Ignore" for k in KUBEFLOW_NOUNS},
         "mrayjob.kb.io": "Ignore", "mraycluster.kb.io": "Ignore", "mleaderworkerset.kb.io": "Ignore",
-        "mappwrapper.kb.io": "Ignore", "mtrainjob.kb.io": "Ignore", "mrayservice.kb.io": "Ignore"}
+        "mappwrapper.kb.io": "Ignore", "mtrainjob.kb.io": "Ignore", "mrayservice.kb.io": "Ignore",
+        "msparkapplication.kb.io": "Ignore"}
     validating = docs[kinds.index("ValidatingWebhookConfiguration")]
     assert next(w for w in validating["webhooks"] if w["name"] == "vjobset.kb.io")["failurePolicy"] == "Ignore"
     assert next(w for w in validating["webhooks"] if w["name"] == "vmpijob.kb.io")["failurePolicy"] == "Ignore"
     assert all(next(w for w in validating["webhooks"] if w["name"] == f"v{k}.kb.io")["failurePolicy"] == "Ignore"
                for k in KUBEFLOW_NOUNS)
     for name in ("vrayjob.kb.io", "vraycluster.kb.io", "vleaderworkerset.kb.io", "vappwrapper.kb.io",
-                 "vtrainjob.kb.io", "vrayservice.kb.io"):
+                 "vtrainjob.kb.io", "vrayservice.kb.io", "vsparkapplication.kb.io"):
         assert next(w for w in validating["webhooks"] if w["name"] == name)["failurePolicy"] == "Ignore"
     dep = docs[kinds.index("Deployment")]
     pod = dep["spec"]["template"]["spec"]
@@ -291,6 +293,12 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
             assert await ok("update", "ray.io", plural, "team-a", "finalizers"), plural
             assert not await ok("create", "ray.io", plural, "team-a"), plural
             assert not await ok("patch", "ray.io", plural, "team-a", "status"), plural
+        spark = ("sparkoperator.k8s.io", "sparkapplications")  # the SparkApplication integration's watch and writes
+        assert await ok("watch", *spark)
+        assert await ok("patch", *spark, "team-a")  # suspend, the roles' admission in and out
+        assert await ok("update", *spark, "team-a", "finalizers")
+        assert not await ok("create", *spark, "team-a")
+        assert not await ok("patch", *spark, "team-a", "status")
         appwrappers = ("workload.codeflare.dev", "appwrappers")  # the AppWrapper integration's watch and writes
         assert await ok("watch", *appwrappers)
         assert await ok("patch", *appwrappers, "team-a")  # suspend, podSetInfos in and out

@@ -26,7 +26,19 @@ from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import KUEUE, complete_job, connect, create, eventually, free_port, get, job, kueue_es, queues
+from kubehelp import (
+    KUEUE,
+    NOW,
+    complete_job,
+    connect,
+    create,
+    eventually,
+    free_port,
+    get,
+    job,
+    kueue_es,
+    queues,
+)
 
 from connectors.k8s import crds
 from connectors.k8s.errors import AlreadyExists, NotFound
@@ -223,7 +235,18 @@ async def _dispatch_run_and_finish(kc, wc, ns: str, cq: str, worker: str, check:
         assert "managedBy" not in remote_job["spec"]
         assert (await get(kc, "Job", "mk-job", ns))["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
 
+        # --- running on the worker: the manager's Job shows it -------------------------------------------
+        await wc.patch(BY_KIND["Job"], "mk-job", {"status": {"startTime": NOW, "active": 1, "ready": 1}}, ns,
+                       subresource="status")
+
+        async def manager_job_running() -> dict[str, Any] | None:
+            j = await get(kc, "Job", "mk-job", ns)
+            return j if j["status"].get("active") == 1 else None
+
+        await eventually(manager_job_running, timeout=60, what="the manager's Job to show the copy's active pod")
+
         # --- completed on the worker: the manager's Job and Workload finish -------------------------------
+        await wc.patch(BY_KIND["Job"], "mk-job", {"status": {"active": None, "ready": 0}}, ns, subresource="status")
         await complete_job(wc, ns, "mk-job")
 
         async def finished_on_manager() -> dict[str, Any] | None:
@@ -238,7 +261,7 @@ async def _dispatch_run_and_finish(kc, wc, ns: str, cq: str, worker: str, check:
             return j if _true(j, "Complete") else None
 
         j = await eventually(manager_job_complete, timeout=60, what="the manager's Job to show Complete")
-        assert j["status"]["succeeded"] == 1
+        assert j["status"]["succeeded"] == 1 and "active" not in j["status"]  # the copy's status, not merged
 
         async def copies_gone() -> bool:
             return (await _maybe(wc, "Workload", wl_name, ns) is None

@@ -1,0 +1,239 @@
+"""The MultiKueue connector's pass over the worker clusters, against fake clients: what it creates and deletes
+where, and that one failed write does not hold back the others (Kueue reconciles each workload and worker apart)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import msgspec
+import pytest
+import yaml
+
+from connectors.k8s.errors import Forbidden
+from connectors.k8s.multikueue import ADAPTERS, MultiKueueConnector, Worker
+from events import schema as ev
+from kueue_es.scheduler import settle
+from kueue_es.scheduler.config import DEFAULT
+from kueue_es.statefile import load_state
+
+SCENARIO = Path(__file__).parents[1] / "scheduler" / "scenarios" / "multikueue-dispatch.yaml"
+START = 1_704_067_200_000
+KEY = "default/job-a"
+
+
+def _state(tmp_path: Path):
+    objects = yaml.safe_load(SCENARIO.read_text())["objects"]
+    path = tmp_path / "objects.yaml"
+    path.write_text(yaml.safe_dump_all(objects))
+    state = load_state(str(path), None, START).state
+    for name in ("worker1", "worker2"):
+        state.apply(ev.Record(state.offset + 1, ev.MultiKueueClusterObserved(time=START, key=name, connected=True)))
+    settle(state, DEFAULT, now=START)
+    return state
+
+
+class ManagerClient:
+    """The manager's apiserver: answers reads of its Workloads."""
+
+    def __init__(self, state) -> None:
+        self.state = state
+
+    async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
+        return msgspec.json.encode({"metadata": {"name": name, "namespace": namespace, "labels": {}},
+                                    "spec": {"queueName": "lq", "podSets": []}})
+
+
+class WorkerClient:
+    """A worker's apiserver: records the writes; ``refuse`` makes every create fail as a worker may (a namespace
+    missing there, a forbidden write)."""
+
+    def __init__(self, refuse: bool = False) -> None:
+        self.refuse = refuse
+        self.created: list[str] = []
+
+    async def create(self, resource: Any, body: dict[str, Any], namespace: str) -> bytes:
+        if self.refuse:
+            raise Forbidden(f'workloads "{body["metadata"]["name"]}" is forbidden', 403)
+        self.created.append(f"{resource.kind}:{namespace}/{body['metadata']['name']}")
+        return msgspec.json.encode(body)
+
+
+def _connector(state, workers: dict[str, WorkerClient]) -> MultiKueueConnector:
+    journal = SimpleNamespace(mirror=SimpleNamespace(state=state))
+    mk = MultiKueueConnector(ManagerClient(state), journal, append=None)  # type: ignore[arg-type]
+    for name, client in workers.items():
+        mk.workers[name] = Worker(name, b"kubeconfig", client=client, connected=True)  # type: ignore[arg-type]
+    return mk
+
+
+@pytest.mark.asyncio
+async def test_a_worker_refusing_a_copy_does_not_keep_the_others_from_theirs(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    assert state.workloads[KEY].nominated == ("worker1", "worker2")
+    refusing, taking = WorkerClient(refuse=True), WorkerClient()
+    mk = _connector(state, {"worker1": refusing, "worker2": taking})
+    await mk.sync_copies("multikueue")
+    assert taking.created == ["Workload:default/job-a"]
+    assert mk.stats.errors == 1 and mk.stats.copies_created == 1
+
+
+class RecordingManager(ManagerClient):
+    def __init__(self, state) -> None:
+        super().__init__(state)
+        self.patches: list[dict[str, Any]] = []
+
+    async def patch(self, resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "") -> bytes:
+        self.patches.append(body)
+        return b"{}"
+
+
+@pytest.mark.asyncio
+async def test_the_manager_job_shows_the_copy_status_as_it_is_not_merged_into_the_last_one(tmp_path: Path) -> None:
+    """Kueue's batch/v1 adapter replaces the manager Job's status with the copy's: a count the copy dropped (a Job
+    omits ``active`` once no pod runs) is dropped here too, or a finished Job would keep its running pods (which
+    the apiserver refuses for a finished Job)."""
+    state = _state(tmp_path)
+    job = state.jobs["default/a"]
+    started = msgspec.structs.replace(job, spec=msgspec.structs.replace(job.spec, suspend=False))
+    state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=START, key=started.key, obj=started)))
+    manager = RecordingManager(state)
+    mk = _connector(state, {})
+    mk.client = manager  # type: ignore[assignment]
+    running = {"metadata": {"resourceVersion": "1"}, "status": {"active": 1, "ready": 1, "startTime": "t0"}}
+    done = {"metadata": {"resourceVersion": "2"}, "status": {
+        "ready": 0, "succeeded": 1, "startTime": "t0", "completionTime": "t1",
+        "conditions": [{"type": "Complete", "status": "True"}]}}
+    await mk._mirror_status(ADAPTERS["batch/v1", "Job"], "default/a", running)
+    await mk._mirror_status(ADAPTERS["batch/v1", "Job"], "default/a", done)
+    assert {k: v for k, v in manager.patches[0]["status"].items() if v is not None} == running["status"]
+    status = manager.patches[1]["status"]
+    assert status["active"] is None and status["succeeded"] == 1 and status["completionTime"] == "t1"
+    assert {k: v for k, v in status.items() if v is not None} == done["status"]
+
+
+class RunningWorker(WorkerClient):
+    """A worker that ran the Job's copy to completion: reads of it answer its final status; deletions are
+    recorded."""
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        super().__init__()
+        self.job = job
+        self.deleted: list[str] = []
+
+    async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
+        return msgspec.json.encode(self.job)
+
+    async def delete(self, resource: Any, name: str, namespace: str = "") -> bytes:
+        self.deleted.append(f"{resource.kind}:{namespace}/{name}")
+        return b"{}"
+
+
+@pytest.mark.asyncio
+async def test_a_workload_finished_on_its_worker_gets_the_job_final_status_before_its_copies_go(
+        tmp_path: Path) -> None:
+    """Kueue copies the worker Job's status to the manager's before finishing the workload there, and deletes the
+    remote objects after: the final status must reach the manager's Job, whatever the watch had shown of it."""
+    state = _state(tmp_path)
+    job = state.jobs["default/a"]
+    started = msgspec.structs.replace(job, spec=msgspec.structs.replace(job.spec, suspend=False))
+    state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=START, key=started.key, obj=started)))
+    for e in (ev.WorkerClusterAssigned(time=START, cycle=1, input=0, key=KEY, cluster="worker1"),
+              ev.RemoteWorkloadFinished(time=START, cycle=2, input=0, key=KEY, cluster="worker1", reason="Succeeded")):
+        state.apply(ev.Record(state.offset + 1, e))
+    assert state.workloads[KEY].cluster_name == "worker1"
+    done = {"metadata": {"name": "a", "namespace": "default", "resourceVersion": "9",
+                         "labels": {"kueue.x-k8s.io/prebuilt-workload-name": "job-a",
+                                    "kueue.x-k8s.io/multikueue-origin": "multikueue"}},
+            "status": {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}}
+    worker = RunningWorker(done)
+    manager = RecordingManager(state)
+    mk = _connector(state, {"worker1": worker})
+    mk.client = manager  # type: ignore[assignment]
+    running = {**done, "metadata": {**done["metadata"], "resourceVersion": "5"}, "status": {"active": 1}}
+    mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}}
+    mk.workers["worker1"].owners.setdefault("Job", {})["default/a"] = running  # the watch had not shown the completion yet
+    await mk.sync_copies("multikueue")
+    assert [p["status"]["succeeded"] for p in manager.patches] == [1]
+    assert worker.deleted == ["Job:default/a", "Workload:default/job-a"]
+
+    # a Job of that name this manager did not make is never read for its status
+    manager.patches.clear()
+    worker.job = {**done, "metadata": {"name": "a", "namespace": "default", "resourceVersion": "11", "labels": {}}}
+    mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}}
+    await mk.sync_copies("multikueue")
+    assert manager.patches == []
+
+
+@pytest.mark.asyncio
+async def test_a_copy_being_deleted_is_not_reported_again_for_the_evicted_workload(tmp_path: Path) -> None:
+    """The eviction made the log forget the copies; the one still on the worker until this pass deletes it must
+    not be reported as the workload's again (its next reservation would take it for a new admission)."""
+    state = _state(tmp_path)
+    wl = state.workloads[KEY]
+    state.apply(ev.Record(state.offset + 1, ev.WorkloadEvicted(time=START, cycle=9, input=0, key=KEY, uid=wl.uid,
+                                                               reason="AdmissionCheck", message="evicted")))
+    appended: list[ev.AnyEvent] = []
+
+    async def append(events: list[ev.AnyEvent]) -> None:
+        appended.extend(events)
+
+    mk = _connector(state, {"worker1": WorkerClient()})
+    mk.append = append
+    mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}, "status": {
+        "conditions": [{"type": "Admitted", "status": "True", "lastTransitionTime": "2024-01-01T00:00:00Z"}]}}
+    await mk._observe()
+    assert [e for e in appended if isinstance(e, ev.RemoteWorkloadObserved)] == []
+
+
+def _path_cluster(location: str):
+    from events import objects as o
+
+    return o.MultiKueueCluster(metadata=o.ObjectMeta(name="w"), spec=o.MultiKueueClusterSpec(
+        cluster_source=o.MultiKueueClusterSource(kube_config=o.MultiKueueKubeConfig(location=location,
+                                                                                   location_type="Path"))))
+
+
+@pytest.mark.asyncio
+async def test_a_kubeconfig_path_is_read_only_from_a_regular_file_not_through_a_link(tmp_path: Path) -> None:
+    """Kueue opens a ``locationType: Path`` kubeconfig without following a link and without blocking: a link or
+    anything but a regular file is a bad config, never read (a FIFO would stall the whole connector)."""
+    import os
+    import threading
+
+    state = _state(tmp_path)
+    mk = _connector(state, {})
+    real = tmp_path / "kubeconfig"
+    real.write_bytes(b"apiVersion: v1\n")
+    assert await mk._kubeconfig(_path_cluster(str(real)), DEFAULT) == (b"apiVersion: v1\n", "")
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    source, error = await mk._kubeconfig(_path_cluster(str(link)), DEFAULT)
+    assert source == b"" and "spec.clusterSource.kubeConfig.location" in error
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got: list[tuple[bytes, str]] = []
+    reader = threading.Thread(target=lambda: got.append(asyncio.run(mk._kubeconfig(_path_cluster(str(fifo)),
+                                                                                   DEFAULT))), daemon=True)
+    reader.start()
+    reader.join(5)
+    if reader.is_alive():  # unblock the stalled read before failing
+        open(fifo, "wb").close()  # noqa: SIM115 - a writer lets the blocked open return
+        reader.join(5)
+    assert got and got[0][0] == b"" and "not a regular file" in got[0][1]
+
+
+@pytest.mark.asyncio
+async def test_a_worker_job_this_manager_did_not_make_is_not_deleted_with_the_copy(tmp_path: Path) -> None:
+    """Kueue deletes a remote object only once it has checked it carries its origin label: the Job the copy's
+    owner reference names may be one of the worker's own."""
+    state = _state(tmp_path)
+    stranger = {"metadata": {"name": "theirs", "namespace": "default", "labels": {}}, "status": {}}
+    worker = RunningWorker(stranger)
+    mk = _connector(state, {"worker1": worker})
+    mk.workers["worker1"].workloads["default/gone"] = {"metadata": {
+        "name": "gone", "namespace": "default", "ownerReferences": [{"kind": "Job", "name": "theirs"}]}}
+    await mk.sync_copies("multikueue")
+    assert worker.deleted == ["Workload:default/gone"]
