@@ -359,7 +359,9 @@ async def test_a_jobset_is_dispatched_to_the_worker_and_finishes_there(kube_apis
 
             async def rejected() -> dict[str, Any] | None:
                 wl = await _maybe(kc, "Workload", other_wl, ns)
-                return wl if wl is not None and wl["spec"].get("active") is False else None
+                # spec.active and the Evicted condition are two writes (spec, then status): wait for both
+                done = wl is not None and wl["spec"].get("active") is False and _cond(wl, "Evicted") is not None
+                return wl if done else None
 
             wl = await eventually(rejected, timeout=60, what="the unmanaged JobSet's Workload to be deactivated")
             assert _cond(wl, "Evicted")["message"] == (
