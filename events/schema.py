@@ -166,6 +166,14 @@ class RemoteWorkloadObserved(Event, tag="RemoteWorkloadObserved"):
     """The copy's pod sets whose admission there has a topology assignment (placed by the worker's TAS)."""
 
 
+class OwnerObserved(Event, tag="OwnerObserved"):
+    """The ``spec.managedBy`` of a manager Workload's owner that the log does not hold (a JobSet: another project's
+    API), as the MultiKueue connector read it from the manager's apiserver (empty: none), for the MultiKueue
+    adapter of its kind to decide whether MultiKueue may run it. Appended once it differs from what the log holds."""
+
+    managed_by: str = ""
+
+
 # --- time --------------------------------------------------------------------------------------------------------
 
 
@@ -426,6 +434,7 @@ AnyEvent = Union[  # noqa: UP007 - one tagged union, a member per line
     AdmissionCheckStateChanged,
     MultiKueueClusterObserved,
     RemoteWorkloadObserved,
+    OwnerObserved,
     JobActed,
     ClockTicked,
     ConfigRecorded,

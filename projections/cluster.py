@@ -1903,6 +1903,11 @@ class ClusterState:
             remotes[e.cluster] = RemoteCopy(tuple(e.conditions), tuple(e.topology_pod_sets))
         wl.remotes = remotes
 
+    def _on_owner_observed(self, e: ev.OwnerObserved) -> None:
+        wl = self.workloads.get(e.key)
+        if wl is not None and (not e.uid or e.uid == wl.uid):
+            wl.owner_managed_by = e.managed_by
+
     def _take_external_nominations(self, wl: WorkloadInfo, w: o.Workload | LazyWorkload) -> None:
         """An external dispatcher's ``status.nominatedClusterNames`` on a workload holding quota and not yet on a
         worker: the connector dispatches to them as to a built-in dispatcher's (kueue-es nominates nothing)."""
@@ -1964,6 +1969,7 @@ _HANDLERS: dict[type, Any] = {
     ev.ConfigRecorded: ClusterState._on_config_recorded,
     ev.MultiKueueClusterObserved: ClusterState._on_cluster_observed,
     ev.RemoteWorkloadObserved: ClusterState._on_remote_workload,
+    ev.OwnerObserved: ClusterState._on_owner_observed,
     ev.ClustersNominated: ClusterState._on_nominated,
     ev.WorkerClusterAssigned: ClusterState._on_cluster_assigned,
     ev.RemoteWorkloadFinished: ClusterState._finished,
@@ -2032,6 +2038,7 @@ def _handler_of(t: type) -> Any:
 _ALSO_ABOUT_WORKLOADS = frozenset({
     ev.WorkloadPending, ev.SecondPassFailed, ev.RetentionExpired, ev.ProvisioningRequestCreated,
     ev.ProvisioningRequestDeleted, ev.RemoteWorkloadObserved, ev.ClustersNominated, ev.WorkerClusterAssigned,
+    ev.OwnerObserved,
 })
 """The other event types about one workload (by ``key``): after any of these, the workload is reindexed."""
 

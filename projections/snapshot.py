@@ -23,7 +23,7 @@ from projections.queue_order import order_of
 from projections.queues import ClusterQueueQueue
 from projections.workloads import WorkloadInfo, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 16
+SNAPSHOT_VERSION = 17
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -43,8 +43,10 @@ elastic Job slice each workload replaces (``WorkloadInfo.replaces``, under Elast
 MultiKueue: its objects, what was observed of worker clusters (``links``), each workload's owner, worker,
 nominations and remote copies (``WorkloadInfo.owner``, ``cluster_name``, ``nominated``, ``remotes``); DRA: the
 ResourceClaimTemplates and each pod set's DRA charge or error (``PodSetInfo.dra_requests``, ``dra_error``). 16: when
-each workload's nominations last changed (``WorkloadInfo.nominated_at``: the incremental dispatcher's round)."""
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)
+each workload's nominations last changed (``WorkloadInfo.nominated_at``: the incremental dispatcher's round). 17:
+each workload's owner's ``spec.managedBy`` as observed for an owner the log does not hold
+(``WorkloadInfo.owner_managed_by``: a JobSet's, for its MultiKueue adapter)."""
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -69,7 +71,8 @@ link): restored from one, a replacement slice is scheduled as a workload of its 
 Versions up to 14 predate MultiKueue (their writers ran none): restored from one, nothing MultiKueue is known;
 those of writers before DRA charged no claims: their pod sets count none until their workloads' next upsert.
 Version 15 predates the incremental dispatcher's rounds: restored from one, a round in progress is over (as when
-Kueue restarts, its round times being in memory), so the next one starts at once."""
+Kueue restarts, its round times being in memory), so the next one starts at once. Versions up to 16 predate the
+JobSet adapter: restored from one, a JobSet's managedBy is not known until the connector observes it again."""
 
 Shape = tuple[int, bytes]
 

@@ -211,6 +211,9 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     observed, as for every workload outside MultiKueue — an empty dict per workload would cost every one of them)."""
     nominated_at: int = 0
     """MultiKueue: the log time its nominations last changed (the incremental dispatcher's round started then)."""
+    owner_managed_by: str | None = None
+    """MultiKueue: its owner's ``spec.managedBy`` as last observed (``OwnerObserved``), for owners the log does not
+    hold (a JobSet); None: never observed."""
 
     @property
     def base_priority(self) -> int:

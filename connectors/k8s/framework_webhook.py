@@ -43,6 +43,10 @@ DEFAULT_PRIORITY_CLASS = "default"
 
 Reviewer = Callable[[bytes], Awaitable[dict[str, Any]]]
 HasDefaultPriorityClass = Callable[[], Awaitable[bool]]
+HasMultiKueueCheck = Callable[[str, str], Awaitable[bool]]
+"""Whether LocalQueue ``namespace/name``'s ClusterQueue has a MultiKueue check
+(:func:`connectors.k8s.webhook.multikueue_lookup`)."""
+MULTIKUEUE_MANAGER = "kueue.x-k8s.io/multikueue"
 CreateErrors = Callable[[Mapping[str, Any], Mapping[str, bool]], list[str]]
 UpdateErrors = Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, bool], bool], list[str]]
 
@@ -62,6 +66,9 @@ class Kind(msgspec.Struct, frozen=True):
     """Given the old and new object, the gates and whether the namespace has a LocalQueue ``default``."""
     kind_defaults: Callable[[Mapping[str, Any], Mapping[str, bool]], list[dict[str, Any]]] | None = None
     """The kind's own defaulting after the common one, given the object and the gates (a JSON patch)."""
+    own_controller: str | None = None
+    """A kind MultiKueue runs on workers: the ``spec.managedBy`` its own controller goes by, which a queue behind a
+    MultiKueue check replaces with MultiKueue's as no managedBy does (None: no MultiKueue adapter)."""
 
 
 class FrameworkWebhooks(msgspec.Struct, frozen=True):
@@ -180,7 +187,8 @@ async def managed_above(obj: dict[str, Any], namespace: str, kueue_parent: bool,
 async def defaults(obj: dict[str, Any], namespace: str, kind: Kind, settings: FrameworkWebhooks,
                    namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,
                    has_default_priority_class: HasDefaultPriorityClass | None,
-                   managed_ancestry: child_jobs.ManagedAncestry | None = None) -> list[dict[str, Any]]:
+                   managed_ancestry: child_jobs.ManagedAncestry | None = None,
+                   multikueue: HasMultiKueueCheck | None = None) -> list[dict[str, Any]]:
     """Decide Kueue's defaulting of ``obj`` (see the module docstring) with the lookups it needs, and patch it
     (:func:`default_patch`). The default queue is left to an object whose controller is of a kind Kueue runs;
     suspending, to one with no Kueue-managed ancestor (:func:`managed_above`), as in Kueue. Raises
@@ -198,7 +206,21 @@ async def defaults(obj: dict[str, Any], namespace: str, kind: Kind, settings: Fr
     suspend = not child and (queued or default_queue or (settings.without_queue and await managed()))
     ops = default_patch(obj, kind.suspend_at, default_queue=default_queue, default_priority_class=default_class,
                         suspend=suspend)
+    queue = labels.get(QUEUE_LABEL) or (DEFAULT_QUEUE if default_queue else "")
+    if multikueue is not None and queue and await _handed_to_multikueue(obj, namespace, queue, kind, multikueue):
+        ops.append({"op": "add", "path": "/spec/managedBy", "value": MULTIKUEUE_MANAGER})
     return ops + kind.kind_defaults(obj, settings.feature_gates) if kind.kind_defaults is not None else ops
+
+
+async def _handed_to_multikueue(obj: Mapping[str, Any], namespace: str, queue: str, kind: Kind,
+                                multikueue: HasMultiKueueCheck) -> bool:
+    """Kueue's managedBy defaulting of a kind MultiKueue runs: its queue's ClusterQueue has a MultiKueue check and
+    it names no manager but its own controller (whatever its ancestry, unlike a Job)."""
+    if kind.own_controller is None or not namespace:
+        return False
+    spec = obj.get("spec")
+    managed_by = spec.get("managedBy") if isinstance(spec, dict) else None
+    return managed_by in (None, kind.own_controller) and await multikueue(namespace, queue)
 
 
 async def _namespace_managed(namespace: str, settings: FrameworkWebhooks, namespace_labels: NamespaceLabels
@@ -213,7 +235,8 @@ async def _namespace_managed(namespace: str, settings: FrameworkWebhooks, namesp
 async def mutating_review(body: bytes, kind: Kind, settings: FrameworkWebhooks, namespace_labels: NamespaceLabels,
                           has_default_queue: HasDefaultQueue,
                           has_default_priority_class: HasDefaultPriorityClass | None = None,
-                          managed_ancestry: child_jobs.ManagedAncestry | None = None) -> dict[str, Any]:
+                          managed_ancestry: child_jobs.ManagedAncestry | None = None,
+                          multikueue: HasMultiKueueCheck | None = None) -> dict[str, Any]:
     """Answer one AdmissionReview (v1) of an object being created: allowed, with :func:`defaults`' patch; refused
     when the namespace cannot be read (500) or its ancestors cannot be walked. ``has_default_priority_class``: None
     while ``WorkloadPriorityClassDefaulting`` is off."""
@@ -223,7 +246,7 @@ async def mutating_review(body: bytes, kind: Kind, settings: FrameworkWebhooks, 
     if settings.enabled and req.get("operation", "CREATE") == "CREATE" and isinstance(obj, dict) and obj:
         namespace = req.get("namespace") or (obj.get("metadata") or {}).get("namespace", "")
         patch = partial(defaults, obj, namespace, kind, settings, namespace_labels, has_default_queue,
-                        has_default_priority_class, managed_ancestry)
+                        has_default_priority_class, managed_ancestry, multikueue)
     return await patch_answer(req, patch)
 
 
@@ -244,16 +267,18 @@ async def validating_review(body: bytes, kind: Kind, feature_gates: Mapping[str,
 
 def reviewers(kind: Kind, settings: FrameworkWebhooks, namespace_labels: NamespaceLabels,
               has_default_queue: HasDefaultQueue, has_default_priority_class: HasDefaultPriorityClass | None = None,
-              managed_ancestry: child_jobs.ManagedAncestry | None = None) -> dict[str, Reviewer]:
+              managed_ancestry: child_jobs.ManagedAncestry | None = None,
+              multikueue: HasMultiKueueCheck | None = None) -> dict[str, Reviewer]:
     """Path -> the review that answers it: both webhooks, or, the framework off, reviews that allow every object as
     it is. ``managed_ancestry``: the walk up an object's controllers (:func:`connectors.k8s.webhook.ancestry_lookup`;
-    None: its controller's kind decides)."""
+    None: its controller's kind decides); ``multikueue``: whether a queue is behind a MultiKueue check (None while
+    the ``MultiKueue`` gate is off)."""
     if not settings.enabled:
         return {kind.mutating_path: allowed_as_is, kind.validating_path: allowed_as_is}
 
     async def mutate(body: bytes) -> dict[str, Any]:
         return await mutating_review(body, kind, settings, namespace_labels, has_default_queue,
-                                     has_default_priority_class, managed_ancestry)
+                                     has_default_priority_class, managed_ancestry, multikueue)
 
     async def validate(body: bytes) -> dict[str, Any]:
         return await validating_review(body, kind, settings.feature_gates, has_default_queue)

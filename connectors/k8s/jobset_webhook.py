@@ -33,8 +33,14 @@ Kueue freezes nothing else of a JobSet: its replicated Jobs are the JobSet proje
 Both are registered whatever the Configuration says and, while the integration is off, answer every review
 unchanged (:func:`connectors.k8s.pod_webhook.allowed_as_is`), ``failurePolicy: Ignore``; ``Fail`` while it is on
 (:func:`connectors.k8s.pod_webhook.failure_policy`), as the Deployment and StatefulSet webhooks. The defaulting,
-serving and registering are :mod:`connectors.k8s.framework_webhook`'s, shared with the MPIJob webhooks. Not done, unlike
-Kueue: ``spec.managedBy`` defaulted for MultiKueue (kueue-es runs no MultiKueue).
+serving and registering are :mod:`connectors.k8s.framework_webhook`'s, shared with the MPIJob webhooks.
+
+Under the ``MultiKueue`` gate, a JobSet whose queue (given or defaulted) is a LocalQueue whose ClusterQueue has a
+MultiKueue check, and whose ``spec.managedBy`` is unset or the JobSet controller's own
+(``jobset.sigs.k8s.io/jobset-controller``), gets ``spec.managedBy: kueue.x-k8s.io/multikueue`` after the
+suspension: MultiKueue runs it on a worker (:mod:`connectors.k8s.multikueue`); unlike a Job's, whatever its
+ancestry. The LocalQueue, its ClusterQueue and their checks are read from the apiserver
+(:func:`connectors.k8s.webhook.multikueue_lookup`).
 """
 
 from __future__ import annotations
@@ -124,14 +130,17 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates:
             + job_validation.gate_update(old, new, feature_gates) + create_errors(new, feature_gates))
 
 
+JOBSET_CONTROLLER = "jobset.sigs.k8s.io/jobset-controller"
+"""The JobSet controller's own ``spec.managedBy``: Kueue replaces it with MultiKueue's as it does none."""
 KIND = framework_webhook.Kind(JOBSETS, MUTATING_PATH, MUTATING_NAME, VALIDATING_PATH, VALIDATING_NAME,
-                              ("spec", "suspend"), create_errors, update_errors)
+                              ("spec", "suspend"), create_errors, update_errors, own_controller=JOBSET_CONTROLLER)
 
 
 def reviewers(settings: FrameworkWebhooks, namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,
               has_default_priority_class: HasDefaultPriorityClass | None = None,
-              managed_ancestry: child_jobs.ManagedAncestry | None = None) -> dict[str, Reviewer]:
+              managed_ancestry: child_jobs.ManagedAncestry | None = None,
+              multikueue: framework_webhook.HasMultiKueueCheck | None = None) -> dict[str, Reviewer]:
     """Path -> the review that answers it: both webhooks, or, the integration off, reviews that allow every JobSet
-    as it is (``managed_ancestry``: :func:`connectors.k8s.framework_webhook.reviewers`)."""
+    as it is (``managed_ancestry``, ``multikueue``: :func:`connectors.k8s.framework_webhook.reviewers`)."""
     return framework_webhook.reviewers(KIND, settings, namespace_labels, has_default_queue,
-                                       has_default_priority_class, managed_ancestry)
+                                       has_default_priority_class, managed_ancestry, multikueue)

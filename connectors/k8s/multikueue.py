@@ -1,4 +1,4 @@
-"""MultiKueue on a manager: the worker clusters' side of Kueue's MultiKueue controllers (batch/v1 Jobs).
+"""MultiKueue on a manager: the worker clusters' side of Kueue's MultiKueue controllers (batch/v1 Jobs, JobSets).
 
 Everything decided is decided by the pure side from the log (:mod:`kueue_es.scheduler.multikueue`: nominations,
 the worker that runs a workload, Retry, the local finish); this module only observes and applies:
@@ -19,9 +19,12 @@ the worker that runs a workload, Retry, the local finish); this module only obse
   manager Job's metadata and spec, the origin label and ``kueue.x-k8s.io/prebuilt-workload-name`` added,
   ``managedBy``, the selector and the generated labels dropped, suspended: the worker's Kueue runs it on the
   copied Workload). Every other copy this origin made is deleted (its Job first, then the Workload, its
-  finalizers removed), which also collects the copies of Workloads gone from the manager.
+  finalizers removed), which also collects the copies of Workloads gone from the manager. A JobSet
+  (:data:`ADAPTERS`, by owner kind) is copied as Kueue's JobSet adapter does (:func:`jobset_copy`), and its
+  ``spec.managedBy`` read from the manager's apiserver and appended (``OwnerObserved``), as the log holds no JobSet.
 * **status.** Once the manager's Job has been started (its Workload admitted) its status follows the copy's on
-  the worker, written to the status subresource (Kueue's batch/v1 MultiKueue adapter).
+  the worker, written to the status subresource (Kueue's batch/v1 MultiKueue adapter); a JobSet's follows its
+  copy's whenever that changes (Kueue's JobSet adapter).
 
 Level-triggered: every move of the log and every change a worker's watch brings wakes one pass over all of it.
 """
@@ -36,7 +39,7 @@ import os
 import stat
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 import structlog
@@ -48,13 +51,13 @@ from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, KubeError, NotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.prebuilt import KEY as PREBUILT_WORKLOAD
-from connectors.k8s.resources import BY_KIND, SECRETS
+from connectors.k8s.resources import BY_KIND, JOBSETS, SECRETS, Resource
 from events import objects as o
 from events import schema as ev
 from events.timefmt import format_time
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 from kueue_es.scheduler.config_record import in_force
-from kueue_es.scheduler.multikueue import JOB_ADAPTER, check_of
+from kueue_es.scheduler.multikueue import check_of
 from projections import gates
 from projections.admissionchecks import MultiKueueWorld, cluster_active
 from projections.cluster import ClusterState
@@ -96,7 +99,8 @@ class Worker:
     reason: str = ""
     message: str = ""
     workloads: dict[str, dict[str, Any]] = field(default_factory=dict)
-    jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    owners: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    """Owner kind (an adapter's) -> the copies of owners of that kind this origin made there, by key."""
     task: asyncio.Task | None = None
 
 
@@ -152,6 +156,52 @@ def job_copy(manager_job: dict[str, Any], manager_wl: dict[str, Any], origin: st
                      "annotations": annotations},
         "spec": spec,
     }
+
+
+def jobset_copy(manager_jobset: dict[str, Any], manager_wl: dict[str, Any], origin: str) -> dict[str, Any]:
+    """The copy of a manager's JobSet created on the worker that runs it (Kueue's JobSet adapter): its labels,
+    annotations and spec, the origin label and ``kueue.x-k8s.io/prebuilt-workload-name`` added and ``managedBy``
+    dropped, so that the worker's JobSet controller runs it, on the prebuilt copy of its Workload."""
+    meta = manager_jobset.get("metadata") or {}
+    spec = copy.deepcopy(manager_jobset.get("spec") or {})
+    spec.pop("managedBy", None)
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                   if k != "kubectl.kubernetes.io/last-applied-configuration"}
+    return {
+        "apiVersion": JOBSETS.api_version, "kind": JOBSETS.kind,
+        "metadata": {"name": meta["name"], "namespace": meta["namespace"],
+                     "labels": {**(meta.get("labels") or {}), ORIGIN_LABEL: origin,
+                                PREBUILT_WORKLOAD: manager_wl["metadata"]["name"]},
+                     "annotations": annotations},
+        "spec": spec,
+    }
+
+
+class Adapter(NamedTuple):
+    """The connector's side of one of Kueue's MultiKueue adapters (the pure side's is
+    :data:`kueue_es.scheduler.multikueue.ADAPTERS`, keyed alike)."""
+
+    resource: Resource
+    """Where owners of its kind are, on the manager and on the workers."""
+    make_copy: Any
+    """(manager owner, manager Workload, origin) -> the owner's copy created on the worker."""
+    in_log: bool
+    """The log holds owners of its kind (a Job): its managedBy and suspension are read there; else its managedBy
+    is read from the manager's apiserver and appended (``OwnerObserved``)."""
+    status_fields: tuple[str, ...] = ()
+    """Its status's fields, each set by a mirrored status (to null where the copy has none); empty: those the
+    manager's owner has when mirrored."""
+
+
+ADAPTERS = {
+    ("batch/v1", "Job"): Adapter(JOBS, job_copy, in_log=True, status_fields=JOB_STATUS_FIELDS),
+    (JOBSETS.api_version, JOBSETS.kind): Adapter(JOBSETS, jobset_copy, in_log=False),
+}
+"""(apiVersion, kind) of an owner MultiKueue runs on a worker -> its adapter."""
+
+
+def adapter_of(wl: WorkloadInfo) -> Adapter | None:
+    return ADAPTERS.get((wl.owner[0], wl.owner[1])) if wl.owner else None
 
 
 def desired_on(state: ClusterState, wl: WorkloadInfo) -> tuple[str, ...]:
@@ -296,14 +346,26 @@ class MultiKueueConnector:
                 await w.client.close()
 
     async def _watch_worker(self, w: Worker, origin: str) -> None:
-        """List and watch the worker's Workloads and Jobs of this origin; mark it connected while that works."""
+        """List and watch the worker's Workloads and adapters' owners of this origin; mark it connected while that
+        works. A kind the worker does not serve (the JobSet CRD not installed there) is not watched on this
+        connection."""
         selector = f"{ORIGIN_LABEL}={origin}"
         assert w.client is not None
         while True:
             try:
                 listed = {}
-                for r, cache in ((WORKLOADS, w.workloads), (JOBS, w.jobs)):
-                    page = await w.client.list(r, label_selector=selector)
+                for a in ADAPTERS.values():
+                    w.owners.setdefault(a.resource.kind, {})
+                watched = [(WORKLOADS, w.workloads), *((a.resource, w.owners[a.resource.kind])
+                                                       for a in ADAPTERS.values())]
+                for r, cache in list(watched):
+                    try:
+                        page = await w.client.list(r, label_selector=selector)
+                    except NotFound:
+                        if r is WORKLOADS or not r.optional:
+                            raise
+                        watched.remove((r, cache))
+                        continue
                     listed[r.kind] = page.metadata.resource_version
                     cache.clear()
                     for raw in page.items:
@@ -312,7 +374,7 @@ class MultiKueueConnector:
                 w.connected, w.reason, w.message = True, "", ""
                 self._wake.set()
                 await asyncio.gather(*(self._follow(w, r, cache, listed[r.kind], selector)
-                                       for r, cache in ((WORKLOADS, w.workloads), (JOBS, w.jobs))))
+                                       for r, cache in watched))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure to reach the worker is a lost connection
@@ -369,9 +431,28 @@ class MultiKueueConnector:
                 if known is None or list(known.conditions) != conds or list(known.topology_pod_sets) != placed:
                     events.append(ev.RemoteWorkloadObserved(time=now, key=key, uid=wl.uid, cluster=name,
                                                             conditions=conds, topology_pod_sets=placed))
+        events += await self._observe_owners(now)
         if events:
             self.stats.observed += len(events)
             await self.append(events)
+
+    async def _observe_owners(self, now: int) -> list[ev.AnyEvent]:
+        """``OwnerObserved`` for each workload holding quota behind a MultiKueue check whose owner the log does not
+        hold and whose managedBy it does not know yet (read once: a JobSet's managedBy cannot change)."""
+        events: list[ev.AnyEvent] = []
+        for key in sorted(self.state.workloads):
+            wl = self.state.workloads[key]
+            adapter = adapter_of(wl)
+            if (adapter is None or adapter.in_log or wl.owner_managed_by is not None or not wl.reserving
+                    or check_of(self.state, wl) is None):
+                continue
+            try:
+                owner = msgspec.json.decode(await self.client.get(adapter.resource, wl.owner[2], wl.namespace))
+            except NotFound:
+                continue  # Kueue's read fails and is retried: nothing is decided meanwhile
+            managed_by = (owner.get("spec") or {}).get("managedBy") or ""
+            events.append(ev.OwnerObserved(time=now, key=key, uid=wl.uid, managed_by=managed_by))
+        return events
 
     async def _write_cluster_status(self) -> None:
         """Each MultiKueueCluster's Active condition as the log says (:func:`cluster_active`)."""
@@ -446,81 +527,106 @@ class MultiKueueConnector:
         log.info("MultiKueue copy created", workload=wl.key, cluster=w.name)
 
     async def _run_there(self, w: Worker, wl: WorkloadInfo, origin: str) -> None:
-        """The Job's copy on the workload's worker, and its status mirrored to the manager's Job."""
+        """The owner's copy on the workload's worker (its adapter's), and its status mirrored to the manager's."""
         assert w.client is not None
-        if tuple(wl.owner[:2]) != JOB_ADAPTER:
+        adapter = adapter_of(wl)
+        if adapter is None:
             return
-        job_key = f"{wl.namespace}/{wl.owner[2]}"
-        remote = w.jobs.get(job_key)
+        r, owner_key = adapter.resource, f"{wl.namespace}/{wl.owner[2]}"
+        copies = w.owners.setdefault(r.kind, {})
+        remote = copies.get(owner_key)
         if remote is None:
             try:
-                manager_job = msgspec.json.decode(await self.client.get(JOBS, wl.owner[2], wl.namespace))
+                manager_owner = msgspec.json.decode(await self.client.get(r, wl.owner[2], wl.namespace))
                 manager_wl = msgspec.json.decode(await self.client.get(WORKLOADS, wl.name, wl.namespace))
             except NotFound:
                 return
             try:
-                remote = msgspec.json.decode(await w.client.create(JOBS, job_copy(manager_job, manager_wl, origin),
-                                                                   wl.namespace))
+                remote = msgspec.json.decode(await w.client.create(
+                    r, adapter.make_copy(manager_owner, manager_wl, origin), wl.namespace))
             except AlreadyExists:
                 return
-            w.jobs[job_key] = remote
+            copies[owner_key] = remote
             self.stats.jobs_created += 1
-            log.info("MultiKueue job copy created", job=job_key, cluster=w.name)
-        await self._mirror_status(job_key, remote)
+            log.info("MultiKueue owner copy created", kind=r.kind, owner=owner_key, cluster=w.name)
+        await self._mirror_status(adapter, owner_key, remote)
 
     async def _final_status(self, w: Worker, key: str, origin: str) -> None:
-        """A workload finished on the worker that ran it: its Job copy's last status, read from the worker (the
-        watch may not have shown it yet), goes to the manager's Job before the copies are deleted (Kueue syncs the
-        Job, then finishes the workload and removes the remote objects)."""
+        """A workload finished on the worker that ran it: its owner's copy's last status, read from the worker (the
+        watch may not have shown it yet), goes to the manager's owner before the copies are deleted (Kueue syncs the
+        owner, then finishes the workload and removes the remote objects)."""
         assert w.client is not None
         wl = self.state.workloads.get(key)
-        if wl is None or wl.phase != FINISHED or wl.cluster_name != w.name or tuple(wl.owner[:2]) != JOB_ADAPTER:
+        adapter = adapter_of(wl) if wl is not None else None
+        if wl is None or adapter is None or wl.phase != FINISHED or wl.cluster_name != w.name:
             return
         try:
-            remote = msgspec.json.decode(await w.client.get(JOBS, wl.owner[2], wl.namespace))
+            remote = msgspec.json.decode(await w.client.get(adapter.resource, wl.owner[2], wl.namespace))
         except NotFound:
             return
         if ((remote.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) != origin:
             return  # not this manager's copy (Kueue validates a remote object's origin before reading it)
-        await self._mirror_status(f"{wl.namespace}/{wl.owner[2]}", remote)
+        await self._mirror_status(adapter, f"{wl.namespace}/{wl.owner[2]}", remote)
 
-    async def _mirror_status(self, job_key: str, remote: dict[str, Any]) -> None:
-        """The manager's Job shows the status of its copy once it has been started (Kueue defers the sync while
-        the manager's Job is suspended)."""
-        local = self.state.jobs.get(job_key)
+    async def _mirror_status(self, adapter: Adapter, owner_key: str, remote: dict[str, Any]) -> None:
+        """The manager's owner shows the status of its copy: a Job once it has been started (Kueue defers the
+        sync while the manager's Job is suspended), an owner the log does not hold (a JobSet) whenever the copy's
+        changes, as Kueue's JobSet adapter copies it."""
+        r = adapter.resource
+        mirrored = f"{r.kind}/{owner_key}"
         rv = (remote.get("metadata") or {}).get("resourceVersion", "")
-        if local is None or local.spec.suspend or self._mirrored.get(job_key) == rv:
+        if self._mirrored.get(mirrored) == rv:
             return
+        if adapter.in_log:
+            local = self.state.jobs.get(owner_key)
+            if local is None or local.spec.suspend:
+                return
         status = remote.get("status") or {}
         if not status:
             return
-        namespace, _, name = job_key.partition("/")
-        # the copy's status replaces the manager Job's (Kueue's adapter sets it whole): what the copy no longer has
-        # is cleared, or a merge would keep it (a Job omits ``active`` once no pod runs)
-        replacing = {**dict.fromkeys(JOB_STATUS_FIELDS), **status}
+        namespace, _, name = owner_key.partition("/")
+        # the copy's status replaces the manager owner's (Kueue's adapters set it whole): what the copy no longer
+        # has is cleared, or a merge would keep it (a Job omits ``active`` once no pod runs)
+        cleared = adapter.status_fields or await self._status_fields_of(r, name, namespace)
+        if cleared is None:
+            return
+        replacing = {**dict.fromkeys(cleared), **status}
         try:
-            await self.client.patch(JOBS, name, {"status": replacing}, namespace, subresource="status")
+            await self.client.patch(r, name, {"status": replacing}, namespace, subresource="status")
         except (NotFound, Conflict):
             return
-        self._mirrored[job_key] = rv
+        self._mirrored[mirrored] = rv
         self.stats.statuses_mirrored += 1
 
+    async def _status_fields_of(self, r: Resource, name: str, namespace: str) -> tuple[str, ...] | None:
+        """The status fields the manager's owner has now (None: it is gone): an owner whose status fields vary
+        with its controller's version (a JobSet) has each of them replaced, as Kueue reads it before setting it."""
+        try:
+            local = msgspec.json.decode(await self.client.get(r, name, namespace))
+        except NotFound:
+            return None
+        return tuple(sorted(local.get("status") or {}))
+
     async def _delete_copy(self, w: Worker, key: str, origin: str) -> None:
-        """Delete a copy this origin made: its Job first (the worker's Workload may already be gone), then the
-        Workload, its finalizers removed (Kueue's ``RemoveRemoteObjects``)."""
+        """Delete a copy this origin made: its owner's copy first (the worker's Workload may already be gone), then
+        the Workload, its finalizers removed (Kueue's ``RemoveRemoteObjects``). The owner a copy's reference names
+        is deleted only when it carries this manager's origin label (a worker's own object of that name stays)."""
         assert w.client is not None
         raw = w.workloads.get(key) or {}
         namespace, _, name = key.partition("/")
-        owner = next((r for r in (raw.get("metadata") or {}).get("ownerReferences") or []
-                      if r.get("kind") == "Job"), None)
-        job_names = {owner["name"]} if owner and await self._made_here(w, namespace, owner["name"], origin) else set()
-        job_names.update(k.partition("/")[2] for k, j in w.jobs.items()
-                         if k.partition("/")[0] == namespace
-                         and ((j.get("metadata") or {}).get("labels") or {}).get(PREBUILT_WORKLOAD) == name)
-        for job_name in sorted(job_names):
-            with contextlib.suppress(NotFound):
-                await w.client.delete(JOBS, job_name, namespace)
-            w.jobs.pop(f"{namespace}/{job_name}", None)
+        refs = (raw.get("metadata") or {}).get("ownerReferences") or []
+        for a in ADAPTERS.values():
+            r = a.resource
+            copies = w.owners.get(r.kind, {})
+            owner_names = {ref["name"] for ref in refs if ref.get("kind") == r.kind and ref.get("name")
+                           and await self._made_here(w, r, namespace, ref["name"], origin)}
+            owner_names.update(k.partition("/")[2] for k, obj in copies.items()
+                               if k.partition("/")[0] == namespace
+                               and ((obj.get("metadata") or {}).get("labels") or {}).get(PREBUILT_WORKLOAD) == name)
+            for owner_name in sorted(owner_names):
+                with contextlib.suppress(NotFound):
+                    await w.client.delete(r, owner_name, namespace)
+                copies.pop(f"{namespace}/{owner_name}", None)
         if (raw.get("metadata") or {}).get("finalizers"):
             with contextlib.suppress(NotFound, Conflict):
                 await w.client.patch(WORKLOADS, name, {"metadata": {"finalizers": None}}, namespace)
@@ -530,16 +636,15 @@ class MultiKueueConnector:
         self.stats.copies_deleted += 1
         log.info("MultiKueue copy deleted", workload=key, cluster=w.name)
 
-
     @staticmethod
-    async def _made_here(w: Worker, namespace: str, job_name: str, origin: str) -> bool:
-        """Whether the worker's Job carries this manager's origin label (the watch's, else read): Kueue deletes a
-        remote object only once it has checked that."""
+    async def _made_here(w: Worker, r: Resource, namespace: str, owner_name: str, origin: str) -> bool:
+        """Whether the worker's owner of kind ``r`` carries this manager's origin label (the watch's, else read):
+        Kueue deletes a remote object only once it has checked that."""
         assert w.client is not None
-        raw = w.jobs.get(f"{namespace}/{job_name}")
+        raw = w.owners.get(r.kind, {}).get(f"{namespace}/{owner_name}")
         if raw is None:
             try:
-                raw = msgspec.json.decode(await w.client.get(JOBS, job_name, namespace))
+                raw = msgspec.json.decode(await w.client.get(r, owner_name, namespace))
             except NotFound:
                 return False
         return ((raw.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) == origin

@@ -690,11 +690,12 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     priority_classes = default_priority_class_lookup(client) if defaulting else None
     held = HeldParents()
     ancestry = ancestry_lookup(client, config_in_force, held)
+    multikueue = multikueue_lookup(client) if config_in_force.gate(gates.MULTIKUEUE) else None
     pod_reviews = (pod_webhook.reviewer(client, pods, queues, ancestry) if pods is not None and pods_on
                    else pod_webhook.allowed_as_is)
     parents = {**deployment_webhook.reviewers(deployments, namespace_labels, queues, ancestry),
                **statefulset_webhook.reviewers(statefulsets, namespace_labels, queues, ancestry),
-               **jobset_webhook.reviewers(jobsets, namespace_labels, queues, priority_classes, ancestry),
+               **jobset_webhook.reviewers(jobsets, namespace_labels, queues, priority_classes, ancestry, multikueue),
                **mpijob_webhook.reviewers(mpijobs, namespace_labels, queues, priority_classes, ancestry),
                **kubeflow_webhook.reviewers(config_in_force, namespace_labels, queues, priority_classes, ancestry),
                **ray_webhook.reviewers(rayjobs, rayclusters, namespace_labels, queues, priority_classes, ancestry),
@@ -707,8 +708,7 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     server = WebhookServer(queues, priority_classes,
                            feature_gates, pod_reviews, config.manages_jobs if config is not None else True,
                            unqueued_lookup(client, config) if config is not None else None, pod_validations, parents,
-                           kueue_parents(frozenset(config_in_force.frameworks)), ancestry, held,
-                           multikueue_lookup(client) if config_in_force.gate(gates.MULTIKUEUE) else None)
+                           kueue_parents(frozenset(config_in_force.frameworks)), ancestry, held, multikueue)
     await server.start(k.webhook_address, k.webhook_port, str(cert), str(key), config_in_force.server_tls)
     if k.webhook_register:
         service = None if k.webhook_url else (k.webhook_service, k.lease_namespace, 443)

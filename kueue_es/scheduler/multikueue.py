@@ -1,19 +1,21 @@
-"""Kueue's MultiKueue check controller on a manager, as pure decisions (its dispatchers, batch/v1 Jobs).
+"""Kueue's MultiKueue check controller on a manager, as pure decisions (its dispatchers; batch/v1 Jobs, JobSets).
 
 What the workers did reaches the log as observed facts the MultiKueue connector appends
 (``RemoteWorkloadObserved``: a worker's copy of a workload and its conditions; ``MultiKueueClusterObserved``: a
 worker reached or lost); from those and the manager's own state this decides, for a workload holding quota whose
 ClusterQueue has a MultiKueue check, in Kueue's order:
 
-1. no adapter for its owner (only batch/v1 Jobs have one here): the check is ``Rejected``, "No multikueue
-   adapter found[ for owner kind ...]"; a Job whose ``spec.managedBy`` is not ``kueue.x-k8s.io/multikueue``:
-   ``Rejected``, "The owner is not managed by Kueue: Expecting spec.managedBy to be ...";
+1. no adapter for its owner (:data:`ADAPTERS`: batch/v1 Jobs and JobSets have one here): the check is
+   ``Rejected``, "No multikueue adapter found[ for owner kind ...]"; an owner whose ``spec.managedBy`` is not
+   ``kueue.x-k8s.io/multikueue`` (a Job's read of the log's Job, a JobSet's of ``OwnerObserved``, nothing being
+   decided on a JobSet until then): ``Rejected``, "The owner is not managed by Kueue: Expecting spec.managedBy to
+   be ...";
 2. a copy finished on a worker (the earliest to): the workload finishes with its reason and message
    (``RemoteWorkloadFinished``);
 3. a copy evicted on a worker while the check is Ready: ``Retry``, "Workload evicted on worker cluster ...";
 4. the first copy admitted on a worker (the earliest Admitted) while the check is not yet Ready: that worker runs
    it — ``WorkerClusterAssigned`` (``status.clusterName``, nominations cleared) and the check ``Ready``, "The
-   workload was admitted on <worker>" (the connector then deletes the other copies and copies the Job there);
+   workload was admitted on <worker>" (the connector then deletes the other copies and copies the owner there);
    its pod sets whose topology the manager delayed (always, with a MultiKueue check) and the worker placed are
    no longer delayed here (``delayedTopologyRequest: Ready``, no topology: Kueue's ``updateDelayedTopologyRequest``);
 5. the check Ready but no copy admitted any more: ``Retry`` at once ("Reserving remote no longer exists or is
@@ -52,8 +54,28 @@ from projections.cluster import ClusterState
 from projections.workloads import WorkloadInfo
 
 MANAGED_BY = MULTIKUEUE_CONTROLLER
-"""A Job's ``spec.managedBy`` on a manager: the Job runs on a worker."""
+"""An owner's ``spec.managedBy`` on a manager: it runs on a worker."""
+
+
+def _job_managed_by(state: ClusterState, wl: WorkloadInfo) -> str | None:
+    """A batch/v1 Job's managedBy, read of the Job the log holds (None: not observed yet)."""
+    job = state.jobs.get(f"{wl.namespace}/{wl.owner[2]}")
+    return None if job is None else job.spec.managed_by or ""
+
+
+def _observed_managed_by(state: ClusterState, wl: WorkloadInfo) -> str | None:
+    """The managedBy of an owner the log does not hold, as the connector observed it (``OwnerObserved``)."""
+    return wl.owner_managed_by
+
+
+ADAPTERS = {
+    ("batch/v1", "Job"): _job_managed_by,
+    ("jobset.x-k8s.io/v1alpha2", "JobSet"): _observed_managed_by,
+}
+"""(apiVersion, kind) of an owner MultiKueue can run on a worker -> how its ``spec.managedBy`` is read (Kueue's
+MultiKueue adapters; the connector's side of each is :data:`connectors.k8s.multikueue.ADAPTERS`)."""
 JOB_ADAPTER = ("batch/v1", "Job")
+JOBSET_ADAPTER = ("jobset.x-k8s.io/v1alpha2", "JobSet")
 ROUND_MS = 5 * 60 * 1000
 """How long a round of the incremental dispatcher lasts: the next one starts once more than this has passed."""
 
@@ -110,19 +132,26 @@ def unmanaged_reason(state: ClusterState, wl: WorkloadInfo) -> str | None:
     MultiKueue), or None."""
     if not wl.owner:
         return "No multikueue adapter found"
-    api_version, kind, name = wl.owner
-    if (api_version, kind) != JOB_ADAPTER:
+    api_version, kind = wl.owner[0], wl.owner[1]
+    managed_by_of = ADAPTERS.get((api_version, kind))
+    if managed_by_of is None:
         group, _, version = api_version.rpartition("/")
         gvk = f"{group}/{version}, Kind={kind}" if group else f"/{version}, Kind={kind}"
         return f"No multikueue adapter found for owner kind {gvk!r}".replace("'", '"')
-    job = state.jobs.get(f"{wl.namespace}/{name}")
-    if job is None:
+    managed_by = managed_by_of(state, wl)
+    if managed_by is None:
         return None  # not observed yet: Kueue's read would fail and retry
-    managed_by = job.spec.managed_by or ""
     if managed_by != MANAGED_BY:
         return (f'The owner is not managed by Kueue: Expecting spec.managedBy to be "{MANAGED_BY}" '
                 f'not "{managed_by}"')
     return None
+
+
+def owner_unread(wl: WorkloadInfo) -> bool:
+    """Whether the workload's owner is of a kind the log does not hold (a JobSet) and its managedBy was not observed
+    yet: Kueue's read of it comes before any decision, so none is made until it is."""
+    return (bool(wl.owner) and ADAPTERS.get((wl.owner[0], wl.owner[1])) is _observed_managed_by
+            and wl.owner_managed_by is None)
 
 
 def lost_for(state: ClusterState, cluster: str, now: int) -> int | None:
@@ -141,6 +170,8 @@ def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict, now: i
     check = check_of(state, wl)
     if check is None or check.state == "Rejected" or wl.evicted:
         return []
+    if owner_unread(wl):
+        return []  # woken by the OwnerObserved that reads it
     rejected = unmanaged_reason(state, wl)
     if rejected is not None:
         return [_update(wl, check, "Rejected", rejected, base)]

@@ -53,7 +53,7 @@ def _jobset(labels: dict | None = None, *, suspend: bool | None = None, owner: d
 
 def _mutate(obj: dict, settings: jw.JobSetWebhooks = ON, *, default_queue: bool = False,
             ns_labels: dict | Exception | None = None, default_priority_class: bool | None = None,
-            operation: str = "CREATE") -> tuple[dict, list[dict]]:
+            operation: str = "CREATE", multikueue_queues: set[str] | None = None) -> tuple[dict, list[dict]]:
     async def namespace_labels(name: str) -> dict[str, str]:
         if isinstance(ns_labels, Exception):
             raise ns_labels
@@ -65,8 +65,12 @@ def _mutate(obj: dict, settings: jw.JobSetWebhooks = ON, *, default_queue: bool 
     async def has_default_class() -> bool:
         return bool(default_priority_class)
 
+    async def multikueue(namespace: str, queue: str) -> bool:
+        return f"{namespace}/{queue}" in (multikueue_queues or set())
+
     reviews = jw.reviewers(settings, namespace_labels, has_default_queue,
-                           None if default_priority_class is None else has_default_class)
+                           None if default_priority_class is None else has_default_class,
+                           multikueue=None if multikueue_queues is None else multikueue)
     body = msgspec.json.encode({"request": {"uid": "u", "operation": operation, "namespace": "team", "object": obj}})
     response = asyncio.run(reviews[jw.MUTATING_PATH](body))["response"]
     return response, msgspec.json.decode(base64.b64decode(response["patch"])) if "patch" in response else []
@@ -131,6 +135,30 @@ def test_the_default_workload_priority_class_is_named_under_its_gate() -> None:
         {"op": "add", "path": f"/metadata/labels/{WPC.replace('/', '~1')}", "value": "default"}, SUSPEND]
     assert _mutate(_jobset({Q: "lq", WPC: "high"}), default_priority_class=True)[1] == [SUSPEND]
     assert _mutate(_jobset({Q: "lq"}), default_priority_class=None)[1] == [SUSPEND]
+
+
+MANAGED_BY_MK = {"op": "add", "path": "/spec/managedBy", "value": "kueue.x-k8s.io/multikueue"}
+
+
+@pytest.mark.parametrize("managed_by", [None, "jobset.sigs.k8s.io/jobset-controller"])
+def test_a_jobset_of_a_multikueue_queue_is_handed_to_multikueue(managed_by: str | None) -> None:
+    """Kueue's JobSet webhook under the MultiKueue gate: managedBy unset or the JobSet controller's own becomes
+    MultiKueue's, after the suspension, for a queue (given or defaulted) behind a MultiKueue check."""
+    js = _jobset({Q: "lq"})
+    if managed_by is not None:
+        js["spec"]["managedBy"] = managed_by
+    assert _mutate(js, multikueue_queues={"team/lq"})[1] == [SUSPEND, MANAGED_BY_MK]
+    assert _mutate(_jobset(), default_queue=True, multikueue_queues={"team/default"})[1][-2:] == [
+        SUSPEND, MANAGED_BY_MK]
+
+
+def test_a_jobset_is_not_handed_to_multikueue_otherwise() -> None:
+    other = _jobset({Q: "lq"})
+    other["spec"]["managedBy"] = "example.com/other"
+    assert _mutate(other, multikueue_queues={"team/lq"})[1] == [SUSPEND]  # another manager named: kept
+    assert _mutate(_jobset({Q: "lq"}), multikueue_queues={"team/other"})[1] == [SUSPEND]  # no check
+    assert _mutate(_jobset({Q: "lq"}))[1] == [SUSPEND]  # the MultiKueue gate off: no lookup
+    assert _mutate(_jobset(), multikueue_queues={"team/default"})[1] == []  # no queue
 
 
 def test_an_update_and_the_framework_off_change_nothing() -> None:

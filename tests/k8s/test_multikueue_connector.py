@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from connectors.k8s.errors import Forbidden
-from connectors.k8s.multikueue import MultiKueueConnector, Worker
+from connectors.k8s.multikueue import ADAPTERS, MultiKueueConnector, Worker
 from events import schema as ev
 from kueue_es.scheduler import settle
 from kueue_es.scheduler.config import DEFAULT
@@ -106,8 +106,8 @@ async def test_the_manager_job_shows_the_copy_status_as_it_is_not_merged_into_th
     done = {"metadata": {"resourceVersion": "2"}, "status": {
         "ready": 0, "succeeded": 1, "startTime": "t0", "completionTime": "t1",
         "conditions": [{"type": "Complete", "status": "True"}]}}
-    await mk._mirror_status("default/a", running)
-    await mk._mirror_status("default/a", done)
+    await mk._mirror_status(ADAPTERS["batch/v1", "Job"], "default/a", running)
+    await mk._mirror_status(ADAPTERS["batch/v1", "Job"], "default/a", done)
     assert {k: v for k, v in manager.patches[0]["status"].items() if v is not None} == running["status"]
     status = manager.patches[1]["status"]
     assert status["active"] is None and status["succeeded"] == 1 and status["completionTime"] == "t1"
@@ -154,7 +154,7 @@ async def test_a_workload_finished_on_its_worker_gets_the_job_final_status_befor
     mk.client = manager  # type: ignore[assignment]
     running = {**done, "metadata": {**done["metadata"], "resourceVersion": "5"}, "status": {"active": 1}}
     mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}}
-    mk.workers["worker1"].jobs["default/a"] = running  # the watch had not shown the completion yet
+    mk.workers["worker1"].owners.setdefault("Job", {})["default/a"] = running  # the watch had not shown the completion yet
     await mk.sync_copies("multikueue")
     assert [p["status"]["succeeded"] for p in manager.patches] == [1]
     assert worker.deleted == ["Job:default/a", "Workload:default/job-a"]
@@ -235,5 +235,92 @@ async def test_a_worker_job_this_manager_did_not_make_is_not_deleted_with_the_co
     mk = _connector(state, {"worker1": worker})
     mk.workers["worker1"].workloads["default/gone"] = {"metadata": {
         "name": "gone", "namespace": "default", "ownerReferences": [{"kind": "Job", "name": "theirs"}]}}
+    await mk.sync_copies("multikueue")
+    assert worker.deleted == ["Workload:default/gone"]
+
+
+def _jobset_state(tmp_path: Path):
+    """The dispatch scenario's workload owned by a JobSet (an owner the log does not hold), dispatched to
+    worker1 and finished there."""
+    objects = yaml.safe_load(SCENARIO.read_text())["objects"]
+    for obj in objects:
+        for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+            ref.update(apiVersion="jobset.x-k8s.io/v1alpha2", kind="JobSet")
+    path = tmp_path / "objects.yaml"
+    path.write_text(yaml.safe_dump_all(objects))
+    state = load_state(str(path), None, START).state
+    for e in (ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True),
+              ev.OwnerObserved(time=START, key=KEY, managed_by="kueue.x-k8s.io/multikueue")):
+        state.apply(ev.Record(state.offset + 1, e))
+    settle(state, DEFAULT, now=START)
+    for e in (ev.WorkerClusterAssigned(time=START, cycle=1, input=0, key=KEY, cluster="worker1"),
+              ev.RemoteWorkloadFinished(time=START, cycle=2, input=0, key=KEY, cluster="worker1", reason="Succeeded")):
+        state.apply(ev.Record(state.offset + 1, e))
+    assert state.workloads[KEY].owner[1] == "JobSet" and state.workloads[KEY].cluster_name == "worker1"
+    return state
+
+
+class JobSetManager(RecordingManager):
+    """The manager's apiserver holding a running JobSet."""
+
+    status: dict[str, Any] = {"restarts": 1, "replicatedJobsStatus": [{"name": "w", "active": 1}],
+                              "conditions": [{"type": "StartupPolicyCompleted", "status": "True"}]}
+
+    async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
+        if resource.kind != "JobSet":
+            return await super().get(resource, name, namespace)
+        return msgspec.json.encode({"metadata": {"name": name, "namespace": namespace}, "status": self.status})
+
+
+DONE_JOBSET = {"metadata": {"name": "a", "namespace": "default", "resourceVersion": "9",
+                            "labels": {"kueue.x-k8s.io/prebuilt-workload-name": "job-a",
+                                       "kueue.x-k8s.io/multikueue-origin": "multikueue"}},
+               "status": {"terminalState": "Completed", "conditions": [{"type": "Completed", "status": "True"}]}}
+
+
+@pytest.mark.asyncio
+async def test_the_manager_jobset_status_is_replaced_by_the_copy_s(tmp_path: Path) -> None:
+    """Kueue's JobSet adapter sets the manager JobSet's status to the copy's whole: what the manager's has and the
+    copy's has not (a replicated Job's active count) is cleared, not merged into the finished status."""
+    state = _jobset_state(tmp_path)
+    manager = JobSetManager(state)
+    mk = _connector(state, {})
+    mk.client = manager  # type: ignore[assignment]
+    await mk._mirror_status(ADAPTERS["jobset.x-k8s.io/v1alpha2", "JobSet"], "default/a", DONE_JOBSET)
+    assert manager.patches == [{"status": {"restarts": None, "replicatedJobsStatus": None,
+                                           **DONE_JOBSET["status"]}}]
+
+
+@pytest.mark.asyncio
+async def test_a_jobset_finished_on_its_worker_gets_its_final_status_before_its_copies_go(tmp_path: Path) -> None:
+    """As for a Job: the worker JobSet's last status, read there and only from this manager's copy, reaches the
+    manager's JobSet before the copies are deleted."""
+    state = _jobset_state(tmp_path)
+    worker = RunningWorker(DONE_JOBSET)
+    manager = JobSetManager(state)
+    mk = _connector(state, {"worker1": worker})
+    mk.client = manager  # type: ignore[assignment]
+    running = {**DONE_JOBSET, "metadata": {**DONE_JOBSET["metadata"], "resourceVersion": "5"}, "status": {}}
+    mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}}
+    mk.workers["worker1"].owners.setdefault("JobSet", {})["default/a"] = running
+    await mk.sync_copies("multikueue")
+    assert [p["status"]["terminalState"] for p in manager.patches] == ["Completed"]
+    assert worker.deleted == ["JobSet:default/a", "Workload:default/job-a"]
+
+    manager.patches.clear()
+    worker.job = {**DONE_JOBSET, "metadata": {"name": "a", "namespace": "default", "resourceVersion": "11"}}
+    mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}}
+    await mk.sync_copies("multikueue")
+    assert manager.patches == []
+
+
+@pytest.mark.asyncio
+async def test_a_worker_jobset_this_manager_did_not_make_is_not_deleted_with_the_copy(tmp_path: Path) -> None:
+    state = _state(tmp_path)
+    stranger = {"metadata": {"name": "theirs", "namespace": "default", "labels": {}}, "status": {}}
+    worker = RunningWorker(stranger)
+    mk = _connector(state, {"worker1": worker})
+    mk.workers["worker1"].workloads["default/gone"] = {"metadata": {
+        "name": "gone", "namespace": "default", "ownerReferences": [{"kind": "JobSet", "name": "theirs"}]}}
     await mk.sync_copies("multikueue")
     assert worker.deleted == ["Workload:default/gone"]

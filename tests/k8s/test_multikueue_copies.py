@@ -3,7 +3,19 @@ of a copy it reads back."""
 
 from __future__ import annotations
 
-from connectors.k8s.multikueue import job_copy, remote_conditions, workload_copy
+from types import SimpleNamespace
+
+from connectors.k8s.multikueue import (
+    ADAPTERS,
+    adapter_of,
+    job_copy,
+    jobset_copy,
+    remote_conditions,
+    workload_copy,
+)
+from connectors.k8s.resources import JOBSETS
+from kueue_es.scheduler import multikueue as pure
+from projections.workloads import WorkloadInfo
 
 MANAGER_WL = {
     "metadata": {"name": "job-a-1", "namespace": "ns", "uid": "u", "resourceVersion": "7",
@@ -50,3 +62,36 @@ def test_only_the_conditions_multikueue_reads_are_read() -> None:
          "lastTransitionTime": "2026-01-01T00:00:00Z"},
         {"type": "Admitted", "status": "True", "reason": "Admitted"}]}})
     assert [(c.type, c.reason) for c in got] == [("Admitted", "Admitted"), ("Finished", "Succeeded")]
+
+
+MANAGER_JOBSET = {
+    "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+    "metadata": {"name": "js", "namespace": "ns", "uid": "s", "resourceVersion": "9",
+                 "labels": {"kueue.x-k8s.io/queue-name": "lq"},
+                 "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}", "team": "x"}},
+    "spec": {"suspend": False, "managedBy": "kueue.x-k8s.io/multikueue",
+             "replicatedJobs": [{"name": "w", "replicas": 2, "template": {"spec": {"template": {}}}}]},
+    "status": {"conditions": [{"type": "Completed", "status": "True"}]},
+}
+
+
+def test_the_jobset_copy_is_the_manager_one_for_the_worker_jobset_controller() -> None:
+    """Kueue's JobSet adapter: metadata and spec as the manager's, Kueue's two labels added, managedBy dropped."""
+    c = jobset_copy(MANAGER_JOBSET, MANAGER_WL, "mk-origin")
+    assert (c["apiVersion"], c["kind"]) == ("jobset.x-k8s.io/v1alpha2", "JobSet")
+    assert c["metadata"] == {"name": "js", "namespace": "ns", "annotations": {"team": "x"},
+                             "labels": {"kueue.x-k8s.io/queue-name": "lq",
+                                        "kueue.x-k8s.io/multikueue-origin": "mk-origin",
+                                        "kueue.x-k8s.io/prebuilt-workload-name": "job-a-1"}}
+    assert c["spec"] == {"suspend": False, "replicatedJobs": MANAGER_JOBSET["spec"]["replicatedJobs"]}
+    assert "status" not in c and MANAGER_JOBSET["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+
+
+def test_an_adapter_is_chosen_by_the_owner_kind_alike_on_both_sides() -> None:
+    def wl(*owner: str) -> WorkloadInfo:
+        return SimpleNamespace(owner=owner)  # type: ignore[return-value]  # adapter_of reads the owner only
+
+    assert adapter_of(wl("jobset.x-k8s.io/v1alpha2", "JobSet", "js")).resource is JOBSETS
+    assert adapter_of(wl("batch/v1", "Job", "a")).make_copy is job_copy
+    assert adapter_of(wl("kubeflow.org/v1", "PyTorchJob", "p")) is None and adapter_of(wl()) is None
+    assert sorted(ADAPTERS) == sorted(pure.ADAPTERS)

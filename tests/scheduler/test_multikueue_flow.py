@@ -97,6 +97,63 @@ def test_the_job_must_be_handed_to_multikueue(tmp_path: Path) -> None:
                                            '"kueue.x-k8s.io/multikueue" not "example.com/other"')
 
 
+def _jobset_state(tmp_path: Path):
+    """The dispatch scenario's workload, owned by a JobSet (an owner the log does not hold)."""
+    objects = yaml.safe_load(SCENARIO.read_text())["objects"]
+    for obj in objects:
+        for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+            ref.update(apiVersion="jobset.x-k8s.io/v1alpha2", kind="JobSet")
+    path = tmp_path / "objects.yaml"
+    path.write_text(yaml.safe_dump_all(objects))
+    return load_state(str(path), None, START).state
+
+
+def test_a_jobset_has_an_adapter_and_waits_for_its_managed_by(tmp_path: Path) -> None:
+    """Kueue's JobSet adapter reads the JobSet's managedBy: until the connector observed it nothing is decided on
+    it (Kueue's read retries); handed to MultiKueue, the JobSet is dispatched as a Job is."""
+    state = _jobset_state(tmp_path)
+    _apply(state, ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True))
+    wl = state.workloads[KEY]
+    assert wl.owner == ("jobset.x-k8s.io/v1alpha2", "JobSet", "a")
+    assert unmanaged_reason(state, wl) is None
+    settle(state, DEFAULT, now=START)
+    assert state.workloads[KEY].reserving and not state.workloads[KEY].nominated
+    _apply(state, ev.OwnerObserved(time=START, key=KEY, managed_by="kueue.x-k8s.io/multikueue"))
+    settle(state, DEFAULT, now=START)
+    assert state.workloads[KEY].nominated == ("worker1",)
+    assert state.workloads[KEY].check_states["mk"].state == "Pending"
+
+
+def test_a_jobset_not_handed_to_multikueue_is_rejected(tmp_path: Path) -> None:
+    state = _jobset_state(tmp_path)
+    _apply(state, ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True),
+           ev.OwnerObserved(time=START, key=KEY, managed_by=""))
+    decided = []
+    for _ in range(5):
+        batch = decide(state, DEFAULT, now=START)
+        decided += batch
+        _apply(state, *batch)
+    assert [(type(d).__name__, d.state, d.message) for d in decided if isinstance(d, ev.AdmissionCheckUpdated)] == [
+        ("AdmissionCheckUpdated", "Rejected", 'The owner is not managed by Kueue: Expecting spec.managedBy to be '
+                                              '"kueue.x-k8s.io/multikueue" not ""')]
+    assert not state.workloads[KEY].active and not state.workloads[KEY].nominated
+
+
+def test_a_snapshot_keeps_a_jobsets_managed_by(tmp_path: Path) -> None:
+    state = _jobset_state(tmp_path)
+    _apply(state, ev.OwnerObserved(time=START, key=KEY, managed_by="example.com/other"))
+    restored = snapshot.decode(snapshot.encode(state))
+    assert restored.workloads[KEY].owner_managed_by == "example.com/other"
+    assert snapshot.digest(restored) == snapshot.digest(state)
+
+
+def test_an_owner_kind_without_an_adapter_is_rejected_naming_it(tmp_path: Path) -> None:
+    state = _jobset_state(tmp_path)
+    state.workloads[KEY].owner = ("kubeflow.org/v1", "PyTorchJob", "a")
+    assert unmanaged_reason(state, state.workloads[KEY]) == (
+        'No multikueue adapter found for owner kind "kubeflow.org/v1, Kind=PyTorchJob"')
+
+
 def test_an_eviction_forgets_the_copies_so_a_new_reservation_waits_for_a_new_admission(tmp_path: Path) -> None:
     """Evicted on the manager, the workload's copies are deleted (Kueue removes the remote objects): what was
     observed of them no longer speaks for the workload, or its next reservation would be admitted at once on the

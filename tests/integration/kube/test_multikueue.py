@@ -43,7 +43,8 @@ from kubehelp import (
 from connectors.k8s import crds
 from connectors.k8s.errors import AlreadyExists, NotFound
 from connectors.k8s.jobs import workload_name
-from connectors.k8s.resources import BY_KIND, SECRETS
+from connectors.k8s.jobset import workload_name as jobset_workload_name
+from connectors.k8s.resources import BY_KIND, JOBSETS, SECRETS
 from connectors.k8s.settings import KubeSettings
 from connectors.k8s.webhook import (
     MUTATING_CONFIGS,
@@ -55,6 +56,7 @@ from connectors.k8s.webhook import (
 )
 from connectors.k8s.webhook import register as register_webhook
 from events import schema as ev
+from kueue_es.scheduler.config import load_config
 
 pytestmark = pytest.mark.kube
 KUBE_SH = Path(__file__).resolve().parents[3] / "scripts" / "kube.sh"
@@ -106,28 +108,50 @@ async def test_a_job_is_dispatched_to_the_worker_runs_there_and_finishes_on_the_
         await crds.install(kc)
         await crds.install(wc)
         sfx = secrets.token_hex(3)
-        # --- the manager: queues behind a MultiKueue check, the worker reached through a Secret -----------------
-        with contextlib.suppress(AlreadyExists):
-            await kc.create(BY_KIND["Namespace"], {"apiVersion": "v1", "kind": "Namespace",
-                                                   "metadata": {"name": KUEUE_NAMESPACE}})
-        kubeconfig = Path(worker_apiserver.kubeconfig).read_bytes()
-        await kc.create(SECRETS, {"apiVersion": "v1", "kind": "Secret",
-                                  "metadata": {"name": f"worker-{sfx}", "namespace": KUEUE_NAMESPACE},
-                                  "data": {"kubeconfig": base64.b64encode(kubeconfig).decode()}}, KUEUE_NAMESPACE)
-        worker, check = f"worker-{sfx}", f"mk-{sfx}"
-        await create(kc, {"apiVersion": KUEUE, "kind": "MultiKueueCluster", "metadata": {"name": worker},
-                          "spec": {"clusterSource": {"kubeConfig": {"location": f"worker-{sfx}",
-                                                                    "locationType": "Secret"}}}})
-        await create(kc, {"apiVersion": KUEUE, "kind": "MultiKueueConfig", "metadata": {"name": f"mkc-{sfx}"},
-                          "spec": {"clusters": [worker]}})
-        await create(kc, {"apiVersion": KUEUE, "kind": "AdmissionCheck", "metadata": {"name": check},
-                          "spec": {"controllerName": "kueue.x-k8s.io/multikueue",
-                                   "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig",
-                                                  "name": f"mkc-{sfx}"}}})
-        ns, _, cq, _ = await queues(kc, "mk", {"cpu": 4}, sfx=sfx,
-                                    admissionChecksStrategy={"admissionChecks": [{"name": check}]})
+        ns, cq, worker, check = await _manager_queues(kc, worker_apiserver, sfx)
         async with _job_webhook(kc, ns, sfx, tmp_path):
             await _dispatch_run_and_finish(kc, wc, ns, cq, worker, check, sfx, tmp_path)
+
+
+async def _manager_queues(kc, worker_apiserver, sfx: str) -> tuple[str, str, str, str]:
+    """The manager: queues behind a MultiKueue check, the worker reached through a Secret; (namespace,
+    ClusterQueue, worker, check). An earlier test's MultiKueueClusters are deleted first: they name the same worker
+    apiserver, whose copies they would see too."""
+    for raw in (await kc.list(BY_KIND["MultiKueueCluster"])).items:
+        with contextlib.suppress(NotFound):
+            await kc.delete(BY_KIND["MultiKueueCluster"], msgspec.json.decode(raw)["metadata"]["name"])
+    with contextlib.suppress(AlreadyExists):
+        await kc.create(BY_KIND["Namespace"], {"apiVersion": "v1", "kind": "Namespace",
+                                               "metadata": {"name": KUEUE_NAMESPACE}})
+    kubeconfig = Path(worker_apiserver.kubeconfig).read_bytes()
+    await kc.create(SECRETS, {"apiVersion": "v1", "kind": "Secret",
+                              "metadata": {"name": f"worker-{sfx}", "namespace": KUEUE_NAMESPACE},
+                              "data": {"kubeconfig": base64.b64encode(kubeconfig).decode()}}, KUEUE_NAMESPACE)
+    worker, check = f"worker-{sfx}", f"mk-{sfx}"
+    await create(kc, {"apiVersion": KUEUE, "kind": "MultiKueueCluster", "metadata": {"name": worker},
+                      "spec": {"clusterSource": {"kubeConfig": {"location": f"worker-{sfx}",
+                                                                "locationType": "Secret"}}}})
+    await create(kc, {"apiVersion": KUEUE, "kind": "MultiKueueConfig", "metadata": {"name": f"mkc-{sfx}"},
+                      "spec": {"clusters": [worker]}})
+    await create(kc, {"apiVersion": KUEUE, "kind": "AdmissionCheck", "metadata": {"name": check},
+                      "spec": {"controllerName": "kueue.x-k8s.io/multikueue",
+                               "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig",
+                                              "name": f"mkc-{sfx}"}}})
+    ns, _, cq, _ = await queues(kc, "mk", {"cpu": 4}, sfx=sfx,
+                                admissionChecksStrategy={"admissionChecks": [{"name": check}]})
+    return ns, cq, worker, check
+
+
+async def _worker_queues(wc, ns: str, sfx: str) -> None:
+    """The worker: the same namespace and LocalQueue, a ClusterQueue of its own."""
+    await wc.create(BY_KIND["Namespace"], {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    await create(wc, {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": f"wf-{sfx}"}})
+    await create(wc, {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": f"wcq-{sfx}"},
+                      "spec": {"namespaceSelector": {}, "resourceGroups": [{
+                          "coveredResources": ["cpu"],
+                          "flavors": [{"name": f"wf-{sfx}", "resources": [{"name": "cpu", "nominalQuota": 4}]}]}]}})
+    await create(wc, {"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": {"name": "user-queue", "namespace": ns},
+                      "spec": {"clusterQueue": f"wcq-{sfx}"}})
 
 
 @contextlib.asynccontextmanager
@@ -162,15 +186,7 @@ async def _job_webhook(kc, ns: str, sfx: str, tmp_path: Path) -> AsyncIterator[N
 
 async def _dispatch_run_and_finish(kc, wc, ns: str, cq: str, worker: str, check: str, sfx: str,
                                    tmp_path: Path) -> None:
-    # --- the worker: the same namespace and LocalQueue, a ClusterQueue of its own ---------------------------
-    await wc.create(BY_KIND["Namespace"], {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    await create(wc, {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": f"wf-{sfx}"}})
-    await create(wc, {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": f"wcq-{sfx}"},
-                      "spec": {"namespaceSelector": {}, "resourceGroups": [{
-                          "coveredResources": ["cpu"],
-                          "flavors": [{"name": f"wf-{sfx}", "resources": [{"name": "cpu", "nominalQuota": 4}]}]}]}})
-    await create(wc, {"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": {"name": "user-queue", "namespace": ns},
-                      "spec": {"clusterQueue": f"wcq-{sfx}"}})
+    await _worker_queues(wc, ns, sfx)
 
     async with kueue_es(wc, tmp_path / "worker-log"), kueue_es(kc, tmp_path / "manager-log") as (_, journal):
         async def cluster_active() -> dict[str, Any] | None:
@@ -263,3 +279,91 @@ async def _dispatch_run_and_finish(kc, wc, ns: str, cq: str, worker: str, check:
         finishes = [r.event for r in records if r.event.key == f"{ns}/{wl_name}"
                     and isinstance(r.event, ev.RemoteWorkloadFinished | ev.WorkloadFinished)]
         assert finishes and finishes[0].reason == "Succeeded"
+
+
+def _jobset(ns: str, name: str, managed_by: str | None) -> dict[str, Any]:
+    template = {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.36",
+                                                                   "resources": {"requests": {"cpu": "1"}}}]}}
+    spec: dict[str, Any] = {"suspend": True, "replicatedJobs": [
+        {"name": "workers", "replicas": 2, "template": {"spec": {"template": template}}}]}
+    if managed_by is not None:
+        spec["managedBy"] = managed_by
+    return {"apiVersion": JOBSETS.api_version, "kind": "JobSet",
+            "metadata": {"name": name, "namespace": ns, "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+            "spec": spec}
+
+
+@pytest.mark.asyncio
+async def test_a_jobset_is_dispatched_to_the_worker_and_finishes_there(kube_apiserver, worker_apiserver,
+                                                                       tmp_path) -> None:
+    """Kueue's JobSet adapter: a JobSet handed to MultiKueue is copied to the worker that admitted its Workload
+    (Kueue's labels, no managedBy), its status mirrored back; the test plays the worker's JobSet controller and
+    completes it there, and the copies are deleted. One not handed to MultiKueue has its check Rejected in Kueue's
+    words, which deactivates its Workload."""
+    config = load_config({"integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]}})
+    async with await connect(kube_apiserver) as kc, await connect(worker_apiserver) as wc:
+        await crds.install(kc, docs=[*crds.all_crds(), crds.jobset_crd()])
+        await crds.install(wc, docs=[*crds.all_crds(), crds.jobset_crd()])
+        sfx = secrets.token_hex(3)
+        ns, _, worker, check = await _manager_queues(kc, worker_apiserver, sfx)
+        await _worker_queues(wc, ns, sfx)
+        async with (kueue_es(wc, tmp_path / "worker-log", config=config),
+                    kueue_es(kc, tmp_path / "manager-log", config=config)):
+            handed = msgspec.json.decode(await kc.create(JOBSETS, _jobset(ns, "mk-js", "kueue.x-k8s.io/multikueue"),
+                                                         ns))
+            wl_name = jobset_workload_name("mk-js", handed["metadata"]["uid"])
+
+            async def admitted_on_manager() -> dict[str, Any] | None:
+                wl = await _maybe(kc, "Workload", wl_name, ns)
+                return wl if wl is not None and _true(wl, "Admitted") else None
+
+            wl = await eventually(admitted_on_manager, timeout=60, what="the JobSet's Workload to be admitted")
+            assert wl["status"]["clusterName"] == worker
+
+            async def copied() -> dict[str, Any] | None:
+                with contextlib.suppress(NotFound):
+                    return msgspec.json.decode(await wc.get(JOBSETS, "mk-js", ns))
+                return None
+
+            remote = await eventually(copied, timeout=60, what="the JobSet's copy on the worker")
+            labels = remote["metadata"]["labels"]
+            assert labels["kueue.x-k8s.io/multikueue-origin"] == "multikueue"
+            assert labels["kueue.x-k8s.io/prebuilt-workload-name"] == wl_name
+            assert "managedBy" not in remote["spec"]
+
+            # --- the worker's JobSet controller completes it: the manager's JobSet shows it, the copies go ----
+            done = {"type": "Completed", "status": "True", "reason": "AllJobsCompleted", "message": "jobset completed",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z"}
+            await wc.patch(JOBSETS, "mk-js", {"status": {"conditions": [done]}}, ns, subresource="status")
+
+            async def manager_completed() -> dict[str, Any] | None:
+                js = msgspec.json.decode(await kc.get(JOBSETS, "mk-js", ns))
+                return js if _true(js, "Completed") else None
+
+            await eventually(manager_completed, timeout=60, what="the manager's JobSet to show Completed")
+
+            async def finished_on_manager() -> dict[str, Any] | None:
+                wl = await _maybe(kc, "Workload", wl_name, ns)
+                return wl if wl is not None and _true(wl, "Finished") else None
+
+            await eventually(finished_on_manager, timeout=60, what="the manager's Workload to finish")
+
+            async def copies_gone() -> bool:
+                return await _maybe(wc, "Workload", wl_name, ns) is None and await copied() is None
+
+            await eventually(copies_gone, timeout=60, what="the copies on the worker to be deleted")
+
+            # --- a JobSet MultiKueue is not handed: its check is Rejected ----------------------------------------
+            other = msgspec.json.decode(await kc.create(JOBSETS, _jobset(ns, "local-js", None), ns))
+            other_wl = jobset_workload_name("local-js", other["metadata"]["uid"])
+
+            async def rejected() -> dict[str, Any] | None:
+                wl = await _maybe(kc, "Workload", other_wl, ns)
+                # spec.active and the Evicted condition are two writes (spec, then status): wait for both
+                done = wl is not None and wl["spec"].get("active") is False and _cond(wl, "Evicted") is not None
+                return wl if done else None
+
+            wl = await eventually(rejected, timeout=60, what="the unmanaged JobSet's Workload to be deactivated")
+            assert _cond(wl, "Evicted")["message"] == (
+                f'The workload is deactivated due to AdmissionCheck in Rejected state: "{check}" (The owner is not '
+                'managed by Kueue: Expecting spec.managedBy to be "kueue.x-k8s.io/multikueue" not "")')
