@@ -80,8 +80,9 @@ async def test_a_suspended_job_moved_to_another_queue_is_admitted_through_it(kub
             assert admitted["spec"]["queueName"] == "user-queue"
             assert admitted["status"]["admission"]["clusterQueue"] == q.cq
             assert admitted["metadata"]["uid"] == pending["metadata"]["uid"], "the same Workload, moved: not a new one"
+            started = ("Started", f"Admitted by clusterQueue {q.cq}")  # recorded from the log, after the write
+            await eventually(lambda: _recorded(kc, q.ns, "j", started), what="the Started Event")
             events = await _job_events(kc, q.ns, "j")
-            assert ("Started", f"Admitted by clusterQueue {q.cq}") in events
             assert not [e for e in events if e[0] in ("UpdatedWorkload", "DeletedWorkload")], "no Event for a move"
 
 
