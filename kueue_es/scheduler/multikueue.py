@@ -1,15 +1,16 @@
-"""Kueue's MultiKueue check controller on a manager, as pure decisions (its dispatchers; batch/v1 Jobs, JobSets).
+"""Kueue's MultiKueue check controller on a manager, as pure decisions (its dispatchers; the owner kinds of
+:data:`ADAPTERS`).
 
 What the workers did reaches the log as observed facts the MultiKueue connector appends
 (``RemoteWorkloadObserved``: a worker's copy of a workload and its conditions; ``MultiKueueClusterObserved``: a
 worker reached or lost); from those and the manager's own state this decides, for a workload holding quota whose
 ClusterQueue has a MultiKueue check, in Kueue's order:
 
-1. no adapter for its owner (:data:`ADAPTERS`: batch/v1 Jobs and JobSets have one here): the check is
-   ``Rejected``, "No multikueue adapter found[ for owner kind ...]"; an owner whose ``spec.managedBy`` is not
-   ``kueue.x-k8s.io/multikueue`` (a Job's read of the log's Job, a JobSet's of ``OwnerObserved``, nothing being
-   decided on a JobSet until then): ``Rejected``, "The owner is not managed by Kueue: Expecting spec.managedBy to
-   be ...";
+1. no adapter for its owner (:data:`ADAPTERS`: batch/v1 Jobs, JobSets, RayJobs, RayClusters, AppWrappers and
+   TrainJobs have one here): the check is ``Rejected``, "No multikueue adapter found[ for owner kind ...]"; an
+   owner whose ``spec.managedBy`` is not ``kueue.x-k8s.io/multikueue`` (a Job's read of the log's Job, any other
+   kind's of ``OwnerObserved``, nothing being decided on it until then): ``Rejected``, "The owner is not managed by
+   Kueue: Expecting spec.managedBy to be ...";
 2. a copy finished on a worker (the earliest to): the workload finishes with its reason and message
    (``RemoteWorkloadFinished``);
 3. a copy evicted on a worker while the check is Ready: ``Retry``, "Workload evicted on worker cluster ...";
@@ -68,14 +69,23 @@ def _observed_managed_by(state: ClusterState, wl: WorkloadInfo) -> str | None:
     return wl.owner_managed_by
 
 
-ADAPTERS = {
-    ("batch/v1", "Job"): _job_managed_by,
-    ("jobset.x-k8s.io/v1alpha2", "JobSet"): _observed_managed_by,
-}
-"""(apiVersion, kind) of an owner MultiKueue can run on a worker -> how its ``spec.managedBy`` is read (Kueue's
-MultiKueue adapters; the connector's side of each is :data:`connectors.k8s.multikueue.ADAPTERS`)."""
 JOB_ADAPTER = ("batch/v1", "Job")
 JOBSET_ADAPTER = ("jobset.x-k8s.io/v1alpha2", "JobSet")
+RAYJOB_ADAPTER = ("ray.io/v1", "RayJob")
+RAYCLUSTER_ADAPTER = ("ray.io/v1", "RayCluster")
+APPWRAPPER_ADAPTER = ("workload.codeflare.dev/v1beta2", "AppWrapper")
+TRAINJOB_ADAPTER = ("trainer.kubeflow.org/v1alpha1", "TrainJob")
+ADAPTERS = {
+    JOB_ADAPTER: _job_managed_by,
+    JOBSET_ADAPTER: _observed_managed_by,
+    RAYJOB_ADAPTER: _observed_managed_by,
+    RAYCLUSTER_ADAPTER: _observed_managed_by,
+    APPWRAPPER_ADAPTER: _observed_managed_by,
+    TRAINJOB_ADAPTER: _observed_managed_by,
+}
+"""(apiVersion, kind) of an owner MultiKueue can run on a worker -> how its ``spec.managedBy`` is read (Kueue's
+MultiKueue adapters; the connector's side of each is :data:`connectors.k8s.multikueue.ADAPTERS`). Every kind but
+the Job is another project's API the log does not hold, its ``spec.managedBy`` observed by the connector."""
 ROUND_MS = 5 * 60 * 1000
 """How long a round of the incremental dispatcher lasts: the next one starts once more than this has passed."""
 
@@ -148,8 +158,8 @@ def unmanaged_reason(state: ClusterState, wl: WorkloadInfo) -> str | None:
 
 
 def owner_unread(wl: WorkloadInfo) -> bool:
-    """Whether the workload's owner is of a kind the log does not hold (a JobSet) and its managedBy was not observed
-    yet: Kueue's read of it comes before any decision, so none is made until it is."""
+    """Whether the workload's owner is of a kind the log does not hold (any but a Job) and its managedBy was not
+    observed yet: Kueue's read of it comes before any decision, so none is made until it is."""
     return (bool(wl.owner) and ADAPTERS.get((wl.owner[0], wl.owner[1])) is _observed_managed_by
             and wl.owner_managed_by is None)
 
