@@ -1,4 +1,5 @@
-"""MultiKueue on a manager: the worker clusters' side of Kueue's MultiKueue controllers (batch/v1 Jobs, JobSets).
+"""MultiKueue on a manager: the worker clusters' side of Kueue's MultiKueue controllers (batch/v1 Jobs, JobSets,
+RayJobs, RayClusters, AppWrappers, TrainJobs).
 
 Everything decided is decided by the pure side from the log (:mod:`kueue_es.scheduler.multikueue`: nominations,
 the worker that runs a workload, Retry, the local finish); this module only observes and applies:
@@ -20,11 +21,14 @@ the worker that runs a workload, Retry, the local finish); this module only obse
   ``managedBy``, the selector and the generated labels dropped, suspended: the worker's Kueue runs it on the
   copied Workload). Every other copy this origin made is deleted (its Job first, then the Workload, its
   finalizers removed), which also collects the copies of Workloads gone from the manager. A JobSet
-  (:data:`ADAPTERS`, by owner kind) is copied as Kueue's JobSet adapter does (:func:`jobset_copy`), and its
-  ``spec.managedBy`` read from the manager's apiserver and appended (``OwnerObserved``), as the log holds no JobSet.
+  (:data:`ADAPTERS`, by owner kind) is copied as Kueue's JobSet adapter does (:func:`jobset_copy`), a RayJob,
+  RayCluster, AppWrapper or TrainJob as Kueue's adapters of those kinds do (:func:`suspended_copy`), and the
+  ``spec.managedBy`` of each read from the manager's apiserver and appended (``OwnerObserved``), as the log holds
+  none of them.
 * **status.** Once the manager's Job has been started (its Workload admitted) its status follows the copy's on
-  the worker, written to the status subresource (Kueue's batch/v1 MultiKueue adapter); a JobSet's follows its
-  copy's whenever that changes (Kueue's JobSet adapter).
+  the worker, written to the status subresource (Kueue's batch/v1 MultiKueue adapter); a JobSet's, RayJob's,
+  RayCluster's or AppWrapper's follows its copy's whenever that changes, a TrainJob's once the manager's TrainJob
+  has been started (Kueue's adapters of those kinds).
 
 Level-triggered: every move of the log and every change a worker's watch brings wakes one pass over all of it.
 """
@@ -39,6 +43,7 @@ import os
 import stat
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, NamedTuple
 
 import msgspec
@@ -51,7 +56,16 @@ from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, KubeError, NotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.prebuilt import KEY as PREBUILT_WORKLOAD
-from connectors.k8s.resources import BY_KIND, JOBSETS, SECRETS, Resource
+from connectors.k8s.resources import (
+    APPWRAPPERS,
+    BY_KIND,
+    JOBSETS,
+    RAYCLUSTERS,
+    RAYJOBS,
+    SECRETS,
+    TRAINJOBS,
+    Resource,
+)
 from events import objects as o
 from events import schema as ev
 from events.timefmt import format_time
@@ -158,23 +172,41 @@ def job_copy(manager_job: dict[str, Any], manager_wl: dict[str, Any], origin: st
     }
 
 
-def jobset_copy(manager_jobset: dict[str, Any], manager_wl: dict[str, Any], origin: str) -> dict[str, Any]:
-    """The copy of a manager's JobSet created on the worker that runs it (Kueue's JobSet adapter): its labels,
-    annotations and spec, the origin label and ``kueue.x-k8s.io/prebuilt-workload-name`` added and ``managedBy``
-    dropped, so that the worker's JobSet controller runs it, on the prebuilt copy of its Workload."""
-    meta = manager_jobset.get("metadata") or {}
-    spec = copy.deepcopy(manager_jobset.get("spec") or {})
+def _clone_for_worker(r: Resource, manager_owner: dict[str, Any], manager_wl: dict[str, Any], origin: str
+                      ) -> dict[str, Any]:
+    """An owner's copy as Kueue's adapters of kinds the log does not hold make it: its labels, annotations and spec,
+    the origin label and ``kueue.x-k8s.io/prebuilt-workload-name`` added and ``managedBy`` dropped, so that the
+    worker's controller of the kind runs it, on the prebuilt copy of its Workload."""
+    meta = manager_owner.get("metadata") or {}
+    spec = copy.deepcopy(manager_owner.get("spec") or {})
     spec.pop("managedBy", None)
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
                    if k != "kubectl.kubernetes.io/last-applied-configuration"}
     return {
-        "apiVersion": JOBSETS.api_version, "kind": JOBSETS.kind,
+        "apiVersion": r.api_version, "kind": r.kind,
         "metadata": {"name": meta["name"], "namespace": meta["namespace"],
                      "labels": {**(meta.get("labels") or {}), ORIGIN_LABEL: origin,
                                 PREBUILT_WORKLOAD: manager_wl["metadata"]["name"]},
                      "annotations": annotations},
         "spec": spec,
     }
+
+
+def jobset_copy(manager_jobset: dict[str, Any], manager_wl: dict[str, Any], origin: str) -> dict[str, Any]:
+    """The copy of a manager's JobSet created on the worker that runs it (Kueue's JobSet adapter,
+    :func:`_clone_for_worker`)."""
+    return _clone_for_worker(JOBSETS, manager_jobset, manager_wl, origin)
+
+
+def suspended_copy(r: Resource, manager_owner: dict[str, Any], manager_wl: dict[str, Any], origin: str
+                   ) -> dict[str, Any]:
+    """The copy of a manager's owner of kind ``r`` (a RayJob, RayCluster, AppWrapper or TrainJob: Kueue's adapters
+    of those kinds) created on the worker that runs it: :func:`_clone_for_worker`, suspended at ``spec.suspend`` as
+    the manager's owner is when Kueue copies it (before the manager's workload is admitted; here the copy may be
+    made after the manager's integration started it), for the worker's Kueue to start on its prebuilt Workload."""
+    clone = _clone_for_worker(r, manager_owner, manager_wl, origin)
+    clone["spec"]["suspend"] = True
+    return clone
 
 
 class Adapter(NamedTuple):
@@ -191,11 +223,18 @@ class Adapter(NamedTuple):
     status_fields: tuple[str, ...] = ()
     """Its status's fields, each set by a mirrored status (to null where the copy has none); empty: those the
     manager's owner has when mirrored."""
+    mirrored_while_suspended: bool = True
+    """For a kind the log does not hold: the copy's status is mirrored whatever the manager's owner's
+    ``spec.suspend`` (False: only once the manager's owner is started, as Kueue's TrainJob adapter waits)."""
 
 
 ADAPTERS = {
     ("batch/v1", "Job"): Adapter(JOBS, job_copy, in_log=True, status_fields=JOB_STATUS_FIELDS),
     (JOBSETS.api_version, JOBSETS.kind): Adapter(JOBSETS, jobset_copy, in_log=False),
+    **{(r.api_version, r.kind): Adapter(r, partial(suspended_copy, r), in_log=False)
+       for r in (RAYJOBS, RAYCLUSTERS, APPWRAPPERS)},
+    (TRAINJOBS.api_version, TRAINJOBS.kind): Adapter(TRAINJOBS, partial(suspended_copy, TRAINJOBS), in_log=False,
+                                                     mirrored_while_suspended=False),
 }
 """(apiVersion, kind) of an owner MultiKueue runs on a worker -> its adapter."""
 
@@ -570,8 +609,9 @@ class MultiKueueConnector:
 
     async def _mirror_status(self, adapter: Adapter, owner_key: str, remote: dict[str, Any]) -> None:
         """The manager's owner shows the status of its copy: a Job once it has been started (Kueue defers the
-        sync while the manager's Job is suspended), an owner the log does not hold (a JobSet) whenever the copy's
-        changes, as Kueue's JobSet adapter copies it."""
+        sync while the manager's Job is suspended), an owner the log does not hold (a JobSet, RayJob, RayCluster,
+        AppWrapper) whenever the copy's changes, as Kueue's adapters of those kinds copy it, a TrainJob once the
+        manager's has been started (:attr:`Adapter.mirrored_while_suspended`)."""
         r = adapter.resource
         mirrored = f"{r.kind}/{owner_key}"
         rv = (remote.get("metadata") or {}).get("resourceVersion", "")
@@ -587,7 +627,7 @@ class MultiKueueConnector:
         namespace, _, name = owner_key.partition("/")
         # the copy's status replaces the manager owner's (Kueue's adapters set it whole): what the copy no longer
         # has is cleared, or a merge would keep it (a Job omits ``active`` once no pod runs)
-        cleared = adapter.status_fields or await self._status_fields_of(r, name, namespace)
+        cleared = adapter.status_fields or await self._status_fields_of(adapter, name, namespace)
         if cleared is None:
             return
         replacing = {**dict.fromkeys(cleared), **status}
@@ -598,12 +638,15 @@ class MultiKueueConnector:
         self._mirrored[mirrored] = rv
         self.stats.statuses_mirrored += 1
 
-    async def _status_fields_of(self, r: Resource, name: str, namespace: str) -> tuple[str, ...] | None:
-        """The status fields the manager's owner has now (None: it is gone): an owner whose status fields vary
-        with its controller's version (a JobSet) has each of them replaced, as Kueue reads it before setting it."""
+    async def _status_fields_of(self, adapter: Adapter, name: str, namespace: str) -> tuple[str, ...] | None:
+        """The status fields the manager's owner has now (None: it is gone, or suspended where its adapter waits
+        for it to be started): an owner whose status fields vary with its controller's version (a JobSet) has each
+        of them replaced, as Kueue reads it before setting it."""
         try:
-            local = msgspec.json.decode(await self.client.get(r, name, namespace))
+            local = msgspec.json.decode(await self.client.get(adapter.resource, name, namespace))
         except NotFound:
+            return None
+        if not adapter.mirrored_while_suspended and (local.get("spec") or {}).get("suspend"):
             return None
         return tuple(sorted(local.get("status") or {}))
 
