@@ -698,13 +698,15 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
                **jobset_webhook.reviewers(jobsets, namespace_labels, queues, priority_classes, ancestry, multikueue),
                **mpijob_webhook.reviewers(mpijobs, namespace_labels, queues, priority_classes, ancestry),
                **kubeflow_webhook.reviewers(config_in_force, namespace_labels, queues, priority_classes, ancestry),
-               **ray_webhook.reviewers(rayjobs, rayclusters, namespace_labels, queues, priority_classes, ancestry),
+               **ray_webhook.reviewers(rayjobs, rayclusters, namespace_labels, queues, priority_classes, ancestry,
+                                       multikueue),
                **ray_webhook.service_reviewers(rayservices, namespace_labels, queues, priority_classes, ancestry),
                **spark_webhook.reviewers(sparkapplications, namespace_labels, queues, priority_classes, ancestry),
                **lws_webhook.reviewers(leaderworkersets, namespace_labels, queues, ancestry),
-               **appwrapper_webhook.reviewers(appwrappers, namespace_labels, queues, priority_classes, ancestry),
+               **appwrapper_webhook.reviewers(appwrappers, namespace_labels, queues, priority_classes, ancestry,
+                                              multikueue),
                **trainjob_webhook.reviewers(trainjobs, namespace_labels, queues, priority_classes, ancestry,
-                                            trainjob_webhook.runtime_lookup(client))}
+                                            trainjob_webhook.runtime_lookup(client), multikueue)}
     server = WebhookServer(queues, priority_classes,
                            feature_gates, pod_reviews, config.manages_jobs if config is not None else True,
                            unqueued_lookup(client, config) if config is not None else None, pod_validations, parents,
