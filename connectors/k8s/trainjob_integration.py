@@ -14,8 +14,8 @@ Workload; PodsReady and reclaimable pods follow ``status.jobsStatus`` against th
 
 The JobSet the Trainer makes for a queued TrainJob is controlled by it: with the TrainJob integration on it is the
 TrainJob's child (:func:`connectors.k8s.child_jobs.managed_ancestor`, over the parents registry the connector
-shares), no Workload of its own. Not done (see the README): a Workload rewritten when the TrainJob no longer matches
-it, MultiKueue's ``managedBy``.
+shares), no Workload of its own. MultiKueue runs a TrainJob on a worker (:mod:`connectors.k8s.multikueue`). Not done
+(see the README): a Workload rewritten when the TrainJob no longer matches it.
 """
 
 from __future__ import annotations

@@ -430,6 +430,8 @@ async def test_a_rayjob_is_dispatched_to_the_worker_and_finishes_there(kube_apis
             assert remote["spec"]["entrypoint"] == "python -c 'print(1)'"
             remote_wl = await get(wc, "Workload", wl_name, ns)
             assert _true(remote_wl, "Admitted")
+            on_worker = [msgspec.json.decode(raw)["metadata"] for raw in (await wc.list(BY_KIND["Workload"])).items]
+            assert [m["name"] for m in on_worker if m["namespace"] == ns] == [wl_name], "run on the copied Workload"
 
             # --- KubeRay runs the copy on the worker: the manager's RayJob shows it ----------------------------
             await wc.patch(RAYJOBS, "mk-ray", {"status": {"jobDeploymentStatus": "Running", "jobStatus": "RUNNING"}},
