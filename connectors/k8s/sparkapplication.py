@@ -24,9 +24,9 @@ pieces:
   state ``RUNNING`` and, when executors are asked for, at least ``spec.executor.instances`` of
   ``status.executorState`` ``RUNNING`` or ``COMPLETED``.
 
-Kueue counts no reclaimable pods for it. Not modelled: volumes and mounts in the pod sets (no quota reads them), the
-executor-pod webhook, elastic SparkApplications (dynamic allocation under ``ElasticJobsViaWorkloadSlices``),
-MultiKueue's ``managedBy``.
+Kueue counts no reclaimable pods for it. Its executor Pods get a reference to it from
+:mod:`connectors.k8s.spark_executor_webhook`. Not modelled: volumes and mounts in the pod sets (no quota reads them),
+elastic SparkApplications (dynamic allocation under ``ElasticJobsViaWorkloadSlices``), MultiKueue's ``managedBy``.
 """
 
 from __future__ import annotations

@@ -16,7 +16,9 @@ pieces:
   templates of the Jobs it targets (metadata labels and annotations, the pod spec as a strategic merge: maps merged,
   containers, volumes, gates and pull secrets by name, other lists replaced);
 * **its Workload** (:func:`workload_for`): ``trainjob-<name>-<hash>``, the pod sets of that JobSet as Kueue's JobSet
-  integration makes them (:func:`connectors.k8s.jobset.pod_sets`), the TrainJob as its controller;
+  integration makes them (:func:`connectors.k8s.jobset.pod_sets`), the TrainJob as its controller; the pod sets it
+  makes now (:func:`job_pod_sets`) are what that Workload is compared with, so one the TrainJob no longer matches
+  is rewritten or made anew;
 * **suspended** is ``spec.suspend``; **starting** (:func:`start_patch`) drops the overrides Kueue wrote before (those
   labelled ``kueue.x-k8s.io/podset``), appends one per admitted pod set (its Job; the admission's labels,
   annotations, node selector, tolerations and scheduling gates) after the user's, and sets ``suspend: false``;
@@ -273,6 +275,13 @@ def _as_jobset(raw_job: dict[str, Any], runtime_spec: dict[str, Any]) -> dict[st
 def pod_sets(raw_job: dict[str, Any], runtime_spec: dict[str, Any], *, tas: bool) -> list[dict[str, Any]]:
     """The Workload's pod sets for the TrainJob as stored: its JobSet's, as Kueue's JobSet integration makes them."""
     return jobset.pod_sets(_as_jobset(raw_job, runtime_spec), tas=tas)
+
+
+def job_pod_sets(job: TrainJob, runtime_spec: dict[str, Any]) -> list[o.PodSet]:
+    """The pod sets the TrainJob makes now on its runtime's spec, which its Workload is compared with (Kueue's
+    ``PodSets`` of a TrainJob: its JobSet's): a changed ``numNodes``, trainer resources, override or runtime makes
+    them differ."""
+    return jobset.job_pod_sets(derived_jobset(job, runtime_spec))
 
 
 def workload_for(state: ClusterState, keys: KeysToCopy, raw_job: dict[str, Any], runtime_spec: dict[str, Any],

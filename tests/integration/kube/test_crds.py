@@ -171,14 +171,15 @@ def test_manifests_render_as_multi_document_yaml() -> None:
         ("msparkapplication.kb.io", "/mutate-sparkoperator-k8s-io-v1beta2-sparkapplication"),
         *((f"m{k}.kb.io", f"/mutate-kubeflow-org-v1-{k}") for k in KUBEFLOW_NOUNS),
         ("mleaderworkerset.kb.io", "/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset"),
-        ("mtrainjob.kb.io", "/mutate-trainer-kubeflow-org-v1alpha1-trainjob")]
+        ("mtrainjob.kb.io", "/mutate-trainer-kubeflow-org-v1alpha1-trainjob"),
+        ("mpod.sparkapplication.kb.io", "/mutate-sparkoperator-k8s-io-v1beta2-sparkapplication-executor-pod")]
     # the integrations Kueue leaves off by default go fail-open, so a webhook down stops no Pod or workload controller
     assert {w["name"]: w["failurePolicy"] for w in mutating["webhooks"]} == {
         "mjob.kb.io": "Fail", "mpod.kb.io": "Ignore", "mdeployment.kb.io": "Ignore", "mstatefulset.kb.io": "Ignore",
         "mjobset.kb.io": "Ignore", "mmpijob.kb.io": "Ignore", **{f"m{k}.kb.io": "Ignore" for k in KUBEFLOW_NOUNS},
         "mrayjob.kb.io": "Ignore", "mraycluster.kb.io": "Ignore", "mleaderworkerset.kb.io": "Ignore",
         "mappwrapper.kb.io": "Ignore", "mtrainjob.kb.io": "Ignore", "mrayservice.kb.io": "Ignore",
-        "msparkapplication.kb.io": "Ignore"}
+        "msparkapplication.kb.io": "Ignore", "mpod.sparkapplication.kb.io": "Ignore"}
     validating = docs[kinds.index("ValidatingWebhookConfiguration")]
     assert next(w for w in validating["webhooks"] if w["name"] == "vjobset.kb.io")["failurePolicy"] == "Ignore"
     assert next(w for w in validating["webhooks"] if w["name"] == "vmpijob.kb.io")["failurePolicy"] == "Ignore"

@@ -7,8 +7,9 @@ so the test plays it (writes the TrainJob's conditions through the status subres
 ClusterTrainingRuntime gets its Workload (Kueue's name; the runtime's initializer and trainer Jobs as pod sets, the
 trainer's ``numNodes`` pods with ``resourcesPerNode``), is admitted and unsuspended with the admission written as
 ``podTemplateOverrides`` (the flavor's node labels, the pod set label) after the user's; a queued TrainJob whose
-runtime is missing gets no Workload until the runtime is created; once the first TrainJob is ``Complete`` its
-Workload finishes with its message, and the second is admitted in its turn.
+runtime is missing gets no Workload until the runtime is created, and, still suspended and waiting for quota, has
+its Workload rewritten in place when its ``numNodes`` changes; once the first TrainJob is ``Complete`` its Workload
+finishes with its message, and the second is admitted in its turn.
 """
 
 from __future__ import annotations
@@ -107,6 +108,17 @@ async def test_a_queued_trainjob_runs_only_while_its_workload_is_admitted(kube_a
             assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [("dataset-initializer", 1),
                                                                                   ("node", 2)]
             assert not wl.get("status", {}).get("admission"), "it waits for the quota the first one holds"
+
+            # the suspended TrainJob asks for more nodes: its Workload, holding no quota, is rewritten in place
+            await kc.patch(TRAINJOBS, "later", {"spec": {"trainer": {"numNodes": 3}}}, q.ns)
+
+            async def rewritten() -> dict[str, Any] | None:
+                found = await workload(wl_later)
+                return found if found is not None and found["spec"]["podSets"][1]["count"] == 3 else None
+
+            updated = await eventually(rewritten, what="the later TrainJob's workload rewritten with 3 nodes")
+            assert updated["metadata"]["uid"] == wl["metadata"]["uid"], "rewritten, not made anew"
+            assert not updated.get("status", {}).get("admission"), "3.5 CPUs still wait for the first one's quota"
 
             # play the Trainer: the first TrainJob completed
             await kc.patch(TRAINJOBS, "job", {"status": {"conditions": [{
