@@ -62,8 +62,9 @@ def _view(kind: str, specs_field: str) -> type:
 
 
 @dataclass(frozen=True)
-class TrainingKind:
-    """One training-operator kind and Kueue's decisions about its jobs (module docstring)."""
+class TrainingKind(workload_names.NamedByResource):
+    """One training-operator kind and Kueue's decisions about its jobs (module docstring); its names (``workload_name``,
+    ``controller_ref``, ``owner_of``) come from its :attr:`resource`."""
 
     KIND: str
     specs_field: str
@@ -81,19 +82,6 @@ class TrainingKind:
     @property
     def resource(self) -> Resource:
         return KUBEFLOW_JOBS[self.KIND]
-
-    # --- names --------------------------------------------------------------------------------------------------
-
-    def workload_name(self, name: str, uid: str, short: bool = False) -> str:
-        """Kueue's name for a job's Workload; ``short``: its ``ShortWorkloadNames`` gate."""
-        return workload_names.owner_workload_name(self.KIND, self.resource.group, name, uid, short=short)
-
-    def controller_ref(self, name: str, uid: str) -> dict[str, Any]:
-        return workload_names.controller_ref(self.resource, name, uid)
-
-    def owner_of(self, obs: o.Workload) -> tuple[str, str] | None:
-        """``(name, uid)`` of the job of this kind that controls Workload ``obs`` (None: none does)."""
-        return workload_names.controlled_by(obs, self.resource)
 
     # --- the Workload -------------------------------------------------------------------------------------------
 
