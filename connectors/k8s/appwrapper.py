@@ -81,16 +81,11 @@ class AppWrapperStatus(o.View):
     component_status: list[dict[str, Any]] = []
 
 
-class AppWrapper(o.View):
+class AppWrapper(o.NamespacedView):
     """What the integration reads of an AppWrapper."""
 
-    metadata: o.ObjectMeta
     spec: AppWrapperSpec = AppWrapperSpec()
     status: AppWrapperStatus = AppWrapperStatus()
-
-    @property
-    def key(self) -> str:
-        return f"{self.metadata.namespace}/{self.metadata.name}"
 
 
 NAMES = workload_names.KindNames(APPWRAPPERS)

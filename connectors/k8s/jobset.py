@@ -80,16 +80,11 @@ class JobSetStatus(o.View):
     replicated_jobs_status: list[ReplicatedJobStatus] = []
 
 
-class JobSet(o.View):
+class JobSet(o.NamespacedView):
     """What the integration reads of a JobSet; the Workload's templates are built from the JobSet as stored."""
 
-    metadata: o.ObjectMeta
     spec: JobSetSpec = JobSetSpec()
     status: JobSetStatus = JobSetStatus()
-
-    @property
-    def key(self) -> str:
-        return f"{self.metadata.namespace}/{self.metadata.name}"
 
 
 NAMES = workload_names.KindNames(JOBSETS)

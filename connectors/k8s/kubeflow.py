@@ -53,12 +53,8 @@ def _view(kind: str, specs_field: str) -> type:
         "run_policy": RunPolicy(), "replica_specs": msgspec.field(default_factory=dict, name=specs_field),
         "suspend": property(_suspend)})
 
-    def key(self: Any) -> str:
-        return f"{self.metadata.namespace}/{self.metadata.name}"
-
-    return view_type(kind, (o.View,), {
-        "__annotations__": {"metadata": o.ObjectMeta, "spec": spec, "status": MPIJobStatus},
-        "spec": spec(), "status": MPIJobStatus(), "key": property(key)})
+    return view_type(kind, (o.NamespacedView,), {
+        "__annotations__": {"spec": spec, "status": MPIJobStatus}, "spec": spec(), "status": MPIJobStatus()})
 
 
 @dataclass(frozen=True)

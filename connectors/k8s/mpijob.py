@@ -90,16 +90,11 @@ class MPIJobStatus(o.View):
     replica_statuses: dict[str, ReplicaStatus] = {}
 
 
-class MPIJob(o.View):
+class MPIJob(o.NamespacedView):
     """What the integration reads of an MPIJob; the Workload's templates are built from the MPIJob as stored."""
 
-    metadata: o.ObjectMeta
     spec: MPIJobSpec = MPIJobSpec()
     status: MPIJobStatus = MPIJobStatus()
-
-    @property
-    def key(self) -> str:
-        return f"{self.metadata.namespace}/{self.metadata.name}"
 
 
 NAMES = workload_names.KindNames(MPIJOBS)

@@ -75,16 +75,11 @@ class RayClusterStatus(o.View):
     reason: str = ""
 
 
-class RayCluster(o.View):
+class RayCluster(o.NamespacedView):
     """What the integration reads of a RayCluster; the Workload's templates are built from it as stored."""
 
-    metadata: o.ObjectMeta
     spec: RayClusterSpec = RayClusterSpec()
     status: RayClusterStatus = RayClusterStatus()
-
-    @property
-    def key(self) -> str:
-        return f"{self.metadata.namespace}/{self.metadata.name}"
 
 
 NAMES = workload_names.KindNames(RAYCLUSTERS)

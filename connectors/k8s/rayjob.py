@@ -73,16 +73,11 @@ class RayJobSpec(o.View):
     ray_cluster_spec: rc.RayClusterSpec | None = None
 
 
-class RayJob(o.View):
+class RayJob(o.NamespacedView):
     """What the integration reads of a RayJob; the Workload's templates are built from it as stored."""
 
-    metadata: o.ObjectMeta
     spec: RayJobSpec = RayJobSpec()
     status: RayJobStatus = RayJobStatus()
-
-    @property
-    def key(self) -> str:
-        return f"{self.metadata.namespace}/{self.metadata.name}"
 
 
 NAMES = workload_names.KindNames(RAYJOBS)

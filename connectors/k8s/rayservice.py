@@ -74,16 +74,11 @@ class RayServiceStatus(o.View):
     active_service_status: ActiveServiceStatus = ActiveServiceStatus()
 
 
-class RayService(o.View):
+class RayService(o.NamespacedView):
     """What the integration reads of a RayService; the Workload's templates are built from it as stored."""
 
-    metadata: o.ObjectMeta
     spec: RayServiceSpec = RayServiceSpec()
     status: RayServiceStatus = RayServiceStatus()
-
-    @property
-    def key(self) -> str:
-        return f"{self.metadata.namespace}/{self.metadata.name}"
 
 
 NAMES = workload_names.KindNames(RAYSERVICES)

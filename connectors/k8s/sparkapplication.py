@@ -73,16 +73,11 @@ class SparkStatus(o.View):
     executor_state: dict[str, str] = {}
 
 
-class SparkApplication(o.View):
+class SparkApplication(o.NamespacedView):
     """What the integration reads of a SparkApplication; the pod sets are built from it as stored."""
 
-    metadata: o.ObjectMeta
     spec: SparkSpec = SparkSpec()
     status: SparkStatus = SparkStatus()
-
-    @property
-    def key(self) -> str:
-        return f"{self.metadata.namespace}/{self.metadata.name}"
 
 
 NAMES = workload_names.KindNames(SPARK_APPLICATIONS)

@@ -86,16 +86,11 @@ class TrainJobStatus(o.View):
     jobs_status: list[JobStatus] = []
 
 
-class TrainJob(o.View):
+class TrainJob(o.NamespacedView):
     """What the integration reads of a TrainJob; the Workload is built from it as stored."""
 
-    metadata: o.ObjectMeta
     spec: TrainJobSpec = TrainJobSpec()
     status: TrainJobStatus = TrainJobStatus()
-
-    @property
-    def key(self) -> str:
-        return f"{self.metadata.namespace}/{self.metadata.name}"
 
 
 class Runtime(o.View):
