@@ -39,6 +39,3 @@ class SparkApplicationIntegration(WatchedJobIntegration[spark.SparkApplication])
 
     def framework_on(self, config: SchedulerConfig) -> bool:
         return config.manages_sparkapplications
-
-    def pod_priority_class(self, job: spark.SparkApplication) -> str | None:
-        return spark.priority_class(job)

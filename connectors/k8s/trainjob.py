@@ -44,7 +44,6 @@ from connectors.k8s import jobset, podsetinfo, workload_names
 from connectors.k8s.jobset import BadPodSets
 from connectors.k8s.podsetinfo import PODSET_LABEL
 from connectors.k8s.resources import TRAINJOBS
-from connectors.k8s.workload_names import owner_workload_name
 from events import objects as o
 from kueue_es.scheduler.config import KeysToCopy
 from projections.cluster import ClusterState
@@ -89,16 +88,11 @@ class TrainJobStatus(o.View):
     jobs_status: list[JobStatus] = []
 
 
-class TrainJob(o.View):
+class TrainJob(o.NamespacedView):
     """What the integration reads of a TrainJob; the Workload is built from it as stored."""
 
-    metadata: o.ObjectMeta
     spec: TrainJobSpec = TrainJobSpec()
     status: TrainJobStatus = TrainJobStatus()
-
-    @property
-    def key(self) -> str:
-        return f"{self.metadata.namespace}/{self.metadata.name}"
 
 
 class Runtime(o.View):
@@ -134,19 +128,8 @@ def runtime_wanted(job: TrainJob) -> tuple[bool, str] | None:
     return (named[0], runtime_key(named[1], named[2])) if named is not None else None
 
 
-def workload_name(name: str, uid: str, short: bool = False) -> str:
-    """Kueue's name for a TrainJob's Workload; ``short``: its ``ShortWorkloadNames`` gate."""
-    return owner_workload_name(KIND, TRAINJOBS.group, name, uid, short=short)
-
-
-def controller_ref(name: str, uid: str) -> dict[str, Any]:
-    """The controller ownerReference of a TrainJob's Workload."""
-    return workload_names.controller_ref(TRAINJOBS, name, uid)
-
-
-def owner_of(obs: o.Workload) -> tuple[str, str] | None:
-    """``(name, uid)`` of the TrainJob that controls Workload ``obs`` (None: none does)."""
-    return workload_names.controlled_by(obs, TRAINJOBS)
+NAMES = workload_names.KindNames(TRAINJOBS)
+workload_name, controller_ref, owner_of = NAMES.workload_name, NAMES.controller_ref, NAMES.owner_of
 
 
 # --- the derived JobSet ----------------------------------------------------------------------------------------

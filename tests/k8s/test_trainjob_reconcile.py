@@ -13,22 +13,15 @@ from typing import Any
 import msgspec
 import pytest
 from fixtures import watched_jobs
-from fixtures.jobs import RecordingClient
-from fixtures.watched_jobs import Client
+from fixtures.watched_jobs import Client, actions
 
 from connectors.k8s import child_jobs
 from connectors.k8s import jobset as js
 from connectors.k8s import trainjob as tj
-from connectors.k8s.connector import Connector
-from connectors.k8s.errors import NotFound
 from connectors.k8s.jobset_integration import JobSetIntegration
-from connectors.k8s.journal import LocalJournal
-from connectors.k8s.mirror import Mirror
 from connectors.k8s.trainjob_integration import TrainJobIntegration
-from connectors.k8s.webhook import HeldParents, ancestry_lookup
 from events import objects as o
 from events import schema as ev
-from events.log import MemoryLog
 from kueue_es.scheduler.config import load_config
 from projections.workloads import ADMITTED
 
@@ -57,13 +50,8 @@ def raw_job(suspend: bool = True, overrides: list[dict[str, Any]] | None = None,
 
 
 def workload(uid: str = UID) -> o.Workload:
-    return o.Workload(
-        metadata=o.ObjectMeta(name=WL, namespace="ns", uid="wl-uid", resource_version="3",
-                              finalizers=["kueue.x-k8s.io/resource-in-use"],
-                              owner_references=[o.OwnerReference(api_version="trainer.kubeflow.org/v1alpha1",
-                                                                 kind="TrainJob", name="job", uid=uid,
-                                                                 controller=True)]),
-        spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name="node", count=2, template=NODE_TEMPLATE)]))
+    return watched_jobs.owned_workload(WL, ("trainer.kubeflow.org/v1alpha1", "TrainJob", "job", uid),
+                                       [o.PodSet(name="node", count=2, template=NODE_TEMPLATE)])
 
 
 def runtime(name: str = "torch") -> tj.Runtime:
@@ -77,10 +65,6 @@ def integration(raw: dict[str, Any] | None, *objs: o.KObject, config: dict[str, 
     if with_runtime:
         integ.cluster_runtimes.known[runtime().key] = runtime()
     return integ, client, appended
-
-
-def actions(appended: list[ev.AnyEvent]) -> list[tuple[str, str]]:
-    return [(e.kind, e.action) for e in appended if isinstance(e, ev.JobActed)]
 
 
 @pytest.mark.asyncio
@@ -205,10 +189,7 @@ async def test_a_queued_trainjobs_jobset_gets_no_workload_and_is_held_while_the_
 
 
 def test_the_connector_reads_a_jobsets_trainjob_parent_from_the_trainjob_integration() -> None:
-    mirror = Mirror()
-    mirror.apply(ev.Record(1, ev.ConfigRecorded(time=1, writer="test", id="c", document={
-        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", **ON})))
-    connector = Connector(RecordingClient(), LocalJournal(MemoryLog(), mirror))  # type: ignore[arg-type]
+    connector = watched_jobs.connector(ON)
     job = listed_trainjob()
     connector.trainjobs.known[job.key] = job  # type: ignore[union-attr]
     parents = connector.jobs.parents  # type: ignore[union-attr]
@@ -218,33 +199,15 @@ def test_the_connector_reads_a_jobsets_trainjob_parent_from_the_trainjob_integra
     assert found == job.metadata
 
 
-class _NoApiserver:
-    """A client whose every GET is counted and answered 404: what the webhook's walk reads there."""
-
-    def __init__(self) -> None:
-        self.reads: list[str] = []
-
-    async def get(self, resource: Any, name: str, namespace: str = "", subresource: str = "") -> bytes:
-        self.reads.append(f"{resource.kind} {name}")
-        raise NotFound(f"{resource.kind} {name} not found", 404, "NotFound")
-
-
 @pytest.mark.asyncio
 async def test_the_webhooks_walk_answers_a_trainjob_parent_from_what_the_leaders_connector_holds() -> None:
     """A JobSet under a queued TrainJob the TrainJob integration lists: the webhook's walk (HeldParents attached to
     the connector's parents registry, as a leader's) finds it without a GET to the apiserver."""
-    mirror = Mirror()
-    mirror.apply(ev.Record(1, ev.ConfigRecorded(time=1, writer="test", id="c", document={
-        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", **ON})))
-    connector = Connector(RecordingClient(), LocalJournal(MemoryLog(), mirror))  # type: ignore[arg-type]
+    connector = watched_jobs.connector(ON)
     job = listed_trainjob()
     connector.trainjobs.known[job.key] = job  # type: ignore[union-attr]
-    held = HeldParents()
-    held.attach(connector.jobs.parents, dict)  # type: ignore[union-attr]
-    api = _NoApiserver()
-    walk = ancestry_lookup(api, load_config(ON), held)  # type: ignore[arg-type]
-    assert await walk("ns", raw_jobset(suspend=True)) is True
-    assert (api.reads, held.hits) == ([], 1)
+    assert await watched_jobs.walk_over_held(connector, ON, raw_jobset(suspend=True)) == (True, [], 1)
+
 
 
 @pytest.mark.asyncio

@@ -21,7 +21,17 @@ from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import connect, eventually, free_port, get, kueue_es, namespace, queues, scheduling_gates
+from kubehelp import (
+    admitted_workload,
+    connect,
+    eventually,
+    finished_condition,
+    free_port,
+    kueue_es,
+    namespace,
+    queues,
+    scheduling_gates,
+)
 
 from connectors.k8s import crds, spark_executor_webhook
 from connectors.k8s import sparkapplication as spark
@@ -64,13 +74,7 @@ async def test_a_queued_sparkapplication_runs_on_its_admitted_workload_and_finis
         async with kueue_es(kc, tmp_path / "log", config=config):
             wl_name = spark.workload_name("pi", app["metadata"]["uid"])
 
-            async def admitted() -> dict[str, Any] | None:
-                with contextlib.suppress(Exception):
-                    wl = await get(kc, "Workload", wl_name, q.ns)
-                    return wl if wl.get("status", {}).get("admission") else None
-                return None
-
-            wl = await eventually(admitted, what="the SparkApplication's workload admitted")
+            wl = await admitted_workload(kc, wl_name, q.ns, "the SparkApplication's workload admitted")
             assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [("driver", 1), ("executor", 2)]
             driver = wl["spec"]["podSets"][0]["template"]["spec"]["containers"][0]
             assert driver["resources"]["requests"] == {"cpu": "1", "memory": "512Mi"}
@@ -91,12 +95,7 @@ async def test_a_queued_sparkapplication_runs_on_its_admitted_workload_and_finis
             await kc.patch(SPARK_APPLICATIONS, "pi", {"status": {"applicationState": {"state": "COMPLETED"}}}, q.ns,
                            subresource="status")
 
-            async def finished() -> dict[str, Any] | None:
-                wl = await get(kc, "Workload", wl_name, q.ns)
-                cond = next((c for c in wl.get("status", {}).get("conditions", []) if c["type"] == "Finished"), None)
-                return cond if cond is not None and cond["status"] == "True" else None
-
-            cond = await eventually(finished, what="the SparkApplication's workload finished")
+            cond = await finished_condition(kc, wl_name, q.ns, "the SparkApplication's workload finished")
             assert cond["reason"] == "Succeeded"
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import connect, eventually, get, kueue_es, queues
+from kubehelp import connect, eventually, finished_condition, get, kueue_es, queues
 
 from connectors.k8s import crds
 from connectors.k8s import trainjob as tj
@@ -125,11 +125,6 @@ async def test_a_queued_trainjob_runs_only_while_its_workload_is_admitted(kube_a
                 "type": "Complete", "status": "True", "reason": "JobsCompleted", "message": "TrainJob is completed",
                 "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}, q.ns, subresource="status")
 
-            async def finished() -> dict[str, Any] | None:
-                wl = await get(kc, "Workload", wl_job, q.ns)
-                cond = next((c for c in wl.get("status", {}).get("conditions", []) if c["type"] == "Finished"), None)
-                return cond if cond is not None and cond["status"] == "True" else None
-
-            cond = await eventually(finished, what="the TrainJob's workload finished")
+            cond = await finished_condition(kc, wl_job, q.ns, "the TrainJob's workload finished")
             assert (cond["reason"], cond["message"]) == ("Succeeded", "TrainJob is completed")
             await eventually(lambda: workload(wl_later, admitted=True), what="the later one admitted in its turn")
