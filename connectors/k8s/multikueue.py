@@ -201,6 +201,17 @@ def run_policy_copy(manager_owner: dict[str, Any], manager_wl: dict[str, Any], o
     }
 
 
+def replacing_patch(current: dict[str, Any], wanted: dict[str, Any]) -> dict[str, Any]:
+    """The merge patch that turns ``current`` into ``wanted`` whole: each of ``wanted``'s fields, a field only
+    ``current`` has nulled, down into the maps both have (a Kubeflow job's ``replicaStatuses`` per replica type),
+    where a merge would keep a count the copy dropped."""
+    out: dict[str, Any] = dict.fromkeys(k for k in current if k not in wanted)
+    for key, value in wanted.items():
+        old = current.get(key)
+        out[key] = replacing_patch(old, value) if isinstance(value, dict) and isinstance(old, dict) else value
+    return out
+
+
 class Adapter(NamedTuple):
     """The connector's side of one of Kueue's MultiKueue adapters (the pure side's is
     :data:`kueue_es.scheduler.multikueue.ADAPTERS`, keyed alike)."""
@@ -616,10 +627,11 @@ class MultiKueueConnector:
         namespace, _, name = owner_key.partition("/")
         # the copy's status replaces the manager owner's (Kueue's adapters set it whole): what the copy no longer
         # has is cleared, or a merge would keep it (a Job omits ``active`` once no pod runs)
-        cleared = adapter.status_fields or await self._status_fields_of(r, name, namespace)
-        if cleared is None:
+        current = (dict.fromkeys(adapter.status_fields) if adapter.status_fields
+                   else await self._status_of(r, name, namespace))
+        if current is None:
             return
-        replacing = {**dict.fromkeys(cleared), **status}
+        replacing = replacing_patch(current, status)
         try:
             await self.client.patch(r, name, {"status": replacing}, namespace, subresource="status")
         except (NotFound, Conflict):
@@ -627,14 +639,15 @@ class MultiKueueConnector:
         self._mirrored[mirrored] = rv
         self.stats.statuses_mirrored += 1
 
-    async def _status_fields_of(self, r: Resource, name: str, namespace: str) -> tuple[str, ...] | None:
-        """The status fields the manager's owner has now (None: it is gone): an owner whose status fields vary
-        with its controller's version (a JobSet) has each of them replaced, as Kueue reads it before setting it."""
+    async def _status_of(self, r: Resource, name: str, namespace: str) -> dict[str, Any] | None:
+        """The status the manager's owner has now (None: it is gone): an owner whose status fields vary with its
+        controller's version (a JobSet, a Kubeflow job) has each of them replaced, as Kueue reads it before
+        setting it."""
         try:
             local = msgspec.json.decode(await self.client.get(r, name, namespace))
         except NotFound:
             return None
-        return tuple(sorted(local.get("status") or {}))
+        return local.get("status") or {}
 
     async def _delete_copy(self, w: Worker, key: str, origin: str) -> None:
         """Delete a copy this origin made: its owner's copy first (the worker's Workload may already be gone), then

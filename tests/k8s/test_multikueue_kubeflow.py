@@ -205,9 +205,10 @@ def _running_on_worker1(tmp_path: Path):
 @pytest.mark.asyncio
 async def test_the_worker_runs_the_copy_and_the_manager_job_shows_its_status_whole(tmp_path: Path) -> None:
     """The copy is created on the workload's worker; then, whenever the copy's status changes, it replaces the
-    manager job's (Kueue's Kubeflow adapter copies the status whole): a field only the manager's had is cleared."""
+    manager job's (Kueue's Kubeflow adapter copies the status whole): a field only the manager's had is cleared,
+    down into the replica statuses (a merge would keep the manager's active count beside the copy's succeeded)."""
     state = _running_on_worker1(tmp_path)
-    manager = Manager(_pytorchjob(replicaStatuses={"Master": {"active": 1}}, startTime="t0"))
+    manager = Manager(_pytorchjob(replicaStatuses={"Master": {"active": 1}}, startTime="t0", lastReconcileTime="t0"))
     worker = WorkerApi()
     mk = _connector(state, manager, {"worker1": worker})
     mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}}
@@ -216,10 +217,13 @@ async def test_the_worker_runs_the_copy_and_the_manager_job_shows_its_status_who
         ("PyTorchJob", "job-a")]
     assert "managedBy" not in worker.created[0]["spec"]["runPolicy"]
     done = {**worker.created[0], "metadata": {**worker.created[0]["metadata"], "resourceVersion": "8"},
-            "status": {"startTime": "t0", "conditions": [{"type": "Succeeded", "status": "True"}]}}
+            "status": {"startTime": "t0", "conditions": [{"type": "Succeeded", "status": "True"}],
+                       "replicaStatuses": {"Master": {"succeeded": 1}}}}
     mk.workers["worker1"].owners["PyTorchJob"]["default/a"] = done
     await mk.sync_copies("multikueue")
-    assert manager.patches[-1] == {"status": {"replicaStatuses": None, **done["status"]}}
+    assert manager.patches[-1] == {"status": {
+        "lastReconcileTime": None, "startTime": "t0", "conditions": [{"type": "Succeeded", "status": "True"}],
+        "replicaStatuses": {"Master": {"active": None, "succeeded": 1}}}}
     count = len(manager.patches)
     await mk.sync_copies("multikueue")
     assert len(manager.patches) == count  # the copy unchanged: not written again
