@@ -1,4 +1,4 @@
-"""MultiKueue on a manager: the worker clusters' side of Kueue's MultiKueue controllers (batch/v1 Jobs, JobSets).
+"""MultiKueue on a manager: the worker clusters' side of Kueue's MultiKueue controllers (its adapters' kinds).
 
 Everything decided is decided by the pure side from the log (:mod:`kueue_es.scheduler.multikueue`: nominations,
 the worker that runs a workload, Retry, the local finish); this module only observes and applies:
@@ -20,11 +20,13 @@ the worker that runs a workload, Retry, the local finish); this module only obse
   ``managedBy``, the selector and the generated labels dropped, suspended: the worker's Kueue runs it on the
   copied Workload). Every other copy this origin made is deleted (its Job first, then the Workload, its
   finalizers removed), which also collects the copies of Workloads gone from the manager. A JobSet
-  (:data:`ADAPTERS`, by owner kind) is copied as Kueue's JobSet adapter does (:func:`jobset_copy`), and its
-  ``spec.managedBy`` read from the manager's apiserver and appended (``OwnerObserved``), as the log holds no JobSet.
+  (:data:`ADAPTERS`, by owner kind) is copied as Kueue's JobSet adapter does (:func:`jobset_copy`), a Kubeflow
+  training job or MPIJob as Kueue's Kubeflow and MPIJob adapters do (:func:`run_policy_copy`), and their
+  managedBy (``spec.managedBy``, ``spec.runPolicy.managedBy``) read from the manager's apiserver and appended
+  (``OwnerObserved``), as the log holds none of them.
 * **status.** Once the manager's Job has been started (its Workload admitted) its status follows the copy's on
-  the worker, written to the status subresource (Kueue's batch/v1 MultiKueue adapter); a JobSet's follows its
-  copy's whenever that changes (Kueue's JobSet adapter).
+  the worker, written to the status subresource (Kueue's batch/v1 MultiKueue adapter); any other owner's follows
+  its copy's whenever that changes (Kueue's JobSet, Kubeflow and MPIJob adapters).
 
 Level-triggered: every move of the log and every change a worker's watch brings wakes one pass over all of it.
 """
@@ -51,7 +53,7 @@ from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, KubeError, NotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.prebuilt import KEY as PREBUILT_WORKLOAD
-from connectors.k8s.resources import BY_KIND, JOBSETS, SECRETS, Resource
+from connectors.k8s.resources import BY_KIND, JOBSETS, KUBEFLOW_JOBS, MPIJOBS, SECRETS, Resource
 from events import objects as o
 from events import schema as ev
 from events.timefmt import format_time
@@ -177,6 +179,39 @@ def jobset_copy(manager_jobset: dict[str, Any], manager_wl: dict[str, Any], orig
     }
 
 
+def run_policy_copy(manager_owner: dict[str, Any], manager_wl: dict[str, Any], origin: str) -> dict[str, Any]:
+    """The copy of a manager's Kubeflow training job or MPIJob created on the worker that runs it (Kueue's Kubeflow
+    and MPIJob adapters): its labels, annotations and spec, Kueue's two labels added and
+    ``spec.runPolicy.managedBy`` dropped, so that the worker's operator runs it, on the prebuilt copy of its
+    Workload."""
+    meta = manager_owner.get("metadata") or {}
+    spec = copy.deepcopy(manager_owner.get("spec") or {})
+    run_policy = spec.get("runPolicy")
+    if isinstance(run_policy, dict):
+        run_policy.pop("managedBy", None)
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                   if k != "kubectl.kubernetes.io/last-applied-configuration"}
+    return {
+        "apiVersion": manager_owner.get("apiVersion", ""), "kind": manager_owner.get("kind", ""),
+        "metadata": {"name": meta["name"], "namespace": meta["namespace"],
+                     "labels": {**(meta.get("labels") or {}), ORIGIN_LABEL: origin,
+                                PREBUILT_WORKLOAD: manager_wl["metadata"]["name"]},
+                     "annotations": annotations},
+        "spec": spec,
+    }
+
+
+def replacing_patch(current: dict[str, Any], wanted: dict[str, Any]) -> dict[str, Any]:
+    """The merge patch that turns ``current`` into ``wanted`` whole: each of ``wanted``'s fields, a field only
+    ``current`` has nulled, down into the maps both have (a Kubeflow job's ``replicaStatuses`` per replica type),
+    where a merge would keep a count the copy dropped."""
+    out: dict[str, Any] = dict.fromkeys(k for k in current if k not in wanted)
+    for key, value in wanted.items():
+        old = current.get(key)
+        out[key] = replacing_patch(old, value) if isinstance(value, dict) and isinstance(old, dict) else value
+    return out
+
+
 class Adapter(NamedTuple):
     """The connector's side of one of Kueue's MultiKueue adapters (the pure side's is
     :data:`kueue_es.scheduler.multikueue.ADAPTERS`, keyed alike)."""
@@ -191,11 +226,16 @@ class Adapter(NamedTuple):
     status_fields: tuple[str, ...] = ()
     """Its status's fields, each set by a mirrored status (to null where the copy has none); empty: those the
     manager's owner has when mirrored."""
+    managed_by_at: tuple[str, ...] = ("spec", "managedBy")
+    """The keys down to its managedBy, for an owner the log does not hold."""
 
 
+RUN_POLICY_MANAGED_BY = ("spec", "runPolicy", "managedBy")
 ADAPTERS = {
     ("batch/v1", "Job"): Adapter(JOBS, job_copy, in_log=True, status_fields=JOB_STATUS_FIELDS),
     (JOBSETS.api_version, JOBSETS.kind): Adapter(JOBSETS, jobset_copy, in_log=False),
+    **{(r.api_version, r.kind): Adapter(r, run_policy_copy, in_log=False, managed_by_at=RUN_POLICY_MANAGED_BY)
+       for r in (*KUBEFLOW_JOBS.values(), MPIJOBS)},
 }
 """(apiVersion, kind) of an owner MultiKueue runs on a worker -> its adapter."""
 
@@ -438,7 +478,7 @@ class MultiKueueConnector:
 
     async def _observe_owners(self, now: int) -> list[ev.AnyEvent]:
         """``OwnerObserved`` for each workload holding quota behind a MultiKueue check whose owner the log does not
-        hold and whose managedBy it does not know yet (read once: a JobSet's managedBy cannot change)."""
+        hold and whose managedBy it does not know yet (read once: the field is immutable in each of those kinds)."""
         events: list[ev.AnyEvent] = []
         for key in sorted(self.state.workloads):
             wl = self.state.workloads[key]
@@ -450,7 +490,7 @@ class MultiKueueConnector:
                 owner = msgspec.json.decode(await self.client.get(adapter.resource, wl.owner[2], wl.namespace))
             except NotFound:
                 continue  # Kueue's read fails and is retried: nothing is decided meanwhile
-            managed_by = (owner.get("spec") or {}).get("managedBy") or ""
+            managed_by = _at(owner, adapter.managed_by_at) or ""
             events.append(ev.OwnerObserved(time=now, key=key, uid=wl.uid, managed_by=managed_by))
         return events
 
@@ -587,10 +627,11 @@ class MultiKueueConnector:
         namespace, _, name = owner_key.partition("/")
         # the copy's status replaces the manager owner's (Kueue's adapters set it whole): what the copy no longer
         # has is cleared, or a merge would keep it (a Job omits ``active`` once no pod runs)
-        cleared = adapter.status_fields or await self._status_fields_of(r, name, namespace)
-        if cleared is None:
+        current = (dict.fromkeys(adapter.status_fields) if adapter.status_fields
+                   else await self._status_of(r, name, namespace))
+        if current is None:
             return
-        replacing = {**dict.fromkeys(cleared), **status}
+        replacing = replacing_patch(current, status)
         try:
             await self.client.patch(r, name, {"status": replacing}, namespace, subresource="status")
         except (NotFound, Conflict):
@@ -598,14 +639,15 @@ class MultiKueueConnector:
         self._mirrored[mirrored] = rv
         self.stats.statuses_mirrored += 1
 
-    async def _status_fields_of(self, r: Resource, name: str, namespace: str) -> tuple[str, ...] | None:
-        """The status fields the manager's owner has now (None: it is gone): an owner whose status fields vary
-        with its controller's version (a JobSet) has each of them replaced, as Kueue reads it before setting it."""
+    async def _status_of(self, r: Resource, name: str, namespace: str) -> dict[str, Any] | None:
+        """The status the manager's owner has now (None: it is gone): an owner whose status fields vary with its
+        controller's version (a JobSet, a Kubeflow job) has each of them replaced, as Kueue reads it before
+        setting it."""
         try:
             local = msgspec.json.decode(await self.client.get(r, name, namespace))
         except NotFound:
             return None
-        return tuple(sorted(local.get("status") or {}))
+        return local.get("status") or {}
 
     async def _delete_copy(self, w: Worker, key: str, origin: str) -> None:
         """Delete a copy this origin made: its owner's copy first (the worker's Workload may already be gone), then
@@ -648,6 +690,14 @@ class MultiKueueConnector:
             except NotFound:
                 return False
         return ((raw.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) == origin
+
+
+def _at(obj: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    """The value down ``keys`` (None where a map on the way is missing)."""
+    value: Any = obj
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
 
 
 def _key(obj: dict[str, Any]) -> str:

@@ -1,15 +1,16 @@
-"""Kueue's MultiKueue check controller on a manager, as pure decisions (its dispatchers; batch/v1 Jobs, JobSets).
+"""Kueue's MultiKueue check controller on a manager, as pure decisions (its dispatchers; its adapters' kinds).
 
 What the workers did reaches the log as observed facts the MultiKueue connector appends
 (``RemoteWorkloadObserved``: a worker's copy of a workload and its conditions; ``MultiKueueClusterObserved``: a
 worker reached or lost); from those and the manager's own state this decides, for a workload holding quota whose
 ClusterQueue has a MultiKueue check, in Kueue's order:
 
-1. no adapter for its owner (:data:`ADAPTERS`: batch/v1 Jobs and JobSets have one here): the check is
-   ``Rejected``, "No multikueue adapter found[ for owner kind ...]"; an owner whose ``spec.managedBy`` is not
-   ``kueue.x-k8s.io/multikueue`` (a Job's read of the log's Job, a JobSet's of ``OwnerObserved``, nothing being
-   decided on a JobSet until then): ``Rejected``, "The owner is not managed by Kueue: Expecting spec.managedBy to
-   be ...";
+1. no adapter for its owner (:data:`ADAPTERS`: batch/v1 Jobs, JobSets, the Kubeflow training jobs and MPIJobs have
+   one here): the check is ``Rejected``, "No multikueue adapter found[ for owner kind ...]"; an owner whose
+   ``spec.managedBy`` (``spec.runPolicy.managedBy`` for the Kubeflow kinds) is not ``kueue.x-k8s.io/multikueue``
+   (a Job's read of the log's Job, the others' of ``OwnerObserved``, nothing being decided on them until then):
+   ``Rejected``, "The owner is not managed by Kueue: Expecting spec.managedBy to be ..." (an MPIJob's names
+   ``spec.runPolicy.managedBy``);
 2. a copy finished on a worker (the earliest to): the workload finishes with its reason and message
    (``RemoteWorkloadFinished``);
 3. a copy evicted on a worker while the check is Ready: ``Retry``, "Workload evicted on worker cluster ...";
@@ -68,12 +69,22 @@ def _observed_managed_by(state: ClusterState, wl: WorkloadInfo) -> str | None:
     return wl.owner_managed_by
 
 
+KUBEFLOW_ADAPTERS = tuple(("kubeflow.org/v1", kind) for kind in ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob",
+                                                                    "JAXJob"))
+"""The training operator's kinds (Kueue's ``kubeflowjob_multikueue_adapter.go``): managedBy at
+``spec.runPolicy.managedBy``, read by the connector."""
+MPIJOB_ADAPTER = ("kubeflow.org/v2beta1", "MPIJob")
 ADAPTERS = {
     ("batch/v1", "Job"): _job_managed_by,
     ("jobset.x-k8s.io/v1alpha2", "JobSet"): _observed_managed_by,
+    **dict.fromkeys(KUBEFLOW_ADAPTERS, _observed_managed_by),
+    MPIJOB_ADAPTER: _observed_managed_by,
 }
 """(apiVersion, kind) of an owner MultiKueue can run on a worker -> how its ``spec.managedBy`` is read (Kueue's
 MultiKueue adapters; the connector's side of each is :data:`connectors.k8s.multikueue.ADAPTERS`)."""
+MANAGED_BY_FIELDS = {MPIJOB_ADAPTER: "spec.runPolicy.managedBy"}
+"""The field an adapter's rejection names where Kueue's does not say ``spec.managedBy`` (its Kubeflow adapters do,
+though they read ``spec.runPolicy.managedBy``; its MPIJob adapter names the field it reads)."""
 JOB_ADAPTER = ("batch/v1", "Job")
 JOBSET_ADAPTER = ("jobset.x-k8s.io/v1alpha2", "JobSet")
 ROUND_MS = 5 * 60 * 1000
@@ -142,8 +153,8 @@ def unmanaged_reason(state: ClusterState, wl: WorkloadInfo) -> str | None:
     if managed_by is None:
         return None  # not observed yet: Kueue's read would fail and retry
     if managed_by != MANAGED_BY:
-        return (f'The owner is not managed by Kueue: Expecting spec.managedBy to be "{MANAGED_BY}" '
-                f'not "{managed_by}"')
+        field = MANAGED_BY_FIELDS.get((api_version, kind), "spec.managedBy")
+        return f'The owner is not managed by Kueue: Expecting {field} to be "{MANAGED_BY}" not "{managed_by}"'
     return None
 
 

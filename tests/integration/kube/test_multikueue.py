@@ -44,6 +44,7 @@ from connectors.k8s import crds
 from connectors.k8s.errors import AlreadyExists, NotFound
 from connectors.k8s.jobs import workload_name
 from connectors.k8s.jobset import workload_name as jobset_workload_name
+from connectors.k8s.kubeflow import KINDS as KUBEFLOW_KINDS
 from connectors.k8s.resources import BY_KIND, JOBSETS, SECRETS
 from connectors.k8s.settings import KubeSettings
 from connectors.k8s.webhook import (
@@ -364,6 +365,114 @@ async def test_a_jobset_is_dispatched_to_the_worker_and_finishes_there(kube_apis
                 return wl if done else None
 
             wl = await eventually(rejected, timeout=60, what="the unmanaged JobSet's Workload to be deactivated")
+            assert _cond(wl, "Evicted")["message"] == (
+                f'The workload is deactivated due to AdmissionCheck in Rejected state: "{check}" (The owner is not '
+                'managed by Kueue: Expecting spec.managedBy to be "kueue.x-k8s.io/multikueue" not "")')
+
+
+PYTORCH = KUBEFLOW_KINDS["PyTorchJob"]
+
+
+def _pytorchjob(ns: str, name: str, managed_by: str | None) -> dict[str, Any]:
+    replica = {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {"containers": [
+        {"name": "pytorch", "image": "busybox:1.36", "resources": {"requests": {"cpu": "1"}}}]}}}
+    run_policy: dict[str, Any] = {"suspend": True}
+    if managed_by is not None:
+        run_policy["managedBy"] = managed_by
+    return {"apiVersion": PYTORCH.resource.api_version, "kind": PYTORCH.KIND,
+            "metadata": {"name": name, "namespace": ns, "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+            "spec": {"runPolicy": run_policy, PYTORCH.specs_field: {"Master": replica, "Worker": replica}}}
+
+
+@pytest.mark.asyncio
+async def test_a_pytorchjob_is_dispatched_to_the_worker_and_finishes_there(kube_apiserver, worker_apiserver,
+                                                                           tmp_path) -> None:
+    """Kueue's Kubeflow adapter: a PyTorchJob handed to MultiKueue (``spec.runPolicy.managedBy``) is copied to the
+    worker that admitted its Workload (Kueue's labels, no managedBy), where the worker's kueue-es runs it on the
+    copied Workload; the test plays the training operator there, and the copy's status replaces the manager's
+    until it succeeds, the Workload finishes and the copies are deleted. One not handed to MultiKueue has its check
+    Rejected in Kueue's words (which name ``spec.managedBy``)."""
+    config = load_config({"integrations": {"frameworks": ["batch/job", "kubeflow.org/pytorchjob"]}})
+    docs = [*crds.all_crds(), crds.kubeflow_crd(PYTORCH.KIND, PYTORCH.specs_field)]
+    r = PYTORCH.resource
+    async with await connect(kube_apiserver) as kc, await connect(worker_apiserver) as wc:
+        await crds.install(kc, docs=docs)
+        await crds.install(wc, docs=docs)
+        sfx = secrets.token_hex(3)
+        ns, _, worker, check = await _manager_queues(kc, worker_apiserver, sfx)
+        await _worker_queues(wc, ns, sfx)
+        async with (kueue_es(wc, tmp_path / "worker-log", config=config),
+                    kueue_es(kc, tmp_path / "manager-log", config=config)):
+            handed = msgspec.json.decode(await kc.create(r, _pytorchjob(ns, "mk-pt", "kueue.x-k8s.io/multikueue"), ns))
+            wl_name = PYTORCH.workload_name("mk-pt", handed["metadata"]["uid"])
+
+            async def admitted_on_manager() -> dict[str, Any] | None:
+                wl = await _maybe(kc, "Workload", wl_name, ns)
+                return wl if wl is not None and _true(wl, "Admitted") else None
+
+            wl = await eventually(admitted_on_manager, timeout=60, what="the PyTorchJob's Workload to be admitted")
+            assert wl["status"]["clusterName"] == worker
+
+            async def remote() -> dict[str, Any] | None:
+                with contextlib.suppress(NotFound):
+                    return msgspec.json.decode(await wc.get(r, "mk-pt", ns))
+                return None
+
+            async def running_on_worker() -> dict[str, Any] | None:
+                copy = await remote()
+                return copy if copy is not None and copy["spec"]["runPolicy"].get("suspend") is False else None
+
+            copy = await eventually(running_on_worker, timeout=60, what="the PyTorchJob's copy to run on the worker")
+            labels = copy["metadata"]["labels"]
+            assert labels["kueue.x-k8s.io/multikueue-origin"] == "multikueue"
+            assert labels["kueue.x-k8s.io/prebuilt-workload-name"] == wl_name
+            assert "managedBy" not in copy["spec"]["runPolicy"]
+            assert msgspec.json.decode(await kc.get(r, "mk-pt", ns))["spec"]["runPolicy"]["managedBy"] == (
+                "kueue.x-k8s.io/multikueue")
+
+            # --- the training operator on the worker runs it, then succeeds: the manager's shows each ---------
+            running = {"type": "Running", "status": "True", "reason": "PyTorchJobRunning", "message": "running",
+                       "lastTransitionTime": NOW}
+            await wc.patch(r, "mk-pt", {"status": {"conditions": [running], "replicaStatuses": {
+                "Master": {"active": 1}, "Worker": {"active": 1}}}}, ns, subresource="status")
+
+            async def manager_status(type_: str) -> dict[str, Any] | None:
+                pt = msgspec.json.decode(await kc.get(r, "mk-pt", ns))
+                return pt if _true(pt, type_) else None
+
+            await eventually(lambda: manager_status("Running"), timeout=60,
+                             what="the manager's PyTorchJob to show Running")
+            succeeded = {"type": "Succeeded", "status": "True", "reason": "PyTorchJobSucceeded",
+                         "message": "PyTorchJob mk-pt is successfully completed.", "lastTransitionTime": NOW}
+            await wc.patch(r, "mk-pt", {"status": {"conditions": [{**running, "status": "False"}, succeeded],
+                                                   "replicaStatuses": {"Master": {"active": None, "succeeded": 1},
+                                                                       "Worker": {"active": None, "succeeded": 1}}}},
+                           ns, subresource="status")
+            pt = await eventually(lambda: manager_status("Succeeded"), timeout=60,
+                                  what="the manager's PyTorchJob to show Succeeded")
+            assert pt["status"]["replicaStatuses"] == {"Master": {"succeeded": 1}, "Worker": {"succeeded": 1}}
+
+            async def finished_on_manager() -> dict[str, Any] | None:
+                wl = await _maybe(kc, "Workload", wl_name, ns)
+                return wl if wl is not None and _true(wl, "Finished") else None
+
+            await eventually(finished_on_manager, timeout=60, what="the manager's Workload to finish")
+
+            async def copies_gone() -> bool:
+                return await _maybe(wc, "Workload", wl_name, ns) is None and await remote() is None
+
+            await eventually(copies_gone, timeout=60, what="the copies on the worker to be deleted")
+
+            # --- a PyTorchJob MultiKueue is not handed: its check is Rejected ------------------------------------
+            other = msgspec.json.decode(await kc.create(r, _pytorchjob(ns, "local-pt", None), ns))
+            other_wl = PYTORCH.workload_name("local-pt", other["metadata"]["uid"])
+
+            async def rejected() -> dict[str, Any] | None:
+                wl = await _maybe(kc, "Workload", other_wl, ns)
+                done = wl is not None and wl["spec"].get("active") is False and _cond(wl, "Evicted") is not None
+                return wl if done else None
+
+            wl = await eventually(rejected, timeout=60, what="the unmanaged PyTorchJob's Workload to be deactivated")
             assert _cond(wl, "Evicted")["message"] == (
                 f'The workload is deactivated due to AdmissionCheck in Rejected state: "{check}" (The owner is not '
                 'managed by Kueue: Expecting spec.managedBy to be "kueue.x-k8s.io/multikueue" not "")')
