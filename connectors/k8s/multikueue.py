@@ -4,8 +4,10 @@ Everything decided is decided by the pure side from the log (:mod:`kueue_es.sche
 the worker that runs a workload, Retry, the local finish); this module only observes and applies:
 
 * **clients.** One client per MultiKueueCluster, built from its kubeconfig: the key ``kubeconfig`` of the Secret
-  ``spec.clusterSource.kubeConfig.location`` in Kueue's namespace (the Configuration's ``namespace``), or a file
-  for ``locationType: Path``; a ClusterProfile is not supported (``BadConfig``). Each worker's Workloads and Jobs
+  ``spec.clusterSource.kubeConfig.location`` in Kueue's namespace (the Configuration's ``namespace``), read once
+  and then watched (a worker's client is rebuilt when its Secret or MultiKueueCluster changes; a Secret that cannot
+  be read is that worker's ``BadConfig`` only), or a file for ``locationType: Path``; a ClusterProfile is not
+  supported (``BadConfig``). Each worker's Workloads and Jobs
   carrying ``kueue.x-k8s.io/multikueue-origin=<origin>`` are listed and watched; whether that works is appended
   as ``MultiKueueClusterObserved`` (connected, or ``BadConfig`` / ``ClientConnectionFailed`` with the error)
   whenever it changes, and the MultiKueueCluster's ``Active`` condition is written from the log
@@ -48,7 +50,7 @@ from kubernetes_asyncio import client as kclient
 from kubernetes_asyncio import config as kconfig
 
 from connectors.k8s.client import KubeClient
-from connectors.k8s.errors import AlreadyExists, Conflict, KubeError, NotFound
+from connectors.k8s.errors import AlreadyExists, Conflict, Gone, KubeError, NotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.prebuilt import KEY as PREBUILT_WORKLOAD
 from connectors.k8s.resources import BY_KIND, JOBSETS, SECRETS, Resource
@@ -101,6 +103,19 @@ class Worker:
     workloads: dict[str, dict[str, Any]] = field(default_factory=dict)
     owners: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     """Owner kind (an adapter's) -> the copies of owners of that kind this origin made there, by key."""
+    task: asyncio.Task | None = None
+
+
+@dataclass
+class KubeconfigSecret:
+    """A worker's kubeconfig Secret, as its watch last showed it."""
+
+    location: str
+    namespace: str
+    read: bool = False
+    """Whether it was read at all (until then the worker is neither connected nor failed)."""
+    data: bytes = b""
+    error: str = ""
     task: asyncio.Task | None = None
 
 
@@ -251,6 +266,8 @@ class MultiKueueConnector:
         """Manager Job key -> resourceVersion of the worker's copy whose status was last written to it."""
         self._written_active: dict[str, tuple[str, str, str]] = {}
         """MultiKueueCluster -> the Active condition last written (status, reason, message)."""
+        self._secrets: dict[str, KubeconfigSecret] = {}
+        """MultiKueueCluster -> its kubeconfig Secret as last read and watched."""
 
     def _config(self) -> SchedulerConfig:
         return in_force(self.state) or DEFAULT
@@ -273,6 +290,8 @@ class MultiKueueConnector:
             waker.cancel()
             for w in self.workers.values():
                 await self._stop(w)
+            for name in sorted(self._secrets):
+                await self._stop_secret(name)
 
     async def _forward(self, signal: Any) -> None:
         while True:
@@ -301,8 +320,13 @@ class MultiKueueConnector:
         clusters = self.state.multikueue_clusters
         for name in sorted(set(self.workers) - set(clusters)):
             await self._stop(self.workers.pop(name))
+        for name in sorted(set(self._secrets) - set(clusters)):
+            await self._stop_secret(name)
         for name in sorted(clusters):
-            source, error = await self._kubeconfig(clusters[name], config)
+            read = await self._kubeconfig(clusters[name], config)
+            if read is None:
+                continue  # its Secret not read yet: the read wakes the next pass
+            source, error = read
             w = self.workers.get(name)
             if w is not None and w.source == source and source:
                 continue
@@ -320,21 +344,71 @@ class MultiKueueConnector:
             w.reason, w.message = "ClientConnectionFailed", "connecting"
             w.task = asyncio.create_task(self._watch_worker(w, config.multi_kueue.origin), name=f"mk-{name}")
 
-    async def _kubeconfig(self, cluster: o.MultiKueueCluster, config: SchedulerConfig) -> tuple[bytes, str]:
-        """The worker's kubeconfig, or the error Kueue's cluster controller reports (BadConfig)."""
+    async def _kubeconfig(self, cluster: o.MultiKueueCluster, config: SchedulerConfig) -> tuple[bytes, str] | None:
+        """The worker's kubeconfig, or the error Kueue's cluster controller reports (BadConfig); None while its
+        Secret has not been read yet. A Secret is read once and then watched (:meth:`_watch_secret`), as Kueue's
+        cluster reconciler is woken by a change of the MultiKueueCluster or of the Secret, not by every log move."""
         kc = cluster.spec.cluster_source.kube_config
-        if kc is None:
-            return b"", "ClusterProfile is not supported by kueue-es"
-        if kc.location_type == "Path":
+        name = cluster.metadata.name
+        if kc is None or kc.location_type == "Path":
+            await self._stop_secret(name)
+            if kc is None:
+                return b"", "ClusterProfile is not supported by kueue-es"
             return read_kubeconfig_file(kc.location)
-        try:
-            secret = msgspec.json.decode(await self.client.get(SECRETS, kc.location, config.namespace))
-        except NotFound:
-            return b"", f'secrets "{kc.location}" not found'
+        watched = self._secrets.get(name)
+        if watched is None or (watched.location, watched.namespace) != (kc.location, config.namespace):
+            await self._stop_secret(name)
+            watched = self._secrets[name] = KubeconfigSecret(kc.location, config.namespace)
+            watched.task = asyncio.create_task(self._watch_secret(watched), name=f"mk-secret-{name}")
+        return (watched.data, watched.error) if watched.read else None
+
+    async def _watch_secret(self, s: KubeconfigSecret) -> None:
+        """Read one worker's kubeconfig Secret, then follow it. Any failure to read it (a forbidden read, the
+        manager's apiserver unreachable) is that worker's bad config, retried, the other workers served meanwhile
+        (Kueue reports a client config it cannot load on its cluster and requeues it)."""
+        selector = f"metadata.name={s.location}"
+        while True:
+            try:
+                page = await self.client.list(SECRETS, field_selector=selector, namespace=s.namespace)
+                self._secret_seen(s, msgspec.json.decode(page.items[0]) if page.items else None)
+                rv = page.metadata.resource_version
+                while True:
+                    async for e in self.client.watch(SECRETS, rv, timeout_seconds=self.watch_timeout_s,
+                                                     field_selector=selector, namespace=s.namespace):
+                        obj = msgspec.json.decode(e.object)
+                        rv = (obj.get("metadata") or {}).get("resourceVersion", rv)
+                        if e.type != "BOOKMARK":
+                            self._secret_seen(s, None if e.type == "DELETED" else obj)
+            except asyncio.CancelledError:
+                raise
+            except Gone:
+                continue  # the watch fell behind: read it again
+            except Exception as exc:  # noqa: BLE001 - whatever kept the Secret from being read, it is a bad config
+                self._secret_read(s, b"", f'secrets "{s.location}": {exc or type(exc).__name__}')
+                await asyncio.sleep(self.retry_s)
+
+    def _secret_seen(self, s: KubeconfigSecret, secret: dict[str, Any] | None) -> None:
+        if secret is None:
+            self._secret_read(s, b"", f'secrets "{s.location}" not found')
+            return
         data = (secret.get("data") or {}).get(SECRETS_KEY)
         if not data:
-            return b"", f'key "{SECRETS_KEY}" not found in secret "{kc.location}"'
-        return base64.b64decode(data), ""
+            self._secret_read(s, b"", f'key "{SECRETS_KEY}" not found in secret "{s.location}"')
+            return
+        self._secret_read(s, base64.b64decode(data), "")
+
+    def _secret_read(self, s: KubeconfigSecret, data: bytes, error: str) -> None:
+        if s.read and (s.data, s.error) == (data, error):
+            return
+        s.read, s.data, s.error = True, data, error
+        self._wake.set()
+
+    async def _stop_secret(self, cluster: str) -> None:
+        watched = self._secrets.pop(cluster, None)
+        if watched is not None and watched.task is not None:
+            watched.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await watched.task
 
     async def _stop(self, w: Worker) -> None:
         if w.task is not None:

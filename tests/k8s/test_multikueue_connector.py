@@ -324,3 +324,167 @@ async def test_a_worker_jobset_this_manager_did_not_make_is_not_deleted_with_the
         "name": "gone", "namespace": "default", "ownerReferences": [{"kind": "JobSet", "name": "theirs"}]}}
     await mk.sync_copies("multikueue")
     assert worker.deleted == ["Workload:default/gone"]
+
+
+def _secret(name: str, kubeconfig: bytes, rv: str = "1") -> dict[str, Any]:
+    import base64
+
+    return {"metadata": {"name": name, "namespace": "kueue-system", "resourceVersion": rv},
+            "data": {"kubeconfig": base64.b64encode(kubeconfig).decode()}}
+
+
+class SecretsManager(RecordingManager):
+    """The manager's apiserver holding the workers' kubeconfig Secrets: every read of one (a get, or a list by
+    name) is counted; a Secret named in ``refuse`` cannot be read (a forbidden read); ``changes`` feeds the
+    Secrets' watch."""
+
+    def __init__(self, state, secrets: dict[str, dict[str, Any]], refuse: frozenset[str] = frozenset()) -> None:
+        super().__init__(state)
+        self.secrets, self.refuse = secrets, refuse
+        self.reads: list[str] = []
+        self.changes: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
+
+    def _read(self, name: str) -> dict[str, Any] | None:
+        self.reads.append(name)
+        if name in self.refuse:
+            raise Forbidden(f'secrets "{name}" is forbidden: User "kueue-es" cannot get resource "secrets"', 403)
+        return self.secrets.get(name)
+
+    async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
+        if resource.kind != "Secret":
+            return await super().get(resource, name, namespace)
+        secret = self._read(name)
+        if secret is None:
+            from connectors.k8s.errors import NotFound
+
+            raise NotFound(f'secrets "{name}" not found', 404)
+        return msgspec.json.encode(secret)
+
+    async def list(self, resource: Any, *, field_selector: str = "", namespace: str = "", **_: Any) -> Any:
+        from connectors.k8s.client import ListMeta, RawList
+
+        secret = self._read(field_selector.removeprefix("metadata.name="))
+        return RawList(metadata=ListMeta(resource_version="1"),
+                       items=[msgspec.Raw(msgspec.json.encode(secret))] if secret else [])
+
+    async def watch(self, resource: Any, rv: str, *, field_selector: str = "", **_: Any):
+        from connectors.k8s.client import WatchEvent
+
+        name = field_selector.removeprefix("metadata.name=")
+        while True:
+            kind, secret = await self.changes.get()
+            if secret["metadata"]["name"] != name:
+                await self.changes.put((kind, secret))
+                await asyncio.sleep(0)
+                continue
+            yield WatchEvent(type=kind, object=msgspec.Raw(msgspec.json.encode(secret)))
+
+
+class IdleWorker(WorkerClient):
+    """A worker reached, holding none of this origin's copies: its watches wait."""
+
+    async def list(self, resource: Any, **_: Any) -> Any:
+        from connectors.k8s.client import RawList
+
+        return RawList()
+
+    async def watch(self, resource: Any, rv: str, **_: Any):
+        await asyncio.Event().wait()
+        yield  # pragma: no cover
+
+    async def close(self) -> None:
+        return None
+
+
+def _built_clients(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """Worker clients built from any kubeconfig (recorded): an idle worker each."""
+    from connectors.k8s import multikueue
+
+    built: list[bytes] = []
+
+    async def client_from(kubeconfig: bytes) -> Any:
+        built.append(kubeconfig)
+        return IdleWorker()
+
+    monkeypatch.setattr(multikueue, "client_from", client_from)
+    return built
+
+
+async def _passes(mk: MultiKueueConnector, n: int) -> None:
+    """``n`` passes, each after the tasks they started ran."""
+    for _ in range(n):
+        await mk.sync()
+        for _ in range(5):
+            await asyncio.sleep(0)
+
+
+async def _close(mk: MultiKueueConnector) -> None:
+    """Stop the tasks the passes started (the workers' watches, the Secrets')."""
+    for w in mk.workers.values():
+        await mk._stop(w)
+    for name in sorted(getattr(mk, "_secrets", {})):
+        await mk._stop_secret(name)
+
+
+def _appending(mk: MultiKueueConnector) -> list[ev.AnyEvent]:
+    appended: list[ev.AnyEvent] = []
+
+    async def append(events: list[ev.AnyEvent]) -> None:
+        appended.extend(events)
+        for e in events:
+            mk.state.apply(ev.Record(mk.state.offset + 1, e))
+
+    mk.append = append
+    return appended
+
+
+@pytest.mark.asyncio
+async def test_a_secret_that_cannot_be_read_is_its_worker_s_bad_config_the_others_served(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kueue loads each MultiKueueCluster's client config apart: a Secret read refused (not merely missing) makes
+    that cluster's Active condition False with the error and is retried; the other worker connects and gets its
+    copies meanwhile."""
+    state = _state(tmp_path)
+    _built_clients(monkeypatch)
+    manager = SecretsManager(state, {"worker2-secret": _secret("worker2-secret", b"w2")},
+                             refuse=frozenset({"worker1-secret"}))
+    mk = _connector(state, {})
+    mk.client = manager  # type: ignore[assignment]
+    mk.retry_s = 3600
+    appended = _appending(mk)
+    try:
+        await _passes(mk, 3)
+    finally:
+        await _close(mk)
+    links = state.cluster_links
+    assert links["worker2"].connected and mk.workers["worker2"].connected
+    assert not links["worker1"].connected and links["worker1"].reason == "BadConfig"
+    assert "forbidden" in links["worker1"].message
+    assert [e.key for e in appended if isinstance(e, ev.MultiKueueClusterObserved)] == ["worker1"]
+    assert isinstance(mk.workers["worker2"].client, IdleWorker)
+    assert mk.workers["worker2"].client.created == ["Workload:default/job-a"]
+
+
+@pytest.mark.asyncio
+async def test_a_kubeconfig_secret_is_read_once_then_again_only_when_it_changes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kueue's cluster reconciler reads a worker's Secret when the MultiKueueCluster or the Secret changes (it
+    watches Secrets), not whenever anything else moves: passes read nothing new; a changed Secret rebuilds that
+    worker's client from the new kubeconfig."""
+    state = _state(tmp_path)
+    built = _built_clients(monkeypatch)
+    manager = SecretsManager(state, {"worker1-secret": _secret("worker1-secret", b"w1"),
+                                     "worker2-secret": _secret("worker2-secret", b"w2")})
+    mk = _connector(state, {})
+    mk.client = manager  # type: ignore[assignment]
+    _appending(mk)
+    try:
+        await _passes(mk, 4)
+        assert sorted(manager.reads) == ["worker1-secret", "worker2-secret"]
+        assert sorted(built) == [b"w1", b"w2"]
+        await manager.changes.put(("MODIFIED", _secret("worker1-secret", b"w1-rotated", rv="2")))
+        await _passes(mk, 2)
+    finally:
+        await _close(mk)
+    assert sorted(manager.reads) == ["worker1-secret", "worker2-secret"]
+    assert sorted(built) == [b"w1", b"w1-rotated", b"w2"]
