@@ -252,8 +252,10 @@ async def client_from(kubeconfig: bytes) -> KubeClient:
 
 class MultiKueueConnector:
     def __init__(self, client: KubeClient, journal: Journal, *, append: Any, retry_s: float = 1.0,
-                 watch_timeout_s: int = 300) -> None:
+                 watch_timeout_s: int = 300, absent_retry_s: float = 10.0) -> None:
         self.client = client
+        self.absent_retry_s = absent_retry_s
+        """How often a kind a worker does not serve (the JobSet CRD not installed there) is looked for again."""
         self.journal = journal
         self.state = journal.mirror.state
         self.append = append
@@ -421,13 +423,14 @@ class MultiKueueConnector:
 
     async def _watch_worker(self, w: Worker, origin: str) -> None:
         """List and watch the worker's Workloads and adapters' owners of this origin; mark it connected while that
-        works. A kind the worker does not serve (the JobSet CRD not installed there) is not watched on this
-        connection."""
+        works. A kind the worker does not serve (the JobSet CRD not installed there) is looked for again every
+        ``absent_retry_s`` and watched once served (Kueue lists it again on its next reconcile), the connection
+        kept."""
         selector = f"{ORIGIN_LABEL}={origin}"
         assert w.client is not None
         while True:
             try:
-                listed = {}
+                listed, absent = {}, []
                 for a in ADAPTERS.values():
                     w.owners.setdefault(a.resource.kind, {})
                 watched = [(WORKLOADS, w.workloads), *((a.resource, w.owners[a.resource.kind])
@@ -439,6 +442,7 @@ class MultiKueueConnector:
                         if r is WORKLOADS or not r.optional:
                             raise
                         watched.remove((r, cache))
+                        absent.append((r, cache))
                         continue
                     listed[r.kind] = page.metadata.resource_version
                     cache.clear()
@@ -447,14 +451,32 @@ class MultiKueueConnector:
                         cache[_key(obj)] = obj
                 w.connected, w.reason, w.message = True, "", ""
                 self._wake.set()
-                await asyncio.gather(*(self._follow(w, r, cache, listed[r.kind], selector)
-                                       for r, cache in watched))
+                await asyncio.gather(*(self._follow(w, r, cache, listed[r.kind], selector) for r, cache in watched),
+                                     *(self._follow_once_served(w, r, cache, selector) for r, cache in absent))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure to reach the worker is a lost connection
                 w.connected, w.reason, w.message = False, "ClientConnectionFailed", str(exc) or type(exc).__name__
                 self._wake.set()
                 await asyncio.sleep(self.retry_s)
+
+    async def _follow_once_served(self, w: Worker, r: Resource, cache: dict[str, dict[str, Any]],
+                                  selector: str) -> None:
+        """A kind the worker did not serve when connected: listed again until it is, then watched."""
+        assert w.client is not None
+        while True:
+            await asyncio.sleep(self.absent_retry_s)
+            try:
+                page = await w.client.list(r, label_selector=selector)
+            except NotFound:
+                continue
+            cache.clear()
+            for raw in page.items:
+                obj = msgspec.json.decode(raw)
+                cache[_key(obj)] = obj
+            log.info("MultiKueue worker now serves the kind", kind=r.kind, cluster=w.name)
+            self._wake.set()
+            await self._follow(w, r, cache, page.metadata.resource_version, selector)
 
     async def _follow(self, w: Worker, r: Any, cache: dict[str, dict[str, Any]], rv: str, selector: str) -> None:
         assert w.client is not None

@@ -4,6 +4,7 @@ where, and that one failed write does not hold back the others (Kueue reconciles
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -488,3 +489,60 @@ async def test_a_kubeconfig_secret_is_read_once_then_again_only_when_it_changes(
         await _close(mk)
     assert sorted(manager.reads) == ["worker1-secret", "worker2-secret"]
     assert sorted(built) == [b"w1", b"w1-rotated", b"w2"]
+
+
+class JobSetsLater(IdleWorker):
+    """A worker whose JobSet CRD is installed only after the connector connected: JobSets are not served until
+    ``served``; then ``events`` feeds their watch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.served = False
+        self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+    async def list(self, resource: Any, **_: Any) -> Any:
+        from connectors.k8s.client import RawList
+        from connectors.k8s.errors import NotFound
+
+        if resource.kind == "JobSet" and not self.served:
+            raise NotFound("the server could not find the requested resource", 404)
+        return RawList()
+
+    async def watch(self, resource: Any, rv: str, **_: Any):
+        from connectors.k8s.client import WatchEvent
+
+        if resource.kind != "JobSet":
+            await asyncio.Event().wait()
+        while True:
+            yield WatchEvent(type="MODIFIED", object=msgspec.Raw(msgspec.json.encode(await self.events.get())))
+
+
+@pytest.mark.asyncio
+async def test_a_jobset_crd_installed_on_a_worker_after_connecting_is_watched_without_a_reconnect(
+        tmp_path: Path) -> None:
+    """Kueue lists a worker's JobSets again on its next reconcile: a CRD installed there after the connector
+    connected gets its JobSet copies watched (their status mirrored) on the same connection."""
+    state = _state(tmp_path)
+    mk = _connector(state, {})
+    mk.absent_retry_s = 0.01
+    worker = JobSetsLater()
+    w = Worker("worker1", b"kubeconfig", client=worker)  # type: ignore[arg-type]
+    task = asyncio.create_task(mk._watch_worker(w, "multikueue"))
+    try:
+        for _ in range(20):
+            await asyncio.sleep(0.01)
+        assert w.connected and w.owners["JobSet"] == {}
+        worker.served = True
+        copy = {"metadata": {"name": "a", "namespace": "default", "resourceVersion": "7"},
+                "status": {"terminalState": "Completed"}}
+        await worker.events.put(copy)
+        for _ in range(50):
+            await asyncio.sleep(0.01)
+            if w.owners["JobSet"]:
+                break
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert w.connected
+    assert w.owners["JobSet"] == {"default/a": copy}
