@@ -164,7 +164,9 @@ async def test_a_workload_finished_on_its_worker_gets_the_job_final_status_befor
     manager.patches.clear()
     worker.job = {**done, "metadata": {"name": "a", "namespace": "default", "resourceVersion": "11", "labels": {}}}
     mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}}
+    mk.workers["worker1"].moved.add(KEY)  # as the worker's watch marks it
     await mk.sync_copies("multikueue")
+    assert worker.deleted[2:] == ["Workload:default/job-a"]
     assert manager.patches == []
 
 
@@ -311,7 +313,9 @@ async def test_a_jobset_finished_on_its_worker_gets_its_final_status_before_its_
     manager.patches.clear()
     worker.job = {**DONE_JOBSET, "metadata": {"name": "a", "namespace": "default", "resourceVersion": "11"}}
     mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}}
+    mk.workers["worker1"].moved.add(KEY)  # as the worker's watch marks it
     await mk.sync_copies("multikueue")
+    assert worker.deleted[2:] == ["Workload:default/job-a"]
     assert manager.patches == []
 
 
@@ -546,3 +550,47 @@ async def test_a_jobset_crd_installed_on_a_worker_after_connecting_is_watched_wi
             await task
     assert w.connected
     assert w.owners["JobSet"] == {"default/a": copy}
+
+
+@pytest.mark.asyncio
+async def test_a_log_move_looks_only_at_the_workloads_it_moved(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kueue reconciles a workload when it or one of its copies changes, not every workload with every worker on
+    any change: after a first pass over all of them, a pass looks only at what moved since (in the log, or on a
+    worker), counted by the workloads whose workers are worked out."""
+    from connectors.k8s import multikueue
+    from connectors.k8s.mirror import Mirror
+    from events import objects as o
+
+    state = _state(tmp_path)
+    for i in range(10):
+        other = o.Workload(metadata=o.ObjectMeta(name=f"other-{i}", namespace="default", uid=f"other-{i}"),
+                           spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(count=1)]))
+        state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=START, key=other.key, obj=other)))
+    mirror = Mirror(state)
+    mk = MultiKueueConnector(ManagerClient(state), SimpleNamespace(mirror=mirror), append=None)  # type: ignore[arg-type]
+    for name in ("worker1", "worker2"):
+        mk.workers[name] = Worker(name, b"kubeconfig", client=WorkerClient(), connected=True)  # type: ignore[arg-type]
+    looked_at: list[tuple[str, str]] = []
+    real = multikueue.desired_on
+
+    def desired_on(state, wl):
+        looked_at.append(wl.key)
+        return real(state, wl)
+
+    monkeypatch.setattr(multikueue, "desired_on", desired_on)
+
+    async def a_pass() -> set[str]:
+        looked_at.clear()
+        await mk.sync_copies("multikueue")  # the copies' part of a pass (its observations look at the same keys)
+        return set(looked_at)
+
+    assert len(await a_pass()) == 11, "the first pass looks at every workload"
+    assert await a_pass() == set(), "nothing moved"
+    wl = state.workloads[KEY]
+    mirror.apply_batch([ev.Record(state.offset + 1, ev.RemoteWorkloadObserved(
+        time=START, key=KEY, uid=wl.uid, cluster="worker1", conditions=[]))])
+    assert await a_pass() == {KEY}
+    mk.workers["worker2"].moved.add("default/other-3")  # its copy changed on worker2 (the watch's mark)
+    assert await a_pass() == {"default/other-3"}
+    assert await a_pass() == set()
