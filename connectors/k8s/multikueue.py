@@ -314,6 +314,7 @@ class MultiKueueConnector:
                     await self.sync()
                 except KubeError as exc:
                     self.stats.errors += 1
+                    self._all_moved = True  # what the failed pass took to look at is looked at again
                     log.warning("MultiKueue pass failed, will retry", error=str(exc))
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(self.retry_s):
@@ -388,8 +389,8 @@ class MultiKueueConnector:
         """The copies on every worker reached, of the workloads ``keys`` names (by default, what moved)."""
         keys = keys if keys is not None else self._pass_keys()
         for name, names in keys.by_worker.items():
-            w = self.workers[name]
-            if w.connected and w.client is not None:
+            w = self.workers.get(name)
+            if w is not None and w.connected and w.client is not None:
                 await self._sync_copies(w, origin, names)
 
     async def _sync_workers(self, config: SchedulerConfig) -> None:
