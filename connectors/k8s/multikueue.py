@@ -440,9 +440,10 @@ class MultiKueueConnector:
         return (watched.data, watched.error) if watched.read else None
 
     async def _watch_secret(self, s: KubeconfigSecret) -> None:
-        """Read one worker's kubeconfig Secret, then follow it. Any failure to read it (a forbidden read, the
+        """Read one worker's kubeconfig Secret, then follow it. A failure to read it (a forbidden read, the
         manager's apiserver unreachable) is that worker's bad config, retried, the other workers served meanwhile
-        (Kueue reports a client config it cannot load on its cluster and requeues it)."""
+        (Kueue reports a client config it cannot load on its cluster and requeues it); once read, a watch cut
+        keeps the kubeconfig in use while the Secret is read again."""
         selector = f"metadata.name={s.location}"
         while True:
             try:
@@ -461,7 +462,11 @@ class MultiKueueConnector:
             except Gone:
                 continue  # the watch fell behind: read it again
             except Exception as exc:  # noqa: BLE001 - whatever kept the Secret from being read, it is a bad config
-                self._secret_read(s, b"", f'secrets "{s.location}": {exc or type(exc).__name__}')
+                if not s.read or s.error:
+                    self._secret_read(s, b"", f'secrets "{s.location}": {exc or type(exc).__name__}')
+                else:  # a kubeconfig read before stays in use (Kueue reads it from its informer's cache)
+                    log.warning("MultiKueue kubeconfig Secret not followed, will retry", secret=s.location,
+                                error=str(exc))
                 await asyncio.sleep(self.retry_s)
 
     def _secret_seen(self, s: KubeconfigSecret, secret: dict[str, Any] | None) -> None:

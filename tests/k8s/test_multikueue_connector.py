@@ -347,6 +347,7 @@ class SecretsManager(RecordingManager):
         super().__init__(state)
         self.secrets, self.refuse = secrets, refuse
         self.reads: list[str] = []
+        self.cut = False
         self.changes: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
 
     def _read(self, name: str) -> dict[str, Any] | None:
@@ -376,6 +377,10 @@ class SecretsManager(RecordingManager):
         from connectors.k8s.client import WatchEvent
 
         name = field_selector.removeprefix("metadata.name=")
+        if self.cut:
+            from connectors.k8s.errors import Unavailable
+
+            raise Unavailable("watch /api/v1/namespaces/kueue-system/secrets: connection reset")
         while True:
             kind, secret = await self.changes.get()
             if secret["metadata"]["name"] != name:
@@ -594,3 +599,28 @@ async def test_a_log_move_looks_only_at_the_workloads_it_moved(tmp_path: Path,
     mk.workers["worker2"].moved.add("default/other-3")  # its copy changed on worker2 (the watch's mark)
     assert await a_pass() == {"default/other-3"}
     assert await a_pass() == set()
+
+
+@pytest.mark.asyncio
+async def test_a_cut_secret_watch_keeps_the_worker_on_the_kubeconfig_it_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kueue reads a Secret from its informer's cache, which a cut watch does not empty: the worker keeps its
+    client while the Secret is read again; it is not a bad config."""
+    state = _state(tmp_path)
+    built = _built_clients(monkeypatch)
+    manager = SecretsManager(state, {"worker1-secret": _secret("worker1-secret", b"w1"),
+                                     "worker2-secret": _secret("worker2-secret", b"w2")})
+    manager.cut = True
+    mk = _connector(state, {})
+    mk.client = manager  # type: ignore[assignment]
+    mk.retry_s = 0.001
+    _appending(mk)
+    try:
+        for _ in range(4):
+            await mk.sync()
+            await asyncio.sleep(0.01)
+    finally:
+        await _close(mk)
+    assert manager.reads.count("worker1-secret") > 1, "read again after the cut"
+    assert sorted(built) == [b"w1", b"w2"]
+    assert all(link.connected for link in state.cluster_links.values())
