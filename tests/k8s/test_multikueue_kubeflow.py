@@ -190,7 +190,7 @@ async def test_the_connector_reads_the_run_policy_managed_by(tmp_path: Path, man
     state = _owned_state(tmp_path, "kubeflow.org/v1", "PyTorchJob")
     settle(state, DEFAULT, now=START)
     mk = _connector(state, Manager(_pytorchjob(managed_by)), {})
-    assert [(e.key, e.managed_by) for e in await mk._observe_owners(START)] == [(KEY, managed_by or "")]
+    assert [(e.key, e.managed_by) for e in await mk._observe_owners(START, [KEY])] == [(KEY, managed_by or "")]
 
 
 def _running_on_worker1(tmp_path: Path):
@@ -220,6 +220,7 @@ async def test_the_worker_runs_the_copy_and_the_manager_job_shows_its_status_who
             "status": {"startTime": "t0", "conditions": [{"type": "Succeeded", "status": "True"}],
                        "replicaStatuses": {"Master": {"succeeded": 1}}}}
     mk.workers["worker1"].owners["PyTorchJob"]["default/a"] = done
+    mk.workers["worker1"].moved.add(KEY)  # as the worker's watch marks it
     await mk.sync_copies("multikueue")
     assert manager.patches[-1] == {"status": {
         "lastReconcileTime": None, "startTime": "t0", "conditions": [{"type": "Succeeded", "status": "True"}],

@@ -320,6 +320,7 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert await ok("patch", "kueue.x-k8s.io", "admissionchecks", "", "status")
         assert await ok("patch", "kueue.x-k8s.io", "multikueueclusters", "", "status")  # their Active condition
         assert await ok("get", "", "secrets", ns_name)  # MultiKueue workers' kubeconfigs, in its own namespace only
+        assert await ok("watch", "", "secrets", ns_name)  # each read once, then watched
         assert await ok("create", "", "events", "team-a")  # Kueue's Events: decisions carried out, Job actions
         # the visibility API: its APIServices, and the Service and endpoints routing them to the leader
         apiservices = ("apiregistration.k8s.io", "apiservices")
@@ -342,7 +343,7 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert not await ok("create", "batch", "jobs", "team-a")
         assert not await ok("update", "kueue.x-k8s.io", "clusterqueues")
         assert not await ok("get", "", "secrets", "team-a")
-        assert not await ok("list", "", "secrets", ns_name)
+        assert not await ok("list", "", "secrets", "team-a")
         assert not await ok("delete", "admissionregistration.k8s.io", "mutatingwebhookconfigurations")
         assert not await ok("update", "coordination.k8s.io", "leases", "kube-system")
         assert not await ok("create", "", "pods", "team-a")

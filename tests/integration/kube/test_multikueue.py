@@ -9,7 +9,8 @@ Job's copy then runs on the worker, on that copy. The test plays the worker's jo
 there: the manager's Job shows the worker's status and its Workload finishes with the worker's reason (from the
 worker's Workload or the mirrored Job, whichever reaches the manager's log first), and the copies on the worker are
 deleted. Along the way the MultiKueueCluster and the check show Kueue's Active
-conditions.
+conditions. A JobSet CRD installed on the worker only once the manager is connected gets the worker's JobSets
+watched without a reconnect.
 """
 
 from __future__ import annotations
@@ -476,3 +477,58 @@ async def test_a_pytorchjob_is_dispatched_to_the_worker_and_finishes_there(kube_
             assert _cond(wl, "Evicted")["message"] == (
                 f'The workload is deactivated due to AdmissionCheck in Rejected state: "{check}" (The owner is not '
                 'managed by Kueue: Expecting spec.managedBy to be "kueue.x-k8s.io/multikueue" not "")')
+
+
+@pytest.mark.asyncio
+async def test_a_jobset_crd_installed_on_the_worker_after_connecting_is_watched_there(kube_apiserver, worker_apiserver,
+                                                                                     tmp_path) -> None:
+    """Kueue lists a worker's JobSets again on its next reconcile: the JobSet CRD installed on the worker once the
+    manager is connected, a JobSet dispatched there has its copy's status mirrored back while it runs (only a
+    watch of the worker's JobSets shows it), with no reconnect."""
+    config = load_config({"integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]}})
+    async with await connect(kube_apiserver) as kc, await connect(worker_apiserver) as wc:
+        await crds.install(kc, docs=[*crds.all_crds(), crds.jobset_crd()])
+        await crds.install(wc)
+        jobset_crd = crds.jobset_crd()["metadata"]["name"]
+        with contextlib.suppress(NotFound):  # an earlier test's, on the module's worker
+            await wc.delete(crds.CRD_RESOURCE, jobset_crd)
+
+        async def crd_gone() -> bool:
+            try:
+                await wc.get(crds.CRD_RESOURCE, jobset_crd)
+            except NotFound:
+                return True
+            return False
+
+        await eventually(crd_gone, timeout=60, what="the worker's JobSet CRD to be gone")
+        sfx = secrets.token_hex(3)
+        ns, _, worker, _ = await _manager_queues(kc, worker_apiserver, sfx)
+        await _worker_queues(wc, ns, sfx)
+        async with kueue_es(wc, tmp_path / "worker-log"), kueue_es(kc, tmp_path / "manager-log", config=config):
+            async def cluster_active() -> bool:
+                return _true(await get(kc, "MultiKueueCluster", worker), "Active")
+
+            await eventually(cluster_active, what="the MultiKueueCluster to be Active")
+            await crds.install(wc, docs=[crds.jobset_crd()])
+
+            handed = msgspec.json.decode(await kc.create(JOBSETS, _jobset(ns, "late-js", "kueue.x-k8s.io/multikueue"),
+                                                         ns))
+            wl_name = jobset_workload_name("late-js", handed["metadata"]["uid"])
+
+            async def copied() -> dict[str, Any] | None:
+                with contextlib.suppress(NotFound):
+                    return msgspec.json.decode(await wc.get(JOBSETS, "late-js", ns))
+                return None
+
+            await eventually(copied, timeout=60, what="the JobSet's copy on the worker")
+            wl = await get(kc, "Workload", wl_name, ns)
+            assert wl["status"]["clusterName"] == worker
+            running = [{"name": "workers", "active": 2, "ready": 2}]
+            await wc.patch(JOBSETS, "late-js", {"status": {"replicatedJobsStatus": running}}, ns,
+                           subresource="status")
+
+            async def mirrored() -> dict[str, Any] | None:
+                js = msgspec.json.decode(await kc.get(JOBSETS, "late-js", ns))
+                return js if (js.get("status") or {}).get("replicatedJobsStatus") == running else None
+
+            await eventually(mirrored, timeout=60, what="the manager's JobSet to show its running copy's status")
