@@ -58,6 +58,17 @@ class ObjectMeta(View):
     finalizers: list[str] = []
 
 
+class NamespacedView(View):
+    """Base of a connector's view of a namespaced object it lists and watches itself (a JobSet, a RayJob, ...):
+    keyed ``<namespace>/<name>``, the namespace always written (unlike :attr:`KObject.key`)."""
+
+    metadata: ObjectMeta
+
+    @property
+    def key(self) -> str:
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+
 class Toleration(View):
     key: str = ""
     operator: str = ""

@@ -50,7 +50,6 @@ from connectors.k8s import podsetinfo, workload_names
 from connectors.k8s.jobset import BadPodSets
 from connectors.k8s.raycluster import first_priority_class, infos_for, merge_diff, workload
 from connectors.k8s.resources import APPWRAPPERS
-from connectors.k8s.workload_names import owner_workload_name
 from events import objects as o
 from events.errors import InvalidInput
 from kueue_es.scheduler.config import KeysToCopy
@@ -82,31 +81,15 @@ class AppWrapperStatus(o.View):
     component_status: list[dict[str, Any]] = []
 
 
-class AppWrapper(o.View):
+class AppWrapper(o.NamespacedView):
     """What the integration reads of an AppWrapper."""
 
-    metadata: o.ObjectMeta
     spec: AppWrapperSpec = AppWrapperSpec()
     status: AppWrapperStatus = AppWrapperStatus()
 
-    @property
-    def key(self) -> str:
-        return f"{self.metadata.namespace}/{self.metadata.name}"
 
-
-def workload_name(name: str, uid: str, short: bool = False) -> str:
-    """Kueue's name for an AppWrapper's Workload; ``short``: its ``ShortWorkloadNames`` gate."""
-    return owner_workload_name(KIND, APPWRAPPERS.group, name, uid, short=short)
-
-
-def controller_ref(name: str, uid: str) -> dict[str, Any]:
-    """The controller ownerReference of an AppWrapper's Workload."""
-    return workload_names.controller_ref(APPWRAPPERS, name, uid)
-
-
-def owner_of(obs: o.Workload) -> tuple[str, str] | None:
-    """``(name, uid)`` of the AppWrapper that controls Workload ``obs`` (None: none does)."""
-    return workload_names.controlled_by(obs, APPWRAPPERS)
+NAMES = workload_names.KindNames(APPWRAPPERS)
+workload_name, controller_ref, owner_of = NAMES.workload_name, NAMES.controller_ref, NAMES.owner_of
 
 
 # --- paths into a component's template ------------------------------------------------------------------------------

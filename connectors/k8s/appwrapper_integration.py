@@ -42,6 +42,3 @@ class AppWrapperIntegration(WatchedJobIntegration[aw.AppWrapper]):
 
     def framework_on(self, config: SchedulerConfig) -> bool:
         return config.manages_appwrappers
-
-    def pod_priority_class(self, job: aw.AppWrapper) -> str | None:
-        return aw.priority_class(job)

@@ -140,8 +140,10 @@ class KubeClient:
 
     # --- list and watch ------------------------------------------------------------------------------------
 
-    async def list(self, resource: Resource, *, label_selector: str = "", field_selector: str = "") -> RawList:
-        """Every object of ``resource`` (all namespaces), page by page, as one consistent snapshot."""
+    async def list(self, resource: Resource, *, label_selector: str = "", field_selector: str = "",
+                   namespace: str = "") -> RawList:
+        """Every object of ``resource`` (all namespaces, or ``namespace``'s), page by page, as one consistent
+        snapshot."""
         items: list[msgspec.Raw] = []
         token = ""
         rv = ""
@@ -153,7 +155,7 @@ class KubeClient:
                 query.append(("labelSelector", label_selector))
             if field_selector:
                 query.append(("fieldSelector", field_selector))
-            page = _list_decoder.decode(await self.request("GET", resource.collection_path(), query=query))
+            page = _list_decoder.decode(await self.request("GET", resource.collection_path(namespace), query=query))
             items.extend(page.items)
             rv = rv or page.metadata.resource_version
             token = page.metadata.continue_
@@ -162,7 +164,8 @@ class KubeClient:
 
     async def watch(self, resource: Resource, resource_version: str, *, timeout_seconds: int = 300,
                     bookmarks: bool = True, on_open: Callable[[], None] | None = None,
-                    field_selector: str = "", label_selector: str = "") -> AsyncIterator[WatchEvent]:
+                    field_selector: str = "", label_selector: str = "", namespace: str = ""
+                    ) -> AsyncIterator[WatchEvent]:
         """Watch events after ``resource_version`` until the server ends the stream (``timeout_seconds``).
 
         ERROR events are turned into errors (410 Gone → :class:`connectors.k8s.errors.Gone`); a cut
@@ -176,7 +179,7 @@ class KubeClient:
             query.append(("fieldSelector", field_selector))
         if label_selector:
             query.append(("labelSelector", label_selector))
-        path = resource.collection_path()
+        path = resource.collection_path(namespace)
         timeout = aiohttp.ClientTimeout(sock_connect=REQUEST_TIMEOUT_S, sock_read=timeout_seconds + 30)
         resp = await self._send("GET", path, query=query, body=None, content_type="application/json",
                                 timeout=timeout)

@@ -69,6 +69,8 @@ class Kind(msgspec.Struct, frozen=True):
     own_controller: str | None = None
     """A kind MultiKueue runs on workers: the ``spec.managedBy`` its own controller goes by, which a queue behind a
     MultiKueue check replaces with MultiKueue's as no managedBy does (None: no MultiKueue adapter)."""
+    managed_by_at: tuple[str, ...] = ("spec", "managedBy")
+    """The keys down to the kind's managedBy (``spec.runPolicy.managedBy`` for the Kubeflow kinds)."""
 
 
 class FrameworkWebhooks(msgspec.Struct, frozen=True):
@@ -114,29 +116,37 @@ def _labels(obj: Mapping[str, Any]) -> dict[str, str]:
     return labels if isinstance(labels, dict) else {}
 
 
+def value_at(obj: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    """The value down ``keys`` (None where a map on the way is missing)."""
+    value: Any = obj
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
 def suspended(obj: Mapping[str, Any], suspend_at: tuple[str, ...]) -> bool:
     """Whether the flag at ``suspend_at`` is ``true``."""
-    value: Any = obj
-    for key in suspend_at:
-        value = value.get(key) if isinstance(value, dict) else None
-    return value is True
+    return value_at(obj, suspend_at) is True
+
+
+def set_op(obj: Mapping[str, Any], at: tuple[str, ...], wanted: Any) -> dict[str, Any]:
+    """The JSON patch operation setting the value at ``at`` to ``wanted``, adding the maps missing on the way."""
+    node: Any = obj
+    for depth, key in enumerate(at[:-1]):
+        child = node.get(key)
+        if not isinstance(child, dict):
+            value: Any = wanted
+            for inner in reversed(at[depth + 1:]):
+                value = {inner: value}
+            return {"op": "add", "path": "/" + "/".join(at[:depth + 1]), "value": value}
+        node = child
+    return {"op": "add", "path": "/" + "/".join(at), "value": wanted}
 
 
 def suspend_op(obj: Mapping[str, Any], suspend_at: tuple[str, ...]) -> dict[str, Any] | None:
     """The JSON patch operation setting the flag at ``suspend_at`` to ``true`` (adding the maps missing on the
     way), or None when it is already."""
-    if suspended(obj, suspend_at):
-        return None
-    node: Any = obj
-    for depth, key in enumerate(suspend_at[:-1]):
-        child = node.get(key)
-        if not isinstance(child, dict):
-            value: Any = True
-            for inner in reversed(suspend_at[depth + 1:]):
-                value = {inner: value}
-            return {"op": "add", "path": "/" + "/".join(suspend_at[:depth + 1]), "value": value}
-        node = child
-    return {"op": "add", "path": "/" + "/".join(suspend_at), "value": True}
+    return None if suspended(obj, suspend_at) else set_op(obj, suspend_at, True)
 
 
 def default_patch(obj: Mapping[str, Any], suspend_at: tuple[str, ...], *, default_queue: bool,
@@ -208,8 +218,22 @@ async def defaults(obj: dict[str, Any], namespace: str, kind: Kind, settings: Fr
                         suspend=suspend)
     queue = labels.get(QUEUE_LABEL) or (DEFAULT_QUEUE if default_queue else "")
     if multikueue is not None and queue and await _handed_to_multikueue(obj, namespace, queue, kind, multikueue):
-        ops.append({"op": "add", "path": "/spec/managedBy", "value": MULTIKUEUE_MANAGER})
+        # set on the object as suspended, the suspension having perhaps added the map it goes in
+        suspended_obj = _suspended_copy(obj, kind.suspend_at) if suspend else obj
+        ops.append(set_op(suspended_obj, kind.managed_by_at, MULTIKUEUE_MANAGER))
     return ops + kind.kind_defaults(obj, settings.feature_gates) if kind.kind_defaults is not None else ops
+
+
+def _suspended_copy(obj: Mapping[str, Any], suspend_at: tuple[str, ...]) -> dict[str, Any]:
+    """``obj`` as the suspension leaves it: its suspend flag set, the maps on the way added (the rest shared)."""
+    out = dict(obj)
+    node = out
+    for key in suspend_at[:-1]:
+        child = node.get(key)
+        node[key] = dict(child) if isinstance(child, dict) else {}
+        node = node[key]
+    node[suspend_at[-1]] = True
+    return out
 
 
 async def _handed_to_multikueue(obj: Mapping[str, Any], namespace: str, queue: str, kind: Kind,
@@ -218,8 +242,7 @@ async def _handed_to_multikueue(obj: Mapping[str, Any], namespace: str, queue: s
     it names no manager but its own controller (whatever its ancestry, unlike a Job)."""
     if kind.own_controller is None or not namespace:
         return False
-    spec = obj.get("spec")
-    managed_by = spec.get("managedBy") if isinstance(spec, dict) else None
+    managed_by = value_at(obj, kind.managed_by_at)
     return managed_by in (None, kind.own_controller) and await multikueue(namespace, queue)
 
 

@@ -38,7 +38,6 @@ from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.job_priority import workload_priority
 from connectors.k8s.jobs import COMPLETION_INDEX, max_execution_seconds, topology_request
 from connectors.k8s.resources import JOB_UID_LABEL, JOBSETS, KUEUE_GROUP, KUEUE_VERSION
-from connectors.k8s.workload_names import owner_workload_name
 from events import objects as o
 from kueue_es.scheduler.config import KeysToCopy
 from projections import gates
@@ -81,31 +80,15 @@ class JobSetStatus(o.View):
     replicated_jobs_status: list[ReplicatedJobStatus] = []
 
 
-class JobSet(o.View):
+class JobSet(o.NamespacedView):
     """What the integration reads of a JobSet; the Workload's templates are built from the JobSet as stored."""
 
-    metadata: o.ObjectMeta
     spec: JobSetSpec = JobSetSpec()
     status: JobSetStatus = JobSetStatus()
 
-    @property
-    def key(self) -> str:
-        return f"{self.metadata.namespace}/{self.metadata.name}"
 
-
-def workload_name(name: str, uid: str, short: bool = False) -> str:
-    """Kueue's name for a JobSet's Workload; ``short``: its ``ShortWorkloadNames`` gate."""
-    return owner_workload_name(KIND, JOBSETS.group, name, uid, short=short)
-
-
-def controller_ref(name: str, uid: str) -> dict[str, Any]:
-    """The controller ownerReference of a JobSet's Workload."""
-    return workload_names.controller_ref(JOBSETS, name, uid)
-
-
-def owner_of(obs: o.Workload) -> tuple[str, str] | None:
-    """``(name, uid)`` of the JobSet that controls Workload ``obs`` (None: no JobSet does)."""
-    return workload_names.controlled_by(obs, JOBSETS)
+NAMES = workload_names.KindNames(JOBSETS)
+workload_name, controller_ref, owner_of = NAMES.workload_name, NAMES.controller_ref, NAMES.owner_of
 
 
 # --- the Workload ---------------------------------------------------------------------------------------------

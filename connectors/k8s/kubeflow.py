@@ -53,17 +53,14 @@ def _view(kind: str, specs_field: str) -> type:
         "run_policy": RunPolicy(), "replica_specs": msgspec.field(default_factory=dict, name=specs_field),
         "suspend": property(_suspend)})
 
-    def key(self: Any) -> str:
-        return f"{self.metadata.namespace}/{self.metadata.name}"
-
-    return view_type(kind, (o.View,), {
-        "__annotations__": {"metadata": o.ObjectMeta, "spec": spec, "status": MPIJobStatus},
-        "spec": spec(), "status": MPIJobStatus(), "key": property(key)})
+    return view_type(kind, (o.NamespacedView,), {
+        "__annotations__": {"spec": spec, "status": MPIJobStatus}, "spec": spec(), "status": MPIJobStatus()})
 
 
 @dataclass(frozen=True)
-class TrainingKind:
-    """One training-operator kind and Kueue's decisions about its jobs (module docstring)."""
+class TrainingKind(workload_names.NamedByResource):
+    """One training-operator kind and Kueue's decisions about its jobs (module docstring); its names (``workload_name``,
+    ``controller_ref``, ``owner_of``) come from its :attr:`resource`."""
 
     KIND: str
     specs_field: str
@@ -81,19 +78,6 @@ class TrainingKind:
     @property
     def resource(self) -> Resource:
         return KUBEFLOW_JOBS[self.KIND]
-
-    # --- names --------------------------------------------------------------------------------------------------
-
-    def workload_name(self, name: str, uid: str, short: bool = False) -> str:
-        """Kueue's name for a job's Workload; ``short``: its ``ShortWorkloadNames`` gate."""
-        return workload_names.owner_workload_name(self.KIND, self.resource.group, name, uid, short=short)
-
-    def controller_ref(self, name: str, uid: str) -> dict[str, Any]:
-        return workload_names.controller_ref(self.resource, name, uid)
-
-    def owner_of(self, obs: o.Workload) -> tuple[str, str] | None:
-        """``(name, uid)`` of the job of this kind that controls Workload ``obs`` (None: none does)."""
-        return workload_names.controlled_by(obs, self.resource)
 
     # --- the Workload -------------------------------------------------------------------------------------------
 

@@ -37,9 +37,6 @@ class KubeflowJobIntegration(WatchedJobIntegration[Any]):
     def framework_on(self, config: SchedulerConfig) -> bool:
         return config.manages_kubeflow(self.KIND)
 
-    def pod_priority_class(self, job: Any) -> str | None:
-        return self.K.priority_class(job)
-
     def suspend_spec(self) -> dict[str, Any]:
         return {"runPolicy": {"suspend": True}}
 

@@ -11,9 +11,15 @@ rules (with the MPIJob's admission-gate rule: gates only removed), then the crea
 TAS annotations are checked at ``spec.<replicaSpecs>[<type>].template.metadata.annotations`` (Kueue's path; for the
 replica types Kueue makes pod sets of), in the order of those paths, a slice no larger than ``replicas`` (default 1).
 
+Under the ``MultiKueue`` gate, a job whose queue (given or defaulted) is a LocalQueue whose ClusterQueue has a
+MultiKueue check, and whose ``spec.runPolicy.managedBy`` is unset or the training operator's own
+(``kubeflow.org/training-operator``), gets ``spec.runPolicy.managedBy: kueue.x-k8s.io/multikueue`` after the
+suspension (Kueue's ``CanDefaultManagedBy`` of a Kubeflow job): MultiKueue runs it on a worker
+(:mod:`connectors.k8s.multikueue`), whatever its ancestry.
+
 Registered and failing as the MPIJob webhooks (:mod:`connectors.k8s.mpijob_webhook`): whatever the Configuration
 says, answering every review unchanged while the kind's integration is off (``failurePolicy: Ignore``), ``Fail``
-while it is on. Not done, unlike Kueue: ``spec.runPolicy.managedBy`` defaulted for MultiKueue.
+while it is on.
 """
 
 from __future__ import annotations
@@ -30,6 +36,9 @@ from kueue_es.scheduler.config import SchedulerConfig
 from projections import gates
 
 SUSPEND_AT = ("spec", "runPolicy", "suspend")
+MANAGED_BY_AT = ("spec", "runPolicy", "managedBy")
+TRAINING_OPERATOR = "kubeflow.org/training-operator"
+"""The training operator's own ``spec.runPolicy.managedBy``: Kueue replaces it with MultiKueue's as it does none."""
 
 
 class KubeflowWebhooks(FrameworkWebhooks, frozen=True):
@@ -91,7 +100,8 @@ def webhook_kind(training: TrainingKind) -> framework_webhook.Kind:
     noun = training.KIND.lower()
     return framework_webhook.Kind(
         training.resource, f"/mutate-kubeflow-org-v1-{noun}", f"m{noun}.kb.io", f"/validate-kubeflow-org-v1-{noun}",
-        f"v{noun}.kb.io", SUSPEND_AT, partial(create_errors, training), partial(update_errors, training))
+        f"v{noun}.kb.io", SUSPEND_AT, partial(create_errors, training), partial(update_errors, training),
+        own_controller=TRAINING_OPERATOR, managed_by_at=MANAGED_BY_AT)
 
 
 WEBHOOK_KINDS = {name: webhook_kind(training) for name, training in KINDS.items()}
@@ -104,13 +114,16 @@ PATHS = tuple(p for k in WEBHOOK_KINDS.values() for p in (k.mutating_path, k.val
 
 def reviewers(config: SchedulerConfig, namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,
               has_default_priority_class: HasDefaultPriorityClass | None = None,
-              managed_ancestry: child_jobs.ManagedAncestry | None = None) -> dict[str, Reviewer]:
+              managed_ancestry: child_jobs.ManagedAncestry | None = None,
+              multikueue: framework_webhook.HasMultiKueueCheck | None = None) -> dict[str, Reviewer]:
     """Path -> the review that answers it, for every kind: both webhooks, or, the kind's integration off, reviews
-    that allow every job as it is (``managed_ancestry``: :func:`connectors.k8s.framework_webhook.reviewers`)."""
+    that allow every job as it is (``managed_ancestry``, ``multikueue``:
+    :func:`connectors.k8s.framework_webhook.reviewers`)."""
     out: dict[str, Reviewer] = {}
     for name, kind in WEBHOOK_KINDS.items():
         out.update(framework_webhook.reviewers(kind, KubeflowWebhooks.of(config, name), namespace_labels,
-                                               has_default_queue, has_default_priority_class, managed_ancestry))
+                                               has_default_queue, has_default_priority_class, managed_ancestry,
+                                               multikueue))
     return out
 
 

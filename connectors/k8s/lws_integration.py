@@ -68,17 +68,12 @@ SET_PREFIX, POD_PREFIX = "lws/", "pod/"
 """The work keys: a LeaderWorkerSet's, a pod's."""
 
 
-class LeaderWorkerSet(o.View):
+class LeaderWorkerSet(o.NamespacedView):
     """A LeaderWorkerSet as listed: its metadata, spec and status kept as read (the Workloads are built from
     them)."""
 
-    metadata: o.ObjectMeta
     spec: dict[str, Any] = {}
     status: dict[str, Any] = {}
-
-    @property
-    def key(self) -> str:
-        return f"{self.metadata.namespace}/{self.metadata.name}"
 
     def raw(self) -> dict[str, Any]:
         return {"metadata": msgspec.to_builtins(self.metadata), "spec": self.spec, "status": self.status}
@@ -88,15 +83,10 @@ class _PodStatus(o.View):
     phase: str = ""
 
 
-class SetPod(o.View):
+class SetPod(o.NamespacedView):
     """What is read of a pod of a LeaderWorkerSet."""
 
-    metadata: o.ObjectMeta
     status: _PodStatus = _PodStatus()
-
-    @property
-    def key(self) -> str:
-        return f"{self.metadata.namespace}/{self.metadata.name}"
 
 
 @dataclass

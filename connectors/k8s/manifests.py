@@ -217,8 +217,9 @@ def rbac(namespace: str = DEFAULT_NAMESPACE, name: str = DEFAULT_NAME) -> list[d
                    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
                    {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [WEBHOOK_SECRET],
                     "verbs": ["get"]},
-                   # MultiKueue workers' kubeconfigs: Secrets in Kueue's namespace, named by MultiKueueClusters
-                   {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
+                   # MultiKueue workers' kubeconfigs: Secrets in Kueue's namespace, named by MultiKueueClusters,
+                   # each read and then watched
+                   {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]},
                    {"apiGroups": ["", ENDPOINT_SLICES.group],
                     "resources": [SERVICES.plural, ENDPOINTS.plural, ENDPOINT_SLICES.plural], "verbs": ["create"]},
                    {"apiGroups": ["", ENDPOINT_SLICES.group],

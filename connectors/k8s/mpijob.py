@@ -41,7 +41,6 @@ from connectors.k8s.job_priority import workload_priority
 from connectors.k8s.jobs import max_execution_seconds, topology_request
 from connectors.k8s.jobset import BadPodSets, recorded_info, workload_annotations, write_template
 from connectors.k8s.resources import JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION, MPIJOBS
-from connectors.k8s.workload_names import owner_workload_name
 from events import objects as o
 from kueue_es.scheduler.config import KeysToCopy
 from projections.cluster import ClusterState
@@ -91,31 +90,15 @@ class MPIJobStatus(o.View):
     replica_statuses: dict[str, ReplicaStatus] = {}
 
 
-class MPIJob(o.View):
+class MPIJob(o.NamespacedView):
     """What the integration reads of an MPIJob; the Workload's templates are built from the MPIJob as stored."""
 
-    metadata: o.ObjectMeta
     spec: MPIJobSpec = MPIJobSpec()
     status: MPIJobStatus = MPIJobStatus()
 
-    @property
-    def key(self) -> str:
-        return f"{self.metadata.namespace}/{self.metadata.name}"
 
-
-def workload_name(name: str, uid: str, short: bool = False) -> str:
-    """Kueue's name for an MPIJob's Workload; ``short``: its ``ShortWorkloadNames`` gate."""
-    return owner_workload_name(KIND, MPIJOBS.group, name, uid, short=short)
-
-
-def controller_ref(name: str, uid: str) -> dict[str, Any]:
-    """The controller ownerReference of an MPIJob's Workload."""
-    return workload_names.controller_ref(MPIJOBS, name, uid)
-
-
-def owner_of(obs: o.Workload) -> tuple[str, str] | None:
-    """``(name, uid)`` of the MPIJob that controls Workload ``obs`` (None: no MPIJob does)."""
-    return workload_names.controlled_by(obs, MPIJOBS)
+NAMES = workload_names.KindNames(MPIJOBS)
+workload_name, controller_ref, owner_of = NAMES.workload_name, NAMES.controller_ref, NAMES.owner_of
 
 
 # --- the Workload ---------------------------------------------------------------------------------------------

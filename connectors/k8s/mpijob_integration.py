@@ -53,8 +53,5 @@ class MPIJobIntegration(WatchedJobIntegration[mj.MPIJob]):
     def framework_on(self, config: SchedulerConfig) -> bool:
         return config.manages_mpijobs
 
-    def pod_priority_class(self, job: mj.MPIJob) -> str | None:
-        return mj.priority_class(job)
-
     def suspend_spec(self) -> dict[str, Any]:
         return {"runPolicy": {"suspend": True}}

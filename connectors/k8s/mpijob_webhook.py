@@ -22,10 +22,14 @@ group (``kueue.x-k8s.io/podset-group-name``: the group ranks the two together). 
 Worker pod set's pods, which the Workload's pod set template and so the pods carry it, rank from 1: the topology
 ungater takes the offset off their index (:mod:`connectors.k8s.ungating`).
 
+Under the ``MultiKueue`` gate, an MPIJob whose queue (given or defaulted) is a LocalQueue whose ClusterQueue has a
+MultiKueue check, and whose ``spec.runPolicy.managedBy`` is unset or the MPI operator's own
+(``kubeflow.org/mpi-operator``), gets ``spec.runPolicy.managedBy: kueue.x-k8s.io/multikueue`` after the suspension:
+MultiKueue runs it on a worker (:mod:`connectors.k8s.multikueue`), whatever its ancestry.
+
 Registered and failing as the JobSet webhooks (:mod:`connectors.k8s.jobset_webhook`): whatever the Configuration
 says, answering every review unchanged while the integration is off (``failurePolicy: Ignore``), ``Fail`` while it is
-on. Not done, unlike Kueue: ``spec.runPolicy.managedBy`` defaulted for MultiKueue (kueue-es runs no MultiKueue), and
-newer Kueue's update rule that the Worker's offset stays what this defaulting sets.
+on. Not done, unlike Kueue: newer Kueue's update rule that the Worker's offset stays what this defaulting sets.
 """
 
 from __future__ import annotations
@@ -130,8 +134,11 @@ def worker_offset_ops(mpijob: Mapping[str, Any], feature_gates: Mapping[str, boo
                    {POD_INDEX_OFFSET: "1"})
 
 
+MPI_OPERATOR = "kubeflow.org/mpi-operator"
+"""The MPI operator's own ``spec.runPolicy.managedBy``: Kueue replaces it with MultiKueue's as it does none."""
 KIND = framework_webhook.Kind(MPIJOBS, MUTATING_PATH, MUTATING_NAME, VALIDATING_PATH, VALIDATING_NAME, SUSPEND_AT,
-                              create_errors, update_errors, worker_offset_ops)
+                              create_errors, update_errors, worker_offset_ops, own_controller=MPI_OPERATOR,
+                              managed_by_at=("spec", "runPolicy", "managedBy"))
 
 
 # --- serving and registering ------------------------------------------------------------------------------------
@@ -139,8 +146,9 @@ KIND = framework_webhook.Kind(MPIJOBS, MUTATING_PATH, MUTATING_NAME, VALIDATING_
 
 def reviewers(settings: FrameworkWebhooks, namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,
               has_default_priority_class: HasDefaultPriorityClass | None = None,
-              managed_ancestry: child_jobs.ManagedAncestry | None = None) -> dict[str, Reviewer]:
+              managed_ancestry: child_jobs.ManagedAncestry | None = None,
+              multikueue: framework_webhook.HasMultiKueueCheck | None = None) -> dict[str, Reviewer]:
     """Path -> the review that answers it: both webhooks, or, the integration off, reviews that allow every MPIJob
-    as it is (``managed_ancestry``: :func:`connectors.k8s.framework_webhook.reviewers`)."""
+    as it is (``managed_ancestry``, ``multikueue``: :func:`connectors.k8s.framework_webhook.reviewers`)."""
     return framework_webhook.reviewers(KIND, settings, namespace_labels, has_default_queue,
-                                       has_default_priority_class, managed_ancestry)
+                                       has_default_priority_class, managed_ancestry, multikueue)

@@ -1,12 +1,14 @@
-"""MultiKueue on a manager: the worker clusters' side of Kueue's MultiKueue controllers (batch/v1 Jobs, JobSets,
-RayJobs, RayClusters, AppWrappers, TrainJobs).
+"""MultiKueue on a manager: the worker clusters' side of Kueue's MultiKueue controllers (its adapters' kinds:
+batch/v1 Jobs, JobSets, the Kubeflow training jobs, MPIJobs, RayJobs, RayClusters, AppWrappers, TrainJobs).
 
 Everything decided is decided by the pure side from the log (:mod:`kueue_es.scheduler.multikueue`: nominations,
 the worker that runs a workload, Retry, the local finish); this module only observes and applies:
 
 * **clients.** One client per MultiKueueCluster, built from its kubeconfig: the key ``kubeconfig`` of the Secret
-  ``spec.clusterSource.kubeConfig.location`` in Kueue's namespace (the Configuration's ``namespace``), or a file
-  for ``locationType: Path``; a ClusterProfile is not supported (``BadConfig``). Each worker's Workloads and Jobs
+  ``spec.clusterSource.kubeConfig.location`` in Kueue's namespace (the Configuration's ``namespace``), read once
+  and then watched (a worker's client is rebuilt when its Secret or MultiKueueCluster changes; a Secret that cannot
+  be read is that worker's ``BadConfig`` only), or a file for ``locationType: Path``; a ClusterProfile is not
+  supported (``BadConfig``). Each worker's Workloads and Jobs
   carrying ``kueue.x-k8s.io/multikueue-origin=<origin>`` are listed and watched; whether that works is appended
   as ``MultiKueueClusterObserved`` (connected, or ``BadConfig`` / ``ClientConnectionFailed`` with the error)
   whenever it changes, and the MultiKueueCluster's ``Active`` condition is written from the log
@@ -21,16 +23,20 @@ the worker that runs a workload, Retry, the local finish); this module only obse
   ``managedBy``, the selector and the generated labels dropped, suspended: the worker's Kueue runs it on the
   copied Workload). Every other copy this origin made is deleted (its Job first, then the Workload, its
   finalizers removed), which also collects the copies of Workloads gone from the manager. A JobSet
-  (:data:`ADAPTERS`, by owner kind) is copied as Kueue's JobSet adapter does (:func:`jobset_copy`), a RayJob,
-  RayCluster, AppWrapper or TrainJob as Kueue's adapters of those kinds do (:func:`suspended_copy`), and the
-  ``spec.managedBy`` of each read from the manager's apiserver and appended (``OwnerObserved``), as the log holds
-  none of them.
+  (:data:`ADAPTERS`, by owner kind) is copied as Kueue's JobSet adapter does (:func:`jobset_copy`), a Kubeflow
+  training job or MPIJob as Kueue's Kubeflow and MPIJob adapters do (:func:`run_policy_copy`), a RayJob,
+  RayCluster, AppWrapper or TrainJob as Kueue's adapters of those kinds do (:func:`suspended_copy`), and their
+  managedBy (``spec.managedBy``, ``spec.runPolicy.managedBy``) read from the manager's apiserver and appended
+  (``OwnerObserved``), as the log holds none of them.
 * **status.** Once the manager's Job has been started (its Workload admitted) its status follows the copy's on
-  the worker, written to the status subresource (Kueue's batch/v1 MultiKueue adapter); a JobSet's, RayJob's,
-  RayCluster's or AppWrapper's follows its copy's whenever that changes, a TrainJob's once the manager's TrainJob
-  has been started (Kueue's adapters of those kinds).
+  the worker, written to the status subresource (Kueue's batch/v1 MultiKueue adapter); a TrainJob's once the
+  manager's TrainJob has been started (Kueue's TrainJob adapter); any other owner's whenever its copy's changes
+  (Kueue's JobSet, Kubeflow, MPIJob, RayJob, RayCluster and AppWrapper adapters).
 
-Level-triggered: every move of the log and every change a worker's watch brings wakes one pass over all of it.
+Level-triggered: every move of the log and every change a worker's watch brings wakes a pass. A pass looks only at
+the workloads that moved since the last one (:class:`PassKeys`): those the log's records were about, and, per
+worker, those whose copies its watches showed changed or whose writes there failed; everything on the first pass,
+when an AdmissionCheck or the Configuration changes, and for a worker whose watches listed afresh.
 """
 
 from __future__ import annotations
@@ -53,13 +59,15 @@ from kubernetes_asyncio import client as kclient
 from kubernetes_asyncio import config as kconfig
 
 from connectors.k8s.client import KubeClient
-from connectors.k8s.errors import AlreadyExists, Conflict, KubeError, NotFound
+from connectors.k8s.errors import AlreadyExists, Conflict, Gone, KubeError, NotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.prebuilt import KEY as PREBUILT_WORKLOAD
 from connectors.k8s.resources import (
     APPWRAPPERS,
     BY_KIND,
     JOBSETS,
+    KUBEFLOW_JOBS,
+    MPIJOBS,
     RAYCLUSTERS,
     RAYJOBS,
     SECRETS,
@@ -115,6 +123,24 @@ class Worker:
     workloads: dict[str, dict[str, Any]] = field(default_factory=dict)
     owners: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     """Owner kind (an adapter's) -> the copies of owners of that kind this origin made there, by key."""
+    task: asyncio.Task | None = None
+    moved: set[str] = field(default_factory=set)
+    """Manager Workload keys whose copies there the watches showed changed, or whose last pass failed there,
+    since the last pass."""
+    relisted: bool = True
+    """The watches listed afresh (a new connection): the next pass looks at every workload for this worker."""
+
+
+@dataclass
+class KubeconfigSecret:
+    """A worker's kubeconfig Secret, as its watch last showed it."""
+
+    location: str
+    namespace: str
+    read: bool = False
+    """Whether it was read at all (until then the worker is neither connected nor failed)."""
+    data: bytes = b""
+    error: str = ""
     task: asyncio.Task | None = None
 
 
@@ -209,6 +235,39 @@ def suspended_copy(r: Resource, manager_owner: dict[str, Any], manager_wl: dict[
     return clone
 
 
+def run_policy_copy(manager_owner: dict[str, Any], manager_wl: dict[str, Any], origin: str) -> dict[str, Any]:
+    """The copy of a manager's Kubeflow training job or MPIJob created on the worker that runs it (Kueue's Kubeflow
+    and MPIJob adapters): its labels, annotations and spec, Kueue's two labels added and
+    ``spec.runPolicy.managedBy`` dropped, so that the worker's operator runs it, on the prebuilt copy of its
+    Workload."""
+    meta = manager_owner.get("metadata") or {}
+    spec = copy.deepcopy(manager_owner.get("spec") or {})
+    run_policy = spec.get("runPolicy")
+    if isinstance(run_policy, dict):
+        run_policy.pop("managedBy", None)
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                   if k != "kubectl.kubernetes.io/last-applied-configuration"}
+    return {
+        "apiVersion": manager_owner.get("apiVersion", ""), "kind": manager_owner.get("kind", ""),
+        "metadata": {"name": meta["name"], "namespace": meta["namespace"],
+                     "labels": {**(meta.get("labels") or {}), ORIGIN_LABEL: origin,
+                                PREBUILT_WORKLOAD: manager_wl["metadata"]["name"]},
+                     "annotations": annotations},
+        "spec": spec,
+    }
+
+
+def replacing_patch(current: dict[str, Any], wanted: dict[str, Any]) -> dict[str, Any]:
+    """The merge patch that turns ``current`` into ``wanted`` whole: each of ``wanted``'s fields, a field only
+    ``current`` has nulled, down into the maps both have (a Kubeflow job's ``replicaStatuses`` per replica type),
+    where a merge would keep a count the copy dropped."""
+    out: dict[str, Any] = dict.fromkeys(k for k in current if k not in wanted)
+    for key, value in wanted.items():
+        old = current.get(key)
+        out[key] = replacing_patch(old, value) if isinstance(value, dict) and isinstance(old, dict) else value
+    return out
+
+
 class Adapter(NamedTuple):
     """The connector's side of one of Kueue's MultiKueue adapters (the pure side's is
     :data:`kueue_es.scheduler.multikueue.ADAPTERS`, keyed alike)."""
@@ -223,14 +282,19 @@ class Adapter(NamedTuple):
     status_fields: tuple[str, ...] = ()
     """Its status's fields, each set by a mirrored status (to null where the copy has none); empty: those the
     manager's owner has when mirrored."""
+    managed_by_at: tuple[str, ...] = ("spec", "managedBy")
+    """The keys down to its managedBy, for an owner the log does not hold."""
     mirrored_while_suspended: bool = True
     """For a kind the log does not hold: the copy's status is mirrored whatever the manager's owner's
     ``spec.suspend`` (False: only once the manager's owner is started, as Kueue's TrainJob adapter waits)."""
 
 
+RUN_POLICY_MANAGED_BY = ("spec", "runPolicy", "managedBy")
 ADAPTERS = {
     ("batch/v1", "Job"): Adapter(JOBS, job_copy, in_log=True, status_fields=JOB_STATUS_FIELDS),
     (JOBSETS.api_version, JOBSETS.kind): Adapter(JOBSETS, jobset_copy, in_log=False),
+    **{(r.api_version, r.kind): Adapter(r, run_policy_copy, in_log=False, managed_by_at=RUN_POLICY_MANAGED_BY)
+       for r in (*KUBEFLOW_JOBS.values(), MPIJOBS)},
     **{(r.api_version, r.kind): Adapter(r, partial(suspended_copy, r), in_log=False)
        for r in (RAYJOBS, RAYCLUSTERS, APPWRAPPERS)},
     (TRAINJOBS.api_version, TRAINJOBS.kind): Adapter(TRAINJOBS, partial(suspended_copy, TRAINJOBS), in_log=False,
@@ -274,10 +338,26 @@ async def client_from(kubeconfig: bytes) -> KubeClient:
     return KubeClient(kclient.ApiClient(configuration=cfg))
 
 
+@dataclass
+class PassKeys:
+    """The manager Workloads one pass looks at: by worker, and those whose owner's managedBy is to be read. Only
+    what moved since the last pass (in the log or on that worker) is looked at, not every workload with every
+    worker."""
+
+    by_worker: dict[str, list[str]]
+    owners: list[str]
+
+
+ALL_MOVE = frozenset({"AdmissionCheck"})
+"""Kinds whose change may move every workload for the connector (which check is a MultiKueue one)."""
+
+
 class MultiKueueConnector:
     def __init__(self, client: KubeClient, journal: Journal, *, append: Any, retry_s: float = 1.0,
-                 watch_timeout_s: int = 300) -> None:
+                 watch_timeout_s: int = 300, absent_retry_s: float = 10.0) -> None:
         self.client = client
+        self.absent_retry_s = absent_retry_s
+        """How often a kind a worker does not serve (the JobSet CRD not installed there) is looked for again."""
         self.journal = journal
         self.state = journal.mirror.state
         self.append = append
@@ -290,6 +370,17 @@ class MultiKueueConnector:
         """Manager Job key -> resourceVersion of the worker's copy whose status was last written to it."""
         self._written_active: dict[str, tuple[str, str, str]] = {}
         """MultiKueueCluster -> the Active condition last written (status, reason, message)."""
+        self._secrets: dict[str, KubeconfigSecret] = {}
+        """MultiKueueCluster -> its kubeconfig Secret as last read and watched."""
+        self._moved: set[str] = set()
+        """Workload keys whose state in the log moved since the last pass (:meth:`_on_applied`)."""
+        self._all_moved = True
+        """The next pass looks at every workload (the first pass, or a change that may move them all)."""
+        self._owners_unread: set[str] = set()
+        """Workloads whose owner could not be read yet (read again on every pass, as Kueue retries)."""
+        listeners = getattr(journal.mirror, "listeners", None)
+        if listeners is not None:
+            listeners.append(self._on_applied)
 
     def _config(self) -> SchedulerConfig:
         return in_force(self.state) or DEFAULT
@@ -303,6 +394,7 @@ class MultiKueueConnector:
                     await self.sync()
                 except KubeError as exc:
                     self.stats.errors += 1
+                    self._all_moved = True  # what the failed pass took to look at is looked at again
                     log.warning("MultiKueue pass failed, will retry", error=str(exc))
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(self.retry_s):
@@ -312,11 +404,54 @@ class MultiKueueConnector:
             waker.cancel()
             for w in self.workers.values():
                 await self._stop(w)
+            for name in sorted(self._secrets):
+                await self._stop_secret(name)
 
     async def _forward(self, signal: Any) -> None:
         while True:
             await signal.wait()
             self._wake.set()
+
+    def _on_applied(self, records: list[ev.Record]) -> None:
+        """Index what the records moved: the workloads they are about (a Job's, its Workload's); a configuration
+        or an admission check, everything."""
+        workload_of = getattr(self.journal.mirror, "workload_of", {})
+        for r in records:
+            e = r.event
+            if isinstance(e, ev.ConfigRecorded):
+                self._all_moved = True
+                continue
+            kind = (type(e.obj).__struct_config__.tag if isinstance(e, ev.ObjectUpserted)  # type: ignore[attr-defined]
+                    else e.kind if isinstance(e, ev.ObjectDeleted) else "")
+            if kind in ALL_MOVE:
+                self._all_moved = True
+            key = getattr(e, "key", "")
+            if not key:
+                continue
+            if kind in ("", "Workload"):
+                self._moved.add(key)
+            elif kind == "Job" and key in workload_of:
+                self._moved.add(workload_of[key])
+
+    def _pass_keys(self) -> PassKeys:
+        """What this pass looks at (see :class:`PassKeys`); what it takes is cleared for the next one. A worker not
+        reached keeps nothing: it lists afresh, so looks at everything, once reached again."""
+        every = self._all_moved
+        moved, self._moved, self._all_moved = self._moved, set(), False
+        workloads = self.state.workloads
+        by_worker: dict[str, list[str]] = {}
+        for name in sorted(self.workers):
+            w = self.workers[name]
+            if not w.connected or w.client is None:
+                continue
+            if every or w.relisted:
+                keys = set(workloads) | set(w.workloads)
+            else:
+                keys = {k for k in moved | w.moved if k in workloads or k in w.workloads}
+            w.moved, w.relisted = set(), False
+            by_worker[name] = sorted(keys)
+        owners = set(workloads) if every else {k for k in moved | self._owners_unread if k in workloads}
+        return PassKeys(by_worker, sorted(owners))
 
     # --- one pass ------------------------------------------------------------------------------------------------
 
@@ -325,23 +460,30 @@ class MultiKueueConnector:
         if not config.gate(gates.MULTIKUEUE):
             return
         await self._sync_workers(config)
-        await self._observe()
+        keys = self._pass_keys()
+        await self._observe(keys)
         await self._write_cluster_status()
-        await self.sync_copies(config.multi_kueue.origin)
+        await self.sync_copies(config.multi_kueue.origin, keys)
 
-    async def sync_copies(self, origin: str) -> None:
-        """The copies on every worker reached."""
-        for name in sorted(self.workers):
-            w = self.workers[name]
-            if w.connected and w.client is not None:
-                await self._sync_copies(w, origin)
+    async def sync_copies(self, origin: str, keys: PassKeys | None = None) -> None:
+        """The copies on every worker reached, of the workloads ``keys`` names (by default, what moved)."""
+        keys = keys if keys is not None else self._pass_keys()
+        for name, names in keys.by_worker.items():
+            w = self.workers.get(name)
+            if w is not None and w.connected and w.client is not None:
+                await self._sync_copies(w, origin, names)
 
     async def _sync_workers(self, config: SchedulerConfig) -> None:
         clusters = self.state.multikueue_clusters
         for name in sorted(set(self.workers) - set(clusters)):
             await self._stop(self.workers.pop(name))
+        for name in sorted(set(self._secrets) - set(clusters)):
+            await self._stop_secret(name)
         for name in sorted(clusters):
-            source, error = await self._kubeconfig(clusters[name], config)
+            read = await self._kubeconfig(clusters[name], config)
+            if read is None:
+                continue  # its Secret not read yet: the read wakes the next pass
+            source, error = read
             w = self.workers.get(name)
             if w is not None and w.source == source and source:
                 continue
@@ -359,21 +501,76 @@ class MultiKueueConnector:
             w.reason, w.message = "ClientConnectionFailed", "connecting"
             w.task = asyncio.create_task(self._watch_worker(w, config.multi_kueue.origin), name=f"mk-{name}")
 
-    async def _kubeconfig(self, cluster: o.MultiKueueCluster, config: SchedulerConfig) -> tuple[bytes, str]:
-        """The worker's kubeconfig, or the error Kueue's cluster controller reports (BadConfig)."""
+    async def _kubeconfig(self, cluster: o.MultiKueueCluster, config: SchedulerConfig) -> tuple[bytes, str] | None:
+        """The worker's kubeconfig, or the error Kueue's cluster controller reports (BadConfig); None while its
+        Secret has not been read yet. A Secret is read once and then watched (:meth:`_watch_secret`), as Kueue's
+        cluster reconciler is woken by a change of the MultiKueueCluster or of the Secret, not by every log move."""
         kc = cluster.spec.cluster_source.kube_config
-        if kc is None:
-            return b"", "ClusterProfile is not supported by kueue-es"
-        if kc.location_type == "Path":
+        name = cluster.metadata.name
+        if kc is None or kc.location_type == "Path":
+            await self._stop_secret(name)
+            if kc is None:
+                return b"", "ClusterProfile is not supported by kueue-es"
             return read_kubeconfig_file(kc.location)
-        try:
-            secret = msgspec.json.decode(await self.client.get(SECRETS, kc.location, config.namespace))
-        except NotFound:
-            return b"", f'secrets "{kc.location}" not found'
+        watched = self._secrets.get(name)
+        if watched is None or (watched.location, watched.namespace) != (kc.location, config.namespace):
+            await self._stop_secret(name)
+            watched = self._secrets[name] = KubeconfigSecret(kc.location, config.namespace)
+            watched.task = asyncio.create_task(self._watch_secret(watched), name=f"mk-secret-{name}")
+        return (watched.data, watched.error) if watched.read else None
+
+    async def _watch_secret(self, s: KubeconfigSecret) -> None:
+        """Read one worker's kubeconfig Secret, then follow it. A failure to read it (a forbidden read, the
+        manager's apiserver unreachable) is that worker's bad config, retried, the other workers served meanwhile
+        (Kueue reports a client config it cannot load on its cluster and requeues it); once read, a watch cut
+        keeps the kubeconfig in use while the Secret is read again."""
+        selector = f"metadata.name={s.location}"
+        while True:
+            try:
+                page = await self.client.list(SECRETS, field_selector=selector, namespace=s.namespace)
+                self._secret_seen(s, msgspec.json.decode(page.items[0]) if page.items else None)
+                rv = page.metadata.resource_version
+                while True:
+                    async for e in self.client.watch(SECRETS, rv, timeout_seconds=self.watch_timeout_s,
+                                                     field_selector=selector, namespace=s.namespace):
+                        obj = msgspec.json.decode(e.object)
+                        rv = (obj.get("metadata") or {}).get("resourceVersion", rv)
+                        if e.type != "BOOKMARK":
+                            self._secret_seen(s, None if e.type == "DELETED" else obj)
+            except asyncio.CancelledError:
+                raise
+            except Gone:
+                continue  # the watch fell behind: read it again
+            except Exception as exc:  # noqa: BLE001 - whatever kept the Secret from being read, it is a bad config
+                if not s.read or s.error:
+                    self._secret_read(s, b"", f'secrets "{s.location}": {exc or type(exc).__name__}')
+                else:  # a kubeconfig read before stays in use (Kueue reads it from its informer's cache)
+                    log.warning("MultiKueue kubeconfig Secret not followed, will retry", secret=s.location,
+                                error=str(exc))
+                await asyncio.sleep(self.retry_s)
+
+    def _secret_seen(self, s: KubeconfigSecret, secret: dict[str, Any] | None) -> None:
+        if secret is None:
+            self._secret_read(s, b"", f'secrets "{s.location}" not found')
+            return
         data = (secret.get("data") or {}).get(SECRETS_KEY)
         if not data:
-            return b"", f'key "{SECRETS_KEY}" not found in secret "{kc.location}"'
-        return base64.b64decode(data), ""
+            self._secret_read(s, b"", f'key "{SECRETS_KEY}" not found in secret "{s.location}"')
+            return
+        self._secret_read(s, base64.b64decode(data), "")
+
+    def _secret_read(self, s: KubeconfigSecret, data: bytes, error: str) -> None:
+        if s.read and (s.data, s.error) == (data, error):
+            return
+        s.read, s.data, s.error = True, data, error
+        self._wake.set()
+
+    async def _stop_secret(self, cluster: str) -> None:
+        watched = self._secrets.pop(cluster, None)
+        if watched is not None and watched.task is not None:
+            watched.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await watched.task
 
     async def _stop(self, w: Worker) -> None:
         if w.task is not None:
@@ -386,13 +583,14 @@ class MultiKueueConnector:
 
     async def _watch_worker(self, w: Worker, origin: str) -> None:
         """List and watch the worker's Workloads and adapters' owners of this origin; mark it connected while that
-        works. A kind the worker does not serve (the JobSet CRD not installed there) is not watched on this
-        connection."""
+        works. A kind the worker does not serve (the JobSet CRD not installed there) is looked for again every
+        ``absent_retry_s`` and watched once served (Kueue lists it again on its next reconcile), the connection
+        kept."""
         selector = f"{ORIGIN_LABEL}={origin}"
         assert w.client is not None
         while True:
             try:
-                listed = {}
+                listed, absent = {}, []
                 for a in ADAPTERS.values():
                     w.owners.setdefault(a.resource.kind, {})
                 watched = [(WORKLOADS, w.workloads), *((a.resource, w.owners[a.resource.kind])
@@ -404,22 +602,42 @@ class MultiKueueConnector:
                         if r is WORKLOADS or not r.optional:
                             raise
                         watched.remove((r, cache))
+                        absent.append((r, cache))
                         continue
                     listed[r.kind] = page.metadata.resource_version
                     cache.clear()
                     for raw in page.items:
                         obj = msgspec.json.decode(raw)
                         cache[_key(obj)] = obj
-                w.connected, w.reason, w.message = True, "", ""
+                w.connected, w.reason, w.message, w.relisted = True, "", "", True
                 self._wake.set()
-                await asyncio.gather(*(self._follow(w, r, cache, listed[r.kind], selector)
-                                       for r, cache in watched))
+                await asyncio.gather(*(self._follow(w, r, cache, listed[r.kind], selector) for r, cache in watched),
+                                     *(self._follow_once_served(w, r, cache, selector) for r, cache in absent))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure to reach the worker is a lost connection
                 w.connected, w.reason, w.message = False, "ClientConnectionFailed", str(exc) or type(exc).__name__
                 self._wake.set()
                 await asyncio.sleep(self.retry_s)
+
+    async def _follow_once_served(self, w: Worker, r: Resource, cache: dict[str, dict[str, Any]],
+                                  selector: str) -> None:
+        """A kind the worker did not serve when connected: listed again until it is, then watched."""
+        assert w.client is not None
+        while True:
+            await asyncio.sleep(self.absent_retry_s)
+            try:
+                page = await w.client.list(r, label_selector=selector)
+            except NotFound:
+                continue
+            cache.clear()
+            for raw in page.items:
+                obj = msgspec.json.decode(raw)
+                cache[_key(obj)] = obj
+            log.info("MultiKueue worker now serves the kind", kind=r.kind, cluster=w.name)
+            w.moved.update(filter(None, map(_workload_key_of, cache.values())))
+            self._wake.set()
+            await self._follow(w, r, cache, page.metadata.resource_version, selector)
 
     async def _follow(self, w: Worker, r: Any, cache: dict[str, dict[str, Any]], rv: str, selector: str) -> None:
         assert w.client is not None
@@ -433,12 +651,14 @@ class MultiKueueConnector:
                     cache.pop(_key(obj), None)
                 else:
                     cache[_key(obj)] = obj
+                w.moved.add(_key(obj) if r is WORKLOADS else _workload_key_of(obj))
                 self._wake.set()
 
     # --- observations --------------------------------------------------------------------------------------------
 
-    async def _observe(self) -> None:
-        """Append what changed: a worker reached or lost, a copy's conditions."""
+    async def _observe(self, keys: PassKeys | None = None) -> None:
+        """Append what changed: a worker reached or lost, a copy's conditions (of the workloads ``keys`` names)."""
+        keys = keys if keys is not None else self._pass_keys()
         events: list[ev.AnyEvent] = []
         now = _now()
         links = self.state.cluster_links
@@ -451,12 +671,14 @@ class MultiKueueConnector:
             if link is None or (link.connected, link.reason, link.message) != seen:
                 events.append(ev.MultiKueueClusterObserved(time=now, key=name, connected=seen[0], reason=seen[1],
                                                            message=seen[2]))
-        for name in sorted(self.workers):
+        for name, names in keys.by_worker.items():
             w = self.workers[name]
             if not w.connected:
                 continue  # what a worker not reached holds is not known: nothing is said of it
-            for key in sorted(self.state.workloads):
-                wl = self.state.workloads[key]
+            for key in names:
+                wl = self.state.workloads.get(key)
+                if wl is None:
+                    continue
                 raw = w.workloads.get(key)
                 known = wl.remotes.get(name) if wl.remotes else None
                 if known is None and name not in desired_on(self.state, wl):
@@ -470,17 +692,21 @@ class MultiKueueConnector:
                 if known is None or list(known.conditions) != conds or list(known.topology_pod_sets) != placed:
                     events.append(ev.RemoteWorkloadObserved(time=now, key=key, uid=wl.uid, cluster=name,
                                                             conditions=conds, topology_pod_sets=placed))
-        events += await self._observe_owners(now)
+        events += await self._observe_owners(now, keys.owners)
         if events:
             self.stats.observed += len(events)
             await self.append(events)
 
-    async def _observe_owners(self, now: int) -> list[ev.AnyEvent]:
-        """``OwnerObserved`` for each workload holding quota behind a MultiKueue check whose owner the log does not
-        hold and whose managedBy it does not know yet (read once: a JobSet's managedBy cannot change)."""
+    async def _observe_owners(self, now: int, keys: list[str]) -> list[ev.AnyEvent]:
+        """``OwnerObserved`` for each workload of ``keys`` holding quota behind a MultiKueue check whose owner the
+        log does not hold and whose managedBy it does not know yet (read once: the field is immutable in each of
+        those kinds)."""
         events: list[ev.AnyEvent] = []
-        for key in sorted(self.state.workloads):
-            wl = self.state.workloads[key]
+        for key in keys:
+            self._owners_unread.discard(key)
+            wl = self.state.workloads.get(key)
+            if wl is None:
+                continue
             adapter = adapter_of(wl)
             if (adapter is None or adapter.in_log or wl.owner_managed_by is not None or not wl.reserving
                     or check_of(self.state, wl) is None):
@@ -488,8 +714,9 @@ class MultiKueueConnector:
             try:
                 owner = msgspec.json.decode(await self.client.get(adapter.resource, wl.owner[2], wl.namespace))
             except NotFound:
+                self._owners_unread.add(key)
                 continue  # Kueue's read fails and is retried: nothing is decided meanwhile
-            managed_by = (owner.get("spec") or {}).get("managedBy") or ""
+            managed_by = _at(owner, adapter.managed_by_at) or ""
             events.append(ev.OwnerObserved(time=now, key=key, uid=wl.uid, managed_by=managed_by))
         return events
 
@@ -520,34 +747,33 @@ class MultiKueueConnector:
 
     # --- copies ----------------------------------------------------------------------------------------------------
 
-    async def _sync_copies(self, w: Worker, origin: str) -> None:
+    async def _sync_copies(self, w: Worker, origin: str, keys: list[str]) -> None:
+        """The copies of the workloads ``keys`` names on worker ``w``: created where wanted, deleted elsewhere."""
         assert w.client is not None
         state = self.state
-        wanted: set[str] = set()
-        for key in sorted(state.workloads):
-            wl = state.workloads[key]
-            if w.name not in desired_on(state, wl):
-                continue
-            wanted.add(key)
-            try:
-                if key not in w.workloads:
-                    await self._create_copy(w, wl, origin)
-                if wl.cluster_name == w.name:
-                    await self._run_there(w, wl, origin)
-            except KubeError as exc:
-                self._failed("MultiKueue copy not written, will retry", key, w, exc)
-        for key in sorted(set(w.workloads) - wanted):
-            try:
-                await self._final_status(w, key, origin)
-                await self._delete_copy(w, key, origin)
-            except KubeError as exc:
-                self._failed("MultiKueue copy not deleted, will retry", key, w, exc)
+        for key in keys:
+            wl = state.workloads.get(key)
+            if wl is not None and w.name in desired_on(state, wl):
+                try:
+                    if key not in w.workloads:
+                        await self._create_copy(w, wl, origin)
+                    if wl.cluster_name == w.name:
+                        await self._run_there(w, wl, origin)
+                except KubeError as exc:
+                    self._failed("MultiKueue copy not written, will retry", key, w, exc)
+            elif key in w.workloads:
+                try:
+                    await self._final_status(w, key, origin)
+                    await self._delete_copy(w, key, origin)
+                except KubeError as exc:
+                    self._failed("MultiKueue copy not deleted, will retry", key, w, exc)
 
     def _failed(self, what: str, key: str, w: Worker, exc: KubeError) -> None:
         """One workload's write failed (a namespace missing on the worker, a forbidden write, the worker gone):
         counted and retried on the next pass, the other workloads and workers served meanwhile, as Kueue
         reconciles each workload and each of its workers apart."""
         self.stats.errors += 1
+        w.moved.add(key)
         log.warning(what, workload=key, cluster=w.name, error=str(exc))
 
     async def _create_copy(self, w: Worker, wl: WorkloadInfo, origin: str) -> None:
@@ -579,6 +805,7 @@ class MultiKueueConnector:
                 manager_owner = msgspec.json.decode(await self.client.get(r, wl.owner[2], wl.namespace))
                 manager_wl = msgspec.json.decode(await self.client.get(WORKLOADS, wl.name, wl.namespace))
             except NotFound:
+                w.moved.add(wl.key)  # read again on the next pass
                 return
             try:
                 remote = msgspec.json.decode(await w.client.create(
@@ -588,7 +815,8 @@ class MultiKueueConnector:
             copies[owner_key] = remote
             self.stats.jobs_created += 1
             log.info("MultiKueue owner copy created", kind=r.kind, owner=owner_key, cluster=w.name)
-        await self._mirror_status(adapter, owner_key, remote)
+        if not await self._mirror_status(adapter, owner_key, remote):
+            w.moved.add(wl.key)  # written again on the next pass
 
     async def _final_status(self, w: Worker, key: str, origin: str) -> None:
         """A workload finished on the worker that ran it: its owner's copy's last status, read from the worker (the
@@ -607,48 +835,56 @@ class MultiKueueConnector:
             return  # not this manager's copy (Kueue validates a remote object's origin before reading it)
         await self._mirror_status(adapter, f"{wl.namespace}/{wl.owner[2]}", remote)
 
-    async def _mirror_status(self, adapter: Adapter, owner_key: str, remote: dict[str, Any]) -> None:
+    async def _mirror_status(self, adapter: Adapter, owner_key: str, remote: dict[str, Any]) -> bool:
         """The manager's owner shows the status of its copy: a Job once it has been started (Kueue defers the
-        sync while the manager's Job is suspended), an owner the log does not hold (a JobSet, RayJob, RayCluster,
-        AppWrapper) whenever the copy's changes, as Kueue's adapters of those kinds copy it, a TrainJob once the
-        manager's has been started (:attr:`Adapter.mirrored_while_suspended`)."""
+        sync while the manager's Job is suspended), an owner the log does not hold (a JobSet, Kubeflow job, MPIJob,
+        RayJob, RayCluster, AppWrapper) whenever the copy's changes, as Kueue's adapters of those kinds copy it, a
+        TrainJob once the manager's has been started (:attr:`Adapter.mirrored_while_suspended`). False: to be tried
+        again on the next pass (the write conflicted, or the manager's TrainJob is still suspended: its start is not
+        in the log)."""
         r = adapter.resource
         mirrored = f"{r.kind}/{owner_key}"
         rv = (remote.get("metadata") or {}).get("resourceVersion", "")
         if self._mirrored.get(mirrored) == rv:
-            return
+            return True
         if adapter.in_log:
             local = self.state.jobs.get(owner_key)
             if local is None or local.spec.suspend:
-                return
+                return True  # its Job's start moves the workload again
         status = remote.get("status") or {}
         if not status:
-            return
+            return True
         namespace, _, name = owner_key.partition("/")
         # the copy's status replaces the manager owner's (Kueue's adapters set it whole): what the copy no longer
         # has is cleared, or a merge would keep it (a Job omits ``active`` once no pod runs)
-        cleared = adapter.status_fields or await self._status_fields_of(adapter, name, namespace)
-        if cleared is None:
-            return
-        replacing = {**dict.fromkeys(cleared), **status}
+        if adapter.status_fields:
+            current = dict.fromkeys(adapter.status_fields)
+        else:
+            local = await self._manager_owner(r, name, namespace)
+            if local is None:
+                return True
+            if not adapter.mirrored_while_suspended and (local.get("spec") or {}).get("suspend"):
+                return False  # its start is not in the log: looked at again on the next pass
+            current = local.get("status") or {}
+        replacing = replacing_patch(current, status)
         try:
             await self.client.patch(r, name, {"status": replacing}, namespace, subresource="status")
-        except (NotFound, Conflict):
-            return
+        except NotFound:
+            return True
+        except Conflict:
+            return False
         self._mirrored[mirrored] = rv
         self.stats.statuses_mirrored += 1
+        return True
 
-    async def _status_fields_of(self, adapter: Adapter, name: str, namespace: str) -> tuple[str, ...] | None:
-        """The status fields the manager's owner has now (None: it is gone, or suspended where its adapter waits
-        for it to be started): an owner whose status fields vary with its controller's version (a JobSet) has each
-        of them replaced, as Kueue reads it before setting it."""
+    async def _manager_owner(self, r: Resource, name: str, namespace: str) -> dict[str, Any] | None:
+        """The manager's owner as it is now (None: it is gone), read before its status is replaced: an owner whose
+        status fields vary with its controller's version (a JobSet, a Kubeflow job) has each of them replaced, as
+        Kueue reads it before setting it."""
         try:
-            local = msgspec.json.decode(await self.client.get(adapter.resource, name, namespace))
+            return msgspec.json.decode(await self.client.get(r, name, namespace))
         except NotFound:
             return None
-        if not adapter.mirrored_while_suspended and (local.get("spec") or {}).get("suspend"):
-            return None
-        return tuple(sorted(local.get("status") or {}))
 
     async def _delete_copy(self, w: Worker, key: str, origin: str) -> None:
         """Delete a copy this origin made: its owner's copy first (the worker's Workload may already be gone), then
@@ -691,6 +927,21 @@ class MultiKueueConnector:
             except NotFound:
                 return False
         return ((raw.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) == origin
+
+
+def _at(obj: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    """The value down ``keys`` (None where a map on the way is missing)."""
+    value: Any = obj
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _workload_key_of(owner_copy: dict[str, Any]) -> str:
+    """The manager Workload an owner's copy runs on (its ``kueue.x-k8s.io/prebuilt-workload-name``), or ""."""
+    meta = owner_copy.get("metadata") or {}
+    name = (meta.get("labels") or {}).get(PREBUILT_WORKLOAD)
+    return f"{meta.get('namespace', '')}/{name}" if name else ""
 
 
 def _key(obj: dict[str, Any]) -> str:

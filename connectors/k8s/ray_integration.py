@@ -61,9 +61,6 @@ class RayJobIntegration(WatchedJobIntegration[rj.RayJob]):
     def _managed(self, job: rj.RayJob, config: SchedulerConfig) -> bool:
         return not rj.skipped(job) and super()._managed(job, config)
 
-    def pod_priority_class(self, job: rj.RayJob) -> str | None:
-        return rj.priority_class(job)
-
 
 class RayClusterIntegration(WatchedJobIntegration[rc.RayCluster]):
     """The RayCluster adapter of the shared job reconciler, with its own list+watch of RayClusters; one a queued
@@ -78,9 +75,6 @@ class RayClusterIntegration(WatchedJobIntegration[rc.RayCluster]):
 
     def framework_on(self, config: SchedulerConfig) -> bool:
         return config.manages_rayclusters
-
-    def pod_priority_class(self, job: rc.RayCluster) -> str | None:
-        return rc.priority_class(job)
 
 
 class RayServiceIntegration(WatchedJobIntegration[rs.RayService]):
@@ -99,9 +93,6 @@ class RayServiceIntegration(WatchedJobIntegration[rs.RayService]):
 
     def suspend_spec(self) -> dict[str, Any]:
         return {rs.CLUSTER_CONFIG: {"suspend": True}}
-
-    def pod_priority_class(self, job: rs.RayService) -> str | None:
-        return rs.priority_class(job)
 
     async def reconcile(self, key: str) -> None:
         """Kueue's ``Skip`` first (:func:`connectors.k8s.rayservice.skipped`), then the shared steps."""

@@ -37,7 +37,6 @@ from connectors.k8s.job_priority import workload_priority
 from connectors.k8s.jobs import max_execution_seconds
 from connectors.k8s.jobset import PROVREQ_PREFIX, BadPodSets, recorded_info, write_template
 from connectors.k8s.resources import JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION, RAYCLUSTERS
-from connectors.k8s.workload_names import owner_workload_name
 from events import objects as o
 from kueue_es.scheduler.config import KeysToCopy
 from projections.cluster import ClusterState
@@ -76,31 +75,15 @@ class RayClusterStatus(o.View):
     reason: str = ""
 
 
-class RayCluster(o.View):
+class RayCluster(o.NamespacedView):
     """What the integration reads of a RayCluster; the Workload's templates are built from it as stored."""
 
-    metadata: o.ObjectMeta
     spec: RayClusterSpec = RayClusterSpec()
     status: RayClusterStatus = RayClusterStatus()
 
-    @property
-    def key(self) -> str:
-        return f"{self.metadata.namespace}/{self.metadata.name}"
 
-
-def workload_name(name: str, uid: str, short: bool = False) -> str:
-    """Kueue's name for a RayCluster's Workload; ``short``: its ``ShortWorkloadNames`` gate."""
-    return owner_workload_name(KIND, RAYCLUSTERS.group, name, uid, short=short)
-
-
-def controller_ref(name: str, uid: str) -> dict[str, Any]:
-    """The controller ownerReference of a RayCluster's Workload."""
-    return workload_names.controller_ref(RAYCLUSTERS, name, uid)
-
-
-def owner_of(obs: o.Workload) -> tuple[str, str] | None:
-    """``(name, uid)`` of the RayCluster that controls Workload ``obs`` (None: none does)."""
-    return workload_names.controlled_by(obs, RAYCLUSTERS)
+NAMES = workload_names.KindNames(RAYCLUSTERS)
+workload_name, controller_ref, owner_of = NAMES.workload_name, NAMES.controller_ref, NAMES.owner_of
 
 
 # --- a cluster spec's pod sets (shared with RayJobs) ---------------------------------------------------------------

@@ -38,7 +38,6 @@ from connectors.k8s import raycluster as rc
 from connectors.k8s.jobset import BadPodSets, recorded_info, write_template
 from connectors.k8s.raycluster import merge_diff
 from connectors.k8s.resources import RAYJOBS
-from connectors.k8s.workload_names import owner_workload_name
 from events import objects as o
 from kueue_es.scheduler.config import KeysToCopy
 from projections.cluster import ClusterState
@@ -77,31 +76,15 @@ class RayJobSpec(o.View):
     ray_cluster_spec: rc.RayClusterSpec | None = None
 
 
-class RayJob(o.View):
+class RayJob(o.NamespacedView):
     """What the integration reads of a RayJob; the Workload's templates are built from it as stored."""
 
-    metadata: o.ObjectMeta
     spec: RayJobSpec = RayJobSpec()
     status: RayJobStatus = RayJobStatus()
 
-    @property
-    def key(self) -> str:
-        return f"{self.metadata.namespace}/{self.metadata.name}"
 
-
-def workload_name(name: str, uid: str, short: bool = False) -> str:
-    """Kueue's name for a RayJob's Workload; ``short``: its ``ShortWorkloadNames`` gate."""
-    return owner_workload_name(KIND, RAYJOBS.group, name, uid, short=short)
-
-
-def controller_ref(name: str, uid: str) -> dict[str, Any]:
-    """The controller ownerReference of a RayJob's Workload."""
-    return workload_names.controller_ref(RAYJOBS, name, uid)
-
-
-def owner_of(obs: o.Workload) -> tuple[str, str] | None:
-    """``(name, uid)`` of the RayJob that controls Workload ``obs`` (None: none does)."""
-    return workload_names.controlled_by(obs, RAYJOBS)
+NAMES = workload_names.KindNames(RAYJOBS)
+workload_name, controller_ref, owner_of = NAMES.workload_name, NAMES.controller_ref, NAMES.owner_of
 
 
 def skipped(job: RayJob) -> bool:

@@ -35,7 +35,6 @@ from connectors.k8s import raycluster as rc
 from connectors.k8s.jobset import BadPodSets
 from connectors.k8s.raycluster import merge_diff
 from connectors.k8s.resources import RAYSERVICES
-from connectors.k8s.workload_names import owner_workload_name
 from events import objects as o
 from kueue_es.scheduler.config import KeysToCopy
 from projections.cluster import ClusterState
@@ -75,31 +74,15 @@ class RayServiceStatus(o.View):
     active_service_status: ActiveServiceStatus = ActiveServiceStatus()
 
 
-class RayService(o.View):
+class RayService(o.NamespacedView):
     """What the integration reads of a RayService; the Workload's templates are built from it as stored."""
 
-    metadata: o.ObjectMeta
     spec: RayServiceSpec = RayServiceSpec()
     status: RayServiceStatus = RayServiceStatus()
 
-    @property
-    def key(self) -> str:
-        return f"{self.metadata.namespace}/{self.metadata.name}"
 
-
-def workload_name(name: str, uid: str, short: bool = False) -> str:
-    """Kueue's name for a RayService's Workload; ``short``: its ``ShortWorkloadNames`` gate."""
-    return owner_workload_name(KIND, RAYSERVICES.group, name, uid, short=short)
-
-
-def controller_ref(name: str, uid: str) -> dict[str, Any]:
-    """The controller ownerReference of a RayService's Workload."""
-    return workload_names.controller_ref(RAYSERVICES, name, uid)
-
-
-def owner_of(obs: o.Workload) -> tuple[str, str] | None:
-    """``(name, uid)`` of the RayService that controls Workload ``obs`` (None: none does)."""
-    return workload_names.controlled_by(obs, RAYSERVICES)
+NAMES = workload_names.KindNames(RAYSERVICES)
+workload_name, controller_ref, owner_of = NAMES.workload_name, NAMES.controller_ref, NAMES.owner_of
 
 
 def gcs_fault_tolerant(service: RayService) -> bool:

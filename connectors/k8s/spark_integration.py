@@ -10,7 +10,9 @@ running one without a Workload is suspended (``spec.suspend``) and a suspended o
 admission and the application is unsuspended; not admitted, it is suspended with its roles restored; a
 ``COMPLETED``, ``FAILED`` or ``SUBMISSION_FAILED`` state finishes its Workload; PodsReady once it runs with its
 executors. No reclaimable pods. The pods the Spark operator makes are the operator's business: the driver Pod,
-controlled by the SparkApplication, is its child (:func:`connectors.k8s.job_selection.kueue_owner`).
+controlled by the SparkApplication, is its child (:func:`connectors.k8s.job_selection.kueue_owner`), and so are the
+executor Pods under the driver (the Pod webhook's walk; :mod:`connectors.k8s.spark_executor_webhook` gives them a
+reference to the application).
 """
 
 from __future__ import annotations
@@ -37,6 +39,3 @@ class SparkApplicationIntegration(WatchedJobIntegration[spark.SparkApplication])
 
     def framework_on(self, config: SchedulerConfig) -> bool:
         return config.manages_sparkapplications
-
-    def pod_priority_class(self, job: spark.SparkApplication) -> str | None:
-        return spark.priority_class(job)

@@ -24,9 +24,9 @@ pieces:
   state ``RUNNING`` and, when executors are asked for, at least ``spec.executor.instances`` of
   ``status.executorState`` ``RUNNING`` or ``COMPLETED``.
 
-Kueue counts no reclaimable pods for it. Not modelled: volumes and mounts in the pod sets (no quota reads them), the
-executor-pod webhook, elastic SparkApplications (dynamic allocation under ``ElasticJobsViaWorkloadSlices``),
-MultiKueue's ``managedBy``.
+Kueue counts no reclaimable pods for it. Its executor Pods get a reference to it from
+:mod:`connectors.k8s.spark_executor_webhook`. Not modelled: volumes and mounts in the pod sets (no quota reads them),
+elastic SparkApplications (dynamic allocation under ``ElasticJobsViaWorkloadSlices``), MultiKueue's ``managedBy``.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ from connectors.k8s import podsetinfo, workload_names
 from connectors.k8s.jobset import BadPodSets, recorded_info, write_template
 from connectors.k8s.raycluster import first_priority_class, infos_for, merge_diff, workload
 from connectors.k8s.resources import SPARK_APPLICATIONS
-from connectors.k8s.workload_names import owner_workload_name
 from events import objects as o
 from kueue_es.scheduler.config import KeysToCopy
 from projections.cluster import ClusterState
@@ -74,31 +73,15 @@ class SparkStatus(o.View):
     executor_state: dict[str, str] = {}
 
 
-class SparkApplication(o.View):
+class SparkApplication(o.NamespacedView):
     """What the integration reads of a SparkApplication; the pod sets are built from it as stored."""
 
-    metadata: o.ObjectMeta
     spec: SparkSpec = SparkSpec()
     status: SparkStatus = SparkStatus()
 
-    @property
-    def key(self) -> str:
-        return f"{self.metadata.namespace}/{self.metadata.name}"
 
-
-def workload_name(name: str, uid: str, short: bool = False) -> str:
-    """Kueue's name for a SparkApplication's Workload; ``short``: its ``ShortWorkloadNames`` gate."""
-    return owner_workload_name(KIND, SPARK_APPLICATIONS.group, name, uid, short=short)
-
-
-def controller_ref(name: str, uid: str) -> dict[str, Any]:
-    """The controller ownerReference of a SparkApplication's Workload."""
-    return workload_names.controller_ref(SPARK_APPLICATIONS, name, uid)
-
-
-def owner_of(obs: o.Workload) -> tuple[str, str] | None:
-    """``(name, uid)`` of the SparkApplication that controls Workload ``obs`` (None: none does)."""
-    return workload_names.controlled_by(obs, SPARK_APPLICATIONS)
+NAMES = workload_names.KindNames(SPARK_APPLICATIONS)
+workload_name, controller_ref, owner_of = NAMES.workload_name, NAMES.controller_ref, NAMES.owner_of
 
 
 # --- the pod sets ---------------------------------------------------------------------------------------------

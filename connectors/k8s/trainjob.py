@@ -16,7 +16,9 @@ pieces:
   templates of the Jobs it targets (metadata labels and annotations, the pod spec as a strategic merge: maps merged,
   containers, volumes, gates and pull secrets by name, other lists replaced);
 * **its Workload** (:func:`workload_for`): ``trainjob-<name>-<hash>``, the pod sets of that JobSet as Kueue's JobSet
-  integration makes them (:func:`connectors.k8s.jobset.pod_sets`), the TrainJob as its controller;
+  integration makes them (:func:`connectors.k8s.jobset.pod_sets`), the TrainJob as its controller; the pod sets it
+  makes now (:func:`job_pod_sets`) are what that Workload is compared with, so one the TrainJob no longer matches
+  is rewritten or made anew;
 * **suspended** is ``spec.suspend``; **starting** (:func:`start_patch`) drops the overrides Kueue wrote before (those
   labelled ``kueue.x-k8s.io/podset``), appends one per admitted pod set (its Job; the admission's labels,
   annotations, node selector, tolerations and scheduling gates) after the user's, and sets ``suspend: false``;
@@ -42,7 +44,6 @@ from connectors.k8s import jobset, podsetinfo, workload_names
 from connectors.k8s.jobset import BadPodSets
 from connectors.k8s.podsetinfo import PODSET_LABEL
 from connectors.k8s.resources import TRAINJOBS
-from connectors.k8s.workload_names import owner_workload_name
 from events import objects as o
 from kueue_es.scheduler.config import KeysToCopy
 from projections.cluster import ClusterState
@@ -87,16 +88,11 @@ class TrainJobStatus(o.View):
     jobs_status: list[JobStatus] = []
 
 
-class TrainJob(o.View):
+class TrainJob(o.NamespacedView):
     """What the integration reads of a TrainJob; the Workload is built from it as stored."""
 
-    metadata: o.ObjectMeta
     spec: TrainJobSpec = TrainJobSpec()
     status: TrainJobStatus = TrainJobStatus()
-
-    @property
-    def key(self) -> str:
-        return f"{self.metadata.namespace}/{self.metadata.name}"
 
 
 class Runtime(o.View):
@@ -132,19 +128,8 @@ def runtime_wanted(job: TrainJob) -> tuple[bool, str] | None:
     return (named[0], runtime_key(named[1], named[2])) if named is not None else None
 
 
-def workload_name(name: str, uid: str, short: bool = False) -> str:
-    """Kueue's name for a TrainJob's Workload; ``short``: its ``ShortWorkloadNames`` gate."""
-    return owner_workload_name(KIND, TRAINJOBS.group, name, uid, short=short)
-
-
-def controller_ref(name: str, uid: str) -> dict[str, Any]:
-    """The controller ownerReference of a TrainJob's Workload."""
-    return workload_names.controller_ref(TRAINJOBS, name, uid)
-
-
-def owner_of(obs: o.Workload) -> tuple[str, str] | None:
-    """``(name, uid)`` of the TrainJob that controls Workload ``obs`` (None: none does)."""
-    return workload_names.controlled_by(obs, TRAINJOBS)
+NAMES = workload_names.KindNames(TRAINJOBS)
+workload_name, controller_ref, owner_of = NAMES.workload_name, NAMES.controller_ref, NAMES.owner_of
 
 
 # --- the derived JobSet ----------------------------------------------------------------------------------------
@@ -273,6 +258,13 @@ def _as_jobset(raw_job: dict[str, Any], runtime_spec: dict[str, Any]) -> dict[st
 def pod_sets(raw_job: dict[str, Any], runtime_spec: dict[str, Any], *, tas: bool) -> list[dict[str, Any]]:
     """The Workload's pod sets for the TrainJob as stored: its JobSet's, as Kueue's JobSet integration makes them."""
     return jobset.pod_sets(_as_jobset(raw_job, runtime_spec), tas=tas)
+
+
+def job_pod_sets(job: TrainJob, runtime_spec: dict[str, Any]) -> list[o.PodSet]:
+    """The pod sets the TrainJob makes now on its runtime's spec, which its Workload is compared with (Kueue's
+    ``PodSets`` of a TrainJob: its JobSet's): a changed ``numNodes``, trainer resources, override or runtime makes
+    them differ."""
+    return jobset.job_pod_sets(derived_jobset(job, runtime_spec))
 
 
 def workload_for(state: ClusterState, keys: KeysToCopy, raw_job: dict[str, Any], runtime_spec: dict[str, Any],

@@ -14,8 +14,10 @@ Workload; PodsReady and reclaimable pods follow ``status.jobsStatus`` against th
 
 The JobSet the Trainer makes for a queued TrainJob is controlled by it: with the TrainJob integration on it is the
 TrainJob's child (:func:`connectors.k8s.child_jobs.managed_ancestor`, over the parents registry the connector
-shares), no Workload of its own. MultiKueue runs a TrainJob on a worker (:mod:`connectors.k8s.multikueue`). Not done
-(see the README): a Workload rewritten when the TrainJob no longer matches it.
+shares), no Workload of its own. A Workload the TrainJob no longer matches — its ``numNodes``, trainer resources,
+overrides or runtime changed — is rewritten while the TrainJob is suspended and the Workload holds no quota, else
+made anew, as for every kind (:meth:`job_pod_sets`: its JobSet's pod sets now). MultiKueue runs a TrainJob on a
+worker (:mod:`connectors.k8s.multikueue`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from connectors.k8s.job_events import STOPPED
 from connectors.k8s.list_watch import ListedWhile
 from connectors.k8s.resources import CLUSTER_TRAINING_RUNTIMES, TRAINING_RUNTIMES, TRAINJOBS
 from connectors.k8s.watched_jobs import WatchedJobIntegration
+from events import objects as o
 from kueue_es.scheduler.config import SchedulerConfig
 from projections.workloads import WorkloadInfo
 
@@ -125,8 +128,14 @@ class TrainJobIntegration(WatchedJobIntegration[tj.TrainJob]):
 
     def workload_for(self, raw: dict[str, Any], name: str) -> dict[str, Any]:
         spec = self.runtime_spec(msgspec.convert(raw, tj.TrainJob))
-        assert spec is not None, "_read_to_create reads only a TrainJob whose runtime is there"
+        assert spec is not None, "_read_to_create and _read_current read only a TrainJob whose runtime is there"
         return tj.workload_for(self.state, self._config().keys_to_copy, raw, spec, name)
+
+    def job_pod_sets(self, job: tj.TrainJob, *, generated: bool) -> list[o.PodSet] | None:
+        """The pod sets of its JobSet now (:func:`trainjob.job_pod_sets`); without its runtime none to compare
+        (Kueue's reconcile fails on the lookup, and the runtime's arrival marks the TrainJob again)."""
+        spec = self.runtime_spec(job)
+        return tj.job_pod_sets(job, spec) if spec is not None else None
 
     # --- actions -------------------------------------------------------------------------------------------
 
@@ -141,6 +150,14 @@ class TrainJobIntegration(WatchedJobIntegration[tj.TrainJob]):
         raw = await self._read(job)
         if raw is None or self.runtime_spec(msgspec.convert(raw, tj.TrainJob)) is None:
             self._not_done(job)
+            return None
+        return raw
+
+    async def _read_current(self, job: tj.TrainJob) -> dict[str, Any] | None:
+        """The TrainJob as stored, to rewrite its Workload from — only while its runtime is there (it may have gone
+        since the pass compared them)."""
+        raw = await super()._read_current(job)
+        if raw is None or self.runtime_spec(msgspec.convert(raw, tj.TrainJob)) is None:
             return None
         return raw
 

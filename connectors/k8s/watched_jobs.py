@@ -12,9 +12,9 @@ for it) or the Configuration.
 :class:`WatchedJobIntegration` is that integration, given the kind's pure decisions as a module (``K``:
 :mod:`connectors.k8s.jobset`, :mod:`connectors.k8s.mpijob`) with the same names in each: ``KIND``, ``owner_of``,
 ``workload_name``, ``controller_ref``, ``finished``, ``is_active``, ``pods_ready``, ``workload_for``,
-``start_infos``, ``start_patch``, ``stop_patch`` and ``BadPodSets``, and ``job_pod_sets`` (the pod sets the
-object makes now, which its Workload is compared with; a kind without it has its Workload never rewritten and a
-prebuilt one never found out of sync). A subclass names the kind, its resource and framework, and what differs
+``start_infos``, ``start_patch``, ``stop_patch``, ``priority_class`` and ``BadPodSets``, and ``job_pod_sets`` (the
+pod sets the object makes now, which its Workload is compared with; a kind without it has its Workload never
+rewritten and a prebuilt one never found out of sync). A subclass names the kind, its resource and framework, and what differs
 (its pods' priority class, reclaimable pods, where suspend is written).
 
 What the shared reconciler does (:mod:`connectors.k8s.jobframework`) it does for these kinds too: a Workload the
@@ -108,6 +108,10 @@ class WatchedJobIntegration(JobReconciler[J]):
         """None, unless the kind says otherwise: Kueue counts reclaimable pods for JobSets only among these kinds
         (MPIJobs, training jobs and Ray objects report none)."""
         return ()
+
+    def pod_priority_class(self, job: J) -> str | None:
+        """The kind's ``priority_class`` of the object (a kind whose pods' class needs more says so itself)."""
+        return self.K.priority_class(job)
 
     def framework_on(self, config: SchedulerConfig) -> bool:
         """Whether the Configuration lists the kind's framework."""

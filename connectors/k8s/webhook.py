@@ -77,6 +77,7 @@ from connectors.k8s import (
     pod_validation,
     pod_webhook,
     ray_webhook,
+    spark_executor_webhook,
     spark_webhook,
     statefulset_webhook,
     trainjob_webhook,
@@ -117,12 +118,12 @@ PARENT_PATHS = (deployment_webhook.MUTATING_PATH, deployment_webhook.VALIDATING_
 """The paths of the webhooks for the parents of Pods Kueue holds (Deployments, StatefulSets)."""
 FRAMEWORK_PATHS = (*PARENT_PATHS, *jobset_webhook.PATHS, *mpijob_webhook.PATHS, *kubeflow_webhook.PATHS,
                    *ray_webhook.PATHS, *lws_webhook.PATHS, *appwrapper_webhook.PATHS, *trainjob_webhook.PATHS,
-                   *ray_webhook.SERVICE_PATHS, *spark_webhook.PATHS)
+                   *ray_webhook.SERVICE_PATHS, *spark_webhook.PATHS, spark_executor_webhook.PATH)
 """The paths of the webhooks of the frameworks answered by a review given to :class:`WebhookServer` (its
 ``parents``): the parents', the JobSet, MPIJob, training operator, Ray, LeaderWorkerSet, AppWrapper and TrainJob ones
 (:mod:`connectors.k8s.jobset_webhook`, :mod:`connectors.k8s.mpijob_webhook`, :mod:`connectors.k8s.kubeflow_webhook`,
 :mod:`connectors.k8s.ray_webhook`, :mod:`connectors.k8s.lws_webhook`, :mod:`connectors.k8s.appwrapper_webhook`,
-:mod:`connectors.k8s.trainjob_webhook`)."""
+:mod:`connectors.k8s.trainjob_webhook`), the SparkApplication executor Pods' (:mod:`connectors.k8s.spark_executor_webhook`)."""
 DEFAULT_QUEUE = "default"
 CONFIGURATION_NAME = "kueue-es-mutating-webhook-configuration"
 WEBHOOK_NAME = "mjob.kb.io"
@@ -570,7 +571,7 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
     ``statefulsets``, ``jobsets``, ``mpijobs``: whether those integrations are on (each webhook then fails
     closed); ``kubeflow``: the training operator's kinds whose integration is on
     (:mod:`connectors.k8s.kubeflow_webhook`); ``sparkapplications``: the SparkApplication one
-    (:mod:`connectors.k8s.spark_webhook`); ``rayjobs``, ``rayclusters``, ``rayservices``: the Ray integrations
+    (:mod:`connectors.k8s.spark_webhook`, and its executor Pods' :mod:`connectors.k8s.spark_executor_webhook`); ``rayjobs``, ``rayclusters``, ``rayservices``: the Ray integrations
     (:mod:`connectors.k8s.ray_webhook`); ``leaderworkersets`` whether the LeaderWorkerSet one is
     (:mod:`connectors.k8s.lws_webhook`); ``appwrappers`` whether the AppWrapper one is
     (:mod:`connectors.k8s.appwrapper_webhook`); ``trainjobs`` the TrainJob one (:mod:`connectors.k8s.trainjob_webhook`)."""
@@ -612,7 +613,9 @@ def configuration(ca_pem: bytes, *, url: str = "", service: tuple[str, str, int]
             lws_webhook.registration(client_config(lws_webhook.MUTATING_PATH), selector, on=leaderworkersets,
                                      mutating=True),
             framework_webhook.registration(trainjob_webhook.KIND, client_config(trainjob_webhook.KIND.mutating_path),
-                                           selector, on=trainjobs, mutating=True)],
+                                           selector, on=trainjobs, mutating=True),
+            spark_executor_webhook.registration(client_config(spark_executor_webhook.PATH), selector,
+                                                on=sparkapplications)],
     }
 
 
@@ -696,12 +699,14 @@ async def serve(client: KubeClient, k: KubeSettings, bundle: CertBundle | None =
     parents = {**deployment_webhook.reviewers(deployments, namespace_labels, queues, ancestry),
                **statefulset_webhook.reviewers(statefulsets, namespace_labels, queues, ancestry),
                **jobset_webhook.reviewers(jobsets, namespace_labels, queues, priority_classes, ancestry, multikueue),
-               **mpijob_webhook.reviewers(mpijobs, namespace_labels, queues, priority_classes, ancestry),
-               **kubeflow_webhook.reviewers(config_in_force, namespace_labels, queues, priority_classes, ancestry),
+               **mpijob_webhook.reviewers(mpijobs, namespace_labels, queues, priority_classes, ancestry, multikueue),
+               **kubeflow_webhook.reviewers(config_in_force, namespace_labels, queues, priority_classes, ancestry,
+                                            multikueue),
                **ray_webhook.reviewers(rayjobs, rayclusters, namespace_labels, queues, priority_classes, ancestry,
                                        multikueue),
                **ray_webhook.service_reviewers(rayservices, namespace_labels, queues, priority_classes, ancestry),
                **spark_webhook.reviewers(sparkapplications, namespace_labels, queues, priority_classes, ancestry),
+               **spark_executor_webhook.reviewers(sparkapplications.enabled, client),
                **lws_webhook.reviewers(leaderworkersets, namespace_labels, queues, ancestry),
                **appwrapper_webhook.reviewers(appwrappers, namespace_labels, queues, priority_classes, ancestry,
                                               multikueue),

@@ -8,6 +8,7 @@ same object whichever replica computes it, and differs between kinds and between
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import Any
 
 from connectors.k8s.resources import Resource
@@ -43,3 +44,31 @@ def controlled_by(obs: o.Workload, resource: Resource) -> tuple[str, str] | None
         if ref.controller and ref.kind == resource.kind and ref.api_version.startswith(f"{resource.group}/"):
             return ref.name, ref.uid
     return None
+
+
+class NamedByResource:
+    """The three name functions the shared job reconciler reads of a kind (``workload_name``, ``controller_ref``,
+    ``owner_of``), all from the kind's :class:`Resource` (``resource``: an attribute or a property), so no kind
+    spells them again."""
+
+    resource: Resource
+
+    def workload_name(self, name: str, uid: str, short: bool = False) -> str:
+        """Kueue's name for the Workload of object ``name`` (``uid``); ``short``: the ``ShortWorkloadNames``
+        gate."""
+        return owner_workload_name(self.resource.kind, self.resource.group, name, uid, short=short)
+
+    def controller_ref(self, name: str, uid: str) -> dict[str, Any]:
+        """The controller ownerReference of that Workload."""
+        return controller_ref(self.resource, name, uid)
+
+    def owner_of(self, obs: o.Workload) -> tuple[str, str] | None:
+        """``(name, uid)`` of the object of this kind that controls Workload ``obs`` (None: none does)."""
+        return controlled_by(obs, self.resource)
+
+
+@dataclass(frozen=True)
+class KindNames(NamedByResource):
+    """A kind module's names, bound at module level: ``workload_name = NAMES.workload_name`` and so on."""
+
+    resource: Resource

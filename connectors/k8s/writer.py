@@ -5,14 +5,17 @@ Level-triggered: for every workload the mirror marks dirty, the **desired** stat
 resourceRequests, reclaimablePods, accumulatedPastExecutionTimeSeconds, and MultiKueue's clusterName and
 nominatedClusterNames) and the **current** one is what the
 apiserver last showed (the observed Workload, or our own last write if that is newer). When they differ, one JSON
-merge patch of the ``status`` subresource sets every one of those fields
-(``null`` clears one), conditioned on the observed ``uid`` and ``resourceVersion`` (optimistic concurrency):
+merge patch of the ``status`` subresource sets the fields that differ (``null`` clears one), conditioned on the
+observed ``uid`` and ``resourceVersion`` (optimistic concurrency):
 
 * success → ``DecisionApplied`` for every decision of the workload up to the log offset the status was computed
   at; equal already (a restart after the write, a replayed decision) → the same, without writing: idempotent;
 * 409 Conflict (someone else wrote) → re-read the Workload and re-check that the decision still holds: same uid,
   not finished unless we finish it, still active and in the same queue as when it was decided. If it holds,
-  write again on the fresh resourceVersion; if not → ``DecisionRejected`` (the change that invalidated it reaches
+  write again on the fresh resourceVersion — only the fields the first write set out to change, so that a field
+  another controller wrote meanwhile which this write did not mean to change (an external MultiKueue dispatcher's
+  ``nominatedClusterNames``) is not overwritten from the log, as Kueue's patches set only the fields they own;
+  if not → ``DecisionRejected`` (the change that invalidated it reaches
   the log through the watch and the scheduler decides again);
 * 404, or a different uid (the workload was deleted or recreated) → ``DecisionRejected``.
 
@@ -68,6 +71,18 @@ def desired_status(wl: WorkloadInfo) -> dict[str, Any]:
 def observed_status(w: o.Workload) -> dict[str, Any]:
     s = msgspec.to_builtins(w.status)
     return {k: s[k] for k in STATUS_FIELDS if s.get(k)}
+
+
+def _changed(desired: dict[str, Any], current: dict[str, Any]) -> set[str]:
+    """The status fields a write of ``desired`` over ``current`` sets (``null`` clearing one)."""
+    return {k for k in STATUS_FIELDS if desired.get(k) != current.get(k)}
+
+
+def _merged(current: dict[str, Any], desired: dict[str, Any], fields: set[str]) -> dict[str, Any]:
+    """The status after ``fields`` of ``desired`` were written over ``current``."""
+    out = {k: v for k, v in current.items() if k not in fields}
+    out.update((k, desired[k]) for k in fields if k in desired)
+    return {k: out[k] for k in STATUS_FIELDS if k in out}
 
 
 def _rv(text: str) -> int:
@@ -165,9 +180,11 @@ class StatusWriter:
             await self._outcome(key, wl.uid, pending, upto=upto)
             return
         rv = str(base_rv) if base_rv >= 0 else obs.metadata.resource_version
+        changing = _changed(desired, current)
+        fields = changing
         for _ in range(self.attempts):
             try:
-                new_rv = await self._patch(obs, rv, desired, current)
+                new_rv = await self._patch(obs, rv, desired, fields)
             except (Conflict, Invalid) as exc:
                 fresh = await self._reread(obs)
                 why = self._invalidated(fresh, obs, wl)
@@ -184,7 +201,10 @@ class StatusWriter:
                 assert fresh is not None
                 self.stats.conflicts += 1
                 rv, current = fresh.metadata.resource_version, observed_status(fresh)
-                if desired == current:
+                # only what this write set out to change: a field someone else wrote meanwhile that it leaves as
+                # it found it (an external dispatcher's nominations) is theirs, not overwritten from the log
+                fields = changing & _changed(desired, current)
+                if not fields:
                     self._written[key] = (_rv(rv), current)
                     await self._outcome(key, wl.uid, pending, upto=upto)
                     return
@@ -194,14 +214,14 @@ class StatusWriter:
                                     reject=("NotFound", "the Workload no longer exists"))
                 return
             self.stats.writes += 1
-            self._written[key] = (_rv(new_rv), desired)
+            self._written[key] = (_rv(new_rv), _merged(current, desired, fields))
             await self._outcome(key, wl.uid, pending, upto=upto)
             return
         log.info("status write kept conflicting, will retry", workload=key)
         self._retry.later(key)
 
-    async def _patch(self, obs: o.Workload, rv: str, desired: dict[str, Any], current: dict[str, Any]) -> str:
-        status = {k: desired.get(k) for k in STATUS_FIELDS if k in desired or k in current}
+    async def _patch(self, obs: o.Workload, rv: str, desired: dict[str, Any], fields: set[str]) -> str:
+        status = {k: desired.get(k) for k in STATUS_FIELDS if k in fields}
         body = {"metadata": {"uid": obs.metadata.uid, "resourceVersion": rv}, "status": status}
         out = await self.client.patch(WORKLOADS, obs.metadata.name, body, obs.metadata.namespace,
                                       subresource="status")

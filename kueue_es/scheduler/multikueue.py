@@ -6,11 +6,12 @@ What the workers did reaches the log as observed facts the MultiKueue connector 
 worker reached or lost); from those and the manager's own state this decides, for a workload holding quota whose
 ClusterQueue has a MultiKueue check, in Kueue's order:
 
-1. no adapter for its owner (:data:`ADAPTERS`: batch/v1 Jobs, JobSets, RayJobs, RayClusters, AppWrappers and
-   TrainJobs have one here): the check is ``Rejected``, "No multikueue adapter found[ for owner kind ...]"; an
-   owner whose ``spec.managedBy`` is not ``kueue.x-k8s.io/multikueue`` (a Job's read of the log's Job, any other
-   kind's of ``OwnerObserved``, nothing being decided on it until then): ``Rejected``, "The owner is not managed by
-   Kueue: Expecting spec.managedBy to be ...";
+1. no adapter for its owner (:data:`ADAPTERS`: batch/v1 Jobs, JobSets, the Kubeflow training jobs, MPIJobs,
+   RayJobs, RayClusters, AppWrappers and TrainJobs have one here): the check is ``Rejected``, "No multikueue adapter
+   found[ for owner kind ...]"; an owner whose ``spec.managedBy`` (``spec.runPolicy.managedBy`` for the Kubeflow
+   kinds) is not ``kueue.x-k8s.io/multikueue`` (a Job's read of the log's Job, any other kind's of
+   ``OwnerObserved``, nothing being decided on it until then): ``Rejected``, "The owner is not managed by Kueue:
+   Expecting spec.managedBy to be ..." (an MPIJob's names ``spec.runPolicy.managedBy``);
 2. a copy finished on a worker (the earliest to): the workload finishes with its reason and message
    (``RemoteWorkloadFinished``);
 3. a copy evicted on a worker while the check is Ready: ``Retry``, "Workload evicted on worker cluster ...";
@@ -71,6 +72,11 @@ def _observed_managed_by(state: ClusterState, wl: WorkloadInfo) -> str | None:
 
 JOB_ADAPTER = ("batch/v1", "Job")
 JOBSET_ADAPTER = ("jobset.x-k8s.io/v1alpha2", "JobSet")
+KUBEFLOW_ADAPTERS = tuple(("kubeflow.org/v1", kind) for kind in ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob",
+                                                                    "JAXJob"))
+"""The training operator's kinds (Kueue's ``kubeflowjob_multikueue_adapter.go``): managedBy at
+``spec.runPolicy.managedBy``, read by the connector."""
+MPIJOB_ADAPTER = ("kubeflow.org/v2beta1", "MPIJob")
 RAYJOB_ADAPTER = ("ray.io/v1", "RayJob")
 RAYCLUSTER_ADAPTER = ("ray.io/v1", "RayCluster")
 APPWRAPPER_ADAPTER = ("workload.codeflare.dev/v1beta2", "AppWrapper")
@@ -78,6 +84,8 @@ TRAINJOB_ADAPTER = ("trainer.kubeflow.org/v1alpha1", "TrainJob")
 ADAPTERS = {
     JOB_ADAPTER: _job_managed_by,
     JOBSET_ADAPTER: _observed_managed_by,
+    **dict.fromkeys(KUBEFLOW_ADAPTERS, _observed_managed_by),
+    MPIJOB_ADAPTER: _observed_managed_by,
     RAYJOB_ADAPTER: _observed_managed_by,
     RAYCLUSTER_ADAPTER: _observed_managed_by,
     APPWRAPPER_ADAPTER: _observed_managed_by,
@@ -85,7 +93,10 @@ ADAPTERS = {
 }
 """(apiVersion, kind) of an owner MultiKueue can run on a worker -> how its ``spec.managedBy`` is read (Kueue's
 MultiKueue adapters; the connector's side of each is :data:`connectors.k8s.multikueue.ADAPTERS`). Every kind but
-the Job is another project's API the log does not hold, its ``spec.managedBy`` observed by the connector."""
+the Job is another project's API the log does not hold, its managedBy observed by the connector."""
+MANAGED_BY_FIELDS = {MPIJOB_ADAPTER: "spec.runPolicy.managedBy"}
+"""The field an adapter's rejection names where Kueue's does not say ``spec.managedBy`` (its Kubeflow adapters do,
+though they read ``spec.runPolicy.managedBy``; its MPIJob adapter names the field it reads)."""
 ROUND_MS = 5 * 60 * 1000
 """How long a round of the incremental dispatcher lasts: the next one starts once more than this has passed."""
 
@@ -152,8 +163,8 @@ def unmanaged_reason(state: ClusterState, wl: WorkloadInfo) -> str | None:
     if managed_by is None:
         return None  # not observed yet: Kueue's read would fail and retry
     if managed_by != MANAGED_BY:
-        return (f'The owner is not managed by Kueue: Expecting spec.managedBy to be "{MANAGED_BY}" '
-                f'not "{managed_by}"')
+        field = MANAGED_BY_FIELDS.get((api_version, kind), "spec.managedBy")
+        return f'The owner is not managed by Kueue: Expecting {field} to be "{MANAGED_BY}" not "{managed_by}"'
     return None
 
 

@@ -10,19 +10,14 @@ from typing import Any
 import msgspec
 import pytest
 from fixtures import watched_jobs
-from fixtures.jobs import RecordingClient
-from fixtures.watched_jobs import Client
+from fixtures.watched_jobs import Client, actions
 
 from connectors.k8s import appwrapper as aw
 from connectors.k8s import child_jobs, job_selection, pod_webhook
 from connectors.k8s.appwrapper_integration import AppWrapperIntegration
-from connectors.k8s.connector import Connector
 from connectors.k8s.job_events import CONTROLLER_OF
-from connectors.k8s.journal import LocalJournal
-from connectors.k8s.mirror import Mirror
 from events import objects as o
 from events import schema as ev
-from events.log import MemoryLog
 from kueue_es.scheduler.config import load_config
 from projections.workloads import ADMITTED
 
@@ -44,23 +39,13 @@ def raw_aw(suspend: bool = True, status: dict[str, Any] | None = None, **compone
 
 
 def workload(uid: str = UID) -> o.Workload:
-    return o.Workload(
-        metadata=o.ObjectMeta(name=WL, namespace="ns", uid="wl-uid", resource_version="3",
-                              finalizers=["kueue.x-k8s.io/resource-in-use"],
-                              owner_references=[o.OwnerReference(api_version="workload.codeflare.dev/v1beta2",
-                                                                 kind="AppWrapper", name="aw", uid=uid,
-                                                                 controller=True)]),
-        spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name="aw-0", count=2, template=msgspec.convert(
-            POD, o.PodTemplateSpec))]))
+    return watched_jobs.owned_workload(WL, ("workload.codeflare.dev/v1beta2", "AppWrapper", "aw", uid), [
+        o.PodSet(name="aw-0", count=2, template=msgspec.convert(POD, o.PodTemplateSpec))])
 
 
 def integration(raw: dict[str, Any] | None, *objs: o.KObject, config: dict[str, Any] | None = None
                 ) -> tuple[AppWrapperIntegration, Client, list[ev.AnyEvent]]:
     return watched_jobs.integration(AppWrapperIntegration, raw, *objs, config=ON if config is None else config)
-
-
-def actions(appended: list[ev.AnyEvent]) -> list[tuple[str, str]]:
-    return [(e.kind, e.action) for e in appended if isinstance(e, ev.JobActed)]
 
 
 @pytest.mark.asyncio
@@ -166,10 +151,7 @@ AW_OWNER = [o.OwnerReference(api_version="workload.codeflare.dev/v1beta2", kind=
 def test_the_connector_finds_a_wrapped_job_under_its_queued_appwrapper() -> None:
     """The AppWrapper controller makes the wrapped Job under its controller reference: the Job integration finds
     the queued AppWrapper among those the AppWrapper integration lists, its ancestor (so no Workload of its own)."""
-    mirror = Mirror()
-    mirror.apply(ev.Record(1, ev.ConfigRecorded(time=1, writer="test", id="c", document={
-        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", **ON})))
-    connector = Connector(RecordingClient(), LocalJournal(MemoryLog(), mirror))  # type: ignore[arg-type]
+    connector = watched_jobs.connector(ON)
     listed = msgspec.convert(raw_aw(), aw.AppWrapper)
     connector.appwrappers.known[listed.key] = listed  # type: ignore[union-attr]
     wrapped = o.Job(metadata=o.ObjectMeta(name="job", namespace="ns", uid="j", owner_references=AW_OWNER))

@@ -40,14 +40,9 @@ def raw_jobset(suspend: bool = True, conditions: list[dict[str, str]] | None = N
 
 
 def workload(finalizers: tuple[str, ...] = ("kueue.x-k8s.io/resource-in-use",)) -> o.Workload:
-    return o.Workload(
-        metadata=o.ObjectMeta(name=NAME, namespace="ns", uid="wl-uid", resource_version="3",
-                              finalizers=list(finalizers),
-                              owner_references=[o.OwnerReference(api_version="jobset.x-k8s.io/v1alpha2",
-                                                                 kind="JobSet", name="train", uid=UID,
-                                                                 controller=True)]),
-        spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name="leader", count=1, template=TEMPLATE),
-                                                       o.PodSet(name="workers", count=4, template=TEMPLATE)]))
+    return watched_jobs.owned_workload(NAME, ("jobset.x-k8s.io/v1alpha2", "JobSet", "train", UID), [
+        o.PodSet(name="leader", count=1, template=TEMPLATE), o.PodSet(name="workers", count=4, template=TEMPLATE)],
+        finalizers=finalizers)
 
 
 def integration(raw: dict[str, Any] | None, *objs: o.KObject, config: dict[str, Any] | None = None

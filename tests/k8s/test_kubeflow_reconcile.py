@@ -40,13 +40,9 @@ def raw_job(kind: str = "PyTorchJob", suspend: bool | None = True, conditions: l
 
 
 def workload() -> o.Workload:
-    return o.Workload(
-        metadata=o.ObjectMeta(name=NAME, namespace="ns", uid="wl-uid", resource_version="3",
-                              finalizers=["kueue.x-k8s.io/resource-in-use"],
-                              owner_references=[o.OwnerReference(api_version="kubeflow.org/v1", kind="PyTorchJob",
-                                                                 name="pt", uid=UID, controller=True)]),
-        spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name="master", count=1, template=POD_TEMPLATE),
-                                                       o.PodSet(name="worker", count=2, template=POD_TEMPLATE)]))
+    return watched_jobs.owned_workload(NAME, ("kubeflow.org/v1", "PyTorchJob", "pt", UID), [
+        o.PodSet(name="master", count=1, template=POD_TEMPLATE),
+        o.PodSet(name="worker", count=2, template=POD_TEMPLATE)])
 
 
 def integration(raw: dict[str, Any] | None, *objs: o.KObject, kind: str = "PyTorchJob",

@@ -45,16 +45,21 @@ def _pytorchjob(labels: dict | None = None, *, run_policy: dict | None = None, w
             "metadata": {"name": "pt", "namespace": "team", "labels": labels or {}}, "spec": spec}
 
 
-def _mutate(obj: dict, config: Any = ON, *, default_queue: bool = False) -> tuple[dict, list[dict]]:
+def _mutate(obj: dict, config: Any = ON, *, default_queue: bool = False, multikueue_queues: set[str] | None = None,
+            mutate: str = MUTATE) -> tuple[dict, list[dict]]:
     async def namespace_labels(name: str) -> dict[str, str]:
         return {"kubernetes.io/metadata.name": name}
 
     async def has_default_queue(name: str) -> bool:
         return default_queue
 
-    reviews = kw.reviewers(config, namespace_labels, has_default_queue)
+    async def multikueue(namespace: str, queue: str) -> bool:
+        return f"{namespace}/{queue}" in (multikueue_queues or set())
+
+    reviews = kw.reviewers(config, namespace_labels, has_default_queue,
+                           multikueue=None if multikueue_queues is None else multikueue)
     body = msgspec.json.encode({"request": {"uid": "u", "operation": "CREATE", "namespace": "team", "object": obj}})
-    response = asyncio.run(reviews[MUTATE](body))["response"]
+    response = asyncio.run(reviews[mutate](body))["response"]
     return response, msgspec.json.decode(base64.b64decode(response["patch"])) if "patch" in response else []
 
 
@@ -163,3 +168,54 @@ def test_an_update_may_only_remove_admission_gates() -> None:
     assert kw.update_errors(training, gated(None), gated("example.com/a"), {}) == [
         f"{path}: Forbidden: cannot add admission gate after creation"]
     assert kw.update_errors(training, gated(None), gated("example.com/a"), {"AdmissionGatedBy": False}) == []
+
+
+MK = "kueue.x-k8s.io/multikueue"
+ALL_KINDS = load_config({"integrations": {"frameworks": ["batch/job", *(f"kubeflow.org/{k.lower()}"
+                                                                        for k in kw.WEBHOOK_KINDS)]}})
+
+
+@pytest.mark.parametrize("managed_by", [None, "kubeflow.org/training-operator"])
+def test_a_pytorchjob_of_a_multikueue_queue_is_handed_to_multikueue(managed_by: str | None) -> None:
+    """Kueue's Kubeflow webhooks under the MultiKueue gate: ``spec.runPolicy.managedBy`` unset or the training
+    operator's own becomes MultiKueue's, after the suspension, for a queue (given or defaulted) behind a MultiKueue
+    check."""
+    run_policy = None if managed_by is None else {"managedBy": managed_by}
+    got = _mutate(_pytorchjob({Q: "lq"}, run_policy=run_policy), multikueue_queues={"team/lq"})[1]
+    if managed_by is None:
+        assert got == [{"op": "add", "path": "/spec/runPolicy", "value": {"suspend": True}},
+                       {"op": "add", "path": "/spec/runPolicy/managedBy", "value": MK}]
+    else:
+        assert got == [{"op": "add", "path": "/spec/runPolicy/suspend", "value": True},
+                       {"op": "add", "path": "/spec/runPolicy/managedBy", "value": MK}]
+    assert _mutate(_pytorchjob(), default_queue=True, multikueue_queues={"team/default"})[1][-2:] == [
+        {"op": "add", "path": "/spec/runPolicy", "value": {"suspend": True}},
+        {"op": "add", "path": "/spec/runPolicy/managedBy", "value": MK}]
+
+
+def test_a_child_pytorchjob_not_suspended_gets_its_run_policy_for_multikueue() -> None:
+    """A job with a Kueue-managed parent is not suspended, but handed to MultiKueue all the same (whatever its
+    ancestry, as Kueue's webhook): the run policy it lacks is added with the managedBy."""
+    child = _pytorchjob({Q: "lq"})
+    child["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": "p", "uid": "p",
+                                             "controller": True}]
+    assert _mutate(child, multikueue_queues={"team/lq"})[1] == [
+        {"op": "add", "path": "/spec/runPolicy", "value": {"managedBy": MK}}]
+
+
+@pytest.mark.parametrize("kind", sorted(kw.WEBHOOK_KINDS))
+def test_every_kubeflow_kind_is_handed_to_multikueue(kind: str) -> None:
+    job = {**_pytorchjob({Q: "lq"}, run_policy={"suspend": True}), "kind": kind}
+    assert _mutate(job, ALL_KINDS, multikueue_queues={"team/lq"}, mutate=kw.WEBHOOK_KINDS[kind].mutating_path)[1] == [
+        {"op": "add", "path": "/spec/runPolicy/managedBy", "value": MK}]
+
+
+def test_a_pytorchjob_is_not_handed_to_multikueue_otherwise() -> None:
+    suspend = [{"op": "add", "path": "/spec/runPolicy/suspend", "value": True}]
+    other = _pytorchjob({Q: "lq"}, run_policy={"managedBy": "example.com/other"})
+    assert _mutate(other, multikueue_queues={"team/lq"})[1] == suspend  # another manager named: kept
+    assert _mutate(_pytorchjob({Q: "lq"}), multikueue_queues={"team/other"})[1] == [
+        {"op": "add", "path": "/spec/runPolicy", "value": {"suspend": True}}]  # no check
+    assert _mutate(_pytorchjob({Q: "lq"}))[1] == [
+        {"op": "add", "path": "/spec/runPolicy", "value": {"suspend": True}}]  # the MultiKueue gate off: no lookup
+    assert _mutate(_pytorchjob(), multikueue_queues={"team/default"})[1] == []  # no queue

@@ -22,7 +22,6 @@ from events import schema as ev
 UID = "lws-uid"
 ON = {"integrations": {"frameworks": ["batch/job", "pod", "leaderworkerset.x-k8s.io/leaderworkerset"]}}
 Q = "kueue.x-k8s.io/queue-name"
-IN_USE = "kueue.x-k8s.io/resource-in-use"
 
 
 def raw_lws(replicas: int = 2, queue: str = "lq") -> dict[str, Any]:
@@ -35,14 +34,10 @@ def raw_lws(replicas: int = 2, queue: str = "lq") -> dict[str, Any]:
 
 
 def workload(index: int, uid: str = UID) -> o.Workload:
-    return o.Workload(
-        metadata=o.ObjectMeta(name=lw.workload_name("lws", uid, index), namespace="ns", uid=f"wl-{index}",
-                              resource_version="3", finalizers=[IN_USE],
-                              owner_references=[o.OwnerReference(api_version="leaderworkerset.x-k8s.io/v1",
-                                                                 kind="LeaderWorkerSet", name="lws", uid=uid,
-                                                                 controller=True)]),
-        spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name="leader", count=1),
-                                                       o.PodSet(name="worker", count=2)]))
+    return watched_jobs.owned_workload(lw.workload_name("lws", uid, index),
+                                       ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "lws", uid),
+                                       [o.PodSet(name="leader", count=1), o.PodSet(name="worker", count=2)],
+                                       uid=f"wl-{index}")
 
 
 def integration(raw: dict[str, Any] | None, *objs: o.KObject, config: dict[str, Any] | None = None

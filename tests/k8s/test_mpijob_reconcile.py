@@ -42,14 +42,9 @@ def raw_mpijob(suspend: bool | None = True, conditions: list[dict[str, str]] | N
 
 
 def workload(finalizers: tuple[str, ...] = ("kueue.x-k8s.io/resource-in-use",)) -> o.Workload:
-    return o.Workload(
-        metadata=o.ObjectMeta(name=NAME, namespace="ns", uid="wl-uid", resource_version="3",
-                              finalizers=list(finalizers),
-                              owner_references=[o.OwnerReference(api_version="kubeflow.org/v2beta1",
-                                                                 kind="MPIJob", name="pi", uid=UID,
-                                                                 controller=True)]),
-        spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name="launcher", count=1, template=TEMPLATE),
-                                                       o.PodSet(name="worker", count=2, template=TEMPLATE)]))
+    return watched_jobs.owned_workload(NAME, ("kubeflow.org/v2beta1", "MPIJob", "pi", UID), [
+        o.PodSet(name="launcher", count=1, template=TEMPLATE), o.PodSet(name="worker", count=2, template=TEMPLATE)],
+        finalizers=finalizers)
 
 
 def integration(raw: dict[str, Any] | None, *objs: o.KObject, config: dict[str, Any] | None = None

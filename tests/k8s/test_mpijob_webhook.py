@@ -46,14 +46,19 @@ def _mpijob(labels: dict | None = None, *, run_policy: dict | None = None, worke
     return {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": meta, "spec": spec}
 
 
-def _mutate(obj: dict, settings: mw.MPIJobWebhooks = ON, *, default_queue: bool = False) -> tuple[dict, list[dict]]:
+def _mutate(obj: dict, settings: mw.MPIJobWebhooks = ON, *, default_queue: bool = False,
+            multikueue_queues: set[str] | None = None) -> tuple[dict, list[dict]]:
     async def namespace_labels(name: str) -> dict[str, str]:
         return {"kubernetes.io/metadata.name": name}
 
     async def has_default_queue(name: str) -> bool:
         return default_queue
 
-    reviews = mw.reviewers(settings, namespace_labels, has_default_queue)
+    async def multikueue(namespace: str, queue: str) -> bool:
+        return f"{namespace}/{queue}" in (multikueue_queues or set())
+
+    reviews = mw.reviewers(settings, namespace_labels, has_default_queue,
+                           multikueue=None if multikueue_queues is None else multikueue)
     body = msgspec.json.encode({"request": {"uid": "u", "operation": "CREATE", "namespace": "team", "object": obj}})
     response = asyncio.run(reviews[mw.MUTATING_PATH](body))["response"]
     return response, msgspec.json.decode(base64.b64decode(response["patch"])) if "patch" in response else []
@@ -187,3 +192,25 @@ def test_a_launcher_run_as_a_worker_offsets_the_workers_pod_indexes_under_tas() 
                                    "feature_gates": {**ON.feature_gates, "TopologyAwareScheduling": False}})
     for unchanged, settings in ((_mpijob({Q: "lq"}), ON), (grouped, ON), (no_launcher, ON), (mpijob, tas_off)):
         assert _mutate(unchanged, settings)[1] == [SUSPEND_OP]
+
+
+MK = "kueue.x-k8s.io/multikueue"
+
+
+@pytest.mark.parametrize("managed_by", [None, "kubeflow.org/mpi-operator"])
+def test_an_mpijob_of_a_multikueue_queue_is_handed_to_multikueue(managed_by: str | None) -> None:
+    """Kueue's MPIJob webhook under the MultiKueue gate: ``spec.runPolicy.managedBy`` unset or the MPI operator's
+    own becomes MultiKueue's, after the suspension, for a queue behind a MultiKueue check."""
+    run_policy = {"suspend": True} if managed_by is None else {"suspend": True, "managedBy": managed_by}
+    assert _mutate(_mpijob({Q: "lq"}, run_policy=run_policy), multikueue_queues={"team/lq"})[1] == [
+        {"op": "add", "path": "/spec/runPolicy/managedBy", "value": MK}]
+    assert _mutate(_mpijob({Q: "lq"}), multikueue_queues={"team/lq"})[1] == [
+        {"op": "add", "path": "/spec/runPolicy", "value": {"suspend": True}},
+        {"op": "add", "path": "/spec/runPolicy/managedBy", "value": MK}]
+
+
+def test_an_mpijob_is_not_handed_to_multikueue_otherwise() -> None:
+    other = _mpijob({Q: "lq"}, run_policy={"suspend": True, "managedBy": "example.com/other"})
+    assert _mutate(other, multikueue_queues={"team/lq"})[1] == []  # another manager named: kept
+    assert _mutate(_mpijob({Q: "lq"}, run_policy={"suspend": True}), multikueue_queues={"team/x"})[1] == []
+    assert _mutate(_mpijob({Q: "lq"}, run_policy={"suspend": True}))[1] == []  # the gate off: no lookup

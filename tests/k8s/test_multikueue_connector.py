@@ -4,6 +4,7 @@ where, and that one failed write does not hold back the others (Kueue reconciles
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -163,7 +164,9 @@ async def test_a_workload_finished_on_its_worker_gets_the_job_final_status_befor
     manager.patches.clear()
     worker.job = {**done, "metadata": {"name": "a", "namespace": "default", "resourceVersion": "11", "labels": {}}}
     mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}}
+    mk.workers["worker1"].moved.add(KEY)  # as the worker's watch marks it
     await mk.sync_copies("multikueue")
+    assert worker.deleted[2:] == ["Workload:default/job-a"]
     assert manager.patches == []
 
 
@@ -310,7 +313,9 @@ async def test_a_jobset_finished_on_its_worker_gets_its_final_status_before_its_
     manager.patches.clear()
     worker.job = {**DONE_JOBSET, "metadata": {"name": "a", "namespace": "default", "resourceVersion": "11"}}
     mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}}
+    mk.workers["worker1"].moved.add(KEY)  # as the worker's watch marks it
     await mk.sync_copies("multikueue")
+    assert worker.deleted[2:] == ["Workload:default/job-a"]
     assert manager.patches == []
 
 
@@ -324,3 +329,298 @@ async def test_a_worker_jobset_this_manager_did_not_make_is_not_deleted_with_the
         "name": "gone", "namespace": "default", "ownerReferences": [{"kind": "JobSet", "name": "theirs"}]}}
     await mk.sync_copies("multikueue")
     assert worker.deleted == ["Workload:default/gone"]
+
+
+def _secret(name: str, kubeconfig: bytes, rv: str = "1") -> dict[str, Any]:
+    import base64
+
+    return {"metadata": {"name": name, "namespace": "kueue-system", "resourceVersion": rv},
+            "data": {"kubeconfig": base64.b64encode(kubeconfig).decode()}}
+
+
+class SecretsManager(RecordingManager):
+    """The manager's apiserver holding the workers' kubeconfig Secrets: every read of one (a get, or a list by
+    name) is counted; a Secret named in ``refuse`` cannot be read (a forbidden read); ``changes`` feeds the
+    Secrets' watch."""
+
+    def __init__(self, state, secrets: dict[str, dict[str, Any]], refuse: frozenset[str] = frozenset()) -> None:
+        super().__init__(state)
+        self.secrets, self.refuse = secrets, refuse
+        self.reads: list[str] = []
+        self.cut = False
+        self.changes: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
+
+    def _read(self, name: str) -> dict[str, Any] | None:
+        self.reads.append(name)
+        if name in self.refuse:
+            raise Forbidden(f'secrets "{name}" is forbidden: User "kueue-es" cannot get resource "secrets"', 403)
+        return self.secrets.get(name)
+
+    async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
+        if resource.kind != "Secret":
+            return await super().get(resource, name, namespace)
+        secret = self._read(name)
+        if secret is None:
+            from connectors.k8s.errors import NotFound
+
+            raise NotFound(f'secrets "{name}" not found', 404)
+        return msgspec.json.encode(secret)
+
+    async def list(self, resource: Any, *, field_selector: str = "", namespace: str = "", **_: Any) -> Any:
+        from connectors.k8s.client import ListMeta, RawList
+
+        secret = self._read(field_selector.removeprefix("metadata.name="))
+        return RawList(metadata=ListMeta(resource_version="1"),
+                       items=[msgspec.Raw(msgspec.json.encode(secret))] if secret else [])
+
+    async def watch(self, resource: Any, rv: str, *, field_selector: str = "", **_: Any):
+        from connectors.k8s.client import WatchEvent
+
+        name = field_selector.removeprefix("metadata.name=")
+        if self.cut:
+            from connectors.k8s.errors import Unavailable
+
+            raise Unavailable("watch /api/v1/namespaces/kueue-system/secrets: connection reset")
+        while True:
+            kind, secret = await self.changes.get()
+            if secret["metadata"]["name"] != name:
+                await self.changes.put((kind, secret))
+                await asyncio.sleep(0)
+                continue
+            yield WatchEvent(type=kind, object=msgspec.Raw(msgspec.json.encode(secret)))
+
+
+class IdleWorker(WorkerClient):
+    """A worker reached, holding none of this origin's copies: its watches wait."""
+
+    async def list(self, resource: Any, **_: Any) -> Any:
+        from connectors.k8s.client import RawList
+
+        return RawList()
+
+    async def watch(self, resource: Any, rv: str, **_: Any):
+        await asyncio.Event().wait()
+        yield  # pragma: no cover
+
+    async def close(self) -> None:
+        return None
+
+
+def _built_clients(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """Worker clients built from any kubeconfig (recorded): an idle worker each."""
+    from connectors.k8s import multikueue
+
+    built: list[bytes] = []
+
+    async def client_from(kubeconfig: bytes) -> Any:
+        built.append(kubeconfig)
+        return IdleWorker()
+
+    monkeypatch.setattr(multikueue, "client_from", client_from)
+    return built
+
+
+async def _passes(mk: MultiKueueConnector, n: int) -> None:
+    """``n`` passes, each after the tasks they started ran."""
+    for _ in range(n):
+        await mk.sync()
+        for _ in range(5):
+            await asyncio.sleep(0)
+
+
+async def _close(mk: MultiKueueConnector) -> None:
+    """Stop the tasks the passes started (the workers' watches, the Secrets')."""
+    for w in mk.workers.values():
+        await mk._stop(w)
+    for name in sorted(getattr(mk, "_secrets", {})):
+        await mk._stop_secret(name)
+
+
+def _appending(mk: MultiKueueConnector) -> list[ev.AnyEvent]:
+    appended: list[ev.AnyEvent] = []
+
+    async def append(events: list[ev.AnyEvent]) -> None:
+        appended.extend(events)
+        for e in events:
+            mk.state.apply(ev.Record(mk.state.offset + 1, e))
+
+    mk.append = append
+    return appended
+
+
+@pytest.mark.asyncio
+async def test_a_secret_that_cannot_be_read_is_its_worker_s_bad_config_the_others_served(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kueue loads each MultiKueueCluster's client config apart: a Secret read refused (not merely missing) makes
+    that cluster's Active condition False with the error and is retried; the other worker connects and gets its
+    copies meanwhile."""
+    state = _state(tmp_path)
+    _built_clients(monkeypatch)
+    manager = SecretsManager(state, {"worker2-secret": _secret("worker2-secret", b"w2")},
+                             refuse=frozenset({"worker1-secret"}))
+    mk = _connector(state, {})
+    mk.client = manager  # type: ignore[assignment]
+    mk.retry_s = 3600
+    appended = _appending(mk)
+    try:
+        await _passes(mk, 3)
+    finally:
+        await _close(mk)
+    links = state.cluster_links
+    assert links["worker2"].connected and mk.workers["worker2"].connected
+    assert not links["worker1"].connected and links["worker1"].reason == "BadConfig"
+    assert "forbidden" in links["worker1"].message
+    assert [e.key for e in appended if isinstance(e, ev.MultiKueueClusterObserved)] == ["worker1"]
+    assert isinstance(mk.workers["worker2"].client, IdleWorker)
+    assert mk.workers["worker2"].client.created == ["Workload:default/job-a"]
+
+
+@pytest.mark.asyncio
+async def test_a_kubeconfig_secret_is_read_once_then_again_only_when_it_changes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kueue's cluster reconciler reads a worker's Secret when the MultiKueueCluster or the Secret changes (it
+    watches Secrets), not whenever anything else moves: passes read nothing new; a changed Secret rebuilds that
+    worker's client from the new kubeconfig."""
+    state = _state(tmp_path)
+    built = _built_clients(monkeypatch)
+    manager = SecretsManager(state, {"worker1-secret": _secret("worker1-secret", b"w1"),
+                                     "worker2-secret": _secret("worker2-secret", b"w2")})
+    mk = _connector(state, {})
+    mk.client = manager  # type: ignore[assignment]
+    _appending(mk)
+    try:
+        await _passes(mk, 4)
+        assert sorted(manager.reads) == ["worker1-secret", "worker2-secret"]
+        assert sorted(built) == [b"w1", b"w2"]
+        await manager.changes.put(("MODIFIED", _secret("worker1-secret", b"w1-rotated", rv="2")))
+        await _passes(mk, 2)
+    finally:
+        await _close(mk)
+    assert sorted(manager.reads) == ["worker1-secret", "worker2-secret"]
+    assert sorted(built) == [b"w1", b"w1-rotated", b"w2"]
+
+
+class JobSetsLater(IdleWorker):
+    """A worker whose JobSet CRD is installed only after the connector connected: JobSets are not served until
+    ``served``; then ``events`` feeds their watch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.served = False
+        self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+    async def list(self, resource: Any, **_: Any) -> Any:
+        from connectors.k8s.client import RawList
+        from connectors.k8s.errors import NotFound
+
+        if resource.kind == "JobSet" and not self.served:
+            raise NotFound("the server could not find the requested resource", 404)
+        return RawList()
+
+    async def watch(self, resource: Any, rv: str, **_: Any):
+        from connectors.k8s.client import WatchEvent
+
+        if resource.kind != "JobSet":
+            await asyncio.Event().wait()
+        while True:
+            yield WatchEvent(type="MODIFIED", object=msgspec.Raw(msgspec.json.encode(await self.events.get())))
+
+
+@pytest.mark.asyncio
+async def test_a_jobset_crd_installed_on_a_worker_after_connecting_is_watched_without_a_reconnect(
+        tmp_path: Path) -> None:
+    """Kueue lists a worker's JobSets again on its next reconcile: a CRD installed there after the connector
+    connected gets its JobSet copies watched (their status mirrored) on the same connection."""
+    state = _state(tmp_path)
+    mk = _connector(state, {})
+    mk.absent_retry_s = 0.01
+    worker = JobSetsLater()
+    w = Worker("worker1", b"kubeconfig", client=worker)  # type: ignore[arg-type]
+    task = asyncio.create_task(mk._watch_worker(w, "multikueue"))
+    try:
+        for _ in range(20):
+            await asyncio.sleep(0.01)
+        assert w.connected and w.owners["JobSet"] == {}
+        worker.served = True
+        copy = {"metadata": {"name": "a", "namespace": "default", "resourceVersion": "7"},
+                "status": {"terminalState": "Completed"}}
+        await worker.events.put(copy)
+        for _ in range(50):
+            await asyncio.sleep(0.01)
+            if w.owners["JobSet"]:
+                break
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert w.connected
+    assert w.owners["JobSet"] == {"default/a": copy}
+
+
+@pytest.mark.asyncio
+async def test_a_log_move_looks_only_at_the_workloads_it_moved(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kueue reconciles a workload when it or one of its copies changes, not every workload with every worker on
+    any change: after a first pass over all of them, a pass looks only at what moved since (in the log, or on a
+    worker), counted by the workloads whose workers are worked out."""
+    from connectors.k8s import multikueue
+    from connectors.k8s.mirror import Mirror
+    from events import objects as o
+
+    state = _state(tmp_path)
+    for i in range(10):
+        other = o.Workload(metadata=o.ObjectMeta(name=f"other-{i}", namespace="default", uid=f"other-{i}"),
+                           spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(count=1)]))
+        state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=START, key=other.key, obj=other)))
+    mirror = Mirror(state)
+    mk = MultiKueueConnector(ManagerClient(state), SimpleNamespace(mirror=mirror), append=None)  # type: ignore[arg-type]
+    for name in ("worker1", "worker2"):
+        mk.workers[name] = Worker(name, b"kubeconfig", client=WorkerClient(), connected=True)  # type: ignore[arg-type]
+    looked_at: list[tuple[str, str]] = []
+    real = multikueue.desired_on
+
+    def desired_on(state, wl):
+        looked_at.append(wl.key)
+        return real(state, wl)
+
+    monkeypatch.setattr(multikueue, "desired_on", desired_on)
+
+    async def a_pass() -> set[str]:
+        looked_at.clear()
+        await mk.sync_copies("multikueue")  # the copies' part of a pass (its observations look at the same keys)
+        return set(looked_at)
+
+    assert len(await a_pass()) == 11, "the first pass looks at every workload"
+    assert await a_pass() == set(), "nothing moved"
+    wl = state.workloads[KEY]
+    mirror.apply_batch([ev.Record(state.offset + 1, ev.RemoteWorkloadObserved(
+        time=START, key=KEY, uid=wl.uid, cluster="worker1", conditions=[]))])
+    assert await a_pass() == {KEY}
+    mk.workers["worker2"].moved.add("default/other-3")  # its copy changed on worker2 (the watch's mark)
+    assert await a_pass() == {"default/other-3"}
+    assert await a_pass() == set()
+
+
+@pytest.mark.asyncio
+async def test_a_cut_secret_watch_keeps_the_worker_on_the_kubeconfig_it_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kueue reads a Secret from its informer's cache, which a cut watch does not empty: the worker keeps its
+    client while the Secret is read again; it is not a bad config."""
+    state = _state(tmp_path)
+    built = _built_clients(monkeypatch)
+    manager = SecretsManager(state, {"worker1-secret": _secret("worker1-secret", b"w1"),
+                                     "worker2-secret": _secret("worker2-secret", b"w2")})
+    manager.cut = True
+    mk = _connector(state, {})
+    mk.client = manager  # type: ignore[assignment]
+    mk.retry_s = 0.001
+    _appending(mk)
+    try:
+        for _ in range(4):
+            await mk.sync()
+            await asyncio.sleep(0.01)
+    finally:
+        await _close(mk)
+    assert manager.reads.count("worker1-secret") > 1, "read again after the cut"
+    assert sorted(built) == [b"w1", b"w2"]
+    assert all(link.connected for link in state.cluster_links.values())

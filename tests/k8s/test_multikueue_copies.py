@@ -93,5 +93,5 @@ def test_an_adapter_is_chosen_by_the_owner_kind_alike_on_both_sides() -> None:
 
     assert adapter_of(wl("jobset.x-k8s.io/v1alpha2", "JobSet", "js")).resource is JOBSETS
     assert adapter_of(wl("batch/v1", "Job", "a")).make_copy is job_copy
-    assert adapter_of(wl("kubeflow.org/v1", "PyTorchJob", "p")) is None and adapter_of(wl()) is None
+    assert adapter_of(wl("kubeflow.org/v1", "MXJob", "m")) is None and adapter_of(wl()) is None
     assert sorted(ADAPTERS) == sorted(pure.ADAPTERS)

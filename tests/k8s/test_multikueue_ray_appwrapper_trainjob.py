@@ -135,7 +135,7 @@ async def test_the_owner_managed_by_is_read_from_the_manager_into_the_log(tmp_pa
     owner = _owner(r)
     owner["spec"]["managedBy"] = "ray.io/kuberay-operator"
     mk = _connector(state, Manager(owner), WorkerApi())
-    assert [(e.key, e.managed_by) for e in await mk._observe_owners(START)] == [(KEY, "ray.io/kuberay-operator")]
+    assert [(e.key, e.managed_by) for e in await mk._observe_owners(START, [KEY])] == [(KEY, "ray.io/kuberay-operator")]
 
 
 @pytest.mark.asyncio
@@ -156,9 +156,11 @@ async def test_the_worker_that_runs_it_gets_the_copy_and_its_status_replaces_the
     running["metadata"]["resourceVersion"] = "2"
     running["status"] = {"jobStatus": "RUNNING", "conditions": [{"type": "Ready", "status": "True"}]}
     mk.workers["worker1"].owners[r.kind]["default/a"] = running
+    mk.workers["worker1"].moved.add(KEY)  # as the worker's watch marks it
     await mk.sync_copies("multikueue")
     assert manager.patches == [(f"{r.kind}/status", {"status": {
         "observedGeneration": None, "jobStatus": "RUNNING", "conditions": [{"type": "Ready", "status": "True"}]}})]
+    mk.workers["worker1"].moved.add(KEY)
     await mk.sync_copies("multikueue")
     assert len(manager.patches) == 1  # the copy unchanged: nothing written again
 
@@ -175,11 +177,33 @@ async def test_a_trainjob_status_waits_for_the_manager_trainjob_to_be_started(tm
     mk = _connector(state, manager, WorkerApi())
     remote = {"metadata": {"name": "a", "namespace": "default", "resourceVersion": "3"},
               "status": {"conditions": [{"type": "Created", "status": "True"}]}}
-    await mk._mirror_status(ADAPTERS[r.api_version, r.kind], "default/a", remote)
+    assert await mk._mirror_status(ADAPTERS[r.api_version, r.kind], "default/a", remote) is mirrored
     assert bool(manager.patches) is mirrored
     manager.owner = _owner(r, suspend=False, status={"conditions": []})
     await mk._mirror_status(ADAPTERS[r.api_version, r.kind], "default/a", remote)
     assert [body["status"] for _, body in manager.patches] == [remote["status"]]
+
+
+@pytest.mark.asyncio
+async def test_a_trainjob_copy_status_waiting_for_the_manager_start_is_looked_at_again(tmp_path: Path) -> None:
+    """The manager's TrainJob being started is not in the log (nothing moves its workload): while its copy's status
+    waits for that, the workload stays marked on its worker, and the status is written once the pass after the
+    start finds it started, with nothing else moved."""
+    state = _state(tmp_path, TRAINJOBS)
+    manager = Manager(_owner(TRAINJOBS, suspend=True, status={"conditions": []}))
+    worker = WorkerApi()
+    mk = _connector(state, manager, worker)
+    mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}}
+    await mk.sync_copies("multikueue")
+    running = {**worker.created[0], "metadata": {**worker.created[0]["metadata"], "resourceVersion": "2"},
+               "status": {"conditions": [{"type": "Created", "status": "True"}]}}
+    mk.workers["worker1"].owners[TRAINJOBS.kind]["default/a"] = running
+    mk.workers["worker1"].moved.add(KEY)  # as the worker's watch marks it
+    await mk.sync_copies("multikueue")
+    assert manager.patches == []
+    manager.owner = _owner(TRAINJOBS, suspend=False, status={"conditions": []})
+    await mk.sync_copies("multikueue")
+    assert [body["status"] for _, body in manager.patches] == [running["status"]]
 
 
 @pytest.mark.asyncio

@@ -12,19 +12,15 @@ from typing import Any
 import msgspec
 import pytest
 from fixtures import watched_jobs
-from fixtures.jobs import RecordingClient
 from fixtures.watched_jobs import Client
 
 from connectors.k8s import child_jobs
 from connectors.k8s import raycluster as rc
 from connectors.k8s import rayjob as rj
-from connectors.k8s.connector import Connector
-from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.ray_integration import RayClusterIntegration, RayJobIntegration
 from events import objects as o
 from events import schema as ev
-from events.log import MemoryLog
 from kueue_es.scheduler.config import load_config
 from projections.workloads import ADMITTED
 
@@ -63,12 +59,8 @@ def raw_cluster(suspend: bool | None = True, labels: dict[str, str] | None = Non
 
 
 def workload(name: str, kind: str, owner: str, pod_sets: list[str], uid: str = UID) -> o.Workload:
-    return o.Workload(
-        metadata=o.ObjectMeta(name=name, namespace="ns", uid="wl-uid", resource_version="3",
-                              finalizers=["kueue.x-k8s.io/resource-in-use"],
-                              owner_references=[o.OwnerReference(api_version="ray.io/v1", kind=kind, name=owner,
-                                                                 uid=uid, controller=True)]),
-        spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name=n, count=1) for n in pod_sets]))
+    return watched_jobs.owned_workload(name, ("ray.io/v1", kind, owner, uid), [o.PodSet(name=n, count=1)
+                                                                               for n in pod_sets])
 
 
 def job_integration(raw: dict[str, Any] | None, *objs: o.KObject, config: dict[str, Any] | None = None
@@ -225,10 +217,7 @@ async def test_a_raycluster_whose_rayjob_is_not_listed_yet_waits() -> None:
 def test_the_connector_reads_a_jobs_and_a_rayclusters_rayjob_parent_from_the_rayjob_integration() -> None:
     """A RayJob's submitter Job (K8sJobMode) and its RayCluster have the RayJob as controller: the Job and
     RayCluster integrations find it among the RayJobs the RayJob integration lists, a queued one their ancestor."""
-    mirror = Mirror()
-    mirror.apply(ev.Record(1, ev.ConfigRecorded(time=1, writer="test", id="c", document={
-        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", **BOTH_ON})))
-    connector = Connector(RecordingClient(), LocalJournal(MemoryLog(), mirror))  # type: ignore[arg-type]
+    connector = watched_jobs.connector(BOTH_ON)
     rayjob = listed_rayjob()
     connector.rayjobs.known[rayjob.key] = rayjob  # type: ignore[union-attr]
     owner = [o.OwnerReference(api_version="ray.io/v1", kind="RayJob", name="job", uid="job-uid", controller=True)]

@@ -11,21 +11,15 @@ from typing import Any
 import msgspec
 import pytest
 from fixtures import watched_jobs
-from fixtures.jobs import RecordingClient
 from fixtures.watched_jobs import Client
 
 from connectors.k8s import child_jobs, job_events
 from connectors.k8s import raycluster as rc
 from connectors.k8s import rayservice as rs
-from connectors.k8s.connector import Connector
-from connectors.k8s.errors import NotFound
-from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.ray_integration import RayClusterIntegration, RayServiceIntegration
-from connectors.k8s.webhook import HeldParents, ancestry_lookup
 from events import objects as o
 from events import schema as ev
-from events.log import MemoryLog
 from kueue_es.scheduler.config import load_config
 from projections.workloads import ADMITTED
 
@@ -59,13 +53,8 @@ def raw_service(suspend: bool | None = True, ready: bool = False, deleting: bool
 
 
 def workload(owner_uid: str = UID) -> o.Workload:
-    return o.Workload(
-        metadata=o.ObjectMeta(name=SERVICE_WL, namespace="ns", uid="wl-uid", resource_version="3",
-                              finalizers=["kueue.x-k8s.io/resource-in-use"],
-                              owner_references=[o.OwnerReference(api_version="ray.io/v1", kind="RayService",
-                                                                 name="svc", uid=owner_uid, controller=True)]),
-        spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name="head", count=1),
-                                                       o.PodSet(name="workers", count=2)]))
+    return watched_jobs.owned_workload(SERVICE_WL, ("ray.io/v1", "RayService", "svc", owner_uid),
+                                       [o.PodSet(name="head", count=1), o.PodSet(name="workers", count=2)])
 
 
 def integration(raw: dict[str, Any] | None, *objs: o.KObject, config: dict[str, Any] | None = None
@@ -192,10 +181,7 @@ async def test_a_queued_rayservices_raycluster_gets_no_workload_and_is_held_whil
 
 
 def test_the_connector_reads_a_rayclusters_rayservice_parent_from_the_rayservice_integration() -> None:
-    mirror = Mirror()
-    mirror.apply(ev.Record(1, ev.ConfigRecorded(time=1, writer="test", id="c", document={
-        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", **ON})))
-    connector = Connector(RecordingClient(), LocalJournal(MemoryLog(), mirror))  # type: ignore[arg-type]
+    connector = watched_jobs.connector(ON)
     service = listed_service()
     connector.rayservices.known[service.key] = service  # type: ignore[union-attr]
     parents = connector.jobs.parents  # type: ignore[union-attr]
@@ -205,33 +191,14 @@ def test_the_connector_reads_a_rayclusters_rayservice_parent_from_the_rayservice
     assert found == service.metadata
 
 
-class _NoApiserver:
-    """A client whose every GET is counted and answered 404: what the webhook's walk reads there."""
-
-    def __init__(self) -> None:
-        self.reads: list[str] = []
-
-    async def get(self, resource: Any, name: str, namespace: str = "", subresource: str = "") -> bytes:
-        self.reads.append(f"{resource.kind} {name}")
-        raise NotFound(f"{resource.kind} {name} not found", 404, "NotFound")
-
-
 @pytest.mark.asyncio
 async def test_the_webhooks_walk_answers_a_rayservice_parent_from_what_the_leaders_connector_holds() -> None:
     """A RayCluster under a queued RayService the RayService integration lists: the webhook's walk (HeldParents
     attached to the connector's parents registry, as a leader's) finds it without a GET to the apiserver."""
-    mirror = Mirror()
-    mirror.apply(ev.Record(1, ev.ConfigRecorded(time=1, writer="test", id="c", document={
-        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", **ON})))
-    connector = Connector(RecordingClient(), LocalJournal(MemoryLog(), mirror))  # type: ignore[arg-type]
+    connector = watched_jobs.connector(ON)
     service = listed_service()
     connector.rayservices.known[service.key] = service  # type: ignore[union-attr]
-    held = HeldParents()
-    held.attach(connector.jobs.parents, dict)  # type: ignore[union-attr]
-    api = _NoApiserver()
-    walk = ancestry_lookup(api, load_config(ON), held)  # type: ignore[arg-type]
-    assert await walk("ns", raw_cluster(suspend=True)) is True
-    assert (api.reads, held.hits) == ([], 1)
+    assert await watched_jobs.walk_over_held(connector, ON, raw_cluster(suspend=True)) == (True, [], 1)
 
 
 def test_what_was_done_to_a_rayservice_is_recorded_as_an_event_on_the_rayservice() -> None:

@@ -37,14 +37,8 @@ def raw_app(suspend: bool | None = True, state: str = "", **driver: Any) -> dict
 
 
 def workload() -> o.Workload:
-    return o.Workload(
-        metadata=o.ObjectMeta(name=APP_WL, namespace="ns", uid="wl-uid", resource_version="3",
-                              finalizers=["kueue.x-k8s.io/resource-in-use"],
-                              owner_references=[o.OwnerReference(api_version="sparkoperator.k8s.io/v1beta2",
-                                                                 kind="SparkApplication", name="app", uid=UID,
-                                                                 controller=True)]),
-        spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name="driver", count=1),
-                                                       o.PodSet(name="executor", count=2)]))
+    return watched_jobs.owned_workload(APP_WL, ("sparkoperator.k8s.io/v1beta2", "SparkApplication", "app", UID),
+                                       [o.PodSet(name="driver", count=1), o.PodSet(name="executor", count=2)])
 
 
 def integration(raw: dict[str, Any] | None, *objs: o.KObject, config: dict[str, Any] | None = None

@@ -2,8 +2,8 @@
 off unless the framework is listed, a running queued TrainJob suspended then given its Workload once its runtime is
 there (and marked again when the runtime comes), the admission written as overrides at start, a stop that suspends
 then restores the overrides once no Job is active, a finished TrainJob's Workload finished, its JobSet a child held
-while the TrainJob's Workload is not admitted, the connector reading a JobSet's TrainJob parent (no cluster
-needed)."""
+while the TrainJob's Workload is not admitted, the connector reading a JobSet's TrainJob parent, a Workload the
+TrainJob no longer matches rewritten (a prebuilt one finished out of sync) (no cluster needed)."""
 
 from __future__ import annotations
 
@@ -13,22 +13,15 @@ from typing import Any
 import msgspec
 import pytest
 from fixtures import watched_jobs
-from fixtures.jobs import RecordingClient
-from fixtures.watched_jobs import Client
+from fixtures.watched_jobs import Client, actions
 
 from connectors.k8s import child_jobs
 from connectors.k8s import jobset as js
 from connectors.k8s import trainjob as tj
-from connectors.k8s.connector import Connector
-from connectors.k8s.errors import NotFound
 from connectors.k8s.jobset_integration import JobSetIntegration
-from connectors.k8s.journal import LocalJournal
-from connectors.k8s.mirror import Mirror
 from connectors.k8s.trainjob_integration import TrainJobIntegration
-from connectors.k8s.webhook import HeldParents, ancestry_lookup
 from events import objects as o
 from events import schema as ev
-from events.log import MemoryLog
 from kueue_es.scheduler.config import load_config
 from projections.workloads import ADMITTED
 
@@ -40,6 +33,9 @@ RUNTIME_SPEC = {"mlPolicy": {"numNodes": 2}, "template": {"spec": {"replicatedJo
     "name": "node", "template": {"metadata": {"labels": {tj.ANCESTOR_LABEL: "trainer"}}, "spec": {"template": {
         "spec": {"containers": [{"name": "node", "resources": {"requests": {"cpu": "1"}}}]}}}}}]}}}
 KUEUES = {"targetJobs": [{"name": "node"}], "metadata": {"labels": {PODSET: "node"}}}
+NODE_TEMPLATE = msgspec.convert({"spec": {"containers": [{"name": "node", "resources": {"requests": {"cpu": "1"}}}]}},
+                                o.PodTemplateSpec)
+"""The runtime's trainer pod template: the Workload's pod set matches the TrainJob's JobSet."""
 
 
 def raw_job(suspend: bool = True, overrides: list[dict[str, Any]] | None = None,
@@ -54,13 +50,8 @@ def raw_job(suspend: bool = True, overrides: list[dict[str, Any]] | None = None,
 
 
 def workload(uid: str = UID) -> o.Workload:
-    return o.Workload(
-        metadata=o.ObjectMeta(name=WL, namespace="ns", uid="wl-uid", resource_version="3",
-                              finalizers=["kueue.x-k8s.io/resource-in-use"],
-                              owner_references=[o.OwnerReference(api_version="trainer.kubeflow.org/v1alpha1",
-                                                                 kind="TrainJob", name="job", uid=uid,
-                                                                 controller=True)]),
-        spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name="node", count=2)]))
+    return watched_jobs.owned_workload(WL, ("trainer.kubeflow.org/v1alpha1", "TrainJob", "job", uid),
+                                       [o.PodSet(name="node", count=2, template=NODE_TEMPLATE)])
 
 
 def runtime(name: str = "torch") -> tj.Runtime:
@@ -74,10 +65,6 @@ def integration(raw: dict[str, Any] | None, *objs: o.KObject, config: dict[str, 
     if with_runtime:
         integ.cluster_runtimes.known[runtime().key] = runtime()
     return integ, client, appended
-
-
-def actions(appended: list[ev.AnyEvent]) -> list[tuple[str, str]]:
-    return [(e.kind, e.action) for e in appended if isinstance(e, ev.JobActed)]
 
 
 @pytest.mark.asyncio
@@ -202,10 +189,7 @@ async def test_a_queued_trainjobs_jobset_gets_no_workload_and_is_held_while_the_
 
 
 def test_the_connector_reads_a_jobsets_trainjob_parent_from_the_trainjob_integration() -> None:
-    mirror = Mirror()
-    mirror.apply(ev.Record(1, ev.ConfigRecorded(time=1, writer="test", id="c", document={
-        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", **ON})))
-    connector = Connector(RecordingClient(), LocalJournal(MemoryLog(), mirror))  # type: ignore[arg-type]
+    connector = watched_jobs.connector(ON)
     job = listed_trainjob()
     connector.trainjobs.known[job.key] = job  # type: ignore[union-attr]
     parents = connector.jobs.parents  # type: ignore[union-attr]
@@ -215,30 +199,73 @@ def test_the_connector_reads_a_jobsets_trainjob_parent_from_the_trainjob_integra
     assert found == job.metadata
 
 
-class _NoApiserver:
-    """A client whose every GET is counted and answered 404: what the webhook's walk reads there."""
-
-    def __init__(self) -> None:
-        self.reads: list[str] = []
-
-    async def get(self, resource: Any, name: str, namespace: str = "", subresource: str = "") -> bytes:
-        self.reads.append(f"{resource.kind} {name}")
-        raise NotFound(f"{resource.kind} {name} not found", 404, "NotFound")
-
-
 @pytest.mark.asyncio
 async def test_the_webhooks_walk_answers_a_trainjob_parent_from_what_the_leaders_connector_holds() -> None:
     """A JobSet under a queued TrainJob the TrainJob integration lists: the webhook's walk (HeldParents attached to
     the connector's parents registry, as a leader's) finds it without a GET to the apiserver."""
-    mirror = Mirror()
-    mirror.apply(ev.Record(1, ev.ConfigRecorded(time=1, writer="test", id="c", document={
-        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", **ON})))
-    connector = Connector(RecordingClient(), LocalJournal(MemoryLog(), mirror))  # type: ignore[arg-type]
+    connector = watched_jobs.connector(ON)
     job = listed_trainjob()
     connector.trainjobs.known[job.key] = job  # type: ignore[union-attr]
-    held = HeldParents()
-    held.attach(connector.jobs.parents, dict)  # type: ignore[union-attr]
-    api = _NoApiserver()
-    walk = ancestry_lookup(api, load_config(ON), held)  # type: ignore[arg-type]
-    assert await walk("ns", raw_jobset(suspend=True)) is True
-    assert (api.reads, held.hits) == ([], 1)
+    assert await watched_jobs.walk_over_held(connector, ON, raw_jobset(suspend=True)) == (True, [], 1)
+
+
+
+@pytest.mark.asyncio
+async def test_a_trainjob_matching_its_workload_leaves_it_alone() -> None:
+    integ, client, appended = integration(raw_job(), workload())
+    await integ.reconcile("ns/job")
+    assert (client.patches, client.deleted, actions(appended)) == ([], [], [])
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("trainer", "overrides", "count", "cpu"), [
+    ({"numNodes": 3}, None, 3, "1"),
+    ({"resourcesPerNode": {"requests": {"cpu": "2"}}}, None, 2, "2"),
+    (None, [{"targetJobs": [{"name": "node"}], "spec": {"containers": [
+        {"name": "node", "resources": {"requests": {"cpu": "4"}}}]}}], 2, "4"),
+], ids=["numNodes", "resourcesPerNode", "podTemplateOverride"])
+async def test_a_suspended_trainjob_that_changed_has_its_workload_rewritten(
+        trainer: dict[str, Any] | None, overrides: list[dict[str, Any]] | None, count: int, cpu: str) -> None:
+    """Kueue's EquivalentToWorkload/updateWorkloadToMatchJob for a TrainJob: its pod sets are its JobSet's, so a
+    changed numNodes, trainer resources or override on a suspended TrainJob whose Workload holds no quota rewrites
+    the Workload's pod sets (``UpdatedWorkload``)."""
+    raw = raw_job(overrides=overrides)
+    if trainer is not None:
+        raw["spec"]["trainer"] = trainer
+    integ, client, appended = integration(raw, workload())
+    await integ.reconcile("ns/job")
+    ((kind, name, patch),) = client.patches
+    assert (kind, name) == ("Workload", WL)
+    ((pod_set),) = patch["spec"]["podSets"]
+    assert (pod_set["name"], pod_set["count"]) == ("node", count)
+    assert pod_set["template"]["spec"]["containers"][0]["resources"]["requests"] == {"cpu": cpu}
+    assert [(e.kind, e.action, e.message) for e in appended if isinstance(e, ev.JobActed)] == [
+        ("TrainJob", "UpdatedWorkload", f"Updated not matching Workload for suspended job: ns/{WL}")]
+
+
+@pytest.mark.asyncio
+async def test_a_changed_runtime_rewrites_the_workload_and_a_missing_one_compares_nothing() -> None:
+    """The runtime is part of what the TrainJob makes: its change (which marks the TrainJob) puts the Workload out of
+    step; without the runtime the pod sets are not known and the Workload is left as it is."""
+    integ, client, _ = integration(raw_job(), workload())
+    bigger = msgspec.convert({"metadata": {"name": "torch", "uid": "rt"},
+                              "spec": {**RUNTIME_SPEC, "mlPolicy": {"numNodes": 4}}}, tj.Runtime)
+    integ.cluster_runtimes.known[bigger.key] = bigger
+    await integ.reconcile("ns/job")
+    ((kind, _, patch),) = client.patches
+    assert (kind, patch["spec"]["podSets"][0]["count"]) == ("Workload", 4)
+    integ, client, appended = integration(raw_job(), workload(), with_runtime=False)
+    await integ.reconcile("ns/job")
+    assert (client.patches, client.deleted, actions(appended)) == ([], [], [])
+
+
+@pytest.mark.asyncio
+async def test_a_prebuilt_workload_the_trainjob_no_longer_matches_is_finished_out_of_sync() -> None:
+    """A TrainJob naming a prebuilt Workload it controls runs on it while they match; once its pod sets differ
+    (here numNodes 3 against the Workload's 2) the Workload is finished ``OutOfSync``."""
+    raw = raw_job()
+    raw["metadata"]["labels"]["kueue.x-k8s.io/prebuilt-workload-name"] = WL
+    raw["spec"]["trainer"] = {"numNodes": 3}
+    integ, _, appended = integration(raw, workload())
+    await integ.reconcile("ns/job")
+    assert [(type(e).__name__, getattr(e, "reason", "")) for e in appended] == [("WorkloadFinished", "OutOfSync")]

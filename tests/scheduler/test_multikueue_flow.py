@@ -150,9 +150,9 @@ def test_a_snapshot_keeps_a_jobsets_managed_by(tmp_path: Path) -> None:
 
 def test_an_owner_kind_without_an_adapter_is_rejected_naming_it(tmp_path: Path) -> None:
     state = _jobset_state(tmp_path)
-    state.workloads[KEY].owner = ("kubeflow.org/v1", "PyTorchJob", "a")
+    state.workloads[KEY].owner = ("kubeflow.org/v1", "MXJob", "a")
     assert unmanaged_reason(state, state.workloads[KEY]) == (
-        'No multikueue adapter found for owner kind "kubeflow.org/v1, Kind=PyTorchJob"')
+        'No multikueue adapter found for owner kind "kubeflow.org/v1, Kind=MXJob"')
 
 
 def test_an_eviction_forgets_the_copies_so_a_new_reservation_waits_for_a_new_admission(tmp_path: Path) -> None:

@@ -257,6 +257,29 @@ async def eventually(probe: Callable[[], Awaitable[T | None] | T | None], timeou
         await asyncio.sleep(0.05)
 
 
+async def admitted_workload(kc: KubeClient, name: str, ns: str, what: str) -> dict[str, Any]:
+    """Workload ``ns/name`` once it has an admission (it may not exist yet); fails as :func:`eventually`."""
+
+    async def admitted() -> dict[str, Any] | None:
+        with contextlib.suppress(Exception):
+            wl = await get(kc, "Workload", name, ns)
+            return wl if wl.get("status", {}).get("admission") else None
+        return None
+
+    return await eventually(admitted, what=what)
+
+
+async def finished_condition(kc: KubeClient, name: str, ns: str, what: str) -> dict[str, Any]:
+    """The ``Finished`` condition of Workload ``ns/name`` once it is true; fails as :func:`eventually`."""
+
+    async def finished() -> dict[str, Any] | None:
+        wl = await get(kc, "Workload", name, ns)
+        cond = next((c for c in wl.get("status", {}).get("conditions", []) if c["type"] == "Finished"), None)
+        return cond if cond is not None and cond["status"] == "True" else None
+
+    return await eventually(finished, what=what)
+
+
 @contextlib.asynccontextmanager
 async def kueue_es(kc: KubeClient, log_dir: Path, *, kinds: Collection[str] | None = None,
                    hold: Collection[str] = (), release: asyncio.Event | None = None,

@@ -13,12 +13,11 @@ no Workload of its own; the AppWrapper's ``Succeeded`` phase finishes its Worklo
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import connect, eventually, get, kueue_es, queues
+from kubehelp import admitted_workload, connect, eventually, finished_condition, get, kueue_es, queues
 
 from connectors.k8s import appwrapper as aw
 from connectors.k8s import crds
@@ -59,13 +58,7 @@ async def test_a_queued_appwrapper_runs_only_while_its_workload_is_admitted_and_
         async with kueue_es(kc, tmp_path / "log", config=config):
             wl_name = aw.workload_name("aw", uid)
 
-            async def admitted() -> dict[str, Any] | None:
-                with contextlib.suppress(Exception):
-                    wl = await get(kc, "Workload", wl_name, q.ns)
-                    return wl if wl.get("status", {}).get("admission") else None
-                return None
-
-            wl = await eventually(admitted, what="the AppWrapper's workload admitted")
+            wl = await admitted_workload(kc, wl_name, q.ns, "the AppWrapper's workload admitted")
             assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [("aw-0", 2)]
             assert wl["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"] == {
                 "requests": {"cpu": "1"}}
@@ -99,10 +92,5 @@ async def test_a_queued_appwrapper_runs_only_while_its_workload_is_admitted_and_
             # play the AppWrapper controller: the AppWrapper succeeded
             await kc.patch(APPWRAPPERS, "aw", {"status": {"phase": "Succeeded"}}, q.ns, subresource="status")
 
-            async def finished() -> dict[str, Any] | None:
-                wl = await get(kc, "Workload", wl_name, q.ns)
-                cond = next((c for c in wl.get("status", {}).get("conditions", []) if c["type"] == "Finished"), None)
-                return cond if cond is not None and cond["status"] == "True" else None
-
-            cond = await eventually(finished, what="the AppWrapper's workload finished")
+            cond = await finished_condition(kc, wl_name, q.ns, "the AppWrapper's workload finished")
             assert (cond["reason"], cond["message"]) == ("Succeeded", "AppWrapper finished successfully")

@@ -171,14 +171,15 @@ def test_manifests_render_as_multi_document_yaml() -> None:
         ("msparkapplication.kb.io", "/mutate-sparkoperator-k8s-io-v1beta2-sparkapplication"),
         *((f"m{k}.kb.io", f"/mutate-kubeflow-org-v1-{k}") for k in KUBEFLOW_NOUNS),
         ("mleaderworkerset.kb.io", "/mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset"),
-        ("mtrainjob.kb.io", "/mutate-trainer-kubeflow-org-v1alpha1-trainjob")]
+        ("mtrainjob.kb.io", "/mutate-trainer-kubeflow-org-v1alpha1-trainjob"),
+        ("mpod.sparkapplication.kb.io", "/mutate-sparkoperator-k8s-io-v1beta2-sparkapplication-executor-pod")]
     # the integrations Kueue leaves off by default go fail-open, so a webhook down stops no Pod or workload controller
     assert {w["name"]: w["failurePolicy"] for w in mutating["webhooks"]} == {
         "mjob.kb.io": "Fail", "mpod.kb.io": "Ignore", "mdeployment.kb.io": "Ignore", "mstatefulset.kb.io": "Ignore",
         "mjobset.kb.io": "Ignore", "mmpijob.kb.io": "Ignore", **{f"m{k}.kb.io": "Ignore" for k in KUBEFLOW_NOUNS},
         "mrayjob.kb.io": "Ignore", "mraycluster.kb.io": "Ignore", "mleaderworkerset.kb.io": "Ignore",
         "mappwrapper.kb.io": "Ignore", "mtrainjob.kb.io": "Ignore", "mrayservice.kb.io": "Ignore",
-        "msparkapplication.kb.io": "Ignore"}
+        "msparkapplication.kb.io": "Ignore", "mpod.sparkapplication.kb.io": "Ignore"}
     validating = docs[kinds.index("ValidatingWebhookConfiguration")]
     assert next(w for w in validating["webhooks"] if w["name"] == "vjobset.kb.io")["failurePolicy"] == "Ignore"
     assert next(w for w in validating["webhooks"] if w["name"] == "vmpijob.kb.io")["failurePolicy"] == "Ignore"
@@ -319,6 +320,7 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert await ok("patch", "kueue.x-k8s.io", "admissionchecks", "", "status")
         assert await ok("patch", "kueue.x-k8s.io", "multikueueclusters", "", "status")  # their Active condition
         assert await ok("get", "", "secrets", ns_name)  # MultiKueue workers' kubeconfigs, in its own namespace only
+        assert await ok("watch", "", "secrets", ns_name)  # each read once, then watched
         assert await ok("create", "", "events", "team-a")  # Kueue's Events: decisions carried out, Job actions
         # the visibility API: its APIServices, and the Service and endpoints routing them to the leader
         apiservices = ("apiregistration.k8s.io", "apiservices")
@@ -341,7 +343,7 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert not await ok("create", "batch", "jobs", "team-a")
         assert not await ok("update", "kueue.x-k8s.io", "clusterqueues")
         assert not await ok("get", "", "secrets", "team-a")
-        assert not await ok("list", "", "secrets", ns_name)
+        assert not await ok("list", "", "secrets", "team-a")
         assert not await ok("delete", "admissionregistration.k8s.io", "mutatingwebhookconfigurations")
         assert not await ok("update", "coordination.k8s.io", "leases", "kube-system")
         assert not await ok("create", "", "pods", "team-a")

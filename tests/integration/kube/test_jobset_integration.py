@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import connect, create, eventually, get, kueue_es, queues
+from kubehelp import connect, create, eventually, finished_condition, get, kueue_es, queues
 
 from connectors.k8s import crds
 from connectors.k8s.jobset import workload_name
@@ -130,12 +130,7 @@ async def test_a_queued_jobset_runs_only_while_its_workload_is_admitted(kube_api
                     "message": "jobset completed successfully", "lastTransitionTime": NOW}
             await kc.patch(JOBSETS, "first", {"status": {"conditions": [done]}}, q.ns, subresource="status")
 
-            async def finished() -> dict[str, Any] | None:
-                wl = await get(kc, "Workload", wl_first, q.ns)
-                cond = next((c for c in wl.get("status", {}).get("conditions", []) if c["type"] == "Finished"), None)
-                return cond if cond is not None and cond["status"] == "True" else None
-
-            cond = await eventually(finished, what="the first JobSet's workload finished")
+            cond = await finished_condition(kc, wl_first, q.ns, "the first JobSet's workload finished")
             assert (cond["reason"], cond["message"]) == ("Succeeded", "jobset completed successfully")
             js_second = await eventually(lambda: started("second"), what="the second JobSet started in its turn")
             assert _pod_template(js_second, 1)["spec"]["nodeSelector"] == {"pool": "a"}

@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import connect, eventually, get, kueue_es, queues
+from kubehelp import connect, eventually, finished_condition, get, kueue_es, queues
 
 from connectors.k8s import crds
 from connectors.k8s.kubeflow import KINDS
@@ -98,12 +98,7 @@ async def test_a_queued_pytorchjob_runs_only_while_its_workload_is_admitted(kube
                     "message": f"PyTorchJob {q.ns}/pt successfully completed.", "lastTransitionTime": NOW}
             await kc.patch(PYTORCH.resource, "pt", {"status": {"conditions": [done]}}, q.ns, subresource="status")
 
-            async def finished() -> dict[str, Any] | None:
-                wl = await get(kc, "Workload", wl_pt, q.ns)
-                cond = next((c for c in wl.get("status", {}).get("conditions", []) if c["type"] == "Finished"), None)
-                return cond if cond is not None and cond["status"] == "True" else None
-
-            cond = await eventually(finished, what="the PyTorchJob's workload finished")
+            cond = await finished_condition(kc, wl_pt, q.ns, "the PyTorchJob's workload finished")
             assert (cond["reason"], cond["message"]) == ("Succeeded", f"PyTorchJob {q.ns}/pt successfully completed.")
             tf_running = await eventually(lambda: started(TF, "tf"), what="the TFJob started in its turn")
             assert tf_running["spec"]["tfReplicaSpecs"]["PS"]["template"]["spec"]["nodeSelector"] == {"pool": "a"}

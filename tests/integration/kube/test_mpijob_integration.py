@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import connect, eventually, get, kueue_es, queues
+from kubehelp import connect, eventually, finished_condition, get, kueue_es, queues
 
 from connectors.k8s import crds
 from connectors.k8s.mpijob import workload_name
@@ -98,12 +98,7 @@ async def test_a_queued_mpijob_runs_only_while_its_workload_is_admitted(kube_api
                     "message": f"MPIJob {q.ns}/first successfully completed.", "lastTransitionTime": NOW}
             await kc.patch(MPIJOBS, "first", {"status": {"conditions": [done]}}, q.ns, subresource="status")
 
-            async def finished() -> dict[str, Any] | None:
-                wl = await get(kc, "Workload", wl_first, q.ns)
-                cond = next((c for c in wl.get("status", {}).get("conditions", []) if c["type"] == "Finished"), None)
-                return cond if cond is not None and cond["status"] == "True" else None
-
-            cond = await eventually(finished, what="the first MPIJob's workload finished")
+            cond = await finished_condition(kc, wl_first, q.ns, "the first MPIJob's workload finished")
             assert (cond["reason"], cond["message"]) == ("Succeeded", f"MPIJob {q.ns}/first successfully completed.")
             mpi_second = await eventually(lambda: started("second"), what="the second MPIJob started in its turn")
             assert _pod_template(mpi_second, "Launcher")["spec"]["nodeSelector"] == {"pool": "a"}

@@ -9,7 +9,8 @@ Job's copy then runs on the worker, on that copy. The test plays the worker's jo
 there: the manager's Job shows the worker's status and its Workload finishes with the worker's reason (from the
 worker's Workload or the mirrored Job, whichever reaches the manager's log first), and the copies on the worker are
 deleted. Along the way the MultiKueueCluster and the check show Kueue's Active
-conditions.
+conditions. A JobSet CRD installed on the worker only once the manager is connected gets the worker's JobSets
+watched without a reconnect.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from connectors.k8s import crds
 from connectors.k8s.errors import AlreadyExists, NotFound
 from connectors.k8s.jobs import workload_name
 from connectors.k8s.jobset import workload_name as jobset_workload_name
+from connectors.k8s.kubeflow import KINDS as KUBEFLOW_KINDS
 from connectors.k8s.rayjob import workload_name as rayjob_workload_name
 from connectors.k8s.resources import BY_KIND, JOBSETS, RAYJOBS, SECRETS
 from connectors.k8s.settings import KubeSettings
@@ -463,3 +465,166 @@ async def test_a_rayjob_is_dispatched_to_the_worker_and_finishes_there(kube_apis
                 return await _maybe(wc, "Workload", wl_name, ns) is None and await remote_rayjob() is None
 
             await eventually(copies_gone, timeout=60, what="the copies on the worker to be deleted")
+
+
+PYTORCH = KUBEFLOW_KINDS["PyTorchJob"]
+
+
+def _pytorchjob(ns: str, name: str, managed_by: str | None) -> dict[str, Any]:
+    replica = {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {"containers": [
+        {"name": "pytorch", "image": "busybox:1.36", "resources": {"requests": {"cpu": "1"}}}]}}}
+    run_policy: dict[str, Any] = {"suspend": True}
+    if managed_by is not None:
+        run_policy["managedBy"] = managed_by
+    return {"apiVersion": PYTORCH.resource.api_version, "kind": PYTORCH.KIND,
+            "metadata": {"name": name, "namespace": ns, "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+            "spec": {"runPolicy": run_policy, PYTORCH.specs_field: {"Master": replica, "Worker": replica}}}
+
+
+@pytest.mark.asyncio
+async def test_a_pytorchjob_is_dispatched_to_the_worker_and_finishes_there(kube_apiserver, worker_apiserver,
+                                                                           tmp_path) -> None:
+    """Kueue's Kubeflow adapter: a PyTorchJob handed to MultiKueue (``spec.runPolicy.managedBy``) is copied to the
+    worker that admitted its Workload (Kueue's labels, no managedBy), where the worker's kueue-es runs it on the
+    copied Workload; the test plays the training operator there, and the copy's status replaces the manager's
+    until it succeeds, the Workload finishes and the copies are deleted. One not handed to MultiKueue has its check
+    Rejected in Kueue's words (which name ``spec.managedBy``)."""
+    config = load_config({"integrations": {"frameworks": ["batch/job", "kubeflow.org/pytorchjob"]}})
+    docs = [*crds.all_crds(), crds.kubeflow_crd(PYTORCH.KIND, PYTORCH.specs_field)]
+    r = PYTORCH.resource
+    async with await connect(kube_apiserver) as kc, await connect(worker_apiserver) as wc:
+        await crds.install(kc, docs=docs)
+        await crds.install(wc, docs=docs)
+        sfx = secrets.token_hex(3)
+        ns, _, worker, check = await _manager_queues(kc, worker_apiserver, sfx)
+        await _worker_queues(wc, ns, sfx)
+        async with (kueue_es(wc, tmp_path / "worker-log", config=config),
+                    kueue_es(kc, tmp_path / "manager-log", config=config)):
+            handed = msgspec.json.decode(await kc.create(r, _pytorchjob(ns, "mk-pt", "kueue.x-k8s.io/multikueue"), ns))
+            wl_name = PYTORCH.workload_name("mk-pt", handed["metadata"]["uid"])
+
+            async def admitted_on_manager() -> dict[str, Any] | None:
+                wl = await _maybe(kc, "Workload", wl_name, ns)
+                return wl if wl is not None and _true(wl, "Admitted") else None
+
+            wl = await eventually(admitted_on_manager, timeout=60, what="the PyTorchJob's Workload to be admitted")
+            assert wl["status"]["clusterName"] == worker
+
+            async def remote() -> dict[str, Any] | None:
+                with contextlib.suppress(NotFound):
+                    return msgspec.json.decode(await wc.get(r, "mk-pt", ns))
+                return None
+
+            async def running_on_worker() -> dict[str, Any] | None:
+                copy = await remote()
+                return copy if copy is not None and copy["spec"]["runPolicy"].get("suspend") is False else None
+
+            copy = await eventually(running_on_worker, timeout=60, what="the PyTorchJob's copy to run on the worker")
+            labels = copy["metadata"]["labels"]
+            assert labels["kueue.x-k8s.io/multikueue-origin"] == "multikueue"
+            assert labels["kueue.x-k8s.io/prebuilt-workload-name"] == wl_name
+            assert "managedBy" not in copy["spec"]["runPolicy"]
+            assert msgspec.json.decode(await kc.get(r, "mk-pt", ns))["spec"]["runPolicy"]["managedBy"] == (
+                "kueue.x-k8s.io/multikueue")
+
+            # --- the training operator on the worker runs it, then succeeds: the manager's shows each ---------
+            running = {"type": "Running", "status": "True", "reason": "PyTorchJobRunning", "message": "running",
+                       "lastTransitionTime": NOW}
+            await wc.patch(r, "mk-pt", {"status": {"conditions": [running], "replicaStatuses": {
+                "Master": {"active": 1}, "Worker": {"active": 1}}}}, ns, subresource="status")
+
+            async def manager_status(type_: str) -> dict[str, Any] | None:
+                pt = msgspec.json.decode(await kc.get(r, "mk-pt", ns))
+                return pt if _true(pt, type_) else None
+
+            await eventually(lambda: manager_status("Running"), timeout=60,
+                             what="the manager's PyTorchJob to show Running")
+            succeeded = {"type": "Succeeded", "status": "True", "reason": "PyTorchJobSucceeded",
+                         "message": "PyTorchJob mk-pt is successfully completed.", "lastTransitionTime": NOW}
+            await wc.patch(r, "mk-pt", {"status": {"conditions": [{**running, "status": "False"}, succeeded],
+                                                   "replicaStatuses": {"Master": {"active": None, "succeeded": 1},
+                                                                       "Worker": {"active": None, "succeeded": 1}}}},
+                           ns, subresource="status")
+            pt = await eventually(lambda: manager_status("Succeeded"), timeout=60,
+                                  what="the manager's PyTorchJob to show Succeeded")
+            assert pt["status"]["replicaStatuses"] == {"Master": {"succeeded": 1}, "Worker": {"succeeded": 1}}
+
+            async def finished_on_manager() -> dict[str, Any] | None:
+                wl = await _maybe(kc, "Workload", wl_name, ns)
+                return wl if wl is not None and _true(wl, "Finished") else None
+
+            await eventually(finished_on_manager, timeout=60, what="the manager's Workload to finish")
+
+            async def copies_gone() -> bool:
+                return await _maybe(wc, "Workload", wl_name, ns) is None and await remote() is None
+
+            await eventually(copies_gone, timeout=60, what="the copies on the worker to be deleted")
+
+            # --- a PyTorchJob MultiKueue is not handed: its check is Rejected ------------------------------------
+            other = msgspec.json.decode(await kc.create(r, _pytorchjob(ns, "local-pt", None), ns))
+            other_wl = PYTORCH.workload_name("local-pt", other["metadata"]["uid"])
+
+            async def rejected() -> dict[str, Any] | None:
+                wl = await _maybe(kc, "Workload", other_wl, ns)
+                done = wl is not None and wl["spec"].get("active") is False and _cond(wl, "Evicted") is not None
+                return wl if done else None
+
+            wl = await eventually(rejected, timeout=60, what="the unmanaged PyTorchJob's Workload to be deactivated")
+            assert _cond(wl, "Evicted")["message"] == (
+                f'The workload is deactivated due to AdmissionCheck in Rejected state: "{check}" (The owner is not '
+                'managed by Kueue: Expecting spec.managedBy to be "kueue.x-k8s.io/multikueue" not "")')
+
+
+@pytest.mark.asyncio
+async def test_a_jobset_crd_installed_on_the_worker_after_connecting_is_watched_there(kube_apiserver, worker_apiserver,
+                                                                                     tmp_path) -> None:
+    """Kueue lists a worker's JobSets again on its next reconcile: the JobSet CRD installed on the worker once the
+    manager is connected, a JobSet dispatched there has its copy's status mirrored back while it runs (only a
+    watch of the worker's JobSets shows it), with no reconnect."""
+    config = load_config({"integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]}})
+    async with await connect(kube_apiserver) as kc, await connect(worker_apiserver) as wc:
+        await crds.install(kc, docs=[*crds.all_crds(), crds.jobset_crd()])
+        await crds.install(wc)
+        jobset_crd = crds.jobset_crd()["metadata"]["name"]
+        with contextlib.suppress(NotFound):  # an earlier test's, on the module's worker
+            await wc.delete(crds.CRD_RESOURCE, jobset_crd)
+
+        async def crd_gone() -> bool:
+            try:
+                await wc.get(crds.CRD_RESOURCE, jobset_crd)
+            except NotFound:
+                return True
+            return False
+
+        await eventually(crd_gone, timeout=60, what="the worker's JobSet CRD to be gone")
+        sfx = secrets.token_hex(3)
+        ns, _, worker, _ = await _manager_queues(kc, worker_apiserver, sfx)
+        await _worker_queues(wc, ns, sfx)
+        async with kueue_es(wc, tmp_path / "worker-log"), kueue_es(kc, tmp_path / "manager-log", config=config):
+            async def cluster_active() -> bool:
+                return _true(await get(kc, "MultiKueueCluster", worker), "Active")
+
+            await eventually(cluster_active, what="the MultiKueueCluster to be Active")
+            await crds.install(wc, docs=[crds.jobset_crd()])
+
+            handed = msgspec.json.decode(await kc.create(JOBSETS, _jobset(ns, "late-js", "kueue.x-k8s.io/multikueue"),
+                                                         ns))
+            wl_name = jobset_workload_name("late-js", handed["metadata"]["uid"])
+
+            async def copied() -> dict[str, Any] | None:
+                with contextlib.suppress(NotFound):
+                    return msgspec.json.decode(await wc.get(JOBSETS, "late-js", ns))
+                return None
+
+            await eventually(copied, timeout=60, what="the JobSet's copy on the worker")
+            wl = await get(kc, "Workload", wl_name, ns)
+            assert wl["status"]["clusterName"] == worker
+            running = [{"name": "workers", "active": 2, "ready": 2}]
+            await wc.patch(JOBSETS, "late-js", {"status": {"replicatedJobsStatus": running}}, ns,
+                           subresource="status")
+
+            async def mirrored() -> dict[str, Any] | None:
+                js = msgspec.json.decode(await kc.get(JOBSETS, "late-js", ns))
+                return js if (js.get("status") or {}).get("replicatedJobsStatus") == running else None
+
+            await eventually(mirrored, timeout=60, what="the manager's JobSet to show its running copy's status")

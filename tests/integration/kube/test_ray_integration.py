@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import connect, eventually, get, kueue_es, queues
+from kubehelp import connect, eventually, finished_condition, get, kueue_es, queues
 
 from connectors.k8s import crds
 from connectors.k8s import raycluster as rc
@@ -111,12 +111,7 @@ async def test_a_queued_rayjob_and_raycluster_run_only_while_their_workloads_are
                                                        "message": "Job finished successfully."}},
                            q.ns, subresource="status")
 
-            async def finished() -> dict[str, Any] | None:
-                wl = await get(kc, "Workload", wl_job, q.ns)
-                cond = next((c for c in wl.get("status", {}).get("conditions", []) if c["type"] == "Finished"), None)
-                return cond if cond is not None and cond["status"] == "True" else None
-
-            cond = await eventually(finished, what="the RayJob's workload finished")
+            cond = await finished_condition(kc, wl_job, q.ns, "the RayJob's workload finished")
             assert (cond["reason"], cond["message"]) == ("Succeeded", "Job finished successfully.")
             await eventually(lambda: admitted(wl_cluster), what="the RayCluster's workload admitted in its turn")
             ray_cluster = await eventually(lambda: started(RAYCLUSTERS, "cluster"), what="the RayCluster started")

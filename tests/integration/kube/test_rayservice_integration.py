@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import connect, eventually, get, kueue_es, queues
+from kubehelp import admitted_workload, connect, eventually, get, kueue_es, queues
 
 from connectors.k8s import crds
 from connectors.k8s import raycluster as rc
@@ -66,13 +66,7 @@ async def test_a_queued_rayservice_runs_its_cluster_on_its_admitted_workload_and
         async with kueue_es(kc, tmp_path / "log", config=config) as (connector, _):
             wl_name = rs.workload_name("svc", uid)
 
-            async def admitted() -> dict[str, Any] | None:
-                with contextlib.suppress(Exception):
-                    wl = await get(kc, "Workload", wl_name, q.ns)
-                    return wl if wl.get("status", {}).get("admission") else None
-                return None
-
-            wl = await eventually(admitted, what="the RayService's workload admitted")
+            wl = await admitted_workload(kc, wl_name, q.ns, "the RayService's workload admitted")
             assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [("head", 1), ("workers", 2)]
             assert wl["metadata"]["ownerReferences"][0]["kind"] == "RayService"
 

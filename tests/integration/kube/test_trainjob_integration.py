@@ -7,8 +7,9 @@ so the test plays it (writes the TrainJob's conditions through the status subres
 ClusterTrainingRuntime gets its Workload (Kueue's name; the runtime's initializer and trainer Jobs as pod sets, the
 trainer's ``numNodes`` pods with ``resourcesPerNode``), is admitted and unsuspended with the admission written as
 ``podTemplateOverrides`` (the flavor's node labels, the pod set label) after the user's; a queued TrainJob whose
-runtime is missing gets no Workload until the runtime is created; once the first TrainJob is ``Complete`` its
-Workload finishes with its message, and the second is admitted in its turn.
+runtime is missing gets no Workload until the runtime is created, and, still suspended and waiting for quota, has
+its Workload rewritten in place when its ``numNodes`` changes; once the first TrainJob is ``Complete`` its Workload
+finishes with its message, and the second is admitted in its turn.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import connect, eventually, get, kueue_es, queues
+from kubehelp import connect, eventually, finished_condition, get, kueue_es, queues
 
 from connectors.k8s import crds
 from connectors.k8s import trainjob as tj
@@ -108,16 +109,22 @@ async def test_a_queued_trainjob_runs_only_while_its_workload_is_admitted(kube_a
                                                                                   ("node", 2)]
             assert not wl.get("status", {}).get("admission"), "it waits for the quota the first one holds"
 
+            # the suspended TrainJob asks for more nodes: its Workload, holding no quota, is rewritten in place
+            await kc.patch(TRAINJOBS, "later", {"spec": {"trainer": {"numNodes": 3}}}, q.ns)
+
+            async def rewritten() -> dict[str, Any] | None:
+                found = await workload(wl_later)
+                return found if found is not None and found["spec"]["podSets"][1]["count"] == 3 else None
+
+            updated = await eventually(rewritten, what="the later TrainJob's workload rewritten with 3 nodes")
+            assert updated["metadata"]["uid"] == wl["metadata"]["uid"], "rewritten, not made anew"
+            assert not updated.get("status", {}).get("admission"), "3.5 CPUs still wait for the first one's quota"
+
             # play the Trainer: the first TrainJob completed
             await kc.patch(TRAINJOBS, "job", {"status": {"conditions": [{
                 "type": "Complete", "status": "True", "reason": "JobsCompleted", "message": "TrainJob is completed",
                 "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}, q.ns, subresource="status")
 
-            async def finished() -> dict[str, Any] | None:
-                wl = await get(kc, "Workload", wl_job, q.ns)
-                cond = next((c for c in wl.get("status", {}).get("conditions", []) if c["type"] == "Finished"), None)
-                return cond if cond is not None and cond["status"] == "True" else None
-
-            cond = await eventually(finished, what="the TrainJob's workload finished")
+            cond = await finished_condition(kc, wl_job, q.ns, "the TrainJob's workload finished")
             assert (cond["reason"], cond["message"]) == ("Succeeded", "TrainJob is completed")
             await eventually(lambda: workload(wl_later, admitted=True), what="the later one admitted in its turn")
