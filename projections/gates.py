@@ -216,6 +216,17 @@ per pod set within a cycle, remaining capacity kept instead of cloned, the topol
 resource requests indexed by slice instead of map): Kueue decides and writes the same either way, and so does
 kueue-es, which keeps none of them: both settings are modelled by reading neither."""
 
+PATCH_STYLE_ONLY = frozenset({"WorkloadRequestUseMergePatch"})
+"""Gates that switch only how Kueue sends a write, not what it writes: WorkloadRequestUseMergePatch has Kueue
+send a Workload's status as a JSON merge patch of the object it read instead of a server-side apply. The status
+the apiserver then holds is the same either way; what differs is the field ownership recorded in
+``managedFields`` (an Apply by Kueue's field managers, or an Update), which nothing in Kueue's or kueue-es's
+decisions reads. kueue-es always sends one merge patch of the status it computes, conditioned on the Workload's
+resourceVersion (:mod:`connectors.k8s.writer`), and so models both settings by reading neither."""
+
+INTERNAL_ONLY = CACHE_ONLY | PATCH_STYLE_ONLY
+"""The gates whose settings change how Kueue works inside, never what it decides or the objects it leaves."""
+
 ALL_ALPHA, ALL_BETA = "AllAlpha", "AllBeta"
 
 DEPENDENCIES: dict[str, tuple[str, ...]] = {
@@ -240,7 +251,7 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
 }
 
 
-MODELLED = CACHE_ONLY | frozenset({
+MODELLED = INTERNAL_ONLY | frozenset({
     ADMISSION_FAIR_SHARING, ADMISSION_GATED_BY, ASSIGN_QUEUE_LABELS_FOR_PODS,
     CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION, CUSTOM_METRIC_LABELS, DEFER_RAY_SERVICE_FINALIZATION,
     DISABLE_WAIT_FOR_PODS_READY, SPARK_APPLICATION_INTEGRATION,
@@ -267,8 +278,8 @@ MODELLED = CACHE_ONLY | frozenset({
     VISIBILITY_ON_DEMAND, WORKLOAD_IDENTIFIER_ANNOTATIONS, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
     WORKLOAD_VALIDATE_RESOURCES_ARE_NON_NEGATIVE, WORKLOAD_VALIDATION_FOR_POD_SET_METADATA,
 })
-"""The gates whose both settings kueue-es models (a :data:`LOCKED` one's only setting; a :data:`CACHE_ONLY` one's
-by changing nothing). Every other one is accepted, as Kueue accepts it, and kueue-es
+"""The gates whose both settings kueue-es models (a :data:`LOCKED` one's only setting; an :data:`INTERNAL_ONLY`
+one's by changing nothing). Every other one is accepted, as Kueue accepts it, and kueue-es
 behaves as under its default (:func:`ignored`). TASReplaceNodeDueToNotReadyOverFixedTime (deprecated) is modelled
 as the shared reference states it (§4.3): a node not Ready for 30 s fails whatever its pods do. With
 TASReplaceNodeOnPodTermination off it changes nothing (that gate's 30 s wait already fails the node); with it on,
