@@ -6,7 +6,7 @@ whose dependency is disabled. ``AllAlpha`` / ``AllBeta`` set every alpha / beta 
 names, stages and defaults below are Kueue's (``pkg/features/kube_features.go``, main after v0.19).
 
 Only the gates in :data:`MODELLED` change what kueue-es does, each read where its rule is (README lists what
-each one does). Fifteen of them the fold reads from the recorded document: ``ReclaimablePods``,
+each one does). The fold reads these from the recorded document: ``ReclaimablePods``,
 ``PrioritySortingWithinCohort`` (:mod:`projections.queue_order`), ``LocalQueueMetrics`` and ``MetricsForCohorts``
 (:mod:`projections.metrics`), ``TopologyAwareScheduling`` (:mod:`projections.clusterqueues`),
 ``AdmissionGatedBy`` (a gated workload is not queued: :mod:`projections.cluster`),
@@ -19,7 +19,9 @@ under ``SkipReassignmentForPodOwnedWorkloads``: :mod:`projections.cluster`), ``P
 ``MetricForWorkloadCreationLatency`` (whether a job integration's record of a Workload it created is observed:
 :mod:`projections.metrics`),
 ``KueueDRAIntegration`` and ``KueueDRARejectWorkloadsWhenDRADisabled`` (what a pod's DRA claims cost, or whether
-they make its workload inadmissible: :mod:`projections.dra`).
+they make its workload inadmissible: :mod:`projections.dra`), ``MultiKueue`` (whether MultiKueue checks are
+acted on) and ``DynamicQuotaOrchestration`` (whether a ClusterQueue's or Cohort's ``status.effectiveQuotas``
+stands for its spec's quotas: :mod:`projections.effective_quotas`).
 ``kueue-es import`` also reads there the gates of the checks Kueue's webhooks make only under a gate
 (:meth:`events.manifests.Checks.under`): ``TASValidateWorkloadSliceSize``, ``WorkloadValidationForPodSetMetadata``,
 ``RejectUpdatesToCQWithInvalidOnFlavors``, ``WorkloadValidateResourcesAreNonNegative``, ``AdmissionGatedBy``'s and
@@ -114,6 +116,7 @@ VALIDATE_RAY_AND_SPARK_JOB_UPDATES = "ValidateRayAndSparkJobUpdates"
 SPARK_APPLICATION_INTEGRATION = "SparkApplicationIntegration"
 TLS_OPTIONS = "TLSOptions"
 REMOVE_FINALIZERS_WITH_STRICT_PATCH = "RemoveFinalizersWithStrictPatch"
+DYNAMIC_QUOTA_ORCHESTRATION = "DynamicQuotaOrchestration"
 
 GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
@@ -201,7 +204,7 @@ GATES: dict[str, tuple[str, bool]] = {
     POD_INTEGRATION_VALIDATE_GROUP_OWNER: (BETA, True),
     VALIDATE_RAY_AND_SPARK_JOB_UPDATES: (BETA, True),
     FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES: (ALPHA, False),
-    "DynamicQuotaOrchestration": (ALPHA, False),
+    DYNAMIC_QUOTA_ORCHESTRATION: (ALPHA, False),
 }
 """Name -> (stage, default)."""
 
@@ -254,7 +257,7 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
 MODELLED = INTERNAL_ONLY | frozenset({
     ADMISSION_FAIR_SHARING, ADMISSION_GATED_BY, ASSIGN_QUEUE_LABELS_FOR_PODS,
     CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION, CUSTOM_METRIC_LABELS, DEFER_RAY_SERVICE_FINALIZATION,
-    DISABLE_WAIT_FOR_PODS_READY, SPARK_APPLICATION_INTEGRATION,
+    DISABLE_WAIT_FOR_PODS_READY, DYNAMIC_QUOTA_ORCHESTRATION, SPARK_APPLICATION_INTEGRATION,
     ELASTIC_JOBS_VIA_WORKLOAD_SLICES, FAILURE_RECOVERY_POLICY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING,
     FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES, FAST_QUOTA_RELEASE_IN_POD_INTEGRATION, FINISH_ORPHANED_WORKLOADS,
     FLAVOR_FUNGIBILITY, KUEUE_DRA_INTEGRATION, KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED,

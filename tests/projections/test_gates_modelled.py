@@ -38,7 +38,8 @@ def test_only_gates_away_from_their_default_and_not_modelled_are_ignored() -> No
     assert gates.ignored({"PartialAdmission": False, "DynamicQuotaOrchestration": False}) == []
     assert gates.ignored({"WorkloadValidateResourcesAreNonNegative": False}) == []
     assert gates.ignored({"ElasticJobsViaWorkloadSlices": False}) == [], "modelled: the scheduler reads it"
-    assert gates.ignored({"DynamicQuotaOrchestration": True}) == ["DynamicQuotaOrchestration"]
+    assert gates.ignored({"ConcurrentAdmission": True}) == ["ConcurrentAdmission"]
+    assert gates.ignored({"DynamicQuotaOrchestration": True}) == [], "modelled: the fold reads it"
     assert "ConcurrentAdmission" in gates.ignored({"AllAlpha": True})
 
 
