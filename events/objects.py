@@ -421,7 +421,8 @@ class ClusterQueueSpec(View):
 class ClusterQueue(KObject, tag="ClusterQueue"):
     spec: ClusterQueueSpec = ClusterQueueSpec()
     status: dict[str, Any] = {}
-    """As the apiserver showed it (the connector writes it from the log; scheduling never reads it)."""
+    """As the apiserver showed it (the connector writes it from the log; scheduling reads only ``effectiveQuotas``,
+    under DynamicQuotaOrchestration: :mod:`projections.effective_quotas`)."""
 
 
 class CohortSpec(View):
@@ -432,6 +433,9 @@ class CohortSpec(View):
 
 class Cohort(KObject, tag="Cohort"):
     spec: CohortSpec = CohortSpec()
+    status: dict[str, Any] = {}
+    """As the apiserver showed it: scheduling reads only ``effectiveQuotas``, under DynamicQuotaOrchestration
+    (:mod:`projections.effective_quotas`)."""
 
 
 class LocalQueueSpec(View):

@@ -31,7 +31,7 @@ from events.priority_boost import ANNOTATION as PRIORITY_BOOST_ANNOTATION
 from events.priority_boost import boost_of
 from events.quantity import QuantityError
 from events.timefmt import format_time, parse_time
-from projections import gates
+from projections import effective_quotas, gates
 from projections.admissionchecks import ClusterLink, MultiKueueWorld, applicable_checks, external_dispatcher
 from projections.clusterqueues import ClusterQueueInfo, selector_matches
 from projections.cohorts import CohortForest, build_forest
@@ -321,7 +321,9 @@ class ClusterState:
         """The quota tree over the cohort forest, with current usage; kept up to date as quota is charged and
         released, rebuilt after a ClusterQueue or Cohort spec changes. A cycle writes only inside an overlay."""
         if self._quota is None:
-            self._quota = build_quota_tree(self.cluster_queues, self.cohorts, self.forest, self.usage)
+            dynamic = self.dynamic_quotas
+            self._quota = build_quota_tree(effective_quotas.views(self.cluster_queues, dynamic),
+                                           effective_quotas.views(self.cohorts, dynamic), self.forest, self.usage)
         return self._quota
 
     def cq_info(self, cq: str) -> ClusterQueueInfo | None:
@@ -334,6 +336,7 @@ class ClusterState:
             obj = self.cluster_queues.get(cq)
             if obj is None:
                 return None
+            obj = effective_quotas.in_force(obj, self.dynamic_quotas)
             info = self._cq_infos[cq] = ClusterQueueInfo(cq, obj, self.flavors, self.admission_checks,
                                                          self.topologies, self.forest, self.provisioning_configs,
                                                          self.tas_enabled, self.multikueue)
@@ -482,6 +485,20 @@ class ClusterState:
         keyed with the old ones, so the object's counters and histograms start again from zero."""
         custom = self.custom_labels
         return custom is not None and old is not None and custom.changed(kind, old.metadata, new.metadata)
+
+    @property
+    def dynamic_quotas(self) -> bool:
+        """Kueue's ``DynamicQuotaOrchestration`` gate in the configuration in force: a ClusterQueue's or Cohort's
+        ``status.effectiveQuotas`` stands for its spec's resource groups (:mod:`projections.effective_quotas`)."""
+        return self.gate(gates.DYNAMIC_QUOTA_ORCHESTRATION)
+
+    def _requotaed(self, old: o.ClusterQueue | o.Cohort | None, new: o.ClusterQueue | o.Cohort) -> bool:
+        """An upsert changed the quotas in force of a ClusterQueue or Cohort: its spec, or, under
+        DynamicQuotaOrchestration, the effective quotas its status sets."""
+        if old is None or old.spec != new.spec:
+            return True
+        return self.dynamic_quotas and (effective_quotas.effective_groups(old.status)
+                                        != effective_quotas.effective_groups(new.status))
 
     @property
     def tas_enabled(self) -> bool:
@@ -756,9 +773,13 @@ class ClusterState:
         boost_before = self.priority_boost
         names_before = self.shapes_name_pod_sets
         dra_before = self.dra_config()
+        dynamic_before = self.dynamic_quotas
         self.config, self.config_offset = e, self.offset
         if self.tas_enabled != tas_before:
             self._specs_changed()  # the compiled ClusterQueues say what TAS asks of them
+        if self.dynamic_quotas != dynamic_before:
+            self._specs_changed(quota=True)  # the quotas in force are the specs' or the effective ones
+            self._flush_all()
         if self.admission_gated_by != gated_before:
             self._regate_all()
         if self.priority_boost != boost_before:
@@ -1040,7 +1061,7 @@ class ClusterState:
                 self.cluster_queues[name] = obj
                 if self._relabelled(CLUSTER_QUEUE, old, obj):
                     self.metrics.forget(name)
-                new_spec = old is None or old.spec != obj.spec
+                new_spec = self._requotaed(old, obj)
                 if new_spec or old.metadata.deletion_timestamp != obj.metadata.deletion_timestamp:
                     self._specs_changed(quota=new_spec)
                 if new_spec:  # a status or metadata update admits nothing new (Kueue requeues on spec changes)
@@ -1052,7 +1073,7 @@ class ClusterState:
                 self.cohorts[name] = obj
                 if self._relabelled(COHORT, old, obj):
                     self.metrics.forget_cohort(name)
-                if old is None or old.spec != obj.spec:
+                if self._requotaed(old, obj):
                     self._specs_changed(quota=True)
                 self._flush_all()
             case o.LocalQueue():

@@ -6,7 +6,7 @@ whose dependency is disabled. ``AllAlpha`` / ``AllBeta`` set every alpha / beta 
 names, stages and defaults below are Kueue's (``pkg/features/kube_features.go``, main after v0.19).
 
 Only the gates in :data:`MODELLED` change what kueue-es does, each read where its rule is (README lists what
-each one does). Fifteen of them the fold reads from the recorded document: ``ReclaimablePods``,
+each one does). The fold reads these from the recorded document: ``ReclaimablePods``,
 ``PrioritySortingWithinCohort`` (:mod:`projections.queue_order`), ``LocalQueueMetrics`` and ``MetricsForCohorts``
 (:mod:`projections.metrics`), ``TopologyAwareScheduling`` (:mod:`projections.clusterqueues`),
 ``AdmissionGatedBy`` (a gated workload is not queued: :mod:`projections.cluster`),
@@ -19,7 +19,9 @@ under ``SkipReassignmentForPodOwnedWorkloads``: :mod:`projections.cluster`), ``P
 ``MetricForWorkloadCreationLatency`` (whether a job integration's record of a Workload it created is observed:
 :mod:`projections.metrics`),
 ``KueueDRAIntegration`` and ``KueueDRARejectWorkloadsWhenDRADisabled`` (what a pod's DRA claims cost, or whether
-they make its workload inadmissible: :mod:`projections.dra`).
+they make its workload inadmissible: :mod:`projections.dra`), ``MultiKueue`` (whether MultiKueue checks are
+acted on) and ``DynamicQuotaOrchestration`` (whether a ClusterQueue's or Cohort's ``status.effectiveQuotas``
+stands for its spec's quotas: :mod:`projections.effective_quotas`).
 ``kueue-es import`` also reads there the gates of the checks Kueue's webhooks make only under a gate
 (:meth:`events.manifests.Checks.under`): ``TASValidateWorkloadSliceSize``, ``WorkloadValidationForPodSetMetadata``,
 ``RejectUpdatesToCQWithInvalidOnFlavors``, ``WorkloadValidateResourcesAreNonNegative``, ``AdmissionGatedBy``'s and
@@ -114,6 +116,7 @@ VALIDATE_RAY_AND_SPARK_JOB_UPDATES = "ValidateRayAndSparkJobUpdates"
 SPARK_APPLICATION_INTEGRATION = "SparkApplicationIntegration"
 TLS_OPTIONS = "TLSOptions"
 REMOVE_FINALIZERS_WITH_STRICT_PATCH = "RemoveFinalizersWithStrictPatch"
+DYNAMIC_QUOTA_ORCHESTRATION = "DynamicQuotaOrchestration"
 
 GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
@@ -201,7 +204,7 @@ GATES: dict[str, tuple[str, bool]] = {
     POD_INTEGRATION_VALIDATE_GROUP_OWNER: (BETA, True),
     VALIDATE_RAY_AND_SPARK_JOB_UPDATES: (BETA, True),
     FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES: (ALPHA, False),
-    "DynamicQuotaOrchestration": (ALPHA, False),
+    DYNAMIC_QUOTA_ORCHESTRATION: (ALPHA, False),
 }
 """Name -> (stage, default)."""
 
@@ -215,6 +218,17 @@ CACHE_ONLY = frozenset({"TASCacheNodeMatchResults", "TASCachingRemainingResource
 per pod set within a cycle, remaining capacity kept instead of cloned, the topology tree shared across cycles,
 resource requests indexed by slice instead of map): Kueue decides and writes the same either way, and so does
 kueue-es, which keeps none of them: both settings are modelled by reading neither."""
+
+PATCH_STYLE_ONLY = frozenset({"WorkloadRequestUseMergePatch"})
+"""Gates that switch only how Kueue sends a write, not what it writes: WorkloadRequestUseMergePatch has Kueue
+send a Workload's status as a JSON merge patch of the object it read instead of a server-side apply. The status
+the apiserver then holds is the same either way; what differs is the field ownership recorded in
+``managedFields`` (an Apply by Kueue's field managers, or an Update), which nothing in Kueue's or kueue-es's
+decisions reads. kueue-es always sends one merge patch of the status it computes, conditioned on the Workload's
+resourceVersion (:mod:`connectors.k8s.writer`), and so models both settings by reading neither."""
+
+INTERNAL_ONLY = CACHE_ONLY | PATCH_STYLE_ONLY
+"""The gates whose settings change how Kueue works inside, never what it decides or the objects it leaves."""
 
 ALL_ALPHA, ALL_BETA = "AllAlpha", "AllBeta"
 
@@ -240,10 +254,10 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
 }
 
 
-MODELLED = CACHE_ONLY | frozenset({
+MODELLED = INTERNAL_ONLY | frozenset({
     ADMISSION_FAIR_SHARING, ADMISSION_GATED_BY, ASSIGN_QUEUE_LABELS_FOR_PODS,
     CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION, CUSTOM_METRIC_LABELS, DEFER_RAY_SERVICE_FINALIZATION,
-    DISABLE_WAIT_FOR_PODS_READY, SPARK_APPLICATION_INTEGRATION,
+    DISABLE_WAIT_FOR_PODS_READY, DYNAMIC_QUOTA_ORCHESTRATION, SPARK_APPLICATION_INTEGRATION,
     ELASTIC_JOBS_VIA_WORKLOAD_SLICES, FAILURE_RECOVERY_POLICY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING,
     FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES, FAST_QUOTA_RELEASE_IN_POD_INTEGRATION, FINISH_ORPHANED_WORKLOADS,
     FLAVOR_FUNGIBILITY, KUEUE_DRA_INTEGRATION, KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED,
@@ -267,8 +281,8 @@ MODELLED = CACHE_ONLY | frozenset({
     VISIBILITY_ON_DEMAND, WORKLOAD_IDENTIFIER_ANNOTATIONS, WORKLOAD_PRIORITY_CLASS_DEFAULTING,
     WORKLOAD_VALIDATE_RESOURCES_ARE_NON_NEGATIVE, WORKLOAD_VALIDATION_FOR_POD_SET_METADATA,
 })
-"""The gates whose both settings kueue-es models (a :data:`LOCKED` one's only setting; a :data:`CACHE_ONLY` one's
-by changing nothing). Every other one is accepted, as Kueue accepts it, and kueue-es
+"""The gates whose both settings kueue-es models (a :data:`LOCKED` one's only setting; an :data:`INTERNAL_ONLY`
+one's by changing nothing). Every other one is accepted, as Kueue accepts it, and kueue-es
 behaves as under its default (:func:`ignored`). TASReplaceNodeDueToNotReadyOverFixedTime (deprecated) is modelled
 as the shared reference states it (§4.3): a node not Ready for 30 s fails whatever its pods do. With
 TASReplaceNodeOnPodTermination off it changes nothing (that gate's 30 s wait already fails the node); with it on,

@@ -23,7 +23,7 @@ from projections.queue_order import order_of
 from projections.queues import ClusterQueueQueue
 from projections.workloads import WorkloadInfo, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 17
+SNAPSHOT_VERSION = 18
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -45,8 +45,9 @@ nominations and remote copies (``WorkloadInfo.owner``, ``cluster_name``, ``nomin
 ResourceClaimTemplates and each pod set's DRA charge or error (``PodSetInfo.dra_requests``, ``dra_error``). 16: when
 each workload's nominations last changed (``WorkloadInfo.nominated_at``: the incremental dispatcher's round). 17:
 each workload's owner's ``spec.managedBy`` as observed for an owner the log does not hold
-(``WorkloadInfo.owner_managed_by``: a JobSet's, for its MultiKueue adapter)."""
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17)
+(``WorkloadInfo.owner_managed_by``: a JobSet's, for its MultiKueue adapter). 18: each Cohort's status (its
+``effectiveQuotas``, in force under DynamicQuotaOrchestration)."""
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -72,7 +73,9 @@ Versions up to 14 predate MultiKueue (their writers ran none): restored from one
 those of writers before DRA charged no claims: their pod sets count none until their workloads' next upsert.
 Version 15 predates the incremental dispatcher's rounds: restored from one, a round in progress is over (as when
 Kueue restarts, its round times being in memory), so the next one starts at once. Versions up to 16 predate the
-JobSet adapter: restored from one, a JobSet's managedBy is not known until the connector observes it again."""
+JobSet adapter: restored from one, a JobSet's managedBy is not known until the connector observes it again.
+Versions up to 17 kept no Cohort's status (their writers dropped it): restored from one, a Cohort's
+``effectiveQuotas`` is not known, and its spec's quotas are in force, until its next upsert."""
 
 Shape = tuple[int, bytes]
 

@@ -32,6 +32,9 @@ RBAC grants exactly what the connector does:
   and TrainJobs (their
   Workloads), Workloads (their ProvisioningRequests), ProvisioningRequests (their PodTemplates) and Pods (below), which the ``OwnerReferencesPermissionEnforcement`` admission plugin
   requires, as Kueue's role grants it;
+* the ``status`` (get, patch) of each kind a MultiKueue manager runs on a worker: JobSets, MPIJobs, the training
+  operator's jobs, RayJobs, RayClusters, AppWrappers and TrainJobs (the worker's copy's status replaces the
+  manager's, as Kueue's adapters write it; batch/v1 Jobs' is above);
 * ClusterQueues' and LocalQueues' ``status``: patch (Kueue's queue status);
 * ClusterQueues, ResourceFlavors, AdmissionChecks, Topologies: patch (the resource-in-use finalizer);
 * Leases (coordination.k8s.io) in its own namespace only, for leader election: get/create/update;
@@ -72,6 +75,7 @@ from typing import Any
 
 from connectors.k8s import validating, webhook
 from connectors.k8s.crds import CRD_RESOURCE, all_crds, webhook_conversion
+from connectors.k8s.multikueue import ADAPTERS as MULTIKUEUE_ADAPTERS
 from connectors.k8s.resources import (
     ALL,
     APPWRAPPERS,
@@ -117,6 +121,9 @@ WEBHOOK_SECRET = "kueue-es-webhook-server-cert"
 VISIBILITY_PORT = 8082
 VISIBILITY_SERVICE = "kueue-es-visibility"
 READ = ["get", "list", "watch"]
+MULTIKUEUE_OWNERS = sorted({a.resource for a in MULTIKUEUE_ADAPTERS.values() if a.resource.group != "batch"},
+                           key=lambda r: (r.group, r.plural))
+"""The kinds besides batch/v1 Jobs whose status a MultiKueue manager writes (its adapters')."""
 
 
 def _labels(name: str) -> dict[str, str]:
@@ -166,6 +173,8 @@ def cluster_role(name: str = DEFAULT_NAME) -> dict[str, Any]:
         {"apiGroups": [TRAINJOBS.group], "resources": [f"{TRAINJOBS.plural}/finalizers"], "verbs": ["update"]},
         {"apiGroups": [TRAINJOBS.group], "resources": [TRAINING_RUNTIMES.plural, CLUSTER_TRAINING_RUNTIMES.plural],
          "verbs": [*READ]},
+        *({"apiGroups": [r.group], "resources": [f"{r.plural}/status"], "verbs": ["get", "patch"]}
+          for r in MULTIKUEUE_OWNERS),
         {"apiGroups": [PROVISIONING_REQUESTS.group], "resources": [f"{PROVISIONING_REQUESTS.plural}/finalizers"],
          "verbs": ["update"]},
         {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["mutatingwebhookconfigurations"],

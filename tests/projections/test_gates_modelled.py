@@ -1,7 +1,7 @@
 """``gates.MODELLED`` (the feature gates kueue-es honours both ways; a user is warned about the others) stays true
 to the code: a gate is in it exactly when some module outside ``projections/gates.py`` reads it, or it is locked
 (a configuration can only hold its default, which the code implements without reading it), or it only switches
-a cache in Kueue (either setting decides alike, :mod:`test_cache_gates`)."""
+a cache or the style of a write in Kueue (either setting decides and writes alike, :mod:`test_cache_gates`)."""
 
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ def _read(name: str, text: str) -> bool:
 def test_modelled_gates_are_the_ones_the_code_reads() -> None:
     text = _sources()
     read = {name for name in gates.GATES if _read(name, text)}
-    assert read | gates.LOCKED | gates.CACHE_ONLY == set(gates.MODELLED)
-    assert not read & (gates.LOCKED | gates.CACHE_ONLY), "a locked gate is always on, a cache-only one changes nothing"
+    assert read | gates.LOCKED | gates.INTERNAL_ONLY == set(gates.MODELLED)
+    assert not read & (gates.LOCKED | gates.INTERNAL_ONLY), "a locked gate is always on, an internal one changes nothing"
 
 
 def test_only_gates_away_from_their_default_and_not_modelled_are_ignored() -> None:
@@ -38,7 +38,8 @@ def test_only_gates_away_from_their_default_and_not_modelled_are_ignored() -> No
     assert gates.ignored({"PartialAdmission": False, "DynamicQuotaOrchestration": False}) == []
     assert gates.ignored({"WorkloadValidateResourcesAreNonNegative": False}) == []
     assert gates.ignored({"ElasticJobsViaWorkloadSlices": False}) == [], "modelled: the scheduler reads it"
-    assert gates.ignored({"DynamicQuotaOrchestration": True}) == ["DynamicQuotaOrchestration"]
+    assert gates.ignored({"ConcurrentAdmission": True}) == ["ConcurrentAdmission"]
+    assert gates.ignored({"DynamicQuotaOrchestration": True}) == [], "modelled: the fold reads it"
     assert "ConcurrentAdmission" in gates.ignored({"AllAlpha": True})
 
 

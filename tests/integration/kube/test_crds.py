@@ -271,12 +271,13 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert await ok("patch", "jobset.x-k8s.io", "jobsets", "team-a")  # suspend, templates in and out
         assert await ok("update", "jobset.x-k8s.io", "jobsets", "team-a", "finalizers")  # a Workload it owns
         assert not await ok("create", "jobset.x-k8s.io", "jobsets", "team-a")
-        assert not await ok("patch", "jobset.x-k8s.io", "jobsets", "team-a", "status")
+        assert await ok("patch", "jobset.x-k8s.io", "jobsets", "team-a", "status")  # MultiKueue mirrors it
         assert await ok("watch", "kubeflow.org", "mpijobs")  # the MPIJob integration's own watch
         assert await ok("patch", "kubeflow.org", "mpijobs", "team-a")  # suspend, templates in and out
         assert await ok("update", "kubeflow.org", "mpijobs", "team-a", "finalizers")  # a Workload it owns
         assert not await ok("create", "kubeflow.org", "mpijobs", "team-a")
-        assert not await ok("patch", "kubeflow.org", "mpijobs", "team-a", "status")
+        assert await ok("patch", "kubeflow.org", "mpijobs", "team-a", "status")  # MultiKueue mirrors it
+        multikueue_owners = {(r.group, r.plural) for r in m.MULTIKUEUE_OWNERS}  # whose status a manager mirrors
         lws = ("leaderworkerset.x-k8s.io", "leaderworkersets")
         assert await ok("watch", *lws)  # the LeaderWorkerSet integration's own watch
         assert await ok("update", *lws, "team-a", "finalizers")  # the group Workloads it owns
@@ -287,13 +288,15 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
             assert await ok("patch", "kubeflow.org", plural, "team-a")
             assert await ok("update", "kubeflow.org", plural, "team-a", "finalizers")
             assert not await ok("create", "kubeflow.org", plural, "team-a")
-            assert not await ok("patch", "kubeflow.org", plural, "team-a", "status")
+            assert await ok("patch", "kubeflow.org", plural, "team-a", "status")  # MultiKueue mirrors it
         for plural in ("rayjobs", "rayclusters", "rayservices"):  # the Ray integrations' own watches, writes, Workloads
             assert await ok("watch", "ray.io", plural), plural
             assert await ok("patch", "ray.io", plural, "team-a"), plural
             assert await ok("update", "ray.io", plural, "team-a", "finalizers"), plural
             assert not await ok("create", "ray.io", plural, "team-a"), plural
-            assert not await ok("patch", "ray.io", plural, "team-a", "status"), plural
+            mirrored = ("ray.io", plural) in multikueue_owners  # a MultiKueue adapter's kind
+            assert await ok("patch", "ray.io", plural, "team-a", "status") is mirrored, plural
+        assert not await ok("patch", "ray.io", "rayservices", "team-a", "status")  # no MultiKueue adapter
         spark = ("sparkoperator.k8s.io", "sparkapplications")  # the SparkApplication integration's watch and writes
         assert await ok("watch", *spark)
         assert await ok("patch", *spark, "team-a")  # suspend, the roles' admission in and out
@@ -305,13 +308,13 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         assert await ok("patch", *appwrappers, "team-a")  # suspend, podSetInfos in and out
         assert await ok("update", *appwrappers, "team-a", "finalizers")  # a Workload it owns
         assert not await ok("create", *appwrappers, "team-a")
-        assert not await ok("patch", *appwrappers, "team-a", "status")
+        assert await ok("patch", *appwrappers, "team-a", "status") is (appwrappers in multikueue_owners)
         trainjobs = ("trainer.kubeflow.org", "trainjobs")  # the TrainJob integration's watch and writes
         assert await ok("watch", *trainjobs)
         assert await ok("patch", *trainjobs, "team-a")  # suspend, podTemplateOverrides in and out
         assert await ok("update", *trainjobs, "team-a", "finalizers")  # a Workload it owns
         assert not await ok("create", *trainjobs, "team-a")
-        assert not await ok("patch", *trainjobs, "team-a", "status")
+        assert await ok("patch", *trainjobs, "team-a", "status") is (trainjobs in multikueue_owners)
         for plural in ("trainingruntimes", "clustertrainingruntimes"):  # a TrainJob's pod sets are its runtime's
             assert await ok("watch", "trainer.kubeflow.org", plural), plural
             assert not await ok("patch", "trainer.kubeflow.org", plural, "team-a"), plural

@@ -1,0 +1,51 @@
+"""Kueue's DynamicQuotaOrchestration gate, as its scheduler sees it: a ClusterQueue's or Cohort's
+``status.effectiveQuotas`` (written by a quota orchestrator, Kueue's own or another controller) overrides its
+``spec.resourceGroups`` for scheduling while the gate is on.
+
+``status.effectiveQuotas.resourceGroups`` then stands for the spec's resource groups wholly: its flavors, their
+order and their quotas (nominal, borrowing and lending limits) are what the ClusterQueue admits with and lends
+to its cohort; an empty or absent list is a complete override too (nothing is admitted on it), not a fallback to
+the spec. Without ``effectiveQuotas``, or with the gate off, the spec's groups are in force. A value that does not
+parse as resource groups (only a STATE.yaml can hold one: the apiserver checks the CRD's schema) is ignored.
+
+The projection reads these views wherever quota is compiled (the quota tree, the compiled ClusterQueues:
+:class:`projections.cluster.ClusterState`); the objects kept in the log and the snapshot stay as observed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+import msgspec
+
+from events import objects as o
+
+Q = TypeVar("Q", o.ClusterQueue, o.Cohort)
+
+
+def effective_groups(status: Mapping[str, Any]) -> list[o.ResourceGroup] | None:
+    """The resource groups ``status.effectiveQuotas`` sets, or None when it sets none (or none that parses)."""
+    effective = status.get("effectiveQuotas")
+    if not isinstance(effective, dict):
+        return None
+    try:
+        return msgspec.convert(effective.get("resourceGroups") or [], list[o.ResourceGroup], strict=False)
+    except msgspec.ValidationError:
+        return None
+
+
+def in_force(obj: Q, dynamic: bool) -> Q:
+    """``obj`` as the scheduler takes it: with its effective resource groups as its spec's while ``dynamic``
+    (DynamicQuotaOrchestration on) and its status sets some; else ``obj`` itself."""
+    groups = effective_groups(obj.status) if dynamic else None
+    if groups is None:
+        return obj
+    return msgspec.structs.replace(obj, spec=msgspec.structs.replace(obj.spec, resource_groups=groups))
+
+
+def views(objects: Mapping[str, Q], dynamic: bool) -> Mapping[str, Q]:
+    """Every object of ``objects`` as :func:`in_force` takes it (``objects`` itself while the gate is off)."""
+    if not dynamic:
+        return objects
+    return {name: in_force(obj, True) for name, obj in objects.items()}

@@ -1,0 +1,74 @@
+"""DynamicQuotaOrchestration: a ClusterQueue's or Cohort's ``status.effectiveQuotas`` stands for its spec's
+resource groups while the gate is on (:mod:`projections.effective_quotas`), and the fold follows a Configuration
+turning the gate on or off as it follows a spec change: the quotas are compiled anew and parked workloads go back
+to their queues."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from events import objects as o
+from events import schema as ev
+from kueue_es.scheduler.cycle import run_cycle
+from kueue_es.statefile import LoadedState, load_state
+from projections import effective_quotas
+
+SCENARIO = Path(__file__).resolve().parents[1] / "scheduler" / "scenarios" / "dynamic-quota-effective.yaml"
+CPU = "default/cpu"
+M = 1000
+"""Quota in millicores, as the tree counts cpu."""
+
+
+def _loaded(tmp_path: Path, gate: bool) -> LoadedState:
+    spec = yaml.safe_load(SCENARIO.read_text())
+    state = tmp_path / "state.yaml"
+    state.write_text(yaml.safe_dump_all(spec["objects"]))
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({**spec["config"], "featureGates": {"DynamicQuotaOrchestration": gate}}))
+    return load_state(str(state), str(config))
+
+
+def _cycle(loaded: LoadedState) -> None:
+    """One scheduling cycle, its decisions folded (as ``kueue-es schedule`` runs one)."""
+    state = loaded.state
+    for e in run_cycle(state, loaded.config, loaded.now, state.last_cycle + 1):
+        state.apply(ev.Record(state.offset + 1, e))
+
+
+def _document(gate: bool) -> dict:
+    return {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+            "featureGates": {"DynamicQuotaOrchestration": gate}}
+
+
+def test_the_quotas_in_force_are_the_effective_ones_only_under_the_gate(tmp_path: Path) -> None:
+    on, off = _loaded(tmp_path, True).state, _loaded(tmp_path, False).state
+    assert on.quota.cluster_queues["a"].nominal[CPU] == 6 * M and on.quota.cohorts["pool"].nominal[CPU] == 3 * M
+    assert off.quota.cluster_queues["a"].nominal[CPU] == 2 * M and off.quota.cohorts["pool"].nominal[CPU] == 0
+    assert on.quota.cluster_queues["b"].nominal[CPU] == off.quota.cluster_queues["b"].nominal[CPU] == 1 * M
+
+
+def test_a_configuration_turning_the_gate_on_compiles_the_quotas_anew_and_requeues(tmp_path: Path) -> None:
+    loaded = _loaded(tmp_path, False)
+    state = loaded.state
+    assert state.quota.cluster_queues["a"].nominal[CPU] == 2 * M
+    _cycle(loaded)
+    assert "team/wa" in state.queue("a").inadmissible, "parked for want of quota"
+    state.apply(ev.Record(state.offset + 1, ev.ConfigRecorded(time=state.time, document=_document(True))))
+    assert state.quota.cluster_queues["a"].nominal[CPU] == 6 * M
+    assert state.cq_info("a").groups[0].flavors[0].name == "default"
+    assert "team/wa" not in state.queue("a").inadmissible, "back in its queue's heap"
+    state.apply(ev.Record(state.offset + 1, ev.ConfigRecorded(time=state.time, document=_document(False))))
+    assert state.quota.cluster_queues["a"].nominal[CPU] == 2 * M
+
+
+def test_an_empty_override_is_an_override_and_a_malformed_one_is_ignored() -> None:
+    spec = o.ClusterQueueSpec(resource_groups=[o.ResourceGroup(covered_resources=["cpu"], flavors=[])])
+    cq = o.ClusterQueue(metadata=o.ObjectMeta(name="a"), spec=spec,
+                        status={"effectiveQuotas": {"orchestratorRef": {"name": "x"}, "resourceGroups": []}})
+    assert effective_quotas.in_force(cq, True).spec.resource_groups == []
+    assert effective_quotas.in_force(cq, False) is cq
+    bad = o.ClusterQueue(metadata=o.ObjectMeta(name="a"), spec=spec,
+                         status={"effectiveQuotas": {"resourceGroups": [{"flavors": "none"}]}})
+    assert effective_quotas.in_force(bad, True) is bad
