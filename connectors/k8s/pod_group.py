@@ -30,8 +30,11 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
 * evicted, or running while not admitted: every running Pod is stopped (``TerminationTarget``, then deleted); an
   evicted Workload's quota goes once no Pod of the group is ``Running``;
 * a Workload none of the group's Pods has a role of (:func:`no_longer_matching`; not a prebuilt one): it no longer
-  matches the group and is deleted (``DeletedWorkload``), its running Pods stopped first (``NoMatchingWorkload``)
-  unless one is gated or ended; the group then gets a new Workload, made from its Pods, as any group without one;
+  matches the group. As newer Kueue's reconciler (``ensureOneWorkload`` in ``jobframework/reconciler.go``): while
+  a Pod is gated or ended and the Workload holds no quota, its spec is rewritten in place from the group's Pods
+  (``UpdatedWorkload``, "Updated not matching Workload for suspended job: <ns>/<name>"); else it is deleted
+  (``DeletedWorkload``), its running Pods stopped first (``NoMatchingWorkload``) unless one is gated or ended,
+  and the group then gets a new Workload, made from its Pods, as any group without one;
 * whatever the Workload, a Pod its StatefulSet holds (``kueue.x-k8s.io/pod-suspending-parent: statefulset``) that
   has ended (``Succeeded``, ``Failed``), or is deleted before reaching a node, loses the finalizer, as Kueue's
   StatefulSet reconciler lets it go: so a StatefulSet scaled to zero or deleted gets rid of its pods, and one
@@ -174,8 +177,9 @@ def _running(pod: ManagedPod) -> bool:
 
 # --- the next step ---------------------------------------------------------------------------------------------
 
-NOTHING, WAIT, INVALID, CREATE, FINALIZE, FINISH, START, STOP, RELEASE, RECLAIM, DELETE = (
-    "nothing", "wait", "invalid", "create", "finalize", "finish", "start", "stop", "release", "reclaim", "delete")
+NOTHING, WAIT, INVALID, CREATE, FINALIZE, FINISH, START, STOP, RELEASE, RECLAIM, DELETE, UPDATE = (
+    "nothing", "wait", "invalid", "create", "finalize", "finish", "start", "stop", "release", "reclaim", "delete",
+    "update")
 NO_MATCHING_WORKLOAD = "No matching Workload; restoring pod templates according to existent Workload"
 """The ``Stopped`` message of a group's running Pods when its Workload no longer matches it (as for a Job)."""
 REVISION_LABEL = "controller-revision-hash"
@@ -209,7 +213,7 @@ class GroupStep:
     message: str = ""
     release: bool = False
     kept: tuple[ManagedPod, ...] = field(default=())
-    """CREATE: the Pods the Workload is made of."""
+    """CREATE, UPDATE: the Pods the Workload is made of."""
     reclaimable: tuple[tuple[str, int], ...] = ()
     """RECLAIM: the Workload's ``status.reclaimablePods`` as they should be, (role, count) by role."""
     let_go: tuple[ManagedPod, ...] = ()
@@ -300,7 +304,7 @@ def _group_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: boo
     if wl is None:
         return _missing_prebuilt(pods, total) if prebuilt else _without_workload(pods, first, total)
     if not prebuilt and no_longer_matching(pods, wl):
-        return _not_matching(pods, total)
+        return _not_matching(pods, first, total, wl)
     if wl.phase == FINISHED:
         return GroupStep(FINALIZE, tuple(p for p in pods if finalizable(p)))
     if wl_deleting:
@@ -319,10 +323,16 @@ def no_longer_matching(pods: list[ManagedPod], wl: WorkloadInfo) -> bool:
     return bool(pods) and not of_its_roles(pods, wl)
 
 
-def _not_matching(pods: list[ManagedPod], total: int) -> GroupStep:
-    """Delete the Workload that no longer matches the group, its running Pods stopped first unless one is held
-    back (gated or ended: Kueue's group is suspended then) or the group has finished."""
+def _not_matching(pods: list[ManagedPod], first: ManagedPod, total: int, wl: WorkloadInfo) -> GroupStep:
+    """What becomes of the Workload that no longer matches the group. As newer Kueue's reconciler: while the group
+    is held back (a Pod gated or ended: Kueue's group is suspended then) and the Workload holds no quota, it is
+    rewritten in place from the group's Pods (:data:`UPDATE`, the Pods a new one would be made of, under the
+    same rules; a group not ready for one waits as without one). Otherwise it is deleted, its running Pods
+    stopped first unless one is held back or the group has finished. A finished Workload is deleted as before."""
     held = any(is_gated(p) or p.status.phase in ("Succeeded", "Failed") for p in pods)
+    if held and not wl.reserving and wl.phase != FINISHED:
+        anew = _without_workload(pods, first, total)
+        return replace(anew, action=UPDATE) if anew.action == CREATE else anew
     done = not is_serving(pods[0]) and finished(pods, total) is not None
     running = () if held or done else tuple(p for p in pods if _running(p))
     return GroupStep(DELETE, running, reason=NO_MATCHING_WORKLOAD_REASON, message=NO_MATCHING_WORKLOAD)
@@ -507,6 +517,16 @@ def owner_ref(raw: dict[str, Any]) -> dict[str, Any]:
     """A Pod as one of the group Workload's owners (not its controller)."""
     meta = raw["metadata"]
     return {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]}
+
+
+def owners_with(obs: o.Workload, raw_pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The Workload's owner references with every Pod of ``raw_pods`` (as stored) that is not one yet added."""
+    refs = [{"apiVersion": r.api_version, "kind": r.kind, "name": r.name, "uid": r.uid,
+             **({"controller": True} if r.controller else {}),
+             **({"blockOwnerDeletion": True} if r.block_owner_deletion else {})}
+            for r in obs.metadata.owner_references]
+    known = {r["uid"] for r in refs}
+    return refs + [owner_ref(raw) for raw in raw_pods if raw["metadata"]["uid"] not in known]
 
 
 def workload_for(state: ClusterState, raw_pods: list[dict[str, Any]]) -> dict[str, Any]:
