@@ -42,7 +42,8 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
   ``pkg/controller/jobs/statefulset/statefulset_reconciler.go``) also lets go of — lifts Kueue's scheduling gates
   (admission and topology) from and takes the finalizer off — the pods of the older revision during a rolling update (``status.currentRevision``
   differs from ``status.updateRevision`` and the pod's ``controller-revision-hash`` is the current one), and every
-  pod once the StatefulSet is gone (:func:`let_go_by_statefulset`).
+  pod once the StatefulSet is gone (:func:`let_go_by_statefulset`) — pods it orphaned too, found by their group's
+  name as Kueue's reconciler finds them (:func:`statefulset_name`).
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ from connectors.k8s.pod_webhook import SUSPENDING_PARENT
 from connectors.k8s.pods_ready import is_admitted
 from connectors.k8s.prebuilt import MISSING as PREBUILT_MISSING
 from connectors.k8s.resources import KUEUE_GROUP, KUEUE_VERSION
+from connectors.k8s.statefulset_webhook import workload_name as statefulset_group
 from connectors.k8s.workload_finalizer import WORKLOAD_DELETED
 from events import objects as o
 from projections.cluster import ClusterState
@@ -182,6 +184,7 @@ NOTHING, WAIT, INVALID, CREATE, FINALIZE, FINISH, START, STOP, RELEASE, RECLAIM,
     "update")
 NO_MATCHING_WORKLOAD = "No matching Workload; restoring pod templates according to existent Workload"
 """The ``Stopped`` message of a group's running Pods when its Workload no longer matches it (as for a Job)."""
+STATEFULSET_OWNER = ("apps/v1", "StatefulSet")
 REVISION_LABEL = "controller-revision-hash"
 """The label the StatefulSet controller gives each pod: the revision of the template it was made from."""
 
@@ -274,6 +277,23 @@ def let_go_by_statefulset(pods: list[ManagedPod], statefulset: StatefulSetView) 
         return statefulset.gone or (updating and p.metadata.labels.get(REVISION_LABEL) == statefulset.current_revision)
 
     return tuple(p for p in pods if held_by_statefulset(p) and (kueue_gated(p) or finalizable(p)) and let_go(p))
+
+
+def statefulset_name(pod: ManagedPod) -> str | None:
+    """The name of the StatefulSet holding a Pod its webhook marked: its controller's; for an orphan (no controller
+    left: its StatefulSet deleted with ``--cascade=orphan``), the one whose group it is in, as Kueue's StatefulSet
+    reconciler finds the pods by the group name it derives from the StatefulSet's name: the Pod's name less its
+    ordinal, when that gives the group's name (a StatefulSet names its pods ``<name>-<ordinal>``). None: neither."""
+    if not held_by_statefulset(pod):
+        return None
+    controller = next((r for r in pod.metadata.owner_references if r.controller), None)
+    if controller is not None:
+        return controller.name if (controller.api_version, controller.kind) == STATEFULSET_OWNER else None
+    name, _, ordinal = pod.metadata.name.rpartition("-")
+    group = group_name(pod.metadata.labels)
+    if not name or not ordinal.isdigit() or not group:
+        return None
+    return name if group in (statefulset_group(name), statefulset_group(name, short=True)) else None
 
 
 def held_by_statefulset(pod: ManagedPod) -> bool:

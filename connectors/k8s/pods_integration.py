@@ -324,8 +324,8 @@ class PodIntegration:
         """StatefulSets whose revisions changed, or that came or went: the groups of their pods are dirty."""
         groups = set()
         for pod_key, pod in self.pods.items():
-            owner = _statefulset_owner(pod)
-            if owner is not None and f"{pod.metadata.namespace}/{owner.name}" in keys and pod_key in self.group_of:
+            name = pod_group.statefulset_name(pod)  # an orphan's too, found by its group's name
+            if name is not None and f"{pod.metadata.namespace}/{name}" in keys and pod_key in self.group_of:
                 groups.add(GROUP_PREFIX + self.group_of[pod_key])
         self._mark(groups)
 
@@ -769,7 +769,7 @@ class PodIntegration:
             return None
         pod = next((p for p in pods if pod_group.held_by_statefulset(p) and _statefulset_owner(p) is not None), None)
         if pod is None:
-            return None
+            return await self._orphans_statefulset(pods)
         owner = _statefulset_owner(pod)
         assert owner is not None
         namespace = pod.metadata.namespace
@@ -783,6 +783,23 @@ class PodIntegration:
         if stored is None:
             return None
         return stored.view if stored.metadata.uid == owner.uid else pod_group.STATEFULSET_GONE
+
+    async def _orphans_statefulset(self, pods: list[ManagedPod]) -> pod_group.StatefulSetView | None:
+        """For a group whose pods no StatefulSet controls any more (orphaned by ``--cascade=orphan``), the StatefulSet
+        of the name its group was made for (:func:`connectors.k8s.pod_group.statefulset_name`), as Kueue's
+        reconciler reads it by name: gone once the apiserver has none of that name. None: no such pod."""
+        name = next((n for n in map(pod_group.statefulset_name, pods) if n is not None), None)
+        if name is None:
+            return None
+        namespace = pods[0].metadata.namespace
+        seen = self.statefulsets.known.get(f"{namespace}/{name}")
+        if seen is not None:
+            return seen.view
+        try:
+            stored = statefulsets.decode(await self.client.get(STATEFUL_SETS, name, namespace))
+        except NotFound:
+            return pod_group.STATEFULSET_GONE
+        return stored.view if stored is not None else None
 
     async def _refused_adoption(self, group: str, first: ManagedPod) -> bool:
         """Whether the group's name is taken by a Workload not made for a group, which it does not take under

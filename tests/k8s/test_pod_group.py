@@ -451,3 +451,28 @@ def test_a_group_workload_holding_no_quota_is_rewritten_in_place_while_the_group
     assert (step.action, step.message) == (WAIT, "'g' group has fewer runnable pods than expected"), (
         "not ready for a Workload: it waits as a group without one")
     assert next_step(new, pending, managed=True, admission_shown=False, prebuilt=True).action != pod_group.UPDATE
+
+
+def test_an_orphaned_pod_is_traced_to_its_statefulset_by_its_group_name() -> None:
+    """A StatefulSet deleted with ``--cascade=orphan`` leaves its pods without a controller; Kueue's StatefulSet
+    reconciler finds them by the group name it derives from the StatefulSet's name, so the pod's StatefulSet is the
+    one its name (less its ordinal) makes that group name for; a pod another StatefulSet controls is that one's."""
+    from connectors.k8s.statefulset_webhook import workload_name
+
+    def sts_pod(name: str, group: str, owners: list[o.OwnerReference] | None = None,
+                annotations: dict | None = None) -> ManagedPod:
+        pod = member(name, annotations=STATEFULSET_POD if annotations is None else annotations)
+        labels = {**pod.metadata.labels, GROUP: group}
+        return msgspec.structs.replace(pod, metadata=msgspec.structs.replace(
+            pod.metadata, labels=labels, owner_references=owners or []))
+
+    group = workload_name("web-db")
+    assert pod_group.statefulset_name(sts_pod("web-db-1", group)) == "web-db"
+    assert pod_group.statefulset_name(sts_pod("web-db-1", workload_name("web-db", short=True))) == "web-db"
+    assert pod_group.statefulset_name(sts_pod("other-1", group)) is None, "not named after the group's StatefulSet"
+    assert pod_group.statefulset_name(sts_pod("web-db-x", group)) is None, "no ordinal"
+    assert pod_group.statefulset_name(sts_pod("web-db-1", group, annotations={})) is None, "not a StatefulSet's"
+    sts = o.OwnerReference(api_version="apps/v1", kind="StatefulSet", name="renamed", uid="s", controller=True)
+    assert pod_group.statefulset_name(sts_pod("web-db-1", group, [sts])) == "renamed"
+    rs = o.OwnerReference(api_version="apps/v1", kind="ReplicaSet", name="rs", uid="r", controller=True)
+    assert pod_group.statefulset_name(sts_pod("web-db-1", group, [rs])) is None

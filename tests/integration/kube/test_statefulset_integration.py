@@ -9,7 +9,8 @@ would (ordinal names, ``apps.kubernetes.io/pod-index``, the StatefulSet their co
 refuses a resize other than to or from zero; scaled to zero, its pods, once ended, lose Kueue's finalizer and go.
 With the StatefulSet's status revisions (set by the test through the status subresource, as the controller would),
 the older revision's pods are let go during a rolling update, the group's Workload is deleted and made anew once
-none of its pods has its role, and every pod is let go once the StatefulSet is gone.
+none of its pods has its role, and every pod is let go once the StatefulSet is gone, pods it orphaned too
+(``--cascade=orphan``: found by their group's name).
 """
 
 from __future__ import annotations
@@ -254,3 +255,17 @@ async def test_the_statefulset_reconciler_lets_go_of_the_older_revision_and_the_
                 # the StatefulSet deleted (no garbage collector here to delete its pods): every pod is let go
                 await kc.delete(STATEFUL_SETS, "db", q.ns)
                 await eventually(lambda: let_go(("db-0", "db-1")), what="the pods of a StatefulSet gone let go")
+
+                # one deleted with --cascade=orphan: the garbage collector takes the pods' ownerReferences before
+                # the StatefulSet goes (the test does, as it would); they are let go, found by their group's name
+                cache = msgspec.json.decode(await kc.create(
+                    STATEFUL_SETS, _statefulset(q.ns, "cache", {Q: "user-queue"}, replicas=1), q.ns))
+                await _revisions(kc, q.ns, "cache", "cache-v1", "cache-v1")
+                orphan = await create(kc, _replica(cache, 0, "cache-v1"))
+                assert FINALIZER in orphan["metadata"]["finalizers"]
+                await kc.patch(PODS, "cache-0", {"metadata": {"ownerReferences": None}}, q.ns)
+                await asyncio.sleep(1.0)
+                assert not await let_go(("cache-0",)), "its StatefulSet still there: kept"
+                await kc.delete(STATEFUL_SETS, "cache", q.ns)
+                await eventually(lambda: let_go(("cache-0",)), what="the pods a StatefulSet orphaned let go")
+                assert GATE not in scheduling_gates(await get(kc, "Pod", "cache-0", q.ns))
