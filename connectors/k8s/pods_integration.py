@@ -57,11 +57,12 @@ annotations (:func:`connectors.k8s.pod_sync.pod_set`) and, placed by topology, i
 topology gate its webhook added, which the ungater (:mod:`connectors.k8s.ungater`) lifts onto its domain. A Pod or
 group naming a prebuilt Workload runs on that one, adopted, never created (:mod:`connectors.k8s.pod_prebuilt`). A
 group's Workload none of whose Pods has its roles any more is, before anything else is done with it, rewritten in
-place from the group's Pods while one of them is gated or ended and it holds no quota (``UpdatedWorkload``, as newer
-Kueue), else deleted (``DeletedWorkload``), the group then getting a new one. With the ``statefulset`` framework on, a group a StatefulSet holds is
-also looked at again when the StatefulSet's status revisions change or it goes
-(:mod:`connectors.k8s.statefulsets`), and its pods are let go as Kueue's StatefulSet reconciler lets them go
-(:func:`connectors.k8s.pod_group.let_go_by_statefulset`: ungated and finalized). Not done: rewriting a Workload
+place from the group's Pods while one of them is gated or ended and it holds no quota (``UpdatedWorkload``, as
+newer Kueue), else deleted (``DeletedWorkload``), the group then getting a new one. With the ``statefulset``
+framework on, a group a StatefulSet holds is also looked at again when the StatefulSet's status revisions change or
+it goes (:mod:`connectors.k8s.statefulsets`; pods it orphaned are traced to it by their group's name), and its pods
+are let go as Kueue's StatefulSet reconciler lets them go (:func:`connectors.k8s.pod_group.let_go_by_statefulset`:
+ungated and finalized). Not done: rewriting a Workload
 whose pod sets no longer match its Pod (a single Pod's).
 """
 

@@ -299,7 +299,7 @@ async def test_a_pending_groups_workload_is_rewritten_in_place_once_none_of_its_
 
                 first = await eventually(made, what="the group's workload made (2 cpu: not admitted on 1)")
                 containers = [{**sts["spec"]["template"]["spec"]["containers"][0],
-                               "resources": {"requests": {"cpu": "500m"}}}]
+                               "resources": {"requests": {"cpu": "600m"}}}]  # 1.2 cpu: still too much
                 updated = msgspec.json.decode(await kc.patch(
                     STATEFUL_SETS, "kv", {"spec": {"template": {"spec": {"containers": containers}}}}, q.ns))
                 # the pods replaced one by one, highest ordinal first (the status revisions left as they were, so
