@@ -30,8 +30,11 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
 * evicted, or running while not admitted: every running Pod is stopped (``TerminationTarget``, then deleted); an
   evicted Workload's quota goes once no Pod of the group is ``Running``;
 * a Workload none of the group's Pods has a role of (:func:`no_longer_matching`; not a prebuilt one): it no longer
-  matches the group and is deleted (``DeletedWorkload``), its running Pods stopped first (``NoMatchingWorkload``)
-  unless one is gated or ended; the group then gets a new Workload, made from its Pods, as any group without one;
+  matches the group. As newer Kueue's reconciler (``ensureOneWorkload`` in ``jobframework/reconciler.go``): while
+  a Pod is gated or ended and the Workload holds no quota, its spec is rewritten in place from the group's Pods
+  (``UpdatedWorkload``, "Updated not matching Workload for suspended job: <ns>/<name>"); else it is deleted
+  (``DeletedWorkload``), its running Pods stopped first (``NoMatchingWorkload``) unless one is gated or ended,
+  and the group then gets a new Workload, made from its Pods, as any group without one;
 * whatever the Workload, a Pod its StatefulSet holds (``kueue.x-k8s.io/pod-suspending-parent: statefulset``) that
   has ended (``Succeeded``, ``Failed``), or is deleted before reaching a node, loses the finalizer, as Kueue's
   StatefulSet reconciler lets it go: so a StatefulSet scaled to zero or deleted gets rid of its pods, and one
@@ -39,7 +42,8 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
   ``pkg/controller/jobs/statefulset/statefulset_reconciler.go``) also lets go of — lifts Kueue's scheduling gates
   (admission and topology) from and takes the finalizer off — the pods of the older revision during a rolling update (``status.currentRevision``
   differs from ``status.updateRevision`` and the pod's ``controller-revision-hash`` is the current one), and every
-  pod once the StatefulSet is gone (:func:`let_go_by_statefulset`).
+  pod once the StatefulSet is gone (:func:`let_go_by_statefulset`) — pods it orphaned too, found by their group's
+  name as Kueue's reconciler finds them (:func:`statefulset_name`).
 """
 
 from __future__ import annotations
@@ -76,6 +80,7 @@ from connectors.k8s.pod_webhook import SUSPENDING_PARENT
 from connectors.k8s.pods_ready import is_admitted
 from connectors.k8s.prebuilt import MISSING as PREBUILT_MISSING
 from connectors.k8s.resources import KUEUE_GROUP, KUEUE_VERSION
+from connectors.k8s.statefulset_webhook import workload_name as statefulset_group
 from connectors.k8s.workload_finalizer import WORKLOAD_DELETED
 from events import objects as o
 from projections.cluster import ClusterState
@@ -174,10 +179,12 @@ def _running(pod: ManagedPod) -> bool:
 
 # --- the next step ---------------------------------------------------------------------------------------------
 
-NOTHING, WAIT, INVALID, CREATE, FINALIZE, FINISH, START, STOP, RELEASE, RECLAIM, DELETE = (
-    "nothing", "wait", "invalid", "create", "finalize", "finish", "start", "stop", "release", "reclaim", "delete")
+NOTHING, WAIT, INVALID, CREATE, FINALIZE, FINISH, START, STOP, RELEASE, RECLAIM, DELETE, UPDATE = (
+    "nothing", "wait", "invalid", "create", "finalize", "finish", "start", "stop", "release", "reclaim", "delete",
+    "update")
 NO_MATCHING_WORKLOAD = "No matching Workload; restoring pod templates according to existent Workload"
 """The ``Stopped`` message of a group's running Pods when its Workload no longer matches it (as for a Job)."""
+STATEFULSET_OWNER = ("apps/v1", "StatefulSet")
 REVISION_LABEL = "controller-revision-hash"
 """The label the StatefulSet controller gives each pod: the revision of the template it was made from."""
 
@@ -209,7 +216,7 @@ class GroupStep:
     message: str = ""
     release: bool = False
     kept: tuple[ManagedPod, ...] = field(default=())
-    """CREATE: the Pods the Workload is made of."""
+    """CREATE, UPDATE: the Pods the Workload is made of."""
     reclaimable: tuple[tuple[str, int], ...] = ()
     """RECLAIM: the Workload's ``status.reclaimablePods`` as they should be, (role, count) by role."""
     let_go: tuple[ManagedPod, ...] = ()
@@ -272,6 +279,23 @@ def let_go_by_statefulset(pods: list[ManagedPod], statefulset: StatefulSetView) 
     return tuple(p for p in pods if held_by_statefulset(p) and (kueue_gated(p) or finalizable(p)) and let_go(p))
 
 
+def statefulset_name(pod: ManagedPod) -> str | None:
+    """The name of the StatefulSet holding a Pod its webhook marked: its controller's; for an orphan (no controller
+    left: its StatefulSet deleted with ``--cascade=orphan``), the one whose group it is in, as Kueue's StatefulSet
+    reconciler finds the pods by the group name it derives from the StatefulSet's name: the Pod's name less its
+    ordinal, when that gives the group's name (a StatefulSet names its pods ``<name>-<ordinal>``). None: neither."""
+    if not held_by_statefulset(pod):
+        return None
+    controller = next((r for r in pod.metadata.owner_references if r.controller), None)
+    if controller is not None:
+        return controller.name if (controller.api_version, controller.kind) == STATEFULSET_OWNER else None
+    name, _, ordinal = pod.metadata.name.rpartition("-")
+    group = group_name(pod.metadata.labels)
+    if not name or not ordinal.isdigit() or not group:
+        return None
+    return name if group in (statefulset_group(name), statefulset_group(name, short=True)) else None
+
+
 def held_by_statefulset(pod: ManagedPod) -> bool:
     """A pod made from a StatefulSet's template that Kueue's webhook marked."""
     return pod.metadata.annotations.get(SUSPENDING_PARENT) == "statefulset"
@@ -300,7 +324,7 @@ def _group_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: boo
     if wl is None:
         return _missing_prebuilt(pods, total) if prebuilt else _without_workload(pods, first, total)
     if not prebuilt and no_longer_matching(pods, wl):
-        return _not_matching(pods, total)
+        return _not_matching(pods, first, total, wl)
     if wl.phase == FINISHED:
         return GroupStep(FINALIZE, tuple(p for p in pods if finalizable(p)))
     if wl_deleting:
@@ -319,10 +343,16 @@ def no_longer_matching(pods: list[ManagedPod], wl: WorkloadInfo) -> bool:
     return bool(pods) and not of_its_roles(pods, wl)
 
 
-def _not_matching(pods: list[ManagedPod], total: int) -> GroupStep:
-    """Delete the Workload that no longer matches the group, its running Pods stopped first unless one is held
-    back (gated or ended: Kueue's group is suspended then) or the group has finished."""
+def _not_matching(pods: list[ManagedPod], first: ManagedPod, total: int, wl: WorkloadInfo) -> GroupStep:
+    """What becomes of the Workload that no longer matches the group. As newer Kueue's reconciler: while the group
+    is held back (a Pod gated or ended: Kueue's group is suspended then) and the Workload holds no quota, it is
+    rewritten in place from the group's Pods (:data:`UPDATE`, the Pods a new one would be made of, under the
+    same rules; a group not ready for one waits as without one). Otherwise it is deleted, its running Pods
+    stopped first unless one is held back or the group has finished. A finished Workload is deleted as before."""
     held = any(is_gated(p) or p.status.phase in ("Succeeded", "Failed") for p in pods)
+    if held and not wl.reserving and wl.phase != FINISHED:
+        anew = _without_workload(pods, first, total)
+        return replace(anew, action=UPDATE) if anew.action == CREATE else anew
     done = not is_serving(pods[0]) and finished(pods, total) is not None
     running = () if held or done else tuple(p for p in pods if _running(p))
     return GroupStep(DELETE, running, reason=NO_MATCHING_WORKLOAD_REASON, message=NO_MATCHING_WORKLOAD)
@@ -507,6 +537,16 @@ def owner_ref(raw: dict[str, Any]) -> dict[str, Any]:
     """A Pod as one of the group Workload's owners (not its controller)."""
     meta = raw["metadata"]
     return {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]}
+
+
+def owners_with(obs: o.Workload, raw_pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The Workload's owner references with every Pod of ``raw_pods`` (as stored) that is not one yet added."""
+    refs = [{"apiVersion": r.api_version, "kind": r.kind, "name": r.name, "uid": r.uid,
+             **({"controller": True} if r.controller else {}),
+             **({"blockOwnerDeletion": True} if r.block_owner_deletion else {})}
+            for r in obs.metadata.owner_references]
+    known = {r["uid"] for r in refs}
+    return refs + [owner_ref(raw) for raw in raw_pods if raw["metadata"]["uid"] not in known]
 
 
 def workload_for(state: ClusterState, raw_pods: list[dict[str, Any]]) -> dict[str, Any]:

@@ -36,8 +36,12 @@ the pod templates of the parents Kueue holds: :mod:`connectors.k8s.deployment_we
 :mod:`connectors.k8s.statefulset_webhook`) is held as its parent decided, with no namespace, owner or queue check:
 it gets the finalizer and the gates (and a group Pod its role), not the managed label or a queue name, which its
 template carries already (as in Kueue, a Pod that carries the annotation without them is gated all the same).
-Not done, unlike Kueue: looking through a Pod's ReplicaSet to a Deployment Kueue holds, or to a LeaderWorkerSet,
-for a Pod without that annotation.
+A Pod without that annotation whose controller is a ReplicaSet is, with the ``deployment`` integration on, looked
+through it as Kueue's walk passes over a ReplicaSet: the ReplicaSet and then the Deployment controlling it are read
+(either unreadable refuses the Pod), and a Deployment naming a queue (any, under ``manageJobsWithoutQueueName``)
+holds its Pods: they are left as made. Not done, unlike Kueue: the walk on above that Deployment, the ReplicaSet
+read with the ``deployment`` integration off, and the walk through a StatefulSet to a LeaderWorkerSet for a Pod
+without the annotation.
 """
 
 from __future__ import annotations
@@ -57,10 +61,11 @@ from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.json_patch import map_ops
 from connectors.k8s.pod_roles import POD_INDEX_LABEL, POD_INDEX_LABEL_ANNOTATION, role_annotation_patch
 from connectors.k8s.podsetinfo import TOPOLOGY_GATE
-from connectors.k8s.resources import BY_KIND
+from connectors.k8s.resources import BY_KIND, DEPLOYMENTS, REPLICA_SETS
 from events import objects as o
 from kueue_es.scheduler.config import (
     APPWRAPPER_FRAMEWORK,
+    DEPLOYMENT_FRAMEWORK,
     KUBEFLOW_FRAMEWORKS,
     MPIJOB_FRAMEWORK,
     RAYCLUSTER_FRAMEWORK,
@@ -90,6 +95,10 @@ ManagedAncestry = Callable[[str, dict[str, Any]], Awaitable[bool]]
 """Whether the Pod (namespace, raw Pod) has a Kueue-managed ancestor: Kueue's walk up its controllers
 (:func:`connectors.k8s.webhook.ancestry_lookup`), which raises
 :class:`~connectors.k8s.child_jobs.AncestryError` or :class:`~connectors.k8s.errors.KubeError` when it fails."""
+DeploymentOf = Callable[[str, str], Awaitable[dict[str, Any] | None]]
+"""The metadata of the Deployment controlling a ReplicaSet (namespace, ReplicaSet name), None when no Deployment
+controls it; raises :class:`~connectors.k8s.errors.KubeError` when either cannot be read."""
+REPLICA_SET_OWNER = (f"{REPLICA_SETS.group}/{REPLICA_SETS.version}", REPLICA_SETS.kind)
 
 
 class PodDefaulting(msgspec.Struct, frozen=True):
@@ -178,15 +187,18 @@ def _gate_ops(present: list[Any] | None, wanted: list[str]) -> list[dict[str, An
 
 
 async def review(body: bytes, defaulting: PodDefaulting, namespace_labels: NamespaceLabels,
-                 has_default_queue: HasDefaultQueue, managed_ancestry: ManagedAncestry) -> dict[str, Any]:
+                 has_default_queue: HasDefaultQueue, managed_ancestry: ManagedAncestry,
+                 deployment_of: DeploymentOf | None = None) -> dict[str, Any]:
     """Answer one AdmissionReview (v1) for a Pod (see the module docstring). A lookup that fails refuses the Pod
-    with Kueue's words for it (the webhook's ``failurePolicy`` is Fail while the integration is on)."""
+    with Kueue's words for it (the webhook's ``failurePolicy`` is Fail while the integration is on).
+    ``deployment_of``: how a ReplicaSet's Deployment is read (None: a ReplicaSet's Pod is not looked through)."""
     req = msgspec.json.decode(body).get("request") or {}
     pod = req.get("object") or {}
     patch = None
     if defaulting.enabled and req.get("operation", "CREATE") == "CREATE" and isinstance(pod, dict) and pod:
         namespace = req.get("namespace") or (pod.get("metadata") or {}).get("namespace", "")
-        patch = partial(_defaults, pod, namespace, defaulting, namespace_labels, has_default_queue, managed_ancestry)
+        patch = partial(_defaults, pod, namespace, defaulting, namespace_labels, has_default_queue, managed_ancestry,
+                        deployment_of)
     return await patch_answer(req, patch)
 
 
@@ -219,7 +231,8 @@ class LookupFailed(Exception):
 
 
 async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulting, namespace_labels: NamespaceLabels,
-                    has_default_queue: HasDefaultQueue, managed_ancestry: ManagedAncestry) -> list[dict[str, Any]]:
+                    has_default_queue: HasDefaultQueue, managed_ancestry: ManagedAncestry,
+                    deployment_of: DeploymentOf | None = None) -> list[dict[str, Any]]:
     """In Kueue's order: the parent's word, the namespace, the owner, then the queue name."""
     if suspended_by_parent(pod):
         return pod_patch(pod, default_queue=False, tas=defaulting.tas, by_parent=True) + role_annotation_patch(pod)
@@ -232,6 +245,9 @@ async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulti
     controller = job_selection.raw_controller(pod.get("metadata") or {})
     if job_selection.framework_of(controller) in defaulting.frameworks & POD_PARENTS:
         return []  # as Kueue, a Pod whose owner an enabled integration runs, queue or not: its Workload admits it
+    if controller == REPLICA_SET_OWNER and deployment_of is not None and await _held_deployment(
+            pod, namespace, defaulting, deployment_of):
+        return []
     if defaulting.without_queue:  # every parent of a kind an enabled integration runs is Kueue's then: none read
         if job_selection.kueue_owner(controller, defaulting.frameworks):
             return []
@@ -246,6 +262,42 @@ async def _defaults(pod: dict[str, Any], namespace: str, defaulting: PodDefaulti
     default = not queue and await has_default_queue(namespace)
     ops = pod_patch(pod, default_queue=default, without_queue=defaulting.without_queue, tas=defaulting.tas)
     return ops + role_annotation_patch(pod) if queue or default or defaulting.without_queue else ops
+
+
+async def _held_deployment(pod: dict[str, Any], namespace: str, defaulting: PodDefaulting,
+                           deployment_of: DeploymentOf) -> bool:
+    """Whether the Pod's ReplicaSet is controlled by a Deployment Kueue holds: Kueue's walk passes over a
+    ReplicaSet (an interim owner it knows without an integration) to its controller, which, with the
+    ``deployment`` integration on, is Kueue's when it names a queue or under ``manageJobsWithoutQueueName``. Its
+    Pods are then the Deployment's, left as made. A ReplicaSet or Deployment that cannot be read refuses the Pod,
+    as Kueue's walk fails."""
+    if DEPLOYMENT_FRAMEWORK not in defaulting.frameworks:
+        return False
+    replica_set = (controller_of(pod) or {}).get("name", "")
+    try:
+        deployment = await deployment_of(namespace, replica_set)
+    except KubeError as exc:
+        status = child_jobs.refusal_status(exc)
+        raise LookupFailed(status["message"], status) from exc
+    if deployment is None:
+        return False
+    return defaulting.without_queue or bool((deployment.get("labels") or {}).get(QUEUE_LABEL))
+
+
+def deployment_lookup(client: KubeClient) -> DeploymentOf:
+    """A ReplicaSet's controlling Deployment, read from the apiserver: the ReplicaSet, then the Deployment its
+    controller reference names (none: not a Deployment's)."""
+
+    async def deployment_of(namespace: str, replica_set: str) -> dict[str, Any] | None:
+        raw = msgspec.json.decode(await client.get(REPLICA_SETS, replica_set, namespace))
+        owner = job_selection.raw_controller((raw.get("metadata") or {}) if isinstance(raw, dict) else {})
+        if owner != (f"{DEPLOYMENTS.group}/{DEPLOYMENTS.version}", DEPLOYMENTS.kind):
+            return None
+        ref = controller_of(raw) or {}
+        deployment = msgspec.json.decode(await client.get(DEPLOYMENTS, str(ref.get("name", "")), namespace))
+        return dict((deployment.get("metadata") or {}) if isinstance(deployment, dict) else {})
+
+    return deployment_of
 
 
 def namespace_lookup(client: KubeClient) -> NamespaceLabels:
@@ -288,9 +340,10 @@ def reviewer(client: KubeClient, defaulting: PodDefaulting, has_default_queue: H
              managed_ancestry: ManagedAncestry) -> Reviewer:
     """:func:`review` with the namespace asked of the apiserver and the ancestors walked by ``managed_ancestry``."""
     namespace_labels = namespace_lookup(client)
+    deployment_of = deployment_lookup(client)
 
     async def answer(body: bytes) -> dict[str, Any]:
-        return await review(body, defaulting, namespace_labels, has_default_queue, managed_ancestry)
+        return await review(body, defaulting, namespace_labels, has_default_queue, managed_ancestry, deployment_of)
 
     return answer
 

@@ -56,13 +56,14 @@ taken (nothing is done to the group then but the Warning ``WorkloadNameConflict`
 annotations (:func:`connectors.k8s.pod_sync.pod_set`) and, placed by topology, it starts still behind the
 topology gate its webhook added, which the ungater (:mod:`connectors.k8s.ungater`) lifts onto its domain. A Pod or
 group naming a prebuilt Workload runs on that one, adopted, never created (:mod:`connectors.k8s.pod_prebuilt`). A
-group's Workload none of whose Pods has its roles any more is deleted (``DeletedWorkload``) before anything else is
-done with it, and the group gets a new one. With the ``statefulset`` framework on, a group a StatefulSet holds is
-also looked at again when the StatefulSet's status revisions change or it goes
-(:mod:`connectors.k8s.statefulsets`), and its pods are let go as Kueue's StatefulSet reconciler lets them go
-(:func:`connectors.k8s.pod_group.let_go_by_statefulset`: ungated and finalized). Not done: rewriting a Workload
-whose pod sets no longer match its Pod (a single Pod's), or, as newer Kueue does, a group's not holding quota
-rather than deleting it.
+group's Workload none of whose Pods has its roles any more is, before anything else is done with it, rewritten in
+place from the group's Pods while one of them is gated or ended and it holds no quota (``UpdatedWorkload``, as
+newer Kueue), else deleted (``DeletedWorkload``), the group then getting a new one. With the ``statefulset``
+framework on, a group a StatefulSet holds is also looked at again when the StatefulSet's status revisions change or
+it goes (:mod:`connectors.k8s.statefulsets`; pods it orphaned are traced to it by their group's name), and its pods
+are let go as Kueue's StatefulSet reconciler lets them go (:func:`connectors.k8s.pod_group.let_go_by_statefulset`:
+ungated and finalized). Not done: rewriting a Workload
+whose pod sets no longer match its Pod (a single Pod's).
 """
 
 from __future__ import annotations
@@ -177,6 +178,8 @@ class PodStats:
     """Prebuilt Workloads finished for no longer matching their Pod or group."""
     deleted: int = 0
     """Group Workloads deleted for no longer matching their group (none of its Pods has their roles)."""
+    updated: int = 0
+    """Group Workloads rewritten in place for no longer matching their group, while holding no quota."""
     let_go: int = 0
     """Pods of a StatefulSet ungated and finalized (its older revision's in a rolling update; all once it is gone)."""
 
@@ -322,8 +325,8 @@ class PodIntegration:
         """StatefulSets whose revisions changed, or that came or went: the groups of their pods are dirty."""
         groups = set()
         for pod_key, pod in self.pods.items():
-            owner = _statefulset_owner(pod)
-            if owner is not None and f"{pod.metadata.namespace}/{owner.name}" in keys and pod_key in self.group_of:
+            name = pod_group.statefulset_name(pod)  # an orphan's too, found by its group's name
+            if name is not None and f"{pod.metadata.namespace}/{name}" in keys and pod_key in self.group_of:
                 groups.add(GROUP_PREFIX + self.group_of[pod_key])
         self._mark(groups)
 
@@ -767,7 +770,7 @@ class PodIntegration:
             return None
         pod = next((p for p in pods if pod_group.held_by_statefulset(p) and _statefulset_owner(p) is not None), None)
         if pod is None:
-            return None
+            return await self._orphans_statefulset(pods)
         owner = _statefulset_owner(pod)
         assert owner is not None
         namespace = pod.metadata.namespace
@@ -781,6 +784,23 @@ class PodIntegration:
         if stored is None:
             return None
         return stored.view if stored.metadata.uid == owner.uid else pod_group.STATEFULSET_GONE
+
+    async def _orphans_statefulset(self, pods: list[ManagedPod]) -> pod_group.StatefulSetView | None:
+        """For a group whose pods no StatefulSet controls any more (orphaned by ``--cascade=orphan``), the StatefulSet
+        of the name its group was made for (:func:`connectors.k8s.pod_group.statefulset_name`), as Kueue's
+        reconciler reads it by name: gone once the apiserver has none of that name. None: no such pod."""
+        name = next((n for n in map(pod_group.statefulset_name, pods) if n is not None), None)
+        if name is None:
+            return None
+        namespace = pods[0].metadata.namespace
+        seen = self.statefulsets.known.get(f"{namespace}/{name}")
+        if seen is not None:
+            return seen.view
+        try:
+            stored = statefulsets.decode(await self.client.get(STATEFUL_SETS, name, namespace))
+        except NotFound:
+            return pod_group.STATEFULSET_GONE
+        return stored.view if stored is not None else None
 
     async def _refused_adoption(self, group: str, first: ManagedPod) -> bool:
         """Whether the group's name is taken by a Workload not made for a group, which it does not take under
@@ -883,6 +903,16 @@ class PodIntegration:
                     if self._stopped.get(pod.key) != pod.metadata.uid:
                         await self._once(pod, "stop", self._stop(pod, stop, wl))
                 await self._delete_not_matching(group, wl, first)
+            case pod_group.UPDATE:
+                assert wl is not None
+                marker = ("update", wl.key, tuple(p.metadata.resource_version for p in step.kept))
+                if self._acted.get(GROUP_PREFIX + group) != marker:
+                    self._acted[GROUP_PREFIX + group] = marker
+                    try:
+                        await self._update_group(group, wl, list(step.kept))
+                    except BaseException:
+                        self._acted.pop(GROUP_PREFIX + group, None)
+                        raise
             case pod_group.FINISH:
                 assert wl is not None
                 await self._finish(wl, step.reason, step.message)
@@ -924,6 +954,51 @@ class PodIntegration:
         log.info("deleted the workload its pod group no longer matches", group=group, workload=obs.key)
         await self._report(first, DELETED_WORKLOAD, workload=obs.key, message=job_sync.deleted_message(obs.key))
 
+    async def _update_group(self, group: str, wl: WorkloadInfo, kept: list[ManagedPod]) -> None:
+        """Rewrite the spec of the group's Workload, which it no longer matches, from its Pods as stored (built as
+        at creation), conditioned on the Workload's resourceVersion; ``UpdatedWorkload`` on the Pod standing for
+        the group. The Pods not yet among its owners become owners in the same write (Kueue adds them on its next
+        pass over the matching Workload), so that it is not taken for one whose Pods are all gone."""
+        obs = self.mirror.workloads.get(wl.key)
+        raws = await self._stored(group, kept)
+        if obs is None or raws is None:
+            return
+        try:
+            body = pod_group.workload_for(self.state, raws)
+        except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:
+            self._acted.pop(GROUP_PREFIX + group, None)
+            log.warning("the pod group's priority class is not there: its workload is not updated", group=group,
+                        error=str(exc))
+            return
+        except (InvalidInput, ValueError) as exc:
+            self.stats.invalid.append(group)
+            log.error("pod group refused: its workload is not updated", group=group, error=str(exc))
+            return
+        patch = job_sync.spec_patch(obs, body["spec"])
+        patch["metadata"]["ownerReferences"] = pod_group.owners_with(obs, raws)
+        try:
+            await self.client.patch(WORKLOADS, obs.metadata.name, patch, obs.metadata.namespace)
+        except (NotFound, Conflict):
+            self._acted.pop(GROUP_PREFIX + group, None)
+            return  # gone or changed meanwhile: the watch brings the newer one
+        self.stats.updated += 1
+        log.info("updated the workload its pod group no longer matches", group=group, workload=obs.key)
+        await self._report(kept[0], UPDATED_WORKLOAD, workload=obs.key, message=job_sync.updated_message(obs.key))
+
+    async def _stored(self, group: str, pods: list[ManagedPod]) -> list[dict[str, Any]] | None:
+        """The group's Pods as stored, in order; None when one is gone or made anew meanwhile."""
+        namespace = group.partition("/")[0]
+        raws = []
+        for pod in pods:
+            try:
+                raw = msgspec.json.decode(await self.client.get(PODS, pod.metadata.name, namespace))
+            except NotFound:
+                return None
+            if raw["metadata"]["uid"] != pod.metadata.uid:
+                return None
+            raws.append(raw)
+        return raws
+
     async def _let_go_pod(self, pod: ManagedPod) -> None:
         """Lift Kueue's scheduling gates and drop its finalizer, as Kueue's StatefulSet reconciler lets a pod go."""
         if not await self._patch_pod(pod, pod_sync.let_go_patch(pod)):
@@ -934,15 +1009,9 @@ class PodIntegration:
     async def _create_group(self, group: str, kept: list[ManagedPod]) -> None:
         """Create the group's Workload from its Pods as stored (any gone or made anew meanwhile: not yet)."""
         namespace = group.partition("/")[0]
-        raws = []
-        for pod in kept:
-            try:
-                raw = msgspec.json.decode(await self.client.get(PODS, pod.metadata.name, namespace))
-            except NotFound:
-                return
-            if raw["metadata"]["uid"] != pod.metadata.uid:
-                return
-            raws.append(raw)
+        raws = await self._stored(group, kept)
+        if raws is None:
+            return
         try:
             body = pod_group.workload_for(self.state, raws)
         except (WorkloadPriorityClassNotFound, PriorityClassNotFound) as exc:

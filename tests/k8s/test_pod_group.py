@@ -12,7 +12,7 @@ from connectors.k8s.pod_roles import metadata_errors, role_annotation_patch, rol
 from connectors.k8s.pod_sync import ManagedPod, ManagedPodSpec, ManagedPodStatus
 from events import objects as o
 from projections.cluster import ClusterState
-from projections.workloads import ADMITTED, FINISHED, PENDING, PodSetInfo, WorkloadInfo
+from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, PodSetInfo, WorkloadInfo
 
 GROUP = "kueue.x-k8s.io/pod-group-name"
 TOTAL = "kueue.x-k8s.io/pod-group-total-count"
@@ -427,3 +427,52 @@ def test_a_group_workload_none_of_whose_pods_has_its_roles_is_deleted_as_no_long
     assert next_step(new, wl, managed=True, admission_shown=True, prebuilt=True).action != pod_group.DELETE
     assert next_step(new, wl, managed=False, admission_shown=True).action != pod_group.DELETE
     assert pod_group.no_longer_matching(new, wl) and not pod_group.no_longer_matching([old], wl)
+
+
+def test_a_group_workload_holding_no_quota_is_rewritten_in_place_while_the_group_is_held_back() -> None:
+    """As newer Kueue's ``ensureOneWorkload``: the Workload no longer matches the group, a Pod of it is gated or
+    ended (Kueue's group is suspended) and the Workload holds no quota: it is updated in place from the Pods a new
+    one would be made of (``UPDATE``), not deleted; holding quota, or none of its Pods held back, it is deleted."""
+    new = [member("web-0", role="r2", annotations=STATEFULSET_POD), member("web-1", role="r2", annotations=STATEFULSET_POD)]
+    pending = group_workload(PENDING, counts={"r1": 2})
+    step = next_step(new, pending, managed=True, admission_shown=False)
+    assert step.action == pod_group.UPDATE and names(step.kept) == ["web-0", "web-1"] and step.pods == ()
+    assert next_step(new, group_workload(RESERVED, counts={"r1": 2}, reserving=True), managed=True,
+                     admission_shown=False).action == pod_group.DELETE, "quota reserved: deleted"
+    assert next_step(new, group_workload(ADMITTED, counts={"r1": 2}), managed=True,
+                     admission_shown=True).action == pod_group.DELETE
+    evicted = group_workload(PENDING, counts={"r1": 2}, evicted="Preempted")
+    assert next_step(new, evicted, managed=True, admission_shown=False).action == pod_group.UPDATE, (
+        "evicted, its quota given back: rewritten too")
+    running = [member(n, role="r2", gated=False, phase="Running", node="n1") for n in ("web-0", "web-1")]
+    assert next_step(running, pending, managed=True, admission_shown=False).action == pod_group.DELETE, (
+        "not suspended: the Workload goes, its Pods stopped first")
+    step = next_step(new[:1], pending, managed=True, admission_shown=False)
+    assert (step.action, step.message) == (WAIT, "'g' group has fewer runnable pods than expected"), (
+        "not ready for a Workload: it waits as a group without one")
+    assert next_step(new, pending, managed=True, admission_shown=False, prebuilt=True).action != pod_group.UPDATE
+
+
+def test_an_orphaned_pod_is_traced_to_its_statefulset_by_its_group_name() -> None:
+    """A StatefulSet deleted with ``--cascade=orphan`` leaves its pods without a controller; Kueue's StatefulSet
+    reconciler finds them by the group name it derives from the StatefulSet's name, so the pod's StatefulSet is the
+    one its name (less its ordinal) makes that group name for; a pod another StatefulSet controls is that one's."""
+    from connectors.k8s.statefulset_webhook import workload_name
+
+    def sts_pod(name: str, group: str, owners: list[o.OwnerReference] | None = None,
+                annotations: dict | None = None) -> ManagedPod:
+        pod = member(name, annotations=STATEFULSET_POD if annotations is None else annotations)
+        labels = {**pod.metadata.labels, GROUP: group}
+        return msgspec.structs.replace(pod, metadata=msgspec.structs.replace(
+            pod.metadata, labels=labels, owner_references=owners or []))
+
+    group = workload_name("web-db")
+    assert pod_group.statefulset_name(sts_pod("web-db-1", group)) == "web-db"
+    assert pod_group.statefulset_name(sts_pod("web-db-1", workload_name("web-db", short=True))) == "web-db"
+    assert pod_group.statefulset_name(sts_pod("other-1", group)) is None, "not named after the group's StatefulSet"
+    assert pod_group.statefulset_name(sts_pod("web-db-x", group)) is None, "no ordinal"
+    assert pod_group.statefulset_name(sts_pod("web-db-1", group, annotations={})) is None, "not a StatefulSet's"
+    sts = o.OwnerReference(api_version="apps/v1", kind="StatefulSet", name="renamed", uid="s", controller=True)
+    assert pod_group.statefulset_name(sts_pod("web-db-1", group, [sts])) == "renamed"
+    rs = o.OwnerReference(api_version="apps/v1", kind="ReplicaSet", name="rs", uid="r", controller=True)
+    assert pod_group.statefulset_name(sts_pod("web-db-1", group, [rs])) is None

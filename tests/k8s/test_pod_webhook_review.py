@@ -340,3 +340,55 @@ def test_a_queued_jobs_pod_is_gated_while_the_job_integration_is_off() -> None:
     assert _ops(response)[-2:] == TAS_GATED and "job j" not in asked
     response, _ = _review(_pod({Q: "lq"}, job_owner), ON, job_queued=True)
     assert _ops(response) == [], "batch/job on: the queued Job's Workload admits it"
+
+
+RS_OWNER = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8f", "uid": "r", "controller": True}
+WITH_DEPLOYMENTS = PodDefaulting.of(load_config({"integrations": {"frameworks": ["pod", "deployment"]}}))
+
+
+def _review_rs(pod: dict, defaulting: PodDefaulting, deployment: dict | None | Exception) -> tuple[dict, list[str]]:
+    """:func:`review` of a Pod whose ReplicaSet is controlled by ``deployment`` (its metadata; None: no Deployment;
+    an exception: the read fails)."""
+    asked: list[str] = []
+
+    async def namespace_labels(name: str) -> dict[str, str]:
+        return {"kubernetes.io/metadata.name": name}
+
+    async def has_default_queue(name: str) -> bool:
+        return False
+
+    async def managed_ancestry(namespace: str, obj: dict) -> bool:
+        raise AssertionError("a ReplicaSet is no kind an integration runs: not walked that way")
+
+    async def deployment_of(namespace: str, replica_set: str) -> dict | None:
+        asked.append(f"replicaset {namespace}/{replica_set}")
+        if isinstance(deployment, Exception):
+            raise deployment
+        return deployment
+
+    body = msgspec.json.encode({"request": {"uid": "u1", "operation": "CREATE", "namespace": "team", "object": pod}})
+    out = asyncio.run(review(body, defaulting, namespace_labels, has_default_queue, managed_ancestry, deployment_of))
+    return out["response"], asked
+
+
+def test_a_pod_without_the_parents_annotation_is_looked_through_its_replicaset_to_a_queued_deployment() -> None:
+    """As Kueue's walk, which passes over a ReplicaSet to its controller: with the ``deployment`` integration on,
+    a Pod of a Deployment naming a queue (here without ``kueue.x-k8s.io/pod-suspending-parent``, say made before
+    the Deployment was Kueue's) is the Deployment's and left as made, queue name of its own or not; a Deployment
+    naming none leaves it a plain Pod (any, under ``manageJobsWithoutQueueName``); a ReplicaSet or Deployment that
+    cannot be read refuses it."""
+    queued = {"name": "web", "labels": {Q: "lq"}}
+    response, asked = _review_rs(_pod({Q: "lq"}, RS_OWNER), WITH_DEPLOYMENTS, queued)
+    assert _ops(response) == [] and asked == ["replicaset team/web-5d8f"]
+    assert _ops(_review_rs(_pod({}, RS_OWNER), WITH_DEPLOYMENTS, queued)[0]) == []
+    assert _ops(_review_rs(_pod({Q: "lq"}, RS_OWNER), WITH_DEPLOYMENTS, {"name": "web"})[0])[-1]["path"] == (
+        "/spec/schedulingGates"), "a Deployment naming no queue: a queued plain Pod"
+    assert _ops(_review_rs(_pod({Q: "lq"}, RS_OWNER), WITH_DEPLOYMENTS, None)[0]) != [], "no Deployment above"
+    without_queue = PodDefaulting.of(load_config({"integrations": {"frameworks": ["pod", "deployment"]},
+                                                  "manageJobsWithoutQueueName": True}))
+    assert _ops(_review_rs(_pod({}, RS_OWNER), without_queue, {"name": "web"})[0]) == []
+    pods_only = PodDefaulting.of(load_config({"integrations": {"frameworks": ["pod"]}}))
+    response, asked = _review_rs(_pod({Q: "lq"}, RS_OWNER), pods_only, queued)
+    assert _ops(response) != [] and asked == [], "the deployment integration off: not looked through"
+    response, _ = _review_rs(_pod({Q: "lq"}, RS_OWNER), WITH_DEPLOYMENTS, NotFound("replicasets web-5d8f not found"))
+    assert response["allowed"] is False and response["status"]["code"] == 500

@@ -18,6 +18,7 @@ from connectors.k8s.errors import Conflict, NotFound
 from connectors.k8s.job_events import job_events
 from connectors.k8s.journal import LocalJournal
 from connectors.k8s.mirror import Mirror
+from connectors.k8s.pod_roles import role_hash
 from connectors.k8s.pod_sync import ManagedPod, ManagedPodSpec, ManagedPodStatus
 from connectors.k8s.pods_integration import PodIntegration
 from events import objects as o
@@ -1155,3 +1156,74 @@ async def test_a_failed_action_on_a_gone_pod_does_not_forget_what_was_done_to_it
     with pytest.raises(Conflict):
         await once(acted, "ns/a", ("stop", "3"), fails_after_the_namesake_acted())
     assert acted == {"ns/a": ("start", "7")}
+
+
+@pytest.mark.asyncio
+async def test_a_pending_group_workload_none_of_whose_pods_has_its_roles_is_rewritten_in_place() -> None:
+    """As newer Kueue's ``ensureOneWorkload``: the group gated and its Workload holding no quota, the Workload's
+    spec is rewritten from the Pods as stored, conditioned on its resourceVersion, the Pods not yet its owners
+    added, and ``UpdatedWorkload`` "Updated not matching Workload for suspended job: <ns>/<name>" recorded on the
+    group's first Pod; nothing is deleted."""
+    raws = {n: _group_raw(n) for n in "cd"}
+    for raw in raws.values():
+        raw["spec"]["containers"] = [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}]  # another role
+    pods, mirror, appended, client = integration(group_workload_obs(), client=GroupClient(raws))
+    for raw in raws.values():
+        _watch(pods, raw)
+    await pods.reconcile("group/ns/g")
+    assert not [c for c in client.calls if c[0] == "delete"]
+    (_, kind, name, _, _, patch), = [c for c in client.calls if c[0] == "patch"]
+    role = role_hash(raws["c"]["spec"])
+    assert (kind, name, patch["metadata"]["resourceVersion"]) == ("Workload", "g", "3")
+    assert [(ps["name"], ps["count"]) for ps in patch["spec"]["podSets"]] == [(role, 2)]
+    assert patch["spec"]["queueName"] == "lq"
+    assert [r["name"] for r in patch["metadata"]["ownerReferences"]] == ["a", "b", "c", "d"]
+    (updated,) = appended
+    assert isinstance(updated, ev.JobActed) and (updated.key, updated.action, updated.message) == (
+        "ns/c", "UpdatedWorkload", "Updated not matching Workload for suspended job: ns/g")
+    await pods.reconcile("group/ns/g")
+    assert len([c for c in client.calls if c[0] == "patch"]) == 1, "once while nothing changed"
+    assert pods.stats.updated == 1 and pods.stats.deleted == 0
+
+
+def _orphan_raw(name: str, group: str) -> dict[str, Any]:
+    """A queued StatefulSet's gated pod, its StatefulSet deleted with ``--cascade=orphan``: no controller left."""
+    raw = _group_raw(name)
+    raw["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] = group
+    raw["metadata"]["annotations"] |= {"kueue.x-k8s.io/pod-suspending-parent": "statefulset",
+                                       "kueue.x-k8s.io/pod-group-serving": "true"}
+    return raw
+
+
+class OrphansClient(GroupClient):
+    """Pods from ``raws``; the StatefulSet is gone (404)."""
+
+    async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
+        if resource.kind == "StatefulSet":
+            self.calls.append(("get", resource.kind, name))
+            raise NotFound(f"statefulsets {name} not found")
+        return await super().get(resource, name, namespace)
+
+
+@pytest.mark.asyncio
+async def test_the_pods_a_deleted_statefulset_orphaned_are_let_go_once_it_is_gone() -> None:
+    """As Kueue's StatefulSet reconciler, which lists a StatefulSet's pods by the group name it derives from its
+    name: pods left without a controller by ``--cascade=orphan`` are ungated and lose Kueue's finalizer once no
+    StatefulSet of that name is there, and the StatefulSet's going marks their group."""
+    from connectors.k8s.statefulset_webhook import workload_name
+
+    group = workload_name("web")
+    raws = {n: _orphan_raw(n, group) for n in ("web-0", "web-1")}
+    client = OrphansClient(raws)
+    config = {**POD_ON, "integrations": {"frameworks": ["pod", "statefulset"]}}
+    pods, _, _, client = integration(config=config, client=client)
+    pods.statefulsets.synced.set()
+    for raw in raws.values():
+        _watch(pods, raw)
+    pods.dirty.clear()
+    pods._on_statefulsets({"ns/web"})
+    assert pods.dirty == {f"group/ns/{group}"}
+    await pods.reconcile(f"group/ns/{group}")
+    assert ("get", "StatefulSet", "web") in client.calls
+    let_go = sorted(c[2] for c in client.calls if c[0] == "patch" and c[1] == "Pod")
+    assert let_go == ["web-0", "web-1"] and pods.stats.let_go == 2

@@ -7,7 +7,8 @@ Pods, one Workload each, and ungated once admitted. The test cluster runs no kub
 makes the ReplicaSet or its pods: the test makes them as the Deployment and ReplicaSet controllers would (the
 ReplicaSet controlled by the Deployment, each pod by the ReplicaSet, from its template). The validating webhook
 refuses a malformed queue name and a queue name changed while a replica is ready (the test writes
-``status.readyReplicas``, which no controller here would).
+``status.readyReplicas``, which no controller here would). A pod without the parent's annotation is looked through
+its ReplicaSet to the Deployment, as Kueue's walk passes over a ReplicaSet: a queued Deployment's is left as made.
 """
 
 from __future__ import annotations
@@ -73,6 +74,13 @@ def _replica(rs: dict[str, Any], suffix: str) -> dict[str, Any]:
             "spec": {**template["spec"], "restartPolicy": "Always"}}
 
 
+def _unmarked(pod: dict[str, Any]) -> dict[str, Any]:
+    """``pod`` without Kueue's marks from its template (the managed label, the parent's annotation)."""
+    pod["metadata"]["labels"].pop(MANAGED, None)
+    pod["metadata"]["annotations"].pop(PARENT, None)
+    return pod
+
+
 @pytest.mark.asyncio
 async def test_a_queued_deployments_pods_are_gated_admitted_one_by_one_and_ungated(kube_apiserver, tmp_path) -> None:
     sfx = secrets.token_hex(3)
@@ -117,6 +125,20 @@ async def test_a_queued_deployments_pods_are_gated_admitted_one_by_one_and_ungat
             for pod in pods:
                 assert GATE in scheduling_gates(pod) and pod["metadata"]["finalizers"] == ["kueue.x-k8s.io/managed"]
                 assert pod["metadata"]["labels"][MANAGED] == "true"
+
+            # a pod of that ReplicaSet made without the parent's annotation (from a template of before the
+            # Deployment was Kueue's, say): looked through its ReplicaSet to the queued Deployment, it is left as
+            # made; the same pod under a Deployment naming no queue is a queued plain Pod, gated
+            stray = _unmarked(_replica(rs, "x"))
+            made = await create(kc, stray)
+            assert not scheduling_gates(made) and not made["metadata"].get("finalizers"), "the Deployment's"
+            plain_rs = msgspec.json.decode(await kc.create(REPLICA_SETS, _replica_set(plain, "7c9b"), q.ns))
+            queued_plain = _unmarked(_replica(plain_rs, "x"))
+            queued_plain["metadata"]["labels"][Q] = "user-queue"
+            assert GATE in scheduling_gates(await create(kc, queued_plain)), "not a queued Deployment's: gated"
+            for name in (stray["metadata"]["name"], queued_plain["metadata"]["name"]):
+                await kc.patch(PODS, name, {"metadata": {"finalizers": None}}, q.ns)
+                await kc.delete(PODS, name, q.ns)
 
             async with kueue_es(kc, tmp_path / "log", config=config) as (connector, journal):
                 async def ungated() -> list[str] | None:

@@ -9,7 +9,8 @@ would (ordinal names, ``apps.kubernetes.io/pod-index``, the StatefulSet their co
 refuses a resize other than to or from zero; scaled to zero, its pods, once ended, lose Kueue's finalizer and go.
 With the StatefulSet's status revisions (set by the test through the status subresource, as the controller would),
 the older revision's pods are let go during a rolling update, the group's Workload is deleted and made anew once
-none of its pods has its role, and every pod is let go once the StatefulSet is gone.
+none of its pods has its role, and every pod is let go once the StatefulSet is gone, pods it orphaned too
+(``--cascade=orphan``: found by their group's name).
 """
 
 from __future__ import annotations
@@ -254,3 +255,69 @@ async def test_the_statefulset_reconciler_lets_go_of_the_older_revision_and_the_
                 # the StatefulSet deleted (no garbage collector here to delete its pods): every pod is let go
                 await kc.delete(STATEFUL_SETS, "db", q.ns)
                 await eventually(lambda: let_go(("db-0", "db-1")), what="the pods of a StatefulSet gone let go")
+
+                # one deleted with --cascade=orphan: the garbage collector takes the pods' ownerReferences before
+                # the StatefulSet goes (the test does, as it would); they are let go, found by their group's name
+                cache = msgspec.json.decode(await kc.create(
+                    STATEFUL_SETS, _statefulset(q.ns, "cache", {Q: "user-queue"}, replicas=1), q.ns))
+                await _revisions(kc, q.ns, "cache", "cache-v1", "cache-v1")
+                orphan = await create(kc, _replica(cache, 0, "cache-v1"))
+                assert FINALIZER in orphan["metadata"]["finalizers"]
+                await kc.patch(PODS, "cache-0", {"metadata": {"ownerReferences": None}}, q.ns)
+                await asyncio.sleep(1.0)
+                assert not await let_go(("cache-0",)), "its StatefulSet still there: kept"
+                await kc.delete(STATEFUL_SETS, "cache", q.ns)
+                await eventually(lambda: let_go(("cache-0",)), what="the pods a StatefulSet orphaned let go")
+                assert GATE not in scheduling_gates(await get(kc, "Pod", "cache-0", q.ns))
+
+
+@pytest.mark.asyncio
+async def test_a_pending_groups_workload_is_rewritten_in_place_once_none_of_its_pods_has_its_role(
+        kube_apiserver, tmp_path) -> None:
+    """As newer Kueue's reconciler: the group's Workload, holding no quota (too little here), no longer matches once
+    the last pod of its role is replaced by one of the changed template; that one gated, the Workload is rewritten
+    in place (same uid) with the new role and the new pod among its owners, not deleted."""
+    sfx = secrets.token_hex(3)
+    config = load_config({"integrations": {"frameworks": ["batch/job", "pod", "statefulset"]}})
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        async with pod_webhooks(kc, tmp_path / "certs", "kueue-es-sts-test", sfx, config):
+            q = await queues(kc, "sts-upd", {"cpu": 1}, sfx=sfx, flavor_labels={"pool": "a"})
+            await kc.patch(NAMESPACES, q.ns, {"metadata": {"labels": {"kueue-es-sts-test": sfx}}})
+            await _webhook_in_effect(kc, q.ns)
+            sts = msgspec.json.decode(await kc.create(STATEFUL_SETS, _statefulset(q.ns, "kv", {Q: "user-queue"}),
+                                                      q.ns))
+            group = workload_name("kv")
+            await _revisions(kc, q.ns, "kv", "kv-v1", "kv-v1")
+            for i in (0, 1):
+                await create(kc, _replica(sts, i, "kv-v1"))
+            async with kueue_es(kc, tmp_path / "log", config=config):
+                async def made() -> dict[str, Any] | None:
+                    with contextlib.suppress(NotFound):
+                        return await get(kc, "Workload", group, q.ns)
+                    return None
+
+                first = await eventually(made, what="the group's workload made (2 cpu: not admitted on 1)")
+                containers = [{**sts["spec"]["template"]["spec"]["containers"][0],
+                               "resources": {"requests": {"cpu": "600m"}}}]  # 1.2 cpu: still too much
+                updated = msgspec.json.decode(await kc.patch(
+                    STATEFUL_SETS, "kv", {"spec": {"template": {"spec": {"containers": containers}}}}, q.ns))
+                # the pods replaced one by one, highest ordinal first (the status revisions left as they were, so
+                # that none is let go, and, not admitted, stopped meanwhile: the group is never empty)
+                renewed = {}
+                for i in (1, 0):
+                    await kc.delete(PODS, f"kv-{i}", q.ns)
+                    await eventually(lambda i=i: _gone(kc, q.ns, f"kv-{i}"), what=f"the old kv-{i} gone")
+                    renewed[i] = await create(kc, _replica(updated, i, "kv-v2"))
+                role = renewed[1]["metadata"]["annotations"]["kueue.x-k8s.io/role-hash"]
+
+                async def rewritten() -> dict[str, Any] | None:
+                    wl = await get(kc, "Workload", group, q.ns)
+                    return wl if [ps["name"] for ps in wl["spec"]["podSets"]] == [role] else None
+
+                wl = await eventually(rewritten, what="the workload rewritten with the new role")
+                assert wl["metadata"]["uid"] == first["metadata"]["uid"], "updated in place, not made anew"
+                assert [ps["count"] for ps in wl["spec"]["podSets"]] == [2]
+                owners = {r["uid"] for r in wl["metadata"]["ownerReferences"]}
+                assert renewed[1]["metadata"]["uid"] in owners, "the group's pod when it was rewritten: an owner"
+                assert not (wl.get("status") or {}).get("admission")
