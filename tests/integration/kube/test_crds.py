@@ -262,6 +262,9 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
         for verb in ("get", "list", "watch"):  # the revisions of the StatefulSets holding pod groups
             assert await ok(verb, "apps", "statefulsets"), verb
         assert not await ok("patch", "apps", "statefulsets", "team-a")
+        for plural in ("replicasets", "deployments"):  # the Pod webhook looks through a ReplicaSet to its Deployment
+            assert await ok("get", "apps", plural, "team-a"), plural
+        assert not await ok("patch", "apps", "replicasets", "team-a")
         # what else kueue-es creates with blockOwnerDeletion: a Job's Workload, a Workload's ProvisioningRequest,
         # a request's PodTemplates (OwnerReferencesPermissionEnforcement asks for update on the owner's finalizers)
         assert await ok("update", "batch", "jobs", "team-a", "finalizers")
