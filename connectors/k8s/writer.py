@@ -6,7 +6,9 @@ resourceRequests, reclaimablePods, accumulatedPastExecutionTimeSeconds, and Mult
 nominatedClusterNames) and the **current** one is what the
 apiserver last showed (the observed Workload, or our own last write if that is newer). When they differ, one JSON
 merge patch of the ``status`` subresource sets the fields that differ (``null`` clears one), conditioned on the
-observed ``uid`` and ``resourceVersion`` (optimistic concurrency):
+observed ``uid`` and ``resourceVersion`` (optimistic concurrency). Of the conditions only Kueue's types come from
+the log (``KUEUE_CONDITIONS``); a condition of any other type, which another controller or a user set, is written
+back as the Workload written over shows it, since the patch replaces the whole list:
 
 * success → ``DecisionApplied`` for every decision of the workload up to the log offset the status was computed
   at; equal already (a restart after the write, a replayed decision) → the same, without writing: idempotent;
@@ -48,7 +50,7 @@ from connectors.k8s.resources import BY_KIND
 from connectors.k8s.workers import KeyedWorkers, Retries
 from events import objects as o
 from events import schema as ev
-from projections.workloads import FINISHED, WorkloadInfo, status_of
+from projections.workloads import FINISHED, KUEUE_CONDITIONS, WorkloadInfo, status_of
 
 log = structlog.get_logger("kueue_es.k8s.writer")
 WORKLOADS = BY_KIND["Workload"]
@@ -71,6 +73,20 @@ def desired_status(wl: WorkloadInfo) -> dict[str, Any]:
 def observed_status(w: o.Workload) -> dict[str, Any]:
     s = msgspec.to_builtins(w.status)
     return {k: s[k] for k in STATUS_FIELDS if s.get(k)}
+
+
+def _with_foreign(desired: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+    """``desired`` with the conditions of types kueue-es does not own (another controller's, a user's) as
+    ``current`` shows them, where it shows them: the projection holds such conditions only as they were when it
+    first saw the Workload, and a merge patch replaces the whole list. Kueue's types are set in place, a new one
+    appended; one the projection does not hold is left as it is."""
+    ours = {c["type"]: c for c in desired.get("conditions", ()) if c["type"] in KUEUE_CONDITIONS}
+    conditions = [ours.pop(c["type"], c) for c in current.get("conditions", ())]
+    conditions += ours.values()
+    out = {k: v for k, v in desired.items() if k != "conditions"}
+    if conditions:
+        out["conditions"] = conditions
+    return {k: out[k] for k in STATUS_FIELDS if k in out}
 
 
 def _changed(desired: dict[str, Any], current: dict[str, Any]) -> set[str]:
@@ -158,7 +174,7 @@ class StatusWriter:
                 return
             del self._blocked[key]
         upto = self.mirror.offset
-        desired = desired_status(wl)
+        ours = desired_status(wl)
         base_rv, current = obs_rv, observed_status(obs)
         written = self._written.get(key)
         if written is not None:
@@ -176,6 +192,7 @@ class StatusWriter:
                 return
             self._deactivated[key] = base_rv
             self._written[key] = (base_rv, current)
+        desired = _with_foreign(ours, current)
         if desired == current:
             await self._outcome(key, wl.uid, pending, upto=upto)
             return
@@ -201,6 +218,7 @@ class StatusWriter:
                 assert fresh is not None
                 self.stats.conflicts += 1
                 rv, current = fresh.metadata.resource_version, observed_status(fresh)
+                desired = _with_foreign(ours, current)  # the conditions someone else added meanwhile kept
                 # only what this write set out to change: a field someone else wrote meanwhile that it leaves as
                 # it found it (an external dispatcher's nominations) is theirs, not overwritten from the log
                 fields = changing & _changed(desired, current)
