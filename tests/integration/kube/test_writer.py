@@ -127,3 +127,48 @@ async def test_writes_with_preconditions_rechecks_on_conflict_and_rejects_what_n
         before = again.stats.writes
         await again.sync(a)
         assert again.stats.writes == before
+
+
+AUDITED = {"type": "example.com/Audited", "status": "True", "reason": "Audited", "message": "by the auditor",
+           "lastTransitionTime": "2026-01-01T00:00:00Z"}
+
+
+async def _add_condition(kc, ns: str, name: str, condition: dict) -> None:
+    """Another controller adds a condition through the status subresource (a merge patch: the whole list)."""
+    shown = (await get(kc, "Workload", name, ns)).get("status", {}).get("conditions", [])
+    await kc.patch(WORKLOADS, name, {"status": {"conditions": [*shown, condition]}}, ns, subresource="status")
+
+
+async def _conditions(kc, ns: str, name: str) -> dict[str, str]:
+    return {c["type"]: c["status"] for c in (await get(kc, "Workload", name, ns))["status"]["conditions"]}
+
+
+@pytest.mark.asyncio
+async def test_a_condition_another_controller_added_survives_admission_and_eviction(kube_apiserver) -> None:
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        ns, _, _, _ = await queues(kc, "writer-foreign", {"cpu": 10})
+        for name in ("a", "b"):
+            await create(kc, _workload(ns, name))
+        log = MemoryLog()
+        journal = LocalJournal(log, Mirror())
+        await _sync_mirror(kc, journal)  # kueue-es first sees them with no status
+        await _add_condition(kc, ns, "a", AUDITED)
+        await _sync_mirror(kc, journal)  # a: the watch shows the condition
+        await _add_condition(kc, ns, "b", AUDITED)  # b: added behind the writer's back: its write conflicts
+        await _decide(journal)
+        writer = StatusWriter(kc, journal)
+        await writer.sync(f"{ns}/a")
+        await writer.sync(f"{ns}/b")
+        assert writer.stats.conflicts == 1
+        for name in ("a", "b"):
+            assert await _conditions(kc, ns, name) == {
+                "example.com/Audited": "True", "QuotaReserved": "True", "Admitted": "True"}, name
+
+        # a is deactivated: kueue-es evicts it, the auditor's condition stays
+        await kc.patch(WORKLOADS, "a", {"spec": {"active": False}}, ns)
+        await _sync_mirror(kc, journal)
+        assert [type(r.event).__name__ for r in await _decide(journal) if r.event.key == f"{ns}/a"]
+        await writer.sync(f"{ns}/a")
+        shown = await _conditions(kc, ns, "a")
+        assert shown["Evicted"] == "True" and shown["example.com/Audited"] == "True", shown
