@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
+from datetime import UTC, datetime
 
 import msgspec
 import pytest
@@ -25,7 +27,7 @@ from kueue_es.scheduler import decide
 
 pytestmark = pytest.mark.kube
 WORKLOADS = BY_KIND["Workload"]
-KINDS = ("Namespace", "ResourceFlavor", "ClusterQueue", "LocalQueue", "Workload")
+KINDS = ("Namespace", "ResourceFlavor", "AdmissionCheck", "ClusterQueue", "LocalQueue", "Workload")
 
 
 def _workload(ns: str, name: str, cpu: str = "1") -> dict:
@@ -172,3 +174,41 @@ async def test_a_condition_another_controller_added_survives_admission_and_evict
         await writer.sync(f"{ns}/a")
         shown = await _conditions(kc, ns, "a")
         assert shown["Evicted"] == "True" and shown["example.com/Audited"] == "True", shown
+
+
+@pytest.mark.asyncio
+async def test_an_external_check_controllers_state_is_folded_and_never_set_back(kube_apiserver) -> None:
+    """A check whose controller kueue-es does not run: the state its controller sets on the Workload is what
+    kueue-es folds (its Ready admits) and what kueue-es's next status write leaves there."""
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        check = "ext-" + secrets.token_hex(3)
+        await create(kc, {"apiVersion": KUEUE, "kind": "AdmissionCheck", "metadata": {"name": check},
+                          "spec": {"controllerName": "example.com/external"}})
+        await kc.patch(BY_KIND["AdmissionCheck"], check, {"status": {"conditions": [{
+            "type": "Active", "status": "True", "reason": "Active", "message": "ready to check",
+            "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}, subresource="status")
+        ns, _, _, _ = await queues(kc, "writer-ext", {"cpu": 10},
+                                   admissionChecksStrategy={"admissionChecks": [{"name": check}]})
+        await create(kc, _workload(ns, "a"))
+        log = MemoryLog()
+        journal = LocalJournal(log, Mirror())
+        await _sync_mirror(kc, journal)
+        assert [type(r.event).__name__ for r in await _decide(journal)] == ["QuotaReserved"]
+        writer = StatusWriter(kc, journal)
+        await writer.sync(f"{ns}/a")
+        (listed,) = (await get(kc, "Workload", "a", ns))["status"]["admissionChecks"]
+        assert listed["state"] == "Pending"
+
+        # the check's controller says Ready, stamped with its clock
+        ready = {**listed, "state": "Ready", "message": "capacity found",
+                 "lastTransitionTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+        await kc.patch(WORKLOADS, "a", {"status": {"admissionChecks": [ready]}}, ns, subresource="status")
+        await _sync_mirror(kc, journal)
+        assert journal.mirror.state.workloads[f"{ns}/a"].check_states[check].state == "Ready"
+        assert [type(r.event).__name__ for r in await _decide(journal)] == ["WorkloadAdmitted"]
+        await writer.sync(f"{ns}/a")
+        wl = await get(kc, "Workload", "a", ns)
+        assert {c["type"]: c["status"] for c in wl["status"]["conditions"]}["Admitted"] == "True"
+        (shown,) = wl["status"]["admissionChecks"]
+        assert (shown["state"], shown["message"]) == ("Ready", "capacity found")
