@@ -11,6 +11,7 @@ from collections.abc import Collection, Mapping
 from typing import NamedTuple
 
 from events import objects as o
+from events.timefmt import parse_time
 
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
@@ -101,6 +102,29 @@ def _config_of(ac: o.AdmissionCheck, configs: Mapping, kind: str):  # noqa: ANN2
     if config is None:
         return None, f'{_PLURALS[kind]}.kueue.x-k8s.io "{ref.name}" not found'
     return config, ""
+
+
+def runs_controller(ac: o.AdmissionCheck | None, multikueue: MultiKueueWorld | None) -> bool:
+    """Whether kueue-es runs the check's controller: the ProvisioningRequest one, and the MultiKueue one while
+    ``multikueue`` is given (the gate on). Any other check's states are set on Workloads by its own controller."""
+    if ac is None:
+        return False
+    name = ac.spec.controller_name
+    return name == PROVISIONING_CONTROLLER or (multikueue is not None and name == MULTIKUEUE_CONTROLLER)
+
+
+def newer_word(known_ltt: str | None, shown_ltt: str | None) -> bool:
+    """Whether a check state a Workload shows, with ``lastTransitionTime`` ``shown_ltt``, is its controller's word
+    after the one kueue-es holds (``known_ltt``): not older than it. An older one is a Workload read before the
+    log's own change (a reset on eviction, the check listed anew) was written."""
+    if not shown_ltt:
+        return False
+    if not known_ltt:
+        return True
+    try:
+        return parse_time(shown_ltt) >= parse_time(known_ltt)
+    except ValueError:
+        return False
 
 
 def check_active(ac: o.AdmissionCheck, configs: Mapping[str, o.ProvisioningRequestConfig],

@@ -32,7 +32,14 @@ from events.priority_boost import boost_of
 from events.quantity import QuantityError
 from events.timefmt import format_time, parse_time
 from projections import effective_quotas, gates
-from projections.admissionchecks import ClusterLink, MultiKueueWorld, applicable_checks, external_dispatcher
+from projections.admissionchecks import (
+    ClusterLink,
+    MultiKueueWorld,
+    applicable_checks,
+    external_dispatcher,
+    newer_word,
+    runs_controller,
+)
 from projections.clusterqueues import ClusterQueueInfo, selector_matches
 from projections.cohorts import CohortForest, build_forest
 from projections.custom_labels import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, CustomLabels
@@ -1407,6 +1414,7 @@ class ClusterState:
                     else self.external_dispatcher)                                  # property call when known
         if external and wl.reserving and not wl.cluster_name:
             self._take_external_nominations(wl, w)
+        rechecked = bool(wl.check_states) and self._take_external_checks(wl, w)
         if wl.labels != meta.labels:
             wl.labels = dict(meta.labels)
         wl.provreq_parameters = parameters
@@ -1440,7 +1448,8 @@ class ClusterState:
         changed = (new_sets or wl.priority != priority or wl.active != active
                    or wl.queue_name != spec.queue_name or regated or reboosted)
         if not changed:
-            return not retimed  # phase, conditions, pods ready and activity are as they were: only the limit counts
+            # phase, conditions, pods ready and activity are as they were: only the limit and the checks count
+            return not retimed and not rechecked
         if wl.queue_name != spec.queue_name:
             self.lq_members.get(f"{wl.namespace}/{wl.queue_name}", {}).pop(key, None)
             self.lq_members.setdefault(f"{wl.namespace}/{spec.queue_name}", {})[key] = None
@@ -1935,6 +1944,27 @@ class ClusterState:
         nominated = tuple(w.status.nominated_cluster_names or ())
         if nominated != wl.nominated:
             wl.nominated, wl.nominated_at = nominated, self.time
+
+    def _take_external_checks(self, wl: WorkloadInfo, w: o.Workload | LazyWorkload) -> bool:
+        """The states the Workload shows for its checks whose controller kueue-es does not run (their controllers
+        set them there): taken where they differ from the log's and are not older than its word (see
+        :func:`newer_word`), the retry count kept (Kueue's). True when one was taken."""
+        multikueue = self.multikueue
+        theirs = [n for n in wl.check_states if not runs_controller(self.admission_checks.get(n), multikueue)]
+        if not theirs:
+            return False
+        taken: dict[str, o.AdmissionCheckState] = {}
+        for shown in w.status.admission_checks:
+            known = wl.check_states.get(shown.name)
+            if (shown.name in theirs and known is not None and shown != known
+                    and newer_word(known.last_transition_time, shown.last_transition_time)):
+                state = msgspec.structs.replace(shown, retry_count=known.retry_count)
+                if state != known:
+                    taken[shown.name] = state
+        if not taken:
+            return False
+        wl.check_states = dict(sorted({**wl.check_states, **taken}.items()))
+        return True
 
     def _on_nominated(self, e: ev.ClustersNominated) -> None:
         wl = self.workloads.get(e.key)

@@ -27,12 +27,7 @@ from connectors.k8s.workers import KeyedWorkers, Retries
 from events import objects as o
 from events import schema as ev
 from events.timefmt import format_time
-from projections.admissionchecks import (
-    MULTIKUEUE_CONTROLLER,
-    PROVISIONING_CONTROLLER,
-    MultiKueueWorld,
-    check_active,
-)
+from projections.admissionchecks import MultiKueueWorld, check_active, runs_controller
 
 log = structlog.get_logger("kueue_es.k8s.checkstatus")
 ADMISSION_CHECKS = BY_KIND["AdmissionCheck"]
@@ -49,9 +44,7 @@ def desired_active(ac: o.AdmissionCheck, configs: dict[str, o.ProvisioningReques
                    multikueue: MultiKueueWorld | None = None) -> list[dict[str, Any]] | None:
     """The check's conditions with ``Active`` as it should be, or None when it already is (or is not ours: a
     MultiKueue check is ours only while ``multikueue`` is given, the gate on)."""
-    ours = ac.spec.controller_name == PROVISIONING_CONTROLLER or (
-        multikueue is not None and ac.spec.controller_name == MULTIKUEUE_CONTROLLER)
-    if not ours:
+    if not runs_controller(ac, multikueue):
         return None
     active, reason, message = check_active(ac, configs, multikueue)
     status = "True" if active else "False"

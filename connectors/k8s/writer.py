@@ -6,7 +6,9 @@ resourceRequests, reclaimablePods, accumulatedPastExecutionTimeSeconds, and Mult
 nominatedClusterNames) and the **current** one is what the
 apiserver last showed (the observed Workload, or our own last write if that is newer). When they differ, one JSON
 merge patch of the ``status`` subresource sets the fields that differ (``null`` clears one), conditioned on the
-observed ``uid`` and ``resourceVersion`` (optimistic concurrency):
+observed ``uid`` and ``resourceVersion`` (optimistic concurrency). Of the conditions only Kueue's types come from
+the log (``KUEUE_CONDITIONS``); a condition of any other type, which another controller or a user set, is written
+back as the Workload written over shows it, since the patch replaces the whole list:
 
 * success → ``DecisionApplied`` for every decision of the workload up to the log offset the status was computed
   at; equal already (a restart after the write, a replayed decision) → the same, without writing: idempotent;
@@ -48,7 +50,8 @@ from connectors.k8s.resources import BY_KIND
 from connectors.k8s.workers import KeyedWorkers, Retries
 from events import objects as o
 from events import schema as ev
-from projections.workloads import FINISHED, WorkloadInfo, status_of
+from projections.admissionchecks import newer_word, runs_controller
+from projections.workloads import FINISHED, KUEUE_CONDITIONS, WorkloadInfo, status_of
 
 log = structlog.get_logger("kueue_es.k8s.writer")
 WORKLOADS = BY_KIND["Workload"]
@@ -71,6 +74,43 @@ def desired_status(wl: WorkloadInfo) -> dict[str, Any]:
 def observed_status(w: o.Workload) -> dict[str, Any]:
     s = msgspec.to_builtins(w.status)
     return {k: s[k] for k in STATUS_FIELDS if s.get(k)}
+
+
+def _with_foreign(desired: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+    """``desired`` with the conditions of types kueue-es does not own (another controller's, a user's) as
+    ``current`` shows them, where it shows them: the projection holds such conditions only as they were when it
+    first saw the Workload, and a merge patch replaces the whole list. Kueue's types are set in place, a new one
+    appended; one the projection does not hold is left as it is."""
+    ours = {c["type"]: c for c in desired.get("conditions", ()) if c["type"] in KUEUE_CONDITIONS}
+    conditions = [ours.pop(c["type"], c) for c in current.get("conditions", ())]
+    conditions += ours.values()
+    out = {k: v for k, v in desired.items() if k != "conditions"}
+    if conditions:
+        out["conditions"] = conditions
+    return {k: out[k] for k in STATUS_FIELDS if k in out}
+
+
+def _with_their_checks(desired: dict[str, Any], current: dict[str, Any], theirs: Callable[[str], bool]
+                       ) -> dict[str, Any]:
+    """``desired`` with the states of the checks whose controller kueue-es does not run (``theirs``) as
+    ``current`` shows them where their controller set them after the log's word (:func:`newer_word`): the fold
+    takes them from the watch, which may not have shown them yet. The list itself (which checks, their order) and
+    the retry counts are the log's, as in Kueue."""
+    checks = desired.get("admissionChecks")
+    shown = {c["name"]: c for c in current.get("admissionChecks", ())}
+    if not checks or not shown:
+        return desired
+    kept = []
+    for ours in checks:
+        state = shown.get(ours["name"])
+        if (state is not None and state != ours and theirs(ours["name"])
+                and newer_word(ours.get("lastTransitionTime"), state.get("lastTransitionTime"))):
+            state = {k: v for k, v in state.items() if k != "retryCount"}
+            if "retryCount" in ours:
+                state["retryCount"] = ours["retryCount"]
+            ours = state
+        kept.append(ours)
+    return {**desired, "admissionChecks": kept}
 
 
 def _changed(desired: dict[str, Any], current: dict[str, Any]) -> set[str]:
@@ -158,7 +198,7 @@ class StatusWriter:
                 return
             del self._blocked[key]
         upto = self.mirror.offset
-        desired = desired_status(wl)
+        ours = desired_status(wl)
         base_rv, current = obs_rv, observed_status(obs)
         written = self._written.get(key)
         if written is not None:
@@ -176,6 +216,7 @@ class StatusWriter:
                 return
             self._deactivated[key] = base_rv
             self._written[key] = (base_rv, current)
+        desired = self._kept(ours, current)
         if desired == current:
             await self._outcome(key, wl.uid, pending, upto=upto)
             return
@@ -201,6 +242,7 @@ class StatusWriter:
                 assert fresh is not None
                 self.stats.conflicts += 1
                 rv, current = fresh.metadata.resource_version, observed_status(fresh)
+                desired = self._kept(ours, current)  # what someone else wrote meanwhile of theirs kept
                 # only what this write set out to change: a field someone else wrote meanwhile that it leaves as
                 # it found it (an external dispatcher's nominations) is theirs, not overwritten from the log
                 fields = changing & _changed(desired, current)
@@ -219,6 +261,13 @@ class StatusWriter:
             return
         log.info("status write kept conflicting, will retry", workload=key)
         self._retry.later(key)
+
+    def _kept(self, ours: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+        """The status to write: the log's, less what is another controller's as ``current`` shows it."""
+        state = self.mirror.state
+        multikueue = state.multikueue
+        return _with_their_checks(_with_foreign(ours, current), current,
+                                  lambda name: not runs_controller(state.admission_checks.get(name), multikueue))
 
     async def _patch(self, obs: o.Workload, rv: str, desired: dict[str, Any], fields: set[str]) -> str:
         status = {k: desired.get(k) for k in STATUS_FIELDS if k in fields}

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
+from datetime import UTC, datetime
 
 import msgspec
 import pytest
@@ -25,7 +27,7 @@ from kueue_es.scheduler import decide
 
 pytestmark = pytest.mark.kube
 WORKLOADS = BY_KIND["Workload"]
-KINDS = ("Namespace", "ResourceFlavor", "ClusterQueue", "LocalQueue", "Workload")
+KINDS = ("Namespace", "ResourceFlavor", "AdmissionCheck", "ClusterQueue", "LocalQueue", "Workload")
 
 
 def _workload(ns: str, name: str, cpu: str = "1") -> dict:
@@ -127,3 +129,87 @@ async def test_writes_with_preconditions_rechecks_on_conflict_and_rejects_what_n
         before = again.stats.writes
         await again.sync(a)
         assert again.stats.writes == before
+
+
+AUDITED = {"type": "example.com/Audited", "status": "True", "reason": "Audited", "message": "by the auditor",
+           "lastTransitionTime": "2026-01-01T00:00:00Z"}
+
+
+async def _add_condition(kc, ns: str, name: str, condition: dict) -> None:
+    """Another controller adds a condition through the status subresource (a merge patch: the whole list)."""
+    shown = (await get(kc, "Workload", name, ns)).get("status", {}).get("conditions", [])
+    await kc.patch(WORKLOADS, name, {"status": {"conditions": [*shown, condition]}}, ns, subresource="status")
+
+
+async def _conditions(kc, ns: str, name: str) -> dict[str, str]:
+    return {c["type"]: c["status"] for c in (await get(kc, "Workload", name, ns))["status"]["conditions"]}
+
+
+@pytest.mark.asyncio
+async def test_a_condition_another_controller_added_survives_admission_and_eviction(kube_apiserver) -> None:
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        ns, _, _, _ = await queues(kc, "writer-foreign", {"cpu": 10})
+        for name in ("a", "b"):
+            await create(kc, _workload(ns, name))
+        log = MemoryLog()
+        journal = LocalJournal(log, Mirror())
+        await _sync_mirror(kc, journal)  # kueue-es first sees them with no status
+        await _add_condition(kc, ns, "a", AUDITED)
+        await _sync_mirror(kc, journal)  # a: the watch shows the condition
+        await _add_condition(kc, ns, "b", AUDITED)  # b: added behind the writer's back: its write conflicts
+        await _decide(journal)
+        writer = StatusWriter(kc, journal)
+        await writer.sync(f"{ns}/a")
+        await writer.sync(f"{ns}/b")
+        assert writer.stats.conflicts == 1
+        for name in ("a", "b"):
+            assert await _conditions(kc, ns, name) == {
+                "example.com/Audited": "True", "QuotaReserved": "True", "Admitted": "True"}, name
+
+        # a is deactivated: kueue-es evicts it, the auditor's condition stays
+        await kc.patch(WORKLOADS, "a", {"spec": {"active": False}}, ns)
+        await _sync_mirror(kc, journal)
+        assert [type(r.event).__name__ for r in await _decide(journal) if r.event.key == f"{ns}/a"]
+        await writer.sync(f"{ns}/a")
+        shown = await _conditions(kc, ns, "a")
+        assert shown["Evicted"] == "True" and shown["example.com/Audited"] == "True", shown
+
+
+@pytest.mark.asyncio
+async def test_an_external_check_controllers_state_is_folded_and_never_set_back(kube_apiserver) -> None:
+    """A check whose controller kueue-es does not run: the state its controller sets on the Workload is what
+    kueue-es folds (its Ready admits) and what kueue-es's next status write leaves there."""
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        check = "ext-" + secrets.token_hex(3)
+        await create(kc, {"apiVersion": KUEUE, "kind": "AdmissionCheck", "metadata": {"name": check},
+                          "spec": {"controllerName": "example.com/external"}})
+        await kc.patch(BY_KIND["AdmissionCheck"], check, {"status": {"conditions": [{
+            "type": "Active", "status": "True", "reason": "Active", "message": "ready to check",
+            "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}, subresource="status")
+        ns, _, _, _ = await queues(kc, "writer-ext", {"cpu": 10},
+                                   admissionChecksStrategy={"admissionChecks": [{"name": check}]})
+        await create(kc, _workload(ns, "a"))
+        log = MemoryLog()
+        journal = LocalJournal(log, Mirror())
+        await _sync_mirror(kc, journal)
+        key = f"{ns}/a"
+        assert [type(r.event).__name__ for r in await _decide(journal) if r.event.key == key] == ["QuotaReserved"]
+        writer = StatusWriter(kc, journal)
+        await writer.sync(key)
+        (listed,) = (await get(kc, "Workload", "a", ns))["status"]["admissionChecks"]
+        assert listed["state"] == "Pending"
+
+        # the check's controller says Ready, stamped with its clock
+        ready = {**listed, "state": "Ready", "message": "capacity found",
+                 "lastTransitionTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+        await kc.patch(WORKLOADS, "a", {"status": {"admissionChecks": [ready]}}, ns, subresource="status")
+        await _sync_mirror(kc, journal)
+        assert journal.mirror.state.workloads[key].check_states[check].state == "Ready"
+        assert [type(r.event).__name__ for r in await _decide(journal) if r.event.key == key] == ["WorkloadAdmitted"]
+        await writer.sync(f"{ns}/a")
+        wl = await get(kc, "Workload", "a", ns)
+        assert {c["type"]: c["status"] for c in wl["status"]["conditions"]}["Admitted"] == "True"
+        (shown,) = wl["status"]["admissionChecks"]
+        assert (shown["state"], shown["message"]) == ("Ready", "capacity found")

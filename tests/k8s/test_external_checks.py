@@ -1,0 +1,144 @@
+"""An admission check whose controller kueue-es does not run: its controller sets its state on the Workload, the
+fold takes it from the watched Workload (not from where kueue-es last wrote it), and the status writer never sets
+it back from a log that has not seen it yet. An older state (a Workload read before kueue-es's reset on eviction
+was written) is not taken back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from connectors.k8s.errors import Conflict
+from connectors.k8s.journal import LocalJournal
+from connectors.k8s.mirror import Mirror
+from connectors.k8s.writer import StatusWriter
+from events import objects as o
+from events import schema as ev
+from events.log import MemoryLog
+from events.timefmt import format_time, parse_time
+from kueue_es.scheduler import decide
+
+T0 = parse_time("2026-01-01T00:00:00Z")
+WL = o.Workload(metadata=o.ObjectMeta(name="wl", namespace="ns", uid="wl-uid", resource_version="10"),
+                spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name="main", count=1, template=o.PodTemplateSpec(
+                    spec=o.PodSpec(containers=[o.Container(name="c", image="i", resources=o.ResourceRequirements(
+                        requests={"cpu": "1"}))])))]))
+
+
+def _world() -> list[o.KObject]:
+    kinds: list[tuple[type, dict[str, Any]]] = [
+        (o.Namespace, {"metadata": {"name": "ns", "uid": "ns-uid"}}),
+        (o.ResourceFlavor, {"metadata": {"name": "f", "uid": "f-uid"}}),
+        (o.AdmissionCheck, {"metadata": {"name": "ext", "uid": "ac-uid"},
+                            "spec": {"controllerName": "example.com/external"},
+                            "status": {"conditions": [{"type": "Active", "status": "True", "reason": "Active",
+                                                       "message": "", "lastTransitionTime": format_time(T0)}]}}),
+        (o.ClusterQueue, {"metadata": {"name": "cq", "uid": "cq-uid"},
+                          "spec": {"admissionChecksStrategy": {"admissionChecks": [{"name": "ext"}]}, "namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"],
+                                   "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": "4"}]}]}]}}),
+        (o.LocalQueue, {"metadata": {"name": "lq", "namespace": "ns", "uid": "lq-uid"},
+                        "spec": {"clusterQueue": "cq"}}),
+    ]
+    return [msgspec.convert(doc, kind, from_attributes=True) for kind, doc in kinds]
+
+
+class Apiserver:
+    """Takes every status patch; with ``fresh``, a patch on another resourceVersion conflicts and a re-read shows
+    ``fresh``."""
+
+    def __init__(self) -> None:
+        self.patches: list[dict[str, Any]] = []
+        self.fresh: o.Workload | None = None
+
+    async def patch(self, resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "") -> bytes:
+        self.patches.append(body)
+        fresh = self.fresh
+        if fresh is not None and body["metadata"]["resourceVersion"] != fresh.metadata.resource_version:
+            raise Conflict("the object has been modified", 409)
+        return msgspec.json.encode({"metadata": {"resourceVersion": str(100 + len(self.patches))}})
+
+    async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
+        return msgspec.json.encode(self.fresh)
+
+
+def _shown(rv: str, status: dict[str, Any]) -> o.Workload:
+    return msgspec.structs.replace(WL, metadata=msgspec.structs.replace(WL.metadata, resource_version=rv),
+                                   status=msgspec.convert(status, o.WorkloadStatus, from_attributes=True))
+
+
+def _with_check(status: dict[str, Any], **state: Any) -> dict[str, Any]:
+    (check,) = status["admissionChecks"]
+    return {**status, "admissionChecks": [{**check, **state}]}
+
+
+async def _reserved() -> tuple[LocalJournal, Apiserver, StatusWriter, dict[str, Any]]:
+    """The workload holds quota, its check listed Pending and written; the status as written."""
+    journal = LocalJournal(MemoryLog(), Mirror())
+    await journal.append([ev.ObjectUpserted(time=T0, key=obj.key, uid=obj.metadata.uid, obj=obj)
+                          for obj in [*_world(), WL]])
+    await journal.append(decide(journal.mirror.state, now=T0 + 1000))
+    api = Apiserver()
+    writer = StatusWriter(api, journal)  # type: ignore[arg-type]
+    await writer.sync(WL.key)
+    (body,) = api.patches
+    assert [c["state"] for c in body["status"]["admissionChecks"]] == ["Pending"]
+    return journal, api, writer, body["status"]
+
+
+def _tags(batch: list[ev.AnyEvent]) -> list[str]:
+    return [type(e).__name__ for e in batch]
+
+
+@pytest.mark.asyncio
+async def test_the_external_controllers_ready_is_folded_and_admits_the_workload() -> None:
+    journal, api, writer, written = await _reserved()
+    ready = _with_check(written, state="Ready", message="capacity found", lastTransitionTime=format_time(T0 + 5000))
+    await journal.append([ev.ObjectUpserted(time=T0 + 6000, key=WL.key, uid="wl-uid", obj=_shown("200", ready))])
+    assert journal.mirror.state.workloads[WL.key].check_states["ext"].state == "Ready"
+    batch = decide(journal.mirror.state, now=T0 + 7000)
+    assert "WorkloadAdmitted" in _tags(batch)
+    await journal.append(batch)
+    await writer.sync(WL.key)
+    admitted = api.patches[-1]["status"]
+    assert "admissionChecks" not in admitted, "the check's state is written as its controller set it: unchanged"
+
+
+@pytest.mark.asyncio
+async def test_a_write_after_the_controllers_word_does_not_set_it_back() -> None:
+    """The controller sets Ready behind the writer's back while kueue-es lists a second check the ClusterQueue
+    gained: the retry after the conflict writes the new check and leaves the first as its controller set it."""
+    journal, api, writer, written = await _reserved()
+    api.fresh = _shown("300", _with_check(written, state="Ready", message="capacity found",
+                                          lastTransitionTime=format_time(T0 + 5000)))
+    ext2 = msgspec.structs.replace(_world()[2], metadata=o.ObjectMeta(name="ext2", uid="ac2-uid"))
+    cq = _world()[3]
+    strategy = msgspec.convert({"admissionChecks": [{"name": "ext"}, {"name": "ext2"}]},
+                               type(cq.spec.admission_checks_strategy))
+    cq = msgspec.structs.replace(cq, spec=msgspec.structs.replace(cq.spec, admission_checks_strategy=strategy))
+    await journal.append([ev.ObjectUpserted(time=T0 + 6000, key=obj.key, uid=obj.metadata.uid, obj=obj)
+                          for obj in (ext2, cq)])
+    assert list(journal.mirror.state.workloads[WL.key].check_states) == ["ext", "ext2"]
+    before = len(api.patches)
+    await writer.sync(WL.key)
+    first, retried = api.patches[before:]
+    assert [c["state"] for c in first["status"]["admissionChecks"]] == ["Pending", "Pending"]
+    assert retried["metadata"]["resourceVersion"] == "300"
+    assert [(c["name"], c["state"]) for c in retried["status"]["admissionChecks"]] == [
+        ("ext", "Ready"), ("ext2", "Pending")]
+
+
+@pytest.mark.asyncio
+async def test_a_workload_read_before_the_reset_on_eviction_does_not_bring_ready_back() -> None:
+    journal, _, writer, written = await _reserved()
+    ready = _with_check(written, state="Ready", message="capacity found", lastTransitionTime=format_time(T0 + 5000))
+    await journal.append([ev.ObjectUpserted(time=T0 + 6000, key=WL.key, uid="wl-uid", obj=_shown("200", ready))])
+    await journal.append([ev.WorkloadEvicted(time=T0 + 9000, key=WL.key, uid="wl-uid", cycle=2, input=0,
+                                             reason="Preempted", message="preempted by the test")])
+    reset = journal.mirror.state.workloads[WL.key].check_states["ext"]
+    assert reset.state == "Pending" and reset.last_transition_time == format_time(T0 + 9000)
+    # the watch shows the Workload as it was before the reset was written: the older Ready is not taken back
+    stale = _with_check(ready, message="capacity found again")
+    await journal.append([ev.ObjectUpserted(time=T0 + 9500, key=WL.key, uid="wl-uid", obj=_shown("201", stale))])
+    assert journal.mirror.state.workloads[WL.key].check_states["ext"] == reset
