@@ -13,6 +13,7 @@ from fixtures.eventgen import upsert
 
 from events import objects as o
 from events import schema as ev
+from kueue_es.commands.replay import summarize
 from kueue_es.scheduler.cycle import run_cycle
 from kueue_es.statefile import LoadedState, load_state
 from projections import effective_quotas
@@ -99,3 +100,12 @@ def test_an_override_whose_quantities_do_not_parse_is_ignored_not_a_crash() -> N
         assert state.quota.cluster_queues["a"].nominal[CPU] == 2 * M and state.quota.cohorts["pool"].nominal[CPU] == 2 * M
         assert effective_quotas.effective_groups(status) is None, field
         assert effective_quotas.in_force(cq, True) is cq and effective_quotas.in_force(cohort, True) is cohort
+
+
+def test_the_replay_summary_shows_the_nominal_quota_in_force(tmp_path: Path) -> None:
+    """``kueue-es replay``'s summary of a ClusterQueue's usage gives the nominal quota it admits with: the effective
+    one under the gate (6), the spec's without it (2)."""
+    on, off = summarize(_loaded(tmp_path, True).state, []), summarize(_loaded(tmp_path, False).state, [])
+    nominal = {gate: {q["name"]: q["usage"][0]["nominal"] for q in s["clusterQueues"]}["a"]
+               for gate, s in ((True, on), (False, off))}
+    assert nominal == {True: "6", False: "2"}
