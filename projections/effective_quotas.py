@@ -6,7 +6,8 @@
 order and their quotas (nominal, borrowing and lending limits) are what the ClusterQueue admits with and lends
 to its cohort; an empty or absent list is a complete override too (nothing is admitted on it), not a fallback to
 the spec. Without ``effectiveQuotas``, or with the gate off, the spec's groups are in force. A value that does not
-parse as resource groups (only a STATE.yaml can hold one: the apiserver checks the CRD's schema) is ignored.
+parse as resource groups, or whose quotas are no quantities, is ignored: Kueue's CRD would refuse it, but
+kueue-es's own CRDs keep the status free-form, and a STATE.yaml holds what it holds.
 
 The projection reads these views wherever quota is compiled (the quota tree, the compiled ClusterQueues:
 :class:`projections.cluster.ClusterState`); the objects kept in the log and the snapshot stay as observed.
@@ -20,19 +21,26 @@ from typing import Any, TypeVar
 import msgspec
 
 from events import objects as o
+from events.quantity import QuantityError, to_int
 
 Q = TypeVar("Q", o.ClusterQueue, o.Cohort)
 
 
 def effective_groups(status: Mapping[str, Any]) -> list[o.ResourceGroup] | None:
-    """The resource groups ``status.effectiveQuotas`` sets, or None when it sets none (or none that parses)."""
+    """The resource groups ``status.effectiveQuotas`` sets, or None when it sets none (or none that parses, its
+    quantities included)."""
     effective = status.get("effectiveQuotas")
     if not isinstance(effective, dict):
         return None
     try:
-        return msgspec.convert(effective.get("resourceGroups") or [], list[o.ResourceGroup], strict=False)
-    except msgspec.ValidationError:
+        groups = msgspec.convert(effective.get("resourceGroups") or [], list[o.ResourceGroup], strict=False)
+        for rq in (rq for rg in groups for fq in rg.flavors for rq in fq.resources):
+            for quantity in (rq.nominal_quota, rq.borrowing_limit, rq.lending_limit):
+                if quantity is not None:
+                    to_int(rq.name, quantity)
+    except (msgspec.ValidationError, QuantityError):
         return None
+    return groups
 
 
 def in_force(obj: Q, dynamic: bool) -> Q:

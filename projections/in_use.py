@@ -5,7 +5,9 @@ once the object is being deleted, take it off only when nothing uses it any more
 
 * a ClusterQueue — while any workload reserves quota in it (admitted or not, until it finishes or is evicted
   and gives the quota back);
-* a ResourceFlavor — while any ClusterQueue (terminating ones included) lists it in a resource group;
+* a ResourceFlavor — while any ClusterQueue (terminating ones included) lists it in a resource group in force
+  (under DynamicQuotaOrchestration, its ``status.effectiveQuotas``' when set: Kueue asks its cache, which holds
+  those);
 * an AdmissionCheck — while any ClusterQueue's ``admissionChecksStrategy`` names it;
 * a Topology — while any ResourceFlavor (terminating ones included) names it in ``topologyName``.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 from typing import Literal
 
 from events import objects as o
+from projections import effective_quotas
 from projections.cluster import ClusterState
 
 FINALIZER = "kueue.x-k8s.io/resource-in-use"
@@ -26,8 +29,10 @@ def users(state: ClusterState, kind: str, name: str) -> list[str]:
     if kind == "ClusterQueue":
         return sorted(state.reserving.get(name, {}))
     if kind == "ResourceFlavor":
+        dynamic = state.dynamic_quotas
         return sorted(cq for cq, obj in state.cluster_queues.items()
-                      if any(fq.name == name for rg in obj.spec.resource_groups for fq in rg.flavors))
+                      if any(fq.name == name for rg in effective_quotas.in_force(obj, dynamic).spec.resource_groups
+                             for fq in rg.flavors))
     if kind == "AdmissionCheck":
         return sorted(cq for cq, obj in state.cluster_queues.items() if obj.spec.admission_checks_strategy
                       and any(r.name == name for r in obj.spec.admission_checks_strategy.admission_checks))

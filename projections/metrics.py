@@ -43,7 +43,7 @@ from events import objects as o
 from events import schema as ev
 from events.quantity import MILLI_RESOURCES, to_int
 from events.timefmt import parse_time
-from projections import fair_share, gates
+from projections import effective_quotas, fair_share, gates
 from projections.custom_labels import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, WORKLOAD, CustomLabels
 from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, WorkloadInfo
 
@@ -1005,7 +1005,8 @@ def _pending_split(out: Gauges, metric: str, labels: tuple[str, ...], waiting: I
 
 def _cluster_queue_resources(out: Gauges, state: ClusterState, name: str, admitted: list[WorkloadInfo]) -> None:
     """The resource gauges of ClusterQueue ``name`` (Kueue's optional ones, under
-    ``metrics.enableClusterQueueResources``): its quotas and limits, and what its workloads reserve and use."""
+    ``metrics.enableClusterQueueResources``): its quotas and limits in force (under DynamicQuotaOrchestration its
+    effective ones, as Kueue reports its cache's), and what its workloads reserve and use."""
     cq = state.cluster_queues[name]
     cohort = cq.spec.cohort_name
     reserved = state.usage.get(name, {})
@@ -1014,7 +1015,7 @@ def _cluster_queue_resources(out: Gauges, state: ClusterState, name: str, admitt
         for fr, v in wl.usage.items():
             used[fr] = used.get(fr, 0) + v
     quota_frs = []
-    for rg in cq.spec.resource_groups:
+    for rg in effective_quotas.in_force(cq, state.dynamic_quotas).spec.resource_groups:
         for fq in rg.flavors:
             for rq in fq.resources:
                 fr_labels = (cohort, name, fq.name, rq.name)
@@ -1140,8 +1141,8 @@ def _local_queue_gauges(state: ClusterState, out: Gauges, values_of: ValuesOf | 
                 reserved[fr] = reserved.get(fr, 0) + v
                 if wl.phase == ADMITTED:
                     used[fr] = used.get(fr, 0) + v
-        quota_frs = [f"{fq.name}/{rq.name}" for rg in cq.spec.resource_groups for fq in rg.flavors
-                     for rq in fq.resources]
+        quota_frs = [f"{fq.name}/{rq.name}" for rg in effective_quotas.in_force(cq, state.dynamic_quotas).spec.resource_groups
+                     for fq in rg.flavors for rq in fq.resources]
         extra = sorted(fr for fr in set(reserved) | set(used) if fr not in quota_frs and (reserved.get(fr) or used.get(fr)))
         for fr in [*quota_frs, *extra]:
             flavor, _, resource = fr.partition("/")

@@ -7,8 +7,10 @@ camelCase, quantities in Kueue's canonical format). The connector writes it when
   ``FlavorNotFound``, ``AdmissionCheckNotFound``, ``TopologyNotFound`` — with a message naming all of them),
   ``pendingWorkloads`` (queued, active or parked), ``reservingWorkloads``, ``admittedWorkloads``,
   ``flavorsReservation`` (every reserving workload) and ``flavorsUsage`` (admitted ones): one entry per flavor of
-  the spec, group by group, its covered resources by name, each with ``total`` and ``borrowed`` (above the
-  nominal quota, only in a cohort; "0" otherwise).
+  the quotas in force, group by group, its covered resources by name, each with ``total`` and ``borrowed`` (above
+  the nominal quota, only in a cohort; "0" otherwise). The quotas in force are the spec's, or under
+  DynamicQuotaOrchestration its ``status.effectiveQuotas`` (:mod:`projections.effective_quotas`): Kueue lists what
+  its cache compiled, the quotas it schedules with.
 * LocalQueue: ``Active`` (``Ready``, ``Stopped``, ``ClusterQueueDoesNotExist``, ``ClusterQueueIsInactive``),
   ``pendingWorkloads`` (0 while stopped), ``reservingWorkloads`` and ``admittedWorkloads`` in its
   ClusterQueue, ``flavorsReservation`` and ``flavorsUsage`` over that ClusterQueue's flavors (nothing while the
@@ -26,6 +28,7 @@ from typing import Any
 from events import objects as o
 from events.quantity import canonical_quantity, to_int
 from events.timefmt import format_time
+from projections import effective_quotas
 from projections.cluster import ClusterState
 from projections.clusterqueues import active_condition
 from projections.workloads import ADMITTED, WorkloadInfo
@@ -47,7 +50,8 @@ def cluster_queue_status(state: ClusterState, name: str, now: int,
     status, reason, message = active_condition(info.inactive_reasons)
     reserving = [state.workloads[k] for k in state.reserving.get(name, {}) if k in state.workloads]
     admitted = [wl for wl in reserving if wl.phase == ADMITTED]
-    nominal = _nominal(cq.spec) if cq.spec.cohort_name else None
+    quotas = in_force(state, cq)
+    nominal = _nominal(quotas) if cq.spec.cohort_name else None
     queue = state.queues.get(name)
     return {
         "conditions": set_condition(_conditions(cq.status if shown is None else shown), {
@@ -56,8 +60,8 @@ def cluster_queue_status(state: ClusterState, name: str, now: int,
         "pendingWorkloads": len(queue) if queue is not None else 0,
         "reservingWorkloads": len(reserving),
         "admittedWorkloads": len(admitted),
-        "flavorsReservation": _flavor_usage(cq.spec, state.usage.get(name, {}), nominal),
-        "flavorsUsage": _flavor_usage(cq.spec, _sum_usage(admitted), nominal),
+        "flavorsReservation": _flavor_usage(quotas, state.usage.get(name, {}), nominal),
+        "flavorsUsage": _flavor_usage(quotas, _sum_usage(admitted), nominal),
     }
 
 
@@ -87,9 +91,15 @@ def local_queue_status(state: ClusterState, key: str, now: int,
         reserving = [wl for wl in members if wl.reserving and wl.cluster_queue == cq_name]
         admitted = [wl for wl in reserving if wl.phase == ADMITTED]
         out["reservingWorkloads"], out["admittedWorkloads"] = len(reserving), len(admitted)
-        out["flavorsReservation"] = _flavor_usage(cq.spec, _sum_usage(reserving), None, borrowed=False)
-        out["flavorsUsage"] = _flavor_usage(cq.spec, _sum_usage(admitted), None, borrowed=False)
+        quotas = in_force(state, cq)
+        out["flavorsReservation"] = _flavor_usage(quotas, _sum_usage(reserving), None, borrowed=False)
+        out["flavorsUsage"] = _flavor_usage(quotas, _sum_usage(admitted), None, borrowed=False)
     return out
+
+
+def in_force(state: ClusterState, cq: o.ClusterQueue) -> o.ClusterQueueSpec:
+    """``cq``'s spec with the resource groups in force: its effective quotas' under DynamicQuotaOrchestration."""
+    return effective_quotas.in_force(cq, state.dynamic_quotas).spec
 
 
 def set_condition(conditions: Iterable[Mapping[str, Any]], cond: Mapping[str, Any], now: int) -> list[dict[str, Any]]:

@@ -84,26 +84,37 @@ def _refused(message: str) -> LookupFailed:
     return LookupFailed(message, {"code": 403, "reason": "Forbidden", "message": message})
 
 
+def _named(pod: dict[str, Any], namespace: str) -> str:
+    """``namespace/name`` of a Pod being created (its ``generateName`` and ``*`` when it has no name yet)."""
+    meta = pod.get("metadata") or {}
+    return f"{namespace}/{meta.get('name') or str(meta.get('generateName') or '') + '*'}"
+
+
 async def application_of(pod: dict[str, Any], namespace: str, read_pod: Read, read_app: Read) -> dict[str, Any]:
     """The SparkApplication an executor Pod runs for: through its controller, the driver Pod, and the driver's
-    ``sparkoperator.k8s.io/app-name``. Raises :class:`~connectors.k8s.pod_webhook.LookupFailed` when that fails."""
+    ``sparkoperator.k8s.io/app-name``. Raises :class:`~connectors.k8s.pod_webhook.LookupFailed` when that fails,
+    naming the executor and the field the lookup went through."""
+    executor = f"executor Pod {_named(pod, namespace)}"
     ref = controller_of(pod)
     if ref is None:
-        raise _refused("the owner reference of the executor pod is missing")
+        raise _refused(f"{executor}: the owner reference is missing (metadata.ownerReferences names no controller)")
     if (ref.get("apiVersion"), ref.get("kind")) != ("v1", "Pod"):
-        raise _refused(f"the owner reference of the executor pod is not a Pod: {ref.get('apiVersion')}/"
-                       f"{ref.get('kind')} {ref.get('name')}")
+        raise _refused(f"{executor}: the owner reference is not a Pod (metadata.ownerReferences: controller "
+                       f"{ref.get('apiVersion')} {ref.get('kind')} {ref.get('name')})")
+    driver_name = f"{namespace}/{ref.get('name', '')}"
     try:
         driver = await read_pod(namespace, str(ref.get("name", "")))
     except KubeError as exc:
-        raise _refused(f"failed to get driver pod: {exc}") from exc
+        raise _refused(f"{executor}: failed to get driver Pod {driver_name} (metadata.ownerReferences): {exc}") from exc
     app_name = _labels(driver).get(APP_NAME_LABEL)
+    field = f"metadata.labels[{APP_NAME_LABEL}]"
     if not app_name:
-        raise _refused(f"the SparkApplication name label is missing in the driver Pod: {_labels(driver)}")
+        raise _refused(f"{executor}: the SparkApplication name label is missing in driver Pod {driver_name} ({field})")
     try:
         return await read_app(namespace, str(app_name))
     except KubeError as exc:
-        raise _refused(f"failed to get SparkApplication: {exc}") from exc
+        raise _refused(f"{executor}: failed to get SparkApplication {namespace}/{app_name} (driver Pod "
+                       f"{driver_name}'s {field}): {exc}") from exc
 
 
 async def _defaults(pod: dict[str, Any], namespace: str, read_pod: Read, read_app: Read) -> list[dict[str, Any]]:

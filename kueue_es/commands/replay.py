@@ -38,7 +38,7 @@ from kueue_es.commands._common import (
     write_data,
 )
 from kueue_es.scheduler import config_record
-from projections import snapshot
+from projections import effective_quotas, snapshot
 from projections.cluster import ClusterState
 from projections.workloads import ADMITTED, PENDING, RESERVED, WorkloadInfo, status_of
 
@@ -221,7 +221,8 @@ def _usage(state: ClusterState, cq_name: str) -> list[dict[str, Any]]:
     used = state.usage.get(cq_name, {})
     rows = []
     seen = set()
-    for rg in state.cluster_queues[cq_name].spec.resource_groups:
+    cq = state.cluster_queues[cq_name]
+    for rg in effective_quotas.in_force(cq, state.dynamic_quotas).spec.resource_groups:  # what it admits with
         for fq in rg.flavors:
             for rq in fq.resources:
                 key = f"{fq.name}/{rq.name}"

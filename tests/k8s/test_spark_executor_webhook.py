@@ -92,15 +92,21 @@ def test_a_pod_that_is_no_executor_the_operator_launched_is_not_looked_at(labels
     assert (response, reads) == ({"uid": "u", "allowed": True}, [])
 
 
+EXEC = "executor Pod team/pi-exec-1"
+LABEL = "metadata.labels[sparkoperator.k8s.io/app-name]"
+
+
 @pytest.mark.parametrize(("pod", "kwargs", "message"), [
-    (_pod(EXECUTOR), {}, "the owner reference of the executor pod is missing"),
+    (_pod(EXECUTOR), {}, f"{EXEC}: the owner reference is missing (metadata.ownerReferences names no controller)"),
     (_pod(EXECUTOR, {**DRIVER_REF, "apiVersion": "apps/v1", "kind": "ReplicaSet"}), {},
-     "the owner reference of the executor pod is not a Pod: apps/v1/ReplicaSet pi-driver"),
-    (_pod(EXECUTOR, DRIVER_REF), {"missing": ("Pod",)}, "failed to get driver pod: pods \"pi-driver\" not found"),
+     f"{EXEC}: the owner reference is not a Pod (metadata.ownerReferences: controller apps/v1 ReplicaSet pi-driver)"),
+    (_pod(EXECUTOR, DRIVER_REF), {"missing": ("Pod",)},
+     f"{EXEC}: failed to get driver Pod team/pi-driver (metadata.ownerReferences): pods \"pi-driver\" not found"),
     (_pod(EXECUTOR, DRIVER_REF), {"driver_labels": {"spark-role": "driver"}},
-     "the SparkApplication name label is missing in the driver Pod: {'spark-role': 'driver'}"),
+     f"{EXEC}: the SparkApplication name label is missing in driver Pod team/pi-driver ({LABEL})"),
     (_pod(EXECUTOR, DRIVER_REF), {"missing": ("SparkApplication",)},
-     "failed to get SparkApplication: sparkapplications \"pi\" not found"),
+     f"{EXEC}: failed to get SparkApplication team/pi (driver Pod team/pi-driver's {LABEL}): "
+     "sparkapplications \"pi\" not found"),
 ], ids=["no-controller", "controller-not-a-pod", "driver-missing", "driver-unlabelled", "application-missing"])
 def test_an_executor_whose_application_cannot_be_found_is_refused(pod: dict, kwargs: dict, message: str) -> None:
     response, _ = _review(pod, **kwargs)

@@ -7,13 +7,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import yaml
+from fixtures.eventgen import upsert
 
 from events import objects as o
 from events import schema as ev
+from kueue_es.commands.replay import summarize
 from kueue_es.scheduler.cycle import run_cycle
 from kueue_es.statefile import LoadedState, load_state
 from projections import effective_quotas
+from projections.cluster import ClusterState
 
 SCENARIO = Path(__file__).resolve().parents[1] / "scheduler" / "scenarios" / "dynamic-quota-effective.yaml"
 CPU = "default/cpu"
@@ -72,3 +76,36 @@ def test_an_empty_override_is_an_override_and_a_malformed_one_is_ignored() -> No
     bad = o.ClusterQueue(metadata=o.ObjectMeta(name="a"), spec=spec,
                          status={"effectiveQuotas": {"resourceGroups": [{"flavors": "none"}]}})
     assert effective_quotas.in_force(bad, True) is bad
+
+
+def test_an_override_whose_quantities_do_not_parse_is_ignored_not_a_crash() -> None:
+    """kueue-es's own CRDs keep a ClusterQueue's and Cohort's status as free-form, so the apiserver accepts any
+    ``effectiveQuotas``: one whose quota is no quantity leaves the spec's quotas in force (the fold and the
+    scheduler must not fail on it)."""
+    groups = [o.ResourceGroup(covered_resources=["cpu"], flavors=[
+        o.FlavorQuotas(name="default", resources=[o.ResourceQuota(name="cpu", nominal_quota=2)])])]
+    for field in ("nominalQuota", "borrowingLimit", "lendingLimit"):
+        quota = {"name": "cpu", "nominalQuota": "1", field: "lots"}
+        status = {"effectiveQuotas": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+            {"name": "default", "resources": [quota]}]}]}}
+        cq = o.ClusterQueue(metadata=o.ObjectMeta(name="a"), spec=o.ClusterQueueSpec(resource_groups=groups),
+                            status=status)
+        cohort = o.Cohort(metadata=o.ObjectMeta(name="pool"), spec=o.CohortSpec(resource_groups=groups), status=status)
+        state = ClusterState()
+        for i, e in enumerate([ev.ConfigRecorded(time=1, document=_document(True)),
+                               upsert(cohort, 1),
+                               upsert(msgspec.structs.replace(
+                                   cq, spec=msgspec.structs.replace(cq.spec, cohort_name="pool")), 1)]):
+            state.apply(ev.Record(i, e))
+        assert state.quota.cluster_queues["a"].nominal[CPU] == 2 * M and state.quota.cohorts["pool"].nominal[CPU] == 2 * M
+        assert effective_quotas.effective_groups(status) is None, field
+        assert effective_quotas.in_force(cq, True) is cq and effective_quotas.in_force(cohort, True) is cohort
+
+
+def test_the_replay_summary_shows_the_nominal_quota_in_force(tmp_path: Path) -> None:
+    """``kueue-es replay``'s summary of a ClusterQueue's usage gives the nominal quota it admits with: the effective
+    one under the gate (6), the spec's without it (2)."""
+    on, off = summarize(_loaded(tmp_path, True).state, []), summarize(_loaded(tmp_path, False).state, [])
+    nominal = {gate: {q["name"]: q["usage"][0]["nominal"] for q in s["clusterQueues"]}["a"]
+               for gate, s in ((True, on), (False, off))}
+    assert nominal == {True: "6", False: "2"}

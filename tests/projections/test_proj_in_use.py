@@ -67,3 +67,20 @@ def test_finalizer_added_to_a_live_object_and_removed_only_when_unused() -> None
     assert finalizer_action(state, "ClusterQueue", gone_already) is None, "not ours to add while deleting"
     flavor_deleting = o.ResourceFlavor(metadata=meta("f0", finalizers=[FINALIZER], deletion_timestamp=DELETED))
     assert finalizer_action(state, "ResourceFlavor", flavor_deleting) is None
+
+
+def test_under_dynamic_quota_orchestration_a_flavor_is_used_by_the_quotas_in_force() -> None:
+    """Kueue asks its cache which ClusterQueues use a flavor, and the cache holds the quotas in force: under
+    DynamicQuotaOrchestration a flavor only ``status.effectiveQuotas`` lists is in use, one only the spec lists
+    is not."""
+    effective = {"effectiveQuotas": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+        {"name": "f1", "resources": [{"name": "cpu", "nominalQuota": "3"}]}]}]}}
+    cq = cluster_queue("cq", quotas={"f0": 4})
+    cq = o.ClusterQueue(metadata=cq.metadata, spec=cq.spec, status=effective)
+    gate = ev.ConfigRecorded(time=T0, writer="t", document={"apiVersion": "config.kueue.x-k8s.io/v1beta2",
+                                                             "kind": "Configuration",
+                                                             "featureGates": {"DynamicQuotaOrchestration": True}})
+    state = fold(records([[*base(), upsert(flavor("f1"), T0), upsert(cq, T0)]]))
+    assert (users(state, "ResourceFlavor", "f0"), users(state, "ResourceFlavor", "f1")) == (["cq"], [])
+    state.apply(ev.Record(state.offset + 1, gate))
+    assert (users(state, "ResourceFlavor", "f0"), users(state, "ResourceFlavor", "f1")) == ([], ["cq"])

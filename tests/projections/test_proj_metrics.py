@@ -1045,3 +1045,24 @@ def test_workload_creation_latency_per_job_kind_under_its_gate() -> None:
     assert set(series(log.state, "kueue_workload_creation_latency_seconds")) == {
         ("Job",), ("JobSet",), ("LeaderWorkerSet",)}
     _restores_at_every_cut(log.records, log.state)
+
+
+def test_under_dynamic_quota_orchestration_the_resource_gauges_show_the_effective_quotas() -> None:
+    """Kueue reports a ClusterQueue's quotas and reservations, and its LocalQueues' reservations, over the quotas
+    its cache compiled: under DynamicQuotaOrchestration, those of ``status.effectiveQuotas`` (here 6 cpu, no
+    memory, instead of the spec's 4 cpu and 8Gi)."""
+    log = Log()
+    configure(log, T0, metrics=RESOURCE_METRICS, featureGates={"DynamicQuotaOrchestration": True})
+    cluster(log)
+    effective = cluster_queue("cq-a", "co", cpu="4", memory="8Gi", borrowing="2", lending="1Gi")
+    effective = msgspec.structs.replace(effective, status={"effectiveQuotas": {"resourceGroups": [
+        {"coveredResources": ["cpu"], "flavors": [{"name": "f0", "resources": [{"name": "cpu", "nominalQuota": "6"}]}]}]}})
+    log.observe(upsert(effective, T0 + 500))
+    log.decide(T0 + 1000, reserve("ns/w1", "cq-a", 1500), admit("ns/w1"))
+    s = log.state
+    assert {k: v for k, v in series(s, "kueue_cluster_queue_nominal_quota").items() if k[1] == "cq-a"} == {
+        ("co", "cq-a", "f0", "cpu"): 6.0}
+    assert {k: v for k, v in series(s, "kueue_cluster_queue_resource_reservation").items() if k[1] == "cq-a"} == {
+        ("co", "cq-a", "f0", "cpu"): 1.5}
+    assert {k: v for k, v in series(s, "kueue_local_queue_resource_reservation").items() if k[0] == "lq-a"} == {
+        ("lq-a", "ns", "f0", "cpu"): 1.5}

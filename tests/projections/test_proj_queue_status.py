@@ -230,3 +230,31 @@ def test_local_queue_of_a_missing_or_inactive_cluster_queue() -> None:
     state = state_with(queue=cq(stop="HoldAndDrain"))
     c = local_queue_status(state, "team/lq", NOW)["conditions"][0]  # type: ignore[index]
     assert (c["status"], c["reason"]) == ("False", "ClusterQueueIsInactive")
+
+
+def _dynamic(gate: bool, t: int) -> ev.ConfigRecorded:
+    return _config({"DynamicQuotaOrchestration": gate}, t)
+
+
+EFFECTIVE = {"effectiveQuotas": {"orchestratorRef": {"apiGroup": "kueue.x-k8s.io", "kind": "DynamicQuotaOrchestrator",
+                                                     "name": "dqo"},
+                                 "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [
+                                     {"name": "spot", "resources": [{"name": "cpu", "nominalQuota": "100m"},
+                                                                    {"name": "memory", "nominalQuota": "4Gi"}]}]}]}}
+"""An orchestrator's quotas for ``cq``: only ``spot``, 100m of cpu (the spec has on-demand and spot, 2 cpu each)."""
+
+
+def test_under_dynamic_quota_orchestration_the_status_lists_the_effective_quotas() -> None:
+    """Kueue's ClusterQueue and LocalQueue status list the flavors of the quotas in force (its cache's, compiled
+    from ``status.effectiveQuotas`` under DynamicQuotaOrchestration) and count ``borrowed`` above their nominal
+    quota; with the gate off, the spec's."""
+    state = state_with(_dynamic(True, 0), *busy(), queue=cq(cohort="research", status=EFFECTIVE))
+    s = cluster_queue_status(state, "cq", NOW)
+    assert s is not None
+    assert [f["name"] for f in s["flavorsReservation"]] == ["spot"]
+    assert s["flavorsReservation"][0]["resources"][0] == {"name": "cpu", "total": "500m", "borrowed": "400m"}
+    lq = local_queue_status(state, "team/lq", NOW)
+    assert lq is not None and [f["name"] for f in lq["flavorsReservation"]] == ["spot"]
+    state.apply(ev.Record(state.offset + 1, _dynamic(False, 9)))
+    s = cluster_queue_status(state, "cq", NOW)
+    assert s is not None and [f["name"] for f in s["flavorsReservation"]] == ["on-demand", "spot"]

@@ -1,7 +1,8 @@
 """Property: folding a log equals restoring a snapshot taken anywhere in it and folding the rest.
 
 Random valid event sequences (flavors, ClusterQueues with cohorts, LocalQueues, namespaces, workloads created,
-changed and deleted, every kind of scheduler decision, clock ticks) come from ``fixtures.eventgen``. The
+changed and deleted, every kind of scheduler decision, clock ticks, ClusterQueue and Cohort statuses with
+``effectiveQuotas`` and Configurations turning DynamicQuotaOrchestration on and off) come from ``fixtures.eventgen``. The
 digest of the state must not depend on where a snapshot was taken, nor on the process's hash seed.
 """
 

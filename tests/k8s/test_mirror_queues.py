@@ -1,0 +1,51 @@
+"""What the mirror marks when a Configuration is recorded: every queue, for the status writer
+(:mod:`connectors.k8s.queues`), and the terminating flavors, for the finalizer worker, as a gate it sets may change
+a queue's status and which flavors the quotas in force use (no cluster needed)."""
+
+from __future__ import annotations
+
+import msgspec
+from fixtures.eventgen import T0, cluster_queue, flavor, local_queue, namespace, upsert
+
+from connectors.k8s.mirror import Mirror
+from events import schema as ev
+from events.timefmt import format_time
+from projections.queue_status import cluster_queue_status
+
+EFFECTIVE = {"effectiveQuotas": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+    {"name": "f1", "resources": [{"name": "cpu", "nominalQuota": "3"}]}]}]}}
+
+
+def _config(gates: dict[str, bool]) -> ev.ConfigRecorded:
+    return ev.ConfigRecorded(time=T0, writer="test", document={
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "featureGates": gates})
+
+
+def test_a_recorded_configuration_marks_every_queue_whose_status_it_may_change() -> None:
+    """Under DynamicQuotaOrchestration a ClusterQueue's status lists its effective quotas' flavors: a
+    Configuration turning the gate on changes what the writer is to write, so every queue is looked at again."""
+    mirror = Mirror()
+    cq = msgspec.structs.replace(cluster_queue("cq0", quotas={"f0": 2}), status=EFFECTIVE)
+    for obj in (namespace("ns0"), flavor("f0"), flavor("f1"), cq, local_queue("ns0", "lq0", "cq0")):
+        mirror.apply(ev.Record(mirror.offset + 1, upsert(obj, T0)))
+    before = cluster_queue_status(mirror.state, "cq0", T0)
+    mirror.dirty_queues = set()
+    mirror.apply(ev.Record(mirror.offset + 1, _config({"DynamicQuotaOrchestration": True})))
+    after = cluster_queue_status(mirror.state, "cq0", T0)
+    assert before is not None and after is not None
+    assert [f["name"] for f in before["flavorsReservation"]] != [f["name"] for f in after["flavorsReservation"]]
+    assert "*" in mirror.dirty_queues
+
+
+def test_a_recorded_configuration_marks_the_terminating_flavors_for_their_finalizer() -> None:
+    """Under DynamicQuotaOrchestration a flavor only the effective quotas list is in use
+    (:func:`projections.in_use.users`): turning the gate on or off may free a terminating one, or hold it."""
+    mirror = Mirror()
+    going = msgspec.structs.replace(flavor("f1"), metadata=msgspec.structs.replace(
+        flavor("f1").metadata, deletion_timestamp=format_time(T0)))
+    cq = msgspec.structs.replace(cluster_queue("cq0", quotas={"f0": 2}), status=EFFECTIVE)
+    for obj in (flavor("f0"), going, cq):
+        mirror.apply(ev.Record(mirror.offset + 1, upsert(obj, T0)))
+    mirror.dirty_finalizers = set()
+    mirror.apply(ev.Record(mirror.offset + 1, _config({"DynamicQuotaOrchestration": True})))
+    assert mirror.dirty_finalizers == {"ResourceFlavor/f1"}
