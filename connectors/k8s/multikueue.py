@@ -251,16 +251,33 @@ class Adapter(NamedTuple):
     manager's owner has when mirrored."""
     managed_by_at: tuple[str, ...] = ("spec", "managedBy")
     """The keys down to its managedBy, for an owner the log does not hold."""
+    cleared_under: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """(feature gate, keys down to a field): fields its copy goes without while the gate is on."""
 
 
 RUN_POLICY_MANAGED_BY = ("spec", "runPolicy", "managedBy")
 ADAPTERS = {
-    ("batch/v1", "Job"): Adapter(JOBS, job_copy, in_log=True, status_fields=JOB_STATUS_FIELDS),
+    ("batch/v1", "Job"): Adapter(JOBS, job_copy, in_log=True, status_fields=JOB_STATUS_FIELDS, cleared_under=(
+        (gates.MULTIKUEUE_BATCH_JOB_CLEARING_TTL, ("spec", "ttlSecondsAfterFinished")),)),
     (JOBSETS.api_version, JOBSETS.kind): Adapter(JOBSETS, jobset_copy, in_log=False),
     **{(r.api_version, r.kind): Adapter(r, run_policy_copy, in_log=False, managed_by_at=RUN_POLICY_MANAGED_BY)
        for r in (*KUBEFLOW_JOBS.values(), MPIJOBS)},
 }
 """(apiVersion, kind) of an owner MultiKueue runs on a worker -> its adapter."""
+
+
+def owner_copy(adapter: Adapter, manager_owner: dict[str, Any], manager_wl: dict[str, Any], origin: str,
+               config: SchedulerConfig) -> dict[str, Any]:
+    """The owner's copy created on the worker: its adapter's copy, without the fields its gates in force clear
+    (Kueue's Job adapter drops a Job's ``ttlSecondsAfterFinished`` under
+    MultiKueueBatchJobClearingTTLSecondsAfterFinishedOnWorkerCluster: the worker deleting the finished copy would
+    look like a lost copy and have it dispatched again)."""
+    made = adapter.make_copy(manager_owner, manager_wl, origin)
+    for gate, keys in adapter.cleared_under:
+        parent = _at(made, keys[:-1])
+        if config.gate(gate) and isinstance(parent, dict):
+            parent.pop(keys[-1], None)
+    return made
 
 
 def adapter_of(wl: WorkloadInfo) -> Adapter | None:
@@ -769,7 +786,7 @@ class MultiKueueConnector:
                 return
             try:
                 remote = msgspec.json.decode(await w.client.create(
-                    r, adapter.make_copy(manager_owner, manager_wl, origin), wl.namespace))
+                    r, owner_copy(adapter, manager_owner, manager_wl, origin, self._config()), wl.namespace))
             except AlreadyExists:
                 return
             copies[owner_key] = remote
