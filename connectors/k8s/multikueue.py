@@ -6,7 +6,8 @@ the worker that runs a workload, Retry, the local finish); this module only obse
 * **clients.** One client per MultiKueueCluster, built from its kubeconfig: the key ``kubeconfig`` of the Secret
   ``spec.clusterSource.kubeConfig.location`` in Kueue's namespace (the Configuration's ``namespace``), read once
   and then watched (a worker's client is rebuilt when its Secret or MultiKueueCluster changes; a Secret that cannot
-  be read is that worker's ``BadConfig`` only), or a file for ``locationType: Path``; a ClusterProfile is not
+  be read is that worker's ``BadConfig`` only), or a file for ``locationType: Path`` (under
+  ``/etc/multikueue/kubeconfigs`` while MultiKueueKubeConfigPathValidation is on); a ClusterProfile is not
   supported (``BadConfig``). Each worker's Workloads and Jobs
   carrying ``kueue.x-k8s.io/multikueue-origin=<origin>`` are listed and watched; whether that works is appended
   as ``MultiKueueClusterObserved`` (connected, or ``BadConfig`` / ``ClientConnectionFailed`` with the error)
@@ -306,6 +307,46 @@ def read_kubeconfig_file(location: str) -> tuple[bytes, str]:
         return f.read(), ""
 
 
+KUBECONFIG_DIR = "/etc/multikueue/kubeconfigs"
+"""Where Kueue reads ``locationType: Path`` kubeconfigs from under MultiKueueKubeConfigPathValidation."""
+NOT_UNDER = "kubeconfig path is not under the allowed prefix"
+
+
+def allowed_kubeconfig_path(location: str, allowed_dir: str) -> tuple[str, str]:
+    """The file ``location`` names once cleaned and its links resolved, or why Kueue refuses it under
+    MultiKueueKubeConfigPathValidation: empty, with a ``..`` left, relative, or not inside ``allowed_dir`` (a
+    link out of it included; nothing is inside a directory that does not exist)."""
+    if not location:
+        return "", "kubeconfig path must not be empty"
+    cleaned = os.path.normpath(location)
+    if ".." in cleaned.split(os.sep):
+        return "", f'{NOT_UNDER}: path contains ".."'
+    if not os.path.isabs(cleaned):
+        return "", f"{NOT_UNDER}: path must be absolute"
+    try:
+        allowed = os.path.realpath(allowed_dir, strict=True)
+    except OSError:
+        return "", f'{NOT_UNDER}: "{cleaned}" is not under "{os.path.normpath(allowed_dir)}"'
+    try:
+        resolved = os.path.realpath(cleaned, strict=True)
+    except OSError as exc:
+        return "", f"cannot resolve kubeconfig path symlinks: lstat {_first_missing(cleaned)}: " \
+                   f"{(exc.strerror or str(exc)).lower()}"
+    if not (resolved + os.sep).startswith(allowed.rstrip(os.sep) + os.sep):
+        return "", f'{NOT_UNDER}: "{resolved}" is not under "{allowed}"'
+    return resolved, ""
+
+
+def _first_missing(path: str) -> str:
+    """The shortest leading part of ``path`` that cannot be looked at (what a failed link resolution names)."""
+    parts = path.split(os.sep)
+    for end in range(2, len(parts) + 1):
+        prefix = os.sep.join(parts[:end])
+        if not os.path.lexists(prefix):
+            return prefix
+    return path
+
+
 async def client_from(kubeconfig: bytes) -> KubeClient:
     cfg = kclient.Configuration()
     doc = yaml.safe_load(kubeconfig.decode())
@@ -341,6 +382,8 @@ class MultiKueueConnector:
         self.retry_s = retry_s
         self.watch_timeout_s = watch_timeout_s
         self.stats = MultiKueueStats()
+        self.kubeconfig_dir = KUBECONFIG_DIR
+        """Where a ``locationType: Path`` kubeconfig must be while MultiKueueKubeConfigPathValidation is on."""
         self.workers: dict[str, Worker] = {}
         self._wake = asyncio.Event()
         self._mirrored: dict[str, str] = {}
@@ -460,7 +503,7 @@ class MultiKueueConnector:
             read = await self._kubeconfig(clusters[name], config)
             if read is None:
                 continue  # its Secret not read yet: the read wakes the next pass
-            source, error = read
+            source, error, reason = read
             w = self.workers.get(name)
             if w is not None and w.source == source and source:
                 continue
@@ -468,7 +511,7 @@ class MultiKueueConnector:
                 await self._stop(w)
             w = self.workers[name] = Worker(name, source)
             if error:
-                w.reason, w.message = "BadConfig", error
+                w.reason, w.message = reason, error
                 continue
             try:
                 w.client = await client_from(source)
@@ -478,23 +521,35 @@ class MultiKueueConnector:
             w.reason, w.message = "ClientConnectionFailed", "connecting"
             w.task = asyncio.create_task(self._watch_worker(w, config.multi_kueue.origin), name=f"mk-{name}")
 
-    async def _kubeconfig(self, cluster: o.MultiKueueCluster, config: SchedulerConfig) -> tuple[bytes, str] | None:
-        """The worker's kubeconfig, or the error Kueue's cluster controller reports (BadConfig); None while its
-        Secret has not been read yet. A Secret is read once and then watched (:meth:`_watch_secret`), as Kueue's
-        cluster reconciler is woken by a change of the MultiKueueCluster or of the Secret, not by every log move."""
+    async def _kubeconfig(self, cluster: o.MultiKueueCluster,
+                          config: SchedulerConfig) -> tuple[bytes, str, str] | None:
+        """The worker's kubeconfig, or the error and reason Kueue's cluster controller reports (``BadConfig``;
+        ``BadKubeConfig`` for a path MultiKueueKubeConfigPathValidation refuses), the reason empty without one;
+        None while its Secret has not been read yet. A Secret is read once and then watched
+        (:meth:`_watch_secret`), as Kueue's cluster reconciler is woken by a change of the MultiKueueCluster or of
+        the Secret, not by every log move."""
         kc = cluster.spec.cluster_source.kube_config
         name = cluster.metadata.name
         if kc is None or kc.location_type == "Path":
             await self._stop_secret(name)
             if kc is None:
-                return b"", "ClusterProfile is not supported by kueue-es"
-            return read_kubeconfig_file(kc.location)
+                return b"", "ClusterProfile is not supported by kueue-es", "BadConfig"
+            return self._kubeconfig_file(kc.location, config)
         watched = self._secrets.get(name)
         if watched is None or (watched.location, watched.namespace) != (kc.location, config.namespace):
             await self._stop_secret(name)
             watched = self._secrets[name] = KubeconfigSecret(kc.location, config.namespace)
             watched.task = asyncio.create_task(self._watch_secret(watched), name=f"mk-secret-{name}")
-        return (watched.data, watched.error) if watched.read else None
+        return _with_reason(watched.data, watched.error) if watched.read else None
+
+    def _kubeconfig_file(self, location: str, config: SchedulerConfig) -> tuple[bytes, str, str]:
+        """A ``locationType: Path`` kubeconfig: only from under :attr:`kubeconfig_dir` while
+        MultiKueueKubeConfigPathValidation is on (Kueue's check, its reason and message), from anywhere while off."""
+        if config.gate(gates.MULTIKUEUE_KUBECONFIG_PATH_VALIDATION):
+            location, refused = allowed_kubeconfig_path(location, self.kubeconfig_dir)
+            if refused:
+                return b"", f"load client config failed: {refused}", "BadKubeConfig"
+        return _with_reason(*read_kubeconfig_file(location))
 
     async def _watch_secret(self, s: KubeconfigSecret) -> None:
         """Read one worker's kubeconfig Secret, then follow it. A failure to read it (a forbidden read, the
@@ -897,6 +952,10 @@ class MultiKueueConnector:
             except NotFound:
                 return False
         return ((raw.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) == origin
+
+
+def _with_reason(source: bytes, error: str) -> tuple[bytes, str, str]:
+    return source, error, "BadConfig" if error else ""
 
 
 def _at(obj: dict[str, Any], keys: tuple[str, ...]) -> Any:
