@@ -35,8 +35,8 @@ An AppWrapper wraps other objects (its ``spec.components``, each a raw ``templat
   **pods ready**: its ``PodsReady`` condition is true.
 
 Kueue counts no reclaimable pods for an AppWrapper. Not modelled: the
-defaults Kueue's pod-set templates get from the AppWrapper utilities (restart policy, DNS policy, ...), MultiKueue's
-``spec.managedBy``.
+defaults Kueue's pod-set templates get from the AppWrapper utilities (restart policy, DNS policy, ...). MultiKueue
+runs an AppWrapper on a worker (:mod:`connectors.k8s.multikueue`).
 """
 
 from __future__ import annotations

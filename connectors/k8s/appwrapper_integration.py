@@ -15,7 +15,7 @@ controller reference: with this integration on, such an object is the AppWrapper
 (:func:`connectors.k8s.job_selection.kueue_owner`, the parents registry the connector shares among the job
 reconcilers), never queued on a Workload of its own, as Kueue's ``IsOwnerManagedByKueue``. A Workload whose pod sets
 the AppWrapper no longer matches is rewritten or made anew (:func:`connectors.k8s.appwrapper.job_pod_sets`), prebuilt
-Workloads are used. Not done (see the README): MultiKueue's ``spec.managedBy``.
+Workloads are used. MultiKueue runs an AppWrapper on a worker (:mod:`connectors.k8s.multikueue`).
 """
 
 from __future__ import annotations

@@ -11,8 +11,12 @@ create rules (queue name, prebuilt Workload name, maximum execution time), on up
 AppWrapper has no validation of its own).
 
 Registered and failing as the other frameworks' webhooks: answering every review unchanged while the integration is
-off (``failurePolicy: Ignore``), ``Fail`` while it is on. Not done, unlike Kueue: ``spec.managedBy`` defaulted for
-MultiKueue.
+off (``failurePolicy: Ignore``), ``Fail`` while it is on.
+
+Under the ``MultiKueue`` gate, an AppWrapper whose queue (given or defaulted) is a LocalQueue whose ClusterQueue has
+a MultiKueue check, and whose ``spec.managedBy`` is unset or the AppWrapper controller's own
+(``workload.codeflare.dev/appwrapper-controller``), gets ``spec.managedBy: kueue.x-k8s.io/multikueue``, whatever its
+ancestry: MultiKueue runs it on a worker (:mod:`connectors.k8s.multikueue`).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from connectors.k8s.resources import APPWRAPPERS
 from kueue_es.scheduler.config import SchedulerConfig
 
 SUSPEND_AT = ("spec", "suspend")
+APPWRAPPER_CONTROLLER = "workload.codeflare.dev/appwrapper-controller"
+"""The AppWrapper controller's own ``spec.managedBy``: Kueue replaces it with MultiKueue's as it does none."""
 
 
 class AppWrapperWebhooks(FrameworkWebhooks, frozen=True):
@@ -57,14 +63,15 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates:
 
 KIND = Kind(APPWRAPPERS, "/mutate-workload-codeflare-dev-v1beta2-appwrapper", "mappwrapper.kb.io",
             "/validate-workload-codeflare-dev-v1beta2-appwrapper", "vappwrapper.kb.io", SUSPEND_AT, create_errors,
-            update_errors)
+            update_errors, own_controller=APPWRAPPER_CONTROLLER)
 PATHS = (KIND.mutating_path, KIND.validating_path)
 
 
 def reviewers(settings: AppWrapperWebhooks, namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,
               has_default_priority_class: HasDefaultPriorityClass | None = None,
-              managed_ancestry: child_jobs.ManagedAncestry | None = None) -> dict[str, Reviewer]:
+              managed_ancestry: child_jobs.ManagedAncestry | None = None,
+              multikueue: framework_webhook.HasMultiKueueCheck | None = None) -> dict[str, Reviewer]:
     """Path -> the review that answers it: both webhooks, or, the integration off, reviews that allow every
-    AppWrapper as it is (``managed_ancestry``: :func:`connectors.k8s.framework_webhook.reviewers`)."""
+    AppWrapper as it is (``managed_ancestry``, ``multikueue``: :func:`connectors.k8s.framework_webhook.reviewers`)."""
     return framework_webhook.reviewers(KIND, settings, namespace_labels, has_default_queue,
-                                       has_default_priority_class, managed_ancestry)
+                                       has_default_priority_class, managed_ancestry, multikueue)

@@ -11,7 +11,7 @@ One adapter for the five kinds, as Kueue has one (``kubeflowjob``): :class:`Kube
 its pod set's admission and the job is unsuspended; not admitted, it is suspended with its templates restored;
 ``Succeeded``/``Failed`` finish its Workload; PodsReady follows ``Running``; no reclaimable pods; a Workload whose pod
 sets the job no longer matches is rewritten or made anew (:meth:`~connectors.k8s.kubeflow.TrainingKind.job_pod_sets`),
-prebuilt Workloads are used. Not done (see the README): MultiKueue.
+prebuilt Workloads are used. MultiKueue runs these jobs on a worker (:mod:`connectors.k8s.multikueue`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""MultiKueue on a manager: the worker clusters' side of Kueue's MultiKueue controllers (its adapters' kinds).
+"""MultiKueue on a manager: the worker clusters' side of Kueue's MultiKueue controllers (its adapters' kinds:
+batch/v1 Jobs, JobSets, the Kubeflow training jobs, MPIJobs, RayJobs, RayClusters, AppWrappers, TrainJobs).
 
 Everything decided is decided by the pure side from the log (:mod:`kueue_es.scheduler.multikueue`: nominations,
 the worker that runs a workload, Retry, the local finish); this module only observes and applies:
@@ -24,12 +25,14 @@ the worker that runs a workload, Retry, the local finish); this module only obse
   copied Workload). Every other copy this origin made is deleted (its Job first, then the Workload, its
   finalizers removed), which also collects the copies of Workloads gone from the manager. A JobSet
   (:data:`ADAPTERS`, by owner kind) is copied as Kueue's JobSet adapter does (:func:`jobset_copy`), a Kubeflow
-  training job or MPIJob as Kueue's Kubeflow and MPIJob adapters do (:func:`run_policy_copy`), and their
+  training job or MPIJob as Kueue's Kubeflow and MPIJob adapters do (:func:`run_policy_copy`), a RayJob,
+  RayCluster, AppWrapper or TrainJob as Kueue's adapters of those kinds do (:func:`suspended_copy`), and their
   managedBy (``spec.managedBy``, ``spec.runPolicy.managedBy``) read from the manager's apiserver and appended
   (``OwnerObserved``), as the log holds none of them.
 * **status.** Once the manager's Job has been started (its Workload admitted) its status follows the copy's on
-  the worker, written to the status subresource (Kueue's batch/v1 MultiKueue adapter); any other owner's follows
-  its copy's whenever that changes (Kueue's JobSet, Kubeflow and MPIJob adapters).
+  the worker, written to the status subresource (Kueue's batch/v1 MultiKueue adapter); a TrainJob's once the
+  manager's TrainJob has been started (Kueue's TrainJob adapter); any other owner's whenever its copy's changes
+  (Kueue's JobSet, Kubeflow, MPIJob, RayJob, RayCluster and AppWrapper adapters).
 
 Level-triggered: every move of the log and every change a worker's watch brings wakes a pass. A pass looks only at
 the workloads that moved since the last one (:class:`PassKeys`): those the log's records were about, and, per
@@ -47,6 +50,7 @@ import os
 import stat
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, NamedTuple
 
 import msgspec
@@ -59,7 +63,18 @@ from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, Gone, KubeError, NotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.prebuilt import KEY as PREBUILT_WORKLOAD
-from connectors.k8s.resources import BY_KIND, JOBSETS, KUBEFLOW_JOBS, MPIJOBS, SECRETS, Resource
+from connectors.k8s.resources import (
+    APPWRAPPERS,
+    BY_KIND,
+    JOBSETS,
+    KUBEFLOW_JOBS,
+    MPIJOBS,
+    RAYCLUSTERS,
+    RAYJOBS,
+    SECRETS,
+    TRAINJOBS,
+    Resource,
+)
 from events import objects as o
 from events import schema as ev
 from events.timefmt import format_time
@@ -184,23 +199,41 @@ def job_copy(manager_job: dict[str, Any], manager_wl: dict[str, Any], origin: st
     }
 
 
-def jobset_copy(manager_jobset: dict[str, Any], manager_wl: dict[str, Any], origin: str) -> dict[str, Any]:
-    """The copy of a manager's JobSet created on the worker that runs it (Kueue's JobSet adapter): its labels,
-    annotations and spec, the origin label and ``kueue.x-k8s.io/prebuilt-workload-name`` added and ``managedBy``
-    dropped, so that the worker's JobSet controller runs it, on the prebuilt copy of its Workload."""
-    meta = manager_jobset.get("metadata") or {}
-    spec = copy.deepcopy(manager_jobset.get("spec") or {})
+def _clone_for_worker(r: Resource, manager_owner: dict[str, Any], manager_wl: dict[str, Any], origin: str
+                      ) -> dict[str, Any]:
+    """An owner's copy as Kueue's adapters of kinds the log does not hold make it: its labels, annotations and spec,
+    the origin label and ``kueue.x-k8s.io/prebuilt-workload-name`` added and ``managedBy`` dropped, so that the
+    worker's controller of the kind runs it, on the prebuilt copy of its Workload."""
+    meta = manager_owner.get("metadata") or {}
+    spec = copy.deepcopy(manager_owner.get("spec") or {})
     spec.pop("managedBy", None)
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
                    if k != "kubectl.kubernetes.io/last-applied-configuration"}
     return {
-        "apiVersion": JOBSETS.api_version, "kind": JOBSETS.kind,
+        "apiVersion": r.api_version, "kind": r.kind,
         "metadata": {"name": meta["name"], "namespace": meta["namespace"],
                      "labels": {**(meta.get("labels") or {}), ORIGIN_LABEL: origin,
                                 PREBUILT_WORKLOAD: manager_wl["metadata"]["name"]},
                      "annotations": annotations},
         "spec": spec,
     }
+
+
+def jobset_copy(manager_jobset: dict[str, Any], manager_wl: dict[str, Any], origin: str) -> dict[str, Any]:
+    """The copy of a manager's JobSet created on the worker that runs it (Kueue's JobSet adapter,
+    :func:`_clone_for_worker`)."""
+    return _clone_for_worker(JOBSETS, manager_jobset, manager_wl, origin)
+
+
+def suspended_copy(r: Resource, manager_owner: dict[str, Any], manager_wl: dict[str, Any], origin: str
+                   ) -> dict[str, Any]:
+    """The copy of a manager's owner of kind ``r`` (a RayJob, RayCluster, AppWrapper or TrainJob: Kueue's adapters
+    of those kinds) created on the worker that runs it: :func:`_clone_for_worker`, suspended at ``spec.suspend`` as
+    the manager's owner is when Kueue copies it (before the manager's workload is admitted; here the copy may be
+    made after the manager's integration started it), for the worker's Kueue to start on its prebuilt Workload."""
+    clone = _clone_for_worker(r, manager_owner, manager_wl, origin)
+    clone["spec"]["suspend"] = True
+    return clone
 
 
 def run_policy_copy(manager_owner: dict[str, Any], manager_wl: dict[str, Any], origin: str) -> dict[str, Any]:
@@ -254,6 +287,9 @@ class Adapter(NamedTuple):
     """The keys down to its managedBy, for an owner the log does not hold."""
     cleared_under: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """(feature gate, keys down to a field): fields its copy goes without while the gate is on."""
+    mirrored_while_suspended: bool = True
+    """For a kind the log does not hold: the copy's status is mirrored whatever the manager's owner's
+    ``spec.suspend`` (False: only once the manager's owner is started, as Kueue's TrainJob adapter waits)."""
 
 
 RUN_POLICY_MANAGED_BY = ("spec", "runPolicy", "managedBy")
@@ -263,6 +299,10 @@ ADAPTERS = {
     (JOBSETS.api_version, JOBSETS.kind): Adapter(JOBSETS, jobset_copy, in_log=False),
     **{(r.api_version, r.kind): Adapter(r, run_policy_copy, in_log=False, managed_by_at=RUN_POLICY_MANAGED_BY)
        for r in (*KUBEFLOW_JOBS.values(), MPIJOBS)},
+    **{(r.api_version, r.kind): Adapter(r, partial(suspended_copy, r), in_log=False)
+       for r in (RAYJOBS, RAYCLUSTERS, APPWRAPPERS)},
+    (TRAINJOBS.api_version, TRAINJOBS.kind): Adapter(TRAINJOBS, partial(suspended_copy, TRAINJOBS), in_log=False,
+                                                     mirrored_while_suspended=False),
 }
 """(apiVersion, kind) of an owner MultiKueue runs on a worker -> its adapter."""
 
@@ -869,8 +909,11 @@ class MultiKueueConnector:
 
     async def _mirror_status(self, adapter: Adapter, owner_key: str, remote: dict[str, Any]) -> bool:
         """The manager's owner shows the status of its copy: a Job once it has been started (Kueue defers the
-        sync while the manager's Job is suspended), an owner the log does not hold (a JobSet) whenever the copy's
-        changes, as Kueue's JobSet adapter copies it. False: the write conflicted, to be tried again."""
+        sync while the manager's Job is suspended), an owner the log does not hold (a JobSet, Kubeflow job, MPIJob,
+        RayJob, RayCluster, AppWrapper) whenever the copy's changes, as Kueue's adapters of those kinds copy it, a
+        TrainJob once the manager's has been started (:attr:`Adapter.mirrored_while_suspended`). False: to be tried
+        again on the next pass (the write conflicted, or the manager's TrainJob is still suspended: its start is not
+        in the log)."""
         r = adapter.resource
         mirrored = f"{r.kind}/{owner_key}"
         rv = (remote.get("metadata") or {}).get("resourceVersion", "")
@@ -886,10 +929,15 @@ class MultiKueueConnector:
         namespace, _, name = owner_key.partition("/")
         # the copy's status replaces the manager owner's (Kueue's adapters set it whole): what the copy no longer
         # has is cleared, or a merge would keep it (a Job omits ``active`` once no pod runs)
-        current = (dict.fromkeys(adapter.status_fields) if adapter.status_fields
-                   else await self._status_of(r, name, namespace))
-        if current is None:
-            return True
+        if adapter.status_fields:
+            current = dict.fromkeys(adapter.status_fields)
+        else:
+            local = await self._manager_owner(r, name, namespace)
+            if local is None:
+                return True
+            if not adapter.mirrored_while_suspended and (local.get("spec") or {}).get("suspend"):
+                return False  # its start is not in the log: looked at again on the next pass
+            current = local.get("status") or {}
         replacing = replacing_patch(current, status)
         try:
             await self.client.patch(r, name, {"status": replacing}, namespace, subresource="status")
@@ -901,15 +949,14 @@ class MultiKueueConnector:
         self.stats.statuses_mirrored += 1
         return True
 
-    async def _status_of(self, r: Resource, name: str, namespace: str) -> dict[str, Any] | None:
-        """The status the manager's owner has now (None: it is gone): an owner whose status fields vary with its
-        controller's version (a JobSet, a Kubeflow job) has each of them replaced, as Kueue reads it before
-        setting it."""
+    async def _manager_owner(self, r: Resource, name: str, namespace: str) -> dict[str, Any] | None:
+        """The manager's owner as it is now (None: it is gone), read before its status is replaced: an owner whose
+        status fields vary with its controller's version (a JobSet, a Kubeflow job) has each of them replaced, as
+        Kueue reads it before setting it."""
         try:
-            local = msgspec.json.decode(await self.client.get(r, name, namespace))
+            return msgspec.json.decode(await self.client.get(r, name, namespace))
         except NotFound:
             return None
-        return local.get("status") or {}
 
     async def _delete_copy(self, w: Worker, key: str, origin: str) -> None:
         """Delete a copy this origin made: its owner's copy first (the worker's Workload may already be gone), then

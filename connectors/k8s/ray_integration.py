@@ -17,8 +17,9 @@ connector shares among the job reconcilers) — is that ancestor's child, as a c
 (:meth:`JobReconciler._as_child <connectors.k8s.jobframework.JobReconciler._as_child>`, a step of the shared
 reconciler): no Workload of its own, kept suspended while the ancestor's newest unfinished Workload is missing or
 not admitted (Normal ``Suspended`` "Kueue managed child job suspended"). The RayJob's submitter Job is found the
-RayJob's child the same way by the Job integration. Not done (see the README): rewriting a Workload whose pod sets
-no longer match, prebuilt Workloads, MultiKueue's ``managedBy``, elastic autoscaling.
+RayJob's child the same way by the Job integration. A prebuilt Workload is used (the shared watched-job steps); so
+MultiKueue runs a RayJob or RayCluster on a worker (:mod:`connectors.k8s.multikueue`). Not done (see the README):
+rewriting a Workload whose pod sets no longer match, elastic autoscaling.
 
 A RayService (:mod:`connectors.k8s.rayservice`) is run the same way, its suspend flag and templates those of its
 ``spec.rayClusterConfig``: ``rayservice-<name>-<hash>``, never finished, active and PodsReady by its ``Ready``

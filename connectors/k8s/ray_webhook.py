@@ -25,7 +25,12 @@ first, then the create rules on the new object; under ``ValidateRayAndSparkJobUp
 when only the old object named a queue, so a running one cannot drop its queue name (nor a suspended one, in a
 namespace with a ``default`` LocalQueue; a RayService's too). Registered and failing as the JobSet and MPIJob webhooks: answering
 every review unchanged while the integration is off (``failurePolicy: Ignore``), ``Fail`` while it is on. Not done,
-unlike Kueue: ``spec.managedBy`` defaulted for MultiKueue, the pod-set grouping rules across pod sets.
+unlike Kueue: the pod-set grouping rules across pod sets.
+
+Under the ``MultiKueue`` gate, a RayJob or RayCluster whose queue (given or defaulted) is a LocalQueue whose
+ClusterQueue has a MultiKueue check, and whose ``spec.managedBy`` is unset or KubeRay's own
+(``ray.io/kuberay-operator``), gets ``spec.managedBy: kueue.x-k8s.io/multikueue``, whatever its ancestry: MultiKueue
+runs it on a worker (:mod:`connectors.k8s.multikueue`). A RayService's is left alone (no MultiKueue adapter here).
 
 A RayService's webhooks (``mrayservice.kb.io``, ``vrayservice.kb.io``; Kueue's ``rayservice_webhook.go``) are the
 RayCluster's applied to its ``spec.rayClusterConfig``: suspended there, its cluster rules and TAS annotations
@@ -58,6 +63,8 @@ EXISTING_CLUSTER = "a kueue managed job should not use an existing cluster"
 CLUSTER_SPEC_REQUIRED = "rayClusterSpec is required for Kueue-managed jobs that don't use clusterSelector"
 SHUTDOWN = "a kueue managed job should delete the cluster after finishing"
 AUTOSCALING = "a kueue managed job should only use autoscaling when workload slicing is enabled"
+KUBERAY_CONTROLLER = "ray.io/kuberay-operator"
+"""KubeRay's own ``spec.managedBy``: Kueue replaces it on a RayJob or RayCluster with MultiKueue's as it does none."""
 
 
 class RayWebhooks(FrameworkWebhooks, frozen=True):
@@ -222,7 +229,8 @@ def _kind(resource: Resource, create: Any, without_queue: bool) -> Kind:
     singular = resource.kind.lower()
     return Kind(resource, f"/mutate-ray-io-v1-{singular}", f"m{singular}.kb.io", f"/validate-ray-io-v1-{singular}",
                 f"v{singular}.kb.io", SUSPEND_AT, lambda new, fg: create(new, fg, without_queue),
-                lambda old, new, fg, default: _update_errors(create, old, new, fg, default, without_queue))
+                lambda old, new, fg, default: _update_errors(create, old, new, fg, default, without_queue),
+                own_controller=KUBERAY_CONTROLLER)
 
 
 def rayjob_kind(without_queue: bool = False) -> Kind:
@@ -257,13 +265,16 @@ SERVICE_PATHS = (RAYSERVICE_KIND.mutating_path, RAYSERVICE_KIND.validating_path)
 
 def reviewers(jobs: RayWebhooks, clusters: RayWebhooks, namespace_labels: NamespaceLabels,
               has_default_queue: HasDefaultQueue, has_default_priority_class: HasDefaultPriorityClass | None = None,
-              managed_ancestry: child_jobs.ManagedAncestry | None = None) -> dict[str, Reviewer]:
+              managed_ancestry: child_jobs.ManagedAncestry | None = None,
+              multikueue: framework_webhook.HasMultiKueueCheck | None = None) -> dict[str, Reviewer]:
     """Path -> the review that answers it, for both kinds: each kind's pair, or, its integration off, reviews that
-    allow every object as it is (``managed_ancestry``: :func:`connectors.k8s.framework_webhook.reviewers`)."""
+    allow every object as it is (``managed_ancestry``, ``multikueue``:
+    :func:`connectors.k8s.framework_webhook.reviewers`)."""
     return {**framework_webhook.reviewers(rayjob_kind(jobs.without_queue), jobs, namespace_labels, has_default_queue,
-                                          has_default_priority_class, managed_ancestry),
+                                          has_default_priority_class, managed_ancestry, multikueue),
             **framework_webhook.reviewers(raycluster_kind(clusters.without_queue), clusters, namespace_labels,
-                                          has_default_queue, has_default_priority_class, managed_ancestry)}
+                                          has_default_queue, has_default_priority_class, managed_ancestry,
+                                          multikueue)}
 
 
 def service_reviewers(services: RayWebhooks, namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,

@@ -16,8 +16,9 @@ Kueue runs a RayJob through its generic job reconciler; these are the RayJob's o
   with the templates restored; one merge patch each, conditioned on the resourceVersion read;
 * **finished** (:func:`finished`): ``status.jobDeploymentStatus`` ``Complete`` or ``Failed`` — ``Succeeded`` when
   ``status.jobStatus`` is ``SUCCEEDED``, else ``Failed`` — with ``status.message``;
-* **active**: a ``jobDeploymentStatus`` other than ``Suspended`` and ``New`` (none yet counts as active, as in
-  Kueue: KubeRay writes ``New`` at once); **pods ready**: ``status.rayClusterStatus.state`` is ``ready``.
+* **active**: a ``jobDeploymentStatus`` other than ``Suspended`` and KubeRay's ``New``, which is the empty status
+  (none yet is not active, as in Kueue: a RayJob KubeRay leaves alone — one handed to MultiKueue — never gets
+  one); **pods ready**: ``status.rayClusterStatus.state`` is ``ready``.
 
 The RayCluster KubeRay makes for a queued RayJob is controlled by it: with the RayCluster integration on it gets no
 Workload of its own (:mod:`connectors.k8s.ray_integration`), as the submitter Job gets none
@@ -47,7 +48,9 @@ KIND = "RayJob"
 SUBMITTER = "submitter"
 K8S_JOB_MODE = "K8sJobMode"
 """The submission mode in which KubeRay runs the submitter as a Job of its own: Kueue then counts its pod."""
-COMPLETE, FAILED, SUSPENDED, NEW = "Complete", "Failed", "Suspended", "New"
+COMPLETE, FAILED, SUSPENDED = "Complete", "Failed", "Suspended"
+NEW = ""
+"""KubeRay's ``JobDeploymentStatusNew``: the empty deployment status of a RayJob it has not reconciled yet."""
 """KubeRay's job deployment statuses Kueue reads."""
 SUCCEEDED = "SUCCEEDED"
 

@@ -16,8 +16,8 @@ The JobSet the Trainer makes for a queued TrainJob is controlled by it: with the
 TrainJob's child (:func:`connectors.k8s.child_jobs.managed_ancestor`, over the parents registry the connector
 shares), no Workload of its own. A Workload the TrainJob no longer matches — its ``numNodes``, trainer resources,
 overrides or runtime changed — is rewritten while the TrainJob is suspended and the Workload holds no quota, else
-made anew, as for every kind (:meth:`job_pod_sets`: its JobSet's pod sets now). Not done (see the README):
-MultiKueue's ``managedBy``.
+made anew, as for every kind (:meth:`job_pod_sets`: its JobSet's pod sets now). MultiKueue runs a TrainJob on a
+worker (:mod:`connectors.k8s.multikueue`).
 """
 
 from __future__ import annotations

@@ -14,8 +14,12 @@ runtime read from the apiserver as Kueue reads it), at Kueue's path ``job[<pod s
 telling where to adjust them; and, the gate on, a TrainJob whose runtime is not there is refused with Kueue's
 "runtime '<name>' not found" alone. On update the update rules, then the create rules on the new TrainJob.
 Registered and failing as the other frameworks' webhooks: answering every review unchanged while the integration is
-off (``failurePolicy: Ignore``), ``Fail`` while it is on. Not done, unlike Kueue: ``spec.managedBy`` defaulted for
-MultiKueue.
+off (``failurePolicy: Ignore``), ``Fail`` while it is on.
+
+Under the ``MultiKueue`` gate, a TrainJob whose queue (given or defaulted) is a LocalQueue whose ClusterQueue has a
+MultiKueue check, and whose ``spec.managedBy`` is unset or the Trainer's own
+(``trainer.kubeflow.org/trainjob-controller``), gets ``spec.managedBy: kueue.x-k8s.io/multikueue``, whatever its
+ancestry: MultiKueue runs it on a worker (:mod:`connectors.k8s.multikueue`).
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ SUSPEND_AT = ("spec", "suspend")
 ADJUST = ('. Adjust either the "TrainJob.spec.podTemplateOverrides" or the "TrainingRuntime.Template" annotations '
           "for the corresponding Job")
 """What Kueue adds to each TAS error of a TrainJob's pod sets."""
+TRAINJOB_CONTROLLER = "trainer.kubeflow.org/trainjob-controller"
+"""The Trainer's own ``spec.managedBy``: Kueue replaces it with MultiKueue's as it does none."""
 RuntimeLookup = Callable[[str, Mapping[str, Any]], Awaitable[dict[str, Any] | None]]
 """The spec of the runtime a TrainJob (namespace, raw object) names, as the apiserver holds it (None: not there)."""
 
@@ -111,7 +117,7 @@ def update_errors(old: Mapping[str, Any], new: Mapping[str, Any], feature_gates:
 
 KIND = Kind(TRAINJOBS, "/mutate-trainer-kubeflow-org-v1alpha1-trainjob", "mtrainjob.kb.io",
             "/validate-trainer-kubeflow-org-v1alpha1-trainjob", "vtrainjob.kb.io", SUSPEND_AT, create_errors,
-            update_errors)
+            update_errors, own_controller=TRAINJOB_CONTROLLER)
 PATHS = (KIND.mutating_path, KIND.validating_path)
 
 
@@ -149,9 +155,11 @@ def spec_labels_ops(obj: Mapping[str, Any], ops: list[dict[str, Any]]) -> list[d
 async def mutating_review(body: bytes, settings: TrainJobWebhooks, namespace_labels: NamespaceLabels,
                           has_default_queue: HasDefaultQueue,
                           has_default_priority_class: HasDefaultPriorityClass | None = None,
-                          managed_ancestry: child_jobs.ManagedAncestry | None = None) -> dict[str, Any]:
+                          managed_ancestry: child_jobs.ManagedAncestry | None = None,
+                          multikueue: framework_webhook.HasMultiKueueCheck | None = None) -> dict[str, Any]:
     """Answer one AdmissionReview (v1) of a TrainJob being created: the common defaulting
-    (:func:`connectors.k8s.framework_webhook.defaults`), then :func:`spec_labels_ops`."""
+    (:func:`connectors.k8s.framework_webhook.defaults`, MultiKueue's managedBy included), then
+    :func:`spec_labels_ops`."""
     req = msgspec.json.decode(body).get("request") or {}
     obj = req.get("object")
     if not (req.get("operation", "CREATE") == "CREATE" and isinstance(obj, dict) and obj):
@@ -160,7 +168,7 @@ async def mutating_review(body: bytes, settings: TrainJobWebhooks, namespace_lab
 
     async def patch() -> list[dict[str, Any]]:
         ops = await framework_webhook.defaults(obj, namespace, KIND, settings, namespace_labels, has_default_queue,
-                                               has_default_priority_class, managed_ancestry)
+                                               has_default_priority_class, managed_ancestry, multikueue)
         return ops + spec_labels_ops(obj, ops)
 
     return await patch_answer(req, patch)
@@ -209,15 +217,16 @@ async def validating_review(body: bytes, settings: TrainJobWebhooks, has_default
 def reviewers(settings: TrainJobWebhooks, namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,
               has_default_priority_class: HasDefaultPriorityClass | None = None,
               managed_ancestry: child_jobs.ManagedAncestry | None = None,
-              runtime_of: RuntimeLookup | None = None) -> dict[str, Reviewer]:
+              runtime_of: RuntimeLookup | None = None,
+              multikueue: framework_webhook.HasMultiKueueCheck | None = None) -> dict[str, Reviewer]:
     """Path -> the review that answers it: both webhooks, or, the integration off, reviews that allow every TrainJob
-    as it is (``managed_ancestry``: :func:`connectors.k8s.framework_webhook.reviewers`; ``runtime_of``:
-    :func:`runtime_lookup`, None in tests that leave the TAS rules out)."""
+    as it is (``managed_ancestry``, ``multikueue``: :func:`connectors.k8s.framework_webhook.reviewers`;
+    ``runtime_of``: :func:`runtime_lookup`, None in tests that leave the TAS rules out)."""
     if not settings.enabled:
         return {KIND.mutating_path: allowed_as_is, KIND.validating_path: allowed_as_is}
     validate = partial(validating_review, settings=settings, has_default_queue=has_default_queue,
                        runtime_of=runtime_of)
     mutate = partial(mutating_review, settings=settings, namespace_labels=namespace_labels,
                      has_default_queue=has_default_queue, has_default_priority_class=has_default_priority_class,
-                     managed_ancestry=managed_ancestry)
+                     managed_ancestry=managed_ancestry, multikueue=multikueue)
     return {KIND.mutating_path: mutate, KIND.validating_path: validate}

@@ -1,16 +1,17 @@
-"""Kueue's MultiKueue check controller on a manager, as pure decisions (its dispatchers; its adapters' kinds).
+"""Kueue's MultiKueue check controller on a manager, as pure decisions (its dispatchers; the owner kinds of
+:data:`ADAPTERS`).
 
 What the workers did reaches the log as observed facts the MultiKueue connector appends
 (``RemoteWorkloadObserved``: a worker's copy of a workload and its conditions; ``MultiKueueClusterObserved``: a
 worker reached or lost); from those and the manager's own state this decides, for a workload holding quota whose
 ClusterQueue has a MultiKueue check, in Kueue's order:
 
-1. no adapter for its owner (:data:`ADAPTERS`: batch/v1 Jobs, JobSets, the Kubeflow training jobs and MPIJobs have
-   one here): the check is ``Rejected``, "No multikueue adapter found[ for owner kind ...]"; an owner whose
-   ``spec.managedBy`` (``spec.runPolicy.managedBy`` for the Kubeflow kinds) is not ``kueue.x-k8s.io/multikueue``
-   (a Job's read of the log's Job, the others' of ``OwnerObserved``, nothing being decided on them until then):
-   ``Rejected``, "The owner is not managed by Kueue: Expecting spec.managedBy to be ..." (an MPIJob's names
-   ``spec.runPolicy.managedBy``);
+1. no adapter for its owner (:data:`ADAPTERS`: batch/v1 Jobs, JobSets, the Kubeflow training jobs, MPIJobs,
+   RayJobs, RayClusters, AppWrappers and TrainJobs have one here): the check is ``Rejected``, "No multikueue adapter
+   found[ for owner kind ...]"; an owner whose ``spec.managedBy`` (``spec.runPolicy.managedBy`` for the Kubeflow
+   kinds) is not ``kueue.x-k8s.io/multikueue`` (a Job's read of the log's Job, any other kind's of
+   ``OwnerObserved``, nothing being decided on it until then): ``Rejected``, "The owner is not managed by Kueue:
+   Expecting spec.managedBy to be ..." (an MPIJob's names ``spec.runPolicy.managedBy``);
 2. a copy finished on a worker (the earliest to): the workload finishes with its reason and message
    (``RemoteWorkloadFinished``);
 3. a copy evicted on a worker while the check is Ready: ``Retry``, "Workload evicted on worker cluster ...";
@@ -69,24 +70,33 @@ def _observed_managed_by(state: ClusterState, wl: WorkloadInfo) -> str | None:
     return wl.owner_managed_by
 
 
+JOB_ADAPTER = ("batch/v1", "Job")
+JOBSET_ADAPTER = ("jobset.x-k8s.io/v1alpha2", "JobSet")
 KUBEFLOW_ADAPTERS = tuple(("kubeflow.org/v1", kind) for kind in ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob",
                                                                     "JAXJob"))
 """The training operator's kinds (Kueue's ``kubeflowjob_multikueue_adapter.go``): managedBy at
 ``spec.runPolicy.managedBy``, read by the connector."""
 MPIJOB_ADAPTER = ("kubeflow.org/v2beta1", "MPIJob")
+RAYJOB_ADAPTER = ("ray.io/v1", "RayJob")
+RAYCLUSTER_ADAPTER = ("ray.io/v1", "RayCluster")
+APPWRAPPER_ADAPTER = ("workload.codeflare.dev/v1beta2", "AppWrapper")
+TRAINJOB_ADAPTER = ("trainer.kubeflow.org/v1alpha1", "TrainJob")
 ADAPTERS = {
-    ("batch/v1", "Job"): _job_managed_by,
-    ("jobset.x-k8s.io/v1alpha2", "JobSet"): _observed_managed_by,
+    JOB_ADAPTER: _job_managed_by,
+    JOBSET_ADAPTER: _observed_managed_by,
     **dict.fromkeys(KUBEFLOW_ADAPTERS, _observed_managed_by),
     MPIJOB_ADAPTER: _observed_managed_by,
+    RAYJOB_ADAPTER: _observed_managed_by,
+    RAYCLUSTER_ADAPTER: _observed_managed_by,
+    APPWRAPPER_ADAPTER: _observed_managed_by,
+    TRAINJOB_ADAPTER: _observed_managed_by,
 }
 """(apiVersion, kind) of an owner MultiKueue can run on a worker -> how its ``spec.managedBy`` is read (Kueue's
-MultiKueue adapters; the connector's side of each is :data:`connectors.k8s.multikueue.ADAPTERS`)."""
+MultiKueue adapters; the connector's side of each is :data:`connectors.k8s.multikueue.ADAPTERS`). Every kind but
+the Job is another project's API the log does not hold, its managedBy observed by the connector."""
 MANAGED_BY_FIELDS = {MPIJOB_ADAPTER: "spec.runPolicy.managedBy"}
 """The field an adapter's rejection names where Kueue's does not say ``spec.managedBy`` (its Kubeflow adapters do,
 though they read ``spec.runPolicy.managedBy``; its MPIJob adapter names the field it reads)."""
-JOB_ADAPTER = ("batch/v1", "Job")
-JOBSET_ADAPTER = ("jobset.x-k8s.io/v1alpha2", "JobSet")
 ROUND_MS = 5 * 60 * 1000
 """How long a round of the incremental dispatcher lasts: the next one starts once more than this has passed."""
 
@@ -159,8 +169,8 @@ def unmanaged_reason(state: ClusterState, wl: WorkloadInfo) -> str | None:
 
 
 def owner_unread(wl: WorkloadInfo) -> bool:
-    """Whether the workload's owner is of a kind the log does not hold (a JobSet) and its managedBy was not observed
-    yet: Kueue's read of it comes before any decision, so none is made until it is."""
+    """Whether the workload's owner is of a kind the log does not hold (any but a Job) and its managedBy was not
+    observed yet: Kueue's read of it comes before any decision, so none is made until it is."""
     return (bool(wl.owner) and ADAPTERS.get((wl.owner[0], wl.owner[1])) is _observed_managed_by
             and wl.owner_managed_by is None)
 

@@ -237,7 +237,9 @@ def test_a_rayjob_finishes_when_its_deployment_completes_or_fails() -> None:
 
 
 def test_active_and_ready() -> None:
-    for status, active in (("Suspended", False), ("New", False), ("Running", True), ("", True)):
+    # KubeRay's JobDeploymentStatusNew is the empty status: a RayJob it never reconciled (one handed to MultiKueue
+    # on a manager) is not active, so it gets its Workload
+    for status, active in (("Suspended", False), ("", False), ("Initializing", True), ("Running", True)):
         assert rj.is_active(_job_status(jobDeploymentStatus=status)) is active
     assert rj.pods_ready(_job_status(rayClusterStatus={"state": "ready"}))
     assert not rj.pods_ready(_job_status(rayClusterStatus={"state": "suspended"}))

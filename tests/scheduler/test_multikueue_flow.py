@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from events import objects as o
@@ -202,3 +203,58 @@ def test_a_workload_finished_on_its_worker_is_counted_as_finished(tmp_path: Path
     assert state.workloads[KEY].phase == "Finished"
     assert any(isinstance(r.event, ev.RemoteWorkloadFinished) for r in records)
     assert sum(state.metrics.counters[FINISHED_TOTAL.name].values()) == 1
+
+
+OBSERVED_OWNERS = [("ray.io/v1", "RayJob"), ("ray.io/v1", "RayCluster"),
+                   ("workload.codeflare.dev/v1beta2", "AppWrapper"), ("trainer.kubeflow.org/v1alpha1", "TrainJob")]
+"""Kinds whose MultiKueue adapter (Kueue's ``rayjob``, ``raycluster``, ``appwrapper``, ``trainjob`` ones) reads the
+owner's ``spec.managedBy``, which the log does not hold, as the connector observed it."""
+
+
+def _owned_state(tmp_path: Path, api_version: str, kind: str):
+    """The dispatch scenario's workload, owned by an object of ``kind`` (one the log does not hold)."""
+    objects = yaml.safe_load(SCENARIO.read_text())["objects"]
+    for obj in objects:
+        for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+            ref.update(apiVersion=api_version, kind=kind)
+    path = tmp_path / "objects.yaml"
+    path.write_text(yaml.safe_dump_all(objects))
+    return load_state(str(path), None, START).state
+
+
+@pytest.mark.parametrize(("api_version", "kind"), OBSERVED_OWNERS)
+def test_an_observed_owner_kind_has_an_adapter_and_waits_for_its_managed_by(tmp_path: Path, api_version: str,
+                                                                            kind: str) -> None:
+    """Nothing is decided on the workload until its owner's managedBy is observed (Kueue's adapter reads it first);
+    handed to MultiKueue, it is dispatched as a Job is."""
+    state = _owned_state(tmp_path, api_version, kind)
+    _apply(state, ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True))
+    wl = state.workloads[KEY]
+    assert wl.owner == (api_version, kind, "a")
+    settle(state, DEFAULT, now=START)
+    assert state.workloads[KEY].reserving and not state.workloads[KEY].nominated
+    _apply(state, ev.OwnerObserved(time=START, key=KEY, managed_by="kueue.x-k8s.io/multikueue"))
+    settle(state, DEFAULT, now=START)
+    assert state.workloads[KEY].nominated == ("worker1",)
+    _apply(state, _remote(START + 1000, "worker1", QuotaReserved="True", Admitted="True"))
+    settle(state, DEFAULT, now=START + 1000)
+    wl = state.workloads[KEY]
+    assert (wl.cluster_name, wl.check_states["mk"].state) == ("worker1", "Ready")
+
+
+@pytest.mark.parametrize(("api_version", "kind"), OBSERVED_OWNERS)
+@pytest.mark.parametrize("managed_by", ["", "ray.io/kuberay-operator", "trainer.kubeflow.org/trainjob-controller"])
+def test_an_observed_owner_not_handed_to_multikueue_is_rejected(tmp_path: Path, api_version: str, kind: str,
+                                                                managed_by: str) -> None:
+    state = _owned_state(tmp_path, api_version, kind)
+    _apply(state, ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True),
+           ev.OwnerObserved(time=START, key=KEY, managed_by=managed_by))
+    decided = []
+    for _ in range(5):
+        batch = decide(state, DEFAULT, now=START)
+        decided += batch
+        _apply(state, *batch)
+    assert [(d.state, d.message) for d in decided if isinstance(d, ev.AdmissionCheckUpdated)] == [
+        ("Rejected", 'The owner is not managed by Kueue: Expecting spec.managedBy to be '
+                     f'"kueue.x-k8s.io/multikueue" not "{managed_by}"')]
+    assert not state.workloads[KEY].active and not state.workloads[KEY].nominated

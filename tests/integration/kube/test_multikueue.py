@@ -46,7 +46,8 @@ from connectors.k8s.errors import AlreadyExists, NotFound
 from connectors.k8s.jobs import workload_name
 from connectors.k8s.jobset import workload_name as jobset_workload_name
 from connectors.k8s.kubeflow import KINDS as KUBEFLOW_KINDS
-from connectors.k8s.resources import BY_KIND, JOBSETS, SECRETS
+from connectors.k8s.rayjob import workload_name as rayjob_workload_name
+from connectors.k8s.resources import BY_KIND, JOBSETS, RAYJOBS, SECRETS
 from connectors.k8s.settings import KubeSettings
 from connectors.k8s.webhook import (
     MUTATING_CONFIGS,
@@ -387,6 +388,101 @@ async def test_a_jobset_is_dispatched_to_the_worker_and_finishes_there(kube_apis
             assert _cond(wl, "Evicted")["message"] == (
                 f'The workload is deactivated due to AdmissionCheck in Rejected state: "{check}" (The owner is not '
                 'managed by Kueue: Expecting spec.managedBy to be "kueue.x-k8s.io/multikueue" not "")')
+
+
+def _rayjob(ns: str, name: str) -> dict[str, Any]:
+    """A RayJob handed to MultiKueue; submitted over HTTP (no submitter pod set), a head and one worker of 1 cpu."""
+    template = {"spec": {"containers": [{"name": "ray", "image": "rayproject/ray:2.9.0",
+                                         "resources": {"requests": {"cpu": "1"}}}]}}
+    cluster = {"headGroupSpec": {"rayStartParams": {}, "template": template},
+               "workerGroupSpecs": [{"groupName": "workers", "replicas": 1, "minReplicas": 0, "maxReplicas": 1,
+                                     "rayStartParams": {}, "template": template}]}
+    return {"apiVersion": RAYJOBS.api_version, "kind": "RayJob",
+            "metadata": {"name": name, "namespace": ns, "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+            "spec": {"suspend": True, "managedBy": "kueue.x-k8s.io/multikueue", "submissionMode": "HTTPMode",
+                     "shutdownAfterJobFinishes": True, "entrypoint": "python -c 'print(1)'",
+                     "rayClusterSpec": cluster}}
+
+
+@pytest.mark.asyncio
+async def test_a_rayjob_is_dispatched_to_the_worker_and_finishes_there(kube_apiserver, worker_apiserver,
+                                                                       tmp_path) -> None:
+    """Kueue's RayJob adapter: a RayJob handed to MultiKueue is copied to the worker that admitted its Workload
+    (Kueue's labels, no managedBy, suspended for the worker's Kueue, which starts it on the copied Workload); the
+    test plays KubeRay on the worker, the copy's status reaching the manager's RayJob while it runs and once it
+    completes; the manager's Workload finishes and the copies are deleted."""
+    config = load_config({"integrations": {"frameworks": ["batch/job", "ray.io/rayjob"]}})
+    ray_crds = [*crds.all_crds(), crds.rayjob_crd(), crds.raycluster_crd()]
+    async with await connect(kube_apiserver) as kc, await connect(worker_apiserver) as wc:
+        await crds.install(kc, docs=ray_crds)
+        await crds.install(wc, docs=ray_crds)
+        sfx = secrets.token_hex(3)
+        ns, _, worker, check = await _manager_queues(kc, worker_apiserver, sfx)
+        await _worker_queues(wc, ns, sfx)
+        async with (kueue_es(wc, tmp_path / "worker-log", config=config),
+                    kueue_es(kc, tmp_path / "manager-log", config=config)):
+            handed = msgspec.json.decode(await kc.create(RAYJOBS, _rayjob(ns, "mk-ray"), ns))
+            wl_name = rayjob_workload_name("mk-ray", handed["metadata"]["uid"])
+
+            async def admitted_on_manager() -> dict[str, Any] | None:
+                wl = await _maybe(kc, "Workload", wl_name, ns)
+                return wl if wl is not None and _true(wl, "Admitted") else None
+
+            wl = await eventually(admitted_on_manager, timeout=60, what="the RayJob's Workload to be admitted")
+            assert wl["status"]["clusterName"] == worker
+            assert [(s["name"], s["state"]) for s in wl["status"]["admissionChecks"]] == [(check, "Ready")]
+
+            async def remote_rayjob() -> dict[str, Any] | None:
+                with contextlib.suppress(NotFound):
+                    return msgspec.json.decode(await wc.get(RAYJOBS, "mk-ray", ns))
+                return None
+
+            async def started_on_worker() -> dict[str, Any] | None:
+                remote = await remote_rayjob()
+                return remote if remote is not None and remote["spec"].get("suspend") is False else None
+
+            remote = await eventually(started_on_worker, timeout=60,
+                                      what="the RayJob's copy started by the worker's Kueue")
+            labels = remote["metadata"]["labels"]
+            assert labels["kueue.x-k8s.io/multikueue-origin"] == "multikueue"
+            assert labels["kueue.x-k8s.io/prebuilt-workload-name"] == wl_name
+            assert "managedBy" not in remote["spec"]
+            assert remote["spec"]["entrypoint"] == "python -c 'print(1)'"
+            remote_wl = await get(wc, "Workload", wl_name, ns)
+            assert _true(remote_wl, "Admitted")
+            on_worker = [msgspec.json.decode(raw)["metadata"] for raw in (await wc.list(BY_KIND["Workload"])).items]
+            assert [m["name"] for m in on_worker if m["namespace"] == ns] == [wl_name], "run on the copied Workload"
+
+            # --- KubeRay runs the copy on the worker: the manager's RayJob shows it ----------------------------
+            await wc.patch(RAYJOBS, "mk-ray", {"status": {"jobDeploymentStatus": "Running", "jobStatus": "RUNNING"}},
+                           ns, subresource="status")
+
+            async def manager_shows(deployment: str) -> dict[str, Any] | None:
+                rj = msgspec.json.decode(await kc.get(RAYJOBS, "mk-ray", ns))
+                return rj if (rj.get("status") or {}).get("jobDeploymentStatus") == deployment else None
+
+            await eventually(lambda: manager_shows("Running"), timeout=60,
+                             what="the manager's RayJob to show the copy running")
+
+            # --- completed on the worker: the manager's RayJob and Workload finish, the copies go -------------
+            await wc.patch(RAYJOBS, "mk-ray", {"status": {"jobDeploymentStatus": "Complete", "jobStatus": "SUCCEEDED",
+                                                          "message": "Job finished successfully."}},
+                           ns, subresource="status")
+            rj = await eventually(lambda: manager_shows("Complete"), timeout=60,
+                                  what="the manager's RayJob to show the copy complete")
+            assert (rj["status"]["jobStatus"], rj["status"]["message"]) == ("SUCCEEDED", "Job finished successfully.")
+
+            async def finished_on_manager() -> dict[str, Any] | None:
+                wl = await _maybe(kc, "Workload", wl_name, ns)
+                return wl if wl is not None and _true(wl, "Finished") else None
+
+            wl = await eventually(finished_on_manager, timeout=60, what="the manager's Workload to finish")
+            assert _cond(wl, "Finished")["reason"] == "Succeeded"
+
+            async def copies_gone() -> bool:
+                return await _maybe(wc, "Workload", wl_name, ns) is None and await remote_rayjob() is None
+
+            await eventually(copies_gone, timeout=60, what="the copies on the worker to be deleted")
 
 
 PYTORCH = KUBEFLOW_KINDS["PyTorchJob"]

@@ -63,7 +63,7 @@ async def test_a_queued_rayjob_and_raycluster_run_only_while_their_workloads_are
         q = await queues(kc, "ray", {"cpu": 4, "memory": "1Gi"}, flavor_labels={"pool": "a"})
         job = msgspec.json.decode(await kc.create(RAYJOBS, _rayjob(q.ns), q.ns))
         assert job["spec"]["submissionMode"] == "K8sJobMode", "defaulted as KubeRay's CRD does"
-        # play KubeRay: a suspended RayJob's deployment is Suspended (none yet would count as active)
+        # play KubeRay: a suspended RayJob's deployment is Suspended
         await kc.patch(RAYJOBS, "job", {"status": {"jobDeploymentStatus": "Suspended"}}, q.ns, subresource="status")
         async with kueue_es(kc, tmp_path / "log", config=config):
             wl_job = rj.workload_name("job", job["metadata"]["uid"])

@@ -1,0 +1,226 @@
+"""The MultiKueue connector's adapters for RayJobs, RayClusters, AppWrappers and TrainJobs (Kueue's
+``rayjob``/``raycluster``/``appwrapper``/``trainjob`` MultiKueue adapters), against fake clients: the copy made for
+the worker, the owner's managedBy observed into the log, the copy's status mirrored to the manager's owner (a
+TrainJob's only once the manager's is started), and the copies deleted once the workload finished there."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import msgspec
+import pytest
+import yaml
+
+from connectors.k8s.multikueue import ADAPTERS, MultiKueueConnector, Worker, adapter_of, suspended_copy
+from connectors.k8s.resources import APPWRAPPERS, RAYCLUSTERS, RAYJOBS, TRAINJOBS
+from events import schema as ev
+from kueue_es.scheduler import settle
+from kueue_es.scheduler.config import DEFAULT
+from kueue_es.statefile import load_state
+
+SCENARIO = Path(__file__).parents[1] / "scheduler" / "scenarios" / "multikueue-dispatch.yaml"
+START = 1_704_067_200_000
+KEY = "default/job-a"
+KINDS = [RAYJOBS, RAYCLUSTERS, APPWRAPPERS, TRAINJOBS]
+ORIGIN = "kueue.x-k8s.io/multikueue-origin"
+PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"
+MANAGER_WL = {"metadata": {"name": "job-a", "namespace": "default"}, "spec": {"queueName": "lq", "podSets": []}}
+
+
+def _owner(r: Any, *, suspend: bool = False, status: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"apiVersion": r.api_version, "kind": r.kind,
+            "metadata": {"name": "a", "namespace": "default", "uid": "owner-uid", "resourceVersion": "4",
+                         "labels": {"kueue.x-k8s.io/queue-name": "lq"},
+                         "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}", "team": "x"}},
+            "spec": {"suspend": suspend, "managedBy": "kueue.x-k8s.io/multikueue", "entrypoint": "python run.py"},
+            "status": status or {}}
+
+
+@pytest.mark.parametrize("r", KINDS, ids=lambda r: r.kind)
+def test_the_copy_is_the_manager_one_suspended_for_the_worker_kueue(r: Any) -> None:
+    """Kueue's adapters: metadata and spec as the manager's, Kueue's two labels added, managedBy dropped so that the
+    worker's controller of the kind runs it; suspended as the manager's owner is when Kueue copies it."""
+    manager = _owner(r)
+    c = adapter_of(SimpleNamespace(owner=(r.api_version, r.kind, "a"))).make_copy(manager, MANAGER_WL, "mk-origin")
+    assert (c["apiVersion"], c["kind"]) == (r.api_version, r.kind)
+    assert c["metadata"] == {"name": "a", "namespace": "default", "annotations": {"team": "x"},
+                             "labels": {"kueue.x-k8s.io/queue-name": "lq", ORIGIN: "mk-origin", PREBUILT: "job-a"}}
+    assert c["spec"] == {"suspend": True, "entrypoint": "python run.py"}
+    assert "status" not in c
+    assert manager["spec"] == _owner(r)["spec"]  # the manager's own object is left as it was
+    assert suspended_copy(r, manager, MANAGER_WL, "mk-origin") == c
+
+
+def _state(tmp_path: Path, r: Any, *, finished: bool = False):
+    """The dispatch scenario's workload owned by an object of kind ``r``, handed to MultiKueue and run on worker1
+    (``finished``: and finished there)."""
+    objects = yaml.safe_load(SCENARIO.read_text())["objects"]
+    for obj in objects:
+        for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+            ref.update(apiVersion=r.api_version, kind=r.kind)
+    path = tmp_path / "objects.yaml"
+    path.write_text(yaml.safe_dump_all(objects))
+    state = load_state(str(path), None, START).state
+    for e in (ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True),
+              ev.OwnerObserved(time=START, key=KEY, managed_by="kueue.x-k8s.io/multikueue")):
+        state.apply(ev.Record(state.offset + 1, e))
+    settle(state, DEFAULT, now=START)
+    done = [ev.RemoteWorkloadFinished(time=START, cycle=2, input=0, key=KEY, cluster="worker1", reason="Succeeded")]
+    for e in [ev.WorkerClusterAssigned(time=START, cycle=1, input=0, key=KEY, cluster="worker1"),
+              *(done if finished else [])]:
+        state.apply(ev.Record(state.offset + 1, e))
+    assert state.workloads[KEY].owner == (r.api_version, r.kind, "a")
+    return state
+
+
+class Manager:
+    """The manager's apiserver: its Workload and the owner ``owner``; status patches recorded."""
+
+    def __init__(self, owner: dict[str, Any]) -> None:
+        self.owner = owner
+        self.patches: list[tuple[str, dict[str, Any]]] = []
+
+    async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
+        return msgspec.json.encode(MANAGER_WL if resource.kind == "Workload" else self.owner)
+
+    async def patch(self, resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "") -> bytes:
+        self.patches.append((f"{resource.kind}/{subresource}", body))
+        return b"{}"
+
+
+class WorkerApi:
+    """A worker's apiserver: creations and deletions recorded; reads answer ``owner``."""
+
+    def __init__(self, owner: dict[str, Any] | None = None) -> None:
+        self.owner = owner
+        self.created: list[dict[str, Any]] = []
+        self.deleted: list[str] = []
+
+    async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
+        return msgspec.json.encode(self.owner)
+
+    async def create(self, resource: Any, body: dict[str, Any], namespace: str) -> bytes:
+        self.created.append(body)
+        return msgspec.json.encode({**body, "metadata": {**body["metadata"], "resourceVersion": "1"}})
+
+    async def delete(self, resource: Any, name: str, namespace: str = "") -> bytes:
+        self.deleted.append(f"{resource.kind}:{namespace}/{name}")
+        return b"{}"
+
+
+def _connector(state, manager: Manager, worker: WorkerApi) -> MultiKueueConnector:
+    journal = SimpleNamespace(mirror=SimpleNamespace(state=state))
+    mk = MultiKueueConnector(manager, journal, append=None)  # type: ignore[arg-type]
+    mk.workers["worker1"] = Worker("worker1", b"kubeconfig", client=worker, connected=True)  # type: ignore[arg-type]
+    return mk
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("r", KINDS, ids=lambda r: r.kind)
+async def test_the_owner_managed_by_is_read_from_the_manager_into_the_log(tmp_path: Path, r: Any) -> None:
+    """The log holds none of these kinds: the connector reads the owner's spec.managedBy for the adapter to decide."""
+    objects = yaml.safe_load(SCENARIO.read_text())["objects"]
+    for obj in objects:
+        for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+            ref.update(apiVersion=r.api_version, kind=r.kind)
+    path = tmp_path / "objects.yaml"
+    path.write_text(yaml.safe_dump_all(objects))
+    state = load_state(str(path), None, START).state
+    state.apply(ev.Record(state.offset + 1, ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True)))
+    settle(state, DEFAULT, now=START)
+    assert state.workloads[KEY].reserving and state.workloads[KEY].owner_managed_by is None
+    owner = _owner(r)
+    owner["spec"]["managedBy"] = "ray.io/kuberay-operator"
+    mk = _connector(state, Manager(owner), WorkerApi())
+    assert [(e.key, e.managed_by) for e in await mk._observe_owners(START, [KEY])] == [(KEY, "ray.io/kuberay-operator")]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("r", KINDS, ids=lambda r: r.kind)
+async def test_the_worker_that_runs_it_gets_the_copy_and_its_status_replaces_the_manager_one(
+        tmp_path: Path, r: Any) -> None:
+    """On its worker the owner is copied (suspended, for the worker's Kueue); the copy's status then replaces the
+    manager owner's whole whenever it changes (a field only the manager's has is cleared)."""
+    state = _state(tmp_path, r)
+    manager = Manager(_owner(r, status={"observedGeneration": 1, "jobStatus": "PENDING"}))
+    worker = WorkerApi()
+    mk = _connector(state, manager, worker)
+    mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}}
+    await mk.sync_copies("multikueue")
+    assert [(c["kind"], c["spec"]["suspend"], c["metadata"]["labels"][PREBUILT]) for c in worker.created] == [
+        (r.kind, True, "job-a")]
+    running = copy.deepcopy(worker.created[0])
+    running["metadata"]["resourceVersion"] = "2"
+    running["status"] = {"jobStatus": "RUNNING", "conditions": [{"type": "Ready", "status": "True"}]}
+    mk.workers["worker1"].owners[r.kind]["default/a"] = running
+    mk.workers["worker1"].moved.add(KEY)  # as the worker's watch marks it
+    await mk.sync_copies("multikueue")
+    assert manager.patches == [(f"{r.kind}/status", {"status": {
+        "observedGeneration": None, "jobStatus": "RUNNING", "conditions": [{"type": "Ready", "status": "True"}]}})]
+    mk.workers["worker1"].moved.add(KEY)
+    await mk.sync_copies("multikueue")
+    assert len(manager.patches) == 1  # the copy unchanged: nothing written again
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("r", "mirrored"), [(RAYJOBS, True), (RAYCLUSTERS, True), (APPWRAPPERS, True),
+                                             (TRAINJOBS, False)], ids=lambda v: getattr(v, "kind", str(v)))
+async def test_a_trainjob_status_waits_for_the_manager_trainjob_to_be_started(tmp_path: Path, r: Any,
+                                                                           mirrored: bool) -> None:
+    """Kueue's TrainJob adapter skips the sync while the manager's TrainJob is suspended; the Ray and AppWrapper
+    adapters copy the status whatever the manager's suspension."""
+    state = _state(tmp_path, r)
+    manager = Manager(_owner(r, suspend=True, status={"conditions": []}))
+    mk = _connector(state, manager, WorkerApi())
+    remote = {"metadata": {"name": "a", "namespace": "default", "resourceVersion": "3"},
+              "status": {"conditions": [{"type": "Created", "status": "True"}]}}
+    assert await mk._mirror_status(ADAPTERS[r.api_version, r.kind], "default/a", remote) is mirrored
+    assert bool(manager.patches) is mirrored
+    manager.owner = _owner(r, suspend=False, status={"conditions": []})
+    await mk._mirror_status(ADAPTERS[r.api_version, r.kind], "default/a", remote)
+    assert [body["status"] for _, body in manager.patches] == [remote["status"]]
+
+
+@pytest.mark.asyncio
+async def test_a_trainjob_copy_status_waiting_for_the_manager_start_is_looked_at_again(tmp_path: Path) -> None:
+    """The manager's TrainJob being started is not in the log (nothing moves its workload): while its copy's status
+    waits for that, the workload stays marked on its worker, and the status is written once the pass after the
+    start finds it started, with nothing else moved."""
+    state = _state(tmp_path, TRAINJOBS)
+    manager = Manager(_owner(TRAINJOBS, suspend=True, status={"conditions": []}))
+    worker = WorkerApi()
+    mk = _connector(state, manager, worker)
+    mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}}
+    await mk.sync_copies("multikueue")
+    running = {**worker.created[0], "metadata": {**worker.created[0]["metadata"], "resourceVersion": "2"},
+               "status": {"conditions": [{"type": "Created", "status": "True"}]}}
+    mk.workers["worker1"].owners[TRAINJOBS.kind]["default/a"] = running
+    mk.workers["worker1"].moved.add(KEY)  # as the worker's watch marks it
+    await mk.sync_copies("multikueue")
+    assert manager.patches == []
+    manager.owner = _owner(TRAINJOBS, suspend=False, status={"conditions": []})
+    await mk.sync_copies("multikueue")
+    assert [body["status"] for _, body in manager.patches] == [running["status"]]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("r", KINDS, ids=lambda r: r.kind)
+async def test_finished_on_its_worker_it_gets_the_final_status_and_its_copies_go(tmp_path: Path, r: Any) -> None:
+    """As for a Job: the copy's last status, read on the worker from this manager's copy, reaches the manager's
+    owner, then the owner's copy and the Workload's are deleted."""
+    state = _state(tmp_path, r, finished=True)
+    done = {"metadata": {"name": "a", "namespace": "default", "resourceVersion": "9",
+                         "labels": {PREBUILT: "job-a", ORIGIN: "multikueue"}},
+            "status": {"jobDeploymentStatus": "Complete", "phase": "Succeeded"}}
+    manager = Manager(_owner(r, status={"jobDeploymentStatus": "Running"}))
+    worker = WorkerApi(done)
+    mk = _connector(state, manager, worker)
+    mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}}
+    mk.workers["worker1"].owners.setdefault(r.kind, {})["default/a"] = {
+        **done, "metadata": {**done["metadata"], "resourceVersion": "5"}, "status": {}}
+    await mk.sync_copies("multikueue")
+    assert [body["status"] for _, body in manager.patches] == [done["status"]]
+    assert worker.deleted == [f"{r.kind}:default/a", "Workload:default/job-a"]
