@@ -147,7 +147,8 @@ class AdmissionCheckStateChanged(Event, tag="AdmissionCheckStateChanged"):
 class MultiKueueClusterObserved(Event, tag="MultiKueueClusterObserved"):
     """What the MultiKueue connector found when it last tried to reach a worker cluster (``key``: its
     MultiKueueCluster): connected, or why not (``BadConfig``: its kubeconfig could not be read;
-    ``ClientConnectionFailed``: the cluster did not answer). Appended when that changes."""
+    ``BadKubeConfig``: its kubeconfig path was refused; ``ClientConnectionFailed``: the cluster did not answer).
+    Appended when that changes."""
 
     connected: bool
     reason: str = ""

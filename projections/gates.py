@@ -33,7 +33,11 @@ and ``kueue-es run --kube`` ``VisibilityOnDemand`` (whether it serves the visibi
 HTTPS servers accept: :mod:`kueue_es.scheduler.tls_options`); the connector reads
 ``FailureRecoveryPolicy`` there (whether it forces pods stuck terminating on an unreachable node to Failed,
 :mod:`connectors.k8s.failure_recovery`) and ``RemoveFinalizersWithStrictPatch`` (whether a Pod's finalizer goes in a patch
-conditioned on its resourceVersion). The configuration
+conditioned on its resourceVersion), and the MultiKueue connector
+``MultiKueueBatchJobClearingTTLSecondsAfterFinishedOnWorkerCluster`` (whether a Job's copy on a worker keeps
+``spec.ttlSecondsAfterFinished``: :func:`connectors.k8s.multikueue.owner_copy`) and
+``MultiKueueKubeConfigPathValidation`` (whether a ``locationType: Path`` kubeconfig must be under
+``/etc/multikueue/kubeconfigs``: :func:`connectors.k8s.multikueue.allowed_kubeconfig_path`). The configuration
 loader reads ``ReservedResourceNameValidation`` (:func:`projections.request_rules.compile_rules`) and
 ``SparkApplicationIntegration`` (without it a Configuration listing the SparkApplication framework is refused). Every other gate
 is known so that a user's existing configuration is accepted as Kueue accepts it; one set away from its
@@ -87,6 +91,8 @@ ADMISSION_GATED_BY = "AdmissionGatedBy"
 MULTIKUEUE = "MultiKueue"
 MULTIKUEUE_INCREMENTAL_DISPATCHER_CONFIG = "MultiKueueIncrementalDispatcherConfig"
 MULTIKUEUE_INCREMENTAL_DISPATCHER_RESPECT_CONFIG_ORDER = "MultiKueueIncrementalDispatcherRespectConfigOrder"
+MULTIKUEUE_BATCH_JOB_CLEARING_TTL = "MultiKueueBatchJobClearingTTLSecondsAfterFinishedOnWorkerCluster"
+MULTIKUEUE_KUBECONFIG_PATH_VALIDATION = "MultiKueueKubeConfigPathValidation"
 SCHEDULING_EQUIVALENCE_HASHING = "SchedulingEquivalenceHashing"
 SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME = "SchedulingEquivalenceHashingIgnorePodSetName"
 UNADMITTED_WORKLOADS_EXPLICIT_STATUS = "UnadmittedWorkloadsExplicitStatus"
@@ -128,7 +134,7 @@ GATES: dict[str, tuple[str, bool]] = {
     FAIR_SHARING_PREEMPT_WITHIN_NOMINAL: (BETA, True),
     FAIR_SHARING_PRIORITIZE_NON_BORROWING: (BETA, True),
     MULTIKUEUE: (BETA, True),
-    "MultiKueueBatchJobClearingTTLSecondsAfterFinishedOnWorkerCluster": (BETA, True),
+    MULTIKUEUE_BATCH_JOB_CLEARING_TTL: (BETA, True),
     TOPOLOGY_AWARE_SCHEDULING: (BETA, True),
     LOCAL_QUEUE_METRICS: (BETA, True),
     TAS_PROFILE_MIXED: (BETA, True),
@@ -151,7 +157,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "KueueDRAIntegrationConsumableCapacity": (ALPHA, False),
     "MultiKueueAdaptersForCustomJobs": (BETA, True),
     "WorkloadRequestUseMergePatch": (ALPHA, False),
-    "MultiKueueKubeConfigPathValidation": (BETA, True),
+    MULTIKUEUE_KUBECONFIG_PATH_VALIDATION: (BETA, True),
     "ReclaimablePods": (BETA, True),
     "MultiKueueClusterProfile": (ALPHA, False),
     FAILURE_RECOVERY_POLICY: (ALPHA, False),
@@ -263,8 +269,8 @@ MODELLED = INTERNAL_ONLY | frozenset({
     FLAVOR_FUNGIBILITY, KUEUE_DRA_INTEGRATION, KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED,
     FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, LWS_IMMUTABLE_GROUP_SIZE,
     MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED, METRIC_FOR_WORKLOAD_CREATION_LATENCY,
-    METRICS_FOR_COHORTS, MULTIKUEUE, MULTIKUEUE_INCREMENTAL_DISPATCHER_CONFIG,
-    MULTIKUEUE_INCREMENTAL_DISPATCHER_RESPECT_CONFIG_ORDER, PARTIAL_ADMISSION,
+    METRICS_FOR_COHORTS, MULTIKUEUE, MULTIKUEUE_BATCH_JOB_CLEARING_TTL, MULTIKUEUE_INCREMENTAL_DISPATCHER_CONFIG,
+    MULTIKUEUE_INCREMENTAL_DISPATCHER_RESPECT_CONFIG_ORDER, MULTIKUEUE_KUBECONFIG_PATH_VALIDATION, PARTIAL_ADMISSION,
     POD_INTEGRATION_VALIDATE_GROUP_OWNER, PRIORITIZE_PREEMPTOR_WORKLOADS, PRIORITY_BOOST, "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY,
     "ReclaimablePods", RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP,
     REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS, REMOVE_FINALIZERS_WITH_STRICT_PATCH, RESERVED_RESOURCE_NAME_VALIDATION,

@@ -7,7 +7,8 @@ the worker that runs a workload, Retry, the local finish); this module only obse
 * **clients.** One client per MultiKueueCluster, built from its kubeconfig: the key ``kubeconfig`` of the Secret
   ``spec.clusterSource.kubeConfig.location`` in Kueue's namespace (the Configuration's ``namespace``), read once
   and then watched (a worker's client is rebuilt when its Secret or MultiKueueCluster changes; a Secret that cannot
-  be read is that worker's ``BadConfig`` only), or a file for ``locationType: Path``; a ClusterProfile is not
+  be read is that worker's ``BadConfig`` only), or a file for ``locationType: Path`` (under
+  ``/etc/multikueue/kubeconfigs`` while MultiKueueKubeConfigPathValidation is on); a ClusterProfile is not
   supported (``BadConfig``). Each worker's Workloads and Jobs
   carrying ``kueue.x-k8s.io/multikueue-origin=<origin>`` are listed and watched; whether that works is appended
   as ``MultiKueueClusterObserved`` (connected, or ``BadConfig`` / ``ClientConnectionFailed`` with the error)
@@ -284,6 +285,8 @@ class Adapter(NamedTuple):
     manager's owner has when mirrored."""
     managed_by_at: tuple[str, ...] = ("spec", "managedBy")
     """The keys down to its managedBy, for an owner the log does not hold."""
+    cleared_under: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """(feature gate, keys down to a field): fields its copy goes without while the gate is on."""
     mirrored_while_suspended: bool = True
     """For a kind the log does not hold: the copy's status is mirrored whatever the manager's owner's
     ``spec.suspend`` (False: only once the manager's owner is started, as Kueue's TrainJob adapter waits)."""
@@ -291,7 +294,8 @@ class Adapter(NamedTuple):
 
 RUN_POLICY_MANAGED_BY = ("spec", "runPolicy", "managedBy")
 ADAPTERS = {
-    ("batch/v1", "Job"): Adapter(JOBS, job_copy, in_log=True, status_fields=JOB_STATUS_FIELDS),
+    ("batch/v1", "Job"): Adapter(JOBS, job_copy, in_log=True, status_fields=JOB_STATUS_FIELDS, cleared_under=(
+        (gates.MULTIKUEUE_BATCH_JOB_CLEARING_TTL, ("spec", "ttlSecondsAfterFinished")),)),
     (JOBSETS.api_version, JOBSETS.kind): Adapter(JOBSETS, jobset_copy, in_log=False),
     **{(r.api_version, r.kind): Adapter(r, run_policy_copy, in_log=False, managed_by_at=RUN_POLICY_MANAGED_BY)
        for r in (*KUBEFLOW_JOBS.values(), MPIJOBS)},
@@ -301,6 +305,20 @@ ADAPTERS = {
                                                      mirrored_while_suspended=False),
 }
 """(apiVersion, kind) of an owner MultiKueue runs on a worker -> its adapter."""
+
+
+def owner_copy(adapter: Adapter, manager_owner: dict[str, Any], manager_wl: dict[str, Any], origin: str,
+               config: SchedulerConfig) -> dict[str, Any]:
+    """The owner's copy created on the worker: its adapter's copy, without the fields its gates in force clear
+    (Kueue's Job adapter drops a Job's ``ttlSecondsAfterFinished`` under
+    MultiKueueBatchJobClearingTTLSecondsAfterFinishedOnWorkerCluster: the worker deleting the finished copy would
+    look like a lost copy and have it dispatched again)."""
+    made = adapter.make_copy(manager_owner, manager_wl, origin)
+    for gate, keys in adapter.cleared_under:
+        parent = _at(made, keys[:-1])
+        if config.gate(gate) and isinstance(parent, dict):
+            parent.pop(keys[-1], None)
+    return made
 
 
 def adapter_of(wl: WorkloadInfo) -> Adapter | None:
@@ -327,6 +345,46 @@ def read_kubeconfig_file(location: str) -> tuple[bytes, str]:
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
             return b"", f"{where}: not a regular file"
         return f.read(), ""
+
+
+KUBECONFIG_DIR = "/etc/multikueue/kubeconfigs"
+"""Where Kueue reads ``locationType: Path`` kubeconfigs from under MultiKueueKubeConfigPathValidation."""
+NOT_UNDER = "kubeconfig path is not under the allowed prefix"
+
+
+def allowed_kubeconfig_path(location: str, allowed_dir: str) -> tuple[str, str]:
+    """The file ``location`` names once cleaned and its links resolved, or why Kueue refuses it under
+    MultiKueueKubeConfigPathValidation: empty, with a ``..`` left, relative, or not inside ``allowed_dir`` (a
+    link out of it included; nothing is inside a directory that does not exist)."""
+    if not location:
+        return "", "kubeconfig path must not be empty"
+    cleaned = os.path.normpath(location)
+    if ".." in cleaned.split(os.sep):
+        return "", f'{NOT_UNDER}: path contains ".."'
+    if not os.path.isabs(cleaned):
+        return "", f"{NOT_UNDER}: path must be absolute"
+    try:
+        allowed = os.path.realpath(allowed_dir, strict=True)
+    except OSError:
+        return "", f'{NOT_UNDER}: "{cleaned}" is not under "{os.path.normpath(allowed_dir)}"'
+    try:
+        resolved = os.path.realpath(cleaned, strict=True)
+    except OSError as exc:
+        return "", f"cannot resolve kubeconfig path symlinks: lstat {_first_missing(cleaned)}: " \
+                   f"{(exc.strerror or str(exc)).lower()}"
+    if not (resolved + os.sep).startswith(allowed.rstrip(os.sep) + os.sep):
+        return "", f'{NOT_UNDER}: "{resolved}" is not under "{allowed}"'
+    return resolved, ""
+
+
+def _first_missing(path: str) -> str:
+    """The shortest leading part of ``path`` that cannot be looked at (what a failed link resolution names)."""
+    parts = path.split(os.sep)
+    for end in range(2, len(parts) + 1):
+        prefix = os.sep.join(parts[:end])
+        if not os.path.lexists(prefix):
+            return prefix
+    return path
 
 
 async def client_from(kubeconfig: bytes) -> KubeClient:
@@ -364,6 +422,8 @@ class MultiKueueConnector:
         self.retry_s = retry_s
         self.watch_timeout_s = watch_timeout_s
         self.stats = MultiKueueStats()
+        self.kubeconfig_dir = KUBECONFIG_DIR
+        """Where a ``locationType: Path`` kubeconfig must be while MultiKueueKubeConfigPathValidation is on."""
         self.workers: dict[str, Worker] = {}
         self._wake = asyncio.Event()
         self._mirrored: dict[str, str] = {}
@@ -483,7 +543,7 @@ class MultiKueueConnector:
             read = await self._kubeconfig(clusters[name], config)
             if read is None:
                 continue  # its Secret not read yet: the read wakes the next pass
-            source, error = read
+            source, error, reason = read
             w = self.workers.get(name)
             if w is not None and w.source == source and source:
                 continue
@@ -491,7 +551,7 @@ class MultiKueueConnector:
                 await self._stop(w)
             w = self.workers[name] = Worker(name, source)
             if error:
-                w.reason, w.message = "BadConfig", error
+                w.reason, w.message = reason, error
                 continue
             try:
                 w.client = await client_from(source)
@@ -501,23 +561,35 @@ class MultiKueueConnector:
             w.reason, w.message = "ClientConnectionFailed", "connecting"
             w.task = asyncio.create_task(self._watch_worker(w, config.multi_kueue.origin), name=f"mk-{name}")
 
-    async def _kubeconfig(self, cluster: o.MultiKueueCluster, config: SchedulerConfig) -> tuple[bytes, str] | None:
-        """The worker's kubeconfig, or the error Kueue's cluster controller reports (BadConfig); None while its
-        Secret has not been read yet. A Secret is read once and then watched (:meth:`_watch_secret`), as Kueue's
-        cluster reconciler is woken by a change of the MultiKueueCluster or of the Secret, not by every log move."""
+    async def _kubeconfig(self, cluster: o.MultiKueueCluster,
+                          config: SchedulerConfig) -> tuple[bytes, str, str] | None:
+        """The worker's kubeconfig, or the error and reason Kueue's cluster controller reports (``BadConfig``;
+        ``BadKubeConfig`` for a path MultiKueueKubeConfigPathValidation refuses), the reason empty without one;
+        None while its Secret has not been read yet. A Secret is read once and then watched
+        (:meth:`_watch_secret`), as Kueue's cluster reconciler is woken by a change of the MultiKueueCluster or of
+        the Secret, not by every log move."""
         kc = cluster.spec.cluster_source.kube_config
         name = cluster.metadata.name
         if kc is None or kc.location_type == "Path":
             await self._stop_secret(name)
             if kc is None:
-                return b"", "ClusterProfile is not supported by kueue-es"
-            return read_kubeconfig_file(kc.location)
+                return b"", "ClusterProfile is not supported by kueue-es", "BadConfig"
+            return self._kubeconfig_file(kc.location, config)
         watched = self._secrets.get(name)
         if watched is None or (watched.location, watched.namespace) != (kc.location, config.namespace):
             await self._stop_secret(name)
             watched = self._secrets[name] = KubeconfigSecret(kc.location, config.namespace)
             watched.task = asyncio.create_task(self._watch_secret(watched), name=f"mk-secret-{name}")
-        return (watched.data, watched.error) if watched.read else None
+        return _with_reason(watched.data, watched.error) if watched.read else None
+
+    def _kubeconfig_file(self, location: str, config: SchedulerConfig) -> tuple[bytes, str, str]:
+        """A ``locationType: Path`` kubeconfig: only from under :attr:`kubeconfig_dir` while
+        MultiKueueKubeConfigPathValidation is on (Kueue's check, its reason and message), from anywhere while off."""
+        if config.gate(gates.MULTIKUEUE_KUBECONFIG_PATH_VALIDATION):
+            location, refused = allowed_kubeconfig_path(location, self.kubeconfig_dir)
+            if refused:
+                return b"", f"load client config failed: {refused}", "BadKubeConfig"
+        return _with_reason(*read_kubeconfig_file(location))
 
     async def _watch_secret(self, s: KubeconfigSecret) -> None:
         """Read one worker's kubeconfig Secret, then follow it. A failure to read it (a forbidden read, the
@@ -809,7 +881,7 @@ class MultiKueueConnector:
                 return
             try:
                 remote = msgspec.json.decode(await w.client.create(
-                    r, adapter.make_copy(manager_owner, manager_wl, origin), wl.namespace))
+                    r, owner_copy(adapter, manager_owner, manager_wl, origin, self._config()), wl.namespace))
             except AlreadyExists:
                 return
             copies[owner_key] = remote
@@ -927,6 +999,10 @@ class MultiKueueConnector:
             except NotFound:
                 return False
         return ((raw.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) == origin
+
+
+def _with_reason(source: bytes, error: str) -> tuple[bytes, str, str]:
+    return source, error, "BadConfig" if error else ""
 
 
 def _at(obj: dict[str, Any], keys: tuple[str, ...]) -> Any:

@@ -21,6 +21,7 @@ from kueue_es.scheduler.config import DEFAULT
 from kueue_es.statefile import load_state
 
 SCENARIO = Path(__file__).parents[1] / "scheduler" / "scenarios" / "multikueue-dispatch.yaml"
+NO_PATH_CHECK = msgspec.structs.replace(DEFAULT, feature_gates={"MultiKueueKubeConfigPathValidation": False})
 START = 1_704_067_200_000
 KEY = "default/job-a"
 
@@ -210,22 +211,74 @@ async def test_a_kubeconfig_path_is_read_only_from_a_regular_file_not_through_a_
     mk = _connector(state, {})
     real = tmp_path / "kubeconfig"
     real.write_bytes(b"apiVersion: v1\n")
-    assert await mk._kubeconfig(_path_cluster(str(real)), DEFAULT) == (b"apiVersion: v1\n", "")
+    assert await mk._kubeconfig(_path_cluster(str(real)), NO_PATH_CHECK) == (b"apiVersion: v1\n", "", "")
     link = tmp_path / "link"
     link.symlink_to(real)
-    source, error = await mk._kubeconfig(_path_cluster(str(link)), DEFAULT)
-    assert source == b"" and "spec.clusterSource.kubeConfig.location" in error
+    source, error, reason = await mk._kubeconfig(_path_cluster(str(link)), NO_PATH_CHECK)
+    assert source == b"" and "spec.clusterSource.kubeConfig.location" in error and reason == "BadConfig"
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     got: list[tuple[bytes, str]] = []
     reader = threading.Thread(target=lambda: got.append(asyncio.run(mk._kubeconfig(_path_cluster(str(fifo)),
-                                                                                   DEFAULT))), daemon=True)
+                                                                                   NO_PATH_CHECK))), daemon=True)
     reader.start()
     reader.join(5)
     if reader.is_alive():  # unblock the stalled read before failing
         open(fifo, "wb").close()  # noqa: SIM115 - a writer lets the blocked open return
         reader.join(5)
     assert got and got[0][0] == b"" and "not a regular file" in got[0][1]
+
+
+@pytest.mark.asyncio
+async def test_a_kubeconfig_path_outside_the_allowed_directory_is_refused_while_its_gate_is_on(
+        tmp_path: Path) -> None:
+    """MultiKueueKubeConfigPathValidation (beta, on): a ``locationType: Path`` kubeconfig is read only from under
+    Kueue's directory for them (``/etc/multikueue/kubeconfigs``), the path cleaned, absolute, its links resolved;
+    any other is the cluster's ``BadKubeConfig`` with Kueue's message, never read. Off, any path is read."""
+    state = _state(tmp_path)
+    mk = _connector(state, {})
+    allowed, elsewhere = tmp_path / "kubeconfigs", tmp_path / "elsewhere"
+    allowed.mkdir()
+    elsewhere.mkdir()
+    (allowed / "w1").write_bytes(b"inside\n")
+    (elsewhere / "w1").write_bytes(b"outside\n")
+    (allowed / "escape").symlink_to(elsewhere / "w1")
+    (allowed / "alias").symlink_to(allowed / "w1")
+    mk.kubeconfig_dir = str(allowed)
+
+    async def read(location: str, config=DEFAULT) -> tuple[bytes, str, str]:
+        return await mk._kubeconfig(_path_cluster(location), config)
+
+    assert await read(str(allowed / "w1")) == (b"inside\n", "", "")
+    assert await read(str(allowed / "alias")) == (b"inside\n", "", ""), "a link is resolved, then checked"
+    refused = "load client config failed: kubeconfig path is not under the allowed prefix: "
+    assert await read(str(elsewhere / "w1")) == (
+        b"", f'{refused}"{elsewhere / "w1"}" is not under "{allowed}"', "BadKubeConfig")
+    assert await read(str(allowed / "escape")) == (
+        b"", f'{refused}"{elsewhere / "w1"}" is not under "{allowed}"', "BadKubeConfig")
+    assert await read("kubeconfigs/w1") == (b"", f"{refused}path must be absolute", "BadKubeConfig")
+    assert await read("../w1") == (b"", f'{refused}path contains ".."', "BadKubeConfig")
+    assert await read("") == (b"", "load client config failed: kubeconfig path must not be empty", "BadKubeConfig")
+    assert await read(str(allowed / "gone")) == (
+        b"", f"load client config failed: cannot resolve kubeconfig path symlinks: lstat {allowed / 'gone'}: "
+             "no such file or directory", "BadKubeConfig")
+    mk.kubeconfig_dir = str(tmp_path / "missing")
+    assert await read(str(allowed / "w1")) == (
+        b"", f'{refused}"{allowed / "w1"}" is not under "{tmp_path / "missing"}"', "BadKubeConfig")
+    assert await read(str(elsewhere / "w1"), NO_PATH_CHECK) == (b"outside\n", "", "")
+
+
+@pytest.mark.asyncio
+async def test_a_refused_kubeconfig_path_is_its_worker_s_bad_kube_config(tmp_path: Path) -> None:
+    """The refusal is what the cluster's Active condition shows (its reason and message), as Kueue writes it."""
+    state = _state(tmp_path)
+    mk = _connector(state, {})
+    mk.kubeconfig_dir = str(tmp_path / "kubeconfigs")
+    state.multikueue_clusters = {"w": _path_cluster(str(tmp_path / "w"))}
+    await mk._sync_workers(DEFAULT)
+    w = mk.workers["w"]
+    assert not w.connected and w.client is None and w.reason == "BadKubeConfig"
+    assert w.message.startswith("load client config failed: kubeconfig path is not under the allowed prefix: ")
 
 
 @pytest.mark.asyncio

@@ -5,16 +5,20 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import msgspec
+
 from connectors.k8s.multikueue import (
     ADAPTERS,
     adapter_of,
     job_copy,
     jobset_copy,
+    owner_copy,
     remote_conditions,
     workload_copy,
 )
 from connectors.k8s.resources import JOBSETS
 from kueue_es.scheduler import multikueue as pure
+from kueue_es.scheduler.config import DEFAULT
 from projections.workloads import WorkloadInfo
 
 MANAGER_WL = {
@@ -33,6 +37,7 @@ MANAGER_JOB = {
                                             "spec": {"nodeSelector": {"added": "at-start"}}}},
     "status": {"active": 1},
 }
+TTL_GATE = "MultiKueueBatchJobClearingTTLSecondsAfterFinishedOnWorkerCluster"
 
 
 def test_the_workload_copy_is_the_manager_one_with_the_origin_label() -> None:
@@ -95,3 +100,26 @@ def test_an_adapter_is_chosen_by_the_owner_kind_alike_on_both_sides() -> None:
     assert adapter_of(wl("batch/v1", "Job", "a")).make_copy is job_copy
     assert adapter_of(wl("kubeflow.org/v1", "MXJob", "m")) is None and adapter_of(wl()) is None
     assert sorted(ADAPTERS) == sorted(pure.ADAPTERS)
+
+
+def test_the_job_copy_drops_ttl_seconds_after_finished_while_its_gate_is_on() -> None:
+    """MultiKueueBatchJobClearingTTLSecondsAfterFinishedOnWorkerCluster (beta, on): the worker's copy of a Job has
+    no ``spec.ttlSecondsAfterFinished``, so the worker's TTL controller cannot delete the finished copy (which
+    MultiKueue would take for lost and dispatch again); off, it is copied as the rest of the spec. The manager's
+    Job keeps it either way."""
+    job_adapter = ADAPTERS[("batch/v1", "Job")]
+    manager_job = {**MANAGER_JOB, "spec": {**MANAGER_JOB["spec"], "ttlSecondsAfterFinished": 30}}
+    on = owner_copy(job_adapter, manager_job, MANAGER_WL, "mk-origin", DEFAULT)
+    assert "ttlSecondsAfterFinished" not in on["spec"] and on["spec"]["parallelism"] == 1
+    off_config = msgspec.structs.replace(DEFAULT, feature_gates={TTL_GATE: False})
+    off = owner_copy(job_adapter, manager_job, MANAGER_WL, "mk-origin", off_config)
+    assert off["spec"]["ttlSecondsAfterFinished"] == 30
+    assert manager_job["spec"]["ttlSecondsAfterFinished"] == 30
+
+
+def test_only_the_batch_job_copy_is_cleared_of_its_ttl() -> None:
+    """The gate is the batch/v1 Job adapter's alone: another kind's copy is its adapter's copy whatever it says."""
+    jobset_adapter = ADAPTERS[(JOBSETS.api_version, JOBSETS.kind)]
+    manager_jobset = {**MANAGER_JOBSET, "spec": {**MANAGER_JOBSET["spec"], "ttlSecondsAfterFinished": 5}}
+    assert owner_copy(jobset_adapter, manager_jobset, MANAGER_WL, "mk-origin", DEFAULT) == \
+        jobset_copy(manager_jobset, MANAGER_WL, "mk-origin")

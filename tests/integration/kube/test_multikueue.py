@@ -206,8 +206,23 @@ async def _dispatch_run_and_finish(kc, wc, ns: str, cq: str, worker: str, check:
         c = await eventually(check_active, what="the MultiKueue check to be Active")
         assert (c["reason"], c["message"]) == ("Active", "The admission check is active")
 
+        # --- a kubeconfig path outside Kueue's directory is refused (MultiKueueKubeConfigPathValidation, on) ---
+        outside = str(tmp_path / "kubeconfig")
+        await create(kc, {"apiVersion": KUEUE, "kind": "MultiKueueCluster", "metadata": {"name": f"path-{sfx}"},
+                          "spec": {"clusterSource": {"kubeConfig": {"location": outside, "locationType": "Path"}}}})
+
+        async def path_refused() -> dict[str, Any] | None:
+            return _cond(await get(kc, "MultiKueueCluster", f"path-{sfx}"), "Active")
+
+        c = await eventually(path_refused, what="the Path MultiKueueCluster's Active condition")
+        assert (c["status"], c["reason"]) == ("False", "BadKubeConfig")
+        assert c["message"] == ("load client config failed: kubeconfig path is not under the allowed prefix: "
+                                f'"{outside}" is not under "/etc/multikueue/kubeconfigs"')
+
         # --- a Job handed to MultiKueue by the webhook is admitted on the worker --------------------------
-        manager_job = await create(kc, job(ns, "mk-job", "user-queue", cpu="1"))
+        with_ttl = job(ns, "mk-job", "user-queue", cpu="1")
+        with_ttl["spec"]["ttlSecondsAfterFinished"] = 600
+        manager_job = await create(kc, with_ttl)
         assert manager_job["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
         wl_name = workload_name("mk-job", manager_job["metadata"]["uid"])
 
@@ -236,7 +251,10 @@ async def _dispatch_run_and_finish(kc, wc, ns: str, cq: str, worker: str, check:
         assert labels["kueue.x-k8s.io/multikueue-origin"] == "multikueue"
         assert labels["kueue.x-k8s.io/prebuilt-workload-name"] == wl_name
         assert "managedBy" not in remote_job["spec"]
-        assert (await get(kc, "Job", "mk-job", ns))["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+        assert "ttlSecondsAfterFinished" not in remote_job["spec"]  # MultiKueueBatchJobClearingTTL..., on
+        manager_spec = (await get(kc, "Job", "mk-job", ns))["spec"]
+        assert (manager_spec["managedBy"], manager_spec["ttlSecondsAfterFinished"]) == (
+            "kueue.x-k8s.io/multikueue", 600)
 
         # --- running on the worker: the manager's Job shows it -------------------------------------------
         await wc.patch(BY_KIND["Job"], "mk-job", {"status": {"startTime": NOW, "active": 1, "ready": 1}}, ns,
