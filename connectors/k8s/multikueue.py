@@ -7,11 +7,11 @@ the worker that runs a workload, Retry, the local finish); this module only obse
 * **clients.** One client per MultiKueueCluster, built from its kubeconfig: the key ``kubeconfig`` of the Secret
   ``spec.clusterSource.kubeConfig.location`` in Kueue's namespace (the Configuration's ``namespace``), read once
   and then watched (a worker's client is rebuilt when its Secret or MultiKueueCluster changes; a Secret that cannot
-  be read is that worker's ``BadConfig`` only), or a file for ``locationType: Path`` (under
+  be read is that worker's ``BadKubeConfig`` only), or a file for ``locationType: Path`` (under
   ``/etc/multikueue/kubeconfigs`` while MultiKueueKubeConfigPathValidation is on); a ClusterProfile is not
-  supported (``BadConfig``). Each worker's Workloads and Jobs
+  supported (``MultiKueueClusterProfileFeatureDisabled``, as Kueue with that gate off). Each worker's Workloads and Jobs
   carrying ``kueue.x-k8s.io/multikueue-origin=<origin>`` are listed and watched; whether that works is appended
-  as ``MultiKueueClusterObserved`` (connected, or ``BadConfig`` / ``ClientConnectionFailed`` with the error)
+  as ``MultiKueueClusterObserved`` (connected, or ``BadKubeConfig`` / ``ClientConnectionFailed`` with the error)
   whenever it changes, and the MultiKueueCluster's ``Active`` condition is written from the log
   (:func:`projections.admissionchecks.cluster_active`), as are the MultiKueue checks' (``checkstatus``).
 * **observations.** The conditions MultiKueue reads of each copy (QuotaReserved, Admitted, Evicted, Finished) and
@@ -555,16 +555,18 @@ class MultiKueueConnector:
                 continue
             try:
                 w.client = await client_from(source)
-            except Exception as exc:  # noqa: BLE001 - whatever the kubeconfig held, it is a bad config
-                w.reason, w.message = "BadConfig", f"{type(exc).__name__}: {exc}"
+            except Exception as exc:  # noqa: BLE001 - whatever the kubeconfig held, no client comes of it
+                # Kueue builds the client after loading the config: a kubeconfig that gives none fails there
+                w.reason, w.message = "ClientConnectionFailed", f"{type(exc).__name__}: {exc}"
                 continue
             w.reason, w.message = "ClientConnectionFailed", "connecting"
             w.task = asyncio.create_task(self._watch_worker(w, config.multi_kueue.origin), name=f"mk-{name}")
 
     async def _kubeconfig(self, cluster: o.MultiKueueCluster,
                           config: SchedulerConfig) -> tuple[bytes, str, str] | None:
-        """The worker's kubeconfig, or the error and reason Kueue's cluster controller reports (``BadConfig``;
-        ``BadKubeConfig`` for a path MultiKueueKubeConfigPathValidation refuses), the reason empty without one;
+        """The worker's kubeconfig, or the error and reason Kueue's cluster controller reports (``BadKubeConfig``,
+        "load client config failed: ..."; ``MultiKueueClusterProfileFeatureDisabled`` for a ClusterProfile
+        reference), the reason empty without one;
         None while its Secret has not been read yet. A Secret is read once and then watched
         (:meth:`_watch_secret`), as Kueue's cluster reconciler is woken by a change of the MultiKueueCluster or of
         the Secret, not by every log move."""
@@ -572,8 +574,9 @@ class MultiKueueConnector:
         name = cluster.metadata.name
         if kc is None or kc.location_type == "Path":
             await self._stop_secret(name)
-            if kc is None:
-                return b"", "ClusterProfile is not supported by kueue-es", "BadConfig"
+            if kc is None:  # kueue-es runs no ClusterProfile support: as Kueue with its gate off
+                return (b"", "load client config failed: MultiKueueClusterProfile feature gate is disabled",
+                        "MultiKueueClusterProfileFeatureDisabled")
             return self._kubeconfig_file(kc.location, config)
         watched = self._secrets.get(name)
         if watched is None or (watched.location, watched.namespace) != (kc.location, config.namespace):
@@ -1002,7 +1005,10 @@ class MultiKueueConnector:
 
 
 def _with_reason(source: bytes, error: str) -> tuple[bytes, str, str]:
-    return source, error, "BadConfig" if error else ""
+    """A kubeconfig read, or why it could not be: Kueue's cluster controller reports any failure to get the
+    kubeconfig (a Secret missing, unreadable or without its key; a file it cannot open) as ``BadKubeConfig``
+    "load client config failed: ..."."""
+    return (source, f"load client config failed: {error}", "BadKubeConfig") if error else (source, "", "")
 
 
 def _at(obj: dict[str, Any], keys: tuple[str, ...]) -> Any:

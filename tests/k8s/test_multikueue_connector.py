@@ -215,7 +215,8 @@ async def test_a_kubeconfig_path_is_read_only_from_a_regular_file_not_through_a_
     link = tmp_path / "link"
     link.symlink_to(real)
     source, error, reason = await mk._kubeconfig(_path_cluster(str(link)), NO_PATH_CHECK)
-    assert source == b"" and "spec.clusterSource.kubeConfig.location" in error and reason == "BadConfig"
+    assert source == b"" and "spec.clusterSource.kubeConfig.location" in error and reason == "BadKubeConfig"
+    assert error.startswith("load client config failed: ")  # Kueue's words
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     got: list[tuple[bytes, str]] = []
@@ -502,6 +503,20 @@ def _appending(mk: MultiKueueConnector) -> list[ev.AnyEvent]:
 
 
 @pytest.mark.asyncio
+async def test_a_cluster_profile_reference_is_reported_as_kueue_reports_it_with_its_gate_off(tmp_path: Path) -> None:
+    """kueue-es runs no ClusterProfile support, as Kueue with MultiKueueClusterProfile (alpha) off: the cluster's
+    reason and message are that gate's."""
+    from events import objects as o
+
+    mk = _connector(_state(tmp_path), {})
+    cluster = o.MultiKueueCluster(metadata=o.ObjectMeta(name="w"), spec=o.MultiKueueClusterSpec(
+        cluster_source=o.MultiKueueClusterSource(cluster_profile_ref=o.ClusterProfileReference(name="p"))))
+    assert await mk._kubeconfig(cluster, DEFAULT) == (
+        b"", "load client config failed: MultiKueueClusterProfile feature gate is disabled",
+        "MultiKueueClusterProfileFeatureDisabled")
+
+
+@pytest.mark.asyncio
 async def test_a_secret_that_cannot_be_read_is_its_worker_s_bad_config_the_others_served(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Kueue loads each MultiKueueCluster's client config apart: a Secret read refused (not merely missing) makes
@@ -521,7 +536,7 @@ async def test_a_secret_that_cannot_be_read_is_its_worker_s_bad_config_the_other
         await _close(mk)
     links = state.cluster_links
     assert links["worker2"].connected and mk.workers["worker2"].connected
-    assert not links["worker1"].connected and links["worker1"].reason == "BadConfig"
+    assert not links["worker1"].connected and links["worker1"].reason == "BadKubeConfig"
     assert "forbidden" in links["worker1"].message
     assert [e.key for e in appended if isinstance(e, ev.MultiKueueClusterObserved)] == ["worker1"]
     assert isinstance(mk.workers["worker2"].client, IdleWorker)
