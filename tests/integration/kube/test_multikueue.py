@@ -47,7 +47,7 @@ from connectors.k8s.jobs import workload_name
 from connectors.k8s.jobset import workload_name as jobset_workload_name
 from connectors.k8s.kubeflow import KINDS as KUBEFLOW_KINDS
 from connectors.k8s.rayjob import workload_name as rayjob_workload_name
-from connectors.k8s.resources import BY_KIND, JOBSETS, RAYJOBS, SECRETS
+from connectors.k8s.resources import BY_KIND, JOBSETS, RAYJOBS, SECRETS, Resource
 from connectors.k8s.settings import KubeSettings
 from connectors.k8s.webhook import (
     MUTATING_CONFIGS,
@@ -102,6 +102,47 @@ async def _maybe(kc, kind: str, name: str, ns: str = "") -> dict[str, Any] | Non
     with contextlib.suppress(NotFound):
         return await get(kc, kind, name, ns)
     return None
+
+
+async def _workload_shows(kc, name: str, ns: str, type_: str, what: str) -> dict[str, Any]:
+    """Workload ``name`` once its condition ``type_`` is True (waited for)."""
+    async def shows() -> dict[str, Any] | None:
+        wl = await _maybe(kc, "Workload", name, ns)
+        return wl if wl is not None and _true(wl, type_) else None
+
+    return await eventually(shows, timeout=60, what=what)
+
+
+async def _remote(wc, r: Resource, name: str, ns: str) -> dict[str, Any] | None:
+    """The worker's object of kind ``r`` named ``name`` (None: there is none)."""
+    with contextlib.suppress(NotFound):
+        return msgspec.json.decode(await wc.get(r, name, ns))
+    return None
+
+
+async def _copies_deleted(wc, r: Resource, name: str, wl_name: str, ns: str) -> None:
+    """Waits until the worker holds neither the Workload's copy nor its owner's."""
+    async def gone() -> bool:
+        return await _maybe(wc, "Workload", wl_name, ns) is None and await _remote(wc, r, name, ns) is None
+
+    await eventually(gone, timeout=60, what="the copies on the worker to be deleted")
+
+
+async def _rejected(kc, wl_name: str, ns: str, what: str) -> dict[str, Any]:
+    """The Workload of an owner not handed to MultiKueue once deactivated by its Rejected check: ``spec.active``
+    and the Evicted condition are two writes (spec, then status), so both are waited for."""
+    async def deactivated() -> dict[str, Any] | None:
+        wl = await _maybe(kc, "Workload", wl_name, ns)
+        done = wl is not None and wl["spec"].get("active") is False and _cond(wl, "Evicted") is not None
+        return wl if done else None
+
+    return await eventually(deactivated, timeout=60, what=what)
+
+
+def _rejection(check: str) -> str:
+    """The Evicted message of a workload whose owner names no manager (Kueue's words)."""
+    return (f'The workload is deactivated due to AdmissionCheck in Rejected state: "{check}" (The owner is not '
+            'managed by Kueue: Expecting spec.managedBy to be "kueue.x-k8s.io/multikueue" not "")')
 
 
 @pytest.mark.asyncio
@@ -226,11 +267,7 @@ async def _dispatch_run_and_finish(kc, wc, ns: str, cq: str, worker: str, check:
         assert manager_job["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
         wl_name = workload_name("mk-job", manager_job["metadata"]["uid"])
 
-        async def admitted_on_manager() -> dict[str, Any] | None:
-            wl = await _maybe(kc, "Workload", wl_name, ns)
-            return wl if wl is not None and _true(wl, "Admitted") else None
-
-        wl = await eventually(admitted_on_manager, timeout=60, what="the manager's Workload to be admitted")
+        wl = await _workload_shows(kc, wl_name, ns, "Admitted", "the manager's Workload to be admitted")
         assert wl["status"]["clusterName"] == worker
         assert not wl["status"].get("nominatedClusterNames")
         assert wl["status"]["admission"]["clusterQueue"] == cq
@@ -270,11 +307,7 @@ async def _dispatch_run_and_finish(kc, wc, ns: str, cq: str, worker: str, check:
         await wc.patch(BY_KIND["Job"], "mk-job", {"status": {"active": None, "ready": 0}}, ns, subresource="status")
         await complete_job(wc, ns, "mk-job")
 
-        async def finished_on_manager() -> dict[str, Any] | None:
-            wl = await _maybe(kc, "Workload", wl_name, ns)
-            return wl if wl is not None and _true(wl, "Finished") else None
-
-        wl = await eventually(finished_on_manager, timeout=60, what="the manager's Workload to finish")
+        wl = await _workload_shows(kc, wl_name, ns, "Finished", "the manager's Workload to finish")
         assert _cond(wl, "Finished")["reason"] == "Succeeded"
 
         async def manager_job_complete() -> dict[str, Any] | None:
@@ -284,11 +317,7 @@ async def _dispatch_run_and_finish(kc, wc, ns: str, cq: str, worker: str, check:
         j = await eventually(manager_job_complete, timeout=60, what="the manager's Job to show Complete")
         assert j["status"]["succeeded"] == 1 and "active" not in j["status"]  # the copy's status, not merged
 
-        async def copies_gone() -> bool:
-            return (await _maybe(wc, "Workload", wl_name, ns) is None
-                    and await _maybe(wc, "Job", "mk-job", ns) is None)
-
-        await eventually(copies_gone, timeout=60, what="the copies on the worker to be deleted")
+        await _copies_deleted(wc, BY_KIND["Job"], "mk-job", wl_name, ns)
 
         records = [r async for r in journal.log.read()]
         kinds = [type(r.event).__name__ for r in records if r.event.key == f"{ns}/{wl_name}"
@@ -334,17 +363,11 @@ async def test_a_jobset_is_dispatched_to_the_worker_and_finishes_there(kube_apis
                                                          ns))
             wl_name = jobset_workload_name("mk-js", handed["metadata"]["uid"])
 
-            async def admitted_on_manager() -> dict[str, Any] | None:
-                wl = await _maybe(kc, "Workload", wl_name, ns)
-                return wl if wl is not None and _true(wl, "Admitted") else None
-
-            wl = await eventually(admitted_on_manager, timeout=60, what="the JobSet's Workload to be admitted")
+            wl = await _workload_shows(kc, wl_name, ns, "Admitted", "the JobSet's Workload to be admitted")
             assert wl["status"]["clusterName"] == worker
 
             async def copied() -> dict[str, Any] | None:
-                with contextlib.suppress(NotFound):
-                    return msgspec.json.decode(await wc.get(JOBSETS, "mk-js", ns))
-                return None
+                return await _remote(wc, JOBSETS, "mk-js", ns)
 
             remote = await eventually(copied, timeout=60, what="the JobSet's copy on the worker")
             labels = remote["metadata"]["labels"]
@@ -363,31 +386,16 @@ async def test_a_jobset_is_dispatched_to_the_worker_and_finishes_there(kube_apis
 
             await eventually(manager_completed, timeout=60, what="the manager's JobSet to show Completed")
 
-            async def finished_on_manager() -> dict[str, Any] | None:
-                wl = await _maybe(kc, "Workload", wl_name, ns)
-                return wl if wl is not None and _true(wl, "Finished") else None
+            await _workload_shows(kc, wl_name, ns, "Finished", "the manager's Workload to finish")
 
-            await eventually(finished_on_manager, timeout=60, what="the manager's Workload to finish")
-
-            async def copies_gone() -> bool:
-                return await _maybe(wc, "Workload", wl_name, ns) is None and await copied() is None
-
-            await eventually(copies_gone, timeout=60, what="the copies on the worker to be deleted")
+            await _copies_deleted(wc, JOBSETS, "mk-js", wl_name, ns)
 
             # --- a JobSet MultiKueue is not handed: its check is Rejected ----------------------------------------
             other = msgspec.json.decode(await kc.create(JOBSETS, _jobset(ns, "local-js", None), ns))
             other_wl = jobset_workload_name("local-js", other["metadata"]["uid"])
 
-            async def rejected() -> dict[str, Any] | None:
-                wl = await _maybe(kc, "Workload", other_wl, ns)
-                # spec.active and the Evicted condition are two writes (spec, then status): wait for both
-                done = wl is not None and wl["spec"].get("active") is False and _cond(wl, "Evicted") is not None
-                return wl if done else None
-
-            wl = await eventually(rejected, timeout=60, what="the unmanaged JobSet's Workload to be deactivated")
-            assert _cond(wl, "Evicted")["message"] == (
-                f'The workload is deactivated due to AdmissionCheck in Rejected state: "{check}" (The owner is not '
-                'managed by Kueue: Expecting spec.managedBy to be "kueue.x-k8s.io/multikueue" not "")')
+            wl = await _rejected(kc, other_wl, ns, "the unmanaged JobSet's Workload to be deactivated")
+            assert _cond(wl, "Evicted")["message"] == _rejection(check)
 
 
 def _rayjob(ns: str, name: str) -> dict[str, Any]:
@@ -424,18 +432,12 @@ async def test_a_rayjob_is_dispatched_to_the_worker_and_finishes_there(kube_apis
             handed = msgspec.json.decode(await kc.create(RAYJOBS, _rayjob(ns, "mk-ray"), ns))
             wl_name = rayjob_workload_name("mk-ray", handed["metadata"]["uid"])
 
-            async def admitted_on_manager() -> dict[str, Any] | None:
-                wl = await _maybe(kc, "Workload", wl_name, ns)
-                return wl if wl is not None and _true(wl, "Admitted") else None
-
-            wl = await eventually(admitted_on_manager, timeout=60, what="the RayJob's Workload to be admitted")
+            wl = await _workload_shows(kc, wl_name, ns, "Admitted", "the RayJob's Workload to be admitted")
             assert wl["status"]["clusterName"] == worker
             assert [(s["name"], s["state"]) for s in wl["status"]["admissionChecks"]] == [(check, "Ready")]
 
             async def remote_rayjob() -> dict[str, Any] | None:
-                with contextlib.suppress(NotFound):
-                    return msgspec.json.decode(await wc.get(RAYJOBS, "mk-ray", ns))
-                return None
+                return await _remote(wc, RAYJOBS, "mk-ray", ns)
 
             async def started_on_worker() -> dict[str, Any] | None:
                 remote = await remote_rayjob()
@@ -472,17 +474,10 @@ async def test_a_rayjob_is_dispatched_to_the_worker_and_finishes_there(kube_apis
                                   what="the manager's RayJob to show the copy complete")
             assert (rj["status"]["jobStatus"], rj["status"]["message"]) == ("SUCCEEDED", "Job finished successfully.")
 
-            async def finished_on_manager() -> dict[str, Any] | None:
-                wl = await _maybe(kc, "Workload", wl_name, ns)
-                return wl if wl is not None and _true(wl, "Finished") else None
-
-            wl = await eventually(finished_on_manager, timeout=60, what="the manager's Workload to finish")
+            wl = await _workload_shows(kc, wl_name, ns, "Finished", "the manager's Workload to finish")
             assert _cond(wl, "Finished")["reason"] == "Succeeded"
 
-            async def copies_gone() -> bool:
-                return await _maybe(wc, "Workload", wl_name, ns) is None and await remote_rayjob() is None
-
-            await eventually(copies_gone, timeout=60, what="the copies on the worker to be deleted")
+            await _copies_deleted(wc, RAYJOBS, "mk-ray", wl_name, ns)
 
 
 PYTORCH = KUBEFLOW_KINDS["PyTorchJob"]
@@ -521,17 +516,11 @@ async def test_a_pytorchjob_is_dispatched_to_the_worker_and_finishes_there(kube_
             handed = msgspec.json.decode(await kc.create(r, _pytorchjob(ns, "mk-pt", "kueue.x-k8s.io/multikueue"), ns))
             wl_name = PYTORCH.workload_name("mk-pt", handed["metadata"]["uid"])
 
-            async def admitted_on_manager() -> dict[str, Any] | None:
-                wl = await _maybe(kc, "Workload", wl_name, ns)
-                return wl if wl is not None and _true(wl, "Admitted") else None
-
-            wl = await eventually(admitted_on_manager, timeout=60, what="the PyTorchJob's Workload to be admitted")
+            wl = await _workload_shows(kc, wl_name, ns, "Admitted", "the PyTorchJob's Workload to be admitted")
             assert wl["status"]["clusterName"] == worker
 
             async def remote() -> dict[str, Any] | None:
-                with contextlib.suppress(NotFound):
-                    return msgspec.json.decode(await wc.get(r, "mk-pt", ns))
-                return None
+                return await _remote(wc, r, "mk-pt", ns)
 
             async def running_on_worker() -> dict[str, Any] | None:
                 copy = await remote()
@@ -567,30 +556,16 @@ async def test_a_pytorchjob_is_dispatched_to_the_worker_and_finishes_there(kube_
                                   what="the manager's PyTorchJob to show Succeeded")
             assert pt["status"]["replicaStatuses"] == {"Master": {"succeeded": 1}, "Worker": {"succeeded": 1}}
 
-            async def finished_on_manager() -> dict[str, Any] | None:
-                wl = await _maybe(kc, "Workload", wl_name, ns)
-                return wl if wl is not None and _true(wl, "Finished") else None
+            await _workload_shows(kc, wl_name, ns, "Finished", "the manager's Workload to finish")
 
-            await eventually(finished_on_manager, timeout=60, what="the manager's Workload to finish")
-
-            async def copies_gone() -> bool:
-                return await _maybe(wc, "Workload", wl_name, ns) is None and await remote() is None
-
-            await eventually(copies_gone, timeout=60, what="the copies on the worker to be deleted")
+            await _copies_deleted(wc, r, "mk-pt", wl_name, ns)
 
             # --- a PyTorchJob MultiKueue is not handed: its check is Rejected ------------------------------------
             other = msgspec.json.decode(await kc.create(r, _pytorchjob(ns, "local-pt", None), ns))
             other_wl = PYTORCH.workload_name("local-pt", other["metadata"]["uid"])
 
-            async def rejected() -> dict[str, Any] | None:
-                wl = await _maybe(kc, "Workload", other_wl, ns)
-                done = wl is not None and wl["spec"].get("active") is False and _cond(wl, "Evicted") is not None
-                return wl if done else None
-
-            wl = await eventually(rejected, timeout=60, what="the unmanaged PyTorchJob's Workload to be deactivated")
-            assert _cond(wl, "Evicted")["message"] == (
-                f'The workload is deactivated due to AdmissionCheck in Rejected state: "{check}" (The owner is not '
-                'managed by Kueue: Expecting spec.managedBy to be "kueue.x-k8s.io/multikueue" not "")')
+            wl = await _rejected(kc, other_wl, ns, "the unmanaged PyTorchJob's Workload to be deactivated")
+            assert _cond(wl, "Evicted")["message"] == _rejection(check)
 
 
 @pytest.mark.asyncio
@@ -630,9 +605,7 @@ async def test_a_jobset_crd_installed_on_the_worker_after_connecting_is_watched_
             wl_name = jobset_workload_name("late-js", handed["metadata"]["uid"])
 
             async def copied() -> dict[str, Any] | None:
-                with contextlib.suppress(NotFound):
-                    return msgspec.json.decode(await wc.get(JOBSETS, "late-js", ns))
-                return None
+                return await _remote(wc, JOBSETS, "late-js", ns)
 
             await eventually(copied, timeout=60, what="the JobSet's copy on the worker")
             wl = await get(kc, "Workload", wl_name, ns)
