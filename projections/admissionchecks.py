@@ -113,18 +113,28 @@ def runs_controller(ac: o.AdmissionCheck | None, multikueue: MultiKueueWorld | N
     return name == PROVISIONING_CONTROLLER or (multikueue is not None and name == MULTIKUEUE_CONTROLLER)
 
 
-def newer_word(known_ltt: str | None, shown_ltt: str | None) -> bool:
+def reset_message(previous: str) -> str:
+    """The message of a check state eviction set back to Pending from ``previous`` (Kueue's wording)."""
+    return f"Reset to Pending after eviction. Previously: {previous}"
+
+
+def newer_word(known_ltt: str | None, shown_ltt: str | None, *, known_message: str = "", shown_state: str = ""
+               ) -> bool:
     """Whether a check state a Workload shows, with ``lastTransitionTime`` ``shown_ltt``, is its controller's word
     after the one kueue-es holds (``known_ltt``): not older than it. An older one is a Workload read before the
-    log's own change (a reset on eviction, the check listed anew) was written."""
+    log's own change (a reset on eviction, the check listed anew) was written. So is one of the same second as a
+    reset that answered that very state (``known_message``): eviction answers a Retry at once, in its second."""
     if not shown_ltt:
         return False
     if not known_ltt:
         return True
     try:
-        return parse_time(shown_ltt) >= parse_time(known_ltt)
+        shown, known = parse_time(shown_ltt), parse_time(known_ltt)
     except ValueError:
         return False
+    if shown == known and shown_state and known_message == reset_message(shown_state):
+        return False
+    return shown >= known
 
 
 def check_active(ac: o.AdmissionCheck, configs: Mapping[str, o.ProvisioningRequestConfig],

@@ -38,6 +38,7 @@ from projections.admissionchecks import (
     applicable_checks,
     external_dispatcher,
     newer_word,
+    reset_message,
     runs_controller,
 )
 from projections.clusterqueues import ClusterQueueInfo, selector_matches
@@ -1957,7 +1958,8 @@ class ClusterState:
         for shown in w.status.admission_checks:
             known = wl.check_states.get(shown.name)
             if (shown.name in theirs and known is not None and shown != known
-                    and newer_word(known.last_transition_time, shown.last_transition_time)):
+                    and newer_word(known.last_transition_time, shown.last_transition_time,
+                                   known_message=known.message, shown_state=shown.state)):
                 state = msgspec.structs.replace(shown, retry_count=known.retry_count)
                 if state != known:
                     taken[shown.name] = state
@@ -2180,7 +2182,7 @@ def _reset_checks(wl: WorkloadInfo, time: int) -> None:
     wl.check_states = {
         k: s if s.state == "Pending" else o.AdmissionCheckState(
             name=k, state="Pending", last_transition_time=now,
-            message=f"Reset to Pending after eviction. Previously: {s.state}",
+            message=reset_message(s.state),
             requeue_after_seconds=s.requeue_after_seconds,
             retry_count=(s.retry_count or 0) + 1 if s.state == "Retry" else None)
         for k, s in wl.check_states.items()

@@ -104,7 +104,8 @@ def _with_their_checks(desired: dict[str, Any], current: dict[str, Any], theirs:
     for ours in checks:
         state = shown.get(ours["name"])
         if (state is not None and state != ours and theirs(ours["name"])
-                and newer_word(ours.get("lastTransitionTime"), state.get("lastTransitionTime"))):
+                and newer_word(ours.get("lastTransitionTime"), state.get("lastTransitionTime"),
+                               known_message=ours.get("message", ""), shown_state=state.get("state", ""))):
             state = {k: v for k, v in state.items() if k != "retryCount"}
             if "retryCount" in ours:
                 state["retryCount"] = ours["retryCount"]

@@ -142,3 +142,23 @@ async def test_a_workload_read_before_the_reset_on_eviction_does_not_bring_ready
     stale = _with_check(ready, message="capacity found again")
     await journal.append([ev.ObjectUpserted(time=T0 + 9500, key=WL.key, uid="wl-uid", obj=_shown("201", stale))])
     assert journal.mirror.state.workloads[WL.key].check_states["ext"] == reset
+
+
+@pytest.mark.asyncio
+async def test_a_retry_evicted_in_the_second_it_was_set_is_reset_and_written_pending() -> None:
+    """Kueue evicts on a check's Retry and resets it to Pending; the reset is stamped in the same second as the
+    Retry (the eviction answers it at once). The Retry the watch still shows is the one the reset answered: the
+    fold keeps Pending and the writer writes it, so the check's controller sees the reset."""
+    journal, api, writer, written = await _reserved()
+    retry = _with_check(written, state="Retry", message="try later", lastTransitionTime=format_time(T0 + 5000))
+    await journal.append([ev.ObjectUpserted(time=T0 + 5200, key=WL.key, uid="wl-uid", obj=_shown("200", retry))])
+    batch = decide(journal.mirror.state, now=T0 + 5400)
+    assert "WorkloadEvicted" in _tags(batch)
+    await journal.append(batch)
+    reset = journal.mirror.state.workloads[WL.key].check_states["ext"]
+    assert (reset.state, reset.retry_count) == ("Pending", 1)
+    await journal.append([ev.ObjectUpserted(time=T0 + 5600, key=WL.key, uid="wl-uid", obj=_shown("201", retry))])
+    assert journal.mirror.state.workloads[WL.key].check_states["ext"] == reset, "the Retry answered is not taken back"
+    await writer.sync(WL.key)
+    (check,) = api.patches[-1]["status"]["admissionChecks"]
+    assert (check["state"], check["retryCount"]) == ("Pending", 1)
