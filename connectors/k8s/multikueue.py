@@ -19,7 +19,8 @@ the worker that runs a workload, Retry, the local finish); this module only obse
   name whenever they differ from what the log holds.
 * **copies.** For every manager Workload with a MultiKueue check: while it holds quota, is not evicted and not
   finished, a copy (labels, annotations and spec of the manager's Workload, the origin label added) exists on each
-  nominated worker, or on its worker once ``status.clusterName`` is set — and there, a copy of its Job (the
+  nominated worker, or on its worker once ``status.clusterName`` is set (the copy admitted there, never made
+  again: its absence is Kueue's Retry) — and there, a copy of its Job (the
   manager Job's metadata and spec, the origin label and ``kueue.x-k8s.io/prebuilt-workload-name`` added,
   ``managedBy``, the selector and the generated labels dropped, suspended: the worker's Kueue runs it on the
   copied Workload). Every other copy this origin made is deleted (its Job first, then the Workload, its
@@ -830,10 +831,13 @@ class MultiKueueConnector:
             wl = state.workloads.get(key)
             if wl is not None and w.name in desired_on(state, wl):
                 try:
-                    if key not in w.workloads:
-                        await self._create_copy(w, wl, origin)
-                    if wl.cluster_name == w.name:
+                    if wl.cluster_name != w.name:
+                        if key not in w.workloads:
+                            await self._create_copy(w, wl, origin)
+                    elif key in w.workloads:
                         await self._run_there(w, wl, origin)
+                    # else its copy on its worker is gone (deleted there): Kueue retries the check and makes none
+                    # anew, the eviction that follows deleting the owner's copy left there
                 except KubeError as exc:
                     self._failed("MultiKueue copy not written, will retry", key, w, exc)
             elif key in w.workloads:

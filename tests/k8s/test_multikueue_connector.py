@@ -192,6 +192,22 @@ async def test_a_copy_being_deleted_is_not_reported_again_for_the_evicted_worklo
     assert [e for e in appended if isinstance(e, ev.RemoteWorkloadObserved)] == []
 
 
+@pytest.mark.asyncio
+async def test_a_copy_deleted_on_the_workload_s_worker_is_not_made_there_again(tmp_path: Path) -> None:
+    """Someone deleted the copy on the worker that runs the workload: Kueue answers with Retry ("Reserving remote
+    no longer exists or is not admitted") and the eviction that follows, making no copy there again (the worker's
+    Kueue would start the Job copy left behind on the new one), nor a Job copy for it."""
+    state = _state(tmp_path)
+    state.apply(ev.Record(state.offset + 1, ev.WorkerClusterAssigned(time=START, cycle=1, input=0, key=KEY,
+                                                                     cluster="worker1")))
+    assert state.workloads[KEY].cluster_name == "worker1"
+    worker = WorkerClient()
+    mk = _connector(state, {"worker1": worker})
+    mk.workers["worker1"].moved.add(KEY)  # the watch showed the copy deleted
+    await mk.sync_copies("multikueue")
+    assert worker.created == []
+
+
 def _path_cluster(location: str):
     from events import objects as o
 
