@@ -24,7 +24,8 @@ the worker that runs a workload, Retry, the local finish); this module only obse
   manager Job's metadata and spec, the origin label and ``kueue.x-k8s.io/prebuilt-workload-name`` added,
   ``managedBy``, the selector and the generated labels dropped, suspended: the worker's Kueue runs it on the
   copied Workload). Every other copy this origin made is deleted (its Job first, then the Workload, its
-  finalizers removed), which also collects the copies of Workloads gone from the manager. A JobSet
+  finalizers removed; a Job copy too whose Workload copy is gone already), which also collects the copies of
+  Workloads gone from the manager. A JobSet
   (:data:`ADAPTERS`, by owner kind) is copied as Kueue's JobSet adapter does (:func:`jobset_copy`), a Kubeflow
   training job or MPIJob as Kueue's Kubeflow and MPIJob adapters do (:func:`run_policy_copy`), a RayJob,
   RayCluster, AppWrapper or TrainJob as Kueue's adapters of those kinds do (:func:`suspended_copy`), and their
@@ -131,6 +132,12 @@ class Worker:
     since the last pass."""
     relisted: bool = True
     """The watches listed afresh (a new connection): the next pass looks at every workload for this worker."""
+
+    def copied(self) -> set[str]:
+        """The manager Workload keys this origin has copies for there: a Workload copy, or an owner's copy naming
+        it (left behind when its Workload copy was deleted there or collected)."""
+        return set(self.workloads) | {k for cache in self.owners.values() for k in map(_workload_key_of,
+                                                                                        cache.values()) if k}
 
 
 @dataclass
@@ -505,10 +512,11 @@ class MultiKueueConnector:
             w = self.workers[name]
             if not w.connected or w.client is None:
                 continue
+            copied = w.copied()
             if every or w.relisted:
-                keys = set(workloads) | set(w.workloads)
+                keys = set(workloads) | copied
             else:
-                keys = {k for k in moved | w.moved if k in workloads or k in w.workloads}
+                keys = {k for k in moved | w.moved if k in workloads or k in copied}
             w.moved, w.relisted = set(), False
             by_worker[name] = sorted(keys)
         owners = set(workloads) if every else {k for k in moved | self._owners_unread if k in workloads}
@@ -826,7 +834,7 @@ class MultiKueueConnector:
     async def _sync_copies(self, w: Worker, origin: str, keys: list[str]) -> None:
         """The copies of the workloads ``keys`` names on worker ``w``: created where wanted, deleted elsewhere."""
         assert w.client is not None
-        state = self.state
+        state, copied = self.state, w.copied()
         for key in keys:
             wl = state.workloads.get(key)
             if wl is not None and w.name in desired_on(state, wl):
@@ -840,7 +848,7 @@ class MultiKueueConnector:
                     # anew, the eviction that follows deleting the owner's copy left there
                 except KubeError as exc:
                     self._failed("MultiKueue copy not written, will retry", key, w, exc)
-            elif key in w.workloads:
+            elif key in copied:
                 try:
                     await self._final_status(w, key, origin)
                     await self._delete_copy(w, key, origin)

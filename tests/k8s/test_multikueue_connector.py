@@ -208,6 +208,33 @@ async def test_a_copy_deleted_on_the_workload_s_worker_is_not_made_there_again(t
     assert worker.created == []
 
 
+@pytest.mark.asyncio
+@pytest.mark.parametrize("manager_side", ["evicted", "deleted"])
+async def test_an_owner_copy_whose_workload_copy_is_gone_is_deleted_all_the_same(tmp_path: Path,
+                                                                                 manager_side: str) -> None:
+    """Kueue deletes the owner's copy first because its Workload copy may be gone already (deleted there, or
+    collected): an evicted workload's, or a deleted one's, Job copy left on the worker without its Workload copy
+    is deleted all the same (else the worker keeps it, suspended, for ever)."""
+    state = _state(tmp_path)
+    wl = state.workloads[KEY]
+    state.apply(ev.Record(state.offset + 1, ev.WorkerClusterAssigned(time=START, cycle=1, input=0, key=KEY,
+                                                                     cluster="worker1")))
+    if manager_side == "evicted":
+        state.apply(ev.Record(state.offset + 1, ev.WorkloadEvicted(
+            time=START, cycle=2, input=0, key=KEY, uid=wl.uid, reason="AdmissionCheck", message="evicted")))
+    else:
+        state.apply(ev.Record(state.offset + 1, ev.ObjectDeleted(time=START, kind="Workload", key=KEY)))
+    left = {"metadata": {"name": "a", "namespace": "default", "resourceVersion": "5",
+                         "labels": {"kueue.x-k8s.io/prebuilt-workload-name": "job-a",
+                                    "kueue.x-k8s.io/multikueue-origin": "multikueue"}}, "status": {}}
+    worker = RunningWorker(left)
+    mk = _connector(state, {"worker1": worker})
+    mk.workers["worker1"].owners.setdefault("Job", {})["default/a"] = left
+    await mk.sync_copies("multikueue")
+    assert "Job:default/a" in worker.deleted
+    assert mk.workers["worker1"].owners["Job"] == {}
+
+
 def _path_cluster(location: str):
     from events import objects as o
 
