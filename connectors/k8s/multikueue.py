@@ -695,8 +695,8 @@ class MultiKueueConnector:
                         cache[_key(obj)] = obj
                 w.connected, w.reason, w.message, w.relisted = True, "", "", True
                 self._wake.set()
-                await asyncio.gather(*(self._follow(w, r, cache, listed[r.kind], selector) for r, cache in watched),
-                                     *(self._follow_once_served(w, r, cache, selector) for r, cache in absent))
+                await _all_or_none(*(self._follow(w, r, cache, listed[r.kind], selector) for r, cache in watched),
+                                   *(self._follow_once_served(w, r, cache, selector) for r, cache in absent))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure to reach the worker is a lost connection
@@ -1014,6 +1014,18 @@ class MultiKueueConnector:
             except NotFound:
                 return False
         return ((raw.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) == origin
+
+
+async def _all_or_none(*followers: Any) -> None:
+    """Run the watches of one connection together until one fails, then stop the others before raising its error:
+    the next connection opens its own (a plain gather would leave them running beside those)."""
+    tasks = [asyncio.ensure_future(f) for f in followers]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _with_reason(source: bytes, error: str) -> tuple[bytes, str, str]:

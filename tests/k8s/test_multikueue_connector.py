@@ -735,3 +735,50 @@ async def test_a_cut_secret_watch_keeps_the_worker_on_the_kubeconfig_it_read(
     assert manager.reads.count("worker1-secret") > 1, "read again after the cut"
     assert sorted(built) == [b"w1", b"w2"]
     assert all(link.connected for link in state.cluster_links.values())
+
+
+class CuttingWorker(IdleWorker):
+    """A worker whose first Workload watch is cut at once (the others wait): the watches of each kind open at any
+    one time are counted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cuts = 1
+        self.open: dict[str, int] = {}
+
+    async def watch(self, resource: Any, rv: str, **_: Any):
+        from connectors.k8s.errors import Unavailable
+
+        if resource.kind == "Workload" and self.cuts:
+            self.cuts -= 1
+            raise Unavailable("watch workloads: connection reset")
+        self.open[resource.kind] = self.open.get(resource.kind, 0) + 1
+        try:
+            await asyncio.Event().wait()
+        finally:
+            self.open[resource.kind] -= 1
+        yield  # pragma: no cover
+
+
+@pytest.mark.asyncio
+async def test_a_cut_watch_reconnects_the_worker_without_leaving_the_other_watches_running(tmp_path: Path) -> None:
+    """A cut watch loses the worker's connection: its other watches stop with it and are opened again with the new
+    listing, one per kind — not left running beside the new ones, one more set for every cut."""
+    state = _state(tmp_path)
+    worker = CuttingWorker()
+    mk = _connector(state, {"worker1": worker})
+    mk.retry_s = 0.001
+    w = mk.workers["worker1"]
+    w.connected = False
+    task = asyncio.create_task(mk._watch_worker(w, "multikueue"))
+    try:
+        for _ in range(50):
+            await asyncio.sleep(0.002)
+            if not worker.cuts and w.connected and worker.open.get("Workload"):
+                break
+        assert w.connected and not worker.cuts
+        assert set(worker.open.values()) == {1}, worker.open
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
