@@ -31,10 +31,11 @@ the worker that runs a workload, Retry, the local finish); this module only obse
   RayCluster, AppWrapper or TrainJob as Kueue's adapters of those kinds do (:func:`suspended_copy`), and their
   managedBy (``spec.managedBy``, ``spec.runPolicy.managedBy``) read from the manager's apiserver and appended
   (``OwnerObserved``), as the log holds none of them.
-* **status.** Once the manager's Job has been started (its Workload admitted) its status follows the copy's on
-  the worker, written to the status subresource (Kueue's batch/v1 MultiKueue adapter); a TrainJob's once the
-  manager's TrainJob has been started (Kueue's TrainJob adapter); any other owner's whenever its copy's changes
-  (Kueue's JobSet, Kubeflow, MPIJob, RayJob, RayCluster and AppWrapper adapters).
+* **status.** Once the manager's Job has been started (its Workload admitted), or its copy is suspended too or
+  finished, its status follows the copy's on the worker, written to the status subresource (Kueue's batch/v1
+  MultiKueue adapter); a TrainJob's once the manager's TrainJob has been started (Kueue's TrainJob adapter); any
+  other owner's whenever its copy's changes (Kueue's JobSet, Kubeflow, MPIJob, RayJob, RayCluster and AppWrapper
+  adapters).
 
 Level-triggered: every move of the log and every change a worker's watch brings wakes a pass. A pass looks only at
 the workloads that moved since the last one (:class:`PassKeys`): those the log's records were about, and, per
@@ -923,12 +924,12 @@ class MultiKueueConnector:
         await self._mirror_status(adapter, f"{wl.namespace}/{wl.owner[2]}", remote)
 
     async def _mirror_status(self, adapter: Adapter, owner_key: str, remote: dict[str, Any]) -> bool:
-        """The manager's owner shows the status of its copy: a Job once it has been started (Kueue defers the
-        sync while the manager's Job is suspended), an owner the log does not hold (a JobSet, Kubeflow job, MPIJob,
-        RayJob, RayCluster, AppWrapper) whenever the copy's changes, as Kueue's adapters of those kinds copy it, a
-        TrainJob once the manager's has been started (:attr:`Adapter.mirrored_while_suspended`). False: to be tried
-        again on the next pass (the write conflicted, or the manager's TrainJob is still suspended: its start is not
-        in the log)."""
+        """The manager's owner shows the status of its copy: a Job once it has been started, or its copy is
+        suspended or finished (Kueue defers the sync while the manager's Job is suspended and the copy runs), an
+        owner the log does not hold (a JobSet, Kubeflow job, MPIJob, RayJob, RayCluster, AppWrapper) whenever the
+        copy's changes, as Kueue's adapters of those kinds copy it, a TrainJob once the manager's has been started
+        (:attr:`Adapter.mirrored_while_suspended`). False: to be tried again on the next pass (the write conflicted,
+        or the manager's TrainJob is still suspended: its start is not in the log)."""
         r = adapter.resource
         mirrored = f"{r.kind}/{owner_key}"
         rv = (remote.get("metadata") or {}).get("resourceVersion", "")
@@ -936,8 +937,8 @@ class MultiKueueConnector:
             return True
         if adapter.in_log:
             local = self.state.jobs.get(owner_key)
-            if local is None or local.spec.suspend:
-                return True  # its Job's start moves the workload again
+            if local is None or (local.spec.suspend and not _settled(remote)):
+                return True  # its Job's start (or the copy's finish) moves the workload again
         status = remote.get("status") or {}
         if not status:
             return True
@@ -1026,6 +1027,16 @@ async def _all_or_none(*followers: Any) -> None:
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _settled(job_copy: dict[str, Any]) -> bool:
+    """Whether a Job's copy is suspended too or finished: Kueue's batch/v1 adapter mirrors its status then even to
+    a manager Job still suspended (else a Job done on the worker before the manager's was started would never
+    show it); it waits only while the copy runs."""
+    if (job_copy.get("spec") or {}).get("suspend") is True:
+        return True
+    return any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+               for c in (job_copy.get("status") or {}).get("conditions") or [])
 
 
 def _with_reason(source: bytes, error: str) -> tuple[bytes, str, str]:

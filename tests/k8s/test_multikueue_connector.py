@@ -172,6 +172,31 @@ async def test_a_workload_finished_on_its_worker_gets_the_job_final_status_befor
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("copy_state", ["finished", "suspended"])
+async def test_a_manager_job_never_started_gets_the_status_of_a_copy_finished_or_suspended(
+        tmp_path: Path, copy_state: str) -> None:
+    """Kueue's batch/v1 adapter defers the status only while the manager's Job is suspended and the copy runs:
+    a copy finished (the workload done on the worker before the manager's Job was started, which it never will
+    be now) or suspended too (evicted there) has its status mirrored all the same."""
+    state = _state(tmp_path)
+    assert state.jobs["default/a"].spec.suspend
+    manager = RecordingManager(state)
+    mk = _connector(state, {})
+    mk.client = manager  # type: ignore[assignment]
+    copy = {"metadata": {"name": "a", "namespace": "default", "resourceVersion": "9"},
+            "spec": {"suspend": copy_state == "suspended"},
+            "status": {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}
+            if copy_state == "finished" else {"conditions": [{"type": "Suspended", "status": "True"}]}}
+    await mk._mirror_status(ADAPTERS["batch/v1", "Job"], "default/a", copy)
+    assert [{k: v for k, v in p["status"].items() if v is not None} for p in manager.patches] == [copy["status"]]
+    running = {**copy, "metadata": {**copy["metadata"], "resourceVersion": "10"}, "spec": {"suspend": False},
+               "status": {"active": 1}}
+    manager.patches.clear()
+    await mk._mirror_status(ADAPTERS["batch/v1", "Job"], "default/a", running)
+    assert manager.patches == [], "a copy running while the manager's Job is suspended is not mirrored yet"
+
+
+@pytest.mark.asyncio
 async def test_a_copy_being_deleted_is_not_reported_again_for_the_evicted_workload(tmp_path: Path) -> None:
     """The eviction made the log forget the copies; the one still on the worker until this pass deletes it must
     not be reported as the workload's again (its next reservation would take it for a new admission)."""
