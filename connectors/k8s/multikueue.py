@@ -33,9 +33,8 @@ the worker that runs a workload, Retry, the local finish); this module only obse
   (``OwnerObserved``), as the log holds none of them.
 * **status.** Once the manager's Job has been started (its Workload admitted), or its copy is suspended too or
   finished, its status follows the copy's on the worker, written to the status subresource (Kueue's batch/v1
-  MultiKueue adapter); a TrainJob's once the manager's TrainJob has been started (Kueue's TrainJob adapter); any
-  other owner's whenever its copy's changes (Kueue's JobSet, Kubeflow, MPIJob, RayJob, RayCluster and AppWrapper
-  adapters).
+  MultiKueue adapter); any other owner's whenever its copy's changes (Kueue's JobSet, Kubeflow, MPIJob, RayJob,
+  RayCluster, AppWrapper and TrainJob adapters).
 
 Level-triggered: every move of the log and every change a worker's watch brings wakes a pass. A pass looks only at
 the workloads that moved since the last one (:class:`PassKeys`): those the log's records were about, and, per
@@ -296,9 +295,6 @@ class Adapter(NamedTuple):
     """The keys down to its managedBy, for an owner the log does not hold."""
     cleared_under: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """(feature gate, keys down to a field): fields its copy goes without while the gate is on."""
-    mirrored_while_suspended: bool = True
-    """For a kind the log does not hold: the copy's status is mirrored whatever the manager's owner's
-    ``spec.suspend`` (False: only once the manager's owner is started, as Kueue's TrainJob adapter waits)."""
 
 
 RUN_POLICY_MANAGED_BY = ("spec", "runPolicy", "managedBy")
@@ -309,9 +305,7 @@ ADAPTERS = {
     **{(r.api_version, r.kind): Adapter(r, run_policy_copy, in_log=False, managed_by_at=RUN_POLICY_MANAGED_BY)
        for r in (*KUBEFLOW_JOBS.values(), MPIJOBS)},
     **{(r.api_version, r.kind): Adapter(r, partial(suspended_copy, r), in_log=False)
-       for r in (RAYJOBS, RAYCLUSTERS, APPWRAPPERS)},
-    (TRAINJOBS.api_version, TRAINJOBS.kind): Adapter(TRAINJOBS, partial(suspended_copy, TRAINJOBS), in_log=False,
-                                                     mirrored_while_suspended=False),
+       for r in (RAYJOBS, RAYCLUSTERS, APPWRAPPERS, TRAINJOBS)},
 }
 """(apiVersion, kind) of an owner MultiKueue runs on a worker -> its adapter."""
 
@@ -926,10 +920,9 @@ class MultiKueueConnector:
     async def _mirror_status(self, adapter: Adapter, owner_key: str, remote: dict[str, Any]) -> bool:
         """The manager's owner shows the status of its copy: a Job once it has been started, or its copy is
         suspended or finished (Kueue defers the sync while the manager's Job is suspended and the copy runs), an
-        owner the log does not hold (a JobSet, Kubeflow job, MPIJob, RayJob, RayCluster, AppWrapper) whenever the
-        copy's changes, as Kueue's adapters of those kinds copy it, a TrainJob once the manager's has been started
-        (:attr:`Adapter.mirrored_while_suspended`). False: to be tried again on the next pass (the write conflicted,
-        or the manager's TrainJob is still suspended: its start is not in the log)."""
+        owner the log does not hold (a JobSet, Kubeflow job, MPIJob, RayJob, RayCluster, AppWrapper, TrainJob)
+        whenever the copy's changes, suspended or not, as Kueue's adapters of those kinds copy it. False: the write
+        conflicted, to be tried again on the next pass."""
         r = adapter.resource
         mirrored = f"{r.kind}/{owner_key}"
         rv = (remote.get("metadata") or {}).get("resourceVersion", "")
@@ -951,8 +944,6 @@ class MultiKueueConnector:
             local = await self._manager_owner(r, name, namespace)
             if local is None:
                 return True
-            if not adapter.mirrored_while_suspended and (local.get("spec") or {}).get("suspend"):
-                return False  # its start is not in the log: looked at again on the next pass
             current = local.get("status") or {}
         replacing = replacing_patch(current, status)
         try:
