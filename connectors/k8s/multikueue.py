@@ -61,6 +61,7 @@ import yaml
 from kubernetes_asyncio import client as kclient
 from kubernetes_asyncio import config as kconfig
 
+from connectors.k8s import trainjob
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, Gone, KubeError, NotFound
 from connectors.k8s.journal import Journal
@@ -244,6 +245,17 @@ def suspended_copy(r: Resource, manager_owner: dict[str, Any], manager_wl: dict[
     return clone
 
 
+def trainjob_copy(manager_trainjob: dict[str, Any], manager_wl: dict[str, Any], origin: str) -> dict[str, Any]:
+    """The copy of a manager's TrainJob (:func:`suspended_copy`) without the ``podTemplateOverrides`` entries Kueue
+    wrote when the manager's integration started it (its flavors' node selectors there): Kueue's TrainJob adapter
+    takes its own admission out of the copy, for the worker's Kueue to write its own."""
+    clone = suspended_copy(TRAINJOBS, manager_trainjob, manager_wl, origin)
+    overrides = [ov for ov in clone["spec"].pop("podTemplateOverrides", None) or [] if not trainjob.is_kueues(ov)]
+    if overrides:
+        clone["spec"]["podTemplateOverrides"] = overrides
+    return clone
+
+
 def run_policy_copy(manager_owner: dict[str, Any], manager_wl: dict[str, Any], origin: str) -> dict[str, Any]:
     """The copy of a manager's Kubeflow training job or MPIJob created on the worker that runs it (Kueue's Kubeflow
     and MPIJob adapters): its labels, annotations and spec, Kueue's two labels added and
@@ -305,7 +317,8 @@ ADAPTERS = {
     **{(r.api_version, r.kind): Adapter(r, run_policy_copy, in_log=False, managed_by_at=RUN_POLICY_MANAGED_BY)
        for r in (*KUBEFLOW_JOBS.values(), MPIJOBS)},
     **{(r.api_version, r.kind): Adapter(r, partial(suspended_copy, r), in_log=False)
-       for r in (RAYJOBS, RAYCLUSTERS, APPWRAPPERS, TRAINJOBS)},
+       for r in (RAYJOBS, RAYCLUSTERS, APPWRAPPERS)},
+    (TRAINJOBS.api_version, TRAINJOBS.kind): Adapter(TRAINJOBS, trainjob_copy, in_log=False),
 }
 """(apiVersion, kind) of an owner MultiKueue runs on a worker -> its adapter."""
 

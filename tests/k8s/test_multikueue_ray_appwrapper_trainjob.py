@@ -219,3 +219,19 @@ async def test_finished_on_its_worker_before_the_manager_one_started_it_still_ge
     await mk.sync_copies("multikueue")
     assert [body["status"] for _, body in manager.patches] == [done["status"]]
     assert worker.deleted == [f"{r.kind}:default/a", "Workload:default/job-a"]
+
+
+def test_a_trainjob_copy_leaves_out_the_overrides_kueue_wrote_at_the_manager_start() -> None:
+    """Kueue's TrainJob adapter takes its own admission out of the copy so that the worker's Kueue writes its own:
+    a TrainJob the manager's integration already started carries the manager's flavors' node selectors in the
+    ``podTemplateOverrides`` entries Kueue labels with its pod set, which the copy does not; the user's stay."""
+    users = {"targetJobs": [{"name": "node"}], "spec": {"serviceAccountName": "trainer"}}
+    kueues = {"targetJobs": [{"name": "node"}], "metadata": {"labels": {"kueue.x-k8s.io/podset": "node"}},
+              "spec": {"nodeSelector": {"manager-flavor": "on-demand"}}}
+    manager = _owner(TRAINJOBS)
+    manager["spec"]["podTemplateOverrides"] = [users, kueues]
+    c = ADAPTERS[TRAINJOBS.api_version, TRAINJOBS.kind].make_copy(manager, MANAGER_WL, "mk-origin")
+    assert c["spec"]["podTemplateOverrides"] == [users] and c["spec"]["suspend"] is True
+    manager["spec"]["podTemplateOverrides"] = [kueues]
+    assert "podTemplateOverrides" not in ADAPTERS[TRAINJOBS.api_version, TRAINJOBS.kind].make_copy(
+        manager, MANAGER_WL, "mk-origin")["spec"]
