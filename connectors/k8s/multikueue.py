@@ -19,20 +19,22 @@ the worker that runs a workload, Retry, the local finish); this module only obse
   name whenever they differ from what the log holds.
 * **copies.** For every manager Workload with a MultiKueue check: while it holds quota, is not evicted and not
   finished, a copy (labels, annotations and spec of the manager's Workload, the origin label added) exists on each
-  nominated worker, or on its worker once ``status.clusterName`` is set — and there, a copy of its Job (the
+  nominated worker, or on its worker once ``status.clusterName`` is set (the copy admitted there, never made
+  again: its absence is Kueue's Retry) — and there, a copy of its Job (the
   manager Job's metadata and spec, the origin label and ``kueue.x-k8s.io/prebuilt-workload-name`` added,
   ``managedBy``, the selector and the generated labels dropped, suspended: the worker's Kueue runs it on the
   copied Workload). Every other copy this origin made is deleted (its Job first, then the Workload, its
-  finalizers removed), which also collects the copies of Workloads gone from the manager. A JobSet
+  finalizers removed; a Job copy too whose Workload copy is gone already), which also collects the copies of
+  Workloads gone from the manager. A JobSet
   (:data:`ADAPTERS`, by owner kind) is copied as Kueue's JobSet adapter does (:func:`jobset_copy`), a Kubeflow
   training job or MPIJob as Kueue's Kubeflow and MPIJob adapters do (:func:`run_policy_copy`), a RayJob,
   RayCluster, AppWrapper or TrainJob as Kueue's adapters of those kinds do (:func:`suspended_copy`), and their
   managedBy (``spec.managedBy``, ``spec.runPolicy.managedBy``) read from the manager's apiserver and appended
   (``OwnerObserved``), as the log holds none of them.
-* **status.** Once the manager's Job has been started (its Workload admitted) its status follows the copy's on
-  the worker, written to the status subresource (Kueue's batch/v1 MultiKueue adapter); a TrainJob's once the
-  manager's TrainJob has been started (Kueue's TrainJob adapter); any other owner's whenever its copy's changes
-  (Kueue's JobSet, Kubeflow, MPIJob, RayJob, RayCluster and AppWrapper adapters).
+* **status.** Once the manager's Job has been started (its Workload admitted), or its copy is suspended too or
+  finished, its status follows the copy's on the worker, written to the status subresource (Kueue's batch/v1
+  MultiKueue adapter); any other owner's whenever its copy's changes (Kueue's JobSet, Kubeflow, MPIJob, RayJob,
+  RayCluster, AppWrapper and TrainJob adapters).
 
 Level-triggered: every move of the log and every change a worker's watch brings wakes a pass. A pass looks only at
 the workloads that moved since the last one (:class:`PassKeys`): those the log's records were about, and, per
@@ -59,6 +61,7 @@ import yaml
 from kubernetes_asyncio import client as kclient
 from kubernetes_asyncio import config as kconfig
 
+from connectors.k8s import trainjob
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, Gone, KubeError, NotFound
 from connectors.k8s.journal import Journal
@@ -130,6 +133,12 @@ class Worker:
     since the last pass."""
     relisted: bool = True
     """The watches listed afresh (a new connection): the next pass looks at every workload for this worker."""
+
+    def copied(self) -> set[str]:
+        """The manager Workload keys this origin has copies for there: a Workload copy, or an owner's copy naming
+        it (left behind when its Workload copy was deleted there or collected)."""
+        return set(self.workloads) | {k for cache in self.owners.values() for k in map(_workload_key_of,
+                                                                                        cache.values()) if k}
 
 
 @dataclass
@@ -236,6 +245,17 @@ def suspended_copy(r: Resource, manager_owner: dict[str, Any], manager_wl: dict[
     return clone
 
 
+def trainjob_copy(manager_trainjob: dict[str, Any], manager_wl: dict[str, Any], origin: str) -> dict[str, Any]:
+    """The copy of a manager's TrainJob (:func:`suspended_copy`) without the ``podTemplateOverrides`` entries Kueue
+    wrote when the manager's integration started it (its flavors' node selectors there): Kueue's TrainJob adapter
+    takes its own admission out of the copy, for the worker's Kueue to write its own."""
+    clone = suspended_copy(TRAINJOBS, manager_trainjob, manager_wl, origin)
+    overrides = [ov for ov in clone["spec"].pop("podTemplateOverrides", None) or [] if not trainjob.is_kueues(ov)]
+    if overrides:
+        clone["spec"]["podTemplateOverrides"] = overrides
+    return clone
+
+
 def run_policy_copy(manager_owner: dict[str, Any], manager_wl: dict[str, Any], origin: str) -> dict[str, Any]:
     """The copy of a manager's Kubeflow training job or MPIJob created on the worker that runs it (Kueue's Kubeflow
     and MPIJob adapters): its labels, annotations and spec, Kueue's two labels added and
@@ -287,9 +307,6 @@ class Adapter(NamedTuple):
     """The keys down to its managedBy, for an owner the log does not hold."""
     cleared_under: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """(feature gate, keys down to a field): fields its copy goes without while the gate is on."""
-    mirrored_while_suspended: bool = True
-    """For a kind the log does not hold: the copy's status is mirrored whatever the manager's owner's
-    ``spec.suspend`` (False: only once the manager's owner is started, as Kueue's TrainJob adapter waits)."""
 
 
 RUN_POLICY_MANAGED_BY = ("spec", "runPolicy", "managedBy")
@@ -301,8 +318,7 @@ ADAPTERS = {
        for r in (*KUBEFLOW_JOBS.values(), MPIJOBS)},
     **{(r.api_version, r.kind): Adapter(r, partial(suspended_copy, r), in_log=False)
        for r in (RAYJOBS, RAYCLUSTERS, APPWRAPPERS)},
-    (TRAINJOBS.api_version, TRAINJOBS.kind): Adapter(TRAINJOBS, partial(suspended_copy, TRAINJOBS), in_log=False,
-                                                     mirrored_while_suspended=False),
+    (TRAINJOBS.api_version, TRAINJOBS.kind): Adapter(TRAINJOBS, trainjob_copy, in_log=False),
 }
 """(apiVersion, kind) of an owner MultiKueue runs on a worker -> its adapter."""
 
@@ -504,10 +520,11 @@ class MultiKueueConnector:
             w = self.workers[name]
             if not w.connected or w.client is None:
                 continue
+            copied = w.copied()
             if every or w.relisted:
-                keys = set(workloads) | set(w.workloads)
+                keys = set(workloads) | copied
             else:
-                keys = {k for k in moved | w.moved if k in workloads or k in w.workloads}
+                keys = {k for k in moved | w.moved if k in workloads or k in copied}
             w.moved, w.relisted = set(), False
             by_worker[name] = sorted(keys)
         owners = set(workloads) if every else {k for k in moved | self._owners_unread if k in workloads}
@@ -686,8 +703,8 @@ class MultiKueueConnector:
                         cache[_key(obj)] = obj
                 w.connected, w.reason, w.message, w.relisted = True, "", "", True
                 self._wake.set()
-                await asyncio.gather(*(self._follow(w, r, cache, listed[r.kind], selector) for r, cache in watched),
-                                     *(self._follow_once_served(w, r, cache, selector) for r, cache in absent))
+                await _all_or_none(*(self._follow(w, r, cache, listed[r.kind], selector) for r, cache in watched),
+                                   *(self._follow_once_served(w, r, cache, selector) for r, cache in absent))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure to reach the worker is a lost connection
@@ -825,18 +842,21 @@ class MultiKueueConnector:
     async def _sync_copies(self, w: Worker, origin: str, keys: list[str]) -> None:
         """The copies of the workloads ``keys`` names on worker ``w``: created where wanted, deleted elsewhere."""
         assert w.client is not None
-        state = self.state
+        state, copied = self.state, w.copied()
         for key in keys:
             wl = state.workloads.get(key)
             if wl is not None and w.name in desired_on(state, wl):
                 try:
-                    if key not in w.workloads:
-                        await self._create_copy(w, wl, origin)
-                    if wl.cluster_name == w.name:
+                    if wl.cluster_name != w.name:
+                        if key not in w.workloads:
+                            await self._create_copy(w, wl, origin)
+                    elif key in w.workloads:
                         await self._run_there(w, wl, origin)
+                    # else its copy on its worker is gone (deleted there): Kueue retries the check and makes none
+                    # anew, the eviction that follows deleting the owner's copy left there
                 except KubeError as exc:
                     self._failed("MultiKueue copy not written, will retry", key, w, exc)
-            elif key in w.workloads:
+            elif key in copied:
                 try:
                     await self._final_status(w, key, origin)
                     await self._delete_copy(w, key, origin)
@@ -911,12 +931,11 @@ class MultiKueueConnector:
         await self._mirror_status(adapter, f"{wl.namespace}/{wl.owner[2]}", remote)
 
     async def _mirror_status(self, adapter: Adapter, owner_key: str, remote: dict[str, Any]) -> bool:
-        """The manager's owner shows the status of its copy: a Job once it has been started (Kueue defers the
-        sync while the manager's Job is suspended), an owner the log does not hold (a JobSet, Kubeflow job, MPIJob,
-        RayJob, RayCluster, AppWrapper) whenever the copy's changes, as Kueue's adapters of those kinds copy it, a
-        TrainJob once the manager's has been started (:attr:`Adapter.mirrored_while_suspended`). False: to be tried
-        again on the next pass (the write conflicted, or the manager's TrainJob is still suspended: its start is not
-        in the log)."""
+        """The manager's owner shows the status of its copy: a Job once it has been started, or its copy is
+        suspended or finished (Kueue defers the sync while the manager's Job is suspended and the copy runs), an
+        owner the log does not hold (a JobSet, Kubeflow job, MPIJob, RayJob, RayCluster, AppWrapper, TrainJob)
+        whenever the copy's changes, suspended or not, as Kueue's adapters of those kinds copy it. False: the write
+        conflicted, to be tried again on the next pass."""
         r = adapter.resource
         mirrored = f"{r.kind}/{owner_key}"
         rv = (remote.get("metadata") or {}).get("resourceVersion", "")
@@ -924,8 +943,8 @@ class MultiKueueConnector:
             return True
         if adapter.in_log:
             local = self.state.jobs.get(owner_key)
-            if local is None or local.spec.suspend:
-                return True  # its Job's start moves the workload again
+            if local is None or (local.spec.suspend and not _settled(remote)):
+                return True  # its Job's start (or the copy's finish) moves the workload again
         status = remote.get("status") or {}
         if not status:
             return True
@@ -938,8 +957,6 @@ class MultiKueueConnector:
             local = await self._manager_owner(r, name, namespace)
             if local is None:
                 return True
-            if not adapter.mirrored_while_suspended and (local.get("spec") or {}).get("suspend"):
-                return False  # its start is not in the log: looked at again on the next pass
             current = local.get("status") or {}
         replacing = replacing_patch(current, status)
         try:
@@ -1002,6 +1019,28 @@ class MultiKueueConnector:
             except NotFound:
                 return False
         return ((raw.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) == origin
+
+
+async def _all_or_none(*followers: Any) -> None:
+    """Run the watches of one connection together until one fails, then stop the others before raising its error:
+    the next connection opens its own (a plain gather would leave them running beside those)."""
+    tasks = [asyncio.ensure_future(f) for f in followers]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _settled(job_copy: dict[str, Any]) -> bool:
+    """Whether a Job's copy is suspended too or finished: Kueue's batch/v1 adapter mirrors its status then even to
+    a manager Job still suspended (else a Job done on the worker before the manager's was started would never
+    show it); it waits only while the copy runs."""
+    if (job_copy.get("spec") or {}).get("suspend") is True:
+        return True
+    return any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+               for c in (job_copy.get("status") or {}).get("conditions") or [])
 
 
 def _with_reason(source: bytes, error: str) -> tuple[bytes, str, str]:

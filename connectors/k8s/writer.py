@@ -16,7 +16,8 @@ back as the Workload written over shows it, since the patch replaces the whole l
   not finished unless we finish it, still active and in the same queue as when it was decided. If it holds,
   write again on the fresh resourceVersion — only the fields the first write set out to change, so that a field
   another controller wrote meanwhile which this write did not mean to change (an external MultiKueue dispatcher's
-  ``nominatedClusterNames``) is not overwritten from the log, as Kueue's patches set only the fields they own;
+  ``nominatedClusterNames``) is not overwritten from the log, as Kueue's patches set only the fields they own
+  (nor by a next write made before the watch shows the Workload, and so the log has observed that field);
   if not → ``DecisionRejected`` (the change that invalidated it reaches
   the log through the watch and the scheduler decides again);
 * 404, or a different uid (the workload was deleted or recreated) → ``DecisionRejected``.
@@ -156,6 +157,10 @@ class StatusWriter:
         self.stats = WriterStats()
         self._written: dict[str, tuple[int, dict[str, Any]]] = {}
         """Key -> (resourceVersion, status) of our last successful write, until the watch shows it."""
+        self._left_alone: dict[str, set[str]] = {}
+        """Key -> the status fields another controller wrote that a retried write left as it found them (what
+        ``_written`` holds of them is theirs, which the log has not observed yet): not written either until the
+        watch shows the Workload."""
         self._deactivated: dict[str, int] = {}
         """Key -> resourceVersion of our ``spec.active: false`` write, until the watch shows it."""
         self._blocked: dict[str, int] = {}
@@ -187,6 +192,7 @@ class StatusWriter:
             if pending and self.mirror.seen("Workload", key) is None:
                 await self._outcome(key, "", pending, reject=("NotFound", "the Workload no longer exists"))
             self._written.pop(key, None)
+            self._left_alone.pop(key, None)
             self._blocked.pop(key, None)
             self._deactivated.pop(key, None)
             return
@@ -207,6 +213,7 @@ class StatusWriter:
                 base_rv, current = written
             else:
                 del self._written[key]
+                self._left_alone.pop(key, None)
         deactivated = self._deactivated.get(key)
         if deactivated is not None and deactivated <= obs_rv:
             del self._deactivated[key]
@@ -218,11 +225,11 @@ class StatusWriter:
             self._deactivated[key] = base_rv
             self._written[key] = (base_rv, current)
         desired = self._kept(ours, current)
-        if desired == current:
+        changing = _changed(desired, current) - self._left_alone.get(key, set())
+        if not changing:
             await self._outcome(key, wl.uid, pending, upto=upto)
             return
         rv = str(base_rv) if base_rv >= 0 else obs.metadata.resource_version
-        changing = _changed(desired, current)
         fields = changing
         for _ in range(self.attempts):
             try:
@@ -247,6 +254,7 @@ class StatusWriter:
                 # only what this write set out to change: a field someone else wrote meanwhile that it leaves as
                 # it found it (an external dispatcher's nominations) is theirs, not overwritten from the log
                 fields = changing & _changed(desired, current)
+                self._left_alone[key] = _changed(desired, current) - changing
                 if not fields:
                     self._written[key] = (_rv(rv), current)
                     await self._outcome(key, wl.uid, pending, upto=upto)

@@ -172,6 +172,31 @@ async def test_a_workload_finished_on_its_worker_gets_the_job_final_status_befor
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("copy_state", ["finished", "suspended"])
+async def test_a_manager_job_never_started_gets_the_status_of_a_copy_finished_or_suspended(
+        tmp_path: Path, copy_state: str) -> None:
+    """Kueue's batch/v1 adapter defers the status only while the manager's Job is suspended and the copy runs:
+    a copy finished (the workload done on the worker before the manager's Job was started, which it never will
+    be now) or suspended too (evicted there) has its status mirrored all the same."""
+    state = _state(tmp_path)
+    assert state.jobs["default/a"].spec.suspend
+    manager = RecordingManager(state)
+    mk = _connector(state, {})
+    mk.client = manager  # type: ignore[assignment]
+    copy = {"metadata": {"name": "a", "namespace": "default", "resourceVersion": "9"},
+            "spec": {"suspend": copy_state == "suspended"},
+            "status": {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}
+            if copy_state == "finished" else {"conditions": [{"type": "Suspended", "status": "True"}]}}
+    await mk._mirror_status(ADAPTERS["batch/v1", "Job"], "default/a", copy)
+    assert [{k: v for k, v in p["status"].items() if v is not None} for p in manager.patches] == [copy["status"]]
+    running = {**copy, "metadata": {**copy["metadata"], "resourceVersion": "10"}, "spec": {"suspend": False},
+               "status": {"active": 1}}
+    manager.patches.clear()
+    await mk._mirror_status(ADAPTERS["batch/v1", "Job"], "default/a", running)
+    assert manager.patches == [], "a copy running while the manager's Job is suspended is not mirrored yet"
+
+
+@pytest.mark.asyncio
 async def test_a_copy_being_deleted_is_not_reported_again_for_the_evicted_workload(tmp_path: Path) -> None:
     """The eviction made the log forget the copies; the one still on the worker until this pass deletes it must
     not be reported as the workload's again (its next reservation would take it for a new admission)."""
@@ -190,6 +215,49 @@ async def test_a_copy_being_deleted_is_not_reported_again_for_the_evicted_worklo
         "conditions": [{"type": "Admitted", "status": "True", "lastTransitionTime": "2024-01-01T00:00:00Z"}]}}
     await mk._observe()
     assert [e for e in appended if isinstance(e, ev.RemoteWorkloadObserved)] == []
+
+
+@pytest.mark.asyncio
+async def test_a_copy_deleted_on_the_workload_s_worker_is_not_made_there_again(tmp_path: Path) -> None:
+    """Someone deleted the copy on the worker that runs the workload: Kueue answers with Retry ("Reserving remote
+    no longer exists or is not admitted") and the eviction that follows, making no copy there again (the worker's
+    Kueue would start the Job copy left behind on the new one), nor a Job copy for it."""
+    state = _state(tmp_path)
+    state.apply(ev.Record(state.offset + 1, ev.WorkerClusterAssigned(time=START, cycle=1, input=0, key=KEY,
+                                                                     cluster="worker1")))
+    assert state.workloads[KEY].cluster_name == "worker1"
+    worker = WorkerClient()
+    mk = _connector(state, {"worker1": worker})
+    mk.workers["worker1"].moved.add(KEY)  # the watch showed the copy deleted
+    await mk.sync_copies("multikueue")
+    assert worker.created == []
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("manager_side", ["evicted", "deleted"])
+async def test_an_owner_copy_whose_workload_copy_is_gone_is_deleted_all_the_same(tmp_path: Path,
+                                                                                 manager_side: str) -> None:
+    """Kueue deletes the owner's copy first because its Workload copy may be gone already (deleted there, or
+    collected): an evicted workload's, or a deleted one's, Job copy left on the worker without its Workload copy
+    is deleted all the same (else the worker keeps it, suspended, for ever)."""
+    state = _state(tmp_path)
+    wl = state.workloads[KEY]
+    state.apply(ev.Record(state.offset + 1, ev.WorkerClusterAssigned(time=START, cycle=1, input=0, key=KEY,
+                                                                     cluster="worker1")))
+    if manager_side == "evicted":
+        state.apply(ev.Record(state.offset + 1, ev.WorkloadEvicted(
+            time=START, cycle=2, input=0, key=KEY, uid=wl.uid, reason="AdmissionCheck", message="evicted")))
+    else:
+        state.apply(ev.Record(state.offset + 1, ev.ObjectDeleted(time=START, kind="Workload", key=KEY)))
+    left = {"metadata": {"name": "a", "namespace": "default", "resourceVersion": "5",
+                         "labels": {"kueue.x-k8s.io/prebuilt-workload-name": "job-a",
+                                    "kueue.x-k8s.io/multikueue-origin": "multikueue"}}, "status": {}}
+    worker = RunningWorker(left)
+    mk = _connector(state, {"worker1": worker})
+    mk.workers["worker1"].owners.setdefault("Job", {})["default/a"] = left
+    await mk.sync_copies("multikueue")
+    assert "Job:default/a" in worker.deleted
+    assert mk.workers["worker1"].owners["Job"] == {}
 
 
 def _path_cluster(location: str):
@@ -692,3 +760,50 @@ async def test_a_cut_secret_watch_keeps_the_worker_on_the_kubeconfig_it_read(
     assert manager.reads.count("worker1-secret") > 1, "read again after the cut"
     assert sorted(built) == [b"w1", b"w2"]
     assert all(link.connected for link in state.cluster_links.values())
+
+
+class CuttingWorker(IdleWorker):
+    """A worker whose first Workload watch is cut at once (the others wait): the watches of each kind open at any
+    one time are counted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cuts = 1
+        self.open: dict[str, int] = {}
+
+    async def watch(self, resource: Any, rv: str, **_: Any):
+        from connectors.k8s.errors import Unavailable
+
+        if resource.kind == "Workload" and self.cuts:
+            self.cuts -= 1
+            raise Unavailable("watch workloads: connection reset")
+        self.open[resource.kind] = self.open.get(resource.kind, 0) + 1
+        try:
+            await asyncio.Event().wait()
+        finally:
+            self.open[resource.kind] -= 1
+        yield  # pragma: no cover
+
+
+@pytest.mark.asyncio
+async def test_a_cut_watch_reconnects_the_worker_without_leaving_the_other_watches_running(tmp_path: Path) -> None:
+    """A cut watch loses the worker's connection: its other watches stop with it and are opened again with the new
+    listing, one per kind — not left running beside the new ones, one more set for every cut."""
+    state = _state(tmp_path)
+    worker = CuttingWorker()
+    mk = _connector(state, {"worker1": worker})
+    mk.retry_s = 0.001
+    w = mk.workers["worker1"]
+    w.connected = False
+    task = asyncio.create_task(mk._watch_worker(w, "multikueue"))
+    try:
+        for _ in range(50):
+            await asyncio.sleep(0.002)
+            if not worker.cuts and w.connected and worker.open.get("Workload"):
+                break
+        assert w.connected and not worker.cuts
+        assert set(worker.open.values()) == {1}, worker.open
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -1,7 +1,7 @@
 """The MultiKueue connector's adapters for RayJobs, RayClusters, AppWrappers and TrainJobs (Kueue's
 ``rayjob``/``raycluster``/``appwrapper``/``trainjob`` MultiKueue adapters), against fake clients: the copy made for
-the worker, the owner's managedBy observed into the log, the copy's status mirrored to the manager's owner (a
-TrainJob's only once the manager's is started), and the copies deleted once the workload finished there."""
+the worker, the owner's managedBy observed into the log, the copy's status mirrored to the manager's owner (started
+or not), and the copies deleted once the workload finished there."""
 
 from __future__ import annotations
 
@@ -166,44 +166,17 @@ async def test_the_worker_that_runs_it_gets_the_copy_and_its_status_replaces_the
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize(("r", "mirrored"), [(RAYJOBS, True), (RAYCLUSTERS, True), (APPWRAPPERS, True),
-                                             (TRAINJOBS, False)], ids=lambda v: getattr(v, "kind", str(v)))
-async def test_a_trainjob_status_waits_for_the_manager_trainjob_to_be_started(tmp_path: Path, r: Any,
-                                                                           mirrored: bool) -> None:
-    """Kueue's TrainJob adapter skips the sync while the manager's TrainJob is suspended; the Ray and AppWrapper
-    adapters copy the status whatever the manager's suspension."""
+@pytest.mark.parametrize("r", KINDS, ids=lambda r: r.kind)
+async def test_the_status_is_mirrored_whether_the_manager_owner_is_started_or_not(tmp_path: Path, r: Any) -> None:
+    """Kueue's Ray, AppWrapper and TrainJob adapters copy the status whenever the copy exists, whatever the
+    manager's suspension."""
     state = _state(tmp_path, r)
     manager = Manager(_owner(r, suspend=True, status={"conditions": []}))
     mk = _connector(state, manager, WorkerApi())
     remote = {"metadata": {"name": "a", "namespace": "default", "resourceVersion": "3"},
               "status": {"conditions": [{"type": "Created", "status": "True"}]}}
-    assert await mk._mirror_status(ADAPTERS[r.api_version, r.kind], "default/a", remote) is mirrored
-    assert bool(manager.patches) is mirrored
-    manager.owner = _owner(r, suspend=False, status={"conditions": []})
-    await mk._mirror_status(ADAPTERS[r.api_version, r.kind], "default/a", remote)
+    assert await mk._mirror_status(ADAPTERS[r.api_version, r.kind], "default/a", remote)
     assert [body["status"] for _, body in manager.patches] == [remote["status"]]
-
-
-@pytest.mark.asyncio
-async def test_a_trainjob_copy_status_waiting_for_the_manager_start_is_looked_at_again(tmp_path: Path) -> None:
-    """The manager's TrainJob being started is not in the log (nothing moves its workload): while its copy's status
-    waits for that, the workload stays marked on its worker, and the status is written once the pass after the
-    start finds it started, with nothing else moved."""
-    state = _state(tmp_path, TRAINJOBS)
-    manager = Manager(_owner(TRAINJOBS, suspend=True, status={"conditions": []}))
-    worker = WorkerApi()
-    mk = _connector(state, manager, worker)
-    mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}}
-    await mk.sync_copies("multikueue")
-    running = {**worker.created[0], "metadata": {**worker.created[0]["metadata"], "resourceVersion": "2"},
-               "status": {"conditions": [{"type": "Created", "status": "True"}]}}
-    mk.workers["worker1"].owners[TRAINJOBS.kind]["default/a"] = running
-    mk.workers["worker1"].moved.add(KEY)  # as the worker's watch marks it
-    await mk.sync_copies("multikueue")
-    assert manager.patches == []
-    manager.owner = _owner(TRAINJOBS, suspend=False, status={"conditions": []})
-    await mk.sync_copies("multikueue")
-    assert [body["status"] for _, body in manager.patches] == [running["status"]]
 
 
 @pytest.mark.asyncio
@@ -224,3 +197,41 @@ async def test_finished_on_its_worker_it_gets_the_final_status_and_its_copies_go
     await mk.sync_copies("multikueue")
     assert [body["status"] for _, body in manager.patches] == [done["status"]]
     assert worker.deleted == [f"{r.kind}:default/a", "Workload:default/job-a"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("r", KINDS, ids=lambda r: r.kind)
+async def test_finished_on_its_worker_before_the_manager_one_started_it_still_gets_the_final_status(
+        tmp_path: Path, r: Any) -> None:
+    """Kueue's adapters of these kinds copy the status whenever the copy exists, the manager's owner suspended or
+    not: a workload finished on its worker before the manager's owner was started (which it never will be now)
+    still shows the copy's last status before the copies go."""
+    state = _state(tmp_path, r, finished=True)
+    done = {"metadata": {"name": "a", "namespace": "default", "resourceVersion": "9",
+                         "labels": {PREBUILT: "job-a", ORIGIN: "multikueue"}},
+            "status": {"conditions": [{"type": "Complete", "status": "True"}]}}
+    manager = Manager(_owner(r, suspend=True))
+    worker = WorkerApi(done)
+    mk = _connector(state, manager, worker)
+    mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}}
+    mk.workers["worker1"].owners.setdefault(r.kind, {})["default/a"] = {
+        **done, "metadata": {**done["metadata"], "resourceVersion": "5"}, "status": {}}
+    await mk.sync_copies("multikueue")
+    assert [body["status"] for _, body in manager.patches] == [done["status"]]
+    assert worker.deleted == [f"{r.kind}:default/a", "Workload:default/job-a"]
+
+
+def test_a_trainjob_copy_leaves_out_the_overrides_kueue_wrote_at_the_manager_start() -> None:
+    """Kueue's TrainJob adapter takes its own admission out of the copy so that the worker's Kueue writes its own:
+    a TrainJob the manager's integration already started carries the manager's flavors' node selectors in the
+    ``podTemplateOverrides`` entries Kueue labels with its pod set, which the copy does not; the user's stay."""
+    users = {"targetJobs": [{"name": "node"}], "spec": {"serviceAccountName": "trainer"}}
+    kueues = {"targetJobs": [{"name": "node"}], "metadata": {"labels": {"kueue.x-k8s.io/podset": "node"}},
+              "spec": {"nodeSelector": {"manager-flavor": "on-demand"}}}
+    manager = _owner(TRAINJOBS)
+    manager["spec"]["podTemplateOverrides"] = [users, kueues]
+    c = ADAPTERS[TRAINJOBS.api_version, TRAINJOBS.kind].make_copy(manager, MANAGER_WL, "mk-origin")
+    assert c["spec"]["podTemplateOverrides"] == [users] and c["spec"]["suspend"] is True
+    manager["spec"]["podTemplateOverrides"] = [kueues]
+    assert "podTemplateOverrides" not in ADAPTERS[TRAINJOBS.api_version, TRAINJOBS.kind].make_copy(
+        manager, MANAGER_WL, "mk-origin")["spec"]

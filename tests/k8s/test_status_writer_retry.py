@@ -56,3 +56,22 @@ async def test_a_retried_status_write_keeps_the_nominations_written_meanwhile() 
     assert [c["reason"] for c in retried["status"]["conditions"]] == ["Pending"]
     outcomes = [r.event for r in [r async for r in journal.log.read()] if isinstance(r.event, ev.DecisionApplied)]
     assert [e.decision for e in outcomes] == [1]
+
+
+@pytest.mark.asyncio
+async def test_the_next_write_before_the_watch_shows_them_keeps_the_nominations_too() -> None:
+    """The retried write's result, which the writer stands on until the watch shows it, holds the dispatcher's
+    nominations, which the log has not observed yet: a next decision written meanwhile does not clear them."""
+    journal = LocalJournal(MemoryLog(), Mirror())
+    await journal.append([ev.ObjectUpserted(time=1, key=WL.key, uid="wl-uid", obj=WL),
+                          ev.WorkloadPending(time=2, key=WL.key, uid="wl-uid", cycle=1, input=0, reason="Pending",
+                                             message="no quota")])
+    api = DispatchedMeanwhile()
+    writer = StatusWriter(api, journal)  # type: ignore[arg-type]
+    await writer.sync(WL.key)
+    await journal.append([ev.WorkloadPending(time=3, key=WL.key, uid="wl-uid", cycle=2, input=0, reason="Pending",
+                                             message="still no quota")])
+    await writer.sync(WL.key)
+    assert len(api.patches) == 3
+    assert "nominatedClusterNames" not in api.patches[-1]["status"], "the dispatcher's nominations are not cleared"
+    assert [c["message"] for c in api.patches[-1]["status"]["conditions"]] == ["still no quota"]
