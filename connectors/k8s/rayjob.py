@@ -49,9 +49,9 @@ SUBMITTER = "submitter"
 K8S_JOB_MODE = "K8sJobMode"
 """The submission mode in which KubeRay runs the submitter as a Job of its own: Kueue then counts its pod."""
 COMPLETE, FAILED, SUSPENDED = "Complete", "Failed", "Suspended"
+"""KubeRay's job deployment statuses Kueue reads."""
 NEW = ""
 """KubeRay's ``JobDeploymentStatusNew``: the empty deployment status of a RayJob it has not reconciled yet."""
-"""KubeRay's job deployment statuses Kueue reads."""
 SUCCEEDED = "SUCCEEDED"
 
 
