@@ -1619,6 +1619,8 @@ class ClusterState:
                 or waits_for_replacement_pods(wl) or workload_problem(wl.pod_sets)):
             self._dequeue(wl)
             if wl.phase == PENDING:
+                if wl.active:  # held out of its queue (gated, refused): queued nowhere, as one held from the start
+                    wl.cluster_queue = ""
                 self._sync_checks(wl, self.target_cluster_queue(wl))
             return
         cq = self.target_cluster_queue(wl)

@@ -202,6 +202,7 @@ def test_steps_of_all_workloads_are_in_log_order() -> None:
 @settings(max_examples=100, deadline=None)
 @given(ops=op_lists())
 @example(ops=[Op("wl_adjusted", 0, 0, 0), Op("mk_remote_finished", 1, 0, 0)])  # MultiKueue's finish, found so
+@example(ops=[Op("wl", 12, 0, 1), Op("wl_claims", 52, 0, 0)])  # queued, then claims DRA refuses: queued nowhere
 def test_audit_agrees_with_cluster_state_on_where_each_workload_is(ops) -> None:
     recs = records(interpret(ops))
     state = fold(recs)
