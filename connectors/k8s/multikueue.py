@@ -858,7 +858,9 @@ class MultiKueueConnector:
                     self._failed("MultiKueue copy not written, will retry", key, w, exc)
             elif key in copied:
                 try:
-                    await self._final_status(w, key, origin)
+                    if not await self._final_status(w, key, origin):
+                        w.moved.add(key)  # the owner's last status not written yet: the copies wait for it
+                        continue
                     await self._delete_copy(w, key, origin)
                 except KubeError as exc:
                     self._failed("MultiKueue copy not deleted, will retry", key, w, exc)
@@ -913,22 +915,23 @@ class MultiKueueConnector:
         if not await self._mirror_status(adapter, owner_key, remote):
             w.moved.add(wl.key)  # written again on the next pass
 
-    async def _final_status(self, w: Worker, key: str, origin: str) -> None:
+    async def _final_status(self, w: Worker, key: str, origin: str) -> bool:
         """A workload finished on the worker that ran it: its owner's copy's last status, read from the worker (the
         watch may not have shown it yet), goes to the manager's owner before the copies are deleted (Kueue syncs the
-        owner, then finishes the workload and removes the remote objects)."""
+        owner, then finishes the workload and removes the remote objects). False: that write conflicted, so the
+        copies stay until the next pass writes it."""
         assert w.client is not None
         wl = self.state.workloads.get(key)
         adapter = adapter_of(wl) if wl is not None else None
         if wl is None or adapter is None or wl.phase != FINISHED or wl.cluster_name != w.name:
-            return
+            return True
         try:
             remote = msgspec.json.decode(await w.client.get(adapter.resource, wl.owner[2], wl.namespace))
         except NotFound:
-            return
+            return True
         if ((remote.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) != origin:
-            return  # not this manager's copy (Kueue validates a remote object's origin before reading it)
-        await self._mirror_status(adapter, f"{wl.namespace}/{wl.owner[2]}", remote)
+            return True  # not this manager's copy (Kueue validates a remote object's origin before reading it)
+        return await self._mirror_status(adapter, f"{wl.namespace}/{wl.owner[2]}", remote)
 
     async def _mirror_status(self, adapter: Adapter, owner_key: str, remote: dict[str, Any]) -> bool:
         """The manager's owner shows the status of its copy: a Job once it has been started, or its copy is

@@ -13,6 +13,7 @@ import msgspec
 import pytest
 import yaml
 
+from connectors.k8s.errors import Conflict
 from connectors.k8s.multikueue import ADAPTERS, MultiKueueConnector, Worker, adapter_of, run_policy_copy
 from connectors.k8s.resources import KUBEFLOW_JOBS, MPIJOBS
 from events import schema as ev
@@ -244,6 +245,42 @@ async def test_a_kubeflow_job_finished_on_its_worker_gets_its_final_status_befor
     mk = _connector(state, manager, {"worker1": worker})
     mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}}
     mk.workers["worker1"].owners["PyTorchJob"] = {"default/a": {**done, "status": {}}}
+    await mk.sync_copies("multikueue")
+    assert [p["status"]["conditions"][0]["type"] for p in manager.patches] == ["Succeeded"]
+    assert worker.deleted == ["PyTorchJob:default/a", "Workload:default/job-a"]
+
+
+class ConflictingOnce(Manager):
+    """A manager whose first status write of the owner conflicts (someone else wrote it meanwhile)."""
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        super().__init__(job)
+        self.conflicts = 1
+
+    async def patch(self, resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "") -> bytes:
+        if self.conflicts:
+            self.conflicts -= 1
+            raise Conflict("the object has been modified")
+        return await super().patch(resource, name, body, namespace, subresource)
+
+
+@pytest.mark.asyncio
+async def test_the_copies_wait_for_a_final_status_write_that_conflicted(tmp_path: Path) -> None:
+    """The owner's last status goes to the manager before its copies are deleted: a write of it that conflicts is
+    tried again on the next pass, and only then are the copies deleted (deleting them at once lost that status)."""
+    state = _running_on_worker1(tmp_path)
+    _apply(state, ev.RemoteWorkloadFinished(time=START, cycle=2, input=0, key=KEY, cluster="worker1",
+                                            reason="Succeeded"))
+    done = {**_pytorchjob(None, conditions=[{"type": "Succeeded", "status": "True"}]),
+            "metadata": {"name": "a", "namespace": "default", "resourceVersion": "9",
+                         "labels": {"kueue.x-k8s.io/prebuilt-workload-name": "job-a",
+                                    "kueue.x-k8s.io/multikueue-origin": "multikueue"}}}
+    manager, worker = ConflictingOnce(_pytorchjob()), WorkerApi(done)
+    mk = _connector(state, manager, {"worker1": worker})
+    mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}}
+    mk.workers["worker1"].owners["PyTorchJob"] = {"default/a": {**done, "status": {}}}
+    await mk.sync_copies("multikueue")
+    assert (manager.patches, worker.deleted) == ([], [])
     await mk.sync_copies("multikueue")
     assert [p["status"]["conditions"][0]["type"] for p in manager.patches] == ["Succeeded"]
     assert worker.deleted == ["PyTorchJob:default/a", "Workload:default/job-a"]
