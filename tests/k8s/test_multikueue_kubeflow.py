@@ -231,9 +231,9 @@ async def test_the_worker_runs_the_copy_and_the_manager_job_shows_its_status_who
     assert len(manager.patches) == count  # the copy unchanged: not written again
 
 
-@pytest.mark.asyncio
-async def test_a_kubeflow_job_finished_on_its_worker_gets_its_final_status_before_its_copies_go(
-        tmp_path: Path) -> None:
+def _finished_on_worker1(tmp_path: Path, manager: Manager) -> tuple[MultiKueueConnector, WorkerApi]:
+    """A PyTorchJob's workload finished on worker1, whose copy succeeded there (the watch has not shown its status
+    yet): the connector over it and the worker's apiserver."""
     state = _running_on_worker1(tmp_path)
     _apply(state, ev.RemoteWorkloadFinished(time=START, cycle=2, input=0, key=KEY, cluster="worker1",
                                             reason="Succeeded"))
@@ -241,10 +241,18 @@ async def test_a_kubeflow_job_finished_on_its_worker_gets_its_final_status_befor
             "metadata": {"name": "a", "namespace": "default", "resourceVersion": "9",
                          "labels": {"kueue.x-k8s.io/prebuilt-workload-name": "job-a",
                                     "kueue.x-k8s.io/multikueue-origin": "multikueue"}}}
-    manager, worker = Manager(_pytorchjob()), WorkerApi(done)
+    worker = WorkerApi(done)
     mk = _connector(state, manager, {"worker1": worker})
     mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}}
     mk.workers["worker1"].owners["PyTorchJob"] = {"default/a": {**done, "status": {}}}
+    return mk, worker
+
+
+@pytest.mark.asyncio
+async def test_a_kubeflow_job_finished_on_its_worker_gets_its_final_status_before_its_copies_go(
+        tmp_path: Path) -> None:
+    manager = Manager(_pytorchjob())
+    mk, worker = _finished_on_worker1(tmp_path, manager)
     await mk.sync_copies("multikueue")
     assert [p["status"]["conditions"][0]["type"] for p in manager.patches] == ["Succeeded"]
     assert worker.deleted == ["PyTorchJob:default/a", "Workload:default/job-a"]
@@ -268,17 +276,8 @@ class ConflictingOnce(Manager):
 async def test_the_copies_wait_for_a_final_status_write_that_conflicted(tmp_path: Path) -> None:
     """The owner's last status goes to the manager before its copies are deleted: a write of it that conflicts is
     tried again on the next pass, and only then are the copies deleted (deleting them at once lost that status)."""
-    state = _running_on_worker1(tmp_path)
-    _apply(state, ev.RemoteWorkloadFinished(time=START, cycle=2, input=0, key=KEY, cluster="worker1",
-                                            reason="Succeeded"))
-    done = {**_pytorchjob(None, conditions=[{"type": "Succeeded", "status": "True"}]),
-            "metadata": {"name": "a", "namespace": "default", "resourceVersion": "9",
-                         "labels": {"kueue.x-k8s.io/prebuilt-workload-name": "job-a",
-                                    "kueue.x-k8s.io/multikueue-origin": "multikueue"}}}
-    manager, worker = ConflictingOnce(_pytorchjob()), WorkerApi(done)
-    mk = _connector(state, manager, {"worker1": worker})
-    mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}}
-    mk.workers["worker1"].owners["PyTorchJob"] = {"default/a": {**done, "status": {}}}
+    manager = ConflictingOnce(_pytorchjob())
+    mk, worker = _finished_on_worker1(tmp_path, manager)
     await mk.sync_copies("multikueue")
     assert (manager.patches, worker.deleted) == ([], [])
     await mk.sync_copies("multikueue")
