@@ -64,6 +64,7 @@ from kubernetes_asyncio import config as kconfig
 from connectors.k8s import trainjob
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, Gone, KubeError, NotFound
+from connectors.k8s.framework_webhook import value_at
 from connectors.k8s.journal import Journal
 from connectors.k8s.prebuilt import KEY as PREBUILT_WORKLOAD
 from connectors.k8s.resources import (
@@ -331,7 +332,7 @@ def owner_copy(adapter: Adapter, manager_owner: dict[str, Any], manager_wl: dict
     look like a lost copy and have it dispatched again)."""
     made = adapter.make_copy(manager_owner, manager_wl, origin)
     for gate, keys in adapter.cleared_under:
-        parent = _at(made, keys[:-1])
+        parent = value_at(made, keys[:-1])
         if config.gate(gate) and isinstance(parent, dict):
             parent.pop(keys[-1], None)
     return made
@@ -808,7 +809,7 @@ class MultiKueueConnector:
             except NotFound:
                 self._owners_unread.add(key)
                 continue  # Kueue's read fails and is retried: nothing is decided meanwhile
-            managed_by = _at(owner, adapter.managed_by_at) or ""
+            managed_by = value_at(owner, adapter.managed_by_at) or ""
             events.append(ev.OwnerObserved(time=now, key=key, uid=wl.uid, managed_by=managed_by))
         return events
 
@@ -1051,14 +1052,6 @@ def _with_reason(source: bytes, error: str) -> tuple[bytes, str, str]:
     kubeconfig (a Secret missing, unreadable or without its key; a file it cannot open) as ``BadKubeConfig``
     "load client config failed: ..."."""
     return (source, f"load client config failed: {error}", "BadKubeConfig") if error else (source, "", "")
-
-
-def _at(obj: dict[str, Any], keys: tuple[str, ...]) -> Any:
-    """The value down ``keys`` (None where a map on the way is missing)."""
-    value: Any = obj
-    for key in keys:
-        value = value.get(key) if isinstance(value, dict) else None
-    return value
 
 
 def _workload_key_of(owner_copy: dict[str, Any]) -> str:
