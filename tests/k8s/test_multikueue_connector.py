@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 import pytest
 import yaml
+from fixtures.multikueue_states import dispatched_state
 
 from connectors.k8s.errors import Forbidden
 from connectors.k8s.multikueue import ADAPTERS, MultiKueueConnector, Worker
@@ -367,20 +368,7 @@ async def test_a_worker_job_this_manager_did_not_make_is_not_deleted_with_the_co
 def _jobset_state(tmp_path: Path):
     """The dispatch scenario's workload owned by a JobSet (an owner the log does not hold), dispatched to
     worker1 and finished there."""
-    objects = yaml.safe_load(SCENARIO.read_text())["objects"]
-    for obj in objects:
-        for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
-            ref.update(apiVersion="jobset.x-k8s.io/v1alpha2", kind="JobSet")
-    path = tmp_path / "objects.yaml"
-    path.write_text(yaml.safe_dump_all(objects))
-    state = load_state(str(path), None, START).state
-    for e in (ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True),
-              ev.OwnerObserved(time=START, key=KEY, managed_by="kueue.x-k8s.io/multikueue")):
-        state.apply(ev.Record(state.offset + 1, e))
-    settle(state, DEFAULT, now=START)
-    for e in (ev.WorkerClusterAssigned(time=START, cycle=1, input=0, key=KEY, cluster="worker1"),
-              ev.RemoteWorkloadFinished(time=START, cycle=2, input=0, key=KEY, cluster="worker1", reason="Succeeded")):
-        state.apply(ev.Record(state.offset + 1, e))
+    state = dispatched_state(tmp_path, "jobset.x-k8s.io/v1alpha2", "JobSet", finished=True)
     assert state.workloads[KEY].owner[1] == "JobSet" and state.workloads[KEY].cluster_name == "worker1"
     return state
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 import pytest
-import yaml
+from fixtures.multikueue_states import apply, owned_state
 
 from connectors.k8s.errors import Conflict
 from connectors.k8s.multikueue import ADAPTERS, MultiKueueConnector, Worker, adapter_of, run_policy_copy
@@ -21,7 +21,6 @@ from kueue_es.scheduler import decide, settle
 from kueue_es.scheduler import multikueue as pure
 from kueue_es.scheduler.config import DEFAULT
 from kueue_es.scheduler.multikueue import unmanaged_reason
-from kueue_es.statefile import load_state
 
 SCENARIO = Path(__file__).parents[1] / "scheduler" / "scenarios" / "multikueue-dispatch.yaml"
 START = 1_704_067_200_000
@@ -29,25 +28,6 @@ KEY = "default/job-a"
 MK = "kueue.x-k8s.io/multikueue"
 KINDS = [("kubeflow.org/v1", k) for k in ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob")] + [
     ("kubeflow.org/v2beta1", "MPIJob")]
-
-
-def _owned_state(tmp_path: Path, api_version: str, kind: str):
-    """The dispatch scenario's workload, owned by a job of ``kind`` (an owner the log does not hold), worker1
-    reached."""
-    objects = yaml.safe_load(SCENARIO.read_text())["objects"]
-    for obj in objects:
-        for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
-            ref.update(apiVersion=api_version, kind=kind)
-    path = tmp_path / "objects.yaml"
-    path.write_text(yaml.safe_dump_all(objects))
-    state = load_state(str(path), None, START).state
-    _apply(state, ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True))
-    return state
-
-
-def _apply(state, *events) -> None:
-    for e in events:
-        state.apply(ev.Record(state.offset + 1, e))
 
 
 # --- the pure side --------------------------------------------------------------------------------------------
@@ -58,11 +38,11 @@ def test_a_kubeflow_job_waits_for_its_managed_by_then_is_dispatched(tmp_path: Pa
                                                                    kind: str) -> None:
     """Kueue's adapter reads the job's ``spec.runPolicy.managedBy`` first: until the connector observed it nothing
     is decided; handed to MultiKueue, the job is nominated to the workers as a Job is."""
-    state = _owned_state(tmp_path, api_version, kind)
+    state = owned_state(tmp_path, api_version, kind)
     assert state.workloads[KEY].owner == (api_version, kind, "a")
     settle(state, DEFAULT, now=START)
     assert state.workloads[KEY].reserving and not state.workloads[KEY].nominated
-    _apply(state, ev.OwnerObserved(time=START, key=KEY, managed_by=MK))
+    apply(state, ev.OwnerObserved(time=START, key=KEY, managed_by=MK))
     settle(state, DEFAULT, now=START)
     assert state.workloads[KEY].nominated == ("worker1",)
     assert state.workloads[KEY].check_states["mk"].state == "Pending"
@@ -74,13 +54,13 @@ def test_a_kubeflow_job_not_handed_to_multikueue_is_rejected_in_kueues_words(tmp
                                                                             kind: str, field: str) -> None:
     """Kueue's Kubeflow adapter names ``spec.managedBy`` in its message (though it reads
     ``spec.runPolicy.managedBy``); its MPIJob adapter names the field it reads."""
-    state = _owned_state(tmp_path, api_version, kind)
-    _apply(state, ev.OwnerObserved(time=START, key=KEY, managed_by="kubeflow.org/training-operator"))
+    state = owned_state(tmp_path, api_version, kind)
+    apply(state, ev.OwnerObserved(time=START, key=KEY, managed_by="kubeflow.org/training-operator"))
     decided = []
     for _ in range(5):
         batch = decide(state, DEFAULT, now=START)
         decided += batch
-        _apply(state, *batch)
+        apply(state, *batch)
     message = f'The owner is not managed by Kueue: Expecting {field} to be "{MK}" not "kubeflow.org/training-operator"'
     assert [(d.state, d.message) for d in decided if isinstance(d, ev.AdmissionCheckUpdated)] == [
         ("Rejected", message)]
@@ -188,17 +168,17 @@ def _connector(state, manager: Manager, workers: dict[str, WorkerApi]) -> MultiK
 @pytest.mark.asyncio
 @pytest.mark.parametrize("managed_by", [MK, None])
 async def test_the_connector_reads_the_run_policy_managed_by(tmp_path: Path, managed_by: str | None) -> None:
-    state = _owned_state(tmp_path, "kubeflow.org/v1", "PyTorchJob")
+    state = owned_state(tmp_path, "kubeflow.org/v1", "PyTorchJob")
     settle(state, DEFAULT, now=START)
     mk = _connector(state, Manager(_pytorchjob(managed_by)), {})
     assert [(e.key, e.managed_by) for e in await mk._observe_owners(START, [KEY])] == [(KEY, managed_by or "")]
 
 
 def _running_on_worker1(tmp_path: Path):
-    state = _owned_state(tmp_path, "kubeflow.org/v1", "PyTorchJob")
-    _apply(state, ev.OwnerObserved(time=START, key=KEY, managed_by=MK))
+    state = owned_state(tmp_path, "kubeflow.org/v1", "PyTorchJob")
+    apply(state, ev.OwnerObserved(time=START, key=KEY, managed_by=MK))
     settle(state, DEFAULT, now=START)
-    _apply(state, ev.WorkerClusterAssigned(time=START, cycle=1, input=0, key=KEY, cluster="worker1"))
+    apply(state, ev.WorkerClusterAssigned(time=START, cycle=1, input=0, key=KEY, cluster="worker1"))
     assert state.workloads[KEY].cluster_name == "worker1"
     return state
 
@@ -235,7 +215,7 @@ def _finished_on_worker1(tmp_path: Path, manager: Manager) -> tuple[MultiKueueCo
     """A PyTorchJob's workload finished on worker1, whose copy succeeded there (the watch has not shown its status
     yet): the connector over it and the worker's apiserver."""
     state = _running_on_worker1(tmp_path)
-    _apply(state, ev.RemoteWorkloadFinished(time=START, cycle=2, input=0, key=KEY, cluster="worker1",
+    apply(state, ev.RemoteWorkloadFinished(time=START, cycle=2, input=0, key=KEY, cluster="worker1",
                                             reason="Succeeded"))
     done = {**_pytorchjob(None, conditions=[{"type": "Succeeded", "status": "True"}]),
             "metadata": {"name": "a", "namespace": "default", "resourceVersion": "9",

@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 import pytest
 import yaml
+from fixtures.multikueue_states import dispatched_state
 
 from connectors.k8s.multikueue import ADAPTERS, MultiKueueConnector, Worker, adapter_of, suspended_copy
 from connectors.k8s.resources import APPWRAPPERS, RAYCLUSTERS, RAYJOBS, TRAINJOBS
@@ -57,21 +58,7 @@ def test_the_copy_is_the_manager_one_suspended_for_the_worker_kueue(r: Any) -> N
 def _state(tmp_path: Path, r: Any, *, finished: bool = False):
     """The dispatch scenario's workload owned by an object of kind ``r``, handed to MultiKueue and run on worker1
     (``finished``: and finished there)."""
-    objects = yaml.safe_load(SCENARIO.read_text())["objects"]
-    for obj in objects:
-        for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
-            ref.update(apiVersion=r.api_version, kind=r.kind)
-    path = tmp_path / "objects.yaml"
-    path.write_text(yaml.safe_dump_all(objects))
-    state = load_state(str(path), None, START).state
-    for e in (ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True),
-              ev.OwnerObserved(time=START, key=KEY, managed_by="kueue.x-k8s.io/multikueue")):
-        state.apply(ev.Record(state.offset + 1, e))
-    settle(state, DEFAULT, now=START)
-    done = [ev.RemoteWorkloadFinished(time=START, cycle=2, input=0, key=KEY, cluster="worker1", reason="Succeeded")]
-    for e in [ev.WorkerClusterAssigned(time=START, cycle=1, input=0, key=KEY, cluster="worker1"),
-              *(done if finished else [])]:
-        state.apply(ev.Record(state.offset + 1, e))
+    state = dispatched_state(tmp_path, r.api_version, r.kind, finished=finished)
     assert state.workloads[KEY].owner == (r.api_version, r.kind, "a")
     return state
 
