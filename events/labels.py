@@ -27,6 +27,11 @@ def is_dns_label(value: str) -> bool:
     return len(value) <= NAME_MAX and DNS_LABEL.fullmatch(value) is not None
 
 
+def is_dns_subdomain(value: str) -> bool:
+    """A DNS-1123 subdomain: at most 253 characters, DNS labels joined by '.'."""
+    return len(value) <= PREFIX_MAX and SUBDOMAIN.fullmatch(value) is not None
+
+
 def qualified_name_problem(key: str) -> str | None:
     """A label or annotation key: a name of at most 63 characters, optionally after a DNS subdomain and '/'."""
     parts = key.split("/")

@@ -335,6 +335,18 @@ class ResourceClaimTemplate(KObject, tag="ResourceClaimTemplate"):
     spec: ResourceClaimTemplateSpec = ResourceClaimTemplateSpec()
 
 
+class DeviceClassSpec(View):
+    extended_resource_name: str | None = None
+
+
+class DeviceClass(KObject, tag="DeviceClass"):
+    """resource.k8s.io/v1 DeviceClass (cluster-scoped): only its ``extendedResourceName`` is kept, the extended
+    resource whose requests kube-scheduler serves from devices of the class (Kueue's
+    KueueDRAIntegrationExtendedResource charges those requests to quota as DRA devices)."""
+
+    spec: DeviceClassSpec = DeviceClassSpec()
+
+
 # --- kueue.x-k8s.io --------------------------------------------------------------------------------------------
 
 
@@ -801,6 +813,7 @@ KueueObject = Union[  # noqa: UP007 - one tagged union, a member per line
     LimitRange,
     RuntimeClass,
     ResourceClaimTemplate,
+    DeviceClass,
     WorkloadPriorityClass,
     ResourceFlavor,
     ClusterQueue,
@@ -827,6 +840,7 @@ API_GROUPS: dict[str, tuple[str, ...]] = {
     "LimitRange": ("v1",),
     "RuntimeClass": ("node.k8s.io/v1",),
     "ResourceClaimTemplate": ("resource.k8s.io/v1",),
+    "DeviceClass": ("resource.k8s.io/v1",),
     "ProvisioningRequestConfig": ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1"),
     "ProvisioningRequest": ("autoscaling.x-k8s.io/v1",),
     "PodTemplate": ("v1",),
@@ -841,6 +855,7 @@ CLUSTER_SCOPED = frozenset(
         "Node",
         "PriorityClass",
         "RuntimeClass",
+        "DeviceClass",
         "WorkloadPriorityClass",
         "ResourceFlavor",
         "ClusterQueue",
@@ -856,3 +871,9 @@ CLUSTER_SCOPED = frozenset(
 
 def accepted_api_versions(kind: str) -> tuple[str, ...]:
     return API_GROUPS.get(kind, KUEUE_VERSIONS)
+
+
+def resource_version_order(text: str) -> int:
+    """A ``resourceVersion`` as a number that orders one object's versions (the apiserver's are decimal revisions),
+    -1 for one that is not."""
+    return int(text) if text.isdigit() else -1

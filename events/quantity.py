@@ -98,7 +98,8 @@ def _decimal_si(value: int, exponent: int) -> str:
         value //= 10
         exponent += 1
     extra = exponent % 3
-    return f"{value * 10 ** extra}{_SI[exponent - extra]}"
+    suffix = _SI.get(exponent - extra)
+    return f"{value * 10 ** extra}{suffix if suffix is not None else f'e{exponent - extra}'}"  # past E: exponent
 
 
 def _binary_si(value: int) -> str:
@@ -112,6 +113,19 @@ def _binary_si(value: int) -> str:
         value //= 1024
         power += 1
     return f"{value}{_IEC[power]}" if power else _decimal_si(value, 0)
+
+
+def decimal_string(value: Decimal) -> str:
+    """``value`` as Kubernetes writes a DecimalSI quantity (``Quantity.String()``): whole numbers in units, a
+    fraction in the largest of milli, micro or nano units that leaves it whole (rounded up to nano units, as the
+    API keeps no finer precision): ``0.5`` → ``500m``, ``1.0005`` → ``1000500u``."""
+    if value < 0:
+        return "-" + decimal_string(-value)
+    for exponent in (0, -3, -6):
+        scaled = value.scaleb(-exponent)
+        if scaled == scaled.to_integral_value():
+            return _decimal_si(int(scaled), exponent)
+    return _decimal_si(int(value.scaleb(9).to_integral_value(rounding=ROUND_CEILING)), -9)
 
 
 @lru_cache(maxsize=65536)

@@ -147,7 +147,8 @@ class AdmissionCheckStateChanged(Event, tag="AdmissionCheckStateChanged"):
 class MultiKueueClusterObserved(Event, tag="MultiKueueClusterObserved"):
     """What the MultiKueue connector found when it last tried to reach a worker cluster (``key``: its
     MultiKueueCluster): connected, or why not (``BadConfig``: its kubeconfig could not be read;
-    ``BadKubeConfig``: its kubeconfig path was refused; ``ClientConnectionFailed``: the cluster did not answer).
+    ``BadKubeConfig``: its kubeconfig path was refused; ``InsecureKubeConfig``: its kubeconfig is unsafe to use;
+    ``ClientConnectionFailed``: the cluster did not answer).
     Appended when that changes."""
 
     connected: bool
@@ -414,6 +415,9 @@ class RemoteWorkloadFinished(Decision, tag="RemoteWorkloadFinished"):
 
 
 class DecisionApplied(Event, tag="DecisionApplied"):
+    """A decision reached the cluster. From the status writer, ``resource_version`` is the Workload's at which its
+    status shows the log's admission check states as of the decision (empty: not known, or from another writer)."""
+
     decision: int
     """Offset of the decision that reached the cluster."""
 

@@ -7,11 +7,10 @@ here, so they never disagree.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import NamedTuple
 
 from events import objects as o
-from events.timefmt import parse_time
 
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
@@ -118,23 +117,32 @@ def reset_message(previous: str) -> str:
     return f"Reset to Pending after eviction. Previously: {previous}"
 
 
-def newer_word(known_ltt: str | None, shown_ltt: str | None, *, known_message: str = "", shown_state: str = ""
-               ) -> bool:
-    """Whether a check state a Workload shows, with ``lastTransitionTime`` ``shown_ltt``, is its controller's word
-    after the one kueue-es holds (``known_ltt``): not older than it. An older one is a Workload read before the
-    log's own change (a reset on eviction, the check listed anew) was written. So is one of the same second as a
-    reset that answered that very state (``known_message``): eviction answers a Retry at once, in its second."""
-    if not shown_ltt:
-        return False
-    if not known_ltt:
-        return True
-    try:
-        shown, known = parse_time(shown_ltt), parse_time(known_ltt)
-    except ValueError:
-        return False
-    if shown == known and shown_state and known_message == reset_message(shown_state):
-        return False
-    return shown >= known
+def shows_word(shown: o.AdmissionCheckState, known: o.AdmissionCheckState) -> bool:
+    """Whether a Workload shows the log's own state of a check (``known``) as kueue-es writes it: read after that
+    write (the retry count and requeue time aside)."""
+    return (shown.state == known.state and shown.message == known.message
+            and shown.last_transition_time == known.last_transition_time)
+
+
+Unshown = tuple[tuple[str, int, int], ...]
+""":attr:`WorkloadInfo.unshown_checks <projections.workloads.WorkloadInfo.unshown_checks>`."""
+
+
+def unshown_with(unshown: Unshown, added: Iterable[str], offset: int, listed: Collection[str] | None = None
+                 ) -> Unshown:
+    """``unshown`` with the checks whose state the log set itself at ``offset`` (``added``; written nowhere yet),
+    less those no longer ``listed`` (None: all still are); by name."""
+    fresh = set(added)
+    kept = {n: (n, off, rv) for n, off, rv in unshown if n not in fresh and (listed is None or n in listed)}
+    kept.update((n, (n, offset, -1)) for n in fresh)
+    return tuple(kept[n] for n in sorted(kept))
+
+
+def unshown_written(unshown: Unshown, decision: int, rv: int) -> Unshown:
+    """``unshown`` once the writer wrote the Workload's status at resourceVersion ``rv`` with every decision up to
+    offset ``decision`` (its ``DecisionApplied``): the states the log set by then are written there."""
+    return tuple((n, off, rv) if off <= decision and written < 0 else (n, off, written)
+                 for n, off, written in unshown)
 
 
 def check_active(ac: o.AdmissionCheck, configs: Mapping[str, o.ProvisioningRequestConfig],

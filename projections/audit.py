@@ -1,10 +1,10 @@
 """Admission history: a pure fold of the log into one timeline per workload.
 
-``AuditTrail.apply(record)`` reads nothing but the record (no clock, no I/O) and never iterates a set or dict
-in an order that depends on hashing, so the same log gives the same timelines in any process. It tracks what
-it needs itself: which ClusterQueue each LocalQueue points to, and where each workload stands (pending in a
-queue, reserving quota in a ClusterQueue, admitted, finished), mirroring the rules of
-:class:`projections.cluster.ClusterState` for when a decision takes effect. A decision the state fold would
+``AuditTrail.apply(record)`` reads nothing but the record and, when given one, the cluster-state fold beside it
+(no clock, no I/O), and never iterates a set or dict in an order that depends on hashing, so the same log gives the
+same timelines in any process. It tracks what it needs itself: which ClusterQueue each LocalQueue points to, and
+where each workload stands (pending in a queue, reserving quota in a ClusterQueue, admitted, finished), mirroring
+the rules of :class:`projections.cluster.ClusterState` for when a decision takes effect. A decision the state fold would
 ignore (for example an admission of a workload that holds no reservation) is still recorded, with
 ``ignored`` set, because the audit is the log's history.
 
@@ -13,7 +13,8 @@ Steps, each with the offset and time of the event that caused it:
 * ``Submitted`` — the workload was first seen (again, after being re-created with a new uid);
 * ``Queued`` — it entered a ClusterQueue's queue (its LocalQueue exists and points to one, no
   ``kueue.x-k8s.io/admission-gated-by`` annotation holds it back under the AdmissionGatedBy gate, and Kueue
-  charges its DRA claims: :mod:`projections.dra`, under the ResourceClaimTemplates and configuration in force);
+  charges its DRA claims and the extended resources DeviceClasses serve: :mod:`projections.dra`, under the
+  ResourceClaimTemplates, DeviceClasses and configuration in force);
 * ``QuotaReserved`` — cluster queue, flavors per pod set and resource, pod counts;
 * ``Admitted``;
 * ``Pending`` — an admission attempt failed, with reason and message; consecutive identical attempts
@@ -22,10 +23,15 @@ Steps, each with the offset and time of the event that caused it:
 * ``JobStopped``, ``PodsReady``, ``ReclaimablePods`` (``message`` lists them, ``podSet=count``) — what the
   cluster reported back;
 * ``AdmissionCheck`` — a check's new state (``reason`` is ``check=State``), reported by another controller or
-  decided by kueue-es's own ProvisioningRequest controller (then with ``cycle``);
+  decided by kueue-es's own ProvisioningRequest controller (then with ``cycle``); with the cluster-state fold beside
+  the audit (``state``), also a state a check's controller set on the Workload, at the offset of the upsert that
+  showed it, once, when the fold takes it (``observed``: see :meth:`ClusterState._take_external_checks
+  <projections.cluster.ClusterState._take_external_checks>`);
 * ``ProvisioningRequest`` — kueue-es decided to create (``reason`` ``Created``) or delete (``Deleted:
   <why>``) one of the workload's ProvisioningRequests (``message`` names it);
-* ``Requeued`` — with ``released`` when the reservation was cleared;
+* ``Requeued`` — with ``released`` when the reservation was cleared; with the cluster-state fold beside the audit,
+  also a reservation the fold forgot because its Workload was rewritten with other pod sets before the reservation
+  was written (``SpecChanged``, ``observed``);
 * ``Deactivated``, ``Finished``, ``Deleted``;
 * ``Rejected`` — a decision about the workload did not reach the cluster (``decision`` is its offset).
 
@@ -43,6 +49,7 @@ import msgspec
 from events import objects as o
 from events import schema as ev
 from projections import dra, gates
+from projections.cluster import ClusterState
 from projections.workloads import ADMISSION_GATED_BY_ANNOTATION
 
 PENDING, RESERVED, ADMITTED, FINISHED = "Pending", "QuotaReserved", "Admitted", "Finished"
@@ -105,14 +112,23 @@ class _Tracked(msgspec.Struct):
     """Its admission gate (the ``kueue.x-k8s.io/admission-gated-by`` annotation)."""
     claims: tuple[tuple[str, tuple[o.PodResourceClaim, ...]], ...] = ()
     """Its pod sets' DRA claims (pod set name, claims), only when some pod set has any."""
+    extended: tuple[o.PodSpec, ...] = ()
+    """Its pod sets' pod specs, only when some container asks for an extended resource (which a DeviceClass may
+    serve)."""
 
 
 class AuditTrail:
-    """Timelines of every workload (or only of ``keys``), folded from records in log order."""
+    """Timelines of every workload (or only of ``keys``), folded from records in log order.
 
-    def __init__(self, keys: Collection[str] | None = None) -> None:
+    ``state``: a cluster-state fold (fresh, at the same point of the log) the trail applies every record to as well.
+    Whether a Workload upsert changes a check's state is the fold's judgement (which checks are listed, which are
+    kueue-es's own, whether the log's word was written yet): the trail takes it from the fold rather than keeping a
+    second copy of those rules. Without one, such changes are not shown."""
+
+    def __init__(self, keys: Collection[str] | None = None, state: ClusterState | None = None) -> None:
         self.offset = -1
         self.keys = frozenset(keys) if keys is not None else None
+        self.state = state
         self.local_queues: dict[str, str] = {}
         """LocalQueue key -> ClusterQueue name (empty while stopped)."""
         self.lq_members: dict[str, dict[str, None]] = {}
@@ -125,8 +141,12 @@ class AuditTrail:
         """The Kueue Configurations recorded in the log, with their offsets, in log order."""
         self.gated_by = gates.enabled({}, gates.ADMISSION_GATED_BY)
         """The AdmissionGatedBy gate of the configuration in force: a gated workload is not queued."""
-        self.dra_config = (dra.mode_of(None), dra.mapping_of(None))
-        """The DRA mode and device-class mapping of the configuration in force (:mod:`projections.dra`)."""
+        self.dra_config = (dra.mode_of(None), dra.mapping_of(None), dra.extended_on(None))
+        """The DRA mode, device-class mapping and whether served extended resources are charged as devices, under
+        the configuration in force (:mod:`projections.dra`)."""
+        self.device_classes: dict[str, o.DeviceClass] = {}
+        """DeviceClasses by name: a workload asking for a resource one serves in a quantity that is not whole is
+        not queued."""
         self.claim_templates: dict[str, dict[str, o.ResourceClaimSpec]] = {}
         """Namespace -> its ResourceClaimTemplates' claim specs by name: a workload whose claims Kueue refuses is
         not queued."""
@@ -153,10 +173,17 @@ class AuditTrail:
         e = record.event
         off = record.offset
         self.offset = off
+        state = self.state
+        if state is not None:
+            state.apply(record)
         match e:
             case ev.ObjectUpserted(obj=o.Workload() as w):
                 if self._wanted(e.key):
                     self._upsert_workload(off, e, w)
+                    if state is not None and state.reservation_forgotten[0] == off:
+                        self._reservation_forgotten(off, e)
+                    if state is not None and state.checks_taken[0] == off:
+                        self._checks_taken(off, e, state)
             case ev.ObjectUpserted(obj=o.LocalQueue() as lq):
                 cq = lq.spec.cluster_queue if lq.spec.stop_policy in ("None", "") else ""
                 self._set_local_queue(off, e.time, lq.key, cq)
@@ -171,6 +198,16 @@ class AuditTrail:
                 ns, _, name = e.key.partition("/")
                 if self.claim_templates.get(ns, {}).pop(name, None) is not None:
                     self._requeue_claiming(off, e, ns)
+            case ev.ObjectUpserted(obj=o.DeviceClass() as dc):
+                served = dra.serving_classes(self.device_classes.values())
+                self.device_classes[dc.metadata.name] = dc
+                if dra.serving_classes(self.device_classes.values()) != served:
+                    self._requeue_claiming(off, e, None)
+            case ev.ObjectDeleted(kind="DeviceClass"):
+                served = dra.serving_classes(self.device_classes.values())
+                self.device_classes.pop(e.key, None)
+                if dra.serving_classes(self.device_classes.values()) != served:
+                    self._requeue_claiming(off, e, None)
             case ev.ObjectDeleted(kind="Workload"):
                 t = self.workloads.pop(e.key, None)
                 if t is not None:
@@ -212,7 +249,7 @@ class AuditTrail:
                     for key in sorted(self.workloads):
                         if self.workloads[key].gate:
                             self._queue(off, e, key, self.workloads[key])
-                dra_config = (dra.mode_of(e.document), dra.mapping_of(e.document))
+                dra_config = (dra.mode_of(e.document), dra.mapping_of(e.document), dra.extended_on(e.document))
                 if dra_config != self.dra_config:
                     self.dra_config = dra_config
                     self._requeue_claiming(off, e, None)
@@ -256,21 +293,27 @@ class AuditTrail:
         return t.active and not (t.gate and self.gated_by) and not self._claims_refused(t)
 
     def _claims_refused(self, t: _Tracked) -> bool:
-        """Kueue refuses ``t``'s DRA claims under the templates and configuration in force."""
-        mode, mapping = self.dra_config
-        if not t.claims or not mode:
+        """Kueue refuses ``t``'s DRA claims, or its extended resources that DeviceClasses serve, under the
+        templates, classes and configuration in force."""
+        mode, mapping, extended = self.dra_config
+        if not mode or not (t.claims or t.extended):
             return False
         templates = self.claim_templates.get(t.namespace, {})
-        view = dra.DraView(reject=mode == "reject", mapping=mapping,
-                           templates=tuple(sorted(templates.items())))
-        return any(dra.claim_charge(name, list(claims), view)[1] for name, claims in t.claims)
+        served = dra.serving_classes(self.device_classes.values()) if extended and t.extended else ()
+        view = dra.DraView(reject=mode == "reject", mapping=mapping, templates=tuple(sorted(templates.items())),
+                           extended=served)
+        if any(dra.claim_charge(name, list(claims), view)[1] for name, claims in t.claims):
+            return True
+        if not served or not (t.claims or dra.needs_extended(t.extended, dict(served))):
+            return False  # Kueue looks at extended resources only for a workload with claims or requesting one
+        return any(dra.extended_charge(spec, view)[2] for spec in t.extended)
 
     def _requeue_claiming(self, off: int, e: ev.Event, namespace: str | None) -> None:
-        """What decides DRA claims changed (in ``namespace``, or everywhere): the workloads with claims are queued
-        or taken out of their queue as that says."""
+        """What decides DRA claims changed (in ``namespace``, or everywhere): the workloads with claims or extended
+        resources are queued or taken out of their queue as that says."""
         for key in sorted(self.workloads):
             t = self.workloads[key]
-            if t.claims and (namespace is None or t.namespace == namespace):
+            if (t.claims or t.extended) and (namespace is None or t.namespace == namespace):
                 self._queue(off, e, key, t)
 
     def _target(self, t: _Tracked) -> str:
@@ -306,7 +349,7 @@ class AuditTrail:
         if t is None:
             t = _Tracked(uid=w.metadata.uid, namespace=w.metadata.namespace, queue_name=w.spec.queue_name,
                          active=w.spec.active, gate=w.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION, ""),
-                         claims=_claims_of(w))
+                         claims=_claims_of(w), extended=_extended_of(w))
             self.workloads[key] = t
             self.lq_members.setdefault(f"{t.namespace}/{t.queue_name}", {})[key] = None
             ref = w.spec.priority_class_ref
@@ -323,7 +366,26 @@ class AuditTrail:
         t.active = w.spec.active
         t.gate = w.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION, "")
         t.claims = _claims_of(w)
+        t.extended = _extended_of(w)
         self._queue(off, e, key, t)
+
+    def _reservation_forgotten(self, off: int, e: ev.ObjectUpserted) -> None:
+        """The fold forgot the workload's reservation at this upsert: its Workload was rewritten with other pod sets
+        before the reservation was written (:meth:`ClusterState._forget_reservation`); it is pending again."""
+        t = self.workloads[e.key]
+        self._add(off, e, e.key, "Requeued", t, reason="SpecChanged", observed=True, released=True,
+                  message="spec.podSets changed before the reservation was written: the reservation is forgotten")
+        t.phase, t.reserved_in = PENDING, ""
+        t.queued_in = self._target(t) if self._admissible(t) else ""
+
+    def _checks_taken(self, off: int, e: ev.Event, state: ClusterState) -> None:
+        """The check states the fold took from this upsert (their controllers' word): one step each."""
+        _, key, names = state.checks_taken
+        checks = state.workloads[key].check_states
+        for name in names:
+            check = checks[name]
+            self._add(off, e, key, "AdmissionCheck", self.workloads.get(key), reason=f"{name}={check.state}",
+                      message=check.message, observed=True)
 
     def _observed_status(self, off: int, e: ev.Event, key: str, t: _Tracked, st: o.WorkloadStatus) -> None:
         cond = {c.type: c for c in st.conditions}
@@ -433,3 +495,10 @@ def _claims_of(w: o.Workload) -> tuple[tuple[str, tuple[o.PodResourceClaim, ...]
     if not any(ps.template.spec.resource_claims for ps in w.spec.pod_sets):
         return ()
     return tuple((ps.name, tuple(ps.template.spec.resource_claims)) for ps in w.spec.pod_sets)
+
+
+def _extended_of(w: o.Workload) -> tuple[o.PodSpec, ...]:
+    """The pod specs of ``w``'s pod sets when some container asks for an extended resource, else nothing."""
+    if not dra.requests_extended(w.spec.pod_sets, None):
+        return ()
+    return tuple(ps.template.spec for ps in w.spec.pod_sets)

@@ -37,9 +37,11 @@ from projections.admissionchecks import (
     MultiKueueWorld,
     applicable_checks,
     external_dispatcher,
-    newer_word,
     reset_message,
     runs_controller,
+    shows_word,
+    unshown_with,
+    unshown_written,
 )
 from projections.clusterqueues import ClusterQueueInfo, selector_matches
 from projections.cohorts import CohortForest, build_forest
@@ -47,7 +49,15 @@ from projections.custom_labels import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, Custom
 from projections.custom_labels import of_document as custom_labels_of
 from projections.deadlines import DueIndex
 from projections.dra import INADMISSIBLE as DRA_INADMISSIBLE
-from projections.dra import DraView, has_claims, workload_problem
+from projections.dra import (
+    DraView,
+    asks_for_served,
+    has_claims,
+    needs_extended,
+    serving_classes,
+    workload_problem,
+)
+from projections.dra import extended_on as dra_extended_on
 from projections.dra import mapping_of as dra_mapping_of
 from projections.dra import mode_of as dra_mode_of
 from projections.metrics import METERED, NEEDS_BEFORE, MetricsFold
@@ -77,6 +87,7 @@ from projections.workloads import (
     admission_usage,
     after_reclaim,
     failed_attempt,
+    has_quota_reservation,
     held_for_pods_ready,
     intern_scan,
     keeps_queued,
@@ -120,7 +131,8 @@ class ClusterState:
         "workload_priority_classes", "priority_classes", "topologies", "admission_checks",
         "provisioning_configs", "multikueue_configs", "multikueue_clusters", "cluster_links",
         "provisioning_requests", "deleted_requests", "requests_of", "pod_templates",
-        "limit_ranges", "runtime_classes", "claim_templates", "_dra_views", "_dra_of", "_dra", "_limit_summaries",
+        "limit_ranges", "runtime_classes", "claim_templates", "device_classes", "_served",
+        "_dra_views", "_dra_of", "_dra", "_limit_summaries",
         "_limit_range_keys", "nodes", "pods", "jobs",
         "workloads", "queues", "parked_queues", "usage", "reserving", "lq_members", "awaiting_release",
         "backoff", "second_pass", "last_cycle", "config", "config_offset", "_rules_of", "_rules",
@@ -130,7 +142,8 @@ class ClusterState:
         "_cq_infos_config", "spec_inputs_generation", "_from_spec", "afs_history", "flagged", "retained",
         "derived", "tas", "quota_epoch", "generations", "changes", "touched", "touched_all", "backoff_due",
         "second_pass_due", "pods_ready_clock", "not_ready", "held", "finished_clock", "deactivated_clock",
-        "max_execution_clock", "keeping", "node_waits", "metrics",
+        "max_execution_clock", "keeping", "node_waits", "metrics", "checks_taken",
+        "reservation_forgotten",
     )
 
     def __init__(self) -> None:
@@ -170,13 +183,18 @@ class ClusterState:
         identity (``projections.workloads.pod_set_infos``)."""
         self.claim_templates: dict[str, o.ResourceClaimTemplate] = {}
         """ResourceClaimTemplates by ``namespace/name``: what the claims of their namespace's pods cost (DRA)."""
+        self.device_classes: dict[str, o.DeviceClass] = {}
+        """DeviceClasses by name: the extended resources they serve are charged as DRA devices."""
+        self._served: tuple[tuple[str, str], ...] | None = None
+        """Extended resource -> the DeviceClass serving it (:func:`projections.dra.serving_classes`; derived, dropped
+        when a DeviceClass changes)."""
         self._dra_views: dict[str, DraView] = {}
         """Namespace -> its :class:`DraView` (derived, filled as asked for; dropped when a template of it or the
         DRA configuration changes)."""
         self._dra_of: ev.ConfigRecorded | None = None
-        self._dra: tuple[str, tuple[tuple[str, str], ...]] = ("charge", ())
-        """What :attr:`config` says about DRA (mode, mapping: :mod:`projections.dra`), and the configuration it
-        was read from (derived)."""
+        self._dra: tuple[str, tuple[tuple[str, str], ...], bool] = ("charge", (), True)
+        """What :attr:`config` says about DRA (mode, mapping, whether extended resources DeviceClasses serve are
+        charged as devices: :mod:`projections.dra`), and the configuration it was read from (derived)."""
         self._limit_summaries: dict[str, LimitSummary | None] = {}
         """Namespace -> the summary of its LimitRanges (derived, filled as asked for)."""
         self._limit_range_keys: dict[str, list[str]] | None = None
@@ -315,6 +333,13 @@ class ClusterState:
         a node changes. Derived; rebuilt on restore."""
         self.metrics = MetricsFold()
         """Kueue's counters and histograms, folded from the log (:mod:`projections.metrics`)."""
+        self.checks_taken: tuple[int, str, tuple[str, ...]] = (-1, "", ())
+        """(offset, workload, checks) of the last Workload upsert whose shown check states were taken (their
+        controllers' word, :meth:`_take_external_checks`): how a reader beside the fold (the audit) sees that
+        upsert as a check's state change. Not state: set only on a take, never snapshotted."""
+        self.reservation_forgotten: tuple[int, str] = (-1, "")
+        """(offset, workload) of the last Workload upsert that made the fold forget a reservation never written
+        (:meth:`_forget_reservation`): how the audit beside the fold sees it. Not state, as :attr:`checks_taken`."""
 
     # --- derived structure ----------------------------------------------------------------------------------
 
@@ -381,31 +406,48 @@ class ClusterState:
         found = summaries[namespace] = summarize(self.limit_ranges[k] for k in index.get(namespace, ()))
         return found
 
-    def dra_config(self) -> tuple[str, tuple[tuple[str, str], ...]]:
-        """The DRA mode and device-class mapping of the configuration in force (:mod:`projections.dra`)."""
+    def dra_config(self) -> tuple[str, tuple[tuple[str, str], ...], bool]:
+        """The DRA mode, device-class mapping and KueueDRAIntegrationExtendedResource (with the DRA gate) of the
+        configuration in force (:mod:`projections.dra`)."""
         config = self.config
         if self._dra_of is not config:
             doc = config.document if config is not None else None
-            self._dra_of, self._dra = config, (dra_mode_of(doc), dra_mapping_of(doc))
+            self._dra_of, self._dra = config, (dra_mode_of(doc), dra_mapping_of(doc), dra_extended_on(doc))
         return self._dra
+
+    def served_extended(self) -> tuple[tuple[str, str], ...]:
+        """Extended resource -> the DeviceClass serving it, by resource, while Kueue charges those as DRA devices
+        (KueueDRAIntegrationExtendedResource with the DRA gate); empty otherwise, or without such classes."""
+        if not self.device_classes or not self.dra_config()[2]:
+            return ()
+        if self._served is None:
+            self._served = serving_classes(self.device_classes[k] for k in sorted(self.device_classes))
+        return self._served
 
     def dra_view(self, namespace: str) -> DraView | None:
         """What decides the claims of ``namespace``'s pods (None: claims are ignored, both DRA gates off)."""
         found = self._dra_views.get(namespace)
         if found is not None:
             return found
-        mode, mapping = self.dra_config()
+        mode, mapping, _ = self.dra_config()
         if not mode:
             return None
         prefix = namespace + "/"
         templates = tuple(sorted((k[len(prefix):], t.spec.spec) for k, t in self.claim_templates.items()
                                  if k.startswith(prefix)))
-        found = self._dra_views[namespace] = DraView(reject=mode == "reject", mapping=mapping, templates=templates)
+        found = self._dra_views[namespace] = DraView(reject=mode == "reject", mapping=mapping, templates=templates,
+                                                     extended=self.served_extended())
         return found
 
     def _dra_for(self, namespace: str, pod_sets: Any) -> DraView | None:
-        """:meth:`dra_view` for a workload whose pod templates have claims, else None (most: no look-up)."""
-        return self.dra_view(namespace) if has_claims(pod_sets) else None
+        """:meth:`dra_view` for a workload whose pod templates have claims or request an extended resource a
+        DeviceClass serves (:func:`projections.dra.needs_extended`), else None (most: no look-up)."""
+        if has_claims(pod_sets):
+            return self.dra_view(namespace)
+        served = self.served_extended()
+        if served and needs_extended(pod_sets, dict(served)):
+            return self.dra_view(namespace)
+        return None
 
     @property
     def request_rules(self) -> RequestRules | None:
@@ -597,6 +639,8 @@ class ClusterState:
         if handler is None:  # ticks and connector outcomes carry only time, but a job's action may be metered
             if metered is not None:
                 metered(self.metrics, self, e, None)
+            elif t is ev.DecisionApplied and e.resource_version:  # a status write's (the writer's)
+                self._on_status_written(e)  # type: ignore[arg-type]
             return
         if about_workload is None:  # a deletion, about a workload when it is of one, or the upsert of another kind
             about_workload = t is ev.ObjectDeleted and e.kind == "Workload"  # type: ignore[union-attr]
@@ -655,13 +699,14 @@ class ClusterState:
             raise UndecodableRecord(offset, str(exc)) from exc
         except (QuantityError, MisfiledObject) as exc:
             raise InvalidRecord(offset, str(exc)) from exc
-        wl = workloads.get(key)
-        after = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
         generations = self.generations  # as in apply: an update of a workload holding quota grows the generation
         if before:
             generations[before] = generations.get(before, 0) + 1
-        if after and after != before:
-            generations[after] = generations.get(after, 0) + 1
+        if not quiet:  # (a quiet upsert leaves the same workload in the same phase and ClusterQueue: nothing to add)
+            wl = workloads.get(key)
+            after = wl.cluster_queue if wl is not None and wl.phase in _HOLDING else ""
+            if after and after != before:
+                generations[after] = generations.get(after, 0) + 1
         if (wl is None or wl.second_pass is not None or wl.phase == RESERVED
                 or (wl.unhealthy_nodes and wl.phase == ADMITTED)) and self._sync_second_pass(key, wl, e.time):
             quiet = False  # the second-pass table changed: it is indexed
@@ -787,6 +832,10 @@ class ClusterState:
             self._specs_changed()  # the compiled ClusterQueues say what TAS asks of them
         if self.dynamic_quotas != dynamic_before:
             self._specs_changed(quota=True)  # the quotas in force are the specs' or the effective ones
+            for name in sorted(self.cluster_queues):  # and so are the flavors a workload's checks are listed by
+                if _check_inputs(self.cluster_queues[name].spec) != _check_inputs(
+                        effective_quotas.in_force(self.cluster_queues[name], True).spec):
+                    self._resync_checks(name)
             self._flush_all()
         if self.admission_gated_by != gated_before:
             self._regate_all()
@@ -938,6 +987,9 @@ class ClusterState:
             last_transition_time=_ltt(old, e.state, e.time), pod_set_updates=list(e.pod_set_updates),
         )
         wl.check_states = dict(sorted(states.items()))
+        if wl.unshown_checks and isinstance(e, ev.AdmissionCheckStateChanged):
+            # its controller's word, observed where it set it: the log's own earlier word is behind it
+            wl.unshown_checks = tuple(u for u in wl.unshown_checks if u[0] != e.check)
 
     # --- ProvisioningRequests -------------------------------------------------------------------------------
 
@@ -1073,7 +1125,9 @@ class ClusterState:
                 if new_spec or old.metadata.deletion_timestamp != obj.metadata.deletion_timestamp:
                     self._specs_changed(quota=new_spec)
                 if new_spec:  # a status or metadata update admits nothing new (Kueue requeues on spec changes)
-                    if old is not None and _check_inputs(old.spec) != _check_inputs(obj.spec):
+                    dynamic = self.dynamic_quotas
+                    if old is not None and (_check_inputs(effective_quotas.in_force(old, dynamic).spec)
+                                            != _check_inputs(effective_quotas.in_force(obj, dynamic).spec)):
                         self._resync_checks(name)
                     self._flush_tree(name)
             case o.Cohort():
@@ -1143,6 +1197,13 @@ class ClusterState:
                 self.claim_templates[obj.key] = obj
                 if old_t is None or old_t.spec != obj.spec:
                     self._claim_templates_changed(obj.metadata.namespace)
+            case o.DeviceClass():
+                old_dc = self.device_classes.get(name)
+                served = self.served_extended()
+                self.device_classes[name] = obj
+                if (old_dc is None or old_dc.spec != obj.spec
+                        or old_dc.metadata.creation_timestamp != obj.metadata.creation_timestamp):
+                    self._device_classes_changed(served)
             case o.RuntimeClass():
                 old_rc = self.runtime_classes.get(name)
                 if old_rc is not None and old_rc.overhead == obj.overhead:
@@ -1208,6 +1269,11 @@ class ClusterState:
             if self.claim_templates.pop(key, None) is not None:
                 self._claim_templates_changed(key.partition("/")[0])
             return
+        if kind == "DeviceClass":
+            served = self.served_extended()
+            if self.device_classes.pop(key, None) is not None:
+                self._device_classes_changed(served)
+            return
         if kind == "RuntimeClass":
             if key in self.runtime_classes:
                 self.runtime_classes = {k: v for k, v in self.runtime_classes.items() if k != key}
@@ -1265,10 +1331,19 @@ class ClusterState:
         self._dra_views.pop(namespace, None)
         self._readjust(namespace=namespace, claims=True)
 
+    def _device_classes_changed(self, before: tuple[tuple[str, str], ...]) -> None:
+        """A DeviceClass came, changed or went (``before``: which classes served which extended resources): when
+        that changes, the pending workloads asking for extended resources are charged anew (Kueue's workload
+        controller looks the classes up at each reconcile; reference §3.4: a change of DRA requests unparks)."""
+        self._served = None
+        if self.served_extended() != before:
+            self._dra_views.clear()
+            self._readjust(claims=True)
+
     def _readjust(self, namespace: str | None = None, runtime_class: str | None = None, claims: bool = False) -> None:
         """What adjusts pod templates changed — the LimitRanges of ``namespace``, the RuntimeClass
-        ``runtime_class``, the ResourceClaimTemplates of ``namespace`` or the DRA configuration (``claims``: only
-        workloads whose templates have claims), or (none given) the configuration's rules: the pending workloads it
+        ``runtime_class``, the ResourceClaimTemplates of ``namespace``, the DeviceClasses or the DRA configuration
+        (``claims``: only workloads whose templates have claims or ask for extended resources), or (none given) the configuration's rules: the pending workloads it
         concerns take
         their pod sets anew (Kueue adjusts them again and
         re-adds them to their queues), and those whose pod sets change go back to their queue's heap, as on any
@@ -1284,7 +1359,8 @@ class ClusterState:
             if runtime_class is not None and (tpl is None or all(t.spec.runtime_class_name != runtime_class
                                                                  for t in tpl)):
                 continue
-            if claims and (tpl is None or not has_claims(tpl)):
+            if claims and (tpl is None or not (has_claims(tpl) or asks_for_served(
+                    tpl, self.limit_summary(wl.namespace) if self.limit_ranges else None, None))):
                 continue
             if self._refresh_pod_sets(wl):
                 self._dequeue(wl)
@@ -1294,18 +1370,23 @@ class ClusterState:
     def _refresh_pod_sets(self, wl: WorkloadInfo) -> bool:
         """Adjust ``wl``'s pod sets to the LimitRanges, RuntimeClasses and rules now in force; whether they
         changed."""
-        tpl = self.pod_templates.get(wl.key)
-        spec_sets = wl.spec_sets
-        if tpl is None or len(tpl) != len(spec_sets):
-            return False
-        fresh = readjusted(spec_sets, tpl, self.limit_summary(wl.namespace), self.runtime_classes, self.request_rules,
-                           self._dra_for(wl.namespace, tpl))
-        if fresh == spec_sets:
+        fresh = self._adjusted_now(wl, self.pod_templates.get(wl.key))
+        if fresh is None or fresh == wl.spec_sets:
             return False
         self._take_pod_sets(wl, fresh)
         wl.scan = None  # its scheduling shape changed: the progress is meaningless
         self.touched[wl.key] = None
         return True
+
+    def _adjusted_now(self, wl: WorkloadInfo, templates: tuple[o.PodTemplateSpec, ...] | None
+                      ) -> tuple[PodSetInfo, ...] | None:
+        """``wl``'s pod sets (the spec's counts) from the spec whose ``templates`` they were taken from, adjusted by
+        what is in force now; None when the templates are not those of its pod sets."""
+        spec_sets = wl.spec_sets
+        if templates is None or len(templates) != len(spec_sets):
+            return None
+        return readjusted(spec_sets, templates, self.limit_summary(wl.namespace), self.runtime_classes,
+                          self.request_rules, self._dra_for(wl.namespace, templates))
 
     def _take_pod_sets(self, wl: WorkloadInfo, spec_sets: tuple) -> None:
         """``wl``'s pod sets are now ``spec_sets`` (with the spec's counts), less its reclaimable pods."""
@@ -1346,15 +1427,27 @@ class ClusterState:
         memos[id(spec)] = (spec, self.spec_inputs_generation, limits, priority, pclass, pod_sets, dra)
         return priority, pclass, pod_sets
 
+    def pod_sets_now(self, w: o.Workload) -> tuple[PodSetInfo, ...]:
+        """The pod sets (with the spec's counts) the fold would take from Workload ``w`` now: what a decision about
+        it is made for (the status writer compares them with a Workload rewritten meanwhile)."""
+        namespace = w.metadata.namespace
+        return self._pod_sets_under(self.limit_summary(namespace) if self.limit_ranges else None, namespace, w.spec)
+
+    def _pod_sets_under(self, limits: LimitSummary | None, namespace: str, spec: o.WorkloadSpec
+                        ) -> tuple[PodSetInfo, ...]:
+        rcs, rules, dra = self.runtime_classes, self.request_rules, self._dra_for(namespace, spec.pod_sets)
+        return tuple([pod_set_info(ps, limits, rcs, rules, dra) for ps in spec.pod_sets])
+
     def _on_workload_upserted(self, e: ev.ObjectUpserted | LazyObjectUpserted) -> bool:
         """A Workload upserted (decoded in full or lazily): a new one is taken with its status, a known one takes
-        what its metadata and spec now say. True when it was known and nothing :meth:`reindex` reads changed —
-        most upserts, the watcher's echo of a status write: :meth:`_fold_workload_upsert` then only marks it touched."""
+        what its metadata and spec now say. True when it was known (and stays, in the phase and ClusterQueue it was
+        in) and nothing :meth:`reindex` reads changed — most upserts, the watcher's echo of a status write:
+        :meth:`_fold_workload_upsert` then only marks it touched."""
         w: o.Workload | LazyWorkload = e.obj  # type: ignore[assignment]
-        key = w.key
-        if key != e.key:
-            raise MisfiledObject(e.key, w)
-        meta, spec = w.metadata, w.spec  # a LazyWorkload decodes its spec at each read of .spec: read it once
+        meta, key = w.metadata, e.key
+        if key != (f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name):  # w.key, no property call
+            raise MisfiledObject(key, w)
+        spec = w.spec  # a LazyWorkload decodes its spec at each read of .spec: read it once
         old = self.workloads.get(key)
         if old is not None and old.uid != meta.uid:
             self._delete_object("Workload", key)
@@ -1362,16 +1455,14 @@ class ClusterState:
         limits = self.limit_summary(meta.namespace) if self.limit_ranges else None
         if type(w) is LazyWorkload:
             memo = self._from_spec.get(id(spec))
-            if (memo is not None and memo[0] is spec and memo[1] == self.spec_inputs_generation
-                    and memo[2] == limits and (memo[6] is None or memo[6] is self.dra_view(meta.namespace))):
-                priority, pclass, pod_sets = memo[3], memo[4], memo[5]
-            else:
+            if memo is not None:  # unpacked at once: cheaper than reading its items one by one
+                known, inputs, known_limits, priority, pclass, pod_sets, known_dra = memo
+            if not (memo is not None and known is spec and inputs == self.spec_inputs_generation
+                    and known_limits == limits and (known_dra is None or known_dra is self.dra_view(meta.namespace))):
                 priority, pclass, pod_sets = self._from_spec_anew(spec, limits, meta.namespace)
         else:  # decoded in full: its spec is its own object, so there is nothing to recognise
             priority, pclass = self._spec_priority(spec)
-            rcs, rules = self.runtime_classes, self.request_rules
-            dra = self._dra_for(meta.namespace, spec.pod_sets)
-            pod_sets = tuple([pod_set_info(ps, limits, rcs, rules, dra) for ps in spec.pod_sets])
+            pod_sets = self._pod_sets_under(limits, meta.namespace, spec)
         annotations = meta.annotations
         if annotations:
             boost_annotation = annotations.get(PRIORITY_BOOST_ANNOTATION, "")
@@ -1422,10 +1513,16 @@ class ClusterState:
         if metric_annotations or wl.metric_annotations:
             wl.metric_annotations = metric_annotations
         wl.replaces = replaces
-        if meta.owner_references or wl.pod_owned:
+        refs, owner = meta.owner_references, wl.owner
+        if (len(refs) == 1 and owner and (ref := refs[0]).name == owner[2] and ref.kind == owner[1]
+                and ref.api_version == owner[0]):
+            # the one owner it had (every echo of a Job's workload): owner_of's answer again, and only a Pod
+            # owner's group annotation can change what owned_by_single_pod says
+            if wl.pod_owned or ref.kind == "Pod":
+                wl.pod_owned = owned_by_single_pod(meta)
+        elif refs or owner or wl.pod_owned:
             wl.pod_owned = owned_by_single_pod(meta)
-        if meta.owner_references or wl.owner:
-            wl.owner = owner_of(meta, wl.owner)
+            wl.owner = owner_of(meta, owner)
         regated = gate != wl.admission_gate
         if regated:
             wl.admission_gate = gate
@@ -1435,8 +1532,10 @@ class ClusterState:
             reboosted = self.priority_boost  # Kueue requeues on a changed annotation only under the gate
         generation = meta.generation
         active = spec.active
+        templates_before = None  # of the spec before, when this one may differ
         if not generation or wl.generation != generation:  # status-only upserts keep the generation
-            self.pod_templates[key] = pod_templates(spec, self.pod_templates.get(key))
+            templates_before = self.pod_templates.get(key)
+            self.pod_templates[key] = pod_templates(spec, templates_before)
             wl.generation = generation
         elif active and not wl.active:
             # Deactivated by a decision (Kueue's own deactivations) whose spec.active=false the apiserver does not
@@ -1460,6 +1559,11 @@ class ClusterState:
         if new_sets or reprioritised or deactivated or gated:
             wl.scan = None  # its scheduling shape changed, or it leaves the queue: the progress is meaningless
         if new_sets:
+            if wl.reserving and templates_before is not None:
+                # the spec's pod sets changed, not only what adjusts them, and the Workload shows no reservation
+                shown = w.status  # decoded anew at each read of a LazyWorkload: read once
+                if not has_quota_reservation(shown) and self._adjusted_now(wl, templates_before) != pod_sets:
+                    self._forget_reservation(wl, shown)
             self._take_pod_sets(wl, pod_sets)
             if wl.reserving:
                 self.tas.charge(wl)  # Kueue takes TAS usage from the pod template, so it follows a changed template
@@ -1475,6 +1579,37 @@ class ClusterState:
             self._flush_tree(wl.cluster_queue)  # reference §3.7: parked workloads may preempt it (or fit) now
         self.reflag(wl)
         return False
+
+    def _forget_reservation(self, wl: WorkloadInfo, shown: o.WorkloadStatus) -> None:
+        """``wl`` holds a reservation the Workload, rewritten with other pod sets, does not show (``shown``): one the
+        apiserver never accepted, since Kueue's webhook keeps the pod sets of a Workload holding quota as they are.
+        Its status write conflicts, and Kueue's scheduler forgets such an assumed workload and requeues it, writing
+        nothing: its usage is released, it is pending again (queued with the new pod sets by the caller), and what
+        the reservation set (its conditions, the emptied ``resourceRequests``) is as the Workload shows it."""
+        cq = wl.cluster_queue
+        self.reservation_forgotten = (self.offset, wl.key)
+        self._release(wl)
+        self.awaiting_release.discard(wl.key)
+        wl.admission, wl.usage, wl.phase = None, {}, PENDING
+        wl.reserved_at = wl.admitted_at = None
+        wl.cluster_name, wl.nominated, wl.remotes = "", (), None  # nothing was dispatched for it: none speaks for it
+        wl.pods_ready = False
+        wl.shows_requests = bool(shown.resource_requests) and shown.admission is None
+        theirs = {c.type: c for c in shown.conditions if c.type in _RESERVATION_CONDITIONS}
+        conditions = [theirs.pop(c.type, None) if c.type in _RESERVATION_CONDITIONS else c for c in wl.conditions]
+        wl.conditions = (*[c for c in conditions if c is not None], *theirs.values())
+        if wl.check_states:  # a check kueue-es's own controller set on the reservation (provisioning not needed:
+            # Ready) goes back to what the Workload shows, as nothing of that reservation was written; listed still
+            shown_checks = {c.name: c for c in shown.admission_checks}
+            now = format_time(self.time)
+            wl.check_states = {n: shown_checks.get(n) or o.AdmissionCheckState(name=n, state="Pending",
+                                                                                last_transition_time=now)
+                               for n in wl.check_states}
+        evicted = wl.condition("Evicted")
+        wl.evicted = (evicted.reason or "Evicted") if _true(evicted) else ""
+        wl.cluster_queue = ""
+        if cq:
+            self._flush_tree(cq)  # it holds nothing now: parked workloads may fit
 
     def _take_observed_status(self, wl: WorkloadInfo, w: o.Workload | LazyWorkload) -> None:
         """A workload first seen with status (admitted before kueue-es started) keeps what it shows."""
@@ -1531,7 +1666,9 @@ class ClusterState:
         if not wl.check_states and (strategy is None or not strategy.admission_checks):
             return  # the common case: no checks, none listed
         adm = wl.admission
-        names = applicable_checks(cq.spec, None if adm is None else
+        # the queue's flavors are those in force: its effectiveQuotas' under DynamicQuotaOrchestration, as Kueue's
+        # workload controller reads the ClusterQueue's resource groups through its effective-groups helper
+        names = applicable_checks(effective_quotas.in_force(cq, self.dynamic_quotas).spec, None if adm is None else
                                   [f for psa in adm.pod_set_assignments for f in psa.flavors.values()])
         current = wl.check_states
         if len(current) == len(names) and list(current) == names:
@@ -1539,6 +1676,7 @@ class ClusterState:
         now = format_time(self.time)
         wl.check_states = {n: current.get(n) or o.AdmissionCheckState(name=n, state="Pending", last_transition_time=now)
                            for n in names}
+        wl.unshown_checks = unshown_with(wl.unshown_checks, [n for n in names if n not in current], self.offset, names)
 
     def _resync_checks(self, cq: str) -> None:
         """A ClusterQueue's check rules or flavors changed: re-list the checks of the workloads in it."""
@@ -1812,7 +1950,7 @@ class ClusterState:
             wl.requeue_at = max(e.requeue_at, wl.requeue_at or 0)
             wl.requeue_count = e.requeue_count if e.requeue_count is not None else wl.requeue_count + 1
             self.backoff[wl.key] = wl.requeue_at
-        _reset_checks(wl, e.time)
+        _reset_checks(wl, e.time, self.offset)
         if wl.job_stopped:
             self.awaiting_release.add(wl.key)
 
@@ -1861,7 +1999,7 @@ class ClusterState:
             wl.set_condition("Evicted", "True", e.reason, e.message, e.time)
             wl.evicted = e.reason
             wl.cluster_name, wl.nominated, wl.remotes = "", (), None  # its copies go (connector): none speaks for it now
-            _reset_checks(wl, e.time)
+            _reset_checks(wl, e.time, self.offset)
             self._release(wl)
             self.awaiting_release.discard(wl.key)
             if e.reason == MAX_EXECUTION_EXCEEDED:
@@ -1950,25 +2088,53 @@ class ClusterState:
 
     def _take_external_checks(self, wl: WorkloadInfo, w: o.Workload | LazyWorkload) -> bool:
         """The states the Workload shows for its checks whose controller kueue-es does not run (their controllers
-        set them there): taken where they differ from the log's and are not older than its word (see
-        :func:`newer_word`), the retry count kept (Kueue's). True when one was taken."""
+        set them there): taken where they differ from the log's, the retry count kept (Kueue's). Not while the
+        log's own state of the check is unshown (:attr:`WorkloadInfo.unshown_checks`) and this Workload is not known
+        to be read after it was written: what it shows may be older, in the same second too; showing the log's
+        state, or a resourceVersion after the one it was written at, ends that. True when one was taken."""
+        unshown = wl.unshown_checks
         multikueue = self.multikueue
         theirs = [n for n in wl.check_states if not runs_controller(self.admission_checks.get(n), multikueue)]
-        if not theirs:
+        if not theirs and not unshown:
             return False
+        written_at = {n: rv for n, _, rv in unshown}
+        read_at = o.resource_version_order(wl.resource_version) if unshown else -1
         taken: dict[str, o.AdmissionCheckState] = {}
+        seen: list[str] = []
         for shown in w.status.admission_checks:
-            known = wl.check_states.get(shown.name)
-            if (shown.name in theirs and known is not None and shown != known
-                    and newer_word(known.last_transition_time, shown.last_transition_time,
-                                   known_message=known.message, shown_state=shown.state)):
+            name = shown.name
+            known = wl.check_states.get(name)
+            if known is None:
+                continue
+            if name in written_at:
+                if 0 <= written_at[name] < read_at:
+                    seen.append(name)  # read after the log's state was written: what it shows is later
+                elif shows_word(shown, known):
+                    seen.append(name)
+                    continue
+                else:
+                    continue  # read before the log's state was written
+            if shown != known and name in theirs:
                 state = msgspec.structs.replace(shown, retry_count=known.retry_count)
                 if state != known:
-                    taken[shown.name] = state
+                    taken[name] = state
+        if seen:
+            wl.unshown_checks = tuple(u for u in unshown if u[0] not in seen)
         if not taken:
             return False
         wl.check_states = dict(sorted({**wl.check_states, **taken}.items()))
+        self.checks_taken = (self.offset, wl.key, tuple(sorted(taken)))
         return True
+
+    def _on_status_written(self, e: ev.DecisionApplied) -> None:
+        """The writer wrote a workload's status with every decision up to ``e.decision``, at resourceVersion
+        ``e.resource_version``: the check states the log set by then are written there (a Workload read at a later
+        resourceVersion shows what came after them, though the watch may never show that write itself)."""
+        wl = self.workloads.get(e.key)
+        if wl is not None and wl.unshown_checks and (not e.uid or e.uid == wl.uid):
+            rv = o.resource_version_order(e.resource_version)
+            if rv >= 0:
+                wl.unshown_checks = unshown_written(wl.unshown_checks, e.decision, rv)
 
     def _on_nominated(self, e: ev.ClustersNominated) -> None:
         wl = self.workloads.get(e.key)
@@ -2042,6 +2208,10 @@ _SECOND_PASS_TRIGGERS = frozenset({
 
 _NO_STATUS = o.WorkloadStatus()
 """A Workload's status as created: nothing observed."""
+
+_RESERVATION_CONDITIONS = frozenset({"QuotaReserved", "Admitted", "Evicted", "Preempted", "PodsReady"})
+"""The conditions a quota reservation (and the admission it may bring at once) sets."""
+
 
 _HOLDING = (RESERVED, ADMITTED)
 """Phases of a workload holding quota (``WorkloadInfo.reserving``, without a call on the fold's hot path)."""
@@ -2171,16 +2341,20 @@ def request_owner(req: o.ProvisioningRequest) -> str:
 
 
 def _check_inputs(spec: o.ClusterQueueSpec) -> tuple:
-    """What the check list of a ClusterQueue's workloads depends on: its check rules and its flavors."""
+    """What the check list of a ClusterQueue's workloads depends on: its check rules and its flavors (give the spec
+    in force: its effective resource groups under DynamicQuotaOrchestration)."""
     return (spec.admission_checks_strategy, [[fq.name for fq in rg.flavors] for rg in spec.resource_groups])
 
 
-def _reset_checks(wl: WorkloadInfo, time: int) -> None:
+def _reset_checks(wl: WorkloadInfo, time: int, offset: int) -> None:
     """Eviction sets every check that is not Pending back to Pending: requeueAfterSeconds stays, a Retry adds one
-    to retryCount, and any other state drops it (Kueue's ``resetChecksOnEviction``)."""
+    to retryCount, and any other state drops it (Kueue's ``resetChecksOnEviction``). Those states are the log's own,
+    set at ``offset`` and unshown until the Workload shows them."""
     if not wl.check_states or all(s.state == "Pending" for s in wl.check_states.values()):
         return
     now = format_time(time)
+    wl.unshown_checks = unshown_with(wl.unshown_checks, [k for k, s in wl.check_states.items() if s.state != "Pending"],
+                                     offset)
     wl.check_states = {
         k: s if s.state == "Pending" else o.AdmissionCheckState(
             name=k, state="Pending", last_transition_time=now,

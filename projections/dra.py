@@ -13,6 +13,15 @@ a template that does not exist, a ``firstAvailable`` request, ``allocationMode: 
 mapping names. An ``adminAccess`` request costs nothing. With the gate off, ``KueueDRARejectWorkloadsWhenDRADisabled``
 (beta, on) makes any claim inadmissible; with both off, claims are ignored.
 
+Under ``KueueDRAIntegrationExtendedResource`` (beta, on; with the DRA gate) a container's request of an extended
+resource that a DeviceClass names in ``spec.extendedResourceName`` is a device request too: kube-scheduler serves it
+from that class (the one created last, the first by name among those created together). Kueue then charges the
+pod's total of it (requests, limits as missing requests, sidecars added, init containers maxed, no overhead) under
+the class's ``deviceClassMappings`` resource, or under its own name when no mapping names the class, in place of
+the request the rules left (:func:`extended_charge`); it needs no mapping, and the rules do not apply to the charge.
+A quantity that is not whole is refused. An extended resource no DeviceClass names is an ordinary request, and so is
+one no template of the workload requests (:func:`needs_extended`: a limit or LimitRange default alone).
+
 The errors of a pod set are kept relative to it (starting ``.template.spec...``); :func:`workload_problem`
 prefixes its index as Kueue's field path does. Everything here is pure; where Kueue's outcome follows Go's map
 order (which of several unmapped DeviceClasses it names), the first by name is taken.
@@ -20,12 +29,15 @@ order (which of several unmapped DeviceClasses it names), the first by name is t
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 import msgspec
 
 from events import objects as o
-from events.quantity import MAX_INT64, to_int
+from events.labels import qualified_name_problem
+from events.quantity import MAX_INT64, QuantityError, decimal_string, parse_quantity, to_int
+from events.timefmt import parse_time
 from projections import gates
 
 CLAIMS_BY_NAME = "KueueDRAIntegration feature does not support use of resource claims"
@@ -47,6 +59,9 @@ class DraView(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """DeviceClass -> logical resource, by DeviceClass."""
     templates: tuple[tuple[str, o.ResourceClaimSpec], ...] = ()
     """The namespace's ResourceClaimTemplates (name, claim spec), by name."""
+    extended: tuple[tuple[str, str], ...] = ()
+    """Extended resource -> the DeviceClass serving it, by resource (:func:`serving_classes`); empty unless
+    KueueDRAIntegrationExtendedResource is on with the DRA gate."""
 
 
 class _Mapping(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=False):
@@ -60,6 +75,14 @@ class _Resources(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fi
 
 class _Doc(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
     resources: _Resources | None = None
+
+
+def extended_on(document: dict[str, Any] | None) -> bool:
+    """Kueue charges extended resources backed by a DeviceClass as DRA devices under a recorded Configuration
+    document: ``KueueDRAIntegrationExtendedResource`` on, and the DRA gate it depends on."""
+    flags = gates.of_document(document)
+    return (gates.enabled(flags, gates.KUEUE_DRA_INTEGRATION)
+            and gates.enabled(flags, gates.KUEUE_DRA_INTEGRATION_EXTENDED_RESOURCE))
 
 
 def mode_of(document: dict[str, Any] | None) -> str:
@@ -147,7 +170,9 @@ def _device_counts(spec: o.ResourceClaimSpec) -> tuple[dict[str, int], tuple[str
 
 def workload_problem(pod_sets: tuple[Any, ...]) -> str:
     """What Kueue's workload controller says of a pending workload's claims ("" when they are charged): the
-    reject message, else the claims-by-name one, else the first pod set's error with its field path."""
+    reject message, else the claims-by-name one, else the first pod set's error about its claims with its field
+    path, else every pod set's errors about its extended resources (which Kueue looks at only once all claims are
+    charged, and lists all of, in brackets when more than one, as its aggregated field errors read)."""
     for ps in pod_sets:  # the fold asks this at every enqueue and flag check: no list for the usual no
         if ps.dra_error:
             break
@@ -158,9 +183,11 @@ def workload_problem(pod_sets: tuple[Any, ...]) -> str:
         if whole in errors:
             return whole
     for i, error in enumerate(errors):
-        if error:
+        if error.startswith(".template.spec.resourceClaims"):
             return f"spec.podSets[{i}]{error}"
-    return ""
+    listed = list(dict.fromkeys(f"spec.podSets[{i}]{one}" for i, error in enumerate(errors) if error
+                                for one in error.split("\n")))
+    return listed[0] if len(listed) == 1 else f"[{', '.join(listed)}]"
 
 
 def has_claims(templates: Any) -> bool:
@@ -170,3 +197,137 @@ def has_claims(templates: Any) -> bool:
         if spec.resource_claims:
             return True
     return False
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """Kubernetes' extended resource name: outside the ``kubernetes.io`` namespace (so prefixed), not starting
+    ``requests.``, and a qualified name once so prefixed (as quota names it)."""
+    return ("/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
+            and qualified_name_problem("requests." + name) is None)
+
+
+def serving_classes(classes: Any) -> tuple[tuple[str, str], ...]:
+    """Extended resource -> the DeviceClass kube-scheduler serves its requests from, by resource, of the
+    DeviceClasses ``classes``: of those naming it in ``spec.extendedResourceName``, the one created last, the first
+    by name among those created together (a class without a creation time counts as the oldest)."""
+    best: dict[str, tuple[int, str]] = {}
+    for dc in classes:
+        name = dc.spec.extended_resource_name
+        if not name:
+            continue
+        created = parse_time(dc.metadata.creation_timestamp) if dc.metadata.creation_timestamp else 0
+        created -= created % 1000  # the API keeps whole seconds
+        found = best.get(name)
+        if found is None or created > found[0] or (created == found[0] and dc.metadata.name < found[1]):
+            best[name] = (created, dc.metadata.name)
+    return tuple(sorted((r, dc) for r, (_, dc) in best.items()))
+
+
+def requests_extended(templates: Any, served: Any) -> bool:
+    """Some container of ``templates`` (pod sets or pod template specs) requests (or limits) a resource of
+    ``served`` (a collection of names; None: any extended resource)."""
+    for t in templates:
+        spec = t.template.spec if hasattr(t, "template") else t.spec
+        for c in (*spec.init_containers, *spec.containers):
+            for r in (*c.resources.requests, *c.resources.limits):
+                if (r in served) if served is not None else is_extended_resource_name(r):
+                    return True
+    return False
+
+
+def needs_extended(templates: Any, served: Any) -> bool:
+    """Kueue looks for extended resources DeviceClasses serve (``served``: names) only in a workload some container
+    of whose pod sets (``templates``: pod sets, pod template specs or pod specs) requests one in a quantity that is
+    not zero, as its template says: a limit alone or a LimitRange default does not count (its workload controller
+    checks before adjusting the pods). Once it looks, every pod set's adjusted pods are charged
+    (:func:`extended_charge`)."""
+    for t in templates:
+        spec = t.template.spec if hasattr(t, "template") else getattr(t, "spec", t)
+        for c in (*spec.init_containers, *spec.containers):
+            for r, q in c.resources.requests.items():
+                if r in served and _positive(q):
+                    return True
+    return False
+
+
+def _positive(quantity: Any) -> bool:
+    try:
+        return parse_quantity(quantity) != 0
+    except QuantityError:
+        return False
+
+
+def asks_for_served(templates: Any, limits: Any, served: Any) -> bool:
+    """A pod of ``templates`` asks for a resource of ``served`` (names; None: any extended resource), in its
+    containers or through a default of its namespace's LimitRanges (``limits``, their summary), which Kueue applies
+    before looking."""
+    if requests_extended(templates, served):
+        return True
+    bounds = limits.container if limits is not None else None
+    return bounds is not None and any((r in served) if served is not None else is_extended_resource_name(r)
+                                      for r, _ in (*bounds.default, *bounds.default_request))
+
+
+def extended_charge(spec: o.PodSpec, view: DraView) -> tuple[tuple[str, ...], Pairs, str]:
+    """The extended resources of a pod set's (adjusted) pod ``spec`` that DeviceClasses serve under ``view``:
+    their names (which leave the pod's ordinary requests), the per-pod charge by quota resource (the class's mapped
+    resource, else the name itself), and Kueue's errors, relative to the pod set, when quantities are not whole
+    int64s — one per container asking for a fraction (or more than an int64 holds), by resource, init containers
+    first; else one at the first container asking when the pod's total overflows an int64 — joined by newlines
+    (:func:`workload_problem` lists them all, as Kueue does)."""
+    served = dict(view.extended)
+    mapping = dict(view.mapping)
+    asked: list[tuple[str, int, bool, dict[str, Decimal]]] = []
+    """(field, index, sidecar, positive quantity by served resource) per container asking for any."""
+    for field, containers in (("initContainers", spec.init_containers), ("containers", spec.containers)):
+        for j, c in enumerate(containers):
+            wanted: dict[str, Decimal] = {}
+            for r, q in {**c.resources.limits, **c.resources.requests}.items():
+                if r not in served:
+                    continue
+                try:
+                    value = parse_quantity(q)
+                except QuantityError:
+                    continue
+                if value > 0:
+                    wanted[r] = value
+            if wanted:
+                asked.append((field, j, c.restart_policy == "Always", wanted))
+    errors: list[str] = []
+    totals: dict[str, int] = {}
+    for r in sorted({r for *_, wanted in asked for r in wanted}):
+        having = [(field, j, sidecar, wanted[r]) for field, j, sidecar, wanted in asked if r in wanted]
+        fractions = [f".template.spec.{field}[{j}].resources.requests.{r}: Invalid value: "
+                     f'"{decimal_string(q)}": extended resource quantity must be an integer'
+                     for field, j, _, q in having if q != q.to_integral_value() or q > MAX_INT64]
+        if fractions:
+            errors.extend(fractions)
+            continue
+        total = _pod_total([(field, sidecar, int(q)) for field, _, sidecar, q in having])
+        if total > MAX_INT64:
+            field, j = having[0][:2]
+            errors.append(f'.template.spec.{field}[{j}].resources.requests.{r}: Invalid value: "{decimal_string(Decimal(total))}": '
+                          "total extended resource quantity overflows int64")
+        totals[r] = total
+    if errors:
+        return (), (), "\n".join(errors)
+    charge: dict[str, int] = {}
+    for r in sorted(totals):
+        key = mapping.get(served[r], r)
+        charge[key] = min(MAX_INT64, charge.get(key, 0) + totals[r])
+    return tuple(sorted(totals)), tuple(sorted(charge.items())), ""
+
+
+def _pod_total(asked: list[tuple[str, bool, int]]) -> int:
+    """A pod's total of one resource that its containers (field, sidecar, quantity; init containers first) ask
+    for, as Kubernetes totals pod requests: sidecars and containers add up, another init container counts with the
+    sidecars started before it, and the pod needs the most of either."""
+    total = sidecars = peak = 0
+    for field, sidecar, q in asked:
+        if field == "containers" or sidecar:
+            total += q
+        if field == "initContainers" and sidecar:
+            sidecars += q
+        elif field == "initContainers":
+            peak = max(peak, q + sidecars)
+    return max(total, peak)

@@ -23,7 +23,7 @@ from projections.queue_order import order_of
 from projections.queues import ClusterQueueQueue
 from projections.workloads import WorkloadInfo, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 18
+SNAPSHOT_VERSION = 20
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -46,8 +46,10 @@ ResourceClaimTemplates and each pod set's DRA charge or error (``PodSetInfo.dra_
 each workload's nominations last changed (``WorkloadInfo.nominated_at``: the incremental dispatcher's round). 17:
 each workload's owner's ``spec.managedBy`` as observed for an owner the log does not hold
 (``WorkloadInfo.owner_managed_by``: a JobSet's, for its MultiKueue adapter). 18: each Cohort's status (its
-``effectiveQuotas``, in force under DynamicQuotaOrchestration)."""
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18)
+``effectiveQuotas``, in force under DynamicQuotaOrchestration). 19: the DeviceClasses (the extended resources they
+serve are charged as DRA devices under KueueDRAIntegrationExtendedResource). 20: each workload's checks whose state
+the log set and no upsert has shown yet, with where it was set and written (``WorkloadInfo.unshown_checks``)."""
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -75,7 +77,11 @@ Version 15 predates the incremental dispatcher's rounds: restored from one, a ro
 Kueue restarts, its round times being in memory), so the next one starts at once. Versions up to 16 predate the
 JobSet adapter: restored from one, a JobSet's managedBy is not known until the connector observes it again.
 Versions up to 17 kept no Cohort's status (their writers dropped it): restored from one, a Cohort's
-``effectiveQuotas`` is not known, and its spec's quotas are in force, until its next upsert."""
+``effectiveQuotas`` is not known, and its spec's quotas are in force, until its next upsert. Versions up to 18
+predate DeviceClasses (their writers neither watched nor kept them): restored from one, no class is known, so no
+extended resource is charged as a device, until they are observed again. Versions up to 19 did not keep which
+checks' states the log set and the Workload has not shown: restored from one, every such state counts as shown,
+so a check's controller's state differing from the log's is taken from the next upsert."""
 
 Shape = tuple[int, bytes]
 
@@ -135,7 +141,7 @@ def _object_tables(state: ClusterState) -> list[dict[str, o.KObject]]:
         state.flavors, state.cluster_queues, state.cohorts, state.local_queues, state.workload_priority_classes,
         state.priority_classes, state.topologies, state.admission_checks, state.provisioning_configs,
         state.nodes, state.pods, state.jobs, state.provisioning_requests, state.limit_ranges, state.runtime_classes,
-        state.claim_templates, state.multikueue_configs, state.multikueue_clusters,
+        state.claim_templates, state.device_classes, state.multikueue_configs, state.multikueue_clusters,
     ]
 
 
@@ -217,6 +223,7 @@ def restore(snap: Snapshot) -> ClusterState:
         "AdmissionCheck": state.admission_checks, "ProvisioningRequestConfig": state.provisioning_configs,
         "Node": state.nodes, "Pod": state.pods, "Job": state.jobs, "LimitRange": state.limit_ranges,
         "RuntimeClass": state.runtime_classes, "ResourceClaimTemplate": state.claim_templates,
+        "DeviceClass": state.device_classes,
         "MultiKueueConfig": state.multikueue_configs, "MultiKueueCluster": state.multikueue_clusters,
     }
     for obj in snap.objects:

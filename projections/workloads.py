@@ -17,7 +17,7 @@ from events import objects as o
 from events.quantity import MAX_INT64, canonical_quantity, to_int
 from events.schema import FlavorScan, WorkloadPending
 from events.timefmt import format_time
-from projections.dra import DraView, claim_charge
+from projections.dra import DraView, asks_for_served, claim_charge, extended_charge
 from projections.pod_adjustment import (
     INVALID_RESOURCES,
     OUTSIDE_LIMIT_RANGES,
@@ -86,7 +86,8 @@ class PodSetInfo(msgspec.Struct, frozen=True, gc=False, array_like=True):
     preferred_terms: tuple[o.PreferredSchedulingTerm, ...] = ()
     """The template's preferred node affinity, which TAS placement weighs under TASRespectNodeAffinityPreferred."""
     dra_requests: tuple[tuple[str, int], ...] = ()
-    """The part of :attr:`requests` its DRA claims add (:mod:`projections.dra`): quota only, never placed."""
+    """The part of :attr:`requests` its DRA claims add, and its extended resources that DeviceClasses serve
+    (:mod:`projections.dra`): quota only, never placed."""
     dra_error: str = ""
     """Why Kueue does not charge its DRA claims (relative to the pod set, or workload-wide); the workload is then
     inadmissible (:func:`projections.dra.workload_problem`)."""
@@ -214,6 +215,14 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     owner_managed_by: str | None = None
     """MultiKueue: its owner's ``spec.managedBy`` as last observed (``OwnerObserved``), for owners the log does not
     hold (a JobSet); None: never observed."""
+    unshown_checks: tuple[tuple[str, int, int], ...] = ()
+    """(check, offset, resourceVersion) of its checks whose state the log set itself (listed anew, reset on
+    eviction) at that offset and no upsert has shown since, by name; the resourceVersion is the one the writer
+    reported that state written at (``DecisionApplied`` of a later decision), -1 until then. A Workload read before
+    it was written may show an older state, whatever its ``lastTransitionTime`` (whole seconds) says, so for a
+    check kueue-es does not run, what an upsert shows is taken only once the upsert shows the log's state, or comes
+    from a resourceVersion after the one it was written at (:meth:`ClusterState._take_external_checks
+    <projections.cluster.ClusterState._take_external_checks>`)."""
 
     @property
     def base_priority(self) -> int:
@@ -449,7 +458,8 @@ def pod_set_info(ps: o.PodSet, limits: LimitSummary | None = None,
     ``limits`` and the cluster's ``runtime_classes``, its requests then ruled by the Configuration's ``rules``.
 
     Memoised on what it is computed from (name, counts, pod spec, topology request and annotations, the summary,
-    the overhead the RuntimeClass adds, the rules and, for a template with claims, the namespace's ``dra`` view
+    the overhead the RuntimeClass adds, the rules and, for a template with claims or asking for an extended resource a
+    DeviceClass serves, the namespace's ``dra`` view
     — not the template's labels, which often differ per job), since a workload is upserted again at every status
     change.
     """
@@ -457,8 +467,9 @@ def pod_set_info(ps: o.PodSet, limits: LimitSummary | None = None,
     topo = tuple(annotations.get(k) for k in _TOPOLOGY_ANNOTATIONS) if annotations else None
     spec = ps.template.spec
     overhead = overhead_for(spec, runtime_classes) if spec.runtime_class_name else None
-    if not spec.resource_claims:
-        dra = None
+    if dra is not None and not spec.resource_claims and not (
+            dra.extended and asks_for_served((ps,), limits, dict(dra.extended))):
+        dra = None  # nothing of the view bears on this pod set: it must not split the memo
     key = _ENC.encode((ps.name, ps.count, ps.min_count, ps.topology_request, topo, spec, limits, overhead, rules, dra))
     found = _BY_SPEC.get(key)
     if found is None:
@@ -585,6 +596,16 @@ def _pod_set_info(ps: o.PodSet, limits: LimitSummary | None, overhead: tuple | N
     dra_error = ""
     if dra is not None:
         dra_requests, dra_error = claim_charge(ps.name, spec.resource_claims, dra)
+        if dra.extended:
+            replaced, charge, extended_error = extended_charge(adjusted, dra)
+            dra_error = dra_error or extended_error
+            if charge:
+                for r in replaced:  # they are charged as devices instead, whatever the rules made of them
+                    requests.pop(r, None)
+                merged = dict(dra_requests)
+                for r, v in charge:
+                    merged[r] = min(MAX_INT64, merged.get(r, 0) + v)
+                dra_requests = tuple(sorted(merged.items()))
         for r, v in dra_requests:  # added after the rules, which Kueue does not apply to them
             requests[r] = min(MAX_INT64, requests.get(r, 0) + v)
     return intern_pod_set(
@@ -732,6 +753,11 @@ def resource_requests(wl: WorkloadInfo) -> list[dict[str, Any]]:
             entry["resources"] = {r: canonical_quantity(r, min(v * ps.count, MAX_INT64)) for r, v in ps.requests}
         out.append(entry)
     return out
+
+
+def has_quota_reservation(status: o.WorkloadStatus) -> bool:
+    """The status shows a quota reservation (Kueue's ``HasQuotaReservation``: QuotaReserved=True)."""
+    return any(c.type == "QuotaReserved" and c.status == "True" for c in status.conditions)
 
 
 def status_of(wl: WorkloadInfo) -> dict[str, Any]:

@@ -42,13 +42,15 @@ has the "; Flavors considered: ..." suffix Kueue adds when a flavor was skipped 
 decision that records anything is taken as the decision is folded (a few fields: the messages are only written
 when the Events are recorded, so folding an old log formats none), kept while the decision waits for its
 outcome, and becomes ``ready`` (stamped with the time of its ``DecisionApplied``) once the connector carried it
-out; a rejected decision records nothing. Ready decisions stay for ``window_ms`` of log time (the apiserver's
-default event TTL is one hour), so a restart, which folds the log again, hands the recorder every decision of the
-last window once more: the recorder creates each Event under a name derived from the decision
-(:func:`event_name`) and an existing one counts as done. What the job integration did to a Job (its
-``JobActed`` records, and ``WorkloadFinished``) is held the same way, ready at once: its Events are
-:mod:`connectors.k8s.job_events`'s; so is each new ``UpdatedAdmissionCheck`` message the mirror finds for a Job
-(:meth:`EventLedger.pending_checks`), under the offset of the record after which it was found.
+out; a rejected decision records nothing, nor does one about a reservation the fold forgot (a Workload
+rewritten with other pod sets before the reservation was written: :meth:`EventLedger.forget_reservation`).
+Ready decisions stay for ``window_ms`` of log time (the apiserver's default event TTL is one hour), so a restart,
+which folds the log again, hands the recorder every decision of the last window once more: the recorder creates
+each Event under a name derived from the decision (:func:`event_name`) and an existing one counts as done. What
+the job integration did to a Job (its ``JobActed`` records, and ``WorkloadFinished``) is held the same way, ready
+at once: its Events are :mod:`connectors.k8s.job_events`'s; so is each new ``UpdatedAdmissionCheck`` message the
+mirror finds for a Job (:meth:`EventLedger.pending_checks`), under the offset of the record after which it was
+found.
 """
 
 from __future__ import annotations
@@ -348,6 +350,12 @@ _EVENTFUL = frozenset({ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadPending
 """The decisions Kueue records Events for (when :func:`before` says so)."""
 
 
+_OF_A_RESERVATION = frozenset({ev.QuotaReserved, ev.WorkloadAdmitted, ev.WorkloadPreempted, ev.WorkloadEvicted,
+                               ev.SecondPassFailed})
+"""The decisions with Events made only about a workload holding quota (the fold's rules): a reservation forgotten
+takes them along (:meth:`EventLedger.forget_reservation`)."""
+
+
 def event_name(e: KubeEvent, decision: ev.AnyEvent, offset: int, index: int) -> str:
     """``<object name>.<16 hex digits>``, the shape of client-go's Event names, the digits hashed from what makes
     the Event unique (the decision's offset, kind and time, the object's uid, its place among the decision's
@@ -505,6 +513,16 @@ class EventLedger:
                    by_scheduler=kind is ev.WorkloadAdmitted and e.key in self._placed)
         if b is not None:
             self.awaiting[record.offset] = (e, b)
+
+    def forget_reservation(self, key: str) -> None:
+        """The fold forgot ``key``'s quota reservation (a Workload rewritten with other pod sets before the
+        reservation was written): Kueue's scheduler, whose write failed, records no Event of that reservation, nor
+        of what followed it on the workload, so the decisions awaiting an outcome that only a workload holding quota
+        gets are dropped. The writer carries out no reservation for them."""
+        for off in sorted(self.awaiting):
+            d = self.awaiting[off][0]
+            if d.key == key and type(d) in _OF_A_RESERVATION:
+                del self.awaiting[off]
 
     def pending_checks(self, offset: int, e: ev.AnyEvent, job_key: str, job: Involved | None, message: str) -> None:
         """After the record ``e`` at ``offset``: Kueue's reconcile of Job ``job_key`` would record

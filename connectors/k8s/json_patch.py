@@ -1,4 +1,5 @@
-"""JSON patches (RFC 6902) the mutating webhooks answer with: the few operations they need."""
+"""JSON patches (RFC 6902) the mutating webhooks answer with: the few operations they need; and a merge patch
+(RFC 7386) applied to an object here rather than by an apiserver."""
 
 from __future__ import annotations
 
@@ -20,3 +21,17 @@ def map_ops(path: str, present: Mapping[str, Any] | None, wanted: Mapping[str, s
     if present is None:
         return [{"op": "add", "path": path, "value": changed}]
     return [{"op": "add", "path": f"{path}/{escape(k)}", "value": v} for k, v in changed.items()]
+
+
+def merge_patched(target: Any, patch: Any) -> Any:
+    """``target`` with the merge patch ``patch`` applied (RFC 7386: a map is merged key by key, ``null`` removes
+    a key, anything else replaces), ``target`` left as it is."""
+    if not isinstance(patch, Mapping):
+        return patch
+    out = dict(target) if isinstance(target, Mapping) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patched(out.get(key), value)
+    return out

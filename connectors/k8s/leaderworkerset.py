@@ -9,7 +9,9 @@ does the I/O around these decisions:
 * **the Workloads** (:func:`plan`): one per group index ``0 .. replicas-1`` (``replicas`` default 1; during a
   rolling update with a surge, ``status.replicas`` when larger and not every group is updated yet), named by
   Kueue's rule over ``<name>-<index>`` (:func:`workload_name`); those missing are made, those of an index beyond
-  the count are deleted (a scale-down), the rest kept;
+  the count are deleted (a scale-down), the rest kept. On a worker, the copy a MultiKueue manager made of its set
+  (the origin label) names them from the manager's set's UID (:func:`owner_uid`) and gets none made: its groups run
+  on the Workloads the manager copies there;
 * **one Workload** (:func:`workload_for`): pod sets ``leader`` (1 pod, from ``leaderTemplate``) and ``worker``
   (``size - 1``), or a single ``main`` pod set of ``size`` pods without a leader template; each pod set's template
   its template's spec; under TopologyAwareScheduling a topology request from the template's TAS annotations (a
@@ -40,7 +42,7 @@ from connectors.k8s.pod_roles import GROUP_LABEL, ROLE_HASH_ANNOTATION, TOTAL_CO
 from connectors.k8s.prebuilt import KEY as PREBUILT_KEY
 from connectors.k8s.resources import KUEUE_GROUP, KUEUE_VERSION, LEADER_WORKER_SETS
 from events import objects as o
-from kueue_es.scheduler.config import KeysToCopy
+from kueue_es.scheduler.config import MULTIKUEUE_ORIGIN_LABEL, KeysToCopy
 from projections.cluster import ClusterState
 from projections.in_use import FINALIZER
 from projections.workloads import MANAGED_LABEL
@@ -61,6 +63,9 @@ OWNER_NAME_ANNOTATION = "kueue.x-k8s.io/job-owner-name"
 INDEX_ANNOTATION = "kueue.x-k8s.io/component-workload-index"
 GVK = f"{LEADER_WORKER_SETS.api_version}, Kind={KIND}"
 """The owner's kind as Kueue writes it (a Go GroupVersionKind printed)."""
+ORIGIN_UID_ANNOTATION = "kueue.x-k8s.io/multikueue-origin-uid"
+"""On a MultiKueue manager's copy of a LeaderWorkerSet on a worker: the UID of the manager's set, which its group
+Workloads' names are made from there."""
 LEADER_READY = "LeaderReady"
 STARTUP_POLICY_MESSAGE = ("only the LeaderCreated startup policy is allowed when using the kueue.x-k8s.io/queue-name "
                           "label or annotation")
@@ -101,6 +106,21 @@ def has_leader(lws: dict[str, Any]) -> bool:
     return isinstance(_lwt(lws).get("leaderTemplate"), dict)
 
 
+def _remote_copy(lws: dict[str, Any]) -> bool:
+    """Whether the set is a MultiKueue manager's copy on this worker (it carries the origin label)."""
+    return MULTIKUEUE_ORIGIN_LABEL in _dict(_dict(lws.get("metadata")).get("labels"))
+
+
+def owner_uid(lws: dict[str, Any]) -> str:
+    """The UID the set's group Workloads are named from (Kueue's ``GetOwnerUID``): the manager's set's, on a
+    MultiKueue copy that says it, so that the groups run on the Workloads the manager copied here; else its own."""
+    meta = _dict(lws.get("metadata"))
+    origin_uid = _dict(meta.get("annotations")).get(ORIGIN_UID_ANNOTATION)
+    if _remote_copy(lws) and isinstance(origin_uid, str):
+        return origin_uid
+    return str(meta.get("uid", ""))
+
+
 def queue_name(lws: dict[str, Any]) -> str:
     return str(_dict(_dict(lws.get("metadata")).get("labels")).get(QUEUE_LABEL, ""))
 
@@ -132,9 +152,9 @@ def _digits(value: str) -> int | None:
 def plan(lws: dict[str, Any], existing: list[str], *, short: bool = False) -> tuple[list[tuple[str, int]], list[str],
                                                                                    list[str]]:
     """``(to create as (name, index), to keep, to delete)`` given the names of the Workloads the LeaderWorkerSet
-    controls now (Kueue's ``filterWorkloads``); each list sorted."""
-    meta = _dict(lws.get("metadata"))
-    name, uid = str(meta.get("name", "")), str(meta.get("uid", ""))
+    controls now (Kueue's ``filterWorkloads``); each list sorted. A MultiKueue manager's copy gets none made: the
+    manager copies its group Workloads here (named from :func:`owner_uid`)."""
+    name, uid = str(_dict(lws.get("metadata")).get("name", "")), owner_uid(lws)
     left = set(existing)
     create, keep = [], []
     for index in range(group_count(lws)):
@@ -142,7 +162,7 @@ def plan(lws: dict[str, Any], existing: list[str], *, short: bool = False) -> tu
         if wl_name in left:
             keep.append(wl_name)
             left.discard(wl_name)
-        else:
+        elif not _remote_copy(lws):
             create.append((wl_name, index))
     return create, sorted(keep), sorted(left)
 
@@ -226,8 +246,7 @@ def pod_marks(pod_meta: o.ObjectMeta, lws: dict[str, Any] | None, *, short: bool
     index = labels.get(GROUP_INDEX_LABEL)
     if index is None or lws is None or not queue_name(lws):
         return None
-    meta = _dict(lws.get("metadata"))
-    wl_name = workload_name(str(meta.get("name", "")), str(meta.get("uid", "")), index, short=short)
+    wl_name = workload_name(str(_dict(lws.get("metadata")).get("name", "")), owner_uid(lws), index, short=short)
     role = MAIN
     if has_leader(lws):
         role = WORKER if LEADER_NAME_ANNOTATION in annotations else LEADER

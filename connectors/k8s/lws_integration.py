@@ -23,8 +23,9 @@ reconcilers (``pkg/controller/jobs/leaderworkerset``), with the decisions of :mo
   Kueue's finalizer, as Kueue's pod reconciler lets it go.
 
 The reconciler's Events go through the log (``JobActed`` of kind LeaderWorkerSet), recorded on the set from
-Kueue's recorder ``leaderworkerset.x-k8s.io/leaderworkerset-kueue-controller``. Not done here (see the README):
-MultiKueue, and the Events of the pod reconciler.
+Kueue's recorder ``leaderworkerset.x-k8s.io/leaderworkerset-kueue-controller``. On a worker, a MultiKueue
+manager's copy of a set runs on the Workloads that manager copied (:func:`connectors.k8s.leaderworkerset.plan`).
+Not done here (see the README): MultiKueue's manager side, and the Events of the pod reconciler.
 """
 
 from __future__ import annotations

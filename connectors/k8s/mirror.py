@@ -37,6 +37,7 @@ from events import objects as o
 from events import schema as ev
 from projections.cluster import ClusterState
 from projections.in_use import KINDS as FINALIZED
+from projections.workloads import PENDING, WorkloadInfo
 
 WORKLOAD_EVENTS = (ev.Decision, ev.WorkloadFinished, ev.PodsReadyChanged, ev.AdmissionCheckStateChanged,
                    ev.JobStopped, ev.ReclaimablePodsChanged, ev.ReplacementPodsChanged)
@@ -103,7 +104,10 @@ class Mirror:
             self.kube_events.fold(record, self.state, self.job_of)  # sees the workload as it was before
         job_seen = self.job_of.get(wl_key) if wl_key else None
         job_before = _job_before(self.state, e)
+        held = _holding(self.state, e)
         self.state.apply(record)
+        if held is not None and not held.reserving and held.phase == PENDING:
+            self.kube_events.forget_reservation(held.key)  # the rewritten Workload shows none: never written
         if wl_key:
             self._dirty_queues_of(wl_key)
         match e:
@@ -315,6 +319,15 @@ def _workload_key(e: ev.AnyEvent) -> str:
     if isinstance(e, ev.ObjectDeleted) and e.kind == "Workload":
         return e.key
     return ""
+
+
+def _holding(state: ClusterState, e: ev.AnyEvent) -> WorkloadInfo | None:
+    """The workload holding quota whose Workload ``e`` upserts (the fold may forget that reservation), else None."""
+    if isinstance(e, ev.ObjectUpserted) and isinstance(e.obj, o.Workload):
+        wl = state.workloads.get(e.key)
+        if wl is not None and wl.reserving and wl.uid == e.obj.metadata.uid:
+            return wl
+    return None
 
 
 def _job_before(state: ClusterState, e: ev.AnyEvent) -> o.Job | None:

@@ -1,5 +1,6 @@
 """MultiKueue on a manager: the worker clusters' side of Kueue's MultiKueue controllers (its adapters' kinds:
-batch/v1 Jobs, JobSets, the Kubeflow training jobs, MPIJobs, RayJobs, RayClusters, AppWrappers, TrainJobs).
+batch/v1 Jobs, JobSets, the Kubeflow training jobs, MPIJobs, RayJobs, RayClusters, RayServices, AppWrappers,
+TrainJobs).
 
 Everything decided is decided by the pure side from the log (:mod:`kueue_es.scheduler.multikueue`: nominations,
 the worker that runs a workload, Retry, the local finish); this module only observes and applies:
@@ -8,9 +9,11 @@ the worker that runs a workload, Retry, the local finish); this module only obse
   ``spec.clusterSource.kubeConfig.location`` in Kueue's namespace (the Configuration's ``namespace``), read once
   and then watched (a worker's client is rebuilt when its Secret or MultiKueueCluster changes; a Secret that cannot
   be read is that worker's ``BadKubeConfig`` only), or a file for ``locationType: Path`` (under
-  ``/etc/multikueue/kubeconfigs`` while MultiKueueKubeConfigPathValidation is on); a ClusterProfile is not
+  ``/etc/multikueue/kubeconfigs`` while MultiKueueKubeConfigPathValidation is on; read again only once the file
+  changed: :func:`file_version`); a ClusterProfile is not
   supported (``MultiKueueClusterProfileFeatureDisabled``, as Kueue with that gate off). Each worker's Workloads and Jobs
-  carrying ``kueue.x-k8s.io/multikueue-origin=<origin>`` are listed and watched; whether that works is appended
+  carrying ``kueue.x-k8s.io/multikueue-origin=<origin>`` are listed and watched (anew on the new label when the
+  Configuration's origin changes: :meth:`MultiKueueConnector._rewatch`); whether that works is appended
   as ``MultiKueueClusterObserved`` (connected, or ``BadKubeConfig`` / ``ClientConnectionFailed`` with the error)
   whenever it changes, and the MultiKueueCluster's ``Active`` condition is written from the log
   (:func:`projections.admissionchecks.cluster_active`), as are the MultiKueue checks' (``checkstatus``).
@@ -28,13 +31,15 @@ the worker that runs a workload, Retry, the local finish); this module only obse
   Workloads gone from the manager. A JobSet
   (:data:`ADAPTERS`, by owner kind) is copied as Kueue's JobSet adapter does (:func:`jobset_copy`), a Kubeflow
   training job or MPIJob as Kueue's Kubeflow and MPIJob adapters do (:func:`run_policy_copy`), a RayJob,
-  RayCluster, AppWrapper or TrainJob as Kueue's adapters of those kinds do (:func:`suspended_copy`), and their
+  RayCluster, AppWrapper or TrainJob as Kueue's adapters of those kinds do (:func:`suspended_copy`), a RayService
+  as Kueue's (:func:`rayservice_copy`), each made of the owner as it was before the manager's integration
+  started it (:func:`as_before_start`), and their
   managedBy (``spec.managedBy``, ``spec.runPolicy.managedBy``) read from the manager's apiserver and appended
   (``OwnerObserved``), as the log holds none of them.
 * **status.** Once the manager's Job has been started (its Workload admitted), or its copy is suspended too or
   finished, its status follows the copy's on the worker, written to the status subresource (Kueue's batch/v1
   MultiKueue adapter); any other owner's whenever its copy's changes (Kueue's JobSet, Kubeflow, MPIJob, RayJob,
-  RayCluster, AppWrapper and TrainJob adapters).
+  RayCluster, RayService, AppWrapper and TrainJob adapters).
 
 Level-triggered: every move of the log and every change a worker's watch brings wakes a pass. A pass looks only at
 the workloads that moved since the last one (:class:`PassKeys`): those the log's records were about, and, per
@@ -61,11 +66,22 @@ import yaml
 from kubernetes_asyncio import client as kclient
 from kubernetes_asyncio import config as kconfig
 
-from connectors.k8s import trainjob
+from connectors.k8s import (
+    appwrapper,
+    jobset,
+    kubeconfig_checks,
+    kubeflow,
+    mpijob,
+    raycluster,
+    rayjob,
+    rayservice,
+    trainjob,
+)
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, Gone, KubeError, NotFound
-from connectors.k8s.framework_webhook import value_at
+from connectors.k8s.framework_webhook import suspended, value_at
 from connectors.k8s.journal import Journal
+from connectors.k8s.json_patch import merge_patched
 from connectors.k8s.prebuilt import KEY as PREBUILT_WORKLOAD
 from connectors.k8s.resources import (
     APPWRAPPERS,
@@ -75,6 +91,7 @@ from connectors.k8s.resources import (
     MPIJOBS,
     RAYCLUSTERS,
     RAYJOBS,
+    RAYSERVICES,
     SECRETS,
     TRAINJOBS,
     Resource,
@@ -129,6 +146,8 @@ class Worker:
     owners: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     """Owner kind (an adapter's) -> the copies of owners of that kind this origin made there, by key."""
     task: asyncio.Task | None = None
+    origin: str = ""
+    """The origin whose copies its watches follow (their label selector)."""
     moved: set[str] = field(default_factory=set)
     """Manager Workload keys whose copies there the watches showed changed, or whose last pass failed there,
     since the last pass."""
@@ -184,14 +203,16 @@ def workload_copy(manager_wl: dict[str, Any], origin: str) -> dict[str, Any]:
 
 def job_copy(manager_job: dict[str, Any], manager_wl: dict[str, Any], origin: str) -> dict[str, Any]:
     """The copy of a manager's Job created on the worker that runs it: suspended, on the prebuilt copy of its
-    Workload, with the pod template the Workload was made from (what the manager's Job integration added when it
-    started the Job there is not copied)."""
+    Workload; a started Job's with the pod template the Workload was made from (what the manager's Job integration
+    added when it started the Job there is not copied), a suspended one's with its own, as Kueue copies it (labels,
+    annotations, node selector or gates the user changed on it after its Workload was made kept)."""
     meta = manager_job.get("metadata") or {}
     spec = copy.deepcopy(manager_job.get("spec") or {})
     for key in ("managedBy", "selector", "manualSelector"):
         spec.pop(key, None)
     pod_sets = (manager_wl.get("spec") or {}).get("podSets") or []
-    template = copy.deepcopy(pod_sets[0].get("template") if pod_sets else spec.get("template") or {})
+    started = bool(pod_sets) and spec.get("suspend") is not True
+    template = copy.deepcopy(pod_sets[0].get("template") if started else spec.get("template") or {})
     labels = {k: v for k, v in ((template.get("metadata") or {}).get("labels") or {}).items()
               if k not in GENERATED_LABELS}
     template.setdefault("metadata", {})["labels"] = labels
@@ -243,6 +264,17 @@ def suspended_copy(r: Resource, manager_owner: dict[str, Any], manager_wl: dict[
     made after the manager's integration started it), for the worker's Kueue to start on its prebuilt Workload."""
     clone = _clone_for_worker(r, manager_owner, manager_wl, origin)
     clone["spec"]["suspend"] = True
+    return clone
+
+
+def rayservice_copy(manager_service: dict[str, Any], manager_wl: dict[str, Any], origin: str) -> dict[str, Any]:
+    """The copy of a manager's RayService created on the worker that runs it (Kueue's RayService adapter, the Ray
+    kinds' shared one): :func:`_clone_for_worker`, suspended where the RayService integration suspends it
+    (``spec.rayClusterConfig.suspend``), for the worker's Kueue to start on its prebuilt Workload, as
+    :func:`suspended_copy` does the other Ray kinds."""
+    clone = _clone_for_worker(RAYSERVICES, manager_service, manager_wl, origin)
+    config = clone["spec"].get(rayservice.CLUSTER_CONFIG)
+    clone["spec"][rayservice.CLUSTER_CONFIG] = {**(config if isinstance(config, dict) else {}), "suspend": True}
     return clone
 
 
@@ -308,17 +340,33 @@ class Adapter(NamedTuple):
     """The keys down to its managedBy, for an owner the log does not hold."""
     cleared_under: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """(feature gate, keys down to a field): fields its copy goes without while the gate is on."""
+    stop_patch: Any = None
+    """(raw owner, its Workload's pod sets) -> the merge patch its integration stops it with (suspended, each pod
+    template as the Workload recorded it): what the copy of a started owner is made from (:func:`as_before_start`);
+    None: the owner is copied as it is."""
+    suspend_at: tuple[str, ...] = ("spec", "suspend")
+    """The keys down to its suspend flag."""
 
 
 RUN_POLICY_MANAGED_BY = ("spec", "runPolicy", "managedBy")
+RUN_POLICY_SUSPEND = ("spec", "runPolicy", "suspend")
+RAYSERVICE_SUSPEND = ("spec", rayservice.CLUSTER_CONFIG, "suspend")
 ADAPTERS = {
     ("batch/v1", "Job"): Adapter(JOBS, job_copy, in_log=True, status_fields=JOB_STATUS_FIELDS, cleared_under=(
         (gates.MULTIKUEUE_BATCH_JOB_CLEARING_TTL, ("spec", "ttlSecondsAfterFinished")),)),
-    (JOBSETS.api_version, JOBSETS.kind): Adapter(JOBSETS, jobset_copy, in_log=False),
-    **{(r.api_version, r.kind): Adapter(r, run_policy_copy, in_log=False, managed_by_at=RUN_POLICY_MANAGED_BY)
-       for r in (*KUBEFLOW_JOBS.values(), MPIJOBS)},
-    **{(r.api_version, r.kind): Adapter(r, partial(suspended_copy, r), in_log=False)
-       for r in (RAYJOBS, RAYCLUSTERS, APPWRAPPERS)},
+    (JOBSETS.api_version, JOBSETS.kind): Adapter(JOBSETS, jobset_copy, in_log=False, stop_patch=jobset.stop_patch),
+    **{(r.api_version, r.kind): Adapter(r, run_policy_copy, in_log=False, managed_by_at=RUN_POLICY_MANAGED_BY,
+                                        stop_patch=kubeflow.KINDS[r.kind].stop_patch, suspend_at=RUN_POLICY_SUSPEND)
+       for r in KUBEFLOW_JOBS.values()},
+    (MPIJOBS.api_version, MPIJOBS.kind): Adapter(MPIJOBS, run_policy_copy, in_log=False,
+                                                 managed_by_at=RUN_POLICY_MANAGED_BY, stop_patch=mpijob.stop_patch,
+                                                 suspend_at=RUN_POLICY_SUSPEND),
+    **{(r.api_version, r.kind): Adapter(r, partial(suspended_copy, r), in_log=False, stop_patch=stop)
+       for r, stop in ((RAYJOBS, rayjob.stop_patch), (RAYCLUSTERS, raycluster.stop_patch),
+                       (APPWRAPPERS, appwrapper.stop_patch))},
+    (RAYSERVICES.api_version, RAYSERVICES.kind): Adapter(RAYSERVICES, rayservice_copy, in_log=False,
+                                                         stop_patch=rayservice.stop_patch,
+                                                         suspend_at=RAYSERVICE_SUSPEND),
     (TRAINJOBS.api_version, TRAINJOBS.kind): Adapter(TRAINJOBS, trainjob_copy, in_log=False),
 }
 """(apiVersion, kind) of an owner MultiKueue runs on a worker -> its adapter."""
@@ -330,12 +378,29 @@ def owner_copy(adapter: Adapter, manager_owner: dict[str, Any], manager_wl: dict
     (Kueue's Job adapter drops a Job's ``ttlSecondsAfterFinished`` under
     MultiKueueBatchJobClearingTTLSecondsAfterFinishedOnWorkerCluster: the worker deleting the finished copy would
     look like a lost copy and have it dispatched again)."""
-    made = adapter.make_copy(manager_owner, manager_wl, origin)
+    made = adapter.make_copy(as_before_start(adapter, manager_owner, manager_wl), manager_wl, origin)
     for gate, keys in adapter.cleared_under:
         parent = value_at(made, keys[:-1])
         if config.gate(gate) and isinstance(parent, dict):
             parent.pop(keys[-1], None)
     return made
+
+
+def as_before_start(adapter: Adapter, manager_owner: dict[str, Any], manager_wl: dict[str, Any]) -> dict[str, Any]:
+    """The manager's owner as it was before its integration started it: a started (unsuspended) owner stopped as
+    that integration stops it (suspended, each pod template given back what the Workload's pod set of its name
+    recorded: the node selector, tolerations, labels, annotations and scheduling gates the admission added taken
+    out). Kueue copies the owner before the manager's workload is admitted, so before it is started; here the copy
+    may be made after (a worker reached late), and the worker's Kueue writes its own admission onto it. A
+    suspended owner is copied as it is, as Kueue copies it: its pod templates may hold labels, annotations, a node
+    selector or gates the user changed after its Workload was made (Kueue makes no new Workload for those), which
+    the Workload's pod sets do not. The batch/v1 Job's copy takes its template from the Workload
+    (:func:`job_copy`)."""
+    if adapter.stop_patch is None or suspended(manager_owner, adapter.suspend_at):
+        return manager_owner
+    pod_sets = msgspec.convert((manager_wl.get("spec") or {}).get("podSets") or [], list[o.PodSet])
+    stopped = adapter.stop_patch({**manager_owner, "metadata": {"resourceVersion": ""}}, pod_sets)
+    return {**manager_owner, "spec": merge_patched(manager_owner.get("spec") or {}, stopped["spec"])}
 
 
 def adapter_of(wl: WorkloadInfo) -> Adapter | None:
@@ -362,6 +427,36 @@ def read_kubeconfig_file(location: str) -> tuple[bytes, str]:
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
             return b"", f"{where}: not a regular file"
         return f.read(), ""
+
+
+class FileVersion(NamedTuple):
+    """What tells one version of a file from the next without reading it: its device and inode (a file replaced
+    by a rename, as a mounted Secret is, is another inode), size, and modification and change times in nanoseconds
+    (every write sets both; the change time cannot be set back from user space, so a rewrite that restores the
+    modification time still shows)."""
+
+    path: str
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+
+
+def file_version(location: str) -> FileVersion | None:
+    """The :class:`FileVersion` of the file at ``location`` (not through a link); None: nothing there to read."""
+    try:
+        st = os.lstat(location)
+    except OSError:
+        return None
+    return FileVersion(location, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+SETTLED_NS = 2_000_000_000
+"""How long after it was last changed a file's version is trusted: a filesystem stamps times from a coarse clock (a
+kernel tick; seconds on some), so two same-sized writes within one tick look alike; a file read this soon after a
+change is read again on the next pass (as git treats a racily clean index entry). The change is the later of its
+modification and change times: a modification time may be set back (``cp -p``, ``tar``), a change time not."""
 
 
 KUBECONFIG_DIR = "/etc/multikueue/kubeconfigs"
@@ -441,6 +536,9 @@ class MultiKueueConnector:
         self.stats = MultiKueueStats()
         self.kubeconfig_dir = KUBECONFIG_DIR
         """Where a ``locationType: Path`` kubeconfig must be while MultiKueueKubeConfigPathValidation is on."""
+        self.settled_ns = SETTLED_NS
+        """How long after it was last written a kubeconfig file is trusted unchanged while its version is (see
+        :data:`SETTLED_NS`)."""
         self.workers: dict[str, Worker] = {}
         self._wake = asyncio.Event()
         self._mirrored: dict[str, str] = {}
@@ -455,6 +553,9 @@ class MultiKueueConnector:
         """The next pass looks at every workload (the first pass, or a change that may move them all)."""
         self._owners_unread: set[str] = set()
         """Workloads whose owner could not be read yet (read again on every pass, as Kueue retries)."""
+        self._files: dict[str, tuple[FileVersion, tuple[bytes, str, str]]] = {}
+        """MultiKueueCluster -> (its kubeconfig file's version, what was read there): a ``locationType: Path``
+        kubeconfig is read again only once the file changed (Kueue watches the file)."""
         listeners = getattr(journal.mirror, "listeners", None)
         if listeners is not None:
             listeners.append(self._on_applied)
@@ -528,7 +629,8 @@ class MultiKueueConnector:
                 keys = {k for k in moved | w.moved if k in workloads or k in copied}
             w.moved, w.relisted = set(), False
             by_worker[name] = sorted(keys)
-        owners = set(workloads) if every else {k for k in moved | self._owners_unread if k in workloads}
+        self._owners_unread.intersection_update(workloads)  # a workload gone is read no more
+        owners = set(workloads) if every else moved & workloads.keys() | self._owners_unread
         return PassKeys(by_worker, sorted(owners))
 
     # --- one pass ------------------------------------------------------------------------------------------------
@@ -557,6 +659,8 @@ class MultiKueueConnector:
             await self._stop(self.workers.pop(name))
         for name in sorted(set(self._secrets) - set(clusters)):
             await self._stop_secret(name)
+        for name in sorted(set(self._files) - set(clusters)):
+            del self._files[name]
         for name in sorted(clusters):
             read = await self._kubeconfig(clusters[name], config)
             if read is None:
@@ -564,10 +668,15 @@ class MultiKueueConnector:
             source, error, reason = read
             w = self.workers.get(name)
             if w is not None and w.source == source and source:
+                if w.client is not None and w.origin != config.multi_kueue.origin:
+                    await self._rewatch(w, config.multi_kueue.origin)
                 continue
             if w is not None:
                 await self._stop(w)
             w = self.workers[name] = Worker(name, source)
+            refused = "" if error else kubeconfig_checks.insecure_reason(source)
+            if refused:  # Kueue checks the kubeconfig before it builds a client from it
+                error, reason = f"load client config failed: {refused}", kubeconfig_checks.REASON
             if error:
                 w.reason, w.message = reason, error
                 continue
@@ -577,8 +686,7 @@ class MultiKueueConnector:
                 # Kueue builds the client after loading the config: a kubeconfig that gives none fails there
                 w.reason, w.message = "ClientConnectionFailed", f"{type(exc).__name__}: {exc}"
                 continue
-            w.reason, w.message = "ClientConnectionFailed", "connecting"
-            w.task = asyncio.create_task(self._watch_worker(w, config.multi_kueue.origin), name=f"mk-{name}")
+            await self._rewatch(w, config.multi_kueue.origin)
 
     async def _kubeconfig(self, cluster: o.MultiKueueCluster,
                           config: SchedulerConfig) -> tuple[bytes, str, str] | None:
@@ -593,9 +701,11 @@ class MultiKueueConnector:
         if kc is None or kc.location_type == "Path":
             await self._stop_secret(name)
             if kc is None:  # kueue-es runs no ClusterProfile support: as Kueue with its gate off
+                self._files.pop(name, None)
                 return (b"", "load client config failed: MultiKueueClusterProfile feature gate is disabled",
                         "MultiKueueClusterProfileFeatureDisabled")
-            return self._kubeconfig_file(kc.location, config)
+            return self._kubeconfig_file(name, kc.location, config)
+        self._files.pop(name, None)
         watched = self._secrets.get(name)
         if watched is None or (watched.location, watched.namespace) != (kc.location, config.namespace):
             await self._stop_secret(name)
@@ -603,14 +713,27 @@ class MultiKueueConnector:
             watched.task = asyncio.create_task(self._watch_secret(watched), name=f"mk-secret-{name}")
         return _with_reason(watched.data, watched.error) if watched.read else None
 
-    def _kubeconfig_file(self, location: str, config: SchedulerConfig) -> tuple[bytes, str, str]:
+    def _kubeconfig_file(self, cluster: str, location: str, config: SchedulerConfig) -> tuple[bytes, str, str]:
         """A ``locationType: Path`` kubeconfig: only from under :attr:`kubeconfig_dir` while
-        MultiKueueKubeConfigPathValidation is on (Kueue's check, its reason and message), from anywhere while off."""
+        MultiKueueKubeConfigPathValidation is on (Kueue's check, its reason and message), from anywhere while off.
+        Read again only once the file (the one its links resolve to, under the gate) is another version
+        (:func:`file_version`, taken before reading, so a change during the read shows next time), as Kueue reads
+        it again when its watch of the file fires; what a pass finds unchanged is what was read before."""
         if config.gate(gates.MULTIKUEUE_KUBECONFIG_PATH_VALIDATION):
             location, refused = allowed_kubeconfig_path(location, self.kubeconfig_dir)
             if refused:
+                self._files.pop(cluster, None)
                 return b"", f"load client config failed: {refused}", "BadKubeConfig"
-        return _with_reason(*read_kubeconfig_file(location))
+        version = file_version(location)
+        known = self._files.get(cluster)
+        if version is not None and known is not None and known[0] == version:
+            return known[1]
+        read = _with_reason(*read_kubeconfig_file(location))
+        if version is not None and time.time_ns() - max(version.mtime_ns, version.ctime_ns) >= self.settled_ns:
+            self._files[cluster] = (version, read)
+        else:  # written too recently to tell from a write within the same tick: read again next time
+            self._files.pop(cluster, None)
+        return read
 
     async def _watch_secret(self, s: KubeconfigSecret) -> None:
         """Read one worker's kubeconfig Secret, then follow it. A failure to read it (a forbidden read, the
@@ -661,15 +784,27 @@ class MultiKueueConnector:
     async def _stop_secret(self, cluster: str) -> None:
         watched = self._secrets.pop(cluster, None)
         if watched is not None and watched.task is not None:
-            watched.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await watched.task
+            await _stopped(watched.task)
+
+    async def _rewatch(self, w: Worker, origin: str) -> None:
+        """(Re)open the worker's watches on the copies of ``origin``: a new client's, or, when the Configuration's
+        ``multiKueue.origin`` changed, in place of those following the old origin's label (what they showed is
+        forgotten and listed anew; the client is kept). Until listed, the worker is neither reached nor lost."""
+        await self._stop_watches(w)
+        w.workloads.clear()
+        w.owners.clear()
+        w.moved.clear()
+        w.origin, w.connected, w.reason, w.message = origin, False, "ClientConnectionFailed", "connecting"
+        w.task = asyncio.create_task(self._watch_worker(w, origin), name=f"mk-{w.name}")
+
+    @staticmethod
+    async def _stop_watches(w: Worker) -> None:
+        if w.task is not None:
+            await _stopped(w.task)
+            w.task = None
 
     async def _stop(self, w: Worker) -> None:
-        if w.task is not None:
-            w.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await w.task
+        await self._stop_watches(w)
         if w.client is not None:
             with contextlib.suppress(Exception):
                 await w.client.close()
@@ -793,7 +928,9 @@ class MultiKueueConnector:
     async def _observe_owners(self, now: int, keys: list[str]) -> list[ev.AnyEvent]:
         """``OwnerObserved`` for each workload of ``keys`` holding quota behind a MultiKueue check whose owner the
         log does not hold and whose managedBy it does not know yet (read once: the field is immutable in each of
-        those kinds)."""
+        those kinds). An owner that cannot be read (gone, or the read refused or failed) holds back its own
+        workload only: read again on the next pass, the others observed meanwhile, as Kueue reconciles each
+        workload apart."""
         events: list[ev.AnyEvent] = []
         for key in keys:
             self._owners_unread.discard(key)
@@ -806,9 +943,13 @@ class MultiKueueConnector:
                 continue
             try:
                 owner = msgspec.json.decode(await self.client.get(adapter.resource, wl.owner[2], wl.namespace))
-            except NotFound:
+            except KubeError as exc:  # Kueue's read fails and is retried: nothing is decided meanwhile
                 self._owners_unread.add(key)
-                continue  # Kueue's read fails and is retried: nothing is decided meanwhile
+                if not isinstance(exc, NotFound):
+                    self.stats.errors += 1
+                    log.warning("MultiKueue owner not read, will retry", workload=key, kind=adapter.resource.kind,
+                                owner=wl.owner[2], error=str(exc))
+                continue
             managed_by = value_at(owner, adapter.managed_by_at) or ""
             events.append(ev.OwnerObserved(time=now, key=key, uid=wl.uid, managed_by=managed_by))
         return events
@@ -937,7 +1078,7 @@ class MultiKueueConnector:
     async def _mirror_status(self, adapter: Adapter, owner_key: str, remote: dict[str, Any]) -> bool:
         """The manager's owner shows the status of its copy: a Job once it has been started, or its copy is
         suspended or finished (Kueue defers the sync while the manager's Job is suspended and the copy runs), an
-        owner the log does not hold (a JobSet, Kubeflow job, MPIJob, RayJob, RayCluster, AppWrapper, TrainJob)
+        owner the log does not hold (a JobSet, Kubeflow job, MPIJob, Ray kind, AppWrapper, TrainJob)
         whenever the copy's changes, suspended or not, as Kueue's adapters of those kinds copy it. False: the write
         conflicted, to be tried again on the next pass."""
         r = adapter.resource
@@ -1023,6 +1164,22 @@ class MultiKueueConnector:
             except NotFound:
                 return False
         return ((raw.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) == origin
+
+
+async def _stopped(task: asyncio.Task) -> None:
+    """Cancel ``task`` and wait for its end, whatever it raised, without swallowing a cancellation of the caller
+    that comes meanwhile (a shutdown while a worker's watches were being stopped: the connector's loop would go on,
+    and its task group wait for it)."""
+    caller = asyncio.current_task()
+    cancels = caller.cancelling() if caller is not None else 0
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        if caller is not None and caller.cancelling() > cancels:
+            raise
+    except Exception:  # the task's own failure ends with it
+        pass
 
 
 async def _all_or_none(*followers: Any) -> None:

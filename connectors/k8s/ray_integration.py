@@ -18,8 +18,8 @@ connector shares among the job reconcilers) — is that ancestor's child, as a c
 reconciler): no Workload of its own, kept suspended while the ancestor's newest unfinished Workload is missing or
 not admitted (Normal ``Suspended`` "Kueue managed child job suspended"). The RayJob's submitter Job is found the
 RayJob's child the same way by the Job integration. A prebuilt Workload is used (the shared watched-job steps); so
-MultiKueue runs a RayJob or RayCluster on a worker (:mod:`connectors.k8s.multikueue`). Not done (see the README):
-rewriting a Workload whose pod sets no longer match, elastic autoscaling.
+MultiKueue runs a RayJob, RayCluster or RayService on a worker (:mod:`connectors.k8s.multikueue`). Not done (see
+the README): rewriting a Workload whose pod sets no longer match, elastic autoscaling.
 
 A RayService (:mod:`connectors.k8s.rayservice`) is run the same way, its suspend flag and templates those of its
 ``spec.rayClusterConfig``: ``rayservice-<name>-<hash>``, never finished, active and PodsReady by its ``Ready``

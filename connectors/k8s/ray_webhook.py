@@ -27,10 +27,10 @@ namespace with a ``default`` LocalQueue; a RayService's too). Registered and fai
 every review unchanged while the integration is off (``failurePolicy: Ignore``), ``Fail`` while it is on. Not done,
 unlike Kueue: the pod-set grouping rules across pod sets.
 
-Under the ``MultiKueue`` gate, a RayJob or RayCluster whose queue (given or defaulted) is a LocalQueue whose
-ClusterQueue has a MultiKueue check, and whose ``spec.managedBy`` is unset or KubeRay's own
+Under the ``MultiKueue`` gate, a RayJob, RayCluster or RayService whose queue (given or defaulted) is a LocalQueue
+whose ClusterQueue has a MultiKueue check, and whose ``spec.managedBy`` is unset or KubeRay's own
 (``ray.io/kuberay-operator``), gets ``spec.managedBy: kueue.x-k8s.io/multikueue``, whatever its ancestry: MultiKueue
-runs it on a worker (:mod:`connectors.k8s.multikueue`). A RayService's is left alone (no MultiKueue adapter here).
+runs it on a worker (:mod:`connectors.k8s.multikueue`).
 
 A RayService's webhooks (``mrayservice.kb.io``, ``vrayservice.kb.io``; Kueue's ``rayservice_webhook.go``) are the
 RayCluster's applied to its ``spec.rayClusterConfig``: suspended there, its cluster rules and TAS annotations
@@ -64,7 +64,7 @@ CLUSTER_SPEC_REQUIRED = "rayClusterSpec is required for Kueue-managed jobs that 
 SHUTDOWN = "a kueue managed job should delete the cluster after finishing"
 AUTOSCALING = "a kueue managed job should only use autoscaling when workload slicing is enabled"
 KUBERAY_CONTROLLER = "ray.io/kuberay-operator"
-"""KubeRay's own ``spec.managedBy``: Kueue replaces it on a RayJob or RayCluster with MultiKueue's as it does none."""
+"""KubeRay's own ``spec.managedBy``: Kueue replaces it on a Ray object with MultiKueue's as it does none."""
 
 
 class RayWebhooks(FrameworkWebhooks, frozen=True):
@@ -249,7 +249,8 @@ def rayservice_kind(without_queue: bool = False) -> Kind:
     return Kind(RAYSERVICES, "/mutate-ray-io-v1-rayservice", "mrayservice.kb.io", "/validate-ray-io-v1-rayservice",
                 "vrayservice.kb.io", SERVICE_SUSPEND_AT,
                 lambda new, fg: rayservice_create_errors(new, fg, without_queue),
-                lambda old, new, fg, default: _service_update_errors(old, new, fg, default, without_queue))
+                lambda old, new, fg, default: _service_update_errors(old, new, fg, default, without_queue),
+                own_controller=KUBERAY_CONTROLLER)
 
 
 RAYJOB_KIND, RAYCLUSTER_KIND = rayjob_kind(), raycluster_kind()
@@ -279,7 +280,8 @@ def reviewers(jobs: RayWebhooks, clusters: RayWebhooks, namespace_labels: Namesp
 
 def service_reviewers(services: RayWebhooks, namespace_labels: NamespaceLabels, has_default_queue: HasDefaultQueue,
                       has_default_priority_class: HasDefaultPriorityClass | None = None,
-                      managed_ancestry: child_jobs.ManagedAncestry | None = None) -> dict[str, Reviewer]:
+                      managed_ancestry: child_jobs.ManagedAncestry | None = None,
+                      multikueue: framework_webhook.HasMultiKueueCheck | None = None) -> dict[str, Reviewer]:
     """Path -> the review that answers it for RayServices (see :func:`reviewers`)."""
     return framework_webhook.reviewers(rayservice_kind(services.without_queue), services, namespace_labels,
-                                       has_default_queue, has_default_priority_class, managed_ancestry)
+                                       has_default_queue, has_default_priority_class, managed_ancestry, multikueue)

@@ -22,7 +22,8 @@ The RayClusters KubeRay makes for a queued RayService are controlled by it: they
 of their own (:meth:`JobReconciler._as_child <connectors.k8s.jobframework.JobReconciler._as_child>`). Kueue counts
 no reclaimable pods for it. Not modelled, as for RayClusters: the worker counts read from the live RayCluster under
 ``ElasticJobsViaWorkloadSlices`` with in-tree autoscaling, the containers KubeRay injects (autoscaler, history
-collector, GCS fault-tolerance defaults) counted into the pod sets, MultiKueue's ``managedBy``.
+collector, GCS fault-tolerance defaults) counted into the pod sets. MultiKueue runs a RayService on a worker
+(:mod:`connectors.k8s.multikueue`, its copy suspended here at ``spec.rayClusterConfig.suspend``).
 """
 
 from __future__ import annotations

@@ -74,6 +74,7 @@ CORE_RESOURCES: tuple[Resource, ...] = (
     Resource("LimitRange", "", "v1", "limitranges", True),
     Resource("RuntimeClass", "node.k8s.io", "v1", "runtimeclasses", False),
     Resource("ResourceClaimTemplate", "resource.k8s.io", "v1", "resourceclaimtemplates", True, optional=True),
+    Resource("DeviceClass", "resource.k8s.io", "v1", "deviceclasses", False, optional=True),
 )
 
 AUTOSCALING_GROUP = "autoscaling.x-k8s.io"

@@ -13,7 +13,9 @@ back as the Workload written over shows it, since the patch replaces the whole l
 * success → ``DecisionApplied`` for every decision of the workload up to the log offset the status was computed
   at; equal already (a restart after the write, a replayed decision) → the same, without writing: idempotent;
 * 409 Conflict (someone else wrote) → re-read the Workload and re-check that the decision still holds: same uid,
-  not finished unless we finish it, still active and in the same queue as when it was decided. If it holds,
+  not finished unless we finish it, still active and in the same queue as when it was decided, and with the
+  same pod sets unless it shows its quota reservation (names, counts, what they charge: a Workload rewritten in
+  place while it held no quota must not get an admission naming its old pod sets). If it holds,
   write again on the fresh resourceVersion — only the fields the first write set out to change, so that a field
   another controller wrote meanwhile which this write did not mean to change (an external MultiKueue dispatcher's
   ``nominatedClusterNames``) is not overwritten from the log, as Kueue's patches set only the fields they own
@@ -30,8 +32,9 @@ watch to bring the newer Workload. (The projection keeps such a workload inactiv
 is of the generation it deactivated: see ``ClusterState._on_workload_upserted``.)
 
 A rejected workload is not written again until the watch shows a newer version of it. The projection does not
-undo a rejected decision by itself: the observed facts that made it fail (deletion, deactivation, a new queue)
-are what the scheduler reacts to.
+undo a rejected decision by itself: the observed facts that made it fail (deletion, deactivation, a new queue,
+new pod sets — the fold forgets a reservation the rewritten Workload does not show) are what the scheduler
+reacts to.
 """
 
 from __future__ import annotations
@@ -51,8 +54,8 @@ from connectors.k8s.resources import BY_KIND
 from connectors.k8s.workers import KeyedWorkers, Retries
 from events import objects as o
 from events import schema as ev
-from projections.admissionchecks import newer_word, runs_controller
-from projections.workloads import FINISHED, KUEUE_CONDITIONS, WorkloadInfo, status_of
+from projections.admissionchecks import runs_controller
+from projections.workloads import FINISHED, KUEUE_CONDITIONS, WorkloadInfo, has_quota_reservation, status_of
 
 log = structlog.get_logger("kueue_es.k8s.writer")
 WORKLOADS = BY_KIND["Workload"]
@@ -91,12 +94,12 @@ def _with_foreign(desired: dict[str, Any], current: dict[str, Any]) -> dict[str,
     return {k: out[k] for k in STATUS_FIELDS if k in out}
 
 
-def _with_their_checks(desired: dict[str, Any], current: dict[str, Any], theirs: Callable[[str], bool]
+def _with_their_checks(desired: dict[str, Any], current: dict[str, Any], theirs: Callable[[dict[str, Any]], bool]
                        ) -> dict[str, Any]:
-    """``desired`` with the states of the checks whose controller kueue-es does not run (``theirs``) as
-    ``current`` shows them where their controller set them after the log's word (:func:`newer_word`): the fold
-    takes them from the watch, which may not have shown them yet. The list itself (which checks, their order) and
-    the retry counts are the log's, as in Kueue."""
+    """``desired`` with the states of the checks ``theirs`` says are their controllers' (their controller is not
+    kueue-es, and the log's word for them is already on the Workload) as ``current`` shows them: set after that
+    word, so its controller's later one, which the fold takes from the watch, which may not have shown it yet.
+    The list itself (which checks, their order) and the retry counts are the log's, as in Kueue."""
     checks = desired.get("admissionChecks")
     shown = {c["name"]: c for c in current.get("admissionChecks", ())}
     if not checks or not shown:
@@ -104,15 +107,18 @@ def _with_their_checks(desired: dict[str, Any], current: dict[str, Any], theirs:
     kept = []
     for ours in checks:
         state = shown.get(ours["name"])
-        if (state is not None and state != ours and theirs(ours["name"])
-                and newer_word(ours.get("lastTransitionTime"), state.get("lastTransitionTime"),
-                               known_message=ours.get("message", ""), shown_state=state.get("state", ""))):
+        if state is not None and state != ours and theirs(ours):
             state = {k: v for k, v in state.items() if k != "retryCount"}
             if "retryCount" in ours:
                 state["retryCount"] = ours["retryCount"]
             ours = state
         kept.append(ours)
     return {**desired, "admissionChecks": kept}
+
+
+def _checks_at(rv: int, desired: dict[str, Any], status: dict[str, Any]) -> int:
+    """``rv``, the resourceVersion of ``status``, when it shows the check states of ``desired``; else -1."""
+    return rv if status.get("admissionChecks") == desired.get("admissionChecks") else -1
 
 
 def _changed(desired: dict[str, Any], current: dict[str, Any]) -> set[str]:
@@ -127,8 +133,7 @@ def _merged(current: dict[str, Any], desired: dict[str, Any], fields: set[str]) 
     return {k: out[k] for k in STATUS_FIELDS if k in out}
 
 
-def _rv(text: str) -> int:
-    return int(text) if text.isdigit() else -1
+_rv = o.resource_version_order
 
 
 @dataclass
@@ -224,10 +229,10 @@ class StatusWriter:
                 return
             self._deactivated[key] = base_rv
             self._written[key] = (base_rv, current)
-        desired = self._kept(ours, current)
+        desired = self._kept(key, wl, ours, current)
         changing = _changed(desired, current) - self._left_alone.get(key, set())
         if not changing:
-            await self._outcome(key, wl.uid, pending, upto=upto)
+            await self._outcome(key, wl.uid, pending, upto=upto, rv=_checks_at(base_rv, desired, current))
             return
         rv = str(base_rv) if base_rv >= 0 else obs.metadata.resource_version
         fields = changing
@@ -250,14 +255,14 @@ class StatusWriter:
                 assert fresh is not None
                 self.stats.conflicts += 1
                 rv, current = fresh.metadata.resource_version, observed_status(fresh)
-                desired = self._kept(ours, current)  # what someone else wrote meanwhile of theirs kept
+                desired = self._kept(key, wl, ours, current)  # what someone else wrote meanwhile of theirs kept
                 # only what this write set out to change: a field someone else wrote meanwhile that it leaves as
                 # it found it (an external dispatcher's nominations) is theirs, not overwritten from the log
                 fields = changing & _changed(desired, current)
                 self._left_alone[key] = _changed(desired, current) - changing
                 if not fields:
                     self._written[key] = (_rv(rv), current)
-                    await self._outcome(key, wl.uid, pending, upto=upto)
+                    await self._outcome(key, wl.uid, pending, upto=upto, rv=_checks_at(_rv(rv), desired, current))
                     return
                 continue
             except NotFound:
@@ -265,18 +270,29 @@ class StatusWriter:
                                     reject=("NotFound", "the Workload no longer exists"))
                 return
             self.stats.writes += 1
-            self._written[key] = (_rv(new_rv), _merged(current, desired, fields))
-            await self._outcome(key, wl.uid, pending, upto=upto)
+            merged = _merged(current, desired, fields)
+            self._written[key] = (_rv(new_rv), merged)
+            await self._outcome(key, wl.uid, pending, upto=upto, rv=_checks_at(_rv(new_rv), desired, merged))
             return
         log.info("status write kept conflicting, will retry", workload=key)
         self._retry.later(key)
 
-    def _kept(self, ours: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
-        """The status to write: the log's, less what is another controller's as ``current`` shows it."""
+    def _kept(self, key: str, wl: WorkloadInfo, ours: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+        """The status to write: the log's, less what is another controller's as ``current`` shows it. A check's
+        state shown counts as its controller's once the log's own state of it is on the Workload: the watch showed
+        it, or a write was reported (:attr:`WorkloadInfo.unshown_checks`), or this writer's last write carried it."""
         state = self.mirror.state
         multikueue = state.multikueue
-        return _with_their_checks(_with_foreign(ours, current), current,
-                                  lambda name: not runs_controller(state.admission_checks.get(name), multikueue))
+        written = self._written.get(key)
+        wrote = {c["name"]: c for c in written[1].get("admissionChecks", ())} if written is not None else {}
+        unwritten = {n for n, _, rv in wl.unshown_checks if rv < 0}
+
+        def theirs(check: dict[str, Any]) -> bool:
+            name = check["name"]
+            return (not runs_controller(state.admission_checks.get(name), multikueue)
+                    and (name not in unwritten or wrote.get(name) == check))
+
+        return _with_their_checks(_with_foreign(ours, current), current, theirs)
 
     async def _patch(self, obs: o.Workload, rv: str, desired: dict[str, Any], fields: set[str]) -> str:
         status = {k: desired.get(k) for k in STATUS_FIELDS if k in fields}
@@ -329,18 +345,31 @@ class StatusWriter:
             return ("SpecChanged", f"spec.active is now {str(fresh.spec.active).lower()}")
         if fresh.spec.queue_name != wl.queue_name:
             return ("SpecChanged", f"spec.queueName is now {fresh.spec.queue_name!r}")
+        if fresh.spec.pod_sets != obs.spec.pod_sets and not has_quota_reservation(fresh.status):
+            # rewritten in place (a pod group's, a Job's Workload updated while it held no quota): an admission
+            # names pod sets and charges their requests, so it holds only if the fold takes the same pod sets
+            # from the new spec as from the one it was decided on (same names, counts, requests, placement). A
+            # Workload showing its reservation keeps it with the pod sets Kueue's webhook let change (an elastic
+            # Job scaled down), as the fold does: what is decided about it holds.
+            state = self.mirror.state
+            if state.pod_sets_now(fresh) != state.pod_sets_now(obs):
+                return ("SpecChanged", "spec.podSets changed")
         return None
 
     async def _outcome(self, key: str, uid: str, pending: dict[int, str], *, upto: int | None = None,
-                       reject: tuple[str, str] | None = None) -> None:
+                       reject: tuple[str, str] | None = None, rv: int = -1) -> None:
+        """Report the ``pending`` decisions up to ``upto`` applied, or rejected for ``reject``. ``rv``: the
+        resourceVersion at which the Workload shows the log's check states as of ``upto`` (-1: unknown, or it does
+        not), which the fold orders the check states Workloads show by (:attr:`WorkloadInfo.unshown_checks`)."""
         offsets = sorted(off for off in pending if (upto is None or off <= upto) and off not in self._reported)
         if not offsets:
             return
         t = int(time.time() * 1000)
         events: list[ev.AnyEvent]
         if reject is None:
-            events = [ev.DecisionApplied(time=t, key=key, uid=uid, decision=off, id=f"applied-{off}")
-                      for off in offsets]
+            version = str(rv) if rv >= 0 else ""
+            events = [ev.DecisionApplied(time=t, key=key, uid=uid, resource_version=version, decision=off,
+                                         id=f"applied-{off}") for off in offsets]
             self.stats.applied += len(events)
         else:
             reason, message = reject

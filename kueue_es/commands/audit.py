@@ -4,6 +4,8 @@ Each step (submitted, queued, quota reserved, admitted, pending attempts, preemp
 finished, ...) comes with the offset and time of the event behind it. Consecutive identical pending attempts
 are collapsed into one step with a repeat count. ``--since``/``--until`` keep the steps within a time range.
 The Kueue Configurations the decisions shown were made under (as recorded in the log) are listed with them.
+A state an admission check's own controller set on the Workload shows at the upsert that carried it: the cluster
+state is folded beside the audit to tell which upserts change a check's state.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from kueue_es.commands._common import (
 )
 from kueue_es.scheduler import config_record
 from projections.audit import AuditTrail, Step
+from projections.cluster import ClusterState
 
 CSV_COLUMNS = ["offset", "time", "workload", "step", "clusterQueue", "reason", "message", "preemptor",
                "flavors", "counts", "repeat", "lastOffset", "observed", "ignored", "config"]
@@ -60,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     key = None
     if args.workload:
         key = args.workload if "/" in args.workload else f"{args.namespace}/{args.workload}"
-    trail = AuditTrail(keys=[key] if key else None)
+    trail = AuditTrail(keys=[key] if key else None, state=ClusterState())
     quarantine: list[Quarantined] | None = [] if args.quarantine else None
     log = open_readonly(args.log)
     try:

@@ -7,8 +7,8 @@ worker reached or lost); from those and the manager's own state this decides, fo
 ClusterQueue has a MultiKueue check, in Kueue's order:
 
 1. no adapter for its owner (:data:`ADAPTERS`: batch/v1 Jobs, JobSets, the Kubeflow training jobs, MPIJobs,
-   RayJobs, RayClusters, AppWrappers and TrainJobs have one here): the check is ``Rejected``, "No multikueue adapter
-   found[ for owner kind ...]"; an owner whose ``spec.managedBy`` (``spec.runPolicy.managedBy`` for the Kubeflow
+   RayJobs, RayClusters, RayServices, AppWrappers and TrainJobs have one here): the check is ``Rejected``, "No
+   multikueue adapter found[ for owner kind ...]"; an owner whose ``spec.managedBy`` (``spec.runPolicy.managedBy`` for the Kubeflow
    kinds) is not ``kueue.x-k8s.io/multikueue`` (a Job's read of the log's Job, any other kind's of
    ``OwnerObserved``, nothing being decided on it until then): ``Rejected``, "The owner is not managed by Kueue:
    Expecting spec.managedBy to be ..." (an MPIJob's names ``spec.runPolicy.managedBy``);
@@ -79,6 +79,7 @@ KUBEFLOW_ADAPTERS = tuple(("kubeflow.org/v1", kind) for kind in ("PyTorchJob", "
 MPIJOB_ADAPTER = ("kubeflow.org/v2beta1", "MPIJob")
 RAYJOB_ADAPTER = ("ray.io/v1", "RayJob")
 RAYCLUSTER_ADAPTER = ("ray.io/v1", "RayCluster")
+RAYSERVICE_ADAPTER = ("ray.io/v1", "RayService")
 APPWRAPPER_ADAPTER = ("workload.codeflare.dev/v1beta2", "AppWrapper")
 TRAINJOB_ADAPTER = ("trainer.kubeflow.org/v1alpha1", "TrainJob")
 ADAPTERS = {
@@ -88,6 +89,7 @@ ADAPTERS = {
     MPIJOB_ADAPTER: _observed_managed_by,
     RAYJOB_ADAPTER: _observed_managed_by,
     RAYCLUSTER_ADAPTER: _observed_managed_by,
+    RAYSERVICE_ADAPTER: _observed_managed_by,
     APPWRAPPER_ADAPTER: _observed_managed_by,
     TRAINJOB_ADAPTER: _observed_managed_by,
 }

@@ -380,6 +380,33 @@ def test_ledger_holds_events_until_the_decision_is_carried_out() -> None:
     assert list(ledger.ready) == [later] and ledger.dirty == {later}
 
 
+def test_a_reservation_the_fold_forgets_records_no_events() -> None:
+    """A Workload rewritten with other pod sets before the reservation's write (the fold forgets the reservation
+    it does not show): Kueue's scheduler, whose write failed, records neither QuotaReserved nor Admitted, though
+    the writer, finding nothing of the reservation to write, carries the decisions out; an earlier attempt's
+    Warning stays. A rewrite showing the reservation (it was written) keeps its Events."""
+    adm = o.Admission(cluster_queue="cq")
+    for shown, kept in ((None, 1), (adm, 3)):
+        mirror = Mirror()
+        ledger = mirror.kube_events
+        off = _fold(mirror, 0, ev.ObjectUpserted(time=T0, key="default/a", uid="a-uid", obj=_wl_object("a")))
+        first = off
+        off = _fold(mirror, off,
+                    ev.WorkloadPending(time=T0 + 1_000, key="default/a", uid="a-uid", reason="WaitingForQuota",
+                                       message="no", requeue_reason="NoFit", cycle=1, input=0),
+                    ev.QuotaReserved(time=T0 + 5_000, key="default/a", uid="a-uid", admission=adm, cycle=2, input=1),
+                    ev.WorkloadAdmitted(time=T0 + 5_000, key="default/a", uid="a-uid", cycle=2, input=1))
+        status = o.WorkloadStatus() if shown is None else o.WorkloadStatus(admission=shown, conditions=[
+            o.Condition(type="QuotaReserved", status="True", reason="QuotaReserved")])
+        rewritten = msgspec.structs.replace(_wl_object("a"), spec=o.WorkloadSpec(
+            queue_name="lq", pod_sets=[o.PodSet(count=3)]), status=status)
+        off = _fold(mirror, off, ev.ObjectUpserted(time=T0 + 6_000, key="default/a", uid="a-uid", obj=rewritten))
+        assert (mirror.state.workloads["default/a"].phase == PENDING) == (shown is None)
+        _fold(mirror, off, *[ev.DecisionApplied(time=T0 + 7_000, key="default/a", decision=first + i)
+                             for i in range(3)])
+        assert list(ledger.ready) == [first + i for i in range(kept)]
+
+
 def test_preemption_events_show_the_boosts_the_fold_took_from_the_annotations() -> None:
     """Under PriorityBoost the fold reads each workload's ``kueue.x-k8s.io/priority-boost`` annotation; the victim's
     Preempted Event and the preemptor's PreemptedWorkload show each effective priority with its base and boost."""

@@ -74,7 +74,8 @@ def _with_check(status: dict[str, Any], **state: Any) -> dict[str, Any]:
 
 
 async def _reserved() -> tuple[LocalJournal, Apiserver, StatusWriter, dict[str, Any]]:
-    """The workload holds quota, its check listed Pending and written; the status as written."""
+    """The workload holds quota, its check listed Pending and written (the write reported, not watched: the
+    fold knows it from the writer's ``DecisionApplied``); the status as written."""
     journal = LocalJournal(MemoryLog(), Mirror())
     await journal.append([ev.ObjectUpserted(time=T0, key=obj.key, uid=obj.metadata.uid, obj=obj)
                           for obj in [*_world(), WL]])
@@ -85,6 +86,10 @@ async def _reserved() -> tuple[LocalJournal, Apiserver, StatusWriter, dict[str, 
     (body,) = api.patches
     assert [c["state"] for c in body["status"]["admissionChecks"]] == ["Pending"]
     return journal, api, writer, body["status"]
+
+
+async def _watch(journal: LocalJournal, time: int, shown: o.Workload) -> None:
+    await journal.append([ev.ObjectUpserted(time=time, key=WL.key, uid="wl-uid", obj=shown)])
 
 
 def _tags(batch: list[ev.AnyEvent]) -> list[str]:
@@ -162,3 +167,59 @@ async def test_a_retry_evicted_in_the_second_it_was_set_is_reset_and_written_pen
     await writer.sync(WL.key)
     (check,) = api.patches[-1]["status"]["admissionChecks"]
     assert (check["state"], check["retryCount"]) == ("Pending", 1)
+
+
+def _cluster_queue(*checks: str) -> o.ClusterQueue:
+    cq = _world()[3]
+    strategy = msgspec.convert({"admissionChecks": [{"name": c} for c in checks]},
+                               type(cq.spec.admission_checks_strategy))
+    return msgspec.structs.replace(cq, spec=msgspec.structs.replace(cq.spec, admission_checks_strategy=strategy))
+
+
+@pytest.mark.asyncio
+async def test_a_check_listed_anew_in_the_second_its_controller_set_it_is_not_set_back_by_an_older_read() -> None:
+    """The ClusterQueue drops the check and lists it again in the second its controller set Ready: listed anew,
+    Pending, stamped with that very second. A Workload read before the Pending was written still shows the Ready:
+    seconds cannot tell the two apart, the order the watch shows a Workload's versions in can. The Ready is not
+    taken back, and the writer writes the Pending; once the watch has shown it, the controller's Ready of that same
+    second is its later word, and is taken."""
+    journal, api, writer, written = await _reserved()
+    second = format_time(journal.mirror.state.time)  # the log's time, which the listing is stamped with
+    ready = _with_check(written, state="Ready", message="capacity found", lastTransitionTime=second)
+    await _watch(journal, T0 + 5100, _shown("200", ready))
+    assert journal.mirror.state.workloads[WL.key].check_states["ext"].state == "Ready"
+    await journal.append([ev.ObjectUpserted(time=T0 + t, key=cq.key, uid=cq.metadata.uid, obj=cq)
+                          for t, cq in ((5200, _cluster_queue()), (5400, _cluster_queue("ext")))])
+    listed = journal.mirror.state.workloads[WL.key].check_states["ext"]
+    assert (listed.state, listed.last_transition_time) == ("Pending", second)
+    await _watch(journal, T0 + 5500, _shown("201", ready))  # read before the listing was written
+    assert journal.mirror.state.workloads[WL.key].check_states["ext"] == listed
+    await writer.sync(WL.key)
+    (check,) = api.patches[-1]["status"]["admissionChecks"]
+    assert (check["state"], check["lastTransitionTime"]) == ("Pending", second)
+    await _watch(journal, T0 + 5600, _shown("202", {**ready, **api.patches[-1]["status"]}))
+    await _watch(journal, T0 + 5800, _shown("203", ready))  # its controller's answer, in the same second
+    assert journal.mirror.state.workloads[WL.key].check_states["ext"].state == "Ready"
+
+
+@pytest.mark.asyncio
+async def test_a_state_set_after_the_writers_own_write_is_kept_before_the_watch_shows_that_write() -> None:
+    """The writer wrote a check listed anew; its controller answered Ready before the watch showed that write. The
+    next write conflicts: the Ready, set after the log's word was written (this writer wrote it), is kept."""
+    journal, api, writer, written = await _reserved()
+    ext2 = msgspec.structs.replace(_world()[2], metadata=o.ObjectMeta(name="ext2", uid="ac2-uid"))
+    ext3 = msgspec.structs.replace(_world()[2], metadata=o.ObjectMeta(name="ext3", uid="ac3-uid"))
+    cq = _cluster_queue("ext", "ext2")
+    await journal.append([ev.ObjectUpserted(time=T0 + 3000, key=obj.key, uid=obj.metadata.uid, obj=obj)
+                          for obj in (ext2, ext3, cq)])
+    await writer.sync(WL.key)
+    wrote = api.patches[-1]["status"]
+    assert [c["state"] for c in wrote["admissionChecks"]] == ["Pending", "Pending"]
+    answered = {**written, "admissionChecks": [wrote["admissionChecks"][0], {
+        **wrote["admissionChecks"][1], "state": "Ready", "message": "capacity found"}]}
+    api.fresh = _shown("300", answered)
+    cq = _cluster_queue("ext", "ext2", "ext3")
+    await journal.append([ev.ObjectUpserted(time=T0 + 4000, key=cq.key, uid=cq.metadata.uid, obj=cq)])
+    await writer.sync(WL.key)
+    assert [(c["name"], c["state"]) for c in api.patches[-1]["status"]["admissionChecks"]] == [
+        ("ext", "Pending"), ("ext2", "Ready"), ("ext3", "Pending")]

@@ -72,6 +72,35 @@ def test_existing_workloads_are_kept_and_those_beyond_the_group_count_deleted() 
     assert delete == sorted([names[2], "stale"])
 
 
+MANAGER_UID = "manager-lws-uid"
+ORIGIN = {"kueue.x-k8s.io/multikueue-origin": "multikueue"}
+
+
+def remote_copy(**kw: Any) -> dict[str, Any]:
+    """A MultiKueue manager's copy of the set on a worker: the origin label, the manager's set's UID annotated."""
+    copied = lws(labels=ORIGIN, **kw)
+    copied["metadata"]["annotations"] = {"kueue.x-k8s.io/multikueue-origin-uid": MANAGER_UID}
+    return copied
+
+
+def test_a_multikueue_copys_groups_are_the_managers_workloads_and_none_is_made() -> None:
+    """Kueue's ``GetOwnerUID`` and ``filterWorkloads`` on a worker: the names come from the manager's set's UID,
+    the Workloads the manager copied here are kept, none is made, one beyond the group count is deleted."""
+    names = [lw.workload_name("lws", MANAGER_UID, i) for i in range(3)]
+    assert lw.owner_uid(remote_copy()) == MANAGER_UID
+    assert lw.plan(remote_copy(replicas=2), []) == ([], [], [])
+    assert lw.plan(remote_copy(replicas=2), [names[1], names[2]]) == ([], [names[1]], [names[2]])
+
+
+def test_the_origin_uid_counts_only_on_a_multikueue_copy() -> None:
+    """Without the origin label the set is its own: its UID names its groups, and they are made."""
+    annotated = lws()
+    annotated["metadata"]["annotations"] = {"kueue.x-k8s.io/multikueue-origin-uid": MANAGER_UID}
+    assert lw.owner_uid(annotated) == UID
+    assert lw.plan(annotated, [])[0][0] == (lw.workload_name("lws", UID, 0), 0)
+    assert lw.owner_uid(lws(labels=ORIGIN)) == UID, "a copy without the annotation"
+
+
 def test_a_rolling_update_with_a_surge_keeps_the_surge_groups_workloads() -> None:
     surge = {"rolloutStrategy": {"rollingUpdateConfiguration": {"maxSurge": 1}}}
     names = [lw.workload_name("lws", UID, i) for i in range(3)]
@@ -159,6 +188,14 @@ def test_a_leader_and_a_worker_pod_are_made_members_of_their_groups_prebuilt_pod
             "annotations": {"kueue.x-k8s.io/pod-group-total-count": "3", "kueue.x-k8s.io/role-hash": role}}}
     marks = lw.pod_marks(pod_meta(worker=True), lws(leader=False))
     assert marks is not None and marks["metadata"]["annotations"]["kueue.x-k8s.io/role-hash"] == "main"
+
+
+def test_a_multikueue_copys_pods_run_on_the_workloads_the_manager_copied() -> None:
+    name = lw.workload_name("lws", MANAGER_UID, "1")
+    marks = lw.pod_marks(pod_meta(), remote_copy())
+    assert marks is not None
+    assert marks["metadata"]["labels"]["kueue.x-k8s.io/prebuilt-workload-name"] == name
+    assert marks["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] == name
 
 
 def test_a_pod_is_left_alone_without_its_group_index_with_a_queue_name_or_unmarked() -> None:

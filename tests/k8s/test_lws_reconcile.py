@@ -61,6 +61,18 @@ async def test_a_queued_set_gets_a_workload_per_group() -> None:
 
 
 @pytest.mark.asyncio
+async def test_a_multikueue_managers_copy_gets_none_made_on_the_worker() -> None:
+    """On a worker, the copy a MultiKueue manager made runs on the group Workloads the manager copies here (named
+    from the manager's set's UID): the worker's integration makes none of its own."""
+    raw = raw_lws(replicas=2)
+    raw["metadata"]["labels"]["kueue.x-k8s.io/multikueue-origin"] = "multikueue"
+    raw["metadata"]["annotations"] = {lw.ORIGIN_UID_ANNOTATION: "manager-uid"}
+    integ, client, _ = integration(raw)
+    await integ.reconcile(SET_PREFIX + "ns/lws")
+    assert (client.created, client.deleted) == ([], [])
+
+
+@pytest.mark.asyncio
 async def test_a_set_naming_no_queue_gets_none() -> None:
     integ, client, _ = integration(raw_lws(queue=""))
     await integ.reconcile(SET_PREFIX + "ns/lws")

@@ -12,10 +12,11 @@ from typing import Any
 import msgspec
 import pytest
 import yaml
-from fixtures.multikueue_states import dispatched_state
+from fixtures.multikueue_states import dispatched_state, owned_state
 
-from connectors.k8s.errors import Forbidden
+from connectors.k8s.errors import Forbidden, KubeError
 from connectors.k8s.multikueue import ADAPTERS, MultiKueueConnector, Worker
+from connectors.k8s.resources import JOBSETS
 from events import schema as ev
 from kueue_es.scheduler import settle
 from kueue_es.scheduler.config import DEFAULT
@@ -441,6 +442,16 @@ async def test_a_worker_jobset_this_manager_did_not_make_is_not_deleted_with_the
     assert worker.deleted == ["Workload:default/gone"]
 
 
+def _kubeconfig(worker: str) -> bytes:
+    """A kubeconfig Kueue takes (a server by name, its CA inline, a bearer token), for ``worker``."""
+    return yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": worker,
+        "clusters": [{"name": worker, "cluster": {"server": f"https://{worker}.example:6443",
+                                                  "certificate-authority-data": "Q0E="}}],
+        "users": [{"name": worker, "user": {"token": "t"}}],
+        "contexts": [{"name": worker, "context": {"cluster": worker, "user": worker}}]}).encode()
+
+
 def _secret(name: str, kubeconfig: bytes, rv: str = "1") -> dict[str, Any]:
     import base64
 
@@ -580,7 +591,7 @@ async def test_a_secret_that_cannot_be_read_is_its_worker_s_bad_config_the_other
     copies meanwhile."""
     state = _state(tmp_path)
     _built_clients(monkeypatch)
-    manager = SecretsManager(state, {"worker2-secret": _secret("worker2-secret", b"w2")},
+    manager = SecretsManager(state, {"worker2-secret": _secret("worker2-secret", _kubeconfig("w2"))},
                              refuse=frozenset({"worker1-secret"}))
     mk = _connector(state, {})
     mk.client = manager  # type: ignore[assignment]
@@ -607,21 +618,21 @@ async def test_a_kubeconfig_secret_is_read_once_then_again_only_when_it_changes(
     worker's client from the new kubeconfig."""
     state = _state(tmp_path)
     built = _built_clients(monkeypatch)
-    manager = SecretsManager(state, {"worker1-secret": _secret("worker1-secret", b"w1"),
-                                     "worker2-secret": _secret("worker2-secret", b"w2")})
+    manager = SecretsManager(state, {"worker1-secret": _secret("worker1-secret", _kubeconfig("w1")),
+                                     "worker2-secret": _secret("worker2-secret", _kubeconfig("w2"))})
     mk = _connector(state, {})
     mk.client = manager  # type: ignore[assignment]
     _appending(mk)
     try:
         await _passes(mk, 4)
         assert sorted(manager.reads) == ["worker1-secret", "worker2-secret"]
-        assert sorted(built) == [b"w1", b"w2"]
-        await manager.changes.put(("MODIFIED", _secret("worker1-secret", b"w1-rotated", rv="2")))
+        assert sorted(built) == sorted([_kubeconfig("w1"), _kubeconfig("w2")])
+        await manager.changes.put(("MODIFIED", _secret("worker1-secret", _kubeconfig("w1-rotated"), rv="2")))
         await _passes(mk, 2)
     finally:
         await _close(mk)
     assert sorted(manager.reads) == ["worker1-secret", "worker2-secret"]
-    assert sorted(built) == [b"w1", b"w1-rotated", b"w2"]
+    assert sorted(built) == sorted([_kubeconfig("w1"), _kubeconfig("w1-rotated"), _kubeconfig("w2")])
 
 
 class JobSetsLater(IdleWorker):
@@ -732,8 +743,8 @@ async def test_a_cut_secret_watch_keeps_the_worker_on_the_kubeconfig_it_read(
     client while the Secret is read again; it is not a bad config."""
     state = _state(tmp_path)
     built = _built_clients(monkeypatch)
-    manager = SecretsManager(state, {"worker1-secret": _secret("worker1-secret", b"w1"),
-                                     "worker2-secret": _secret("worker2-secret", b"w2")})
+    manager = SecretsManager(state, {"worker1-secret": _secret("worker1-secret", _kubeconfig("w1")),
+                                     "worker2-secret": _secret("worker2-secret", _kubeconfig("w2"))})
     manager.cut = True
     mk = _connector(state, {})
     mk.client = manager  # type: ignore[assignment]
@@ -746,7 +757,7 @@ async def test_a_cut_secret_watch_keeps_the_worker_on_the_kubeconfig_it_read(
     finally:
         await _close(mk)
     assert manager.reads.count("worker1-secret") > 1, "read again after the cut"
-    assert sorted(built) == [b"w1", b"w2"]
+    assert sorted(built) == sorted([_kubeconfig("w1"), _kubeconfig("w2")])
     assert all(link.connected for link in state.cluster_links.values())
 
 
@@ -795,3 +806,287 @@ async def test_a_cut_watch_reconnects_the_worker_without_leaving_the_other_watch
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+class OwnersManager:
+    """The manager's apiserver holding JobSets handed to MultiKueue; reading one named in ``failing`` fails as the
+    apiserver may (a refused read, an internal error)."""
+
+    def __init__(self, failing: dict[str, Exception]) -> None:
+        self.failing = failing
+
+    async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
+        if name in self.failing:
+            raise self.failing[name]
+        return msgspec.json.encode({"metadata": {"name": name, "namespace": namespace},
+                                    "spec": {"managedBy": "kueue.x-k8s.io/multikueue"}})
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("error", [Forbidden('jobsets "a" is forbidden', 403),
+                                   KubeError("Internal error occurred", 500)], ids=["forbidden", "internal"])
+async def test_an_owner_that_cannot_be_read_holds_back_only_its_own_workload(tmp_path: Path,
+                                                                             error: Exception) -> None:
+    """Kueue reconciles each workload apart: one JobSet's managedBy failing to be read leaves that workload
+    undecided and read again on the next pass; the other workloads' owners are read and observed meanwhile."""
+    from events import objects as o
+
+    state = owned_state(tmp_path, JOBSETS.api_version, JOBSETS.kind)
+    other = o.Workload(
+        metadata=o.ObjectMeta(name="job-b", namespace="default", uid="job-b", owner_references=[o.OwnerReference(
+            api_version=JOBSETS.api_version, kind=JOBSETS.kind, name="b", uid="b-uid", controller=True)]),
+        spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(count=1)]))
+    state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=START, key=other.key, obj=other)))
+    settle(state, DEFAULT, now=START)
+    assert state.workloads[KEY].reserving and state.workloads["default/job-b"].reserving
+    journal = SimpleNamespace(mirror=SimpleNamespace(state=state))
+    mk = MultiKueueConnector(OwnersManager({"a": error}), journal, append=None)  # type: ignore[arg-type]
+    first = mk._pass_keys().owners
+    assert first == [KEY, "default/job-b"]
+    observed = await mk._observe_owners(START, first)
+    assert [(e.key, e.managed_by) for e in observed] == [("default/job-b", "kueue.x-k8s.io/multikueue")]
+    assert mk.stats.errors == 1
+    assert mk._pass_keys().owners == [KEY], "read again on the next pass"
+    del mk.client.failing["a"]
+    assert [e.key for e in await mk._observe_owners(START, [KEY])] == [KEY]
+
+
+@pytest.mark.asyncio
+async def test_an_owner_not_read_is_forgotten_once_its_workload_is_gone(tmp_path: Path) -> None:
+    """A workload whose owner could not be read is read again on every pass only while it exists: deleted (its
+    JobSet deleted first, so never read), nothing of it is kept."""
+    from connectors.k8s.errors import NotFound
+
+    state = owned_state(tmp_path, JOBSETS.api_version, JOBSETS.kind)
+    settle(state, DEFAULT, now=START)
+    journal = SimpleNamespace(mirror=SimpleNamespace(state=state))
+    mk = MultiKueueConnector(OwnersManager({"a": NotFound('jobsets "a" not found', 404)}), journal,
+                             append=None)  # type: ignore[arg-type]
+    assert await mk._observe_owners(START, mk._pass_keys().owners) == []
+    assert mk._pass_keys().owners == [KEY]
+    state.apply(ev.Record(state.offset + 1, ev.ObjectDeleted(time=START, key=KEY, kind="Workload")))
+    assert KEY not in state.workloads
+    assert mk._pass_keys().owners == []
+    assert mk._owners_unread == set()
+
+
+def _counted_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The kubeconfig files the connector reads from now on, one entry per read."""
+    from connectors.k8s import multikueue
+
+    reads: list[str] = []
+    real = multikueue.read_kubeconfig_file
+
+    def read_kubeconfig_file(location: str) -> tuple[bytes, str]:
+        reads.append(location)
+        return real(location)
+
+    monkeypatch.setattr(multikueue, "read_kubeconfig_file", read_kubeconfig_file)
+    return reads
+
+
+@pytest.mark.asyncio
+async def test_a_kubeconfig_file_is_read_again_only_once_it_changed(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kueue watches a ``locationType: Path`` kubeconfig and loads it again when the file is written or replaced:
+    a pass finding the file as it was reads nothing and keeps the worker's client; a file rewritten in place (the
+    same size) or replaced by a rename gives the worker a client built from what it holds now. A file written
+    within the last moments is read on every pass, its content compared (a same-sized write within one tick of
+    the filesystem's clock would leave its times as they were)."""
+    import os
+
+    from connectors.k8s import multikueue
+
+    state = _state(tmp_path)
+    built = _built_clients(monkeypatch)
+    reads = _counted_reads(monkeypatch)
+    path = tmp_path / "w.kubeconfig"
+
+    def write(content: bytes, *, long_ago: bool = True, via_rename: bool = False) -> None:
+        target = tmp_path / "next" if via_rename else path
+        target.write_bytes(content)
+        if long_ago:  # written before the last moments: its version trusted at once, its times its own
+            os.utime(target, ns=(START * 10**6, START * 10**6 + len(reads)))
+        if via_rename:
+            os.replace(target, path)
+        mk.settled_ns = 0 if long_ago else multikueue.SETTLED_NS
+
+    w1, w2, w3 = (_kubeconfig(w) for w in ("w1", "w2", "w3"))
+    mk = _connector(state, {})
+    write(w1)
+    state.multikueue_clusters = {"w": _path_cluster(str(path))}
+    try:
+        for _ in range(3):
+            await mk._sync_workers(NO_PATH_CHECK)
+        assert (len(reads), built) == (1, [w1]), "read once, not on every pass"
+        write(w2)
+        for _ in range(2):
+            await mk._sync_workers(NO_PATH_CHECK)
+        assert (len(reads), built) == (2, [w1, w2])
+        write(w3, via_rename=True)
+        for _ in range(2):
+            await mk._sync_workers(NO_PATH_CHECK)
+        assert (len(reads), built) == (3, [w1, w2, w3])
+        write(w3, long_ago=False)
+        for _ in range(2):
+            await mk._sync_workers(NO_PATH_CHECK)
+        assert (len(reads), built) == (5, [w1, w2, w3]), "just written: read again, the client kept"
+    finally:
+        await _close(mk)
+
+
+@pytest.mark.asyncio
+async def test_a_kubeconfig_file_changed_just_now_is_read_again_whatever_its_modification_time_says(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file's modification time may be set back (``cp -p``, ``tar``), its change time not: a file changed in the
+    last moments is read on every pass even when its modification time is long past, as a second same-sized copy
+    within one tick, its modification time set back alike, would leave its version as it was."""
+    import os
+
+    state = _state(tmp_path)
+    built = _built_clients(monkeypatch)
+    reads = _counted_reads(monkeypatch)
+    path = tmp_path / "w.kubeconfig"
+    path.write_bytes(_kubeconfig("w1"))
+    os.utime(path, ns=(START * 10**6, START * 10**6))
+    mk = _connector(state, {})
+    state.multikueue_clusters = {"w": _path_cluster(str(path))}
+    try:
+        for _ in range(2):
+            await mk._sync_workers(NO_PATH_CHECK)
+        assert (len(reads), built) == (2, [_kubeconfig("w1")])
+    finally:
+        await _close(mk)
+
+
+class SelectingWorker(IdleWorker):
+    """An idle worker recording the label selector of every list, and of each watch while it is open."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.listed: list[str] = []
+        self.watching: list[str] = []
+
+    async def list(self, resource: Any, *, label_selector: str = "", **_: Any) -> Any:
+        self.listed.append(label_selector)
+        return await super().list(resource)
+
+    async def watch(self, resource: Any, rv: str, *, label_selector: str = "", **_: Any):
+        self.watching.append(label_selector)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            self.watching.remove(label_selector)
+        yield  # pragma: no cover
+
+
+@pytest.mark.asyncio
+async def test_a_changed_origin_moves_the_worker_watches_to_its_label(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Configuration's ``multiKueue.origin`` may change while kueue-es runs (a Configuration recorded anew; Kueue
+    reads it when it starts): the workers' watches then follow the new origin's label, every one of the old
+    origin's closed, the copies listed anew; the client is kept."""
+    from connectors.k8s import multikueue
+
+    worker = SelectingWorker()
+    clients: list[bytes] = []
+
+    async def client_from(kubeconfig: bytes) -> Any:
+        clients.append(kubeconfig)
+        return worker
+
+    monkeypatch.setattr(multikueue, "client_from", client_from)
+    state = _state(tmp_path)
+    path = tmp_path / "w.kubeconfig"
+    path.write_bytes(_kubeconfig("w"))
+    state.multikueue_clusters = {"w": _path_cluster(str(path))}
+    mk = _connector(state, {})
+    east = msgspec.structs.replace(NO_PATH_CHECK, multi_kueue=msgspec.structs.replace(
+        NO_PATH_CHECK.multi_kueue, origin="east"))
+    kinds = 1 + len(ADAPTERS)
+
+    async def settled() -> None:
+        for _ in range(20):
+            await asyncio.sleep(0)
+
+    try:
+        await mk._sync_workers(NO_PATH_CHECK)
+        await settled()
+        assert mk.workers["w"].connected
+        assert worker.watching == ["kueue.x-k8s.io/multikueue-origin=multikueue"] * kinds
+        mk.workers["w"].workloads["default/job-a"] = {"metadata": {"name": "job-a"}}  # a copy of the old origin
+        await mk._sync_workers(east)
+        await settled()
+        assert worker.watching == ["kueue.x-k8s.io/multikueue-origin=east"] * kinds
+        assert worker.listed[-kinds:] == ["kueue.x-k8s.io/multikueue-origin=east"] * kinds
+        assert mk.workers["w"].connected and mk.workers["w"].workloads == {}
+        assert clients == [_kubeconfig("w")]
+    finally:
+        await _close(mk)
+
+
+@pytest.mark.asyncio
+async def test_an_insecure_kubeconfig_is_its_worker_s_insecure_kube_config_no_client_built(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kueue checks a kubeconfig before building a client from it: one skipping TLS verification leaves its worker
+    unconnected, its Active condition's reason ``InsecureKubeConfig`` with Kueue's message; the file made safe, the
+    worker connects."""
+    state = _state(tmp_path)
+    built = _built_clients(monkeypatch)
+    path = tmp_path / "w.kubeconfig"
+    path.write_bytes(_kubeconfig("w").replace(b"certificate-authority-data: Q0E=", b"insecure-skip-tls-verify: true"))
+    state.multikueue_clusters = {"w": _path_cluster(str(path))}
+    mk = _connector(state, {})
+    try:
+        await mk._sync_workers(NO_PATH_CHECK)
+        w = mk.workers["w"]
+        assert (w.connected, w.client, w.reason) == (False, None, "InsecureKubeConfig")
+        assert w.message == "load client config failed: insecure TLS verification is not allowed for cluster w"
+        assert built == []
+        path.write_bytes(_kubeconfig("w"))
+        await mk._sync_workers(NO_PATH_CHECK)
+        assert built == [_kubeconfig("w")] and mk.workers["w"].client is not None
+    finally:
+        await _close(mk)
+
+
+@pytest.mark.asyncio
+async def test_a_cancellation_while_a_worker_s_watches_stop_is_not_swallowed() -> None:
+    """Stopping a worker's watches waits for them to end; the connector's own cancellation (a shutdown) coming
+    meanwhile ends the connector, or its task group would wait for it for ever. A cancellation from before (the
+    connector stopping every worker as it ends) does not cut that stop short."""
+    release = asyncio.Event()
+
+    async def watches() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await release.wait()  # its connection still being closed
+
+    w = Worker("w", b"")
+    w.task = asyncio.create_task(watches())
+    await asyncio.sleep(0)
+    stopping = asyncio.create_task(MultiKueueConnector._stop_watches(w))
+    await asyncio.sleep(0)
+    stopping.cancel()
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await stopping
+
+    async def ending() -> list[bool]:
+        """A task cancelled already, stopping two workers in its cleanup."""
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.Event().wait()
+        stopped = []
+        for worker in workers:
+            await MultiKueueConnector._stop_watches(worker)
+            stopped.append(worker.task is None)
+        return stopped
+
+    workers = [Worker(name, b"") for name in ("a", "b")]
+    for worker in workers:
+        worker.task = asyncio.create_task(asyncio.Event().wait())
+    task = asyncio.create_task(ending())
+    await asyncio.sleep(0)
+    task.cancel()
+    assert await task == [True, True]

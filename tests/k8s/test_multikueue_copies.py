@@ -6,7 +6,10 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import msgspec
+import pytest
 
+from connectors.k8s import appwrapper, jobset, kubeflow, mpijob, podsetinfo, raycluster, rayjob, rayservice
+from connectors.k8s.json_patch import merge_patched
 from connectors.k8s.multikueue import (
     ADAPTERS,
     adapter_of,
@@ -17,6 +20,7 @@ from connectors.k8s.multikueue import (
     workload_copy,
 )
 from connectors.k8s.resources import JOBSETS
+from events import objects as o
 from kueue_es.scheduler import multikueue as pure
 from kueue_es.scheduler.config import DEFAULT
 from projections.workloads import WorkloadInfo
@@ -102,6 +106,18 @@ def test_an_adapter_is_chosen_by_the_owner_kind_alike_on_both_sides() -> None:
     assert sorted(ADAPTERS) == sorted(pure.ADAPTERS)
 
 
+def test_a_suspended_job_is_copied_with_its_own_pod_template() -> None:
+    """A Job never started may have its pod template's labels, annotations, node selector and gates changed
+    (Kubernetes allows it while suspended; Kueue makes no new Workload for those): Kueue copies the Job as it is,
+    so the worker runs what the user changed."""
+    template = {"metadata": {"labels": {"app": "a", "job-name": "a"}},
+                "spec": {"nodeSelector": {"disk": "nvme"}, "containers": [{"name": "c", "image": "busybox"}],
+                         "restartPolicy": "Never"}}
+    pending = {**MANAGER_JOB, "spec": {**MANAGER_JOB["spec"], "suspend": True, "template": template}}
+    assert job_copy(pending, MANAGER_WL, "mk-origin")["spec"]["template"] == {
+        "metadata": {"labels": {"app": "a"}}, "spec": template["spec"]}
+
+
 def test_the_job_copy_drops_ttl_seconds_after_finished_while_its_gate_is_on() -> None:
     """MultiKueueBatchJobClearingTTLSecondsAfterFinishedOnWorkerCluster (beta, on): the worker's copy of a Job has
     no ``spec.ttlSecondsAfterFinished``, so the worker's TTL controller cannot delete the finished copy (which
@@ -118,8 +134,76 @@ def test_the_job_copy_drops_ttl_seconds_after_finished_while_its_gate_is_on() ->
 
 
 def test_only_the_batch_job_copy_is_cleared_of_its_ttl() -> None:
-    """The gate is the batch/v1 Job adapter's alone: another kind's copy is its adapter's copy whatever it says."""
+    """The gate is the batch/v1 Job adapter's alone: another kind's copy keeps whatever its spec says."""
     jobset_adapter = ADAPTERS[(JOBSETS.api_version, JOBSETS.kind)]
     manager_jobset = {**MANAGER_JOBSET, "spec": {**MANAGER_JOBSET["spec"], "ttlSecondsAfterFinished": 5}}
-    assert owner_copy(jobset_adapter, manager_jobset, MANAGER_WL, "mk-origin", DEFAULT) == \
-        jobset_copy(manager_jobset, MANAGER_WL, "mk-origin")
+    assert owner_copy(jobset_adapter, manager_jobset, MANAGER_WL, "mk-origin", DEFAULT)["spec"] == {
+        "suspend": True, "replicatedJobs": MANAGER_JOBSET["spec"]["replicatedJobs"], "ttlSecondsAfterFinished": 5}
+
+
+# --- a copy made after the manager's owner was started ----------------------------------------------------------
+
+POD = {"metadata": {"labels": {"app": "a"}},
+       "spec": {"nodeSelector": {"disk": "ssd"}, "restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}
+SUBMITTED = {
+    "JobSet": (jobset, {"suspend": True, "replicatedJobs": [
+        {"name": "w", "replicas": 2, "template": {"spec": {"parallelism": 1, "template": POD}}}]}),
+    "PyTorchJob": (kubeflow.KINDS["PyTorchJob"], {"runPolicy": {"suspend": True}, "pytorchReplicaSpecs": {
+        "Master": {"replicas": 1, "template": POD}, "Worker": {"replicas": 2, "template": POD}}}),
+    "MPIJob": (mpijob, {"runPolicy": {"suspend": True}, "mpiReplicaSpecs": {
+        "Launcher": {"replicas": 1, "template": POD}, "Worker": {"replicas": 2, "template": POD}}}),
+    "RayJob": (rayjob, {"suspend": True, "entrypoint": "python run.py", "rayClusterSpec": {
+        "headGroupSpec": {"template": POD}, "workerGroupSpecs": [{"groupName": "G", "replicas": 2, "template": POD}]}}),
+    "RayCluster": (raycluster, {"suspend": True, "headGroupSpec": {"template": POD},
+                                "workerGroupSpecs": [{"groupName": "G", "replicas": 2, "template": POD}]}),
+    "RayService": (rayservice, {"serveConfigV2": "applications: []", "rayClusterConfig": {
+        "suspend": True, "headGroupSpec": {"template": POD},
+        "workerGroupSpecs": [{"groupName": "G", "replicas": 2, "template": POD}]}}),
+    "AppWrapper": (appwrapper, {"suspend": True, "components": [{"template": {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+        "spec": {"parallelism": 2, "template": POD}}}]}),
+}
+STARTED_WITH = podsetinfo.PodSetInfo(node_selector={"cloud/flavor": "spot"}, labels={"kueue.x-k8s.io/podset": "x"},
+                                     annotations={"admitted": "yes"}, scheduling_gates=[{"name": "gate"}],
+                                     tolerations=[o.Toleration(key="spot", operator="Exists", effect="NoSchedule")])
+
+
+@pytest.mark.parametrize("kind", sorted(SUBMITTED))
+def test_a_copy_made_after_the_manager_owner_started_is_the_owner_as_submitted(kind: str) -> None:
+    """Kueue copies the owner while the manager's workload waits on its MultiKueue check, so before the manager's
+    integration starts it; a copy made later (the worker reached late) is still made of the owner as it was then:
+    suspended, its pod templates without the node selector, tolerations, labels, annotations and scheduling gates
+    the manager's admission gave them (the worker's Kueue gives its own), as the batch/v1 Job's copy takes its
+    template from the Workload."""
+    adapter = next(a for a in ADAPTERS.values() if a.resource.kind == kind)
+    module, spec = SUBMITTED[kind]
+    submitted = {"apiVersion": adapter.resource.api_version, "kind": kind,
+                 "metadata": {"name": "a", "namespace": "ns", "resourceVersion": "4"}, "spec": spec}
+    pod_sets = module.pod_sets(submitted, tas=False)
+    manager_wl = {"metadata": {"name": "job-a-1", "namespace": "ns"}, "spec": {"podSets": pod_sets}}
+    start = module.start_patch({**submitted, "status": {}}, [STARTED_WITH] * len(pod_sets))
+    started = {**submitted, "spec": merge_patched(spec, start["spec"])}
+    assert "spot" in str(started["spec"])  # the manager's owner runs with its admission's pod-set info
+    late = owner_copy(adapter, started, manager_wl, "mk-origin", DEFAULT)
+    assert late == owner_copy(adapter, submitted, manager_wl, "mk-origin", DEFAULT)
+    assert "spot" not in str(late["spec"]) and "gate" not in str(late["spec"])
+    assert late["spec"] == spec  # the user's node selector kept, suspended
+
+
+@pytest.mark.parametrize("kind", sorted(set(SUBMITTED) - {"AppWrapper"}))
+def test_a_copy_of_an_owner_never_started_keeps_what_the_user_changed_in_its_pod_templates(kind: str) -> None:
+    """A pending owner's pod-template labels, annotations, node selector and scheduling gates may change after its
+    Workload was made (Kueue compares counts, resources and tolerations only, so makes no new Workload): Kueue
+    copies the suspended owner as it is, so the worker runs what the user changed; it is not restored from the
+    Workload's pod sets. (An AppWrapper's stop leaves its templates alone.)"""
+    adapter = next(a for a in ADAPTERS.values() if a.resource.kind == kind)
+    module, spec = SUBMITTED[kind]
+    submitted = {"apiVersion": adapter.resource.api_version, "kind": kind,
+                 "metadata": {"name": "a", "namespace": "ns", "resourceVersion": "4"}, "spec": spec}
+    manager_wl = {"metadata": {"name": "job-a-1", "namespace": "ns"},
+                  "spec": {"podSets": module.pod_sets(submitted, tas=False)}}
+    edited = msgspec.json.decode(msgspec.json.encode(submitted).replace(b'"ssd"', b'"nvme"'))
+    made = owner_copy(adapter, edited, manager_wl, "mk-origin", DEFAULT)
+    assert "nvme" in str(made["spec"]) and "ssd" not in str(made["spec"])
+    assert made == adapter.make_copy(edited, manager_wl, "mk-origin")

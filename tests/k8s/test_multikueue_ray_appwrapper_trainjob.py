@@ -1,11 +1,12 @@
-"""The MultiKueue connector's adapters for RayJobs, RayClusters, AppWrappers and TrainJobs (Kueue's
-``rayjob``/``raycluster``/``appwrapper``/``trainjob`` MultiKueue adapters), against fake clients: the copy made for
-the worker, the owner's managedBy observed into the log, the copy's status mirrored to the manager's owner (started
-or not), and the copies deleted once the workload finished there."""
+"""The MultiKueue connector's adapters for RayJobs, RayClusters, RayServices, AppWrappers and TrainJobs (Kueue's
+``rayjob``/``raycluster``/``rayservice``/``appwrapper``/``trainjob`` MultiKueue adapters), against fake clients: the
+copy made for the worker, the owner's managedBy observed into the log, the copy's status mirrored to the manager's
+owner (started or not), and the copies deleted once the workload finished there."""
 
 from __future__ import annotations
 
 import copy
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -15,8 +16,17 @@ import pytest
 import yaml
 from fixtures.multikueue_states import dispatched_state
 
-from connectors.k8s.multikueue import ADAPTERS, MultiKueueConnector, Worker, adapter_of, suspended_copy
-from connectors.k8s.resources import APPWRAPPERS, RAYCLUSTERS, RAYJOBS, TRAINJOBS
+from connectors.k8s import manifests
+from connectors.k8s.framework_webhook import value_at
+from connectors.k8s.multikueue import (
+    ADAPTERS,
+    MultiKueueConnector,
+    Worker,
+    adapter_of,
+    rayservice_copy,
+    suspended_copy,
+)
+from connectors.k8s.resources import APPWRAPPERS, RAYCLUSTERS, RAYJOBS, RAYSERVICES, TRAINJOBS
 from events import schema as ev
 from kueue_es.scheduler import settle
 from kueue_es.scheduler.config import DEFAULT
@@ -25,10 +35,25 @@ from kueue_es.statefile import load_state
 SCENARIO = Path(__file__).parents[1] / "scheduler" / "scenarios" / "multikueue-dispatch.yaml"
 START = 1_704_067_200_000
 KEY = "default/job-a"
-KINDS = [RAYJOBS, RAYCLUSTERS, APPWRAPPERS, TRAINJOBS]
+KINDS = [RAYJOBS, RAYCLUSTERS, RAYSERVICES, APPWRAPPERS, TRAINJOBS]
+SUSPEND_AT = {"RayService": ("spec", "rayClusterConfig", "suspend")}
+"""Where a kind is suspended, when not at ``spec.suspend`` (its Kueue integration's flag)."""
 ORIGIN = "kueue.x-k8s.io/multikueue-origin"
 PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"
 MANAGER_WL = {"metadata": {"name": "job-a", "namespace": "default"}, "spec": {"queueName": "lq", "podSets": []}}
+
+
+def _suspend_at(r: Any) -> tuple[str, ...]:
+    return SUSPEND_AT.get(r.kind, ("spec", "suspend"))
+
+
+def _spec(r: Any, suspend: bool, **fields: Any) -> dict[str, Any]:
+    """A spec of kind ``r`` with ``fields``, suspended or not where its integration suspends it."""
+    path = _suspend_at(r)[1:]
+    flag: dict[str, Any] = {path[-1]: suspend}
+    for key in reversed(path[:-1]):
+        flag = {key: flag}
+    return {**flag, **fields}
 
 
 def _owner(r: Any, *, suspend: bool = False, status: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -36,7 +61,7 @@ def _owner(r: Any, *, suspend: bool = False, status: dict[str, Any] | None = Non
             "metadata": {"name": "a", "namespace": "default", "uid": "owner-uid", "resourceVersion": "4",
                          "labels": {"kueue.x-k8s.io/queue-name": "lq"},
                          "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}", "team": "x"}},
-            "spec": {"suspend": suspend, "managedBy": "kueue.x-k8s.io/multikueue", "entrypoint": "python run.py"},
+            "spec": _spec(r, suspend, managedBy="kueue.x-k8s.io/multikueue", entrypoint="python run.py"),
             "status": status or {}}
 
 
@@ -49,10 +74,24 @@ def test_the_copy_is_the_manager_one_suspended_for_the_worker_kueue(r: Any) -> N
     assert (c["apiVersion"], c["kind"]) == (r.api_version, r.kind)
     assert c["metadata"] == {"name": "a", "namespace": "default", "annotations": {"team": "x"},
                              "labels": {"kueue.x-k8s.io/queue-name": "lq", ORIGIN: "mk-origin", PREBUILT: "job-a"}}
-    assert c["spec"] == {"suspend": True, "entrypoint": "python run.py"}
+    assert c["spec"] == _spec(r, True, entrypoint="python run.py")
     assert "status" not in c
     assert manager["spec"] == _owner(r)["spec"]  # the manager's own object is left as it was
-    assert suspended_copy(r, manager, MANAGER_WL, "mk-origin") == c
+    made = rayservice_copy if r is RAYSERVICES else partial(suspended_copy, r)
+    assert made(manager, MANAGER_WL, "mk-origin") == c
+
+
+def test_a_rayservice_copy_is_suspended_at_its_cluster_config_whatever_the_manager_one() -> None:
+    """The RayService integration suspends at ``spec.rayClusterConfig.suspend``: the copy of a RayService the
+    manager's integration started (or one without the flag) is suspended there, its cluster config otherwise kept."""
+    manager = _owner(RAYSERVICES)
+    manager["spec"]["rayClusterConfig"]["headGroupSpec"] = {"template": {"spec": {"containers": []}}}
+    c = rayservice_copy(manager, MANAGER_WL, "mk-origin")
+    assert c["spec"]["rayClusterConfig"] == {"suspend": True, "headGroupSpec": {"template": {"spec": {
+        "containers": []}}}}
+    assert manager["spec"]["rayClusterConfig"]["suspend"] is False
+    del manager["spec"]["rayClusterConfig"]
+    assert rayservice_copy(manager, MANAGER_WL, "mk-origin")["spec"]["rayClusterConfig"] == {"suspend": True}
 
 
 def _state(tmp_path: Path, r: Any, *, finished: bool = False):
@@ -137,7 +176,7 @@ async def test_the_worker_that_runs_it_gets_the_copy_and_its_status_replaces_the
     mk = _connector(state, manager, worker)
     mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}}
     await mk.sync_copies("multikueue")
-    assert [(c["kind"], c["spec"]["suspend"], c["metadata"]["labels"][PREBUILT]) for c in worker.created] == [
+    assert [(c["kind"], value_at(c, _suspend_at(r)), c["metadata"]["labels"][PREBUILT]) for c in worker.created] == [
         (r.kind, True, "job-a")]
     running = copy.deepcopy(worker.created[0])
     running["metadata"]["resourceVersion"] = "2"
@@ -222,3 +261,10 @@ def test_a_trainjob_copy_leaves_out_the_overrides_kueue_wrote_at_the_manager_sta
     manager["spec"]["podTemplateOverrides"] = [kueues]
     assert "podTemplateOverrides" not in ADAPTERS[TRAINJOBS.api_version, TRAINJOBS.kind].make_copy(
         manager, MANAGER_WL, "mk-origin")["spec"]
+
+
+def test_the_manager_may_write_the_status_of_each_kind() -> None:
+    """The ClusterRole grants what mirroring a copy's status writes, from the adapter table (a RayService's too)."""
+    rules = manifests.cluster_role()["rules"]
+    for r in KINDS:
+        assert {"apiGroups": [r.group], "resources": [f"{r.plural}/status"], "verbs": ["get", "patch"]} in rules, r.kind

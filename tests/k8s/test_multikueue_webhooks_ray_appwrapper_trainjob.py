@@ -1,4 +1,4 @@
-"""Kueue's managedBy defaulting for MultiKueue in the RayJob, RayCluster, AppWrapper and TrainJob webhooks
+"""Kueue's managedBy defaulting for MultiKueue in the RayJob, RayCluster, RayService, AppWrapper and TrainJob webhooks
 (``ApplyDefaultForManagedBy`` with each kind's ``CanDefaultManagedBy``): under the MultiKueue gate, an object of a
 queue whose ClusterQueue has a MultiKueue check, naming no manager or its own controller, is handed to MultiKueue."""
 
@@ -18,7 +18,7 @@ from kueue_es.scheduler.config import load_config
 
 Q = "kueue.x-k8s.io/queue-name"
 MANAGED_BY_MK = {"op": "add", "path": "/spec/managedBy", "value": "kueue.x-k8s.io/multikueue"}
-FRAMEWORKS = ["ray.io/rayjob", "ray.io/raycluster", "workload.codeflare.dev/appwrapper",
+FRAMEWORKS = ["ray.io/rayjob", "ray.io/raycluster", "ray.io/rayservice", "workload.codeflare.dev/appwrapper",
               "trainer.kubeflow.org/trainjob"]
 CONFIG = load_config({"integrations": {"frameworks": FRAMEWORKS}})
 RAY_JOBS, RAY_CLUSTERS = rw.RayWebhooks.of(CONFIG, clusters=False), rw.RayWebhooks.of(CONFIG, clusters=True)
@@ -32,6 +32,9 @@ KINDS = {
     # kind: (apiVersion, its own controller, mutating path, reviewers given the MultiKueue lookup)
     "RayJob": ("ray.io/v1", "ray.io/kuberay-operator", rw.RAYJOB_KIND.mutating_path, _ray),
     "RayCluster": ("ray.io/v1", "ray.io/kuberay-operator", rw.RAYCLUSTER_KIND.mutating_path, _ray),
+    "RayService": ("ray.io/v1", "ray.io/kuberay-operator", rw.RAYSERVICE_KIND.mutating_path,
+                   lambda mk: rw.service_reviewers(rw.RayWebhooks.for_services(CONFIG), _namespace_labels,
+                                                   _has_default_queue, multikueue=mk)),
     "AppWrapper": ("workload.codeflare.dev/v1beta2", "workload.codeflare.dev/appwrapper-controller",
                    aww.KIND.mutating_path,
                    lambda mk: aww.reviewers(aww.AppWrapperWebhooks.of(CONFIG), _namespace_labels, _has_default_queue,
@@ -55,6 +58,8 @@ def _object(kind: str, queue: str | None = "lq", managed_by: str | None = None) 
         "headGroupSpec": {"template": {"spec": {"containers": [{"name": "ray", "image": "ray"}]}}}}}
     if kind == "RayCluster":
         spec = spec["rayClusterSpec"]
+    if kind == "RayService":
+        spec = {"rayClusterConfig": spec["rayClusterSpec"]}
     if managed_by is not None:
         spec["managedBy"] = managed_by
     return {"apiVersion": KINDS[kind][0], "kind": kind,

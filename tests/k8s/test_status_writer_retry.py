@@ -16,6 +16,7 @@ from connectors.k8s.writer import StatusWriter
 from events import objects as o
 from events import schema as ev
 from events.log import MemoryLog
+from tests.k8s.test_status_writer_foreign import Apiserver
 
 WL = o.Workload(metadata=o.ObjectMeta(name="wl", namespace="ns", uid="wl-uid", resource_version="1"),
                 spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(count=2)]))
@@ -75,3 +76,78 @@ async def test_the_next_write_before_the_watch_shows_them_keeps_the_nominations_
     assert len(api.patches) == 3
     assert "nominatedClusterNames" not in api.patches[-1]["status"], "the dispatcher's nominations are not cleared"
     assert [c["message"] for c in api.patches[-1]["status"]["conditions"]] == ["still no quota"]
+
+
+def _rewritten(*pod_sets: o.PodSet) -> o.Workload:
+    """WL as a job integration rewrote it in place (resourceVersion 2) after the log last saw it."""
+    return msgspec.structs.replace(WL, metadata=msgspec.structs.replace(WL.metadata, resource_version="2"),
+                                   spec=msgspec.structs.replace(WL.spec, pod_sets=list(pod_sets)))
+
+
+async def _reserve_against(fresh: o.Workload, *, observed: bool = False
+                           ) -> tuple[list[dict[str, Any]], list[ev.AnyEvent]]:
+    """Write a quota reservation of WL's 2 pods whose first write conflicts with ``fresh`` (or, ``observed``, after
+    the watch brought ``fresh`` to the log): the patches sent and the decision's outcome."""
+    journal = LocalJournal(MemoryLog(), Mirror())
+    admission = o.Admission(cluster_queue="cq", pod_set_assignments=[
+        o.PodSetAssignment(name="main", flavors={"cpu": "f0"}, resource_usage={"cpu": "2"}, count=2)])
+    await journal.append([ev.ObjectUpserted(time=1, key=WL.key, uid="wl-uid", obj=WL),
+                          ev.QuotaReserved(time=2, key=WL.key, uid="wl-uid", cycle=1, input=0, admission=admission)])
+    if observed:
+        await journal.append([ev.ObjectUpserted(time=3, key=WL.key, uid="wl-uid", obj=fresh)])
+    api = Apiserver(None if observed else fresh)
+    await StatusWriter(api, journal).sync(WL.key)  # type: ignore[arg-type]
+    outcomes = [r.event for r in [r async for r in journal.log.read()]
+                if isinstance(r.event, ev.DecisionApplied | ev.DecisionRejected)]
+    return api.patches, outcomes
+
+
+@pytest.mark.asyncio
+async def test_a_retry_writes_no_admission_onto_pod_sets_rewritten_meanwhile() -> None:
+    """A pod group's (a Job's) Workload rewritten with other pod sets while it held no quota: the reservation, of
+    the old ones, is not written onto it (Kueue's pinned write would conflict and its scheduler forget the assumed
+    workload); the rewrite reaches the log and the scheduler decides again."""
+    for fresh in (_rewritten(o.PodSet(count=3)), _rewritten(o.PodSet(name="workers", count=2)),
+                  _rewritten(o.PodSet(count=2), o.PodSet(name="driver"))):
+        patches, outcomes = await _reserve_against(fresh)
+        assert len(patches) == 1, f"not written again onto {fresh.spec.pod_sets}"
+        assert [(type(e).__name__, e.reason, e.message) for e in outcomes] == [  # type: ignore[union-attr]
+            ("DecisionRejected", "SpecChanged", "spec.podSets changed")]
+    # the contrast: a rewrite of what the admission does not depend on (a template label) leaves it standing
+    labelled = o.PodSet(count=2, template=o.PodTemplateSpec(metadata=o.TemplateMeta(labels={"team": "a"})))
+    patches, outcomes = await _reserve_against(_rewritten(labelled))
+    assert [p["metadata"]["resourceVersion"] for p in patches] == ["1", "2"]
+    assert patches[1]["status"]["admission"]["podSetAssignments"][0]["name"] == "main"
+    assert [type(e).__name__ for e in outcomes] == ["DecisionApplied"]
+
+
+@pytest.mark.asyncio
+async def test_a_rewrite_the_log_holds_before_the_write_gets_no_admission_either() -> None:
+    """The rewrite reached the log first: the fold forgets the reservation the rewritten Workload does not show
+    (projections/cluster.py), so the one write made carries no admission of the old pod sets."""
+    patches, _ = await _reserve_against(_rewritten(o.PodSet(count=3)), observed=True)
+    assert all("admission" not in p["status"] for p in patches), patches
+
+
+@pytest.mark.asyncio
+async def test_a_retry_about_a_reservation_the_workload_shows_holds_through_a_scale_down() -> None:
+    """Kueue's webhook lets the pod sets of a Workload holding quota change only as an elastic Job scales down
+    in place, and the fold keeps a reservation the rewritten Workload shows: an eviction of it, whose first write
+    conflicts with that scale-down, is written again (Kueue's eviction patch goes through), not rejected — else
+    the log would hold an eviction the apiserver never got, waiting for a release that never comes."""
+    admission = o.Admission(cluster_queue="cq", pod_set_assignments=[
+        o.PodSetAssignment(name="main", flavors={"cpu": "f0"}, resource_usage={"cpu": "2"}, count=2)])
+    reserved = msgspec.structs.replace(WL, status=o.WorkloadStatus(admission=admission, conditions=[
+        o.Condition(type="QuotaReserved", status="True", reason="QuotaReserved"),
+        o.Condition(type="Admitted", status="True", reason="Admitted")]))
+    journal = LocalJournal(MemoryLog(), Mirror())
+    await journal.append([ev.ObjectUpserted(time=1, key=WL.key, uid="wl-uid", obj=reserved),
+                          ev.WorkloadEvicted(time=2, key=WL.key, uid="wl-uid", cycle=1, input=0,
+                                             reason="PodsReadyTimeout", message="not ready in time")])
+    scaled = msgspec.structs.replace(_rewritten(o.PodSet(count=1)), status=reserved.status)
+    api = Apiserver(scaled)
+    await StatusWriter(api, journal).sync(WL.key)  # type: ignore[arg-type]
+    outcomes = [type(r.event).__name__ for r in [r async for r in journal.log.read()]
+                if isinstance(r.event, ev.DecisionApplied | ev.DecisionRejected)]
+    assert [p["metadata"]["resourceVersion"] for p in api.patches] == ["1", "2"]
+    assert outcomes == ["DecisionApplied"]

@@ -55,3 +55,16 @@ def test_gates_turned_off_with_a_modelled_gate_they_depend_on_are_not_ignored() 
     assert gates.ignored({"TASRecomputeAssignmentWithinSchedulingCycle": False}) == [], "modelled: it counts"
     assert "TASProfileMixed is enabled, but depends on features that are disabled: [TopologyAwareScheduling]" in \
         gates.errors({"TopologyAwareScheduling": False})
+
+
+def test_the_readme_counts_the_modelled_gates() -> None:
+    """README.md's gate list says how many of Kueue's gates are modelled: the count stays that of ``MODELLED``."""
+    found = re.search(r"(\d+) of Kueue's (\d+) gates are modelled", (ROOT / "README.md").read_text())
+    assert found is not None
+    assert (int(found[1]), int(found[2])) == (len(gates.MODELLED), len(gates.GATES))
+
+
+def test_extended_resources_backed_by_dra_are_modelled() -> None:
+    assert "KueueDRAIntegrationExtendedResource" in gates.MODELLED
+    assert gates.ignored({"KueueDRAIntegrationExtendedResource": False}) == [], "modelled: the fold reads it"
+    assert gates.ignored({"KueueDRAIntegrationPartitionableDevices": False}) == ["KueueDRAIntegrationPartitionableDevices"]

@@ -17,6 +17,7 @@ from fixtures.eventgen import (
     fold,
     interpret,
     local_queue,
+    meta,
     op_lists,
     random_ops,
     records,
@@ -26,8 +27,11 @@ from fixtures.eventgen import (
 from fixtures.provflow import retry_then_provision
 from hypothesis import example, given, settings
 
+from events import objects as o
 from events import schema as ev
+from events.timefmt import format_time
 from projections.audit import AuditTrail
+from projections.cluster import ClusterState
 from projections.workloads import ADMITTED, PENDING, RESERVED
 
 S = 1000  # one second in ms
@@ -203,10 +207,12 @@ def test_steps_of_all_workloads_are_in_log_order() -> None:
 @given(ops=op_lists())
 @example(ops=[Op("wl_adjusted", 0, 0, 0), Op("mk_remote_finished", 1, 0, 0)])  # MultiKueue's finish, found so
 @example(ops=[Op("wl", 12, 0, 1), Op("wl_claims", 52, 0, 0)])  # queued, then claims DRA refuses: queued nowhere
+@example(ops=[Op("device_class", 0, 0, 0), Op("wl_extended", 0, 0, 4)])  # 500m of a served resource: refused
+@example(ops=[Op("wl_extended", 0, 0, 4), Op("device_class", 0, 0, 0), Op("device_class_delete", 0, 0, 0)])
 def test_audit_agrees_with_cluster_state_on_where_each_workload_is(ops) -> None:
     recs = records(interpret(ops))
     state = fold(recs)
-    trail = AuditTrail().apply_all(recs)
+    trail = AuditTrail(state=ClusterState()).apply_all(recs)
     assert sorted(trail.workloads) == sorted(state.workloads)
     for key, wl in state.workloads.items():
         t = trail.workloads[key]
@@ -286,3 +292,47 @@ def test_the_provisioning_controller_s_decisions_show_in_a_workload_s_history() 
     retry = next(s for s in steps if s.reason == "prov=Retry")
     assert retry.message == "Retrying after failure: no capacity" and retry.cycle is not None
     assert all(not s.ignored for s in steps)
+
+
+def test_a_check_state_its_controller_set_on_the_workload_shows_once_at_the_upsert_that_carried_it() -> None:
+    """A check kueue-es does not run: its controller's states reach the log only in Workload upserts. Each state the
+    fold takes is one observed step at that upsert's offset; an upsert showing it again, one read before the reset
+    on eviction was written, or the log's own word shown back by the watch add none."""
+    key = "team/job"
+    job = workload("team", "job", queue="lq")
+    check = o.AdmissionCheck(metadata=meta("ext"), spec=o.AdmissionCheckSpec(controller_name="example.com/external"))
+    state = ClusterState()
+    trail = AuditTrail(state=state)
+    offset = 0
+
+    def apply(*events: ev.AnyEvent) -> None:
+        nonlocal offset
+        for e in events:
+            trail.apply(ev.Record(offset, e))
+            offset += 1
+
+    def shown(t: int, rv: int, *states: o.AdmissionCheckState) -> ev.ObjectUpserted:
+        w = msgspec.structs.replace(job, metadata=msgspec.structs.replace(job.metadata, resource_version=str(rv)),
+                                    status=o.WorkloadStatus(admission_checks=list(states)))
+        return upsert(w, T0 + t * S)
+
+    def word() -> o.AdmissionCheckState:  # the log's own state of the check, as the writer writes it
+        return state.workloads[key].check_states["ext"]
+
+    def ext(t: int, state_: str, message: str) -> o.AdmissionCheckState:
+        return o.AdmissionCheckState(name="ext", state=state_, message=message, last_transition_time=format_time(T0 + t * S))
+
+    apply(upsert(flavor("on-demand"), T0), upsert(check, T0),
+          upsert(cluster_queue("cq-a", quotas={"on-demand": 4}, checks=["ext"]), T0),
+          upsert(local_queue("team", "lq", "cq-a"), T0), upsert(job, T0),
+          ev.QuotaReserved(key=key, admission=admission("cq-a", "on-demand", 1000), **d(1, 1)))       # 5
+    apply(shown(2, 2, word()),                                                                          # 6 the watch
+          shown(3, 3, ext(3, "Ready", "capacity found")),                                               # 7 taken
+          shown(4, 4, ext(3, "Ready", "capacity found")),                                               # 8 the same
+          ev.WorkloadEvicted(key=key, reason="Preempted", message="by the test", **d(2, 5)))            # 9 reset
+    apply(shown(6, 5, ext(3, "Ready", "capacity found again")),                                         # 10 stale
+          shown(7, 6, word()),                                                                          # 11 the reset
+          shown(8, 7, ext(8, "Retry", "try later")))                                                    # 12 taken
+    checks = [(s.offset, s.reason, s.message, s.observed, s.cluster_queue) for s in trail.timeline(key)
+              if s.step == "AdmissionCheck"]
+    assert checks == [(7, "ext=Ready", "capacity found", True, "cq-a"), (12, "ext=Retry", "try later", True, "cq-a")]

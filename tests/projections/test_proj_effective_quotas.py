@@ -9,7 +9,7 @@ from pathlib import Path
 
 import msgspec
 import yaml
-from fixtures.eventgen import upsert
+from fixtures.eventgen import cluster_queue, flavor, local_queue, namespace, upsert, workload
 
 from events import objects as o
 from events import schema as ev
@@ -109,3 +109,45 @@ def test_the_replay_summary_shows_the_nominal_quota_in_force(tmp_path: Path) -> 
     nominal = {gate: {q["name"]: q["usage"][0]["nominal"] for q in s["clusterQueues"]}["a"]
                for gate, s in ((True, on), (False, off))}
     assert nominal == {True: "6", False: "2"}
+
+
+def _checked_queue(effective: list[str]) -> o.ClusterQueue:
+    """ClusterQueue ``q`` with flavors ``a`` and ``b`` in its spec, ``effective`` in its ``status.effectiveQuotas``,
+    and a check ``chk`` on flavor ``a`` only."""
+    cq = cluster_queue("q", quotas={"a": 4, "b": 4})
+    groups = [{"coveredResources": ["cpu"], "flavors": [{"name": f, "resources": [{"name": "cpu", "nominalQuota": "4"}]}
+                                                        for f in effective]}]
+    strategy = o.AdmissionChecksStrategy(admission_checks=[o.AdmissionCheckStrategyRule(name="chk", on_flavors=["a"])])
+    return msgspec.structs.replace(cq, spec=msgspec.structs.replace(cq.spec, admission_checks_strategy=strategy),
+                                   status={"effectiveQuotas": {"resourceGroups": groups}})
+
+
+def _pending_checks(gate: bool, *later: ev.Event) -> list[str]:
+    """The checks listed on a pending Workload of ``q`` (effective flavor ``a`` only) under the gate (or not), after
+    ``later`` events."""
+    state = ClusterState()
+    check = o.AdmissionCheck(metadata=o.ObjectMeta(name="chk"), spec=o.AdmissionCheckSpec(controller_name="x/y"))
+    events = [ev.ConfigRecorded(time=1, document=_document(gate)), upsert(namespace("team"), 1),
+              upsert(flavor("a"), 1), upsert(flavor("b"), 1), upsert(check, 1), upsert(_checked_queue(["a"]), 1),
+              upsert(local_queue("team", "lq0", "q"), 1), upsert(workload("team", "w"), 1), *later]
+    for i, e in enumerate(events):
+        state.apply(ev.Record(i, e))
+    return list(state.workloads["team/w"].check_states)
+
+
+def test_a_pending_workload_lists_the_checks_that_cover_the_flavors_in_force() -> None:
+    """Before flavors are assigned a workload lists only the checks covering all of its queue's flavors: under the
+    gate those are the effective ones (``a`` alone, so the check on ``a`` is listed), as Kueue's workload controller
+    reads the queue's resource groups through its effective-groups helper; off, the spec's (``a`` and ``b``)."""
+    assert _pending_checks(True) == ["chk"]
+    assert _pending_checks(False) == []
+
+
+def test_the_checks_are_listed_anew_when_the_flavors_in_force_change() -> None:
+    """A status write changing the effective flavors, or a Configuration turning the gate on or off, re-lists the
+    checks of the queue's pending workloads, as a spec change does."""
+    both = upsert(_checked_queue(["a", "b"]), 2)
+    assert _pending_checks(True, both) == []
+    assert _pending_checks(True, both, upsert(_checked_queue(["a"]), 3)) == ["chk"]
+    assert _pending_checks(False, ev.ConfigRecorded(time=2, document=_document(True))) == ["chk"]
+    assert _pending_checks(True, ev.ConfigRecorded(time=2, document=_document(False))) == []

@@ -21,6 +21,7 @@ from fixtures.eventgen import (
     local_queue,
     namespace,
     records,
+    shown_reserved,
     upsert,
     workload,
 )
@@ -216,15 +217,18 @@ def test_a_reserving_workload_whose_spec_loses_pods_holds_only_what_its_pods_lef
 
 def test_a_reserving_workload_whose_spec_loses_pods_without_reclaimable_ones_holds_less_too() -> None:
     """Kueue scales an admission by the spec's counts as they are now, reclaimable pods or not: admitted with 3
-    pods (6 cpu), a spec of 1 pod holds 2 cpu; a spec back at 3 pods holds the 6 again (never more than admitted)."""
+    pods (6 cpu), a spec of 1 pod (the Workload showing that admission: an elastic Job scaled down) holds 2 cpu; a spec back at 3 pods holds the 6 again (never more than admitted)."""
     state = _cluster()
     _apply(state, ev.QuotaReserved(key="ns0/w0", admission=admission("cq0", "f0", 6000, count=3), time=T0, cycle=1,
                                    input=state.offset),
            ev.WorkloadAdmitted(key="ns0/w0", time=T0, cycle=1, input=state.offset))
     assert state.usage["cq0"] == {"f0/cpu": 6000}
-    _apply(state, upsert(workload("ns0", "w0", uid="u0", queue="lq0", cpu="2", count=1), T0))
+    adm = state.workloads["ns0/w0"].admission
+    _apply(state, upsert(shown_reserved(workload("ns0", "w0", uid="u0", queue="lq0", cpu="2", count=1), adm, True),
+                         T0))
     assert state.workloads["ns0/w0"].usage == {"f0/cpu": 2000} and state.usage["cq0"] == {"f0/cpu": 2000}
-    _apply(state, upsert(workload("ns0", "w0", uid="u0", queue="lq0", cpu="2", count=5), T0))
+    _apply(state, upsert(shown_reserved(workload("ns0", "w0", uid="u0", queue="lq0", cpu="2", count=5), adm, True),
+                         T0))
     assert state.workloads["ns0/w0"].usage == {"f0/cpu": 6000} and state.usage["cq0"] == {"f0/cpu": 6000}
     _pending_counted_now(state)
 

@@ -205,10 +205,10 @@ def test_a_workload_finished_on_its_worker_is_counted_as_finished(tmp_path: Path
     assert sum(state.metrics.counters[FINISHED_TOTAL.name].values()) == 1
 
 
-OBSERVED_OWNERS = [("ray.io/v1", "RayJob"), ("ray.io/v1", "RayCluster"),
+OBSERVED_OWNERS = [("ray.io/v1", "RayJob"), ("ray.io/v1", "RayCluster"), ("ray.io/v1", "RayService"),
                    ("workload.codeflare.dev/v1beta2", "AppWrapper"), ("trainer.kubeflow.org/v1alpha1", "TrainJob")]
-"""Kinds whose MultiKueue adapter (Kueue's ``rayjob``, ``raycluster``, ``appwrapper``, ``trainjob`` ones) reads the
-owner's ``spec.managedBy``, which the log does not hold, as the connector observed it."""
+"""Kinds whose MultiKueue adapter (Kueue's ``rayjob``, ``raycluster``, ``rayservice``, ``appwrapper``, ``trainjob``
+ones) reads the owner's ``spec.managedBy``, which the log does not hold, as the connector observed it."""
 
 
 def _owned_state(tmp_path: Path, api_version: str, kind: str):

@@ -299,7 +299,7 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
             assert not await ok("create", "ray.io", plural, "team-a"), plural
             mirrored = ("ray.io", plural) in multikueue_owners  # a MultiKueue adapter's kind
             assert await ok("patch", "ray.io", plural, "team-a", "status") is mirrored, plural
-        assert not await ok("patch", "ray.io", "rayservices", "team-a", "status")  # no MultiKueue adapter
+        assert ("ray.io", "rayservices") in multikueue_owners  # MultiKueue's RayService adapter mirrors its status
         spark = ("sparkoperator.k8s.io", "sparkapplications")  # the SparkApplication integration's watch and writes
         assert await ok("watch", *spark)
         assert await ok("patch", *spark, "team-a")  # suspend, the roles' admission in and out
@@ -323,6 +323,8 @@ async def test_rbac_grants_what_the_connector_does_and_little_else(kube_apiserve
             assert not await ok("patch", "trainer.kubeflow.org", plural, "team-a"), plural
         assert await ok("watch", "resource.k8s.io", "resourceclaimtemplates")  # what DRA claims cost
         assert not await ok("create", "resource.k8s.io", "resourceclaimtemplates", "team-a")
+        assert await ok("watch", "resource.k8s.io", "deviceclasses")  # the extended resources DRA serves
+        assert not await ok("create", "resource.k8s.io", "deviceclasses")
         assert await ok("patch", "kueue.x-k8s.io", "admissionchecks", "", "status")
         assert await ok("patch", "kueue.x-k8s.io", "multikueueclusters", "", "status")  # their Active condition
         assert await ok("get", "", "secrets", ns_name)  # MultiKueue workers' kubeconfigs, in its own namespace only

@@ -6,6 +6,11 @@ Configuration's ``resources.deviceClassMappings`` charges DeviceClass ``gpu.exam
 Job is admitted holding 2, the second waits for quota, its message naming the devices. Deleting the template
 makes the waiting one inadmissible with Kueue's "not found" error; recreating it with 1 device per pod gets it
 admitted with 1.
+
+Extended resources backed by DRA (KueueDRAIntegrationExtendedResource, beta, on): the connector watches
+DeviceClasses too; a Job whose pod asks for ``example.com/dev`` waits while the ClusterQueue, which covers only the
+mapped ``example.com/devs``, does not cover it, and is admitted holding ``example.com/devs`` once a DeviceClass
+serving ``example.com/dev`` (mapped to ``example.com/devs``) is created.
 """
 
 from __future__ import annotations
@@ -93,6 +98,48 @@ async def test_devices_claimed_through_a_template_are_charged_to_quota(kube_apis
             wl = await workload(first, "admitted")
             assert wl is not None and usage(wl) == {"cpu": "100m", GPU: "2"}  # admitted: keeps what it holds
             assert "gpus" in {k.partition("/")[2] for k in journal.mirror.state.claim_templates}
+
+
+EXTENDED_CONFIG = load_config({"resources": {"deviceClassMappings": [
+    {"name": "example.com/devs", "deviceClassNames": ["dev.example.com"]}]}})
+
+
+@pytest.mark.asyncio
+async def test_an_extended_resource_a_device_class_serves_is_charged_as_its_devices(kube_apiserver, tmp_path) -> None:
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        ns, _, _, _ = await queues(kc, "dra-ext", {"cpu": 10, "example.com/devs": 2})
+        async with kueue_es(kc, tmp_path / "log", config=EXTENDED_CONFIG) as (_, journal):
+            job = {"apiVersion": "batch/v1", "kind": "Job",
+                   "metadata": {"name": "ext", "namespace": ns, "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+                   "spec": {"suspend": True, "parallelism": 2, "completions": 2, "template": {"spec": {
+                       "restartPolicy": "Never",
+                       "containers": [{"name": "main", "image": "busybox:1.36", "command": ["sleep", "10"],
+                                       "resources": {"requests": {"cpu": "100m"},
+                                                     "limits": {"example.com/dev": "1"}}}]}}}}
+            job = await create(kc, job)
+            name = workload_name("ext", job["metadata"]["uid"])
+
+            async def reserved(want: str) -> dict[str, Any] | None:
+                with contextlib.suppress(Exception):
+                    wl = await get(kc, "Workload", name, ns)
+                    c = _cond(wl, "QuotaReserved")
+                    if c is not None and (c["status"] == "True" if want == "admitted" else c["reason"] == want):
+                        return wl
+                return None
+
+            await eventually(lambda: reserved("NoMatchingFlavor"), what="the Job waiting: example.com/dev not covered")
+            dc = await create(kc, {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                                   "metadata": {"name": "dev.example.com"},
+                                   "spec": {"extendedResourceName": "example.com/dev"}})
+            try:
+                assert dc["spec"]["extendedResourceName"] == "example.com/dev"
+                wl = await eventually(lambda: reserved("admitted"), what="the Job admitted on the class's devices")
+                assert wl["status"]["admission"]["podSetAssignments"][0]["resourceUsage"] == {
+                    "cpu": "200m", "example.com/devs": "2"}
+                assert "dev.example.com" in journal.mirror.state.device_classes
+            finally:
+                await kc.delete(BY_KIND["DeviceClass"], "dev.example.com")
 
 
 async def _unsuspended(kc: Any, ns: str, name: str) -> bool:

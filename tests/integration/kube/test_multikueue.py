@@ -10,7 +10,8 @@ there: the manager's Job shows the worker's status and its Workload finishes wit
 worker's Workload or the mirrored Job, whichever reaches the manager's log first), and the copies on the worker are
 deleted. Along the way the MultiKueueCluster and the check show Kueue's Active
 conditions. A JobSet CRD installed on the worker only once the manager is connected gets the worker's JobSets
-watched without a reconnect.
+watched without a reconnect. A RayService handed to MultiKueue is copied to the worker, started there by the
+worker's Kueue, its Ready condition mirrored, and its copies deleted once its Workload is deactivated.
 """
 
 from __future__ import annotations
@@ -43,11 +44,13 @@ from kubehelp import (
 
 from connectors.k8s import crds
 from connectors.k8s.errors import AlreadyExists, NotFound
+from connectors.k8s.framework_webhook import value_at
 from connectors.k8s.jobs import workload_name
 from connectors.k8s.jobset import workload_name as jobset_workload_name
 from connectors.k8s.kubeflow import KINDS as KUBEFLOW_KINDS
 from connectors.k8s.rayjob import workload_name as rayjob_workload_name
-from connectors.k8s.resources import BY_KIND, JOBSETS, RAYJOBS, SECRETS, Resource
+from connectors.k8s.rayservice import workload_name as rayservice_workload_name
+from connectors.k8s.resources import BY_KIND, JOBSETS, RAYJOBS, RAYSERVICES, SECRETS, Resource
 from connectors.k8s.settings import KubeSettings
 from connectors.k8s.webhook import (
     MUTATING_CONFIGS,
@@ -126,6 +129,19 @@ async def _copies_deleted(wc, r: Resource, name: str, wl_name: str, ns: str) -> 
         return await _maybe(wc, "Workload", wl_name, ns) is None and await _remote(wc, r, name, ns) is None
 
     await eventually(gone, timeout=60, what="the copies on the worker to be deleted")
+
+
+async def _condition_mirrored(kc, wc, r: Resource, name: str, ns: str, cond: dict[str, str], what: str) -> None:
+    """The worker's controller of kind ``r`` sets the True condition ``cond`` on the copy's status: waits until the
+    manager's owner shows it."""
+    stamped = {**cond, "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    await wc.patch(r, name, {"status": {"conditions": [stamped]}}, ns, subresource="status")
+
+    async def shown() -> dict[str, Any] | None:
+        owner = msgspec.json.decode(await kc.get(r, name, ns))
+        return owner if _true(owner, cond["type"]) else None
+
+    await eventually(shown, timeout=60, what=what)
 
 
 async def _rejected(kc, wl_name: str, ns: str, what: str) -> dict[str, Any]:
@@ -376,15 +392,9 @@ async def test_a_jobset_is_dispatched_to_the_worker_and_finishes_there(kube_apis
             assert "managedBy" not in remote["spec"]
 
             # --- the worker's JobSet controller completes it: the manager's JobSet shows it, the copies go ----
-            done = {"type": "Completed", "status": "True", "reason": "AllJobsCompleted", "message": "jobset completed",
-                    "lastTransitionTime": "2026-01-01T00:00:00Z"}
-            await wc.patch(JOBSETS, "mk-js", {"status": {"conditions": [done]}}, ns, subresource="status")
-
-            async def manager_completed() -> dict[str, Any] | None:
-                js = msgspec.json.decode(await kc.get(JOBSETS, "mk-js", ns))
-                return js if _true(js, "Completed") else None
-
-            await eventually(manager_completed, timeout=60, what="the manager's JobSet to show Completed")
+            await _condition_mirrored(kc, wc, JOBSETS, "mk-js", ns, {
+                "type": "Completed", "status": "True", "reason": "AllJobsCompleted", "message": "jobset completed"},
+                "the manager's JobSet to show Completed")
 
             await _workload_shows(kc, wl_name, ns, "Finished", "the manager's Workload to finish")
 
@@ -398,18 +408,70 @@ async def test_a_jobset_is_dispatched_to_the_worker_and_finishes_there(kube_apis
             assert _cond(wl, "Evicted")["message"] == _rejection(check)
 
 
-def _rayjob(ns: str, name: str) -> dict[str, Any]:
-    """A RayJob handed to MultiKueue; submitted over HTTP (no submitter pod set), a head and one worker of 1 cpu."""
+def _ray_cluster() -> dict[str, Any]:
+    """A Ray cluster spec: a head and one worker of 1 cpu."""
     template = {"spec": {"containers": [{"name": "ray", "image": "rayproject/ray:2.9.0",
                                          "resources": {"requests": {"cpu": "1"}}}]}}
-    cluster = {"headGroupSpec": {"rayStartParams": {}, "template": template},
-               "workerGroupSpecs": [{"groupName": "workers", "replicas": 1, "minReplicas": 0, "maxReplicas": 1,
-                                     "rayStartParams": {}, "template": template}]}
-    return {"apiVersion": RAYJOBS.api_version, "kind": "RayJob",
+    return {"headGroupSpec": {"rayStartParams": {}, "template": template},
+            "workerGroupSpecs": [{"groupName": "workers", "replicas": 1, "minReplicas": 0, "maxReplicas": 1,
+                                  "rayStartParams": {}, "template": template}]}
+
+
+def _handed(r: Resource, ns: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """An object of kind ``r`` of the queue behind the MultiKueue check, handed to MultiKueue."""
+    return {"apiVersion": r.api_version, "kind": r.kind,
             "metadata": {"name": name, "namespace": ns, "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
-            "spec": {"suspend": True, "managedBy": "kueue.x-k8s.io/multikueue", "submissionMode": "HTTPMode",
-                     "shutdownAfterJobFinishes": True, "entrypoint": "python -c 'print(1)'",
-                     "rayClusterSpec": cluster}}
+            "spec": {"managedBy": "kueue.x-k8s.io/multikueue", **spec}}
+
+
+def _rayjob(ns: str, name: str) -> dict[str, Any]:
+    """A RayJob handed to MultiKueue; submitted over HTTP (no submitter pod set)."""
+    return _handed(RAYJOBS, ns, name, {"suspend": True, "submissionMode": "HTTPMode", "shutdownAfterJobFinishes": True,
+                                       "entrypoint": "python -c 'print(1)'", "rayClusterSpec": _ray_cluster()})
+
+
+@contextlib.asynccontextmanager
+async def _ray_clusters(kube_apiserver, worker_apiserver, tmp_path: Path, framework: str
+                        ) -> AsyncIterator[SimpleNamespace]:
+    """The manager and the worker with the Ray CRDs, their queues and a kueue-es each running ``framework``:
+    (kc, wc, ns, worker, check)."""
+    config = load_config({"integrations": {"frameworks": ["batch/job", framework]}})
+    ray_crds = [*crds.all_crds(), crds.rayjob_crd(), crds.raycluster_crd(), crds.rayservice_crd()]
+    async with await connect(kube_apiserver) as kc, await connect(worker_apiserver) as wc:
+        await crds.install(kc, docs=ray_crds)
+        await crds.install(wc, docs=ray_crds)
+        sfx = secrets.token_hex(3)
+        ns, _, worker, check = await _manager_queues(kc, worker_apiserver, sfx)
+        await _worker_queues(wc, ns, sfx)
+        async with (kueue_es(wc, tmp_path / "worker-log", config=config),
+                    kueue_es(kc, tmp_path / "manager-log", config=config)):
+            yield SimpleNamespace(kc=kc, wc=wc, ns=ns, worker=worker, check=check)
+
+
+async def _admitted_on_worker(c: SimpleNamespace, wl_name: str, what: str) -> None:
+    """The manager's Workload ``wl_name`` admitted once its copy was on ``c.worker``, its check Ready."""
+    wl = await _workload_shows(c.kc, wl_name, c.ns, "Admitted", what)
+    assert wl["status"]["clusterName"] == c.worker
+    assert [(s["name"], s["state"]) for s in wl["status"]["admissionChecks"]] == [(c.check, "Ready")]
+
+
+async def _started_copy(c: SimpleNamespace, r: Resource, name: str, wl_name: str, suspend_at: tuple[str, ...],
+                        what: str) -> dict[str, Any]:
+    """The owner's copy on the worker once the worker's Kueue started it (its flag at ``suspend_at`` false): Kueue's
+    two labels, no managedBy, run on the copied Workload, admitted there and the only one in the namespace."""
+    async def started() -> dict[str, Any] | None:
+        remote = await _remote(c.wc, r, name, c.ns)
+        return remote if remote is not None and value_at(remote, suspend_at) is False else None
+
+    remote = await eventually(started, timeout=60, what=what)
+    labels = remote["metadata"]["labels"]
+    assert labels["kueue.x-k8s.io/multikueue-origin"] == "multikueue"
+    assert labels["kueue.x-k8s.io/prebuilt-workload-name"] == wl_name
+    assert "managedBy" not in remote["spec"]
+    assert _true(await get(c.wc, "Workload", wl_name, c.ns), "Admitted")
+    on_worker = [msgspec.json.decode(raw)["metadata"] for raw in (await c.wc.list(BY_KIND["Workload"])).items]
+    assert [m["name"] for m in on_worker if m["namespace"] == c.ns] == [wl_name], "run on the copied Workload"
+    return remote
 
 
 @pytest.mark.asyncio
@@ -419,65 +481,72 @@ async def test_a_rayjob_is_dispatched_to_the_worker_and_finishes_there(kube_apis
     (Kueue's labels, no managedBy, suspended for the worker's Kueue, which starts it on the copied Workload); the
     test plays KubeRay on the worker, the copy's status reaching the manager's RayJob while it runs and once it
     completes; the manager's Workload finishes and the copies are deleted."""
-    config = load_config({"integrations": {"frameworks": ["batch/job", "ray.io/rayjob"]}})
-    ray_crds = [*crds.all_crds(), crds.rayjob_crd(), crds.raycluster_crd()]
-    async with await connect(kube_apiserver) as kc, await connect(worker_apiserver) as wc:
-        await crds.install(kc, docs=ray_crds)
-        await crds.install(wc, docs=ray_crds)
-        sfx = secrets.token_hex(3)
-        ns, _, worker, check = await _manager_queues(kc, worker_apiserver, sfx)
-        await _worker_queues(wc, ns, sfx)
-        async with (kueue_es(wc, tmp_path / "worker-log", config=config),
-                    kueue_es(kc, tmp_path / "manager-log", config=config)):
-            handed = msgspec.json.decode(await kc.create(RAYJOBS, _rayjob(ns, "mk-ray"), ns))
-            wl_name = rayjob_workload_name("mk-ray", handed["metadata"]["uid"])
+    async with _ray_clusters(kube_apiserver, worker_apiserver, tmp_path, "ray.io/rayjob") as c:
+        kc, wc, ns = c.kc, c.wc, c.ns
+        handed = msgspec.json.decode(await kc.create(RAYJOBS, _rayjob(ns, "mk-ray"), ns))
+        wl_name = rayjob_workload_name("mk-ray", handed["metadata"]["uid"])
 
-            wl = await _workload_shows(kc, wl_name, ns, "Admitted", "the RayJob's Workload to be admitted")
-            assert wl["status"]["clusterName"] == worker
-            assert [(s["name"], s["state"]) for s in wl["status"]["admissionChecks"]] == [(check, "Ready")]
+        await _admitted_on_worker(c, wl_name, "the RayJob's Workload to be admitted")
+        remote = await _started_copy(c, RAYJOBS, "mk-ray", wl_name, ("spec", "suspend"),
+                                     "the RayJob's copy started by the worker's Kueue")
+        assert remote["spec"]["entrypoint"] == "python -c 'print(1)'"
 
-            async def remote_rayjob() -> dict[str, Any] | None:
-                return await _remote(wc, RAYJOBS, "mk-ray", ns)
+        # --- KubeRay runs the copy on the worker: the manager's RayJob shows it --------------------------------
+        await wc.patch(RAYJOBS, "mk-ray", {"status": {"jobDeploymentStatus": "Running", "jobStatus": "RUNNING"}},
+                       ns, subresource="status")
 
-            async def started_on_worker() -> dict[str, Any] | None:
-                remote = await remote_rayjob()
-                return remote if remote is not None and remote["spec"].get("suspend") is False else None
+        async def manager_shows(deployment: str) -> dict[str, Any] | None:
+            rj = msgspec.json.decode(await kc.get(RAYJOBS, "mk-ray", ns))
+            return rj if (rj.get("status") or {}).get("jobDeploymentStatus") == deployment else None
 
-            remote = await eventually(started_on_worker, timeout=60,
-                                      what="the RayJob's copy started by the worker's Kueue")
-            labels = remote["metadata"]["labels"]
-            assert labels["kueue.x-k8s.io/multikueue-origin"] == "multikueue"
-            assert labels["kueue.x-k8s.io/prebuilt-workload-name"] == wl_name
-            assert "managedBy" not in remote["spec"]
-            assert remote["spec"]["entrypoint"] == "python -c 'print(1)'"
-            remote_wl = await get(wc, "Workload", wl_name, ns)
-            assert _true(remote_wl, "Admitted")
-            on_worker = [msgspec.json.decode(raw)["metadata"] for raw in (await wc.list(BY_KIND["Workload"])).items]
-            assert [m["name"] for m in on_worker if m["namespace"] == ns] == [wl_name], "run on the copied Workload"
+        await eventually(lambda: manager_shows("Running"), timeout=60,
+                         what="the manager's RayJob to show the copy running")
 
-            # --- KubeRay runs the copy on the worker: the manager's RayJob shows it ----------------------------
-            await wc.patch(RAYJOBS, "mk-ray", {"status": {"jobDeploymentStatus": "Running", "jobStatus": "RUNNING"}},
-                           ns, subresource="status")
+        # --- completed on the worker: the manager's RayJob and Workload finish, the copies go -----------------
+        await wc.patch(RAYJOBS, "mk-ray", {"status": {"jobDeploymentStatus": "Complete", "jobStatus": "SUCCEEDED",
+                                                      "message": "Job finished successfully."}},
+                       ns, subresource="status")
+        rj = await eventually(lambda: manager_shows("Complete"), timeout=60,
+                              what="the manager's RayJob to show the copy complete")
+        assert (rj["status"]["jobStatus"], rj["status"]["message"]) == ("SUCCEEDED", "Job finished successfully.")
 
-            async def manager_shows(deployment: str) -> dict[str, Any] | None:
-                rj = msgspec.json.decode(await kc.get(RAYJOBS, "mk-ray", ns))
-                return rj if (rj.get("status") or {}).get("jobDeploymentStatus") == deployment else None
+        wl = await _workload_shows(kc, wl_name, ns, "Finished", "the manager's Workload to finish")
+        assert _cond(wl, "Finished")["reason"] == "Succeeded"
 
-            await eventually(lambda: manager_shows("Running"), timeout=60,
-                             what="the manager's RayJob to show the copy running")
+        await _copies_deleted(wc, RAYJOBS, "mk-ray", wl_name, ns)
 
-            # --- completed on the worker: the manager's RayJob and Workload finish, the copies go -------------
-            await wc.patch(RAYJOBS, "mk-ray", {"status": {"jobDeploymentStatus": "Complete", "jobStatus": "SUCCEEDED",
-                                                          "message": "Job finished successfully."}},
-                           ns, subresource="status")
-            rj = await eventually(lambda: manager_shows("Complete"), timeout=60,
-                                  what="the manager's RayJob to show the copy complete")
-            assert (rj["status"]["jobStatus"], rj["status"]["message"]) == ("SUCCEEDED", "Job finished successfully.")
 
-            wl = await _workload_shows(kc, wl_name, ns, "Finished", "the manager's Workload to finish")
-            assert _cond(wl, "Finished")["reason"] == "Succeeded"
+def _rayservice(ns: str, name: str) -> dict[str, Any]:
+    """A RayService handed to MultiKueue, suspended at its cluster config."""
+    return _handed(RAYSERVICES, ns, name, {"serveConfigV2": "applications: []",
+                                           "rayClusterConfig": {"suspend": True, **_ray_cluster()}})
 
-            await _copies_deleted(wc, RAYJOBS, "mk-ray", wl_name, ns)
+
+@pytest.mark.asyncio
+async def test_a_rayservice_is_dispatched_to_the_worker_and_its_status_mirrored(kube_apiserver, worker_apiserver,
+                                                                                tmp_path) -> None:
+    """Kueue's RayService adapter: a RayService handed to MultiKueue is copied to the worker that admitted its
+    Workload (Kueue's labels, no managedBy, suspended at its cluster config for the worker's Kueue, which starts it
+    on the copied Workload); the test plays KubeRay on the worker, the copy's Ready condition reaching the manager's
+    RayService. A service never finishes: its copies go once the manager's Workload is deactivated."""
+    async with _ray_clusters(kube_apiserver, worker_apiserver, tmp_path, "ray.io/rayservice") as c:
+        kc, wc, ns = c.kc, c.wc, c.ns
+        handed = msgspec.json.decode(await kc.create(RAYSERVICES, _rayservice(ns, "mk-svc"), ns))
+        wl_name = rayservice_workload_name("mk-svc", handed["metadata"]["uid"])
+
+        await _admitted_on_worker(c, wl_name, "the RayService's Workload to be admitted")
+        remote = await _started_copy(c, RAYSERVICES, "mk-svc", wl_name, ("spec", "rayClusterConfig", "suspend"),
+                                     "the RayService's copy started by the worker's Kueue")
+        assert remote["spec"]["serveConfigV2"] == "applications: []"
+
+        # --- KubeRay serves the copy on the worker: the manager's RayService shows it ---------------------------
+        await _condition_mirrored(kc, wc, RAYSERVICES, "mk-svc", ns, {
+            "type": "Ready", "status": "True", "reason": "RayServiceReady", "message": ""},
+            "the manager's RayService to show the copy Ready")
+
+        # --- deactivated on the manager: the copies go -------------------------------------------------------
+        await kc.patch(BY_KIND["Workload"], wl_name, {"spec": {"active": False}}, ns)
+        await _copies_deleted(wc, RAYSERVICES, "mk-svc", wl_name, ns)
 
 
 PYTORCH = KUBEFLOW_KINDS["PyTorchJob"]

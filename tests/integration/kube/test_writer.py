@@ -213,3 +213,34 @@ async def test_an_external_check_controllers_state_is_folded_and_never_set_back(
         assert {c["type"]: c["status"] for c in wl["status"]["conditions"]}["Admitted"] == "True"
         (shown,) = wl["status"]["admissionChecks"]
         assert (shown["state"], shown["message"]) == ("Ready", "capacity found")
+
+
+@pytest.mark.asyncio
+async def test_a_workload_rewritten_with_other_pod_sets_gets_no_admission_of_the_old_ones(kube_apiserver) -> None:
+    """A job integration rewrote the Workload's pod sets while it held no quota, before the reservation's write:
+    the retry rejects it (an admission naming the old pod sets would be wrong), the watch brings the rewrite, the
+    fold forgets the reservation, and the scheduler reserves anew for the new pod sets."""
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        ns, _, cq, _ = await queues(kc, "rewritten", {"cpu": 10})
+        await create(kc, _workload(ns, "d"))
+        log = MemoryLog()
+        journal = LocalJournal(log, Mirror())
+        await _sync_mirror(kc, journal)
+        d = f"{ns}/d"
+        first = [r.offset for r in await _decide(journal) if r.event.key == d]
+        writer = StatusWriter(kc, journal)
+        await kc.patch(WORKLOADS, "d", {"spec": {"podSets": [{**_workload(ns, "d")["spec"]["podSets"][0],
+                                                               "count": 2}]}}, ns)
+        await writer.sync(d)
+        assert await _outcomes(log, d) == [("rejected", off, "SpecChanged") for off in first]
+        assert not (await get(kc, "Workload", "d", ns)).get("status", {}).get("admission")
+
+        await _sync_mirror(kc, journal)
+        assert not journal.mirror.state.workloads[d].reserving, "the reservation never written is forgotten"
+        again = [r for r in await _decide(journal) if r.event.key == d]
+        assert [type(r.event).__name__ for r in again] == ["QuotaReserved", "WorkloadAdmitted"]
+        await writer.sync(d)
+        admission = (await get(kc, "Workload", "d", ns))["status"]["admission"]
+        assert admission["clusterQueue"] == cq and admission["podSetAssignments"][0]["count"] == 2
+        assert (await _outcomes(log, d))[len(first):] == [("applied", r.offset, "") for r in again]

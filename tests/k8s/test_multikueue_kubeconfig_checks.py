@@ -1,0 +1,98 @@
+"""Kueue's refusal of a MultiKueueCluster kubeconfig unsafe to use (reason ``InsecureKubeConfig``): what is
+refused, in Kueue's words, and what is taken."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from connectors.k8s.kubeconfig_checks import insecure_reason, trusted_server
+
+
+def kubeconfig(cluster: dict[str, Any] | None = None, user: dict[str, Any] | None = None, *,
+               others: tuple[dict[str, Any], ...] = ()) -> bytes:
+    """A kubeconfig whose current context is cluster ``w`` (a server by name, its CA inline) and user ``u`` (a
+    bearer token), each given ``cluster`` / ``user`` over that; ``others``: more clusters."""
+    return yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "w", "cluster": {"server": "https://worker.example:6443",
+                                               "certificate-authority-data": "Q0E=", **(cluster or {})}}, *others],
+        "users": [{"name": "u", "user": {"token": "t", **(user or {})}}],
+        "contexts": [{"name": "c", "context": {"cluster": "w", "user": "u"}}]}).encode()
+
+
+@pytest.mark.parametrize("source", [
+    kubeconfig(),
+    kubeconfig(user={"token": None, "client-certificate-data": "Y2VydA==", "client-key-data": "a2V5"}),
+    kubeconfig({"server": "https://10.0.0.7:6443"}),
+    kubeconfig({"server": "https://[fd00::7]:6443"}),
+    kubeconfig({"server": "https://Worker.EXAMPLE"}),
+    kubeconfig({"server": "http://worker.example:8080"}),
+], ids=["token", "client-certificate-data", "ipv4", "ipv6", "uppercase", "http"])
+def test_a_kubeconfig_with_its_ca_inline_and_a_token_or_certificate_is_taken(source: bytes) -> None:
+    assert insecure_reason(source) == ""
+
+
+@pytest.mark.parametrize(("source", "why"), [
+    (kubeconfig(user={"tokenFile": "/var/run/token"}), "tokenFile is not allowed"),
+    (kubeconfig({"insecure-skip-tls-verify": True}), "insecure TLS verification is not allowed for cluster w"),
+    (kubeconfig({"certificate-authority-data": None, "certificate-authority": "/etc/ca.crt"}),
+     "certificate-authority file paths are not allowed, use certificate-authority-data for cluster w"),
+    (kubeconfig(others=({"name": "x", "cluster": {"certificate-authority-data": "Q0E="}},)),
+     "server URL is required for cluster x"),
+    (kubeconfig({"server": "worker.example:6443"}), "untrusted server endpoint"),
+    (kubeconfig({"server": "https://worker_1.example"}), "untrusted server endpoint"),
+    (kubeconfig({"server": "https://worker.example:https"}), "untrusted server endpoint"),
+    (kubeconfig({"server": "https://[fd00::7:6443"}), "untrusted server endpoint"),
+    (kubeconfig(user={"username": "admin", "password": "secret"}), "basic auth is not allowed"),
+    (kubeconfig(user={"exec": {"command": "aws", "apiVersion": "client.authentication.k8s.io/v1"}}),
+     "exec plugins are not allowed"),
+    (kubeconfig(user={"auth-provider": {"name": "oidc"}}), "auth providers are not allowed"),
+], ids=["token-file", "insecure-skip-tls-verify", "ca-file", "no-server", "no-scheme", "bad-host", "bad-port",
+        "unclosed-ipv6", "basic-auth", "exec", "auth-provider"])
+def test_an_unsafe_kubeconfig_is_refused_in_kueues_words(source: bytes, why: str) -> None:
+    """Every cluster and user of the file is checked for token files, skipped TLS verification, CA file paths and
+    missing servers; the current context's server and user for an untrusted endpoint, basic auth and plugins."""
+    assert insecure_reason(source) == why
+
+
+def test_every_cluster_is_checked_not_only_the_current_one() -> None:
+    other = {"name": "old", "cluster": {"server": "https://old.example", "insecure-skip-tls-verify": True}}
+    assert insecure_reason(kubeconfig(others=(other,))) == "insecure TLS verification is not allowed for cluster old"
+
+
+def test_two_entries_of_one_name_do_not_parse_as_kubernetes_loader_fails_them() -> None:
+    """Kubernetes' loader refuses a list naming one cluster, user or context twice, so Kueue refuses the file
+    whichever of the two is unsafe (here the first skips TLS verification, the last is safe)."""
+    insecure = {"name": "w", "cluster": {"server": "https://old.example", "insecure-skip-tls-verify": True}}
+    source = yaml.safe_load(kubeconfig())
+    source["clusters"].insert(0, insecure)
+    assert insecure_reason(yaml.safe_dump(source).encode()) == (
+        "failed to parse kubeconfig(apiconfig): error converting *[]NamedCluster into *map[string]*api.Cluster: "
+        'duplicate name "w" in list')
+    source = yaml.safe_load(kubeconfig())
+    source["users"].append({"name": "u", "user": {"token": "t2"}})
+    assert insecure_reason(yaml.safe_dump(source).encode()) == (
+        "failed to parse kubeconfig(apiconfig): error converting *[]NamedAuthInfo into *map[string]*api.AuthInfo: "
+        'duplicate name "u" in list')
+
+
+def test_a_kubeconfig_that_is_no_kubeconfig_is_refused_naming_what_is_wrong() -> None:
+    assert insecure_reason(b"- a\n- list\n") == "failed to parse kubeconfig(apiconfig): not a map"
+    assert insecure_reason(b"clusters: {w: {}}\n") == "failed to parse kubeconfig(apiconfig): clusters: not a list"
+    assert insecure_reason(b"users: [{name: u, user: token}]\n") == (
+        "failed to parse kubeconfig(apiconfig): users[0]: not a map with a user map")
+    assert insecure_reason(b"clusters: [\n").startswith("failed to parse kubeconfig(apiconfig): ")
+
+
+def test_a_host_is_trusted_as_kueues_url_parsing_finds_it() -> None:
+    """The host is an IP address or a DNS-1123 subdomain once lowercased; user info and a numeric port are not
+    part of it; ``[::1]`` without a port is no address (the brackets stay on the host)."""
+    assert trusted_server("https://user:pw@worker.example:443")
+    assert trusted_server("https://::1")
+    assert not trusted_server("https://[::1]")
+    assert not trusted_server("https://[fe80::1%25eth0]:6443")
+    assert not trusted_server("https://[::1") and not trusted_server("https://[worker]:6443")
+    assert not trusted_server("localhost:6443") and not trusted_server("")
