@@ -106,6 +106,9 @@ EXTENDED_CONFIG = load_config({"resources": {"deviceClassMappings": [
 
 @pytest.mark.asyncio
 async def test_an_extended_resource_a_device_class_serves_is_charged_as_its_devices(kube_apiserver, tmp_path) -> None:
+    """The Job requests the extended resource: Kueue looks for a DeviceClass serving it only when a container's
+    requests name it (a limit alone leaves it an ordinary request, as tests/projections/test_proj_dra_extended.py
+    shows)."""
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
         ns, _, _, _ = await queues(kc, "dra-ext", {"cpu": 10, "example.com/devs": 2})
@@ -115,7 +118,7 @@ async def test_an_extended_resource_a_device_class_serves_is_charged_as_its_devi
                    "spec": {"suspend": True, "parallelism": 2, "completions": 2, "template": {"spec": {
                        "restartPolicy": "Never",
                        "containers": [{"name": "main", "image": "busybox:1.36", "command": ["sleep", "10"],
-                                       "resources": {"requests": {"cpu": "100m"},
+                                       "resources": {"requests": {"cpu": "100m", "example.com/dev": "1"},
                                                      "limits": {"example.com/dev": "1"}}}]}}}}
             job = await create(kc, job)
             name = workload_name("ext", job["metadata"]["uid"])
