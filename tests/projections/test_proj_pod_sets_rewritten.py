@@ -141,10 +141,13 @@ def _samples(state: ClusterState, name: str) -> list:
 
 
 def _counted(state: ClusterState) -> dict[str, object]:
-    """The reservation and admission counters and wait-time histograms of cq0, and the admission attempts."""
+    """The reservation and admission counters and wait-time histograms (ClusterQueue, LocalQueue, cohort), and
+    the admission attempts."""
     wanted = {"kueue_quota_reserved_workloads_total", "kueue_admitted_workloads_total",
               "kueue_quota_reserved_wait_time_seconds", "kueue_admission_wait_time_seconds",
-              "kueue_admission_attempts_total"}
+              "kueue_local_queue_quota_reserved_workloads_total", "kueue_local_queue_admitted_workloads_total",
+              "kueue_local_queue_quota_reserved_wait_time_seconds", "kueue_local_queue_admission_wait_time_seconds",
+              "kueue_cohort_subtree_admitted_workloads_total", "kueue_admission_attempts_total"}
     return {f.spec.name: sorted(f.samples) for f in families(state) if f.spec.name in wanted and f.samples}
 
 
@@ -156,6 +159,8 @@ def test_the_metrics_do_not_count_a_reservation_that_was_never_written() -> None
     counted = _counted(state)
     assert counted["kueue_quota_reserved_workloads_total"] == [(("cq0", ""), 1)]
     assert counted["kueue_admitted_workloads_total"] == [(("cq0", ""), 1)]
+    assert counted["kueue_local_queue_admitted_workloads_total"] == [(("lq0", "ns0", ""), 1)]
+    assert counted["kueue_cohort_subtree_admitted_workloads_total"] == [(("co0", ""), 1)]
     shown = o.WorkloadStatus(conditions=[PENDING_SHOWN])
     _upsert(state, msgspec.structs.replace(_first(count=2), status=shown))
     assert state.workloads[KEY].phase == PENDING
