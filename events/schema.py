@@ -360,7 +360,8 @@ class ProvisioningRequestDeleted(Decision, tag="ProvisioningRequestDeleted"):
     name: str
     namespace: str
     reason: str
-    """``Finished``, ``Evicted`` (CleanupProvisioningRequestsOnEviction) or ``Superseded`` (not the active one)."""
+    """``Finished``, ``Evicted`` (CleanupProvisioningRequestsOnEviction), ``Superseded`` (not the active one) or
+    ``ReservationForgotten`` (decided for a reservation that was never written, so never created)."""
     request_uid: str = ""
     """The request's uid when it has been observed (a precondition for the delete), else empty."""
 

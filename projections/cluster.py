@@ -60,7 +60,7 @@ from projections.dra import (
 from projections.dra import extended_on as dra_extended_on
 from projections.dra import mapping_of as dra_mapping_of
 from projections.dra import mode_of as dra_mode_of
-from projections.metrics import METERED, NEEDS_BEFORE, MetricsFold
+from projections.metrics import METERED, NEEDS_BEFORE, MetricsFold, uncount_reservation
 from projections.node_ready import not_ready_wait_ends, ready_condition
 from projections.pod_adjustment import LimitSummary, summarize
 from projections.pods_ready import waits_for_pods_ready
@@ -1588,6 +1588,7 @@ class ClusterState:
         the reservation set (its conditions, the emptied ``resourceRequests``) is as the Workload shows it."""
         cq = wl.cluster_queue
         self.reservation_forgotten = (self.offset, wl.key)
+        uncount_reservation(self.metrics, self, wl)  # Kueue counts a reservation only once written
         self._release(wl)
         self.awaiting_release.discard(wl.key)
         wl.admission, wl.usage, wl.phase = None, {}, PENDING

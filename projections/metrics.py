@@ -596,6 +596,43 @@ def _admitted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -
             _observe(m.histograms[_LQ_CHECKS_WAIT], _QR_BOUNDS, lq_labels, e.time - wl.reserved_at)
 
 
+def uncount_reservation(m: MetricsFold, state: ClusterState, wl: WorkloadInfo) -> None:
+    """The fold forgets ``wl``'s reservation (still held as it was decided), which was never written. Kueue
+    counts a reservation, and an admission written with it or after it, only once its status write succeeds;
+    one whose write lost the race to a rewritten Workload it never counted: what :func:`_reserved` and
+    :func:`_admitted` observed for it is taken back (``admission_attempts_total`` stays, as Kueue counts the
+    attempt when the scheduler assumes the workload)."""
+    reserved_at = wl.reserved_at
+    if reserved_at is None:
+        return
+    labels = (wl.cluster_queue, wl.priority_class)
+    lq_labels = (wl.queue_name, wl.namespace, wl.priority_class)
+    local = state.local_queue_metrics
+    queued = _queued_since(wl)
+    _unobserve(m.histograms[_QR_WAIT], _QR_BOUNDS, labels, reserved_at - queued)
+    if local:
+        _unobserve(m.histograms[_LQ_QR_WAIT], _QR_BOUNDS, lq_labels, reserved_at - queued)
+    admitted_at = wl.admitted_at
+    if wl.phase != ADMITTED or admitted_at is None:
+        return
+    _unobserve(m.histograms[_ADM_WAIT], _ADM_BOUNDS, labels, admitted_at - queued)
+    series = m.counters[_SUBTREE_ADMITTED]
+    for cohort in state.forest.cohort_path(wl.cluster_queue):
+        key = (cohort, wl.priority_class)
+        n = series.get(key, 0)
+        if n > 1:
+            series[key] = n - 1
+        elif n:
+            del series[key]
+    checked = bool(wl.check_states)
+    if checked:
+        _unobserve(m.histograms[_CHECKS_WAIT], _BOUNDS_MS[_CHECKS_WAIT], labels, admitted_at - reserved_at)
+    if local:
+        _unobserve(m.histograms[_LQ_ADM_WAIT], _QR_BOUNDS, lq_labels, admitted_at - queued)
+        if checked:
+            _unobserve(m.histograms[_LQ_CHECKS_WAIT], _QR_BOUNDS, lq_labels, admitted_at - reserved_at)
+
+
 def _evicted(m: MetricsFold, state: ClusterState, e: Any, seen: _Seen | None) -> None:
     _decided(m, state, e, seen)
     if seen is None:
@@ -747,6 +784,20 @@ def _observe(series: dict[tuple[str, ...], Observed], bounds: list[int], labels:
         ms = 0
     h[bisect_left(bounds, ms)] += 1
     h[-1] += ms
+
+
+def _unobserve(series: dict[tuple[str, ...], Observed], bounds: list[int], labels: tuple[str, ...], ms: int) -> None:
+    """Take back one observation :func:`_observe` made with the same arguments (none when its bucket is empty);
+    a series left with no observation goes, as Kueue has none it never observed into."""
+    h = series.get(labels)
+    ms = max(ms, 0)
+    i = bisect_left(bounds, ms)
+    if h is None or h[i] <= 0:
+        return
+    h[i] -= 1
+    h[-1] -= ms
+    if not any(h[:-1]):
+        del series[labels]
 
 
 METERED: dict[type, Any] = {

@@ -34,6 +34,7 @@ from projections.workloads import (
     ADMITTED,
     FINISHED,
     MANAGED_LABEL,
+    PENDING,
     TAS_LABEL,
     TOPOLOGY_GATE,
     WORKLOAD_ANNOTATION,
@@ -42,6 +43,8 @@ from projections.workloads import (
 
 NOT_ACTIVE = "the check is not active"
 NOT_NEEDED = "the provisioning request is not needed"
+FORGOTTEN = "ReservationForgotten"
+"""The deletion reason of a request decided for a reservation the fold forgot (:func:`cleanup`)."""
 CONSUMES_ANNOTATION = "autoscaling.x-k8s.io/consume-provisioning-request"
 CLASS_ANNOTATION = "autoscaling.x-k8s.io/provisioning-class-name"
 STALE_ANNOTATIONS = frozenset((CONSUMES_ANNOTATION, CLASS_ANNOTATION, WORKLOAD_ANNOTATION,
@@ -385,7 +388,15 @@ def cleanup(state: ClusterState, base: dict, owners: Iterable[str] | None = None
     With the gate off an evicted workload's requests stay as they are: at its next quota reservation
     :func:`reconcile_workload` takes the newest synced one as the check's active request again, so a
     provisioned one is reused (the check turns Ready at once) and a failed or expired one is superseded by the
-    next attempt, named from it as Kueue names it (the same name the check's retry count gives)."""
+    next attempt, named from it as Kueue names it (the same name the check's retry count gives).
+
+    A pending workload, neither evicted nor finished, that owns a request the watch never showed lost the
+    reservation that request was decided for before the reservation was written (the fold forgot it: its
+    Workload was rewritten with other pod sets). The applier holds such a creation until the stored Workload
+    holds quota, so it was never made; and Kueue, whose controller sees only stored reservations, never decides
+    one. Its deletion (``ReservationForgotten``) withdraws it, so that the next reservation gets a request of
+    its own, counted from its own admission, instead of taking this one's pod sets and counts as its active
+    request."""
     out: list[ev.Decision] = []
     requests_of = state.requests_of
     # The intersection walks the smaller side: most passes touch many workloads and few own requests.
@@ -395,8 +406,11 @@ def cleanup(state: ClusterState, base: dict, owners: Iterable[str] | None = None
             continue
         if wl.phase == FINISHED:
             out.extend(_delete(wl, _owned(state, wl), "Finished", base))
-        elif wl.evicted and on_eviction:
-            out.extend(_delete(wl, _owned(state, wl), "Evicted", base))
+        elif wl.evicted:
+            if on_eviction:
+                out.extend(_delete(wl, _owned(state, wl), "Evicted", base))
+        elif wl.phase == PENDING:
+            out.extend(_delete(wl, [r for r in _owned(state, wl) if not r.metadata.uid], FORGOTTEN, base))
     return out
 
 

@@ -30,6 +30,7 @@ from events import schema as ev
 from projections.admissionchecks import PROVISIONING_CONTROLLER
 from projections.audit import AuditTrail
 from projections.cluster import ClusterState
+from projections.metrics import families
 from projections.workloads import ADMITTED, PENDING
 
 KEY = "ns0/w0"
@@ -107,11 +108,13 @@ def test_a_check_set_on_the_reservation_forgotten_is_as_the_workload_shows_it() 
               ev.WorkloadAdmitted(key=KEY, **base)):
         state.apply(ev.Record(state.offset + 1, e))
     assert state.workloads[KEY].phase == ADMITTED
+    assert _samples(state, "kueue_admission_checks_wait_time_seconds")
     rewritten = msgspec.structs.replace(workload("ns0", "w0", uid="u0", queue="lqa", cpu="1", count=2),
                                         status=o.WorkloadStatus(admission_checks=list(listed.values())))
     _upsert(state, rewritten)
     wl = state.workloads[KEY]
     assert wl.phase == PENDING and wl.check_states == listed
+    assert not _samples(state, "kueue_admission_checks_wait_time_seconds"), "nor is its check wait counted"
 
 
 def test_the_audit_shows_the_reservation_forgotten_and_the_workload_queued_again() -> None:
@@ -131,3 +134,36 @@ def test_the_audit_shows_the_reservation_forgotten_and_the_workload_queued_again
         len(batch) - 1, "Requeued", "SpecChanged", True, "cq0")
     tracked = trail.workloads[KEY]
     assert (tracked.phase, tracked.reserved_in, tracked.queued_in) == ("Pending", "", "cq0")
+
+
+def _samples(state: ClusterState, name: str) -> list:
+    return next(f.samples for f in families(state) if f.spec.name == name)
+
+
+def _counted(state: ClusterState) -> dict[str, object]:
+    """The reservation and admission counters and wait-time histograms (ClusterQueue, LocalQueue, cohort), and
+    the admission attempts."""
+    wanted = {"kueue_quota_reserved_workloads_total", "kueue_admitted_workloads_total",
+              "kueue_quota_reserved_wait_time_seconds", "kueue_admission_wait_time_seconds",
+              "kueue_local_queue_quota_reserved_workloads_total", "kueue_local_queue_admitted_workloads_total",
+              "kueue_local_queue_quota_reserved_wait_time_seconds", "kueue_local_queue_admission_wait_time_seconds",
+              "kueue_cohort_subtree_admitted_workloads_total", "kueue_admission_attempts_total"}
+    return {f.spec.name: sorted(f.samples) for f in families(state) if f.spec.name in wanted and f.samples}
+
+
+def test_the_metrics_do_not_count_a_reservation_that_was_never_written() -> None:
+    """Kueue counts a reservation and an admission (quota_reserved/admitted_workloads_total, their wait times)
+    once their status write succeeds; the write of a reservation the fold forgets lost to the rewrite, so
+    Kueue never counted it. The admission attempt stays counted: Kueue counts it when it assumes the workload."""
+    state = _admitted()
+    counted = _counted(state)
+    assert counted["kueue_quota_reserved_workloads_total"] == [(("cq0", ""), 1)]
+    assert counted["kueue_admitted_workloads_total"] == [(("cq0", ""), 1)]
+    assert counted["kueue_local_queue_admitted_workloads_total"] == [(("lq0", "ns0", ""), 1)]
+    assert counted["kueue_cohort_subtree_admitted_workloads_total"] == [(("co0", ""), 1)]
+    shown = o.WorkloadStatus(conditions=[PENDING_SHOWN])
+    _upsert(state, msgspec.structs.replace(_first(count=2), status=shown))
+    assert state.workloads[KEY].phase == PENDING
+    after = _counted(state)
+    assert after == {"kueue_admission_attempts_total": counted["kueue_admission_attempts_total"]}, (
+        "no series of a reservation or admission Kueue never counted")

@@ -19,6 +19,7 @@ from events import schema as ev
 from events.filelog import FileLog
 from kueue_es.scheduler import decide
 from kueue_es.scheduler import provisioning as prov
+from kueue_es.scheduler.config import load_config
 from projections import snapshot
 from projections.admissionchecks import applicable_checks, check_active
 
@@ -131,6 +132,51 @@ def test_the_deletion_of_an_older_request_of_a_name_keeps_the_one_just_created()
                               kind="ProvisioningRequest")])
     assert "default/job-a-prov-1" in f.state.provisioning_requests
     assert f.at(6) == []
+
+
+def _rewritten(f: Flow, count: int) -> ev.ObjectUpserted:
+    """job-a as its job integration rewrites it with ``count`` pods, before the reservation was written: the
+    Workload shows no status."""
+    first = next(r.event for r in f.records if isinstance(r.event, ev.ObjectUpserted) and r.event.key == "default/job-a")
+    obj = first.obj
+    (ps,) = obj.spec.pod_sets
+    spec = msgspec.structs.replace(obj.spec, pod_sets=[msgspec.structs.replace(ps, count=count)])
+    return msgspec.structs.replace(first, obj=msgspec.structs.replace(obj, spec=spec))
+
+
+def test_a_request_decided_for_a_reservation_forgotten_is_withdrawn_and_the_next_one_gets_its_own() -> None:
+    """The request job-a-prov-1 was decided for 2 pods on the log's reservation; the Workload, rewritten with 1
+    pod before that reservation was written, makes the fold forget it. Kueue never made that request (its
+    controller sees only stored reservations): it is deleted before it is ever created, and the next
+    reservation gets a request counted from its own admission, not the forgotten one's 2 pods."""
+    f = Flow("provisioning-happy-path.yaml")
+    assert f.state.provisioning_requests["default/job-a-prov-1"].spec.pod_sets[0].count == 2
+    decided = f.at(5, [_rewritten(f, 1)])
+    assert [type(d).__name__ for d in decided] == [
+        "ProvisioningRequestDeleted", "QuotaReserved", "ProvisioningRequestCreated"]
+    assert (decided[0].name, decided[0].reason, decided[0].request_uid) == ("job-a-prov-1", prov.FORGOTTEN, "")
+    created = decided[2]
+    assert created.request.metadata.name == "job-a-prov-1"
+    assert [p.count for p in created.request.spec.pod_sets] == [1]
+    assert [p.count for p in f.state.provisioning_requests["default/job-a-prov-1"].spec.pod_sets] == [1]
+
+
+def test_an_unobserved_request_of_a_workload_evicted_with_the_cleanup_gate_off_is_kept() -> None:
+    """Only a pending workload that is not evicted lost its reservation unwritten: one evicted (and released)
+    before the watch showed its request keeps it while CleanupProvisioningRequestsOnEviction is off, as Kueue
+    keeps an evicted workload's requests for its next reservation."""
+    f = Flow("provisioning-happy-path.yaml")
+    off = load_config({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+                       "featureGates": {"CleanupProvisioningRequestsOnEviction": False}})
+    base = {"time": T0 + 1000, "cycle": f.state.last_cycle + 1, "input": len(f.records) - 1}
+    f.append([ev.WorkloadEvicted(key="default/job-a", uid="uid-default/job-a", reason="PodsReadyTimeout",
+                                 message="timed out", **base), ev.JobStopped(time=T0 + 2000, key="default/job-a")])
+    while batch := decide(f.state, off, T0 + 2000):
+        f.append(batch)
+    wl = f.state.workloads["default/job-a"]
+    assert wl.evicted == "PodsReadyTimeout" and wl.phase == "Pending"
+    assert f.state.provisioning_requests["default/job-a-prov-1"].metadata.uid == ""
+    assert not any(isinstance(r.event, ev.ProvisioningRequestDeleted) for r in f.records)
 
 
 def test_a_pod_template_carries_the_tas_label_and_gate_once_the_pod_set_has_a_topology() -> None:
