@@ -1051,6 +1051,29 @@ async def test_an_insecure_kubeconfig_is_its_worker_s_insecure_kube_config_no_cl
 
 
 @pytest.mark.asyncio
+async def test_a_kubeconfig_whose_current_context_resolves_to_no_cluster_is_insecure_kube_config(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kueue has its client library build a client config from the kubeconfig before building a client: a current
+    context naming no cluster the file holds is refused there, ``InsecureKubeConfig`` with that library's words,
+    not a client that fails to connect."""
+    state = _state(tmp_path)
+    built = _built_clients(monkeypatch)
+    path = tmp_path / "w.kubeconfig"
+    path.write_bytes(_kubeconfig("w").replace(b"current-context: w", b"current-context: elsewhere"))
+    state.multikueue_clusters = {"w": _path_cluster(str(path))}
+    mk = _connector(state, {})
+    try:
+        await mk._sync_workers(NO_PATH_CHECK)
+        w = mk.workers["w"]
+        assert (w.connected, w.client, w.reason) == (False, None, "InsecureKubeConfig")
+        assert w.message == ("load client config failed: invalid configuration: [context was not found for "
+                             "specified context: elsewhere, cluster has no server defined]")
+        assert built == []
+    finally:
+        await _close(mk)
+
+
+@pytest.mark.asyncio
 async def test_a_cancellation_while_a_worker_s_watches_stop_is_not_swallowed() -> None:
     """Stopping a worker's watches waits for them to end; the connector's own cancellation (a shutdown) coming
     meanwhile ends the connector, or its task group would wait for it for ever. A cancellation from before (the
