@@ -1075,49 +1075,34 @@ async def test_a_changed_origin_moves_the_worker_watches_to_its_label(tmp_path: 
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize(("unsafe", "why"), [
+    ((b"certificate-authority-data: Q0E=", b"insecure-skip-tls-verify: true"),
+     "insecure TLS verification is not allowed for cluster w"),
+    ((b"current-context: w", b"current-context: elsewhere"),
+     "invalid configuration: [context was not found for specified context: elsewhere, cluster has no server "
+     "defined]"),
+], ids=["skips-tls-verification", "current-context-resolves-to-no-cluster"])
 async def test_an_insecure_kubeconfig_is_its_worker_s_insecure_kube_config_no_client_built(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Kueue checks a kubeconfig before building a client from it: one skipping TLS verification leaves its worker
-    unconnected, its Active condition's reason ``InsecureKubeConfig`` with Kueue's message; the file made safe, the
-    worker connects."""
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unsafe: tuple[bytes, bytes], why: str) -> None:
+    """Kueue checks a kubeconfig before building a client from it (a current context naming no cluster the file
+    holds refused by its client library as it builds the client config, in that library's words): an unsafe one
+    leaves its worker unconnected, its Active condition's reason ``InsecureKubeConfig`` with Kueue's message, no
+    client built; the file made safe, the worker connects."""
     state = _state(tmp_path)
     built = _built_clients(monkeypatch)
     path = tmp_path / "w.kubeconfig"
-    path.write_bytes(_kubeconfig("w").replace(b"certificate-authority-data: Q0E=", b"insecure-skip-tls-verify: true"))
+    path.write_bytes(_kubeconfig("w").replace(*unsafe))
     state.multikueue_clusters = {"w": _path_cluster(str(path))}
     mk = _connector(state, {})
     try:
         await mk._sync_workers(NO_PATH_CHECK)
         w = mk.workers["w"]
         assert (w.connected, w.client, w.reason) == (False, None, "InsecureKubeConfig")
-        assert w.message == "load client config failed: insecure TLS verification is not allowed for cluster w"
+        assert w.message == f"load client config failed: {why}"
         assert built == []
         path.write_bytes(_kubeconfig("w"))
         await mk._sync_workers(NO_PATH_CHECK)
         assert built == [_kubeconfig("w")] and mk.workers["w"].client is not None
-    finally:
-        await _close(mk)
-
-
-@pytest.mark.asyncio
-async def test_a_kubeconfig_whose_current_context_resolves_to_no_cluster_is_insecure_kube_config(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Kueue has its client library build a client config from the kubeconfig before building a client: a current
-    context naming no cluster the file holds is refused there, ``InsecureKubeConfig`` with that library's words,
-    not a client that fails to connect."""
-    state = _state(tmp_path)
-    built = _built_clients(monkeypatch)
-    path = tmp_path / "w.kubeconfig"
-    path.write_bytes(_kubeconfig("w").replace(b"current-context: w", b"current-context: elsewhere"))
-    state.multikueue_clusters = {"w": _path_cluster(str(path))}
-    mk = _connector(state, {})
-    try:
-        await mk._sync_workers(NO_PATH_CHECK)
-        w = mk.workers["w"]
-        assert (w.connected, w.client, w.reason) == (False, None, "InsecureKubeConfig")
-        assert w.message == ("load client config failed: invalid configuration: [context was not found for "
-                             "specified context: elsewhere, cluster has no server defined]")
-        assert built == []
     finally:
         await _close(mk)
 
