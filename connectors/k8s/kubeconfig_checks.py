@@ -10,10 +10,15 @@ plugin or an auth provider. A bearer token and client certificate data are allow
 MultiKueueAllowInsecureKubeconfigs gate, which skipped the check, was locked off in v0.19 and is gone after it, so
 the check always runs.
 
-Where Kueue's client library fails to resolve the current context (none set, or naming a context, cluster or user
-the file does not hold) Kueue reports that library's error under ``InsecureKubeConfig``; here those cases are left
-to building the client, which fails them as ``ClientConnectionFailed`` with this side's error. Kueue walks the
-users and clusters in map order, so of several offending ones which it names varies; here the first by name.
+Between the two, Kueue has its client library build a client config from the file, and reports that library's
+refusal under ``InsecureKubeConfig`` too: a current context that resolves to no cluster (none set, the file empty,
+a context the file does not hold, or one naming a cluster it does not hold) is "invalid configuration: no
+configuration has been provided, try setting KUBERNETES_MASTER environment variable", or, the context itself
+missing, "invalid configuration: [context was not found for specified context: <name>, cluster has no server
+defined]" (:func:`unresolved_reason`). Not modelled of that library's checks: those of the current user's
+credentials (two ways to authenticate, a certificate without its key, files it cannot open) and of a cluster's
+``proxy-url``. Kueue walks the users and clusters in map order, so of several offending ones which it names
+varies; here the first by name.
 """
 
 from __future__ import annotations
@@ -27,6 +32,10 @@ import yaml
 from events.labels import is_dns_subdomain
 
 REASON = "InsecureKubeConfig"
+EMPTY_CLUSTER = "cluster has no server defined"
+"""Kubernetes' client library's word for a current context resolving to no cluster."""
+NO_CONFIG = "no configuration has been provided, try setting KUBERNETES_MASTER environment variable"
+"""What that library says instead when that is all that is wrong."""
 
 
 class _Unparsable(Exception):
@@ -88,14 +97,19 @@ def insecure_reason(kubeconfig: bytes) -> str:
     """Why Kueue refuses ``kubeconfig`` as unsafe (the module docstring's checks, Kueue's words), or ""."""
     try:
         doc = yaml.safe_load(kubeconfig.decode())
-        if doc is None:
-            return ""  # nothing to check: building the client fails it
+        if doc is None:  # an empty file loads as a config holding nothing
+            doc = {}
         if not isinstance(doc, dict):
             raise _Unparsable("not a map")
         clusters, users = _named(doc, "clusters", "cluster"), _named(doc, "users", "user")
         contexts = _named(doc, "contexts", "context")
     except (yaml.YAMLError, UnicodeDecodeError, _Unparsable) as exc:
         return f"failed to parse kubeconfig(apiconfig): {exc}"
+    return _refused(doc, clusters, users, contexts)
+
+
+def _refused(doc: dict[str, Any], clusters: dict[str, dict[str, Any]], users: dict[str, dict[str, Any]],
+             contexts: dict[str, dict[str, Any]]) -> str:
     for name in sorted(users):
         if users[name].get("tokenFile"):
             return "tokenFile is not allowed"
@@ -107,11 +121,13 @@ def insecure_reason(kubeconfig: bytes) -> str:
             return f"certificate-authority file paths are not allowed, use certificate-authority-data for cluster {name}"
         if not cluster.get("server"):
             return f"server URL is required for cluster {name}"
-    context = contexts.get(str(doc.get("current-context") or ""))
-    cluster = clusters.get(str(context.get("cluster", ""))) if context is not None else None
-    if context is None or cluster is None:
-        return ""  # the current context resolves to no cluster: building the client fails it
-    user = users.get(str(context.get("user", "")), {})
+    current = str(doc.get("current-context") or "")
+    context = contexts.get(current) or {}
+    cluster = clusters.get(str(context.get("cluster") or ""))
+    unresolved = unresolved_reason(current, current in contexts, cluster is not None)
+    if unresolved or cluster is None:
+        return unresolved
+    user = users.get(str(context.get("user") or ""), {})
     if not trusted_server(str(cluster.get("server", ""))):
         return "untrusted server endpoint"
     if user.get("username") or user.get("password"):
@@ -121,3 +137,17 @@ def insecure_reason(kubeconfig: bytes) -> str:
     if user.get("auth-provider") is not None:
         return "auth providers are not allowed"
     return ""
+
+
+
+def unresolved_reason(current: str, context_found: bool, cluster_found: bool) -> str:
+    """Kubernetes' client library's refusal of the current context (named ``current``; ``context_found``: the file
+    holds it) when it resolves to no cluster (``cluster_found`` False) or names a context the file does not hold,
+    or "": a missing cluster alone is reported as no configuration at all, several errors as a bracketed list."""
+    errors = [f"context was not found for specified context: {current}"] if current and not context_found else []
+    errors += [] if cluster_found else [EMPTY_CLUSTER]
+    if errors == [EMPTY_CLUSTER]:
+        errors = [NO_CONFIG]
+    if len(errors) > 1:
+        return f"invalid configuration: [{', '.join(errors)}]"
+    return f"invalid configuration: {errors[0]}" if errors else ""

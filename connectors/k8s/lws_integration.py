@@ -45,12 +45,13 @@ from connectors.k8s import workload_finalizer as wf
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
 from connectors.k8s.integration_log import IntegrationLog, creation_latency_ms
-from connectors.k8s.job_events import CREATED_WORKLOAD
+from connectors.k8s.job_events import CREATED_WORKLOAD, QUEUE_LABEL
 from connectors.k8s.job_priority import PriorityClassNotFound, WorkloadPriorityClassNotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.list_watch import Informer, ListedWhile
 from connectors.k8s.owner_index import OwnerIndex
 from connectors.k8s.pod_roles import GROUP_LABEL
+from connectors.k8s.pod_webhook import ADMISSION_GATE
 from connectors.k8s.pod_webhook import FINALIZER as POD_FINALIZER
 from connectors.k8s.resources import BY_KIND, LEADER_WORKER_SETS
 from connectors.k8s.workers import KeyedWorkers, Retries
@@ -84,10 +85,20 @@ class _PodStatus(o.View):
     phase: str = ""
 
 
+class _PodSpec(o.View):
+    scheduling_gates: list[dict[str, Any]] = []
+
+
 class SetPod(o.NamespacedView):
     """What is read of a pod of a LeaderWorkerSet."""
 
+    spec: _PodSpec = _PodSpec()
     status: _PodStatus = _PodStatus()
+
+    @property
+    def gated(self) -> bool:
+        """Still held by Kueue's scheduling gate."""
+        return any(g.get("name") == ADMISSION_GATE for g in self.spec.scheduling_gates)
 
 
 @dataclass
@@ -322,13 +333,14 @@ class LeaderWorkerSetIntegration:
             return
         lws = self.known.get(f"{meta.namespace}/{meta.labels.get(lw.SET_NAME_LABEL, '')}")
         patch = lw.pod_marks(meta, lws.raw() if lws is not None else None,
-                             short=self.state.gate(gates.SHORT_WORKLOAD_NAMES))
+                             short=self.state.gate(gates.SHORT_WORKLOAD_NAMES), gated=pod.gated)
         if patch is None:
             return
         patch["metadata"]["resourceVersion"] = meta.resource_version
         await self.client.patch(PODS, meta.name, patch, meta.namespace)
         self.stats.pods_marked += 1
-        log.info("made the pod a member of its group", pod=key, group=patch["metadata"]["labels"][GROUP_LABEL])
+        log.info("made the pod a member of its group", pod=key, group=patch["metadata"]["labels"].get(GROUP_LABEL),
+                 queue=patch["metadata"]["labels"].get(QUEUE_LABEL))
 
     async def _release_pod(self, pod: SetPod) -> None:
         meta = pod.metadata

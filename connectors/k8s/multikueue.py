@@ -56,6 +56,7 @@ import copy
 import os
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, NamedTuple
@@ -508,6 +509,27 @@ async def client_from(kubeconfig: bytes) -> KubeClient:
     return KubeClient(kclient.ApiClient(configuration=cfg))
 
 
+OWNER_RETRY_BASE_S = 0.005
+OWNER_RETRY_MAX_S = 1000.0
+"""An owner that could not be read is read again after ``OWNER_RETRY_BASE_S`` doubled for each failure in a row,
+at most ``OWNER_RETRY_MAX_S``: the per-item backoff with which Kueue's workload reconciler is requeued when it
+returns the read's error (controller-runtime's default rate limiter: 5 ms doubling, capped at 1000 s)."""
+
+
+def owner_retry_after(failures: int) -> float:
+    """Seconds until an owner read that failed ``failures`` times in a row (at least once) is tried again."""
+    return min(OWNER_RETRY_BASE_S * 2.0 ** min(failures - 1, 64), OWNER_RETRY_MAX_S)
+
+
+@dataclass
+class OwnerRetry:
+    """An owner that could not be read: how many reads failed in a row, and when (the connector's clock) it is
+    read again unless its workload moves first."""
+
+    failures: int
+    due: float
+
+
 @dataclass
 class PassKeys:
     """The manager Workloads one pass looks at: by worker, and those whose owner's managedBy is to be read. Only
@@ -524,8 +546,11 @@ ALL_MOVE = frozenset({"AdmissionCheck"})
 
 class MultiKueueConnector:
     def __init__(self, client: KubeClient, journal: Journal, *, append: Any, retry_s: float = 1.0,
-                 watch_timeout_s: int = 300, absent_retry_s: float = 10.0) -> None:
+                 watch_timeout_s: int = 300, absent_retry_s: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.client = client
+        self.clock = clock
+        """Seconds, for the owner reads' backoff (:data:`OWNER_RETRY_BASE_S`)."""
         self.absent_retry_s = absent_retry_s
         """How often a kind a worker does not serve (the JobSet CRD not installed there) is looked for again."""
         self.journal = journal
@@ -551,8 +576,8 @@ class MultiKueueConnector:
         """Workload keys whose state in the log moved since the last pass (:meth:`_on_applied`)."""
         self._all_moved = True
         """The next pass looks at every workload (the first pass, or a change that may move them all)."""
-        self._owners_unread: set[str] = set()
-        """Workloads whose owner could not be read yet (read again on every pass, as Kueue retries)."""
+        self._owners_unread: dict[str, OwnerRetry] = {}
+        """Workloads whose owner could not be read yet -> when it is read again (:func:`owner_retry_after`)."""
         self._files: dict[str, tuple[FileVersion, tuple[bytes, str, str]]] = {}
         """MultiKueueCluster -> (its kubeconfig file's version, what was read there): a ``locationType: Path``
         kubeconfig is read again only once the file changed (Kueue watches the file)."""
@@ -629,8 +654,11 @@ class MultiKueueConnector:
                 keys = {k for k in moved | w.moved if k in workloads or k in copied}
             w.moved, w.relisted = set(), False
             by_worker[name] = sorted(keys)
-        self._owners_unread.intersection_update(workloads)  # a workload gone is read no more
-        owners = set(workloads) if every else moved & workloads.keys() | self._owners_unread
+        for key in [k for k in self._owners_unread if k not in workloads]:
+            del self._owners_unread[key]  # a workload gone is read no more
+        now = self.clock()
+        due = {k for k, retry in self._owners_unread.items() if retry.due <= now}
+        owners = set(workloads) if every else moved & workloads.keys() | due
         return PassKeys(by_worker, sorted(owners))
 
     # --- one pass ------------------------------------------------------------------------------------------------
@@ -929,11 +957,12 @@ class MultiKueueConnector:
         """``OwnerObserved`` for each workload of ``keys`` holding quota behind a MultiKueue check whose owner the
         log does not hold and whose managedBy it does not know yet (read once: the field is immutable in each of
         those kinds). An owner that cannot be read (gone, or the read refused or failed) holds back its own
-        workload only: read again on the next pass, the others observed meanwhile, as Kueue reconciles each
-        workload apart."""
+        workload only, the others observed meanwhile, as Kueue reconciles each workload apart: read again once
+        its backoff (:func:`owner_retry_after`, counting the failures in a row) is over, or at once when its
+        workload moves, as an event requeues Kueue's reconciler at once."""
         events: list[ev.AnyEvent] = []
         for key in keys:
-            self._owners_unread.discard(key)
+            retry = self._owners_unread.pop(key, None)
             wl = self.state.workloads.get(key)
             if wl is None:
                 continue
@@ -944,11 +973,13 @@ class MultiKueueConnector:
             try:
                 owner = msgspec.json.decode(await self.client.get(adapter.resource, wl.owner[2], wl.namespace))
             except KubeError as exc:  # Kueue's read fails and is retried: nothing is decided meanwhile
-                self._owners_unread.add(key)
+                failures = (retry.failures if retry is not None else 0) + 1
+                after = owner_retry_after(failures)
+                self._owners_unread[key] = OwnerRetry(failures, self.clock() + after)
                 if not isinstance(exc, NotFound):
                     self.stats.errors += 1
                     log.warning("MultiKueue owner not read, will retry", workload=key, kind=adapter.resource.kind,
-                                owner=wl.owner[2], error=str(exc))
+                                owner=wl.owner[2], error=str(exc), retry_after_s=after)
                 continue
             managed_by = value_at(owner, adapter.managed_by_at) or ""
             events.append(ev.OwnerObserved(time=now, key=key, uid=wl.uid, managed_by=managed_by))

@@ -9,7 +9,10 @@ its pieces being those of a RayCluster (:mod:`connectors.k8s.raycluster`) applie
   (``head``, then each worker group, as a RayCluster's), and the rest as for any job;
 * **suspended** is ``spec.rayClusterConfig.suspend`` (absent: running); **starting** merges each pod set's
   admission into the head's and each worker group's template and sets that flag ``false``; **stopping** sets it
-  ``true`` with the templates restored; one merge patch each, conditioned on the resourceVersion read;
+  ``true`` with the templates restored; one merge patch each, conditioned on the resourceVersion read. Kueue's
+  newest RayService integration and its MultiKueue adapter still read and write only that field: a top-level
+  ``spec.suspend`` exists only in a proof of concept (Kueue issue 11102, on a KubeRay change not merged), so it is
+  neither read nor written here;
 * a RayService **never finishes** (a service has no end; Kueue's ``Finished`` says "Running", not finished);
   **active** and **pods ready**: its ``Ready`` condition is ``True``;
 * **skipped** (:func:`skipped`, Kueue's ``Skip``) under ``DeferRayServiceFinalizationForRedisCleanup``: a RayService

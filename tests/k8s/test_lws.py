@@ -198,14 +198,38 @@ def test_a_multikueue_copys_pods_run_on_the_workloads_the_manager_copied() -> No
     assert marks["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] == name
 
 
-def test_a_pod_is_left_alone_without_its_group_index_with_a_queue_name_or_unmarked() -> None:
+def test_a_pod_is_left_alone_without_its_group_index_once_a_member_or_unmarked() -> None:
     assert lw.pod_marks(pod_meta(group=None), lws()) is None, "waits for its group index"
-    assert lw.pod_marks(pod_meta(labels={Q: "other"}), lws()) is None, "has its queue already"
+    member = pod_meta(labels={"kueue.x-k8s.io/managed": "true", Q: "lq"})
+    assert lw.pod_marks(member, lws()) is None, "a member already"
+    assert lw.pod_marks(member, lws(), gated=True) is None, "a member already, of the set's queue"
     assert lw.pod_marks(o.ObjectMeta(name="p", labels={lw.GROUP_INDEX_LABEL: "0"}), lws()) is None, "not a held pod"
     assert lw.pod_marks(pod_meta(), None) is None, "its set is gone"
     unqueued = lws()
     del unqueued["metadata"]["labels"][Q]
     assert lw.pod_marks(pod_meta(), unqueued) is None, "its set names no queue"
+
+
+def test_a_pod_is_a_member_by_kueues_managed_label_not_by_its_queue_name() -> None:
+    """Kueue's newest reconciler takes a pod with ``kueue.x-k8s.io/managed`` as a member already: one made from a
+    template naming a queue is still made a member, keeping its queue name; one managed without a queue name and
+    no longer gated is not touched (the pod webhook refuses the change once it runs)."""
+    name = lw.workload_name("lws", UID, "1")
+    marks = lw.pod_marks(pod_meta(labels={Q: "from-template"}), lws())
+    assert marks == {"metadata": {
+        "labels": {"kueue.x-k8s.io/managed": "true", "kueue.x-k8s.io/pod-group-name": name,
+                   "kueue.x-k8s.io/prebuilt-workload-name": name},
+        "annotations": {"kueue.x-k8s.io/pod-group-total-count": "3", "kueue.x-k8s.io/role-hash": "leader"}}}
+    assert lw.pod_marks(pod_meta(labels={"kueue.x-k8s.io/managed": "true"}), lws()) is None
+
+
+def test_a_gated_member_without_the_sets_queue_name_is_given_it() -> None:
+    """Kueue's backfill: a member still gated whose queue name is missing or not the set's gets the set's, or the
+    pod integration would skip it and its group never be ungated."""
+    for labels in ({}, {Q: "old"}):
+        member = pod_meta(labels={"kueue.x-k8s.io/managed": "true", **labels})
+        assert lw.pod_marks(member, lws(), gated=True) == {"metadata": {"labels": {Q: "lq"}}}
+        assert lw.pod_marks(member, lws(), gated=False) is None
 
 
 def test_a_groups_prebuilt_workload_its_set_controls_is_the_groups() -> None:

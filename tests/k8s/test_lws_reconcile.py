@@ -96,12 +96,12 @@ async def test_the_workloads_of_a_set_that_is_gone_are_deleted() -> None:
 
 
 def set_pod(name: str, *, phase: str = "", labels: dict[str, str] | None = None,
-            finalizers: tuple[str, ...] = ()) -> SetPod:
+            finalizers: tuple[str, ...] = (), gates: tuple[str, ...] = ()) -> SetPod:
     return msgspec.convert({"metadata": {
         "name": name, "namespace": "ns", "uid": f"{name}-uid", "resourceVersion": "7",
         "labels": {lw.SET_NAME_LABEL: "lws", lw.GROUP_INDEX_LABEL: "1", **(labels or {})},
         "annotations": {lw.SUSPENDING_PARENT: lw.FRAMEWORK_NAME}, "finalizers": list(finalizers)},
-        "status": {"phase": phase}}, SetPod)
+        "spec": {"schedulingGates": [{"name": g} for g in gates]}, "status": {"phase": phase}}, SetPod)
 
 
 @pytest.mark.asyncio
@@ -112,9 +112,22 @@ async def test_a_pod_of_the_set_is_made_a_member_of_its_groups_pod_group() -> No
     (kind, name, patch), = client.patches
     assert (kind, name, patch["metadata"]["resourceVersion"]) == ("Pod", "lws-1", "7")
     assert patch["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] == lw.workload_name("lws", UID, 1)
-    integ.pods.known["ns/lws-1"] = set_pod("lws-1", labels={Q: "lq"})
+    integ.pods.known["ns/lws-1"] = set_pod("lws-1", labels=patch["metadata"]["labels"])
     await integ.reconcile(POD_PREFIX + "ns/lws-1")
     assert len(client.patches) == 1, "marked once"
+
+
+@pytest.mark.asyncio
+async def test_a_member_still_gated_without_a_queue_name_is_given_the_sets() -> None:
+    """Kueue's backfill of the queue name on its members: only while Kueue's scheduling gate holds the pod."""
+    integ, client, _ = integration(raw_lws())
+    member = {"kueue.x-k8s.io/managed": "true"}
+    integ.pods.known["ns/lws-1"] = set_pod("lws-1", labels=member, gates=("other",))
+    await integ.reconcile(POD_PREFIX + "ns/lws-1")
+    assert client.patches == []
+    integ.pods.known["ns/lws-1"] = set_pod("lws-1", labels=member, gates=("other", "kueue.x-k8s.io/admission"))
+    await integ.reconcile(POD_PREFIX + "ns/lws-1")
+    assert client.patches == [("Pod", "lws-1", {"metadata": {"labels": {Q: "lq"}, "resourceVersion": "7"}})]
 
 
 @pytest.mark.asyncio

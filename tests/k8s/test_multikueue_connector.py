@@ -15,7 +15,7 @@ import yaml
 from fixtures.multikueue_states import dispatched_state, owned_state
 
 from connectors.k8s.errors import Forbidden, KubeError
-from connectors.k8s.multikueue import ADAPTERS, MultiKueueConnector, Worker
+from connectors.k8s.multikueue import ADAPTERS, OWNER_RETRY_BASE_S, MultiKueueConnector, Worker
 from connectors.k8s.resources import JOBSETS
 from events import schema as ev
 from kueue_es.scheduler import settle
@@ -808,6 +808,16 @@ async def test_a_cut_watch_reconnects_the_worker_without_leaving_the_other_watch
             await task
 
 
+class Clock:
+    """The connector's clock, moved by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 class OwnersManager:
     """The manager's apiserver holding JobSets handed to MultiKueue; reading one named in ``failing`` fails as the
     apiserver may (a refused read, an internal error)."""
@@ -840,34 +850,73 @@ async def test_an_owner_that_cannot_be_read_holds_back_only_its_own_workload(tmp
     settle(state, DEFAULT, now=START)
     assert state.workloads[KEY].reserving and state.workloads["default/job-b"].reserving
     journal = SimpleNamespace(mirror=SimpleNamespace(state=state))
-    mk = MultiKueueConnector(OwnersManager({"a": error}), journal, append=None)  # type: ignore[arg-type]
+    clock = Clock()
+    mk = MultiKueueConnector(OwnersManager({"a": error}), journal, append=None,  # type: ignore[arg-type]
+                             clock=clock)
     first = mk._pass_keys().owners
     assert first == [KEY, "default/job-b"]
     observed = await mk._observe_owners(START, first)
     assert [(e.key, e.managed_by) for e in observed] == [("default/job-b", "kueue.x-k8s.io/multikueue")]
     assert mk.stats.errors == 1
-    assert mk._pass_keys().owners == [KEY], "read again on the next pass"
+    clock.now += OWNER_RETRY_BASE_S
+    assert mk._pass_keys().owners == [KEY], "read again once its backoff is over"
     del mk.client.failing["a"]
     assert [e.key for e in await mk._observe_owners(START, [KEY])] == [KEY]
 
 
 @pytest.mark.asyncio
 async def test_an_owner_not_read_is_forgotten_once_its_workload_is_gone(tmp_path: Path) -> None:
-    """A workload whose owner could not be read is read again on every pass only while it exists: deleted (its
-    JobSet deleted first, so never read), nothing of it is kept."""
+    """A workload whose owner could not be read is read again only while it exists: deleted (its JobSet deleted
+    first, so never read), nothing of it is kept."""
     from connectors.k8s.errors import NotFound
 
     state = owned_state(tmp_path, JOBSETS.api_version, JOBSETS.kind)
     settle(state, DEFAULT, now=START)
     journal = SimpleNamespace(mirror=SimpleNamespace(state=state))
+    clock = Clock()
     mk = MultiKueueConnector(OwnersManager({"a": NotFound('jobsets "a" not found', 404)}), journal,
-                             append=None)  # type: ignore[arg-type]
+                             append=None, clock=clock)  # type: ignore[arg-type]
     assert await mk._observe_owners(START, mk._pass_keys().owners) == []
+    clock.now += OWNER_RETRY_BASE_S
     assert mk._pass_keys().owners == [KEY]
     state.apply(ev.Record(state.offset + 1, ev.ObjectDeleted(time=START, key=KEY, kind="Workload")))
     assert KEY not in state.workloads
     assert mk._pass_keys().owners == []
-    assert mk._owners_unread == set()
+    assert not mk._owners_unread
+
+
+@pytest.mark.asyncio
+async def test_an_owner_read_failing_again_and_again_is_retried_after_a_doubling_bounded_backoff(
+        tmp_path: Path) -> None:
+    """Kueue's reconciler returning the read's error is requeued with controller-runtime's per-item backoff: 5 ms,
+    doubled for each failure in a row, at most 1000 s. A pass before the backoff is over does not read the owner
+    again; its workload moving in the log reads it at once (an event requeues Kueue's reconciler at once), the
+    failures still counted; a read that succeeds forgets them."""
+    state = owned_state(tmp_path, JOBSETS.api_version, JOBSETS.kind)
+    settle(state, DEFAULT, now=START)
+    journal = SimpleNamespace(mirror=SimpleNamespace(state=state))
+    clock = Clock()
+    manager = OwnersManager({"a": KubeError("Internal error occurred", 500)})
+    mk = MultiKueueConnector(manager, journal, append=None, clock=clock)  # type: ignore[arg-type]
+    waits = []
+    for _ in range(22):
+        assert await mk._observe_owners(START, mk._pass_keys().owners) == []
+        wait = mk._owners_unread[KEY].due - clock.now
+        clock.now += wait - 0.001
+        assert mk._pass_keys().owners == [], "not read before its backoff is over"
+        clock.now += 0.001
+        waits.append(round(wait, 3))
+    assert waits[:4] == [0.005, 0.01, 0.02, 0.04]
+    assert waits[-3:] == [1000.0] * 3 and max(waits) == 1000.0
+    assert mk._owners_unread[KEY].failures == 22
+    mk._moved.add(KEY)  # its workload moved: read at once
+    assert mk._pass_keys().owners == [KEY]
+    assert await mk._observe_owners(START, [KEY]) == []
+    assert mk._owners_unread[KEY].failures == 23
+    del manager.failing["a"]
+    mk._moved.add(KEY)
+    assert [e.key for e in await mk._observe_owners(START, mk._pass_keys().owners)] == [KEY]
+    assert not mk._owners_unread
 
 
 def _counted_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -1026,22 +1075,30 @@ async def test_a_changed_origin_moves_the_worker_watches_to_its_label(tmp_path: 
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize(("unsafe", "why"), [
+    ((b"certificate-authority-data: Q0E=", b"insecure-skip-tls-verify: true"),
+     "insecure TLS verification is not allowed for cluster w"),
+    ((b"current-context: w", b"current-context: elsewhere"),
+     "invalid configuration: [context was not found for specified context: elsewhere, cluster has no server "
+     "defined]"),
+], ids=["skips-tls-verification", "current-context-resolves-to-no-cluster"])
 async def test_an_insecure_kubeconfig_is_its_worker_s_insecure_kube_config_no_client_built(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Kueue checks a kubeconfig before building a client from it: one skipping TLS verification leaves its worker
-    unconnected, its Active condition's reason ``InsecureKubeConfig`` with Kueue's message; the file made safe, the
-    worker connects."""
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unsafe: tuple[bytes, bytes], why: str) -> None:
+    """Kueue checks a kubeconfig before building a client from it (a current context naming no cluster the file
+    holds refused by its client library as it builds the client config, in that library's words): an unsafe one
+    leaves its worker unconnected, its Active condition's reason ``InsecureKubeConfig`` with Kueue's message, no
+    client built; the file made safe, the worker connects."""
     state = _state(tmp_path)
     built = _built_clients(monkeypatch)
     path = tmp_path / "w.kubeconfig"
-    path.write_bytes(_kubeconfig("w").replace(b"certificate-authority-data: Q0E=", b"insecure-skip-tls-verify: true"))
+    path.write_bytes(_kubeconfig("w").replace(*unsafe))
     state.multikueue_clusters = {"w": _path_cluster(str(path))}
     mk = _connector(state, {})
     try:
         await mk._sync_workers(NO_PATH_CHECK)
         w = mk.workers["w"]
         assert (w.connected, w.client, w.reason) == (False, None, "InsecureKubeConfig")
-        assert w.message == "load client config failed: insecure TLS verification is not allowed for cluster w"
+        assert w.message == f"load client config failed: {why}"
         assert built == []
         path.write_bytes(_kubeconfig("w"))
         await mk._sync_workers(NO_PATH_CHECK)

@@ -87,6 +87,47 @@ def test_a_kubeconfig_that_is_no_kubeconfig_is_refused_naming_what_is_wrong() ->
     assert insecure_reason(b"clusters: [\n").startswith("failed to parse kubeconfig(apiconfig): ")
 
 
+NO_CONFIG = ("invalid configuration: no configuration has been provided, try setting KUBERNETES_MASTER environment "
+             "variable")
+
+
+def current(name: str, context: dict[str, Any] | None = None) -> bytes:
+    """:func:`kubeconfig` with the current context ``name``, and context ``c`` being ``context`` when given."""
+    doc = yaml.safe_load(kubeconfig())
+    doc["current-context"] = name
+    if context is not None:
+        doc["contexts"][0]["context"] = context
+    return yaml.safe_dump(doc).encode()
+
+
+@pytest.mark.parametrize("source", [
+    b"",
+    current(""),
+    current("c", {"cluster": "gone", "user": "u"}),
+    current("c", {"user": "u"}),
+], ids=["empty-file", "no-current-context", "unknown-cluster", "context-names-no-cluster"])
+def test_a_current_context_resolving_to_no_cluster_is_refused_as_kubernetes_client_library_does(
+        source: bytes) -> None:
+    """Kueue builds a client config from the file before its last checks, and its client library refuses a
+    current context that resolves to no cluster, a missing cluster alone being "no configuration"."""
+    assert insecure_reason(source) == NO_CONFIG
+
+
+def test_a_current_context_the_file_does_not_hold_is_named_with_the_cluster_it_lacks() -> None:
+    assert insecure_reason(current("other")) == (
+        "invalid configuration: [context was not found for specified context: other, cluster has no server "
+        "defined]")
+
+
+def test_a_missing_current_context_is_refused_even_where_the_unnamed_cluster_stands_in() -> None:
+    """A context the file does not hold resolves to the cluster of no name: held, Kubernetes' library still
+    refuses the missing context, alone."""
+    unnamed = {"name": "", "cluster": {"server": "https://worker.example", "certificate-authority-data": "Q0E="}}
+    doc = yaml.safe_load(current("other"))
+    doc["clusters"].append(unnamed)
+    assert insecure_reason(yaml.safe_dump(doc).encode()) == "invalid configuration: context was not found for specified context: other"
+
+
 def test_a_host_is_trusted_as_kueues_url_parsing_finds_it() -> None:
     """The host is an IP address or a DNS-1123 subdomain once lowercased; user info and a numeric port are not
     part of it; ``[::1]`` without a port is no address (the brackets stay on the host)."""

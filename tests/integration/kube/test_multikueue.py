@@ -276,6 +276,25 @@ async def _dispatch_run_and_finish(kc, wc, ns: str, cq: str, worker: str, check:
         assert c["message"] == ("load client config failed: kubeconfig path is not under the allowed prefix: "
                                 f'"{outside}" is not under "/etc/multikueue/kubeconfigs"')
 
+        # --- a kubeconfig whose current context resolves to no cluster: Kueue's client library refuses it -----
+        unresolved = {"apiVersion": "v1", "kind": "Config", "current-context": "elsewhere", "clusters": [
+            {"name": "w", "cluster": {"server": "https://worker.example:6443", "certificate-authority-data": "Q0E="}}]}
+        await kc.create(SECRETS, {"apiVersion": "v1", "kind": "Secret",
+                                  "metadata": {"name": f"unresolved-{sfx}", "namespace": KUEUE_NAMESPACE},
+                                  "data": {"kubeconfig": base64.b64encode(msgspec.json.encode(unresolved)).decode()}},
+                        KUEUE_NAMESPACE)
+        await create(kc, {"apiVersion": KUEUE, "kind": "MultiKueueCluster", "metadata": {"name": f"ctx-{sfx}"},
+                          "spec": {"clusterSource": {"kubeConfig": {"location": f"unresolved-{sfx}",
+                                                                    "locationType": "Secret"}}}})
+
+        async def context_refused() -> dict[str, Any] | None:
+            return _cond(await get(kc, "MultiKueueCluster", f"ctx-{sfx}"), "Active")
+
+        c = await eventually(context_refused, what="the unresolved MultiKueueCluster's Active condition")
+        assert (c["status"], c["reason"]) == ("False", "InsecureKubeConfig")
+        assert c["message"] == ("load client config failed: invalid configuration: [context was not found for "
+                                "specified context: elsewhere, cluster has no server defined]")
+
         # --- a Job handed to MultiKueue by the webhook is admitted on the worker --------------------------
         with_ttl = job(ns, "mk-job", "user-queue", cpu="1")
         with_ttl["spec"]["ttlSecondsAfterFinished"] = 600
