@@ -17,7 +17,8 @@ It is a fold like every projection: applying the same records gives the same mir
 ``dirty_jobs`` and ``dirty_queues`` collect the keys each record touched, for the writers and the Job integration
 to look at (a WorkloadPriorityClass or PriorityClass touches the Jobs without a Workload that name it; a Workload
 touches the Jobs that name it as their prebuilt one, indexed in ``named_by``, which is derived from the Jobs alone
-and so rebuilt, not checkpointed). ``owned_by`` indexes the Workloads each Job (by name) controls, all of them
+and so rebuilt, not checkpointed; the outcome of a Workload's last pending decision touches its Job, which waits for
+it before it writes the Workload). ``owned_by`` indexes the Workloads each Job (by name) controls, all of them
 (a Job may have more than one: :func:`connectors.k8s.job_sync.one_workload`), ``controlled`` those each object of
 any kind (by uid) controls, and ``dirty_orphans`` collects the Workloads left with no owner at all that Kueue
 would finish or let go of (:func:`connectors.k8s.workload_finalizer.ownerless`); all are derived from the observed
@@ -174,6 +175,7 @@ class Mirror:
                     decisions.pop(e.decision, None)
                     if not decisions:
                         del self.pending[e.key]
+                        self._dirty_job_of(e.key)
             case _:
                 pass
         if isinstance(e, WORKLOAD_EVENTS):
@@ -261,6 +263,15 @@ class Mirror:
         (``managedJobsNamespaceSelector``). A scan of the Jobs, at a change of a namespace: rare."""
         prefix = f"{namespace}/"
         self.dirty_jobs.update(key for key in self.state.jobs if key.startswith(prefix))
+
+    def _dirty_job_of(self, wl_key: str) -> None:
+        """The Job of a Workload whose last pending decision got its outcome: a pass that waited for it (the
+        Job changed while the decision was being written, :mod:`connectors.k8s.job_sync`) is taken again. The
+        outcome may be all that comes: a decision the Workload already shows is applied without a write, so
+        without a newer Workload from the watch."""
+        job_key = self.job_of.get(wl_key)
+        if job_key is not None:
+            self.dirty_jobs.add(job_key)
 
     def _dirty_jobs_waiting_for(self, name: str, *, pod_class: bool = False) -> None:
         """The Jobs whose priority-class label (or, ``pod_class``, pod template's PriorityClass) names class

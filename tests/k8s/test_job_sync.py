@@ -143,6 +143,30 @@ async def test_nothing_is_changed_while_a_decision_about_the_workload_waits_to_b
     assert len(_workload_writes(client)) == 1
 
 
+@pytest.mark.asyncio
+@pytest.mark.parametrize("outcome", [ev.DecisionApplied, ev.DecisionRejected])
+async def test_the_outcome_of_the_last_decision_waited_for_brings_the_job_back(outcome: type) -> None:
+    """A pass that waited for a decision about the Workload (the Job's label changed meanwhile) is not the last:
+    the outcome may come with no newer Workload (a decision that changes nothing is not written, so no watch
+    event), and it alone is what the Job waits for."""
+    jobs, mirror, _, client = _setup(_classed(), job(labels={WPC: "high"}), _wpc("low", 10), _wpc("high", 1000))
+    for off, e in ((10, ev.WorkloadPending(time=2, key=KEY, uid="wl-uid", cycle=1, input=9, reason="Pending",
+                                           message="no room")),
+                   (11, ev.WorkloadPending(time=2, key=KEY, uid="wl-uid", cycle=2, input=10, reason="Pending",
+                                           message="no room"))):
+        mirror.apply(ev.Record(off, e))
+    await jobs.reconcile("ns/train")
+    assert _workload_writes(client) == [], "decided from the Workload as stored: it waits for both decisions"
+    mirror.dirty_jobs.clear()
+    extra = {"reason": "NotFound"} if outcome is ev.DecisionRejected else {}
+    mirror.apply(ev.Record(12, outcome(time=3, key=KEY, uid="wl-uid", decision=10, **extra)))
+    assert mirror.dirty_jobs == set(), "one decision still waits"
+    mirror.apply(ev.Record(13, outcome(time=3, key=KEY, uid="wl-uid", decision=11, **extra)))
+    assert mirror.dirty_jobs == {"ns/train"}
+    await jobs.reconcile("ns/train")
+    assert [b["spec"]["priority"] for b in _workload_writes(client)] == [1000]
+
+
 # --- a generated Workload the Job no longer matches -----------------------------------------------------------------
 
 
