@@ -66,8 +66,11 @@ class Checks:
     formed."""
     min_count: bool = True
     """``PartialAdmission`` (beta, on): ``minCount`` at most its pod set's count, in one pod set, not on an elastic
-    job. (Off, Kueue's defaulting webhook drops ``minCount`` before any check; kueue-es, which does not rewrite
+    job (unless :attr:`elastic_min_count`). (Off, Kueue's defaulting webhook drops ``minCount`` before any check; kueue-es, which does not rewrite
     objects, takes it and does not use it.)"""
+    elastic_min_count: bool = False
+    """``ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp`` (alpha, off; with ``ElasticJobsViaWorkloadSlices``):
+    the ``minCount`` check lets an elastic job's Workload carry ``minCount``, in any number of pod sets."""
     reclaimable_bounds: bool = True
     """Not a gate's: a reclaimable count at most its pod set's count (:func:`check_reclaimable_bounds`). An
     update turns it off here and holds it against the old object instead (:mod:`events.update_rules`:
@@ -82,7 +85,9 @@ class Checks:
                    pod_set_metadata=gate("WorkloadValidationForPodSetMetadata"),
                    on_flavors=gate("RejectUpdatesToCQWithInvalidOnFlavors"),
                    non_negative=gate("WorkloadValidateResourcesAreNonNegative"),
-                   admission_gate=gate("AdmissionGatedBy"), min_count=gate("PartialAdmission"))
+                   admission_gate=gate("AdmissionGatedBy"), min_count=gate("PartialAdmission"),
+                   elastic_min_count=gate("ElasticJobsViaWorkloadSlices")
+                   and gate("ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp"))
 
 
 UNGATED = Checks(priority_boost=False, slice_size=False, pod_set_metadata=False, on_flavors=False,
@@ -273,7 +278,7 @@ def validate_gated(obj: o.KObject, where: str, checks: Checks) -> None:
                 if checks.slice_size and ps.topology_request is not None:
                     _check_slice_size(ps.topology_request, where, f"{at}.topologyRequest")
             if checks.min_count:
-                object_rules.check_min_counts(obj, where)
+                object_rules.check_min_counts(obj, where, scale_up=checks.elastic_min_count)
             if checks.admission_gate:
                 object_rules.check_admission_gate(obj.metadata.annotations, where)
             if checks.reclaimable_bounds:

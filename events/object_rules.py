@@ -36,7 +36,8 @@ limit in a pod set's containers, init containers or pod-level resources
 (``WorkloadValidateResourcesAreNonNegative``; Kueue's webhook does not look at the overhead); a well-formed
 ``kueue.x-k8s.io/admission-gated-by`` annotation (``AdmissionGatedBy``); ``minCount`` at most its pod set's count,
 in one pod set only, and not on an elastic job (``PartialAdmission``: off, Kueue's defaulting webhook drops
-``minCount`` before any check).
+``minCount`` before any check) unless ``ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp`` is on, when an
+elastic job's Workload may carry it in several pod sets.
 
 Left out: the MultiKueue ``clusterName`` rules; the admission gate's update rules (see
 :mod:`events.update_rules`).
@@ -521,15 +522,19 @@ def _domain_prefixed_path_problem(text: str) -> str | None:
     return None
 
 
-def check_min_counts(wl: o.Workload, where: str) -> None:
+def check_min_counts(wl: o.Workload, where: str, *, scale_up: bool = False) -> None:
     """``PartialAdmission``: a ``minCount`` at most its pod set's count (the CRD's rule), in one pod set only, and
-    not on an elastic job (Kueue's webhook). Off, Kueue's defaulting webhook has dropped every ``minCount``."""
+    not on an elastic job (Kueue's webhook). Off, Kueue's defaulting webhook has dropped every ``minCount``.
+    ``scale_up`` (``ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp``): an elastic job's Workload may carry
+    ``minCount`` in any of its pod sets (a scaled-up slice's floor is the old slice's granted counts)."""
     variable = [i for i, ps in enumerate(wl.spec.pod_sets) if ps.min_count is not None]
     for i in variable:
         ps = wl.spec.pod_sets[i]
         if ps.min_count is not None and ps.min_count > ps.count:
             raise InvalidInput(f"{where}: field `spec.podSets[{i}]`: minCount should be positive and less or equal "
                                "to count")
+    if scale_up and wl.metadata.annotations.get(ELASTIC_JOB) == "true":
+        return
     if len(variable) > 1:
         raise InvalidInput(f"{where}: field `spec.podSets`: Invalid value: {len(variable)}: at most one podSet can "
                            "use minCount")

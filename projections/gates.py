@@ -25,7 +25,9 @@ stands for its spec's quotas: :mod:`projections.effective_quotas`).
 ``kueue-es import`` also reads there the gates of the checks Kueue's webhooks make only under a gate
 (:meth:`events.manifests.Checks.under`): ``TASValidateWorkloadSliceSize``, ``WorkloadValidationForPodSetMetadata``,
 ``RejectUpdatesToCQWithInvalidOnFlavors``, ``WorkloadValidateResourcesAreNonNegative``, ``AdmissionGatedBy``'s and
-``PartialAdmission``'s (an object failing a check is refused only while its gate is on); the LeaderWorkerSet and
+``PartialAdmission``'s (an object failing a check is refused only while its gate is on), and
+``ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp``'s, which lets an elastic Workload carry ``minCount`` (the
+scheduler then admits its scale-up in part: :func:`kueue_es.scheduler.cycle.nominate`); the LeaderWorkerSet and
 Ray validating webhooks read ``LWSImmutableGroupSize`` and ``ValidateRayAndSparkJobUpdates``; the validating webhook
 and a STATE.yaml read them from the loaded configuration, as the conversion webhook reads
 ``TASAssignmentsEncodingByHostnamePrefix`` (how it writes a topology assignment in v1beta2, as the scheduler does)
@@ -115,6 +117,7 @@ PRIORITIZE_PREEMPTOR_WORKLOADS = "PrioritizePreemptorWorkloads"
 FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES = "FairSharingReevaluatePreemptionCandidates"
 POD_INTEGRATION_VALIDATE_GROUP_OWNER = "PodIntegrationValidateGroupOwner"
 ELASTIC_JOBS_VIA_WORKLOAD_SLICES = "ElasticJobsViaWorkloadSlices"
+ELASTIC_PARTIAL_SCALE_UP = "ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp"
 FAILURE_RECOVERY_POLICY = "FailureRecoveryPolicy"
 METRIC_FOR_WORKLOAD_CREATION_LATENCY = "MetricForWorkloadCreationLatency"
 LWS_IMMUTABLE_GROUP_SIZE = "LWSImmutableGroupSize"
@@ -127,7 +130,7 @@ DYNAMIC_QUOTA_ORCHESTRATION = "DynamicQuotaOrchestration"
 
 GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
-    "ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp": (ALPHA, False),
+    ELASTIC_PARTIAL_SCALE_UP: (ALPHA, False),
     FLAVOR_FUNGIBILITY: (BETA, True),
     VISIBILITY_ON_DEMAND: (BETA, True),
     DISABLE_WAIT_FOR_PODS_READY: (ALPHA, False),
@@ -265,7 +268,7 @@ MODELLED = INTERNAL_ONLY | frozenset({
     ADMISSION_FAIR_SHARING, ADMISSION_GATED_BY, ASSIGN_QUEUE_LABELS_FOR_PODS,
     CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION, CUSTOM_METRIC_LABELS, DEFER_RAY_SERVICE_FINALIZATION,
     DISABLE_WAIT_FOR_PODS_READY, DYNAMIC_QUOTA_ORCHESTRATION, SPARK_APPLICATION_INTEGRATION,
-    ELASTIC_JOBS_VIA_WORKLOAD_SLICES, FAILURE_RECOVERY_POLICY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING,
+    ELASTIC_JOBS_VIA_WORKLOAD_SLICES, ELASTIC_PARTIAL_SCALE_UP, FAILURE_RECOVERY_POLICY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING,
     FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES, FAST_QUOTA_RELEASE_IN_POD_INTEGRATION, FINISH_ORPHANED_WORKLOADS,
     FLAVOR_FUNGIBILITY, KUEUE_DRA_INTEGRATION, KUEUE_DRA_INTEGRATION_EXTENDED_RESOURCE,
     KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED,

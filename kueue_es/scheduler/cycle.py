@@ -139,6 +139,11 @@ class CycleContext:
         self.workload_slices = gates.enabled(config.feature_gates, gates.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)
         """``ElasticJobsViaWorkloadSlices``: a workload naming the slice it replaces is measured against it
         (:func:`replaced_slice`); off, the annotation means nothing."""
+        self.partial_scale_up = self.workload_slices and gates.enabled(config.feature_gates,
+                                                                       gates.ELASTIC_PARTIAL_SCALE_UP)
+        """``ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp``: a new slice that does not fit whole is cut
+        down towards its ``minCount`` (the old slice's granted counts) even with ``PartialAdmission`` off, and is
+        admitted only if it then grows past them (:func:`_try_partial`)."""
         self.recompute_overlap = gates.enabled(config.feature_gates,
                                                gates.RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP)
         """``RecomputeAssignmentUponPreemptionTargetsOverlap``: off, an entry whose victims overlap those chosen
@@ -220,7 +225,7 @@ def nominate(ctx: CycleContext, e: Entry) -> None:
     if e.assignment.mode == Mode.PREEMPT:
         e.targets = _targets(ctx, e)
     if (e.assignment.mode == Mode.NO_FIT or (e.assignment.mode == Mode.PREEMPT and not e.targets)) \
-            and ctx.partial_admission:
+            and (ctx.partial_admission or (ctx.partial_scale_up and e.replaced is not None)):
         _try_partial(ctx, e)
     if e.assignment.mode == Mode.PREEMPT and info.tas_levels:
         place_preempting(ctx, wl, info, e.assignment, [t.workload for t in e.targets])
@@ -258,34 +263,97 @@ def _targets(ctx: CycleContext, e: Entry) -> list[Target]:
 
 
 def _try_partial(ctx: CycleContext, e: Entry) -> None:
-    """Kueue's PodSetReducer: the largest counts (down to minCount) that fit or can preempt."""
+    """Kueue's ordered PodSetReducer: the pod sets give up pods from the last one towards the first, each down to
+    its ``minCount`` before the next is touched, for the smallest cut that fits or can preempt; then each pod set
+    cut, from the first, grows back as far as still fits (only when two or more were cut: one alone cannot grow
+    past the cut the search found). A slice replacing one that holds quota, under
+    ``ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp``, must end above its ``minCount`` somewhere: all at
+    the old slice's counts, it would change nothing, so it stays pending. Found, the entry takes the reduced
+    assignment; else it keeps its full one (and its message)."""
     pod_sets = e.wl.pod_sets
-    deltas = [ps.count - ps.min_count if ps.min_count is not None else 0 for ps in pod_sets]
-    total = sum(deltas)
+    full = [ps.count for ps in pod_sets]
+    floor = [ps.min_count if ps.min_count is not None and ps.min_count < ps.count else ps.count for ps in pod_sets]
+    total = sum(full) - sum(floor)
     if total <= 0:
         return
 
-    def counts_for(k: int) -> list[int]:
-        return [ps.count - (d * k) // total for ps, d in zip(pod_sets, deltas, strict=True)]
-
-    lo, hi, found = 1, total, None
-    while lo <= hi:
-        mid = (lo + hi) // 2
-        a = _assign(ctx, e.wl, e.cq, counts_for(mid), info=e.info, replaced=e.replaced)
-        targets: list[Target] = []
-        ok = a.mode == Mode.FIT
+    def attempt(counts: list[int]) -> tuple[Assignment, list[Target]] | None:
+        a = _assign(ctx, e.wl, e.cq, counts, info=e.info, replaced=e.replaced)
+        if a.mode == Mode.FIT:
+            return a, []
         if a.mode == Mode.PREEMPT:
             probe = Entry(e.wl, e.cq, a)
             probe.replaced = e.replaced
             targets = _targets(ctx, probe)
-            ok = bool(targets)
-        if ok:
-            found = (a, targets)
+            if targets:
+                return a, targets
+        return None
+
+    counts, found = _shrink(full, floor, total, attempt)
+    if found is None:
+        return
+    if sum(c < f for c, f in zip(counts, full, strict=True)) >= 2:
+        found = _grow_back(counts, full, attempt, found)
+    if ctx.partial_scale_up and e.replaced is not None \
+            and all(c <= b for c, b in zip(counts, floor, strict=True)):
+        return
+    e.assignment, e.targets = found
+
+
+def _cut(full: list[int], floor: list[int], budget: int) -> list[int]:
+    """``budget`` pods taken from the last pod set towards the first, each down to its floor before the next."""
+    out = list(full)
+    for i in range(len(full) - 1, -1, -1):
+        take = min(full[i] - floor[i], budget)
+        out[i] -= take
+        budget -= take
+    return out
+
+
+def _shrink(full: list[int], floor: list[int], total: int,
+            attempt: Callable[[list[int]], tuple[Assignment, list[Target]] | None]
+            ) -> tuple[list[int], tuple[Assignment, list[Target]] | None]:
+    """The smallest cut (binary search over 1..``total`` pods) whose counts ``attempt`` takes, with what it gave."""
+    lo, hi = 1, total
+    best: tuple[list[int], tuple[Assignment, list[Target]] | None] = (full, None)
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        counts = _cut(full, floor, mid)
+        got = attempt(counts)
+        if got is not None:
+            best = (counts, got)
             hi = mid - 1
         else:
             lo = mid + 1
-    if found is not None:
-        e.assignment, e.targets = found
+    return best
+
+
+def _grow_back(counts: list[int], full: list[int],
+               attempt: Callable[[list[int]], tuple[Assignment, list[Target]] | None],
+               found: tuple[Assignment, list[Target]]) -> tuple[Assignment, list[Target]]:
+    """Each cut pod set, first to last, grown back to its full count if that still fits, else to the largest count
+    between the cut and the full one that does (a later pod set sees only what the earlier ones left). Grows
+    ``counts`` in place; returns what ``attempt`` gave for the final counts."""
+    for i, target in enumerate(full):
+        if counts[i] == target:
+            continue
+        trial = list(counts)
+        trial[i] = target
+        got = attempt(trial)
+        if got is not None:
+            counts[i], found = target, got
+            continue
+        lo, hi = counts[i] + 1, target - 1
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            trial[i] = mid
+            got = attempt(trial)
+            if got is not None:
+                counts[i], found = mid, got
+                lo = mid + 1
+            else:
+                hi = mid - 1
+    return found
 
 
 def order_entries(entries: list[Entry], order: QueueOrder) -> list[Entry]:

@@ -200,3 +200,19 @@ def test_min_count_rules_under_partial_admission(doc: dict[str, Any], message: s
         decode_object(taken, "Workload team/w")
     assert _refused(doc) == f"Workload team/w: {message}"
     decode_object(doc, "Workload team/w", checks=OFF["min_count"])  # Kueue's defaulting dropped minCount
+
+
+def test_an_elastic_workload_may_carry_min_counts_under_partial_scale_up() -> None:
+    """ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp: a scaled-up slice of an elastic job carries the old
+    slice's granted counts as ``minCount``, in as many pod sets as grow; a Workload that is not elastic keeps the
+    one-pod-set rule, and a ``minCount`` above its count is refused either way."""
+    scale_up = Checks(elastic_min_count=True)
+    assert Checks.under(partial(gates.enabled, {gates.ELASTIC_PARTIAL_SCALE_UP: True})) == scale_up
+    assert not Checks.under(partial(gates.enabled, {gates.ELASTIC_PARTIAL_SCALE_UP: True,
+                                                    gates.ELASTIC_JOBS_VIA_WORKLOAD_SLICES: False})).elastic_min_count
+    for taken in (_partial((4, 2), elastic=True), _partial((4, 2), (20, 9), elastic=True)):
+        decode_object(taken, "Workload team/w", checks=scale_up)
+    with pytest.raises(InvalidInput, match="at most one podSet can use minCount"):
+        decode_object(_partial((4, 2), (4, 1)), "Workload team/w", checks=scale_up)
+    with pytest.raises(InvalidInput, match="minCount should be positive and less or equal to count"):
+        decode_object(_partial((0, 1), elastic=True), "Workload team/w", checks=scale_up)

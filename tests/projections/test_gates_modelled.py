@@ -68,3 +68,11 @@ def test_extended_resources_backed_by_dra_are_modelled() -> None:
     assert "KueueDRAIntegrationExtendedResource" in gates.MODELLED
     assert gates.ignored({"KueueDRAIntegrationExtendedResource": False}) == [], "modelled: the fold reads it"
     assert gates.ignored({"KueueDRAIntegrationPartitionableDevices": False}) == ["KueueDRAIntegrationPartitionableDevices"]
+
+
+def test_partial_scale_up_of_elastic_jobs_is_modelled() -> None:
+    """The scheduler reads ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp (a scaled-up slice admitted in part)
+    and so do the webhooks' checks (an elastic Workload carrying ``minCount``): turning it on warns of nothing."""
+    assert "ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp" in gates.MODELLED
+    assert gates.ignored({"ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp": True}) == []
+    assert "ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp" not in gates.ignored({"AllAlpha": True})

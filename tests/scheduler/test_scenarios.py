@@ -59,7 +59,7 @@ import yaml
 from events import objects as o
 from events import schema as ev
 from events.errors import InvalidInput
-from events.manifests import load_text
+from events.manifests import Checks, load_text
 from events.quantity import to_int
 from events.tas_assignment import decode
 from events.timefmt import format_time, parse_time
@@ -308,7 +308,8 @@ def run_timeline(name: str, spec: dict, tmp_path: Path) -> None:
         assert t >= state.time, f"{name}: step {i} goes back in time"
         events: list = [ev.ClockTicked(time=t)]
         if "objects" in step:
-            for obj in load_text(yaml.safe_dump_all(step["objects"]), f"{name} step {i}").objects:
+            checks = Checks.under(config.gate)  # the webhooks' checks under the case's gates, as at the start
+            for obj in load_text(yaml.safe_dump_all(step["objects"]), f"{name} step {i}", checks=checks).objects:
                 events.append(ev.ObjectUpserted(time=t, key=obj.key, uid=obj.metadata.uid, obj=obj))
         for ref in step.get("delete", []):
             kind, _, key = ref.partition("/")
