@@ -49,10 +49,12 @@ import msgspec
 from events import objects as o
 from events import schema as ev
 from projections import dra, gates
+from projections.admissionchecks import MULTIKUEUE_CONTROLLER, PROVISIONING_CONTROLLER
 from projections.cluster import ClusterState
-from projections.workloads import ADMISSION_GATED_BY_ANNOTATION
+from projections.workloads import ADMISSION_GATED_BY_ANNOTATION, has_quota_reservation
 
 PENDING, RESERVED, ADMITTED, FINISHED = "Pending", "QuotaReserved", "Admitted", "Finished"
+_UNSEEN = object()
 
 STEP_TYPES = (
     "Submitted", "Queued", "QuotaReserved", "Admitted", "Pending", "Preempted", "Evicted", "JobStopped",
@@ -123,7 +125,12 @@ class AuditTrail:
     ``state``: a cluster-state fold (fresh, at the same point of the log) the trail applies every record to as well.
     Whether a Workload upsert changes a check's state is the fold's judgement (which checks are listed, which are
     kueue-es's own, whether the log's word was written yet): the trail takes it from the fold rather than keeping a
-    second copy of those rules. Without one, such changes are not shown."""
+    second copy of those rules. Without one, such changes are not shown.
+
+    The fold costs several times the trail, and judges few upserts: a trail started without one says, record by
+    record, whether the fold might judge the next one (:meth:`needs_state`). While it says no, the fold's judgement
+    adds nothing, so a reader may give the trail its ``state`` only then, folded up to the record before (from a
+    checkpoint near it), and skip the fold altogether on a log that never needs it."""
 
     def __init__(self, keys: Collection[str] | None = None, state: ClusterState | None = None) -> None:
         self.offset = -1
@@ -150,6 +157,14 @@ class AuditTrail:
         self.claim_templates: dict[str, dict[str, o.ResourceClaimSpec]] = {}
         """Namespace -> its ResourceClaimTemplates' claim specs by name: a workload whose claims Kueue refuses is
         not queued."""
+        self.check_controllers: dict[str, str] = {}
+        """AdmissionCheck name -> its controller, as the fold keeps them: whose checks' states it may take."""
+        self.multikueue = gates.enabled({}, gates.MULTIKUEUE)
+        """The MultiKueue gate of the configuration in force: with it on, kueue-es runs MultiKueue checks."""
+        self.generations: dict[str, int | None] = {}
+        """Wanted workload -> the ``metadata.generation`` of its first upsert, while there is no ``state``."""
+        self.regenerated: set[str] = set()
+        """Wanted workloads upserted with another generation than their first, while there is no ``state``."""
 
     # --- reading the result ---------------------------------------------------------------------------------
 
@@ -169,6 +184,38 @@ class AuditTrail:
             self.apply(r)
         return self
 
+    def needs_state(self, record: ev.Record) -> bool:
+        """Whether the cluster-state fold might judge ``record``, the next record, when there is no ``state``: a
+        wanted Workload upsert that shows a state of a check kueue-es does not run (the fold may take it:
+        :meth:`ClusterState._take_external_checks <projections.cluster.ClusterState._take_external_checks>`), or that
+        shows no reservation after an earlier upsert, at a generation not known to be the one the fold holds (it may
+        forget the reservation: :meth:`ClusterState._forget_reservation
+        <projections.cluster.ClusterState._forget_reservation>`). Both are conditions the fold's judgement cannot
+        do without, read from the record and what the trail tracks of the log, never from the fold: a superset of
+        the records it judges."""
+        e = record.event
+        if self.state is not None or not isinstance(e, ev.ObjectUpserted):
+            return False
+        w, key = e.obj, e.key
+        if not isinstance(w, o.Workload) or (self.keys is not None and key not in self.keys):
+            return False
+        status = w.status
+        if status.admission_checks and any(not self._runs_controller(c.name) for c in status.admission_checks):
+            return True
+        first = self.generations.get(key, _UNSEEN)
+        if first is _UNSEEN:
+            return False  # a first upsert makes a new workload
+        generation = w.metadata.generation
+        if generation and generation == first and key not in self.regenerated:
+            return False  # the fold holds this generation: it does not read the pod sets anew
+        return not has_quota_reservation(status)  # one showing a reservation keeps it
+
+    def _runs_controller(self, check: str) -> bool:
+        """Whether kueue-es runs ``check``'s controller, as :func:`projections.admissionchecks.runs_controller` says
+        of the AdmissionCheck the fold holds under that name."""
+        controller = self.check_controllers.get(check)
+        return controller == PROVISIONING_CONTROLLER or (self.multikueue and controller == MULTIKUEUE_CONTROLLER)
+
     def apply(self, record: ev.Record) -> None:
         e = record.event
         off = record.offset
@@ -179,6 +226,10 @@ class AuditTrail:
         match e:
             case ev.ObjectUpserted(obj=o.Workload() as w):
                 if self._wanted(e.key):
+                    if state is None:
+                        generation = self.generations.setdefault(e.key, w.metadata.generation)
+                        if generation != w.metadata.generation:
+                            self.regenerated.add(e.key)
                     self._upsert_workload(off, e, w)
                     if state is not None and state.reservation_forgotten[0] == off:
                         self._reservation_forgotten(off, e)
@@ -189,6 +240,10 @@ class AuditTrail:
                 self._set_local_queue(off, e.time, lq.key, cq)
             case ev.ObjectDeleted(kind="LocalQueue"):
                 self._set_local_queue(off, e.time, e.key, None)
+            case ev.ObjectUpserted(obj=o.AdmissionCheck() as ac):
+                self.check_controllers[ac.metadata.name] = ac.spec.controller_name
+            case ev.ObjectDeleted(kind="AdmissionCheck"):
+                self.check_controllers.pop(e.key, None)
             case ev.ObjectUpserted(obj=o.ResourceClaimTemplate() as rct):
                 ns = rct.metadata.namespace
                 if self.claim_templates.get(ns, {}).get(rct.metadata.name) != rct.spec.spec:
@@ -243,6 +298,7 @@ class AuditTrail:
                               reason=f"{e.check}={e.state}", message=e.message)
             case ev.ConfigRecorded():
                 self.configs.append((off, e))
+                self.multikueue = gates.enabled(gates.of_document(e.document), gates.MULTIKUEUE)
                 gated_by = gates.enabled(gates.of_document(e.document), gates.ADMISSION_GATED_BY)
                 if gated_by != self.gated_by:
                     self.gated_by = gated_by

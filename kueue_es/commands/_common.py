@@ -94,15 +94,21 @@ def start_state(log: Log, args: argparse.Namespace) -> tuple[ClusterState, str |
     not past the point."""
     if args.no_checkpoints:
         return ClusterState(), None
+    return nearest_state(log, to=args.to, at=args.at)
+
+
+def nearest_state(log: Log, *, to: int | None, at: int | None = None) -> tuple[ClusterState, str | None]:
+    """:func:`start_state` with checkpoints: the newest usable checkpoint (or Kafka snapshot) not past ``to``/``at``,
+    and where it was read (None: none, an empty state)."""
     if not isinstance(log, FileLog):
         found = anyio.run(log.latest_snapshot)
         if found is None:
             return ClusterState(), None
         where, state = found
-        if (args.to is not None and state.offset > args.to) or (args.at is not None and state.time > args.at):
+        if (to is not None and state.offset > to) or (at is not None and state.time > at):
             return ClusterState(), None
         return state, where
-    start = checkpoints.restore(log, to=args.to, at=args.at)
+    start = checkpoints.restore(log, to=to, at=at)
     for passed in start.passed_over:
         warn(f"checkpoint passed over: {passed}")
     return (start.state, str(start.path)) if start.state is not None else (ClusterState(), None)

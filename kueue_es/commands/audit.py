@@ -5,7 +5,8 @@ finished, ...) comes with the offset and time of the event behind it. Consecutiv
 are collapsed into one step with a repeat count. ``--since``/``--until`` keep the steps within a time range.
 The Kueue Configurations the decisions shown were made under (as recorded in the log) are listed with them.
 A state an admission check's own controller set on the Workload shows at the upsert that carried it: the cluster
-state is folded beside the audit to tell which upserts change a check's state.
+state is folded beside the audit to tell which upserts change a check's state, from the first upsert that may (read
+from the newest checkpoint before it), not at all in a log without any.
 """
 
 from __future__ import annotations
@@ -17,11 +18,14 @@ from typing import Any
 import msgspec
 
 from events.codec import Quarantined
+from events.schema import Record
 from kueue_es.commands._common import (
+    Log,
     NotFound,
     add_log_argument,
     add_output_argument,
     fold_log,
+    nearest_state,
     open_readonly,
     quarantine_report,
     render_csv,
@@ -63,11 +67,11 @@ def run(args: argparse.Namespace) -> int:
     key = None
     if args.workload:
         key = args.workload if "/" in args.workload else f"{args.namespace}/{args.workload}"
-    trail = AuditTrail(keys=[key] if key else None, state=ClusterState())
+    trail = AuditTrail(keys=[key] if key else None)
     quarantine: list[Quarantined] | None = [] if args.quarantine else None
     log = open_readonly(args.log)
     try:
-        fold_log(log, trail.apply, quarantine=quarantine, label="Auditing")
+        audit(log, trail, quarantine)
     finally:
         log.close_sync()
     if quarantine:
@@ -101,6 +105,42 @@ def run(args: argparse.Namespace) -> int:
         for c in configs:
             sys.stdout.write(f"Configuration {config_record.one_line(c)}\n")
     return 0
+
+
+class _StateNeeded(Exception):
+    def __init__(self, offset: int) -> None:
+        self.offset = offset
+
+
+def audit(log: Log, trail: AuditTrail, quarantine: list[Quarantined] | None) -> None:
+    """Fold ``log`` into ``trail`` (one without a ``state``), giving it the cluster-state fold from the first record
+    it may need it for (:meth:`AuditTrail.needs_state`): what the trail shows is what it shows with the fold beside
+    it all along, at the cost of the fold from the checkpoint before that record on, none for a log that never
+    needs it."""
+
+    def apply(record: Record) -> None:
+        if trail.needs_state(record):
+            raise _StateNeeded(record.offset)
+        trail.apply(record)
+
+    start = 0
+    while True:
+        try:
+            fold_log(log, apply, start=start, quarantine=quarantine, label="Auditing")
+            return
+        except _StateNeeded as needed:
+            trail.state = state_before(log, needed.offset, setting_aside=quarantine is not None)
+            start = needed.offset
+
+
+def state_before(log: Log, offset: int, *, setting_aside: bool) -> ClusterState:
+    """The cluster-state fold of ``log`` up to the record before ``offset``, from the newest usable checkpoint (or
+    Kafka snapshot) not after it. ``setting_aside``: without the undecodable events (as ``--quarantine``'s fold)."""
+    state, _ = nearest_state(log, to=offset - 1)
+    if state.offset < offset - 1:
+        fold_log(log, state.apply, start=state.offset + 1, to=offset - 1, quarantine=[] if setting_aside else None,
+                 label="Folding", lazy=True)
+    return state
 
 
 def configurations(trail: AuditTrail, steps: list[Step]) -> list[dict[str, Any]]:
