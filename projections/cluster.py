@@ -1886,6 +1886,7 @@ class ClusterState:
         wl.usage = admission_usage(e.admission, wl)
         wl.phase = RESERVED
         wl.scan = None
+        wl.waited = ()
         wl.shows_requests = False  # the admission's resourceUsage supersedes them: Kueue empties them in that write
         wl.reserved_at = e.time
         wl.job_stopped = False
@@ -1918,6 +1919,7 @@ class ClusterState:
             return
         wl.set_condition("QuotaReserved", "False", e.reason, e.message, e.time)
         wl.scan = intern_scan(e.scan, e.cycle)
+        wl.waited = e.waited
         if not wl.shows_requests and failed_attempt(e):
             wl.shows_requests = True
         self.reflag(wl)

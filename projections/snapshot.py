@@ -50,7 +50,8 @@ each workload's owner's ``spec.managedBy`` as observed for an owner the log does
 serve are charged as DRA devices under KueueDRAIntegrationExtendedResource). 20: each workload's checks whose state
 the log set and no upsert has shown yet, with where it was set and written (``WorkloadInfo.unshown_checks``). 21:
 the states of checks kueue-es does not run as each workload's last read Workload shows them
-(``WorkloadInfo.shown_checks``)."""
+(``WorkloadInfo.shown_checks``), and the assignment blockAdmission's held entry waits with
+(``WorkloadInfo.waited``)."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
@@ -85,7 +86,8 @@ extended resource is charged as a device, until they are observed again. Version
 checks' states the log set and the Workload has not shown: restored from one, every such state counts as shown,
 so a check's controller's state differing from the log's is taken from the next upsert. Versions up to 20 did not
 keep the check states the last read Workload shows: restored from one, none is known until the workload's next
-upsert, so a check listed anew (or reset) before it waits for a write of its state to be shown, as before."""
+upsert, so a check listed anew (or reset) before it waits for a write of its state to be shown, as before; nor
+the assignment a held entry waits with: restored from one, the entry is nominated anew when the scheduler wakes."""
 
 Shape = tuple[int, bytes]
 
