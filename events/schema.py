@@ -253,6 +253,15 @@ class FlavorScan(msgspec.Struct, frozen=True, gc=False, kw_only=True, omit_defau
         return any(i != -1 for ps in self.tried for _, i in ps)
 
 
+class WaitedPodSet(msgspec.Struct, frozen=True, gc=False, kw_only=True, rename="camel"):
+    """A pod set of the assignment waitForPodsReady.blockAdmission's held entry waits with."""
+
+    name: str
+    count: int
+    flavors: tuple[tuple[str, str], ...] = ()
+    """(resource, flavor), by resource."""
+
+
 class WorkloadPending(Decision, tag="WorkloadPending"):
     """An admission attempt failed: QuotaReserved=False with Kueue's reason and message."""
 
@@ -264,6 +273,9 @@ class WorkloadPending(Decision, tag="WorkloadPending"):
     to the heap; the queue keeps it on the heap anyway while ``scan`` has untried flavors (Kueue's requeue rule)."""
     scan: FlavorScan | None = None
     """The flavor scan progress after this attempt (None: the next attempt starts at the first flavors)."""
+    waited: tuple[WaitedPodSet, ...] = ()
+    """Held by waitForPodsReady.blockAdmission: the assignment it waits with (its pod sets' counts and flavors),
+    on which Kueue's scheduler admits it once it wakes. Empty for any other attempt."""
 
 
 class WorkloadPreempted(Decision, tag="WorkloadPreempted"):

@@ -128,13 +128,24 @@ Unshown = tuple[tuple[str, int, int], ...]
 """:attr:`WorkloadInfo.unshown_checks <projections.workloads.WorkloadInfo.unshown_checks>`."""
 
 
-def unshown_with(unshown: Unshown, added: Iterable[str], offset: int, listed: Collection[str] | None = None
-                 ) -> Unshown:
+def already_shown(shown: Iterable[o.AdmissionCheckState], states: Mapping[str, o.AdmissionCheckState],
+                  names: Iterable[str]) -> set[str]:
+    """Those of ``names`` whose state in ``states`` (the log's) the Workload last read already shows (``shown``):
+    their word is on the Workload with no write of it (:attr:`WorkloadInfo.shown_checks
+    <projections.workloads.WorkloadInfo.shown_checks>`)."""
+    by_name = {c.name: c for c in shown}
+    return {n for n in names if (s := by_name.get(n)) is not None and shows_word(s, states[n])}
+
+
+def unshown_with(unshown: Unshown, added: Iterable[str], offset: int, listed: Collection[str] | None = None,
+                 shown: Collection[str] = ()) -> Unshown:
     """``unshown`` with the checks whose state the log set itself at ``offset`` (``added``; written nowhere yet),
-    less those no longer ``listed`` (None: all still are); by name."""
+    less those no longer ``listed`` (None: all still are), and less those of ``added`` the Workload last read
+    already shows so (``shown``, :func:`already_shown`): nothing is written for them, so no write would ever report
+    where they are written, and what a later read shows is their controllers' later word; by name."""
     fresh = set(added)
     kept = {n: (n, off, rv) for n, off, rv in unshown if n not in fresh and (listed is None or n in listed)}
-    kept.update((n, (n, offset, -1)) for n in fresh)
+    kept.update((n, (n, offset, -1)) for n in fresh if n not in shown)
     return tuple(kept[n] for n in sorted(kept))
 
 

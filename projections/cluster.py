@@ -35,6 +35,7 @@ from projections import effective_quotas, gates
 from projections.admissionchecks import (
     ClusterLink,
     MultiKueueWorld,
+    already_shown,
     applicable_checks,
     external_dispatcher,
     reset_message,
@@ -1506,7 +1507,7 @@ class ClusterState:
                     else self.external_dispatcher)                                  # property call when known
         if external and wl.reserving and not wl.cluster_name:
             self._take_external_nominations(wl, w)
-        rechecked = bool(wl.check_states) and self._take_external_checks(wl, w)
+        rechecked = bool(wl.check_states or wl.shown_checks) and self._take_external_checks(wl, w)
         if wl.labels != meta.labels:
             wl.labels = dict(meta.labels)
         wl.provreq_parameters = parameters
@@ -1619,6 +1620,7 @@ class ClusterState:
             return  # shown as created, with no status (most new workloads): its defaults are what it shows
         wl.conditions = tuple(st.conditions)
         wl.check_states = {c.name: c for c in sorted(st.admission_checks, key=lambda c: c.name)}
+        wl.shown_checks = self._external_states(st.admission_checks)
         if st.requeue_state is not None:
             wl.requeue_count = st.requeue_state.count or 0
             if st.requeue_state.requeue_at:
@@ -1677,7 +1679,9 @@ class ClusterState:
         now = format_time(self.time)
         wl.check_states = {n: current.get(n) or o.AdmissionCheckState(name=n, state="Pending", last_transition_time=now)
                            for n in names}
-        wl.unshown_checks = unshown_with(wl.unshown_checks, [n for n in names if n not in current], self.offset, names)
+        added = [n for n in names if n not in current]
+        wl.unshown_checks = unshown_with(wl.unshown_checks, added, self.offset, names,
+                                         already_shown(wl.shown_checks, wl.check_states, added))
 
     def _resync_checks(self, cq: str) -> None:
         """A ClusterQueue's check rules or flavors changed: re-list the checks of the workloads in it."""
@@ -1883,6 +1887,7 @@ class ClusterState:
         wl.usage = admission_usage(e.admission, wl)
         wl.phase = RESERVED
         wl.scan = None
+        wl.waited = ()
         wl.shows_requests = False  # the admission's resourceUsage supersedes them: Kueue empties them in that write
         wl.reserved_at = e.time
         wl.job_stopped = False
@@ -1915,6 +1920,7 @@ class ClusterState:
             return
         wl.set_condition("QuotaReserved", "False", e.reason, e.message, e.time)
         wl.scan = intern_scan(e.scan, e.cycle)
+        wl.waited = e.waited
         if not wl.shows_requests and failed_attempt(e):
             wl.shows_requests = True
         self.reflag(wl)
@@ -2092,17 +2098,20 @@ class ClusterState:
         set them there): taken where they differ from the log's, the retry count kept (Kueue's). Not while the
         log's own state of the check is unshown (:attr:`WorkloadInfo.unshown_checks`) and this Workload is not known
         to be read after it was written: what it shows may be older, in the same second too; showing the log's
-        state, or a resourceVersion after the one it was written at, ends that. True when one was taken."""
+        state, or a resourceVersion after the one it was written at, ends that. The states shown are kept
+        (:attr:`WorkloadInfo.shown_checks`). True when one was taken."""
         unshown = wl.unshown_checks
         multikueue = self.multikueue
         theirs = [n for n in wl.check_states if not runs_controller(self.admission_checks.get(n), multikueue)]
-        if not theirs and not unshown:
+        if not theirs and not unshown and not wl.shown_checks:
             return False
+        shown_checks = w.status.admission_checks  # read once: a LazyWorkload decodes its status at every read
+        wl.shown_checks = self._external_states(shown_checks)
         written_at = {n: rv for n, _, rv in unshown}
         read_at = o.resource_version_order(wl.resource_version) if unshown else -1
         taken: dict[str, o.AdmissionCheckState] = {}
         seen: list[str] = []
-        for shown in w.status.admission_checks:
+        for shown in shown_checks:
             name = shown.name
             known = wl.check_states.get(name)
             if known is None:
@@ -2126,6 +2135,11 @@ class ClusterState:
         wl.check_states = dict(sorted({**wl.check_states, **taken}.items()))
         self.checks_taken = (self.offset, wl.key, tuple(sorted(taken)))
         return True
+
+    def _external_states(self, shown: list[o.AdmissionCheckState]) -> tuple[o.AdmissionCheckState, ...]:
+        """Of the check states a Workload shows, those of checks whose controller kueue-es does not run."""
+        multikueue = self.multikueue
+        return tuple(c for c in shown if not runs_controller(self.admission_checks.get(c.name), multikueue))
 
     def _on_status_written(self, e: ev.DecisionApplied) -> None:
         """The writer wrote a workload's status with every decision up to ``e.decision``, at resourceVersion
@@ -2354,8 +2368,7 @@ def _reset_checks(wl: WorkloadInfo, time: int, offset: int) -> None:
     if not wl.check_states or all(s.state == "Pending" for s in wl.check_states.values()):
         return
     now = format_time(time)
-    wl.unshown_checks = unshown_with(wl.unshown_checks, [k for k, s in wl.check_states.items() if s.state != "Pending"],
-                                     offset)
+    reset = [k for k, s in wl.check_states.items() if s.state != "Pending"]
     wl.check_states = {
         k: s if s.state == "Pending" else o.AdmissionCheckState(
             name=k, state="Pending", last_transition_time=now,
@@ -2364,6 +2377,8 @@ def _reset_checks(wl: WorkloadInfo, time: int, offset: int) -> None:
             retry_count=(s.retry_count or 0) + 1 if s.state == "Retry" else None)
         for k, s in wl.check_states.items()
     }
+    wl.unshown_checks = unshown_with(wl.unshown_checks, reset, offset,
+                                     shown=already_shown(wl.shown_checks, wl.check_states, reset))
 
 
 def _sync_admitted(wl: WorkloadInfo, time: int) -> None:

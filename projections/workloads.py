@@ -15,7 +15,7 @@ import msgspec
 
 from events import objects as o
 from events.quantity import MAX_INT64, canonical_quantity, to_int
-from events.schema import FlavorScan, WorkloadPending
+from events.schema import FlavorScan, WaitedPodSet, WorkloadPending
 from events.timefmt import format_time
 from projections.dra import DraView, asks_for_served, claim_charge, extended_charge
 from projections.pod_adjustment import (
@@ -223,6 +223,13 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     check kueue-es does not run, what an upsert shows is taken only once the upsert shows the log's state, or comes
     from a resourceVersion after the one it was written at (:meth:`ClusterState._take_external_checks
     <projections.cluster.ClusterState._take_external_checks>`)."""
+    shown_checks: tuple[o.AdmissionCheckState, ...] = ()
+    """The states of checks kueue-es does not run as the Workload last read (at :attr:`resource_version`) shows them,
+    kept while it lists such checks or shows some (else empty): a check listed anew (or reset) exactly as shown there
+    needs no write, so it is not :attr:`unshown_checks` (no write would ever report it written)."""
+    waited: tuple[WaitedPodSet, ...] = ()
+    """The assignment it waits with while waitForPodsReady.blockAdmission holds it (the ``WorkloadPending`` that
+    held it), which the scheduler admits it on once it wakes; empty otherwise."""
 
     @property
     def base_priority(self) -> int:

@@ -15,8 +15,11 @@ all, as Kueue's, parked inside its cycle, runs none: nothing is nominated, preem
 cycle after the event that makes the last of them ready (or takes it away) takes the held entry first, as Kueue
 admits it when it wakes, and then the other heads; the next entry that fits then waits in turn.
 
-Kueue admits the held entry on the assignment it waited with; here it is nominated again, its flavor scan
-resumed where the held attempt started, so it gets the same flavors unless what it waited with is gone.
+Kueue admits the held entry on the assignment it waited with, whatever was freed meanwhile; so does the cycle
+here: the hold records that assignment's pod-set counts and flavors (``WorkloadPending.waited``), and the entry is
+nominated with them pinned. Only when that no longer fits (a flavor or pod set gone, the quota taken: Kueue
+would admit it all the same) is it nominated anew, its flavor scan resumed where the held attempt started. A
+topology (TAS) is placed anew on the pinned flavors.
 """
 
 from __future__ import annotations

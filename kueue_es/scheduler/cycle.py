@@ -231,6 +231,30 @@ def nominate(ctx: CycleContext, e: Entry) -> None:
         place_preempting(ctx, wl, info, e.assignment, [t.workload for t in e.targets])
 
 
+def _nominate_waited(ctx: CycleContext, e: Entry) -> bool:
+    """blockAdmission's held entry on the assignment it waited with (:attr:`WorkloadInfo.waited`): its pod sets'
+    counts and flavors pinned, as Kueue's scheduler admits it on that assignment when it wakes, whatever was freed
+    meanwhile. False, and it is nominated anew, when none is known (held before it was recorded) or that assignment
+    no longer fits: a pod set or flavor gone, the quota taken (Kueue would admit it even then, its cache charged
+    beyond what is free)."""
+    wl = e.wl
+    waited = {ps.name: ps for ps in wl.waited}
+    if not waited or any(ps.name not in waited for ps in wl.pod_sets):
+        return False
+    if wl.check_states and any(s.state in ("Retry", "Rejected") for s in wl.check_states.values()):
+        return False
+    info = ctx.info_of(e)
+    if inadmissible(ctx.state, wl, info) is not None:
+        return False
+    replaced = replaced_slice(ctx, wl, e.cq)
+    counts = [waited[ps.name].count for ps in wl.pod_sets]
+    a = _assign(ctx, wl, e.cq, counts, {n: dict(ps.flavors) for n, ps in waited.items()}, info, replaced)
+    if a.mode != Mode.FIT:
+        return False
+    e.replaced, e.assignment = replaced, a
+    return True
+
+
 def replaced_slice(ctx: CycleContext, wl: WorkloadInfo, cq: str) -> WorkloadInfo | None:
     """The slice ``wl`` replaces (its ``kueue.x-k8s.io/workload-slice-replacement-for``), under
     ElasticJobsViaWorkloadSlices and only while that slice holds quota in ``cq``, the ClusterQueue ``wl`` is
@@ -416,7 +440,8 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
     for wl in second:  # second-pass workloads hold quota: they go first and take their domains first
         out.extend(second_pass(ctx, wl, base))
     for e in entries:
-        nominate(ctx, e)
+        if e.wl.key != first or not _nominate_waited(ctx, e):
+            nominate(ctx, e)
     if ctx.prioritize_preemptors:
         queues = state.queues
         for e in entries:
@@ -509,20 +534,24 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
 
 
 def _wait_for_pods_ready(out: list[ev.Decision], ctx: CycleContext, e: Entry, base: dict) -> None:
-    """QuotaReserved=False while waitForPodsReady.blockAdmission holds the entry, unless it shows that already.
-    It stays in its queue's heap, so the cycle after the event that opens the gate tries it again. Kueue admits
-    it on the assignment it waited with, so its flavor scan stays where this attempt started: the next attempt
-    finds the same flavors (starting over could find none where the resumed scan found some, and the two
-    attempts would take turns for ever)."""
+    """QuotaReserved=False while waitForPodsReady.blockAdmission holds the entry, unless it shows that already
+    (held with the same assignment). It stays in its queue's heap, so the cycle after the event that opens the
+    gate takes it again, on the assignment it waits with (``waited``, :func:`_nominate_waited`), as Kueue admits it.
+    Its flavor scan stays where this attempt started, for when that assignment no longer fits: the attempt then
+    made finds the same flavors if it can (starting over could find none where the resumed scan found some, and
+    the two attempts would take turns for ever)."""
     state, wl = ctx.state, e.wl
     reason = blockadmission.reason(ctx.config)
     current = wl.condition("QuotaReserved")
+    assert e.assignment is not None
+    waited = tuple(ev.WaitedPodSet(name=ps.name, count=ps.count, flavors=tuple(sorted(ps.flavors.items())))
+                   for ps in e.assignment.pod_sets)
     if (current is not None and current.status == "False" and current.reason == reason
-            and current.message == blockadmission.MESSAGE):
+            and current.message == blockadmission.MESSAGE and wl.waited == waited):
         return
     scan = resume_scan(state, wl, e.cq, ctx.preserve_scan) if wl.scan is not None else None
     out.append(ev.WorkloadPending(key=wl.key, uid=wl.uid, reason=reason, message=blockadmission.MESSAGE,
-                                  parked=False, scan=scan, **base))
+                                  parked=False, scan=scan, waited=waited, **base))
 
 
 def _recompute_after_overlap(ctx: CycleContext, e: Entry) -> str:

@@ -223,3 +223,27 @@ async def test_a_state_set_after_the_writers_own_write_is_kept_before_the_watch_
     await writer.sync(WL.key)
     assert [(c["name"], c["state"]) for c in api.patches[-1]["status"]["admissionChecks"]] == [
         ("ext", "Pending"), ("ext2", "Ready"), ("ext3", "Pending")]
+
+
+@pytest.mark.asyncio
+async def test_a_check_listed_anew_as_the_workload_already_shows_it_takes_its_controllers_later_word() -> None:
+    """The ClusterQueue drops the check and lists it again within the second it was listed in: listed anew,
+    Pending, exactly as the Workload already shows it. There is nothing to write, so no write reports where it is
+    written; the Workload read shows it, so what a later read shows is its controller's later word: its Ready is
+    taken (and admits), not written back to Pending."""
+    journal, api, writer, written = await _reserved()
+    written = _with_check(written, lastTransitionTime=format_time(journal.mirror.state.time))  # listed this second
+    await _watch(journal, T0 + 1100, _shown("200", written))
+    await journal.append([ev.ObjectUpserted(time=T0 + t, key=cq.key, uid=cq.metadata.uid, obj=cq)
+                          for t, cq in ((1200, _cluster_queue()), (1400, _cluster_queue("ext")))])
+    listed = journal.mirror.state.workloads[WL.key].check_states["ext"]
+    assert {**msgspec.to_builtins(listed), "name": "ext"} == written["admissionChecks"][0]
+    before = len(api.patches)
+    await writer.sync(WL.key)
+    assert len(api.patches) == before, "the Workload shows the check as listed: nothing to write"
+    ready = _with_check(written, state="Ready", message="capacity found", lastTransitionTime=format_time(T0 + 3000))
+    await _watch(journal, T0 + 3100, _shown("300", ready))
+    assert journal.mirror.state.workloads[WL.key].check_states["ext"].state == "Ready"
+    await writer.sync(WL.key)
+    assert all("admissionChecks" not in p["status"] for p in api.patches[before:]), "the Ready is not set back"
+    assert "WorkloadAdmitted" in _tags(decide(journal.mirror.state, now=T0 + 3200))
