@@ -155,6 +155,27 @@ def int_arg(minimum: int, what: str = "an integer") -> Callable[[str], int]:
 offset_arg = int_arg(0, "an offset")
 
 
+def name_arg(text: str) -> str:
+    """An argparse ``type`` for the name of a cluster-scoped object: an empty name would match nothing, or, as
+    a filter, everything."""
+    if not text or "/" in text:
+        raise argparse.ArgumentTypeError(f"not an object name: {text!r} (expected NAME, without a namespace)")
+    return text
+
+
+def key_arg(text: str) -> str:
+    """An argparse ``type`` for a namespaced object: ``NAMESPACE/NAME``, both parts non-empty."""
+    namespace, sep, name = text.partition("/")
+    if not sep or not namespace or not name or "/" in name:
+        raise argparse.ArgumentTypeError(f"not an object key: {text!r} (expected NAMESPACE/NAME)")
+    return text
+
+
+def key_or_name_arg(text: str) -> str:
+    """:func:`key_arg`, or a bare ``NAME`` (the command completes it with ``--namespace``)."""
+    return key_arg(text) if "/" in text else name_arg(text)
+
+
 def load_kueue_config(path: str | None) -> SchedulerConfig | None:
     """``--config FILE``: one Kueue Configuration document (None without the flag)."""
     loaded = load_kueue_config_document(path)

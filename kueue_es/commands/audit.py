@@ -25,6 +25,8 @@ from kueue_es.commands._common import (
     add_log_argument,
     add_output_argument,
     fold_log,
+    key_or_name_arg,
+    name_arg,
     nearest_state,
     open_readonly,
     quarantine_report,
@@ -51,9 +53,9 @@ def register(subparsers: Any) -> None:
     )
     add_log_argument(p)
     which = p.add_mutually_exclusive_group()
-    which.add_argument("workload", nargs="?", metavar="NAMESPACE/WORKLOAD",
+    which.add_argument("workload", nargs="?", type=key_or_name_arg, metavar="NAMESPACE/WORKLOAD",
                        help="the workload (NAME alone means namespace --namespace)")
-    which.add_argument("--cluster-queue", metavar="CQ", help="every step that happened in this ClusterQueue")
+    which.add_argument("--cluster-queue", type=name_arg, metavar="CQ", help="every step that happened in this ClusterQueue")
     p.add_argument("-n", "--namespace", default="default", help="namespace of a WORKLOAD given without one")
     p.add_argument("--since", type=time_arg("--since"), metavar="TIME", help="only steps at or after TIME")
     p.add_argument("--until", type=time_arg("--until"), metavar="TIME", help="only steps at or before TIME")
@@ -83,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         steps = trail.timeline(key)
     else:
         steps = trail.steps()
-    if args.cluster_queue:
+    if args.cluster_queue is not None:
         steps = [s for s in steps if s.cluster_queue == args.cluster_queue]
     steps = [s for s in steps if _in_range(s, args.since, args.until)]
     configs = configurations(trail, steps)

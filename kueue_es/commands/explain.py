@@ -22,6 +22,7 @@ from kueue_es.commands._common import (
     add_point_arguments,
     add_source_arguments,
     fold_log,
+    key_arg,
     load_kueue_config,
     open_readonly,
     render_table,
@@ -42,7 +43,7 @@ def register(subparsers: Any) -> None:
         help="explain why a workload is (not) admitted: Kueue's message, flavors tried, quota, preemption",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
-    p.add_argument("workload", metavar="NAMESPACE/NAME", help="the Workload to explain")
+    p.add_argument("workload", type=key_arg, metavar="NAMESPACE/NAME", help="the Workload to explain")
     add_source_arguments(p)
     add_point_arguments(p, "the state")
     add_checkpoints_argument(p)
@@ -81,8 +82,6 @@ def configuration(args: argparse.Namespace, state: ClusterState) -> dict[str, An
 
 
 def run(args: argparse.Namespace) -> int:
-    if "/" not in args.workload:
-        raise InvalidInput(f"{args.workload!r}: expected NAMESPACE/NAME")
     state, config, now = load(args)
     data = explain(state, config, args.workload, now)
     if data is None:

@@ -21,7 +21,9 @@ from kueue_es.commands._common import (
     add_point_arguments,
     add_source_arguments,
     fold_log,
+    key_arg,
     load_kueue_config,
+    name_arg,
     open_readonly,
     render_table,
     write_data,
@@ -41,8 +43,8 @@ def register(subparsers: Any) -> None:
     )
     add_source_arguments(p)
     queue = p.add_mutually_exclusive_group(required=True)
-    queue.add_argument("--cluster-queue", metavar="CQ", help="the ClusterQueue whose pending workloads to list")
-    queue.add_argument("--local-queue", metavar="NS/LQ", help="the LocalQueue whose pending workloads to list")
+    queue.add_argument("--cluster-queue", type=name_arg, metavar="CQ", help="the ClusterQueue whose pending workloads to list")
+    queue.add_argument("--local-queue", type=key_arg, metavar="NS/LQ", help="the LocalQueue whose pending workloads to list")
     p.add_argument("--offset", type=int, default=0, metavar="N",
                    help="position of the first workload listed (default 0; negative counts as 0)")
     p.add_argument("--limit", type=int, default=visibility.DEFAULT_LIMIT, metavar="N",
@@ -86,16 +88,13 @@ def _where(args: argparse.Namespace, state: ClusterState) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.local_queue is not None:
-        namespace, sep, name = args.local_queue.partition("/")
-        if not sep or not namespace or not name or "/" in name:
-            raise InvalidInput(f"--local-queue {args.local_queue!r}: expected NAMESPACE/NAME")
     state, config, owners = load(args)
     if args.cluster_queue is not None:
         items = visibility.in_cluster_queue(state, config, args.cluster_queue, limit=args.limit, offset=args.offset)
         what = f"ClusterQueue {args.cluster_queue}"
         known = sorted(state.cluster_queues)
     else:
+        namespace, _, name = args.local_queue.partition("/")
         items = visibility.in_local_queue(state, config, namespace, name, limit=args.limit, offset=args.offset)
         what = f"LocalQueue {args.local_queue}"
         known = sorted(state.local_queues)

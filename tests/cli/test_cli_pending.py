@@ -111,7 +111,7 @@ def test_unknown_queues_and_bad_flags_exit_2(log: Path) -> None:
     r = kueue_es("pending", "--log", log, "--local-queue", "team-c/lq-a")
     assert r.code == 2 and "LocalQueue team-c/lq-a not found" in one_line_error(r)
     r = kueue_es("pending", "--log", log, "--local-queue", "lq-a")
-    assert r.code == 2 and "expected NAMESPACE/NAME" in one_line_error(r)
+    assert r.code == 2 and "not an object key: 'lq-a' (expected NAMESPACE/NAME)" in one_line_error(r)
     r = kueue_es("pending", "--log", log)
     assert r.code == 2 and "one of the arguments --cluster-queue --local-queue is required" in one_line_error(r)
     r = kueue_es("pending", "--log", log, "--cluster-queue", "cq", "--limit", "many")
