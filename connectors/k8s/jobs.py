@@ -410,7 +410,8 @@ class JobIntegration(JobReconciler[o.Job]):
         """An elastic Job running on its admitted slice: its pods' elastic-job gate is lifted (Kueue's
         ``StartWorkloadSlicePods``), once per slice and version of the Job (whose status counts new pods)."""
         if workload_slices.elastic(self.state, job.metadata.annotations) and self.is_active(job):
-            await self._once(job.key, f"ungate@{wl.uid}", job, self._ungate_pods(job, wl))
+            # a slot of its own: the slice passes' other writes (a new slice, counts) leave it done
+            await self._once(f"{job.key}/ungate", f"ungate@{wl.uid}", job, self._ungate_pods(job, wl))
 
     async def _ungate_pods(self, job: o.Job, wl: WorkloadInfo) -> None:
         """Lift the elastic-job gate of the Job's pods (by the job controller's ``controller-uid`` label) that the

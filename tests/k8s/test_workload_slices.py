@@ -451,6 +451,33 @@ async def test_only_the_pods_a_partial_admission_grants_are_ungated() -> None:
     assert [b["metadata"]["name"] for b in client.created] == [_slice_name(2, probe=7)]
 
 
+@pytest.mark.asyncio
+async def test_the_admitted_slice_a_new_one_waits_behind_releases_its_pods_once() -> None:
+    """Pods made after the old slice was admitted (the Job's scale-up) are released as far as it was granted,
+    while the new slice waits; the others wait for it."""
+    jobs, mirror, _, client = _setup(_elastic_job(6, generation=2), _slice("a", 4),
+                                     _slice(_slice_name(2), 6, replaces="ns/a", created="2026-01-01T00:00:09Z"))
+    _phase(mirror, "a", ADMITTED)
+    gate = "kueue.x-k8s.io/elastic-job"
+    client.pods = [_pod(f"p{i}", gate) for i in range(6)]
+    await jobs.reconcile("ns/train")
+    await jobs.reconcile("ns/train")
+    assert [name for kind, name, _, _ in client.patches if kind == "Pod"] == ["p0", "p1", "p2", "p3"]
+    assert len(client.listed) == 1, "once per version of the Job"
+    assert client.created == [] and [p for p in client.patches if p[0] != "Pod"] == []
+
+
+@pytest.mark.asyncio
+async def test_a_scale_up_pass_repeated_before_the_watch_shows_the_new_slice_writes_nothing_again() -> None:
+    """Releasing the old slice's pods and making the new slice are each done once for a version of the Job."""
+    jobs, mirror, _, client = _setup(_elastic_job(6, generation=2), _slice("a", 4))
+    _phase(mirror, "a", ADMITTED)
+    client.pods = [_pod("p0", "kueue.x-k8s.io/elastic-job")]
+    for _ in range(3):
+        await jobs.reconcile("ns/train")
+    assert (len(client.listed), len(client.created)) == (1, 1)
+
+
 # --- the Job webhook --------------------------------------------------------------------------------------------
 
 
