@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import msgspec
@@ -61,12 +62,25 @@ async def _job_events(kc: KubeClient, ns: str, name: str) -> list[tuple[str, str
     return [(e["reason"], e["message"]) for e in msgspec.json.decode(raw)["items"]]
 
 
-async def _watch_suspended(kc: KubeClient, ns: str, name: str, seen: list[bool]) -> None:
-    """Record every time the Job is seen suspended (polled)."""
-    while True:
-        if not await running(kc, ns, name):
-            seen.append(True)
-        await asyncio.sleep(0.05)
+@contextlib.asynccontextmanager
+async def _never_suspended(kc: KubeClient, ns: str, name: str) -> AsyncIterator[None]:
+    """Poll the Job while the block runs; once it is done, fail if the Job was ever seen suspended."""
+    seen: list[bool] = []
+
+    async def watch() -> None:
+        while True:
+            if not await running(kc, ns, name):
+                seen.append(True)
+            await asyncio.sleep(0.05)
+
+    watcher = asyncio.create_task(watch())
+    try:
+        yield
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+    assert seen == [], "the Job was never suspended"
 
 
 @pytest.mark.asyncio
@@ -93,9 +107,7 @@ async def test_an_elastic_job_scales_up_through_a_new_slice_without_stopping(kub
             await kc.patch(JOBS, "el", {"status": {"active": 2}}, q.ns, subresource="status")
             await eventually(lambda: _ungated(kc, q.ns, "el-0", "el-1"), what="the first slice's pods ungated")
 
-            seen_suspended: list[bool] = []
-            watcher = asyncio.create_task(_watch_suspended(kc, q.ns, "el", seen_suspended))
-            try:
+            async with _never_suspended(kc, q.ns, "el"):
                 # 6 pods do not fit in 4 cpu: the new slice waits, the Job runs on its old one
                 scaled = msgspec.json.decode(await kc.patch(JOBS, "el", {"spec": {"parallelism": 6}}, q.ns))
                 second = slice_name("Job", "batch", "el", uid, scaled["metadata"]["generation"])
@@ -127,11 +139,6 @@ async def test_an_elastic_job_scales_up_through_a_new_slice_without_stopping(kub
                 await kc.patch(JOBS, "el", {"spec": {"parallelism": 3}}, q.ns)
                 await eventually(lambda: _count_is(kc, q.ns, second, 3), what="the slice's count lowered")
                 await asyncio.sleep(0.5)
-            finally:
-                watcher.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await watcher
-            assert seen_suspended == [], "the Job was never suspended"
             assert await _admitted(kc, q.ns, second) is not None, "still admitted after the scale-down"
             reasons = [r for r, _ in await _job_events(kc, q.ns, "el")]
             assert "Stopped" not in reasons and "DeletedWorkload" not in reasons
@@ -157,20 +164,13 @@ async def test_a_running_elastic_job_gets_its_first_slice_and_only_the_pods_it_c
         for i in range(3):  # one pod too many, as while a scale-down takes effect
             await create(kc, _pod(q.ns, f"er-{i}", created))
         await kc.patch(JOBS, "er", {"status": {"active": 3}}, q.ns, subresource="status")
-        seen_suspended: list[bool] = []
-        watcher = asyncio.create_task(_watch_suspended(kc, q.ns, "er", seen_suspended))
-        try:
+        async with _never_suspended(kc, q.ns, "er"):
             async with kueue_es(kc, tmp_path / "log"):
                 first = slice_name("Job", "batch", "er", created["metadata"]["uid"], created["metadata"]["generation"])
                 await eventually(lambda: _admitted(kc, q.ns, first), what="the first slice admitted")
                 await eventually(lambda: _ungated(kc, q.ns, "er-0", "er-1"), what="the pods the slice counts ungated")
                 await asyncio.sleep(1.0)
                 assert not await _ungated(kc, q.ns, "er-2"), "the pod beyond the slice's count stays gated"
-        finally:
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
-        assert seen_suspended == [], "the Job was never suspended"
         assert "Stopped" not in [r for r, _ in await _job_events(kc, q.ns, "er")]
 
 
@@ -250,9 +250,7 @@ async def test_a_partial_scale_up_is_admitted_in_part_then_probed_for_the_rest(k
             await kc.patch(JOBS, "ep", {"status": {"active": 5}}, q.ns, subresource="status")
             await eventually(lambda: _ungated(kc, q.ns, *(f"ep-{i}" for i in range(5))), what="5 pods ungated")
 
-            seen_suspended: list[bool] = []
-            watcher = asyncio.create_task(_watch_suspended(kc, q.ns, "ep", seen_suspended))
-            try:
+            async with _never_suspended(kc, q.ns, "ep"):
                 scaled = msgspec.json.decode(await kc.patch(JOBS, "ep", {"spec": {"parallelism": 10}}, q.ns))
                 generation = scaled["metadata"]["generation"]
                 partial = slice_name("Job", "batch", "ep", uid, generation)
@@ -284,11 +282,6 @@ async def test_a_partial_scale_up_is_admitted_in_part_then_probed_for_the_rest(k
                 await eventually(lambda: _finished_as_replaced(kc, q.ns, partial), what="the partial slice replaced")
                 await eventually(lambda: _ungated(kc, q.ns, *(f"ep-{i}" for i in range(10))), what="all pods ungated")
                 await asyncio.sleep(1.0)
-            finally:
-                watcher.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await watcher
-            assert seen_suspended == [], "the Job was never suspended"
             names = {w["metadata"]["name"] for w in msgspec.json.decode(await kc.request(
                 "GET", f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{q.ns}/workloads"))["items"]}
             assert names == {first, partial, probe}, "no further probe once all is granted"
