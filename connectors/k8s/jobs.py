@@ -27,11 +27,13 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   (:mod:`connectors.k8s.workload_slices`): the first slice made at once, whether the Job runs and its pods are
   active or not (Kueue's reconciler lets a workload-slice Job stay active: its pods wait at their gate); a count
   changed in place (a scale-down, or a slice holding no quota),
-  a new slice for a scale-up of one holding quota (made while the Job runs on), an old slice that lost its quota
+  a new slice for a scale-up of one holding quota (made while the Job runs on; under partial scale-up with the old
+  slice's granted pods as its ``minCount``, and a further one, a scale-up probe, once the Job's slice is admitted
+  in part), an old slice that lost its quota
   finished ``OutOfSync``; a finished slice loses its finalizer; the slice kept is then used as a generated
   Workload is, below, but neither rewritten nor re-prioritised, and a running Job is stopped only when it is
   evicted; running on an admitted slice, its pods lose the ``kueue.x-k8s.io/elastic-job`` scheduling gate the
-  Job webhook gave its template — as many as the slice counts beyond the pods already released;
+  Job webhook gave its template — as many as the slice was granted beyond the pods already released;
 * **no Workload yet** (and the Job has not finished, and no pod is active): create ``job-<name>-<hash>`` (the
   hash is the first 5 hex digits of SHA-1 over ``Job\\nbatch\\n<name>\\n<uid>``, like Kueue) with a controller
   ownerReference to the Job, the ``kueue.x-k8s.io/resource-in-use`` finalizer, the ``kueue.x-k8s.io/job-uid``
@@ -137,6 +139,7 @@ from connectors.k8s.job_priority import (
 )
 from connectors.k8s.jobframework import JobFrameworkStats, JobReconciler, stored_workloads
 from connectors.k8s.journal import Journal
+from connectors.k8s.pods_ready import is_admitted
 from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION
 from connectors.k8s.workers import KeyedWorkers
 from connectors.k8s.workload_names import owner_workload_name
@@ -370,7 +373,8 @@ class JobIntegration(JobReconciler[o.Job]):
         """One pass of an elastic Job on its workload slices (:func:`connectors.k8s.workload_slices.ensure`):
         whether it was done here (False: the slices do not apply, the Job's Workload is found as any Job's)."""
         owned = self._owned(job.key)
-        step = workload_slices.ensure({"main": job_pod_count(job)}, owned)
+        partial = workload_slices.partial_scale_up(self.state, job.metadata.annotations)
+        step = workload_slices.ensure({"main": job_pod_count(job)}, owned, partial=partial)
         if step.finish_old is not None:
             await self._finish_out_of_sync(job, step.finish_old[1])
         if step.error:
@@ -378,9 +382,13 @@ class JobIntegration(JobReconciler[o.Job]):
             return True
         if not step.applies:
             return False
+        live = workload_slices.not_finished(owned)
+        for behind in live:  # the admitted slice a new one waits behind still runs the Job: its pods are released
+            if is_admitted(behind[1]) and (step.keep is None or behind[0].key != step.keep[0].key) \
+                    and self.is_running(job):
+                await self._running_admitted(job, behind[1])
         if step.keep is None:
-            live = workload_slices.not_finished(owned)
-            name = self._slice_name(job)
+            name = self._slice_name(job, workload_slices.probe_level(live) if partial else None)
             if not live:  # the first slice: made whether the Job runs or not (its pods wait at their gate)
                 await self._without_workload(job, name, elastic=True)
             else:  # a scale-up: the Job runs on while the new slice waits
@@ -402,7 +410,8 @@ class JobIntegration(JobReconciler[o.Job]):
         """An elastic Job running on its admitted slice: its pods' elastic-job gate is lifted (Kueue's
         ``StartWorkloadSlicePods``), once per slice and version of the Job (whose status counts new pods)."""
         if workload_slices.elastic(self.state, job.metadata.annotations) and self.is_active(job):
-            await self._once(job.key, f"ungate@{wl.uid}", job, self._ungate_pods(job, wl))
+            # a slot of its own: the slice passes' other writes (a new slice, counts) leave it done
+            await self._once(f"{job.key}/ungate", f"ungate@{wl.uid}", job, self._ungate_pods(job, wl))
 
     async def _ungate_pods(self, job: o.Job, wl: WorkloadInfo) -> None:
         """Lift the elastic-job gate of the Job's pods (by the job controller's ``controller-uid`` label) that the
@@ -413,7 +422,7 @@ class JobIntegration(JobReconciler[o.Job]):
         ns = job.metadata.namespace
         raw = await self.client.request("GET", PODS.collection_path(ns), query=[
             ("labelSelector", f"batch.kubernetes.io/controller-uid={job.metadata.uid}")])
-        granted = sum(ps.count for ps in wl.spec_sets)  # the spec's counts, as Kueue's ungater reads them
+        granted = sum(workload_slices.granted(wl).values())  # a partial admission's count, not the spec's
         stale: list[str] = []
         for pod in workload_slices.pods_to_ungate(msgspec.json.decode(raw).get("items") or [], granted):
             ops = workload_slices.ungate_ops(pod)
@@ -432,10 +441,12 @@ class JobIntegration(JobReconciler[o.Job]):
             raise KubeError(f"pods {', '.join(f'{ns}/{n}' for n in stale)}: changed while their elastic-job gate "
                             "was being lifted", 409, "Conflict")
 
-    def _slice_name(self, job: o.Job) -> str:
+    def _slice_name(self, job: o.Job, probe: int | None = None) -> str:
+        """The name of a new slice of the Job; ``probe``: a scale-up probe's level
+        (:func:`connectors.k8s.workload_slices.probe_level`)."""
         meta = job.metadata
         return workload_slices.slice_name("Job", "batch", meta.name, meta.uid, meta.generation,
-                                          short=self.state.gate(gates.SHORT_WORKLOAD_NAMES))
+                                          short=self.state.gate(gates.SHORT_WORKLOAD_NAMES), probe=probe)
 
     async def _finish_out_of_sync(self, job: o.Job, wl: WorkloadInfo) -> None:
         """An old slice that lost its quota, or was evicted, while a new one waits: finished ``OutOfSync``."""
@@ -521,6 +532,10 @@ class JobIntegration(JobReconciler[o.Job]):
         if workload_slices.elastic(self.state, job_annotations):
             live = workload_slices.not_finished(self._owned(f"{meta['namespace']}/{meta['name']}"))
             annotations.update(workload_slices.slice_annotations(name, live))
+            if workload_slices.partial_scale_up(self.state, job_annotations):
+                floor = workload_slices.baseline({"main": count}, live).get("main")
+                if floor is not None:  # a scale-up: the scheduler must grow it past what the old slice runs
+                    pod_set["minCount"] = floor
         if annotations:
             wl_meta["annotations"] = annotations
         return {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "kind": "Workload", "metadata": wl_meta,

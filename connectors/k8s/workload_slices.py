@@ -26,6 +26,17 @@ runs on an admitted slice, the Job integration lifts the gate from the Job's pod
 ``StartWorkloadSlicePods``, which finds them by their owner) — only from as many as the slice counts beyond the
 pods already running (:func:`pods_to_ungate`, as Kueue's later elastic-job ungater). A Job started on a slice
 gives its pods the chain's ``kueue.x-k8s.io/workload-slice-name`` (:func:`pod_slice_name`).
+
+Partial scale-up (Kueue's KEP-12100, :func:`partial_scale_up`): under the gate
+``ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp``, a Job annotated
+``kueue.x-k8s.io/elastic-job-scale-up-strategy: partial`` lets the scheduler admit its scale-up in part. A new slice replacing one that holds quota gets, for each pod set that
+grows, ``minCount`` = the pods the old slice was granted (:func:`baseline`; Kueue's baseline, which the scheduler
+must grow past). Once the Job's only slice is admitted in part (granted below its count somewhere,
+:func:`admitted_in_part`), :func:`ensure` asks for a new slice, a *scale-up probe*: the Job's counts again, its
+``minCount`` the granted counts, named apart by hashing ``<generation>-scale-up-probe-<pods granted>`` instead of
+the generation alone (:func:`probe_level`; a retry at the same level makes the same name, a further partial
+admission a new one). Probing stops once a slice is granted all it asks for. The pods released follow the granted
+counts (:func:`granted`).
 """
 
 from __future__ import annotations
@@ -37,7 +48,7 @@ from connectors.k8s import podsetinfo
 from connectors.k8s.workload_names import owner_workload_name
 from events import objects as o
 from projections import gates
-from projections.workloads import FINISHED, SLICE_REPLACEMENT_FOR_ANNOTATION, WorkloadInfo
+from projections.workloads import ADMITTED, FINISHED, SLICE_REPLACEMENT_FOR_ANNOTATION, WorkloadInfo
 
 ELASTIC_JOB_ANNOTATION = "kueue.x-k8s.io/elastic-job"
 """On a Job (and its slices): the Job scales through workload slices (value ``"true"``)."""
@@ -46,6 +57,11 @@ ELASTIC_JOB_GATE = "kueue.x-k8s.io/elastic-job"
 SLICE_NAME_ANNOTATION = podsetinfo.SLICE_NAME_ANNOTATION
 """On a slice, and on the pods of a Job started on one: the name of the first slice of its chain."""
 REPLACEMENT_FOR = SLICE_REPLACEMENT_FOR_ANNOTATION
+SCALE_UP_STRATEGY_ANNOTATION = "kueue.x-k8s.io/elastic-job-scale-up-strategy"
+"""On an elastic Job: ``partial`` lets its scale-ups be admitted in part (``atomic``, the default: all or nothing)."""
+SCALE_UP_PARTIAL = "partial"
+SCALE_UP_PROBE = "scale-up-probe"
+"""Hashed into a scale-up probe's name, with the generation and the pods granted so far."""
 OUT_OF_SYNC = "OutOfSync"
 OUT_OF_SYNC_MESSAGE = "The workload slice is out of sync with its parent job"
 
@@ -57,6 +73,14 @@ def elastic(state: object, annotations: dict[str, str]) -> bool:
     return state.gate(gates.ELASTIC_JOBS_VIA_WORKLOAD_SLICES) and annotations.get(ELASTIC_JOB_ANNOTATION) == "true"  # type: ignore[attr-defined]
 
 
+def partial_scale_up(state: object, annotations: dict[str, str]) -> bool:
+    """Whether an elastic Job with these annotations scales up in part: the
+    ``ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp`` gate on and its scale-up strategy ``partial``
+    (any other value, or none, is Kueue's ``atomic``)."""
+    return (elastic(state, annotations) and state.gate(gates.ELASTIC_PARTIAL_SCALE_UP)  # type: ignore[attr-defined]
+            and annotations.get(SCALE_UP_STRATEGY_ANNOTATION) == SCALE_UP_PARTIAL)
+
+
 def pod_slice_name(state: object, obs: o.Workload) -> str | None:
     """The chain name a Job started on ``obs`` gives its pods (Kueue's ``SliceName``: the slice's
     ``workload-slice-name``, else its own name); None when ``obs`` is not an elastic slice under the recorded
@@ -66,9 +90,13 @@ def pod_slice_name(state: object, obs: o.Workload) -> str | None:
     return obs.metadata.annotations.get(SLICE_NAME_ANNOTATION) or obs.metadata.name
 
 
-def slice_name(kind: str, group: str, name: str, uid: str, generation: int, *, short: bool = False) -> str:
-    """Kueue's name for a slice of object ``name``: the usual name, its hash taken over the generation too."""
-    return owner_workload_name(kind, group, name, uid, short=short, extra=str(generation))
+def slice_name(kind: str, group: str, name: str, uid: str, generation: int, *, short: bool = False,
+               probe: int | None = None) -> str:
+    """Kueue's name for a slice of object ``name``: the usual name, its hash taken over the generation too; a
+    scale-up probe's (``probe``: the pods granted so far, :func:`probe_level`) over
+    ``<generation>-scale-up-probe-<probe>``."""
+    extra = str(generation) if probe is None else f"{generation}-{SCALE_UP_PROBE}-{probe}"
+    return owner_workload_name(kind, group, name, uid, short=short, extra=extra)
 
 
 def not_finished(owned: Sequence[Slice]) -> list[Slice]:
@@ -87,6 +115,45 @@ def not_finished(owned: Sequence[Slice]) -> list[Slice]:
 def counts(obs: o.Workload) -> dict[str, int]:
     """A Workload's pod counts by pod set."""
     return {ps.name: ps.count for ps in obs.spec.pod_sets}
+
+
+def granted(wl: WorkloadInfo) -> dict[str, int]:
+    """The pods a slice may run, by pod set: while it holds quota, its admission's count (a partial admission's
+    is below the spec's), never above its spec's count (a scale-down in place lowers the spec, not the
+    admission); else, or for a pod set the admission does not count, the spec's count."""
+    by_name = {p.name: p.count for p in wl.admission.pod_set_assignments} if wl.admission and wl.reserving else {}
+    out = {}
+    for ps in wl.spec_sets:
+        got = by_name.get(ps.name)
+        out[ps.name] = ps.count if got is None else min(got, ps.count)
+    return out
+
+
+def admitted_in_part(wl: WorkloadInfo) -> bool:
+    """Whether a slice is admitted with fewer pods than it asks for in some pod set."""
+    if wl.phase != ADMITTED:
+        return False
+    have = granted(wl)
+    return any(have[ps.name] < ps.count for ps in wl.spec_sets)
+
+
+def probe_level(live: Sequence[Slice]) -> int | None:
+    """For a new slice replacing the Job's only live slice when that one is admitted in part: the pods it was
+    granted in all, hashed into the new slice's name (Kueue's scale-up probe); else None (the generation names it
+    alone)."""
+    if len(live) != 1 or not admitted_in_part(live[0][1]):
+        return None
+    return sum(granted(live[0][1]).values())
+
+
+def baseline(job_counts: dict[str, int], live: Sequence[Slice]) -> dict[str, int]:
+    """The ``minCount`` of each pod set of a new slice asking for ``job_counts`` under partial scale-up: for each
+    pod set that grows, the pods the slice it replaces (the Job's only live slice, holding quota) was granted.
+    Empty for a first slice (never admitted in part) or when the old slice holds no quota."""
+    if len(live) != 1 or not live[0][1].reserving:
+        return {}
+    have = granted(live[0][1])
+    return {name: have[name] for name, count in job_counts.items() if name in have and count > have[name]}
 
 
 def scaled_down(old: dict[str, int], new: dict[str, int]) -> bool:
@@ -110,8 +177,9 @@ class SliceStep:
     """Kueue reports an error and does nothing else."""
 
 
-def ensure(job_counts: dict[str, int], owned: Sequence[Slice]) -> SliceStep:
-    """Kueue's ``EnsureWorkloadSlices`` over the Workloads the Job controls (module docstring)."""
+def ensure(job_counts: dict[str, int], owned: Sequence[Slice], *, partial: bool = False) -> SliceStep:
+    """Kueue's ``EnsureWorkloadSlices`` over the Workloads the Job controls (module docstring); ``partial``: the Job
+    scales up in part (:func:`partial_scale_up`), so its only slice, admitted in part, gets a probe after it."""
     live = not_finished(owned)
     if not live:
         return SliceStep()
@@ -121,6 +189,8 @@ def ensure(job_counts: dict[str, int], owned: Sequence[Slice]) -> SliceStep:
         if set(have) != set(job_counts):
             return SliceStep(applies=False)
         if have == job_counts:
+            if partial and admitted_in_part(wl):
+                return SliceStep()  # a scale-up probe for the rest, the Job running on meanwhile
             return SliceStep(keep=current)
         if not wl.reserving or scaled_down(have, job_counts):
             return SliceStep(keep=current, set_counts=True)

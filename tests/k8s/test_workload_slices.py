@@ -27,10 +27,13 @@ REPLACES = "kueue.x-k8s.io/workload-slice-replacement-for"
 SLICE_NAME = "kueue.x-k8s.io/workload-slice-name"
 GATE_ON = {"ElasticJobsViaWorkloadSlices": True}
 GATE_OFF = {"ElasticJobsViaWorkloadSlices": False}
+PARTIAL_GATE = "ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp"
+PARTIAL = {**ELASTIC, "kueue.x-k8s.io/elastic-job-scale-up-strategy": "partial"}
 
 
-def _slice_name(generation: int) -> str:
-    digest = hashlib.sha1(f"Job\nbatch\ntrain\n{UID}\n{generation}".encode()).hexdigest()[:5]
+def _slice_name(generation: int, probe: int | None = None) -> str:
+    extra = str(generation) if probe is None else f"{generation}-scale-up-probe-{probe}"
+    digest = hashlib.sha1(f"Job\nbatch\ntrain\n{UID}\n{extra}".encode()).hexdigest()[:5]
     return f"job-train-{digest}"
 
 
@@ -46,16 +49,18 @@ def _slice(name: str, count: int, *, created: str = "2026-01-01T00:00:00Z", repl
         spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name="main", count=count, template=template())]))
 
 
-def _elastic_job(parallelism: int, *, suspend: bool = False, generation: int = 1) -> o.Job:
-    j = job(parallelism=parallelism, completions=None, suspend=suspend, annotations=ELASTIC)
+def _elastic_job(parallelism: int, *, suspend: bool = False, generation: int = 1,
+                 annotations: dict[str, str] | None = None) -> o.Job:
+    j = job(parallelism=parallelism, completions=None, suspend=suspend, annotations=annotations or ELASTIC)
     return msgspec.structs.replace(j, metadata=msgspec.structs.replace(j.metadata, generation=generation))
 
 
-def _phase(mirror: Mirror, name: str, phase: str, *, evicted: bool = False) -> None:
+def _phase(mirror: Mirror, name: str, phase: str, *, evicted: bool = False, granted: int | None = None) -> None:
+    """``granted``: the pods the admission counts (the spec's count unless given: a partial admission)."""
     info = mirror.state.workloads[f"ns/{name}"]
     info.phase = phase
     if phase in (RESERVED, ADMITTED):
-        count = mirror.workloads[f"ns/{name}"].spec.pod_sets[0].count
+        count = mirror.workloads[f"ns/{name}"].spec.pod_sets[0].count if granted is None else granted
         info.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[o.PodSetAssignment(
             name="main", flavors={"cpu": "default"}, resource_usage={"cpu": str(count)}, count=count)])
         info.set_condition("QuotaReserved", "True", "QuotaReserved", "reserved", 5)
@@ -95,11 +100,15 @@ class Client:
         return msgspec.json.encode(body)
 
 
-def _setup(j: o.Job, *slices: o.Workload, gate: bool = True) -> tuple[JobIntegration, Mirror, list[ev.AnyEvent], Client]:
+def _setup(j: o.Job, *slices: o.Workload, gate: bool = True, partial: bool | None = None
+           ) -> tuple[JobIntegration, Mirror, list[ev.AnyEvent], Client]:
+    """``gate``: ElasticJobsViaWorkloadSlices; ``partial``: ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp
+    (None: as Kueue's default)."""
     before: tuple[ev.AnyEvent, ...] = ()
-    if not gate:
-        before = (ev.ConfigRecorded(time=1, writer="test", id="off", document={
-            "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "featureGates": GATE_OFF}),)
+    gates = {**({} if gate else GATE_OFF), **({} if partial is None else {PARTIAL_GATE: partial})}
+    if gates:
+        before = (ev.ConfigRecorded(time=1, writer="test", id="gates", document={
+            "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "featureGates": gates}),)
     jobs, mirror, appended = integration(*slices, j, before=before)
     client = jobs.client = Client(msgspec.to_builtins(j))  # type: ignore[assignment]
     return jobs, mirror, appended, client
@@ -324,6 +333,149 @@ def test_the_job_webhook_gates_an_elastic_jobs_pods() -> None:
     doc["metadata"]["annotations"] = {}
     doc["spec"]["template"]["spec"] = {}
     assert job_patch(doc, False, elastic_jobs=True) == [], "not elastic"
+
+
+# --- partial scale-up (ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp) -----------------------------------
+
+
+@pytest.mark.parametrize(("partial", "annotations", "want"), [
+    (True, PARTIAL, True),
+    (False, PARTIAL, False),  # the gate off (Kueue's default)
+    (None, PARTIAL, False),
+    (True, ELASTIC, False),  # no strategy: atomic
+    (True, {**ELASTIC, "kueue.x-k8s.io/elastic-job-scale-up-strategy": "atomic"}, False),
+    (True, {**ELASTIC, "kueue.x-k8s.io/elastic-job-scale-up-strategy": "Partial"}, False),
+    (True, {"kueue.x-k8s.io/elastic-job-scale-up-strategy": "partial"}, False),  # not elastic
+])
+def test_partial_scale_up_needs_the_gate_an_elastic_job_and_the_strategy(
+        partial: bool | None, annotations: dict[str, str], want: bool) -> None:
+    _, mirror, _, _ = _setup(_elastic_job(4), partial=partial)
+    assert workload_slices.partial_scale_up(mirror.state, annotations) is want
+
+
+def test_a_scale_up_probe_is_named_by_generation_and_pods_granted() -> None:
+    probe = workload_slices.slice_name("Job", "batch", "train", UID, 2, probe=7)
+    assert probe == _slice_name(2, probe=7)
+    assert len({probe, _slice_name(2), _slice_name(2, probe=9)}) == 3
+
+
+def test_granted_is_the_admissions_count_within_the_spec() -> None:
+    _, mirror, _, _ = _setup(_elastic_job(10), _slice("a", 10), _slice("b", 10), _slice("c", 10))
+    _phase(mirror, "a", ADMITTED, granted=7)
+    _phase(mirror, "b", ADMITTED, granted=12)  # a scale-down in place lowers the spec, not the admission
+    assert [workload_slices.granted(mirror.state.workloads[f"ns/{n}"]) for n in "abc"] == [
+        {"main": 7}, {"main": 10}, {"main": 10}]
+
+
+@pytest.mark.parametrize(("phase", "granted", "partial", "want"), [
+    (ADMITTED, 7, True, "new"),  # admitted in part: a probe for the rest
+    (ADMITTED, 7, False, "keep"),  # atomic: never admitted in part, nothing more asked
+    (ADMITTED, 10, True, "keep"),  # all granted: probing stops
+    (RESERVED, 7, True, "keep"),  # not admitted yet
+])
+def test_a_slice_admitted_in_part_gets_a_probe(phase: str, granted: int, partial: bool, want: str) -> None:
+    _, mirror, _, _ = _setup(_elastic_job(10), _slice("a", 10))
+    _phase(mirror, "a", phase, granted=granted)
+    step = workload_slices.ensure({"main": 10}, _pairs(mirror, "a"), partial=partial)
+    assert ("new" if step.keep is None else "keep", step.set_counts, step.error) == (want, False, "")
+
+
+def test_baseline_is_what_the_old_slice_was_granted_for_each_growing_pod_set() -> None:
+    _, mirror, _, _ = _setup(_elastic_job(10), _slice("a", 10))
+    assert workload_slices.baseline({"main": 10}, _pairs(mirror, "a")) == {}, "no quota held: nothing to grow past"
+    _phase(mirror, "a", ADMITTED, granted=7)
+    assert workload_slices.baseline({"main": 10}, _pairs(mirror, "a")) == {"main": 7}
+    assert workload_slices.baseline({"main": 6}, _pairs(mirror, "a")) == {}, "not growing"
+    assert workload_slices.baseline({"main": 10}, []) == {}, "a first slice"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("partial", "annotations", "min_count"), [
+    (True, PARTIAL, 5), (True, ELASTIC, None), (False, PARTIAL, None)])
+async def test_a_partial_scale_up_slice_asks_for_at_least_the_old_slices_pods(
+        partial: bool, annotations: dict[str, str], min_count: int | None) -> None:
+    jobs, mirror, _, client = _setup(_elastic_job(10, generation=2, annotations=annotations), _slice("a", 5),
+                                     partial=partial)
+    _phase(mirror, "a", ADMITTED)
+    await jobs.reconcile("ns/train")
+    (body,) = client.created
+    assert body["metadata"]["name"] == _slice_name(2), "a scale-up is named by the generation alone"
+    assert body["metadata"]["annotations"][REPLACES] == "ns/a"
+    assert body["spec"]["podSets"][0]["count"] == 10
+    assert body["spec"]["podSets"][0].get("minCount") == min_count
+
+
+@pytest.mark.asyncio
+async def test_a_slice_admitted_in_part_gets_a_probe_for_the_whole_job() -> None:
+    """Kueue's KEP-12100 step 1: the Job scaled to 10, its slice admitted with 7; a further slice asks for the 10
+    again, at least the 7 granted, named apart from the slice it replaces (same generation), while the Job runs on."""
+    partial_slice = _slice_name(2)
+    jobs, mirror, appended, client = _setup(_elastic_job(10, generation=2, annotations=PARTIAL),
+                                            _slice(partial_slice, 10), partial=True)
+    _phase(mirror, partial_slice, ADMITTED, granted=7)
+    await jobs.reconcile("ns/train")
+    (body,) = client.created
+    assert body["metadata"]["name"] == _slice_name(2, probe=7) != partial_slice
+    assert body["metadata"]["annotations"] == {**ELASTIC, REPLACES: f"ns/{partial_slice}",
+                                               SLICE_NAME: _slice_name(1)}
+    assert (body["spec"]["podSets"][0]["count"], body["spec"]["podSets"][0]["minCount"]) == (10, 7)
+    assert [p for p in client.patches if p[0] == "Job"] == [], "the Job runs on"
+    assert [e.action for e in appended if isinstance(e, ev.JobActed)] == ["CreatedWorkload"]
+
+
+@pytest.mark.asyncio
+async def test_a_pending_probe_beside_its_slice_is_the_jobs_and_no_other_is_made() -> None:
+    partial_slice, probe = _slice_name(2), _slice_name(2, probe=7)
+    jobs, mirror, _, client = _setup(
+        _elastic_job(12, generation=3, annotations=PARTIAL), _slice(partial_slice, 10),
+        _slice(probe, 10, replaces=f"ns/{partial_slice}", created="2026-01-01T00:00:09Z"), partial=True)
+    _phase(mirror, partial_slice, ADMITTED, granted=7)
+    await jobs.reconcile("ns/train")
+    assert client.created == []
+    assert client.patches == [("Workload", probe, [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": "3"},
+        {"op": "replace", "path": "/spec/podSets/0/count", "value": 12}], "application/json-patch+json")], \
+        "KEP-12100 step 2: the Job scaled on, its waiting probe takes the count"
+
+
+@pytest.mark.asyncio
+async def test_only_the_pods_a_partial_admission_grants_are_ungated() -> None:
+    jobs, mirror, _, client = _setup(_elastic_job(10, generation=2, annotations=PARTIAL), _slice("a", 10),
+                                     partial=True)
+    _phase(mirror, "a", ADMITTED, granted=7)
+    gate = "kueue.x-k8s.io/elastic-job"
+    client.pods = [_pod(f"p{i}") for i in range(5)] + [_pod(f"p{i}", gate) for i in range(5, 10)]
+    await jobs.reconcile("ns/train")
+    assert [name for kind, name, _, _ in client.patches if kind == "Pod"] == ["p5", "p6"], \
+        "7 granted, 5 running: 2 released, while the probe for the rest is made"
+    assert [b["metadata"]["name"] for b in client.created] == [_slice_name(2, probe=7)]
+
+
+@pytest.mark.asyncio
+async def test_the_admitted_slice_a_new_one_waits_behind_releases_its_pods_once() -> None:
+    """Pods made after the old slice was admitted (the Job's scale-up) are released as far as it was granted,
+    while the new slice waits; the others wait for it."""
+    jobs, mirror, _, client = _setup(_elastic_job(6, generation=2), _slice("a", 4),
+                                     _slice(_slice_name(2), 6, replaces="ns/a", created="2026-01-01T00:00:09Z"))
+    _phase(mirror, "a", ADMITTED)
+    gate = "kueue.x-k8s.io/elastic-job"
+    client.pods = [_pod(f"p{i}", gate) for i in range(6)]
+    await jobs.reconcile("ns/train")
+    await jobs.reconcile("ns/train")
+    assert [name for kind, name, _, _ in client.patches if kind == "Pod"] == ["p0", "p1", "p2", "p3"]
+    assert len(client.listed) == 1, "once per version of the Job"
+    assert client.created == [] and [p for p in client.patches if p[0] != "Pod"] == []
+
+
+@pytest.mark.asyncio
+async def test_a_scale_up_pass_repeated_before_the_watch_shows_the_new_slice_writes_nothing_again() -> None:
+    """Releasing the old slice's pods and making the new slice are each done once for a version of the Job."""
+    jobs, mirror, _, client = _setup(_elastic_job(6, generation=2), _slice("a", 4))
+    _phase(mirror, "a", ADMITTED)
+    client.pods = [_pod("p0", "kueue.x-k8s.io/elastic-job")]
+    for _ in range(3):
+        await jobs.reconcile("ns/train")
+    assert (len(client.listed), len(client.created)) == (1, 1)
 
 
 # --- the Job webhook --------------------------------------------------------------------------------------------

@@ -9,13 +9,15 @@ Workload deleted. The pods (made by the test, gated by the ``kueue.x-k8s.io/elas
 puts on the template) are ungated once the slice counting them is admitted, not before, and the started Job's
 template carries the chain's ``kueue.x-k8s.io/workload-slice-name``. Its parallelism then lowered, the admitted
 slice takes the smaller count in place. An elastic Job already running without a Workload is not suspended: its
-first slice is made, and once it is admitted only as many gated pods as it counts are ungated.
+first slice is made, and once it is admitted only as many gated pods as it counts are ungated. Annotated
+``kueue.x-k8s.io/elastic-job-scale-up-strategy: partial``, a scale-up is admitted in part and probed for the rest.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import msgspec
@@ -28,11 +30,13 @@ from connectors.k8s.jobs import JOBS
 from connectors.k8s.recorder import EVENTS
 from connectors.k8s.resources import BY_KIND
 from connectors.k8s.workload_slices import slice_name
+from kueue_es.scheduler.config import load_config
 
 pytestmark = pytest.mark.kube
 ELASTIC = "kueue.x-k8s.io/elastic-job"
 REPLACES = "kueue.x-k8s.io/workload-slice-replacement-for"
 SLICE_NAME = "kueue.x-k8s.io/workload-slice-name"
+STRATEGY = "kueue.x-k8s.io/elastic-job-scale-up-strategy"
 CLUSTER_QUEUES = BY_KIND["ClusterQueue"]
 
 
@@ -58,12 +62,25 @@ async def _job_events(kc: KubeClient, ns: str, name: str) -> list[tuple[str, str
     return [(e["reason"], e["message"]) for e in msgspec.json.decode(raw)["items"]]
 
 
-async def _watch_suspended(kc: KubeClient, ns: str, name: str, seen: list[bool]) -> None:
-    """Record every time the Job is seen suspended (polled)."""
-    while True:
-        if not await running(kc, ns, name):
-            seen.append(True)
-        await asyncio.sleep(0.05)
+@contextlib.asynccontextmanager
+async def _never_suspended(kc: KubeClient, ns: str, name: str) -> AsyncIterator[None]:
+    """Poll the Job while the block runs; once it is done, fail if the Job was ever seen suspended."""
+    seen: list[bool] = []
+
+    async def watch() -> None:
+        while True:
+            if not await running(kc, ns, name):
+                seen.append(True)
+            await asyncio.sleep(0.05)
+
+    watcher = asyncio.create_task(watch())
+    try:
+        yield
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+    assert seen == [], "the Job was never suspended"
 
 
 @pytest.mark.asyncio
@@ -90,9 +107,7 @@ async def test_an_elastic_job_scales_up_through_a_new_slice_without_stopping(kub
             await kc.patch(JOBS, "el", {"status": {"active": 2}}, q.ns, subresource="status")
             await eventually(lambda: _ungated(kc, q.ns, "el-0", "el-1"), what="the first slice's pods ungated")
 
-            seen_suspended: list[bool] = []
-            watcher = asyncio.create_task(_watch_suspended(kc, q.ns, "el", seen_suspended))
-            try:
+            async with _never_suspended(kc, q.ns, "el"):
                 # 6 pods do not fit in 4 cpu: the new slice waits, the Job runs on its old one
                 scaled = msgspec.json.decode(await kc.patch(JOBS, "el", {"spec": {"parallelism": 6}}, q.ns))
                 second = slice_name("Job", "batch", "el", uid, scaled["metadata"]["generation"])
@@ -124,11 +139,6 @@ async def test_an_elastic_job_scales_up_through_a_new_slice_without_stopping(kub
                 await kc.patch(JOBS, "el", {"spec": {"parallelism": 3}}, q.ns)
                 await eventually(lambda: _count_is(kc, q.ns, second, 3), what="the slice's count lowered")
                 await asyncio.sleep(0.5)
-            finally:
-                watcher.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await watcher
-            assert seen_suspended == [], "the Job was never suspended"
             assert await _admitted(kc, q.ns, second) is not None, "still admitted after the scale-down"
             reasons = [r for r, _ in await _job_events(kc, q.ns, "el")]
             assert "Stopped" not in reasons and "DeletedWorkload" not in reasons
@@ -154,20 +164,13 @@ async def test_a_running_elastic_job_gets_its_first_slice_and_only_the_pods_it_c
         for i in range(3):  # one pod too many, as while a scale-down takes effect
             await create(kc, _pod(q.ns, f"er-{i}", created))
         await kc.patch(JOBS, "er", {"status": {"active": 3}}, q.ns, subresource="status")
-        seen_suspended: list[bool] = []
-        watcher = asyncio.create_task(_watch_suspended(kc, q.ns, "er", seen_suspended))
-        try:
+        async with _never_suspended(kc, q.ns, "er"):
             async with kueue_es(kc, tmp_path / "log"):
                 first = slice_name("Job", "batch", "er", created["metadata"]["uid"], created["metadata"]["generation"])
                 await eventually(lambda: _admitted(kc, q.ns, first), what="the first slice admitted")
                 await eventually(lambda: _ungated(kc, q.ns, "er-0", "er-1"), what="the pods the slice counts ungated")
                 await asyncio.sleep(1.0)
                 assert not await _ungated(kc, q.ns, "er-2"), "the pod beyond the slice's count stays gated"
-        finally:
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
-        assert seen_suspended == [], "the Job was never suspended"
         assert "Stopped" not in [r for r, _ in await _job_events(kc, q.ns, "er")]
 
 
@@ -205,3 +208,86 @@ async def _no_finalizer(kc: KubeClient, ns: str, name: str) -> bool:
 async def _count_is(kc: KubeClient, ns: str, name: str, count: int) -> bool:
     wl = await _workload(kc, ns, name)
     return wl is not None and wl["spec"]["podSets"][0]["count"] == count
+
+
+PARTIAL_SCALE_UP = load_config({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+                                "featureGates": {"ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp": True}})
+
+
+def _granted(wl: dict[str, Any]) -> int | None:
+    return wl["status"]["admission"]["podSetAssignments"][0].get("count")
+
+
+async def _gated(kc: KubeClient, ns: str, *names: str) -> list[str]:
+    return [n for n in names if (await get(kc, "Pod", n, ns))["spec"].get("schedulingGates")]
+
+
+@pytest.mark.asyncio
+async def test_a_partial_scale_up_is_admitted_in_part_then_probed_for_the_rest(kube_apiserver, tmp_path) -> None:
+    """Kueue's KEP-12100 with a batch/v1 Job (``kueue.x-k8s.io/elastic-job-scale-up-strategy: partial``,
+    ``ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp`` on): 5 pods running in a 7-cpu ClusterQueue, the Job
+    scaled to 10 gets a slice asking for 10 with ``minCount`` 5, admitted with 7 (the old slice finished as
+    replaced), and only 2 more pods run; a scale-up probe asking for 10 with ``minCount`` 7, named apart, waits;
+    once the quota grows to 10 the probe is admitted whole, replaces the partial slice, and every pod runs. The Job
+    is never suspended."""
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        q = await queues(kc, "elastic-partial", {"cpu": 7})
+        async with kueue_es(kc, tmp_path / "log", config=PARTIAL_SCALE_UP):
+            doc = job(q.ns, "ep", "user-queue", parallelism=5)
+            doc["metadata"]["annotations"] = {ELASTIC: "true", STRATEGY: "partial"}
+            doc["spec"]["template"]["spec"]["schedulingGates"] = [{"name": ELASTIC}]
+            del doc["spec"]["completions"]
+            created = await create(kc, doc)
+            uid = created["metadata"]["uid"]
+            first = slice_name("Job", "batch", "ep", uid, created["metadata"]["generation"])
+            await eventually(lambda: running(kc, q.ns, "ep"), what="the Job started on its first slice")
+            first_wl = await _admitted(kc, q.ns, first)
+            assert first_wl is not None and "minCount" not in first_wl["spec"]["podSets"][0], \
+                "a first slice is never admitted in part"
+            for i in range(5):
+                await create(kc, _pod(q.ns, f"ep-{i}", created))
+            await kc.patch(JOBS, "ep", {"status": {"active": 5}}, q.ns, subresource="status")
+            await eventually(lambda: _ungated(kc, q.ns, *(f"ep-{i}" for i in range(5))), what="5 pods ungated")
+
+            async with _never_suspended(kc, q.ns, "ep"):
+                scaled = msgspec.json.decode(await kc.patch(JOBS, "ep", {"spec": {"parallelism": 10}}, q.ns))
+                generation = scaled["metadata"]["generation"]
+                partial = slice_name("Job", "batch", "ep", uid, generation)
+                for i in range(5, 10):
+                    await create(kc, _pod(q.ns, f"ep-{i}", created))
+                await kc.patch(JOBS, "ep", {"status": {"active": 10}}, q.ns, subresource="status")
+                partial_wl = await eventually(lambda: _admitted(kc, q.ns, partial), what="the scale-up admitted")
+                assert partial_wl["spec"]["podSets"][0]["count"] == 10
+                assert partial_wl["spec"]["podSets"][0]["minCount"] == 5, "at least the old slice's pods"
+                assert _granted(partial_wl) == 7, "as many as fit"
+                await eventually(lambda: _finished_as_replaced(kc, q.ns, first), what="the first slice replaced")
+
+                probe = slice_name("Job", "batch", "ep", uid, generation, probe=7)
+                await eventually(lambda: _pending(kc, q.ns, probe), what="the scale-up probe waiting")
+                probe_wl = await get(kc, "Workload", probe, q.ns)
+                assert probe_wl["metadata"]["annotations"][REPLACES] == f"{q.ns}/{partial}"
+                assert probe_wl["metadata"]["annotations"][SLICE_NAME] == first
+                assert (probe_wl["spec"]["podSets"][0]["count"], probe_wl["spec"]["podSets"][0]["minCount"]) == (10, 7)
+                await eventually(lambda: _ungated(kc, q.ns, "ep-5", "ep-6"), what="the 2 pods granted ungated")
+                await asyncio.sleep(1.0)
+                assert await _gated(kc, q.ns, *(f"ep-{i}" for i in range(10))) == ["ep-7", "ep-8", "ep-9"]
+                assert await _admitted(kc, q.ns, partial) is not None, "the partial slice runs on"
+
+                cq = await get(kc, "ClusterQueue", q.cq)
+                cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = 10
+                await kc.replace(CLUSTER_QUEUES, q.cq, cq)
+                whole = await eventually(lambda: _admitted(kc, q.ns, probe), what="the probe admitted")
+                assert _granted(whole) == 10
+                await eventually(lambda: _finished_as_replaced(kc, q.ns, partial), what="the partial slice replaced")
+                await eventually(lambda: _ungated(kc, q.ns, *(f"ep-{i}" for i in range(10))), what="all pods ungated")
+                await asyncio.sleep(1.0)
+            names = {w["metadata"]["name"] for w in msgspec.json.decode(await kc.request(
+                "GET", f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{q.ns}/workloads"))["items"]}
+            assert names == {first, partial, probe}, "no further probe once all is granted"
+
+
+async def _finished_as_replaced(kc: KubeClient, ns: str, name: str) -> bool:
+    wl = await _workload(kc, ns, name)
+    finished = _condition(wl, "Finished") if wl else None
+    return finished is not None and finished["status"] == "True" and finished["reason"] == "WorkloadSliceReplaced"
