@@ -32,6 +32,19 @@ def is_dns_subdomain(value: str) -> bool:
     return len(value) <= PREFIX_MAX and SUBDOMAIN.fullmatch(value) is not None
 
 
+def object_name_problem(value: str, *, label: bool = False) -> str | None:
+    """An object's ``metadata.name`` as the apiserver takes it: a DNS subdomain, or with ``label`` (a Namespace's
+    name, and the namespace a namespaced object gives) a DNS label."""
+    limit, valid = (NAME_MAX, is_dns_label) if label else (PREFIX_MAX, is_dns_subdomain)
+    if len(value) > limit:
+        return f"must be no more than {limit} characters"
+    if not valid(value):
+        what, chars = ("label", " or '-'") if label else ("subdomain", ", '-' or '.'")
+        return (f'Invalid value: "{value}": a lowercase RFC 1123 {what} must consist of lower case alphanumeric '
+                f"characters{chars}, and must start and end with an alphanumeric character")
+    return None
+
+
 def qualified_name_problem(key: str) -> str | None:
     """A label or annotation key: a name of at most 63 characters, optionally after a DNS subdomain and '/'."""
     parts = key.split("/")

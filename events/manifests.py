@@ -18,7 +18,7 @@ from events import conversion, object_rules
 from events import objects as o
 from events import tas_assignment as tas
 from events.errors import InvalidInput, refuse_field
-from events.labels import annotations_problem, labels_problem
+from events.labels import annotations_problem, labels_problem, object_name_problem
 from events.priority_boost import ANNOTATION as PRIORITY_BOOST_ANNOTATION
 from events.priority_boost import error as priority_boost_error
 from events.quantity import QuantityError, parse_quantity
@@ -177,12 +177,23 @@ def _decode_document(doc: dict[str, Any], source: str, index: int, out: Manifest
     namespaced = kind not in o.CLUSTER_SCOPED
     if namespaced and not doc["metadata"].get("namespace"):
         doc = {**doc, "metadata": {**doc["metadata"], "namespace": "default"}}
+    _check_names(doc["metadata"], where, kind=kind, namespaced=namespaced)
     if api_version.endswith("/v1beta1") and api_version.startswith("kueue.x-k8s.io"):
         doc = convert_v1beta1(doc, where)
     elif kind == "Workload":
         _reject_v1beta1_domains(doc, where, api_version)
     out.objects.append(decode_object(doc, where, checks=checks))
     out.wheres.append(where)
+
+
+def _check_names(metadata: dict[str, Any], where: str, *, kind: str, namespaced: bool) -> None:
+    """The name (and namespace) the apiserver would refuse to store (one of another type is the decoder's to
+    name)."""
+    name, namespace = metadata.get("name"), metadata.get("namespace")
+    if isinstance(name, str):
+        refuse_field(object_name_problem(name, label=kind == "Namespace"), where, "metadata.name")
+    if namespaced and isinstance(namespace, str):
+        refuse_field(object_name_problem(namespace, label=True), where, "metadata.namespace")
 
 
 def decode_object(doc: dict[str, Any], where: str, *, checks: Checks = Checks()) -> o.KObject:

@@ -237,6 +237,25 @@ BAD_INPUTS = {
         ["document 1", "(ResourceFlavor tas)", "field `spec.nodeLabels`: at least one nodeLabel is required when "
          "topology is set"],
     ),
+    "name-not-a-subdomain": (  # the apiserver stores no object by such a name
+        GOOD_DOC + "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: Team_A\n",
+        ["document 2", "(ClusterQueue Team_A)", 'field `metadata.name`: Invalid value: "Team_A": a lowercase RFC 1123 '
+         "subdomain must consist of lower case alphanumeric characters, '-' or '.'"],
+    ),
+    "namespace-name-not-a-label": (  # a dot is fine in a subdomain, not in a Namespace's name
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team.a\n",
+        ["document 1", "(Namespace team.a)", 'field `metadata.name`: Invalid value: "team.a": a lowercase RFC 1123 '
+         "label must consist of lower case alphanumeric characters or '-'"],
+    ),
+    "namespace-not-a-label": (
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n  name: lq\n  namespace: Team\n"
+        "spec:\n  clusterQueue: cq\n",
+        ["document 1", "(LocalQueue lq)", 'field `metadata.namespace`: Invalid value: "Team"'],
+    ),
+    "name-too-long": (
+        f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: {'a' * 254}\n",
+        ["document 1", "field `metadata.name`: must be no more than 253 characters"],
+    ),
 }
 
 
