@@ -406,6 +406,26 @@ ADAPTERS = {
 """(apiVersion, kind) of an owner MultiKueue runs on a worker -> its adapter."""
 
 
+MAX_GROUPS = 1_000_000
+"""The most Workloads Kueue's LWS adapter takes a LeaderWorkerSet to make (a bound on ``spec.replicas``)."""
+
+
+class InvalidReplicas(KubeError):
+    """A LeaderWorkerSet's ``spec.replicas`` out of Kueue's bounds: its read counts as failed, retried."""
+
+
+def group_size(lws_obj: dict[str, Any]) -> int:
+    """How many Workloads a LeaderWorkerSet makes, as Kueue's LWS adapter counts them: ``spec.replicas``, 1 when
+    unset; a count below 0 or above :data:`MAX_GROUPS` is refused (:class:`InvalidReplicas`), as Kueue's
+    "invalid LeaderWorkerSet replicas" error is retried."""
+    replicas = value_at(lws_obj, ("spec", "replicas"))
+    if replicas is None:
+        return 1
+    if not isinstance(replicas, int) or isinstance(replicas, bool) or not 0 <= replicas <= MAX_GROUPS:
+        raise InvalidReplicas(f"invalid LeaderWorkerSet replicas: {replicas!r}")
+    return replicas
+
+
 def owner_copy(adapter: Adapter, manager_owner: dict[str, Any], manager_wl: dict[str, Any], origin: str,
                config: SchedulerConfig) -> dict[str, Any]:
     """The owner's copy created on the worker: its adapter's copy, without the fields its gates in force clear
@@ -1042,6 +1062,7 @@ class MultiKueueConnector:
                 continue
             try:
                 owner = msgspec.json.decode(await self.client.get(adapter.resource, wl.owner[2], wl.namespace))
+                replicas = group_size(owner) if adapter.grouped else None
             except KubeError as exc:  # Kueue's read fails and is retried: nothing is decided meanwhile
                 failures = (retry.failures if retry is not None else 0) + 1
                 after = owner_retry_after(failures)
@@ -1052,8 +1073,6 @@ class MultiKueueConnector:
                                 owner=wl.owner[2], error=str(exc), retry_after_s=after)
                 continue
             if adapter.grouped:
-                replicas = value_at(owner, ("spec", "replicas"))
-                replicas = replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else 1
                 if replicas != wl.owner_replicas:
                     events.append(ev.OwnerObserved(time=now, key=key, uid=wl.uid, replicas=replicas))
                 continue

@@ -90,6 +90,18 @@ async def test_the_sets_replicas_are_read_into_the_log_until_its_workload_is_on_
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("replicas", [-1, 1_000_001])
+async def test_replicas_out_of_kueues_bounds_are_a_failed_read_tried_again(tmp_path: Path, replicas: int) -> None:
+    """Kueue's LWS adapter refuses such a count ("invalid LeaderWorkerSet replicas") and its reconcile is tried
+    again: nothing is appended, so nothing is dispatched, and the read is retried after a backoff."""
+    state = lws_state(tmp_path, 0)
+    settle(state, DEFAULT, now=START)
+    mk = _connector(state, Api({**MANAGER_LWS, "spec": {"replicas": replicas}}), Api())
+    assert await mk._observe_owners(START, ["default/lws-0"]) == []
+    assert mk._owners_unread["default/lws-0"].failures == 1
+
+
+@pytest.mark.asyncio
 async def test_a_group_is_copied_once_all_may_go_and_the_set_once_to_their_worker(tmp_path: Path) -> None:
     """The second group's Workload is not copied until the first one's worker is known; then only there. The set
     is copied once, for both, and its status is not mirrored to the manager's set."""
