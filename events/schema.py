@@ -171,9 +171,12 @@ class RemoteWorkloadObserved(Event, tag="RemoteWorkloadObserved"):
 class OwnerObserved(Event, tag="OwnerObserved"):
     """The ``spec.managedBy`` of a manager Workload's owner that the log does not hold (a JobSet: another project's
     API), as the MultiKueue connector read it from the manager's apiserver (empty: none), for the MultiKueue
-    adapter of its kind to decide whether MultiKueue may run it. Appended once it differs from what the log holds."""
+    adapter of its kind to decide whether MultiKueue may run it. Appended once it differs from what the log holds.
+    For an owner that makes several Workloads (a LeaderWorkerSet, which has no managedBy: Kueue's adapter takes it
+    as MultiKueue's), how many it makes (``spec.replicas``), which MultiKueue waits for before dispatching them."""
 
     managed_by: str = ""
+    replicas: int | None = None
 
 
 # --- time --------------------------------------------------------------------------------------------------------

@@ -87,6 +87,7 @@ from projections.workloads import (
     WorkloadInfo,
     admission_usage,
     after_reclaim,
+    component_index,
     failed_attempt,
     has_quota_reservation,
     held_for_pods_ready,
@@ -1471,9 +1472,11 @@ class ClusterState:
             parameters = provreq_parameters(annotations)
             metric_annotations = self._metric_annotations(annotations)
             replaces = annotations.get(SLICE_REPLACEMENT_FOR_ANNOTATION, "")
+            component = component_index(annotations)
         else:  # most Workloads carry none: no lookups
             boost_annotation = gate = replaces = ""
             parameters = metric_annotations = ()
+            component = None
         boost = 0
         if boost_annotation and self.priority_boost:
             boost = boost_of(boost_annotation)
@@ -1492,7 +1495,7 @@ class ClusterState:
                 pod_owned=bool(meta.owner_references) and owned_by_single_pod(meta),
                 owner=owner_of(meta),
                 boost=boost, boost_annotation=boost_annotation, metric_annotations=metric_annotations,
-                replaces=replaces,
+                replaces=replaces, component_index=component,
             )
             self.pod_templates[key] = pod_templates(spec)
             self._take_observed_status(wl, w)
@@ -1514,6 +1517,7 @@ class ClusterState:
         if metric_annotations or wl.metric_annotations:
             wl.metric_annotations = metric_annotations
         wl.replaces = replaces
+        wl.component_index = component
         refs, owner = meta.owner_references, wl.owner
         if (len(refs) == 1 and owner and (ref := refs[0]).name == owner[2] and ref.kind == owner[1]
                 and ref.api_version == owner[0]):
@@ -2085,6 +2089,8 @@ class ClusterState:
         wl = self.workloads.get(e.key)
         if wl is not None and (not e.uid or e.uid == wl.uid):
             wl.owner_managed_by = e.managed_by
+            if e.replicas is not None:
+                wl.owner_replicas = e.replicas
 
     def _take_external_nominations(self, wl: WorkloadInfo, w: o.Workload | LazyWorkload) -> None:
         """An external dispatcher's ``status.nominatedClusterNames`` on a workload holding quota and not yet on a

@@ -58,6 +58,21 @@ ADMISSION_GATE_CLEARED = "AdmissionGatedBy cleared, waiting for quota reservatio
 """The workload controller's QuotaReserved=False reason and message prefix while a workload is gated, and its
 PendingEvaluation message once the gate is cleared."""
 IS_GROUP_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/is-group-workload"
+JOB_OWNER_GVK_ANNOTATION = "kueue.x-k8s.io/job-owner-gvk"
+"""On a Workload one of several its owner makes (a LeaderWorkerSet's group): the owner's kind."""
+COMPONENT_INDEX_ANNOTATION = "kueue.x-k8s.io/component-workload-index"
+
+
+def component_index(annotations: Mapping[str, str]) -> int | None:
+    """A component Workload's index (:attr:`WorkloadInfo.component_index`): None without
+    ``kueue.x-k8s.io/job-owner-gvk``, -1 when its index annotation is missing or not a decimal integer."""
+    if JOB_OWNER_GVK_ANNOTATION not in annotations:
+        return None
+    raw = annotations.get(COMPONENT_INDEX_ANNOTATION, "")
+    digits = raw[1:] if raw[:1] in ("+", "-") else raw
+    if not digits or not digits.isascii() or not digits.isdigit():
+        return -1
+    return max(int(raw), -1)
 """On the Workload of a pod group (``"true"``): pods of the group may be created into it, so it is not owned by
 one Pod for good even when it names only one."""
 SLICE_REPLACEMENT_FOR_ANNOTATION = "kueue.x-k8s.io/workload-slice-replacement-for"
@@ -230,6 +245,13 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     waited: tuple[WaitedPodSet, ...] = ()
     """The assignment it waits with while waitForPodsReady.blockAdmission holds it (the ``WorkloadPending`` that
     held it), which the scheduler admits it on once it wakes; empty otherwise."""
+    component_index: int | None = None
+    """Its ``kueue.x-k8s.io/component-workload-index`` when it is one of the Workloads its owner makes together (it
+    carries ``kueue.x-k8s.io/job-owner-gvk``: a LeaderWorkerSet's group), -1 when that index cannot be read; None:
+    its owner makes it alone. MultiKueue dispatches such a group as one (:mod:`kueue_es.scheduler.multikueue`)."""
+    owner_replicas: int | None = None
+    """MultiKueue: how many Workloads its owner makes (a LeaderWorkerSet's ``spec.replicas``), as last observed
+    (``OwnerObserved``) for a :attr:`component_index` one; None: never observed."""
 
     @property
     def base_priority(self) -> int:

@@ -123,9 +123,10 @@ WEBHOOK_SECRET = "kueue-es-webhook-server-cert"
 VISIBILITY_PORT = 8082
 VISIBILITY_SERVICE = "kueue-es-visibility"
 READ = ["get", "list", "watch"]
-MULTIKUEUE_OWNERS = sorted({a.resource for a in MULTIKUEUE_ADAPTERS.values() if a.resource.group != "batch"},
-                           key=lambda r: (r.group, r.plural))
-"""The kinds besides batch/v1 Jobs whose status a MultiKueue manager writes (its adapters')."""
+MULTIKUEUE_OWNERS = sorted({a.resource for a in MULTIKUEUE_ADAPTERS.values()
+                            if a.resource.group != "batch" and a.mirrors_status}, key=lambda r: (r.group, r.plural))
+"""The kinds besides batch/v1 Jobs whose status a MultiKueue manager writes (its adapters'; not LeaderWorkerSets,
+whose status is not mirrored)."""
 
 
 def _labels(name: str) -> dict[str, str]:

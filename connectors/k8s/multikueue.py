@@ -1,6 +1,6 @@
 """MultiKueue on a manager: the worker clusters' side of Kueue's MultiKueue controllers (its adapters' kinds:
 batch/v1 Jobs, JobSets, the Kubeflow training jobs, MPIJobs, RayJobs, RayClusters, RayServices, AppWrappers,
-TrainJobs).
+TrainJobs, LeaderWorkerSets).
 
 Everything decided is decided by the pure side from the log (:mod:`kueue_es.scheduler.multikueue`: nominations,
 the worker that runs a workload, Retry, the local finish); this module only observes and applies:
@@ -35,11 +35,15 @@ the worker that runs a workload, Retry, the local finish); this module only obse
   as Kueue's (:func:`rayservice_copy`), each made of the owner as it was before the manager's integration
   started it (:func:`as_before_start`), and their
   managedBy (``spec.managedBy``, ``spec.runPolicy.managedBy``) read from the manager's apiserver and appended
-  (``OwnerObserved``), as the log holds none of them.
+  (``OwnerObserved``), as the log holds none of them. A LeaderWorkerSet is copied once for all its groups'
+  Workloads (:func:`lws_copy`), its ``spec.replicas`` read and appended instead, and deleted with any of its
+  groups' copies; a group's Workload is copied nowhere while it waits for its group
+  (:func:`kueue_es.scheduler.multikueue.group_target`).
 * **status.** Once the manager's Job has been started (its Workload admitted), or its copy is suspended too or
   finished, its status follows the copy's on the worker, written to the status subresource (Kueue's batch/v1
   MultiKueue adapter); any other owner's whenever its copy's changes (Kueue's JobSet, Kubeflow, MPIJob, RayJob,
-  RayCluster, RayService, AppWrapper and TrainJob adapters).
+  RayCluster, RayService, AppWrapper and TrainJob adapters), but a LeaderWorkerSet's (Kueue's LWS adapter copies
+  none).
 
 Level-triggered: every move of the log and every change a worker's watch brings wakes a pass. A pass looks only at
 the workloads that moved since the last one (:class:`PassKeys`): those the log's records were about, and, per
@@ -78,6 +82,7 @@ from connectors.k8s import (
     rayservice,
     trainjob,
 )
+from connectors.k8s import leaderworkerset as lws
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import AlreadyExists, Conflict, Gone, KubeError, NotFound
 from connectors.k8s.framework_webhook import suspended, value_at
@@ -89,6 +94,7 @@ from connectors.k8s.resources import (
     BY_KIND,
     JOBSETS,
     KUBEFLOW_JOBS,
+    LEADER_WORKER_SETS,
     MPIJOBS,
     RAYCLUSTERS,
     RAYJOBS,
@@ -102,7 +108,7 @@ from events import schema as ev
 from events.timefmt import format_time
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 from kueue_es.scheduler.config_record import in_force
-from kueue_es.scheduler.multikueue import check_of
+from kueue_es.scheduler.multikueue import WAIT, check_of, group_target
 from projections import gates
 from projections.admissionchecks import MultiKueueWorld, cluster_active
 from projections.cluster import ClusterState
@@ -290,6 +296,24 @@ def trainjob_copy(manager_trainjob: dict[str, Any], manager_wl: dict[str, Any], 
     return clone
 
 
+def lws_copy(manager_lws: dict[str, Any], manager_wl: dict[str, Any], origin: str) -> dict[str, Any]:
+    """The copy of a manager's LeaderWorkerSet created on the worker its groups run on (Kueue's LWS adapter): its
+    labels, annotations and spec, the origin label and the manager's set's UID
+    (``kueue.x-k8s.io/multikueue-origin-uid``) added, which the worker's Kueue names the group Workloads it runs
+    the set's pods on from, so that they are those the manager copied there. One copy serves every group: no
+    ``kueue.x-k8s.io/prebuilt-workload-name``, and no managedBy to drop (the kind has none)."""
+    meta = manager_lws.get("metadata") or {}
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                   if k != "kubectl.kubernetes.io/last-applied-configuration"}
+    return {
+        "apiVersion": LEADER_WORKER_SETS.api_version, "kind": LEADER_WORKER_SETS.kind,
+        "metadata": {"name": meta["name"], "namespace": meta["namespace"],
+                     "labels": {**(meta.get("labels") or {}), ORIGIN_LABEL: origin},
+                     "annotations": {**annotations, lws.ORIGIN_UID_ANNOTATION: str(meta.get("uid", ""))}},
+        "spec": copy.deepcopy(manager_lws.get("spec") or {}),
+    }
+
+
 def run_policy_copy(manager_owner: dict[str, Any], manager_wl: dict[str, Any], origin: str) -> dict[str, Any]:
     """The copy of a manager's Kubeflow training job or MPIJob created on the worker that runs it (Kueue's Kubeflow
     and MPIJob adapters): its labels, annotations and spec, Kueue's two labels added and
@@ -347,6 +371,13 @@ class Adapter(NamedTuple):
     None: the owner is copied as it is."""
     suspend_at: tuple[str, ...] = ("spec", "suspend")
     """The keys down to its suspend flag."""
+    mirrors_status: bool = True
+    """Its copy's status is written to the manager's owner. Not a LeaderWorkerSet's: its controller on the
+    manager, which no managedBy stops, would write its own over it at once (Kueue's LWS adapter copies none)."""
+    grouped: bool = False
+    """Its owner makes several Workloads (one per LeaderWorkerSet group) and one copy of it serves them all on
+    their worker: not its managedBy but its replicas are read (``OwnerObserved``), and it is deleted with any of
+    its Workloads' copies, as Kueue's LWS adapter deletes it."""
 
 
 RUN_POLICY_MANAGED_BY = ("spec", "runPolicy", "managedBy")
@@ -369,8 +400,30 @@ ADAPTERS = {
                                                          stop_patch=rayservice.stop_patch,
                                                          suspend_at=RAYSERVICE_SUSPEND),
     (TRAINJOBS.api_version, TRAINJOBS.kind): Adapter(TRAINJOBS, trainjob_copy, in_log=False),
+    (LEADER_WORKER_SETS.api_version, LEADER_WORKER_SETS.kind): Adapter(LEADER_WORKER_SETS, lws_copy, in_log=False,
+                                                                       mirrors_status=False, grouped=True),
 }
 """(apiVersion, kind) of an owner MultiKueue runs on a worker -> its adapter."""
+
+
+MAX_GROUPS = 1_000_000
+"""The most Workloads Kueue's LWS adapter takes a LeaderWorkerSet to make (a bound on ``spec.replicas``)."""
+
+
+class InvalidReplicas(KubeError):
+    """A LeaderWorkerSet's ``spec.replicas`` out of Kueue's bounds: its read counts as failed, retried."""
+
+
+def group_size(lws_obj: dict[str, Any]) -> int:
+    """How many Workloads a LeaderWorkerSet makes, as Kueue's LWS adapter counts them: ``spec.replicas``, 1 when
+    unset; a count below 0 or above :data:`MAX_GROUPS` is refused (:class:`InvalidReplicas`), as Kueue's
+    "invalid LeaderWorkerSet replicas" error is retried."""
+    replicas = value_at(lws_obj, ("spec", "replicas"))
+    if replicas is None:
+        return 1
+    if not isinstance(replicas, int) or isinstance(replicas, bool) or not 0 <= replicas <= MAX_GROUPS:
+        raise InvalidReplicas(f"invalid LeaderWorkerSet replicas: {replicas!r}")
+    return replicas
 
 
 def owner_copy(adapter: Adapter, manager_owner: dict[str, Any], manager_wl: dict[str, Any], origin: str,
@@ -413,7 +466,19 @@ def desired_on(state: ClusterState, wl: WorkloadInfo) -> tuple[str, ...]:
     quota, is evicted or finished (or has no MultiKueue check)."""
     if wl.phase == FINISHED or not wl.reserving or wl.evicted or check_of(state, wl) is None:
         return ()
-    return (wl.cluster_name,) if wl.cluster_name else wl.nominated
+    if wl.cluster_name:
+        return (wl.cluster_name,)
+    target = group_target(state, wl)
+    if target is None:
+        return wl.nominated
+    return () if target == WAIT else (target,)
+
+
+def held_back(state: ClusterState, wl: WorkloadInfo) -> bool:
+    """A LeaderWorkerSet group's workload waiting for the rest of its group (:func:`group_target`): Kueue's
+    controller returns before it touches its copies, so none is made and none deleted meanwhile."""
+    return (wl.phase != FINISHED and wl.reserving and not wl.evicted and not wl.cluster_name
+            and check_of(state, wl) is not None and group_target(state, wl) == WAIT)
 
 
 def read_kubeconfig_file(location: str) -> tuple[bytes, str]:
@@ -647,7 +712,7 @@ class MultiKueueConnector:
             w = self.workers[name]
             if not w.connected or w.client is None:
                 continue
-            copied = w.copied()
+            copied = self._copied(w)
             if every or w.relisted:
                 keys = set(workloads) | copied
             else:
@@ -892,6 +957,8 @@ class MultiKueueConnector:
                 cache[_key(obj)] = obj
             log.info("MultiKueue worker now serves the kind", kind=r.kind, cluster=w.name)
             w.moved.update(filter(None, map(_workload_key_of, cache.values())))
+            if r is LEADER_WORKER_SETS:
+                w.moved.update(self._group_keys(cache))
             self._wake.set()
             await self._follow(w, r, cache, page.metadata.resource_version, selector)
 
@@ -907,8 +974,27 @@ class MultiKueueConnector:
                     cache.pop(_key(obj), None)
                 else:
                     cache[_key(obj)] = obj
-                w.moved.add(_key(obj) if r is WORKLOADS else _workload_key_of(obj))
+                if r is LEADER_WORKER_SETS:
+                    w.moved.update(self._group_keys([_key(obj)]))
+                else:
+                    w.moved.add(_key(obj) if r is WORKLOADS else _workload_key_of(obj))
                 self._wake.set()
+
+    def _group_keys(self, copies: Any) -> set[str]:
+        """The manager Workloads that the LeaderWorkerSet copies ``copies`` names (namespace/name) serve: those of
+        the manager's set of that name (one per group; a copy names none of them, as it serves them all)."""
+        wanted = set(copies)
+        if not wanted:
+            return set()
+        api_version, kind = LEADER_WORKER_SETS.api_version, LEADER_WORKER_SETS.kind
+        return {k for k, wl in self.state.workloads.items()
+                if wl.owner and wl.owner[1] == kind and wl.owner[0] == api_version
+                and f"{wl.namespace}/{wl.owner[2]}" in wanted}
+
+    def _copied(self, w: Worker) -> set[str]:
+        """The manager Workload keys this origin has copies for on ``w`` (:meth:`Worker.copied`), with those its
+        LeaderWorkerSet copies serve."""
+        return w.copied() | self._group_keys(w.owners.get(LEADER_WORKER_SETS.kind, {}))
 
     # --- observations --------------------------------------------------------------------------------------------
 
@@ -967,11 +1053,16 @@ class MultiKueueConnector:
             if wl is None:
                 continue
             adapter = adapter_of(wl)
-            if (adapter is None or adapter.in_log or wl.owner_managed_by is not None or not wl.reserving
-                    or check_of(self.state, wl) is None):
+            if adapter is None or adapter.in_log or not wl.reserving or check_of(self.state, wl) is None:
+                continue
+            if adapter.grouped:  # its replicas, read again whenever its workload moves until it is on a worker
+                if wl.cluster_name or wl.component_index is None:
+                    continue
+            elif wl.owner_managed_by is not None:
                 continue
             try:
                 owner = msgspec.json.decode(await self.client.get(adapter.resource, wl.owner[2], wl.namespace))
+                replicas = group_size(owner) if adapter.grouped else None
             except KubeError as exc:  # Kueue's read fails and is retried: nothing is decided meanwhile
                 failures = (retry.failures if retry is not None else 0) + 1
                 after = owner_retry_after(failures)
@@ -980,6 +1071,10 @@ class MultiKueueConnector:
                     self.stats.errors += 1
                     log.warning("MultiKueue owner not read, will retry", workload=key, kind=adapter.resource.kind,
                                 owner=wl.owner[2], error=str(exc), retry_after_s=after)
+                continue
+            if adapter.grouped:
+                if replicas != wl.owner_replicas:
+                    events.append(ev.OwnerObserved(time=now, key=key, uid=wl.uid, replicas=replicas))
                 continue
             managed_by = value_at(owner, adapter.managed_by_at) or ""
             events.append(ev.OwnerObserved(time=now, key=key, uid=wl.uid, managed_by=managed_by))
@@ -1015,9 +1110,11 @@ class MultiKueueConnector:
     async def _sync_copies(self, w: Worker, origin: str, keys: list[str]) -> None:
         """The copies of the workloads ``keys`` names on worker ``w``: created where wanted, deleted elsewhere."""
         assert w.client is not None
-        state, copied = self.state, w.copied()
+        state, copied = self.state, self._copied(w)
         for key in keys:
             wl = state.workloads.get(key)
+            if wl is not None and held_back(state, wl):
+                continue  # looked at again when its group moves
             if wl is not None and w.name in desired_on(state, wl):
                 try:
                     if wl.cluster_name != w.name:
@@ -1096,7 +1193,8 @@ class MultiKueueConnector:
         assert w.client is not None
         wl = self.state.workloads.get(key)
         adapter = adapter_of(wl) if wl is not None else None
-        if wl is None or adapter is None or wl.phase != FINISHED or wl.cluster_name != w.name:
+        if (wl is None or adapter is None or not adapter.mirrors_status or wl.phase != FINISHED
+                or wl.cluster_name != w.name):
             return True
         try:
             remote = msgspec.json.decode(await w.client.get(adapter.resource, wl.owner[2], wl.namespace))
@@ -1112,6 +1210,8 @@ class MultiKueueConnector:
         owner the log does not hold (a JobSet, Kubeflow job, MPIJob, Ray kind, AppWrapper, TrainJob)
         whenever the copy's changes, suspended or not, as Kueue's adapters of those kinds copy it. False: the write
         conflicted, to be tried again on the next pass."""
+        if not adapter.mirrors_status:
+            return True
         r = adapter.resource
         mirrored = f"{r.kind}/{owner_key}"
         rv = (remote.get("metadata") or {}).get("resourceVersion", "")
@@ -1170,6 +1270,9 @@ class MultiKueueConnector:
             owner_names.update(k.partition("/")[2] for k, obj in copies.items()
                                if k.partition("/")[0] == namespace
                                and ((obj.get("metadata") or {}).get("labels") or {}).get(PREBUILT_WORKLOAD) == name)
+            if a.grouped:  # the set's one copy, which its Workload names in annotations (so does the manager's)
+                owner_names.update([n for n in self._group_owners(key, raw)
+                                    if await self._made_here(w, r, namespace, n, origin)])
             for owner_name in sorted(owner_names):
                 with contextlib.suppress(NotFound):
                     await w.client.delete(r, owner_name, namespace)
@@ -1182,6 +1285,18 @@ class MultiKueueConnector:
         w.workloads.pop(key, None)
         self.stats.copies_deleted += 1
         log.info("MultiKueue copy deleted", workload=key, cluster=w.name)
+
+    def _group_owners(self, key: str, raw: dict[str, Any]) -> list[str]:
+        """The name of the LeaderWorkerSet whose group's Workload copy ``raw`` is (its owner annotations), or whose
+        the manager's Workload ``key`` is: a list of at most one, sorted."""
+        annotations = (raw.get("metadata") or {}).get("annotations") or {}
+        names = set()
+        if annotations.get(lws.OWNER_GVK_ANNOTATION) == lws.GVK and annotations.get(lws.OWNER_NAME_ANNOTATION):
+            names.add(annotations[lws.OWNER_NAME_ANNOTATION])
+        wl = self.state.workloads.get(key)
+        if wl is not None and wl.owner and wl.owner[:2] == (LEADER_WORKER_SETS.api_version, LEADER_WORKER_SETS.kind):
+            names.add(wl.owner[2])
+        return sorted(names)
 
     @staticmethod
     async def _made_here(w: Worker, r: Resource, namespace: str, owner_name: str, origin: str) -> bool:

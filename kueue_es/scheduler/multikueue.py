@@ -7,7 +7,8 @@ worker reached or lost); from those and the manager's own state this decides, fo
 ClusterQueue has a MultiKueue check, in Kueue's order:
 
 1. no adapter for its owner (:data:`ADAPTERS`: batch/v1 Jobs, JobSets, the Kubeflow training jobs, MPIJobs,
-   RayJobs, RayClusters, RayServices, AppWrappers and TrainJobs have one here): the check is ``Rejected``, "No
+   RayJobs, RayClusters, RayServices, AppWrappers, TrainJobs and LeaderWorkerSets have one here, a
+   LeaderWorkerSet, which has no managedBy, always MultiKueue's): the check is ``Rejected``, "No
    multikueue adapter found[ for owner kind ...]"; an owner whose ``spec.managedBy`` (``spec.runPolicy.managedBy`` for the Kubeflow
    kinds) is not ``kueue.x-k8s.io/multikueue`` (a Job's read of the log's Job, any other kind's of
    ``OwnerObserved``, nothing being decided on it until then): ``Rejected``, "The owner is not managed by Kueue:
@@ -32,7 +33,10 @@ ClusterQueue has a MultiKueue check, in Kueue's order:
    order (alphabetical with MultiKueueIncrementalDispatcherRespectConfigOrder off); once every worker is
    nominated and none admitted the copy, nothing more happens until one does or the workload loses its quota;
    any other name: an external dispatcher's, which kueue-es nominates nothing for — the nominations it writes on
-   the Workload are observed (``ClusterState._take_external_nominations``) and dispatched to.
+   the Workload are observed (``ClusterState._take_external_nominations``) and dispatched to. A LeaderWorkerSet's
+   groups' Workloads go as one (:func:`group_target`): none is nominated until all of them exist, the
+   lowest-indexed one is dispatched as above, and each other one is nominated the worker one of them was admitted
+   on (only that one), its copies made there alone.
 
 Retry and Rejected are then acted on by the workload controller's rules (:mod:`kueue_es.scheduler.reconcile`):
 eviction, which clears ``clusterName`` and the nominations (the connector then deletes every copy), or
@@ -82,6 +86,16 @@ RAYCLUSTER_ADAPTER = ("ray.io/v1", "RayCluster")
 RAYSERVICE_ADAPTER = ("ray.io/v1", "RayService")
 APPWRAPPER_ADAPTER = ("workload.codeflare.dev/v1beta2", "AppWrapper")
 TRAINJOB_ADAPTER = ("trainer.kubeflow.org/v1alpha1", "TrainJob")
+LWS_ADAPTER = ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")
+"""A LeaderWorkerSet has no managedBy: Kueue's adapter takes every one as MultiKueue's (:func:`_always_managed`),
+and dispatches its groups' Workloads as one (:data:`MULTI_WORKLOAD`)."""
+
+
+def _always_managed(state: ClusterState, wl: WorkloadInfo) -> str:
+    """An owner kind without a managedBy field, which Kueue's adapter takes as MultiKueue's without reading it."""
+    return MANAGED_BY
+
+
 ADAPTERS = {
     JOB_ADAPTER: _job_managed_by,
     JOBSET_ADAPTER: _observed_managed_by,
@@ -92,6 +106,7 @@ ADAPTERS = {
     RAYSERVICE_ADAPTER: _observed_managed_by,
     APPWRAPPER_ADAPTER: _observed_managed_by,
     TRAINJOB_ADAPTER: _observed_managed_by,
+    LWS_ADAPTER: _always_managed,
 }
 """(apiVersion, kind) of an owner MultiKueue can run on a worker -> how its ``spec.managedBy`` is read (Kueue's
 MultiKueue adapters; the connector's side of each is :data:`connectors.k8s.multikueue.ADAPTERS`). Every kind but
@@ -99,6 +114,10 @@ the Job is another project's API the log does not hold, its managedBy observed b
 MANAGED_BY_FIELDS = {MPIJOB_ADAPTER: "spec.runPolicy.managedBy"}
 """The field an adapter's rejection names where Kueue's does not say ``spec.managedBy`` (its Kubeflow adapters do,
 though they read ``spec.runPolicy.managedBy``; its MPIJob adapter names the field it reads)."""
+MULTI_WORKLOAD = frozenset({LWS_ADAPTER})
+"""Owner kinds whose Workloads (one per LeaderWorkerSet group, each with its component index) MultiKueue dispatches
+as one group (Kueue's ``MultiKueueMultiWorkloadAdapter``): none is nominated until all its owner makes exist; the
+lowest-indexed one nominates, and the others follow the worker one of them got (:func:`group_target`)."""
 ROUND_MS = 5 * 60 * 1000
 """How long a round of the incremental dispatcher lasts: the next one starts once more than this has passed."""
 
@@ -186,6 +205,59 @@ def lost_for(state: ClusterState, cluster: str, now: int) -> int | None:
     return now - (link.since if link is not None else 0)
 
 
+def components(state: ClusterState, wl: WorkloadInfo) -> list[WorkloadInfo] | None:
+    """The Workloads made by ``wl``'s owner, ``wl`` among them, when that owner is of a kind whose Workloads are
+    dispatched as one group and ``wl`` says it is one of them (:data:`MULTI_WORKLOAD`); None otherwise. In no
+    particular order: whatever is read of them does not depend on one."""
+    if wl.component_index is None or not wl.owner or (wl.owner[0], wl.owner[1]) not in MULTI_WORKLOAD:
+        return None
+    owner, namespace = wl.owner, wl.namespace
+    return [w for w in state.workloads.values() if w.owner == owner and w.namespace == namespace]
+
+
+WAIT = ""
+""":func:`group_target`: the workload waits (no nominations, no copies made)."""
+
+
+def group_target(state: ClusterState, wl: WorkloadInfo) -> str | None:
+    """Where a workload of a group (:func:`components`) not yet on a worker goes, as Kueue's MultiKueue workload
+    controller dispatches its owner's Workloads: :data:`WAIT` until every Workload its owner makes exists (its
+    observed ``spec.replicas``; unread: waiting for the read), and while another of the group's workers differ;
+    the worker another of them was admitted on (``status.clusterName``); else, for the lowest-indexed one, None:
+    dispatched as any other workload; the others (or one whose index cannot be read) wait for it. None too for a
+    workload outside any group."""
+    members = components(state, wl)
+    if members is None:
+        return None
+    if wl.owner_replicas is None or len(members) < wl.owner_replicas:
+        return WAIT
+    clusters = {m.cluster_name for m in members if m.key != wl.key and m.cluster_name}
+    if len(clusters) > 1:
+        return WAIT  # Kueue refuses to choose between them ("component workloads assigned to different clusters")
+    if clusters:
+        return clusters.pop()
+    index = wl.component_index
+    if index is None or index < 0 or any(0 <= (m.component_index if m.component_index is not None else -1) < index
+                                         for m in members if m.key != wl.key):
+        return WAIT
+    return None
+
+
+def group_touched(state: ClusterState, touched: dict[str, None]) -> list[str]:
+    """The other Workloads of the groups (:func:`components`) some touched workload belongs to, sorted: Kueue's
+    MultiKueue controller looks at a group's Workloads again once all exist and when one of them is admitted on a
+    worker. Empty at once when no touched workload is of a group (the common case: no scan)."""
+    owners = set()
+    for key in touched:
+        wl = state.workloads.get(key)
+        if wl is not None and wl.component_index is not None and wl.owner and (wl.owner[0], wl.owner[1]) in \
+                MULTI_WORKLOAD:
+            owners.add((wl.namespace, wl.owner))
+    if not owners:
+        return []
+    return sorted(k for k, w in state.workloads.items() if k not in touched and (w.namespace, w.owner) in owners)
+
+
 def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict, now: int, worker_lost_ms: int,
                        dispatcher: Dispatcher = DEFAULT_DISPATCHER) -> list[ev.Decision]:
     """The MultiKueue controller's decisions for a workload holding quota (none when it has no MultiKueue check,
@@ -232,6 +304,11 @@ def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict, now: i
         return []
     if any(s.state != "Ready" for n, s in wl.check_states.items() if n != check.name):
         return []  # Kueue nominates only once every other check is Ready
+    target = group_target(state, wl)
+    if target is not None:
+        if target == WAIT or target in wl.nominated or target not in (nominees(state, check.name) or ()):
+            return []  # a worker of the group not reachable now: Kueue's reconcile fails and is tried again
+        return [ev.ClustersNominated(key=wl.key, uid=wl.uid, clusters=[target], **base)]
     if dispatcher.name == ALL_AT_ONCE_DISPATCHER:
         nominated = nominees(state, check.name)
     elif dispatcher.name == INCREMENTAL_DISPATCHER:

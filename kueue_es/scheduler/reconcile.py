@@ -157,10 +157,11 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
     worker_lost_ms = parse_duration(config.multi_kueue.worker_lost_timeout)
     dispatcher = dispatcher_of(config)
     if touched is not None and runs_multikueue:
-        lost = [key for t, key in multikueue.lost_deadlines(state, worker_lost_ms) if t <= now]
-        lost += [key for t, key in multikueue.round_deadlines(state, dispatcher) if t <= now]
-        if lost:
-            touched = {**touched, **dict.fromkeys(lost)}
+        woken = [key for t, key in multikueue.lost_deadlines(state, worker_lost_ms) if t <= now]
+        woken += [key for t, key in multikueue.round_deadlines(state, dispatcher) if t <= now]
+        woken += multikueue.group_touched(state, touched)  # a group's others look again when one moves
+        if woken:
+            touched = {**touched, **dict.fromkeys(woken)}
     for key in sorted(state.awaiting_release):
         wl = wls[key]
         evicted = wl.condition("Evicted")

@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 import pytest
 import yaml
-from fixtures.multikueue_states import dispatched_state
+from fixtures.multikueue_states import WorkerApi, dispatched_state
 
 from connectors.k8s import manifests
 from connectors.k8s.framework_webhook import value_at
@@ -114,26 +114,6 @@ class Manager:
 
     async def patch(self, resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "") -> bytes:
         self.patches.append((f"{resource.kind}/{subresource}", body))
-        return b"{}"
-
-
-class WorkerApi:
-    """A worker's apiserver: creations and deletions recorded; reads answer ``owner``."""
-
-    def __init__(self, owner: dict[str, Any] | None = None) -> None:
-        self.owner = owner
-        self.created: list[dict[str, Any]] = []
-        self.deleted: list[str] = []
-
-    async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
-        return msgspec.json.encode(self.owner)
-
-    async def create(self, resource: Any, body: dict[str, Any], namespace: str) -> bytes:
-        self.created.append(body)
-        return msgspec.json.encode({**body, "metadata": {**body["metadata"], "resourceVersion": "1"}})
-
-    async def delete(self, resource: Any, name: str, namespace: str = "") -> bytes:
-        self.deleted.append(f"{resource.kind}:{namespace}/{name}")
         return b"{}"
 
 

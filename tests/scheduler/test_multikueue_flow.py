@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fixtures.multikueue_states import LWS, lws_state
 
 from events import objects as o
 from events import schema as ev
@@ -258,3 +259,64 @@ def test_an_observed_owner_not_handed_to_multikueue_is_rejected(tmp_path: Path, 
         ("Rejected", 'The owner is not managed by Kueue: Expecting spec.managedBy to be '
                      f'"kueue.x-k8s.io/multikueue" not "{managed_by}"')]
     assert not state.workloads[KEY].active and not state.workloads[KEY].nominated
+
+
+def _replicas(state, count: int, *indexes: int | str) -> None:
+    _apply(state, *(ev.OwnerObserved(time=START, key=f"default/lws-{i}", replicas=count) for i in indexes))
+
+
+def test_a_leaderworkerset_has_an_adapter_that_reads_no_managed_by(tmp_path: Path) -> None:
+    """Kueue's LWS adapter takes every LeaderWorkerSet as MultiKueue's (it has no managedBy): no rejection, no
+    read of one to wait for."""
+    state = lws_state(tmp_path, 0)
+    wl = state.workloads["default/lws-0"]
+    assert (wl.owner, wl.component_index) == (LWS, 0)
+    assert unmanaged_reason(state, wl) is None
+    _replicas(state, 1, 0)
+    settle(state, DEFAULT, now=START)
+    wl = state.workloads["default/lws-0"]
+    assert wl.nominated == ("worker1", "worker2") and wl.check_states["mk"].state == "Pending"
+
+
+def test_a_leaderworksets_groups_are_nominated_once_all_exist_the_lowest_index_first(tmp_path: Path) -> None:
+    """Kueue's MultiKueue controller waits for every Workload the set makes (its replicas, read of the set) before
+    nominating any; then the lowest-indexed one is nominated, and the others wait for it."""
+    state = lws_state(tmp_path, 0, 1)
+    settle(state, DEFAULT, now=START)
+    assert [state.workloads[f"default/lws-{i}"].nominated for i in (0, 1)] == [(), ()], "replicas not read yet"
+    _replicas(state, 3, 0, 1)
+    settle(state, DEFAULT, now=START)
+    assert [state.workloads[f"default/lws-{i}"].nominated for i in (0, 1)] == [(), ()], "group 2 is missing"
+    _replicas(state, 2, 0, 1)
+    settle(state, DEFAULT, now=START)
+    assert state.workloads["default/lws-0"].nominated == ("worker1", "worker2")
+    assert state.workloads["default/lws-1"].nominated == ()
+
+
+def test_a_leaderworksets_other_groups_follow_the_worker_the_first_was_admitted_on(tmp_path: Path) -> None:
+    state = lws_state(tmp_path, 0, 1, 2)
+    _replicas(state, 3, 0, 1, 2)
+    settle(state, DEFAULT, now=START)
+    _apply(state, ev.RemoteWorkloadObserved(time=START + 1000, key="default/lws-0", cluster="worker2", conditions=[
+        o.Condition(type="Admitted", status="True", reason="Admitted", last_transition_time="2024-01-01T00:00:01Z")]))
+    settle(state, DEFAULT, now=START + 1000)
+    wls = [state.workloads[f"default/lws-{i}"] for i in (0, 1, 2)]
+    assert (wls[0].cluster_name, wls[0].check_states["mk"].state) == ("worker2", "Ready")
+    assert [wl.nominated for wl in wls[1:]] == [("worker2",), ("worker2",)]
+
+
+def test_a_group_workload_whose_index_cannot_be_read_never_nominates(tmp_path: Path) -> None:
+    state = lws_state(tmp_path, "x")
+    assert state.workloads["default/lws-x"].component_index == -1
+    _replicas(state, 1, "x")
+    settle(state, DEFAULT, now=START)
+    assert state.workloads["default/lws-x"].nominated == ()
+
+
+def test_a_snapshot_keeps_a_groups_indexes_and_replicas(tmp_path: Path) -> None:
+    state = lws_state(tmp_path, 0, 1)
+    _replicas(state, 2, 0)
+    restored = snapshot.decode(snapshot.encode(state))
+    assert [(restored.workloads[f"default/lws-{i}"].component_index,
+             restored.workloads[f"default/lws-{i}"].owner_replicas) for i in (0, 1)] == [(0, 2), (1, None)]
+    assert snapshot.digest(restored) == snapshot.digest(state)

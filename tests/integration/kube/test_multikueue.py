@@ -11,7 +11,8 @@ worker's Workload or the mirrored Job, whichever reaches the manager's log first
 deleted. Along the way the MultiKueueCluster and the check show Kueue's Active
 conditions. A JobSet CRD installed on the worker only once the manager is connected gets the worker's JobSets
 watched without a reconnect. A RayService handed to MultiKueue is copied to the worker, started there by the
-worker's Kueue, its Ready condition mirrored, and its copies deleted once its Workload is deactivated.
+worker's Kueue, its Ready condition mirrored, and its copies deleted once its Workload is deactivated. A
+LeaderWorkerSet's two groups go to the worker together, on one copy of the set.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from kubehelp import (
 )
 
 from connectors.k8s import crds
+from connectors.k8s import leaderworkerset as lw
 from connectors.k8s.errors import AlreadyExists, NotFound
 from connectors.k8s.framework_webhook import value_at
 from connectors.k8s.jobs import workload_name
@@ -50,7 +52,15 @@ from connectors.k8s.jobset import workload_name as jobset_workload_name
 from connectors.k8s.kubeflow import KINDS as KUBEFLOW_KINDS
 from connectors.k8s.rayjob import workload_name as rayjob_workload_name
 from connectors.k8s.rayservice import workload_name as rayservice_workload_name
-from connectors.k8s.resources import BY_KIND, JOBSETS, RAYJOBS, RAYSERVICES, SECRETS, Resource
+from connectors.k8s.resources import (
+    BY_KIND,
+    JOBSETS,
+    LEADER_WORKER_SETS,
+    RAYJOBS,
+    RAYSERVICES,
+    SECRETS,
+    Resource,
+)
 from connectors.k8s.settings import KubeSettings
 from connectors.k8s.webhook import (
     MUTATING_CONFIGS,
@@ -62,7 +72,7 @@ from connectors.k8s.webhook import (
 )
 from connectors.k8s.webhook import register as register_webhook
 from events import schema as ev
-from kueue_es.scheduler.config import load_config
+from kueue_es.scheduler.config import LWS_FRAMEWORK, load_config
 
 pytestmark = pytest.mark.kube
 KUBE_SH = Path(__file__).resolve().parents[3] / "scripts" / "kube.sh"
@@ -454,11 +464,21 @@ async def _ray_clusters(kube_apiserver, worker_apiserver, tmp_path: Path, framew
                         ) -> AsyncIterator[SimpleNamespace]:
     """The manager and the worker with the Ray CRDs, their queues and a kueue-es each running ``framework``:
     (kc, wc, ns, worker, check)."""
-    config = load_config({"integrations": {"frameworks": ["batch/job", framework]}})
-    ray_crds = [*crds.all_crds(), crds.rayjob_crd(), crds.raycluster_crd(), crds.rayservice_crd()]
+    async with _clusters(kube_apiserver, worker_apiserver, tmp_path, ["batch/job", framework],
+                         [crds.rayjob_crd(), crds.raycluster_crd(), crds.rayservice_crd()]) as c:
+        yield c
+
+
+@contextlib.asynccontextmanager
+async def _clusters(kube_apiserver, worker_apiserver, tmp_path: Path, frameworks: list[str],
+                    docs: list[dict[str, Any]]) -> AsyncIterator[SimpleNamespace]:
+    """The manager and the worker with Kueue's CRDs and ``docs``, their queues and a kueue-es each running
+    ``frameworks``: (kc, wc, ns, worker, check)."""
+    config = load_config({"integrations": {"frameworks": frameworks}})
+    all_docs = [*crds.all_crds(), *docs]
     async with await connect(kube_apiserver) as kc, await connect(worker_apiserver) as wc:
-        await crds.install(kc, docs=ray_crds)
-        await crds.install(wc, docs=ray_crds)
+        await crds.install(kc, docs=all_docs)
+        await crds.install(wc, docs=all_docs)
         sfx = secrets.token_hex(3)
         ns, _, worker, check = await _manager_queues(kc, worker_apiserver, sfx)
         await _worker_queues(wc, ns, sfx)
@@ -707,3 +727,46 @@ async def test_a_jobset_crd_installed_on_the_worker_after_connecting_is_watched_
                 return js if (js.get("status") or {}).get("replicatedJobsStatus") == running else None
 
             await eventually(mirrored, timeout=60, what="the manager's JobSet to show its running copy's status")
+
+
+@pytest.mark.asyncio
+async def test_a_leaderworkersets_groups_run_on_one_worker_on_one_copy_of_the_set(kube_apiserver, worker_apiserver,
+                                                                                 tmp_path) -> None:
+    """Kueue's LWS adapter: both groups' Workloads are admitted on the worker, the set copied there once with the
+    manager's set's UID, which the worker's LWS integration names the groups' Workloads from (it makes none: its
+    groups run on the copied ones); the set's status is not mirrored. One group's Workload deactivated on the
+    manager takes its copy and the set's copy along."""
+    async with _clusters(kube_apiserver, worker_apiserver, tmp_path, ["batch/job", "pod", LWS_FRAMEWORK],
+                         [crds.leaderworkerset_crd()]) as c:
+        kc, wc, ns = c.kc, c.wc, c.ns
+        template = {"spec": {"containers": [{"name": "c", "image": "busybox:1.36",
+                                             "resources": {"requests": {"cpu": "1"}}}]}}
+        doc = {"apiVersion": LEADER_WORKER_SETS.api_version, "kind": lw.KIND,
+               "metadata": {"name": "mk-lws", "namespace": ns, "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+               "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 1, "workerTemplate": template}}}
+        made = msgspec.json.decode(await kc.create(LEADER_WORKER_SETS, doc, ns))
+        uid = made["metadata"]["uid"]
+        names = [lw.workload_name("mk-lws", uid, g) for g in (0, 1)]
+        for name in names:
+            await _admitted_on_worker(c, name, f"the group Workload {name} to be admitted")
+
+        remote = await eventually(lambda: _remote(wc, LEADER_WORKER_SETS, "mk-lws", ns), timeout=60,
+                                  what="the set's copy on the worker")
+        assert remote["metadata"]["labels"]["kueue.x-k8s.io/multikueue-origin"] == "multikueue"
+        assert "kueue.x-k8s.io/prebuilt-workload-name" not in remote["metadata"]["labels"]
+        assert remote["metadata"]["annotations"]["kueue.x-k8s.io/multikueue-origin-uid"] == uid
+        on_worker = [msgspec.json.decode(raw)["metadata"] for raw in (await wc.list(BY_KIND["Workload"])).items]
+        assert sorted(m["name"] for m in on_worker if m["namespace"] == ns) == sorted(names)
+
+        await wc.patch(LEADER_WORKER_SETS, "mk-lws", {"status": {"readyReplicas": 2, "replicas": 2}}, ns,
+                       subresource="status")
+        await kc.patch(BY_KIND["Workload"], names[1], {"spec": {"active": False}}, ns)
+
+        async def taken_along() -> bool:  # the set's copy deleted (group 0, still running there, copies it anew)
+            now = await _remote(wc, LEADER_WORKER_SETS, "mk-lws", ns)
+            gone = now is None or now["metadata"]["uid"] != remote["metadata"]["uid"]
+            return gone and await _maybe(wc, "Workload", names[1], ns) is None
+
+        await eventually(taken_along, timeout=60, what="group 1's copy and the set's copy deleted on the worker")
+        assert (msgspec.json.decode(await kc.get(LEADER_WORKER_SETS, "mk-lws", ns)).get("status") or {}).get(
+            "readyReplicas") is None, "the set's status is not mirrored"
