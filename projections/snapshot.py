@@ -23,7 +23,7 @@ from projections.queue_order import order_of
 from projections.queues import ClusterQueueQueue
 from projections.workloads import WorkloadInfo, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 21
+SNAPSHOT_VERSION = 22
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -51,8 +51,9 @@ serve are charged as DRA devices under KueueDRAIntegrationExtendedResource). 20:
 the log set and no upsert has shown yet, with where it was set and written (``WorkloadInfo.unshown_checks``). 21:
 the states of checks kueue-es does not run as each workload's last read Workload shows them
 (``WorkloadInfo.shown_checks``), and the assignment blockAdmission's held entry waits with
-(``WorkloadInfo.waited``)."""
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21)
+(``WorkloadInfo.waited``). 22: the TAS placements in that assignment (``WaitedPodSet.topology_levels``,
+``topology_domains``)."""
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -87,7 +88,9 @@ checks' states the log set and the Workload has not shown: restored from one, ev
 so a check's controller's state differing from the log's is taken from the next upsert. Versions up to 20 did not
 keep the check states the last read Workload shows: restored from one, none is known until the workload's next
 upsert, so a check listed anew (or reset) before it waits for a write of its state to be shown, as before; nor
-the assignment a held entry waits with: restored from one, the entry is nominated anew when the scheduler wakes."""
+the assignment a held entry waits with: restored from one, the entry is nominated anew when the scheduler wakes.
+Version 21 kept that assignment without its TAS placements: restored from one, a held entry's topology is placed
+anew on the flavors it waited with."""
 
 Shape = tuple[int, bytes]
 
