@@ -560,10 +560,12 @@ def _wait_for_pods_ready(out: list[ev.Decision], ctx: CycleContext, e: Entry, ba
 
 
 def _waited_topology(placement: Placement | None) -> dict:
-    """The placement a held pod set waits with, as :class:`events.schema.WaitedPodSet` records it."""
+    """The placement a held pod set waits with, as :class:`events.schema.WaitedPodSet` records it (tuples all
+    through, as a decoded event holds it, so that the decision equals its replay)."""
     if placement is None:
         return {}
-    return {"topology_levels": placement.levels, "topology_domains": placement.domains}
+    return {"topology_levels": tuple(placement.levels),
+            "topology_domains": tuple((tuple(values), count) for values, count in placement.domains)}
 
 
 def _recompute_after_overlap(ctx: CycleContext, e: Entry) -> str:
