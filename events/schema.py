@@ -263,6 +263,10 @@ class WaitedPodSet(msgspec.Struct, frozen=True, gc=False, kw_only=True, rename="
     count: int
     flavors: tuple[tuple[str, str], ...] = ()
     """(resource, flavor), by resource."""
+    topology_levels: tuple[str, ...] = ()
+    topology_domains: tuple[tuple[tuple[str, ...], int], ...] = ()
+    """Its TAS placement: the levels, and each domain's level values with its pod count, as placed when it was
+    held (empty: no topology placed, or a log from before it was recorded)."""
 
 
 class WorkloadPending(Decision, tag="WorkloadPending"):
@@ -277,8 +281,8 @@ class WorkloadPending(Decision, tag="WorkloadPending"):
     scan: FlavorScan | None = None
     """The flavor scan progress after this attempt (None: the next attempt starts at the first flavors)."""
     waited: tuple[WaitedPodSet, ...] = ()
-    """Held by waitForPodsReady.blockAdmission: the assignment it waits with (its pod sets' counts and flavors),
-    on which Kueue's scheduler admits it once it wakes. Empty for any other attempt."""
+    """Held by waitForPodsReady.blockAdmission: the assignment it waits with (its pod sets' counts, flavors and TAS
+    placements), on which Kueue's scheduler admits it once it wakes. Empty for any other attempt."""
 
 
 class WorkloadPreempted(Decision, tag="WorkloadPreempted"):

@@ -16,10 +16,12 @@ cycle after the event that makes the last of them ready (or takes it away) takes
 admits it when it wakes, and then the other heads; the next entry that fits then waits in turn.
 
 Kueue admits the held entry on the assignment it waited with, whatever was freed meanwhile; so does the cycle
-here: the hold records that assignment's pod-set counts and flavors (``WorkloadPending.waited``), and the entry is
-nominated with them pinned. Only when that no longer fits (a flavor or pod set gone, the quota taken: Kueue
-would admit it all the same) is it nominated anew, its flavor scan resumed where the held attempt started. A
-topology (TAS) is placed anew on the pinned flavors.
+here: the hold records that assignment's pod-set counts, flavors and TAS placements (``WorkloadPending.waited``),
+and the entry is nominated with the counts and flavors pinned, then takes back the placements it waited with
+(:func:`kueue_es.scheduler.tasplace.keep_waited`; Kueue computes its topology assignment before it waits and
+never again). Only when that no longer fits (a flavor or pod set gone, the quota taken: Kueue would admit it all
+the same) is it nominated anew, its flavor scan resumed where the held attempt started; and only when a
+placement no longer fits (its node gone or filled) is the topology placed anew on the pinned flavors.
 """
 
 from __future__ import annotations

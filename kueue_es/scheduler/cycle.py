@@ -36,8 +36,10 @@ from kueue_es.scheduler.flavors import (
 )
 from kueue_es.scheduler.preemption import Target, find_targets
 from kueue_es.scheduler.quota import QuotaNode, QuotaTree
+from kueue_es.scheduler.tas import Placement
 from kueue_es.scheduler.tasplace import (
     CycleTopology,
+    keep_waited,
     place_at_admission,
     place_nominated,
     place_preempting,
@@ -251,6 +253,8 @@ def _nominate_waited(ctx: CycleContext, e: Entry) -> bool:
     a = _assign(ctx, wl, e.cq, counts, {n: dict(ps.flavors) for n, ps in waited.items()}, info, replaced)
     if a.mode != Mode.FIT:
         return False
+    if info.tas_levels:
+        keep_waited(ctx, wl, info, a, waited)
     e.replaced, e.assignment = replaced, a
     return True
 
@@ -544,7 +548,8 @@ def _wait_for_pods_ready(out: list[ev.Decision], ctx: CycleContext, e: Entry, ba
     reason = blockadmission.reason(ctx.config)
     current = wl.condition("QuotaReserved")
     assert e.assignment is not None
-    waited = tuple(ev.WaitedPodSet(name=ps.name, count=ps.count, flavors=tuple(sorted(ps.flavors.items())))
+    waited = tuple(ev.WaitedPodSet(name=ps.name, count=ps.count, flavors=tuple(sorted(ps.flavors.items())),
+                                   **_waited_topology(ps.topology))
                    for ps in e.assignment.pod_sets)
     if (current is not None and current.status == "False" and current.reason == reason
             and current.message == blockadmission.MESSAGE and wl.waited == waited):
@@ -552,6 +557,15 @@ def _wait_for_pods_ready(out: list[ev.Decision], ctx: CycleContext, e: Entry, ba
     scan = resume_scan(state, wl, e.cq, ctx.preserve_scan) if wl.scan is not None else None
     out.append(ev.WorkloadPending(key=wl.key, uid=wl.uid, reason=reason, message=blockadmission.MESSAGE,
                                   parked=False, scan=scan, waited=waited, **base))
+
+
+def _waited_topology(placement: Placement | None) -> dict:
+    """The placement a held pod set waits with, as :class:`events.schema.WaitedPodSet` records it (tuples all
+    through, as a decoded event holds it, so that the decision equals its replay)."""
+    if placement is None:
+        return {}
+    return {"topology_levels": tuple(placement.levels),
+            "topology_domains": tuple((tuple(values), count) for values, count in placement.domains)}
 
 
 def _recompute_after_overlap(ctx: CycleContext, e: Entry) -> str:

@@ -164,6 +164,41 @@ def place_nominated(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo,
             res.mode = Granular.PREEMPT
 
 
+def keep_waited(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, a: Assignment,
+                waited: dict[str, ev.WaitedPodSet]) -> None:
+    """blockAdmission's held entry, nominated (a Fit, :func:`place_nominated` done) on the pod-set counts and
+    flavors it waited with: its pod sets take back the placements they waited with, as Kueue's scheduler admits
+    the entry on the assignment it computed before it waited, topology included, never placing it again. All or
+    none: only when every pod set placed here waited with a placement of the same levels, and those placements,
+    taken together, are still current leaves with room for their pods (a node gone or filled meanwhile: the new
+    placements stay)."""
+    kept: list[tuple[PodSetResult, str, dict[str, int], Placement]] = []
+    for ps, res in zip(wl.pod_sets, a.pod_sets, strict=False):
+        if res.topology is None:
+            continue
+        w = waited.get(ps.name)
+        if w is None or not w.topology_domains or w.topology_levels != res.topology.levels:
+            return
+        kept.append((res, res.tas_flavor, _request(ps, res.count, info).per_pod(),
+                     msgspec.structs.replace(res.topology, domains=w.topology_domains)))
+    if not kept:
+        return
+    snaps = ctx.topology.snapshots
+    charged: list[tuple[str, Placement, dict[str, int]]] = []
+    fits = True
+    for _, flavor, per_pod, placement in kept:
+        if not snaps[flavor].fits(placement.domains, per_pod):
+            fits = False
+            break
+        snaps.charge(flavor, placement.domains, per_pod)
+        charged.append((flavor, placement, per_pod))
+    for flavor, placement, per_pod in charged:
+        snaps.charge(flavor, placement.domains, per_pod, -1)
+    if fits:
+        for res, _, _, placement in kept:
+            res.topology = placement
+
+
 def _no_fit(a: Assignment, res: PodSetResult, message: str, reason: str) -> None:
     res.mode = Granular.NO_FIT
     res.reasons = [message]
