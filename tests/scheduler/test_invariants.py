@@ -195,7 +195,13 @@ def run(objects, waves, check=None, config: SchedulerConfig = DEFAULT) -> list[b
 
 
 def check_quota(state: ClusterState) -> None:
+    """The limits hold for the workloads not being preempted. A workload preempted in a cycle holds its quota until
+    its job stops, but Kueue's cycle checks every later entry with the cycle's victims already gone (its
+    ``fits``), so a workload that fits only thanks to them is admitted at once (``test_a_fit_after_a_preemption``)."""
     tree = build_quota_tree(state)
+    for w in state.workloads.values():
+        if w.evicted and w.reserving:
+            tree.charge(w.cluster_queue, w.usage, -1)
     for node in [*tree.cluster_queues.values(), *tree.cohorts.values()]:
         for fr in set(node.usage) | set(node.subtree):
             u, sq = node.usage.get(fr, 0), node.subtree.get(fr, 0)
@@ -251,6 +257,41 @@ def test_reclaim_any_ping_pong_is_a_loop() -> None:
                    if isinstance(r.event, ev.WorkloadPreempted)]
     assert preemptions[:2] == [("ns/w3", "ns/w1", "InCohortReclamation"), ("ns/w1", "ns/w0", "InClusterQueue")]
     assert preemptions[2:4] == preemptions[:2]  # round again: the same two preemptions, in the same order
+
+
+def test_a_fit_after_a_preemption_takes_the_victims_quota_in_the_same_cycle() -> None:
+    """Found by the fair-sharing property above. co-b has 11 cpu: cq0 2, cq1 2, cq2 7; cq1's w1-0 borrows 7 of them
+    (9 cpu), cq0 holds 1. Next wave, cq2's w2-2 takes the last free cpu, cq0's w2-1 (2 cpu) reclaims by preempting
+    w1-0 under Fair Sharing, and cq1's w2-0 (1 cpu), nominated while a cpu was free, is then checked with w1-0 gone,
+    as Kueue's ``fits`` removes every victim of the cycle first: it is admitted in the same batch, so the cohort
+    holds 12 cpu until w1-0's job stops."""
+    objects = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}},
+        *({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": f}} for f in FLAVORS),
+        _cq("cq0", "co-b", 2, None, None, "Never", "LowerPriority", False, "BestEffortFIFO"),
+        _cq("cq1", "co-b", 2, None, None, "Never", "Never", False, "BestEffortFIFO"),
+        _cq("cq2", "co-b", 7, None, None, "Never", "Never", False, "BestEffortFIFO"),
+        *({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": f"lq{i}", "namespace": "ns"},
+           "spec": {"clusterQueue": f"cq{i}"}} for i in range(3)),
+    ]
+
+    def wl(name, queue, priority, *pod_sets):
+        doc = _workload(name, queue, *pod_sets)
+        doc["spec"]["priority"] = priority
+        doc["metadata"]["creationTimestamp"] = f"2024-01-01T00:0{name[1]}:0{name[-1]}Z"  # w<wave>-<j>
+        return doc
+
+    waves = [[wl("w0-0", "lq0", 0, ("main", 1, 1))],
+             [wl("w1-0", "lq1", 0, ("main", 3, 3)), wl("w1-1", "lq0", 0, ("main", 1, 1)),
+              wl("w1-2", "lq0", 0, ("main", 1, 1))],
+             [wl("w2-0", "lq1", 0, ("main", 1, 1)), wl("w2-1", "lq0", 1, ("main", 1, 1), ("side", 1, 1)),
+              wl("w2-2", "lq2", 0, ("main", 1, 1))]]
+    batches = [[r.event for r in decode_batch(b, 0)] for b in run(objects, waves, check_quota, FAIR["default"])]
+    same = next(b for b in batches if any(isinstance(e, ev.WorkloadPreempted) for e in b))
+    assert [(type(e).__name__, e.key) for e in same] == [
+        ("QuotaReserved", "ns/w2-2"), ("WorkloadAdmitted", "ns/w2-2"),
+        ("WorkloadPreempted", "ns/w1-0"), ("WorkloadPending", "ns/w2-1"),
+        ("QuotaReserved", "ns/w2-0"), ("WorkloadAdmitted", "ns/w2-0")]
 
 
 @settings(max_examples=25, deadline=None)
