@@ -31,7 +31,7 @@ Partial scale-up (Kueue's KEP-12100, :func:`partial_scale_up`): under the gate
 ``ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp``, a Job annotated
 ``kueue.x-k8s.io/elastic-job-scale-up-strategy: partial`` lets the scheduler admit its scale-up in part. A new slice replacing one that holds quota gets, for each pod set that
 grows, ``minCount`` = the pods the old slice was granted (:func:`baseline`; Kueue's baseline, which the scheduler
-must grow past). Once the Job's only slice is admitted in part (granted below its count somewhere,
+must grow past once the old slice is admitted). Once the Job's only slice is admitted in part (granted below its count somewhere,
 :func:`admitted_in_part`), :func:`ensure` asks for a new slice, a *scale-up probe*: the Job's counts again, its
 ``minCount`` the granted counts, named apart by hashing ``<generation>-scale-up-probe-<pods granted>`` instead of
 the generation alone (:func:`probe_level`; a retry at the same level makes the same name, a further partial
