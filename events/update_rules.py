@@ -7,7 +7,9 @@ the old and the new object, as the apiserver hands them to an admission webhook 
 kueue-es does not model (a container's image) count too. Each names the object and the field.
 
 * Workload, while the old one holds quota (``QuotaReserved=True``): ``spec.podSets`` do not change (quantities
-  compared by value), but for a pod set's count going down (``ElasticJobsViaWorkloadSlices``, on by default);
+  compared by value), but for a pod set's count going down (``ElasticJobsViaWorkloadSlices``, on by default) and,
+  for a workload slice, its ``minCount`` coming down to that new count (KEP-12100's scale-down: Kueue's webhook
+  would refuse it, its job reconciler lowering the count alone, which the CRD's minCount rule refuses);
   ``priorityClassRef`` is neither set nor removed, keeps its group and kind, and a PriorityClass one keeps its
   name. While both hold quota:
   ``spec.queueName`` does not change, nor does a reclaimable pod count go down or disappear — but for a workload
@@ -111,7 +113,7 @@ def _workload(old: dict[str, Any], new: dict[str, Any], where: str, tas: bool, i
     old_spec, new_spec = _get(old, "spec"), _get(new, "spec")
     old_reserved, new_reserved = _has_condition(old, "QuotaReserved"), _has_condition(new, "QuotaReserved")
     if old_reserved:
-        _pod_sets(old_spec.get("podSets") or [], new_spec.get("podSets") or [], where)
+        _pod_sets(old_spec.get("podSets") or [], new_spec.get("podSets") or [], where, is_slice)
         _priority_class_ref(old_spec.get("priorityClassRef"), new_spec.get("priorityClassRef"), where)
     if old_reserved and new_reserved:
         if "queueName" in old_spec and "queueName" in new_spec and old_spec["queueName"] != new_spec["queueName"]:
@@ -128,16 +130,27 @@ def _workload(old: dict[str, Any], new: dict[str, Any], where: str, tas: bool, i
                      _get(new, "status").get("admissionChecks") or [], where)
 
 
-def _pod_sets(old: list[Any], new: list[Any], where: str) -> None:
+def _pod_sets(old: list[Any], new: list[Any], where: str, is_slice: bool) -> None:
+    """Unchanged but for a smaller count; a workload slice's ``minCount`` may also come down to its new count (the
+    Job integration's scale-down below it, KEP-12100)."""
     if len(old) != len(new):
         raise InvalidInput(f"{where}: field `spec.podSets`: {IMMUTABLE}")
     for i, (before, after) in enumerate(zip(old, new, strict=True)):
         if isinstance(before, dict) and isinstance(after, dict):
             count = before.get("count", 1)
+            if is_slice and _min_count_follows(before, after):
+                after = {**after, "minCount": before["minCount"]}
             before = {**before, "count": count}
             after = {**after, "count": max(after.get("count", 1), count)}  # a smaller count is allowed
         if _by_value(before) != _by_value(after):
             raise InvalidInput(f"{where}: field `spec.podSets[{i}]`: {IMMUTABLE}")
+
+
+def _min_count_follows(before: dict[str, Any], after: dict[str, Any]) -> bool:
+    """A pod set's ``minCount`` lowered to its new, smaller count, and no further."""
+    low, high, count = after.get("minCount"), before.get("minCount"), after.get("count", 1)
+    return (isinstance(low, int) and isinstance(high, int) and low == count < high
+            and count < before.get("count", 1))
 
 
 def _by_value(doc: Any) -> Any:

@@ -534,7 +534,7 @@ class JobIntegration(JobReconciler[o.Job]):
             annotations.update(workload_slices.slice_annotations(name, live))
             if workload_slices.partial_scale_up(self.state, job_annotations):
                 floor = workload_slices.baseline({"main": count}, live).get("main")
-                if floor is not None:  # a scale-up: the scheduler must grow it past what the old slice runs
+                if floor is not None:  # a scale-up: at least what the old slice holds
                     pod_set["minCount"] = floor
         if annotations:
             wl_meta["annotations"] = annotations

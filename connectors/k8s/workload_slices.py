@@ -31,7 +31,7 @@ Partial scale-up (Kueue's KEP-12100, :func:`partial_scale_up`): under the gate
 ``ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp``, a Job annotated
 ``kueue.x-k8s.io/elastic-job-scale-up-strategy: partial`` lets the scheduler admit its scale-up in part. A new slice replacing one that holds quota gets, for each pod set that
 grows, ``minCount`` = the pods the old slice was granted (:func:`baseline`; Kueue's baseline, which the scheduler
-must grow past). Once the Job's only slice is admitted in part (granted below its count somewhere,
+must grow past once the old slice is admitted). Once the Job's only slice is admitted in part (granted below its count somewhere,
 :func:`admitted_in_part`), :func:`ensure` asks for a new slice, a *scale-up probe*: the Job's counts again, its
 ``minCount`` the granted counts, named apart by hashing ``<generation>-scale-up-probe-<pods granted>`` instead of
 the generation alone (:func:`probe_level`; a retry at the same level makes the same name, a further partial
@@ -223,12 +223,18 @@ def slice_annotations(name: str, live: Sequence[Slice]) -> dict[str, str]:
 
 
 def counts_patch(obs: o.Workload, job_counts: dict[str, int]) -> list[dict]:
-    """A JSON patch (RFC 6902) giving ``obs`` the Job's pod counts, and nothing else of its pod sets, applied only to
-    the version read (its resourceVersion tested first)."""
+    """A JSON patch (RFC 6902) giving ``obs`` the Job's pod counts, applied only to the version read (its
+    resourceVersion tested first). A pod set's ``minCount`` above its new count (a partial scale-up's slice scaled
+    down below the pods its old slice ran) comes down to that count with it (KEP-12100's scale-down step): left
+    above, the Workload would break its rule, minCount at most count, and every such write be refused. Nothing else
+    of the pod sets changes."""
     ops: list[dict] = [{"op": "test", "path": "/metadata/resourceVersion", "value": obs.metadata.resource_version}]
     for i, ps in enumerate(obs.spec.pod_sets):
-        if job_counts[ps.name] != ps.count:
-            ops.append({"op": "replace", "path": f"/spec/podSets/{i}/count", "value": job_counts[ps.name]})
+        count = job_counts[ps.name]
+        if count != ps.count:
+            ops.append({"op": "replace", "path": f"/spec/podSets/{i}/count", "value": count})
+        if ps.min_count is not None and ps.min_count > count:
+            ops.append({"op": "replace", "path": f"/spec/podSets/{i}/minCount", "value": count})
     return ops
 
 

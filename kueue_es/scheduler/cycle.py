@@ -53,7 +53,7 @@ from projections import gates
 from projections.cluster import ClusterState
 from projections.clusterqueues import ClusterQueueInfo
 from projections.queue_order import QueueOrder
-from projections.workloads import WorkloadInfo, keeps_queued
+from projections.workloads import ADMITTED, WorkloadInfo, keeps_queued
 
 _NO_FIT, _PREEMPT = Mode.NO_FIT, Mode.PREEMPT
 PARK_ALWAYS_HEAP = frozenset({"FailedAfterNomination", "PendingPreemption", "PendingMigration", "PreemptionFailed"})
@@ -144,8 +144,8 @@ class CycleContext:
         self.partial_scale_up = self.workload_slices and gates.enabled(config.feature_gates,
                                                                        gates.ELASTIC_PARTIAL_SCALE_UP)
         """``ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp``: a new slice that does not fit whole is cut
-        down towards its ``minCount`` (the old slice's granted counts) even with ``PartialAdmission`` off, and is
-        admitted only if it then grows past them (:func:`_try_partial`)."""
+        down towards its ``minCount`` (the old slice's granted counts) even with ``PartialAdmission`` off and,
+        replacing an admitted slice, is admitted only if it then grows past them (:func:`_try_partial`)."""
         self.recompute_overlap = gates.enabled(config.feature_gates,
                                                gates.RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP)
         """``RecomputeAssignmentUponPreemptionTargetsOverlap``: off, an entry whose victims overlap those chosen
@@ -294,9 +294,11 @@ def _try_partial(ctx: CycleContext, e: Entry) -> None:
     """Kueue's ordered PodSetReducer: the pod sets give up pods from the last one towards the first, each down to
     its ``minCount`` before the next is touched, for the smallest cut that fits or can preempt; then each pod set
     cut, from the first, grows back as far as still fits (only when two or more were cut: one alone cannot grow
-    past the cut the search found). A slice replacing one that holds quota, under
+    past the cut the search found). A slice replacing an admitted one, under
     ``ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp``, must end above its ``minCount`` somewhere: all at
-    the old slice's counts, it would change nothing, so it stays pending. Found, the entry takes the reduced
+    the old slice's counts, it would change nothing, so it stays pending. One replacing a slice that holds quota
+    but waits for its admission checks (none of its pods run) may be taken at its ``minCount``: the Job would
+    otherwise stall behind a slice that cannot grow (Kueue #15855). Found, the entry takes the reduced
     assignment; else it keeps its full one (and its message)."""
     pod_sets = e.wl.pod_sets
     full = [ps.count for ps in pod_sets]
@@ -322,7 +324,7 @@ def _try_partial(ctx: CycleContext, e: Entry) -> None:
         return
     if sum(c < f for c, f in zip(counts, full, strict=True)) >= 2:
         found = _grow_back(counts, full, attempt, found)
-    if ctx.partial_scale_up and e.replaced is not None \
+    if ctx.partial_scale_up and e.replaced is not None and e.replaced.phase == ADMITTED \
             and all(c <= b for c, b in zip(counts, floor, strict=True)):
         return
     e.assignment, e.targets = found

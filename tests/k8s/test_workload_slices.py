@@ -643,3 +643,45 @@ def test_the_scale_down_leniency_is_for_workload_slices_only() -> None:
     stale = _patched(elastic, [{"op": "replace", "path": "/spec/podSets/0/count", "value": 2}])
     raised = _patched(stale, [{"op": "replace", "path": "/status/reclaimablePods/0/count", "value": 5}])
     assert "status.reclaimablePods[main].count" in (_refused(raised, stale) or "")
+
+
+def _with_min_count(doc: dict[str, Any], min_count: int) -> dict[str, Any]:
+    out = msgspec.json.decode(msgspec.json.encode(doc))
+    out["spec"]["podSets"][0]["minCount"] = min_count
+    return out
+
+
+def test_a_slice_scaled_down_below_its_min_count_takes_it_down_with_the_count() -> None:
+    """KEP-12100 step 4: a partial scale-up's slice (minCount 5, the old slice's pods) scaled down to 3 takes
+    ``minCount`` 3 with the count; left at 5, the count would break the Workload's rule (minCount at most count)
+    and the slice would keep its quota, every write of the Job integration refused. Scaled to 6, above its
+    minCount, the slice keeps it."""
+    before = _with_min_count(_reserved_doc(7, 0, {**ELASTIC, SLICE_NAME: "w"}), 5)
+    obs = msgspec.convert(before, o.Workload, strict=False)
+    ops = workload_slices.counts_patch(obs, {"main": 3})
+    assert ops[1:] == [{"op": "replace", "path": "/spec/podSets/0/count", "value": 3},
+                       {"op": "replace", "path": "/spec/podSets/0/minCount", "value": 3}]
+    scaled = _patched(before, ops)
+    assert _refused(scaled, before, {PARTIAL_GATE: True}) is None
+    from events.manifests import check_foldable
+    check_foldable(msgspec.convert(scaled, o.Workload, strict=False), "stored")  # the watch takes it
+    assert workload_slices.counts_patch(obs, {"main": 6})[1:] == [
+        {"op": "replace", "path": "/spec/podSets/0/count", "value": 6}]
+
+
+def test_only_a_slice_may_lower_its_min_count_and_only_with_its_count() -> None:
+    """While it holds quota, a Workload's pod sets are Kueue's, but for a smaller count; a workload slice may also
+    take its minCount down to its new count, nothing else: not on its own, not below the count, not raised, nor for
+    another Workload."""
+    def lowered(doc: dict[str, Any], count: int, min_count: int) -> dict[str, Any]:
+        return _patched(doc, [{"op": "replace", "path": "/spec/podSets/0/count", "value": count},
+                              {"op": "replace", "path": "/spec/podSets/0/minCount", "value": min_count}])
+
+    on = {PARTIAL_GATE: True}
+    elastic = _with_min_count(_reserved_doc(7, 0, {**ELASTIC, SLICE_NAME: "w"}), 5)
+    assert _refused(lowered(elastic, 3, 3), elastic, on) is None
+    assert "immutable" in (_refused(lowered(elastic, 7, 4), elastic, on) or ""), "the count kept"
+    assert "immutable" in (_refused(lowered(elastic, 4, 2), elastic, on) or ""), "below the new count"
+    assert "immutable" in (_refused(lowered(elastic, 7, 6), elastic, on) or ""), "raised"
+    plain = _with_min_count(_reserved_doc(7, 0, {}), 5)
+    assert "immutable" in (_refused(lowered(plain, 3, 3), plain, on) or "")

@@ -228,8 +228,9 @@ async def test_a_partial_scale_up_is_admitted_in_part_then_probed_for_the_rest(k
     ``ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp`` on): 5 pods running in a 7-cpu ClusterQueue, the Job
     scaled to 10 gets a slice asking for 10 with ``minCount`` 5, admitted with 7 (the old slice finished as
     replaced), and only 2 more pods run; a scale-up probe asking for 10 with ``minCount`` 7, named apart, waits;
-    once the quota grows to 10 the probe is admitted whole, replaces the partial slice, and every pod runs. The Job
-    is never suspended."""
+    once the quota grows to 10 the probe is admitted whole, replaces the partial slice, and every pod runs. Scaled
+    down to 4, below the probe's ``minCount``, the slice takes count and ``minCount`` 4 in place and runs on. The
+    Job is never suspended."""
     async with await connect(kube_apiserver) as kc:
         await crds.install(kc)
         q = await queues(kc, "elastic-partial", {"cpu": 7})
@@ -282,9 +283,20 @@ async def test_a_partial_scale_up_is_admitted_in_part_then_probed_for_the_rest(k
                 await eventually(lambda: _finished_as_replaced(kc, q.ns, partial), what="the partial slice replaced")
                 await eventually(lambda: _ungated(kc, q.ns, *(f"ep-{i}" for i in range(10))), what="all pods ungated")
                 await asyncio.sleep(1.0)
+
+                # KEP-12100's scale-down: below the probe's minCount (7), which comes down with the count
+                await kc.patch(JOBS, "ep", {"spec": {"parallelism": 4}}, q.ns)
+                shrunk = await eventually(lambda: _counts(kc, q.ns, probe, 4), what="the slice scaled down in place")
+                assert shrunk["spec"]["podSets"][0]["minCount"] == 4
+                assert await _admitted(kc, q.ns, probe) is not None, "the slice runs on"
             names = {w["metadata"]["name"] for w in msgspec.json.decode(await kc.request(
                 "GET", f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{q.ns}/workloads"))["items"]}
-            assert names == {first, partial, probe}, "no further probe once all is granted"
+            assert names == {first, partial, probe}, "no further probe once all is granted, nor on the scale-down"
+
+
+async def _counts(kc: KubeClient, ns: str, name: str, count: int) -> dict[str, Any] | None:
+    wl = await _workload(kc, ns, name)
+    return wl if wl is not None and wl["spec"]["podSets"][0]["count"] == count else None
 
 
 async def _finished_as_replaced(kc: KubeClient, ns: str, name: str) -> bool:
