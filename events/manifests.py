@@ -354,6 +354,8 @@ def _validate_shape(obj: o.KObject, where: str) -> None:
                 check_quantity(fixed[r], where, f"overhead.podFixed.{r}")
         case o.ResourceClaimTemplate():
             _validate_claim_template(obj, where)
+        case o.ResourceSlice():
+            _check_resource_slice(obj.spec, where)
         case o.ClusterQueue() | o.Cohort():
             _check_weight(obj.spec.fair_sharing, where)
             seen_flavors: set[str] = set()
@@ -646,6 +648,33 @@ def check_quantity(q: object, where: str, field_: str, *, negative: bool = False
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(w.title() for w in rest)
+
+
+def _check_resource_slice(spec: o.ResourceSliceSpec, where: str) -> None:
+    """Every quantity of a ResourceSlice parses (a negative one is taken: Kueue reads a driver's negative value as
+    0)."""
+    for i, cs in enumerate(spec.shared_counters):
+        for c in sorted(cs.counters):
+            check_quantity(cs.counters[c].value, where, f"spec.sharedCounters[{i}].counters.{c}.value", negative=True)
+    for i, d in enumerate(spec.devices):
+        at = f"spec.devices[{i}]"
+        for j, cc in enumerate(d.consumes_counters):
+            for c in sorted(cc.counters):
+                check_quantity(cc.counters[c].value, where, f"{at}.consumesCounters[{j}].counters.{c}.value",
+                               negative=True)
+        for name in sorted(d.capacity):
+            cap, here = d.capacity[name], f"{at}.capacity.{name}"
+            check_quantity(cap.value, where, f"{here}.value", negative=True)
+            policy = cap.request_policy
+            if policy is None:
+                continue
+            bounds = policy.valid_range
+            for key, q in (("default", policy.default), *((f"validValues[{k}]", v) for k, v in
+                                                          enumerate(policy.valid_values)),
+                           *((f"validRange.{b}", getattr(bounds, b)) for b in ("min", "max", "step")
+                             if bounds is not None)):
+                if q is not None:
+                    check_quantity(q, where, f"{here}.requestPolicy.{key}", negative=True)
 
 
 def _check_quantities(values: dict[str, o.Quantity], where: str, at: str, *, negative: bool = False) -> None:

@@ -347,6 +347,88 @@ class DeviceClass(KObject, tag="DeviceClass"):
     spec: DeviceClassSpec = DeviceClassSpec()
 
 
+class Counter(View):
+    value: Quantity = 0
+
+
+class CounterSet(View):
+    """``sharedCounters[]``: a named set of counters the devices of the pool draw from."""
+
+    name: str = ""
+    counters: dict[str, Counter] = {}
+
+
+class DeviceCounterConsumption(View):
+    """``devices[].consumesCounters[]``: what the device takes of one counter set when allocated."""
+
+    counter_set: str = ""
+    counters: dict[str, Counter] = {}
+
+
+class CapacityRequestPolicyRange(View):
+    min: Quantity | None = None
+    max: Quantity | None = None
+    step: Quantity | None = None
+
+
+class CapacityRequestPolicy(View):
+    """How much of a device's capacity one allocation takes: ``default`` when the claim asks for none, rounded up
+    to one of ``validValues`` or into ``validRange``."""
+
+    default: Quantity | None = None
+    valid_values: list[Quantity] = []
+    valid_range: CapacityRequestPolicyRange | None = None
+
+
+class DeviceCapacity(View):
+    value: Quantity = 0
+    request_policy: CapacityRequestPolicy | None = None
+
+
+class DeviceAttribute(View):
+    """One of ``int``, ``bool``, ``string``, ``version``."""
+
+    int_value: int | None = msgspec.field(default=None, name="int")
+    bool_value: bool | None = msgspec.field(default=None, name="bool")
+    string: str | None = None
+    version: str | None = None
+
+
+class Device(View):
+    name: str = ""
+    attributes: dict[str, DeviceAttribute] = {}
+    capacity: dict[str, DeviceCapacity] = {}
+    consumes_counters: list[DeviceCounterConsumption] = []
+    allow_multiple_allocations: bool | None = None
+    node_name: str | None = None
+
+
+class ResourcePool(View):
+    """The pool a slice belongs to: only the slices of its newest ``generation`` count, and the pool is complete
+    once ``resourceSliceCount`` of them are there."""
+
+    name: str = ""
+    generation: int = 0
+    resource_slice_count: int = 0
+
+
+class ResourceSliceSpec(View):
+    driver: str = ""
+    pool: ResourcePool = ResourcePool()
+    node_name: str | None = None
+    all_nodes: bool | None = None
+    shared_counters: list[CounterSet] = []
+    devices: list[Device] = []
+
+
+class ResourceSlice(KObject, tag="ResourceSlice"):
+    """resource.k8s.io/v1 ResourceSlice (cluster-scoped): the devices a DRA driver publishes, part of a pool (its
+    devices' attributes, capacities and counter consumptions, and the pool's shared counters): what Kueue reads
+    to charge the counters and capacities of ``deviceClassMappings`` sources (:mod:`projections.resource_slices`)."""
+
+    spec: ResourceSliceSpec = ResourceSliceSpec()
+
+
 # --- kueue.x-k8s.io --------------------------------------------------------------------------------------------
 
 
@@ -814,6 +896,7 @@ KueueObject = Union[  # noqa: UP007 - one tagged union, a member per line
     RuntimeClass,
     ResourceClaimTemplate,
     DeviceClass,
+    ResourceSlice,
     WorkloadPriorityClass,
     ResourceFlavor,
     ClusterQueue,
@@ -841,6 +924,7 @@ API_GROUPS: dict[str, tuple[str, ...]] = {
     "RuntimeClass": ("node.k8s.io/v1",),
     "ResourceClaimTemplate": ("resource.k8s.io/v1",),
     "DeviceClass": ("resource.k8s.io/v1",),
+    "ResourceSlice": ("resource.k8s.io/v1",),
     "ProvisioningRequestConfig": ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1"),
     "ProvisioningRequest": ("autoscaling.x-k8s.io/v1",),
     "PodTemplate": ("v1",),
@@ -856,6 +940,7 @@ CLUSTER_SCOPED = frozenset(
         "PriorityClass",
         "RuntimeClass",
         "DeviceClass",
+        "ResourceSlice",
         "WorkloadPriorityClass",
         "ResourceFlavor",
         "ClusterQueue",

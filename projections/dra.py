@@ -96,7 +96,9 @@ def mode_of(document: dict[str, Any] | None) -> str:
 
 def mapping_of(document: dict[str, Any] | None) -> tuple[tuple[str, str], ...]:
     """The ``resources.deviceClassMappings`` of a recorded Configuration document as (DeviceClass, logical
-    resource), by DeviceClass. The loader refused a class mapped twice; a malformed document maps nothing."""
+    resource), by DeviceClass. The loader refused a class mapped to two resources, save by mappings counting
+    different counters of partitionable devices: of those, the first maps it (as Kueue looks it up). A malformed
+    document maps nothing."""
     if not document or not isinstance(document.get("resources"), dict):
         return ()
     try:

@@ -41,7 +41,10 @@ conditioned on its resourceVersion), and the MultiKueue connector
 ``MultiKueueKubeConfigPathValidation`` (whether a ``locationType: Path`` kubeconfig must be under
 ``/etc/multikueue/kubeconfigs``: :func:`connectors.k8s.multikueue.allowed_kubeconfig_path`). The configuration
 loader reads ``ReservedResourceNameValidation`` (:func:`projections.request_rules.compile_rules`) and
-``SparkApplicationIntegration`` (without it a Configuration listing the SparkApplication framework is refused). Every other gate
+``SparkApplicationIntegration`` (without it a Configuration listing the SparkApplication framework is refused), and
+``KueueDRAIntegrationPartitionableDevices`` and ``KueueDRAIntegrationConsumableCapacity`` (without them a device class
+mapping's counter or capacity ``sources`` are refused; what Kueue charges from sources is not modelled, and a
+configuration giving any is warned of: :func:`kueue_es.scheduler.config.sources_note`). Every other gate
 is known so that a user's existing configuration is accepted as Kueue accepts it; one set away from its
 default is named in a warning (:func:`ignored`).
 
@@ -104,6 +107,8 @@ SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS = "SkipReassignmentForPodOwnedWorkload
 KUEUE_DRA_INTEGRATION = "KueueDRAIntegration"
 KUEUE_DRA_INTEGRATION_EXTENDED_RESOURCE = "KueueDRAIntegrationExtendedResource"
 KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED = "KueueDRARejectWorkloadsWhenDRADisabled"
+KUEUE_DRA_INTEGRATION_PARTITIONABLE_DEVICES = "KueueDRAIntegrationPartitionableDevices"
+KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY = "KueueDRAIntegrationConsumableCapacity"
 PRIORITY_BOOST = "PriorityBoost"
 WORKLOAD_IDENTIFIER_ANNOTATIONS = "WorkloadIdentifierAnnotations"
 TAS_VALIDATE_WORKLOAD_SLICE_SIZE = "TASValidateWorkloadSliceSize"
@@ -157,8 +162,8 @@ GATES: dict[str, tuple[str, bool]] = {
     KUEUE_DRA_INTEGRATION_EXTENDED_RESOURCE: (BETA, True),
     RESERVED_RESOURCE_NAME_VALIDATION: (BETA, True),
     KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED: (BETA, True),
-    "KueueDRAIntegrationPartitionableDevices": (BETA, True),
-    "KueueDRAIntegrationConsumableCapacity": (ALPHA, False),
+    KUEUE_DRA_INTEGRATION_PARTITIONABLE_DEVICES: (BETA, True),
+    KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY: (ALPHA, False),
     "MultiKueueAdaptersForCustomJobs": (BETA, True),
     "WorkloadRequestUseMergePatch": (ALPHA, False),
     MULTIKUEUE_KUBECONFIG_PATH_VALIDATION: (BETA, True),
@@ -257,8 +262,8 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
     TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE: ("TopologyAwareScheduling",),
     "ElasticJobsViaWorkloadSlicesWithTAS": ("ElasticJobsViaWorkloadSlices", "TopologyAwareScheduling"),
     KUEUE_DRA_INTEGRATION_EXTENDED_RESOURCE: (KUEUE_DRA_INTEGRATION,),
-    "KueueDRAIntegrationPartitionableDevices": (KUEUE_DRA_INTEGRATION,),
-    "KueueDRAIntegrationConsumableCapacity": (KUEUE_DRA_INTEGRATION,),
+    KUEUE_DRA_INTEGRATION_PARTITIONABLE_DEVICES: (KUEUE_DRA_INTEGRATION,),
+    KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY: (KUEUE_DRA_INTEGRATION,),
     FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS: (FLAVOR_FUNGIBILITY,),
     SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME: (SCHEDULING_EQUIVALENCE_HASHING,),
 }
@@ -270,7 +275,8 @@ MODELLED = INTERNAL_ONLY | frozenset({
     DISABLE_WAIT_FOR_PODS_READY, DYNAMIC_QUOTA_ORCHESTRATION, SPARK_APPLICATION_INTEGRATION,
     ELASTIC_JOBS_VIA_WORKLOAD_SLICES, ELASTIC_PARTIAL_SCALE_UP, FAILURE_RECOVERY_POLICY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING,
     FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES, FAST_QUOTA_RELEASE_IN_POD_INTEGRATION, FINISH_ORPHANED_WORKLOADS,
-    FLAVOR_FUNGIBILITY, KUEUE_DRA_INTEGRATION, KUEUE_DRA_INTEGRATION_EXTENDED_RESOURCE,
+    FLAVOR_FUNGIBILITY, KUEUE_DRA_INTEGRATION, KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY,
+    KUEUE_DRA_INTEGRATION_EXTENDED_RESOURCE, KUEUE_DRA_INTEGRATION_PARTITIONABLE_DEVICES,
     KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED,
     FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, LWS_IMMUTABLE_GROUP_SIZE,
     MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED, METRIC_FOR_WORKLOAD_CREATION_LATENCY,

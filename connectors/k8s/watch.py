@@ -11,8 +11,9 @@ Per resource (:mod:`connectors.k8s.resources`), the loop is the informer's:
 3. the server ends a watch after ``timeout_seconds``: watch again from the resume point; a cut connection or a
    5xx: back off and watch again from the resume point; **410 Gone**: go to 1.
 
-A kind whose API is not served (``Resource.optional``: the autoscaler's ProvisioningRequests, ResourceClaimTemplates
-and DeviceClasses where resource.k8s.io/v1 is off) lists as empty and is looked for again every ``absent_retry_s``. Pods and Nodes
+A kind whose API is not served (``Resource.optional``: the autoscaler's ProvisioningRequests, ResourceClaimTemplates,
+DeviceClasses and ResourceSlices where resource.k8s.io/v1 is off) lists as empty and is looked for again every
+``absent_retry_s``. Pods and Nodes
 are trimmed to what the log needs, and their updates that change nothing kept are dropped
 (:mod:`connectors.k8s.trim`).
 

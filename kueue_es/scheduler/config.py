@@ -6,6 +6,7 @@ fields it uses are type-checked, and defaults are Kueue's.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -13,7 +14,7 @@ import msgspec
 
 from events import objects as o
 from events.errors import InvalidInput
-from events.labels import qualified_name_problem
+from events.labels import SUBDOMAIN, is_dns_label, is_dns_subdomain, qualified_name_problem
 from kueue_es.scheduler import tls_options
 from projections import custom_labels, gates
 from projections.admissionchecks import ALL_AT_ONCE_DISPATCHER, INCREMENTAL_DISPATCHER
@@ -61,12 +62,43 @@ _PODS_READY_DEFAULT = WaitForPodsReadyConfig()
 _PODS_READY_OFF = WaitForPodsReadyConfig(enable=False)
 
 
+class DeviceSelectorCel(_Cfg):
+    expression: str = ""
+
+
+class DeviceSelectorConfig(_Cfg):
+    """A ``deviceSelector`` (resource.k8s.io/v1 DeviceSelector): a CEL expression over a device."""
+
+    cel: DeviceSelectorCel | None = None
+
+
+class DeviceSource(_Cfg):
+    """A ``sources[].counter`` or ``sources[].capacity``: the counter (in a device's ``consumesCounters``) or the
+    capacity dimension (in its ``capacity``) that the devices of ``driver`` matching ``deviceSelector`` publish."""
+
+    name: str = ""
+    driver: str = ""
+    device_selector: DeviceSelectorConfig = DeviceSelectorConfig()
+
+
+class DeviceClassSource(_Cfg):
+    """One ``deviceClassMappings[].sources`` entry: exactly one of ``counter`` (partitionable devices, under
+    ``KueueDRAIntegrationPartitionableDevices``) and ``capacity`` (consumable capacity, under
+    ``KueueDRAIntegrationConsumableCapacity``)."""
+
+    counter: DeviceSource | None = None
+    capacity: DeviceSource | None = None
+
+
 class DeviceClassMapping(_Cfg):
     """One ``resources.deviceClassMappings`` entry: the logical resource the devices of these DeviceClasses are
-    charged to quota as (:mod:`projections.dra`, which reads them from the recorded document)."""
+    charged to quota as (:mod:`projections.dra`, which reads them from the recorded document). ``sources`` are
+    validated as Kueue validates them; what Kueue charges from them (counters and capacities read from
+    ResourceSlices) is not modelled."""
 
     name: str = ""
     device_class_names: list[str] = []
+    sources: list[DeviceClassSource] = []
 
 
 class ResourcesConfig(_Cfg):
@@ -557,14 +589,18 @@ def _validate_admission_fair_sharing(afs: AdmissionFairSharingConfig, source: st
 MAX_DEVICE_CLASS_MAPPINGS, MAX_DEVICE_CLASSES_PER_MAPPING = 16, 8
 
 
-def _validate_device_class_mappings(mappings: list[DeviceClassMapping], at: str) -> None:
+def _validate_device_class_mappings(mappings: list[DeviceClassMapping], at: str, flags: dict[str, bool]) -> None:
     """Kueue's checks of ``resources.deviceClassMappings``: at most 16 entries, each a qualified resource name
     given once with one to eight qualified DeviceClass names, none of them given twice nor mapped to two
-    resources. ``at`` is the field's opening, closed here with the entry's path."""
+    resources — unless both mappings count a counter source, each a counter of its own (the counter of a
+    mapping is its first source's) — and its ``sources`` (:func:`_validate_device_sources`) under the gates
+    ``flags``. ``at`` is the field's opening, closed here with the entry's path."""
     if len(mappings) > MAX_DEVICE_CLASS_MAPPINGS:
         raise InvalidInput(f"{at}`: must have at most {MAX_DEVICE_CLASS_MAPPINGS} items, got {len(mappings)}")
     names: set[str] = set()
     mapped_to: dict[str, str] = {}
+    counters: dict[str, set[str]] = {}
+    """DeviceClass -> the counters mappings naming it count (several only when each counts its own)."""
     for i, m in enumerate(mappings):
         if not m.name:
             raise InvalidInput(f"{at}[{i}].name` is required")
@@ -579,6 +615,8 @@ def _validate_device_class_mappings(mappings: list[DeviceClassMapping], at: str)
         if len(m.device_class_names) > MAX_DEVICE_CLASSES_PER_MAPPING:
             raise InvalidInput(f"{at}[{i}].deviceClassNames`: must have at most {MAX_DEVICE_CLASSES_PER_MAPPING} "
                                f"items, got {len(m.device_class_names)}")
+        first = m.sources[0].counter if m.sources else None
+        counter = first.name if first is not None else ""
         for j, dc in enumerate(m.device_class_names):
             where = f"{at}[{i}].deviceClassNames[{j}]`"
             problem = qualified_name_problem(dc) if dc else "a device class name must not be empty"
@@ -586,9 +624,106 @@ def _validate_device_class_mappings(mappings: list[DeviceClassMapping], at: str)
                 raise InvalidInput(f"{where}: invalid value {dc!r}: {problem}")
             if m.device_class_names.index(dc) != j:
                 raise InvalidInput(f"{where}: duplicate value {dc!r}")
-            if dc in mapped_to and mapped_to[dc] != m.name:
-                raise InvalidInput(f"{where}: device class already mapped to resource {mapped_to[dc]}")
-            mapped_to[dc] = m.name
+            if dc not in mapped_to:
+                mapped_to[dc] = m.name
+                counters[dc] = {counter} if counter else set()
+            elif mapped_to[dc] != m.name:
+                if not counter or not counters[dc]:
+                    raise InvalidInput(f"{where}: device class already mapped to resource {mapped_to[dc]}")
+                if counter in counters[dc]:
+                    raise InvalidInput(f'{where}: device class already has a counter source for counter "{counter}"')
+                counters[dc].add(counter)
+        _validate_device_sources(m.sources, f"{at}[{i}].sources", flags)
+
+
+def sources_note(cfg: SchedulerConfig, source: str) -> str | None:
+    """The warning for ``deviceClassMappings`` that give ``sources`` (None when none does): kueue-es checks them as
+    Kueue does but does not charge the counters and capacities Kueue reads for them from ResourceSlices; it
+    charges those classes' devices by count, as a mapping without sources."""
+    named = [m.name for m in cfg.resources.device_class_mappings if m.sources]
+    if not named:
+        return None
+    return (f"{source}: resources.deviceClassMappings: kueue-es does not charge the counters or capacities of "
+            f"`sources` ({', '.join(named)}): the devices of their DeviceClasses are charged by count")
+
+
+DRIVER_NAME_MAX, DEVICE_ID_MAX, DEVICE_DOMAIN_MAX = 63, 32, 63
+"""resource.k8s.io/v1 limits: a driver name, a C identifier in a qualified name, the domain before it."""
+
+_C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _validate_device_sources(sources: list[DeviceClassSource], at: str, flags: dict[str, bool]) -> None:
+    """Kueue's checks of a mapping's ``sources`` (``at``: their field, unclosed): each sets exactly one of
+    ``counter`` (refused while ``KueueDRAIntegrationPartitionableDevices`` is off) and ``capacity`` (refused while
+    ``KueueDRAIntegrationConsumableCapacity`` is off), not both kinds in one mapping; a counter is named by a DNS
+    label, a capacity by a qualified name (a C identifier after an optional DNS-subdomain domain); both give their
+    DRA driver (a DNS subdomain of at most 63 characters) and a CEL ``deviceSelector`` (required; kueue-es does not
+    compile it)."""
+    kinds: set[str] = set()
+    for k, source in enumerate(sources):
+        where = f"{at}[{k}]"
+        if (source.counter is None) == (source.capacity is None):
+            raise InvalidInput(f"{where}`: exactly one source type must be set per entry")
+        kind, gate = (("counter", gates.KUEUE_DRA_INTEGRATION_PARTITIONABLE_DEVICES) if source.counter is not None
+                      else ("capacity", gates.KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY))
+        kinds.add(kind)
+        if not gates.enabled(flags, gate):
+            raise InvalidInput(f"{where}.{kind}`: {kind} sources require {gate} to be enabled")
+        src = source.counter or source.capacity
+        assert src is not None
+        where = f"{where}.{kind}"
+        if kind == "counter":
+            if not src.name:
+                raise InvalidInput(f"{where}.name` is required")
+            if not is_dns_label(src.name):
+                raise InvalidInput(f"{where}.name`: invalid value {src.name!r}: must be a DNS label (at most 63 "
+                                   "lowercase alphanumeric characters or '-', starting and ending with one "
+                                   "alphanumeric)")
+        else:
+            problem = _device_qualified_name_problem(src.name)
+            if problem:
+                raise InvalidInput(f"{where}.name`: invalid value {src.name!r}: {problem}")
+        if not src.driver:
+            raise InvalidInput(f"{where}.driver` is required")
+        if len(src.driver) > DRIVER_NAME_MAX:
+            raise InvalidInput(f"{where}.driver`: invalid value {src.driver!r}: must not exceed "
+                               f"{DRIVER_NAME_MAX} characters")
+        if not is_dns_subdomain(src.driver):
+            raise InvalidInput(f"{where}.driver`: invalid value {src.driver!r}: must be a DNS subdomain "
+                               "(lowercase alphanumeric characters, '-' or '.', starting and ending with an "
+                               "alphanumeric)")
+        cel = src.device_selector.cel
+        if cel is None or not cel.expression:
+            raise InvalidInput(f"{where}.deviceSelector.cel.expression` is required")
+    if len(kinds) > 1:
+        raise InvalidInput(f"{at}`: cannot mix counter and capacity sources in the same mapping")
+
+
+def _device_qualified_name_problem(name: str) -> str | None:
+    """What resource.k8s.io/v1 says is wrong with a qualified name of a device attribute or capacity: a C
+    identifier of at most 32 characters, optionally after a domain (a DNS subdomain of at most 63 characters) and
+    '/'. As the API server does, a name of more than one '/' passes."""
+    parts = name.split("/")
+    if len(parts) > 2:
+        return None
+    if len(parts) == 2:
+        domain, ident = parts
+        if not domain:
+            return "the domain must not be empty"
+        if len(domain) > DEVICE_DOMAIN_MAX:
+            return f"the domain must have at most {DEVICE_DOMAIN_MAX} characters"
+        if not SUBDOMAIN.fullmatch(domain.lower()):
+            return "the domain must be a DNS subdomain"
+        if not ident:
+            return "the name must not be empty"
+    ident = parts[-1]
+    if len(ident) > DEVICE_ID_MAX:
+        return f"the name must have at most {DEVICE_ID_MAX} characters"
+    if not _C_IDENTIFIER.fullmatch(ident):
+        return ("the name must be a C identifier (letters, digits and '_', not starting with a digit, "
+                "e.g. 'my_name')")
+    return None
 
 
 def _validate_resources(cfg: SchedulerConfig, source: str) -> None:
@@ -598,7 +733,7 @@ def _validate_resources(cfg: SchedulerConfig, source: str) -> None:
     compile_rules(r.exclude_resource_prefixes, r.transformations, f"{source}: Configuration",
                   reserved_names=gates.enabled(cfg.feature_gates, gates.RESERVED_RESOURCE_NAME_VALIDATION))
     _validate_device_class_mappings(r.device_class_mappings, f"{source}: Configuration: field "
-                                                             "`resources.deviceClassMappings")
+                                                             "`resources.deviceClassMappings", cfg.feature_gates)
     if not gates.enabled(cfg.feature_gates, gates.QUOTA_CHECK_STRATEGY):
         return
     where = f"{source}: Configuration: field `resources.quotaCheckStrategy`"

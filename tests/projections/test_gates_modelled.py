@@ -67,7 +67,14 @@ def test_the_readme_counts_the_modelled_gates() -> None:
 def test_extended_resources_backed_by_dra_are_modelled() -> None:
     assert "KueueDRAIntegrationExtendedResource" in gates.MODELLED
     assert gates.ignored({"KueueDRAIntegrationExtendedResource": False}) == [], "modelled: the fold reads it"
-    assert gates.ignored({"KueueDRAIntegrationPartitionableDevices": False}) == ["KueueDRAIntegrationPartitionableDevices"]
+    assert gates.ignored({"ConcurrentAdmission": True}) == ["ConcurrentAdmission"]
+
+
+def test_the_dra_sources_gates_are_modelled() -> None:
+    """The loader refuses a mapping's counter or capacity ``sources`` while their gate is off, as Kueue does: turning
+    either gate away from its default warns of nothing (a configuration giving sources is warned of instead)."""
+    assert gates.ignored({"KueueDRAIntegrationPartitionableDevices": False,
+                          "KueueDRAIntegrationConsumableCapacity": True}) == []
 
 
 def test_partial_scale_up_of_elastic_jobs_is_modelled() -> None:
