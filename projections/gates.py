@@ -275,8 +275,7 @@ MODELLED = INTERNAL_ONLY | frozenset({
     DISABLE_WAIT_FOR_PODS_READY, DYNAMIC_QUOTA_ORCHESTRATION, SPARK_APPLICATION_INTEGRATION,
     ELASTIC_JOBS_VIA_WORKLOAD_SLICES, ELASTIC_PARTIAL_SCALE_UP, FAILURE_RECOVERY_POLICY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING,
     FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES, FAST_QUOTA_RELEASE_IN_POD_INTEGRATION, FINISH_ORPHANED_WORKLOADS,
-    FLAVOR_FUNGIBILITY, KUEUE_DRA_INTEGRATION, KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY,
-    KUEUE_DRA_INTEGRATION_EXTENDED_RESOURCE, KUEUE_DRA_INTEGRATION_PARTITIONABLE_DEVICES,
+    FLAVOR_FUNGIBILITY, KUEUE_DRA_INTEGRATION, KUEUE_DRA_INTEGRATION_EXTENDED_RESOURCE,
     KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED,
     FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, LWS_IMMUTABLE_GROUP_SIZE,
     MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED, METRIC_FOR_WORKLOAD_CREATION_LATENCY,
@@ -311,12 +310,20 @@ Deployments, StatefulSets: :func:`connectors.k8s.framework_webhook.managed_above
 only, when nothing is being deleted."""
 
 
+PARTLY = frozenset({KUEUE_DRA_INTEGRATION_PARTITIONABLE_DEVICES, KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY})
+"""Gates the code reads but models only in part, so not counted in :data:`MODELLED`: both DRA sources gates decide
+whether a Configuration's counter or capacity ``sources`` are refused, as Kueue's do, but what Kueue charges from
+them is not modelled (a Configuration giving any is warned of instead: its classes' devices are charged by count).
+Set away from its default, such a gate still changes what it decides here, so it is not :func:`ignored`."""
+
+
 def ignored(gates: Mapping[str, bool]) -> list[str]:
     """The gates ``gates`` turns away from their default although kueue-es models only the default, in name
     order: what a user should be told, since the setting changes nothing here. A gate turned off along with a
     modelled gate it depends on is not one of them: Kueue gives a gate no effect while a dependency is off, so
     the dependency's setting already says it (a TAS gate turned off with TopologyAwareScheduling, say)."""
-    return [name for name in sorted(GATES) if name not in MODELLED and enabled(gates, name) != GATES[name][1]
+    return [name for name in sorted(GATES) if name not in MODELLED and name not in PARTLY
+            and enabled(gates, name) != GATES[name][1]
             and not _moot(gates, name)]
 
 

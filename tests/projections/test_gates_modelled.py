@@ -29,7 +29,8 @@ def _read(name: str, text: str) -> bool:
 def test_modelled_gates_are_the_ones_the_code_reads() -> None:
     text = _sources()
     read = {name for name in gates.GATES if _read(name, text)}
-    assert read | gates.LOCKED | gates.INTERNAL_ONLY == set(gates.MODELLED)
+    assert read | gates.LOCKED | gates.INTERNAL_ONLY == set(gates.MODELLED) | gates.PARTLY
+    assert not gates.MODELLED & gates.PARTLY
     assert not read & (gates.LOCKED | gates.INTERNAL_ONLY), "a locked gate is always on, an internal one changes nothing"
 
 
@@ -70,9 +71,12 @@ def test_extended_resources_backed_by_dra_are_modelled() -> None:
     assert gates.ignored({"ConcurrentAdmission": True}) == ["ConcurrentAdmission"]
 
 
-def test_the_dra_sources_gates_are_modelled() -> None:
+def test_the_dra_sources_gates_are_modelled_in_part() -> None:
     """The loader refuses a mapping's counter or capacity ``sources`` while their gate is off, as Kueue does: turning
-    either gate away from its default warns of nothing (a configuration giving sources is warned of instead)."""
+    either gate away from its default warns of nothing (a configuration giving sources is warned of instead); what
+    Kueue charges from sources is not modelled, so they are not counted as modelled."""
+    assert gates.PARTLY == {"KueueDRAIntegrationPartitionableDevices", "KueueDRAIntegrationConsumableCapacity"}
+    assert not gates.PARTLY & gates.MODELLED
     assert gates.ignored({"KueueDRAIntegrationPartitionableDevices": False,
                           "KueueDRAIntegrationConsumableCapacity": True}) == []
 
