@@ -397,6 +397,14 @@ def quarantine_report(quarantined: list[Quarantined]) -> list[dict[str, Any]]:
     return [{"offset": q.offset, "error": q.error, "bytes": len(q.payload)} for q in quarantined]
 
 
+def warn_outside(args: argparse.Namespace, end: int, state: ClusterState, done: str) -> None:
+    """Say what a point outside the log (``--to`` past its end, ``--at`` before its first event) was taken as."""
+    if args.to is not None and args.to >= end:
+        warn(f"--to {args.to} is past the end of the log; {done} up to offset {end - 1}")
+    elif args.at is not None and end > 0 and state.offset < 0:
+        warn(f"--at {format_time_ms(args.at)} is before the log's first event; the state is empty")
+
+
 def warn(message: str) -> None:
     sys.stderr.write(f"kueue-es: warning: {one_line(message)}\n")
 

@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 
 from events.codec import Quarantined
+from events.errors import InvalidInput
 from events.schema import Record
 from kueue_es.commands._common import (
     Log,
@@ -66,6 +67,9 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.since is not None and args.until is not None and args.since > args.until:
+        raise InvalidInput(f"--since {time_text(args.since)} is after --until {time_text(args.until)}: no step "
+                           "can be in between")
     key = None
     if args.workload:
         key = args.workload if "/" in args.workload else f"{args.namespace}/{args.workload}"

@@ -19,7 +19,7 @@ from kueue_es.commands._common import (
     log_end,
     open_readonly,
     start_state,
-    warn,
+    warn_outside,
 )
 
 
@@ -45,7 +45,6 @@ def run(args: argparse.Namespace) -> int:
         fold_log(log, state.apply, start=state.offset + 1, to=args.to, at=args.at, label="Folding", lazy=True)
     finally:
         log.close_sync()
-    if args.to is not None and args.to >= end:
-        warn(f"--to {args.to} is past the end of the log; folded up to offset {end - 1}")
+    warn_outside(args, end, state, "folded")
     sys.stdout.write(metrics.text([state]))
     return 0

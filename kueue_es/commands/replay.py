@@ -35,6 +35,7 @@ from kueue_es.commands._common import (
     render_table,
     start_state,
     warn,
+    warn_outside,
     write_data,
 )
 from kueue_es.scheduler import config_record
@@ -90,8 +91,7 @@ def run(args: argparse.Namespace) -> int:
             fold_log(log, state.apply, start=state.offset + 1, to=args.to, at=args.at, lazy=True)
     finally:
         log.close_sync()
-    if args.to is not None and args.to >= end:
-        warn(f"--to {args.to} is past the end of the log; replayed up to offset {end - 1}")
+    warn_outside(args, end, state, "replayed")
     if args.save_snapshot:
         _save(state, args.save_snapshot)
     if quarantine:

@@ -352,6 +352,8 @@ def test_unreadable_input_file(log: Path, tmp_path: Path) -> None:
     (["replay", "--log", "L", "-o", "xml"], "argument -o/--output: invalid choice: 'xml'"),
     (["audit", "--log", "L", "ns/w", "--cluster-queue", "cq"], "not allowed with argument"),
     (["audit", "--log", "L", "--since", "2024-13-01T00:00:00Z"], "argument --since: not an RFC 3339 time"),
+    (["audit", "--log", "L", "--since", "2024-05-02T00:00:00Z", "--until", "2024-05-01T00:00:00Z"],
+     "--since 2024-05-02T00:00:00.000Z is after --until 2024-05-01T00:00:00.000Z"),
     (["audit", "--log", "L", "--cluster-queue", ""], "argument --cluster-queue: not an object name: ''"),
     (["audit", "--log", "L", "ns/w/x"], "argument NAMESPACE/WORKLOAD: not an object key: 'ns/w/x'"),
     (["audit", "--log", "L", "/w"], "argument NAMESPACE/WORKLOAD: not an object key: '/w'"),

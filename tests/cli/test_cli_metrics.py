@@ -113,5 +113,7 @@ def test_metrics_errors(log: Path, tmp_path: Path) -> None:
     assert r.code == 2 and "no such log" in one_line_error(r)
     r = kueue_es("metrics", "--log", log, "--to", "99")
     assert r.code == 0 and "past the end of the log" in r.err
+    r = kueue_es("metrics", "--log", log, "--at", "2000-01-01T00:00:00Z")
+    assert r.code == 0 and "--at 2000-01-01T00:00:00.000Z is before the log's first event; the state is empty" in r.err
     r = kueue_es("metrics", "--log", log, "--to", "3", "--at", "2024-05-01T10:02:00Z")
     assert r.code == 2 and "not allowed with argument" in one_line_error(r)
