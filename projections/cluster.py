@@ -95,6 +95,7 @@ from projections.workloads import (
     keeps_queued,
     owned_by_single_pod,
     owner_of,
+    owner_uid_of,
     pod_set_info,
     pod_set_infos,
     pod_templates,
@@ -1493,7 +1494,7 @@ class ClusterState:
                 generation=meta.generation,
                 admission_gate=gate,
                 pod_owned=bool(meta.owner_references) and owned_by_single_pod(meta),
-                owner=owner_of(meta),
+                owner=owner_of(meta), owner_uid=owner_uid_of(meta) if component is not None else "",
                 boost=boost, boost_annotation=boost_annotation, metric_annotations=metric_annotations,
                 replaces=replaces, component_index=component,
             )
@@ -1518,6 +1519,8 @@ class ClusterState:
             wl.metric_annotations = metric_annotations
         wl.replaces = replaces
         wl.component_index = component
+        if component is not None or wl.owner_uid:  # kept for a group's Workloads only
+            wl.owner_uid = owner_uid_of(meta) if component is not None else ""
         refs, owner = meta.owner_references, wl.owner
         if (len(refs) == 1 and owner and (ref := refs[0]).name == owner[2] and ref.kind == owner[1]
                 and ref.api_version == owner[0]):

@@ -23,7 +23,7 @@ from projections.queue_order import order_of
 from projections.queues import ClusterQueueQueue
 from projections.workloads import WorkloadInfo, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 23
+SNAPSHOT_VERSION = 24
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -54,8 +54,9 @@ the states of checks kueue-es does not run as each workload's last read Workload
 (``WorkloadInfo.waited``). 22: each workload's index among the Workloads its owner makes together and how many
 its owner makes as observed (``WorkloadInfo.component_index``, ``owner_replicas``: a LeaderWorkerSet's groups, for
 MultiKueue). 23: the TAS placements in the assignment a held entry waits with (``WaitedPodSet.topology_levels``,
-``topology_domains``)."""
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23)
+``topology_domains``). 24: the UID of the owner of each Workload its owner makes together with others
+(``WorkloadInfo.owner_uid``: a LeaderWorkerSet's group is its set's by UID, for MultiKueue)."""
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction

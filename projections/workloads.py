@@ -252,6 +252,10 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     owner_replicas: int | None = None
     """MultiKueue: how many Workloads its owner makes (a LeaderWorkerSet's ``spec.replicas``), as last observed
     (``OwnerObserved``) for a :attr:`component_index` one; None: never observed."""
+    owner_uid: str = ""
+    """For a :attr:`component_index` one, the UID of the owner :attr:`owner` names (empty: none, any other workload,
+    or unknown, as for one restored from a snapshot before version 24 until its next upsert): a group's Workloads
+    are its owner's by UID, as Kueue lists them (its owner-UID index)."""
 
     @property
     def base_priority(self) -> int:
@@ -320,6 +324,15 @@ def owner_of(meta: o.ObjectMeta, known: tuple[str, ...] = ()) -> tuple[str, ...]
     if known and known[2] == ref.name and known[1] == ref.kind and known[0] == ref.api_version:
         return known
     return (intern(ref.api_version), intern(ref.kind), ref.name)  # one copy of "batch/v1" for every workload
+
+
+def owner_uid_of(meta: o.ObjectMeta) -> str:
+    """The UID of the owner :func:`owner_of` names (empty without owners)."""
+    refs = meta.owner_references
+    for ref in refs:  # no generator
+        if ref.controller:
+            return ref.uid
+    return refs[0].uid if refs else ""
 
 
 def owned_by_single_pod(meta: o.ObjectMeta) -> bool:

@@ -25,7 +25,9 @@ reconcilers (``pkg/controller/jobs/leaderworkerset``), with the decisions of :mo
 The reconciler's Events go through the log (``JobActed`` of kind LeaderWorkerSet), recorded on the set from
 Kueue's recorder ``leaderworkerset.x-k8s.io/leaderworkerset-kueue-controller``. On a worker, a MultiKueue
 manager's copy of a set runs on the Workloads that manager copied (:func:`connectors.k8s.leaderworkerset.plan`).
-Not done here (see the README): MultiKueue's manager side, and the Events of the pod reconciler.
+On a manager, where the set (which has no managedBy) is run by its controller too, its pods stay gated: the pod
+integration starts no pod whose Workload has a MultiKueue check (:func:`connectors.k8s.pod_sync.runs_on_a_worker`).
+Not done here (see the README): the Events of the pod reconciler.
 """
 
 from __future__ import annotations

@@ -23,7 +23,9 @@ spread constraints, overhead and resource claims) share a role, named by an 8-ch
 * the group has finished once as many Pods succeeded as the total (or, with a Pod annotated
   ``kueue.x-k8s.io/retriable-in-group: "false"``, once none is still running): the Workload finishes
   ``Succeeded``, "Pods succeeded: <n>/<total>.", and then every Pod loses the finalizer;
-* admitted (and shown so by the apiserver): every gated Pod is started with its role's pod set's admission;
+* admitted (and shown so by the apiserver): every gated Pod is started with its role's pod set's admission —
+  but never one whose Workload has a MultiKueue admission check: that runs on a worker, and its Pods here (a
+  LeaderWorkerSet's, whose set has no managedBy, made by the set's controller here too) stay gated;
 * the Workload being deleted (Kueue's ``resource-in-use`` finalizer holds it): every Pod not being deleted yet is
   stopped, whatever its state (``WorkloadDeleted``, "Workload is deleted"), and every Pod loses Kueue's finalizer;
   the integration then takes the finalizer off the Workload;
@@ -246,7 +248,7 @@ def _mismatch(pods: list[ManagedPod], first: ManagedPod, total: int) -> str:
 
 def next_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool, admission_shown: bool,
               prebuilt: bool = False, fast_quota_release: bool = False, wl_deleting: bool = False,
-              statefulset: StatefulSetView | None = None) -> GroupStep:
+              statefulset: StatefulSetView | None = None, remote: bool = False) -> GroupStep:
     """What Kueue's reconciler does next with the group's Pods (sorted by name; the first stands for the group, as
     Kueue's first listed Pod does) and its Workload in the log (None: none yet, or none usable). ``prebuilt``: the
     group names its Workload (:mod:`connectors.k8s.pod_prebuilt`): none is made for it, and Kueue, finding it by
@@ -254,9 +256,10 @@ def next_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool,
     ``fast_quota_release``: Kueue's ``FastQuotaReleaseInPodIntegration`` gate (:func:`holds_quota`).
     ``wl_deleting``: the apiserver shows the Workload being deleted. Ended Pods a StatefulSet holds are let go
     besides (:func:`released_by_statefulset`), and, with ``statefulset`` (the StatefulSet holding the group, when
-    known and its integration on), those :func:`let_go_by_statefulset` names."""
+    known and its integration on), those :func:`let_go_by_statefulset` names. ``remote``: the Workload runs on a
+    MultiKueue worker (:func:`connectors.k8s.pod_sync.runs_on_a_worker`): its gated Pods here are never started."""
     step = _group_step(pods, wl, managed=managed, admission_shown=admission_shown, prebuilt=prebuilt,
-                       fast_quota_release=fast_quota_release, wl_deleting=wl_deleting)
+                       fast_quota_release=fast_quota_release, wl_deleting=wl_deleting, remote=remote)
     let_go = let_go_by_statefulset(pods, statefulset) if managed and statefulset is not None else ()
     if let_go:  # its patch takes the finalizer off too
         step = replace(step, let_go=let_go, finalize=tuple(p for p in step.finalize if p not in let_go))
@@ -313,7 +316,7 @@ def released_by_statefulset(pods: list[ManagedPod]) -> tuple[ManagedPod, ...]:
 
 
 def _group_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: bool, admission_shown: bool,
-                prebuilt: bool, fast_quota_release: bool, wl_deleting: bool) -> GroupStep:
+                prebuilt: bool, fast_quota_release: bool, wl_deleting: bool, remote: bool = False) -> GroupStep:
     if not pods or not managed:
         return GroupStep()
     first = pods[0]
@@ -331,7 +334,7 @@ def _group_step(pods: list[ManagedPod], wl: WorkloadInfo | None, *, managed: boo
         return GroupStep(STOP, tuple(p for p in pods if not p.metadata.deletion_timestamp),
                          finalize=tuple(p for p in pods if finalizable(p)), reason=WORKLOAD_DELETED_REASON,
                          message=WORKLOAD_DELETED)
-    step = _with_workload(pods, first, total, wl, admission_shown, prebuilt, fast_quota_release)
+    step = _with_workload(pods, first, total, wl, admission_shown and not remote, prebuilt, fast_quota_release)
     if step.action == FINALIZE or prebuilt:
         return step
     return replace(step, finalize=_replaced_by_role(pods, wl))

@@ -21,7 +21,9 @@ says, one a pass, in Kueue's order (``pkg/controller/jobframework/reconciler.go`
    single Pod active, the quota it held is given back at once (``JobStopped``), as it is for a Pod evicted
    before it ran (still gated: nothing to stop);
 8. a gated Pod whose Workload is admitted, as the apiserver shows it too, is started: the admission gate is
-   lifted and what the admission adds merged in (:mod:`connectors.k8s.podsetinfo`);
+   lifted and what the admission adds merged in (:mod:`connectors.k8s.podsetinfo`) — unless the Workload has a
+   MultiKueue admission check (:func:`runs_on_a_worker`): it runs on a worker then, and its Pods here stay
+   gated, as Kueue's reconciler skips local execution for Pods;
 9. a running Pod whose Workload is not admitted is stopped ("Not admitted by cluster queue").
 
 Under waitForPodsReady the Workload's PodsReady follows the Pod's ``Ready`` condition as Kueue's reconciler
@@ -49,6 +51,8 @@ from connectors.k8s.resources import JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION
 from connectors.k8s.workload_finalizer import WORKLOAD_DELETED
 from connectors.k8s.workload_names import owner_workload_name
 from events import objects as o
+from kueue_es.scheduler.multikueue import check_of
+from projections import gates
 from projections.cluster import ClusterState
 from projections.in_use import FINALIZER as IN_USE_FINALIZER
 from projections.workloads import FINISHED, PROVREQ_ANNOTATION_PREFIX, WorkloadInfo
@@ -146,14 +150,22 @@ def finalizable(pod: ManagedPod) -> bool:
     return FINALIZER in pod.metadata.finalizers
 
 
+def runs_on_a_worker(state: ClusterState, wl: WorkloadInfo | None) -> bool:
+    """Whether ``wl`` is MultiKueue's to run on a worker: with Kueue's ``MultiKueue`` gate on, it has the state of
+    an AdmissionCheck of MultiKueue's controller (one not found is not). Kueue then never ungates the Pods it
+    stands for on this cluster (a Pod, a pod group, a LeaderWorkerSet's group), admitted or not."""
+    return wl is not None and state.gate(gates.MULTIKUEUE) and check_of(state, wl) is not None
+
+
 def next_step(pod: ManagedPod, wl: WorkloadInfo | None, *, managed: bool, admission_shown: bool,
-              prebuilt: bool = False, wl_deleting: bool = False) -> Step:
+              prebuilt: bool = False, wl_deleting: bool = False, remote: bool = False) -> Step:
     """What Kueue's reconciler does next (see the module docstring). ``wl``: the Pod's Workload in the log (None:
     none yet, or none usable); ``managed``: the integration is on and the Pod Kueue's to queue — its namespace one
     it manages, and a queue name or ``manageJobsWithoutQueueName`` (:func:`connectors.k8s.job_selection.is_managed`);
     ``admission_shown``: the apiserver shows ``wl`` admitted as the log decided; ``prebuilt``: the Pod names its
     Workload (:mod:`connectors.k8s.pod_prebuilt`), so none is created for it and a running one without it is
-    stopped as Kueue words it ("missing workload"); ``wl_deleting``: the apiserver shows ``wl`` being deleted."""
+    stopped as Kueue words it ("missing workload"); ``wl_deleting``: the apiserver shows ``wl`` being deleted;
+    ``remote``: ``wl`` runs on a MultiKueue worker (:func:`runs_on_a_worker`), so the Pod is never started here."""
     if pod.metadata.deletion_timestamp:
         return Step(FINALIZE) if finalizable(pod) else Step()
     if not managed:
@@ -178,7 +190,7 @@ def next_step(pod: ManagedPod, wl: WorkloadInfo | None, *, managed: bool, admiss
             return Step(STOP, f"{EVICTED_REASON}DueTo{wl.evicted}", evicted.message if evicted else "", release=release)
         return Step(RELEASE) if release else Step()
     if is_gated(pod):
-        return Step(START) if is_admitted(wl) and admission_shown else Step()
+        return Step(START) if is_admitted(wl) and admission_shown and not remote else Step()
     if not is_admitted(wl):
         return Step(STOP, NOT_ADMITTED_REASON, NOT_ADMITTED)
     return Step()

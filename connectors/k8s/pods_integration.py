@@ -405,7 +405,8 @@ class PodIntegration:
             await self._admission_checks([pod], wl, held=pod_sync.is_gated(pod) and pod_sync.ended(pod) is None)
         shown = wl is not None and obs is not None and admission_shown(wl, obs)
         step = pod_sync.next_step(pod, wl, managed=managed, admission_shown=shown, prebuilt=bool(prebuilt_name),
-                                  wl_deleting=obs is not None and wf.deleting(obs))
+                                  wl_deleting=obs is not None and wf.deleting(obs),
+                                  remote=pod_sync.runs_on_a_worker(self.state, wl))
         await self._carry_out(pod, step, wl, obs, wl_key)
         if managed:
             await self._release(wl, obs)
@@ -711,7 +712,8 @@ class PodIntegration:
         step = pod_group.next_step(pods, wl, managed=managed, admission_shown=shown, prebuilt=bool(prebuilt_name),
                                    fast_quota_release=self.state.gate(gates.FAST_QUOTA_RELEASE_IN_POD_INTEGRATION),
                                    wl_deleting=obs is not None and wf.deleting(obs),
-                                   statefulset=await self._statefulset_of(config, pods))
+                                   statefulset=await self._statefulset_of(config, pods),
+                                   remote=pod_sync.runs_on_a_worker(self.state, wl))
         for pod in step.finalize:
             await self._once(pod, "finalize", self._finalize(pod, ""))
         for pod in step.remove:

@@ -208,11 +208,14 @@ def lost_for(state: ClusterState, cluster: str, now: int) -> int | None:
 def components(state: ClusterState, wl: WorkloadInfo) -> list[WorkloadInfo] | None:
     """The Workloads made by ``wl``'s owner, ``wl`` among them, when that owner is of a kind whose Workloads are
     dispatched as one group and ``wl`` says it is one of them (:data:`MULTI_WORKLOAD`); None otherwise. In no
-    particular order: whatever is read of them does not depend on one."""
+    particular order: whatever is read of them does not depend on one. The owner is the same object, by UID, as
+    Kueue lists them (a Workload left by an earlier owner of the same name is none of them); a UID not known (a
+    workload restored from an older snapshot, until its next upsert) matches any."""
     if wl.component_index is None or not wl.owner or (wl.owner[0], wl.owner[1]) not in MULTI_WORKLOAD:
         return None
-    owner, namespace = wl.owner, wl.namespace
-    return [w for w in state.workloads.values() if w.owner == owner and w.namespace == namespace]
+    owner, namespace, uid = wl.owner, wl.namespace, wl.owner_uid
+    return [w for w in state.workloads.values() if w.owner == owner and w.namespace == namespace
+            and (not uid or not w.owner_uid or w.owner_uid == uid)]
 
 
 WAIT = ""

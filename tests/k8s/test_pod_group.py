@@ -152,6 +152,18 @@ def test_running_pods_of_a_group_not_admitted_are_stopped() -> None:
     assert (step.action, step.reason) == (STOP, "NotAdmitted") and names(step.pods) == ["a"]
 
 
+def test_an_admitted_group_whose_workload_runs_on_a_worker_keeps_its_pods_gated() -> None:
+    """A LeaderWorkerSet's group on a MultiKueue manager: the set's controller makes its pods here too (a set has
+    no managedBy), but its Workload runs on a worker, so, admitted there, none is started here."""
+    pods = [member("a", role="r1"), member("b", role="r2")]
+    wl = group_workload(ADMITTED, counts={"r1": 1, "r2": 1})
+    step = next_step(pods, wl, managed=True, admission_shown=True, remote=True)
+    assert step.action == "nothing" and step.pods == ()
+    running = [member("a", gated=False, phase="Running"), member("b")]
+    step = next_step(running, group_workload(PENDING), managed=True, admission_shown=True, remote=True)
+    assert (step.action, step.reason) == (STOP, "NotAdmitted"), "one running while not admitted is still stopped"
+
+
 def raw(name: str, role_cpu: str, *, priority_class: str = "") -> dict:
     spec: dict = {"containers": [{"name": "c", "resources": {"requests": {"cpu": role_cpu}}}]}
     if priority_class:

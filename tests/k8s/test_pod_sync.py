@@ -26,6 +26,7 @@ from connectors.k8s.pod_sync import (
 )
 from connectors.k8s.podsetinfo import MergeConflict, PodSetInfo
 from events import objects as o
+from events import schema as ev
 from events.errors import InvalidInput
 from projections.cluster import ClusterState
 from projections.workloads import ADMITTED, FINISHED, PENDING, RESERVED, WorkloadInfo
@@ -220,3 +221,40 @@ def test_a_pod_whose_workload_is_being_deleted_is_stopped_whatever_its_state(p: 
 def test_the_workload_of_a_pod_carries_kueues_resource_in_use_finalizer() -> None:
     body = pod_sync.workload_for(ClusterState(), _raw(), "pod-p-abcde")
     assert body["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]
+
+
+def _multikueue_state(*, gate: bool = True, controller: str = "kueue.x-k8s.io/multikueue") -> ClusterState:
+    state = ClusterState()
+    state.admission_checks["mk"] = o.AdmissionCheck(metadata=o.ObjectMeta(name="mk"),
+                                                    spec=o.AdmissionCheckSpec(controller_name=controller))
+    state.config = ev.ConfigRecorded(time=1, writer="test", id="c", document={
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+        "featureGates": {"MultiKueue": gate}})
+    return state
+
+
+def _checked(name: str, check_state: str = "Ready") -> WorkloadInfo:
+    wl = workload(ADMITTED)
+    wl.check_states = {name: o.AdmissionCheckState(name=name, state=check_state)}
+    return wl
+
+
+def test_a_workload_with_a_multikueue_check_runs_on_a_worker() -> None:
+    """Kueue's ``ShouldSkipLocalExecution``: the Workload has the state of a check of MultiKueue's controller,
+    whatever that state, with the ``MultiKueue`` gate on; a check not found, or another controller's, is not."""
+    state = _multikueue_state()
+    assert pod_sync.runs_on_a_worker(state, _checked("mk"))
+    assert pod_sync.runs_on_a_worker(state, _checked("mk", "Pending"))
+    assert not pod_sync.runs_on_a_worker(state, _checked("gone")), "an AdmissionCheck not found"
+    assert not pod_sync.runs_on_a_worker(state, workload(ADMITTED)) and not pod_sync.runs_on_a_worker(state, None)
+    assert not pod_sync.runs_on_a_worker(_multikueue_state(controller="kueue.x-k8s.io/provisioning-request"),
+                                         _checked("mk"))
+    assert not pod_sync.runs_on_a_worker(_multikueue_state(gate=False), _checked("mk"))
+
+
+def test_a_gated_pod_whose_workload_runs_on_a_worker_is_never_started_here() -> None:
+    s = next_step(pod(), workload(ADMITTED), managed=True, admission_shown=True, remote=True)
+    assert s.action == NOTHING
+    running = next_step(pod(gated=False, phase="Running"), workload(PENDING), managed=True, admission_shown=True,
+                        remote=True)
+    assert running.action == STOP, "one running though its Workload is not admitted is still stopped"

@@ -620,6 +620,38 @@ async def test_a_pod_group_makes_its_pods_owners_of_its_prebuilt_workload_and_ru
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("gate", [True, False], ids=["MultiKueue", "gate-off"])
+async def test_a_prebuilt_groups_pods_stay_gated_while_its_workload_has_a_multikueue_check(
+        gate: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A LeaderWorkerSet's group on a MultiKueue manager (the set has no managedBy: its controller makes the pods
+    here too, which name the group's prebuilt Workload): admitted once a worker admitted its copy, the Workload
+    runs there, and Kueue's reconciler skips local execution for Pods whose Workload has a MultiKueue check."""
+    mk = o.AdmissionCheck(metadata=o.ObjectMeta(name="mk", uid="mk-uid"),
+                          spec=o.AdmissionCheckSpec(controller_name="kueue.x-k8s.io/multikueue"))
+    owned = o.ObjectMeta(name="pre", namespace="ns", uid="pre-uid", resource_version="8", owner_references=[
+        o.OwnerReference(api_version="v1", kind="Pod", name=n, uid=f"uid-{n}") for n in "ab"])
+    config = {**POD_ON, "featureGates": {"MultiKueue": gate}}
+    pods, mirror, appended, client = integration(
+        msgspec.structs.replace(_prebuilt_workload(role="7aa6c7b8"), metadata=owned), mk, config=config)
+    for n in "ab":
+        _watch(pods, _prebuilt_raw(n, group=True))
+    wl = mirror.state.workloads["ns/pre"]
+    wl.phase = ADMITTED
+    wl.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[
+        o.PodSetAssignment(name="7aa6c7b8", flavors={}, count=2)])
+    wl.check_states = {"mk": o.AdmissionCheckState(name="mk", state="Ready",
+                                                   message='The workload got reservation on "worker1"')}
+    monkeypatch.setattr("connectors.k8s.pods_integration.admission_shown", lambda wl, obs: True)
+    await pods.reconcile("group/ns/g")
+    started = [c[2] for c in client.calls if c[0] == "patch" and c[1] == "Pod"]
+    acted = [e.action for e in appended if isinstance(e, ev.JobActed)]
+    if gate:
+        assert started == [] and acted == [], "the group runs on the worker; its pods here stay gated"
+    else:
+        assert started == ["a", "b"] and acted == ["Started", "Started"]
+
+
+@pytest.mark.asyncio
 @pytest.mark.parametrize("fast", [False, True], ids=["gate-off", "FastQuotaReleaseInPodIntegration"])
 async def test_the_configurations_gate_says_whether_terminating_pods_hold_an_evicted_groups_quota(fast: bool) -> None:
     config = {**POD_ON, "featureGates": {"FastQuotaReleaseInPodIntegration": fast}}

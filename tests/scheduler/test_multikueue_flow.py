@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fixtures.multikueue_states import LWS, lws_state
+from fixtures.multikueue_states import LWS, LWS_UID, lws_state, lws_workload
 
 from events import objects as o
 from events import schema as ev
@@ -305,6 +305,33 @@ def test_a_leaderworksets_other_groups_follow_the_worker_the_first_was_admitted_
     assert [wl.nominated for wl in wls[1:]] == [("worker2",), ("worker2",)]
 
 
+def _earlier_sets(index: int, uid: str = "earlier-lws-uid") -> o.Workload:
+    """Group ``index``'s Workload of an earlier LeaderWorkerSet of the same name (another UID), not yet gone."""
+    doc = lws_workload(index)
+    doc["metadata"]["name"] = f"earlier-{index}"
+    doc["metadata"]["ownerReferences"][0]["uid"] = uid
+    return load_text(yaml.safe_dump(doc), "workload").objects[0]
+
+
+def test_a_groups_workloads_are_its_sets_by_uid_not_by_name(tmp_path: Path) -> None:
+    """Kueue lists a group's Workloads by their owner's UID: the Workload an earlier set of the same name left is
+    none of the group's, so the new set's group still waits for its own second Workload."""
+    state = lws_state(tmp_path, 0)
+    earlier = _earlier_sets(1)
+    _apply(state, ev.ObjectUpserted(time=START, key=earlier.key, obj=earlier))
+    assert (state.workloads["default/lws-0"].owner_uid, state.workloads[earlier.key].owner_uid) == (
+        LWS_UID, "earlier-lws-uid")
+    _replicas(state, 2, 0)
+    settle(state, DEFAULT, now=START)
+    assert state.workloads["default/lws-0"].nominated == (), "one of its two Workloads: the group waits"
+    _apply(state, ev.ObjectUpserted(time=START, key="default/lws-1", obj=load_text(
+        yaml.safe_dump(lws_workload(1)), "workload").objects[0]))
+    _replicas(state, 2, 1)
+    settle(state, DEFAULT, now=START)
+    assert state.workloads["default/lws-0"].nominated == ("worker1", "worker2")
+    assert state.workloads["default/lws-1"].nominated == ()
+
+
 def test_a_group_workload_whose_index_cannot_be_read_never_nominates(tmp_path: Path) -> None:
     state = lws_state(tmp_path, "x")
     assert state.workloads["default/lws-x"].component_index == -1
@@ -318,5 +345,6 @@ def test_a_snapshot_keeps_a_groups_indexes_and_replicas(tmp_path: Path) -> None:
     _replicas(state, 2, 0)
     restored = snapshot.decode(snapshot.encode(state))
     assert [(restored.workloads[f"default/lws-{i}"].component_index,
-             restored.workloads[f"default/lws-{i}"].owner_replicas) for i in (0, 1)] == [(0, 2), (1, None)]
+             restored.workloads[f"default/lws-{i}"].owner_replicas,
+             restored.workloads[f"default/lws-{i}"].owner_uid) for i in (0, 1)] == [(0, 2, LWS_UID), (1, None, LWS_UID)]
     assert snapshot.digest(restored) == snapshot.digest(state)

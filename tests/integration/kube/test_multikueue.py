@@ -17,6 +17,7 @@ LeaderWorkerSet's two groups go to the worker together, on one copy of the set.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import os
@@ -41,6 +42,7 @@ from kubehelp import (
     job,
     kueue_es,
     queues,
+    scheduling_gates,
 )
 
 from connectors.k8s import crds
@@ -757,6 +759,27 @@ async def test_a_leaderworkersets_groups_run_on_one_worker_on_one_copy_of_the_se
         assert remote["metadata"]["annotations"]["kueue.x-k8s.io/multikueue-origin-uid"] == uid
         on_worker = [msgspec.json.decode(raw)["metadata"] for raw in (await wc.list(BY_KIND["Workload"])).items]
         assert sorted(m["name"] for m in on_worker if m["namespace"] == ns) == sorted(names)
+
+        # the set has no managedBy, so its LWS controller makes its groups' pods on the manager too (played here,
+        # as Kueue's webhook leaves them): the pod integration adopts them for the groups' admitted Workloads, but
+        # starts none, the Workloads having a MultiKueue check (Kueue's ShouldSkipLocalExecution)
+        for g in (0, 1):
+            await create(kc, {"apiVersion": "v1", "kind": "Pod", "metadata": {
+                "name": f"mk-lws-{g}", "namespace": ns,
+                "labels": {lw.SET_NAME_LABEL: "mk-lws", lw.GROUP_INDEX_LABEL: str(g), lw.WORKER_INDEX_LABEL: "0"},
+                "annotations": {lw.SUSPENDING_PARENT: lw.FRAMEWORK_NAME, lw.SERVING: "true"}},
+                "spec": {**template["spec"], "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]}})
+
+        async def adopted(name: str, pod: str) -> bool:
+            refs = (await get(kc, "Workload", name, ns))["metadata"].get("ownerReferences") or []
+            return any(r["kind"] == "Pod" and r["name"] == pod for r in refs)
+
+        for g, name in enumerate(names):
+            await eventually(lambda n=name, p=f"mk-lws-{g}": adopted(n, p), timeout=60,
+                             what=f"mk-lws-{g} adopted for its group's Workload on the manager")
+        await asyncio.sleep(3)  # a start would follow the adoption at once
+        for g in (0, 1):
+            assert scheduling_gates(await get(kc, "Pod", f"mk-lws-{g}", ns)) == ["kueue.x-k8s.io/admission"]
 
         await wc.patch(LEADER_WORKER_SETS, "mk-lws", {"status": {"readyReplicas": 2, "replicas": 2}}, ns,
                        subresource="status")
