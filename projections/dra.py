@@ -39,7 +39,6 @@ from events.labels import qualified_name_problem
 from events.quantity import MAX_INT64, QuantityError, decimal_string, parse_quantity, to_int
 from events.timefmt import parse_time
 from projections import gates
-from projections.dra_cel import compile_selector, device_activation, matches
 from projections.resource_slices import counter_charge
 
 CLAIMS_BY_NAME = "KueueDRAIntegration feature does not support use of resource claims"
@@ -243,6 +242,8 @@ def _selector_errors(selectors: Any, at: str, context: str) -> list[str]:
     for i, sel in enumerate(selectors):
         if sel.cel is None:
             continue
+        from projections.dra_cel import compile_selector  # noqa: PLC0415 - CEL's parser only when a claim has selectors
+
         compiled = compile_selector(sel.cel.expression)
         if compiled.error:
             errors.append(f"{at}[{i}].cel.expression: Invalid value: {_quoted(sel.cel.expression)}: "
@@ -294,6 +295,8 @@ def counter_charge_of(claims: list[o.PodResourceClaim], view: DraView) -> tuple[
 def _source_charge(cs: CounterSource, x: o.ExactDeviceRequest, count: int, view: DraView, at: str
                    ) -> tuple[int, str]:
     """What one counter source charges for request ``x`` (at field ``at``), or (0, error)."""
+    from projections.dra_cel import compile_selector, device_activation, matches  # noqa: PLC0415 - see above
+
     known = dict(view.class_selectors)
     dc = x.device_class_name
     class_exprs = known.get(dc)

@@ -62,14 +62,18 @@ _FUNCTIONS = {
     "isLessThan": lambda a, b: celtypes.BoolType(_compare(a, b) < 0),
 }
 
-_ENV = celpy.Environment()
+@lru_cache(maxsize=1)
+def _environment() -> celpy.Environment:
+    """The CEL environment (its parser is built on first use: a tenth of a second)."""
+    return celpy.Environment()
 
 
 @lru_cache(maxsize=1024)
 def compile_selector(expression: str) -> Compiled:
     """``expression`` compiled (kept by expression, as Kueue keeps its compiled selectors)."""
+    env = _environment()
     try:
-        return Compiled(_ENV.program(_ENV.compile(expression), functions=_FUNCTIONS))
+        return Compiled(env.program(env.compile(expression), functions=_FUNCTIONS))
     except celpy.CELParseError as e:
         return Compiled(None, f"syntax error: {' '.join(str(e).split())}")
 
