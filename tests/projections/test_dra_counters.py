@@ -185,3 +185,15 @@ def test_an_incomplete_pool_or_another_drivers_slice_charges_nothing() -> None:
     assert "0 device(s) match" in workload_problem(_wl(state).pod_sets)
     state.apply(ev.Record(state.offset + 1, upsert(_slice("s1", _device("g1", "4Gi"), count=2), 4)))
     assert _wl(state).pod_sets[0].dra_requests == (("example.com/gpu-memory", 8 * 2**30),)
+
+
+def test_a_version_23_snapshot_restores_without_slices_until_they_are_observed_again() -> None:
+    state = _fold(upsert(_workload(), 2), upsert(_slice("s0", _device("g0", "8Gi")), 3))
+    taken = snapshot.take(state)
+    old = msgspec.structs.replace(taken, version=23, objects=[
+        obj for obj in taken.objects if not isinstance(obj, o.ResourceSlice)])
+    restored = snapshot.restore(old)
+    assert restored.resource_slices.by_name == {}
+    restored.apply(ev.Record(state.offset + 1, upsert(_slice("s0", _device("g0", "4Gi")), 4)))
+    assert _wl(restored).pod_sets[0].dra_requests == (("example.com/gpu-memory", 4 * 2**30),)
+    assert snapshot.take(state).version == 24
