@@ -299,14 +299,26 @@ class RuntimeClass(KObject, tag="RuntimeClass"):
 DEVICE_ALLOCATION_MODES = ("ExactCount", "All")
 
 
+class CELDeviceSelector(View):
+    expression: str = ""
+
+
+class DeviceSelector(View):
+    """A CEL expression a device must satisfy (``cel``, the only kind resource.k8s.io/v1 has)."""
+
+    cel: CELDeviceSelector | None = None
+
+
 class ExactDeviceRequest(View):
     """``devices.requests[].exactly``: so many devices of one DeviceClass. The API server defaults
-    ``allocationMode`` to ExactCount and, for it, ``count`` to 1; CEL ``selectors`` are not looked at."""
+    ``allocationMode`` to ExactCount and, for it, ``count`` to 1. Kueue compiles the CEL ``selectors`` and, for a
+    class charged by counters, matches them against the devices ResourceSlices publish."""
 
     device_class_name: str = ""
     allocation_mode: str = ""
     count: int | None = None
     admin_access: bool | None = None
+    selectors: list[DeviceSelector] = []
 
 
 class DeviceRequest(View):
@@ -337,12 +349,14 @@ class ResourceClaimTemplate(KObject, tag="ResourceClaimTemplate"):
 
 class DeviceClassSpec(View):
     extended_resource_name: str | None = None
+    selectors: list[DeviceSelector] = []
 
 
 class DeviceClass(KObject, tag="DeviceClass"):
-    """resource.k8s.io/v1 DeviceClass (cluster-scoped): only its ``extendedResourceName`` is kept, the extended
-    resource whose requests kube-scheduler serves from devices of the class (Kueue's
-    KueueDRAIntegrationExtendedResource charges those requests to quota as DRA devices)."""
+    """resource.k8s.io/v1 DeviceClass (cluster-scoped): its ``extendedResourceName``, the extended resource whose
+    requests kube-scheduler serves from devices of the class (Kueue's KueueDRAIntegrationExtendedResource charges
+    those requests to quota as DRA devices), and its CEL ``selectors`` (which the devices charged to a counter
+    source must satisfy)."""
 
     spec: DeviceClassSpec = DeviceClassSpec()
 

@@ -58,6 +58,7 @@ from projections.dra import (
     serving_classes,
     workload_problem,
 )
+from projections.dra import counters_of as dra_counters_of
 from projections.dra import extended_on as dra_extended_on
 from projections.dra import mapping_of as dra_mapping_of
 from projections.dra import mode_of as dra_mode_of
@@ -70,6 +71,7 @@ from projections.queue_order import DEFAULT_ORDER, QueueOrder, order_of
 from projections.queues import ClusterQueueQueue, SortKey
 from projections.quota import QuotaTree, build_quota_tree
 from projections.request_rules import RequestRules, reclaims, rules_of
+from projections.resource_slices import ResourceSlices
 from projections.secondpass import backoff_ms, needs_second_pass
 from projections.topology import TASFold
 from projections.workloads import (
@@ -134,7 +136,7 @@ class ClusterState:
         "workload_priority_classes", "priority_classes", "topologies", "admission_checks",
         "provisioning_configs", "multikueue_configs", "multikueue_clusters", "cluster_links",
         "provisioning_requests", "deleted_requests", "requests_of", "pod_templates",
-        "limit_ranges", "runtime_classes", "claim_templates", "device_classes", "_served",
+        "limit_ranges", "runtime_classes", "claim_templates", "device_classes", "resource_slices", "_served",
         "_dra_views", "_dra_of", "_dra", "_limit_summaries",
         "_limit_range_keys", "nodes", "pods", "jobs",
         "workloads", "queues", "parked_queues", "usage", "reserving", "lq_members", "awaiting_release",
@@ -188,6 +190,8 @@ class ClusterState:
         """ResourceClaimTemplates by ``namespace/name``: what the claims of their namespace's pods cost (DRA)."""
         self.device_classes: dict[str, o.DeviceClass] = {}
         """DeviceClasses by name: the extended resources they serve are charged as DRA devices."""
+        self.resource_slices = ResourceSlices()
+        """ResourceSlices by name: the devices Kueue charges the counter sources of ``deviceClassMappings`` from."""
         self._served: tuple[tuple[str, str], ...] | None = None
         """Extended resource -> the DeviceClass serving it (:func:`projections.dra.serving_classes`; derived, dropped
         when a DeviceClass changes)."""
@@ -195,9 +199,10 @@ class ClusterState:
         """Namespace -> its :class:`DraView` (derived, filled as asked for; dropped when a template of it or the
         DRA configuration changes)."""
         self._dra_of: ev.ConfigRecorded | None = None
-        self._dra: tuple[str, tuple[tuple[str, str], ...], bool] = ("charge", (), True)
+        self._dra: tuple[str, tuple[tuple[str, str], ...], bool, tuple] = ("charge", (), True, ())
         """What :attr:`config` says about DRA (mode, mapping, whether extended resources DeviceClasses serve are
-        charged as devices: :mod:`projections.dra`), and the configuration it was read from (derived)."""
+        charged as devices, the counter sources of DeviceClasses: :mod:`projections.dra`), and the configuration it
+        was read from (derived)."""
         self._limit_summaries: dict[str, LimitSummary | None] = {}
         """Namespace -> the summary of its LimitRanges (derived, filled as asked for)."""
         self._limit_range_keys: dict[str, list[str]] | None = None
@@ -409,13 +414,15 @@ class ClusterState:
         found = summaries[namespace] = summarize(self.limit_ranges[k] for k in index.get(namespace, ()))
         return found
 
-    def dra_config(self) -> tuple[str, tuple[tuple[str, str], ...], bool]:
-        """The DRA mode, device-class mapping and KueueDRAIntegrationExtendedResource (with the DRA gate) of the
-        configuration in force (:mod:`projections.dra`)."""
+    def dra_config(self) -> tuple[str, tuple[tuple[str, str], ...], bool, tuple]:
+        """The DRA mode, device-class mapping, KueueDRAIntegrationExtendedResource (with the DRA gate) and the
+        counter sources of DeviceClasses (:func:`projections.dra.counters_of`) of the configuration in force
+        (:mod:`projections.dra`)."""
         config = self.config
         if self._dra_of is not config:
             doc = config.document if config is not None else None
-            self._dra_of, self._dra = config, (dra_mode_of(doc), dra_mapping_of(doc), dra_extended_on(doc))
+            self._dra_of, self._dra = config, (dra_mode_of(doc), dra_mapping_of(doc), dra_extended_on(doc),
+                                               dra_counters_of(doc))
         return self._dra
 
     def served_extended(self) -> tuple[tuple[str, str], ...]:
@@ -432,15 +439,31 @@ class ClusterState:
         found = self._dra_views.get(namespace)
         if found is not None:
             return found
-        mode, mapping, _ = self.dra_config()
+        mode, mapping, _, counters = self.dra_config()
         if not mode:
             return None
         prefix = namespace + "/"
         templates = tuple(sorted((k[len(prefix):], t.spec.spec) for k, t in self.claim_templates.items()
                                  if k.startswith(prefix)))
+        classes: tuple = ()
+        devices: tuple = ()
+        if counters and mode == "charge":
+            classes = tuple((dc, self._class_selectors(dc)) for dc, _ in counters)
+            drivers = sorted({cs.driver for _, sources in counters for cs in sources})
+            devices = tuple((d, self.resource_slices.devices(d)) for d in drivers)
+        else:
+            counters = ()
         found = self._dra_views[namespace] = DraView(reject=mode == "reject", mapping=mapping, templates=templates,
-                                                     extended=self.served_extended())
+                                                     extended=self.served_extended(), counters=counters,
+                                                     class_selectors=classes, devices=devices)
         return found
+
+    def _class_selectors(self, name: str) -> tuple[str, ...] | None:
+        """The CEL expressions of DeviceClass ``name``'s selectors (None: the log holds no such class)."""
+        dc = self.device_classes.get(name)
+        if dc is None:
+            return None
+        return tuple(s.cel.expression for s in dc.spec.selectors if s.cel is not None)
 
     def _dra_for(self, namespace: str, pod_sets: Any) -> DraView | None:
         """:meth:`dra_view` for a workload whose pod templates have claims or request an extended resource a
@@ -1206,7 +1229,14 @@ class ClusterState:
                 self.device_classes[name] = obj
                 if (old_dc is None or old_dc.spec != obj.spec
                         or old_dc.metadata.creation_timestamp != obj.metadata.creation_timestamp):
-                    self._device_classes_changed(served)
+                    self._device_classes_changed(served, name)
+            case o.ResourceSlice():
+                old_rs = self.resource_slices.by_name.get(name)
+                self.resource_slices.by_name[name] = obj
+                if old_rs is None or old_rs.spec != obj.spec:
+                    self._slices_changed(obj.spec.driver)
+                    if old_rs is not None and old_rs.spec.driver != obj.spec.driver:
+                        self._slices_changed(old_rs.spec.driver)
             case o.RuntimeClass():
                 old_rc = self.runtime_classes.get(name)
                 if old_rc is not None and old_rc.overhead == obj.overhead:
@@ -1275,7 +1305,12 @@ class ClusterState:
         if kind == "DeviceClass":
             served = self.served_extended()
             if self.device_classes.pop(key, None) is not None:
-                self._device_classes_changed(served)
+                self._device_classes_changed(served, key)
+            return
+        if kind == "ResourceSlice":
+            gone_slice = self.resource_slices.by_name.pop(key, None)
+            if gone_slice is not None:
+                self._slices_changed(gone_slice.spec.driver)
             return
         if kind == "RuntimeClass":
             if key in self.runtime_classes:
@@ -1334,12 +1369,22 @@ class ClusterState:
         self._dra_views.pop(namespace, None)
         self._readjust(namespace=namespace, claims=True)
 
-    def _device_classes_changed(self, before: tuple[tuple[str, str], ...]) -> None:
-        """A DeviceClass came, changed or went (``before``: which classes served which extended resources): when
-        that changes, the pending workloads asking for extended resources are charged anew (Kueue's workload
-        controller looks the classes up at each reconcile; reference §3.4: a change of DRA requests unparks)."""
+    def _device_classes_changed(self, before: tuple[tuple[str, str], ...], name: str) -> None:
+        """DeviceClass ``name`` came, changed or went (``before``: which classes served which extended resources):
+        when what classes serve changes, or the class has counter sources (its selectors choose the devices
+        charged), the pending workloads asking for extended resources or with claims are charged anew (Kueue's
+        workload controller looks the classes up at each reconcile; reference §3.4: a change of DRA requests
+        unparks)."""
         self._served = None
-        if self.served_extended() != before:
+        if self.served_extended() != before or any(dc == name for dc, _ in self.dra_config()[3]):
+            self._dra_views.clear()
+            self._readjust(claims=True)
+
+    def _slices_changed(self, driver: str) -> None:
+        """A ResourceSlice of ``driver`` came, changed or went: when a counter source reads that driver's devices,
+        the pending workloads with claims are charged anew (Kueue retries their charge until the devices it needs
+        are published)."""
+        if any(cs.driver == driver for _, sources in self.dra_config()[3] for cs in sources):
             self._dra_views.clear()
             self._readjust(claims=True)
 

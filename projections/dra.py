@@ -30,7 +30,7 @@ order (which of several unmapped DeviceClasses it names), the first by name is t
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -39,6 +39,7 @@ from events.labels import qualified_name_problem
 from events.quantity import MAX_INT64, QuantityError, decimal_string, parse_quantity, to_int
 from events.timefmt import parse_time
 from projections import gates
+from projections.resource_slices import counter_charge
 
 CLAIMS_BY_NAME = "KueueDRAIntegration feature does not support use of resource claims"
 """QuotaReserved=False message of a workload whose pods claim a ResourceClaim by name."""
@@ -62,11 +63,47 @@ class DraView(msgspec.Struct, frozen=True, gc=False, array_like=True):
     extended: tuple[tuple[str, str], ...] = ()
     """Extended resource -> the DeviceClass serving it, by resource (:func:`serving_classes`); empty unless
     KueueDRAIntegrationExtendedResource is on with the DRA gate."""
+    counters: tuple[tuple[str, tuple[CounterSource, ...]], ...] = ()
+    """DeviceClass -> its counter sources, by DeviceClass (:func:`counters_of`)."""
+    class_selectors: tuple[tuple[str, tuple[str, ...] | None], ...] = ()
+    """The CEL selectors of the DeviceClasses :attr:`counters` names (None: no such class), by DeviceClass."""
+    devices: tuple[tuple[str, tuple[o.Device, ...]], ...] = ()
+    """The devices of the complete pools of each driver :attr:`counters` names, by driver."""
+
+
+class CounterSource(NamedTuple):
+    """A ``deviceClassMappings[].sources[].counter`` (under KueueDRAIntegrationPartitionableDevices)."""
+
+    resource: str
+    """The mapping's logical resource, which the counter is charged as."""
+    driver: str
+    counter: str
+    selector: str
+    """The CEL expression of its ``deviceSelector``."""
+
+
+class _Cel(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
+    expression: str = ""
+
+
+class _Selector(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
+    cel: _Cel | None = None
+
+
+class _Counter(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=False):
+    name: str = ""
+    driver: str = ""
+    device_selector: _Selector | None = None
+
+
+class _Source(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
+    counter: _Counter | None = None
 
 
 class _Mapping(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=False):
     name: str = ""
     device_class_names: list[str] = []
+    sources: list[_Source] = []
 
 
 class _Resources(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=False):
@@ -94,24 +131,46 @@ def mode_of(document: dict[str, Any] | None) -> str:
     return "reject" if gates.enabled(flags, gates.KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED) else ""
 
 
+def _mappings(document: dict[str, Any] | None) -> list[_Mapping]:
+    if not document or not isinstance(document.get("resources"), dict):
+        return []
+    try:
+        res = msgspec.convert(document, _Doc, strict=False).resources
+    except msgspec.ValidationError:
+        return []
+    return res.device_class_mappings if res is not None else []
+
+
 def mapping_of(document: dict[str, Any] | None) -> tuple[tuple[str, str], ...]:
     """The ``resources.deviceClassMappings`` of a recorded Configuration document as (DeviceClass, logical
     resource), by DeviceClass. The loader refused a class mapped to two resources, save by mappings counting
     different counters of partitionable devices: of those, the first maps it (as Kueue looks it up). A malformed
     document maps nothing."""
-    if not document or not isinstance(document.get("resources"), dict):
-        return ()
-    try:
-        res = msgspec.convert(document, _Doc, strict=False).resources
-    except msgspec.ValidationError:
-        return ()
-    if res is None:
-        return ()
     found: dict[str, str] = {}
-    for m in res.device_class_mappings:
+    for m in _mappings(document):
         for dc in m.device_class_names:
             found.setdefault(dc, m.name)
     return tuple(sorted(found.items()))
+
+
+def counters_of(document: dict[str, Any] | None) -> tuple[tuple[str, tuple[CounterSource, ...]], ...]:
+    """DeviceClass -> the counter sources of the mappings naming it (in the document's order), by DeviceClass,
+    under a recorded Configuration document; empty unless KueueDRAIntegrationPartitionableDevices is on with the
+    DRA gate. A class with counter sources is charged their counters instead of its count of devices."""
+    flags = gates.of_document(document)
+    if not (gates.enabled(flags, gates.KUEUE_DRA_INTEGRATION)
+            and gates.enabled(flags, gates.KUEUE_DRA_INTEGRATION_PARTITIONABLE_DEVICES)):
+        return ()
+    found: dict[str, list[CounterSource]] = {}
+    for m in _mappings(document):
+        for dc in m.device_class_names:
+            for source in m.sources:
+                c = source.counter
+                if c is not None:
+                    cel = c.device_selector.cel if c.device_selector is not None else None
+                    found.setdefault(dc, []).append(
+                        CounterSource(m.name, c.driver, c.name, cel.expression if cel is not None else ""))
+    return tuple((dc, tuple(v)) for dc, v in sorted(found.items()))
 
 
 def claim_charge(pod_set: str, claims: list[o.PodResourceClaim], view: DraView) -> tuple[Pairs, str]:
@@ -124,6 +183,7 @@ def claim_charge(pod_set: str, claims: list[o.PodResourceClaim], view: DraView) 
         return (), CLAIMS_BY_NAME
     templates = dict(view.templates)
     mapping = dict(view.mapping)
+    counted = dict(view.counters)
     total: dict[str, int] = {}
     for j, claim in enumerate(claims):
         name = claim.resource_claim_template_name
@@ -141,6 +201,8 @@ def claim_charge(pod_set: str, claims: list[o.PodResourceClaim], view: DraView) 
             logical = mapping.get(dc)
             if logical is None:
                 return (), f'{at}.resourceClaimTemplateName.deviceClassName: Not found: "{dc}"'
+            if dc in counted:
+                continue  # charged its counters (:func:`counter_charge_of`)
             value = to_int(logical, str(per_class[dc]))
             total[logical] = min(MAX_INT64, total.get(logical, 0) + value)
     return tuple(sorted(total.items())), ""
@@ -156,6 +218,10 @@ def _device_counts(spec: o.ResourceClaimSpec) -> tuple[dict[str, int], tuple[str
         x = req.exactly
         if x is None:
             return {}, (f"{at}: Invalid value: null", "Exactly must be set if FirstAvailable is nil")
+        bad = _selector_errors(x.selectors, f"{at}.exactly.selectors", "CEL compilation failed")
+        if bad:
+            return {}, (f"{at}.exactly.selectors: Invalid value: null", bad[0] if len(bad) == 1
+                        else f"[{', '.join(bad)}]")
         if x.admin_access:
             continue
         mode = x.allocation_mode or "ExactCount"  # the API server's default
@@ -168,6 +234,112 @@ def _device_counts(spec: o.ResourceClaimSpec) -> tuple[dict[str, int], tuple[str
         count = 1 if x.count is None else x.count
         counts[x.device_class_name] = min(MAX_INT64, counts.get(x.device_class_name, 0) + count)
     return counts, None
+
+
+def _selector_errors(selectors: Any, at: str, context: str) -> list[str]:
+    """Kueue's field error for each CEL selector of ``selectors`` (``at``: their field) that does not compile."""
+    errors = []
+    for i, sel in enumerate(selectors):
+        if sel.cel is None:
+            continue
+        from projections.dra_cel import compile_selector  # noqa: PLC0415 - CEL's parser only when a claim has selectors
+
+        compiled = compile_selector(sel.cel.expression)
+        if compiled.error:
+            errors.append(f"{at}[{i}].cel.expression: Invalid value: {_quoted(sel.cel.expression)}: "
+                          f"{context}: {compiled.error}")
+    return errors
+
+
+def _quoted(text: str) -> str:
+    """A string as Go's ``%q`` writes a field error's bad value (the common characters)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'
+
+
+COUNTERS = "@counters "
+"""Marks a pod set's error about its counter sources, which Kueue looks at last (:func:`workload_problem`)."""
+
+
+def counter_charge_of(claims: list[o.PodResourceClaim], view: DraView) -> tuple[Pairs, str]:
+    """Per-pod charge of a pod set's ``claims`` under the counter sources of their DeviceClasses
+    (KueueDRAIntegrationPartitionableDevices), by resource, or ``((), error)`` marked :data:`COUNTERS`: for each
+    ``exactly`` request of such a class and each of its sources, the devices of the source's driver (complete pools
+    only) satisfying the source's ``deviceSelector``, the class's selectors and the request's are matched; fewer
+    than the request's count, or none consuming the counter, leaves the workload inadmissible until the driver
+    publishes them; else the largest value of the counter times the count is charged
+    (:func:`projections.resource_slices.counter_charge`). Called once the pod set's other charges have no error."""
+    if not view.counters or not claims:
+        return (), ""
+    sources, templates = dict(view.counters), dict(view.templates)
+    total: dict[str, int] = {}
+    for j, claim in enumerate(claims):
+        name = claim.resource_claim_template_name
+        spec = templates.get(name) if name is not None else None
+        if spec is None:
+            continue
+        for r, req in enumerate(spec.devices.requests):
+            x = req.exactly
+            configs = sources.get(x.device_class_name, ()) if x is not None else ()
+            if x is None or not configs:
+                continue
+            at = f".template.spec.resourceClaims[{j}].devices.requests[{r}]"
+            count = 1 if x.count is None else x.count
+            for cs in configs:
+                value, error = _source_charge(cs, x, count, view, at)
+                if error:
+                    return (), COUNTERS + error
+                total[cs.resource] = min(MAX_INT64, total.get(cs.resource, 0) + value)
+    return tuple(sorted(total.items())), ""
+
+
+def _source_charge(cs: CounterSource, x: o.ExactDeviceRequest, count: int, view: DraView, at: str
+                   ) -> tuple[int, str]:
+    """What one counter source charges for request ``x`` (at field ``at``), or (0, error)."""
+    from projections.dra_cel import compile_selector, device_activation, matches  # noqa: PLC0415 - see above
+
+    known = dict(view.class_selectors)
+    dc = x.device_class_name
+    class_exprs = known.get(dc)
+    if class_exprs is None:
+        return 0, (f"{at}: Internal error: failed to get DeviceClass {dc}: "
+                   f'deviceclasses.resource.k8s.io "{dc}" not found')
+    for i, expr in enumerate(class_exprs):
+        if compile_selector(expr).error:
+            return 0, (f"{at}[{i}].cel.expression: Invalid value: {_quoted(expr)}: DeviceClass {dc} has invalid "
+                       f"CEL selector: {compile_selector(expr).error}")
+    bad = _selector_errors(x.selectors, f"{at}.exactly.selectors", "CEL compilation failed")
+    if bad:
+        return 0, bad[0]
+    own = compile_selector(cs.selector)
+    if own.error:
+        return 0, (f"{at}[0].cel.expression: Invalid value: {_quoted(cs.selector)}: deviceSelector CEL compilation "
+                   f"failed: {own.error}")
+    stages = (("deviceSelector", (own.program,)),
+              ("DeviceClass selector", tuple(compile_selector(e).program for e in class_exprs)),
+              ("request selector", tuple(compile_selector(s.cel.expression).program for s in x.selectors
+                                         if s.cel is not None)))
+    matched = []
+    for device in dict(view.devices).get(cs.driver, ()):
+        activation = device_activation(cs.driver, device)
+        for what, programs in stages:
+            fit = True
+            for program in programs:
+                fit, error = matches(program, activation)
+                if error:
+                    return 0, f"{at}: Internal error: CEL evaluation error in {what} for device {device.name}: {error}"
+                if not fit:
+                    break
+            if not fit:
+                break
+        else:
+            matched.append(device)
+    if len(matched) < count:
+        return 0, (f"{at}: Internal error: insufficient matching devices for counter driver: {len(matched)} "
+                   f"device(s) match but {count} requested")
+    value = counter_charge(matched, cs.counter, count)
+    if value is None:
+        return 0, f'{at}: Internal error: matched devices have no consumesCounters entry for counter "{cs.counter}"'
+    return value, ""
 
 
 def workload_problem(pod_sets: tuple[Any, ...]) -> str:
@@ -187,9 +359,11 @@ def workload_problem(pod_sets: tuple[Any, ...]) -> str:
     for i, error in enumerate(errors):
         if error.startswith(".template.spec.resourceClaims"):
             return f"spec.podSets[{i}]{error}"
-    listed = list(dict.fromkeys(f"spec.podSets[{i}]{one}" for i, error in enumerate(errors) if error
-                                for one in error.split("\n")))
-    return listed[0] if len(listed) == 1 else f"[{', '.join(listed)}]"
+    listed = list(dict.fromkeys(f"spec.podSets[{i}]{one}" for i, error in enumerate(errors)
+                                if error and not error.startswith(COUNTERS) for one in error.split("\n")))
+    if listed:
+        return listed[0] if len(listed) == 1 else f"[{', '.join(listed)}]"
+    return next(f"spec.podSets[{i}]{error[len(COUNTERS):]}" for i, error in enumerate(errors) if error)
 
 
 def has_claims(templates: Any) -> bool:

@@ -23,7 +23,7 @@ from projections.queue_order import order_of
 from projections.queues import ClusterQueueQueue
 from projections.workloads import WorkloadInfo, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 24
+SNAPSHOT_VERSION = 25
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -55,8 +55,10 @@ the states of checks kueue-es does not run as each workload's last read Workload
 its owner makes as observed (``WorkloadInfo.component_index``, ``owner_replicas``: a LeaderWorkerSet's groups, for
 MultiKueue). 23: the TAS placements in the assignment a held entry waits with (``WaitedPodSet.topology_levels``,
 ``topology_domains``). 24: the UID of the owner of each Workload its owner makes together with others
-(``WorkloadInfo.owner_uid``: a LeaderWorkerSet's group is its set's by UID, for MultiKueue)."""
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24)
+(``WorkloadInfo.owner_uid``: a LeaderWorkerSet's group is its set's by UID, for MultiKueue). 25: the ResourceSlices
+(the devices counter sources of ``deviceClassMappings`` are charged from, under
+KueueDRAIntegrationPartitionableDevices)."""
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -95,7 +97,10 @@ the assignment a held entry waits with: restored from one, the entry is nominate
 Versions up to 21 did not keep the component indexes nor the observed replicas: restored from one, a component
 Workload counts as its owner's only one until its next upsert, and its owner's replicas as unread until observed
 again. Versions 21 and 22 kept a held entry's assignment without its TAS placements: restored from one, its
-topology is placed anew on the flavors it waited with."""
+topology is placed anew on the flavors it waited with. Versions up to 23 kept no owner UIDs: restored from one, a
+group Workload matches any of its owner's name until its next upsert. Versions up to 24 kept no ResourceSlice: restored
+from one, no device is known until the slices are observed again (the watch's relist upserts them), and a class charged by
+counter sources leaves its workloads inadmissible for want of devices until then."""
 
 Shape = tuple[int, bytes]
 
@@ -156,6 +161,7 @@ def _object_tables(state: ClusterState) -> list[dict[str, o.KObject]]:
         state.priority_classes, state.topologies, state.admission_checks, state.provisioning_configs,
         state.nodes, state.pods, state.jobs, state.provisioning_requests, state.limit_ranges, state.runtime_classes,
         state.claim_templates, state.device_classes, state.multikueue_configs, state.multikueue_clusters,
+        state.resource_slices.by_name,
     ]
 
 
@@ -239,6 +245,7 @@ def restore(snap: Snapshot) -> ClusterState:
         "RuntimeClass": state.runtime_classes, "ResourceClaimTemplate": state.claim_templates,
         "DeviceClass": state.device_classes,
         "MultiKueueConfig": state.multikueue_configs, "MultiKueueCluster": state.multikueue_clusters,
+        "ResourceSlice": state.resource_slices.by_name,
     }
     for obj in snap.objects:
         if isinstance(obj, o.ProvisioningRequest):
