@@ -18,7 +18,7 @@ from events import conversion, object_rules
 from events import objects as o
 from events import tas_assignment as tas
 from events.errors import InvalidInput, refuse_field
-from events.labels import annotations_problem, labels_problem, object_name_problem
+from events.labels import annotations_problem, is_dns_label, labels_problem, object_name_problem
 from events.priority_boost import ANNOTATION as PRIORITY_BOOST_ANNOTATION
 from events.priority_boost import error as priority_boost_error
 from events.quantity import QuantityError, parse_quantity
@@ -178,6 +178,7 @@ def _decode_document(doc: dict[str, Any], source: str, index: int, out: Manifest
     if namespaced and not doc["metadata"].get("namespace"):
         doc = {**doc, "metadata": {**doc["metadata"], "namespace": "default"}}
     _check_names(doc["metadata"], where, kind=kind, namespaced=namespaced)
+    _check_kind_names(doc, where, kind)
     if api_version.endswith("/v1beta1") and api_version.startswith("kueue.x-k8s.io"):
         doc = convert_v1beta1(doc, where)
     elif kind == "Workload":
@@ -194,6 +195,55 @@ def _check_names(metadata: dict[str, Any], where: str, *, kind: str, namespaced:
         refuse_field(object_name_problem(name, label=kind == "Namespace"), where, "metadata.name")
     if namespaced and isinstance(namespace, str):
         refuse_field(object_name_problem(namespace, label=True), where, "metadata.namespace")
+
+
+JOB_NAME_MAX = 63
+"""A Job's name is copied into its pod template's ``batch.kubernetes.io/job-name`` and ``job-name`` labels (unless
+it chooses its selector by hand), so it is held to a label value's length."""
+SYSTEM_PRIORITY_PREFIX = "system-"
+SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
+"""The only PriorityClasses named with the reserved prefix, by their fixed values (neither a global default)."""
+HIGHEST_USER_PRIORITY = 1000000000
+
+
+def _check_kind_names(doc: dict[str, Any], where: str, kind: str) -> None:
+    """The apiserver's stricter rules for some kinds' names (and a PriorityClass's value): a Job's name is a label
+    value in its pod template, and an Indexed Job's last pod's hostname (``<name>-<completions - 1>``) a DNS label;
+    a PriorityClass named ``system-...`` is one of Kubernetes' own, others are at most 1,000,000,000."""
+    name = doc["metadata"].get("name")
+    if not isinstance(name, str):
+        return
+    spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
+    if kind == "Job":
+        if spec.get("manualSelector") is not True and len(name) > JOB_NAME_MAX:
+            refuse_field(f'Invalid value: "{name}": must be no more than {JOB_NAME_MAX} characters', where,
+                         "spec.template.labels")
+        completions = spec.get("completions")
+        if spec.get("completionMode") == "Indexed" and type(completions) is int and completions > 0:
+            hostname = f"{name}-{completions - 1}"
+            if not is_dns_label(hostname):
+                refuse_field(f'Invalid value: "{name}": will not able to create pod with invalid DNS label: '
+                             f"{hostname}", where, "metadata.name")
+    elif kind == "PriorityClass":
+        value, default = doc.get("value", 0), doc.get("globalDefault", False)
+        if name.startswith(SYSTEM_PRIORITY_PREFIX):
+            refuse_field(_system_priority_problem(name, value, default), where, "metadata.name")
+        elif type(value) is int and value > HIGHEST_USER_PRIORITY:
+            refuse_field(f"Forbidden: maximum allowed value of a user defined priority is {HIGHEST_USER_PRIORITY}",
+                         where, "value")
+
+
+def _system_priority_problem(name: str, value: Any, default: Any) -> str | None:
+    if name not in SYSTEM_PRIORITY_CLASSES:
+        error = f"{name} is not a known system priority class"
+    elif value != SYSTEM_PRIORITY_CLASSES[name]:
+        error = f"value of {name} PriorityClass must be {SYSTEM_PRIORITY_CLASSES[name]}"
+    elif default is not False:
+        error = f"globalDefault of {name} PriorityClass must be false"
+    else:
+        return None
+    return (f"Forbidden: priority class names with '{SYSTEM_PRIORITY_PREFIX}' prefix are reserved for system use "
+            f"only. error: {error}")
 
 
 def decode_object(doc: dict[str, Any], where: str, *, checks: Checks = Checks()) -> o.KObject:

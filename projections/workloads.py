@@ -58,9 +58,12 @@ ADMISSION_GATE_CLEARED = "AdmissionGatedBy cleared, waiting for quota reservatio
 """The workload controller's QuotaReserved=False reason and message prefix while a workload is gated, and its
 PendingEvaluation message once the gate is cleared."""
 IS_GROUP_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/is-group-workload"
+"""On the Workload of a pod group (``"true"``): pods of the group may be created into it, so it is not owned by
+one Pod for good even when it names only one."""
 JOB_OWNER_GVK_ANNOTATION = "kueue.x-k8s.io/job-owner-gvk"
 """On a Workload one of several its owner makes (a LeaderWorkerSet's group): the owner's kind."""
 COMPONENT_INDEX_ANNOTATION = "kueue.x-k8s.io/component-workload-index"
+"""On such a Workload: its index among them."""
 
 
 def component_index(annotations: Mapping[str, str]) -> int | None:
@@ -73,8 +76,8 @@ def component_index(annotations: Mapping[str, str]) -> int | None:
     if not digits or not digits.isascii() or not digits.isdigit():
         return -1
     return max(int(raw), -1)
-"""On the Workload of a pod group (``"true"``): pods of the group may be created into it, so it is not owned by
-one Pod for good even when it names only one."""
+
+
 SLICE_REPLACEMENT_FOR_ANNOTATION = "kueue.x-k8s.io/workload-slice-replacement-for"
 """Set on a new slice of an elastic Job's Workload: the ``namespace/name`` of the slice it replaces."""
 WORKLOAD_SLICE_REPLACED = "WorkloadSliceReplaced"

@@ -171,6 +171,13 @@ def key_arg(text: str) -> str:
     return text
 
 
+def namespace_arg(text: str) -> str:
+    """An argparse ``type`` for a namespace completing a bare ``NAME``: non-empty, without a '/'."""
+    if not text or "/" in text:
+        raise argparse.ArgumentTypeError(f"not a namespace: {text!r}")
+    return text
+
+
 def key_or_name_arg(text: str) -> str:
     """:func:`key_arg`, or a bare ``NAME`` (the command completes it with ``--namespace``)."""
     return key_arg(text) if "/" in text else name_arg(text)

@@ -28,6 +28,7 @@ from kueue_es.commands._common import (
     fold_log,
     key_or_name_arg,
     name_arg,
+    namespace_arg,
     nearest_state,
     open_readonly,
     quarantine_report,
@@ -57,7 +58,7 @@ def register(subparsers: Any) -> None:
     which.add_argument("workload", nargs="?", type=key_or_name_arg, metavar="NAMESPACE/WORKLOAD",
                        help="the workload (NAME alone means namespace --namespace)")
     which.add_argument("--cluster-queue", type=name_arg, metavar="CQ", help="every step that happened in this ClusterQueue")
-    p.add_argument("-n", "--namespace", default="default", help="namespace of a WORKLOAD given without one")
+    p.add_argument("-n", "--namespace", type=namespace_arg, default="default", help="namespace of a WORKLOAD given without one")
     p.add_argument("--since", type=time_arg("--since"), metavar="TIME", help="only steps at or after TIME")
     p.add_argument("--until", type=time_arg("--until"), metavar="TIME", help="only steps at or before TIME")
     p.add_argument("--quarantine", action="store_true",

@@ -358,6 +358,8 @@ def test_unreadable_input_file(log: Path, tmp_path: Path) -> None:
     (["audit", "--log", "L", "ns/w/x"], "argument NAMESPACE/WORKLOAD: not an object key: 'ns/w/x'"),
     (["audit", "--log", "L", "/w"], "argument NAMESPACE/WORKLOAD: not an object key: '/w'"),
     (["audit", "--log", "L", "ns/"], "argument NAMESPACE/WORKLOAD: not an object key: 'ns/'"),
+    (["audit", "--log", "L", "w", "-n", ""], "argument -n/--namespace: not a namespace: ''"),
+    (["audit", "--log", "L", "w", "-n", "a/b"], "argument -n/--namespace: not a namespace: 'a/b'"),
     (["explain", "--log", "L", "w"], "argument NAMESPACE/NAME: not an object key: 'w'"),
     (["pending", "--log", "L", "--cluster-queue", "a/b"], "argument --cluster-queue: not an object name: 'a/b'"),
     (["pending", "--log", "L", "--local-queue", "lq"], "argument --local-queue: not an object key: 'lq'"),
