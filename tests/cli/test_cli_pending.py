@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 from clihelp import REPO, append, fold, kueue_es, one_line_error
+from fixtures import fastyaml
 
 from kueue_es.scheduler.config import DEFAULT
 from kueue_es.scheduler.cycle import run_cycle
@@ -43,7 +43,7 @@ def _cycles(log: Path, n: int) -> None:
 def log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("pending")
     objects = tmp / "objects.yaml"
-    objects.write_text(yaml.safe_dump_all(yaml.safe_load(CASE.read_text())["objects"]))
+    objects.write_text(fastyaml.safe_dump_all(fastyaml.safe_load(CASE.read_text())["objects"]))
     path = tmp / "log"
     assert kueue_es("import", "-f", objects, "--log", path, "--time", "2024-01-01T00:00:00Z").code == 0
     _cycles(path, 2)
@@ -88,7 +88,7 @@ def test_to_an_offset_and_yaml(log: Path) -> None:
     """Offset 7: the queues are in the log, no workload yet."""
     r = kueue_es("pending", "--log", log, "--cluster-queue", "cq", "--to", "7", "-o", "yaml")
     assert r.code == 0, r.err
-    assert yaml.safe_load(r.out) == {"kind": "PendingWorkloadsSummary",
+    assert fastyaml.safe_load(r.out) == {"kind": "PendingWorkloadsSummary",
                                      "apiVersion": "visibility.kueue.x-k8s.io/v1beta2", "metadata": {}, "items": []}
 
 

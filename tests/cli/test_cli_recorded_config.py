@@ -12,8 +12,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-import yaml
 from clihelp import fold
+from fixtures import fastyaml
 
 from events import schema as ev
 from events.filelog import FileLog
@@ -48,7 +48,7 @@ def schedule(log_dir: Path, document: dict, writer: str = "replica-a") -> None:
 @pytest.fixture
 def log_dir(tmp_path: Path) -> Path:
     objects = tmp_path / "objects.yaml"
-    objects.write_text(yaml.safe_dump_all(yaml.safe_load(SCENARIO.read_text())["objects"]))
+    objects.write_text(fastyaml.safe_dump_all(fastyaml.safe_load(SCENARIO.read_text())["objects"]))
     log_dir = tmp_path / "log"
     assert main(["import", "-f", str(objects), "--log", str(log_dir)]) == 0
     return log_dir
@@ -76,7 +76,7 @@ def test_replay_explain_and_audit_show_and_use_the_configuration_in_force(
     code, out = output(capsys, "replay", "--log", str(log_dir), "--to", str(before))
     assert code == 0 and out.splitlines()[1] == "Configuration: none recorded in the log (Kueue's defaults)"
     code, out = output(capsys, "replay", "--log", str(log_dir), "-o", "yaml")
-    c = yaml.safe_load(out)["configuration"]
+    c = fastyaml.safe_load(out)["configuration"]
     assert c == {"offset": at, "fingerprint": fp, "summary": "fairSharing (LessThanOrEqualToFinalShare)",
                  "writer": "replica-a", "source": "kueue.yaml", "document": FAIR}
 
@@ -89,7 +89,7 @@ def test_replay_explain_and_audit_show_and_use_the_configuration_in_force(
     assert out.splitlines()[-1] == f"Configuration: {line}" and "Fair Sharing" in out
     # ... unless --config says otherwise; before the record, Kueue's defaults were in force
     defaults = tmp_path / "defaults.yaml"
-    defaults.write_text(yaml.safe_dump(HEAD))
+    defaults.write_text(fastyaml.safe_dump(HEAD))
     code, out = output(capsys, "explain", "team/second", "--log", str(log_dir), "--config", str(defaults), "-o", "json")
     data = json.loads(out)
     assert data["preemption"]["policies"]["fairSharing"] is False
@@ -154,7 +154,7 @@ def test_an_invalid_recorded_configuration_is_an_error_naming_its_offset(
     code, out = output(capsys, "audit", "--log", str(log_dir), "-o", "json")
     assert code == 0 and not [c for c in json.loads(out)["configurations"] if c["offset"] == at]
     defaults = log_dir.parent / "defaults.yaml"
-    defaults.write_text(yaml.safe_dump(HEAD))
+    defaults.write_text(fastyaml.safe_dump(HEAD))
     code, out = output(capsys, "replay", "--log", str(log_dir), "--verify", "--config", str(defaults), "-o", "json")
     data = json.loads(out)
     assert code == 0 and data["verified"] and data["configurations"][0]["offset"] == at

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 from clihelp import FIXTURES, append, kueue_es
+from fixtures import fastyaml
 
 from events import schema as ev
 from events.objects import Admission, PodSetAssignment
@@ -116,7 +116,7 @@ def test_import_defaults_to_the_latest_time_in_the_log(tmp_path: Path) -> None:
     doc = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: late\n"
     r = kueue_es("import", "-f", "-", "--log", path, "-o", "yaml", stdin=doc)
     assert r.code == 0, r.err
-    assert yaml.safe_load(r.out)["events"][0]["time"] == "2024-05-01T10:01:00.000Z"
+    assert fastyaml.safe_load(r.out)["events"][0]["time"] == "2024-05-01T10:01:00.000Z"
 
 
 def test_import_reads_deletions_and_every_events_time(log: Path) -> None:
@@ -130,7 +130,7 @@ def test_import_reads_deletions_and_every_events_time(log: Path) -> None:
     doc = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata:\n  name: late\n"
     r = kueue_es("import", "-f", "-", "--log", log, "-o", "yaml", stdin=doc)
     assert r.code == 0, r.err
-    assert yaml.safe_load(r.out)["events"][0]["time"] == "2024-05-01T10:30:00.000Z"
+    assert fastyaml.safe_load(r.out)["events"][0]["time"] == "2024-05-01T10:30:00.000Z"
 
 
 def test_replay_shows_queues_and_workloads(log: Path) -> None:
@@ -172,7 +172,7 @@ def test_replay_to_an_offset_and_at_a_time(log: Path) -> None:
     assert wls["infer-2"]["state"] == "Admitted" and wls["train-1"]["state"] == "Pending"
     assert wls["train-1"]["clusterQueue"] == "cq-a"
 
-    early = yaml.safe_load(kueue_es("replay", "--log", log, "--at", "2024-05-01T09:59:00Z", "-o", "yaml").out)
+    early = fastyaml.safe_load(kueue_es("replay", "--log", log, "--at", "2024-05-01T09:59:00Z", "-o", "yaml").out)
     assert {w["name"] for w in early["workloads"]} == {"etl-0"}  # train-1 and infer-2 were created later
 
 

@@ -7,7 +7,7 @@ from functools import partial
 from typing import Any
 
 import pytest
-import yaml
+from fixtures import fastyaml
 
 from events.errors import InvalidInput
 from events.labels import annotations_problem, label_value_problem, qualified_name_problem
@@ -94,7 +94,7 @@ def test_on_flavors_name_the_cluster_queue_s_flavors_under_the_gate() -> None:
 
 
 def test_load_text_takes_the_checks_it_is_given() -> None:
-    text = yaml.safe_dump(_workload({"podSetSliceRequiredTopology": "rack"}))
+    text = fastyaml.safe_dump(_workload({"podSetSliceRequiredTopology": "rack"}))
     with pytest.raises(InvalidInput, match=r"document 1 \(Workload w\): field `spec.podSets\[0\].topologyRequest"):
         load_text(text, "in.yaml")
     assert len(load_text(text, "in.yaml", checks=UNGATED).objects) == 1

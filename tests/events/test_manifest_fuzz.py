@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from fixtures import fastyaml
 from fixtures.damage import KEYS, damage, dump
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -37,7 +37,7 @@ SOURCE = "fuzz.yaml"
 def _corpus() -> list[list[dict[str, Any]]]:
     out = []
     for path in SCENARIOS:
-        objects = (yaml.safe_load(path.read_text()) or {}).get("objects") or []
+        objects = (fastyaml.safe_load(path.read_text()) or {}).get("objects") or []
         if objects:
             out.append(objects)
     return out
@@ -47,7 +47,7 @@ CORPUS = _corpus()
 
 CONVERSION_CASES = Path(__file__).resolve().parents[1] / "k8s" / "conversion_cases.yaml"
 V1BETA1 = [{"apiVersion": "kueue.x-k8s.io/v1beta1", **case["v1beta1"]}
-           for case in yaml.safe_load(CONVERSION_CASES.read_text()) if "v1beta1" in case]
+           for case in fastyaml.safe_load(CONVERSION_CASES.read_text()) if "v1beta1" in case]
 """Kueue's v1beta1 objects (the conversion golden cases): ``import`` converts them to v1beta2 first."""
 
 
@@ -125,4 +125,4 @@ def test_most_of_the_v1beta1_corpus_is_taken() -> None:
 
 @pytest.mark.parametrize("objects", CORPUS[:3], ids=[p.stem for p in SCENARIOS[:3]])
 def test_the_corpus_itself_is_taken(objects: list[dict[str, Any]]) -> None:
-    assert load_text(yaml.safe_dump_all(objects), SOURCE).objects
+    assert load_text(fastyaml.safe_dump_all(objects), SOURCE).objects

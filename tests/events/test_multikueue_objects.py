@@ -4,7 +4,7 @@ v1beta1 MultiKueueCluster (``spec.kubeConfig``) read as v1beta2 (``spec.clusterS
 from __future__ import annotations
 
 import pytest
-import yaml
+from fixtures import fastyaml
 
 from events import conversion
 from events import objects as o
@@ -13,7 +13,7 @@ from events.manifests import load_text
 
 
 def _load(doc: dict) -> o.KObject:
-    return load_text(yaml.safe_dump(doc), "mk.yaml").objects[0]
+    return load_text(fastyaml.safe_dump(doc), "mk.yaml").objects[0]
 
 
 def _cluster(spec: dict, version: str = "v1beta2") -> dict:

@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 import pytest
-import yaml
+from fixtures import fastyaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -19,7 +19,7 @@ from events import objects as o
 from events import tas_assignment as tas
 from events.errors import InvalidInput
 
-CASES = yaml.safe_load((Path(__file__).parent / "conversion_cases.yaml").read_text())
+CASES = fastyaml.safe_load((Path(__file__).parent / "conversion_cases.yaml").read_text())
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 import pytest
-import yaml
+from fixtures import fastyaml
 from fixtures.multikueue_states import dispatched_state, owned_state
 
 from connectors.k8s.errors import Forbidden, KubeError
@@ -29,9 +29,9 @@ KEY = "default/job-a"
 
 
 def _state(tmp_path: Path):
-    objects = yaml.safe_load(SCENARIO.read_text())["objects"]
+    objects = fastyaml.safe_load(SCENARIO.read_text())["objects"]
     path = tmp_path / "objects.yaml"
-    path.write_text(yaml.safe_dump_all(objects))
+    path.write_text(fastyaml.safe_dump_all(objects))
     state = load_state(str(path), None, START).state
     for name in ("worker1", "worker2"):
         state.apply(ev.Record(state.offset + 1, ev.MultiKueueClusterObserved(time=START, key=name, connected=True)))
@@ -444,7 +444,7 @@ async def test_a_worker_jobset_this_manager_did_not_make_is_not_deleted_with_the
 
 def _kubeconfig(worker: str) -> bytes:
     """A kubeconfig Kueue takes (a server by name, its CA inline, a bearer token), for ``worker``."""
-    return yaml.safe_dump({
+    return fastyaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": worker,
         "clusters": [{"name": worker, "cluster": {"server": f"https://{worker}.example:6443",
                                                   "certificate-authority-data": "Q0E="}}],

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import yaml
+from fixtures import fastyaml
 
 from connectors.k8s.kubeconfig_checks import insecure_reason, trusted_server
 
@@ -15,7 +15,7 @@ def kubeconfig(cluster: dict[str, Any] | None = None, user: dict[str, Any] | Non
                others: tuple[dict[str, Any], ...] = ()) -> bytes:
     """A kubeconfig whose current context is cluster ``w`` (a server by name, its CA inline) and user ``u`` (a
     bearer token), each given ``cluster`` / ``user`` over that; ``others``: more clusters."""
-    return yaml.safe_dump({
+    return fastyaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": "c",
         "clusters": [{"name": "w", "cluster": {"server": "https://worker.example:6443",
                                                "certificate-authority-data": "Q0E=", **(cluster or {})}}, *others],
@@ -67,14 +67,14 @@ def test_two_entries_of_one_name_do_not_parse_as_kubernetes_loader_fails_them() 
     """Kubernetes' loader refuses a list naming one cluster, user or context twice, so Kueue refuses the file
     whichever of the two is unsafe (here the first skips TLS verification, the last is safe)."""
     insecure = {"name": "w", "cluster": {"server": "https://old.example", "insecure-skip-tls-verify": True}}
-    source = yaml.safe_load(kubeconfig())
+    source = fastyaml.safe_load(kubeconfig())
     source["clusters"].insert(0, insecure)
-    assert insecure_reason(yaml.safe_dump(source).encode()) == (
+    assert insecure_reason(fastyaml.safe_dump(source).encode()) == (
         "failed to parse kubeconfig(apiconfig): error converting *[]NamedCluster into *map[string]*api.Cluster: "
         'duplicate name "w" in list')
-    source = yaml.safe_load(kubeconfig())
+    source = fastyaml.safe_load(kubeconfig())
     source["users"].append({"name": "u", "user": {"token": "t2"}})
-    assert insecure_reason(yaml.safe_dump(source).encode()) == (
+    assert insecure_reason(fastyaml.safe_dump(source).encode()) == (
         "failed to parse kubeconfig(apiconfig): error converting *[]NamedAuthInfo into *map[string]*api.AuthInfo: "
         'duplicate name "u" in list')
 
@@ -93,11 +93,11 @@ NO_CONFIG = ("invalid configuration: no configuration has been provided, try set
 
 def current(name: str, context: dict[str, Any] | None = None) -> bytes:
     """:func:`kubeconfig` with the current context ``name``, and context ``c`` being ``context`` when given."""
-    doc = yaml.safe_load(kubeconfig())
+    doc = fastyaml.safe_load(kubeconfig())
     doc["current-context"] = name
     if context is not None:
         doc["contexts"][0]["context"] = context
-    return yaml.safe_dump(doc).encode()
+    return fastyaml.safe_dump(doc).encode()
 
 
 @pytest.mark.parametrize("source", [
@@ -123,9 +123,9 @@ def test_a_missing_current_context_is_refused_even_where_the_unnamed_cluster_sta
     """A context the file does not hold resolves to the cluster of no name: held, Kubernetes' library still
     refuses the missing context, alone."""
     unnamed = {"name": "", "cluster": {"server": "https://worker.example", "certificate-authority-data": "Q0E="}}
-    doc = yaml.safe_load(current("other"))
+    doc = fastyaml.safe_load(current("other"))
     doc["clusters"].append(unnamed)
-    assert insecure_reason(yaml.safe_dump(doc).encode()) == "invalid configuration: context was not found for specified context: other"
+    assert insecure_reason(fastyaml.safe_dump(doc).encode()) == "invalid configuration: context was not found for specified context: other"
 
 
 def test_a_host_is_trusted_as_kueues_url_parsing_finds_it() -> None:

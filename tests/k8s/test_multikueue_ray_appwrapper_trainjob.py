@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 import pytest
-import yaml
+from fixtures import fastyaml
 from fixtures.multikueue_states import WorkerApi, dispatched_state
 
 from connectors.k8s import manifests
@@ -128,12 +128,12 @@ def _connector(state, manager: Manager, worker: WorkerApi) -> MultiKueueConnecto
 @pytest.mark.parametrize("r", KINDS, ids=lambda r: r.kind)
 async def test_the_owner_managed_by_is_read_from_the_manager_into_the_log(tmp_path: Path, r: Any) -> None:
     """The log holds none of these kinds: the connector reads the owner's spec.managedBy for the adapter to decide."""
-    objects = yaml.safe_load(SCENARIO.read_text())["objects"]
+    objects = fastyaml.safe_load(SCENARIO.read_text())["objects"]
     for obj in objects:
         for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
             ref.update(apiVersion=r.api_version, kind=r.kind)
     path = tmp_path / "objects.yaml"
-    path.write_text(yaml.safe_dump_all(objects))
+    path.write_text(fastyaml.safe_dump_all(objects))
     state = load_state(str(path), None, START).state
     state.apply(ev.Record(state.offset + 1, ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True)))
     settle(state, DEFAULT, now=START)

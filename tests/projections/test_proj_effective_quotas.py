@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import msgspec
-import yaml
+from fixtures import fastyaml
 from fixtures.eventgen import cluster_queue, flavor, local_queue, namespace, upsert, workload
 
 from events import objects as o
@@ -26,11 +26,11 @@ M = 1000
 
 
 def _loaded(tmp_path: Path, gate: bool) -> LoadedState:
-    spec = yaml.safe_load(SCENARIO.read_text())
+    spec = fastyaml.safe_load(SCENARIO.read_text())
     state = tmp_path / "state.yaml"
-    state.write_text(yaml.safe_dump_all(spec["objects"]))
+    state.write_text(fastyaml.safe_dump_all(spec["objects"]))
     config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump({**spec["config"], "featureGates": {"DynamicQuotaOrchestration": gate}}))
+    config.write_text(fastyaml.safe_dump({**spec["config"], "featureGates": {"DynamicQuotaOrchestration": gate}}))
     return load_state(str(state), str(config))
 
 

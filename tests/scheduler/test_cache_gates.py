@@ -12,25 +12,25 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
+from fixtures import fastyaml
 
 from kueue_es.commands.schedule import schedule
 from projections import gates
 
 SCENARIOS = Path(__file__).parent / "scenarios"
-RUN = sorted(p for p in SCENARIOS.glob("*.yaml") if "cycles" in yaml.safe_load(p.read_text())
-             and "refused" not in yaml.safe_load(p.read_text()))
+RUN = sorted(p for p, spec in ((p, fastyaml.safe_load(p.read_text())) for p in SCENARIOS.glob("*.yaml"))
+             if "cycles" in spec and "refused" not in spec)
 """The scenarios run as ``kueue-es schedule`` runs them (a timeline's steps are not)."""
 TAS = [p for p in RUN if "tas" in p.stem]
 
 
 def _run(spec: dict, tmp_path: Path, name: str, settings: dict[str, bool]) -> dict:
     state = tmp_path / f"{name}-state.yaml"
-    state.write_text(yaml.safe_dump_all(spec["objects"]))
+    state.write_text(fastyaml.safe_dump_all(spec["objects"]))
     config = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", **(spec.get("config") or {})}
     config["featureGates"] = {**config.get("featureGates", {}), **settings}
     config_file = tmp_path / f"{name}-config.yaml"
-    config_file.write_text(yaml.safe_dump(config))
+    config_file.write_text(fastyaml.safe_dump(config))
     return schedule(str(state), spec.get("cycles", 1), str(config_file))
 
 
@@ -41,7 +41,7 @@ def test_there_are_scenarios_to_compare() -> None:
 
 @pytest.mark.parametrize("case", TAS, ids=[c.stem for c in TAS])
 def test_a_tas_scenario_decides_alike_with_the_cache_gates_on_and_off(case: Path, tmp_path: Path) -> None:
-    spec = yaml.safe_load(case.read_text())
+    spec = fastyaml.safe_load(case.read_text())
     on = _run(spec, tmp_path, "on", dict.fromkeys(gates.CACHE_ONLY, True))
     off = _run(spec, tmp_path, "off", dict.fromkeys(gates.CACHE_ONLY, False))
     assert on == off
@@ -51,7 +51,7 @@ def test_a_tas_scenario_decides_alike_with_the_cache_gates_on_and_off(case: Path
 @pytest.mark.parametrize("case", RUN, ids=[c.stem for c in RUN])
 def test_a_scenario_writes_alike_whichever_way_workload_statuses_are_patched(case: Path, tmp_path: Path) -> None:
     """The statuses compared are the ones the writer sends (``kueue-es schedule`` prints what it would write)."""
-    spec = yaml.safe_load(case.read_text())
+    spec = fastyaml.safe_load(case.read_text())
     merge = _run(spec, tmp_path, "merge", dict.fromkeys(gates.PATCH_STYLE_ONLY, True))
     apply = _run(spec, tmp_path, "apply", dict.fromkeys(gates.PATCH_STYLE_ONLY, False))
     assert merge == apply

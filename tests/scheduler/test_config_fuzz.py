@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import yaml
+from fixtures import fastyaml
 from fixtures.damage import KEYS, damage, dump
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -28,7 +28,7 @@ CONFIG_KEYS = KEYS | st.sampled_from(["waitForPodsReady", "fairSharing", "admiss
 def _corpus() -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
     out = []
     for path in SCENARIOS:
-        spec = yaml.safe_load(path.read_text()) or {}
+        spec = fastyaml.safe_load(path.read_text()) or {}
         if spec.get("config") and spec.get("objects"):
             out.append((spec["config"], spec["objects"]))
     return out

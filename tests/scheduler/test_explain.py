@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import msgspec
 import pytest
-import yaml
+from fixtures import fastyaml
 
 from events import objects as o
 from events import schema as ev
@@ -34,13 +34,13 @@ def kueue_es(*args: str | Path) -> subprocess.CompletedProcess:
 
 
 def state_file(tmp_path: Path, scenario: str) -> tuple[Path, Path | None]:
-    spec = yaml.safe_load((SCENARIOS / scenario).read_text())
+    spec = fastyaml.safe_load((SCENARIOS / scenario).read_text())
     path = tmp_path / "state.yaml"
-    path.write_text(yaml.safe_dump_all(spec["objects"]))
+    path.write_text(fastyaml.safe_dump_all(spec["objects"]))
     config = None
     if "config" in spec:
         config = tmp_path / "config.yaml"
-        config.write_text(yaml.safe_dump(spec["config"]))
+        config.write_text(fastyaml.safe_dump(spec["config"]))
     return path, config
 
 
@@ -49,7 +49,7 @@ T0 = 1_704_067_200_000
 
 def scenario_state(scenario: str) -> tuple[dict, ClusterState]:
     """A scenario's spec and a state holding its objects, observed at ``T0``."""
-    spec = yaml.safe_load((SCENARIOS / scenario).read_text())
+    spec = fastyaml.safe_load((SCENARIOS / scenario).read_text())
     state = ClusterState()
     for d in spec["objects"]:
         x = msgspec.convert(d, o.KueueObject)
@@ -75,7 +75,7 @@ def test_no_fit_message_first_then_each_flavor_and_quota(tmp_path: Path) -> None
              "containers": [{"name": "c", "resources": {"requests": {"cpu": "6"}}}]}}}]}},
     ]
     path = tmp_path / "state.yaml"
-    path.write_text(yaml.safe_dump_all(objects))
+    path.write_text(fastyaml.safe_dump_all(objects))
     r = kueue_es("explain", "team/big", "-f", path)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
@@ -119,7 +119,7 @@ def test_why_nobody_can_be_preempted(tmp_path: Path) -> None:
 
 
 def test_from_a_log_with_kueues_observed_message(tmp_path: Path) -> None:
-    spec = yaml.safe_load((SCENARIOS / "strict-fifo-blocks.yaml").read_text())
+    spec = fastyaml.safe_load((SCENARIOS / "strict-fifo-blocks.yaml").read_text())
     objs = [msgspec.convert(d, o.KueueObject) for d in spec["objects"]]
     state = ClusterState()
     t0 = 1_704_067_200_000
@@ -178,15 +178,15 @@ def test_inactive_cluster_queue_and_stopped_local_queue(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("scenario", sorted(p.name for p in SCENARIOS.glob("*.yaml")))
 def test_explain_never_changes_the_state(tmp_path: Path, scenario: str) -> None:
-    spec = yaml.safe_load((SCENARIOS / scenario).read_text())
+    spec = fastyaml.safe_load((SCENARIOS / scenario).read_text())
     if "refused" in spec:
         return  # nothing is loaded: its objects or configuration are refused
     path = tmp_path / "state.yaml"
-    path.write_text(yaml.safe_dump_all(spec["objects"]))
+    path.write_text(fastyaml.safe_dump_all(spec["objects"]))
     config = None
     if "config" in spec:  # objects a gate-off case holds may be refused under the defaults
         config = tmp_path / "config.yaml"
-        config.write_text(yaml.safe_dump(spec["config"]))
+        config.write_text(fastyaml.safe_dump(spec["config"]))
     loaded = load_state(str(path), str(config) if config else None)
     before = snapshot.digest(loaded.state)
     for key in sorted(loaded.state.workloads):
@@ -199,7 +199,7 @@ def test_explain_never_changes_the_state(tmp_path: Path, scenario: str) -> None:
 def test_admission_fair_sharing_usage_is_shown() -> None:
     from kueue_es.scheduler import afs
 
-    spec = yaml.safe_load((SCENARIOS / "admission-fair-sharing-usage-order.yaml").read_text())
+    spec = fastyaml.safe_load((SCENARIOS / "admission-fair-sharing-usage-order.yaml").read_text())
     objs = [msgspec.convert(d, o.KueueObject) for d in spec["objects"] + spec["timeline"][1]["objects"]]
     state = ClusterState()
     for x in objs:
@@ -231,7 +231,7 @@ def test_where_the_flavor_scan_resumes() -> None:
     assert scan["state"] == "resumed" and scan["resumesAt"] == {"main": {"cpu": "b"}} and scan["untriedFlavors"]
     assert data["attempt"]["podSets"][0]["tried"]["cpu"] == ["b: fit"]
     assert "Flavor scan: resumes where the attempt of cycle 1 stopped: pod set main: cpu at b;" in render(data)
-    stale_case = yaml.safe_load((SCENARIOS / "flavor-scan-stale-after-quota-change.yaml").read_text())
+    stale_case = fastyaml.safe_load((SCENARIOS / "flavor-scan-stale-after-quota-change.yaml").read_text())
     high, changed = stale_case["timeline"][1]["objects"][0], stale_case["timeline"][2]["objects"][0]
     for d in (high,):  # h is tried in the next batch, w not: w's progress is no longer the latest...
         x = msgspec.convert(d, o.KueueObject)
@@ -311,7 +311,7 @@ def test_why_waitforpodsready_blockadmission_holds_a_workload(tmp_path: Path) ->
 def test_maximum_execution_time_left_and_why_it_was_deactivated(tmp_path: Path) -> None:
     """From a log through the command: while admitted, the time left and when it runs out; once it ran out, that
     Kueue deactivated it, with its reason and message."""
-    spec = yaml.safe_load((SCENARIOS / "max-execution-time.yaml").read_text())
+    spec = fastyaml.safe_load((SCENARIOS / "max-execution-time.yaml").read_text())
     objs = [msgspec.convert(d, o.KueueObject) for d in spec["objects"]]
     state = ClusterState()
     t0 = 1_704_067_200_000
@@ -354,9 +354,9 @@ def test_amounts_are_shown_as_kueue_writes_them(tmp_path: Path) -> None:
     do (1G and 1500M, not 1000000000 and 1500000000; 2G is 1953125Ki)."""
     from kueue_es.commands.replay import summarize
 
-    spec = yaml.safe_load((SCENARIOS / "quota-message-quantities.yaml").read_text())
+    spec = fastyaml.safe_load((SCENARIOS / "quota-message-quantities.yaml").read_text())
     path = tmp_path / "state.yaml"
-    path.write_text(yaml.safe_dump_all(spec["objects"]))
+    path.write_text(fastyaml.safe_dump_all(spec["objects"]))
     loaded = load_state(str(path))
     data = explain(loaded.state, loaded.config, "team/two-pod-sets", loaded.now)
     assert data is not None

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-import yaml
+from fixtures import fastyaml
 
 from events import objects as o
 from events import schema as ev
@@ -27,9 +27,9 @@ STEP_1 = Dispatcher(INCREMENTAL_DISPATCHER, 1, True)
 
 
 def _state(tmp_path: Path, scenario: str = "multikueue-dispatch.yaml"):
-    objects = yaml.safe_load((SCENARIOS / scenario).read_text())["objects"]
+    objects = fastyaml.safe_load((SCENARIOS / scenario).read_text())["objects"]
     path = tmp_path / "objects.yaml"
-    path.write_text(yaml.safe_dump_all(objects))
+    path.write_text(fastyaml.safe_dump_all(objects))
     state = load_state(str(path), None, START).state
     _apply(state, *(ev.MultiKueueClusterObserved(time=START, key=w, connected=True) for w in ("worker1", "worker2")))
     return state
@@ -80,7 +80,7 @@ def test_a_snapshot_keeps_the_round(tmp_path: Path) -> None:
 
 def _observed(state, nominated: list[str], t: int) -> ev.ObjectUpserted:
     """The Workload as the apiserver shows it once a dispatcher wrote ``nominated``."""
-    doc = yaml.safe_load((SCENARIOS / "multikueue-dispatch.yaml").read_text())["objects"][-1]
+    doc = fastyaml.safe_load((SCENARIOS / "multikueue-dispatch.yaml").read_text())["objects"][-1]
     meta = {**doc["metadata"], "uid": state.workloads[KEY].uid}
     wl = msgspec.convert({**doc, "metadata": meta, "status": {"nominatedClusterNames": nominated}}, o.Workload,
                          strict=False)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
+from fixtures import fastyaml
 from fixtures.multikueue_states import LWS, LWS_UID, lws_state, lws_workload
 
 from events import objects as o
@@ -26,9 +26,9 @@ KEY = "default/job-a"
 
 
 def _state(tmp_path: Path):
-    objects = yaml.safe_load(SCENARIO.read_text())["objects"]
+    objects = fastyaml.safe_load(SCENARIO.read_text())["objects"]
     path = tmp_path / "objects.yaml"
-    path.write_text(yaml.safe_dump_all(objects))
+    path.write_text(fastyaml.safe_dump_all(objects))
     return load_state(str(path), None, START).state
 
 
@@ -91,7 +91,7 @@ def test_the_job_must_be_handed_to_multikueue(tmp_path: Path) -> None:
     state = _state(tmp_path)
     wl = state.workloads[KEY]
     assert unmanaged_reason(state, wl) is None
-    job = load_text(yaml.safe_dump({"apiVersion": "batch/v1", "kind": "Job",
+    job = load_text(fastyaml.safe_dump({"apiVersion": "batch/v1", "kind": "Job",
                                     "metadata": {"name": "a", "namespace": "default", "uid": "job-a-uid"},
                                     "spec": {"managedBy": "example.com/other"}}), "job").objects[0]
     _apply(state, ev.ObjectUpserted(time=START, key=job.key, obj=job))
@@ -101,12 +101,12 @@ def test_the_job_must_be_handed_to_multikueue(tmp_path: Path) -> None:
 
 def _jobset_state(tmp_path: Path):
     """The dispatch scenario's workload, owned by a JobSet (an owner the log does not hold)."""
-    objects = yaml.safe_load(SCENARIO.read_text())["objects"]
+    objects = fastyaml.safe_load(SCENARIO.read_text())["objects"]
     for obj in objects:
         for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
             ref.update(apiVersion="jobset.x-k8s.io/v1alpha2", kind="JobSet")
     path = tmp_path / "objects.yaml"
-    path.write_text(yaml.safe_dump_all(objects))
+    path.write_text(fastyaml.safe_dump_all(objects))
     return load_state(str(path), None, START).state
 
 
@@ -214,12 +214,12 @@ ones) reads the owner's ``spec.managedBy``, which the log does not hold, as the 
 
 def _owned_state(tmp_path: Path, api_version: str, kind: str):
     """The dispatch scenario's workload, owned by an object of ``kind`` (one the log does not hold)."""
-    objects = yaml.safe_load(SCENARIO.read_text())["objects"]
+    objects = fastyaml.safe_load(SCENARIO.read_text())["objects"]
     for obj in objects:
         for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
             ref.update(apiVersion=api_version, kind=kind)
     path = tmp_path / "objects.yaml"
-    path.write_text(yaml.safe_dump_all(objects))
+    path.write_text(fastyaml.safe_dump_all(objects))
     return load_state(str(path), None, START).state
 
 
@@ -310,7 +310,7 @@ def _earlier_sets(index: int, uid: str = "earlier-lws-uid") -> o.Workload:
     doc = lws_workload(index)
     doc["metadata"]["name"] = f"earlier-{index}"
     doc["metadata"]["ownerReferences"][0]["uid"] = uid
-    return load_text(yaml.safe_dump(doc), "workload").objects[0]
+    return load_text(fastyaml.safe_dump(doc), "workload").objects[0]
 
 
 def test_a_groups_workloads_are_its_sets_by_uid_not_by_name(tmp_path: Path) -> None:
@@ -325,7 +325,7 @@ def test_a_groups_workloads_are_its_sets_by_uid_not_by_name(tmp_path: Path) -> N
     settle(state, DEFAULT, now=START)
     assert state.workloads["default/lws-0"].nominated == (), "one of its two Workloads: the group waits"
     _apply(state, ev.ObjectUpserted(time=START, key="default/lws-1", obj=load_text(
-        yaml.safe_dump(lws_workload(1)), "workload").objects[0]))
+        fastyaml.safe_dump(lws_workload(1)), "workload").objects[0]))
     _replicas(state, 2, 1)
     settle(state, DEFAULT, now=START)
     assert state.workloads["default/lws-0"].nominated == ("worker1", "worker2")

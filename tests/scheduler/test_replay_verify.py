@@ -23,10 +23,10 @@ SCENARIOS = Path(__file__).parent / "scenarios"
 async def _write_log(path: Path, scenario: str, tamper=None, ticks: tuple[int, ...] = ()) -> int:
     """Import a scenario's objects, let the scheduler settle (again after each clock tick at ``ticks`` ms from the
     start), finish what was admitted, settle again."""
-    import yaml
+    from fixtures import fastyaml
 
     objects_yaml = path.parent / f"{path.name}.objects.yaml"
-    objects_yaml.write_text(yaml.safe_dump_all(yaml.safe_load((SCENARIOS / scenario).read_text())["objects"]))
+    objects_yaml.write_text(fastyaml.safe_dump_all(fastyaml.safe_load((SCENARIOS / scenario).read_text())["objects"]))
     objs = load_file(str(objects_yaml)).objects
     state = ClusterState()
     log = FileLog.open(path)
@@ -245,15 +245,15 @@ def test_verify_fails_on_tampered_flavor_scan_progress(tmp_path: Path) -> None:
 def test_verify_with_block_admission_recorded(tmp_path: Path) -> None:
     """A log decided under waitForPodsReady.blockAdmission (recorded in it): held, then admitted after the
     PodsReady event, verifies; re-run under Kueue's defaults instead (``--config``), it does not."""
-    import yaml
+    from fixtures import fastyaml
 
     from kueue_es.scheduler.config import load_config
 
-    spec = yaml.safe_load((SCENARIOS / "pods-ready-block-admission.yaml").read_text())
+    spec = fastyaml.safe_load((SCENARIOS / "pods-ready-block-admission.yaml").read_text())
     document = spec["config"]
     config = load_config(document)
     objects_yaml = tmp_path / "objects.yaml"
-    objects_yaml.write_text(yaml.safe_dump_all(spec["objects"]))
+    objects_yaml.write_text(fastyaml.safe_dump_all(spec["objects"]))
     objs = load_file(str(objects_yaml)).objects
     t = 1_704_067_200_000
 

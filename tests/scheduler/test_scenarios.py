@@ -54,7 +54,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-import yaml
+from fixtures import fastyaml
 
 from events import objects as o
 from events import schema as ev
@@ -259,16 +259,16 @@ def _topologies(adm: dict) -> dict:
 
 @pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
 def test_scenario(case: Path, tmp_path: Path) -> None:
-    spec = yaml.safe_load(case.read_text())
+    spec = fastyaml.safe_load(case.read_text())
     if "timeline" in spec:
         run_timeline(case.name, spec, tmp_path)
         return
     state = tmp_path / "state.yaml"
-    state.write_text(yaml.safe_dump_all(spec["objects"]))
+    state.write_text(fastyaml.safe_dump_all(spec["objects"]))
     config = None
     if "config" in spec:
         config = tmp_path / "config.yaml"
-        config.write_text(yaml.safe_dump(spec["config"]))
+        config.write_text(fastyaml.safe_dump(spec["config"]))
     if "refused" in spec:
         with pytest.raises(InvalidInput) as refused:
             schedule(str(state), spec.get("cycles", 1), str(config) if config else None)
@@ -288,11 +288,11 @@ def test_scenario(case: Path, tmp_path: Path) -> None:
 
 def run_timeline(name: str, spec: dict, tmp_path: Path) -> None:
     state_file = tmp_path / "state.yaml"
-    state_file.write_text(yaml.safe_dump_all(spec["objects"]))
+    state_file.write_text(fastyaml.safe_dump_all(spec["objects"]))
     config_file = None
     if "config" in spec:
         config_file = tmp_path / "config.yaml"
-        config_file.write_text(yaml.safe_dump(spec["config"]))
+        config_file.write_text(fastyaml.safe_dump(spec["config"]))
     start = parse_time(spec.get("start", "2024-01-01T00:00:00Z"))
     loaded = load_state(str(state_file), str(config_file) if config_file else None, start)
     state, config = loaded.state, loaded.config
@@ -309,7 +309,7 @@ def run_timeline(name: str, spec: dict, tmp_path: Path) -> None:
         events: list = [ev.ClockTicked(time=t)]
         if "objects" in step:
             checks = Checks.under(config.gate)  # the webhooks' checks under the case's gates, as at the start
-            for obj in load_text(yaml.safe_dump_all(step["objects"]), f"{name} step {i}", checks=checks).objects:
+            for obj in load_text(fastyaml.safe_dump_all(step["objects"]), f"{name} step {i}", checks=checks).objects:
                 events.append(ev.ObjectUpserted(time=t, key=obj.key, uid=obj.metadata.uid, obj=obj))
         for ref in step.get("delete", []):
             kind, _, key = ref.partition("/")

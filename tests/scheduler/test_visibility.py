@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from fixtures import fastyaml
 
 from events import schema as ev
 from events.manifests import load_text
@@ -34,7 +34,7 @@ def load_case(spec: dict[str, Any], tmp_path: Path, *, reverse: bool = False,
     docs = [*objects, *([spec["config"]] if config and "config" in spec else [])]
     tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / "state.yaml"
-    path.write_text(yaml.safe_dump_all(docs))
+    path.write_text(fastyaml.safe_dump_all(docs))
     owners = WorkloadOwners()
     loaded = load_state(str(path), record=owners.apply)
     state = loaded.state
@@ -42,7 +42,7 @@ def load_case(spec: dict[str, Any], tmp_path: Path, *, reverse: bool = False,
         for e in run_cycle(state, loaded.config, loaded.now, state.last_cycle + 1):
             state.apply(ev.Record(state.offset + 1, e))
     if "then" in spec:
-        for obj in load_text(yaml.safe_dump_all(spec["then"])).objects:
+        for obj in load_text(fastyaml.safe_dump_all(spec["then"])).objects:
             rec = ev.Record(state.offset + 1, ev.ObjectUpserted(time=loaded.now, key=obj.key, uid=obj.metadata.uid,
                                                                 obj=obj))
             state.apply(rec)
@@ -65,7 +65,7 @@ def rows(items: list[visibility.PendingWorkload]) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
 def test_visibility_case(case: Path, tmp_path: Path) -> None:
-    spec = yaml.safe_load(case.read_text())
+    spec = fastyaml.safe_load(case.read_text())
     loaded, owners = load_case(spec, tmp_path)
     state = loaded.state
     for key in spec.get("parked", []):
@@ -93,7 +93,7 @@ def test_visibility_case(case: Path, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
 def test_the_answer_does_not_depend_on_arrival_order(case: Path, tmp_path: Path) -> None:
-    spec = yaml.safe_load(case.read_text())
+    spec = fastyaml.safe_load(case.read_text())
     forward, _ = load_case(spec, tmp_path / "f")
     backward, _ = load_case(spec, tmp_path / "b", reverse=True)
     for q in spec["queries"]:
@@ -101,7 +101,7 @@ def test_the_answer_does_not_depend_on_arrival_order(case: Path, tmp_path: Path)
 
 
 def test_without_admission_fair_sharing_priority_orders(tmp_path: Path) -> None:
-    spec = yaml.safe_load((Path(__file__).parent / "visibility" / "admission-fair-sharing.yaml").read_text())
+    spec = fastyaml.safe_load((Path(__file__).parent / "visibility" / "admission-fair-sharing.yaml").read_text())
     loaded, _ = load_case(spec, tmp_path, config=False)
     assert loaded.config is DEFAULT
     got = visibility.in_cluster_queue(loaded.state, loaded.config, "cq")
@@ -112,7 +112,7 @@ def test_without_admission_fair_sharing_priority_orders(tmp_path: Path) -> None:
 def test_visibility_follows_the_default_queue_order(tmp_path: Path) -> None:
     """queue-order-timestamps.yaml without its configuration: the PodsReady-timeout eviction moves the queue time,
     the preemption while borrowing does not."""
-    spec = yaml.safe_load((Path(__file__).parent / "visibility" / "queue-order-timestamps.yaml").read_text())
+    spec = fastyaml.safe_load((Path(__file__).parent / "visibility" / "queue-order-timestamps.yaml").read_text())
     loaded, _ = load_case(spec, tmp_path, config=False)
     got = visibility.in_cluster_queue(loaded.state, loaded.config, "cq")
     assert got is not None
@@ -142,14 +142,14 @@ def test_summary_document_shape() -> None:
 
 
 def test_a_memoised_order_lasts_until_the_next_record_or_another_configuration(tmp_path: Path) -> None:
-    spec = yaml.safe_load((Path(__file__).parent / "visibility" / "admission-fair-sharing.yaml").read_text())
+    spec = fastyaml.safe_load((Path(__file__).parent / "visibility" / "admission-fair-sharing.yaml").read_text())
     loaded, _ = load_case(spec, tmp_path)
     state = loaded.state
     fair = [w.key for w in visibility.in_cluster_queue(state, loaded.config, "cq") or []]
     assert fair == ["team/b-low", "team/b-late", "team/a-high"]
     assert [w.key for w in visibility.in_cluster_queue(state, DEFAULT, "cq") or []] == [
         "team/a-high", "team/b-low", "team/b-late"]
-    late = load_text(yaml.safe_dump({**spec["objects"][-1], "metadata": {
+    late = load_text(fastyaml.safe_dump({**spec["objects"][-1], "metadata": {
         "name": "b-urgent", "namespace": "team", "uid": "u-b-urgent", "creationTimestamp": "2024-01-01T00:00:30Z"},
         "spec": {**spec["objects"][-1]["spec"], "priority": 50}})).objects[0]
     state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=loaded.now, key=late.key, uid="u-b-urgent",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-import yaml
+from fixtures import fastyaml
 
 from events import schema as ev
 from events.filelog import FileLog
@@ -84,7 +84,7 @@ def import_workload(log_dir: Path, tmp_path: Path, name: str) -> None:
            "spec": {"queueName": "lq-b", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
                "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}]}}}]}}
     path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(doc))
+    path.write_text(fastyaml.safe_dump(doc))
     assert main(["import", "-f", str(path), "--log", str(log_dir)]) == 0
 
 
@@ -102,7 +102,7 @@ def test_the_service_records_its_configuration_and_verify_re_runs_under_it(
     recs = serve_until_settled(log_dir, kueue_config, "replica-a")
 
     (recorded,) = configs(recs)
-    assert recorded.event.document == yaml.safe_load(PODS_READY_10S)  # as written, unused fields too
+    assert recorded.event.document == fastyaml.safe_load(PODS_READY_10S)  # as written, unused fields too
     assert recorded.event.writer == "replica-a" and recorded.event.source == str(kueue_config)
     made = decisions(recs)
     assert made and recorded.offset < made[0].offset and made[0].event.input >= recorded.offset
@@ -124,7 +124,7 @@ def test_the_service_records_its_configuration_and_verify_re_runs_under_it(
     assert "MISMATCH" in out and "PodsReadyTimeout" in out
 
     assert main(["replay", "--log", str(log_dir), "--verify", "-o", "json"]) == 0
-    data = yaml.safe_load(capsys.readouterr().out)
+    data = fastyaml.safe_load(capsys.readouterr().out)
     assert data["configOverride"] is None and data["batchesBeforeConfiguration"] == 0
     assert [c["offset"] for c in data["configurations"]] == [recorded.offset]
     assert data["configurations"][0]["writer"] == "replica-a"
@@ -150,7 +150,7 @@ def test_a_restart_records_the_configuration_again_only_when_it_changed(
     changed = serve_until_settled(log_dir, kueue_config, "replica-c")
     old, new = configs(changed)
     assert old == configs(first)[0] and new.event.writer == "replica-c"
-    assert new.event.document == yaml.safe_load(PODS_READY_10S_FAIR)
+    assert new.event.document == fastyaml.safe_load(PODS_READY_10S_FAIR)
     evicted = [r for r in decisions(changed) if isinstance(r.event, ev.WorkloadEvicted)]
     assert "team-a/train-1" in {r.event.key for r in evicted} and all(r.event.input >= new.offset for r in evicted)
 

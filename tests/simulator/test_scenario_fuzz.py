@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
+from fixtures import fastyaml
 from fixtures.damage import KEYS, damage
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -15,7 +15,7 @@ from events.errors import InvalidInput
 from kueue_es.simulator.config import Scenario, parse
 
 BUNDLED = sorted((Path(__file__).resolve().parents[2] / "kueue_es" / "simulator" / "scenarios").glob("*.yaml"))
-CORPUS = [yaml.safe_load(p.read_text()) for p in BUNDLED]
+CORPUS = [fastyaml.safe_load(p.read_text()) for p in BUNDLED]
 SOURCE = "fuzz-scenario.yaml"
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-import yaml
+from fixtures import fastyaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,7 +22,7 @@ from events.errors import InvalidInput
 from events.manifests import load_text
 
 HOST = tas.HOSTNAME_LEVEL
-GOLDEN = yaml.safe_load((Path(__file__).parent / "tas_assignment_golden.yaml").read_text())
+GOLDEN = fastyaml.safe_load((Path(__file__).parent / "tas_assignment_golden.yaml").read_text())
 
 
 def dom(*values: str, count: int = 1) -> o.TopologyDomainAssignment:
@@ -47,7 +47,7 @@ def test_golden(case: dict) -> None:
     assert tas.decode(expected) == domains
     if not case.get("decodeOnly"):
         got = tas.encode(case["levels"], domains)
-        assert got == expected, yaml.safe_dump(wire(got), sort_keys=False)
+        assert got == expected, fastyaml.safe_dump(wire(got), sort_keys=False)
         on_the_wire = {"levels": case["levels"], **case["v1beta2"]}
         if not on_the_wire["slices"]:
             del on_the_wire["slices"]  # empty: omitted, as Kueue's omitempty does
@@ -274,12 +274,12 @@ def test_manifests_take_a_v1beta1_workload_with_domains() -> None:
                     "podCounts": {"individual": [2, 1]}}]}
     assert tas.decode(psa.topology_assignment) == [dom("node-1", count=2), dom("node-2", count=1)]
     back = tas.to_v1beta1(psa.topology_assignment)
-    assert msgspec.to_builtins(back) == yaml.safe_load(V1BETA1)
+    assert msgspec.to_builtins(back) == fastyaml.safe_load(V1BETA1)
 
 
 def test_manifests_take_the_same_workload_as_v1beta2() -> None:
     (v1,) = load_text(workload("v1beta1", V1BETA1)).objects
-    v2_text = yaml.safe_dump(wire(v1.status.admission.pod_set_assignments[0].topology_assignment))
+    v2_text = fastyaml.safe_dump(wire(v1.status.admission.pod_set_assignments[0].topology_assignment))
     (v2,) = load_text(workload("v1beta2", v2_text)).objects
     assert v2.status == v1.status
 

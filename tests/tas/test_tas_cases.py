@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 import pytest
-import yaml
+from fixtures import fastyaml
 from fixtures.tasbuild import (
     HOSTNAME,
     admitted_workload_obj,
@@ -52,7 +52,7 @@ CASES_DIR = Path(__file__).parent / "cases"
 def _load() -> list[tuple[str, dict[str, Any]]]:
     out = []
     for path in sorted(CASES_DIR.glob("*.yaml")):
-        doc = yaml.safe_load(path.read_text())
+        doc = fastyaml.safe_load(path.read_text())
         for case in doc["cases"]:
             out.append((f"{path.stem}: {case['name']}", case))
     return out

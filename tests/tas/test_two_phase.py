@@ -15,7 +15,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-import yaml
+from fixtures import fastyaml
 
 from events import objects as o
 from events import schema as ev
@@ -34,8 +34,8 @@ KEY, REQUEST = "team/w", "team/w-prov-1"
 
 
 def objects() -> list[o.KObject]:
-    spec = yaml.safe_load(SCENARIO.read_text())
-    return load_text(yaml.safe_dump_all(spec["objects"]), SCENARIO.name).objects
+    spec = fastyaml.safe_load(SCENARIO.read_text())
+    return load_text(fastyaml.safe_dump_all(spec["objects"]), SCENARIO.name).objects
 
 
 def upserts(objs: list[o.KObject], t: int) -> list[ev.AnyEvent]:

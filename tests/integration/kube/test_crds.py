@@ -12,7 +12,7 @@ import secrets
 
 import msgspec
 import pytest
-import yaml
+from fixtures import fastyaml
 from kubehelp import KUEUE, cluster_queue, connect, create, flavor, get, local_queue, namespace
 from kubernetes_asyncio import client, config, utils
 
@@ -152,7 +152,7 @@ KUBEFLOW_NOUNS = ("pytorchjob", "tfjob", "xgboostjob", "paddlejob", "jaxjob")
 
 
 def test_manifests_render_as_multi_document_yaml() -> None:
-    docs = list(yaml.safe_load_all(render(documents("all"))))
+    docs = list(fastyaml.safe_load_all(render(documents("all"))))
     kinds = [d["kind"] for d in docs]
     assert kinds.count("CustomResourceDefinition") == len(KUEUE_RESOURCES)
     assert kinds[len(KUEUE_RESOURCES):] == ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
