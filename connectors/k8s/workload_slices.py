@@ -101,15 +101,17 @@ def slice_name(kind: str, group: str, name: str, uid: str, generation: int, *, s
 
 def not_finished(owned: Sequence[Slice]) -> list[Slice]:
     """The slices not finished, oldest first: by creation time, and (within one second) a slice before the one
-    that replaces it."""
-    keys = {obs.key for obs, _ in owned}
+    that replaces it. Only a replaced slice still live counts: a scale-up probe and the partial slice it replaces
+    both replace something, and a finished first slice must not put the two on one footing (then by name)."""
+    live = [(obs, wl) for obs, wl in owned if wl.phase != FINISHED]
+    keys = {obs.key for obs, _ in live}
 
     def order(item: Slice) -> tuple[str, int, str]:
         obs = item[0]
         replaces = obs.metadata.annotations.get(REPLACEMENT_FOR, "")
         return (obs.metadata.creation_timestamp or "", 1 if replaces in keys else 0, obs.metadata.name)
 
-    return sorted(((obs, wl) for obs, wl in owned if wl.phase != FINISHED), key=order)
+    return sorted(live, key=order)
 
 
 def counts(obs: o.Workload) -> dict[str, int]:

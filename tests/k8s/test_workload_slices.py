@@ -380,6 +380,21 @@ def test_a_slice_admitted_in_part_gets_a_probe(phase: str, granted: int, partial
     assert ("new" if step.keep is None else "keep", step.set_counts, step.error) == (want, False, "")
 
 
+def test_a_probe_comes_after_the_partial_slice_it_replaces_whatever_their_names() -> None:
+    """The first slice finished (replaced), the partial slice and its probe made in one second: both replace
+    something, but only the partial slice is live, so the probe is the new one. Ordered by name ("p" < "s"), the
+    probe was taken for the old slice and finished OutOfSync (a kube flake under load)."""
+    _, mirror, _, _ = _setup(_elastic_job(10, annotations=PARTIAL), _slice("a", 5),
+                             _slice("s", 10, created="2026-01-01T00:00:01Z", replaces="ns/a"),
+                             _slice("p", 10, created="2026-01-01T00:00:01Z", replaces="ns/s"), partial=True)
+    _phase(mirror, "a", FINISHED)
+    _phase(mirror, "s", ADMITTED, granted=7)
+    owned = _pairs(mirror, "a", "p", "s")
+    assert [obs.metadata.name for obs, _ in workload_slices.not_finished(owned)] == ["s", "p"]
+    step = workload_slices.ensure({"main": 10}, owned, partial=True)
+    assert (step.keep[0].metadata.name if step.keep else None, step.finish_old, step.error) == ("p", None, "")
+
+
 def test_baseline_is_what_the_old_slice_was_granted_for_each_growing_pod_set() -> None:
     _, mirror, _, _ = _setup(_elastic_job(10), _slice("a", 10))
     assert workload_slices.baseline({"main": 10}, _pairs(mirror, "a")) == {}, "no quota held: nothing to grow past"
