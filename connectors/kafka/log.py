@@ -148,7 +148,10 @@ class KafkaLog(EventLog):
         )
         try:
             await self._producer.start()
-            partitions = await self._producer.partitions_for(self.topic)
+            # the cluster's topics first: asked for a topic the broker does not have (and will not create),
+            # the producer waits out its whole metadata timeout before saying so
+            known = (await self._producer.client.fetch_all_metadata()).topics()
+            partitions = await self._producer.partitions_for(self.topic) if self.topic in known else set()
         except UnknownTopicOrPartitionError:
             partitions = set()
         except KafkaError as exc:
