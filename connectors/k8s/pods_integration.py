@@ -831,6 +831,11 @@ class PodIntegration:
         if obs is None or not pod_group.is_group_workload(obs):
             self._acted.pop(GROUP_PREFIX + group, None)  # nothing left to do for the group
             return
+        if any(ref.kind != "Pod" for ref in obs.metadata.owner_references):
+            # another owner's too (a LeaderWorkerSet's group, made before its pods): the garbage collector keeps
+            # it while that owner is there, and that owner's integration deletes it
+            self._acted.pop(GROUP_PREFIX + group, None)
+            return
         marker = ("orphan", obs.metadata.resource_version)
         if self._acted.get(GROUP_PREFIX + group) == marker:
             return  # done: the watch brings the Workload's deletion
