@@ -271,6 +271,8 @@ def counter_charge_of(claims: list[o.PodResourceClaim], view: DraView) -> tuple[
     if not view.counters or not claims:
         return (), ""
     sources, templates = dict(view.counters), dict(view.templates)
+    activations: dict[int, Any] = {}
+    """Device (by identity, within this call) -> what CEL reads of it: built once for all requests and sources."""
     total: dict[str, int] = {}
     for j, claim in enumerate(claims):
         name = claim.resource_claim_template_name
@@ -285,15 +287,15 @@ def counter_charge_of(claims: list[o.PodResourceClaim], view: DraView) -> tuple[
             at = f".template.spec.resourceClaims[{j}].devices.requests[{r}]"
             count = 1 if x.count is None else x.count
             for cs in configs:
-                value, error = _source_charge(cs, x, count, view, at)
+                value, error = _source_charge(cs, x, count, view, at, activations)
                 if error:
                     return (), COUNTERS + error
                 total[cs.resource] = min(MAX_INT64, total.get(cs.resource, 0) + value)
     return tuple(sorted(total.items())), ""
 
 
-def _source_charge(cs: CounterSource, x: o.ExactDeviceRequest, count: int, view: DraView, at: str
-                   ) -> tuple[int, str]:
+def _source_charge(cs: CounterSource, x: o.ExactDeviceRequest, count: int, view: DraView, at: str,
+                   activations: dict[int, Any]) -> tuple[int, str]:
     """What one counter source charges for request ``x`` (at field ``at``), or (0, error)."""
     from projections.dra_cel import compile_selector, device_activation, matches  # noqa: PLC0415 - see above
 
@@ -320,7 +322,9 @@ def _source_charge(cs: CounterSource, x: o.ExactDeviceRequest, count: int, view:
                                          if s.cel is not None)))
     matched = []
     for device in dict(view.devices).get(cs.driver, ()):
-        activation = device_activation(cs.driver, device)
+        activation = activations.get(id(device))
+        if activation is None:
+            activation = activations[id(device)] = device_activation(cs.driver, device)
         for what, programs in stages:
             fit = True
             for program in programs:

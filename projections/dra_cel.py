@@ -62,6 +62,7 @@ _FUNCTIONS = {
     "isLessThan": lambda a, b: celtypes.BoolType(_compare(a, b) < 0),
 }
 
+
 @lru_cache(maxsize=1)
 def _environment() -> celpy.Environment:
     """The CEL environment (its parser is built on first use: a tenth of a second)."""

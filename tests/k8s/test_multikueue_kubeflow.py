@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from fixtures.multikueue_states import apply, owned_state
+from fixtures.multikueue_states import WorkerApi, apply, owned_state
 
 from connectors.k8s.errors import Conflict
 from connectors.k8s.multikueue import ADAPTERS, MultiKueueConnector, Worker, adapter_of, run_policy_copy
@@ -134,26 +134,6 @@ class Manager:
 
     async def patch(self, resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "") -> bytes:
         self.patches.append(body)
-        return b"{}"
-
-
-class WorkerApi:
-    """A worker's apiserver: ``job`` answers reads of its PyTorchJob; creations and deletions are recorded."""
-
-    def __init__(self, job: dict[str, Any] | None = None) -> None:
-        self.job = job
-        self.created: list[dict[str, Any]] = []
-        self.deleted: list[str] = []
-
-    async def get(self, resource: Any, name: str, namespace: str = "") -> bytes:
-        return msgspec.json.encode(self.job)
-
-    async def create(self, resource: Any, body: dict[str, Any], namespace: str) -> bytes:
-        self.created.append(body)
-        return msgspec.json.encode(body)
-
-    async def delete(self, resource: Any, name: str, namespace: str = "") -> bytes:
-        self.deleted.append(f"{resource.kind}:{namespace}/{name}")
         return b"{}"
 
 
