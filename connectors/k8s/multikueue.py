@@ -111,9 +111,16 @@ from connectors.k8s.resources import (
 from events import objects as o
 from events import schema as ev
 from events.timefmt import format_time
-from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
+from kueue_es.scheduler.config import DEFAULT, RAYSERVICE_FRAMEWORK, SchedulerConfig
 from kueue_es.scheduler.config_record import in_force
-from kueue_es.scheduler.multikueue import REMOTE_SPEC_SYNC, WAIT, check_of, group_target, remote_spec_patch
+from kueue_es.scheduler.multikueue import (
+    RAYSERVICE_ADAPTER,
+    REMOTE_SPEC_SYNC,
+    WAIT,
+    check_of,
+    group_target,
+    remote_spec_patch,
+)
 from projections import gates
 from projections.admissionchecks import MultiKueueWorld, cluster_active
 from projections.cluster import ClusterState
@@ -501,6 +508,11 @@ def synced_owner(fields: tuple[tuple[str, ...], ...], raw: msgspec.Raw | bytes) 
     return SyncedOwner(msgspec.convert(meta, _OwnerMeta), synced)
 
 
+SPEC_SYNC_FRAMEWORKS = {RAYSERVICE_ADAPTER: RAYSERVICE_FRAMEWORK}
+"""The integration framework of each kind of :data:`REMOTE_SPEC_SYNC` (its manager objects are watched only while
+the Configuration enables it)."""
+
+
 def adapter_of(wl: WorkloadInfo) -> Adapter | None:
     return ADAPTERS.get((wl.owner[0], wl.owner[1])) if wl.owner else None
 
@@ -692,13 +704,13 @@ class MultiKueueConnector:
         kubeconfig is read again only once the file changed (Kueue watches the file)."""
         self.synced_owners: dict[str, Informer[SyncedOwner]] = {
             ADAPTERS[kind].resource.kind: ListedWhile(
-                self._syncing_specs, client, ADAPTERS[kind].resource, partial(synced_owner, fields),
+                partial(self._syncing_specs, kind), client, ADAPTERS[kind].resource, partial(synced_owner, fields),
                 partial(self._owners_edited, ADAPTERS[kind].resource), what=f"manager {kind[1]}s", log=log,
                 watch_timeout_s=watch_timeout_s, optional=True)
             for kind, fields in sorted(REMOTE_SPEC_SYNC.items())}
         """Owner kind -> the manager's owners of that kind whose spec edits are forwarded to their copies
-        (:data:`REMOTE_SPEC_SYNC`), listed and watched while MultiKueueRemoteSpecSync is on (Kueue's MultiKueue
-        controller watches them then), so that an edit reaches the copy at once."""
+        (:data:`REMOTE_SPEC_SYNC`), listed and watched while MultiKueueRemoteSpecSync is on and the kind's framework
+        enabled (Kueue's MultiKueue controller watches them then), so that an edit reaches the copy at once."""
         listeners = getattr(journal.mirror, "listeners", None)
         if listeners is not None:
             listeners.append(self._on_applied)
@@ -706,9 +718,13 @@ class MultiKueueConnector:
     def _config(self) -> SchedulerConfig:
         return in_force(self.state) or DEFAULT
 
-    def _syncing_specs(self) -> bool:
+    def _syncing_specs(self, kind: tuple[str, str]) -> bool:
+        """Whether the manager's owners of ``kind`` are listed for their spec edits: MultiKueue and
+        MultiKueueRemoteSpecSync on, and the kind's framework enabled (Kueue registers its adapter, whose local
+        watch this is, only then)."""
         config = self._config()
-        return config.gate(gates.MULTIKUEUE) and config.gate(gates.MULTIKUEUE_REMOTE_SPEC_SYNC)
+        return (config.gate(gates.MULTIKUEUE) and config.gate(gates.MULTIKUEUE_REMOTE_SPEC_SYNC)
+                and SPEC_SYNC_FRAMEWORKS[kind] in config.frameworks)
 
     def _owners_edited(self, r: Resource, keys: set[str]) -> None:
         """The manager's owners ``keys`` of kind ``r`` changed in a forwarded field (or came, or went): their

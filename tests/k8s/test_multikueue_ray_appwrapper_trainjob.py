@@ -31,7 +31,7 @@ from connectors.k8s.multikueue import (
 from connectors.k8s.resources import APPWRAPPERS, RAYCLUSTERS, RAYJOBS, RAYSERVICES, TRAINJOBS
 from events import schema as ev
 from kueue_es.scheduler import settle
-from kueue_es.scheduler.config import DEFAULT
+from kueue_es.scheduler.config import DEFAULT, load_config
 from kueue_es.scheduler.multikueue import REMOTE_SPEC_SYNC
 from kueue_es.statefile import load_state
 
@@ -269,6 +269,10 @@ def _serving(serve: str | None) -> dict[str, Any]:
     return owner
 
 
+SERVING = load_config({"integrations": {"frameworks": ["batch/job", "ray.io/rayservice"]}})
+"""A Configuration enabling the RayService framework (Kueue registers the RayService adapter only then)."""
+
+
 async def _running_copy(tmp_path: Path, manager: ListingManager) -> tuple[MultiKueueConnector, WorkerApi]:
     """The connector with the RayService's copy running on worker1 (as the manager's serves now), its manager
     RayServices listed, one pass made."""
@@ -276,6 +280,7 @@ async def _running_copy(tmp_path: Path, manager: ListingManager) -> tuple[MultiK
     copy_there["metadata"]["resourceVersion"] = "3"
     worker = WorkerApi(copy_there)
     mk = _connector(_state(tmp_path, RAYSERVICES), manager, worker)
+    mk._config = lambda: SERVING  # type: ignore[method-assign]
     mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}}
     mk.workers["worker1"].owners["RayService"] = {"default/a": copy_there}
     await mk.synced_owners["RayService"].relist()
@@ -315,7 +320,7 @@ async def test_with_remote_spec_sync_off_the_copy_keeps_the_serve_config_it_was_
     """MultiKueueRemoteSpecSync off: the manager's RayServices are not listed, and an edit is not forwarded."""
     manager = ListingManager(_serving("applications: []"))
     mk, worker = await _running_copy(tmp_path, manager)
-    off = msgspec.structs.replace(DEFAULT, feature_gates={"MultiKueueRemoteSpecSync": False})
+    off = msgspec.structs.replace(SERVING, feature_gates={"MultiKueueRemoteSpecSync": False})
     mk._config = lambda: off  # type: ignore[method-assign]
     manager.owner = _serving("applications:\n- name: b\n")
     assert await mk.synced_owners["RayService"].relist() is None  # not listed while the gate is off
@@ -324,6 +329,18 @@ async def test_with_remote_spec_sync_off_the_copy_keeps_the_serve_config_it_was_
     mk.workers["worker1"].moved.add(KEY)
     await mk.sync_copies("multikueue")
     assert worker.patched == []
+
+
+@pytest.mark.asyncio
+async def test_the_manager_rayservices_are_listed_only_with_their_framework_enabled(tmp_path: Path) -> None:
+    """Kueue registers the RayService adapter, and so watches the manager's RayServices for it, only for an
+    enabled framework: without ``ray.io/rayservice`` none is listed."""
+    mk = _connector(_state(tmp_path, RAYSERVICES), ListingManager(_serving("a")), WorkerApi())
+    assert "ray.io/rayservice" not in DEFAULT.frameworks
+    assert await mk.synced_owners["RayService"].relist() is None and not mk.synced_owners["RayService"].known
+    mk._config = lambda: SERVING  # type: ignore[method-assign]
+    assert await mk.synced_owners["RayService"].relist() == "10"
+    assert sorted(mk.synced_owners["RayService"].known) == ["default/a"]
 
 
 @pytest.mark.asyncio
