@@ -39,7 +39,9 @@ conditioned on its resourceVersion), and the MultiKueue connector
 ``MultiKueueBatchJobClearingTTLSecondsAfterFinishedOnWorkerCluster`` (whether a Job's copy on a worker keeps
 ``spec.ttlSecondsAfterFinished``: :func:`connectors.k8s.multikueue.owner_copy`) and
 ``MultiKueueKubeConfigPathValidation`` (whether a ``locationType: Path`` kubeconfig must be under
-``/etc/multikueue/kubeconfigs``: :func:`connectors.k8s.multikueue.allowed_kubeconfig_path`). The configuration
+``/etc/multikueue/kubeconfigs``: :func:`connectors.k8s.multikueue.allowed_kubeconfig_path`) and
+``MultiKueueRemoteSpecSync`` (whether a RayService's ``serveConfigV2`` edited on the manager is forwarded to its
+copy: :func:`kueue_es.scheduler.multikueue.remote_spec_patch`). The configuration
 loader reads ``ReservedResourceNameValidation`` (:func:`projections.request_rules.compile_rules`) and
 ``SparkApplicationIntegration`` (without it a Configuration listing the SparkApplication framework is refused), and
 ``KueueDRAIntegrationConsumableCapacity`` (without it a device class mapping's capacity ``sources`` are refused;
@@ -98,6 +100,7 @@ MULTIKUEUE_INCREMENTAL_DISPATCHER_CONFIG = "MultiKueueIncrementalDispatcherConfi
 MULTIKUEUE_INCREMENTAL_DISPATCHER_RESPECT_CONFIG_ORDER = "MultiKueueIncrementalDispatcherRespectConfigOrder"
 MULTIKUEUE_BATCH_JOB_CLEARING_TTL = "MultiKueueBatchJobClearingTTLSecondsAfterFinishedOnWorkerCluster"
 MULTIKUEUE_KUBECONFIG_PATH_VALIDATION = "MultiKueueKubeConfigPathValidation"
+MULTIKUEUE_REMOTE_SPEC_SYNC = "MultiKueueRemoteSpecSync"
 SCHEDULING_EQUIVALENCE_HASHING = "SchedulingEquivalenceHashing"
 SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME = "SchedulingEquivalenceHashingIgnorePodSetName"
 UNADMITTED_WORKLOADS_EXPLICIT_STATUS = "UnadmittedWorkloadsExplicitStatus"
@@ -214,7 +217,7 @@ GATES: dict[str, tuple[str, bool]] = {
     LWS_IMMUTABLE_GROUP_SIZE: (BETA, True),
     FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS: (BETA, True),
     SKIP_ANCESTOR_CHECK_FOR_DELETED_WORKLOADS: (BETA, True),
-    "MultiKueueRemoteSpecSync": (BETA, True),
+    MULTIKUEUE_REMOTE_SPEC_SYNC: (BETA, True),
     RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP: (BETA, True),
     POD_INTEGRATION_VALIDATE_GROUP_OWNER: (BETA, True),
     VALIDATE_RAY_AND_SPARK_JOB_UPDATES: (BETA, True),
@@ -280,7 +283,8 @@ MODELLED = INTERNAL_ONLY | frozenset({
     FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, LWS_IMMUTABLE_GROUP_SIZE,
     MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED, METRIC_FOR_WORKLOAD_CREATION_LATENCY,
     METRICS_FOR_COHORTS, MULTIKUEUE, MULTIKUEUE_BATCH_JOB_CLEARING_TTL, MULTIKUEUE_INCREMENTAL_DISPATCHER_CONFIG,
-    MULTIKUEUE_INCREMENTAL_DISPATCHER_RESPECT_CONFIG_ORDER, MULTIKUEUE_KUBECONFIG_PATH_VALIDATION, PARTIAL_ADMISSION,
+    MULTIKUEUE_INCREMENTAL_DISPATCHER_RESPECT_CONFIG_ORDER, MULTIKUEUE_KUBECONFIG_PATH_VALIDATION,
+    MULTIKUEUE_REMOTE_SPEC_SYNC, PARTIAL_ADMISSION,
     POD_INTEGRATION_VALIDATE_GROUP_OWNER, PRIORITIZE_PREEMPTOR_WORKLOADS, PRIORITY_BOOST, "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY,
     "ReclaimablePods", RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP,
     REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS, REMOVE_FINALIZERS_WITH_STRICT_PATCH, RESERVED_RESOURCE_NAME_VALIDATION,

@@ -44,6 +44,10 @@ the worker that runs a workload, Retry, the local finish); this module only obse
   MultiKueue adapter); any other owner's whenever its copy's changes (Kueue's JobSet, Kubeflow, MPIJob, RayJob,
   RayCluster, RayService, AppWrapper and TrainJob adapters), but a LeaderWorkerSet's (Kueue's LWS adapter copies
   none).
+* **spec sync.** Under MultiKueueRemoteSpecSync, a RayService's ``serveConfigV2`` edited on the manager is patched
+  onto its copy on the workload's worker (:meth:`MultiKueueConnector._sync_spec`, the decision
+  :func:`kueue_es.scheduler.multikueue.remote_spec_patch`); the manager's RayServices are watched for it
+  (:attr:`MultiKueueConnector.synced_owners`), so that an edit moves its workload at once.
 
 Level-triggered: every move of the log and every change a worker's watch brings wakes a pass. A pass looks only at
 the workloads that moved since the last one (:class:`PassKeys`): those the log's records were about, and, per
@@ -88,6 +92,7 @@ from connectors.k8s.errors import AlreadyExists, Conflict, Gone, KubeError, NotF
 from connectors.k8s.framework_webhook import suspended, value_at
 from connectors.k8s.journal import Journal
 from connectors.k8s.json_patch import merge_patched
+from connectors.k8s.list_watch import Informer, ListedWhile
 from connectors.k8s.prebuilt import KEY as PREBUILT_WORKLOAD
 from connectors.k8s.resources import (
     APPWRAPPERS,
@@ -106,9 +111,16 @@ from connectors.k8s.resources import (
 from events import objects as o
 from events import schema as ev
 from events.timefmt import format_time
-from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
+from kueue_es.scheduler.config import DEFAULT, RAYSERVICE_FRAMEWORK, SchedulerConfig
 from kueue_es.scheduler.config_record import in_force
-from kueue_es.scheduler.multikueue import WAIT, check_of, group_target
+from kueue_es.scheduler.multikueue import (
+    RAYSERVICE_ADAPTER,
+    REMOTE_SPEC_SYNC,
+    WAIT,
+    check_of,
+    group_target,
+    remote_spec_patch,
+)
 from projections import gates
 from projections.admissionchecks import MultiKueueWorld, cluster_active
 from projections.cluster import ClusterState
@@ -135,6 +147,7 @@ class MultiKueueStats:
     copies_deleted: int = 0
     jobs_created: int = 0
     statuses_mirrored: int = 0
+    specs_synced: int = 0
     errors: int = 0
 
 
@@ -457,6 +470,49 @@ def as_before_start(adapter: Adapter, manager_owner: dict[str, Any], manager_wl:
     return {**manager_owner, "spec": merge_patched(manager_owner.get("spec") or {}, stopped["spec"])}
 
 
+class _OwnerMeta(msgspec.Struct, frozen=True, forbid_unknown_fields=False):
+    name: str
+    namespace: str = ""
+    uid: str = ""
+
+
+class SyncedOwner(msgspec.Struct, frozen=True):
+    """A manager's owner of a kind whose spec edits are forwarded to its copy (:data:`REMOTE_SPEC_SYNC`), as the
+    connector's informer keeps it: only the fields forwarded, so that no other change (its status, mirrored from
+    the copy) marks it changed."""
+
+    metadata: _OwnerMeta
+    synced: dict[str, Any]
+    """The forwarded fields, at their places in the object (``{"spec": {"serveConfigV2": ...}}``)."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+
+def synced_owner(fields: tuple[tuple[str, ...], ...], raw: msgspec.Raw | bytes) -> SyncedOwner | None:
+    """Decode a manager's owner, keeping of it the ``fields`` forwarded to its copy (None: not an object)."""
+    obj = msgspec.json.decode(raw)
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if not isinstance(meta, dict) or not meta.get("name"):
+        return None
+    synced: dict[str, Any] = {}
+    for keys in fields:
+        value = value_at(obj, keys)
+        if value is None:
+            continue
+        at = synced
+        for key in keys[:-1]:
+            at = at.setdefault(key, {})
+        at[keys[-1]] = value
+    return SyncedOwner(msgspec.convert(meta, _OwnerMeta), synced)
+
+
+SPEC_SYNC_FRAMEWORKS = {RAYSERVICE_ADAPTER: RAYSERVICE_FRAMEWORK}
+"""The integration framework of each kind of :data:`REMOTE_SPEC_SYNC` (its manager objects are watched only while
+the Configuration enables it)."""
+
+
 def adapter_of(wl: WorkloadInfo) -> Adapter | None:
     return ADAPTERS.get((wl.owner[0], wl.owner[1])) if wl.owner else None
 
@@ -646,6 +702,15 @@ class MultiKueueConnector:
         self._files: dict[str, tuple[FileVersion, tuple[bytes, str, str]]] = {}
         """MultiKueueCluster -> (its kubeconfig file's version, what was read there): a ``locationType: Path``
         kubeconfig is read again only once the file changed (Kueue watches the file)."""
+        self.synced_owners: dict[str, Informer[SyncedOwner]] = {
+            ADAPTERS[kind].resource.kind: ListedWhile(
+                partial(self._syncing_specs, kind), client, ADAPTERS[kind].resource, partial(synced_owner, fields),
+                partial(self._owners_edited, ADAPTERS[kind].resource), what=f"manager {kind[1]}s", log=log,
+                watch_timeout_s=watch_timeout_s, optional=True)
+            for kind, fields in sorted(REMOTE_SPEC_SYNC.items())}
+        """Owner kind -> the manager's owners of that kind whose spec edits are forwarded to their copies
+        (:data:`REMOTE_SPEC_SYNC`), listed and watched while MultiKueueRemoteSpecSync is on and the kind's framework
+        enabled (Kueue's MultiKueue controller watches them then), so that an edit reaches the copy at once."""
         listeners = getattr(journal.mirror, "listeners", None)
         if listeners is not None:
             listeners.append(self._on_applied)
@@ -653,9 +718,25 @@ class MultiKueueConnector:
     def _config(self) -> SchedulerConfig:
         return in_force(self.state) or DEFAULT
 
+    def _syncing_specs(self, kind: tuple[str, str]) -> bool:
+        """Whether the manager's owners of ``kind`` are listed for their spec edits: MultiKueue and
+        MultiKueueRemoteSpecSync on, and the kind's framework enabled (Kueue registers its adapter, whose local
+        watch this is, only then)."""
+        config = self._config()
+        return (config.gate(gates.MULTIKUEUE) and config.gate(gates.MULTIKUEUE_REMOTE_SPEC_SYNC)
+                and SPEC_SYNC_FRAMEWORKS[kind] in config.frameworks)
+
+    def _owners_edited(self, r: Resource, keys: set[str]) -> None:
+        """The manager's owners ``keys`` of kind ``r`` changed in a forwarded field (or came, or went): their
+        workloads are looked at on the next pass."""
+        self._moved |= self._workloads_of(r, keys)
+        self._wake.set()
+
     async def run(self) -> None:
         signal = self.journal.subscribe()
         waker = asyncio.create_task(self._forward(signal))
+        informers = [asyncio.create_task(i.run(absent_retry_s=self.absent_retry_s), name=f"k8s-multikueue-{kind}")
+                     for kind, i in self.synced_owners.items()]
         try:
             while True:
                 try:
@@ -670,6 +751,8 @@ class MultiKueueConnector:
                 self._wake.clear()
         finally:
             waker.cancel()
+            for task in informers:
+                await _stopped(task)
             for w in self.workers.values():
                 await self._stop(w)
             for name in sorted(self._secrets):
@@ -983,10 +1066,14 @@ class MultiKueueConnector:
     def _group_keys(self, copies: Any) -> set[str]:
         """The manager Workloads that the LeaderWorkerSet copies ``copies`` names (namespace/name) serve: those of
         the manager's set of that name (one per group; a copy names none of them, as it serves them all)."""
-        wanted = set(copies)
+        return self._workloads_of(LEADER_WORKER_SETS, copies)
+
+    def _workloads_of(self, r: Resource, owners: Any) -> set[str]:
+        """The manager Workloads whose owner is an object of kind ``r`` that ``owners`` names (namespace/name)."""
+        wanted = set(owners)
         if not wanted:
             return set()
-        api_version, kind = LEADER_WORKER_SETS.api_version, LEADER_WORKER_SETS.kind
+        api_version, kind = r.api_version, r.kind
         return {k for k, wl in self.state.workloads.items()
                 if wl.owner and wl.owner[1] == kind and wl.owner[0] == api_version
                 and f"{wl.namespace}/{wl.owner[2]}" in wanted}
@@ -1182,8 +1269,38 @@ class MultiKueueConnector:
             copies[owner_key] = remote
             self.stats.jobs_created += 1
             log.info("MultiKueue owner copy created", kind=r.kind, owner=owner_key, cluster=w.name)
+        elif not await self._sync_spec(w, r, owner_key, remote):
+            w.moved.add(wl.key)  # written again on the next pass
+        remote = copies.get(owner_key, remote)  # as the spec sync left it
         if not await self._mirror_status(adapter, owner_key, remote):
             w.moved.add(wl.key)  # written again on the next pass
+
+    async def _sync_spec(self, w: Worker, r: Resource, owner_key: str, remote: dict[str, Any]) -> bool:
+        """The copy ``remote`` already on the workload's worker gets the manager owner's edits of the fields its
+        kind forwards (:func:`remote_spec_patch`, MultiKueueRemoteSpecSync; Kueue's adapter patches them in place
+        when it syncs the job), the patch conditioned on the copy's resourceVersion. The manager's owner is read
+        from the informer (one not listed yet is looked at again once listed). False: the write conflicted, to be
+        tried again on the next pass."""
+        informer = self.synced_owners.get(r.kind)
+        local = informer.known.get(owner_key) if informer is not None else None
+        if local is None:
+            return True
+        patch = remote_spec_patch(self._config(), (r.api_version, r.kind), remote, local.synced)
+        if patch is None:
+            return True
+        rv = (remote.get("metadata") or {}).get("resourceVersion", "")
+        namespace, _, name = owner_key.partition("/")
+        assert w.client is not None
+        try:
+            patched = await w.client.patch(r, name, {**patch, "metadata": {"resourceVersion": rv}}, namespace)
+        except NotFound:
+            return True  # the copy is gone: its watch says so, and Kueue's Retry follows
+        except Conflict:
+            return False
+        w.owners.setdefault(r.kind, {})[owner_key] = msgspec.json.decode(patched)  # the watch brings it too
+        self.stats.specs_synced += 1
+        log.info("MultiKueue owner copy spec synced", kind=r.kind, owner=owner_key, cluster=w.name)
+        return True
 
     async def _final_status(self, w: Worker, key: str, origin: str) -> bool:
         """A workload finished on the worker that ran it: its owner's copy's last status, read from the worker (the

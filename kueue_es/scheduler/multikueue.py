@@ -45,11 +45,14 @@ deactivation.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 from events import objects as o
 from events import schema as ev
 from events.timefmt import parse_time
+from kueue_es.scheduler.config import SchedulerConfig
+from projections import gates
 from projections.admissionchecks import (
     ALL_AT_ONCE_DISPATCHER,
     INCREMENTAL_DISPATCHER,
@@ -118,6 +121,46 @@ MULTI_WORKLOAD = frozenset({LWS_ADAPTER})
 """Owner kinds whose Workloads (one per LeaderWorkerSet group, each with its component index) MultiKueue dispatches
 as one group (Kueue's ``MultiKueueMultiWorkloadAdapter``): none is nominated until all its owner makes exist; the
 lowest-indexed one nominates, and the others follow the worker one of them got (:func:`group_target`)."""
+REMOTE_SPEC_SYNC: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
+    RAYSERVICE_ADAPTER: (("spec", "serveConfigV2"),),
+}
+"""Owner kinds whose manager-side spec edits MultiKueue forwards to the copy running on the workload's worker
+(Kueue's adapters with a remote spec syncer, under MultiKueueRemoteSpecSync) -> the fields forwarded (keys down to
+each): a RayService's Serve applications (``spec.serveConfigV2``), which KubeRay updates in place. Every other kind's
+copy keeps the spec it was made with."""
+
+
+def _field(obj: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    """The value at ``keys`` in ``obj``; an absent field or an empty string are one (Go's zero string, which
+    Kueue's typed objects do not tell from a field left out)."""
+    value: Any = obj
+    for key in keys:
+        value = value.get(key) if isinstance(value, Mapping) else None
+    return None if value == "" else value
+
+
+def remote_spec_patch(config: SchedulerConfig, owner_kind: tuple[str, str], remote: Mapping[str, Any],
+                      local: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The merge patch that brings the worker's copy ``remote`` of an owner of kind ``owner_kind`` ((apiVersion,
+    kind)) in line with the manager's owner ``local`` in the fields :data:`REMOTE_SPEC_SYNC` forwards for the kind
+    (a field the manager's lacks nulled): None when they agree already, the kind forwards none, or
+    MultiKueueRemoteSpecSync is off (the copy then keeps what it was made with). Only the fields listed are
+    touched: the rest of the copy's spec, its suspension at least, is the worker's Kueue's."""
+    fields = REMOTE_SPEC_SYNC.get(owner_kind, ())
+    if not fields or not config.gate(gates.MULTIKUEUE_REMOTE_SPEC_SYNC):
+        return None
+    patch: dict[str, Any] = {}
+    for keys in fields:
+        wanted = _field(local, keys)
+        if _field(remote, keys) == wanted:
+            continue
+        at = patch
+        for key in keys[:-1]:
+            at = at.setdefault(key, {})
+        at[keys[-1]] = wanted
+    return patch or None
+
+
 ROUND_MS = 5 * 60 * 1000
 """How long a round of the incremental dispatcher lasts: the next one starts once more than this has passed."""
 

@@ -17,6 +17,7 @@ from fixtures import fastyaml
 from fixtures.multikueue_states import WorkerApi, dispatched_state
 
 from connectors.k8s import manifests
+from connectors.k8s.client import ListMeta, RawList
 from connectors.k8s.framework_webhook import value_at
 from connectors.k8s.multikueue import (
     ADAPTERS,
@@ -25,11 +26,13 @@ from connectors.k8s.multikueue import (
     adapter_of,
     rayservice_copy,
     suspended_copy,
+    synced_owner,
 )
 from connectors.k8s.resources import APPWRAPPERS, RAYCLUSTERS, RAYJOBS, RAYSERVICES, TRAINJOBS
 from events import schema as ev
 from kueue_es.scheduler import settle
-from kueue_es.scheduler.config import DEFAULT
+from kueue_es.scheduler.config import DEFAULT, load_config
+from kueue_es.scheduler.multikueue import REMOTE_SPEC_SYNC
 from kueue_es.statefile import load_state
 
 SCENARIO = Path(__file__).parents[1] / "scheduler" / "scenarios" / "multikueue-dispatch.yaml"
@@ -248,3 +251,106 @@ def test_the_manager_may_write_the_status_of_each_kind() -> None:
     rules = manifests.cluster_role()["rules"]
     for r in KINDS:
         assert {"apiGroups": [r.group], "resources": [f"{r.plural}/status"], "verbs": ["get", "patch"]} in rules, r.kind
+
+
+class ListingManager(Manager):
+    """:class:`Manager` that lists its owner too (the connector's informer of the manager's RayServices)."""
+
+    async def list(self, resource: Any, *, label_selector: str = "", **_: Any) -> RawList:
+        assert resource is RAYSERVICES
+        return RawList(ListMeta(resource_version="10"), [msgspec.Raw(msgspec.json.encode(self.owner))])
+
+
+def _serving(serve: str | None) -> dict[str, Any]:
+    """The manager's RayService, started, serving ``serve`` (None: no serveConfigV2)."""
+    owner = _owner(RAYSERVICES)
+    if serve is not None:
+        owner["spec"]["serveConfigV2"] = serve
+    return owner
+
+
+SERVING = load_config({"integrations": {"frameworks": ["batch/job", "ray.io/rayservice"]}})
+"""A Configuration enabling the RayService framework (Kueue registers the RayService adapter only then)."""
+
+
+async def _running_copy(tmp_path: Path, manager: ListingManager) -> tuple[MultiKueueConnector, WorkerApi]:
+    """The connector with the RayService's copy running on worker1 (as the manager's serves now), its manager
+    RayServices listed, one pass made."""
+    copy_there = rayservice_copy(manager.owner, MANAGER_WL, "multikueue")
+    copy_there["metadata"]["resourceVersion"] = "3"
+    worker = WorkerApi(copy_there)
+    mk = _connector(_state(tmp_path, RAYSERVICES), manager, worker)
+    mk._config = lambda: SERVING  # type: ignore[method-assign]
+    mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}}
+    mk.workers["worker1"].owners["RayService"] = {"default/a": copy_there}
+    await mk.synced_owners["RayService"].relist()
+    await mk.sync_copies("multikueue")
+    return mk, worker
+
+
+@pytest.mark.asyncio
+async def test_a_serve_config_edited_on_the_manager_reaches_the_copy_on_its_worker(tmp_path: Path) -> None:
+    """MultiKueueRemoteSpecSync (beta, on): Kueue's RayService adapter forwards the manager's ``serveConfigV2`` to
+    the copy running on the workload's worker, in place (a merge patch of that field alone, conditioned on the
+    copy's resourceVersion). The edit seen by the connector's watch of the manager's RayServices moves the
+    workload at once; an unchanged one writes nothing."""
+    manager = ListingManager(_serving("applications: []"))
+    mk, worker = await _running_copy(tmp_path, manager)
+    assert worker.patched == [] and not mk._moved  # the copy serves what the manager's does
+    manager.owner = _serving("applications:\n- name: b\n")
+    await mk.synced_owners["RayService"].relist()
+    assert mk._moved == {KEY}  # the edit moves its workload, nothing else
+    await mk.sync_copies("multikueue")
+    assert worker.patched == [("RayService:default/a", {"spec": {"serveConfigV2": "applications:\n- name: b\n"},
+                                                        "metadata": {"resourceVersion": "3"}})]
+    there = mk.workers["worker1"].owners["RayService"]["default/a"]
+    assert there["spec"]["serveConfigV2"] == "applications:\n- name: b\n"
+    assert there["spec"]["rayClusterConfig"]["suspend"] is True  # the rest of the copy is the worker's Kueue's
+    mk.workers["worker1"].moved.add(KEY)
+    await mk.sync_copies("multikueue")
+    assert len(worker.patched) == 1 and mk.stats.specs_synced == 1  # in step now: nothing written again
+    manager.owner = _serving(None)  # removed on the manager: removed from the copy
+    await mk.synced_owners["RayService"].relist()
+    await mk.sync_copies("multikueue")
+    assert worker.patched[-1][1]["spec"] == {"serveConfigV2": None}
+
+
+@pytest.mark.asyncio
+async def test_with_remote_spec_sync_off_the_copy_keeps_the_serve_config_it_was_made_with(tmp_path: Path) -> None:
+    """MultiKueueRemoteSpecSync off: the manager's RayServices are not listed, and an edit is not forwarded."""
+    manager = ListingManager(_serving("applications: []"))
+    mk, worker = await _running_copy(tmp_path, manager)
+    off = msgspec.structs.replace(SERVING, feature_gates={"MultiKueueRemoteSpecSync": False})
+    mk._config = lambda: off  # type: ignore[method-assign]
+    manager.owner = _serving("applications:\n- name: b\n")
+    assert await mk.synced_owners["RayService"].relist() is None  # not listed while the gate is off
+    mk.synced_owners["RayService"].known["default/a"] = synced_owner(
+        REMOTE_SPEC_SYNC[RAYSERVICES.api_version, RAYSERVICES.kind], msgspec.json.encode(manager.owner))
+    mk.workers["worker1"].moved.add(KEY)
+    await mk.sync_copies("multikueue")
+    assert worker.patched == []
+
+
+@pytest.mark.asyncio
+async def test_the_manager_rayservices_are_listed_only_with_their_framework_enabled(tmp_path: Path) -> None:
+    """Kueue registers the RayService adapter, and so watches the manager's RayServices for it, only for an
+    enabled framework: without ``ray.io/rayservice`` none is listed."""
+    mk = _connector(_state(tmp_path, RAYSERVICES), ListingManager(_serving("a")), WorkerApi())
+    assert "ray.io/rayservice" not in DEFAULT.frameworks
+    assert await mk.synced_owners["RayService"].relist() is None and not mk.synced_owners["RayService"].known
+    mk._config = lambda: SERVING  # type: ignore[method-assign]
+    assert await mk.synced_owners["RayService"].relist() == "10"
+    assert sorted(mk.synced_owners["RayService"].known) == ["default/a"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("r", [RAYJOBS, RAYCLUSTERS, APPWRAPPERS, TRAINJOBS], ids=lambda r: r.kind)
+async def test_no_other_kind_is_watched_on_the_manager_for_its_spec(tmp_path: Path, r: Any) -> None:
+    """Only the RayService adapter forwards spec edits: the connector watches no other kind on the manager, and
+    another kind's copy on its worker is never patched."""
+    mk = _connector(_state(tmp_path, r), Manager(_owner(r)), WorkerApi())
+    assert sorted(mk.synced_owners) == ["RayService"]
+    mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}}
+    mk.workers["worker1"].owners[r.kind] = {"default/a": {**_owner(r), "spec": {"entrypoint": "other"}}}
+    await mk.sync_copies("multikueue")
+    assert mk.workers["worker1"].client.patched == []  # type: ignore[union-attr]

@@ -11,7 +11,8 @@ worker's Workload or the mirrored Job, whichever reaches the manager's log first
 deleted. Along the way the MultiKueueCluster and the check show Kueue's Active
 conditions. A JobSet CRD installed on the worker only once the manager is connected gets the worker's JobSets
 watched without a reconnect. A RayService handed to MultiKueue is copied to the worker, started there by the
-worker's Kueue, its Ready condition mirrored, and its copies deleted once its Workload is deactivated. A
+worker's Kueue, its Ready condition mirrored, a ``serveConfigV2`` edited on the manager forwarded to the copy, and
+its copies deleted once its Workload is deactivated. A
 LeaderWorkerSet's two groups go to the worker together, on one copy of the set.
 """
 
@@ -584,6 +585,18 @@ async def test_a_rayservice_is_dispatched_to_the_worker_and_its_status_mirrored(
         await _condition_mirrored(kc, wc, RAYSERVICES, "mk-svc", ns, {
             "type": "Ready", "status": "True", "reason": "RayServiceReady", "message": ""},
             "the manager's RayService to show the copy Ready")
+
+        # --- the Serve applications edited on the manager: the copy gets them in place (MultiKueueRemoteSpecSync)
+        serve = "applications:\n- name: edited\n  import_path: app:deployment\n"
+        await kc.patch(RAYSERVICES, "mk-svc", {"spec": {"serveConfigV2": serve}}, ns)
+
+        async def copy_serves() -> dict[str, Any] | None:
+            there = await _remote(wc, RAYSERVICES, "mk-svc", ns)
+            return there if there is not None and there["spec"].get("serveConfigV2") == serve else None
+
+        edited = await eventually(copy_serves, timeout=30, what="the copy to get the manager's serveConfigV2")
+        assert edited["metadata"]["uid"] == remote["metadata"]["uid"], "patched in place, not made anew"
+        assert edited["spec"]["rayClusterConfig"]["suspend"] is False, "still started by the worker's Kueue"
 
         # --- deactivated on the manager: the copies go -------------------------------------------------------
         await kc.patch(BY_KIND["Workload"], wl_name, {"spec": {"active": False}}, ns)
