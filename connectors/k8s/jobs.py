@@ -391,8 +391,8 @@ class JobIntegration(JobReconciler[o.Job]):
             name = self._slice_name(job, workload_slices.probe_level(live) if partial else None)
             if not live:  # the first slice: made whether the Job runs or not (its pods wait at their gate)
                 await self._without_workload(job, name, elastic=True)
-            else:  # a scale-up: the Job runs on while the new slice waits
-                await self._once(job.key, "create", job, self._create_workload(job, name))
+            else:  # a scale-up: the Job runs on while the new slice waits (a probe after it, at the same version)
+                await self._once(job.key, f"create:{name}", job, self._create_workload(job, name))
             return True
         obs, wl = step.keep
         if step.set_counts:

@@ -700,3 +700,19 @@ def test_only_a_slice_may_lower_its_min_count_and_only_with_its_count() -> None:
     assert "immutable" in (_refused(lowered(elastic, 7, 6), elastic, on) or ""), "raised"
     plain = _with_min_count(_reserved_doc(7, 0, {}), 5)
     assert "immutable" in (_refused(lowered(plain, 3, 3), plain, on) or "")
+
+
+@pytest.mark.asyncio
+async def test_a_probe_is_made_for_the_same_version_of_the_job_as_the_slice_it_follows() -> None:
+    """The scale-up slice made, then admitted in part, with nothing of the Job changed since: its probe is made (a
+    pass does not take the probe for the slice already made)."""
+    jobs, mirror, _, client = _setup(_elastic_job(10, generation=2, annotations=PARTIAL), _slice("a", 5),
+                                     partial=True)
+    _phase(mirror, "a", ADMITTED)
+    await jobs.reconcile("ns/train")
+    made = _slice(_slice_name(2), 10, replaces="ns/a", created="2026-01-01T00:00:09Z")
+    mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=2, key=made.key, uid=made.metadata.uid, obj=made)))
+    _phase(mirror, "a", FINISHED)
+    _phase(mirror, made.metadata.name, ADMITTED, granted=7)
+    await jobs.reconcile("ns/train")
+    assert [b["metadata"]["name"] for b in client.created] == [_slice_name(2), _slice_name(2, probe=7)]
