@@ -418,8 +418,8 @@ class JobReconciler(Generic[J]):
         """One step with the job's Workload, as stored (``obs``) and in the log (``wl``) (module docstring);
         ``generated``: the Workload was made for the job, not named by it."""
         key = job.key
-        if self._acted.get(key, ("",))[0] == "create":
-            del self._acted[key]  # seen: if it is ever deleted, it is created again
+        if self._acted.get(key, ("",))[0].partition(":")[0] == "create":
+            del self._acted[key]  # seen: if it is ever deleted, it is created again (a slice's: ``create:<name>``)
         if wl.phase == FINISHED or wf.deleting(obs):
             await self._release(job, wl, obs)
             return  # as Kueue's reconciler: nothing else is done with a finished Workload, or one going

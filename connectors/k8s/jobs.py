@@ -30,7 +30,8 @@ Level-triggered over the mirror; for each Job the mirror marks dirty (the Job or
   a new slice for a scale-up of one holding quota (made while the Job runs on; under partial scale-up with the old
   slice's granted pods as its ``minCount``, and a further one, a scale-up probe, once the Job's slice is admitted
   in part), an old slice that lost its quota
-  finished ``OutOfSync``; a finished slice loses its finalizer; the slice kept is then used as a generated
+  finished ``OutOfSync`` (under partial scale-up with the slice waiting behind it; the next slice, a new chain,
+  asks for at least the pods the Job was last granted); a finished slice loses its finalizer; the slice kept is then used as a generated
   Workload is, below, but neither rewritten nor re-prioritised, and a running Job is stopped only when it is
   evicted; running on an admitted slice, its pods lose the ``kueue.x-k8s.io/elastic-job`` scheduling gate the
   Job webhook gave its template — as many as the slice was granted beyond the pods already released;
@@ -377,6 +378,9 @@ class JobIntegration(JobReconciler[o.Job]):
         step = workload_slices.ensure({"main": job_pod_count(job)}, owned, partial=partial)
         if step.finish_old is not None:
             await self._finish_out_of_sync(job, step.finish_old[1])
+        if step.stranded is not None:  # KEP-12100: the waiting slice goes with the evicted one; a new chain next
+            await self._finish_out_of_sync(job, step.stranded[1])
+            return True
         if step.error:
             log.error("elastic job: workload slices left as they are", job=job.key, error=step.error)
             return True
@@ -388,11 +392,11 @@ class JobIntegration(JobReconciler[o.Job]):
                     and self.is_running(job):
                 await self._running_admitted(job, behind[1])
         if step.keep is None:
-            name = self._slice_name(job, workload_slices.probe_level(live) if partial else None)
+            name = self._slice_name(job, workload_slices.probe_level(live) if partial else None, owned)
             if not live:  # the first slice: made whether the Job runs or not (its pods wait at their gate)
                 await self._without_workload(job, name, elastic=True)
-            else:  # a scale-up: the Job runs on while the new slice waits
-                await self._once(job.key, "create", job, self._create_workload(job, name))
+            else:  # a scale-up: the Job runs on while the new slice waits (a probe after it, at the same version)
+                await self._once(job.key, f"create:{name}", job, self._create_workload(job, name))
             return True
         obs, wl = step.keep
         if step.set_counts:
@@ -441,12 +445,17 @@ class JobIntegration(JobReconciler[o.Job]):
             raise KubeError(f"pods {', '.join(f'{ns}/{n}' for n in stale)}: changed while their elastic-job gate "
                             "was being lifted", 409, "Conflict")
 
-    def _slice_name(self, job: o.Job, probe: int | None = None) -> str:
+    def _slice_name(self, job: o.Job, probe: int | None = None, owned: Sequence[workload_slices.Slice] = ()) -> str:
         """The name of a new slice of the Job; ``probe``: a scale-up probe's level
-        (:func:`connectors.k8s.workload_slices.probe_level`)."""
+        (:func:`connectors.k8s.workload_slices.probe_level`); ``owned``: the Job's slices, a name one of them has
+        not taken again (:func:`connectors.k8s.workload_slices.fresh_name_extra`)."""
         meta = job.metadata
-        return workload_slices.slice_name("Job", "batch", meta.name, meta.uid, meta.generation,
-                                          short=self.state.gate(gates.SHORT_WORKLOAD_NAMES), probe=probe)
+        short = self.state.gate(gates.SHORT_WORKLOAD_NAMES)
+        name = workload_slices.slice_name("Job", "batch", meta.name, meta.uid, meta.generation, short=short,
+                                          probe=probe)
+        extra = workload_slices.fresh_name_extra(meta.generation, probe, name, owned)
+        return workload_slices.slice_name("Job", "batch", meta.name, meta.uid, meta.generation, short=short,
+                                          extra=extra) if extra else name
 
     async def _finish_out_of_sync(self, job: o.Job, wl: WorkloadInfo) -> None:
         """An old slice that lost its quota, or was evicted, while a new one waits: finished ``OutOfSync``."""
@@ -530,11 +539,13 @@ class JobIntegration(JobReconciler[o.Job]):
             "ownerReferences": [prebuilt.controller_ref(meta["name"], meta["uid"])],
         }
         if workload_slices.elastic(self.state, job_annotations):
-            live = workload_slices.not_finished(self._owned(f"{meta['namespace']}/{meta['name']}"))
+            owned = self._owned(f"{meta['namespace']}/{meta['name']}")
+            live = workload_slices.not_finished(owned)
             annotations.update(workload_slices.slice_annotations(name, live))
             if workload_slices.partial_scale_up(self.state, job_annotations):
-                floor = workload_slices.baseline({"main": count}, live).get("main")
-                if floor is not None:  # a scale-up: at least what the old slice holds
+                floor = (workload_slices.baseline({"main": count}, live) if live
+                         else workload_slices.last_granted({"main": count}, owned)).get("main")
+                if floor is not None:  # a scale-up, or a readmission: at least what the Job was last granted
                     pod_set["minCount"] = floor
         if annotations:
             wl_meta["annotations"] = annotations

@@ -17,7 +17,8 @@ not finished (oldest first), :func:`ensure` decides, comparing their pod counts 
 * **two** (a new slice waiting to replace the old): the old one is finished ``OutOfSync`` when it no longer holds
   quota or has an ``Evicted`` condition; the new one is the Job's (other pod set names: the slices do not apply),
   taking the Job's counts in place when they differ — unless it holds quota already, which Kueue reports as an
-  error (it never admits a new slice before finishing the old one) and does nothing;
+  error (it never admits a new slice before finishing the old one) and does nothing; under partial scale-up the
+  new one, waiting, is finished ``OutOfSync`` with the old (below);
 * **more**: an error, nothing done.
 
 The pods: the Job webhook gives an elastic Job's pod template the ``kueue.x-k8s.io/elastic-job`` scheduling gate
@@ -37,6 +38,15 @@ must grow past once the old slice is admitted). Once the Job's only slice is adm
 the generation alone (:func:`probe_level`; a retry at the same level makes the same name, a further partial
 admission a new one). Probing stops once a slice is granted all it asks for. The pods released follow the granted
 counts (:func:`granted`).
+
+Eviction under partial scale-up (KEP-12100's eviction and readmission): when the slice a waiting scale-up slice (a
+probe, or the first scale-up slice) replaces is evicted or loses its quota, the waiting slice's ``minCount`` is a
+floor measured against a slice that is gone. :func:`ensure` finishes both ``OutOfSync`` (:attr:`SliceStep.stranded`),
+so the Job has no live slice; the slice made next starts a new chain, its ``minCount`` the pods the Job was last
+granted on record (:func:`last_granted`: the newest of its slices whose stored admission shows a count), so it can
+be admitted again at the size it last ran at and probe upwards from there. A new slice, or probe, whose usual name
+one of the Job's slices already has is named by hashing ``-readmit-<slices the Job has>`` too
+(:func:`fresh_name_extra`).
 """
 
 from __future__ import annotations
@@ -62,6 +72,8 @@ SCALE_UP_STRATEGY_ANNOTATION = "kueue.x-k8s.io/elastic-job-scale-up-strategy"
 SCALE_UP_PARTIAL = "partial"
 SCALE_UP_PROBE = "scale-up-probe"
 """Hashed into a scale-up probe's name, with the generation and the pods granted so far."""
+READMIT = "readmit"
+"""Hashed into the name of a slice made after the Job's slices were all finished, when the generation names one."""
 OUT_OF_SYNC = "OutOfSync"
 OUT_OF_SYNC_MESSAGE = "The workload slice is out of sync with its parent job"
 
@@ -91,12 +103,26 @@ def pod_slice_name(state: object, obs: o.Workload) -> str | None:
 
 
 def slice_name(kind: str, group: str, name: str, uid: str, generation: int, *, short: bool = False,
-               probe: int | None = None) -> str:
+               probe: int | None = None, extra: str = "") -> str:
     """Kueue's name for a slice of object ``name``: the usual name, its hash taken over the generation too; a
     scale-up probe's (``probe``: the pods granted so far, :func:`probe_level`) over
-    ``<generation>-scale-up-probe-<probe>``."""
-    extra = str(generation) if probe is None else f"{generation}-{SCALE_UP_PROBE}-{probe}"
-    return owner_workload_name(kind, group, name, uid, short=short, extra=extra)
+    ``<generation>-scale-up-probe-<probe>``; ``extra`` (:func:`fresh_name_extra`), when given, over that."""
+    return owner_workload_name(kind, group, name, uid, short=short, extra=extra or name_extra(generation, probe))
+
+
+def name_extra(generation: int, probe: int | None = None) -> str:
+    """What a slice's name is hashed over besides the object (:func:`slice_name`)."""
+    return str(generation) if probe is None else f"{generation}-{SCALE_UP_PROBE}-{probe}"
+
+
+def fresh_name_extra(generation: int, probe: int | None, named: str, owned: Sequence[Slice]) -> str:
+    """What a new slice's name is hashed over when ``named`` (its usual name, :func:`name_extra`) is taken by one of
+    the Job's slices (``owned``: a Job readmitted after its slices were finished at this generation, and its
+    probes): the usual extra followed by ``-readmit-<number of slices the Job has>``, the same on a retry, another
+    once the slice is made. Empty (the usual name) otherwise."""
+    if all(obs.metadata.name != named for obs, _ in owned):
+        return ""
+    return f"{name_extra(generation, probe)}-{READMIT}-{len(owned)}"
 
 
 def not_finished(owned: Sequence[Slice]) -> list[Slice]:
@@ -148,6 +174,36 @@ def probe_level(live: Sequence[Slice]) -> int | None:
     return sum(granted(live[0][1]).values())
 
 
+def last_granted(job_counts: dict[str, int], owned: Sequence[Slice]) -> dict[str, int]:
+    """The ``minCount`` of each pod set of a slice made when none of the Job's slices is live, under partial
+    scale-up (KEP-12100's readmission after an eviction): for each pod set that grows past it, the count the Job was
+    last granted on record — the admission stored on the newest of its slices that shows one (a finished slice keeps
+    it), its count within the slice's spec. Newest: the latest made, and within one second the one replacing the
+    other. Empty when no slice shows an admission (a Job's first slice is never admitted in part)."""
+    keys = {obs.key: obs for obs, _ in owned}
+
+    def depth(obs: o.Workload) -> int:
+        hops, seen = 0, {obs.key}
+        while (up := obs.metadata.annotations.get(REPLACEMENT_FOR, "")) in keys and up not in seen:
+            seen.add(up)
+            obs, hops = keys[up], hops + 1
+        return hops
+
+    def order(item: Slice) -> tuple[str, int, str]:
+        obs = item[0]
+        return (obs.metadata.creation_timestamp or "", depth(obs), obs.metadata.name)
+
+    for obs, _ in sorted(owned, key=order, reverse=True):
+        admission = obs.status.admission
+        if admission is None:
+            continue
+        spec = counts(obs)
+        have = {p.name: min(p.count, spec[p.name]) for p in admission.pod_set_assignments
+                if p.count is not None and p.name in spec}
+        return {name: have[name] for name, count in job_counts.items() if name in have and count > have[name]}
+    return {}
+
+
 def baseline(job_counts: dict[str, int], live: Sequence[Slice]) -> dict[str, int]:
     """The ``minCount`` of each pod set of a new slice asking for ``job_counts`` under partial scale-up: for each
     pod set that grows, the pods the slice it replaces (the Job's only live slice, holding quota) was granted.
@@ -175,13 +231,17 @@ class SliceStep:
     """``keep`` is to take the Job's pod counts first."""
     finish_old: Slice | None = None
     """An old slice to finish ``OutOfSync``."""
+    stranded: Slice | None = None
+    """Under partial scale-up, the waiting slice that replaces ``finish_old``, finished ``OutOfSync`` with it (its
+    ``minCount`` measured against a slice that is gone); nothing else is done that pass."""
     error: str = ""
     """Kueue reports an error and does nothing else."""
 
 
 def ensure(job_counts: dict[str, int], owned: Sequence[Slice], *, partial: bool = False) -> SliceStep:
     """Kueue's ``EnsureWorkloadSlices`` over the Workloads the Job controls (module docstring); ``partial``: the Job
-    scales up in part (:func:`partial_scale_up`), so its only slice, admitted in part, gets a probe after it."""
+    scales up in part (:func:`partial_scale_up`), so its only slice, admitted in part, gets a probe after it, and a
+    slice waiting behind one evicted is finished with it (:attr:`SliceStep.stranded`)."""
     live = not_finished(owned)
     if not live:
         return SliceStep()
@@ -206,6 +266,8 @@ def ensure(job_counts: dict[str, int], owned: Sequence[Slice], *, partial: bool 
         if new[1].reserving:
             return SliceStep(finish_old=finish_old,
                              error="unexpected combination of old and new workload slices with reserved quota")
+        if partial and finish_old is not None and new[0].metadata.annotations.get(REPLACEMENT_FOR) == old[0].key:
+            return SliceStep(keep=None, finish_old=finish_old, stranded=new)
         return SliceStep(keep=new, set_counts=have != job_counts, finish_old=finish_old)
     return SliceStep(error=f"unexpected number of matching workload slices: {len(live)}")
 

@@ -114,6 +114,15 @@ def _setup(j: o.Job, *slices: o.Workload, gate: bool = True, partial: bool | Non
     return jobs, mirror, appended, client
 
 
+def _slice_and_probe(parallelism: int, generation: int
+                     ) -> tuple[str, str, tuple[JobIntegration, Mirror, list[ev.AnyEvent], Client]]:
+    """A partial Job's slice of generation 2 (10 pods) and its scale-up probe (level 7) waiting behind it."""
+    partial_slice, probe = _slice_name(2), _slice_name(2, probe=7)
+    return partial_slice, probe, _setup(
+        _elastic_job(parallelism, generation=generation, annotations=PARTIAL), _slice(partial_slice, 10),
+        _slice(probe, 10, replaces=f"ns/{partial_slice}", created="2026-01-01T00:00:09Z"), partial=True)
+
+
 # --- the decision -----------------------------------------------------------------------------------------------
 
 
@@ -440,10 +449,7 @@ async def test_a_slice_admitted_in_part_gets_a_probe_for_the_whole_job() -> None
 
 @pytest.mark.asyncio
 async def test_a_pending_probe_beside_its_slice_is_the_jobs_and_no_other_is_made() -> None:
-    partial_slice, probe = _slice_name(2), _slice_name(2, probe=7)
-    jobs, mirror, _, client = _setup(
-        _elastic_job(12, generation=3, annotations=PARTIAL), _slice(partial_slice, 10),
-        _slice(probe, 10, replaces=f"ns/{partial_slice}", created="2026-01-01T00:00:09Z"), partial=True)
+    partial_slice, probe, (jobs, mirror, _, client) = _slice_and_probe(12, 3)
     _phase(mirror, partial_slice, ADMITTED, granted=7)
     await jobs.reconcile("ns/train")
     assert client.created == []
@@ -700,3 +706,124 @@ def test_only_a_slice_may_lower_its_min_count_and_only_with_its_count() -> None:
     assert "immutable" in (_refused(lowered(elastic, 7, 6), elastic, on) or ""), "raised"
     plain = _with_min_count(_reserved_doc(7, 0, {}), 5)
     assert "immutable" in (_refused(lowered(plain, 3, 3), plain, on) or "")
+
+
+# --- KEP-12100's eviction and readmission ----------------------------------------------------------------------
+
+
+def _granted_slice(name: str, count: int, granted: int | None, **kw: Any) -> o.Workload:
+    """A slice as the apiserver stores it, its admission (``granted`` pods; None: no admission) kept."""
+    w = _slice(name, count, **kw)
+    if granted is None:
+        return w
+    admission = o.Admission(cluster_queue="cq", pod_set_assignments=[o.PodSetAssignment(
+        name="main", flavors={"cpu": "default"}, resource_usage={"cpu": str(granted)}, count=granted)])
+    return msgspec.structs.replace(w, status=o.WorkloadStatus(admission=admission))
+
+
+@pytest.mark.parametrize("evicted", [True, False])
+def test_a_waiting_scale_up_slice_is_finished_with_the_evicted_slice_it_replaces(evicted: bool) -> None:
+    """Under partial scale-up the probe's minCount is measured against the slice it replaces: that one evicted (or
+    its quota gone), the probe goes with it. Atomic, the probe (no minCount) stays the Job's, as before."""
+    partial_slice, probe, (_, mirror, _, _) = _slice_and_probe(10, 2)
+    _phase(mirror, partial_slice, ADMITTED if evicted else PENDING, evicted=evicted, granted=7)
+    owned = _pairs(mirror, partial_slice, probe)
+    step = workload_slices.ensure({"main": 10}, owned, partial=True)
+    assert (step.keep, step.finish_old[0].metadata.name if step.finish_old else None,
+            step.stranded[0].metadata.name if step.stranded else None) == (None, partial_slice, probe)
+    atomic = workload_slices.ensure({"main": 10}, owned, partial=False)
+    assert (atomic.keep[0].metadata.name if atomic.keep else None, atomic.stranded) == (probe, None)
+    info = mirror.state.workloads[f"ns/{partial_slice}"]
+    info.evicted, info.conditions = "", ()
+    _phase(mirror, partial_slice, ADMITTED, granted=7)
+    held = workload_slices.ensure({"main": 10}, _pairs(mirror, partial_slice, probe), partial=True)
+    assert (held.keep[0].metadata.name if held.keep else None, held.finish_old, held.stranded) == (probe, None, None)
+
+
+def test_last_granted_is_the_newest_admission_on_record() -> None:
+    first, partial_slice, probe = _slice_name(1), _slice_name(2), _slice_name(2, probe=7)
+    _, mirror, _, _ = _setup(
+        _elastic_job(10, generation=2, annotations=PARTIAL), _granted_slice(first, 5, 5),
+        _granted_slice(partial_slice, 10, 7, replaces=f"ns/{first}"),
+        _granted_slice(probe, 10, None, replaces=f"ns/{partial_slice}"))
+    owned = _pairs(mirror, probe, first, partial_slice)  # one second: the chain orders them, not their names
+    assert workload_slices.last_granted({"main": 10}, owned) == {"main": 7}, "the probe was never admitted"
+    assert workload_slices.last_granted({"main": 7}, owned) == {}, "not growing past it"
+    assert workload_slices.last_granted({"main": 10}, _pairs(mirror, first, probe)) == {"main": 5}
+    assert workload_slices.last_granted({"main": 10}, _pairs(mirror, probe)) == {}, "nothing on record"
+
+
+@pytest.mark.asyncio
+async def test_an_evicted_slice_takes_its_waiting_probe_with_it_and_nothing_else_is_done() -> None:
+    partial_slice, probe, (jobs, mirror, appended, client) = _slice_and_probe(10, 2)
+    _phase(mirror, partial_slice, ADMITTED, evicted=True, granted=7)
+    await jobs.reconcile("ns/train")
+    assert [(e.key, e.reason) for e in appended if isinstance(e, ev.WorkloadFinished)] == [
+        (f"ns/{partial_slice}", "OutOfSync"), (f"ns/{probe}", "OutOfSync")]
+    assert (client.created, client.patches) == ([], []), "no new slice yet, the Job is not stopped"
+
+
+@pytest.mark.asyncio
+async def test_once_its_slices_are_finished_the_job_is_readmitted_from_what_it_was_last_granted() -> None:
+    """The slice made next starts a new chain (it replaces nothing), asks for the whole Job with at least the 7
+    pods the evicted slice was granted, and is named apart from that slice (same generation)."""
+    first, partial_slice, probe = _slice_name(1), _slice_name(2), _slice_name(2, probe=7)
+    jobs, mirror, _, client = _setup(
+        _elastic_job(10, generation=2, annotations=PARTIAL), _granted_slice(first, 5, 5),
+        _granted_slice(partial_slice, 10, 7, replaces=f"ns/{first}", created="2026-01-01T00:00:05Z"),
+        _slice(probe, 10, replaces=f"ns/{partial_slice}", created="2026-01-01T00:00:09Z"), partial=True)
+    for name in (first, partial_slice, probe):
+        _phase(mirror, name, FINISHED)
+    await jobs.reconcile("ns/train")
+    (body,) = client.created
+    digest = hashlib.sha1(f"Job\nbatch\ntrain\n{UID}\n2-readmit-3".encode()).hexdigest()[:5]
+    assert body["metadata"]["name"] == f"job-train-{digest}" not in (first, partial_slice, probe)
+    assert body["metadata"]["annotations"] == {**ELASTIC, SLICE_NAME: body["metadata"]["name"]}
+    assert (body["spec"]["podSets"][0]["count"], body["spec"]["podSets"][0]["minCount"]) == (10, 7)
+
+
+@pytest.mark.asyncio
+async def test_a_first_slice_asks_for_no_min_count_and_keeps_its_usual_name() -> None:
+    jobs, _, _, client = _setup(_elastic_job(5, annotations=PARTIAL), partial=True)
+    await jobs.reconcile("ns/train")
+    (body,) = client.created
+    assert body["metadata"]["name"] == _slice_name(1)
+    assert "minCount" not in body["spec"]["podSets"][0]
+
+
+@pytest.mark.asyncio
+async def test_a_probe_whose_usual_name_a_finished_probe_has_is_named_apart() -> None:
+    """Readmitted with 7 again, the Job's probe would be named as the probe finished with the evicted slice."""
+    first, partial_slice, probe = _slice_name(1), _slice_name(2), _slice_name(2, probe=7)
+    digest = hashlib.sha1(f"Job\nbatch\ntrain\n{UID}\n2-readmit-3".encode()).hexdigest()[:5]
+    readmit = f"job-train-{digest}"
+    jobs, mirror, _, client = _setup(
+        _elastic_job(10, generation=2, annotations=PARTIAL), _granted_slice(first, 5, 5),
+        _granted_slice(partial_slice, 10, 7, replaces=f"ns/{first}", created="2026-01-01T00:00:05Z"),
+        _slice(probe, 10, replaces=f"ns/{partial_slice}", created="2026-01-01T00:00:09Z"),
+        _slice(readmit, 10, created="2026-01-01T00:00:20Z"), partial=True)
+    for name in (first, partial_slice, probe):
+        _phase(mirror, name, FINISHED)
+    _phase(mirror, readmit, ADMITTED, granted=7)
+    await jobs.reconcile("ns/train")
+    (body,) = client.created
+    digest = hashlib.sha1(f"Job\nbatch\ntrain\n{UID}\n2-scale-up-probe-7-readmit-4".encode()).hexdigest()[:5]
+    assert body["metadata"]["name"] == f"job-train-{digest}" != probe
+    assert body["metadata"]["annotations"][REPLACES] == f"ns/{readmit}"
+    assert (body["spec"]["podSets"][0]["count"], body["spec"]["podSets"][0]["minCount"]) == (10, 7)
+
+
+@pytest.mark.asyncio
+async def test_a_probe_is_made_for_the_same_version_of_the_job_as_the_slice_it_follows() -> None:
+    """The scale-up slice made, then admitted in part, with nothing of the Job changed since: its probe is made (a
+    pass does not take the probe for the slice already made)."""
+    jobs, mirror, _, client = _setup(_elastic_job(10, generation=2, annotations=PARTIAL), _slice("a", 5),
+                                     partial=True)
+    _phase(mirror, "a", ADMITTED)
+    await jobs.reconcile("ns/train")
+    made = _slice(_slice_name(2), 10, replaces="ns/a", created="2026-01-01T00:00:09Z")
+    mirror.apply(ev.Record(mirror.offset + 1, ev.ObjectUpserted(time=2, key=made.key, uid=made.metadata.uid, obj=made)))
+    _phase(mirror, "a", FINISHED)
+    _phase(mirror, made.metadata.name, ADMITTED, granted=7)
+    await jobs.reconcile("ns/train")
+    assert [b["metadata"]["name"] for b in client.created] == [_slice_name(2), _slice_name(2, probe=7)]

@@ -222,6 +222,20 @@ async def _gated(kc: KubeClient, ns: str, *names: str) -> list[str]:
     return [n for n in names if (await get(kc, "Pod", n, ns))["spec"].get("schedulingGates")]
 
 
+async def _partial_job(kc: KubeClient, ns: str, name: str) -> tuple[dict[str, Any], str, str]:
+    """An elastic Job of 5 pods scaling up in part, started on its first slice: (the Job as made, its uid, the
+    first slice's name)."""
+    doc = job(ns, name, "user-queue", parallelism=5)
+    doc["metadata"]["annotations"] = {ELASTIC: "true", STRATEGY: "partial"}
+    doc["spec"]["template"]["spec"]["schedulingGates"] = [{"name": ELASTIC}]
+    del doc["spec"]["completions"]
+    created = await create(kc, doc)
+    uid = created["metadata"]["uid"]
+    first = slice_name("Job", "batch", name, uid, created["metadata"]["generation"])
+    await eventually(lambda: running(kc, ns, name), what="the Job started on its first slice")
+    return created, uid, first
+
+
 @pytest.mark.asyncio
 async def test_a_partial_scale_up_is_admitted_in_part_then_probed_for_the_rest(kube_apiserver, tmp_path) -> None:
     """Kueue's KEP-12100 with a batch/v1 Job (``kueue.x-k8s.io/elastic-job-scale-up-strategy: partial``,
@@ -235,14 +249,7 @@ async def test_a_partial_scale_up_is_admitted_in_part_then_probed_for_the_rest(k
         await crds.install(kc)
         q = await queues(kc, "elastic-partial", {"cpu": 7})
         async with kueue_es(kc, tmp_path / "log", config=PARTIAL_SCALE_UP):
-            doc = job(q.ns, "ep", "user-queue", parallelism=5)
-            doc["metadata"]["annotations"] = {ELASTIC: "true", STRATEGY: "partial"}
-            doc["spec"]["template"]["spec"]["schedulingGates"] = [{"name": ELASTIC}]
-            del doc["spec"]["completions"]
-            created = await create(kc, doc)
-            uid = created["metadata"]["uid"]
-            first = slice_name("Job", "batch", "ep", uid, created["metadata"]["generation"])
-            await eventually(lambda: running(kc, q.ns, "ep"), what="the Job started on its first slice")
+            created, uid, first = await _partial_job(kc, q.ns, "ep")
             first_wl = await _admitted(kc, q.ns, first)
             assert first_wl is not None and "minCount" not in first_wl["spec"]["podSets"][0], \
                 "a first slice is never admitted in part"
@@ -303,3 +310,57 @@ async def _finished_as_replaced(kc: KubeClient, ns: str, name: str) -> bool:
     wl = await _workload(kc, ns, name)
     finished = _condition(wl, "Finished") if wl else None
     return finished is not None and finished["status"] == "True" and finished["reason"] == "WorkloadSliceReplaced"
+
+
+async def _finished_out_of_sync(kc: KubeClient, ns: str, name: str) -> bool:
+    wl = await _workload(kc, ns, name)
+    finished = _condition(wl, "Finished") if wl else None
+    return finished is not None and finished["status"] == "True" and finished["reason"] == "OutOfSync"
+
+
+async def _names(kc: KubeClient, ns: str) -> set[str]:
+    return {w["metadata"]["name"] for w in msgspec.json.decode(await kc.request(
+        "GET", f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{ns}/workloads"))["items"]}
+
+
+@pytest.mark.asyncio
+async def test_an_evicted_partial_slice_takes_its_probe_with_it_and_the_job_is_readmitted_at_its_last_size(
+        kube_apiserver, tmp_path) -> None:
+    """KEP-12100's eviction and readmission: the Job's slice admitted with 7 of 10 and its probe waiting, the
+    ClusterQueue drained (``HoldAndDrain``) evicts the slice; the probe, whose ``minCount`` was measured against it,
+    is finished ``OutOfSync`` with it, and the Job gets a new slice, replacing nothing, asking for the 10 with at
+    least the 7 it last ran with, named apart from the evicted slice of the same generation. Once the ClusterQueue
+    runs again that slice is admitted with 7 and a probe for the rest follows it."""
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        q = await queues(kc, "elastic-readmit", {"cpu": 7})
+        async with kueue_es(kc, tmp_path / "log", config=PARTIAL_SCALE_UP):
+            _, uid, first = await _partial_job(kc, q.ns, "er")
+            await kc.patch(JOBS, "er", {"status": {"active": 5}}, q.ns, subresource="status")
+            scaled = msgspec.json.decode(await kc.patch(JOBS, "er", {"spec": {"parallelism": 10}}, q.ns))
+            generation = scaled["metadata"]["generation"]
+            partial = slice_name("Job", "batch", "er", uid, generation)
+            probe = slice_name("Job", "batch", "er", uid, generation, probe=7)
+            await eventually(lambda: _admitted(kc, q.ns, partial), what="the scale-up admitted with 7")
+            await eventually(lambda: _pending(kc, q.ns, probe), what="the scale-up probe waiting")
+
+            await kc.patch(CLUSTER_QUEUES, q.cq, {"spec": {"stopPolicy": "HoldAndDrain"}})
+            await eventually(lambda: _finished_out_of_sync(kc, q.ns, partial), what="the evicted slice finished")
+            await eventually(lambda: _finished_out_of_sync(kc, q.ns, probe), what="its probe finished with it")
+            readmit = slice_name("Job", "batch", "er", uid, generation, extra=f"{generation}-readmit-3")
+            await eventually(lambda: _workload(kc, q.ns, readmit), what="a new slice for the Job")
+            new = await get(kc, "Workload", readmit, q.ns)
+            assert REPLACES not in new["metadata"]["annotations"], "a new chain: it replaces nothing"
+            assert new["metadata"]["annotations"][SLICE_NAME] == readmit
+            assert (new["spec"]["podSets"][0]["count"], new["spec"]["podSets"][0]["minCount"]) == (10, 7)
+
+            await kc.patch(CLUSTER_QUEUES, q.cq, {"spec": {"stopPolicy": "None"}})
+            again = await eventually(lambda: _admitted(kc, q.ns, readmit), what="readmitted at its last size")
+            assert _granted(again) == 7
+            # the same level names the probe that was finished: this one is named apart
+            next_probe = slice_name("Job", "batch", "er", uid, generation, extra=f"{generation}-scale-up-probe-7-readmit-4")
+            await eventually(lambda: _pending(kc, q.ns, next_probe), what="a probe for the rest waiting")
+            probe_wl = await get(kc, "Workload", next_probe, q.ns)
+            assert probe_wl["metadata"]["annotations"][REPLACES] == f"{q.ns}/{readmit}"
+            assert (probe_wl["spec"]["podSets"][0]["count"], probe_wl["spec"]["podSets"][0]["minCount"]) == (10, 7)
+            assert await _names(kc, q.ns) == {first, partial, probe, readmit, next_probe}
