@@ -307,6 +307,27 @@ async def _dispatch_run_and_finish(kc, wc, ns: str, cq: str, worker: str, check:
         assert c["message"] == ("load client config failed: invalid configuration: [context was not found for "
                                 "specified context: elsewhere, cluster has no server defined]")
 
+        # --- a current user with a client certificate and no key: refused before any client is built ----------
+        keyless = {"apiVersion": "v1", "kind": "Config", "current-context": "c", "clusters": [
+            {"name": "w", "cluster": {"server": "https://worker.example:6443", "certificate-authority-data": "Q0E="}}],
+            "users": [{"name": "u", "user": {"client-certificate-data": "Q0VSVA=="}}],
+            "contexts": [{"name": "c", "context": {"cluster": "w", "user": "u"}}]}
+        await kc.create(SECRETS, {"apiVersion": "v1", "kind": "Secret",
+                                  "metadata": {"name": f"keyless-{sfx}", "namespace": KUEUE_NAMESPACE},
+                                  "data": {"kubeconfig": base64.b64encode(msgspec.json.encode(keyless)).decode()}},
+                        KUEUE_NAMESPACE)
+        await create(kc, {"apiVersion": KUEUE, "kind": "MultiKueueCluster", "metadata": {"name": f"keyless-{sfx}"},
+                          "spec": {"clusterSource": {"kubeConfig": {"location": f"keyless-{sfx}",
+                                                                    "locationType": "Secret"}}}})
+
+        async def keyless_refused() -> dict[str, Any] | None:
+            return _cond(await get(kc, "MultiKueueCluster", f"keyless-{sfx}"), "Active")
+
+        c = await eventually(keyless_refused, what="the keyless MultiKueueCluster's Active condition")
+        assert (c["status"], c["reason"]) == ("False", "InsecureKubeConfig")
+        assert c["message"] == ("load client config failed: invalid configuration: client-key-data or client-key must "
+                                "be specified for u to use the clientCert authentication method.")
+
         # --- a Job handed to MultiKueue by the webhook is admitted on the worker --------------------------
         with_ttl = job(ns, "mk-job", "user-queue", cpu="1")
         with_ttl["spec"]["ttlSecondsAfterFinished"] = 600
