@@ -91,13 +91,14 @@ from projections.workloads import (
     after_reclaim,
     component_index,
     failed_attempt,
+    grouped_owner,
+    grouped_owner_uid,
     has_quota_reservation,
     held_for_pods_ready,
     intern_scan,
     keeps_queued,
     owned_by_single_pod,
     owner_of,
-    owner_uid_of,
     pod_set_info,
     pod_set_infos,
     pod_templates,
@@ -139,7 +140,7 @@ class ClusterState:
         "limit_ranges", "runtime_classes", "claim_templates", "device_classes", "resource_slices", "_served",
         "_dra_views", "_dra_of", "_dra", "_limit_summaries",
         "_limit_range_keys", "nodes", "pods", "jobs",
-        "workloads", "queues", "parked_queues", "usage", "reserving", "lq_members", "awaiting_release",
+        "workloads", "queues", "parked_queues", "usage", "reserving", "lq_members", "owner_groups", "awaiting_release",
         "backoff", "second_pass", "last_cycle", "config", "config_offset", "_rules_of", "_rules",
         "_pods_ready_of", "_pods_ready", "_gates_of", "_gates", "_dispatcher_of", "_external_dispatcher",
         "_custom_labels_of", "_custom_labels",
@@ -221,6 +222,10 @@ class ClusterState:
         """ClusterQueue -> keys of the workloads holding its quota (derived; rebuilt on restore)."""
         self.lq_members: dict[str, dict[str, None]] = {}
         """LocalQueue key -> keys of the workloads that name it."""
+        self.owner_groups: dict[str, dict[str, None]] = {}
+        """Owner UID -> keys of the Workloads owned by it, for owners of a kind whose Workloads go as a group
+        (:data:`GROUPED_OWNERS`, :attr:`WorkloadInfo.owner_uid`; under "" those whose owner's UID is not known,
+        restored from an older snapshot): Kueue's owner-UID index of Workloads (derived; rebuilt on restore)."""
         self.awaiting_release: set[str] = set()
         """Evicted workloads whose job has stopped: the scheduler releases their quota next."""
         self.backoff: dict[str, int] = {}
@@ -1270,6 +1275,8 @@ class ClusterState:
                 members = self.lq_members.get(f"{wl.namespace}/{wl.queue_name}")
                 if members is not None:
                     members.pop(key, None)
+                if grouped_owner(wl.owner):
+                    self._unindex_owner(key, wl.owner_uid)
                 self.awaiting_release.discard(key)
                 self.backoff.pop(key, None)
                 self.second_pass.pop(key, None)
@@ -1539,7 +1546,7 @@ class ClusterState:
                 generation=meta.generation,
                 admission_gate=gate,
                 pod_owned=bool(meta.owner_references) and owned_by_single_pod(meta),
-                owner=owner_of(meta), owner_uid=owner_uid_of(meta) if component is not None else "",
+                owner=(owner := owner_of(meta)), owner_uid=(uid := grouped_owner_uid(meta, owner)) or "",
                 boost=boost, boost_annotation=boost_annotation, metric_annotations=metric_annotations,
                 replaces=replaces, component_index=component,
             )
@@ -1548,6 +1555,8 @@ class ClusterState:
             self.workloads[key] = wl
             self.reflag(wl)
             self.lq_members.setdefault(f"{wl.namespace}/{wl.queue_name}", {})[key] = None
+            if uid is not None:
+                self.owner_groups.setdefault(uid, {})[key] = None
             self._enqueue(wl)
             return False
         wl = old
@@ -1564,8 +1573,6 @@ class ClusterState:
             wl.metric_annotations = metric_annotations
         wl.replaces = replaces
         wl.component_index = component
-        if component is not None or wl.owner_uid:  # kept for a group's Workloads only
-            wl.owner_uid = owner_uid_of(meta) if component is not None else ""
         refs, owner = meta.owner_references, wl.owner
         if (len(refs) == 1 and owner and (ref := refs[0]).name == owner[2] and ref.kind == owner[1]
                 and ref.api_version == owner[0]):
@@ -1576,6 +1583,8 @@ class ClusterState:
         elif refs or owner or wl.pod_owned:
             wl.pod_owned = owned_by_single_pod(meta)
             wl.owner = owner_of(meta, owner)
+        if grouped_owner(wl.owner) or (owner is not wl.owner and grouped_owner(owner)):
+            self._reindex_owner(wl, meta, owner)
         regated = gate != wl.admission_gate
         if regated:
             wl.admission_gate = gate
@@ -1632,6 +1641,26 @@ class ClusterState:
             self._flush_tree(wl.cluster_queue)  # reference §3.7: parked workloads may preempt it (or fit) now
         self.reflag(wl)
         return False
+
+    def _reindex_owner(self, wl: WorkloadInfo, meta: o.ObjectMeta, before: tuple[str, ...]) -> None:
+        """``wl``'s owner was, or is, of a :data:`GROUPED_OWNERS` kind (``before``: its owner before this upsert):
+        its owner UID and place in :attr:`owner_groups` follow its owner references."""
+        uid = grouped_owner_uid(meta, wl.owner)
+        was = wl.owner_uid if grouped_owner(before) else None
+        if uid == was:
+            return
+        if was is not None:
+            self._unindex_owner(wl.key, was)
+        wl.owner_uid = uid or ""
+        if uid is not None:
+            self.owner_groups.setdefault(uid, {})[wl.key] = None
+
+    def _unindex_owner(self, key: str, uid: str) -> None:
+        members = self.owner_groups.get(uid)
+        if members is not None:
+            members.pop(key, None)
+            if not members:
+                del self.owner_groups[uid]
 
     def _forget_reservation(self, wl: WorkloadInfo, shown: o.WorkloadStatus) -> None:
         """``wl`` holds a reservation the Workload, rewritten with other pod sets, does not show (``shown``): one the

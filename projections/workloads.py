@@ -256,9 +256,10 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     """MultiKueue: how many Workloads its owner makes (a LeaderWorkerSet's ``spec.replicas``), as last observed
     (``OwnerObserved``) for a :attr:`component_index` one; None: never observed."""
     owner_uid: str = ""
-    """For a :attr:`component_index` one, the UID of the owner :attr:`owner` names (empty: none, any other workload,
-    or unknown, as for one restored from a snapshot before version 24 until its next upsert): a group's Workloads
-    are its owner's by UID, as Kueue lists them (its owner-UID index)."""
+    """For one whose :attr:`owner` is of a kind in :data:`GROUPED_OWNERS`, that owner's UID (empty: any other
+    workload, or unknown, as for one restored from a snapshot before version 24 until its next upsert, or, without
+    a :attr:`component_index`, from one before version 26): a group's Workloads are its owner's by UID, as Kueue lists
+    them (its owner-UID index; :attr:`ClusterState.owner_groups`)."""
 
     @property
     def base_priority(self) -> int:
@@ -327,6 +328,23 @@ def owner_of(meta: o.ObjectMeta, known: tuple[str, ...] = ()) -> tuple[str, ...]
     if known and known[2] == ref.name and known[1] == ref.kind and known[0] == ref.api_version:
         return known
     return (intern(ref.api_version), intern(ref.kind), ref.name)  # one copy of "batch/v1" for every workload
+
+
+GROUPED_OWNERS = frozenset({("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")})
+"""(apiVersion, kind) of the owners that make several Workloads dispatched as one group (a LeaderWorkerSet's, one
+per group; :data:`kueue_es.scheduler.multikueue.MULTI_WORKLOAD`): their Workloads keep the owner's UID
+(:attr:`WorkloadInfo.owner_uid`) and are indexed by it."""
+
+
+def grouped_owner(owner: tuple[str, ...]) -> bool:
+    """Whether ``owner`` (:func:`owner_of`'s answer) is of a :data:`GROUPED_OWNERS` kind."""
+    return bool(owner) and (owner[0], owner[1]) in GROUPED_OWNERS
+
+
+def grouped_owner_uid(meta: o.ObjectMeta, owner: tuple[str, ...]) -> str | None:
+    """The UID a Workload whose owner is ``owner`` keeps (:attr:`WorkloadInfo.owner_uid`): its owner's for an
+    owner of a :data:`GROUPED_OWNERS` kind, else None (not indexed)."""
+    return owner_uid_of(meta) if grouped_owner(owner) else None
 
 
 def owner_uid_of(meta: o.ObjectMeta) -> str:

@@ -23,7 +23,7 @@ does the I/O around these decisions:
 * **its pods** (:func:`pod_marks`, Kueue's LeaderWorkerSet pod reconciler): a pod the LeaderWorkerSet controller
   made from a template Kueue's webhook marked (``kueue.x-k8s.io/pod-suspending-parent: leaderworkerset``), once it
   carries its group index and while it is not ``kueue.x-k8s.io/managed``, is made a member of its group's pod
-  group: managed, the queue name (unless it has one), the group's Workload as its group name and prebuilt
+  group: managed, the set's queue name (unless it has one, or the set names none), the group's Workload as its group name and prebuilt
   Workload, the group's size as its total, and its role (``leader``, ``worker`` or ``main``) as its role hash, so
   that its role is a pod set's name; a member still gated whose queue name is not the set's is given the set's;
 * **the webhooks** (:func:`default_marks`, :func:`create_errors`, :func:`update_errors`).
@@ -239,22 +239,25 @@ def workload_for(state: ClusterState, keys: KeysToCopy, lws: dict[str, Any], nam
 
 def pod_marks(pod_meta: o.ObjectMeta, lws: dict[str, Any] | None, *, short: bool = False,
               gated: bool = False) -> dict[str, Any] | None:
-    """The metadata merge patch that makes a pod of a queued LeaderWorkerSet a member of its group's pod group
+    """The metadata merge patch that makes a pod of a LeaderWorkerSet Kueue holds a member of its group's pod group
     (module docstring); None when there is nothing to do: not a pod Kueue's webhook marked, one without its group
-    index yet, or a LeaderWorkerSet gone or naming no queue.
+    index yet, or a LeaderWorkerSet gone.
 
     A pod is taken as a member already by Kueue's ``kueue.x-k8s.io/managed`` label, as Kueue's newest reconciler
     takes it (not by a queue name, which a pod made from a template that names one carries from the start): it
-    keeps its queue name, or is given the set's when it has none. A member still held by Kueue's scheduling gate
-    (``gated``) whose queue name is not the set's is given the set's: Kueue's backfill for sets whose templates
-    never named one (pods then skipped by the pod integration for good); the pod webhook refuses the change on a
-    pod not gated."""
+    keeps its queue name, or is given the set's when it has none. A set naming no queue (held under
+    ``manageJobsWithoutQueueName``, the only way its templates are marked) has its pods made members all the same,
+    with no queue name, as Kueue's reconciler, which reads no queue name, does: the pod integration then runs them on
+    their group's Workload, which names none either. A member still held by Kueue's scheduling gate (``gated``)
+    whose queue name is not the set's is given the set's: Kueue's backfill for sets whose templates never named one
+    (pods then skipped by the pod integration for good); the pod webhook refuses the change on a pod not gated."""
     labels, annotations = pod_meta.labels, pod_meta.annotations
-    if annotations.get(SUSPENDING_PARENT) != FRAMEWORK_NAME or lws is None or not queue_name(lws):
+    if annotations.get(SUSPENDING_PARENT) != FRAMEWORK_NAME or lws is None:
         return None
     queue = queue_name(lws)
     if MANAGED_LABEL in labels:
-        return {"metadata": {"labels": {QUEUE_LABEL: queue}}} if gated and labels.get(QUEUE_LABEL) != queue else None
+        return ({"metadata": {"labels": {QUEUE_LABEL: queue}}} if queue and gated and labels.get(QUEUE_LABEL) != queue
+                else None)
     index = labels.get(GROUP_INDEX_LABEL)
     if index is None:
         return None
@@ -263,7 +266,7 @@ def pod_marks(pod_meta: o.ObjectMeta, lws: dict[str, Any] | None, *, short: bool
     if has_leader(lws):
         role = WORKER if LEADER_NAME_ANNOTATION in annotations else LEADER
     return {"metadata": {
-        "labels": {MANAGED_LABEL: "true", **({} if labels.get(QUEUE_LABEL) else {QUEUE_LABEL: queue}),
+        "labels": {MANAGED_LABEL: "true", **({} if labels.get(QUEUE_LABEL) or not queue else {QUEUE_LABEL: queue}),
                    GROUP_LABEL: wl_name, PREBUILT_KEY: wl_name},
         "annotations": {TOTAL_COUNT_ANNOTATION: str(size(lws)), ROLE_HASH_ANNOTATION: role}}}
 

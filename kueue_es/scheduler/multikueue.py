@@ -60,7 +60,7 @@ from projections.admissionchecks import (
     multikueue_config_for,
 )
 from projections.cluster import ClusterState
-from projections.workloads import WorkloadInfo
+from projections.workloads import GROUPED_OWNERS, WorkloadInfo
 
 MANAGED_BY = MULTIKUEUE_CONTROLLER
 """An owner's ``spec.managedBy`` on a manager: it runs on a worker."""
@@ -117,8 +117,8 @@ the Job is another project's API the log does not hold, its managedBy observed b
 MANAGED_BY_FIELDS = {MPIJOB_ADAPTER: "spec.runPolicy.managedBy"}
 """The field an adapter's rejection names where Kueue's does not say ``spec.managedBy`` (its Kubeflow adapters do,
 though they read ``spec.runPolicy.managedBy``; its MPIJob adapter names the field it reads)."""
-MULTI_WORKLOAD = frozenset({LWS_ADAPTER})
-"""Owner kinds whose Workloads (one per LeaderWorkerSet group, each with its component index) MultiKueue dispatches
+MULTI_WORKLOAD = GROUPED_OWNERS
+"""Owner kinds (:data:`LWS_ADAPTER`) whose Workloads (one per LeaderWorkerSet group, each with its component index) MultiKueue dispatches
 as one group (Kueue's ``MultiKueueMultiWorkloadAdapter``): none is nominated until all its owner makes exist; the
 lowest-indexed one nominates, and the others follow the worker one of them got (:func:`group_target`)."""
 REMOTE_SPEC_SYNC: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
@@ -251,14 +251,18 @@ def lost_for(state: ClusterState, cluster: str, now: int) -> int | None:
 def components(state: ClusterState, wl: WorkloadInfo) -> list[WorkloadInfo] | None:
     """The Workloads made by ``wl``'s owner, ``wl`` among them, when that owner is of a kind whose Workloads are
     dispatched as one group and ``wl`` says it is one of them (:data:`MULTI_WORKLOAD`); None otherwise. In no
-    particular order: whatever is read of them does not depend on one. The owner is the same object, by UID, as
-    Kueue lists them (a Workload left by an earlier owner of the same name is none of them); a UID not known (a
-    workload restored from an older snapshot, until its next upsert) matches any."""
+    particular order: whatever is read of them does not depend on one. Read from the fold's index by owner UID
+    (:attr:`ClusterState.owner_groups`), as Kueue lists them in ``wl``'s namespace by its owner's UID (a Workload
+    left by an earlier owner of the same name is none of them); one whose owner's UID is not known (restored from
+    an older snapshot, until its next upsert) is matched by its owner's name instead."""
     if wl.component_index is None or not wl.owner or (wl.owner[0], wl.owner[1]) not in MULTI_WORKLOAD:
         return None
+    groups, workloads = state.owner_groups, state.workloads
     owner, namespace, uid = wl.owner, wl.namespace, wl.owner_uid
-    return [w for w in state.workloads.values() if w.owner == owner and w.namespace == namespace
-            and (not uid or not w.owner_uid or w.owner_uid == uid)]
+    keys = [*groups.get(uid, ()), *groups.get("", ())] if uid else [k for ks in groups.values() for k in ks]
+    members = [workloads[k] for k in keys]
+    return [w for w in members if w.namespace == namespace and (w.owner_uid == uid if uid and w.owner_uid
+                                                                 else w.owner == owner)]
 
 
 WAIT = ""
@@ -292,16 +296,21 @@ def group_target(state: ClusterState, wl: WorkloadInfo) -> str | None:
 def group_touched(state: ClusterState, touched: dict[str, None]) -> list[str]:
     """The other Workloads of the groups (:func:`components`) some touched workload belongs to, sorted: Kueue's
     MultiKueue controller looks at a group's Workloads again once all exist and when one of them is admitted on a
-    worker. Empty at once when no touched workload is of a group (the common case: no scan)."""
-    owners = set()
+    worker. Read from the fold's owner-UID index: nothing is looked at for a touched workload of no group."""
+    if not state.owner_groups:
+        return []
+    others: set[str] = set()
+    seen: set[tuple[str, ...]] = set()  # the groups listed already: each once, however many of it were touched
     for key in touched:
         wl = state.workloads.get(key)
-        if wl is not None and wl.component_index is not None and wl.owner and (wl.owner[0], wl.owner[1]) in \
-                MULTI_WORKLOAD:
-            owners.add((wl.namespace, wl.owner))
-    if not owners:
-        return []
-    return sorted(k for k, w in state.workloads.items() if k not in touched and (w.namespace, w.owner) in owners)
+        if wl is None or wl.component_index is None:
+            continue
+        group = (wl.owner_uid,) if wl.owner_uid else (wl.namespace, *wl.owner)
+        if group in seen:
+            continue
+        seen.add(group)
+        others.update(m.key for m in components(state, wl) or ())
+    return sorted(others.difference(touched))
 
 
 def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict, now: int, worker_lost_ms: int,

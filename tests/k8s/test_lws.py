@@ -205,9 +205,20 @@ def test_a_pod_is_left_alone_without_its_group_index_once_a_member_or_unmarked()
     assert lw.pod_marks(member, lws(), gated=True) is None, "a member already, of the set's queue"
     assert lw.pod_marks(o.ObjectMeta(name="p", labels={lw.GROUP_INDEX_LABEL: "0"}), lws()) is None, "not a held pod"
     assert lw.pod_marks(pod_meta(), None) is None, "its set is gone"
+
+
+def test_a_pod_of_a_set_naming_no_queue_is_made_a_member_without_one() -> None:
+    """Under manageJobsWithoutQueueName a set naming no queue is Kueue's (its templates marked): Kueue's reconciler
+    makes its pods members all the same, reading no queue name, so they run on their group's Workload, which names
+    none either; a gated member is given no queue name."""
     unqueued = lws()
     del unqueued["metadata"]["labels"][Q]
-    assert lw.pod_marks(pod_meta(), unqueued) is None, "its set names no queue"
+    name = lw.workload_name("lws", UID, "1")
+    assert lw.pod_marks(pod_meta(), unqueued) == {"metadata": {
+        "labels": {"kueue.x-k8s.io/managed": "true", "kueue.x-k8s.io/pod-group-name": name,
+                   "kueue.x-k8s.io/prebuilt-workload-name": name},
+        "annotations": {"kueue.x-k8s.io/pod-group-total-count": "3", "kueue.x-k8s.io/role-hash": "leader"}}}
+    assert lw.pod_marks(pod_meta(labels={"kueue.x-k8s.io/managed": "true"}), unqueued, gated=True) is None
 
 
 def test_a_pod_is_a_member_by_kueues_managed_label_not_by_its_queue_name() -> None:

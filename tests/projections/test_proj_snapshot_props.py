@@ -35,6 +35,7 @@ def derived(state: ClusterState) -> dict[str, object]:
     """Indexes the snapshot leaves out and restore rebuilds: they must come back equal too."""
     return {
         "lq_members": {k: sorted(v) for k, v in state.lq_members.items() if v},
+        "owner_groups": {k: sorted(v) for k, v in state.owner_groups.items()},
         "reserving": {k: sorted(v) for k, v in getattr(state, "reserving", {}).items() if v},
         "queues": {name: (q.ordered(), sorted(q.inadmissible)) for name, q in state.queues.items() if len(q)},
         "shapes": {name: sorted(q.shapes.items()) for name, q in state.queues.items() if len(q)},

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 from fixtures import fastyaml
 from fixtures.multikueue_states import LWS, LWS_UID, lws_state, lws_workload
@@ -15,7 +16,7 @@ from events import schema as ev
 from events.manifests import load_text
 from kueue_es.scheduler import decide, next_deadline, settle
 from kueue_es.scheduler.config import DEFAULT
-from kueue_es.scheduler.multikueue import unmanaged_reason
+from kueue_es.scheduler.multikueue import components, group_touched, unmanaged_reason
 from kueue_es.statefile import load_state
 from projections import snapshot
 from projections.workloads import status_of
@@ -330,6 +331,79 @@ def test_a_groups_workloads_are_its_sets_by_uid_not_by_name(tmp_path: Path) -> N
     settle(state, DEFAULT, now=START)
     assert state.workloads["default/lws-0"].nominated == ("worker1", "worker2")
     assert state.workloads["default/lws-1"].nominated == ()
+
+
+def _upsert(state, doc: dict) -> None:
+    obj = load_text(fastyaml.safe_dump(doc), "workload").objects[0]
+    _apply(state, ev.ObjectUpserted(time=START, key=obj.key, obj=obj))
+
+
+def _groups(state) -> dict[str, list[str]]:
+    return {uid: sorted(keys) for uid, keys in state.owner_groups.items()}
+
+
+def test_a_touched_group_workload_wakes_its_sets_others_not_an_earlier_sets_of_the_same_name(tmp_path: Path) -> None:
+    """The others looked at again when one of a group moves are its set's, by UID, as Kueue lists them: the
+    Workloads an earlier set of the same name left (one with a component index, one without) are none of them."""
+    state = lws_state(tmp_path, 0, 1)
+    _apply(state, ev.ObjectUpserted(time=START, key="default/earlier-1", obj=_earlier_sets(1)))
+    plain = lws_workload(2)
+    plain["metadata"]["name"] = "earlier-plain"
+    del plain["metadata"]["annotations"]
+    plain["metadata"]["ownerReferences"][0]["uid"] = "earlier-lws-uid"
+    _upsert(state, plain)
+    assert _groups(state) == {LWS_UID: ["default/lws-0", "default/lws-1"],
+                              "earlier-lws-uid": ["default/earlier-1", "default/earlier-plain"]}
+    assert group_touched(state, {"default/lws-0": None}) == ["default/lws-1"]
+    assert group_touched(state, {"default/earlier-1": None}) == ["default/earlier-plain"]
+    assert group_touched(state, {"default/earlier-plain": None}) == [], "no component index: none of a group's"
+    assert sorted(m.key for m in components(state, state.workloads["default/lws-1"])) == [
+        "default/lws-0", "default/lws-1"]
+
+
+def test_the_owner_uid_index_follows_upserts_and_deletions(tmp_path: Path) -> None:
+    """A Workload of a set without the component annotations is one of the set's Workloads all the same (Kueue
+    lists every Workload its owner's UID names); one adopted by another set moves to it; one deleted is gone."""
+    state = lws_state(tmp_path, 0)
+    plain = lws_workload(1)
+    del plain["metadata"]["annotations"]
+    _upsert(state, plain)
+    assert _groups(state) == {LWS_UID: ["default/lws-0", "default/lws-1"]}
+    _replicas(state, 2, 0)
+    settle(state, DEFAULT, now=START)
+    assert state.workloads["default/lws-0"].nominated == ("worker1", "worker2"), "both of its Workloads exist"
+    adopted = lws_workload(1)
+    adopted["metadata"]["ownerReferences"][0]["uid"] = "new-uid"
+    _upsert(state, adopted)
+    assert _groups(state) == {LWS_UID: ["default/lws-0"], "new-uid": ["default/lws-1"]}
+    job_owned = lws_workload(1)
+    job_owned["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "j",
+                                                 "controller": True}]
+    _upsert(state, job_owned)
+    assert _groups(state) == {LWS_UID: ["default/lws-0"]}
+    assert state.workloads["default/lws-1"].owner_uid == ""
+    _upsert(state, lws_workload(1))
+    _apply(state, ev.ObjectDeleted(time=START, key="default/lws-0", kind="Workload"))
+    assert _groups(state) == {LWS_UID: ["default/lws-1"]}
+
+
+def test_a_snapshot_rebuilds_the_owner_uid_index_and_an_older_ones_unknown_uids_match_by_name(
+        tmp_path: Path) -> None:
+    state = lws_state(tmp_path, 0, 1)
+    _apply(state, ev.ObjectUpserted(time=START, key="default/earlier-1", obj=_earlier_sets(1)))
+    assert _groups(snapshot.decode(snapshot.encode(state))) == _groups(state)
+    taken = snapshot.take(state)
+    old = msgspec.structs.replace(taken, version=23, workloads=[
+        msgspec.structs.replace(wl, owner_uid="") for wl in taken.workloads])
+    restored = snapshot.restore(old)
+    assert _groups(restored) == {"": ["default/earlier-1", "default/lws-0", "default/lws-1"]}
+    assert group_touched(restored, {"default/lws-0": None}) == ["default/earlier-1", "default/lws-1"], "by name"
+    _upsert(restored, lws_workload(0))
+    assert _groups(restored) == {"": ["default/earlier-1", "default/lws-1"], LWS_UID: ["default/lws-0"]}
+    assert group_touched(restored, {"default/lws-0": None}) == ["default/earlier-1", "default/lws-1"], (
+        "its UID known: the others whose UID is not known still match by name")
+    _apply(restored, ev.ObjectUpserted(time=START, key="default/earlier-1", obj=_earlier_sets(1)))
+    assert group_touched(restored, {"default/lws-0": None}) == ["default/lws-1"]
 
 
 def test_a_group_workload_whose_index_cannot_be_read_never_nominates(tmp_path: Path) -> None:

@@ -9,7 +9,8 @@ as stored — which kueue-es's LeaderWorkerSet webhook (registered for this test
 LeaderWorkerSet of 2 groups of 3 pods gets 2 Workloads (``leader`` 1 + ``worker`` 2, owned by it); the Pod webhook
 gates its pods, the LeaderWorkerSet integration makes each pod a member of its group's prebuilt pod group; both
 Workloads are admitted and every pod is ungated with the flavor's node labels. Scaled down to one group, the second
-group's Workload is deleted.
+group's Workload is deleted. Under ``manageJobsWithoutQueueName``, a set naming no queue has its pods made members
+too, with no queue name, its group's Workload waiting in no queue.
 """
 
 from __future__ import annotations
@@ -192,3 +193,62 @@ async def test_each_group_of_a_queued_leaderworkerset_is_admitted_on_its_own_wor
 
                 await eventually(second_gone, what="the scaled-down group's workload deleted")
                 assert await admitted(names[0]), "the first group's workload stays admitted"
+
+
+@pytest.mark.asyncio
+async def test_a_set_naming_no_queue_under_manage_jobs_without_queue_name_has_its_pods_made_members(
+        kube_apiserver, tmp_path) -> None:
+    """Under ``manageJobsWithoutQueueName`` a LeaderWorkerSet naming no queue is Kueue's: its templates are marked,
+    its group's Workload names no queue, and its pods are made members of their group all the same (no queue name
+    given, as Kueue's reconciler gives none): the pod integration takes the group onto that Workload, which waits in
+    no queue, the pods gated."""
+    sfx = secrets.token_hex(3)
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        await crds.install(kc, docs=[crds.leaderworkerset_crd()])
+        q = await queues(kc, "lws-noq", {"cpu": 6}, sfx=sfx)
+        # only this test's namespace: the session's other tests make objects without a queue name too
+        config = load_config({"manageJobsWithoutQueueName": True,
+                              "managedJobsNamespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": q.ns}},
+                              "integrations": {"frameworks": ["batch/job", "pod", LWS_FRAMEWORK]}})
+        async with pod_webhooks(kc, tmp_path / "certs", "kueue-es-lws-noq", sfx, config), \
+                _lws_webhooks(kc, tmp_path / "lws-certs", "kueue-es-lws-noq", sfx, config):
+            await kc.patch(NAMESPACES, q.ns, {"metadata": {"labels": {"kueue-es-lws-noq": sfx}}})
+            doc = _lws(q.ns, "noq", 1, 2)
+            del doc["metadata"]["labels"][Q]
+            lws = await eventually(lambda: _created_marked(kc, doc),
+                                   what="the LeaderWorkerSet naming no queue stored with its templates marked")
+            name = lw.workload_name("noq", lws["metadata"]["uid"], 0)
+            async with kueue_es(kc, tmp_path / "log", config=config):
+                async def workload() -> dict[str, Any] | None:
+                    with contextlib.suppress(NotFound):
+                        return await get(kc, "Workload", name, q.ns)
+                    return None
+
+                wl = await eventually(workload, what="the group's Workload")
+                assert "queueName" not in wl["spec"]
+                pods = [_pod(lws, 0, w) for w in range(2)]
+                for pod in pods:
+                    assert GATE in scheduling_gates(await create(kc, pod))
+
+                async def member(pod_name: str) -> dict[str, Any] | None:
+                    pod = await get(kc, "Pod", pod_name, q.ns)
+                    return pod if pod["metadata"]["labels"].get("kueue.x-k8s.io/managed") == "true" else None
+
+                for pod in pods:
+                    made = await eventually(lambda p=pod["metadata"]["name"]: member(p), what="the pod a member")
+                    labels = made["metadata"]["labels"]
+                    assert labels["kueue.x-k8s.io/pod-group-name"] == name
+                    assert labels["kueue.x-k8s.io/prebuilt-workload-name"] == name
+                    assert Q not in labels
+                    assert made["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-total-count"] == "2"
+
+                async def owned_by_its_pods() -> dict[str, Any] | None:
+                    wl = await get(kc, "Workload", name, q.ns)
+                    owners = {r["kind"] for r in wl["metadata"].get("ownerReferences") or []}
+                    return wl if owners == {lw.KIND, "Pod"} else None
+
+                wl = await eventually(owned_by_its_pods, what="the group taken onto its Workload by the pod integration")
+                assert "queueName" not in wl["spec"] and "admission" not in (wl.get("status") or {})
+                for pod in pods:
+                    assert GATE in scheduling_gates(await get(kc, "Pod", pod["metadata"]["name"], q.ns))

@@ -168,6 +168,21 @@ async def _rejected(kc, wl_name: str, ns: str, what: str) -> dict[str, Any]:
     return await eventually(deactivated, timeout=60, what=what)
 
 
+async def _secret_cluster_active(kc, name: str, kubeconfig: dict[str, Any]) -> dict[str, Any]:
+    """The Active condition of a new MultiKueueCluster ``name`` whose kubeconfig, ``kubeconfig``, is in a Secret of
+    that name in Kueue's namespace, once it has one."""
+    await kc.create(SECRETS, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": KUEUE_NAMESPACE},
+                              "data": {"kubeconfig": base64.b64encode(msgspec.json.encode(kubeconfig)).decode()}},
+                    KUEUE_NAMESPACE)
+    await create(kc, {"apiVersion": KUEUE, "kind": "MultiKueueCluster", "metadata": {"name": name},
+                      "spec": {"clusterSource": {"kubeConfig": {"location": name, "locationType": "Secret"}}}})
+
+    async def active() -> dict[str, Any] | None:
+        return _cond(await get(kc, "MultiKueueCluster", name), "Active")
+
+    return await eventually(active, what=f"the MultiKueueCluster {name}'s Active condition")
+
+
 def _rejection(check: str) -> str:
     """The Evicted message of a workload whose owner names no manager (Kueue's words)."""
     return (f'The workload is deactivated due to AdmissionCheck in Rejected state: "{check}" (The owner is not '
@@ -292,21 +307,20 @@ async def _dispatch_run_and_finish(kc, wc, ns: str, cq: str, worker: str, check:
         # --- a kubeconfig whose current context resolves to no cluster: Kueue's client library refuses it -----
         unresolved = {"apiVersion": "v1", "kind": "Config", "current-context": "elsewhere", "clusters": [
             {"name": "w", "cluster": {"server": "https://worker.example:6443", "certificate-authority-data": "Q0E="}}]}
-        await kc.create(SECRETS, {"apiVersion": "v1", "kind": "Secret",
-                                  "metadata": {"name": f"unresolved-{sfx}", "namespace": KUEUE_NAMESPACE},
-                                  "data": {"kubeconfig": base64.b64encode(msgspec.json.encode(unresolved)).decode()}},
-                        KUEUE_NAMESPACE)
-        await create(kc, {"apiVersion": KUEUE, "kind": "MultiKueueCluster", "metadata": {"name": f"ctx-{sfx}"},
-                          "spec": {"clusterSource": {"kubeConfig": {"location": f"unresolved-{sfx}",
-                                                                    "locationType": "Secret"}}}})
-
-        async def context_refused() -> dict[str, Any] | None:
-            return _cond(await get(kc, "MultiKueueCluster", f"ctx-{sfx}"), "Active")
-
-        c = await eventually(context_refused, what="the unresolved MultiKueueCluster's Active condition")
+        c = await _secret_cluster_active(kc, f"unresolved-{sfx}", unresolved)
         assert (c["status"], c["reason"]) == ("False", "InsecureKubeConfig")
         assert c["message"] == ("load client config failed: invalid configuration: [context was not found for "
                                 "specified context: elsewhere, cluster has no server defined]")
+
+        # --- a current user with a client certificate and no key: refused before any client is built ----------
+        keyless = {"apiVersion": "v1", "kind": "Config", "current-context": "c", "clusters": [
+            {"name": "w", "cluster": {"server": "https://worker.example:6443", "certificate-authority-data": "Q0E="}}],
+            "users": [{"name": "u", "user": {"client-certificate-data": "Q0VSVA=="}}],
+            "contexts": [{"name": "c", "context": {"cluster": "w", "user": "u"}}]}
+        c = await _secret_cluster_active(kc, f"keyless-{sfx}", keyless)
+        assert (c["status"], c["reason"]) == ("False", "InsecureKubeConfig")
+        assert c["message"] == ("load client config failed: invalid configuration: client-key-data or client-key must "
+                                "be specified for u to use the clientCert authentication method.")
 
         # --- a Job handed to MultiKueue by the webhook is admitted on the worker --------------------------
         with_ttl = job(ns, "mk-job", "user-queue", cpu="1")
