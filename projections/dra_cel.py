@@ -14,6 +14,7 @@ Pure: no I/O, no clock; compiled programs are kept by expression (:func:`compile
 
 from __future__ import annotations
 
+import sys
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -63,10 +64,21 @@ _FUNCTIONS = {
 }
 
 
+CEL_RECURSION_LIMIT = 2500
+"""The interpreter's recursion limit celpy sets whenever an environment is made (for CEL's nesting minimums)."""
+sys.setrecursionlimit(max(sys.getrecursionlimit(), CEL_RECURSION_LIMIT))
+
+
 @lru_cache(maxsize=1)
 def _environment() -> celpy.Environment:
-    """The CEL environment (its parser is built on first use: a tenth of a second)."""
-    return celpy.Environment()
+    """The CEL environment (its parser is built on first use: a tenth of a second). The recursion limit is raised
+    once, when this module is imported, and kept as it was while celpy makes the environment: a limit changed in
+    the middle of a run (the first DRA charge) is what hypothesis refuses in a test."""
+    limit = sys.getrecursionlimit()
+    try:
+        return celpy.Environment()
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 @lru_cache(maxsize=1024)

@@ -197,3 +197,21 @@ def test_a_version_24_snapshot_restores_without_slices_until_they_are_observed_a
     restored.apply(ev.Record(state.offset + 1, upsert(_slice("s0", _device("g0", "4Gi")), 4)))
     assert _wl(restored).pod_sets[0].dra_requests == (("example.com/gpu-memory", 4 * 2**30),)
     assert snapshot.take(state).version == 26
+
+
+def test_compiling_a_selector_leaves_the_recursion_limit_as_it_was():
+    """celpy raises the interpreter's recursion limit whenever it makes an environment; the first DRA charge must
+    not change it mid-run (hypothesis fails a test in which it changes)."""
+    import sys
+
+    from projections import dra_cel
+
+    dra_cel._environment.cache_clear()
+    before = sys.getrecursionlimit()
+    assert before >= dra_cel.CEL_RECURSION_LIMIT
+    sys.setrecursionlimit(before + 1)
+    try:
+        assert compile_selector.__wrapped__('device.driver == "x"').error == ""
+        assert sys.getrecursionlimit() == before + 1
+    finally:
+        sys.setrecursionlimit(before)
