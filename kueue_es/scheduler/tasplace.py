@@ -134,7 +134,7 @@ def _request(ps: PodSetInfo, count: int, info: ClusterQueueInfo,
                                    tolerations=tuple(tolerations))
 
 
-def released(ctx: CycleContext, replaced: WorkloadInfo | None):
+def released(ctx: CycleContext, replaced: WorkloadInfo | None) -> list[tuple[str, str, tuple[tuple[str, int], ...]]]:
     """The TAS usage of the slice being replaced, lifted while its replacement is placed (and, once that is
     admitted, for the rest of the cycle) under ElasticJobsViaWorkloadSlicesWithTAS; none otherwise."""
     if replaced is None or not ctx.topology.elastic:
