@@ -78,6 +78,7 @@ from projections.workloads import (
     ADMISSION_GATED,
     ADMISSION_GATED_BY_ANNOTATION,
     ADMITTED,
+    ELASTIC_JOB_ANNOTATION,
     FINISHED,
     PENDING,
     RESERVED,
@@ -1526,10 +1527,12 @@ class ClusterState:
             metric_annotations = self._metric_annotations(annotations)
             replaces = annotations.get(SLICE_REPLACEMENT_FOR_ANNOTATION, "")
             component = component_index(annotations)
+            elastic = annotations.get(ELASTIC_JOB_ANNOTATION) == "true"
         else:  # most Workloads carry none: no lookups
             boost_annotation = gate = replaces = ""
             parameters = metric_annotations = ()
             component = None
+            elastic = False
         boost = 0
         if boost_annotation and self.priority_boost:
             boost = boost_of(boost_annotation)
@@ -1548,7 +1551,7 @@ class ClusterState:
                 pod_owned=bool(meta.owner_references) and owned_by_single_pod(meta),
                 owner=(owner := owner_of(meta)), owner_uid=(uid := grouped_owner_uid(meta, owner)) or "",
                 boost=boost, boost_annotation=boost_annotation, metric_annotations=metric_annotations,
-                replaces=replaces, component_index=component,
+                replaces=replaces, component_index=component, elastic=elastic,
             )
             self.pod_templates[key] = pod_templates(spec)
             self._take_observed_status(wl, w)
@@ -1572,6 +1575,7 @@ class ClusterState:
         if metric_annotations or wl.metric_annotations:
             wl.metric_annotations = metric_annotations
         wl.replaces = replaces
+        wl.elastic = elastic
         wl.component_index = component
         refs, owner = meta.owner_references, wl.owner
         if (len(refs) == 1 and owner and (ref := refs[0]).name == owner[2] and ref.kind == owner[1]

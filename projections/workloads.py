@@ -80,6 +80,8 @@ def component_index(annotations: Mapping[str, str]) -> int | None:
 
 SLICE_REPLACEMENT_FOR_ANNOTATION = "kueue.x-k8s.io/workload-slice-replacement-for"
 """Set on a new slice of an elastic Job's Workload: the ``namespace/name`` of the slice it replaces."""
+ELASTIC_JOB_ANNOTATION = "kueue.x-k8s.io/elastic-job"
+"""``"true"`` on every slice of an elastic Job's Workload (Kueue's ``IsElasticWorkload``)."""
 WORKLOAD_SLICE_REPLACED = "WorkloadSliceReplaced"
 """The Finished reason of a slice whose replacement was admitted."""
 
@@ -260,6 +262,10 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     workload, or unknown, as for one restored from a snapshot before version 24 until its next upsert, or, without
     a :attr:`component_index`, from one before version 26): a group's Workloads are its owner's by UID, as Kueue lists
     them (its owner-UID index; :attr:`ClusterState.owner_groups`)."""
+    elastic: bool = False
+    """Its ``kueue.x-k8s.io/elastic-job`` annotation is ``"true"`` (an elastic Job's slice; False, as for one restored
+    from a snapshot before version 27 until its next upsert). Kept whatever the gate; the scheduler reads it only
+    under ``ElasticJobsViaWorkloadSlicesWithTAS`` (:mod:`kueue_es.scheduler.tas.elastic`)."""
 
     @property
     def base_priority(self) -> int:

@@ -230,7 +230,7 @@ def nominate(ctx: CycleContext, e: Entry) -> None:
             and (ctx.partial_admission or (ctx.partial_scale_up and e.replaced is not None)):
         _try_partial(ctx, e)
     if e.assignment.mode == Mode.PREEMPT and info.tas_levels:
-        place_preempting(ctx, wl, info, e.assignment, [t.workload for t in e.targets])
+        place_preempting(ctx, wl, info, e.assignment, [t.workload for t in e.targets], e.replaced)
 
 
 def _nominate_waited(ctx: CycleContext, e: Entry) -> bool:
@@ -254,7 +254,7 @@ def _nominate_waited(ctx: CycleContext, e: Entry) -> bool:
     if a.mode != Mode.FIT:
         return False
     if info.tas_levels:
-        keep_waited(ctx, wl, info, a, waited)
+        keep_waited(ctx, wl, info, a, waited, replaced)
     e.replaced, e.assignment = replaced, a
     return True
 
@@ -279,7 +279,7 @@ def _assign(ctx: CycleContext, wl: WorkloadInfo, cq: str, counts: list[int] | No
         info = ctx.info(cq)
     a = assign_flavors(ctx, wl, cq, counts, only, info, replaced)
     if info.tas_levels:
-        place_nominated(ctx, wl, info, a)
+        place_nominated(ctx, wl, info, a, replaced)
     return a
 
 
@@ -511,8 +511,8 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
         for w in removed:
             tree.charge(w.cluster_queue, w.usage, 1)
         info = ctx.info_of(e)
-        if not fits or (info.tas_levels and (not reserve_preempting(ctx, e.wl, info, a, removed) if removed
-                                             else place_at_admission(ctx, e.wl, info, a))):
+        if not fits or (info.tas_levels and (not reserve_preempting(ctx, e.wl, info, a, removed, e.replaced)
+                                             if removed else place_at_admission(ctx, e.wl, info, a, e.replaced))):
             _pending(out, ctx, e, "WaitingForQuota", "Workload no longer fits after processing another workload",
                      "FailedAfterNomination", base)
             continue

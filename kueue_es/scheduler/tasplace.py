@@ -6,6 +6,12 @@ workload gone becomes NoFit (TopologyPlacementFailed). A pod set whose TAS flavo
 ProvisioningRequest check gets no placement yet (``delayedTopologyRequest: Pending``); the second pass places it
 once the checks are Ready, and also replaces a failed node in place.
 
+Under ``ElasticJobsViaWorkloadSlicesWithTAS`` a slice replacing an elastic Job's admitted slice is placed with that
+slice's usage lifted from the snapshots (Kueue's ``SimulateUsageRemoval``), and an elastic one starting from that
+slice's placements (:mod:`kueue_es.scheduler.tas.elastic`); admitted, the old slice's domains are free for the rest
+of the cycle (the new placement holds the pods it keeps). An elastic workload may not ask for a required topology
+under the gate: "required topology is not supported with ElasticJobsViaWorkloadSlices" (NoFit).
+
 The cycle's TAS snapshots are forked once per cycle and charged as entries are admitted, so later entries see
 the domains earlier ones took; a nomination is re-placed at admission if it no longer fits (skipped instead with
 ``TASRecomputeAssignmentWithinSchedulingCycle`` off).
@@ -19,6 +25,7 @@ import msgspec
 
 from events import objects as o
 from events import schema as ev
+from events.errors import InvalidInput
 from kueue_es.scheduler.flavors import Assignment, Granular, Mode, PodSetResult
 from kueue_es.scheduler.tas import (
     Placement,
@@ -30,6 +37,8 @@ from kueue_es.scheduler.tas import (
 from kueue_es.scheduler.tasflavor import explicit, wants_tas
 from projections.clusterqueues import ClusterQueueInfo
 from projections.gates import (
+    ELASTIC_JOBS_VIA_WORKLOAD_SLICES,
+    ELASTIC_JOBS_VIA_WORKLOAD_SLICES_WITH_TAS,
     SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS,
     TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX,
     TAS_BALANCED_PLACEMENT,
@@ -49,13 +58,15 @@ if TYPE_CHECKING:
     from kueue_es.scheduler.cycle import CycleContext
 
 TOPOLOGY_PLACEMENT_FAILED = "TopologyPlacementFailed"
+ELASTIC_REQUIRED_TOPOLOGY = "required topology is not supported with ElasticJobsViaWorkloadSlices"
+"""Kueue's error for an elastic workload's pod set asking for a required topology, under the gate."""
 
 
 class CycleTopology:
     """The TAS snapshots one cycle works on, built on first use (cycles without TAS never build them), and the
     feature gates placement reads."""
 
-    __slots__ = ("_snaps", "_state", "options", "recompute")
+    __slots__ = ("_snaps", "_state", "elastic", "options", "recompute")
 
     def __init__(self, state, config=None) -> None:
         self._state = state
@@ -64,6 +75,10 @@ class CycleTopology:
         self.recompute = config is None or config.gate(TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE)
         """``TASRecomputeAssignmentWithinSchedulingCycle``: a nomination an earlier admission of the cycle made
         stale is placed again (:func:`place_at_admission`); off, the entry is skipped until the next cycle."""
+        self.elastic = config is not None and config.gate(ELASTIC_JOBS_VIA_WORKLOAD_SLICES) \
+            and config.gate(ELASTIC_JOBS_VIA_WORKLOAD_SLICES_WITH_TAS)
+        """``ElasticJobsViaWorkloadSlicesWithTAS``: a replacement slice is placed around the slice it replaces
+        (:func:`released`, :func:`previous`); off, that slice's pods are counted taken like any other's."""
 
     @property
     def snapshots(self) -> TASSnapshots:
@@ -119,18 +134,46 @@ def _request(ps: PodSetInfo, count: int, info: ClusterQueueInfo,
                                    tolerations=tuple(tolerations))
 
 
-def place_nominated(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, a: Assignment) -> None:
+def released(ctx: CycleContext, replaced: WorkloadInfo | None) -> list[tuple[str, str, tuple[tuple[str, int], ...]]]:
+    """The TAS usage of the slice being replaced, lifted while its replacement is placed (and, once that is
+    admitted, for the rest of the cycle) under ElasticJobsViaWorkloadSlicesWithTAS; none otherwise."""
+    if replaced is None or not ctx.topology.elastic:
+        return []
+    return list(workload_tas_usage(replaced))
+
+
+def previous(ctx: CycleContext, wl: WorkloadInfo, replaced: WorkloadInfo | None) -> dict[str, Placement] | None:
+    """By pod-set name, the placements of the slice an elastic workload replaces, which its own start from, under
+    ElasticJobsViaWorkloadSlicesWithTAS (Kueue's ``getPreviousTopologyAssignment``); None otherwise."""
+    if replaced is None or not ctx.topology.elastic or not wl.elastic or replaced.admission is None:
+        return None
+    out: dict[str, Placement] = {}
+    for psa in replaced.admission.pod_set_assignments:
+        if psa.topology_assignment is not None:
+            try:
+                out[psa.name] = Placement.decode(psa.topology_assignment)
+            except InvalidInput:
+                continue  # a malformed assignment in the log: the pod set is placed anew
+    return out
+
+
+def place_nominated(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, a: Assignment,
+                    replaced: WorkloadInfo | None = None) -> None:
     """Kueue's TAS step of flavor assignment: place the TAS pod sets of ``a`` (or mark them delayed) and turn the
-    assignment's mode as a placement failure requires."""
+    assignment's mode as a placement failure requires. ``replaced``: the elastic Job slice ``wl`` replaces."""
     if a.mode == Mode.NO_FIT or not info.tas_levels:
         return
     wanted: list[tuple[str, PodSetRequest]] = []
     results: dict[str, PodSetResult] = {}
+    elastic = ctx.topology.elastic and wl.elastic
     for ps, res in zip(wl.pod_sets, a.pod_sets, strict=False):
         res.topology = None
         res.delayed = False
         if res.count == 0 or not wants_tas(ps, info.tas_only):
             continue
+        if elastic and ps.topology is not None and ps.topology.required is not None:
+            _no_fit(a, res, ELASTIC_REQUIRED_TOPOLOGY, "NoMatchingFlavor")
+            return
         flavor, error = _tas_flavor(info, res.flavors)
         if flavor is None:
             _no_fit(a, res, error, "NoMatchingFlavor")
@@ -144,8 +187,20 @@ def place_nominated(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo,
     if not wanted:
         return
     snaps = ctx.topology.snapshots
+    lifted = released(ctx, replaced)
+    before = previous(ctx, wl, replaced)
+    snaps.charge_usage(lifted, -1)
+    try:
+        _place_nominated(ctx, a, wanted, results, before)
+    finally:
+        snaps.charge_usage(lifted, 1)
+
+
+def _place_nominated(ctx: CycleContext, a: Assignment, wanted: list[tuple[str, PodSetRequest]],
+                     results: dict[str, PodSetResult], before: dict[str, Placement] | None) -> None:
+    snaps = ctx.topology.snapshots
     if a.mode == Mode.FIT:
-        found = place_workload(snaps, wanted, options=ctx.topology.options)
+        found = place_workload(snaps, wanted, options=ctx.topology.options, previous=before)
         if found.ok:
             for name, placement in found.placements.items():
                 results[name].topology = placement
@@ -155,7 +210,7 @@ def place_nominated(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo,
         failed.mode = Granular.PREEMPT
         failed.reasons = [found.message]
         a.message = _message(a)
-    empty = place_workload(snaps, wanted, simulate_empty=True, options=ctx.topology.options)
+    empty = place_workload(snaps, wanted, simulate_empty=True, options=ctx.topology.options, previous=before)
     if not empty.ok:
         _no_fit(a, results[empty.failed], empty.message, TOPOLOGY_PLACEMENT_FAILED)  # type: ignore[index]
         return
@@ -165,7 +220,7 @@ def place_nominated(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo,
 
 
 def keep_waited(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, a: Assignment,
-                waited: dict[str, ev.WaitedPodSet]) -> None:
+                waited: dict[str, ev.WaitedPodSet], replaced: WorkloadInfo | None = None) -> None:
     """blockAdmission's held entry, nominated (a Fit, :func:`place_nominated` done) on the pod-set counts and
     flavors it waited with: its pod sets take back the placements they waited with, as Kueue's scheduler admits
     the entry on the assignment it computed before it waited, topology included, never placing it again. All or
@@ -184,6 +239,8 @@ def keep_waited(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, a: 
     if not kept:
         return
     snaps = ctx.topology.snapshots
+    lifted = released(ctx, replaced)
+    snaps.charge_usage(lifted, -1)
     charged: list[tuple[str, Placement, dict[str, int]]] = []
     fits = True
     for _, flavor, per_pod, placement in kept:
@@ -194,6 +251,7 @@ def keep_waited(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, a: 
         charged.append((flavor, placement, per_pod))
     for flavor, placement, per_pod in charged:
         snaps.charge(flavor, placement.domains, per_pod, -1)
+    snaps.charge_usage(lifted, 1)
     if fits:
         for res, _, _, placement in kept:
             res.topology = placement
@@ -221,7 +279,7 @@ def _tas_requests(wl: WorkloadInfo, info: ClusterQueueInfo,
 
 
 def place_preempting(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, a: Assignment,
-                     victims: list[WorkloadInfo]) -> None:
+                     victims: list[WorkloadInfo], replaced: WorkloadInfo | None = None) -> None:
     """Kueue's TAS update of a Preempt nomination: the placement the workload would get once ``victims`` are gone
     (with none, on an empty topology). The cycle reserves it (:func:`reserve_preempting`, or with the capacity a
     preemptor without candidates holds back), so a lower priority later in the cycle cannot take those domains
@@ -233,31 +291,38 @@ def place_preempting(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo
         return
     snaps = ctx.topology.snapshots
     requests = [(f, req) for f, req, _ in wanted]
+    before = previous(ctx, wl, replaced)
     if victims:
-        usage = [u for v in victims for u in workload_tas_usage(v)]
+        usage = [u for v in victims for u in workload_tas_usage(v)] + released(ctx, replaced)
         snaps.charge_usage(usage, -1)
         try:
-            found = place_workload(snaps, requests, options=ctx.topology.options)
+            found = place_workload(snaps, requests, options=ctx.topology.options, previous=before)
         finally:
             snaps.charge_usage(usage, 1)
     else:
-        found = place_workload(snaps, requests, simulate_empty=True, options=ctx.topology.options)
+        found = place_workload(snaps, requests, simulate_empty=True, options=ctx.topology.options, previous=before)
     for _, req, res in wanted:
         res.topology = found.placements.get(req.name)
 
 
 def reserve_preempting(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, a: Assignment,
-                       victims: list[WorkloadInfo]) -> bool:
+                       victims: list[WorkloadInfo], replaced: WorkloadInfo | None = None) -> bool:
     """The TAS side of issuing a preemption: with the victims' usage off the cycle's snapshots (as their quota is
     off the cycle's tree), the preemptor's placement must still fit; it is then charged. False, with nothing
-    changed, when it no longer fits (an earlier entry of the cycle took its domains)."""
+    changed, when it no longer fits (an earlier entry of the cycle took its domains). Under
+    ElasticJobsViaWorkloadSlicesWithTAS the slice ``wl`` replaces is off for the check too, as Kueue's fit check
+    simulates removing it with the targets; it runs on while the victims go, so its usage is then charged again
+    beside the preemptor's."""
     usage = [u for v in victims for u in workload_tas_usage(v)]
     placed = [(f, req, res) for f, req, res in _tas_requests(wl, info, a) if res.topology is not None]
     if not usage and not placed:
         return True
     snaps = ctx.topology.snapshots
-    snaps.charge_usage(usage, -1)
-    if not all(snaps[f].fits(res.topology.domains, req.per_pod()) for f, req, res in placed):  # type: ignore[union-attr]
+    lifted = released(ctx, replaced)
+    snaps.charge_usage(usage + lifted, -1)
+    fits = all(snaps[f].fits(res.topology.domains, req.per_pod()) for f, req, res in placed)  # type: ignore[union-attr]
+    snaps.charge_usage(lifted, 1)
+    if not fits:
         snaps.charge_usage(usage, 1)
         return False
     ctx.topology.charge([(f, req, res.topology) for f, req, res in placed])  # type: ignore[misc]
@@ -271,10 +336,23 @@ def reserve_placement(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInf
         ctx.topology.charge(placed)  # type: ignore[arg-type]
 
 
-def place_at_admission(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, a: Assignment) -> str:
+def place_at_admission(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, a: Assignment,
+                       replaced: WorkloadInfo | None = None) -> str:
     """Re-check the nominated placements against what this cycle admitted before (re-placing, with the nominated
     flavors, what no longer fits, unless ``TASRecomputeAssignmentWithinSchedulingCycle`` is off) and charge them;
-    returns a failure message, or "" when placed."""
+    returns a failure message, or "" when placed. Under ElasticJobsViaWorkloadSlicesWithTAS the usage of the slice
+    ``wl`` replaces is lifted first and, once ``wl`` is placed, stays lifted: its pods are the new placement's."""
+    lifted = released(ctx, replaced)
+    snaps = ctx.topology.snapshots
+    snaps.charge_usage(lifted, -1)
+    failure = _place_at_admission(ctx, wl, info, a, replaced)
+    if failure:
+        snaps.charge_usage(lifted, 1)
+    return failure
+
+
+def _place_at_admission(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo, a: Assignment,
+                        replaced: WorkloadInfo | None) -> str:
     placed = [(ps, res) for ps, res in zip(wl.pod_sets, a.pod_sets, strict=False) if res.topology is not None]
     if not placed:
         return ""
@@ -284,7 +362,7 @@ def place_at_admission(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueIn
                for (f, req), (_, res) in zip(requests, placed, strict=True)):
         if not ctx.topology.recompute:
             return "the nominated topology assignment no longer fits"
-        found = place_workload(snaps, requests, options=ctx.topology.options)
+        found = place_workload(snaps, requests, options=ctx.topology.options, previous=previous(ctx, wl, replaced))
         if not found.ok:
             return found.message
         for _, res in placed:

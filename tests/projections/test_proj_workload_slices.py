@@ -43,6 +43,22 @@ def test_the_fold_keeps_the_slice_a_workload_replaces() -> None:
     assert snapshot.decode(snapshot.encode(state)).workloads[NEW].replaces == OLD, "kept in a snapshot"
 
 
+def test_the_fold_keeps_whether_a_workload_is_an_elastic_jobs_slice() -> None:
+    """``kueue.x-k8s.io/elastic-job: "true"`` (read under ElasticJobsViaWorkloadSlicesWithTAS): taken at creation and at
+    every upsert, kept in a snapshot."""
+    state = folded()
+    assert not state.workloads[NEW].elastic
+    elastic = {**REPLACES, "kueue.x-k8s.io/elastic-job": "true"}
+    state.apply(ev.Record(state.offset + 1, upsert(workload("new", elastic), T0 + 2)))
+    assert state.workloads[NEW].elastic
+    assert snapshot.decode(snapshot.encode(state)).workloads[NEW].elastic, "kept in a snapshot"
+    state.apply(ev.Record(state.offset + 1, upsert(workload("new", {**REPLACES, "kueue.x-k8s.io/elastic-job": "no"}),
+                                                   T0 + 3)))
+    assert not state.workloads[NEW].elastic, "only \"true\" makes a slice elastic"
+    state.apply(ev.Record(state.offset + 1, upsert(workload("brand-new", elastic), T0 + 4)))
+    assert state.workloads["team/brand-new"].elastic, "taken at creation"
+
+
 def test_a_replaced_slice_is_finished_and_gives_its_quota_back() -> None:
     state = folded()
     assert state.quota.cluster_queues["cq"].usage == {"f0/cpu": 2000}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fixtures.tasbuild import flavor_obj, label, node_obj, topology_obj, upsert
+from fixtures.tasbuild import label, rack_events
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,14 +26,8 @@ RACK = label("rack")
 
 def snapshots(cpus: dict[str, list[int]]):
     """rack -> per-host CPUs (hosts named h<rack index><host index>)."""
-    events: list[ev.Event] = [upsert(topology_obj("default", LEVELS)), upsert(flavor_obj("tas", "default"))]
-    for r, (rack, hosts) in enumerate(sorted(cpus.items())):
-        for h, cpu in enumerate(hosts):
-            name = f"h{r}{h}"
-            events.append(upsert(node_obj({"name": name, "labels": {"rack": rack, "hostname": name},
-                                           "allocatable": {"cpu": cpu, "pods": 110}})))
     state = ClusterState()
-    for i, e in enumerate(events):
+    for i, e in enumerate(rack_events(cpus, LEVELS)):
         state.apply(ev.Record(i, e))
     return tas_snapshots(state)
 

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
+from kueue_es.scheduler.tas.elastic import merge
 from kueue_es.scheduler.tas.layers import layers_of, slice_key, slice_size, slices_requested
 from kueue_es.scheduler.tas.place import level_key, place
 from kueue_es.scheduler.tas.request import (
@@ -77,14 +78,7 @@ def replace_node(snap: FlavorSnapshot, req: PodSetRequest, current: Placement, n
         return res
     if not res.domains:
         return NoPlacement(f"cannot find replacement assignment for unhealthy node: {node}")
-    merged: dict[tuple[str, ...], int] = {}
-    order: dict[tuple[str, ...], tuple[int, ...]] = {}
-    for v, c in list(remaining) + list(res.domains):
-        merged[v] = merged.get(v, 0) + c
-        at = tree.domain_index(v)
-        order[v] = (at[1],) if at is not None else (-1,)
-    domains = tuple((v, merged[v]) for v in sorted(merged, key=lambda v: (order[v], v)))
-    return Replacement(Placement(res.levels, domains, res.hostname_prefix_encoding), res)
+    return Replacement(Placement(res.levels, merge(tree, remaining, res.domains), res.hostname_prefix_encoding), res)
 
 
 def replace_in_workload(snapshots: Mapping[str, FlavorSnapshot],

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
+from kueue_es.scheduler.tas.elastic import place_from, place_group_from, usable
 from kueue_es.scheduler.tas.nodes import go_quote
 from kueue_es.scheduler.tas.place import place, place_group
 from kueue_es.scheduler.tas.request import (
@@ -47,8 +48,11 @@ class WorkloadPlacement(msgspec.Struct, frozen=True):
 
 
 def place_workload(snapshots: Mapping[str, FlavorSnapshot], requests: Sequence[tuple[str, PodSetRequest]], *,
-                   simulate_empty: bool = False, options: TASOptions = DEFAULT_OPTIONS) -> WorkloadPlacement:
-    """``requests``: (TAS flavor, request) per pod set, in pod-set order. Pod sets with no pods are skipped."""
+                   simulate_empty: bool = False, options: TASOptions = DEFAULT_OPTIONS,
+                   previous: Mapping[str, Placement] | None = None) -> WorkloadPlacement:
+    """``requests``: (TAS flavor, request) per pod set, in pod-set order. Pod sets with no pods are skipped.
+    ``previous``: by pod-set name, the placements of the elastic Job slice this workload replaces, under
+    ElasticJobsViaWorkloadSlicesWithTAS (:mod:`.elastic`); a pod set with a usable one starts from it."""
     by_flavor: dict[str, list[PodSetRequest]] = {}
     for flavor, req in requests:
         by_flavor.setdefault(flavor, []).append(req)
@@ -61,6 +65,13 @@ def place_workload(snapshots: Mapping[str, FlavorSnapshot], requests: Sequence[t
                                      f"Flavor {go_quote(flavor)} information missing in TAS cache")
         assumed: AssumedUsage = shared if options.overlapping_flavors and snap.tree.hostname_lowest else {}
         for group in groups([r for r in by_flavor[flavor] if r.count > 0]):
+            if previous:
+                kept = _from_previous(snap, group, previous, assumed, simulate_empty, options)
+                if isinstance(kept, tuple):
+                    return WorkloadPlacement(placements, kept[0], kept[1].message)
+                if kept is not None:
+                    placements.update((req.name, res) for req, res in kept)
+                    continue
             if len(group) == 1:
                 req = group[0]
                 res = place(snap, req, assumed=assumed, simulate_empty=simulate_empty, options=options)
@@ -78,6 +89,25 @@ def place_workload(snapshots: Mapping[str, FlavorSnapshot], requests: Sequence[t
                 placements[req.name] = res
                 add_assumed(assumed, res, req.per_pod())
     return WorkloadPlacement(placements)
+
+
+def _from_previous(snap: FlavorSnapshot, group: Sequence[PodSetRequest], previous: Mapping[str, Placement],
+                   assumed: AssumedUsage, simulate_empty: bool, options: TASOptions
+                   ) -> list[tuple[PodSetRequest, Placement]] | tuple[str, NoPlacement] | None:
+    """The group placed from its previous placements (their usage added to ``assumed``), (the failing pod set, why),
+    or None when it is to be placed anew."""
+    if len(group) == 1:
+        req = group[0]
+        before = previous.get(req.name)
+        if not usable(snap, before):
+            return None
+        assert before is not None
+        res = place_from(snap, req, before, assumed=assumed, simulate_empty=simulate_empty, options=options)
+        return (req.name, res) if isinstance(res, NoPlacement) else [(req, res)]
+    leader, workers = leader_and_workers(group)
+    found = place_group_from(snap, leader, workers, previous, assumed=assumed, simulate_empty=simulate_empty,
+                             options=options)
+    return (workers.name, found) if isinstance(found, NoPlacement) else found
 
 
 def group_name(req: PodSetRequest) -> str | None:
