@@ -78,6 +78,7 @@ from projections.workloads import (
     ADMISSION_GATED,
     ADMISSION_GATED_BY_ANNOTATION,
     ADMITTED,
+    ALLOWED_FLAVORS_ANNOTATION,
     FINISHED,
     PENDING,
     RESERVED,
@@ -89,6 +90,7 @@ from projections.workloads import (
     WorkloadInfo,
     admission_usage,
     after_reclaim,
+    allowed_flavors,
     component_index,
     failed_attempt,
     has_quota_reservation,
@@ -1519,10 +1521,11 @@ class ClusterState:
             metric_annotations = self._metric_annotations(annotations)
             replaces = annotations.get(SLICE_REPLACEMENT_FOR_ANNOTATION, "")
             component = component_index(annotations)
+            allowed = allowed_flavors(annotations.get(ALLOWED_FLAVORS_ANNOTATION))
         else:  # most Workloads carry none: no lookups
             boost_annotation = gate = replaces = ""
             parameters = metric_annotations = ()
-            component = None
+            component = allowed = None
         boost = 0
         if boost_annotation and self.priority_boost:
             boost = boost_of(boost_annotation)
@@ -1541,7 +1544,7 @@ class ClusterState:
                 pod_owned=bool(meta.owner_references) and owned_by_single_pod(meta),
                 owner=owner_of(meta), owner_uid=owner_uid_of(meta) if component is not None else "",
                 boost=boost, boost_annotation=boost_annotation, metric_annotations=metric_annotations,
-                replaces=replaces, component_index=component,
+                replaces=replaces, component_index=component, allowed_flavors=allowed,
             )
             self.pod_templates[key] = pod_templates(spec)
             self._take_observed_status(wl, w)
@@ -1579,6 +1582,9 @@ class ClusterState:
         regated = gate != wl.admission_gate
         if regated:
             wl.admission_gate = gate
+        reflavored = allowed != wl.allowed_flavors
+        if reflavored:
+            wl.allowed_flavors = allowed
         reboosted = False
         if boost_annotation != wl.boost_annotation:
             wl.boost_annotation = boost_annotation
@@ -1599,7 +1605,7 @@ class ClusterState:
         wl.max_execution_seconds = spec.maximum_execution_time_seconds
         new_sets = wl.spec_sets != pod_sets
         changed = (new_sets or wl.priority != priority or wl.active != active
-                   or wl.queue_name != spec.queue_name or regated or reboosted)
+                   or wl.queue_name != spec.queue_name or regated or reboosted or reflavored)
         if not changed:
             # phase, conditions, pods ready and activity are as they were: only the limit and the checks count
             return not retimed and not rechecked
@@ -1609,7 +1615,7 @@ class ClusterState:
         deactivated = wl.active and not active
         gated = regated and bool(gate) and self.admission_gated_by
         reprioritised = wl.priority != priority
-        if new_sets or reprioritised or deactivated or gated:
+        if new_sets or reprioritised or deactivated or gated or reflavored:
             wl.scan = None  # its scheduling shape changed, or it leaves the queue: the progress is meaningless
         if new_sets:
             if wl.reserving and templates_before is not None:

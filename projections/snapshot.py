@@ -23,7 +23,7 @@ from projections.queue_order import order_of
 from projections.queues import ClusterQueueQueue
 from projections.workloads import WorkloadInfo, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 25
+SNAPSHOT_VERSION = 26
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -57,8 +57,9 @@ MultiKueue). 23: the TAS placements in the assignment a held entry waits with (`
 ``topology_domains``). 24: the UID of the owner of each Workload its owner makes together with others
 (``WorkloadInfo.owner_uid``: a LeaderWorkerSet's group is its set's by UID, for MultiKueue). 25: the ResourceSlices
 (the devices counter sources of ``deviceClassMappings`` are charged from, under
-KueueDRAIntegrationPartitionableDevices)."""
-READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25)
+KueueDRAIntegrationPartitionableDevices). 26: each workload's allowed flavors (``WorkloadInfo.allowed_flavors``, its
+``kueue.x-k8s.io/workload-allowed-resource-flavors`` annotation, read under ConcurrentAdmission)."""
+READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -100,7 +101,9 @@ again. Versions 21 and 22 kept a held entry's assignment without its TAS placeme
 topology is placed anew on the flavors it waited with. Versions up to 23 kept no owner UIDs: restored from one, a
 group Workload matches any of its owner's name until its next upsert. Versions up to 24 kept no ResourceSlice: restored
 from one, no device is known until the slices are observed again (the watch's relist upserts them), and a class charged by
-counter sources leaves its workloads inadmissible for want of devices until then."""
+counter sources leaves its workloads inadmissible for want of devices until then. Versions up to 25 kept no allowed
+flavors: restored from one, a workload is taken as allowed every flavor until its next upsert shows its
+annotation."""
 
 Shape = tuple[int, bytes]
 

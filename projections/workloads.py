@@ -82,6 +82,19 @@ SLICE_REPLACEMENT_FOR_ANNOTATION = "kueue.x-k8s.io/workload-slice-replacement-fo
 """Set on a new slice of an elastic Job's Workload: the ``namespace/name`` of the slice it replaces."""
 WORKLOAD_SLICE_REPLACED = "WorkloadSliceReplaced"
 """The Finished reason of a slice whose replacement was admitted."""
+ALLOWED_FLAVORS_ANNOTATION = "kueue.x-k8s.io/workload-allowed-resource-flavors"
+"""``ConcurrentAdmission``: the flavors a Workload may be assigned, comma-separated (Kueue's variant controller
+writes one flavor on each variant Workload it makes of a parent)."""
+
+
+def allowed_flavors(value: str | None) -> tuple[str, ...] | None:
+    """The flavors an :data:`ALLOWED_FLAVORS_ANNOTATION` value allows, spaces around each dropped (None: no
+    annotation; an empty or blank one allows none, as Kueue reads it)."""
+    if value is None:
+        return None
+    if not value.strip():
+        return ()
+    return tuple(part.strip() for part in value.split(","))
 
 
 class PodSetInfo(msgspec.Struct, frozen=True, gc=False, array_like=True):
@@ -259,6 +272,9 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     """For a :attr:`component_index` one, the UID of the owner :attr:`owner` names (empty: none, any other workload,
     or unknown, as for one restored from a snapshot before version 24 until its next upsert): a group's Workloads
     are its owner's by UID, as Kueue lists them (its owner-UID index)."""
+    allowed_flavors: tuple[str, ...] | None = None
+    """Its :data:`ALLOWED_FLAVORS_ANNOTATION` flavors (None: no annotation, as for most workloads). Kept whatever
+    the gate; under ``ConcurrentAdmission`` the flavor assigner skips every other flavor."""
 
     @property
     def base_priority(self) -> int:
