@@ -96,6 +96,7 @@ from projections.workloads import (
     has_quota_reservation,
     held_for_pods_ready,
     intern_scan,
+    is_parent,
     keeps_queued,
     owned_by_single_pod,
     owner_of,
@@ -526,6 +527,12 @@ class ClusterState:
         return self.gate(gates.ADMISSION_GATED_BY)
 
     @property
+    def concurrent_admission(self) -> bool:
+        """Kueue's ``ConcurrentAdmission`` gate in the configuration in force: a parent workload (labelled
+        ``kueue.x-k8s.io/concurrent-admission-parent: "true"``) is not queued, its variants are."""
+        return self.gate(gates.CONCURRENT_ADMISSION)
+
+    @property
     def priority_boost(self) -> bool:
         """Kueue's ``PriorityBoost`` gate in the configuration in force: a workload's
         ``kueue.x-k8s.io/priority-boost`` annotation is added to its priority (:attr:`WorkloadInfo.boost`)."""
@@ -851,6 +858,7 @@ class ClusterState:
         before = self._rules_in_force()
         tas_before = self.tas_enabled
         gated_before = self.admission_gated_by
+        parents_before = self.concurrent_admission
         boost_before = self.priority_boost
         names_before = self.shapes_name_pod_sets
         dra_before = self.dra_config()
@@ -867,6 +875,8 @@ class ClusterState:
             self._flush_all()
         if self.admission_gated_by != gated_before:
             self._regate_all()
+        if self.concurrent_admission != parents_before:
+            self._requeue_parents()
         if self.priority_boost != boost_before:
             self._reboost_all()
         if self.shapes_name_pod_sets != names_before:
@@ -969,6 +979,15 @@ class ClusterState:
                 self._dequeue(wl)
                 self._enqueue(wl)
         self.touched_all = True
+
+    def _requeue_parents(self) -> None:
+        """The ConcurrentAdmission gate changed: every pending parent workload leaves its queue or joins it."""
+        for key in sorted(self.workloads):
+            wl = self.workloads[key]
+            if wl.phase == PENDING and is_parent(wl):
+                wl.scan = None
+                self._dequeue(wl)
+                self._enqueue(wl)
 
     def _reclaim_everywhere(self) -> None:
         """The ReclaimablePods gate changed: every workload with reclaimable pods counts them anew."""
@@ -1560,8 +1579,11 @@ class ClusterState:
         if external and wl.reserving and not wl.cluster_name:
             self._take_external_nominations(wl, w)
         rechecked = bool(wl.check_states or wl.shown_checks) and self._take_external_checks(wl, w)
+        reparented = False
         if wl.labels != meta.labels:
+            was_parent = is_parent(wl)
             wl.labels = dict(meta.labels)
+            reparented = was_parent != is_parent(wl) and self.concurrent_admission
         wl.provreq_parameters = parameters
         if metric_annotations or wl.metric_annotations:
             wl.metric_annotations = metric_annotations
@@ -1605,7 +1627,7 @@ class ClusterState:
         wl.max_execution_seconds = spec.maximum_execution_time_seconds
         new_sets = wl.spec_sets != pod_sets
         changed = (new_sets or wl.priority != priority or wl.active != active
-                   or wl.queue_name != spec.queue_name or regated or reboosted or reflavored)
+                   or wl.queue_name != spec.queue_name or regated or reboosted or reflavored or reparented)
         if not changed:
             # phase, conditions, pods ready and activity are as they were: only the limit and the checks count
             return not retimed and not rechecked
@@ -1615,7 +1637,7 @@ class ClusterState:
         deactivated = wl.active and not active
         gated = regated and bool(gate) and self.admission_gated_by
         reprioritised = wl.priority != priority
-        if new_sets or reprioritised or deactivated or gated or reflavored:
+        if new_sets or reprioritised or deactivated or gated or reflavored or reparented:
             wl.scan = None  # its scheduling shape changed, or it leaves the queue: the progress is meaningless
         if new_sets:
             if wl.reserving and templates_before is not None:
@@ -1817,7 +1839,8 @@ class ClusterState:
 
     def _enqueue(self, wl: WorkloadInfo) -> None:
         if (wl.phase != PENDING or not wl.active or (wl.admission_gate and self.admission_gated_by)
-                or waits_for_replacement_pods(wl) or workload_problem(wl.pod_sets)):
+                or waits_for_replacement_pods(wl) or workload_problem(wl.pod_sets)
+                or (wl.labels and is_parent(wl) and self.concurrent_admission)):
             self._dequeue(wl)
             if wl.phase == PENDING:
                 if wl.active:  # held out of its queue (gated, refused): queued nowhere, as one held from the start

@@ -318,9 +318,10 @@ decides whether a Configuration's capacity ``sources`` are refused, as Kueue's d
 them is not modelled (a Configuration giving any is warned of instead: its classes' devices are charged by count).
 Its counter twin, KueueDRAIntegrationPartitionableDevices, is modelled (:func:`projections.dra.counter_charge_of`).
 ``ConcurrentAdmission`` turns on the ClusterQueue webhook's checks of ``concurrentAdmissionPolicy``
-(:func:`events.object_rules.check_concurrent_admission`) and the flavor assigner's reading of a Workload's
-allowed-flavors annotation (:func:`kueue_es.scheduler.flavors.assign_flavors`), but Kueue's variant controller is
-not modelled (turned on, it is warned of: :func:`partly_note`).
+(:func:`events.object_rules.check_concurrent_admission`), the flavor assigner's reading of a Workload's
+allowed-flavors annotation (:func:`kueue_es.scheduler.flavors.assign_flavors`) and the queues' leaving out a parent
+Workload (:attr:`projections.cluster.ClusterState.concurrent_admission`), but Kueue's variant controller is not
+modelled: no parent is labelled and no variant made (turned on, the gate is warned of: :func:`partly_note`).
 Set away from its default, such a gate still changes what it decides here, so it is not :func:`ignored`."""
 
 

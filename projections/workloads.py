@@ -87,6 +87,16 @@ ALLOWED_FLAVORS_ANNOTATION = "kueue.x-k8s.io/workload-allowed-resource-flavors"
 writes one flavor on each variant Workload it makes of a parent)."""
 
 
+CONCURRENT_ADMISSION_PARENT_LABEL = "kueue.x-k8s.io/concurrent-admission-parent"
+"""``ConcurrentAdmission``: ``"true"`` on a parent Workload (Kueue's workload controller labels each workload of a
+ClusterQueue with a ``concurrentAdmissionPolicy``), which is not queued itself but through its variants."""
+
+
+def is_parent(wl: WorkloadInfo) -> bool:
+    """It carries :data:`CONCURRENT_ADMISSION_PARENT_LABEL` ``"true"`` (Kueue's ``IsParent``)."""
+    return wl.labels.get(CONCURRENT_ADMISSION_PARENT_LABEL) == "true"
+
+
 def allowed_flavors(value: str | None) -> tuple[str, ...] | None:
     """The flavors an :data:`ALLOWED_FLAVORS_ANNOTATION` value allows, spaces around each dropped (None: no
     annotation; an empty or blank one allows none, as Kueue reads it)."""
