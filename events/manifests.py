@@ -71,6 +71,9 @@ class Checks:
     elastic_min_count: bool = False
     """``ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp`` (alpha, off; with ``ElasticJobsViaWorkloadSlices``):
     the ``minCount`` check lets an elastic job's Workload carry ``minCount``, in any number of pod sets."""
+    concurrent_admission: bool = False
+    """``ConcurrentAdmission`` (alpha, off): a ClusterQueue with a ``concurrentAdmissionPolicy`` has one resource
+    group of at most 16 flavors and is not StrictFIFO (:func:`events.object_rules.check_concurrent_admission`)."""
     reclaimable_bounds: bool = True
     """Not a gate's: a reclaimable count at most its pod set's count (:func:`check_reclaimable_bounds`). An
     update turns it off here and holds it against the old object instead (:mod:`events.update_rules`:
@@ -87,7 +90,8 @@ class Checks:
                    non_negative=gate("WorkloadValidateResourcesAreNonNegative"),
                    admission_gate=gate("AdmissionGatedBy"), min_count=gate("PartialAdmission"),
                    elastic_min_count=gate("ElasticJobsViaWorkloadSlices")
-                   and gate("ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp"))
+                   and gate("ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp"),
+                   concurrent_admission=gate("ConcurrentAdmission"))
 
 
 UNGATED = Checks(priority_boost=False, slice_size=False, pod_set_metadata=False, on_flavors=False,
@@ -347,6 +351,8 @@ def validate_gated(obj: o.KObject, where: str, checks: Checks) -> None:
         case o.ClusterQueue():
             if checks.on_flavors:
                 check_on_flavors(obj, where)
+            if checks.concurrent_admission:
+                object_rules.check_concurrent_admission(obj, where)
         case _:
             pass
 

@@ -311,11 +311,41 @@ def _cluster_queue(spec: o.ClusterQueueSpec, where: str) -> None:
     _preemption(spec.preemption, where)
     _flavor_fungibility(spec.flavor_fungibility, where)
     _fair_sharing(spec.fair_sharing, where)
+    policy = spec.concurrent_admission_policy
+    if policy is not None:
+        _one_of(policy.migration.mode, o.CONCURRENT_ADMISSION_MODES, where,
+                "spec.concurrentAdmissionPolicy.migration.mode")
+        last = policy.migration.constraints.last_acceptable_flavor_name if policy.migration.constraints else None
+        if last is not None:
+            _name_reference(last, where, "spec.concurrentAdmissionPolicy.migration.constraints.lastAcceptableFlavorName")
     for what, total in (("flavors", sum(len(rg.flavors) for rg in spec.resource_groups)),
                         ("covered resources", sum(len(rg.covered_resources) for rg in spec.resource_groups))):
         if total > MAX_TOTAL:
             raise InvalidInput(f"{where}: field `spec.resourceGroups`: total number of {what} across all "
                                f"resourceGroups must be ≤ {MAX_TOTAL}, got {total}")
+
+
+MAX_CONCURRENT_ADMISSION_FLAVORS = 16
+
+
+def check_concurrent_admission(cq: o.ClusterQueue, where: str) -> None:
+    """Kueue's ClusterQueue webhook under ``ConcurrentAdmission`` (alpha, off): a ClusterQueue with a
+    ``concurrentAdmissionPolicy`` has exactly one resource group, of at most 16 flavors, and is not StrictFIFO.
+    (Gate off the webhook does not look at the policy.)"""
+    spec = cq.spec
+    if spec.concurrent_admission_policy is None:
+        return
+    groups = spec.resource_groups
+    if len(groups) != 1:
+        raise InvalidInput(f"{where}: field `spec.resourceGroups`: Invalid value: {len(groups)}: must have exactly "
+                           "one ResourceGroup when ConcurrentAdmissionPolicy is defined")
+    if len(groups[0].flavors) > MAX_CONCURRENT_ADMISSION_FLAVORS:
+        raise InvalidInput(f"{where}: field `spec.resourceGroups[0].flavors`: Invalid value: {len(groups[0].flavors)}: "
+                           f"cannot have more than {MAX_CONCURRENT_ADMISSION_FLAVORS} resource flavors in the "
+                           "ResourceGroup when ConcurrentAdmissionPolicy is defined")
+    if spec.queueing_strategy == "StrictFIFO":
+        raise InvalidInput(f'{where}: field `spec.queueingStrategy`: Invalid value: "StrictFIFO": StrictFIFO queueing '
+                           "strategy cannot be used when ConcurrentAdmissionPolicy is defined")
 
 
 def _quotas(groups: Sequence[o.ResourceGroup], where: str, *, parent: str, cohort: bool) -> None:

@@ -513,6 +513,26 @@ class AdmissionScope(View):
     admission_mode: str = ""
 
 
+CONCURRENT_ADMISSION_MODES = ("TryPreferredFlavors", "RetainFirstAdmission")
+"""``spec.concurrentAdmissionPolicy.migration.mode`` (the CRD's enum; left out it is ``TryPreferredFlavors``)."""
+
+
+class ConcurrentAdmissionConstraints(View):
+    last_acceptable_flavor_name: str | None = None
+
+
+class ConcurrentAdmissionMigration(View):
+    mode: str = "TryPreferredFlavors"
+    constraints: ConcurrentAdmissionConstraints | None = None
+
+
+class ConcurrentAdmissionPolicy(View):
+    """``ConcurrentAdmission`` (alpha, off): each workload of the ClusterQueue is pursued through one variant
+    Workload per flavor of its one resource group (:mod:`projections.concurrent_admission`)."""
+
+    migration: ConcurrentAdmissionMigration = ConcurrentAdmissionMigration()
+
+
 class ClusterQueueSpec(View):
     resource_groups: list[ResourceGroup] = []
     cohort_name: str = ""
@@ -524,6 +544,7 @@ class ClusterQueueSpec(View):
     stop_policy: str = "None"
     fair_sharing: FairSharing | None = None
     admission_scope: AdmissionScope | None = None
+    concurrent_admission_policy: ConcurrentAdmissionPolicy | None = None
 
 
 class ClusterQueue(KObject, tag="ClusterQueue"):

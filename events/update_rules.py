@@ -29,8 +29,10 @@ kueue-es does not model (a container's image) count too. Each names the object a
 * Topology: ``spec.levels`` do not change, unless ``kubernetes.io/hostname`` is the lowest level before and after.
 * AdmissionCheck: ``spec.controllerName`` does not change.
 
-Not modelled: the MultiKueue
-``clusterName`` rule and a ClusterQueue's ``concurrentAdmissionPolicy`` (``ConcurrentAdmission``, alpha).
+* ClusterQueue: ``spec.concurrentAdmissionPolicy`` does not change (whatever ``ConcurrentAdmission`` says: Kueue's
+  webhook holds it immutable with the gate off too).
+
+Not modelled: the MultiKueue ``clusterName`` rule.
 """
 
 from __future__ import annotations
@@ -66,8 +68,12 @@ def validate_update(old_doc: dict[str, Any], new_doc: dict[str, Any], old: o.KOb
                 problems = admission_gate_errors(_get(old_doc, "metadata"), _get(new_doc, "metadata"))
                 if problems:
                     raise InvalidInput(f"{where}: field `{GATE_PATH}`: {problems[0]}")
-        case o.ClusterQueue() if not on_flavors_gate and isinstance(old, o.ClusterQueue):
-            check_on_flavors(new, where, kept_from=old)
+        case o.ClusterQueue():
+            if _get(_get(old_doc, "spec"), "concurrentAdmissionPolicy") != _get(_get(new_doc, "spec"),
+                                                                             "concurrentAdmissionPolicy"):
+                raise InvalidInput(f"{where}: field `spec.concurrentAdmissionPolicy`: {IMMUTABLE}")
+            if not on_flavors_gate and isinstance(old, o.ClusterQueue):
+                check_on_flavors(new, where, kept_from=old)
         case o.LocalQueue() if isinstance(old, o.LocalQueue):
             if old.spec.cluster_queue != new.spec.cluster_queue:
                 raise InvalidInput(f"{where}: field `spec.clusterQueue`: {IMMUTABLE}")

@@ -60,7 +60,8 @@ def kueue_configuration(settings: Settings) -> tuple[SchedulerConfig, dict[str, 
         raise InvalidInput(f"{path}: expected exactly one Kueue Configuration document "
                            "($.scheduler.kueue_config)")
     config = load_config(manifest.configs[0], path)
-    for note in (gates.ignored_note(config.feature_gates, path), sources_note(config, path)):
+    for note in (gates.ignored_note(config.feature_gates, path), gates.partly_note(config.feature_gates, path),
+                 sources_note(config, path)):
         if note is not None:
             sys.stderr.write(f"kueue-es: warning: {note}\n")
     return config, manifest.configs[0]

@@ -78,6 +78,7 @@ from projections.workloads import (
     ADMISSION_GATED,
     ADMISSION_GATED_BY_ANNOTATION,
     ADMITTED,
+    ALLOWED_FLAVORS_ANNOTATION,
     ELASTIC_JOB_ANNOTATION,
     FINISHED,
     PENDING,
@@ -90,6 +91,7 @@ from projections.workloads import (
     WorkloadInfo,
     admission_usage,
     after_reclaim,
+    allowed_flavors,
     component_index,
     failed_attempt,
     grouped_owner,
@@ -97,6 +99,7 @@ from projections.workloads import (
     has_quota_reservation,
     held_for_pods_ready,
     intern_scan,
+    is_parent,
     keeps_queued,
     owned_by_single_pod,
     owner_of,
@@ -530,6 +533,12 @@ class ClusterState:
         return self.gate(gates.ADMISSION_GATED_BY)
 
     @property
+    def concurrent_admission(self) -> bool:
+        """Kueue's ``ConcurrentAdmission`` gate in the configuration in force: a parent workload (labelled
+        ``kueue.x-k8s.io/concurrent-admission-parent: "true"``) is not queued, its variants are."""
+        return self.gate(gates.CONCURRENT_ADMISSION)
+
+    @property
     def priority_boost(self) -> bool:
         """Kueue's ``PriorityBoost`` gate in the configuration in force: a workload's
         ``kueue.x-k8s.io/priority-boost`` annotation is added to its priority (:attr:`WorkloadInfo.boost`)."""
@@ -855,6 +864,7 @@ class ClusterState:
         before = self._rules_in_force()
         tas_before = self.tas_enabled
         gated_before = self.admission_gated_by
+        parents_before = self.concurrent_admission
         boost_before = self.priority_boost
         names_before = self.shapes_name_pod_sets
         dra_before = self.dra_config()
@@ -871,6 +881,8 @@ class ClusterState:
             self._flush_all()
         if self.admission_gated_by != gated_before:
             self._regate_all()
+        if self.concurrent_admission != parents_before:
+            self._requeue_parents()
         if self.priority_boost != boost_before:
             self._reboost_all()
         if self.shapes_name_pod_sets != names_before:
@@ -973,6 +985,15 @@ class ClusterState:
                 self._dequeue(wl)
                 self._enqueue(wl)
         self.touched_all = True
+
+    def _requeue_parents(self) -> None:
+        """The ConcurrentAdmission gate changed: every pending parent workload leaves its queue or joins it."""
+        for key in sorted(self.workloads):
+            wl = self.workloads[key]
+            if wl.phase == PENDING and is_parent(wl):
+                wl.scan = None
+                self._dequeue(wl)
+                self._enqueue(wl)
 
     def _reclaim_everywhere(self) -> None:
         """The ReclaimablePods gate changed: every workload with reclaimable pods counts them anew."""
@@ -1528,10 +1549,11 @@ class ClusterState:
             replaces = annotations.get(SLICE_REPLACEMENT_FOR_ANNOTATION, "")
             component = component_index(annotations)
             elastic = annotations.get(ELASTIC_JOB_ANNOTATION) == "true"
+            allowed = allowed_flavors(annotations.get(ALLOWED_FLAVORS_ANNOTATION))
         else:  # most Workloads carry none: no lookups
             boost_annotation = gate = replaces = ""
             parameters = metric_annotations = ()
-            component = None
+            component = allowed = None
             elastic = False
         boost = 0
         if boost_annotation and self.priority_boost:
@@ -1551,7 +1573,7 @@ class ClusterState:
                 pod_owned=bool(meta.owner_references) and owned_by_single_pod(meta),
                 owner=(owner := owner_of(meta)), owner_uid=(uid := grouped_owner_uid(meta, owner)) or "",
                 boost=boost, boost_annotation=boost_annotation, metric_annotations=metric_annotations,
-                replaces=replaces, component_index=component, elastic=elastic,
+                replaces=replaces, component_index=component, elastic=elastic, allowed_flavors=allowed,
             )
             self.pod_templates[key] = pod_templates(spec)
             self._take_observed_status(wl, w)
@@ -1569,8 +1591,11 @@ class ClusterState:
         if external and wl.reserving and not wl.cluster_name:
             self._take_external_nominations(wl, w)
         rechecked = bool(wl.check_states or wl.shown_checks) and self._take_external_checks(wl, w)
+        reparented = False
         if wl.labels != meta.labels:
+            was_parent = is_parent(wl)
             wl.labels = dict(meta.labels)
+            reparented = was_parent != is_parent(wl) and self.concurrent_admission
         wl.provreq_parameters = parameters
         if metric_annotations or wl.metric_annotations:
             wl.metric_annotations = metric_annotations
@@ -1592,6 +1617,9 @@ class ClusterState:
         regated = gate != wl.admission_gate
         if regated:
             wl.admission_gate = gate
+        reflavored = allowed != wl.allowed_flavors
+        if reflavored:
+            wl.allowed_flavors = allowed
         reboosted = False
         if boost_annotation != wl.boost_annotation:
             wl.boost_annotation = boost_annotation
@@ -1612,7 +1640,7 @@ class ClusterState:
         wl.max_execution_seconds = spec.maximum_execution_time_seconds
         new_sets = wl.spec_sets != pod_sets
         changed = (new_sets or wl.priority != priority or wl.active != active
-                   or wl.queue_name != spec.queue_name or regated or reboosted)
+                   or wl.queue_name != spec.queue_name or regated or reboosted or reflavored or reparented)
         if not changed:
             # phase, conditions, pods ready and activity are as they were: only the limit and the checks count
             return not retimed and not rechecked
@@ -1622,7 +1650,7 @@ class ClusterState:
         deactivated = wl.active and not active
         gated = regated and bool(gate) and self.admission_gated_by
         reprioritised = wl.priority != priority
-        if new_sets or reprioritised or deactivated or gated:
+        if new_sets or reprioritised or deactivated or gated or reflavored or reparented:
             wl.scan = None  # its scheduling shape changed, or it leaves the queue: the progress is meaningless
         if new_sets:
             if wl.reserving and templates_before is not None:
@@ -1844,7 +1872,8 @@ class ClusterState:
 
     def _enqueue(self, wl: WorkloadInfo) -> None:
         if (wl.phase != PENDING or not wl.active or (wl.admission_gate and self.admission_gated_by)
-                or waits_for_replacement_pods(wl) or workload_problem(wl.pod_sets)):
+                or waits_for_replacement_pods(wl) or workload_problem(wl.pod_sets)
+                or (wl.labels and is_parent(wl) and self.concurrent_admission)):
             self._dequeue(wl)
             if wl.phase == PENDING:
                 if wl.active:  # held out of its queue (gated, refused): queued nowhere, as one held from the start

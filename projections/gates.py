@@ -24,8 +24,9 @@ acted on) and ``DynamicQuotaOrchestration`` (whether a ClusterQueue's or Cohort'
 stands for its spec's quotas: :mod:`projections.effective_quotas`).
 ``kueue-es import`` also reads there the gates of the checks Kueue's webhooks make only under a gate
 (:meth:`events.manifests.Checks.under`): ``TASValidateWorkloadSliceSize``, ``WorkloadValidationForPodSetMetadata``,
-``RejectUpdatesToCQWithInvalidOnFlavors``, ``WorkloadValidateResourcesAreNonNegative``, ``AdmissionGatedBy``'s and
-``PartialAdmission``'s (an object failing a check is refused only while its gate is on), and
+``RejectUpdatesToCQWithInvalidOnFlavors``, ``WorkloadValidateResourcesAreNonNegative``, ``AdmissionGatedBy``'s,
+``PartialAdmission``'s and ``ConcurrentAdmission``'s (an object failing a check is refused only while its gate is
+on), and
 ``ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp``'s, which lets an elastic Workload carry ``minCount`` (the
 scheduler then admits its scale-up in part: :func:`kueue_es.scheduler.cycle.nominate`); the LeaderWorkerSet and
 Ray validating webhooks read ``LWSImmutableGroupSize`` and ``ValidateRayAndSparkJobUpdates``; the validating webhook
@@ -136,6 +137,7 @@ SPARK_APPLICATION_INTEGRATION = "SparkApplicationIntegration"
 TLS_OPTIONS = "TLSOptions"
 REMOVE_FINALIZERS_WITH_STRICT_PATCH = "RemoveFinalizersWithStrictPatch"
 DYNAMIC_QUOTA_ORCHESTRATION = "DynamicQuotaOrchestration"
+CONCURRENT_ADMISSION = "ConcurrentAdmission"
 
 GATES: dict[str, tuple[str, bool]] = {
     PARTIAL_ADMISSION: (BETA, True),
@@ -192,7 +194,7 @@ GATES: dict[str, tuple[str, bool]] = {
     FINISH_ORPHANED_WORKLOADS: (BETA, True),
     MULTIKUEUE_INCREMENTAL_DISPATCHER_CONFIG: (BETA, True),
     MULTIKUEUE_INCREMENTAL_DISPATCHER_RESPECT_CONFIG_ORDER: (BETA, True),
-    "ConcurrentAdmission": (ALPHA, False),
+    CONCURRENT_ADMISSION: (ALPHA, False),
     QUOTA_CHECK_STRATEGY: (BETA, True),
     METRIC_FOR_WORKLOAD_CREATION_LATENCY: (BETA, True),
     TAS_RESPECT_NODE_AFFINITY_PREFERRED: (ALPHA, False),
@@ -316,12 +318,26 @@ Deployments, StatefulSets: :func:`connectors.k8s.framework_webhook.managed_above
 only, when nothing is being deleted."""
 
 
-PARTLY = frozenset({KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY})
+PARTLY = frozenset({KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY, CONCURRENT_ADMISSION})
 """Gates the code reads but models only in part, so not counted in :data:`MODELLED`: the DRA capacity sources gate
 decides whether a Configuration's capacity ``sources`` are refused, as Kueue's does, but what Kueue charges from
 them is not modelled (a Configuration giving any is warned of instead: its classes' devices are charged by count).
 Its counter twin, KueueDRAIntegrationPartitionableDevices, is modelled (:func:`projections.dra.counter_charge_of`).
+``ConcurrentAdmission`` turns on the ClusterQueue webhook's checks of ``concurrentAdmissionPolicy``
+(:func:`events.object_rules.check_concurrent_admission`), the flavor assigner's reading of a Workload's
+allowed-flavors annotation (:func:`kueue_es.scheduler.flavors.assign_flavors`) and the queues' leaving out a parent
+Workload (:attr:`projections.cluster.ClusterState.concurrent_admission`), but Kueue's variant controller is not
+modelled: no parent is labelled and no variant made (turned on, the gate is warned of: :func:`partly_note`).
 Set away from its default, such a gate still changes what it decides here, so it is not :func:`ignored`."""
+
+
+def partly_note(gates: Mapping[str, bool], source: str) -> str | None:
+    """The warning for a :data:`PARTLY` gate turned on whose unmodelled part a user would miss (None otherwise)."""
+    if not enabled(gates, CONCURRENT_ADMISSION):
+        return None
+    return (f"{source}: featureGates: kueue-es checks a ClusterQueue's concurrentAdmissionPolicy as Kueue does under "
+            f"{CONCURRENT_ADMISSION} but makes no variant Workloads: a workload of such a ClusterQueue is admitted "
+            "directly, as with the gate off")
 
 
 def ignored(gates: Mapping[str, bool]) -> list[str]:

@@ -84,6 +84,29 @@ ELASTIC_JOB_ANNOTATION = "kueue.x-k8s.io/elastic-job"
 """``"true"`` on every slice of an elastic Job's Workload (Kueue's ``IsElasticWorkload``)."""
 WORKLOAD_SLICE_REPLACED = "WorkloadSliceReplaced"
 """The Finished reason of a slice whose replacement was admitted."""
+ALLOWED_FLAVORS_ANNOTATION = "kueue.x-k8s.io/workload-allowed-resource-flavors"
+"""``ConcurrentAdmission``: the flavors a Workload may be assigned, comma-separated (Kueue's variant controller
+writes one flavor on each variant Workload it makes of a parent)."""
+
+
+CONCURRENT_ADMISSION_PARENT_LABEL = "kueue.x-k8s.io/concurrent-admission-parent"
+"""``ConcurrentAdmission``: ``"true"`` on a parent Workload (Kueue's workload controller labels each workload of a
+ClusterQueue with a ``concurrentAdmissionPolicy``), which is not queued itself but through its variants."""
+
+
+def is_parent(wl: WorkloadInfo) -> bool:
+    """It carries :data:`CONCURRENT_ADMISSION_PARENT_LABEL` ``"true"`` (Kueue's ``IsParent``)."""
+    return wl.labels.get(CONCURRENT_ADMISSION_PARENT_LABEL) == "true"
+
+
+def allowed_flavors(value: str | None) -> tuple[str, ...] | None:
+    """The flavors an :data:`ALLOWED_FLAVORS_ANNOTATION` value allows, spaces around each dropped (None: no
+    annotation; an empty or blank one allows none, as Kueue reads it)."""
+    if value is None:
+        return None
+    if not value.strip():
+        return ()
+    return tuple(part.strip() for part in value.split(","))
 
 
 class PodSetInfo(msgspec.Struct, frozen=True, gc=False, array_like=True):
@@ -266,6 +289,9 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
     """Its ``kueue.x-k8s.io/elastic-job`` annotation is ``"true"`` (an elastic Job's slice; False, as for one restored
     from a snapshot before version 27 until its next upsert). Kept whatever the gate; the scheduler reads it only
     under ``ElasticJobsViaWorkloadSlicesWithTAS`` (:mod:`kueue_es.scheduler.tas.elastic`)."""
+    allowed_flavors: tuple[str, ...] | None = None
+    """Its :data:`ALLOWED_FLAVORS_ANNOTATION` flavors (None: no annotation, as for most workloads). Kept whatever
+    the gate; under ``ConcurrentAdmission`` the flavor assigner skips every other flavor."""
 
     @property
     def base_priority(self) -> int:

@@ -204,7 +204,8 @@ def load_kueue_config_document(path: str | None) -> tuple[SchedulerConfig, dict[
 def warn_ignored_gates(config: SchedulerConfig, source: str) -> None:
     """Say which of the Configuration's feature gates change nothing here (:func:`projections.gates.ignored`), and
     which of its device class mappings' ``sources`` are not charged (:func:`sources_note`)."""
-    for note in (gates.ignored_note(config.feature_gates, source), sources_note(config, source)):
+    for note in (gates.ignored_note(config.feature_gates, source),
+                 gates.partly_note(config.feature_gates, source), sources_note(config, source)):
         if note is not None:
             warn(note)
 

@@ -114,6 +114,7 @@ class CycleContext:
         the candidates it turned down when it took victims from the preemptor's own queue
         (:mod:`kueue_es.scheduler.fairsharing`)."""
         self.fungibility = gates.enabled(config.feature_gates, gates.FLAVOR_FUNGIBILITY)
+        self.concurrent_admission = gates.enabled(config.feature_gates, gates.CONCURRENT_ADMISSION)
         """``FlavorFungibility``: off, the first flavor that fits is taken, a later one only for a strictly better
         mode, the ClusterQueue's ``flavorFungibility`` is not read and no attempt resumes a scan
         (:mod:`kueue_es.scheduler.flavors`)."""

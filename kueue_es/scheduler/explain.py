@@ -46,10 +46,12 @@ from projections.workloads import (
     ADMISSION_GATED,
     ADMISSION_GATED_BY_ANNOTATION,
     ADMITTED,
+    CONCURRENT_ADMISSION_PARENT_LABEL,
     FINISHED,
     PENDING,
     RESERVED,
     WorkloadInfo,
+    is_parent,
 )
 
 _REASON_WHY = {
@@ -217,6 +219,9 @@ def _queue(state: ClusterState, config: SchedulerConfig, wl: WorkloadInfo,
             info.setdefault("reason", ADMISSION_GATED)
             info.setdefault("detail", f"its admission is gated by {wl.admission_gate} (annotation "
                                       f"{ADMISSION_GATED_BY_ANNOTATION}): not queued until that is removed")
+        if is_parent(wl) and config.gate(gates.CONCURRENT_ADMISSION):
+            info.setdefault("detail", f"a concurrent-admission parent (label {CONCURRENT_ADMISSION_PARENT_LABEL}): "
+                                      "not queued itself, its variant Workloads are")
         info.setdefault("reason", "")
         info.setdefault("detail", "not in the ClusterQueue's queue")
         return info, (cq if inactive is None else None)

@@ -470,9 +470,18 @@ def _assign_group(ctx, wl, node, info, ps, group, wanted, requests, assumed, res
     flavors = group.flavors
     if start and start >= len(flavors):
         start = 0  # the group has fewer flavors than when the progress was recorded: it says nothing about them
+    allowed = wl.allowed_flavors if ctx.concurrent_admission else None
     for slot in flavors[start:] if start else flavors:
         name = slot.name
         if pinned is not None and name != pinned:
+            continue
+        if allowed is not None and name not in allowed:
+            # ConcurrentAdmission: a flavor its allowed-flavors annotation does not name is not tried (Kueue's
+            # IsFlavorAllowedForVariant), its reason kept for the message
+            skipped = f"skipping flavor {name} due to WorkloadAllowedResourceFlavorAnnotation annotation"
+            group_reasons.append(skipped)
+            if tried is not None:
+                tried.append(f"{name}: {skipped}")
             continue
         if not slot.plain or ps.topology is not None:
             why = _eligible(info, slot, ps, ctx.topology.options.multi_layer)

@@ -136,6 +136,22 @@ def test_an_update_may_keep_an_invalid_on_flavors_entry_only_with_the_gate_off()
         "the ClusterQueue's flavors changed"
 
 
+def test_a_cluster_queue_s_concurrent_admission_policy_follows_the_gate_and_never_changes() -> None:
+    """ConcurrentAdmission (alpha, off): on, the webhook holds a ClusterQueue with a policy to one resource group of
+    at most 16 flavors, not StrictFIFO; the policy is immutable whatever the gate."""
+    policy = {"migration": {"mode": "TryPreferredFlavors"}}
+    strict = cq(concurrentAdmissionPolicy=policy, queueingStrategy="StrictFIFO")
+    assert _review("ClusterQueue", strict)["allowed"] is True, "gate off: the webhook does not look at the policy"
+    assert _message(_review("ClusterQueue", strict, gates={"ConcurrentAdmission": True})).endswith(
+        'field `spec.queueingStrategy`: Invalid value: "StrictFIFO": StrictFIFO queueing strategy cannot be used '
+        "when ConcurrentAdmissionPolicy is defined")
+    for gates in ({}, {"ConcurrentAdmission": True}):
+        assert _message(_review("ClusterQueue", cq(concurrentAdmissionPolicy=policy), cq(), gates)).endswith(
+            "field `spec.concurrentAdmissionPolicy`: field is immutable")
+        assert _review("ClusterQueue", cq(flavors=("a", "b"), concurrentAdmissionPolicy=policy),
+                       cq(concurrentAdmissionPolicy=policy), gates)["allowed"] is True
+
+
 def test_a_workload_holding_quota_keeps_its_pod_sets_but_may_lose_pods() -> None:
     before = wl(reserved=True)
     assert _message(_review("Workload", wl(image="other", reserved=True), before)) == (

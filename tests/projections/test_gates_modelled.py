@@ -39,9 +39,10 @@ def test_only_gates_away_from_their_default_and_not_modelled_are_ignored() -> No
     assert gates.ignored({"PartialAdmission": False, "DynamicQuotaOrchestration": False}) == []
     assert gates.ignored({"WorkloadValidateResourcesAreNonNegative": False}) == []
     assert gates.ignored({"ElasticJobsViaWorkloadSlices": False}) == [], "modelled: the scheduler reads it"
-    assert gates.ignored({"ConcurrentAdmission": True}) == ["ConcurrentAdmission"]
+    assert gates.ignored({"SchedulerLibraryIntegration": True}) == ["SchedulerLibraryIntegration"]
+    assert gates.ignored({"ConcurrentAdmission": True}) == [], "in part: the webhook's checks read it"
     assert gates.ignored({"DynamicQuotaOrchestration": True}) == [], "modelled: the fold reads it"
-    assert "ConcurrentAdmission" in gates.ignored({"AllAlpha": True})
+    assert "SchedulerLibraryIntegration" in gates.ignored({"AllAlpha": True})
 
 
 def test_gates_turned_off_with_a_modelled_gate_they_depend_on_are_not_ignored() -> None:
@@ -68,7 +69,7 @@ def test_the_readme_counts_the_modelled_gates() -> None:
 def test_extended_resources_backed_by_dra_are_modelled() -> None:
     assert "KueueDRAIntegrationExtendedResource" in gates.MODELLED
     assert gates.ignored({"KueueDRAIntegrationExtendedResource": False}) == [], "modelled: the fold reads it"
-    assert gates.ignored({"ConcurrentAdmission": True}) == ["ConcurrentAdmission"]
+    assert gates.ignored({"SchedulerLibraryIntegration": True}) == ["SchedulerLibraryIntegration"]
 
 
 def test_the_dra_capacity_sources_gate_is_modelled_in_part_and_the_counter_one_in_full() -> None:
@@ -76,7 +77,7 @@ def test_the_dra_capacity_sources_gate_is_modelled_in_part_and_the_counter_one_i
     either gate away from its default warns of nothing (a configuration giving capacity sources is warned of
     instead); what Kueue charges from capacity sources is not modelled, so that gate is not counted as modelled.
     Counter sources are charged from ResourceSlices as Kueue charges them."""
-    assert gates.PARTLY == {"KueueDRAIntegrationConsumableCapacity"}
+    assert gates.PARTLY == {"KueueDRAIntegrationConsumableCapacity", "ConcurrentAdmission"}
     assert "KueueDRAIntegrationPartitionableDevices" in gates.MODELLED
     assert not gates.PARTLY & gates.MODELLED
     assert gates.ignored({"KueueDRAIntegrationPartitionableDevices": False,
@@ -89,3 +90,14 @@ def test_partial_scale_up_of_elastic_jobs_is_modelled() -> None:
     assert "ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp" in gates.MODELLED
     assert gates.ignored({"ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp": True}) == []
     assert "ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp" not in gates.ignored({"AllAlpha": True})
+
+
+def test_concurrent_admission_is_modelled_in_part_and_warned_of_when_on() -> None:
+    """The gate turns on the ClusterQueue webhook's checks of ``concurrentAdmissionPolicy``; Kueue's variant
+    controller is not modelled, which a user turning it on is told."""
+    assert "ConcurrentAdmission" in gates.PARTLY and "ConcurrentAdmission" not in gates.MODELLED
+    assert gates.partly_note({}, "cfg.yaml") is None
+    assert gates.partly_note({"ConcurrentAdmission": False}, "cfg.yaml") is None
+    note = gates.partly_note({"AllAlpha": True}, "cfg.yaml")
+    assert note is not None and note.startswith("cfg.yaml: featureGates: kueue-es checks a ClusterQueue's "
+                                                "concurrentAdmissionPolicy as Kueue does under ConcurrentAdmission")

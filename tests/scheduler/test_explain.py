@@ -386,3 +386,21 @@ def test_a_workload_parked_with_its_shape_says_why() -> None:
     assert data is not None and data["queue"]["state"] == "parked"
     assert data["queue"]["detail"].startswith(
         "parked with every workload of its scheduling shape after one of them failed (WaitingForQuota)")
+
+
+def test_a_concurrent_admission_parent_is_not_queued_and_says_why() -> None:
+    from kueue_es.scheduler.config import load_config
+
+    spec = fastyaml.safe_load((SCENARIOS / "concurrent-admission-parent.yaml").read_text())
+    config = load_config(spec["config"])
+    state = ClusterState()
+    state.apply(ev.Record(1, ev.ConfigRecorded(time=T0, document=spec["config"], writer="test", id="c")))
+    for d in spec["objects"]:
+        x = msgspec.convert(d, o.KueueObject)
+        state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=T0, key=x.key, uid=x.metadata.uid, obj=x)))
+    settle(state, config, T0)
+    data = explain(state, config, "team/job", T0)
+    assert data is not None and data["queue"]["state"] == "notQueued"
+    assert data["queue"]["detail"] == ("a concurrent-admission parent (label "
+                                       "kueue.x-k8s.io/concurrent-admission-parent): not queued itself, its variant "
+                                       "Workloads are")
