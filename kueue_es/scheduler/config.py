@@ -93,8 +93,8 @@ class DeviceClassSource(_Cfg):
 class DeviceClassMapping(_Cfg):
     """One ``resources.deviceClassMappings`` entry: the logical resource the devices of these DeviceClasses are
     charged to quota as (:mod:`projections.dra`, which reads them from the recorded document). ``sources`` are
-    validated as Kueue validates them; counter sources are charged from ResourceSlices as Kueue does, what Kueue
-    charges from capacity sources is not modelled."""
+    validated as Kueue validates them; counter and capacity sources are charged from ResourceSlices as Kueue
+    charges them."""
 
     name: str = ""
     device_class_names: list[str] = []
@@ -634,18 +634,6 @@ def _validate_device_class_mappings(mappings: list[DeviceClassMapping], at: str,
                     raise InvalidInput(f'{where}: device class already has a counter source for counter "{counter}"')
                 counters[dc].add(counter)
         _validate_device_sources(m.sources, f"{at}[{i}].sources", flags)
-
-
-def sources_note(cfg: SchedulerConfig, source: str) -> str | None:
-    """The warning for ``deviceClassMappings`` that give capacity ``sources`` (None when none does): kueue-es checks
-    them as Kueue does but does not charge the capacities Kueue reads for them from ResourceSlices; it charges
-    those classes' devices by count, as a mapping without sources. Counter sources are charged as Kueue does
-    (:func:`projections.dra.counter_charge_of`)."""
-    named = [m.name for m in cfg.resources.device_class_mappings if any(s.capacity is not None for s in m.sources)]
-    if not named:
-        return None
-    return (f"{source}: resources.deviceClassMappings: kueue-es does not charge the capacities of capacity "
-            f"`sources` ({', '.join(named)}): the devices of their DeviceClasses are charged by count")
 
 
 DRIVER_NAME_MAX, DEVICE_ID_MAX, DEVICE_DOMAIN_MAX = 63, 32, 63

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from events.errors import InvalidInput
-from kueue_es.scheduler.config import load_config, sources_note
+from kueue_es.scheduler.config import load_config
 from projections.dra import mapping_of
 
 AT = "`resources.deviceClassMappings"
@@ -127,16 +127,3 @@ def test_a_class_first_mapped_without_a_counter_is_not_counted_again() -> None:
     _refused([{"name": "gpus", "deviceClassNames": ["mig"]},
               {"name": "gpu.memory", "deviceClassNames": ["mig"], "sources": [_counter()]}],
              AT + "[1].deviceClassNames[0]`: device class already mapped to resource gpus")
-
-
-def test_a_configuration_giving_capacity_sources_is_warned_of() -> None:
-    """kueue-es charges the devices of a class whose mapping gives capacity sources by count: the loader's callers
-    say so. Counter sources are charged as Kueue charges them: nothing to warn of."""
-    cfg = _load([{"name": "gpu.memory", "deviceClassNames": ["mig"], "sources": [_capacity()]},
-                 {"name": "gpus", "deviceClassNames": ["gpu"]}], KueueDRAIntegrationConsumableCapacity=True)
-    assert sources_note(cfg, "cfg.yaml") == (
-        "cfg.yaml: resources.deviceClassMappings: kueue-es does not charge the capacities of capacity `sources` "
-        "(gpu.memory): the devices of their DeviceClasses are charged by count")
-    counted = _load([{"name": "gpu.memory", "deviceClassNames": ["mig"], "sources": [_counter()]}])
-    assert sources_note(counted, "cfg.yaml") is None
-    assert sources_note(_load([{"name": "gpus", "deviceClassNames": ["gpu"]}]), "cfg.yaml") is None
