@@ -514,7 +514,9 @@ def extended_charge(spec: o.PodSpec, view: DraView) -> tuple[tuple[str, ...], Pa
     resource, else the name itself), and Kueue's errors, relative to the pod set, when quantities are not whole
     int64s — one per container asking for a fraction (or more than an int64 holds), by resource, init containers
     first; else one at the first container asking when the pod's total overflows an int64 — joined by newlines
-    (:func:`workload_problem` lists them all, as Kueue does)."""
+    (:func:`workload_problem` lists them all, as Kueue does). A resource served by a class whose mapping gives
+    counter or capacity sources is refused instead, at the first container asking for it: those are charged only
+    through ResourceClaimTemplates."""
     served = dict(view.extended)
     mapping = dict(view.mapping)
     asked: list[tuple[str, int, bool, dict[str, Decimal]]] = []
@@ -535,8 +537,19 @@ def extended_charge(spec: o.PodSpec, view: DraView) -> tuple[tuple[str, ...], Pa
                 asked.append((field, j, c.restart_policy == "Always", wanted))
     errors: list[str] = []
     totals: dict[str, int] = {}
+    counted, capacities = dict(view.counters), dict(view.capacities)
     for r in sorted({r for *_, wanted in asked for r in wanted}):
         having = [(field, j, sidecar, wanted[r]) for field, j, sidecar, wanted in asked if r in wanted]
+        dc = served[r]
+        if dc in mapping and (dc in counted or dc in capacities):
+            field, j = having[0][:2]
+            errors.append(f'.template.spec.{field}[{j}]: Invalid value: "{r}": extended resource {r} resolves to '
+                          f"DeviceClass {dc} with " + (
+                              "counters configured; use ResourceClaimTemplates with CEL selectors for "
+                              "counter-based quota" if dc in counted else
+                              "capacity sources configured; use ResourceClaimTemplates with capacity.requests for "
+                              "capacity-based quota"))
+            continue
         fractions = [f".template.spec.{field}[{j}].resources.requests.{r}: Invalid value: "
                      f'"{decimal_string(q)}": extended resource quantity must be an integer'
                      for field, j, _, q in having if q != q.to_integral_value() or q > MAX_INT64]

@@ -21,6 +21,8 @@ from projections.dra import (
     capacities_of,
     capacity_charge_of,
     claim_charge,
+    counters_of,
+    extended_charge,
     workload_problem,
 )
 
@@ -179,3 +181,46 @@ def test_with_the_gate_off_the_class_is_charged_by_count() -> None:
     state = _fold(upsert(_workload(), 2), document=document)
     assert _pod_set(state).dra_requests == (("example.com/gpu-memory", 1),)
 
+
+def _pod(*containers: dict) -> o.PodSpec:
+    return msgspec.convert({"containers": list(containers)}, o.PodSpec)
+
+
+def test_an_extended_resource_served_by_a_class_with_sources_is_refused() -> None:
+    """Kueue charges counter and capacity sources only through ResourceClaimTemplates: an extended resource whose
+    serving class's mapping gives any is refused, at the first container asking for it."""
+    spec = _pod({"name": "a", "resources": {"requests": {"cpu": "1"}}},
+                {"name": "b", "resources": {"requests": {"example.com/gpu": "1"}}})
+    view = msgspec.structs.replace(_view(()), extended=(("example.com/gpu", "shared-gpu"),))
+    assert extended_charge(spec, view) == ((), (), (
+        '.template.spec.containers[1]: Invalid value: "example.com/gpu": extended resource example.com/gpu resolves '
+        "to DeviceClass shared-gpu with capacity sources configured; use ResourceClaimTemplates with "
+        "capacity.requests for capacity-based quota"))
+    counted = DraView(reject=False, mapping=(("shared-gpu", "example.com/gpu-memory"),),
+                      extended=(("example.com/gpu", "shared-gpu"),), counters=counters_of(_counter_document()))
+    assert extended_charge(spec, counted)[2].endswith(
+        "resolves to DeviceClass shared-gpu with counters configured; use ResourceClaimTemplates with CEL selectors "
+        "for counter-based quota")
+    plain = msgspec.structs.replace(view, capacities=())
+    assert extended_charge(spec, plain) == (("example.com/gpu",), (("example.com/gpu-memory", 1),), "")
+
+
+def _counter_document() -> dict:
+    source = {"counter": {"name": "memory", "driver": DRIVER,
+                          "deviceSelector": {"cel": {"expression": "true"}}}}
+    return {"resources": {"deviceClassMappings": [
+        {"name": "example.com/gpu-memory", "deviceClassNames": ["shared-gpu"], "sources": [source]}]}}
+
+
+def test_the_fold_refuses_an_extended_resource_of_a_class_with_capacity_sources() -> None:
+    dc = msgspec.convert({"metadata": {"name": "shared-gpu"}, "spec": {"extendedResourceName": "example.com/gpu"}},
+                         o.DeviceClass)
+    wl = msgspec.convert({
+        "metadata": {"name": "w", "namespace": "team", "uid": "uid-w"},
+        "spec": {"queueName": "lq0", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+            "containers": [{"name": "c", "resources": {"requests": {"example.com/gpu": "2"}}}]}}}]}}, o.Workload)
+    state = _fold(upsert(dc, 2), upsert(wl, 2))
+    assert workload_problem(state.workloads["team/w"].pod_sets) == (
+        'spec.podSets[0].template.spec.containers[0]: Invalid value: "example.com/gpu": extended resource '
+        "example.com/gpu resolves to DeviceClass shared-gpu with capacity sources configured; use "
+        "ResourceClaimTemplates with capacity.requests for capacity-based quota")
