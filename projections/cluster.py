@@ -59,6 +59,7 @@ from projections.dra import (
     workload_problem,
 )
 from projections.dra import capacities_of as dra_capacities_of
+from projections.dra import cel_classes as _cel_classes
 from projections.dra import counters_of as dra_counters_of
 from projections.dra import extended_on as dra_extended_on
 from projections.dra import mapping_of as dra_mapping_of
@@ -457,19 +458,25 @@ class ClusterState:
         prefix = namespace + "/"
         templates = tuple(sorted((k[len(prefix):], t.spec.spec) for k, t in self.claim_templates.items()
                                  if k.startswith(prefix)))
-        classes: tuple = ()
+        classes: set[str] = set()
         devices: tuple = ()
+        slice_devices = None
         if (counters or capacities) and mode == "charge":
             sourced = self._sourced()
-            classes = tuple((dc, self._class_selectors(dc)) for dc in sorted({dc for dc, _ in sourced}))
+            classes.update(dc for dc, _ in sourced)
             drivers = sorted({cs.driver for _, sources in sourced for cs in sources})
             devices = tuple((d, self.resource_slices.devices(d)) for d in drivers)
         else:
             counters = capacities = ()
-        found = self._dra_views[namespace] = DraView(reject=mode == "reject", mapping=mapping, templates=templates,
-                                                     extended=self.served_extended(), counters=counters,
-                                                     class_selectors=classes, devices=devices,
-                                                     capacities=capacities)
+        selecting = {dc for _, spec in templates for dc in _cel_classes(spec)}
+        if selecting and mode == "charge":
+            classes.update(selecting)
+            by_name = self.resource_slices.by_name
+            slice_devices = tuple((by_name[k].spec.driver, d) for k in sorted(by_name) for d in by_name[k].spec.devices)
+        found = self._dra_views[namespace] = DraView(
+            reject=mode == "reject", mapping=mapping, templates=templates, extended=self.served_extended(),
+            counters=counters, class_selectors=tuple((dc, self._class_selectors(dc)) for dc in sorted(classes) if dc),
+            devices=devices, capacities=capacities, slice_devices=slice_devices)
         return found
 
     def _class_selectors(self, name: str) -> tuple[str, ...] | None:
@@ -1392,15 +1399,21 @@ class ClusterState:
         workload controller looks the classes up at each reconcile; reference §3.4: a change of DRA requests
         unparks)."""
         self._served = None
-        if self.served_extended() != before or any(dc == name for dc, _ in self._sourced()):
+        if (self.served_extended() != before or any(dc == name for dc, _ in self._sourced())
+                or self._selecting_templates()):
             self._dra_views.clear()
             self._readjust(claims=True)
+
+    def _selecting_templates(self) -> bool:
+        """Some ResourceClaimTemplate has a request with CEL selectors, which Kueue matches against every device
+        (:func:`projections.dra.claim_charge`): a DeviceClass or ResourceSlice changing may change its charge."""
+        return any(_cel_classes(t.spec.spec) for t in self.claim_templates.values())
 
     def _slices_changed(self, driver: str) -> None:
         """A ResourceSlice of ``driver`` came, changed or went: when a counter or capacity source reads that driver's devices,
         the pending workloads with claims are charged anew (Kueue retries their charge until the devices it needs
         are published)."""
-        if any(cs.driver == driver for _, sources in self._sourced() for cs in sources):
+        if any(cs.driver == driver for _, sources in self._sourced() for cs in sources) or self._selecting_templates():
             self._dra_views.clear()
             self._readjust(claims=True)
 

@@ -72,6 +72,10 @@ class DraView(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """The devices of the complete pools of each driver :attr:`counters` and :attr:`capacities` name, by driver."""
     capacities: tuple[tuple[str, tuple[CapacitySource, ...]], ...] = ()
     """DeviceClass -> its capacity sources, by DeviceClass (:func:`capacities_of`)."""
+    slice_devices: tuple[tuple[str, o.Device], ...] | None = None
+    """Every device every ResourceSlice publishes (driver, device), by slice then place in it, whatever its pool:
+    what the CEL selectors of requests are matched against (:func:`_cel_device_errors`); None: not known, the
+    selectors are only compiled. :attr:`class_selectors` then also holds the classes of those requests."""
 
 
 class CounterSource(NamedTuple):
@@ -202,8 +206,9 @@ def _sources_of(document: dict[str, Any] | None, gate: str, kind: str, make: Any
 
 def claim_charge(pod_set: str, claims: list[o.PodResourceClaim], view: DraView) -> tuple[Pairs, str]:
     """Per-pod DRA requests of a pod set's ``claims`` in Kueue units, by resource name, or ``((), error)``: the
-    error Kueue gives, relative to the pod set, or a workload-wide message (:data:`CLAIMS_BY_NAME`,
-    :data:`REJECTED`)."""
+    error Kueue gives, relative to the pod set (several, of one claim, joined by newlines), or a workload-wide
+    message (:data:`CLAIMS_BY_NAME`, :data:`REJECTED`). A claim's requests with CEL selectors are matched against
+    the cluster's devices first (:func:`_cel_device_errors`)."""
     if view.reject:
         return ((), REJECTED) if claims else ((), "")
     if any(c.resource_claim_name is not None for c in claims):
@@ -224,6 +229,9 @@ def claim_charge(pod_set: str, claims: list[o.PodResourceClaim], view: DraView) 
         per_class, error = _device_counts(spec)
         if error:
             return (), f"{at}.{error[0]}: ResourceClaimTemplate {name}: {error[1]}"
+        unmatched = _cel_device_errors(spec, name, at, view)
+        if unmatched:
+            return (), "\n".join(unmatched)
         for dc in sorted(per_class):
             logical = mapping.get(dc)
             if logical is None:
@@ -233,6 +241,85 @@ def claim_charge(pod_set: str, claims: list[o.PodResourceClaim], view: DraView) 
             value = to_int(logical, str(per_class[dc]))
             total[logical] = min(MAX_INT64, total.get(logical, 0) + value)
     return tuple(sorted(total.items())), ""
+
+
+def cel_classes(spec: o.ResourceClaimSpec) -> tuple[str, ...]:
+    """The DeviceClasses (possibly "") of claim ``spec``'s ``exactly`` requests that have CEL selectors, which Kueue
+    matches against the cluster's devices (:func:`claim_charge`)."""
+    return tuple(r.exactly.device_class_name for r in spec.devices.requests
+                 if r.exactly is not None and any(s.cel is not None for s in r.exactly.selectors))
+
+
+def _cel_device_errors(spec: o.ResourceClaimSpec, template: str, at: str, view: DraView) -> list[str]:
+    """Kueue's errors, relative to the pod set (``at``: the claim's field), for the requests of claim ``spec``
+    (of ResourceClaimTemplate ``template``) with CEL selectors that the cluster's devices cannot satisfy: each
+    request's class (which must exist, its selectors compiling) and its selectors are matched against the devices
+    of :attr:`DraView.slice_devices` — every slice's when some such request's class has no counter or capacity
+    sources, else the slices of those sources' drivers — a device matched by one request not counted for
+    another; fewer than its count is an error, and so is a selector failing on a device."""
+    from projections.dra_cel import compile_selector, device_activation, matches  # noqa: PLC0415 - see above
+
+    asking = [(i, req.exactly) for i, req in enumerate(spec.devices.requests)
+              if req.exactly is not None and any(s.cel is not None for s in req.exactly.selectors)]
+    if not asking or view.slice_devices is None:
+        return []
+    sourced: dict[str, list[str]] = {}
+    for dc, sources in (*view.counters, *view.capacities):
+        sourced.setdefault(dc, []).extend(s.driver for s in sources)
+    pool = view.slice_devices
+    if all(sourced.get(x.device_class_name) for _, x in asking):
+        drivers = list(dict.fromkeys(d for _, x in asking for d in sourced[x.device_class_name]))
+        pool = tuple(pd for d in drivers for pd in view.slice_devices if pd[0] == d)
+    known = dict(view.class_selectors)
+    taken: set[int] = set()
+    activations: dict[int, Any] = {}
+    errors: list[str] = []
+    for i, x in asking:
+        here, dc = f"{at}.devices.requests[{i}]", x.device_class_name
+        class_exprs: tuple[str, ...] = ()
+        if dc:
+            found = known.get(dc)
+            if found is None:
+                errors.append(f"{here}: Internal error: ResourceClaimTemplate {template}: failed to get DeviceClass "
+                              f'{dc}: deviceclasses.resource.k8s.io "{dc}" not found')
+                continue
+            bad = next(((k, e) for k, e in enumerate(found) if compile_selector(e).error), None)
+            if bad is not None:
+                errors.append(f"{here}[{bad[0]}].cel.expression: Invalid value: {_quoted(bad[1])}: "
+                              f"ResourceClaimTemplate {template}: DeviceClass {dc} has invalid CEL selector: "
+                              f"{compile_selector(bad[1]).error}")
+                continue
+            class_exprs = found
+        programs = [compile_selector(e).program for e in class_exprs]
+        own = [compile_selector(s.cel.expression).program for s in x.selectors if s.cel is not None]
+        need = 1 if x.count is None else x.count
+        count, failure = 0, ""
+        for k, (driver, device) in enumerate(pool):
+            if k in taken:
+                continue
+            activation = activations.get(k)
+            if activation is None:
+                activation = activations[k] = device_activation(driver, device)
+            fit = True
+            for program in (*programs, *own):
+                fit, failure = matches(program, activation)
+                if failure or not fit:
+                    break
+            if failure:
+                break
+            if fit:
+                taken.add(k)
+                count += 1
+                if count >= need:
+                    break
+        if failure:
+            errors.append(f"{here}.exactly.selectors: Invalid value: null: ResourceClaimTemplate {template}: CEL "
+                          f"evaluation failed for DeviceClass {dc}: {failure}")
+        elif count < need:
+            errors.append(f"{here}.exactly.selectors: Internal error: ResourceClaimTemplate {template}: insufficient "
+                          f"matching devices for CEL selector in DeviceClass {dc}: {count} device(s) match in the "
+                          f"cluster but {need} requested")
+    return errors
 
 
 def _device_counts(spec: o.ResourceClaimSpec) -> tuple[dict[str, int], tuple[str, str] | None]:
@@ -417,7 +504,8 @@ def workload_problem(pod_sets: tuple[Any, ...]) -> str:
             return whole
     for i, error in enumerate(errors):
         if error.startswith(".template.spec.resourceClaims"):
-            return f"spec.podSets[{i}]{error}"
+            listed = [f"spec.podSets[{i}]{one}" for one in error.split("\n")]
+            return listed[0] if len(listed) == 1 else f"[{', '.join(listed)}]"
     listed = list(dict.fromkeys(f"spec.podSets[{i}]{one}" for i, error in enumerate(errors)
                                 if error and not error.startswith((COUNTERS, CAPACITIES))
                                 for one in error.split("\n")))
