@@ -647,8 +647,9 @@ def _validate_device_sources(sources: list[DeviceClassSource], at: str, flags: d
     ``counter`` (refused while ``KueueDRAIntegrationPartitionableDevices`` is off) and ``capacity`` (refused while
     ``KueueDRAIntegrationConsumableCapacity`` is off), not both kinds in one mapping; a counter is named by a DNS
     label, a capacity by a qualified name (a C identifier after an optional DNS-subdomain domain); both give their
-    DRA driver (a DNS subdomain of at most 63 characters) and a CEL ``deviceSelector`` (required; kueue-es does not
-    compile it)."""
+    DRA driver (a DNS subdomain of at most 63 characters) and a CEL ``deviceSelector`` (required, and compiled:
+    cel-python's parser, so an expression that parses but does not type as a bool is only refused when a claim is
+    charged)."""
     kinds: set[str] = set()
     for k, source in enumerate(sources):
         where = f"{at}[{k}]"
@@ -685,6 +686,12 @@ def _validate_device_sources(sources: list[DeviceClassSource], at: str, flags: d
         cel = src.device_selector.cel
         if cel is None or not cel.expression:
             raise InvalidInput(f"{where}.deviceSelector.cel.expression` is required")
+        from projections.dra_cel import compile_selector  # noqa: PLC0415 - CEL's parser only for sources
+
+        compiled = compile_selector(cel.expression)
+        if compiled.error:
+            raise InvalidInput(f"{where}.deviceSelector.cel.expression`: invalid value {cel.expression!r}: CEL "
+                               f"compilation failed: {compiled.error}")
     if len(kinds) > 1:
         raise InvalidInput(f"{at}`: cannot mix counter and capacity sources in the same mapping")
 

@@ -88,6 +88,12 @@ def test_a_capacity_source_is_refused_with_consumable_capacity_off() -> None:
     ([_capacity(name="m" * 33)], "[0].sources[0].capacity.name`: invalid value '" + "m" * 33 + "': the name "
      "must have at most 32 characters"),
     ([_capacity(selector={})], "[0].sources[0].capacity.deviceSelector.cel.expression` is required"),
+    ([_counter(selector={"cel": {"expression": "device.driver =="}})],
+     "[0].sources[0].counter.deviceSelector.cel.expression`: invalid value 'device.driver ==': CEL compilation "
+     "failed: syntax error"),
+    ([_capacity(selector={"cel": {"expression": "device.attributes[\"x\"]. == 1"}})],
+     "[0].sources[0].capacity.deviceSelector.cel.expression`: invalid value 'device.attributes[\"x\"]. == 1': "
+     "CEL compilation failed: syntax error"),
 ])
 def test_bad_sources_are_refused_with_kueues_field(sources: list[dict], error: str) -> None:
     _refused([{"name": "res", "deviceClassNames": ["dc"], "sources": sources}], AT + error, AllAlpha=True)
