@@ -8,6 +8,7 @@ with; the fold charging pending workloads anew as slices and templates change.""
 from __future__ import annotations
 
 import msgspec
+from fixtures.dra_views import CLAIMS, claim_spec, claiming_workload, source_view
 from fixtures.eventgen import cluster_queue, local_queue, namespace, upsert
 
 from events import objects as o
@@ -17,6 +18,7 @@ from projections.cluster import ClusterState
 from projections.dra import (
     CAPACITIES,
     COUNTERS,
+    CapacitySource,
     DraView,
     capacities_of,
     capacity_charge_of,
@@ -46,29 +48,21 @@ def _device(name: str, memory: str | None = "40Gi", policy: dict | None = None) 
     return d
 
 
-def _template(count: int = 1, memory: str | None = None, dc: str = "shared-gpu") -> o.ResourceClaimSpec:
-    x: dict = {"deviceClassName": dc, "count": count}
-    if memory is not None:
-        x["capacity"] = {"requests": {"memory": memory}}
-    return msgspec.convert({"devices": {"requests": [{"name": "r", "exactly": x}]}}, o.ResourceClaimSpec)
-
-
-CLAIMS = [msgspec.convert({"name": "rc", "resourceClaimTemplateName": "t"}, o.PodResourceClaim)]
+def _template(count: int = 1, memory: str | None = None) -> o.ResourceClaimSpec:
+    asked = {"capacity": {"requests": {"memory": memory}}} if memory is not None else {}
+    return claim_spec("shared-gpu", count, **asked)
 
 
 def _view(devices: tuple[dict, ...], template: o.ResourceClaimSpec | None = None,
           document: dict | None = None, class_selectors: tuple[str, ...] | None = ()) -> DraView:
-    return DraView(reject=False, mapping=(("gpu", "example.com/gpus"), ("shared-gpu", "example.com/gpu-memory")),
-                   templates=(("t", template or _template()),), capacities=capacities_of(document or _document()),
-                   class_selectors=(("shared-gpu", class_selectors),),
-                   devices=((DRIVER, tuple(msgspec.convert(d, o.Device) for d in devices)),))
+    return source_view("shared-gpu", "example.com/gpu-memory", template or _template(), devices, DRIVER, class_selectors,
+                       capacities=capacities_of(document or _document()))
 
 
 def test_capacity_sources_are_read_only_with_their_gate() -> None:
-    (dc, sources), = capacities_of(_document())
-    assert dc == "shared-gpu" and [(s.resource, s.driver, s.capacity) for s in sources] == [
-        ("example.com/gpu-memory", DRIVER, "memory")]
-    assert capacities_of(_document(gate=False)) == ()
+    source = CapacitySource("example.com/gpu-memory", DRIVER, "memory", f'device.driver == "{DRIVER}"')
+    assert capacities_of(_document()) == (("shared-gpu", (source,)),)
+    assert not capacities_of(_document(gate=False))
 
 
 def test_a_class_with_a_capacity_source_is_charged_the_capacity_asked_not_its_count() -> None:
@@ -124,14 +118,6 @@ def test_a_capacity_error_is_said_after_every_pod_sets_counter_error() -> None:
         "spec.podSets[1].template.spec.resourceClaims[0].devices.requests[0]: Internal error: c")
 
 
-def _workload() -> o.Workload:
-    return msgspec.convert({
-        "metadata": {"name": "w", "namespace": "team", "uid": "uid-w"},
-        "spec": {"queueName": "lq0", "podSets": [{"name": "main", "count": 2, "template": {"spec": {
-            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
-            "resourceClaims": [{"name": "rc", "resourceClaimTemplateName": "t"}]}}}]}}, o.Workload)
-
-
 def _claim_template(memory: str) -> o.ResourceClaimTemplate:
     return msgspec.convert({"metadata": {"name": "t", "namespace": "team"}, "spec": {"spec": {"devices": {
         "requests": [{"name": "r", "exactly": {"deviceClassName": "shared-gpu",
@@ -161,7 +147,7 @@ def _pod_set(state: ClusterState):
 
 
 def test_the_fold_charges_a_pending_workload_its_capacity_anew_as_slices_and_templates_change() -> None:
-    state = _fold(upsert(_workload(), 2))
+    state = _fold(upsert(claiming_workload(), 2))
     assert "insufficient matching devices for capacity driver" in workload_problem(state.workloads["team/w"].pod_sets)
     state.apply(ev.Record(state.offset + 1, upsert(_slice(_device("g0", policy={"validValues": ["4Gi", "8Gi"]})), 3)))
     assert workload_problem(state.workloads["team/w"].pod_sets) == ""
@@ -178,7 +164,7 @@ def test_the_fold_charges_a_pending_workload_its_capacity_anew_as_slices_and_tem
 def test_with_the_gate_off_the_class_is_charged_by_count() -> None:
     document = _document(gate=False)
     document["resources"]["deviceClassMappings"][0].pop("sources")
-    state = _fold(upsert(_workload(), 2), document=document)
+    state = _fold(upsert(claiming_workload(), 2), document=document)
     assert _pod_set(state).dra_requests == (("example.com/gpu-memory", 1),)
 
 
