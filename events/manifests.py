@@ -511,7 +511,8 @@ def check_priority_boost(wl: o.Workload, where: str) -> None:
 
 def _validate_claim_template(t: o.ResourceClaimTemplate, where: str) -> None:
     """What the API server checks of a ResourceClaimTemplate's device requests that the quota charge relies on:
-    a named request is ``exactly`` or ``firstAvailable`` (not both), a known allocation mode, a positive count."""
+    a named request is ``exactly`` or ``firstAvailable`` (not both), a known allocation mode, a positive count,
+    capacity requests that parse."""
     for i, r in enumerate(t.spec.spec.devices.requests):
         at = f"spec.spec.devices.requests[{i}]"
         if not r.name:
@@ -528,6 +529,9 @@ def _validate_claim_template(t: o.ResourceClaimTemplate, where: str) -> None:
                                f"{x.allocation_mode!r}")
         if x.count is not None and x.count <= 0:
             raise InvalidInput(f"{where}: field `{at}.exactly.count`: must be greater than zero")
+        wanted = x.capacity.requests if x.capacity is not None else {}
+        for name in sorted(wanted):
+            check_quantity(wanted[name], where, f"{at}.exactly.capacity.requests.{name}")
 
 
 _LIMIT_LISTS = ("max", "min", "default", "default_request", "max_limit_request_ratio")

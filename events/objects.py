@@ -309,16 +309,25 @@ class DeviceSelector(View):
     cel: CELDeviceSelector | None = None
 
 
+class CapacityRequirements(View):
+    """``exactly.capacity``: how much of each consumable capacity of a device the request asks for, by the
+    capacity's qualified name."""
+
+    requests: dict[str, Quantity] = {}
+
+
 class ExactDeviceRequest(View):
     """``devices.requests[].exactly``: so many devices of one DeviceClass. The API server defaults
-    ``allocationMode`` to ExactCount and, for it, ``count`` to 1. Kueue compiles the CEL ``selectors`` and, for a
-    class charged by counters, matches them against the devices ResourceSlices publish."""
+    ``allocationMode`` to ExactCount and, for it, ``count`` to 1. Kueue compiles the CEL ``selectors`` and matches
+    them against the devices ResourceSlices publish; a class charged by capacity sources is charged what
+    ``capacity`` asks for."""
 
     device_class_name: str = ""
     allocation_mode: str = ""
     count: int | None = None
     admin_access: bool | None = None
     selectors: list[DeviceSelector] = []
+    capacity: CapacityRequirements | None = None
 
 
 class DeviceRequest(View):

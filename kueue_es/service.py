@@ -32,7 +32,7 @@ from events.manifests import load_file
 from kueue_es import checkpoints, metrics
 from kueue_es.config import DEFAULT_EMBEDDED_LOG, MetricsSettings, Settings
 from kueue_es.scheduler import DEFAULT, SchedulerConfig, decide, next_deadline
-from kueue_es.scheduler.config import load_config, sources_note
+from kueue_es.scheduler.config import load_config
 from kueue_es.scheduler.config_record import DEFAULT_DOCUMENT
 from projections import gates
 from projections.cluster import ClusterState
@@ -60,8 +60,7 @@ def kueue_configuration(settings: Settings) -> tuple[SchedulerConfig, dict[str, 
         raise InvalidInput(f"{path}: expected exactly one Kueue Configuration document "
                            "($.scheduler.kueue_config)")
     config = load_config(manifest.configs[0], path)
-    for note in (gates.ignored_note(config.feature_gates, path), gates.partly_note(config.feature_gates, path),
-                 sources_note(config, path)):
+    for note in (gates.ignored_note(config.feature_gates, path), gates.partly_note(config.feature_gates, path)):
         if note is not None:
             sys.stderr.write(f"kueue-es: warning: {note}\n")
     return config, manifest.configs[0]

@@ -58,6 +58,8 @@ from projections.dra import (
     serving_classes,
     workload_problem,
 )
+from projections.dra import capacities_of as dra_capacities_of
+from projections.dra import cel_classes as _cel_classes
 from projections.dra import counters_of as dra_counters_of
 from projections.dra import extended_on as dra_extended_on
 from projections.dra import mapping_of as dra_mapping_of
@@ -204,7 +206,7 @@ class ClusterState:
         """Namespace -> its :class:`DraView` (derived, filled as asked for; dropped when a template of it or the
         DRA configuration changes)."""
         self._dra_of: ev.ConfigRecorded | None = None
-        self._dra: tuple[str, tuple[tuple[str, str], ...], bool, tuple] = ("charge", (), True, ())
+        self._dra: tuple[str, tuple[tuple[str, str], ...], bool, tuple, tuple] = ("charge", (), True, (), ())
         """What :attr:`config` says about DRA (mode, mapping, whether extended resources DeviceClasses serve are
         charged as devices, the counter sources of DeviceClasses: :mod:`projections.dra`), and the configuration it
         was read from (derived)."""
@@ -423,16 +425,21 @@ class ClusterState:
         found = summaries[namespace] = summarize(self.limit_ranges[k] for k in index.get(namespace, ()))
         return found
 
-    def dra_config(self) -> tuple[str, tuple[tuple[str, str], ...], bool, tuple]:
-        """The DRA mode, device-class mapping, KueueDRAIntegrationExtendedResource (with the DRA gate) and the
-        counter sources of DeviceClasses (:func:`projections.dra.counters_of`) of the configuration in force
-        (:mod:`projections.dra`)."""
+    def dra_config(self) -> tuple[str, tuple[tuple[str, str], ...], bool, tuple, tuple]:
+        """The DRA mode, device-class mapping, KueueDRAIntegrationExtendedResource (with the DRA gate), the
+        counter sources of DeviceClasses (:func:`projections.dra.counters_of`) and their capacity sources
+        (:func:`projections.dra.capacities_of`) of the configuration in force (:mod:`projections.dra`)."""
         config = self.config
         if self._dra_of is not config:
             doc = config.document if config is not None else None
             self._dra_of, self._dra = config, (dra_mode_of(doc), dra_mapping_of(doc), dra_extended_on(doc),
-                                               dra_counters_of(doc))
+                                               dra_counters_of(doc), dra_capacities_of(doc))
         return self._dra
+
+    def _sourced(self) -> tuple[tuple[str, tuple], ...]:
+        """DeviceClass -> its counter and capacity sources, by DeviceClass then counters first."""
+        _, _, _, counters, capacities = self.dra_config()
+        return (*counters, *capacities)
 
     def served_extended(self) -> tuple[tuple[str, str], ...]:
         """Extended resource -> the DeviceClass serving it, by resource, while Kueue charges those as DRA devices
@@ -448,23 +455,31 @@ class ClusterState:
         found = self._dra_views.get(namespace)
         if found is not None:
             return found
-        mode, mapping, _, counters = self.dra_config()
+        mode, mapping, _, counters, capacities = self.dra_config()
         if not mode:
             return None
         prefix = namespace + "/"
         templates = tuple(sorted((k[len(prefix):], t.spec.spec) for k, t in self.claim_templates.items()
                                  if k.startswith(prefix)))
-        classes: tuple = ()
+        classes: set[str] = set()
         devices: tuple = ()
-        if counters and mode == "charge":
-            classes = tuple((dc, self._class_selectors(dc)) for dc, _ in counters)
-            drivers = sorted({cs.driver for _, sources in counters for cs in sources})
+        slice_devices = None
+        if (counters or capacities) and mode == "charge":
+            sourced = self._sourced()
+            classes.update(dc for dc, _ in sourced)
+            drivers = sorted({cs.driver for _, sources in sourced for cs in sources})
             devices = tuple((d, self.resource_slices.devices(d)) for d in drivers)
         else:
-            counters = ()
-        found = self._dra_views[namespace] = DraView(reject=mode == "reject", mapping=mapping, templates=templates,
-                                                     extended=self.served_extended(), counters=counters,
-                                                     class_selectors=classes, devices=devices)
+            counters = capacities = ()
+        selecting = {dc for _, spec in templates for dc in _cel_classes(spec)}
+        if selecting and mode == "charge":
+            classes.update(selecting)
+            by_name = self.resource_slices.by_name
+            slice_devices = tuple((by_name[k].spec.driver, d) for k in sorted(by_name) for d in by_name[k].spec.devices)
+        found = self._dra_views[namespace] = DraView(
+            reject=mode == "reject", mapping=mapping, templates=templates, extended=self.served_extended(),
+            counters=counters, class_selectors=tuple((dc, self._class_selectors(dc)) for dc in sorted(classes) if dc),
+            devices=devices, capacities=capacities, slice_devices=slice_devices)
         return found
 
     def _class_selectors(self, name: str) -> tuple[str, ...] | None:
@@ -1400,20 +1415,26 @@ class ClusterState:
 
     def _device_classes_changed(self, before: tuple[tuple[str, str], ...], name: str) -> None:
         """DeviceClass ``name`` came, changed or went (``before``: which classes served which extended resources):
-        when what classes serve changes, or the class has counter sources (its selectors choose the devices
-        charged), the pending workloads asking for extended resources or with claims are charged anew (Kueue's
+        when what classes serve changes, or the class has counter or capacity sources (its selectors choose the
+        devices charged), the pending workloads asking for extended resources or with claims are charged anew (Kueue's
         workload controller looks the classes up at each reconcile; reference §3.4: a change of DRA requests
         unparks)."""
         self._served = None
-        if self.served_extended() != before or any(dc == name for dc, _ in self.dra_config()[3]):
+        if (self.served_extended() != before or any(dc == name for dc, _ in self._sourced())
+                or self._selecting_templates()):
             self._dra_views.clear()
             self._readjust(claims=True)
 
+    def _selecting_templates(self) -> bool:
+        """Some ResourceClaimTemplate has a request with CEL selectors, which Kueue matches against every device
+        (:func:`projections.dra.claim_charge`): a DeviceClass or ResourceSlice changing may change its charge."""
+        return any(_cel_classes(t.spec.spec) for t in self.claim_templates.values())
+
     def _slices_changed(self, driver: str) -> None:
-        """A ResourceSlice of ``driver`` came, changed or went: when a counter source reads that driver's devices,
+        """A ResourceSlice of ``driver`` came, changed or went: when a counter or capacity source reads that driver's devices,
         the pending workloads with claims are charged anew (Kueue retries their charge until the devices it needs
         are published)."""
-        if any(cs.driver == driver for _, sources in self.dra_config()[3] for cs in sources):
+        if any(cs.driver == driver for _, sources in self._sourced() for cs in sources) or self._selecting_templates():
             self._dra_views.clear()
             self._readjust(claims=True)
 

@@ -39,7 +39,7 @@ from events.labels import qualified_name_problem
 from events.quantity import MAX_INT64, QuantityError, decimal_string, parse_quantity, to_int
 from events.timefmt import parse_time
 from projections import gates
-from projections.resource_slices import counter_charge
+from projections.resource_slices import capacity_charge, counter_charge
 
 CLAIMS_BY_NAME = "KueueDRAIntegration feature does not support use of resource claims"
 """QuotaReserved=False message of a workload whose pods claim a ResourceClaim by name."""
@@ -66,9 +66,16 @@ class DraView(msgspec.Struct, frozen=True, gc=False, array_like=True):
     counters: tuple[tuple[str, tuple[CounterSource, ...]], ...] = ()
     """DeviceClass -> its counter sources, by DeviceClass (:func:`counters_of`)."""
     class_selectors: tuple[tuple[str, tuple[str, ...] | None], ...] = ()
-    """The CEL selectors of the DeviceClasses :attr:`counters` names (None: no such class), by DeviceClass."""
+    """The CEL selectors of the DeviceClasses :attr:`counters` and :attr:`capacities` name (None: no such class),
+    by DeviceClass."""
     devices: tuple[tuple[str, tuple[o.Device, ...]], ...] = ()
-    """The devices of the complete pools of each driver :attr:`counters` names, by driver."""
+    """The devices of the complete pools of each driver :attr:`counters` and :attr:`capacities` name, by driver."""
+    capacities: tuple[tuple[str, tuple[CapacitySource, ...]], ...] = ()
+    """DeviceClass -> its capacity sources, by DeviceClass (:func:`capacities_of`)."""
+    slice_devices: tuple[tuple[str, o.Device], ...] | None = None
+    """Every device every ResourceSlice publishes (driver, device), by slice then place in it, whatever its pool:
+    what the CEL selectors of requests are matched against (:func:`_cel_device_errors`); None: not known, the
+    selectors are only compiled. :attr:`class_selectors` then also holds the classes of those requests."""
 
 
 class CounterSource(NamedTuple):
@@ -78,6 +85,18 @@ class CounterSource(NamedTuple):
     """The mapping's logical resource, which the counter is charged as."""
     driver: str
     counter: str
+    selector: str
+    """The CEL expression of its ``deviceSelector``."""
+
+
+class CapacitySource(NamedTuple):
+    """A ``deviceClassMappings[].sources[].capacity`` (under KueueDRAIntegrationConsumableCapacity)."""
+
+    resource: str
+    """The mapping's logical resource, which the capacity is charged as."""
+    driver: str
+    capacity: str
+    """The capacity dimension (a qualified name) of the devices, and of the claim's ``capacity.requests``."""
     selector: str
     """The CEL expression of its ``deviceSelector``."""
 
@@ -98,6 +117,7 @@ class _Counter(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fiel
 
 class _Source(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
     counter: _Counter | None = None
+    capacity: _Counter | None = None
 
 
 class _Mapping(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=False):
@@ -157,33 +177,45 @@ def counters_of(document: dict[str, Any] | None) -> tuple[tuple[str, tuple[Count
     """DeviceClass -> the counter sources of the mappings naming it (in the document's order), by DeviceClass,
     under a recorded Configuration document; empty unless KueueDRAIntegrationPartitionableDevices is on with the
     DRA gate. A class with counter sources is charged their counters instead of its count of devices."""
+    return _sources_of(document, gates.KUEUE_DRA_INTEGRATION_PARTITIONABLE_DEVICES, "counter", CounterSource)
+
+
+def capacities_of(document: dict[str, Any] | None) -> tuple[tuple[str, tuple[CapacitySource, ...]], ...]:
+    """DeviceClass -> the capacity sources of the mapping naming it (in the document's order), by DeviceClass,
+    under a recorded Configuration document; empty unless KueueDRAIntegrationConsumableCapacity is on with the DRA
+    gate. A class with capacity sources is charged the capacity its requests take instead of its count of
+    devices."""
+    return _sources_of(document, gates.KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY, "capacity", CapacitySource)
+
+
+def _sources_of(document: dict[str, Any] | None, gate: str, kind: str, make: Any) -> tuple[tuple[str, tuple], ...]:
     flags = gates.of_document(document)
-    if not (gates.enabled(flags, gates.KUEUE_DRA_INTEGRATION)
-            and gates.enabled(flags, gates.KUEUE_DRA_INTEGRATION_PARTITIONABLE_DEVICES)):
+    if not (gates.enabled(flags, gates.KUEUE_DRA_INTEGRATION) and gates.enabled(flags, gate)):
         return ()
-    found: dict[str, list[CounterSource]] = {}
+    found: dict[str, list] = {}
     for m in _mappings(document):
         for dc in m.device_class_names:
             for source in m.sources:
-                c = source.counter
+                c = getattr(source, kind)
                 if c is not None:
                     cel = c.device_selector.cel if c.device_selector is not None else None
-                    found.setdefault(dc, []).append(
-                        CounterSource(m.name, c.driver, c.name, cel.expression if cel is not None else ""))
+                    found.setdefault(dc, []).append(make(m.name, c.driver, c.name,
+                                                         cel.expression if cel is not None else ""))
     return tuple((dc, tuple(v)) for dc, v in sorted(found.items()))
 
 
 def claim_charge(pod_set: str, claims: list[o.PodResourceClaim], view: DraView) -> tuple[Pairs, str]:
     """Per-pod DRA requests of a pod set's ``claims`` in Kueue units, by resource name, or ``((), error)``: the
-    error Kueue gives, relative to the pod set, or a workload-wide message (:data:`CLAIMS_BY_NAME`,
-    :data:`REJECTED`)."""
+    error Kueue gives, relative to the pod set (several, of one claim, joined by newlines), or a workload-wide
+    message (:data:`CLAIMS_BY_NAME`, :data:`REJECTED`). A claim's requests with CEL selectors are matched against
+    the cluster's devices first (:func:`_cel_device_errors`)."""
     if view.reject:
         return ((), REJECTED) if claims else ((), "")
     if any(c.resource_claim_name is not None for c in claims):
         return (), CLAIMS_BY_NAME
     templates = dict(view.templates)
     mapping = dict(view.mapping)
-    counted = dict(view.counters)
+    counted = {*dict(view.counters), *dict(view.capacities)}
     total: dict[str, int] = {}
     for j, claim in enumerate(claims):
         name = claim.resource_claim_template_name
@@ -197,15 +229,97 @@ def claim_charge(pod_set: str, claims: list[o.PodResourceClaim], view: DraView) 
         per_class, error = _device_counts(spec)
         if error:
             return (), f"{at}.{error[0]}: ResourceClaimTemplate {name}: {error[1]}"
+        unmatched = _cel_device_errors(spec, name, at, view)
+        if unmatched:
+            return (), "\n".join(unmatched)
         for dc in sorted(per_class):
             logical = mapping.get(dc)
             if logical is None:
                 return (), f'{at}.resourceClaimTemplateName.deviceClassName: Not found: "{dc}"'
             if dc in counted:
-                continue  # charged its counters (:func:`counter_charge_of`)
+                continue  # charged its counters or capacities (:func:`counter_charge_of`, :func:`capacity_charge_of`)
             value = to_int(logical, str(per_class[dc]))
             total[logical] = min(MAX_INT64, total.get(logical, 0) + value)
     return tuple(sorted(total.items())), ""
+
+
+def cel_classes(spec: o.ResourceClaimSpec) -> tuple[str, ...]:
+    """The DeviceClasses (possibly "") of claim ``spec``'s ``exactly`` requests that have CEL selectors, which Kueue
+    matches against the cluster's devices (:func:`claim_charge`)."""
+    return tuple(r.exactly.device_class_name for r in spec.devices.requests
+                 if r.exactly is not None and any(s.cel is not None for s in r.exactly.selectors))
+
+
+def _cel_device_errors(spec: o.ResourceClaimSpec, template: str, at: str, view: DraView) -> list[str]:
+    """Kueue's errors, relative to the pod set (``at``: the claim's field), for the requests of claim ``spec``
+    (of ResourceClaimTemplate ``template``) with CEL selectors that the cluster's devices cannot satisfy: each
+    request's class (which must exist, its selectors compiling) and its selectors are matched against the devices
+    of :attr:`DraView.slice_devices` — every slice's when some such request's class has no counter or capacity
+    sources, else the slices of those sources' drivers — a device matched by one request not counted for
+    another; fewer than its count is an error, and so is a selector failing on a device."""
+    from projections.dra_cel import compile_selector, device_activation, matches  # noqa: PLC0415 - see above
+
+    asking = [(i, req.exactly) for i, req in enumerate(spec.devices.requests)
+              if req.exactly is not None and any(s.cel is not None for s in req.exactly.selectors)]
+    if not asking or view.slice_devices is None:
+        return []
+    sourced: dict[str, list[str]] = {}
+    for dc, sources in (*view.counters, *view.capacities):
+        sourced.setdefault(dc, []).extend(s.driver for s in sources)
+    pool = view.slice_devices
+    if all(sourced.get(x.device_class_name) for _, x in asking):
+        drivers = list(dict.fromkeys(d for _, x in asking for d in sourced[x.device_class_name]))
+        pool = tuple(pd for d in drivers for pd in view.slice_devices if pd[0] == d)
+    known = dict(view.class_selectors)
+    taken: set[int] = set()
+    activations: dict[int, Any] = {}
+    errors: list[str] = []
+    for i, x in asking:
+        here, dc = f"{at}.devices.requests[{i}]", x.device_class_name
+        class_exprs: tuple[str, ...] = ()
+        if dc:
+            found = known.get(dc)
+            if found is None:
+                errors.append(f"{here}: Internal error: ResourceClaimTemplate {template}: failed to get DeviceClass "
+                              f'{dc}: deviceclasses.resource.k8s.io "{dc}" not found')
+                continue
+            bad = next(((k, e) for k, e in enumerate(found) if compile_selector(e).error), None)
+            if bad is not None:
+                errors.append(f"{here}[{bad[0]}].cel.expression: Invalid value: {_quoted(bad[1])}: "
+                              f"ResourceClaimTemplate {template}: DeviceClass {dc} has invalid CEL selector: "
+                              f"{compile_selector(bad[1]).error}")
+                continue
+            class_exprs = found
+        programs = [compile_selector(e).program for e in class_exprs]
+        own = [compile_selector(s.cel.expression).program for s in x.selectors if s.cel is not None]
+        need = 1 if x.count is None else x.count
+        count, failure = 0, ""
+        for k, (driver, device) in enumerate(pool):
+            if k in taken:
+                continue
+            activation = activations.get(k)
+            if activation is None:
+                activation = activations[k] = device_activation(driver, device)
+            fit = True
+            for program in (*programs, *own):
+                fit, failure = matches(program, activation)
+                if failure or not fit:
+                    break
+            if failure:
+                break
+            if fit:
+                taken.add(k)
+                count += 1
+                if count >= need:
+                    break
+        if failure:
+            errors.append(f"{here}.exactly.selectors: Invalid value: null: ResourceClaimTemplate {template}: CEL "
+                          f"evaluation failed for DeviceClass {dc}: {failure}")
+        elif count < need:
+            errors.append(f"{here}.exactly.selectors: Internal error: ResourceClaimTemplate {template}: insufficient "
+                          f"matching devices for CEL selector in DeviceClass {dc}: {count} device(s) match in the "
+                          f"cluster but {need} requested")
+    return errors
 
 
 def _device_counts(spec: o.ResourceClaimSpec) -> tuple[dict[str, int], tuple[str, str] | None]:
@@ -257,7 +371,10 @@ def _quoted(text: str) -> str:
 
 
 COUNTERS = "@counters "
-"""Marks a pod set's error about its counter sources, which Kueue looks at last (:func:`workload_problem`)."""
+"""Marks a pod set's error about its counter sources, which Kueue looks at last but for capacities
+(:func:`workload_problem`)."""
+CAPACITIES = "@capacities "
+"""Marks a pod set's error about its capacity sources, which Kueue looks at last (:func:`workload_problem`)."""
 
 
 def counter_charge_of(claims: list[o.PodResourceClaim], view: DraView) -> tuple[Pairs, str]:
@@ -268,9 +385,24 @@ def counter_charge_of(claims: list[o.PodResourceClaim], view: DraView) -> tuple[
     than the request's count, or none consuming the counter, leaves the workload inadmissible until the driver
     publishes them; else the largest value of the counter times the count is charged
     (:func:`projections.resource_slices.counter_charge`). Called once the pod set's other charges have no error."""
-    if not view.counters or not claims:
+    return _sources_charge(claims, view, view.counters, COUNTERS)
+
+
+def capacity_charge_of(claims: list[o.PodResourceClaim], view: DraView) -> tuple[Pairs, str]:
+    """Per-pod charge of a pod set's ``claims`` under the capacity sources of their DeviceClasses
+    (KueueDRAIntegrationConsumableCapacity), by resource, or ``((), error)`` marked :data:`CAPACITIES`: the devices
+    are matched as for counters (:func:`counter_charge_of`); then per device having the source's capacity, what
+    the request's ``capacity.requests`` asks of it (else the device's policy default, else its whole capacity)
+    rounded up to the device's request policy, the largest of those times the count, is charged
+    (:func:`projections.resource_slices.capacity_charge`). No matched device having the capacity, or none whose
+    policy takes the request, leaves the workload inadmissible. Called once the counters have no error."""
+    return _sources_charge(claims, view, view.capacities, CAPACITIES)
+
+
+def _sources_charge(claims: list[o.PodResourceClaim], view: DraView, by_class: tuple, mark: str) -> tuple[Pairs, str]:
+    if not by_class or not claims:
         return (), ""
-    sources, templates = dict(view.counters), dict(view.templates)
+    sources, templates = dict(by_class), dict(view.templates)
     activations: dict[int, Any] = {}
     """Device (by identity, within this call) -> what CEL reads of it: built once for all requests and sources."""
     total: dict[str, int] = {}
@@ -286,17 +418,17 @@ def counter_charge_of(claims: list[o.PodResourceClaim], view: DraView) -> tuple[
                 continue
             at = f".template.spec.resourceClaims[{j}].devices.requests[{r}]"
             count = 1 if x.count is None else x.count
-            for cs in configs:
-                value, error = _source_charge(cs, x, count, view, at, activations)
+            for source in configs:
+                value, error = _source_charge(source, x, count, view, at, activations)
                 if error:
-                    return (), COUNTERS + error
-                total[cs.resource] = min(MAX_INT64, total.get(cs.resource, 0) + value)
+                    return (), mark + error
+                total[source.resource] = min(MAX_INT64, total.get(source.resource, 0) + value)
     return tuple(sorted(total.items())), ""
 
 
-def _source_charge(cs: CounterSource, x: o.ExactDeviceRequest, count: int, view: DraView, at: str,
-                   activations: dict[int, Any]) -> tuple[int, str]:
-    """What one counter source charges for request ``x`` (at field ``at``), or (0, error)."""
+def _source_charge(source: CounterSource | CapacitySource, x: o.ExactDeviceRequest, count: int, view: DraView,
+                   at: str, activations: dict[int, Any]) -> tuple[int, str]:
+    """What one counter or capacity source charges for request ``x`` (at field ``at``), or (0, error)."""
     from projections.dra_cel import compile_selector, device_activation, matches  # noqa: PLC0415 - see above
 
     known = dict(view.class_selectors)
@@ -312,19 +444,19 @@ def _source_charge(cs: CounterSource, x: o.ExactDeviceRequest, count: int, view:
     bad = _selector_errors(x.selectors, f"{at}.exactly.selectors", "CEL compilation failed")
     if bad:
         return 0, bad[0]
-    own = compile_selector(cs.selector)
+    own = compile_selector(source.selector)
     if own.error:
-        return 0, (f"{at}[0].cel.expression: Invalid value: {_quoted(cs.selector)}: deviceSelector CEL compilation "
-                   f"failed: {own.error}")
+        return 0, (f"{at}[0].cel.expression: Invalid value: {_quoted(source.selector)}: deviceSelector CEL "
+                   f"compilation failed: {own.error}")
     stages = (("deviceSelector", (own.program,)),
               ("DeviceClass selector", tuple(compile_selector(e).program for e in class_exprs)),
               ("request selector", tuple(compile_selector(s.cel.expression).program for s in x.selectors
                                          if s.cel is not None)))
     matched = []
-    for device in dict(view.devices).get(cs.driver, ()):
+    for device in dict(view.devices).get(source.driver, ()):
         activation = activations.get(id(device))
         if activation is None:
-            activation = activations[id(device)] = device_activation(cs.driver, device)
+            activation = activations[id(device)] = device_activation(source.driver, device)
         for what, programs in stages:
             fit = True
             for program in programs:
@@ -337,20 +469,30 @@ def _source_charge(cs: CounterSource, x: o.ExactDeviceRequest, count: int, view:
                 break
         else:
             matched.append(device)
+    kind = "counter" if isinstance(source, CounterSource) else "capacity"
     if len(matched) < count:
-        return 0, (f"{at}: Internal error: insufficient matching devices for counter driver: {len(matched)} "
+        return 0, (f"{at}: Internal error: insufficient matching devices for {kind} driver: {len(matched)} "
                    f"device(s) match but {count} requested")
-    value = counter_charge(matched, cs.counter, count)
-    if value is None:
-        return 0, f'{at}: Internal error: matched devices have no consumesCounters entry for counter "{cs.counter}"'
-    return value, ""
+    if isinstance(source, CounterSource):
+        value = counter_charge(matched, source.counter, count)
+        if value is None:
+            return 0, (f"{at}: Internal error: matched devices have no consumesCounters entry for counter "
+                       f'"{source.counter}"')
+        return value, ""
+    wanted = x.capacity.requests.get(source.capacity) if x.capacity is not None else None
+    charged = capacity_charge(matched, source.capacity, wanted, count)
+    if charged.value is None:
+        head = "Internal error" if charged.error.startswith("matched devices") else "Invalid value: null"
+        return 0, f"{at}: {head}: {charged.error}"
+    return charged.value, ""
 
 
 def workload_problem(pod_sets: tuple[Any, ...]) -> str:
     """What Kueue's workload controller says of a pending workload's claims ("" when they are charged): the
     reject message, else the claims-by-name one, else the first pod set's error about its claims with its field
     path, else every pod set's errors about its extended resources (which Kueue looks at only once all claims are
-    charged, and lists all of, in brackets when more than one, as its aggregated field errors read)."""
+    charged, and lists all of, in brackets when more than one, as its aggregated field errors read), else the first
+    pod set's error about its counter sources, else the first one's about its capacity sources."""
     for ps in pod_sets:  # the fold asks this at every enqueue and flag check: no list for the usual no
         if ps.dra_error:
             break
@@ -362,12 +504,18 @@ def workload_problem(pod_sets: tuple[Any, ...]) -> str:
             return whole
     for i, error in enumerate(errors):
         if error.startswith(".template.spec.resourceClaims"):
-            return f"spec.podSets[{i}]{error}"
+            listed = [f"spec.podSets[{i}]{one}" for one in error.split("\n")]
+            return listed[0] if len(listed) == 1 else f"[{', '.join(listed)}]"
     listed = list(dict.fromkeys(f"spec.podSets[{i}]{one}" for i, error in enumerate(errors)
-                                if error and not error.startswith(COUNTERS) for one in error.split("\n")))
+                                if error and not error.startswith((COUNTERS, CAPACITIES))
+                                for one in error.split("\n")))
     if listed:
         return listed[0] if len(listed) == 1 else f"[{', '.join(listed)}]"
-    return next(f"spec.podSets[{i}]{error[len(COUNTERS):]}" for i, error in enumerate(errors) if error)
+    for mark in (COUNTERS, CAPACITIES):  # Kueue charges every pod set's counters, then every one's capacities
+        for i, error in enumerate(errors):
+            if error.startswith(mark):
+                return f"spec.podSets[{i}]{error[len(mark):]}"
+    return ""
 
 
 def has_claims(templates: Any) -> bool:
@@ -454,7 +602,9 @@ def extended_charge(spec: o.PodSpec, view: DraView) -> tuple[tuple[str, ...], Pa
     resource, else the name itself), and Kueue's errors, relative to the pod set, when quantities are not whole
     int64s — one per container asking for a fraction (or more than an int64 holds), by resource, init containers
     first; else one at the first container asking when the pod's total overflows an int64 — joined by newlines
-    (:func:`workload_problem` lists them all, as Kueue does)."""
+    (:func:`workload_problem` lists them all, as Kueue does). A resource served by a class whose mapping gives
+    counter or capacity sources is refused instead, at the first container asking for it: those are charged only
+    through ResourceClaimTemplates."""
     served = dict(view.extended)
     mapping = dict(view.mapping)
     asked: list[tuple[str, int, bool, dict[str, Decimal]]] = []
@@ -475,8 +625,19 @@ def extended_charge(spec: o.PodSpec, view: DraView) -> tuple[tuple[str, ...], Pa
                 asked.append((field, j, c.restart_policy == "Always", wanted))
     errors: list[str] = []
     totals: dict[str, int] = {}
+    counted, capacities = dict(view.counters), dict(view.capacities)
     for r in sorted({r for *_, wanted in asked for r in wanted}):
         having = [(field, j, sidecar, wanted[r]) for field, j, sidecar, wanted in asked if r in wanted]
+        dc = served[r]
+        if dc in mapping and (dc in counted or dc in capacities):
+            field, j = having[0][:2]
+            errors.append(f'.template.spec.{field}[{j}]: Invalid value: "{r}": extended resource {r} resolves to '
+                          f"DeviceClass {dc} with " + (
+                              "counters configured; use ResourceClaimTemplates with CEL selectors for "
+                              "counter-based quota" if dc in counted else
+                              "capacity sources configured; use ResourceClaimTemplates with capacity.requests for "
+                              "capacity-based quota"))
+            continue
         fractions = [f".template.spec.{field}[{j}].resources.requests.{r}: Invalid value: "
                      f'"{decimal_string(q)}": extended resource quantity must be an integer'
                      for field, j, _, q in having if q != q.to_integral_value() or q > MAX_INT64]

@@ -45,9 +45,9 @@ conditioned on its resourceVersion), and the MultiKueue connector
 copy: :func:`kueue_es.scheduler.multikueue.remote_spec_patch`). The configuration
 loader reads ``ReservedResourceNameValidation`` (:func:`projections.request_rules.compile_rules`) and
 ``SparkApplicationIntegration`` (without it a Configuration listing the SparkApplication framework is refused), and
-``KueueDRAIntegrationConsumableCapacity`` (without it a device class mapping's capacity ``sources`` are refused;
-what Kueue charges from them is not modelled, and a configuration giving any is warned of:
-:func:`kueue_es.scheduler.config.sources_note`). Every other gate
+``KueueDRAIntegrationPartitionableDevices`` and ``KueueDRAIntegrationConsumableCapacity`` (without them a device
+class mapping's counter or capacity ``sources`` are refused; the fold charges them: :mod:`projections.dra`). Every
+other gate
 is known so that a user's existing configuration is accepted as Kueue accepts it; one set away from its
 default is named in a warning (:func:`ignored`).
 
@@ -282,8 +282,9 @@ MODELLED = INTERNAL_ONLY | frozenset({
     ELASTIC_JOBS_VIA_WORKLOAD_SLICES, ELASTIC_JOBS_VIA_WORKLOAD_SLICES_WITH_TAS, ELASTIC_PARTIAL_SCALE_UP,
     FAILURE_RECOVERY_POLICY, FAIR_SHARING_PREEMPT_WITHIN_NOMINAL, FAIR_SHARING_PRIORITIZE_NON_BORROWING,
     FAIR_SHARING_REEVALUATE_PREEMPTION_CANDIDATES, FAST_QUOTA_RELEASE_IN_POD_INTEGRATION, FINISH_ORPHANED_WORKLOADS,
-    FLAVOR_FUNGIBILITY, KUEUE_DRA_INTEGRATION, KUEUE_DRA_INTEGRATION_EXTENDED_RESOURCE,
-    KUEUE_DRA_INTEGRATION_PARTITIONABLE_DEVICES, KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED,
+    FLAVOR_FUNGIBILITY, KUEUE_DRA_INTEGRATION, KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY,
+    KUEUE_DRA_INTEGRATION_EXTENDED_RESOURCE, KUEUE_DRA_INTEGRATION_PARTITIONABLE_DEVICES,
+    KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED,
     FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, LWS_IMMUTABLE_GROUP_SIZE,
     MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED, METRIC_FOR_WORKLOAD_CREATION_LATENCY,
     METRICS_FOR_COHORTS, MULTIKUEUE, MULTIKUEUE_BATCH_JOB_CLEARING_TTL, MULTIKUEUE_INCREMENTAL_DISPATCHER_CONFIG,
@@ -318,11 +319,8 @@ Deployments, StatefulSets: :func:`connectors.k8s.framework_webhook.managed_above
 only, when nothing is being deleted."""
 
 
-PARTLY = frozenset({KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY, CONCURRENT_ADMISSION})
-"""Gates the code reads but models only in part, so not counted in :data:`MODELLED`: the DRA capacity sources gate
-decides whether a Configuration's capacity ``sources`` are refused, as Kueue's does, but what Kueue charges from
-them is not modelled (a Configuration giving any is warned of instead: its classes' devices are charged by count).
-Its counter twin, KueueDRAIntegrationPartitionableDevices, is modelled (:func:`projections.dra.counter_charge_of`).
+PARTLY = frozenset({CONCURRENT_ADMISSION})
+"""Gates the code reads but models only in part, so not counted in :data:`MODELLED`.
 ``ConcurrentAdmission`` turns on the ClusterQueue webhook's checks of ``concurrentAdmissionPolicy``
 (:func:`events.object_rules.check_concurrent_admission`), the flavor assigner's reading of a Workload's
 allowed-flavors annotation (:func:`kueue_es.scheduler.flavors.assign_flavors`) and the queues' leaving out a parent

@@ -17,7 +17,14 @@ from events import objects as o
 from events.quantity import MAX_INT64, canonical_quantity, to_int
 from events.schema import FlavorScan, WaitedPodSet, WorkloadPending
 from events.timefmt import format_time
-from projections.dra import DraView, asks_for_served, claim_charge, counter_charge_of, extended_charge
+from projections.dra import (
+    DraView,
+    asks_for_served,
+    capacity_charge_of,
+    claim_charge,
+    counter_charge_of,
+    extended_charge,
+)
 from projections.pod_adjustment import (
     INVALID_RESOURCES,
     OUTSIDE_LIMIT_RANGES,
@@ -701,8 +708,10 @@ def _pod_set_info(ps: o.PodSet, limits: LimitSummary | None, overhead: tuple | N
                 for r, v in charge:
                     merged[r] = min(MAX_INT64, merged.get(r, 0) + v)
                 dra_requests = tuple(sorted(merged.items()))
-        if dra.counters and not dra_error:
-            counted, dra_error = counter_charge_of(spec.resource_claims, dra)
+        for sourced, charge_of in ((dra.counters, counter_charge_of), (dra.capacities, capacity_charge_of)):
+            if not sourced or dra_error:
+                continue
+            counted, dra_error = charge_of(spec.resource_claims, dra)
             if counted:
                 merged = dict(dra_requests)
                 for r, v in counted:

@@ -23,7 +23,7 @@ from events.manifests import load_file
 from events.schema import Record
 from events.timefmt import format_time_ms, parse_time
 from kueue_es import checkpoints
-from kueue_es.scheduler.config import SchedulerConfig, load_config, sources_note
+from kueue_es.scheduler.config import SchedulerConfig, load_config
 from projections import gates
 from projections.cluster import ClusterState
 
@@ -203,9 +203,8 @@ def load_kueue_config_document(path: str | None) -> tuple[SchedulerConfig, dict[
 
 def warn_ignored_gates(config: SchedulerConfig, source: str) -> None:
     """Say which of the Configuration's feature gates change nothing here (:func:`projections.gates.ignored`), and
-    which of its device class mappings' ``sources`` are not charged (:func:`sources_note`)."""
-    for note in (gates.ignored_note(config.feature_gates, source),
-                 gates.partly_note(config.feature_gates, source), sources_note(config, source)):
+    which it models only in part (:func:`projections.gates.partly_note`)."""
+    for note in (gates.ignored_note(config.feature_gates, source), gates.partly_note(config.feature_gates, source)):
         if note is not None:
             warn(note)
 

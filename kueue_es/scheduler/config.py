@@ -93,8 +93,8 @@ class DeviceClassSource(_Cfg):
 class DeviceClassMapping(_Cfg):
     """One ``resources.deviceClassMappings`` entry: the logical resource the devices of these DeviceClasses are
     charged to quota as (:mod:`projections.dra`, which reads them from the recorded document). ``sources`` are
-    validated as Kueue validates them; counter sources are charged from ResourceSlices as Kueue does, what Kueue
-    charges from capacity sources is not modelled."""
+    validated as Kueue validates them; counter and capacity sources are charged from ResourceSlices as Kueue
+    charges them."""
 
     name: str = ""
     device_class_names: list[str] = []
@@ -636,18 +636,6 @@ def _validate_device_class_mappings(mappings: list[DeviceClassMapping], at: str,
         _validate_device_sources(m.sources, f"{at}[{i}].sources", flags)
 
 
-def sources_note(cfg: SchedulerConfig, source: str) -> str | None:
-    """The warning for ``deviceClassMappings`` that give capacity ``sources`` (None when none does): kueue-es checks
-    them as Kueue does but does not charge the capacities Kueue reads for them from ResourceSlices; it charges
-    those classes' devices by count, as a mapping without sources. Counter sources are charged as Kueue does
-    (:func:`projections.dra.counter_charge_of`)."""
-    named = [m.name for m in cfg.resources.device_class_mappings if any(s.capacity is not None for s in m.sources)]
-    if not named:
-        return None
-    return (f"{source}: resources.deviceClassMappings: kueue-es does not charge the capacities of capacity "
-            f"`sources` ({', '.join(named)}): the devices of their DeviceClasses are charged by count")
-
-
 DRIVER_NAME_MAX, DEVICE_ID_MAX, DEVICE_DOMAIN_MAX = 63, 32, 63
 """resource.k8s.io/v1 limits: a driver name, a C identifier in a qualified name, the domain before it."""
 
@@ -659,8 +647,9 @@ def _validate_device_sources(sources: list[DeviceClassSource], at: str, flags: d
     ``counter`` (refused while ``KueueDRAIntegrationPartitionableDevices`` is off) and ``capacity`` (refused while
     ``KueueDRAIntegrationConsumableCapacity`` is off), not both kinds in one mapping; a counter is named by a DNS
     label, a capacity by a qualified name (a C identifier after an optional DNS-subdomain domain); both give their
-    DRA driver (a DNS subdomain of at most 63 characters) and a CEL ``deviceSelector`` (required; kueue-es does not
-    compile it)."""
+    DRA driver (a DNS subdomain of at most 63 characters) and a CEL ``deviceSelector`` (required, and compiled:
+    cel-python's parser, so an expression that parses but does not type as a bool is only refused when a claim is
+    charged)."""
     kinds: set[str] = set()
     for k, source in enumerate(sources):
         where = f"{at}[{k}]"
@@ -697,6 +686,12 @@ def _validate_device_sources(sources: list[DeviceClassSource], at: str, flags: d
         cel = src.device_selector.cel
         if cel is None or not cel.expression:
             raise InvalidInput(f"{where}.deviceSelector.cel.expression` is required")
+        from projections.dra_cel import compile_selector  # noqa: PLC0415 - CEL's parser only for sources
+
+        compiled = compile_selector(cel.expression)
+        if compiled.error:
+            raise InvalidInput(f"{where}.deviceSelector.cel.expression`: invalid value {cel.expression!r}: CEL "
+                               f"compilation failed: {compiled.error}")
     if len(kinds) > 1:
         raise InvalidInput(f"{at}`: cannot mix counter and capacity sources in the same mapping")
 

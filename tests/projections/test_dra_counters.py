@@ -6,6 +6,7 @@ Kueue leaves the workload inadmissible with; the fold charging pending workloads
 from __future__ import annotations
 
 import msgspec
+from fixtures.dra_views import CLAIMS, claim_spec, claiming_workload, source_view
 from fixtures.eventgen import cluster_queue, delete, local_queue, namespace, upsert
 
 from events import objects as o
@@ -44,21 +45,13 @@ def _slice(name: str, *devices: dict, pool: str = "node-a", count: int = 1, gene
 
 
 def _template(count: int = 1, selectors: tuple[str, ...] = (), dc: str = "gpu-slice") -> o.ResourceClaimSpec:
-    x: dict = {"deviceClassName": dc, "count": count}
-    if selectors:
-        x["selectors"] = [{"cel": {"expression": s}} for s in selectors]
-    return msgspec.convert({"devices": {"requests": [{"name": "r", "exactly": x}]}}, o.ResourceClaimSpec)
-
-
-CLAIMS = [msgspec.convert({"name": "rc", "resourceClaimTemplateName": "t"}, o.PodResourceClaim)]
+    return claim_spec(dc, count, selectors=[{"cel": {"expression": s}} for s in selectors])
 
 
 def _view(devices: tuple[dict, ...], template: o.ResourceClaimSpec | None = None,
           document: dict | None = None, class_selectors: tuple[str, ...] | None = ()) -> DraView:
-    return DraView(reject=False, mapping=(("gpu", "example.com/gpus"), ("gpu-slice", "example.com/gpu-memory")),
-                   templates=(("t", template or _template()),), counters=counters_of(document or _document()),
-                   class_selectors=(("gpu-slice", class_selectors),),
-                   devices=((DRIVER, tuple(msgspec.convert(d, o.Device) for d in devices)),))
+    return source_view("gpu-slice", "example.com/gpu-memory", template or _template(), devices, DRIVER, class_selectors,
+                       counters=counters_of(document or _document()))
 
 
 def test_counter_sources_are_read_only_with_their_gate() -> None:
@@ -136,14 +129,6 @@ def test_a_counter_error_is_said_after_other_pod_sets_extended_resource_errors()
         "spec.podSets[1].template.spec.resourceClaims[0].devices.requests[0]: Internal error: x")
 
 
-def _workload() -> o.Workload:
-    return msgspec.convert({
-        "metadata": {"name": "w", "namespace": "team", "uid": "uid-w"},
-        "spec": {"queueName": "lq0", "podSets": [{"name": "main", "count": 2, "template": {"spec": {
-            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
-            "resourceClaims": [{"name": "rc", "resourceClaimTemplateName": "t"}]}}}]}}, o.Workload)
-
-
 def _fold(*events: ev.Event) -> ClusterState:
     state = ClusterState()
     tmpl = msgspec.convert({"metadata": {"name": "t", "namespace": "team"}, "spec": {"spec": {"devices": {
@@ -162,7 +147,7 @@ def _wl(state: ClusterState):
 
 
 def test_the_fold_charges_a_pending_workload_anew_as_slices_come_change_and_go() -> None:
-    state = _fold(upsert(_workload(), 2))
+    state = _fold(upsert(claiming_workload(), 2))
     assert workload_problem(_wl(state).pod_sets) == (
         "spec.podSets[0].template.spec.resourceClaims[0].devices.requests[0]: Internal error: insufficient matching "
         "devices for counter driver: 0 device(s) match but 1 requested")
@@ -180,7 +165,7 @@ def test_the_fold_charges_a_pending_workload_anew_as_slices_come_change_and_go()
 
 
 def test_an_incomplete_pool_or_another_drivers_slice_charges_nothing() -> None:
-    state = _fold(upsert(_workload(), 2), upsert(_slice("s0", _device("g0", "8Gi"), count=2), 3),
+    state = _fold(upsert(claiming_workload(), 2), upsert(_slice("s0", _device("g0", "8Gi"), count=2), 3),
                   upsert(_slice("o0", _device("g0", "8Gi"), driver="other.example.com"), 3))
     assert "0 device(s) match" in workload_problem(_wl(state).pod_sets)
     state.apply(ev.Record(state.offset + 1, upsert(_slice("s1", _device("g1", "4Gi"), count=2), 4)))
@@ -188,7 +173,7 @@ def test_an_incomplete_pool_or_another_drivers_slice_charges_nothing() -> None:
 
 
 def test_a_version_24_snapshot_restores_without_slices_until_they_are_observed_again() -> None:
-    state = _fold(upsert(_workload(), 2), upsert(_slice("s0", _device("g0", "8Gi")), 3))
+    state = _fold(upsert(claiming_workload(), 2), upsert(_slice("s0", _device("g0", "8Gi")), 3))
     taken = snapshot.take(state)
     old = msgspec.structs.replace(taken, version=24, objects=[
         obj for obj in taken.objects if not isinstance(obj, o.ResourceSlice)])
@@ -196,7 +181,7 @@ def test_a_version_24_snapshot_restores_without_slices_until_they_are_observed_a
     assert restored.resource_slices.by_name == {}
     restored.apply(ev.Record(state.offset + 1, upsert(_slice("s0", _device("g0", "4Gi")), 4)))
     assert _wl(restored).pod_sets[0].dra_requests == (("example.com/gpu-memory", 4 * 2**30),)
-    assert snapshot.take(state).version == 28
+    assert snapshot.take(state).version == 29
 
 
 def test_compiling_a_selector_leaves_the_recursion_limit_as_it_was():

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from events.errors import InvalidInput
-from kueue_es.scheduler.config import load_config, sources_note
+from kueue_es.scheduler.config import load_config
 from projections.dra import mapping_of
 
 AT = "`resources.deviceClassMappings"
@@ -88,6 +88,12 @@ def test_a_capacity_source_is_refused_with_consumable_capacity_off() -> None:
     ([_capacity(name="m" * 33)], "[0].sources[0].capacity.name`: invalid value '" + "m" * 33 + "': the name "
      "must have at most 32 characters"),
     ([_capacity(selector={})], "[0].sources[0].capacity.deviceSelector.cel.expression` is required"),
+    ([_counter(selector={"cel": {"expression": "device.driver =="}})],
+     "[0].sources[0].counter.deviceSelector.cel.expression`: invalid value 'device.driver ==': CEL compilation "
+     "failed: syntax error"),
+    ([_capacity(selector={"cel": {"expression": "device.attributes[\"x\"]. == 1"}})],
+     "[0].sources[0].capacity.deviceSelector.cel.expression`: invalid value 'device.attributes[\"x\"]. == 1': "
+     "CEL compilation failed: syntax error"),
 ])
 def test_bad_sources_are_refused_with_kueues_field(sources: list[dict], error: str) -> None:
     _refused([{"name": "res", "deviceClassNames": ["dc"], "sources": sources}], AT + error, AllAlpha=True)
@@ -127,16 +133,3 @@ def test_a_class_first_mapped_without_a_counter_is_not_counted_again() -> None:
     _refused([{"name": "gpus", "deviceClassNames": ["mig"]},
               {"name": "gpu.memory", "deviceClassNames": ["mig"], "sources": [_counter()]}],
              AT + "[1].deviceClassNames[0]`: device class already mapped to resource gpus")
-
-
-def test_a_configuration_giving_capacity_sources_is_warned_of() -> None:
-    """kueue-es charges the devices of a class whose mapping gives capacity sources by count: the loader's callers
-    say so. Counter sources are charged as Kueue charges them: nothing to warn of."""
-    cfg = _load([{"name": "gpu.memory", "deviceClassNames": ["mig"], "sources": [_capacity()]},
-                 {"name": "gpus", "deviceClassNames": ["gpu"]}], KueueDRAIntegrationConsumableCapacity=True)
-    assert sources_note(cfg, "cfg.yaml") == (
-        "cfg.yaml: resources.deviceClassMappings: kueue-es does not charge the capacities of capacity `sources` "
-        "(gpu.memory): the devices of their DeviceClasses are charged by count")
-    counted = _load([{"name": "gpu.memory", "deviceClassNames": ["mig"], "sources": [_counter()]}])
-    assert sources_note(counted, "cfg.yaml") is None
-    assert sources_note(_load([{"name": "gpus", "deviceClassNames": ["gpu"]}]), "cfg.yaml") is None

@@ -184,6 +184,10 @@ def _template_yaml(request: str) -> str:
      "`spec.spec.devices.requests[0].exactly.allocationMode`: must be ExactCount or All, not 'Some'"),
     ("{name: r, exactly: {deviceClassName: gpu, count: 0}}",
      "`spec.spec.devices.requests[0].exactly.count`: must be greater than zero"),
+    ("{name: r, exactly: {deviceClassName: gpu, capacity: {requests: {memory: 2XB}}}}",
+     "`spec.spec.devices.requests[0].exactly.capacity.requests.memory`: "),
+    ("{name: r, exactly: {deviceClassName: gpu, capacity: {requests: {memory: -1Gi}}}}",
+     "`spec.spec.devices.requests[0].exactly.capacity.requests.memory`: must not be negative"),
 ])
 def test_a_malformed_claim_template_is_refused_naming_the_field(request_: str, error: str) -> None:
     with pytest.raises(InvalidInput, match=error.replace("[", r"\[").replace("]", r"\]")):
