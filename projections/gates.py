@@ -101,6 +101,7 @@ MULTIKUEUE_INCREMENTAL_DISPATCHER_RESPECT_CONFIG_ORDER = "MultiKueueIncrementalD
 MULTIKUEUE_BATCH_JOB_CLEARING_TTL = "MultiKueueBatchJobClearingTTLSecondsAfterFinishedOnWorkerCluster"
 MULTIKUEUE_KUBECONFIG_PATH_VALIDATION = "MultiKueueKubeConfigPathValidation"
 MULTIKUEUE_REMOTE_SPEC_SYNC = "MultiKueueRemoteSpecSync"
+MULTIKUEUE_ADAPTERS_FOR_CUSTOM_JOBS = "MultiKueueAdaptersForCustomJobs"
 SCHEDULING_EQUIVALENCE_HASHING = "SchedulingEquivalenceHashing"
 SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME = "SchedulingEquivalenceHashingIgnorePodSetName"
 UNADMITTED_WORKLOADS_EXPLICIT_STATUS = "UnadmittedWorkloadsExplicitStatus"
@@ -167,7 +168,7 @@ GATES: dict[str, tuple[str, bool]] = {
     KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED: (BETA, True),
     KUEUE_DRA_INTEGRATION_PARTITIONABLE_DEVICES: (BETA, True),
     KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY: (ALPHA, False),
-    "MultiKueueAdaptersForCustomJobs": (BETA, True),
+    MULTIKUEUE_ADAPTERS_FOR_CUSTOM_JOBS: (BETA, True),
     "WorkloadRequestUseMergePatch": (ALPHA, False),
     MULTIKUEUE_KUBECONFIG_PATH_VALIDATION: (BETA, True),
     "ReclaimablePods": (BETA, True),
@@ -314,11 +315,14 @@ Deployments, StatefulSets: :func:`connectors.k8s.framework_webhook.managed_above
 only, when nothing is being deleted."""
 
 
-PARTLY = frozenset({KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY})
+PARTLY = frozenset({KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY, MULTIKUEUE_ADAPTERS_FOR_CUSTOM_JOBS})
 """Gates the code reads but models only in part, so not counted in :data:`MODELLED`: the DRA capacity sources gate
 decides whether a Configuration's capacity ``sources`` are refused, as Kueue's does, but what Kueue charges from
 them is not modelled (a Configuration giving any is warned of instead: its classes' devices are charged by count).
 Its counter twin, KueueDRAIntegrationPartitionableDevices, is modelled (:func:`projections.dra.counter_charge_of`).
+MultiKueueAdaptersForCustomJobs gives the ``multiKueue.externalFrameworks`` kinds their adapter on the pure side
+(:func:`kueue_es.scheduler.multikueue.adapters_in_force`), not yet the connector's side of it (the copy on the
+worker).
 Set away from its default, such a gate still changes what it decides here, so it is not :func:`ignored`."""
 
 

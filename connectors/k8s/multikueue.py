@@ -111,12 +111,12 @@ from connectors.k8s.resources import (
 from events import objects as o
 from events import schema as ev
 from events.timefmt import format_time
-from kueue_es.scheduler.config import DEFAULT, RAYSERVICE_FRAMEWORK, SchedulerConfig
+from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 from kueue_es.scheduler.config_record import in_force
 from kueue_es.scheduler.multikueue import (
-    RAYSERVICE_ADAPTER,
     REMOTE_SPEC_SYNC,
     WAIT,
+    adapters_in_force,
     check_of,
     group_target,
     remote_spec_patch,
@@ -508,13 +508,11 @@ def synced_owner(fields: tuple[tuple[str, ...], ...], raw: msgspec.Raw | bytes) 
     return SyncedOwner(msgspec.convert(meta, _OwnerMeta), synced)
 
 
-SPEC_SYNC_FRAMEWORKS = {RAYSERVICE_ADAPTER: RAYSERVICE_FRAMEWORK}
-"""The integration framework of each kind of :data:`REMOTE_SPEC_SYNC` (its manager objects are watched only while
-the Configuration enables it)."""
-
-
-def adapter_of(wl: WorkloadInfo) -> Adapter | None:
-    return ADAPTERS.get((wl.owner[0], wl.owner[1])) if wl.owner else None
+def adapter_of(wl: WorkloadInfo, config: SchedulerConfig = DEFAULT) -> Adapter | None:
+    """The adapter of the workload's owner, if the Configuration ``config`` builds one
+    (:func:`kueue_es.scheduler.multikueue.adapters_in_force`: its framework enabled)."""
+    kind = (wl.owner[0], wl.owner[1]) if wl.owner else None
+    return ADAPTERS.get(kind) if kind in adapters_in_force(config) else None
 
 
 def desired_on(state: ClusterState, wl: WorkloadInfo) -> tuple[str, ...]:
@@ -724,7 +722,7 @@ class MultiKueueConnector:
         watch this is, only then)."""
         config = self._config()
         return (config.gate(gates.MULTIKUEUE) and config.gate(gates.MULTIKUEUE_REMOTE_SPEC_SYNC)
-                and SPEC_SYNC_FRAMEWORKS[kind] in config.frameworks)
+                and kind in adapters_in_force(config))
 
     def _owners_edited(self, r: Resource, keys: set[str]) -> None:
         """The manager's owners ``keys`` of kind ``r`` changed in a forwarded field (or came, or went): their
@@ -1134,12 +1132,13 @@ class MultiKueueConnector:
         its backoff (:func:`owner_retry_after`, counting the failures in a row) is over, or at once when its
         workload moves, as an event requeues Kueue's reconciler at once."""
         events: list[ev.AnyEvent] = []
+        config = self._config()
         for key in keys:
             retry = self._owners_unread.pop(key, None)
             wl = self.state.workloads.get(key)
             if wl is None:
                 continue
-            adapter = adapter_of(wl)
+            adapter = adapter_of(wl, config)
             if adapter is None or adapter.in_log or not wl.reserving or check_of(self.state, wl) is None:
                 continue
             if adapter.grouped:  # its replicas, read again whenever its workload moves until it is on a worker
@@ -1248,7 +1247,7 @@ class MultiKueueConnector:
     async def _run_there(self, w: Worker, wl: WorkloadInfo, origin: str) -> None:
         """The owner's copy on the workload's worker (its adapter's), and its status mirrored to the manager's."""
         assert w.client is not None
-        adapter = adapter_of(wl)
+        adapter = adapter_of(wl, self._config())
         if adapter is None:
             return
         r, owner_key = adapter.resource, f"{wl.namespace}/{wl.owner[2]}"
@@ -1309,7 +1308,7 @@ class MultiKueueConnector:
         copies stay until the next pass writes it."""
         assert w.client is not None
         wl = self.state.workloads.get(key)
-        adapter = adapter_of(wl) if wl is not None else None
+        adapter = adapter_of(wl, self._config()) if wl is not None else None
         if (wl is None or adapter is None or not adapter.mirrors_status or wl.phase != FINISHED
                 or wl.cluster_name != w.name):
             return True
