@@ -283,7 +283,8 @@ MODELLED = INTERNAL_ONLY | frozenset({
     KUEUE_DRA_INTEGRATION_PARTITIONABLE_DEVICES, KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED,
     FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS, LOCAL_QUEUE_METRICS, LWS_IMMUTABLE_GROUP_SIZE,
     MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED, METRIC_FOR_WORKLOAD_CREATION_LATENCY,
-    METRICS_FOR_COHORTS, MULTIKUEUE, MULTIKUEUE_BATCH_JOB_CLEARING_TTL, MULTIKUEUE_INCREMENTAL_DISPATCHER_CONFIG,
+    METRICS_FOR_COHORTS, MULTIKUEUE, MULTIKUEUE_ADAPTERS_FOR_CUSTOM_JOBS, MULTIKUEUE_BATCH_JOB_CLEARING_TTL,
+    MULTIKUEUE_INCREMENTAL_DISPATCHER_CONFIG,
     MULTIKUEUE_INCREMENTAL_DISPATCHER_RESPECT_CONFIG_ORDER, MULTIKUEUE_KUBECONFIG_PATH_VALIDATION,
     MULTIKUEUE_REMOTE_SPEC_SYNC, PARTIAL_ADMISSION,
     POD_INTEGRATION_VALIDATE_GROUP_OWNER, PRIORITIZE_PREEMPTOR_WORKLOADS, PRIORITY_BOOST, "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY,
@@ -315,14 +316,11 @@ Deployments, StatefulSets: :func:`connectors.k8s.framework_webhook.managed_above
 only, when nothing is being deleted."""
 
 
-PARTLY = frozenset({KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY, MULTIKUEUE_ADAPTERS_FOR_CUSTOM_JOBS})
+PARTLY = frozenset({KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY})
 """Gates the code reads but models only in part, so not counted in :data:`MODELLED`: the DRA capacity sources gate
 decides whether a Configuration's capacity ``sources`` are refused, as Kueue's does, but what Kueue charges from
 them is not modelled (a Configuration giving any is warned of instead: its classes' devices are charged by count).
 Its counter twin, KueueDRAIntegrationPartitionableDevices, is modelled (:func:`projections.dra.counter_charge_of`).
-MultiKueueAdaptersForCustomJobs gives the ``multiKueue.externalFrameworks`` kinds their adapter on the pure side
-(:func:`kueue_es.scheduler.multikueue.adapters_in_force`), not yet the connector's side of it (the copy on the
-worker).
 Set away from its default, such a gate still changes what it decides here, so it is not :func:`ignored`."""
 
 

@@ -76,18 +76,17 @@ def test_the_dra_capacity_sources_gate_is_modelled_in_part_and_the_counter_one_i
     either gate away from its default warns of nothing (a configuration giving capacity sources is warned of
     instead); what Kueue charges from capacity sources is not modelled, so that gate is not counted as modelled.
     Counter sources are charged from ResourceSlices as Kueue charges them."""
-    assert "KueueDRAIntegrationConsumableCapacity" in gates.PARTLY
+    assert gates.PARTLY == {"KueueDRAIntegrationConsumableCapacity"}
     assert "KueueDRAIntegrationPartitionableDevices" in gates.MODELLED
     assert not gates.PARTLY & gates.MODELLED
     assert gates.ignored({"KueueDRAIntegrationPartitionableDevices": False,
                           "KueueDRAIntegrationConsumableCapacity": True}) == []
 
 
-def test_the_custom_jobs_adapters_gate_is_modelled_in_part() -> None:
-    """MultiKueueAdaptersForCustomJobs decides on the pure side whether ``multiKueue.externalFrameworks`` kinds have
-    an adapter (the connector's side is not done): turned off, it warns of nothing, and it is not counted."""
-    assert "MultiKueueAdaptersForCustomJobs" in gates.PARTLY
-    assert "MultiKueueAdaptersForCustomJobs" not in gates.MODELLED
+def test_the_custom_jobs_adapters_gate_is_modelled() -> None:
+    """MultiKueueAdaptersForCustomJobs gives the ``multiKueue.externalFrameworks`` kinds Kueue's generic adapter
+    (pure decisions and the connector's copy): turned off, it warns of nothing."""
+    assert "MultiKueueAdaptersForCustomJobs" in gates.MODELLED
     assert gates.ignored({"MultiKueueAdaptersForCustomJobs": False}) == []
 
 

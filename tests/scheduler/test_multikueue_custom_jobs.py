@@ -5,11 +5,15 @@ pure decisions on a workload owned by one."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import msgspec
 import pytest
 from fixtures.multikueue_states import KEY, MK_CONFIG, START, apply, owned_state
 
+from connectors.k8s.errors import NotFound
+from connectors.k8s.multikueue import Adapter, adapter_of, custom_copy, discover
+from connectors.k8s.resources import Resource
 from events import schema as ev
 from events.errors import InvalidInput
 from kueue_es.scheduler import decide, settle
@@ -104,3 +108,60 @@ def test_without_the_gate_or_not_listed_a_custom_job_has_no_adapter(tmp_path: Pa
     state = owned_state(tmp_path, *WIDGET)
     assert [(d.state, d.message) for d in _decided(state, config)] == [(
         "Rejected", 'No multikueue adapter found for owner kind "example.com/v1, Kind=Widget"')]
+
+
+# --- the connector: the copy, the resource found through discovery ------------------------------------------------
+
+WIDGETS = Resource("Widget", "example.com", "v1", "widgets", True, status_subresource=True, optional=True)
+
+
+def test_the_copy_is_the_whole_object_without_managed_by_with_kueues_labels() -> None:
+    """Kueue's generic adapter copies the object whole (its status too, which the apiserver ignores on create)
+    but for its resourceVersion and ``spec.managedBy``, and adds Kueue's two labels."""
+    manager = {"apiVersion": "example.com/v1", "kind": "Widget",
+               "metadata": {"name": "w", "namespace": "ns", "uid": "u", "resourceVersion": "7", "labels": {"a": "b"},
+                            "annotations": {"note": "x"}},
+               "spec": {"managedBy": MK, "size": 3}, "status": {"phase": "Pending"}}
+    made = custom_copy(manager, {"metadata": {"name": "wl-w"}}, "mk-origin")
+    assert made == {"apiVersion": "example.com/v1", "kind": "Widget",
+                    "metadata": {"name": "w", "namespace": "ns", "uid": "u", "annotations": {"note": "x"},
+                                 "labels": {"a": "b", "kueue.x-k8s.io/prebuilt-workload-name": "wl-w",
+                                            "kueue.x-k8s.io/multikueue-origin": "mk-origin"}},
+                    "spec": {"size": 3}, "status": {"phase": "Pending"}}
+    assert manager["spec"]["managedBy"] == MK and manager["metadata"]["resourceVersion"] == "7"
+
+
+class Discovery:
+    """An apiserver's discovery documents, by path."""
+
+    def __init__(self, docs: dict[str, dict]) -> None:
+        self.docs = docs
+        self.asked: list[str] = []
+
+    async def request(self, method: str, path: str) -> bytes:
+        self.asked.append(path)
+        if path not in self.docs:
+            raise NotFound(f"GET {path}: 404")
+        return msgspec.json.encode(self.docs[path])
+
+
+@pytest.mark.asyncio
+async def test_a_custom_kinds_resource_is_found_through_discovery() -> None:
+    api = Discovery({"/apis/example.com/v1": {"kind": "APIResourceList", "resources": [
+        {"name": "widgets", "kind": "Widget", "namespaced": True}, {"name": "widgets/status", "kind": "Widget"},
+        {"name": "gadgets", "kind": "Gadget", "namespaced": False}]}})
+    assert await discover(api, WIDGET) == WIDGETS
+    gadgets = await discover(api, ("example.com/v1", "Gadget"))
+    assert gadgets is not None and (gadgets.plural, gadgets.namespaced, gadgets.status_subresource) == (
+        "gadgets", False, False)
+    assert await discover(api, ("example.com/v1", "Other")) is None
+    assert await discover(api, ("example.org/v1", "Widget")) is None  # no such group version served
+    assert api.asked[-1] == "/apis/example.org/v1"
+
+
+def test_the_connector_picks_a_custom_kinds_adapter_only_once_found_and_in_force() -> None:
+    wl = SimpleNamespace(owner=(*WIDGET, "w"))
+    found = {WIDGET: Adapter(WIDGETS, custom_copy, in_log=False)}
+    assert adapter_of(wl, CUSTOM, found) is found[WIDGET]
+    assert adapter_of(wl, CUSTOM) is None  # not found yet: nothing read, nothing copied
+    assert adapter_of(wl, GATE_OFF, found) is None
