@@ -44,6 +44,10 @@ the worker that runs a workload, Retry, the local finish); this module only obse
   MultiKueue adapter); any other owner's whenever its copy's changes (Kueue's JobSet, Kubeflow, MPIJob, RayJob,
   RayCluster, RayService, AppWrapper and TrainJob adapters), but a LeaderWorkerSet's (Kueue's LWS adapter copies
   none).
+* **custom kinds.** Under MultiKueueAdaptersForCustomJobs, each kind of ``multiKueue.externalFrameworks`` gets
+  Kueue's generic adapter once the manager's API discovery shows its resource (:func:`discover`,
+  :meth:`MultiKueueConnector._discover`): its managedBy read, the object copied whole (:func:`custom_copy`), its
+  status mirrored, its copies watched and collected on the workers.
 * **spec sync.** Under MultiKueueRemoteSpecSync, a RayService's ``serveConfigV2`` edited on the manager is patched
   onto its copy on the workload's worker (:meth:`MultiKueueConnector._sync_spec`, the decision
   :func:`kueue_es.scheduler.multikueue.remote_spec_patch`); the manager's RayServices are watched for it
@@ -64,9 +68,10 @@ import copy
 import os
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import msgspec
@@ -111,13 +116,14 @@ from connectors.k8s.resources import (
 from events import objects as o
 from events import schema as ev
 from events.timefmt import format_time
-from kueue_es.scheduler.config import DEFAULT, RAYSERVICE_FRAMEWORK, SchedulerConfig
+from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 from kueue_es.scheduler.config_record import in_force
 from kueue_es.scheduler.multikueue import (
-    RAYSERVICE_ADAPTER,
     REMOTE_SPEC_SYNC,
     WAIT,
+    adapters_in_force,
     check_of,
+    external_kinds,
     group_target,
     remote_spec_patch,
 )
@@ -349,6 +355,21 @@ def run_policy_copy(manager_owner: dict[str, Any], manager_wl: dict[str, Any], o
     }
 
 
+def custom_copy(manager_owner: dict[str, Any], manager_wl: dict[str, Any], origin: str) -> dict[str, Any]:
+    """The copy of a manager's owner of a custom kind (``multiKueue.externalFrameworks``) created on the worker that
+    runs it, as Kueue's generic adapter makes it: the whole object, without its resourceVersion and
+    ``spec.managedBy`` (so that the worker's controller of the kind runs it), Kueue's two labels added."""
+    made = copy.deepcopy(manager_owner)
+    meta = made.setdefault("metadata", {})
+    meta.pop("resourceVersion", None)
+    spec = made.get("spec")
+    if isinstance(spec, dict):
+        spec.pop("managedBy", None)
+    meta["labels"] = {**(meta.get("labels") or {}), PREBUILT_WORKLOAD: manager_wl["metadata"]["name"],
+                      ORIGIN_LABEL: origin}
+    return made
+
+
 def replacing_patch(current: dict[str, Any], wanted: dict[str, Any]) -> dict[str, Any]:
     """The merge patch that turns ``current`` into ``wanted`` whole: each of ``wanted``'s fields, a field only
     ``current`` has nulled, down into the maps both have (a Kubeflow job's ``replicaStatuses`` per replica type),
@@ -508,13 +529,35 @@ def synced_owner(fields: tuple[tuple[str, ...], ...], raw: msgspec.Raw | bytes) 
     return SyncedOwner(msgspec.convert(meta, _OwnerMeta), synced)
 
 
-SPEC_SYNC_FRAMEWORKS = {RAYSERVICE_ADAPTER: RAYSERVICE_FRAMEWORK}
-"""The integration framework of each kind of :data:`REMOTE_SPEC_SYNC` (its manager objects are watched only while
-the Configuration enables it)."""
+def adapter_of(wl: WorkloadInfo, config: SchedulerConfig = DEFAULT,
+               custom: Mapping[tuple[str, str], Adapter] = MappingProxyType({})) -> Adapter | None:
+    """The adapter of the workload's owner, if the Configuration ``config`` builds one
+    (:func:`kueue_es.scheduler.multikueue.adapters_in_force`: its framework enabled, or its kind one of the custom
+    kinds, whose adapters ``custom`` holds once their resource was found, :func:`discover`)."""
+    kind = (wl.owner[0], wl.owner[1]) if wl.owner else None
+    if kind in external_kinds(config):
+        return custom.get(kind)  # type: ignore[call-overload]
+    return ADAPTERS.get(kind) if kind in adapters_in_force(config) else None  # type: ignore[call-overload]
 
 
-def adapter_of(wl: WorkloadInfo) -> Adapter | None:
-    return ADAPTERS.get((wl.owner[0], wl.owner[1])) if wl.owner else None
+async def discover(client: KubeClient, kind: tuple[str, str]) -> Resource | None:
+    """The resource serving ``kind`` ((apiVersion, kind)) on the apiserver ``client`` reaches, found in its
+    discovery document (the group version's resource list) as Kueue's client maps a kind to its resource; None when
+    it serves no such kind (its CRD not installed)."""
+    api_version, name = kind
+    group, _, version = api_version.rpartition("/")
+    try:
+        doc = msgspec.json.decode(await client.request("GET", f"/apis/{api_version}" if group else f"/api/{version}"))
+    except NotFound:
+        return None
+    listed = doc.get("resources") if isinstance(doc, dict) else None
+    names = {r.get("name") for r in listed or () if isinstance(r, dict)}
+    for r in listed or ():
+        plural = r.get("name", "") if isinstance(r, dict) else ""
+        if r.get("kind") == name and plural and "/" not in plural:
+            return Resource(name, group, version, plural, bool(r.get("namespaced")),
+                            status_subresource=f"{plural}/status" in names, optional=True)
+    return None
 
 
 def desired_on(state: ClusterState, wl: WorkloadInfo) -> tuple[str, ...]:
@@ -700,6 +743,9 @@ class MultiKueueConnector:
         self._owners_unread: dict[str, OwnerRetry] = {}
         """Workloads whose owner could not be read yet -> when it is read again (:func:`owner_retry_after`)."""
         self._files: dict[str, tuple[FileVersion, tuple[bytes, str, str]]] = {}
+        self.custom: dict[tuple[str, str], Adapter] = {}
+        """Custom kind (``multiKueue.externalFrameworks``, under MultiKueueAdaptersForCustomJobs) -> its generic
+        adapter, once its resource was found on the manager's apiserver (:meth:`_discover`)."""
         """MultiKueueCluster -> (its kubeconfig file's version, what was read there): a ``locationType: Path``
         kubeconfig is read again only once the file changed (Kueue watches the file)."""
         self.synced_owners: dict[str, Informer[SyncedOwner]] = {
@@ -724,7 +770,7 @@ class MultiKueueConnector:
         watch this is, only then)."""
         config = self._config()
         return (config.gate(gates.MULTIKUEUE) and config.gate(gates.MULTIKUEUE_REMOTE_SPEC_SYNC)
-                and SPEC_SYNC_FRAMEWORKS[kind] in config.frameworks)
+                and kind in adapters_in_force(config))
 
     def _owners_edited(self, r: Resource, keys: set[str]) -> None:
         """The manager's owners ``keys`` of kind ``r`` changed in a forwarded field (or came, or went): their
@@ -815,11 +861,43 @@ class MultiKueueConnector:
         config = self._config()
         if not config.gate(gates.MULTIKUEUE):
             return
+        await self._discover(config)
         await self._sync_workers(config)
         keys = self._pass_keys()
         await self._observe(keys)
         await self._write_cluster_status()
         await self.sync_copies(config.multi_kueue.origin, keys)
+
+    async def _discover(self, config: SchedulerConfig) -> None:
+        """The custom kinds in force get their generic adapter once the manager's apiserver serves them (looked for
+        on every pass until then); a kind no longer configured loses it. When the set changes, every workload is
+        looked at again and the workers' watches follow the new set of kinds."""
+        wanted = external_kinds(config)
+        found = {kind: a for kind, a in self.custom.items() if kind in wanted}
+        for kind in wanted:
+            if kind in found:
+                continue
+            try:
+                r = await discover(self.client, kind)
+            except KubeError as exc:
+                self.stats.errors += 1
+                log.warning("MultiKueue custom kind not looked up, will retry", kind=kind, error=str(exc))
+                continue
+            if r is not None:
+                found[kind] = Adapter(r, custom_copy, in_log=False)
+                log.info("MultiKueue custom kind found", kind=kind, resource=r.plural)
+        if found == self.custom:
+            return
+        self.custom = found
+        self._all_moved = True
+        for w in self.workers.values():
+            if w.client is not None and w.task is not None:
+                await self._rewatch(w, w.origin)
+
+    def _adapters(self) -> list[Adapter]:
+        """Every adapter whose owners' copies are watched and collected on the workers: the built-in ones and the
+        custom kinds' found."""
+        return [*ADAPTERS.values(), *self.custom.values()]
 
     async def sync_copies(self, origin: str, keys: PassKeys | None = None) -> None:
         """The copies on every worker reached, of the workloads ``keys`` names (by default, what moved)."""
@@ -995,10 +1073,10 @@ class MultiKueueConnector:
         while True:
             try:
                 listed, absent = {}, []
-                for a in ADAPTERS.values():
+                adapters = self._adapters()
+                for a in adapters:
                     w.owners.setdefault(a.resource.kind, {})
-                watched = [(WORKLOADS, w.workloads), *((a.resource, w.owners[a.resource.kind])
-                                                       for a in ADAPTERS.values())]
+                watched = [(WORKLOADS, w.workloads), *((a.resource, w.owners[a.resource.kind]) for a in adapters)]
                 for r, cache in list(watched):
                     try:
                         page = await w.client.list(r, label_selector=selector)
@@ -1134,12 +1212,13 @@ class MultiKueueConnector:
         its backoff (:func:`owner_retry_after`, counting the failures in a row) is over, or at once when its
         workload moves, as an event requeues Kueue's reconciler at once."""
         events: list[ev.AnyEvent] = []
+        config = self._config()
         for key in keys:
             retry = self._owners_unread.pop(key, None)
             wl = self.state.workloads.get(key)
             if wl is None:
                 continue
-            adapter = adapter_of(wl)
+            adapter = adapter_of(wl, config, self.custom)
             if adapter is None or adapter.in_log or not wl.reserving or check_of(self.state, wl) is None:
                 continue
             if adapter.grouped:  # its replicas, read again whenever its workload moves until it is on a worker
@@ -1248,7 +1327,7 @@ class MultiKueueConnector:
     async def _run_there(self, w: Worker, wl: WorkloadInfo, origin: str) -> None:
         """The owner's copy on the workload's worker (its adapter's), and its status mirrored to the manager's."""
         assert w.client is not None
-        adapter = adapter_of(wl)
+        adapter = adapter_of(wl, self._config(), self.custom)
         if adapter is None:
             return
         r, owner_key = adapter.resource, f"{wl.namespace}/{wl.owner[2]}"
@@ -1309,7 +1388,7 @@ class MultiKueueConnector:
         copies stay until the next pass writes it."""
         assert w.client is not None
         wl = self.state.workloads.get(key)
-        adapter = adapter_of(wl) if wl is not None else None
+        adapter = adapter_of(wl, self._config(), self.custom) if wl is not None else None
         if (wl is None or adapter is None or not adapter.mirrors_status or wl.phase != FINISHED
                 or wl.cluster_name != w.name):
             return True
@@ -1379,7 +1458,7 @@ class MultiKueueConnector:
         raw = w.workloads.get(key) or {}
         namespace, _, name = key.partition("/")
         refs = (raw.get("metadata") or {}).get("ownerReferences") or []
-        for a in ADAPTERS.values():
+        for a in self._adapters():
             r = a.resource
             copies = w.owners.get(r.kind, {})
             owner_names = {ref["name"] for ref in refs if ref.get("kind") == r.kind and ref.get("name")

@@ -133,6 +133,23 @@ class IncrementalDispatcherConfig(_Cfg):
     """Workers added per round (at least 1; None: 3). Read only under MultiKueueIncrementalDispatcherConfig."""
 
 
+class ExternalFramework(_Cfg):
+    """One ``multiKueue.externalFrameworks`` entry: a custom job kind MultiKueue runs with its generic adapter."""
+
+    name: str = ""
+    """The kind as ``Kind.version.group`` (:func:`external_kind`)."""
+
+
+def external_kind(name: str) -> tuple[str, str] | None:
+    """The (apiVersion, kind) an ``externalFrameworks`` name stands for, read as Kubernetes reads a
+    ``Kind.version.group`` argument (the kind up to the first dot, the version up to the second, the group the
+    rest); None when it has fewer than two dots."""
+    if name.count(".") < 2:
+        return None
+    kind, version, group = name.split(".", 2)
+    return (f"{group}/{version}" if group else version), kind
+
+
 class MultiKueueSettings(_Cfg):
     """Kueue's ``multiKueue`` section, with Kueue's defaults."""
 
@@ -147,6 +164,9 @@ class MultiKueueSettings(_Cfg):
     every 5 minutes) or, any other name, an external controller whose nominations are observed on the Workload
     (:mod:`kueue_es.scheduler.multikueue`)."""
     incremental_dispatcher_config: IncrementalDispatcherConfig | None = None
+    external_frameworks: list[ExternalFramework] = []
+    """Custom job kinds run by MultiKueue's generic adapter under MultiKueueAdaptersForCustomJobs
+    (:func:`kueue_es.scheduler.multikueue.adapters_in_force`)."""
 
 
 class CustomLabelConfig(_Cfg):
@@ -196,6 +216,26 @@ KUBEFLOW_FRAMEWORKS = {"PyTorchJob": "kubeflow.org/pytorchjob", "TFJob": "kubefl
                        "XGBoostJob": "kubeflow.org/xgboostjob", "PaddleJob": "kubeflow.org/paddlejob",
                        "JAXJob": "kubeflow.org/jaxjob"}
 """Kind -> Kueue's framework name for the Kubeflow training operator's kubeflow.org/v1 jobs (each off unless listed)."""
+MULTIKUEUE_ADAPTER_FRAMEWORKS = {
+    ("batch/v1", "Job"): JOB_FRAMEWORK,
+    ("jobset.x-k8s.io/v1alpha2", "JobSet"): JOBSET_FRAMEWORK,
+    **{("kubeflow.org/v1", kind): framework for kind, framework in KUBEFLOW_FRAMEWORKS.items()},
+    ("kubeflow.org/v2beta1", "MPIJob"): MPIJOB_FRAMEWORK,
+    ("ray.io/v1", "RayJob"): RAYJOB_FRAMEWORK,
+    ("ray.io/v1", "RayCluster"): RAYCLUSTER_FRAMEWORK,
+    ("ray.io/v1", "RayService"): RAYSERVICE_FRAMEWORK,
+    ("workload.codeflare.dev/v1beta2", "AppWrapper"): APPWRAPPER_FRAMEWORK,
+    ("trainer.kubeflow.org/v1alpha1", "TrainJob"): TRAINJOB_FRAMEWORK,
+    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): LWS_FRAMEWORK,
+}
+"""(apiVersion, kind) of each built-in MultiKueue adapter -> its integration framework: Kueue builds the adapter
+only while ``integrations.frameworks`` lists it (its ``GetMultiKueueAdapters``); the adapters themselves are
+:data:`kueue_es.scheduler.multikueue.ADAPTERS`."""
+
+
+def built_in_kinds(frameworks: tuple[str, ...]) -> frozenset[tuple[str, str]]:
+    """The owner kinds whose built-in MultiKueue adapter is in force with the integration ``frameworks``."""
+    return frozenset(kind for kind, framework in MULTIKUEUE_ADAPTER_FRAMEWORKS.items() if framework in frameworks)
 DEFAULT_FRAMEWORKS = (JOB_FRAMEWORK,)
 """The frameworks Kueue manages when the Configuration lists none (its defaulting, not the manifest it ships, which
 lists more): the plain-Pod integration (``pod``), JobSets and MPIJobs are off."""
@@ -455,6 +495,24 @@ def parse_duration(text: str, where: str = "duration") -> int:
     return total
 
 
+def _validate_external_frameworks(cfg: SchedulerConfig, source: str) -> None:
+    """Kueue's checks of ``multiKueue.externalFrameworks`` (whatever MultiKueueAdaptersForCustomJobs): each name in
+    ``Kind.version.group`` form, no kind given twice, none a kind a built-in adapter of an enabled framework
+    handles."""
+    built_in = built_in_kinds(cfg.frameworks)
+    seen: set[tuple[str, str]] = set()
+    for i, entry in enumerate(cfg.multi_kueue.external_frameworks):
+        at = f"{source}: Configuration: field `multiKueue.externalFrameworks[{i}].name`"
+        kind = external_kind(entry.name)
+        if kind is None:
+            raise InvalidInput(f"{at}: invalid value {entry.name!r}: must be in 'kind.version.group' format")
+        if kind in seen:
+            raise InvalidInput(f"{at}: duplicate value {entry.name!r}")
+        seen.add(kind)
+        if kind in built_in:
+            raise InvalidInput(f"{at}: invalid value {entry.name!r}: conflicts with a built-in MultiKueue adapter")
+
+
 def _validate_multikueue(mk: MultiKueueSettings, source: str) -> None:
     for name, value in (("gcInterval", mk.gc_interval), ("workerLostTimeout", mk.worker_lost_timeout)):
         parse_duration(value, f"{source}: field `multiKueue.{name}`")
@@ -499,6 +557,7 @@ def load_config(doc: dict[str, Any], source: str = "<config>") -> SchedulerConfi
                                        f"must not be negative (got {value!r})")
                 parse_duration(value, f"{source}: field `objectRetentionPolicies.workloads.{name}`")
     _validate_multikueue(cfg.multi_kueue, source)
+    _validate_external_frameworks(cfg, source)
     _validate_resources(cfg, source)
     _validate_label_keys_to_copy(cfg, source)
     _validate_framework_needs(cfg.frameworks, source)

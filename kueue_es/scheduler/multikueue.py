@@ -6,9 +6,10 @@ What the workers did reaches the log as observed facts the MultiKueue connector 
 worker reached or lost); from those and the manager's own state this decides, for a workload holding quota whose
 ClusterQueue has a MultiKueue check, in Kueue's order:
 
-1. no adapter for its owner (:data:`ADAPTERS`: batch/v1 Jobs, JobSets, the Kubeflow training jobs, MPIJobs,
-   RayJobs, RayClusters, RayServices, AppWrappers, TrainJobs and LeaderWorkerSets have one here, a
-   LeaderWorkerSet, which has no managedBy, always MultiKueue's): the check is ``Rejected``, "No
+1. no adapter in force for its owner (:data:`ADAPTERS`: batch/v1 Jobs, JobSets, the Kubeflow training jobs,
+   MPIJobs, RayJobs, RayClusters, RayServices, AppWrappers, TrainJobs and LeaderWorkerSets have one here, a
+   LeaderWorkerSet, which has no managedBy, always MultiKueue's; each only while its integration framework is
+   enabled, :func:`adapters_in_force`): the check is ``Rejected``, "No
    multikueue adapter found[ for owner kind ...]"; an owner whose ``spec.managedBy`` (``spec.runPolicy.managedBy`` for the Kubeflow
    kinds) is not ``kueue.x-k8s.io/multikueue`` (a Job's read of the log's Job, any other kind's of
    ``OwnerObserved``, nothing being decided on it until then): ``Rejected``, "The owner is not managed by Kueue:
@@ -46,12 +47,19 @@ deactivation.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from events import objects as o
 from events import schema as ev
 from events.timefmt import parse_time
-from kueue_es.scheduler.config import SchedulerConfig
+from kueue_es.scheduler.config import (
+    MULTIKUEUE_ADAPTER_FRAMEWORKS,
+    SchedulerConfig,
+    built_in_kinds,
+    external_kind,
+)
 from projections import gates
 from projections.admissionchecks import (
     ALL_AT_ONCE_DISPATCHER,
@@ -114,7 +122,51 @@ ADAPTERS = {
 """(apiVersion, kind) of an owner MultiKueue can run on a worker -> how its ``spec.managedBy`` is read (Kueue's
 MultiKueue adapters; the connector's side of each is :data:`connectors.k8s.multikueue.ADAPTERS`). Every kind but
 the Job is another project's API the log does not hold, its managedBy observed by the connector."""
+ADAPTER_FRAMEWORKS = MULTIKUEUE_ADAPTER_FRAMEWORKS
+"""Each built-in adapter's integration framework: Kueue builds the adapter only while ``integrations.frameworks``
+lists it (its ``GetMultiKueueAdapters``), so a kind whose framework is off has no adapter (its workloads Rejected,
+"No multikueue adapter found ...")."""
+
+
+def _external_managed_by(state: ClusterState, wl: WorkloadInfo) -> str | None:
+    """The managedBy of an owner of a custom kind (``multiKueue.externalFrameworks``), at ``spec.managedBy``, as the
+    connector observed it: Kueue's generic adapter (its rejection names ``.spec.managedBy``)."""
+    return wl.owner_managed_by
+
+
+OBSERVED = (_observed_managed_by, _external_managed_by)
+"""The readers of a managedBy the connector observes (``OwnerObserved``)."""
+
+
+def external_kinds(config: SchedulerConfig) -> tuple[tuple[str, str], ...]:
+    """The custom kinds (apiVersion, kind) MultiKueue's generic adapter runs: the Configuration's
+    ``multiKueue.externalFrameworks`` while MultiKueueAdaptersForCustomJobs is on (none while it is off, as Kueue
+    then builds no adapter for them), in the order listed."""
+    if not config.gate(gates.MULTIKUEUE_ADAPTERS_FOR_CUSTOM_JOBS):
+        return ()
+    kinds = (external_kind(f.name) for f in config.multi_kueue.external_frameworks)
+    return tuple(dict.fromkeys(k for k in kinds if k is not None))
+
+
+def adapters_in_force(config: SchedulerConfig) -> Mapping[tuple[str, str], Any]:
+    """(apiVersion, kind) -> how its ``spec.managedBy`` is read, for the adapters the Configuration builds: the
+    built-in ones of the enabled frameworks (:data:`ADAPTER_FRAMEWORKS`) and the generic one of each custom kind
+    (:func:`external_kinds`)."""
+    return _in_force(config.frameworks, external_kinds(config))
+
+
+@lru_cache(maxsize=64)
+def _in_force(frameworks: tuple[str, ...], external: tuple[tuple[str, str], ...]
+              ) -> Mapping[tuple[str, str], Any]:
+    kinds = built_in_kinds(frameworks)
+    table = {kind: read for kind, read in ADAPTERS.items() if kind in kinds}
+    table.update(dict.fromkeys(external, _external_managed_by))
+    return MappingProxyType(table)
+
+
 MANAGED_BY_FIELDS = {MPIJOB_ADAPTER: "spec.runPolicy.managedBy"}
+EXTERNAL_MANAGED_BY_FIELD = ".spec.managedBy"
+"""How the generic adapter of a custom kind names the field in its rejection (with a leading dot)."""
 """The field an adapter's rejection names where Kueue's does not say ``spec.managedBy`` (its Kubeflow adapters do,
 though they read ``spec.runPolicy.managedBy``; its MPIJob adapter names the field it reads)."""
 MULTI_WORKLOAD = GROUPED_OWNERS
@@ -212,13 +264,14 @@ def _update(wl: WorkloadInfo, check: o.AdmissionCheckState, state: str, message:
                                     requeue_after_seconds=check.requeue_after_seconds, **base)
 
 
-def unmanaged_reason(state: ClusterState, wl: WorkloadInfo) -> str | None:
-    """Why Kueue rejects the workload on a manager (no adapter for its owner, or an owner not handed to
-    MultiKueue), or None."""
+def unmanaged_reason(state: ClusterState, wl: WorkloadInfo,
+                     adapters: Mapping[tuple[str, str], Any] = ADAPTERS) -> str | None:
+    """Why Kueue rejects the workload on a manager (no adapter in force, :func:`adapters_in_force`, for its owner,
+    or an owner not handed to MultiKueue), or None."""
     if not wl.owner:
         return "No multikueue adapter found"
     api_version, kind = wl.owner[0], wl.owner[1]
-    managed_by_of = ADAPTERS.get((api_version, kind))
+    managed_by_of = adapters.get((api_version, kind))
     if managed_by_of is None:
         group, _, version = api_version.rpartition("/")
         gvk = f"{group}/{version}, Kind={kind}" if group else f"/{version}, Kind={kind}"
@@ -227,15 +280,17 @@ def unmanaged_reason(state: ClusterState, wl: WorkloadInfo) -> str | None:
     if managed_by is None:
         return None  # not observed yet: Kueue's read would fail and retry
     if managed_by != MANAGED_BY:
-        field = MANAGED_BY_FIELDS.get((api_version, kind), "spec.managedBy")
+        field = (EXTERNAL_MANAGED_BY_FIELD if managed_by_of is _external_managed_by
+                 else MANAGED_BY_FIELDS.get((api_version, kind), "spec.managedBy"))
         return f'The owner is not managed by Kueue: Expecting {field} to be "{MANAGED_BY}" not "{managed_by}"'
     return None
 
 
-def owner_unread(wl: WorkloadInfo) -> bool:
-    """Whether the workload's owner is of a kind the log does not hold (any but a Job) and its managedBy was not
-    observed yet: Kueue's read of it comes before any decision, so none is made until it is."""
-    return (bool(wl.owner) and ADAPTERS.get((wl.owner[0], wl.owner[1])) is _observed_managed_by
+def owner_unread(wl: WorkloadInfo, adapters: Mapping[tuple[str, str], Any] = ADAPTERS) -> bool:
+    """Whether the workload's owner is of a kind the log does not hold (any but a Job) whose adapter is in force,
+    and its managedBy was not observed yet: Kueue's read of it comes before any decision, so none is made until it
+    is."""
+    return (bool(wl.owner) and adapters.get((wl.owner[0], wl.owner[1])) in OBSERVED
             and wl.owner_managed_by is None)
 
 
@@ -314,15 +369,16 @@ def group_touched(state: ClusterState, touched: dict[str, None]) -> list[str]:
 
 
 def reconcile_workload(state: ClusterState, wl: WorkloadInfo, base: dict, now: int, worker_lost_ms: int,
-                       dispatcher: Dispatcher = DEFAULT_DISPATCHER) -> list[ev.Decision]:
+                       dispatcher: Dispatcher = DEFAULT_DISPATCHER,
+                       adapters: Mapping[tuple[str, str], Any] = ADAPTERS) -> list[ev.Decision]:
     """The MultiKueue controller's decisions for a workload holding quota (none when it has no MultiKueue check,
-    or it is Rejected, or nothing changes)."""
+    or it is Rejected, or nothing changes), with the adapters in force ``adapters`` (:func:`adapters_in_force`)."""
     check = check_of(state, wl)
     if check is None or check.state == "Rejected" or wl.evicted:
         return []
-    if owner_unread(wl):
+    if owner_unread(wl, adapters):
         return []  # woken by the OwnerObserved that reads it
-    rejected = unmanaged_reason(state, wl)
+    rejected = unmanaged_reason(state, wl, adapters)
     if rejected is not None:
         return [_update(wl, check, "Rejected", rejected, base)]
     finished = first_with(state, wl, "Finished")

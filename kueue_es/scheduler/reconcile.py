@@ -156,6 +156,7 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
     runs_multikueue = config.gate(gates.MULTIKUEUE)
     worker_lost_ms = parse_duration(config.multi_kueue.worker_lost_timeout)
     dispatcher = dispatcher_of(config)
+    adapters = multikueue.adapters_in_force(config)
     if touched is not None and runs_multikueue:
         woken = [key for t, key in multikueue.lost_deadlines(state, worker_lost_ms) if t <= now]
         woken += [key for t, key in multikueue.round_deadlines(state, dispatcher) if t <= now]
@@ -196,7 +197,8 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
                     out.extend(checked)
                     continue
             if runs_multikueue and wl.check_states:
-                dispatched = multikueue.reconcile_workload(state, wl, base, now, worker_lost_ms, dispatcher)
+                dispatched = multikueue.reconcile_workload(state, wl, base, now, worker_lost_ms, dispatcher,
+                                                          adapters)
                 if dispatched:
                     out.extend(dispatched)
                     continue

@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 import pytest
 from fixtures import fastyaml
-from fixtures.multikueue_states import dispatched_state, owned_state
+from fixtures.multikueue_states import MK_CONFIG, dispatched_state, owned_state
 
 from connectors.k8s.errors import Forbidden, KubeError
 from connectors.k8s.multikueue import ADAPTERS, OWNER_RETRY_BASE_S, MultiKueueConnector, Worker
@@ -35,7 +35,7 @@ def _state(tmp_path: Path):
     state = load_state(str(path), None, START).state
     for name in ("worker1", "worker2"):
         state.apply(ev.Record(state.offset + 1, ev.MultiKueueClusterObserved(time=START, key=name, connected=True)))
-    settle(state, DEFAULT, now=START)
+    settle(state, MK_CONFIG, now=START)
     return state
 
 
@@ -847,7 +847,7 @@ async def test_an_owner_that_cannot_be_read_holds_back_only_its_own_workload(tmp
             api_version=JOBSETS.api_version, kind=JOBSETS.kind, name="b", uid="b-uid", controller=True)]),
         spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(count=1)]))
     state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=START, key=other.key, obj=other)))
-    settle(state, DEFAULT, now=START)
+    settle(state, MK_CONFIG, now=START)
     assert state.workloads[KEY].reserving and state.workloads["default/job-b"].reserving
     journal = SimpleNamespace(mirror=SimpleNamespace(state=state))
     clock = Clock()
@@ -871,7 +871,7 @@ async def test_an_owner_not_read_is_forgotten_once_its_workload_is_gone(tmp_path
     from connectors.k8s.errors import NotFound
 
     state = owned_state(tmp_path, JOBSETS.api_version, JOBSETS.kind)
-    settle(state, DEFAULT, now=START)
+    settle(state, MK_CONFIG, now=START)
     journal = SimpleNamespace(mirror=SimpleNamespace(state=state))
     clock = Clock()
     mk = MultiKueueConnector(OwnersManager({"a": NotFound('jobsets "a" not found', 404)}), journal,
@@ -893,7 +893,7 @@ async def test_an_owner_read_failing_again_and_again_is_retried_after_a_doubling
     again; its workload moving in the log reads it at once (an event requeues Kueue's reconciler at once), the
     failures still counted; a read that succeeds forgets them."""
     state = owned_state(tmp_path, JOBSETS.api_version, JOBSETS.kind)
-    settle(state, DEFAULT, now=START)
+    settle(state, MK_CONFIG, now=START)
     journal = SimpleNamespace(mirror=SimpleNamespace(state=state))
     clock = Clock()
     manager = OwnersManager({"a": KubeError("Internal error occurred", 500)})

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import msgspec
 import pytest
+from fixtures.multikueue_states import MK_CONFIG
 
 from connectors.k8s import appwrapper, jobset, kubeflow, mpijob, podsetinfo, raycluster, rayjob, rayservice
 from connectors.k8s.json_patch import merge_patched
@@ -100,10 +101,25 @@ def test_an_adapter_is_chosen_by_the_owner_kind_alike_on_both_sides() -> None:
     def wl(*owner: str) -> WorkloadInfo:
         return SimpleNamespace(owner=owner)  # type: ignore[return-value]  # adapter_of reads the owner only
 
-    assert adapter_of(wl("jobset.x-k8s.io/v1alpha2", "JobSet", "js")).resource is JOBSETS
-    assert adapter_of(wl("batch/v1", "Job", "a")).make_copy is job_copy
-    assert adapter_of(wl("kubeflow.org/v1", "MXJob", "m")) is None and adapter_of(wl()) is None
-    assert sorted(ADAPTERS) == sorted(pure.ADAPTERS)
+    assert adapter_of(wl("jobset.x-k8s.io/v1alpha2", "JobSet", "js"), MK_CONFIG).resource is JOBSETS
+    assert adapter_of(wl("batch/v1", "Job", "a"), MK_CONFIG).make_copy is job_copy
+    assert adapter_of(wl("kubeflow.org/v1", "MXJob", "m"), MK_CONFIG) is None and adapter_of(wl(), MK_CONFIG) is None
+    assert sorted(ADAPTERS) == sorted(pure.ADAPTERS) == sorted(pure.ADAPTER_FRAMEWORKS)
+
+
+def test_an_adapter_is_there_only_with_its_framework_enabled() -> None:
+    """Kueue builds a MultiKueue adapter only for an enabled integration framework (``integrations.frameworks``):
+    by default (batch/job alone) a JobSet has none, and the connector makes no copy of it."""
+    def wl(*owner: str) -> WorkloadInfo:
+        return SimpleNamespace(owner=owner)  # type: ignore[return-value]  # adapter_of reads the owner only
+
+    assert adapter_of(wl("jobset.x-k8s.io/v1alpha2", "JobSet", "js"), DEFAULT) is None
+    assert adapter_of(wl("batch/v1", "Job", "a"), DEFAULT) is ADAPTERS["batch/v1", "Job"]
+    only_jobsets = msgspec.structs.replace(DEFAULT, integrations=msgspec.convert(
+        {"frameworks": ["jobset.x-k8s.io/jobset"]}, type(MK_CONFIG.integrations)))
+    assert adapter_of(wl("jobset.x-k8s.io/v1alpha2", "JobSet", "js"), only_jobsets) is ADAPTERS[
+        "jobset.x-k8s.io/v1alpha2", "JobSet"]
+    assert adapter_of(wl("batch/v1", "Job", "a"), only_jobsets) is None
 
 
 def test_a_suspended_job_is_copied_with_its_own_pod_template() -> None:

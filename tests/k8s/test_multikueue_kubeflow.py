@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from fixtures.multikueue_states import WorkerApi, apply, owned_state
+from fixtures.multikueue_states import MK_CONFIG, WorkerApi, apply, owned_state
 
 from connectors.k8s.errors import Conflict
 from connectors.k8s.multikueue import ADAPTERS, MultiKueueConnector, Worker, adapter_of, run_policy_copy
@@ -19,7 +19,6 @@ from connectors.k8s.resources import KUBEFLOW_JOBS, MPIJOBS
 from events import schema as ev
 from kueue_es.scheduler import decide, settle
 from kueue_es.scheduler import multikueue as pure
-from kueue_es.scheduler.config import DEFAULT
 from kueue_es.scheduler.multikueue import unmanaged_reason
 
 SCENARIO = Path(__file__).parents[1] / "scheduler" / "scenarios" / "multikueue-dispatch.yaml"
@@ -40,10 +39,10 @@ def test_a_kubeflow_job_waits_for_its_managed_by_then_is_dispatched(tmp_path: Pa
     is decided; handed to MultiKueue, the job is nominated to the workers as a Job is."""
     state = owned_state(tmp_path, api_version, kind)
     assert state.workloads[KEY].owner == (api_version, kind, "a")
-    settle(state, DEFAULT, now=START)
+    settle(state, MK_CONFIG, now=START)
     assert state.workloads[KEY].reserving and not state.workloads[KEY].nominated
     apply(state, ev.OwnerObserved(time=START, key=KEY, managed_by=MK))
-    settle(state, DEFAULT, now=START)
+    settle(state, MK_CONFIG, now=START)
     assert state.workloads[KEY].nominated == ("worker1",)
     assert state.workloads[KEY].check_states["mk"].state == "Pending"
 
@@ -58,7 +57,7 @@ def test_a_kubeflow_job_not_handed_to_multikueue_is_rejected_in_kueues_words(tmp
     apply(state, ev.OwnerObserved(time=START, key=KEY, managed_by="kubeflow.org/training-operator"))
     decided = []
     for _ in range(5):
-        batch = decide(state, DEFAULT, now=START)
+        batch = decide(state, MK_CONFIG, now=START)
         decided += batch
         apply(state, *batch)
     message = f'The owner is not managed by Kueue: Expecting {field} to be "{MK}" not "kubeflow.org/training-operator"'
@@ -73,7 +72,7 @@ def test_a_kubeflow_job_not_handed_to_multikueue_is_rejected_in_kueues_words(tmp
 
 @pytest.mark.parametrize(("api_version", "kind"), KINDS)
 def test_an_adapter_is_chosen_by_the_kubeflow_kind_on_both_sides(api_version: str, kind: str) -> None:
-    adapter = adapter_of(SimpleNamespace(owner=(api_version, kind, "a")))  # type: ignore[arg-type]
+    adapter = adapter_of(SimpleNamespace(owner=(api_version, kind, "a")), MK_CONFIG)  # type: ignore[arg-type]
     assert adapter is not None and (adapter.resource.api_version, adapter.resource.kind) == (api_version, kind)
     assert adapter.make_copy is run_policy_copy and not adapter.in_log
     assert adapter.managed_by_at == ("spec", "runPolicy", "managedBy")
@@ -149,7 +148,7 @@ def _connector(state, manager: Manager, workers: dict[str, WorkerApi]) -> MultiK
 @pytest.mark.parametrize("managed_by", [MK, None])
 async def test_the_connector_reads_the_run_policy_managed_by(tmp_path: Path, managed_by: str | None) -> None:
     state = owned_state(tmp_path, "kubeflow.org/v1", "PyTorchJob")
-    settle(state, DEFAULT, now=START)
+    settle(state, MK_CONFIG, now=START)
     mk = _connector(state, Manager(_pytorchjob(managed_by)), {})
     assert [(e.key, e.managed_by) for e in await mk._observe_owners(START, [KEY])] == [(KEY, managed_by or "")]
 
@@ -157,7 +156,7 @@ async def test_the_connector_reads_the_run_policy_managed_by(tmp_path: Path, man
 def _running_on_worker1(tmp_path: Path):
     state = owned_state(tmp_path, "kubeflow.org/v1", "PyTorchJob")
     apply(state, ev.OwnerObserved(time=START, key=KEY, managed_by=MK))
-    settle(state, DEFAULT, now=START)
+    settle(state, MK_CONFIG, now=START)
     apply(state, ev.WorkerClusterAssigned(time=START, cycle=1, input=0, key=KEY, cluster="worker1"))
     assert state.workloads[KEY].cluster_name == "worker1"
     return state

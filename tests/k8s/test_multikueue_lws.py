@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from fixtures.multikueue_states import LWS, WorkerApi, apply, lws_state
+from fixtures.multikueue_states import LWS, MK_CONFIG, WorkerApi, apply, lws_state
 
 from connectors.k8s import manifests
 from connectors.k8s.multikueue import ADAPTERS, MultiKueueConnector, Worker
@@ -19,7 +19,6 @@ from connectors.k8s.resources import LEADER_WORKER_SETS
 from events import objects as o
 from events import schema as ev
 from kueue_es.scheduler import settle
-from kueue_es.scheduler.config import DEFAULT
 
 START = 1_704_067_200_000
 ORIGIN = "kueue.x-k8s.io/multikueue-origin"
@@ -61,7 +60,7 @@ def _connector(state: Any, manager: Api, worker: Api) -> MultiKueueConnector:
 def _admitted_on(state: Any, key: str, cluster: str, t: int) -> None:
     apply(state, ev.RemoteWorkloadObserved(time=t, key=key, cluster=cluster, conditions=[
         o.Condition(type="Admitted", status="True", reason="Admitted", last_transition_time="2024-01-01T00:00:01Z")]))
-    settle(state, DEFAULT, now=t)
+    settle(state, MK_CONFIG, now=t)
 
 
 def test_the_copy_carries_the_manager_sets_uid_for_the_worker_to_name_its_workloads_from() -> None:
@@ -78,7 +77,7 @@ def test_the_copy_carries_the_manager_sets_uid_for_the_worker_to_name_its_worklo
 @pytest.mark.asyncio
 async def test_the_sets_replicas_are_read_into_the_log_until_its_workload_is_on_a_worker(tmp_path: Path) -> None:
     state = lws_state(tmp_path, 0, 1)
-    settle(state, DEFAULT, now=START)
+    settle(state, MK_CONFIG, now=START)
     mk = _connector(state, Api(MANAGER_LWS), Api())
     keys = ["default/lws-0", "default/lws-1"]
     observed = await mk._observe_owners(START, keys)
@@ -95,7 +94,7 @@ async def test_replicas_out_of_kueues_bounds_are_a_failed_read_tried_again(tmp_p
     """Kueue's LWS adapter refuses such a count ("invalid LeaderWorkerSet replicas") and its reconcile is tried
     again: nothing is appended, so nothing is dispatched, and the read is retried after a backoff."""
     state = lws_state(tmp_path, 0)
-    settle(state, DEFAULT, now=START)
+    settle(state, MK_CONFIG, now=START)
     mk = _connector(state, Api({**MANAGER_LWS, "spec": {"replicas": replicas}}), Api())
     assert await mk._observe_owners(START, ["default/lws-0"]) == []
     assert mk._owners_unread["default/lws-0"].failures == 1
@@ -128,7 +127,7 @@ def _group_of_two(tmp_path: Path) -> Any:
     """Groups 0 and 1 of the set, its replicas read: group 0 nominated, group 1 waiting for it."""
     state = lws_state(tmp_path, 0, 1)
     apply(state, *(ev.OwnerObserved(time=START, key=f"default/lws-{i}", replicas=2) for i in (0, 1)))
-    settle(state, DEFAULT, now=START)
+    settle(state, MK_CONFIG, now=START)
     return state
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 import pytest
 from fixtures import fastyaml
-from fixtures.multikueue_states import WorkerApi, dispatched_state
+from fixtures.multikueue_states import MK_CONFIG, WorkerApi, dispatched_state, with_frameworks
 
 from connectors.k8s import manifests
 from connectors.k8s.client import ListMeta, RawList
@@ -73,7 +73,7 @@ def test_the_copy_is_the_manager_one_suspended_for_the_worker_kueue(r: Any) -> N
     """Kueue's adapters: metadata and spec as the manager's, Kueue's two labels added, managedBy dropped so that the
     worker's controller of the kind runs it; suspended as the manager's owner is when Kueue copies it."""
     manager = _owner(r)
-    c = adapter_of(SimpleNamespace(owner=(r.api_version, r.kind, "a"))).make_copy(manager, MANAGER_WL, "mk-origin")
+    c = adapter_of(SimpleNamespace(owner=(r.api_version, r.kind, "a")), MK_CONFIG).make_copy(manager, MANAGER_WL, "mk-origin")
     assert (c["apiVersion"], c["kind"]) == (r.api_version, r.kind)
     assert c["metadata"] == {"name": "a", "namespace": "default", "annotations": {"team": "x"},
                              "labels": {"kueue.x-k8s.io/queue-name": "lq", ORIGIN: "mk-origin", PREBUILT: "job-a"}}
@@ -137,9 +137,9 @@ async def test_the_owner_managed_by_is_read_from_the_manager_into_the_log(tmp_pa
             ref.update(apiVersion=r.api_version, kind=r.kind)
     path = tmp_path / "objects.yaml"
     path.write_text(fastyaml.safe_dump_all(objects))
-    state = load_state(str(path), None, START).state
+    state = with_frameworks(load_state(str(path), None, START).state)
     state.apply(ev.Record(state.offset + 1, ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True)))
-    settle(state, DEFAULT, now=START)
+    settle(state, MK_CONFIG, now=START)
     assert state.workloads[KEY].reserving and state.workloads[KEY].owner_managed_by is None
     owner = _owner(r)
     owner["spec"]["managedBy"] = "ray.io/kuberay-operator"
@@ -337,6 +337,7 @@ async def test_the_manager_rayservices_are_listed_only_with_their_framework_enab
     enabled framework: without ``ray.io/rayservice`` none is listed."""
     mk = _connector(_state(tmp_path, RAYSERVICES), ListingManager(_serving("a")), WorkerApi())
     assert "ray.io/rayservice" not in DEFAULT.frameworks
+    mk._config = lambda: DEFAULT  # type: ignore[method-assign]
     assert await mk.synced_owners["RayService"].relist() is None and not mk.synced_owners["RayService"].known
     mk._config = lambda: SERVING  # type: ignore[method-assign]
     assert await mk.synced_owners["RayService"].relist() == "10"

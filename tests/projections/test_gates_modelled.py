@@ -82,6 +82,13 @@ def test_the_dra_counter_and_capacity_sources_gates_are_modelled() -> None:
                           "KueueDRAIntegrationConsumableCapacity": True}) == []
 
 
+def test_the_custom_jobs_adapters_gate_is_modelled() -> None:
+    """MultiKueueAdaptersForCustomJobs gives the ``multiKueue.externalFrameworks`` kinds Kueue's generic adapter
+    (pure decisions and the connector's copy): turned off, it warns of nothing."""
+    assert "MultiKueueAdaptersForCustomJobs" in gates.MODELLED
+    assert gates.ignored({"MultiKueueAdaptersForCustomJobs": False}) == []
+
+
 def test_partial_scale_up_of_elastic_jobs_is_modelled() -> None:
     """The scheduler reads ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp (a scaled-up slice admitted in part)
     and so do the webhooks' checks (an elastic Workload carrying ``minCount``): turning it on warns of nothing."""

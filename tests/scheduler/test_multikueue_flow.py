@@ -9,13 +9,12 @@ from pathlib import Path
 import msgspec
 import pytest
 from fixtures import fastyaml
-from fixtures.multikueue_states import LWS, LWS_UID, lws_state, lws_workload
+from fixtures.multikueue_states import LWS, LWS_UID, MK_CONFIG, lws_state, lws_workload
 
 from events import objects as o
 from events import schema as ev
 from events.manifests import load_text
 from kueue_es.scheduler import decide, next_deadline, settle
-from kueue_es.scheduler.config import DEFAULT
 from kueue_es.scheduler.multikueue import components, group_touched, unmanaged_reason
 from kueue_es.statefile import load_state
 from projections import snapshot
@@ -49,10 +48,10 @@ def test_nothing_is_nominated_on_a_worker_not_reached(tmp_path: Path) -> None:
     _apply(state, ev.MultiKueueClusterObserved(time=START, key="worker2", connected=True),
            ev.MultiKueueClusterObserved(time=START, key="worker1", connected=False, reason="BadConfig",
                                         message="no kubeconfig"))
-    settle(state, DEFAULT, now=START)
+    settle(state, MK_CONFIG, now=START)
     assert status_of(state.workloads[KEY])["nominatedClusterNames"] == ["worker2"]
     _apply(state, ev.MultiKueueClusterObserved(time=START + 1000, key="worker1", connected=True))
-    batch = decide(state, DEFAULT, now=START + 1000)
+    batch = decide(state, MK_CONFIG, now=START + 1000)
     assert [type(d).__name__ for d in batch] == ["ClustersNominated"]
     _apply(state, *batch)
     assert state.workloads[KEY].nominated == ("worker1", "worker2")
@@ -62,10 +61,10 @@ def test_a_copy_admitted_on_an_unreachable_worker_wins_nothing(tmp_path: Path) -
     """Kueue reads only the workers it has a client for: what was last seen of a worker now lost is not read."""
     state = _state(tmp_path)
     _apply(state, ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True))
-    settle(state, DEFAULT, now=START)
+    settle(state, MK_CONFIG, now=START)
     _apply(state, _remote(START + 1000, "worker1", Admitted="True"),
            ev.MultiKueueClusterObserved(time=START + 1000, key="worker1", connected=False))
-    settle(state, DEFAULT, now=START + 1000)
+    settle(state, MK_CONFIG, now=START + 1000)
     wl = state.workloads[KEY]
     assert wl.cluster_name == "" and wl.check_states["mk"].state == "Pending"
 
@@ -75,9 +74,9 @@ def test_a_snapshot_keeps_what_multikueue_knows(tmp_path: Path) -> None:
     _apply(state, ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True),
            ev.MultiKueueClusterObserved(time=START, key="worker2", connected=False, reason="ClientConnectionFailed",
                                         message="refused"))
-    settle(state, DEFAULT, now=START)
+    settle(state, MK_CONFIG, now=START)
     _apply(state, _remote(START + 1000, "worker1", Admitted="True"))
-    settle(state, DEFAULT, now=START + 1000)
+    settle(state, MK_CONFIG, now=START + 1000)
     restored = snapshot.decode(snapshot.encode(state))
     assert snapshot.digest(restored) == snapshot.digest(state)
     assert restored.cluster_links == state.cluster_links
@@ -85,7 +84,7 @@ def test_a_snapshot_keeps_what_multikueue_knows(tmp_path: Path) -> None:
     assert (wl.cluster_name, wl.owner) == ("worker1", ("batch/v1", "Job", "a"))
     assert set(wl.remotes) == {"worker1"}
     assert sorted(restored.multikueue_clusters) == ["worker1", "worker2"]
-    assert next_deadline(restored, DEFAULT) == next_deadline(state, DEFAULT)
+    assert next_deadline(restored, MK_CONFIG) == next_deadline(state, MK_CONFIG)
 
 
 def test_the_job_must_be_handed_to_multikueue(tmp_path: Path) -> None:
@@ -119,10 +118,10 @@ def test_a_jobset_has_an_adapter_and_waits_for_its_managed_by(tmp_path: Path) ->
     wl = state.workloads[KEY]
     assert wl.owner == ("jobset.x-k8s.io/v1alpha2", "JobSet", "a")
     assert unmanaged_reason(state, wl) is None
-    settle(state, DEFAULT, now=START)
+    settle(state, MK_CONFIG, now=START)
     assert state.workloads[KEY].reserving and not state.workloads[KEY].nominated
     _apply(state, ev.OwnerObserved(time=START, key=KEY, managed_by="kueue.x-k8s.io/multikueue"))
-    settle(state, DEFAULT, now=START)
+    settle(state, MK_CONFIG, now=START)
     assert state.workloads[KEY].nominated == ("worker1",)
     assert state.workloads[KEY].check_states["mk"].state == "Pending"
 
@@ -133,7 +132,7 @@ def test_a_jobset_not_handed_to_multikueue_is_rejected(tmp_path: Path) -> None:
            ev.OwnerObserved(time=START, key=KEY, managed_by=""))
     decided = []
     for _ in range(5):
-        batch = decide(state, DEFAULT, now=START)
+        batch = decide(state, MK_CONFIG, now=START)
         decided += batch
         _apply(state, *batch)
     assert [(type(d).__name__, d.state, d.message) for d in decided if isinstance(d, ev.AdmissionCheckUpdated)] == [
@@ -163,16 +162,16 @@ def test_an_eviction_forgets_the_copies_so_a_new_reservation_waits_for_a_new_adm
     strength of the copy being deleted."""
     state = _state(tmp_path)
     _apply(state, ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True))
-    settle(state, DEFAULT, now=START)
+    settle(state, MK_CONFIG, now=START)
     _apply(state, _remote(START + 1000, "worker1", QuotaReserved="True", Admitted="True"))
-    settle(state, DEFAULT, now=START + 1000)
+    settle(state, MK_CONFIG, now=START + 1000)
     wl = state.workloads[KEY]
     assert (wl.cluster_name, wl.check_states["mk"].state) == ("worker1", "Ready")
     _apply(state, ev.WorkloadEvicted(time=START + 2000, cycle=90, input=0, key=KEY, uid=wl.uid,
                                      reason="AdmissionCheck", message="evicted on the manager"),
            ev.JobStopped(time=START + 2000, key=KEY))
     assert not wl.remotes  # no copy speaks for it
-    settle(state, DEFAULT, now=START + 3000)
+    settle(state, MK_CONFIG, now=START + 3000)
     assert wl.reserving and wl.cluster_name == "" and wl.check_states["mk"].state == "Pending"
     assert wl.nominated == ("worker1",)
 
@@ -198,7 +197,7 @@ def test_a_workload_finished_on_its_worker_is_counted_as_finished(tmp_path: Path
         if t == START + 2000:
             apply(_remote(t, "worker1", Admitted="True", Finished="True"))
         for _ in range(4):
-            batch = decide(state, DEFAULT, now=t)
+            batch = decide(state, MK_CONFIG, now=t)
             if not batch:
                 break
             apply(*batch)
@@ -233,13 +232,13 @@ def test_an_observed_owner_kind_has_an_adapter_and_waits_for_its_managed_by(tmp_
     _apply(state, ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True))
     wl = state.workloads[KEY]
     assert wl.owner == (api_version, kind, "a")
-    settle(state, DEFAULT, now=START)
+    settle(state, MK_CONFIG, now=START)
     assert state.workloads[KEY].reserving and not state.workloads[KEY].nominated
     _apply(state, ev.OwnerObserved(time=START, key=KEY, managed_by="kueue.x-k8s.io/multikueue"))
-    settle(state, DEFAULT, now=START)
+    settle(state, MK_CONFIG, now=START)
     assert state.workloads[KEY].nominated == ("worker1",)
     _apply(state, _remote(START + 1000, "worker1", QuotaReserved="True", Admitted="True"))
-    settle(state, DEFAULT, now=START + 1000)
+    settle(state, MK_CONFIG, now=START + 1000)
     wl = state.workloads[KEY]
     assert (wl.cluster_name, wl.check_states["mk"].state) == ("worker1", "Ready")
 
@@ -253,7 +252,7 @@ def test_an_observed_owner_not_handed_to_multikueue_is_rejected(tmp_path: Path, 
            ev.OwnerObserved(time=START, key=KEY, managed_by=managed_by))
     decided = []
     for _ in range(5):
-        batch = decide(state, DEFAULT, now=START)
+        batch = decide(state, MK_CONFIG, now=START)
         decided += batch
         _apply(state, *batch)
     assert [(d.state, d.message) for d in decided if isinstance(d, ev.AdmissionCheckUpdated)] == [
@@ -274,7 +273,7 @@ def test_a_leaderworkerset_has_an_adapter_that_reads_no_managed_by(tmp_path: Pat
     assert (wl.owner, wl.component_index) == (LWS, 0)
     assert unmanaged_reason(state, wl) is None
     _replicas(state, 1, 0)
-    settle(state, DEFAULT, now=START)
+    settle(state, MK_CONFIG, now=START)
     wl = state.workloads["default/lws-0"]
     assert wl.nominated == ("worker1", "worker2") and wl.check_states["mk"].state == "Pending"
 
@@ -283,13 +282,13 @@ def test_a_leaderworksets_groups_are_nominated_once_all_exist_the_lowest_index_f
     """Kueue's MultiKueue controller waits for every Workload the set makes (its replicas, read of the set) before
     nominating any; then the lowest-indexed one is nominated, and the others wait for it."""
     state = lws_state(tmp_path, 0, 1)
-    settle(state, DEFAULT, now=START)
+    settle(state, MK_CONFIG, now=START)
     assert [state.workloads[f"default/lws-{i}"].nominated for i in (0, 1)] == [(), ()], "replicas not read yet"
     _replicas(state, 3, 0, 1)
-    settle(state, DEFAULT, now=START)
+    settle(state, MK_CONFIG, now=START)
     assert [state.workloads[f"default/lws-{i}"].nominated for i in (0, 1)] == [(), ()], "group 2 is missing"
     _replicas(state, 2, 0, 1)
-    settle(state, DEFAULT, now=START)
+    settle(state, MK_CONFIG, now=START)
     assert state.workloads["default/lws-0"].nominated == ("worker1", "worker2")
     assert state.workloads["default/lws-1"].nominated == ()
 
@@ -297,10 +296,10 @@ def test_a_leaderworksets_groups_are_nominated_once_all_exist_the_lowest_index_f
 def test_a_leaderworksets_other_groups_follow_the_worker_the_first_was_admitted_on(tmp_path: Path) -> None:
     state = lws_state(tmp_path, 0, 1, 2)
     _replicas(state, 3, 0, 1, 2)
-    settle(state, DEFAULT, now=START)
+    settle(state, MK_CONFIG, now=START)
     _apply(state, ev.RemoteWorkloadObserved(time=START + 1000, key="default/lws-0", cluster="worker2", conditions=[
         o.Condition(type="Admitted", status="True", reason="Admitted", last_transition_time="2024-01-01T00:00:01Z")]))
-    settle(state, DEFAULT, now=START + 1000)
+    settle(state, MK_CONFIG, now=START + 1000)
     wls = [state.workloads[f"default/lws-{i}"] for i in (0, 1, 2)]
     assert (wls[0].cluster_name, wls[0].check_states["mk"].state) == ("worker2", "Ready")
     assert [wl.nominated for wl in wls[1:]] == [("worker2",), ("worker2",)]
@@ -323,12 +322,12 @@ def test_a_groups_workloads_are_its_sets_by_uid_not_by_name(tmp_path: Path) -> N
     assert (state.workloads["default/lws-0"].owner_uid, state.workloads[earlier.key].owner_uid) == (
         LWS_UID, "earlier-lws-uid")
     _replicas(state, 2, 0)
-    settle(state, DEFAULT, now=START)
+    settle(state, MK_CONFIG, now=START)
     assert state.workloads["default/lws-0"].nominated == (), "one of its two Workloads: the group waits"
     _apply(state, ev.ObjectUpserted(time=START, key="default/lws-1", obj=load_text(
         fastyaml.safe_dump(lws_workload(1)), "workload").objects[0]))
     _replicas(state, 2, 1)
-    settle(state, DEFAULT, now=START)
+    settle(state, MK_CONFIG, now=START)
     assert state.workloads["default/lws-0"].nominated == ("worker1", "worker2")
     assert state.workloads["default/lws-1"].nominated == ()
 
@@ -370,7 +369,7 @@ def test_the_owner_uid_index_follows_upserts_and_deletions(tmp_path: Path) -> No
     _upsert(state, plain)
     assert _groups(state) == {LWS_UID: ["default/lws-0", "default/lws-1"]}
     _replicas(state, 2, 0)
-    settle(state, DEFAULT, now=START)
+    settle(state, MK_CONFIG, now=START)
     assert state.workloads["default/lws-0"].nominated == ("worker1", "worker2"), "both of its Workloads exist"
     adopted = lws_workload(1)
     adopted["metadata"]["ownerReferences"][0]["uid"] = "new-uid"
@@ -410,7 +409,7 @@ def test_a_group_workload_whose_index_cannot_be_read_never_nominates(tmp_path: P
     state = lws_state(tmp_path, "x")
     assert state.workloads["default/lws-x"].component_index == -1
     _replicas(state, 1, "x")
-    settle(state, DEFAULT, now=START)
+    settle(state, MK_CONFIG, now=START)
     assert state.workloads["default/lws-x"].nominated == ()
 
 

@@ -488,10 +488,11 @@ async def _ray_clusters(kube_apiserver, worker_apiserver, tmp_path: Path, framew
 
 @contextlib.asynccontextmanager
 async def _clusters(kube_apiserver, worker_apiserver, tmp_path: Path, frameworks: list[str],
-                    docs: list[dict[str, Any]]) -> AsyncIterator[SimpleNamespace]:
+                    docs: list[dict[str, Any]], multi_kueue: dict[str, Any] | None = None
+                    ) -> AsyncIterator[SimpleNamespace]:
     """The manager and the worker with Kueue's CRDs and ``docs``, their queues and a kueue-es each running
-    ``frameworks``: (kc, wc, ns, worker, check)."""
-    config = load_config({"integrations": {"frameworks": frameworks}})
+    ``frameworks`` (and the Configuration's ``multi_kueue`` section): (kc, wc, ns, worker, check)."""
+    config = load_config({"integrations": {"frameworks": frameworks}, "multiKueue": multi_kueue or {}})
     all_docs = [*crds.all_crds(), *docs]
     async with await connect(kube_apiserver) as kc, await connect(worker_apiserver) as wc:
         await crds.install(kc, docs=all_docs)
@@ -820,3 +821,82 @@ async def test_a_leaderworkersets_groups_run_on_one_worker_on_one_copy_of_the_se
         await eventually(taken_along, timeout=60, what="group 1's copy and the set's copy deleted on the worker")
         assert (msgspec.json.decode(await kc.get(LEADER_WORKER_SETS, "mk-lws", ns)).get("status") or {}).get(
             "readyReplicas") is None, "the set's status is not mirrored"
+
+
+WIDGETS = Resource("Widget", "example.com", "v1", "widgets", True, status_subresource=True, optional=True)
+
+
+def _widget_crd() -> dict[str, Any]:
+    """A small custom job kind, example.com/v1 Widget: no controller of its own, its spec and status kept as
+    written, a status subresource."""
+    free = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                     "names": {"kind": "Widget", "listKind": "WidgetList", "plural": "widgets", "singular": "widget"},
+                     "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
+                                   "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                                       "spec": free, "status": free}}}}]}}
+
+
+async def _widget_workload(kc, ns: str, name: str, managed_by: str | None) -> str:
+    """A Widget and its Workload, as the kind's own controller (an external framework's) makes them: the Workload
+    owned by the Widget, in the queue. Returns the Workload's name."""
+    spec: dict[str, Any] = {"size": 3}
+    if managed_by is not None:
+        spec["managedBy"] = managed_by
+    widget = msgspec.json.decode(await kc.create(WIDGETS, {
+        "apiVersion": WIDGETS.api_version, "kind": "Widget",
+        "metadata": {"name": name, "namespace": ns, "labels": {"team": "a"}}, "spec": spec}, ns))
+    wl_name = f"widget-{name}"
+    await create(kc, {"apiVersion": KUEUE, "kind": "Workload", "metadata": {
+        "name": wl_name, "namespace": ns, "ownerReferences": [{
+            "apiVersion": WIDGETS.api_version, "kind": "Widget", "name": name, "uid": widget["metadata"]["uid"],
+            "controller": True}]},
+        "spec": {"queueName": "user-queue", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}]}})
+    return wl_name
+
+
+@pytest.mark.asyncio
+async def test_a_custom_kind_is_run_on_the_worker_by_the_generic_adapter(kube_apiserver, worker_apiserver,
+                                                                         tmp_path) -> None:
+    """MultiKueueAdaptersForCustomJobs (beta, on): a kind of ``multiKueue.externalFrameworks`` (found through the
+    manager's API discovery) handed to MultiKueue (``spec.managedBy``) is copied whole to the worker that admitted
+    its Workload (Kueue's labels, no managedBy); the copy's status, set there by the kind's controller (played by
+    the test), is mirrored to the manager's; finished there, the manager's Workload finishes and the copies go. One
+    not handed to MultiKueue is Rejected in the generic adapter's words."""
+    async with _clusters(kube_apiserver, worker_apiserver, tmp_path, ["batch/job"], [_widget_crd()],
+                         {"externalFrameworks": [{"name": "Widget.v1.example.com"}]}) as c:
+        kc, wc, ns = c.kc, c.wc, c.ns
+        wl_name = await _widget_workload(kc, ns, "mk-widget", "kueue.x-k8s.io/multikueue")
+        await _admitted_on_worker(c, wl_name, "the Widget's Workload to be admitted")
+        remote = await eventually(lambda: _remote(wc, WIDGETS, "mk-widget", ns), timeout=60,
+                                  what="the Widget's copy on the worker")
+        labels = remote["metadata"]["labels"]
+        assert (labels["team"], labels["kueue.x-k8s.io/multikueue-origin"],
+                labels["kueue.x-k8s.io/prebuilt-workload-name"]) == ("a", "multikueue", wl_name)
+        assert remote["spec"] == {"size": 3}, "copied whole but for spec.managedBy"
+
+        # --- the kind's controller on the worker reports: the manager's Widget shows it -----------------------
+        await _condition_mirrored(kc, wc, WIDGETS, "mk-widget", ns, {
+            "type": "Running", "status": "True", "reason": "Started", "message": ""},
+            "the manager's Widget to show its copy's status")
+
+        # --- finished on the worker (its Workload, as the kind's controller there finishes it) -----------------
+        there = await get(wc, "Workload", wl_name, ns)
+        finished = {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z"}
+        await wc.patch(BY_KIND["Workload"], wl_name, {"status": {"conditions": [
+            *there["status"]["conditions"], finished]}}, ns, subresource="status")
+        wl = await _workload_shows(kc, wl_name, ns, "Finished", "the manager's Workload to finish")
+        assert _cond(wl, "Finished")["reason"] == "Succeeded"
+        await _copies_deleted(wc, WIDGETS, "mk-widget", wl_name, ns)
+
+        # --- a Widget not handed to MultiKueue: Rejected ------------------------------------------------------
+        other = await _widget_workload(kc, ns, "own-widget", None)
+        wl = await _rejected(kc, other, ns, "the unhanded Widget's Workload to be deactivated")
+        assert _cond(wl, "Evicted")["message"] == (
+            f'The workload is deactivated due to AdmissionCheck in Rejected state: "{c.check}" (The owner is not '
+            'managed by Kueue: Expecting .spec.managedBy to be "kueue.x-k8s.io/multikueue" not "")')
+        assert await _remote(wc, WIDGETS, "own-widget", ns) is None
