@@ -5,7 +5,6 @@ the running ones leave."""
 
 from __future__ import annotations
 
-import msgspec
 import pytest
 
 from connectors.k8s.journal import LocalJournal
@@ -17,6 +16,7 @@ from events import schema as ev
 from events.log import MemoryLog
 from events.tas_assignment import encode
 from projections.workloads import ADMITTED, FINISHED
+from tests.k8s.test_lws_ungating import _Recorder  # records each pod's hostname
 
 HOST = "kubernetes.io/hostname"
 GATES = [{"name": "kueue.x-k8s.io/topology"}, {"name": "kueue.x-k8s.io/elastic-job"}]
@@ -65,17 +65,6 @@ def test_a_slice_counts_the_pods_of_its_chain_whichever_slice_they_were_started_
     mine = [p for p in pods if pod_chain(p) == workload_chain(second)]
     placed = {u.pod.metadata.name: u.node_selector for u in plan(_assignment(n1=2, n2=2), None, mine)}
     assert placed == {"el-2": {HOST: "n2"}, "el-3": {HOST: "n2"}}
-
-
-class _Recorder:
-    """A client that records each pod's node selector and answers a new resourceVersion."""
-
-    def __init__(self) -> None:
-        self.placed: dict[str, str] = {}
-
-    async def patch(self, resource, name, body, namespace):
-        self.placed[name] = body["spec"]["nodeSelector"][HOST]
-        return msgspec.json.encode({"metadata": {"resourceVersion": "9"}})
 
 
 def _upserts(*objs: o.KObject) -> list[ev.ObjectUpserted]:
