@@ -3,7 +3,9 @@
 For every workload that is admitted (not evicted) with at least one ``topologyAssignment``, each time it or one
 of its pods changes in the log: take its live pods from the log (pods carry the ``kueue.x-k8s.io/workload``
 annotation and the ``kueue.x-k8s.io/podset`` label, whichever integration started them, a Job's or Kueue's plain
-Pods'; :mod:`connectors.k8s.trim` keeps exactly what is needed of them), ask :func:`connectors.k8s.ungating.plan` which gated pods go where, and patch each: the gate removed and
+Pods'; an elastic Job's also ``kueue.x-k8s.io/workload-slice-name``, and a slice's pods are all those of its chain,
+whichever slice they were started on: :func:`connectors.k8s.ungating.pod_chain`; :mod:`connectors.k8s.trim` keeps
+exactly what is needed of them), ask :func:`connectors.k8s.ungating.plan` which gated pods go where, and patch each: the gate removed and
 the domain's level labels merged into ``spec.nodeSelector``, conditioned on the pod's resourceVersion.
 
 A pod is never ungated twice: after a patch, the workload is not planned again until the log shows every pod
@@ -22,11 +24,11 @@ from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import Conflict, Invalid, NotFound
 from connectors.k8s.journal import Journal
 from connectors.k8s.resources import BY_KIND
-from connectors.k8s.ungating import TOPOLOGY_GATE, group_offsets, plan
+from connectors.k8s.ungating import TOPOLOGY_GATE, group_offsets, plan, pod_chain, workload_chain
 from connectors.k8s.workers import KeyedWorkers, Retries
 from events import objects as o
 from events import schema as ev
-from projections.workloads import ADMITTED, WORKLOAD_ANNOTATION, WorkloadInfo
+from projections.workloads import ADMITTED, WorkloadInfo
 
 log = structlog.get_logger("kueue_es.k8s.ungater")
 PODS = BY_KIND["Pod"]
@@ -45,11 +47,6 @@ def admitted_by_tas(wl: WorkloadInfo | None) -> bool:
             and any(p.topology_assignment is not None for p in wl.admission.pod_set_assignments))
 
 
-def _workload_of(pod: o.Pod) -> str | None:
-    name = pod.metadata.annotations.get(WORKLOAD_ANNOTATION)
-    return f"{pod.metadata.namespace}/{name}" if name else None
-
-
 def _rv(text: str) -> int:
     return int(text) if text.isdigit() else -1
 
@@ -64,45 +61,59 @@ class Ungater:
         self.stats = UngaterStats()
         self._retry = Retries(retry_s)
         self._pods_of: dict[str, set[str]] = {}
-        """Workload key -> keys of the pods in the log that name it."""
+        """Slice chain -> keys of the pods in the log counted in it (:func:`pod_chain`)."""
         self._owner: dict[str, str] = {}
-        """Pod key -> the workload key it names."""
+        """Pod key -> the slice chain it is counted in."""
+        self._slices_of: dict[str, set[str]] = {}
+        """Slice chain -> keys of the workloads in the log of that chain (:func:`workload_chain`)."""
+        self._chain: dict[str, str] = {}
+        """Workload key -> its slice chain (a workload not in the mirror: its own key)."""
         self._expected: dict[str, dict[str, tuple[str, int]]] = {}
         """Workload key -> pod key -> (uid, resourceVersion) the log must reach before planning again."""
         self._dirty: set[str] = set()
         for key, pod in self.state.pods.items():
             self._index(key, pod)
+        for key, obj in self.mirror.workloads.items():
+            self._index_workload(key, obj)
         self._dirty.update(k for k, wl in self.state.workloads.items() if admitted_by_tas(wl))
         self.mirror.listeners.append(self._on_applied)
 
     # --- what changed --------------------------------------------------------------------------------------
 
-    def _index(self, key: str, pod: o.Pod | None) -> str | None:
+    def _index(self, key: str, pod: o.Pod | None) -> set[str]:
+        """Index the pod; answer the workloads whose pods it was or is among."""
         old = self._owner.pop(key, None)
         if old is not None:
             self._pods_of.get(old, set()).discard(key)
-        wl = _workload_of(pod) if pod is not None else None
-        if wl is not None:
-            self._owner[key] = wl
-            self._pods_of.setdefault(wl, set()).add(key)
-        return wl or old
+        chain = pod_chain(pod) if pod is not None else None
+        if chain is not None:
+            self._owner[key] = chain
+            self._pods_of.setdefault(chain, set()).add(key)
+        return {wl for c in {old, chain} if c is not None for wl in self._slices_of.get(c, {c})}
+
+    def _index_workload(self, key: str, obj: o.Workload | None) -> None:
+        old = self._chain.pop(key, None)
+        if old is not None:
+            self._slices_of.get(old, set()).discard(key)
+        if obj is not None:
+            chain = workload_chain(obj)
+            self._chain[key] = chain
+            self._slices_of.setdefault(chain, set()).add(key)
 
     def _on_applied(self, records: list[ev.Record]) -> None:
         for r in records:
             e = r.event
             if isinstance(e, ev.ObjectUpserted):
                 if isinstance(e.obj, o.Pod):
-                    wl = self._index(e.key, e.obj)
-                    if wl is not None:
-                        self._dirty.add(wl)
+                    self._dirty.update(self._index(e.key, e.obj))
                 elif isinstance(e.obj, o.Workload):
+                    self._index_workload(e.key, e.obj)
                     self._dirty.add(e.key)
             elif isinstance(e, ev.ObjectDeleted):
                 if e.kind == "Pod":
-                    wl = self._index(e.key, None)
-                    if wl is not None:
-                        self._dirty.add(wl)
+                    self._dirty.update(self._index(e.key, None))
                 elif e.kind == "Workload":
+                    self._index_workload(e.key, None)
                     self._dirty.add(e.key)
             elif isinstance(e, ev.Decision):
                 self._dirty.add(e.key)
@@ -143,7 +154,8 @@ class Ungater:
         assert wl is not None and wl.admission is not None
         if self._waiting_for_log(key):
             return
-        pods = [self.state.pods[k] for k in sorted(self._pods_of.get(key, ())) if k in self.state.pods]
+        chain = self._pods_of.get(self._chain.get(key, key), ())
+        pods = [self.state.pods[k] for k in sorted(chain) if k in self.state.pods]
         requests = {ps.name: ps.topology for ps in wl.pod_sets}
         offsets = group_offsets(wl.admission.pod_set_assignments, requests)
         for psa in wl.admission.pod_set_assignments:

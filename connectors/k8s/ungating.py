@@ -20,6 +20,13 @@ hostname alone, since such an assignment lists only that level).
   fixed one keeps the result reproducible).
 
 A pod whose domain's node is listed in ``status.unhealthyNodes`` stays gated until the node is replaced.
+
+Which pods are a workload's (Kueue lists them by workload-slice name): those of its slice chain
+(:func:`pod_chain`, :func:`workload_chain`). An elastic Job's pods carry ``kueue.x-k8s.io/workload-slice-name``,
+the name of the chain's first slice, and keep the ``kueue.x-k8s.io/workload`` annotation of the slice the Job was
+started on; so after a scale-up the admitted slice counts the pods already running (ungated, in the domains the
+old slice placed them, which its assignment keeps) with the added ones, and only the added ones are ungated, into
+the slots those pods leave. Any other workload's chain is its own name, its pods' the workload annotation.
 """
 
 from __future__ import annotations
@@ -27,9 +34,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
+from connectors.k8s.podsetinfo import SLICE_NAME_ANNOTATION
 from events import objects as o
 from events.tas_assignment import decode
-from projections.workloads import TOPOLOGY_GATE
+from projections.workloads import TOPOLOGY_GATE, WORKLOAD_ANNOTATION
 
 HOSTNAME = "kubernetes.io/hostname"
 TERMINAL = ("Succeeded", "Failed")
@@ -38,6 +46,24 @@ TERMINAL = ("Succeeded", "Failed")
 class Ungate(NamedTuple):
     pod: o.Pod
     node_selector: dict[str, str]
+
+
+def pod_chain(pod: o.Pod) -> str | None:
+    """``namespace/name`` of the workload-slice chain the pod is counted in: its ``kueue.x-k8s.io/workload-slice-name``
+    annotation when it has one, else its ``kueue.x-k8s.io/workload`` annotation (None: no name)."""
+    annotations = pod.metadata.annotations
+    name = annotations[SLICE_NAME_ANNOTATION] if SLICE_NAME_ANNOTATION in annotations else \
+        annotations.get(WORKLOAD_ANNOTATION)
+    return f"{pod.metadata.namespace}/{name}" if name else None
+
+
+def workload_chain(wl: o.Workload) -> str:
+    """``namespace/name`` of the workload's slice chain, whose pods are its own (:func:`pod_chain`): its
+    ``kueue.x-k8s.io/workload-slice-name`` annotation when it has one (an elastic Job's slice: the chain's first
+    slice), else its own name."""
+    annotations = wl.metadata.annotations
+    name = annotations[SLICE_NAME_ANNOTATION] if SLICE_NAME_ANNOTATION in annotations else wl.metadata.name
+    return f"{wl.metadata.namespace}/{name}"
 
 
 def gated(pod: o.Pod) -> bool:

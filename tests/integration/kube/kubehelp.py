@@ -232,6 +232,18 @@ async def framework_webhooks(kc: KubeClient, certs: Path, label: str, sfx: str, 
         await server.stop()
 
 
+async def ready_node(kc: KubeClient, name: str, labels: dict[str, str]) -> None:
+    """A Ready node of 1 cpu (what the kubelet reports), without the ``not-ready`` taint the apiserver adds."""
+    await create(kc, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}})
+    await kc.patch(BY_KIND["Node"], name, {"spec": {"taints": None}})
+    now = "2026-01-01T00:00:00Z"
+    cond = {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "test",
+            "lastHeartbeatTime": now, "lastTransitionTime": now}
+    await kc.patch(BY_KIND["Node"], name, {"status": {"allocatable": {"cpu": "1", "pods": "10"},
+                                                      "capacity": {"cpu": "1", "pods": "10"}, "conditions": [cond]}},
+                   subresource="status")
+
+
 async def get(kc: KubeClient, kind: str, name: str, namespace: str = "") -> dict[str, Any]:
     return msgspec.json.decode(await kc.get(BY_KIND[kind], name, namespace))
 

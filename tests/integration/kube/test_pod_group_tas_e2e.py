@@ -14,7 +14,17 @@ from typing import Any
 
 import msgspec
 import pytest
-from kubehelp import connect, create, eventually, get, kueue_es, pod_webhooks, queues, scheduling_gates
+from kubehelp import (
+    connect,
+    create,
+    eventually,
+    get,
+    kueue_es,
+    pod_webhooks,
+    queues,
+    ready_node,
+    scheduling_gates,
+)
 
 from connectors.k8s import crds
 from connectors.k8s.pod_webhook import PodDefaulting
@@ -26,21 +36,8 @@ KUEUE = "kueue.x-k8s.io/v1beta2"
 RACK, HOSTNAME = "cloud.example.com/rack", "kubernetes.io/hostname"
 ADMISSION, TOPOLOGY = "kueue.x-k8s.io/admission", "kueue.x-k8s.io/topology"
 INDEX = "kueue.x-k8s.io/pod-group-pod-index"
-NOW = "2026-01-01T00:00:00Z"
 WAIT = 90.0
-NODES, PODS, NAMESPACES = BY_KIND["Node"], BY_KIND["Pod"], BY_KIND["Namespace"]
-
-
-async def _node(kc, name: str, rack: str, pool: str) -> None:
-    """A Ready node of 1 cpu (what the kubelet reports), without the ``not-ready`` taint the apiserver adds."""
-    await create(kc, {"apiVersion": "v1", "kind": "Node",
-                      "metadata": {"name": name, "labels": {RACK: rack, HOSTNAME: name, "pool": pool}}})
-    await kc.patch(NODES, name, {"spec": {"taints": None}})
-    cond = {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "test",
-            "lastHeartbeatTime": NOW, "lastTransitionTime": NOW}
-    await kc.patch(NODES, name, {"status": {"allocatable": {"cpu": "1", "pods": "10"},
-                                            "capacity": {"cpu": "1", "pods": "10"}, "conditions": [cond]}},
-                   subresource="status")
+PODS, NAMESPACES = BY_KIND["Pod"], BY_KIND["Namespace"]
 
 
 @contextlib.asynccontextmanager
@@ -62,7 +59,7 @@ async def test_a_pod_group_under_a_required_topology_is_ungated_onto_the_nodes_o
         await crds.install(kc)
         for rack, names in racks.items():
             for n in names:
-                await _node(kc, n, f"{sfx}-rack-{rack}", pool)
+                await ready_node(kc, n, {RACK: f"{sfx}-rack-{rack}", HOSTNAME: n, "pool": pool})
         await create(kc, {"apiVersion": KUEUE, "kind": "Topology", "metadata": {"name": topo},
                           "spec": {"levels": [{"nodeLabel": RACK}, {"nodeLabel": HOSTNAME}]}})
         q = await queues(kc, "podtas", {"cpu": 5}, sfx=sfx, flavor_labels={"pool": pool},

@@ -1,0 +1,109 @@
+"""The topology ungater and an elastic Job's workload slices (Kueue's TAS ungater lists a Workload's pods by
+workload-slice name): after a scale-up the admitted slice counts the pods started on the earlier slice, which
+keep their ``kueue.x-k8s.io/workload`` annotation naming it, and only the added pods are ungated, into the slots
+the running ones leave."""
+
+from __future__ import annotations
+
+import pytest
+
+from connectors.k8s.journal import LocalJournal
+from connectors.k8s.mirror import Mirror
+from connectors.k8s.ungater import Ungater
+from connectors.k8s.ungating import plan, pod_chain, workload_chain
+from events import objects as o
+from events import schema as ev
+from events.log import MemoryLog
+from events.tas_assignment import encode
+from projections.workloads import ADMITTED, FINISHED
+from tests.k8s.test_lws_ungating import _Recorder  # records each pod's hostname
+
+HOST = "kubernetes.io/hostname"
+GATES = [{"name": "kueue.x-k8s.io/topology"}, {"name": "kueue.x-k8s.io/elastic-job"}]
+WORKLOAD, SLICE_NAME = "kueue.x-k8s.io/workload", "kueue.x-k8s.io/workload-slice-name"
+ELASTIC, REPLACES = "kueue.x-k8s.io/elastic-job", "kueue.x-k8s.io/workload-slice-replacement-for"
+
+
+def _pod(name: str, *, on: str | None = None, annotations: dict[str, str] | None = None) -> o.Pod:
+    """A pod of the elastic Job: started on slice ``first`` (the template's annotations), ungated onto ``on``, or
+    gated (a pod the scale-up added)."""
+    kept = {WORKLOAD: "first", SLICE_NAME: "first"} if annotations is None else annotations
+    return o.Pod(metadata=o.ObjectMeta(name=name, namespace="ns", uid=f"u-{name}", resource_version="1",
+                                       labels={"kueue.x-k8s.io/podset": "main"}, annotations=kept),
+                 spec=o.PodSpec(node_selector={HOST: on} if on else {}, scheduling_gates=[] if on else GATES))
+
+
+def _slice(name: str, count: int, replaces: str | None = None) -> o.Workload:
+    annotations = {ELASTIC: "true", SLICE_NAME: "first"}
+    if replaces:
+        annotations[REPLACES] = f"ns/{replaces}"
+    return o.Workload(metadata=o.ObjectMeta(name=name, namespace="ns", uid=f"u-{name}", resource_version="1",
+                                            annotations=annotations),
+                      spec=o.WorkloadSpec(queue_name="lq", pod_sets=[o.PodSet(name="main", count=count)]))
+
+
+def _assignment(**domains: int) -> o.PodSetAssignment:
+    ta = encode([HOST], [o.TopologyDomainAssignment(values=[v], count=c) for v, c in domains.items()])
+    return o.PodSetAssignment(name="main", count=sum(domains.values()), topology_assignment=ta)
+
+
+def test_a_slice_counts_the_pods_of_its_chain_whichever_slice_they_were_started_on() -> None:
+    assert workload_chain(_slice("first", 2)) == "ns/first"
+    assert workload_chain(_slice("second", 4, replaces="first")) == "ns/first"
+    plain = o.Workload(metadata=o.ObjectMeta(name="wl", namespace="ns"))
+    assert workload_chain(plain) == "ns/wl", "a workload of no chain: its own name"
+    assert pod_chain(_pod("a", on="n1")) == "ns/first"
+    assert pod_chain(_pod("b", annotations={WORKLOAD: "wl"})) == "ns/wl", "no slice name: the workload annotation"
+    assert pod_chain(_pod("c", annotations={WORKLOAD: "second", SLICE_NAME: "first"})) == "ns/first"
+    assert pod_chain(_pod("d", annotations={})) is None
+
+    # the new slice's assignment keeps the old slice's domain (n1, both pods there) and adds n2: of the chain's
+    # pods, the two running ones fill n1, and only the two added go, to n2
+    pods = [_pod("el-0", on="n1"), _pod("el-1", on="n1"), _pod("el-2"), _pod("el-3"),
+            _pod("other", annotations={WORKLOAD: "other"})]
+    second = _slice("second", 4, replaces="first")
+    mine = [p for p in pods if pod_chain(p) == workload_chain(second)]
+    placed = {u.pod.metadata.name: u.node_selector for u in plan(_assignment(n1=2, n2=2), None, mine)}
+    assert placed == {"el-2": {HOST: "n2"}, "el-3": {HOST: "n2"}}
+
+
+def _upserts(*objs: o.KObject) -> list[ev.ObjectUpserted]:
+    return [ev.ObjectUpserted(time=1, key=f"ns/{x.metadata.name}", uid=x.metadata.uid, obj=x) for x in objs]
+
+
+@pytest.mark.asyncio
+async def test_after_a_scale_up_the_added_pods_are_ungated_into_the_domains_left() -> None:
+    journal = LocalJournal(MemoryLog(), Mirror())
+    await journal.append(_upserts(_slice("first", 2), _slice("second", 4, replaces="first"),
+                                  _pod("el-0", on="n1"), _pod("el-1", on="n1")))
+    state = journal.mirror.state
+    state.workloads["ns/first"].phase = FINISHED  # replaced when the new slice was admitted
+    second = state.workloads["ns/second"]
+    second.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[_assignment(n1=2, n2=2)])
+    second.phase = ADMITTED
+    client = _Recorder()
+    ungater = Ungater(client, journal)  # type: ignore[arg-type]
+    ungater._take()
+
+    # the job controller adds the pods after the admission; they name the slice the Job was started on
+    await journal.append(_upserts(_pod("el-2"), _pod("el-3")))
+    assert ungater._take() == {"ns/first", "ns/second"}, "a pod of the chain brings back each of its slices"
+    await ungater.sync("ns/first")
+    assert client.placed == {}, "the finished slice ungates nothing"
+    await ungater.sync("ns/second")
+    assert client.placed == {"el-2": "n2", "el-3": "n2"}
+
+
+@pytest.mark.asyncio
+async def test_a_chain_whose_first_slice_is_gone_still_ungates_its_pods() -> None:
+    journal = LocalJournal(MemoryLog(), Mirror())
+    await journal.append(_upserts(_slice("second", 3, replaces="first"), _pod("el-0", on="n1"), _pod("el-1")))
+    second = journal.mirror.state.workloads["ns/second"]
+    second.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[_assignment(n1=1, n2=2)])
+    second.phase = ADMITTED
+    client = _Recorder()
+    ungater = Ungater(client, journal)  # type: ignore[arg-type]
+    await ungater.sync("ns/second")
+    assert client.placed == {"el-1": "n2"}
+    await journal.append(_upserts(_pod("el-2")))
+    assert "ns/second" in ungater._take()
