@@ -5,9 +5,16 @@ device has nothing in reading as an empty map — that must give a bool.
 
 An attribute reads as its value (``int``, ``bool``, ``string``; a ``version`` as its string); a capacity as a
 quantity, which ``quantity("...")`` makes too and ``compareTo``, ``isGreaterThan`` and ``isLessThan`` compare.
+``cel.bind(name, value, expression)`` names a value, as cel-go's bindings extension does (:func:`_expand_bindings`).
 Parsing is done by ``celpy`` (cel-python); what does not parse is a compilation error, anything that fails while
 evaluating (a missing key, a type mismatch, a name that is not declared, a result that is not a bool) an
-evaluation error. The details are celpy's, not cel-go's.
+evaluation error. The details are celpy's, not cel-go's, but for a result that is not a bool (Kubernetes' error,
+:func:`matches`). cel-python checks no types, so the one type check Kubernetes' DRA compiler makes (the result
+must be a bool or of unknown type: an attribute) is made here only where the result's type follows from the
+expression's shape alone (:func:`static_type`): a literal, arithmetic or a ternary over such, ``device.driver``,
+a capacity, ``size``, a conversion, ``quantity``, ``compareTo``. Such an expression is a compilation error with
+cel-go's detail, "must evaluate to bool or the unknown type, not int"; any other expression not giving a bool is
+refused only when evaluated on a device.
 
 Pure: no I/O, no clock; compiled programs are kept by expression (:func:`compile_selector`).
 """
@@ -86,9 +93,139 @@ def compile_selector(expression: str) -> Compiled:
     """``expression`` compiled (kept by expression, as Kueue keeps its compiled selectors)."""
     env = _environment()
     try:
-        return Compiled(env.program(env.compile(expression), functions=_FUNCTIONS))
+        tree = env.compile(expression)
     except celpy.CELParseError as e:
         return Compiled(None, f"syntax error: {' '.join(str(e).split())}")
+    kind = static_type(tree)
+    if kind is not None and kind != "bool":
+        return Compiled(None, f"must evaluate to bool or the unknown type, not {kind}")
+    return Compiled(env.program(_expand_bindings(tree), functions=_FUNCTIONS))
+
+
+def _expand_bindings(tree: Any) -> Any:
+    """``tree`` with each ``cel.bind(name, init, body)`` (cel-go's bindings extension, which Kubernetes' DRA
+    environment has) rewritten as ``[init].map(name, body)[0]``, which celpy evaluates alike: ``body`` with ``name``
+    standing for ``init``. A bind whose name is not an identifier is left as it is (cel-go refuses it)."""
+    for member in list(tree.iter_subtrees()):  # innermost first
+        call = member.children[0] if member.data == "member" and len(member.children) == 1 else None
+        if getattr(call, "data", None) != "member_dot_arg" or len(call.children) != 3:
+            continue
+        receiver, method, args = call.children
+        if (str(method) != "bind" or _ident_name(receiver) != "cel" or len(args.children) != 3
+                or _ident_name(args.children[0]) is None):
+            continue
+        name, init, body = args.children
+        index = next(_environment().compile("[v].map(v, v)[0]").find_data("member_index"))
+        mapped = index.children[0].children[0]
+        next(mapped.children[0].find_data("exprlist")).children = [init]
+        mapped.children[2].children = [name, body]
+        member.children = [index]
+    return tree
+
+
+_LITERALS = {"INT_LIT": "int", "UINT_LIT": "uint", "FLOAT_LIT": "double", "STRING_LIT": "string",
+             "MLSTRING_LIT": "string", "BYTES_LIT": "bytes", "BOOL_LIT": "bool", "NULL_LIT": "null_type"}
+"""cel-go's name of the type of each kind of literal."""
+_ARITHMETIC = {"addition_add": ("int", "uint", "double", "string", "bytes"), "addition_sub": ("int", "uint", "double"),
+               "multiplication_mul": ("int", "uint", "double"), "multiplication_div": ("int", "uint", "double"),
+               "multiplication_mod": ("int", "uint")}
+"""The operand types (both alike) for which each operator gives that type."""
+_CONVERSIONS = {"int": ("int", "uint", "double", "string"), "uint": ("int", "uint", "double", "string"),
+                "double": ("int", "uint", "double", "string"),
+                "string": ("int", "uint", "double", "string", "bytes", "bool"), "bytes": ("string", "bytes")}
+"""The argument types each conversion function takes."""
+_PREDICATES = frozenset({"startsWith", "endsWith", "contains", "matches", "exists", "all", "exists_one",
+                         "isGreaterThan", "isLessThan"})
+"""Methods that give a bool."""
+_SIZED = frozenset({"string", "bytes"})
+_QUANTITY = "kubernetes.Quantity"
+_WRAPPERS = frozenset({"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary",
+                       "member", "primary", "paren_expr"})
+"""The nodes of celpy's tree that, with one child, are that child."""
+
+
+def static_type(node: Any) -> str | None:
+    """cel-go's name of the type the parsed expression ``node`` (celpy's tree) gives, when its shape alone decides
+    it and it is well typed; None when it depends on the device (an attribute is of unknown type), on what is not
+    modelled here, or when cel-go would refuse the expression with another error."""
+    while True:
+        kids = [k for k in node.children if hasattr(k, "data")]
+        if node.data == "expr" and len(kids) == 3:  # ternary
+            a, b = static_type(kids[1]), static_type(kids[2])
+            return a if a == b and static_type(kids[0]) in (None, "bool") else None
+        if node.data in ("conditionalor", "conditionaland", "relation") and len(kids) == 2:
+            return "bool"
+        if node.data == "unary" and len(kids) == 2:
+            inner = static_type(kids[1])
+            if kids[0].data == "unary_not":
+                return "bool"
+            return inner if inner in ("int", "double") else None
+        if node.data in ("addition", "multiplication") and len(kids) == 2:
+            left, right = static_type(kids[0].children[0]), static_type(kids[1])
+            return left if left == right and left in _ARITHMETIC.get(kids[0].data, ()) else None
+        if len(kids) == 1 and node.data in _WRAPPERS:
+            node = kids[0]
+            continue
+        break
+    return _leaf_type(node, kids)
+
+
+def _ident_name(node: Any) -> str | None:
+    """The name of ``node`` when it is a bare identifier."""
+    while getattr(node, "data", None) in _WRAPPERS and len(node.children) == 1:
+        node = node.children[0]
+    return str(node.children[0]) if getattr(node, "data", None) == "ident" else None
+
+
+def _is_device(node: Any) -> bool:
+    """``node`` is the bare identifier ``device``."""
+    return _ident_name(node) == "device"
+
+
+def _is_capacity_domain(node: Any) -> bool:
+    """``node`` is ``device.capacity[domain]`` (or ``device.capacity.domain``): a map of quantities."""
+    while getattr(node, "data", None) == "member" and len(node.children) == 1:
+        node = node.children[0]
+    if getattr(node, "data", None) not in ("member_dot", "member_index"):
+        return False
+    inner = node.children[0]
+    while getattr(inner, "data", None) == "member" and len(inner.children) == 1:
+        inner = inner.children[0]
+    return (getattr(inner, "data", None) == "member_dot" and [str(t) for t in inner.children[1:]] == ["capacity"]
+            and _is_device(inner.children[0]))
+
+
+def _leaf_type(node: Any, kids: list[Any]) -> str | None:
+    tokens = [str(k) for k in node.children if not hasattr(k, "data")]
+    if node.data == "literal":
+        return _LITERALS.get(node.children[0].type)
+    if node.data in ("member_dot", "member_index") and _is_capacity_domain(kids[0]):
+        return _QUANTITY
+    if node.data == "member_dot":
+        return "string" if tokens == ["driver"] and _is_device(kids[0]) else None
+    if node.data == "member_dot_arg":
+        method = tokens[0]
+        args = [static_type(e) for e in kids[1].children] if len(kids) > 1 else []
+        if method in _PREDICATES:
+            return "bool"
+        if method == "compareTo":
+            return "int" if static_type(kids[0]) == _QUANTITY and args == [_QUANTITY] else None
+        if method == "size":
+            return "int" if static_type(kids[0]) in _SIZED and not args else None
+        return None
+    if node.data == "ident_arg":
+        name = tokens[0]
+        args = [static_type(e) for e in kids[0].children] if kids else []
+        if name == "has":
+            return "bool"
+        if len(args) != 1:
+            return None
+        if name == "size":
+            return "int" if args[0] in _SIZED else None
+        if name == "quantity":
+            return _QUANTITY if args[0] == "string" else None
+        return name if args[0] in _CONVERSIONS.get(name, ()) else None
+    return None
 
 
 class _Domains(celtypes.MapType):
@@ -143,8 +280,29 @@ def matches(program: Any, activation: dict[str, Any]) -> tuple[bool, str]:
     if isinstance(result, celpy.CELEvalError):
         return False, _eval_detail(result)
     if not isinstance(result, celtypes.BoolType):
-        return False, f"CEL result of type {type(result).__name__} should have been a bool"
+        return False, _not_bool(result)
     return bool(result), ""
+
+
+_CONVERSION_ERRORS = (
+    (_Quantity, "kubernetes.Quantity", "type conversion error from 'Quantity' to 'bool'"),
+    (celtypes.StringType, "string", "unsupported native conversion from string to 'bool'"),
+    (celtypes.IntType, "int", "unsupported type conversion from 'int' to bool"),
+    (celtypes.UintType, "uint", "unsupported type conversion from 'uint' to bool"),
+    (celtypes.DoubleType, "double", "type conversion error from Double to 'bool'"),
+    (celtypes.BytesType, "bytes", "type conversion error from Bytes to 'bool'"),
+    (celtypes.ListType, "list", ""),
+    (celtypes.MapType, "map", ""),
+)
+"""By celpy type (a subclass first): cel-go's name of the type and its error converting a value of it to a bool."""
+
+
+def _not_bool(result: Any) -> str:
+    """Kubernetes' error for a selector's result that is not a bool (cel-go's type name and conversion error; a
+    list's, a map's or a null's conversion error is not reproduced)."""
+    name, detail = next(((n, d) for kind, n, d in _CONVERSION_ERRORS if isinstance(result, kind)), ("null_type", ""))
+    head = f"CEL result of type {name} could not be converted to bool"
+    return f"{head}: {detail}" if detail else head
 
 
 def _eval_detail(e: celpy.CELEvalError) -> str:

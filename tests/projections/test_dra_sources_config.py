@@ -94,6 +94,12 @@ def test_a_capacity_source_is_refused_with_consumable_capacity_off() -> None:
     ([_capacity(selector={"cel": {"expression": "device.attributes[\"x\"]. == 1"}})],
      "[0].sources[0].capacity.deviceSelector.cel.expression`: invalid value 'device.attributes[\"x\"]. == 1': "
      "CEL compilation failed: syntax error"),
+    ([_counter(selector={"cel": {"expression": "1 + 2"}})],
+     "[0].sources[0].counter.deviceSelector.cel.expression`: invalid value '1 + 2': CEL compilation failed: must "
+     "evaluate to bool or the unknown type, not int"),
+    ([_capacity(selector={"cel": {"expression": "device.driver"}})],
+     "[0].sources[0].capacity.deviceSelector.cel.expression`: invalid value 'device.driver': CEL compilation "
+     "failed: must evaluate to bool or the unknown type, not string"),
 ])
 def test_bad_sources_are_refused_with_kueues_field(sources: list[dict], error: str) -> None:
     _refused([{"name": "res", "deviceClassNames": ["dc"], "sources": sources}], AT + error, AllAlpha=True)
