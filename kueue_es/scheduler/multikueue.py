@@ -125,8 +125,9 @@ ADAPTERS = {
     LWS_ADAPTER: _always_managed,
 }
 """(apiVersion, kind) of an owner MultiKueue can run on a worker -> how its ``spec.managedBy`` is read (Kueue's
-MultiKueue adapters; the connector's side of each is :data:`connectors.k8s.multikueue.ADAPTERS`). Every kind but
-the Job is another project's API the log does not hold, its managedBy observed by the connector."""
+MultiKueue adapters; the connector's side of each is :data:`connectors.k8s.multikueue.ADAPTERS`). A Job's is read
+of the log's Job; a Pod and a LeaderWorkerSet have none, and are MultiKueue's; every other kind's is observed by
+the connector, the log holding no owner of it."""
 ADAPTER_FRAMEWORKS = MULTIKUEUE_ADAPTER_FRAMEWORKS
 """Each built-in adapter's integration framework: Kueue builds the adapter only while ``integrations.frameworks``
 lists it (its ``GetMultiKueueAdapters``), so a kind whose framework is off has no adapter (its workloads Rejected,
