@@ -1,5 +1,5 @@
 """MultiKueue on a manager: the worker clusters' side of Kueue's MultiKueue controllers (its adapters' kinds:
-batch/v1 Jobs, JobSets, the Kubeflow training jobs, MPIJobs, RayJobs, RayClusters, RayServices, AppWrappers,
+batch/v1 Jobs, plain Pods and pod groups, JobSets, the Kubeflow training jobs, MPIJobs, RayJobs, RayClusters, RayServices, AppWrappers,
 TrainJobs, LeaderWorkerSets).
 
 Everything decided is decided by the pure side from the log (:mod:`kueue_es.scheduler.multikueue`: nominations,
@@ -38,7 +38,9 @@ the worker that runs a workload, Retry, the local finish); this module only obse
   (``OwnerObserved``), as the log holds none of them. A LeaderWorkerSet is copied once for all its groups'
   Workloads (:func:`lws_copy`), its ``spec.replicas`` read and appended instead, and deleted with any of its
   groups' copies; a group's Workload is copied nowhere while it waits for its group
-  (:func:`kueue_es.scheduler.multikueue.group_target`).
+  (:func:`kueue_es.scheduler.multikueue.group_target`). A Pod, which has no managedBy (nothing read), is copied
+  by :func:`pod_copy`, each Pod of a pod group alike (:meth:`MultiKueueConnector._owner_names`), its status
+  mirrored by :func:`pod_status`.
 * **status.** Once the manager's Job has been started (its Workload admitted), or its copy is suspended too or
   finished, its status follows the copy's on the worker, written to the status subresource (Kueue's batch/v1
   MultiKueue adapter); any other owner's whenever its copy's changes (Kueue's JobSet, Kubeflow, MPIJob, RayJob,
@@ -98,6 +100,8 @@ from connectors.k8s.framework_webhook import suspended, value_at
 from connectors.k8s.journal import Journal
 from connectors.k8s.json_patch import merge_patched
 from connectors.k8s.list_watch import Informer, ListedWhile
+from connectors.k8s.pod_roles import GROUP_LABEL
+from connectors.k8s.pod_webhook import ADMISSION_GATE
 from connectors.k8s.prebuilt import KEY as PREBUILT_WORKLOAD
 from connectors.k8s.resources import (
     APPWRAPPERS,
@@ -135,6 +139,9 @@ from projections.workloads import FINISHED, WorkloadInfo
 log = structlog.get_logger("kueue_es.k8s.multikueue")
 WORKLOADS = BY_KIND["Workload"]
 JOBS = BY_KIND["Job"]
+MULTIKUEUE_PODS = Resource("Pod", "", "v1", "pods", True, status_subresource=True)
+"""Pods as MultiKueue lists them on a worker: every one of its origin, ended or not (not the pod integration's
+view of non-terminal Pods only, which would lose a copy's last status)."""
 SECRETS_KEY = "kubeconfig"
 ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
 READ_CONDITIONS = ("QuotaReserved", "Admitted", "Evicted", "Finished")
@@ -370,6 +377,42 @@ def custom_copy(manager_owner: dict[str, Any], manager_wl: dict[str, Any], origi
     return made
 
 
+def pod_copy(manager_pod: dict[str, Any], manager_wl: dict[str, Any], origin: str) -> dict[str, Any]:
+    """The copy of a manager's Pod created on the worker that runs it (Kueue's Pod adapter): its name, namespace,
+    labels, annotations and spec alone (no finalizers, owners or status), Kueue's two labels added. The spec keeps
+    the admission gate the manager's Pod still has, which the worker's Kueue lifts once the copied Workload is
+    admitted there."""
+    meta = manager_pod.get("metadata") or {}
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": meta["name"], "namespace": meta["namespace"],
+                     "labels": {**(meta.get("labels") or {}), ORIGIN_LABEL: origin,
+                                PREBUILT_WORKLOAD: manager_wl["metadata"]["name"]},
+                     "annotations": dict(meta.get("annotations") or {})},
+        "spec": copy.deepcopy(manager_pod.get("spec") or {}),
+    }
+
+
+def pod_status(manager_pod: dict[str, Any], remote_status: dict[str, Any]) -> dict[str, Any] | None:
+    """The status the manager's Pod gets from its copy's ``remote_status`` (Kueue's Pod adapter): the copy's
+    whole, except that a manager's Pod still gated keeps its own ``PodScheduled`` condition (``SchedulingGated``;
+    the copy's, ``Unschedulable`` maybe, would make that cluster's autoscaler scale up for a Pod that never runs
+    there). None: nothing is written, the manager's Pod being deleted."""
+    meta = manager_pod.get("metadata") or {}
+    if meta.get("deletionTimestamp"):
+        return None
+    status = copy.deepcopy(remote_status)
+    gated = any(g.get("name") == ADMISSION_GATE for g in (manager_pod.get("spec") or {}).get("schedulingGates") or [])
+    own = next((c for c in (manager_pod.get("status") or {}).get("conditions") or []
+                if c.get("type") == "PodScheduled"), None)
+    if gated and own is not None:
+        conditions = status.get("conditions") or []
+        at = next((i for i, c in enumerate(conditions) if c.get("type") == "PodScheduled"), None)
+        status["conditions"] = ([*conditions[:at], own, *conditions[at + 1:]] if at is not None
+                                else [*conditions, own])
+    return status
+
+
 def replacing_patch(current: dict[str, Any], wanted: dict[str, Any]) -> dict[str, Any]:
     """The merge patch that turns ``current`` into ``wanted`` whole: each of ``wanted``'s fields, a field only
     ``current`` has nulled, down into the maps both have (a Kubeflow job's ``replicaStatuses`` per replica type),
@@ -396,7 +439,8 @@ class Adapter(NamedTuple):
     """Its status's fields, each set by a mirrored status (to null where the copy has none); empty: those the
     manager's owner has when mirrored."""
     managed_by_at: tuple[str, ...] = ("spec", "managedBy")
-    """The keys down to its managedBy, for an owner the log does not hold."""
+    """The keys down to its managedBy, for an owner the log does not hold; empty: the kind has none, and its
+    adapter takes every owner as MultiKueue's without reading it (a Pod)."""
     cleared_under: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """(feature gate, keys down to a field): fields its copy goes without while the gate is on."""
     stop_patch: Any = None
@@ -408,6 +452,12 @@ class Adapter(NamedTuple):
     mirrors_status: bool = True
     """Its copy's status is written to the manager's owner. Not a LeaderWorkerSet's: its controller on the
     manager, which no managedBy stops, would write its own over it at once (Kueue's LWS adapter copies none)."""
+    mirrored: Any = None
+    """(the manager's owner, its copy's status) -> the status the manager's owner is given (None: none now);
+    unset: the copy's as it is."""
+    group_label: str = ""
+    """A label whose value, on the owner, names a group of objects of its kind the Workload runs on together (a
+    pod group's ``kueue.x-k8s.io/pod-group-name``): each of them is copied and mirrored."""
     grouped: bool = False
     """Its owner makes several Workloads (one per LeaderWorkerSet group) and one copy of it serves them all on
     their worker: not its managedBy but its replicas are read (``OwnerObserved``), and it is deleted with any of
@@ -420,6 +470,8 @@ RAYSERVICE_SUSPEND = ("spec", rayservice.CLUSTER_CONFIG, "suspend")
 ADAPTERS = {
     ("batch/v1", "Job"): Adapter(JOBS, job_copy, in_log=True, status_fields=JOB_STATUS_FIELDS, cleared_under=(
         (gates.MULTIKUEUE_BATCH_JOB_CLEARING_TTL, ("spec", "ttlSecondsAfterFinished")),)),
+    ("v1", "Pod"): Adapter(MULTIKUEUE_PODS, pod_copy, in_log=False, managed_by_at=(), mirrored=pod_status,
+                           group_label=GROUP_LABEL),
     (JOBSETS.api_version, JOBSETS.kind): Adapter(JOBSETS, jobset_copy, in_log=False, stop_patch=jobset.stop_patch),
     **{(r.api_version, r.kind): Adapter(r, run_policy_copy, in_log=False, managed_by_at=RUN_POLICY_MANAGED_BY,
                                         stop_patch=kubeflow.KINDS[r.kind].stop_patch, suspend_at=RUN_POLICY_SUSPEND)
@@ -1224,7 +1276,7 @@ class MultiKueueConnector:
             if adapter.grouped:  # its replicas, read again whenever its workload moves until it is on a worker
                 if wl.cluster_name or wl.component_index is None:
                     continue
-            elif wl.owner_managed_by is not None:
+            elif wl.owner_managed_by is not None or not adapter.managed_by_at:
                 continue
             try:
                 owner = msgspec.json.decode(await self.client.get(adapter.resource, wl.owner[2], wl.namespace))
@@ -1325,17 +1377,46 @@ class MultiKueueConnector:
         log.info("MultiKueue copy created", workload=wl.key, cluster=w.name)
 
     async def _run_there(self, w: Worker, wl: WorkloadInfo, origin: str) -> None:
-        """The owner's copy on the workload's worker (its adapter's), and its status mirrored to the manager's."""
-        assert w.client is not None
+        """The owner's copy on the workload's worker (its adapter's), and its status mirrored to the manager's; a
+        pod group's, each of its Pods' (:meth:`_owner_names`)."""
         adapter = adapter_of(wl, self._config(), self.custom)
         if adapter is None:
             return
-        r, owner_key = adapter.resource, f"{wl.namespace}/{wl.owner[2]}"
+        names = await self._owner_names(adapter, wl)
+        if names is None:
+            w.moved.add(wl.key)  # read again on the next pass
+            return
+        for name in names:
+            await self._run_owner_there(w, wl, adapter, name, origin)
+
+    async def _owner_names(self, adapter: Adapter, wl: WorkloadInfo) -> list[str] | None:
+        """The manager's objects of the adapter's kind the workload runs on: its owner, or, for an owner carrying
+        the adapter's group label (a Pod of a pod group), every object of the namespace with that label's value
+        (Kueue's Pod adapter syncs the group's Pods, as listed now, sorted here). None: the owner is not there."""
+        if not adapter.group_label:
+            return [wl.owner[2]]
+        r = adapter.resource
+        try:
+            owner = msgspec.json.decode(await self.client.get(r, wl.owner[2], wl.namespace))
+        except NotFound:
+            return None
+        group = ((owner.get("metadata") or {}).get("labels") or {}).get(adapter.group_label)
+        if not group:
+            return [wl.owner[2]]
+        listed = await self.client.list(r, label_selector=f"{adapter.group_label}={group}", namespace=wl.namespace)
+        return sorted(msgspec.json.decode(raw)["metadata"]["name"] for raw in listed.items)
+
+    async def _run_owner_there(self, w: Worker, wl: WorkloadInfo, adapter: Adapter, name: str, origin: str
+                               ) -> None:
+        """The copy of the manager's object ``name`` (of the adapter's kind) on the workload's worker, and its
+        status mirrored."""
+        assert w.client is not None
+        r, owner_key = adapter.resource, f"{wl.namespace}/{name}"
         copies = w.owners.setdefault(r.kind, {})
         remote = copies.get(owner_key)
         if remote is None:
             try:
-                manager_owner = msgspec.json.decode(await self.client.get(r, wl.owner[2], wl.namespace))
+                manager_owner = msgspec.json.decode(await self.client.get(r, name, wl.namespace))
                 manager_wl = msgspec.json.decode(await self.client.get(WORKLOADS, wl.name, wl.namespace))
             except NotFound:
                 w.moved.add(wl.key)  # read again on the next pass
@@ -1392,13 +1473,17 @@ class MultiKueueConnector:
         if (wl is None or adapter is None or not adapter.mirrors_status or wl.phase != FINISHED
                 or wl.cluster_name != w.name):
             return True
-        try:
-            remote = msgspec.json.decode(await w.client.get(adapter.resource, wl.owner[2], wl.namespace))
-        except NotFound:
-            return True
-        if ((remote.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) != origin:
-            return True  # not this manager's copy (Kueue validates a remote object's origin before reading it)
-        return await self._mirror_status(adapter, f"{wl.namespace}/{wl.owner[2]}", remote)
+        names = await self._owner_names(adapter, wl) or []
+        written = True
+        for name in names:
+            try:
+                remote = msgspec.json.decode(await w.client.get(adapter.resource, name, wl.namespace))
+            except NotFound:
+                continue
+            if ((remote.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) != origin:
+                continue  # not this manager's copy (Kueue validates a remote object's origin before reading it)
+            written = await self._mirror_status(adapter, f"{wl.namespace}/{name}", remote) and written
+        return written
 
     async def _mirror_status(self, adapter: Adapter, owner_key: str, remote: dict[str, Any]) -> bool:
         """The manager's owner shows the status of its copy: a Job once it has been started, or its copy is
@@ -1430,6 +1515,10 @@ class MultiKueueConnector:
             if local is None:
                 return True
             current = local.get("status") or {}
+            if adapter.mirrored is not None:
+                status = adapter.mirrored(local, status)
+                if status is None:
+                    return True
         replacing = replacing_patch(current, status)
         try:
             await self.client.patch(r, name, {"status": replacing}, namespace, subresource="status")

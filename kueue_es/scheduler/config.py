@@ -218,6 +218,7 @@ KUBEFLOW_FRAMEWORKS = {"PyTorchJob": "kubeflow.org/pytorchjob", "TFJob": "kubefl
 """Kind -> Kueue's framework name for the Kubeflow training operator's kubeflow.org/v1 jobs (each off unless listed)."""
 MULTIKUEUE_ADAPTER_FRAMEWORKS = {
     ("batch/v1", "Job"): JOB_FRAMEWORK,
+    ("v1", "Pod"): POD_FRAMEWORK,
     ("jobset.x-k8s.io/v1alpha2", "JobSet"): JOBSET_FRAMEWORK,
     **{("kubeflow.org/v1", kind): framework for kind, framework in KUBEFLOW_FRAMEWORKS.items()},
     ("kubeflow.org/v2beta1", "MPIJob"): MPIJOB_FRAMEWORK,

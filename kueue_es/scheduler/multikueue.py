@@ -6,9 +6,9 @@ What the workers did reaches the log as observed facts the MultiKueue connector 
 worker reached or lost); from those and the manager's own state this decides, for a workload holding quota whose
 ClusterQueue has a MultiKueue check, in Kueue's order:
 
-1. no adapter in force for its owner (:data:`ADAPTERS`: batch/v1 Jobs, JobSets, the Kubeflow training jobs,
+1. no adapter in force for its owner (:data:`ADAPTERS`: batch/v1 Jobs, plain Pods, JobSets, the Kubeflow training jobs,
    MPIJobs, RayJobs, RayClusters, RayServices, AppWrappers, TrainJobs and LeaderWorkerSets have one here, a
-   LeaderWorkerSet, which has no managedBy, always MultiKueue's; each only while its integration framework is
+   Pod or LeaderWorkerSet, which has no managedBy, always MultiKueue's; each only while its integration framework is
    enabled, :func:`adapters_in_force`): the check is ``Rejected``, "No
    multikueue adapter found[ for owner kind ...]"; an owner whose ``spec.managedBy`` (``spec.runPolicy.managedBy`` for the Kubeflow
    kinds) is not ``kueue.x-k8s.io/multikueue`` (a Job's read of the log's Job, any other kind's of
@@ -97,6 +97,10 @@ RAYCLUSTER_ADAPTER = ("ray.io/v1", "RayCluster")
 RAYSERVICE_ADAPTER = ("ray.io/v1", "RayService")
 APPWRAPPER_ADAPTER = ("workload.codeflare.dev/v1beta2", "AppWrapper")
 TRAINJOB_ADAPTER = ("trainer.kubeflow.org/v1alpha1", "TrainJob")
+POD_ADAPTER = ("v1", "Pod")
+"""A plain Pod, or a pod group (Kueue's ``pod_multikueue_adapter.go``, built with the ``pod`` framework): no
+managedBy, always MultiKueue's (:func:`_always_managed`); the Pod stays gated on the manager while its copy runs on
+the worker."""
 LWS_ADAPTER = ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")
 """A LeaderWorkerSet has no managedBy: Kueue's adapter takes every one as MultiKueue's (:func:`_always_managed`),
 and dispatches its groups' Workloads as one (:data:`MULTI_WORKLOAD`)."""
@@ -109,6 +113,7 @@ def _always_managed(state: ClusterState, wl: WorkloadInfo) -> str:
 
 ADAPTERS = {
     JOB_ADAPTER: _job_managed_by,
+    POD_ADAPTER: _always_managed,
     JOBSET_ADAPTER: _observed_managed_by,
     **dict.fromkeys(KUBEFLOW_ADAPTERS, _observed_managed_by),
     MPIJOB_ADAPTER: _observed_managed_by,
@@ -120,8 +125,9 @@ ADAPTERS = {
     LWS_ADAPTER: _always_managed,
 }
 """(apiVersion, kind) of an owner MultiKueue can run on a worker -> how its ``spec.managedBy`` is read (Kueue's
-MultiKueue adapters; the connector's side of each is :data:`connectors.k8s.multikueue.ADAPTERS`). Every kind but
-the Job is another project's API the log does not hold, its managedBy observed by the connector."""
+MultiKueue adapters; the connector's side of each is :data:`connectors.k8s.multikueue.ADAPTERS`). A Job's is read
+of the log's Job; a Pod and a LeaderWorkerSet have none, and are MultiKueue's; every other kind's is observed by
+the connector, the log holding no owner of it."""
 ADAPTER_FRAMEWORKS = MULTIKUEUE_ADAPTER_FRAMEWORKS
 """Each built-in adapter's integration framework: Kueue builds the adapter only while ``integrations.frameworks``
 lists it (its ``GetMultiKueueAdapters``), so a kind whose framework is off has no adapter (its workloads Rejected,

@@ -865,6 +865,22 @@ async def test_an_owner_that_cannot_be_read_holds_back_only_its_own_workload(tmp
 
 
 @pytest.mark.asyncio
+async def test_a_pod_owner_is_never_read_for_a_managed_by(tmp_path: Path) -> None:
+    """Kueue's Pod adapter takes every Pod as MultiKueue's: nothing is read of it, nothing observed, and its
+    workload is dispatched without it."""
+    from connectors.k8s.errors import NotFound
+
+    state = owned_state(tmp_path, "v1", "Pod")
+    settle(state, MK_CONFIG, now=START)
+    journal = SimpleNamespace(mirror=SimpleNamespace(state=state))
+    manager = OwnersManager({"a": NotFound('pods "a" not found', 404)})
+    mk = MultiKueueConnector(manager, journal, append=None, clock=Clock())  # type: ignore[arg-type]
+    assert await mk._observe_owners(START, [KEY]) == []
+    assert not mk._owners_unread and mk.stats.errors == 0
+    assert state.workloads[KEY].nominated
+
+
+@pytest.mark.asyncio
 async def test_an_owner_not_read_is_forgotten_once_its_workload_is_gone(tmp_path: Path) -> None:
     """A workload whose owner could not be read is read again only while it exists: deleted (its JobSet deleted
     first, so never read), nothing of it is kept."""

@@ -17,6 +17,8 @@ from connectors.k8s.multikueue import (
     job_copy,
     jobset_copy,
     owner_copy,
+    pod_copy,
+    pod_status,
     remote_conditions,
     workload_copy,
 )
@@ -95,6 +97,55 @@ def test_the_jobset_copy_is_the_manager_one_for_the_worker_jobset_controller() -
                                         "kueue.x-k8s.io/prebuilt-workload-name": "job-a-1"}}
     assert c["spec"] == {"suspend": False, "replicatedJobs": MANAGER_JOBSET["spec"]["replicatedJobs"]}
     assert "status" not in c and MANAGER_JOBSET["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+
+
+GATE = {"name": "kueue.x-k8s.io/admission"}
+MANAGER_POD = {
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "p", "namespace": "ns", "uid": "pu", "resourceVersion": "3",
+                 "labels": {"kueue.x-k8s.io/queue-name": "lq", "kueue.x-k8s.io/managed": "true"},
+                 "annotations": {"team": "x"}, "finalizers": ["kueue.x-k8s.io/managed"],
+                 "ownerReferences": [{"kind": "ReplicaSet", "name": "r"}]},
+    "spec": {"schedulingGates": [GATE], "containers": [{"name": "c", "image": "busybox"}]},
+    "status": {"phase": "Pending", "conditions": [
+        {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}]},
+}
+
+
+def test_the_pod_copy_is_the_manager_pods_metadata_and_spec_on_the_prebuilt_workload() -> None:
+    """Kueue's Pod adapter: name, namespace, labels, annotations and spec (its admission gate kept, for the worker's
+    Kueue to lift), Kueue's two labels added; no finalizers, owners, status."""
+    c = pod_copy(MANAGER_POD, MANAGER_WL, "mk-origin")
+    assert c == {"apiVersion": "v1", "kind": "Pod",
+                 "metadata": {"name": "p", "namespace": "ns", "annotations": {"team": "x"},
+                              "labels": {"kueue.x-k8s.io/queue-name": "lq", "kueue.x-k8s.io/managed": "true",
+                                         "kueue.x-k8s.io/multikueue-origin": "mk-origin",
+                                         "kueue.x-k8s.io/prebuilt-workload-name": "job-a-1"}},
+                 "spec": MANAGER_POD["spec"]}
+    assert owner_copy(ADAPTERS["v1", "Pod"], MANAGER_POD, MANAGER_WL, "mk-origin", MK_CONFIG) == c
+
+
+def test_a_gated_manager_pod_gets_its_copys_status_but_keeps_its_own_pod_scheduled() -> None:
+    remote = {"phase": "Running", "podIP": "10.0.0.1", "conditions": [
+        {"type": "Ready", "status": "True"}, {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
+    assert pod_status(MANAGER_POD, remote) == {"phase": "Running", "podIP": "10.0.0.1", "conditions": [
+        {"type": "Ready", "status": "True"}, {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}]}
+    assert pod_status(MANAGER_POD, {"phase": "Running"})["conditions"] == MANAGER_POD["status"]["conditions"]
+    ungated = {**MANAGER_POD, "spec": {"containers": []}}
+    assert pod_status(ungated, remote) == remote
+    assert pod_status({**MANAGER_POD, "status": {}}, remote) == remote
+    deleting = {**MANAGER_POD, "metadata": {**MANAGER_POD["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"}}
+    assert pod_status(deleting, remote) is None
+    assert remote["conditions"][1]["reason"] == "Unschedulable"  # the copy's own is left as it is
+
+
+def test_a_pods_adapter_reads_no_managed_by_and_is_there_with_the_pod_framework() -> None:
+    def wl(*owner: str) -> WorkloadInfo:
+        return SimpleNamespace(owner=owner)  # type: ignore[return-value]  # adapter_of reads the owner only
+
+    assert adapter_of(wl("v1", "Pod", "p"), MK_CONFIG) is ADAPTERS["v1", "Pod"]
+    assert ADAPTERS["v1", "Pod"].managed_by_at == () and ADAPTERS["v1", "Pod"].resource.field_selector == ""
+    assert adapter_of(wl("v1", "Pod", "p"), DEFAULT) is None
 
 
 def test_an_adapter_is_chosen_by_the_owner_kind_alike_on_both_sides() -> None:

@@ -15,7 +15,8 @@ from events import objects as o
 from events import schema as ev
 from events.manifests import load_text
 from kueue_es.scheduler import decide, next_deadline, settle
-from kueue_es.scheduler.multikueue import components, group_touched, unmanaged_reason
+from kueue_es.scheduler.config import load_config
+from kueue_es.scheduler.multikueue import adapters_in_force, components, group_touched, unmanaged_reason
 from kueue_es.statefile import load_state
 from projections import snapshot
 from projections.workloads import status_of
@@ -101,10 +102,15 @@ def test_the_job_must_be_handed_to_multikueue(tmp_path: Path) -> None:
 
 def _jobset_state(tmp_path: Path):
     """The dispatch scenario's workload, owned by a JobSet (an owner the log does not hold)."""
+    return _owned_state(tmp_path, "jobset.x-k8s.io/v1alpha2", "JobSet")
+
+
+def _owned_state(tmp_path: Path, api_version: str, kind: str):
+    """The dispatch scenario's workload, owned by an object of kind ``kind``."""
     objects = fastyaml.safe_load(SCENARIO.read_text())["objects"]
     for obj in objects:
         for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
-            ref.update(apiVersion="jobset.x-k8s.io/v1alpha2", kind="JobSet")
+            ref.update(apiVersion=api_version, kind=kind)
     path = tmp_path / "objects.yaml"
     path.write_text(fastyaml.safe_dump_all(objects))
     return load_state(str(path), None, START).state
@@ -124,6 +130,28 @@ def test_a_jobset_has_an_adapter_and_waits_for_its_managed_by(tmp_path: Path) ->
     settle(state, MK_CONFIG, now=START)
     assert state.workloads[KEY].nominated == ("worker1",)
     assert state.workloads[KEY].check_states["mk"].state == "Pending"
+
+
+def test_a_pod_has_an_adapter_that_takes_it_as_multikueues_without_reading_it(tmp_path: Path) -> None:
+    """Kueue's Pod adapter (the ``pod`` framework): a Pod has no managedBy, so its workload is dispatched as a Job's
+    is, no OwnerObserved awaited."""
+    state = _owned_state(tmp_path, "v1", "Pod")
+    wl = state.workloads[KEY]
+    assert unmanaged_reason(state, wl) is None
+    assert unmanaged_reason(state, wl, adapters_in_force(MK_CONFIG)) is None
+    _apply(state, ev.MultiKueueClusterObserved(time=START, key="worker1", connected=True))
+    settle(state, MK_CONFIG, now=START)
+    assert wl.owner_managed_by is None and wl.nominated == ("worker1",)
+    _apply(state, _remote(START + 1000, "worker1", QuotaReserved="True", Admitted="True"))
+    settle(state, MK_CONFIG, now=START + 1000)
+    assert (wl.cluster_name, wl.check_states["mk"].state) == ("worker1", "Ready")
+
+
+def test_a_pods_adapter_is_built_only_with_the_pod_framework(tmp_path: Path) -> None:
+    state = _owned_state(tmp_path, "v1", "Pod")
+    without_pods = load_config({"integrations": {"frameworks": ["batch/job"]}})
+    assert unmanaged_reason(state, state.workloads[KEY], adapters_in_force(without_pods)) == (
+        'No multikueue adapter found for owner kind "/v1, Kind=Pod"')
 
 
 def test_a_jobset_not_handed_to_multikueue_is_rejected(tmp_path: Path) -> None:

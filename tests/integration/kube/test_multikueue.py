@@ -46,7 +46,7 @@ from kubehelp import (
     scheduling_gates,
 )
 
-from connectors.k8s import crds
+from connectors.k8s import crds, pod_sync
 from connectors.k8s import leaderworkerset as lw
 from connectors.k8s.errors import AlreadyExists, NotFound
 from connectors.k8s.framework_webhook import value_at
@@ -821,6 +821,112 @@ async def test_a_leaderworkersets_groups_run_on_one_worker_on_one_copy_of_the_se
         await eventually(taken_along, timeout=60, what="group 1's copy and the set's copy deleted on the worker")
         assert (msgspec.json.decode(await kc.get(LEADER_WORKER_SETS, "mk-lws", ns)).get("status") or {}).get(
             "readyReplicas") is None, "the set's status is not mirrored"
+
+
+def _gated_pod(ns: str, name: str, labels: dict[str, str], annotations: dict[str, str], cpu: str = "1"
+               ) -> dict[str, Any]:
+    """A queued Pod as Kueue's Pod webhook stores it: gated, labelled managed, with Kueue's finalizer."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": name, "namespace": ns, "finalizers": ["kueue.x-k8s.io/managed"],
+        "labels": {"kueue.x-k8s.io/queue-name": "user-queue", "kueue.x-k8s.io/managed": "true", **labels},
+        "annotations": annotations},
+        "spec": {"restartPolicy": "Never", "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
+                 "containers": [{"name": "c", "image": "busybox:1.36", "resources": {"requests": {"cpu": cpu}}}]}}
+
+
+@pytest.mark.asyncio
+async def test_a_pod_runs_on_the_worker_on_a_copy_and_its_status_is_mirrored(kube_apiserver, worker_apiserver,
+                                                                              tmp_path) -> None:
+    """Kueue's Pod adapter (the ``pod`` framework): a Pod has no managedBy and is MultiKueue's; admitted on the
+    worker, it is copied there (name, labels, annotations, spec; Kueue's two labels added), the worker's Kueue
+    lifts the copy's gate on the copied Workload while the manager's Pod stays gated, and the copy's status is
+    mirrored to it, its own PodScheduled kept; the copy succeeding finishes the Workload on the manager and the
+    copies are deleted."""
+    async with _clusters(kube_apiserver, worker_apiserver, tmp_path, ["batch/job", "pod"], []) as c:
+        kc, wc, ns = c.kc, c.wc, c.ns
+        pods = BY_KIND["Pod"]
+        gated = {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
+                 "lastTransitionTime": "2026-01-01T00:00:00Z"}
+        made = await create(kc, _gated_pod(ns, "mk-pod", {"app": "a"}, {"team": "x"}))
+        await kc.patch(pods, "mk-pod", {"status": {"conditions": [gated]}}, ns, subresource="status")
+        wl_name = pod_sync.workload_name("mk-pod", made["metadata"]["uid"])
+        await _admitted_on_worker(c, wl_name, "the Pod's Workload to be admitted on the worker")
+
+        async def started() -> dict[str, Any] | None:
+            remote = await _remote(wc, pods, "mk-pod", ns)
+            return remote if remote is not None and not scheduling_gates(remote) else None
+
+        remote = await eventually(started, timeout=60, what="the Pod's copy ungated on the worker")
+        copied = {"kueue.x-k8s.io/queue-name": "user-queue", "kueue.x-k8s.io/managed": "true", "app": "a",
+                  "kueue.x-k8s.io/multikueue-origin": "multikueue", "kueue.x-k8s.io/prebuilt-workload-name": wl_name}
+        assert copied.items() <= remote["metadata"]["labels"].items()  # with what the worker's start added
+        assert remote["metadata"]["annotations"]["team"] == "x"
+        on_worker = [msgspec.json.decode(raw)["metadata"] for raw in (await wc.list(BY_KIND["Workload"])).items]
+        assert [m["name"] for m in on_worker if m["namespace"] == ns] == [wl_name], "run on the copied Workload"
+
+        # the worker's kubelet, played: the copy runs, its PodScheduled not the manager's
+        await wc.patch(pods, "mk-pod", {"status": {"phase": "Running", "conditions": [
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-01-01T00:00:01Z"},
+            {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:02Z"}]}}, ns,
+            subresource="status")
+
+        async def running() -> dict[str, Any] | None:
+            local = await get(kc, "Pod", "mk-pod", ns)
+            return local if (local.get("status") or {}).get("phase") == "Running" else None
+
+        local = await eventually(running, timeout=60, what="the copy's status mirrored to the manager's Pod")
+        conds = {x["type"]: (x["status"], x.get("reason")) for x in local["status"]["conditions"]}
+        assert conds == {"PodScheduled": ("False", "SchedulingGated"), "Ready": ("True", None)}
+        assert scheduling_gates(local) == ["kueue.x-k8s.io/admission"], "never started on the manager"
+
+        await wc.patch(pods, "mk-pod", {"status": {"phase": "Succeeded"}}, ns, subresource="status")
+        await _workload_shows(kc, wl_name, ns, "Finished", "the Pod's Workload finished on the manager")
+        await _copies_deleted(wc, pods, "mk-pod", wl_name, ns)
+        assert (await get(kc, "Pod", "mk-pod", ns))["status"]["phase"] == "Succeeded"
+
+
+@pytest.mark.asyncio
+async def test_a_pod_groups_pods_are_each_copied_to_the_worker_and_mirrored(kube_apiserver, worker_apiserver,
+                                                                            tmp_path) -> None:
+    """Kueue's Pod adapter with a pod group: its one Workload admitted on the worker, every Pod of the group is
+    copied there and started by the worker's Kueue on the copied Workload, each copy's status mirrored to its Pod
+    on the manager; the group succeeding there finishes the Workload and every copy is deleted."""
+    async with _clusters(kube_apiserver, worker_apiserver, tmp_path, ["batch/job", "pod"], []) as c:
+        kc, wc, ns = c.kc, c.wc, c.ns
+        pods, names = BY_KIND["Pod"], ["mk-g-0", "mk-g-1"]
+        for name in names:
+            await create(kc, _gated_pod(ns, name, {"kueue.x-k8s.io/pod-group-name": "mk-g"},
+                                        {"kueue.x-k8s.io/pod-group-total-count": "2"}, cpu="500m"))
+        await _admitted_on_worker(c, "mk-g", "the group's Workload to be admitted on the worker")
+
+        async def started(name: str) -> dict[str, Any] | None:
+            remote = await _remote(wc, pods, name, ns)
+            return remote if remote is not None and not scheduling_gates(remote) else None
+
+        for name in names:
+            remote = await eventually(lambda n=name: started(n), timeout=60, what=f"{name}'s copy ungated")
+            assert remote["metadata"]["labels"]["kueue.x-k8s.io/prebuilt-workload-name"] == "mk-g"
+        on_worker = [msgspec.json.decode(raw)["metadata"] for raw in (await wc.list(BY_KIND["Workload"])).items]
+        assert [m["name"] for m in on_worker if m["namespace"] == ns] == ["mk-g"], "run on the copied Workload"
+
+        for name in names:
+            await wc.patch(pods, name, {"status": {"phase": "Running"}}, ns, subresource="status")
+
+        async def mirrored() -> bool:
+            phases = [((await get(kc, "Pod", n, ns)).get("status") or {}).get("phase") for n in names]
+            return phases == ["Running", "Running"]
+
+        await eventually(mirrored, timeout=60, what="each copy's status mirrored to its Pod on the manager")
+        for name in names:
+            assert scheduling_gates(await get(kc, "Pod", name, ns)) == ["kueue.x-k8s.io/admission"]
+            await wc.patch(pods, name, {"status": {"phase": "Succeeded"}}, ns, subresource="status")
+        await _workload_shows(kc, "mk-g", ns, "Finished", "the group's Workload finished on the manager")
+
+        async def all_gone() -> bool:
+            return await _maybe(wc, "Workload", "mk-g", ns) is None and all(
+                [await _remote(wc, pods, n, ns) is None for n in names])
+
+        await eventually(all_gone, timeout=60, what="every copy deleted on the worker")
 
 
 WIDGETS = Resource("Widget", "example.com", "v1", "widgets", True, status_subresource=True, optional=True)
