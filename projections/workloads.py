@@ -311,11 +311,16 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
         """The pod sets with the counts the spec gives (before reclaimable pods are taken off)."""
         return self.pod_sets if self.spec_pod_sets is None else self.spec_pod_sets
 
-    def shape(self, names: bool = False) -> tuple[int, bytes]:
+    def shape(self, names: bool = False, flavors: bool = False) -> tuple[int, bytes]:
         """Scheduling-equivalence key (Kueue's scheduling hash): effective priority and the encoded pod-set shapes,
         in spec order, their names left out unless ``names`` (``SchedulingEquivalenceHashingIgnorePodSetName``
-        off). Interned: queues keep one per pending workload, and most workloads share a handful of shapes."""
-        shape = (self.priority, _ENC.encode(self.pod_sets) if names else _nameless(self.pod_sets))
+        off), and with ``flavors`` (``ConcurrentAdmission``) the :attr:`allowed_flavors` when it has some: a
+        workload that may use other flavors is not equivalent. Interned: queues keep one per pending workload, and
+        most workloads share a handful of shapes."""
+        pod_sets = _ENC.encode(self.pod_sets) if names else _nameless(self.pod_sets)
+        if flavors and self.allowed_flavors is not None:
+            pod_sets += b"\xc0" + _ENC.encode(self.allowed_flavors)  # after a nil, which starts no pod set
+        shape = (self.priority, pod_sets)
         found = _SHAPES.get(shape)
         if found is None:
             if len(_SHAPES) > 100_000:
