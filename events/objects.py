@@ -536,8 +536,9 @@ class ConcurrentAdmissionMigration(View):
 
 
 class ConcurrentAdmissionPolicy(View):
-    """``ConcurrentAdmission`` (alpha, off): each workload of the ClusterQueue is pursued through one variant
-    Workload per flavor of its one resource group (:mod:`projections.concurrent_admission`)."""
+    """``ConcurrentAdmission`` (alpha, off): in Kueue each workload of the ClusterQueue is pursued through one
+    variant Workload per flavor of its one resource group; kueue-es checks and keeps the policy but makes no
+    variants (:data:`projections.gates.PARTLY`, :func:`events.object_rules.check_concurrent_admission`)."""
 
     migration: ConcurrentAdmissionMigration = ConcurrentAdmissionMigration()
 

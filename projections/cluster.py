@@ -621,7 +621,7 @@ class ClusterState:
 
     def shape_of(self, wl: WorkloadInfo) -> tuple[int, bytes]:
         """``wl``'s scheduling-equivalence shape under the configuration in force."""
-        return wl.shape(self.shapes_name_pod_sets)
+        return wl.shape(self.shapes_name_pod_sets, wl.allowed_flavors is not None and self.concurrent_admission)
 
     def _reshape(self) -> None:
         """Whether shapes name pod sets changed: every queued workload takes its shape anew, and the parked shapes,
@@ -898,6 +898,7 @@ class ClusterState:
             self._regate_all()
         if self.concurrent_admission != parents_before:
             self._requeue_parents()
+            self._reshape()  # the allowed flavors are in the shapes while the gate is on
         if self.priority_boost != boost_before:
             self._reboost_all()
         if self.shapes_name_pod_sets != names_before:

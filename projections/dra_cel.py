@@ -73,14 +73,31 @@ _FUNCTIONS = {
 
 CEL_RECURSION_LIMIT = 2500
 """The interpreter's recursion limit celpy sets whenever an environment is made (for CEL's nesting minimums)."""
-sys.setrecursionlimit(max(sys.getrecursionlimit(), CEL_RECURSION_LIMIT))
+TOO_DEEP = "expression nested too deeply for kueue-es's CEL interpreter"
+"""The error of an expression cel-python cannot parse or evaluate within :data:`CEL_RECURSION_LIMIT` (a hundred
+levels of parentheses do not evaluate; Kubernetes' CEL takes more): the workload is refused with it rather than the fold failing."""
+
+
+def _deepen() -> int:
+    """Raise the interpreter's recursion limit to :data:`CEL_RECURSION_LIMIT` while CEL parses or evaluates, and
+    return the limit to put back (:func:`_restore`): the process's limit is never left changed (a limit changed
+    in the middle of a run — this module imported, or its environment made, during the first DRA charge — is what
+    hypothesis refuses in a test)."""
+    limit = sys.getrecursionlimit()
+    if limit < CEL_RECURSION_LIMIT:
+        sys.setrecursionlimit(CEL_RECURSION_LIMIT)
+    return limit
+
+
+def _restore(limit: int) -> None:
+    if limit < CEL_RECURSION_LIMIT:
+        sys.setrecursionlimit(limit)
 
 
 @lru_cache(maxsize=1)
 def _environment() -> celpy.Environment:
-    """The CEL environment (its parser is built on first use: a tenth of a second). The recursion limit is raised
-    once, when this module is imported, and kept as it was while celpy makes the environment: a limit changed in
-    the middle of a run (the first DRA charge) is what hypothesis refuses in a test."""
+    """The CEL environment (its parser is built on first use: a tenth of a second); the recursion limit celpy sets
+    as it makes it is put back as it was."""
     limit = sys.getrecursionlimit()
     try:
         return celpy.Environment()
@@ -91,6 +108,16 @@ def _environment() -> celpy.Environment:
 @lru_cache(maxsize=1024)
 def compile_selector(expression: str) -> Compiled:
     """``expression`` compiled (kept by expression, as Kueue keeps its compiled selectors)."""
+    limit = _deepen()
+    try:
+        return _compile(expression)
+    except RecursionError:
+        return Compiled(None, TOO_DEEP)
+    finally:
+        _restore(limit)
+
+
+def _compile(expression: str) -> Compiled:
     env = _environment()
     try:
         tree = env.compile(expression)
@@ -271,12 +298,17 @@ def _capacity(q: o.Quantity) -> Decimal:
 
 def matches(program: Any, activation: dict[str, Any]) -> tuple[bool, str]:
     """Whether the device of ``activation`` satisfies ``program``, and the evaluation error ("" when none)."""
+    limit = _deepen()
     try:
         result = program.evaluate(activation)
     except celpy.CELEvalError as e:
         return False, _eval_detail(e)
     except (TypeError, ValueError, KeyError, ZeroDivisionError) as e:  # raised by a function
         return False, str(e)
+    except RecursionError:
+        return False, TOO_DEEP
+    finally:
+        _restore(limit)
     if isinstance(result, celpy.CELEvalError):
         return False, _eval_detail(result)
     if not isinstance(result, celtypes.BoolType):

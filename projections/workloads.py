@@ -7,6 +7,7 @@ scheduling-equivalence hash is just ``WorkloadInfo.shape()``).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from sys import intern
 from typing import Any
@@ -310,11 +311,16 @@ class WorkloadInfo(msgspec.Struct, gc=False, array_like=True):
         """The pod sets with the counts the spec gives (before reclaimable pods are taken off)."""
         return self.pod_sets if self.spec_pod_sets is None else self.spec_pod_sets
 
-    def shape(self, names: bool = False) -> tuple[int, bytes]:
+    def shape(self, names: bool = False, flavors: bool = False) -> tuple[int, bytes]:
         """Scheduling-equivalence key (Kueue's scheduling hash): effective priority and the encoded pod-set shapes,
         in spec order, their names left out unless ``names`` (``SchedulingEquivalenceHashingIgnorePodSetName``
-        off). Interned: queues keep one per pending workload, and most workloads share a handful of shapes."""
-        shape = (self.priority, _ENC.encode(self.pod_sets) if names else _nameless(self.pod_sets))
+        off), and with ``flavors`` (``ConcurrentAdmission``) the :attr:`allowed_flavors` when it has some: a
+        workload that may use other flavors is not equivalent. Interned: queues keep one per pending workload, and
+        most workloads share a handful of shapes."""
+        pod_sets = _ENC.encode(self.pod_sets) if names else _nameless(self.pod_sets)
+        if flavors and self.allowed_flavors is not None:
+            pod_sets += b"\xc0" + _ENC.encode(self.allowed_flavors)  # after a nil, which starts no pod set
+        shape = (self.priority, pod_sets)
         found = _SHAPES.get(shape)
         if found is None:
             if len(_SHAPES) > 100_000:
@@ -572,13 +578,38 @@ def pod_set_info(ps: o.PodSet, limits: LimitSummary | None = None,
     if dra is not None and not spec.resource_claims and not (
             dra.extended and asks_for_served((ps,), limits, dict(dra.extended))):
         dra = None  # nothing of the view bears on this pod set: it must not split the memo
-    key = _ENC.encode((ps.name, ps.count, ps.min_count, ps.topology_request, topo, spec, limits, overhead, rules, dra))
+    key = _ENC.encode((ps.name, ps.count, ps.min_count, ps.topology_request, topo, spec, limits, overhead, rules,
+                       dra_memo_key(dra)))
     found = _BY_SPEC.get(key)
     if found is None:
         if len(_BY_SPEC) > 100_000:
             _BY_SPEC.clear()
         found = _BY_SPEC[key] = _pod_set_info(ps, limits, overhead, rules, dra)
     return found
+
+
+_DRA_KEYS: dict[int, tuple[DraView, bytes]] = {}
+"""DraView (by identity; the entry holds it, so its ``id`` is not reused while remembered) -> its memo key."""
+
+
+def dra_memo_key(dra: DraView | None) -> bytes | None:
+    """What :func:`pod_set_info`'s memo keys on for ``dra``: the view without the devices it holds
+    (:attr:`DraView.devices`, :attr:`DraView.slice_devices`: every device of the cluster's ResourceSlices, which
+    would make each key, kept for every pod set with claims, as large as all of them, and encoding it a cost of every
+    upsert) but with a digest of them. Computed once per view: the fold keeps a namespace's view until a template,
+    DeviceClass, ResourceSlice or the configuration changes."""
+    if dra is None:
+        return None
+    found = _DRA_KEYS.get(id(dra))
+    if found is not None and found[0] is dra:
+        return found[1]
+    bulk = _ENC.encode((dra.devices, dra.slice_devices))
+    key = _ENC.encode((msgspec.structs.replace(dra, devices=(), slice_devices=None),
+                       hashlib.blake2b(bulk, digest_size=16).digest()))
+    if len(_DRA_KEYS) >= 1024:
+        _DRA_KEYS.clear()
+    _DRA_KEYS[id(dra)] = (dra, key)
+    return key
 
 
 _BY_SPEC_OBJECT: dict[int, tuple[o.WorkloadSpec, LimitSummary | None, Mapping | None, RequestRules | None,

@@ -114,10 +114,12 @@ class CycleContext:
         the candidates it turned down when it took victims from the preemptor's own queue
         (:mod:`kueue_es.scheduler.fairsharing`)."""
         self.fungibility = gates.enabled(config.feature_gates, gates.FLAVOR_FUNGIBILITY)
-        self.concurrent_admission = gates.enabled(config.feature_gates, gates.CONCURRENT_ADMISSION)
         """``FlavorFungibility``: off, the first flavor that fits is taken, a later one only for a strictly better
         mode, the ClusterQueue's ``flavorFungibility`` is not read and no attempt resumes a scan
         (:mod:`kueue_es.scheduler.flavors`)."""
+        self.concurrent_admission = gates.enabled(config.feature_gates, gates.CONCURRENT_ADMISSION)
+        """``ConcurrentAdmission``: a flavor a workload's allowed-flavors annotation does not name is skipped
+        (:attr:`projections.workloads.WorkloadInfo.allowed_flavors`)."""
         self.preserve_scan = self.fungibility and gates.enabled(config.feature_gates,
                                                                 gates.FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS)
         """``FlavorFungibilityPreserveScanProgress``: off, any growth of the queue's allocatable generation makes

@@ -173,18 +173,18 @@ def place_nominated(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo,
             continue
         if elastic and ps.topology is not None and ps.topology.required is not None:
             _no_fit(a, res, ELASTIC_REQUIRED_TOPOLOGY, "NoMatchingFlavor")
-            return
+            continue  # as Kueue, each pod set's error is recorded before the workload is given up
         flavor, error = _tas_flavor(info, res.flavors)
         if flavor is None:
             _no_fit(a, res, error, "NoMatchingFlavor")
-            return
+            continue
         if _delayed(info, flavor):
             res.delayed = True
             continue
         res.tas_flavor = flavor
         wanted.append((flavor, _request(ps, res.count, info)))
         results[ps.name] = res
-    if not wanted:
+    if not wanted or a.mode == Mode.NO_FIT:
         return
     snaps = ctx.topology.snapshots
     lifted = released(ctx, replaced)

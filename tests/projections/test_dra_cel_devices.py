@@ -12,6 +12,7 @@ from events import objects as o
 from events import schema as ev
 from projections.cluster import ClusterState
 from projections.dra import DraView, claim_charge, counters_of, workload_problem
+from projections.workloads import _BY_SPEC, pod_set_info
 
 DRIVER = "gpu.example.com"
 A100 = f'device.attributes["{DRIVER}"].model == "a100"'
@@ -120,3 +121,24 @@ def test_the_fold_charges_a_selecting_claim_anew_as_slices_and_classes_come_and_
     assert state.workloads["team/w"].pod_sets[0].dra_requests == (("example.com/gpus", 1),)
     state.apply(ev.Record(state.offset + 1, delete("DeviceClass", "gpu", 4)))
     assert "failed to get DeviceClass gpu" in workload_problem(state.workloads["team/w"].pod_sets)
+
+
+def _pod_set() -> o.PodSet:
+    return msgspec.convert({"name": "main", "count": 1, "template": {"spec": {
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+        "resourceClaims": [{"name": "rc", "resourceClaimTemplateName": "t"}]}}}, o.PodSet)
+
+
+def test_the_pod_set_memo_keys_on_a_digest_of_the_devices_not_on_all_of_them() -> None:
+    """A pod set with claims is memoised on its namespace's view: the key holds a digest of the cluster's devices,
+    so it does not grow with them (it is kept for every such pod set, and encoded at each upsert), yet views
+    differing only in their devices are told apart."""
+    spec = _spec(("gpu", 2, (A100,)))
+    many = _view(spec, tuple(_device(f"g{i}") for i in range(2000)))
+    _BY_SPEC.clear()
+    assert pod_set_info(_pod_set(), dra=many).dra_error == ""
+    assert max(len(k) for k in _BY_SPEC) < 2000
+    few = _view(spec, (_device("g0"), _device("g1")))
+    short = _view(spec, (_device("g0"), _device("h0", "h100")))
+    assert pod_set_info(_pod_set(), dra=few).dra_error == ""
+    assert "insufficient matching devices" in pod_set_info(_pod_set(), dra=short).dra_error

@@ -194,10 +194,39 @@ def test_compiling_a_selector_leaves_the_recursion_limit_as_it_was():
 
     dra_cel._environment.cache_clear()
     before = sys.getrecursionlimit()
-    assert before >= dra_cel.CEL_RECURSION_LIMIT
     sys.setrecursionlimit(before + 1)
     try:
         assert compile_selector.__wrapped__('device.driver == "x"').error == ""
         assert sys.getrecursionlimit() == before + 1
     finally:
         sys.setrecursionlimit(before)
+
+
+def test_importing_and_running_cel_leave_the_process_recursion_limit_alone():
+    """The limit CEL needs is raised only while it parses or evaluates: importing the module, compiling and matching
+    in a fresh interpreter leave the process's limit as it was (the module first imported in the middle of a
+    hypothesis test, by the first DRA charge or configuration check, changed it for good)."""
+    import subprocess
+    import sys
+
+    child = (
+        "import sys\n"
+        "before = sys.getrecursionlimit()\n"
+        "from projections import dra_cel\n"
+        "program = dra_cel.compile_selector('1 + 1 == 2').program\n"
+        "matched = dra_cel.matches(program, {})\n"
+        "print(before, sys.getrecursionlimit(), matched)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] == out[1], f"recursion limit {out[0]} left at {out[1]}"
+    assert out[2:] == ["(True,", "'')"]
+
+
+def test_a_selector_nested_too_deeply_to_evaluate_is_an_evaluation_error_not_a_crash():
+    from projections import dra_cel
+
+    deep = "(" * 150 + "true" + ")" * 150
+    compiled = compile_selector(deep)
+    assert compiled.error == ""
+    assert dra_cel.matches(compiled.program, {}) == (False, dra_cel.TOO_DEEP)
+    assert dra_cel.matches(compile_selector("(((true)))").program, {}) == (True, "")

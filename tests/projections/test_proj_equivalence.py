@@ -96,3 +96,32 @@ def test_parked_reasons_survive_a_snapshot_and_an_older_one_has_none() -> None:
         del q[snapshot.QueueSnapshot.__struct_fields__.index("parked_reasons"):]
     older = snapshot.decode(msgspec.msgpack.encode(old)).queues["cq0"]
     assert older.parked_shapes == {older.shapes["ns0/b"]: ""} and older.no_fit_reason("ns0/b") == ""
+
+
+CONCURRENT = {**DOC, "featureGates": {"ConcurrentAdmission": True}}
+ALLOWED = "kueue.x-k8s.io/workload-allowed-resource-flavors"
+
+
+def _variants() -> Log:
+    """Two workloads asking for the same, queued in cq0, allowed different flavors (as two variants are)."""
+    return Log(*(upsert(workload("ns0", name, uid=f"uid-{name}", queue="lq0", created=T0 + i,
+                                 annotations={ALLOWED: allowed}), T0)
+                 for i, (name, allowed) in enumerate((("a", "f0"), ("b", "f1")))))
+
+
+def test_under_concurrent_admission_workloads_allowed_other_flavors_are_not_equivalent() -> None:
+    """Kueue puts the allowed-flavors annotation in the scheduling hash while ConcurrentAdmission is on: a
+    variant that found no room on its flavor does not park one that may use another."""
+    log = _variants()
+    q = log.state.queues["cq0"]
+    assert q.shapes["ns0/a"] == q.shapes["ns0/b"], "the gate off: the annotation is not read"
+    log.apply(ev.ConfigRecorded(time=T0, document=CONCURRENT))
+    q = log.state.queues["cq0"]
+    assert q.shapes["ns0/a"] != q.shapes["ns0/b"], "queued workloads take their shapes anew"
+    log.no_fit("ns0/a")
+    assert list(q.inadmissible) == ["ns0/a"] and list(q.entries) == ["ns0/b"]
+    restored = snapshot.decode(snapshot.encode(log.state))
+    assert restored.queues["cq0"].shapes == q.shapes
+    log.apply(ev.ConfigRecorded(time=T0, document=DOC))
+    q = log.state.queues["cq0"]
+    assert q.shapes["ns0/a"] == q.shapes["ns0/b"]

@@ -26,7 +26,7 @@ from events.schema import Record
 from projections import snapshot
 from projections.cluster import ClusterState
 from projections.metrics import MetricsFold
-from projections.workloads import WorkloadInfo
+from projections.workloads import CONCURRENT_ADMISSION_PARENT_LABEL, WorkloadInfo
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -101,6 +101,34 @@ def test_snapshot_anywhere_with_external_check_states() -> None:
             resumed = fold(recs[i:], snapshot.decode(snapshot.encode(state)))
             assert snapshot.digest(resumed) == expected, f"snapshot at offset {i - 1} diverged"
             assert derived(resumed) == derived(full)
+        state.apply(r)
+
+
+GROUP_AND_VARIANT_OPS = ("wl_component", "wl_component", "wl_variant", "wl_variant", "config_gates", "wl", "reserve",
+                         "admit", "pending", "evict", "requeue", "wl_delete", "tick", "cycle_end")
+
+
+def test_snapshot_anywhere_with_grouped_owners_parents_and_slices() -> None:
+    """Workloads a LeaderWorkerSet owns (indexed by its UID, the set made again under its name, the owner changing
+    kind), ConcurrentAdmission parents (out of their queue while the gate is on) and workloads with allowed flavors
+    or an elastic Job's annotation: a snapshot anywhere gives the same state and indexes."""
+    rng = random.Random(23)
+    ops = [Op(rng.choice(GROUP_AND_VARIANT_OPS), rng.randrange(64), rng.randrange(64), rng.randrange(64))
+           for _ in range(300)]
+    recs = records(interpret(ops))
+    full = fold(recs)
+    assert len({uid for uid, keys in full.owner_groups.items() if keys}) > 1, "several owners' groups indexed"
+    assert any(w.elastic for w in full.workloads.values())
+    assert any(w.allowed_flavors for w in full.workloads.values())
+    parents = [w for w in full.workloads.values() if w.labels.get(CONCURRENT_ADMISSION_PARENT_LABEL) == "true"]
+    assert parents
+    expected, indexes = snapshot.digest(full), derived(full)
+    state = ClusterState()
+    for i, r in enumerate(recs):
+        if i % 10 == 0:
+            resumed = fold(recs[i:], snapshot.decode(snapshot.encode(state)))
+            assert snapshot.digest(resumed) == expected, f"snapshot at offset {i - 1} diverged"
+            assert derived(resumed) == indexes
         state.apply(r)
 
 
