@@ -379,11 +379,12 @@ GROUPED_OWNERS = frozenset({("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")})
 """(apiVersion, kind) of the owners that make several Workloads dispatched as one group (a LeaderWorkerSet's, one
 per group; :data:`kueue_es.scheduler.multikueue.MULTI_WORKLOAD`): their Workloads keep the owner's UID
 (:attr:`WorkloadInfo.owner_uid`) and are indexed by it."""
+_GROUPED_KINDS = frozenset(kind for _, kind in GROUPED_OWNERS)
 
 
 def grouped_owner(owner: tuple[str, ...]) -> bool:
     """Whether ``owner`` (:func:`owner_of`'s answer) is of a :data:`GROUPED_OWNERS` kind."""
-    return bool(owner) and (owner[0], owner[1]) in GROUPED_OWNERS
+    return bool(owner) and owner[1] in _GROUPED_KINDS and (owner[0], owner[1]) in GROUPED_OWNERS  # most: no tuple
 
 
 def grouped_owner_uid(meta: o.ObjectMeta, owner: tuple[str, ...]) -> str | None:
