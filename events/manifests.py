@@ -7,6 +7,7 @@ Kueue's own ``Configuration`` documents are handed back separately, undecoded, f
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -130,12 +131,29 @@ def load_text(text: str, source: str = "<input>", *, checks: Checks = Checks()) 
 
 
 def load_file(path: str, *, checks: Checks = Checks()) -> Manifest:
+    return load_text(read_text(path), path, checks=checks)
+
+
+def read_text(path: str | os.PathLike[str], source: str | None = None) -> str:
+    """A file people wrote (YAML), as text: one that cannot be read, or is not UTF-8, is bad input naming
+    ``source`` (default the path)."""
+    source = str(path) if source is None else source
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError as exc:
-        raise InvalidInput(f"{path}: cannot read: {exc.strerror}") from None
-    return load_text(text, path, checks=checks)
+        raise InvalidInput(f"{source}: cannot read: {exc.strerror or exc}") from None
+    return decode_text(data, source)
+
+
+def decode_text(data: bytes, source: str) -> str:
+    """``data`` as UTF-8 text; anything else is bad input naming ``source``, the line and the first bad byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InvalidInput(f"{source}: line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at byte "
+                           f"{exc.start})") from None
 
 
 def _expand_list(doc: Any, source: str, index: int) -> list[dict[str, Any]]:

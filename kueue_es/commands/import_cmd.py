@@ -28,7 +28,7 @@ from events import objects as o
 from events.errors import InvalidInput
 from events.filelog import FileLog
 from events.lazy import LazyObjectUpserted
-from events.manifests import UNGATED, Checks, Manifest, load_file, load_text
+from events.manifests import UNGATED, Checks, Manifest, decode_text, load_file, load_text
 from events.schema import ConfigRecorded, ObjectDeleted, ObjectUpserted
 from events.timefmt import format_time_ms, parse_time
 from kueue_es.commands._common import (
@@ -108,7 +108,7 @@ def _validate_gated(manifests: list[Manifest], config: dict[str, Any] | None) ->
 def _load(path: str) -> Manifest:
     """Every document, held to the checks of every setting; the gated ones wait for the log's Configuration."""
     if path == "-":
-        return load_text(sys.stdin.read(), "<stdin>", checks=UNGATED)
+        return load_text(decode_text(sys.stdin.buffer.read(), "<stdin>"), "<stdin>", checks=UNGATED)
     return load_file(path, checks=UNGATED)
 
 

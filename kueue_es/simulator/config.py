@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from events.errors import InvalidInput
+from events.manifests import read_text
 from events.quantity import QuantityError, parse_quantity, to_int
 
 RECLAIM_POLICIES = ("Never", "LowerPriority", "Any")
@@ -136,10 +137,7 @@ def resolve(spec: str) -> Path:
 
 def load(spec: str) -> Scenario:
     path = resolve(spec)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InvalidInput(f"{spec}: cannot read: {exc.strerror or exc}") from None
+    text = read_text(path, spec)
     name = path.stem if path.stem != "generator" else path.parent.name
     return parse_text(text, source=str(path) if bundled_path(spec) is None or Path(spec).exists() else "bundled",
                       name=name)

@@ -1,0 +1,54 @@
+"""Hostile input to every command that reads a file or writes beside a log: one line naming the file (and where in
+it), exit code 2, no traceback, and the log left as it was."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from clihelp import FIXTURES, kueue_es, log_size, one_line_error
+
+CLUSTER = FIXTURES / "cluster.yaml"
+NOT_UTF8 = b"apiVersion: v1\nkind: Namespace\nmetadata: {name: caf\xe9}\n"
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> Path:
+    path = tmp_path / "log"
+    assert kueue_es("import", "-f", CLUSTER, "--log", path).code == 0
+    return path
+
+
+@pytest.mark.parametrize("args", [
+    ["import", "-f", "{bad}", "--log", "{log}"],
+    ["schedule", "-f", "{bad}"],
+    ["schedule", "-f", str(CLUSTER), "--config", "{bad}"],
+    ["explain", "-f", "{bad}", "team-a/train-1"],
+    ["pending", "-f", "{bad}", "--cluster-queue", "cq-a"],
+    ["replay", "--log", "{log}", "--verify", "--config", "{bad}"],
+    ["simulate", "{bad}", "--log", "{log}-sim"],
+    ["run", "--log", "{log}", "--config", "{bad}"],
+    ["run", "--log", "{log}", "--kueue-config", "{bad}"],
+])
+def test_a_file_that_is_not_utf8_is_named_with_its_line_and_changes_nothing(log: Path, tmp_path: Path,
+                                                                             args: list[str]) -> None:
+    bad = tmp_path / "latin1.yaml"
+    bad.write_bytes(NOT_UTF8)
+    before = log_size(log)
+    r = kueue_es(*(a.format(bad=bad, log=log) for a in args))
+    assert r.code == 2
+    assert one_line_error(r) == f"kueue-es: error: {bad}: line 3: not UTF-8 text (byte 0xe9 at byte 51)"
+    assert log_size(log) == before
+    assert not Path(f"{log}-sim").exists()
+
+
+def test_stdin_that_is_not_utf8_is_refused_too(log: Path) -> None:
+    before = log_size(log)
+    proc = subprocess.run([sys.executable, "-m", "kueue_es", "import", "-f", "-", "--log", str(log)],
+                          input=NOT_UTF8, capture_output=True, timeout=120)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, err
+    assert err == "kueue-es: error: <stdin>: line 3: not UTF-8 text (byte 0xe9 at byte 51)\n"
+    assert log_size(log) == before
