@@ -15,8 +15,10 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from connectors.kafka.settings import is_kafka_url
 from events.codec import Quarantined, encode_event
 from events.errors import InvalidInput, InvalidRecord
 from events.filelog import FileLog
@@ -79,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidInput("--save-snapshot cannot be combined with --at: a snapshot holds a prefix of the log "
                            "(use --to OFFSET)")
     if args.save_snapshot:
-        _check_target(args.save_snapshot)  # before the fold, which may be long
+        _check_target(args.save_snapshot, args.log)  # before the fold, which may be long
     log = open_readonly(args.log)
     try:
         end = log_end(log)
@@ -155,9 +157,15 @@ def _fold_setting_aside(
         return state, sorted([*undecodable, *invalid.values()], key=lambda q: q.offset)
 
 
-def _check_target(path: str) -> None:
+def _check_target(path: str, log: str) -> None:
     """A file already at ``path`` is replaced only when it is a kueue-es snapshot itself: a typo must not cost a
-    user their manifest."""
+    user their manifest. Nothing is written inside the log's directory: a file named like a segment or a
+    checkpoint would be read as part of the log."""
+    if not is_kafka_url(log):
+        target, directory = Path(path).resolve(), Path(log).resolve()
+        if target == directory or directory in target.parents:
+            raise InvalidInput(f"--save-snapshot {path}: inside the log directory {log}; not written there "
+                               "(a file there may be read as part of the log): choose a path outside it")
     if os.path.isfile(path):
         try:
             snapshot.load(path)

@@ -52,3 +52,17 @@ def test_stdin_that_is_not_utf8_is_refused_too(log: Path) -> None:
     assert proc.returncode == 2, err
     assert err == "kueue-es: error: <stdin>: line 3: not UTF-8 text (byte 0xe9 at byte 51)\n"
     assert log_size(log) == before
+
+
+@pytest.mark.parametrize("inside", ["00000000000000000099.seg", "checkpoints/00000000000000000005.ckpt", "state.snap",
+                                    "."])
+def test_save_snapshot_writes_nothing_inside_the_log_directory(log: Path, tmp_path: Path, inside: str) -> None:
+    """A snapshot saved as a segment's name would be read as the log's next segment, and every later read would
+    fail: nothing is written into the log's directory."""
+    (log / "checkpoints").mkdir(exist_ok=True)
+    before = sorted(p.relative_to(log) for p in log.rglob("*"))
+    r = kueue_es("replay", "--log", log, "--save-snapshot", log / inside)
+    assert r.code == 2
+    assert f"--save-snapshot {log / inside}: inside the log directory {log}; not written there" in one_line_error(r)
+    assert sorted(p.relative_to(log) for p in log.rglob("*")) == before
+    assert kueue_es("log", "verify", "--log", log).code == 0
