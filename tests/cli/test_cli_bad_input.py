@@ -3,12 +3,16 @@ it), exit code 2, no traceback, and the log left as it was."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from clihelp import FIXTURES, kueue_es, log_size, one_line_error
+
+from kueue_es.cli import main
 
 CLUSTER = FIXTURES / "cluster.yaml"
 NOT_UTF8 = b"apiVersion: v1\nkind: Namespace\nmetadata: {name: caf\xe9}\n"
@@ -66,3 +70,39 @@ def test_save_snapshot_writes_nothing_inside_the_log_directory(log: Path, tmp_pa
     assert f"--save-snapshot {log / inside}: inside the log directory {log}; not written there" in one_line_error(r)
     assert sorted(p.relative_to(log) for p in log.rglob("*")) == before
     assert kueue_es("log", "verify", "--log", log).code == 0
+
+
+def _run(argv: list[str]) -> tuple[int, str]:
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, err.getvalue()
+
+
+@pytest.mark.parametrize("command", [
+    ["replay", "--log", "L", "--at"], ["metrics", "--log", "L", "--at"], ["audit", "--log", "L", "--since"],
+    ["audit", "--log", "L", "--until"], ["pending", "--log", "L", "--cluster-queue", "cq", "--at"],
+    ["explain", "--log", "L", "ns/w", "--at"], ["explain", "-f", "F", "ns/w", "--now"], ["schedule", "-f", "F", "--now"],
+    ["import", "-f", "F", "--log", "L", "--time"],
+])
+@pytest.mark.parametrize("text, hint", [
+    ("2024-05-01T12:00:00", "no time zone: add Z for UTC or an offset such as +02:00"),
+    ("2024-05-01 12:00", "no time zone: add Z for UTC or an offset such as +02:00"),
+    ("2024-05-01", "example: 2024-05-01T12:00:00Z"),
+    ("20240501T120000Z", "example: 2024-05-01T12:00:00Z"),
+    ("2024-05-01T12:00:00+0200", "example: 2024-05-01T12:00:00Z"),
+])
+def test_a_time_flag_takes_only_an_rfc3339_time_with_its_zone(command: list[str], text: str, hint: str) -> None:
+    """A time without a zone was taken as UTC, off by the user's own offset; a date alone or another ISO 8601
+    form was taken too. Refused as misuse, before anything is read or written."""
+    code, err = _run([*command, text])
+    assert code == 2
+    flag = command[-1]
+    assert f"argument {flag}: not an RFC 3339 time: {text!r} ({hint})" in err
+    assert len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("text", ["2024-05-01T12:00:00Z", " 2024-05-01T12:00:00.5+02:00 ", "2024-05-01T12:00:00-07:00"])
+def test_rfc3339_times_with_a_zone_are_taken(tmp_path: Path, text: str) -> None:
+    code, err = _run(["replay", "--log", str(tmp_path), "--at", text])
+    assert code == 0, err
