@@ -64,6 +64,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     manifests = [_load(f) for f in args.filename]
+    _check_once(manifests)
     objects = [obj for m in manifests for obj in m.objects]
     configs = sum(len(m.configs) for m in manifests)
     if configs:
@@ -95,6 +96,20 @@ def run(args: argparse.Namespace) -> int:
         log.close_sync()
     _report(args, events, offsets, unchanged)
     return 0
+
+
+def _check_once(manifests: list[Manifest]) -> None:
+    """Each object at most once in an import: of two documents for one object the first would be stored only to be
+    superseded in the same batch, and which of them the user meant is anyone's guess (``kueue-es schedule``
+    refuses a STATE.yaml giving one twice too)."""
+    first: dict[tuple[str, str], str] = {}
+    for m in manifests:
+        for obj, where in zip(m.objects, m.wheres, strict=True):
+            seen = first.get((kind_of(obj), obj.key))
+            if seen is not None:
+                document = seen.split(" (", 1)[0]
+                raise InvalidInput(f"{where}: {kind_of(obj)} {obj.key} is given more than once (first in {document})")
+            first[(kind_of(obj), obj.key)] = where
 
 
 def _validate_gated(manifests: list[Manifest], config: dict[str, Any] | None) -> None:

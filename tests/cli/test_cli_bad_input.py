@@ -106,3 +106,22 @@ def test_a_time_flag_takes_only_an_rfc3339_time_with_its_zone(command: list[str]
 def test_rfc3339_times_with_a_zone_are_taken(tmp_path: Path, text: str) -> None:
     code, err = _run(["replay", "--log", str(tmp_path), "--at", text])
     assert code == 0, err
+
+
+def test_an_object_given_twice_in_one_import_is_refused_naming_both_documents(log: Path, tmp_path: Path) -> None:
+    first = tmp_path / "first.yaml"
+    first.write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: team-z}\n---\n"
+                     "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\n"
+                     "metadata: {name: lq, namespace: team-z}\nspec: {clusterQueue: cq-a}\n")
+    second = tmp_path / "second.yaml"
+    second.write_text("apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\n"
+                      "metadata: {name: lq, namespace: team-z}\nspec: {clusterQueue: cq-b}\n")
+    before = log_size(log)
+    for files in ([first, second], [second, second]):
+        r = kueue_es("import", *(a for f in files for a in ("-f", f)), "--log", log)
+        assert r.code == 2
+        assert one_line_error(r) == (f"kueue-es: error: {files[1]}: document 1 (LocalQueue lq): LocalQueue team-z/lq "
+                                     f"is given more than once (first in {files[0]}: document {2 if files[0] == first else 1})")
+        assert log_size(log) == before
+    assert kueue_es("import", "-f", first, "--log", log).code == 0
+    assert kueue_es("import", "-f", second, "--log", log).code == 0, "one import after another updates it"
