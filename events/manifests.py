@@ -23,7 +23,7 @@ from events.labels import annotations_problem, is_dns_label, labels_problem, obj
 from events.priority_boost import ANNOTATION as PRIORITY_BOOST_ANNOTATION
 from events.priority_boost import error as priority_boost_error
 from events.quantity import QuantityError, parse_quantity
-from events.timefmt import parse_time
+from events.timefmt import ZONELESS, parse_rfc3339
 
 try:
     _BaseLoader: type = yaml.CSafeLoader
@@ -697,9 +697,10 @@ def check_time(text: str | None, where: str, field_: str) -> None:
     if text is None:
         return
     try:
-        parse_time(text)
+        parse_rfc3339(text)
     except (ValueError, OverflowError):
-        raise InvalidInput(f"{where}: field `{field_}`: not an RFC 3339 time: {text!r}") from None
+        zone = " (no time zone)" if ZONELESS.fullmatch(text) else ""
+        raise InvalidInput(f"{where}: field `{field_}`: not an RFC 3339 time{zone}: {text!r}") from None
 
 
 def check_quantity(q: object, where: str, field_: str, *, negative: bool = False) -> None:

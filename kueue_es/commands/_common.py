@@ -8,7 +8,6 @@ import io
 import json
 import logging
 import os
-import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TextIO, Union
@@ -22,7 +21,7 @@ from events.errors import InvalidInput, KueueEsError
 from events.filelog import FileLog
 from events.manifests import load_file
 from events.schema import Record
-from events.timefmt import format_time_ms, parse_time
+from events.timefmt import ZONELESS, format_time_ms, parse_rfc3339
 from kueue_es import checkpoints
 from kueue_es.scheduler.config import SchedulerConfig, load_config, sources_note
 from projections import gates
@@ -122,22 +121,14 @@ def add_output_argument(parser: argparse.ArgumentParser, choices: Sequence[str],
     )
 
 
-_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})")
-"""A date, a time and a zone, as Kubernetes writes and reads times: a time without a zone (taken as UTC it would be
-off by the user's own offset), a date alone or ISO 8601's other forms are refused."""
-_ZONELESS = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?")
-
-
 def time_arg(flag: str) -> Callable[[str], int]:
     """An argparse ``type`` for RFC 3339 timestamps, giving ms since the epoch."""
 
     def parse(text: str) -> int:
         text = text.strip()
-        zoneless = _ZONELESS.fullmatch(text) is not None
+        zoneless = ZONELESS.fullmatch(text) is not None
         try:
-            if zoneless or _RFC3339.fullmatch(text) is None:
-                raise ValueError(text)
-            return parse_time(text)
+            return parse_rfc3339(text)
         except (ValueError, OverflowError):
             hint = ("no time zone: add Z for UTC or an offset such as +02:00" if zoneless
                     else "example: 2024-05-01T12:00:00Z")

@@ -125,3 +125,18 @@ def test_an_object_given_twice_in_one_import_is_refused_naming_both_documents(lo
         assert log_size(log) == before
     assert kueue_es("import", "-f", first, "--log", log).code == 0
     assert kueue_es("import", "-f", second, "--log", log).code == 0, "one import after another updates it"
+
+
+@pytest.mark.parametrize("stamp, zone", [("2024-05-01", ""), ("2024-05-01T12:00:00", " (no time zone)"),
+                                         ("2024-05-01 12:00:00Z", ""), ("20240501T120000Z", "")])
+def test_an_object_time_that_is_not_rfc3339_with_a_zone_is_refused(log: Path, tmp_path: Path, stamp: str,
+                                                                   zone: str) -> None:
+    """As the apiserver refuses it: a creationTimestamp without its zone was imported as UTC."""
+    bad = tmp_path / "ns.yaml"
+    bad.write_text(f"apiVersion: v1\nkind: Namespace\nmetadata: {{name: team-z, creationTimestamp: '{stamp}'}}\n")
+    before = log_size(log)
+    r = kueue_es("import", "-f", bad, "--log", log)
+    assert r.code == 2
+    assert one_line_error(r) == (f"kueue-es: error: {bad}: document 1 (Namespace team-z): field "
+                                 f"`metadata.creationTimestamp`: not an RFC 3339 time{zone}: {stamp!r}")
+    assert log_size(log) == before
