@@ -140,3 +140,16 @@ def test_an_object_time_that_is_not_rfc3339_with_a_zone_is_refused(log: Path, tm
     assert one_line_error(r) == (f"kueue-es: error: {bad}: document 1 (Namespace team-z): field "
                                  f"`metadata.creationTimestamp`: not an RFC 3339 time{zone}: {stamp!r}")
     assert log_size(log) == before
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--namespace", "Team A"], "argument --namespace: not a namespace name: 'Team A' (expected a DNS label"),
+    (["--namespace", ""], "argument --namespace: not a namespace name: ''"),
+    (["--namespace", "a" * 64], "argument --namespace: not a namespace name"),
+    (["--image", ""], "argument --image: not a container image: ''"),
+    (["--image", "kueue-es :1"], "argument --image: not a container image: 'kueue-es :1'"),
+])
+def test_manifests_refuse_a_namespace_or_image_the_apiserver_would(args: list[str], expected: str) -> None:
+    """Printed as given, they made manifests ``kubectl apply`` refuses (an empty namespace fell back to the default)."""
+    code, err = _run(["manifests", *args])
+    assert code == 2 and expected in err and len(err.splitlines()) == 1
