@@ -76,6 +76,9 @@ def run(args: argparse.Namespace) -> int:
     if fresh:  # a log yet to be made records no Configuration: checked now, so that a refusal makes no log
         _validate_gated(manifests, None)
     log = kafka_reader(args.log, writes=True) if is_kafka_url(args.log) else FileLog.open(args.log)
+    if isinstance(log, FileLog) and log.truncated_bytes:
+        warn(f"--log {args.log}: cut off a torn tail of {log.truncated_bytes} bytes (the start of an append a crash "
+             "interrupted, never acknowledged)")
     try:
         latest, current, config = read_log(log)
         if not fresh:

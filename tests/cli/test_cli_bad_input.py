@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from clihelp import FIXTURES, kueue_es, log_size, one_line_error
 
+from events.filelog import HEADER
 from kueue_es.cli import main
 
 CLUSTER = FIXTURES / "cluster.yaml"
@@ -153,3 +154,18 @@ def test_manifests_refuse_a_namespace_or_image_the_apiserver_would(args: list[st
     """Printed as given, they made manifests ``kubectl apply`` refuses (an empty namespace fell back to the default)."""
     code, err = _run(["manifests", *args])
     assert code == 2 and expected in err and len(err.splitlines()) == 1
+
+
+def test_import_says_when_it_cuts_a_torn_tail(log: Path, tmp_path: Path) -> None:
+    """The writer cuts the start of an append a crash interrupted before it appends: said, not done silently."""
+    seg = log / "00000000000000000000.seg"
+    events, size = log_size(log)
+    with seg.open("ab") as f:
+        f.write(HEADER.pack(1000, 0, events, 1) + b"half a frame")
+    ns = tmp_path / "ns.yaml"
+    ns.write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: team-z}\n")
+    r = kueue_es("import", "-f", ns, "--log", log)
+    assert r.code == 0
+    assert r.err == (f"kueue-es: warning: --log {log}: cut off a torn tail of {HEADER.size + 12} bytes (the start of "
+                     "an append a crash interrupted, never acknowledged)\n")
+    assert log_size(log)[0] == events + 1
