@@ -8,6 +8,7 @@ Kueue's own ``Configuration`` documents are handed back separately, undecoded, f
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,9 +112,37 @@ class Manifest:
             validate_gated(obj, where, checks)
 
 
+MAX_DEPTH = 5000
+"""Collections nested deeper than this are refused before the YAML is composed: libyaml's composer recurses on the
+C stack, and some tens of thousands of levels (a few dozen kilobytes of ``[``) crash the process. Shallower ones
+the checks' own recursion may still refuse (no Kubernetes object comes near either)."""
+
+
+def _check_depth(text: str, source: str) -> None:
+    """Refuse a document nested deeper than :data:`MAX_DEPTH`. Each level opens with ``[``, ``{``, ``-`` or ``?``,
+    or is a block mapping indented further than its parent: when those cannot add up to the limit (C-speed
+    counts), no walk over the YAML's events is needed."""
+    bound = sum(text.count(c) for c in "[{-?")
+    if bound <= MAX_DEPTH and re.search(rf"(?m)^ {{{MAX_DEPTH - bound}}}", text) is None:
+        return
+    depth, index = 0, 0
+    for event in yaml.parse(text, Loader=_Loader):
+        kind = type(event)
+        if kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise InvalidInput(f"{source}: document {index}: line {event.start_mark.line + 1}: nested more than "
+                                   f"{MAX_DEPTH} levels deep")
+        elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+            depth -= 1
+        elif kind is yaml.DocumentStartEvent:
+            index += 1
+
+
 def load_text(text: str, source: str = "<input>", *, checks: Checks = Checks()) -> Manifest:
     docs: list[Any] = []
     try:
+        _check_depth(text, source)
         for doc in yaml.load_all(text, Loader=_Loader):
             docs.append(doc)
     except yaml.YAMLError as exc:
@@ -125,8 +154,11 @@ def load_text(text: str, source: str = "<input>", *, checks: Checks = Checks()) 
     for index, doc in enumerate(docs, start=1):
         if doc is None:
             continue
-        for item in _expand_list(doc, source, index):
-            _decode_document(item, source, index, out, checks)
+        try:
+            for item in _expand_list(doc, source, index):
+                _decode_document(item, source, index, out, checks)
+        except RecursionError:
+            raise InvalidInput(f"{source}: document {index}: nested too deeply (or an alias holds itself)") from None
     return out
 
 

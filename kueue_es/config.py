@@ -143,6 +143,8 @@ def _read_yaml(path: str) -> dict[str, Any]:
             doc = yaml.safe_load(decode_text(f.read(), path))
     except OSError as exc:
         raise InvalidInput(f"{path}: {exc.strerror or exc}") from None
+    except RecursionError:
+        raise InvalidInput(f"{path}: nested too deeply (or an alias holds itself)") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""

@@ -146,6 +146,8 @@ def load(spec: str) -> Scenario:
 def parse_text(text: str, source: str = "<scenario>", name: str = "scenario") -> Scenario:
     try:
         doc = yaml.safe_load(text)
+    except RecursionError:
+        raise InvalidInput(f"{source}: nested too deeply (or an alias holds itself)") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}:" if mark is not None else ""

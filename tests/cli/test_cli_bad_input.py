@@ -169,3 +169,41 @@ def test_import_says_when_it_cuts_a_torn_tail(log: Path, tmp_path: Path) -> None
     assert r.err == (f"kueue-es: warning: --log {log}: cut off a torn tail of {HEADER.size + 12} bytes (the start of "
                      "an append a crash interrupted, never acknowledged)\n")
     assert log_size(log)[0] == events + 1
+
+
+DEEP = "[" * 50_000 + "]" * 50_000
+
+
+@pytest.mark.parametrize("args, text, expected", [
+    (["import", "-f", "{bad}", "--log", "{log}"], f"apiVersion: v1\nkind: Namespace\nmetadata: {{name: x}}\nspec: {DEEP}\n",
+     "{bad}: document 1: line 4: nested more than 5000 levels deep"),  # crashed the process (libyaml's C stack)
+    (["import", "-f", "{bad}", "--log", "{log}"],
+     "apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\nspec: " + "[" * 1500 + "]" * 1500 + "\n",
+     "{bad}: document 1: nested too deeply (or an alias holds itself)"),
+    (["import", "-f", "{bad}", "--log", "{log}"], "apiVersion: v1\nkind: Namespace\nmetadata: {name: x, labels: &a {x: *a}}\n",
+     "{bad}: document 1: nested too deeply (or an alias holds itself)"),
+    (["schedule", "-f", str(CLUSTER), "--config", "{bad}"], f"apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nx: {DEEP}\n",
+     "{bad}: document 1: line 3: nested more than 5000 levels deep"),
+    (["simulate", "{bad}", "--log", "{log}-sim"], f"cohorts: {DEEP}\n", "{bad}: nested too deeply (or an alias holds itself)"),
+    (["run", "--log", "{log}", "--config", "{bad}"], f"kafka: {DEEP}\n", "{bad}: nested too deeply (or an alias holds itself)"),
+])
+def test_yaml_nested_too_deeply_is_refused_in_one_line(log: Path, tmp_path: Path, args: list[str], text: str,
+                                                       expected: str) -> None:
+    bad = tmp_path / "deep.yaml"
+    bad.write_text(text)
+    before = log_size(log)
+    r = kueue_es(*(a.format(bad=bad, log=log) for a in args))
+    assert r.code == 2, r.err[-500:]
+    assert one_line_error(r) == "kueue-es: error: " + expected.format(bad=bad)
+    assert log_size(log) == before
+    assert not Path(f"{log}-sim").exists()
+
+
+def test_a_large_ordinary_file_is_not_refused_for_its_depth(tmp_path: Path) -> None:
+    """Many documents mean many ``-`` and ``[``: the walk over the events runs, and finds them shallow."""
+    many = tmp_path / "many.yaml"
+    many.write_text("".join(f"---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: team-{i}, labels: {{a: b}}}}\n"
+                            for i in range(6000)))
+    r = kueue_es("import", "-f", many, "--log", tmp_path / "log", "--time", "2024-05-01T00:00:00Z")
+    assert r.code == 0, r.err
+    assert log_size(tmp_path / "log")[0] == 6000
