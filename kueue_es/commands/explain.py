@@ -24,10 +24,12 @@ from kueue_es.commands._common import (
     fold_log,
     key_arg,
     load_kueue_config,
+    log_end,
     open_readonly,
     render_table,
     start_state,
     time_arg,
+    warn_outside,
     write_data,
 )
 from kueue_es.scheduler import config_record
@@ -66,10 +68,12 @@ def load(args: argparse.Namespace) -> tuple[ClusterState, SchedulerConfig, int]:
     override = load_kueue_config(args.config)
     log = open_readonly(args.log)
     try:
+        end = log_end(log)
         state, _ = start_state(log, args)
         fold_log(log, state.apply, start=state.offset + 1, to=args.to, at=args.at, label="Folding", lazy=True)
     finally:
         log.close_sync()
+    warn_outside(args, end, state, "folded")
     return state, override or config_record.in_force(state) or DEFAULT, state.time
 
 

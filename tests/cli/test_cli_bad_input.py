@@ -207,3 +207,18 @@ def test_a_large_ordinary_file_is_not_refused_for_its_depth(tmp_path: Path) -> N
     r = kueue_es("import", "-f", many, "--log", tmp_path / "log", "--time", "2024-05-01T00:00:00Z")
     assert r.code == 0, r.err
     assert log_size(tmp_path / "log")[0] == 6000
+
+
+@pytest.mark.parametrize("command", [["explain", "--log", "{log}", "team-a/train-1"],
+                                     ["pending", "--log", "{log}", "--cluster-queue", "cq-a"]])
+def test_a_point_outside_the_log_is_named_by_explain_and_pending_too(log: Path, command: list[str]) -> None:
+    """As replay and metrics say it: --to past the end, --at before the first event."""
+    argv = [a.format(log=log) for a in command]
+    code, err = _run([*argv, "--to", "500"])
+    assert code == 0
+    assert err == "kueue-es: warning: --to 500 is past the end of the log; folded up to offset 10\n"
+    code, err = _run([*argv, "--at", "1960-01-01T00:00:00Z"])
+    assert err.splitlines()[0] == ("kueue-es: warning: --at 1960-01-01T00:00:00.000Z is before the log's first event; "
+                                   "the state is empty")
+    if command[0] == "pending":
+        assert code == 2 and err.splitlines()[1] == "kueue-es: error: ClusterQueue cq-a not found in the log (no event folded)"
