@@ -58,15 +58,15 @@ class NotFound(KueueEsError):
 
 
 def add_log_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--log", required=True, metavar="PATH|URL",
+    parser.add_argument("--log", required=True, type=path_arg, metavar="PATH|URL",
                         help="directory of the event log, or kafka://HOST:PORT/TOPIC[?shard=N]")
 
 
 def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     """``--log PATH`` or ``-f STATE.yaml``, one of them required: commands that read a state either way."""
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--log", metavar="PATH", help="directory of the event log")
-    source.add_argument("-f", "--filename", metavar="STATE.yaml", help="objects as a user would kubectl-apply them")
+    source.add_argument("--log", type=path_arg, metavar="PATH", help="directory of the event log")
+    source.add_argument("-f", "--filename", type=path_arg, metavar="STATE.yaml", help="objects as a user would kubectl-apply them")
 
 
 def add_point_arguments(parser: argparse.ArgumentParser, subject: str = "") -> None:
@@ -155,6 +155,14 @@ def int_arg(minimum: int, what: str = "an integer") -> Callable[[str], int]:
 
 
 offset_arg = int_arg(0, "an offset")
+
+
+def path_arg(text: str) -> str:
+    """An argparse ``type`` for a file or directory: an empty one (an unset shell variable) is misuse, not the
+    current directory nor the flag left out."""
+    if not text:
+        raise argparse.ArgumentTypeError("empty path")
+    return text
 
 
 def name_arg(text: str) -> str:

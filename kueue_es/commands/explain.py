@@ -26,6 +26,7 @@ from kueue_es.commands._common import (
     load_kueue_config,
     log_end,
     open_readonly,
+    path_arg,
     render_table,
     start_state,
     time_arg,
@@ -51,7 +52,7 @@ def register(subparsers: Any) -> None:
     add_checkpoints_argument(p)
     p.add_argument("--now", type=time_arg("--now"), metavar="TIME",
                    help="with -f: the time of the attempt (default: the latest timestamp in the state)")
-    p.add_argument("--config", metavar="FILE", help="Kueue Configuration (config.kueue.x-k8s.io/v1beta2); with --log "
+    p.add_argument("--config", type=path_arg, metavar="FILE", help="Kueue Configuration (config.kueue.x-k8s.io/v1beta2); with --log "
                    "it overrides the one recorded in the log")
     add_output_argument(p, ["text", "yaml", "json"], "text")
     p.set_defaults(func=run)

@@ -36,6 +36,7 @@ from kueue_es.commands._common import (
     add_log_argument,
     kafka_reader,
     log_end,
+    path_arg,
     read_progress,
     time_arg,
     warn,
@@ -52,7 +53,7 @@ def register(subparsers: Any) -> None:
         help="append objects from a YAML file to the log as observed events",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
-    p.add_argument("-f", "--filename", action="append", required=True, metavar="FILE",
+    p.add_argument("-f", "--filename", action="append", required=True, type=path_arg, metavar="FILE",
                    help="multi-document YAML of objects ('-' reads stdin); may be repeated")
     add_log_argument(p)
     p.add_argument("--time", type=time_arg("--time"), default=None, metavar="RFC3339",

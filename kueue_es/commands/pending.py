@@ -26,6 +26,7 @@ from kueue_es.commands._common import (
     log_end,
     name_arg,
     open_readonly,
+    path_arg,
     render_table,
     warn_outside,
     write_data,
@@ -53,7 +54,7 @@ def register(subparsers: Any) -> None:
                    help=f"at most this many workloads (default {visibility.DEFAULT_LIMIT}, at most "
                         f"{visibility.MAX_LIMIT}; 0 means the default, negative nothing)")
     add_point_arguments(p, "the queue")
-    p.add_argument("--config", metavar="FILE", help="Kueue Configuration (config.kueue.x-k8s.io/v1beta2); with --log "
+    p.add_argument("--config", type=path_arg, metavar="FILE", help="Kueue Configuration (config.kueue.x-k8s.io/v1beta2); with --log "
                    "it overrides the one recorded in the log")
     p.add_argument("--api-version", choices=list(visibility.VERSIONS), default=visibility.VERSIONS[0],
                    help=f"apiVersion of the printed summary (default {visibility.VERSIONS[0]})")

@@ -33,6 +33,7 @@ from kueue_es.commands._common import (
     fold_log,
     log_end,
     open_readonly,
+    path_arg,
     quarantine_report,
     render_table,
     start_state,
@@ -60,13 +61,13 @@ def register(subparsers: Any) -> None:
     add_output_argument(p, ["summary", "yaml", "json"], "summary")
     p.add_argument("--quarantine", action="store_true",
                    help="set undecodable or invalid events aside and report them instead of stopping")
-    p.add_argument("--snapshot", metavar="FILE", help="start from this snapshot instead of the beginning")
+    p.add_argument("--snapshot", type=path_arg, metavar="FILE", help="start from this snapshot instead of the beginning")
     add_checkpoints_argument(p)
-    p.add_argument("--save-snapshot", metavar="FILE", help="save the state reached as a snapshot")
+    p.add_argument("--save-snapshot", type=path_arg, metavar="FILE", help="save the state reached as a snapshot")
     p.add_argument("--verify", action="store_true",
                    help="re-run the scheduler at every recorded decision point and report any decision that "
                    "differs (exit code 1)")
-    p.add_argument("--config", metavar="FILE",
+    p.add_argument("--config", type=path_arg, metavar="FILE",
                    help="with --verify: re-run under this Kueue Configuration instead of the one recorded in the "
                    "log")
     p.set_defaults(func=run)

@@ -222,3 +222,24 @@ def test_a_point_outside_the_log_is_named_by_explain_and_pending_too(log: Path, 
                                    "the state is empty")
     if command[0] == "pending":
         assert code == 2 and err.splitlines()[1] == "kueue-es: error: ClusterQueue cq-a not found in the log (no event folded)"
+
+
+@pytest.mark.parametrize("argv", [
+    ["import", "-f", "F", "--log", ""], ["import", "-f", "", "--log", "L"], ["replay", "--log", ""],
+    ["replay", "--log", "L", "--snapshot", ""], ["replay", "--log", "L", "--save-snapshot", ""],
+    ["replay", "--log", "L", "--verify", "--config", ""], ["audit", "--log", "", "ns/w"], ["metrics", "--log", ""],
+    ["log", "inspect", "--log", ""], ["log", "verify", "--log", ""], ["schedule", "-f", ""],
+    ["schedule", "-f", "F", "--config", ""], ["explain", "--log", "", "ns/w"], ["explain", "-f", "F", "ns/w", "--config", ""],
+    ["pending", "--log", "", "--cluster-queue", "cq"], ["pending", "-f", "", "--cluster-queue", "cq"],
+    ["simulate", ""], ["simulate", "demo", "--log", ""], ["simulate", "demo", "--plot", ""],
+    ["simulate", "demo", "--config", ""], ["demo", "--log", ""], ["run", "--log", ""], ["run", "--config", ""],
+    ["run", "--kueue-config", ""], ["run", "--kube", "--kubeconfig", ""],
+])
+def test_an_empty_path_is_misuse(argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--log "$LOG"`` with the variable unset imported into the current directory; ``--config ""`` was the flag
+    left out, Kueue's defaults in force."""
+    monkeypatch.chdir(tmp_path)
+    code, err = _run(argv)
+    assert code == 2
+    assert ": empty path" in err and len(err.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
