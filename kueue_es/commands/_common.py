@@ -138,16 +138,17 @@ def time_arg(flag: str) -> Callable[[str], int]:
     return parse
 
 
-def int_arg(minimum: int, what: str = "an integer") -> Callable[[str], int]:
-    """An argparse ``type`` for integers of at least ``minimum``."""
+def int_arg(minimum: int, what: str = "an integer", maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse ``type`` for integers of at least ``minimum`` (and at most ``maximum``)."""
 
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             value = None
-        if value is None or value < minimum:
-            raise argparse.ArgumentTypeError(f"not {what}: {text!r} (expected an integer >= {minimum})")
+        if value is None or value < minimum or (maximum is not None and value > maximum):
+            most = f" and <= {maximum}" if maximum is not None else ""
+            raise argparse.ArgumentTypeError(f"not {what}: {text!r} (expected an integer >= {minimum}{most})")
         return value
 
     parse.__name__ = what

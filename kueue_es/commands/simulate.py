@@ -18,6 +18,9 @@ from typing import Any, TextIO
 from kueue_es.commands._common import int_arg, load_kueue_config_document, path_arg, write_json
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
 
+DAY_MS = 86_400_000
+"""The longest --jitter-ms and --stop-delay-ms: a simulated day (beyond the log's 64-bit times soon enough)."""
+
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
@@ -33,9 +36,9 @@ def register(subparsers: Any) -> None:
                    "(needs matplotlib)")
     p.add_argument("--realtime", action="store_true",
                    help="let the simulated clock follow real time, so the run can be watched live")
-    p.add_argument("--jitter-ms", type=int_arg(0), default=0, metavar="MS",
+    p.add_argument("--jitter-ms", type=int_arg(0, "a delay", DAY_MS), default=0, metavar="MS",
                    help="delay each workload's creation by a random 0..MS ms drawn from --seed (default 0)")
-    p.add_argument("--stop-delay-ms", type=int_arg(0), default=None, metavar="MS",
+    p.add_argument("--stop-delay-ms", type=int_arg(0, "a delay", DAY_MS), default=None, metavar="MS",
                    help="time a preempted job takes to stop, in ms (default 10)")
     p.add_argument("--config", type=path_arg, metavar="FILE", help="Kueue Configuration (config.kueue.x-k8s.io/v1beta2) for "
                    "the scheduler; pass the same file to 'replay --verify'")

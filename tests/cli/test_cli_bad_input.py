@@ -243,3 +243,41 @@ def test_an_empty_path_is_misuse(argv: list[str], tmp_path: Path, monkeypatch: p
     assert code == 2
     assert ": empty path" in err and len(err.splitlines()) == 1
     assert list(tmp_path.iterdir()) == []
+
+
+SCENARIO = """\
+cohorts:
+- className: c
+  queuesSets:
+  - className: q
+    nominalQuota: 10
+    borrowingLimit: 0
+    reclaimWithinCohort: Never
+    withinClusterQueue: Never
+    workloadsSets:
+    - count: 2
+      creationIntervalMs: {interval}
+      workloads:
+      - {{className: w, runtimeMs: {runtime}, priority: {priority}, request: 1}}
+"""
+
+
+@pytest.mark.parametrize("flags, values, expected", [
+    (["--stop-delay-ms", str(10**23)], {}, f"argument --stop-delay-ms: not a delay: '{10**23}' (expected an integer >= 0 "
+                                           "and <= 86400000)"),
+    (["--jitter-ms", "86400001"], {}, "argument --jitter-ms: not a delay: '86400001'"),
+    ([], {"runtime": 10**23}, f"workloads[0].runtimeMs`: must be <= 31536000000, got {10**23}"),
+    ([], {"interval": 10**23}, "workloadsSets[0].creationIntervalMs`: must be <= 31536000000"),
+    ([], {"priority": 2**31}, "workloads[0].priority`: must be <= 2147483647, got 2147483648"),
+])
+def test_simulate_refuses_times_beyond_the_log_and_leaves_no_log(tmp_path: Path, flags: list[str],
+                                                                values: dict[str, int], expected: str) -> None:
+    """They overflowed the log's 64-bit times mid-run: an OverflowError traceback, and a partial log left behind."""
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(SCENARIO.format(**{"interval": 10, "runtime": 100, "priority": 1, **values}))
+    r = kueue_es("simulate", scenario, "--log", tmp_path / "sim", *flags)
+    assert r.code == 2
+    assert expected in one_line_error(r)
+    assert not (tmp_path / "sim").exists()
+    scenario.write_text(SCENARIO.format(interval=10, runtime=100, priority=1))
+    assert kueue_es("simulate", scenario, "--log", tmp_path / "sim").code == 0
