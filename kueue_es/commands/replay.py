@@ -74,6 +74,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    _check_verify_flags(args)
     if args.verify:
         from kueue_es.commands._verify import run_verify
 
@@ -107,6 +108,19 @@ def run(args: argparse.Namespace) -> int:
     else:
         write_data(data, args.output)
     return 0
+
+
+def _check_verify_flags(args: argparse.Namespace) -> None:
+    """--verify re-runs every decision of the whole log, from its start; a replay shows the Configuration the log
+    records. A flag the other one would take is misuse, not silently dropped."""
+    if args.verify:
+        given = [flag for flag, value in (("--to", args.to), ("--at", args.at), ("--snapshot", args.snapshot),
+                                          ("--save-snapshot", args.save_snapshot), ("--quarantine", args.quarantine))
+                 if value not in (None, False)]
+        if given:
+            raise InvalidInput(f"{given[0]} does not go with --verify, which re-runs every decision of the whole log")
+    elif args.config is not None:
+        raise InvalidInput("--config goes with --verify (a replay shows the Configuration recorded in the log)")
 
 
 def _start(args: argparse.Namespace, end: int, log: FileLog) -> tuple[ClusterState, dict[str, Any] | None]:

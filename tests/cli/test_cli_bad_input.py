@@ -281,3 +281,20 @@ def test_simulate_refuses_times_beyond_the_log_and_leaves_no_log(tmp_path: Path,
     assert not (tmp_path / "sim").exists()
     scenario.write_text(SCENARIO.format(interval=10, runtime=100, priority=1))
     assert kueue_es("simulate", scenario, "--log", tmp_path / "sim").code == 0
+
+
+@pytest.mark.parametrize("flags, expected", [
+    (["--verify", "--to", "3"], "--to does not go with --verify, which re-runs every decision of the whole log"),
+    (["--verify", "--at", "2024-05-01T00:00:00Z"], "--at does not go with --verify"),
+    (["--verify", "--snapshot", "{tmp}/s.snap"], "--snapshot does not go with --verify"),
+    (["--verify", "--save-snapshot", "{tmp}/s.snap"], "--save-snapshot does not go with --verify"),
+    (["--verify", "--quarantine"], "--quarantine does not go with --verify"),
+    (["--config", "{tmp}/any.yaml"], "--config goes with --verify (a replay shows the Configuration recorded in the log)"),
+])
+def test_replay_refuses_a_flag_its_mode_would_drop(log: Path, tmp_path: Path, flags: list[str], expected: str) -> None:
+    """--verify checked the whole log whatever --to said, and wrote no --save-snapshot; a replay without --verify
+    ignored --config, however malformed."""
+    code, err = _run(["replay", "--log", str(log), *(f.format(tmp=tmp_path) for f in flags)])
+    assert code == 2
+    assert err.startswith(f"kueue-es: error: {expected}") and len(err.splitlines()) == 1
+    assert list(tmp_path.glob("*.snap")) == []
