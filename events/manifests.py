@@ -7,6 +7,8 @@ Kueue's own ``Configuration`` documents are handed back separately, undecoded, f
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +24,7 @@ from events.labels import annotations_problem, is_dns_label, labels_problem, obj
 from events.priority_boost import ANNOTATION as PRIORITY_BOOST_ANNOTATION
 from events.priority_boost import error as priority_boost_error
 from events.quantity import QuantityError, parse_quantity
-from events.timefmt import parse_time
+from events.timefmt import ZONELESS, parse_rfc3339
 
 try:
     _BaseLoader: type = yaml.CSafeLoader
@@ -114,9 +116,44 @@ class Manifest:
             validate_gated(obj, where, checks)
 
 
+MAX_DEPTH = 5000
+"""Collections nested deeper than this are refused before the YAML is composed: libyaml's composer recurses on the
+C stack, and some tens of thousands of levels (a few dozen kilobytes of ``[``) crash the process. Shallower ones
+the checks' own recursion may still refuse (no Kubernetes object comes near either)."""
+
+
+_DOCUMENT_MARKER = re.compile(r"\n(?:---|\.\.\.)(?=\s|$)")
+"""Where a document starts or ends: no scalar may hold such a line, so it always is one. (``\n``, not ``^`` with
+MULTILINE: several times faster.)"""
+_DEEP_INDENT = re.compile(rf"\n {{{MAX_DEPTH // 2}}}")
+
+
+def _check_depth(text: str, source: str) -> None:
+    """Refuse a document nested deeper than :data:`MAX_DEPTH`. Each level opens with ``[``, ``{``, ``-`` or ``?``,
+    or is a block mapping indented further than its parent: when, in every document, those cannot add up to the
+    limit (C-speed counts), no walk over the YAML's events is needed."""
+    bounds = [0, *(m.start() for m in _DOCUMENT_MARKER.finditer(text)), len(text)]
+    if all(sum(text.count(c, a, b) for c in "[{-?") <= MAX_DEPTH // 2 for a, b in zip(bounds, bounds[1:], strict=False)
+           ) and _DEEP_INDENT.search("\n" + text[: MAX_DEPTH // 2]) is None and _DEEP_INDENT.search(text) is None:
+        return
+    depth, index = 0, 0
+    for event in yaml.parse(text, Loader=_Loader):
+        kind = type(event)
+        if kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise InvalidInput(f"{source}: document {index}: line {event.start_mark.line + 1}: nested more than "
+                                   f"{MAX_DEPTH} levels deep")
+        elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+            depth -= 1
+        elif kind is yaml.DocumentStartEvent:
+            index += 1
+
+
 def load_text(text: str, source: str = "<input>", *, checks: Checks = Checks()) -> Manifest:
     docs: list[Any] = []
     try:
+        _check_depth(text, source)
         for doc in yaml.load_all(text, Loader=_Loader):
             docs.append(doc)
     except yaml.YAMLError as exc:
@@ -128,18 +165,38 @@ def load_text(text: str, source: str = "<input>", *, checks: Checks = Checks()) 
     for index, doc in enumerate(docs, start=1):
         if doc is None:
             continue
-        for item in _expand_list(doc, source, index):
-            _decode_document(item, source, index, out, checks)
+        try:
+            for item in _expand_list(doc, source, index):
+                _decode_document(item, source, index, out, checks)
+        except RecursionError:
+            raise InvalidInput(f"{source}: document {index}: nested too deeply (or an alias holds itself)") from None
     return out
 
 
 def load_file(path: str, *, checks: Checks = Checks()) -> Manifest:
+    return load_text(read_text(path), path, checks=checks)
+
+
+def read_text(path: str | os.PathLike[str], source: str | None = None) -> str:
+    """A file people wrote (YAML), as text: one that cannot be read, or is not UTF-8, is bad input naming
+    ``source`` (default the path)."""
+    source = str(path) if source is None else source
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError as exc:
-        raise InvalidInput(f"{path}: cannot read: {exc.strerror}") from None
-    return load_text(text, path, checks=checks)
+        raise InvalidInput(f"{source}: cannot read: {exc.strerror or exc}") from None
+    return decode_text(data, source)
+
+
+def decode_text(data: bytes, source: str) -> str:
+    """``data`` as UTF-8 text; anything else is bad input naming ``source``, the line and the first bad byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InvalidInput(f"{source}: line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at byte "
+                           f"{exc.start})") from None
 
 
 def _expand_list(doc: Any, source: str, index: int) -> list[dict[str, Any]]:
@@ -689,9 +746,10 @@ def check_time(text: str | None, where: str, field_: str) -> None:
     if text is None:
         return
     try:
-        parse_time(text)
+        parse_rfc3339(text)
     except (ValueError, OverflowError):
-        raise InvalidInput(f"{where}: field `{field_}`: not an RFC 3339 time: {text!r}") from None
+        zone = " (no time zone)" if ZONELESS.fullmatch(text) else ""
+        raise InvalidInput(f"{where}: field `{field_}`: not an RFC 3339 time{zone}: {text!r}") from None
 
 
 def check_quantity(q: object, where: str, field_: str, *, negative: bool = False) -> None:

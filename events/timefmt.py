@@ -2,8 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from functools import lru_cache
+
+RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})")
+"""A date, a time and a zone, as Kubernetes writes and reads times (Go's ``time.RFC3339``): no time without a
+zone, no date alone, none of ISO 8601's other forms."""
+ZONELESS = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?")
+"""A date and time without a zone: taken as UTC it would be off by the writer's own offset."""
+
+
+def parse_rfc3339(text: str) -> int:
+    """:func:`parse_time` of a strict RFC 3339 time (:data:`RFC3339`); raises ValueError on anything else."""
+    if RFC3339.fullmatch(text) is None:
+        raise ValueError(f"not an RFC 3339 time: {text!r}")
+    return parse_time(text)
 
 
 @lru_cache(maxsize=65536)

@@ -34,6 +34,7 @@ import yaml
 from connectors.k8s.settings import KubeSettings
 from connectors.kafka.settings import KafkaSettings, is_kafka_url, validate
 from events.errors import InvalidInput
+from events.manifests import decode_text
 
 ENV_PREFIX = "KUEUE_ES_"
 CONFIG_ENV = "KUEUE_ES_CONFIG"
@@ -138,10 +139,12 @@ def _check_kafka(settings: Settings, path: str | None, env_names: dict[str, str]
 
 def _read_yaml(path: str) -> dict[str, Any]:
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = yaml.safe_load(f)
+        with open(path, "rb") as f:
+            doc = yaml.safe_load(decode_text(f.read(), path))
     except OSError as exc:
         raise InvalidInput(f"{path}: {exc.strerror or exc}") from None
+    except RecursionError:
+        raise InvalidInput(f"{path}: nested too deeply (or an alias holds itself)") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""

@@ -21,7 +21,7 @@ from events.errors import InvalidInput, KueueEsError
 from events.filelog import FileLog
 from events.manifests import load_file
 from events.schema import Record
-from events.timefmt import format_time_ms, parse_time
+from events.timefmt import ZONELESS, format_time_ms, parse_rfc3339
 from kueue_es import checkpoints
 from kueue_es.scheduler.config import SchedulerConfig, load_config
 from projections import gates
@@ -58,15 +58,15 @@ class NotFound(KueueEsError):
 
 
 def add_log_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--log", required=True, metavar="PATH|URL",
+    parser.add_argument("--log", required=True, type=path_arg, metavar="PATH|URL",
                         help="directory of the event log, or kafka://HOST:PORT/TOPIC[?shard=N]")
 
 
 def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     """``--log PATH`` or ``-f STATE.yaml``, one of them required: commands that read a state either way."""
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--log", metavar="PATH", help="directory of the event log")
-    source.add_argument("-f", "--filename", metavar="STATE.yaml", help="objects as a user would kubectl-apply them")
+    source.add_argument("--log", type=path_arg, metavar="PATH", help="directory of the event log")
+    source.add_argument("-f", "--filename", type=path_arg, metavar="STATE.yaml", help="objects as a user would kubectl-apply them")
 
 
 def add_point_arguments(parser: argparse.ArgumentParser, subject: str = "") -> None:
@@ -125,27 +125,30 @@ def time_arg(flag: str) -> Callable[[str], int]:
     """An argparse ``type`` for RFC 3339 timestamps, giving ms since the epoch."""
 
     def parse(text: str) -> int:
+        text = text.strip()
+        zoneless = ZONELESS.fullmatch(text) is not None
         try:
-            return parse_time(text)
+            return parse_rfc3339(text)
         except (ValueError, OverflowError):
-            raise argparse.ArgumentTypeError(
-                f"not an RFC 3339 time: {text!r} (example: 2024-05-01T12:00:00Z)"
-            ) from None
+            hint = ("no time zone: add Z for UTC or an offset such as +02:00" if zoneless
+                    else "example: 2024-05-01T12:00:00Z")
+            raise argparse.ArgumentTypeError(f"not an RFC 3339 time: {text!r} ({hint})") from None
 
     parse.__name__ = f"{flag} time"
     return parse
 
 
-def int_arg(minimum: int, what: str = "an integer") -> Callable[[str], int]:
-    """An argparse ``type`` for integers of at least ``minimum``."""
+def int_arg(minimum: int, what: str = "an integer", maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse ``type`` for integers of at least ``minimum`` (and at most ``maximum``)."""
 
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             value = None
-        if value is None or value < minimum:
-            raise argparse.ArgumentTypeError(f"not {what}: {text!r} (expected an integer >= {minimum})")
+        if value is None or value < minimum or (maximum is not None and value > maximum):
+            most = f" and <= {maximum}" if maximum is not None else ""
+            raise argparse.ArgumentTypeError(f"not {what}: {text!r} (expected an integer >= {minimum}{most})")
         return value
 
     parse.__name__ = what
@@ -153,6 +156,14 @@ def int_arg(minimum: int, what: str = "an integer") -> Callable[[str], int]:
 
 
 offset_arg = int_arg(0, "an offset")
+
+
+def path_arg(text: str) -> str:
+    """An argparse ``type`` for a file or directory: an empty one (an unset shell variable) is misuse, not the
+    current directory nor the flag left out."""
+    if not text:
+        raise argparse.ArgumentTypeError("empty path")
+    return text
 
 
 def name_arg(text: str) -> str:

@@ -24,10 +24,13 @@ from kueue_es.commands._common import (
     fold_log,
     key_arg,
     load_kueue_config,
+    log_end,
     open_readonly,
+    path_arg,
     render_table,
     start_state,
     time_arg,
+    warn_outside,
     write_data,
 )
 from kueue_es.scheduler import config_record
@@ -49,7 +52,7 @@ def register(subparsers: Any) -> None:
     add_checkpoints_argument(p)
     p.add_argument("--now", type=time_arg("--now"), metavar="TIME",
                    help="with -f: the time of the attempt (default: the latest timestamp in the state)")
-    p.add_argument("--config", metavar="FILE", help="Kueue Configuration (config.kueue.x-k8s.io/v1beta2); with --log "
+    p.add_argument("--config", type=path_arg, metavar="FILE", help="Kueue Configuration (config.kueue.x-k8s.io/v1beta2); with --log "
                    "it overrides the one recorded in the log")
     add_output_argument(p, ["text", "yaml", "json"], "text")
     p.set_defaults(func=run)
@@ -66,10 +69,12 @@ def load(args: argparse.Namespace) -> tuple[ClusterState, SchedulerConfig, int]:
     override = load_kueue_config(args.config)
     log = open_readonly(args.log)
     try:
+        end = log_end(log)
         state, _ = start_state(log, args)
         fold_log(log, state.apply, start=state.offset + 1, to=args.to, at=args.at, label="Folding", lazy=True)
     finally:
         log.close_sync()
+    warn_outside(args, end, state, "folded")
     return state, override or config_record.in_force(state) or DEFAULT, state.time
 
 

@@ -28,7 +28,7 @@ from events import objects as o
 from events.errors import InvalidInput
 from events.filelog import FileLog
 from events.lazy import LazyObjectUpserted
-from events.manifests import UNGATED, Checks, Manifest, load_file, load_text
+from events.manifests import UNGATED, Checks, Manifest, decode_text, load_file, load_text
 from events.schema import ConfigRecorded, ObjectDeleted, ObjectUpserted
 from events.timefmt import format_time_ms, parse_time
 from kueue_es.commands._common import (
@@ -36,6 +36,7 @@ from kueue_es.commands._common import (
     add_log_argument,
     kafka_reader,
     log_end,
+    path_arg,
     read_progress,
     time_arg,
     warn,
@@ -52,7 +53,7 @@ def register(subparsers: Any) -> None:
         help="append objects from a YAML file to the log as observed events",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
-    p.add_argument("-f", "--filename", action="append", required=True, metavar="FILE",
+    p.add_argument("-f", "--filename", action="append", required=True, type=path_arg, metavar="FILE",
                    help="multi-document YAML of objects ('-' reads stdin); may be repeated")
     add_log_argument(p)
     p.add_argument("--time", type=time_arg("--time"), default=None, metavar="RFC3339",
@@ -64,6 +65,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     manifests = [_load(f) for f in args.filename]
+    _check_once(manifests)
     objects = [obj for m in manifests for obj in m.objects]
     configs = sum(len(m.configs) for m in manifests)
     if configs:
@@ -75,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
     if fresh:  # a log yet to be made records no Configuration: checked now, so that a refusal makes no log
         _validate_gated(manifests, None)
     log = kafka_reader(args.log, writes=True) if is_kafka_url(args.log) else FileLog.open(args.log)
+    if isinstance(log, FileLog) and log.truncated_bytes:
+        warn(f"--log {args.log}: cut off a torn tail of {log.truncated_bytes} bytes (the start of an append a crash "
+             "interrupted, never acknowledged)")
     try:
         latest, current, config = read_log(log)
         if not fresh:
@@ -97,6 +102,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_once(manifests: list[Manifest]) -> None:
+    """Each object at most once in an import: of two documents for one object the first would be stored only to be
+    superseded in the same batch, and which of them the user meant is anyone's guess (``kueue-es schedule``
+    refuses a STATE.yaml giving one twice too)."""
+    first: dict[tuple[str, str], str] = {}
+    for m in manifests:
+        for obj, where in zip(m.objects, m.wheres, strict=True):
+            seen = first.get((kind_of(obj), obj.key))
+            if seen is not None:
+                document = seen.split(" (", 1)[0]
+                raise InvalidInput(f"{where}: {kind_of(obj)} {obj.key} is given more than once (first in {document})")
+            first[(kind_of(obj), obj.key)] = where
+
+
 def _validate_gated(manifests: list[Manifest], config: dict[str, Any] | None) -> None:
     """The checks Kueue's webhooks make under a feature gate, as the Configuration document ``config`` (None:
     Kueue's defaults) sets the gates."""
@@ -108,7 +127,7 @@ def _validate_gated(manifests: list[Manifest], config: dict[str, Any] | None) ->
 def _load(path: str) -> Manifest:
     """Every document, held to the checks of every setting; the gated ones wait for the log's Configuration."""
     if path == "-":
-        return load_text(sys.stdin.read(), "<stdin>", checks=UNGATED)
+        return load_text(decode_text(sys.stdin.buffer.read(), "<stdin>"), "<stdin>", checks=UNGATED)
     return load_file(path, checks=UNGATED)
 
 

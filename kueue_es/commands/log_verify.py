@@ -24,6 +24,7 @@ from events.filelog import HEADER, FrameInfo, list_segments, scan_frames, segmen
 from kueue_es import checkpoints
 from kueue_es.commands._common import (
     add_output_argument,
+    path_arg,
     progress_bar,
     render_table,
     write_data,
@@ -82,7 +83,7 @@ def register(log_subparsers: Any) -> None:
         "verify", help="check every frame and event of the log (and, with --checkpoints, its checkpoints)",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
-    p.add_argument("--log", required=True, metavar="PATH", help="directory of the embedded event log")
+    p.add_argument("--log", required=True, type=path_arg, metavar="PATH", help="directory of the embedded event log")
     p.add_argument("--checkpoints", action="store_true",
                    help="also fold the log from its first event and compare each checkpoint with the fold")
     add_output_argument(p, ["text", "json", "yaml"], "text")

@@ -9,6 +9,8 @@ from typing import Any
 
 import yaml
 
+from events.labels import is_dns_label
+
 PARTS = ("all", "crds", "rbac", "deployment")
 
 
@@ -22,11 +24,25 @@ def register(subparsers: Any) -> None:
         "completes with its CA, as multi-document YAML for `kubectl apply -f -` (and `kubectl delete -f -`).",
     )
     p.add_argument("part", nargs="?", choices=PARTS, default="all", help="what to print (default all)")
-    p.add_argument("--namespace", default=None, metavar="NS", help="namespace of the Deployment (default kueue-system)")
-    p.add_argument("--image", default=None, metavar="IMAGE", help="container image (default kueue-es:0.1.0)")
+    p.add_argument("--namespace", type=_namespace, default=None, metavar="NS",
+                   help="namespace of the Deployment (default kueue-system)")
+    p.add_argument("--image", type=_image, default=None, metavar="IMAGE", help="container image (default kueue-es:0.1.0)")
     p.add_argument("--log", default="", metavar="URL|PATH",
                    help="the log the Deployment uses (default the embedded log on its volume)")
     p.set_defaults(func=run)
+
+
+def _namespace(text: str) -> str:
+    """A namespace the apiserver would take (a DNS label): the manifests are to be applied as printed."""
+    if not is_dns_label(text):
+        raise argparse.ArgumentTypeError(f"not a namespace name: {text!r} (expected a DNS label, e.g. kueue-system)")
+    return text
+
+
+def _image(text: str) -> str:
+    if not text or text != text.strip() or any(c.isspace() for c in text):
+        raise argparse.ArgumentTypeError(f"not a container image: {text!r}")
+    return text
 
 
 def documents(part: str = "all", namespace: str | None = None, image: str | None = None,

@@ -23,9 +23,12 @@ from kueue_es.commands._common import (
     fold_log,
     key_arg,
     load_kueue_config,
+    log_end,
     name_arg,
     open_readonly,
+    path_arg,
     render_table,
+    warn_outside,
     write_data,
 )
 from kueue_es.scheduler import config_record, visibility
@@ -51,7 +54,7 @@ def register(subparsers: Any) -> None:
                    help=f"at most this many workloads (default {visibility.DEFAULT_LIMIT}, at most "
                         f"{visibility.MAX_LIMIT}; 0 means the default, negative nothing)")
     add_point_arguments(p, "the queue")
-    p.add_argument("--config", metavar="FILE", help="Kueue Configuration (config.kueue.x-k8s.io/v1beta2); with --log "
+    p.add_argument("--config", type=path_arg, metavar="FILE", help="Kueue Configuration (config.kueue.x-k8s.io/v1beta2); with --log "
                    "it overrides the one recorded in the log")
     p.add_argument("--api-version", choices=list(visibility.VERSIONS), default=visibility.VERSIONS[0],
                    help=f"apiVersion of the printed summary (default {visibility.VERSIONS[0]})")
@@ -75,16 +78,18 @@ def load(args: argparse.Namespace) -> tuple[ClusterState, SchedulerConfig, Workl
         owners.apply(record)
 
     try:
+        end = log_end(log)
         fold_log(log, apply, to=args.to, at=args.at, label="Folding", lazy=True)
     finally:
         log.close_sync()
+    warn_outside(args, end, state, "folded")
     return state, override or config_record.in_force(state) or DEFAULT, owners
 
 
 def _where(args: argparse.Namespace, state: ClusterState) -> str:
     if args.filename is not None:
         return f"in {args.filename}"
-    return f"in the log at offset {state.offset}" if state.offset >= 0 else "in the log (it is empty)"
+    return f"in the log at offset {state.offset}" if state.offset >= 0 else "in the log (no event folded)"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -101,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     if items is None:
         listed = ", ".join(known[:20]) + (", ..." if len(known) > 20 else "")
         raise InvalidInput(f"{what} not found {_where(args, state)}"
-                           + (f" (known: {listed})" if known else " (there are none)"))
+                           + (f" (known: {listed})" if known else " (there are none)" if state.offset >= 0 else ""))
     if args.output == "table":
         sys.stdout.write(render(items, what))
     else:

@@ -15,8 +15,10 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from connectors.kafka.settings import is_kafka_url
 from events.codec import Quarantined, encode_event
 from events.errors import InvalidInput, InvalidRecord
 from events.filelog import FileLog
@@ -31,6 +33,7 @@ from kueue_es.commands._common import (
     fold_log,
     log_end,
     open_readonly,
+    path_arg,
     quarantine_report,
     render_table,
     start_state,
@@ -58,19 +61,20 @@ def register(subparsers: Any) -> None:
     add_output_argument(p, ["summary", "yaml", "json"], "summary")
     p.add_argument("--quarantine", action="store_true",
                    help="set undecodable or invalid events aside and report them instead of stopping")
-    p.add_argument("--snapshot", metavar="FILE", help="start from this snapshot instead of the beginning")
+    p.add_argument("--snapshot", type=path_arg, metavar="FILE", help="start from this snapshot instead of the beginning")
     add_checkpoints_argument(p)
-    p.add_argument("--save-snapshot", metavar="FILE", help="save the state reached as a snapshot")
+    p.add_argument("--save-snapshot", type=path_arg, metavar="FILE", help="save the state reached as a snapshot")
     p.add_argument("--verify", action="store_true",
                    help="re-run the scheduler at every recorded decision point and report any decision that "
                    "differs (exit code 1)")
-    p.add_argument("--config", metavar="FILE",
+    p.add_argument("--config", type=path_arg, metavar="FILE",
                    help="with --verify: re-run under this Kueue Configuration instead of the one recorded in the "
                    "log")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    _check_verify_flags(args)
     if args.verify:
         from kueue_es.commands._verify import run_verify
 
@@ -79,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidInput("--save-snapshot cannot be combined with --at: a snapshot holds a prefix of the log "
                            "(use --to OFFSET)")
     if args.save_snapshot:
-        _check_target(args.save_snapshot)  # before the fold, which may be long
+        _check_target(args.save_snapshot, args.log)  # before the fold, which may be long
     log = open_readonly(args.log)
     try:
         end = log_end(log)
@@ -104,6 +108,19 @@ def run(args: argparse.Namespace) -> int:
     else:
         write_data(data, args.output)
     return 0
+
+
+def _check_verify_flags(args: argparse.Namespace) -> None:
+    """--verify re-runs every decision of the whole log, from its start; a replay shows the Configuration the log
+    records. A flag the other one would take is misuse, not silently dropped."""
+    if args.verify:
+        given = [flag for flag, value in (("--to", args.to), ("--at", args.at), ("--snapshot", args.snapshot),
+                                          ("--save-snapshot", args.save_snapshot), ("--quarantine", args.quarantine))
+                 if value not in (None, False)]
+        if given:
+            raise InvalidInput(f"{given[0]} does not go with --verify, which re-runs every decision of the whole log")
+    elif args.config is not None:
+        raise InvalidInput("--config goes with --verify (a replay shows the Configuration recorded in the log)")
 
 
 def _start(args: argparse.Namespace, end: int, log: FileLog) -> tuple[ClusterState, dict[str, Any] | None]:
@@ -155,9 +172,15 @@ def _fold_setting_aside(
         return state, sorted([*undecodable, *invalid.values()], key=lambda q: q.offset)
 
 
-def _check_target(path: str) -> None:
+def _check_target(path: str, log: str) -> None:
     """A file already at ``path`` is replaced only when it is a kueue-es snapshot itself: a typo must not cost a
-    user their manifest."""
+    user their manifest. Nothing is written inside the log's directory: a file named like a segment or a
+    checkpoint would be read as part of the log."""
+    if not is_kafka_url(log):
+        target, directory = Path(path).resolve(), Path(log).resolve()
+        if target == directory or directory in target.parents:
+            raise InvalidInput(f"--save-snapshot {path}: inside the log directory {log}; not written there "
+                               "(a file there may be read as part of the log): choose a path outside it")
     if os.path.isfile(path):
         try:
             snapshot.load(path)

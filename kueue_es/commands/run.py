@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from kueue_es import config
+from kueue_es.commands._common import path_arg
 
 
 def register(subparsers: Any) -> None:
@@ -19,9 +20,9 @@ def register(subparsers: Any) -> None:
         "KUEUE_ES_CONFIG), then KUEUE_ES_* environment variables (KUEUE_ES_KAFKA_BOOTSTRAP, "
         "KUEUE_ES_KAFKA_SASL_PASSWORD, ...), then flags. Reports progress as JSON lines on stdout.",
     )
-    p.add_argument("--log", metavar="URL|PATH", help="kafka://HOST:PORT[,HOST:PORT]/TOPIC or a log directory")
-    p.add_argument("--config", metavar="FILE", help="kueue-es settings (YAML)")
-    p.add_argument("--kueue-config", metavar="FILE", help="Kueue Configuration (config.kueue.x-k8s.io)")
+    p.add_argument("--log", type=path_arg, metavar="URL|PATH", help="kafka://HOST:PORT[,HOST:PORT]/TOPIC or a log directory")
+    p.add_argument("--config", type=path_arg, metavar="FILE", help="kueue-es settings (YAML)")
+    p.add_argument("--kueue-config", type=path_arg, metavar="FILE", help="Kueue Configuration (config.kueue.x-k8s.io)")
     p.add_argument("--instance-id", metavar="NAME", help="this replica's name (default HOSTNAME-PID)")
     p.add_argument("--metrics-port", type=int, metavar="PORT",
                    help="serve Kueue's Prometheus metrics on http://0.0.0.0:PORT/metrics (default: not served)")
@@ -29,7 +30,7 @@ def register(subparsers: Any) -> None:
     k.add_argument("--kube", action="store_true", default=None,
                    help="also run the Kubernetes connector: watch the cluster, write Workload status, drive Jobs "
                    "(leader-elected through a Lease; /healthz and /readyz)")
-    k.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig (default $KUBECONFIG, ~/.kube/config or in-cluster)")
+    k.add_argument("--kubeconfig", type=path_arg, metavar="FILE", help="kubeconfig (default $KUBECONFIG, ~/.kube/config or in-cluster)")
     k.add_argument("--health-port", type=int, metavar="PORT", help="port of /healthz and /readyz (default 8081; 0: off)")
     p.set_defaults(func=run)
 

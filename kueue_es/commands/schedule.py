@@ -6,7 +6,14 @@ import argparse
 from typing import Any
 
 from events import schema as ev
-from kueue_es.commands._common import add_output_argument, int_arg, time_arg, warn_ignored_gates, write_data
+from kueue_es.commands._common import (
+    add_output_argument,
+    int_arg,
+    path_arg,
+    time_arg,
+    warn_ignored_gates,
+    write_data,
+)
 from kueue_es.scheduler.cycle import run_cycle
 from kueue_es.statefile import load_state
 from projections.workloads import status_of
@@ -19,9 +26,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Run N scheduling cycles on the objects in STATE.yaml (no cluster, no log server) and print "
         "a kind: List of every Workload whose status the cycles changed, as Kueue would write it.",
     )
-    p.add_argument("-f", "--filename", required=True, metavar="STATE.yaml")
+    p.add_argument("-f", "--filename", required=True, type=path_arg, metavar="STATE.yaml")
     p.add_argument("--cycles", type=int_arg(1, "a cycle count"), default=1, metavar="N", help="scheduling cycles to run (default 1)")
-    p.add_argument("--config", metavar="FILE", help="Kueue Configuration (config.kueue.x-k8s.io/v1beta2)")
+    p.add_argument("--config", type=path_arg, metavar="FILE", help="Kueue Configuration (config.kueue.x-k8s.io/v1beta2)")
     p.add_argument("--now", type=time_arg("--now"), metavar="TIME",
                    help="the time the cycles run at (default: the latest timestamp in the state)")
     add_output_argument(p, ("yaml", "json"), "yaml")

@@ -15,8 +15,11 @@ import sys
 import time
 from typing import Any, TextIO
 
-from kueue_es.commands._common import int_arg, load_kueue_config_document, write_json
+from kueue_es.commands._common import int_arg, load_kueue_config_document, path_arg, write_json
 from kueue_es.scheduler.config import DEFAULT, SchedulerConfig
+
+DAY_MS = 86_400_000
+"""The longest --jitter-ms and --stop-delay-ms: a simulated day (beyond the log's 64-bit times soon enough)."""
 
 
 def register(subparsers: Any) -> None:
@@ -25,25 +28,25 @@ def register(subparsers: Any) -> None:
         help="run a Kueue scheduler-performance scenario on a simulated cluster and clock",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
-    p.add_argument("scenario", metavar="SCENARIO",
+    p.add_argument("scenario", type=path_arg, metavar="SCENARIO",
                    help="generator.yaml-format file, or a bundled scenario: baseline, large-scale, tas, demo")
     add_run_arguments(p)
-    p.add_argument("--plot", metavar="FILE",
+    p.add_argument("--plot", type=path_arg, metavar="FILE",
                    help="write usage and pending workloads over time: FILE.html (self-contained) or FILE.png "
                    "(needs matplotlib)")
     p.add_argument("--realtime", action="store_true",
                    help="let the simulated clock follow real time, so the run can be watched live")
-    p.add_argument("--jitter-ms", type=int_arg(0), default=0, metavar="MS",
+    p.add_argument("--jitter-ms", type=int_arg(0, "a delay", DAY_MS), default=0, metavar="MS",
                    help="delay each workload's creation by a random 0..MS ms drawn from --seed (default 0)")
-    p.add_argument("--stop-delay-ms", type=int_arg(0), default=None, metavar="MS",
+    p.add_argument("--stop-delay-ms", type=int_arg(0, "a delay", DAY_MS), default=None, metavar="MS",
                    help="time a preempted job takes to stop, in ms (default 10)")
-    p.add_argument("--config", metavar="FILE", help="Kueue Configuration (config.kueue.x-k8s.io/v1beta2) for "
+    p.add_argument("--config", type=path_arg, metavar="FILE", help="Kueue Configuration (config.kueue.x-k8s.io/v1beta2) for "
                    "the scheduler; pass the same file to 'replay --verify'")
     p.set_defaults(func=run)
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--log", metavar="PATH", default=None,
+    p.add_argument("--log", type=path_arg, metavar="PATH", default=None,
                    help="directory for the new log (must not exist or be empty; default: a fresh directory "
                    "under the current one)")
     p.add_argument("--seed", type=int_arg(0), default=0, metavar="N",

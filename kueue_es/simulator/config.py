@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from events.errors import InvalidInput
+from events.manifests import read_text
 from events.quantity import QuantityError, parse_quantity, to_int
 
 RECLAIM_POLICIES = ("Never", "LowerPriority", "Any")
@@ -115,6 +116,12 @@ class Scenario:
 # --- loading -----------------------------------------------------------------------------------------------
 
 
+INT32_MAX = 2**31 - 1
+"""The largest count or priority a scenario may give (Kueue's priorities are int32)."""
+YEAR_MS = 365 * 86_400_000
+"""The longest time in ms a scenario may give: the simulated clock's times must stay 64-bit."""
+
+
 def bundled_path(name: str) -> Path | None:
     if name not in BUNDLED:
         return None
@@ -136,10 +143,7 @@ def resolve(spec: str) -> Path:
 
 def load(spec: str) -> Scenario:
     path = resolve(spec)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InvalidInput(f"{spec}: cannot read: {exc.strerror or exc}") from None
+    text = read_text(path, spec)
     name = path.stem if path.stem != "generator" else path.parent.name
     return parse_text(text, source=str(path) if bundled_path(spec) is None or Path(spec).exists() else "bundled",
                       name=name)
@@ -148,6 +152,8 @@ def load(spec: str) -> Scenario:
 def parse_text(text: str, source: str = "<scenario>", name: str = "scenario") -> Scenario:
     try:
         doc = yaml.safe_load(text)
+    except RecursionError:
+        raise InvalidInput(f"{source}: nested too deeply (or an alias holds itself)") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}:" if mark is not None else ""
@@ -197,7 +203,8 @@ class _Parser:
             raise self.fail(path, f"expected a list, got {_kind(value)}")
         return value
 
-    def integer(self, d: dict[str, Any], key: str, path: str, default: int | None = None, minimum: int = 0) -> int:
+    def integer(self, d: dict[str, Any], key: str, path: str, default: int | None = None, minimum: int = 0,
+                maximum: int = INT32_MAX) -> int:
         v = d.get(key)
         if v is None:
             if default is None:
@@ -210,6 +217,8 @@ class _Parser:
                 raise self.fail(f"{path}.{key}", f"expected an integer, got {_kind(v)} {v!r}")
         if v < minimum:
             raise self.fail(f"{path}.{key}", f"must be >= {minimum}, got {v}")
+        if v > maximum:
+            raise self.fail(f"{path}.{key}", f"must be <= {maximum}, got {v}")
         return v
 
     def string(self, d: dict[str, Any], key: str, path: str, default: str | None = None) -> str:
@@ -280,9 +289,9 @@ class _Parser:
                           for i, w in enumerate(self.seq(d["workloads"], f"{path}.workloads")))
         return WorkloadsSet(
             count=self.integer(d, "count", path, 1),
-            creation_interval_ms=self.integer(d, "creationIntervalMs", path, 0),
+            creation_interval_ms=self.integer(d, "creationIntervalMs", path, 0, maximum=YEAR_MS),
             workloads=templates,
-            initial_delay_ms=self.integer(d, "initialDelayMs", path, 0),
+            initial_delay_ms=self.integer(d, "initialDelayMs", path, 0, maximum=YEAR_MS),
         )
 
     def workload(self, value: Any, path: str) -> WorkloadTemplate:
@@ -298,7 +307,7 @@ class _Parser:
             raise self.fail(f"{path}.tasConstraint", "needs `tasLevel` (the topology level to constrain to)")
         return WorkloadTemplate(
             class_name=self.string(d, "className", path),
-            runtime_ms=self.integer(d, "runtimeMs", path, 0),
+            runtime_ms=self.integer(d, "runtimeMs", path, 0, maximum=YEAR_MS),
             priority=self.integer(d, "priority", path, 0, minimum=-(2**31)),
             request=request,
             request_milli=to_int("cpu", request),

@@ -102,6 +102,38 @@ def test_torn_inside_the_header_is_a_torn_tail_too(tmp_path: Path, keep: int) ->
     log.close_sync()
 
 
+@pytest.mark.parametrize("header", [
+    (7, 0, 99, 1),  # a frame for an offset this log has not reached
+    (7, 0, 2, 0),  # a frame of no events
+    (0xFFFF, 0, 2, 0),  # the same, running past the end
+])
+def test_bytes_after_the_last_frame_that_no_writer_of_this_log_began_are_corruption_not_a_torn_tail(
+        tmp_path: Path, header: tuple[int, int, int, int]) -> None:
+    """Whatever was appended to a segment by hand, or a whole file that is not a segment, is not cut off as the
+    start of a crashed append: the writer refuses to open the log, the readers say where, nothing is changed."""
+    write(tmp_path, [2]).close_sync()
+    seg = tmp_path / SEG0
+    damaged = seg.read_bytes() + HEADER.pack(*header) + b"x" * 7
+    seg.write_bytes(damaged)
+    with pytest.raises(CorruptRecord, match="not a frame of this log") as info:
+        FileLog.open(tmp_path)
+    assert (info.value.segment, info.value.offset) == (SEG0, 2)
+    with pytest.raises(CorruptRecord, match="not a frame of this log"):
+        read_all(tmp_path)
+    assert seg.read_bytes() == damaged
+
+
+def test_a_zeroed_header_after_the_last_frame_is_still_a_torn_tail(tmp_path: Path) -> None:
+    """A file extended before its data landed reads as zeros: that is the start of an append a crash cut."""
+    write(tmp_path, [2]).close_sync()
+    seg = tmp_path / SEG0
+    size = seg.stat().st_size
+    seg.write_bytes(seg.read_bytes() + bytes(HEADER.size))
+    log = FileLog.open(tmp_path)
+    assert log.truncated_bytes == HEADER.size and seg.stat().st_size == size
+    log.close_sync()
+
+
 def _flip(path: Path, position: int, mask: int) -> None:
     data = bytearray(path.read_bytes())
     data[position] ^= mask
