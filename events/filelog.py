@@ -105,12 +105,12 @@ def scan_frames(path: Path, data: bytes | memoryview, expected_base: int) -> tup
                 # Not a torn tail: the length field is damaged and intact frames come after it.
                 raise CorruptRecord(path.name, expect, pos, f"frame length {length} runs past the end of the "
                                     "segment but intact frames follow")
-            _check_torn_header(path, pos, expect, length, base, count)
+            _check_torn_header(path, view, pos, expect, base, count)
             return frames, pos
         if _frame_crc(view, pos, end) != crc:
             if end == size and not (base == expect and count > 0 and _frame_follows(data, pos + HEADER.size,
                                                                                    base + count)):
-                _check_torn_header(path, pos, expect, length, base, count)
+                _check_torn_header(path, view, pos, expect, base, count)
                 return frames, pos
             raise CorruptRecord(path.name, expect, pos, "checksum mismatch")
         if base != expect or count == 0:
@@ -121,11 +121,18 @@ def scan_frames(path: Path, data: bytes | memoryview, expected_base: int) -> tup
     return frames, None
 
 
-def _check_torn_header(path: Path, pos: int, expect: int, length: int, base: int, count: int) -> None:
-    """A torn tail is the start of the frame the writer was appending: its header, when whole, names the next
-    offset and at least one event (or is all zeros, as a file extended before its data landed reads). Any other
-    header is not a frame of this log, and cutting it off would destroy bytes nothing here wrote."""
-    if (base != expect or count == 0) and (length, base, count) != (0, 0, 0):
+def _check_torn_header(path: Path, view: memoryview, pos: int, expect: int, base: int, count: int) -> None:
+    """A torn tail is the start of the frame the writer was appending: its header names the next offset and at least
+    one event. A crash may leave the tail's last bytes unwritten, reading as zeros (a file extended before its data
+    landed), up into the header itself: then only the header's bytes before those zeros are held to that. Anything
+    else is not a frame of this log, and cutting it off would destroy bytes nothing here wrote."""
+    written = len(bytes(view[pos:]).rstrip(b"\0"))
+    if written >= HEADER.size:
+        torn = base == expect and count > 0
+    else:
+        want = HEADER.pack(0, 0, expect, 0)
+        torn = all(view[pos + i] == want[i] for i in range(8, min(16, written)))
+    if not torn:
         raise CorruptRecord(path.name, expect, pos, f"the bytes after the last frame are not a frame of this log "
                             f"(a header claiming offset {base} with {count} events)")
 

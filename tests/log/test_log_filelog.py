@@ -134,6 +134,31 @@ def test_a_zeroed_header_after_the_last_frame_is_still_a_torn_tail(tmp_path: Pat
     log.close_sync()
 
 
+@pytest.mark.parametrize("written", [1, 8, 9, 12, 16, 17])
+def test_a_header_whose_last_bytes_never_landed_is_a_torn_tail(tmp_path: Path, written: int) -> None:
+    """A crash may leave the end of the appended bytes as zeros inside the header: what was written of it names
+    the next offset, so it is the start of the crashed append."""
+    write(tmp_path, [2, 2]).close_sync()
+    seg = tmp_path / SEG0
+    size = seg.stat().st_size
+    header = HEADER.pack(40, 0x5EED, 4, 3)[:written]
+    seg.write_bytes(seg.read_bytes() + header + bytes(HEADER.size - written + 40))
+    log = FileLog.open(tmp_path)
+    assert log.truncated_bytes == HEADER.size + 40 and seg.stat().st_size == size
+    assert anyio.run(log.end_offset) == 4
+    log.close_sync()
+
+
+def test_a_partly_written_header_naming_another_offset_is_corruption(tmp_path: Path) -> None:
+    write(tmp_path, [2, 2]).close_sync()
+    seg = tmp_path / SEG0
+    damaged = seg.read_bytes() + HEADER.pack(40, 0x5EED, 5, 3)[:12] + bytes(HEADER.size - 12)
+    seg.write_bytes(damaged)
+    with pytest.raises(CorruptRecord, match="not a frame of this log"):
+        FileLog.open(tmp_path)
+    assert seg.read_bytes() == damaged
+
+
 def _flip(path: Path, position: int, mask: int) -> None:
     data = bytearray(path.read_bytes())
     data[position] ^= mask
