@@ -31,6 +31,12 @@ What a pass does once the kind has found the job's Workload (:meth:`JobReconcile
   an elastic one whose new slice waits); **evicted**, suspended, no active pods and still
   holding quota → ``JobStopped``.
 
+An **elastic** job of a kind that runs on workload slices (``SLICED``: the batch/v1 Job, the RayCluster;
+``kueue.x-k8s.io/elastic-job: "true"`` under ``ElasticJobsViaWorkloadSlices``) takes the slice pass instead
+(:meth:`JobReconciler._sliced`, :mod:`connectors.k8s.workload_slices`): its not-finished slices compared with its pod
+counts say which one it runs on, which counts change in place, when a new slice is made; it is not stopped while a
+new slice waits; running on an admitted slice, its gated pods are released pod set by pod set.
+
 A job naming a **prebuilt** Workload (``kueue.x-k8s.io/prebuilt-workload-name``, :mod:`connectors.k8s.prebuilt`;
 :meth:`JobReconciler._with_prebuilt`) runs on that one once it controls it — adopted when nothing does, finished
 ``OutOfSync`` when it no longer matches the job — and never gets one made for it: it waits, suspended, meanwhile.
@@ -286,11 +292,18 @@ class JobReconciler(Generic[J]):
 
     SLICED = False
     """Whether the kind runs on workload slices when elastic (:meth:`sliced`)."""
+    SCALES_UP_IN_PART = False
+    """Whether the kind, run on slices, reads the partial scale-up strategy (KEP-12100, :meth:`partial`)."""
 
     def sliced(self, job: J) -> bool:
         """Whether the job runs on workload slices: a kind that does, ``kueue.x-k8s.io/elastic-job: "true"``
         under ``ElasticJobsViaWorkloadSlices`` (:mod:`connectors.k8s.workload_slices`)."""
         return self.SLICED and workload_slices.elastic(self.state, job.metadata.annotations)
+
+    def partial(self, annotations: dict[str, str]) -> bool:
+        """Whether a job of this kind with ``annotations`` scales up in part
+        (:func:`connectors.k8s.workload_slices.partial_scale_up`)."""
+        return self.SCALES_UP_IN_PART and workload_slices.partial_scale_up(self.state, annotations)
 
     def slice_counts(self, job: J) -> dict[str, int]:
         """The job's pod counts by pod set, as its slices are compared with it."""
@@ -509,14 +522,13 @@ class JobReconciler(Generic[J]):
         annotations = meta.get("annotations") or {}
         if self.SLICED and workload_slices.elastic(self.state, annotations):
             owned = self._slices(f"{meta['namespace']}/{meta['name']}", meta["uid"])
-            workload_slices.as_slice(workload, owned,
-                                     partial=workload_slices.partial_scale_up(self.state, annotations))
+            workload_slices.as_slice(workload, owned, partial=self.partial(annotations))
         return workload
 
     async def _sliced(self, job: J, owned: Sequence[workload_slices.Slice]) -> bool:
         """One pass of an elastic job on its workload slices ``owned`` (:func:`connectors.k8s.workload_slices.ensure`):
         whether it was done here (False: the slices do not apply, the job's Workload is found as any job's)."""
-        partial = workload_slices.partial_scale_up(self.state, job.metadata.annotations)
+        partial = self.partial(job.metadata.annotations)
         step = workload_slices.ensure(self.slice_counts(job), owned, partial=partial)
         if step.finish_old is not None:
             await self._finish_out_of_sync(job, step.finish_old[1])

@@ -7,7 +7,8 @@ The steps a Job shares with every kind Kueue's one job reconciler runs (no Workl
 or being deleted; the Job finished; priority class and queue in step; reclaimable pods; PodsReady; start, stop,
 ``JobStopped``; a gone Job's Workloads) are :mod:`connectors.k8s.jobframework`'s; this module is the Job's adapter
 to them (what a Job's state means, how it is started and stopped, its pod set as its Workload is compared with)
-and holds the steps only Jobs take here (one Workload per Job, elastic Jobs, Workloads left with no owner); the
+and holds the steps only Jobs take here (one Workload per Job, Workloads left with no owner; an elastic Job's slice
+pass is the shared reconciler's, the RayCluster's too, with the Job's pods and count); the
 prebuilt Workloads, the rewriting of a Workload the Job no longer matches and the admission gate below are the
 shared reconciler's, taken by JobSets and MPIJobs too.
 
@@ -240,6 +241,7 @@ class JobIntegration(JobReconciler[o.Job]):
     RESOURCE = JOBS
     PODS_READY_WITHOUT_WAITING = True
     SLICED = True
+    SCALES_UP_IN_PART = True
 
     def __init__(self, client: KubeClient, journal: Journal, *, retry_s: float = 1.0,
                  append: Callable[[Sequence[ev.AnyEvent]], Awaitable[list[int]]] | None = None,

@@ -18,8 +18,12 @@ connector shares among the job reconcilers) — is that ancestor's child, as a c
 reconciler): no Workload of its own, kept suspended while the ancestor's newest unfinished Workload is missing or
 not admitted (Normal ``Suspended`` "Kueue managed child job suspended"). The RayJob's submitter Job is found the
 RayJob's child the same way by the Job integration. A prebuilt Workload is used (the shared watched-job steps); so
-MultiKueue runs a RayJob, RayCluster or RayService on a worker (:mod:`connectors.k8s.multikueue`). Not done (see
-the README): rewriting a Workload whose pod sets no longer match, elastic autoscaling.
+MultiKueue runs a RayJob, RayCluster or RayService on a worker (:mod:`connectors.k8s.multikueue`). An elastic
+RayCluster (``kueue.x-k8s.io/elastic-job: "true"`` under ``ElasticJobsViaWorkloadSlices``) runs on workload slices,
+the shared reconciler's slice pass (:meth:`JobReconciler._sliced <connectors.k8s.jobframework.JobReconciler._sliced>`)
+over its pod counts (:func:`connectors.k8s.raycluster.counts`), started with the chain's name on its templates and
+its pods (KubeRay's ``ray.io/cluster`` label) released pod set by pod set. Not done (see the README): rewriting a
+Workload whose pod sets no longer match, elastic RayJobs and RayServices, a RayCluster's partial scale-up.
 
 A RayService (:mod:`connectors.k8s.rayservice`) is run the same way, its suspend flag and templates those of its
 ``spec.rayClusterConfig``: ``rayservice-<name>-<hash>``, never finished, active and PodsReady by its ``Ready``
@@ -34,13 +38,16 @@ from typing import Any
 
 import structlog
 
+from connectors.k8s import podsetinfo, workload_slices
 from connectors.k8s import raycluster as rc
 from connectors.k8s import rayjob as rj
 from connectors.k8s import rayservice as rs
 from connectors.k8s.resources import RAYCLUSTERS, RAYJOBS, RAYSERVICES
 from connectors.k8s.watched_jobs import WatchedJobIntegration
+from events import objects as o
 from kueue_es.scheduler.config import SchedulerConfig
 from projections import gates
+from projections.workloads import WorkloadInfo
 
 log = structlog.get_logger("kueue_es.k8s.ray")
 
@@ -73,8 +80,20 @@ class RayClusterIntegration(WatchedJobIntegration[rc.RayCluster]):
     K = rc
     ITEM = rc.RayCluster
 
+    SLICED = True
+
     def framework_on(self, config: SchedulerConfig) -> bool:
         return config.manages_rayclusters
+
+    def slice_counts(self, job: rc.RayCluster) -> dict[str, int]:
+        return rc.counts(job)
+
+    def slice_pod_selector(self, job: rc.RayCluster) -> str:
+        return rc.pod_selector(job)
+
+    def _start_infos(self, job: rc.RayCluster, wl: WorkloadInfo, obs: o.Workload) -> list[podsetinfo.PodSetInfo]:
+        """Each template's admission, an elastic slice's chain name with it (its pods carry it)."""
+        return rc.start_infos(self.state, wl, job, workload_slices.pod_slice_name(self.state, obs))
 
 
 class RayServiceIntegration(WatchedJobIntegration[rs.RayService]):

@@ -19,6 +19,11 @@ order, when the object is Kueue's (a queue name, or ``manageJobsWithoutQueueName
   elastic (``ElasticJobsViaWorkloadSlices`` and ``kueue.x-k8s.io/elastic-job: "true"``), more than 7 worker groups
   (8 pod sets with the head), a worker group named ``head``;
 
+a RayCluster's own autoscaling rule (:func:`raycluster_create_errors`): an elastic one may autoscale, but each
+worker group's template, then the head's, must carry the ``kueue.x-k8s.io/elastic-job`` scheduling gate, which its
+mutating webhook gives an elastic RayCluster's templates (:func:`raycluster_defaults`, queued or not); a non-elastic
+one's autoscaler is refused in the RayCluster's words;
+
 then the generic job rules (suspended at ``spec.suspend``) and, under ``TopologyAwareScheduling``, each template's
 TAS annotations (head, then each worker group, a slice no larger than its pod set). On update, the update rules
 first, then the create rules on the new object; under ``ValidateRayAndSparkJobUpdates`` an update is checked also

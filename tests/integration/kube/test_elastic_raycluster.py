@@ -1,0 +1,204 @@
+"""An elastic RayCluster scaled up and down against the real apiserver, as Kueue runs it through workload slices.
+
+KubeRay is not installed: the ray.io/v1 API is served from :func:`connectors.k8s.crds.raycluster_crd` and the test
+plays KubeRay (makes the pods from the templates, writes the status). kueue-es's RayCluster webhooks answer for
+this test's namespace: a queued RayCluster annotated ``kueue.x-k8s.io/elastic-job: "true"`` with the in-tree
+autoscaler on (``ElasticJobsViaWorkloadSlices`` on, Kueue's default) is stored suspended with the
+``kueue.x-k8s.io/elastic-job`` scheduling gate on its head's and worker group's templates. It gets a first slice
+named with its generation in the hash, is admitted and started, its templates carrying the chain's
+``kueue.x-k8s.io/workload-slice-name``, and its gated pods are released once their slice is admitted. Its worker
+group's replicas raised beyond the quota (as the autoscaler would), it gets a new slice naming the old one, which
+waits while the cluster runs on — never suspended meanwhile — its new pods gated; once the quota grows the
+scheduler admits the new slice in the old one's place and the new pods are released. Its replicas then lowered, the
+admitted slice takes the smaller count in place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+from typing import Any
+
+import msgspec
+import pytest
+from kubehelp import connect, create, eventually, framework_webhooks, get, kueue_es, queues
+
+from connectors.k8s import crds, ray_webhook
+from connectors.k8s.client import JSON_PATCH, KubeClient
+from connectors.k8s.resources import BY_KIND, RAYCLUSTERS
+from connectors.k8s.workload_slices import slice_name
+from kueue_es.scheduler.config import load_config
+
+pytestmark = pytest.mark.kube
+CONFIG = load_config({"integrations": {"frameworks": ["batch/job", "ray.io/raycluster"]}})
+Q = "kueue.x-k8s.io/queue-name"
+ELASTIC = "kueue.x-k8s.io/elastic-job"
+REPLACES = "kueue.x-k8s.io/workload-slice-replacement-for"
+SLICE_NAME = "kueue.x-k8s.io/workload-slice-name"
+LABEL = "kueue-es-elastic-raycluster-test"
+
+
+def _template() -> dict[str, Any]:
+    return {"spec": {"containers": [{"name": "ray", "image": "rayproject/ray:2.9.0",
+                                     "resources": {"requests": {"cpu": "1"}}}]}}
+
+
+def _cluster(ns: str) -> dict[str, Any]:
+    return {"apiVersion": RAYCLUSTERS.api_version, "kind": "RayCluster",
+            "metadata": {"name": "rc", "namespace": ns, "labels": {Q: "user-queue"}, "annotations": {ELASTIC: "true"}},
+            "spec": {"enableInTreeAutoscaling": True, "headGroupSpec": {"template": _template()},
+                     "workerGroupSpecs": [{"groupName": "workers", "replicas": 2, "minReplicas": 1,
+                                           "maxReplicas": 4, "template": _template()}]}}
+
+
+async def _cluster_doc(kc: KubeClient, ns: str) -> dict[str, Any]:
+    return msgspec.json.decode(await kc.get(RAYCLUSTERS, "rc", ns))
+
+
+async def _kuberay_pod(kc: KubeClient, ns: str, cluster: dict[str, Any], name: str, group: str | None) -> None:
+    """A pod of the cluster as KubeRay makes it: the template's metadata and spec, KubeRay's labels, the cluster
+    as controller."""
+    template = (cluster["spec"]["headGroupSpec"] if group is None else cluster["spec"]["workerGroupSpecs"][0])["template"]
+    meta = template.get("metadata") or {}
+    labels = {**(meta.get("labels") or {}), "ray.io/cluster": "rc",
+              "ray.io/node-type": "head" if group is None else "worker", **({"ray.io/group": group} if group else {})}
+    await create(kc, {"apiVersion": "v1", "kind": "Pod",
+                      "metadata": {"name": name, "namespace": ns, "labels": labels,
+                                   "annotations": meta.get("annotations") or {},
+                                   "ownerReferences": [{"apiVersion": RAYCLUSTERS.api_version, "kind": "RayCluster",
+                                                        "name": "rc", "uid": cluster["metadata"]["uid"],
+                                                        "controller": True}]},
+                      "spec": template["spec"]})
+
+
+async def _kuberay_status(kc: KubeClient, ns: str, workers: int) -> None:
+    await kc.patch(RAYCLUSTERS, "rc", {"status": {"desiredWorkerReplicas": workers}}, ns, subresource="status")
+
+
+async def _gates(kc: KubeClient, ns: str, name: str) -> list[str]:
+    return [g["name"] for g in (await get(kc, "Pod", name, ns))["spec"].get("schedulingGates") or []]
+
+
+async def _released(kc: KubeClient, ns: str, *names: str) -> bool:
+    return all([ELASTIC not in await _gates(kc, ns, n) for n in names])
+
+
+async def _workload(kc: KubeClient, ns: str, name: str) -> dict[str, Any] | None:
+    with contextlib.suppress(Exception):
+        return await get(kc, "Workload", name, ns)
+    return None
+
+
+def _condition(wl: dict[str, Any], type_: str) -> dict[str, Any] | None:
+    return next((c for c in (wl.get("status") or {}).get("conditions") or [] if c["type"] == type_), None)
+
+
+async def _with_condition(kc: KubeClient, ns: str, name: str, type_: str, status: str) -> dict[str, Any] | None:
+    wl = await _workload(kc, ns, name)
+    cond = _condition(wl, type_) if wl else None
+    return wl if cond is not None and cond["status"] == status else None
+
+
+def _counts(wl: dict[str, Any]) -> list[tuple[str, int]]:
+    return [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]]
+
+
+@pytest.mark.asyncio
+async def test_an_elastic_raycluster_scales_its_workers_through_slices_without_stopping(kube_apiserver,
+                                                                                       tmp_path) -> None:
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        await crds.install(kc, docs=[crds.raycluster_crd()])
+        q = await queues(kc, "elastic-ray", {"cpu": 4})
+        sfx = secrets.token_hex(3)
+        await kc.patch(BY_KIND["Namespace"], q.ns, {"metadata": {"labels": {LABEL: sfx}}})
+        settings = ray_webhook.RayWebhooks.of(CONFIG, clusters=True)
+        async with framework_webhooks(kc, tmp_path / "certs", LABEL, sfx, ray_webhook.raycluster_kind(), settings,
+                                      CONFIG), kueue_es(kc, tmp_path / "log", config=CONFIG):
+            async def webhook_in_effect() -> bool:  # the apiserver picks the configurations up asynchronously
+                dry = msgspec.json.decode(await kc.request("POST", RAYCLUSTERS.collection_path(q.ns),
+                                                           query=[("dryRun", "All")], body=_cluster(q.ns)))
+                return dry["spec"].get("suspend") is True
+
+            await eventually(webhook_in_effect, what="the RayCluster webhooks in effect")
+            created = msgspec.json.decode(await kc.create(RAYCLUSTERS, _cluster(q.ns), q.ns))
+            for template in (created["spec"]["headGroupSpec"]["template"],
+                             created["spec"]["workerGroupSpecs"][0]["template"]):
+                assert template["spec"]["schedulingGates"] == [{"name": ELASTIC}], "gated by the webhook"
+            uid = created["metadata"]["uid"]
+            first = slice_name("RayCluster", "ray.io", "rc", uid, created["metadata"]["generation"])
+
+            async def started() -> dict[str, Any] | None:
+                doc = await _cluster_doc(kc, q.ns)
+                return doc if doc["spec"].get("suspend") is False else None
+
+            cluster = await eventually(started, what="the cluster started on its first slice")
+            wl = await _with_condition(kc, q.ns, first, "Admitted", "True")
+            assert wl is not None and _counts(wl) == [("head", 1), ("workers", 2)]
+            assert wl["metadata"]["annotations"][SLICE_NAME] == first
+            for template in (cluster["spec"]["headGroupSpec"]["template"],
+                             cluster["spec"]["workerGroupSpecs"][0]["template"]):
+                assert template["metadata"]["annotations"][SLICE_NAME] == first, "the pods carry the chain's name"
+
+            # play KubeRay: the head and two workers, gated as the templates are
+            await _kuberay_pod(kc, q.ns, cluster, "rc-head", None)
+            for i in range(2):
+                await _kuberay_pod(kc, q.ns, cluster, f"rc-w-{i}", "workers")
+            assert await _gates(kc, q.ns, "rc-w-0") == [ELASTIC]
+            await _kuberay_status(kc, q.ns, 2)
+            await eventually(lambda: _released(kc, q.ns, "rc-head", "rc-w-0", "rc-w-1"),
+                             what="the first slice's pods released")
+
+            suspended: list[bool] = []
+
+            async def watch() -> None:
+                while True:
+                    if (await _cluster_doc(kc, q.ns))["spec"].get("suspend"):
+                        suspended.append(True)
+                    await asyncio.sleep(0.05)
+
+            watcher = asyncio.create_task(watch())
+            try:
+                # the autoscaler asks for 4 workers: 5 cpu do not fit in 4, the new slice waits
+                scaled = msgspec.json.decode(await kc.patch(RAYCLUSTERS, "rc", [
+                    {"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": 4}], q.ns,
+                    content_type=JSON_PATCH))
+                second = slice_name("RayCluster", "ray.io", "rc", uid, scaled["metadata"]["generation"])
+                assert second != first
+                pending = await eventually(lambda: _with_condition(kc, q.ns, second, "QuotaReserved", "False"),
+                                           what="the new slice pending")
+                assert pending["metadata"]["annotations"][REPLACES] == f"{q.ns}/{first}"
+                for i in range(2, 4):
+                    await _kuberay_pod(kc, q.ns, scaled, f"rc-w-{i}", "workers")
+                await _kuberay_status(kc, q.ns, 4)
+                await asyncio.sleep(1.0)
+                assert await _gates(kc, q.ns, "rc-w-2") == [ELASTIC], "a pod of the waiting slice stays gated"
+                assert await _with_condition(kc, q.ns, first, "Admitted", "True") is not None
+
+                cq = await get(kc, "ClusterQueue", q.cq)
+                cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = 6
+                await kc.replace(BY_KIND["ClusterQueue"], q.cq, cq)
+                new = await eventually(lambda: _with_condition(kc, q.ns, second, "Admitted", "True"),
+                                       what="the new slice admitted")
+                assert _counts(new) == [("head", 1), ("workers", 4)]
+                await eventually(lambda: _released(kc, q.ns, "rc-w-2", "rc-w-3"), what="the new slice's pods released")
+                old = await _with_condition(kc, q.ns, first, "Finished", "True")
+                assert old is not None and _condition(old, "Finished")["reason"] == "WorkloadSliceReplaced"
+
+                # the autoscaler gives a worker back: the admitted slice takes the count in place, no new slice
+                await kc.patch(RAYCLUSTERS, "rc", [
+                    {"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": 3}], q.ns,
+                    content_type=JSON_PATCH)
+
+                async def lowered() -> bool:
+                    wl = await _workload(kc, q.ns, second)
+                    return wl is not None and _counts(wl) == [("head", 1), ("workers", 3)]
+
+                await eventually(lowered, what="the slice's worker count lowered")
+                assert await _with_condition(kc, q.ns, second, "Admitted", "True") is not None
+            finally:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+            assert suspended == [], "the cluster was never suspended"

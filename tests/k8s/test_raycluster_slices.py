@@ -1,0 +1,218 @@
+"""An elastic RayCluster on workload slices (Kueue's generic job reconciler with ``pkg/workloadslicing``, the
+RayCluster's pod sets): its first slice made at once, a worker group scaled down in place, a scale-up as a new slice
+naming the old one while the cluster runs on, the old slice finished ``OutOfSync`` once evicted, the cluster started
+with the chain's name on its templates, and its pods released pod set by pod set as the slice grants them. No
+cluster needed."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import msgspec
+import pytest
+from fixtures import watched_jobs
+
+from connectors.k8s.mirror import Mirror
+from connectors.k8s.ray_integration import RayClusterIntegration
+from events import objects as o
+from events import schema as ev
+from projections.workloads import ADMITTED, PENDING
+
+UID = "rc-uid"
+ELASTIC = {"kueue.x-k8s.io/elastic-job": "true"}
+REPLACES = "kueue.x-k8s.io/workload-slice-replacement-for"
+SLICE_NAME = "kueue.x-k8s.io/workload-slice-name"
+GATE = {"name": "kueue.x-k8s.io/elastic-job"}
+PODSET = "kueue.x-k8s.io/podset"
+ON = {"integrations": {"frameworks": ["batch/job", "ray.io/raycluster"]}}
+TEMPLATE = {"spec": {"containers": [{"name": "ray", "image": "ray:2", "resources": {"requests": {"cpu": "1"}}}],
+                     "schedulingGates": [GATE]}}
+
+
+def _slice_name(generation: int) -> str:
+    digest = hashlib.sha1(f"RayCluster\nray.io\nrc\n{UID}\n{generation}".encode()).hexdigest()[:5]
+    return f"raycluster-rc-{digest}"
+
+
+def _raw(workers: int, *, suspend: bool = False, generation: int = 1, elastic: bool = True) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "rc", "namespace": "ns", "uid": UID, "resourceVersion": "5",
+                            "generation": generation, "labels": {"kueue.x-k8s.io/queue-name": "lq"}}
+    if elastic:
+        meta["annotations"] = dict(ELASTIC)
+    return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": meta,
+            "spec": {"suspend": suspend, "enableInTreeAutoscaling": True, "headGroupSpec": {"template": TEMPLATE},
+                     "workerGroupSpecs": [{"groupName": "Workers", "replicas": workers, "template": TEMPLATE}]},
+            "status": {"state": "" if suspend else "ready"}}
+
+
+def _slice(name: str, workers: int, *, created: str = "2026-01-01T00:00:00Z", replaces: str = "") -> o.Workload:
+    wl = watched_jobs.owned_workload(name, ("ray.io/v1", "RayCluster", "rc", UID),
+                                     [o.PodSet(name="head", count=1), o.PodSet(name="workers", count=workers)],
+                                     uid=f"{name}-uid")
+    annotations = {**ELASTIC, SLICE_NAME: _slice_name(1)}
+    if replaces:
+        annotations[REPLACES] = replaces
+    meta = msgspec.structs.replace(wl.metadata, creation_timestamp=created, annotations=annotations)
+    return msgspec.structs.replace(wl, metadata=meta)
+
+
+def _admit(mirror: Mirror, name: str, *, evicted: bool = False) -> None:
+    info = mirror.state.workloads[f"ns/{name}"]
+    info.phase = ADMITTED
+    info.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[
+        o.PodSetAssignment(name=ps.name, flavors={"cpu": "default"}, resource_usage={"cpu": str(ps.count)},
+                           count=ps.count) for ps in mirror.workloads[f"ns/{name}"].spec.pod_sets])
+    info.set_condition("QuotaReserved", "True", "QuotaReserved", "reserved", 5)
+    info.set_condition("Admitted", "True", "Admitted", "The workload is admitted", 5)
+    if evicted:
+        info.evicted = "Preempted"
+        info.set_condition("Evicted", "True", "Preempted", "Preempted to accommodate a workload", 6)
+
+
+class Client(watched_jobs.Client):
+    """Also lists the cluster's pods and takes JSON patches."""
+
+    def __init__(self, stored: dict[str, Any]) -> None:
+        super().__init__(stored, "RayCluster")
+        self.pods: list[dict[str, Any]] = []
+        self.listed: list[Any] = []
+
+    async def request(self, method: str, path: str, *, query: Any = None, **kw: Any) -> bytes:
+        assert method == "GET" and path == "/api/v1/namespaces/ns/pods"
+        self.listed.append(query)
+        return msgspec.json.encode({"items": self.pods})
+
+    async def patch(self, resource: Any, name: str, body: Any, namespace: str = "", subresource: str = "",
+                    content_type: str = "application/merge-patch+json") -> bytes:
+        return await super().patch(resource, name, body, namespace, subresource)
+
+
+def _setup(raw: dict[str, Any], *slices: o.Workload, config: dict[str, Any] | None = None
+           ) -> tuple[RayClusterIntegration, Mirror, list[ev.AnyEvent], Client]:
+    integ, _, appended = watched_jobs.integration(RayClusterIntegration, raw, *slices,
+                                                  config=ON if config is None else config)
+    client = integ.client = Client(raw)
+    return integ, integ.mirror, appended, client
+
+
+def _pod(name: str, podset: str, *, gated: bool = True, phase: str = "Pending") -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "ray", "image": "ray:2"}]}
+    if gated:
+        spec["schedulingGates"] = [GATE]
+    return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": "7", "labels": {PODSET: podset}},
+            "spec": spec, "status": {"phase": phase}}
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("suspend", [True, False])
+async def test_an_elastic_raycluster_gets_its_first_slice_at_once(suspend: bool) -> None:
+    """Kueue's reconciler lets a workload-slice job stay active: a running elastic RayCluster is not suspended for
+    its first slice, which is named with its generation hashed in and names itself as the chain."""
+    integ, _, appended, client = _setup(_raw(2, suspend=suspend))
+    await integ.reconcile("ns/rc")
+    (body,) = client.created
+    assert body["metadata"]["name"] == _slice_name(1)
+    assert body["metadata"]["annotations"] == {**ELASTIC, SLICE_NAME: _slice_name(1)}
+    assert [(ps["name"], ps["count"]) for ps in body["spec"]["podSets"]] == [("head", 1), ("workers", 2)]
+    assert client.patches == [], "not suspended first"
+    assert watched_jobs.actions(appended) == [("RayCluster", "CreatedWorkload")]
+
+
+@pytest.mark.asyncio
+async def test_the_elastic_annotation_does_nothing_with_the_gate_off() -> None:
+    off = {**ON, "featureGates": {"ElasticJobsViaWorkloadSlices": False}}
+    integ, _, _, client = _setup(_raw(2, suspend=False), config=off)
+    await integ.reconcile("ns/rc")
+    assert client.created == [] and [p[2]["spec"] for p in client.patches] == [{"suspend": True}]
+
+
+@pytest.mark.asyncio
+async def test_a_worker_group_scaled_down_is_written_to_the_admitted_slice_in_place() -> None:
+    integ, mirror, _, client = _setup(_raw(2), _slice("a", 3))
+    _admit(mirror, "a")
+    await integ.reconcile("ns/rc")
+    assert client.created == []
+    (patch,) = client.patches
+    assert patch[:2] == ("Workload", "a") and patch[2] == [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": "3"},
+        {"op": "replace", "path": "/spec/podSets/1/count", "value": 2}]
+    assert integ.stats.slice_counts == 1
+
+
+@pytest.mark.asyncio
+async def test_a_scale_up_makes_a_new_slice_naming_the_old_one_while_the_cluster_runs_on() -> None:
+    integ, mirror, appended, client = _setup(_raw(4, generation=2), _slice("a", 2))
+    _admit(mirror, "a")
+    await integ.reconcile("ns/rc")
+    (body,) = client.created
+    assert body["metadata"]["name"] == _slice_name(2)
+    assert body["metadata"]["annotations"] == {**ELASTIC, REPLACES: "ns/a", SLICE_NAME: _slice_name(1)}
+    assert [(ps["name"], ps["count"]) for ps in body["spec"]["podSets"]] == [("head", 1), ("workers", 4)]
+    assert [p for p in client.patches if p[0] == "RayCluster"] == [], "not stopped"
+
+
+@pytest.mark.asyncio
+async def test_a_running_cluster_is_not_stopped_while_its_new_slice_waits_and_keeps_its_pods_released() -> None:
+    new = _slice_name(2)
+    integ, mirror, _, client = _setup(_raw(4, generation=2), _slice("a", 2),
+                                      _slice(new, 4, replaces="ns/a", created="2026-01-01T00:00:05Z"))
+    _admit(mirror, "a")
+    assert mirror.state.workloads[f"ns/{new}"].phase == PENDING
+    client.pods = [_pod("w-0", "workers", gated=False), _pod("w-1", "workers"), _pod("w-2", "workers")]
+    await integ.reconcile("ns/rc")
+    assert client.created == [] and [p for p in client.patches if p[0] == "RayCluster"] == []
+    assert [p[1] for p in client.patches if p[0] == "Pod"] == ["w-1"], "the old slice grants 2 workers"
+
+
+@pytest.mark.asyncio
+async def test_the_cluster_on_its_admitted_slice_has_its_pods_released_pod_set_by_pod_set() -> None:
+    """Kueue's elastic-job ungater: in each pod set, as many gated pods as the slice grants beyond those already
+    released, lowest name first; a terminated pod counts for neither; a pod of no granted pod set stays gated."""
+    integ, mirror, _, client = _setup(_raw(2), _slice("a", 2))
+    _admit(mirror, "a")
+    client.pods = [_pod("head-x", "head"), _pod("w-2", "workers"), _pod("w-1", "workers"),
+                   _pod("w-0", "workers", phase="Succeeded"), _pod("w-3", "workers"), _pod("stray", "")]
+    await integ.reconcile("ns/rc")
+    assert client.listed == [[("labelSelector", "ray.io/cluster=rc")]]
+    pods = [(name, body) for kind, name, body in client.patches if kind == "Pod"]
+    assert [name for name, _ in pods] == ["head-x", "w-1", "w-2"]
+    assert pods[0][1] == [{"op": "test", "path": "/metadata/resourceVersion", "value": "7"},
+                          {"op": "remove", "path": "/spec/schedulingGates"}]
+    assert integ.stats.pods_ungated == 3
+
+
+@pytest.mark.asyncio
+async def test_a_suspended_cluster_is_started_on_its_slice_with_the_chain_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    integ, mirror, _, client = _setup(_raw(2, suspend=True), _slice("a", 2))
+    _admit(mirror, "a")
+    monkeypatch.setattr("connectors.k8s.jobframework.admission_shown", lambda wl, obs: True)  # stored as decided
+    await integ.reconcile("ns/rc")
+    (start,) = [body for kind, _, body in client.patches if kind == "RayCluster"]
+    spec = start["spec"]
+    assert spec["suspend"] is False
+    head = spec["headGroupSpec"]["template"]["metadata"]
+    assert head["annotations"] == {SLICE_NAME: _slice_name(1), "kueue.x-k8s.io/workload": "a"}
+    assert spec["workerGroupSpecs"][0]["template"]["metadata"]["annotations"][SLICE_NAME] == _slice_name(1)
+    assert spec["workerGroupSpecs"][0]["template"]["spec"]["schedulingGates"] == [GATE], "pods wait for a slice"
+
+
+@pytest.mark.asyncio
+async def test_an_evicted_old_slice_beside_a_new_one_is_finished_out_of_sync() -> None:
+    new = _slice_name(2)
+    integ, mirror, appended, client = _setup(_raw(4, generation=2), _slice("a", 2),
+                                             _slice(new, 4, replaces="ns/a", created="2026-01-01T00:00:05Z"))
+    _admit(mirror, "a", evicted=True)
+    await integ.reconcile("ns/rc")
+    finished = [e for e in appended if isinstance(e, ev.WorkloadFinished)]
+    assert [(e.key, e.reason) for e in finished] == [("ns/a", "OutOfSync")]
+    assert [p for p in client.patches if p[0] == "RayCluster"] == [], "stopped only once its own slice is evicted"
+
+
+@pytest.mark.asyncio
+async def test_a_cluster_whose_slice_is_evicted_is_stopped_with_its_templates_restored() -> None:
+    integ, mirror, _, client = _setup(_raw(2), _slice("a", 2))
+    _admit(mirror, "a", evicted=True)
+    await integ.reconcile("ns/rc")
+    (stop,) = [body for kind, _, body in client.patches if kind == "RayCluster"]
+    assert stop["spec"]["suspend"] is True
