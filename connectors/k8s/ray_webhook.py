@@ -16,7 +16,7 @@ order, when the object is Kueue's (a queue name, or ``manageJobsWithoutQueueName
   clusterSelector"); one with a ``clusterSelector`` alone is not Kueue's and passes as it is; one that does not
   ``shutdownAfterJobFinishes`` ("a kueue managed job should delete the cluster after finishing");
 * in the cluster spec (Kueue's ``common.go`` ``ValidateCreate``): ``enableInTreeAutoscaling`` unless the object is
-  elastic (``ElasticJobsViaWorkloadSlices`` and ``kueue.x-k8s.io/elastic-job: "true"``), more than 7 worker groups
+  annotated ``kueue.x-k8s.io/elastic-job: "true"`` (the annotation alone, whatever the gate), more than 7 worker groups
   (8 pod sets with the head), a worker group named ``head``;
 
 a RayCluster's own autoscaling rule (:func:`raycluster_create_errors`): an elastic one may autoscale, but each
@@ -106,9 +106,12 @@ def _managed(obj: Mapping[str, Any], without_queue: bool) -> bool:
     return without_queue or bool(_map(_map(obj.get("metadata")).get("labels")).get(QUEUE_LABEL))
 
 
+def _annotated_elastic(obj: Mapping[str, Any]) -> bool:
+    return _map(_map(obj.get("metadata")).get("annotations")).get(ELASTIC_JOB_ANNOTATION) == "true"
+
+
 def _elastic(obj: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> bool:
-    return (gates.enabled(feature_gates, gates.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)
-            and _map(_map(obj.get("metadata")).get("annotations")).get(ELASTIC_JOB_ANNOTATION) == "true")
+    return gates.enabled(feature_gates, gates.ELASTIC_JOBS_VIA_WORKLOAD_SLICES) and _annotated_elastic(obj)
 
 
 def _worker_groups(cluster_spec: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -118,10 +121,11 @@ def _worker_groups(cluster_spec: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def cluster_spec_errors(obj: Mapping[str, Any], cluster_spec: Mapping[str, Any], path: str,
                         feature_gates: Mapping[str, bool], *, autoscaling: bool = True) -> list[str]:
-    """Kueue's rules for a Kueue-run cluster spec at ``path``: autoscaling (unless ``autoscaling`` is False: the
+    """Kueue's rules for a Kueue-run cluster spec at ``path``: autoscaling only for an object annotated elastic,
+    whatever the gate (Kueue's ``common.go`` reads the annotation alone; unless ``autoscaling`` is False: the
     RayCluster's own rule, :func:`raycluster_create_errors`), the worker groups' number and names."""
     errors: list[str] = []
-    if autoscaling and cluster_spec.get("enableInTreeAutoscaling") is True and not _elastic(obj, feature_gates):
+    if autoscaling and cluster_spec.get("enableInTreeAutoscaling") is True and not _annotated_elastic(obj):
         errors.append(job_validation.invalid(f"{path}.enableInTreeAutoscaling", True, AUTOSCALING))
     groups = _worker_groups(cluster_spec)
     if len(groups) > MAX_WORKER_GROUPS:

@@ -146,6 +146,12 @@ def test_autoscaling_only_for_an_elastic_job_at_most_seven_worker_groups_none_na
                                              "featureGates": {"ElasticJobsViaWorkloadSlices": True}}), clusters=False)
     assert _refusal(_rayjob({Q: "lq"}, cluster=_cluster_spec(autoscaling=True),
                             annotations={"kueue.x-k8s.io/elastic-job": "true"}), settings=elastic) is None
+    gate_off = rw.RayWebhooks.of(load_config({"integrations": {"frameworks": FRAMEWORKS},
+                                              "featureGates": {"ElasticJobsViaWorkloadSlices": False}}),
+                                 clusters=False)
+    assert _refusal(_rayjob({Q: "lq"}, cluster=_cluster_spec(autoscaling=True),
+                            annotations={"kueue.x-k8s.io/elastic-job": "true"}), settings=gate_off) is None, (
+        "Kueue's common.go reads the annotation alone")
     assert _refusal(_rayjob({Q: "lq"}, cluster=_cluster_spec(8))) == (
         "spec.rayClusterSpec.workerGroupSpecs: Too many: 8: must have at most 7 items")
     assert _refusal(_raycluster({Q: "lq"}, names=("x", "head"), groups=2), settings=CLUSTERS) == (
