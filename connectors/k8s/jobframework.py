@@ -31,7 +31,7 @@ What a pass does once the kind has found the job's Workload (:meth:`JobReconcile
   an elastic one whose new slice waits); **evicted**, suspended, no active pods and still
   holding quota → ``JobStopped``.
 
-An **elastic** job of a kind that runs on workload slices (``SLICED``: the batch/v1 Job, the RayCluster;
+An **elastic** job of a kind that runs on workload slices (``SLICED``: the batch/v1 Job, the RayCluster, the RayJob;
 ``kueue.x-k8s.io/elastic-job: "true"`` under ``ElasticJobsViaWorkloadSlices``) takes the slice pass instead
 (:meth:`JobReconciler._sliced`, :mod:`connectors.k8s.workload_slices`): its not-finished slices compared with its pod
 counts say which one it runs on, which counts change in place, when a new slice is made; it is not stopped while a
@@ -305,17 +305,21 @@ class JobReconciler(Generic[J]):
         (:func:`connectors.k8s.workload_slices.partial_scale_up`)."""
         return self.SCALES_UP_IN_PART and workload_slices.partial_scale_up(self.state, annotations)
 
-    def slice_counts(self, job: J) -> dict[str, int]:
-        """The job's pod counts by pod set, as its slices are compared with it."""
+    def slice_counts(self, job: J) -> dict[str, int] | None:
+        """The job's pod counts by pod set, as its slices are compared with it (None: they cannot be told)."""
         raise NotImplementedError
 
     def slice_pod_selector(self, job: J) -> str:
-        """The label selector that finds the job's pods."""
+        """The label selector that finds the job's pods (empty: it has none yet)."""
         raise NotImplementedError
 
     def slice_pod_set(self, pod: dict[str, Any]) -> str:
         """The pod set one of the job's pods counts against."""
         return workload_slices.pod_set_label(pod)
+
+    def slice_pods_version(self, job: J) -> str:
+        """Besides the job's version, what changes when its pods do (a RayJob's: its RayCluster's version)."""
+        return ""
 
     def releases_slice_pods(self, job: J) -> bool:
         """Whether the job running on an admitted slice may have gated pods to release."""
@@ -503,7 +507,8 @@ class JobReconciler(Generic[J]):
         elastic-job gate is lifted (Kueue's ``StartWorkloadSlicePods``), once per slice and version of the job."""
         if self.sliced(job) and self.releases_slice_pods(job):
             # a slot of its own: the slice passes' other writes (a new slice, counts) leave it done
-            await self._once(f"{job.key}/ungate", f"ungate@{wl.uid}", job, self._ungate_pods(job, wl))
+            await self._once(f"{job.key}/ungate", f"ungate@{wl.uid}{self.slice_pods_version(job)}", job,
+                             self._ungate_pods(job, wl))
 
     # --- elastic jobs (workload slices) --------------------------------------------------------------------
 
@@ -516,11 +521,15 @@ class JobReconciler(Generic[J]):
         """The Workloads a job of this name controls, as stored (and in the log, when it has them)."""
         raise NotImplementedError
 
-    def _sliced_workload(self, meta: dict[str, Any], workload: dict[str, Any]) -> dict[str, Any]:
+    def _sliced_workload(self, meta: dict[str, Any], workload: dict[str, Any],
+                         counts: dict[str, int] | None = None) -> dict[str, Any]:
         """``workload``, about to be created for the job of raw ``meta``, made one of its slices when it runs on
-        slices (:func:`connectors.k8s.workload_slices.as_slice`)."""
+        slices (:func:`connectors.k8s.workload_slices.as_slice`), its pod sets counting ``counts`` when given (the
+        job's :meth:`slice_counts`, when they are not its spec's)."""
         annotations = meta.get("annotations") or {}
         if self.SLICED and workload_slices.elastic(self.state, annotations):
+            for ps in workload["spec"]["podSets"]:
+                ps["count"] = (counts or {}).get(ps["name"], ps["count"])
             owned = self._slices(f"{meta['namespace']}/{meta['name']}", meta["uid"])
             workload_slices.as_slice(workload, owned, partial=self.partial(annotations))
         return workload
@@ -529,7 +538,11 @@ class JobReconciler(Generic[J]):
         """One pass of an elastic job on its workload slices ``owned`` (:func:`connectors.k8s.workload_slices.ensure`):
         whether it was done here (False: the slices do not apply, the job's Workload is found as any job's)."""
         partial = self.partial(job.metadata.annotations)
-        step = workload_slices.ensure(self.slice_counts(job), owned, partial=partial)
+        counts = self.slice_counts(job)
+        if counts is None:  # Kueue's reconcile fails: nothing is done
+            self.log.error(f"elastic {self.NOUN}: its pod sets cannot be told", **{self.NOUN: job.key})
+            return True
+        step = workload_slices.ensure(counts, owned, partial=partial)
         if step.finish_old is not None:
             await self._finish_out_of_sync(job, step.finish_old[1])
         if step.stranded is not None:  # KEP-12100: the waiting slice goes with the evicted one; a new chain next
@@ -571,9 +584,10 @@ class JobReconciler(Generic[J]):
         pod as read. A pod gone meanwhile is skipped; one changed meanwhile (the topology ungater, say) fails the
         pass once the others are done, so that it is retried: a pod left gated changes nothing the job's version
         counts, so no later pass of that version would come (Kueue requeues)."""
-        ns = job.metadata.namespace
-        raw = await self.client.request("GET", PODS.collection_path(ns),
-                                        query=[("labelSelector", self.slice_pod_selector(job))])
+        ns, selector = job.metadata.namespace, self.slice_pod_selector(job)
+        if not selector:
+            return
+        raw = await self.client.request("GET", PODS.collection_path(ns), query=[("labelSelector", selector)])
         granted = workload_slices.granted(wl)  # a partial admission's counts, not the spec's
         stale: list[str] = []
         pods = msgspec.json.decode(raw).get("items") or []
@@ -618,6 +632,8 @@ class JobReconciler(Generic[J]):
         """Give the slice the job's pod counts in place (a scale-down, or a slice holding no quota), conditioned
         on its resourceVersion; Kueue records no Event for it."""
         counts = self.slice_counts(job)
+        if counts is None:
+            return
         try:
             await self.client.patch(WORKLOADS, obs.metadata.name, workload_slices.counts_patch(obs, counts),
                                     obs.metadata.namespace, content_type=JSON_PATCH)

@@ -212,13 +212,15 @@ def start_infos(state: ClusterState, wl: Any, cluster: RayCluster, slice_name: s
     return infos_for(state, wl, pod_set_names(cluster.spec), slice_name)
 
 
-def counts(cluster: RayCluster) -> dict[str, int]:
-    """The RayCluster's pod counts by pod set, as its workload slices are compared with it: the head's one, each
-    worker group's ``replicas`` (default 1) times ``numOfHosts`` when that is above 1."""
-    out = {HEAD: 1}
-    for group in cluster.spec.worker_group_specs:
-        out[group.group_name.lower()] = worker_count({"replicas": group.replicas, "numOfHosts": group.num_of_hosts})
-    return out
+def group_count(group: WorkerGroupSpec) -> int:
+    """A worker group's pods (:func:`worker_count`)."""
+    return worker_count({"replicas": group.replicas, "numOfHosts": group.num_of_hosts})
+
+
+def counts(spec: RayClusterSpec) -> dict[str, int]:
+    """A cluster spec's pod counts by pod set, as an elastic object's workload slices are compared with it: the
+    head's one, each worker group's ``replicas`` (default 1) times ``numOfHosts`` when that is above 1."""
+    return {HEAD: 1, **{group.group_name.lower(): group_count(group) for group in spec.worker_group_specs}}
 
 
 def pod_selector(cluster: RayCluster) -> str:

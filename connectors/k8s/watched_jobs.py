@@ -117,6 +117,10 @@ class WatchedJobIntegration(JobReconciler[J]):
         """Whether the Configuration lists the kind's framework."""
         raise NotImplementedError
 
+    def side_informers(self) -> list[Informer[Any]]:
+        """Informers of other kinds the integration reads besides its own (run beside it; none by default)."""
+        return []
+
     # --- running -------------------------------------------------------------------------------------------
 
     async def run(self) -> None:
@@ -127,6 +131,8 @@ class WatchedJobIntegration(JobReconciler[J]):
         try:
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(self.informer.run(absent=self._wait_for_framework), name=f"k8s-{self.NOUN}s-watch")
+                for informer in self.side_informers():
+                    tg.create_task(informer.run(absent=self._wait_for_framework), name=f"k8s-{informer.what}-watch")
                 await self.synced.wait()
                 self.dirty |= self.workloads_of.keys()  # objects gone while no one watched
                 await KeyedWorkers(self.reconcile_guarded, self.concurrency).run(
@@ -265,8 +271,11 @@ class WatchedJobIntegration(JobReconciler[J]):
         return self.K.pods_ready(job)
 
     def workload_for(self, raw: dict[str, Any], name: str) -> dict[str, Any]:
-        return self._sliced_workload(raw["metadata"],
-                                     self.K.workload_for(self.state, self._config().keys_to_copy, raw, name))
+        meta = raw["metadata"]
+        job: Any = self.known.get(f"{meta['namespace']}/{meta['name']}")
+        counts = self.slice_counts(job) if job is not None and self.sliced(job) else None
+        return self._sliced_workload(meta, self.K.workload_for(self.state, self._config().keys_to_copy, raw, name),
+                                     counts)
 
     def job_pod_sets(self, job: J, *, generated: bool) -> list[o.PodSet] | None:
         pod_sets = getattr(self.K, "job_pod_sets", None)

@@ -1,4 +1,5 @@
-"""An elastic RayCluster scaled up and down against the real apiserver, as Kueue runs it through workload slices.
+"""An elastic RayCluster, and an elastic RayJob, scaled up and down against the real apiserver, as Kueue runs them
+through workload slices.
 
 KubeRay is not installed: the ray.io/v1 API is served from :func:`connectors.k8s.crds.raycluster_crd` and the test
 plays KubeRay (makes the pods from the templates, writes the status). kueue-es's RayCluster webhooks answer for
@@ -11,6 +12,12 @@ group's replicas raised beyond the quota (as the autoscaler would), it gets a ne
 waits while the cluster runs on — never suspended meanwhile — its new pods gated; once the quota grows the
 scheduler admits the new slice in the old one's place and the new pods are released. Its replicas then lowered, the
 admitted slice takes the smaller count in place.
+
+An elastic RayJob with the autoscaler on is counted by the RayCluster KubeRay makes for it (the test makes it, as
+KubeRay does, with the RayJob's labels and annotations, so the RayCluster webhook gates its templates): its first
+slice admitted, the cluster's pods are released; the cluster's worker group scaled up beyond the quota (the RayJob
+itself unchanged), a new slice naming the first waits while the RayJob runs on, and once the quota grows it is
+admitted in the first one's place and the new pods are released.
 """
 
 from __future__ import annotations
@@ -26,12 +33,13 @@ from kubehelp import connect, create, eventually, framework_webhooks, get, kueue
 
 from connectors.k8s import crds, ray_webhook
 from connectors.k8s.client import JSON_PATCH, KubeClient
-from connectors.k8s.resources import BY_KIND, RAYCLUSTERS
+from connectors.k8s.resources import BY_KIND, RAYCLUSTERS, RAYJOBS
 from connectors.k8s.workload_slices import slice_name
 from kueue_es.scheduler.config import load_config
 
 pytestmark = pytest.mark.kube
 CONFIG = load_config({"integrations": {"frameworks": ["batch/job", "ray.io/raycluster"]}})
+JOB_CONFIG = load_config({"integrations": {"frameworks": ["batch/job", "ray.io/rayjob", "ray.io/raycluster"]}})
 Q = "kueue.x-k8s.io/queue-name"
 ELASTIC = "kueue.x-k8s.io/elastic-job"
 REPLACES = "kueue.x-k8s.io/workload-slice-replacement-for"
@@ -56,24 +64,26 @@ async def _cluster_doc(kc: KubeClient, ns: str) -> dict[str, Any]:
     return msgspec.json.decode(await kc.get(RAYCLUSTERS, "rc", ns))
 
 
-async def _kuberay_pod(kc: KubeClient, ns: str, cluster: dict[str, Any], name: str, group: str | None) -> None:
+async def _kuberay_pod(kc: KubeClient, ns: str, cluster: dict[str, Any], name: str, group: str | None,
+                       cluster_name: str = "rc") -> None:
     """A pod of the cluster as KubeRay makes it: the template's metadata and spec, KubeRay's labels, the cluster
     as controller."""
     template = (cluster["spec"]["headGroupSpec"] if group is None else cluster["spec"]["workerGroupSpecs"][0])["template"]
     meta = template.get("metadata") or {}
-    labels = {**(meta.get("labels") or {}), "ray.io/cluster": "rc",
+    labels = {**(meta.get("labels") or {}), "ray.io/cluster": cluster_name,
               "ray.io/node-type": "head" if group is None else "worker", **({"ray.io/group": group} if group else {})}
     await create(kc, {"apiVersion": "v1", "kind": "Pod",
                       "metadata": {"name": name, "namespace": ns, "labels": labels,
                                    "annotations": meta.get("annotations") or {},
                                    "ownerReferences": [{"apiVersion": RAYCLUSTERS.api_version, "kind": "RayCluster",
-                                                        "name": "rc", "uid": cluster["metadata"]["uid"],
+                                                        "name": cluster_name, "uid": cluster["metadata"]["uid"],
                                                         "controller": True}]},
                       "spec": template["spec"]})
 
 
-async def _kuberay_status(kc: KubeClient, ns: str, workers: int) -> None:
-    await kc.patch(RAYCLUSTERS, "rc", {"status": {"desiredWorkerReplicas": workers}}, ns, subresource="status")
+async def _kuberay_status(kc: KubeClient, ns: str, workers: int, cluster_name: str = "rc") -> None:
+    await kc.patch(RAYCLUSTERS, cluster_name, {"status": {"desiredWorkerReplicas": workers}}, ns,
+                   subresource="status")
 
 
 async def _gates(kc: KubeClient, ns: str, name: str) -> list[str]:
@@ -202,3 +212,99 @@ async def test_an_elastic_raycluster_scales_its_workers_through_slices_without_s
                 with contextlib.suppress(asyncio.CancelledError):
                     await watcher
             assert suspended == [], "the cluster was never suspended"
+
+
+def _rayjob(ns: str) -> dict[str, Any]:
+    cluster_spec = _cluster(ns)["spec"]
+    return {"apiVersion": RAYJOBS.api_version, "kind": "RayJob",
+            "metadata": {"name": "job", "namespace": ns, "labels": {Q: "user-queue"}, "annotations": {ELASTIC: "true"}},
+            "spec": {"suspend": True, "shutdownAfterJobFinishes": True, "entrypoint": "python -c 'print(1)'",
+                     "rayClusterSpec": cluster_spec}}
+
+
+async def _job_workloads(kc: KubeClient, ns: str, uid: str) -> list[dict[str, Any]]:
+    raw = await kc.request("GET", BY_KIND["Workload"].collection_path(ns))
+    return [w for w in msgspec.json.decode(raw)["items"]
+            if any(r.get("uid") == uid for r in w["metadata"].get("ownerReferences") or [])]
+
+
+@pytest.mark.asyncio
+async def test_an_elastic_rayjob_scales_up_with_its_autoscaled_cluster(kube_apiserver, tmp_path) -> None:
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        await crds.install(kc, docs=[crds.rayjob_crd(), crds.raycluster_crd()])
+        q = await queues(kc, "elastic-rayjob", {"cpu": 4, "memory": "1Gi"})
+        sfx = secrets.token_hex(3)
+        await kc.patch(BY_KIND["Namespace"], q.ns, {"metadata": {"labels": {LABEL: sfx}}})
+        settings = ray_webhook.RayWebhooks.of(JOB_CONFIG, clusters=True)
+        async with framework_webhooks(kc, tmp_path / "certs", LABEL, sfx, ray_webhook.raycluster_kind(), settings,
+                                      JOB_CONFIG), kueue_es(kc, tmp_path / "log", config=JOB_CONFIG):
+            async def webhook_in_effect() -> bool:
+                dry = msgspec.json.decode(await kc.request("POST", RAYCLUSTERS.collection_path(q.ns),
+                                                           query=[("dryRun", "All")], body=_cluster(q.ns)))
+                return dry["spec"].get("suspend") is True
+
+            await eventually(webhook_in_effect, what="the RayCluster webhooks in effect")
+            created = msgspec.json.decode(await kc.create(RAYJOBS, _rayjob(q.ns), q.ns))
+            await kc.patch(RAYJOBS, "job", {"status": {"jobDeploymentStatus": "Suspended"}}, q.ns,
+                           subresource="status")
+            uid = created["metadata"]["uid"]
+            first = slice_name("RayJob", "ray.io", "job", uid, created["metadata"]["generation"])
+
+            async def job_started() -> dict[str, Any] | None:
+                doc = msgspec.json.decode(await kc.get(RAYJOBS, "job", q.ns))
+                return doc if doc["spec"].get("suspend") is False else None
+
+            job = await eventually(job_started, what="the RayJob started on its first slice")
+            wl = await _with_condition(kc, q.ns, first, "Admitted", "True")
+            assert wl is not None and _counts(wl) == [("head", 1), ("workers", 2), ("submitter", 1)]
+
+            # play KubeRay: the RayJob's cluster, with its labels and annotations (so the RayCluster webhook gates
+            # its templates), controlled by it; then its pods
+            cluster_doc = {"apiVersion": RAYCLUSTERS.api_version, "kind": "RayCluster",
+                           "metadata": {"name": "job-rc", "namespace": q.ns, "labels": job["metadata"]["labels"],
+                                        "annotations": job["metadata"]["annotations"],
+                                        "ownerReferences": [{"apiVersion": RAYJOBS.api_version, "kind": "RayJob",
+                                                             "name": "job", "uid": uid, "controller": True}]},
+                           "spec": job["spec"]["rayClusterSpec"]}
+            cluster = msgspec.json.decode(await kc.create(RAYCLUSTERS, cluster_doc, q.ns))
+            assert cluster["spec"]["workerGroupSpecs"][0]["template"]["spec"]["schedulingGates"] == [{"name": ELASTIC}]
+            assert not cluster["spec"].get("suspend"), "the RayJob's child: not suspended by the webhook"
+            await kc.patch(RAYJOBS, "job", {"status": {"jobDeploymentStatus": "Running", "rayClusterName": "job-rc"}},
+                           q.ns, subresource="status")
+            await _kuberay_pod(kc, q.ns, cluster, "job-head", None, "job-rc")
+            for i in range(2):
+                await _kuberay_pod(kc, q.ns, cluster, f"job-w-{i}", "workers", "job-rc")
+            await _kuberay_status(kc, q.ns, 2, "job-rc")
+            await eventually(lambda: _released(kc, q.ns, "job-head", "job-w-0", "job-w-1"),
+                             what="the first slice's pods released")
+
+            # the autoscaler scales the cluster, not the RayJob: 5.5 cpu do not fit in 4, the new slice waits
+            scaled = msgspec.json.decode(await kc.patch(RAYCLUSTERS, "job-rc", [
+                {"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": 4}], q.ns,
+                content_type=JSON_PATCH))
+
+            async def second_slice() -> dict[str, Any] | None:
+                return next((w for w in await _job_workloads(kc, q.ns, uid)
+                             if w["metadata"]["name"] != first and _counts(w)[1] == ("workers", 4)), None)
+
+            second = (await eventually(second_slice, what="the new slice"))["metadata"]["name"]
+            pending = await eventually(lambda: _with_condition(kc, q.ns, second, "QuotaReserved", "False"),
+                                       what="the new slice pending")
+            assert pending["metadata"]["annotations"][REPLACES] == f"{q.ns}/{first}"
+            for i in range(2, 4):
+                await _kuberay_pod(kc, q.ns, scaled, f"job-w-{i}", "workers", "job-rc")
+            await _kuberay_status(kc, q.ns, 4, "job-rc")
+            await asyncio.sleep(1.0)
+            assert await _gates(kc, q.ns, "job-w-2") == [ELASTIC], "a pod of the waiting slice stays gated"
+            assert (await job_started()) is not None, "the RayJob runs on"
+
+            cq = await get(kc, "ClusterQueue", q.cq)
+            cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = 6
+            await kc.replace(BY_KIND["ClusterQueue"], q.cq, cq)
+            await eventually(lambda: _with_condition(kc, q.ns, second, "Admitted", "True"),
+                             what="the new slice admitted")
+            await eventually(lambda: _released(kc, q.ns, "job-w-2", "job-w-3"), what="the new slice's pods released")
+            old = await _with_condition(kc, q.ns, first, "Finished", "True")
+            assert old is not None and _condition(old, "Finished")["reason"] == "WorkloadSliceReplaced"
+            assert (await job_started()) is not None, "never stopped"

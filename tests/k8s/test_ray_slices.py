@@ -1,8 +1,8 @@
-"""An elastic RayCluster on workload slices (Kueue's generic job reconciler with ``pkg/workloadslicing``, the
+"""An elastic RayCluster and RayJob on workload slices (Kueue's generic job reconciler with ``pkg/workloadslicing``, the
 RayCluster's pod sets): its first slice made at once, a worker group scaled down in place, a scale-up as a new slice
 naming the old one while the cluster runs on, the old slice finished ``OutOfSync`` once evicted, the cluster started
-with the chain's name on its templates, and its pods released pod set by pod set as the slice grants them. No
-cluster needed."""
+with the chain's name on its templates, and its pods released pod set by pod set as the slice grants them; a
+RayJob's worker counts read from the RayCluster it runs on under the autoscaler. No cluster needed."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ import msgspec
 import pytest
 from fixtures import watched_jobs
 
+from connectors.k8s import raycluster as rc
 from connectors.k8s.mirror import Mirror
-from connectors.k8s.ray_integration import RayClusterIntegration
+from connectors.k8s.ray_integration import RayClusterIntegration, RayJobIntegration
 from events import objects as o
 from events import schema as ev
 from projections.workloads import ADMITTED, PENDING
@@ -216,3 +217,114 @@ async def test_a_cluster_whose_slice_is_evicted_is_stopped_with_its_templates_re
     await integ.reconcile("ns/rc")
     (stop,) = [body for kind, _, body in client.patches if kind == "RayCluster"]
     assert stop["spec"]["suspend"] is True
+
+
+# --- an elastic RayJob: its worker counts read from the RayCluster it runs on ------------------------------------
+
+JOB_UID = "job-uid"
+CLUSTER = "job-raycluster-x"
+JOB_ON = {"integrations": {"frameworks": ["batch/job", "ray.io/rayjob"]}}
+
+
+def _job_slice_name(generation: int) -> str:
+    digest = hashlib.sha1(f"RayJob\nray.io\njob\n{JOB_UID}\n{generation}".encode()).hexdigest()[:5]
+    return f"rayjob-job-{digest}"
+
+
+def _raw_job(workers: int, *, autoscaling: bool = True, suspend: bool = False) -> dict[str, Any]:
+    cluster = _raw(workers)["spec"]
+    cluster["enableInTreeAutoscaling"] = autoscaling
+    del cluster["suspend"]
+    return {"apiVersion": "ray.io/v1", "kind": "RayJob",
+            "metadata": {"name": "job", "namespace": "ns", "uid": JOB_UID, "resourceVersion": "5", "generation": 1,
+                         "labels": {"kueue.x-k8s.io/queue-name": "lq"}, "annotations": dict(ELASTIC)},
+            "spec": {"suspend": suspend, "shutdownAfterJobFinishes": True, "submissionMode": "K8sJobMode",
+                     "rayClusterSpec": cluster},
+            "status": {"jobDeploymentStatus": "Suspended" if suspend else "Running",
+                       **({} if suspend else {"rayClusterName": CLUSTER})}}
+
+
+def _live_cluster(workers: int, *, groups: tuple[str, ...] = ("Workers",), owner_uid: str = JOB_UID) -> Any:
+    raw = _raw(workers)
+    raw["metadata"].update(name=CLUSTER, uid="cluster-uid", ownerReferences=[
+        {"apiVersion": "ray.io/v1", "kind": "RayJob", "name": "job", "uid": owner_uid, "controller": True}])
+    raw["spec"]["workerGroupSpecs"] = [{**raw["spec"]["workerGroupSpecs"][0], "groupName": g} for g in groups]
+    return msgspec.convert(raw, rc.RayCluster)
+
+
+def _job_slice(name: str, workers: int, *, created: str = "2026-01-01T00:00:00Z") -> o.Workload:
+    wl = watched_jobs.owned_workload(name, ("ray.io/v1", "RayJob", "job", JOB_UID),
+                                     [o.PodSet(name="head", count=1), o.PodSet(name="workers", count=workers),
+                                      o.PodSet(name="submitter", count=1)], uid=f"{name}-uid")
+    meta = msgspec.structs.replace(wl.metadata, creation_timestamp=created,
+                                   annotations={**ELASTIC, SLICE_NAME: _job_slice_name(1)})
+    return msgspec.structs.replace(wl, metadata=meta)
+
+
+def _job_setup(raw: dict[str, Any], *slices: o.Workload, live: Any = None
+               ) -> tuple[RayJobIntegration, Mirror, list[ev.AnyEvent], Client]:
+    integ, _, appended = watched_jobs.integration(RayJobIntegration, raw, *slices, config=JOB_ON)
+    client = integ.client = Client(raw)
+    client.kind = "RayJob"
+    if live is not None:
+        integ.clusters.known[live.key] = live
+    integ.clusters.synced.set()
+    return integ, integ.mirror, appended, client
+
+
+@pytest.mark.asyncio
+async def test_an_elastic_rayjob_gets_its_first_slice_with_its_submitter() -> None:
+    integ, _, _, client = _job_setup(_raw_job(2, suspend=True))
+    await integ.reconcile("ns/job")
+    (body,) = client.created
+    assert body["metadata"]["name"] == _job_slice_name(1)
+    assert body["metadata"]["annotations"] == {**ELASTIC, SLICE_NAME: _job_slice_name(1)}
+    assert [(ps["name"], ps["count"]) for ps in body["spec"]["podSets"]] == [
+        ("head", 1), ("workers", 2), ("submitter", 1)]
+
+
+@pytest.mark.asyncio
+async def test_an_autoscaled_rayjob_scales_up_through_a_new_slice_as_its_cluster_grows() -> None:
+    """Kueue's ``UpdatePodSets``: with the autoscaler on, the worker counts are the live RayCluster's (the RayJob's
+    own spec is not changed); a cluster grown past the admitted slice makes a new slice naming it."""
+    integ, mirror, _, client = _job_setup(_raw_job(2), _job_slice("a", 2), live=_live_cluster(4))
+    _admit(mirror, "a")
+    await integ.reconcile("ns/job")
+    (body,) = client.created
+    assert body["metadata"]["annotations"][REPLACES] == "ns/a"
+    assert [(ps["name"], ps["count"]) for ps in body["spec"]["podSets"]] == [
+        ("head", 1), ("workers", 4), ("submitter", 1)]
+    assert [p for p in client.patches if p[0] == "RayJob"] == [], "not stopped"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("case", ["no autoscaler", "not its cluster", "no cluster"])
+async def test_a_rayjobs_counts_are_its_own_without_an_autoscaled_cluster_it_controls(case: str) -> None:
+    live = None if case == "no cluster" else _live_cluster(4, owner_uid="other" if case == "not its cluster" else JOB_UID)
+    integ, mirror, _, client = _job_setup(_raw_job(2, autoscaling=case != "no autoscaler"), _job_slice("a", 2),
+                                          live=live)
+    _admit(mirror, "a")
+    await integ.reconcile("ns/job")
+    assert client.created == [] and [p for p in client.patches if p[0] == "Workload"] == []
+
+
+@pytest.mark.asyncio
+async def test_a_cluster_worker_group_the_rayjob_lacks_leaves_its_slices_alone() -> None:
+    integ, mirror, _, client = _job_setup(_raw_job(2), _job_slice("a", 2),
+                                          live=_live_cluster(4, groups=("Workers", "extra")))
+    _admit(mirror, "a")
+    await integ.reconcile("ns/job")
+    assert (client.created, client.patches) == ([], [])
+
+
+@pytest.mark.asyncio
+async def test_a_rayjobs_cluster_pods_are_released_and_its_cluster_changing_marks_it() -> None:
+    integ, mirror, _, client = _job_setup(_raw_job(2), _job_slice("a", 2), live=_live_cluster(2))
+    _admit(mirror, "a")
+    client.pods = [_pod("head-x", "head"), _pod("w-0", "workers"), _pod("w-1", "workers"), _pod("w-2", "workers")]
+    await integ.reconcile("ns/job")
+    assert client.listed == [[("labelSelector", f"ray.io/cluster={CLUSTER}")]]
+    assert [name for kind, name, _ in client.patches if kind == "Pod"] == ["head-x", "w-0", "w-1"]
+    integ.dirty.clear()
+    integ._cluster_changed({f"ns/{CLUSTER}"})
+    assert integ.dirty == {"ns/job"}, "the RayJob that controls the cluster is looked at again"
