@@ -31,7 +31,7 @@ What a pass does once the kind has found the job's Workload (:meth:`JobReconcile
   an elastic one whose new slice waits); **evicted**, suspended, no active pods and still
   holding quota → ``JobStopped``.
 
-An **elastic** job of a kind that runs on workload slices (``SLICED``: the batch/v1 Job, the RayCluster, the RayJob;
+An **elastic** job of a kind that runs on workload slices (``SLICED``: the batch/v1 Job and the Ray kinds;
 ``kueue.x-k8s.io/elastic-job: "true"`` under ``ElasticJobsViaWorkloadSlices``) takes the slice pass instead
 (:meth:`JobReconciler._sliced`, :mod:`connectors.k8s.workload_slices`): its not-finished slices compared with its pod
 counts say which one it runs on, which counts change in place, when a new slice is made; it is not stopped while a

@@ -24,9 +24,9 @@ the shared reconciler's slice pass (:meth:`JobReconciler._sliced <connectors.k8s
 over its pod counts (:func:`connectors.k8s.raycluster.counts`), started with the chain's name on its templates and
 its pods (KubeRay's ``ray.io/cluster`` label) released pod set by pod set. So does an elastic RayJob, its worker
 counts those of the RayCluster it runs on under the autoscaler (:func:`connectors.k8s.rayjob.counts`): the RayJob
-integration lists and watches RayClusters for it, a change of one marking the RayJob that controls it. Not done
-(see the README): rewriting a Workload whose pod sets no longer match, elastic RayServices, the Ray kinds' partial
-scale-up.
+integration lists and watches RayClusters for it, a change of one marking the RayJob that controls it
+(:class:`OnRayCluster`); so does an elastic RayService, counted by its active RayCluster. Not done (see the README):
+rewriting a Workload whose pod sets no longer match, the Ray kinds' partial scale-up.
 
 A RayService (:mod:`connectors.k8s.rayservice`) is run the same way, its suspend flag and templates those of its
 ``spec.rayClusterConfig``: ``rayservice-<name>-<hash>``, never finished, active and PodsReady by its ``Ready``
@@ -57,16 +57,11 @@ from projections.workloads import WorkloadInfo
 log = structlog.get_logger("kueue_es.k8s.ray")
 
 
-class RayJobIntegration(WatchedJobIntegration[rj.RayJob]):
-    """The RayJob adapter of the shared job reconciler, with its own list+watch of RayJobs, and of the RayClusters
-    KubeRay makes for them (an elastic RayJob's worker counts are its cluster's)."""
+class OnRayCluster(WatchedJobIntegration[Any]):
+    """A Ray kind that runs on a RayCluster KubeRay makes for it (RayJob, RayService), with a list+watch of the
+    RayClusters besides its own: an elastic one's worker counts are its cluster's under the autoscaler (the kind's
+    ``counts``, over the cluster its ``cluster_name`` names) and its pods are that cluster's."""
 
-    KIND = rj.KIND
-    NOUN = "rayjob"
-    RESOURCE = RAYJOBS
-    LOG = log
-    K = rj
-    ITEM = rj.RayJob
     SLICED = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -74,21 +69,15 @@ class RayJobIntegration(WatchedJobIntegration[rj.RayJob]):
         self._cluster_decoder = msgspec.json.Decoder(rc.RayCluster)
         self.clusters: Informer[rc.RayCluster] = ListedWhile(
             lambda: self.framework_on(self._config()), self.client, RAYCLUSTERS, self._decode_cluster,
-            self._cluster_changed, what="rayjobs' rayclusters", log=self.log, optional=True,
+            self._cluster_changed, what=f"{self.NOUN}s' rayclusters", log=self.log, optional=True,
             on_deleted=lambda cluster: self._cluster_changed({cluster.key}, cluster))
-        """The RayClusters, as listed and watched: a change of one a RayJob controls marks that RayJob."""
-
-    def framework_on(self, config: SchedulerConfig) -> bool:
-        return config.manages_rayjobs
-
-    def _managed(self, job: rj.RayJob, config: SchedulerConfig) -> bool:
-        return not rj.skipped(job) and super()._managed(job, config)
+        """The RayClusters, as listed and watched: a change of one such an object controls marks that object."""
 
     def side_informers(self) -> list[Informer[Any]]:
         return [self.clusters]
 
     async def reconcile(self, key: str) -> None:
-        """The shared steps; an elastic RayJob's only once the RayClusters are listed (its counts are read there)."""
+        """The shared steps; an elastic object's only once the RayClusters are listed (its counts are read there)."""
         job = self.known.get(key)
         if job is not None and self.sliced(job) and not self.clusters.synced.is_set():
             self._retry.later(key, 1.0)
@@ -103,37 +92,56 @@ class RayJobIntegration(WatchedJobIntegration[rj.RayJob]):
             return None
 
     def _cluster_changed(self, keys: set[str], gone: rc.RayCluster | None = None) -> None:
-        """Mark the RayJobs that control the RayClusters of ``keys`` (``gone``: one deleted)."""
+        """Mark the objects of this kind that control the RayClusters of ``keys`` (``gone``: one deleted)."""
         marked: set[str] = set()
         for key in keys:
             cluster = gone if gone is not None else self.clusters.known.get(key)
             owner = None if cluster is None else next(
-                (r for r in cluster.metadata.owner_references if r.controller and r.kind == rj.KIND), None)
+                (r for r in cluster.metadata.owner_references if r.controller and r.kind == self.KIND), None)
             if cluster is not None and owner is not None:
                 marked.add(f"{cluster.metadata.namespace}/{owner.name}")
         self._mark(marked)
 
-    def _live_cluster(self, job: rj.RayJob) -> rc.RayCluster | None:
-        """The RayCluster the RayJob runs on, when it controls it."""
-        cluster = self.clusters.known.get(f"{job.metadata.namespace}/{rj.cluster_name(job)}")
+    def _live_cluster(self, job: Any) -> rc.RayCluster | None:
+        """The RayCluster the object runs on, when it controls it."""
+        cluster = self.clusters.known.get(f"{job.metadata.namespace}/{self.K.cluster_name(job)}")
         if cluster is None or not any(r.controller and r.uid == job.metadata.uid
                                       for r in cluster.metadata.owner_references):
             return None
         return cluster
 
-    def slice_counts(self, job: rj.RayJob) -> dict[str, int] | None:
-        return rj.counts(job, self._live_cluster(job))
+    def slice_counts(self, job: Any) -> dict[str, int] | None:
+        return self.K.counts(job, self._live_cluster(job))
 
-    def slice_pod_selector(self, job: rj.RayJob) -> str:
-        return f"{rc.CLUSTER_LABEL}={rj.cluster_name(job)}" if rj.cluster_name(job) else ""
+    def slice_pod_selector(self, job: Any) -> str:
+        name = self.K.cluster_name(job)
+        return f"{rc.CLUSTER_LABEL}={name}" if name else ""
 
-    def slice_pods_version(self, job: rj.RayJob) -> str:
+    def slice_pods_version(self, job: Any) -> str:
         cluster = self._live_cluster(job)
         return f"@{cluster.metadata.resource_version}" if cluster is not None else ""
 
-    def _start_infos(self, job: rj.RayJob, wl: WorkloadInfo, obs: o.Workload) -> list[podsetinfo.PodSetInfo]:
+    def _start_infos(self, job: Any, wl: WorkloadInfo, obs: o.Workload) -> list[podsetinfo.PodSetInfo]:
         """Each template's admission, an elastic slice's chain name with it (the cluster's pods carry it)."""
-        return rj.start_infos(self.state, wl, job, workload_slices.pod_slice_name(self.state, obs))
+        return self.K.start_infos(self.state, wl, job, workload_slices.pod_slice_name(self.state, obs))
+
+
+class RayJobIntegration(OnRayCluster):
+    """The RayJob adapter of the shared job reconciler, with its own list+watch of RayJobs, and of the RayClusters
+    KubeRay makes for them (:class:`OnRayCluster`)."""
+
+    KIND = rj.KIND
+    NOUN = "rayjob"
+    RESOURCE = RAYJOBS
+    LOG = log
+    K = rj
+    ITEM = rj.RayJob
+
+    def framework_on(self, config: SchedulerConfig) -> bool:
+        return config.manages_rayjobs
+
+    def _managed(self, job: rj.RayJob, config: SchedulerConfig) -> bool:
+        return not rj.skipped(job) and super()._managed(job, config)
 
 
 class RayClusterIntegration(WatchedJobIntegration[rc.RayCluster]):
@@ -163,7 +171,7 @@ class RayClusterIntegration(WatchedJobIntegration[rc.RayCluster]):
         return rc.start_infos(self.state, wl, job, workload_slices.pod_slice_name(self.state, obs))
 
 
-class RayServiceIntegration(WatchedJobIntegration[rs.RayService]):
+class RayServiceIntegration(OnRayCluster):
     """The RayService adapter of the shared job reconciler, with its own list+watch of RayServices; suspended and
     started at ``spec.rayClusterConfig`` (module docstring)."""
 

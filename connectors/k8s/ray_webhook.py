@@ -39,8 +39,8 @@ runs it on a worker (:mod:`connectors.k8s.multikueue`).
 
 A RayService's webhooks (``mrayservice.kb.io``, ``vrayservice.kb.io``; Kueue's ``rayservice_webhook.go``) are the
 RayCluster's applied to its ``spec.rayClusterConfig``: suspended there, its cluster rules and TAS annotations
-checked and named at ``spec.rayClusterSpec`` (the Go field's name, as Kueue's messages give it). Not done, unlike
-Kueue: an elastic RayService's templates given the elastic-job scheduling gate.
+checked and named at ``spec.rayClusterSpec`` (the Go field's name, as Kueue's messages give it); an elastic
+RayService's cluster config templates are given the elastic-job scheduling gate (:func:`rayservice_defaults`).
 """
 
 from __future__ import annotations
@@ -228,16 +228,28 @@ def raycluster_create_errors(cluster: Mapping[str, Any], feature_gates: Mapping[
                                                                                               feature_gates)
 
 
+def _gate_cluster_spec(cluster_spec: Mapping[str, Any], pointer: str) -> list[dict[str, Any]]:
+    """The elastic-job scheduling gate on the head's and each worker group's template of the cluster spec at JSON
+    pointer ``pointer``."""
+    ops = gate_template_ops(_map(cluster_spec.get("headGroupSpec")).get("template"), f"{pointer}/headGroupSpec/template")
+    for i, group in enumerate(_worker_groups(cluster_spec)):
+        ops += gate_template_ops(group.get("template"), f"{pointer}/workerGroupSpecs/{i}/template")
+    return ops
+
+
 def raycluster_defaults(cluster: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[dict[str, Any]]:
     """An elastic RayCluster's head and worker group templates get the elastic-job scheduling gate (unless there),
     whether Kueue manages it or not: its pods wait for the slice that counts them."""
-    if not _elastic(cluster, feature_gates):
+    return _gate_cluster_spec(_map(cluster.get("spec")), "/spec") if _elastic(cluster, feature_gates) else []
+
+
+def rayservice_defaults(service: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[dict[str, Any]]:
+    """An elastic RayService's cluster config templates get the elastic-job scheduling gate, as a RayCluster's
+    (Kueue's RayService ``Default``); the RayCluster KubeRay makes from it, and its pods, carry it."""
+    if not _elastic(service, feature_gates):
         return []
-    spec = _map(cluster.get("spec"))
-    ops = gate_template_ops(_map(spec.get("headGroupSpec")).get("template"), "/spec/headGroupSpec/template")
-    for i, group in enumerate(_worker_groups(spec)):
-        ops += gate_template_ops(group.get("template"), f"/spec/workerGroupSpecs/{i}/template")
-    return ops
+    config = _map(_map(service.get("spec")).get("rayClusterConfig"))
+    return _gate_cluster_spec(config, "/spec/rayClusterConfig") if config else []
 
 
 def _service_as_job(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -312,7 +324,7 @@ def rayservice_kind(without_queue: bool = False) -> Kind:
                 "vrayservice.kb.io", SERVICE_SUSPEND_AT,
                 lambda new, fg: rayservice_create_errors(new, fg, without_queue),
                 lambda old, new, fg, default: _service_update_errors(old, new, fg, default, without_queue),
-                own_controller=KUBERAY_CONTROLLER)
+                kind_defaults=rayservice_defaults, own_controller=KUBERAY_CONTROLLER)
 
 
 RAYJOB_KIND, RAYCLUSTER_KIND = rayjob_kind(), raycluster_kind()

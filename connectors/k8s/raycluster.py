@@ -223,6 +223,23 @@ def counts(spec: RayClusterSpec) -> dict[str, int]:
     return {HEAD: 1, **{group.group_name.lower(): group_count(group) for group in spec.worker_group_specs}}
 
 
+def autoscaled_counts(spec: RayClusterSpec, live: RayCluster | None) -> dict[str, int] | None:
+    """A RayJob's or RayService's cluster spec's pod counts (:func:`counts`), each worker group's taken from
+    ``live``, the RayCluster it runs on, when its autoscaler is on and the group's ``replicas`` are set there
+    (Kueue's ``UpdatePodSets``: the autoscaler scales the cluster, not its owner). None when ``live`` has a worker
+    group the spec does not (Kueue's "PodSet name mismatch" error)."""
+    out = counts(spec)
+    if live is None or not spec.enable_in_tree_autoscaling:
+        return out
+    for group in live.spec.worker_group_specs:
+        name = group.group_name.lower()
+        if name not in out:
+            return None
+        if group.replicas is not None:
+            out[name] = group_count(group)
+    return out
+
+
 def pod_selector(cluster: RayCluster) -> str:
     """KubeRay's label on a RayCluster's pods (Kueue's ``PodLabelSelector``)."""
     return f"{CLUSTER_LABEL}={cluster.metadata.name}"

@@ -161,23 +161,12 @@ def start_infos(state: ClusterState, wl: Any, job: RayJob, slice_name: str | Non
 
 
 def counts(job: RayJob, live: rc.RayCluster | None) -> dict[str, int] | None:
-    """The RayJob's pod counts by pod set, as its workload slices are compared with it: its cluster spec's (and the
-    submitter's one in ``K8sJobMode``), each worker group's taken from ``live``, the RayCluster it runs on, when
-    its autoscaler is on and the group's ``replicas`` are set there (Kueue's ``UpdatePodSets``: the autoscaler
-    scales the cluster, not the RayJob). None when ``live`` has a worker group the RayJob does not (Kueue's
-    "PodSet name mismatch" error)."""
-    spec = job.spec.ray_cluster_spec or rc.RayClusterSpec()
-    out = rc.counts(spec)
-    if job.spec.submission_mode == K8S_JOB_MODE:
+    """The RayJob's pod counts by pod set, as its workload slices are compared with it: its cluster spec's as
+    ``live``, the RayCluster it runs on, has them under the autoscaler
+    (:func:`connectors.k8s.raycluster.autoscaled_counts`), and the submitter's one in ``K8sJobMode``."""
+    out = rc.autoscaled_counts(job.spec.ray_cluster_spec or rc.RayClusterSpec(), live)
+    if out is not None and job.spec.submission_mode == K8S_JOB_MODE:
         out[SUBMITTER] = 1
-    if live is None or not spec.enable_in_tree_autoscaling:
-        return out
-    for group in live.spec.worker_group_specs:
-        name = group.group_name.lower()
-        if name not in out:
-            return None
-        if group.replicas is not None:
-            out[name] = rc.group_count(group)
     return out
 
 

@@ -1,7 +1,7 @@
 """Which Workload an elastic Job runs on, and what its Job integration writes for it (Kueue's
 ``pkg/workloadslicing``, ``EnsureWorkloadSlices``, as its job reconciler calls it). The shared job reconciler's
-slice pass (:meth:`connectors.k8s.jobframework.JobReconciler._sliced`) runs a batch/v1 Job, a RayCluster and a
-RayJob so, each with its pod counts by pod set; what follows says Job for any.
+slice pass (:meth:`connectors.k8s.jobframework.JobReconciler._sliced`) runs a batch/v1 Job, a RayCluster, a
+RayJob and a RayService so, each with its pod counts by pod set; what follows says Job for any.
 
 A Job is elastic when the ``ElasticJobsViaWorkloadSlices`` gate is on and it carries the annotation
 ``kueue.x-k8s.io/elastic-job: "true"``. Its Workloads are then slices: each named with the Job's generation in its

@@ -15,7 +15,7 @@ from fixtures import watched_jobs
 
 from connectors.k8s import raycluster as rc
 from connectors.k8s.mirror import Mirror
-from connectors.k8s.ray_integration import RayClusterIntegration, RayJobIntegration
+from connectors.k8s.ray_integration import RayClusterIntegration, RayJobIntegration, RayServiceIntegration
 from events import objects as o
 from events import schema as ev
 from projections.workloads import ADMITTED, PENDING
@@ -328,3 +328,45 @@ async def test_a_rayjobs_cluster_pods_are_released_and_its_cluster_changing_mark
     integ.dirty.clear()
     integ._cluster_changed({f"ns/{CLUSTER}"})
     assert integ.dirty == {"ns/job"}, "the RayJob that controls the cluster is looked at again"
+
+
+# --- an elastic RayService: counted by its active RayCluster ------------------------------------------------------
+
+SVC_UID = "svc-uid"
+SVC_ON = {"integrations": {"frameworks": ["batch/job", "ray.io/rayservice"]}}
+
+
+def _raw_service(workers: int) -> dict[str, Any]:
+    config = _raw(workers)["spec"]
+    config["suspend"] = False
+    return {"apiVersion": "ray.io/v1", "kind": "RayService",
+            "metadata": {"name": "svc", "namespace": "ns", "uid": SVC_UID, "resourceVersion": "5", "generation": 1,
+                         "labels": {"kueue.x-k8s.io/queue-name": "lq"}, "annotations": dict(ELASTIC)},
+            "spec": {"rayClusterConfig": config},
+            "status": {"activeServiceStatus": {"rayClusterName": "svc-rc"}}}
+
+
+@pytest.mark.asyncio
+async def test_an_autoscaled_rayservice_scales_up_through_a_new_slice_as_its_active_cluster_grows() -> None:
+    raw = _raw(4)
+    raw["metadata"].update(name="svc-rc", uid="rc2-uid", ownerReferences=[
+        {"apiVersion": "ray.io/v1", "kind": "RayService", "name": "svc", "uid": SVC_UID, "controller": True}])
+    live = msgspec.convert(raw, rc.RayCluster)
+    old = watched_jobs.owned_workload("a", ("ray.io/v1", "RayService", "svc", SVC_UID),
+                                      [o.PodSet(name="head", count=1), o.PodSet(name="workers", count=2)], uid="a-uid")
+    old = msgspec.structs.replace(old, metadata=msgspec.structs.replace(old.metadata, annotations={**ELASTIC}))
+    integ, _, _ = watched_jobs.integration(RayServiceIntegration, _raw_service(2), old, config=SVC_ON)
+    client = integ.client = Client(_raw_service(2))
+    client.kind = "RayService"
+    integ.clusters.known[live.key] = live
+    integ.clusters.synced.set()
+    _admit(integ.mirror, "a")
+    client.pods = [_pod("w-0", "workers")]
+    await integ.reconcile("ns/svc")
+    (body,) = client.created
+    assert body["metadata"]["annotations"][REPLACES] == "ns/a"
+    assert [(ps["name"], ps["count"]) for ps in body["spec"]["podSets"]] == [("head", 1), ("workers", 4)]
+    assert client.listed == [[("labelSelector", "ray.io/cluster=svc-rc")]], "its active cluster's pods released"
+    integ.dirty.clear()
+    integ._cluster_changed({"ns/svc-rc"})
+    assert integ.dirty == {"ns/svc"}

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -33,7 +34,7 @@ from kubehelp import connect, create, eventually, framework_webhooks, get, kueue
 
 from connectors.k8s import crds, ray_webhook
 from connectors.k8s.client import JSON_PATCH, KubeClient
-from connectors.k8s.resources import BY_KIND, RAYCLUSTERS, RAYJOBS
+from connectors.k8s.resources import BY_KIND, RAYCLUSTERS, RAYJOBS, RAYSERVICES
 from connectors.k8s.workload_slices import slice_name
 from kueue_es.scheduler.config import load_config
 
@@ -214,6 +215,64 @@ async def test_an_elastic_raycluster_scales_its_workers_through_slices_without_s
             assert suspended == [], "the cluster was never suspended"
 
 
+async def _scales_with_its_cluster(kc: KubeClient, q: Any, owner: dict[str, Any], first: str, resource: Any,
+                                   status: dict[str, Any], spec_at: str,
+                                   running: Callable[[], Awaitable[Any]]) -> None:
+    """Play KubeRay for a started elastic ``owner`` (a RayJob, a RayService): its RayCluster ``<name>-rc`` with its
+    labels and annotations, controlled by it, made from its cluster spec (at ``spec_at``), named in its ``status``;
+    that cluster's pods released once ``first`` is admitted; then the cluster scaled up beyond the quota (the owner
+    unchanged): a new slice naming ``first`` waits while the owner runs on (``running``), and once the quota grows
+    it is admitted in ``first``'s place and the new pods are released."""
+    ns, uid, name = q.ns, owner["metadata"]["uid"], owner["metadata"]["name"]
+    cluster_name = f"{name}-rc"
+    spec = owner
+    for key in spec_at.split("."):
+        spec = spec[key]
+    cluster_doc = {"apiVersion": RAYCLUSTERS.api_version, "kind": "RayCluster",
+                   "metadata": {"name": cluster_name, "namespace": ns, "labels": owner["metadata"]["labels"],
+                                "annotations": owner["metadata"]["annotations"],
+                                "ownerReferences": [{"apiVersion": owner["apiVersion"], "kind": owner["kind"],
+                                                     "name": name, "uid": uid, "controller": True}]},
+                   "spec": {**spec, "suspend": False}}
+    cluster = msgspec.json.decode(await kc.create(RAYCLUSTERS, cluster_doc, ns))
+    assert cluster["spec"]["workerGroupSpecs"][0]["template"]["spec"]["schedulingGates"] == [{"name": ELASTIC}]
+    await kc.patch(resource, name, {"status": status}, ns, subresource="status")
+    await _kuberay_pod(kc, ns, cluster, f"{name}-head", None, cluster_name)
+    for i in range(2):
+        await _kuberay_pod(kc, ns, cluster, f"{name}-w-{i}", "workers", cluster_name)
+    await _kuberay_status(kc, ns, 2, cluster_name)
+    await eventually(lambda: _released(kc, ns, f"{name}-head", f"{name}-w-0", f"{name}-w-1"),
+                     what="the first slice's pods released")
+
+    # the autoscaler scales the cluster, not its owner: beyond the quota, the new slice waits
+    scaled = msgspec.json.decode(await kc.patch(RAYCLUSTERS, cluster_name, [
+        {"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": 4}], ns, content_type=JSON_PATCH))
+
+    async def second_slice() -> dict[str, Any] | None:
+        return next((w for w in await _owned_workloads(kc, ns, uid)
+                     if w["metadata"]["name"] != first and ("workers", 4) in _counts(w)), None)
+
+    second = (await eventually(second_slice, what="the new slice"))["metadata"]["name"]
+    pending = await eventually(lambda: _with_condition(kc, ns, second, "QuotaReserved", "False"),
+                               what="the new slice pending")
+    assert pending["metadata"]["annotations"][REPLACES] == f"{ns}/{first}"
+    for i in range(2, 4):
+        await _kuberay_pod(kc, ns, scaled, f"{name}-w-{i}", "workers", cluster_name)
+    await _kuberay_status(kc, ns, 4, cluster_name)
+    await asyncio.sleep(1.0)
+    assert await _gates(kc, ns, f"{name}-w-2") == [ELASTIC], "a pod of the waiting slice stays gated"
+    assert await running() is not None, "the owner runs on"
+
+    cq = await get(kc, "ClusterQueue", q.cq)
+    cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = 6
+    await kc.replace(BY_KIND["ClusterQueue"], q.cq, cq)
+    await eventually(lambda: _with_condition(kc, ns, second, "Admitted", "True"), what="the new slice admitted")
+    await eventually(lambda: _released(kc, ns, f"{name}-w-2", f"{name}-w-3"), what="the new slice's pods released")
+    old = await _with_condition(kc, ns, first, "Finished", "True")
+    assert old is not None and _condition(old, "Finished")["reason"] == "WorkloadSliceReplaced"
+    assert await running() is not None, "never stopped"
+
+
 def _rayjob(ns: str) -> dict[str, Any]:
     cluster_spec = _cluster(ns)["spec"]
     return {"apiVersion": RAYJOBS.api_version, "kind": "RayJob",
@@ -222,7 +281,7 @@ def _rayjob(ns: str) -> dict[str, Any]:
                      "rayClusterSpec": cluster_spec}}
 
 
-async def _job_workloads(kc: KubeClient, ns: str, uid: str) -> list[dict[str, Any]]:
+async def _owned_workloads(kc: KubeClient, ns: str, uid: str) -> list[dict[str, Any]]:
     raw = await kc.request("GET", BY_KIND["Workload"].collection_path(ns))
     return [w for w in msgspec.json.decode(raw)["items"]
             if any(r.get("uid") == uid for r in w["metadata"].get("ownerReferences") or [])]
@@ -259,52 +318,49 @@ async def test_an_elastic_rayjob_scales_up_with_its_autoscaled_cluster(kube_apis
             wl = await _with_condition(kc, q.ns, first, "Admitted", "True")
             assert wl is not None and _counts(wl) == [("head", 1), ("workers", 2), ("submitter", 1)]
 
-            # play KubeRay: the RayJob's cluster, with its labels and annotations (so the RayCluster webhook gates
-            # its templates), controlled by it; then its pods
-            cluster_doc = {"apiVersion": RAYCLUSTERS.api_version, "kind": "RayCluster",
-                           "metadata": {"name": "job-rc", "namespace": q.ns, "labels": job["metadata"]["labels"],
-                                        "annotations": job["metadata"]["annotations"],
-                                        "ownerReferences": [{"apiVersion": RAYJOBS.api_version, "kind": "RayJob",
-                                                             "name": "job", "uid": uid, "controller": True}]},
-                           "spec": job["spec"]["rayClusterSpec"]}
-            cluster = msgspec.json.decode(await kc.create(RAYCLUSTERS, cluster_doc, q.ns))
-            assert cluster["spec"]["workerGroupSpecs"][0]["template"]["spec"]["schedulingGates"] == [{"name": ELASTIC}]
-            assert not cluster["spec"].get("suspend"), "the RayJob's child: not suspended by the webhook"
-            await kc.patch(RAYJOBS, "job", {"status": {"jobDeploymentStatus": "Running", "rayClusterName": "job-rc"}},
-                           q.ns, subresource="status")
-            await _kuberay_pod(kc, q.ns, cluster, "job-head", None, "job-rc")
-            for i in range(2):
-                await _kuberay_pod(kc, q.ns, cluster, f"job-w-{i}", "workers", "job-rc")
-            await _kuberay_status(kc, q.ns, 2, "job-rc")
-            await eventually(lambda: _released(kc, q.ns, "job-head", "job-w-0", "job-w-1"),
-                             what="the first slice's pods released")
+            await _scales_with_its_cluster(kc, q, job, first, RAYJOBS, {"jobDeploymentStatus": "Running",
+                                                                        "rayClusterName": "job-rc"},
+                                           "spec.rayClusterSpec", job_started)
 
-            # the autoscaler scales the cluster, not the RayJob: 5.5 cpu do not fit in 4, the new slice waits
-            scaled = msgspec.json.decode(await kc.patch(RAYCLUSTERS, "job-rc", [
-                {"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": 4}], q.ns,
-                content_type=JSON_PATCH))
 
-            async def second_slice() -> dict[str, Any] | None:
-                return next((w for w in await _job_workloads(kc, q.ns, uid)
-                             if w["metadata"]["name"] != first and _counts(w)[1] == ("workers", 4)), None)
+SERVICE_CONFIG = load_config({"integrations": {"frameworks": ["batch/job", "ray.io/rayservice"]}})
 
-            second = (await eventually(second_slice, what="the new slice"))["metadata"]["name"]
-            pending = await eventually(lambda: _with_condition(kc, q.ns, second, "QuotaReserved", "False"),
-                                       what="the new slice pending")
-            assert pending["metadata"]["annotations"][REPLACES] == f"{q.ns}/{first}"
-            for i in range(2, 4):
-                await _kuberay_pod(kc, q.ns, scaled, f"job-w-{i}", "workers", "job-rc")
-            await _kuberay_status(kc, q.ns, 4, "job-rc")
-            await asyncio.sleep(1.0)
-            assert await _gates(kc, q.ns, "job-w-2") == [ELASTIC], "a pod of the waiting slice stays gated"
-            assert (await job_started()) is not None, "the RayJob runs on"
 
-            cq = await get(kc, "ClusterQueue", q.cq)
-            cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = 6
-            await kc.replace(BY_KIND["ClusterQueue"], q.cq, cq)
-            await eventually(lambda: _with_condition(kc, q.ns, second, "Admitted", "True"),
-                             what="the new slice admitted")
-            await eventually(lambda: _released(kc, q.ns, "job-w-2", "job-w-3"), what="the new slice's pods released")
-            old = await _with_condition(kc, q.ns, first, "Finished", "True")
-            assert old is not None and _condition(old, "Finished")["reason"] == "WorkloadSliceReplaced"
-            assert (await job_started()) is not None, "never stopped"
+@pytest.mark.asyncio
+async def test_an_elastic_rayservice_scales_up_with_its_autoscaled_cluster(kube_apiserver, tmp_path) -> None:
+    """The RayService webhook gates its cluster config's templates; counted by its active RayCluster."""
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        await crds.install(kc, docs=[crds.rayservice_crd(), crds.raycluster_crd()])
+        q = await queues(kc, "elastic-raysvc", {"cpu": 4})
+        sfx = secrets.token_hex(3)
+        await kc.patch(BY_KIND["Namespace"], q.ns, {"metadata": {"labels": {LABEL: sfx}}})
+        settings = ray_webhook.RayWebhooks.for_services(SERVICE_CONFIG)
+        service_doc = {"apiVersion": RAYSERVICES.api_version, "kind": "RayService",
+                       "metadata": {"name": "svc", "namespace": q.ns, "labels": {Q: "user-queue"},
+                                    "annotations": {ELASTIC: "true"}},
+                       "spec": {"serveConfigV2": "applications: []", "rayClusterConfig": _cluster(q.ns)["spec"]}}
+        async with framework_webhooks(kc, tmp_path / "certs", LABEL, sfx, ray_webhook.rayservice_kind(), settings,
+                                      SERVICE_CONFIG), kueue_es(kc, tmp_path / "log", config=SERVICE_CONFIG):
+            async def webhook_in_effect() -> bool:
+                dry = msgspec.json.decode(await kc.request("POST", RAYSERVICES.collection_path(q.ns),
+                                                           query=[("dryRun", "All")], body=service_doc))
+                return dry["spec"]["rayClusterConfig"].get("suspend") is True
+
+            await eventually(webhook_in_effect, what="the RayService webhooks in effect")
+            created = msgspec.json.decode(await kc.create(RAYSERVICES, service_doc, q.ns))
+            assert created["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["schedulingGates"] == [
+                {"name": ELASTIC}], "gated by the webhook"
+            first = slice_name("RayService", "ray.io", "svc", created["metadata"]["uid"],
+                               created["metadata"]["generation"])
+
+            async def started() -> dict[str, Any] | None:
+                doc = msgspec.json.decode(await kc.get(RAYSERVICES, "svc", q.ns))
+                return doc if doc["spec"]["rayClusterConfig"].get("suspend") is False else None
+
+            service = await eventually(started, what="the RayService started on its first slice")
+            wl = await _with_condition(kc, q.ns, first, "Admitted", "True")
+            assert wl is not None and _counts(wl) == [("head", 1), ("workers", 2)]
+            await _scales_with_its_cluster(kc, q, service, first, RAYSERVICES,
+                                           {"activeServiceStatus": {"rayClusterName": "svc-rc"}},
+                                           "spec.rayClusterConfig", started)
