@@ -25,8 +25,9 @@ over its pod counts (:func:`connectors.k8s.raycluster.counts`), started with the
 its pods (KubeRay's ``ray.io/cluster`` label) released pod set by pod set. So does an elastic RayJob, its worker
 counts those of the RayCluster it runs on under the autoscaler (:func:`connectors.k8s.rayjob.counts`): the RayJob
 integration lists and watches RayClusters for it, a change of one marking the RayJob that controls it
-(:class:`OnRayCluster`); so does an elastic RayService, counted by its active RayCluster. Not done (see the README):
-rewriting a Workload whose pod sets no longer match, the Ray kinds' partial scale-up.
+(:class:`OnRayCluster`); so does an elastic RayService, counted by its active RayCluster. Each scales up in part
+when annotated ``kueue.x-k8s.io/elastic-job-scale-up-strategy: partial`` (KEP-12100, the shared pass's). Not done
+(see the README): rewriting a Workload whose pod sets no longer match.
 
 A RayService (:mod:`connectors.k8s.rayservice`) is run the same way, its suspend flag and templates those of its
 ``spec.rayClusterConfig``: ``rayservice-<name>-<hash>``, never finished, active and PodsReady by its ``Ready``
@@ -63,6 +64,7 @@ class OnRayCluster(WatchedJobIntegration[Any]):
     ``counts``, over the cluster its ``cluster_name`` names) and its pods are that cluster's."""
 
     SLICED = True
+    SCALES_UP_IN_PART = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -156,6 +158,7 @@ class RayClusterIntegration(WatchedJobIntegration[rc.RayCluster]):
     ITEM = rc.RayCluster
 
     SLICED = True
+    SCALES_UP_IN_PART = True
 
     def framework_on(self, config: SchedulerConfig) -> bool:
         return config.manages_rayclusters

@@ -58,12 +58,14 @@ def _slice(name: str, workers: int, *, created: str = "2026-01-01T00:00:00Z", re
     return msgspec.structs.replace(wl, metadata=meta)
 
 
-def _admit(mirror: Mirror, name: str, *, evicted: bool = False) -> None:
+def _admit(mirror: Mirror, name: str, *, evicted: bool = False, granted: dict[str, int] | None = None) -> None:
+    """``granted``: the pods the admission counts by pod set (the spec's counts unless given: a partial one)."""
     info = mirror.state.workloads[f"ns/{name}"]
     info.phase = ADMITTED
+    counts = {ps.name: ps.count for ps in mirror.workloads[f"ns/{name}"].spec.pod_sets} | (granted or {})
     info.admission = o.Admission(cluster_queue="cq", pod_set_assignments=[
-        o.PodSetAssignment(name=ps.name, flavors={"cpu": "default"}, resource_usage={"cpu": str(ps.count)},
-                           count=ps.count) for ps in mirror.workloads[f"ns/{name}"].spec.pod_sets])
+        o.PodSetAssignment(name=n, flavors={"cpu": "default"}, resource_usage={"cpu": str(c)}, count=c)
+        for n, c in counts.items()])
     info.set_condition("QuotaReserved", "True", "QuotaReserved", "reserved", 5)
     info.set_condition("Admitted", "True", "Admitted", "The workload is admitted", 5)
     if evicted:
@@ -370,3 +372,54 @@ async def test_an_autoscaled_rayservice_scales_up_through_a_new_slice_as_its_act
     integ.dirty.clear()
     integ._cluster_changed({"ns/svc-rc"})
     assert integ.dirty == {"ns/svc"}
+
+
+
+# --- KEP-12100: partial scale-up of a Ray kind ---------------------------------------------------------------------
+
+PARTIAL_ON = {**ON, "featureGates": {"ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp": True}}
+STRATEGY = "kueue.x-k8s.io/elastic-job-scale-up-strategy"
+
+
+def _partial_raw(workers: int, generation: int = 1) -> dict[str, Any]:
+    raw = _raw(workers, generation=generation)
+    raw["metadata"]["annotations"][STRATEGY] = "partial"
+    return raw
+
+
+def _probe_name(generation: int, level: int) -> str:
+    extra = f"{generation}-scale-up-probe-{level}"
+    return f"raycluster-rc-{hashlib.sha1(f'RayCluster{chr(10)}ray.io{chr(10)}rc{chr(10)}{UID}{chr(10)}{extra}'.encode()).hexdigest()[:5]}"
+
+
+@pytest.mark.asyncio
+async def test_a_partial_rayclusters_scale_up_slice_asks_for_at_least_what_its_workers_were_granted() -> None:
+    """KEP-12100 for a RayCluster: a growing worker group's minCount is the pods the admitted slice was granted
+    there; the head, which does not grow, gets none. Atomic (no annotation, or the gate off), none at all."""
+    integ, mirror, _, client = _setup(_partial_raw(5, generation=2), _slice("a", 2), config=PARTIAL_ON)
+    _admit(mirror, "a")
+    await integ.reconcile("ns/rc")
+    (body,) = client.created
+    assert [(ps["name"], ps["count"], ps.get("minCount")) for ps in body["spec"]["podSets"]] == [
+        ("head", 1, None), ("workers", 5, 2)]
+    for raw, config in ((_raw(5, generation=2), PARTIAL_ON), (_partial_raw(5, generation=2), ON)):
+        integ, mirror, _, client = _setup(raw, _slice("a", 2), config=config)
+        _admit(mirror, "a")
+        await integ.reconcile("ns/rc")
+        assert [ps.get("minCount") for ps in client.created[0]["spec"]["podSets"]] == [None, None]
+
+
+@pytest.mark.asyncio
+async def test_a_raycluster_admitted_in_part_probes_for_the_rest_and_releases_only_the_granted_pods() -> None:
+    """Its slice granted 3 of 5 workers: a scale-up probe asks for the whole cluster again, named by the pods
+    granted in all (head and workers: 4), its minCount the granted workers; 3 worker pods are released."""
+    integ, mirror, _, client = _setup(_partial_raw(5, generation=2), _slice("b", 5), config=PARTIAL_ON)
+    _admit(mirror, "b", granted={"workers": 3})
+    client.pods = [_pod(f"w-{i}", "workers") for i in range(5)]
+    await integ.reconcile("ns/rc")
+    (probe,) = client.created
+    assert probe["metadata"]["name"] == _probe_name(2, 4)
+    assert probe["metadata"]["annotations"][REPLACES] == "ns/b"
+    assert [(ps["name"], ps["count"], ps.get("minCount")) for ps in probe["spec"]["podSets"]] == [
+        ("head", 1, None), ("workers", 5, 3)]
+    assert [name for kind, name, _ in client.patches if kind == "Pod"] == ["w-0", "w-1", "w-2"]

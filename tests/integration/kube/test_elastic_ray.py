@@ -364,3 +364,71 @@ async def test_an_elastic_rayservice_scales_up_with_its_autoscaled_cluster(kube_
             await _scales_with_its_cluster(kc, q, service, first, RAYSERVICES,
                                            {"activeServiceStatus": {"rayClusterName": "svc-rc"}},
                                            "spec.rayClusterConfig", started)
+
+
+PARTIAL_CONFIG = load_config({"integrations": {"frameworks": ["batch/job", "ray.io/raycluster"]},
+                              "featureGates": {"ElasticJobsViaWorkloadSlicesWithPartialReplicaScaleUp": True}})
+
+
+@pytest.mark.asyncio
+async def test_a_partial_rayclusters_scale_up_is_admitted_in_part_then_probed_for_the_rest(kube_apiserver,
+                                                                                            tmp_path) -> None:
+    """KEP-12100 for a RayCluster annotated ``kueue.x-k8s.io/elastic-job-scale-up-strategy: partial``: scaled from 2
+    to 5 workers with room for one more, its new slice is admitted with 3 workers (its minCount the 2 it ran), one
+    more pod is released, and a scale-up probe asking for all 5 (at least 3) waits; once the quota grows the probe
+    is admitted and the last pods are released."""
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        await crds.install(kc, docs=[crds.raycluster_crd()])
+        q = await queues(kc, "partial-ray", {"cpu": 4})
+        async with kueue_es(kc, tmp_path / "log", config=PARTIAL_CONFIG):
+            doc = _cluster(q.ns)
+            doc["metadata"]["annotations"]["kueue.x-k8s.io/elastic-job-scale-up-strategy"] = "partial"
+            doc["spec"]["suspend"] = True  # as the webhooks store it
+            for template in (doc["spec"]["headGroupSpec"]["template"], doc["spec"]["workerGroupSpecs"][0]["template"]):
+                template["spec"]["schedulingGates"] = [{"name": ELASTIC}]
+            created = msgspec.json.decode(await kc.create(RAYCLUSTERS, doc, q.ns))
+            uid = created["metadata"]["uid"]
+            first = slice_name("RayCluster", "ray.io", "rc", uid, created["metadata"]["generation"])
+            await eventually(lambda: _with_condition(kc, q.ns, first, "Admitted", "True"), what="the first slice")
+
+            async def started() -> dict[str, Any] | None:
+                cluster = await _cluster_doc(kc, q.ns)
+                return cluster if cluster["spec"].get("suspend") is False else None
+
+            cluster = await eventually(started, what="the cluster started")
+            await _kuberay_pod(kc, q.ns, cluster, "rc-head", None)
+            for i in range(2):
+                await _kuberay_pod(kc, q.ns, cluster, f"rc-w-{i}", "workers")
+            await _kuberay_status(kc, q.ns, 2)
+            await eventually(lambda: _released(kc, q.ns, "rc-head", "rc-w-0", "rc-w-1"), what="its pods released")
+
+            scaled = msgspec.json.decode(await kc.patch(RAYCLUSTERS, "rc", [
+                {"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": 5}], q.ns,
+                content_type=JSON_PATCH))
+            second = slice_name("RayCluster", "ray.io", "rc", uid, scaled["metadata"]["generation"])
+            for i in range(2, 5):
+                await _kuberay_pod(kc, q.ns, scaled, f"rc-w-{i}", "workers")
+            await _kuberay_status(kc, q.ns, 5)
+            partial = await eventually(lambda: _with_condition(kc, q.ns, second, "Admitted", "True"),
+                                       what="the scale-up admitted in part")
+            assert [ps.get("minCount") for ps in partial["spec"]["podSets"]] == [None, 2]
+            assert [a.get("count") for a in partial["status"]["admission"]["podSetAssignments"]] == [1, 3]
+            await eventually(lambda: _released(kc, q.ns, "rc-w-2"), what="the granted pod released")
+
+            async def probe() -> dict[str, Any] | None:
+                return next((w for w in await _owned_workloads(kc, q.ns, uid)
+                             if w["metadata"]["annotations"].get(REPLACES) == f"{q.ns}/{second}"), None)
+
+            waiting = await eventually(probe, what="the scale-up probe")
+            assert [(ps["count"], ps.get("minCount")) for ps in waiting["spec"]["podSets"]] == [(1, None), (5, 3)]
+            await _kuberay_status(kc, q.ns, 5)
+            await asyncio.sleep(1.0)
+            assert await _gates(kc, q.ns, "rc-w-3") == [ELASTIC], "beyond the granted pods: still gated"
+
+            cq = await get(kc, "ClusterQueue", q.cq)
+            cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = 6
+            await kc.replace(BY_KIND["ClusterQueue"], q.cq, cq)
+            await eventually(lambda: _with_condition(kc, q.ns, waiting["metadata"]["name"], "Admitted", "True"),
+                             what="the probe admitted")
+            await eventually(lambda: _released(kc, q.ns, "rc-w-3", "rc-w-4"), what="the last pods released")
