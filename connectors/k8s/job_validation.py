@@ -508,6 +508,11 @@ def forbidden(path: str, detail: str) -> str:
     return _forbidden(path, detail)
 
 
+def shown(value: Any) -> str:
+    """A value as a Kubernetes field error shows it (a string Go-quoted)."""
+    return _shown(value)
+
+
 def _queue_name_update(old: Mapping[str, Any], new: Mapping[str, Any], default_queue: bool) -> list[str]:
     path = _key(_LABELS, QUEUE_LABEL)
     old_queue, new_queue = _meta(old, "labels").get(QUEUE_LABEL, ""), _meta(new, "labels").get(QUEUE_LABEL, "")

@@ -31,6 +31,12 @@ What a pass does once the kind has found the job's Workload (:meth:`JobReconcile
   an elastic one whose new slice waits); **evicted**, suspended, no active pods and still
   holding quota → ``JobStopped``.
 
+An **elastic** job of a kind that runs on workload slices (``SLICED``: the batch/v1 Job and the Ray kinds;
+``kueue.x-k8s.io/elastic-job: "true"`` under ``ElasticJobsViaWorkloadSlices``) takes the slice pass instead
+(:meth:`JobReconciler._sliced`, :mod:`connectors.k8s.workload_slices`): its not-finished slices compared with its pod
+counts say which one it runs on, which counts change in place, when a new slice is made; it is not stopped while a
+new slice waits; running on an admitted slice, its gated pods are released pod set by pod set.
+
 A job naming a **prebuilt** Workload (``kueue.x-k8s.io/prebuilt-workload-name``, :mod:`connectors.k8s.prebuilt`;
 :meth:`JobReconciler._with_prebuilt`) runs on that one once it controls it — adopted when nothing does, finished
 ``OutOfSync`` when it no longer matches the job — and never gets one made for it: it waits, suspended, meanwhile.
@@ -55,10 +61,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
+import msgspec
+
 from connectors.k8s import child_jobs, job_selection, job_sync, prebuilt, workload_slices
 from connectors.k8s import workload_finalizer as wf
-from connectors.k8s.client import KubeClient
-from connectors.k8s.errors import AlreadyExists, Conflict, NotFound
+from connectors.k8s.client import JSON_PATCH, KubeClient
+from connectors.k8s.errors import AlreadyExists, Conflict, Invalid, KubeError, NotFound
 from connectors.k8s.integration_log import IntegrationLog, creation_latency_ms
 from connectors.k8s.job_events import CREATED_WORKLOAD, MISSING_WORKLOAD, STARTED, STOPPED, stop_message
 from connectors.k8s.job_priority import (
@@ -87,6 +95,7 @@ from projections.pods_ready_condition import WAIT_FOR_START
 from projections.workloads import ADMISSION_GATED_BY_ANNOTATION, FINISHED, WorkloadInfo
 
 WORKLOADS = BY_KIND["Workload"]
+PODS = BY_KIND["Pod"]
 FAILED_TO_START = "FailedToStart"
 CLASS_MISSING = "class-missing"
 POD_CLASS_MISSING = "pod-class-missing"
@@ -146,6 +155,10 @@ class JobFrameworkStats:
     """Prebuilt Workloads finished for no longer matching their job."""
     extras_deleted: int = 0
     """Workloads deleted for being one too many for their job."""
+    slice_counts: int = 0
+    """Workload slices given their elastic job's pod counts in place."""
+    pods_ungated: int = 0
+    """Pods of elastic jobs whose elastic-job scheduling gate was lifted."""
 
 
 ANCESTRY_RETRY_FACTOR = 30.0
@@ -235,9 +248,10 @@ class JobReconciler(Generic[J]):
         raise NotImplementedError
 
     def stops_unadmitted(self, job: J, wl: WorkloadInfo) -> bool:
-        """Whether a running job whose Workload is not admitted is stopped (an elastic Job is only when evicted:
-        it runs on while its new slice waits, :mod:`connectors.k8s.workload_slices`)."""
-        return True
+        """Whether a running job whose Workload is not admitted is stopped (an elastic job is only when evicted:
+        it runs on while its new slice waits, :mod:`connectors.k8s.workload_slices`; Kueue's reconciler, whose
+        eviction step comes before)."""
+        return bool(wl.evicted) or not self.sliced(job)
 
     def pods_running(self, job: J) -> bool:
         """Whether its pods run, as PodsReady counts them."""
@@ -275,6 +289,41 @@ class JobReconciler(Generic[J]):
     def controller_ref(self, job: J) -> dict[str, Any]:
         """The controller ownerReference the job's Workloads carry (a prebuilt one once adopted)."""
         raise NotImplementedError
+
+    SLICED = False
+    """Whether the kind runs on workload slices when elastic (:meth:`sliced`)."""
+    SCALES_UP_IN_PART = False
+    """Whether the kind, run on slices, reads the partial scale-up strategy (KEP-12100, :meth:`partial`)."""
+
+    def sliced(self, job: J) -> bool:
+        """Whether the job runs on workload slices: a kind that does, ``kueue.x-k8s.io/elastic-job: "true"``
+        under ``ElasticJobsViaWorkloadSlices`` (:mod:`connectors.k8s.workload_slices`)."""
+        return self.SLICED and workload_slices.elastic(self.state, job.metadata.annotations)
+
+    def partial(self, annotations: dict[str, str]) -> bool:
+        """Whether a job of this kind with ``annotations`` scales up in part
+        (:func:`connectors.k8s.workload_slices.partial_scale_up`)."""
+        return self.SCALES_UP_IN_PART and workload_slices.partial_scale_up(self.state, annotations)
+
+    def slice_counts(self, job: J) -> dict[str, int] | None:
+        """The job's pod counts by pod set, as its slices are compared with it (None: they cannot be told)."""
+        raise NotImplementedError
+
+    def slice_pod_selector(self, job: J) -> str:
+        """The label selector that finds the job's pods (empty: it has none yet)."""
+        raise NotImplementedError
+
+    def slice_pod_set(self, pod: dict[str, Any]) -> str:
+        """The pod set one of the job's pods counts against."""
+        return workload_slices.pod_set_label(pod)
+
+    def slice_pods_version(self, job: J) -> str:
+        """Besides the job's version, what changes when its pods do (a RayJob's: its RayCluster's version)."""
+        return ""
+
+    def releases_slice_pods(self, job: J) -> bool:
+        """Whether the job running on an admitted slice may have gated pods to release."""
+        return self.is_running(job)
 
     async def _read_current(self, job: J) -> dict[str, Any] | None:
         """The job as stored, when it is still the version the view holds (None: changed or gone meanwhile)."""
@@ -454,8 +503,145 @@ class JobReconciler(Generic[J]):
             await self._running_admitted(job, wl)
 
     async def _running_admitted(self, job: J, wl: WorkloadInfo) -> None:
-        """A running job on its admitted Workload: nothing to do, unless the kind has pods to release (the Job's
-        elastic pods)."""
+        """A running job on its admitted Workload: nothing to do, unless it runs on slices: then its pods'
+        elastic-job gate is lifted (Kueue's ``StartWorkloadSlicePods``), once per slice and version of the job."""
+        if self.sliced(job) and self.releases_slice_pods(job):
+            # a slot of its own: the slice passes' other writes (a new slice, counts) leave it done
+            await self._once(f"{job.key}/ungate", f"ungate@{wl.uid}{self.slice_pods_version(job)}", job,
+                             self._ungate_pods(job, wl))
+
+    # --- elastic jobs (workload slices) --------------------------------------------------------------------
+
+    def _slices(self, key: str, uid: str) -> list[workload_slices.Slice]:
+        """The Workloads job ``key`` (``uid``) controls, stored and in the log."""
+        return [(obs, wl) for obs, wl in self._owned(key)
+                if wl is not None and any(r.controller and r.uid == uid for r in obs.metadata.owner_references)]
+
+    def _owned(self, key: str) -> Sequence[tuple[o.Workload, WorkloadInfo | None]]:
+        """The Workloads a job of this name controls, as stored (and in the log, when it has them)."""
+        raise NotImplementedError
+
+    def _sliced_workload(self, meta: dict[str, Any], workload: dict[str, Any],
+                         counts: dict[str, int] | None = None) -> dict[str, Any]:
+        """``workload``, about to be created for the job of raw ``meta``, made one of its slices when it runs on
+        slices (:func:`connectors.k8s.workload_slices.as_slice`), its pod sets counting ``counts`` when given (the
+        job's :meth:`slice_counts`, when they are not its spec's)."""
+        annotations = meta.get("annotations") or {}
+        if self.SLICED and workload_slices.elastic(self.state, annotations):
+            for ps in workload["spec"]["podSets"]:
+                ps["count"] = (counts or {}).get(ps["name"], ps["count"])
+            owned = self._slices(f"{meta['namespace']}/{meta['name']}", meta["uid"])
+            workload_slices.as_slice(workload, owned, partial=self.partial(annotations))
+        return workload
+
+    async def _sliced(self, job: J, owned: Sequence[workload_slices.Slice]) -> bool:
+        """One pass of an elastic job on its workload slices ``owned`` (:func:`connectors.k8s.workload_slices.ensure`):
+        whether it was done here (False: the slices do not apply, the job's Workload is found as any job's)."""
+        partial = self.partial(job.metadata.annotations)
+        counts = self.slice_counts(job)
+        if counts is None:  # Kueue's reconcile fails: nothing is done
+            self.log.error(f"elastic {self.NOUN}: its pod sets cannot be told", **{self.NOUN: job.key})
+            return True
+        step = workload_slices.ensure(counts, owned, partial=partial)
+        if step.finish_old is not None:
+            await self._finish_out_of_sync(job, step.finish_old[1])
+        if step.stranded is not None:  # KEP-12100: the waiting slice goes with the evicted one; a new chain next
+            await self._finish_out_of_sync(job, step.stranded[1])
+            return True
+        if step.error:
+            self.log.error(f"elastic {self.NOUN}: workload slices left as they are", error=step.error,
+                           **{self.NOUN: job.key})
+            return True
+        if not step.applies:
+            return False
+        live = workload_slices.not_finished(owned)
+        for behind in live:  # the admitted slice a new one waits behind still runs the job: its pods are released
+            if is_admitted(behind[1]) and (step.keep is None or behind[0].key != step.keep[0].key) \
+                    and self.is_running(job):
+                await self._running_admitted(job, behind[1])
+        if step.keep is None:
+            name = self._slice_name(job, workload_slices.probe_level(live) if partial else None, owned)
+            if not live:  # the first slice: made whether the job runs or not (its pods wait at their gate)
+                await self._without_workload(job, name, elastic=True)
+            else:  # a scale-up: the job runs on while the new slice waits (a probe after it, at the same version)
+                await self._once(job.key, f"create:{name}", job, self._create_workload(job, name))
+            return True
+        obs, wl = step.keep
+        if step.set_counts:
+            if wl.key not in self.mirror.pending:
+                rv = obs.metadata.resource_version
+                await self._once(job.key, f"counts@{rv}", job, self._set_counts(job, obs))
+            return True  # the rest waits for the Workload that shows the counts
+        for old_obs, old_wl in owned:
+            if old_obs.key != obs.key and wf.release(old_obs, old_wl, job_running=False) == wf.REMOVE:
+                await self._unfinalize(old_obs)  # a slice finished (replaced, out of sync): its finalizer goes
+        await self._with_workload(job, obs, wl, generated=False)  # as Kueue: neither rewritten nor re-prioritised
+        return True
+
+    async def _ungate_pods(self, job: J, wl: WorkloadInfo) -> None:
+        """Lift the elastic-job gate of the job's pods (:meth:`slice_pod_selector`) that the slice grants, pod set
+        by pod set (:func:`connectors.k8s.workload_slices.released_by_pod_set`), each patch applied only to the
+        pod as read. A pod gone meanwhile is skipped; one changed meanwhile (the topology ungater, say) fails the
+        pass once the others are done, so that it is retried: a pod left gated changes nothing the job's version
+        counts, so no later pass of that version would come (Kueue requeues)."""
+        ns, selector = job.metadata.namespace, self.slice_pod_selector(job)
+        if not selector:
+            return
+        raw = await self.client.request("GET", PODS.collection_path(ns), query=[("labelSelector", selector)])
+        granted = workload_slices.granted(wl)  # a partial admission's counts, not the spec's
+        stale: list[str] = []
+        pods = msgspec.json.decode(raw).get("items") or []
+        for pod in workload_slices.released_by_pod_set(pods, granted, self.slice_pod_set):
+            ops = workload_slices.ungate_ops(pod)
+            if ops is None:
+                continue
+            try:
+                await self.client.patch(PODS, pod["metadata"]["name"], ops, ns, content_type=JSON_PATCH)
+            except (NotFound, Invalid):
+                continue
+            except Conflict:
+                stale.append(pod["metadata"]["name"])
+                continue
+            self.stats.pods_ungated += 1
+            self.log.info("lifted the elastic-job gate of a pod", workload=wl.key, pod=pod["metadata"]["name"],
+                          **{self.NOUN: job.key})
+        if stale:  # a KubeError, not a Conflict: the worker retries it rather than wait for a watch event
+            raise KubeError(f"pods {', '.join(f'{ns}/{n}' for n in stale)}: changed while their elastic-job gate "
+                            "was being lifted", 409, "Conflict")
+
+    def _slice_name(self, job: J, probe: int | None = None, owned: Sequence[workload_slices.Slice] = ()) -> str:
+        """The name of a new slice of the job; ``probe``: a scale-up probe's level
+        (:func:`connectors.k8s.workload_slices.probe_level`); ``owned``: the job's slices, a name one of them has
+        not taken again (:func:`connectors.k8s.workload_slices.fresh_name_extra`)."""
+        meta, kind, group = job.metadata, self.RESOURCE.kind, self.RESOURCE.group
+        short = self.state.gate(gates.SHORT_WORKLOAD_NAMES)
+        name = workload_slices.slice_name(kind, group, meta.name, meta.uid, meta.generation, short=short,
+                                          probe=probe)
+        extra = workload_slices.fresh_name_extra(meta.generation, probe, name, owned)
+        return workload_slices.slice_name(kind, group, meta.name, meta.uid, meta.generation, short=short,
+                                          extra=extra) if extra else name
+
+    async def _finish_out_of_sync(self, job: J, wl: WorkloadInfo) -> None:
+        """An old slice that lost its quota, or was evicted, while a new one waits: finished ``OutOfSync``."""
+        if await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl.key, uid=wl.uid,
+                                                            reason=workload_slices.OUT_OF_SYNC,
+                                                            message=workload_slices.OUT_OF_SYNC_MESSAGE)):
+            self.log.info("finished an out-of-sync workload slice", workload=wl.key, **{self.NOUN: job.key})
+
+    async def _set_counts(self, job: J, obs: o.Workload) -> None:
+        """Give the slice the job's pod counts in place (a scale-down, or a slice holding no quota), conditioned
+        on its resourceVersion; Kueue records no Event for it."""
+        counts = self.slice_counts(job)
+        if counts is None:
+            return
+        try:
+            await self.client.patch(WORKLOADS, obs.metadata.name, workload_slices.counts_patch(obs, counts),
+                                    obs.metadata.namespace, content_type=JSON_PATCH)
+        except NotFound:
+            return
+        self.stats.slice_counts += 1
+        self.log.info("gave the workload slice its job's pod counts", workload=obs.key, counts=counts,
+                      **{self.NOUN: job.key})
 
     async def _checks_pending(self, job: J, wl: WorkloadInfo) -> None:
         """Report the Workload's pending admission checks on the job (``UpdatedAdmissionCheck``), when the kind

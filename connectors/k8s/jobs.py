@@ -7,7 +7,8 @@ The steps a Job shares with every kind Kueue's one job reconciler runs (no Workl
 or being deleted; the Job finished; priority class and queue in step; reclaimable pods; PodsReady; start, stop,
 ``JobStopped``; a gone Job's Workloads) are :mod:`connectors.k8s.jobframework`'s; this module is the Job's adapter
 to them (what a Job's state means, how it is started and stopped, its pod set as its Workload is compared with)
-and holds the steps only Jobs take here (one Workload per Job, elastic Jobs, Workloads left with no owner); the
+and holds the steps only Jobs take here (one Workload per Job, Workloads left with no owner; an elastic Job's slice
+pass is the shared reconciler's, the RayCluster's too, with the Job's pods and count); the
 prebuilt Workloads, the rewriting of a Workload the Job no longer matches and the admission gate below are the
 shared reconciler's, taken by JobSets and MPIJobs too.
 
@@ -118,7 +119,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -126,9 +126,9 @@ import structlog
 
 from connectors.k8s import job_sync, podsetinfo, prebuilt, workload_slices
 from connectors.k8s import workload_finalizer as wf
-from connectors.k8s.client import JSON_PATCH, KubeClient
+from connectors.k8s.client import KubeClient
 from connectors.k8s.copied_metadata import copied
-from connectors.k8s.errors import Conflict, Invalid, KubeError, NotFound
+from connectors.k8s.errors import NotFound
 from connectors.k8s.job_events import (
     MISSING_WORKLOAD,
     QUEUE_LABEL,
@@ -140,7 +140,6 @@ from connectors.k8s.job_priority import (
 )
 from connectors.k8s.jobframework import JobFrameworkStats, JobReconciler, stored_workloads
 from connectors.k8s.journal import Journal
-from connectors.k8s.pods_ready import is_admitted
 from connectors.k8s.resources import BY_KIND, JOB_UID_LABEL, KUEUE_GROUP, KUEUE_VERSION
 from connectors.k8s.workers import KeyedWorkers
 from connectors.k8s.workload_names import owner_workload_name
@@ -233,14 +232,6 @@ def is_running(job: o.Job) -> bool:
     return not job.spec.suspend or STOPPING in job.metadata.annotations
 
 
-@dataclass
-class JobStats(JobFrameworkStats):
-    slice_counts: int = 0
-    """Workload slices given their elastic Job's pod count in place."""
-    pods_ungated: int = 0
-    """Pods of elastic Jobs whose elastic-job scheduling gate was lifted."""
-
-
 class JobIntegration(JobReconciler[o.Job]):
     """The batch/v1 Job adapter of the shared job reconciler (:mod:`connectors.k8s.jobframework`), with the
     Job's own steps: one Workload per Job, elastic Jobs, and Workloads left with no owner."""
@@ -249,12 +240,13 @@ class JobIntegration(JobReconciler[o.Job]):
     NOUN = "job"
     RESOURCE = JOBS
     PODS_READY_WITHOUT_WAITING = True
+    SLICED = True
+    SCALES_UP_IN_PART = True
 
     def __init__(self, client: KubeClient, journal: Journal, *, retry_s: float = 1.0,
                  append: Callable[[Sequence[ev.AnyEvent]], Awaitable[list[int]]] | None = None,
                  concurrency: int = 16) -> None:
-        super().__init__(client, journal, JobStats(), log, retry_s=retry_s, append=append)
-        self.stats: JobStats
+        super().__init__(client, journal, JobFrameworkStats(), log, retry_s=retry_s, append=append)
         self.concurrency = concurrency
         self.retry_s = retry_s
 
@@ -294,7 +286,7 @@ class JobIntegration(JobReconciler[o.Job]):
         if prebuilt_name:
             await self._with_prebuilt(job, prebuilt_name)
             return
-        if workload_slices.elastic(self.state, job.metadata.annotations) and await self._sliced(job):
+        if self.sliced(job) and await self._sliced(job, self._owned(key)):
             return  # an elastic Job's pass, on its workload slices
         keep, extras = job_sync.one_workload(self.state, job, self._owned(key),
                                              compared_max_execution_seconds(job.metadata.labels))
@@ -318,11 +310,6 @@ class JobIntegration(JobReconciler[o.Job]):
 
     def is_running(self, job: o.Job) -> bool:
         return is_running(job)
-
-    def stops_unadmitted(self, job: o.Job, wl: WorkloadInfo) -> bool:
-        """An elastic Job runs on while its new slice waits: it is stopped only once evicted (Kueue's
-        reconciler, whose eviction step comes before)."""
-        return bool(wl.evicted) or not workload_slices.elastic(self.state, job.metadata.annotations)
 
     def restoring(self, job: o.Job) -> bool:
         return STOPPING in job.metadata.annotations
@@ -368,114 +355,20 @@ class JobIntegration(JobReconciler[o.Job]):
         raw = msgspec.json.decode(await self.client.get(JOBS, job.metadata.name, job.metadata.namespace))
         return raw if raw["metadata"]["uid"] == job.metadata.uid else None  # else recreated: the watch brings it
 
-    # --- elastic Jobs (workload slices) ---------------------------------------------------------------------
+    # --- elastic Jobs (workload slices): the shared steps', with the Job's pods and counts -----------------------
 
-    async def _sliced(self, job: o.Job) -> bool:
-        """One pass of an elastic Job on its workload slices (:func:`connectors.k8s.workload_slices.ensure`):
-        whether it was done here (False: the slices do not apply, the Job's Workload is found as any Job's)."""
-        owned = self._owned(job.key)
-        partial = workload_slices.partial_scale_up(self.state, job.metadata.annotations)
-        step = workload_slices.ensure({"main": job_pod_count(job)}, owned, partial=partial)
-        if step.finish_old is not None:
-            await self._finish_out_of_sync(job, step.finish_old[1])
-        if step.stranded is not None:  # KEP-12100: the waiting slice goes with the evicted one; a new chain next
-            await self._finish_out_of_sync(job, step.stranded[1])
-            return True
-        if step.error:
-            log.error("elastic job: workload slices left as they are", job=job.key, error=step.error)
-            return True
-        if not step.applies:
-            return False
-        live = workload_slices.not_finished(owned)
-        for behind in live:  # the admitted slice a new one waits behind still runs the Job: its pods are released
-            if is_admitted(behind[1]) and (step.keep is None or behind[0].key != step.keep[0].key) \
-                    and self.is_running(job):
-                await self._running_admitted(job, behind[1])
-        if step.keep is None:
-            name = self._slice_name(job, workload_slices.probe_level(live) if partial else None, owned)
-            if not live:  # the first slice: made whether the Job runs or not (its pods wait at their gate)
-                await self._without_workload(job, name, elastic=True)
-            else:  # a scale-up: the Job runs on while the new slice waits (a probe after it, at the same version)
-                await self._once(job.key, f"create:{name}", job, self._create_workload(job, name))
-            return True
-        obs, wl = step.keep
-        if step.set_counts:
-            if wl.key not in self.mirror.pending:
-                rv = obs.metadata.resource_version
-                await self._once(job.key, f"counts@{rv}", job, self._set_counts(job, obs))
-            return True  # the rest waits for the Workload that shows the counts
-        for old_obs, old_wl in owned:
-            if old_obs.key != obs.key and wf.release(old_obs, old_wl, job_running=False) == wf.REMOVE:
-                await self._unfinalize(old_obs)  # a slice finished (replaced, out of sync): its finalizer goes
-        await self._with_workload(job, obs, wl, generated=False)  # as Kueue: neither rewritten nor re-prioritised
-        return True
+    def slice_counts(self, job: o.Job) -> dict[str, int]:
+        return {"main": job_pod_count(job)}
 
-    async def _running_admitted(self, job: o.Job, wl: WorkloadInfo) -> None:
-        """An elastic Job running on its admitted slice: its pods' elastic-job gate is lifted (Kueue's
-        ``StartWorkloadSlicePods``), once per slice and version of the Job (whose status counts new pods)."""
-        if workload_slices.elastic(self.state, job.metadata.annotations) and self.is_active(job):
-            # a slot of its own: the slice passes' other writes (a new slice, counts) leave it done
-            await self._once(f"{job.key}/ungate", f"ungate@{wl.uid}", job, self._ungate_pods(job, wl))
+    def slice_pod_selector(self, job: o.Job) -> str:
+        """The job controller's label on the Job's pods (Kueue finds them by owner)."""
+        return f"batch.kubernetes.io/controller-uid={job.metadata.uid}"
 
-    async def _ungate_pods(self, job: o.Job, wl: WorkloadInfo) -> None:
-        """Lift the elastic-job gate of the Job's pods (by the job controller's ``controller-uid`` label) that the
-        slice counts (:func:`connectors.k8s.workload_slices.pods_to_ungate`), each patch applied only to the pod
-        as read. A pod gone meanwhile is skipped; one changed meanwhile (the
-        topology ungater, say) fails the pass once the others are done, so that it is retried: a pod left gated
-        changes nothing the Job's version counts, so no later pass of that version would come (Kueue requeues)."""
-        ns = job.metadata.namespace
-        raw = await self.client.request("GET", PODS.collection_path(ns), query=[
-            ("labelSelector", f"batch.kubernetes.io/controller-uid={job.metadata.uid}")])
-        granted = sum(workload_slices.granted(wl).values())  # a partial admission's count, not the spec's
-        stale: list[str] = []
-        for pod in workload_slices.pods_to_ungate(msgspec.json.decode(raw).get("items") or [], granted):
-            ops = workload_slices.ungate_ops(pod)
-            if ops is None:
-                continue
-            try:
-                await self.client.patch(PODS, pod["metadata"]["name"], ops, ns, content_type=JSON_PATCH)
-            except (NotFound, Invalid):
-                continue
-            except Conflict:
-                stale.append(pod["metadata"]["name"])
-                continue
-            self.stats.pods_ungated += 1
-            log.info("lifted the elastic-job gate of a pod", job=job.key, workload=wl.key, pod=pod["metadata"]["name"])
-        if stale:  # a KubeError, not a Conflict: the worker retries it rather than wait for a watch event
-            raise KubeError(f"pods {', '.join(f'{ns}/{n}' for n in stale)}: changed while their elastic-job gate "
-                            "was being lifted", 409, "Conflict")
+    def slice_pod_set(self, pod: dict[str, Any]) -> str:
+        return "main"  # one pod set: every pod counts against it
 
-    def _slice_name(self, job: o.Job, probe: int | None = None, owned: Sequence[workload_slices.Slice] = ()) -> str:
-        """The name of a new slice of the Job; ``probe``: a scale-up probe's level
-        (:func:`connectors.k8s.workload_slices.probe_level`); ``owned``: the Job's slices, a name one of them has
-        not taken again (:func:`connectors.k8s.workload_slices.fresh_name_extra`)."""
-        meta = job.metadata
-        short = self.state.gate(gates.SHORT_WORKLOAD_NAMES)
-        name = workload_slices.slice_name("Job", "batch", meta.name, meta.uid, meta.generation, short=short,
-                                          probe=probe)
-        extra = workload_slices.fresh_name_extra(meta.generation, probe, name, owned)
-        return workload_slices.slice_name("Job", "batch", meta.name, meta.uid, meta.generation, short=short,
-                                          extra=extra) if extra else name
-
-    async def _finish_out_of_sync(self, job: o.Job, wl: WorkloadInfo) -> None:
-        """An old slice that lost its quota, or was evicted, while a new one waits: finished ``OutOfSync``."""
-        if await self._append_once(wl, ev.WorkloadFinished(time=_now(), key=wl.key, uid=wl.uid,
-                                                            reason=workload_slices.OUT_OF_SYNC,
-                                                            message=workload_slices.OUT_OF_SYNC_MESSAGE)):
-            log.info("finished an out-of-sync workload slice", job=job.key, workload=wl.key)
-
-    async def _set_counts(self, job: o.Job, obs: o.Workload) -> None:
-        """Give the slice the Job's pod count in place (a scale-down, or a slice holding no quota), conditioned
-        on its resourceVersion; Kueue records no Event for it."""
-        try:
-            await self.client.patch(WORKLOADS, obs.metadata.name,
-                                    workload_slices.counts_patch(obs, {"main": job_pod_count(job)}),
-                                    obs.metadata.namespace, content_type=JSON_PATCH)
-        except NotFound:
-            return
-        self.stats.slice_counts += 1
-        log.info("gave the workload slice its job's pod count", job=job.key, workload=obs.key,
-                 count=job_pod_count(job))
+    def releases_slice_pods(self, job: o.Job) -> bool:
+        return self.is_active(job)  # its status counts the pods it makes
 
     # --- actions -------------------------------------------------------------------------------------------
 
@@ -538,19 +431,10 @@ class JobIntegration(JobReconciler[o.Job]):
             "finalizers": [FINALIZER],
             "ownerReferences": [prebuilt.controller_ref(meta["name"], meta["uid"])],
         }
-        if workload_slices.elastic(self.state, job_annotations):
-            owned = self._owned(f"{meta['namespace']}/{meta['name']}")
-            live = workload_slices.not_finished(owned)
-            annotations.update(workload_slices.slice_annotations(name, live))
-            if workload_slices.partial_scale_up(self.state, job_annotations):
-                floor = (workload_slices.baseline({"main": count}, live) if live
-                         else workload_slices.last_granted({"main": count}, owned)).get("main")
-                if floor is not None:  # a scale-up, or a readmission: at least what the Job was last granted
-                    pod_set["minCount"] = floor
         if annotations:
             wl_meta["annotations"] = annotations
-        return {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "kind": "Workload", "metadata": wl_meta,
-                "spec": wl_spec}
+        return self._sliced_workload(meta, {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "kind": "Workload",
+                                            "metadata": wl_meta, "spec": wl_spec})
 
     async def _start(self, job: o.Job, wl: WorkloadInfo, obs: o.Workload) -> None:
         assert wl.admission is not None

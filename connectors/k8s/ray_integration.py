@@ -18,8 +18,16 @@ connector shares among the job reconcilers) — is that ancestor's child, as a c
 reconciler): no Workload of its own, kept suspended while the ancestor's newest unfinished Workload is missing or
 not admitted (Normal ``Suspended`` "Kueue managed child job suspended"). The RayJob's submitter Job is found the
 RayJob's child the same way by the Job integration. A prebuilt Workload is used (the shared watched-job steps); so
-MultiKueue runs a RayJob, RayCluster or RayService on a worker (:mod:`connectors.k8s.multikueue`). Not done (see
-the README): rewriting a Workload whose pod sets no longer match, elastic autoscaling.
+MultiKueue runs a RayJob, RayCluster or RayService on a worker (:mod:`connectors.k8s.multikueue`). An elastic
+RayCluster (``kueue.x-k8s.io/elastic-job: "true"`` under ``ElasticJobsViaWorkloadSlices``) runs on workload slices,
+the shared reconciler's slice pass (:meth:`JobReconciler._sliced <connectors.k8s.jobframework.JobReconciler._sliced>`)
+over its pod counts (:func:`connectors.k8s.raycluster.counts`), started with the chain's name on its templates and
+its pods (KubeRay's ``ray.io/cluster`` label) released pod set by pod set. So does an elastic RayJob, its worker
+counts those of the RayCluster it runs on under the autoscaler (:func:`connectors.k8s.rayjob.counts`): the RayJob
+integration lists and watches RayClusters for it, a change of one marking the RayJob that controls it
+(:class:`OnRayCluster`); so does an elastic RayService, counted by its active RayCluster. Each scales up in part
+when annotated ``kueue.x-k8s.io/elastic-job-scale-up-strategy: partial`` (KEP-12100, the shared pass's). Not done
+(see the README): rewriting a Workload whose pod sets no longer match.
 
 A RayService (:mod:`connectors.k8s.rayservice`) is run the same way, its suspend flag and templates those of its
 ``spec.rayClusterConfig``: ``rayservice-<name>-<hash>``, never finished, active and PodsReady by its ``Ready``
@@ -32,21 +40,97 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import structlog
 
+from connectors.k8s import podsetinfo, workload_slices
 from connectors.k8s import raycluster as rc
 from connectors.k8s import rayjob as rj
 from connectors.k8s import rayservice as rs
+from connectors.k8s.list_watch import Informer, ListedWhile
 from connectors.k8s.resources import RAYCLUSTERS, RAYJOBS, RAYSERVICES
 from connectors.k8s.watched_jobs import WatchedJobIntegration
+from events import objects as o
 from kueue_es.scheduler.config import SchedulerConfig
 from projections import gates
+from projections.workloads import WorkloadInfo
 
 log = structlog.get_logger("kueue_es.k8s.ray")
 
 
-class RayJobIntegration(WatchedJobIntegration[rj.RayJob]):
-    """The RayJob adapter of the shared job reconciler, with its own list+watch of RayJobs."""
+class OnRayCluster(WatchedJobIntegration[Any]):
+    """A Ray kind that runs on a RayCluster KubeRay makes for it (RayJob, RayService), with a list+watch of the
+    RayClusters besides its own: an elastic one's worker counts are its cluster's under the autoscaler (the kind's
+    ``counts``, over the cluster its ``cluster_name`` names) and its pods are that cluster's."""
+
+    SLICED = True
+    SCALES_UP_IN_PART = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._cluster_decoder = msgspec.json.Decoder(rc.RayCluster)
+        self.clusters: Informer[rc.RayCluster] = ListedWhile(
+            lambda: self.framework_on(self._config()), self.client, RAYCLUSTERS, self._decode_cluster,
+            self._cluster_changed, what=f"{self.NOUN}s' rayclusters", log=self.log, optional=True,
+            on_deleted=lambda cluster: self._cluster_changed({cluster.key}, cluster))
+        """The RayClusters, as listed and watched: a change of one such an object controls marks that object."""
+
+    def side_informers(self) -> list[Informer[Any]]:
+        return [self.clusters]
+
+    async def reconcile(self, key: str) -> None:
+        """The shared steps; an elastic object's only once the RayClusters are listed (its counts are read there)."""
+        job = self.known.get(key)
+        if job is not None and self.sliced(job) and not self.clusters.synced.is_set():
+            self._retry.later(key, 1.0)
+            return
+        await super().reconcile(key)
+
+    def _decode_cluster(self, raw: msgspec.Raw | bytes) -> rc.RayCluster | None:
+        try:
+            return self._cluster_decoder.decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            self.log.warning("raycluster skipped: cannot decode", error=str(exc))
+            return None
+
+    def _cluster_changed(self, keys: set[str], gone: rc.RayCluster | None = None) -> None:
+        """Mark the objects of this kind that control the RayClusters of ``keys`` (``gone``: one deleted)."""
+        marked: set[str] = set()
+        for key in keys:
+            cluster = gone if gone is not None else self.clusters.known.get(key)
+            owner = None if cluster is None else next(
+                (r for r in cluster.metadata.owner_references if r.controller and r.kind == self.KIND), None)
+            if cluster is not None and owner is not None:
+                marked.add(f"{cluster.metadata.namespace}/{owner.name}")
+        self._mark(marked)
+
+    def _live_cluster(self, job: Any) -> rc.RayCluster | None:
+        """The RayCluster the object runs on, when it controls it."""
+        cluster = self.clusters.known.get(f"{job.metadata.namespace}/{self.K.cluster_name(job)}")
+        if cluster is None or not any(r.controller and r.uid == job.metadata.uid
+                                      for r in cluster.metadata.owner_references):
+            return None
+        return cluster
+
+    def slice_counts(self, job: Any) -> dict[str, int] | None:
+        return self.K.counts(job, self._live_cluster(job))
+
+    def slice_pod_selector(self, job: Any) -> str:
+        name = self.K.cluster_name(job)
+        return f"{rc.CLUSTER_LABEL}={name}" if name else ""
+
+    def slice_pods_version(self, job: Any) -> str:
+        cluster = self._live_cluster(job)
+        return f"@{cluster.metadata.resource_version}" if cluster is not None else ""
+
+    def _start_infos(self, job: Any, wl: WorkloadInfo, obs: o.Workload) -> list[podsetinfo.PodSetInfo]:
+        """Each template's admission, an elastic slice's chain name with it (the cluster's pods carry it)."""
+        return self.K.start_infos(self.state, wl, job, workload_slices.pod_slice_name(self.state, obs))
+
+
+class RayJobIntegration(OnRayCluster):
+    """The RayJob adapter of the shared job reconciler, with its own list+watch of RayJobs, and of the RayClusters
+    KubeRay makes for them (:class:`OnRayCluster`)."""
 
     KIND = rj.KIND
     NOUN = "rayjob"
@@ -73,11 +157,24 @@ class RayClusterIntegration(WatchedJobIntegration[rc.RayCluster]):
     K = rc
     ITEM = rc.RayCluster
 
+    SLICED = True
+    SCALES_UP_IN_PART = True
+
     def framework_on(self, config: SchedulerConfig) -> bool:
         return config.manages_rayclusters
 
+    def slice_counts(self, job: rc.RayCluster) -> dict[str, int]:
+        return rc.counts(job.spec)
 
-class RayServiceIntegration(WatchedJobIntegration[rs.RayService]):
+    def slice_pod_selector(self, job: rc.RayCluster) -> str:
+        return rc.pod_selector(job)
+
+    def _start_infos(self, job: rc.RayCluster, wl: WorkloadInfo, obs: o.Workload) -> list[podsetinfo.PodSetInfo]:
+        """Each template's admission, an elastic slice's chain name with it (its pods carry it)."""
+        return rc.start_infos(self.state, wl, job, workload_slices.pod_slice_name(self.state, obs))
+
+
+class RayServiceIntegration(OnRayCluster):
     """The RayService adapter of the shared job reconciler, with its own list+watch of RayServices; suspended and
     started at ``spec.rayClusterConfig`` (module docstring)."""
 

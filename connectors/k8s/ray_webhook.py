@@ -16,8 +16,13 @@ order, when the object is Kueue's (a queue name, or ``manageJobsWithoutQueueName
   clusterSelector"); one with a ``clusterSelector`` alone is not Kueue's and passes as it is; one that does not
   ``shutdownAfterJobFinishes`` ("a kueue managed job should delete the cluster after finishing");
 * in the cluster spec (Kueue's ``common.go`` ``ValidateCreate``): ``enableInTreeAutoscaling`` unless the object is
-  elastic (``ElasticJobsViaWorkloadSlices`` and ``kueue.x-k8s.io/elastic-job: "true"``), more than 7 worker groups
+  annotated ``kueue.x-k8s.io/elastic-job: "true"`` (the annotation alone, whatever the gate), more than 7 worker groups
   (8 pod sets with the head), a worker group named ``head``;
+
+a RayCluster's own autoscaling rule (:func:`raycluster_create_errors`): an elastic one may autoscale, but each
+worker group's template, then the head's, must carry the ``kueue.x-k8s.io/elastic-job`` scheduling gate, which its
+mutating webhook gives an elastic RayCluster's templates (:func:`raycluster_defaults`, queued or not); a non-elastic
+one's autoscaler is refused in the RayCluster's words;
 
 then the generic job rules (suspended at ``spec.suspend``) and, under ``TopologyAwareScheduling``, each template's
 TAS annotations (head, then each worker group, a slice no larger than its pod set). On update, the update rules
@@ -34,8 +39,8 @@ runs it on a worker (:mod:`connectors.k8s.multikueue`).
 
 A RayService's webhooks (``mrayservice.kb.io``, ``vrayservice.kb.io``; Kueue's ``rayservice_webhook.go``) are the
 RayCluster's applied to its ``spec.rayClusterConfig``: suspended there, its cluster rules and TAS annotations
-checked and named at ``spec.rayClusterSpec`` (the Go field's name, as Kueue's messages give it). Not done, unlike
-Kueue: an elastic RayService's templates given the elastic-job scheduling gate.
+checked and named at ``spec.rayClusterSpec`` (the Go field's name, as Kueue's messages give it); an elastic
+RayService's cluster config templates are given the elastic-job scheduling gate (:func:`rayservice_defaults`).
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ from connectors.k8s.job_events import QUEUE_LABEL
 from connectors.k8s.pod_webhook import HasDefaultQueue, NamespaceLabels
 from connectors.k8s.raycluster import HEAD, worker_count
 from connectors.k8s.resources import RAYCLUSTERS, RAYJOBS, RAYSERVICES, Resource
-from connectors.k8s.workload_slices import ELASTIC_JOB_ANNOTATION
+from connectors.k8s.workload_slices import ELASTIC_JOB_ANNOTATION, ELASTIC_JOB_GATE, gate_template_ops
 from kueue_es.scheduler.config import SchedulerConfig
 from projections import gates
 
@@ -63,6 +68,10 @@ EXISTING_CLUSTER = "a kueue managed job should not use an existing cluster"
 CLUSTER_SPEC_REQUIRED = "rayClusterSpec is required for Kueue-managed jobs that don't use clusterSelector"
 SHUTDOWN = "a kueue managed job should delete the cluster after finishing"
 AUTOSCALING = "a kueue managed job should only use autoscaling when workload slicing is enabled"
+CLUSTER_AUTOSCALING = ("a kueue managed job can use autoscaling only when the ElasticJobsViaWorkloadSlices feature "
+                       "gate is on and the job is an elastic job")
+"""A RayCluster's own words for the autoscaling rule (a RayJob's and a RayService's are :data:`AUTOSCALING`)."""
+ELASTIC_GATE_MISSING = "an elastic job must have the ElasticJobSchedulingGate"
 KUBERAY_CONTROLLER = "ray.io/kuberay-operator"
 """KubeRay's own ``spec.managedBy``: Kueue replaces it on a Ray object with MultiKueue's as it does none."""
 
@@ -97,9 +106,12 @@ def _managed(obj: Mapping[str, Any], without_queue: bool) -> bool:
     return without_queue or bool(_map(_map(obj.get("metadata")).get("labels")).get(QUEUE_LABEL))
 
 
+def _annotated_elastic(obj: Mapping[str, Any]) -> bool:
+    return _map(_map(obj.get("metadata")).get("annotations")).get(ELASTIC_JOB_ANNOTATION) == "true"
+
+
 def _elastic(obj: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> bool:
-    return (gates.enabled(feature_gates, gates.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)
-            and _map(_map(obj.get("metadata")).get("annotations")).get(ELASTIC_JOB_ANNOTATION) == "true")
+    return gates.enabled(feature_gates, gates.ELASTIC_JOBS_VIA_WORKLOAD_SLICES) and _annotated_elastic(obj)
 
 
 def _worker_groups(cluster_spec: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -108,10 +120,12 @@ def _worker_groups(cluster_spec: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def cluster_spec_errors(obj: Mapping[str, Any], cluster_spec: Mapping[str, Any], path: str,
-                        feature_gates: Mapping[str, bool]) -> list[str]:
-    """Kueue's rules for a Kueue-run cluster spec at ``path``: autoscaling, the worker groups' number and names."""
+                        feature_gates: Mapping[str, bool], *, autoscaling: bool = True) -> list[str]:
+    """Kueue's rules for a Kueue-run cluster spec at ``path``: autoscaling only for an object annotated elastic,
+    whatever the gate (Kueue's ``common.go`` reads the annotation alone; unless ``autoscaling`` is False: the
+    RayCluster's own rule, :func:`raycluster_create_errors`), the worker groups' number and names."""
     errors: list[str] = []
-    if cluster_spec.get("enableInTreeAutoscaling") is True and not _elastic(obj, feature_gates):
+    if autoscaling and cluster_spec.get("enableInTreeAutoscaling") is True and not _annotated_elastic(obj):
         errors.append(job_validation.invalid(f"{path}.enableInTreeAutoscaling", True, AUTOSCALING))
     groups = _worker_groups(cluster_spec)
     if len(groups) > MAX_WORKER_GROUPS:
@@ -169,13 +183,73 @@ def rayjob_create_errors(job: Mapping[str, Any], feature_gates: Mapping[str, boo
     return errors
 
 
+def _go_gates(gates_value: Any) -> str:
+    """A template's ``schedulingGates`` as Go prints the ``[]PodSchedulingGate`` in a field error (``%#v``)."""
+    if gates_value is None:
+        return "[]v1.PodSchedulingGate(nil)"
+    items = gates_value if isinstance(gates_value, list) else []
+    shown = ", ".join(f"v1.PodSchedulingGate{{Name:{job_validation.shown(str(_map(g).get('name', '')))}}}"
+                      for g in items)
+    return f"[]v1.PodSchedulingGate{{{shown}}}"
+
+
+def _template_gates(template: Any) -> Any:
+    return _map(_map(template).get("spec")).get("schedulingGates")
+
+
+def elastic_gate_errors(cluster_spec: Mapping[str, Any]) -> list[str]:
+    """An elastic RayCluster's templates each carry the elastic-job scheduling gate (the mutating webhook gives it
+    them): each worker group's, then the head's."""
+    gate = {"name": ELASTIC_JOB_GATE}
+    where = [(f"spec.workerGroupSpecs[{i}].template.spec.schedulingGates", g.get("template"))
+             for i, g in enumerate(_worker_groups(cluster_spec))]
+    where.append(("spec.headGroupSpec.template.spec.schedulingGates", _map(cluster_spec.get("headGroupSpec")).get(
+        "template")))
+    errors: list[str] = []
+    for path, template in where:
+        present = _template_gates(template)
+        if not (isinstance(present, list) and gate in present):
+            errors.append(f"{path}: Invalid value: {_go_gates(present)}: {ELASTIC_GATE_MISSING}")
+    return errors
+
+
 def raycluster_create_errors(cluster: Mapping[str, Any], feature_gates: Mapping[str, bool],
                              without_queue: bool = False) -> list[str]:
     """What Kueue refuses in a RayCluster being created, in its order (module docstring)."""
     spec = _map(cluster.get("spec"))
-    errors = cluster_spec_errors(cluster, spec, "spec", feature_gates) if _managed(cluster, without_queue) else []
+    errors: list[str] = []
+    if _managed(cluster, without_queue):
+        if _elastic(cluster, feature_gates):
+            errors += elastic_gate_errors(spec)
+        elif spec.get("enableInTreeAutoscaling") is True:
+            errors.append(job_validation.invalid("spec.enableInTreeAutoscaling", True, CLUSTER_AUTOSCALING))
+        errors += cluster_spec_errors(cluster, spec, "spec", feature_gates, autoscaling=False)
     return errors + job_validation.generic_create_errors(_as_job(cluster)) + topology_errors(spec, "spec",
                                                                                               feature_gates)
+
+
+def _gate_cluster_spec(cluster_spec: Mapping[str, Any], pointer: str) -> list[dict[str, Any]]:
+    """The elastic-job scheduling gate on the head's and each worker group's template of the cluster spec at JSON
+    pointer ``pointer``."""
+    ops = gate_template_ops(_map(cluster_spec.get("headGroupSpec")).get("template"), f"{pointer}/headGroupSpec/template")
+    for i, group in enumerate(_worker_groups(cluster_spec)):
+        ops += gate_template_ops(group.get("template"), f"{pointer}/workerGroupSpecs/{i}/template")
+    return ops
+
+
+def raycluster_defaults(cluster: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[dict[str, Any]]:
+    """An elastic RayCluster's head and worker group templates get the elastic-job scheduling gate (unless there),
+    whether Kueue manages it or not: its pods wait for the slice that counts them."""
+    return _gate_cluster_spec(_map(cluster.get("spec")), "/spec") if _elastic(cluster, feature_gates) else []
+
+
+def rayservice_defaults(service: Mapping[str, Any], feature_gates: Mapping[str, bool]) -> list[dict[str, Any]]:
+    """An elastic RayService's cluster config templates get the elastic-job scheduling gate, as a RayCluster's
+    (Kueue's RayService ``Default``); the RayCluster KubeRay makes from it, and its pods, carry it."""
+    if not _elastic(service, feature_gates):
+        return []
+    config = _map(_map(service.get("spec")).get("rayClusterConfig"))
+    return _gate_cluster_spec(config, "/spec/rayClusterConfig") if config else []
 
 
 def _service_as_job(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -225,12 +299,12 @@ def _update_errors(create: Any, old: Mapping[str, Any], new: Mapping[str, Any], 
             + create(new, feature_gates, without_queue))
 
 
-def _kind(resource: Resource, create: Any, without_queue: bool) -> Kind:
+def _kind(resource: Resource, create: Any, without_queue: bool, kind_defaults: Any = None) -> Kind:
     singular = resource.kind.lower()
     return Kind(resource, f"/mutate-ray-io-v1-{singular}", f"m{singular}.kb.io", f"/validate-ray-io-v1-{singular}",
                 f"v{singular}.kb.io", SUSPEND_AT, lambda new, fg: create(new, fg, without_queue),
                 lambda old, new, fg, default: _update_errors(create, old, new, fg, default, without_queue),
-                own_controller=KUBERAY_CONTROLLER)
+                kind_defaults=kind_defaults, own_controller=KUBERAY_CONTROLLER)
 
 
 def rayjob_kind(without_queue: bool = False) -> Kind:
@@ -241,7 +315,7 @@ def rayjob_kind(without_queue: bool = False) -> Kind:
 
 def raycluster_kind(without_queue: bool = False) -> Kind:
     """The RayCluster's :class:`~connectors.k8s.framework_webhook.Kind` (see :func:`rayjob_kind`)."""
-    return _kind(RAYCLUSTERS, raycluster_create_errors, without_queue)
+    return _kind(RAYCLUSTERS, raycluster_create_errors, without_queue, raycluster_defaults)
 
 
 def rayservice_kind(without_queue: bool = False) -> Kind:
@@ -250,7 +324,7 @@ def rayservice_kind(without_queue: bool = False) -> Kind:
                 "vrayservice.kb.io", SERVICE_SUSPEND_AT,
                 lambda new, fg: rayservice_create_errors(new, fg, without_queue),
                 lambda old, new, fg, default: _service_update_errors(old, new, fg, default, without_queue),
-                own_controller=KUBERAY_CONTROLLER)
+                kind_defaults=rayservice_defaults, own_controller=KUBERAY_CONTROLLER)
 
 
 RAYJOB_KIND, RAYCLUSTER_KIND = rayjob_kind(), raycluster_kind()

@@ -19,8 +19,10 @@ Kueue runs a RayCluster through its generic job reconciler; these are the RayClu
   conditioned on the resourceVersion read;
 * a RayCluster **never finishes**; **active** and **pods ready**: its ``status.state`` is ``ready``.
 
-Kueue counts no reclaimable pods for a Ray cluster. Not modelled: under ``ElasticJobsViaWorkloadSlices`` with
-``enableInTreeAutoscaling`` Kueue reads the worker counts from the live RayCluster (``UpdatePodSets``).
+Kueue counts no reclaimable pods for a Ray cluster. An elastic RayCluster's workload slices follow its pod counts
+(:func:`counts`), its pods found by KubeRay's ``ray.io/cluster`` label (:func:`pod_selector`). Not modelled: for a
+RayJob or RayService under ``ElasticJobsViaWorkloadSlices`` with ``enableInTreeAutoscaling`` Kueue reads the worker
+counts from the live RayCluster (``UpdatePodSets``).
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ HEAD = "head"
 """The head group's pod set (a worker group may not take the name: the webhooks refuse it)."""
 READY = "ready"
 """KubeRay's ``ready`` cluster state."""
+CLUSTER_LABEL = "ray.io/cluster"
+"""KubeRay's label naming the RayCluster a pod belongs to."""
 
 
 class WorkerGroupSpec(o.View):
@@ -189,21 +193,56 @@ def pod_set_names(spec: RayClusterSpec) -> list[str]:
     return [HEAD, *(g.group_name.lower() for g in spec.worker_group_specs)]
 
 
-def infos_for(state: ClusterState, wl: Any, names: list[str]) -> list[podsetinfo.PodSetInfo]:
+def infos_for(state: ClusterState, wl: Any, names: list[str], slice_name: str | None = None
+              ) -> list[podsetinfo.PodSetInfo]:
     """What starting adds to the template of each pod set in ``names``, from the Workload's admission (``wl``: its
-    :class:`~projections.workloads.WorkloadInfo`). Raises :class:`BadPodSets` when one has no assignment (Kueue's
-    ``BadPodSetsInfoLenError``), :class:`~connectors.k8s.podsetinfo.MergeConflict` for conflicting checks'
-    updates."""
+    :class:`~projections.workloads.WorkloadInfo`; ``slice_name``: an elastic slice's chain, which the pods carry).
+    Raises :class:`BadPodSets` when one has no assignment (Kueue's ``BadPodSetsInfoLenError``),
+    :class:`~connectors.k8s.podsetinfo.MergeConflict` for conflicting checks' updates."""
     by_name = {a.name: a for a in (wl.admission.pod_set_assignments if wl.admission is not None else ())}
     assignments = [by_name.get(n) for n in names]
     if None in assignments:
         raise BadPodSets(f"expecting {len(names)} podset, got {len(by_name)}")
-    return [podsetinfo.start_info(state, wl, psa) for psa in assignments if psa is not None]
+    return [podsetinfo.start_info(state, wl, psa, slice_name) for psa in assignments if psa is not None]
 
 
-def start_infos(state: ClusterState, wl: Any, cluster: RayCluster) -> list[podsetinfo.PodSetInfo]:
+def start_infos(state: ClusterState, wl: Any, cluster: RayCluster, slice_name: str | None = None
+                ) -> list[podsetinfo.PodSetInfo]:
     """What starting the RayCluster adds to each template, head first (see :func:`infos_for`)."""
-    return infos_for(state, wl, pod_set_names(cluster.spec))
+    return infos_for(state, wl, pod_set_names(cluster.spec), slice_name)
+
+
+def group_count(group: WorkerGroupSpec) -> int:
+    """A worker group's pods (:func:`worker_count`)."""
+    return worker_count({"replicas": group.replicas, "numOfHosts": group.num_of_hosts})
+
+
+def counts(spec: RayClusterSpec) -> dict[str, int]:
+    """A cluster spec's pod counts by pod set, as an elastic object's workload slices are compared with it: the
+    head's one, each worker group's ``replicas`` (default 1) times ``numOfHosts`` when that is above 1."""
+    return {HEAD: 1, **{group.group_name.lower(): group_count(group) for group in spec.worker_group_specs}}
+
+
+def autoscaled_counts(spec: RayClusterSpec, live: RayCluster | None) -> dict[str, int] | None:
+    """A RayJob's or RayService's cluster spec's pod counts (:func:`counts`), each worker group's taken from
+    ``live``, the RayCluster it runs on, when its autoscaler is on and the group's ``replicas`` are set there
+    (Kueue's ``UpdatePodSets``: the autoscaler scales the cluster, not its owner). None when ``live`` has a worker
+    group the spec does not (Kueue's "PodSet name mismatch" error)."""
+    out = counts(spec)
+    if live is None or not spec.enable_in_tree_autoscaling:
+        return out
+    for group in live.spec.worker_group_specs:
+        name = group.group_name.lower()
+        if name not in out:
+            return None
+        if group.replicas is not None:
+            out[name] = group_count(group)
+    return out
+
+
+def pod_selector(cluster: RayCluster) -> str:
+    """KubeRay's label on a RayCluster's pods (Kueue's ``PodLabelSelector``)."""
+    return f"{CLUSTER_LABEL}={cluster.metadata.name}"
 
 
 def merge_diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:

@@ -22,8 +22,9 @@ Kueue runs a RayJob through its generic job reconciler; these are the RayJob's o
 
 The RayCluster KubeRay makes for a queued RayJob is controlled by it: with the RayCluster integration on it gets no
 Workload of its own (:mod:`connectors.k8s.ray_integration`), as the submitter Job gets none
-(:mod:`connectors.k8s.child_jobs`). Not modelled: ``SidecarMode``'s submitter container in the head pod set, the
-worker counts read from the live RayCluster under elastic autoscaling.
+(:mod:`connectors.k8s.child_jobs`). An elastic RayJob's workload slices follow :func:`counts`: with its autoscaler on,
+its worker groups counted by the RayCluster it runs on (:func:`cluster_name`). Not modelled: ``SidecarMode``'s
+submitter container in the head pod set.
 """
 
 from __future__ import annotations
@@ -145,13 +146,33 @@ def priority_class(job: RayJob) -> str | None:
 # --- starting and stopping ------------------------------------------------------------------------------------
 
 
-def start_infos(state: ClusterState, wl: Any, job: RayJob) -> list[podsetinfo.PodSetInfo]:
-    """What starting adds to each template: head, worker groups, then the submitter's in ``K8sJobMode``. Raises
-    :class:`BadPodSets`, :class:`~connectors.k8s.podsetinfo.MergeConflict`."""
+def start_infos(state: ClusterState, wl: Any, job: RayJob, slice_name: str | None = None
+                ) -> list[podsetinfo.PodSetInfo]:
+    """What starting adds to each template: head, worker groups, then the submitter's in ``K8sJobMode``
+    (``slice_name``: an elastic slice's chain, which the pods carry). Raises :class:`BadPodSets`,
+    :class:`~connectors.k8s.podsetinfo.MergeConflict`."""
     names = rc.pod_set_names(job.spec.ray_cluster_spec or rc.RayClusterSpec())
     if job.spec.submission_mode == K8S_JOB_MODE:
         names.append(SUBMITTER)
-    return rc.infos_for(state, wl, names)
+    return rc.infos_for(state, wl, names, slice_name)
+
+
+# --- an elastic RayJob ------------------------------------------------------------------------------------------
+
+
+def counts(job: RayJob, live: rc.RayCluster | None) -> dict[str, int] | None:
+    """The RayJob's pod counts by pod set, as its workload slices are compared with it: its cluster spec's as
+    ``live``, the RayCluster it runs on, has them under the autoscaler
+    (:func:`connectors.k8s.raycluster.autoscaled_counts`), and the submitter's one in ``K8sJobMode``."""
+    out = rc.autoscaled_counts(job.spec.ray_cluster_spec or rc.RayClusterSpec(), live)
+    if out is not None and job.spec.submission_mode == K8S_JOB_MODE:
+        out[SUBMITTER] = 1
+    return out
+
+
+def cluster_name(job: RayJob) -> str:
+    """The RayCluster KubeRay made for the RayJob (``status.rayClusterName``; empty: none yet)."""
+    return job.status.ray_cluster_name
 
 
 def _patch(raw_job: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:

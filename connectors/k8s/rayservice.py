@@ -134,10 +134,23 @@ def priority_class(service: RayService) -> str | None:
 # --- starting and stopping ------------------------------------------------------------------------------------
 
 
-def start_infos(state: ClusterState, wl: Any, service: RayService) -> list[podsetinfo.PodSetInfo]:
-    """What starting adds to each template, head first. Raises :class:`BadPodSets` when the admission lacks one
-    (Kueue's ``BadPodSetsInfoLenError``), :class:`~connectors.k8s.podsetinfo.MergeConflict`."""
-    return rc.infos_for(state, wl, rc.pod_set_names(service.spec.ray_cluster_config))
+def start_infos(state: ClusterState, wl: Any, service: RayService, slice_name: str | None = None
+                ) -> list[podsetinfo.PodSetInfo]:
+    """What starting adds to each template, head first (``slice_name``: an elastic slice's chain, which the pods
+    carry). Raises :class:`BadPodSets` when the admission lacks one (Kueue's ``BadPodSetsInfoLenError``),
+    :class:`~connectors.k8s.podsetinfo.MergeConflict`."""
+    return rc.infos_for(state, wl, rc.pod_set_names(service.spec.ray_cluster_config), slice_name)
+
+
+def counts(service: RayService, live: rc.RayCluster | None) -> dict[str, int] | None:
+    """An elastic RayService's pod counts: its cluster config's as ``live``, its active RayCluster, has them under
+    the autoscaler (:func:`connectors.k8s.raycluster.autoscaled_counts`)."""
+    return rc.autoscaled_counts(service.spec.ray_cluster_config, live)
+
+
+def cluster_name(service: RayService) -> str:
+    """The RayCluster the RayService serves from (``status.activeServiceStatus.rayClusterName``; empty: none)."""
+    return service.status.active_service_status.ray_cluster_name
 
 
 def _patch(raw_service: dict[str, Any], cluster_config: dict[str, Any]) -> dict[str, Any]:

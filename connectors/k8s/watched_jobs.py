@@ -117,6 +117,10 @@ class WatchedJobIntegration(JobReconciler[J]):
         """Whether the Configuration lists the kind's framework."""
         raise NotImplementedError
 
+    def side_informers(self) -> list[Informer[Any]]:
+        """Informers of other kinds the integration reads besides its own (run beside it; none by default)."""
+        return []
+
     # --- running -------------------------------------------------------------------------------------------
 
     async def run(self) -> None:
@@ -127,6 +131,8 @@ class WatchedJobIntegration(JobReconciler[J]):
         try:
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(self.informer.run(absent=self._wait_for_framework), name=f"k8s-{self.NOUN}s-watch")
+                for informer in self.side_informers():
+                    tg.create_task(informer.run(absent=self._wait_for_framework), name=f"k8s-{informer.what}-watch")
                 await self.synced.wait()
                 self.dirty |= self.workloads_of.keys()  # objects gone while no one watched
                 await KeyedWorkers(self.reconcile_guarded, self.concurrency).run(
@@ -223,6 +229,11 @@ class WatchedJobIntegration(JobReconciler[J]):
         if prebuilt_name:
             await self._with_prebuilt(job, prebuilt_name)
             return
+        if self.sliced(job):
+            if any(wl is None for _, wl in own):
+                return  # stored, not in the log yet: the mirror marks the object again once it is
+            if await self._sliced(job, [(obs, wl) for obs, wl in own if wl is not None]):
+                return  # an elastic object's pass, on its workload slices
         if not own:
             await self._without_workload(job, self.K.workload_name(
                 job.metadata.name, job.metadata.uid, short=self.state.gate(gates.SHORT_WORKLOAD_NAMES)))
@@ -260,7 +271,11 @@ class WatchedJobIntegration(JobReconciler[J]):
         return self.K.pods_ready(job)
 
     def workload_for(self, raw: dict[str, Any], name: str) -> dict[str, Any]:
-        return self.K.workload_for(self.state, self._config().keys_to_copy, raw, name)
+        meta = raw["metadata"]
+        job: Any = self.known.get(f"{meta['namespace']}/{meta['name']}")
+        counts = self.slice_counts(job) if job is not None and self.sliced(job) else None
+        return self._sliced_workload(meta, self.K.workload_for(self.state, self._config().keys_to_copy, raw, name),
+                                     counts)
 
     def job_pod_sets(self, job: J, *, generated: bool) -> list[o.PodSet] | None:
         pod_sets = getattr(self.K, "job_pod_sets", None)
@@ -317,12 +332,16 @@ class WatchedJobIntegration(JobReconciler[J]):
         if raw is None:
             return
         try:
-            patch = self.K.start_patch(raw, self.K.start_infos(self.state, wl, job))
+            patch = self.K.start_patch(raw, self._start_infos(job, wl, obs))
         except (podsetinfo.MergeConflict, self.K.BadPodSets) as exc:
             await self._failed_to_start(job, wl, exc)
             return
         await self.client.patch(self.RESOURCE, job.metadata.name, patch, job.metadata.namespace)
         await self._started(job, wl)
+
+    def _start_infos(self, job: Any, wl: WorkloadInfo, obs: o.Workload) -> list[podsetinfo.PodSetInfo]:
+        """What starting the object on ``wl`` adds to each of its templates (the kind's ``start_infos``)."""
+        return self.K.start_infos(self.state, wl, job)
 
     async def _stop(self, job: Any, obs: o.Workload, why: str) -> None:
         """Suspend it and restore its templates as its Workload recorded them, in one write."""

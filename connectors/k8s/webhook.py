@@ -179,17 +179,7 @@ def elastic_gate_ops(job: dict[str, Any]) -> list[dict[str, Any]]:
     """The ``kueue.x-k8s.io/elastic-job`` scheduling gate added to an elastic Job's pod template (unless there),
     so that no pod of it is scheduled before the slice counting it is admitted (Kueue's
     ``applyWorkloadSliceSchedulingGate``; the Job integration lifts it)."""
-    template = (job.get("spec") or {}).get("template") or {}
-    tspec = template.get("spec")
-    gate = {"name": workload_slices.ELASTIC_JOB_GATE}
-    present = (tspec or {}).get("schedulingGates")
-    if present and gate in present:
-        return []
-    if present:
-        return [{"op": "add", "path": "/spec/template/spec/schedulingGates/-", "value": gate}]
-    if tspec is None:
-        return [{"op": "add", "path": "/spec/template/spec", "value": {"schedulingGates": [gate]}}]
-    return [{"op": "add", "path": "/spec/template/spec/schedulingGates", "value": [gate]}]
+    return workload_slices.gate_template_ops((job.get("spec") or {}).get("template") or {}, "/spec/template")
 
 
 def kueue_parents(frameworks: frozenset[str] = frozenset(DEFAULT.frameworks)) -> ParentRuns:

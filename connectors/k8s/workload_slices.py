@@ -1,5 +1,7 @@
 """Which Workload an elastic Job runs on, and what its Job integration writes for it (Kueue's
-``pkg/workloadslicing``, ``EnsureWorkloadSlices``, as its job reconciler calls it).
+``pkg/workloadslicing``, ``EnsureWorkloadSlices``, as its job reconciler calls it). The shared job reconciler's
+slice pass (:meth:`connectors.k8s.jobframework.JobReconciler._sliced`) runs a batch/v1 Job, a RayCluster, a
+RayJob and a RayService so, each with its pod counts by pod set; what follows says Job for any.
 
 A Job is elastic when the ``ElasticJobsViaWorkloadSlices`` gate is on and it carries the annotation
 ``kueue.x-k8s.io/elastic-job: "true"``. Its Workloads are then slices: each named with the Job's generation in its
@@ -51,8 +53,9 @@ one of the Job's slices already has is named by hashing ``-readmit-<slices the J
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from connectors.k8s import podsetinfo
 from connectors.k8s.workload_names import owner_workload_name
@@ -286,6 +289,24 @@ def slice_annotations(name: str, live: Sequence[Slice]) -> dict[str, str]:
     return {**out, REPLACEMENT_FOR: old.key, SLICE_NAME_ANNOTATION: origin}
 
 
+def as_slice(workload: dict, owned: Sequence[Slice], *, partial: bool) -> None:
+    """Make ``workload``, the Workload about to be created for an elastic job whose Workloads are ``owned``, one of
+    its slices: :func:`slice_annotations`, and under partial scale-up each growing pod set's ``minCount`` — for a
+    scale-up the pods the slice it replaces was granted (:func:`baseline`), for a new chain the pods the job was
+    last granted (:func:`last_granted`)."""
+    meta = workload["metadata"]
+    live = not_finished(owned)
+    meta["annotations"] = {**(meta.get("annotations") or {}), **slice_annotations(meta["name"], live)}
+    if not partial:
+        return
+    pod_sets = workload["spec"]["podSets"]
+    asked = {ps["name"]: ps["count"] for ps in pod_sets}
+    floor = baseline(asked, live) if live else last_granted(asked, owned)
+    for ps in pod_sets:
+        if ps["name"] in floor:
+            ps["minCount"] = floor[ps["name"]]
+
+
 def counts_patch(obs: o.Workload, job_counts: dict[str, int]) -> list[dict]:
     """A JSON patch (RFC 6902) giving ``obs`` the Job's pod counts, applied only to the version read (its
     resourceVersion tested first). A pod set's ``minCount`` above its new count (a partial scale-up's slice scaled
@@ -302,19 +323,53 @@ def counts_patch(obs: o.Workload, job_counts: dict[str, int]) -> list[dict]:
     return ops
 
 
+def gate_template_ops(template: Any, pointer: str) -> list[dict]:
+    """A JSON patch giving the pod template at JSON pointer ``pointer`` (``template``, as the object holds it) the
+    elastic-job scheduling gate, unless it has it (Kueue's ``GateTemplate``)."""
+    gate = {"name": ELASTIC_JOB_GATE}
+    if not isinstance(template, dict):
+        return [{"op": "add", "path": pointer, "value": {"spec": {"schedulingGates": [gate]}}}]
+    tspec = template.get("spec")
+    present = (tspec or {}).get("schedulingGates")
+    if present and gate in present:
+        return []
+    if present:
+        return [{"op": "add", "path": f"{pointer}/spec/schedulingGates/-", "value": gate}]
+    if tspec is None:
+        return [{"op": "add", "path": f"{pointer}/spec", "value": {"schedulingGates": [gate]}}]
+    return [{"op": "add", "path": f"{pointer}/spec/schedulingGates", "value": [gate]}]
+
+
 def has_gate(pod: dict) -> bool:
     """Whether ``pod`` (as the apiserver returns it) carries the elastic-job gate."""
     return any(g.get("name") == ELASTIC_JOB_GATE for g in (pod.get("spec") or {}).get("schedulingGates") or [])
 
 
 def pods_to_ungate(pods: Sequence[dict], granted: int) -> list[dict]:
-    """Of a Job's pods, the gated ones to release under a slice that counts ``granted`` pods: as many as it
-    counts beyond the pods already released, lowest name first (Kueue's elastic-job ungater). A terminated pod
-    (``Succeeded``, ``Failed``) counts for neither; a Job has one pod set, so every pod counts against it."""
-    live = [p for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
-    gated = sorted((p for p in live if has_gate(p)), key=lambda p: p["metadata"]["name"])
-    room = granted - (len(live) - len(gated))
-    return gated[:max(room, 0)]
+    """Of a Job's pods, the gated ones to release under a slice that counts ``granted`` pods
+    (:func:`released_by_pod_set`); a Job has one pod set, so every pod counts against it."""
+    return released_by_pod_set(pods, {"": granted}, lambda _: "")
+
+
+def pod_set_label(pod: dict) -> str:
+    """The pod set a pod was made for: its ``kueue.x-k8s.io/podset`` label (the admission put it on its template)."""
+    return ((pod.get("metadata") or {}).get("labels") or {}).get(podsetinfo.PODSET_LABEL, "")
+
+
+def released_by_pod_set(pods: Sequence[dict], granted: dict[str, int],
+                        pod_set: Callable[[dict], str] = pod_set_label) -> list[dict]:
+    """Of an elastic job's pods, the gated ones to release under a slice that grants ``granted`` pods by pod set:
+    in each pod set, as many as it grants beyond the pods already released there, lowest name first (Kueue's
+    elastic-job ungater). A terminated pod (``Succeeded``, ``Failed``) counts for neither; a pod of a pod set the
+    slice does not grant is not released."""
+    out: list[dict] = []
+    for name in sorted(granted):
+        live = [p for p in pods if pod_set(p) == name
+                and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+        gated = sorted((p for p in live if has_gate(p)), key=lambda p: p["metadata"]["name"])
+        room = granted[name] - (len(live) - len(gated))
+        out += gated[:max(room, 0)]
+    return out
 
 
 def ungate_ops(pod: dict) -> list[dict] | None:

@@ -146,13 +146,19 @@ def test_autoscaling_only_for_an_elastic_job_at_most_seven_worker_groups_none_na
                                              "featureGates": {"ElasticJobsViaWorkloadSlices": True}}), clusters=False)
     assert _refusal(_rayjob({Q: "lq"}, cluster=_cluster_spec(autoscaling=True),
                             annotations={"kueue.x-k8s.io/elastic-job": "true"}), settings=elastic) is None
+    gate_off = rw.RayWebhooks.of(load_config({"integrations": {"frameworks": FRAMEWORKS},
+                                              "featureGates": {"ElasticJobsViaWorkloadSlices": False}}),
+                                 clusters=False)
+    assert _refusal(_rayjob({Q: "lq"}, cluster=_cluster_spec(autoscaling=True),
+                            annotations={"kueue.x-k8s.io/elastic-job": "true"}), settings=gate_off) is None, (
+        "Kueue's common.go reads the annotation alone")
     assert _refusal(_rayjob({Q: "lq"}, cluster=_cluster_spec(8))) == (
         "spec.rayClusterSpec.workerGroupSpecs: Too many: 8: must have at most 7 items")
     assert _refusal(_raycluster({Q: "lq"}, names=("x", "head"), groups=2), settings=CLUSTERS) == (
         'spec.workerGroupSpecs[1].groupName: Forbidden: "head" is reserved for the head group')
     assert _refusal(_raycluster({Q: "lq"}, autoscaling=True), settings=CLUSTERS) == (
-        "spec.enableInTreeAutoscaling: Invalid value: true: a kueue managed job should only use autoscaling when "
-        "workload slicing is enabled")
+        "spec.enableInTreeAutoscaling: Invalid value: true: a kueue managed job can use autoscaling only when the "
+        "ElasticJobsViaWorkloadSlices feature gate is on and the job is an elastic job")
     assert _refusal(_raycluster(autoscaling=True), settings=CLUSTERS) is None, "not Kueue's: not checked"
 
 
@@ -218,3 +224,72 @@ def test_the_ray_webhooks_fail_closed_only_while_their_framework_is_on(on: bool)
             assert hook["clientConfig"]["url"] == "https://h" + path
             assert hook["rules"] == [{"apiGroups": ["ray.io"], "apiVersions": ["v1"], "operations": operations,
                                       "resources": [plural], "scope": "Namespaced"}]
+
+
+# --- elastic RayClusters (workload slices) ------------------------------------------------------------------------
+
+ELASTIC_CLUSTERS = rw.RayWebhooks.of(CONFIG, clusters=True)
+"""ElasticJobsViaWorkloadSlices is on by default (beta)."""
+NOT_ELASTIC = rw.RayWebhooks.of(load_config({"integrations": {"frameworks": FRAMEWORKS},
+                                             "featureGates": {"ElasticJobsViaWorkloadSlices": False}}), clusters=True)
+ELASTIC = {"kueue.x-k8s.io/elastic-job": "true"}
+GATE = {"name": "kueue.x-k8s.io/elastic-job"}
+
+
+def _elastic_cluster(labels: dict | None = None, **kw: Any) -> dict:
+    cluster = _raycluster(labels, **kw)
+    cluster["metadata"]["annotations"] = dict(ELASTIC)
+    return cluster
+
+
+def _gated(cluster: dict, *, head: bool = True, workers: tuple[int, ...] = ()) -> dict:
+    spec = msgspec.json.decode(msgspec.json.encode(cluster["spec"]))
+    templates = ([spec["headGroupSpec"]["template"]] if head else []) + [
+        spec["workerGroupSpecs"][i]["template"] for i in workers]
+    for template in templates:
+        template["spec"]["schedulingGates"] = [GATE]
+    return {**cluster, "spec": spec}
+
+
+def test_an_elastic_rayclusters_head_and_worker_templates_get_the_elastic_job_gate() -> None:
+    """Kueue's RayCluster ``Default``: under ElasticJobsViaWorkloadSlices a RayCluster annotated elastic gets the
+    elastic-job scheduling gate on its head's and every worker group's template (once), queued or not."""
+    path = rw.RAYCLUSTER_KIND.mutating_path
+    suspend = {"op": "add", "path": "/spec/suspend", "value": True}
+    assert _mutate(_elastic_cluster({Q: "lq"}, groups=2), ELASTIC_CLUSTERS, path) == [
+        suspend,
+        {"op": "add", "path": "/spec/headGroupSpec/template/spec/schedulingGates", "value": [GATE]},
+        {"op": "add", "path": "/spec/workerGroupSpecs/0/template/spec/schedulingGates", "value": [GATE]},
+        {"op": "add", "path": "/spec/workerGroupSpecs/1/template/spec/schedulingGates", "value": [GATE]}]
+    assert _mutate(_gated(_elastic_cluster(), workers=(0,)), ELASTIC_CLUSTERS, path) == [], "gated already"
+    other = _elastic_cluster()
+    other["spec"]["headGroupSpec"]["template"] = {"spec": {"schedulingGates": [{"name": "x"}]}}
+    assert _mutate(other, ELASTIC_CLUSTERS, path) == [
+        {"op": "add", "path": "/spec/headGroupSpec/template/spec/schedulingGates/-", "value": GATE},
+        {"op": "add", "path": "/spec/workerGroupSpecs/0/template/spec/schedulingGates", "value": [GATE]}]
+    assert _mutate(_elastic_cluster({Q: "lq"}), NOT_ELASTIC, path) == [suspend], "the gate off: not elastic"
+    assert _mutate(_raycluster({Q: "lq"}), ELASTIC_CLUSTERS, path) == [suspend], "not annotated: not elastic"
+
+
+def test_a_queued_elastic_raycluster_must_carry_the_gate_and_may_autoscale() -> None:
+    """Kueue's RayCluster validation: an elastic one (gate on, annotated) may use the in-tree autoscaler but each
+    worker group's template, then the head's, must carry the elastic-job gate; the gate off, the annotation does
+    not make it elastic."""
+    bare = _elastic_cluster({Q: "lq"}, groups=2, autoscaling=True)
+    bare["spec"]["workerGroupSpecs"][1]["template"] = {"spec": {"schedulingGates": [{"name": "x"}]}}
+    assert _refusal(bare, settings=ELASTIC_CLUSTERS) == (
+        "[spec.workerGroupSpecs[0].template.spec.schedulingGates: Invalid value: []v1.PodSchedulingGate(nil): "
+        "an elastic job must have the ElasticJobSchedulingGate, "
+        "spec.workerGroupSpecs[1].template.spec.schedulingGates: Invalid value: "
+        '[]v1.PodSchedulingGate{v1.PodSchedulingGate{Name:"x"}}: an elastic job must have the '
+        "ElasticJobSchedulingGate, "
+        "spec.headGroupSpec.template.spec.schedulingGates: Invalid value: []v1.PodSchedulingGate(nil): an elastic "
+        "job must have the ElasticJobSchedulingGate]")
+    gated = _gated(_elastic_cluster({Q: "lq"}, groups=2, autoscaling=True), workers=(0, 1))
+    assert _refusal(gated, settings=ELASTIC_CLUSTERS) is None
+    assert _refusal(gated, _gated(_elastic_cluster({Q: "lq"}, groups=2), workers=(0, 1)),
+                    settings=ELASTIC_CLUSTERS) is None, "an update: the same rules"
+    assert _refusal(gated, settings=NOT_ELASTIC) == (
+        "spec.enableInTreeAutoscaling: Invalid value: true: a kueue managed job can use autoscaling only when the "
+        "ElasticJobsViaWorkloadSlices feature gate is on and the job is an elastic job")
+    assert _refusal(_elastic_cluster(groups=1), settings=ELASTIC_CLUSTERS) is None, "not Kueue's: not checked"

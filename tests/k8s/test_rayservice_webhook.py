@@ -208,3 +208,19 @@ def test_the_rayservice_webhooks_fail_closed_only_while_their_framework_is_on(on
                                   "resources": ["rayservices"], "scope": "Namespaced"}]
     off = rw.RayWebhooks.for_services(load_config({"integrations": {"frameworks": ["ray.io/raycluster"]}}))
     assert _mutate(_service({Q: "lq"}), off) == [] and _refusal(_service({Q: "lq"}, groups=8), settings=off) is None
+
+
+def test_an_elastic_rayservices_cluster_config_templates_get_the_elastic_job_gate() -> None:
+    """Kueue's RayService ``Default``: under ElasticJobsViaWorkloadSlices (on by default) a RayService annotated
+    elastic gets the elastic-job scheduling gate on its cluster config's head and worker group templates."""
+    gate = {"name": "kueue.x-k8s.io/elastic-job"}
+    service = _service({Q: "lq"}, groups=2, suspend=True)
+    service["metadata"]["annotations"] = {"kueue.x-k8s.io/elastic-job": "true"}
+    base = "/spec/rayClusterConfig"
+    assert _mutate(service) == [
+        {"op": "add", "path": f"{base}/headGroupSpec/template/spec/schedulingGates", "value": [gate]},
+        {"op": "add", "path": f"{base}/workerGroupSpecs/0/template/spec/schedulingGates", "value": [gate]},
+        {"op": "add", "path": f"{base}/workerGroupSpecs/1/template/spec/schedulingGates", "value": [gate]}]
+    off = rw.RayWebhooks.for_services(load_config({"integrations": {"frameworks": FRAMEWORKS},
+                                                   "featureGates": {"ElasticJobsViaWorkloadSlices": False}}))
+    assert _mutate(service, off) == [], "the gate off: not elastic"
