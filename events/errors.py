@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import ClassVar
 
 
@@ -21,6 +22,15 @@ def refuse_field(problem: str | None, where: str, path: str) -> None:
     """Refuse field ``path`` of the object ``where`` names when a check found ``problem`` with it (None: none)."""
     if problem is not None:
         raise InvalidInput(f"{where}: field `{path}`: {problem}")
+
+
+def aggregate(errors: Iterable[str]) -> str | None:
+    """Several field errors as Kubernetes prints them together (its aggregate error): none, the one alone, or
+    ``[a, b]`` with repeats dropped."""
+    unique = list(dict.fromkeys(errors))
+    if not unique:
+        return None
+    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
 
 
 class LogError(KueueEsError):

@@ -51,7 +51,7 @@ from decimal import Decimal
 from typing import Any
 
 from events import objects as o
-from events.errors import InvalidInput, refuse_field
+from events.errors import InvalidInput, aggregate, refuse_field
 from events.labels import (
     DNS_LABEL,
     NAME_FMT,
@@ -330,22 +330,28 @@ MAX_CONCURRENT_ADMISSION_FLAVORS = 16
 
 def check_concurrent_admission(cq: o.ClusterQueue, where: str) -> None:
     """Kueue's ClusterQueue webhook under ``ConcurrentAdmission`` (alpha, off): a ClusterQueue with a
-    ``concurrentAdmissionPolicy`` has exactly one resource group, of at most 16 flavors, and is not StrictFIFO.
-    (Gate off the webhook does not look at the policy.)"""
+    ``concurrentAdmissionPolicy`` has exactly one resource group, of at most 16 flavors, and is not StrictFIFO;
+    every rule it breaks is refused in one message, as Kubernetes aggregates field errors. (Gate off the webhook
+    does not look at the policy. Neither the webhook nor the CRD asks ``lastAcceptableFlavorName`` to name one of
+    the ClusterQueue's flavors.)"""
     spec = cq.spec
     if spec.concurrent_admission_policy is None:
         return
+    defined = "when ConcurrentAdmissionPolicy is defined"
     groups = spec.resource_groups
+    errors = []
     if len(groups) != 1:
-        raise InvalidInput(f"{where}: field `spec.resourceGroups`: Invalid value: {len(groups)}: must have exactly "
-                           "one ResourceGroup when ConcurrentAdmissionPolicy is defined")
-    if len(groups[0].flavors) > MAX_CONCURRENT_ADMISSION_FLAVORS:
-        raise InvalidInput(f"{where}: field `spec.resourceGroups[0].flavors`: Invalid value: {len(groups[0].flavors)}: "
-                           f"cannot have more than {MAX_CONCURRENT_ADMISSION_FLAVORS} resource flavors in the "
-                           "ResourceGroup when ConcurrentAdmissionPolicy is defined")
+        errors.append(f"field `spec.resourceGroups`: Invalid value: {len(groups)}: must have exactly one "
+                      f"ResourceGroup {defined}")
+    elif len(groups[0].flavors) > MAX_CONCURRENT_ADMISSION_FLAVORS:
+        errors.append(f"field `spec.resourceGroups[0].flavors`: Invalid value: {len(groups[0].flavors)}: cannot "
+                      f"have more than {MAX_CONCURRENT_ADMISSION_FLAVORS} resource flavors in the ResourceGroup "
+                      f"{defined}")
     if spec.queueing_strategy == "StrictFIFO":
-        raise InvalidInput(f'{where}: field `spec.queueingStrategy`: Invalid value: "StrictFIFO": StrictFIFO queueing '
-                           "strategy cannot be used when ConcurrentAdmissionPolicy is defined")
+        errors.append(f'field `spec.queueingStrategy`: Invalid value: "StrictFIFO": StrictFIFO queueing strategy '
+                      f"cannot be used {defined}")
+    if errors:
+        raise InvalidInput(f"{where}: {aggregate(errors)}")
 
 
 def _quotas(groups: Sequence[o.ResourceGroup], where: str, *, parent: str, cohort: bool) -> None:

@@ -30,6 +30,7 @@ from typing import Any
 import msgspec
 
 from events import objects as o
+from events.errors import aggregate
 from events.quantity import parse_quantity, to_int
 
 Pairs = tuple[tuple[str, o.Quantity], ...]
@@ -226,14 +227,8 @@ def admissibility(pod_sets: Iterable[Any]) -> str:
     for prefix, attr in ((INVALID_RESOURCES, "invalid_resources"), (OUTSIDE_LIMIT_RANGES, "outside_limit_ranges")):
         found = [f"spec.podSets[{i}].{f}" for i, ps in enumerate(pod_sets) for f in getattr(ps, attr)]
         if found:
-            return f"{prefix}: {_aggregate(found)}"
+            return f"{prefix}: {aggregate(found)}"
     return ""
-
-
-def _aggregate(errors: list[str]) -> str:
-    """How Kubernetes prints a list of field errors: one alone, several in brackets, repeats dropped."""
-    unique = list(dict.fromkeys(errors))
-    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
 
 
 def _invalid(path: str, names: list[str], detail: str) -> str:

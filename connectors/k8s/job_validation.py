@@ -51,7 +51,7 @@ from connectors.k8s.jobs import MAX_EXEC_LABEL, max_execution_seconds
 from connectors.k8s.resources import MIN_PARALLELISM
 from connectors.k8s.workload_slices import ELASTIC_JOB_ANNOTATION
 from events import objects as o
-from events.errors import InvalidInput
+from events.errors import InvalidInput, aggregate
 from events.goint import is_go_int, parse_int
 from events.labels import NAME, NAME_FMT, NAME_MAX, PREFIX_MAX, SUBDOMAIN, SUBDOMAIN_FMT
 from events.update_rules import GATE_PATH, admission_gate_errors
@@ -134,15 +134,6 @@ def _go_quote(text: str) -> str:
         else:
             out.append(f"\\U{ord(ch):08x}")
     return '"' + "".join(out) + '"'
-
-
-def aggregate(errors: list[str]) -> str | None:
-    """The refusal for a list of field errors: none, the one, or ``[a, b]`` without repeats (Kubernetes'
-    aggregate error)."""
-    unique = list(dict.fromkeys(errors))
-    if not unique:
-        return None
-    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
 
 
 # --- Kubernetes' name syntaxes ---------------------------------------------------------------------------------

@@ -73,6 +73,22 @@ def test_the_rules_are_for_a_queue_with_a_policy() -> None:
     decode_object(_cq(None, groups=2), WHERE, checks=ON)
     decode_object(_cq(None, strategy="StrictFIFO"), WHERE, checks=ON)
     decode_object(_cq(TRY, flavors=16), WHERE, checks=ON)
+    last = {"migration": {"mode": "TryPreferredFlavors", "constraints": {"lastAcceptableFlavorName": "elsewhere"}}}
+    decode_object(_cq(last), WHERE, checks=ON)  # Kueue does not ask it to name one of the queue's flavors
+
+
+STRICT = 'field `spec.queueingStrategy`: Invalid value: "StrictFIFO": StrictFIFO queueing strategy cannot be used ' \
+    "when ConcurrentAdmissionPolicy is defined"
+
+
+@pytest.mark.parametrize(("doc", "first"), [
+    (_cq(TRY, groups=2, strategy="StrictFIFO"), "field `spec.resourceGroups`: Invalid value: 2: must have exactly "
+     "one ResourceGroup when ConcurrentAdmissionPolicy is defined"),
+    (_cq(TRY, flavors=17, strategy="StrictFIFO"), "field `spec.resourceGroups[0].flavors`: Invalid value: 17: "
+     "cannot have more than 16 resource flavors in the ResourceGroup when ConcurrentAdmissionPolicy is defined"),
+])
+def test_every_broken_rule_is_refused_in_one_aggregated_message(doc: dict[str, Any], first: str) -> None:
+    assert _refused(doc) == f"{WHERE}: [{first}, {STRICT}]"
 
 
 @pytest.mark.parametrize("checks", [ON, Checks()])

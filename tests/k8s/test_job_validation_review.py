@@ -13,8 +13,9 @@ import pytest
 
 from connectors.k8s import manifests
 from connectors.k8s.certs import self_signed
-from connectors.k8s.job_validation import PATH, aggregate, review
+from connectors.k8s.job_validation import PATH, review
 from connectors.k8s.validating import configuration
+from events.errors import aggregate
 
 Q = "kueue.x-k8s.io/queue-name"
 PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"

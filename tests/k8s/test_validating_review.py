@@ -145,6 +145,12 @@ def test_a_cluster_queue_s_concurrent_admission_policy_follows_the_gate_and_neve
     assert _message(_review("ClusterQueue", strict, gates={"ConcurrentAdmission": True})).endswith(
         'field `spec.queueingStrategy`: Invalid value: "StrictFIFO": StrictFIFO queueing strategy cannot be used '
         "when ConcurrentAdmissionPolicy is defined")
+    both = cq(flavors=tuple(f"f{i}" for i in range(17)), concurrentAdmissionPolicy=policy, queueingStrategy="StrictFIFO")
+    assert _message(_review("ClusterQueue", both, gates={"ConcurrentAdmission": True})) == (
+        "ClusterQueue cq: [field `spec.resourceGroups[0].flavors`: Invalid value: 17: cannot have more than 16 "
+        "resource flavors in the ResourceGroup when ConcurrentAdmissionPolicy is defined, field "
+        '`spec.queueingStrategy`: Invalid value: "StrictFIFO": StrictFIFO queueing strategy cannot be used when '
+        "ConcurrentAdmissionPolicy is defined]"), "every broken rule, in one aggregated message"
     for gates in ({}, {"ConcurrentAdmission": True}):
         assert _message(_review("ClusterQueue", cq(concurrentAdmissionPolicy=policy), cq(), gates)).endswith(
             "field `spec.concurrentAdmissionPolicy`: field is immutable")
