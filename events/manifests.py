@@ -370,7 +370,12 @@ def validate_object(obj: o.KObject, where: str, *, checks: Checks = Checks(),
     STATE.yaml, its validating webhooks): what the projections need (:func:`check_foldable`), the rules Kueue holds
     its kinds to whatever the gates (:mod:`events.object_rules`; with ``doc``, the plain data ``obj`` was read from,
     also those that tell a field left out from one given empty), then those ``checks`` turns on
-    (:func:`validate_gated`)."""
+    (:func:`validate_gated`). A ClusterQueue's webhook rules, gated or not, are refused together, in Kueue's order
+    (:func:`events.object_rules.check_cluster_queue`)."""
+    if isinstance(obj, o.ClusterQueue):
+        _validate_shape(obj, where)
+        object_rules.check_cluster_queue(obj, where, also=_gated_cluster_queue_errors(obj, checks))
+        return
     _validate_ungated(obj, where)
     if doc is not None:
         object_rules.check_document(doc, where)
@@ -406,12 +411,16 @@ def validate_gated(obj: o.KObject, where: str, checks: Checks) -> None:
             if checks.reclaimable_bounds:
                 check_reclaimable_bounds(obj, where)
         case o.ClusterQueue():
-            if checks.on_flavors:
-                check_on_flavors(obj, where)
-            if checks.concurrent_admission:
-                object_rules.check_concurrent_admission(obj, where)
+            object_rules.refuse_all(_gated_cluster_queue_errors(obj, checks), where)
         case _:
             pass
+
+
+def _gated_cluster_queue_errors(cq: o.ClusterQueue, checks: Checks) -> list[str]:
+    """The gated rules of Kueue's ClusterQueue webhook ``cq`` breaks, in its order: the concurrent admission
+    policy's (last of the spec's), then ``onFlavors``."""
+    return ((object_rules.concurrent_admission_errors(cq) if checks.concurrent_admission else [])
+            + (on_flavors_errors(cq) if checks.on_flavors else []))
 
 
 def _validate_ungated(obj: o.KObject, where: str) -> None:
@@ -532,26 +541,28 @@ def _check_template_metadata(meta: o.TemplateMeta, where: str, at: str) -> None:
 
 
 def check_on_flavors(cq: o.ClusterQueue, where: str, *, kept_from: o.ClusterQueue | None = None) -> None:
-    """Every ``onFlavors`` entry of the admission checks strategy names one of the ClusterQueue's flavors.
+    """Refuse ``cq`` for every ``onFlavors`` entry :func:`on_flavors_errors` finds wrong, in one message."""
+    object_rules.refuse_all(on_flavors_errors(cq, kept_from=kept_from), where)
+
+
+def on_flavors_errors(cq: o.ClusterQueue, *, kept_from: o.ClusterQueue | None = None) -> list[str]:
+    """Every ``onFlavors`` entry of the admission checks strategy that names none of the ClusterQueue's flavors.
     ``kept_from``: the ClusterQueue before an update that leaves its flavors as they were; a check whose
     ``onFlavors`` that update leaves unchanged is not looked at (Kueue's update rule with
     ``RejectUpdatesToCQWithInvalidOnFlavors`` off)."""
     strategy = cq.spec.admission_checks_strategy
     if strategy is None:
-        return
+        return []
     flavors = _flavor_names(cq)
     kept: dict[str, frozenset[str]] = {}
     old_strategy = kept_from.spec.admission_checks_strategy if kept_from is not None else None
     if kept_from is not None and old_strategy is not None and _flavor_names(kept_from) == flavors:
         kept = {rule.name: frozenset(rule.on_flavors) for rule in old_strategy.admission_checks}
-    for i, rule in enumerate(strategy.admission_checks):
-        if kept.get(rule.name) == frozenset(rule.on_flavors):
-            continue
-        for j, flavor in enumerate(rule.on_flavors):
-            if flavor not in flavors:
-                supported = ", ".join(f'"{f}"' for f in sorted(flavors)) or "none"
-                raise InvalidInput(f"{where}: field `spec.admissionChecksStrategy.admissionChecks[{i}]."
-                                   f'onFlavors[{j}]`: Unsupported value: "{flavor}": supported values: {supported}')
+    supported = ", ".join(f'"{f}"' for f in sorted(flavors)) or "none"
+    return [f"field `spec.admissionChecksStrategy.admissionChecks[{i}].onFlavors[{j}]`: "
+            f'Unsupported value: "{flavor}": supported values: {supported}'
+            for i, rule in enumerate(strategy.admission_checks) if kept.get(rule.name) != frozenset(rule.on_flavors)
+            for j, flavor in enumerate(rule.on_flavors) if flavor not in flavors]
 
 
 def _flavor_names(cq: o.ClusterQueue) -> frozenset[str]:

@@ -21,7 +21,8 @@ Whatever the gates (:func:`check`, :func:`check_document`):
 * ClusterQueue and Cohort: resource names well formed and each in one group; borrowing and lending limits only
   with a cohort (a ClusterQueue's lending limit at most its nominal quota) or a parent; a fair sharing weight 0 or
   above 1e-9. A ClusterQueue's namespace selector is well formed, its preemption and flavor fungibility policies
-  known and consistent, at most 256 flavors and 256 resources in all.
+  known and consistent, at most 256 flavors and 256 resources in all. The rules of Kueue's webhook (not its
+  CRD's, refused first and alone) are refused together, in Kueue's order (:func:`check_cluster_queue`).
 * LocalQueue: a known ``stopPolicy``. Topology: 1–16 unique levels, each a label key, ``kubernetes.io/hostname``
   only the lowest. AdmissionCheck: a ``controllerName`` of 1–253 characters, its parameters' reference well formed.
 * Tolerations (a flavor's, a pod set update's): one without a key has operator ``Exists``, and one with operator
@@ -105,11 +106,12 @@ def check(obj: o.KObject, where: str) -> None:
         case o.ResourceFlavor():
             _resource_flavor(obj.spec, where)
         case o.ClusterQueue():
-            _cluster_queue(obj.spec, where)
+            check_cluster_queue(obj, where)
         case o.Cohort():
             _name_reference(obj.spec.parent_name, where, "spec.parentName", optional=True)
-            _quotas(obj.spec.resource_groups, where, parent=obj.spec.parent_name, cohort=True)
-            _fair_sharing(obj.spec.fair_sharing, where)
+            _flavor_names(obj.spec.resource_groups, where)
+            refuse_all(_quota_errors(obj.spec.resource_groups, parent=obj.spec.parent_name, cohort=True)
+                       + _fair_sharing_errors(obj.spec.fair_sharing), where)
         case o.LocalQueue():
             _name_reference(obj.spec.cluster_queue, where, "spec.clusterQueue", optional=True)
             _one_of(obj.spec.stop_policy, ("None", "Hold", "HoldAndDrain"), where, "spec.stopPolicy")
@@ -299,18 +301,35 @@ def check_tolerations(tolerations: Sequence[o.Toleration], where: str, at: str) 
 # --- ClusterQueue, Cohort ---------------------------------------------------------------------------------------
 
 
-def _cluster_queue(spec: o.ClusterQueueSpec, where: str) -> None:
+def check_cluster_queue(cq: o.ClusterQueue, where: str, *, also: Sequence[str] = ()) -> None:
+    """The CRD's rules first, the first broken one refused (the apiserver calls no webhook for an object its
+    schema refuses); then every rule of Kueue's webhook the object breaks (:func:`cluster_queue_errors`, then
+    ``also``: the gated ones, which come after), in one message."""
+    _cluster_queue_schema(cq.spec, where)
+    refuse_all([*cluster_queue_errors(cq.spec), *also], where)
+
+
+def refuse_all(errors: Sequence[str], where: str) -> None:
+    """Refuse the object ``where`` names for every one of ``errors`` (field errors, ``field `path`: problem``)
+    together, as Kubernetes aggregates them; one alone reads as it does by itself."""
+    if errors:
+        raise InvalidInput(f"{where}: {aggregate(errors)}")
+
+
+def _cluster_queue_schema(spec: o.ClusterQueueSpec, where: str) -> None:
+    """What the ClusterQueue CRD's schema and CEL rules hold: the names it gives of other objects, known policy
+    values, at most 256 flavors and 256 resources in all."""
     _name_reference(spec.cohort_name, where, "spec.cohortName", optional=True)
-    _quotas(spec.resource_groups, where, parent=spec.cohort_name, cohort=False)
+    _flavor_names(spec.resource_groups, where)
     _strategy_names(spec.admission_checks_strategy, where)
-    if spec.namespace_selector is not None:
-        s = spec.namespace_selector
-        found = selector_problem(s.match_labels, [(r.key, r.operator, r.values) for r in s.match_expressions])
-        if found is not None:
-            raise InvalidInput(f"{where}: field `spec.namespaceSelector.{found[0]}`: {found[1]}")
-    _preemption(spec.preemption, where)
-    _flavor_fungibility(spec.flavor_fungibility, where)
-    _fair_sharing(spec.fair_sharing, where)
+    borrow = spec.preemption.borrow_within_cohort
+    if borrow is not None:
+        _one_of(borrow.policy, ("Never", "LowerPriority"), where, "spec.preemption.borrowWithinCohort.policy")
+    ff, at = spec.flavor_fungibility, "spec.flavorFungibility"
+    _one_of(ff.when_can_borrow, ("MayStopSearch", "TryNextFlavor"), where, f"{at}.whenCanBorrow")
+    _one_of(ff.when_can_preempt, ("MayStopSearch", "TryNextFlavor"), where, f"{at}.whenCanPreempt")
+    if ff.preference is not None:
+        _one_of(ff.preference, ("BorrowingOverPreemption", "PreemptionOverBorrowing"), where, f"{at}.preference")
     policy = spec.concurrent_admission_policy
     if policy is not None:
         _one_of(policy.migration.mode, o.CONCURRENT_ADMISSION_MODES, where,
@@ -325,6 +344,27 @@ def _cluster_queue(spec: o.ClusterQueueSpec, where: str) -> None:
                                f"resourceGroups must be ≤ {MAX_TOTAL}, got {total}")
 
 
+def cluster_queue_errors(spec: o.ClusterQueueSpec) -> list[str]:
+    """Every rule of Kueue's ClusterQueue webhook (whatever the gates) ``spec`` breaks, in the webhook's order:
+    resource groups, namespace selector, preemption, flavor fungibility, fair sharing."""
+    errors = _quota_errors(spec.resource_groups, parent=spec.cohort_name, cohort=False)
+    if spec.namespace_selector is not None:
+        s = spec.namespace_selector
+        found = selector_problem(s.match_labels, [(r.key, r.operator, r.values) for r in s.match_expressions])
+        if found is not None:
+            errors.append(f"field `spec.namespaceSelector.{found[0]}`: {found[1]}")
+    p = spec.preemption
+    if p.borrow_within_cohort is not None and p.reclaim_within_cohort == "Never" \
+            and p.borrow_within_cohort.policy != "Never":
+        errors.append("field `spec.preemption`: reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never")
+    ff = spec.flavor_fungibility
+    if ff.preference is not None and (ff.when_can_borrow != "TryNextFlavor" or ff.when_can_preempt != "TryNextFlavor"):
+        errors.append("field `spec.flavorFungibility.preference`: preference can only be set when both "
+                      "whenCanBorrow and whenCanPreempt are TryNextFlavor")
+    errors += _fair_sharing_errors(spec.fair_sharing)
+    return errors
+
+
 MAX_CONCURRENT_ADMISSION_FLAVORS = 16
 
 
@@ -334,9 +374,14 @@ def check_concurrent_admission(cq: o.ClusterQueue, where: str) -> None:
     every rule it breaks is refused in one message, as Kubernetes aggregates field errors. (Gate off the webhook
     does not look at the policy. Neither the webhook nor the CRD asks ``lastAcceptableFlavorName`` to name one of
     the ClusterQueue's flavors.)"""
+    refuse_all(concurrent_admission_errors(cq), where)
+
+
+def concurrent_admission_errors(cq: o.ClusterQueue) -> list[str]:
+    """The rules :func:`check_concurrent_admission` holds ``cq`` to that it breaks, in Kueue's order."""
     spec = cq.spec
     if spec.concurrent_admission_policy is None:
-        return
+        return []
     defined = "when ConcurrentAdmissionPolicy is defined"
     groups = spec.resource_groups
     errors = []
@@ -350,33 +395,40 @@ def check_concurrent_admission(cq: o.ClusterQueue, where: str) -> None:
     if spec.queueing_strategy == "StrictFIFO":
         errors.append(f'field `spec.queueingStrategy`: Invalid value: "StrictFIFO": StrictFIFO queueing strategy '
                       f"cannot be used {defined}")
-    if errors:
-        raise InvalidInput(f"{where}: {aggregate(errors)}")
+    return errors
 
 
-def _quotas(groups: Sequence[o.ResourceGroup], where: str, *, parent: str, cohort: bool) -> None:
-    """Resource names, once each; limits only under a parent (a ClusterQueue's cohort, a Cohort's parent); a
-    ClusterQueue lends at most its nominal quota."""
+def _flavor_names(groups: Sequence[o.ResourceGroup], where: str) -> None:
+    for g, rg in enumerate(groups):
+        for f, fq in enumerate(rg.flavors):
+            _name_reference(fq.name, where, f"spec.resourceGroups[{g}].flavors[{f}].name")
+
+
+def _quota_errors(groups: Sequence[o.ResourceGroup], *, parent: str, cohort: bool) -> list[str]:
+    """Resource names well formed, once each; limits only under a parent (a ClusterQueue's cohort, a Cohort's
+    parent); a ClusterQueue lends at most its nominal quota. Every one broken, in Kueue's order."""
+    errors: list[str] = []
     seen: set[str] = set()
     for g, rg in enumerate(groups):
         for j, name in enumerate(rg.covered_resources):
             at = f"spec.resourceGroups[{g}].coveredResources[{j}]"
-            refuse_field(qualified_name_problem(name), where, at)
+            problem = qualified_name_problem(name)
+            if problem is not None:
+                errors.append(f"field `{at}`: {problem}")
             if name in seen:
-                raise InvalidInput(f'{where}: field `{at}`: Duplicate value: "{name}"')
+                errors.append(f'field `{at}`: Duplicate value: "{name}"')
             seen.add(name)
         for f, fq in enumerate(rg.flavors):
-            _name_reference(fq.name, where, f"spec.resourceGroups[{g}].flavors[{f}].name")
             for r, rq in enumerate(fq.resources):
                 at = f"spec.resourceGroups[{g}].flavors[{f}].resources[{r}]"
                 for field, limit in (("borrowingLimit", rq.borrowing_limit), ("lendingLimit", rq.lending_limit)):
                     if limit is not None and not parent:
-                        raise InvalidInput(f"{where}: field `{at}.{field}`: must be nil when "
-                                           f"{'parent' if cohort else 'cohort'} is empty")
+                        errors.append(f"field `{at}.{field}`: must be nil when {'parent' if cohort else 'cohort'} "
+                                      "is empty")
                 lend = rq.lending_limit
                 if not cohort and lend is not None and parse_quantity(lend) > parse_quantity(rq.nominal_quota):
-                    raise InvalidInput(f"{where}: field `{at}.lendingLimit`: must be less than or equal to the "
-                                       "nominalQuota")
+                    errors.append(f"field `{at}.lendingLimit`: must be less than or equal to the nominalQuota")
+    return errors
 
 
 def _strategy_names(strategy: o.AdmissionChecksStrategy | None, where: str) -> None:
@@ -387,32 +439,11 @@ def _strategy_names(strategy: o.AdmissionChecksStrategy | None, where: str) -> N
             _name_reference(flavor, where, f"{at}.onFlavors[{j}]")
 
 
-def _preemption(p: o.ClusterQueuePreemption, where: str) -> None:
-    borrow = p.borrow_within_cohort
-    if borrow is None:
-        return
-    _one_of(borrow.policy, ("Never", "LowerPriority"), where, "spec.preemption.borrowWithinCohort.policy")
-    if p.reclaim_within_cohort == "Never" and borrow.policy != "Never":
-        raise InvalidInput(f"{where}: field `spec.preemption`: reclaimWithinCohort=Never and "
-                           "borrowWithinCohort.Policy!=Never")
-
-
-def _flavor_fungibility(ff: o.FlavorFungibility, where: str) -> None:
-    at = "spec.flavorFungibility"
-    _one_of(ff.when_can_borrow, ("MayStopSearch", "TryNextFlavor"), where, f"{at}.whenCanBorrow")
-    _one_of(ff.when_can_preempt, ("MayStopSearch", "TryNextFlavor"), where, f"{at}.whenCanPreempt")
-    if ff.preference is None:
-        return
-    _one_of(ff.preference, ("BorrowingOverPreemption", "PreemptionOverBorrowing"), where, f"{at}.preference")
-    if ff.when_can_borrow != "TryNextFlavor" or ff.when_can_preempt != "TryNextFlavor":
-        raise InvalidInput(f"{where}: field `{at}.preference`: preference can only be set when both whenCanBorrow "
-                           "and whenCanPreempt are TryNextFlavor")
-
-
-def _fair_sharing(fs: o.FairSharing | None, where: str) -> None:
+def _fair_sharing_errors(fs: o.FairSharing | None) -> list[str]:
     """A weight of 0 or above 1e-9 (a smaller one would collapse to 0 in Kueue's arithmetic)."""
     if fs is not None and fs.weight is not None and 0 < parse_quantity(fs.weight) <= MIN_WEIGHT:
-        raise InvalidInput(f"{where}: field `spec.fairSharing.weight`: When not 0, weight must be > 10e-9")
+        return ["field `spec.fairSharing.weight`: When not 0, weight must be > 10e-9"]
+    return []
 
 
 # --- Topology, AdmissionCheck -----------------------------------------------------------------------------------

@@ -41,8 +41,8 @@ from typing import Any
 
 from events import objects as o
 from events.errors import InvalidInput
-from events.manifests import check_on_flavors, check_reclaimable_bounds
-from events.object_rules import ADMISSION_GATED_BY, ELASTIC_JOB, HOSTNAME
+from events.manifests import check_reclaimable_bounds, on_flavors_errors
+from events.object_rules import ADMISSION_GATED_BY, ELASTIC_JOB, HOSTNAME, refuse_all
 from events.quantity import QuantityError, parse_quantity
 
 IMMUTABLE = "field is immutable"
@@ -69,11 +69,13 @@ def validate_update(old_doc: dict[str, Any], new_doc: dict[str, Any], old: o.KOb
                 if problems:
                     raise InvalidInput(f"{where}: field `{GATE_PATH}`: {problems[0]}")
         case o.ClusterQueue():
+            # Kueue's order: the onFlavors kept by the update, then the immutable policy; refused together.
+            errors = on_flavors_errors(new, kept_from=old) \
+                if not on_flavors_gate and isinstance(old, o.ClusterQueue) else []
             if _get(_get(old_doc, "spec"), "concurrentAdmissionPolicy") != _get(_get(new_doc, "spec"),
                                                                              "concurrentAdmissionPolicy"):
-                raise InvalidInput(f"{where}: field `spec.concurrentAdmissionPolicy`: {IMMUTABLE}")
-            if not on_flavors_gate and isinstance(old, o.ClusterQueue):
-                check_on_flavors(new, where, kept_from=old)
+                errors.append(f"field `spec.concurrentAdmissionPolicy`: {IMMUTABLE}")
+            refuse_all(errors, where)
         case o.LocalQueue() if isinstance(old, o.LocalQueue):
             if old.spec.cluster_queue != new.spec.cluster_queue:
                 raise InvalidInput(f"{where}: field `spec.clusterQueue`: {IMMUTABLE}")

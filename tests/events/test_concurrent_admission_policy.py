@@ -15,6 +15,7 @@ from events.manifests import Checks, decode_object
 from events.update_rules import validate_update
 
 ON = Checks(concurrent_admission=True)
+OFF = Checks(on_flavors=False)
 WHERE = "ClusterQueue cq"
 
 
@@ -111,6 +112,22 @@ def test_the_policy_is_immutable(old: dict | None, new: dict | None) -> None:
     with pytest.raises(InvalidInput) as refused:
         validate_update(old_doc, new_doc, decode_object(old_doc, WHERE), decode_object(new_doc, WHERE), WHERE)
     assert str(refused.value) == f"{WHERE}: field `spec.concurrentAdmissionPolicy`: field is immutable"
+
+
+def test_an_update_s_broken_rules_are_refused_together() -> None:
+    """With ``RejectUpdatesToCQWithInvalidOnFlavors`` off an update may keep a bad ``onFlavors`` entry, not change
+    one; a changed entry and a changed policy are refused in one message, the entry first (Kueue's order)."""
+    old_doc, new_doc = _cq(None), _cq(TRY)
+    new_doc["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "ac", "onFlavors": ["x", "y"]}]}
+    with pytest.raises(InvalidInput) as refused:
+        validate_update(old_doc, new_doc, decode_object(old_doc, WHERE), decode_object(new_doc, WHERE, checks=OFF),
+                        WHERE, on_flavors_gate=False)
+    at = "field `spec.admissionChecksStrategy.admissionChecks[0]"
+    supported = 'supported values: "f0-0", "f0-1"'
+    assert str(refused.value) == (
+        f'{WHERE}: [{at}.onFlavors[0]`: Unsupported value: "x": {supported}, '
+        f'{at}.onFlavors[1]`: Unsupported value: "y": {supported}, '
+        "field `spec.concurrentAdmissionPolicy`: field is immutable]")
 
 
 def test_an_update_keeping_the_policy_is_taken() -> None:

@@ -93,6 +93,25 @@ def test_on_flavors_name_the_cluster_queue_s_flavors_under_the_gate() -> None:
     decode_object(_cq([]), "ClusterQueue cq")
 
 
+def test_every_broken_on_flavors_entry_and_webhook_rule_is_refused_together_in_kueue_s_order() -> None:
+    doc = _cq(["b", "a", "z"], ("a", "c"))
+    doc["spec"]["admissionChecksStrategy"]["admissionChecks"].append({"name": "ac2", "onFlavors": ["y"]})
+    doc["spec"]["fairSharing"] = {"weight": "1n"}
+    doc["spec"]["queueingStrategy"] = "StrictFIFO"
+    doc["spec"]["concurrentAdmissionPolicy"] = {"migration": {"mode": "TryPreferredFlavors"}}
+    at = "field `spec.admissionChecksStrategy.admissionChecks"
+    supported = 'supported values: "a", "c"'
+    with pytest.raises(InvalidInput) as refused:
+        decode_object(doc, "ClusterQueue cq", checks=Checks(concurrent_admission=True))
+    assert str(refused.value) == (
+        "ClusterQueue cq: [field `spec.fairSharing.weight`: When not 0, weight must be > 10e-9, "
+        'field `spec.queueingStrategy`: Invalid value: "StrictFIFO": StrictFIFO queueing strategy cannot be used '
+        "when ConcurrentAdmissionPolicy is defined, "
+        f'{at}[0].onFlavors[0]`: Unsupported value: "b": {supported}, '
+        f'{at}[0].onFlavors[2]`: Unsupported value: "z": {supported}, '
+        f'{at}[1].onFlavors[0]`: Unsupported value: "y": {supported}]')
+
+
 def test_load_text_takes_the_checks_it_is_given() -> None:
     text = fastyaml.safe_dump(_workload({"podSetSliceRequiredTopology": "rack"}))
     with pytest.raises(InvalidInput, match=r"document 1 \(Workload w\): field `spec.podSets\[0\].topologyRequest"):

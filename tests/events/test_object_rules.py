@@ -238,6 +238,59 @@ def test_a_namespace_selector_is_well_formed() -> None:
         cluster_queue(namespaceSelector={"matchLabels": {"a b": "x"}}))
 
 
+def test_every_webhook_rule_a_queue_breaks_is_refused_in_one_message_in_kueue_s_order() -> None:
+    doc = _quota(cluster_queue(namespaceSelector={"matchExpressions": [{"key": "t", "operator": "Exists",
+                                                                        "values": ["a"]}]},
+                               preemption={"reclaimWithinCohort": "Never",
+                                           "borrowWithinCohort": {"policy": "LowerPriority"}},
+                               flavorFungibility={"preference": "PreemptionOverBorrowing"},
+                               fairSharing={"weight": "1n"}), borrowingLimit=2, lendingLimit=5)
+    doc["spec"]["resourceGroups"].append({"coveredResources": ["cpu"], "flavors": [
+        {"name": "b", "resources": [{"name": "cpu", "nominalQuota": 1}]}]})
+    at = "field `spec.resourceGroups[0].flavors[0].resources[0]"
+    assert _refusal(doc) == (
+        f"ClusterQueue cq: [{at}.borrowingLimit`: must be nil when cohort is empty, "
+        f"{at}.lendingLimit`: must be nil when cohort is empty, "
+        f"{at}.lendingLimit`: must be less than or equal to the nominalQuota, "
+        'field `spec.resourceGroups[1].coveredResources[0]`: Duplicate value: "cpu", '
+        "field `spec.namespaceSelector.matchExpressions[0].values`: may not be specified when `operator` is "
+        "'Exists' or 'DoesNotExist', "
+        "field `spec.preemption`: reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never, "
+        "field `spec.flavorFungibility.preference`: preference can only be set when both whenCanBorrow and "
+        "whenCanPreempt are TryNextFlavor, "
+        "field `spec.fairSharing.weight`: When not 0, weight must be > 10e-9]")
+
+
+def test_a_resource_s_rules_are_all_refused_and_a_cohort_s_too() -> None:
+    bad = cluster_queue()
+    bad["spec"]["resourceGroups"][0]["coveredResources"] = ["a b"]
+    bad["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["name"] = "a b"
+    bad["spec"]["resourceGroups"].append({"coveredResources": ["a b"], "flavors": [
+        {"name": "b", "resources": [{"name": "a b", "nominalQuota": 1}]}]})
+    message = _refusal(bad)
+    assert message.startswith("ClusterQueue cq: [field `spec.resourceGroups[0].coveredResources[0]`: the name part")
+    assert message.count("coveredResources[0]`: the name part") == 2
+    assert message.endswith('field `spec.resourceGroups[1].coveredResources[0]`: Duplicate value: "a b"]')
+    cohort = {"apiVersion": V1B2, "kind": "Cohort", "metadata": {"name": "co"},
+              "spec": {"resourceGroups": cluster_queue()["spec"]["resourceGroups"], "fairSharing": {"weight": "1n"}}}
+    assert _refusal(_quota(cohort, borrowingLimit=1, lendingLimit=9)) == (
+        "Cohort co: [field `spec.resourceGroups[0].flavors[0].resources[0].borrowingLimit`: must be nil when parent "
+        "is empty, field `spec.resourceGroups[0].flavors[0].resources[0].lendingLimit`: must be nil when parent is "
+        "empty, field `spec.fairSharing.weight`: When not 0, weight must be > 10e-9]")
+
+
+def test_a_crd_rule_broken_is_refused_alone_before_the_webhook_s() -> None:
+    """The apiserver calls no webhook for an object its schema refuses: the CRD's error alone, not with the
+    webhook's (as one message, the CRD's rules would be the apiserver's own list; kueue-es names the first)."""
+    doc = cluster_queue(fairSharing={"weight": "1n"}, preemption={"reclaimWithinCohort": "Never",
+                                                                  "borrowWithinCohort": {"policy": "LowerPriority"}})
+    doc["spec"]["resourceGroups"][0]["coveredResources"] = ["a b"]
+    doc["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["name"] = "a b"
+    doc["spec"]["resourceGroups"][0]["flavors"][0]["name"] = "A"
+    assert "coveredResources" not in _refusal(doc)
+    assert _refusal(doc).startswith("ClusterQueue cq: field `spec.resourceGroups[0].flavors[0].name`: 'A' should")
+
+
 # --- LocalQueue, Topology, AdmissionCheck -----------------------------------------------------------------------
 
 
