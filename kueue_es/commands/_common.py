@@ -51,7 +51,18 @@ before they are read."""
 
 
 class NotFound(KueueEsError):
-    """The thing asked for is not in the log. Exit code 1, like ``kubectl get`` of a missing object."""
+    """A named object asked for is not in the log (or the STATE.yaml). Exit code 1 and one line naming its kind and
+    name, as ``kubectl get`` of a missing object ("Error from server (NotFound): ... not found"); CLI misuse is 2."""
+
+    def __init__(self, kind: str, name: str, where: str, detail: str = "") -> None:
+        super().__init__(f'(NotFound) {kind} "{name}" not found {where}{detail}')
+
+
+def where_folded(args: argparse.Namespace, state: ClusterState) -> str:
+    """Where a command reading ``-f STATE.yaml`` or ``--log`` (folded into ``state``) looked, for :class:`NotFound`."""
+    if getattr(args, "filename", None) is not None:
+        return f"in {args.filename}"
+    return f"in the log at offset {state.offset}" if state.offset >= 0 else "in the log (no event folded)"
 
 
 # --- flags -------------------------------------------------------------------------------------------------

@@ -19,7 +19,8 @@ import msgspec
 
 from events.codec import Quarantined
 from events.errors import InvalidInput
-from events.schema import Record
+from events.objects import ClusterQueue
+from events.schema import ObjectUpserted, Record
 from kueue_es.commands._common import (
     Log,
     NotFound,
@@ -76,9 +77,10 @@ def run(args: argparse.Namespace) -> int:
         key = args.workload if "/" in args.workload else f"{args.namespace}/{args.workload}"
     trail = AuditTrail(keys=[key] if key else None)
     quarantine: list[Quarantined] | None = [] if args.quarantine else None
+    cluster_queues: set[str] = set()
     log = open_readonly(args.log)
     try:
-        audit(log, trail, quarantine)
+        audit(log, trail, quarantine, cluster_queues)
     finally:
         log.close_sync()
     if quarantine:
@@ -86,11 +88,13 @@ def run(args: argparse.Namespace) -> int:
              f"{', '.join(str(q.offset) for q in quarantine)}")
     if key is not None:
         if key not in trail.timelines:
-            raise NotFound(f"workload {key} is not in log {args.log}")
+            raise NotFound("Workload", key, f"in log {args.log}")
         steps = trail.timeline(key)
     else:
         steps = trail.steps()
     if args.cluster_queue is not None:
+        if args.cluster_queue not in cluster_queues:  # one the log saw but without history: no step, exit 0
+            raise NotFound("ClusterQueue", args.cluster_queue, f"in log {args.log}")
         steps = [s for s in steps if s.cluster_queue == args.cluster_queue]
     steps = [s for s in steps if _in_range(s, args.since, args.until)]
     configs = configurations(trail, steps)
@@ -119,13 +123,17 @@ class _StateNeeded(Exception):
         self.offset = offset
 
 
-def audit(log: Log, trail: AuditTrail, quarantine: list[Quarantined] | None) -> None:
+def audit(log: Log, trail: AuditTrail, quarantine: list[Quarantined] | None,
+          cluster_queues: set[str] | None = None) -> None:
     """Fold ``log`` into ``trail`` (one without a ``state``), giving it the cluster-state fold from the first record
     it may need it for (:meth:`AuditTrail.needs_state`): what the trail shows is what it shows with the fold beside
     it all along, at the cost of the fold from the checkpoint before that record on, none for a log that never
-    needs it."""
+    needs it. ``cluster_queues``: filled with the name of every ClusterQueue the log creates or updates."""
 
     def apply(record: Record) -> None:
+        if cluster_queues is not None and isinstance(record.event, ObjectUpserted) \
+                and isinstance(record.event.obj, ClusterQueue):
+            cluster_queues.add(record.event.obj.metadata.name)
         if trail.needs_state(record):
             raise _StateNeeded(record.offset)
         trail.apply(record)

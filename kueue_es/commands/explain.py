@@ -31,6 +31,7 @@ from kueue_es.commands._common import (
     start_state,
     time_arg,
     warn_outside,
+    where_folded,
     write_data,
 )
 from kueue_es.scheduler import config_record
@@ -62,6 +63,8 @@ def load(args: argparse.Namespace) -> tuple[ClusterState, SchedulerConfig, int]:
     if args.filename is not None:
         if args.to is not None or args.at is not None:
             raise InvalidInput("--to and --at go with --log, not -f")
+        if args.no_checkpoints:
+            raise InvalidInput("--no-checkpoints goes with --log, not -f (a STATE.yaml has no checkpoints)")
         loaded = load_state(args.filename, args.config, args.now)
         return loaded.state, loaded.config, loaded.now
     if args.now is not None:
@@ -90,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     state, config, now = load(args)
     data = explain(state, config, args.workload, now)
     if data is None:
-        raise NotFound(f"workload {args.workload} not found")
+        raise NotFound("Workload", args.workload, where_folded(args, state))
     if args.log is not None:
         data["configuration"] = configuration(args, state)
     if args.output == "text":

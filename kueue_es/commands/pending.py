@@ -17,6 +17,7 @@ from typing import Any
 from events.errors import InvalidInput
 from events.timefmt import format_time
 from kueue_es.commands._common import (
+    NotFound,
     add_output_argument,
     add_point_arguments,
     add_source_arguments,
@@ -29,6 +30,7 @@ from kueue_es.commands._common import (
     path_arg,
     render_table,
     warn_outside,
+    where_folded,
     write_data,
 )
 from kueue_es.scheduler import config_record, visibility
@@ -86,29 +88,23 @@ def load(args: argparse.Namespace) -> tuple[ClusterState, SchedulerConfig, Workl
     return state, override or config_record.in_force(state) or DEFAULT, owners
 
 
-def _where(args: argparse.Namespace, state: ClusterState) -> str:
-    if args.filename is not None:
-        return f"in {args.filename}"
-    return f"in the log at offset {state.offset}" if state.offset >= 0 else "in the log (no event folded)"
-
-
 def run(args: argparse.Namespace) -> int:
     state, config, owners = load(args)
     if args.cluster_queue is not None:
         items = visibility.in_cluster_queue(state, config, args.cluster_queue, limit=args.limit, offset=args.offset)
-        what = f"ClusterQueue {args.cluster_queue}"
+        kind, name = "ClusterQueue", args.cluster_queue
         known = sorted(state.cluster_queues)
     else:
         namespace, _, name = args.local_queue.partition("/")
         items = visibility.in_local_queue(state, config, namespace, name, limit=args.limit, offset=args.offset)
-        what = f"LocalQueue {args.local_queue}"
+        kind, name = "LocalQueue", args.local_queue
         known = sorted(state.local_queues)
     if items is None:
         listed = ", ".join(known[:20]) + (", ..." if len(known) > 20 else "")
-        raise InvalidInput(f"{what} not found {_where(args, state)}"
-                           + (f" (known: {listed})" if known else " (there are none)" if state.offset >= 0 else ""))
+        raise NotFound(kind, name, where_folded(args, state),
+                       f" (known: {listed})" if known else " (there are none)" if state.offset >= 0 else "")
     if args.output == "table":
-        sys.stdout.write(render(items, what))
+        sys.stdout.write(render(items, f"{kind} {name}"))
     else:
         write_data(visibility.summary(items, args.api_version, owners), args.output)
     return 0

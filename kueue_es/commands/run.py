@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from events.errors import InvalidInput
 from kueue_es import config
 from kueue_es.commands._common import path_arg
 
@@ -54,6 +55,11 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "metrics_port", None) is not None:
         overrides["metrics"] = {"port": args.metrics_port}
     settings = config.load(args.config, overrides=overrides)
+    if not settings.kube.enabled:
+        for flag in ("kubeconfig", "health_port"):
+            if getattr(args, flag, None) is not None:
+                raise InvalidInput(f"--{flag.replace('_', '-')} goes with --kube (or kube.enabled in the settings); "
+                                   "without it there is no Kubernetes connector to use it")
     from kueue_es import service  # imports aiokafka: only when actually running
 
     return service.run(settings)

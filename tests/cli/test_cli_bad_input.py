@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -221,7 +222,8 @@ def test_a_point_outside_the_log_is_named_by_explain_and_pending_too(log: Path, 
     assert err.splitlines()[0] == ("kueue-es: warning: --at 1960-01-01T00:00:00.000Z is before the log's first event; "
                                    "the state is empty")
     if command[0] == "pending":
-        assert code == 2 and err.splitlines()[1] == "kueue-es: error: ClusterQueue cq-a not found in the log (no event folded)"
+        assert code == 1 and err.splitlines()[1] == ('kueue-es: error: (NotFound) ClusterQueue "cq-a" not found in the '
+                                                     "log (no event folded)")
 
 
 @pytest.mark.parametrize("argv", [
@@ -298,3 +300,25 @@ def test_replay_refuses_a_flag_its_mode_would_drop(log: Path, tmp_path: Path, fl
     assert code == 2
     assert err.startswith(f"kueue-es: error: {expected}") and len(err.splitlines()) == 1
     assert list(tmp_path.glob("*.snap")) == []
+
+
+@pytest.mark.parametrize("flag", [["--health-port", "9"], ["--kubeconfig", "kube.conf"]])
+def test_run_refuses_a_kubernetes_flag_without_the_connector(flag: list[str], tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --kube (or kube.enabled in the settings) nothing would use it: refused, not silently ignored."""
+    from kueue_es import service
+
+    ran: list[object] = []
+    monkeypatch.setattr(service, "run", lambda settings: ran.append(settings) or 0)
+    for name in [n for n in os.environ if n.startswith("KUEUE_ES_")]:
+        monkeypatch.delenv(name)
+    log = str(tmp_path / "log")
+    code, err = _run(["run", "--log", log, *flag])
+    assert (code, ran) == (2, [])
+    assert err == (f"kueue-es: error: {flag[0]} goes with --kube (or kube.enabled in the settings); without it "
+                   "there is no Kubernetes connector to use it\n")
+    settings = tmp_path / "settings.yaml"
+    settings.write_text("kube:\n  enabled: true\n")
+    assert _run(["run", "--log", log, "--kube", *flag]) == (0, "")
+    assert _run(["run", "--log", log, "--config", str(settings), *flag]) == (0, "")
+    assert len(ran) == 2 and all(s.kube.enabled for s in ran)  # type: ignore[attr-defined]

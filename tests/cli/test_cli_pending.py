@@ -104,12 +104,17 @@ def test_table(log: Path) -> None:
     assert empty.code == 0 and empty.out == "No pending workloads in LocalQueue team-a/orphan.\n"
 
 
-def test_unknown_queues_and_bad_flags_exit_2(log: Path) -> None:
+def test_an_unknown_queue_is_not_found_exit_1(log: Path) -> None:
+    """As ``kubectl get`` of a missing object: one line naming the kind and the name, exit 1."""
     r = kueue_es("pending", "--log", log, "--cluster-queue", "nope")
-    assert r.code == 2
-    assert one_line_error(r).endswith("ClusterQueue nope not found in the log at offset 17 (known: cq)")
+    assert r.code == 1
+    assert one_line_error(r) == ('kueue-es: error: (NotFound) ClusterQueue "nope" not found in the log at offset 17 '
+                                 "(known: cq)")
     r = kueue_es("pending", "--log", log, "--local-queue", "team-c/lq-a")
-    assert r.code == 2 and "LocalQueue team-c/lq-a not found" in one_line_error(r)
+    assert r.code == 1 and '(NotFound) LocalQueue "team-c/lq-a" not found in the log' in one_line_error(r)
+
+
+def test_bad_flags_exit_2(log: Path) -> None:
     r = kueue_es("pending", "--log", log, "--local-queue", "lq-a")
     assert r.code == 2 and "not an object key: 'lq-a' (expected NAMESPACE/NAME)" in one_line_error(r)
     r = kueue_es("pending", "--log", log)

@@ -232,7 +232,20 @@ def test_audit_of_a_cluster_queue_as_csv_and_a_time_window(log: Path) -> None:
 def test_audit_of_an_unknown_workload_fails(log: Path) -> None:
     r = kueue_es("audit", "--log", log, "team-a/nope")
     assert r.code == 1
-    assert r.err.strip() == f"kueue-es: error: workload team-a/nope is not in log {log}"
+    assert r.err.strip() == f'kueue-es: error: (NotFound) Workload "team-a/nope" not found in log {log}'
+
+
+def test_audit_of_a_cluster_queue_the_log_never_saw_is_not_found(log: Path) -> None:
+    """Not found (exit 1) like an unknown workload; one the log has seen but without any step: no history, exit 0."""
+    r = kueue_es("audit", "--log", log, "--cluster-queue", "nope")
+    assert (r.code, r.out) == (1, "")
+    assert r.err.strip() == f'kueue-es: error: (NotFound) ClusterQueue "nope" not found in log {log}'
+    idle = "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: idle\nspec: {}\n"
+    assert kueue_es("import", "-f", "-", "--log", log, stdin=idle).code == 0
+    r = kueue_es("audit", "--log", log, "--cluster-queue", "idle")
+    assert (r.code, r.out, r.err) == (0, "No admission history matches.\n", "")
+    r = kueue_es("audit", "--log", log, "--cluster-queue", "cq-a", "--since", "2030-01-01T00:00:00Z")
+    assert (r.code, r.out) == (0, "No admission history matches.\n")
 
 
 def test_log_inspect(log: Path) -> None:

@@ -157,7 +157,11 @@ def test_admitted_not_found_and_bad_arguments(tmp_path: Path) -> None:
     r = kueue_es("explain", "team/borrower", "-f", path)
     assert r.returncode == 0 and "Admitted in ClusterQueue a with cpu=default." in r.stdout
     r = kueue_es("explain", "team/nope", "-f", path)
-    assert r.returncode == 1 and "workload team/nope not found" in r.stderr
+    assert r.returncode == 1
+    assert r.stderr == f'kueue-es: error: (NotFound) Workload "team/nope" not found in {path}\n'
+    r = kueue_es("explain", "team/borrower", "-f", path, "--no-checkpoints")
+    assert r.returncode == 2
+    assert r.stderr == "kueue-es: error: --no-checkpoints goes with --log, not -f (a STATE.yaml has no checkpoints)\n"
     assert kueue_es("explain", "nope", "-f", path).returncode == 2
     assert kueue_es("explain", "team/owner", "-f", path, "--to", "3").returncode == 2
     assert kueue_es("explain", "team/owner").returncode == 2
