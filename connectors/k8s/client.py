@@ -16,7 +16,7 @@ import msgspec
 from kubernetes_asyncio import client as kclient
 from kubernetes_asyncio import config as kconfig
 
-from connectors.k8s.errors import KubeError, Unavailable, from_response
+from connectors.k8s.errors import Conflict, Invalid, KubeError, Unavailable, from_response
 from connectors.k8s.resources import Resource
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -126,8 +126,16 @@ class KubeClient:
 
     async def patch(self, resource: Resource, name: str, body: Any, namespace: str = "", subresource: str = "",
                     content_type: str = MERGE_PATCH) -> bytes:
-        return await self.request("PATCH", resource.object_path(name, namespace, subresource), body=body,
-                                  content_type=content_type)
+        """A JSON patch opening with a ``test`` op is a write conditioned on what was read: when that test fails
+        the apiserver answers 422, which is raised as the :class:`Conflict` it means (the object changed), not as
+        :class:`Invalid` (retrying cannot help)."""
+        try:
+            return await self.request("PATCH", resource.object_path(name, namespace, subresource), body=body,
+                                      content_type=content_type)
+        except Invalid as exc:
+            if content_type == JSON_PATCH and body and body[0].get("op") == "test":
+                raise Conflict(f"{exc} (a tested field changed since it was read)", 409, "Conflict") from exc
+            raise
 
     async def delete(self, resource: Resource, name: str, namespace: str = "", *, uid: str = "",
                      resource_version: str = "", propagation: str = "Background") -> bytes:

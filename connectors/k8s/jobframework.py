@@ -597,9 +597,9 @@ class JobReconciler(Generic[J]):
                 continue
             try:
                 await self.client.patch(PODS, pod["metadata"]["name"], ops, ns, content_type=JSON_PATCH)
-            except NotFound:
+            except (NotFound, Invalid):
                 continue
-            except (Conflict, Invalid):  # the patch's resourceVersion test failed: the apiserver answers 422
+            except Conflict:  # the pod changed since it was read (its resourceVersion test failed)
                 stale.append(pod["metadata"]["name"])
                 continue
             self.stats.pods_ungated += 1

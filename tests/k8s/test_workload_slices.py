@@ -14,7 +14,7 @@ import pytest
 from fixtures.jobs import UID, integration, job, template
 
 from connectors.k8s import job_validation, workload_slices
-from connectors.k8s.errors import Conflict, Invalid
+from connectors.k8s.errors import Conflict
 from connectors.k8s.jobs import JobIntegration
 from connectors.k8s.mirror import Mirror
 from connectors.k8s.webhook import job_patch
@@ -301,14 +301,11 @@ async def test_the_pods_of_a_job_running_on_an_admitted_slice_are_ungated(phase:
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("stale", [
-    Invalid("the server rejected our request due to an error in our request", 422, "Invalid"),  # the apiserver's
-    Conflict("the object has been modified", 409, "Conflict"),
-])
-async def test_a_pod_changed_while_its_gate_is_lifted_is_tried_again_for_the_same_job_version(stale: Exception) -> None:
+async def test_a_pod_changed_while_its_gate_is_lifted_is_tried_again_for_the_same_job_version() -> None:
     """The TAS ungater (or anyone) may change a pod between the list and the patch, whose resourceVersion test then
-    fails (the apiserver answers 422): Kueue requeues on that error; the Job's version does not change for a pod
-    that stays gated, so the pass must not count as done."""
+    fails (the client raises the apiserver's 422 as a Conflict: tests/integration/kube/test_client_patch.py): Kueue
+    requeues on that error; the Job's version does not change for a pod that stays gated, so the pass must not
+    count as done."""
     jobs, mirror, _, client = _setup(_elastic_job(4), _slice("a", 4))
     _phase(mirror, "a", ADMITTED)
     client.pods = [_pod("p1", "kueue.x-k8s.io/elastic-job")]
@@ -319,7 +316,7 @@ async def test_a_pod_changed_while_its_gate_is_lifted_is_tried_again_for_the_sam
                                content_type: str = "application/merge-patch+json") -> bytes:
         if resource.kind == "Pod" and not conflicted:
             conflicted.append(name)
-            raise stale
+            raise Conflict("the object has been modified", 409, "Conflict")
         return await patch(resource, name, body, namespace, subresource, content_type)
 
     client.patch = patch_once_stale  # type: ignore[method-assign]
