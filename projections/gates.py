@@ -64,6 +64,7 @@ from typing import Any
 ALPHA, BETA, GA, DEPRECATED = "Alpha", "Beta", "GA", "Deprecated"
 
 DISABLE_WAIT_FOR_PODS_READY = "DisableWaitForPodsReady"
+MULTIKUEUE_ORCHESTRATED_PREEMPTION = "MultiKueueOrchestratedPreemption"
 
 TOPOLOGY_AWARE_SCHEDULING = "TopologyAwareScheduling"
 TAS_BALANCED_PLACEMENT = "TASBalancedPlacement"
@@ -186,7 +187,7 @@ GATES: dict[str, tuple[str, bool]] = {
     SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME: (BETA, True),
     CUSTOM_METRIC_LABELS: (ALPHA, False),
     SPARK_APPLICATION_INTEGRATION: (ALPHA, False),
-    "MultiKueueOrchestratedPreemption": (ALPHA, False),
+    MULTIKUEUE_ORCHESTRATED_PREEMPTION: (ALPHA, False),
     PRIORITY_BOOST: (ALPHA, False),
     ADMISSION_GATED_BY: (BETA, True),
     SHORT_WORKLOAD_NAMES: (ALPHA, False),
@@ -321,7 +322,7 @@ Deployments, StatefulSets: :func:`connectors.k8s.framework_webhook.managed_above
 only, when nothing is being deleted."""
 
 
-PARTLY = frozenset({CONCURRENT_ADMISSION})
+PARTLY = frozenset({CONCURRENT_ADMISSION, MULTIKUEUE_ORCHESTRATED_PREEMPTION})
 """Gates the code reads but models only in part, so not counted in :data:`MODELLED`.
 ``ConcurrentAdmission`` turns on the ClusterQueue webhook's checks of ``concurrentAdmissionPolicy``
 (:func:`events.object_rules.check_concurrent_admission`), the flavor assigner's reading of a Workload's
