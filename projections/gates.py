@@ -42,7 +42,10 @@ conditioned on its resourceVersion), and the MultiKueue connector
 ``MultiKueueKubeConfigPathValidation`` (whether a ``locationType: Path`` kubeconfig must be under
 ``/etc/multikueue/kubeconfigs``: :func:`connectors.k8s.multikueue.allowed_kubeconfig_path`) and
 ``MultiKueueRemoteSpecSync`` (whether a RayService's ``serveConfigV2`` edited on the manager is forwarded to its
-copy: :func:`kueue_es.scheduler.multikueue.remote_spec_patch`). The configuration
+copy: :func:`kueue_es.scheduler.multikueue.remote_spec_patch`) and ``MultiKueueOrchestratedPreemption`` (whether the
+copies it makes carry the ``kueue.x-k8s.io/multikueue`` preemption gate: :func:`connectors.k8s.multikueue.workload_copy`);
+the scheduler reads that gate too (a head with a closed preemption gate does not preempt:
+:mod:`kueue_es.scheduler.cycle`; the manager opens one copy's gate at a time: :mod:`kueue_es.scheduler.preemption_gates`). The configuration
 loader reads ``ReservedResourceNameValidation`` (:func:`projections.request_rules.compile_rules`) and
 ``SparkApplicationIntegration`` (without it a Configuration listing the SparkApplication framework is refused), and
 ``KueueDRAIntegrationPartitionableDevices`` and ``KueueDRAIntegrationConsumableCapacity`` (without them a device
@@ -292,7 +295,7 @@ MODELLED = INTERNAL_ONLY | frozenset({
     METRICS_FOR_COHORTS, MULTIKUEUE, MULTIKUEUE_ADAPTERS_FOR_CUSTOM_JOBS, MULTIKUEUE_BATCH_JOB_CLEARING_TTL,
     MULTIKUEUE_INCREMENTAL_DISPATCHER_CONFIG,
     MULTIKUEUE_INCREMENTAL_DISPATCHER_RESPECT_CONFIG_ORDER, MULTIKUEUE_KUBECONFIG_PATH_VALIDATION,
-    MULTIKUEUE_REMOTE_SPEC_SYNC, PARTIAL_ADMISSION,
+    MULTIKUEUE_ORCHESTRATED_PREEMPTION, MULTIKUEUE_REMOTE_SPEC_SYNC, PARTIAL_ADMISSION,
     POD_INTEGRATION_VALIDATE_GROUP_OWNER, PRIORITIZE_PREEMPTOR_WORKLOADS, PRIORITY_BOOST, "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY,
     "ReclaimablePods", RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP,
     REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS, REMOVE_FINALIZERS_WITH_STRICT_PATCH, RESERVED_RESOURCE_NAME_VALIDATION,
@@ -322,7 +325,7 @@ Deployments, StatefulSets: :func:`connectors.k8s.framework_webhook.managed_above
 only, when nothing is being deleted."""
 
 
-PARTLY = frozenset({CONCURRENT_ADMISSION, MULTIKUEUE_ORCHESTRATED_PREEMPTION})
+PARTLY = frozenset({CONCURRENT_ADMISSION})
 """Gates the code reads but models only in part, so not counted in :data:`MODELLED`.
 ``ConcurrentAdmission`` turns on the ClusterQueue webhook's checks of ``concurrentAdmissionPolicy``
 (:func:`events.object_rules.check_concurrent_admission`), the flavor assigner's reading of a Workload's

@@ -13,7 +13,8 @@ conditions. A JobSet CRD installed on the worker only once the manager is connec
 watched without a reconnect. A RayService handed to MultiKueue is copied to the worker, started there by the
 worker's Kueue, its Ready condition mirrored, a ``serveConfigV2`` edited on the manager forwarded to the copy, and
 its copies deleted once its Workload is deactivated. A
-LeaderWorkerSet's two groups go to the worker together, on one copy of the set.
+LeaderWorkerSet's two groups go to the worker together, on one copy of the set. Under MultiKueueOrchestratedPreemption
+a copy made gated preempts on the worker only once the manager opens its gate.
 """
 
 from __future__ import annotations
@@ -1006,3 +1007,69 @@ async def test_a_custom_kind_is_run_on_the_worker_by_the_generic_adapter(kube_ap
             f'The workload is deactivated due to AdmissionCheck in Rejected state: "{c.check}" (The owner is not '
             'managed by Kueue: Expecting .spec.managedBy to be "kueue.x-k8s.io/multikueue" not "")')
         assert await _remote(wc, WIDGETS, "own-widget", ns) is None
+
+
+@pytest.mark.asyncio
+async def test_a_gated_copy_preempts_on_the_worker_only_once_the_manager_opens_its_gate(
+        kube_apiserver, worker_apiserver, tmp_path) -> None:
+    """MultiKueueOrchestratedPreemption (alpha) on, manager and worker: the copy of a high-priority Job's Workload
+    is made with the ``kueue.x-k8s.io/multikueue`` preemption gate; the worker's scheduler, which would preempt a
+    lower-priority Workload for it, is held by the closed gate (``BlockedOnPreemptionGates`` True,
+    ``PreemptionGated``); the manager sees that and opens the gate on the copy (``status.preemptionGates``); the
+    worker then preempts, admits the copy, and the manager's Workload is admitted there."""
+    gate = "kueue.x-k8s.io/multikueue"
+    config = load_config({"integrations": {"frameworks": ["batch/job"]},
+                          "featureGates": {"MultiKueueOrchestratedPreemption": True}})
+    async with await connect(kube_apiserver) as kc, await connect(worker_apiserver) as wc:
+        await crds.install(kc)
+        await crds.install(wc)
+        sfx = secrets.token_hex(3)
+        ns, _, worker, _ = await _manager_queues(kc, worker_apiserver, sfx)
+        await wc.create(BY_KIND["Namespace"], {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        await create(wc, {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": f"wf-{sfx}"}})
+        await create(wc, {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": f"wcq-{sfx}"},
+                          "spec": {"namespaceSelector": {}, "preemption": {"withinClusterQueue": "LowerPriority"},
+                                   "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                                       {"name": f"wf-{sfx}", "resources": [{"name": "cpu", "nominalQuota": 4}]}]}]}})
+        await create(wc, {"apiVersion": KUEUE, "kind": "LocalQueue",
+                          "metadata": {"name": "user-queue", "namespace": ns}, "spec": {"clusterQueue": f"wcq-{sfx}"}})
+        for kube in (kc, wc):
+            await create(kube, {"apiVersion": KUEUE, "kind": "WorkloadPriorityClass",
+                                "metadata": {"name": f"high-{sfx}"}, "value": 100})
+        async with (kueue_es(wc, tmp_path / "worker-log", config=config),
+                    kueue_es(kc, tmp_path / "manager-log", config=config)):
+            # --- on the worker, a local low-priority Job takes the whole queue ---------------------------------
+            low_job = await create(wc, job(ns, "low", "user-queue", cpu="4"))
+            low_name = workload_name("low", low_job["metadata"]["uid"])
+            await _workload_shows(wc, low_name, ns, "QuotaReserved", "the worker's low Workload to hold the quota")
+
+            # --- a high-priority Job handed to MultiKueue on the manager --------------------------------------
+            high = job(ns, "high", "user-queue", cpu="4", labels={"kueue.x-k8s.io/priority-class": f"high-{sfx}"})
+            high["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+            manager_job = await create(kc, high)
+            wl_name = workload_name("high", manager_job["metadata"]["uid"])
+
+            copy_ = await eventually(lambda: _maybe(wc, "Workload", wl_name, ns), timeout=60,
+                                     what="the copy on the worker")
+            assert copy_["spec"]["preemptionGates"] == [{"name": gate}], "made gated"
+
+            # --- held by the gate, then let through by the manager -------------------------------------------
+            async def opened() -> dict[str, Any] | None:
+                there = await _maybe(wc, "Workload", wl_name, ns)
+                states = (there or {}).get("status", {}).get("preemptionGates") or []
+                return there if [(g["name"], g["position"]) for g in states] == [(gate, "Open")] else None
+
+            there = await eventually(opened, timeout=60, what="the manager to open the copy's preemption gate")
+            blocked = _cond(there, "BlockedOnPreemptionGates")
+            assert blocked is not None, "the worker's scheduler was held by the closed gate first"
+            assert blocked["reason"] in ("PreemptionGated", "QuotaReserved")
+            assert "Workload requires preemption, but it's gated" in blocked["message"]
+
+            low = await _workload_shows(wc, low_name, ns, "Preempted", "the low Workload to be preempted on the worker")
+            assert _cond(low, "Preempted")["reason"] == "InClusterQueue"
+            wl = await _workload_shows(kc, wl_name, ns, "Admitted", "the manager's Workload to be admitted")
+            assert wl["status"]["clusterName"] == worker
+            there = await _workload_shows(wc, wl_name, ns, "QuotaReserved", "the copy to hold the worker's quota")
+            blocked = _cond(there, "BlockedOnPreemptionGates")
+            assert (blocked["status"], blocked["reason"], blocked["message"]) == (
+                "False", "QuotaReserved", "Previously: Workload requires preemption, but it's gated")
