@@ -74,6 +74,7 @@ from projections.preemption_gates import (
     PREEMPTION_GATED,
     closed_all,
     has_closed_gate,
+    newer_gates,
     opened_on,
 )
 from projections.queue_order import DEFAULT_ORDER, QueueOrder, order_of
@@ -2243,9 +2244,11 @@ class ClusterState:
     @staticmethod
     def _take_gates(wl: WorkloadInfo, spec_gates: list[o.PreemptionGate], shown: list[o.PreemptionGateState]
                     ) -> None:
-        """The preemption gates a Workload's spec lists and its status shows."""
-        wl.gate_states = tuple(shown)
-        wl.preemption_gated = has_closed_gate(spec_gates, shown)
+        """The preemption gates a Workload's spec lists and its status shows, but for those the log closed later
+        (an eviction) than the status shows them changed: a Workload read before that write shows them as before."""
+        taken = tuple(newer_gates(wl.gate_states, shown))
+        wl.gate_states = taken
+        wl.preemption_gated = has_closed_gate(spec_gates, taken)
 
     def _on_remote_gate_opened(self, e: ev.RemotePreemptionGateOpened) -> None:
         wl = self.workloads.get(e.key)

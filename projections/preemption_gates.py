@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from events import objects as o
+from events.timefmt import parse_time
 from projections.workloads import RemoteCopy
 
 MULTIKUEUE_GATE = "kueue.x-k8s.io/multikueue"
@@ -52,3 +53,16 @@ def opened_on(copy: RemoteCopy, gate: str, when: str) -> RemoteCopy:
 def closed_all(gates: tuple[o.PreemptionGateState, ...], when: str) -> tuple[o.PreemptionGateState, ...]:
     """Every gate ``Closed`` at ``when``, as Kueue's eviction leaves them."""
     return tuple(o.PreemptionGateState(name=g.name, position=CLOSED, last_transition_time=when) for g in gates)
+
+
+def newer_gates(known: tuple[o.PreemptionGateState, ...], shown: Iterable[o.PreemptionGateState]
+                ) -> list[o.PreemptionGateState]:
+    """``shown``, each gate as ``known`` has it instead where ``known``'s changed later."""
+    mine = {g.name: g for g in known}
+    out = []
+    for g in shown:
+        k = mine.get(g.name)
+        later = (k is not None and k.last_transition_time and g.last_transition_time
+                 and parse_time(k.last_transition_time) > parse_time(g.last_transition_time))
+        out.append(k if later else g)
+    return out
