@@ -143,7 +143,7 @@ class ClusterState:
         "workload_priority_classes", "priority_classes", "topologies", "admission_checks",
         "provisioning_configs", "multikueue_configs", "multikueue_clusters", "cluster_links",
         "provisioning_requests", "deleted_requests", "requests_of", "pod_templates",
-        "limit_ranges", "runtime_classes", "claim_templates", "device_classes", "resource_slices", "_served",
+        "limit_ranges", "runtime_classes", "claim_templates", "_selecting", "device_classes", "resource_slices", "_served",
         "_dra_views", "_dra_of", "_dra", "_limit_summaries",
         "_limit_range_keys", "nodes", "pods", "jobs",
         "workloads", "queues", "parked_queues", "usage", "reserving", "lq_members", "owner_groups", "awaiting_release",
@@ -195,6 +195,9 @@ class ClusterState:
         identity (``projections.workloads.pod_set_infos``)."""
         self.claim_templates: dict[str, o.ResourceClaimTemplate] = {}
         """ResourceClaimTemplates by ``namespace/name``: what the claims of their namespace's pods cost (DRA)."""
+        self._selecting: bool | None = None
+        """Whether some ResourceClaimTemplate has a request with CEL selectors (derived, dropped when a template
+        changes): asked on every DeviceClass and ResourceSlice event, so not worth a scan of every template each time."""
         self.device_classes: dict[str, o.DeviceClass] = {}
         """DeviceClasses by name: the extended resources they serve are charged as DRA devices."""
         self.resource_slices = ResourceSlices()
@@ -1412,6 +1415,7 @@ class ClusterState:
         charged anew, and those whose DRA requests change go back to their queue's heap (reference §3.4: a
         parked workload is unparked by a change of its DRA requests)."""
         self._dra_views.pop(namespace, None)
+        self._selecting = None
         self._readjust(namespace=namespace, claims=True)
 
     def _device_classes_changed(self, before: tuple[tuple[str, str], ...], name: str) -> None:
@@ -1429,7 +1433,9 @@ class ClusterState:
     def _selecting_templates(self) -> bool:
         """Some ResourceClaimTemplate has a request with CEL selectors, which Kueue matches against every device
         (:func:`projections.dra.claim_charge`): a DeviceClass or ResourceSlice changing may change its charge."""
-        return any(_cel_classes(t.spec.spec) for t in self.claim_templates.values())
+        if self._selecting is None:
+            self._selecting = any(_cel_classes(t.spec.spec) for t in self.claim_templates.values())
+        return self._selecting
 
     def _slices_changed(self, driver: str) -> None:
         """A ResourceSlice of ``driver`` came, changed or went: when a counter or capacity source reads that driver's devices,
