@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from connectors.k8s import clusterprofile as cp
+from connectors.k8s import manifests
 from connectors.k8s.kubeconfig_checks import insecure_reason
 from events.errors import InvalidInput
 from kueue_es.scheduler.config import AccessProvider, ExecConfig, load_config
@@ -261,3 +262,9 @@ print(json.dumps({{"apiVersion": {V1!r}, "kind": "ExecCredential", "status": {{"
         assert again == (source, "", "") and runs.read_text() == "xx"  # kept: no expiry, nothing changed
     finally:
         await profiles.close()
+
+
+def test_kueue_es_may_read_and_watch_the_cluster_profiles_of_its_namespace() -> None:
+    [role] = [d for d in manifests.rbac() if d["kind"] == "Role" and d["metadata"]["name"].endswith("leader-election")]
+    assert {"apiGroups": [cp.GROUP], "resources": [cp.CLUSTER_PROFILES.plural],
+            "verbs": ["get", "list", "watch"]} in role["rules"]
