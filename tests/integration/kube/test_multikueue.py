@@ -219,6 +219,13 @@ async def _manager_queues(kc, worker_apiserver, sfx: str) -> tuple[str, str, str
     await create(kc, {"apiVersion": KUEUE, "kind": "MultiKueueCluster", "metadata": {"name": worker},
                       "spec": {"clusterSource": {"kubeConfig": {"location": f"worker-{sfx}",
                                                                 "locationType": "Secret"}}}})
+    ns, cq = await multikueue_queues(kc, sfx, worker, check)
+    return ns, cq, worker, check
+
+
+async def multikueue_queues(kc, sfx: str, worker: str, check: str) -> tuple[str, str]:
+    """A MultiKueueConfig listing ``worker``, the MultiKueue check ``check`` on it and queues behind that check:
+    (namespace, ClusterQueue)."""
     await create(kc, {"apiVersion": KUEUE, "kind": "MultiKueueConfig", "metadata": {"name": f"mkc-{sfx}"},
                       "spec": {"clusters": [worker]}})
     await create(kc, {"apiVersion": KUEUE, "kind": "AdmissionCheck", "metadata": {"name": check},
@@ -227,7 +234,7 @@ async def _manager_queues(kc, worker_apiserver, sfx: str) -> tuple[str, str, str
                                               "name": f"mkc-{sfx}"}}})
     ns, _, cq, _ = await queues(kc, "mk", {"cpu": 4}, sfx=sfx,
                                 admissionChecksStrategy={"admissionChecks": [{"name": check}]})
-    return ns, cq, worker, check
+    return ns, cq
 
 
 async def _worker_queues(wc, ns: str, sfx: str) -> None:
