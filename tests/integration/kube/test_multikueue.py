@@ -13,7 +13,8 @@ conditions. A JobSet CRD installed on the worker only once the manager is connec
 watched without a reconnect. A RayService handed to MultiKueue is copied to the worker, started there by the
 worker's Kueue, its Ready condition mirrored, a ``serveConfigV2`` edited on the manager forwarded to the copy, and
 its copies deleted once its Workload is deactivated. A
-LeaderWorkerSet's two groups go to the worker together, on one copy of the set.
+LeaderWorkerSet's two groups go to the worker together, on one copy of the set. Under
+MultiKueueManagerQuotaAutomation the manager's ClusterQueue takes the worker ClusterQueue's quota.
 """
 
 from __future__ import annotations
