@@ -21,7 +21,7 @@ controlled by ``kueue.x-k8s.io/multikueue``. Then the condition ``MultiKueueMana
 The related worker ClusterQueues: on each worker of the config that is connected and whose queues were listed, the
 ClusterQueues that the worker's LocalQueues of the same namespace and name as the manager's LocalQueues of this
 ClusterQueue point to, each counted once; every flavor of every resource group of each is summed per resource.
-A worker not connected counts for nothing. Not a manager's ClusterQueue: the condition is removed. A check whose
+A worker not connected counts for nothing; while a connected one's queues are not known yet, nothing changes. Not a manager's ClusterQueue: the condition is removed. A check whose
 parameters do not name a MultiKueueConfig at all (wrong kind or group) leaves everything as it was (Kueue's
 reconcile errors out and retries). With the gate or MultiKueue off, no controller runs: nothing changes.
 """
@@ -105,6 +105,8 @@ def outcome(cq: o.ClusterQueue, world: World) -> Outcome | None:
     if len(groups) != 1 or len(groups[0].flavors) != 1:
         return Outcome(NOT_ONE_FLAVOR)
     totals = worker_totals(cq.metadata.name, config, world)
+    if totals is None:
+        return None
     covered = groups[0].covered_resources
     missing = sorted(set(totals) - set(covered))
     if missing:
@@ -113,15 +115,19 @@ def outcome(cq: o.ClusterQueue, world: World) -> Outcome | None:
                                      for r in covered])
 
 
-def worker_totals(cq_name: str, config: o.MultiKueueConfig, world: World) -> dict[str, int]:
+def worker_totals(cq_name: str, config: o.MultiKueueConfig, world: World) -> dict[str, int] | None:
     """Resource -> the summed nominal quota of the worker ClusterQueues related to manager ClusterQueue
-    ``cq_name`` on the connected workers of ``config`` (canonical integer units: :func:`events.quantity.to_int`)."""
+    ``cq_name`` on the connected workers of ``config`` (canonical integer units: :func:`events.quantity.to_int`);
+    None while a connected worker's queues were not listed yet (Kueue lists them as it reconciles, and a list that
+    fails changes nothing)."""
     lq_keys = {key for key, lq in world.local_queues.items() if lq.spec.cluster_queue == cq_name}
     totals: dict[str, int] = {}
     for worker in config.spec.clusters:
         link, seen = world.links.get(worker), world.workers.get(worker)
-        if link is None or not link.connected or seen is None:
+        if link is None or not link.connected:
             continue
+        if seen is None:
+            return None
         related = sorted({cq for key, cq in seen.local_queues.items() if key in lq_keys})
         for name in related:
             for rg in seen.cluster_queues.get(name, ()):

@@ -108,7 +108,7 @@ def test_the_workers_queues_are_appended_and_the_summed_quota_written_once_per_v
 
 def test_a_conflict_is_tried_again_on_the_next_pass():
     state = _state()
-    c = _connector(state, Manager(conflict=True), {"worker1": Worker("10")})
+    c = _connector(state, Manager(conflict=True), {"worker1": Worker("10"), "worker2": Worker("1")})
     asyncio.run(c.sync())
     c.client = manager = Manager()
     asyncio.run(c.sync())

@@ -192,3 +192,12 @@ def test_the_workers_queues_survive_a_snapshot():
                                                        type=snapshot.Snapshot))
     assert restored.worker_queues == state.worker_queues
     assert quotas(outcome(restored)) == {"cpu": "10"}
+
+
+def test_nothing_changes_while_a_connected_worker_was_not_listed_yet():
+    connected_only = ev.MultiKueueClusterObserved(time=T0, key="worker2", connected=True)
+    state = state_of(manager_cq(groups({"cpu": "0"})),
+                     *worker("worker1", {"ns/lq1": "w1-cq1"}, {"w1-cq1": groups({"cpu": "10"})}), connected_only)
+    assert outcome(state) is None
+    state.apply(ev.Record(state.offset + 1, ev.WorkerQueuesObserved(time=T0, key="worker2")))
+    assert quotas(outcome(state)) == {"cpu": "10"}
