@@ -122,7 +122,7 @@ class Connector:
         self.checks = CheckStatusWriter(client, journal)
         self.multikueue = MultiKueueConnector(client, journal, append=self.appender.emit,
                                               watch_timeout_s=watch_timeout_s)
-        self.manager_quota = ManagerQuotaConnector(client, journal, self.multikueue, append=self.appender.emit)
+        self.manager_quota = ManagerQuotaConnector(self.multikueue)
         self.recorder = EventRecorder(client, journal, instance=instance) if events else None
 
     @property

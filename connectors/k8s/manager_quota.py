@@ -24,9 +24,7 @@ from typing import Any
 import msgspec
 import structlog
 
-from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import Conflict, KubeError, NotFound
-from connectors.k8s.journal import Journal
 from connectors.k8s.multikueue import MultiKueueConnector
 from connectors.k8s.resources import BY_KIND
 from events import objects as o
@@ -75,13 +73,10 @@ def automated_workers(state: Any) -> list[str]:
 
 
 class ManagerQuotaConnector:
-    def __init__(self, client: KubeClient, journal: Journal, multikueue: MultiKueueConnector, *, append: Any,
-                 period_s: float = 1.0) -> None:
-        self.client = client
-        self.journal = journal
-        self.state = journal.mirror.state
+    def __init__(self, multikueue: MultiKueueConnector, *, period_s: float = 1.0) -> None:
+        """The manager's client, the journal and the appender are the MultiKueue connector's, whose workers'
+        clients this reads through."""
         self.multikueue = multikueue
-        self.append = append
         self.period_s = period_s
         self.writes = 0
         self._written: dict[str, tuple[str, str]] = {}
@@ -89,7 +84,7 @@ class ManagerQuotaConnector:
         the log shows another version of it."""
 
     async def run(self) -> None:
-        signal = self.journal.subscribe()
+        signal = self.multikueue.journal.subscribe()
         next_observe = 0.0
         while True:
             now = asyncio.get_running_loop().time()
@@ -105,7 +100,7 @@ class ManagerQuotaConnector:
     async def sync(self, *, observe: bool = True) -> None:
         """One pass: the workers' queues listed (``observe``, at most once per ``period_s`` when running), the
         quotas written. Nothing while the gate or MultiKueue is off."""
-        if not manager_quota.enabled(self.state):
+        if not manager_quota.enabled(self.multikueue.state):
             return
         if observe:
             await self.observe()
@@ -114,7 +109,8 @@ class ManagerQuotaConnector:
     async def observe(self) -> None:
         """Append what changed of the queues of each worker reached that an Automated config lists."""
         events: list[ev.AnyEvent] = []
-        for name in automated_workers(self.state):
+        state = self.multikueue.state
+        for name in automated_workers(state):
             w = self.multikueue.workers.get(name)
             if w is None or not w.connected or w.client is None:
                 continue  # a worker not reached counts for nothing (the pure side reads its link)
@@ -124,16 +120,16 @@ class ManagerQuotaConnector:
             except KubeError as exc:
                 log.info("worker queues not listed, will retry", worker=name, error=str(exc))
                 continue
-            known = self.state.worker_queues.get(name)
+            known = state.worker_queues.get(name)
             if known is None or known.local_queues != lqs or known.cluster_queues != cqs:
                 events.append(ev.WorkerQueuesObserved(time=int(time.time() * 1000), key=name, local_queues=lqs,
                                                       cluster_queues=cqs))
         if events:
-            await self.append(events)
+            await self.multikueue.append(events)
 
     async def apply(self) -> None:
         """Write the automated quotas into the spec of each manager ClusterQueue that does not have them yet."""
-        state = self.state
+        state = self.multikueue.state
         world = manager_quota.world_of(state)
         for name in sorted(state.cluster_queues):
             cq = state.cluster_queues[name]
@@ -146,7 +142,7 @@ class ManagerQuotaConnector:
             body = {"metadata": {"uid": m.uid, "resourceVersion": m.resource_version},
                     "spec": {"resourceGroups": msgspec.to_builtins(spec.resource_groups)}}
             try:
-                await self.client.patch(BY_KIND["ClusterQueue"], name, body)
+                await self.multikueue.client.patch(BY_KIND["ClusterQueue"], name, body)
             except (Conflict, NotFound):
                 continue  # the watch brings the newer version (or the deletion); the next pass looks again
             self._written[name] = (m.uid, m.resource_version)

@@ -78,9 +78,9 @@ def _connector(state, manager: Manager, workers: dict[str, Worker]) -> ManagerQu
     async def append(events):
         for e in events:
             state.apply(ev.Record(state.offset + 1, e))
-    journal = SimpleNamespace(mirror=SimpleNamespace(state=state))
-    mk = SimpleNamespace(workers={n: SimpleNamespace(connected=True, client=c) for n, c in workers.items()})
-    return ManagerQuotaConnector(manager, journal, mk, append=append)  # type: ignore[arg-type]
+    mk = SimpleNamespace(workers={n: SimpleNamespace(connected=True, client=c) for n, c in workers.items()},
+                         client=manager, state=state, append=append)
+    return ManagerQuotaConnector(mk)  # type: ignore[arg-type]
 
 
 def test_the_workers_queues_are_appended_and_the_summed_quota_written_once_per_version():
@@ -110,7 +110,7 @@ def test_a_conflict_is_tried_again_on_the_next_pass():
     state = _state()
     c = _connector(state, Manager(conflict=True), {"worker1": Worker("10"), "worker2": Worker("1")})
     asyncio.run(c.sync())
-    c.client = manager = Manager()
+    c.multikueue.client = manager = Manager()
     asyncio.run(c.sync())
     assert [name for name, _ in manager.patches] == ["cq1"]
 
