@@ -112,6 +112,9 @@ def _quota_automation(state: ClusterState, cq: o.ClusterQueue, conditions: list[
     if result.condition is None:
         return [c for c in conditions if c.get("type") != manager_quota.CONDITION]
     status, reason, message = result.condition
+    if any(c.get("type") == manager_quota.CONDITION and (c.get("status"), c.get("reason"), c.get("message")) ==
+           result.condition for c in conditions):
+        return conditions  # Kueue leaves it as it is (its observedGeneration too) while these hold
     return set_condition(conditions, {"type": manager_quota.CONDITION, "status": status, "reason": reason,
                                       "message": message, "observedGeneration": cq.metadata.generation}, now)
 

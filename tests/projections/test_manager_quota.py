@@ -201,3 +201,17 @@ def test_nothing_changes_while_a_connected_worker_was_not_listed_yet():
     assert outcome(state) is None
     state.apply(ev.Record(state.offset + 1, ev.WorkerQueuesObserved(time=T0, key="worker2")))
     assert quotas(outcome(state)) == {"cpu": "10"}
+
+
+def test_a_condition_that_still_holds_is_left_as_it_is():
+    shown = {"conditions": [{"type": mq.CONDITION, "status": "True", "reason": "QuotaAutomated",
+                             "message": AUTOMATED_MSG, "observedGeneration": 1,
+                             "lastTransitionTime": "2024-01-01T00:00:00Z"}]}
+    events = worker("worker1", {"ns/lq1": "w1-cq1"}, {"w1-cq1": groups({"cpu": "10"})})
+    state = state_of(manager_cq(groups({"cpu": "0"}), status=shown), *events, objects=(check(), config("worker1")))
+    cond = next(c for c in cluster_queue_status(state, "cq1", T0)["conditions"] if c["type"] == mq.CONDITION)
+    assert cond == shown["conditions"][0]
+    state = state_of(manager_cq(groups({"cpu": "0"}), status=shown), *events,
+                     objects=(check(), config("worker1", mode="Manual")))
+    cond = next(c for c in cluster_queue_status(state, "cq1", T0)["conditions"] if c["type"] == mq.CONDITION)
+    assert (cond["status"], cond["reason"], cond["observedGeneration"]) == ("False", "NotRequested", 2)
