@@ -42,7 +42,9 @@ conditioned on its resourceVersion), and the MultiKueue connector
 ``MultiKueueKubeConfigPathValidation`` (whether a ``locationType: Path`` kubeconfig must be under
 ``/etc/multikueue/kubeconfigs``: :func:`connectors.k8s.multikueue.allowed_kubeconfig_path`) and
 ``MultiKueueRemoteSpecSync`` (whether a RayService's ``serveConfigV2`` edited on the manager is forwarded to its
-copy: :func:`kueue_es.scheduler.multikueue.remote_spec_patch`). The configuration
+copy: :func:`kueue_es.scheduler.multikueue.remote_spec_patch`); the queue status writer and
+:mod:`connectors.k8s.manager_quota` read ``MultiKueueManagerQuotaAutomation`` (whether a MultiKueue manager's
+ClusterQueue takes its workers' summed quota: :mod:`projections.manager_quota`). The configuration
 loader reads ``ReservedResourceNameValidation`` (:func:`projections.request_rules.compile_rules`) and
 ``SparkApplicationIntegration`` (without it a Configuration listing the SparkApplication framework is refused), and
 ``KueueDRAIntegrationPartitionableDevices`` and ``KueueDRAIntegrationConsumableCapacity`` (without them a device
@@ -104,6 +106,7 @@ MULTIKUEUE_KUBECONFIG_PATH_VALIDATION = "MultiKueueKubeConfigPathValidation"
 MULTIKUEUE_REMOTE_SPEC_SYNC = "MultiKueueRemoteSpecSync"
 MULTIKUEUE_ADAPTERS_FOR_CUSTOM_JOBS = "MultiKueueAdaptersForCustomJobs"
 MULTIKUEUE_CLUSTER_PROFILE = "MultiKueueClusterProfile"
+MULTIKUEUE_MANAGER_QUOTA_AUTOMATION = "MultiKueueManagerQuotaAutomation"
 SCHEDULING_EQUIVALENCE_HASHING = "SchedulingEquivalenceHashing"
 SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME = "SchedulingEquivalenceHashingIgnorePodSetName"
 UNADMITTED_WORKLOADS_EXPLICIT_STATUS = "UnadmittedWorkloadsExplicitStatus"
@@ -200,7 +203,7 @@ GATES: dict[str, tuple[str, bool]] = {
     QUOTA_CHECK_STRATEGY: (BETA, True),
     METRIC_FOR_WORKLOAD_CREATION_LATENCY: (BETA, True),
     TAS_RESPECT_NODE_AFFINITY_PREFERRED: (ALPHA, False),
-    "MultiKueueManagerQuotaAutomation": (ALPHA, False),
+    MULTIKUEUE_MANAGER_QUOTA_AUTOMATION: (ALPHA, False),
     WORKLOAD_IDENTIFIER_ANNOTATIONS: (BETA, True),
     WORKLOAD_PRIORITY_CLASS_DEFAULTING: (BETA, True),
     METRICS_FOR_COHORTS: (BETA, True),
@@ -292,7 +295,7 @@ MODELLED = INTERNAL_ONLY | frozenset({
     METRICS_FOR_COHORTS, MULTIKUEUE, MULTIKUEUE_ADAPTERS_FOR_CUSTOM_JOBS, MULTIKUEUE_BATCH_JOB_CLEARING_TTL,
     MULTIKUEUE_CLUSTER_PROFILE, MULTIKUEUE_INCREMENTAL_DISPATCHER_CONFIG,
     MULTIKUEUE_INCREMENTAL_DISPATCHER_RESPECT_CONFIG_ORDER, MULTIKUEUE_KUBECONFIG_PATH_VALIDATION,
-    MULTIKUEUE_REMOTE_SPEC_SYNC, PARTIAL_ADMISSION,
+    MULTIKUEUE_MANAGER_QUOTA_AUTOMATION, MULTIKUEUE_REMOTE_SPEC_SYNC, PARTIAL_ADMISSION,
     POD_INTEGRATION_VALIDATE_GROUP_OWNER, PRIORITIZE_PREEMPTOR_WORKLOADS, PRIORITY_BOOST, "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY,
     "ReclaimablePods", RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP,
     REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS, REMOVE_FINALIZERS_WITH_STRICT_PATCH, RESERVED_RESOURCE_NAME_VALIDATION,
