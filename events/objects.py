@@ -710,7 +710,8 @@ class MultiKueueConfigSpec(View):
     clusters: list[str] = []
     """The MultiKueueClusters a MultiKueue check dispatches to, in order."""
     quota_management: str | None = None
-    """``Manual`` or ``Automated`` (the latter not modelled)."""
+    """``Manual`` or ``Automated`` (unset: Manual); Automated, under MultiKueueManagerQuotaAutomation, makes the
+    quota of the manager ClusterQueues behind it follow their workers' (:mod:`projections.manager_quota`)."""
 
 
 class MultiKueueConfig(KObject, tag="MultiKueueConfig"):

@@ -149,9 +149,9 @@ class ClusterState:
     __slots__ = (
         "offset", "time", "namespaces", "flavors", "cluster_queues", "cohorts", "local_queues",
         "workload_priority_classes", "priority_classes", "topologies", "admission_checks",
-        "provisioning_configs", "multikueue_configs", "multikueue_clusters", "cluster_links",
+        "provisioning_configs", "multikueue_configs", "multikueue_clusters", "cluster_links", "worker_queues",
         "provisioning_requests", "deleted_requests", "requests_of", "pod_templates",
-        "limit_ranges", "runtime_classes", "claim_templates", "device_classes", "resource_slices", "_served",
+        "limit_ranges", "runtime_classes", "claim_templates", "_selecting", "device_classes", "resource_slices", "_served",
         "_dra_views", "_dra_of", "_dra", "_limit_summaries",
         "_limit_range_keys", "nodes", "pods", "jobs",
         "workloads", "queues", "parked_queues", "usage", "reserving", "lq_members", "owner_groups", "awaiting_release",
@@ -185,6 +185,9 @@ class ClusterState:
         self.multikueue_clusters: dict[str, o.MultiKueueCluster] = {}
         self.cluster_links: dict[str, ClusterLink] = {}
         """MultiKueueCluster name -> what the MultiKueue connector last observed of that worker."""
+        self.worker_queues: dict[str, ev.WorkerQueuesObserved] = {}
+        """MultiKueueCluster name -> its LocalQueues and ClusterQueues as last listed there (for
+        MultiKueueManagerQuotaAutomation: :mod:`projections.manager_quota`)."""
         self.provisioning_requests: dict[str, o.ProvisioningRequest] = {}
         """ProvisioningRequests by ``namespace/name``: the observed ones, and those kueue-es decided to create (uid
         empty until the watch brings them back), so that one is never created twice."""
@@ -203,6 +206,9 @@ class ClusterState:
         identity (``projections.workloads.pod_set_infos``)."""
         self.claim_templates: dict[str, o.ResourceClaimTemplate] = {}
         """ResourceClaimTemplates by ``namespace/name``: what the claims of their namespace's pods cost (DRA)."""
+        self._selecting: bool | None = None
+        """Whether some ResourceClaimTemplate has a request with CEL selectors (derived, dropped when a template
+        changes): asked on every DeviceClass and ResourceSlice event, so not worth a scan of every template each time."""
         self.device_classes: dict[str, o.DeviceClass] = {}
         """DeviceClasses by name: the extended resources they serve are charged as DRA devices."""
         self.resource_slices = ResourceSlices()
@@ -1420,6 +1426,7 @@ class ClusterState:
         charged anew, and those whose DRA requests change go back to their queue's heap (reference §3.4: a
         parked workload is unparked by a change of its DRA requests)."""
         self._dra_views.pop(namespace, None)
+        self._selecting = None
         self._readjust(namespace=namespace, claims=True)
 
     def _device_classes_changed(self, before: tuple[tuple[str, str], ...], name: str) -> None:
@@ -1437,7 +1444,9 @@ class ClusterState:
     def _selecting_templates(self) -> bool:
         """Some ResourceClaimTemplate has a request with CEL selectors, which Kueue matches against every device
         (:func:`projections.dra.claim_charge`): a DeviceClass or ResourceSlice changing may change its charge."""
-        return any(_cel_classes(t.spec.spec) for t in self.claim_templates.values())
+        if self._selecting is None:
+            self._selecting = any(_cel_classes(t.spec.spec) for t in self.claim_templates.values())
+        return self._selecting
 
     def _slices_changed(self, driver: str) -> None:
         """A ResourceSlice of ``driver`` came, changed or went: when a counter or capacity source reads that driver's devices,
@@ -2231,6 +2240,9 @@ class ClusterState:
             self._specs_changed()
             self._flush_all()
 
+    def _on_worker_queues(self, e: ev.WorkerQueuesObserved) -> None:
+        self.worker_queues[e.key] = e
+
     def _on_remote_workload(self, e: ev.RemoteWorkloadObserved) -> None:
         wl = self.workloads.get(e.key)
         if wl is None or (e.uid and e.uid != wl.uid):
@@ -2383,6 +2395,7 @@ _HANDLERS: dict[type, Any] = {
     ev.ConfigRecorded: ClusterState._on_config_recorded,
     ev.MultiKueueClusterObserved: ClusterState._on_cluster_observed,
     ev.RemoteWorkloadObserved: ClusterState._on_remote_workload,
+    ev.WorkerQueuesObserved: ClusterState._on_worker_queues,
     ev.OwnerObserved: ClusterState._on_owner_observed,
     ev.ClustersNominated: ClusterState._on_nominated,
     ev.WorkerClusterAssigned: ClusterState._on_cluster_assigned,

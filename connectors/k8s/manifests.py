@@ -233,6 +233,9 @@ def rbac(namespace: str = DEFAULT_NAMESPACE, name: str = DEFAULT_NAME) -> list[d
                    # MultiKueue workers' kubeconfigs: Secrets in Kueue's namespace, named by MultiKueueClusters,
                    # each read and then watched
                    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]},
+                   # ... or ClusterProfiles there (MultiKueueClusterProfile), each read and then watched
+                   {"apiGroups": ["multicluster.x-k8s.io"], "resources": ["clusterprofiles"],
+                    "verbs": ["get", "list", "watch"]},
                    {"apiGroups": ["", ENDPOINT_SLICES.group],
                     "resources": [SERVICES.plural, ENDPOINTS.plural, ENDPOINT_SLICES.plural], "verbs": ["create"]},
                    {"apiGroups": ["", ENDPOINT_SLICES.group],

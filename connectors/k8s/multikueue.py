@@ -10,8 +10,9 @@ the worker that runs a workload, Retry, the local finish); this module only obse
   and then watched (a worker's client is rebuilt when its Secret or MultiKueueCluster changes; a Secret that cannot
   be read is that worker's ``BadKubeConfig`` only), or a file for ``locationType: Path`` (under
   ``/etc/multikueue/kubeconfigs`` while MultiKueueKubeConfigPathValidation is on; read again only once the file
-  changed: :func:`file_version`); a ClusterProfile is not
-  supported (``MultiKueueClusterProfileFeatureDisabled``, as Kueue with that gate off). Each worker's Workloads and Jobs
+  changed: :func:`file_version`), or, under MultiKueueClusterProfile, a ClusterProfile and the Configuration's
+  credential plugin (:mod:`connectors.k8s.clusterprofile`; the gate off, ``MultiKueueClusterProfileFeatureDisabled``,
+  as Kueue). Each worker's Workloads and Jobs
   carrying ``kueue.x-k8s.io/multikueue-origin=<origin>`` are listed and watched (anew on the new label when the
   Configuration's origin changes: :meth:`MultiKueueConnector._rewatch`); whether that works is appended
   as ``MultiKueueClusterObserved`` (connected, or ``BadKubeConfig`` / ``ClientConnectionFailed`` with the error)
@@ -95,7 +96,10 @@ from connectors.k8s import (
 )
 from connectors.k8s import leaderworkerset as lws
 from connectors.k8s.client import KubeClient
-from connectors.k8s.errors import AlreadyExists, Conflict, Gone, KubeError, NotFound
+from connectors.k8s.clusterprofile import GATE_OFF, ClusterProfiles
+from connectors.k8s.errors import AlreadyExists, Conflict, KubeError, NotFound
+from connectors.k8s.follow_one import follow
+from connectors.k8s.follow_one import stopped as _stopped
 from connectors.k8s.framework_webhook import suspended, value_at
 from connectors.k8s.journal import Journal
 from connectors.k8s.json_patch import merge_patched
@@ -814,6 +818,8 @@ class MultiKueueConnector:
         """MultiKueueCluster -> the Active condition last written (status, reason, message)."""
         self._secrets: dict[str, KubeconfigSecret] = {}
         """MultiKueueCluster -> its kubeconfig Secret as last read and watched."""
+        self.profiles = ClusterProfiles(client, self._wake, watch_timeout_s=watch_timeout_s, retry_s=retry_s)
+        """The ClusterProfiles MultiKueueClusters name, under MultiKueueClusterProfile."""
         self._moved: set[str] = set()
         """Workload keys whose state in the log moved since the last pass (:meth:`_on_applied`)."""
         self._all_moved = True
@@ -881,6 +887,7 @@ class MultiKueueConnector:
                 await self._stop(w)
             for name in sorted(self._secrets):
                 await self._stop_secret(name)
+            await self.profiles.close()
 
     async def _forward(self, signal: Any) -> None:
         while True:
@@ -993,6 +1000,8 @@ class MultiKueueConnector:
             await self._stop_secret(name)
         for name in sorted(set(self._files) - set(clusters)):
             del self._files[name]
+        for name in sorted(set(self.profiles.followed) - set(clusters)):
+            await self.profiles.forget(name)
         for name in sorted(clusters):
             read = await self._kubeconfig(clusters[name], config)
             if read is None:
@@ -1030,12 +1039,13 @@ class MultiKueueConnector:
         the Secret, not by every log move."""
         kc = cluster.spec.cluster_source.kube_config
         name = cluster.metadata.name
+        if kc is not None:
+            await self.profiles.forget(name)
         if kc is None or kc.location_type == "Path":
             await self._stop_secret(name)
-            if kc is None:  # kueue-es runs no ClusterProfile support: as Kueue with its gate off
+            if kc is None:
                 self._files.pop(name, None)
-                return (b"", "load client config failed: MultiKueueClusterProfile feature gate is disabled",
-                        "MultiKueueClusterProfileFeatureDisabled")
+                return await self._profile_kubeconfig(cluster, config)
             return self._kubeconfig_file(name, kc.location, config)
         self._files.pop(name, None)
         watched = self._secrets.get(name)
@@ -1044,6 +1054,18 @@ class MultiKueueConnector:
             watched = self._secrets[name] = KubeconfigSecret(kc.location, config.namespace)
             watched.task = asyncio.create_task(self._watch_secret(watched), name=f"mk-secret-{name}")
         return _with_reason(watched.data, watched.error) if watched.read else None
+
+    async def _profile_kubeconfig(self, cluster: o.MultiKueueCluster,
+                                  config: SchedulerConfig) -> tuple[bytes, str, str] | None:
+        """A worker named by a ClusterProfile: reached with the credentials of the Configuration's plugin under
+        MultiKueueClusterProfile (:mod:`connectors.k8s.clusterprofile`), refused while it is off."""
+        name = cluster.metadata.name
+        ref = cluster.spec.cluster_source.cluster_profile_ref
+        if ref is None or not config.gate(gates.MULTIKUEUE_CLUSTER_PROFILE):
+            await self.profiles.forget(name)
+            return b"", *GATE_OFF
+        cp = config.multi_kueue.cluster_profile
+        return await self.profiles.kubeconfig(name, ref.name, config.namespace, cp.providers() if cp else [])
 
     def _kubeconfig_file(self, cluster: str, location: str, config: SchedulerConfig) -> tuple[bytes, str, str]:
         """A ``locationType: Path`` kubeconfig: only from under :attr:`kubeconfig_dir` while
@@ -1072,30 +1094,15 @@ class MultiKueueConnector:
         manager's apiserver unreachable) is that worker's bad config, retried, the other workers served meanwhile
         (Kueue reports a client config it cannot load on its cluster and requeues it); once read, a watch cut
         keeps the kubeconfig in use while the Secret is read again."""
-        selector = f"metadata.name={s.location}"
-        while True:
-            try:
-                page = await self.client.list(SECRETS, field_selector=selector, namespace=s.namespace)
-                self._secret_seen(s, msgspec.json.decode(page.items[0]) if page.items else None)
-                rv = page.metadata.resource_version
-                while True:
-                    async for e in self.client.watch(SECRETS, rv, timeout_seconds=self.watch_timeout_s,
-                                                     field_selector=selector, namespace=s.namespace):
-                        obj = msgspec.json.decode(e.object)
-                        rv = (obj.get("metadata") or {}).get("resourceVersion", rv)
-                        if e.type != "BOOKMARK":
-                            self._secret_seen(s, None if e.type == "DELETED" else obj)
-            except asyncio.CancelledError:
-                raise
-            except Gone:
-                continue  # the watch fell behind: read it again
-            except Exception as exc:  # noqa: BLE001 - whatever kept the Secret from being read, it is a bad config
-                if not s.read or s.error:
-                    self._secret_read(s, b"", f'secrets "{s.location}": {exc or type(exc).__name__}')
-                else:  # a kubeconfig read before stays in use (Kueue reads it from its informer's cache)
-                    log.warning("MultiKueue kubeconfig Secret not followed, will retry", secret=s.location,
-                                error=str(exc))
-                await asyncio.sleep(self.retry_s)
+        def failed(exc: Exception) -> None:
+            if not s.read or s.error:
+                self._secret_read(s, b"", f'secrets "{s.location}": {exc or type(exc).__name__}')
+            else:  # a kubeconfig read before stays in use (Kueue reads it from its informer's cache)
+                log.warning("MultiKueue kubeconfig Secret not followed, will retry", secret=s.location,
+                            error=str(exc))
+
+        await follow(self.client, SECRETS, s.location, s.namespace, seen=partial(self._secret_seen, s),
+                     failed=failed, watch_timeout_s=self.watch_timeout_s, retry_s=self.retry_s)
 
     def _secret_seen(self, s: KubeconfigSecret, secret: dict[str, Any] | None) -> None:
         if secret is None:
@@ -1654,22 +1661,6 @@ class MultiKueueConnector:
             except NotFound:
                 return False
         return ((raw.get("metadata") or {}).get("labels") or {}).get(ORIGIN_LABEL) == origin
-
-
-async def _stopped(task: asyncio.Task) -> None:
-    """Cancel ``task`` and wait for its end, whatever it raised, without swallowing a cancellation of the caller
-    that comes meanwhile (a shutdown while a worker's watches were being stopped: the connector's loop would go on,
-    and its task group wait for it)."""
-    caller = asyncio.current_task()
-    cancels = caller.cancelling() if caller is not None else 0
-    task.cancel()
-    try:
-        await task
-    except asyncio.CancelledError:
-        if caller is not None and caller.cancelling() > cancels:
-            raise
-    except Exception:  # the task's own failure ends with it
-        pass
 
 
 async def _all_or_none(*followers: Any) -> None:

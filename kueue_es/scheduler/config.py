@@ -150,6 +150,53 @@ def external_kind(name: str) -> tuple[str, str] | None:
     return (f"{group}/{version}" if group else version), kind
 
 
+EXEC_INTERACTIVE_MODES = ("Never", "IfAvailable", "Always")
+"""A credential plugin's ``interactiveMode`` values Kubernetes' client library knows."""
+
+
+class ExecEnvVar(_Cfg):
+    name: str = ""
+    value: str = ""
+
+
+class ExecConfig(_Cfg):
+    """A Kubernetes client credential plugin (a kubeconfig user's ``exec``, in the client library's field names):
+    the command run, with its arguments and extra environment, to get a worker's credentials."""
+
+    command: str = ""
+    args: list[str] = []
+    env: list[ExecEnvVar] = []
+    api_version: str = ""
+    """The ``client.authentication.k8s.io`` version of the ExecCredential the plugin is handed and answers."""
+    install_hint: str = ""
+    provide_cluster_info: bool = False
+    """Whether the plugin is handed the worker's cluster (server, CA, the profile's exec extension) in
+    ``KUBERNETES_EXEC_INFO``."""
+    interactive_mode: str = ""
+
+
+class AccessProvider(_Cfg):
+    """One ``multiKueue.clusterProfile.accessProviders`` entry: a ClusterProfile access provider's name and the
+    plugin that gets credentials for it."""
+
+    name: str = ""
+    exec_config: ExecConfig = ExecConfig()
+
+
+class ClusterProfileConfig(_Cfg):
+    """Kueue's ``multiKueue.clusterProfile`` (read under MultiKueueClusterProfile)."""
+
+    access_providers: list[AccessProvider] = []
+    credentials_providers: list[AccessProvider] = []
+    """Deprecated spelling of ``accessProviders``; not both."""
+
+    def providers(self) -> list[AccessProvider]:
+        """The providers in force, in order: ``accessProviders``, then any ``credentialsProviders`` entry of a name
+        not among them (Kueue's defaulting merges the old list into the new)."""
+        names = {p.name for p in self.access_providers}
+        return [*self.access_providers, *(p for p in self.credentials_providers if p.name not in names)]
+
+
 class MultiKueueSettings(_Cfg):
     """Kueue's ``multiKueue`` section, with Kueue's defaults."""
 
@@ -170,6 +217,9 @@ class MultiKueueSettings(_Cfg):
     external_frameworks: list[ExternalFramework] = []
     """Custom job kinds run by MultiKueue's generic adapter under MultiKueueAdaptersForCustomJobs
     (:func:`kueue_es.scheduler.multikueue.adapters_in_force`)."""
+    cluster_profile: ClusterProfileConfig | None = None
+    """The credential plugins by which workers named by a ClusterProfile are reached
+    (:mod:`connectors.k8s.clusterprofile`)."""
 
 
 class CustomLabelConfig(_Cfg):
@@ -517,12 +567,35 @@ def _validate_external_frameworks(cfg: SchedulerConfig, source: str) -> None:
             raise InvalidInput(f"{at}: invalid value {entry.name!r}: conflicts with a built-in MultiKueue adapter")
 
 
+def _validate_cluster_profile(cp: ClusterProfileConfig, source: str) -> None:
+    """Kueue's checks of ``multiKueue.clusterProfile``: not both lists; each provider of the list in use named,
+    its plugin with a command, an apiVersion, named env entries and a known interactiveMode."""
+    at = f"{source}: field `multiKueue.clusterProfile"
+    if cp.access_providers and cp.credentials_providers:
+        raise InvalidInput(f"{at}.credentialsProviders`: must not be specified when accessProviders is specified")
+    field = "accessProviders" if cp.access_providers else "credentialsProviders"
+    for i, p in enumerate(cp.access_providers or cp.credentials_providers):
+        where = f"{at}.{field}[{i}]"
+        ex = p.exec_config
+        missing = [name for name, value in (("name", p.name), ("execConfig.command", ex.command),
+                                            ("execConfig.apiVersion", ex.api_version),
+                                            ("execConfig.interactiveMode", ex.interactive_mode)) if not value]
+        missing += [f"execConfig.env[{j}].name" for j, v in enumerate(ex.env) if not v.name]
+        if missing:
+            raise InvalidInput(f"{where}.{missing[0]}`: must be specified")
+        if ex.interactive_mode not in EXEC_INTERACTIVE_MODES:
+            raise InvalidInput(f"{where}.execConfig.interactiveMode`: unsupported value {ex.interactive_mode!r} "
+                               f"(supported: {', '.join(EXEC_INTERACTIVE_MODES)})")
+
+
 def _validate_multikueue(mk: MultiKueueSettings, source: str) -> None:
     for name, value in (("gcInterval", mk.gc_interval), ("workerLostTimeout", mk.worker_lost_timeout),
                         ("singleClusterPreemptionTimeout", mk.single_cluster_preemption_timeout)):
         parse_duration(value, f"{source}: field `multiKueue.{name}`")
     if not mk.origin:
         raise InvalidInput(f"{source}: field `multiKueue.origin` must not be empty")
+    if mk.cluster_profile is not None:
+        _validate_cluster_profile(mk.cluster_profile, source)
     incremental = mk.incremental_dispatcher_config
     if incremental is None:
         return

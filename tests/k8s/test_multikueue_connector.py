@@ -571,8 +571,8 @@ def _appending(mk: MultiKueueConnector) -> list[ev.AnyEvent]:
 
 @pytest.mark.asyncio
 async def test_a_cluster_profile_reference_is_reported_as_kueue_reports_it_with_its_gate_off(tmp_path: Path) -> None:
-    """kueue-es runs no ClusterProfile support, as Kueue with MultiKueueClusterProfile (alpha) off: the cluster's
-    reason and message are that gate's."""
+    """With MultiKueueClusterProfile (alpha) off, as by default, a cluster naming a ClusterProfile is not reached:
+    its reason and message are that gate's, as in Kueue (on: :mod:`tests.k8s.test_clusterprofile_access`)."""
     from events import objects as o
 
     mk = _connector(_state(tmp_path), {})

@@ -90,9 +90,9 @@ def test_classes_with_sources_are_matched_against_their_drivers_devices_only() -
     assert "0 device(s) match in the cluster but 1 requested" in claim_charge("main", CLAIMS, view)[1]
 
 
-def _fold(*events: ev.Event) -> ClusterState:
+def _fold(*events: ev.Event, tmpl: o.ResourceClaimTemplate | None = None) -> ClusterState:
     state = ClusterState()
-    tmpl = msgspec.convert({"metadata": {"name": "t", "namespace": "team"}, "spec": {"spec": {"devices": {
+    tmpl = tmpl or msgspec.convert({"metadata": {"name": "t", "namespace": "team"}, "spec": {"spec": {"devices": {
         "requests": [{"name": "r", "exactly": {"deviceClassName": "gpu", "selectors": [{"cel": {"expression": A100}}]}}]
     }}}}, o.ResourceClaimTemplate)
     document = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
@@ -142,3 +142,23 @@ def test_the_pod_set_memo_keys_on_a_digest_of_the_devices_not_on_all_of_them() -
     short = _view(spec, (_device("g0"), _device("h0", "h100")))
     assert pod_set_info(_pod_set(), dra=few).dra_error == ""
     assert "insufficient matching devices" in pod_set_info(_pod_set(), dra=short).dra_error
+
+
+def test_whether_templates_select_is_asked_anew_after_a_template_changes() -> None:
+    """The fold remembers whether some template has CEL selectors (asked on every DeviceClass and ResourceSlice
+    event); a template gaining selectors after the answer was taken must make the next slice count again."""
+    selecting = _fold().claim_templates["team/t"]
+    plain = msgspec.convert({"metadata": {"name": "t", "namespace": "team"}, "spec": {"spec": {"devices": {
+        "requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}]}}}}, o.ResourceClaimTemplate)
+    state = _fold(tmpl=plain)  # its DeviceClass event asks: no template selects
+
+    def slice_of(model: str, generation: int) -> o.ResourceSlice:
+        return msgspec.convert({"metadata": {"name": "s0"}, "spec": {
+            "driver": DRIVER, "pool": {"name": "p", "generation": generation, "resourceSliceCount": 1},
+            "devices": [{"name": "g0", "attributes": {"model": {"string": model}}}]}}, o.ResourceSlice)
+
+    for event in (upsert(slice_of("h100", 1), 4), upsert(selecting, 5)):
+        state.apply(ev.Record(state.offset + 1, event))
+    assert "0 device(s) match in the cluster but 1 requested" in workload_problem(state.workloads["team/w"].pod_sets)
+    state.apply(ev.Record(state.offset + 1, upsert(slice_of("a100", 2), 6)))
+    assert workload_problem(state.workloads["team/w"].pod_sets) == ""

@@ -1,0 +1,270 @@
+"""MultiKueueClusterProfile (alpha): a MultiKueueCluster naming a ClusterProfile is reached with the credentials
+of the Configuration's ``multiKueue.clusterProfile`` plugin (:mod:`connectors.k8s.clusterprofile`). The pure
+parts: the Configuration's checks, the provider chosen, what the plugin is handed and what its answer gives; the
+plugin run for real; the gate's reading in the MultiKueue connector."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import yaml
+
+from connectors.k8s import clusterprofile as cp
+from connectors.k8s import manifests
+from connectors.k8s.kubeconfig_checks import insecure_reason
+from events.errors import InvalidInput
+from kueue_es.scheduler.config import AccessProvider, ExecConfig, load_config
+
+V1 = "client.authentication.k8s.io/v1"
+
+
+def _provider(name: str, command: str = "plugin", **exec_kw: Any) -> dict[str, Any]:
+    ex = {"command": command, "apiVersion": V1, "interactiveMode": "Never", **exec_kw}
+    return {"name": name, "execConfig": ex}
+
+
+def _config(**cluster_profile: Any) -> Any:
+    return load_config({"multiKueue": {"clusterProfile": cluster_profile}}, "cfg")
+
+
+# --- the Configuration ----------------------------------------------------------------------------------------------
+
+def test_credentials_providers_are_merged_after_access_providers_of_other_names() -> None:
+    cfg = _config(accessProviders=[_provider("secretreader", "access"), _provider("kubelogin")],
+                  credentialsProviders=[])
+    assert [p.name for p in cfg.multi_kueue.cluster_profile.providers()] == ["secretreader", "kubelogin"]
+    legacy = _config(credentialsProviders=[_provider("secretreader", "old")])
+    assert [(p.name, p.exec_config.command) for p in legacy.multi_kueue.cluster_profile.providers()] == [
+        ("secretreader", "old")]
+
+
+@pytest.mark.parametrize(("section", "message"), [
+    ({"accessProviders": [_provider("a")], "credentialsProviders": [_provider("b")]},
+     "cfg: field `multiKueue.clusterProfile.credentialsProviders`: must not be specified when accessProviders is "
+     "specified"),
+    ({"accessProviders": [_provider("")]}, "cfg: field `multiKueue.clusterProfile.accessProviders[0].name`: must be "
+                                           "specified"),
+    ({"credentialsProviders": [_provider("a", "")]},
+     "cfg: field `multiKueue.clusterProfile.credentialsProviders[0].execConfig.command`: must be specified"),
+    ({"accessProviders": [_provider("a"), _provider("b", apiVersion="")]},
+     "cfg: field `multiKueue.clusterProfile.accessProviders[1].execConfig.apiVersion`: must be specified"),
+    ({"accessProviders": [_provider("a", interactiveMode="")]},
+     "cfg: field `multiKueue.clusterProfile.accessProviders[0].execConfig.interactiveMode`: must be specified"),
+    ({"accessProviders": [_provider("a", interactiveMode="Sometimes")]},
+     "cfg: field `multiKueue.clusterProfile.accessProviders[0].execConfig.interactiveMode`: unsupported value "
+     "'Sometimes' (supported: Never, IfAvailable, Always)"),
+    ({"accessProviders": [_provider("a", env=[{"name": "", "value": "v"}])]},
+     "cfg: field `multiKueue.clusterProfile.accessProviders[0].execConfig.env[0].name`: must be specified"),
+])
+def test_the_cluster_profile_section_is_checked_as_kueue_checks_it(section: dict[str, Any], message: str) -> None:
+    with pytest.raises(InvalidInput) as err:
+        _config(**section)
+    assert str(err.value) == message
+
+
+# --- the provider chosen ----------------------------------------------------------------------------------------------
+
+def _profile(name: str = "p", access: list[dict[str, Any]] | None = None,
+             credential: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    status: dict[str, Any] = {}
+    if access is not None:
+        status["accessProviders"] = access
+    if credential is not None:
+        status["credentialProviders"] = credential
+    return {"metadata": {"name": name, "namespace": "kueue-system"}, "status": status}
+
+
+def _ap(name: str) -> AccessProvider:
+    return AccessProvider(name=name, exec_config=ExecConfig(command="x", api_version=V1, interactive_mode="Never"))
+
+
+def test_the_first_configured_provider_the_profile_offers_is_used_access_providers_over_credential_ones() -> None:
+    profile = _profile(access=[{"name": "b", "cluster": {"server": "https://b:6443"}},
+                               {"name": "c", "cluster": {"server": "https://c-new:6443"}}],
+                       credential=[{"name": "c", "cluster": {"server": "https://c-old:6443"}}])
+    provider, cluster = cp.accessor(profile, [_ap("a"), _ap("c"), _ap("b")])
+    assert (provider.name, cluster["server"]) == ("c", "https://c-new:6443")
+    provider, cluster = cp.accessor(_profile(credential=[{"name": "a", "cluster": {"server": "https://a"}}]),
+                                    [_ap("a")])
+    assert (provider.name, cluster["server"]) == ("a", "https://a")
+
+
+def test_a_profile_offering_no_configured_provider_is_refused_in_the_inventory_librarys_words() -> None:
+    assert cp.accessor(_profile("p1", access=[{"name": "other", "cluster": {}}]), [_ap("a")]) == (
+        'no matching cluster accessor found for cluster profile "p1"')
+    assert cp.accessor(_profile("p2"), []) == 'no matching cluster accessor found for cluster profile "p2"'
+
+
+# --- what the plugin is handed and what its answer gives -------------------------------------------------------------
+
+CLUSTER = {"server": "https://worker.example:6443", "certificate-authority-data": "Q0E=",
+           "proxy-url": "http://proxy:3128", "insecure-skip-tls-verify": True,
+           "extensions": [{"name": "other", "extension": {"x": 1}},
+                          {"name": cp.EXEC_EXTENSION, "extension": {"audience": "workers"}}]}
+
+
+def test_the_plugin_is_handed_the_cluster_only_when_it_asks_for_it_never_interactive() -> None:
+    ex = ExecConfig(command="x", api_version=V1, interactive_mode="IfAvailable", provide_cluster_info=True)
+    assert cp.exec_info(ex, CLUSTER) == {"apiVersion": V1, "kind": "ExecCredential", "spec": {
+        "interactive": False, "cluster": {"server": "https://worker.example:6443",
+                                          "certificate-authority-data": "Q0E=", "proxy-url": "http://proxy:3128",
+                                          "config": {"audience": "workers"}}}}
+    plain = ExecConfig(command="x", api_version=V1, interactive_mode="Never")
+    assert cp.exec_info(plain, CLUSTER)["spec"] == {"interactive": False}
+
+
+def _answer(status: Any, api_version: str = V1) -> bytes:
+    return json.dumps({"apiVersion": api_version, "kind": "ExecCredential", "status": status}).encode()
+
+
+def test_a_plugins_answer_gives_a_token_or_a_certificate_pair_with_its_expiry() -> None:
+    got = cp.credential(_answer({"token": "t", "expirationTimestamp": "2030-01-01T00:00:00Z"}), V1)
+    assert got == cp.Credential(token="t", expires_s=1893456000.0)
+    got = cp.credential(_answer({"clientCertificateData": "CERT", "clientKeyData": "KEY"}), V1)
+    assert got == cp.Credential(client_certificate_data="CERT", client_key_data="KEY")
+
+
+@pytest.mark.parametrize(("stdout", "message"), [
+    (b"not json", "decoding stdout: "),
+    (_answer({"token": "t"}, "client.authentication.k8s.io/v1beta1"),
+     f"exec plugin is configured to use API version {V1}, plugin returned version "
+     "client.authentication.k8s.io/v1beta1"),
+    (json.dumps({"apiVersion": V1, "kind": "ExecCredential"}).encode(), "exec plugin didn't return a status field"),
+    (_answer({}), "exec plugin didn't return a token or cert/key pair"),
+    (_answer({"clientCertificateData": "CERT"}), "exec plugin returned only certificate or key, not both"),
+])
+def test_a_wrong_answer_is_refused_in_the_client_librarys_words(stdout: bytes, message: str) -> None:
+    got = cp.credential(stdout, V1)
+    assert isinstance(got, str) and got.startswith(message)
+
+
+def test_the_workers_kubeconfig_holds_the_profiles_server_and_ca_and_the_plugins_credentials_and_is_not_refused(
+        ) -> None:
+    doc = yaml.safe_load(cp.worker_kubeconfig("p", CLUSTER, cp.Credential(token="t")))
+    assert doc["clusters"] == [{"name": "p", "cluster": {"server": "https://worker.example:6443",
+                                                         "certificate-authority-data": "Q0E="}}]
+    assert doc["users"] == [{"name": "p", "user": {"token": "t"}}]
+    pair = cp.worker_kubeconfig("p", CLUSTER, cp.Credential(client_certificate_data="CERT", client_key_data="KEY"))
+    user = yaml.safe_load(pair)["users"][0]["user"]
+    assert base64.b64decode(user["client-certificate-data"]) == b"CERT"
+    assert base64.b64decode(user["client-key-data"]) == b"KEY"
+    assert insecure_reason(cp.worker_kubeconfig("p", CLUSTER, cp.Credential(token="t"))) == ""
+
+
+def test_a_failing_plugin_is_tried_again_after_kueues_reconnect_backoff() -> None:
+    assert [cp.retry_after(n) for n in range(0, 9)] == [0.0, 5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 320.0, 320.0]
+
+
+# --- the plugin run for real ------------------------------------------------------------------------------------------
+
+def _script(tmp_path: Path, body: str) -> str:
+    path = tmp_path / "plugin.py"
+    path.write_text(f"#!{sys.executable}\nimport json, os, sys\n{body}\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+@pytest.mark.asyncio
+async def test_the_plugin_runs_with_its_env_and_exec_info_and_its_credentials_are_used(tmp_path: Path) -> None:
+    seen = tmp_path / "seen.json"
+    command = _script(tmp_path, f"""
+json.dump({{"info": json.loads(os.environ["KUBERNETES_EXEC_INFO"]), "env": os.environ.get("EXTRA"),
+           "args": sys.argv[1:]}}, open({str(seen)!r}, "w"))
+print(json.dumps({{"apiVersion": {V1!r}, "kind": "ExecCredential", "status": {{"token": "secret-token"}}}}))
+""")
+    ex = msgspec.convert({"command": command, "args": ["--for", "w"], "env": [{"name": "EXTRA", "value": "1"}],
+                          "apiVersion": V1, "interactiveMode": "Never", "provideClusterInfo": True}, ExecConfig)
+    assert await cp.run_plugin(ex, CLUSTER) == cp.Credential(token="secret-token")
+    ran = json.loads(seen.read_text())
+    assert (ran["env"], ran["args"]) == ("1", ["--for", "w"])
+    assert ran["info"]["spec"]["cluster"]["config"] == {"audience": "workers"}
+
+
+@pytest.mark.asyncio
+async def test_a_plugin_that_fails_is_missing_or_of_an_unknown_version_gives_no_credentials(tmp_path: Path) -> None:
+    failing = _script(tmp_path, "sys.exit(3)")
+    ex = ExecConfig(command=failing, api_version=V1, interactive_mode="Never")
+    assert await cp.run_plugin(ex, {}) == f"getting credentials: exec: executable {failing} failed with exit code 3"
+    missing = ExecConfig(command=str(tmp_path / "nope"), api_version=V1, interactive_mode="Never",
+                         install_hint="install it")
+    assert await cp.run_plugin(missing, {}) == (f"getting credentials: exec: executable {tmp_path / 'nope'} not "
+                                                "found\n\ninstall it")
+    old = ExecConfig(command=failing, api_version="client.authentication.k8s.io/v1alpha1", interactive_mode="Never")
+    assert await cp.run_plugin(old, {}) == 'exec plugin: invalid apiVersion "client.authentication.k8s.io/v1alpha1"'
+
+
+# --- the profiles followed ---------------------------------------------------------------------------------------------
+
+class _Profiles(cp.ClusterProfiles):
+    """Profiles as given, not read from an apiserver."""
+
+    def __init__(self, shown: dict[str, dict[str, Any] | None], clock: list[float]) -> None:
+        super().__init__(client=None, wake=asyncio.Event(), clock=lambda: clock[0])  # type: ignore[arg-type]
+        self.shown = shown
+
+    async def _follow(self, f: cp.FollowedProfile) -> None:
+        self._read(f, self.shown.get(f.name), "")
+
+
+async def _settled(profiles: _Profiles, *args: Any) -> tuple[bytes, str, str] | None:
+    got = await profiles.kubeconfig(*args)
+    if got is None:
+        await asyncio.sleep(0)
+        got = await profiles.kubeconfig(*args)
+    return got
+
+
+@pytest.mark.asyncio
+async def test_the_active_conditions_reasons_missing_unmatched_untrusted_and_a_failing_plugin_retried_later(
+        tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    command = _script(tmp_path, f"""
+open({str(runs)!r}, "a").write("x")
+if not os.path.exists({str(tmp_path / 'ok')!r}):
+    sys.exit(1)
+print(json.dumps({{"apiVersion": {V1!r}, "kind": "ExecCredential", "status": {{"token": "t"}}}}))
+""")
+    provider = AccessProvider(name="a", exec_config=ExecConfig(command=command, api_version=V1,
+                                                               interactive_mode="Never"))
+    clock = [1000.0]
+    profiles = _Profiles({"untrusted": _profile("untrusted", access=[{"name": "a", "cluster": {"server": "x_y"}}]),
+                          "other": _profile("other", access=[{"name": "b", "cluster": {}}]),
+                          "good": _profile("good", access=[{"name": "a", "cluster": {"server": "https://w:6443"}}])},
+                         clock)
+    try:
+        assert await _settled(profiles, "c1", "gone", "kueue-system", [provider]) == (
+            b"", 'load client config failed: ClusterProfile.multicluster.x-k8s.io "gone" not found',
+            "BadClusterProfile")
+        assert await _settled(profiles, "c2", "other", "kueue-system", [provider]) == (
+            b"", 'load client config failed: no matching cluster accessor found for cluster profile "other"',
+            "BadClusterProfile")
+        assert await _settled(profiles, "c3", "untrusted", "kueue-system", [provider]) == (
+            b"", "load client config failed: untrusted server endpoint", "BadRestConfig")
+        failed = (b"", f"getting credentials: exec: executable {command} failed with exit code 1",
+                  "ClientConnectionFailed")
+        assert await _settled(profiles, "c4", "good", "kueue-system", [provider]) == failed
+        (tmp_path / "ok").touch()
+        clock[0] += 4.0  # within the 5 s backoff: not run again
+        assert await profiles.kubeconfig("c4", "good", "kueue-system", [provider]) == failed
+        assert runs.read_text() == "x"
+        clock[0] += 1.0
+        source, error, reason = await profiles.kubeconfig("c4", "good", "kueue-system", [provider])  # type: ignore[misc]
+        assert (error, reason) == ("", "")
+        assert yaml.safe_load(source)["users"] == [{"name": "good", "user": {"token": "t"}}]
+        again = await profiles.kubeconfig("c4", "good", "kueue-system", [provider])
+        assert again == (source, "", "") and runs.read_text() == "xx"  # kept: no expiry, nothing changed
+    finally:
+        await profiles.close()
+
+
+def test_kueue_es_may_read_and_watch_the_cluster_profiles_of_its_namespace() -> None:
+    [role] = [d for d in manifests.rbac() if d["kind"] == "Role" and d["metadata"]["name"].endswith("leader-election")]
+    assert {"apiGroups": [cp.GROUP], "resources": [cp.CLUSTER_PROFILES.plural],
+            "verbs": ["get", "list", "watch"]} in role["rules"]
