@@ -38,9 +38,15 @@ def _ports_of(containers: list[o.Container], out: list[HostPort]) -> None:
 def host_ports(spec: o.PodSpec) -> tuple[HostPort, ...]:
     """The host ports a pod of ``spec`` takes on its node (the scheduler's ``GetHostPorts``), sorted."""
     out: list[HostPort] = []
-    _ports_of([c for c in spec.init_containers if c.restart_policy == "Always"], out)
-    _ports_of(spec.containers, out)
-    return tuple(sorted(set(out)))
+    for c in spec.containers:
+        if c.ports:
+            _ports_of(spec.containers, out)
+            break
+    for c in spec.init_containers:
+        if c.ports:
+            _ports_of([c for c in spec.init_containers if c.restart_policy == "Always"], out)
+            break
+    return tuple(sorted(set(out))) if out else ()
 
 
 def conflict(wanted: tuple[HostPort, ...], held: tuple[HostPort, ...]) -> bool:
@@ -68,21 +74,19 @@ class HostPorts:
 
     def pod_changed(self, key: str, pod: o.Pod | None, workload_annotation: str) -> None:
         """Pod ``key`` is now ``pod`` (None: deleted); its owner is named by its ``workload_annotation``."""
-        new = None
-        if pod is not None and pod.spec.node_name and pod.status.phase not in ("Succeeded", "Failed"):
-            ports = host_ports(pod.spec)
-            if ports:
-                name = pod.metadata.annotations.get(workload_annotation, "")
-                owner = f"{pod.metadata.namespace}/{name}" if name else ""
-                new = (pod.spec.node_name, owner, ports)
-        old = self.pods.get(key)
-        if new == old:
+        ports = host_ports(pod.spec) if pod is not None and pod.spec.node_name and \
+            pod.status.phase not in ("Succeeded", "Failed") else ()
+        if not ports:
+            if key in self.pods:
+                del self.pods[key]
+                self.generation += 1
             return
-        if new is None:
-            del self.pods[key]
-        else:
+        assert pod is not None
+        name = pod.metadata.annotations.get(workload_annotation, "")
+        new = (pod.spec.node_name, f"{pod.metadata.namespace}/{name}" if name else "", ports)
+        if self.pods.get(key) != new:
             self.pods[key] = new
-        self.generation += 1
+            self.generation += 1
 
     def by_node(self) -> dict[str, tuple[Holder, ...]]:
         """Node name -> the holders on it, in pod key order."""
