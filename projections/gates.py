@@ -79,6 +79,7 @@ TAS_MULTI_LAYER_TOPOLOGY = "TASMultiLayerTopology"
 TAS_PROFILE_MIXED = "TASProfileMixed"
 TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX = "TASAssignmentsEncodingByHostnamePrefix"
 TAS_RESPECT_NODE_AFFINITY_PREFERRED = "TASRespectNodeAffinityPreferred"
+SCHEDULER_LIBRARY_INTEGRATION = "SchedulerLibraryIntegration"
 VISIBILITY_ON_DEMAND = "VisibilityOnDemand"
 UNADMITTED_WORKLOADS_OBSERVABILITY = "UnadmittedWorkloadsObservability"
 QUOTA_CHECK_STRATEGY = "QuotaCheckStrategy"
@@ -221,7 +222,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "TASCacheNodeMatchResults": (BETA, True),
     "TASCachingRemainingResources": (BETA, True),
     "TASCacheTopologyTree": (BETA, True),
-    "SchedulerLibraryIntegration": (ALPHA, False),
+    SCHEDULER_LIBRARY_INTEGRATION: (ALPHA, False),
     "VectorizedResourceRequests": (BETA, True),
     WORKLOAD_VALIDATE_RESOURCES_ARE_NON_NEGATIVE: (BETA, True),
     TAS_VALIDATE_WORKLOAD_SLICE_SIZE: (BETA, True),
@@ -305,7 +306,7 @@ MODELLED = INTERNAL_ONLY | frozenset({
     POD_INTEGRATION_VALIDATE_GROUP_OWNER, PRIORITIZE_PREEMPTOR_WORKLOADS, PRIORITY_BOOST, "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY,
     "ReclaimablePods", RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP,
     REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS, REMOVE_FINALIZERS_WITH_STRICT_PATCH, RESERVED_RESOURCE_NAME_VALIDATION,
-    SCHEDULING_EQUIVALENCE_HASHING,
+    SCHEDULER_LIBRARY_INTEGRATION, SCHEDULING_EQUIVALENCE_HASHING,
     SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME, SHORT_WORKLOAD_NAMES,
     SKIP_ANCESTOR_CHECK_FOR_DELETED_WORKLOADS, SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS, TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX, TAS_BALANCED_PLACEMENT,
     TAS_FAILED_NODE_REPLACEMENT, TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST, TAS_HANDLE_OVERLAPPING_FLAVORS,
@@ -328,7 +329,13 @@ or being deleted, a taint change, a restart), while kueue-es, whose rules look w
 wakes at the end of the 30 s (:func:`kueue_es.scheduler.nodefailure.next_wait_end`).
 SkipAncestorCheckForDeletedWorkloads is read by the webhooks that default on update too (LeaderWorkerSets,
 Deployments, StatefulSets: :func:`connectors.k8s.framework_webhook.managed_above`); the others default at creation
-only, when nothing is being deleted."""
+only, when nothing is being deleted.
+SchedulerLibraryIntegration (alpha) is modelled as the node filter Kueue runs through the scheduler-library
+(:mod:`kueue_es.scheduler.tas.library`): its profile is NodeUnschedulable, TaintToleration, NodeAffinity and NodePorts,
+whose inputs (nodes, pod sets, bound pods' host ports) the log holds; NodeResourcesFit, InterPodAffinity, the volume
+and DRA plugins are not in it. Left as edge cases: host ports of pods not yet bound (Kueue too tracks only bound
+pods) and of the set's own other pods on one node; Kueue's simulator can also be given admitted workloads to stand in
+for with virtual pods on their assigned nodes, which only its tests do in the sources read."""
 
 
 PARTLY = frozenset({CONCURRENT_ADMISSION})
