@@ -240,16 +240,29 @@ async def multikueue_queues(kc, sfx: str, worker: str, check: str) -> tuple[str,
     return ns, cq
 
 
-async def _worker_queues(wc, ns: str, sfx: str) -> None:
-    """The worker: the same namespace and LocalQueue, a ClusterQueue of its own."""
+async def _worker_queues(wc, ns: str, sfx: str, **cq_spec: Any) -> None:
+    """The worker: the same namespace and LocalQueue, a ClusterQueue of its own (``cq_spec`` added to its spec)."""
     await wc.create(BY_KIND["Namespace"], {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     await create(wc, {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": f"wf-{sfx}"}})
     await create(wc, {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": f"wcq-{sfx}"},
-                      "spec": {"namespaceSelector": {}, "resourceGroups": [{
+                      "spec": {**cq_spec, "namespaceSelector": {}, "resourceGroups": [{
                           "coveredResources": ["cpu"],
                           "flavors": [{"name": f"wf-{sfx}", "resources": [{"name": "cpu", "nominalQuota": 4}]}]}]}})
     await create(wc, {"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": {"name": "user-queue", "namespace": ns},
                       "spec": {"clusterQueue": f"wcq-{sfx}"}})
+
+
+@contextlib.asynccontextmanager
+async def _manager_and_worker(kube_apiserver, worker_apiserver, **worker_cq: Any) -> AsyncIterator[SimpleNamespace]:
+    """Both apiservers with Kueue's CRDs, the manager's queues behind a MultiKueue check and the worker's
+    (``worker_cq`` added to its ClusterQueue's spec): (kc, wc, ns, cq, worker, sfx)."""
+    async with await connect(kube_apiserver) as kc, await connect(worker_apiserver) as wc:
+        await crds.install(kc)
+        await crds.install(wc)
+        sfx = secrets.token_hex(3)
+        ns, cq, worker, _ = await _manager_queues(kc, worker_apiserver, sfx)
+        await _worker_queues(wc, ns, sfx, **worker_cq)
+        yield SimpleNamespace(kc=kc, wc=wc, ns=ns, cq=cq, worker=worker, sfx=sfx)
 
 
 @contextlib.asynccontextmanager
@@ -1025,12 +1038,8 @@ async def test_manager_quota_follows_the_worker_cluster_queues(kube_apiserver, w
     it when the worker's changes; the fold schedules with it."""
     gate_on = load_config({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
                            "featureGates": {"MultiKueueManagerQuotaAutomation": True}})
-    async with await connect(kube_apiserver) as kc, await connect(worker_apiserver) as wc:
-        await crds.install(kc)
-        await crds.install(wc)
-        sfx = secrets.token_hex(3)
-        ns, cq, _, _ = await _manager_queues(kc, worker_apiserver, sfx)
-        await _worker_queues(wc, ns, sfx)
+    async with _manager_and_worker(kube_apiserver, worker_apiserver) as c:
+        kc, wc, cq, sfx = c.kc, c.wc, c.cq, c.sfx
         async with kueue_es(kc, tmp_path / "manager-log", config=gate_on) as (_, journal):
             async def condition(reason: str) -> dict[str, Any] | None:
                 c = _cond(await get(kc, "ClusterQueue", cq), "MultiKueueManagerQuotaAutomation")
@@ -1072,19 +1081,9 @@ async def test_a_gated_copy_preempts_on_the_worker_only_once_the_manager_opens_i
     gate = "kueue.x-k8s.io/multikueue"
     config = load_config({"integrations": {"frameworks": ["batch/job"]},
                           "featureGates": {"MultiKueueOrchestratedPreemption": True}})
-    async with await connect(kube_apiserver) as kc, await connect(worker_apiserver) as wc:
-        await crds.install(kc)
-        await crds.install(wc)
-        sfx = secrets.token_hex(3)
-        ns, _, worker, _ = await _manager_queues(kc, worker_apiserver, sfx)
-        await wc.create(BY_KIND["Namespace"], {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-        await create(wc, {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": f"wf-{sfx}"}})
-        await create(wc, {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": f"wcq-{sfx}"},
-                          "spec": {"namespaceSelector": {}, "preemption": {"withinClusterQueue": "LowerPriority"},
-                                   "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-                                       {"name": f"wf-{sfx}", "resources": [{"name": "cpu", "nominalQuota": 4}]}]}]}})
-        await create(wc, {"apiVersion": KUEUE, "kind": "LocalQueue",
-                          "metadata": {"name": "user-queue", "namespace": ns}, "spec": {"clusterQueue": f"wcq-{sfx}"}})
+    async with _manager_and_worker(kube_apiserver, worker_apiserver,
+                                   preemption={"withinClusterQueue": "LowerPriority"}) as c:
+        kc, wc, ns, worker, sfx = c.kc, c.wc, c.ns, c.worker, c.sfx
         for kube in (kc, wc):
             await create(kube, {"apiVersion": KUEUE, "kind": "WorkloadPriorityClass",
                                 "metadata": {"name": f"high-{sfx}"}, "value": 100})
