@@ -1,6 +1,6 @@
 """MultiKueue on a manager: the worker clusters' side of Kueue's MultiKueue controllers (its adapters' kinds:
 batch/v1 Jobs, plain Pods and pod groups, JobSets, the Kubeflow training jobs, MPIJobs, RayJobs, RayClusters, RayServices, AppWrappers,
-TrainJobs, LeaderWorkerSets).
+TrainJobs, LeaderWorkerSets, StatefulSets).
 
 Everything decided is decided by the pure side from the log (:mod:`kueue_es.scheduler.multikueue`: nominations,
 the worker that runs a workload, Retry, the local finish); this module only observes and applies:
@@ -95,6 +95,7 @@ from connectors.k8s import (
     trainjob,
 )
 from connectors.k8s import leaderworkerset as lws
+from connectors.k8s import statefulset_multikueue as sts_mk
 from connectors.k8s.client import KubeClient
 from connectors.k8s.clusterprofile import GATE_OFF, ClusterProfiles
 from connectors.k8s.errors import AlreadyExists, Conflict, KubeError, NotFound
@@ -118,6 +119,7 @@ from connectors.k8s.resources import (
     RAYJOBS,
     RAYSERVICES,
     SECRETS,
+    STATEFUL_SETS,
     TRAINJOBS,
     Resource,
 )
@@ -492,6 +494,8 @@ ADAPTERS = {
     (TRAINJOBS.api_version, TRAINJOBS.kind): Adapter(TRAINJOBS, trainjob_copy, in_log=False),
     (LEADER_WORKER_SETS.api_version, LEADER_WORKER_SETS.kind): Adapter(LEADER_WORKER_SETS, lws_copy, in_log=False,
                                                                        mirrors_status=False, grouped=True),
+    sts_mk.KIND: Adapter(STATEFUL_SETS, sts_mk.statefulset_copy, in_log=False, managed_by_at=(),
+                         mirrors_status=False),
 }
 """(apiVersion, kind) of an owner MultiKueue runs on a worker -> its adapter."""
 
@@ -1389,29 +1393,35 @@ class MultiKueueConnector:
         adapter = adapter_of(wl, self._config(), self.custom)
         if adapter is None:
             return
-        names = await self._owner_names(adapter, wl)
-        if names is None:
+        found = await self._owner_names(adapter, wl)
+        if found is None:
             w.moved.add(wl.key)  # read again on the next pass
             return
+        adapter, names = found
         for name in names:
             await self._run_owner_there(w, wl, adapter, name, origin)
 
-    async def _owner_names(self, adapter: Adapter, wl: WorkloadInfo) -> list[str] | None:
-        """The manager's objects of the adapter's kind the workload runs on: its owner, or, for an owner carrying
-        the adapter's group label (a Pod of a pod group), every object of the namespace with that label's value
-        (Kueue's Pod adapter syncs the group's Pods, as listed now, sorted here). None: the owner is not there."""
+    async def _owner_names(self, adapter: Adapter, wl: WorkloadInfo) -> tuple[Adapter, list[str]] | None:
+        """The adapter the workload runs on and the manager's objects of its kind: its owner, or, for an owner
+        carrying the adapter's group label (a Pod of a pod group), every object of the namespace with that label's
+        value (Kueue's Pod adapter syncs the group's Pods, as listed now, sorted here); for Pods a StatefulSet
+        holds, while its adapter is in force, the StatefulSet (:mod:`connectors.k8s.statefulset_multikueue`).
+        None: the owner is not there."""
         if not adapter.group_label:
-            return [wl.owner[2]]
+            return adapter, [wl.owner[2]]
         r = adapter.resource
         try:
             owner = msgspec.json.decode(await self.client.get(r, wl.owner[2], wl.namespace))
         except NotFound:
             return None
+        held_by = sts_mk.holding_statefulset(owner)
+        if held_by is not None and sts_mk.KIND in adapters_in_force(self._config()):
+            return ADAPTERS[sts_mk.KIND], [held_by]
         group = ((owner.get("metadata") or {}).get("labels") or {}).get(adapter.group_label)
         if not group:
-            return [wl.owner[2]]
+            return adapter, [wl.owner[2]]
         listed = await self.client.list(r, label_selector=f"{adapter.group_label}={group}", namespace=wl.namespace)
-        return sorted(msgspec.json.decode(raw)["metadata"]["name"] for raw in listed.items)
+        return adapter, sorted(msgspec.json.decode(raw)["metadata"]["name"] for raw in listed.items)
 
     async def _run_owner_there(self, w: Worker, wl: WorkloadInfo, adapter: Adapter, name: str, origin: str
                                ) -> None:
@@ -1480,7 +1490,9 @@ class MultiKueueConnector:
         if (wl is None or adapter is None or not adapter.mirrors_status or wl.phase != FINISHED
                 or wl.cluster_name != w.name):
             return True
-        names = await self._owner_names(adapter, wl) or []
+        adapter, names = await self._owner_names(adapter, wl) or (adapter, [])
+        if not adapter.mirrors_status:
+            return True
         written = True
         for name in names:
             try:
