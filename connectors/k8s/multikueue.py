@@ -810,6 +810,9 @@ class MultiKueueConnector:
         adapter, once its resource was found on the manager's apiserver (:meth:`_discover`)."""
         """MultiKueueCluster -> (its kubeconfig file's version, what was read there): a ``locationType: Path``
         kubeconfig is read again only once the file changed (Kueue watches the file)."""
+        self._watched: tuple[str, ...] | None = None
+        """The kinds the workers' watches follow (:meth:`_adapters`), as of the last pass: another set re-opens
+        them."""
         self.synced_owners: dict[str, Informer[SyncedOwner]] = {
             ADAPTERS[kind].resource.kind: ListedWhile(
                 partial(self._syncing_specs, kind), client, ADAPTERS[kind].resource, partial(synced_owner, fields),
@@ -933,8 +936,9 @@ class MultiKueueConnector:
 
     async def _discover(self, config: SchedulerConfig) -> None:
         """The custom kinds in force get their generic adapter once the manager's apiserver serves them (looked for
-        on every pass until then); a kind no longer configured loses it. When the set changes, every workload is
-        looked at again and the workers' watches follow the new set of kinds."""
+        on every pass until then); a kind no longer configured loses it. When the set of adapters in force changes
+        (those, or the built-in ones of the frameworks enabled), every workload is looked at again and the workers'
+        watches follow the new set of kinds."""
         wanted = external_kinds(config)
         found = {kind: a for kind, a in self.custom.items() if kind in wanted}
         for kind in wanted:
@@ -949,18 +953,23 @@ class MultiKueueConnector:
             if r is not None:
                 found[kind] = Adapter(r, custom_copy, in_log=False)
                 log.info("MultiKueue custom kind found", kind=kind, resource=r.plural)
-        if found == self.custom:
-            return
         self.custom = found
+        watched = tuple(a.resource.kind for a in self._adapters(config))
+        if watched == self._watched:
+            return
+        self._watched = watched
         self._all_moved = True
         for w in self.workers.values():
             if w.client is not None and w.task is not None:
                 await self._rewatch(w, w.origin)
 
-    def _adapters(self) -> list[Adapter]:
-        """Every adapter whose owners' copies are watched and collected on the workers: the built-in ones and the
+    def _adapters(self, config: SchedulerConfig | None = None) -> list[Adapter]:
+        """Every adapter whose owners' copies are watched and collected on the workers: those the Configuration
+        (``config``, by default the one in force) builds, as Kueue's MultiKueue controller watches only its
+        adapters' kinds there — the built-in ones of the enabled frameworks (:func:`adapters_in_force`) — and the
         custom kinds' found."""
-        return [*ADAPTERS.values(), *self.custom.values()]
+        kinds = adapters_in_force(config or self._config())
+        return [*(a for kind, a in ADAPTERS.items() if kind in kinds), *self.custom.values()]
 
     async def sync_copies(self, origin: str, keys: PassKeys | None = None) -> None:
         """The copies on every worker reached, of the workloads ``keys`` names (by default, what moved)."""
