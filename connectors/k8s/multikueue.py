@@ -105,6 +105,7 @@ from connectors.k8s.framework_webhook import suspended, value_at
 from connectors.k8s.journal import Journal
 from connectors.k8s.json_patch import merge_patched
 from connectors.k8s.list_watch import Informer, ListedWhile
+from connectors.k8s.multikueue_identifiers import group_name_of, place_prebuilt, workload_name_of
 from connectors.k8s.pod_roles import GROUP_LABEL
 from connectors.k8s.pod_webhook import ADMISSION_GATE
 from connectors.k8s.prebuilt import KEY as PREBUILT_WORKLOAD
@@ -525,13 +526,14 @@ def owner_copy(adapter: Adapter, manager_owner: dict[str, Any], manager_wl: dict
     """The owner's copy created on the worker: its adapter's copy, without the fields its gates in force clear
     (Kueue's Job adapter drops a Job's ``ttlSecondsAfterFinished`` under
     MultiKueueBatchJobClearingTTLSecondsAfterFinishedOnWorkerCluster: the worker deleting the finished copy would
-    look like a lost copy and have it dispatched again)."""
+    look like a lost copy and have it dispatched again); its prebuilt Workload named in the form
+    WorkloadIdentifierAnnotations says (:func:`connectors.k8s.multikueue_identifiers.place_prebuilt`)."""
     made = adapter.make_copy(as_before_start(adapter, manager_owner, manager_wl), manager_wl, origin)
     for gate, keys in adapter.cleared_under:
         parent = value_at(made, keys[:-1])
         if config.gate(gate) and isinstance(parent, dict):
             parent.pop(keys[-1], None)
-    return made
+    return place_prebuilt(made, manager_owner, manager_wl["metadata"]["name"], config)
 
 
 def as_before_start(adapter: Adapter, manager_owner: dict[str, Any], manager_wl: dict[str, Any]) -> dict[str, Any]:
@@ -1426,7 +1428,10 @@ class MultiKueueConnector:
         held_by = sts_mk.holding_statefulset(owner)
         if held_by is not None and sts_mk.KIND in adapters_in_force(self._config()):
             return ADAPTERS[sts_mk.KIND], [held_by]
-        group = ((owner.get("metadata") or {}).get("labels") or {}).get(adapter.group_label)
+        group = group_name_of(owner) if adapter.group_label == GROUP_LABEL else (
+            ((owner.get("metadata") or {}).get("labels") or {}).get(adapter.group_label))
+        if group is None:
+            return None  # its label and annotation name two groups: not synced (Kueue's error, retried)
         if not group:
             return adapter, [wl.owner[2]]
         listed = await self.client.list(r, label_selector=f"{adapter.group_label}={group}", namespace=wl.namespace)
@@ -1582,7 +1587,7 @@ class MultiKueueConnector:
                            and await self._made_here(w, r, namespace, ref["name"], origin)}
             owner_names.update(k.partition("/")[2] for k, obj in copies.items()
                                if k.partition("/")[0] == namespace
-                               and ((obj.get("metadata") or {}).get("labels") or {}).get(PREBUILT_WORKLOAD) == name)
+                               and workload_name_of(obj) == name)
             if a.grouped:  # the set's one copy, which its Workload names in annotations (so does the manager's)
                 owner_names.update([n for n in self._group_owners(key, raw)
                                     if await self._made_here(w, r, namespace, n, origin)])
@@ -1655,10 +1660,10 @@ def _with_reason(source: bytes, error: str) -> tuple[bytes, str, str]:
 
 
 def _workload_key_of(owner_copy: dict[str, Any]) -> str:
-    """The manager Workload an owner's copy runs on (its ``kueue.x-k8s.io/prebuilt-workload-name``), or ""."""
-    meta = owner_copy.get("metadata") or {}
-    name = (meta.get("labels") or {}).get(PREBUILT_WORKLOAD)
-    return f"{meta.get('namespace', '')}/{name}" if name else ""
+    """The manager Workload an owner's copy runs on (its ``kueue.x-k8s.io/prebuilt-workload-name``, annotation or
+    label, whatever WorkloadIdentifierAnnotations: :func:`workload_name_of`), or ""."""
+    name = workload_name_of(owner_copy)
+    return f"{(owner_copy.get('metadata') or {}).get('namespace', '')}/{name}" if name else ""
 
 
 def _key(obj: dict[str, Any]) -> str:

@@ -8,7 +8,8 @@ on, as one copy of the whole set there.
   ``kueue.x-k8s.io/pod-suspending-parent: statefulset`` and controlled by it: :func:`holding_statefulset`), is run by
   this adapter — the set is copied, not its pods, which stay gated on the manager.
 * **copy.** :func:`statefulset_copy`: the set's name, namespace, labels, annotations and spec (Kueue's
-  ``CloneObjectMetaForCreation``), the origin label and ``kueue.x-k8s.io/prebuilt-workload-name`` added, and the
+  ``CloneObjectMetaForCreation``), the origin label and ``kueue.x-k8s.io/prebuilt-workload-name`` added (an
+  annotation under WorkloadIdentifierAnnotations: :mod:`connectors.k8s.multikueue_identifiers`), and the
   manager's set's UID as ``kueue.x-k8s.io/multikueue-origin-uid``. The kind has no managedBy: every set is
   MultiKueue's, nothing read.
 * **status.** Not mirrored: the manager's StatefulSet controller, which no managedBy stops, would overwrite it at

@@ -113,8 +113,9 @@ async def test_a_pod_groups_workload_held_by_a_statefulset_runs_on_one_copy_of_t
     await mk.sync_copies("multikueue")
     assert [(c["kind"], c["metadata"]["name"]) for c in worker.created] == [("StatefulSet", "web")]
     made = worker.created[0]["metadata"]
-    assert (made["labels"][PREBUILT], made["labels"][ORIGIN], made["annotations"][ORIGIN_UID]) == (
-        "job-a", "multikueue", "manager-sts-uid")
+    assert (made["annotations"][PREBUILT], made["labels"][ORIGIN], made["annotations"][ORIGIN_UID]) == (
+        "job-a", "multikueue", "manager-sts-uid"), "the prebuilt Workload named in an annotation (the gate on)"
+    assert PREBUILT not in made["labels"]
     mk.workers["worker1"].owners["StatefulSet"]["default/web"]["status"] = {"readyReplicas": 2}
     mk._all_moved = True
     await mk.sync_copies("multikueue")

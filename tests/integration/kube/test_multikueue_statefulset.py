@@ -76,7 +76,7 @@ async def test_a_statefulsets_group_runs_on_the_worker_on_one_copy_of_the_set(
                                   what="the set's copy on the worker")
         meta = remote["metadata"]
         assert meta["labels"]["kueue.x-k8s.io/multikueue-origin"] == "multikueue"
-        assert meta["labels"]["kueue.x-k8s.io/prebuilt-workload-name"] == wl_name
+        assert meta["annotations"]["kueue.x-k8s.io/prebuilt-workload-name"] == wl_name  # the gate on
         assert meta["labels"][Q] == "user-queue" and meta["annotations"]["team"] == "x"
         assert meta["annotations"]["kueue.x-k8s.io/multikueue-origin-uid"] == sts["metadata"]["uid"]
         assert remote["spec"]["template"] == sts["spec"]["template"]
