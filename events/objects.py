@@ -142,12 +142,24 @@ class ResourceRequirements(View):
     limits: dict[str, Quantity] = {}
 
 
+class ContainerPort(View):
+    """One ``ports[]`` entry of a container: read for its host port (Kueue's SchedulerLibraryIntegration runs the
+    scheduler's NodePorts filter, :mod:`projections.host_ports`)."""
+
+    container_port: int = 0
+    host_port: int = 0
+    protocol: str = ""
+    host_ip: str = msgspec.field(name="hostIP", default="")
+    name: str = ""
+
+
 class Container(View):
     name: str = ""
     image: str = ""
     """Kept so that a pod template built from a pod set (a ProvisioningRequest's PodTemplate) is a valid one."""
     resources: ResourceRequirements = ResourceRequirements()
     restart_policy: str | None = None
+    ports: list[ContainerPort] = []
 
 
 class PodResourceClaim(View):
@@ -710,7 +722,8 @@ class MultiKueueConfigSpec(View):
     clusters: list[str] = []
     """The MultiKueueClusters a MultiKueue check dispatches to, in order."""
     quota_management: str | None = None
-    """``Manual`` or ``Automated`` (the latter not modelled)."""
+    """``Manual`` or ``Automated`` (unset: Manual); Automated, under MultiKueueManagerQuotaAutomation, makes the
+    quota of the manager ClusterQueues behind it follow their workers' (:mod:`projections.manager_quota`)."""
 
 
 class MultiKueueConfig(KObject, tag="MultiKueueConfig"):

@@ -26,6 +26,7 @@ from events.objects import (
     PodTemplate,
     ProvisioningRequest,
     ReclaimablePod,
+    ResourceGroup,
     TopologyAssignment,
 )
 
@@ -166,6 +167,16 @@ class RemoteWorkloadObserved(Event, tag="RemoteWorkloadObserved"):
     conditions: list[Condition] = []
     topology_pod_sets: list[str] = []
     """The copy's pod sets whose admission there has a topology assignment (placed by the worker's TAS)."""
+
+
+class WorkerQueuesObserved(Event, tag="WorkerQueuesObserved"):
+    """A worker cluster's (``key``: its MultiKueueCluster) LocalQueues and ClusterQueues as the MultiKueue
+    connector last listed them, for MultiKueueManagerQuotaAutomation: which ClusterQueue each LocalQueue
+    (``namespace/name``) feeds, and each ClusterQueue's ``spec.resourceGroups`` as the worker has them. Appended when
+    that changes, only while some MultiKueueConfig listing the worker asks for ``quotaManagement: Automated``."""
+
+    local_queues: dict[str, str] = {}
+    cluster_queues: dict[str, list[ResourceGroup]] = {}
 
 
 class OwnerObserved(Event, tag="OwnerObserved"):
@@ -460,6 +471,7 @@ AnyEvent = Union[  # noqa: UP007 - one tagged union, a member per line
     MultiKueueClusterObserved,
     RemoteWorkloadObserved,
     OwnerObserved,
+    WorkerQueuesObserved,
     JobActed,
     ClockTicked,
     ConfigRecorded,

@@ -141,7 +141,7 @@ class ClusterState:
     __slots__ = (
         "offset", "time", "namespaces", "flavors", "cluster_queues", "cohorts", "local_queues",
         "workload_priority_classes", "priority_classes", "topologies", "admission_checks",
-        "provisioning_configs", "multikueue_configs", "multikueue_clusters", "cluster_links",
+        "provisioning_configs", "multikueue_configs", "multikueue_clusters", "cluster_links", "worker_queues",
         "provisioning_requests", "deleted_requests", "requests_of", "pod_templates",
         "limit_ranges", "runtime_classes", "claim_templates", "_selecting", "device_classes", "resource_slices", "_served",
         "_dra_views", "_dra_of", "_dra", "_limit_summaries",
@@ -177,6 +177,9 @@ class ClusterState:
         self.multikueue_clusters: dict[str, o.MultiKueueCluster] = {}
         self.cluster_links: dict[str, ClusterLink] = {}
         """MultiKueueCluster name -> what the MultiKueue connector last observed of that worker."""
+        self.worker_queues: dict[str, ev.WorkerQueuesObserved] = {}
+        """MultiKueueCluster name -> its LocalQueues and ClusterQueues as last listed there (for
+        MultiKueueManagerQuotaAutomation: :mod:`projections.manager_quota`)."""
         self.provisioning_requests: dict[str, o.ProvisioningRequest] = {}
         """ProvisioningRequests by ``namespace/name``: the observed ones, and those kueue-es decided to create (uid
         empty until the watch brings them back), so that one is never created twice."""
@@ -2214,6 +2217,9 @@ class ClusterState:
             self._specs_changed()
             self._flush_all()
 
+    def _on_worker_queues(self, e: ev.WorkerQueuesObserved) -> None:
+        self.worker_queues[e.key] = e
+
     def _on_remote_workload(self, e: ev.RemoteWorkloadObserved) -> None:
         wl = self.workloads.get(e.key)
         if wl is None or (e.uid and e.uid != wl.uid):
@@ -2349,6 +2355,7 @@ _HANDLERS: dict[type, Any] = {
     ev.ConfigRecorded: ClusterState._on_config_recorded,
     ev.MultiKueueClusterObserved: ClusterState._on_cluster_observed,
     ev.RemoteWorkloadObserved: ClusterState._on_remote_workload,
+    ev.WorkerQueuesObserved: ClusterState._on_worker_queues,
     ev.OwnerObserved: ClusterState._on_owner_observed,
     ev.ClustersNominated: ClusterState._on_nominated,
     ev.WorkerClusterAssigned: ClusterState._on_cluster_assigned,

@@ -42,7 +42,9 @@ conditioned on its resourceVersion), and the MultiKueue connector
 ``MultiKueueKubeConfigPathValidation`` (whether a ``locationType: Path`` kubeconfig must be under
 ``/etc/multikueue/kubeconfigs``: :func:`connectors.k8s.multikueue.allowed_kubeconfig_path`) and
 ``MultiKueueRemoteSpecSync`` (whether a RayService's ``serveConfigV2`` edited on the manager is forwarded to its
-copy: :func:`kueue_es.scheduler.multikueue.remote_spec_patch`). The configuration
+copy: :func:`kueue_es.scheduler.multikueue.remote_spec_patch`); the queue status writer and
+:mod:`connectors.k8s.manager_quota` read ``MultiKueueManagerQuotaAutomation`` (whether a MultiKueue manager's
+ClusterQueue takes its workers' summed quota: :mod:`projections.manager_quota`). The configuration
 loader reads ``ReservedResourceNameValidation`` (:func:`projections.request_rules.compile_rules`) and
 ``SparkApplicationIntegration`` (without it a Configuration listing the SparkApplication framework is refused), and
 ``KueueDRAIntegrationPartitionableDevices`` and ``KueueDRAIntegrationConsumableCapacity`` (without them a device
@@ -72,6 +74,7 @@ TAS_MULTI_LAYER_TOPOLOGY = "TASMultiLayerTopology"
 TAS_PROFILE_MIXED = "TASProfileMixed"
 TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX = "TASAssignmentsEncodingByHostnamePrefix"
 TAS_RESPECT_NODE_AFFINITY_PREFERRED = "TASRespectNodeAffinityPreferred"
+SCHEDULER_LIBRARY_INTEGRATION = "SchedulerLibraryIntegration"
 VISIBILITY_ON_DEMAND = "VisibilityOnDemand"
 UNADMITTED_WORKLOADS_OBSERVABILITY = "UnadmittedWorkloadsObservability"
 QUOTA_CHECK_STRATEGY = "QuotaCheckStrategy"
@@ -104,6 +107,7 @@ MULTIKUEUE_KUBECONFIG_PATH_VALIDATION = "MultiKueueKubeConfigPathValidation"
 MULTIKUEUE_REMOTE_SPEC_SYNC = "MultiKueueRemoteSpecSync"
 MULTIKUEUE_ADAPTERS_FOR_CUSTOM_JOBS = "MultiKueueAdaptersForCustomJobs"
 MULTIKUEUE_CLUSTER_PROFILE = "MultiKueueClusterProfile"
+MULTIKUEUE_MANAGER_QUOTA_AUTOMATION = "MultiKueueManagerQuotaAutomation"
 SCHEDULING_EQUIVALENCE_HASHING = "SchedulingEquivalenceHashing"
 SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME = "SchedulingEquivalenceHashingIgnorePodSetName"
 UNADMITTED_WORKLOADS_EXPLICIT_STATUS = "UnadmittedWorkloadsExplicitStatus"
@@ -200,7 +204,7 @@ GATES: dict[str, tuple[str, bool]] = {
     QUOTA_CHECK_STRATEGY: (BETA, True),
     METRIC_FOR_WORKLOAD_CREATION_LATENCY: (BETA, True),
     TAS_RESPECT_NODE_AFFINITY_PREFERRED: (ALPHA, False),
-    "MultiKueueManagerQuotaAutomation": (ALPHA, False),
+    MULTIKUEUE_MANAGER_QUOTA_AUTOMATION: (ALPHA, False),
     WORKLOAD_IDENTIFIER_ANNOTATIONS: (BETA, True),
     WORKLOAD_PRIORITY_CLASS_DEFAULTING: (BETA, True),
     METRICS_FOR_COHORTS: (BETA, True),
@@ -213,7 +217,7 @@ GATES: dict[str, tuple[str, bool]] = {
     "TASCacheNodeMatchResults": (BETA, True),
     "TASCachingRemainingResources": (BETA, True),
     "TASCacheTopologyTree": (BETA, True),
-    "SchedulerLibraryIntegration": (ALPHA, False),
+    SCHEDULER_LIBRARY_INTEGRATION: (ALPHA, False),
     "VectorizedResourceRequests": (BETA, True),
     WORKLOAD_VALIDATE_RESOURCES_ARE_NON_NEGATIVE: (BETA, True),
     TAS_VALIDATE_WORKLOAD_SLICE_SIZE: (BETA, True),
@@ -292,11 +296,11 @@ MODELLED = INTERNAL_ONLY | frozenset({
     METRICS_FOR_COHORTS, MULTIKUEUE, MULTIKUEUE_ADAPTERS_FOR_CUSTOM_JOBS, MULTIKUEUE_BATCH_JOB_CLEARING_TTL,
     MULTIKUEUE_CLUSTER_PROFILE, MULTIKUEUE_INCREMENTAL_DISPATCHER_CONFIG,
     MULTIKUEUE_INCREMENTAL_DISPATCHER_RESPECT_CONFIG_ORDER, MULTIKUEUE_KUBECONFIG_PATH_VALIDATION,
-    MULTIKUEUE_REMOTE_SPEC_SYNC, PARTIAL_ADMISSION,
+    MULTIKUEUE_MANAGER_QUOTA_AUTOMATION, MULTIKUEUE_REMOTE_SPEC_SYNC, PARTIAL_ADMISSION,
     POD_INTEGRATION_VALIDATE_GROUP_OWNER, PRIORITIZE_PREEMPTOR_WORKLOADS, PRIORITY_BOOST, "PrioritySortingWithinCohort", QUOTA_CHECK_STRATEGY,
     "ReclaimablePods", RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP,
     REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS, REMOVE_FINALIZERS_WITH_STRICT_PATCH, RESERVED_RESOURCE_NAME_VALIDATION,
-    SCHEDULING_EQUIVALENCE_HASHING,
+    SCHEDULER_LIBRARY_INTEGRATION, SCHEDULING_EQUIVALENCE_HASHING,
     SCHEDULING_EQUIVALENCE_HASHING_IGNORE_POD_SET_NAME, SHORT_WORKLOAD_NAMES,
     SKIP_ANCESTOR_CHECK_FOR_DELETED_WORKLOADS, SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS, TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX, TAS_BALANCED_PLACEMENT,
     TAS_FAILED_NODE_REPLACEMENT, TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST, TAS_HANDLE_OVERLAPPING_FLAVORS,
@@ -319,7 +323,13 @@ or being deleted, a taint change, a restart), while kueue-es, whose rules look w
 wakes at the end of the 30 s (:func:`kueue_es.scheduler.nodefailure.next_wait_end`).
 SkipAncestorCheckForDeletedWorkloads is read by the webhooks that default on update too (LeaderWorkerSets,
 Deployments, StatefulSets: :func:`connectors.k8s.framework_webhook.managed_above`); the others default at creation
-only, when nothing is being deleted."""
+only, when nothing is being deleted.
+SchedulerLibraryIntegration (alpha) is modelled as the node filter Kueue runs through the scheduler-library
+(:mod:`kueue_es.scheduler.tas.library`): its profile is NodeUnschedulable, TaintToleration, NodeAffinity and NodePorts,
+whose inputs (nodes, pod sets, bound pods' host ports) the log holds; NodeResourcesFit, InterPodAffinity, the volume
+and DRA plugins are not in it. Left as edge cases: host ports of pods not yet bound (Kueue too tracks only bound
+pods) and of the set's own other pods on one node; Kueue's simulator can also be given admitted workloads to stand in
+for with virtual pods on their assigned nodes, which only its tests do in the sources read."""
 
 
 PARTLY = frozenset({CONCURRENT_ADMISSION})

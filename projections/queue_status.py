@@ -11,6 +11,8 @@ camelCase, quantities in Kueue's canonical format). The connector writes it when
   the nominal quota, only in a cohort; "0" otherwise). The quotas in force are the spec's, or under
   DynamicQuotaOrchestration its ``status.effectiveQuotas`` (:mod:`projections.effective_quotas`): Kueue lists what
   its cache compiled, the quotas it schedules with.
+* ClusterQueue, under MultiKueueManagerQuotaAutomation: its ``MultiKueueManagerQuotaAutomation`` condition
+  (:mod:`projections.manager_quota`), set on a MultiKueue manager's, removed from any other.
 * LocalQueue: ``Active`` (``Ready``, ``Stopped``, ``ClusterQueueDoesNotExist``, ``ClusterQueueIsInactive``),
   ``pendingWorkloads`` (0 while stopped), ``reservingWorkloads`` and ``admittedWorkloads`` in its
   ClusterQueue, ``flavorsReservation`` and ``flavorsUsage`` over that ClusterQueue's flavors (nothing while the
@@ -28,7 +30,7 @@ from typing import Any
 from events import objects as o
 from events.quantity import canonical_quantity, to_int
 from events.timefmt import format_time
-from projections import effective_quotas
+from projections import effective_quotas, manager_quota
 from projections.cluster import ClusterState
 from projections.clusterqueues import active_condition
 from projections.workloads import ADMITTED, WorkloadInfo
@@ -53,10 +55,11 @@ def cluster_queue_status(state: ClusterState, name: str, now: int,
     quotas = in_force(state, cq)
     nominal = _nominal(quotas) if cq.spec.cohort_name else None
     queue = state.queues.get(name)
+    conditions = set_condition(_conditions(cq.status if shown is None else shown), {
+        "type": "Active", "status": status, "reason": reason, "message": message,
+        "observedGeneration": cq.metadata.generation}, now)
     return {
-        "conditions": set_condition(_conditions(cq.status if shown is None else shown), {
-            "type": "Active", "status": status, "reason": reason, "message": message,
-            "observedGeneration": cq.metadata.generation}, now),
+        "conditions": _quota_automation(state, cq, conditions, now),
         "pendingWorkloads": len(queue) if queue is not None else 0,
         "reservingWorkloads": len(reserving),
         "admittedWorkloads": len(admitted),
@@ -95,6 +98,25 @@ def local_queue_status(state: ClusterState, key: str, now: int,
         out["flavorsReservation"] = _flavor_usage(quotas, _sum_usage(reserving), None, borrowed=False)
         out["flavorsUsage"] = _flavor_usage(quotas, _sum_usage(admitted), None, borrowed=False)
     return out
+
+
+def _quota_automation(state: ClusterState, cq: o.ClusterQueue, conditions: list[dict[str, Any]], now: int
+                      ) -> list[dict[str, Any]]:
+    """``conditions`` with MultiKueueManagerQuotaAutomation's condition set or removed, while its controller runs
+    (:mod:`projections.manager_quota`)."""
+    if not manager_quota.enabled(state):
+        return conditions
+    result = manager_quota.outcome(cq, manager_quota.world_of(state))
+    if result is None:
+        return conditions
+    if result.condition is None:
+        return [c for c in conditions if c.get("type") != manager_quota.CONDITION]
+    status, reason, message = result.condition
+    if any(c.get("type") == manager_quota.CONDITION and (c.get("status"), c.get("reason"), c.get("message")) ==
+           result.condition for c in conditions):
+        return conditions  # Kueue leaves it as it is (its observedGeneration too) while these hold
+    return set_condition(conditions, {"type": manager_quota.CONDITION, "status": status, "reason": reason,
+                                      "message": message, "observedGeneration": cq.metadata.generation}, now)
 
 
 def in_force(state: ClusterState, cq: o.ClusterQueue) -> o.ClusterQueueSpec:

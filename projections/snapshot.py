@@ -23,7 +23,7 @@ from projections.queue_order import order_of
 from projections.queues import ClusterQueueQueue
 from projections.workloads import WorkloadInfo, grouped_owner, intern_scan, intern_templates
 
-SNAPSHOT_VERSION = 29
+SNAPSHOT_VERSION = 31
 """2: the Kueue Configuration in force (``config``, ``config_offset``). 3: the metrics' counters and histograms
 (``metrics``). 4: which evictions of each workload ``evicted_workloads_once_total`` has counted
 (``metrics.evicted_once``). 5: the LocalQueue counters and histograms (``local_queue_*``, under the
@@ -63,9 +63,13 @@ a component index (``WorkloadInfo.owner_uid``, indexed by ``ClusterState.owner_g
 annotation, read under ElasticJobsViaWorkloadSlicesWithTAS). 28: each workload's allowed flavors
 (``WorkloadInfo.allowed_flavors``, its ``kueue.x-k8s.io/workload-allowed-resource-flavors`` annotation, read under
 ConcurrentAdmission). 29: the ``capacity.requests`` of ResourceClaimTemplates' requests (what capacity sources
-charge, under KueueDRAIntegrationConsumableCapacity)."""
+charge, under KueueDRAIntegrationConsumableCapacity). 30: the workers' LocalQueues and ClusterQueues
+(``ClusterState.worker_queues``, under MultiKueueManagerQuotaAutomation); restored from an older one, none is known
+until the connector lists them again. 31: each pod set's host ports (``PodSetInfo.host_ports``, read under
+SchedulerLibraryIntegration; restored from an older snapshot, a pod set taken before it asks for none until its
+workload's templates are taken again)."""
 READABLE_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
-                     29)
+                     29, 30, 31)
 """Version 1 snapshots predate recorded configurations: none was in force in the logs they were taken of (their
 writers could not read a ``ConfigRecorded`` event). Versions 1 and 2 predate the metrics: restored from one, the
 counters count from the snapshot's offset on. Version 3 predates ``evicted_once``: restored from one, an eviction
@@ -164,6 +168,8 @@ class Snapshot(msgspec.Struct, array_like=True):
     """``ClusterState.metrics``; from version 3 on."""
     links: list[tuple[str, bool, str, str, int]] = []
     """``ClusterState.cluster_links`` (name, connected, reason, message, since); from version 15 on."""
+    worker_queues: list[ev.WorkerQueuesObserved] = []
+    """``ClusterState.worker_queues``, by worker name; from version 30 on."""
 
 
 _encoder = msgspec.msgpack.Encoder(order="sorted")
@@ -240,6 +246,7 @@ def take(state: ClusterState) -> Snapshot:
         config_offset=state.config_offset,
         metrics=state.metrics.snapshot(),
         links=[(k, *state.cluster_links[k]) for k in sorted(state.cluster_links)],
+        worker_queues=[state.worker_queues[k] for k in sorted(state.worker_queues)],
     )
 
 
@@ -314,6 +321,7 @@ def restore(snap: Snapshot) -> ClusterState:
     state.pod_templates = {key: pool[index] for key, index in snap.templates}
     state.deleted_requests = dict.fromkeys(snap.deleted_requests)
     state.cluster_links = {name: ClusterLink(*rest) for name, *rest in snap.links}
+    state.worker_queues = {e.key: e for e in snap.worker_queues}
     state.quota_epoch, state.changes = snap.quota_epoch, snap.changes
     state.generations = dict(snap.generations)
     state.queue_order = order_of(snap.config.document if snap.config is not None else None)

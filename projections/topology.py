@@ -26,6 +26,7 @@ from events import objects as o
 from events import tas_assignment
 from events.errors import InvalidInput
 from events.quantity import QuantityError, to_int
+from projections.host_ports import HostPorts
 from projections.tas_snapshot import MAX_INT32, PODS, FlavorSnapshot, TASSnapshots, fit_in_leaf, fit_in_leaves
 from projections.topology_tree import (
     HOSTNAME,
@@ -34,7 +35,7 @@ from projections.topology_tree import (
     node_is_usable,
     node_matches_flavor,
 )
-from projections.workloads import WorkloadInfo, pod_requests
+from projections.workloads import WORKLOAD_ANNOTATION, WorkloadInfo, pod_requests
 
 if TYPE_CHECKING:
     from projections.cluster import ClusterState
@@ -76,7 +77,7 @@ class TASFold:
     """What :class:`ClusterState` keeps current, event by event, for topology-aware scheduling."""
 
     __slots__ = ("usage", "charged", "pod_usage", "node_usage", "nodes_generation", "pods_generation",
-                 "usage_generation")
+                 "usage_generation", "host_ports")
 
     def __init__(self) -> None:
         self.usage: dict[str, dict[str, Usage]] = {}
@@ -93,6 +94,8 @@ class TASFold:
         """Bumped when the non-TAS usage of some node changes."""
         self.usage_generation = 0
         """Bumped when TAS usage is charged or released."""
+        self.host_ports = HostPorts()
+        """Bound pods holding host ports, TAS or not (what SchedulerLibraryIntegration's NodePorts filter reads)."""
 
     @property
     def generation(self) -> tuple[int, int, int]:
@@ -133,7 +136,8 @@ class TASFold:
     # pods and nodes
 
     def pod_changed(self, key: str, pod: o.Pod | None) -> None:
-        """Keep the non-TAS usage of pod ``key`` current (``pod`` None when it was deleted)."""
+        """Keep the non-TAS usage and the host ports of pod ``key`` current (``pod`` None when it was deleted)."""
+        self.host_ports.pod_changed(key, pod, WORKLOAD_ANNOTATION)
         new = _non_tas_usage(pod) if pod is not None else None
         old = self.pod_usage.get(key)
         if new == old:
@@ -210,21 +214,24 @@ def _non_tas_usage(pod: o.Pod) -> tuple[str, tuple[tuple[str, int], ...]] | None
     return pod.spec.node_name, tuple(sorted(amounts.items()))
 
 
-def tas_snapshots(state: ClusterState, overlapping_flavors: bool = True) -> TASSnapshots:
+def tas_snapshots(state: ClusterState, overlapping_flavors: bool = True, library: bool = False) -> TASSnapshots:
     """A fresh (forked) set of TAS flavor snapshots of ``state``; the expensive parts are memoised.
     ``overlapping_flavors`` is the TASHandleOverlappingFlavors gate of the Configuration in force: whether
-    hostname-level usage is shared between flavors (see :class:`TASSnapshots`)."""
+    hostname-level usage is shared between flavors (see :class:`TASSnapshots`). ``library`` is
+    SchedulerLibraryIntegration: Kueue's node cache then keeps cordoned and not-Ready nodes, which a topology
+    whose lowest level is the hostname takes as leaves for the scheduler's filters to judge."""
     fold = state.tas
     memo = state.derived.get("tas")
-    if memo is None or memo[0] != (fold.generation, overlapping_flavors):
+    if memo is None or memo[0] != (fold.generation, overlapping_flavors, library):
         trees_memo = state.derived.get("tas-trees")
-        if trees_memo is None or trees_memo[0] != fold.nodes_generation:
-            trees_memo = state.derived["tas-trees"] = (fold.nodes_generation, _trees(state))
+        if trees_memo is None or trees_memo[0] != (fold.nodes_generation, library):
+            trees_memo = state.derived["tas-trees"] = ((fold.nodes_generation, library), _trees(state, library))
         trees: dict[str, tuple[str, TopologyTree]] = trees_memo[1]
         free_memo = state.derived.get("tas-free")
-        if free_memo is None or free_memo[0] != fold.generation[:2]:
+        if free_memo is None or free_memo[0] != (fold.generation[:2], library):
             free_memo = state.derived["tas-free"] = (
-                fold.generation[:2], {f: _free_columns(t, fold.node_usage) for f, (_, t) in trees.items()})
+                (fold.generation[:2], library),
+                {f: _free_columns(t, fold.node_usage) for f, (_, t) in trees.items()})
         free: dict[str, dict[str, list[int]]] = free_memo[1]
         hostname_usage = _hostname_usage(fold, trees) if overlapping_flavors else {}
         flavors: dict[str, FlavorSnapshot] = {}
@@ -234,13 +241,14 @@ def tas_snapshots(state: ClusterState, overlapping_flavors: bool = True) -> TASS
             usage = hostname_usage if overlapping_flavors and tree.hostname_lowest else fold.usage.get(name, {})
             flavors[name] = FlavorSnapshot(name, topology, tree, tuple(spec.tolerations), free[name],
                                            _remaining(tree, free[name], usage))
-        memo = state.derived["tas"] = ((fold.generation, overlapping_flavors),
+        memo = state.derived["tas"] = ((fold.generation, overlapping_flavors, library),
                                        TASSnapshots(flavors, overlapping_flavors))
     return memo[1].fork()
 
 
-def _trees(state: ClusterState) -> dict[str, tuple[str, TopologyTree]]:
-    usable = [n for _, n in sorted(state.nodes.items()) if node_is_usable(n)]
+def _trees(state: ClusterState, library: bool = False) -> dict[str, tuple[str, TopologyTree]]:
+    every = [n for _, n in sorted(state.nodes.items())]
+    usable = [n for n in every if node_is_usable(n)]
     out: dict[str, tuple[str, TopologyTree]] = {}
     by_shape: dict[tuple[tuple[str, ...], tuple[tuple[str, str], ...]], TopologyTree] = {}
     for name in sorted(state.flavors):
@@ -254,8 +262,9 @@ def _trees(state: ClusterState) -> dict[str, tuple[str, TopologyTree]]:
         shape = (levels, tuple(sorted(spec.node_labels.items())))
         tree = by_shape.get(shape)
         if tree is None:
+            nodes = every if library and levels[-1] == HOSTNAME else usable
             tree = by_shape[shape] = TopologyTree(
-                levels, (n for n in usable if node_matches_flavor(n, spec.node_labels, levels)))
+                levels, (n for n in nodes if node_matches_flavor(n, spec.node_labels, levels)))
         out[name] = (spec.topology_name, tree)
     return out
 

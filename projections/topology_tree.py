@@ -1,7 +1,8 @@
 """The static domains of a TAS flavor's topology, built from its nodes (Kueue's ``tas_topology_tree.go``).
 
 A node belongs to a flavor iff it carries every ``nodeLabels`` pair and every level label; only schedulable, Ready
-nodes count; a leaf is the set of nodes with equal level values (the hostname alone when the lowest level is
+nodes count (but for a topology whose lowest level is the hostname under SchedulerLibraryIntegration, which keeps
+every node for the scheduler's filters: :func:`projections.topology.tas_snapshots`); a leaf is the set of nodes with equal level values (the hostname alone when the lowest level is
 ``kubernetes.io/hostname``) and parents are the distinct prefixes of the level values.
 """
 
@@ -48,7 +49,7 @@ class TopologyTree:
     shared by every snapshot until a node, the topology or the flavor changes."""
 
     __slots__ = ("levels", "hostname_lowest", "values", "ids", "index", "parent", "child_start", "child_end",
-                 "leaf_node", "node_leaf", "capacity", "has_taints", "_masks")
+                 "leaf_node", "node_leaf", "capacity", "has_taints", "has_cordoned", "_masks")
 
     def __init__(self, levels: Sequence[str], nodes: Iterable[o.Node]) -> None:
         self.levels: tuple[str, ...] = tuple(levels)
@@ -101,6 +102,8 @@ class TopologyTree:
         leaf_pos = self.index[-1] if depth else {}
         self.node_leaf: dict[str, int] = {name: leaf_pos[lid] for name, lid in node_leaf_id.items()}
         self.has_taints = self.hostname_lowest and any(n.spec.taints for n in self.leaf_node)
+        self.has_cordoned = self.hostname_lowest and any(n.spec.unschedulable for n in self.leaf_node)
+        """Some leaf is a cordoned node (only under SchedulerLibraryIntegration, which keeps them)."""
         self._masks: dict[bytes, Any] = {}
         """Per-node filter results, by the request's selector/tolerations/affinity (see scheduler.tas.nodes)."""
 

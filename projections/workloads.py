@@ -26,6 +26,7 @@ from projections.dra import (
     counter_charge_of,
     extended_charge,
 )
+from projections.host_ports import HostPort, host_ports
 from projections.pod_adjustment import (
     INVALID_RESOURCES,
     OUTSIDE_LIMIT_RANGES,
@@ -142,6 +143,10 @@ class PodSetInfo(msgspec.Struct, frozen=True, gc=False, array_like=True):
     dra_error: str = ""
     """Why Kueue does not charge its DRA claims (relative to the pod set, or workload-wide); the workload is then
     inadmissible (:func:`projections.dra.workload_problem`)."""
+    host_ports: tuple[HostPort, ...] = ()
+    """The host ports each pod takes on its node (:func:`projections.host_ports.host_ports`), which TAS placement
+    checks under SchedulerLibraryIntegration. Computed with the rest of the pod set, only for a template not seen
+    before."""
 
     @property
     def placement_requests(self) -> tuple[tuple[str, int], ...]:
@@ -766,6 +771,7 @@ def _pod_set_info(ps: o.PodSet, limits: LimitSummary | None, overhead: tuple | N
             preferred_terms=preferred,
             dra_requests=dra_requests,
             dra_error=dra_error,
+            host_ports=host_ports(spec),
         )
     )
 

@@ -34,6 +34,7 @@ from connectors.k8s.jobset_integration import JobSetIntegration
 from connectors.k8s.journal import Journal, LocalJournal
 from connectors.k8s.kubeflow_integration import INTEGRATIONS as KUBEFLOW_INTEGRATIONS
 from connectors.k8s.lws_integration import LeaderWorkerSetIntegration
+from connectors.k8s.manager_quota import ManagerQuotaConnector
 from connectors.k8s.mpijob_integration import MPIJobIntegration
 from connectors.k8s.multikueue import MultiKueueConnector
 from connectors.k8s.pods_integration import PodIntegration
@@ -121,6 +122,7 @@ class Connector:
         self.checks = CheckStatusWriter(client, journal)
         self.multikueue = MultiKueueConnector(client, journal, append=self.appender.emit,
                                               watch_timeout_s=watch_timeout_s)
+        self.manager_quota = ManagerQuotaConnector(self.multikueue)
         self.recorder = EventRecorder(client, journal, instance=instance) if events else None
 
     @property
@@ -168,6 +170,7 @@ class Connector:
             tg.create_task(self.failure_recovery.run(), name="k8s-failure-recovery")
             tg.create_task(self.checks.run(), name="k8s-admission-check-status")
             tg.create_task(self.multikueue.run(), name="k8s-multikueue")
+            tg.create_task(self.manager_quota.run(), name="k8s-multikueue-quota")
             if self.recorder is not None:
                 tg.create_task(self.recorder.run(), name="k8s-events")
 

@@ -166,6 +166,8 @@ class Mirror:
                 self.dirty_jobs |= self.state.jobs.keys()  # which namespaces are managed may have changed
                 self.dirty_queues.add("*")  # a gate's setting may change queue statuses (TAS, DynamicQuotaOrchestration)
                 self._dirty_finalizers_for("ClusterQueue", "")  # and which flavors the quotas in force use
+            case ev.WorkerQueuesObserved() | ev.MultiKueueClusterObserved():
+                self.dirty_queues.add("*")  # a manager's quota automation reads the workers' queues and links
             case ev.ProvisioningRequestCreated() | ev.ProvisioningRequestDeleted():
                 self.request_decisions[record.offset] = e
             case ev.DecisionApplied() | ev.DecisionRejected():

@@ -10,7 +10,8 @@ pods of a TAS workload still run on a node (node failure), and the gated pods th
   ``kueue.x-k8s.io/workload`` annotation or TAS scheduling gate); other pending pods are not in the log;
 * a kept pod carries only what those rules read (:func:`pod_view`): Kueue's labels and annotations, the
   ranks (the completion index, a JobSet's Job index, a LeaderWorkerSet pod's worker index), the node, node
-  selector and scheduling gates, the containers' resources, the phase and deletion;
+  selector and scheduling gates, the containers' resources and host ports (what Kueue's NodePorts check reads
+  under SchedulerLibraryIntegration), the phase and deletion;
 * a Node loses its annotations (agents keep rewriting them; nothing reads them);
 * an update that changes none of that (a status heartbeat, a container restart count, a Node's
   lastHeartbeatTime) is not appended at all (:func:`same_content`).
@@ -44,7 +45,8 @@ def _kept_annotations(annotations: dict[str, str]) -> dict[str, str]:
 
 
 def _resources_only(containers: list[o.Container]) -> list[o.Container]:
-    return [o.Container(name=c.name, resources=c.resources, restart_policy=c.restart_policy) for c in containers]
+    return [o.Container(name=c.name, resources=c.resources, restart_policy=c.restart_policy,
+                        ports=[p for p in c.ports if p.host_port > 0]) for c in containers]
 
 
 def wanted(pod: o.Pod) -> bool:

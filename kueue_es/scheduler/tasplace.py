@@ -28,6 +28,7 @@ from events import schema as ev
 from events.errors import InvalidInput
 from kueue_es.scheduler.flavors import Assignment, Granular, Mode, PodSetResult
 from kueue_es.scheduler.tas import (
+    NodePorts,
     Placement,
     PodSetRequest,
     TASOptions,
@@ -39,6 +40,7 @@ from projections.clusterqueues import ClusterQueueInfo
 from projections.gates import (
     ELASTIC_JOBS_VIA_WORKLOAD_SLICES,
     ELASTIC_JOBS_VIA_WORKLOAD_SLICES_WITH_TAS,
+    SCHEDULER_LIBRARY_INTEGRATION,
     SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS,
     TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX,
     TAS_BALANCED_PLACEMENT,
@@ -71,7 +73,7 @@ class CycleTopology:
     def __init__(self, state, config=None) -> None:
         self._state = state
         self._snaps: TASSnapshots | None = None
-        self.options = tas_options(config)
+        self.options = tas_options(config, state)
         self.recompute = config is None or config.gate(TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE)
         """``TASRecomputeAssignmentWithinSchedulingCycle``: a nomination an earlier admission of the cycle made
         stale is placed again (:func:`place_at_admission`); off, the entry is skipped until the next cycle."""
@@ -83,7 +85,7 @@ class CycleTopology:
     @property
     def snapshots(self) -> TASSnapshots:
         if self._snaps is None:
-            self._snaps = tas_snapshots(self._state, self.options.overlapping_flavors)
+            self._snaps = tas_snapshots(self._state, self.options.overlapping_flavors, self.options.library is not None)
         return self._snaps
 
     def charge(self, placements: list[tuple[str, PodSetRequest, Placement]]) -> None:
@@ -91,15 +93,36 @@ class CycleTopology:
             self.snapshots.charge(flavor, placement.domains, req.per_pod())
 
 
-def tas_options(config) -> TASOptions:
-    """The placement options a Kueue Configuration's feature gates set (Kueue's defaults without one)."""
+def tas_options(config, state=None) -> TASOptions:
+    """The placement options a Kueue Configuration's feature gates set (Kueue's defaults without one); under
+    SchedulerLibraryIntegration, with the host ports ``state``'s bound pods hold."""
     if config is None:
         return TASOptions()
+    library = None
+    if config.gate(SCHEDULER_LIBRARY_INTEGRATION):
+        library = NodePorts(holders=node_ports(state) if state is not None else {})
     return TASOptions(balanced=config.gate(TAS_BALANCED_PLACEMENT), multi_layer=config.gate(TAS_MULTI_LAYER_TOPOLOGY),
                       overlapping_flavors=config.gate(TAS_HANDLE_OVERLAPPING_FLAVORS),
                       profile_mixed=config.gate(TAS_PROFILE_MIXED),
                       hostname_prefix_encoding=config.gate(TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX),
-                      node_affinity_preferred=config.gate(TAS_RESPECT_NODE_AFFINITY_PREFERRED))
+                      node_affinity_preferred=config.gate(TAS_RESPECT_NODE_AFFINITY_PREFERRED), library=library)
+
+
+def node_ports(state) -> dict:
+    """Node -> the host ports its bound pods hold, remembered until a pod holding one changes."""
+    fold = state.tas.host_ports
+    memo = state.derived.get("host-ports")
+    if memo is None or memo[0] != fold.generation:
+        memo = state.derived["host-ports"] = (fold.generation, fold.by_node())
+    return memo[1]
+
+
+def without_victims(options: TASOptions, victims: list[WorkloadInfo]) -> TASOptions:
+    """``options`` with the host ports of ``victims``' pods released, as Kueue's simulator preempts their pods."""
+    if options.library is None or not victims:
+        return options
+    released = options.library.released | frozenset(v.key for v in victims)
+    return msgspec.structs.replace(options, library=msgspec.structs.replace(options.library, released=released))
 
 
 def _tas_flavor(info: ClusterQueueInfo, flavors: dict[str, str]) -> tuple[str | None, str]:
@@ -296,7 +319,8 @@ def place_preempting(ctx: CycleContext, wl: WorkloadInfo, info: ClusterQueueInfo
         usage = [u for v in victims for u in workload_tas_usage(v)] + released(ctx, replaced)
         snaps.charge_usage(usage, -1)
         try:
-            found = place_workload(snaps, requests, options=ctx.topology.options, previous=before)
+            found = place_workload(snaps, requests, options=without_victims(ctx.topology.options, victims),
+                                   previous=before)
         finally:
             snaps.charge_usage(usage, 1)
     else:

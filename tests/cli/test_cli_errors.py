@@ -620,11 +620,11 @@ def test_a_configuration_stanza_kueue_refuses_is_refused_naming_the_field(tmp_pa
 
 
 def test_a_gate_kueue_es_models_only_at_its_default_is_accepted_with_a_warning(tmp_path: Path) -> None:
-    cfg, r = _schedule_under(tmp_path, "featureGates:\n  SchedulerLibraryIntegration: true\n"
+    cfg, r = _schedule_under(tmp_path, "featureGates:\n  MultiKueueOrchestratedPreemption: true\n"
                                        "  PartialAdmission: false\n  TASBalancedPlacement: false\n")
     assert r.code == 0
     assert one_line_error(r) == (f"kueue-es: warning: {cfg}: featureGates: kueue-es models "
-                                 "SchedulerLibraryIntegration (default off) only at the default; the setting is "
+                                 "MultiKueueOrchestratedPreemption (default off) only at the default; the setting is "
                                  "accepted, as Kueue accepts it, and changes nothing here")
     # PartialAdmission is modelled; TASBalancedPlacement is set to its default
 

@@ -39,10 +39,11 @@ def test_only_gates_away_from_their_default_and_not_modelled_are_ignored() -> No
     assert gates.ignored({"PartialAdmission": False, "DynamicQuotaOrchestration": False}) == []
     assert gates.ignored({"WorkloadValidateResourcesAreNonNegative": False}) == []
     assert gates.ignored({"ElasticJobsViaWorkloadSlices": False}) == [], "modelled: the scheduler reads it"
-    assert gates.ignored({"SchedulerLibraryIntegration": True}) == ["SchedulerLibraryIntegration"]
+    assert gates.ignored({"MultiKueueOrchestratedPreemption": True}) == ["MultiKueueOrchestratedPreemption"]
+    assert gates.ignored({"SchedulerLibraryIntegration": True}) == [], "modelled: TAS placement reads it"
     assert gates.ignored({"ConcurrentAdmission": True}) == [], "in part: the webhook's checks read it"
     assert gates.ignored({"DynamicQuotaOrchestration": True}) == [], "modelled: the fold reads it"
-    assert "SchedulerLibraryIntegration" in gates.ignored({"AllAlpha": True})
+    assert "MultiKueueOrchestratedPreemption" in gates.ignored({"AllAlpha": True})
 
 
 def test_gates_turned_off_with_a_modelled_gate_they_depend_on_are_not_ignored() -> None:
@@ -69,7 +70,7 @@ def test_the_readme_counts_the_modelled_gates() -> None:
 def test_extended_resources_backed_by_dra_are_modelled() -> None:
     assert "KueueDRAIntegrationExtendedResource" in gates.MODELLED
     assert gates.ignored({"KueueDRAIntegrationExtendedResource": False}) == [], "modelled: the fold reads it"
-    assert gates.ignored({"SchedulerLibraryIntegration": True}) == ["SchedulerLibraryIntegration"]
+    assert gates.ignored({"MultiKueueOrchestratedPreemption": True}) == ["MultiKueueOrchestratedPreemption"]
 
 
 def test_the_dra_counter_and_capacity_sources_gates_are_modelled() -> None:

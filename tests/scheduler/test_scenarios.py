@@ -15,7 +15,9 @@ A case file holds ``objects`` (what a user would kubectl-apply), an optional Kue
   status: "True", message, details: {...}}`` — the ProvisioningRequest as kueue-es created it, as the watch would
   bring it back with that condition set), ``clusters`` (``{name, connected, reason, message}``: what the
   MultiKueue connector observed of a worker) and ``remotes`` (``{workload, cluster, conditions: {type: status or
-  {status, reason, message}}, topologyPodSets, gone}``: a worker's copy of a workload as the connector's watch shows it) as observed events at that
+  {status, reason, message}}, topologyPodSets, gone}``: a worker's copy of a workload as the connector's watch shows it) and
+  ``workerQueues`` (``{cluster, localQueues: {namespace/name: clusterQueue}, clusterQueues: {name: resourceGroups}}``:
+  a worker's queues as the connector lists them) as observed events at that
   time, then lets the scheduler settle exactly as the service does (``decide`` — controller rules, then a cycle
   — until it has nothing to say), or with ``cycles: N`` lets it decide only N batches (to look between cycles),
   then asserts its ``expect`` (only the workloads it names) and, when given,
@@ -26,7 +28,9 @@ A case file holds ``objects`` (what a user would kubectl-apply), an optional Kue
   wake the scheduler with a clock tick if nothing else happened — :func:`kueue_es.scheduler.next_deadline`),
   ``clusterQueues`` (``{name: {reason, message}}``: the ClusterQueue's Active condition, reason ``Ready`` when
   active), ``admissionChecks`` (``{name: {active, reason, message}}``: the check's Active condition as
-  kueue-es computes it) and ``multiKueueClusters`` (``{name: {status, reason, message}}``).
+  kueue-es computes it), ``multiKueueClusters`` (``{name: {status, reason, message}}``) and ``quotaAutomation``
+  (``{name: {condition: [status, reason, message] or null, quotas: {resource: quantity} or null}}``, or null while
+  nothing changes: what MultiKueueManagerQuotaAutomation leaves on a ClusterQueue, :mod:`projections.manager_quota`).
 
 Expectations per workload: ``admitted: {clusterQueue, flavors: {podSet: {resource: flavor}}, counts: {podSet: n}, usage: {podSet: {resource: quantity}},
 checksPending, topology: {podSet: [[value..., count], ...]}, topologyAssignment: {podSet: the v1beta2 object exactly as
@@ -68,7 +72,7 @@ from kueue_es.scheduler import decide, next_deadline, settle
 from kueue_es.scheduler.config import parse_duration
 from kueue_es.scheduler.flavors import resume_scan
 from kueue_es.statefile import load_state
-from projections import gates
+from projections import gates, manager_quota
 from projections.admissionchecks import check_active, cluster_active
 from projections.clusterqueues import active_condition
 from projections.workloads import status_of
@@ -331,6 +335,10 @@ def run_timeline(name: str, spec: dict, tmp_path: Path) -> None:
         for c in step.get("clusters", []):
             events.append(ev.MultiKueueClusterObserved(time=t, key=c["name"], connected=c["connected"],
                                                        reason=c.get("reason", ""), message=c.get("message", "")))
+        for w in step.get("workerQueues", []):
+            events.append(ev.WorkerQueuesObserved(time=t, key=w["cluster"], local_queues=w.get("localQueues", {}),
+                                                  cluster_queues=msgspec.convert(w.get("clusterQueues", {}),
+                                                                                 dict[str, list[o.ResourceGroup]])))
         for r in step.get("remotes", []):
             conditions = [o.Condition(type=k, status=v, reason=k, last_transition_time=format_time(t))
                           if isinstance(v, str) else o.Condition(type=k, status=v["status"],
@@ -375,6 +383,13 @@ def run_timeline(name: str, spec: dict, tmp_path: Path) -> None:
             _, reason, message = active_condition(info.inactive_reasons)
             assert {"reason": reason, "message": message} == {"reason": want["reason"], "message": want.get(
                 "message", message)}, f"{where}: ClusterQueue {cq}: {reason}: {message}"
+        for cq, want in step.get("quotaAutomation", {}).items():
+            got_q = manager_quota.outcome(state.cluster_queues[cq], manager_quota.world_of(state)) \
+                if manager_quota.enabled(state) else None
+            shown = None if got_q is None else {
+                "condition": None if got_q.condition is None else list(got_q.condition),
+                "quotas": None if got_q.resources is None else {rq.name: str(rq.nominal_quota) for rq in got_q.resources}}
+            assert shown == want, f"{where}: quota automation of ClusterQueue {cq}: {shown}"
         for ac_name, want in step.get("admissionChecks", {}).items():
             got = check_active(state.admission_checks[ac_name], state.provisioning_configs, state.multikueue)
             assert got == (want["active"], want["reason"], want.get("message", got[2])), f"{where}: {ac_name}: {got}"

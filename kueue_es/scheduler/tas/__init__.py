@@ -15,6 +15,7 @@ from kueue_es.scheduler.tas.place import place
 from kueue_es.scheduler.tas.replace import Replacement, replace_in_workload, replace_node
 from kueue_es.scheduler.tas.request import (
     DEFAULT_OPTIONS,
+    NodePorts,
     NoPlacement,
     Placement,
     PodSetRequest,
@@ -27,6 +28,7 @@ from kueue_es.scheduler.tas.workload import WorkloadPlacement, place_workload
 __all__ = [
     "DEFAULT_OPTIONS",
     "NoPlacement",
+    "NodePorts",
     "Placement",
     "PodSetRequest",
     "Replacement",

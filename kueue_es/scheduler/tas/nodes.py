@@ -103,7 +103,8 @@ def preferred_scores(snap: FlavorSnapshot, req: PodSetRequest) -> list[int] | No
 
 
 Exclusion = tuple[str, str]
-"""Why a node is excluded: ("taint", "key=value:Effect"), ("nodeSelector", "") or ("affinity", "")."""
+"""Why a node is excluded: ("taint", "key=value:Effect"), ("nodeSelector", ""), ("affinity", "") or, under
+SchedulerLibraryIntegration, ("library", "") whatever the reason (:mod:`.library`)."""
 
 
 def excluded_leaves(snap: FlavorSnapshot, req: PodSetRequest) -> dict[int, Exclusion]:
@@ -141,7 +142,7 @@ def excluded_leaves(snap: FlavorSnapshot, req: PodSetRequest) -> dict[int, Exclu
 class Exclusions:
     """Kueue's ExclusionStats: how many leaves each reason excluded, and how many leaves there were."""
 
-    __slots__ = ("total", "node_selector", "affinity", "topology_domain", "taints", "resources")
+    __slots__ = ("total", "node_selector", "affinity", "topology_domain", "taints", "resources", "library")
 
     def __init__(self, total: int) -> None:
         self.total = total
@@ -150,6 +151,7 @@ class Exclusions:
         self.topology_domain = 0
         self.taints: dict[str, int] = {}
         self.resources: dict[str, int] = {}
+        self.library = 0
 
     def record(self, why: Exclusion) -> None:
         kind, detail = why
@@ -159,9 +161,12 @@ class Exclusions:
             self.node_selector += 1
         elif kind == "affinity":
             self.affinity += 1
+        elif kind == "library":
+            self.library += 1
 
     def any(self) -> bool:
-        return bool(self.node_selector or self.affinity or self.topology_domain or self.taints or self.resources)
+        return bool(self.node_selector or self.affinity or self.topology_domain or self.taints or self.resources
+                    or self.library)
 
     def suffix(self) -> str:
         """``. Total nodes: N; excluded: a: 1, b: 2`` (reasons string-sorted), or "" without exclusions."""
@@ -174,6 +179,8 @@ class Exclusions:
             reasons.append(f"affinity: {self.affinity}")
         if self.topology_domain:
             reasons.append(f"topologyDomain: {self.topology_domain}")
+        if self.library:
+            reasons.append(f"schedulerLibraryNoFit: {self.library}")
         reasons += [f"taint {go_quote(t)}: {n}" for t, n in self.taints.items()]
         reasons += [f"resource {go_quote(r)}: {n}" for r, n in self.resources.items()]
         return f". Total nodes: {self.total}; excluded: {', '.join(sorted(reasons))}"

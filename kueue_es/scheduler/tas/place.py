@@ -6,7 +6,8 @@ LeastFreeCapacity profile while TASProfileMixed is on (the default); the others,
 off, BestFit. Being unconstrained matters beyond the profile, gate or not: such a request never climbs a level
 and is never balanced. Slices and their inner layers are resolved by :mod:`.layers`; with TASBalancedPlacement a
 request that is neither required nor unconstrained is first tried by :mod:`.balanced`, falling back to the search
-below when that finds nothing. Under TASRespectNodeAffinityPreferred (alpha) the nodes a pod set's preferred
+below when that finds nothing. Under SchedulerLibraryIntegration (alpha) the scheduler's filters choose the nodes,
+host ports included (:mod:`.library`). Under TASRespectNodeAffinityPreferred (alpha) the nodes a pod set's preferred
 node affinity favours rank their domains first (:mod:`.search`). A pod-set group (LeaderWorkerSet leader and
 workers) is placed in one run by :func:`place_group`, the workers' request (and preferred affinity) governing it
 (:mod:`.group`).
@@ -29,6 +30,7 @@ from kueue_es.scheduler.tas.layers import (
     slice_size,
     slices_requested,
 )
+from kueue_es.scheduler.tas.library import library_excluded
 from kueue_es.scheduler.tas.nodes import excluded_leaves, go_quote, preferred_scores
 from kueue_es.scheduler.tas.request import (
     DEFAULT_OPTIONS,
@@ -119,6 +121,8 @@ def _place(snap: FlavorSnapshot, req: PodSetRequest, leader: PodSetRequest | Non
         at = tree.prefix_index(within)
         within_at = at if at is not None else (max(0, min(len(within), tree.depth) - 1), -1)
     excluded = excluded_leaves(snap, req)
+    if options.library is not None:
+        excluded = library_excluded(snap, req, excluded, options.library, simulate_empty)
     scores = preferred_scores(snap, req) if options.node_affinity_preferred else None
     per_pod = tuple(sorted(req.per_pod().items()))
     if leader is not None:

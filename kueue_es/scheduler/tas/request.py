@@ -8,6 +8,7 @@ import msgspec
 
 from events import objects as o
 from events import tas_assignment
+from projections.host_ports import Holder, HostPort
 from projections.topology import PODS
 from projections.workloads import PodSetInfo
 
@@ -28,13 +29,16 @@ class PodSetRequest(msgspec.Struct, frozen=True, kw_only=True):
     tolerations: tuple[o.Toleration, ...] = ()
     affinity_terms: tuple[o.NodeSelectorTerm, ...] | None = None
     preferred_terms: tuple[o.PreferredSchedulingTerm, ...] = ()
+    host_ports: tuple[HostPort, ...] = ()
+    """The host ports each pod takes on its node (checked only under SchedulerLibraryIntegration)."""
 
     @classmethod
     def of(cls, ps: PodSetInfo, count: int | None = None, *, implied: bool = False) -> PodSetRequest:
         """The request of pod set ``ps`` with ``count`` pods (default: its full count)."""
         return cls(name=ps.name, count=ps.count if count is None else count, requests=ps.placement_requests,
                    topology=ps.topology, implied=implied, node_selector=ps.node_selector,
-                   tolerations=ps.tolerations, affinity_terms=ps.affinity_terms, preferred_terms=ps.preferred_terms)
+                   tolerations=ps.tolerations, affinity_terms=ps.affinity_terms, preferred_terms=ps.preferred_terms,
+                   host_ports=ps.host_ports)
 
     def per_pod(self) -> dict[str, int]:
         """Single-pod requests including one ``pods``."""
@@ -43,13 +47,23 @@ class PodSetRequest(msgspec.Struct, frozen=True, kw_only=True):
         return out
 
 
+class NodePorts(msgspec.Struct, frozen=True, kw_only=True):
+    """The host ports the scheduler library's NodePorts filter sees taken: by node, each bound pod's (its owning
+    workload's key, empty for none; its ports), and the workloads a preemption simulation has released."""
+
+    holders: dict[str, tuple[Holder, ...]] = {}
+    released: frozenset[str] = frozenset()
+
+
 class TASOptions(msgspec.Struct, frozen=True, kw_only=True):
     """The feature gates placement reads (from the Configuration's ``featureGates``): TASBalancedPlacement
     (alpha, off), TASMultiLayerTopology (beta, on), TASHandleOverlappingFlavors (beta, on; also how the
     cycle's snapshots share usage, :func:`projections.topology.tas_snapshots`), TASProfileMixed (beta, on:
     unconstrained requests use LeastFreeCapacity; off, every request uses BestFit) and
     TASAssignmentsEncodingByHostnamePrefix (beta, on: how a placement is written, :meth:`Placement.encode`) and
-    TASRespectNodeAffinityPreferred (alpha, off: a pod set's preferred node affinity ranks the domains first)."""
+    TASRespectNodeAffinityPreferred (alpha, off: a pod set's preferred node affinity ranks the domains first).
+    ``library`` is SchedulerLibraryIntegration (alpha, off): None while off; on, the pods holding host ports that
+    the scheduler's filters see (:mod:`kueue_es.scheduler.tas.library`)."""
 
     balanced: bool = False
     multi_layer: bool = True
@@ -57,6 +71,7 @@ class TASOptions(msgspec.Struct, frozen=True, kw_only=True):
     profile_mixed: bool = True
     hostname_prefix_encoding: bool = True
     node_affinity_preferred: bool = False
+    library: NodePorts | None = None
 
 
 DEFAULT_OPTIONS = TASOptions()

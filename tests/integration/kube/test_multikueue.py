@@ -13,7 +13,8 @@ conditions. A JobSet CRD installed on the worker only once the manager is connec
 watched without a reconnect. A RayService handed to MultiKueue is copied to the worker, started there by the
 worker's Kueue, its Ready condition mirrored, a ``serveConfigV2`` edited on the manager forwarded to the copy, and
 its copies deleted once its Workload is deactivated. A
-LeaderWorkerSet's two groups go to the worker together, on one copy of the set.
+LeaderWorkerSet's two groups go to the worker together, on one copy of the set. Under
+MultiKueueManagerQuotaAutomation the manager's ClusterQueue takes the worker ClusterQueue's quota.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import os
 import secrets
 import subprocess
 from collections.abc import AsyncIterator, Iterator
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -1016,3 +1018,46 @@ async def test_a_custom_kind_is_run_on_the_worker_by_the_generic_adapter(kube_ap
             f'The workload is deactivated due to AdmissionCheck in Rejected state: "{c.check}" (The owner is not '
             'managed by Kueue: Expecting .spec.managedBy to be "kueue.x-k8s.io/multikueue" not "")')
         assert await _remote(wc, WIDGETS, "own-widget", ns) is None
+
+
+@pytest.mark.asyncio
+async def test_manager_quota_follows_the_worker_cluster_queues(kube_apiserver, worker_apiserver, tmp_path) -> None:
+    """MultiKueueManagerQuotaAutomation: the manager's ClusterQueue shows the condition (NotRequested until its
+    MultiKueueConfig asks for ``Automated``), then takes the worker ClusterQueue's quota into its spec, and follows
+    it when the worker's changes; the fold schedules with it."""
+    gate_on = load_config({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+                           "featureGates": {"MultiKueueManagerQuotaAutomation": True}})
+    async with await connect(kube_apiserver) as kc, await connect(worker_apiserver) as wc:
+        await crds.install(kc)
+        await crds.install(wc)
+        sfx = secrets.token_hex(3)
+        ns, cq, _, _ = await _manager_queues(kc, worker_apiserver, sfx)
+        await _worker_queues(wc, ns, sfx)
+        async with kueue_es(kc, tmp_path / "manager-log", config=gate_on) as (_, journal):
+            async def condition(reason: str) -> dict[str, Any] | None:
+                c = _cond(await get(kc, "ClusterQueue", cq), "MultiKueueManagerQuotaAutomation")
+                return c if c is not None and c["reason"] == reason else None
+
+            c = await eventually(partial(condition, "NotRequested"), what="the condition NotRequested")
+            assert (c["status"], c["message"]) == ("False", "MultiKueue manager quota automation has not been requested.")
+            await kc.patch(BY_KIND["MultiKueueConfig"], f"mkc-{sfx}", {"spec": {"quotaManagement": "Automated"}})
+            c = await eventually(partial(condition, "QuotaAutomated"), what="the condition QuotaAutomated")
+            assert (c["status"], c["message"]) == (
+                "True", "ClusterQueue quota is automatically managed based on MultiKueue workers.")
+            await wc.patch(BY_KIND["ClusterQueue"], f"wcq-{sfx}", {"spec": {"resourceGroups": [{
+                "coveredResources": ["cpu"],
+                "flavors": [{"name": f"wf-{sfx}", "resources": [{"name": "cpu", "nominalQuota": "7500m"}]}]}]}})
+
+            async def followed() -> dict[str, Any] | None:
+                spec = (await get(kc, "ClusterQueue", cq))["spec"]
+                return spec if spec["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] == "7500m" \
+                    else None
+
+            spec = await eventually(followed, what="the manager's quota to follow the worker's")
+            assert spec["resourceGroups"][0]["flavors"][0]["name"] == f"f-{sfx}"
+
+            async def folded() -> bool:
+                rq = journal.mirror.state.cluster_queues[cq].spec.resource_groups[0].flavors[0].resources[0]
+                return rq.nominal_quota == "7500m"
+
+            await eventually(folded, what="the fold to hold the automated quota")
