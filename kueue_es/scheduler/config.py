@@ -278,6 +278,7 @@ MULTIKUEUE_ADAPTER_FRAMEWORKS = {
     ("workload.codeflare.dev/v1beta2", "AppWrapper"): APPWRAPPER_FRAMEWORK,
     ("trainer.kubeflow.org/v1alpha1", "TrainJob"): TRAINJOB_FRAMEWORK,
     ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): LWS_FRAMEWORK,
+    ("apps/v1", "StatefulSet"): STATEFULSET_FRAMEWORK,
 }
 """(apiVersion, kind) of each built-in MultiKueue adapter -> its integration framework: Kueue builds the adapter
 only while ``integrations.frameworks`` lists it (its ``GetMultiKueueAdapters``); the adapters themselves are
