@@ -16,14 +16,14 @@ from typing import Any
 import msgspec
 import yaml
 
-from events import conversion, object_rules
+from events import conversion, object_rules, quota_rules
 from events import objects as o
 from events import tas_assignment as tas
 from events.errors import InvalidInput, refuse_field
 from events.labels import annotations_problem, is_dns_label, labels_problem, object_name_problem
 from events.priority_boost import ANNOTATION as PRIORITY_BOOST_ANNOTATION
 from events.priority_boost import error as priority_boost_error
-from events.quantity import QuantityError, parse_quantity
+from events.quantity import parse_quantity
 from events.timefmt import ZONELESS, parse_rfc3339
 
 try:
@@ -373,8 +373,11 @@ def validate_object(obj: o.KObject, where: str, *, checks: Checks = Checks(),
     (:func:`validate_gated`). A ClusterQueue's webhook rules, gated or not, are refused together, in Kueue's order
     (:func:`events.object_rules.check_cluster_queue`)."""
     if isinstance(obj, o.ClusterQueue):
-        _validate_shape(obj, where)
-        object_rules.check_cluster_queue(obj, where, also=_gated_cluster_queue_errors(obj, checks))
+        object_rules.check_cluster_queue(obj, where, schema=queue_schema_errors(obj),
+                                         also=_gated_cluster_queue_errors(obj, checks))
+        return
+    if isinstance(obj, o.Cohort):
+        object_rules.check_cohort(obj, where, schema=queue_schema_errors(obj))
         return
     _validate_ungated(obj, where)
     if doc is not None:
@@ -388,6 +391,42 @@ def check_foldable(obj: o.KObject, where: str) -> None:
     its admission rules would say of it now (written while no webhook answered, or before a stricter version),
     and so does kueue-es."""
     _validate_shape(obj, where)
+    if isinstance(obj, o.ClusterQueue | o.Cohort):
+        groups = obj.spec.resource_groups
+        object_rules.refuse_all(quota_rules.webhook_errors(groups, parent="", cohort=False, full=False), where)
+
+
+QUEUE_ENUMS = (("spec.queueingStrategy", ("BestEffortFIFO", "StrictFIFO")),
+               ("spec.preemption.reclaimWithinCohort", ("Never", "LowerPriority", "Any")),
+               ("spec.preemption.withinClusterQueue", ("Never", "LowerPriority", "LowerOrNewerEqualPriority")),
+               ("spec.stopPolicy", ("None", "Hold", "HoldAndDrain")))
+"""The values a ClusterQueue's CRD takes in the fields the projections read."""
+
+
+def queue_schema_errors(obj: o.ClusterQueue | o.Cohort) -> list[str]:
+    """What a ClusterQueue's or Cohort's CRD refuses that the projections need, every rule broken, as the
+    apiserver lists them: a creation time, quantities, names unique in their lists, known policy values, a fair
+    sharing weight; then the CEL rule on each group's resource count (not checked, as by the apiserver, while an
+    enum value is unknown)."""
+    spec = obj.spec
+    errors = [f"field `{at}`: {problem}" for at, problem in (
+        ("metadata.creationTimestamp", time_problem(obj.metadata.creation_timestamp)),) if problem is not None]
+    errors += quota_rules.schema_errors(spec.resource_groups)
+    blocking = False
+    if isinstance(obj, o.ClusterQueue):
+        values = (spec.queueing_strategy, spec.preemption.reclaim_within_cohort,  # type: ignore[union-attr]
+                  spec.preemption.within_cluster_queue, spec.stop_policy)  # type: ignore[union-attr]
+        for (at, allowed), value in zip(QUEUE_ENUMS, values, strict=True):
+            if value not in allowed:
+                blocking = True
+                errors.append(f"field `{at}`: must be {', '.join(allowed[:-1])} or {allowed[-1]}")
+    weight = spec.fair_sharing.weight if spec.fair_sharing is not None else None
+    problem = None if weight is None else quota_rules.quantity_problem(weight)
+    if problem is not None:
+        errors.append(f"field `spec.fairSharing.weight`: {problem}")
+    if not blocking:
+        errors += quota_rules.count_errors(spec.resource_groups)
+    return errors
 
 
 def validate_gated(obj: o.KObject, where: str, checks: Checks) -> None:
@@ -431,6 +470,9 @@ def _validate_ungated(obj: o.KObject, where: str) -> None:
 def _validate_shape(obj: o.KObject, where: str) -> None:
     """What the projections need of an object to fold it: times and quantities that parse, known enum values,
     counts in range (the rules Kueue holds its own kinds to come after: :mod:`events.object_rules`)."""
+    if isinstance(obj, o.ClusterQueue | o.Cohort):
+        object_rules.refuse_all(queue_schema_errors(obj), where)
+        return
     check_time(obj.metadata.creation_timestamp, where, "metadata.creationTimestamp")
     match obj:
         case o.Workload():
@@ -478,36 +520,6 @@ def _validate_shape(obj: o.KObject, where: str) -> None:
             _validate_claim_template(obj, where)
         case o.ResourceSlice():
             _check_resource_slice(obj.spec, where)
-        case o.ClusterQueue() | o.Cohort():
-            _check_weight(obj.spec.fair_sharing, where)
-            seen_flavors: set[str] = set()
-            for g, rg in enumerate(obj.spec.resource_groups):
-                for f, fq in enumerate(rg.flavors):
-                    if fq.name in seen_flavors:
-                        raise InvalidInput(f"{where}: field `spec.resourceGroups[{g}].flavors[{f}].name`: "
-                                           f"flavor {fq.name!r} is in more than one resource group")
-                    seen_flavors.add(fq.name)
-                    names = [r.name for r in fq.resources]
-                    if names != list(rg.covered_resources):
-                        raise InvalidInput(f"{where}: field `spec.resourceGroups[{g}].flavors[{f}].resources`: "
-                                           f"must list the covered resources {rg.covered_resources} in order")
-                    for r, rq in enumerate(fq.resources):
-                        base = f"spec.resourceGroups[{g}].flavors[{f}].resources[{r}]"
-                        for fname in ("nominal_quota", "borrowing_limit", "lending_limit"):
-                            q = getattr(rq, fname)
-                            if q is not None:
-                                check_quantity(q, where, f"{base}.{_camel(fname)}")
-            if isinstance(obj, o.ClusterQueue):
-                s = obj.spec
-                if s.queueing_strategy not in ("BestEffortFIFO", "StrictFIFO"):
-                    raise InvalidInput(f"{where}: field `spec.queueingStrategy`: must be BestEffortFIFO or StrictFIFO")
-                p = s.preemption
-                if p.reclaim_within_cohort not in ("Never", "LowerPriority", "Any"):
-                    raise InvalidInput(f"{where}: field `spec.preemption.reclaimWithinCohort`: must be Never, LowerPriority or Any")
-                if p.within_cluster_queue not in ("Never", "LowerPriority", "LowerOrNewerEqualPriority"):
-                    raise InvalidInput(f"{where}: field `spec.preemption.withinClusterQueue`: must be Never, LowerPriority or LowerOrNewerEqualPriority")
-                if s.stop_policy not in ("None", "Hold", "HoldAndDrain"):
-                    raise InvalidInput(f"{where}: field `spec.stopPolicy`: must be None, Hold or HoldAndDrain")
         case o.ProvisioningRequestConfig():
             validate_provisioning_config(obj.spec, where)
         case o.MultiKueueCluster():
@@ -754,24 +766,25 @@ def validate_multikueue_config(spec: o.MultiKueueConfigSpec, where: str) -> None
 
 def check_time(text: str | None, where: str, field_: str) -> None:
     """Timestamps the projections read must parse, or folding the log would fail later."""
+    refuse_field(time_problem(text), where, field_)
+
+
+def time_problem(text: str | None) -> str | None:
+    """Why ``text`` (None: no time) is not a time the projections can read; None when it is one."""
     if text is None:
-        return
+        return None
     try:
         parse_rfc3339(text)
     except (ValueError, OverflowError):
         zone = " (no time zone)" if ZONELESS.fullmatch(text) else ""
-        raise InvalidInput(f"{where}: field `{field_}`: not an RFC 3339 time{zone}: {text!r}") from None
+        return f"not an RFC 3339 time{zone}: {text!r}"
+    return None
 
 
 def check_quantity(q: object, where: str, field_: str, *, negative: bool = False) -> None:
     """``q`` parses as a quantity, and (unless ``negative``: the projections read a negative one as 0) is not
     negative."""
-    try:
-        value = parse_quantity(q)  # type: ignore[arg-type]
-    except QuantityError as exc:
-        raise InvalidInput(f"{where}: field `{field_}`: {exc}") from None
-    if value < 0 and not negative:
-        raise InvalidInput(f"{where}: field `{field_}`: must not be negative")
+    refuse_field(quota_rules.quantity_problem(q, negative=negative), where, field_)
 
 
 def _camel(name: str) -> str:

@@ -215,8 +215,8 @@ def test_a_queue_s_policies_are_known_and_consistent() -> None:
         "ClusterQueue cq: field `spec.preemption`: reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never")
     _check(cluster_queue(preemption={"reclaimWithinCohort": "Any", "borrowWithinCohort": {"policy": "LowerPriority"}}))
     assert _refusal(cluster_queue(flavorFungibility={"preference": "PreemptionOverBorrowing"})) == (
-        "ClusterQueue cq: field `spec.flavorFungibility.preference`: preference can only be set when both "
-        "whenCanBorrow and whenCanPreempt are TryNextFlavor")
+        'ClusterQueue cq: field `spec.flavorFungibility.preference`: Invalid value: "PreemptionOverBorrowing": '
+        'preference "PreemptionOverBorrowing" requires both whenCanBorrow and whenCanPreempt to be TryNextFlavor')
     _check(cluster_queue(flavorFungibility={"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor",
                                             "preference": "PreemptionOverBorrowing"}))
     assert '`spec.flavorFungibility.whenCanBorrow`: Unsupported value: "Borrow"' in _refusal(
@@ -256,8 +256,8 @@ def test_every_webhook_rule_a_queue_breaks_is_refused_in_one_message_in_kueue_s_
         "field `spec.namespaceSelector.matchExpressions[0].values`: may not be specified when `operator` is "
         "'Exists' or 'DoesNotExist', "
         "field `spec.preemption`: reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never, "
-        "field `spec.flavorFungibility.preference`: preference can only be set when both whenCanBorrow and "
-        "whenCanPreempt are TryNextFlavor, "
+        'field `spec.flavorFungibility.preference`: Invalid value: "PreemptionOverBorrowing": preference '
+        '"PreemptionOverBorrowing" requires both whenCanBorrow and whenCanPreempt to be TryNextFlavor, '
         "field `spec.fairSharing.weight`: When not 0, weight must be > 10e-9]")
 
 
