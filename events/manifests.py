@@ -19,6 +19,7 @@ import yaml
 from events import conversion, object_rules, quota_rules
 from events import objects as o
 from events import tas_assignment as tas
+from events.bounded_input import read_bounded
 from events.errors import InvalidInput, refuse_field
 from events.labels import annotations_problem, is_dns_label, labels_problem, object_name_problem
 from events.priority_boost import ANNOTATION as PRIORITY_BOOST_ANNOTATION
@@ -179,11 +180,11 @@ def load_file(path: str, *, checks: Checks = Checks()) -> Manifest:
 
 def read_text(path: str | os.PathLike[str], source: str | None = None) -> str:
     """A file people wrote (YAML), as text: one that cannot be read, or is not UTF-8, is bad input naming
-    ``source`` (default the path)."""
+    ``source`` (default the path), and so is an endless or huge one (:func:`events.bounded_input.read_bounded`)."""
     source = str(path) if source is None else source
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            data = read_bounded(f, source)
     except OSError as exc:
         raise InvalidInput(f"{source}: cannot read: {exc.strerror or exc}") from None
     return decode_text(data, source)
