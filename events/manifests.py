@@ -7,6 +7,7 @@ Kueue's own ``Configuration`` documents are handed back separately, undecoded, f
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from events import conversion, object_rules, quota_rules
 from events import objects as o
 from events import tas_assignment as tas
 from events.bounded_input import read_bounded
-from events.errors import InvalidInput, refuse_field
+from events.errors import InvalidInput, aggregate, refuse_field
 from events.labels import annotations_problem, is_dns_label, labels_problem, object_name_problem
 from events.priority_boost import ANNOTATION as PRIORITY_BOOST_ANNOTATION
 from events.priority_boost import error as priority_boost_error
@@ -314,7 +315,7 @@ def decode_object(doc: dict[str, Any], where: str, *, checks: Checks = Checks())
     try:
         obj = msgspec.convert(doc, o.KueueObject, strict=False)
     except msgspec.ValidationError as exc:
-        raise InvalidInput(f"{where}: {_field_message(str(exc))}") from None
+        raise InvalidInput(f"{where}: {_type_errors(doc, str(exc))}") from None
     try:  # a number written as a string is converted to an integer of any size: the log could not take it
         _WIRE.encode(obj)
     except OverflowError:
@@ -351,6 +352,48 @@ def _check_integers(node: Any, where: str, at: str) -> None:
             _check_integers(v, where, f"{at}[{i}]")
     elif isinstance(node, int) and not isinstance(node, bool) and node not in _INT64:
         raise InvalidInput(f"{where}: field `{at}`: {node} is out of range (at most 64 bits)")
+
+
+MAX_TYPE_ERRORS = 20
+_STEP = re.compile(r"\.([^.\[]+)|\[(\d+|\.\.\.)\]")
+
+
+def _type_errors(doc: dict[str, Any], first: str) -> str:
+    """The fields of ``doc`` of the wrong type, from the decoder's first error (``first``): for a custom resource,
+    every one (up to :data:`MAX_TYPE_ERRORS`), as the apiserver's schema validation lists them; a built-in kind's
+    JSON decoding stops at the first, and so does this. Each further one is found by decoding again without the
+    field last found wrong; a list item, a map entry or a required field cannot be left out, and ends the search.
+    Only on the way to a refusal."""
+    messages = [_field_message(first)]
+    if not str(doc.get("apiVersion", "")).split("/")[0].endswith("x-k8s.io"):
+        return messages[0]
+    trial, error = copy.deepcopy(doc), first
+    while len(messages) < MAX_TYPE_ERRORS and _leave_out(trial, error):
+        try:
+            msgspec.convert(trial, o.KueueObject, strict=False)
+            break
+        except msgspec.ValidationError as exc:
+            error = str(exc)
+            if error.startswith("Object missing required field"):
+                break
+            messages.append(_field_message(error))
+    return aggregate(messages) or messages[0]
+
+
+def _leave_out(doc: dict[str, Any], error: str) -> bool:
+    """Drop from ``doc`` the mapping field ``error`` (the decoder's message) names; False when it names none."""
+    if " - at `$" not in error or error.startswith("Object missing required field"):
+        return False
+    steps = _STEP.findall(error.partition(" - at `$")[2].rstrip("`"))
+    node: Any = doc
+    for name, index in steps[:-1]:
+        node = node.get(name) if name and isinstance(node, dict) else \
+            node[int(index)] if index.isdigit() and isinstance(node, list) and int(index) < len(node) else None
+    last = steps[-1][0] if steps else ""
+    if not last or not isinstance(node, dict) or last not in node:
+        return False
+    del node[last]
+    return True
 
 
 def _field_message(msg: str) -> str:
