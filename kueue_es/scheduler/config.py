@@ -1,7 +1,8 @@
 """The part of Kueue's ``Configuration`` (config.kueue.x-k8s.io/v1beta2) that changes admission decisions.
 
-A user's existing Kueue configuration file is accepted as it is: fields kueue-es does not use are ignored,
-fields it uses are type-checked, and defaults are Kueue's.
+A user's existing Kueue configuration file is accepted as it is: Kueue's fields kueue-es does not use are ignored,
+fields it uses are type-checked, defaults are Kueue's, and a field Kueue does not know is refused, as Kueue's strict
+decoding refuses it (:mod:`kueue_es.scheduler.config_fields`).
 """
 
 from __future__ import annotations
