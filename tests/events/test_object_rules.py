@@ -280,8 +280,8 @@ def test_a_resource_s_rules_are_all_refused_and_a_cohort_s_too() -> None:
 
 
 def test_a_crd_rule_broken_is_refused_alone_before_the_webhook_s() -> None:
-    """The apiserver calls no webhook for an object its schema refuses: the CRD's error alone, not with the
-    webhook's (as one message, the CRD's rules would be the apiserver's own list; kueue-es names the first)."""
+    """The apiserver calls no webhook for an object its schema refuses: the CRD's errors (all of them, as its own
+    list: ``test_queue_rules``), not with the webhook's."""
     doc = cluster_queue(fairSharing={"weight": "1n"}, preemption={"reclaimWithinCohort": "Never",
                                                                   "borrowWithinCohort": {"policy": "LowerPriority"}})
     doc["spec"]["resourceGroups"][0]["coveredResources"] = ["a b"]
