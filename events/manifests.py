@@ -356,19 +356,25 @@ def _check_integers(node: Any, where: str, at: str) -> None:
 
 MAX_TYPE_ERRORS = 20
 _STEP = re.compile(r"\.([^.\[]+)|\[(\d+|\.\.\.)\]")
+_JSON_TYPES: dict[str, type] = {"array": list, "object": dict, "str": str, "int": int, "float": float,
+                                "bool": bool, "null": type(None)}
 
 
 def _type_errors(doc: dict[str, Any], first: str) -> str:
-    """The fields of ``doc`` of the wrong type, from the decoder's first error (``first``): for a custom resource,
-    every one (up to :data:`MAX_TYPE_ERRORS`), as the apiserver's schema validation lists them; a built-in kind's
-    JSON decoding stops at the first, and so does this. Each further one is found by decoding again without the
-    field last found wrong; a list item, a map entry or a required field cannot be left out, and ends the search.
-    Only on the way to a refusal."""
-    messages = [_field_message(first)]
-    if not str(doc.get("apiVersion", "")).split("/")[0].endswith("x-k8s.io"):
-        return messages[0]
-    trial, error = copy.deepcopy(doc), first
-    while len(messages) < MAX_TYPE_ERRORS and _leave_out(trial, error):
+    """The fields of ``doc`` of the wrong type, from the decoder's first error (``first``), each named to its map
+    key: for a custom resource, every one (up to :data:`MAX_TYPE_ERRORS`), as the apiserver's schema validation
+    lists them; a built-in kind's JSON decoding stops at the first, and so does this. Each further one is found by
+    decoding again without the field last found wrong; a list item or a required field cannot be left out, and
+    ends the search. Only on the way to a refusal."""
+    crd = str(doc.get("apiVersion", "")).split("/")[0].endswith("x-k8s.io")
+    trial = copy.deepcopy(doc)
+    messages: list[str] = []
+    error = first
+    while True:
+        steps = _error_steps(trial, error)
+        messages.append(_field_message(error, steps))
+        if not crd or len(messages) >= MAX_TYPE_ERRORS or not _leave_out(trial, steps):
+            break
         try:
             msgspec.convert(trial, o.KueueObject, strict=False)
             break
@@ -376,36 +382,73 @@ def _type_errors(doc: dict[str, Any], first: str) -> str:
             error = str(exc)
             if error.startswith("Object missing required field"):
                 break
-            messages.append(_field_message(error))
     return aggregate(messages) or messages[0]
 
 
-def _leave_out(doc: dict[str, Any], error: str) -> bool:
-    """Drop from ``doc`` the mapping field ``error`` (the decoder's message) names; False when it names none."""
-    if " - at `$" not in error or error.startswith("Object missing required field"):
-        return False
-    steps = _STEP.findall(error.partition(" - at `$")[2].rstrip("`"))
+def _error_steps(doc: dict[str, Any], error: str) -> list[str | int] | None:
+    """The path the decoder's ``error`` names, a map entry (``[...]`` to the decoder) resolved to its key when it
+    is the last step: the first entry whose value is of the type the error says it got. None when it cannot be
+    followed in ``doc``."""
+    text, _, path = error.partition(" - at `$")
+    steps: list[str | int] = []
     node: Any = doc
-    for name, index in steps[:-1]:
-        node = node.get(name) if name and isinstance(node, dict) else \
-            node[int(index)] if index.isdigit() and isinstance(node, list) and int(index) < len(node) else None
-    last = steps[-1][0] if steps else ""
-    if not last or not isinstance(node, dict) or last not in node:
+    found = _STEP.findall(path.rstrip("`"))
+    for n, (name, index) in enumerate(found):
+        key: str | int | None = name or (int(index) if index.isdigit() else None)
+        if key is None and n == len(found) - 1 and isinstance(node, dict):
+            got = re.search(r"got `(\w+)`", text)
+            want = _JSON_TYPES.get(got.group(1)) if got else None
+            key = next((k for k, v in node.items() if want is not None and type(v) is want), None)
+        if isinstance(key, str) and isinstance(node, dict) and key in node:
+            node = node[key]
+        elif isinstance(key, int) and isinstance(node, list) and key < len(node):
+            node = node[key]
+        else:
+            return None
+        steps.append(key)
+    return steps
+
+
+def _leave_out(doc: dict[str, Any], steps: list[str | int] | None) -> bool:
+    """Drop from ``doc`` the mapping entry at ``steps``; False when they end at no mapping's entry."""
+    if not steps or not isinstance(steps[-1], str):
         return False
-    del node[last]
+    node: Any = doc
+    for step in steps[:-1]:
+        node = node[step]
+    if not isinstance(node, dict):
+        return False
+    del node[steps[-1]]
     return True
 
 
-def _field_message(msg: str) -> str:
-    """msgspec says "Expected `int`, got `str` - at `$.spec.x`"; say "field `spec.x`: expected int, got str"."""
+def _field_message(msg: str, steps: list[str | int] | None = None) -> str:
+    """msgspec says "Expected `int`, got `str` - at `$.spec.x`"; say "field `spec.x`: expected int, got str"
+    (with ``steps``, the path resolved in the document, a map entry named by its key: ``requests[cpu]``)."""
     if " - at `$" in msg:
         text, _, path = msg.partition(" - at `$")
         path = path.rstrip("`").lstrip(".")
+        if steps is not None and not text.startswith("Object missing required field `"):
+            path = _path_text(steps, path)
         if text.startswith("Object missing required field `"):
             missing = text.split("`")[1]
             return f"field `{path + '.' if path else ''}{missing}` is required"
         return f"field `{path}`: {text[0].lower()}{text[1:]}"
     return msg
+
+
+def _path_text(steps: list[str | int], path: str) -> str:
+    """``steps`` as a field path; a map key (where ``path``, the decoder's, has ``[...]``) in brackets."""
+    keyed = path.count("[...]")
+    out = ""
+    for n, step in enumerate(steps):
+        if isinstance(step, int):
+            out += f"[{step}]"
+        elif keyed and n == len(steps) - 1:
+            out += f"[{step}]"
+        else:
+            out += f".{step}" if out else step
+    return out
 
 
 def validate_object(obj: o.KObject, where: str, *, checks: Checks = Checks(),

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from events.errors import InvalidInput
-from events.manifests import decode_object
+from events.manifests import MAX_TYPE_ERRORS, decode_object
 
 
 def _refusal(doc: dict[str, Any]) -> str:
@@ -33,11 +33,22 @@ def test_a_built_in_kind_names_its_first_wrongly_typed_field_only() -> None:
     assert _refusal(doc) == "X: field `metadata.labels`: expected `object`, got `int`"
 
 
-def test_the_list_ends_at_an_entry_that_cannot_be_left_out() -> None:
-    labels = {f"k{i}": [i] for i in range(5)}
+def test_a_map_entry_is_named_by_its_key_and_the_list_is_bounded() -> None:
+    labels = {"fine": "x", "a": [1], "b": {"c": 1}}
     doc = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
            "metadata": {"name": "lq", "namespace": "n", "labels": labels}, "spec": {"clusterQueue": 5}}
-    assert _refusal(doc) == "X: field `metadata.labels[...]`: expected `str`, got `array`"  # a map entry: the end
-    doc = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "rf"},
-           "spec": {"nodeLabels": 5, "nodeTaints": 6, "tolerations": 7, "topologyName": 8}}
-    assert _refusal(doc).count("field `spec.") == 4
+    assert _refusal(doc) == (
+        "X: [field `metadata.labels[a]`: expected `str`, got `array`, field `metadata.labels[b]`: expected `str`, got "
+        "`object`, field `spec.clusterQueue`: expected `str`, got `int`]")
+    doc["metadata"]["labels"] = {f"k{i}": [i] for i in range(MAX_TYPE_ERRORS + 5)}
+    assert _refusal(doc).count("expected `str`, got `array`") == MAX_TYPE_ERRORS
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "n"}, "spec": {"containers": [
+        {"name": "c", "resources": {"requests": {"cpu": "1", "memory": [1]}}}]}}
+    assert _refusal(pod) == (
+        "X: field `spec.containers[0].resources.requests[memory]`: expected `int | float | str`, got `array`")
+
+
+def test_the_list_ends_at_a_list_item_which_cannot_be_left_out() -> None:
+    doc = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"},
+           "spec": {"resourceGroups": [{"coveredResources": [5], "flavors": []}], "cohortName": 5}}
+    assert _refusal(doc) == "X: field `spec.resourceGroups[0].coveredResources[0]`: expected `str`, got `int`"
