@@ -490,11 +490,12 @@ QUEUE_ENUMS = (("spec.queueingStrategy", ("BestEffortFIFO", "StrictFIFO")),
 """The values a ClusterQueue's CRD takes in the fields the projections read."""
 
 
-def queue_schema_errors(obj: o.ClusterQueue | o.Cohort) -> list[str]:
+def queue_schema_errors(obj: o.ClusterQueue | o.Cohort, *, full: bool = True) -> list[str]:
     """What a ClusterQueue's or Cohort's CRD refuses that the projections need, every rule broken, as the
     apiserver lists them: a creation time, quantities, names unique in their lists, known policy values, a fair
-    sharing weight; then the CEL rule on each group's resource count (not checked, as by the apiserver, while an
-    enum value is unknown)."""
+    sharing weight; then the CEL rules (not checked, as by the apiserver, while an enum value is unknown): a
+    ClusterQueue's borrowing limits only with a cohort (``full``: what the projections do not need), each group's
+    resource count."""
     spec = obj.spec
     errors = [f"field `{at}`: {problem}" for at, problem in (
         ("metadata.creationTimestamp", time_problem(obj.metadata.creation_timestamp)),) if problem is not None]
@@ -511,7 +512,9 @@ def queue_schema_errors(obj: o.ClusterQueue | o.Cohort) -> list[str]:
     problem = None if weight is None else quota_rules.quantity_problem(weight)
     if problem is not None:
         errors.append(f"field `spec.fairSharing.weight`: {problem}")
-    if not blocking:
+    if not blocking:  # the CEL rules: the spec's, then its groups'
+        if full and isinstance(obj, o.ClusterQueue):
+            errors += quota_rules.borrowing_errors(spec.resource_groups, obj.spec.cohort_name)
         errors += quota_rules.count_errors(spec.resource_groups)
     return errors
 
@@ -558,7 +561,7 @@ def _validate_shape(obj: o.KObject, where: str) -> None:
     """What the projections need of an object to fold it: times and quantities that parse, known enum values,
     counts in range (the rules Kueue holds its own kinds to come after: :mod:`events.object_rules`)."""
     if isinstance(obj, o.ClusterQueue | o.Cohort):
-        object_rules.refuse_all(queue_schema_errors(obj), where)
+        object_rules.refuse_all(queue_schema_errors(obj, full=False), where)
         return
     check_time(obj.metadata.creation_timestamp, where, "metadata.creationTimestamp")
     match obj:

@@ -64,6 +64,14 @@ def schema_errors(groups: Sequence[o.ResourceGroup]) -> list[str]:
     return errors
 
 
+def borrowing_errors(groups: Sequence[o.ResourceGroup], cohort: str) -> list[str]:
+    """The ClusterQueue spec's CEL rule: no borrowing limit without a cohort (checked on the spec, before the
+    rules of the groups below it)."""
+    if cohort or all(rq.borrowing_limit is None for rg in groups for fq in rg.flavors for rq in fq.resources):
+        return []
+    return ['field `spec`: Invalid value: "object": borrowingLimit must be nil when cohort is empty']
+
+
 def count_errors(groups: Sequence[o.ResourceGroup]) -> list[str]:
     """The ResourceGroup CEL rule: every flavor lists as many resources as the group covers."""
     return [f'field `spec.resourceGroups[{g}]`: Invalid value: "object": flavors must have the same number of '

@@ -184,7 +184,8 @@ def test_a_tas_flavor_needs_node_labels_and_a_flavor_at_most_eight_of_each() -> 
 def test_limits_need_a_cohort_and_a_queue_lends_at_most_its_nominal_quota() -> None:
     at = "ClusterQueue cq: field `spec.resourceGroups[0].flavors[0].resources[0]"
     _check(_quota(cluster_queue("co"), borrowingLimit=2, lendingLimit=4))
-    assert _refusal(_quota(cluster_queue(), borrowingLimit=2)) == f"{at}.borrowingLimit`: must be nil when cohort is empty"
+    assert _refusal(_quota(cluster_queue(), borrowingLimit=2)) == (  # the CRD's CEL rule, before the webhook's
+        'ClusterQueue cq: field `spec`: Invalid value: "object": borrowingLimit must be nil when cohort is empty')
     assert _refusal(_quota(cluster_queue(), lendingLimit=2)) == f"{at}.lendingLimit`: must be nil when cohort is empty"
     assert _refusal(_quota(cluster_queue("co"), lendingLimit=5)) == (
         f"{at}.lendingLimit`: must be less than or equal to the nominalQuota")
@@ -244,13 +245,12 @@ def test_every_webhook_rule_a_queue_breaks_is_refused_in_one_message_in_kueue_s_
                                preemption={"reclaimWithinCohort": "Never",
                                            "borrowWithinCohort": {"policy": "LowerPriority"}},
                                flavorFungibility={"preference": "PreemptionOverBorrowing"},
-                               fairSharing={"weight": "1n"}), borrowingLimit=2, lendingLimit=5)
+                               fairSharing={"weight": "1n"}), lendingLimit=5)
     doc["spec"]["resourceGroups"].append({"coveredResources": ["cpu"], "flavors": [
         {"name": "b", "resources": [{"name": "cpu", "nominalQuota": 1}]}]})
     at = "field `spec.resourceGroups[0].flavors[0].resources[0]"
     assert _refusal(doc) == (
-        f"ClusterQueue cq: [{at}.borrowingLimit`: must be nil when cohort is empty, "
-        f"{at}.lendingLimit`: must be nil when cohort is empty, "
+        f"ClusterQueue cq: [{at}.lendingLimit`: must be nil when cohort is empty, "
         f"{at}.lendingLimit`: must be less than or equal to the nominalQuota, "
         'field `spec.resourceGroups[1].coveredResources[0]`: Duplicate value: "cpu", '
         "field `spec.namespaceSelector.matchExpressions[0].values`: may not be specified when `operator` is "

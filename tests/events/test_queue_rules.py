@@ -93,3 +93,19 @@ def test_the_watch_refuses_a_stored_queue_only_for_what_the_projections_need_all
         'match the name in coveredResources, field `spec.resourceGroups[1].flavors[0].name`: Duplicate value: "a"]')
     doc["spec"]["resourceGroups"].pop()
     check_foldable(msgspec.convert(doc, o.KueueObject, strict=False), "ClusterQueue cq")
+
+
+def test_a_borrowing_limit_without_a_cohort_is_the_crd_s_rule_listed_with_its_others() -> None:
+    """The ClusterQueue CRD's CEL rule on the spec (before its groups'): with the schema's errors, not the
+    webhook's; a Cohort has no such rule (its webhook's, under a parent)."""
+    doc = _queue(_group(["cpu", "memory"], ("a", [("cpu", 1)])), fairSharing={"weight": "1n"})
+    doc["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["borrowingLimit"] = 1
+    assert _refusal(doc) == (
+        'ClusterQueue cq: [field `spec`: Invalid value: "object": borrowingLimit must be nil when cohort is empty, '
+        'field `spec.resourceGroups[0]`: Invalid value: "object": flavors must have the same number of resources as '
+        "the coveredResources]")
+    doc["spec"]["cohortName"] = "co"
+    assert "borrowingLimit" not in _refusal(doc)
+    doc["spec"]["cohortName"] = ""
+    doc["kind"] = "Cohort"
+    assert "borrowingLimit" not in _refusal(doc)
