@@ -62,7 +62,7 @@ from collections.abc import Iterable
 from events import objects as o
 from events import schema as ev
 from events.timefmt import parse_time
-from kueue_es.scheduler import multikueue, provisioning
+from kueue_es.scheduler import multikueue, provisioning, variants
 from kueue_es.scheduler.admissibility import MISCONFIGURED, inadmissible
 from kueue_es.scheduler.config import DEFAULT_STEP_SIZE, SchedulerConfig, parse_duration
 from kueue_es.scheduler.nodefailure import next_wait_end, node_failure_decisions
@@ -180,12 +180,17 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
         out.append(ev.WorkloadRequeued(key=key, uid=wl.uid, status=True, reason="BackoffFinished",
                                        message="The workload backoff was finished", **base))
     holding = state.reserving if touched is None else _holding(state, config, now, touched)
+    concurrent = config.gate(gates.CONCURRENT_ADMISSION)
     for cq in sorted(holding):
         cq_obj = state.cluster_queues.get(cq)
         drain = cq_obj is not None and cq_obj.spec.stop_policy == "HoldAndDrain"
         for key in sorted(holding[cq]):
             wl = wls[key]
             if wl.evicted:
+                if concurrent and wl.owner and key not in state.awaiting_release:
+                    cleared = variants.evicted_variant(state, wl, base)
+                    if cleared is not None:
+                        out.append(cleared)
                 continue
             if not wl.active:
                 out.append(ev.WorkloadDeactivated(key=key, uid=wl.uid, reason="Deactivated",
