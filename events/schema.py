@@ -431,6 +431,34 @@ class RemoteWorkloadFinished(Decision, tag="RemoteWorkloadFinished"):
     message: str = ""
 
 
+class ParentLabelled(Decision, tag="ParentLabelled"):
+    """``ConcurrentAdmission``: Kueue's workload controller labels a workload of a ClusterQueue with a
+    ``concurrentAdmissionPolicy`` (not itself a variant) a parent, ``kueue.x-k8s.io/concurrent-admission-parent:
+    "true"``: it leaves its queue, to be pursued through its variants. The connector writes the label."""
+
+
+class VariantCreated(Decision, tag="VariantCreated"):
+    """``ConcurrentAdmission``: Kueue's variant controller makes a parent's variant for one flavor. ``key`` is the
+    variant's (Kueue's name: the parent's without its hash, ``-variant-<flavor>``, a hash of its own); ``uid`` is
+    empty until the variant is observed. The variant is the parent's copy (spec, labels but the parent label,
+    annotations, status but ``BlockedOnPreemptionGates``), controller-owned by the parent, its allowed-flavors
+    annotation naming ``flavor``. The connector creates it from the parent as the apiserver holds it."""
+
+    parent: str
+    """The parent Workload's name (in the variant's namespace)."""
+    parent_uid: str
+    flavor: str
+
+
+class VariantActivation(Decision, tag="VariantActivation"):
+    """``ConcurrentAdmission``: Kueue's variant controller sets a variant's ``spec.active`` (its event
+    ``ActivatedVariant`` or ``DeactivatedVariant`` with ``message``), as the migration policy has it once a sibling
+    is admitted, or all of them with the parent."""
+
+    active: bool
+    message: str
+
+
 # --- connector outcomes ------------------------------------------------------------------------------------------
 
 
@@ -481,6 +509,9 @@ AnyEvent = Union[  # noqa: UP007 - one tagged union, a member per line
     ClustersNominated,
     WorkerClusterAssigned,
     RemoteWorkloadFinished,
+    ParentLabelled,
+    VariantCreated,
+    VariantActivation,
     DecisionApplied,
     DecisionRejected,
 ]

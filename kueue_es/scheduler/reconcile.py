@@ -261,6 +261,9 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
             if runs_out is not None and now >= runs_out:
                 out.append(ev.WorkloadDeactivated(key=key, uid=wl.uid, reason=MAX_EXECUTION_EXCEEDED,
                                                   message=MAX_EXECUTION_MESSAGE, **base))
+    if concurrent:
+        out.extend(variants.reconcile_families(state, base, touched,
+                                               short_names=config.gate(gates.SHORT_WORKLOAD_NAMES)))
     bypass = config.gate(gates.SCHEDULING_EQUIVALENCE_HASHING) and config.gate(
         gates.UNADMITTED_WORKLOADS_OBSERVABILITY)
     _pending_workloads(state, out, base, touched, gated_by=config.gate(gates.ADMISSION_GATED_BY), bypass=bypass,
