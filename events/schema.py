@@ -459,6 +459,25 @@ class VariantActivation(Decision, tag="VariantActivation"):
     message: str
 
 
+class ParentAdmitted(Decision, tag="ParentAdmitted"):
+    """``ConcurrentAdmission``: a variant of this parent is admitted, so Kueue's variant controller gives the parent
+    the variant's admission, QuotaReserved and Admitted (``message``: "The variant <name> is admitted"). The
+    parent's Job runs by it; the quota stays the variant's (Kueue's cache counts no parent)."""
+
+    admission: Admission
+    variant: str
+    """The admitted variant's name."""
+    message: str
+
+
+class VariantFinished(Decision, tag="VariantFinished"):
+    """``ConcurrentAdmission``: the parent finished, so Kueue's variant controller finishes each of its variants with
+    the parent's Finished reason and message (quota released)."""
+
+    reason: str
+    message: str
+
+
 # --- connector outcomes ------------------------------------------------------------------------------------------
 
 
@@ -512,6 +531,8 @@ AnyEvent = Union[  # noqa: UP007 - one tagged union, a member per line
     ParentLabelled,
     VariantCreated,
     VariantActivation,
+    ParentAdmitted,
+    VariantFinished,
     DecisionApplied,
     DecisionRejected,
 ]

@@ -1904,6 +1904,19 @@ class ClusterState:
         self.lq_members.setdefault(f"{wl.namespace}/{wl.queue_name}", {})[key] = None
         self._enqueue(wl)
 
+    def take_admission(self, wl: WorkloadInfo, admission: o.Admission, time: int) -> None:
+        """A pending workload is admitted with ``admission`` without holding any quota (a ``ConcurrentAdmission``
+        parent shows its variant's admission, :mod:`projections.variants`): it leaves its queue and joins no
+        ClusterQueue's holders."""
+        self._dequeue(wl)
+        wl.admission, wl.cluster_queue, wl.usage = admission, admission.cluster_queue, {}
+        wl.phase, wl.scan, wl.waited, wl.evicted = ADMITTED, None, (), ""
+        wl.reserved_at = wl.admitted_at = time
+        wl.job_stopped = wl.pods_ready = False
+        wl.shows_requests = False
+        self._keep_pods_ready(wl, False, time)
+        self.reflag(wl)
+
     def requeue(self, wl: WorkloadInfo) -> None:
         """A pending workload's queueing inputs changed (its activity, its labels): it leaves its queue and joins
         it again where it now belongs, if anywhere."""
@@ -2370,6 +2383,7 @@ _HANDLERS: dict[type, Any] = {
     ev.ClustersNominated: ClusterState._on_nominated,
     ev.WorkerClusterAssigned: ClusterState._on_cluster_assigned,
     ev.RemoteWorkloadFinished: ClusterState._finished,
+    ev.VariantFinished: ClusterState._finished,
     **variants.HANDLERS,
 }
 """Event type -> what applying it does (a dict lookup instead of a chain of isinstance checks)."""
@@ -2440,7 +2454,7 @@ def _handler_of(t: type) -> Any:
 _ALSO_ABOUT_WORKLOADS = frozenset({
     ev.WorkloadPending, ev.SecondPassFailed, ev.RetentionExpired, ev.ProvisioningRequestCreated,
     ev.ProvisioningRequestDeleted, ev.RemoteWorkloadObserved, ev.ClustersNominated, ev.WorkerClusterAssigned,
-    ev.OwnerObserved, ev.ParentLabelled, ev.VariantCreated, ev.VariantActivation,
+    ev.OwnerObserved, ev.ParentLabelled, ev.VariantCreated, ev.VariantActivation, ev.ParentAdmitted,
 })
 """The other event types about one workload (by ``key``): after any of these, the workload is reindexed."""
 
@@ -2449,7 +2463,7 @@ _ABOUT_WORKLOADS = frozenset({
     ev.WorkloadDeactivated, ev.TopologyAssigned, ev.WorkloadFinished, ev.WorkloadSliceReplaced, ev.JobStopped,
     ev.PodsReadyChanged,
     ev.AdmissionCheckStateChanged, ev.AdmissionCheckUpdated, ev.UnhealthyNodesChanged, ev.ReclaimablePodsChanged,
-    ev.ReplacementPodsChanged, ev.RemoteWorkloadFinished,
+    ev.ReplacementPodsChanged, ev.RemoteWorkloadFinished, ev.VariantFinished,
 })
 """Event types about one workload (by ``key``) that may change a workload holding quota (WorkloadPending never
 concerns one); Workload upserts and deletions are told apart by their object or kind."""

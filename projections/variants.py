@@ -76,7 +76,24 @@ def on_variant_activation(state: ClusterState, e: ev.VariantActivation) -> None:
         state.flush_queue(wl.cluster_queue)
 
 
+def on_parent_admitted(state: ClusterState, e: ev.ParentAdmitted) -> None:
+    """The parent shows its variant's admission and is admitted, charging nothing: Kueue's cache counts the variant's
+    quota, never a parent's, so the parent joins no ClusterQueue's holders (no rule of theirs, no victim)."""
+    wl = _known(state, e.key, e.uid)
+    if wl is None or wl.phase not in (PENDING,):
+        return
+    cq = e.admission.cluster_queue
+    state.take_admission(wl, e.admission, e.time)
+    wl.set_condition("QuotaReserved", "True", "QuotaReserved", f"Quota reserved in ClusterQueue {cq}", e.time)
+    wl.set_condition("Admitted", "True", "Admitted", e.message, e.time)
+    for t in ("Evicted", "Preempted"):
+        c = wl.condition(t)
+        if c is not None and c.status == "True":
+            wl.set_condition(t, "False", "QuotaReserved", f"Previously: {c.message}", e.time)
+
+
 HANDLERS = {
+    ev.ParentAdmitted: on_parent_admitted,
     ev.ParentLabelled: on_parent_labelled,
     ev.VariantCreated: on_variant_created,
     ev.VariantActivation: on_variant_activation,

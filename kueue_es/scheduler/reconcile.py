@@ -180,17 +180,12 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
         out.append(ev.WorkloadRequeued(key=key, uid=wl.uid, status=True, reason="BackoffFinished",
                                        message="The workload backoff was finished", **base))
     holding = state.reserving if touched is None else _holding(state, config, now, touched)
-    concurrent = config.gate(gates.CONCURRENT_ADMISSION)
     for cq in sorted(holding):
         cq_obj = state.cluster_queues.get(cq)
         drain = cq_obj is not None and cq_obj.spec.stop_policy == "HoldAndDrain"
         for key in sorted(holding[cq]):
             wl = wls[key]
             if wl.evicted:
-                if concurrent and wl.owner and key not in state.awaiting_release:
-                    cleared = variants.evicted_variant(state, wl, base)
-                    if cleared is not None:
-                        out.append(cleared)
                 continue
             if not wl.active:
                 out.append(ev.WorkloadDeactivated(key=key, uid=wl.uid, reason="Deactivated",
@@ -261,7 +256,7 @@ def reconcile(state: ClusterState, config: SchedulerConfig, now: int, cycle: int
             if runs_out is not None and now >= runs_out:
                 out.append(ev.WorkloadDeactivated(key=key, uid=wl.uid, reason=MAX_EXECUTION_EXCEEDED,
                                                   message=MAX_EXECUTION_MESSAGE, **base))
-    if concurrent:
+    if config.gate(gates.CONCURRENT_ADMISSION):
         out.extend(variants.reconcile_families(state, base, touched,
                                                short_names=config.gate(gates.SHORT_WORKLOAD_NAMES)))
     bypass = config.gate(gates.SCHEDULING_EQUIVALENCE_HASHING) and config.gate(

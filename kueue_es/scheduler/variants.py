@@ -20,11 +20,14 @@ from events import objects as o
 from events import schema as ev
 from kueue_es.scheduler.siblings import parent_name, variant_flavor
 from projections.cluster import ClusterState
-from projections.workloads import ADMITTED, FINISHED, WorkloadInfo, is_parent
+from projections.workloads import ADMITTED, FINISHED, PENDING, WorkloadInfo, is_parent
 
 REQUEUED_REASONS = frozenset({"Preempted", "NodeFailures"})
 """Eviction reasons whose cleared variant is Requeued=True (any other: Requeued=False with that reason)."""
 VARIANT_EVICTED = "VariantEvicted"
+CONCURRENT_ADMISSION = "ConcurrentAdmission"
+NO_VARIANT_RUNNING = "No variant is running"
+"""The Evicted reason and message of an admitted parent none of whose variants is admitted any more."""
 VARIANT_EVICTED_MESSAGE = "Admitted variant was evicted"
 
 
@@ -113,7 +116,11 @@ def reconcile_families(state: ClusterState, base: dict, touched: Iterable[str] |
     wls = state.workloads
     for key in family_keys(state, touched):
         wl = wls.get(key)
-        if wl is None or wl.phase == FINISHED:
+        if wl is None:
+            continue
+        if wl.phase == FINISHED:
+            if is_parent(wl):
+                out.extend(_finish_variants(state, wl, base))
             continue
         cq = policy_cluster_queue(state, wl)
         if not is_parent(wl):
@@ -141,10 +148,32 @@ def _family_decisions(state: ClusterState, parent: WorkloadInfo, cq: o.ClusterQu
         out.append(ev.VariantCreated(key=f"{parent.namespace}/{name}", uid="", parent=parent.name,
                                      parent_uid=parent.uid, flavor=flavor, **base))
     variants = [v for v in variants if variant_flavor(v) in flavors]  # Kueue deletes the others
-    if any(v.evicted and v.reserving for v in variants):
-        return out  # the evicted variant gives its quota back first (:func:`evicted_variant`)
+    for v in variants:
+        if v.evicted and v.reserving:  # it gives its quota back first, the rest waits for the next pass
+            cleared = evicted_variant(state, v, base)
+            if cleared is not None:
+                out.append(cleared)
+            return out
     out.extend(_activation(parent, variants, cq, flavors, base))
+    admitted = next((v for v in variants if v.phase == ADMITTED), None)
+    if admitted is not None and admitted.admission is not None and parent.phase == PENDING:
+        out.append(ev.ParentAdmitted(key=parent.key, uid=parent.uid, admission=admitted.admission,
+                                     variant=admitted.name, message=f"The variant {admitted.name} is admitted",
+                                     **base))
+    elif admitted is None and parent.phase == ADMITTED and not parent.evicted:
+        out.append(ev.WorkloadEvicted(key=parent.key, uid=parent.uid, reason=CONCURRENT_ADMISSION,
+                                      message=NO_VARIANT_RUNNING, **base))
     return out
+
+
+def _finish_variants(state: ClusterState, parent: WorkloadInfo, base: dict) -> list[ev.Decision]:
+    """The finished parent's variants finish with its reason and message."""
+    finished = parent.condition("Finished")
+    reason, message = (finished.reason, finished.message) if finished is not None else ("", "")
+    prefix = f"{parent.namespace}/"
+    return [ev.VariantFinished(key=k, uid=w.uid, reason=reason, message=message, **base)
+            for k, w in sorted(state.workloads.items())
+            if k.startswith(prefix) and w.owner and parent_name(w) == parent.name and w.phase != FINISHED]
 
 
 def _activation(parent: WorkloadInfo, variants: list[WorkloadInfo], cq: o.ClusterQueue, flavors: list[str],
