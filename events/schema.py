@@ -441,8 +441,9 @@ class VariantCreated(Decision, tag="VariantCreated"):
     """``ConcurrentAdmission``: Kueue's variant controller makes a parent's variant for one flavor. ``key`` is the
     variant's (Kueue's name: the parent's without its hash, ``-variant-<flavor>``, a hash of its own); ``uid`` is
     empty until the variant is observed. The variant is the parent's copy (spec, labels but the parent label,
-    annotations, status but ``BlockedOnPreemptionGates``), controller-owned by the parent, its allowed-flavors
-    annotation naming ``flavor``. The connector creates it from the parent as the apiserver holds it."""
+    annotations), controller-owned by the parent, its allowed-flavors annotation naming ``flavor``, with the
+    ``kueue.x-k8s.io/concurrent-admission`` preemption gate. The connector creates it from the parent as the
+    apiserver holds it."""
 
     parent: str
     """The parent Workload's name (in the variant's namespace)."""

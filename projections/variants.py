@@ -4,9 +4,9 @@ Workloads (a parent and its variants, :mod:`kueue_es.scheduler.variants`).
 * :class:`events.schema.ParentLabelled` — the workload carries the parent label from now on, so it leaves its queue.
 * :class:`events.schema.VariantCreated` — the variant is the parent's copy as Kueue makes it: the same spec (so the
   same pod sets, priority, queue and ``spec.active``), the parent's labels but the parent label, its annotations
-  with the allowed-flavors one naming the variant's flavor, its status while it waits (without the
-  ``BlockedOnPreemptionGates`` condition), controller-owned by the parent, created at the decision's time. It is
-  queued as any new workload.
+  with the allowed-flavors one naming the variant's flavor, controller-owned by the parent, created at the
+  decision's time, with no status (Kueue's controller copies the parent's status into the object it creates, but
+  the apiserver drops a create's status). It is queued as any new workload.
 * :class:`events.schema.VariantActivation` — ``spec.active`` as decided; a deactivated variant leaves its queue (one
   holding quota is then evicted by the workload controller's rule for inactive workloads), an activated one
   joins it.
@@ -49,12 +49,10 @@ def on_variant_created(state: ClusterState, e: ev.VariantCreated) -> None:
     if parent is None:
         return
     labels = {k: v for k, v in parent.labels.items() if k != CONCURRENT_ADMISSION_PARENT_LABEL}
-    conditions = (tuple(c for c in parent.conditions if c.type != "BlockedOnPreemptionGates")
-                  if parent.phase == PENDING else ())
     wl = WorkloadInfo(
         key=e.key, uid=e.uid, namespace=namespace, name=name, queue_name=parent.queue_name, created=e.time,
         priority=parent.priority, priority_class=parent.priority_class, pod_sets=parent.pod_sets,
-        active=parent.active, labels=labels, conditions=conditions,
+        active=parent.active, labels=labels,
         max_execution_seconds=parent.max_execution_seconds, provreq_parameters=parent.provreq_parameters,
         spec_pod_sets=parent.spec_pod_sets, admission_gate=parent.admission_gate, boost=parent.boost,
         boost_annotation=parent.boost_annotation, metric_annotations=parent.metric_annotations,
