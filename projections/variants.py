@@ -26,6 +26,18 @@ VARIANT_OWNER = ("kueue.x-k8s.io/v1beta2", "Workload")
 """(apiVersion, kind) of a variant's controller owner, its parent."""
 
 
+def parent_name(wl: WorkloadInfo) -> str:
+    """The name of the Workload that owns ``wl`` (empty: ``wl`` is no variant; Kueue's ``IsVariant``)."""
+    owner = wl.owner
+    return owner[2] if owner and owner[1] == VARIANT_OWNER[1] and owner[0] == VARIANT_OWNER[0] else ""
+
+
+def variant_flavor(wl: WorkloadInfo) -> str:
+    """The flavor a variant pursues: the first its allowed-flavors annotation names (empty: none)."""
+    allowed = wl.allowed_flavors
+    return allowed[0] if allowed else ""
+
+
 def _known(state: ClusterState, key: str, uid: str) -> WorkloadInfo | None:
     wl = state.workloads.get(key)
     return None if wl is None or (uid and wl.uid and uid != wl.uid) else wl

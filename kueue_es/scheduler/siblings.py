@@ -19,28 +19,14 @@ parent recreated under the same name has its old variants deleted with it by own
 from __future__ import annotations
 
 from projections.clusterqueues import ClusterQueueInfo
+from projections.variants import parent_name, variant_flavor
 from projections.workloads import ADMITTED, WorkloadInfo
-
-WORKLOAD_OWNER = ("kueue.x-k8s.io/v1beta2", "Workload")
-"""(apiVersion, kind) of the owner that makes a Workload a variant (Kueue's ``IsVariant``)."""
 
 MORE_FAVORABLE_ADMITTED = "A more favorable variant is already admitted"
 BELOW_LAST_ACCEPTABLE = "Target flavor is below LastAcceptableFlavorName"
 FLAVOR_MIGRATION = "FlavorMigration"
 """The Evicted reason of a variant evicted for a more favorable sibling."""
 PENDING_MIGRATION = "Pending the migration of 1 workload(s)"
-
-
-def parent_name(wl: WorkloadInfo) -> str:
-    """The name of the Workload that owns ``wl`` (empty: ``wl`` is no variant)."""
-    owner = wl.owner
-    return owner[2] if owner and owner[1] == "Workload" and owner[0] == WORKLOAD_OWNER[0] else ""
-
-
-def variant_flavor(wl: WorkloadInfo) -> str:
-    """The flavor a variant pursues: the first its allowed-flavors annotation names (empty: none)."""
-    allowed = wl.allowed_flavors
-    return allowed[0] if allowed else ""
 
 
 def flavor_order(info: ClusterQueueInfo) -> list[str]:

@@ -18,8 +18,8 @@ from collections.abc import Iterable
 
 from events import objects as o
 from events import schema as ev
-from kueue_es.scheduler.siblings import parent_name, variant_flavor
 from projections.cluster import ClusterState
+from projections.variants import parent_name, variant_flavor
 from projections.workloads import ADMITTED, FINISHED, PENDING, WorkloadInfo, is_parent
 
 REQUEUED_REASONS = frozenset({"Preempted", "NodeFailures"})
