@@ -38,6 +38,12 @@ def variant_flavor(wl: WorkloadInfo) -> str:
     return allowed[0] if allowed else ""
 
 
+def charges_nothing(wl: WorkloadInfo) -> bool:
+    """A parent shown admitted through its variant (:func:`on_parent_admitted`): it holds no quota and is no
+    ClusterQueue's holder, though its phase says admitted. (A parent admitted with the gate off holds quota.)"""
+    return not wl.usage and wl.labels.get(CONCURRENT_ADMISSION_PARENT_LABEL) == "true"
+
+
 def _known(state: ClusterState, key: str, uid: str) -> WorkloadInfo | None:
     wl = state.workloads.get(key)
     return None if wl is None or (uid and wl.uid and uid != wl.uid) else wl

@@ -20,18 +20,15 @@ whose creation is pending alone until the watch shows it (:mod:`connectors.k8s.w
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 import structlog
 
-from connectors.k8s.client import KubeClient
+from connectors.k8s.decision_workers import MarkedKeysWorker
 from connectors.k8s.errors import Conflict, NotFound
-from connectors.k8s.journal import Journal
 from connectors.k8s.resources import BY_KIND
-from connectors.k8s.workers import KeyedWorkers, Retries
 from events import schema as ev
 from projections.variants import parent_name, variant_flavor
 from projections.workloads import (
@@ -78,35 +75,16 @@ def variant_body(parent: dict[str, Any], name: str, flavor: str) -> dict[str, An
     return {"apiVersion": WORKLOAD_API, "kind": "Workload", "metadata": out_meta, "spec": spec}
 
 
-class VariantWriter:
-    def __init__(self, client: KubeClient, journal: Journal, *, retry_s: float = 1.0, concurrency: int = 4,
-                 append: Callable[[Sequence[ev.AnyEvent]], Awaitable[list[int]]] | None = None) -> None:
-        self.client = client
-        self.journal = journal
-        self.mirror = journal.mirror
-        self.append = append or journal.append
-        self.concurrency = concurrency
-        self.stats = VariantStats()
-        self._retry = Retries(retry_s)
-        self._reported: set[int] = set()
-        """Decision offsets whose outcome was appended but not applied to the mirror yet."""
+class VariantWriter(MarkedKeysWorker):
+    dirty = "dirty_variants"
+    what = "variant write"
+    log = log
 
-    async def run(self) -> None:
-        await KeyedWorkers(self.sync_guarded, self.concurrency).run(
-            self._take, self.journal.subscribe(), self._retry.timeout)
-
-    def _take(self) -> set[str]:
-        keys = self.mirror.dirty_variants | self._retry.due()
-        self.mirror.dirty_variants = set()
-        return keys
-
-    async def sync_guarded(self, key: str) -> None:
-        await self._retry.attempt(self.sync, key, what="variant write", stats=self.stats, log=log, workload=key)
+    stats_type = VariantStats
 
     async def sync(self, key: str) -> None:
         pending = self.mirror.pending.get(key, {})
-        self._reported &= {off for p in self.mirror.pending.values() for off in p}
-        offsets = sorted(off for off, tag in pending.items() if tag in TAGS and off not in self._reported)
+        offsets = self.unreported(key, TAGS)
         if not offsets:
             return
         wl = self.mirror.state.workloads.get(key)

@@ -39,18 +39,23 @@ def _index(wl: WorkloadInfo, order: list[str]) -> int | None:
     return order.index(flavor) if flavor in order else None
 
 
+def _placed(wl: WorkloadInfo, info: ClusterQueueInfo) -> tuple[list[str], int] | None:
+    """The ClusterQueue's flavor order and ``wl``'s place in it (None: its flavor is not there)."""
+    order = flavor_order(info)
+    own = _index(wl, order)
+    return None if own is None else (order, own)
+
+
 def admitted_sibling(wl: WorkloadInfo, info: ClusterQueueInfo, reserving: list[WorkloadInfo],
                      more_favorable: bool) -> WorkloadInfo | None:
     """An admitted sibling of variant ``wl`` among ``reserving`` (its ClusterQueue's workloads holding quota) whose
     flavor comes before ``wl``'s (``more_favorable``) or after it; None when there is none or ``wl`` is no
     variant with a flavor of the queue."""
     parent = parent_name(wl)
-    if not parent:
+    placed = _placed(wl, info) if parent else None
+    if placed is None:
         return None
-    order = flavor_order(info)
-    own = _index(wl, order)
-    if own is None:
-        return None
+    order, own = placed
     for other in reserving:
         if (other.key == wl.key or other.phase != ADMITTED or other.namespace != wl.namespace
                 or parent_name(other) != parent):
@@ -69,10 +74,10 @@ def migration_allowed(wl: WorkloadInfo, info: ClusterQueueInfo) -> bool:
     last = constraints.last_acceptable_flavor_name if constraints is not None else None
     if not last:
         return True
-    order = flavor_order(info)
-    own = _index(wl, order)
-    if own is None:
+    placed = _placed(wl, info)
+    if placed is None:
         return False
+    order, own = placed
     return last in order and own <= order.index(last)
 
 

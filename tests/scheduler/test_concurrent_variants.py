@@ -9,6 +9,7 @@ from events import schema as ev
 from kueue_es.scheduler import settle
 from kueue_es.scheduler.variants import variant_name
 from kueue_es.statefile import load_state
+from projections import snapshot
 
 
 def test_variant_name_is_kueues():
@@ -79,3 +80,20 @@ def test_variants_below_last_acceptable_flavor_are_deactivated_with_kueues_words
     assert switched == {"spot": (False, 'Variant Workload deactivated due to being below lastAcceptableFlavor: '
                                         f'"reservation" and another Variant admitted "{admitted}"')}
     assert state.workloads[admitted].phase == "Admitted"
+
+
+def test_an_admitted_parent_holds_no_quota_and_restores_so(tmp_path):
+    """The parent shows its variant's admission but is no holder of its ClusterQueue's quota (Kueue's cache counts
+    no parent), and a state restored from a snapshot says the same."""
+    path = tmp_path / "state.yaml"
+    path.write_text(yaml.safe_dump_all([*yaml.safe_load(STATE), yaml.safe_load(CONFIG)]))
+    loaded = load_state(str(path))
+    state = loaded.state
+    settle(state, loaded.config, now=loaded.now)
+    parent = state.workloads["team/job-a-11111"]
+    assert parent.phase == "Admitted" and parent.admission is not None and parent.usage == {}
+    admitted = f"team/{variant_name('job-a-11111', 'uid-a', 'on-demand')}"
+    assert list(state.reserving["cq"]) == [admitted]
+    assert state.usage["cq"] == {"on-demand/cpu": 4000}
+    restored = snapshot.decode(snapshot.encode(state))
+    assert restored.reserving == state.reserving and snapshot.digest(restored) == snapshot.digest(state)
