@@ -460,6 +460,15 @@ class VariantActivation(Decision, tag="VariantActivation"):
     message: str
 
 
+class VariantDeleted(Decision, tag="VariantDeleted"):
+    """``ConcurrentAdmission``: the variant's flavor is no longer in its ClusterQueue's resource group, so Kueue's
+    variant controller deletes it (its event ``DeletedVariant`` on the parent). The connector deletes it,
+    conditioned on its uid."""
+
+    parent: str
+    flavor: str
+
+
 class ParentAdmitted(Decision, tag="ParentAdmitted"):
     """``ConcurrentAdmission``: a variant of this parent is admitted, so Kueue's variant controller gives the parent
     the variant's admission, QuotaReserved and Admitted (``message``: "The variant <name> is admitted"). The
@@ -532,6 +541,7 @@ AnyEvent = Union[  # noqa: UP007 - one tagged union, a member per line
     ParentLabelled,
     VariantCreated,
     VariantActivation,
+    VariantDeleted,
     ParentAdmitted,
     VariantFinished,
     DecisionApplied,

@@ -1917,6 +1917,11 @@ class ClusterState:
         self._keep_pods_ready(wl, False, time)
         self.reflag(wl)
 
+    def delete_workload(self, key: str) -> None:
+        """A workload a decision deletes (a ``ConcurrentAdmission`` variant whose flavor left its ClusterQueue) is
+        gone, as when the watch shows it deleted."""
+        self._delete_object("Workload", key)
+
     def requeue(self, wl: WorkloadInfo) -> None:
         """A pending workload's queueing inputs changed (its activity, its labels): it leaves its queue and joins
         it again where it now belongs, if anywhere."""
@@ -2463,7 +2468,7 @@ _ABOUT_WORKLOADS = frozenset({
     ev.WorkloadDeactivated, ev.TopologyAssigned, ev.WorkloadFinished, ev.WorkloadSliceReplaced, ev.JobStopped,
     ev.PodsReadyChanged,
     ev.AdmissionCheckStateChanged, ev.AdmissionCheckUpdated, ev.UnhealthyNodesChanged, ev.ReclaimablePodsChanged,
-    ev.ReplacementPodsChanged, ev.RemoteWorkloadFinished, ev.VariantFinished,
+    ev.ReplacementPodsChanged, ev.RemoteWorkloadFinished, ev.VariantFinished, ev.VariantDeleted,
 })
 """Event types about one workload (by ``key``) that may change a workload holding quota (WorkloadPending never
 concerns one); Workload upserts and deletions are told apart by their object or kind."""

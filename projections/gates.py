@@ -331,8 +331,7 @@ and its variant controller (:mod:`kueue_es.scheduler.variants`: the variants, th
 policy, the parent's admission, eviction and finish) and the scheduler's rules between sibling variants
 (:mod:`kueue_es.scheduler.siblings`). Not modelled: the ``kueue.x-k8s.io/concurrent-admission`` preemption gate
 (a variant that needs to preempt waits until the controller opens its gate, one variant at a time), so every
-variant may preempt at once; a stale variant (its flavor gone from the ClusterQueue) is not deleted (turned on,
-the gate is warned of: :func:`partly_note`). Set away from its default, such a gate still changes what it decides
+variant may preempt at once (turned on, the gate is warned of: :func:`partly_note`). Set away from its default, such a gate still changes what it decides
 here, so it is not :func:`ignored`."""
 
 

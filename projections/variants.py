@@ -7,6 +7,7 @@ Workloads (a parent and its variants, :mod:`kueue_es.scheduler.variants`).
   with the allowed-flavors one naming the variant's flavor, controller-owned by the parent, created at the
   decision's time, with no status (Kueue's controller copies the parent's status into the object it creates, but
   the apiserver drops a create's status). It is queued as any new workload.
+* :class:`events.schema.VariantDeleted` — the variant is gone, as when the watch shows it deleted.
 * :class:`events.schema.VariantActivation` — ``spec.active`` as decided; a deactivated variant leaves its queue (one
   holding quota is then evicted by the workload controller's rule for inactive workloads), an activated one
   joins it.
@@ -108,7 +109,13 @@ def on_parent_admitted(state: ClusterState, e: ev.ParentAdmitted) -> None:
             wl.set_condition(t, "False", "QuotaReserved", f"Previously: {c.message}", e.time)
 
 
+def on_variant_deleted(state: ClusterState, e: ev.VariantDeleted) -> None:
+    if _known(state, e.key, e.uid) is not None:
+        state.delete_workload(e.key)
+
+
 HANDLERS = {
+    ev.VariantDeleted: on_variant_deleted,
     ev.ParentAdmitted: on_parent_admitted,
     ev.ParentLabelled: on_parent_labelled,
     ev.VariantCreated: on_variant_created,

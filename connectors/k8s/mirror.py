@@ -44,7 +44,7 @@ WORKLOAD_EVENTS = (ev.Decision, ev.WorkloadFinished, ev.PodsReadyChanged, ev.Adm
                    ev.JobStopped, ev.ReclaimablePodsChanged, ev.ReplacementPodsChanged)
 LEDGER_EVENTS = (ev.Decision, ev.DecisionApplied, ev.DecisionRejected, ev.JobActed, ev.WorkloadFinished)
 OUTCOMES = (ev.DecisionApplied, ev.DecisionRejected)
-FAMILY_DECISIONS = (ev.ParentLabelled, ev.VariantCreated, ev.VariantActivation)
+FAMILY_DECISIONS = (ev.ParentLabelled, ev.VariantCreated, ev.VariantActivation, ev.VariantDeleted)
 """ConcurrentAdmission's decisions that are no status write (:mod:`connectors.k8s.variants` carries them out)."""
 FAMILY_TAGS = frozenset(t.__struct_config__.tag for t in FAMILY_DECISIONS)  # type: ignore[attr-defined]
 QUEUE_INPUTS = frozenset({"ResourceFlavor", "AdmissionCheck", "Topology", "Cohort"})
@@ -77,7 +77,7 @@ class Mirror:
         """Workloads with a RetentionExpired decision (what it deletes may still be there)."""
         self.dirty_variants: set[str] = set()
         """Workloads with a ConcurrentAdmission decision that is no status write (:mod:`connectors.k8s.variants`):
-        a parent label, a variant to create, a variant's ``spec.active``."""
+        a parent label, a variant to create or delete, a variant's ``spec.active``."""
         self.dirty_finalizers: set[str] = set()
         """``<Kind>/<name>`` of ClusterQueues, ResourceFlavors, AdmissionChecks, Topologies whose
         resource-in-use finalizer may need adding or removing."""

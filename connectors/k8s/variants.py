@@ -11,7 +11,8 @@ what the Workload should show, and the write goes only when the Workload (as las
   but the parent label, its annotations with ``kueue.x-k8s.io/workload-allowed-resource-flavors`` naming the
   flavor, controller-owned by the parent (its uid as the decision names it). Already there (409) counts as done;
   the parent gone (404), or another one of its name, rejects the decision;
-* ``VariantActivation`` — a merge patch of ``spec.active``, conditioned on the variant's uid.
+* ``VariantActivation`` — a merge patch of ``spec.active``, conditioned on the variant's uid;
+* ``VariantDeleted`` — the variant is deleted, conditioned on its uid (already gone counts as done).
 
 Each decision ends in one ``DecisionApplied`` (or ``DecisionRejected``). The status writer leaves a variant
 whose creation is pending alone until the watch shows it (:mod:`connectors.k8s.writer`).
@@ -39,7 +40,7 @@ from projections.workloads import (
 )
 
 log = structlog.get_logger("kueue_es.k8s.variants")
-TAGS = frozenset({"ParentLabelled", "VariantCreated", "VariantActivation"})
+TAGS = frozenset({"ParentLabelled", "VariantCreated", "VariantActivation", "VariantDeleted"})
 PREEMPTION_GATE = "kueue.x-k8s.io/concurrent-admission"
 """The preemption gate each variant is created with (opened one variant at a time by Kueue's controller)."""
 WORKLOAD_API = "kueue.x-k8s.io/v1beta2"
@@ -49,6 +50,7 @@ WORKLOAD_API = "kueue.x-k8s.io/v1beta2"
 class VariantStats:
     labelled: int = 0
     created: int = 0
+    deleted: int = 0
     activations: int = 0
     rejected: int = 0
     errors: int = 0
@@ -89,7 +91,9 @@ class VariantWriter(MarkedKeysWorker):
             return
         wl = self.mirror.state.workloads.get(key)
         reject = None
-        if wl is None:
+        if "VariantDeleted" in {pending[o] for o in offsets}:
+            await self._delete(key)
+        elif wl is None:
             reject = ("NotFound", "the Workload no longer exists")
         elif wl.owner and not self.mirror.workloads.get(key) and "VariantCreated" in {pending[o] for o in offsets}:
             reject = await self._create(wl)
@@ -123,6 +127,18 @@ class VariantWriter(MarkedKeysWorker):
         self.stats.created += 1
         log.info("created variant", workload=wl.key, parent=parent, flavor=variant_flavor(wl))
         return None
+
+    async def _delete(self, key: str) -> None:
+        obs = self.mirror.workloads.get(key)
+        if obs is None:
+            return  # gone already
+        try:
+            await self.client.delete(BY_KIND["Workload"], obs.metadata.name, obs.metadata.namespace,
+                                     uid=obs.metadata.uid)
+        except (NotFound, Conflict):
+            return  # gone already, or another one of its name: not ours to delete
+        self.stats.deleted += 1
+        log.info("deleted variant whose flavor left its ClusterQueue", workload=key)
 
     async def _patch(self, key: str, wl: WorkloadInfo) -> tuple[str, str] | None:
         obs = self.mirror.workloads.get(key)

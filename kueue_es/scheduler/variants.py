@@ -147,7 +147,10 @@ def _family_decisions(state: ClusterState, parent: WorkloadInfo, cq: o.ClusterQu
             return out
         out.append(ev.VariantCreated(key=f"{parent.namespace}/{name}", uid="", parent=parent.name,
                                      parent_uid=parent.uid, flavor=flavor, **base))
-    variants = [v for v in variants if variant_flavor(v) in flavors]  # Kueue deletes the others
+    for v in variants:
+        if variant_flavor(v) not in flavors:
+            out.append(ev.VariantDeleted(key=v.key, uid=v.uid, parent=parent.name, flavor=variant_flavor(v), **base))
+    variants = [v for v in variants if variant_flavor(v) in flavors]
     for v in variants:
         if v.evicted and v.reserving:  # it gives its quota back first, the rest waits for the next pass
             cleared = evicted_variant(state, v, base)

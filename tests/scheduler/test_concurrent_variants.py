@@ -6,6 +6,7 @@ from __future__ import annotations
 import yaml
 
 from events import schema as ev
+from events.manifests import load_text
 from kueue_es.scheduler import settle
 from kueue_es.scheduler.variants import variant_name
 from kueue_es.statefile import load_state
@@ -97,3 +98,21 @@ def test_an_admitted_parent_holds_no_quota_and_restores_so(tmp_path):
     assert state.usage["cq"] == {"on-demand/cpu": 4000}
     restored = snapshot.decode(snapshot.encode(state))
     assert restored.reserving == state.reserving and snapshot.digest(restored) == snapshot.digest(state)
+
+
+def test_a_variant_whose_flavor_left_the_cluster_queue_is_deleted(tmp_path):
+    path = tmp_path / "state.yaml"
+    path.write_text(yaml.safe_dump_all([*yaml.safe_load(STATE), yaml.safe_load(CONFIG)]))
+    loaded = load_state(str(path))
+    state = loaded.state
+    settle(state, loaded.config, now=loaded.now)
+    spot = f"team/{variant_name('job-a-11111', 'uid-a', 'spot')}"
+    assert spot in state.workloads
+    narrowed = yaml.safe_load(STATE)[4]
+    narrowed["spec"]["resourceGroups"][0]["flavors"].pop()  # spot
+    (cq,) = load_text(yaml.safe_dump(narrowed), "cq.yaml").objects
+    state.apply(ev.Record(state.offset + 1, ev.ObjectUpserted(time=loaded.now + 1000, key="cq", obj=cq)))
+    decided = [d for batch in settle(state, loaded.config, now=loaded.now + 1000) for d in batch]
+    assert [(type(d).__name__, d.key, d.flavor) for d in decided if isinstance(d, ev.VariantDeleted)] == [
+        ("VariantDeleted", spot, "spot")]
+    assert spot not in state.workloads

@@ -1,7 +1,8 @@
 """ConcurrentAdmission against the real apiserver: a Workload of a ClusterQueue with a ``concurrentAdmissionPolicy``
 is labelled a parent, its variants are created as Kueue's variant controller makes them (names, labels,
 annotations, owner, the preemption gate), the one whose flavor has room is admitted, the other, below it under
-RetainFirstAdmission, gets ``spec.active: false``, and the parent shows the admitted variant's admission."""
+RetainFirstAdmission, gets ``spec.active: false``, and the parent shows the admitted variant's admission; once its
+flavor leaves the ClusterQueue, that variant is deleted."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from kubehelp import cluster_queue, connect, create, eventually, flavor, get, kueue_es, local_queue, namespace
 
 from connectors.k8s import crds
+from connectors.k8s.errors import NotFound
 from connectors.k8s.resources import BY_KIND
 from kueue_es.scheduler.config import load_config
 from kueue_es.scheduler.variants import variant_name
@@ -82,3 +84,17 @@ async def test_a_parent_is_pursued_through_its_variants(kube_apiserver, tmp_path
             listed = msgspec.json.decode(await kc.request("GET", BY_KIND["Workload"].collection_path(ns)))
             assert sorted(w["metadata"]["name"] for w in listed["items"]) == sorted(
                 ["job-sample-8f2a1", *names.values()])  # one variant per flavor, no more
+
+            # its flavor taken out of the ClusterQueue, the deactivated variant is deleted
+            narrowed = cluster_queue(cq, {fallback: {"cpu": 4}})["spec"]["resourceGroups"]
+            await kc.patch(BY_KIND["ClusterQueue"], cq, {"spec": {"resourceGroups": narrowed}})
+
+            async def deleted() -> bool:
+                try:
+                    await get(kc, "Workload", names[preferred], ns)
+                except NotFound:
+                    return True
+                return False
+
+            await eventually(deleted, what="the stale variant deleted")
+            assert (await get(kc, "Workload", names[fallback], ns))["metadata"]["uid"] == admitted["metadata"]["uid"]
