@@ -1,16 +1,23 @@
 """``ConcurrentAdmission``: Kueue's variant controller (``concurrent-admission-controller``), as pure rules.
 
-Kueue's workload controller labels each workload of a ClusterQueue with a ``concurrentAdmissionPolicy`` a parent
-(``kueue.x-k8s.io/concurrent-admission-parent: "true"``); a parent is never queued itself. The variant controller
-then pursues it through one variant Workload per flavor of the ClusterQueue's first resource group and keeps the
-family in step. The rules modelled here:
+Kueue's workload controller labels each workload of a ClusterQueue with a ``concurrentAdmissionPolicy`` (not itself
+a variant) a parent (``kueue.x-k8s.io/concurrent-admission-parent: "true"``; ``ParentLabelled``); a parent is never
+queued itself. The variant controller then pursues it through one variant Workload per flavor of the ClusterQueue's
+first resource group and keeps the family in step, in its order:
 
+* a missing variant is made (``VariantCreated``, Kueue's name: :func:`variant_name`), one whose flavor left the
+  ClusterQueue deleted (``VariantDeleted``);
 * an evicted variant still holding quota gives it back (its admission is cleared, ``Requeued`` set as the eviction's
   reason has it: True only for ``Preempted`` and ``NodeFailures``), since no Job of its own is stopped for it; while
   its parent holds quota the parent is evicted first (``VariantEvicted``, "Admitted variant was evicted") and the
-  variant waits for it.
-"""
+  variant waits for it; nothing else is done for the family meanwhile;
+* the variants are deactivated and activated (``VariantActivation``) as the migration policy has it (:func:`_activation`);
+* the parent shows its admitted variant's admission (``ParentAdmitted``), or is evicted once none is admitted
+  (``ConcurrentAdmission``, "No variant is running"); a finished parent finishes its variants (``VariantFinished``).
 
+Not modelled: the ``kueue.x-k8s.io/concurrent-admission`` preemption gate the controller opens one variant at a time
+(:data:`projections.gates.PARTLY`), the parent's PodsReady copied onto its admitted variant.
+"""
 from __future__ import annotations
 
 import hashlib
@@ -98,14 +105,23 @@ def family_keys(state: ClusterState, touched: Iterable[str] | None) -> list[str]
     return sorted(out)
 
 
-def family(state: ClusterState, parent: WorkloadInfo, flavors: list[str]) -> list[WorkloadInfo]:
-    """The variants of ``parent`` the projection holds, in the order of their flavors in ``flavors`` (a flavor not
-    there first, as Kueue's controller ranks it)."""
-    prefix = f"{parent.namespace}/"
-    found = [w for k, w in state.workloads.items()
-             if k.startswith(prefix) and w.owner and parent_name(w) == parent.name and w.phase != FINISHED]
+def children(state: ClusterState) -> dict[str, list[WorkloadInfo]]:
+    """Parent key -> the variants the projection holds (finished ones too), in key order: one pass over the
+    workloads, made once per pass of the controller rules."""
+    out: dict[str, list[WorkloadInfo]] = {}
+    for key in sorted(state.workloads):
+        w = state.workloads[key]
+        name = parent_name(w) if w.owner else ""
+        if name:
+            out.setdefault(f"{w.namespace}/{name}", []).append(w)
+    return out
+
+
+def family(found: list[WorkloadInfo], flavors: list[str]) -> list[WorkloadInfo]:
+    """The unfinished variants among ``found``, in the order of their flavors in ``flavors`` (a flavor not there
+    first, as Kueue's controller ranks it)."""
     rank = {f: i for i, f in enumerate(flavors)}
-    return sorted(found, key=lambda w: (rank.get(variant_flavor(w), 0), w.key))
+    return sorted((w for w in found if w.phase != FINISHED), key=lambda w: (rank.get(variant_flavor(w), 0), w.key))
 
 
 def reconcile_families(state: ClusterState, base: dict, touched: Iterable[str] | None, *,
@@ -114,13 +130,18 @@ def reconcile_families(state: ClusterState, base: dict, touched: Iterable[str] |
     at (:func:`family_keys`), under ``ConcurrentAdmission``."""
     out: list[ev.Decision] = []
     wls = state.workloads
+    kids: dict[str, list[WorkloadInfo]] | None = None
     for key in family_keys(state, touched):
         wl = wls.get(key)
         if wl is None:
             continue
+        if is_parent(wl) and kids is None:
+            kids = children(state)
         if wl.phase == FINISHED:
             if is_parent(wl):
-                out.extend(_finish_variants(state, wl, base))
+                reason, message = _finished_with(wl)
+                out.extend(ev.VariantFinished(key=v.key, uid=v.uid, reason=reason, message=message, **base)
+                           for v in (kids or {}).get(key, ()) if v.phase != FINISHED)
             continue
         cq = policy_cluster_queue(state, wl)
         if not is_parent(wl):
@@ -129,14 +150,14 @@ def reconcile_families(state: ClusterState, base: dict, touched: Iterable[str] |
             continue
         if cq is None or not cq.spec.resource_groups:
             continue  # Kueue's controller finds no ClusterQueue (or no flavors) for it and makes nothing
-        out.extend(_family_decisions(state, wl, cq, base, short_names))
+        out.extend(_family_decisions(state, wl, (kids or {}).get(key, []), cq, base, short_names))
     return out
 
 
-def _family_decisions(state: ClusterState, parent: WorkloadInfo, cq: o.ClusterQueue, base: dict,
-                      short_names: bool) -> list[ev.Decision]:
+def _family_decisions(state: ClusterState, parent: WorkloadInfo, found: list[WorkloadInfo], cq: o.ClusterQueue,
+                      base: dict, short_names: bool) -> list[ev.Decision]:
     flavors = [f.name for f in cq.spec.resource_groups[0].flavors]
-    variants = family(state, parent, flavors)
+    variants = family(found, flavors)
     have = {variant_flavor(v) for v in variants}
     out: list[ev.Decision] = []
     for flavor in flavors:
@@ -169,14 +190,10 @@ def _family_decisions(state: ClusterState, parent: WorkloadInfo, cq: o.ClusterQu
     return out
 
 
-def _finish_variants(state: ClusterState, parent: WorkloadInfo, base: dict) -> list[ev.Decision]:
-    """The finished parent's variants finish with its reason and message."""
+def _finished_with(parent: WorkloadInfo) -> tuple[str, str]:
+    """The finished parent's Finished reason and message, which its variants finish with."""
     finished = parent.condition("Finished")
-    reason, message = (finished.reason, finished.message) if finished is not None else ("", "")
-    prefix = f"{parent.namespace}/"
-    return [ev.VariantFinished(key=k, uid=w.uid, reason=reason, message=message, **base)
-            for k, w in sorted(state.workloads.items())
-            if k.startswith(prefix) and w.owner and parent_name(w) == parent.name and w.phase != FINISHED]
+    return (finished.reason, finished.message) if finished is not None else ("", "")
 
 
 def _activation(parent: WorkloadInfo, variants: list[WorkloadInfo], cq: o.ClusterQueue, flavors: list[str],
