@@ -7,6 +7,7 @@ Kueue's own ``Configuration`` documents are handed back separately, undecoded, f
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from collections.abc import Callable
@@ -16,14 +17,15 @@ from typing import Any
 import msgspec
 import yaml
 
-from events import conversion, object_rules
+from events import conversion, object_rules, quota_rules
 from events import objects as o
 from events import tas_assignment as tas
-from events.errors import InvalidInput, refuse_field
+from events.bounded_input import read_bounded
+from events.errors import InvalidInput, aggregate, refuse_field
 from events.labels import annotations_problem, is_dns_label, labels_problem, object_name_problem
 from events.priority_boost import ANNOTATION as PRIORITY_BOOST_ANNOTATION
 from events.priority_boost import error as priority_boost_error
-from events.quantity import QuantityError, parse_quantity
+from events.quantity import parse_quantity
 from events.timefmt import ZONELESS, parse_rfc3339
 
 try:
@@ -179,11 +181,11 @@ def load_file(path: str, *, checks: Checks = Checks()) -> Manifest:
 
 def read_text(path: str | os.PathLike[str], source: str | None = None) -> str:
     """A file people wrote (YAML), as text: one that cannot be read, or is not UTF-8, is bad input naming
-    ``source`` (default the path)."""
+    ``source`` (default the path), and so is an endless or huge one (:func:`events.bounded_input.read_bounded`)."""
     source = str(path) if source is None else source
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            data = read_bounded(f, source)
     except OSError as exc:
         raise InvalidInput(f"{source}: cannot read: {exc.strerror or exc}") from None
     return decode_text(data, source)
@@ -313,7 +315,7 @@ def decode_object(doc: dict[str, Any], where: str, *, checks: Checks = Checks())
     try:
         obj = msgspec.convert(doc, o.KueueObject, strict=False)
     except msgspec.ValidationError as exc:
-        raise InvalidInput(f"{where}: {_field_message(str(exc))}") from None
+        raise InvalidInput(f"{where}: {_type_errors(doc, str(exc))}") from None
     try:  # a number written as a string is converted to an integer of any size: the log could not take it
         _WIRE.encode(obj)
     except OverflowError:
@@ -352,16 +354,101 @@ def _check_integers(node: Any, where: str, at: str) -> None:
         raise InvalidInput(f"{where}: field `{at}`: {node} is out of range (at most 64 bits)")
 
 
-def _field_message(msg: str) -> str:
-    """msgspec says "Expected `int`, got `str` - at `$.spec.x`"; say "field `spec.x`: expected int, got str"."""
+MAX_TYPE_ERRORS = 20
+_STEP = re.compile(r"\.([^.\[]+)|\[(\d+|\.\.\.)\]")
+_JSON_TYPES: dict[str, type] = {"array": list, "object": dict, "str": str, "int": int, "float": float,
+                                "bool": bool, "null": type(None)}
+
+
+def _type_errors(doc: dict[str, Any], first: str) -> str:
+    """The fields of ``doc`` of the wrong type, from the decoder's first error (``first``), each named to its map
+    key: for a custom resource, every one (up to :data:`MAX_TYPE_ERRORS`), as the apiserver's schema validation
+    lists them; a built-in kind's JSON decoding stops at the first, and so does this. Each further one is found by
+    decoding again without the field last found wrong; a list item or a required field cannot be left out, and
+    ends the search. Only on the way to a refusal."""
+    crd = str(doc.get("apiVersion", "")).split("/")[0].endswith("x-k8s.io")
+    trial = copy.deepcopy(doc)
+    messages: list[str] = []
+    error = first
+    while True:
+        steps = _error_steps(trial, error)
+        messages.append(_field_message(error, steps))
+        if not crd or len(messages) >= MAX_TYPE_ERRORS or not _leave_out(trial, steps):
+            break
+        try:
+            msgspec.convert(trial, o.KueueObject, strict=False)
+            break
+        except msgspec.ValidationError as exc:
+            error = str(exc)
+            if error.startswith("Object missing required field"):
+                break
+    return aggregate(messages) or messages[0]
+
+
+def _error_steps(doc: dict[str, Any], error: str) -> list[str | int] | None:
+    """The path the decoder's ``error`` names, a map entry (``[...]`` to the decoder) resolved to its key when it
+    is the last step: the first entry whose value is of the type the error says it got. None when it cannot be
+    followed in ``doc``."""
+    text, _, path = error.partition(" - at `$")
+    steps: list[str | int] = []
+    node: Any = doc
+    found = _STEP.findall(path.rstrip("`"))
+    for n, (name, index) in enumerate(found):
+        key: str | int | None = name or (int(index) if index.isdigit() else None)
+        if key is None and n == len(found) - 1 and isinstance(node, dict):
+            got = re.search(r"got `(\w+)`", text)
+            want = _JSON_TYPES.get(got.group(1)) if got else None
+            key = next((k for k, v in node.items() if want is not None and type(v) is want), None)
+        if isinstance(key, str) and isinstance(node, dict) and key in node:
+            node = node[key]
+        elif isinstance(key, int) and isinstance(node, list) and key < len(node):
+            node = node[key]
+        else:
+            return None
+        steps.append(key)
+    return steps
+
+
+def _leave_out(doc: dict[str, Any], steps: list[str | int] | None) -> bool:
+    """Drop from ``doc`` the mapping entry at ``steps``; False when they end at no mapping's entry."""
+    if not steps or not isinstance(steps[-1], str):
+        return False
+    node: Any = doc
+    for step in steps[:-1]:
+        node = node[step]
+    if not isinstance(node, dict):
+        return False
+    del node[steps[-1]]
+    return True
+
+
+def _field_message(msg: str, steps: list[str | int] | None = None) -> str:
+    """msgspec says "Expected `int`, got `str` - at `$.spec.x`"; say "field `spec.x`: expected int, got str"
+    (with ``steps``, the path resolved in the document, a map entry named by its key: ``requests[cpu]``)."""
     if " - at `$" in msg:
         text, _, path = msg.partition(" - at `$")
         path = path.rstrip("`").lstrip(".")
+        if steps is not None and not text.startswith("Object missing required field `"):
+            path = _path_text(steps, path)
         if text.startswith("Object missing required field `"):
             missing = text.split("`")[1]
             return f"field `{path + '.' if path else ''}{missing}` is required"
         return f"field `{path}`: {text[0].lower()}{text[1:]}"
     return msg
+
+
+def _path_text(steps: list[str | int], path: str) -> str:
+    """``steps`` as a field path; a map key (where ``path``, the decoder's, has ``[...]``) in brackets."""
+    keyed = path.count("[...]")
+    out = ""
+    for n, step in enumerate(steps):
+        if isinstance(step, int):
+            out += f"[{step}]"
+        elif keyed and n == len(steps) - 1:
+            out += f"[{step}]"
+        else:
+            out += f".{step}" if out else step
+    return out
 
 
 def validate_object(obj: o.KObject, where: str, *, checks: Checks = Checks(),
@@ -373,8 +460,11 @@ def validate_object(obj: o.KObject, where: str, *, checks: Checks = Checks(),
     (:func:`validate_gated`). A ClusterQueue's webhook rules, gated or not, are refused together, in Kueue's order
     (:func:`events.object_rules.check_cluster_queue`)."""
     if isinstance(obj, o.ClusterQueue):
-        _validate_shape(obj, where)
-        object_rules.check_cluster_queue(obj, where, also=_gated_cluster_queue_errors(obj, checks))
+        object_rules.check_cluster_queue(obj, where, schema=queue_schema_errors(obj),
+                                         also=_gated_cluster_queue_errors(obj, checks))
+        return
+    if isinstance(obj, o.Cohort):
+        object_rules.check_cohort(obj, where, schema=queue_schema_errors(obj))
         return
     _validate_ungated(obj, where)
     if doc is not None:
@@ -388,6 +478,45 @@ def check_foldable(obj: o.KObject, where: str) -> None:
     its admission rules would say of it now (written while no webhook answered, or before a stricter version),
     and so does kueue-es."""
     _validate_shape(obj, where)
+    if isinstance(obj, o.ClusterQueue | o.Cohort):
+        groups = obj.spec.resource_groups
+        object_rules.refuse_all(quota_rules.webhook_errors(groups, parent="", cohort=False, full=False), where)
+
+
+QUEUE_ENUMS = (("spec.queueingStrategy", ("BestEffortFIFO", "StrictFIFO")),
+               ("spec.preemption.reclaimWithinCohort", ("Never", "LowerPriority", "Any")),
+               ("spec.preemption.withinClusterQueue", ("Never", "LowerPriority", "LowerOrNewerEqualPriority")),
+               ("spec.stopPolicy", ("None", "Hold", "HoldAndDrain")))
+"""The values a ClusterQueue's CRD takes in the fields the projections read."""
+
+
+def queue_schema_errors(obj: o.ClusterQueue | o.Cohort, *, full: bool = True) -> list[str]:
+    """What a ClusterQueue's or Cohort's CRD refuses that the projections need, every rule broken, as the
+    apiserver lists them: a creation time, quantities, names unique in their lists, known policy values, a fair
+    sharing weight; then the CEL rules (not checked, as by the apiserver, while an enum value is unknown): a
+    ClusterQueue's borrowing limits only with a cohort (``full``: what the projections do not need), each group's
+    resource count."""
+    spec = obj.spec
+    errors = [f"field `{at}`: {problem}" for at, problem in (
+        ("metadata.creationTimestamp", time_problem(obj.metadata.creation_timestamp)),) if problem is not None]
+    errors += quota_rules.schema_errors(spec.resource_groups)
+    blocking = False
+    if isinstance(obj, o.ClusterQueue):
+        values = (spec.queueing_strategy, spec.preemption.reclaim_within_cohort,  # type: ignore[union-attr]
+                  spec.preemption.within_cluster_queue, spec.stop_policy)  # type: ignore[union-attr]
+        for (at, allowed), value in zip(QUEUE_ENUMS, values, strict=True):
+            if value not in allowed:
+                blocking = True
+                errors.append(f"field `{at}`: must be {', '.join(allowed[:-1])} or {allowed[-1]}")
+    weight = spec.fair_sharing.weight if spec.fair_sharing is not None else None
+    problem = None if weight is None else quota_rules.quantity_problem(weight)
+    if problem is not None:
+        errors.append(f"field `spec.fairSharing.weight`: {problem}")
+    if not blocking:  # the CEL rules: the spec's, then its groups'
+        if full and isinstance(obj, o.ClusterQueue):
+            errors += quota_rules.borrowing_errors(spec.resource_groups, obj.spec.cohort_name)
+        errors += quota_rules.count_errors(spec.resource_groups)
+    return errors
 
 
 def validate_gated(obj: o.KObject, where: str, checks: Checks) -> None:
@@ -431,6 +560,9 @@ def _validate_ungated(obj: o.KObject, where: str) -> None:
 def _validate_shape(obj: o.KObject, where: str) -> None:
     """What the projections need of an object to fold it: times and quantities that parse, known enum values,
     counts in range (the rules Kueue holds its own kinds to come after: :mod:`events.object_rules`)."""
+    if isinstance(obj, o.ClusterQueue | o.Cohort):
+        object_rules.refuse_all(queue_schema_errors(obj, full=False), where)
+        return
     check_time(obj.metadata.creation_timestamp, where, "metadata.creationTimestamp")
     match obj:
         case o.Workload():
@@ -479,36 +611,6 @@ def _validate_shape(obj: o.KObject, where: str) -> None:
             _validate_claim_template(obj, where)
         case o.ResourceSlice():
             _check_resource_slice(obj.spec, where)
-        case o.ClusterQueue() | o.Cohort():
-            _check_weight(obj.spec.fair_sharing, where)
-            seen_flavors: set[str] = set()
-            for g, rg in enumerate(obj.spec.resource_groups):
-                for f, fq in enumerate(rg.flavors):
-                    if fq.name in seen_flavors:
-                        raise InvalidInput(f"{where}: field `spec.resourceGroups[{g}].flavors[{f}].name`: "
-                                           f"flavor {fq.name!r} is in more than one resource group")
-                    seen_flavors.add(fq.name)
-                    names = [r.name for r in fq.resources]
-                    if names != list(rg.covered_resources):
-                        raise InvalidInput(f"{where}: field `spec.resourceGroups[{g}].flavors[{f}].resources`: "
-                                           f"must list the covered resources {rg.covered_resources} in order")
-                    for r, rq in enumerate(fq.resources):
-                        base = f"spec.resourceGroups[{g}].flavors[{f}].resources[{r}]"
-                        for fname in ("nominal_quota", "borrowing_limit", "lending_limit"):
-                            q = getattr(rq, fname)
-                            if q is not None:
-                                check_quantity(q, where, f"{base}.{_camel(fname)}")
-            if isinstance(obj, o.ClusterQueue):
-                s = obj.spec
-                if s.queueing_strategy not in ("BestEffortFIFO", "StrictFIFO"):
-                    raise InvalidInput(f"{where}: field `spec.queueingStrategy`: must be BestEffortFIFO or StrictFIFO")
-                p = s.preemption
-                if p.reclaim_within_cohort not in ("Never", "LowerPriority", "Any"):
-                    raise InvalidInput(f"{where}: field `spec.preemption.reclaimWithinCohort`: must be Never, LowerPriority or Any")
-                if p.within_cluster_queue not in ("Never", "LowerPriority", "LowerOrNewerEqualPriority"):
-                    raise InvalidInput(f"{where}: field `spec.preemption.withinClusterQueue`: must be Never, LowerPriority or LowerOrNewerEqualPriority")
-                if s.stop_policy not in ("None", "Hold", "HoldAndDrain"):
-                    raise InvalidInput(f"{where}: field `spec.stopPolicy`: must be None, Hold or HoldAndDrain")
         case o.ProvisioningRequestConfig():
             validate_provisioning_config(obj.spec, where)
         case o.MultiKueueCluster():
@@ -780,24 +882,25 @@ def validate_multikueue_config(spec: o.MultiKueueConfigSpec, where: str) -> None
 
 def check_time(text: str | None, where: str, field_: str) -> None:
     """Timestamps the projections read must parse, or folding the log would fail later."""
+    refuse_field(time_problem(text), where, field_)
+
+
+def time_problem(text: str | None) -> str | None:
+    """Why ``text`` (None: no time) is not a time the projections can read; None when it is one."""
     if text is None:
-        return
+        return None
     try:
         parse_rfc3339(text)
     except (ValueError, OverflowError):
         zone = " (no time zone)" if ZONELESS.fullmatch(text) else ""
-        raise InvalidInput(f"{where}: field `{field_}`: not an RFC 3339 time{zone}: {text!r}") from None
+        return f"not an RFC 3339 time{zone}: {text!r}"
+    return None
 
 
 def check_quantity(q: object, where: str, field_: str, *, negative: bool = False) -> None:
     """``q`` parses as a quantity, and (unless ``negative``: the projections read a negative one as 0) is not
     negative."""
-    try:
-        value = parse_quantity(q)  # type: ignore[arg-type]
-    except QuantityError as exc:
-        raise InvalidInput(f"{where}: field `{field_}`: {exc}") from None
-    if value < 0 and not negative:
-        raise InvalidInput(f"{where}: field `{field_}`: must not be negative")
+    refuse_field(quota_rules.quantity_problem(q, negative=negative), where, field_)
 
 
 def _camel(name: str) -> str:

@@ -21,8 +21,9 @@ Whatever the gates (:func:`check`, :func:`check_document`):
 * ClusterQueue and Cohort: resource names well formed and each in one group; borrowing and lending limits only
   with a cohort (a ClusterQueue's lending limit at most its nominal quota) or a parent; a fair sharing weight 0 or
   above 1e-9. A ClusterQueue's namespace selector is well formed, its preemption and flavor fungibility policies
-  known and consistent, at most 256 flavors and 256 resources in all. The rules of Kueue's webhook (not its
-  CRD's, refused first and alone) are refused together, in Kueue's order (:func:`check_cluster_queue`).
+  known and consistent, at most 256 flavors and 256 resources in all and 512 flavor-resource quotas in a group
+  (:mod:`events.quota_rules`). The CRD's rules broken are refused together, first and without the webhook's; then
+  those of Kueue's webhook, together, in Kueue's order (:func:`check_cluster_queue`, :func:`check_cohort`).
 * LocalQueue: a known ``stopPolicy``. Topology: 1–16 unique levels, each a label key, ``kubernetes.io/hostname``
   only the lowest. AdmissionCheck: a ``controllerName`` of 1–253 characters, its parameters' reference well formed.
 * Tolerations (a flavor's, a pod set update's): one without a key has operator ``Exists``, and one with operator
@@ -52,6 +53,7 @@ from decimal import Decimal
 from typing import Any
 
 from events import objects as o
+from events import quota_rules
 from events.errors import InvalidInput, aggregate, refuse_field
 from events.labels import (
     DNS_LABEL,
@@ -74,7 +76,6 @@ PRIORITY_CLASS_KINDS = {"kueue.x-k8s.io": "WorkloadPriorityClass", "scheduling.k
 """The group of a ``priorityClassRef`` and the one kind it may name."""
 MAX_FLAVOR_ENTRIES = 8
 MAX_TOPOLOGY_LEVELS = 16
-MAX_TOTAL = 256
 MIN_WEIGHT = Decimal("1e-9")
 NAME_REFERENCE = (SUBDOMAIN, 253)
 """A queue's, ClusterQueue's, cohort's, flavor's, topology's or priority class's name where another object gives
@@ -108,10 +109,7 @@ def check(obj: o.KObject, where: str) -> None:
         case o.ClusterQueue():
             check_cluster_queue(obj, where)
         case o.Cohort():
-            _name_reference(obj.spec.parent_name, where, "spec.parentName", optional=True)
-            _flavor_names(obj.spec.resource_groups, where)
-            refuse_all(_quota_errors(obj.spec.resource_groups, parent=obj.spec.parent_name, cohort=True)
-                       + _fair_sharing_errors(obj.spec.fair_sharing), where)
+            check_cohort(obj, where)
         case o.LocalQueue():
             _name_reference(obj.spec.cluster_queue, where, "spec.clusterQueue", optional=True)
             _one_of(obj.spec.stop_policy, ("None", "Hold", "HoldAndDrain"), where, "spec.stopPolicy")
@@ -301,12 +299,24 @@ def check_tolerations(tolerations: Sequence[o.Toleration], where: str, at: str) 
 # --- ClusterQueue, Cohort ---------------------------------------------------------------------------------------
 
 
-def check_cluster_queue(cq: o.ClusterQueue, where: str, *, also: Sequence[str] = ()) -> None:
-    """The CRD's rules first, the first broken one refused (the apiserver calls no webhook for an object its
-    schema refuses); then every rule of Kueue's webhook the object breaks (:func:`cluster_queue_errors`, then
+def check_cluster_queue(cq: o.ClusterQueue, where: str, *, schema: Sequence[str] = (),
+                        also: Sequence[str] = ()) -> None:
+    """The CRD's rules first, every broken one refused together (``schema`` first: those the projections need,
+    :func:`events.manifests.queue_schema_errors`), as the apiserver lists them, calling no webhook for an object
+    its schema refuses; then every rule of Kueue's webhook the object breaks (:func:`cluster_queue_errors`, then
     ``also``: the gated ones, which come after), in one message."""
-    _cluster_queue_schema(cq.spec, where)
+    refuse_all([*schema, *cluster_queue_schema_errors(cq.spec)], where)
     refuse_all([*cluster_queue_errors(cq.spec), *also], where)
+
+
+def check_cohort(cohort: o.Cohort, where: str, *, schema: Sequence[str] = ()) -> None:
+    """As :func:`check_cluster_queue`, for a Cohort: its CRD's rules, then its webhook's (resource groups, fair
+    sharing)."""
+    spec = cohort.spec
+    refuse_all([*schema, *_name_reference_errors(spec.parent_name, "spec.parentName", optional=True),
+                *_flavor_name_errors(spec.resource_groups)], where)
+    refuse_all(quota_rules.webhook_errors(spec.resource_groups, parent=spec.parent_name, cohort=True)
+               + _fair_sharing_errors(spec.fair_sharing), where)
 
 
 def refuse_all(errors: Sequence[str], where: str) -> None:
@@ -316,38 +326,37 @@ def refuse_all(errors: Sequence[str], where: str) -> None:
         raise InvalidInput(f"{where}: {aggregate(errors)}")
 
 
-def _cluster_queue_schema(spec: o.ClusterQueueSpec, where: str) -> None:
-    """What the ClusterQueue CRD's schema and CEL rules hold: the names it gives of other objects, known policy
-    values, at most 256 flavors and 256 resources in all."""
-    _name_reference(spec.cohort_name, where, "spec.cohortName", optional=True)
-    _flavor_names(spec.resource_groups, where)
-    _strategy_names(spec.admission_checks_strategy, where)
+def cluster_queue_schema_errors(spec: o.ClusterQueueSpec) -> list[str]:
+    """What the ClusterQueue CRD's schema and CEL rules hold beyond what the projections need: the names it gives
+    of other objects and known policy values. Every one broken."""
+    errors = _name_reference_errors(spec.cohort_name, "spec.cohortName", optional=True)
+    errors += _flavor_name_errors(spec.resource_groups)
+    errors += _strategy_name_errors(spec.admission_checks_strategy)
     borrow = spec.preemption.borrow_within_cohort
     if borrow is not None:
-        _one_of(borrow.policy, ("Never", "LowerPriority"), where, "spec.preemption.borrowWithinCohort.policy")
+        errors += _one_of_errors(borrow.policy, ("Never", "LowerPriority"), "spec.preemption.borrowWithinCohort.policy")
     ff, at = spec.flavor_fungibility, "spec.flavorFungibility"
-    _one_of(ff.when_can_borrow, ("MayStopSearch", "TryNextFlavor"), where, f"{at}.whenCanBorrow")
-    _one_of(ff.when_can_preempt, ("MayStopSearch", "TryNextFlavor"), where, f"{at}.whenCanPreempt")
+    errors += _one_of_errors(ff.when_can_borrow, ("MayStopSearch", "TryNextFlavor"), f"{at}.whenCanBorrow")
+    errors += _one_of_errors(ff.when_can_preempt, ("MayStopSearch", "TryNextFlavor"), f"{at}.whenCanPreempt")
     if ff.preference is not None:
-        _one_of(ff.preference, ("BorrowingOverPreemption", "PreemptionOverBorrowing"), where, f"{at}.preference")
+        errors += _one_of_errors(ff.preference, ("BorrowingOverPreemption", "PreemptionOverBorrowing"),
+                                 f"{at}.preference")
     policy = spec.concurrent_admission_policy
     if policy is not None:
-        _one_of(policy.migration.mode, o.CONCURRENT_ADMISSION_MODES, where,
-                "spec.concurrentAdmissionPolicy.migration.mode")
+        errors += _one_of_errors(policy.migration.mode, o.CONCURRENT_ADMISSION_MODES,
+                                 "spec.concurrentAdmissionPolicy.migration.mode")
         last = policy.migration.constraints.last_acceptable_flavor_name if policy.migration.constraints else None
         if last is not None:
-            _name_reference(last, where, "spec.concurrentAdmissionPolicy.migration.constraints.lastAcceptableFlavorName")
-    for what, total in (("flavors", sum(len(rg.flavors) for rg in spec.resource_groups)),
-                        ("covered resources", sum(len(rg.covered_resources) for rg in spec.resource_groups))):
-        if total > MAX_TOTAL:
-            raise InvalidInput(f"{where}: field `spec.resourceGroups`: total number of {what} across all "
-                               f"resourceGroups must be ≤ {MAX_TOTAL}, got {total}")
+            errors += _name_reference_errors(
+                last, "spec.concurrentAdmissionPolicy.migration.constraints.lastAcceptableFlavorName")
+    return errors
 
 
 def cluster_queue_errors(spec: o.ClusterQueueSpec) -> list[str]:
     """Every rule of Kueue's ClusterQueue webhook (whatever the gates) ``spec`` breaks, in the webhook's order:
-    resource groups, namespace selector, preemption, flavor fungibility, fair sharing."""
-    errors = _quota_errors(spec.resource_groups, parent=spec.cohort_name, cohort=False)
+    resource groups, namespace selector, preemption, flavor fungibility, fair sharing, then its size limits."""
+    groups = spec.resource_groups
+    errors = quota_rules.webhook_errors(groups, parent=spec.cohort_name, cohort=False)
     if spec.namespace_selector is not None:
         s = spec.namespace_selector
         found = selector_problem(s.match_labels, [(r.key, r.operator, r.values) for r in s.match_expressions])
@@ -359,9 +368,10 @@ def cluster_queue_errors(spec: o.ClusterQueueSpec) -> list[str]:
         errors.append("field `spec.preemption`: reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never")
     ff = spec.flavor_fungibility
     if ff.preference is not None and (ff.when_can_borrow != "TryNextFlavor" or ff.when_can_preempt != "TryNextFlavor"):
-        errors.append("field `spec.flavorFungibility.preference`: preference can only be set when both "
-                      "whenCanBorrow and whenCanPreempt are TryNextFlavor")
+        errors.append(f'field `spec.flavorFungibility.preference`: Invalid value: "{ff.preference}": preference '
+                      f'"{ff.preference}" requires both whenCanBorrow and whenCanPreempt to be TryNextFlavor')
     errors += _fair_sharing_errors(spec.fair_sharing)
+    errors += quota_rules.total_errors(groups)
     return errors
 
 
@@ -398,45 +408,20 @@ def concurrent_admission_errors(cq: o.ClusterQueue) -> list[str]:
     return errors
 
 
-def _flavor_names(groups: Sequence[o.ResourceGroup], where: str) -> None:
-    for g, rg in enumerate(groups):
-        for f, fq in enumerate(rg.flavors):
-            _name_reference(fq.name, where, f"spec.resourceGroups[{g}].flavors[{f}].name")
+def _flavor_name_errors(groups: Sequence[o.ResourceGroup]) -> list[str]:
+    return [error for g, rg in enumerate(groups) for f, fq in enumerate(rg.flavors)
+            for error in _name_reference_errors(fq.name, f"spec.resourceGroups[{g}].flavors[{f}].name")]
 
 
-def _quota_errors(groups: Sequence[o.ResourceGroup], *, parent: str, cohort: bool) -> list[str]:
-    """Resource names well formed, once each; limits only under a parent (a ClusterQueue's cohort, a Cohort's
-    parent); a ClusterQueue lends at most its nominal quota. Every one broken, in Kueue's order."""
-    errors: list[str] = []
-    seen: set[str] = set()
-    for g, rg in enumerate(groups):
-        for j, name in enumerate(rg.covered_resources):
-            at = f"spec.resourceGroups[{g}].coveredResources[{j}]"
-            problem = qualified_name_problem(name)
-            if problem is not None:
-                errors.append(f"field `{at}`: {problem}")
-            if name in seen:
-                errors.append(f'field `{at}`: Duplicate value: "{name}"')
-            seen.add(name)
-        for f, fq in enumerate(rg.flavors):
-            for r, rq in enumerate(fq.resources):
-                at = f"spec.resourceGroups[{g}].flavors[{f}].resources[{r}]"
-                for field, limit in (("borrowingLimit", rq.borrowing_limit), ("lendingLimit", rq.lending_limit)):
-                    if limit is not None and not parent:
-                        errors.append(f"field `{at}.{field}`: must be nil when {'parent' if cohort else 'cohort'} "
-                                      "is empty")
-                lend = rq.lending_limit
-                if not cohort and lend is not None and parse_quantity(lend) > parse_quantity(rq.nominal_quota):
-                    errors.append(f"field `{at}.lendingLimit`: must be less than or equal to the nominalQuota")
-    return errors
-
-
-def _strategy_names(strategy: o.AdmissionChecksStrategy | None, where: str) -> None:
+def _strategy_name_errors(strategy: o.AdmissionChecksStrategy | None) -> list[str]:
+    errors = []
     for i, rule in enumerate(strategy.admission_checks if strategy is not None else ()):
         at = f"spec.admissionChecksStrategy.admissionChecks[{i}]"
-        _check_name(rule.name, where, f"{at}.name")
+        if not 1 <= len(rule.name) <= MAX_CHECK_NAME:
+            errors.append(_check_name_problem(rule.name, f"{at}.name"))
         for j, flavor in enumerate(rule.on_flavors):
-            _name_reference(flavor, where, f"{at}.onFlavors[{j}]")
+            errors += _name_reference_errors(flavor, f"{at}.onFlavors[{j}]")
+    return errors
 
 
 def _fair_sharing_errors(fs: o.FairSharing | None) -> list[str]:
@@ -479,24 +464,39 @@ def _admission_check(spec: o.AdmissionCheckSpec, where: str) -> None:
 
 def _name_reference(value: str, where: str, at: str, *, kind: tuple[re.Pattern[str], int] = NAME_REFERENCE,
                     optional: bool = False) -> None:
+    """Refuse what :func:`_name_reference_errors` finds."""
+    refuse_all(_name_reference_errors(value, at, kind=kind, optional=optional), where)
+
+
+def _name_reference_errors(value: str, at: str, *, kind: tuple[re.Pattern[str], int] = NAME_REFERENCE,
+                           optional: bool = False) -> list[str]:
     """``value`` matches ``kind`` (a pattern and a length limit), as the CRD's schema holds the field; ``optional``:
     an empty one is taken (the view cannot tell it from an absent one, which Kueue takes)."""
     pattern, limit = kind
     if (value or not optional) and (len(value) > limit or not pattern.fullmatch(value)):
-        raise InvalidInput(f"{where}: field `{at}`: {value!r} should match '^{pattern.pattern}$' and be at most "
-                           f"{limit} characters")
+        return [f"field `{at}`: {value!r} should match '^{pattern.pattern}$' and be at most {limit} characters"]
+    return []
 
 
 def _check_name(value: str, where: str, at: str) -> None:
     """An admission check's name where another object gives it: 1 to 316 characters, no pattern."""
     if not 1 <= len(value) <= MAX_CHECK_NAME:
-        raise InvalidInput(f"{where}: field `{at}` must be 1 to {MAX_CHECK_NAME} characters, has {len(value)}")
+        raise InvalidInput(f"{where}: {_check_name_problem(value, at)}")
+
+
+def _check_name_problem(value: str, at: str) -> str:
+    return f"field `{at}` must be 1 to {MAX_CHECK_NAME} characters, has {len(value)}"
 
 
 def _one_of(value: str, allowed: Sequence[str], where: str, at: str) -> None:
-    if value not in allowed:
-        supported = ", ".join(f'"{a}"' for a in allowed)
-        raise InvalidInput(f'{where}: field `{at}`: Unsupported value: "{value}": supported values: {supported}')
+    refuse_all(_one_of_errors(value, allowed, at), where)
+
+
+def _one_of_errors(value: str, allowed: Sequence[str], at: str) -> list[str]:
+    if value in allowed:
+        return []
+    supported = ", ".join(f'"{a}"' for a in allowed)
+    return [f'field `{at}`: Unsupported value: "{value}": supported values: {supported}']
 
 
 # --- The plain data: what the view cannot tell -----------------------------------------------------------------

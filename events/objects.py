@@ -548,9 +548,9 @@ class ConcurrentAdmissionMigration(View):
 
 
 class ConcurrentAdmissionPolicy(View):
-    """``ConcurrentAdmission`` (alpha, off): in Kueue each workload of the ClusterQueue is pursued through one
-    variant Workload per flavor of its one resource group; kueue-es checks and keeps the policy but makes no
-    variants (:data:`projections.gates.PARTLY`, :func:`events.object_rules.check_concurrent_admission`)."""
+    """``ConcurrentAdmission`` (alpha, off): each workload of the ClusterQueue is pursued through one variant
+    Workload per flavor of its one resource group (:mod:`kueue_es.scheduler.variants`; checked by
+    :func:`events.object_rules.check_concurrent_admission`; in part: :data:`projections.gates.PARTLY`)."""
 
     migration: ConcurrentAdmissionMigration = ConcurrentAdmissionMigration()
 

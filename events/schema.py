@@ -457,6 +457,63 @@ class RemoteWorkloadFinished(Decision, tag="RemoteWorkloadFinished"):
     message: str = ""
 
 
+class ParentLabelled(Decision, tag="ParentLabelled"):
+    """``ConcurrentAdmission``: Kueue's workload controller labels a workload of a ClusterQueue with a
+    ``concurrentAdmissionPolicy`` (not itself a variant) a parent, ``kueue.x-k8s.io/concurrent-admission-parent:
+    "true"``: it leaves its queue, to be pursued through its variants. The connector writes the label."""
+
+
+class VariantCreated(Decision, tag="VariantCreated"):
+    """``ConcurrentAdmission``: Kueue's variant controller makes a parent's variant for one flavor. ``key`` is the
+    variant's (Kueue's name: the parent's without its hash, ``-variant-<flavor>``, a hash of its own); ``uid`` is
+    empty until the variant is observed. The variant is the parent's copy (spec, labels but the parent label,
+    annotations), controller-owned by the parent, its allowed-flavors annotation naming ``flavor``, with the
+    ``kueue.x-k8s.io/concurrent-admission`` preemption gate. The connector creates it from the parent as the
+    apiserver holds it."""
+
+    parent: str
+    """The parent Workload's name (in the variant's namespace)."""
+    parent_uid: str
+    flavor: str
+
+
+class VariantActivation(Decision, tag="VariantActivation"):
+    """``ConcurrentAdmission``: Kueue's variant controller sets a variant's ``spec.active`` (its event
+    ``ActivatedVariant`` or ``DeactivatedVariant`` with ``message``), as the migration policy has it once a sibling
+    is admitted, or all of them with the parent."""
+
+    active: bool
+    message: str
+
+
+class VariantDeleted(Decision, tag="VariantDeleted"):
+    """``ConcurrentAdmission``: the variant's flavor is no longer in its ClusterQueue's resource group, so Kueue's
+    variant controller deletes it (its event ``DeletedVariant`` on the parent). The connector deletes it,
+    conditioned on its uid."""
+
+    parent: str
+    flavor: str
+
+
+class ParentAdmitted(Decision, tag="ParentAdmitted"):
+    """``ConcurrentAdmission``: a variant of this parent is admitted, so Kueue's variant controller gives the parent
+    the variant's admission, QuotaReserved and Admitted (``message``: "The variant <name> is admitted"). The
+    parent's Job runs by it; the quota stays the variant's (Kueue's cache counts no parent)."""
+
+    admission: Admission
+    variant: str
+    """The admitted variant's name."""
+    message: str
+
+
+class VariantFinished(Decision, tag="VariantFinished"):
+    """``ConcurrentAdmission``: the parent finished, so Kueue's variant controller finishes each of its variants with
+    the parent's Finished reason and message (quota released)."""
+
+    reason: str
+    message: str
+
+
 # --- connector outcomes ------------------------------------------------------------------------------------------
 
 
@@ -509,6 +566,12 @@ AnyEvent = Union[  # noqa: UP007 - one tagged union, a member per line
     WorkerClusterAssigned,
     RemotePreemptionGateOpened,
     RemoteWorkloadFinished,
+    ParentLabelled,
+    VariantCreated,
+    VariantActivation,
+    VariantDeleted,
+    ParentAdmitted,
+    VariantFinished,
     DecisionApplied,
     DecisionRejected,
 ]

@@ -33,6 +33,7 @@ import yaml
 
 from connectors.k8s.settings import KubeSettings
 from connectors.kafka.settings import KafkaSettings, is_kafka_url, validate
+from events.bounded_input import read_bounded
 from events.errors import InvalidInput
 from events.manifests import decode_text
 
@@ -140,7 +141,7 @@ def _check_kafka(settings: Settings, path: str | None, env_names: dict[str, str]
 def _read_yaml(path: str) -> dict[str, Any]:
     try:
         with open(path, "rb") as f:
-            doc = yaml.safe_load(decode_text(f.read(), path))
+            doc = yaml.safe_load(decode_text(read_bounded(f, path), path))
     except OSError as exc:
         raise InvalidInput(f"{path}: {exc.strerror or exc}") from None
     except RecursionError:

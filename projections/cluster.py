@@ -31,7 +31,7 @@ from events.priority_boost import ANNOTATION as PRIORITY_BOOST_ANNOTATION
 from events.priority_boost import boost_of
 from events.quantity import QuantityError
 from events.timefmt import format_time, parse_time
-from projections import effective_quotas, gates
+from projections import effective_quotas, gates, variants
 from projections.admissionchecks import (
     ClusterLink,
     MultiKueueWorld,
@@ -1916,6 +1916,47 @@ class ClusterState:
             return None
         return lq.spec.cluster_queue or None
 
+    def add_workload(self, wl: WorkloadInfo, templates_of: str) -> None:
+        """Take in a workload a decision made (a ``ConcurrentAdmission`` variant), its pod templates those of
+        workload ``templates_of``, and queue it as a new one (:mod:`projections.variants`)."""
+        key = wl.key
+        templates = self.pod_templates.get(templates_of)
+        if templates is not None:
+            self.pod_templates[key] = templates
+        self.workloads[key] = wl
+        self.reflag(wl)
+        self.lq_members.setdefault(f"{wl.namespace}/{wl.queue_name}", {})[key] = None
+        self._enqueue(wl)
+
+    def take_admission(self, wl: WorkloadInfo, admission: o.Admission, time: int) -> None:
+        """A pending workload is admitted with ``admission`` without holding any quota (a ``ConcurrentAdmission``
+        parent shows its variant's admission, :mod:`projections.variants`): it leaves its queue and joins no
+        ClusterQueue's holders."""
+        self._dequeue(wl)
+        wl.admission, wl.cluster_queue, wl.usage = admission, admission.cluster_queue, {}
+        wl.phase, wl.scan, wl.waited, wl.evicted = ADMITTED, None, (), ""
+        wl.reserved_at = wl.admitted_at = time
+        wl.job_stopped = wl.pods_ready = False
+        wl.shows_requests = False
+        self._keep_pods_ready(wl, False, time)
+        self.reflag(wl)
+
+    def delete_workload(self, key: str) -> None:
+        """A workload a decision deletes (a ``ConcurrentAdmission`` variant whose flavor left its ClusterQueue) is
+        gone, as when the watch shows it deleted."""
+        self._delete_object("Workload", key)
+
+    def requeue(self, wl: WorkloadInfo) -> None:
+        """A pending workload's queueing inputs changed (its activity, its labels): it leaves its queue and joins
+        it again where it now belongs, if anywhere."""
+        self._dequeue(wl)
+        self._enqueue(wl)
+        self.reflag(wl)
+
+    def flush_queue(self, cq: str) -> None:
+        """What a workload holding ``cq``'s quota does changed: its parked workloads go back to its heap."""
+        self._flush_tree(cq)
+
     def _enqueue(self, wl: WorkloadInfo) -> None:
         if (wl.phase != PENDING or not wl.active or (wl.admission_gate and self.admission_gated_by)
                 or waits_for_replacement_pods(wl) or workload_problem(wl.pod_sets)
@@ -2401,6 +2442,8 @@ _HANDLERS: dict[type, Any] = {
     ev.WorkerClusterAssigned: ClusterState._on_cluster_assigned,
     ev.RemotePreemptionGateOpened: ClusterState._on_remote_gate_opened,
     ev.RemoteWorkloadFinished: ClusterState._finished,
+    ev.VariantFinished: ClusterState._finished,
+    **variants.HANDLERS,
 }
 """Event type -> what applying it does (a dict lookup instead of a chain of isinstance checks)."""
 
@@ -2470,7 +2513,8 @@ def _handler_of(t: type) -> Any:
 _ALSO_ABOUT_WORKLOADS = frozenset({
     ev.WorkloadPending, ev.SecondPassFailed, ev.RetentionExpired, ev.ProvisioningRequestCreated,
     ev.ProvisioningRequestDeleted, ev.RemoteWorkloadObserved, ev.ClustersNominated, ev.WorkerClusterAssigned,
-    ev.OwnerObserved, ev.RemotePreemptionGateOpened,
+    ev.OwnerObserved, ev.ParentLabelled, ev.VariantCreated, ev.VariantActivation, ev.ParentAdmitted,
+    ev.RemotePreemptionGateOpened,
 })
 """The other event types about one workload (by ``key``): after any of these, the workload is reindexed."""
 
@@ -2479,7 +2523,7 @@ _ABOUT_WORKLOADS = frozenset({
     ev.WorkloadDeactivated, ev.TopologyAssigned, ev.WorkloadFinished, ev.WorkloadSliceReplaced, ev.JobStopped,
     ev.PodsReadyChanged,
     ev.AdmissionCheckStateChanged, ev.AdmissionCheckUpdated, ev.UnhealthyNodesChanged, ev.ReclaimablePodsChanged,
-    ev.ReplacementPodsChanged, ev.RemoteWorkloadFinished,
+    ev.ReplacementPodsChanged, ev.RemoteWorkloadFinished, ev.VariantFinished, ev.VariantDeleted,
 })
 """Event types about one workload (by ``key``) that may change a workload holding quota (WorkloadPending never
 concerns one); Workload upserts and deletions are told apart by their object or kind."""

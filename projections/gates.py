@@ -342,19 +342,23 @@ PARTLY = frozenset({CONCURRENT_ADMISSION})
 """Gates the code reads but models only in part, so not counted in :data:`MODELLED`.
 ``ConcurrentAdmission`` turns on the ClusterQueue webhook's checks of ``concurrentAdmissionPolicy``
 (:func:`events.object_rules.check_concurrent_admission`), the flavor assigner's reading of a Workload's
-allowed-flavors annotation (:func:`kueue_es.scheduler.flavors.assign_flavors`) and the queues' leaving out a parent
-Workload (:attr:`projections.cluster.ClusterState.concurrent_admission`), but Kueue's variant controller is not
-modelled: no parent is labelled and no variant made (turned on, the gate is warned of: :func:`partly_note`).
-Set away from its default, such a gate still changes what it decides here, so it is not :func:`ignored`."""
+allowed-flavors annotation (:func:`kueue_es.scheduler.flavors.assign_flavors`), the queues' leaving out a parent
+Workload (:attr:`projections.cluster.ClusterState.concurrent_admission`), Kueue's workload controller's parent label
+and its variant controller (:mod:`kueue_es.scheduler.variants`: the variants, their activation by the migration
+policy, the parent's admission, eviction and finish) and the scheduler's rules between sibling variants
+(:mod:`kueue_es.scheduler.siblings`). Not modelled: the ``kueue.x-k8s.io/concurrent-admission`` preemption gate
+(a variant that needs to preempt waits until the controller opens its gate, one variant at a time), so every
+variant may preempt at once (turned on, the gate is warned of: :func:`partly_note`). Set away from its default, such a gate still changes what it decides
+here, so it is not :func:`ignored`."""
 
 
 def partly_note(gates: Mapping[str, bool], source: str) -> str | None:
     """The warning for a :data:`PARTLY` gate turned on whose unmodelled part a user would miss (None otherwise)."""
     if not enabled(gates, CONCURRENT_ADMISSION):
         return None
-    return (f"{source}: featureGates: kueue-es checks a ClusterQueue's concurrentAdmissionPolicy as Kueue does under "
-            f"{CONCURRENT_ADMISSION} but makes no variant Workloads: a workload of such a ClusterQueue is admitted "
-            "directly, as with the gate off")
+    return (f"{source}: featureGates: kueue-es makes the variant Workloads of {CONCURRENT_ADMISSION} as Kueue does "
+            "but not their kueue.x-k8s.io/concurrent-admission preemption gate: every variant may preempt at once, "
+            "where Kueue lets one at a time")
 
 
 def ignored(gates: Mapping[str, bool]) -> list[str]:

@@ -21,6 +21,7 @@ from projections.cluster import ClusterState
 from projections.metrics import MetricsFold, MetricsSnapshot
 from projections.queue_order import order_of
 from projections.queues import ClusterQueueQueue
+from projections.variants import charges_nothing
 from projections.workloads import WorkloadInfo, grouped_owner, intern_scan, intern_templates
 
 SNAPSHOT_VERSION = 32
@@ -283,7 +284,7 @@ def restore(snap: Snapshot) -> ClusterState:
         state.lq_members.setdefault(f"{wl.namespace}/{wl.queue_name}", {})[wl.key] = None
         if grouped_owner(wl.owner):
             state.owner_groups.setdefault(wl.owner_uid, {})[wl.key] = None
-        if wl.reserving and wl.cluster_queue:
+        if wl.reserving and wl.cluster_queue and not charges_nothing(wl):
             state.reserving.setdefault(wl.cluster_queue, {})[wl.key] = None
         if wl.second_pass is not None:
             state.second_pass[wl.key] = wl.second_pass[1]
@@ -318,7 +319,7 @@ def restore(snap: Snapshot) -> ClusterState:
         state.tas.pod_changed(key, state.pods[key])
     for key in sorted(state.workloads):
         wl = state.workloads[key]
-        if wl.reserving and wl.cluster_queue:
+        if wl.reserving and wl.cluster_queue and not charges_nothing(wl):
             state.tas.charge(wl)
     pool = [intern_templates(tuple(t)) for t in snap.template_pool]
     state.pod_templates = {key: pool[index] for key, index in snap.templates}

@@ -44,6 +44,9 @@ WORKLOAD_EVENTS = (ev.Decision, ev.WorkloadFinished, ev.PodsReadyChanged, ev.Adm
                    ev.JobStopped, ev.ReclaimablePodsChanged, ev.ReplacementPodsChanged)
 LEDGER_EVENTS = (ev.Decision, ev.DecisionApplied, ev.DecisionRejected, ev.JobActed, ev.WorkloadFinished)
 OUTCOMES = (ev.DecisionApplied, ev.DecisionRejected)
+FAMILY_DECISIONS = (ev.ParentLabelled, ev.VariantCreated, ev.VariantActivation, ev.VariantDeleted)
+"""ConcurrentAdmission's decisions that are no status write (:mod:`connectors.k8s.variants` carries them out)."""
+FAMILY_TAGS = frozenset(t.__struct_config__.tag for t in FAMILY_DECISIONS)  # type: ignore[attr-defined]
 QUEUE_INPUTS = frozenset({"ResourceFlavor", "AdmissionCheck", "Topology", "Cohort"})
 """Kinds whose changes may change any queue's status (activeness, borrowing)."""
 
@@ -72,6 +75,9 @@ class Mirror:
         """``ClusterQueue/<name>``, ``LocalQueue/<ns>/<name>``, or ``*`` (all): queues whose status may change."""
         self.dirty_retention: set[str] = set()
         """Workloads with a RetentionExpired decision (what it deletes may still be there)."""
+        self.dirty_variants: set[str] = set()
+        """Workloads with a ConcurrentAdmission decision that is no status write (:mod:`connectors.k8s.variants`):
+        a parent label, a variant to create or delete, a variant's ``spec.active``."""
         self.dirty_finalizers: set[str] = set()
         """``<Kind>/<name>`` of ClusterQueues, ResourceFlavors, AdmissionChecks, Topologies whose
         resource-in-use finalizer may need adding or removing."""
@@ -189,6 +195,8 @@ class Mirror:
                 self.pending.setdefault(e.key, {})[record.offset] = type(e).__struct_config__.tag  # type: ignore[attr-defined]
                 if isinstance(e, ev.RetentionExpired):
                     self.dirty_retention.add(e.key)
+                elif isinstance(e, FAMILY_DECISIONS):
+                    self.dirty_variants.add(e.key)
         elif isinstance(e, OUTCOMES):
             job_seen = self.job_of.get(e.key)
         job_seen = job_seen or (self.job_of.get(wl_key) if wl_key else None)
@@ -203,6 +211,8 @@ class Mirror:
         self.dirty_jobs |= state.jobs.keys() | self.workload_of.keys()
         self.dirty_queues.add("*")
         self.dirty_retention |= {k for k, decisions in self.pending.items() if "RetentionExpired" in decisions.values()}
+        self.dirty_variants |= {k for k, decisions in self.pending.items()
+                                if any(tag in FAMILY_TAGS for tag in decisions.values())}
         self.dirty_orphans |= {k for k, w in self.workloads.items() if maybe_ownerless(w)}
         # (the finalizer worker looks at every object of its kinds when it starts, whatever is marked)
 

@@ -1,6 +1,6 @@
 """MultiKueue on a manager: the worker clusters' side of Kueue's MultiKueue controllers (its adapters' kinds:
 batch/v1 Jobs, plain Pods and pod groups, JobSets, the Kubeflow training jobs, MPIJobs, RayJobs, RayClusters, RayServices, AppWrappers,
-TrainJobs, LeaderWorkerSets).
+TrainJobs, LeaderWorkerSets, StatefulSets).
 
 Everything decided is decided by the pure side from the log (:mod:`kueue_es.scheduler.multikueue`: nominations,
 the worker that runs a workload, Retry, the local finish); this module only observes and applies:
@@ -95,6 +95,7 @@ from connectors.k8s import (
     trainjob,
 )
 from connectors.k8s import leaderworkerset as lws
+from connectors.k8s import statefulset_multikueue as sts_mk
 from connectors.k8s.client import KubeClient
 from connectors.k8s.clusterprofile import GATE_OFF, ClusterProfiles
 from connectors.k8s.errors import AlreadyExists, Conflict, KubeError, NotFound
@@ -104,6 +105,7 @@ from connectors.k8s.framework_webhook import suspended, value_at
 from connectors.k8s.journal import Journal
 from connectors.k8s.json_patch import merge_patched
 from connectors.k8s.list_watch import Informer, ListedWhile
+from connectors.k8s.multikueue_identifiers import group_name_of, place_prebuilt, workload_name_of
 from connectors.k8s.pod_roles import GROUP_LABEL
 from connectors.k8s.pod_webhook import ADMISSION_GATE
 from connectors.k8s.prebuilt import KEY as PREBUILT_WORKLOAD
@@ -118,6 +120,7 @@ from connectors.k8s.resources import (
     RAYJOBS,
     RAYSERVICES,
     SECRETS,
+    STATEFUL_SETS,
     TRAINJOBS,
     Resource,
 )
@@ -518,6 +521,8 @@ ADAPTERS = {
     (TRAINJOBS.api_version, TRAINJOBS.kind): Adapter(TRAINJOBS, trainjob_copy, in_log=False),
     (LEADER_WORKER_SETS.api_version, LEADER_WORKER_SETS.kind): Adapter(LEADER_WORKER_SETS, lws_copy, in_log=False,
                                                                        mirrors_status=False, grouped=True),
+    sts_mk.KIND: Adapter(STATEFUL_SETS, sts_mk.statefulset_copy, in_log=False, managed_by_at=(),
+                         mirrors_status=False),
 }
 """(apiVersion, kind) of an owner MultiKueue runs on a worker -> its adapter."""
 
@@ -547,13 +552,14 @@ def owner_copy(adapter: Adapter, manager_owner: dict[str, Any], manager_wl: dict
     """The owner's copy created on the worker: its adapter's copy, without the fields its gates in force clear
     (Kueue's Job adapter drops a Job's ``ttlSecondsAfterFinished`` under
     MultiKueueBatchJobClearingTTLSecondsAfterFinishedOnWorkerCluster: the worker deleting the finished copy would
-    look like a lost copy and have it dispatched again)."""
+    look like a lost copy and have it dispatched again); its prebuilt Workload named in the form
+    WorkloadIdentifierAnnotations says (:func:`connectors.k8s.multikueue_identifiers.place_prebuilt`)."""
     made = adapter.make_copy(as_before_start(adapter, manager_owner, manager_wl), manager_wl, origin)
     for gate, keys in adapter.cleared_under:
         parent = value_at(made, keys[:-1])
         if config.gate(gate) and isinstance(parent, dict):
             parent.pop(keys[-1], None)
-    return made
+    return place_prebuilt(made, manager_owner, manager_wl["metadata"]["name"], config)
 
 
 def as_before_start(adapter: Adapter, manager_owner: dict[str, Any], manager_wl: dict[str, Any]) -> dict[str, Any]:
@@ -832,6 +838,9 @@ class MultiKueueConnector:
         adapter, once its resource was found on the manager's apiserver (:meth:`_discover`)."""
         """MultiKueueCluster -> (its kubeconfig file's version, what was read there): a ``locationType: Path``
         kubeconfig is read again only once the file changed (Kueue watches the file)."""
+        self._watched: tuple[str, ...] | None = None
+        """The kinds the workers' watches follow (:meth:`_adapters`), as of the last pass: another set re-opens
+        them."""
         self.synced_owners: dict[str, Informer[SyncedOwner]] = {
             ADAPTERS[kind].resource.kind: ListedWhile(
                 partial(self._syncing_specs, kind), client, ADAPTERS[kind].resource, partial(synced_owner, fields),
@@ -955,8 +964,9 @@ class MultiKueueConnector:
 
     async def _discover(self, config: SchedulerConfig) -> None:
         """The custom kinds in force get their generic adapter once the manager's apiserver serves them (looked for
-        on every pass until then); a kind no longer configured loses it. When the set changes, every workload is
-        looked at again and the workers' watches follow the new set of kinds."""
+        on every pass until then); a kind no longer configured loses it. When the set of adapters in force changes
+        (those, or the built-in ones of the frameworks enabled), every workload is looked at again and the workers'
+        watches follow the new set of kinds."""
         wanted = external_kinds(config)
         found = {kind: a for kind, a in self.custom.items() if kind in wanted}
         for kind in wanted:
@@ -971,18 +981,23 @@ class MultiKueueConnector:
             if r is not None:
                 found[kind] = Adapter(r, custom_copy, in_log=False)
                 log.info("MultiKueue custom kind found", kind=kind, resource=r.plural)
-        if found == self.custom:
-            return
         self.custom = found
+        watched = tuple(a.resource.kind for a in self._adapters(config))
+        if watched == self._watched:
+            return
+        self._watched = watched
         self._all_moved = True
         for w in self.workers.values():
             if w.client is not None and w.task is not None:
                 await self._rewatch(w, w.origin)
 
-    def _adapters(self) -> list[Adapter]:
-        """Every adapter whose owners' copies are watched and collected on the workers: the built-in ones and the
+    def _adapters(self, config: SchedulerConfig | None = None) -> list[Adapter]:
+        """Every adapter whose owners' copies are watched and collected on the workers: those the Configuration
+        (``config``, by default the one in force) builds, as Kueue's MultiKueue controller watches only its
+        adapters' kinds there — the built-in ones of the enabled frameworks (:func:`adapters_in_force`) — and the
         custom kinds' found."""
-        return [*ADAPTERS.values(), *self.custom.values()]
+        kinds = adapters_in_force(config or self._config())
+        return [*(a for kind, a in ADAPTERS.items() if kind in kinds), *self.custom.values()]
 
     async def sync_copies(self, origin: str, keys: PassKeys | None = None) -> None:
         """The copies on every worker reached, of the workloads ``keys`` names (by default, what moved)."""
@@ -1448,29 +1463,38 @@ class MultiKueueConnector:
         adapter = adapter_of(wl, self._config(), self.custom)
         if adapter is None:
             return
-        names = await self._owner_names(adapter, wl)
-        if names is None:
+        found = await self._owner_names(adapter, wl)
+        if found is None:
             w.moved.add(wl.key)  # read again on the next pass
             return
+        adapter, names = found
         for name in names:
             await self._run_owner_there(w, wl, adapter, name, origin)
 
-    async def _owner_names(self, adapter: Adapter, wl: WorkloadInfo) -> list[str] | None:
-        """The manager's objects of the adapter's kind the workload runs on: its owner, or, for an owner carrying
-        the adapter's group label (a Pod of a pod group), every object of the namespace with that label's value
-        (Kueue's Pod adapter syncs the group's Pods, as listed now, sorted here). None: the owner is not there."""
+    async def _owner_names(self, adapter: Adapter, wl: WorkloadInfo) -> tuple[Adapter, list[str]] | None:
+        """The adapter the workload runs on and the manager's objects of its kind: its owner, or, for an owner
+        carrying the adapter's group label (a Pod of a pod group), every object of the namespace with that label's
+        value (Kueue's Pod adapter syncs the group's Pods, as listed now, sorted here); for Pods a StatefulSet
+        holds, while its adapter is in force, the StatefulSet (:mod:`connectors.k8s.statefulset_multikueue`).
+        None: the owner is not there."""
         if not adapter.group_label:
-            return [wl.owner[2]]
+            return adapter, [wl.owner[2]]
         r = adapter.resource
         try:
             owner = msgspec.json.decode(await self.client.get(r, wl.owner[2], wl.namespace))
         except NotFound:
             return None
-        group = ((owner.get("metadata") or {}).get("labels") or {}).get(adapter.group_label)
+        held_by = sts_mk.holding_statefulset(owner)
+        if held_by is not None and sts_mk.KIND in adapters_in_force(self._config()):
+            return ADAPTERS[sts_mk.KIND], [held_by]
+        group = group_name_of(owner) if adapter.group_label == GROUP_LABEL else (
+            ((owner.get("metadata") or {}).get("labels") or {}).get(adapter.group_label))
+        if group is None:
+            return None  # its label and annotation name two groups: not synced (Kueue's error, retried)
         if not group:
-            return [wl.owner[2]]
+            return adapter, [wl.owner[2]]
         listed = await self.client.list(r, label_selector=f"{adapter.group_label}={group}", namespace=wl.namespace)
-        return sorted(msgspec.json.decode(raw)["metadata"]["name"] for raw in listed.items)
+        return adapter, sorted(msgspec.json.decode(raw)["metadata"]["name"] for raw in listed.items)
 
     async def _run_owner_there(self, w: Worker, wl: WorkloadInfo, adapter: Adapter, name: str, origin: str
                                ) -> None:
@@ -1539,7 +1563,9 @@ class MultiKueueConnector:
         if (wl is None or adapter is None or not adapter.mirrors_status or wl.phase != FINISHED
                 or wl.cluster_name != w.name):
             return True
-        names = await self._owner_names(adapter, wl) or []
+        adapter, names = await self._owner_names(adapter, wl) or (adapter, [])
+        if not adapter.mirrors_status:
+            return True
         written = True
         for name in names:
             try:
@@ -1620,7 +1646,7 @@ class MultiKueueConnector:
                            and await self._made_here(w, r, namespace, ref["name"], origin)}
             owner_names.update(k.partition("/")[2] for k, obj in copies.items()
                                if k.partition("/")[0] == namespace
-                               and ((obj.get("metadata") or {}).get("labels") or {}).get(PREBUILT_WORKLOAD) == name)
+                               and workload_name_of(obj) == name)
             if a.grouped:  # the set's one copy, which its Workload names in annotations (so does the manager's)
                 owner_names.update([n for n in self._group_owners(key, raw)
                                     if await self._made_here(w, r, namespace, n, origin)])
@@ -1693,10 +1719,10 @@ def _with_reason(source: bytes, error: str) -> tuple[bytes, str, str]:
 
 
 def _workload_key_of(owner_copy: dict[str, Any]) -> str:
-    """The manager Workload an owner's copy runs on (its ``kueue.x-k8s.io/prebuilt-workload-name``), or ""."""
-    meta = owner_copy.get("metadata") or {}
-    name = (meta.get("labels") or {}).get(PREBUILT_WORKLOAD)
-    return f"{meta.get('namespace', '')}/{name}" if name else ""
+    """The manager Workload an owner's copy runs on (its ``kueue.x-k8s.io/prebuilt-workload-name``, annotation or
+    label, whatever WorkloadIdentifierAnnotations: :func:`workload_name_of`), or ""."""
+    name = workload_name_of(owner_copy)
+    return f"{(owner_copy.get('metadata') or {}).get('namespace', '')}/{name}" if name else ""
 
 
 def _key(obj: dict[str, Any]) -> str:

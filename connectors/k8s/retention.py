@@ -16,17 +16,14 @@ one ``DecisionApplied``, appended once the deletion was accepted.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 import structlog
 
 from connectors.k8s import workload_finalizer
-from connectors.k8s.client import KubeClient
+from connectors.k8s.decision_workers import MarkedKeysWorker
 from connectors.k8s.errors import Conflict, NotFound
-from connectors.k8s.journal import Journal
 from connectors.k8s.resources import BY_KIND
-from connectors.k8s.workers import KeyedWorkers, Retries
 from events import objects as o
 from events import schema as ev
 
@@ -41,36 +38,15 @@ class RetentionStats:
     errors: int = 0
 
 
-class RetentionEnforcer:
-    def __init__(self, client: KubeClient, journal: Journal, *, retry_s: float = 1.0, concurrency: int = 4,
-                 append: Callable[[Sequence[ev.AnyEvent]], Awaitable[list[int]]] | None = None) -> None:
-        self.client = client
-        self.journal = journal
-        self.mirror = journal.mirror
-        self.append = append or journal.append
-        self.concurrency = concurrency
-        self.stats = RetentionStats()
-        self._retry = Retries(retry_s)
-        self._reported: set[int] = set()
-        """Decision offsets whose DecisionApplied was appended but not applied to the mirror yet."""
+class RetentionEnforcer(MarkedKeysWorker):
+    dirty = "dirty_retention"
+    what = "retention deletion"
+    log = log
 
-    async def run(self) -> None:
-        await KeyedWorkers(self.sync_guarded, self.concurrency).run(
-            self._take, self.journal.subscribe(), self._retry.timeout)
-
-    def _take(self) -> set[str]:
-        keys = self.mirror.dirty_retention | self._retry.due()
-        self.mirror.dirty_retention = set()
-        return keys
-
-    async def sync_guarded(self, key: str) -> None:
-        await self._retry.attempt(self.sync, key, what="retention deletion", stats=self.stats, log=log,
-                                  workload=key)
+    stats_type = RetentionStats
 
     async def sync(self, key: str) -> None:
-        pending = self.mirror.pending.get(key, {})
-        self._reported &= {off for p in self.mirror.pending.values() for off in p}
-        offsets = sorted(off for off, tag in pending.items() if tag == TAG and off not in self._reported)
+        offsets = self.unreported(key, TAG)
         if not offsets:
             return
         wl = self.mirror.state.workloads.get(key)

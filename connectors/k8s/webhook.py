@@ -409,6 +409,12 @@ def default_priority_class_lookup(client: KubeClient) -> HasDefaultPriorityClass
     return has_default_priority_class
 
 
+MAX_REVIEW_BYTES = 7 * 1024 * 1024
+"""The largest review body taken, as Kueue's webhook server (controller-runtime's limit): an object and its old
+object, each up to the apiserver's 3 MiB request limit, and the review around them. (aiohttp's default, 1 MiB,
+would answer 413 to a review of a large object Kueue takes, and the apiserver, failing closed, refuse it.)"""
+
+
 class WebhookServer:
     """HTTPS on ``address:port`` with the given certificate: the Job webhook at :data:`PATH`, the CRD conversion
     webhook at :data:`connectors.k8s.conversion.PATH`, the validating webhooks at
@@ -462,7 +468,7 @@ class WebhookServer:
                     tls: TLSSettings | None = None) -> None:
         """Serve on ``address:port`` with ``tls`` (the Configuration's ``tls`` stanza, :attr:`SchedulerConfig.server_tls`;
         None: the library's defaults)."""
-        app = web.Application()
+        app = web.Application(client_max_size=MAX_REVIEW_BYTES)
         app.router.add_post(PATH, self._handle)
         app.router.add_post(pod_webhook.PATH, self._pod)
         app.router.add_post(conversion.PATH, self._convert)

@@ -50,6 +50,7 @@ import structlog
 from connectors.k8s.client import KubeClient
 from connectors.k8s.errors import Conflict, Invalid, NotFound
 from connectors.k8s.journal import Journal
+from connectors.k8s.mirror import FAMILY_TAGS
 from connectors.k8s.resources import BY_KIND
 from connectors.k8s.workers import KeyedWorkers, Retries
 from events import objects as o
@@ -66,9 +67,11 @@ STATUS_FIELDS = ("admission", "conditions", "requeueState", "admissionChecks", "
 admission attempt and is cleared (``null``) by the write that sets the admission, as in Kueue's two writes;
 ``reclaimablePods`` is what the job integration counted (``ReclaimablePodsChanged``), as Kueue's job reconciler
 writes it; ``preemptionGates`` as the Workload shows them, all closed by an eviction (Kueue's)."""
-NOT_STATUS = frozenset({"RetentionExpired", "ProvisioningRequestCreated", "ProvisioningRequestDeleted"})
+NOT_STATUS = frozenset({"RetentionExpired", "ProvisioningRequestCreated", "ProvisioningRequestDeleted",
+                        *FAMILY_TAGS})
 """Decisions not carried out by a status write: deleting objects (connectors/k8s/retention.py), creating and
-deleting ProvisioningRequests (connectors/k8s/provreqs.py)."""
+deleting ProvisioningRequests (connectors/k8s/provreqs.py), ConcurrentAdmission's labels, variants and their
+``spec.active`` (connectors/k8s/variants.py)."""
 
 
 def desired_status(wl: WorkloadInfo) -> dict[str, Any]:
@@ -191,7 +194,10 @@ class StatusWriter:
     async def sync(self, key: str) -> None:
         """Bring one workload's status in the cluster to what the log says (see the module docstring)."""
         self._reported &= {off for p in self.mirror.pending.values() for off in p}
-        pending = {off: tag for off, tag in self.mirror.pending.get(key, {}).items() if tag not in NOT_STATUS}
+        decided = self.mirror.pending.get(key, {})
+        if "VariantCreated" in decided.values() and key not in self.mirror.workloads:
+            return  # a variant still to be created: its status is written once the watch shows it
+        pending = {off: tag for off, tag in decided.items() if tag not in NOT_STATUS}
         obs = self.mirror.workloads.get(key)
         wl = self.mirror.state.workloads.get(key)
         if obs is None or wl is None:

@@ -25,6 +25,7 @@ import msgspec
 
 from connectors.kafka.settings import is_kafka_url
 from events import objects as o
+from events.bounded_input import read_bounded
 from events.errors import InvalidInput
 from events.filelog import FileLog
 from events.lazy import LazyObjectUpserted
@@ -127,7 +128,8 @@ def _validate_gated(manifests: list[Manifest], config: dict[str, Any] | None) ->
 def _load(path: str) -> Manifest:
     """Every document, held to the checks of every setting; the gated ones wait for the log's Configuration."""
     if path == "-":
-        return load_text(decode_text(sys.stdin.buffer.read(), "<stdin>"), "<stdin>", checks=UNGATED)
+        return load_text(decode_text(read_bounded(sys.stdin.buffer, "<stdin>"), "<stdin>"), "<stdin>",
+                         checks=UNGATED)
     return load_file(path, checks=UNGATED)
 
 

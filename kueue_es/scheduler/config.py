@@ -1,7 +1,8 @@
 """The part of Kueue's ``Configuration`` (config.kueue.x-k8s.io/v1beta2) that changes admission decisions.
 
-A user's existing Kueue configuration file is accepted as it is: fields kueue-es does not use are ignored,
-fields it uses are type-checked, and defaults are Kueue's.
+A user's existing Kueue configuration file is accepted as it is: Kueue's fields kueue-es does not use are ignored,
+fields it uses are type-checked, defaults are Kueue's, and a field Kueue does not know is refused, as Kueue's strict
+decoding refuses it (:mod:`kueue_es.scheduler.config_fields`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import msgspec
 from events import objects as o
 from events.errors import InvalidInput
 from events.labels import SUBDOMAIN, is_dns_label, is_dns_subdomain, qualified_name_problem
-from kueue_es.scheduler import tls_options
+from kueue_es.scheduler import config_fields, tls_options
 from projections import custom_labels, gates
 from projections.admissionchecks import ALL_AT_ONCE_DISPATCHER, INCREMENTAL_DISPATCHER
 from projections.queue_order import REQUEUING_TIMESTAMPS
@@ -281,6 +282,7 @@ MULTIKUEUE_ADAPTER_FRAMEWORKS = {
     ("workload.codeflare.dev/v1beta2", "AppWrapper"): APPWRAPPER_FRAMEWORK,
     ("trainer.kubeflow.org/v1alpha1", "TrainJob"): TRAINJOB_FRAMEWORK,
     ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): LWS_FRAMEWORK,
+    ("apps/v1", "StatefulSet"): STATEFULSET_FRAMEWORK,
 }
 """(apiVersion, kind) of each built-in MultiKueue adapter -> its integration framework: Kueue builds the adapter
 only while ``integrations.frameworks`` lists it (its ``GetMultiKueueAdapters``); the adapters themselves are
@@ -607,7 +609,15 @@ def _validate_multikueue(mk: MultiKueueSettings, source: str) -> None:
                            f"not {incremental.step_size}")
 
 
-def load_config(doc: dict[str, Any], source: str = "<config>") -> SchedulerConfig:
+def load_config(doc: dict[str, Any], source: str = "<config>", *, strict: bool = True) -> SchedulerConfig:
+    """``doc`` as the configuration it sets, refused (naming ``source`` and the field) where Kueue refuses to start
+    on it. ``strict``: a field Kueue's Configuration does not have is refused too, as Kueue's strict decoder
+    refuses it, every one named (:mod:`kueue_es.scheduler.config_fields`); off for a document the log recorded,
+    which is loaded as it was taken."""
+    unknown = config_fields.unknown_fields(doc, _known_fields()) if strict else []
+    if unknown:
+        raise InvalidInput(f"{source}: Configuration: strict decoding error: "
+                           + ", ".join(f'unknown field "{path}"' for path in unknown))
     try:
         cfg = msgspec.convert(doc, SchedulerConfig, strict=False)
     except msgspec.ValidationError as exc:
@@ -662,6 +672,11 @@ def load_config(doc: dict[str, Any], source: str = "<config>") -> SchedulerConfi
             raise InvalidInput(f"{source}: field `fairSharing.preemptionStrategies`: unsupported list "
                                f"{cfg.fair_sharing.preemption_strategies}")
     return cfg
+
+
+@lru_cache(maxsize=1)
+def _known_fields() -> config_fields.Tree:
+    return config_fields.known(SchedulerConfig)
 
 
 def _validate_label_keys_to_copy(cfg: SchedulerConfig, source: str) -> None:

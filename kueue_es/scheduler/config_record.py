@@ -64,7 +64,7 @@ def load_recorded(event: ev.ConfigRecorded, offset: int) -> SchedulerConfig:
         raise InvalidInput(f"{where}: not a Kueue Configuration (apiVersion {doc.get('apiVersion')!r}, kind "
                            f"{doc.get('kind')!r}; expected kind Configuration, apiVersion "
                            f"{' or '.join(CONFIG_API_VERSIONS)})")
-    return load_config(doc, where)
+    return load_config(doc, where, strict=False)  # taken when it was recorded: loaded as it was
 
 
 def in_force(state: ClusterState) -> SchedulerConfig | None:

@@ -20,7 +20,7 @@ from itertools import chain
 from events import objects as o
 from events import schema as ev
 from events.quantity import canonical_quantity
-from kueue_es.scheduler import afs, blockadmission
+from kueue_es.scheduler import afs, blockadmission, siblings
 from kueue_es.scheduler.admissibility import MISCONFIGURED, inadmissible
 from kueue_es.scheduler.config import SchedulerConfig
 from kueue_es.scheduler.fairsharing import fair_order, fair_targets
@@ -474,6 +474,11 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
             _pending(out, ctx, e, e.status, e.message, e.requeue_reason, base)
             continue
         assert a is not None
+        if ctx.concurrent_admission and e.wl.owner and siblings.admitted_sibling(
+                e.wl, ctx.info_of(e), ctx.reserving_in(e.cq), more_favorable=True) is not None:
+            e.assignment = None  # skipped: the next attempt starts at the first flavors
+            _pending(out, ctx, e, "PendingEvaluation", siblings.MORE_FAVORABLE_ADMITTED, "FailedAfterNomination", base)
+            continue
         if a.mode == _NO_FIT:
             _pending(out, ctx, e, a.reason, a.message, "NoFit", base)
             continue
@@ -544,11 +549,34 @@ def _run(ctx: CycleContext, entries: list[Entry], cycle: int, second: list[Workl
             # scheduler waits here, so this cycle admits nothing more, and none runs until it is let go
             _wait_for_pods_ready(out, ctx, e, base)
             break
+        if ctx.concurrent_admission and e.wl.owner and _migrates(out, ctx, e, info, base):
+            continue
         if e.replaced is not None:
             out.append(_slice_replaced(e, base))
         _admit(out, state, e, base)
         admitted = True
     return out
+
+
+def _migrates(out: list[ev.Decision], ctx: CycleContext, e: Entry, info: ClusterQueueInfo, base: dict) -> bool:
+    """``ConcurrentAdmission``: a variant that fits while a less favorable sibling is admitted takes over from it
+    (the sibling is evicted, the variant waits for it to go) or, its flavor after the policy's last acceptable
+    one, waits; True when it is not admitted now (:mod:`kueue_es.scheduler.siblings`)."""
+    wl = e.wl
+    lower = siblings.admitted_sibling(wl, info, ctx.reserving_in(e.cq), more_favorable=False)
+    if lower is None:
+        return False
+    if not siblings.migration_allowed(wl, info):
+        _pending(out, ctx, e, "PendingEvaluation", siblings.BELOW_LAST_ACCEPTABLE, "Generic", base)
+        return True
+    if not lower.evicted:  # evicted already (its quota not yet released): it is only waited for
+        out.append(ev.WorkloadEvicted(key=lower.key, uid=lower.uid, reason=siblings.FLAVOR_MIGRATION,
+                                      message=siblings.migration_message(wl), **base))
+    a = e.assignment
+    assert a is not None
+    _pending(out, ctx, e, "WaitingForPreemptedWorkloads", f"{a.message}. {siblings.PENDING_MIGRATION}",
+             "PendingMigration", base)
+    return True
 
 
 def _wait_for_pods_ready(out: list[ev.Decision], ctx: CycleContext, e: Entry, base: dict) -> None:

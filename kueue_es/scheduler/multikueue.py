@@ -7,8 +7,8 @@ worker reached or lost); from those and the manager's own state this decides, fo
 ClusterQueue has a MultiKueue check, in Kueue's order:
 
 1. no adapter in force for its owner (:data:`ADAPTERS`: batch/v1 Jobs, plain Pods, JobSets, the Kubeflow training jobs,
-   MPIJobs, RayJobs, RayClusters, RayServices, AppWrappers, TrainJobs and LeaderWorkerSets have one here, a
-   Pod or LeaderWorkerSet, which has no managedBy, always MultiKueue's; each only while its integration framework is
+   MPIJobs, RayJobs, RayClusters, RayServices, AppWrappers, TrainJobs, LeaderWorkerSets and StatefulSets have one
+   here, a Pod, LeaderWorkerSet or StatefulSet, which has no managedBy, always MultiKueue's; each only while its integration framework is
    enabled, :func:`adapters_in_force`): the check is ``Rejected``, "No
    multikueue adapter found[ for owner kind ...]"; an owner whose ``spec.managedBy`` (``spec.runPolicy.managedBy`` for the Kubeflow
    kinds) is not ``kueue.x-k8s.io/multikueue`` (a Job's read of the log's Job, any other kind's of
@@ -105,6 +105,10 @@ the worker."""
 LWS_ADAPTER = ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")
 """A LeaderWorkerSet has no managedBy: Kueue's adapter takes every one as MultiKueue's (:func:`_always_managed`),
 and dispatches its groups' Workloads as one (:data:`MULTI_WORKLOAD`)."""
+STATEFULSET_ADAPTER = ("apps/v1", "StatefulSet")
+"""A StatefulSet has no managedBy: Kueue's adapter (the ``statefulset`` framework's) takes every one as MultiKueue's
+(:func:`_always_managed`). kueue-es's StatefulSet Workloads are its pods' group's: the connector runs those whose
+pods a StatefulSet holds on this adapter (:mod:`connectors.k8s.statefulset_multikueue`)."""
 
 
 def _always_managed(state: ClusterState, wl: WorkloadInfo) -> str:
@@ -124,6 +128,7 @@ ADAPTERS = {
     APPWRAPPER_ADAPTER: _observed_managed_by,
     TRAINJOB_ADAPTER: _observed_managed_by,
     LWS_ADAPTER: _always_managed,
+    STATEFULSET_ADAPTER: _always_managed,
 }
 """(apiVersion, kind) of an owner MultiKueue can run on a worker -> how its ``spec.managedBy`` is read (Kueue's
 MultiKueue adapters; the connector's side of each is :data:`connectors.k8s.multikueue.ADAPTERS`). A Job's is read

@@ -184,7 +184,8 @@ def test_a_tas_flavor_needs_node_labels_and_a_flavor_at_most_eight_of_each() -> 
 def test_limits_need_a_cohort_and_a_queue_lends_at_most_its_nominal_quota() -> None:
     at = "ClusterQueue cq: field `spec.resourceGroups[0].flavors[0].resources[0]"
     _check(_quota(cluster_queue("co"), borrowingLimit=2, lendingLimit=4))
-    assert _refusal(_quota(cluster_queue(), borrowingLimit=2)) == f"{at}.borrowingLimit`: must be nil when cohort is empty"
+    assert _refusal(_quota(cluster_queue(), borrowingLimit=2)) == (  # the CRD's CEL rule, before the webhook's
+        'ClusterQueue cq: field `spec`: Invalid value: "object": borrowingLimit must be nil when cohort is empty')
     assert _refusal(_quota(cluster_queue(), lendingLimit=2)) == f"{at}.lendingLimit`: must be nil when cohort is empty"
     assert _refusal(_quota(cluster_queue("co"), lendingLimit=5)) == (
         f"{at}.lendingLimit`: must be less than or equal to the nominalQuota")
@@ -215,8 +216,8 @@ def test_a_queue_s_policies_are_known_and_consistent() -> None:
         "ClusterQueue cq: field `spec.preemption`: reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never")
     _check(cluster_queue(preemption={"reclaimWithinCohort": "Any", "borrowWithinCohort": {"policy": "LowerPriority"}}))
     assert _refusal(cluster_queue(flavorFungibility={"preference": "PreemptionOverBorrowing"})) == (
-        "ClusterQueue cq: field `spec.flavorFungibility.preference`: preference can only be set when both "
-        "whenCanBorrow and whenCanPreempt are TryNextFlavor")
+        'ClusterQueue cq: field `spec.flavorFungibility.preference`: Invalid value: "PreemptionOverBorrowing": '
+        'preference "PreemptionOverBorrowing" requires both whenCanBorrow and whenCanPreempt to be TryNextFlavor')
     _check(cluster_queue(flavorFungibility={"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor",
                                             "preference": "PreemptionOverBorrowing"}))
     assert '`spec.flavorFungibility.whenCanBorrow`: Unsupported value: "Borrow"' in _refusal(
@@ -244,20 +245,19 @@ def test_every_webhook_rule_a_queue_breaks_is_refused_in_one_message_in_kueue_s_
                                preemption={"reclaimWithinCohort": "Never",
                                            "borrowWithinCohort": {"policy": "LowerPriority"}},
                                flavorFungibility={"preference": "PreemptionOverBorrowing"},
-                               fairSharing={"weight": "1n"}), borrowingLimit=2, lendingLimit=5)
+                               fairSharing={"weight": "1n"}), lendingLimit=5)
     doc["spec"]["resourceGroups"].append({"coveredResources": ["cpu"], "flavors": [
         {"name": "b", "resources": [{"name": "cpu", "nominalQuota": 1}]}]})
     at = "field `spec.resourceGroups[0].flavors[0].resources[0]"
     assert _refusal(doc) == (
-        f"ClusterQueue cq: [{at}.borrowingLimit`: must be nil when cohort is empty, "
-        f"{at}.lendingLimit`: must be nil when cohort is empty, "
+        f"ClusterQueue cq: [{at}.lendingLimit`: must be nil when cohort is empty, "
         f"{at}.lendingLimit`: must be less than or equal to the nominalQuota, "
         'field `spec.resourceGroups[1].coveredResources[0]`: Duplicate value: "cpu", '
         "field `spec.namespaceSelector.matchExpressions[0].values`: may not be specified when `operator` is "
         "'Exists' or 'DoesNotExist', "
         "field `spec.preemption`: reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never, "
-        "field `spec.flavorFungibility.preference`: preference can only be set when both whenCanBorrow and "
-        "whenCanPreempt are TryNextFlavor, "
+        'field `spec.flavorFungibility.preference`: Invalid value: "PreemptionOverBorrowing": preference '
+        '"PreemptionOverBorrowing" requires both whenCanBorrow and whenCanPreempt to be TryNextFlavor, '
         "field `spec.fairSharing.weight`: When not 0, weight must be > 10e-9]")
 
 
@@ -280,8 +280,8 @@ def test_a_resource_s_rules_are_all_refused_and_a_cohort_s_too() -> None:
 
 
 def test_a_crd_rule_broken_is_refused_alone_before_the_webhook_s() -> None:
-    """The apiserver calls no webhook for an object its schema refuses: the CRD's error alone, not with the
-    webhook's (as one message, the CRD's rules would be the apiserver's own list; kueue-es names the first)."""
+    """The apiserver calls no webhook for an object its schema refuses: the CRD's errors (all of them, as its own
+    list: ``test_queue_rules``), not with the webhook's."""
     doc = cluster_queue(fairSharing={"weight": "1n"}, preemption={"reclaimWithinCohort": "Never",
                                                                   "borrowWithinCohort": {"policy": "LowerPriority"}})
     doc["spec"]["resourceGroups"][0]["coveredResources"] = ["a b"]

@@ -33,7 +33,7 @@ RESTORED = {"state", "inventory", "workloads", "pending", "request_decisions", "
             "kube_events"}
 """The mirror's fields a checkpoint holds; the others are rebuilt (``dirty_*``) or the process's own."""
 REBUILT = {"dirty_workloads", "dirty_jobs", "dirty_queues", "dirty_retention", "dirty_finalizers", "dirty_orphans",
-           "listeners", "named_by", "owned_by", "controlled"}
+           "dirty_variants", "listeners", "named_by", "owned_by", "controlled"}
 
 
 def _job(ns: str, name: str) -> o.Job:
@@ -128,6 +128,7 @@ def assert_same(full: Mirror, restored: Mirror) -> None:
     assert full.dirty_jobs & (full.state.jobs.keys() | full.workload_of.keys()) <= restored.dirty_jobs
     assert "*" in restored.dirty_queues or full.dirty_queues <= restored.dirty_queues
     assert {k for k in full.dirty_retention if k in full.pending} <= restored.dirty_retention
+    assert {k for k in full.dirty_variants if k in full.pending} <= restored.dirty_variants
 
 
 def test_the_checkpoint_covers_every_field_of_the_mirror() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 import pytest
 from fixtures import fastyaml
-from fixtures.multikueue_states import MK_CONFIG, dispatched_state, owned_state
+from fixtures.multikueue_states import MK_CONFIG, dispatched_state, owned_state, with_frameworks
 
 from connectors.k8s.errors import Forbidden, KubeError
 from connectors.k8s.multikueue import ADAPTERS, OWNER_RETRY_BASE_S, MultiKueueConnector, Worker
@@ -666,7 +666,7 @@ async def test_a_jobset_crd_installed_on_a_worker_after_connecting_is_watched_wi
         tmp_path: Path) -> None:
     """Kueue lists a worker's JobSets again on its next reconcile: a CRD installed there after the connector
     connected gets its JobSet copies watched (their status mirrored) on the same connection."""
-    state = _state(tmp_path)
+    state = with_frameworks(_state(tmp_path))  # the JobSet adapter built
     mk = _connector(state, {})
     mk.absent_retry_s = 0.01
     worker = JobSetsLater()
@@ -1061,7 +1061,7 @@ async def test_a_changed_origin_moves_the_worker_watches_to_its_label(tmp_path: 
         return worker
 
     monkeypatch.setattr(multikueue, "client_from", client_from)
-    state = _state(tmp_path)
+    state = with_frameworks(_state(tmp_path))  # every built-in adapter's kind watched
     path = tmp_path / "w.kubeconfig"
     path.write_bytes(_kubeconfig("w"))
     state.multikueue_clusters = {"w": _path_cluster(str(path))}

@@ -26,6 +26,7 @@ from connectors.k8s.resources import JOBSETS
 from events import objects as o
 from kueue_es.scheduler import multikueue as pure
 from kueue_es.scheduler.config import DEFAULT
+from projections.gates import WORKLOAD_IDENTIFIER_ANNOTATIONS
 from projections.workloads import WorkloadInfo
 
 MANAGER_WL = {
@@ -122,7 +123,8 @@ def test_the_pod_copy_is_the_manager_pods_metadata_and_spec_on_the_prebuilt_work
                                          "kueue.x-k8s.io/multikueue-origin": "mk-origin",
                                          "kueue.x-k8s.io/prebuilt-workload-name": "job-a-1"}},
                  "spec": MANAGER_POD["spec"]}
-    assert owner_copy(ADAPTERS["v1", "Pod"], MANAGER_POD, MANAGER_WL, "mk-origin", MK_CONFIG) == c
+    label_form = msgspec.structs.replace(MK_CONFIG, feature_gates={WORKLOAD_IDENTIFIER_ANNOTATIONS: False})
+    assert owner_copy(ADAPTERS["v1", "Pod"], MANAGER_POD, MANAGER_WL, "mk-origin", label_form) == c
 
 
 def test_a_gated_manager_pod_gets_its_copys_status_but_keeps_its_own_pod_scheduled() -> None:
@@ -271,6 +273,7 @@ def test_a_copy_of_an_owner_never_started_keeps_what_the_user_changed_in_its_pod
     manager_wl = {"metadata": {"name": "job-a-1", "namespace": "ns"},
                   "spec": {"podSets": module.pod_sets(submitted, tas=False)}}
     edited = msgspec.json.decode(msgspec.json.encode(submitted).replace(b'"ssd"', b'"nvme"'))
-    made = owner_copy(adapter, edited, manager_wl, "mk-origin", DEFAULT)
+    label_form = msgspec.structs.replace(DEFAULT, feature_gates={WORKLOAD_IDENTIFIER_ANNOTATIONS: False})
+    made = owner_copy(adapter, edited, manager_wl, "mk-origin", label_form)
     assert "nvme" in str(made["spec"]) and "ssd" not in str(made["spec"])
     assert made == adapter.make_copy(edited, manager_wl, "mk-origin")

@@ -173,8 +173,8 @@ async def test_the_worker_runs_the_copy_and_the_manager_job_shows_its_status_who
     mk = _connector(state, manager, {"worker1": worker})
     mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}}
     await mk.sync_copies("multikueue")
-    assert [(c["kind"], c["metadata"]["labels"]["kueue.x-k8s.io/prebuilt-workload-name"]) for c in worker.created] == [
-        ("PyTorchJob", "job-a")]
+    assert [(c["kind"], c["metadata"]["annotations"]["kueue.x-k8s.io/prebuilt-workload-name"])
+            for c in worker.created] == [("PyTorchJob", "job-a")], "named in an annotation (WorkloadIdentifierAnnotations)"
     assert "managedBy" not in worker.created[0]["spec"]["runPolicy"]
     done = {**worker.created[0], "metadata": {**worker.created[0]["metadata"], "resourceVersion": "8"},
             "status": {"startTime": "t0", "conditions": [{"type": "Succeeded", "status": "True"}],

@@ -159,8 +159,8 @@ async def test_the_worker_that_runs_it_gets_the_copy_and_its_status_replaces_the
     mk = _connector(state, manager, worker)
     mk.workers["worker1"].workloads[KEY] = {"metadata": {"name": "job-a", "namespace": "default"}}
     await mk.sync_copies("multikueue")
-    assert [(c["kind"], value_at(c, _suspend_at(r)), c["metadata"]["labels"][PREBUILT]) for c in worker.created] == [
-        (r.kind, True, "job-a")]
+    assert [(c["kind"], value_at(c, _suspend_at(r)), c["metadata"]["annotations"][PREBUILT])
+            for c in worker.created] == [(r.kind, True, "job-a")]
     running = copy.deepcopy(worker.created[0])
     running["metadata"]["resourceVersion"] = "2"
     running["status"] = {"jobStatus": "RUNNING", "conditions": [{"type": "Ready", "status": "True"}]}

@@ -1,17 +1,21 @@
 """Kueue's ``TLSOptions`` gate (beta, on): the Configuration's ``tls`` stanza (``minVersion``, ``cipherSuites``) on
-the HTTPS servers the connector runs, checked with real handshakes against the webhook server."""
+the HTTPS servers the connector runs, checked with real handshakes against the webhook server; and the size of a
+review that server takes."""
 
 from __future__ import annotations
 
 import asyncio
+import io
 import socket
 import ssl
 import tempfile
 
+import aiohttp
+import msgspec
 import pytest
 
 from connectors.k8s.certs import self_signed
-from connectors.k8s.webhook import WebhookServer
+from connectors.k8s.webhook import MAX_REVIEW_BYTES, WebhookServer
 from events.errors import InvalidInput
 from kueue_es.scheduler.config import load_config
 from kueue_es.scheduler.tls_options import TLSSettings
@@ -110,3 +114,34 @@ async def test_tls_1_2_suites_openssl_cannot_offer_leave_tls_1_3_instead_of_a_se
     mixed = {"tls": {"cipherSuites": ["TLS_ECDHE_RSA_WITH_RC4_128_SHA", "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"]}}
     assert await _handshake(mixed, max_version=ssl.TLSVersion.TLSv1_2,
                             ciphers="ECDHE-ECDSA-AES256-GCM-SHA384") == "TLSv1.2"
+
+
+# --- the review body: as large as Kueue's server takes (controller-runtime's 7 MiB: an object and its old object at
+# the apiserver's 3 MiB each), not aiohttp's default 1 MiB, which answered 413 to a large object's review and, the
+# webhook failing closed, had the apiserver refuse an object Kueue takes ---------------------------------------
+
+
+def _review(size: int) -> bytes:
+    flavor = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+              "metadata": {"name": "big", "annotations": {"example.com/notes": "x" * size}}, "spec": {}}
+    return msgspec.json.encode({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": "u-1", "operation": "UPDATE", "object": flavor, "oldObject": flavor}})
+
+
+@pytest.mark.asyncio
+async def test_a_review_of_a_large_object_is_answered() -> None:
+    bundle = self_signed(["127.0.0.1"])
+    _, cert, key = bundle.write(tempfile.mkdtemp(prefix="kueue-es-body-test-"))
+    server, port = WebhookServer(_no_default_queue), _free_port()
+    await server.start("127.0.0.1", port, str(cert), str(key))
+    client = ssl.create_default_context(cadata=bundle.ca_pem.decode())
+    url = f"https://127.0.0.1:{port}/validate-kueue-x-k8s-io-v1beta2-resourceflavor"
+    try:
+        async with aiohttp.ClientSession() as session:
+            async with session.post(url, data=io.BytesIO(_review(1536 * 1024)), ssl=client) as resp:  # 3 MiB in all
+                assert resp.status == 200
+                assert (await resp.json())["response"]["uid"] == "u-1"
+            async with session.post(url, data=io.BytesIO(_review(MAX_REVIEW_BYTES // 2)), ssl=client) as resp:
+                assert resp.status == 413
+    finally:
+        await server.stop()

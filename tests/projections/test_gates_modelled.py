@@ -106,11 +106,12 @@ def test_partial_scale_up_of_elastic_jobs_is_modelled() -> None:
 
 
 def test_concurrent_admission_is_modelled_in_part_and_warned_of_when_on() -> None:
-    """The gate turns on the ClusterQueue webhook's checks of ``concurrentAdmissionPolicy``; Kueue's variant
-    controller is not modelled, which a user turning it on is told."""
+    """The gate's variants are made and pursued as Kueue does; their preemption gate is not modelled, which a
+    user turning it on is told."""
     assert "ConcurrentAdmission" in gates.PARTLY and "ConcurrentAdmission" not in gates.MODELLED
     assert gates.partly_note({}, "cfg.yaml") is None
     assert gates.partly_note({"ConcurrentAdmission": False}, "cfg.yaml") is None
     note = gates.partly_note({"AllAlpha": True}, "cfg.yaml")
-    assert note is not None and note.startswith("cfg.yaml: featureGates: kueue-es checks a ClusterQueue's "
-                                                "concurrentAdmissionPolicy as Kueue does under ConcurrentAdmission")
+    assert note is not None and note.startswith("cfg.yaml: featureGates: kueue-es makes the variant Workloads of "
+                                                "ConcurrentAdmission as Kueue does but not their "
+                                                "kueue.x-k8s.io/concurrent-admission preemption gate")

@@ -449,3 +449,15 @@ def test_a_snapshot_keeps_a_groups_indexes_and_replicas(tmp_path: Path) -> None:
              restored.workloads[f"default/lws-{i}"].owner_replicas,
              restored.workloads[f"default/lws-{i}"].owner_uid) for i in (0, 1)] == [(0, 2, LWS_UID), (1, None, LWS_UID)]
     assert snapshot.digest(restored) == snapshot.digest(state)
+
+
+def test_a_statefulset_has_an_adapter_only_with_the_statefulset_framework(tmp_path: Path) -> None:
+    """Kueue's StatefulSet adapter: built with the ``statefulset`` framework, it takes every StatefulSet as
+    MultiKueue's (no managedBy, nothing read); without the framework the workload's owner has no adapter."""
+    state = _owned_state(tmp_path, "apps/v1", "StatefulSet")
+    wl = state.workloads[KEY]
+    with_sets = load_config({"integrations": {"frameworks": ["batch/job", "pod", "statefulset"]}})
+    assert unmanaged_reason(state, wl, adapters_in_force(with_sets)) is None
+    without = load_config({"integrations": {"frameworks": ["batch/job", "pod"]}})
+    assert unmanaged_reason(state, wl, adapters_in_force(without)) == (
+        'No multikueue adapter found for owner kind "apps/v1, Kind=StatefulSet"')

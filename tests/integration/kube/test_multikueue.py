@@ -82,6 +82,8 @@ from kueue_es.scheduler.config import LWS_FRAMEWORK, load_config
 
 pytestmark = pytest.mark.kube
 KUBE_SH = Path(__file__).resolve().parents[3] / "scripts" / "kube.sh"
+PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"
+"""Named in an annotation on the copies: WorkloadIdentifierAnnotations (beta) is on."""
 KUEUE_NAMESPACE = "kueue-system"  # the Configuration's namespace, where the worker's kubeconfig Secret is
 
 
@@ -371,7 +373,7 @@ async def _dispatch_run_and_finish(kc, wc, ns: str, cq: str, worker: str, check:
         remote_job = await eventually(running_on_worker, timeout=60, what="the Job's copy to run on the worker")
         labels = remote_job["metadata"]["labels"]
         assert labels["kueue.x-k8s.io/multikueue-origin"] == "multikueue"
-        assert labels["kueue.x-k8s.io/prebuilt-workload-name"] == wl_name
+        assert remote_job["metadata"]["annotations"][PREBUILT] == wl_name  # WorkloadIdentifierAnnotations on
         assert "managedBy" not in remote_job["spec"]
         assert "ttlSecondsAfterFinished" not in remote_job["spec"]  # MultiKueueBatchJobClearingTTL..., on
         manager_spec = (await get(kc, "Job", "mk-job", ns))["spec"]
@@ -457,7 +459,7 @@ async def test_a_jobset_is_dispatched_to_the_worker_and_finishes_there(kube_apis
             remote = await eventually(copied, timeout=60, what="the JobSet's copy on the worker")
             labels = remote["metadata"]["labels"]
             assert labels["kueue.x-k8s.io/multikueue-origin"] == "multikueue"
-            assert labels["kueue.x-k8s.io/prebuilt-workload-name"] == wl_name
+            assert remote["metadata"]["annotations"][PREBUILT] == wl_name
             assert "managedBy" not in remote["spec"]
 
             # --- the worker's JobSet controller completes it: the manager's JobSet shows it, the copies go ----
@@ -546,7 +548,7 @@ async def _started_copy(c: SimpleNamespace, r: Resource, name: str, wl_name: str
     remote = await eventually(started, timeout=60, what=what)
     labels = remote["metadata"]["labels"]
     assert labels["kueue.x-k8s.io/multikueue-origin"] == "multikueue"
-    assert labels["kueue.x-k8s.io/prebuilt-workload-name"] == wl_name
+    assert remote["metadata"]["annotations"][PREBUILT] == wl_name
     assert "managedBy" not in remote["spec"]
     assert _true(await get(c.wc, "Workload", wl_name, c.ns), "Admitted")
     on_worker = [msgspec.json.decode(raw)["metadata"] for raw in (await c.wc.list(BY_KIND["Workload"])).items]
@@ -690,7 +692,7 @@ async def test_a_pytorchjob_is_dispatched_to_the_worker_and_finishes_there(kube_
             copy = await eventually(running_on_worker, timeout=60, what="the PyTorchJob's copy to run on the worker")
             labels = copy["metadata"]["labels"]
             assert labels["kueue.x-k8s.io/multikueue-origin"] == "multikueue"
-            assert labels["kueue.x-k8s.io/prebuilt-workload-name"] == wl_name
+            assert copy["metadata"]["annotations"][PREBUILT] == wl_name
             assert "managedBy" not in copy["spec"]["runPolicy"]
             assert msgspec.json.decode(await kc.get(r, "mk-pt", ns))["spec"]["runPolicy"]["managedBy"] == (
                 "kueue.x-k8s.io/multikueue")
@@ -881,9 +883,10 @@ async def test_a_pod_runs_on_the_worker_on_a_copy_and_its_status_is_mirrored(kub
 
         remote = await eventually(started, timeout=60, what="the Pod's copy ungated on the worker")
         copied = {"kueue.x-k8s.io/queue-name": "user-queue", "kueue.x-k8s.io/managed": "true", "app": "a",
-                  "kueue.x-k8s.io/multikueue-origin": "multikueue", "kueue.x-k8s.io/prebuilt-workload-name": wl_name}
+                  "kueue.x-k8s.io/multikueue-origin": "multikueue"}
         assert copied.items() <= remote["metadata"]["labels"].items()  # with what the worker's start added
         assert remote["metadata"]["annotations"]["team"] == "x"
+        assert remote["metadata"]["annotations"][PREBUILT] == wl_name
         on_worker = [msgspec.json.decode(raw)["metadata"] for raw in (await wc.list(BY_KIND["Workload"])).items]
         assert [m["name"] for m in on_worker if m["namespace"] == ns] == [wl_name], "run on the copied Workload"
 
@@ -928,7 +931,7 @@ async def test_a_pod_groups_pods_are_each_copied_to_the_worker_and_mirrored(kube
 
         for name in names:
             remote = await eventually(lambda n=name: started(n), timeout=60, what=f"{name}'s copy ungated")
-            assert remote["metadata"]["labels"]["kueue.x-k8s.io/prebuilt-workload-name"] == "mk-g"
+            assert remote["metadata"]["annotations"][PREBUILT] == "mk-g"
         on_worker = [msgspec.json.decode(raw)["metadata"] for raw in (await wc.list(BY_KIND["Workload"])).items]
         assert [m["name"] for m in on_worker if m["namespace"] == ns] == ["mk-g"], "run on the copied Workload"
 
@@ -1004,7 +1007,7 @@ async def test_a_custom_kind_is_run_on_the_worker_by_the_generic_adapter(kube_ap
                                   what="the Widget's copy on the worker")
         labels = remote["metadata"]["labels"]
         assert (labels["team"], labels["kueue.x-k8s.io/multikueue-origin"],
-                labels["kueue.x-k8s.io/prebuilt-workload-name"]) == ("a", "multikueue", wl_name)
+                remote["metadata"]["annotations"][PREBUILT]) == ("a", "multikueue", wl_name)
         assert remote["spec"] == {"size": 3}, "copied whole but for spec.managedBy"
 
         # --- the kind's controller on the worker reports: the manager's Widget shows it -----------------------

@@ -145,7 +145,7 @@ async def test_a_worker_named_by_a_cluster_profile_is_reached_with_the_plugins_c
                 return j if j is not None and not j["spec"].get("suspend") else None
 
             remote = await eventually(running_on_worker, timeout=60, what="the Job's copy to run on the worker")
-            assert remote["metadata"]["labels"]["kueue.x-k8s.io/prebuilt-workload-name"] == wl_name
+            assert remote["metadata"]["annotations"]["kueue.x-k8s.io/prebuilt-workload-name"] == wl_name
 
             # --- the missing profile made: its cluster connects (the profile is followed) ------------------------
             await _profile(kc, f"later-{sfx}", cluster)

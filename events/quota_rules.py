@@ -1,0 +1,149 @@
+"""The rules of a ClusterQueue's and a Cohort's resource groups, as lists of field errors (``field `path`:
+problem``) for the caller to refuse together, the way the apiserver and Kueue's webhooks report every rule an object
+breaks in one message.
+
+Two layers, as Kubernetes has them: the CRD's schema (:func:`schema_errors`: quantities that parse, list entries
+unique by name, each flavor listing as many resources as its group covers), which the apiserver checks first,
+refusing an object that fails it without calling a webhook; then Kueue's webhook (:func:`webhook_errors`), in the
+webhook's order. The projections need part of each (a flavor in one group only, its resources the covered ones in
+their order, quotas not negative): the watch holds a stored object to that part only (``full=False``), Kueue's
+controllers acting on whatever is stored. None of this runs in the fold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from events import objects as o
+from events.labels import qualified_name_problem
+from events.quantity import QuantityError, parse_quantity
+
+MAX_TOTAL = 256
+"""Kueue's webhook: at most this many flavors, and this many covered resources, across a ClusterQueue's groups."""
+MAX_COMBINATIONS = 512
+"""Kueue's webhook: at most this many (flavor, resource) quotas in one resource group of a ClusterQueue."""
+LIMITS = (("nominalQuota", "nominal_quota"), ("borrowingLimit", "borrowing_limit"), ("lendingLimit", "lending_limit"))
+
+
+def quantity_problem(q: object, *, negative: bool = False) -> str | None:
+    """Why ``q`` is not a quantity (or, unless ``negative``, is a negative one); None when it is fine."""
+    try:
+        value = parse_quantity(q)  # type: ignore[arg-type]
+    except QuantityError as exc:
+        return str(exc)
+    return "must not be negative" if value < 0 and not negative else None
+
+
+def _go_map(name: str) -> str:
+    """A list entry keyed by ``name`` as the apiserver prints it in a list-map's duplicate error."""
+    return 'map[string]interface {}{"name":"' + name + '"}'
+
+
+def schema_errors(groups: Sequence[o.ResourceGroup]) -> list[str]:
+    """What the CRD's schema refuses in ``groups``, every one, in the object's order: a quota that is no quantity,
+    a flavor named twice in a group or a resource twice in a flavor (lists keyed by name); then its CEL rule, a
+    flavor listing as many resources as the group covers."""
+    errors: list[str] = []
+    for g, rg in enumerate(groups):
+        flavors: set[str] = set()
+        for f, fq in enumerate(rg.flavors):
+            at = f"spec.resourceGroups[{g}].flavors[{f}]"
+            if fq.name in flavors:
+                errors.append(f"field `{at}`: Duplicate value: {_go_map(fq.name)}")
+            flavors.add(fq.name)
+            resources: set[str] = set()
+            for r, rq in enumerate(fq.resources):
+                if rq.name in resources:
+                    errors.append(f"field `{at}.resources[{r}]`: Duplicate value: {_go_map(rq.name)}")
+                resources.add(rq.name)
+                for name, attr in LIMITS:
+                    q = getattr(rq, attr)
+                    problem = None if q is None else quantity_problem(q, negative=True)
+                    if problem is not None:
+                        errors.append(f"field `{at}.resources[{r}].{name}`: {problem}")
+    return errors
+
+
+def borrowing_errors(groups: Sequence[o.ResourceGroup], cohort: str) -> list[str]:
+    """The ClusterQueue spec's CEL rule: no borrowing limit without a cohort (checked on the spec, before the
+    rules of the groups below it)."""
+    if cohort or all(rq.borrowing_limit is None for rg in groups for fq in rg.flavors for rq in fq.resources):
+        return []
+    return ['field `spec`: Invalid value: "object": borrowingLimit must be nil when cohort is empty']
+
+
+def count_errors(groups: Sequence[o.ResourceGroup]) -> list[str]:
+    """The ResourceGroup CEL rule: every flavor lists as many resources as the group covers."""
+    return [f'field `spec.resourceGroups[{g}]`: Invalid value: "object": flavors must have the same number of '
+            "resources as the coveredResources"
+            for g, rg in enumerate(groups) if any(len(fq.resources) != len(rg.covered_resources) for fq in rg.flavors)]
+
+
+def webhook_errors(groups: Sequence[o.ResourceGroup], *, parent: str, cohort: bool, full: bool = True) -> list[str]:
+    """The rules of Kueue's webhook ``groups`` break (taken to pass :func:`schema_errors`), in its order: per group,
+    its covered resources (well named, each in one group), then per flavor its quotas (named as the covered
+    resources, in order; not negative; limits only under a ``parent``, a ClusterQueue's cohort or a Cohort's
+    parent; a ClusterQueue lending at most its nominal quota) and its name (in one group only). ``full=False``:
+    only those the projections need."""
+    errors: list[str] = []
+    covered: set[str] = set()
+    flavors: set[str] = set()
+    for g, rg in enumerate(groups):
+        for j, name in enumerate(rg.covered_resources):
+            at = f"spec.resourceGroups[{g}].coveredResources[{j}]"
+            problem = qualified_name_problem(name) if full else None
+            if problem is not None:
+                errors.append(f"field `{at}`: {problem}")
+            if name in covered and full:
+                errors.append(f'field `{at}`: Duplicate value: "{name}"')
+            covered.add(name)
+        for f, fq in enumerate(rg.flavors):
+            at_f = f"spec.resourceGroups[{g}].flavors[{f}]"
+            for r, (rq, name) in enumerate(zip(fq.resources, rg.covered_resources, strict=False)):
+                errors += _quota_errors(rq, name, f"{at_f}.resources[{r}]", parent=parent, cohort=cohort, full=full)
+            if fq.name in flavors:
+                errors.append(f'field `{at_f}.name`: Duplicate value: "{fq.name}"')
+            flavors.add(fq.name)
+    return errors
+
+
+def _quota_errors(rq: o.ResourceQuota, covered: str, at: str, *, parent: str, cohort: bool, full: bool) -> list[str]:
+    errors = []
+    if rq.name != covered:
+        errors.append(f'field `{at}.name`: Invalid value: "{rq.name}": must match the name in coveredResources')
+    negative = "must be greater than or equal to 0"
+    if parse_quantity(rq.nominal_quota) < 0:
+        errors.append(f'field `{at}.nominalQuota`: Invalid value: "{rq.nominal_quota}": {negative}')
+    unparented = f"must be nil when {'parent' if cohort else 'cohort'} is empty"
+    if rq.borrowing_limit is not None:
+        if full and not parent:
+            errors.append(f"field `{at}.borrowingLimit`: {unparented}")
+        if parse_quantity(rq.borrowing_limit) < 0:
+            errors.append(f'field `{at}.borrowingLimit`: Invalid value: "{rq.borrowing_limit}": {negative}')
+    lend = rq.lending_limit
+    if lend is not None:
+        if parse_quantity(lend) < 0:
+            errors.append(f'field `{at}.lendingLimit`: Invalid value: "{lend}": {negative}')
+        if full and not parent:
+            errors.append(f"field `{at}.lendingLimit`: {unparented}")
+        if full and not cohort and parse_quantity(lend) > parse_quantity(rq.nominal_quota):
+            errors.append(f"field `{at}.lendingLimit`: must be less than or equal to the nominalQuota")
+    return errors
+
+
+def total_errors(groups: Sequence[o.ResourceGroup]) -> list[str]:
+    """Kueue's webhook limits on a ClusterQueue's size (after its other spec rules): at most 256 flavors and 256
+    covered resources across its groups, and 512 flavor-resource combinations in any one group."""
+    errors = []
+    for what, total in (("flavors", sum(len(rg.flavors) for rg in groups)),
+                        ("covered resources", sum(len(rg.covered_resources) for rg in groups))):
+        if total > MAX_TOTAL:
+            errors.append(f"field `spec.resourceGroups`: Invalid value: {total}: total number of {what} across all "
+                          f"resourceGroups must be ≤ {MAX_TOTAL}, got {total}")
+    for g, rg in enumerate(groups):
+        combinations = sum(len(fq.resources) for fq in rg.flavors)
+        if combinations > MAX_COMBINATIONS:
+            errors.append(f"field `spec.resourceGroups[{g}]`: Invalid value: {combinations}: number of "
+                          f"flavor-resource combinations in a resourceGroup must be ≤ {MAX_COMBINATIONS}, got "
+                          f"{combinations}")
+    return errors

@@ -1,0 +1,100 @@
+"""ConcurrentAdmission against the real apiserver: a Workload of a ClusterQueue with a ``concurrentAdmissionPolicy``
+is labelled a parent, its variants are created as Kueue's variant controller makes them (names, labels,
+annotations, owner, the preemption gate), the one whose flavor has room is admitted, the other, below it under
+RetainFirstAdmission, gets ``spec.active: false``, and the parent shows the admitted variant's admission; once its
+flavor leaves the ClusterQueue, that variant is deleted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+from kubehelp import cluster_queue, connect, create, eventually, flavor, get, kueue_es, local_queue, namespace
+
+from connectors.k8s import crds
+from connectors.k8s.errors import NotFound
+from connectors.k8s.resources import BY_KIND
+from kueue_es.scheduler.config import load_config
+from kueue_es.scheduler.variants import variant_name
+
+pytestmark = pytest.mark.kube
+PARENT_LABEL = "kueue.x-k8s.io/concurrent-admission-parent"
+ALLOWED = "kueue.x-k8s.io/workload-allowed-resource-flavors"
+CONFIG = load_config({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+                      "featureGates": {"ConcurrentAdmission": True}})
+
+
+def _cond(obj: dict[str, Any], type_: str) -> tuple[str, str, str] | None:
+    c = next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == type_), None)
+    return None if c is None else (c["status"], c["reason"], c["message"])
+
+
+@pytest.mark.asyncio
+async def test_a_parent_is_pursued_through_its_variants(kube_apiserver, tmp_path) -> None:
+    async with await connect(kube_apiserver) as kc:
+        await crds.install(kc)
+        ns = await namespace(kc, "concurrent")
+        sfx = ns.rsplit("-", 1)[1]
+        preferred, fallback, cq = f"od-{sfx}", f"spot-{sfx}", f"cq-{sfx}"
+        for f in (preferred, fallback):
+            await create(kc, flavor(f))
+        await create(kc, cluster_queue(cq, {preferred: {"cpu": 1}, fallback: {"cpu": 4}},
+                                       concurrentAdmissionPolicy={"migration": {"mode": "RetainFirstAdmission"}}))
+        await create(kc, local_queue(ns, "lq", cq))
+        async with kueue_es(kc, tmp_path / "log", config=CONFIG):
+            parent = await create(kc, {
+                "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                "metadata": {"name": "job-sample-8f2a1", "namespace": ns, "labels": {"app": "sample"},
+                             "annotations": {"note": "kept"}},
+                "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 2, "template": {"spec": {
+                    "containers": [{"name": "c", "image": "busybox",
+                                    "resources": {"requests": {"cpu": "1"}}}]}}}]}})
+            uid = parent["metadata"]["uid"]
+            names = {f: variant_name("job-sample-8f2a1", uid, f) for f in (preferred, fallback)}
+
+            async def admitted_parent() -> dict[str, Any] | None:
+                p = await get(kc, "Workload", "job-sample-8f2a1", ns)
+                return p if _cond(p, "Admitted") and _cond(p, "Admitted")[0] == "True" else None
+
+            p = await eventually(admitted_parent, timeout=30, what="the parent admitted through a variant")
+            assert p["metadata"]["labels"] == {"app": "sample", PARENT_LABEL: "true"}
+            assert _cond(p, "Admitted") == ("True", "Admitted", f"The variant {names[fallback]} is admitted")
+            assert p["status"]["admission"]["podSetAssignments"][0]["flavors"] == {"cpu": fallback}
+
+            for f, name in names.items():
+                v = await get(kc, "Workload", name, ns)
+                meta = v["metadata"]
+                assert meta["labels"] == {"app": "sample"}
+                assert meta["annotations"] == {"note": "kept", ALLOWED: f}
+                assert meta["ownerReferences"] == [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                                                    "name": "job-sample-8f2a1", "uid": uid, "controller": True,
+                                                    "blockOwnerDeletion": True}]
+                assert v["spec"]["podSets"] == parent["spec"]["podSets"]
+                assert v["spec"]["preemptionGates"] == [{"name": "kueue.x-k8s.io/concurrent-admission"}]
+
+            async def deactivated() -> dict[str, Any] | None:
+                v = await get(kc, "Workload", names[preferred], ns)
+                return v if v["spec"].get("active") is False else None
+
+            await eventually(deactivated, what="the variant below the admitted one deactivated")
+            admitted = await get(kc, "Workload", names[fallback], ns)
+            assert _cond(admitted, "Admitted")[0] == "True"
+            assert admitted["spec"].get("active", True) is True
+            listed = msgspec.json.decode(await kc.request("GET", BY_KIND["Workload"].collection_path(ns)))
+            assert sorted(w["metadata"]["name"] for w in listed["items"]) == sorted(
+                ["job-sample-8f2a1", *names.values()])  # one variant per flavor, no more
+
+            # its flavor taken out of the ClusterQueue, the deactivated variant is deleted
+            narrowed = cluster_queue(cq, {fallback: {"cpu": 4}})["spec"]["resourceGroups"]
+            await kc.patch(BY_KIND["ClusterQueue"], cq, {"spec": {"resourceGroups": narrowed}})
+
+            async def deleted() -> bool:
+                try:
+                    await get(kc, "Workload", names[preferred], ns)
+                except NotFound:
+                    return True
+                return False
+
+            await eventually(deleted, what="the stale variant deleted")
+            assert (await get(kc, "Workload", names[fallback], ns))["metadata"]["uid"] == admitted["metadata"]["uid"]
